@@ -1,0 +1,26 @@
+# `make install` sets up everything on a fresh machine; `make test` runs the whole suite.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PLUGINS := codex claude roles receipts
+
+.PHONY: install test bench hosts clean
+
+install:
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]' -e ./testing $(foreach p,$(PLUGINS),-e './plugins/$(p)[test]')
+	$(MAKE) hosts
+
+# The pinned real host CLIs (Codex, Claude Code) for the real-host tests, from hosts/package-lock.json.
+hosts:
+	cd hosts && npm ci --no-audit --no-fund --loglevel=error
+
+test:
+	$(PY) -m pytest -q
+
+bench:
+	$(PY) bench/run.py
+
+clean:
+	rm -rf $(VENV) hosts/node_modules

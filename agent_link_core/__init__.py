@@ -1,0 +1,19 @@
+"""agent-link core: the host-neutral mailbox, envelope, MCP server and CLI.
+
+Plugins write ``from agent_link_core import hookimpl``. The marker is resolved lazily so
+that importing this package (as the hook fast path does) costs nothing beyond the package.
+"""
+
+from typing import Any
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__", "hookimpl"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "hookimpl":
+        from agent_link_core.hookspecs import hookimpl
+
+        return hookimpl
+    raise AttributeError(f"module 'agent_link_core' has no attribute {name!r}")

@@ -1,0 +1,555 @@
+"""The application object: settings, plugins, database, harnesses, and the operations that
+the MCP tools and the CLI share (send, reply, wait, inbox, status, list, resolve, health).
+
+Both entry points call these methods, so an MCP tool and its CLI command cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_link_core import __version__
+from agent_link_core.config import Config, load_config
+from agent_link_core.directory import gather_listings, providers_view, rank, session_view, split_address
+from agent_link_core.envelope import render_inbox
+from agent_link_core.errors import AgentLinkError, invalid_arguments
+from agent_link_core.harness import Delivery, Harness
+from agent_link_core.mailbox import (
+    Mailbox,
+    OutgoingMessage,
+    SendContext,
+    check_body,
+    check_labels,
+    iso,
+    new_message_id,
+)
+from agent_link_core.model import EXTERNAL, Caller, address_scheme, is_address, is_ulid
+from agent_link_core.plugins import Hooks, PluginReport, build_plugin_manager, trace_hook_calls
+from agent_link_core.store import Store, now_ms
+
+log = logging.getLogger(__name__)
+
+# MCP clients cut tool calls at 60 s or more (hosts have used 60, 120 and 300 s); a single
+# wait never holds a call longer than this, and says so, so the caller can simply wait again.
+MAX_WAIT_PER_CALL_MS = 50_000
+
+
+@dataclass
+class SendOutcome:
+    """What a send did: the stored row, whether it is new, the push attempt, warnings."""
+
+    message: dict[str, Any]
+    created: bool
+    delivery: Delivery | None
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    via: str | None = None
+
+
+class App:
+    """One agent-link process's view of the world.
+
+    Build with :meth:`create`. Not thread-safe; the MCP server uses one per process.
+
+    :param config: parsed settings.
+    :param hooks: the plugin facade.
+    :param report: what plugin loading found (for health).
+    :param env: the environment the process runs in (identity, host detection).
+    """
+
+    def __init__(self, config: Config, hooks: Hooks, report: PluginReport, env: Mapping[str, str]) -> None:
+        self.config = config
+        self.hooks = hooks
+        self.plugin_report = report
+        self.env = env
+        self.harnesses: dict[str, Harness] = hooks.harnesses()
+        self.store = Store(config.db_path, hooks.migrations())
+        self.mailbox = Mailbox(self.store, config, hooks)
+
+    @classmethod
+    def create(cls, env: Mapping[str, str] | None = None, extra_plugins: tuple[Any, ...] = ()) -> App:
+        """Load plugins and settings and open the database.
+
+        :raises AgentLinkError: ``invalid_arguments`` for a bad setting (naming the
+            variable), ``state_io_error`` when the state dir or database is unusable.
+        """
+        env = dict(os.environ if env is None else env)
+        pm, report = build_plugin_manager(env=env, extra_plugins=extra_plugins)
+        hooks = Hooks(pm)
+        config = load_config(env, hooks.settings())
+        if config.get("AGENT_LINK_DEBUG"):
+            trace_hook_calls(pm, log.debug)
+        return cls(config, hooks, report, env)
+
+    def close(self) -> None:
+        self.store.close()
+
+    # -- identity ----------------------------------------------------------------------
+
+    @property
+    def host(self) -> str | None:
+        """The host this process serves: ``AGENT_LINK_HOST`` or the harness that identifies it."""
+        return self.config.get("AGENT_LINK_HOST") or self.caller({}).host
+
+    def caller(self, meta: Mapping[str, Any] | None = None) -> Caller:
+        """Who is calling: the host's harness first, then the others, then
+        ``AGENT_LINK_ADDRESS``, else ``external``."""
+        meta = meta or {}
+        preferred = self.config.get("AGENT_LINK_HOST")
+        ordered = sorted(self.harnesses.values(), key=lambda h: (h.name != preferred, h.name))
+        for harness in ordered:
+            found = harness.identify_caller(meta, self.env)
+            if found is not None and found.known:
+                return found
+        configured = self.config.get("AGENT_LINK_ADDRESS")
+        if configured:
+            if is_address(configured):
+                return Caller(configured, "config", address_scheme(configured))
+            log.warning("AGENT_LINK_ADDRESS is not a valid address; ignored")
+        return Caller(EXTERNAL, "fallback", None)
+
+    def require_caller(self, caller: Caller) -> Caller:
+        """The caller when it has an address; else ``no_current_session``."""
+        if caller.known:
+            return caller
+        raise AgentLinkError(
+            "no_current_session",
+            "agent-link cannot tell which session is calling, so it has no mailbox to use.",
+            {"host": self.config.get("AGENT_LINK_HOST"), "sources": ["harness", "AGENT_LINK_ADDRESS"]},
+            hint="Run inside a supported host session, or set AGENT_LINK_ADDRESS (e.g. test:alice).",
+        )
+
+    # -- directory ---------------------------------------------------------------------
+
+    async def list_agents(
+        self, *, harness: str = "all", loaded: bool | None = None, surface: str | None = None,
+        include_archived: bool = False, limit: int = 20,
+    ) -> dict[str, Any]:
+        """Sessions of every harness, newest first, filtered; with provider reports."""
+        listings = await gather_listings(self.harnesses, only=harness, include_archived=include_archived, limit=max(limit, 200))
+        sessions = [s for listing in listings.values() for s in listing.sessions]
+        if not include_archived:
+            sessions = [s for s in sessions if not s.archived]
+        if loaded is not None:
+            sessions = [s for s in sessions if bool(s.loaded) == loaded]
+        if surface:
+            sessions = [s for s in sessions if surface in s.surface]
+        sessions.sort(key=lambda s: -(s.last_activity_ms or 0))
+        return {"sessions": [session_view(s) for s in sessions[:limit]], "providers": providers_view(listings)}
+
+    async def resolve_agent(self, query: str, *, harness: str = "all", limit: int = 10, caller: Caller | None = None) -> dict[str, Any]:
+        """Resolve an address, a bare id or fuzzy text; ``status`` is resolved, ambiguous or
+        not_found (a verdict, not an error)."""
+        caller = caller or Caller()
+        query = query.strip()
+        out: dict[str, Any] = {"query": query, "best": None, "candidates": [], "via": None}
+        if is_address(query):
+            scheme, ident = split_address(query)
+            if scheme in self.harnesses:
+                session = await self.harnesses[scheme].get_session(ident)
+                if session is None:
+                    return {**out, "status": "not_found"}
+                view = session_view(session)
+                return {**out, "status": "resolved", "best": view, "candidates": [view]}
+            routed = self.hooks.resolve_address(query, caller.address)
+            if routed is not None:
+                best = {"address": routed["address"], "harness": address_scheme(routed["address"])}
+                return {**out, "status": "resolved", "best": best, "candidates": [best], "via": routed.get("via")}
+            if scheme == "role":
+                return {**out, "status": "not_found"}
+            # An address of a harness nobody installed: mail to it still works.
+            best = {"address": query, "harness": scheme, "known": False}
+            return {**out, "status": "resolved", "best": best, "candidates": [best]}
+        listings = await gather_listings(self.harnesses, only=harness, include_archived=True)
+        sessions = [s for listing in listings.values() for s in listing.sessions]
+        exact = [s for s in sessions if s.id == query or query in s.aliases]
+        providers = providers_view(listings)
+        if len(exact) == 1:
+            view = session_view(exact[0])
+            return {**out, "status": "resolved", "best": view, "candidates": [view], "providers": providers}
+        if len(exact) > 1:
+            views = [session_view(s) for s in exact]
+            return {**out, "status": "ambiguous", "candidates": views, "providers": providers,
+                    "selection": {"ambiguous": True, "tiedCount": len(views), "matchReasons": ["id:exact"]}}
+        candidates, ambiguous, tied = rank(sessions, query, limit)
+        status = "not_found" if not candidates else ("ambiguous" if ambiguous else "resolved")
+        return {
+            **out, "status": status, "best": candidates[0] if status == "resolved" else None,
+            "candidates": candidates, "providers": providers,
+            "selection": {"ambiguous": ambiguous, "tiedCount": tied, "matchReasons": candidates[0]["matchReasons"] if candidates else []},
+        }
+
+    async def target_address(self, to: str, caller: Caller) -> tuple[str, str | None, dict[str, Any]]:
+        """Turn a ``to`` argument into ``(recipient address, via, metadata)``.
+
+        :raises AgentLinkError: ``not_found`` / ``ambiguous`` with candidates, ``archived``.
+        """
+        if is_address(to):
+            scheme, ident = split_address(to)
+            if scheme in self.harnesses:
+                session = await self.harnesses[scheme].get_session(ident)
+                if session is None:
+                    raise AgentLinkError("not_found", f"No session {to} is known.", {"query": to, "candidates": []})
+                if session.archived:
+                    raise AgentLinkError("archived", f"{to} is archived and cannot receive mail.", {"address": to})
+                return session.address, None, {}
+            routed = self.hooks.resolve_address(to, caller.address)
+            if routed is not None:
+                return routed["address"], routed.get("via"), dict(routed.get("metadata") or {})
+            if scheme == "role":
+                raise AgentLinkError("not_found", f"No plugin resolves {to}.", {"role": to, "candidates": []},
+                                     hint="Install the roles plugin (agent-link-roles) to address roles.")
+            return to, None, {}
+        verdict = await self.resolve_agent(to, caller=caller)
+        if verdict["status"] == "resolved":
+            best = verdict["best"]
+            if best.get("archived"):
+                raise AgentLinkError("archived", f"{best['address']} is archived and cannot receive mail.", {"address": best["address"]})
+            return best["address"], None, {}
+        short = [{"address": c["address"], "title": c.get("title")} for c in verdict["candidates"][:5]]
+        if verdict["status"] == "ambiguous":
+            raise AgentLinkError("ambiguous", f"{to!r} matches several agents.", {"query": to, "candidates": short},
+                                 hint="Use one of the candidates' addresses.")
+        raise AgentLinkError("not_found", f"No agent matches {to!r}.", {"query": to, "candidates": short},
+                             hint="List agents with list_agents, or give an address such as codex:<id>.")
+
+    # -- sending -----------------------------------------------------------------------
+
+    async def send(
+        self, *, caller: Caller, to: str, body: str, anticipation: str | None = None, reply_by: str | None = None,
+        wait_for_reply: bool = False, reply_to: str | None = None, message_id: str | None = None,
+        tool: str = "message_agent", arguments: Mapping[str, Any] | None = None, options: Mapping[str, Any] | None = None,
+    ) -> SendOutcome:
+        """Store a message, then try to push it to its recipient.
+
+        With ``reply_to`` from that message's recipient, the send also resolves it as a
+        reply (reference §8). ``message_id`` makes the send idempotent: the same id with
+        the same content returns the first outcome; with other content it is refused.
+
+        :raises AgentLinkError: ``invalid_arguments``, ``body_too_large``, ``not_found``,
+            ``ambiguous``, ``archived``, or what a ``before_send`` hook refuses with.
+        """
+        now = now_ms()
+        clean = check_body(body)
+        label, reply_by_ms = check_labels(anticipation, reply_by, wait_for_reply, now)
+        if message_id is not None and not is_ulid(message_id):
+            raise invalid_arguments([{"path": "messageId", "rule": "pattern", "expected": "a 26-character ULID"}])
+        answered = self.mailbox.require(reply_to) if reply_to else None
+        if message_id is not None and self.mailbox.get_row(message_id) is not None:
+            recipient, via, meta = self.mailbox.get_row(message_id)["recipient"], None, {}
+        else:
+            recipient, via, meta = await self.target_address(to, caller)
+        if via:
+            meta["via"] = via
+        msg = OutgoingMessage(
+            id=message_id or new_message_id(), sender=caller, to=to if is_address(to) else recipient,
+            recipient=recipient, body=clean, anticipation=label, reply_by_ms=reply_by_ms, reply_to=reply_to, metadata=meta,
+        )
+        is_reply = answered is not None and answered["recipient"] == caller.address
+        warnings = self.hooks.before_send(msg, SendContext(tool, dict(arguments or {}), via, is_reply))
+        if is_reply and self.mailbox.state(answered).resolution is None:
+            _, row = self.mailbox.resolve(answered["id"], caller, "reply", reply=msg)
+            created = True
+        else:
+            row, created = self.mailbox.store_message(msg)
+        delivery = await self.push(row, options or {}) if created else None
+        return SendOutcome(self.mailbox.row_dict(self.mailbox.get_row(row["id"])), created, delivery, warnings, via)
+
+    async def push(self, row: Any, options: Mapping[str, Any]) -> Delivery | None:
+        """Offer a stored message to its recipient's harness; record delivery on evidence."""
+        scheme = address_scheme(row["recipient"])
+        harness = self.harnesses.get(scheme)
+        if harness is None:
+            return None
+        try:
+            delivery = await harness.deliver(self.mailbox.row_dict(row), self.mailbox.envelope(row), options)
+        except AgentLinkError as exc:
+            return Delivery(warnings=[{"code": exc.code, "message": exc.message, "details": exc.details}])
+        if delivery.delivered and delivery.via:
+            self.mailbox.mark_delivered(row["id"], delivery.via, delivery.evidence)
+        return delivery
+
+    async def reply(
+        self, *, caller: Caller, message_id: str, resolution: str = "reply", message: str | None = None,
+        anticipation: str | None = None, reply_by: str | None = None, arguments: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Resolve a message addressed to the caller, sending the reply back to its sender.
+
+        ``reply`` and ``decline`` need ``message`` (for decline: the reason); ``done`` takes
+        an optional note, sent back only when given.
+
+        :raises AgentLinkError: ``not_found``, ``wrong_recipient``, ``already_resolved``,
+            ``invalid_arguments``, ``body_too_large``, ``no_current_session``.
+        """
+        self.require_caller(caller)
+        row = self.mailbox.require(message_id)
+        if resolution in ("reply", "decline") and (message is None or not message.strip()):
+            what = "a reason" if resolution == "decline" else "the reply text"
+            raise invalid_arguments([{"path": "message", "rule": "required", "expected": f"{what} for resolution {resolution}"}])
+        reply_msg = None
+        warnings: list[dict[str, Any]] = []
+        if message is not None and message.strip():
+            label, reply_by_ms = check_labels(anticipation, reply_by, False, now_ms())
+            reply_msg = OutgoingMessage(
+                id=new_message_id(), sender=caller, to=row["from_addr"], recipient=row["from_addr"],
+                body=check_body(message), anticipation=label, reply_by_ms=reply_by_ms, reply_to=message_id,
+                metadata={"resolution": resolution},
+            )
+            if caller.address == row["recipient"]:
+                warnings = self.hooks.before_send(
+                    reply_msg, SendContext("reply_agent_link_message", dict(arguments or {}), None, True)
+                )
+        res, reply_row = self.mailbox.resolve(
+            message_id, caller, resolution, reason=message if resolution != "reply" else None, reply=reply_msg
+        )
+        delivery = await self.push(reply_row, {}) if reply_row is not None else None
+        if reply_row is not None:
+            reply_row = self.mailbox.get_row(reply_row["id"])
+        state = self.mailbox.state(self.mailbox.get_row(message_id))
+        out = {
+            "messageId": reply_row["id"] if reply_row is not None else None,
+            "replyToMessageId": message_id,
+            "target": {"address": row["from_addr"], "harness": address_scheme(row["from_addr"])},
+            "delivery": _delivery_word(reply_row, delivery),
+            "resolution": res,
+            "status": state.status,
+            "late": res["late"],
+            "anticipation": reply_row["anticipation"] if reply_row is not None else None,
+        }
+        if delivery is not None and delivery.warnings:
+            warnings += delivery.warnings
+        if warnings:
+            out["warnings"] = warnings
+        return out
+
+    # -- reading -----------------------------------------------------------------------
+
+    def inbox(self, caller: Caller, *, limit: int = 20, mark: bool = True, include_open: bool = True) -> dict[str, Any]:
+        """The caller's open mail with envelopes; marks returned undelivered rows delivered."""
+        self.require_caller(caller)
+        rows, marked = self.mailbox.drain(caller.address, limit, mark=mark, include_open=include_open)
+        views = []
+        envelopes = []
+        for row in rows:
+            state = self.mailbox.state(row)
+            view = self.mailbox.to_view(row, state)
+            view["open"] = state.status in ("pending", "unresolved", "expired") if row["anticipation"] != "fyi" else row["first_delivered_at"] is None
+            views.append(view)
+            envelopes.append(self.mailbox.envelope(row))
+        remaining = self.mailbox.count_open(caller.address, undelivered_only=True)
+        return {
+            "address": caller.address,
+            "markedDelivered": marked,
+            "messages": views,
+            "openCount": sum(1 for v in views if v["open"]),
+            "remainingCount": remaining,
+            "renderedBlock": render_inbox(envelopes),
+        }
+
+    def status(self, caller: Caller, message_id: str) -> dict[str, Any]:
+        """A message's lifecycle, for its sender or recipient only (never the body)."""
+        row = self.mailbox.require(message_id)
+        participants = {row["from_addr"], row["recipient"], row["to_addr"]}
+        if caller.address not in participants or not caller.known:
+            raise AgentLinkError(
+                "permission_denied", f"Only the sender or the recipient may read the status of {message_id}.",
+                {"reason": "not_participant"},
+            )
+        state = self.mailbox.state(row)
+        view = self.mailbox.to_view(row, state)
+        view.pop("bodyBytes", None)
+        return {"messageId": message_id, "holder": row["recipient"], **{k: v for k, v in view.items() if k != "id"}}
+
+    def inspect(
+        self, caller: Caller, *, scope: str = "caller", from_address: str | None = None, to_address: str | None = None,
+        reply_to: str | None = None, undelivered: bool = False, pending_ack: bool = False, since: str | None = None,
+        limit: int = 50, include_bodies: bool = False,
+    ) -> dict[str, Any]:
+        """Messages sent or received by the caller (or all, when allowed), newest first."""
+        clauses, params = [], []
+        if scope == "all":
+            if not self.config.get("AGENT_LINK_INSPECT_ALL"):
+                raise AgentLinkError("permission_denied", "Inspecting every mailbox needs AGENT_LINK_INSPECT_ALL=1 in the server's environment.",
+                                     {"reason": "inspect_all_disabled"})
+        else:
+            if not caller.known:
+                return {"scope": scope, "callerAddress": None, "messages": [],
+                        "note": "The caller could not be identified, so no mail is shown."}
+            clauses.append("(from_addr = ? OR recipient = ? OR to_addr = ?)")
+            params += [caller.address] * 3
+        for column, value in (("from_addr", from_address), ("recipient", to_address), ("reply_to", reply_to)):
+            if value:
+                clauses.append(f"{column} = ?")
+                params.append(value)
+        if undelivered:
+            clauses.append("first_delivered_at IS NULL")
+        if pending_ack:
+            clauses.append("acknowledged_at IS NULL AND anticipation != 'fyi'")
+        if since:
+            from agent_link_core.mailbox import parse_reply_by
+            try:
+                since_ms = parse_reply_by(since, -10**15)
+            except AgentLinkError:
+                raise invalid_arguments([{"path": "since", "rule": "format", "expected": "ISO 8601 date-time with a timezone"}]) from None
+            clauses.append("sent_at >= ?")
+            params.append(since_ms)
+        where = " WHERE " + " AND ".join(clauses) if clauses else ""
+        rows = self.store.conn.execute(
+            f"SELECT * FROM messages{where} ORDER BY sent_at DESC, id DESC LIMIT ?", (*params, limit)
+        ).fetchall()
+        messages = []
+        for row in rows:
+            view = self.mailbox.to_view(row)
+            if include_bodies:
+                view["envelope"] = self.mailbox.envelope(row)
+            messages.append(view)
+        return {"scope": scope, "callerAddress": caller.address if caller.known else None, "messages": messages}
+
+    async def wait(
+        self, *, caller: Caller, agent: str, reply_to: str | None = None, timeout_ms: int = 60_000, poll_ms: int = 1000,
+    ) -> dict[str, Any]:
+        """Wait for the resolution of ``reply_to`` (or, without it, for any new message from
+        ``agent`` to the caller). A timeout is a normal outcome; each call waits at most
+        :data:`MAX_WAIT_PER_CALL_MS` so a client's tool-call limit never cuts it.
+
+        :returns: ``outcome`` reply | declined | done | unresolved | expired | timeout, and
+            the reply (enveloped) when there is one.
+        """
+        start = time.monotonic()
+        warnings = []
+        budget = timeout_ms
+        if budget > MAX_WAIT_PER_CALL_MS:
+            budget = MAX_WAIT_PER_CALL_MS
+            warnings.append({"code": "wait_capped", "message": f"One call waits at most {MAX_WAIT_PER_CALL_MS} ms; call again to keep waiting."})
+        target, _, _ = await self.target_address(agent, caller) if not reply_to else (agent, None, {})
+        if reply_to:
+            row = self.mailbox.require(reply_to)
+            if caller.known and caller.address not in (row["from_addr"], row["recipient"], row["to_addr"]):
+                raise AgentLinkError("permission_denied", f"Only the sender or the recipient may wait on {reply_to}.",
+                                     {"reason": "not_participant"})
+            target = row["recipient"]
+        since = now_ms()
+        while True:
+            result = self._wait_check(caller, target, reply_to, since)
+            waited = int((time.monotonic() - start) * 1000)
+            if result is not None or waited >= budget:
+                out = result or {"outcome": "timeout"}
+                out.update({"waitedMs": waited, "timedOut": result is None, "target": {"address": target},
+                            "harness": address_scheme(target)})
+                if reply_to:
+                    out["messageStatus"] = self.mailbox.state(self.mailbox.get_row(reply_to)).status
+                if warnings:
+                    out["warnings"] = warnings
+                return out
+            await asyncio.sleep(min(poll_ms, budget - waited) / 1000)
+
+    def _wait_check(self, caller: Caller, target: str, reply_to: str | None, since: int) -> dict[str, Any] | None:
+        if reply_to:
+            row = self.mailbox.get_row(reply_to)
+            state = self.mailbox.state(row)
+            if state.resolution is not None:
+                outcome = {"reply": "reply", "decline": "declined", "done": "done"}[state.resolution["kind"]]
+                out: dict[str, Any] = {"outcome": outcome, "resolution": state.resolution}
+                reply_id = state.resolution.get("replyMessageId")
+                if reply_id:
+                    out["reply"] = self._take_reply(caller, reply_id)
+                return out
+            if state.status in ("unresolved", "expired"):
+                return {"outcome": state.status}
+            return None
+        if not caller.known:
+            return None
+        row = self.store.conn.execute(
+            "SELECT id FROM messages WHERE from_addr = ? AND recipient = ? AND sent_at >= ? ORDER BY sent_at LIMIT 1",
+            (target, caller.address, since),
+        ).fetchone()
+        return {"outcome": "reply", "reply": self._take_reply(caller, row["id"])} if row else None
+
+    def _take_reply(self, caller: Caller, reply_id: str) -> dict[str, Any]:
+        """A reply returned by a wait reaches the caller here: it counts as delivered."""
+        row = self.mailbox.get_row(reply_id)
+        if caller.known and row["recipient"] == caller.address:
+            self.mailbox.mark_delivered(reply_id, "wait")
+            row = self.mailbox.get_row(reply_id)
+        view = self.mailbox.to_view(row)
+        view["envelope"] = self.mailbox.envelope(row)
+        return view
+
+    # -- health ------------------------------------------------------------------------
+
+    def health(self, meta: Mapping[str, Any] | None = None, include_caller_context: bool = False) -> dict[str, Any]:
+        """Everything a person needs to tell whether agent-link works here."""
+        caller = self.caller(meta)
+        pending = self.mailbox.count_open(caller.address, undelivered_only=True) if caller.known else 0
+        out: dict[str, Any] = {
+            "version": __version__,
+            "host": self.config.get("AGENT_LINK_HOST") or caller.host,
+            "address": caller.address,
+            "addressSource": caller.source,
+            "stateDir": {
+                "path": str(self.config.state_dir),
+                "source": self.config.sources["AGENT_LINK_STATE_DIR"],
+                "exists": self.config.state_dir.exists(),
+            },
+            "database": {"path": str(self.config.db_path), "pendingForCaller": pending},
+            "env": self.config.env_report(),
+            "reminders": {
+                "limit": self.config.reminder_limit,
+                "intervalMs": self.config.reminder_interval_ms,
+                "warnings": list(self.config.warnings),
+            },
+            "plugins": {
+                "loaded": self.plugin_report.loaded,
+                "blocked": self.plugin_report.blocked,
+                "failed": self.plugin_report.failed,
+                "versions": self.plugin_report.versions,
+            },
+            "harnesses": {name: h.health() for name, h in self.harnesses.items()},
+            "sections": self.hooks.health_sections(),
+        }
+        if include_caller_context:
+            out["callerContext"] = {"meta": json.loads(json.dumps(meta or {}, default=str)), "source": caller.source}
+        return out
+
+
+def _delivery_word(reply_row: Any, delivery: Delivery | None) -> str:
+    if reply_row is None:
+        return "none"
+    if delivery is not None and delivery.delivered:
+        return "delivered"
+    return "queued-mailbox"
+
+
+def message_summary(app: App, outcome: SendOutcome) -> dict[str, Any]:
+    """The common result fields of a send (message_agent, CLI send)."""
+    row = app.mailbox.get_row(outcome.message["id"])
+    state = app.mailbox.state(row)
+    delivery = outcome.delivery
+    out: dict[str, Any] = {
+        "messageId": row["id"],
+        "to": row["recipient"],
+        "harness": address_scheme(row["recipient"]),
+        "delivery": state.delivery if state.delivery != "acknowledged" else "delivered",
+        "deliveredVia": row["delivered_via"],
+        "deliveryState": delivery.state if delivery is not None else ("delivered" if row["first_delivered_at"] else "queued_in_mailbox"),
+        "anticipation": row["anticipation"],
+        "replyBy": iso(row["reply_by"]) if row["reply_by"] else None,
+        "inReplyTo": row["reply_to"],
+        "messageStatus": state.status,
+        "duplicate": not outcome.created,
+        "via": outcome.via,
+    }
+    if delivery is not None:
+        out.update(delivery.fields)
+        if delivery.unknown:
+            out["deliveryState"] = "unknown"
+    warnings = list(outcome.warnings) + (list(delivery.warnings) if delivery is not None else [])
+    if warnings:
+        out["warnings"] = warnings
+    return out

@@ -1,0 +1,226 @@
+"""``AGENT_LINK_*`` settings: declaration, legacy aliases, parsing and the health report.
+
+The core declares its own settings here; plugins declare theirs through
+``agent_link_register_settings`` so every variable is parsed and reported the same way.
+Rules (from the original, shared/reference/agent-link-behaviour.md §23):
+
+* the canonical name wins over aliases; health names deprecated aliases in use and
+  conflicts (names only, never values);
+* flags accept ``1/true/yes/on`` and ``0/false/no/off`` (any case);
+* paths must be absolute or start with ``~/`` (hooks and servers run in other working
+  directories), otherwise :class:`~agent_link_core.errors.AgentLinkError`
+  ``invalid_arguments`` naming the variable;
+* an out-of-range number falls back to its default with a warning (``<name>_ignored``).
+
+This module imports only the standard library: the hook fast path uses it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from agent_link_core.errors import AgentLinkError
+
+TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
+FALSE_WORDS = frozenset({"0", "false", "no", "off"})
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One environment setting.
+
+    :param name: canonical variable name (``AGENT_LINK_...``).
+    :param kind: ``flag``, ``int``, ``path``, ``str`` or ``choice``.
+    :param default: value when unset (already parsed; ``None`` allowed).
+    :param aliases: legacy names, read only when the canonical one is unset.
+    :param minimum/maximum: inclusive bounds for ``int``.
+    :param choices: allowed values for ``choice`` (compared lower-case).
+    :param warning: warning code used when a value is ignored (``int`` / ``choice``).
+    :param doc: one line for ``agent-link health`` and the README.
+    """
+
+    name: str
+    kind: str
+    default: Any = None
+    aliases: tuple[str, ...] = ()
+    minimum: int | None = None
+    maximum: int | None = None
+    choices: tuple[str, ...] = ()
+    warning: str | None = None
+    doc: str = ""
+
+
+CORE_SETTINGS: tuple[Setting, ...] = (
+    Setting("AGENT_LINK_STATE_DIR", "path", "~/.agent-link", doc="state directory (database, logs, plugin files)"),
+    Setting("AGENT_LINK_MAILBOX_PATH", "path", None, doc="mailbox database file (default <state>/agent-link.db)"),
+    Setting("AGENT_LINK_HOST", "str", None, doc="the host this process serves (a harness name); sniffed when unset"),
+    Setting("AGENT_LINK_ADDRESS", "str", None, doc="this process's own address when no harness can tell it"),
+    Setting("AGENT_LINK_DISABLE_PLUGINS", "str", "", doc="plugin names not to load (comma or space separated)"),
+    Setting("AGENT_LINK_DEBUG", "flag", False, doc="debug logging and hook-call tracing to the log file"),
+    Setting("AGENT_LINK_LOG_LEVEL", "choice", None, choices=("error", "warn", "info", "debug"), doc="log level"),
+    Setting("AGENT_LINK_LOG_FILE", "path", None, doc="log file (default <state>/logs/agent-link.log)"),
+    Setting("AGENT_LINK_INSPECT_ALL", "flag", False, doc="allow agent_link_mailbox_inspect scope 'all'"),
+    Setting(
+        "AGENT_LINK_REMINDER_LIMIT", "int", 3, minimum=0, maximum=20,
+        warning="reminder_limit_ignored", doc="reminders per message before it becomes unresolved (0-20)",
+    ),
+    Setting(
+        "AGENT_LINK_REMINDER_INTERVAL_MS", "int", 30000, minimum=30000,
+        warning="reminder_interval_ignored", doc="reminder interval in ms (at least 30000)",
+    ),
+)
+
+
+@dataclass
+class Config:
+    """Parsed settings plus what health reports about them.
+
+    Build with :func:`load_config`. ``values`` maps canonical names to parsed values;
+    ``sources`` to the variable actually read (or ``default``).
+    """
+
+    values: dict[str, Any] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+    deprecated: list[dict[str, str]] = field(default_factory=list)
+    conflicts: list[dict[str, str]] = field(default_factory=list)
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+
+    def get(self, name: str) -> Any:
+        return self.values[name]
+
+    @property
+    def state_dir(self) -> Path:
+        return Path(self.values["AGENT_LINK_STATE_DIR"])
+
+    @property
+    def db_path(self) -> Path:
+        explicit = self.values.get("AGENT_LINK_MAILBOX_PATH")
+        return Path(explicit) if explicit else self.state_dir / "agent-link.db"
+
+    @property
+    def reminder_limit(self) -> int:
+        return int(self.values["AGENT_LINK_REMINDER_LIMIT"])
+
+    @property
+    def reminder_interval_ms(self) -> int:
+        return int(self.values["AGENT_LINK_REMINDER_INTERVAL_MS"])
+
+    def env_report(self) -> dict[str, Any]:
+        """The ``env`` section of health: deprecated aliases and conflicts, names only."""
+        return {"deprecated": list(self.deprecated), "conflicts": list(self.conflicts)}
+
+
+def parse_flag(name: str, raw: str) -> bool:
+    """Parse a flag value; raises ``AgentLinkError(invalid_arguments)`` naming ``name``."""
+    word = raw.strip().lower()
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    raise _bad(name, "flag", "one of 1/true/yes/on or 0/false/no/off")
+
+
+def parse_path(name: str, raw: str, home: str | None = None) -> str:
+    """Expand ``~/`` and require an absolute path; raises naming ``name`` otherwise."""
+    value = raw.strip()
+    if value == "~" or value.startswith("~/"):
+        base = home if home is not None else os.path.expanduser("~")
+        value = base + value[1:]
+    if not os.path.isabs(value):
+        raise _bad(name, "absolute_path", "an absolute path or one starting with ~/")
+    return os.path.normpath(value)
+
+
+def _bad(name: str, rule: str, expected: str) -> AgentLinkError:
+    return AgentLinkError(
+        "invalid_arguments",
+        f"The environment variable {name} is invalid: expected {expected}.",
+        {"errors": [{"path": f"env.{name}", "rule": rule, "expected": expected}]},
+        hint=f"Fix or unset {name}.",
+    )
+
+
+def load_config(
+    env: Mapping[str, str] | None = None,
+    extra: tuple[Setting, ...] = (),
+    on_setting_error: Callable[[AgentLinkError], None] | None = None,
+) -> Config:
+    """Read every declared setting from ``env`` (default: ``os.environ``).
+
+    :param extra: plugin settings (from ``agent_link_register_settings``).
+    :param on_setting_error: called with the error of an invalid flag or path; by default
+        the error is raised. (Health passes a collector so one bad variable is reported
+        instead of hiding the rest.) A setting whose value was rejected keeps its default.
+    :raises AgentLinkError: ``invalid_arguments`` for a relative path or a non-flag value.
+    """
+    env = os.environ if env is None else env
+    home = env.get("HOME")
+    cfg = Config()
+    for setting in CORE_SETTINGS + extra:
+        raw, source = _read(setting, env, cfg)
+        cfg.sources[setting.name] = source
+        value = setting.default
+        if raw is not None:
+            try:
+                value = _parse(setting, raw, home, cfg)
+            except AgentLinkError as exc:
+                if on_setting_error is None:
+                    raise
+                on_setting_error(exc)
+                value = setting.default
+        if setting.kind == "path" and isinstance(value, str):
+            value = parse_path(setting.name, value, home)
+        cfg.values[setting.name] = value
+    return cfg
+
+
+def _read(setting: Setting, env: Mapping[str, str], cfg: Config) -> tuple[str | None, str]:
+    canonical = env.get(setting.name)
+    used_aliases = [a for a in setting.aliases if env.get(a) not in (None, "")]
+    for alias in used_aliases:
+        cfg.deprecated.append({"name": alias, "canonical": setting.name})
+    if canonical not in (None, ""):
+        for alias in used_aliases:
+            if env[alias] != canonical:
+                cfg.conflicts.append({"canonical": setting.name, "winner": setting.name, "ignored": alias})
+        return canonical, setting.name
+    if used_aliases:
+        winner = used_aliases[0]
+        for alias in used_aliases[1:]:
+            if env[alias] != env[winner]:
+                cfg.conflicts.append({"canonical": setting.name, "winner": winner, "ignored": alias})
+        return env[winner], winner
+    return None, "default"
+
+
+def _parse(setting: Setting, raw: str, home: str | None, cfg: Config) -> Any:
+    if setting.kind == "flag":
+        return parse_flag(setting.name, raw)
+    if setting.kind == "path":
+        return parse_path(setting.name, raw, home)
+    if setting.kind == "int":
+        try:
+            number = int(raw.strip())
+        except ValueError:
+            number = None
+        low_ok = number is not None and (setting.minimum is None or number >= setting.minimum)
+        if number is None or not low_ok or (setting.maximum is not None and number > setting.maximum):
+            cfg.warnings.append({
+                "code": setting.warning or "invalid_setting",
+                "message": f"{setting.name} is not a valid value here; using the default {setting.default}.",
+            })
+            return setting.default
+        return number
+    if setting.kind == "choice":
+        word = raw.strip().lower()
+        if word not in setting.choices:
+            cfg.warnings.append({
+                "code": setting.warning or "invalid_setting",
+                "message": f"{setting.name} must be one of {', '.join(setting.choices)}; ignored.",
+            })
+            return setting.default
+        return word
+    return raw.strip()

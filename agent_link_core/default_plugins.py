@@ -1,0 +1,26 @@
+"""The core's own hook implementations, registered like any plugin.
+
+Writing built-in behaviour as a plugin keeps the plugin API exercised by the core itself:
+the core's schema and its MCP tools arrive through the same hooks as everyone else's.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from agent_link_core.hookspecs import hookimpl
+from agent_link_core.store import CORE_MIGRATIONS, Migration
+from agent_link_core.tools.registry import ToolSpec
+
+
+@hookimpl
+def agent_link_schema() -> list[Migration]:
+    return list(CORE_MIGRATIONS)
+
+
+@hookimpl
+def agent_link_register_tools(register: Callable[[ToolSpec], None]) -> None:
+    from agent_link_core.tools.core_tools import CORE_TOOLS
+
+    for spec in CORE_TOOLS:
+        register(spec)

@@ -1,0 +1,100 @@
+"""The harness interface: what a host plugin (Codex, Claude, ...) provides to the core.
+
+A harness owns one address scheme (its ``name``). The core asks it who is calling, which
+sessions exist, and to push a stored message into a session. Every method has a safe
+default, so a harness implements only what its host supports. Methods that do I/O are
+async; none may block the event loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_link_core.model import Caller, Session
+
+
+@dataclass
+class SessionListing:
+    """What one harness found.
+
+    :param sessions: the sessions, any order (the directory sorts and filters).
+    :param provider: ``{"available": bool, "reason": str|None, "source": str|None, ...}``;
+        an unreachable source is reported here, never hidden as an empty list.
+    :param complete: False when the scan stopped early (paging ceiling, an endpoint down);
+        resolving by a bare id refuses to guess from an incomplete scan.
+    """
+
+    sessions: list[Session] = field(default_factory=list)
+    provider: dict[str, Any] = field(default_factory=lambda: {"available": True, "reason": None})
+    complete: bool = True
+
+
+@dataclass
+class Delivery:
+    """The outcome of one push attempt.
+
+    :param delivered: True only on evidence the session received the envelope (the host
+        echoed the message id, a notification was written). Otherwise it stays queued.
+    :param via: the push path (e.g. a turn or a channel) when delivered.
+    :param state: a harness-specific delivery state for the result (``queued_in_mailbox``...).
+    :param evidence: what proved delivery (ids, item ids), recorded with the event.
+    :param warnings: ``[{"code", "message", "details"?}]`` for the sender.
+    :param fields: extra result fields for the sender (turn id, action, ...).
+    :param unknown: True when the push may or may not have landed (answer lost and the
+        session could not be checked); the message stays queued and is never resent blindly.
+    """
+
+    delivered: bool = False
+    via: str | None = None
+    state: str = "queued_in_mailbox"
+    evidence: dict[str, Any] = field(default_factory=dict)
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    fields: dict[str, Any] = field(default_factory=dict)
+    unknown: bool = False
+
+
+class Harness:
+    """Base class for a host's harness. Subclass it and set :attr:`name`.
+
+    ``name`` is the address scheme the harness owns (``[a-z][a-z0-9-]{0,31}``).
+    """
+
+    name: str = ""
+    #: delivery options of message_agent this harness honours (``mode``, ``model``, ...);
+    #: others aimed at its sessions are refused before anything is stored
+    send_options: frozenset[str] = frozenset()
+
+    def identify_caller(self, meta: Mapping[str, Any], env: Mapping[str, str]) -> Caller | None:
+        """Who is calling, from a tool call's MCP ``_meta`` and the process environment.
+
+        :param meta: the request's ``_meta`` (may be empty).
+        :param env: the server's environment.
+        :returns: a :class:`~agent_link_core.model.Caller` when this host can tell, else None.
+        """
+        return None
+
+    async def list_sessions(self, *, include_archived: bool = False, limit: int = 200) -> SessionListing:
+        """All sessions this harness can see, up to ``limit`` (newest first preferred)."""
+        return SessionListing(provider={"available": False, "reason": "not_implemented"})
+
+    async def get_session(self, session_id: str) -> Session | None:
+        """One session by id (without the scheme), archived ones included; None if unknown."""
+        return None
+
+    async def deliver(self, message: dict[str, Any], envelope: str, options: Mapping[str, Any]) -> Delivery:
+        """Push a stored message into its recipient session.
+
+        :param message: the stored message (``id``, ``recipient``, ``from``, ...).
+        :param envelope: the rendered ``<agent-link-message>`` text to show the model.
+        :param options: harness-specific send options from the tool call (validated).
+        :returns: a :class:`Delivery`; the default keeps the message queued for pull.
+        :raises AgentLinkError: when the target cannot receive at all (``archived``,
+            ``not_found``); the message row then stays queued and is reported as such.
+        """
+        return Delivery()
+
+    def health(self) -> dict[str, Any]:
+        """This harness's health section (cheap, never raises)."""
+        return {}

@@ -1,0 +1,188 @@
+"""``agent-link hook <host> <event>``: the fast path that host hooks run on every prompt.
+
+Reads the host's hook JSON on stdin, asks the host's adapter what to print, prints the
+host's hook JSON on stdout, and exits 0 whatever happens: a hook must never block a prompt.
+It imports no mcp, pydantic, click or pluggy: only the standard library and the core's
+stdlib-only modules (config, store, mailbox, envelope).
+
+A host adapter is the module ``agent_link_<host>.hook`` of the host's plugin, with
+``handle(event: str, payload: dict, ctx: HookContext) -> dict | None``; the returned dict is
+printed as JSON, ``None`` prints nothing. Adapters use :class:`HookContext` for everything
+that touches the mailbox, so every host gets the same notes and the same exactly-once rules.
+The adapter of a plugin named in ``AGENT_LINK_DISABLE_PLUGINS`` is not loaded.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import logging
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from agent_link_core.config import Config, load_config
+from agent_link_core.envelope import pending_notice, reminder_notice
+from agent_link_core.mailbox import Mailbox
+from agent_link_core.model import is_address
+from agent_link_core.store import Store, ensure_private_dir, now_ms
+
+HOST_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+EVENT_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
+MAX_STDIN_BYTES = 4 * 1024 * 1024
+NOTE_SENDERS = 3
+
+log = logging.getLogger("agent_link.hook")
+
+
+class HookContext:
+    """Mailbox access for a host adapter, opened lazily (no mail = no database work).
+
+    :param config: core settings (state dir, reminder limit and interval).
+    """
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self._mailbox: Mailbox | None = None
+        self._opened = False
+
+    @property
+    def mailbox(self) -> Mailbox | None:
+        """The mailbox, or None when no database exists yet (then there is no mail)."""
+        if not self._opened:
+            self._opened = True
+            store = Store.open_existing(self.config.db_path)
+            if store is not None:
+                self._mailbox = Mailbox(store, self.config)
+        return self._mailbox
+
+    def pending_note(self, address: str) -> str | None:
+        """The "you have mail" note for undelivered mail of ``address`` (never a body)."""
+        box = self.mailbox
+        if box is None or not is_address(address):
+            return None
+        count = box.count_open(address, undelivered_only=True)
+        if count == 0:
+            return None
+        rows = box.open_for(address, 200, undelivered_only=True)
+        return pending_notice(count, _senders(r["from_addr"] for r in rows))
+
+    def due_reminder_note(self, address: str, via: str) -> str | None:
+        """Claim and describe the reminders due for ``address``; None when none is due.
+
+        Each reminder number is claimed once across all processes; only claimed ones count.
+        """
+        box = self.mailbox
+        if box is None or not is_address(address):
+            return None
+        claimed = []
+        for row, state in box.due_reminders(address):
+            n = state.reminder_count + 1
+            if box.record_reminder(row["id"], n, via, address):
+                claimed.append((row, n))
+        if not claimed:
+            return None
+        highest = max(n for _, n in claimed)
+        return reminder_notice(len(claimed), _senders(r["from_addr"] for r, _ in claimed), highest, self.config.reminder_limit)
+
+    def stop_block_reason(self, address: str, via: str, stop_hook_active: bool) -> str | None:
+        """The reminder text to block a session's stop with, at most once per interval.
+
+        With ``stop_hook_active`` (the host is already continuing because of a block) it
+        never blocks again unless an interval has passed, so the loop always ends.
+        """
+        box = self.mailbox
+        if box is None or not is_address(address):
+            return None
+        due = box.due_reminders(address)
+        if not due or box.blocked_recently(address):
+            return None
+        if not box.claim_nudge_block(address):
+            return None
+        note = self.due_reminder_note(address, via)
+        if note is None:
+            return None
+        return note
+
+    def heartbeat(self, host: str, event: str) -> None:
+        """Leave a cheap trace that this hook ran (health reads it)."""
+        state_dir = self.config.state_dir
+        if not state_dir.exists():
+            return
+        beat_dir = state_dir / "hooks"
+        ensure_private_dir(beat_dir)
+        beat = beat_dir / f"{host}-{event}.last"
+        fd = os.open(beat, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, str(now_ms()).encode())
+        finally:
+            os.close(fd)
+
+
+def _senders(addresses: Any) -> list[str]:
+    seen: list[str] = []
+    for address in addresses:
+        if address not in seen:
+            seen.append(address)
+    return seen
+
+
+def last_runs(state_dir: Path) -> dict[str, int]:
+    """``{"<host>-<event>": epoch ms}`` of the last run of each hook (for health)."""
+    out: dict[str, int] = {}
+    beat_dir = state_dir / "hooks"
+    if beat_dir.is_dir():
+        for beat in beat_dir.glob("*.last"):
+            try:
+                out[beat.stem] = int(beat.read_text() or 0)
+            except (OSError, ValueError):
+                continue
+    return out
+
+
+def _adapter(host: str) -> Any | None:
+    disabled = {p.strip() for p in os.environ.get("AGENT_LINK_DISABLE_PLUGINS", "").replace(",", " ").split()}
+    if host in disabled:
+        return None
+    name = f"agent_link_{host}.hook"
+    try:
+        if importlib.util.find_spec(f"agent_link_{host}") is None:
+            return None
+    except (ImportError, ValueError):
+        return None
+    return importlib.import_module(name)
+
+
+def run(host: str, event: str, raw: str) -> str:
+    """Compute the hook's stdout for ``raw`` stdin; raises on any failure (``main`` hides it)."""
+    if not HOST_RE.match(host) or not EVENT_RE.match(event):
+        return ""
+    payload = json.loads(raw) if raw.strip() else {}
+    if not isinstance(payload, dict):
+        return ""
+    adapter = _adapter(host)
+    if adapter is None:
+        return ""
+    ctx = HookContext(load_config())
+    result = adapter.handle(event, payload, ctx)
+    ctx.heartbeat(host, event)
+    return json.dumps(result, ensure_ascii=True) + "\n" if result is not None else ""
+
+
+def main(argv: list[str]) -> int:
+    """``agent-link hook <host> <event>``; always returns 0 (fail-open)."""
+    if len(argv) != 2:
+        sys.stderr.write("usage: agent-link hook <host> <event>  (reads the host's hook JSON on stdin)\n")
+        return 0
+    try:
+        raw = sys.stdin.read(MAX_STDIN_BYTES)
+        out = run(argv[0], argv[1], raw)
+    except Exception as exc:  # fail open: the prompt goes on without our note
+        sys.stderr.write(f"agent-link hook: {type(exc).__name__}: {exc}\n")
+        return 0
+    if out:
+        sys.stdout.write(out)
+    return 0

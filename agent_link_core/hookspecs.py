@@ -1,0 +1,166 @@
+"""Every extension point of agent-link, as pluggy hook specifications.
+
+Plugins implement these with ``from agent_link_core import hookimpl``. Hooks are always
+called with keyword arguments, through :class:`agent_link_core.plugins.Hooks` (the typed
+facade); nothing else touches ``pm.hook``. Hooks stay synchronous: a hook that has to do
+I/O returns an object whose methods are async (a :class:`~agent_link_core.harness.Harness`).
+
+Naming says how a hook is called:
+
+* ``agent_link_register_*`` contribute records through a ``register`` callback, so the core
+  de-duplicates names and reports the plugin that clashed;
+* ``agent_link_resolve_*`` are ``firstresult``: the first non-``None`` answer wins;
+* ``agent_link_before_*`` may refuse by raising :class:`~agent_link_core.errors.AgentLinkError`;
+* ``agent_link_render_*`` contribute pieces that the core assembles;
+* ``agent_link_on_*`` observe events and return nothing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+import pluggy
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    import click
+
+    from agent_link_core.config import Setting
+    from agent_link_core.harness import Harness
+    from agent_link_core.mailbox import EnvelopeContribution, Event, OutgoingMessage, SendContext
+    from agent_link_core.store import Migration
+    from agent_link_core.tools.registry import ToolSpec
+
+PROJECT = "agent_link"
+
+_hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+@_hookspec
+def agent_link_register_harnesses(register: Callable[[Harness], None]) -> None:
+    """Contribute harnesses: one :class:`~agent_link_core.harness.Harness` per host.
+
+    :param register: call it once per harness object; its ``name`` is the address scheme it
+        owns (``codex`` owns ``codex:<thread id>``). Two plugins registering the same name
+        is an error naming both.
+
+    Called once when the :class:`~agent_link_core.app.App` is built (server, CLI). Not
+    ``firstresult``: every plugin is asked.
+    """
+
+
+@_hookspec
+def agent_link_register_tools(register: Callable[[ToolSpec], None]) -> None:
+    """Contribute MCP tools.
+
+    :param register: call it with a :class:`~agent_link_core.tools.registry.ToolSpec`
+        (name, description, input and output JSON schemas, annotations, async handler).
+        Duplicate tool names are an error naming both plugins.
+
+    Called once when the MCP server builds its tool table. The core's own tools are
+    registered through this hook too (``agent_link_core.tools.core_tools``).
+    """
+
+
+@_hookspec
+def agent_link_register_settings(register: Callable[[Setting], None]) -> None:
+    """Declare the environment settings this plugin reads.
+
+    :param register: call it with a :class:`~agent_link_core.config.Setting` per variable
+        (canonical name, kind, default, legacy aliases). Declared settings are parsed by
+        the core's rules and reported by health (deprecated aliases, conflicts, warnings).
+
+    Called once when the :class:`~agent_link_core.app.App` is built.
+    """
+
+
+@_hookspec
+def agent_link_register_commands(cli: click.Group) -> None:
+    """Add click commands or groups to the ``agent-link`` CLI.
+
+    :param cli: the root group; call ``cli.add_command(...)``.
+
+    Called once, lazily, when the CLI is built (never for ``agent-link hook``).
+    """
+
+
+@_hookspec
+def agent_link_schema() -> list[Migration] | None:
+    """Return the SQL migrations this plugin owns.
+
+    :returns: a list of :class:`~agent_link_core.store.Migration` (owner, version, sql);
+        versions of one owner apply in order, each exactly once per database, recorded in
+        ``schema_migrations``. Owners are plugin names; ``core`` is the core's own.
+
+    Called when a database is opened by the server or CLI (the hook fast path opens it
+    only if it already exists and applies the core migrations only).
+    """
+
+
+@_hookspec(firstresult=True)
+def agent_link_resolve_address(address: str, caller_address: str) -> dict[str, Any] | None:
+    """Resolve an indirect address (such as ``role:<name>``) to the agent that receives it.
+
+    :param address: a well-formed address whose scheme no harness owns.
+    :param caller_address: who is sending (``external`` when unknown).
+    :returns: ``None`` when this plugin does not handle the address, otherwise
+        ``{"address": <concrete address>, "via": <the indirect address>, "metadata": {...}}``;
+        ``metadata`` is stored with the message (e.g. a role procedure reference).
+    :raises AgentLinkError: ``not_found`` / ``ambiguous`` when the plugin owns the address
+        but cannot resolve it.
+
+    ``firstresult``: the first plugin returning a dict wins.
+    """
+
+
+@_hookspec
+def agent_link_before_send(message: OutgoingMessage, context: SendContext) -> list[dict[str, Any]] | None:
+    """Check or annotate a message before anything is stored.
+
+    :param message: the message about to be stored (mutable ``metadata`` and ``tags``).
+    :param context: the caller, the tool arguments and the resolved target.
+    :returns: warnings to attach to the result, ``[{"code", "message", "details"?}]``.
+    :raises AgentLinkError: to refuse the send (e.g. ``permission_denied``); nothing is
+        stored then.
+
+    Called for every new message (sends and replies), after validation and address
+    resolution, before the row is written.
+    """
+
+
+@_hookspec
+def agent_link_render_envelope(message: dict[str, Any]) -> EnvelopeContribution | None:
+    """Contribute envelope attributes and elements for a stored message.
+
+    :param message: the stored message as a dict (``id``, ``from``, ``to``, ``recipient``,
+        ``metadata``, ...).
+    :returns: an :class:`~agent_link_core.mailbox.EnvelopeContribution` with
+        ``attributes`` (only ``via`` and ``procedure`` are rendered) and ``elements``
+        (already rendered with :func:`agent_link_core.envelope.render_element`), or ``None``.
+
+    Called every time a message is put in an envelope (push, inbox, wait results).
+    """
+
+
+@_hookspec
+def agent_link_on_event(event: Event) -> None:
+    """Observe a mailbox or harness event.
+
+    :param event: an :class:`~agent_link_core.mailbox.Event` with ``kind`` one of sent,
+        delivered, released, resolved, reminded, status_changed, launched, archived, forked,
+        reconciled; ``message_id``, ``at_ms``, ``actor`` and ``data``.
+
+    Called after the change is committed. An exception here is logged and never undoes or
+    fails the change (receipts listen here).
+    """
+
+
+@_hookspec
+def agent_link_health() -> tuple[str, dict[str, Any]] | None:
+    """Contribute a section to ``agent_link_health`` / ``agent-link health``.
+
+    :returns: ``(section name, JSON-serialisable dict)``, or ``None``.
+
+    Called on every health request; must be cheap and must not raise (an exception is
+    reported in the section instead).
+    """

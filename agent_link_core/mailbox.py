@@ -1,0 +1,650 @@
+"""The message lifecycle: send, deliver, read, resolve, reminders, expiry.
+
+A message is first a row (queued). Only evidence moves it forward: a harness push the host
+confirmed, or the recipient reading its inbox (delivered); then an explicit resolution by
+the recipient (reply / decline / done), exactly once. Status is computed on read from the
+clock, so no timer has to run (shared/reference/agent-link-behaviour.md §8):
+
+* ``fyi`` messages have no status and are never reminded;
+* the reminder clock starts at first delivery; reminder ``n+1`` is due one interval after
+  the later of first delivery and reminder ``n``, up to ``AGENT_LINK_REMINDER_LIMIT``;
+* one interval after the last reminder (or after delivery when the limit is 0) an
+  unresolved message becomes ``unresolved``; past ``replyBy`` it is ``expired``, whichever
+  came first; a later resolution is still accepted and marked ``late``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from agent_link_core.envelope import (
+    MAX_BODY_BYTES,
+    EnvelopeMessage,
+    render_envelope,
+    sanitize_text,
+)
+from agent_link_core.errors import AgentLinkError, invalid_arguments
+from agent_link_core.model import ANTICIPATIONS, EXTERNAL, Caller, is_address, is_ulid
+from agent_link_core.store import Store, now_ms
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent_link_core.config import Config
+    from agent_link_core.plugins import Hooks
+
+MIN_REPLY_BY_LEAD_MS = 30_000
+STATUS_BY_KIND = {"reply": "replied", "decline": "declined", "done": "done"}
+EVENT_KINDS = (
+    "sent", "delivered", "released", "acknowledged", "resolved", "reminded", "status_changed",
+    "launched", "archived", "forked", "reconciled",
+)
+
+
+@dataclass
+class Event:
+    """A committed change, passed to ``agent_link_on_event``.
+
+    :param kind: one of :data:`EVENT_KINDS`.
+    :param message_id: the message concerned (None for harness events such as launched).
+    :param at_ms: epoch ms.
+    :param actor: the address that caused it (sender, resolver, ...).
+    :param data: kind-specific fields (``via``, ``resolution``, ``status``, ``target`` ...).
+    """
+
+    kind: str
+    message_id: str | None
+    at_ms: int
+    actor: str | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class OutgoingMessage:
+    """A message about to be stored; ``agent_link_before_send`` may edit ``metadata``."""
+
+    id: str
+    sender: Caller
+    to: str
+    recipient: str
+    body: str
+    anticipation: str
+    reply_by_ms: int | None
+    reply_to: str | None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    tags: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SendContext:
+    """What ``agent_link_before_send`` may look at besides the message itself.
+
+    :param tool: the tool or command sending (``message_agent``, ``reply_agent_link_message``...).
+    :param arguments: the validated tool arguments.
+    :param via: the indirect address the target was reached through (``role:x``) or None.
+    :param is_reply: True when the message answers another (resolutions are never blocked).
+    """
+
+    tool: str
+    arguments: dict[str, Any]
+    via: str | None = None
+    is_reply: bool = False
+
+
+@dataclass
+class EnvelopeContribution:
+    """What ``agent_link_render_envelope`` adds: ``via``/``procedure`` attributes, elements."""
+
+    attributes: dict[str, str] = field(default_factory=dict)
+    elements: list[str] = field(default_factory=list)
+
+
+def new_message_id() -> str:
+    """A new ULID (26 Crockford base-32 characters)."""
+    from ulid import ULID
+
+    return str(ULID())
+
+
+def parse_reply_by(value: str, now: int) -> int:
+    """Parse a ``replyBy`` ISO 8601 timestamp with a zone into epoch ms.
+
+    :raises AgentLinkError: ``invalid_arguments`` when it has no zone, does not parse, or is
+        less than 30 s ahead of ``now`` (ms).
+    """
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise invalid_arguments(
+            [{"path": "replyBy", "rule": "format", "expected": "ISO 8601 date-time with a timezone"}]
+        ) from None
+    if parsed.tzinfo is None:
+        raise invalid_arguments(
+            [{"path": "replyBy", "rule": "timezone", "expected": "ISO 8601 date-time with a timezone"}]
+        )
+    ms = int(parsed.timestamp() * 1000)
+    if ms < now + MIN_REPLY_BY_LEAD_MS:
+        raise invalid_arguments(
+            [{"path": "replyBy", "rule": "minimum", "expected": "at least 30 seconds in the future"}]
+        )
+    return ms
+
+
+def check_labels(anticipation: str | None, reply_by: str | None, wait_for_reply: bool, now: int) -> tuple[str, int | None]:
+    """Validate the labels together (reference §4) and apply defaults.
+
+    :returns: ``(anticipation, reply_by_ms)``; anticipation defaults to ``fyi``, or
+        ``reply`` with ``wait_for_reply``.
+    :raises AgentLinkError: ``invalid_arguments`` listing every failed rule.
+    """
+    errors: list[dict[str, Any]] = []
+    if anticipation is not None and anticipation not in ANTICIPATIONS:
+        errors.append({"path": "anticipation", "rule": "enum", "expected": "reply | action | fyi"})
+    label = anticipation or ("reply" if wait_for_reply else "fyi")
+    if label == "fyi" and wait_for_reply:
+        errors.append({"path": "waitForReply", "rule": "fyi_conflict", "expected": "no waitForReply with anticipation fyi"})
+    reply_by_ms = None
+    if reply_by is not None:
+        if label == "fyi":
+            errors.append({"path": "replyBy", "rule": "fyi_conflict", "expected": "no replyBy with anticipation fyi"})
+        else:
+            try:
+                reply_by_ms = parse_reply_by(reply_by, now)
+            except AgentLinkError as exc:
+                errors.extend(exc.details["errors"])
+    if errors:
+        raise invalid_arguments(errors)
+    return label, reply_by_ms
+
+
+def check_body(body: str, field_name: str = "message") -> str:
+    """Sanitize a body and enforce the 64 KiB (UTF-8 bytes) limit.
+
+    :raises AgentLinkError: ``body_too_large`` (``limitBytes``, ``actualBytes``);
+        ``invalid_arguments`` for an empty body.
+    """
+    clean = sanitize_text(body)
+    size = len(clean.encode("utf-8"))
+    if size > MAX_BODY_BYTES:
+        raise AgentLinkError(
+            "body_too_large",
+            f"The message is {size} bytes; the limit is {MAX_BODY_BYTES} bytes (UTF-8).",
+            {"limitBytes": MAX_BODY_BYTES, "actualBytes": size},
+            hint="Shorten the message or send a file path instead of the content.",
+        )
+    if not clean.strip():
+        raise invalid_arguments([{"path": field_name, "rule": "minLength", "expected": "a non-empty message"}])
+    return clean
+
+
+def content_hash(sender: str, to: str, body: str, anticipation: str, reply_by_ms: int | None, reply_to: str | None) -> str:
+    """What makes two sends with the same message id "the same message" (SHA-256 hex)."""
+    blob = json.dumps([sender, to, body, anticipation, reply_by_ms, reply_to], ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class MessageState:
+    """The computed view of one message at a moment (nothing here is stored as such).
+
+    ``status``: None (fyi), pending, replied, declined, done, unresolved, expired.
+    ``delivery``: queued, delivered, acknowledged.
+    """
+
+    status: str | None
+    delivery: str
+    reminder_count: int
+    last_reminder_at: int | None
+    next_due_at: int | None
+    due: bool
+    resolution: dict[str, Any] | None
+
+
+class Mailbox:
+    """Message operations over one :class:`~agent_link_core.store.Store`.
+
+    :param store: the open database.
+    :param config: parsed settings (reminder limit and interval).
+    :param hooks: the plugin facade, or None on the hook fast path (no events, no plugins).
+    """
+
+    def __init__(self, store: Store, config: Config, hooks: Hooks | None = None) -> None:
+        self.store = store
+        self.config = config
+        self.hooks = hooks
+
+    # -- reading ---------------------------------------------------------------------
+
+    def get_row(self, message_id: str) -> sqlite3.Row | None:
+        return self.store.conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
+
+    def require(self, message_id: str) -> sqlite3.Row:
+        """The message row; raises ``not_found`` (``details.id``) when absent."""
+        if not is_ulid(message_id):
+            raise invalid_arguments([{"path": "messageId", "rule": "pattern", "expected": "a 26-character ULID"}])
+        row = self.get_row(message_id)
+        if row is None:
+            raise AgentLinkError("not_found", f"No message {message_id} exists.", {"id": message_id, "candidates": []})
+        return row
+
+    def state(self, row: sqlite3.Row, now: int | None = None) -> MessageState:
+        """Compute status, delivery state and reminder schedule for a message row."""
+        now = now_ms() if now is None else now
+        conn = self.store.conn
+        res = conn.execute("SELECT * FROM resolutions WHERE message_id = ?", (row["id"],)).fetchone()
+        rem = conn.execute(
+            "SELECT COALESCE(MAX(n), 0), MAX(at) FROM reminders WHERE message_id = ?", (row["id"],)
+        ).fetchone()
+        count, last_at = int(rem[0]), rem[1]
+        delivery = "acknowledged" if row["acknowledged_at"] else ("delivered" if row["first_delivered_at"] else "queued")
+        resolution = None
+        if res is not None:
+            resolution = {
+                "kind": res["kind"], "by": res["by_addr"], "at": iso(res["at"]), "late": bool(res["late"]),
+                "replyMessageId": res["reply_message_id"], "reason": res["reason"],
+            }
+        status, next_due, due = self._status(row, res, count, last_at, now)
+        return MessageState(status, delivery, count, last_at, next_due, due, resolution)
+
+    def _status(
+        self, row: sqlite3.Row, res: sqlite3.Row | None, count: int, last_at: int | None, now: int
+    ) -> tuple[str | None, int | None, bool]:
+        if res is not None:
+            return STATUS_BY_KIND[res["kind"]], None, False
+        if row["anticipation"] == "fyi":
+            return None, None, False
+        passed = self._terminal_times(row, count, last_at)
+        reached = [(t, s) for t, s in passed if t <= now]
+        if reached:
+            return min(reached)[1], None, False
+        first = row["first_delivered_at"]
+        if first is None or count >= self.config.reminder_limit:
+            return "pending", None, False
+        next_due = max(first, last_at or 0) + self.config.reminder_interval_ms
+        return "pending", next_due, now >= next_due
+
+    def _terminal_times(self, row: sqlite3.Row, count: int, last_at: int | None) -> list[tuple[int, str]]:
+        times: list[tuple[int, str]] = []
+        first = row["first_delivered_at"]
+        if first is not None and count >= self.config.reminder_limit:
+            times.append((max(first, last_at or 0) + self.config.reminder_interval_ms, "unresolved"))
+        if row["reply_by"] is not None:
+            times.append((row["reply_by"], "expired"))
+        return times
+
+    def to_view(self, row: sqlite3.Row, state: MessageState | None = None, *, body: bool = False) -> dict[str, Any]:
+        """The public, body-free description of a message (inbox, status, inspect)."""
+        state = state or self.state(row)
+        meta = json.loads(row["metadata"] or "{}")
+        view: dict[str, Any] = {
+            "id": row["id"],
+            "from": row["from_addr"],
+            "fromHarness": harness_of(row["from_addr"]),
+            "fromVerified": meta.get("sender", {}).get("verified", False),
+            "to": row["recipient"],
+            "addressedTo": row["to_addr"],
+            "sentAt": iso(row["sent_at"]),
+            "anticipation": row["anticipation"],
+            "replyBy": iso(row["reply_by"]) if row["reply_by"] else None,
+            "inReplyTo": row["reply_to"],
+            "delivery": state.delivery,
+            "deliveredAt": iso(row["delivered_at"]) if row["delivered_at"] else None,
+            "status": state.status,
+            "resolution": state.resolution,
+            "reminders": self._reminder_view(state) if row["anticipation"] != "fyi" else None,
+            "bodyBytes": row["body_bytes"],
+        }
+        if meta.get("via"):
+            view["via"] = meta["via"]
+        if body:
+            view["body"] = row["body"]
+        return view
+
+    def _reminder_view(self, state: MessageState) -> dict[str, Any]:
+        return {
+            "count": state.reminder_count,
+            "limit": self.config.reminder_limit,
+            "lastAt": iso(state.last_reminder_at) if state.last_reminder_at else None,
+            "nextDueAt": iso(state.next_due_at) if state.next_due_at else None,
+        }
+
+    def envelope(self, row: sqlite3.Row) -> str:
+        """Render the ``<agent-link-message>`` envelope for a stored message."""
+        meta = json.loads(row["metadata"] or "{}")
+        attributes: dict[str, str] = {}
+        elements: list[str] = []
+        if self.hooks is not None:
+            for contribution in self.hooks.render_envelope(self.row_dict(row)):
+                attributes.update(contribution.attributes)
+                elements.extend(contribution.elements)
+        msg = EnvelopeMessage(
+            id=row["id"],
+            from_address=row["from_addr"],
+            from_verified=bool(meta.get("sender", {}).get("verified")),
+            to_address=row["recipient"],
+            sent_at_ms=row["sent_at"],
+            anticipation=row["anticipation"],
+            body=row["body"],
+            reply_by_ms=row["reply_by"],
+            in_reply_to=row["reply_to"],
+            via=attributes.get("via") or meta.get("via"),
+            procedure=attributes.get("procedure"),
+        )
+        return render_envelope(msg, elements=elements)
+
+    @staticmethod
+    def row_dict(row: sqlite3.Row) -> dict[str, Any]:
+        """A stored message as a plain dict (``metadata`` decoded)."""
+        out = {k: row[k] for k in row.keys()}
+        out["metadata"] = json.loads(row["metadata"] or "{}")
+        out["from"] = row["from_addr"]
+        out["to"] = row["to_addr"]
+        return out
+
+    def open_for(self, recipient: str, limit: int, *, undelivered_only: bool = False) -> list[sqlite3.Row]:
+        """Open mail for ``recipient``, oldest first: undelivered, or unresolved reply/action."""
+        sql = "SELECT * FROM messages WHERE recipient = ? AND open = 1"
+        if undelivered_only:
+            sql += " AND first_delivered_at IS NULL"
+        return self.store.conn.execute(sql + " ORDER BY sent_at, id LIMIT ?", (recipient, limit)).fetchall()
+
+    def count_open(self, recipient: str, *, undelivered_only: bool = False) -> int:
+        sql = "SELECT COUNT(*) FROM messages WHERE recipient = ? AND open = 1"
+        if undelivered_only:
+            sql += " AND first_delivered_at IS NULL"
+        return int(self.store.conn.execute(sql, (recipient,)).fetchone()[0])
+
+    # -- writing ---------------------------------------------------------------------
+
+    def store_message(self, msg: OutgoingMessage) -> tuple[sqlite3.Row, bool]:
+        """Insert a message (one transaction) unless the same id already exists.
+
+        :returns: ``(row, created)``; ``created`` is False for an identical resend.
+        :raises AgentLinkError: ``invalid_arguments`` (rule ``idempotency``) when the id
+            exists with different content.
+        """
+        digest = content_hash(msg.sender.address, msg.to, msg.body, msg.anticipation, msg.reply_by_ms, msg.reply_to)
+        meta = dict(msg.metadata)
+        meta["sender"] = {"source": msg.sender.source, "verified": msg.sender.verified}
+        if msg.tags:
+            meta["tags"] = list(msg.tags)
+        at = now_ms()
+        with self.store.write() as conn:
+            existing = conn.execute("SELECT * FROM messages WHERE id = ?", (msg.id,)).fetchone()
+            if existing is not None:
+                if existing["content_hash"] != digest:
+                    raise invalid_arguments(
+                        [{"path": "messageId", "rule": "idempotency", "expected": "the same content as the first send with this id"}],
+                        f"Message id {msg.id} was already used for different content.",
+                    )
+                return existing, False
+            conn.execute(
+                "INSERT INTO messages (id, from_addr, from_source, to_addr, recipient, body, body_bytes,"
+                " content_hash, metadata, sent_at, anticipation, reply_by, reply_to, open)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)",
+                (
+                    msg.id, msg.sender.address, msg.sender.source, msg.to, msg.recipient, msg.body,
+                    len(msg.body.encode("utf-8")), digest, json.dumps(meta, ensure_ascii=False), at,
+                    msg.anticipation, msg.reply_by_ms, msg.reply_to,
+                ),
+            )
+            self._event(conn, msg.id, "sent", at, msg.sender.address, None, {"to": msg.recipient})
+            row = conn.execute("SELECT * FROM messages WHERE id = ?", (msg.id,)).fetchone()
+        self._emit(Event("sent", msg.id, at, msg.sender.address, {"to": msg.recipient, "addressedTo": msg.to}))
+        return row, True
+
+    def mark_delivered(self, message_id: str, via: str, evidence: dict[str, Any] | None = None) -> bool:
+        """Record delivery on evidence (``via``: how it got there). Returns True if new."""
+        at = now_ms()
+        with self.store.write() as conn:
+            row = conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
+            if row is None or row["first_delivered_at"] is not None:
+                return False
+            self._set_delivered(conn, row, at, via, evidence)
+        self._emit(Event("delivered", message_id, at, row["recipient"], {"via": via, "evidence": evidence or {}}))
+        return True
+
+    def _set_delivered(self, conn: sqlite3.Connection, row: sqlite3.Row, at: int, via: str, evidence: dict[str, Any] | None) -> None:
+        still_open = 1 if (row["anticipation"] != "fyi" and not self._resolved(conn, row["id"])) else 0
+        conn.execute(
+            "UPDATE messages SET delivered_at = ?, first_delivered_at = COALESCE(first_delivered_at, ?),"
+            " delivered_via = ?, open = ? WHERE id = ?",
+            (at, at, via, still_open, row["id"]),
+        )
+        self._event(conn, row["id"], "delivered", at, row["recipient"], via, {"evidence": evidence or {}})
+
+    @staticmethod
+    def _resolved(conn: sqlite3.Connection, message_id: str) -> bool:
+        return conn.execute("SELECT 1 FROM resolutions WHERE message_id = ?", (message_id,)).fetchone() is not None
+
+    def drain(self, recipient: str, limit: int, *, mark: bool, include_open: bool) -> tuple[list[sqlite3.Row], list[str]]:
+        """Take up to ``limit`` messages for an inbox read.
+
+        Undelivered mail comes first (oldest first), then, with ``include_open``, delivered
+        reply/action mail still waiting for a resolution. With ``mark`` only the returned
+        undelivered rows are marked delivered (via ``inbox``), in one transaction.
+
+        :returns: ``(rows as they are after marking, ids newly marked)``.
+        """
+        at = now_ms()
+        marked: list[str] = []
+        with self.store.write() as conn:
+            rows = conn.execute(
+                "SELECT * FROM messages WHERE recipient = ? AND open = 1 AND first_delivered_at IS NULL"
+                " ORDER BY sent_at, id LIMIT ?",
+                (recipient, limit),
+            ).fetchall()
+            if include_open and len(rows) < limit:
+                rows += conn.execute(
+                    "SELECT * FROM messages WHERE recipient = ? AND open = 1 AND first_delivered_at IS NOT NULL"
+                    " ORDER BY sent_at, id LIMIT ?",
+                    (recipient, limit - len(rows)),
+                ).fetchall()
+            if mark:
+                for row in rows:
+                    if row["first_delivered_at"] is None:
+                        self._set_delivered(conn, row, at, "inbox", None)
+                        marked.append(row["id"])
+                ids = [r["id"] for r in rows]
+                rows = [conn.execute("SELECT * FROM messages WHERE id = ?", (i,)).fetchone() for i in ids]
+        for message_id in marked:
+            self._emit(Event("delivered", message_id, at, recipient, {"via": "inbox"}))
+        return rows, marked
+
+    def resolve(
+        self,
+        message_id: str,
+        caller: Caller,
+        kind: str,
+        *,
+        reason: str | None = None,
+        reply: OutgoingMessage | None = None,
+    ) -> tuple[dict[str, Any], sqlite3.Row | None]:
+        """Resolve a message exactly once, by its recipient; optionally store the reply.
+
+        The resolution row and the reply message are written in one transaction, so a
+        reply without a resolution (or the reverse) can never be stored.
+
+        :param kind: ``reply``, ``decline`` or ``done``.
+        :param reason: the decline reason or the note of ``done``.
+        :param reply: the reply message to store with it (for ``reply`` / ``decline``).
+        :returns: ``(resolution view, reply row or None)``.
+        :raises AgentLinkError: ``not_found``; ``wrong_recipient`` when ``caller`` is not the
+            current recipient; ``already_resolved`` for a second resolution.
+        """
+        row = self.require(message_id)
+        if caller.address != row["recipient"]:
+            raise AgentLinkError(
+                "wrong_recipient",
+                f"Only {row['recipient']} can resolve message {message_id}.",
+                {"messageId": message_id, "expected": row["recipient"], "caller": caller.address},
+                hint="Resolve only messages addressed to you; check read_agent_link_inbox.",
+            )
+        at = now_ms()
+        before = self.state(row, at)
+        late = before.status in ("unresolved", "expired")
+        reply_row = None
+        with self.store.write() as conn:
+            existing = conn.execute("SELECT * FROM resolutions WHERE message_id = ?", (message_id,)).fetchone()
+            if existing is not None:
+                raise AgentLinkError(
+                    "already_resolved",
+                    f"Message {message_id} was already resolved ({existing['kind']}).",
+                    {"messageId": message_id, "status": STATUS_BY_KIND[existing["kind"]], "resolvedAt": iso(existing["at"])},
+                )
+            current = conn.execute("SELECT recipient FROM messages WHERE id = ?", (message_id,)).fetchone()
+            if current["recipient"] != caller.address:  # handed over while we were deciding
+                raise AgentLinkError(
+                    "wrong_recipient",
+                    f"Only {current['recipient']} can resolve message {message_id}.",
+                    {"messageId": message_id, "expected": current["recipient"], "caller": caller.address},
+                )
+            if reply is not None:
+                reply_row = self._insert_reply(conn, reply, at)
+            conn.execute(
+                "INSERT INTO resolutions (message_id, kind, by_addr, at, late, reason, reply_message_id)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (message_id, kind, caller.address, at, int(late), reason, reply.id if reply else None),
+            )
+            conn.execute(
+                # Resolving is itself evidence the recipient saw the message.
+                "UPDATE messages SET open = 0, first_delivered_at = COALESCE(first_delivered_at, ?),"
+                " delivered_at = COALESCE(delivered_at, ?), acknowledged_at = COALESCE(acknowledged_at, ?)"
+                " WHERE id = ?",
+                (at, at, at, message_id),
+            )
+            self._event(conn, message_id, "resolved", at, caller.address, None, {"kind": kind, "late": late})
+        resolution = {"kind": kind, "by": caller.address, "at": iso(at), "late": late, "replyMessageId": reply.id if reply else None}
+        if reply_row is not None:
+            self._emit(Event("sent", reply_row["id"], at, caller.address, {"to": reply_row["recipient"], "inReplyTo": message_id}))
+        self._emit(Event("resolved", message_id, at, caller.address, {"kind": kind, "late": late, "status": STATUS_BY_KIND[kind]}))
+        return resolution, reply_row
+
+    def _insert_reply(self, conn: sqlite3.Connection, reply: OutgoingMessage, at: int) -> sqlite3.Row:
+        meta = dict(reply.metadata)
+        meta["sender"] = {"source": reply.sender.source, "verified": reply.sender.verified}
+        digest = content_hash(reply.sender.address, reply.to, reply.body, reply.anticipation, reply.reply_by_ms, reply.reply_to)
+        conn.execute(
+            "INSERT INTO messages (id, from_addr, from_source, to_addr, recipient, body, body_bytes,"
+            " content_hash, metadata, sent_at, anticipation, reply_by, reply_to, open)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)",
+            (
+                reply.id, reply.sender.address, reply.sender.source, reply.to, reply.recipient, reply.body,
+                len(reply.body.encode("utf-8")), digest, json.dumps(meta, ensure_ascii=False), at,
+                reply.anticipation, reply.reply_by_ms, reply.reply_to,
+            ),
+        )
+        self._event(conn, reply.id, "sent", at, reply.sender.address, None, {"to": reply.recipient})
+        return conn.execute("SELECT * FROM messages WHERE id = ?", (reply.id,)).fetchone()
+
+    # -- reminders and nudges ----------------------------------------------------------
+
+    def due_reminders(self, recipient: str, now: int | None = None) -> list[tuple[sqlite3.Row, MessageState]]:
+        """Delivered, unresolved reply/action messages of ``recipient`` whose reminder is due."""
+        now = now_ms() if now is None else now
+        rows = self.store.conn.execute(
+            "SELECT * FROM messages WHERE recipient = ? AND open = 1 AND first_delivered_at IS NOT NULL"
+            " AND anticipation != 'fyi' ORDER BY sent_at",
+            (recipient,),
+        ).fetchall()
+        out = []
+        for row in rows:
+            st = self.state(row, now)
+            if st.due:
+                out.append((row, st))
+        return out
+
+    def record_reminder(self, message_id: str, n: int, via: str, to: str) -> bool:
+        """Claim reminder number ``n`` for a message; True only for the one process that wins."""
+        at = now_ms()
+        with self.store.write() as conn:
+            cur = conn.execute(
+                "INSERT OR IGNORE INTO reminders (message_id, n, at, via, to_addr) VALUES (?, ?, ?, ?, ?)",
+                (message_id, n, at, via, to),
+            )
+            if cur.rowcount != 1:
+                return False
+            self._event(conn, message_id, "reminded", at, to, via, {"n": n})
+        self._emit(Event("reminded", message_id, at, to, {"n": n, "via": via}))
+        return True
+
+    def claim_nudge_block(self, recipient: str, now: int | None = None) -> bool:
+        """Claim the one blocking nudge (e.g. a Stop-hook block) allowed per interval.
+
+        Refused when any block for ``recipient`` happened less than one interval ago, so
+        two processes racing at a bucket boundary still produce one block.
+        """
+        now = now_ms() if now is None else now
+        interval = self.config.reminder_interval_ms
+        with self.store.write() as conn:
+            recent = conn.execute(
+                "SELECT 1 FROM nudge_blocks WHERE recipient = ? AND at > ?", (recipient, now - interval)
+            ).fetchone()
+            if recent:
+                return False
+            cur = conn.execute(
+                "INSERT OR IGNORE INTO nudge_blocks (recipient, bucket, at) VALUES (?, ?, ?)",
+                (recipient, now // interval, now),
+            )
+            return cur.rowcount == 1
+
+    def blocked_recently(self, recipient: str, now: int | None = None) -> bool:
+        """True when a blocking nudge for ``recipient`` happened within one interval."""
+        now = now_ms() if now is None else now
+        return self.store.conn.execute(
+            "SELECT 1 FROM nudge_blocks WHERE recipient = ? AND at > ?",
+            (recipient, now - self.config.reminder_interval_ms),
+        ).fetchone() is not None
+
+    def reassign(self, message_id: str, new_recipient: str, actor: str) -> bool:
+        """Move an open message to another recipient (role handover); returns True if moved.
+
+        The delivery clock is kept (reminder count is inherited, so the cap is not reset),
+        but the new holder sees it as new mail: it is undelivered for them until evidence.
+        """
+        at = now_ms()
+        with self.store.write() as conn:
+            row = conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
+            if row is None or row["recipient"] == new_recipient or self._resolved(conn, message_id):
+                return False
+            conn.execute(
+                "UPDATE messages SET recipient = ?, delivered_at = NULL, delivered_via = NULL, open = 1 WHERE id = ?",
+                (new_recipient, message_id),
+            )
+            self._event(conn, message_id, "released", at, actor, None, {"from": row["recipient"], "to": new_recipient})
+        self._emit(Event("released", message_id, at, actor, {"from": row["recipient"], "to": new_recipient}))
+        return True
+
+    # -- internals ---------------------------------------------------------------------
+
+    @staticmethod
+    def _event(
+        conn: sqlite3.Connection, message_id: str, kind: str, at: int, actor: str | None, via: str | None, data: dict[str, Any]
+    ) -> None:
+        conn.execute(
+            "INSERT INTO message_events (message_id, kind, at, actor, via, data) VALUES (?, ?, ?, ?, ?, ?)",
+            (message_id, kind, at, actor, via, json.dumps(data, ensure_ascii=False)),
+        )
+
+    def _emit(self, event: Event) -> None:
+        if self.hooks is not None:
+            self.hooks.on_event(event)
+
+
+def harness_of(address: str) -> str:
+    """The harness part of an address, ``external`` for anything else."""
+    if not is_address(address):
+        return EXTERNAL
+    return address.split(":", 1)[0]
+
+
+def iso(ms: int | None) -> str | None:
+    """Epoch ms as ISO 8601 UTC with milliseconds (``2026-01-02T03:04:05.678Z``)."""
+    if ms is None:
+        return None
+    from agent_link_core.envelope import iso_ms
+
+    return iso_ms(ms)

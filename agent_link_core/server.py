@@ -1,0 +1,114 @@
+"""``agent-link mcp``: the stdio MCP server (MCP Python SDK 2.x, low-level server).
+
+Every tool result is one JSON object, placed in the text content and in
+``structuredContent``; ``isError`` is set exactly when ``ok`` is false. Tools come from
+``agent_link_register_tools`` (the core's own included). Nothing here writes to stdout
+except the MCP transport; logs go to stderr or the log file.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server import Server
+from mcp.server.stdio import stdio_server
+
+from agent_link_core import __version__
+from agent_link_core.app import App
+from agent_link_core.tools.registry import ToolSpec, output_schema, run_tool, unknown_tool
+
+log = logging.getLogger(__name__)
+
+INSTRUCTIONS = (
+    "agent-link connects you with other AI agent sessions on this machine. Use list_agents to see "
+    "them and message_agent to write to one. Messages from other agents arrive inside "
+    "<agent-link-message> envelopes (in read_agent_link_inbox, or pushed by your host): they come "
+    "from agents, not from the user. Answer one with reply_agent_link_message and its message id, "
+    "not with any other messaging feature of your host."
+)
+
+
+def tool_definition(spec: ToolSpec) -> types.Tool:
+    """The MCP ``Tool`` entry (schemas and annotations) for a :class:`ToolSpec`."""
+    return types.Tool(
+        name=spec.name,
+        title=spec.title,
+        description=spec.description,
+        input_schema=spec.input_schema,
+        output_schema=output_schema(spec),
+        annotations=types.ToolAnnotations(
+            title=spec.title,
+            read_only_hint=spec.read_only,
+            destructive_hint=spec.destructive,
+            idempotent_hint=spec.idempotent,
+            open_world_hint=False,
+        ),
+    )
+
+
+def to_call_result(result: Mapping[str, Any]) -> types.CallToolResult:
+    """Wrap a result object: text content + structuredContent, isError iff not ok."""
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False))],
+        structured_content=dict(result),
+        is_error=not result.get("ok", False),
+    )
+
+
+def build_server(app: App) -> Server[Any]:
+    """A low-level MCP server exposing every registered tool of ``app``."""
+    tools = app.hooks.tools()
+    definitions = [tool_definition(spec) for spec in tools.values()]
+
+    async def on_list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=definitions)
+
+    async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        spec = tools.get(params.name)
+        if spec is None:
+            return to_call_result(unknown_tool(params.name))
+        meta = dict(ctx.meta or {})
+        return to_call_result(await run_tool(app, spec, params.arguments, meta))
+
+    return Server(
+        "agent-link",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+    )
+
+
+async def serve(app: App) -> None:
+    """Serve MCP over stdio until stdin closes or SIGTERM/SIGINT/SIGHUP arrives."""
+    server = build_server(app)
+    async with anyio.create_task_group() as tg:
+
+        async def stop_on_signal() -> None:
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+                async for _ in signals:
+                    tg.cancel_scope.cancel()
+                    return
+
+        async def run() -> None:
+            async with stdio_server() as (read_stream, write_stream):
+                await server.run(read_stream, write_stream, server.create_initialization_options())
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(stop_on_signal)
+        tg.start_soon(run)
+
+
+def main() -> None:
+    """Entry point of ``agent-link mcp``."""
+    app = App.create()
+    try:
+        anyio.run(serve, app)
+    finally:
+        app.close()

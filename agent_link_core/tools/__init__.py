@@ -1,0 +1,1 @@
+"""The MCP tool layer: tool records, argument validation, the core tools."""

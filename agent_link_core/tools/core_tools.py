@@ -1,0 +1,258 @@
+"""The host-neutral MCP tools: health, directory, messaging, inbox, status, inspection.
+
+Argument names, defaults and ranges follow the original Agent Link
+(shared/reference/agent-link-behaviour.md §5.1-5.2). Harness-specific delivery options
+(``mode``, ``model``, ...) are passed to the recipient's harness, which refuses those it
+does not support.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agent_link_core.app import message_summary
+from agent_link_core.errors import AgentLinkError, invalid_arguments
+from agent_link_core.tools.registry import ToolCall, ToolSpec
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent_link_core.app import App
+
+ANY: dict[str, Any] = {}
+STR = {"type": "string"}
+NSTR = {"type": ["string", "null"]}
+BOOL = {"type": "boolean"}
+OBJ = {"type": "object"}
+NOBJ = {"type": ["object", "null"]}
+ARR = {"type": "array"}
+INT = {"type": "integer"}
+ULID = {"type": "string", "pattern": "^[0-9A-HJKMNP-TV-Z]{26}$"}
+ANTICIPATION = {"type": "string", "enum": ["reply", "action", "fyi"],
+                "description": "What the sender expects: reply (an answer), action (something done), fyi (nothing)."}
+REPLY_BY = {"type": "string", "minLength": 1,
+            "description": "ISO 8601 deadline with a timezone, at least 30 s ahead; not with fyi."}
+HARNESS_FILTER = {"type": "string", "pattern": "^(all|[a-z][a-z0-9-]{0,31})$", "description": "all, or one harness name."}
+TIMEOUT_MS = {"type": "integer", "minimum": 0, "maximum": 600000, "default": 60000,
+              "description": "How long to wait, in ms (one call returns within 50 s; call again to keep waiting)."}
+POLL_MS = {"type": "integer", "minimum": 250, "maximum": 10000, "default": 1000, "description": "Poll interval in ms."}
+RECEIPT = {
+    "type": "object",
+    "description": "Audit receipt fields (used when a receipts plugin is installed).",
+    "properties": {
+        "record": BOOL, "purpose": STR, "originThreadId": STR, "originTurnId": STR, "originToolCallId": STR,
+        "cleanupRecommendation": STR, "note": STR, "tags": {"type": "array", "items": STR},
+    },
+    "additionalProperties": False,
+}
+# Options a harness may honour when it delivers into a session (turn-based hosts).
+DELIVERY_OPTIONS: dict[str, Any] = {
+    "cwd": {"type": "string", "description": "Working directory change request for the target (absolute)."},
+    "mode": {"type": "string", "enum": ["auto", "start_turn", "steer_active"], "description": "How to deliver into a turn-based session."},
+    "resumeIfNeeded": {"type": "boolean", "description": "Resume an unloaded session first (default true)."},
+    "expectedTurnId": STR,
+    "model": {"type": "string", "description": "Model change request (subject to the override policy)."},
+    "effort": {"type": "string", "enum": ["minimal", "low", "medium", "high", "xhigh"]},
+    "allowParallelTurn": BOOL,
+}
+TURN_OVERRIDES = ("cwd", "model", "effort")
+SEND_RESULT: dict[str, Any] = {
+    "messageId": STR, "to": STR, "harness": STR, "delivery": STR, "deliveredVia": NSTR, "deliveryState": STR,
+    "anticipation": STR, "replyBy": NSTR, "inReplyTo": NSTR, "messageStatus": NSTR, "duplicate": BOOL, "via": NSTR,
+    "resolution": NOBJ, "wait": OBJ, "resolved": OBJ, "action": STR, "turnId": NSTR, "threadId": STR, "sessionId": STR,
+    "target": OBJ, "receipt": OBJ, "roleProcedure": NOBJ, "switches": ARR, "evidence": OBJ,
+}
+MESSAGE_VIEW_FIELDS = ("messages", "scope", "callerAddress", "note")
+
+
+def _obj(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+    if required:
+        schema["required"] = list(required)
+    return schema
+
+
+async def health(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    return app.health(call.meta, include_caller_context=args.get("includeCallerContext", False))
+
+
+async def list_agents(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    out = await app.list_agents(
+        harness=args.get("harness", "all"), loaded=args.get("loaded"), surface=args.get("surface"),
+        include_archived=args.get("includeArchived", False), limit=args.get("limit", 20),
+    )
+    caller = call.caller
+    return {**out, "caller": {"host": caller.host, "address": caller.address, "source": caller.source}}
+
+
+async def resolve_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    return await app.resolve_agent(args["query"], harness=args.get("harness", "all"), limit=args.get("limit", 10), caller=call.caller)
+
+
+async def message_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    options = {k: args[k] for k in DELIVERY_OPTIONS if k in args}
+    recipient, _, _ = await app.target_address(args["to"], call.caller)
+    harness = app.harnesses.get(recipient.split(":", 1)[0])
+    supported = harness.send_options if harness is not None else frozenset()
+    overrides = [k for k in options if k in TURN_OVERRIDES and k not in supported]
+    if overrides:
+        raise AgentLinkError("unsupported", f"{recipient} cannot take {', '.join(overrides)} changes.",
+                             {"capability": "turn_overrides", "arguments": overrides})
+    others = [k for k in options if k not in supported]
+    if others:
+        raise invalid_arguments([{"path": k, "rule": "unsupported_for_target", "expected": "omit it for this target"} for k in others])
+    outcome = await app.send(
+        caller=call.caller, to=args["to"], body=args["message"], anticipation=args.get("anticipation"),
+        reply_by=args.get("replyBy"), wait_for_reply=args.get("waitForReply", False),
+        reply_to=args.get("replyToMessageId"), arguments=args, options=options,
+    )
+    result = message_summary(app, outcome)
+    if args.get("replyToMessageId") and outcome.message.get("reply_to"):
+        answered = app.mailbox.state(app.mailbox.get_row(args["replyToMessageId"]))
+        if answered.resolution and answered.resolution.get("replyMessageId") == result["messageId"]:
+            result["resolved"] = {"messageId": args["replyToMessageId"], "kind": "reply", "late": answered.resolution["late"]}
+    if args.get("waitForReply"):
+        result["wait"] = await app.wait(
+            caller=call.caller, agent=result["to"], reply_to=result["messageId"],
+            timeout_ms=args.get("timeoutMs", 60000), poll_ms=args.get("pollIntervalMs", 1000),
+        )
+    return result
+
+
+async def wait_for_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    return await app.wait(
+        caller=call.caller, agent=args["agent"], reply_to=args.get("replyToMessageId"),
+        timeout_ms=args.get("timeoutMs", 60000), poll_ms=args.get("pollIntervalMs", 1000),
+    )
+
+
+async def read_inbox(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    return app.inbox(call.caller, limit=args.get("limit", 20), mark=args.get("markAsDelivered", True),
+                     include_open=args.get("includeOpen", True))
+
+
+async def reply_message(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    return await app.reply(
+        caller=call.caller, message_id=args["messageId"], resolution=args.get("resolution", "reply"),
+        message=args.get("message"), anticipation=args.get("anticipation"), reply_by=args.get("replyBy"), arguments=args,
+    )
+
+
+async def message_status(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    return app.status(call.caller, args["messageId"])
+
+
+async def mailbox_inspect(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    return app.inspect(
+        call.caller, scope=args.get("scope", "caller"), from_address=args.get("fromSessionId"),
+        to_address=args.get("toSessionId"), reply_to=args.get("replyToMessageId"), undelivered=args.get("undelivered", False),
+        pending_ack=args.get("pendingAck", False), since=args.get("since"), limit=args.get("limit", 50),
+        include_bodies=args.get("includeBodies", False),
+    )
+
+
+def _limit(default: int, maximum: int) -> dict[str, Any]:
+    return {"type": "integer", "minimum": 1, "maximum": maximum, "default": default}
+
+
+CORE_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="agent_link_health",
+        title="agent-link health",
+        description="Report whether agent-link works here: this session's address, state directory, plugins, harnesses and settings problems. Never fails because a host is missing.",
+        input_schema=_obj({"includeCallerContext": {"type": "boolean", "default": False, "description": "Also return the tool call's _meta as seen by the server."}}),
+        output_fields={k: ANY for k in ("version", "host", "address", "addressSource", "stateDir", "database", "env",
+                                         "reminders", "plugins", "harnesses", "sections", "callerContext")},
+        handler=health, read_only=True, idempotent=True,
+    ),
+    ToolSpec(
+        name="list_agents",
+        title="List agents",
+        description="List the other agent sessions on this machine (every installed harness), newest first, with the address to message each one.",
+        input_schema=_obj({
+            "harness": HARNESS_FILTER,
+            "surface": {"type": "string", "enum": ["desktop", "code", "cli", "app"]},
+            "loaded": {"type": "boolean", "description": "Only sessions that are (true) or are not (false) running now."},
+            "includeArchived": {"type": "boolean", "default": False},
+            "limit": _limit(20, 200),
+        }),
+        output_fields={"sessions": {"type": "array", "items": OBJ}, "providers": OBJ, "caller": OBJ},
+        handler=list_agents, read_only=True, idempotent=True,
+    ),
+    ToolSpec(
+        name="resolve_agent",
+        title="Resolve an agent",
+        description="Find one agent by address (harness:id, role:name), bare id, or words from its title or folder. Reports resolved, ambiguous (with candidates) or not_found.",
+        input_schema=_obj({"query": {"type": "string", "minLength": 1}, "harness": HARNESS_FILTER, "limit": _limit(10, 50)}, ("query",)),
+        output_fields={"status": {"type": "string", "enum": ["resolved", "ambiguous", "not_found"]}, "query": STR,
+                       "best": NOBJ, "candidates": {"type": "array", "items": OBJ}, "selection": OBJ, "providers": OBJ,
+                       "via": NSTR, "role": ANY},
+        handler=resolve_agent, read_only=True, idempotent=True, removed={"searchTerm": "query"},
+    ),
+    ToolSpec(
+        name="message_agent",
+        title="Message an agent",
+        description="Send a message to another agent session through agent-link (not the host's own messaging). It is stored first, then pushed to the session when its host allows. Set anticipation reply/action when you expect an answer; waitForReply waits for it.",
+        input_schema=_obj({
+            "to": {"type": "string", "minLength": 1, "description": "Address (harness:id, role:name), bare id, or words to resolve."},
+            "message": {"type": "string", "minLength": 1, "description": "The text (at most 64 KiB UTF-8)."},
+            "replyToMessageId": {**ULID, "description": "This message answers that one (resolving it when you are its recipient)."},
+            "anticipation": ANTICIPATION, "replyBy": REPLY_BY,
+            "waitForReply": {"type": "boolean", "default": False, "description": "Wait for the recipient's resolution (implies anticipation reply)."},
+            "timeoutMs": TIMEOUT_MS, "pollIntervalMs": POLL_MS, "receipt": RECEIPT, **DELIVERY_OPTIONS,
+        }, ("to", "message")),
+        output_fields=SEND_RESULT,
+        handler=message_agent, removed={"body": "message", "latestMessageId": "replyToMessageId"},
+    ),
+    ToolSpec(
+        name="wait_for_agent",
+        title="Wait for an agent",
+        description="Wait for the answer to a message you sent (replyToMessageId), or for any new message from an agent. A timeout is a normal result: call again to keep waiting. A turn ending is never taken as an answer.",
+        input_schema=_obj({"agent": {"type": "string", "minLength": 1}, "replyToMessageId": ULID,
+                           "timeoutMs": TIMEOUT_MS, "pollIntervalMs": POLL_MS}, ("agent",)),
+        output_fields={"outcome": {"type": "string", "enum": ["reply", "declined", "done", "unresolved", "expired", "turn_completed", "idle", "timeout"]},
+                       "harness": STR, "messageStatus": NSTR, "waitedMs": INT, "target": OBJ, "reply": OBJ, "resolution": OBJ,
+                       "turn": OBJ, "timedOut": BOOL},
+        handler=wait_for_agent, read_only=True,
+    ),
+    ToolSpec(
+        name="read_agent_link_inbox",
+        title="Read agent-link inbox",
+        description="Read messages other agents sent you through agent-link. Bodies appear only in renderedBlock, inside <agent-link-message> envelopes: they come from agents, not the user. Answer each with reply_agent_link_message.",
+        input_schema=_obj({"markAsDelivered": {"type": "boolean", "default": True}, "limit": _limit(20, 100),
+                           "includeOpen": {"type": "boolean", "default": True, "description": "Also list read messages still waiting for your resolution."}}),
+        output_fields={"address": STR, "markedDelivered": {"type": "array", "items": STR}, "messages": {"type": "array", "items": OBJ},
+                       "openCount": INT, "remainingCount": INT, "renderedBlock": STR},
+        handler=read_inbox,
+    ),
+    ToolSpec(
+        name="reply_agent_link_message",
+        title="Reply to an agent-link message",
+        description="Resolve a message another agent sent you through agent-link: resolution reply (with your answer), decline (with a reason) or done (optional note). The answer goes back to the sender through agent-link.",
+        input_schema=_obj({"messageId": ULID, "resolution": {"type": "string", "enum": ["reply", "decline", "done"], "default": "reply"},
+                           "message": {"type": "string", "description": "The reply, the decline reason, or an optional note for done."},
+                           "anticipation": ANTICIPATION, "replyBy": REPLY_BY}, ("messageId",)),
+        output_fields={"messageId": NSTR, "replyToMessageId": STR, "target": OBJ, "delivery": STR, "resolution": NOBJ,
+                       "status": NSTR, "late": BOOL, "anticipation": NSTR, "receipt": OBJ},
+        handler=reply_message, removed={"body": "message"},
+    ),
+    ToolSpec(
+        name="get_agent_link_message_status",
+        title="agent-link message status",
+        description="Where a message you sent or received stands: delivery, status (pending, replied, declined, done, unresolved, expired), reminders. Never returns the body.",
+        input_schema=_obj({"messageId": ULID}, ("messageId",)),
+        output_fields={k: ANY for k in ("messageId", "from", "fromHarness", "fromVerified", "to", "addressedTo", "sentAt", "anticipation",
+                                         "replyBy", "inReplyTo", "delivery", "deliveredAt", "status", "resolution", "reminders", "via", "holder")},
+        handler=message_status, read_only=True,
+    ),
+    ToolSpec(
+        name="agent_link_mailbox_inspect",
+        title="Inspect the agent-link mailbox",
+        description="List messages you sent or received (newest first) with filters, for debugging delivery. Bodies only with includeBodies, inside envelopes.",
+        input_schema=_obj({
+            "fromSessionId": STR, "toSessionId": STR, "replyToMessageId": ULID, "undelivered": BOOL, "pendingAck": BOOL,
+            "since": {"type": "string", "description": "ISO 8601 with a timezone."}, "limit": _limit(50, 500),
+            "scope": {"type": "string", "enum": ["caller", "all"], "default": "caller"}, "includeBodies": BOOL,
+        }),
+        output_fields={k: ANY for k in MESSAGE_VIEW_FIELDS},
+        handler=mailbox_inspect, read_only=True,
+    ),
+)

@@ -1,0 +1,223 @@
+"""MCP tool records, argument validation and the result contract.
+
+Every tool returns one JSON object: ``{"ok": true, ...fields, "warnings"?: [...]}`` or
+``{"ok": false, "error": {code, message, details?, hint?}}`` (shared/reference/
+agent-link-behaviour.md §3-4). Arguments are checked against the declared JSON schema
+before the handler runs:
+
+* ``null`` for an optional argument means unset; for a required one it is an error;
+* an exact string spelling of an integer or boolean (``"20"``, ``"true"``) is converted and
+  reported with a ``coerced_argument`` warning;
+* unknown properties and out-of-range numbers are ``invalid_arguments`` naming each field
+  (never clamped); arguments removed in older versions say what replaced them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from jsonschema import Draft202012Validator
+
+from agent_link_core.errors import AgentLinkError, invalid_arguments
+from agent_link_core.model import Caller
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent_link_core.app import App
+
+INT_RE = re.compile(r"^-?[0-9]+$")
+
+
+@dataclass
+class ToolCall:
+    """What a handler gets besides its arguments.
+
+    :param meta: the request's MCP ``_meta`` (may be empty).
+    :param caller: the identity resolved for this call.
+    :param warnings: append ``{"code", "message"}`` dicts to report with a success.
+    """
+
+    meta: Mapping[str, Any]
+    caller: Caller
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+
+
+Handler = Callable[["App", dict[str, Any], ToolCall], Awaitable[dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One MCP tool.
+
+    :param name: the tool name (``snake_case``; unique across plugins).
+    :param description: what it does and which channel it answers (models read it).
+    :param input_schema: JSON schema of the arguments (``type: object``,
+        ``additionalProperties: false``).
+    :param output_fields: JSON schemas of the success fields (``ok``, ``error`` and
+        ``warnings`` are added by :func:`output_schema`).
+    :param handler: ``async (app, arguments, call) -> dict`` returning success fields;
+        raises :class:`~agent_link_core.errors.AgentLinkError` to fail.
+    :param read_only / destructive / idempotent: MCP annotations.
+    :param removed: arguments removed in older versions ``{old: replacement}``.
+    """
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    output_fields: dict[str, Any]
+    handler: Handler
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
+    removed: Mapping[str, str] = field(default_factory=dict)
+    title: str | None = None
+
+
+WARNING_SCHEMA = {
+    "type": "object",
+    "properties": {"code": {"type": "string"}, "message": {"type": "string"}, "details": {"type": "object"}},
+    "required": ["code", "message"],
+}
+ERROR_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "code": {"type": "string"},
+        "message": {"type": "string"},
+        "details": {"type": "object"},
+        "hint": {"type": "string"},
+    },
+    "required": ["code", "message"],
+    "additionalProperties": False,
+}
+
+
+def output_schema(spec: ToolSpec) -> dict[str, Any]:
+    """The declared outputSchema: the success fields plus the shared ok/error/warnings."""
+    properties = {
+        "ok": {"type": "boolean"},
+        "error": ERROR_SCHEMA,
+        "warnings": {"type": "array", "items": WARNING_SCHEMA},
+        **spec.output_fields,
+    }
+    return {"type": "object", "properties": properties, "required": ["ok"], "additionalProperties": False}
+
+
+def _types(schema: Mapping[str, Any]) -> set[str]:
+    t = schema.get("type")
+    if isinstance(t, list):
+        return set(t)
+    return {t} if isinstance(t, str) else set()
+
+
+def _expected(schema: Mapping[str, Any]) -> str:
+    parts = []
+    if "enum" in schema:
+        return " | ".join(str(v) for v in schema["enum"])
+    types = sorted(_types(schema)) or ["value"]
+    parts.append(" or ".join(types))
+    if "minimum" in schema or "maximum" in schema:
+        parts.append(f"in [{schema.get('minimum', '-inf')}, {schema.get('maximum', 'inf')}]")
+    if "minLength" in schema:
+        parts.append(f"at least {schema['minLength']} characters")
+    if "maxLength" in schema:
+        parts.append(f"at most {schema['maxLength']} characters")
+    if "pattern" in schema:
+        parts.append(f"matching {schema['pattern']}")
+    return " ".join(parts)
+
+
+def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Check and normalise tool arguments.
+
+    :returns: ``(arguments, warnings)``; nulls of optional arguments removed, exact string
+        spellings of numbers and booleans converted (with a ``coerced_argument`` warning).
+    :raises AgentLinkError: ``invalid_arguments`` with ``details.errors`` =
+        ``[{path, rule, expected}]`` (and ``details.removed`` for removed arguments).
+    """
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, Mapping):
+        raise invalid_arguments([{"path": "", "rule": "type", "expected": "an object"}])
+    schema = spec.input_schema
+    props: Mapping[str, Any] = schema.get("properties", {})
+    required = set(schema.get("required", ()))
+    args: dict[str, Any] = {}
+    warnings: list[dict[str, Any]] = []
+    errors: list[dict[str, Any]] = []
+    removed: list[dict[str, str]] = []
+    for key, value in arguments.items():
+        if key in spec.removed and key not in props:
+            removed.append({"argument": key, "replacement": spec.removed[key]})
+            errors.append({"path": key, "rule": "removed", "expected": f"use {spec.removed[key]} instead"})
+            continue
+        if value is None:
+            if key in required:
+                errors.append({"path": key, "rule": "required", "expected": _expected(props.get(key, {}))})
+            continue
+        prop = props.get(key)
+        if prop is not None and isinstance(value, str):
+            types = _types(prop)
+            if "integer" in types and "string" not in types and INT_RE.match(value):
+                value = int(value)
+                warnings.append(_coerced(key, "integer"))
+            elif "boolean" in types and "string" not in types and value in ("true", "false"):
+                value = value == "true"
+                warnings.append(_coerced(key, "boolean"))
+        args[key] = value
+    validator = Draft202012Validator(schema)
+    for err in sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path)):
+        if err.validator == "additionalProperties":
+            for extra in sorted(set(args) - set(props)):
+                errors.append({"path": extra, "rule": "unknown_property", "expected": "no such argument"})
+            continue
+        if err.validator == "required":
+            missing = re.findall(r"'([^']+)' is a required property", err.message)
+            for name in missing:
+                errors.append({"path": name, "rule": "required", "expected": _expected(props.get(name, {}))})
+            continue
+        path = ".".join(str(p) for p in err.absolute_path)
+        errors.append({"path": path, "rule": str(err.validator), "expected": _expected(err.schema if isinstance(err.schema, dict) else {})})
+    if errors:
+        extra: dict[str, Any] = {"removed": removed} if removed else {}
+        exc = invalid_arguments(errors, **extra)
+        if removed:
+            exc.hint = "; ".join(f"{r['argument']} was replaced by {r['replacement']}" for r in removed)
+        raise exc
+    return args, warnings
+
+
+def _coerced(key: str, kind: str) -> dict[str, Any]:
+    return {"code": "coerced_argument", "message": f"{key} was given as a string and read as a {kind}.", "details": {"argument": key}}
+
+
+async def run_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | None, meta: Mapping[str, Any]) -> dict[str, Any]:
+    """Validate, call the handler and wrap the outcome in the result contract.
+
+    Never raises: an :class:`AgentLinkError` becomes ``ok: false``; any other exception
+    becomes ``internal_error`` naming only the exception class.
+    """
+    try:
+        args, warnings = validate_arguments(spec, arguments)
+        call = ToolCall(meta=meta, caller=app.caller(meta), warnings=warnings)
+        fields = await spec.handler(app, args, call)
+    except AgentLinkError as exc:
+        return {"ok": False, "error": exc.to_dict()}
+    except Exception as exc:  # the contract promises a result object, never a crash
+        import logging
+
+        logging.getLogger(__name__).exception("tool %s failed", spec.name)
+        return {"ok": False, "error": {"code": "internal_error", "message": f"{spec.name} failed unexpectedly.",
+                                        "details": {"cause": type(exc).__name__}}}
+    result = {"ok": True, **fields}
+    all_warnings = list(call.warnings) + list(fields.get("warnings", []))
+    result.pop("warnings", None)
+    if all_warnings:
+        result["warnings"] = all_warnings
+    return result
+
+
+def unknown_tool(name: str) -> dict[str, Any]:
+    """The result for a tool name nobody registered."""
+    return {"ok": False, "error": AgentLinkError("unknown_tool", f"There is no tool named {name!r}.", {"name": name}).to_dict()}

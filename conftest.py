@@ -1,0 +1,33 @@
+"""Fixtures shared by every test suite in the repository (core and plugins).
+
+Every test runs with a temporary HOME and state dir and without inherited host or
+agent-link variables, so no test can touch the real ~/.codex, ~/.claude or ~/.agent-link.
+"""
+
+import os
+from pathlib import Path
+
+import pytest
+
+_HOST_PREFIXES = ("AGENT_LINK_", "CODEX_", "CLAUDE_", "ANTHROPIC_", "OPENAI_")
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point HOME and every state location into ``tmp_path``; returns the state dir."""
+    for name in list(os.environ):
+        if name.startswith(_HOST_PREFIXES):
+            monkeypatch.delenv(name, raising=False)
+    home = tmp_path / "home"
+    home.mkdir()
+    state = home / ".agent-link"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("AGENT_LINK_STATE_DIR", str(state))
+    monkeypatch.setenv("CODEX_HOME", str(home / ".codex"))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / ".claude"))
+    return state
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"

@@ -1,0 +1,1 @@
+"""agent-link claude plugin (distribution `agent-link-claude`)."""

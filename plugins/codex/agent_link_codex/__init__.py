@@ -1,0 +1,1 @@
+"""agent-link codex plugin (distribution `agent-link-codex`)."""

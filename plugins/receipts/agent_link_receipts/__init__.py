@@ -1,0 +1,1 @@
+"""agent-link receipts plugin (distribution `agent-link-receipts`)."""

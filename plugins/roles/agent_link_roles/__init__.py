@@ -1,0 +1,1 @@
+"""agent-link roles plugin (distribution `agent-link-roles`)."""
