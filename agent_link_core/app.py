@@ -217,7 +217,7 @@ class App:
             raise AgentLinkError("ambiguous", f"{to!r} matches several agents.", {"query": to, "candidates": short},
                                  hint="Use one of the candidates' addresses.")
         raise AgentLinkError("not_found", f"No agent matches {to!r}.", {"query": to, "candidates": short},
-                             hint="List agents with list_agents, or give an address such as codex:<id>.")
+                             hint="List agents with list_agents, or give an address such as <harness>:<id>.")
 
     # -- sending -----------------------------------------------------------------------
 

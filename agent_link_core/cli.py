@@ -143,7 +143,7 @@ def build_cli() -> click.Group:
         app = get_app(ctx)
         if as_address is not None:
             if not is_address(as_address):
-                raise click.BadParameter("expected an address such as codex:<id>", param_hint="--as")
+                raise click.BadParameter("expected an address such as <harness>:<id>", param_hint="--as")
             caller = Caller(as_address, "cli", address_scheme(as_address))
         else:
             caller = app.caller()

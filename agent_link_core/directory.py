@@ -108,7 +108,7 @@ def rank(sessions: list[Session], query: str, limit: int) -> tuple[list[dict[str
 
 
 def split_address(address: str) -> tuple[str, str]:
-    """``("codex", "abc")`` for ``codex:abc``; raises ``ValueError`` for a non-address."""
+    """``("team", "abc")`` for ``team:abc``; raises ``ValueError`` for a non-address."""
     m = ADDRESS_RE.match(address)
     if not m or not is_address(address):
         raise ValueError(address)

@@ -9,6 +9,7 @@ The list and each code's ``details`` keys follow the original Agent Link contrac
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 ERROR_CODES: tuple[str, ...] = (
@@ -23,19 +24,26 @@ ERROR_CODES: tuple[str, ...] = (
     "body_too_large",  # details: limitBytes, actualBytes
     "permission_denied",  # details: reason
     "active_turn_conflict",  # details: status, activeTurnId
-    "codex_unavailable",  # details: endpoint, reason, searched
-    "claude_unavailable",  # details: searched
     "upstream_error",  # details: method, rpcCode, rpcMessage
     "unsupported",  # details: capability
     "state_io_error",  # details: path (relative to the state dir), errno
     "internal_error",  # details: cause (exception class name only)
 )
+# Besides the fixed codes, each harness has one "<harness>_unavailable" code (details:
+# searched, and for endpoint-based hosts endpoint and reason): the host could not be reached.
+HARNESS_UNAVAILABLE_RE = re.compile(r"^[a-z][a-z0-9-]{0,31}_unavailable$")
+
+
+def is_error_code(code: str) -> bool:
+    """True for a code of the closed list: a fixed code or ``<harness>_unavailable``."""
+    return code in ERROR_CODES or bool(HARNESS_UNAVAILABLE_RE.match(code))
 
 
 class AgentLinkError(Exception):
     """A failure with a code from :data:`ERROR_CODES`.
 
-    :param code: one of :data:`ERROR_CODES`; anything else raises ``ValueError``.
+    :param code: one of :data:`ERROR_CODES` or ``<harness>_unavailable``; anything else
+        raises ``ValueError``.
     :param message: one sentence saying what went wrong.
     :param details: JSON-serialisable facts for programs (keys per code, see the list).
     :param hint: what the caller can do about it, when there is something.
@@ -48,7 +56,7 @@ class AgentLinkError(Exception):
         details: dict[str, Any] | None = None,
         hint: str | None = None,
     ) -> None:
-        if code not in ERROR_CODES:
+        if not is_error_code(code):
             raise ValueError(f"unknown error code {code!r}")
         super().__init__(message)
         self.code = code

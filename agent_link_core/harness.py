@@ -1,4 +1,4 @@
-"""The harness interface: what a host plugin (Codex, Claude, ...) provides to the core.
+"""The harness interface: what a host plugin provides to the core.
 
 A harness owns one address scheme (its ``name``). The core asks it who is calling, which
 sessions exist, and to push a stored message into a session. Every method has a safe
@@ -13,6 +13,27 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_link_core.model import Caller, Session
+
+
+class PeerGone(Exception):
+    """The MCP client's connection is closed; nothing was written."""
+
+
+class McpPeer:
+    """The connected MCP client, as a harness's :meth:`Harness.serve` sees it.
+
+    :param notify: ``async (method, params) -> None`` writing one JSON-RPC notification
+        to the client's stream; raises :class:`PeerGone` when it cannot be written.
+    :param client_info: the client's ``clientInfo`` from ``initialize`` (name, version).
+    """
+
+    def __init__(self, notify: Any, client_info: Mapping[str, Any]) -> None:
+        self._notify = notify
+        self.client_info = dict(client_info)
+
+    async def notify(self, method: str, params: Mapping[str, Any]) -> None:
+        """Write a notification; returns only once it was handed to the transport."""
+        await self._notify(method, params)
 
 
 @dataclass
@@ -94,6 +115,16 @@ class Harness:
             ``not_found``); the message row then stays queued and is reported as such.
         """
         return Delivery()
+
+    def mcp_capabilities(self, app: Any) -> dict[str, dict[str, Any]]:
+        """Experimental MCP capabilities to advertise at ``initialize`` (``{name: {}}``)."""
+        return {}
+
+    async def serve(self, app: Any, peer: McpPeer) -> None:
+        """Run while an MCP client is connected (e.g. a loop pushing new mail as
+        notifications). Started after the client's ``initialized`` notification; cancelled
+        when the connection ends. The default does nothing."""
+        return None
 
     def health(self) -> dict[str, Any]:
         """This harness's health section (cheap, never raises)."""

@@ -41,7 +41,7 @@ def agent_link_register_harnesses(register: Callable[[Harness], None]) -> None:
     """Contribute harnesses: one :class:`~agent_link_core.harness.Harness` per host.
 
     :param register: call it once per harness object; its ``name`` is the address scheme it
-        owns (``codex`` owns ``codex:<thread id>``). Two plugins registering the same name
+        owns (a harness named ``x`` owns ``x:<session id>``). Two plugins registering the same name
         is an error naming both.
 
     Called once when the :class:`~agent_link_core.app.App` is built (server, CLI). Not
@@ -109,7 +109,8 @@ def agent_link_resolve_address(address: str, caller_address: str) -> dict[str, A
     :raises AgentLinkError: ``not_found`` / ``ambiguous`` when the plugin owns the address
         but cannot resolve it.
 
-    ``firstresult``: the first plugin returning a dict wins.
+    Called when a message is sent to, or resolve_agent is asked about, an address whose
+    scheme no harness owns. ``firstresult``: the first plugin returning a dict wins.
     """
 
 

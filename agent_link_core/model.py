@@ -40,7 +40,7 @@ def is_ulid(value: object) -> bool:
 
 
 def address_scheme(address: str) -> str:
-    """The scheme of an address (``"codex"`` for ``codex:abc``); ``external`` otherwise."""
+    """The scheme of an address (``"team"`` for ``team:abc``); ``external`` otherwise."""
     m = ADDRESS_RE.match(address)
     return m.group(1) if m else EXTERNAL
 
@@ -73,7 +73,7 @@ class Caller:
 
 @dataclass(frozen=True)
 class Session:
-    """One agent a harness knows about (a Codex thread, a Claude session, ...).
+    """One agent a harness knows about (a thread, a session, ...).
 
     ``last_activity_ms`` is epoch milliseconds. ``receive`` says how mail reaches it:
     ``{"push": str|None, "nudge": str|None, "pull": bool}``. ``extra`` holds harness fields

@@ -21,6 +21,7 @@ from mcp.server.stdio import stdio_server
 
 from agent_link_core import __version__
 from agent_link_core.app import App
+from agent_link_core.harness import McpPeer, PeerGone
 from agent_link_core.tools.registry import ToolSpec, output_schema, run_tool, unknown_tool
 
 log = logging.getLogger(__name__)
@@ -85,10 +86,60 @@ def build_server(app: App) -> Server[Any]:
     )
 
 
+class PeerWatch:
+    """Middleware that hands the connected client to harnesses once it is initialized.
+
+    The SDK offers no public handle on the connection outside a request, so this one
+    small class reads it from the ``notifications/initialized`` context.
+    """
+
+    def __init__(self) -> None:
+        self.client_info: dict[str, Any] = {}
+        self.peer: McpPeer | None = None
+        self.ready = anyio.Event()
+
+    async def __call__(self, ctx: Any, call_next: Any) -> Any:
+        if ctx.method == "initialize" and isinstance(ctx.params, Mapping):
+            self.client_info = dict(ctx.params.get("clientInfo") or {})
+        result = await call_next(ctx)
+        if ctx.method == "notifications/initialized" and self.peer is None:
+            connection = ctx.session._connection  # noqa: SLF001 - see the class docstring
+            self.peer = McpPeer(_writer(connection), self.client_info)
+            self.ready.set()
+        return result
+
+
+def _writer(connection: Any) -> Any:
+    async def notify(method: str, params: Mapping[str, Any]) -> None:
+        try:
+            # The connection's own notify() drops silently on a closed stream; delivery
+            # must know, so write to its outbound channel directly.
+            await connection.outbound.notify(method, dict(params))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            raise PeerGone(method) from exc
+
+    return notify
+
+
 async def serve(app: App) -> None:
-    """Serve MCP over stdio until stdin closes or SIGTERM/SIGINT/SIGHUP arrives."""
+    """Serve MCP over stdio until stdin closes or SIGTERM/SIGINT/SIGHUP arrives.
+
+    Harnesses may advertise experimental capabilities and run a task for the connection
+    (:meth:`~agent_link_core.harness.Harness.serve`).
+    """
     server = build_server(app)
+    watch = PeerWatch()
+    server.middleware.append(watch)
+    capabilities: dict[str, dict[str, Any]] = {}
+    for harness in app.harnesses.values():
+        capabilities.update(harness.mcp_capabilities(app))
     async with anyio.create_task_group() as tg:
+
+        async def run_harnesses() -> None:
+            await watch.ready.wait()
+            assert watch.peer is not None
+            for harness in app.harnesses.values():
+                tg.start_soon(_guarded, harness, app, watch.peer)
 
         async def stop_on_signal() -> None:
             with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
@@ -98,11 +149,24 @@ async def serve(app: App) -> None:
 
         async def run() -> None:
             async with stdio_server() as (read_stream, write_stream):
-                await server.run(read_stream, write_stream, server.create_initialization_options())
+                await server.run(
+                    read_stream, write_stream, server.create_initialization_options(experimental_capabilities=capabilities)
+                )
             tg.cancel_scope.cancel()
 
         tg.start_soon(stop_on_signal)
+        tg.start_soon(run_harnesses)
         tg.start_soon(run)
+
+
+async def _guarded(harness: Any, app: App, peer: McpPeer) -> None:
+    """A harness task that fails is logged; it never takes the server down."""
+    try:
+        await harness.serve(app, peer)
+    except PeerGone:
+        return
+    except Exception:
+        log.exception("harness %s background task failed", harness.name)
 
 
 def main() -> None:

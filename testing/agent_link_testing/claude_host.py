@@ -1,0 +1,565 @@
+"""Run the pinned, real Claude Code CLI (hosts/node_modules) hermetically for tests.
+
+Everything Claude Code reads or writes goes into a temporary HOME built by
+:meth:`ClaudeHost.create`; the model is a :class:`~agent_link_testing.messages_stub.MessagesStub`
+on 127.0.0.1. Typical use::
+
+    with MessagesStub(["hello"]) as stub:
+        host = ClaudeHost.create(tmp_path / "home", stub=stub)
+        done = host.run_p("hi", cwd=project_dir)          # CompletedProcess, --output-format json
+        session = host.session_of(done, cwd=project_dir)  # id + transcript path
+
+Facts this module relies on (Claude Code 2.1.197, verified by
+``plugins/claude/tests/test_claude_realhost_smoke.py``; see also
+/work/shared/reference/claude-code.md):
+
+* ``claude -p`` needs no login, onboarding or trust dialog; ``ANTHROPIC_BASE_URL`` +
+  ``ANTHROPIC_API_KEY`` suffice.
+* With ``CLAUDE_CONFIG_DIR`` set, the *global config file* is ``$CLAUDE_CONFIG_DIR/.claude.json``
+  -- not ``~/.claude.json`` as the shared reference (§4, §8) says for the default layout.
+  :attr:`ClaudeHost.global_config_path` always names the file the CLI really uses, because we
+  always set ``CLAUDE_CONFIG_DIR``.
+* Outbound traffic: ``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1`` gives 0 connections but turns
+  channels off. ``outbound="blackhole"`` instead points ``HTTPS_PROXY``/``HTTP_PROXY`` at the
+  stub, whose ``CONNECT`` handler records and refuses every tunnel (``NO_PROXY`` keeps
+  127.0.0.1 direct): nothing leaves the machine, cached feature flags are not overwritten, and
+  tests can see the attempts in ``stub.requests_of("connect")``.
+* Running as root: ``--dangerously-skip-permissions`` exits 1 ("cannot be used with root/sudo
+  privileges") unless ``IS_SANDBOX=1`` (verified; pass ``env_extra={"IS_SANDBOX": "1"}`` if a
+  test really needs it). Prefer approving tools with :meth:`ClaudeHost.allow_tools` (settings
+  ``permissions.allow``) or ``--allowedTools``; both verified as root.
+* MCP servers connect non-blocking in ``-p``; we set ``MCP_CONNECTION_NONBLOCKING=0`` and
+  :func:`mcp_stdio_server` adds ``"alwaysLoad": true`` so tools are in the first request.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import pwd
+import re
+import shlex
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Literal, Mapping, Sequence
+
+__all__ = [
+    "CLAUDE_CODE_VERSION",
+    "ClaudeHost",
+    "ClaudeHostMissing",
+    "ClaudeSession",
+    "ClaudeTimeout",
+    "encode_project_dir",
+    "find_claude_binary",
+    "mcp_stdio_server",
+    "mcp_tool_name",
+    "pinned_claude_version",
+    "python_command",
+    "run_claude_p",
+    "session_of",
+    "write_mcp_config",
+]
+
+#: The Claude Code version the real-host tests are written against (hosts/package.json pins it).
+CLAUDE_CODE_VERSION = "2.1.197"
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+HOSTS_DIR = REPO_ROOT / "hosts"
+_PKG = "@anthropic-ai/claude-code"
+_STRIP_PREFIXES = ("CLAUDE", "ANTHROPIC")  # CLAUDE covers CLAUDECODE / CLAUDE_CODE_* / CLAUDE_CONFIG_DIR
+_STRIP_NAMES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "NO_PROXY", "https_proxy", "http_proxy", "all_proxy", "no_proxy")
+
+
+class ClaudeHostMissing(RuntimeError):
+    """The pinned Claude Code binary is not installed (or is the wrong version): run ``make hosts``."""
+
+
+class ClaudeTimeout(subprocess.TimeoutExpired):
+    """``claude`` did not exit within the timeout; its process group was killed.
+
+    ``output`` / ``stderr`` hold what it printed before being killed (str).
+    """
+
+
+# -- locating the binary ----------------------------------------------------------------------
+def pinned_claude_version(hosts_dir: Path = HOSTS_DIR) -> str:
+    """The Claude Code version pinned in ``hosts/package-lock.json`` (falls back to the constant)."""
+    try:
+        lock = json.loads((hosts_dir / "package-lock.json").read_text())
+        return lock["packages"][f"node_modules/{_PKG}"]["version"]
+    except (OSError, ValueError, KeyError):
+        return CLAUDE_CODE_VERSION
+
+
+def _platform_package() -> str | None:
+    machine = platform.machine().lower()
+    arch = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(machine)
+    system = {"linux": "linux", "darwin": "darwin"}.get(sys.platform)
+    if not arch or not system:
+        return None
+    musl = system == "linux" and not platform.libc_ver()[0]
+    return f"{_PKG}-{system}-{arch}{'-musl' if musl else ''}"
+
+
+def find_claude_binary(hosts_dir: Path = HOSTS_DIR) -> Path:
+    """Path of the pinned native ``claude`` executable under ``hosts/node_modules``.
+
+    Prefers ``@anthropic-ai/claude-code/bin/claude.exe`` (where npm's postinstall copies the
+    native binary), then the platform package's ``claude``. Checks the installed package
+    version against ``hosts/package-lock.json``.
+
+    Raises:
+        ClaudeHostMissing: not installed, postinstall did not run and no platform binary
+            exists, or the installed version differs from the pin. The message says to run
+            ``make hosts``. Real-host tests must let this fail, never skip.
+    """
+    want = pinned_claude_version(hosts_dir)
+    pkg_dir = hosts_dir / "node_modules" / _PKG
+    hint = f"run `make hosts` in {REPO_ROOT} to install the pinned Claude Code CLI {want} from hosts/package-lock.json"
+    try:
+        have = json.loads((pkg_dir / "package.json").read_text())["version"]
+    except (OSError, ValueError, KeyError) as exc:
+        raise ClaudeHostMissing(f"Claude Code is not installed at {pkg_dir} ({exc}); {hint}") from None
+    if have != want:
+        raise ClaudeHostMissing(f"Claude Code {have} is installed at {pkg_dir} but {want} is pinned; {hint}")
+    candidates = [pkg_dir / "bin" / "claude.exe"]
+    plat = _platform_package()
+    if plat:
+        candidates.append(hosts_dir / "node_modules" / plat / "claude")
+    for path in candidates:
+        # before postinstall, bin/claude.exe is a small placeholder; the native binary is ~245 MB
+        if path.is_file() and os.access(path, os.X_OK) and path.stat().st_size > 1_000_000:
+            return path
+    raise ClaudeHostMissing(f"no native Claude Code binary among {[str(c) for c in candidates]}; {hint}")
+
+
+# -- small config helpers ---------------------------------------------------------------------
+def python_command(script: os.PathLike[str] | str, *args: str) -> str:
+    """A shell command line running ``script`` with this interpreter (hooks run through a shell)."""
+    return shlex.join([sys.executable, os.fspath(script), *args])
+
+
+def mcp_tool_name(server: str, tool: str) -> str:
+    """The name Claude Code gives an MCP tool: ``mcp__<server>__<tool>``, ``[^a-zA-Z0-9_-]`` → ``_``."""
+    norm = lambda s: re.sub(r"[^a-zA-Z0-9_-]", "_", s)  # noqa: E731
+    return f"mcp__{norm(server)}__{norm(tool)}"
+
+
+def mcp_stdio_server(
+    command: str,
+    args: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    *,
+    always_load: bool = True,
+) -> dict[str, Any]:
+    """One ``mcpServers`` entry for a stdio server.
+
+    ``always_load=True`` adds ``"alwaysLoad": true`` so ``-p`` waits for the server before the
+    first model request (otherwise a slow server's tools may be missing from it).
+    """
+    entry: dict[str, Any] = {"type": "stdio", "command": command, "args": list(args)}
+    if env:
+        entry["env"] = dict(env)
+    if always_load:
+        entry["alwaysLoad"] = True
+    return entry
+
+
+def write_mcp_config(path: os.PathLike[str] | str, servers: Mapping[str, Mapping[str, Any]]) -> Path:
+    """Write ``{"mcpServers": servers}`` to ``path`` (a ``--mcp-config`` file or a project
+    ``.mcp.json``, which ``-p`` loads without approval); returns the path."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"mcpServers": {k: dict(v) for k, v in servers.items()}}, indent=2))
+    return out
+
+
+def _java_hash(text: str) -> int:
+    data = text.encode("utf-16-le")
+    h = 0
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] | data[i + 1] << 8)) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def _base36(n: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while True:
+        n, r = divmod(n, 36)
+        out = digits[r] + out
+        if n == 0:
+            return out
+
+
+def encode_project_dir(cwd: os.PathLike[str] | str) -> str:
+    """The ``projects/<name>`` directory name Claude Code uses for ``cwd``.
+
+    ``realpath(cwd)`` with every char outside ``[a-zA-Z0-9]`` replaced by ``-``; if longer than
+    200 chars, cut to 200 and append ``-<base36(abs(java_hash(realpath)))>``.
+    """
+    real = os.path.realpath(os.fspath(cwd))
+    name = re.sub(r"[^a-zA-Z0-9]", "-", real)
+    if len(name) > 200:
+        name = f"{name[:200]}-{_base36(abs(_java_hash(real)))}"
+    return name
+
+
+# -- the host ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ClaudeSession:
+    """Identity of one ``claude -p`` run.
+
+    ``session_id`` is the session uuid; ``transcript_path`` is
+    ``<config_dir>/projects/<encoded cwd>/<session_id>.jsonl`` (it may not exist if the run
+    failed before the first prompt); ``result`` is the parsed ``--output-format json`` object
+    (or the stream-json ``result`` line), ``None`` if stdout had none.
+    """
+
+    session_id: str
+    transcript_path: Path
+    result: dict[str, Any] | None = None
+
+    def transcript(self) -> list[dict[str, Any]]:
+        """The transcript's JSON lines (``[]`` if the file does not exist)."""
+        if not self.transcript_path.exists():
+            return []
+        return [json.loads(line) for line in self.transcript_path.read_text().splitlines() if line.strip()]
+
+
+@dataclass
+class ClaudeHost:
+    """A hermetic Claude Code installation: binary + temporary HOME + environment.
+
+    Build with :meth:`create`. Attributes: ``binary`` (Path), ``home`` (the HOME given to
+    claude), ``config_dir`` (``home/.claude``, exported as ``CLAUDE_CONFIG_DIR``), ``base_url``
+    (stub URL or ``None``), ``api_key``, ``outbound`` (``"disable"`` or ``"blackhole"``, see the
+    module docstring), ``env`` (extra variables for every run; a ``None`` value unsets one).
+    """
+
+    binary: Path
+    home: Path
+    config_dir: Path
+    base_url: str | None = None
+    api_key: str = "dummy"
+    outbound: Literal["disable", "blackhole"] = "disable"
+    env: dict[str, str | None] = field(default_factory=dict)
+
+    @classmethod
+    def create(
+        cls,
+        home: os.PathLike[str] | str,
+        *,
+        stub: Any = None,
+        base_url: str | None = None,
+        api_key: str = "dummy",
+        outbound: Literal["disable", "blackhole"] = "disable",
+        trusted_dirs: Iterable[os.PathLike[str] | str] = (),
+        env: Mapping[str, str | None] | None = None,
+        binary: Path | None = None,
+    ) -> "ClaudeHost":
+        """Create (or reuse) ``home`` as a temporary HOME for Claude Code and return the host.
+
+        Writes ``<home>/.claude/.claude.json`` with ``hasCompletedOnboarding``, the API key
+        approved, and ``hasTrustDialogAccepted`` for each of ``trusted_dirs`` (not needed by
+        ``-p``, but by interactive runs). ``stub`` (a started ``MessagesStub``) supplies
+        ``base_url``. ``outbound="blackhole"`` needs a stub (it is the proxy).
+
+        Raises:
+            ClaudeHostMissing: the pinned binary is not installed (``make hosts``).
+            ValueError: ``home`` is the real user's home directory, or blackhole without a stub.
+        """
+        binary = binary or find_claude_binary()
+        home_path = Path(home).resolve()
+        real_home = Path(pwd.getpwuid(os.getuid()).pw_dir).resolve()
+        if home_path == real_home:
+            raise ValueError(f"refusing to use the real home directory {real_home} as a test HOME")
+        if stub is not None:
+            base_url = stub.base_url
+        if outbound == "blackhole" and not base_url:
+            raise ValueError('outbound="blackhole" needs a stub/base_url to act as the proxy')
+        host = cls(
+            binary=binary,
+            home=home_path,
+            config_dir=home_path / ".claude",
+            base_url=base_url,
+            api_key=api_key,
+            outbound=outbound,
+            env=dict(env or {}),
+        )
+        host.config_dir.mkdir(parents=True, exist_ok=True)
+        host.update_global_config(
+            {
+                "hasCompletedOnboarding": True,
+                "customApiKeyResponses": {"approved": [api_key[-20:]], "rejected": []},
+            }
+        )
+        for d in trusted_dirs:
+            host.trust_dir(d)
+        return host
+
+    # -- paths ------------------------------------------------------------------------------
+    @property
+    def global_config_path(self) -> Path:
+        """``$CLAUDE_CONFIG_DIR/.claude.json`` -- the global config the CLI reads in our setup."""
+        return self.config_dir / ".claude.json"
+
+    @property
+    def settings_path(self) -> Path:
+        """User settings file ``$CLAUDE_CONFIG_DIR/settings.json`` (hooks, permissions, env)."""
+        return self.config_dir / "settings.json"
+
+    @property
+    def sessions_dir(self) -> Path:
+        """Live-session files ``<pid>.json`` (exist only while a claude process runs)."""
+        return self.config_dir / "sessions"
+
+    def transcript_dir(self, cwd: os.PathLike[str] | str) -> Path:
+        """``$CLAUDE_CONFIG_DIR/projects/<encoded cwd>`` where sessions run in ``cwd`` are stored."""
+        return self.config_dir / "projects" / encode_project_dir(cwd)
+
+    # -- config editing ---------------------------------------------------------------------
+    @staticmethod
+    def _merge_json(path: Path, patch: Mapping[str, Any]) -> dict[str, Any]:
+        data = json.loads(path.read_text()) if path.exists() else {}
+        data.update(patch)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(data, indent=2))
+        return data
+
+    def update_global_config(self, patch: Mapping[str, Any]) -> dict[str, Any]:
+        """Shallow-merge ``patch`` into :attr:`global_config_path`; returns the new content.
+
+        E.g. ``{"cachedGrowthBookFeatures": {"tengu_harbor": True}}`` for channel tests
+        (use ``outbound="blackhole"``: the disable variable turns channels off).
+        """
+        return self._merge_json(self.global_config_path, patch)
+
+    def trust_dir(self, path: os.PathLike[str] | str) -> None:
+        """Mark ``path`` (resolved) as trusted in the global config (interactive runs ask otherwise)."""
+        data = json.loads(self.global_config_path.read_text()) if self.global_config_path.exists() else {}
+        projects = data.setdefault("projects", {})
+        projects.setdefault(os.path.realpath(os.fspath(path)), {})["hasTrustDialogAccepted"] = True
+        self.global_config_path.write_text(json.dumps(data, indent=2))
+
+    def update_settings(self, patch: Mapping[str, Any]) -> dict[str, Any]:
+        """Shallow-merge ``patch`` into the user :attr:`settings_path`; returns the new content."""
+        return self._merge_json(self.settings_path, patch)
+
+    def add_hook(
+        self,
+        event: str,
+        command: str,
+        *,
+        matcher: str | None = None,
+        timeout_s: float | None = None,
+    ) -> None:
+        """Append a ``type:"command"`` hook for ``event`` (e.g. ``"UserPromptSubmit"``) to settings.
+
+        ``command`` runs through a shell (see :func:`python_command`); ``matcher`` is for tool
+        events (``"*"`` or a tool name); ``timeout_s`` is the hook's timeout in seconds.
+        """
+        settings = json.loads(self.settings_path.read_text()) if self.settings_path.exists() else {}
+        hook: dict[str, Any] = {"type": "command", "command": command}
+        if timeout_s is not None:
+            hook["timeout"] = timeout_s
+        group: dict[str, Any] = {"hooks": [hook]}
+        if matcher is not None:
+            group["matcher"] = matcher
+        settings.setdefault("hooks", {}).setdefault(event, []).append(group)
+        self.update_settings(settings)
+
+    def allow_tools(self, *rules: str) -> None:
+        """Add permission rules (``"mcp__srv__tool"``, or ``"mcp__srv"`` for a whole server) to
+        settings ``permissions.allow`` -- the root-safe way to approve tools in ``-p``."""
+        settings = json.loads(self.settings_path.read_text()) if self.settings_path.exists() else {}
+        allow = settings.setdefault("permissions", {}).setdefault("allow", [])
+        allow.extend(r for r in rules if r not in allow)
+        self.update_settings(settings)
+
+    # -- running ----------------------------------------------------------------------------
+    def environ(self, env_extra: Mapping[str, str | None] | None = None) -> dict[str, str]:
+        """The full environment for a claude process.
+
+        Starts from ``os.environ`` minus every ``CLAUDE*`` / ``ANTHROPIC*`` / proxy variable,
+        then sets HOME, CLAUDE_CONFIG_DIR, ANTHROPIC_BASE_URL/API_KEY, the outbound-traffic
+        variables, ``MCP_CONNECTION_NONBLOCKING=0``, ``DISABLE_AUTOUPDATER=1``, then ``self.env``
+        and ``env_extra`` (a ``None`` value removes the variable).
+        """
+        env = {k: v for k, v in os.environ.items() if not k.startswith(_STRIP_PREFIXES) and k not in _STRIP_NAMES}
+        env.update(
+            HOME=str(self.home),
+            CLAUDE_CONFIG_DIR=str(self.config_dir),
+            ANTHROPIC_API_KEY=self.api_key,
+            MCP_CONNECTION_NONBLOCKING="0",
+            DISABLE_AUTOUPDATER="1",
+        )
+        if self.base_url:
+            env["ANTHROPIC_BASE_URL"] = self.base_url
+        if self.outbound == "disable":
+            env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] = "1"
+        else:  # every HTTPS tunnel goes to the stub's CONNECT handler, which refuses it
+            assert self.base_url
+            env.update(HTTPS_PROXY=self.base_url, HTTP_PROXY=self.base_url, NO_PROXY="127.0.0.1,localhost")
+        for k, v in {**self.env, **(env_extra or {})}.items():
+            if v is None:
+                env.pop(k, None)
+            else:
+                env[k] = v
+        return env
+
+    def run_p(
+        self,
+        prompt: str,
+        *,
+        cwd: os.PathLike[str] | str,
+        env_extra: Mapping[str, str | None] | None = None,
+        args: Sequence[str] = (),
+        timeout_s: float = 60.0,
+        output_format: str | None = "json",
+        input: str | None = None,  # noqa: A002 - subprocess naming
+    ) -> subprocess.CompletedProcess[str]:
+        """Same as :func:`run_claude_p` with ``host=self``."""
+        return run_claude_p(
+            prompt,
+            host=self,
+            cwd=cwd,
+            env_extra=env_extra,
+            args=args,
+            timeout_s=timeout_s,
+            output_format=output_format,
+            input=input,
+        )
+
+    def session_of(self, completed: subprocess.CompletedProcess[str], *, cwd: os.PathLike[str] | str) -> ClaudeSession:
+        """Same as :func:`session_of` with ``host=self``."""
+        return session_of(completed, host=self, cwd=cwd)
+
+
+def _kill_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run_claude_p(
+    prompt: str,
+    *,
+    host: ClaudeHost,
+    cwd: os.PathLike[str] | str,
+    env_extra: Mapping[str, str | None] | None = None,
+    args: Sequence[str] = (),
+    timeout_s: float = 60.0,
+    output_format: str | None = "json",
+    input: str | None = None,  # noqa: A002 - subprocess naming
+) -> subprocess.CompletedProcess[str]:
+    """Run ``claude -p <prompt> [--output-format F] <args…>`` in ``cwd`` and wait for it.
+
+    Args:
+        prompt: the user prompt (passed as an argument).
+        host: the :class:`ClaudeHost` giving binary, HOME and environment.
+        cwd: project directory (the transcript lives under its encoded realpath).
+        env_extra: variables added on top of :meth:`ClaudeHost.environ` (``None`` unsets).
+        args: extra CLI arguments, e.g. ``["--mcp-config", path, "--allowedTools", "mcp__s"]``.
+        timeout_s: wall-clock bound in seconds for the whole run.
+        output_format: ``"json"`` (default; stdout is one result object), ``"text"``,
+            ``"stream-json"`` (add ``--verbose`` to ``args``), or ``None`` to pass nothing.
+        input: text fed to stdin (stdin is ``/dev/null`` otherwise).
+
+    Returns:
+        ``CompletedProcess`` with ``args`` (the argv), ``returncode``, ``stdout``/``stderr`` (str).
+
+    Raises:
+        ClaudeTimeout: the run exceeded ``timeout_s``. claude runs in its own session/process
+            group (with its MCP servers and hooks); the group gets SIGTERM, then SIGKILL after
+            3 s. After a normal exit the group is also SIGKILLed, so no stray MCP server or
+            hook process survives a test.
+    """
+    argv = [str(host.binary), "-p", prompt]
+    if output_format:
+        argv += ["--output-format", output_format]
+    argv += [str(a) for a in args]
+    proc = subprocess.Popen(
+        argv,
+        cwd=os.fspath(cwd),
+        env=host.environ(env_extra),
+        stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    pgid = proc.pid  # start_new_session: the child leads its own process group
+    try:
+        try:
+            out, err = proc.communicate(input=input, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            if proc.poll() is None:  # claude itself is still running: a real timeout
+                _kill_group(pgid, signal.SIGTERM)
+                try:
+                    out, err = proc.communicate(timeout=3)
+                except subprocess.TimeoutExpired:
+                    _kill_group(pgid, signal.SIGKILL)
+                    out, err = proc.communicate(timeout=5)
+                raise ClaudeTimeout(argv, timeout_s, output=out, stderr=err) from None
+            # claude exited but a leftover group member holds our pipes open: kill the group
+            _kill_group(pgid, signal.SIGKILL)
+            try:
+                out, err = proc.communicate(timeout=5)
+            except subprocess.TimeoutExpired:  # a daemonised child outside the group
+                raise ClaudeTimeout(argv, timeout_s, output="", stderr="claude exited but its stdout/stderr stayed open") from None
+    finally:
+        _kill_group(pgid, signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=5)
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def session_of(
+    completed: subprocess.CompletedProcess[str],
+    *,
+    host: ClaudeHost,
+    cwd: os.PathLike[str] | str,
+) -> ClaudeSession:
+    """Session id and transcript path of a finished :func:`run_claude_p` run.
+
+    Reads ``session_id`` from the ``--output-format json`` object (or the last stream-json
+    line carrying one); otherwise falls back to the newest ``*.jsonl`` in
+    :meth:`ClaudeHost.transcript_dir` of ``cwd``.
+
+    Raises:
+        LookupError: neither stdout nor the transcripts dir names a session.
+    """
+    result: dict[str, Any] | None = None
+    session_id: str | None = None
+    stdout = (completed.stdout or "").strip()
+    try:
+        parsed = json.loads(stdout) if stdout else None
+        lines = [parsed] if isinstance(parsed, dict) else []
+    except ValueError:
+        lines = []
+        for line in stdout.splitlines():
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(obj, dict):
+                lines.append(obj)
+    for obj in lines:
+        if obj.get("session_id"):
+            session_id = obj["session_id"]
+        if obj.get("type") == "result":
+            result = obj
+    tdir = host.transcript_dir(cwd)
+    if session_id is None:
+        files = sorted(tdir.glob("*.jsonl"), key=lambda p: p.stat().st_mtime) if tdir.is_dir() else []
+        if not files:
+            raise LookupError(f"no session id in claude's stdout and no transcript in {tdir}")
+        session_id = files[-1].stem
+    return ClaudeSession(session_id=session_id, transcript_path=tdir / f"{session_id}.jsonl", result=result)

@@ -1,0 +1,217 @@
+"""Every hookspec is documented and exercised: a test plugin implements each one and the
+core is driven through the App so each hook really gets called."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from agent_link_core import hookimpl, hookspecs
+from agent_link_core.app import App
+from agent_link_core.config import Setting
+from agent_link_core.envelope import render_element
+from agent_link_core.errors import AgentLinkError
+from agent_link_core.harness import Delivery, Harness, SessionListing
+from agent_link_core.mailbox import EnvelopeContribution
+from agent_link_core.model import Caller, Session
+from agent_link_core.store import Migration
+from agent_link_core.tools.registry import ToolSpec
+
+SPEC_NAMES = sorted(n for n, f in vars(hookspecs).items() if n.startswith("agent_link_") and callable(f))
+
+
+def test_every_hookspec_is_documented() -> None:
+    assert len(SPEC_NAMES) >= 10
+    for name in SPEC_NAMES:
+        doc = inspect.getdoc(getattr(hookspecs, name)) or ""
+        assert "Called" in doc, f"{name} must say when it is called"
+        params = inspect.signature(getattr(hookspecs, name)).parameters
+        for param in params:
+            assert f":param {param}:" in doc, f"{name} must document {param}"
+
+
+def test_every_hookspec_is_implemented_by_a_test() -> None:
+    text = "\n".join(p.read_text() for p in Path(__file__).parent.glob("test_*.py"))
+    for name in SPEC_NAMES:
+        assert re.search(rf"def {name}\(", text), f"no test implements {name}"
+
+
+class EchoHarness(Harness):
+    """A harness whose sessions receive pushes instantly (a fake host)."""
+
+    name = "fake"
+    send_options = frozenset({"mode"})
+
+    def __init__(self) -> None:
+        self.pushed: list[tuple[str, str, dict[str, Any]]] = []
+
+    def identify_caller(self, meta: Any, env: Any) -> Caller | None:
+        thread = meta.get("fakeSession")
+        return Caller(f"fake:{thread}", "runtime_context", "fake") if thread else None
+
+    async def list_sessions(self, *, include_archived: bool = False, limit: int = 200) -> SessionListing:
+        return SessionListing([Session("fake:one", "fake", "one", title="First fake", last_activity_ms=2),
+                               Session("fake:two", "fake", "two", title="Second fake", last_activity_ms=1)])
+
+    async def get_session(self, session_id: str) -> Session | None:
+        return next((s for s in (await self.list_sessions()).sessions if s.id == session_id), None)
+
+    async def deliver(self, message: dict[str, Any], envelope: str, options: Any) -> Delivery:
+        self.pushed.append((message["id"], envelope, dict(options)))
+        return Delivery(delivered=True, via="fake-push", state="pushed", evidence={"echo": message["id"]}, fields={"action": "pushed"})
+
+
+class Recorder:
+    """Implements every hook and records the calls."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.events: list[Any] = []
+        self.harness = EchoHarness()
+
+    @hookimpl
+    def agent_link_register_harnesses(self, register: Any) -> None:
+        self.calls.append("harnesses")
+        register(self.harness)
+
+    @hookimpl
+    def agent_link_register_tools(self, register: Any) -> None:
+        async def handler(app: App, args: dict[str, Any], call: Any) -> dict[str, Any]:
+            return {"echo": args.get("text", "")}
+
+        register(ToolSpec("fake_echo", "Echo.", {"type": "object", "properties": {"text": {"type": "string"}},
+                                                 "additionalProperties": False}, {"echo": {"type": "string"}}, handler))
+
+    @hookimpl
+    def agent_link_register_settings(self, register: Any) -> None:
+        register(Setting("AGENT_LINK_FAKE_FLAG", "flag", False, aliases=("FAKE_OLD_FLAG",)))
+
+    @hookimpl
+    def agent_link_register_commands(self, cli: click.Group) -> None:
+        @cli.command("fake-hello")
+        def fake_hello() -> None:
+            click.echo("hello from the fake plugin")
+
+    @hookimpl
+    def agent_link_schema(self) -> list[Migration]:
+        return [Migration("fake", 1, "CREATE TABLE fake_things (id INTEGER PRIMARY KEY);")]
+
+    @hookimpl
+    def agent_link_resolve_address(self, address: str, caller_address: str) -> dict[str, Any] | None:
+        if address == "role:lead":
+            return {"address": "fake:one", "via": "role:lead", "metadata": {"roleName": "lead"}}
+        if address == "role:nobody":
+            raise AgentLinkError("not_found", "nobody holds role:nobody", {"role": "role:nobody"})
+        return None
+
+    @hookimpl
+    def agent_link_before_send(self, message: Any, context: Any) -> list[dict[str, Any]] | None:
+        if message.body == "forbidden":
+            raise AgentLinkError("permission_denied", "refused by policy", {"reason": "test_policy"})
+        message.metadata["checkedBy"] = "recorder"
+        return [{"code": "direct_coordination", "message": "seen"}] if context.via is None else None
+
+    @hookimpl
+    def agent_link_render_envelope(self, message: dict[str, Any]) -> EnvelopeContribution | None:
+        if message["metadata"].get("roleName"):
+            return EnvelopeContribution({"procedure": "lead@2"}, [render_element("procedure", [("name", "lead"), ("version", "2")], "Do <this>.")])
+        return None
+
+    @hookimpl
+    def agent_link_on_event(self, event: Any) -> None:
+        self.events.append(event)
+        if event.kind == "delivered":
+            raise RuntimeError("an observer failing must not undo anything")
+
+    @hookimpl
+    def agent_link_health(self) -> tuple[str, dict[str, Any]]:
+        return "fake", {"ok": True}
+
+
+@pytest.fixture
+def recorder() -> Recorder:
+    return Recorder()
+
+
+@pytest.fixture
+def app(recorder: Recorder, monkeypatch: pytest.MonkeyPatch) -> App:
+    monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", "codex claude roles receipts")
+    monkeypatch.setenv("FAKE_OLD_FLAG", "yes")
+    application = App.create(extra_plugins=(recorder,))
+    yield application
+    application.close()
+
+
+@pytest.mark.anyio
+async def test_registration_hooks(app: App, recorder: Recorder) -> None:
+    assert "fake" in app.harnesses and "fake_echo" in app.hooks.tools()
+    assert app.config.get("AGENT_LINK_FAKE_FLAG") is True
+    assert app.config.env_report()["deprecated"] == [{"name": "FAKE_OLD_FLAG", "canonical": "AGENT_LINK_FAKE_FLAG"}]
+    assert app.store.conn.execute("SELECT COUNT(*) FROM fake_things").fetchone()[0] == 0
+    assert app.health()["sections"]["fake"] == {"ok": True}
+
+
+def test_register_commands_hook(recorder: Recorder, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_link_core import cli as cli_mod
+
+    monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", "codex claude roles receipts")
+    real_create = App.create
+    monkeypatch.setattr(cli_mod.App, "create", classmethod(lambda cls: real_create(extra_plugins=(recorder,))))
+    result = CliRunner().invoke(cli_mod.build_cli(), ["fake-hello"])
+    assert result.exit_code == 0 and "hello from the fake plugin" in result.output
+
+
+@pytest.mark.anyio
+async def test_send_through_harness_resolve_and_render(app: App, recorder: Recorder) -> None:
+    caller = app.caller({"fakeSession": "two"})
+    assert caller.address == "fake:two" and caller.verified
+    out = await app.send(caller=caller, to="role:lead", body="hello lead", anticipation="reply", options={"mode": "auto"})
+    assert out.via == "role:lead"
+    mid, envelope, options = recorder.harness.pushed[-1]
+    assert options == {"mode": "auto"}
+    assert 'via="role:lead"' in envelope and 'procedure="lead@2"' in envelope
+    assert "Do &lt;this&gt;." in envelope
+    row = app.mailbox.get_row(mid)
+    assert row["recipient"] == "fake:one" and row["delivered_via"] == "fake-push"  # observer error did not undo it
+    assert [e.kind for e in recorder.events][:2] == ["sent", "delivered"]
+    assert out.warnings == []  # role-addressed: the recorder adds no warning
+
+
+@pytest.mark.anyio
+async def test_before_send_refuses_before_storing(app: App) -> None:
+    caller = app.caller({"fakeSession": "two"})
+    before = app.store.conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
+    with pytest.raises(AgentLinkError) as e:
+        await app.send(caller=caller, to="fake:one", body="forbidden")
+    assert e.value.code == "permission_denied"
+    assert app.store.conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == before
+    ok = await app.send(caller=caller, to="fake:one", body="fine")
+    assert ok.warnings[0]["code"] == "direct_coordination"
+    assert ok.message["metadata"]["checkedBy"] == "recorder"
+
+
+@pytest.mark.anyio
+async def test_resolve_address_errors_propagate(app: App) -> None:
+    with pytest.raises(AgentLinkError) as e:
+        await app.send(caller=app.caller({"fakeSession": "two"}), to="role:nobody", body="hi")
+    assert e.value.code == "not_found"
+
+
+@pytest.mark.anyio
+async def test_directory_ranking_and_unknown_ids(app: App) -> None:
+    verdict = await app.resolve_agent("Second")
+    assert verdict["status"] == "resolved" and verdict["best"]["address"] == "fake:two"
+    assert (await app.resolve_agent("fake"))["status"] == "ambiguous"
+    assert (await app.resolve_agent("zzz"))["status"] == "not_found"
+    assert (await app.resolve_agent("one"))["best"]["address"] == "fake:one"
+    listing = await app.list_agents()
+    assert [s["address"] for s in listing["sessions"]] == ["fake:one", "fake:two"]
+    with pytest.raises(AgentLinkError) as e:
+        await app.target_address("fake:missing", Caller())
+    assert e.value.code == "not_found"

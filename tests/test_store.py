@@ -1,0 +1,103 @@
+"""The state database: permissions, migrations once, many processes writing at once."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from agent_link_core.config import load_config
+from agent_link_core.errors import AgentLinkError
+from agent_link_core.mailbox import Mailbox, OutgoingMessage, new_message_id
+from agent_link_core.model import Caller
+from agent_link_core.store import CORE_MIGRATIONS, Migration, Store
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_dir_0700_files_0600(isolated_env: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        store = Store(isolated_env / "agent-link.db")
+        store.conn.execute("SELECT 1")
+    finally:
+        os.umask(old)
+    assert mode(isolated_env) == 0o700
+    assert mode(isolated_env / "agent-link.db") == 0o600
+    for side in ("agent-link.db-wal", "agent-link.db-shm"):
+        if (isolated_env / side).exists():
+            assert mode(isolated_env / side) == 0o600
+    store.close()
+
+
+def test_existing_loose_dir_is_tightened(isolated_env: Path) -> None:
+    isolated_env.mkdir(mode=0o755)
+    isolated_env.chmod(0o755)
+    Store(isolated_env / "agent-link.db").close()
+    assert mode(isolated_env) == 0o700
+
+
+def test_migrations_apply_once_per_owner(isolated_env: Path) -> None:
+    extra = [Migration("plug", 1, "CREATE TABLE plug_a (x INTEGER);"), Migration("plug", 2, "ALTER TABLE plug_a ADD COLUMN y TEXT;")]
+    Store(isolated_env / "a.db", list(CORE_MIGRATIONS) + extra).close()
+    store = Store(isolated_env / "a.db", list(CORE_MIGRATIONS) + extra)  # second open: nothing re-applied
+    rows = store.conn.execute("SELECT owner, version FROM schema_migrations ORDER BY owner, version").fetchall()
+    assert [tuple(r) for r in rows] == [("core", 1), ("plug", 1), ("plug", 2)]
+    store.close()
+
+
+def test_failed_migration_keeps_nothing(isolated_env: Path) -> None:
+    bad = [Migration("plug", 1, "CREATE TABLE ok_t (x INTEGER); CREATE TABLE broken (;")]
+    with pytest.raises(AgentLinkError) as e:
+        Store(isolated_env / "b.db", list(CORE_MIGRATIONS) + bad)
+    assert e.value.code == "state_io_error"
+    store = Store(isolated_env / "b.db")
+    assert store.conn.execute("SELECT name FROM sqlite_master WHERE name = 'ok_t'").fetchone() is None
+    store.close()
+
+
+def test_unwritable_state_dir_is_state_io_error(tmp_path: Path) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    if os.geteuid() == 0:
+        pytest.skip("root ignores directory permissions")
+    with pytest.raises(AgentLinkError) as e:
+        Store(locked / "sub" / "x.db")
+    assert e.value.code == "state_io_error"
+
+
+def _sender(args: tuple[str, int, int]) -> list[str]:
+    state_dir, worker, count = args
+    os.environ["AGENT_LINK_STATE_DIR"] = state_dir
+    config = load_config()
+    box = Mailbox(Store(config.db_path), config)
+    sender = Caller(f"test:w{worker}", "config", "test")
+    ids = []
+    for i in range(count):
+        mid = new_message_id()
+        box.store_message(OutgoingMessage(mid, sender, "test:sink", "test:sink", f"w{worker} #{i}", "fyi", None, None))
+        ids.append(mid)
+    return ids
+
+
+def test_many_processes_sending_at_once(isolated_env: Path) -> None:
+    Store(isolated_env / "agent-link.db").close()  # migrate once up front, like a running server
+    workers, per_worker = 8, 60
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(workers) as pool:
+        results = pool.map(_sender, [(str(isolated_env), w, per_worker) for w in range(workers)])
+    sent = [mid for ids in results for mid in ids]
+    store = Store(isolated_env / "agent-link.db")
+    rows = store.conn.execute("SELECT id, body FROM messages").fetchall()
+    assert len(sent) == len(set(sent)) == workers * per_worker
+    assert sorted(r["id"] for r in rows) == sorted(sent)  # every message stored once, none lost
+    bodies = {r["body"] for r in rows}
+    assert all(f"w{w} #{i}" in bodies for w in range(workers) for i in range(per_worker))
+    events = store.conn.execute("SELECT COUNT(*) FROM message_events WHERE kind = 'sent'").fetchone()[0]
+    assert events == workers * per_worker
+    store.close()
