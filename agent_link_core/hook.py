@@ -102,10 +102,7 @@ class HookContext:
             return None
         if not box.claim_nudge_block(address):
             return None
-        note = self.due_reminder_note(address, via)
-        if note is None:
-            return None
-        return note
+        return self.due_reminder_note(address, via)
 
     def heartbeat(self, host: str, event: str) -> None:
         """Leave a cheap trace that this hook ran (health reads it)."""

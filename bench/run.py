@@ -1,0 +1,160 @@
+"""agent-link benchmarks (`make bench`). Each line prints a measurement, its baseline
+measured in the same run, the ratio, and the target. Targets are not test assertions:
+timing on a shared 2-core machine is too noisy to fail a build on.
+
+Runs in a temporary state dir and HOME; never touches the user's.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HOOK_RUNS = 21
+
+
+def median_wall_ms(cmd: list[str], env: dict[str, str], stdin: str = "", runs: int = HOOK_RUNS) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(cmd, input=stdin, capture_output=True, text=True, env=env, check=False)
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times[1:])  # the first run warms the page cache
+
+
+def line(name: str, value: float, unit: str, baseline_name: str, baseline: float, target: str) -> None:
+    ratio = value / baseline if baseline else float("inf")
+    print(f"{name:<44} {value:9.1f} {unit:<6} baseline {baseline_name} {baseline:9.1f} {unit:<6} ratio {ratio:5.2f}  target {target}")
+
+
+def fill(state: Path, count: int, recipient_prefix: str = "bench:other") -> None:
+    """Store ``count`` messages for other recipients (one transaction per 1000)."""
+    os.environ["AGENT_LINK_STATE_DIR"] = str(state)
+    from agent_link_core.config import load_config
+    from agent_link_core.mailbox import OutgoingMessage, content_hash, new_message_id
+    from agent_link_core.store import Store, now_ms
+
+    config = load_config()
+    store = Store(config.db_path)
+    rows = []
+    for i in range(count):
+        mid = new_message_id()
+        to = f"{recipient_prefix}{i % 500}"
+        rows.append((mid, "bench:sender", "config", to, to, "body", 4, content_hash("bench:sender", to, "body", "reply", None, None),
+                     "{}", now_ms(), "reply", None, None))
+        if len(rows) == 1000 or i == count - 1:
+            with store.write() as conn:
+                conn.executemany(
+                    "INSERT INTO messages (id, from_addr, from_source, to_addr, recipient, body, body_bytes, content_hash,"
+                    " metadata, sent_at, anticipation, reply_by, reply_to) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            rows = []
+    store.close()
+
+
+def bench_hook(tmp: Path) -> None:
+    node = shutil.which("node")
+    exe = str(Path(sys.executable).with_name("agent-link"))
+    adapters = tmp / "adapters" / "agent_link_benchhost"
+    adapters.mkdir(parents=True)
+    (adapters / "__init__.py").write_text("")
+    (adapters / "hook.py").write_text(
+        "def handle(event, payload, ctx):\n"
+        "    note = ctx.pending_note(payload.get('address', ''))\n"
+        "    return {'context': note} if note else None\n"
+    )
+    for label, count in (("no mail", 0), ("10,000 unrelated messages", 10_000)):
+        state = tmp / f"hook-{count}"
+        if count:
+            fill(state, count)
+        env = dict(os.environ, HOME=str(tmp), AGENT_LINK_STATE_DIR=str(state), PYTHONPATH=str(tmp / "adapters"))
+        node_ms = median_wall_ms([node, "-e", "0"], env) if node else float("nan")
+        hook_ms = median_wall_ms([exe, "hook", "benchhost", "Prompt"], env, json.dumps({"address": "bench:me"}))
+        line(f"hook ({label})", hook_ms, "ms", "node -e 0", node_ms, "<= 0.6")
+
+
+def bench_reads(tmp: Path) -> None:
+    results = {}
+    for count in (100, 100_000):
+        state = tmp / f"reads-{count}"
+        fill(state, count - 20)
+        os.environ["AGENT_LINK_STATE_DIR"] = str(state)
+        from agent_link_core.app import App
+        from agent_link_core.model import Caller
+
+        app = App.create()
+        me = Caller("bench:me", "config", "bench")
+        sender = Caller("bench:sender", "config", "bench")
+        import asyncio
+
+        ids = [asyncio.run(app.send(caller=sender, to="bench:me", body=f"m{i}", anticipation="reply")).message["id"] for i in range(20)]
+        reps = 200
+        start = time.perf_counter()
+        for _ in range(reps):
+            app.inbox(me, limit=20, mark=False)
+        inbox_ms = (time.perf_counter() - start) * 1000 / reps
+        start = time.perf_counter()
+        for _ in range(reps):
+            app.status(sender, ids[_ % 20])
+        status_ms = (time.perf_counter() - start) * 1000 / reps
+        results[count] = (inbox_ms, status_ms)
+        app.close()
+    line("read inbox (100,000 stored)", results[100_000][0], "ms", "100 stored", results[100][0], "<= 1.5")
+    line("message status (100,000 stored)", results[100_000][1], "ms", "100 stored", results[100][1], "<= 1.5")
+
+
+def _send_many(args: tuple[str, int, int]) -> None:
+    state, worker, count = args
+    os.environ["AGENT_LINK_STATE_DIR"] = state
+    from agent_link_core.config import load_config
+    from agent_link_core.mailbox import Mailbox, OutgoingMessage, new_message_id
+    from agent_link_core.model import Caller
+    from agent_link_core.store import Store
+
+    config = load_config()
+    box = Mailbox(Store(config.db_path), config)
+    me = Caller(f"bench:w{worker}", "config", "bench")
+    for i in range(count):
+        box.store_message(OutgoingMessage(new_message_id(), me, "bench:sink", "bench:sink", f"#{i}", "fyi", None, None))
+
+
+def throughput(state: Path, workers: int, per_worker: int) -> float:
+    from agent_link_core.store import Store
+
+    Store(state / "agent-link.db").close()
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_send_many, args=((str(state), w, per_worker),)) for w in range(workers)]
+    start = time.perf_counter()
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+    return workers * per_worker / (time.perf_counter() - start)
+
+
+def bench_concurrent_sends(tmp: Path) -> None:
+    single = throughput(tmp / "send-1", 1, 4000)
+    many = throughput(tmp / "send-8", 8, 1000)
+    line("8 processes sending at once", many, "msg/s", "1 process", single, ">= 2000 msg/s total")
+    print(f"{'':<44} {many:9.1f} msg/s against the 2,000 msg/s target: ratio {many / 2000:5.2f}")
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="agent-link-bench-") as name:
+        tmp = Path(name)
+        os.environ["HOME"] = str(tmp)
+        bench_hook(tmp)
+        bench_reads(tmp)
+        bench_concurrent_sends(tmp)
+
+
+if __name__ == "__main__":
+    main()

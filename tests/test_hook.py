@@ -1,0 +1,152 @@
+"""The hook fast path: fail-open, host adapters, notes without bodies, light imports."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from agent_link_core.config import load_config
+from agent_link_core.hook import HookContext, last_runs
+from agent_link_core.mailbox import Mailbox, OutgoingMessage, new_message_id
+from agent_link_core.model import Caller
+from agent_link_core.store import Store
+
+ADAPTER = '''
+"""A test host: its payload carries the recipient address directly."""
+
+def handle(event, payload, ctx):
+    address = payload.get("address", "")
+    if event == "Prompt":
+        note = ctx.pending_note(address)
+        reminders = ctx.due_reminder_note(address, "testhost-prompt")
+        text = "\\n".join(t for t in (note, reminders) if t)
+        return {"context": text} if text else None
+    if event == "Stop":
+        reason = ctx.stop_block_reason(address, "testhost-stop", bool(payload.get("active")))
+        return {"block": reason} if reason else None
+    if event == "Crash":
+        raise RuntimeError("adapter bug")
+    return None
+'''
+
+
+@pytest.fixture
+def adapter_path(tmp_path: Path) -> Path:
+    pkg = tmp_path / "adapters" / "agent_link_testhost"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "hook.py").write_text(textwrap.dedent(ADAPTER))
+    return tmp_path / "adapters"
+
+
+def run_hook(adapter_path: Path, host: str, event: str, payload: object, extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(adapter_path), **(extra_env or {}))
+    stdin = payload if isinstance(payload, str) else json.dumps(payload)
+    return subprocess.run([sys.executable, "-m", "agent_link_core", "hook", host, event], input=stdin,
+                          capture_output=True, text=True, env=env, timeout=30)
+
+
+def seed(count: int, to: str = "test:bob", body: str = "SECRET BODY") -> Mailbox:
+    config = load_config()
+    box = Mailbox(Store(config.db_path), config)
+    for i in range(count):
+        sender = Caller(f"test:s{i}", "config", "test")
+        box.store_message(OutgoingMessage(new_message_id(), sender, to, to, body, "reply", None, None))
+    return box
+
+
+def test_no_database_means_silence(adapter_path: Path, isolated_env: Path) -> None:
+    out = run_hook(adapter_path, "testhost", "Prompt", {"address": "test:bob"})
+    assert out.returncode == 0 and out.stdout == ""
+    assert not (isolated_env / "agent-link.db").exists()  # the hook never creates state
+
+
+def test_pending_note_lists_three_senders_and_no_body(adapter_path: Path) -> None:
+    seed(5)
+    out = run_hook(adapter_path, "testhost", "Prompt", {"address": "test:bob"})
+    assert out.returncode == 0
+    context = json.loads(out.stdout)["context"]
+    assert "5" in context and "(+2 more)" in context
+    assert "test:s0" in context and "test:s2" in context and "test:s3" not in context
+    assert "SECRET BODY" not in context and "read_agent_link_inbox" in context
+
+
+def test_hook_never_marks_delivered(adapter_path: Path) -> None:
+    box = seed(1)
+    run_hook(adapter_path, "testhost", "Prompt", {"address": "test:bob"})
+    assert box.count_open("test:bob", undelivered_only=True) == 1
+
+
+@pytest.mark.parametrize("stdin", ["", "not json", "[1, 2]", '{"address": 5}'])
+def test_bad_input_fails_open(adapter_path: Path, stdin: str) -> None:
+    seed(1)
+    out = run_hook(adapter_path, "testhost", "Prompt", stdin)
+    assert out.returncode == 0 and out.stdout == ""
+
+
+def test_adapter_crash_and_unknown_host_fail_open(adapter_path: Path) -> None:
+    seed(1)
+    crash = run_hook(adapter_path, "testhost", "Crash", {"address": "test:bob"})
+    assert crash.returncode == 0 and crash.stdout == "" and "adapter bug" in crash.stderr
+    unknown = run_hook(adapter_path, "nosuchhost", "Prompt", {"address": "test:bob"})
+    assert unknown.returncode == 0 and unknown.stdout == ""
+    weird = run_hook(adapter_path, "../etc", "Prompt", {"address": "test:bob"})
+    assert weird.returncode == 0 and weird.stdout == ""
+
+
+def test_disabled_plugin_adapter_is_not_loaded(adapter_path: Path) -> None:
+    seed(1)
+    out = run_hook(adapter_path, "testhost", "Prompt", {"address": "test:bob"}, {"AGENT_LINK_DISABLE_PLUGINS": "testhost"})
+    assert out.stdout == ""
+
+
+def test_bad_setting_fails_open(adapter_path: Path) -> None:
+    seed(1)
+    out = run_hook(adapter_path, "testhost", "Prompt", {"address": "test:bob"}, {"AGENT_LINK_STATE_DIR": "relative"})
+    assert out.returncode == 0 and out.stdout == "" and "AGENT_LINK_STATE_DIR" in out.stderr
+
+
+def test_heartbeat_recorded(adapter_path: Path, isolated_env: Path) -> None:
+    seed(1)
+    run_hook(adapter_path, "testhost", "Prompt", {"address": "test:bob"})
+    assert "testhost-Prompt" in last_runs(isolated_env)
+
+
+def test_hook_imports_stay_light(adapter_path: Path) -> None:
+    seed(1)
+    probe = (
+        "import sys, atexit\n"
+        "atexit.register(lambda: sys.stderr.write('MODULES ' + ' '.join(sorted(sys.modules))))\n"
+        "sys.argv = ['agent-link', 'hook', 'testhost', 'Prompt']\n"
+        "from agent_link_core.entry import main\n"
+        "main()\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(adapter_path))
+    out = subprocess.run([sys.executable, "-c", probe], input='{"address": "test:bob"}', capture_output=True, text=True, env=env, timeout=30)
+    assert out.stdout  # the note was printed
+    modules = set(out.stderr.split("MODULES ", 1)[1].split())
+    for heavy in ("mcp", "pydantic", "click", "pluggy", "jsonschema", "anyio"):
+        assert heavy not in modules, f"the hook path imported {heavy}"
+
+
+def test_reminders_and_stop_block_once(adapter_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_link_core import mailbox as mailbox_mod
+
+    box = seed(1)
+    mid = box.open_for("test:bob", 1)[0]["id"]
+    box.mark_delivered(mid, "test-push")
+    # Pretend the delivery happened 31 s ago so a reminder is due now.
+    box.store.conn.execute("UPDATE messages SET first_delivered_at = first_delivered_at - 31000 WHERE id = ?", (mid,))
+    ctx = HookContext(load_config())
+    reason = ctx.stop_block_reason("test:bob", "testhost-stop", False)
+    assert reason and "1" in reason and "reply_agent_link_message" in reason
+    assert ctx.stop_block_reason("test:bob", "testhost-stop", True) is None  # no second block, no loop
+    assert box.state(box.get_row(mid)).reminder_count == 1
+    monkeypatch.setattr(mailbox_mod, "now_ms", lambda: 10**13)
+    assert ctx.due_reminder_note("test:nobody", "x") is None
