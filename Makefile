@@ -9,7 +9,10 @@ PLUGINS := codex claude roles receipts
 install:
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]' -e ./testing $(foreach p,$(PLUGINS),-e './plugins/$(p)[test]')
+	# compat: plain path entries; setuptools' default editable finder costs ~30 ms at every
+	# interpreter start, and hosts start `agent-link hook` on every prompt.
+	$(PY) -m pip install --quiet --config-settings editable_mode=compat \
+		-e '.[test]' -e ./testing $(foreach p,$(PLUGINS),-e './plugins/$(p)[test]')
 	$(MAKE) hosts
 
 # The pinned real host CLIs (Codex, Claude Code) for the real-host tests, from hosts/package-lock.json.

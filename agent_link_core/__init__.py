@@ -4,14 +4,12 @@ Plugins write ``from agent_link_core import hookimpl``. The marker is resolved l
 that importing this package (as the hook fast path does) costs nothing beyond the package.
 """
 
-from typing import Any
-
 __version__ = "0.1.0"
 
 __all__ = ["__version__", "hookimpl"]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name == "hookimpl":
         from agent_link_core.hookspecs import hookimpl
 

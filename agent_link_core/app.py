@@ -493,11 +493,11 @@ class App:
             "address": caller.address,
             "addressSource": caller.source,
             "stateDir": {
-                "path": str(self.config.state_dir),
+                "path": self.config.state_dir,
                 "source": self.config.sources["AGENT_LINK_STATE_DIR"],
-                "exists": self.config.state_dir.exists(),
+                "exists": os.path.isdir(self.config.state_dir),
             },
-            "database": {"path": str(self.config.db_path), "pendingForCaller": pending},
+            "database": {"path": self.config.db_path, "pendingForCaller": pending},
             "env": self.config.env_report(),
             "reminders": {
                 "limit": self.config.reminder_limit,

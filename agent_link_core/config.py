@@ -12,23 +12,25 @@ Rules (from the original, shared/reference/agent-link-behaviour.md §23):
   ``invalid_arguments`` naming the variable;
 * an out-of-range number falls back to its default with a warning (``<name>_ignored``).
 
-This module imports only the standard library: the hook fast path uses it.
+This module imports only light standard modules (no dataclasses, typing or pathlib at run
+time): the hook fast path uses it.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Callable, Mapping
 
 from agent_link_core.errors import AgentLinkError
+
+TYPE_CHECKING = False  # typing is not imported at run time: this module is on the hook path
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any
 
 TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 FALSE_WORDS = frozenset({"0", "false", "no", "off"})
 
 
-@dataclass(frozen=True)
 class Setting:
     """One environment setting.
 
@@ -42,15 +44,19 @@ class Setting:
     :param doc: one line for ``agent-link health`` and the README.
     """
 
-    name: str
-    kind: str
-    default: Any = None
-    aliases: tuple[str, ...] = ()
-    minimum: int | None = None
-    maximum: int | None = None
-    choices: tuple[str, ...] = ()
-    warning: str | None = None
-    doc: str = ""
+    __slots__ = ("name", "kind", "default", "aliases", "minimum", "maximum", "choices", "warning", "doc")
+
+    def __init__(
+        self, name: str, kind: str, default: Any = None, *, aliases: tuple[str, ...] = (), minimum: int | None = None,
+        maximum: int | None = None, choices: tuple[str, ...] = (), warning: str | None = None, doc: str = "",
+    ) -> None:
+        if kind not in ("flag", "int", "path", "str", "choice"):
+            raise ValueError(f"unknown setting kind {kind!r}")
+        self.name, self.kind, self.default, self.aliases = name, kind, default, tuple(aliases)
+        self.minimum, self.maximum, self.choices, self.warning, self.doc = minimum, maximum, tuple(choices), warning, doc
+
+    def __repr__(self) -> str:
+        return f"Setting({self.name!r}, {self.kind!r}, {self.default!r})"
 
 
 CORE_SETTINGS: tuple[Setting, ...] = (
@@ -74,31 +80,34 @@ CORE_SETTINGS: tuple[Setting, ...] = (
 )
 
 
-@dataclass
 class Config:
     """Parsed settings plus what health reports about them.
 
     Build with :func:`load_config`. ``values`` maps canonical names to parsed values;
-    ``sources`` to the variable actually read (or ``default``).
+    ``sources`` to the variable actually read (or ``default``); ``deprecated``,
+    ``conflicts`` and ``warnings`` are what health reports.
     """
 
-    values: dict[str, Any] = field(default_factory=dict)
-    sources: dict[str, str] = field(default_factory=dict)
-    deprecated: list[dict[str, str]] = field(default_factory=list)
-    conflicts: list[dict[str, str]] = field(default_factory=list)
-    warnings: list[dict[str, Any]] = field(default_factory=list)
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+        self.sources: dict[str, str] = {}
+        self.deprecated: list[dict[str, str]] = []
+        self.conflicts: list[dict[str, str]] = []
+        self.warnings: list[dict[str, Any]] = []
 
     def get(self, name: str) -> Any:
         return self.values[name]
 
     @property
-    def state_dir(self) -> Path:
-        return Path(self.values["AGENT_LINK_STATE_DIR"])
+    def state_dir(self) -> str:
+        """The state directory (absolute path string)."""
+        return self.values["AGENT_LINK_STATE_DIR"]
 
     @property
-    def db_path(self) -> Path:
+    def db_path(self) -> str:
+        """The database file (absolute path string)."""
         explicit = self.values.get("AGENT_LINK_MAILBOX_PATH")
-        return Path(explicit) if explicit else self.state_dir / "agent-link.db"
+        return explicit or os.path.join(self.state_dir, "agent-link.db")
 
     @property
     def reminder_limit(self) -> int:

@@ -2,8 +2,9 @@
 
 Reads the host's hook JSON on stdin, asks the host's adapter what to print, prints the
 host's hook JSON on stdout, and exits 0 whatever happens: a hook must never block a prompt.
-It imports no mcp, pydantic, click or pluggy: only the standard library and the core's
-stdlib-only modules (config, store, mailbox, envelope).
+It imports no mcp, pydantic, click or pluggy, nor typing, dataclasses, logging or pathlib:
+only light standard modules and the core's modules written for this path (config, store,
+mailbox, envelope, addresses).
 
 A host adapter is the module ``agent_link_<host>.hook`` of the host's plugin, with
 ``handle(event: str, payload: dict, ctx: HookContext) -> dict | None``; the returned dict is
@@ -15,27 +16,26 @@ The adapter of a plugin named in ``AGENT_LINK_DISABLE_PLUGINS`` is not loaded.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import json
-import logging
 import os
 import re
 import sys
-from pathlib import Path
-from typing import Any
 
-from agent_link_core.config import Config, load_config
+from agent_link_core.config import load_config
 from agent_link_core.envelope import pending_notice, reminder_notice
 from agent_link_core.mailbox import Mailbox
-from agent_link_core.model import is_address
+from agent_link_core.addresses import is_address
 from agent_link_core.store import Store, ensure_private_dir, now_ms
 
 HOST_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 EVENT_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 MAX_STDIN_BYTES = 4 * 1024 * 1024
-NOTE_SENDERS = 3
 
-log = logging.getLogger("agent_link.hook")
+TYPE_CHECKING = False  # keep typing out of the fast path
+if TYPE_CHECKING:
+    from typing import Any
+
+    from agent_link_core.config import Config
 
 
 class HookContext:
@@ -107,11 +107,11 @@ class HookContext:
     def heartbeat(self, host: str, event: str) -> None:
         """Leave a cheap trace that this hook ran (health reads it)."""
         state_dir = self.config.state_dir
-        if not state_dir.exists():
+        if not os.path.isdir(state_dir):
             return
-        beat_dir = state_dir / "hooks"
+        beat_dir = os.path.join(state_dir, "hooks")
         ensure_private_dir(beat_dir)
-        beat = beat_dir / f"{host}-{event}.last"
+        beat = os.path.join(beat_dir, f"{host}-{event}.last")
         fd = os.open(beat, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
         try:
             os.write(fd, str(now_ms()).encode())
@@ -127,16 +127,20 @@ def _senders(addresses: Any) -> list[str]:
     return seen
 
 
-def last_runs(state_dir: Path) -> dict[str, int]:
+def last_runs(state_dir: str | os.PathLike[str]) -> dict[str, int]:
     """``{"<host>-<event>": epoch ms}`` of the last run of each hook (for health)."""
     out: dict[str, int] = {}
-    beat_dir = state_dir / "hooks"
-    if beat_dir.is_dir():
-        for beat in beat_dir.glob("*.last"):
-            try:
-                out[beat.stem] = int(beat.read_text() or 0)
-            except (OSError, ValueError):
-                continue
+    beat_dir = os.path.join(state_dir, "hooks")
+    if not os.path.isdir(beat_dir):
+        return out
+    for name in os.listdir(beat_dir):
+        if not name.endswith(".last"):
+            continue
+        try:
+            with open(os.path.join(beat_dir, name), encoding="ascii") as fh:
+                out[name[: -len(".last")]] = int(fh.read() or 0)
+        except (OSError, ValueError):
+            continue
     return out
 
 
@@ -144,13 +148,13 @@ def _adapter(host: str) -> Any | None:
     disabled = {p.strip() for p in os.environ.get("AGENT_LINK_DISABLE_PLUGINS", "").replace(",", " ").split()}
     if host in disabled:
         return None
-    name = f"agent_link_{host}.hook"
+    package = f"agent_link_{host}"
     try:
-        if importlib.util.find_spec(f"agent_link_{host}") is None:
+        return importlib.import_module(f"{package}.hook")
+    except ModuleNotFoundError as exc:
+        if exc.name in (package, f"{package}.hook"):  # no adapter for this host: stay silent
             return None
-    except (ImportError, ValueError):
-        return None
-    return importlib.import_module(name)
+        raise
 
 
 def run(host: str, event: str, raw: str) -> str:

@@ -15,91 +15,37 @@ clock, so no timer has to run (shared/reference/agent-link-behaviour.md §8):
 
 from __future__ import annotations
 
-import hashlib
 import json
-import sqlite3
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
 
-from agent_link_core.envelope import (
-    MAX_BODY_BYTES,
-    EnvelopeMessage,
-    render_envelope,
-    sanitize_text,
-)
+from agent_link_core.addresses import ANTICIPATIONS, EXTERNAL, is_address, is_ulid
+from agent_link_core.envelope import MAX_BODY_BYTES, sanitize_text
 from agent_link_core.errors import AgentLinkError, invalid_arguments
-from agent_link_core.model import ANTICIPATIONS, EXTERNAL, Caller, is_address, is_ulid
-from agent_link_core.store import Store, now_ms
+from agent_link_core.store import now_ms
 
-if TYPE_CHECKING:  # pragma: no cover
+TYPE_CHECKING = False  # no typing/dataclasses at run time: the hook fast path imports this
+if TYPE_CHECKING:
+    import sqlite3
+    from typing import Any
+
     from agent_link_core.config import Config
+    from agent_link_core.model import Caller
     from agent_link_core.plugins import Hooks
+    from agent_link_core.records import Event, OutgoingMessage
+    from agent_link_core.store import Store
+
+_RECORDS = ("Event", "OutgoingMessage", "SendContext", "EnvelopeContribution", "EVENT_KINDS")
+
+
+def __getattr__(name: str) -> Any:
+    # The records are dataclasses; importing them lazily keeps dataclasses off the hook path.
+    if name in _RECORDS:
+        from agent_link_core import records
+
+        return getattr(records, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 MIN_REPLY_BY_LEAD_MS = 30_000
 STATUS_BY_KIND = {"reply": "replied", "decline": "declined", "done": "done"}
-EVENT_KINDS = (
-    "sent", "delivered", "released", "acknowledged", "resolved", "reminded", "status_changed",
-    "launched", "archived", "forked", "reconciled",
-)
-
-
-@dataclass
-class Event:
-    """A committed change, passed to ``agent_link_on_event``.
-
-    :param kind: one of :data:`EVENT_KINDS`.
-    :param message_id: the message concerned (None for harness events such as launched).
-    :param at_ms: epoch ms.
-    :param actor: the address that caused it (sender, resolver, ...).
-    :param data: kind-specific fields (``via``, ``resolution``, ``status``, ``target`` ...).
-    """
-
-    kind: str
-    message_id: str | None
-    at_ms: int
-    actor: str | None = None
-    data: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class OutgoingMessage:
-    """A message about to be stored; ``agent_link_before_send`` may edit ``metadata``."""
-
-    id: str
-    sender: Caller
-    to: str
-    recipient: str
-    body: str
-    anticipation: str
-    reply_by_ms: int | None
-    reply_to: str | None
-    metadata: dict[str, Any] = field(default_factory=dict)
-    tags: list[str] = field(default_factory=list)
-
-
-@dataclass
-class SendContext:
-    """What ``agent_link_before_send`` may look at besides the message itself.
-
-    :param tool: the tool or command sending (``message_agent``, ``reply_agent_link_message``...).
-    :param arguments: the validated tool arguments.
-    :param via: the indirect address the target was reached through (``role:x``) or None.
-    :param is_reply: True when the message answers another (resolutions are never blocked).
-    """
-
-    tool: str
-    arguments: dict[str, Any]
-    via: str | None = None
-    is_reply: bool = False
-
-
-@dataclass
-class EnvelopeContribution:
-    """What ``agent_link_render_envelope`` adds: ``via``/``procedure`` attributes, elements."""
-
-    attributes: dict[str, str] = field(default_factory=dict)
-    elements: list[str] = field(default_factory=list)
 
 
 def new_message_id() -> str:
@@ -115,6 +61,8 @@ def parse_reply_by(value: str, now: int) -> int:
     :raises AgentLinkError: ``invalid_arguments`` when it has no zone, does not parse, or is
         less than 30 s ahead of ``now`` (ms).
     """
+    from datetime import datetime
+
     try:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
@@ -182,25 +130,27 @@ def check_body(body: str, field_name: str = "message") -> str:
 
 def content_hash(sender: str, to: str, body: str, anticipation: str, reply_by_ms: int | None, reply_to: str | None) -> str:
     """What makes two sends with the same message id "the same message" (SHA-256 hex)."""
+    import hashlib
+
     blob = json.dumps([sender, to, body, anticipation, reply_by_ms, reply_to], ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-@dataclass
 class MessageState:
     """The computed view of one message at a moment (nothing here is stored as such).
 
     ``status``: None (fyi), pending, replied, declined, done, unresolved, expired.
-    ``delivery``: queued, delivered, acknowledged.
+    ``delivery``: queued, delivered, acknowledged. Times are epoch ms.
     """
 
-    status: str | None
-    delivery: str
-    reminder_count: int
-    last_reminder_at: int | None
-    next_due_at: int | None
-    due: bool
-    resolution: dict[str, Any] | None
+    __slots__ = ("status", "delivery", "reminder_count", "last_reminder_at", "next_due_at", "due", "resolution")
+
+    def __init__(
+        self, status: str | None, delivery: str, reminder_count: int, last_reminder_at: int | None,
+        next_due_at: int | None, due: bool, resolution: dict[str, Any] | None,
+    ) -> None:
+        self.status, self.delivery, self.reminder_count = status, delivery, reminder_count
+        self.last_reminder_at, self.next_due_at, self.due, self.resolution = last_reminder_at, next_due_at, due, resolution
 
 
 class Mailbox:
@@ -313,6 +263,8 @@ class Mailbox:
 
     def envelope(self, row: sqlite3.Row) -> str:
         """Render the ``<agent-link-message>`` envelope for a stored message."""
+        from agent_link_core.envelope import EnvelopeMessage, render_envelope
+
         meta = json.loads(row["metadata"] or "{}")
         attributes: dict[str, str] = {}
         elements: list[str] = []
@@ -393,7 +345,7 @@ class Mailbox:
             )
             self._event(conn, msg.id, "sent", at, msg.sender.address, None, {"to": msg.recipient})
             row = conn.execute("SELECT * FROM messages WHERE id = ?", (msg.id,)).fetchone()
-        self._emit(Event("sent", msg.id, at, msg.sender.address, {"to": msg.recipient, "addressedTo": msg.to}))
+        self._emit("sent", msg.id, at, msg.sender.address, {"to": msg.recipient, "addressedTo": msg.to})
         return row, True
 
     def mark_delivered(self, message_id: str, via: str, evidence: dict[str, Any] | None = None) -> bool:
@@ -404,7 +356,7 @@ class Mailbox:
             if row is None or row["first_delivered_at"] is not None:
                 return False
             self._set_delivered(conn, row, at, via, evidence)
-        self._emit(Event("delivered", message_id, at, row["recipient"], {"via": via, "evidence": evidence or {}}))
+        self._emit("delivered", message_id, at, row["recipient"], {"via": via, "evidence": evidence or {}})
         return True
 
     def _set_delivered(self, conn: sqlite3.Connection, row: sqlite3.Row, at: int, via: str, evidence: dict[str, Any] | None) -> None:
@@ -451,7 +403,7 @@ class Mailbox:
                 ids = [r["id"] for r in rows]
                 rows = [conn.execute("SELECT * FROM messages WHERE id = ?", (i,)).fetchone() for i in ids]
         for message_id in marked:
-            self._emit(Event("delivered", message_id, at, recipient, {"via": "inbox"}))
+            self._emit("delivered", message_id, at, recipient, {"via": "inbox"})
         return rows, marked
 
     def resolve(
@@ -519,8 +471,8 @@ class Mailbox:
             self._event(conn, message_id, "resolved", at, caller.address, None, {"kind": kind, "late": late})
         resolution = {"kind": kind, "by": caller.address, "at": iso(at), "late": late, "replyMessageId": reply.id if reply else None}
         if reply_row is not None:
-            self._emit(Event("sent", reply_row["id"], at, caller.address, {"to": reply_row["recipient"], "inReplyTo": message_id}))
-        self._emit(Event("resolved", message_id, at, caller.address, {"kind": kind, "late": late, "status": STATUS_BY_KIND[kind]}))
+            self._emit("sent", reply_row["id"], at, caller.address, {"to": reply_row["recipient"], "inReplyTo": message_id})
+        self._emit("resolved", message_id, at, caller.address, {"kind": kind, "late": late, "status": STATUS_BY_KIND[kind]})
         return resolution, reply_row
 
     def _insert_reply(self, conn: sqlite3.Connection, reply: OutgoingMessage, at: int) -> sqlite3.Row:
@@ -568,7 +520,7 @@ class Mailbox:
             if cur.rowcount != 1:
                 return False
             self._event(conn, message_id, "reminded", at, to, via, {"n": n})
-        self._emit(Event("reminded", message_id, at, to, {"n": n, "via": via}))
+        self._emit("reminded", message_id, at, to, {"n": n, "via": via})
         return True
 
     def claim_nudge_block(self, recipient: str, now: int | None = None) -> bool:
@@ -615,7 +567,7 @@ class Mailbox:
                 (new_recipient, message_id),
             )
             self._event(conn, message_id, "released", at, actor, None, {"from": row["recipient"], "to": new_recipient})
-        self._emit(Event("released", message_id, at, actor, {"from": row["recipient"], "to": new_recipient}))
+        self._emit("released", message_id, at, actor, {"from": row["recipient"], "to": new_recipient})
         return True
 
     # -- internals ---------------------------------------------------------------------
@@ -629,9 +581,12 @@ class Mailbox:
             (message_id, kind, at, actor, via, json.dumps(data, ensure_ascii=False)),
         )
 
-    def _emit(self, event: Event) -> None:
+    def _emit(self, kind: str, message_id: str | None, at_ms: int, actor: str | None, data: dict[str, Any]) -> None:
+        """Tell observers about a committed change (nobody listens on the hook path)."""
         if self.hooks is not None:
-            self.hooks.on_event(event)
+            from agent_link_core.records import Event
+
+            self.hooks.on_event(Event(kind, message_id, at_ms, actor, data))
 
 
 def harness_of(address: str) -> str:

@@ -11,7 +11,8 @@ each ``(owner, version)`` applies once, in version order, recorded in
 ``schema_migrations``. The core's own migrations are contributed by
 :mod:`agent_link_core.default_plugins` through the same hook.
 
-Only the standard library is imported: the hook fast path uses this module.
+Only light standard modules are imported: the hook fast path uses this module. Paths are
+``str`` or ``os.PathLike``.
 """
 
 from __future__ import annotations
@@ -21,27 +22,31 @@ import errno as errno_mod
 import os
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 from agent_link_core.errors import AgentLinkError
+
+TYPE_CHECKING = False  # no typing/pathlib/dataclasses at run time: the hook path imports this
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
 
 BUSY_TIMEOUT_MS = 10_000
 
 
-@dataclass(frozen=True)
 class Migration:
     """One schema step owned by a plugin.
 
     :param owner: plugin name (``core`` for the core); namespaces the version numbers.
     :param version: 1, 2, ... applied in order, each once per database.
-    :param sql: one or more SQL statements (run with ``executescript`` semantics).
+    :param sql: one or more SQL statements, ``;``-separated, run in one transaction.
     """
 
-    owner: str
-    version: int
-    sql: str
+    __slots__ = ("owner", "version", "sql")
+
+    def __init__(self, owner: str, version: int, sql: str) -> None:
+        self.owner, self.version, self.sql = owner, version, sql
+
+    def __repr__(self) -> str:
+        return f"Migration({self.owner!r}, {self.version!r})"
 
 
 CORE_MIGRATIONS: tuple[Migration, ...] = (
@@ -115,25 +120,24 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def ensure_private_dir(path: Path) -> None:
+def ensure_private_dir(path: str | os.PathLike[str]) -> None:
     """Create ``path`` (and parents) with mode 0700 and tighten an existing one.
 
     :raises AgentLinkError: ``state_io_error`` when it cannot be created.
     """
     try:
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if (path.stat().st_mode & 0o777) != 0o700:
-            path.chmod(0o700)
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        if (os.stat(path).st_mode & 0o777) != 0o700:
+            os.chmod(path, 0o700)
     except OSError as exc:
         raise state_io_error(path, exc) from exc
 
 
-def state_io_error(path: Path, exc: OSError, state_dir: Path | None = None) -> AgentLinkError:
+def state_io_error(path: str | os.PathLike[str], exc: OSError, state_dir: str | None = None) -> AgentLinkError:
     """An ``AgentLinkError(state_io_error)`` with ``path`` relative to the state dir."""
-    shown = str(path)
-    if state_dir is not None:
-        with contextlib.suppress(ValueError):
-            shown = str(path.relative_to(state_dir))
+    shown = os.fspath(path)
+    if state_dir is not None and shown.startswith(state_dir.rstrip("/") + "/"):
+        shown = os.path.relpath(shown, state_dir)
     code = errno_mod.errorcode.get(exc.errno or 0, str(exc.errno)) if exc.errno else type(exc).__name__
     return AgentLinkError(
         "state_io_error",
@@ -150,14 +154,14 @@ class Store:
     :raises AgentLinkError: ``state_io_error`` when the file cannot be opened or migrated.
     """
 
-    def __init__(self, path: Path, migrations: Iterable[Migration] = CORE_MIGRATIONS) -> None:
-        self.path = Path(path)
-        ensure_private_dir(self.path.parent)
+    def __init__(self, path: str | os.PathLike[str], migrations: Iterable[Migration] = CORE_MIGRATIONS) -> None:
+        self.path = os.fspath(path)
+        ensure_private_dir(os.path.dirname(self.path) or ".")
         try:
             fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600)
             os.close(fd)
-            if (self.path.stat().st_mode & 0o777) != 0o600:
-                self.path.chmod(0o600)
+            if (os.stat(self.path).st_mode & 0o777) != 0o600:
+                os.chmod(self.path, 0o600)
             self.conn = sqlite3.connect(
                 self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
             )
@@ -171,15 +175,15 @@ class Store:
             raise AgentLinkError(
                 "state_io_error",
                 f"The agent-link database at {self.path} could not be opened: {exc}.",
-                {"path": self.path.name, "errno": type(exc).__name__},
+                {"path": os.path.basename(self.path), "errno": type(exc).__name__},
             ) from exc
         except OSError as exc:
             raise state_io_error(self.path, exc) from exc
 
     @classmethod
-    def open_existing(cls, path: Path) -> Store | None:
+    def open_existing(cls, path: str | os.PathLike[str]) -> Store | None:
         """Open the database only if it exists (the hook's fast path); else ``None``."""
-        if not Path(path).exists():
+        if not os.path.exists(path):
             return None
         return cls(path)
 

@@ -1,0 +1,38 @@
+"""Address and id syntax (stdlib ``re`` only: the hook fast path imports this).
+
+An address is ``<scheme>:<id>``: the scheme names a harness (registered by a plugin) or
+``role``; with no harness plugin any well-formed address can still receive mail.
+``external`` stands for a sender with no runtime identity, ``invalid`` for one that failed
+validation (never delivered to, never verified). Message ids are ULIDs.
+"""
+
+import re
+
+ADDRESS_RE = re.compile(r"^([a-z][a-z0-9-]{0,31}):([A-Za-z0-9_.-]{1,128})$")
+ROLE_NAME_RE = re.compile(r"^[a-z0-9-]{1,40}$")
+ULID_RE = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
+EXTERNAL = "external"
+INVALID = "invalid"
+ANTICIPATIONS = ("reply", "action", "fyi")
+RESOLUTION_KINDS = ("reply", "decline", "done")
+
+
+def is_address(value: object) -> bool:
+    """True for a well-formed ``<scheme>:<id>`` address (``role:<name>`` included)."""
+    if not isinstance(value, str):
+        return False
+    m = ADDRESS_RE.match(value)
+    if not m:
+        return False
+    return m.group(1) != "role" or bool(ROLE_NAME_RE.match(m.group(2)))
+
+
+def is_ulid(value: object) -> bool:
+    """True for a 26-character Crockford base-32 ULID in canonical upper case."""
+    return isinstance(value, str) and bool(ULID_RE.match(value))
+
+
+def address_scheme(address: str) -> str:
+    """The scheme of an address (``"team"`` for ``team:abc``); ``external`` otherwise."""
+    m = ADDRESS_RE.match(address)
+    return m.group(1) if m else EXTERNAL

@@ -1,0 +1,75 @@
+"""Records passed between the core and plugins around a message.
+
+Kept apart from :mod:`agent_link_core.mailbox` so that the hook fast path, which imports
+the mailbox, never pays for dataclasses; ``agent_link_core.mailbox`` re-exports these names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_link_core.model import Caller
+
+EVENT_KINDS = (
+    "sent", "delivered", "released", "acknowledged", "resolved", "reminded", "status_changed",
+    "launched", "archived", "forked", "reconciled",
+)
+
+
+@dataclass
+class Event:
+    """A committed change, passed to ``agent_link_on_event``.
+
+    :param kind: one of :data:`EVENT_KINDS`.
+    :param message_id: the message concerned (None for harness events such as launched).
+    :param at_ms: epoch ms.
+    :param actor: the address that caused it (sender, resolver, ...).
+    :param data: kind-specific fields (``via``, ``resolution``, ``status``, ``target`` ...).
+    """
+
+    kind: str
+    message_id: str | None
+    at_ms: int
+    actor: str | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class OutgoingMessage:
+    """A message about to be stored; ``agent_link_before_send`` may edit ``metadata``."""
+
+    id: str
+    sender: Caller
+    to: str
+    recipient: str
+    body: str
+    anticipation: str
+    reply_by_ms: int | None
+    reply_to: str | None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    tags: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SendContext:
+    """What ``agent_link_before_send`` may look at besides the message itself.
+
+    :param tool: the tool or command sending (``message_agent``, ``reply_agent_link_message``...).
+    :param arguments: the validated tool arguments.
+    :param via: the indirect address the target was reached through (``role:x``) or None.
+    :param is_reply: True when the message answers another (resolutions are never blocked).
+    """
+
+    tool: str
+    arguments: dict[str, Any]
+    via: str | None = None
+    is_reply: bool = False
+
+
+@dataclass
+class EnvelopeContribution:
+    """What ``agent_link_render_envelope`` adds: ``via``/``procedure`` attributes, elements."""
+
+    attributes: dict[str, str] = field(default_factory=dict)
+    elements: list[str] = field(default_factory=list)
