@@ -21,18 +21,18 @@ def is_address(value: object) -> bool:
     """True for a well-formed ``<scheme>:<id>`` address (``role:<name>`` included)."""
     if not isinstance(value, str):
         return False
-    m = ADDRESS_RE.match(value)
+    m = ADDRESS_RE.fullmatch(value)
     if not m:
         return False
-    return m.group(1) != "role" or bool(ROLE_NAME_RE.match(m.group(2)))
+    return m.group(1) != "role" or bool(ROLE_NAME_RE.fullmatch(m.group(2)))
 
 
 def is_ulid(value: object) -> bool:
     """True for a 26-character Crockford base-32 ULID in canonical upper case."""
-    return isinstance(value, str) and bool(ULID_RE.match(value))
+    return isinstance(value, str) and bool(ULID_RE.fullmatch(value))
 
 
 def address_scheme(address: str) -> str:
     """The scheme of an address (``"team"`` for ``team:abc``); ``external`` otherwise."""
-    m = ADDRESS_RE.match(address)
+    m = ADDRESS_RE.fullmatch(address)
     return m.group(1) if m else EXTERNAL

@@ -109,7 +109,7 @@ def rank(sessions: list[Session], query: str, limit: int) -> tuple[list[dict[str
 
 def split_address(address: str) -> tuple[str, str]:
     """``("team", "abc")`` for ``team:abc``; raises ``ValueError`` for a non-address."""
-    m = ADDRESS_RE.match(address)
+    m = ADDRESS_RE.fullmatch(address)
     if not m or not is_address(address):
         raise ValueError(address)
     return m.group(1), m.group(2)

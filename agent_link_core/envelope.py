@@ -12,11 +12,12 @@ Stdlib only: the hook fast path imports this module on every prompt.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
 
-from agent_link_core.model import EXTERNAL, INVALID, address_scheme, is_address, is_ulid
+from agent_link_core.addresses import EXTERNAL, INVALID, address_scheme, is_address, is_ulid
+
+TYPE_CHECKING = False  # typing, dataclasses and datetime stay off the hook fast path
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = [
     "INVISIBLE_RUN_CAP",
@@ -268,6 +269,8 @@ def iso_ms(ms: int) -> str:
     """
     if not isinstance(ms, int) or isinstance(ms, bool):
         raise TypeError(f"ms must be int, not {type(ms).__name__}")
+    from datetime import datetime, timedelta, timezone
+
     seconds, millis = divmod(ms, 1000)  # floor division keeps pre-1970 millis positive
     try:
         dt = datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(seconds=seconds)
@@ -286,23 +289,13 @@ def _safe_iso(ms: object) -> str:
         return INVALID
 
 
-def _is_address(value: object) -> bool:
-    # model.is_address/is_ulid anchor with "$", which also accepts one trailing "\n".
-    return isinstance(value, str) and not value.endswith("\n") and is_address(value)
-
-
-def _is_ulid(value: object) -> bool:
-    return isinstance(value, str) and not value.endswith("\n") and is_ulid(value)
-
-
 def _party(address: object) -> str:
     """A sender/recipient as the envelope shows it: a valid address, external or invalid."""
-    if _is_address(address):
+    if is_address(address):
         return address  # type: ignore[return-value]
     return EXTERNAL if address == EXTERNAL else INVALID
 
 
-@dataclass(frozen=True)
 class EnvelopeMessage:
     """What :func:`render_envelope` needs about one peer message.
 
@@ -310,20 +303,25 @@ class EnvelopeMessage:
     else renders as ``fyi``). ``via`` is the role address the message was sent to, if any.
     ``procedure`` is ``<name>@<version>``. ``from_harness`` overrides the harness derived from
     ``from_address``'s scheme. Fields are validated at render time, never trusted.
+    (A plain class, not a dataclass: this module is on the hook fast path.)
     """
 
-    id: str
-    from_address: str
-    from_verified: bool
-    to_address: str
-    sent_at_ms: int
-    anticipation: str
-    body: str
-    reply_by_ms: int | None = None
-    in_reply_to: str | None = None
-    via: str | None = None
-    procedure: str | None = None
-    from_harness: str | None = None
+    __slots__ = ("id", "from_address", "from_verified", "to_address", "sent_at_ms", "anticipation", "body",
+                 "reply_by_ms", "in_reply_to", "via", "procedure", "from_harness")
+
+    def __init__(
+        self, id: str, from_address: str, from_verified: bool, to_address: str, sent_at_ms: int, anticipation: str,
+        body: str, reply_by_ms: int | None = None, in_reply_to: str | None = None, via: str | None = None,
+        procedure: str | None = None, from_harness: str | None = None,
+    ) -> None:
+        self.id, self.from_address, self.from_verified, self.to_address = id, from_address, from_verified, to_address
+        self.sent_at_ms, self.anticipation, self.body, self.reply_by_ms = sent_at_ms, anticipation, body, reply_by_ms
+        self.in_reply_to, self.via, self.procedure, self.from_harness = in_reply_to, via, procedure, from_harness
+
+
+def _matching(pattern: re.Pattern[str], value: object) -> str | None:
+    """``value`` if it is a string matching ``pattern`` in full, else ``None`` (omitted)."""
+    return value if isinstance(value, str) and pattern.fullmatch(value) else None
 
 
 def _reply_line(anticipation: str, message_id: str, reply_by: str | None) -> str:
@@ -366,9 +364,9 @@ def render_envelope(msg: EnvelopeMessage, *, elements: Sequence[str] = ()) -> st
         if m is None or m.group("name") in _RESERVED_NAMES:
             raise ValueError(f"not a rendered extra element: {element!r:.80}")
 
-    message_id = msg.id if _is_ulid(msg.id) else INVALID
+    message_id = msg.id if is_ulid(msg.id) else INVALID
     sender = _party(msg.from_address)
-    valid_sender = _is_address(sender)
+    valid_sender = is_address(sender)
     if not valid_sender:
         harness = EXTERNAL
     elif isinstance(msg.from_harness, str) and _HARNESS_RE.fullmatch(msg.from_harness):
@@ -380,6 +378,10 @@ def render_envelope(msg: EnvelopeMessage, *, elements: Sequence[str] = ()) -> st
     if anticipation != "fyi" and msg.reply_by_ms is not None:
         reply_by = _safe_iso(msg.reply_by_ms)
 
+    in_reply_to = None
+    if msg.in_reply_to is not None:
+        in_reply_to = msg.in_reply_to if is_ulid(msg.in_reply_to) else INVALID
+
     attrs: list[tuple[str, str | None]] = [
         ("id", message_id),
         ("from", sender),
@@ -389,12 +391,9 @@ def render_envelope(msg: EnvelopeMessage, *, elements: Sequence[str] = ()) -> st
         ("sentAt", _safe_iso(msg.sent_at_ms)),
         ("anticipation", anticipation),
         ("replyBy", reply_by),
-        ("inReplyTo", None if msg.in_reply_to is None else (msg.in_reply_to if _is_ulid(msg.in_reply_to) else INVALID)),
-        ("via", msg.via if isinstance(msg.via, str) and _VIA_RE.fullmatch(msg.via) else None),
-        (
-            "procedure",
-            msg.procedure if isinstance(msg.procedure, str) and _PROCEDURE_RE.fullmatch(msg.procedure) else None,
-        ),
+        ("inReplyTo", in_reply_to),
+        ("via", _matching(_VIA_RE, msg.via)),
+        ("procedure", _matching(_PROCEDURE_RE, msg.procedure)),
     ]
     lines = [
         f"<agent-link-message{_attrs(attrs)}>",

@@ -10,7 +10,10 @@ The list and each code's ``details`` keys follow the original Agent Link contrac
 from __future__ import annotations
 
 import re
-from typing import Any
+
+TYPE_CHECKING = False  # typing stays off the hook fast path
+if TYPE_CHECKING:
+    from typing import Any
 
 ERROR_CODES: tuple[str, ...] = (
     "invalid_arguments",  # details: errors[{path, rule, expected}], removed?[{argument, replacement}]
