@@ -32,7 +32,7 @@ from agent_link_core.mailbox import (
 )
 from agent_link_core.model import EXTERNAL, Caller, address_scheme, is_address, is_ulid
 from agent_link_core.plugins import Hooks, PluginReport, build_plugin_manager, trace_hook_calls
-from agent_link_core.store import Store, now_ms
+from agent_link_core.store import Store, ensure_private_dir, now_ms
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +83,7 @@ class App:
         pm, report = build_plugin_manager(env=env, extra_plugins=extra_plugins)
         hooks = Hooks(pm)
         config = load_config(env, hooks.settings())
+        configure_logging(config)
         if config.get("AGENT_LINK_DEBUG"):
             trace_hook_calls(pm, log.debug)
         return cls(config, hooks, report, env)
@@ -516,6 +517,30 @@ class App:
         if include_caller_context:
             out["callerContext"] = {"meta": json.loads(json.dumps(meta or {}, default=str)), "source": caller.source}
         return out
+
+
+LOG_LEVELS = {"error": logging.ERROR, "warn": logging.WARNING, "info": logging.INFO, "debug": logging.DEBUG}
+
+
+def configure_logging(config: Config) -> None:
+    """Send agent-link's logs to a private file when debugging or a level is set.
+
+    ``AGENT_LINK_DEBUG`` (level debug) or ``AGENT_LINK_LOG_LEVEL`` turn it on; the file is
+    ``AGENT_LINK_LOG_FILE`` or ``<state>/logs/agent-link.log`` (0600, dir 0700). Otherwise
+    only warnings reach stderr. Never stdout: that is the MCP transport.
+    """
+    level_name = "debug" if config.get("AGENT_LINK_DEBUG") else config.get("AGENT_LINK_LOG_LEVEL")
+    logger = logging.getLogger("agent_link_core")
+    if level_name is None or any(getattr(h, "_agent_link", False) for h in logger.handlers):
+        return
+    path = config.get("AGENT_LINK_LOG_FILE") or os.path.join(config.state_dir, "logs", "agent-link.log")
+    ensure_private_dir(os.path.dirname(path))
+    os.close(os.open(path, os.O_CREAT | os.O_APPEND | os.O_WRONLY, 0o600))
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler._agent_link = True  # type: ignore[attr-defined]
+    handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(LOG_LEVELS[level_name])
 
 
 def _delivery_word(reply_row: Any, delivery: Delivery | None) -> str:

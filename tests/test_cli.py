@@ -89,3 +89,23 @@ def test_console_script_subprocess(isolated_env: Path) -> None:
     inbox = subprocess.run([str(exe), "inbox", "--json"], capture_output=True, text=True, timeout=60,
                            env=dict(os.environ, AGENT_LINK_ADDRESS="test:bob"))
     assert inbox.returncode == 0 and json.loads(inbox.stdout)["address"] == "test:bob"
+
+
+def test_debug_logs_go_to_a_private_file(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import logging
+
+    monkeypatch.setenv("AGENT_LINK_DEBUG", "1")
+    logger = logging.getLogger("agent_link_core")
+    before = list(logger.handlers)
+    try:
+        assert invoke("health", "--json").exit_code == 0
+        log_file = isolated_env / "logs" / "agent-link.log"
+        assert log_file.exists() and oct(log_file.stat().st_mode & 0o777) == "0o600"
+        for handler in logger.handlers:
+            handler.flush()
+        assert "hook agent_link_schema()" in log_file.read_text()  # the hook-call trace
+    finally:
+        for handler in logger.handlers[len(before):]:
+            handler.close()
+        logger.handlers[:] = before
+        logger.setLevel(logging.NOTSET)
