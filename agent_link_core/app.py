@@ -274,6 +274,9 @@ class App:
             return Delivery(warnings=[{"code": exc.code, "message": exc.message, "details": exc.details}])
         if delivery.delivered and delivery.via:
             self.mailbox.mark_delivered(row["id"], delivery.via, delivery.evidence)
+        elif delivery.unknown:
+            # Remembered so a resend with the same id reports "unknown" and is not pushed blindly.
+            self.mailbox.record_event(row["id"], "delivery_unknown", row["recipient"], None, delivery.evidence)
         return delivery
 
     async def reply(
@@ -431,7 +434,8 @@ class App:
         target, _, _ = await self.target_address(agent, caller) if not reply_to else (agent, None, {})
         if reply_to:
             row = self.mailbox.require(reply_to)
-            if caller.known and caller.address not in (row["from_addr"], row["recipient"], row["to_addr"]):
+            # An unidentified caller is "external": it may wait only on mail sent as external.
+            if caller.address not in (row["from_addr"], row["recipient"], row["to_addr"]):
                 raise AgentLinkError("permission_denied", f"Only the sender or the recipient may wait on {reply_to}.",
                                      {"reason": "not_participant"})
             target = row["recipient"]

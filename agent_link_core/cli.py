@@ -20,9 +20,13 @@ from agent_link_core.errors import AgentLinkError
 
 EXIT_HELP = """\b
 Exit codes:
-  0  success
-  1  agent-link refused or failed (stderr says why and what to do)
-  2  bad usage (unknown option, missing argument)"""
+  0  success (send: delivered or queued; find: exactly one match)
+  1  agent-link refused or failed (stderr says why and what to do); send: rejected
+  2  bad usage (unknown option, missing argument)
+  3  send: outcome unknown (not resent; see --retry-unknown)
+  4  find: no match
+  5  find: several matches"""
+EXIT_UNKNOWN, EXIT_NONE, EXIT_MANY = 3, 4, 5
 
 
 def fail(exc: AgentLinkError) -> None:
@@ -46,12 +50,45 @@ def get_app(ctx: click.Context) -> App:
     return root.meta["app"]
 
 
-def emit(data: Any, as_json: bool, human: Any) -> None:
-    """Print ``data`` as JSON (scripts) or call ``human(data)`` (people)."""
-    if as_json:
-        click.echo(json.dumps(data, ensure_ascii=False, indent=None, sort_keys=False))
+def emit(data: Any, as_json: bool, human: Any, ndjson: bool = False) -> None:
+    """Print ``data`` as JSON (``--json`` indented, ``--ndjson`` one line) or call ``human(data)``."""
+    if ndjson:
+        click.echo(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
+    elif as_json:
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
     else:
         human(data)
+
+
+def run_async(coro: Any) -> Any:
+    """Run a coroutine of the typed API, turning an AgentLinkError into a one-line exit 1."""
+    import asyncio
+
+    try:
+        return asyncio.run(coro)
+    except AgentLinkError as exc:
+        fail(exc)
+
+
+def table(columns: list[str], rows: list[list[Any]]) -> None:
+    """A table for people (rich), plain when stdout is not a terminal."""
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(*columns, box=None, pad_edge=False, highlight=False)
+    for row in rows:
+        t.add_row(*("" if v is None else str(v) for v in row))
+    Console(soft_wrap=True).print(t)
+
+
+def provider_lines(providers: dict[str, Any]) -> None:
+    """One stderr line per unreachable source, so a partial listing never looks complete."""
+    for name, p in providers.items():
+        if not p.get("available", True) or not p.get("complete", True):
+            click.echo(f"agent-link: {name}: not fully listed ({p.get('reason') or 'incomplete'})", err=True)
+        for ep in p.get("endpoints", []) or []:
+            if not ep.get("reachable", True):
+                click.echo(f"agent-link: {name} endpoint {ep.get('id')} ({ep.get('source')}) is unreachable", err=True)
 
 
 def _print_health(h: dict[str, Any]) -> None:
@@ -159,6 +196,267 @@ def build_cli() -> click.Group:
             click.echo(d["renderedBlock"])
 
         emit(data, as_json, human)
+
+    json_opt = click.option("--json", "as_json", is_flag=True, help="Print one JSON object (indented).")
+    ndjson_opt = click.option("--ndjson", is_flag=True, help="Print the same JSON object on one line.")
+    from_opts = [
+        click.option("--from", "from_address", help="Send as this address (unverified)."),
+        click.option("--from-thread", help="Send as this thread/session id (unverified), when not inside one."),
+        click.option("--from-endpoint", help="The endpoint of --from-thread, when several know it."),
+    ]
+
+    def with_from(f: Any) -> Any:
+        for opt in reversed(from_opts):
+            f = opt(f)
+        return f
+
+    def who_am_i(app: App, from_address: str | None, from_thread: str | None, from_endpoint: str | None) -> Any:
+        from agent_link_core import api
+
+        if from_endpoint and not from_thread:
+            raise click.UsageError("--from-endpoint needs --from-thread")
+        try:
+            return api.sender(app, explicit=from_address, thread=from_thread, endpoint=from_endpoint)
+        except AgentLinkError as exc:
+            fail(exc)
+
+    @cli.command(epilog=EXIT_HELP)
+    @click.option("--search", help="Only sessions matching these words (title, id, folder).")
+    @click.option("--cwd", type=click.Path(file_okay=False), help="Only sessions working in this directory.")
+    @click.option("--harness", help="Only this harness (e.g. one of the installed plugins).")
+    @click.option("--limit", type=click.IntRange(1, 500), default=50, show_default=True)
+    @click.option("--show-paths", is_flag=True, help="Show full working directories.")
+    @json_opt
+    @ndjson_opt
+    @click.pass_context
+    def sessions(ctx: click.Context, search: str | None, cwd: str | None, harness: str | None, limit: int,
+                 show_paths: bool, as_json: bool, ndjson: bool) -> None:
+        """List every agent session on this machine, newest first."""
+        import os
+
+        from agent_link_core import api
+
+        app = get_app(ctx)
+        data = run_async(api.list_sessions(app, search=search, cwd=os.path.abspath(cwd) if cwd else None,
+                                           harness=harness or "all", limit=limit, show_paths=show_paths))
+
+        def human(d: dict[str, Any]) -> None:
+            if d["sessions"]:
+                table(["ADDRESS", "TITLE", "FOLDER", "LAST ACTIVE", "LOADED"],
+                      [[s["address"], (s.get("title") or "")[:60], s.get("cwd"), s.get("lastActivityAt"),
+                        {True: "yes", False: "no"}.get(s.get("loaded"), "?")] for s in d["sessions"]])
+            else:
+                click.echo("No sessions found.")
+
+        provider_lines(data["providers"])
+        emit(data, as_json, human, ndjson)
+
+    @cli.command(epilog=EXIT_HELP)
+    @click.argument("target")
+    @click.argument("text")
+    @click.option("--message-id", help="A ULID making retries idempotent (same id + same text = no resend).")
+    @click.option("--ttl-ms", type=click.IntRange(1, None), help="Give up pushing this long after the first attempt.")
+    @click.option("--reply-by", help="Deadline for an answer (ISO 8601 with a zone).")
+    @click.option("--anticipation", type=click.Choice(["reply", "action", "fyi"]))
+    @click.option("--wait", "wait_reply", is_flag=True, help="Wait for the recipient's resolution (implies reply).")
+    @click.option("--timeout-ms", type=click.IntRange(0, 600000), default=60000, show_default=True, help="With --wait.")
+    @click.option("--retry-count", type=click.IntRange(0, 20), default=0, show_default=True)
+    @click.option("--retry-delay-ms", type=click.IntRange(0, 60000), default=500, show_default=True)
+    @click.option("--retry-backoff", type=click.FloatRange(1.0, 10.0), default=2.0, show_default=True)
+    @click.option("--retry-jitter", type=click.FloatRange(0.0, 1.0), default=0.1, show_default=True)
+    @click.option("--retry-unknown", is_flag=True, help="Push again a message whose earlier outcome was unknown.")
+    @with_from
+    @json_opt
+    @ndjson_opt
+    @click.pass_context
+    def send(ctx: click.Context, target: str, text: str, message_id: str | None, ttl_ms: int | None, reply_by: str | None,
+             anticipation: str | None, wait_reply: bool, timeout_ms: int, retry_count: int, retry_delay_ms: int,
+             retry_backoff: float, retry_jitter: float, retry_unknown: bool, from_address: str | None,
+             from_thread: str | None, from_endpoint: str | None, as_json: bool, ndjson: bool) -> None:
+        """Send TEXT to TARGET: a contact alias, an address (harness:id, role:name), a form a plugin
+        understands (e.g. an endpoint composite), or a bare session id.
+
+        The outcome is exactly one of delivered, queued, rejected, unknown.
+        """
+        from agent_link_core import api
+
+        app = get_app(ctx)
+        me = who_am_i(app, from_address, from_thread, from_endpoint)
+        policy = api.RetryPolicy(retry_count, retry_delay_ms, retry_backoff, retry_jitter)
+        if wait_reply and anticipation is None:
+            anticipation = "reply"
+        result = run_async(api.send_reliably(app, target, text, sender=me, message_id=message_id, ttl_ms=ttl_ms,
+                                             reply_by=reply_by, anticipation=anticipation, retry=policy,
+                                             retry_unknown=retry_unknown))
+        data = result.to_dict()
+        if wait_reply and result.outcome in ("delivered", "queued"):
+            data["wait"] = run_async(app.wait(caller=me, agent=result.to, reply_to=result.message_id, timeout_ms=timeout_ms))
+
+        def human(d: dict[str, Any]) -> None:
+            line = f"{d['outcome']}: {d['messageId'] or '-'} to {d['to'] or target}"
+            click.echo(line + (" (already sent; nothing resent)" if d["duplicate"] else ""))
+            if d.get("error"):
+                click.echo(f"agent-link: {d['error']['message']}", err=True)
+            for w in d.get("warnings", []):
+                click.echo(f"warning: {w['message']}", err=True)
+            if "wait" in d:
+                click.echo(f"wait: {d['wait']['outcome']}")
+                if d["wait"].get("reply"):
+                    click.echo(d["wait"]["reply"]["envelope"])
+
+        emit(data, as_json, human, ndjson)
+        sys.exit({"delivered": 0, "queued": 0, "unknown": EXIT_UNKNOWN}.get(result.outcome, 1))
+
+    @cli.command(epilog=EXIT_HELP)
+    @click.argument("message_id")
+    @click.argument("text", required=False)
+    @click.option("--decline", "kind", flag_value="decline", help="Decline it; TEXT is the reason.")
+    @click.option("--done", "kind", flag_value="done", help="Mark it done; TEXT is an optional note.")
+    @with_from
+    @json_opt
+    @click.pass_context
+    def reply(ctx: click.Context, message_id: str, text: str | None, kind: str | None, from_address: str | None,
+              from_thread: str | None, from_endpoint: str | None, as_json: bool) -> None:
+        """Answer MESSAGE_ID, a message addressed to the current session; the answer goes back
+        to its sender."""
+        app = get_app(ctx)
+        me = who_am_i(app, from_address, from_thread, from_endpoint)
+        data = run_async(app.reply(caller=me, message_id=message_id, resolution=kind or "reply", message=text))
+        emit(data, as_json, lambda d: click.echo(f"{d['resolution']['kind']}: {message_id} ({d['status']}); reply {d['messageId'] or 'none'} {d['delivery']}"))
+
+    @cli.command(epilog=EXIT_HELP)
+    @click.argument("message_id")
+    @with_from
+    @json_opt
+    @click.pass_context
+    def status(ctx: click.Context, message_id: str, from_address: str | None, from_thread: str | None,
+               from_endpoint: str | None, as_json: bool) -> None:
+        """Show delivery, status and reminders of a message you sent or received."""
+        app = get_app(ctx)
+        me = who_am_i(app, from_address, from_thread, from_endpoint)
+        try:
+            data = app.status(me, message_id)
+        except AgentLinkError as exc:
+            fail(exc)
+        emit(data, as_json, lambda d: click.echo(
+            f"{message_id}: {d['delivery']}, status {d['status'] or 'none (fyi)'}, from {d['from']} to {d['to']}"))
+
+    @cli.command(epilog=EXIT_HELP)
+    @click.argument("message_id")
+    @click.option("--timeout-ms", type=click.IntRange(0, 600000), default=60000, show_default=True)
+    @with_from
+    @json_opt
+    @click.pass_context
+    def wait(ctx: click.Context, message_id: str, timeout_ms: int, from_address: str | None, from_thread: str | None,
+             from_endpoint: str | None, as_json: bool) -> None:
+        """Wait for the resolution of MESSAGE_ID (exit 0 also on timeout: check the outcome)."""
+        app = get_app(ctx)
+        me = who_am_i(app, from_address, from_thread, from_endpoint)
+        data = run_async(app.wait(caller=me, agent=message_id, reply_to=message_id, timeout_ms=timeout_ms))
+
+        def human(d: dict[str, Any]) -> None:
+            click.echo(f"{d['outcome']} after {d['waitedMs']} ms")
+            if d.get("reply"):
+                click.echo(d["reply"]["envelope"])
+
+        emit(data, as_json, human)
+
+    @cli.command(epilog=EXIT_HELP)
+    @json_opt
+    @ndjson_opt
+    @click.pass_context
+    def who(ctx: click.Context, as_json: bool, ndjson: bool) -> None:
+        """Live sessions merged with your contacts."""
+        from agent_link_core import api
+
+        data = run_async(api.who(get_app(ctx)))
+
+        def human(d: dict[str, Any]) -> None:
+            table(["ALIAS", "ADDRESS", "TITLE", "FOLDER"],
+                  [[s.get("alias"), s["address"], (s.get("title") or "")[:60], s.get("cwd")] for s in d["sessions"]]
+                  + [[c["alias"], c["address"], "(not seen now)", c.get("project")] for c in d["offlineContacts"]])
+
+        provider_lines(data["providers"])
+        emit(data, as_json, human, ndjson)
+
+    @cli.command(epilog=EXIT_HELP)
+    @click.argument("query")
+    @json_opt
+    @click.pass_context
+    def find(ctx: click.Context, query: str, as_json: bool) -> None:
+        """Find an agent by alias, project, title or id: answers none, one or many."""
+        from agent_link_core import api
+
+        data = run_async(api.find(get_app(ctx), query))
+
+        def human(d: dict[str, Any]) -> None:
+            click.echo(d["verdict"])
+            for m in d["matches"]:
+                click.echo(f"  {m.get('alias') or '-'}  {m['address']}  {m.get('title') or ''}".rstrip())
+
+        emit(data, as_json, human)
+        sys.exit({"one": 0, "none": EXIT_NONE}.get(data["verdict"], EXIT_MANY))
+
+    @cli.group(epilog=EXIT_HELP)
+    def contacts() -> None:
+        """Short aliases for sessions (trimmed, lower case, unique, one per session)."""
+
+    @contacts.command("add")
+    @click.argument("alias")
+    @click.argument("target")
+    @json_opt
+    @click.pass_context
+    def contacts_add(ctx: click.Context, alias: str, target: str, as_json: bool) -> None:
+        """Bind ALIAS to TARGET (an address, or any form `send` accepts)."""
+        from agent_link_core import api
+
+        app = get_app(ctx)
+        address = run_async(api.resolve_target(app, target, app.caller()))
+        try:
+            data = api.add_contact(app, alias, address)
+        except AgentLinkError as exc:
+            fail(exc)
+        emit(data, as_json, lambda d: click.echo(f"{d['alias']} -> {d['address']}"))
+
+    @contacts.command("rename")
+    @click.argument("old")
+    @click.argument("new")
+    @json_opt
+    @click.pass_context
+    def contacts_rename(ctx: click.Context, old: str, new: str, as_json: bool) -> None:
+        """Rename alias OLD to NEW."""
+        from agent_link_core import api
+
+        try:
+            data = api.rename_contact(get_app(ctx), old, new)
+        except AgentLinkError as exc:
+            fail(exc)
+        emit(data, as_json, lambda d: click.echo(f"{d['alias']} -> {d['address']}"))
+
+    @contacts.command("remove")
+    @click.argument("alias")
+    @json_opt
+    @click.pass_context
+    def contacts_remove(ctx: click.Context, alias: str, as_json: bool) -> None:
+        """Forget ALIAS."""
+        from agent_link_core import api
+
+        try:
+            data = api.remove_contact(get_app(ctx), alias)
+        except AgentLinkError as exc:
+            fail(exc)
+        emit(data, as_json, lambda d: click.echo(f"removed {d['alias']} ({d['address']})"))
+
+    @contacts.command("list")
+    @json_opt
+    @click.pass_context
+    def contacts_list(ctx: click.Context, as_json: bool) -> None:
+        """List contacts."""
+        from agent_link_core import api
+
+        data = {"version": 1, "contacts": api.list_contacts(get_app(ctx))}
+        emit(data, as_json, lambda d: table(["ALIAS", "ADDRESS", "PROJECT", "LAST SEEN"],
+                                            [[c["alias"], c["address"], c["project"], c["lastSeen"]] for c in d["contacts"]]))
 
     @cli.command(epilog=EXIT_HELP)
     def mcp() -> None:

@@ -65,6 +65,8 @@ class Delivery:
     :param fields: extra result fields for the sender (turn id, action, ...).
     :param unknown: True when the push may or may not have landed (answer lost and the
         session could not be checked); the message stays queued and is never resent blindly.
+    :param retryable: True when the push failed before the host accepted anything (e.g. the
+        host said it is overloaded): trying again cannot duplicate it.
     """
 
     delivered: bool = False
@@ -74,6 +76,7 @@ class Delivery:
     warnings: list[dict[str, Any]] = field(default_factory=list)
     fields: dict[str, Any] = field(default_factory=dict)
     unknown: bool = False
+    retryable: bool = False
 
 
 class Harness:

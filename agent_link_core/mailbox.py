@@ -570,6 +570,24 @@ class Mailbox:
         self._emit("released", message_id, at, actor, {"from": row["recipient"], "to": new_recipient})
         return True
 
+    def record_event(self, message_id: str, kind: str, actor: str | None, via: str | None, data: dict[str, Any]) -> None:
+        """Append an audit event that changes no message state (e.g. ``delivery_unknown``)."""
+        with self.store.write() as conn:
+            self._event(conn, message_id, kind, now_ms(), actor, via, data)
+
+    def push_outcome(self, message_id: str) -> str:
+        """How delivery stands for a sender: ``delivered``, ``unknown`` (the last push may
+        have landed, unconfirmed) or ``queued``."""
+        row = self.get_row(message_id)
+        if row is not None and row["first_delivered_at"] is not None:
+            return "delivered"
+        last = self.store.conn.execute(
+            "SELECT kind FROM message_events WHERE message_id = ? AND kind IN ('delivery_unknown', 'delivered', 'released')"
+            " ORDER BY seq DESC LIMIT 1",
+            (message_id,),
+        ).fetchone()
+        return "unknown" if last is not None and last["kind"] == "delivery_unknown" else "queued"
+
     # -- internals ---------------------------------------------------------------------
 
     @staticmethod

@@ -112,6 +112,20 @@ CORE_MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
+    Migration(
+        "core",
+        2,
+        """
+        CREATE TABLE contacts (
+            alias TEXT PRIMARY KEY,         -- trimmed, lower case
+            address TEXT NOT NULL UNIQUE,   -- one alias per session
+            project TEXT,
+            label TEXT,
+            last_seen INTEGER,              -- epoch ms
+            created_at INTEGER NOT NULL
+        );
+        """,
+    ),
 )
 
 

@@ -1,0 +1,390 @@
+"""The typed Python API: the same operations as the ``agent-link`` CLI, for scripts.
+
+Every function takes an :class:`~agent_link_core.app.App` (``App.create()`` builds one from
+the environment) and raises :class:`~agent_link_core.errors.AgentLinkError` on failure::
+
+    import asyncio
+    from agent_link_core.app import App
+    from agent_link_core import api
+
+    app = App.create()
+    me = api.sender(app, explicit="team:alice")
+    result = asyncio.run(api.send_reliably(app, "team:bob", "Build is green.", sender=me))
+    print(result.outcome, result.message_id)      # queued 01J...
+
+A send has exactly one outcome: ``delivered`` (the recipient's host confirmed it),
+``queued`` (stored; the recipient gets it from its inbox or a later push), ``rejected``
+(refused, nothing delivered) or ``unknown`` (a push may have landed but its answer was
+lost; it is never pushed again unless asked with ``retry_unknown``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_link_core.app import App
+from agent_link_core.directory import session_view
+from agent_link_core.errors import AgentLinkError, invalid_arguments
+from agent_link_core.mailbox import iso
+from agent_link_core.model import Caller, address_scheme, is_address
+from agent_link_core.store import now_ms
+
+ALIAS_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+OUTCOMES = ("delivered", "queued", "rejected", "unknown")
+SESSIONS_FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Automatic retries of a push that failed before the host accepted anything.
+
+    :param count: extra attempts (0 = none).
+    :param delay_ms: wait before the first retry, in ms.
+    :param backoff: multiplier applied to the delay after each retry (>= 1).
+    :param jitter: random fraction (0-1) added to or taken from each delay.
+    """
+
+    count: int = 0
+    delay_ms: int = 500
+    backoff: float = 2.0
+    jitter: float = 0.1
+
+    def delays_ms(self) -> list[float]:
+        """The delays before each retry, jitter applied."""
+        out = []
+        for k in range(self.count):
+            base = self.delay_ms * (self.backoff**k)
+            out.append(max(0.0, base * (1 + random.uniform(-self.jitter, self.jitter))))
+        return out
+
+
+@dataclass
+class SendResult:
+    """The outcome of :func:`send_reliably`.
+
+    :param outcome: one of :data:`OUTCOMES`.
+    :param message_id: the message's ULID (None when rejected before storing).
+    :param to: the recipient address.
+    :param duplicate: True when the same id and content was sent before (nothing resent).
+    :param attempts: push attempts made by this call.
+    :param error: the refusal, for ``rejected``.
+    """
+
+    outcome: str
+    message_id: str | None
+    to: str | None
+    duplicate: bool = False
+    attempts: int = 0
+    expires_at: str | None = None
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    error: dict[str, Any] | None = None
+    fields: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object the CLI prints (``version`` 1)."""
+        out = {"version": 1, "outcome": self.outcome, "messageId": self.message_id, "to": self.to,
+               "duplicate": self.duplicate, "attempts": self.attempts, "expiresAt": self.expires_at}
+        if self.warnings:
+            out["warnings"] = self.warnings
+        if self.error:
+            out["error"] = self.error
+        out.update(self.fields)
+        return out
+
+
+def sender(app: App, *, explicit: str | None = None, thread: str | None = None, endpoint: str | None = None) -> Caller:
+    """Who is sending: an explicit ``--from`` address, else a thread/endpoint pair given to
+    the harnesses to recognise, else the current session (``CODEX_THREAD_ID``-style variables
+    the harness plugins read), else ``AGENT_LINK_ADDRESS``, else unverified ``external``.
+
+    :raises AgentLinkError: ``invalid_arguments`` for a malformed ``explicit`` address, or a
+        thread no harness recognises.
+    """
+    if explicit:
+        if not is_address(explicit):
+            raise invalid_arguments([{"path": "from", "rule": "pattern", "expected": "an address such as <harness>:<id>"}])
+        return Caller(explicit, "explicit", address_scheme(explicit))
+    if thread:
+        meta = {"threadId": thread, **({"endpointId": endpoint} if endpoint else {})}
+        for harness in app.harnesses.values():
+            found = harness.identify_caller(meta, {})
+            if found is not None and found.known:
+                return Caller(found.address, "explicit", found.host)
+        raise invalid_arguments([{"path": "from-thread", "rule": "unknown", "expected": "a thread id a harness recognises"}])
+    return app.caller()
+
+
+def normalise_alias(alias: str) -> str:
+    """Trim and lower-case an alias; raises ``invalid_arguments`` when it is not usable."""
+    norm = alias.strip().lower()
+    if not ALIAS_RE.match(norm):
+        raise invalid_arguments([{"path": "alias", "rule": "pattern", "expected": "1-64 of a-z 0-9 . _ -, starting with a letter or digit"}])
+    return norm
+
+
+async def resolve_target(app: App, target: str, caller: Caller) -> str:
+    """Turn a CLI target into a recipient address.
+
+    Order: a contact alias; an address (``harness:id``, ``role:name``); a form a plugin
+    understands (e.g. an endpoint composite) through ``agent_link_resolve_address``; a bare
+    id found by a complete scan of every harness. A scan that could not finish, or that
+    finds the id more than once, refuses instead of guessing.
+
+    :raises AgentLinkError: ``not_found``, ``ambiguous``, ``archived``, or the harness's
+        ``<harness>_unavailable`` when a scan was incomplete.
+    """
+    target = target.strip()
+    contact = app.store.conn.execute("SELECT address FROM contacts WHERE alias = ?", (target.lower(),)).fetchone()
+    if contact is not None:
+        return contact["address"]
+    if is_address(target):
+        recipient, _, _ = await app.target_address(target, caller)
+        return recipient
+    routed = app.hooks.resolve_address(target, caller.address)
+    if routed is not None:
+        return routed["address"]
+    from agent_link_core.directory import gather_listings
+
+    listings = await gather_listings(app.harnesses, include_archived=True, limit=100_000)
+    matches = [s for listing in listings.values() for s in listing.sessions if s.id == target or target in s.aliases]
+    incomplete = [name for name, listing in listings.items() if not listing.complete]
+    if len(matches) > 1:
+        raise AgentLinkError("ambiguous", f"{target} is known to several harnesses or endpoints.",
+                             {"query": target, "candidates": [{"address": s.address} for s in matches[:5]]},
+                             hint="Use the full address or a contact alias.")
+    if incomplete:
+        name = incomplete[0]
+        raise AgentLinkError(f"{name}_unavailable", f"Could not finish listing {name} sessions, so {target} cannot be resolved safely.",
+                             {"searched": incomplete}, hint="Use the full address, or retry when every endpoint answers.")
+    if not matches:
+        raise AgentLinkError("not_found", f"No session has the id {target}.", {"query": target, "candidates": []},
+                             hint="List sessions with `agent-link sessions`.")
+    if matches[0].archived:
+        raise AgentLinkError("archived", f"{matches[0].address} is archived.", {"address": matches[0].address})
+    return matches[0].address
+
+
+async def send_reliably(
+    app: App, target: str, text: str, *, sender: Caller, message_id: str | None = None, ttl_ms: int | None = None,
+    reply_by: str | None = None, anticipation: str | None = None, retry: RetryPolicy = RetryPolicy(),
+    retry_unknown: bool = False,
+) -> SendResult:
+    """Send with one honest outcome, idempotent on ``message_id``.
+
+    The same id with the same content reports the first outcome and pushes nothing again
+    (an ``unknown`` one only with ``retry_unknown``); with other content it is rejected.
+    ``ttl_ms`` counts from the first attempt: past it, nothing is pushed any more.
+    Only pushes that failed before the host accepted them are retried automatically.
+
+    :raises AgentLinkError: never for a refusal (that is ``rejected``); only for bad
+        arguments (``invalid_arguments``) and an unusable state dir (``state_io_error``).
+    """
+    if ttl_ms is not None and ttl_ms <= 0:
+        raise invalid_arguments([{"path": "ttl-ms", "rule": "minimum", "expected": "a positive number of ms"}])
+    try:
+        recipient = await resolve_target(app, target, sender)
+        existing = app.mailbox.get_row(message_id) if message_id else None
+        outcome = await app.send(caller=sender, to=recipient, body=text, anticipation=anticipation, reply_by=reply_by,
+                                 message_id=message_id, tool="cli send",
+                                 options={})
+    except AgentLinkError as exc:
+        if exc.code == "invalid_arguments" and exc.details.get("errors", [{}])[0].get("rule") != "idempotency":
+            raise
+        return SendResult("rejected", message_id, None, error=exc.to_dict())
+    row = app.mailbox.get_row(outcome.message["id"])
+    expires_at = _expiry(app, row, ttl_ms, first_attempt=existing is None)
+    result = SendResult("queued", row["id"], row["recipient"], duplicate=not outcome.created, expires_at=iso(expires_at) if expires_at else None,
+                        warnings=list(outcome.warnings))
+    delivery = outcome.delivery
+    attempts = 1 if outcome.created and delivery is not None else 0
+    # A resend with the same id pushes nothing again, except an unknown outcome on request
+    # (the harness checks whether the first push landed before it sends anything).
+    if not outcome.created and retry_unknown and app.mailbox.push_outcome(row["id"]) == "unknown":
+        if expires_at is not None and now_ms() > expires_at:
+            return SendResult("rejected", row["id"], row["recipient"], duplicate=True, expires_at=result.expires_at,
+                              error={"code": "invalid_arguments", "message": "The message's time to live has passed."})
+        delivery = await app.push(row, {})
+        attempts += 1
+    for delay in retry.delays_ms():
+        if delivery is None or not delivery.retryable or (expires_at is not None and now_ms() + delay > expires_at):
+            break
+        await asyncio.sleep(delay / 1000)
+        delivery = await app.push(row, {})
+        attempts += 1
+    result.attempts = attempts
+    result.outcome = app.mailbox.push_outcome(row["id"])
+    if delivery is not None:
+        result.warnings += delivery.warnings
+        result.fields.update(delivery.fields)
+    return result
+
+
+def _expiry(app: App, row: Any, ttl_ms: int | None, *, first_attempt: bool) -> int | None:
+    """The message's expiry (ms), fixed by its first attempt and never extended."""
+    import json
+
+    meta = json.loads(row["metadata"] or "{}")
+    if "expiresAt" in meta:
+        return int(meta["expiresAt"])
+    if ttl_ms is None or not first_attempt:
+        return None
+    expires = row["sent_at"] + ttl_ms
+    meta["expiresAt"] = expires
+    with app.store.write() as conn:
+        conn.execute("UPDATE messages SET metadata = ? WHERE id = ?", (json.dumps(meta), row["id"]))
+    return expires
+
+
+async def list_sessions(
+    app: App, *, search: str | None = None, cwd: str | None = None, harness: str = "all", limit: int = 50,
+    show_paths: bool = False,
+) -> dict[str, Any]:
+    """Every agent session on the machine, newest first (``limit`` 1-500, checked first).
+
+    :returns: ``{"version": 1, "sessions": [...], "providers": {...}}``; without
+        ``show_paths`` each session's cwd is reduced to its folder name.
+    :raises AgentLinkError: ``invalid_arguments`` for a bad limit.
+    """
+    if not 1 <= limit <= 500:
+        raise invalid_arguments([{"path": "limit", "rule": "range", "expected": "1-500"}])
+    from agent_link_core.directory import gather_listings, providers_view, score
+
+    listings = await gather_listings(app.harnesses, only=harness, limit=max(limit, 200))
+    sessions = [s for listing in listings.values() for s in listing.sessions if not s.archived]
+    if cwd:
+        want = cwd.rstrip("/")
+        sessions = [s for s in sessions if (s.cwd or "").rstrip("/") == want]
+    if search:
+        sessions = [s for s in sessions if score(s, search)[0] > 0]
+    sessions.sort(key=lambda s: -(s.last_activity_ms or 0))
+    views = []
+    for s in sessions[:limit]:
+        view = session_view(s)
+        if not show_paths:
+            view["cwd"] = (s.cwd or "").rstrip("/").rsplit("/", 1)[-1] or None
+            view = {k: v for k, v in view.items() if not _looks_private(k)}
+        views.append(view)
+    return {"version": SESSIONS_FORMAT_VERSION, "sessions": views, "providers": providers_view(listings)}
+
+
+def _looks_private(key: str) -> bool:
+    return key in ("path", "transcriptPath", "socketPath", "rolloutPath")
+
+
+# -- contacts ------------------------------------------------------------------------
+
+
+def add_contact(app: App, alias: str, address: str, *, project: str | None = None, label: str | None = None) -> dict[str, Any]:
+    """Bind ``alias`` to a session address (one alias per session, unique aliases).
+
+    :raises AgentLinkError: ``invalid_arguments`` for a bad alias or address, an alias bound
+        elsewhere, or a session that already has an alias (rename that one instead).
+    """
+    norm = normalise_alias(alias)
+    if not is_address(address):
+        raise invalid_arguments([{"path": "address", "rule": "pattern", "expected": "an address such as <harness>:<id>"}])
+    with app.store.write() as conn:
+        taken = conn.execute("SELECT address FROM contacts WHERE alias = ?", (norm,)).fetchone()
+        if taken is not None and taken["address"] != address:
+            raise invalid_arguments([{"path": "alias", "rule": "unique", "expected": f"an alias not already bound (to {taken['address']})"}])
+        other = conn.execute("SELECT alias FROM contacts WHERE address = ? AND alias != ?", (address, norm)).fetchone()
+        if other is not None:
+            raise invalid_arguments([{"path": "address", "rule": "one_alias", "expected": f"a session without an alias (it is {other['alias']!r}; rename it)"}])
+        conn.execute(
+            "INSERT INTO contacts (alias, address, project, label, created_at) VALUES (?, ?, ?, ?, ?)"
+            " ON CONFLICT (alias) DO UPDATE SET project = COALESCE(excluded.project, project), label = COALESCE(excluded.label, label)",
+            (norm, address, project, label, now_ms()),
+        )
+    return contact(app, norm)
+
+
+def rename_contact(app: App, old: str, new: str) -> dict[str, Any]:
+    """Rename an alias; raises ``not_found`` / ``invalid_arguments`` (new alias taken)."""
+    old_n, new_n = normalise_alias(old), normalise_alias(new)
+    with app.store.write() as conn:
+        if conn.execute("SELECT 1 FROM contacts WHERE alias = ?", (old_n,)).fetchone() is None:
+            raise AgentLinkError("not_found", f"There is no contact {old_n!r}.", {"query": old_n, "candidates": []})
+        if old_n != new_n and conn.execute("SELECT 1 FROM contacts WHERE alias = ?", (new_n,)).fetchone():
+            raise invalid_arguments([{"path": "new", "rule": "unique", "expected": "an alias not already bound"}])
+        conn.execute("UPDATE contacts SET alias = ? WHERE alias = ?", (new_n, old_n))
+    return contact(app, new_n)
+
+
+def remove_contact(app: App, alias: str) -> dict[str, Any]:
+    """Drop an alias; raises ``not_found``. Returns the removed contact."""
+    norm = normalise_alias(alias)
+    gone = contact(app, norm)
+    with app.store.write() as conn:
+        conn.execute("DELETE FROM contacts WHERE alias = ?", (norm,))
+    return gone
+
+
+def contact(app: App, alias: str) -> dict[str, Any]:
+    """One contact; raises ``not_found``."""
+    row = app.store.conn.execute("SELECT * FROM contacts WHERE alias = ?", (alias,)).fetchone()
+    if row is None:
+        raise AgentLinkError("not_found", f"There is no contact {alias!r}.", {"query": alias, "candidates": []})
+    return _contact_view(row)
+
+
+def list_contacts(app: App) -> list[dict[str, Any]]:
+    """All contacts, by alias."""
+    return [_contact_view(r) for r in app.store.conn.execute("SELECT * FROM contacts ORDER BY alias")]
+
+
+def _contact_view(row: Any) -> dict[str, Any]:
+    return {"alias": row["alias"], "address": row["address"], "project": row["project"], "label": row["label"],
+            "lastSeen": iso(row["last_seen"]) if row["last_seen"] else None}
+
+
+async def who(app: App) -> dict[str, Any]:
+    """Live sessions merged with contacts; refreshes a contact's project, label, last seen."""
+    listing = await list_sessions(app, limit=500)
+    by_address = {s["address"]: s for s in listing["sessions"]}
+    with app.store.write() as conn:
+        for row in conn.execute("SELECT * FROM contacts").fetchall():
+            live = by_address.get(row["address"])
+            if live is not None:
+                conn.execute("UPDATE contacts SET project = ?, label = ?, last_seen = ? WHERE alias = ?",
+                             (live.get("cwd"), live.get("title"), now_ms(), row["alias"]))
+    contacts = {c["address"]: c for c in list_contacts(app)}
+    agents = [{**s, "alias": contacts.get(s["address"], {}).get("alias")} for s in listing["sessions"]]
+    offline = [c for a, c in contacts.items() if a not in by_address]
+    return {"version": 1, "sessions": agents, "offlineContacts": offline, "providers": listing["providers"]}
+
+
+async def find(app: App, query: str) -> dict[str, Any]:
+    """``none`` / ``one`` / ``many`` agents matching ``query``: an exact alias wins without
+    any discovery; otherwise alias, project, title and id are searched over complete listings.
+
+    :raises AgentLinkError: ``<harness>_unavailable`` when a listing could not be completed
+        (a possibly wrong "none" or "one" is never returned).
+    """
+    norm = query.strip().lower()
+    row = app.store.conn.execute("SELECT * FROM contacts WHERE alias = ?", (norm,)).fetchone()
+    if row is not None:
+        return {"version": 1, "verdict": "one", "matches": [{**_contact_view(row), "matchedBy": "alias"}]}
+    from agent_link_core.directory import gather_listings, score
+
+    listings = await gather_listings(app.harnesses, limit=100_000)
+    incomplete = [n for n, listing in listings.items() if not listing.complete]
+    if incomplete:
+        raise AgentLinkError(f"{incomplete[0]}_unavailable", f"Could not list every {incomplete[0]} session, so the search would be incomplete.",
+                             {"searched": incomplete}, hint="Retry when every endpoint answers.")
+    contacts = {c["address"]: c for c in list_contacts(app)}
+    matches = []
+    for listing in listings.values():
+        for s in listing.sessions:
+            alias = contacts.get(s.address, {}).get("alias") or ""
+            if norm in alias or score(s, query)[0] > 0:
+                matches.append({**session_view(s), "alias": alias or None})
+    for address, c in contacts.items():
+        if norm in c["alias"] and all(m["address"] != address for m in matches):
+            matches.append({**c, "matchedBy": "alias"})
+    verdict = "none" if not matches else ("one" if len(matches) == 1 else "many")
+    return {"version": 1, "verdict": verdict, "matches": matches}
+

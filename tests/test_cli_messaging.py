@@ -1,0 +1,229 @@
+"""The people-and-scripts CLI and its typed API: sessions, send outcomes, idempotency,
+retries, reply, contacts, who, find, status, wait."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from agent_link_core import api, hookimpl
+from agent_link_core import cli as cli_mod
+from agent_link_core.app import App
+from agent_link_core.harness import Delivery, Harness, SessionListing
+from agent_link_core.model import Caller, Session
+from agent_link_core.mailbox import new_message_id
+
+
+class ScriptedHarness(Harness):
+    """Sessions whose push behaviour is chosen by their id."""
+
+    def __init__(self, name: str, ids: tuple[str, ...], complete: bool = True) -> None:
+        self.name = name
+        self.ids = ids
+        self.complete = complete
+        self.pushes: list[str] = []
+        self.busy_left = 2
+
+    async def list_sessions(self, *, include_archived: bool = False, limit: int = 200) -> SessionListing:
+        sessions = [Session(f"{self.name}:{i}", self.name, i, title=f"{i} title", cwd=f"/home/u/proj-{i}", last_activity_ms=n)
+                    for n, i in enumerate(self.ids)]
+        return SessionListing(sessions, {"available": True, "reason": None}, complete=self.complete)
+
+    async def get_session(self, session_id: str) -> Session | None:
+        return next((s for s in (await self.list_sessions()).sessions if s.id == session_id), None)
+
+    async def deliver(self, message: dict[str, Any], envelope: str, options: Any) -> Delivery:
+        target = message["recipient"].split(":", 1)[1]
+        self.pushes.append(message["id"])
+        if target == "ok":
+            return Delivery(delivered=True, via="scripted", evidence={"echo": message["id"]})
+        if target == "busy":
+            if self.busy_left > 0:
+                self.busy_left -= 1
+                return Delivery(retryable=True, warnings=[{"code": "busy", "message": "overloaded"}])
+            return Delivery(delivered=True, via="scripted")
+        if target == "lost":
+            return Delivery(unknown=True)
+        return Delivery()
+
+
+class Plugin:
+    def __init__(self, *harnesses: Harness) -> None:
+        self.harnesses = harnesses
+
+    @hookimpl
+    def agent_link_register_harnesses(self, register: Any) -> None:
+        for h in self.harnesses:
+            register(h)
+
+
+@pytest.fixture
+def harness(monkeypatch: pytest.MonkeyPatch) -> ScriptedHarness:
+    h = ScriptedHarness("sx", ("ok", "busy", "lost", "quiet", "same"))
+    other = ScriptedHarness("sy", ("same", "only-y"))
+    monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", "codex claude roles receipts")
+    real_create = App.create
+    plugin = Plugin(h, other)
+    monkeypatch.setattr(cli_mod.App, "create", classmethod(lambda cls, env=None, extra_plugins=(): real_create(env, (plugin,))))
+    return h
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> Any:
+    return CliRunner().invoke(cli_mod.build_cli(), list(args), env=env, catch_exceptions=False)
+
+
+def out_json(result: Any) -> dict[str, Any]:
+    return json.loads(result.stdout)
+
+
+def test_sessions_json_hides_paths_and_reports_providers(harness: ScriptedHarness) -> None:
+    data = out_json(run("sessions", "--json"))
+    assert data["version"] == 1 and data["providers"]["sx"]["available"]
+    assert {s["cwd"] for s in data["sessions"]} >= {"proj-ok", "proj-busy"}
+    assert "/home/u" not in json.dumps(data)
+    full = out_json(run("sessions", "--json", "--show-paths", "--search", "busy"))
+    assert [s["address"] for s in full["sessions"]] == ["sx:busy"] and full["sessions"][0]["cwd"] == "/home/u/proj-busy"
+    one_line = run("sessions", "--ndjson")
+    assert one_line.stdout.count("\n") == 1 and json.loads(one_line.stdout)["version"] == 1
+    assert run("sessions", "--limit", "501").exit_code == 2
+
+
+def test_partial_listing_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    broken = ScriptedHarness("sz", ("x",), complete=False)
+    monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", "codex claude roles receipts")
+    real_create = App.create
+    monkeypatch.setattr(cli_mod.App, "create", classmethod(lambda cls, env=None, extra_plugins=(): real_create(env, (Plugin(broken),))))
+    result = run("sessions")
+    assert "sz: not fully listed" in result.stderr
+
+
+def test_send_outcomes_and_exit_codes(harness: ScriptedHarness) -> None:
+    delivered = run("send", "sx:ok", "hello", "--from", "team:me", "--json")
+    assert delivered.exit_code == 0 and out_json(delivered)["outcome"] == "delivered"
+    queued = run("send", "sx:quiet", "hello", "--from", "team:me", "--json")
+    assert queued.exit_code == 0 and out_json(queued)["outcome"] == "queued"
+    unknown = run("send", "sx:lost", "hello", "--from", "team:me", "--json")
+    assert unknown.exit_code == cli_mod.EXIT_UNKNOWN and out_json(unknown)["outcome"] == "unknown"
+    rejected = run("send", "sx:nobody", "hello", "--from", "team:me", "--json")
+    assert rejected.exit_code == 1 and out_json(rejected)["outcome"] == "rejected"
+    assert out_json(rejected)["error"]["code"] == "not_found"
+
+
+def test_bare_ids_need_a_unique_complete_match(harness: ScriptedHarness) -> None:
+    assert out_json(run("send", "only-y", "hi", "--from", "team:me", "--json"))["to"] == "sy:only-y"
+    ambiguous = run("send", "same", "hi", "--from", "team:me", "--json")
+    assert ambiguous.exit_code == 1 and out_json(ambiguous)["error"]["code"] == "ambiguous"
+
+
+@pytest.mark.anyio
+async def test_incomplete_scan_refuses_a_bare_id(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", "codex claude roles receipts")
+    app = App.create(extra_plugins=(Plugin(ScriptedHarness("sz", ("x",), complete=False)),))
+    try:
+        result = await api.send_reliably(app, "y", "hi", sender=Caller("team:me", "explicit"))
+        assert result.outcome == "rejected" and result.error["code"] == "sz_unavailable"
+    finally:
+        app.close()
+
+
+def test_same_id_same_text_is_a_no_op(harness: ScriptedHarness) -> None:
+    mid = new_message_id()
+    first = out_json(run("send", "sx:quiet", "hello", "--message-id", mid, "--from", "team:me", "--json"))
+    again = out_json(run("send", "sx:quiet", "hello", "--message-id", mid, "--from", "team:me", "--json"))
+    assert first["outcome"] == again["outcome"] == "queued" and again["duplicate"] and again["attempts"] == 0
+    assert harness.pushes.count(mid) == 1
+    changed = run("send", "sx:quiet", "other text", "--message-id", mid, "--from", "team:me", "--json")
+    assert changed.exit_code == 1 and out_json(changed)["outcome"] == "rejected"
+
+
+def test_unknown_is_not_resent_without_retry_unknown(harness: ScriptedHarness) -> None:
+    mid = new_message_id()
+    run("send", "sx:lost", "hello", "--message-id", mid, "--from", "team:me")
+    again = run("send", "sx:lost", "hello", "--message-id", mid, "--from", "team:me", "--json")
+    assert out_json(again)["outcome"] == "unknown" and harness.pushes.count(mid) == 1
+    retried = run("send", "sx:lost", "hello", "--message-id", mid, "--from", "team:me", "--retry-unknown", "--json")
+    assert out_json(retried)["attempts"] == 1 and harness.pushes.count(mid) == 2
+
+
+def test_only_pre_acceptance_failures_are_retried(harness: ScriptedHarness) -> None:
+    no_retry = out_json(run("send", "sx:busy", "a", "--from", "team:me", "--json"))
+    assert no_retry["outcome"] == "queued" and no_retry["attempts"] == 1
+    harness.busy_left = 2
+    retried = out_json(run("send", "sx:busy", "b", "--from", "team:me", "--retry-count", "3", "--retry-delay-ms", "1", "--json"))
+    assert retried["outcome"] == "delivered" and retried["attempts"] == 3
+    lost = out_json(run("send", "sx:lost", "c", "--from", "team:me", "--retry-count", "3", "--retry-delay-ms", "1", "--json"))
+    assert lost["attempts"] == 1  # an unknown outcome is never retried automatically
+
+
+def test_ttl_counts_from_the_first_attempt(harness: ScriptedHarness) -> None:
+    mid = new_message_id()
+    first = out_json(run("send", "sx:lost", "x", "--message-id", mid, "--ttl-ms", "1", "--from", "team:me", "--json"))
+    assert first["expiresAt"]
+    import time
+
+    time.sleep(0.01)
+    late = run("send", "sx:lost", "x", "--message-id", mid, "--ttl-ms", "999999", "--from", "team:me", "--retry-unknown", "--json")
+    assert out_json(late)["outcome"] == "rejected" and out_json(late)["expiresAt"] == first["expiresAt"]
+
+
+def test_reply_status_wait_round_trip(harness: ScriptedHarness) -> None:
+    sent = out_json(run("send", "sx:quiet", "question?", "--anticipation", "reply", "--from", "team:me", "--json"))
+    mid = sent["messageId"]
+    wrong = run("reply", mid, "nope", "--from", "team:other")
+    assert wrong.exit_code == 1 and "Only sx:quiet" in wrong.stderr
+    answered = run("reply", mid, "answer!", "--from-thread", "quiet", "--json")
+    assert answered.exit_code == 1  # the scripted harness does not recognise threads: refused, not guessed
+    ok = out_json(run("reply", mid, "answer!", "--from", "sx:quiet", "--json"))
+    assert ok["status"] == "replied" and ok["target"]["address"] == "team:me"
+    status = out_json(run("status", mid, "--from", "team:me", "--json"))
+    assert status["status"] == "replied" and "body" not in status
+    waited = out_json(run("wait", mid, "--from", "team:me", "--timeout-ms", "1000", "--json"))
+    assert waited["outcome"] == "reply" and "answer!" in waited["reply"]["envelope"]
+    declined = out_json(run("send", "sx:quiet", "another", "--anticipation", "action", "--from", "team:me", "--json"))
+    assert run("reply", declined["messageId"], "--decline", "--from", "sx:quiet").exit_code == 1  # decline needs a reason
+    assert run("reply", declined["messageId"], "busy", "--decline", "--from", "sx:quiet").exit_code == 0
+
+
+def test_contacts_rules_and_alias_targets(harness: ScriptedHarness) -> None:
+    assert run("contacts", "add", "  Builder ", "sx:ok").exit_code == 0
+    listed = out_json(run("contacts", "list", "--json"))["contacts"]
+    assert listed == [{"alias": "builder", "address": "sx:ok", "project": None, "label": None, "lastSeen": None}]
+    assert run("contacts", "add", "builder", "sx:quiet").exit_code == 1  # alias bound elsewhere
+    assert run("contacts", "add", "second", "sx:ok").exit_code == 1  # one alias per session
+    assert run("contacts", "add", "bad alias!", "sx:quiet").exit_code == 1
+    assert out_json(run("send", "BUILDER", "hi", "--from", "team:me", "--json"))["to"] == "sx:ok"
+    assert out_json(run("contacts", "rename", "builder", "maker", "--json"))["alias"] == "maker"
+    assert run("contacts", "remove", "builder").exit_code == 1
+    assert run("contacts", "remove", "maker").exit_code == 0
+
+
+def test_find_verdicts_and_who(harness: ScriptedHarness) -> None:
+    run("contacts", "add", "builder", "sx:ok")
+    one = run("find", "builder", "--json")
+    assert one.exit_code == 0 and out_json(one)["verdict"] == "one"
+    assert run("find", "zzz-nothing").exit_code == cli_mod.EXIT_NONE
+    assert run("find", "title").exit_code == cli_mod.EXIT_MANY
+    who = out_json(run("who", "--json"))
+    mine = [s for s in who["sessions"] if s["address"] == "sx:ok"][0]
+    assert mine["alias"] == "builder"
+    assert out_json(run("contacts", "list", "--json"))["contacts"][0]["lastSeen"] is not None
+
+
+def test_readme_typed_api_example_runs(tmp_path: Any) -> None:
+    import os
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    block = re.search(r"### Typed API.*?```python\n(.*?)```", readme, re.S).group(1)
+    script = tmp_path / "example.py"
+    script.write_text(block)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, env=dict(os.environ))
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("queued ") and lines[1] == "bob"
