@@ -98,7 +98,7 @@ class SendResult:
 
 def sender(app: App, *, explicit: str | None = None, thread: str | None = None, endpoint: str | None = None) -> Caller:
     """Who is sending: an explicit ``--from`` address, else a thread/endpoint pair given to
-    the harnesses to recognise, else the current session (``CODEX_THREAD_ID``-style variables
+    the harnesses to recognise, else the current session (from the session variables
     the harness plugins read), else ``AGENT_LINK_ADDRESS``, else unverified ``external``.
 
     :raises AgentLinkError: ``invalid_arguments`` for a malformed ``explicit`` address, or a

@@ -298,6 +298,9 @@ class App:
             raise invalid_arguments([{"path": "message", "rule": "required", "expected": f"{what} for resolution {resolution}"}])
         reply_msg = None
         warnings: list[dict[str, Any]] = []
+        if (message is None or not message.strip()) and (anticipation is not None or reply_by is not None):
+            raise invalid_arguments([{"path": "anticipation" if anticipation is not None else "replyBy", "rule": "requires_message",
+                                      "expected": "a note in message, since labels describe the note sent back"}])
         if message is not None and message.strip():
             label, reply_by_ms = check_labels(anticipation, reply_by, False, now_ms())
             reply_msg = OutgoingMessage(

@@ -114,6 +114,7 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict[
             caller=call.caller, agent=result["to"], reply_to=result["messageId"],
             timeout_ms=args.get("timeoutMs", 60000), poll_ms=args.get("pollIntervalMs", 1000),
         )
+        call.warnings.extend(result["wait"].pop("warnings", []))
     return result
 
 
