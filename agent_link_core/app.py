@@ -50,6 +50,7 @@ class SendOutcome:
     delivery: Delivery | None
     warnings: list[dict[str, Any]] = field(default_factory=list)
     via: str | None = None
+    result_fields: dict[str, Any] = field(default_factory=dict)
 
 
 class App:
@@ -68,6 +69,7 @@ class App:
         self.hooks = hooks
         self.plugin_report = report
         self.env = env
+        hooks.app = self
         self.harnesses: dict[str, Harness] = hooks.harnesses()
         self.store = Store(config.db_path, hooks.migrations())
         self.mailbox = Mailbox(self.store, config, hooks)
@@ -158,7 +160,14 @@ class App:
                     return {**out, "status": "not_found"}
                 view = session_view(session)
                 return {**out, "status": "resolved", "best": view, "candidates": [view]}
-            routed = self.hooks.resolve_address(query, caller.address)
+            try:
+                routed = self.hooks.resolve_address(query, caller.address)
+            except AgentLinkError as exc:
+                # "Not found" from a resolve tool is a verdict, not an error (reference §3).
+                if exc.code not in ("not_found", "ambiguous"):
+                    raise
+                return {**out, "status": exc.code, "candidates": exc.details.get("candidates", []),
+                        "via": query if scheme == "role" else None}
             if routed is not None:
                 best = {"address": routed["address"], "harness": address_scheme(routed["address"])}
                 return {**out, "status": "resolved", "best": best, "candidates": [best], "via": routed.get("via")}
@@ -226,6 +235,7 @@ class App:
         self, *, caller: Caller, to: str, body: str, anticipation: str | None = None, reply_by: str | None = None,
         wait_for_reply: bool = False, reply_to: str | None = None, message_id: str | None = None,
         tool: str = "message_agent", arguments: Mapping[str, Any] | None = None, options: Mapping[str, Any] | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> SendOutcome:
         """Store a message, then try to push it to its recipient.
 
@@ -253,14 +263,16 @@ class App:
             recipient=recipient, body=clean, anticipation=label, reply_by_ms=reply_by_ms, reply_to=reply_to, metadata=meta,
         )
         is_reply = answered is not None and answered["recipient"] == caller.address
-        warnings = self.hooks.before_send(msg, SendContext(tool, dict(arguments or {}), via, is_reply))
+        context = SendContext(tool, dict(arguments or {}), via, is_reply, dict(meta or {}))
+        warnings = self.hooks.before_send(msg, context)
         if is_reply and self.mailbox.state(answered).resolution is None:
             _, row = self.mailbox.resolve(answered["id"], caller, "reply", reply=msg)
             created = True
         else:
             row, created = self.mailbox.store_message(msg)
         delivery = await self.push(row, options or {}) if created else None
-        return SendOutcome(self.mailbox.row_dict(self.mailbox.get_row(row["id"])), created, delivery, warnings, via)
+        return SendOutcome(self.mailbox.row_dict(self.mailbox.get_row(row["id"])), created, delivery, warnings, via,
+                           context.result)
 
     async def push(self, row: Any, options: Mapping[str, Any]) -> Delivery | None:
         """Offer a stored message to its recipient's harness; record delivery on evidence."""
@@ -282,6 +294,7 @@ class App:
     async def reply(
         self, *, caller: Caller, message_id: str, resolution: str = "reply", message: str | None = None,
         anticipation: str | None = None, reply_by: str | None = None, arguments: Mapping[str, Any] | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Resolve a message addressed to the caller, sending the reply back to its sender.
 
@@ -298,6 +311,7 @@ class App:
             raise invalid_arguments([{"path": "message", "rule": "required", "expected": f"{what} for resolution {resolution}"}])
         reply_msg = None
         warnings: list[dict[str, Any]] = []
+        context = SendContext("reply_agent_link_message", dict(arguments or {}), None, True, dict(meta or {}))
         if (message is None or not message.strip()) and (anticipation is not None or reply_by is not None):
             raise invalid_arguments([{"path": "anticipation" if anticipation is not None else "replyBy", "rule": "requires_message",
                                       "expected": "a note in message, since labels describe the note sent back"}])
@@ -309,9 +323,7 @@ class App:
                 metadata={"resolution": resolution},
             )
             if caller.address == row["recipient"]:
-                warnings = self.hooks.before_send(
-                    reply_msg, SendContext("reply_agent_link_message", dict(arguments or {}), None, True)
-                )
+                warnings = self.hooks.before_send(reply_msg, context)
         res, reply_row = self.mailbox.resolve(
             message_id, caller, resolution, reason=message if resolution != "reply" else None, reply=reply_msg
         )
@@ -328,6 +340,7 @@ class App:
             "status": state.status,
             "late": res["late"],
             "anticipation": reply_row["anticipation"] if reply_row is not None else None,
+            **context.result,
         }
         if delivery is not None and delivery.warnings:
             warnings += delivery.warnings
@@ -345,8 +358,9 @@ class App:
         envelopes = []
         for row in rows:
             state = self.mailbox.state(row)
+            self.mailbox.note_transition(row, state)
             view = self.mailbox.to_view(row, state)
-            view["open"] = state.status in ("pending", "unresolved", "expired") if row["anticipation"] != "fyi" else row["first_delivered_at"] is None
+            view["open"] = state.status in ("pending", "unresolved", "expired") if row["anticipation"] != "fyi" else row["delivered_at"] is None
             views.append(view)
             envelopes.append(self.mailbox.envelope(row))
         remaining = self.mailbox.count_open(caller.address, undelivered_only=True)
@@ -369,6 +383,7 @@ class App:
                 {"reason": "not_participant"},
             )
         state = self.mailbox.state(row)
+        self.mailbox.note_transition(row, state)
         view = self.mailbox.to_view(row, state)
         view.pop("bodyBytes", None)
         return {"messageId": message_id, "holder": row["recipient"], **{k: v for k, v in view.items() if k != "id"}}
@@ -469,6 +484,7 @@ class App:
                     out["reply"] = self._take_reply(caller, reply_id)
                 return out
             if state.status in ("unresolved", "expired"):
+                self.mailbox.note_transition(row, state)
                 return {"outcome": state.status}
             return None
         if not caller.known:
@@ -577,6 +593,7 @@ def message_summary(app: App, outcome: SendOutcome) -> dict[str, Any]:
         "duplicate": not outcome.created,
         "via": outcome.via,
     }
+    out.update(outcome.result_fields)
     if delivery is not None:
         out.update(delivery.fields)
         if delivery.unknown:

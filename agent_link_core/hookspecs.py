@@ -24,8 +24,10 @@ import pluggy
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import click
 
+    from agent_link_core.app import App
     from agent_link_core.config import Setting
     from agent_link_core.harness import Harness
+    from agent_link_core.model import Caller
     from agent_link_core.mailbox import EnvelopeContribution, Event, OutgoingMessage, SendContext
     from agent_link_core.store import Migration
     from agent_link_core.tools.registry import ToolSpec
@@ -98,11 +100,14 @@ def agent_link_schema() -> list[Migration] | None:
 
 
 @_hookspec(firstresult=True)
-def agent_link_resolve_address(address: str, caller_address: str) -> dict[str, Any] | None:
+def agent_link_resolve_address(address: str, caller_address: str, app: App) -> dict[str, Any] | None:
     """Resolve an indirect address (such as ``role:<name>``) to the agent that receives it.
 
-    :param address: a well-formed address whose scheme no harness owns.
+    :param address: an address whose scheme no harness owns, or another target form a
+        plugin may understand (e.g. ``<endpoint id>:<thread id>`` from the CLI).
     :param caller_address: who is sending (``external`` when unknown).
+    :param app: the :class:`~agent_link_core.app.App` of this process (settings, database,
+        mailbox); optional in implementations (pluggy passes only the arguments they take).
     :returns: ``None`` when this plugin does not handle the address, otherwise
         ``{"address": <concrete address>, "via": <the indirect address>, "metadata": {...}}``;
         ``metadata`` is stored with the message (e.g. a role procedure reference).
@@ -115,11 +120,15 @@ def agent_link_resolve_address(address: str, caller_address: str) -> dict[str, A
 
 
 @_hookspec
-def agent_link_before_send(message: OutgoingMessage, context: SendContext) -> list[dict[str, Any]] | None:
+def agent_link_before_send(message: OutgoingMessage, context: SendContext, app: App) -> list[dict[str, Any]] | None:
     """Check or annotate a message before anything is stored.
 
     :param message: the message about to be stored (mutable ``metadata`` and ``tags``).
-    :param context: the caller, the tool arguments and the resolved target.
+    :param context: the tool, its arguments, the indirect address used, whether it is a
+        reply, the tool call's ``meta``, and ``result``: a dict of declared send-result fields
+        the hook may fill (e.g. ``roleProcedure``, ``receipt``).
+    :param app: the :class:`~agent_link_core.app.App` of this process (settings, database,
+        mailbox); optional in implementations (pluggy passes only the arguments they take).
     :returns: warnings to attach to the result, ``[{"code", "message", "details"?}]``.
     :raises AgentLinkError: to refuse the send (e.g. ``permission_denied``); nothing is
         stored then.
@@ -130,11 +139,13 @@ def agent_link_before_send(message: OutgoingMessage, context: SendContext) -> li
 
 
 @_hookspec
-def agent_link_render_envelope(message: dict[str, Any]) -> EnvelopeContribution | None:
+def agent_link_render_envelope(message: dict[str, Any], app: App) -> EnvelopeContribution | None:
     """Contribute envelope attributes and elements for a stored message.
 
     :param message: the stored message as a dict (``id``, ``from``, ``to``, ``recipient``,
         ``metadata``, ...).
+    :param app: the :class:`~agent_link_core.app.App` of this process (settings, database,
+        mailbox); optional in implementations (pluggy passes only the arguments they take).
     :returns: an :class:`~agent_link_core.mailbox.EnvelopeContribution` with
         ``attributes`` (only ``via`` and ``procedure`` are rendered) and ``elements``
         (already rendered with :func:`agent_link_core.envelope.render_element`), or ``None``.
@@ -144,12 +155,14 @@ def agent_link_render_envelope(message: dict[str, Any]) -> EnvelopeContribution 
 
 
 @_hookspec
-def agent_link_on_event(event: Event) -> None:
+def agent_link_on_event(event: Event, app: App) -> None:
     """Observe a mailbox or harness event.
 
     :param event: an :class:`~agent_link_core.mailbox.Event` with ``kind`` one of sent,
         delivered, released, resolved, reminded, status_changed, launched, archived, forked,
         reconciled; ``message_id``, ``at_ms``, ``actor`` and ``data``.
+    :param app: the :class:`~agent_link_core.app.App` of this process (settings, database,
+        mailbox); optional in implementations (pluggy passes only the arguments they take).
 
     Called after the change is committed. An exception here is logged and never undoes or
     fails the change (receipts listen here).
@@ -157,11 +170,41 @@ def agent_link_on_event(event: Event) -> None:
 
 
 @_hookspec
-def agent_link_health() -> tuple[str, dict[str, Any]] | None:
+def agent_link_health(app: App) -> tuple[str, dict[str, Any]] | None:
     """Contribute a section to ``agent_link_health`` / ``agent-link health``.
+
+    :param app: the :class:`~agent_link_core.app.App` of this process (settings, database,
+        mailbox); optional in implementations (pluggy passes only the arguments they take).
 
     :returns: ``(section name, JSON-serialisable dict)``, or ``None``.
 
     Called on every health request; must be cheap and must not raise (an exception is
     reported in the section instead).
+    """
+
+
+@_hookspec(firstresult=True)
+def agent_link_check_override(
+    target: str, sender: Caller, setting: str, value: str, context: dict[str, Any], app: App
+) -> dict[str, Any] | None:
+    """Decide whether ``sender`` may change ``setting`` of the existing session ``target``.
+
+    :param target: the session's address.
+    :param sender: the caller asking for the change (an ``external`` caller never matches a
+        ``*`` policy entry).
+    :param setting: ``model`` (also covers model provider and service tier), ``effort`` or
+        ``cwd``.
+    :param value: the requested value (an absolute path for ``cwd``).
+    :param context: ``currentCwd`` (the session's current working directory) and
+        ``launchedBy`` (who launched it through agent-link, when known).
+    :param app: the :class:`~agent_link_core.app.App` of this process (settings, database,
+        mailbox); optional in implementations (pluggy passes only the arguments they take).
+    :returns: ``None`` when no plugin keeps a policy (then the harness allows nothing but
+        an effort change by the launcher); else ``{"allowed": True, "grantedBy": {...}}`` or
+        ``{"allowed": False, "reason": <permission_denied reason>, "message": str}`` with a
+        reason among ``model_switch_requires_fork_or_opt_in``, ``effort_not_permitted``,
+        ``cwd_change_not_permitted``, ``cwd_outside_workspace``.
+
+    Called by a harness before it applies a model, effort or cwd change to an existing
+    session. ``firstresult``.
     """

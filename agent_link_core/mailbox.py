@@ -300,13 +300,13 @@ class Mailbox:
         """Open mail for ``recipient``, oldest first: undelivered, or unresolved reply/action."""
         sql = "SELECT * FROM messages WHERE recipient = ? AND open = 1"
         if undelivered_only:
-            sql += " AND first_delivered_at IS NULL"
+            sql += " AND delivered_at IS NULL"
         return self.store.conn.execute(sql + " ORDER BY sent_at, id LIMIT ?", (recipient, limit)).fetchall()
 
     def count_open(self, recipient: str, *, undelivered_only: bool = False) -> int:
         sql = "SELECT COUNT(*) FROM messages WHERE recipient = ? AND open = 1"
         if undelivered_only:
-            sql += " AND first_delivered_at IS NULL"
+            sql += " AND delivered_at IS NULL"
         return int(self.store.conn.execute(sql, (recipient,)).fetchone()[0])
 
     # -- writing ---------------------------------------------------------------------
@@ -353,7 +353,7 @@ class Mailbox:
         at = now_ms()
         with self.store.write() as conn:
             row = conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
-            if row is None or row["first_delivered_at"] is not None:
+            if row is None or row["delivered_at"] is not None:
                 return False
             self._set_delivered(conn, row, at, via, evidence)
         self._emit("delivered", message_id, at, row["recipient"], {"via": via, "evidence": evidence or {}})
@@ -385,19 +385,19 @@ class Mailbox:
         marked: list[str] = []
         with self.store.write() as conn:
             rows = conn.execute(
-                "SELECT * FROM messages WHERE recipient = ? AND open = 1 AND first_delivered_at IS NULL"
+                "SELECT * FROM messages WHERE recipient = ? AND open = 1 AND delivered_at IS NULL"
                 " ORDER BY sent_at, id LIMIT ?",
                 (recipient, limit),
             ).fetchall()
             if include_open and len(rows) < limit:
                 rows += conn.execute(
-                    "SELECT * FROM messages WHERE recipient = ? AND open = 1 AND first_delivered_at IS NOT NULL"
+                    "SELECT * FROM messages WHERE recipient = ? AND open = 1 AND delivered_at IS NOT NULL"
                     " ORDER BY sent_at, id LIMIT ?",
                     (recipient, limit - len(rows)),
                 ).fetchall()
             if mark:
                 for row in rows:
-                    if row["first_delivered_at"] is None:
+                    if row["delivered_at"] is None:
                         self._set_delivered(conn, row, at, "inbox", None)
                         marked.append(row["id"])
                 ids = [r["id"] for r in rows]
@@ -498,7 +498,7 @@ class Mailbox:
         """Delivered, unresolved reply/action messages of ``recipient`` whose reminder is due."""
         now = now_ms() if now is None else now
         rows = self.store.conn.execute(
-            "SELECT * FROM messages WHERE recipient = ? AND open = 1 AND first_delivered_at IS NOT NULL"
+            "SELECT * FROM messages WHERE recipient = ? AND open = 1 AND delivered_at IS NOT NULL"
             " AND anticipation != 'fyi' ORDER BY sent_at",
             (recipient,),
         ).fetchall()
@@ -574,6 +574,22 @@ class Mailbox:
         """Append an audit event that changes no message state (e.g. ``delivery_unknown``)."""
         with self.store.write() as conn:
             self._event(conn, message_id, kind, now_ms(), actor, via, data)
+
+    def note_transition(self, row: sqlite3.Row, state: MessageState) -> None:
+        """Record, once across all processes, that a message became unresolved or expired
+        (statuses are computed on read, so the first reader to see it records it)."""
+        if state.status not in ("unresolved", "expired"):
+            return
+        at = now_ms()
+        with self.store.write() as conn:
+            cur = conn.execute(
+                "INSERT OR IGNORE INTO status_transitions (message_id, status, at) VALUES (?, ?, ?)",
+                (row["id"], state.status, at),
+            )
+            if cur.rowcount != 1:
+                return
+            self._event(conn, row["id"], "status_changed", at, None, None, {"status": state.status})
+        self._emit("status_changed", row["id"], at, None, {"status": state.status})
 
     def push_outcome(self, message_id: str) -> str:
         """How delivery stands for a sender: ``delivered``, ``unknown`` (the last push may

@@ -24,7 +24,9 @@ if TYPE_CHECKING:  # pragma: no cover
     import click
 
     from agent_link_core.config import Setting
+    from agent_link_core.app import App
     from agent_link_core.harness import Harness
+    from agent_link_core.model import Caller
     from agent_link_core.mailbox import EnvelopeContribution, Event, OutgoingMessage, SendContext
     from agent_link_core.store import Migration
     from agent_link_core.tools.registry import ToolSpec
@@ -96,6 +98,8 @@ class Hooks:
 
     def __init__(self, pm: pluggy.PluginManager) -> None:
         self._pm = pm
+        #: the App these hooks serve; set by ``App.__init__`` and passed to hooks taking ``app``
+        self.app: App | None = None
 
     def _collect(self, hook_name: str) -> list[tuple[str, Any]]:
         """Run a ``register``-style hook; returns ``[(plugin name, record)]``."""
@@ -139,20 +143,28 @@ class Hooks:
         return [m for batch in self._pm.hook.agent_link_schema() if batch for m in batch]
 
     def resolve_address(self, address: str, caller_address: str) -> dict[str, Any] | None:
-        return self._pm.hook.agent_link_resolve_address(address=address, caller_address=caller_address)
+        return self._pm.hook.agent_link_resolve_address(address=address, caller_address=caller_address, app=self.app)
 
     def before_send(self, message: OutgoingMessage, context: SendContext) -> list[dict[str, Any]]:
-        results = self._pm.hook.agent_link_before_send(message=message, context=context)
+        results = self._pm.hook.agent_link_before_send(message=message, context=context, app=self.app)
         return [w for batch in results if batch for w in batch]
 
     def render_envelope(self, message: dict[str, Any]) -> list[EnvelopeContribution]:
-        return [c for c in self._pm.hook.agent_link_render_envelope(message=message) if c]
+        return [c for c in self._pm.hook.agent_link_render_envelope(message=message, app=self.app) if c]
+
+    def check_override(
+        self, target: str, sender: Caller, setting: str, value: str, context: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """Ask the policy plugin (if any) whether an override is allowed; None = no policy."""
+        return self._pm.hook.agent_link_check_override(
+            target=target, sender=sender, setting=setting, value=value, context=context, app=self.app
+        )
 
     def on_event(self, event: Event) -> None:
         """Notify observers; an observer's exception is logged, never raised."""
         for impl in self._pm.hook.agent_link_on_event.get_hookimpls():
             try:
-                impl.function(event=event)
+                impl.function(**_wanted(impl, event=event, app=self.app))
             except Exception:  # observers must not undo committed changes
                 log.exception("agent_link_on_event failed in %s", self._pm.get_name(impl.plugin))
 
@@ -162,13 +174,18 @@ class Hooks:
         for impl in self._pm.hook.agent_link_health.get_hookimpls():
             name = self._pm.get_name(impl.plugin) or "?"
             try:
-                result = impl.function()
+                result = impl.function(**_wanted(impl, app=self.app))
             except Exception as exc:
                 sections[name] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
                 continue
             if result:
                 sections[result[0]] = result[1]
         return sections
+
+
+def _wanted(impl: Any, **kwargs: Any) -> dict[str, Any]:
+    """The keyword arguments an implementation declared (pluggy lets it take a subset)."""
+    return {name: kwargs[name] for name in impl.argnames if name in kwargs}
 
 
 def trace_hook_calls(pm: pluggy.PluginManager, sink: Callable[[str], None]) -> Callable[[], None]:

@@ -59,12 +59,17 @@ class SendContext:
     :param arguments: the validated tool arguments.
     :param via: the indirect address the target was reached through (``role:x``) or None.
     :param is_reply: True when the message answers another (resolutions are never blocked).
+    :param meta: the tool call's MCP ``_meta`` (empty outside MCP).
+    :param result: send-result fields a hook adds (only fields the tool declares are kept,
+        e.g. ``roleProcedure``, ``receipt``).
     """
 
     tool: str
     arguments: dict[str, Any]
     via: str | None = None
     is_reply: bool = False
+    meta: dict[str, Any] = field(default_factory=dict)
+    result: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -126,6 +126,19 @@ CORE_MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
+    Migration(
+        "core",
+        3,
+        """
+        CREATE TABLE status_transitions (
+            message_id TEXT NOT NULL REFERENCES messages (id),
+            status TEXT NOT NULL,           -- unresolved | expired
+            at INTEGER NOT NULL,
+            PRIMARY KEY (message_id, status)
+        );
+        CREATE INDEX messages_to_open ON messages (to_addr, open);
+        """,
+    ),
 )
 
 

@@ -111,10 +111,12 @@ class Recorder:
         return None
 
     @hookimpl
-    def agent_link_before_send(self, message: Any, context: Any) -> list[dict[str, Any]] | None:
+    def agent_link_before_send(self, message: Any, context: Any, app: App) -> list[dict[str, Any]] | None:
         if message.body == "forbidden":
             raise AgentLinkError("permission_denied", "refused by policy", {"reason": "test_policy"})
         message.metadata["checkedBy"] = "recorder"
+        context.result["roleProcedure"] = {"name": "lead", "version": 2, "textIncluded": True}
+        assert app.mailbox is not None
         return [{"code": "direct_coordination", "message": "seen"}] if context.via is None else None
 
     @hookimpl
@@ -130,8 +132,14 @@ class Recorder:
             raise RuntimeError("an observer failing must not undo anything")
 
     @hookimpl
-    def agent_link_health(self) -> tuple[str, dict[str, Any]]:
-        return "fake", {"ok": True}
+    def agent_link_health(self, app: App) -> tuple[str, dict[str, Any]]:
+        return "fake", {"ok": True, "db": app.config.db_path}
+
+    @hookimpl
+    def agent_link_check_override(self, target: str, sender: Caller, setting: str, value: str, context: Any) -> dict[str, Any] | None:
+        if setting == "effort" and sender.address == context.get("launchedBy"):
+            return {"allowed": True, "grantedBy": {"kind": "launcher"}}
+        return {"allowed": False, "reason": "effort_not_permitted", "message": "no"}
 
 
 @pytest.fixture
@@ -154,7 +162,10 @@ async def test_registration_hooks(app: App, recorder: Recorder) -> None:
     assert app.config.get("AGENT_LINK_FAKE_FLAG") is True
     assert app.config.env_report()["deprecated"] == [{"name": "FAKE_OLD_FLAG", "canonical": "AGENT_LINK_FAKE_FLAG"}]
     assert app.store.conn.execute("SELECT COUNT(*) FROM fake_things").fetchone()[0] == 0
-    assert app.health()["sections"]["fake"] == {"ok": True}
+    assert app.health()["sections"]["fake"] == {"ok": True, "db": app.config.db_path}
+    launcher = Caller("fake:one", "runtime_context", "fake")
+    assert app.hooks.check_override("fake:two", launcher, "effort", "high", {"launchedBy": "fake:one"})["allowed"]
+    assert app.hooks.check_override("fake:two", launcher, "model", "m", {})["reason"] == "effort_not_permitted"
 
 
 def test_register_commands_hook(recorder: Recorder, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -193,6 +204,7 @@ async def test_before_send_refuses_before_storing(app: App) -> None:
     assert app.store.conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == before
     ok = await app.send(caller=caller, to="fake:one", body="fine")
     assert ok.warnings[0]["code"] == "direct_coordination"
+    assert ok.result_fields["roleProcedure"]["version"] == 2
     assert ok.message["metadata"]["checkedBy"] == "recorder"
 
 
@@ -201,6 +213,8 @@ async def test_resolve_address_errors_propagate(app: App) -> None:
     with pytest.raises(AgentLinkError) as e:
         await app.send(caller=app.caller({"fakeSession": "two"}), to="role:nobody", body="hi")
     assert e.value.code == "not_found"
+    verdict = await app.resolve_agent("role:nobody")  # a verdict from the resolve tool, not an error
+    assert verdict["status"] == "not_found" and verdict["via"] == "role:nobody"
 
 
 @pytest.mark.anyio

@@ -102,7 +102,7 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict[
     outcome = await app.send(
         caller=call.caller, to=args["to"], body=args["message"], anticipation=args.get("anticipation"),
         reply_by=args.get("replyBy"), wait_for_reply=args.get("waitForReply", False),
-        reply_to=args.get("replyToMessageId"), arguments=args, options=options,
+        reply_to=args.get("replyToMessageId"), arguments=args, options=options, meta=call.meta,
     )
     result = message_summary(app, outcome)
     if args.get("replyToMessageId") and outcome.message.get("reply_to"):
@@ -134,6 +134,7 @@ async def reply_message(app: App, args: dict[str, Any], call: ToolCall) -> dict[
     return await app.reply(
         caller=call.caller, message_id=args["messageId"], resolution=args.get("resolution", "reply"),
         message=args.get("message"), anticipation=args.get("anticipation"), reply_by=args.get("replyBy"), arguments=args,
+        meta=call.meta,
     )
 
 

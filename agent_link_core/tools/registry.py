@@ -14,6 +14,7 @@ before the handler runs:
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -205,12 +206,14 @@ async def run_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | None
     except AgentLinkError as exc:
         return {"ok": False, "error": exc.to_dict()}
     except Exception as exc:  # the contract promises a result object, never a crash
-        import logging
-
         logging.getLogger(__name__).exception("tool %s failed", spec.name)
         return {"ok": False, "error": {"code": "internal_error", "message": f"{spec.name} failed unexpectedly.",
                                         "details": {"cause": type(exc).__name__}}}
-    result = {"ok": True, **fields}
+    declared = spec.output_fields
+    extra = [k for k in fields if k not in declared and k != "warnings"]
+    if extra:  # the output schema is closed: an undeclared field would break strict clients
+        logging.getLogger(__name__).warning("tool %s dropped undeclared result fields %s", spec.name, extra)
+    result = {"ok": True, **{k: v for k, v in fields.items() if k not in extra}}
     all_warnings = list(call.warnings) + list(fields.get("warnings", []))
     result.pop("warnings", None)
     if all_warnings:
