@@ -14,7 +14,6 @@ ULID_RE = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
 EXTERNAL = "external"
 INVALID = "invalid"
 ANTICIPATIONS = ("reply", "action", "fyi")
-RESOLUTION_KINDS = ("reply", "decline", "done")
 
 
 def is_address(value: object) -> bool:

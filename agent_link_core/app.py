@@ -95,11 +95,6 @@ class App:
 
     # -- identity ----------------------------------------------------------------------
 
-    @property
-    def host(self) -> str | None:
-        """The host this process serves: ``AGENT_LINK_HOST`` or the harness that identifies it."""
-        return self.config.get("AGENT_LINK_HOST") or self.caller({}).host
-
     def caller(self, meta: Mapping[str, Any] | None = None) -> Caller:
         """Who is calling: the host's harness first, then the others, then
         ``AGENT_LINK_ADDRESS``, else ``external``."""

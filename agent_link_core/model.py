@@ -13,7 +13,6 @@ from agent_link_core.addresses import (  # noqa: F401 - re-exported for plugins
     ANTICIPATIONS,
     EXTERNAL,
     INVALID,
-    RESOLUTION_KINDS,
     ROLE_NAME_RE,
     ULID_RE,
     address_scheme,
