@@ -22,13 +22,18 @@ ROOT = Path(__file__).resolve().parent.parent
 HOOK_RUNS = 21
 
 
-def median_wall_ms(cmd: list[str], env: dict[str, str], stdin: str = "", runs: int = HOOK_RUNS) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run(cmd, input=stdin, capture_output=True, text=True, env=env, check=False)
-        times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times[1:])  # the first run warms the page cache
+def interleaved_medians(
+    a: list[str], b: list[str], env: dict[str, str], stdin_b: str = "", runs: int = HOOK_RUNS
+) -> tuple[float, float]:
+    """Median wall times (ms) of commands ``a`` and ``b`` run alternately, so that load from
+    elsewhere on the machine weighs on both alike. The first pair warms the page cache."""
+    times_a, times_b = [], []
+    for _ in range(runs + 1):
+        for cmd, stdin, sink in ((a, "", times_a), (b, stdin_b, times_b)):
+            start = time.perf_counter()
+            subprocess.run(cmd, input=stdin, capture_output=True, text=True, env=env, check=False)
+            sink.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times_a[1:]), statistics.median(times_b[1:])
 
 
 def line(name: str, value: float, unit: str, baseline_name: str, baseline: float, target: str) -> None:
@@ -62,6 +67,9 @@ def fill(state: Path, count: int, recipient_prefix: str = "bench:other") -> None
 
 def bench_hook(tmp: Path) -> None:
     node = shutil.which("node")
+    # Installed packages have bytecode; editable sources may not (PYTHONDONTWRITEBYTECODE).
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "agent_link_core"), str(ROOT / "plugins")],
+                   check=False, capture_output=True)
     exe = str(Path(sys.executable).with_name("agent-link"))
     adapters = tmp / "adapters" / "agent_link_benchhost"
     adapters.mkdir(parents=True)
@@ -76,8 +84,9 @@ def bench_hook(tmp: Path) -> None:
         if count:
             fill(state, count)
         env = dict(os.environ, HOME=str(tmp), AGENT_LINK_STATE_DIR=str(state), PYTHONPATH=str(tmp / "adapters"))
-        node_ms = median_wall_ms([node, "-e", "0"], env) if node else float("nan")
-        hook_ms = median_wall_ms([exe, "hook", "benchhost", "Prompt"], env, json.dumps({"address": "bench:me"}))
+        node_ms, hook_ms = interleaved_medians(
+            [node or "node", "-e", "0"], [exe, "hook", "benchhost", "Prompt"], env, json.dumps({"address": "bench:me"})
+        )
         line(f"hook ({label})", hook_ms, "ms", "node -e 0", node_ms, "<= 0.6")
 
 
@@ -154,6 +163,7 @@ def main() -> None:
         bench_hook(tmp)
         bench_reads(tmp)
         bench_concurrent_sends(tmp)
+        __import__("codex_bench").bench_codex(tmp)  # bench/codex_bench.py: Codex delivery vs a bare turn/start
 
 
 if __name__ == "__main__":
