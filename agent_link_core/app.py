@@ -73,6 +73,11 @@ class App:
         self.harnesses: dict[str, Harness] = hooks.harnesses()
         self.store = Store(config.db_path, hooks.migrations())
         self.mailbox = Mailbox(self.store, config, hooks)
+        # "reply:<message id>" / "from:<address>" -> waits running in this process, so push
+        # loops can leave a message to the wait that is about to return it.
+        self.waiting: dict[str, int] = {}
+        for harness in self.harnesses.values():
+            harness.attach(self)
 
     @classmethod
     def create(cls, env: Mapping[str, str] | None = None, extra_plugins: tuple[Any, ...] = ()) -> App:
@@ -90,8 +95,29 @@ class App:
             trace_hook_calls(pm, log.debug)
         return cls(config, hooks, report, env)
 
-    def close(self) -> None:
+    async def aclose(self) -> None:
+        """Shut the harnesses down (each failure logged), then close the database."""
+        for harness in self.harnesses.values():
+            try:
+                await harness.aclose()
+            except Exception:
+                log.exception("harness %s failed to close", harness.name)
         self.store.close()
+
+    def close(self) -> None:
+        """:meth:`aclose` for code without a running event loop (the CLI, scripts). Inside a
+        running loop it can only close the database: await :meth:`aclose` there."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            asyncio.run(self.aclose())
+            return
+        log.warning("App.close() called inside an event loop: harnesses not closed; use aclose()")
+        self.store.close()
+
+    def held_by_wait(self, row: Any) -> bool:
+        """True when a wait running in this process is about to return this message."""
+        return f"reply:{row['reply_to']}" in self.waiting or f"from:{row['from_addr']}" in self.waiting
 
     # -- identity ----------------------------------------------------------------------
 
@@ -171,6 +197,11 @@ class App:
             # An address of a harness nobody installed: mail to it still works.
             best = {"address": query, "harness": scheme, "known": False}
             return {**out, "status": "resolved", "best": best, "candidates": [best]}
+        chosen = [h for h in self.harnesses.values() if harness in ("all", h.name)]
+        direct = [s for s in await asyncio.gather(*(h.get_session(query) for h in chosen)) if s is not None]
+        if len(direct) == 1:  # one lookup beats scanning listings that may be capped
+            view = session_view(direct[0])
+            return {**out, "status": "resolved", "best": view, "candidates": [view]}
         listings = await gather_listings(self.harnesses, only=harness, include_archived=True)
         sessions = [s for listing in listings.values() for s in listing.sessions]
         exact = [s for s in sessions if s.id == query or query in s.aliases]
@@ -190,9 +221,11 @@ class App:
             "selection": {"ambiguous": ambiguous, "tiedCount": tied, "matchReasons": candidates[0]["matchReasons"] if candidates else []},
         }
 
-    async def target_address(self, to: str, caller: Caller) -> tuple[str, str | None, dict[str, Any]]:
+    async def target_address(self, to: str, caller: Caller, *, allow_archived: bool = False) -> tuple[str, str | None, dict[str, Any]]:
         """Turn a ``to`` argument into ``(recipient address, via, metadata)``.
 
+        :param allow_archived: an exact address may name an archived session (its mail
+            waits in the mailbox); fuzzy queries never pick archived ones.
         :raises AgentLinkError: ``not_found`` / ``ambiguous`` with candidates, ``archived``.
         """
         if is_address(to):
@@ -201,7 +234,7 @@ class App:
                 session = await self.harnesses[scheme].get_session(ident)
                 if session is None:
                     raise AgentLinkError("not_found", f"No session {to} is known.", {"query": to, "candidates": []})
-                if session.archived:
+                if session.archived and not allow_archived:
                     raise AgentLinkError("archived", f"{to} is archived and cannot receive mail.", {"address": to})
                 return session.address, None, {}
             routed = self.hooks.resolve_address(to, caller.address)
@@ -230,7 +263,7 @@ class App:
         self, *, caller: Caller, to: str, body: str, anticipation: str | None = None, reply_by: str | None = None,
         wait_for_reply: bool = False, reply_to: str | None = None, message_id: str | None = None,
         tool: str = "message_agent", arguments: Mapping[str, Any] | None = None, options: Mapping[str, Any] | None = None,
-        meta: Mapping[str, Any] | None = None,
+        meta: Mapping[str, Any] | None = None, allow_archived: bool = False,
     ) -> SendOutcome:
         """Store a message, then try to push it to its recipient.
 
@@ -248,14 +281,14 @@ class App:
             raise invalid_arguments([{"path": "messageId", "rule": "pattern", "expected": "a 26-character ULID"}])
         answered = self.mailbox.require(reply_to) if reply_to else None
         if message_id is not None and self.mailbox.get_row(message_id) is not None:
-            recipient, via, meta = self.mailbox.get_row(message_id)["recipient"], None, {}
+            recipient, via, target_meta = self.mailbox.get_row(message_id)["recipient"], None, {}
         else:
-            recipient, via, meta = await self.target_address(to, caller)
+            recipient, via, target_meta = await self.target_address(to, caller, allow_archived=allow_archived)
         if via:
-            meta["via"] = via
+            target_meta["via"] = via
         msg = OutgoingMessage(
             id=message_id or new_message_id(), sender=caller, to=to if is_address(to) else recipient,
-            recipient=recipient, body=clean, anticipation=label, reply_by_ms=reply_by_ms, reply_to=reply_to, metadata=meta,
+            recipient=recipient, body=clean, anticipation=label, reply_by_ms=reply_by_ms, reply_to=reply_to, metadata=target_meta,
         )
         is_reply = answered is not None and answered["recipient"] == caller.address
         context = SendContext(tool, dict(arguments or {}), via, is_reply, dict(meta or {}))
@@ -279,6 +312,9 @@ class App:
             delivery = await harness.deliver(self.mailbox.row_dict(row), self.mailbox.envelope(row), options)
         except AgentLinkError as exc:
             return Delivery(warnings=[{"code": exc.code, "message": exc.message, "details": exc.details}])
+        except Exception as exc:  # the row is stored: report the failure, the message stays queued
+            log.exception("harness %s failed to deliver %s", harness.name, row["id"])
+            return Delivery(warnings=[{"code": "internal_error", "message": f"{harness.name} could not push: {type(exc).__name__}"}])
         if delivery.delivered and delivery.via:
             self.mailbox.mark_delivered(row["id"], delivery.via, delivery.evidence)
         elif delivery.unknown:
@@ -444,6 +480,8 @@ class App:
         if budget > MAX_WAIT_PER_CALL_MS:
             budget = MAX_WAIT_PER_CALL_MS
             warnings.append({"code": "wait_capped", "message": f"One call waits at most {MAX_WAIT_PER_CALL_MS} ms; call again to keep waiting."})
+        if not reply_to:
+            self.require_caller(caller)  # only mail addressed to the caller could end this wait
         target, _, _ = await self.target_address(agent, caller) if not reply_to else (agent, None, {})
         if reply_to:
             row = self.mailbox.require(reply_to)
@@ -453,19 +491,26 @@ class App:
                                      {"reason": "not_participant"})
             target = row["recipient"]
         since = now_ms()
-        while True:
-            result = self._wait_check(caller, target, reply_to, since)
-            waited = int((time.monotonic() - start) * 1000)
-            if result is not None or waited >= budget:
-                out = result or {"outcome": "timeout"}
-                out.update({"waitedMs": waited, "timedOut": result is None, "target": {"address": target},
-                            "harness": address_scheme(target)})
-                if reply_to:
-                    out["messageStatus"] = self.mailbox.state(self.mailbox.get_row(reply_to)).status
-                if warnings:
-                    out["warnings"] = warnings
-                return out
-            await asyncio.sleep(min(poll_ms, budget - waited) / 1000)
+        key = f"reply:{reply_to}" if reply_to else f"from:{target}"
+        self.waiting[key] = self.waiting.get(key, 0) + 1
+        try:
+            while True:
+                result = self._wait_check(caller, target, reply_to, since)
+                waited = int((time.monotonic() - start) * 1000)
+                if result is not None or waited >= budget:
+                    out = result or {"outcome": "timeout"}
+                    out.update({"waitedMs": waited, "timedOut": result is None, "target": {"address": target},
+                                "harness": address_scheme(target)})
+                    if reply_to:
+                        out["messageStatus"] = self.mailbox.state(self.mailbox.get_row(reply_to)).status
+                    if warnings:
+                        out["warnings"] = warnings
+                    return out
+                await asyncio.sleep(min(poll_ms, budget - waited) / 1000)
+        finally:
+            self.waiting[key] -= 1
+            if not self.waiting[key]:
+                del self.waiting[key]
 
     def _wait_check(self, caller: Caller, target: str, reply_to: str | None, since: int) -> dict[str, Any] | None:
         if reply_to:

@@ -90,6 +90,16 @@ class Harness:
     #: others aimed at its sessions are refused before anything is stored
     send_options: frozenset[str] = frozenset()
 
+    def attach(self, app: Any) -> None:
+        """Called once by the :class:`~agent_link_core.app.App` that loaded this harness,
+        before any other method: keep ``app`` for its settings, environment and database."""
+        self.app = app
+
+    async def aclose(self) -> None:
+        """Release what the harness holds (connections, child processes). Called once when
+        the process shuts down (MCP server exit, end of a CLI command)."""
+        return None
+
     def identify_caller(self, meta: Mapping[str, Any], env: Mapping[str, str]) -> Caller | None:
         """Who is calling, from a tool call's MCP ``_meta`` and the process environment.
 

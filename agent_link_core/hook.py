@@ -92,10 +92,10 @@ class HookContext:
         """The reminder text to block a session's stop with, at most once per interval.
 
         With ``stop_hook_active`` (the host is already continuing because of a block) it
-        never blocks again unless an interval has passed, so the loop always ends.
+        never blocks, so the loop always ends.
         """
         box = self.mailbox
-        if box is None or not is_address(address):
+        if box is None or not is_address(address) or stop_hook_active:
             return None
         due = box.due_reminders(address)
         if not due or box.blocked_recently(address):

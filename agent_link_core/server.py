@@ -157,6 +157,8 @@ async def serve(app: App) -> None:
         tg.start_soon(stop_on_signal)
         tg.start_soon(run_harnesses)
         tg.start_soon(run)
+    with anyio.CancelScope(shield=True):  # stop what harnesses hold (child app-servers ...)
+        await app.aclose()
 
 
 async def _guarded(harness: Any, app: App, peer: McpPeer) -> None:
@@ -171,8 +173,4 @@ async def _guarded(harness: Any, app: App, peer: McpPeer) -> None:
 
 def main() -> None:
     """Entry point of ``agent-link mcp``."""
-    app = App.create()
-    try:
-        anyio.run(serve, app)
-    finally:
-        app.close()
+    anyio.run(serve, App.create())

@@ -229,3 +229,42 @@ async def test_directory_ranking_and_unknown_ids(app: App) -> None:
     with pytest.raises(AgentLinkError) as e:
         await app.target_address("fake:missing", Caller())
     assert e.value.code == "not_found"
+
+
+@pytest.mark.anyio
+async def test_harness_lifecycle_attach_and_aclose(recorder: Recorder, monkeypatch: pytest.MonkeyPatch) -> None:
+    closed: list[str] = []
+
+    async def aclose() -> None:
+        closed.append("fake")
+
+    monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", "codex claude roles receipts")
+    app = App.create(extra_plugins=(recorder,))
+    assert recorder.harness.app is app  # attached before anything else
+    recorder.harness.aclose = aclose  # type: ignore[method-assign]
+    await app.aclose()
+    assert closed == ["fake"]
+
+
+@pytest.mark.anyio
+async def test_push_failure_keeps_the_message_queued(app: App, recorder: Recorder) -> None:
+    async def broken(*args: Any) -> Delivery:
+        raise RuntimeError("harness bug")
+
+    recorder.harness.deliver = broken  # type: ignore[method-assign]
+    out = await app.send(caller=app.caller({"fakeSession": "two"}), to="fake:one", body="still stored")
+    assert out.delivery is not None and out.delivery.warnings[0]["code"] == "internal_error"
+    assert app.mailbox.get_row(out.message["id"])["delivered_at"] is None
+
+
+@pytest.mark.anyio
+async def test_waits_mark_what_they_hold(app: App) -> None:
+    import asyncio
+
+    caller = app.caller({"fakeSession": "two"})
+    sent = await app.send(caller=caller, to="fake:one", body="q?", anticipation="reply")
+    task = asyncio.create_task(app.wait(caller=caller, agent="fake:one", reply_to=sent.message["id"], timeout_ms=2000, poll_ms=250))
+    await asyncio.sleep(0.1)
+    assert app.held_by_wait({"reply_to": sent.message["id"], "from_addr": "fake:one"})
+    await task
+    assert app.waiting == {}
