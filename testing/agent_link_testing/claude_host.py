@@ -43,15 +43,18 @@ import shlex
 import signal
 import subprocess
 import sys
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Literal, Mapping, Sequence
+from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
 
 __all__ = [
     "CLAUDE_CODE_VERSION",
     "ClaudeHost",
     "ClaudeHostMissing",
     "ClaudeSession",
+    "ClaudeStream",
     "ClaudeTimeout",
     "encode_project_dir",
     "find_claude_binary",
@@ -439,6 +442,163 @@ class ClaudeHost:
         """Same as :func:`session_of` with ``host=self``."""
         return session_of(completed, host=self, cwd=cwd)
 
+    def run_cli(self, *args: str, cwd: os.PathLike[str] | str | None = None, timeout_s: float = 60.0) -> subprocess.CompletedProcess[str]:
+        """Run ``claude <args…>`` (e.g. ``plugin list``) with this host's environment.
+
+        ``cwd`` defaults to :attr:`home`. Raises :class:`ClaudeTimeout` like :func:`run_claude_p`.
+        """
+        argv = [str(self.binary), *[str(a) for a in args]]
+        return _run_group(argv, cwd=cwd or self.home, env=self.environ(), timeout_s=timeout_s)
+
+    def install_plugin(self, marketplace: os.PathLike[str] | str, plugin: str, *, timeout_s: float = 120.0) -> None:
+        """Add a marketplace (a directory holding ``.claude-plugin/marketplace.json``) and
+        install ``plugin`` (``<name>@<marketplace name>``) from it at user scope, as a user
+        would with ``claude plugin marketplace add`` and ``claude plugin install``.
+
+        Note: for a directory marketplace Claude Code 2.1.197 copies the plugin's whole
+        source folder into ``<config dir>/plugins/cache`` (``.gitignore`` is not applied), so
+        installing from a checkout with ``.venv`` and ``hosts/node_modules`` takes seconds.
+
+        Raises:
+            RuntimeError: a command exited non-zero (its output is in the message).
+        """
+        for args in (("plugin", "marketplace", "add", os.fspath(marketplace)), ("plugin", "install", plugin)):
+            done = self.run_cli(*args, timeout_s=timeout_s)
+            if done.returncode != 0:
+                raise RuntimeError(f"claude {' '.join(args)} failed (rc={done.returncode}): {done.stdout}{done.stderr}")
+
+    def start_stream(
+        self,
+        *,
+        cwd: os.PathLike[str] | str,
+        args: Sequence[str] = (),
+        env_extra: Mapping[str, str | None] | None = None,
+    ) -> "ClaudeStream":
+        """Start a long-running ``claude -p --input-format stream-json --output-format
+        stream-json --verbose <args…>`` that takes user turns on stdin (see
+        :class:`ClaudeStream`). Use it as a context manager so the process group is killed."""
+        argv = [
+            str(self.binary), "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
+            *[str(a) for a in args],
+        ]
+        return ClaudeStream(argv, cwd=cwd, env=self.environ(env_extra))
+
+
+class ClaudeStream:
+    """A ``claude -p`` process in stream-json mode: one JSON user turn per stdin line, JSON
+    events on stdout (``system`` init, ``user``, ``assistant``, ``result`` ...). It stays up
+    while stdin is open (claude-code.md §2), which channel notifications need (§8).
+
+    ``events`` holds every parsed stdout line so far (thread-safe snapshot); ``stderr`` the
+    text read so far. :meth:`close` ends stdin, waits up to ``timeout_s`` and then kills the
+    whole process group (claude, its MCP servers and hooks).
+    """
+
+    def __init__(self, argv: list[str], *, cwd: os.PathLike[str] | str, env: Mapping[str, str]) -> None:
+        self.argv = argv
+        self.proc = subprocess.Popen(
+            argv, cwd=os.fspath(cwd), env=dict(env), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, start_new_session=True,
+        )
+        self._cond = threading.Condition()
+        self._events: list[dict[str, Any]] = []
+        self._stderr: list[str] = []
+        self._readers = [
+            threading.Thread(target=self._read_stdout, daemon=True, name="claude-stream-stdout"),
+            threading.Thread(target=self._read_stderr, daemon=True, name="claude-stream-stderr"),
+        ]
+        for reader in self._readers:
+            reader.start()
+
+    def _read_stdout(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict):
+                with self._cond:
+                    self._events.append(event)
+                    self._cond.notify_all()
+        with self._cond:
+            self._cond.notify_all()
+
+    def _read_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            with self._cond:
+                self._stderr.append(line)
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        with self._cond:
+            return list(self._events)
+
+    @property
+    def stderr(self) -> str:
+        with self._cond:
+            return "".join(self._stderr)
+
+    def send(self, text: str) -> None:
+        """Write one user turn (``{"type":"user","message":{"role":"user","content":text}}``)."""
+        assert self.proc.stdin is not None
+        line = json.dumps({"type": "user", "message": {"role": "user", "content": text}})
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def wait_for(self, predicate: Callable[[list[dict[str, Any]]], bool], timeout_s: float = 30.0) -> list[dict[str, Any]]:
+        """Block until ``predicate(events)`` holds; returns the events.
+
+        Raises:
+            TimeoutError: not within ``timeout_s`` seconds, or the process exited first
+                (the message holds the tail of stderr).
+        """
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while not predicate(list(self._events)):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or (self.proc.poll() is not None and not self._readers[0].is_alive()):
+                    raise TimeoutError(
+                        f"claude stream: condition not met in {timeout_s}s (rc={self.proc.poll()}); "
+                        f"stderr tail: {''.join(self._stderr)[-1500:]}"
+                    )
+                self._cond.wait(min(remaining, 0.5))
+            return list(self._events)
+
+    def wait_results(self, count: int, timeout_s: float = 30.0) -> list[dict[str, Any]]:
+        """Wait until ``count`` ``result`` events (finished turns) arrived; returns them."""
+        events = self.wait_for(lambda evs: sum(e.get("type") == "result" for e in evs) >= count, timeout_s)
+        return [e for e in events if e.get("type") == "result"]
+
+    def close(self, timeout_s: float = 15.0) -> int | None:
+        """Close stdin, wait up to ``timeout_s`` for claude to exit, then kill the process group.
+
+        Returns claude's exit code (None if it had to be killed)."""
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+        rc: int | None
+        try:
+            rc = self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            rc = None
+        _kill_group(self.proc.pid, signal.SIGKILL)
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=5)
+        for reader in self._readers:
+            reader.join(timeout=5)
+        return rc
+
+    def __enter__(self) -> "ClaudeStream":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
 
 def _kill_group(pgid: int, sig: int) -> None:
     try:
@@ -484,10 +644,23 @@ def run_claude_p(
     if output_format:
         argv += ["--output-format", output_format]
     argv += [str(a) for a in args]
+    return _run_group(argv, cwd=cwd, env=host.environ(env_extra), timeout_s=timeout_s, input=input)
+
+
+def _run_group(
+    argv: list[str],
+    *,
+    cwd: os.PathLike[str] | str,
+    env: Mapping[str, str],
+    timeout_s: float,
+    input: str | None = None,  # noqa: A002 - subprocess naming
+) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` in its own process group, wait at most ``timeout_s``, then kill the group
+    (see :func:`run_claude_p` for the timeout rules)."""
     proc = subprocess.Popen(
         argv,
         cwd=os.fspath(cwd),
-        env=host.environ(env_extra),
+        env=dict(env),
         stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

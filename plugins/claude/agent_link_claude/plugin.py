@@ -1,4 +1,54 @@
-"""Entry point of the agent-link claude plugin, registered under the `agent_link` group.
+"""Entry point of the agent-link claude plugin, registered under the ``agent_link`` group.
 
-The plugin manager loads this module and registers it; hook implementations live here.
+Contributes the ``claude`` harness, the Claude session tools, the plugin's settings, and one
+``before_send`` rule (mailbox-only delivery asked through message_claude_session is stored
+with the message, so the recipient's channel bridge leaves it alone).
 """
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from agent_link_core import hookimpl
+from agent_link_core.config import Setting
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent_link_core.harness import Harness
+    from agent_link_core.mailbox import OutgoingMessage, SendContext
+    from agent_link_core.tools.registry import ToolSpec
+
+SETTINGS = (
+    Setting("AGENT_LINK_DISABLE_CHANNEL", "flag", False,
+            doc="do not declare the claude/channel capability: no live push into Claude Code sessions"),
+    Setting("AGENT_LINK_BIN", "str", None,
+            doc="agent-link executable the Claude plugin's launcher (hooks/agent-link-claude.sh) runs, as an absolute path"),
+)
+
+
+@hookimpl
+def agent_link_register_harnesses(register: Callable[[Harness], None]) -> None:
+    from agent_link_claude.harness import ClaudeHarness
+
+    register(ClaudeHarness())
+
+
+@hookimpl
+def agent_link_register_tools(register: Callable[[ToolSpec], None]) -> None:
+    from agent_link_claude.tools import CLAUDE_TOOLS
+
+    for spec in CLAUDE_TOOLS:
+        register(spec)
+
+
+@hookimpl
+def agent_link_register_settings(register: Callable[[Setting], None]) -> None:
+    for setting in SETTINGS:
+        register(setting)
+
+
+@hookimpl
+def agent_link_before_send(message: OutgoingMessage, context: SendContext) -> list[dict[str, Any]] | None:
+    if context.tool == "message_claude_session" and context.arguments.get("deliveryPreference") == "mailbox":
+        message.metadata["claude"] = {"push": False}
+    return None

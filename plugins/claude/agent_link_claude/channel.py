@@ -1,0 +1,380 @@
+"""Live delivery into a running Claude Code session through its channel.
+
+Claude Code (2.1.197) shows a ``notifications/claude/channel`` notification from an MCP server
+to the model as a new prompt, but only when every step of its gate passes
+(shared/reference/claude-code.md §8): the server declared the ``claude/channel`` capability;
+the cached feature flag ``tengu_harbor`` is true and none of the variables that switch the flag
+cache off is set; the server is listed on the command line (``--channels plugin:<p>@<m>``, with
+that plugin on the allowlist ``tengu_harbor_ledger``, or
+``--dangerously-load-development-channels plugin:…|server:…`` in an interactive session); and
+the session takes prompts after the first (``-p`` needs ``--input-format stream-json``).
+Otherwise the notification is dropped silently. So the bridge checks the same facts first
+(:func:`evaluate_gate`) and pushes only when they all hold; a message it does not push stays
+queued for the hooks and the inbox.
+
+A pushed message is marked delivered (``via="channel"``) only after the notification was
+written to the client's stream; a failed write leaves it queued. While its gate is open the
+bridge registers itself in ``<state dir>/claude-channels/<pid>.json``, so other agent-link
+processes can tell a sender that the target session has live delivery (``queued-channel``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from agent_link_core.harness import McpPeer, PeerGone
+from agent_link_core.mailbox import iso
+from agent_link_core.model import EXTERNAL, INVALID, address_scheme, is_address
+from agent_link_core.store import now_ms
+
+from agent_link_claude.procs import proc_start, same_process
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent_link_core.app import App
+
+log = logging.getLogger(__name__)
+
+CAPABILITY = "claude/channel"
+METHOD = "notifications/claude/channel"
+PLUGIN_NAME = "agent-link"  # .claude-plugin/plugin.json "name"
+SERVER_NAME = "agent-link"  # the mcpServers key in plugin.json (and the documented manual name)
+CLIENT_NAME = "claude-code"  # clientInfo.name Claude Code sends at initialize
+# Any of these turns Claude Code's feature-flag cache off, and channels with it (reference §8).
+FLAG_CACHE_OFF = ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_TELEMETRY", "DO_NOT_TRACK", "DISABLE_GROWTHBOOK")
+CHANNEL_FLAGS = ("--channels", "--dangerously-load-development-channels")
+POLL_MIN_S = 0.2
+POLL_MAX_S = 2.0
+PENDING_SCAN = 1000  # undelivered messages looked at per wake
+REGISTRY_DIR = "claude-channels"
+
+
+@dataclass(frozen=True)
+class GateState:
+    """Whether Claude Code will show our channel notifications to the model.
+
+    :param open: True only when every checked condition holds.
+    :param reason: ``open``, or the first condition that failed (``client_not_claude_code``,
+        ``flag_cache_off:<VAR>``, ``feature_flag_off``, ``print_mode_without_stream_input``,
+        ``not_listed``, ``server_entry_needs_development_flag``,
+        ``development_flag_ignored_in_print_mode``, ``plugin_not_allowlisted``,
+        ``no_parent_command_line``).
+    :param entry: the command-line entry that lists this server, when one does.
+    """
+
+    open: bool
+    reason: str
+    entry: str | None = None
+
+    def view(self) -> dict[str, Any]:
+        return {"open": self.open, "reason": self.reason, "entry": self.entry}
+
+
+def _flag_value(raw: str | None) -> bool:
+    return raw is not None and raw.strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def channel_entries(argv: Sequence[str]) -> list[tuple[str, str]]:
+    """``[(flag, entry)]`` for every entry given to ``--channels`` or the development flag.
+
+    Both flags take several entries (up to the next option) or ``--flag=entry``.
+    """
+    out: list[tuple[str, str]] = []
+    current: str | None = None
+    for arg in argv[1:]:
+        if arg.startswith("-"):
+            current = None
+            name, sep, value = arg.partition("=")
+            if name in CHANNEL_FLAGS:
+                if sep:
+                    out.extend((name, v) for v in value.split(",") if v)
+                else:
+                    current = name
+            continue
+        if current is not None:
+            out.extend((current, v) for v in arg.split(",") if v)
+    return out
+
+
+def _print_mode(argv: Sequence[str]) -> tuple[bool, bool]:
+    printing = any(a in ("-p", "--print") for a in argv[1:])
+    streaming = "--input-format=stream-json" in argv or any(
+        a == "--input-format" and b == "stream-json" for a, b in zip(argv, argv[1:])
+    )
+    return printing, streaming
+
+
+def evaluate_gate(
+    env: Mapping[str, str], argv: Sequence[str] | None, global_config: Mapping[str, Any], client_name: str | None
+) -> GateState:
+    """Check Claude Code's channel gate from what this server can see.
+
+    :param env: the server's environment (inherited from the claude process).
+    :param argv: the claude process's command line (the server's parent), or None.
+    :param global_config: Claude Code's global config (``.claude.json``) as parsed JSON.
+    :param client_name: ``clientInfo.name`` from the MCP ``initialize`` request.
+    """
+    if client_name != CLIENT_NAME:
+        return GateState(False, "client_not_claude_code")
+    for name in FLAG_CACHE_OFF:
+        if _flag_value(env.get(name)):
+            return GateState(False, f"flag_cache_off:{name}")
+    features = global_config.get("cachedGrowthBookFeatures")
+    features = features if isinstance(features, dict) else {}
+    if features.get("tengu_harbor") is not True:
+        return GateState(False, "feature_flag_off")
+    if argv is None:
+        return GateState(False, "no_parent_command_line")
+    printing, streaming = _print_mode(argv)
+    if printing and not streaming:
+        return GateState(False, "print_mode_without_stream_input")
+    ledger = features.get("tengu_harbor_ledger")
+    allowed = {
+        (e.get("marketplace"), e.get("plugin")) for e in ledger if isinstance(e, dict)
+    } if isinstance(ledger, list) else set()
+    failure = "not_listed"
+    for flag, entry in channel_entries(argv):
+        kind, _, name = entry.partition(":")
+        if kind == "plugin":
+            plugin, _, marketplace = name.partition("@")
+            if plugin != PLUGIN_NAME:
+                continue
+        elif kind == "server":
+            if name != SERVER_NAME:
+                continue
+        else:
+            continue
+        if flag == "--dangerously-load-development-channels":
+            if printing:
+                failure = "development_flag_ignored_in_print_mode"
+                continue
+            return GateState(True, "open", entry)
+        if kind == "server":
+            failure = "server_entry_needs_development_flag"
+            continue
+        if (marketplace, plugin) not in allowed:
+            failure = "plugin_not_allowlisted"
+            continue
+        return GateState(True, "open", entry)
+    return GateState(False, failure)
+
+
+class GlobalConfigReader:
+    """Reads Claude Code's global config, re-parsing only when its mtime or size changes.
+
+    :param path: the ``.claude.json`` file (see :func:`agent_link_claude.sessions.global_config_path`).
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._stamp: tuple[int, int] | None = None
+        self._data: dict[str, Any] = {}
+
+    def read(self) -> dict[str, Any]:
+        """The parsed object; ``{}`` when missing or malformed."""
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            self._stamp, self._data = None, {}
+            return self._data
+        stamp = (st.st_mtime_ns, st.st_size)
+        if stamp != self._stamp:
+            try:
+                with open(self.path, encoding="utf-8") as f:
+                    data = json.load(f)
+            except (OSError, ValueError):
+                data = {}
+            self._stamp, self._data = stamp, data if isinstance(data, dict) else {}
+        return self._data
+
+
+# -- the registry of running bridges -----------------------------------------------------------
+
+
+def registry_dir(state_dir: str | os.PathLike[str]) -> str:
+    return os.path.join(os.fspath(state_dir), REGISTRY_DIR)
+
+
+def register(state_dir: str | os.PathLike[str], session_id: str, gate: GateState) -> None:
+    """Record that this process pushes mail for ``session_id`` (atomic write, mode 0600)."""
+    directory = registry_dir(state_dir)
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    pid = os.getpid()
+    record = {"pid": pid, "procStart": proc_start(pid), "sessionId": session_id, "entry": gate.entry, "since": now_ms()}
+    fd, tmp = tempfile.mkstemp(prefix=f".{pid}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(record, f)
+        os.replace(tmp, os.path.join(directory, f"{pid}.json"))
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def unregister(state_dir: str | os.PathLike[str]) -> None:
+    """Remove this process's registration (missing is fine)."""
+    try:
+        os.unlink(os.path.join(registry_dir(state_dir), f"{os.getpid()}.json"))
+    except FileNotFoundError:
+        pass
+
+
+def active_bridges(state_dir: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    """``{session id: registration}`` of bridges whose process still runs (pid and start
+    time checked, so a reused pid does not count)."""
+    out: dict[str, dict[str, Any]] = {}
+    directory = registry_dir(state_dir)
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return out
+    for name in names:
+        if not name.endswith(".json") or name.startswith("."):
+            continue
+        try:
+            with open(os.path.join(directory, name), encoding="utf-8") as f:
+                record = json.load(f)
+        except (OSError, ValueError):
+            continue
+        if not isinstance(record, dict):
+            continue
+        pid, sid = record.get("pid"), record.get("sessionId")
+        if isinstance(pid, int) and isinstance(sid, str) and same_process(pid, record.get("procStart")):
+            out[sid] = record
+    return out
+
+
+# -- the bridge --------------------------------------------------------------------------------
+
+
+def channel_meta(row: Mapping[str, Any]) -> dict[str, str]:
+    """The notification's ``meta`` (string values; keys match ``[A-Za-z_][A-Za-z0-9_]*``).
+
+    Claude Code renders them as attributes of the ``<channel>`` tag, so the sender is shown
+    only as a valid address, ``external`` or ``invalid`` -- never as raw stored text.
+    """
+    sender = row["from_addr"]
+    shown = sender if is_address(sender) or sender == EXTERNAL else INVALID
+    verified = json.loads(row["metadata"] or "{}").get("sender", {}).get("verified") is True
+    return {
+        "message_id": row["id"],
+        "from_session_id": shown,
+        "from_kind": address_scheme(shown) if is_address(shown) else EXTERNAL,
+        "from_verified": "true" if verified and is_address(shown) else "false",
+    }
+
+
+def wants_push(row: Mapping[str, Any]) -> bool:
+    """False for messages whose sender asked for mailbox-only delivery."""
+    meta = json.loads(row["metadata"] or "{}").get("claude")
+    return not (isinstance(meta, dict) and meta.get("push") is False)
+
+
+@dataclass
+class BridgeStatus:
+    """What health shows about the bridge of this process."""
+
+    running: bool = False
+    gate: GateState | None = None
+    session_id: str | None = None
+    pushed: int = 0
+    last_push_ms: int | None = None
+    last_error: str | None = None
+
+    def view(self) -> dict[str, Any]:
+        return {
+            "running": self.running, "gate": self.gate.view() if self.gate else None, "sessionId": self.session_id,
+            "pushed": self.pushed, "lastPushAt": iso(self.last_push_ms), "lastError": self.last_error,
+        }
+
+
+class ChannelBridge:
+    """Pushes a session's new mail as channel notifications while the client is connected.
+
+    :param gate: ``() -> GateState``, evaluated on every wake (cheap; cached reads).
+    :param current_session: ``() -> session id | None``, the session this server belongs to
+        now (it changes after ``/clear``).
+    :param status: where progress is reported for health.
+
+    Wakes without busy polling: each turn of the loop costs one ``PRAGMA data_version`` (which
+    changes when another process commits) plus the connection's own change counter; it
+    reads the mailbox only when either moved, sleeping 0.2 s doubling to 2 s while idle.
+    """
+
+    def __init__(
+        self, gate: Callable[[], GateState], current_session: Callable[[], str | None], status: BridgeStatus
+    ) -> None:
+        self.gate = gate
+        self.current_session = current_session
+        self.status = status
+
+    async def run(self, app: App, peer: McpPeer) -> None:
+        """Loop until cancelled (connection closed) or the peer is gone (:class:`PeerGone`)."""
+        registered: str | None = None
+        seen: tuple[Any, ...] | None = None
+        delay = POLL_MIN_S
+        self.status.running = True
+        try:
+            while True:
+                gate = self.gate()
+                session = self.current_session()
+                self.status.gate, self.status.session_id = gate, session
+                target = session if gate.open else None
+                if target != registered:
+                    if registered is not None:
+                        unregister(app.config.state_dir)
+                    if target is not None:
+                        register(app.config.state_dir, target, gate)
+                    registered = target
+                mark = (_data_version(app), app.store.conn.total_changes, target)
+                if target is not None and mark != seen:
+                    if await self.push_pending(app, peer, target):
+                        seen = (_data_version(app), app.store.conn.total_changes, target)
+                    delay = POLL_MIN_S
+                else:
+                    delay = min(delay * 2, POLL_MAX_S)
+                await anyio.sleep(delay)
+        finally:
+            self.status.running = False
+            if registered is not None:
+                unregister(app.config.state_dir)
+
+    async def push_pending(self, app: App, peer: McpPeer, session_id: str) -> bool:
+        """Push every undelivered message for ``claude:<session_id>``, oldest first.
+
+        :returns: False when a push failed (the rest stays queued; the loop retries later).
+        :raises PeerGone: the client's stream is closed.
+        """
+        address = f"claude:{session_id}"
+        for row in app.mailbox.open_for(address, PENDING_SCAN, undelivered_only=True):
+            if not wants_push(row):
+                continue
+            fresh = app.mailbox.get_row(row["id"])
+            if fresh is None or fresh["first_delivered_at"] is not None:
+                continue  # read through the inbox while an earlier push was awaited
+            params = {"content": app.mailbox.envelope(fresh), "meta": channel_meta(fresh)}
+            try:
+                await peer.notify(METHOD, params)
+            except PeerGone:
+                raise
+            except Exception as exc:  # the message stays queued; the loop retries with back-off
+                self.status.last_error = f"{type(exc).__name__}: {exc}"[:300]
+                log.warning("channel push of %s failed: %s", row["id"], exc)
+                return False
+            app.mailbox.mark_delivered(row["id"], "channel", {"method": METHOD, "session": session_id})
+            self.status.pushed += 1
+            self.status.last_push_ms = now_ms()
+        return True
+
+
+def _data_version(app: App) -> int:
+    return int(app.store.conn.execute("PRAGMA data_version").fetchone()[0])

@@ -1,0 +1,302 @@
+"""The ``claude`` harness: Claude Code and Claude Desktop sessions as agents (``claude:<id>``).
+
+* Identity: a Claude Code process gives its MCP servers and hooks ``CLAUDE_CODE_SESSION_ID``
+  (``CLAUDE_SESSION_ID`` is read too, though 2.1.197 never sets it). After ``/clear`` the
+  session id changes but the MCP server keeps its old environment, so the harness looks for the
+  live-session file of the claude process among its ancestors (``<config dir>/sessions/<pid>.json``,
+  written by that very process -- start time checked) and takes the id from there. Claude
+  Code's tool-call ``_meta`` carries only ``claudecode/toolUseId`` (verified on 2.1.197), which
+  becomes the caller's tool call id; nothing else is guessed.
+* Discovery: :mod:`agent_link_claude.sessions`.
+* Delivery: a Claude session is never pushed from the sender's process. The recipient's own
+  agent-link server pushes through its channel (:mod:`agent_link_claude.channel`), the hooks
+  nudge it, and it can always pull with ``read_agent_link_inbox``. :meth:`deliver` only says
+  which of those will reach the target (the ``delivery`` states below).
+
+Delivery states (``Delivery.state``; ``message_claude_session``'s ``delivery``):
+
+* ``queued-channel`` -- the target's agent-link server has an open channel, so the message
+  arrives as a new turn within about two seconds;
+* ``queued-online`` -- the target runs (a live Claude process) without an open channel: it
+  sees a note at its next prompt (hook) and reads the message with the inbox tool;
+* ``queued-offline`` -- the target is not running: the note appears when it is resumed;
+* ``queued-mailbox`` -- the sender asked for mailbox-only delivery: never pushed, only
+  announced by the hooks and read from the inbox.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio
+
+from agent_link_core.config import load_config
+from agent_link_core.harness import Delivery, Harness, McpPeer, SessionListing
+from agent_link_core.hook import last_runs
+from agent_link_core.mailbox import iso
+from agent_link_core.model import Caller, Session
+
+from agent_link_claude.channel import (
+    CAPABILITY,
+    PLUGIN_NAME,
+    BridgeStatus,
+    ChannelBridge,
+    GlobalConfigReader,
+    active_bridges,
+    evaluate_gate,
+)
+from agent_link_claude.procs import command_line, parent_pid, same_process
+from agent_link_claude.sessions import (
+    ID_RE,
+    SessionIndex,
+    config_dir,
+    desktop_roots,
+    global_config_path,
+    read_live_file,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent_link_core.app import App
+
+T = TypeVar("T")
+NAME = "claude"
+ANCESTOR_DEPTH = 6  # claude -> MCP server is 1; claude -> shell -> ... -> agent-link CLI is deeper
+ANCESTOR_RETRY_S = 2.0
+DELIVERY_STATES = ("queued-channel", "queued-online", "queued-offline", "queued-mailbox")
+
+
+def _env_session_id(env: Mapping[str, str]) -> str | None:
+    for name in ("CLAUDE_CODE_SESSION_ID", "CLAUDE_SESSION_ID"):
+        value = (env.get(name) or "").strip()
+        if value and ID_RE.match(value):
+            return value
+    return None
+
+
+class ClaudeHarness(Harness):
+    """The harness registered as ``claude``.
+
+    :param env: where discovery reads ``CLAUDE_CONFIG_DIR`` / ``HOME`` (default: the live
+        ``os.environ``). Identity uses the environment the core passes per call.
+    """
+
+    name = NAME
+
+    def __init__(self, env: Mapping[str, str] | None = None) -> None:
+        self.env = os.environ if env is None else env
+        self.index = SessionIndex(self.env)
+        self.bridge = BridgeStatus()
+        self.channel_declared = False
+        self._lock = threading.Lock()
+        self._state_dir: str | None = None
+        # (config dir, pid) of the claude process among our ancestors, and when we last looked
+        self._ancestor: tuple[str, int | None, float] | None = None
+
+    # -- identity ------------------------------------------------------------------------
+
+    def _claude_ancestor(self, cfg: str) -> int | None:
+        """The pid of the nearest ancestor with a live-session file in ``cfg`` (cached)."""
+        cached = self._ancestor
+        if cached is not None and cached[0] == cfg and (cached[1] is not None or time.monotonic() - cached[2] < ANCESTOR_RETRY_S):
+            return cached[1]
+        found = None
+        pid: int | None = os.getppid()
+        for _ in range(ANCESTOR_DEPTH):
+            if pid is None or pid <= 1:
+                break
+            if os.path.exists(os.path.join(cfg, "sessions", f"{pid}.json")):
+                found = pid
+                break
+            pid = parent_pid(pid)
+        self._ancestor = (cfg, found, time.monotonic())
+        return found
+
+    def current_session_id(self, env: Mapping[str, str]) -> tuple[str, str] | None:
+        """``(session id, source)`` of the Claude session this process serves, or None.
+
+        Source ``current_session`` when the claude process's live-session file names it (it
+        follows ``/clear``), ``env`` when only the environment does.
+        """
+        from_env = _env_session_id(env)
+        if from_env is None:
+            return None
+        cfg = config_dir(env)
+        pid = self._claude_ancestor(cfg)
+        if pid is not None:
+            live = read_live_file(os.path.join(cfg, "sessions", f"{pid}.json"))
+            if live is not None and live.pid == pid and same_process(pid, live.proc_start):
+                return live.session_id, "current_session"
+            self._ancestor = None  # the claude process is gone or rewrote its file
+        return from_env, "env"
+
+    def identify_caller(self, meta: Mapping[str, Any], env: Mapping[str, str]) -> Caller | None:
+        """The calling Claude session (see the module docstring); None outside Claude Code
+        or when ``AGENT_LINK_HOST`` names another host."""
+        host = (env.get("AGENT_LINK_HOST") or "").strip().lower()
+        if host and host != NAME:
+            return None
+        found = self.current_session_id(env)
+        if found is None:
+            return None
+        tool_use = meta.get("claudecode/toolUseId") if isinstance(meta, Mapping) else None
+        return Caller(
+            f"{NAME}:{found[0]}", found[1], NAME,
+            tool_call_id=tool_use if isinstance(tool_use, str) and len(tool_use) <= 300 else None,
+        )
+
+    # -- discovery -----------------------------------------------------------------------
+
+    def state_dir(self) -> str:
+        """The agent-link state dir (the server's, once :meth:`serve` ran; else from env)."""
+        if self._state_dir is not None:
+            return self._state_dir
+        return os.fspath(load_config(self.env, on_setting_error=lambda exc: None).state_dir)
+
+    def channel_sessions(self) -> frozenset[str]:
+        """Session ids that a running agent-link channel bridge serves."""
+        return frozenset(active_bridges(self.state_dir()))
+
+    async def _in_thread(self, fn: Callable[[], T]) -> T:
+        def locked() -> T:
+            with self._lock:  # the index caches are not thread-safe
+                return fn()
+
+        return await anyio.to_thread.run_sync(locked)
+
+    async def list_sessions(self, *, include_archived: bool = False, limit: int = 200) -> SessionListing:
+        """Every Claude session; the newest ``limit`` transcripts are read for titles and cwd,
+        older ones are listed from their file entry (so exact ids of any age resolve)."""
+        channels = self.channel_sessions()
+        sessions = await self._in_thread(lambda: self.index.sessions(limit, channels))
+        if not include_archived:
+            sessions = [s for s in sessions if not s.archived]
+        cfg = self.index.config_dir
+        searched = [cfg, *desktop_roots(self.env)]
+        provider: dict[str, Any] = {"available": True, "reason": None, "source": "claude-local", "searched": searched}
+        if not sessions and not any(os.path.isdir(p) for p in searched):
+            provider.update(available=False, reason="no_claude_data")
+        return SessionListing(sessions=sessions, provider=provider, complete=True)
+
+    async def get_session(self, session_id: str) -> Session | None:
+        """A session by CLI id, former CLI id, ``local_<id>`` sidecar id or ``local_<cli>``."""
+        channels = self.channel_sessions()
+        return await self._in_thread(lambda: self.index.find(session_id, channels))
+
+    # -- delivery ------------------------------------------------------------------------
+
+    async def deliver(self, message: dict[str, Any], envelope: str, options: Mapping[str, Any]) -> Delivery:
+        """Say how a stored message will reach its Claude session; nothing is pushed here.
+
+        ``options["deliveryPreference"]`` (``auto`` | ``channel`` | ``mailbox``) comes from
+        message_claude_session. Asking for ``channel`` when the target has none adds a
+        ``channel_unavailable`` warning; the message is queued either way.
+        """
+        ident = message["recipient"].split(":", 1)[1]
+        preference = options.get("deliveryPreference", "auto")
+        session = await self.get_session(ident)
+        if preference == "mailbox":
+            state = "queued-mailbox"
+        elif ident in self.channel_sessions():
+            state = "queued-channel"
+        elif session is not None and session.loaded:
+            state = "queued-online"
+        else:
+            state = "queued-offline"
+        warnings = []
+        if preference == "channel" and state != "queued-channel":
+            warnings.append({
+                "code": "channel_unavailable",
+                "message": f"{message['recipient']} has no open agent-link channel; the message waits for its hooks and inbox.",
+                "details": {"state": state},
+            })
+        return Delivery(state=state, warnings=warnings)
+
+    # -- live channel --------------------------------------------------------------------
+
+    def channel_wanted(self, app: App) -> bool:
+        """Declare the channel only inside Claude Code and unless ``AGENT_LINK_DISABLE_CHANNEL``."""
+        if app.config.get("AGENT_LINK_DISABLE_CHANNEL"):
+            return False
+        host = app.config.get("AGENT_LINK_HOST")
+        if host:
+            return str(host).strip().lower() == NAME
+        return self.identify_caller({}, app.env) is not None
+
+    def mcp_capabilities(self, app: App) -> dict[str, dict[str, Any]]:
+        """``{"claude/channel": {}}`` when :meth:`channel_wanted`, else nothing."""
+        self.channel_declared = self.channel_wanted(app)
+        return {CAPABILITY: {}} if self.channel_declared else {}
+
+    async def serve(self, app: App, peer: McpPeer) -> None:
+        """Run the channel bridge for the connection (only when the capability was declared)."""
+        self._state_dir = os.fspath(app.config.state_dir)
+        if not self.channel_declared:
+            return
+        parent = parent_pid(os.getpid())
+        argv = command_line(parent) if parent else None
+        config = GlobalConfigReader(global_config_path(app.env))
+        client = peer.client_info.get("name")
+
+        def gate() -> Any:
+            return evaluate_gate(app.env, argv, config.read(), client)
+
+        def current() -> str | None:
+            found = self.current_session_id(app.env)
+            return found[0] if found else None
+
+        await ChannelBridge(gate, current, self.bridge).run(app, peer)
+
+    # -- health --------------------------------------------------------------------------
+
+    def health(self) -> dict[str, Any]:
+        """Channel state, hook heartbeats and session-index statistics (never raises)."""
+        try:
+            state = self.state_dir()
+            beats = {k.split("-", 1)[1]: iso(v) for k, v in last_runs(state).items() if k.startswith(f"{NAME}-")}
+            bridges = active_bridges(state)
+        except Exception as exc:  # health must answer even with a broken state dir
+            beats, bridges = {"error": f"{type(exc).__name__}: {exc}"[:200]}, {}
+        stats = self.index.stats
+        cfg = self.index.config_dir
+        return {
+            "configDir": cfg,
+            "configDirExists": os.path.isdir(cfg),
+            "plugin": {**plugin_status(cfg), "root": self.env.get("CLAUDE_PLUGIN_ROOT")},
+            "channel": {
+                "declared": self.channel_declared,
+                "bridge": self.bridge.view(),
+                "activeBridges": sorted(bridges),
+            },
+            "hooks": {"lastRun": beats},
+            "index": {
+                "transcripts": stats.transcripts_seen, "transcriptsRead": stats.transcripts_read,
+                "cached": stats.cached, "live": stats.live, "sidecars": stats.sidecars, "lastScanMs": stats.last_scan_ms,
+            },
+        }
+
+
+
+def plugin_status(cfg: str) -> dict[str, list[str]]:
+    """Which ``agent-link@<marketplace>`` plugins Claude Code has installed
+    (``plugins/installed_plugins.json``) and enabled (``settings.json`` ``enabledPlugins``)."""
+
+    def load(*parts: str) -> dict[str, Any]:
+        try:
+            with open(os.path.join(cfg, *parts), encoding="utf-8") as f:
+                data = json.load(f)
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    installed = load("plugins", "installed_plugins.json").get("plugins")
+    enabled = load("settings.json").get("enabledPlugins")
+    ours = f"{PLUGIN_NAME}@"
+    return {
+        "installed": sorted(k for k in installed if k.startswith(ours)) if isinstance(installed, dict) else [],
+        "enabled": sorted(k for k, v in enabled.items() if k.startswith(ours) and v is True) if isinstance(enabled, dict) else [],
+    }

@@ -1,0 +1,134 @@
+"""Fixtures for the claude plugin's tests: builders for fake Claude Code / Claude Desktop state
+in the test's temporary HOME (the root conftest points HOME and CLAUDE_CONFIG_DIR there).
+
+The shapes follow what Claude Code 2.1.197 writes (shared/reference/claude-code.md §3-4,
+checked against real runs in test_claude_realhost.py) and the Desktop sidecar fields of
+agent-link-behaviour.md §15.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_link_claude.procs import proc_start
+
+
+class FakeClaude:
+    """Writes the files Claude Code and Claude Desktop keep (all static methods)."""
+
+    @staticmethod
+    def config_dir() -> Path:
+        return Path(os.environ["CLAUDE_CONFIG_DIR"])
+
+
+    @staticmethod
+    def project_dir_name(cwd: str) -> str:
+        return re.sub(r"[^a-zA-Z0-9]", "-", cwd)
+
+
+    @staticmethod
+    def write_transcript(
+        session_id: str,
+        cwd: str = "/home/user/proj",
+        *,
+        prompt: str = "fix the parser",
+        title: str | None = None,
+        ai_title: str | None = None,
+        padding: int = 0,
+        mtime: float | None = None,
+    ) -> Path:
+        """A transcript like a finished ``claude -p`` run: queue lines, the user prompt with a
+        system reminder first, an assistant answer, then (optionally) ``padding`` bytes of
+        conversation and the re-appended title lines at the end."""
+        path = FakeClaude.config_dir() / "projects" / FakeClaude.project_dir_name(cwd) / f"{session_id}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        ts = "2026-01-02T03:04:05.678Z"
+        lines: list[dict[str, Any]] = [
+            {"type": "queue-operation", "operation": "enqueue", "timestamp": ts, "sessionId": session_id, "content": prompt},
+            {"type": "user", "sessionId": session_id, "cwd": cwd, "timestamp": ts, "entrypoint": "sdk-cli", "uuid": "u1",
+             "message": {"role": "user", "content": [
+                 {"type": "text", "text": "<system-reminder>\nctx\n</system-reminder>"}, {"type": "text", "text": prompt}]}},
+            {"type": "assistant", "sessionId": session_id, "timestamp": ts,
+             "message": {"role": "assistant", "content": [{"type": "text", "text": "ok"}]}},
+        ]
+        if padding:
+            lines.append({"type": "assistant", "sessionId": session_id, "message": {"role": "assistant", "content": "x" * padding}})
+        if title:
+            lines.append({"type": "custom-title", "customTitle": title, "sessionId": session_id})
+        if ai_title:
+            lines.append({"type": "ai-title", "aiTitle": ai_title, "sessionId": session_id})
+        path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        if mtime is not None:
+            os.utime(path, (mtime, mtime))
+        return path
+
+
+    @staticmethod
+    def write_live(pid: int, session_id: str, cwd: str = "/home/user/proj", *, proc: str | None = "auto", name: str = "proj-1a") -> Path:
+        """A ``sessions/<pid>.json`` file; ``proc="auto"`` records the pid's real start stamp."""
+        path = FakeClaude.config_dir() / "sessions" / f"{pid}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data: dict[str, Any] = {
+            "pid": pid, "sessionId": session_id, "cwd": cwd, "startedAt": 1767323045678, "version": "2.1.197",
+            "peerProtocol": 1, "kind": "interactive", "entrypoint": "cli", "name": name, "nameSource": "derived",
+            "status": "idle", "updatedAt": 1767323046000,
+        }
+        if proc is not None:
+            data["procStart"] = proc_start(pid) if proc == "auto" else proc
+        path.write_text(json.dumps(data))
+        return path
+
+
+    @staticmethod
+    def write_sidecar(
+        root: Path, sidecar_id: str, *, surface_dir: str = "claude-code-sessions", cli: str | None = None,
+        prior: tuple[str, ...] = (), title: str | None = "Desktop task", archived: bool = False, cwd: str = "/home/user/desk",
+        last_activity: int = 1767323999000,
+    ) -> Path:
+        """A Claude Desktop sidecar ``<root>/<surface dir>/<account>/<org>/local_<id>.json``."""
+        path = root / surface_dir / "acct" / "org" / f"local_{sidecar_id}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data: dict[str, Any] = {"sessionId": f"local_{sidecar_id}", "cwd": cwd, "isArchived": archived,
+                                "createdAt": 1767320000000, "lastActivityAt": last_activity, "model": "claude-x"}
+        if cli:
+            data["cliSessionId"] = cli
+        if prior:
+            data["priorCliSessionIds"] = list(prior)
+        if title:
+            data["title"] = title
+        path.write_text(json.dumps(data))
+        return path
+
+
+    @staticmethod
+    def linux_desktop_root() -> Path:
+        return Path(os.environ["HOME"]) / ".config" / "Claude"
+
+
+    @staticmethod
+    def mac_desktop_root() -> Path:
+        return Path(os.environ["HOME"]) / "Library" / "Application Support" / "Claude"
+
+
+@pytest.fixture(autouse=True)
+def only_the_claude_plugin(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests exercise the claude plugin with the core alone: the other plugins are
+    disabled (in this process and, through the environment, in every agent-link process a
+    test starts), so their state cannot change what is asserted here."""
+    monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", "codex roles receipts")
+
+
+@pytest.fixture
+def fake_claude() -> type[FakeClaude]:
+    return FakeClaude
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"

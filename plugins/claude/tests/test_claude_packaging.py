@@ -1,0 +1,57 @@
+"""The Claude Code plugin manifests at the repository root agree with each other and with the
+code: names, the launcher every command runs, and the hook events the adapter handles."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import agent_link_claude
+from agent_link_claude import channel, hook
+
+REPO = Path(agent_link_claude.__file__).resolve().parents[3]
+LAUNCHER = "${CLAUDE_PLUGIN_ROOT}/hooks/agent-link-claude.sh"
+
+
+def load(*parts: str) -> dict:
+    return json.loads((REPO.joinpath(*parts)).read_text())
+
+
+def test_marketplace_offers_the_plugin_at_the_repository_root() -> None:
+    market = load(".claude-plugin", "marketplace.json")
+    plugin = load(".claude-plugin", "plugin.json")
+    assert market["name"] == "agent-link"
+    [entry] = market["plugins"]
+    assert entry["name"] == plugin["name"] == channel.PLUGIN_NAME
+    assert entry["source"] == "./"
+    core_version = re.search(r'^version = "([^"]+)"', (REPO / "pyproject.toml").read_text(), re.M).group(1)
+    assert plugin["version"] == core_version
+
+
+def test_mcp_server_runs_through_the_launcher_as_host_claude() -> None:
+    servers = load(".claude-plugin", "plugin.json")["mcpServers"]
+    assert list(servers) == [channel.SERVER_NAME]
+    server = servers[channel.SERVER_NAME]
+    assert server["command"] == "sh" and server["args"] == [LAUNCHER, "mcp"]
+    assert server["env"] == {"AGENT_LINK_HOST": "claude"}
+    assert server["alwaysLoad"] is True  # tools are in the first request even with a slow start
+
+
+def test_hooks_run_the_adapter_for_each_declared_event() -> None:
+    hooks = load("hooks", "hooks.json")["hooks"]
+    assert set(hooks) == {"SessionStart", "UserPromptSubmit", "Stop"}
+    for event, groups in hooks.items():
+        [group] = groups
+        [entry] = group["hooks"]
+        assert entry["type"] == "command" and entry["timeout"] == 5
+        assert entry["command"] == f'sh "{LAUNCHER}" hook claude {event}'
+    assert set(hook.NOTE_EVENTS) | {"Stop"} == set(hooks)
+
+
+def test_launcher_exists_and_is_posix_sh() -> None:
+    path = REPO / "hooks" / "agent-link-claude.sh"
+    assert path.is_file() and os.access(path, os.X_OK)
+    assert subprocess.run(["sh", "-n", str(path)], capture_output=True, timeout=10).returncode == 0

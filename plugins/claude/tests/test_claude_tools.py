@@ -1,0 +1,273 @@
+"""The Claude session tools: schemas and annotations, every error path, results checked
+against the declared output schemas, and the same tools through a real MCP client."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from typing import Any
+
+import anyio
+import pytest
+from jsonschema import Draft202012Validator
+
+from agent_link_claude.tools import CLAUDE_TOOLS
+from agent_link_core.app import App
+from agent_link_core.model import Caller
+from agent_link_core.tools.registry import output_schema, run_tool
+from agent_link_testing.mcp_client import agent_link_mcp
+
+ME = "aaaaaaaa-0000-4000-8000-000000000001"
+PEER = "bbbbbbbb-0000-4000-8000-000000000002"
+OTHER = "cccccccc-0000-4000-8000-000000000003"
+SPECS = {spec.name: spec for spec in CLAUDE_TOOLS}
+READ_ONLY = {"list_claude_sessions", "list_loaded_claude_sessions", "get_claude_session", "resolve_claude_session", "wait_for_claude_session"}
+
+
+@pytest.fixture
+def app(fake_claude, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("CLAUDE_CODE_SESSION_ID", ME)
+    fake_claude.write_transcript(ME, "/work/me", title="My own session")
+    fake_claude.write_transcript(PEER, "/work/parser", title="Parser rewrite")
+    fake_claude.write_transcript(OTHER, "/work/docs", title="Docs cleanup")
+    fake_claude.write_sidecar(fake_claude.linux_desktop_root(), "dddd-0004", surface_dir="local-agent-mode-sessions",
+                              title="Parser research", archived=True)
+    application = App.create()
+    yield application
+    application.close()
+
+
+async def call(app: App, name: str, args: dict[str, Any], caller_env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run a tool as the MCP server would and check the result against its output schema."""
+    spec = app.hooks.tools()[name]
+    result = await run_tool(app, spec, args, {})
+    errors = [e.message for e in Draft202012Validator(output_schema(spec)).iter_errors(result)]
+    assert not errors, (name, errors, result)
+    return result
+
+
+def code(result: dict[str, Any]) -> str | None:
+    return None if result["ok"] else result["error"]["code"]
+
+
+# -- schemas -----------------------------------------------------------------------------------
+
+
+def test_every_tool_has_strict_valid_schemas_and_the_reference_annotations() -> None:
+    assert set(SPECS) == READ_ONLY | {"message_claude_session"}
+    for spec in CLAUDE_TOOLS:
+        for schema in (spec.input_schema, output_schema(spec)):
+            Draft202012Validator.check_schema(schema)
+            assert schema["type"] == "object" and schema["additionalProperties"] is False
+        assert spec.read_only == (spec.name in READ_ONLY), spec.name
+        assert not spec.destructive
+        assert "agent-link" in spec.description or "Claude" in spec.description
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("name", sorted(SPECS))
+async def test_unknown_arguments_are_refused(app: App, name: str) -> None:
+    result = await call(app, name, {"bogus": 1})
+    assert code(result) == "invalid_arguments"
+    assert {"path": "bogus", "rule": "unknown_property", "expected": "no such argument"} in result["error"]["details"]["errors"]
+
+
+@pytest.mark.anyio
+async def test_removed_arguments_name_their_replacement(app: App) -> None:
+    result = await call(app, "message_claude_session", {"to": PEER, "message": "x"})
+    assert code(result) == "invalid_arguments"
+    assert result["error"]["details"]["removed"] == [{"argument": "to", "replacement": "sessionId (exact) or query (fuzzy)"}]
+    result = await call(app, "resolve_claude_session", {"searchTerm": "x"})
+    assert result["error"]["details"]["removed"] == [{"argument": "searchTerm", "replacement": "query"}]
+
+
+@pytest.mark.anyio
+async def test_ranges_are_enforced_never_clamped(app: App) -> None:
+    for args in ({"limit": 0}, {"limit": 201}, {"surface": "web"}):
+        assert code(await call(app, "list_claude_sessions", args)) == "invalid_arguments", args
+    assert code(await call(app, "resolve_claude_session", {"query": "x", "limit": 51})) == "invalid_arguments"
+    assert code(await call(app, "wait_for_claude_session", {"sessionId": PEER, "timeoutMs": 600001})) == "invalid_arguments"
+    coerced = await call(app, "list_claude_sessions", {"limit": "2"})
+    assert coerced["ok"] and len(coerced["sessions"]) == 2 and coerced["warnings"][0]["code"] == "coerced_argument"
+
+
+# -- listing, getting, resolving ---------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_list_get_resolve(app: App, fake_claude) -> None:
+    listed = await call(app, "list_claude_sessions", {})
+    assert {s["address"] for s in listed["sessions"]} == {f"claude:{i}" for i in (ME, PEER, OTHER)}
+    assert listed["provider"]["available"] is True
+    with_archived = await call(app, "list_claude_sessions", {"includeArchived": True, "surface": "desktop"})
+    assert [s["address"] for s in with_archived["sessions"]] == ["claude:dddd-0004"]
+    assert (await call(app, "list_loaded_claude_sessions", {}))["sessions"] == []
+    fake_claude.write_live(os.getpid(), PEER)
+    loaded = await call(app, "list_loaded_claude_sessions", {"surface": "code"})
+    assert [s["address"] for s in loaded["sessions"]] == [f"claude:{PEER}"]
+
+    got = await call(app, "get_claude_session", {"sessionId": f"claude:{PEER}"})
+    assert got["session"]["title"] == "Parser rewrite" and got["session"]["cwd"] == "/work/parser"
+    assert got["session"]["loaded"] is True and got["session"]["cliSessionId"] == PEER
+    assert got["session"]["createdAt"] == "2026-01-02T03:04:05.678Z" and got["session"]["entrypoint"] == "cli"
+    assert (await call(app, "get_claude_session", {"sessionId": "local_dddd-0004"}))["session"]["archived"] is True
+
+    resolved = await call(app, "resolve_claude_session", {"query": "parser"})
+    assert resolved["status"] == "resolved" and resolved["best"]["address"] == f"claude:{PEER}"  # the archived one ranks lower
+    desktop = await call(app, "resolve_claude_session", {"query": "parser", "surface": "desktop"})
+    assert desktop["status"] == "resolved" and desktop["best"]["address"] == "claude:dddd-0004"
+    assert (await call(app, "resolve_claude_session", {"query": "zebra"}))["status"] == "not_found"
+    assert (await call(app, "resolve_claude_session", {"query": OTHER}))["best"]["address"] == f"claude:{OTHER}"
+
+
+@pytest.mark.anyio
+async def test_lookup_errors(app: App) -> None:
+    missing = await call(app, "get_claude_session", {"sessionId": "claude:eeee"})
+    assert code(missing) == "not_found" and missing["error"]["details"] == {"id": "claude:eeee", "candidates": []}
+    assert code(await call(app, "get_claude_session", {"sessionId": "codex:abc"})) == "invalid_arguments"
+    assert code(await call(app, "get_claude_session", {"sessionId": "bad id"})) == "invalid_arguments"
+    assert code(await call(app, "resolve_claude_session", {"query": "codex:abc"})) == "invalid_arguments"
+    assert code(await call(app, "wait_for_claude_session", {"sessionId": "claude:eeee"})) == "not_found"
+
+
+# -- messaging and waiting ---------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_message_by_id_and_by_query(app: App) -> None:
+    sent = await call(app, "message_claude_session", {"sessionId": PEER, "message": "please review", "anticipation": "reply"})
+    assert sent["ok"] and sent["delivery"] == "queued-offline" and sent["messageDelivery"] == "queued"
+    assert sent["target"] == {"address": f"claude:{PEER}", "sessionId": PEER, "title": "Parser rewrite", "loaded": False, "surface": ["code"]}
+    assert sent["resolution"] == {"via": "exact", "query": PEER, "matchReasons": ["id:exact"]}
+    row = app.mailbox.get_row(sent["messageId"])
+    assert (row["from_addr"], row["recipient"], row["from_source"]) == (f"claude:{ME}", f"claude:{PEER}", "env")
+
+    fuzzy = await call(app, "message_claude_session", {"query": "docs", "message": "fyi", "deliveryPreference": "mailbox"})
+    assert fuzzy["delivery"] == "queued-mailbox" and fuzzy["target"]["address"] == f"claude:{OTHER}"
+    assert fuzzy["resolution"]["via"] == "fuzzy" and fuzzy["resolution"]["matchReasons"]
+    assert app.mailbox.row_dict(app.mailbox.get_row(fuzzy["messageId"]))["metadata"]["claude"] == {"push": False}
+
+    warned = await call(app, "message_claude_session", {"sessionId": f"claude:{PEER}", "message": "x", "deliveryPreference": "channel"})
+    assert warned["warnings"][0]["code"] == "channel_unavailable"
+
+
+@pytest.mark.anyio
+async def test_message_errors(app: App) -> None:
+    assert code(await call(app, "message_claude_session", {"message": "x"})) == "invalid_arguments"
+    both = await call(app, "message_claude_session", {"sessionId": PEER, "query": "x", "message": "x"})
+    assert both["error"]["details"]["errors"][0]["rule"] == "xor"
+    override = await call(app, "message_claude_session", {"sessionId": PEER, "message": "x", "model": "opus"})
+    assert code(override) == "unsupported" and override["error"]["details"]["capability"] == "turn_overrides"
+    assert code(await call(app, "message_claude_session", {"sessionId": "claude:nobody", "message": "x"})) == "not_found"
+    assert code(await call(app, "message_claude_session", {"sessionId": "codex:abc", "message": "x"})) == "invalid_arguments"
+    ambiguous = await call(app, "message_claude_session", {"query": "work", "message": "x"})
+    assert code(ambiguous) == "ambiguous" and len(ambiguous["error"]["details"]["candidates"]) == 3
+    archived_only = await call(app, "message_claude_session", {"query": "research", "message": "x"})
+    assert code(archived_only) == "not_found"  # fuzzy queries skip archived sessions
+    # an exact id of an archived session is refused by the core's send (see notes/core-requests-claude.md)
+    assert code(await call(app, "message_claude_session", {"sessionId": "local_dddd-0004", "message": "x"})) == "archived"
+    too_big = await call(app, "message_claude_session", {"sessionId": PEER, "message": "x" * 65537})
+    assert code(too_big) == "body_too_large"
+    bad_label = await call(app, "message_claude_session", {"sessionId": PEER, "message": "x", "anticipation": "fyi", "waitForReply": True})
+    assert code(bad_label) == "invalid_arguments"
+
+
+@pytest.mark.anyio
+async def test_wait_outcomes(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    sent = await call(app, "message_claude_session", {"sessionId": PEER, "message": "ping", "anticipation": "reply"})
+    mid = sent["messageId"]
+    timed_out = await call(app, "wait_for_claude_session", {"sessionId": PEER, "replyToMessageId": mid, "timeoutMs": 300, "pollIntervalMs": 250})
+    assert timed_out["outcome"] == "timeout" and timed_out["timedOut"] is True and timed_out["messageStatus"] == "pending"
+    assert timed_out["target"] == {"address": f"claude:{PEER}", "sessionId": PEER, "lastLoaded": False}
+
+    async def peer_replies() -> None:
+        await anyio.sleep(0.4)
+        await app.reply(caller=Caller(f"claude:{PEER}", "env", "claude"), message_id=mid, message="pong")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(peer_replies)
+        replied = await call(app, "wait_for_claude_session", {"sessionId": PEER, "replyToMessageId": mid, "timeoutMs": 10000, "pollIntervalMs": 250})
+    assert replied["outcome"] == "reply" and "pong" in replied["reply"]["envelope"]
+    assert replied["messageStatus"] == "replied"
+
+    assert code(await call(app, "wait_for_claude_session", {"sessionId": PEER, "replyToMessageId": "01ARZ3NDEKTSV4RRFFQ69G5FAV"})) == "not_found"
+    monkeypatch.delenv("CLAUDE_CODE_SESSION_ID")
+    anonymous = App.create()
+    try:
+        assert code(await call(anonymous, "wait_for_claude_session", {"sessionId": PEER, "timeoutMs": 100})) == "no_current_session"
+    finally:
+        anonymous.close()
+
+
+@pytest.mark.anyio
+async def test_wait_reports_idle_when_a_running_target_stops(app: App, fake_claude) -> None:
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        fake_claude.write_live(sleeper.pid, PEER)
+        sent = await call(app, "message_claude_session", {"sessionId": PEER, "message": "ping", "anticipation": "reply"})
+        assert sent["delivery"] == "queued-online" and sent["target"]["loaded"] is True
+
+        async def stop_target() -> None:
+            await anyio.sleep(0.5)
+            sleeper.kill()
+            await anyio.to_thread.run_sync(sleeper.wait)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(stop_target)
+            with anyio.fail_after(15):
+                waited = await call(app, "wait_for_claude_session", {"sessionId": PEER, "replyToMessageId": sent["messageId"], "timeoutMs": 30000})
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert waited["outcome"] == "idle" and waited["timedOut"] is False and waited["messageStatus"] == "pending"
+    assert waited["target"]["lastLoaded"] is False and waited["waitedMs"] < 10000
+
+
+@pytest.mark.anyio
+async def test_message_with_wait_for_reply(app: App) -> None:
+    async def peer_replies() -> None:
+        with anyio.fail_after(10):
+            while not app.mailbox.open_for(f"claude:{PEER}", 1):
+                await anyio.sleep(0.1)
+        [row] = app.mailbox.open_for(f"claude:{PEER}", 1)
+        await app.reply(caller=Caller(f"claude:{PEER}", "env", "claude"), message_id=row["id"], resolution="decline", message="busy")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(peer_replies)
+        sent = await call(app, "message_claude_session", {"sessionId": PEER, "message": "help?", "waitForReply": True, "timeoutMs": 10000})
+    assert sent["anticipation"] == "reply" and sent["wait"]["outcome"] == "declined" and "busy" in sent["wait"]["reply"]["envelope"]
+
+
+# -- through a real MCP client -----------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_tools_over_real_mcp_stdio(fake_claude) -> None:
+    fake_claude.write_transcript(ME, "/work/me", title="My own session")
+    fake_claude.write_transcript(PEER, "/work/parser", title="Parser rewrite")
+    async with agent_link_mcp({"CLAUDE_CODE_SESSION_ID": ME, "AGENT_LINK_HOST": "claude"}) as me:
+        tools = await me.tools()
+        for spec in CLAUDE_TOOLS:
+            listed = tools[spec.name]
+            assert listed.input_schema == spec.input_schema
+            assert listed.output_schema == output_schema(spec)
+            assert listed.annotations.read_only_hint == spec.read_only and listed.annotations.open_world_hint is False
+        # a server inside Claude Code declares the channel capability
+        assert me.init.capabilities.experimental == {"claude/channel": {}}
+        listed = await me.call("list_claude_sessions", {})
+        assert [s["address"] for s in listed["sessions"]] == [f"claude:{PEER}", f"claude:{ME}"]
+        assert (await me.call("resolve_claude_session", {"query": "parser"}))["best"]["address"] == f"claude:{PEER}"
+        assert (await me.call("get_claude_session", {"sessionId": "claude:zzz"}))["error"]["code"] == "not_found"
+        sent = await me.call("message_claude_session", {"sessionId": PEER, "message": "over stdio", "anticipation": "reply"})
+        assert sent["ok"] and sent["delivery"] == "queued-offline"
+        async with agent_link_mcp({"CLAUDE_CODE_SESSION_ID": PEER, "AGENT_LINK_HOST": "claude"}) as peer:
+            inbox = await peer.call("read_agent_link_inbox", {})
+            assert "over stdio" in inbox["renderedBlock"] and inbox["markedDelivered"] == [sent["messageId"]]
+            assert (await peer.call("reply_agent_link_message", {"messageId": sent["messageId"], "message": "got it"}))["ok"]
+            # the test client is not Claude Code: its server never pushes, and says why
+            health = await peer.call("agent_link_health", {})
+            assert health["harnesses"]["claude"]["channel"]["bridge"]["gate"]["reason"] == "client_not_claude_code"
+        waited = await me.call("wait_for_claude_session", {"sessionId": f"claude:{PEER}", "replyToMessageId": sent["messageId"], "timeoutMs": 5000})
+        assert waited["outcome"] == "reply" and "got it" in waited["reply"]["envelope"]
+        assert waited["reply"]["from"] == f"claude:{PEER}" and waited["reply"]["fromVerified"] is True
