@@ -90,6 +90,24 @@ def bench_hook(tmp: Path) -> None:
         line(f"hook ({label})", hook_ms, "ms", "node -e 0", node_ms, "<= 0.6")
 
 
+def bench_claude_hook(tmp: Path) -> None:
+    """The Claude UserPromptSubmit hook exactly as hooks/hooks.json declares it (through the
+    sh launcher), with no mail and with 10,000 stored messages for other sessions."""
+    node = shutil.which("node") or "node"
+    declared = json.loads((ROOT / "hooks" / "hooks.json").read_text())["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+    command = ["sh", "-c", declared]
+    payload = json.dumps({"session_id": "0f3c1d7e-0000-4000-8000-000000000001", "hook_event_name": "UserPromptSubmit",
+                          "prompt": "hi", "cwd": str(tmp)})
+    for label, count in (("no mail", 0), ("10,000 stored messages", 10_000)):
+        state = tmp / f"claude-hook-{count}"
+        if count:
+            fill(state, count)
+        env = dict(os.environ, HOME=str(tmp), AGENT_LINK_STATE_DIR=str(state), CLAUDE_PLUGIN_ROOT=str(ROOT),
+                   CLAUDE_CONFIG_DIR=str(tmp / ".claude"))
+        node_ms, hook_ms = interleaved_medians([node, "-e", "0"], command, env, payload)
+        line(f"claude hook as declared ({label})", hook_ms, "ms", "node -e 0", node_ms, "<= 0.6")
+
+
 def bench_reads(tmp: Path) -> None:
     results = {}
     for count in (100, 100_000):
@@ -161,6 +179,7 @@ def main() -> None:
         tmp = Path(name)
         os.environ["HOME"] = str(tmp)
         bench_hook(tmp)
+        bench_claude_hook(tmp)
         bench_reads(tmp)
         bench_concurrent_sends(tmp)
         __import__("codex_bench").bench_codex(tmp)  # bench/codex_bench.py: Codex delivery vs a bare turn/start
