@@ -1,1 +1,14 @@
-"""agent-link receipts plugin (distribution `agent-link-receipts`)."""
+"""agent-link receipts plugin (distribution ``agent-link-receipts``).
+
+An audit record (a *receipt*) for every launch, message, reply, delivery, handover,
+reminder, resolution and status change, written from the core's ``agent_link_on_event``
+hook into the ``receipts`` table of the state database. Pieces:
+
+* :mod:`agent_link_receipts.origin`: where a send came from, field by field, with sources;
+* :mod:`agent_link_receipts.build`: one receipt from one event (format version 1);
+* :mod:`agent_link_receipts.ledger`: storage, filtered listing (newest first), export, and
+  the optional JSONL copy (``AGENT_LINK_RECEIPT_LOG``);
+* :mod:`agent_link_receipts.tools` / :mod:`agent_link_receipts.cli`: list_agent_link_receipts,
+  ``agent-link receipts`` and ``agent-link receipts export --jsonl``;
+* :mod:`agent_link_receipts.plugin`: the hooks.
+"""

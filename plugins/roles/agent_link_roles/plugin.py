@@ -1,4 +1,180 @@
-"""Entry point of the agent-link roles plugin, registered under the `agent_link` group.
+"""Entry point of the agent-link roles plugin, registered under the ``agent_link`` group.
 
-The plugin manager loads this module and registers it; hook implementations live here.
+Hooks:
+
+* ``agent_link_resolve_address``: ``role:<name>`` -> the role's holder (``not_found`` with
+  ``details.role`` when nobody holds it, ``ambiguous`` for a hand-edited multi-holder entry,
+  ``state_io_error`` when roles.json cannot be read); applies any pending handover first;
+* ``agent_link_before_send``: role enforcement, and the procedure version a role-addressed
+  message carries (its metadata's ``role.procedure``; the send result's ``roleProcedure``);
+* ``agent_link_on_event``: on ``sent``, claims the procedure text for the holder when this
+  is the first message of that version to it (and completes ``roleProcedure.textIncluded``);
+* ``agent_link_render_envelope``: ``via``, ``procedure="<name>@<version>"`` and, on that first
+  message, a ``<procedure>`` element with the text;
+* ``agent_link_check_override``: the override policy;
+* tools, settings, schema and the ``roles`` health section.
 """
+
+from __future__ import annotations
+
+import json
+import logging
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from agent_link_core import hookimpl
+from agent_link_core.config import Setting
+from agent_link_core.envelope import render_element
+from agent_link_core.errors import AgentLinkError
+from agent_link_core.mailbox import EnvelopeContribution, Event, OutgoingMessage, SendContext
+from agent_link_core.model import Caller
+from agent_link_core.store import Migration
+from agent_link_core.tools.registry import ToolSpec
+
+from agent_link_roles.context import MIGRATIONS, SETTINGS, from_app
+from agent_link_roles.enforcement import check_send, enforcement_mode
+from agent_link_roles.handover import apply_handover
+from agent_link_roles.policy import evaluate_override
+from agent_link_roles.procedures import claim_text, read_procedure, record_version, text_for
+from agent_link_roles.table import load_table, table_path
+from agent_link_roles.tools import ADMIN_SETTING, ROLE_TOOLS
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent_link_core.app import App
+
+log = logging.getLogger(__name__)
+
+
+class _ResultField(dict):  # type: ignore[type-arg]
+    """A send-result field completed by a later hook (a plain dict cannot be weakly referenced)."""
+
+
+# The roleProcedure result of a send in progress, by message id, until its "sent" event says
+# whether it carries the procedure text; entries vanish with the send's result.
+_unsettled: weakref.WeakValueDictionary[str, _ResultField] = weakref.WeakValueDictionary()
+
+
+@hookimpl
+def agent_link_register_settings(register: Callable[[Setting], None]) -> None:
+    for setting in SETTINGS:
+        register(setting)
+
+
+@hookimpl
+def agent_link_schema() -> list[Migration]:
+    return list(MIGRATIONS)
+
+
+@hookimpl
+def agent_link_register_tools(register: Callable[[ToolSpec], None]) -> None:
+    for spec in ROLE_TOOLS:
+        register(spec)
+
+
+@hookimpl
+def agent_link_resolve_address(address: str, caller_address: str, app: App) -> dict[str, Any] | None:
+    if not address.startswith("role:"):
+        return None
+    name = address[5:]
+    table = load_table(from_app(app).state_dir)
+    apply_handover(app, table, caller_address)  # a hand edit of roles.json takes effect here too
+    role = table.roles.get(name)
+    if role is None or not role.holders:
+        assigned = [{"address": r.role_address, "holder": r.address} for r in table.roles.values() if r.address][:5]
+        raise AgentLinkError("not_found", f"Nobody holds {address}.", {"role": address, "candidates": assigned},
+                             hint="list_agent_roles shows who holds which role; the user assigns roles with set_agent_role.")
+    if len(role.holders) > 1:
+        raise AgentLinkError("ambiguous", f"roles.json lists several holders for {address}.",
+                             {"query": address, "candidates": [{"address": h} for h in role.holders]},
+                             hint="Send to one of the candidates, or have the user keep a single holder in roles.json.")
+    holder = role.holders[0]
+    return {"address": holder, "via": address, "metadata": {"role": {"name": name, "holder": holder}}}
+
+
+@hookimpl
+def agent_link_before_send(message: OutgoingMessage, context: SendContext, app: App) -> list[dict[str, Any]] | None:
+    ctx = from_app(app)
+    try:
+        table = load_table(ctx.state_dir)
+    except AgentLinkError:
+        table = None  # unreadable table: enforcement falls back to off (fails open)
+    warnings: list[dict[str, Any]] = []
+    if table is not None:
+        warnings = check_send(message, context, table, enforcement_mode(ctx.config, table)["mode"])
+    role = message.metadata.get("role")
+    if isinstance(role, dict) and role.get("name"):
+        proc = read_procedure(ctx.state_dir, role["name"])
+        if proc.present:
+            role["procedure"] = record_version(ctx.store, role["name"], proc)
+            shown = _ResultField(name=role["name"], version=role["procedure"]["version"], textIncluded=False)
+            context.result["roleProcedure"] = shown
+            _unsettled[message.id] = shown
+    return warnings
+
+
+@hookimpl
+def agent_link_on_event(event: Event, app: App) -> None:
+    if event.kind != "sent" or event.message_id is None:
+        return
+    row = app.mailbox.get_row(event.message_id)
+    if row is None:
+        return
+    role = json.loads(row["metadata"] or "{}").get("role") or {}
+    procedure = role.get("procedure") or {}
+    if procedure.get("sha256"):
+        included = claim_text(app.store, role["name"], row["recipient"], procedure["sha256"], event.message_id)
+        shown = _unsettled.pop(event.message_id, None)
+        if shown is not None:
+            shown["textIncluded"] = included
+
+
+@hookimpl
+def agent_link_render_envelope(message: dict[str, Any], app: App) -> EnvelopeContribution | None:
+    role = message.get("metadata", {}).get("role")
+    if not isinstance(role, dict) or not role.get("name"):
+        return None
+    name = role["name"]
+    contribution = EnvelopeContribution({"via": f"role:{name}"})
+    procedure = role.get("procedure") or {}
+    if not procedure.get("version"):
+        return contribution
+    contribution.attributes["procedure"] = f"{name}@{procedure['version']}"
+    try:
+        text = text_for(app.store, name, message["recipient"], procedure["sha256"], message["id"])
+    except Exception:  # a missing text must never stop the message itself from rendering
+        log.exception("procedure text lookup failed for %s", message.get("id"))
+        return contribution
+    if text is not None:
+        contribution.elements.append(render_element("procedure", [("name", name), ("version", str(procedure["version"]))], text))
+    return contribution
+
+
+@hookimpl
+def agent_link_check_override(
+    target: str, sender: Caller, setting: str, value: str, context: dict[str, Any], app: App
+) -> dict[str, Any]:
+    """May ``sender`` change ``setting`` of the existing session ``target`` to ``value``?
+    See :func:`agent_link_roles.policy.evaluate_override` for the decision's shape."""
+    return evaluate_override(from_app(app).state_dir, target, sender.address, setting, value, context)
+
+
+@hookimpl
+def agent_link_health(app: App) -> tuple[str, dict[str, Any]]:
+    ctx = from_app(app)
+    path = table_path(ctx.state_dir)
+    section: dict[str, Any] = {"path": str(path), "exists": path.exists(), "admin": bool(ctx.config.get(ADMIN_SETTING))}
+    try:
+        table = load_table(ctx.state_dir)
+    except AgentLinkError as exc:
+        section.update({"error": exc.to_dict(), "enforcement": enforcement_mode(ctx.config, None)})
+        return "roles", section
+    section.update({
+        "count": len(table.roles),
+        "assigned": sum(1 for r in table.roles.values() if r.address),
+        "policyTargets": len(table.policy),
+        "enforcement": enforcement_mode(ctx.config, table),
+        "problems": table.problems,
+        "error": None,
+    })
+    return "roles", section

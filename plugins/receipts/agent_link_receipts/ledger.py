@@ -1,0 +1,116 @@
+"""Receipt storage: insert, filtered listing (newest first), export, and the JSONL copy.
+
+Receipts live in the ``receipts`` table of the state database, one row per receipt with the
+filterable fields in indexed columns and the whole receipt as JSON. Listing is newest first
+(insertion order) and stops at the limit, so a filter on an indexed column stays fast on
+hundreds of thousands of receipts; the text query scans the case-folded ``search_text``.
+
+When ``AGENT_LINK_RECEIPT_LOG`` is set, each new receipt is also appended to that file as one
+JSON line, with a single ``O_APPEND`` write (0600, folder 0700), for tools that tail a log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from agent_link_core.store import Store, ensure_private_dir
+
+from agent_link_receipts.build import search_text
+
+FILTER_COLUMNS = {
+    "target": "target_address",
+    "targetThreadId": "target_id",
+    "targetSessionId": "target_id",
+    "originThreadId": "origin_thread_id",
+    "action": "action",
+    "kind": "kind",
+    "targetKind": "target_kind",
+    "host": "host",
+    "messageId": "message_id",
+}
+
+
+def insert_receipts(store: Store, items: Iterable[tuple[dict[str, Any], str | None]]) -> list[dict[str, Any]]:
+    """Store receipts in one transaction.
+
+    :param items: ``(receipt, event key or None)``; a receipt whose key is already stored is
+        skipped (another process reported the same event).
+    :returns: the receipts actually stored.
+    """
+    stored: list[dict[str, Any]] = []
+    with store.write() as conn:
+        for receipt, key in items:
+            target = receipt.get("target") or {}
+            origin = receipt.get("origin") or {}
+            cur = conn.execute(
+                "INSERT OR IGNORE INTO receipts (id, event_key, action, kind, host, message_id, target_address,"
+                " target_id, target_kind, origin_thread_id, search_text, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    receipt["id"], key, receipt["action"], receipt.get("kind"), receipt.get("host"),
+                    receipt.get("messageId"), target.get("address"), target.get("id"), target.get("kind"),
+                    origin.get("threadId"), search_text(receipt), json.dumps(receipt, ensure_ascii=False),
+                ),
+            )
+            if cur.rowcount == 1:
+                stored.append(receipt)
+    return stored
+
+
+@dataclass(frozen=True)
+class Page:
+    """One listing: ``receipts`` newest first, and how many receipts exist in all."""
+
+    receipts: list[dict[str, Any]]
+    total: int
+
+
+def list_receipts(store: Store, filters: dict[str, Any], limit: int) -> Page:
+    """Receipts matching every given filter, newest first, at most ``limit``.
+
+    :param filters: keys of :data:`FILTER_COLUMNS` (exact match) and ``query`` (a
+        case-insensitive substring of the searched fields); absent or None means no filter.
+    """
+    clauses, params = [], []
+    for name, column in FILTER_COLUMNS.items():
+        value = filters.get(name)
+        if value is not None:
+            clauses.append(f"{column} = ?")
+            params.append(value)
+    if filters.get("query"):
+        clauses.append("instr(search_text, ?) > 0")
+        params.append(str(filters["query"]).casefold())
+    where = " WHERE " + " AND ".join(clauses) if clauses else ""
+    rows = store.conn.execute(f"SELECT data FROM receipts{where} ORDER BY seq DESC LIMIT ?", (*params, limit)).fetchall()
+    total = store.conn.execute("SELECT COUNT(*) FROM receipts").fetchone()[0]
+    return Page([json.loads(r["data"]) for r in rows], int(total))
+
+
+def export_receipts(store: Store, batch: int = 1000) -> Iterator[dict[str, Any]]:
+    """Every receipt, oldest first, read in batches (for ``agent-link receipts export``)."""
+    last = 0
+    while True:
+        rows = store.conn.execute("SELECT seq, data FROM receipts WHERE seq > ? ORDER BY seq LIMIT ?", (last, batch)).fetchall()
+        if not rows:
+            return
+        for row in rows:
+            yield json.loads(row["data"])
+        last = rows[-1]["seq"]
+
+
+def append_log(path: str, receipts: Iterable[dict[str, Any]]) -> None:
+    """Append receipts to the JSONL copy, each as one line in one ``write`` call.
+
+    :raises OSError: when the file cannot be written (the caller logs it; the database
+        already holds the receipt).
+    """
+    ensure_private_dir(os.path.dirname(path))
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        for receipt in receipts:
+            os.write(fd, (json.dumps(receipt, ensure_ascii=False) + "\n").encode("utf-8"))
+    finally:
+        os.close(fd)

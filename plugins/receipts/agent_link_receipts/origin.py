@@ -1,0 +1,131 @@
+"""Where a send came from: the origin block of a receipt.
+
+Each field (``threadId``, ``turnId``, ``toolCallId``) is taken from the first source that has
+it, in this order, and ``sources`` says which one that was:
+
+1. ``caller_supplied``: the ``receipt`` argument (``originThreadId``, ``originTurnId``,
+   ``originToolCallId``);
+2. ``runtime_context``: the tool call's MCP ``_meta`` (keys below, at the top level or under
+   the ``openai/codex``, ``codex`` and ``claudecode`` namespaces), then the caller identity the
+   harness derived from the runtime (its session id, ``turn_id``, ``tool_call_id``);
+3. ``env``: the server's environment (a caller identified from it, ``CODEX_THREAD_ID``,
+   ``CODEX_TURN_ID``); never for the tool call id; off with ``AGENT_LINK_INFER_RECEIPT_ORIGIN=0``;
+4. ``not_supplied``.
+
+``source`` is the one source used by every supplied field, ``mixed`` when they differ, or
+``not_supplied``. Ids are trimmed and cut to 160 characters, the note to 700.
+
+``_meta`` keys, first match wins (reference §2, plus the keys Codex 0.169 sends, §25):
+thread ``callerThreadId``, ``caller.thread.id``, ``threadId``, ``thread_id``,
+``codexThreadId``, ``thread.id``, ``originThreadId``; turn ``callerTurnId``,
+``caller.turn.id``, ``turnId``, ``turn_id``, ``codexTurnId``, ``turn.id``, ``originTurnId``,
+``x-codex-turn-metadata.turn_id``; tool call ``callerToolCallId``, ``caller.toolCall.id``,
+``toolCallId``, ``tool_call_id``, ``toolUseId``, ``tool_use_id``, ``originToolCallId``,
+``callId``. A dotted key is tried as one key, then as a path into nested objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from agent_link_core.envelope import sanitize_text
+from agent_link_core.model import Caller
+
+MAX_ID_CHARS = 160
+MAX_NOTE_CHARS = 700
+MAX_META_CHARS = 300
+RUNTIME_SOURCES = ("runtime_context", "current_session")
+META_NAMESPACES = ("openai/codex", "codex", "claudecode")
+META_KEYS: dict[str, tuple[str, ...]] = {
+    "threadId": ("callerThreadId", "caller.thread.id", "threadId", "thread_id", "codexThreadId", "thread.id", "originThreadId"),
+    "turnId": ("callerTurnId", "caller.turn.id", "turnId", "turn_id", "codexTurnId", "turn.id", "originTurnId",
+               "x-codex-turn-metadata.turn_id"),
+    "toolCallId": ("callerToolCallId", "caller.toolCall.id", "toolCallId", "tool_call_id", "toolUseId", "tool_use_id",
+                   "originToolCallId", "callId"),
+}
+
+
+def clip(value: object, limit: int) -> str | None:
+    """``value`` as trimmed text of at most ``limit`` characters; None when empty or not text."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return None
+    text = sanitize_text(str(value)).strip()
+    return text[:limit] or None
+
+
+def _lookup(obj: Mapping[str, Any], key: str) -> object:
+    if key in obj:
+        return obj[key]
+    node: object = obj
+    for part in key.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def meta_context(meta: Mapping[str, Any]) -> dict[str, str | None]:
+    """``{threadId, turnId, toolCallId}`` found in a tool call's ``_meta`` (None when absent)."""
+    scopes = [meta] + [meta[ns] for ns in META_NAMESPACES if isinstance(meta.get(ns), Mapping)]
+    found: dict[str, str | None] = {}
+    for field, keys in META_KEYS.items():
+        found[field] = next(
+            (text for key in keys for scope in scopes if (text := clip(_lookup(scope, key), MAX_META_CHARS)) is not None),
+            None,
+        )
+    return found
+
+
+def compute_origin(
+    supplied: Mapping[str, Any], caller: Caller, meta: Mapping[str, Any], env: Mapping[str, str], *, infer_from_env: bool
+) -> dict[str, Any]:
+    """The origin block for a send.
+
+    :param supplied: the tool call's ``receipt`` argument (may be empty).
+    :param caller: who sent it, as the core identified them.
+    :param meta: the tool call's MCP ``_meta`` (empty outside MCP).
+    :param env: the server process's environment.
+    :param infer_from_env: whether step 3 applies.
+    :returns: ``{threadId, turnId, toolCallId, note, source, sources{threadId, turnId,
+        toolCallId}, address, addressSource}``.
+    """
+    session_id = caller.address.split(":", 1)[1] if caller.known else None
+    from_runtime = caller.source in RUNTIME_SOURCES
+    runtime = meta_context(meta)
+    candidates: dict[str, list[tuple[object, str]]] = {
+        "threadId": [
+            (supplied.get("originThreadId"), "caller_supplied"),
+            (runtime["threadId"], "runtime_context"),
+            (session_id if from_runtime else None, "runtime_context"),
+            (session_id if infer_from_env and caller.source == "env" else None, "env"),
+            (env.get("CODEX_THREAD_ID") if infer_from_env else None, "env"),
+        ],
+        "turnId": [
+            (supplied.get("originTurnId"), "caller_supplied"),
+            (runtime["turnId"], "runtime_context"),
+            (caller.turn_id, "runtime_context"),
+            (env.get("CODEX_TURN_ID") if infer_from_env else None, "env"),
+        ],
+        "toolCallId": [
+            (supplied.get("originToolCallId"), "caller_supplied"),
+            (runtime["toolCallId"], "runtime_context"),
+            (caller.tool_call_id, "runtime_context"),
+        ],
+    }
+    origin: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for field, options in candidates.items():
+        origin[field], sources[field] = None, "not_supplied"
+        for value, source in options:
+            text = clip(value, MAX_ID_CHARS)
+            if text is not None:
+                origin[field], sources[field] = text, source
+                break
+    used = {s for s in sources.values() if s != "not_supplied"}
+    origin["note"] = clip(supplied.get("note"), MAX_NOTE_CHARS)
+    origin["source"] = used.pop() if len(used) == 1 else ("mixed" if used else "not_supplied")
+    origin["sources"] = sources
+    origin["address"] = caller.address
+    origin["addressSource"] = caller.source
+    return origin

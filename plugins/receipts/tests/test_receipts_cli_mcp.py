@@ -1,0 +1,84 @@
+"""``agent-link receipts`` / ``agent-link receipts export --jsonl``, and list_agent_link_receipts
+through a real MCP client session."""
+
+from __future__ import annotations
+
+import json
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from agent_link_core.app import App
+from agent_link_core.cli import build_cli
+from agent_link_core.model import Caller
+from agent_link_testing.mcp_client import agent_link_mcp
+
+ALICE = Caller("test:alice", "config", "test")
+
+
+def cli(*args: str) -> Any:
+    return CliRunner().invoke(build_cli(), list(args))
+
+
+@pytest.mark.anyio
+async def test_cli_lists_and_exports(make_app: Any) -> None:
+    app: App = make_app()
+    for text in ("first <one>", "second", "third"):
+        await app.send(caller=ALICE, to="test:bob", body=text, arguments={"receipt": {"purpose": f"p-{text[:5]}"}})
+    listed = cli("receipts", "--json", "--limit", "2")
+    assert listed.exit_code == 0, listed.output
+    data = json.loads(listed.output)
+    assert [r["messagePreview"] for r in data["data"]] == ["third", "second"] and data["scannedReceipts"] == 3
+    filtered = json.loads(cli("receipts", "--json", "--query", "P-FIRST").output)
+    assert [r["messagePreview"] for r in filtered["data"]] == ["first &lt;one&gt;"]
+    human = cli("receipts", "--target", "test:bob")
+    assert human.exit_code == 0 and len(human.output.splitlines()) == 3 and "message_agent" in human.output
+    assert "No receipts match" in cli("receipts", "--action", "fork_thread").output
+    export = cli("receipts", "export", "--jsonl")
+    assert export.exit_code == 0
+    lines = [json.loads(line) for line in export.output.splitlines()]
+    assert [r["messagePreview"] for r in lines] == ["first &lt;one&gt;", "second", "third"]  # oldest first
+    assert lines == list(reversed(json.loads(cli("receipts", "--json").output)["data"]))
+    no_format = cli("receipts", "export")
+    assert no_format.exit_code == 2 and "--jsonl" in no_format.output
+
+
+def env(address: str) -> dict[str, str]:
+    return {"AGENT_LINK_ADDRESS": address, "AGENT_LINK_DISABLE_PLUGINS": "codex claude"}
+
+
+@pytest.mark.anyio
+async def test_receipts_over_mcp(isolated_env: Path) -> None:
+    async with AsyncExitStack() as stack:
+        alice = await stack.enter_async_context(agent_link_mcp(env("test:alice")))
+        bob = await stack.enter_async_context(agent_link_mcp(env("test:bob")))
+        tools = await alice.tools()
+        assert tools["list_agent_link_receipts"].annotations.read_only_hint is True
+
+        sent = await alice.call("message_agent", {
+            "to": "test:bob", "message": "Is the invoice API live?", "anticipation": "reply",
+            "receipt": {"purpose": "release check", "tags": ["release"], "originTurnId": "turn-7"},
+        })
+        assert sent["ok"] and sent["receipt"]["recorded"] is True
+        quiet = await alice.call("message_agent", {"to": "test:bob", "message": "not audited", "receipt": {"record": False}})
+        assert quiet["receipt"] == {"record": False, "recorded": False, "id": None}
+        await bob.call("read_agent_link_inbox")
+        answered = await bob.call("reply_agent_link_message", {"messageId": sent["messageId"], "message": "Yes."})
+        assert answered["receipt"]["recorded"] is True
+
+        mine = await bob.call("list_agent_link_receipts", {"messageId": sent["messageId"]})
+        kinds = [(r["action"], r["kind"]) for r in mine["data"]]
+        assert kinds == [("message_status", "resolution"), ("message_status", "delivery"), ("message_agent", None)]
+        first = mine["data"][-1]
+        assert first["id"] == sent["receipt"]["id"] and first["origin"]["turnId"] == "turn-7"
+        assert first["origin"]["sources"]["turnId"] == "caller_supplied"
+        assert (await alice.call("list_agent_link_receipts", {"query": "NOT AUDITED"}))["data"] == []
+        replies = await alice.call("list_agent_link_receipts", {"action": "reply_message"})
+        assert [r["messageId"] for r in replies["data"]] == [answered["messageId"]]
+        bogus = await alice.call("list_agent_link_receipts", {"bogus": 1})
+        assert bogus["error"]["code"] == "invalid_arguments"
+        health = await alice.call("agent_link_health")
+        assert health["sections"]["receipts"]["count"] == 4

@@ -1,0 +1,96 @@
+"""Role enforcement: should persistent agents write to each other through ``role:<name>``?
+
+A *persistent agent* holds at least one role (directly, or the orchestrator role for a
+project). A *coordination message* is a new message (not a reply) from one persistent agent
+to another; it is *direct* when addressed to a session rather than to ``role:<name>``.
+
+Mode: ``AGENT_LINK_ROLE_ENFORCEMENT`` when valid, else roles.json ``enforcement`` when valid,
+else ``off``. An unreadable table counts as no table, so enforcement fails open.
+
+* ``off``: nothing is checked;
+* ``warn``: delivered with a ``direct_coordination`` warning and the message (and its receipt)
+  tagged ``direct-coordination``;
+* ``enforce``: refused with ``permission_denied`` (reason ``role_address_required``) before
+  anything is stored.
+
+Replies, and messages with a role-less session on either end, are never checked. Holding a
+role gives nobody extra rights: this only keeps coordination traffic on role addresses.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent_link_core.config import Config
+from agent_link_core.errors import AgentLinkError
+from agent_link_core.mailbox import OutgoingMessage, SendContext
+
+from agent_link_roles.table import TABLE_FILE, RoleTable
+
+ENV_NAME = "AGENT_LINK_ROLE_ENFORCEMENT"
+DIRECT_TAG = "direct-coordination"
+
+
+def enforcement_mode(config: Config, table: RoleTable | None) -> dict[str, Any]:
+    """``{mode, source, ignored}``: the mode in force, where it came from
+    (``AGENT_LINK_ROLE_ENFORCEMENT`` | ``roles.json`` | ``default``) and the values that were
+    set but invalid (``[{source, reason}]``, never the values themselves)."""
+    ignored: list[dict[str, str]] = []
+    env_mode = config.get(ENV_NAME)
+    if env_mode:
+        return {"mode": env_mode, "source": ENV_NAME, "ignored": ignored}
+    if config.sources.get(ENV_NAME, "default") != "default":
+        ignored.append({"source": ENV_NAME, "reason": "not one of off, warn, enforce"})
+    if table is not None:
+        if table.enforcement:
+            return {"mode": table.enforcement, "source": TABLE_FILE, "ignored": ignored}
+        if any(p["path"] == "enforcement" for p in table.problems):
+            ignored.append({"source": TABLE_FILE, "reason": "not one of off, warn, enforce"})
+    return {"mode": "off", "source": "default", "ignored": ignored}
+
+
+def replacement_for(table: RoleTable, recipient: str) -> dict[str, str]:
+    """How to address ``recipient`` instead: ``{"to": "role:<name>"}`` for a role it holds, or
+    ``{"tool": "message_project_orchestrator", "projectRoot": ...}`` when it is the
+    orchestrator only for some projects."""
+    held = table.roles_held_by(recipient)
+    if held:
+        return {"to": f"role:{held[0]}"}
+    _, root = table.projects_held_by(recipient)[0]
+    return {"tool": "message_project_orchestrator", "projectRoot": root}
+
+
+def check_send(message: OutgoingMessage, context: SendContext, table: RoleTable, mode: str) -> list[dict[str, Any]]:
+    """Apply the mode to one outgoing message.
+
+    :returns: ``[]`` or one ``direct_coordination`` warning (and tags the message) under warn.
+    :raises AgentLinkError: ``permission_denied`` (``reason: role_address_required``,
+        ``recipientRoles``, ``replacement``) under enforce.
+    """
+    if mode == "off" or context.is_reply or message.to.startswith("role:"):
+        return []
+    sender, recipient = message.sender.address, message.recipient
+    if not (table.is_persistent(sender) and table.is_persistent(recipient)):
+        return []
+    details: dict[str, Any] = {
+        "recipientRoles": table.roles_held_by(recipient),
+        "replacement": replacement_for(table, recipient),
+    }
+    projects = table.projects_held_by(recipient)
+    if projects:
+        details["recipientProjects"] = [{"role": name, "projectRoot": root} for name, root in projects]
+    target = details["replacement"].get("to") or f"message_project_orchestrator with projectRoot {details['replacement']['projectRoot']}"
+    if mode == "enforce":
+        raise AgentLinkError(
+            "permission_denied",
+            f"{recipient} holds a role, and role holders coordinate through role addresses here.",
+            {"reason": "role_address_required", **details},
+            hint=f"Send to {target} instead.",
+        )
+    if DIRECT_TAG not in message.tags:
+        message.tags.append(DIRECT_TAG)
+    return [{
+        "code": "direct_coordination",
+        "message": f"Delivered, but {recipient} holds a role: coordinate through {target} so the work follows the role.",
+        "details": details,
+    }]

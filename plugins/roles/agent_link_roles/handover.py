@@ -1,0 +1,69 @@
+"""Role handover: open mail sent to a role follows the role to its new holder.
+
+A reply or action message sent to ``role:<name>`` that is still open moves to the role's
+current holder through the core's :meth:`~agent_link_core.mailbox.Mailbox.reassign` (the
+reminder count carries over, so the cap is not reset; the previous holder then gets
+``wrong_recipient`` if it tries to resolve it). fyi messages never move, resolved messages
+stay with their resolver, and a cleared or ambiguous role leaves its mail where it is.
+
+Handover runs whenever ``role:<name>`` is resolved and whenever a role tool reads the table, so
+a hand edit of roles.json takes effect at the next send to a role or role tool call.
+``role_holders`` remembers the holder handover was last applied for, so the check is one small
+query when nothing changed.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from agent_link_core.store import now_ms
+
+from agent_link_roles.procedures import claim_text
+from agent_link_roles.table import RoleTable
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent_link_core.app import App
+
+
+def apply_handover(app: App, table: RoleTable, actor: str) -> dict[str, list[str]]:
+    """Move open role mail to each role's current holder where the holder changed.
+
+    :param table: the role table just read.
+    :param actor: who caused it (recorded on the ``released`` event).
+    :returns: ``{role name: [moved message ids]}`` for roles whose mail moved.
+    """
+    conn = app.store.conn
+    recorded = {r["role"]: r["holder"] for r in conn.execute("SELECT role, holder FROM role_holders")}
+    moved: dict[str, list[str]] = {}
+    for name in sorted(set(table.roles) | set(recorded)):
+        role = table.roles.get(name)
+        holder = role.address if role is not None else None
+        if name in recorded and recorded[name] == holder:
+            continue
+        if holder is not None:
+            ids = [r["id"] for r in conn.execute(
+                "SELECT id FROM messages WHERE to_addr = ? AND open = 1 AND anticipation != 'fyi' AND recipient != ?"
+                " ORDER BY sent_at, id",
+                (f"role:{name}", holder),
+            )]
+            done = [mid for mid in ids if app.mailbox.reassign(mid, holder, actor)]
+            for mid in done:
+                _claim_for_new_holder(app, mid, name, holder)
+            if done:
+                moved[name] = done
+        with app.store.write() as w:
+            w.execute(
+                "INSERT INTO role_holders (role, holder, updated_at) VALUES (?, ?, ?)"
+                " ON CONFLICT (role) DO UPDATE SET holder = excluded.holder, updated_at = excluded.updated_at",
+                (name, holder, now_ms()),
+            )
+    return moved
+
+
+def _claim_for_new_holder(app: App, message_id: str, name: str, holder: str) -> None:
+    # A holder that never saw this procedure version gets its text with the moved message.
+    row = app.mailbox.get_row(message_id)
+    procedure = json.loads(row["metadata"] or "{}").get("role", {}).get("procedure")
+    if procedure and procedure.get("sha256"):
+        claim_text(app.store, name, holder, procedure["sha256"], message_id)

@@ -1,0 +1,380 @@
+"""The role and override-policy MCP tools.
+
+Writes (set_agent_role, clear_agent_role, set_agent_override_policy) are refused with
+``permission_denied`` (reason ``role_admin_disabled``) unless this server process was started
+with ``AGENT_LINK_ROLE_ADMIN=1``: the flag is read once, when the App is created, and no
+argument, message or ``_meta`` can set it. They are marked destructive so hosts that ask
+before risky tools ask for them. Reads never write roles.json.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from agent_link_core.errors import AgentLinkError, invalid_arguments
+from agent_link_core.mailbox import iso
+from agent_link_core.store import now_ms
+from agent_link_core.tools.registry import ToolCall, ToolSpec
+
+from agent_link_roles.context import RolesContext, from_app
+from agent_link_roles.enforcement import enforcement_mode
+from agent_link_roles.handover import apply_handover
+from agent_link_roles.policy import effective_policy
+from agent_link_roles.procedures import encode_procedure, procedure_view, read_procedure, record_version, write_procedure
+from agent_link_roles.table import (
+    MAX_POLICY_ENTRIES,
+    ORCHESTRATOR,
+    POLICY_SETTINGS,
+    Role,
+    RoleTable,
+    is_holder_address,
+    is_policy_entry,
+    is_policy_key,
+    load_table,
+    owned_object,
+    parse_role_name,
+    table_path,
+    update_table,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent_link_core.app import App
+
+ADMIN_SETTING = "AGENT_LINK_ROLE_ADMIN"
+ANY: dict[str, Any] = {}
+STR = {"type": "string"}
+NSTR = {"type": ["string", "null"]}
+BOOL = {"type": "boolean"}
+OBJ = {"type": "object"}
+NOBJ = {"type": ["object", "null"]}
+ROLE_ARG = {"type": "string", "pattern": "^(role:)?[a-z0-9-]{1,40}$", "description": "Role name, or role:<name>."}
+PROJECT_ROOT = {"type": "string", "minLength": 1, "description": "Absolute project root (orchestrator role only)."}
+POLICY_TARGET = {"type": "string", "minLength": 1, "description": "role:<name> or a session address."}
+POLICY_LIST = {
+    "type": "array", "maxItems": MAX_POLICY_ENTRIES, "items": {"type": "string", "minLength": 1},
+    "description": 'Senders allowed: "*" (anyone with an identity), role:<name>, or an address. [] clears it.',
+}
+
+
+def _obj(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+    if required:
+        schema["required"] = list(required)
+    return schema
+
+
+def require_admin(app: App) -> None:
+    """Refuse a role write unless the server started with ``AGENT_LINK_ROLE_ADMIN=1``.
+
+    :raises AgentLinkError: ``permission_denied`` with ``reason: role_admin_disabled``.
+    """
+    if not app.config.get(ADMIN_SETTING):
+        raise AgentLinkError(
+            "permission_denied",
+            "Role administration is turned off in this agent-link server.",
+            {"reason": "role_admin_disabled"},
+            hint=f"Only the user can turn it on, by starting one session's agent-link server with {ADMIN_SETTING}=1 in its environment.",
+        )
+
+
+def role_view(ctx: RolesContext, role: Role, *, include_text: bool = False) -> dict[str, Any]:
+    """``{role, roleAddress, address, assignedAt, projects?, holders?, procedure}``; ``holders``
+    (several) appears only for a hand-edited ambiguous entry."""
+    view: dict[str, Any] = {
+        "role": role.name,
+        "roleAddress": role.role_address,
+        "address": role.address,
+        "assignedAt": role.assigned_at,
+        "procedure": procedure_view(ctx.store, ctx.state_dir, role.name, include_text=include_text),
+    }
+    if role.projects:
+        view["projects"] = dict(role.projects)
+    if len(role.holders) > 1:
+        view["holders"] = list(role.holders)
+    return view
+
+
+def _project_root(args: dict[str, Any], name: str) -> str | None:
+    root = args.get("projectRoot")
+    if root is None:
+        return None
+    if name != ORCHESTRATOR:
+        raise invalid_arguments([{"path": "projectRoot", "rule": "orchestrator_only", "expected": "projectRoot only with role orchestrator"}])
+    if not os.path.isabs(root):
+        raise invalid_arguments([{"path": "projectRoot", "rule": "absolute_path", "expected": "an absolute path"}])
+    # Matched like binding files: normalised, symlinks not resolved.
+    return os.path.normpath(root)
+
+
+async def _holder(app: App, agent: str, call: ToolCall) -> dict[str, Any]:
+    if agent.startswith("role:"):
+        raise invalid_arguments([{"path": "agent", "rule": "not_role", "expected": "a session address or id, not a role"}])
+    address, _, _ = await app.target_address(agent, call.caller)
+    if not is_holder_address(address):
+        raise invalid_arguments([{"path": "agent", "rule": "address", "expected": "a session address such as <harness>:<id>"}])
+    scheme, ident = address.split(":", 1)
+    harness = app.harnesses.get(scheme)
+    session = await harness.get_session(ident) if harness is not None else None
+    return {"address": address, "harness": scheme, "title": session.title if session is not None else None}
+
+
+async def set_agent_role(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    """Tool ``set_agent_role``: make ``agent`` the holder (or a project's orchestrator), optionally
+    replace the procedure, record its version and hand open role mail over.
+
+    :raises AgentLinkError: ``permission_denied`` (not admin), ``invalid_arguments``,
+        ``not_found`` / ``archived`` (agent), ``body_too_large`` (procedure), ``state_io_error``.
+    """
+    require_admin(app)
+    ctx = from_app(app)
+    name = parse_role_name(args["role"])
+    root = _project_root(args, name)
+    holder = await _holder(app, args["agent"], call)
+    address = holder["address"]
+    procedure = encode_procedure(args["procedure"]) if "procedure" in args else None
+    path = table_path(ctx.state_dir)
+
+    def mutate(raw: dict[str, Any]) -> Any:
+        roles = owned_object(raw, "roles", path, ctx.state_dir)
+        entry = roles.get(name)
+        if not isinstance(entry, dict):
+            entry = roles[name] = {}
+        if root is not None:
+            projects = entry.get("projects")
+            if not isinstance(projects, dict):
+                projects = entry["projects"] = {}
+            previous = projects.get(root)
+            projects[root] = address
+            return previous
+        previous = entry.get("address")
+        if previous != address:  # assignedAt says when this holder got the role
+            entry["address"] = address
+            entry["assignedAt"] = iso(now_ms())
+        return previous
+
+    previous = update_table(ctx.state_dir, mutate)  # first: an unusable table must leave everything as it was
+    if procedure is not None:
+        write_procedure(ctx.state_dir, name, procedure)
+    proc = read_procedure(ctx.state_dir, name)
+    if proc.present:
+        record_version(ctx.store, name, proc)
+    table = load_table(ctx.state_dir)
+    moved = apply_handover(app, table, call.caller.address)
+    return {
+        "role": role_view(ctx, table.roles[name]),
+        "previousAddress": previous,
+        "holder": holder,
+        "projectRoot": root,
+        "path": str(path),
+        "handedOver": moved.get(name, []),
+    }
+
+
+async def clear_agent_role(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    """Tool ``clear_agent_role``: remove the holder (or one project's orchestrator); the procedure
+    file stays. ``cleared`` is False when there was nothing to clear.
+
+    :raises AgentLinkError: ``permission_denied`` (not admin), ``invalid_arguments``, ``state_io_error``.
+    """
+    require_admin(app)
+    ctx = from_app(app)
+    name = parse_role_name(args["role"])
+    root = _project_root(args, name)
+
+    def mutate(raw: dict[str, Any]) -> tuple[bool, Any]:
+        entry = raw.get("roles", {}).get(name) if isinstance(raw.get("roles"), dict) else None
+        if not isinstance(entry, dict):
+            return False, None
+        if root is not None:
+            projects = entry.get("projects")
+            if not isinstance(projects, dict) or root not in projects:
+                return False, None
+            previous = projects.pop(root)
+            if not projects:
+                del entry["projects"]
+            return True, previous
+        previous = entry.pop("address", None)
+        entry.pop("assignedAt", None)  # the procedure file is kept
+        return previous is not None, previous
+
+    cleared, previous = update_table(ctx.state_dir, mutate)
+    table = load_table(ctx.state_dir)
+    apply_handover(app, table, call.caller.address)
+    role = table.roles.get(name)
+    return {"cleared": cleared, "previousAddress": previous, "role": role_view(ctx, role) if role else None,
+            "projectRoot": root, "path": str(table.path)}
+
+
+def _table_or_error(ctx: RolesContext) -> tuple[RoleTable | None, dict[str, Any] | None]:
+    try:
+        return load_table(ctx.state_dir), None
+    except AgentLinkError as exc:
+        return None, exc.to_dict()
+
+
+async def list_agent_roles(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    """Tool ``list_agent_roles``: every valid role, the enforcement mode, problems; an unparsable
+    table is reported in ``tableError`` rather than failing the call."""
+    ctx = from_app(app)
+    table, error = _table_or_error(ctx)
+    out: dict[str, Any] = {
+        "roles": [],
+        "enforcement": enforcement_mode(ctx.config, table),
+        "admin": bool(app.config.get(ADMIN_SETTING)),
+        "path": str(table_path(ctx.state_dir)),
+        "exists": table_path(ctx.state_dir).exists(),
+        "problems": [],
+        "tableError": error,
+    }
+    if table is not None:
+        out["roles"] = [role_view(ctx, table.roles[n]) for n in sorted(table.roles)]
+        out["problems"] = table.problems
+        out["handedOver"] = apply_handover(app, table, call.caller.address)
+    return out
+
+
+async def get_agent_role(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    """Tool ``get_agent_role``: one role and its ``role:<name>`` override policy.
+
+    :raises AgentLinkError: ``not_found`` (``details.role``), ``state_io_error``.
+    """
+    ctx = from_app(app)
+    name = parse_role_name(args["role"])
+    table = load_table(ctx.state_dir)
+    role = table.roles.get(name)
+    if role is None:
+        raise AgentLinkError("not_found", f"There is no role {name!r} in roles.json.",
+                             {"role": f"role:{name}", "candidates": sorted(table.roles)[:5]},
+                             hint="list_agent_roles shows the roles that exist.")
+    apply_handover(app, table, call.caller.address)
+    policy = table.policy.get(role.role_address)
+    return {"role": role_view(ctx, role, include_text=args.get("includeProcedure", False)),
+            "overridePolicy": {k: list(v) for k, v in policy.items()} if policy else None}
+
+
+def _check_entries(args: dict[str, Any]) -> None:
+    errors = [
+        {"path": f"{setting}.{i}", "rule": "entry", "expected": '"*", role:<name> or a session address'}
+        for setting in POLICY_SETTINGS for i, entry in enumerate(args.get(setting, ())) if not is_policy_entry(entry)
+    ]
+    if not is_policy_key(args["target"]):
+        errors.insert(0, {"path": "target", "rule": "target", "expected": "role:<name> or a session address"})
+    if errors:
+        raise invalid_arguments(errors)
+
+
+async def set_agent_override_policy(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    """Tool ``set_agent_override_policy``: set, keep (omitted) or clear (``[]``) each setting's
+    senders for ``target``; a target left with no setting is removed.
+
+    :raises AgentLinkError: ``permission_denied`` (not admin), ``invalid_arguments``, ``state_io_error``.
+    """
+    require_admin(app)
+    ctx = from_app(app)
+    _check_entries(args)
+    target = args["target"]
+    path = table_path(ctx.state_dir)
+
+    def mutate(raw: dict[str, Any]) -> None:
+        policy = owned_object(raw, "overridePolicy", path, ctx.state_dir)
+        entry = policy.get(target)
+        entry = dict(entry) if isinstance(entry, dict) else {}
+        for setting in POLICY_SETTINGS:
+            if setting not in args:
+                continue  # omitted: unchanged
+            if args[setting]:
+                entry[setting] = list(dict.fromkeys(args[setting]))
+            else:
+                entry.pop(setting, None)  # []: that setting no longer allows anyone
+        if entry:
+            policy[target] = entry
+        else:
+            policy.pop(target, None)
+
+    update_table(ctx.state_dir, mutate)
+    policy = load_table(ctx.state_dir).policy.get(target)
+    return {"target": target, "policy": {k: list(v) for k, v in policy.items()} if policy else None, "path": str(path)}
+
+
+async def get_agent_override_policy(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    """Tool ``get_agent_override_policy``: one target's policy and its effective union over the
+    roles it holds, or every policy when no target is given.
+
+    :raises AgentLinkError: ``invalid_arguments`` (target), ``state_io_error``.
+    """
+    ctx = from_app(app)
+    table = load_table(ctx.state_dir)
+    out: dict[str, Any] = {"path": str(table.path), "problems": [p for p in table.problems if p["path"].startswith("overridePolicy")]}
+    target = args.get("target")
+    if target is None:
+        out["policies"] = {key: {k: list(v) for k, v in entry.items()} for key, entry in sorted(table.policy.items())}
+        return out
+    if not is_policy_key(target):
+        raise invalid_arguments([{"path": "target", "rule": "target", "expected": "role:<name> or a session address"}])
+    policy = table.policy.get(target)
+    out.update({"target": target, "policy": {k: list(v) for k, v in policy.items()} if policy else None,
+                "effective": effective_policy(table, target)})
+    return out
+
+
+ROLE_VIEW_NOTE = "Each role: role, roleAddress, address (holder), assignedAt, procedure {name, version, sha256, updatedAt, present, pending}."
+
+ROLE_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="set_agent_role",
+        title="Set an agent role",
+        description="Give a session a role (router, builder...) so agents can write to role:<name>. Open reply/action messages sent to the role move to the new holder. Optionally replace the role's procedure text. Needs AGENT_LINK_ROLE_ADMIN=1 in this server's environment.",
+        input_schema=_obj({
+            "role": ROLE_ARG,
+            "agent": {"type": "string", "minLength": 1, "description": "The new holder: a session address or id."},
+            "procedure": {"type": "string", "minLength": 1, "description": "How the holder should handle work sent to the role (at most 64 KiB); shown to the holder, never run."},
+            "projectRoot": PROJECT_ROOT,
+        }, ("role", "agent")),
+        output_fields={"role": OBJ, "previousAddress": ANY, "holder": OBJ, "projectRoot": NSTR, "path": STR,
+                       "handedOver": {"type": "array", "items": STR}},
+        handler=set_agent_role, destructive=True,
+    ),
+    ToolSpec(
+        name="clear_agent_role",
+        title="Clear an agent role",
+        description="Remove a role's holder (or one project's orchestrator); the procedure is kept. Mail already sent stays where it is. Needs AGENT_LINK_ROLE_ADMIN=1 in this server's environment.",
+        input_schema=_obj({"role": ROLE_ARG, "projectRoot": PROJECT_ROOT}, ("role",)),
+        output_fields={"cleared": BOOL, "previousAddress": ANY, "role": NOBJ, "projectRoot": NSTR, "path": STR},
+        handler=clear_agent_role, destructive=True,
+    ),
+    ToolSpec(
+        name="list_agent_roles",
+        title="List agent roles",
+        description="List the roles in roles.json with their holders and procedures, the role enforcement mode, whether this server may change roles, and any problems found in the file. " + ROLE_VIEW_NOTE,
+        input_schema=_obj({}),
+        output_fields={"roles": {"type": "array", "items": OBJ}, "enforcement": OBJ, "admin": BOOL, "path": STR,
+                       "exists": BOOL, "problems": {"type": "array", "items": OBJ}, "tableError": NOBJ, "handedOver": OBJ},
+        handler=list_agent_roles, read_only=True, idempotent=True,
+    ),
+    ToolSpec(
+        name="get_agent_role",
+        title="Get an agent role",
+        description="One role: its holder, procedure (text with includeProcedure) and override policy.",
+        input_schema=_obj({"role": ROLE_ARG, "includeProcedure": {"type": "boolean", "default": False}}, ("role",)),
+        output_fields={"role": OBJ, "overridePolicy": NOBJ},
+        handler=get_agent_role, read_only=True, idempotent=True,
+    ),
+    ToolSpec(
+        name="set_agent_override_policy",
+        title="Set an override policy",
+        description="Choose which senders may change an existing session's model, effort or working directory (target: role:<name> or an address). An omitted setting is unchanged; [] clears it. Needs AGENT_LINK_ROLE_ADMIN=1 in this server's environment.",
+        input_schema=_obj({"target": POLICY_TARGET, "model": POLICY_LIST, "effort": POLICY_LIST, "cwd": POLICY_LIST}, ("target",)),
+        output_fields={"target": STR, "policy": NOBJ, "path": STR},
+        handler=set_agent_override_policy, destructive=True,
+    ),
+    ToolSpec(
+        name="get_agent_override_policy",
+        title="Get override policies",
+        description="Show the override policy of one target (with the effective union over the roles it holds), or every policy.",
+        input_schema=_obj({"target": POLICY_TARGET}),
+        output_fields={"target": STR, "policy": NOBJ, "effective": OBJ, "policies": OBJ, "path": STR,
+                       "problems": {"type": "array", "items": OBJ}},
+        handler=get_agent_override_policy, read_only=True, idempotent=True,
+    ),
+)

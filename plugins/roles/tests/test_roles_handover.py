@@ -1,0 +1,145 @@
+"""Role handover: open reply/action mail sent to a role follows the role; nothing else moves."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_link_core.app import App
+from agent_link_core.errors import AgentLinkError
+from agent_link_core.model import Caller
+from agent_link_roles.table import table_path
+
+ALICE = Caller("test:alice", "config", "test")
+BOB = Caller("test:bob", "config", "test")
+CAROL = Caller("test:carol", "config", "test")
+
+
+async def assign(run_tool: Any, app: App, holder: str, **extra: Any) -> dict[str, Any]:
+    out = await run_tool(app, "set_agent_role", {"role": "builder", "agent": holder, **extra})
+    assert out["ok"], out
+    return out
+
+
+async def to_role(app: App, anticipation: str = "reply", sender: Caller = ALICE) -> str:
+    return (await app.send(caller=sender, to="role:builder", body=f"{anticipation} work", anticipation=anticipation)).message["id"]
+
+
+@pytest.mark.anyio
+async def test_open_reply_moves_with_its_reminder_count(app: App, run_tool: Any) -> None:
+    await assign(run_tool, app, "test:bob")
+    mid = await to_role(app)
+    app.inbox(BOB)  # bob reads it: delivered, open
+    assert app.mailbox.record_reminder(mid, 1, "test-hook", "test:bob")
+    out = await assign(run_tool, app, "test:carol")
+    assert out["handedOver"] == [mid] and out["previousAddress"] == "test:bob"
+    row = app.mailbox.get_row(mid)
+    assert row["recipient"] == "test:carol"
+    assert app.mailbox.state(row).reminder_count == 1  # the cap is not reset
+    assert [m["id"] for m in app.inbox(BOB)["messages"]] == []  # bob no longer sees it
+    assert mid in [m["id"] for m in app.inbox(CAROL)["messages"]]
+    with pytest.raises(AgentLinkError) as e:
+        await app.reply(caller=BOB, message_id=mid, message="mine")
+    assert e.value.code == "wrong_recipient" and e.value.details["expected"] == "test:carol"
+    done = await app.reply(caller=CAROL, message_id=mid, message="carol answers")
+    assert done["status"] == "replied"
+    assert app.mailbox.get_row(done["messageId"])["recipient"] == "test:alice"
+
+
+@pytest.mark.anyio
+async def test_action_moves_fyi_and_resolved_stay(app: App, run_tool: Any) -> None:
+    await assign(run_tool, app, "test:bob")
+    action, fyi, answered = await to_role(app, "action"), await to_role(app, "fyi"), await to_role(app)
+    await app.reply(caller=BOB, message_id=answered, message="done already")
+    direct = (await app.send(caller=ALICE, to="test:bob", body="not via the role", anticipation="reply")).message["id"]
+    out = await assign(run_tool, app, "test:carol")
+    assert out["handedOver"] == [action]
+    recipients = {mid: app.mailbox.get_row(mid)["recipient"] for mid in (action, fyi, answered, direct)}
+    assert recipients == {action: "test:carol", fyi: "test:bob", answered: "test:bob", direct: "test:bob"}
+
+
+@pytest.mark.anyio
+async def test_cleared_role_leaves_mail_then_a_new_holder_takes_it(app: App, run_tool: Any) -> None:
+    await assign(run_tool, app, "test:bob")
+    mid = await to_role(app)
+    cleared = await run_tool(app, "clear_agent_role", {"role": "role:builder"})
+    assert cleared["cleared"] and cleared["previousAddress"] == "test:bob"
+    assert app.mailbox.get_row(mid)["recipient"] == "test:bob"
+    with pytest.raises(AgentLinkError):
+        await to_role(app)  # nobody holds it now
+    await assign(run_tool, app, "test:carol")
+    assert app.mailbox.get_row(mid)["recipient"] == "test:carol"
+
+
+@pytest.mark.anyio
+async def test_a_hand_edit_moves_mail_at_the_next_role_tool_call(app: App, run_tool: Any, isolated_env: Path) -> None:
+    await assign(run_tool, app, "test:bob")
+    mid = await to_role(app)
+    raw = json.loads(table_path(isolated_env).read_text())
+    raw["roles"]["builder"]["address"] = "test:carol"
+    table_path(isolated_env).write_text(json.dumps(raw))
+    listed = await run_tool(app, "list_agent_roles", {})
+    assert listed["handedOver"] == {"builder": [mid]}
+    assert app.mailbox.get_row(mid)["recipient"] == "test:carol"
+    assert (await run_tool(app, "list_agent_roles", {}))["handedOver"] == {}  # once
+
+
+@pytest.mark.anyio
+async def test_an_ambiguous_hand_edit_moves_nothing(app: App, run_tool: Any, isolated_env: Path) -> None:
+    await assign(run_tool, app, "test:bob")
+    mid = await to_role(app)
+    raw = json.loads(table_path(isolated_env).read_text())
+    raw["roles"]["builder"]["address"] = ["test:carol", "test:dave"]
+    table_path(isolated_env).write_text(json.dumps(raw))
+    await run_tool(app, "list_agent_roles", {})
+    assert app.mailbox.get_row(mid)["recipient"] == "test:bob"
+
+
+@pytest.mark.anyio
+async def test_moved_message_shows_the_procedure_to_a_holder_that_never_saw_it(app: App, run_tool: Any) -> None:
+    await assign(run_tool, app, "test:bob", procedure="Check the build first.")
+    mid = await to_role(app)
+    assert "Check the build first." in app.mailbox.envelope(app.mailbox.get_row(mid))
+    await assign(run_tool, app, "test:carol")
+    envelope = app.mailbox.envelope(app.mailbox.get_row(mid))
+    assert 'to="test:carol"' in envelope and '<procedure name="builder" version="1">Check the build first.</procedure>' in envelope
+    later = await to_role(app)
+    assert "<procedure " not in app.mailbox.envelope(app.mailbox.get_row(later))
+
+
+@pytest.mark.anyio
+async def test_moved_message_is_released_in_the_event_log(app: App, run_tool: Any) -> None:
+    await assign(run_tool, app, "test:bob")
+    mid = await to_role(app)
+    await assign(run_tool, app, "test:carol")
+    events = app.store.conn.execute("SELECT kind, actor, data FROM message_events WHERE message_id = ? ORDER BY seq", (mid,)).fetchall()
+    released = [e for e in events if e["kind"] == "released"]
+    assert len(released) == 1 and released[0]["actor"] == "test:admin"
+    assert json.loads(released[0]["data"]) == {"from": "test:bob", "to": "test:carol"}
+
+
+@pytest.mark.anyio
+async def test_moved_message_is_new_mail_for_the_new_holder(app: App, run_tool: Any) -> None:
+    await assign(run_tool, app, "test:bob")
+    mid = await to_role(app)
+    app.inbox(BOB)
+    assert app.mailbox.count_open("test:bob", undelivered_only=True) == 0
+    await assign(run_tool, app, "test:carol")
+    assert app.mailbox.count_open("test:carol", undelivered_only=True) == 1  # hook notes and pushes see it
+    assert app.mailbox.due_reminders("test:carol") == []  # not reminded before being told
+    assert app.inbox(CAROL)["markedDelivered"] == [mid]
+
+
+@pytest.mark.anyio
+async def test_a_hand_edit_takes_effect_at_the_next_send_to_the_role(app: App, run_tool: Any, isolated_env: Path) -> None:
+    await assign(run_tool, app, "test:bob")
+    mid = await to_role(app)
+    raw = json.loads(table_path(isolated_env).read_text())
+    raw["roles"]["builder"]["address"] = "test:carol"
+    table_path(isolated_env).write_text(json.dumps(raw))
+    later = await to_role(app)
+    assert app.mailbox.get_row(mid)["recipient"] == "test:carol"
+    assert app.mailbox.get_row(later)["recipient"] == "test:carol"

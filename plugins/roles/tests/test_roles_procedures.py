@@ -1,0 +1,157 @@
+"""Procedure files: only regular files of at most 64 KiB, versioned by content, and the text shown
+once per version to each holder, inside the envelope."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_link_core.app import App
+from agent_link_core.errors import AgentLinkError
+from agent_link_core.model import Caller
+from agent_link_roles.procedures import (
+    MAX_PROCEDURE_BYTES,
+    encode_procedure,
+    procedure_path,
+    procedure_view,
+    read_procedure,
+    record_version,
+    write_procedure,
+)
+
+ALICE = Caller("test:alice", "config", "test")
+BOB = Caller("test:bob", "config", "test")
+CAROL = Caller("test:carol", "config", "test")
+
+
+def put(state: Path, name: str, data: bytes) -> Path:
+    path = procedure_path(state, name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
+def test_regular_file_is_read_with_its_hash(isolated_env: Path) -> None:
+    put(isolated_env, "builder", "Run the tests first.\n".encode())
+    proc = read_procedure(isolated_env, "builder")
+    assert proc.present and proc.text == "Run the tests first.\n" and len(proc.sha256 or "") == 64
+    assert not read_procedure(isolated_env, "other").present
+
+
+def test_symlinks_and_other_file_types_are_refused(isolated_env: Path, tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere.md"
+    target.write_text("secret")
+    folder = procedure_path(isolated_env, "x").parent
+    folder.mkdir(parents=True)
+    os.symlink(target, folder / "linked.md")
+    os.mkfifo(folder / "fifo.md")
+    (folder / "dir.md").mkdir()
+    assert read_procedure(isolated_env, "linked").problem["rule"] == "symlink"
+    assert read_procedure(isolated_env, "fifo").problem["rule"] == "not_regular_file"  # and it did not block
+    assert read_procedure(isolated_env, "dir").problem["rule"] == "not_regular_file"
+    assert all(not read_procedure(isolated_env, n).present for n in ("linked", "fifo", "dir"))
+
+
+def test_a_symlinked_procedures_folder_is_refused(isolated_env: Path, tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "x.md").write_text("text")
+    isolated_env.mkdir(parents=True)
+    os.symlink(real, isolated_env / "roles")
+    assert read_procedure(isolated_env, "x").problem["rule"] == "symlink"
+    with pytest.raises(AgentLinkError) as e:
+        write_procedure(isolated_env, "x", b"new")
+    assert e.value.code == "state_io_error"
+    assert (real / "x.md").read_text() == "text"
+
+
+def test_size_and_encoding_limits(isolated_env: Path) -> None:
+    put(isolated_env, "max", b"a" * MAX_PROCEDURE_BYTES)
+    put(isolated_env, "big", b"a" * (MAX_PROCEDURE_BYTES + 1))
+    put(isolated_env, "latin", b"caf\xe9")
+    assert read_procedure(isolated_env, "max").present
+    assert read_procedure(isolated_env, "big").problem["rule"] == "too_large"
+    assert read_procedure(isolated_env, "latin").problem["rule"] == "encoding"
+    with pytest.raises(AgentLinkError) as e:
+        encode_procedure("é" * (MAX_PROCEDURE_BYTES // 2 + 1))
+    assert e.value.code == "body_too_large" and e.value.details["limitBytes"] == MAX_PROCEDURE_BYTES
+
+
+def test_written_procedure_is_private(isolated_env: Path) -> None:
+    write_procedure(isolated_env, "x", encode_procedure("Do it."))
+    path = procedure_path(isolated_env, "x")
+    assert path.read_text() == "Do it." and (path.stat().st_mode & 0o777) == 0o600
+    assert (path.parent.stat().st_mode & 0o777) == 0o700
+
+
+def test_versions_go_up_only_when_the_content_changes(app: App, isolated_env: Path) -> None:
+    put(isolated_env, "x", b"one")
+    assert procedure_view(app.store, isolated_env, "x")["pending"] is True  # read tools do not record
+    assert record_version(app.store, "x", read_procedure(isolated_env, "x"))["version"] == 1
+    assert record_version(app.store, "x", read_procedure(isolated_env, "x"))["version"] == 1
+    put(isolated_env, "x", b"two")
+    view = procedure_view(app.store, isolated_env, "x")
+    assert view["version"] == 1 and view["pending"] is True
+    assert record_version(app.store, "x", read_procedure(isolated_env, "x"))["version"] == 2
+    put(isolated_env, "x", b"one")  # back to old content: still a new version
+    assert record_version(app.store, "x", read_procedure(isolated_env, "x"))["version"] == 3
+    assert procedure_view(app.store, isolated_env, "x", include_text=True)["text"] == "one"
+
+
+async def send_to_role(app: App, body: str, sender: Caller = ALICE, **kw: Any) -> dict[str, Any]:
+    out = await app.send(caller=sender, to="role:builder", body=body, anticipation=kw.pop("anticipation", "reply"), **kw)
+    return {**out.message, "result": out.result_fields}
+
+
+def envelope_of(app: App, message_id: str) -> str:
+    return app.mailbox.envelope(app.mailbox.get_row(message_id))
+
+
+@pytest.mark.anyio
+async def test_text_travels_once_per_version_per_holder(app: App, isolated_env: Path, run_tool: Any) -> None:
+    assert (await run_tool(app, "set_agent_role", {"role": "builder", "agent": "test:bob", "procedure": "Build <carefully>."}))["ok"]
+    # fyi mail: it stays with bob when the role moves (handover of open mail is tested elsewhere)
+    first = await send_to_role(app, "job 1", anticipation="fyi")
+    second = await send_to_role(app, "job 2", sender=CAROL, anticipation="fyi")
+    env1, env2 = envelope_of(app, first["id"]), envelope_of(app, second["id"])
+    assert 'via="role:builder"' in env1 and 'procedure="builder@1"' in env1
+    assert '<procedure name="builder" version="1">Build &lt;carefully&gt;.</procedure>' in env1
+    assert 'procedure="builder@1"' in env2 and "<procedure " not in env2
+    assert first["result"]["roleProcedure"] == {"name": "builder", "version": 1, "textIncluded": True}
+    assert second["result"]["roleProcedure"] == {"name": "builder", "version": 1, "textIncluded": False}
+    assert envelope_of(app, first["id"]) == env1  # rendering again does not change who shows it
+    assert first["metadata"]["role"] == {"name": "builder", "holder": "test:bob",
+                                         "procedure": {"name": "builder", "version": 1, "sha256": first["metadata"]["role"]["procedure"]["sha256"]}}
+
+    put(isolated_env, "builder", b"Build faster.")  # a hand edit makes version 2 at the next send
+    third = await send_to_role(app, "job 3", anticipation="fyi")
+    env3 = envelope_of(app, third["id"])
+    assert 'procedure="builder@2"' in env3 and ">Build faster.</procedure>" in env3
+
+    assert (await run_tool(app, "set_agent_role", {"role": "builder", "agent": "test:carol"}))["ok"]
+    fourth = await send_to_role(app, "job 4")
+    assert ">Build faster.</procedure>" in envelope_of(app, fourth["id"])  # carol's first message of v2
+    fifth = await send_to_role(app, "job 5")
+    assert "<procedure " not in envelope_of(app, fifth["id"])
+
+
+@pytest.mark.anyio
+async def test_a_role_without_procedure_still_shows_via(app: App, run_tool: Any) -> None:
+    await run_tool(app, "set_agent_role", {"role": "builder", "agent": "test:bob"})
+    msg = await send_to_role(app, "hello")
+    env = envelope_of(app, msg["id"])
+    assert 'via="role:builder"' in env and "procedure=" not in env and "<procedure" not in env
+    assert "roleProcedure" not in msg["result"]
+
+
+@pytest.mark.anyio
+async def test_a_refused_procedure_file_does_not_stop_the_send(app: App, isolated_env: Path, run_tool: Any) -> None:
+    await run_tool(app, "set_agent_role", {"role": "builder", "agent": "test:bob"})
+    put(isolated_env, "builder", b"x" * (MAX_PROCEDURE_BYTES + 1))
+    msg = await send_to_role(app, "hello")
+    assert "procedure=" not in envelope_of(app, msg["id"])
+    view = (await run_tool(app, "get_agent_role", {"role": "builder"}))["role"]["procedure"]
+    assert view["present"] is False and view["problem"]["rule"] == "too_large"
