@@ -31,6 +31,8 @@ import itertools
 import json
 import logging
 import os
+import socket
+import struct
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
@@ -470,6 +472,23 @@ class AppServerClient:
     def closed_reason(self) -> str | None:
         """``connection-lost`` or ``client-closed`` once closed, else None."""
         return self._closed_reason
+
+    @property
+    def peer_pid(self) -> int | None:
+        """The server's process id over a Unix socket (``SO_PEERCRED``, Linux), else None.
+
+        Tells agent-link's own app-servers apart from other processes holding a thread's
+        rollout file open.
+        """
+        sock = self._ws.transport.get_extra_info("socket") if self._ws.transport is not None else None
+        cred = getattr(socket, "SO_PEERCRED", None)
+        if sock is None or cred is None or sock.family != socket.AF_UNIX:
+            return None
+        try:
+            pid, _, _ = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, cred, struct.calcsize("3i")))
+        except OSError:
+            return None
+        return pid or None
 
     @property
     def pending_count(self) -> int:

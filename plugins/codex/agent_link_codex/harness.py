@@ -1,0 +1,471 @@
+"""The ``codex`` harness: Codex threads as agent-link sessions (address ``codex:<threadId>``).
+
+* Caller identity comes from the MCP tool call's ``_meta`` (Codex 0.169.0 sends
+  ``threadId``, ``callId`` and ``x-codex-turn-metadata.turn_id``; it gives MCP servers no
+  ``CODEX_THREAD_ID``). ``CODEX_THREAD_ID`` in the environment is used only when there is no
+  ``_meta`` thread (a shell command Codex ran, e.g. the CLI).
+* Sessions come from the reachable app-servers, else from rollout transcripts.
+* Delivery is :class:`~agent_link_codex.delivery.Deliverer`'s turn push.
+* While an MCP client is connected, :meth:`CodexHarness.serve` offers queued mail and due
+  reminders to threads an already open connection has seen idle; it never opens a
+  connection or starts an app-server for that. :meth:`CodexHarness.aclose` (called by the
+  App at shutdown) closes the connections and stops the private app-server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import logging
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from agent_link_core.envelope import reminder_notice
+from agent_link_core.errors import AgentLinkError
+from agent_link_core.harness import Delivery, Harness, McpPeer, SessionListing
+from agent_link_core.model import Caller, Session
+from agent_link_core.store import Store, now_ms
+
+from agent_link_codex import rollouts
+from agent_link_codex.appserver import AppServerError, AppServerUnavailable
+from agent_link_codex.delivery import STALE_CLAIM_MS, VIA, Deliverer, PushClaims
+from agent_link_codex.endpoints import EndpointRegistry, explicit
+from agent_link_codex.managed import ManagedError, find_codex, reap_orphans
+from agent_link_codex.service import SOURCE_KINDS, CodexService, Link
+from agent_link_codex.settings import codex_home
+
+log = logging.getLogger(__name__)
+
+ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+META_NAMESPACES = ("openai/codex", "codex")
+THREAD_KEYS = ("callerThreadId", "caller.thread.id", "threadId", "thread_id", "codexThreadId", "thread.id", "originThreadId")
+TURN_KEYS = ("callerTurnId", "caller.turn.id", "turnId", "turn_id", "codexTurnId", "turn.id", "originTurnId",
+             "x-codex-turn-metadata.turn_id")
+CALL_KEYS = ("callerToolCallId", "caller.toolCall.id", "callId", "toolCallId", "tool_call_id", "originToolCallId")
+#: Interactive thread kinds listed by default (exec runs and sub-agents only on request).
+DEFAULT_KINDS = ("cli", "vscode", "appServer", "unknown")
+BACKGROUND_INTERVAL_S = 5.0
+QUEUED_MIN_AGE_MS = 5_000
+QUEUED_MAX_AGE_MS = 3_600_000
+REMINDER_VIA = "codex-turn"
+
+
+def _lookup(meta: Mapping[str, Any], dotted: str) -> Any:
+    if dotted in meta:
+        return meta[dotted]
+    node: Any = meta
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def meta_value(meta: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
+    """The first usable value for ``keys`` in ``_meta`` (top level, then the Codex
+    namespaces); strings or numbers, trimmed, at most 300 characters."""
+    scopes = [meta] + [meta[ns] for ns in META_NAMESPACES if isinstance(meta.get(ns), Mapping)]
+    for scope in scopes:
+        for key in keys:
+            value = _lookup(scope, key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                value = str(value)
+            if isinstance(value, str) and value.strip() and len(value.strip()) <= 300:
+                return value.strip()
+    return None
+
+
+def source_kind(thread: Mapping[str, Any]) -> str:
+    """A thread's source as one word (``vscode``, ``exec``, ``subAgent``, ...)."""
+    source = thread.get("source")
+    if isinstance(source, str):
+        return source
+    if isinstance(source, Mapping) and source:
+        return str(next(iter(source)))
+    return "unknown"
+
+
+def surface_of(kind: str) -> tuple[str, ...]:
+    """The agent-link surface of a Codex source kind."""
+    return ("cli",) if kind in ("cli", "exec") else ("app",)
+
+
+def status_of(thread: Mapping[str, Any]) -> str:
+    """``thread.status.type`` (idle, active, notLoaded, ...), or ``unknown``."""
+    status = thread.get("status")
+    if isinstance(status, Mapping) and isinstance(status.get("type"), str):
+        return status["type"]
+    return "unknown"
+
+
+def is_archived_thread(thread: Mapping[str, Any]) -> bool:
+    """Archived threads live in ``archived_sessions`` (Codex 0.169.0 has no archived flag)."""
+    if thread.get("archived") is True:
+        return True
+    path = thread.get("path")
+    return isinstance(path, str) and "/archived_sessions/" in path.replace(os.sep, "/")
+
+
+def session_from_thread(thread: Mapping[str, Any], link: Link | None, *, loaded: bool | None = None) -> Session:
+    """A Codex thread object (app-server or rollout summary) as an agent-link Session."""
+    tid = str(thread["id"])
+    status = status_of(thread)
+    archived = is_archived_thread(thread)
+    is_loaded = loaded if loaded is not None else status not in ("notLoaded", "unknown")
+    title = thread.get("name") or thread.get("preview")
+    if isinstance(title, str):
+        title = title.strip().splitlines()[0][:120] if title.strip() else None
+    activity = thread.get("recencyAt") or thread.get("updatedAt")
+    kind = source_kind(thread)
+    extra = {"threadId": tid, "status": status, "source": kind}
+    if link is not None:
+        extra["endpoint"] = link.endpoint.id
+    if thread.get("localOnly"):
+        extra["localOnly"] = True
+    return Session(
+        address=f"codex:{tid}", harness="codex", id=tid, title=title if isinstance(title, str) else None,
+        cwd=thread.get("cwd") if isinstance(thread.get("cwd"), str) else None, surface=surface_of(kind),
+        loaded=is_loaded, archived=archived, last_activity_ms=int(activity) * 1000 if isinstance(activity, (int, float)) else None,
+        receive={"push": None if archived else VIA, "nudge": "codex-hook", "pull": True}, extra=extra,
+    )
+
+
+class CodexHarness(Harness):
+    """Codex threads as agent-link sessions. One instance per :class:`~agent_link_core.app.App`."""
+
+    name = "codex"
+    # Turn overrides (model, effort, cwd) are the override policy's business and are not
+    # honoured here; the core refuses them for Codex targets.
+    send_options = frozenset({"mode", "resumeIfNeeded", "expectedTurnId"})
+
+    def __init__(self) -> None:
+        self._values: dict[str, Any] | None = None
+        self._env: dict[str, str] | None = None
+        self._state_dir: Path | None = None
+        self._store: Store | None = None
+        self._service: CodexService | None = None
+        self._deliverer: Deliverer | None = None
+
+    # context ---------------------------------------------------------------------------
+    def attach(self, app: Any) -> None:
+        """Use ``app``'s settings, environment and database (called by the App at creation)."""
+        super().attach(app)
+        self._values = dict(app.config.values)
+        self._env = dict(app.env)
+        self._state_dir = Path(app.config.state_dir)
+        self._store = app.store
+
+    def _bound(self) -> None:
+        if self._values is None:
+            raise RuntimeError("the codex harness is used before an App attached it")
+
+    @property
+    def values(self) -> dict[str, Any]:
+        """Parsed settings (the App's)."""
+        self._bound()
+        assert self._values is not None
+        return self._values
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The App's environment."""
+        self._bound()
+        assert self._env is not None
+        return self._env
+
+    @property
+    def store(self) -> Store:
+        """The App's agent-link database."""
+        self._bound()
+        assert self._store is not None
+        return self._store
+
+    @property
+    def registry(self) -> EndpointRegistry:
+        """The registered-endpoint registry (usable by the CLI)."""
+        return EndpointRegistry(self.store)
+
+    @property
+    def service(self) -> CodexService:
+        """Connections and the private app-server (created on first use)."""
+        if self._service is None:
+            self._bound()
+            assert self._state_dir is not None
+            self._service = CodexService(self.values, self.env, self._state_dir, self.registry.list)
+            # The App stops it through aclose(); this covers a process that never closes its App.
+            atexit.register(self._service.stop_managed)
+        return self._service
+
+    @property
+    def deliverer(self) -> Deliverer:
+        """The turn pusher (created on first use)."""
+        if self._deliverer is None:
+            self._deliverer = Deliverer(self.service, PushClaims(self.store),
+                                        desktop_push=self.values.get("AGENT_LINK_CODEX_DESKTOP_PUSH") or "mailbox-only",
+                                        explicit_endpoint=explicit(self.values))
+        return self._deliverer
+
+    @property
+    def claims(self) -> PushClaims:
+        """The push claims table."""
+        return self.deliverer.claims
+
+    # identity --------------------------------------------------------------------------
+    def identify_caller(self, meta: Mapping[str, Any], env: Mapping[str, str]) -> Caller | None:
+        """The calling thread from ``_meta`` (source ``runtime_context``), else from
+        ``CODEX_THREAD_ID`` (source ``env``); None when neither names a valid thread id."""
+        thread = meta_value(meta, THREAD_KEYS) if meta else None
+        if thread is not None and ID_RE.match(thread):
+            return Caller(f"codex:{thread}", "runtime_context", "codex", meta_value(meta, TURN_KEYS), meta_value(meta, CALL_KEYS))
+        env_thread = (env.get("CODEX_THREAD_ID") or "").strip()
+        if env_thread and ID_RE.match(env_thread):
+            return Caller(f"codex:{env_thread}", "env", "codex", env.get("CODEX_TURN_ID") or None, env.get("CODEX_TOOL_CALL_ID") or None)
+        return None
+
+    # discovery -------------------------------------------------------------------------
+    async def links_or_error(self, *, spawn: bool = True) -> tuple[list[Link], AgentLinkError | None]:
+        """Live links, or ``([], error)`` when no app-server can be had."""
+        try:
+            return await self.service.connect(spawn=spawn), None
+        except AgentLinkError as exc:
+            return [], exc
+
+    async def list_sessions(self, *, include_archived: bool = False, limit: int = 200) -> SessionListing:
+        """Interactive threads newest first (app-servers, else rollout transcripts)."""
+        links, error = await self.links_or_error()
+        if links:
+            threads, paging = await self.service.list_threads(links, source_kinds=DEFAULT_KINDS, limit=limit)
+            if include_archived:
+                archived, more = await self.service.list_threads(links, archived=True, source_kinds=DEFAULT_KINDS, limit=limit)
+                threads += archived
+                paging["complete"] = paging["complete"] and more["complete"]
+            loaded = await self.service.loaded_ids(links)
+            sessions = [session_from_thread(t, loaded.get(t["id"], link), loaded=t["id"] in loaded) for link, t in threads]
+            provider = {"available": True, "reason": None, "source": "app-server",
+                        "endpoints": [ln.endpoint.id for ln in links], "errors": paging["errors"]}
+            # stopping at ``limit`` with more threads left is an incomplete scan too
+            return SessionListing(sessions, provider, paging["complete"] and not paging["nextCursor"])
+        home = codex_home(self.env)
+        files = await asyncio.to_thread(rollouts.rollout_files, home, "all" if include_archived else "active")
+        names = rollouts.thread_names(home)
+        sessions = []
+        for path in files[:limit]:
+            summary = rollouts.summary(home, path, names)
+            if summary is not None and (summary["source"] in DEFAULT_KINDS or summary["source"] not in SOURCE_KINDS):
+                sessions.append(session_from_thread(summary, None, loaded=None))
+        reason = error.details.get("reason") if error is not None else None
+        provider = {"available": True, "reason": reason, "source": "local-jsonl-fallback", "codexHome": str(home)}
+        return SessionListing(sessions, provider, complete=len(files) <= limit)
+
+    async def get_session(self, session_id: str) -> Session | None:
+        """One thread by id, archived ones included; None when nobody knows it."""
+        if not ID_RE.match(session_id):
+            return None
+        links, _ = await self.links_or_error()
+        if links:
+            try:
+                location = await self.service.locate(session_id, links)
+            except AgentLinkError:
+                location = None
+            else:
+                if location is None:
+                    return None
+                thread = dict(location.thread)
+                if location.archived:
+                    thread["archived"] = True
+                return session_from_thread(thread, location.link, loaded=location.link is not None)
+        home = codex_home(self.env)
+        path = rollouts.find_rollout(home, session_id)
+        summary = rollouts.summary(home, path) if path is not None else None
+        return session_from_thread(summary, None, loaded=None) if summary else None
+
+    # delivery --------------------------------------------------------------------------
+    async def deliver(self, message: dict[str, Any], envelope: str, options: Mapping[str, Any]) -> Delivery:
+        """Push a stored message into its thread as a turn (see :mod:`agent_link_codex.delivery`)."""
+        thread_id = str(message["recipient"]).split(":", 1)[1]
+        try:
+            return await self.deliverer.push(message["id"], thread_id, envelope, options)
+        except (AppServerError, AppServerUnavailable) as exc:
+            raise exc.to_agent_link_error() from None
+
+    # background ------------------------------------------------------------------------
+    async def serve(self, app: Any, peer: McpPeer) -> None:
+        """Background delivery while the MCP client is connected (the App's ``aclose`` then
+        stops what this harness holds). Starts by reaping private app-servers whose
+        agent-link owner died."""
+        managed = self.service.managed
+        if managed.directory.is_dir():
+            managed.last_reap = await asyncio.to_thread(reap_orphans, managed.directory)
+        while True:
+            event = self.service.idle_event
+            if event is None:
+                await asyncio.sleep(BACKGROUND_INTERVAL_S)
+            else:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(event.wait(), BACKGROUND_INTERVAL_S)
+                event.clear()
+            try:
+                await self.background_pass(app)
+            except (AgentLinkError, AppServerError, AppServerUnavailable) as exc:
+                log.info("codex background pass: %s", exc)
+            except Exception:  # one bad pass must not end background delivery
+                log.exception("codex background pass failed")
+
+    async def aclose(self) -> None:
+        """Close the app-server connections and stop the private app-server (idempotent)."""
+        if self._service is not None:
+            await self._service.aclose()
+
+    async def background_pass(self, app: Any, *, stale_after_ms: int | None = None) -> dict[str, int]:
+        """One pass: per thread seen idle on an open connection, at most one turn (the
+        oldest queued message aged 5 s to 1 h, else due reminders); then recheck up to 20
+        pushes left unsettled for ``stale_after_ms`` (default 180 s). Never connects or spawns.
+
+        :returns: counts ``{pushed, reminded, rechecked}``.
+        """
+        counts = {"pushed": 0, "reminded": 0, "rechecked": 0}
+        links = self.service.live_links()
+        if not links:
+            return counts
+        now = now_ms()
+        for link in links:
+            for thread_id in sorted(link.tracker.seen_idle):
+                if link.tracker.status.get(thread_id) != "idle":
+                    continue
+                address = f"codex:{thread_id}"
+                rows = [r for r in app.mailbox.open_for(address, 20, undelivered_only=True)
+                        if QUEUED_MIN_AGE_MS <= now - r["sent_at"] <= QUEUED_MAX_AGE_MS and self.claims.reclaimable(r["id"])]
+                if rows:
+                    row = rows[0]
+                    delivery = await self.deliverer.push(row["id"], thread_id, app.mailbox.envelope(row), {}, background=True)
+                    if delivery.delivered:
+                        app.mailbox.mark_delivered(row["id"], VIA, delivery.evidence)
+                        counts["pushed"] += 1
+                    continue
+                if self.values.get("AGENT_LINK_CODEX_REMINDERS", True) and await self._remind(app, link, thread_id):
+                    counts["reminded"] += 1
+        counts["rechecked"] = await self._recheck(app, links, STALE_CLAIM_MS if stale_after_ms is None else stale_after_ms)
+        return counts
+
+    async def _remind(self, app: Any, link: Link, thread_id: str) -> bool:
+        address = f"codex:{thread_id}"
+        due = app.mailbox.due_reminders(address)
+        if not due:
+            return False
+        location = await self.service.locate(thread_id, [link], fresh=True)
+        if location is None or location.link is not link or location.status != "idle":
+            return False
+        claimed = [(row, state.reminder_count + 1) for row, state in due
+                   if app.mailbox.record_reminder(row["id"], state.reminder_count + 1, REMINDER_VIA, address)]
+        if not claimed:
+            return False
+        senders = [row["from_addr"] for row, _ in claimed]
+        text = reminder_notice(len(claimed), senders, max(n for _, n in claimed), app.config.reminder_limit)
+        await link.call("turn/start", {"threadId": thread_id, "input": [{"type": "text", "text": text, "text_elements": []}],
+                                       "turnTrigger": "agent-link-reminder"}, background=True)
+        return True
+
+    async def _recheck(self, app: Any, links: list[Link], older_than_ms: int) -> int:
+        checked = 0
+        for row in self.claims.stale(older_than_ms):
+            message = app.mailbox.get_row(row["message_id"])
+            if message is None or message["first_delivered_at"] is not None or now_ms() - message["sent_at"] > QUEUED_MAX_AGE_MS:
+                self.claims.settle(row["message_id"], "failed" if message is None or message["first_delivered_at"] is None else "confirmed")
+                continue
+            found, readable = await self.deliverer.find_echo(row["thread_id"], row["message_id"], links)
+            checked += 1
+            if found is not None:
+                self.claims.settle(row["message_id"], "confirmed", turn_id=found.get("turnId"), item_id=found.get("itemId"))
+                app.mailbox.mark_delivered(row["message_id"], VIA, {"clientId": row["message_id"], **found})
+            elif readable:
+                self.claims.settle(row["message_id"], "failed", error="no echo after recheck")
+            else:
+                self.claims.settle(row["message_id"], "unknown", unreadable=True)
+        return checked
+
+    # health ----------------------------------------------------------------------------
+    def health(self) -> dict[str, Any]:
+        """Endpoints (last probe), connections, the private app-server, the prompt hook's
+        trust (from ``hooks/list`` on an open connection) and last run; never raises."""
+        try:
+            return self._health()
+        except Exception as exc:  # health must always answer
+            return {"error": f"{type(exc).__name__}: {exc}"[:300]}
+
+    def _health(self) -> dict[str, Any]:
+        values = self.values
+        service = self.service
+        candidates, problems = service.candidates()
+        try:
+            launcher = find_codex(values, self.env)
+            binary: dict[str, Any] = {"found": True, "path": launcher.path, "source": launcher.source}
+        except ManagedError as exc:
+            binary = {"found": False, "reason": exc.reason, "searched": exc.searched}
+        from agent_link_core.hook import last_runs
+
+        last = last_runs(self._state_dir) if self._state_dir else {}
+        return {
+            "codexHome": str(codex_home(self.env)),
+            "autoStart": bool(values.get("AGENT_LINK_CODEX_AUTOSTART", True)),
+            "explicitEndpoint": explicit(values),
+            "transport": values.get("AGENT_LINK_CODEX_TRANSPORT"),
+            "idleMs": values.get("AGENT_LINK_CODEX_IDLE_MS"),
+            "desktopPush": values.get("AGENT_LINK_CODEX_DESKTOP_PUSH"),
+            "reminderTurns": bool(values.get("AGENT_LINK_CODEX_REMINDERS", True)),
+            "endpoints": {"candidates": [ep.view() for ep in candidates], "lastProbe": service.endpoint_reports(),
+                          "problems": problems},
+            "connections": [ln.view() for ln in service.live_links()],
+            "managed": {**service.managed.view(), "lastError": service.managed_error,
+                        "failureCached": _cached(service)},
+            "binary": binary,
+            "promptHook": prompt_hook_view(service.live_links(), last.get("codex-UserPromptSubmit")),
+        }
+
+
+def _cached(service: CodexService) -> dict[str, str] | None:
+    failure = service.managed.cached_failure(service.managed.directory)
+    return {"reason": failure[0], "detail": failure[1][:300]} if failure else None
+
+
+# the shipped hook runs `... hook codex UserPromptSubmit` (hooks/codex-hooks.json); Codex lists
+# plugin hook commands with ${PLUGIN_ROOT} already expanded
+HOOK_COMMAND_MARK = "hook codex UserPromptSubmit"
+
+
+def prompt_hook_view(links: list[Link], last_run_ms: int | None) -> dict[str, Any]:
+    """The prompt hook as Codex sees it: declared (found by ``hooks/list``), its trust state
+    (trusted, untrusted, modified, managed; not_installed; unknown without a connection)."""
+    view: dict[str, Any] = {"declared": False, "trust": "unknown", "entries": [], "lastRunAt": last_run_ms}
+    listed = [ln.hooks for ln in links if ln.hooks is not None]
+    if not listed:
+        view["hint"] = "Trust is read from Codex (hooks/list) once a Codex app-server is connected."
+        return view
+    for answer in listed:
+        for entry in answer.get("data") or []:
+            for hook in entry.get("hooks") or []:
+                if hook.get("eventName") == "userPromptSubmit" and HOOK_COMMAND_MARK in str(hook.get("command") or ""):
+                    view["entries"].append({k: hook.get(k) for k in ("key", "source", "pluginId", "enabled", "trustStatus", "sourcePath")})
+    if not view["entries"]:
+        view["trust"] = "not_installed"
+        view["hint"] = "Install the agent-link Codex plugin (or add hooks/codex-hooks.json to $CODEX_HOME/hooks.json) and trust its hook with /hooks."
+        return view
+    view["declared"] = True
+    states = [e["trustStatus"] for e in view["entries"]]
+    view["trust"] = "trusted" if "trusted" in states else "managed" if "managed" in states else states[0] or "unknown"
+    if view["trust"] in ("untrusted", "modified"):
+        view["hint"] = "Codex skips untrusted hooks silently: review and trust the agent-link hook with /hooks in Codex."
+    return view
+
+
+def source_kinds(include_exec: bool, include_subagents: bool) -> tuple[str, ...]:
+    """The ``sourceKinds`` to list: interactive kinds, plus exec and sub-agents on request."""
+    kinds = list(DEFAULT_KINDS)
+    if include_exec:
+        kinds.append("exec")
+    if include_subagents:
+        kinds += [k for k in SOURCE_KINDS if k.startswith("subAgent")]
+    return tuple(kinds)

@@ -1,0 +1,52 @@
+"""The Codex plugin's tables in the shared agent-link database (owner ``codex``).
+
+* ``codex_endpoints``: app-servers registered by the user (the registry of
+  :mod:`agent_link_codex.endpoints`), one row per canonical socket path or URL.
+* ``codex_pushes``: one row per message ever pushed into a Codex thread. The primary key
+  is the push claim: a second push of the same message cannot be claimed while the first
+  one's outcome is open, so one message never starts two turns. States:
+
+  - ``pushing``: claimed, the turn request is on its way;
+  - ``confirmed``: the thread's userMessage item echoed the message id as ``clientId``;
+  - ``failed``: the push verifiably did not land (rejected, or the thread shows no echo);
+    only a row in this state can be claimed again;
+  - ``unknown``: the answer was lost and the thread could not be checked; rechecked later,
+    never resent blindly.
+"""
+
+from __future__ import annotations
+
+from agent_link_core.store import Migration
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        "codex",
+        1,
+        """
+        CREATE TABLE codex_endpoints (
+            id TEXT PRIMARY KEY,                 -- ep_<hex>, from the canonical target
+            kind TEXT NOT NULL CHECK (kind IN ('unix', 'ws')),
+            target TEXT NOT NULL UNIQUE,         -- canonical socket path or URL
+            label TEXT,
+            token_file TEXT,
+            added_at INTEGER NOT NULL            -- epoch ms
+        );
+        CREATE TABLE codex_pushes (
+            message_id TEXT PRIMARY KEY,
+            thread_id TEXT NOT NULL,
+            endpoint_id TEXT,
+            state TEXT NOT NULL CHECK (state IN ('pushing', 'confirmed', 'failed', 'unknown')),
+            action TEXT,                         -- started_turn, steered_active_turn, ...
+            turn_id TEXT,
+            item_id TEXT,
+            owner_pid INTEGER NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 1,
+            checks INTEGER NOT NULL DEFAULT 0,   -- unreadable rechecks of an unknown outcome
+            error TEXT,
+            claimed_at INTEGER NOT NULL,         -- epoch ms
+            updated_at INTEGER NOT NULL
+        );
+        CREATE INDEX codex_pushes_open ON codex_pushes (state, updated_at);
+        """,
+    ),
+)

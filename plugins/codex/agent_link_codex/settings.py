@@ -1,0 +1,91 @@
+"""The Codex plugin's environment settings and the paths derived from them.
+
+Names, aliases and defaults follow the original (shared/reference/agent-link-behaviour.md §23);
+the core parses them (canonical name first, deprecated aliases reported by health). Programs
+and sockets are ``str`` settings, not ``path`` ones: ``CODEX_BIN=codex`` or a relative socket
+path are legitimate values, and a ``path`` setting that is not absolute would stop the whole
+server from starting.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from agent_link_core.config import Setting
+
+DEFAULT_IDLE_MS = 300_000
+DEFAULT_STARTUP_TIMEOUT_MS = 15_000
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting(
+        "AGENT_LINK_CODEX_URL", "str", None, aliases=("CODEX_AGENT_LINK_URL", "CODEX_APP_SERVER_URL"),
+        doc="WebSocket URL of a Codex app-server to use (ws://127.0.0.1:<port>/)",
+    ),
+    Setting(
+        "AGENT_LINK_CODEX_SOCK", "str", None, aliases=("CODEX_AGENT_LINK_SOCK", "CODEX_APP_SERVER_SOCK"),
+        doc="Unix socket of a Codex app-server to use (codex app-server --listen unix://PATH)",
+    ),
+    Setting(
+        "AGENT_LINK_CODEX_TOKEN_FILE", "path", None,
+        doc="file holding the capability token for AGENT_LINK_CODEX_URL (--ws-auth capability-token)",
+    ),
+    Setting(
+        "AGENT_LINK_CODEX_AUTOSTART", "flag", True, aliases=("CODEX_AGENT_LINK_AUTOSTART",),
+        doc="start a private Codex app-server when none is reachable",
+    ),
+    Setting(
+        "AGENT_LINK_CODEX_BIN", "str", None, aliases=("CODEX_AGENT_LINK_CODEX_BIN", "CODEX_BIN"),
+        doc="the codex program (name on PATH or path); found on PATH and in the usual places when unset",
+    ),
+    Setting(
+        "AGENT_LINK_CODEX_APP_SERVER_BIN", "str", None,
+        aliases=("CODEX_AGENT_LINK_APP_SERVER_BIN", "CODEX_APP_SERVER_BIN"),
+        doc="a program run as '<bin> --listen ...' instead of 'codex app-server --listen ...'",
+    ),
+    Setting(
+        "AGENT_LINK_CODEX_TRANSPORT", "choice", "unix", aliases=("CODEX_AGENT_LINK_APP_SERVER_TRANSPORT",),
+        choices=("unix", "ws-token"), doc="how the private app-server listens: unix socket or token-protected loopback WebSocket",
+    ),
+    Setting(
+        "AGENT_LINK_CODEX_IDLE_MS", "int", DEFAULT_IDLE_MS, aliases=("CODEX_AGENT_LINK_APP_SERVER_IDLE_MS",),
+        minimum=0, doc="stop the private app-server after this many ms without requests (0 = never)",
+    ),
+    Setting(
+        "AGENT_LINK_CODEX_STARTUP_TIMEOUT_MS", "int", DEFAULT_STARTUP_TIMEOUT_MS,
+        aliases=("CODEX_AGENT_LINK_APP_SERVER_STARTUP_MS",), minimum=500, maximum=120_000,
+        doc="how long the private app-server may take to start, in ms",
+    ),
+    Setting(
+        "AGENT_LINK_MANAGED_DIR", "path", None, aliases=("CODEX_AGENT_LINK_STATE_DIR",),
+        doc="records and sockets of private app-servers (default <state>/managed-app-servers)",
+    ),
+    Setting("AGENT_LINK_CODEX_REMINDERS", "flag", True, doc="remind idle Codex threads of unresolved mail with a turn"),
+    Setting(
+        "AGENT_LINK_CODEX_DESKTOP_PUSH", "choice", "mailbox-only", choices=("mailbox-only", "shared-daemon"),
+        doc="threads held by another app-server get mail only (mailbox-only), or turns too (shared-daemon, needs an explicit endpoint)",
+    ),
+    Setting("AGENT_LINK_GUI_OPEN_DRY_RUN", "flag", False, doc="launch_codex_thread openInGui: do not actually open the app"),
+)
+
+
+def codex_home(env: Mapping[str, str]) -> Path:
+    """``$CODEX_HOME``, else ``~/.codex`` (``HOME`` from ``env``)."""
+    explicit = env.get("CODEX_HOME")
+    if explicit:
+        return Path(os.path.expanduser(explicit))
+    home = env.get("HOME") or os.path.expanduser("~")
+    return Path(home) / ".codex"
+
+
+def control_socket(env: Mapping[str, str]) -> Path:
+    """The default control socket: ``$CODEX_HOME/app-server-control/app-server-control.sock``."""
+    return codex_home(env) / "app-server-control" / "app-server-control.sock"
+
+
+def managed_dir(values: Mapping[str, Any], state_dir: Path) -> Path:
+    """Where private app-server records and sockets live."""
+    explicit = values.get("AGENT_LINK_MANAGED_DIR")
+    return Path(explicit) if explicit else state_dir / "managed-app-servers"

@@ -1,0 +1,79 @@
+"""Caller identity from MCP ``_meta`` (Codex 0.169.0 shape) and the rollout transcript reader
+(the holder scan needs Linux ``/proc``)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from agent_link_codex import rollouts
+from agent_link_codex.harness import CodexHarness, session_from_thread
+
+TID = "01a22a93-0000-7000-8000-000000000011"
+PARENT = "01a22a93-0000-7000-8000-000000000012"
+FORK = "01a22a93-0000-7000-8000-000000000013"
+# What Codex 0.169.0 sends with tools/call (shared/reference/codex-app-server.md §9).
+CODEX_META = {"callId": "call_5", "threadId": TID, "sessionId": TID, "windowId": f"{TID}:0", "itemId": "fc_5", "progressToken": 1,
+              "x-codex-turn-metadata": {"session_id": TID, "thread_id": TID, "turn_id": "turn-42", "model": "m"}}
+
+
+def test_caller_from_meta_then_env_never_guessed() -> None:
+    harness = CodexHarness()
+    caller = harness.identify_caller(CODEX_META, {"CODEX_THREAD_ID": "someone-else"})
+    assert caller is not None
+    assert (caller.address, caller.source, caller.host, caller.turn_id, caller.tool_call_id) == (
+        f"codex:{TID}", "runtime_context", "codex", "turn-42", "call_5")
+    assert caller.verified
+    namespaced = harness.identify_caller({"openai/codex": {"threadId": TID}}, {})
+    assert namespaced is not None and namespaced.address == f"codex:{TID}"
+    shell = harness.identify_caller({}, {"CODEX_THREAD_ID": TID, "CODEX_TURN_ID": "t", "CODEX_TOOL_CALL_ID": "c"})
+    assert shell is not None and (shell.address, shell.source, shell.turn_id, shell.tool_call_id) == (f"codex:{TID}", "env", "t", "c")
+    for meta, env in (({}, {}), ({"threadId": "a:b"}, {}), ({"threadId": "x" * 129}, {}), ({}, {"CODEX_THREAD_ID": "bad id"}),
+                      ({"threadId": True}, {})):
+        assert harness.identify_caller(meta, env) is None, (meta, env)
+
+
+def test_summary_status_names_and_archive(tmp_path: Path, make_rollout: Callable[..., Path]) -> None:
+    home = tmp_path / ".codex"
+    path = make_rollout(home, TID, messages=[("user", "first ask " + "x" * 600, None), ("agent", "answer one", None),
+                                             ("user", "second", "01CLIENT"), ("agent", "answer two", None)], name="old name")
+    with open(home / "session_index.jsonl", "a") as fh:
+        fh.write(json.dumps({"id": TID, "thread_name": "new name", "updated_at": "x"}) + "\n")
+    summary = rollouts.summary(home, path)
+    assert summary is not None
+    assert (summary["id"], summary["name"], summary["cwd"], summary["archived"]) == (TID, "new name", "/work/project", False)
+    assert summary["status"] == {"type": "idle", "source": "local-jsonl", "lastLifecycleEvent": "task_complete"}
+    assert summary["lastAgentMessage"] == "answer two" and len(summary["preview"]) == rollouts.PREVIEW_CHARS
+    assert rollouts.find_rollout(home, TID) == path and rollouts.find_rollout(home, PARENT) is None
+    assert rollouts.client_id_seen(path, "01CLIENT") == {"type": "userMessage", "id": "u2", "clientId": "01CLIENT", "text": "second",
+                                                         "turnId": "t2", "ordinal": 3}
+    assert rollouts.client_id_seen(path, "01OTHER") is None
+    busy = make_rollout(home, PARENT, lifecycle="task_started", archived=True)
+    active = rollouts.summary(home, busy)
+    assert active["status"]["type"] == "active" and active["archived"] is True
+    assert rollouts.rollout_files(home, "active") == [path] and rollouts.rollout_files(home, "all") != []
+    session = session_from_thread(summary, None, loaded=None)
+    assert (session.address, session.title, session.archived, session.receive["push"]) == (f"codex:{TID}", "new name", False, "codex-turn")
+    assert session_from_thread(active, None).receive["push"] is None
+
+
+def test_fork_history_continues_the_parent(tmp_path: Path, make_rollout: Callable[..., Path]) -> None:
+    home = tmp_path / ".codex"
+    make_rollout(home, PARENT, messages=[("user", "p1", None), ("agent", "p2", None), ("user", "p3-after-fork", None)])
+    fork = make_rollout(home, FORK, messages=[("user", "f1", None)], first_ordinal=3,
+                        history_base={"thread_id": PARENT, "end_ordinal_exclusive": 3, "end_byte_offset": 0})
+    texts = [i["text"] for i in rollouts.history_items(home, fork, 10)]
+    assert texts == ["p1", "p2", "f1"]  # the parent's lines before the fork point, then the fork's own
+    assert [i["text"] for i in rollouts.history_items(home, fork, 2)] == ["p2", "f1"]
+    assert rollouts.summary(home, fork)["forkedFromId"] == PARENT
+
+
+def test_holders_of_a_file(tmp_path: Path) -> None:
+    target = tmp_path / "rollout.jsonl"
+    target.write_text("x")
+    assert rollouts.rollout_holders(str(target), set()) == []
+    with open(target):
+        assert rollouts.rollout_holders(str(target), set()) == [os.getpid()]
+        assert rollouts.rollout_holders(str(target), {os.getpid()}) == []
