@@ -9,9 +9,8 @@ from typing import Any
 import pytest
 
 from agent_link_core.app import App
-from agent_link_core.errors import AgentLinkError
 from agent_link_core.model import Caller
-from agent_link_core.tools.registry import ToolCall, validate_arguments
+from agent_link_testing.plugin_suites import app_factory, call_tool
 
 ADMIN = Caller("test:admin", "config", "test")
 
@@ -21,20 +20,9 @@ RunTool = Callable[..., Awaitable[dict[str, Any]]]
 @pytest.fixture
 def make_app(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., App]]:
     """``make_app(**env)``: an App of the installed plugins (codex and claude disabled) with
-    ``env`` set in the process environment, which the plugins' hooks read too."""
-    apps: list[App] = []
-
-    def make(**env: str) -> App:
-        monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", "codex claude")
-        for name, value in env.items():
-            monkeypatch.setenv(name, value)
-        app = App.create()
-        apps.append(app)
-        return app
-
-    yield make
-    for app in apps:
-        app.close()
+    ``env`` set in the process environment."""
+    with app_factory(monkeypatch) as make:
+        yield make
 
 
 @pytest.fixture
@@ -45,16 +33,9 @@ def app(make_app: Callable[..., App]) -> App:
 
 @pytest.fixture
 def run_tool() -> RunTool:
-    """``await run_tool(app, name, args, caller=ADMIN)``: the tool's result object, arguments
-    validated as the MCP layer does, errors as ``{"ok": False, "error": ...}``."""
+    """``await run_tool(app, name, args, caller=ADMIN)``: the tool's result object."""
 
     async def run(app: App, name: str, args: dict[str, Any], caller: Caller = ADMIN) -> dict[str, Any]:
-        spec = app.hooks.tools()[name]
-        try:
-            validated, warnings = validate_arguments(spec, args)
-            fields = await spec.handler(app, validated, ToolCall({}, caller, warnings))
-        except AgentLinkError as exc:
-            return {"ok": False, "error": exc.to_dict()}
-        return {"ok": True, **fields}
+        return await call_tool(app, name, args, caller)
 
     return run
