@@ -294,10 +294,10 @@ class App:
         context = SendContext(tool, dict(arguments or {}), via, is_reply, dict(meta or {}))
         warnings = self.hooks.before_send(msg, context)
         if is_reply and self.mailbox.state(answered).resolution is None:
-            _, row = self.mailbox.resolve(answered["id"], caller, "reply", reply=msg)
+            _, row = self.mailbox.resolve(answered["id"], caller, "reply", reply=msg, result=context.result)
             created = True
         else:
-            row, created = self.mailbox.store_message(msg)
+            row, created = self.mailbox.store_message(msg, context.result)
         delivery = await self.push(row, options or {}) if created else None
         return SendOutcome(self.mailbox.row_dict(self.mailbox.get_row(row["id"])), created, delivery, warnings, via,
                            context.result)
@@ -356,7 +356,8 @@ class App:
             if caller.address == row["recipient"]:
                 warnings = self.hooks.before_send(reply_msg, context)
         res, reply_row = self.mailbox.resolve(
-            message_id, caller, resolution, reason=message if resolution != "reply" else None, reply=reply_msg
+            message_id, caller, resolution, reason=message if resolution != "reply" else None, reply=reply_msg,
+            result=context.result,
         )
         delivery = await self.push(reply_row, {}) if reply_row is not None else None
         if reply_row is not None:

@@ -311,9 +311,10 @@ class Mailbox:
 
     # -- writing ---------------------------------------------------------------------
 
-    def store_message(self, msg: OutgoingMessage) -> tuple[sqlite3.Row, bool]:
+    def store_message(self, msg: OutgoingMessage, result: dict[str, Any] | None = None) -> tuple[sqlite3.Row, bool]:
         """Insert a message (one transaction) unless the same id already exists.
 
+        :param result: the send's result fields, handed to observers of the ``sent`` event.
         :returns: ``(row, created)``; ``created`` is False for an identical resend.
         :raises AgentLinkError: ``invalid_arguments`` (rule ``idempotency``) when the id
             exists with different content.
@@ -345,7 +346,7 @@ class Mailbox:
             )
             self._event(conn, msg.id, "sent", at, msg.sender.address, None, {"to": msg.recipient})
             row = conn.execute("SELECT * FROM messages WHERE id = ?", (msg.id,)).fetchone()
-        self._emit("sent", msg.id, at, msg.sender.address, {"to": msg.recipient, "addressedTo": msg.to})
+        self._emit("sent", msg.id, at, msg.sender.address, {"to": msg.recipient, "addressedTo": msg.to}, result)
         return row, True
 
     def mark_delivered(self, message_id: str, via: str, evidence: dict[str, Any] | None = None) -> bool:
@@ -414,6 +415,7 @@ class Mailbox:
         *,
         reason: str | None = None,
         reply: OutgoingMessage | None = None,
+        result: dict[str, Any] | None = None,
     ) -> tuple[dict[str, Any], sqlite3.Row | None]:
         """Resolve a message exactly once, by its recipient; optionally store the reply.
 
@@ -423,6 +425,7 @@ class Mailbox:
         :param kind: ``reply``, ``decline`` or ``done``.
         :param reason: the decline reason or the note of ``done``.
         :param reply: the reply message to store with it (for ``reply`` / ``decline``).
+        :param result: the reply's send-result fields, handed to observers of its ``sent`` event.
         :returns: ``(resolution view, reply row or None)``.
         :raises AgentLinkError: ``not_found``; ``wrong_recipient`` when ``caller`` is not the
             current recipient; ``already_resolved`` for a second resolution.
@@ -471,7 +474,7 @@ class Mailbox:
             self._event(conn, message_id, "resolved", at, caller.address, None, {"kind": kind, "late": late})
         resolution = {"kind": kind, "by": caller.address, "at": iso(at), "late": late, "replyMessageId": reply.id if reply else None}
         if reply_row is not None:
-            self._emit("sent", reply_row["id"], at, caller.address, {"to": reply_row["recipient"], "inReplyTo": message_id})
+            self._emit("sent", reply_row["id"], at, caller.address, {"to": reply_row["recipient"], "inReplyTo": message_id}, result)
         self._emit("resolved", message_id, at, caller.address, {"kind": kind, "late": late, "status": STATUS_BY_KIND[kind]})
         return resolution, reply_row
 
@@ -615,12 +618,15 @@ class Mailbox:
             (message_id, kind, at, actor, via, json.dumps(data, ensure_ascii=False)),
         )
 
-    def _emit(self, kind: str, message_id: str | None, at_ms: int, actor: str | None, data: dict[str, Any]) -> None:
+    def _emit(
+        self, kind: str, message_id: str | None, at_ms: int, actor: str | None, data: dict[str, Any],
+        result: dict[str, Any] | None = None,
+    ) -> None:
         """Tell observers about a committed change (nobody listens on the hook path)."""
         if self.hooks is not None:
             from agent_link_core.records import Event
 
-            self.hooks.on_event(Event(kind, message_id, at_ms, actor, data))
+            self.hooks.on_event(Event(kind, message_id, at_ms, actor, data, result))
 
 
 def harness_of(address: str) -> str:

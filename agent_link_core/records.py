@@ -26,6 +26,9 @@ class Event:
     :param at_ms: epoch ms.
     :param actor: the address that caused it (sender, resolver, ...).
     :param data: kind-specific fields (``via``, ``resolution``, ``status``, ``target`` ...).
+    :param result: for the ``sent`` event of a send in progress, the send's result fields
+        (``SendContext.result``): an observer may complete what its ``before_send`` put there
+        (a receipt id known only once recorded). None otherwise.
     """
 
     kind: str
@@ -33,6 +36,7 @@ class Event:
     at_ms: int
     actor: str | None = None
     data: dict[str, Any] = field(default_factory=dict)
+    result: dict[str, Any] | None = None
 
 
 @dataclass

@@ -18,7 +18,6 @@ plugins, so reminders recorded by a host hook get no receipt.
 from __future__ import annotations
 
 import logging
-import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -42,15 +41,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
 
 log = logging.getLogger(__name__)
-
-
-class _ResultField(dict):  # type: ignore[type-arg]
-    """A send-result field completed by a later hook (a plain dict cannot be weakly referenced)."""
-
-
-# The ``receipt`` result of a send in progress, by message id, until its "sent" event is
-# recorded; entries vanish with the send's result.
-_unsettled: weakref.WeakValueDictionary[str, _ResultField] = weakref.WeakValueDictionary()
 
 
 @hookimpl
@@ -88,9 +78,8 @@ def agent_link_before_send(message: OutgoingMessage, context: SendContext, app: 
     fields["tool"] = context.tool
     message.metadata["receipt"] = fields
     # Settled by the "sent" event: "recorded" stays false if writing the receipt fails.
-    result = _ResultField(record=True, recorded=False, id=None)
-    context.result["receipt"] = result
-    _unsettled[message.id] = result
+    # Completed by the "sent" event once the receipt is recorded.
+    context.result["receipt"] = {"record": True, "recorded": False, "id": None}
     return None
 
 
@@ -105,9 +94,8 @@ def agent_link_on_event(event: Event, app: App) -> None:
         return
     stored = insert_receipts(app.store, [(receipt, event_key(event, receipt))])
     if stored and event.kind == "sent":
-        result = _unsettled.pop(event.message_id or "", None)
-        if result is not None:
-            result.update(recorded=True, id=receipt["id"])
+        if event.result is not None and "receipt" in event.result:
+            event.result["receipt"].update(recorded=True, id=receipt["id"])
     log_path = app.config.get(LOG_SETTING)
     if stored and log_path:
         try:

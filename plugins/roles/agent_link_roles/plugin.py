@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import logging
-import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -44,15 +43,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
 
 log = logging.getLogger(__name__)
-
-
-class _ResultField(dict):  # type: ignore[type-arg]
-    """A send-result field completed by a later hook (a plain dict cannot be weakly referenced)."""
-
-
-# The roleProcedure result of a send in progress, by message id, until its "sent" event says
-# whether it carries the procedure text; entries vanish with the send's result.
-_unsettled: weakref.WeakValueDictionary[str, _ResultField] = weakref.WeakValueDictionary()
 
 
 @hookimpl
@@ -107,9 +97,8 @@ def agent_link_before_send(message: OutgoingMessage, context: SendContext, app: 
         proc = read_procedure(ctx.state_dir, role["name"])
         if proc.present:
             role["procedure"] = record_version(ctx.store, role["name"], proc)
-            shown = _ResultField(name=role["name"], version=role["procedure"]["version"], textIncluded=False)
-            context.result["roleProcedure"] = shown
-            _unsettled[message.id] = shown
+            # textIncluded is settled by the "sent" event, once the holder's copy is claimed.
+            context.result["roleProcedure"] = {"name": role["name"], "version": role["procedure"]["version"], "textIncluded": False}
     return warnings
 
 
@@ -124,9 +113,8 @@ def agent_link_on_event(event: Event, app: App) -> None:
     procedure = role.get("procedure") or {}
     if procedure.get("sha256"):
         included = claim_text(app.store, role["name"], row["recipient"], procedure["sha256"], event.message_id)
-        shown = _unsettled.pop(event.message_id, None)
-        if shown is not None:
-            shown["textIncluded"] = included
+        if event.result is not None and "roleProcedure" in event.result:
+            event.result["roleProcedure"]["textIncluded"] = included
 
 
 @hookimpl
