@@ -77,10 +77,15 @@ def loaded_plugins(env: dict[str, str], plugin: str) -> tuple[list[str], bool]:
     return lines[0].split(","), lines[-1] == "hidden"
 
 
-def run_suites(env: dict[str, str], suites: tuple[str, ...], deselect: tuple[str, ...] = (),
+def run_suites(env: dict[str, str], suites: tuple[str, ...], basetemp: Path, deselect: tuple[str, ...] = (),
                ignore: tuple[str, ...] = (), timeout_s: float = 900) -> tuple[int, int, str]:
-    """Run pytest on ``suites`` under ``env``; returns ``(exit code, tests passed, output tail)``."""
-    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *[s for s in suites if (REPO / s).exists()]]
+    """Run pytest on ``suites`` under ``env``; returns ``(exit code, tests passed, output tail)``.
+
+    ``basetemp`` keeps the nested run's temporary files apart: left to itself, pytest would
+    prune the oldest numbered temp dirs, which may be the outer run's own.
+    """
+    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--basetemp={basetemp}",
+            *[s for s in suites if (REPO / s).exists()]]
     args += [f"--deselect={d}" for d in deselect] + [f"--ignore={i}" for i in ignore]
     run = subprocess.run(args, env=env, cwd=REPO, capture_output=True, text=True, timeout=timeout_s)
     tail = run.stdout[-3000:] + run.stderr[-2000:]

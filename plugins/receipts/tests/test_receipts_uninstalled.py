@@ -28,6 +28,6 @@ def test_suites_pass_with_receipts_uninstalled(tmp_path: Path) -> None:
     env = uninstalled_env(tmp_path, "receipts")
     loaded, hidden = loaded_plugins(env, "receipts")
     assert "receipts" not in loaded and "roles" in loaded and hidden
-    code, passed, tail = run_suites(env, SUITES, DESELECT, ignore=("plugins/roles/tests/test_roles_uninstalled.py",))
+    code, passed, tail = run_suites(env, SUITES, tmp_path / "nested", DESELECT, ignore=("plugins/roles/tests/test_roles_uninstalled.py",))
     assert code == 0, tail
     assert passed >= 100, tail  # the suites really ran

@@ -28,6 +28,6 @@ def test_suites_pass_with_roles_uninstalled(tmp_path: Path) -> None:
     env = uninstalled_env(tmp_path, "roles")
     loaded, hidden = loaded_plugins(env, "roles")
     assert "roles" not in loaded and "receipts" in loaded and hidden
-    code, passed, tail = run_suites(env, SUITES, DESELECT, ignore=("plugins/receipts/tests/test_receipts_uninstalled.py",))
+    code, passed, tail = run_suites(env, SUITES, tmp_path / "nested", DESELECT, ignore=("plugins/receipts/tests/test_receipts_uninstalled.py",))
     assert code == 0, tail
     assert passed >= 100, tail  # the suites really ran
