@@ -10,6 +10,7 @@ import asyncio
 import json
 import logging
 import os
+import sqlite3
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from agent_link_core.mailbox import (
 )
 from agent_link_core.model import EXTERNAL, Caller, address_scheme, is_address, is_ulid
 from agent_link_core.plugins import Hooks, PluginReport, build_plugin_manager, trace_hook_calls
-from agent_link_core.store import Store, ensure_private_dir, now_ms
+from agent_link_core.store import Store, ensure_private_dir, integrity, now_ms
 
 log = logging.getLogger(__name__)
 
@@ -131,11 +132,9 @@ class App:
             found = harness.identify_caller(meta, self.env)
             if found is not None and found.known:
                 return found
-        configured = self.config.get("AGENT_LINK_ADDRESS")
+        configured = self.config.get("AGENT_LINK_ADDRESS")  # validated by load_config
         if configured:
-            if is_address(configured):
-                return Caller(configured, "config", address_scheme(configured))
-            log.warning("AGENT_LINK_ADDRESS is not a valid address; ignored")
+            return Caller(configured, "config", address_scheme(configured))
         return Caller(EXTERNAL, "fallback", None)
 
     def require_caller(self, caller: Caller) -> Caller:
@@ -408,11 +407,12 @@ class App:
     def status(self, caller: Caller, message_id: str) -> dict[str, Any]:
         """A message's lifecycle, for its sender or recipient only (never the body)."""
         row = self.mailbox.require(message_id)
+        # Like wait: an unidentified caller is "external" and sees mail sent as external.
         participants = {row["from_addr"], row["recipient"], row["to_addr"]}
-        if caller.address not in participants or not caller.known:
+        if caller.address not in participants:
             raise AgentLinkError(
                 "permission_denied", f"Only the sender or the recipient may read the status of {message_id}.",
-                {"reason": "not_participant"},
+                {"reason": "not_participant"}, hint=f"You are {caller.address}; ask as the sender or the recipient.",
             )
         state = self.mailbox.state(row)
         self.mailbox.note_transition(row, state)
@@ -489,7 +489,7 @@ class App:
             # An unidentified caller is "external": it may wait only on mail sent as external.
             if caller.address not in (row["from_addr"], row["recipient"], row["to_addr"]):
                 raise AgentLinkError("permission_denied", f"Only the sender or the recipient may wait on {reply_to}.",
-                                     {"reason": "not_participant"})
+                                     {"reason": "not_participant"}, hint=f"You are {caller.address}; wait as the sender.")
             target = row["recipient"]
         since = now_ms()
         key = f"reply:{reply_to}" if reply_to else f"from:{target}"
@@ -551,7 +551,10 @@ class App:
     def health(self, meta: Mapping[str, Any] | None = None, include_caller_context: bool = False) -> dict[str, Any]:
         """Everything a person needs to tell whether agent-link works here."""
         caller = self.caller(meta)
-        pending = self.mailbox.count_open(caller.address, undelivered_only=True) if caller.known else 0
+        try:
+            pending = self.mailbox.count_open(caller.address, undelivered_only=True) if caller.known else 0
+        except sqlite3.DatabaseError:  # reported by the integrity line below
+            pending = None
         out: dict[str, Any] = {
             "version": __version__,
             "host": self.config.get("AGENT_LINK_HOST") or caller.host,
@@ -561,8 +564,9 @@ class App:
                 "path": self.config.state_dir,
                 "source": self.config.sources["AGENT_LINK_STATE_DIR"],
                 "exists": os.path.isdir(self.config.state_dir),
+                "private": _private(self.config.state_dir),
             },
-            "database": {"path": self.config.db_path, "pendingForCaller": pending},
+            "database": {"path": self.config.db_path, "pendingForCaller": pending, "integrity": integrity(self.store.conn)},
             "env": self.config.env_report(),
             "reminders": {
                 "limit": self.config.reminder_limit,
@@ -605,6 +609,14 @@ def configure_logging(config: Config) -> None:
     handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"))
     logger.addHandler(handler)
     logger.setLevel(LOG_LEVELS[level_name])
+
+
+def _private(path: str) -> bool:
+    """True when only the owner can enter ``path`` (no group or other permission bits)."""
+    try:
+        return os.stat(path).st_mode & 0o077 == 0
+    except OSError:
+        return False
 
 
 def _delivery_word(reply_row: Any, delivery: Delivery | None) -> str:

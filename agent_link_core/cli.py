@@ -30,12 +30,14 @@ EXIT_UNKNOWN, EXIT_NONE, EXIT_MANY = 3, 4, 5
 
 
 def fail(exc: AgentLinkError) -> None:
-    """Print an AgentLinkError as one stderr line (plus its hint) and exit 1."""
+    """Print an AgentLinkError as one stderr line (plus its hint) and exit: 2 for bad
+    arguments (usage), 1 for everything else (a bad setting included)."""
     line = f"agent-link: {exc.message}"
     if exc.hint:
         line += f" {exc.hint}"
     click.echo(line, err=True)
-    sys.exit(1)
+    paths = [e.get("path", "") for e in exc.details.get("errors", [])] if exc.code == "invalid_arguments" else []
+    sys.exit(2 if paths and not any(p.startswith("env.") for p in paths) else 1)
 
 
 def get_app(ctx: click.Context) -> App:
@@ -70,21 +72,34 @@ def run_async(coro: Any) -> Any:
         fail(exc)
 
 
+def printable(value: Any) -> str:
+    """A cell for a terminal: control, format and bidi characters (which could drive the
+    terminal or disguise text) become visible escapes."""
+    import unicodedata
+
+    text = "" if value is None else str(value)
+    return "".join(c if unicodedata.category(c)[0] != "C" else f"\\u{{{ord(c):04X}}}" for c in text)
+
+
 def table(columns: list[str], rows: list[list[Any]]) -> None:
-    """A table for people (rich), plain when stdout is not a terminal."""
+    """A table for people (rich). Piped output is never cut to a terminal width, so the
+    address column can be copied or grepped."""
     from rich.console import Console
     from rich.table import Table
 
     t = Table(*columns, box=None, pad_edge=False, highlight=False)
     for row in rows:
-        t.add_row(*("" if v is None else str(v) for v in row))
-    Console(soft_wrap=True).print(t)
+        t.add_row(*(printable(v) for v in row))
+    console = Console(soft_wrap=True, markup=False, emoji=False)
+    if not console.is_terminal:
+        console = Console(soft_wrap=True, markup=False, emoji=False, width=100_000)
+    console.print(t)
 
 
 def provider_lines(providers: dict[str, Any]) -> None:
     """One stderr line per unreachable source, so a partial listing never looks complete."""
     for name, p in providers.items():
-        if not p.get("available", True) or not p.get("complete", True):
+        if not p.get("complete", True):
             click.echo(f"agent-link: {name}: not fully listed ({p.get('reason') or 'incomplete'})", err=True)
         for ep in p.get("endpoints", []) or []:
             if not ep.get("reachable", True):
@@ -96,6 +111,10 @@ def _print_health(h: dict[str, Any]) -> None:
     click.echo(f"  address:    {h['address']} ({h['addressSource']})")
     click.echo(f"  host:       {h['host'] or 'unknown'}")
     click.echo(f"  state dir:  {h['stateDir']['path']} ({'exists' if h['stateDir']['exists'] else 'missing'})")
+    if h["stateDir"]["exists"] and not h["stateDir"]["private"]:
+        click.echo("  warning: other users can open the state dir; agent-link leaves existing dirs as they are")
+    if h["database"]["integrity"] != "ok":
+        click.echo(f"  DAMAGED database: {h['database']['integrity']} (move it aside to start afresh)")
     click.echo(f"  plugins:    {', '.join(h['plugins']['loaded']) or 'none'}")
     for name, reason in h["plugins"]["failed"].items():
         click.echo(f"  BROKEN plugin {name}: {reason}")
@@ -194,14 +213,15 @@ def build_cli() -> click.Group:
                 click.echo(f"No open messages for {d['address']}.")
                 return
             click.echo(d["renderedBlock"])
+            click.echo("Answer one with: agent-link reply MESSAGE_ID TEXT [--decline | --done]")
 
         emit(data, as_json, human)
 
     json_opt = click.option("--json", "as_json", is_flag=True, help="Print one JSON object (indented).")
     ndjson_opt = click.option("--ndjson", is_flag=True, help="Print the same JSON object on one line.")
     from_opts = [
-        click.option("--from", "from_address", help="Send as this address (unverified)."),
-        click.option("--from-thread", help="Send as this thread/session id (unverified), when not inside one."),
+        click.option("--from", "from_address", help="Act as this address (unverified)."),
+        click.option("--from-thread", help="Act as this thread/session id (unverified), when not inside one."),
         click.option("--from-endpoint", help="The endpoint of --from-thread, when several know it."),
     ]
 
@@ -283,6 +303,8 @@ def build_cli() -> click.Group:
         app = get_app(ctx)
         me = who_am_i(app, from_address, from_thread, from_endpoint)
         policy = api.RetryPolicy(retry_count, retry_delay_ms, retry_backoff, retry_jitter)
+        if wait_reply and anticipation == "fyi":
+            raise click.UsageError("--wait expects an answer; it cannot go with --anticipation fyi")
         if wait_reply and anticipation is None:
             anticipation = "reply"
         result = run_async(api.send_reliably(app, target, text, sender=me, message_id=message_id, ttl_ms=ttl_ms,
@@ -310,15 +332,18 @@ def build_cli() -> click.Group:
     @cli.command(epilog=EXIT_HELP)
     @click.argument("message_id")
     @click.argument("text", required=False)
-    @click.option("--decline", "kind", flag_value="decline", help="Decline it; TEXT is the reason.")
-    @click.option("--done", "kind", flag_value="done", help="Mark it done; TEXT is an optional note.")
+    @click.option("--decline", is_flag=True, help="Decline it; TEXT is the reason.")
+    @click.option("--done", is_flag=True, help="Mark it done; TEXT is an optional note.")
     @with_from
     @json_opt
     @click.pass_context
-    def reply(ctx: click.Context, message_id: str, text: str | None, kind: str | None, from_address: str | None,
+    def reply(ctx: click.Context, message_id: str, text: str | None, decline: bool, done: bool, from_address: str | None,
               from_thread: str | None, from_endpoint: str | None, as_json: bool) -> None:
         """Answer MESSAGE_ID, a message addressed to the current session; the answer goes back
         to its sender."""
+        if decline and done:
+            raise click.UsageError("choose one of --decline and --done")
+        kind = "decline" if decline else ("done" if done else None)
         app = get_app(ctx)
         me = who_am_i(app, from_address, from_thread, from_endpoint)
         data = run_async(app.reply(caller=me, message_id=message_id, resolution=kind or "reply", message=text))
@@ -485,4 +510,16 @@ def build_cli() -> click.Group:
 
 def main() -> None:
     """Entry point of the ``agent-link`` command (everything but the hook fast path)."""
-    build_cli()(prog_name="agent-link")
+    import sqlite3
+
+    try:
+        build_cli()(prog_name="agent-link")
+    except sqlite3.DatabaseError as exc:
+        from agent_link_core.config import load_config
+        from agent_link_core.store import database_error
+
+        try:
+            path = load_config().db_path
+        except AgentLinkError:
+            path = "agent-link.db"
+        fail(database_error(path, exc))

@@ -35,7 +35,9 @@ class Setting:
     """One environment setting.
 
     :param name: canonical variable name (``AGENT_LINK_...``).
-    :param kind: ``flag``, ``int``, ``path``, ``str`` or ``choice``.
+    :param kind: ``flag``, ``int``, ``path``, ``str``, ``choice`` or ``address``
+        (``<harness>:<id>``: lower-case harness of up to 32 characters, an id of up to 128
+        of ``A-Z a-z 0-9 _ . -``).
     :param default: value when unset (already parsed; ``None`` allowed).
     :param aliases: legacy names, read only when the canonical one is unset.
     :param minimum/maximum: inclusive bounds for ``int``.
@@ -50,7 +52,7 @@ class Setting:
         self, name: str, kind: str, default: Any = None, *, aliases: tuple[str, ...] = (), minimum: int | None = None,
         maximum: int | None = None, choices: tuple[str, ...] = (), warning: str | None = None, doc: str = "",
     ) -> None:
-        if kind not in ("flag", "int", "path", "str", "choice"):
+        if kind not in ("flag", "int", "path", "str", "choice", "address"):
             raise ValueError(f"unknown setting kind {kind!r}")
         self.name, self.kind, self.default, self.aliases = name, kind, default, tuple(aliases)
         self.minimum, self.maximum, self.choices, self.warning, self.doc = minimum, maximum, tuple(choices), warning, doc
@@ -63,7 +65,7 @@ CORE_SETTINGS: tuple[Setting, ...] = (
     Setting("AGENT_LINK_STATE_DIR", "path", "~/.agent-link", doc="state directory (database, logs, plugin files)"),
     Setting("AGENT_LINK_MAILBOX_PATH", "path", None, doc="mailbox database file (default <state>/agent-link.db)"),
     Setting("AGENT_LINK_HOST", "str", None, doc="the host this process serves (a harness name); sniffed when unset"),
-    Setting("AGENT_LINK_ADDRESS", "str", None, doc="this process's own address when no harness can tell it"),
+    Setting("AGENT_LINK_ADDRESS", "address", None, doc="this process's own address when no harness can tell it"),
     Setting("AGENT_LINK_DISABLE_PLUGINS", "str", "", doc="plugin names not to load (comma or space separated)"),
     Setting("AGENT_LINK_DEBUG", "flag", False, doc="debug logging and hook-call tracing to the log file"),
     Setting("AGENT_LINK_LOG_LEVEL", "choice", None, choices=("error", "warn", "info", "debug"), doc="log level"),
@@ -210,6 +212,12 @@ def _parse(setting: Setting, raw: str, home: str | None, cfg: Config) -> Any:
         return parse_flag(setting.name, raw)
     if setting.kind == "path":
         return parse_path(setting.name, raw, home)
+    if setting.kind == "address":
+        from agent_link_core.addresses import is_address
+
+        if not is_address(raw.strip()):
+            raise _bad(setting.name, "address", "an address <harness>:<id> such as team:alice (lower-case harness)")
+        return raw.strip()
     if setting.kind == "int":
         try:
             number = int(raw.strip())

@@ -80,8 +80,10 @@ class AgentLinkError(Exception):
 def invalid_arguments(errors: list[dict[str, Any]], message: str | None = None, **extra: Any) -> AgentLinkError:
     """Build an ``invalid_arguments`` error from ``[{path, rule, expected}]`` entries."""
     paths = ", ".join(e["path"] or "(arguments)" for e in errors)
+    expected = "; ".join(f"{e['path'] or 'arguments'}: {e['expected']}" for e in errors)
     return AgentLinkError(
         "invalid_arguments",
         message or f"Invalid arguments: {paths}.",
         {"errors": errors, **extra},
+        hint=f"Expected {expected}.",
     )

@@ -172,12 +172,15 @@ class Mailbox:
         return self.store.conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
 
     def require(self, message_id: str) -> sqlite3.Row:
-        """The message row; raises ``not_found`` (``details.id``) when absent."""
+        """The message row; raises ``not_found`` (``details.id``) when absent. ULIDs are
+        case-insensitive: a lower-case id finds the stored upper-case one."""
+        message_id = message_id.upper() if isinstance(message_id, str) else message_id
         if not is_ulid(message_id):
             raise invalid_arguments([{"path": "messageId", "rule": "pattern", "expected": "a 26-character ULID"}])
         row = self.get_row(message_id)
         if row is None:
-            raise AgentLinkError("not_found", f"No message {message_id} exists.", {"id": message_id, "candidates": []})
+            raise AgentLinkError("not_found", f"No message {message_id} exists.", {"id": message_id, "candidates": []},
+                                 hint="Check the id; read_agent_link_inbox and agent_link_mailbox_inspect list yours.")
         return row
 
     def state(self, row: sqlite3.Row, now: int | None = None) -> MessageState:
@@ -449,6 +452,7 @@ class Mailbox:
                     "already_resolved",
                     f"Message {message_id} was already resolved ({existing['kind']}).",
                     {"messageId": message_id, "status": STATUS_BY_KIND[existing["kind"]], "resolvedAt": iso(existing["at"])},
+                    hint="A message is resolved once; send a new message to add something.",
                 )
             current = conn.execute("SELECT recipient FROM messages WHERE id = ?", (message_id,)).fetchone()
             if current["recipient"] != caller.address:  # handed over while we were deciding

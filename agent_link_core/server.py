@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import signal
 from collections.abc import Mapping
 from typing import Any
@@ -21,10 +22,13 @@ from mcp.server.stdio import stdio_server
 
 from agent_link_core import __version__
 from agent_link_core.app import App
+from agent_link_core.errors import AgentLinkError
 from agent_link_core.harness import McpPeer, PeerGone
+from agent_link_core.tools.core_tools import CORE_TOOLS
 from agent_link_core.tools.registry import ToolSpec, output_schema, run_tool, unknown_tool
 
 log = logging.getLogger(__name__)
+SHUTDOWN_BUDGET_S = 4.0
 
 INSTRUCTIONS = (
     "agent-link connects you with other AI agent sessions on this machine. Use list_agents to see "
@@ -141,12 +145,6 @@ async def serve(app: App) -> None:
             for harness in app.harnesses.values():
                 tg.start_soon(_guarded, harness, app, watch.peer)
 
-        async def stop_on_signal() -> None:
-            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
-                async for _ in signals:
-                    tg.cancel_scope.cancel()
-                    return
-
         async def run() -> None:
             async with stdio_server() as (read_stream, write_stream):
                 await server.run(
@@ -154,11 +152,45 @@ async def serve(app: App) -> None:
                 )
             tg.cancel_scope.cancel()
 
-        tg.start_soon(stop_on_signal)
+        tg.start_soon(_exit_on_signal, app)
         tg.start_soon(run_harnesses)
         tg.start_soon(run)
     with anyio.CancelScope(shield=True):  # stop what harnesses hold (child app-servers ...)
         await app.aclose()
+
+
+async def _exit_on_signal(app: App | None) -> None:
+    """On SIGTERM/SIGINT/SIGHUP: release what harnesses hold, then exit at once. The SDK reads
+    stdin in a worker thread that no cancellation can interrupt, so a clean unwind would
+    wait for the client's next line."""
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+        async for _ in signals:
+            if app is not None:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(SHUTDOWN_BUDGET_S):
+                    await app.aclose()
+            os._exit(0)
+
+
+async def serve_unavailable(error: AgentLinkError) -> None:
+    """Serve the core tools when agent-link cannot start (a bad setting, an unusable state
+    dir): every call returns ``error``, so the host shows why instead of a dead server."""
+    tools = {spec.name: spec for spec in CORE_TOOLS}
+
+    async def on_list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[tool_definition(spec) for spec in tools.values()])
+
+    async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if params.name not in tools:
+            return to_call_result(unknown_tool(params.name))
+        return to_call_result({"ok": False, "error": error.to_dict()})
+
+    server: Server[Any] = Server("agent-link", version=__version__, instructions=INSTRUCTIONS,
+                                 on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_exit_on_signal, None)
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+        tg.cancel_scope.cancel()
 
 
 async def _guarded(harness: Any, app: App, peer: McpPeer) -> None:
@@ -173,4 +205,10 @@ async def _guarded(harness: Any, app: App, peer: McpPeer) -> None:
 
 def main() -> None:
     """Entry point of ``agent-link mcp``."""
-    anyio.run(serve, App.create())
+    try:
+        app = App.create()
+    except AgentLinkError as exc:
+        log.error("agent-link cannot start: %s", exc.message)
+        anyio.run(serve_unavailable, exc)
+        return
+    anyio.run(serve, app)

@@ -148,14 +148,18 @@ def now_ms() -> int:
 
 
 def ensure_private_dir(path: str | os.PathLike[str]) -> None:
-    """Create ``path`` (and parents) with mode 0700 and tighten an existing one.
+    """Create ``path`` (and parents) with mode 0700 when missing.
+
+    An existing directory is left as it is: it may be shared on purpose (a home directory,
+    ``/tmp``), and health reports a state dir others can read.
 
     :raises AgentLinkError: ``state_io_error`` when it cannot be created.
     """
     try:
+        if os.path.isdir(path):
+            return
         os.makedirs(path, mode=0o700, exist_ok=True)
-        if (os.stat(path).st_mode & 0o777) != 0o700:
-            os.chmod(path, 0o700)
+        os.chmod(path, 0o700)  # whatever the umask
     except OSError as exc:
         raise state_io_error(path, exc) from exc
 
@@ -171,6 +175,24 @@ def state_io_error(path: str | os.PathLike[str], exc: OSError, state_dir: str | 
         f"Could not use agent-link state at {shown}: {exc.strerror or exc}.",
         {"path": shown, "errno": code},
     )
+
+
+def database_error(path: str, exc: sqlite3.DatabaseError) -> AgentLinkError:
+    """``state_io_error`` for a damaged or unreadable database (SQLite ``DatabaseError``)."""
+    return AgentLinkError(
+        "state_io_error",
+        f"The agent-link database {path} is damaged or unreadable ({exc}).",
+        {"path": os.path.basename(path), "errno": type(exc).__name__},
+        hint="Move the file aside (keep it for recovery) and retry; agent-link starts a new one.",
+    )
+
+
+def integrity(conn: sqlite3.Connection) -> str:
+    """SQLite's ``quick_check`` verdict: ``ok``, or its first complaint."""
+    try:
+        return str(conn.execute("PRAGMA quick_check(1)").fetchone()[0])
+    except sqlite3.DatabaseError as exc:
+        return str(exc)
 
 
 class Store:

@@ -109,3 +109,55 @@ def test_debug_logs_go_to_a_private_file(isolated_env: Path, monkeypatch: pytest
             handler.close()
         logger.handlers[:] = before
         logger.setLevel(logging.NOTSET)
+
+
+def test_mcp_server_exits_promptly_on_sigterm(isolated_env: Path) -> None:
+    import signal
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "agent_link_core", "mcp"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+        proc.stdin.write((json.dumps(init) + "\n").encode())
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 1
+        start = time.monotonic()
+        proc.send_signal(signal.SIGTERM)  # stdin stays open: the server must not wait for it
+        proc.wait(timeout=15)
+        assert time.monotonic() - start < 10
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.anyio
+async def test_mcp_server_with_a_bad_setting_still_answers() -> None:
+    from agent_link_testing.mcp_client import agent_link_mcp
+
+    async with agent_link_mcp({"AGENT_LINK_ADDRESS": "Not An Address"}) as client:
+        assert "agent_link_health" in await client.tools()
+        result = await client.call("agent_link_health", {})
+    assert result["ok"] is False and "AGENT_LINK_ADDRESS" in result["error"]["message"]
+
+
+def test_corrupt_database_is_one_clear_line(isolated_env: Path) -> None:
+    seed()
+    db = isolated_env / "agent-link.db"
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:  # move everything from the WAL into the main file
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    with open(db, "r+b") as fh:  # damage a data page, keep the header
+        fh.seek(3 * 4096)
+        fh.write(b"\xff" * 4096)
+    exe = Path(sys.executable).with_name("agent-link")
+    out = subprocess.run([str(exe), "inbox", "--as", "test:bob"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert "damaged" in out.stderr or "could not be opened" in out.stderr
+    health = subprocess.run([str(exe), "health", "--json"], capture_output=True, text=True, timeout=60,
+                            env=dict(os.environ, AGENT_LINK_ADDRESS="test:bob"))
+    if health.returncode == 0:
+        assert json.loads(health.stdout)["database"]["integrity"] != "ok"

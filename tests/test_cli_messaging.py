@@ -149,6 +149,7 @@ def test_unknown_is_not_resent_without_retry_unknown(harness: ScriptedHarness) -
 
 
 def test_only_pre_acceptance_failures_are_retried(harness: ScriptedHarness) -> None:
+    assert run("send", "sx:ok", "a", "--wait", "--anticipation", "fyi", "--from", "team:me").exit_code == 2
     no_retry = out_json(run("send", "sx:busy", "a", "--from", "team:me", "--json"))
     assert no_retry["outcome"] == "queued" and no_retry["attempts"] == 1
     harness.busy_left = 2
@@ -175,7 +176,7 @@ def test_reply_status_wait_round_trip(harness: ScriptedHarness) -> None:
     wrong = run("reply", mid, "nope", "--from", "team:other")
     assert wrong.exit_code == 1 and "Only sx:quiet" in wrong.stderr
     answered = run("reply", mid, "answer!", "--from-thread", "quiet", "--json")
-    assert answered.exit_code == 1  # the scripted harness does not recognise threads: refused, not guessed
+    assert answered.exit_code == 2  # the scripted harness does not recognise threads: refused, not guessed
     ok = out_json(run("reply", mid, "answer!", "--from", "sx:quiet", "--json"))
     assert ok["status"] == "replied" and ok["target"]["address"] == "team:me"
     status = out_json(run("status", mid, "--from", "team:me", "--json"))
@@ -183,7 +184,8 @@ def test_reply_status_wait_round_trip(harness: ScriptedHarness) -> None:
     waited = out_json(run("wait", mid, "--from", "team:me", "--timeout-ms", "1000", "--json"))
     assert waited["outcome"] == "reply" and "answer!" in waited["reply"]["envelope"]
     declined = out_json(run("send", "sx:quiet", "another", "--anticipation", "action", "--from", "team:me", "--json"))
-    assert run("reply", declined["messageId"], "--decline", "--from", "sx:quiet").exit_code == 1  # decline needs a reason
+    assert run("reply", declined["messageId"], "--decline", "--from", "sx:quiet").exit_code == 2  # decline needs a reason
+    assert run("reply", declined["messageId"], "x", "--decline", "--done", "--from", "sx:quiet").exit_code == 2
     assert run("reply", declined["messageId"], "busy", "--decline", "--from", "sx:quiet").exit_code == 0
 
 
@@ -191,9 +193,10 @@ def test_contacts_rules_and_alias_targets(harness: ScriptedHarness) -> None:
     assert run("contacts", "add", "  Builder ", "sx:ok").exit_code == 0
     listed = out_json(run("contacts", "list", "--json"))["contacts"]
     assert listed == [{"alias": "builder", "address": "sx:ok", "project": None, "label": None, "lastSeen": None}]
-    assert run("contacts", "add", "builder", "sx:quiet").exit_code == 1  # alias bound elsewhere
-    assert run("contacts", "add", "second", "sx:ok").exit_code == 1  # one alias per session
-    assert run("contacts", "add", "bad alias!", "sx:quiet").exit_code == 1
+    taken = run("contacts", "add", "builder", "sx:quiet")
+    assert taken.exit_code == 2 and "bound (to sx:ok)" in taken.stderr  # alias bound elsewhere; the reason is shown
+    assert run("contacts", "add", "second", "sx:ok").exit_code == 2  # one alias per session
+    assert run("contacts", "add", "bad alias!", "sx:quiet").exit_code == 2
     assert out_json(run("send", "BUILDER", "hi", "--from", "team:me", "--json"))["to"] == "sx:ok"
     assert out_json(run("contacts", "rename", "builder", "maker", "--json"))["alias"] == "maker"
     assert run("contacts", "remove", "builder").exit_code == 1

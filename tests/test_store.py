@@ -35,11 +35,19 @@ def test_dir_0700_files_0600(isolated_env: Path) -> None:
     store.close()
 
 
-def test_existing_loose_dir_is_tightened(isolated_env: Path) -> None:
+def test_existing_dir_is_left_alone_and_reported(isolated_env: Path) -> None:
+    # It may be shared on purpose (a home directory, /tmp): never change its permissions.
     isolated_env.mkdir(mode=0o755)
-    isolated_env.chmod(0o755)
+    isolated_env.chmod(0o1777)
     Store(isolated_env / "agent-link.db").close()
-    assert mode(isolated_env) == 0o700
+    assert mode(isolated_env) == 0o1777
+    from agent_link_core.app import App
+
+    app = App.create()
+    try:
+        assert app.health()["stateDir"]["private"] is False
+    finally:
+        app.close()
 
 
 def test_migrations_apply_once_per_owner(isolated_env: Path) -> None:

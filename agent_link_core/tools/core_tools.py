@@ -95,7 +95,8 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict[
     overrides = [k for k in options if k in TURN_OVERRIDES and k not in supported]
     if overrides:
         raise AgentLinkError("unsupported", f"{recipient} cannot take {', '.join(overrides)} changes.",
-                             {"capability": "turn_overrides", "arguments": overrides})
+                             {"capability": "turn_overrides", "arguments": overrides},
+                             hint=f"Send without {', '.join(overrides)}.")
     others = [k for k in options if k not in supported]
     if others:
         raise invalid_arguments([{"path": k, "rule": "unsupported_for_target", "expected": "omit it for this target"} for k in others])

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import re
+import sqlite3
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,7 @@ from jsonschema import Draft202012Validator
 
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.model import Caller
+from agent_link_core.store import database_error
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
@@ -205,10 +207,14 @@ async def run_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | None
         fields = await spec.handler(app, args, call)
     except AgentLinkError as exc:
         return {"ok": False, "error": exc.to_dict()}
+    except sqlite3.DatabaseError as exc:
+        logging.getLogger(__name__).exception("tool %s: database error", spec.name)
+        return {"ok": False, "error": database_error(app.store.path, exc).to_dict()}
     except Exception as exc:  # the contract promises a result object, never a crash
         logging.getLogger(__name__).exception("tool %s failed", spec.name)
         return {"ok": False, "error": {"code": "internal_error", "message": f"{spec.name} failed unexpectedly.",
-                                        "details": {"cause": type(exc).__name__}}}
+                                        "details": {"cause": type(exc).__name__},
+                                        "hint": "This is a bug in agent-link or a plugin; the server's log (stderr) has the traceback."}}
     declared = spec.output_fields
     extra = [k for k in fields if k not in declared and k != "warnings"]
     if extra:  # the output schema is closed: an undeclared field would break strict clients
@@ -223,4 +229,5 @@ async def run_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | None
 
 def unknown_tool(name: str) -> dict[str, Any]:
     """The result for a tool name nobody registered."""
-    return {"ok": False, "error": AgentLinkError("unknown_tool", f"There is no tool named {name!r}.", {"name": name}).to_dict()}
+    return {"ok": False, "error": AgentLinkError("unknown_tool", f"There is no tool named {name!r}.", {"name": name},
+                                                 hint="tools/list names the tools this server offers.").to_dict()}
