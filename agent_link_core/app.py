@@ -319,6 +319,9 @@ class App:
         elif delivery.unknown:
             # Remembered so a resend with the same id reports "unknown" and is not pushed blindly.
             self.mailbox.record_event(row["id"], "delivery_unknown", row["recipient"], None, delivery.evidence)
+        elif self.mailbox.push_outcome(row["id"]) == "unknown":
+            # A retry proved the earlier push absent: the outcome is known again (queued).
+            self.mailbox.record_event(row["id"], "delivery_settled", row["recipient"], None, delivery.evidence)
         return delivery
 
     async def reply(

@@ -357,8 +357,17 @@ class Mailbox:
         at = now_ms()
         with self.store.write() as conn:
             row = conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
-            if row is None or row["delivered_at"] is not None:
+            if row is None:
                 return False
+            if row["delivered_at"] is not None:
+                if row["delivered_via"] is not None:
+                    return False
+                # A resolution overtook the push's confirmation (it counts as delivery): keep its
+                # times, record the path and the evidence.
+                conn.execute("UPDATE messages SET delivered_via = ? WHERE id = ?", (via, message_id))
+                self._event(conn, message_id, "delivered", row["delivered_at"], row["recipient"], via,
+                            {"evidence": evidence or {}, "afterResolution": True})
+                return True
             self._set_delivered(conn, row, at, via, evidence)
         self._emit("delivered", message_id, at, row["recipient"], {"via": via, "evidence": evidence or {}})
         return True
@@ -605,7 +614,8 @@ class Mailbox:
         if row is not None and row["first_delivered_at"] is not None:
             return "delivered"
         last = self.store.conn.execute(
-            "SELECT kind FROM message_events WHERE message_id = ? AND kind IN ('delivery_unknown', 'delivered', 'released')"
+            "SELECT kind FROM message_events WHERE message_id = ?"
+            " AND kind IN ('delivery_unknown', 'delivery_settled', 'delivered', 'released')"
             " ORDER BY seq DESC LIMIT 1",
             (message_id,),
         ).fetchone()

@@ -230,3 +230,23 @@ def test_readme_typed_api_example_runs(tmp_path: Any) -> None:
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0].startswith("queued ") and lines[1] == "bob"
+
+
+@pytest.mark.anyio
+async def test_a_retry_that_proves_absence_settles_unknown(harness: ScriptedHarness) -> None:
+    app = App.create()
+    try:
+        me = Caller("team:me", "explicit")
+        first = await api.send_reliably(app, "sx:lost", "x", sender=me)
+        assert first.outcome == "unknown"
+
+        async def queued(*args: Any) -> Any:
+            from agent_link_core.harness import Delivery
+
+            return Delivery()
+
+        harness.deliver = queued  # type: ignore[method-assign]
+        again = await api.send_reliably(app, "sx:lost", "x", sender=me, message_id=first.message_id, retry_unknown=True)
+        assert again.outcome == "queued" and again.attempts == 1
+    finally:
+        await app.aclose()

@@ -239,3 +239,15 @@ def test_status_transition_recorded_once(box: Mailbox, clock: Clock) -> None:
     box.note_transition(row, box.state(row))
     kinds = [r["kind"] for r in box.store.conn.execute("SELECT kind FROM message_events WHERE message_id = ?", (mid,))]
     assert kinds.count("status_changed") == 1
+
+
+def test_delivery_evidence_after_an_overtaking_resolution(box: Mailbox) -> None:
+    mid = send(box)
+    box.resolve(mid, BOB, "done")  # the recipient answered before the push was confirmed
+    before = box.get_row(mid)["delivered_at"]
+    assert box.mark_delivered(mid, "test-push", {"echo": mid})
+    row = box.get_row(mid)
+    assert row["delivered_via"] == "test-push" and row["delivered_at"] == before
+    assert not box.mark_delivered(mid, "test-push")
+    events = box.store.conn.execute("SELECT data FROM message_events WHERE message_id = ? AND kind = 'delivered'", (mid,)).fetchall()
+    assert len(events) == 1 and '"echo"' in events[0]["data"]
