@@ -40,6 +40,7 @@ import platform
 import pwd
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -51,11 +52,13 @@ from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
 
 __all__ = [
     "CLAUDE_CODE_VERSION",
+    "CLAUDE_PLUGIN_FILES",
     "ClaudeHost",
     "ClaudeHostMissing",
     "ClaudeSession",
     "ClaudeStream",
     "ClaudeTimeout",
+    "agent_link_bin",
     "encode_project_dir",
     "find_claude_binary",
     "mcp_stdio_server",
@@ -64,6 +67,7 @@ __all__ = [
     "python_command",
     "run_claude_p",
     "session_of",
+    "stage_plugin",
     "write_mcp_config",
 ]
 
@@ -210,6 +214,41 @@ def encode_project_dir(cwd: os.PathLike[str] | str) -> str:
     if len(name) > 200:
         name = f"{name[:200]}-{_base36(abs(_java_hash(real)))}"
     return name
+
+
+#: What the agent-link Claude Code plugin consists of, relative to the repository root: the
+#: marketplace and plugin manifests, the hooks declaration and the launcher that both the MCP
+#: server and the hooks run. Nothing else is read from ``CLAUDE_PLUGIN_ROOT``; the launcher
+#: finds agent-link itself through ``AGENT_LINK_BIN`` (or ``<root>/.venv``, or ``PATH``).
+CLAUDE_PLUGIN_FILES = (
+    ".claude-plugin/marketplace.json",
+    ".claude-plugin/plugin.json",
+    "hooks/hooks.json",
+    "hooks/agent-link-claude.sh",
+)
+
+
+def stage_plugin(dest: os.PathLike[str] | str, source: os.PathLike[str] | str = REPO_ROOT,
+                 files: Sequence[str] = CLAUDE_PLUGIN_FILES) -> Path:
+    """Copy only the plugin's ``files`` from ``source`` into ``dest`` (modes kept); returns
+    ``dest``, a directory marketplace to install from instead of the whole checkout.
+
+    Claude Code copies a directory marketplace's plugin folder whole into its plugin cache, so
+    installing from a developer checkout copies ``.venv`` and ``hosts/node_modules`` too
+    (about 1 GB). Claude processes that run the staged plugin need ``AGENT_LINK_BIN`` (see
+    :func:`agent_link_bin`) in their environment, since the staging folder has no ``.venv``.
+    """
+    out = Path(dest)
+    for rel in files:
+        target = out / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(Path(source) / rel, target)
+    return out
+
+
+def agent_link_bin() -> Path:
+    """The ``agent-link`` executable of the interpreter running the tests (the venv's)."""
+    return Path(sys.executable).with_name("agent-link")
 
 
 # -- the host ---------------------------------------------------------------------------------
@@ -457,7 +496,8 @@ class ClaudeHost:
 
         Note: for a directory marketplace Claude Code 2.1.197 copies the plugin's whole
         source folder into ``<config dir>/plugins/cache`` (``.gitignore`` is not applied), so
-        installing from a checkout with ``.venv`` and ``hosts/node_modules`` takes seconds.
+        installing from a checkout with ``.venv`` and ``hosts/node_modules`` copies about 1 GB
+        (10-15 s here); :func:`stage_plugin` makes a lean marketplace to install from instead.
 
         Raises:
             RuntimeError: a command exited non-zero (its output is in the message).

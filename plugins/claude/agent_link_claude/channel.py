@@ -55,6 +55,8 @@ POLL_MIN_S = 0.2
 POLL_MAX_S = 2.0
 PENDING_SCAN = 1000  # undelivered messages looked at per wake
 REGISTRY_DIR = "claude-channels"
+# what one pass of ChannelBridge.push_pending did
+PUSHED, HELD, FAILED = "pushed", "held", "failed"
 
 
 @dataclass(frozen=True)
@@ -321,6 +323,7 @@ class ChannelBridge:
         """Loop until cancelled (connection closed) or the peer is gone (:class:`PeerGone`)."""
         registered: str | None = None
         seen: tuple[Any, ...] | None = None
+        held = False
         delay = POLL_MIN_S
         self.status.running = True
         try:
@@ -336,10 +339,14 @@ class ChannelBridge:
                         register(app.config.state_dir, target, gate)
                     registered = target
                 mark = (_data_version(app), app.store.conn.total_changes, target)
-                if target is not None and mark != seen:
-                    if await self.push_pending(app, peer, target):
+                if target is not None and (mark != seen or held):
+                    outcome = await self.push_pending(app, peer, target)
+                    held = outcome == HELD
+                    if outcome != FAILED:
                         seen = (_data_version(app), app.store.conn.total_changes, target)
-                    delay = POLL_MIN_S
+                    # a wait that holds a message takes it (a write wakes us) or ends without it:
+                    # then look again, backing off, until the message is pushed
+                    delay = min(delay * 2, POLL_MAX_S) if held and mark == seen else POLL_MIN_S
                 else:
                     delay = min(delay * 2, POLL_MAX_S)
                 await anyio.sleep(delay)
@@ -348,15 +355,25 @@ class ChannelBridge:
             if registered is not None:
                 unregister(app.config.state_dir)
 
-    async def push_pending(self, app: App, peer: McpPeer, session_id: str) -> bool:
+    async def push_pending(self, app: App, peer: McpPeer, session_id: str) -> str:
         """Push every undelivered message for ``claude:<session_id>``, oldest first.
 
-        :returns: False when a push failed (the rest stays queued; the loop retries later).
+        A message that a wait running in this process is about to return (``wait_for_agent``,
+        ``waitForReply``) is left to that wait, so the model does not get it twice: once as a
+        channel turn and once as the tool result.
+
+        :returns: :data:`PUSHED` when nothing is left to push, :data:`HELD` when a message was
+            left to a wait (the loop looks again: the wait may end without taking it),
+            :data:`FAILED` when a push failed (the rest stays queued; the loop retries later).
         :raises PeerGone: the client's stream is closed.
         """
         address = f"claude:{session_id}"
+        outcome = PUSHED
         for row in app.mailbox.open_for(address, PENDING_SCAN, undelivered_only=True):
             if not wants_push(row):
+                continue
+            if app.held_by_wait(row):
+                outcome = HELD
                 continue
             fresh = app.mailbox.get_row(row["id"])
             if fresh is None or fresh["first_delivered_at"] is not None:
@@ -369,11 +386,11 @@ class ChannelBridge:
             except Exception as exc:  # the message stays queued; the loop retries with back-off
                 self.status.last_error = f"{type(exc).__name__}: {exc}"[:300]
                 log.warning("channel push of %s failed: %s", row["id"], exc)
-                return False
+                return FAILED
             app.mailbox.mark_delivered(row["id"], "channel", {"method": METHOD, "session": session_id})
             self.status.pushed += 1
             self.status.last_push_ms = now_ms()
-        return True
+        return outcome
 
 
 def _data_version(app: App) -> int:

@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
-from agent_link_core.config import load_config
 from agent_link_core.harness import Delivery, Harness, McpPeer, SessionListing
 from agent_link_core.hook import last_runs
 from agent_link_core.mailbox import iso
@@ -81,21 +80,32 @@ def _env_session_id(env: Mapping[str, str]) -> str | None:
 class ClaudeHarness(Harness):
     """The harness registered as ``claude``.
 
-    :param env: where discovery reads ``CLAUDE_CONFIG_DIR`` / ``HOME`` (default: the live
-        ``os.environ``). Identity uses the environment the core passes per call.
+    The core calls :meth:`attach` before anything else; from then on discovery reads
+    ``CLAUDE_CONFIG_DIR`` / ``HOME`` from the App's environment and the channel registry lives
+    in the App's state dir. Identity uses the environment the core passes per call.
+
+    :param env: where discovery reads before :meth:`attach` (default ``os.environ``); only a
+        harness used outside an App (tests of identity and discovery) relies on it. Such a
+        harness sees no running channel bridges.
     """
 
     name = NAME
 
     def __init__(self, env: Mapping[str, str] | None = None) -> None:
-        self.env = os.environ if env is None else env
+        self.app: App | None = None
+        self.env: Mapping[str, str] = os.environ if env is None else env
         self.index = SessionIndex(self.env)
         self.bridge = BridgeStatus()
         self.channel_declared = False
         self._lock = threading.Lock()
-        self._state_dir: str | None = None
         # (config dir, pid) of the claude process among our ancestors, and when we last looked
         self._ancestor: tuple[str, int | None, float] | None = None
+
+    def attach(self, app: App) -> None:
+        """Take the App's environment and settings (called once, before any other method)."""
+        self.app = app
+        self.env = app.env
+        self.index = SessionIndex(self.env)
 
     # -- identity ------------------------------------------------------------------------
 
@@ -151,15 +161,14 @@ class ClaudeHarness(Harness):
 
     # -- discovery -----------------------------------------------------------------------
 
-    def state_dir(self) -> str:
-        """The agent-link state dir (the server's, once :meth:`serve` ran; else from env)."""
-        if self._state_dir is not None:
-            return self._state_dir
-        return os.fspath(load_config(self.env, on_setting_error=lambda exc: None).state_dir)
+    def state_dir(self) -> str | None:
+        """The App's agent-link state dir (None before :meth:`attach`)."""
+        return os.fspath(self.app.config.state_dir) if self.app is not None else None
 
     def channel_sessions(self) -> frozenset[str]:
         """Session ids that a running agent-link channel bridge serves."""
-        return frozenset(active_bridges(self.state_dir()))
+        state = self.state_dir()
+        return frozenset(active_bridges(state)) if state is not None else frozenset()
 
     async def _in_thread(self, fn: Callable[[], T]) -> T:
         def locked() -> T:
@@ -234,7 +243,6 @@ class ClaudeHarness(Harness):
 
     async def serve(self, app: App, peer: McpPeer) -> None:
         """Run the channel bridge for the connection (only when the capability was declared)."""
-        self._state_dir = os.fspath(app.config.state_dir)
         if not self.channel_declared:
             return
         parent = parent_pid(os.getpid())
@@ -257,8 +265,9 @@ class ClaudeHarness(Harness):
         """Channel state, hook heartbeats and session-index statistics (never raises)."""
         try:
             state = self.state_dir()
-            beats = {k.split("-", 1)[1]: iso(v) for k, v in last_runs(state).items() if k.startswith(f"{NAME}-")}
-            bridges = active_bridges(state)
+            runs = last_runs(state) if state is not None else {}
+            beats = {k.split("-", 1)[1]: iso(v) for k, v in runs.items() if k.startswith(f"{NAME}-")}
+            bridges = active_bridges(state) if state is not None else {}
         except Exception as exc:  # health must answer even with a broken state dir
             beats, bridges = {"error": f"{type(exc).__name__}: {exc}"[:200]}, {}
         stats = self.index.stats

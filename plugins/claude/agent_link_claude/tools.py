@@ -210,7 +210,8 @@ async def message_claude_session(app: App, args: dict[str, Any], call: ToolCall)
     if ("sessionId" in args) == ("query" in args):
         raise invalid_arguments([{"path": "sessionId", "rule": "xor", "expected": "exactly one of sessionId (exact) and query (fuzzy)"}])
     harness = _harness(app)
-    if "sessionId" in args:
+    exact = "sessionId" in args  # an exact id may name an archived session; a query never picks one
+    if exact:
         value = args["sessionId"].strip()
         if value.startswith("role:"):
             to, resolution = value, {"via": value, "query": value, "matchReasons": ["role"]}
@@ -228,7 +229,7 @@ async def message_claude_session(app: App, args: dict[str, Any], call: ToolCall)
         to = verdict["best"]["address"]
         resolution = {"via": "fuzzy", "query": args["query"], "matchReasons": verdict["best"].get("matchReasons", []),
                       "candidates": short}
-    recipient, _, _ = await app.target_address(to, call.caller)
+    recipient, _, _ = await app.target_address(to, call.caller, allow_archived=exact)
     if address_scheme(recipient) != NAME:
         raise AgentLinkError("not_found", f"{to} is held by {recipient}, which is not a Claude session.",
                              {"query": to, "candidates": [{"address": recipient}]},
@@ -238,6 +239,7 @@ async def message_claude_session(app: App, args: dict[str, Any], call: ToolCall)
         caller=call.caller, to=to, body=args["message"], anticipation=args.get("anticipation"),
         reply_by=args.get("replyBy"), wait_for_reply=args.get("waitForReply", False),
         reply_to=args.get("replyToMessageId"), tool="message_claude_session", arguments=args, options=options,
+        allow_archived=exact,
     )
     summary = message_summary(app, outcome)
     delivery = outcome.delivery
@@ -325,7 +327,7 @@ CLAUDE_TOOLS: tuple[ToolSpec, ...] = (
             "announced, never pushed). Set anticipation reply/action when you expect an answer."
         ),
         input_schema=_schema({
-            "sessionId": {**SESSION_ID, "description": "Exact target: claude:<id>, a session id, local_<id>, or role:<name>."},
+            "sessionId": {**SESSION_ID, "description": "Exact target: claude:<id>, a session id, local_<id>, or role:<name> (archived sessions included)."},
             "query": {"type": "string", "minLength": 1, "description": "Words matching the target's title or folder (archived sessions skipped)."},
             "message": {"type": "string", "minLength": 1, "description": "The text (at most 64 KiB UTF-8)."},
             "surface": SURFACE,

@@ -11,12 +11,22 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import agent_link_claude
 from agent_link_claude.procs import proc_start
+from agent_link_testing.claude_host import ClaudeHost, agent_link_bin, stage_plugin
+
+REPO = Path(agent_link_claude.__file__).resolve().parents[3]
+PLUGIN = "agent-link@agent-link"
+SERVER_RULE = "mcp__plugin_agent-link_agent-link"
 
 
 class FakeClaude:
@@ -132,3 +142,57 @@ def fake_claude() -> type[FakeClaude]:
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+# -- agent-link installed into the real Claude Code (real-host tests) --------------------------
+
+
+@dataclass(frozen=True)
+class InstalledPlugin:
+    """A Claude Code HOME with agent-link installed from a directory marketplace.
+
+    :param home: the HOME (``<home>/.claude`` is the config dir) every test host reuses.
+    :param root: the marketplace folder it was installed from, which Claude Code runs the
+        plugin from (``CLAUDE_PLUGIN_ROOT``).
+    :param env: what claude processes need to run it (``AGENT_LINK_BIN`` for a staged copy).
+    :param install_s: how long ``marketplace add`` + ``install`` took.
+    """
+
+    home: Path
+    root: Path
+    env: Mapping[str, str] = field(default_factory=dict)
+    install_s: float = 0.0
+
+    def host(self, *, stub: Any = None, env: Mapping[str, str | None] | None = None, **kw: Any) -> ClaudeHost:
+        """A :class:`ClaudeHost` on this HOME (``env`` adds to :attr:`env`)."""
+        return ClaudeHost.create(self.home, stub=stub, env={**self.env, **(env or {})}, **kw)
+
+
+def _install(home: Path, marketplace: Path, env: Mapping[str, str]) -> InstalledPlugin:
+    host = ClaudeHost.create(home, env=env)
+    start = time.monotonic()
+    host.install_plugin(marketplace, PLUGIN)
+    took = time.monotonic() - start
+    listed = host.run_cli("plugin", "list")
+    assert PLUGIN in listed.stdout, listed.stdout + listed.stderr
+    host.allow_tools(SERVER_RULE)
+    return InstalledPlugin(home, marketplace, dict(env), took)
+
+
+@pytest.fixture(scope="session")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> InstalledPlugin:
+    """agent-link installed from a lean staging copy of the plugin's files (a few KB instead
+    of the ~1 GB checkout that Claude Code would copy into its plugin cache); the launcher
+    runs the venv's agent-link through ``AGENT_LINK_BIN``."""
+    staged = stage_plugin(tmp_path_factory.mktemp("agent-link-plugin"))
+    return _install(tmp_path_factory.mktemp("claude-home"), staged, {"AGENT_LINK_BIN": str(agent_link_bin())})
+
+
+@pytest.fixture(scope="session")
+def installed_from_repo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InstalledPlugin]:
+    """agent-link installed the way a user does it: from this repository's root (Claude Code
+    copies the whole checkout into its cache) and run through ``<root>/.venv``. The cache copy
+    (about 1 GB, never run) is removed at the end so kept pytest temp dirs stay small."""
+    plugin = _install(tmp_path_factory.mktemp("claude-home-repo"), REPO, {})
+    yield plugin
+    shutil.rmtree(plugin.home / ".claude" / "plugins" / "cache", ignore_errors=True)

@@ -205,6 +205,62 @@ async def test_mailbox_only_messages_are_never_pushed(app: App) -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("by_reply_to", [True, False], ids=["wait-for-reply", "wait-for-any-message"])
+async def test_a_message_an_in_process_wait_returns_is_not_pushed_too(app: App, by_reply_to: bool) -> None:
+    # the session waits (wait_for_agent in its own server) for test:alice; her answer must reach
+    # the model once, as the wait's result, not also as a channel turn
+    me = Caller(ADDR, "env", "claude")
+    asked = (await app.send(caller=me, to="test:alice", body="question", anticipation="reply")).message["id"]
+    peer, b = RecordingPeer(), bridge()
+    other = App.create()  # test:alice answers from another process
+    waited: dict[str, Any] = {}
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(b.run, app, peer)
+
+            async def wait() -> None:
+                waited["out"] = await app.wait(caller=me, agent="test:alice", reply_to=asked if by_reply_to else None,
+                                               timeout_ms=10_000, poll_ms=1500)
+
+            tg.start_soon(wait)
+            await until(lambda: app.waiting)
+            if by_reply_to:
+                answer = (await other.reply(caller=ALICE, message_id=asked, message="the answer"))["messageId"]
+            else:
+                answer = (await other.send(caller=ALICE, to=ADDR, body="the answer", anticipation="fyi")).message["id"]
+            await until(lambda: b.status.session_id is not None and app.mailbox.get_row(answer) is not None)
+            await anyio.sleep(1.0)  # the bridge wakes on the new row well before the wait polls again
+            assert peer.sent == [] and app.mailbox.get_row(answer)["first_delivered_at"] is None
+            await until(lambda: "out" in waited, 5.0)
+            # a later message that no wait holds is pushed as usual
+            later = (await other.send(caller=ALICE, to=ADDR, body="unrelated", anticipation="fyi")).message["id"]
+            await until(lambda: len(peer.sent) == 1)
+            tg.cancel_scope.cancel()
+    finally:
+        other.close()
+    assert waited["out"]["outcome"] == "reply" and waited["out"]["reply"]["id"] == answer
+    assert app.mailbox.get_row(answer)["delivered_via"] == "wait"
+    assert [p["meta"]["message_id"] for _, p in peer.sent] == [later]
+
+
+@pytest.mark.anyio
+async def test_a_held_message_is_pushed_when_the_wait_ends_without_it(app: App) -> None:
+    me = Caller(ADDR, "env", "claude")
+    asked = (await app.send(caller=me, to="test:alice", body="question", anticipation="reply")).message["id"]
+    peer, b = RecordingPeer(), bridge()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(b.run, app, peer)
+        app.waiting[f"reply:{asked}"] = 1  # a wait that is cancelled before it takes the reply
+        answer = (await app.reply(caller=ALICE, message_id=asked, message="the answer"))["messageId"]
+        await anyio.sleep(0.8)
+        assert peer.sent == []
+        del app.waiting[f"reply:{asked}"]  # nothing is written when it goes away
+        await until(lambda: len(peer.sent) == 1, 5.0)
+        tg.cancel_scope.cancel()
+    assert peer.sent[0][1]["meta"]["message_id"] == answer
+
+
+@pytest.mark.anyio
 async def test_the_bridge_follows_the_current_session(app: App, fake_claude) -> None:
     other_id = "44444444-4444-4444-8444-444444444444"
     fake_claude.write_transcript(other_id)

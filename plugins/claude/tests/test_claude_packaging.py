@@ -55,3 +55,22 @@ def test_launcher_exists_and_is_posix_sh() -> None:
     path = REPO / "hooks" / "agent-link-claude.sh"
     assert path.is_file() and os.access(path, os.X_OK)
     assert subprocess.run(["sh", "-n", str(path)], capture_output=True, timeout=10).returncode == 0
+
+
+def test_the_staged_copy_the_real_host_tests_install_holds_everything_the_plugin_reads(tmp_path: Path) -> None:
+    # conftest's `installed` installs agent_link_testing.claude_host.stage_plugin's copy instead of
+    # the ~1 GB checkout: it must hold every file the manifests name under the plugin root, and
+    # the root must have no component folder Claude Code would discover on its own
+    from agent_link_testing.claude_host import CLAUDE_PLUGIN_FILES, stage_plugin
+
+    named = set()
+    for rel in (".claude-plugin/plugin.json", "hooks/hooks.json"):
+        named |= set(re.findall(r"\$\{CLAUDE_PLUGIN_ROOT\}/([A-Za-z0-9._/-]+)", (REPO / rel).read_text()))
+    assert named == {"hooks/agent-link-claude.sh"}
+    assert named | {".claude-plugin/marketplace.json", ".claude-plugin/plugin.json", "hooks/hooks.json"} == set(CLAUDE_PLUGIN_FILES)
+    for auto in ("commands", "agents", "skills", "output-styles", ".mcp.json", ".lsp.json", "settings.json"):
+        assert not (REPO / auto).exists(), f"{auto} would be part of the plugin but is not staged"
+    staged = stage_plugin(tmp_path / "staged")
+    assert sorted(str(p.relative_to(staged)) for p in staged.rglob("*") if p.is_file()) == sorted(CLAUDE_PLUGIN_FILES)
+    launcher = staged / "hooks" / "agent-link-claude.sh"
+    assert os.access(launcher, os.X_OK) and launcher.read_bytes() == (REPO / "hooks" / "agent-link-claude.sh").read_bytes()

@@ -1,9 +1,12 @@
 """agent-link installed as a Claude Code plugin, driven through the real, pinned Claude Code CLI.
 
-Once per test session the plugin is installed the way a user does it: ``claude plugin
-marketplace add <this repository>`` then ``claude plugin install agent-link@agent-link``, in a
-temporary HOME. Every test then runs ``claude -p`` (or a long-running stream-json session)
-against the stub Messages API; the stub model calls agent-link's tools by their plugin names
+Once per test session the plugin is installed with ``claude plugin marketplace add <folder>``
+then ``claude plugin install agent-link@agent-link``, in a temporary HOME. The folder is a lean
+staging copy of the plugin's files (conftest ``installed``), since Claude Code copies a
+directory marketplace whole into its cache and the checkout is about 1 GB; one test installs
+from the repository root itself, as users do (``installed_from_repo``). Every test then runs
+``claude -p`` (or a long-running stream-json session) against the stub Messages API; the stub
+model calls agent-link's tools by their plugin names
 (``mcp__plugin_agent-link_agent-link__<tool>``). Each test has its own agent-link state dir.
 
 If the binary is missing these tests fail with "run `make hosts`"; they never skip.
@@ -42,18 +45,6 @@ def tool(name: str) -> str:
     return f"{SERVER_RULE}__{name}"
 
 
-@pytest.fixture(scope="session")
-def installed_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A Claude Code HOME with agent-link installed from this repository's marketplace."""
-    home = tmp_path_factory.mktemp("claude-home")
-    host = ClaudeHost.create(home)
-    host.install_plugin(REPO, PLUGIN)
-    listed = host.run_cli("plugin", "list")
-    assert PLUGIN in listed.stdout, listed.stdout + listed.stderr
-    host.allow_tools(SERVER_RULE)
-    return home
-
-
 @pytest.fixture
 def stub():
     with MessagesStub() as s:
@@ -61,8 +52,8 @@ def stub():
 
 
 @pytest.fixture
-def claude(installed_home: Path, stub: MessagesStub, monkeypatch: pytest.MonkeyPatch) -> ClaudeHost:
-    host = ClaudeHost.create(installed_home, stub=stub)
+def claude(installed: Any, stub: MessagesStub, monkeypatch: pytest.MonkeyPatch) -> ClaudeHost:
+    host = installed.host(stub=stub)
     # this process's own agent-link (App, MCP clients) sees the sessions of that HOME
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(host.config_dir))
     return host
@@ -143,9 +134,15 @@ def test_message_agent_reaches_another_session_and_shows_in_its_next_prompt(
     assert app.mailbox.get_row(sent["messageId"])["first_delivered_at"] is None  # nor marks it delivered
 
 
-def test_health_inside_claude_code_names_the_session_and_the_channel_gate(
-    claude: ClaudeHost, stub: MessagesStub, tmp_path: Path,
+def test_installed_from_the_repository_root_health_names_the_session_and_the_channel_gate(
+    installed_from_repo: Any, stub: MessagesStub, tmp_path: Path,
 ) -> None:
+    # the user's way: the marketplace is the checkout itself and the launcher finds <root>/.venv
+    claude = installed_from_repo.host(stub=stub)
+    assert "AGENT_LINK_BIN" not in claude.environ()
+    # Claude Code copied the whole checkout into its cache (why the other tests install a staged copy)
+    [copy] = (claude.config_dir / "plugins" / "cache" / "agent-link" / "agent-link").iterdir()
+    assert (copy / ".venv").is_dir() and (copy / "agent_link_core").is_dir()
     cwd = project(tmp_path, "h")
     stub.enqueue(Reply.tool_use(tool("agent_link_health"), {"includeCallerContext": True}), "Healthy.")
     done = claude.run_p("how is agent-link?", cwd=cwd, timeout_s=RUN_TIMEOUT_S)
@@ -273,11 +270,11 @@ def _channel_text(request: RecordedRequest, mid: str) -> str | None:
 
 
 def test_channel_push_reaches_a_running_session_as_a_new_turn(
-    installed_home: Path, stub: MessagesStub, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+    installed: Any, stub: MessagesStub, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
 ) -> None:
     # Channels need the feature-flag cache, which CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC turns
     # off; "blackhole" keeps the machine offline through the stub's refusing proxy instead.
-    host = ClaudeHost.create(installed_home, stub=stub, outbound="blackhole")
+    host = installed.host(stub=stub, outbound="blackhole")
     host.update_global_config(CHANNEL_FLAGS)
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(host.config_dir))
     cwd = project(tmp_path, "live")
@@ -308,9 +305,9 @@ def test_channel_push_reaches_a_running_session_as_a_new_turn(
 
 
 def test_without_the_channels_flag_nothing_is_pushed_and_the_prompt_note_says_so(
-    installed_home: Path, stub: MessagesStub, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+    installed: Any, stub: MessagesStub, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
 ) -> None:
-    host = ClaudeHost.create(installed_home, stub=stub, outbound="blackhole")
+    host = installed.host(stub=stub, outbound="blackhole")
     host.update_global_config(CHANNEL_FLAGS)
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(host.config_dir))
     cwd = project(tmp_path, "quiet")

@@ -190,6 +190,36 @@ async def test_harness_lists_and_reports_provider(fake_claude) -> None:
     assert (await harness.get_session("cccc")).archived
 
 
+@pytest.mark.anyio
+async def test_attached_harness_uses_the_apps_environment_and_state_dir(fake_claude, monkeypatch, tmp_path) -> None:
+    # an App built with its own environment: discovery and the channel registry follow it,
+    # not this process's os.environ
+    from agent_link_claude.channel import GateState, register
+    from agent_link_core.app import App
+
+    fake_claude.write_transcript(A)  # in os.environ's config dir
+    mine, elsewhere, state = os.environ["CLAUDE_CONFIG_DIR"], tmp_path / "other-claude", tmp_path / "other-state"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(elsewhere))
+    fake_claude.write_transcript(B)
+    env = {**os.environ, "AGENT_LINK_STATE_DIR": str(state)}
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", mine)
+    app = App.create(env=env)
+    try:
+        harness = app.harnesses["claude"]
+        assert harness.app is app and harness.state_dir() == str(state)
+        assert [s.id for s in (await harness.list_sessions()).sessions] == [B]
+        register(state, B, GateState(True, "open", "x"))
+        assert harness.channel_sessions() == {B} and (await harness.get_session(B)).receive["push"] == "channel"
+        health = harness.health()
+        assert health["configDir"] == str(elsewhere) and health["channel"]["activeBridges"] == [B]
+    finally:
+        await app.aclose()
+    # a harness used outside an App reads os.environ and sees no channel registry
+    bare = ClaudeHarness()
+    assert bare.state_dir() is None and bare.channel_sessions() == frozenset()
+    assert [s.id for s in (await bare.list_sessions()).sessions] == [A]
+
+
 # -- identity ----------------------------------------------------------------------------------
 
 

@@ -153,6 +153,19 @@ async def test_message_by_id_and_by_query(app: App) -> None:
 
 
 @pytest.mark.anyio
+async def test_an_exact_id_reaches_an_archived_session(app: App) -> None:
+    # the reference (§5.4): an exact sessionId reaches archived sessions; its mail waits for it
+    for given in ("local_dddd-0004", "claude:dddd-0004"):
+        sent = await call(app, "message_claude_session", {"sessionId": given, "message": "when you are back", "anticipation": "fyi"})
+        assert sent["ok"] and sent["delivery"] == "queued-offline" and sent["messageDelivery"] == "queued", sent
+        assert sent["target"]["address"] == "claude:dddd-0004" and sent["resolution"]["via"] == "exact"
+        assert app.mailbox.get_row(sent["messageId"])["recipient"] == "claude:dddd-0004"
+    # message_agent keeps the core's rule (archived refused)
+    refused = await call(app, "message_agent", {"to": "claude:dddd-0004", "message": "x"})
+    assert code(refused) == "archived"
+
+
+@pytest.mark.anyio
 async def test_message_errors(app: App) -> None:
     assert code(await call(app, "message_claude_session", {"message": "x"})) == "invalid_arguments"
     both = await call(app, "message_claude_session", {"sessionId": PEER, "query": "x", "message": "x"})
@@ -165,8 +178,7 @@ async def test_message_errors(app: App) -> None:
     assert code(ambiguous) == "ambiguous" and len(ambiguous["error"]["details"]["candidates"]) == 3
     archived_only = await call(app, "message_claude_session", {"query": "research", "message": "x"})
     assert code(archived_only) == "not_found"  # fuzzy queries skip archived sessions
-    # an exact id of an archived session is refused by the core's send (see notes/core-requests-claude.md)
-    assert code(await call(app, "message_claude_session", {"sessionId": "local_dddd-0004", "message": "x"})) == "archived"
+    assert app.store.conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 0
     too_big = await call(app, "message_claude_session", {"sessionId": PEER, "message": "x" * 65537})
     assert code(too_big) == "body_too_large"
     bad_label = await call(app, "message_claude_session", {"sessionId": PEER, "message": "x", "anticipation": "fyi", "waitForReply": True})
