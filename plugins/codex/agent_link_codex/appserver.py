@@ -808,6 +808,14 @@ class AppServerClient:
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
 
+    def abort(self) -> None:
+        """Cut the connection now, without a closing handshake (synchronous; for an event loop
+        that is shutting down and cannot wait for :meth:`close`). Pending requests then fail
+        with :class:`ConnectionLost` as the reader notices."""
+        transport = self._ws.transport
+        if transport is not None:
+            transport.abort()
+
     async def __aenter__(self) -> AppServerClient:
         return self
 

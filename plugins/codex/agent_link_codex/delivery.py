@@ -15,7 +15,12 @@ agent-link-behaviour.md §16.4-16.6, codex-app-server.md §6-7):
 5. delivered only when a userMessage item echoes the message id as ``clientId``; an answer
    that never came is checked against the thread's items (then the rollout file) before
    anything else happens: found → delivered (``codex_push_response_lost``), verifiably absent
-   → queued again (``codex_push_failed``), unknowable → ``unknown`` (rechecked later).
+   → queued again (``codex_push_failed``), unknowable → ``unknown`` (rechecked later, and by
+   a push of the same message, e.g. ``agent-link send --retry-unknown``, before it resends).
+
+Only failures known to happen before Codex accepted a turn are ``retryable``: no app-server
+answered before the turn request (``codex_unavailable``), or one refused with JSON-RPC
+:data:`OVERLOADED`. Their claim is given back without counting as an attempt.
 """
 
 from __future__ import annotations
@@ -40,6 +45,8 @@ CONFIRM_POLL_MS = 100
 STALE_CLAIM_MS = 180_000
 MAX_ATTEMPTS = 3
 ITEMS_CHECKED = 200
+#: Codex's documented retryable error: "Server overloaded; retry later." (nothing was accepted).
+OVERLOADED = -32001
 _FOUND_TURN_RE = re.compile(r"but found `([^`]+)`")
 
 
@@ -80,6 +87,17 @@ class PushClaims:
             )
             return cur.rowcount == 1
 
+    def release(self, message_id: str, error: str) -> None:
+        """Give back a claim whose turn request never reached Codex (refused as overloaded):
+        state ``failed`` and the attempt uncounted, so ``attempts`` counts only pushes that
+        may have landed."""
+        with self.store.write() as conn:
+            conn.execute(
+                "UPDATE codex_pushes SET state = 'failed', attempts = attempts - 1, error = ?, updated_at = ?"
+                " WHERE message_id = ? AND state = 'pushing'",
+                (error[:300], now_ms(), message_id),
+            )
+
     def reclaimable(self, message_id: str) -> bool:
         """Whether a push of ``message_id`` may be tried (never claimed, or failed with tries left)."""
         row = self.get(message_id)
@@ -113,6 +131,27 @@ def warning(code: str, message: str, **details: Any) -> dict[str, Any]:
     return out
 
 
+def not_sent(exc: AgentLinkError) -> Delivery | None:
+    """A ``retryable`` :class:`Delivery` for an error raised before any turn request left:
+    ``codex_unavailable``, or ``upstream_error`` with JSON-RPC :data:`OVERLOADED`. None for
+    anything else (a definite refusal). Warning details carry reasons, never socket paths."""
+    if exc.code == "codex_unavailable":
+        return Delivery(retryable=True, warnings=[warning(
+            "codex_unavailable", "No Codex app-server answered before anything was sent; the message waits in the mailbox.",
+            reason=exc.details.get("reason"))])
+    if exc.code == "upstream_error" and exc.details.get("rpcCode") == OVERLOADED:
+        return overloaded(exc.details.get("method"))
+    return None
+
+
+def overloaded(method: str | None, fields: dict[str, Any] | None = None) -> Delivery:
+    """The retryable outcome of an app-server refusing with :data:`OVERLOADED` (``fields``:
+    the send result fields known so far)."""
+    return Delivery(retryable=True, fields=dict(fields or {}), warnings=[warning(
+        "codex_overloaded", "The Codex app-server is overloaded and accepted nothing; the message waits in the mailbox.",
+        method=method)])
+
+
 class Deliverer:
     """Pushes messages through a :class:`CodexService`, recording claims in ``claims``.
 
@@ -136,10 +175,27 @@ class Deliverer:
 
         :param background: never start an app-server and always re-read the thread first.
         :returns: a :class:`Delivery` (``fields``: action, threadId, turnId, evidence and
-            ``target {threadId, address, previousStatus, endpoint}``).
+            ``target {threadId, address, previousStatus, endpoint}``); ``retryable`` when
+            nothing reached Codex (see the module docstring), ``unknown`` when the turn
+            request may have landed and the thread could not be checked (both when nothing
+            new was sent but an earlier push of the message is still unsettled).
         :raises AgentLinkError: ``not_found``, ``archived``, ``active_turn_conflict``,
-            ``upstream_error``, ``codex_unavailable``.
+            ``upstream_error`` (a definite refusal).
         """
+        try:
+            return await self._push(message_id, thread_id, text, options, background=background, trigger=trigger)
+        except AgentLinkError as exc:
+            retry = not_sent(exc)
+            if retry is None:
+                raise
+            earlier = self.claims.get(message_id)
+            if earlier is not None and earlier["state"] == "unknown":
+                # nothing new was sent, but an earlier push whose answer was lost is still unsettled
+                retry.unknown, retry.state = True, "unknown"
+            return retry
+
+    async def _push(self, message_id: str, thread_id: str, text: str, options: Mapping[str, Any], *,
+                    background: bool, trigger: str) -> Delivery:
         links = self.service.live_links() if background else await self.service.connect(spawn=True)
         if not links:
             return Delivery(warnings=[warning("codex_unavailable", "No Codex app-server is connected; the message waits in the mailbox.")])
@@ -192,7 +248,16 @@ class Deliverer:
             except AppServerUnavailable as exc:
                 raise exc.to_agent_link_error() from None
         fields["target"]["endpoint"] = link.endpoint.id
-        if not self.claims.claim(message_id, thread_id, link.endpoint.id):
+        claimed = self.claims.claim(message_id, thread_id, link.endpoint.id)
+        earlier = None if claimed else self.claims.get(message_id)
+        if earlier is not None and earlier["state"] == "unknown":
+            # an earlier answer was lost: the thread says whether it landed before anything is resent
+            checked = await self._check(link, links, message_id, thread_id, dict(fields), lost=True)
+            if checked.delivered or checked.unknown:
+                checked.fields["action"] = "already_delivered" if checked.delivered else "unverified"
+                return checked
+            claimed = self.claims.claim(message_id, thread_id, link.endpoint.id)  # verifiably absent: push it now
+        if not claimed:
             row = self.claims.get(message_id)
             if row is not None and row["state"] == "confirmed":
                 return Delivery(delivered=True, via=VIA, state="accepted_by_app_server", fields={**fields, "action": "already_delivered"},
@@ -206,6 +271,9 @@ class Deliverer:
             self.claims.settle(message_id, "failed", error="refused")
             raise
         except AppServerError as exc:
+            if exc.code == OVERLOADED:
+                self.claims.release(message_id, str(exc))
+                return overloaded(exc.method, {**fields, "action": "not_sent"})
             self.claims.settle(message_id, "failed", error=str(exc)[:300])
             if is_not_found(exc):
                 raise AgentLinkError("not_found", f"Codex no longer knows thread {thread_id}.", {"id": thread_id, "candidates": []}) from None

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -33,6 +34,10 @@ from agent_link_codex.settings import control_socket
 #: At most this many registered endpoints (each is probed on every cold connect).
 REGISTRY_CAPACITY = 16
 SOURCES = ("env-url", "env-sock", "control-socket", "registered", "managed")
+#: ``<endpoint id>:<thread id>``: a thread named together with the app-server that has it (the
+#: ``endpointAddress`` of a listed session). Any ``ep_`` id is accepted here so an unknown one
+#: gets a clear "no such endpoint" instead of a failed bare-id search.
+COMPOSITE_RE = re.compile(r"^(ep_[A-Za-z0-9]{1,64}):([A-Za-z0-9_.-]{1,128})$")
 
 
 @dataclass(frozen=True)
@@ -86,6 +91,12 @@ def canonical_url(url: str) -> str:
 def endpoint_id(canonical_target: str) -> str:
     """``ep_`` + the first 16 hex digits of SHA-256 of the canonical target."""
     return "ep_" + hashlib.sha256(canonical_target.encode("utf-8")).hexdigest()[:16]
+
+
+def parse_composite(value: str) -> tuple[str, str] | None:
+    """``(endpoint id, thread id)`` for ``ep_<id>:<thread id>``; None for any other string."""
+    m = COMPOSITE_RE.fullmatch(value.strip())
+    return (m.group(1), m.group(2)) if m else None
 
 
 def socket_endpoint(path: str, source: str, label: str | None = None) -> Endpoint:
@@ -160,27 +171,37 @@ class EndpointRegistry:
                 return ep
         return None
 
+    @staticmethod
+    def prepare(target: str, *, label: str | None = None, token_file: str | None = None) -> Endpoint:
+        """The :class:`Endpoint` ``target`` would be registered as, checked but not saved.
+
+        :param target: a socket path (absolute, ``~/...`` or ``unix://...``) or a ``ws://`` URL.
+        :raises AgentLinkError: ``invalid_arguments`` for a relative path, a bad URL, a path
+            that exists but is not a socket, or a socket owned by another user.
+        """
+        if "://" in target and not target.startswith("unix://"):
+            try:
+                return url_endpoint(target, "registered", token_file, label)
+            except ValueError:
+                raise invalid_arguments([{"path": "target", "rule": "format", "expected": "ws://host:port/ URL"}],
+                                        "The endpoint URL must look like ws://127.0.0.1:PORT/.") from None
+        path = target.removeprefix("unix://")
+        if not (os.path.isabs(path) or path.startswith("~/")):
+            raise invalid_arguments([{"path": "target", "rule": "absolute_path", "expected": "an absolute socket path"}],
+                                    "The endpoint must be an absolute socket path (or a ws:// URL).")
+        _check_socket_owner(path)
+        return socket_endpoint(path, "registered", label)
+
     def add(self, target: str, *, label: str | None = None, token_file: str | None = None) -> Endpoint:
         """Register a socket path (absolute, or ``~/``) or a ``ws://`` URL; idempotent.
 
         Registering the same canonical target again updates its label and token file and
         keeps its id.
 
-        :raises AgentLinkError: ``invalid_arguments`` for a relative path, a bad URL, a
-            path that exists but is not a socket, a socket owned by another user, or a full
-            registry (:data:`REGISTRY_CAPACITY`).
+        :raises AgentLinkError: ``invalid_arguments`` as :meth:`prepare` says, or for a full
+            registry (:data:`REGISTRY_CAPACITY`; rule ``capacity``).
         """
-        if "://" in target and not target.startswith("unix://"):
-            try:
-                ep = url_endpoint(target, "registered", token_file, label)
-            except ValueError:
-                raise invalid_arguments([{"path": "target", "rule": "format", "expected": "ws://host:port/ URL"}]) from None
-        else:
-            path = target.removeprefix("unix://")
-            if not (os.path.isabs(path) or path.startswith("~/")):
-                raise invalid_arguments([{"path": "target", "rule": "absolute_path", "expected": "an absolute socket path"}])
-            _check_socket_owner(path)
-            ep = socket_endpoint(path, "registered", label)
+        ep = self.prepare(target, label=label, token_file=token_file)
         with self.store.write() as conn:
             existing = conn.execute("SELECT id FROM codex_endpoints WHERE id = ?", (ep.id,)).fetchone()
             if existing is None:
@@ -227,8 +248,10 @@ def _check_socket_owner(path: str) -> None:
     except FileNotFoundError:
         return  # not running now; registering ahead of time is fine
     except OSError as exc:
-        raise invalid_arguments([{"path": "target", "rule": "readable", "expected": f"an accessible socket ({exc.strerror})"}]) from None
+        raise invalid_arguments([{"path": "target", "rule": "readable", "expected": f"an accessible socket ({exc.strerror})"}],
+                                f"The socket cannot be accessed ({exc.strerror}).") from None
     if not stat.S_ISSOCK(st.st_mode):
-        raise invalid_arguments([{"path": "target", "rule": "socket", "expected": "a Unix socket"}])
+        raise invalid_arguments([{"path": "target", "rule": "socket", "expected": "a Unix socket"}], "That path is not a Unix socket.")
     if hasattr(os, "getuid") and st.st_uid != os.getuid():
-        raise invalid_arguments([{"path": "target", "rule": "owner", "expected": "a socket owned by the current user"}])
+        raise invalid_arguments([{"path": "target", "rule": "owner", "expected": "a socket owned by the current user"}],
+                                "That socket belongs to another user; only your own app-servers can be registered.")

@@ -42,6 +42,8 @@ log = logging.getLogger(__name__)
 
 ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 META_NAMESPACES = ("openai/codex", "codex")
+#: ``_meta`` keys of a sender named on the command line (``agent_link_core.api.sender``).
+NAMED_SENDER_KEYS = frozenset({"threadId", "endpointId"})
 THREAD_KEYS = ("callerThreadId", "caller.thread.id", "threadId", "thread_id", "codexThreadId", "thread.id", "originThreadId")
 TURN_KEYS = ("callerTurnId", "caller.turn.id", "turnId", "turn_id", "codexTurnId", "turn.id", "originTurnId",
              "x-codex-turn-metadata.turn_id")
@@ -124,6 +126,7 @@ def session_from_thread(thread: Mapping[str, Any], link: Link | None, *, loaded:
     extra = {"threadId": tid, "status": status, "source": kind}
     if link is not None:
         extra["endpoint"] = link.endpoint.id
+        extra["endpointAddress"] = f"{link.endpoint.id}:{tid}"  # the ep_...:<thread> form send accepts
     if thread.get("localOnly"):
         extra["localOnly"] = True
     return Session(
@@ -217,7 +220,16 @@ class CodexHarness(Harness):
     # identity --------------------------------------------------------------------------
     def identify_caller(self, meta: Mapping[str, Any], env: Mapping[str, str]) -> Caller | None:
         """The calling thread from ``_meta`` (source ``runtime_context``), else from
-        ``CODEX_THREAD_ID`` (source ``env``); None when neither names a valid thread id."""
+        ``CODEX_THREAD_ID`` (source ``env``); None when neither names a valid thread id.
+
+        ``meta`` of exactly ``{"threadId"[, "endpointId"]}`` is the CLI's ``--from-thread
+        [--from-endpoint]`` (``agent_link_core.api.sender``): that thread is checked against
+        the app-servers first (:func:`agent_link_codex.api.named_sender`, which may raise
+        ``not_found``, ``ambiguous`` or ``codex_unavailable``). Codex's own tool calls always
+        carry more keys (``callId``, turn metadata).
+        """
+        if meta and "threadId" in meta and set(meta) <= NAMED_SENDER_KEYS:
+            return self._named_sender(meta.get("threadId"), meta.get("endpointId"))
         thread = meta_value(meta, THREAD_KEYS) if meta else None
         if thread is not None and ID_RE.match(thread):
             return Caller(f"codex:{thread}", "runtime_context", "codex", meta_value(meta, TURN_KEYS), meta_value(meta, CALL_KEYS))
@@ -226,7 +238,32 @@ class CodexHarness(Harness):
             return Caller(f"codex:{env_thread}", "env", "codex", env.get("CODEX_TURN_ID") or None, env.get("CODEX_TOOL_CALL_ID") or None)
         return None
 
+    def _named_sender(self, thread: Any, endpoint: Any) -> Caller | None:
+        if not isinstance(thread, str) or not ID_RE.match(thread.strip()):
+            return None
+        if endpoint is not None and not (isinstance(endpoint, str) and endpoint.startswith("ep_")):
+            return None  # another harness's endpoint naming
+        from agent_link_codex.api import named_sender
+
+        return named_sender(self, thread.strip(), endpoint)
+
     # discovery -------------------------------------------------------------------------
+    def endpoint_states(self) -> list[dict[str, Any]]:
+        """Every candidate endpoint as the last connect found it, in preference order:
+        ``{id, label, source, reachable, reason}`` (no socket paths). The default control
+        socket is left out while no socket file exists there: no daemon runs, nothing failed.
+        """
+        live = {ln.endpoint.id for ln in self.service.live_links()}
+        candidates, _ = self.service.candidates()
+        states = []
+        for ep in candidates:
+            report = self.service.reports.get(ep.id, {})
+            reason = None if ep.id in live else report.get("reason") or ("connection-lost" if report.get("ok") else "not-probed")
+            if ep.source == "control-socket" and reason == "absent":
+                continue
+            states.append({"id": ep.id, "label": ep.label, "source": ep.source, "reachable": reason is None, "reason": reason})
+        return states
+
     async def links_or_error(self, *, spawn: bool = True) -> tuple[list[Link], AgentLinkError | None]:
         """Live links, or ``([], error)`` when no app-server can be had."""
         try:
@@ -235,7 +272,13 @@ class CodexHarness(Harness):
             return [], exc
 
     async def list_sessions(self, *, include_archived: bool = False, limit: int = 200) -> SessionListing:
-        """Interactive threads newest first (app-servers, else rollout transcripts)."""
+        """Interactive threads newest first (app-servers, else rollout transcripts).
+
+        The provider is ``{available, reason, source, endpoints: [{id, label, source,
+        reachable, reason}], errors?}`` (:meth:`endpoint_states`; ``errors`` are failed
+        ``thread/list`` pages). The listing is incomplete when an endpoint did not answer, a
+        page failed, or threads were left beyond ``limit``.
+        """
         links, error = await self.links_or_error()
         if links:
             threads, paging = await self.service.list_threads(links, source_kinds=DEFAULT_KINDS, limit=limit)
@@ -245,10 +288,12 @@ class CodexHarness(Harness):
                 paging["complete"] = paging["complete"] and more["complete"]
             loaded = await self.service.loaded_ids(links)
             sessions = [session_from_thread(t, loaded.get(t["id"], link), loaded=t["id"] in loaded) for link, t in threads]
-            provider = {"available": True, "reason": None, "source": "app-server",
-                        "endpoints": [ln.endpoint.id for ln in links], "errors": paging["errors"]}
-            # stopping at ``limit`` with more threads left is an incomplete scan too
-            return SessionListing(sessions, provider, paging["complete"] and not paging["nextCursor"])
+            states = self.endpoint_states()
+            provider = {"available": True, "reason": None, "source": "app-server", "endpoints": states, "errors": paging["errors"]}
+            # stopping at ``limit`` with more threads left is an incomplete scan too, and so is
+            # one that could not ask every endpoint
+            complete = paging["complete"] and not paging["nextCursor"] and all(s["reachable"] for s in states)
+            return SessionListing(sessions, provider, complete)
         home = codex_home(self.env)
         files = await asyncio.to_thread(rollouts.rollout_files, home, "all" if include_archived else "active")
         names = rollouts.thread_names(home)
@@ -258,8 +303,10 @@ class CodexHarness(Harness):
             if summary is not None and (summary["source"] in DEFAULT_KINDS or summary["source"] not in SOURCE_KINDS):
                 sessions.append(session_from_thread(summary, None, loaded=None))
         reason = error.details.get("reason") if error is not None else None
-        provider = {"available": True, "reason": reason, "source": "local-jsonl-fallback", "codexHome": str(home)}
-        return SessionListing(sessions, provider, complete=len(files) <= limit)
+        states = self.endpoint_states()
+        provider = {"available": True, "reason": reason, "source": "local-jsonl-fallback", "endpoints": states}
+        # the transcripts are this CODEX_HOME's only: an endpoint that did not answer may serve another
+        return SessionListing(sessions, provider, complete=len(files) <= limit and all(s["reachable"] for s in states))
 
     async def get_session(self, session_id: str) -> Session | None:
         """One thread by id, archived ones included; None when nobody knows it."""

@@ -1,19 +1,25 @@
 """Entry point of the agent-link codex plugin (entry point ``codex`` in group ``agent_link``).
 
 Contributes the ``codex`` harness (addresses ``codex:<threadId>``), the Codex thread tools,
-the Codex settings and the plugin's tables. Imports stay light: the heavy modules (the
-app-server client, websockets) load when the harness or a tool is first built.
+the Codex settings, the plugin's tables, the ``agent-link endpoints`` commands and the
+``ep_...:<thread>`` target form. Imports stay light: the heavy modules (the app-server client,
+websockets) load when the harness, a tool or a command is first used.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from agent_link_core import hookimpl
 from agent_link_core.store import Migration
 
 from agent_link_codex.schema import MIGRATIONS
 from agent_link_codex.settings import SETTINGS
+
+if TYPE_CHECKING:
+    import click
+
+    from agent_link_core.app import App
 
 
 @hookimpl
@@ -44,3 +50,29 @@ def agent_link_register_settings(register: Callable[[Any], None]) -> None:
 def agent_link_schema() -> list[Migration]:
     """The ``codex_endpoints`` and ``codex_pushes`` tables."""
     return list(MIGRATIONS)
+
+
+@hookimpl
+def agent_link_register_commands(cli: click.Group) -> None:
+    """``agent-link endpoints add|list|remove``."""
+    from agent_link_codex.cli import endpoints
+
+    cli.add_command(endpoints)
+
+
+@hookimpl
+def agent_link_resolve_address(address: str, caller_address: str, app: App) -> dict[str, Any] | None:
+    """``ep_<id>:<thread id>`` → ``codex:<thread id>``, once that endpoint confirms it has the
+    thread (:func:`agent_link_codex.api.resolve_composite`: ``not_found``, ``archived``,
+    ``codex_unavailable``); None for any other form. The endpoint is kept as metadata."""
+    if not address.startswith("ep_") or "codex" not in app.harnesses:
+        return None
+    from agent_link_codex.api import codex_harness, resolve_composite
+    from agent_link_codex.endpoints import parse_composite
+
+    parsed = parse_composite(address)
+    if parsed is None:
+        return None
+
+    recipient = resolve_composite(codex_harness(app), *parsed)
+    return {"address": recipient, "via": None, "metadata": {"codexEndpoint": parsed[0]}}

@@ -281,6 +281,7 @@ class CodexService:
         self._probing: set[str] = set()
         self.idle_event: asyncio.Event | None = None
         self._located: dict[str, tuple[float, Location]] = {}
+        self._loop_guard: asyncio.Task[None] | None = None  # held here: the loop keeps tasks only weakly
 
     @property
     def codex_home(self) -> Path:
@@ -300,8 +301,19 @@ class CodexService:
             self._idle_task = None
             self._tasks = set()
             self._probing = set()
+            self._loop_guard = loop.create_task(self._cut_links_at_loop_end())
         assert self._lock is not None
         return self._lock
+
+    async def _cut_links_at_loop_end(self) -> None:
+        # Waits until its event loop shuts down (asyncio.run cancels every task at its end):
+        # the connections made in that loop are cut then, as no later loop can close them
+        # and they would keep the app-server's threads subscribed until the process exits.
+        try:
+            await asyncio.get_running_loop().create_future()
+        finally:
+            for link in list(self.links.values()):
+                link.client.abort()
 
     def live_links(self) -> list[Link]:
         """The connections that are open now, in preference order (no I/O, never spawns)."""
@@ -553,8 +565,9 @@ class CodexService:
         :param to_end: page until ``nextCursor`` is null (ceiling :data:`LIST_MAX_PAGES`
             pages) instead of stopping at ``limit`` threads.
         :returns: ``([(link, thread)], paging)`` with ``paging = {complete, pages,
-            nextCursor, errors}``; a scan stopped by the ceiling, a cursor cycle or an
-            error is ``complete: false``.
+            nextCursor, errors: [{endpoint, reason, rpcCode?, rpcMessage?}]}`` (``reason``
+            ``rejected``, ``cursor-cycle`` or a transport reason); a scan stopped by the
+            ceiling, a cursor cycle or an error is ``complete: false``.
         """
         by_home: dict[str, Link] = {}
         for link in links:
@@ -574,9 +587,14 @@ class CodexService:
             for _ in range(LIST_MAX_PAGES):
                 try:
                     page = await link.call("thread/list", {**params, "cursor": cursor})
-                except (AppServerError, AppServerUnavailable) as exc:
+                except AppServerError as exc:
                     paging["complete"] = False
-                    paging["errors"].append({"endpoint": link.endpoint.id, "error": str(exc)[:300]})
+                    paging["errors"].append({"endpoint": link.endpoint.id, "reason": "rejected", "rpcCode": exc.code,
+                                             "rpcMessage": exc.message[:300]})
+                    return out
+                except AppServerUnavailable as exc:  # its text names the socket path: keep only the reason
+                    paging["complete"] = False
+                    paging["errors"].append({"endpoint": link.endpoint.id, "reason": exc.reason})
                     return out
                 paging["pages"] += 1
                 out.extend((link, t) for t in page.get("data") or [] if isinstance(t, dict))
@@ -585,7 +603,7 @@ class CodexService:
                     return out
                 if cursor in seen:
                     paging["complete"] = False
-                    paging["errors"].append({"endpoint": link.endpoint.id, "error": "cursor cycle"})
+                    paging["errors"].append({"endpoint": link.endpoint.id, "reason": "cursor-cycle"})
                     return out
                 seen.add(cursor)
                 if not to_end and len(out) >= limit:

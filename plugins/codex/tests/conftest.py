@@ -72,8 +72,8 @@ Handler = Callable[[str, dict[str, Any]], Any]
 class MiniAppServer:
     """A scripted app-server on a Unix socket.
 
-    ``handlers`` maps a method to ``params -> result`` (raise :class:`MiniError` for an error
-    answer); ``initialize`` is built in. Every request is recorded in :attr:`requests`.
+    ``handlers`` maps a method to ``(method, params) -> result`` (raise :class:`MiniError` for
+    an error answer); ``initialize`` is built in. Every request is recorded in :attr:`requests`.
     """
 
     def __init__(self, path: Path, handlers: dict[str, Handler] | None = None, codex_home: str = "/nowhere") -> None:
@@ -118,7 +118,7 @@ class MiniAppServer:
                             result = await result
                         reply = {"id": msg["id"], "result": result}
                     except MiniError as exc:
-                        reply = {"id": msg["id"], "error": {"code": -32600, "message": str(exc)}}
+                        reply = {"id": msg["id"], "error": {"code": exc.code, "message": str(exc)}}
                 else:
                     reply = {"id": msg["id"], "error": {"code": -32600, "message": f"Invalid request: unknown variant `{method}`"}}
                 await conn.send(json.dumps(reply))
@@ -127,7 +127,12 @@ class MiniAppServer:
 
 
 class MiniError(Exception):
-    """Makes :class:`MiniAppServer` answer with ``-32600`` and this message."""
+    """Makes :class:`MiniAppServer` answer with this message and ``code`` (default ``-32600``,
+    Codex's usual; ``-32001`` is its "overloaded")."""
+
+    def __init__(self, message: str, code: int = -32600) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 @pytest.fixture

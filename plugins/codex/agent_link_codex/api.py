@@ -1,0 +1,210 @@
+"""Typed functions for the Codex specifics of the ``agent-link`` CLI, for scripts too.
+
+* the endpoint registry: :func:`add_endpoint` (checks a live app-server answers before it
+  saves), :func:`list_endpoints` (id, label, source, reachability; socket paths only when
+  asked), :func:`remove_endpoint`;
+* ``ep_...:<thread>`` targets: :func:`resolve_composite` (what ``agent-link send`` and
+  ``contacts add`` accept through ``agent_link_resolve_address``);
+* named senders: :func:`named_sender` (``--from-thread T [--from-endpoint E]``, through the
+  codex harness's ``identify_caller``).
+
+Every function takes the App (``App.create()``) or its codex harness and raises
+:class:`~agent_link_core.errors.AgentLinkError`::
+
+    import asyncio
+    from agent_link_core.app import App
+    from agent_link_codex import api as codex_api
+
+    app = App.create()
+    added = asyncio.run(codex_api.add_endpoint(app, "/run/user/1000/codex.sock", label="tui"))
+    print(added["registration"], added["endpoint"]["id"])     # added ep_3f0c...
+    app.close()
+
+A thread is the same thread whichever app-server serves it: an address stays
+``codex:<thread id>``, and a message goes to the app-server that has the thread loaded (so two
+app-servers never both write to it). The endpoint in ``ep_...:<thread>`` says where the thread
+must be found when the target is checked.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agent_link_core.errors import AgentLinkError
+from agent_link_core.model import Caller
+
+from agent_link_codex import lookup, rollouts
+from agent_link_codex.endpoints import REGISTRY_CAPACITY, Endpoint, EndpointRegistry
+from agent_link_codex.settings import codex_home
+
+if TYPE_CHECKING:
+    from agent_link_core.app import App
+
+    from agent_link_codex.harness import CodexHarness
+
+ENDPOINTS_FORMAT_VERSION = 1
+LIST_HINT = "See them with `agent-link endpoints list`; add one with `agent-link endpoints add PATH`."
+
+
+def codex_harness(app: App) -> CodexHarness:
+    """The App's codex harness.
+
+    :raises AgentLinkError: ``unsupported`` when the codex plugin is disabled.
+    """
+    from agent_link_codex.harness import CodexHarness
+
+    harness = app.harnesses.get("codex")
+    if not isinstance(harness, CodexHarness):
+        raise AgentLinkError("unsupported", "The codex plugin is not loaded here.", {"capability": "codex"},
+                             hint="Check AGENT_LINK_DISABLE_PLUGINS and `agent-link plugins`.")
+    return harness
+
+
+def endpoint_entry(ep: Endpoint, sighting: lookup.Sighting | None, *, show_paths: bool) -> dict[str, Any]:
+    """``{id, label, source, reachable, reason}`` plus ``target`` with ``show_paths``."""
+    entry: dict[str, Any] = {"id": ep.id, "label": ep.label, "source": ep.source,
+                             "reachable": bool(sighting and sighting.reachable),
+                             "reason": sighting.reason if sighting else "not-probed"}
+    if show_paths:
+        entry["target"] = ep.target
+    return entry
+
+
+async def add_endpoint(app: App, target: str, *, label: str | None = None, token_file: str | None = None) -> dict[str, Any]:
+    """Register the app-server at ``target`` once it answers ``initialize``.
+
+    :param target: a socket path (absolute or ``~/``; ``unix://`` allowed) or a ``ws://`` URL.
+    :param token_file: the capability-token file of a ``ws://`` endpoint.
+    :returns: ``{version, registration, endpoint: {id, label, source, reachable, reason},
+        capacity: {used, limit}}``; ``registration`` is ``added``, ``updated`` (already
+        registered: label and token file replaced) or ``registry-full`` (nothing saved; the
+        endpoint still works for this command's check).
+    :raises AgentLinkError: ``invalid_arguments`` (relative path, not a socket, another
+        user's socket, bad URL), ``codex_unavailable`` (nothing answers there; details
+        ``endpoint`` (its id), ``reason``, ``searched``).
+    """
+    registry = codex_harness(app).registry
+    ep = EndpointRegistry.prepare(target, label=label, token_file=token_file)
+    seen = await lookup.probe(ep)
+    if not seen.reachable:
+        raise AgentLinkError("codex_unavailable", f"No Codex app-server answers there ({seen.reason}); nothing was saved.",
+                             {"endpoint": ep.id, "reason": seen.reason, "searched": [ep.id]},
+                             hint="Start it (codex app-server --listen unix://PATH) and add it again.")
+    known = registry.get(ep.id) is not None
+    try:
+        registry.add(target, label=label, token_file=token_file)
+        registration = "updated" if known else "added"
+    except AgentLinkError as exc:
+        if exc.details.get("errors", [{}])[0].get("rule") != "capacity":
+            raise
+        registration = "registry-full"
+    return {"version": ENDPOINTS_FORMAT_VERSION, "registration": registration,
+            "endpoint": endpoint_entry(ep, seen, show_paths=False),
+            "capacity": {"used": len(registry.list()), "limit": REGISTRY_CAPACITY}}
+
+
+async def list_endpoints(app: App, *, show_paths: bool = False) -> dict[str, Any]:
+    """Every endpoint agent-link would use, each probed now (concurrently, bounded).
+
+    :returns: ``{version, endpoints: [{id, label, source, reachable, reason, target?}],
+        capacity: {used, limit}}`` in preference order; ``source`` is one of
+        :data:`~agent_link_codex.endpoints.SOURCES`; ``target`` (socket path or URL) only
+        with ``show_paths``.
+    """
+    harness = codex_harness(app)
+    candidates, _ = harness.service.candidates()
+    seen = await lookup.probe_all(candidates)
+    return {"version": ENDPOINTS_FORMAT_VERSION,
+            "endpoints": [endpoint_entry(ep, s, show_paths=show_paths) for ep, s in zip(candidates, seen)],
+            "capacity": {"used": len(harness.registry.list()), "limit": REGISTRY_CAPACITY}}
+
+
+def remove_endpoint(app: App, key: str) -> dict[str, Any]:
+    """Unregister an endpoint by id (or its socket path / URL).
+
+    :returns: ``{version, removed: {id, label}}``.
+    :raises AgentLinkError: ``not_found`` when no registered endpoint matches (endpoints
+        named by settings or the default control socket are not in the registry).
+    """
+    registry = codex_harness(app).registry
+    ep = registry.get(key.strip())
+    if ep is None or not registry.remove(ep.id):
+        raise AgentLinkError("not_found", f"No registered endpoint {key.strip()}.", {"id": key.strip(), "candidates": []},
+                             hint=LIST_HINT)
+    return {"version": ENDPOINTS_FORMAT_VERSION, "removed": {"id": ep.id, "label": ep.label}}
+
+
+def _candidate(harness: CodexHarness, endpoint_id: str, what: str) -> Endpoint:
+    candidates, _ = harness.service.candidates()
+    for ep in candidates:
+        if ep.id == endpoint_id:
+            return ep
+    raise AgentLinkError("not_found", f"No Codex endpoint {endpoint_id} is known here ({what}).",
+                         {"query": endpoint_id, "candidates": []}, hint=LIST_HINT)
+
+
+def _unreachable(seen: lookup.Sighting, what: str) -> AgentLinkError:
+    return AgentLinkError("codex_unavailable", f"Codex endpoint {seen.endpoint.id} did not answer ({seen.reason}), so {what} cannot be checked.",
+                          {"endpoint": seen.endpoint.id, "reason": seen.reason, "searched": [seen.endpoint.id]},
+                          hint="Start that app-server again, or use codex:<thread id> to reach the thread wherever it runs.")
+
+
+def resolve_composite(harness: CodexHarness, endpoint_id: str, thread_id: str) -> str:
+    """The address ``codex:<thread_id>`` once ``endpoint_id`` (a known endpoint) answers that
+    it has the thread and it is not archived. Blocks while it asks (see :mod:`lookup`).
+
+    :raises AgentLinkError: ``not_found`` (unknown endpoint, or no such thread there),
+        ``archived``, ``codex_unavailable`` (the endpoint did not answer).
+    """
+    from agent_link_codex.harness import is_archived_thread
+
+    composite = f"{endpoint_id}:{thread_id}"
+    ep = _candidate(harness, endpoint_id, composite)
+    [seen] = lookup.run_blocking(lambda: lookup.probe_all([ep], thread_id))
+    if not seen.checked:
+        raise _unreachable(seen, composite)
+    if seen.thread is None:
+        raise AgentLinkError("not_found", f"Codex endpoint {endpoint_id} has no thread {thread_id}.",
+                             {"query": composite, "candidates": []}, hint="List sessions with `agent-link sessions`.")
+    if is_archived_thread(seen.thread):
+        raise AgentLinkError("archived", f"codex:{thread_id} is archived and cannot receive mail.", {"address": f"codex:{thread_id}"})
+    return f"codex:{thread_id}"
+
+
+def named_sender(harness: CodexHarness, thread_id: str, endpoint_id: str | None) -> Caller | None:
+    """The Codex thread a ``--from-thread`` names, checked against the app-servers.
+
+    With ``endpoint_id`` the thread must be on that endpoint. Without it, the thread must be
+    on the app-servers of exactly one ``CODEX_HOME`` (servers sharing a home serve the same
+    threads); when nothing reachable knows it, a rollout in this ``CODEX_HOME`` counts.
+    Blocks while it asks (see :mod:`lookup`).
+
+    :returns: the caller ``codex:<thread_id>``, or None when Codex does not know the thread
+        (another harness may).
+    :raises AgentLinkError: ``not_found`` (unknown endpoint, or the thread is not on it),
+        ``codex_unavailable`` (the named endpoint did not answer), ``ambiguous`` (the thread
+        is on several homes' app-servers: name one with ``--from-endpoint``).
+    """
+    caller = Caller(f"codex:{thread_id}", "explicit", "codex")
+    if endpoint_id is not None:
+        ep = _candidate(harness, endpoint_id, "--from-endpoint")
+        [seen] = lookup.run_blocking(lambda: lookup.probe_all([ep], thread_id))
+        if not seen.checked:
+            raise _unreachable(seen, f"thread {thread_id}")
+        if seen.thread is None:
+            raise AgentLinkError("not_found", f"Codex endpoint {endpoint_id} has no thread {thread_id}.",
+                                 {"query": thread_id, "candidates": []}, hint="Check --from-thread and --from-endpoint.")
+        return caller
+    candidates, _ = harness.service.candidates()
+    sightings = lookup.run_blocking(lambda: lookup.probe_all(candidates, thread_id))
+    homes: dict[str, list[str]] = {}
+    for seen in sightings:
+        if seen.thread is not None:
+            homes.setdefault(seen.codex_home or seen.endpoint.id, []).append(seen.endpoint.id)
+    if len(homes) > 1:
+        raise AgentLinkError("ambiguous", f"Thread {thread_id} is on several Codex app-servers with different homes.",
+                             {"query": thread_id, "candidates": [{"address": f"{ids[0]}:{thread_id}"} for ids in homes.values()]},
+                             hint="Name the one you mean with --from-endpoint.")
+    if homes or rollouts.find_rollout(codex_home(harness.env), thread_id) is not None:
+        return caller
+    return None
