@@ -30,6 +30,7 @@ from agent_link_core.mailbox import (
     check_labels,
     iso,
     new_message_id,
+    parse_iso_ms,
 )
 from agent_link_core.model import EXTERNAL, Caller, address_scheme, is_address, is_ulid
 from agent_link_core.plugins import Hooks, PluginReport, build_plugin_manager, trace_hook_calls
@@ -449,13 +450,8 @@ class App:
         if pending_ack:
             clauses.append("acknowledged_at IS NULL AND anticipation != 'fyi'")
         if since:
-            from agent_link_core.mailbox import parse_reply_by
-            try:
-                since_ms = parse_reply_by(since, -10**15)
-            except AgentLinkError:
-                raise invalid_arguments([{"path": "since", "rule": "format", "expected": "ISO 8601 date-time with a timezone"}]) from None
             clauses.append("sent_at >= ?")
-            params.append(since_ms)
+            params.append(parse_iso_ms(since, "since"))
         where = " WHERE " + " AND ".join(clauses) if clauses else ""
         rows = self.store.conn.execute(
             f"SELECT * FROM messages{where} ORDER BY sent_at DESC, id DESC LIMIT ?", (*params, limit)

@@ -55,25 +55,31 @@ def new_message_id() -> str:
     return str(ULID())
 
 
+def parse_iso_ms(value: str, path: str) -> int:
+    """Parse an ISO 8601 timestamp that carries a timezone into epoch ms.
+
+    :param path: the argument's name, for the error.
+    :raises AgentLinkError: ``invalid_arguments`` (rule ``format`` or ``timezone``).
+    """
+    from datetime import datetime
+
+    expected = "ISO 8601 date-time with a timezone"
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise invalid_arguments([{"path": path, "rule": "format", "expected": expected}]) from None
+    if parsed.tzinfo is None:
+        raise invalid_arguments([{"path": path, "rule": "timezone", "expected": expected}])
+    return int(parsed.timestamp() * 1000)
+
+
 def parse_reply_by(value: str, now: int) -> int:
     """Parse a ``replyBy`` ISO 8601 timestamp with a zone into epoch ms.
 
     :raises AgentLinkError: ``invalid_arguments`` when it has no zone, does not parse, or is
         less than 30 s ahead of ``now`` (ms).
     """
-    from datetime import datetime
-
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        raise invalid_arguments(
-            [{"path": "replyBy", "rule": "format", "expected": "ISO 8601 date-time with a timezone"}]
-        ) from None
-    if parsed.tzinfo is None:
-        raise invalid_arguments(
-            [{"path": "replyBy", "rule": "timezone", "expected": "ISO 8601 date-time with a timezone"}]
-        )
-    ms = int(parsed.timestamp() * 1000)
+    ms = parse_iso_ms(value, "replyBy")
     if ms < now + MIN_REPLY_BY_LEAD_MS:
         raise invalid_arguments(
             [{"path": "replyBy", "rule": "minimum", "expected": "at least 30 seconds in the future"}]
