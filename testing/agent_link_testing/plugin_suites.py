@@ -93,6 +93,31 @@ def run_suites(env: dict[str, str], suites: tuple[str, ...], basetemp: Path, des
     return run.returncode, passed, tail
 
 
+# What runs while one of the optional plugins is hidden: the core's plugin-facing files, the
+# codex unit tests and the other optional plugin's suite (the whole core suite takes minutes).
+CORE_SUITES = (
+    "tests/test_plugins.py", "tests/test_hookspecs.py", "tests/test_cli.py", "tests/test_mailbox.py",
+    "tests/test_hook.py", "tests/test_host_neutral.py", "tests/test_config.py",
+    "plugins/codex/tests/test_appserver_client.py",
+)
+ASSUME_ALL_INSTALLED = (  # these assert that every plugin is installed
+    "tests/test_plugins.py::test_installed_plugins_load_and_can_be_disabled",
+    "tests/test_cli.py::test_health_json_is_one_object",
+)
+
+
+def check_suites_without(plugin: str, other: str, tmp_path: Path) -> None:
+    """Assert that the core's plugin-facing suites and ``other``'s suite pass while
+    ``plugin`` looks uninstalled (and that it really is hidden, and the suites really ran)."""
+    env = uninstalled_env(tmp_path, plugin)
+    loaded, hidden = loaded_plugins(env, plugin)
+    assert plugin not in loaded and other in loaded and hidden
+    code, passed, tail = run_suites(env, (*CORE_SUITES, f"plugins/{other}/tests"), tmp_path / "nested",
+                                    ASSUME_ALL_INSTALLED, ignore=(f"plugins/{other}/tests/test_{other}_uninstalled.py",))
+    assert code == 0, tail
+    assert passed >= 100, tail
+
+
 @contextmanager
 def app_factory(monkeypatch: Any, disabled: str = "codex claude") -> Iterator[Callable[..., App]]:
     """``make(**env)``: Apps of the installed plugins (``disabled`` ones off) with ``env`` set

@@ -1,33 +1,13 @@
-"""The rest of agent-link works without the receipts plugin.
-
-Runs a representative part of the core's suite, the codex plugin's unit tests and the roles
-plugin's suite in a subprocess where agent-link-receipts looks uninstalled (its entry point dropped,
-its package unimportable, in the pytest process and every process it starts). The whole core
-suite takes minutes, so only its plugin-facing files run here; the deselected tests assert
-that all four plugins are installed, which is exactly what this run takes away.
-"""
+"""The rest of agent-link works without the receipts plugin: the core's plugin-facing suites, the
+codex unit tests and the roles plugin's suite pass in a subprocess where agent-link-receipts
+looks uninstalled (entry point dropped, package unimportable, in every process it starts)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from agent_link_testing.plugin_suites import loaded_plugins, run_suites, uninstalled_env
-
-SUITES = (
-    "tests/test_plugins.py", "tests/test_hookspecs.py", "tests/test_cli.py", "tests/test_mailbox.py",
-    "tests/test_hook.py", "tests/test_host_neutral.py", "tests/test_config.py",
-    "plugins/codex/tests/test_appserver_client.py", "plugins/roles/tests",
-)
-DESELECT = (  # they assert that every plugin is installed
-    "tests/test_plugins.py::test_installed_plugins_load_and_can_be_disabled",
-    "tests/test_cli.py::test_health_json_is_one_object",
-)
+from agent_link_testing.plugin_suites import check_suites_without
 
 
 def test_suites_pass_with_receipts_uninstalled(tmp_path: Path) -> None:
-    env = uninstalled_env(tmp_path, "receipts")
-    loaded, hidden = loaded_plugins(env, "receipts")
-    assert "receipts" not in loaded and "roles" in loaded and hidden
-    code, passed, tail = run_suites(env, SUITES, tmp_path / "nested", DESELECT, ignore=("plugins/roles/tests/test_roles_uninstalled.py",))
-    assert code == 0, tail
-    assert passed >= 100, tail  # the suites really ran
+    check_suites_without("receipts", "roles", tmp_path)
