@@ -9,7 +9,8 @@ agent-link-behaviour.md §16.4-16.6, codex-app-server.md §6-7):
    ``thread/resume`` it first when ``resumeIfNeeded`` (default) allows;
 3. take the push claim (one row per message, :mod:`agent_link_codex.schema`): a message whose
    earlier push may have landed is never pushed again before the thread was checked;
-4. idle → ``turn/start {input: envelope, clientUserMessageId: message id}``; active →
+4. idle → ``turn/start {input: envelope, clientUserMessageId: message id}`` (plus the allowed
+   ``model`` / ``effort`` / ``cwd`` overrides, :mod:`agent_link_codex.overrides`); active →
    ``turn/steer {expectedTurnId}`` (falling back to ``turn/start`` once when the turn ended
    meanwhile, which Codex turns into a steer of whatever turn is active);
 5. delivered only when a userMessage item echoes the message id as ``clientId``; an answer
@@ -37,6 +38,7 @@ from agent_link_core.store import Store, now_ms
 
 from agent_link_codex import rollouts
 from agent_link_codex.appserver import AppServerError, AppServerUnavailable
+from agent_link_codex.overrides import turn_params
 from agent_link_codex.service import CodexService, Link, Location, is_not_found
 
 VIA = "codex-turn"
@@ -345,6 +347,13 @@ class Deliverer:
         """Start or steer a turn; returns ``(turn id, action)``."""
         mode = options.get("mode", "auto")
         expected = options.get("expectedTurnId")
+        overrides = turn_params(options)
+        if overrides and status == "active":
+            # turn/steer carries no model/effort/cwd, and turn/start joins the running turn
+            raise AgentLinkError("active_turn_conflict",
+                                 f"codex:{thread_id} is running a turn; turn/steer cannot change its {', '.join(overrides)}.",
+                                 {"status": "active", "activeTurnId": link.tracker.active_turn.get(thread_id), "settings": list(overrides)},
+                                 hint="Wait until the thread is idle, then send again with the change.")
         if mode == "steer_active" and status != "active":
             raise AgentLinkError("active_turn_conflict", f"codex:{thread_id} has no active turn to steer.",
                                  {"status": status, "activeTurnId": None}, hint="Use mode auto or start_turn.")
@@ -369,7 +378,8 @@ class Deliverer:
                         break  # it ended meanwhile: start a turn instead
                     raise
         active_before = link.tracker.active_turn.get(thread_id)
-        params = {"threadId": thread_id, "input": text_input(text), "clientUserMessageId": message_id, "turnTrigger": trigger}
+        params = {"threadId": thread_id, "input": text_input(text), "clientUserMessageId": message_id, "turnTrigger": trigger,
+                  **overrides}
         result = await link.call("turn/start", params)
         turn_id = (result.get("turn") or {}).get("id")
         # turn/start on a thread that just became active joins that turn (Codex steers it)

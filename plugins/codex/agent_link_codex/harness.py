@@ -35,6 +35,7 @@ from agent_link_codex.appserver import AppServerError, AppServerUnavailable
 from agent_link_codex.delivery import STALE_CLAIM_MS, VIA, Deliverer, PushClaims
 from agent_link_codex.endpoints import EndpointRegistry, explicit
 from agent_link_codex.managed import ManagedError, find_codex, reap_orphans
+from agent_link_codex.overrides import THREAD_FIELDS, Launches, turn_params
 from agent_link_codex.service import SOURCE_KINDS, CodexService, Link
 from agent_link_codex.settings import codex_home
 
@@ -141,9 +142,9 @@ class CodexHarness(Harness):
     """Codex threads as agent-link sessions. One instance per :class:`~agent_link_core.app.App`."""
 
     name = "codex"
-    # Turn overrides (model, effort, cwd) are the override policy's business and are not
-    # honoured here; the core refuses them for Codex targets.
-    send_options = frozenset({"mode", "resumeIfNeeded", "expectedTurnId"})
+    # Turn overrides (model, effort, cwd) are checked against the override policy before
+    # anything is stored (agent_link_codex.overrides) and carried by the delivering turn/start.
+    send_options = frozenset({"mode", "resumeIfNeeded", "expectedTurnId", "model", "effort", "cwd"})
 
     def __init__(self) -> None:
         self._values: dict[str, Any] | None = None
@@ -152,6 +153,10 @@ class CodexHarness(Harness):
         self._store: Store | None = None
         self._service: CodexService | None = None
         self._deliverer: Deliverer | None = None
+        #: thread id → the last thread object get_session saw (for the override check)
+        self._seen: dict[str, dict[str, Any]] = {}
+        #: thread id → overrides this process applied since (model, effort, cwd)
+        self._applied: dict[str, dict[str, str]] = {}
 
     # context ---------------------------------------------------------------------------
     def attach(self, app: Any) -> None:
@@ -211,6 +216,35 @@ class CodexHarness(Harness):
                                         desktop_push=self.values.get("AGENT_LINK_CODEX_DESKTOP_PUSH") or "mailbox-only",
                                         explicit_endpoint=explicit(self.values))
         return self._deliverer
+
+    @property
+    def launches(self) -> Launches:
+        """The ``codex_launches`` table (who launched which thread)."""
+        return Launches(self.store)
+
+    def thread_settings(self, thread_id: str) -> tuple[dict[str, Any], str | None]:
+        """``({model, effort, cwd}, status)`` of a thread as last seen, without I/O: overrides
+        this process applied, then the thread object (open connections' trackers, then the
+        last :meth:`get_session` lookup), then what its launch recorded. Missing values are
+        absent (unknown)."""
+        thread: dict[str, Any] = {}
+        status: str | None = None
+        if self._service is not None:
+            for link in self._service.live_links():
+                if thread_id in link.tracker.threads:
+                    thread = link.tracker.threads[thread_id]
+                    status = link.tracker.status.get(thread_id)
+                    break
+        thread = thread or self._seen.get(thread_id, {})
+        out = {s: thread.get(f) for s, f in THREAD_FIELDS.items() if isinstance(thread.get(f), str)}
+        if self._values is not None:
+            launch = self.launches.get(thread_id)
+            if launch is not None:
+                for setting in THREAD_FIELDS:
+                    if setting not in out and launch[setting]:
+                        out[setting] = launch[setting]
+        out.update(self._applied.get(thread_id, {}))
+        return out, status or (status_of(thread) if thread else None)
 
     @property
     def claims(self) -> PushClaims:
@@ -322,6 +356,7 @@ class CodexHarness(Harness):
                 if location is None:
                     return None
                 thread = dict(location.thread)
+                self._seen[session_id] = thread
                 if location.archived:
                     thread["archived"] = True
                 return session_from_thread(thread, location.link, loaded=location.link is not None)
@@ -335,9 +370,14 @@ class CodexHarness(Harness):
         """Push a stored message into its thread as a turn (see :mod:`agent_link_codex.delivery`)."""
         thread_id = str(message["recipient"]).split(":", 1)[1]
         try:
-            return await self.deliverer.push(message["id"], thread_id, envelope, options)
+            delivery = await self.deliverer.push(message["id"], thread_id, envelope, options)
         except (AppServerError, AppServerUnavailable) as exc:
             raise exc.to_agent_link_error() from None
+        applied = turn_params(options)
+        if applied and delivery.fields.get("turnId") is not None:
+            # the turn/start carrying them was accepted: they persist for the thread
+            self._applied.setdefault(thread_id, {}).update(applied)
+        return delivery
 
     # background ------------------------------------------------------------------------
     async def serve(self, app: Any, peer: McpPeer) -> None:

@@ -48,8 +48,17 @@ def agent_link_register_settings(register: Callable[[Any], None]) -> None:
 
 @hookimpl
 def agent_link_schema() -> list[Migration]:
-    """The ``codex_endpoints`` and ``codex_pushes`` tables."""
+    """The ``codex_endpoints``, ``codex_pushes`` and ``codex_launches`` tables."""
     return list(MIGRATIONS)
+
+
+@hookimpl
+def agent_link_before_send(message: Any, context: Any, app: App) -> list[dict[str, Any]] | None:
+    """Turn overrides (model, effort, cwd) aimed at a Codex thread: checked against the
+    override policy before anything is stored (:func:`agent_link_codex.overrides.check_send`)."""
+    from agent_link_codex.overrides import check_send
+
+    return check_send(message, context, app)
 
 
 @hookimpl

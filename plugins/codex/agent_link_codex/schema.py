@@ -12,6 +12,8 @@
     only a row in this state can be claimed again;
   - ``unknown``: the answer was lost and the thread could not be checked; rechecked later,
     never resent blindly.
+* ``codex_launches`` (version 2): who launched a thread through ``launch_codex_thread``
+  (``launchedBy`` for the override policy) and the model, effort and cwd it started with.
 """
 
 from __future__ import annotations
@@ -47,6 +49,20 @@ MIGRATIONS: tuple[Migration, ...] = (
             updated_at INTEGER NOT NULL
         );
         CREATE INDEX codex_pushes_open ON codex_pushes (state, updated_at);
+        """,
+    ),
+    Migration(
+        "codex",
+        2,
+        """
+        CREATE TABLE codex_launches (
+            thread_id TEXT PRIMARY KEY,
+            launched_by TEXT NOT NULL,           -- the launcher's address (external when unknown)
+            model TEXT,
+            effort TEXT,
+            cwd TEXT,
+            launched_at INTEGER NOT NULL         -- epoch ms
+        );
         """,
     ),
 )

@@ -126,8 +126,11 @@ async def test_messages_without_app_server(alice: AgentLinkClient, codex_home: P
     error = await fail(alice, "message_codex_thread", {"threadId": UNKNOWN, "message": "hello"}, "not_found")
     error = await fail(alice, "message_codex_thread", {"threadId": f"codex:{ARCHIVED}", "message": "hello"}, "archived")
     assert error["details"] == {"address": f"codex:{ARCHIVED}"}
-    error = await fail(alice, "message_agent", {"to": f"codex:{T1}", "message": "x", "model": "gpt-x"}, "unsupported")
-    assert error["details"]["capability"] == "turn_overrides"
+    # a model change nobody allowed (override policy, reference §19): refused before storing
+    error = await fail(alice, "message_agent", {"to": f"codex:{T1}", "message": "x", "model": "gpt-x"}, "permission_denied")
+    assert error["details"]["reason"] == "model_switch_requires_fork_or_opt_in"
+    error = await fail(alice, "message_codex_thread", {"threadId": T1, "message": "x", "cwd": "/elsewhere"}, "permission_denied")
+    assert error["details"]["reason"] in ("cwd_change_not_permitted", "cwd_outside_workspace")
     assert (await ok(alice, "agent_link_mailbox_inspect"))["messages"] == []
     # a known thread with no app-server: stored and queued, with the reason
     sent = await ok(alice, "message_codex_thread", {"threadId": T1, "message": "hello parser", "anticipation": "reply"})

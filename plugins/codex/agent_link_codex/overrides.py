@@ -1,0 +1,149 @@
+"""Turn overrides (``model``, ``effort``, ``cwd``) on existing Codex threads
+(shared/reference/agent-link-behaviour.md §19 "Override policy").
+
+An existing thread keeps its model, effort and cwd. ``message_agent`` /
+``message_codex_thread`` may ask for a different value; :func:`check_send` (the codex plugin's
+``agent_link_before_send``) decides before anything is stored:
+
+* each requested value is compared with the thread's current one (the thread object the
+  harness last saw: ``model``, ``reasoningEffort``, ``cwd``; else what the launch recorded);
+  an equal value is no change and needs nobody's permission;
+* each differing one is put to ``app.hooks.check_override`` with ``{"currentCwd",
+  "launchedBy"}``. ``None`` (no policy plugin) allows only an effort change by the thread's
+  launcher (recorded in ``codex_launches`` by ``launch_codex_thread``) and refuses the rest;
+* a refusal raises ``permission_denied`` with the hook's reason
+  (``model_switch_requires_fork_or_opt_in``, ``effort_not_permitted``,
+  ``cwd_change_not_permitted``, ``cwd_outside_workspace``); nothing is stored;
+* ``turn/steer`` cannot carry overrides (and ``turn/start`` on a running thread joins its turn),
+  so a change aimed at a thread known to be running a turn is refused (``active_turn_conflict``).
+
+Allowed values travel on the delivering ``turn/start`` (params ``model``, ``effort``, ``cwd``)
+and are reported as ``switches``. They persist (no revert is sent).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from agent_link_core.errors import AgentLinkError, invalid_arguments
+from agent_link_core.store import now_ms
+
+SETTINGS = ("model", "effort", "cwd")
+#: where the thread object keeps each setting (Codex 0.169.0 thread object)
+THREAD_FIELDS = {"model": "model", "effort": "reasoningEffort", "cwd": "cwd"}
+REFUSAL_REASONS = {
+    "model": "model_switch_requires_fork_or_opt_in",
+    "effort": "effort_not_permitted",
+    "cwd": "cwd_change_not_permitted",
+}
+HINTS = {
+    "model": "Fork the thread with the new model (fork_codex_thread keeps the original's cache), or ask for an override policy that lists you.",
+    "effort": "Only the thread's launcher or an override policy entry may change its effort.",
+    "cwd": "Only an override policy entry may change the thread's working directory, and only inside its workspace.",
+}
+
+
+class Launches:
+    """The ``codex_launches`` table: who launched a thread and with what."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    def record(self, thread_id: str, launched_by: str, *, model: str | None, effort: str | None, cwd: str | None) -> None:
+        with self.store.write() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO codex_launches (thread_id, launched_by, model, effort, cwd, launched_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (thread_id, launched_by, model, effort, cwd, now_ms()),
+            )
+
+    def get(self, thread_id: str) -> Any:
+        return self.store.conn.execute("SELECT * FROM codex_launches WHERE thread_id = ?", (thread_id,)).fetchone()
+
+
+def requested(arguments: dict[str, Any]) -> dict[str, str]:
+    """The override arguments present (non-null) in a send's arguments."""
+    return {k: arguments[k] for k in SETTINGS if isinstance(arguments.get(k), str)}
+
+
+def same(setting: str, previous: Any, value: str) -> bool:
+    if previous is None:
+        return False
+    if setting == "cwd":
+        return os.path.normpath(str(previous)) == os.path.normpath(value)
+    return str(previous) == value
+
+
+def check_send(message: Any, context: Any, app: Any) -> list[dict[str, Any]] | None:
+    """``agent_link_before_send`` for Codex recipients: decide the overrides (module docstring).
+
+    Fills ``context.result["switches"]`` and ``message.metadata["codexSwitches"]``.
+    :raises AgentLinkError: ``permission_denied`` (reason from the policy), ``invalid_arguments``
+        for a relative cwd, ``active_turn_conflict`` for overrides aimed at a running turn.
+    """
+    recipient = str(message.recipient)
+    if not recipient.startswith("codex:"):
+        return None
+    wanted = requested(context.arguments or {})
+    if not wanted:
+        return None
+    harness = app.harnesses.get("codex")
+    if harness is None:
+        return None
+    if "cwd" in wanted and not os.path.isabs(wanted["cwd"]):
+        raise invalid_arguments([{"path": "cwd", "rule": "absolute_path", "expected": "an absolute path"}])
+    thread_id = recipient.split(":", 1)[1]
+    current, status = harness.thread_settings(thread_id)
+    launch = harness.launches.get(thread_id)
+    launched_by = launch["launched_by"] if launch is not None else None
+    sender = message.sender
+    switches: list[dict[str, Any]] = []
+    for setting, value in wanted.items():
+        previous = current.get(setting)
+        if same(setting, previous, value):
+            continue
+        decision = app.hooks.check_override(recipient, sender, setting, value,
+                                            {"currentCwd": current.get("cwd"), "launchedBy": launched_by})
+        if decision is None:
+            decision = default_decision(recipient, sender.address, setting, launched_by)
+        if not decision.get("allowed"):
+            reason = decision.get("reason") or REFUSAL_REASONS[setting]
+            details = {"reason": reason, "setting": setting, "requested": value, "current": previous, "target": recipient}
+            if decision.get("workspace") is not None:
+                details["workspace"] = decision["workspace"]
+            raise AgentLinkError("permission_denied", decision.get("message") or f"{recipient} keeps its {setting}.",
+                                 details, hint=HINTS[setting])
+        granted = decision.get("grantedBy") or {}
+        switch: dict[str, Any] = {"setting": setting, "previous": previous, "current": value,
+                                  "grantedBy": granted.get("rule", "policy") if isinstance(granted, dict) else str(granted),
+                                  "persists": True,
+                                  "expectedCost": {"uncachedInputTokens": 0, "basis": "cwd-cache-neutral"} if setting == "cwd" else None}
+        if isinstance(granted, dict) and granted.get("rule") == "policy":
+            switch["policy"] = {k: granted.get(k) for k in ("policyKey", "entry")}
+        switches.append(switch)
+    if switches and status == "active":
+        # turn/steer carries no overrides, and turn/start on a running thread joins its turn
+        raise AgentLinkError(
+            "active_turn_conflict",
+            f"{recipient} is running a turn; turn/steer cannot change its {', '.join(s['setting'] for s in switches)}.",
+            {"status": "active", "activeTurnId": None, "settings": [s["setting"] for s in switches]},
+            hint="Wait until the thread is idle (wait_for_codex_thread), then send again with the change.",
+        )
+    if switches:
+        context.result["switches"] = switches
+        message.metadata["codexSwitches"] = [{k: s[k] for k in ("setting", "previous", "current", "grantedBy")} for s in switches]
+    return None
+
+
+def default_decision(target: str, sender: str, setting: str, launched_by: str | None) -> dict[str, Any]:
+    """The decision without a policy plugin: the launcher may change effort, nothing else."""
+    if setting == "effort" and launched_by and launched_by == sender and launched_by != "external":
+        return {"allowed": True, "grantedBy": {"rule": "launcher"}}
+    why = "only its launcher may change its effort" if setting == "effort" else "no override policy plugin is installed"
+    return {"allowed": False, "reason": REFUSAL_REASONS[setting], "message": f"{target} keeps its {setting}: {why}."}
+
+
+def turn_params(options: dict[str, Any] | Any) -> dict[str, str]:
+    """The ``turn/start`` parameters carrying allowed overrides (codex-app-server.md §7)."""
+    return {k: options[k] for k in SETTINGS if isinstance(options.get(k), str)}
