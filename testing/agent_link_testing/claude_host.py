@@ -224,7 +224,7 @@ CLAUDE_PLUGIN_FILES = (
     ".claude-plugin/marketplace.json",
     ".claude-plugin/plugin.json",
     "hooks/hooks.json",
-    "hooks/agent-link-claude.sh",
+    "hooks/agent-link.sh",
 )
 
 

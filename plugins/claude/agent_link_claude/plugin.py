@@ -22,7 +22,7 @@ SETTINGS = (
     Setting("AGENT_LINK_DISABLE_CHANNEL", "flag", False,
             doc="do not declare the claude/channel capability: no live push into Claude Code sessions"),
     Setting("AGENT_LINK_BIN", "str", None,
-            doc="agent-link executable the Claude plugin's launcher (hooks/agent-link-claude.sh) runs, as an absolute path"),
+            doc="agent-link executable the Claude plugin's launcher (hooks/agent-link.sh) runs, as an absolute path"),
 )
 
 

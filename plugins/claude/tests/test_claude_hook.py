@@ -21,7 +21,7 @@ from agent_link_core.model import Caller
 A = "11111111-1111-4111-8111-111111111111"
 ADDR = f"claude:{A}"
 REPO = Path(agent_link_claude.__file__).resolve().parents[3]
-LAUNCHER = REPO / "hooks" / "agent-link-claude.sh"
+LAUNCHER = REPO / "hooks" / "agent-link.sh"
 ALICE = Caller("test:alice", "config", "test")
 BOB = Caller("test:bob", "config", "test")
 

@@ -13,7 +13,7 @@ import agent_link_claude
 from agent_link_claude import channel, hook
 
 REPO = Path(agent_link_claude.__file__).resolve().parents[3]
-LAUNCHER = "${CLAUDE_PLUGIN_ROOT}/hooks/agent-link-claude.sh"
+LAUNCHER = "${CLAUDE_PLUGIN_ROOT}/hooks/agent-link.sh"
 
 
 def load(*parts: str) -> dict:
@@ -52,7 +52,7 @@ def test_hooks_run_the_adapter_for_each_declared_event() -> None:
 
 
 def test_launcher_exists_and_is_posix_sh() -> None:
-    path = REPO / "hooks" / "agent-link-claude.sh"
+    path = REPO / "hooks" / "agent-link.sh"
     assert path.is_file() and os.access(path, os.X_OK)
     assert subprocess.run(["sh", "-n", str(path)], capture_output=True, timeout=10).returncode == 0
 
@@ -66,11 +66,11 @@ def test_the_staged_copy_the_real_host_tests_install_holds_everything_the_plugin
     named = set()
     for rel in (".claude-plugin/plugin.json", "hooks/hooks.json"):
         named |= set(re.findall(r"\$\{CLAUDE_PLUGIN_ROOT\}/([A-Za-z0-9._/-]+)", (REPO / rel).read_text()))
-    assert named == {"hooks/agent-link-claude.sh"}
+    assert named == {"hooks/agent-link.sh"}
     assert named | {".claude-plugin/marketplace.json", ".claude-plugin/plugin.json", "hooks/hooks.json"} == set(CLAUDE_PLUGIN_FILES)
     for auto in ("commands", "agents", "skills", "output-styles", ".mcp.json", ".lsp.json", "settings.json"):
         assert not (REPO / auto).exists(), f"{auto} would be part of the plugin but is not staged"
     staged = stage_plugin(tmp_path / "staged")
     assert sorted(str(p.relative_to(staged)) for p in staged.rglob("*") if p.is_file()) == sorted(CLAUDE_PLUGIN_FILES)
-    launcher = staged / "hooks" / "agent-link-claude.sh"
-    assert os.access(launcher, os.X_OK) and launcher.read_bytes() == (REPO / "hooks" / "agent-link-claude.sh").read_bytes()
+    launcher = staged / "hooks" / "agent-link.sh"
+    assert os.access(launcher, os.X_OK) and launcher.read_bytes() == (REPO / "hooks" / "agent-link.sh").read_bytes()

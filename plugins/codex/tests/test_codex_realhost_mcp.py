@@ -5,7 +5,7 @@ prompt hook, and as the owner of a private app-server.
   configured as an MCP server in that CODEX_HOME with tools approved); the MCP server knows
   the calling thread from the tool call's ``_meta`` only, resolves the message, and the
   sender's wait returns the reply.
-* The shipped prompt hook (``hooks/codex-hooks.json``, run through ``hooks/agent-link-codex.sh``),
+* The shipped prompt hook (``hooks/codex-hooks.json``, run through ``hooks/agent-link.sh``),
   trusted through the app-server's config API, puts the pending-mail note before the model;
   health reads its trust from ``hooks/list``.
 * ``agent-link mcp`` starts a private app-server when none is reachable and leaves none behind
