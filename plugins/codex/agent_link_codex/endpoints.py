@@ -31,8 +31,9 @@ from agent_link_core.store import Store, now_ms
 
 from agent_link_codex.settings import control_socket
 
-#: At most this many registered endpoints (each is probed on every cold connect).
-REGISTRY_CAPACITY = 16
+#: At most this many registered endpoints, as agent-session-intercom allowed (its capacity
+#: leaves room for the default and environment sources); all are probed concurrently.
+REGISTRY_CAPACITY = 62
 SOURCES = ("env-url", "env-sock", "control-socket", "registered", "managed")
 #: ``<endpoint id>:<thread id>``: a thread named together with the app-server that has it (the
 #: ``endpointAddress`` of a listed session). Any ``ep_`` id is accepted here so an unknown one
