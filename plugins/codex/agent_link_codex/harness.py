@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import json
 import logging
 import os
 import re
@@ -428,7 +429,11 @@ class CodexHarness(Harness):
                         if QUEUED_MIN_AGE_MS <= now - r["sent_at"] <= QUEUED_MAX_AGE_MS and self.claims.reclaimable(r["id"])]
                 if rows:
                     row = rows[0]
-                    delivery = await self.deliverer.push(row["id"], thread_id, app.mailbox.envelope(row), {}, background=True)
+                    # Overrides the policy granted at send time travel with the queued message.
+                    granted = json.loads(row["metadata"] or "{}").get("codexSwitches") or []
+                    options = {s["setting"]: s["current"] for s in granted if s.get("current") is not None}
+                    delivery = await self.deliverer.push(row["id"], thread_id, app.mailbox.envelope(row), options,
+                                                         background=True)
                     if delivery.delivered:
                         app.mailbox.mark_delivered(row["id"], VIA, delivery.evidence)
                         counts["pushed"] += 1

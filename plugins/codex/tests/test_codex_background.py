@@ -111,3 +111,17 @@ async def test_reminder_turns_can_be_switched_off(setup: Any, mini: Any, monkeyp
     await asyncio.sleep(0.1)
     assert await harness.background_pass(app) == {"pushed": 0, "reminded": 0, "rechecked": 0}
     assert turns == []
+
+
+async def test_granted_overrides_travel_with_queued_mail(setup: Any, mini: Any) -> None:
+    app, harness, turns = setup
+    mid = store(app, age_ms=60_000)
+    granted = [{"setting": "effort", "previous": "low", "current": "high", "grantedBy": "launcher"}]
+    with app.store.write() as conn:
+        conn.execute("UPDATE messages SET metadata = json_set(metadata, '$.codexSwitches', json(?)) WHERE id = ?",
+                     (__import__("json").dumps(granted), mid))
+    await harness.service.connect(spawn=False)
+    await mini.notify("thread/status/changed", {"threadId": TID, "status": {"type": "idle"}})
+    await asyncio.sleep(0.1)
+    assert (await harness.background_pass(app))["pushed"] == 1
+    assert turns[-1]["clientUserMessageId"] == mid and turns[-1].get("effort") == "high"
