@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from agent_link_core.callmeta import meta_text
 from agent_link_core.envelope import reminder_notice
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.harness import Delivery, Harness, McpPeer, SessionListing
@@ -58,29 +59,9 @@ QUEUED_MAX_AGE_MS = 3_600_000
 REMINDER_VIA = "codex-turn"
 
 
-def _lookup(meta: Mapping[str, Any], dotted: str) -> Any:
-    if dotted in meta:
-        return meta[dotted]
-    node: Any = meta
-    for part in dotted.split("."):
-        if not isinstance(node, Mapping) or part not in node:
-            return None
-        node = node[part]
-    return node
-
-
 def meta_value(meta: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
-    """The first usable value for ``keys`` in ``_meta`` (top level, then the Codex
-    namespaces); strings or numbers, trimmed, at most 300 characters."""
-    scopes = [meta] + [meta[ns] for ns in META_NAMESPACES if isinstance(meta.get(ns), Mapping)]
-    for scope in scopes:
-        for key in keys:
-            value = _lookup(scope, key)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                value = str(value)
-            if isinstance(value, str) and value.strip() and len(value.strip()) <= 300:
-                return value.strip()
-    return None
+    """The first usable value for ``keys`` in ``_meta`` (top level, then the Codex namespaces)."""
+    return meta_text(meta, keys, META_NAMESPACES)
 
 
 def source_kind(thread: Mapping[str, Any]) -> str:

@@ -29,12 +29,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from agent_link_core.callmeta import meta_text
 from agent_link_core.envelope import sanitize_text
 from agent_link_core.model import Caller
 
 MAX_ID_CHARS = 160
 MAX_NOTE_CHARS = 700
-MAX_META_CHARS = 300
 RUNTIME_SOURCES = ("runtime_context", "current_session")
 META_NAMESPACES = ("openai/codex", "codex", "claudecode")
 META_KEYS: dict[str, tuple[str, ...]] = {
@@ -54,27 +54,9 @@ def clip(value: object, limit: int) -> str | None:
     return text[:limit] or None
 
 
-def _lookup(obj: Mapping[str, Any], key: str) -> object:
-    if key in obj:
-        return obj[key]
-    node: object = obj
-    for part in key.split("."):
-        if not isinstance(node, Mapping) or part not in node:
-            return None
-        node = node[part]
-    return node
-
-
 def meta_context(meta: Mapping[str, Any]) -> dict[str, str | None]:
     """``{threadId, turnId, toolCallId}`` found in a tool call's ``_meta`` (None when absent)."""
-    scopes = [meta] + [meta[ns] for ns in META_NAMESPACES if isinstance(meta.get(ns), Mapping)]
-    found: dict[str, str | None] = {}
-    for field, keys in META_KEYS.items():
-        found[field] = next(
-            (text for key in keys for scope in scopes if (text := clip(_lookup(scope, key), MAX_META_CHARS)) is not None),
-            None,
-        )
-    return found
+    return {field: meta_text(meta, keys, META_NAMESPACES) for field, keys in META_KEYS.items()}
 
 
 def compute_origin(
