@@ -98,6 +98,7 @@ class Config:
         self.warnings: list[dict[str, Any]] = []
 
     def get(self, name: str) -> Any:
+        """The parsed value of setting ``name``; ``KeyError`` for an undeclared one."""
         return self.values[name]
 
     @property
@@ -113,10 +114,12 @@ class Config:
 
     @property
     def reminder_limit(self) -> int:
+        """Reminders per message before it becomes unresolved (0-20)."""
         return int(self.values["AGENT_LINK_REMINDER_LIMIT"])
 
     @property
     def reminder_interval_ms(self) -> int:
+        """Time between reminders, in ms (at least 30000)."""
         return int(self.values["AGENT_LINK_REMINDER_INTERVAL_MS"])
 
     def env_report(self) -> dict[str, Any]:

@@ -60,6 +60,7 @@ async def gather_listings(
 
 
 def providers_view(listings: Mapping[str, SessionListing]) -> dict[str, Any]:
+    """``{harness: provider report + count + complete}`` for list results."""
     return {
         name: {**listing.provider, "count": len(listing.sessions), "complete": listing.complete}
         for name, listing in listings.items()

@@ -175,6 +175,7 @@ class Mailbox:
     # -- reading ---------------------------------------------------------------------
 
     def get_row(self, message_id: str) -> sqlite3.Row | None:
+        """The stored message ``message_id`` (exact id), or None."""
         return self.store.conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
 
     def require(self, message_id: str) -> sqlite3.Row:
@@ -313,6 +314,7 @@ class Mailbox:
         return self.store.conn.execute(sql + " ORDER BY sent_at, id LIMIT ?", (recipient, limit)).fetchall()
 
     def count_open(self, recipient: str, *, undelivered_only: bool = False) -> int:
+        """How many open messages ``recipient`` has (only undelivered ones with ``undelivered_only``)."""
         sql = "SELECT COUNT(*) FROM messages WHERE recipient = ? AND open = 1"
         if undelivered_only:
             sql += " AND delivered_at IS NULL"

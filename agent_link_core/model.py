@@ -43,6 +43,7 @@ class Caller:
 
     @property
     def known(self) -> bool:
+        """True when the caller has a well-formed address (not ``external``)."""
         return is_address(self.address)
 
 

@@ -137,19 +137,24 @@ class Hooks:
         return tuple(self._unique("setting", self._collect("agent_link_register_settings")).values())
 
     def register_commands(self, cli: click.Group) -> None:
+        """Let every plugin add its click commands to ``cli``."""
         self._pm.hook.agent_link_register_commands(cli=cli)
 
     def migrations(self) -> list[Migration]:
+        """Every plugin's schema migrations, flattened."""
         return [m for batch in self._pm.hook.agent_link_schema() if batch for m in batch]
 
     def resolve_address(self, address: str, caller_address: str) -> dict[str, Any] | None:
+        """The first plugin's resolution of an indirect address, or None (may raise AgentLinkError)."""
         return self._pm.hook.agent_link_resolve_address(address=address, caller_address=caller_address, app=self.app)
 
     def before_send(self, message: OutgoingMessage, context: SendContext) -> list[dict[str, Any]]:
+        """Run every ``before_send`` check; returns their warnings (a refusal raises AgentLinkError)."""
         results = self._pm.hook.agent_link_before_send(message=message, context=context, app=self.app)
         return [w for batch in results if batch for w in batch]
 
     def render_envelope(self, message: dict[str, Any]) -> list[EnvelopeContribution]:
+        """Every plugin's envelope contribution for a stored message."""
         return [c for c in self._pm.hook.agent_link_render_envelope(message=message, app=self.app) if c]
 
     def check_override(

@@ -237,6 +237,7 @@ class Store:
         return cls(path)
 
     def close(self) -> None:
+        """Close the connection (the database file stays)."""
         self.conn.close()
 
     @contextlib.contextmanager

@@ -71,10 +71,12 @@ def _obj(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str
 
 
 async def health(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    """Handler of ``agent_link_health``: validated arguments in, success fields out (AgentLinkError to fail)."""
     return app.health(call.meta, include_caller_context=args.get("includeCallerContext", False))
 
 
 async def list_agents(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    """Handler of ``list_agents``: validated arguments in, success fields out (AgentLinkError to fail)."""
     out = await app.list_agents(
         harness=args.get("harness", "all"), loaded=args.get("loaded"), surface=args.get("surface"),
         include_archived=args.get("includeArchived", False), limit=args.get("limit", 20),
@@ -84,10 +86,12 @@ async def list_agents(app: App, args: dict[str, Any], call: ToolCall) -> dict[st
 
 
 async def resolve_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    """Handler of ``resolve_agent``: validated arguments in, success fields out (AgentLinkError to fail)."""
     return await app.resolve_agent(args["query"], harness=args.get("harness", "all"), limit=args.get("limit", 10), caller=call.caller)
 
 
 async def message_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    """Handler of ``message_agent``: validated arguments in, success fields out (AgentLinkError to fail)."""
     options = {k: args[k] for k in DELIVERY_OPTIONS if k in args}
     recipient, _, _ = await app.target_address(args["to"], call.caller)
     harness = app.harnesses.get(recipient.split(":", 1)[0])
@@ -120,6 +124,7 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict[
 
 
 async def wait_for_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    """Handler of ``wait_for_agent``: validated arguments in, success fields out (AgentLinkError to fail)."""
     return await app.wait(
         caller=call.caller, agent=args["agent"], reply_to=args.get("replyToMessageId"),
         timeout_ms=args.get("timeoutMs", 60000), poll_ms=args.get("pollIntervalMs", 1000),
@@ -127,11 +132,13 @@ async def wait_for_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict
 
 
 async def read_inbox(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    """Handler of ``read_agent_link_inbox``: validated arguments in, success fields out (AgentLinkError to fail)."""
     return app.inbox(call.caller, limit=args.get("limit", 20), mark=args.get("markAsDelivered", True),
                      include_open=args.get("includeOpen", True))
 
 
 async def reply_message(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    """Handler of ``reply_agent_link_message``: validated arguments in, success fields out (AgentLinkError to fail)."""
     return await app.reply(
         caller=call.caller, message_id=args["messageId"], resolution=args.get("resolution", "reply"),
         message=args.get("message"), anticipation=args.get("anticipation"), reply_by=args.get("replyBy"), arguments=args,
@@ -140,10 +147,12 @@ async def reply_message(app: App, args: dict[str, Any], call: ToolCall) -> dict[
 
 
 async def message_status(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    """Handler of ``get_agent_link_message_status``: validated arguments in, success fields out (AgentLinkError to fail)."""
     return app.status(call.caller, args["messageId"])
 
 
 async def mailbox_inspect(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    """Handler of ``agent_link_mailbox_inspect``: validated arguments in, success fields out (AgentLinkError to fail)."""
     return app.inspect(
         call.caller, scope=args.get("scope", "caller"), from_address=args.get("fromSessionId"),
         to_address=args.get("toSessionId"), reply_to=args.get("replyToMessageId"), undelivered=args.get("undelivered", False),
