@@ -35,6 +35,7 @@ from agent_link_core.mailbox import (
 from agent_link_core.model import EXTERNAL, Caller, address_scheme, is_address, is_ulid
 from agent_link_core.plugins import Hooks, PluginReport, build_plugin_manager, trace_hook_calls
 from agent_link_core.store import Store, ensure_private_dir, integrity, now_ms
+from agent_link_core.visibility import visible_to
 
 log = logging.getLogger(__name__)
 
@@ -411,13 +412,7 @@ class App:
     def status(self, caller: Caller, message_id: str) -> dict[str, Any]:
         """A message's lifecycle, for its sender or recipient only (never the body)."""
         row = self.mailbox.require(message_id)
-        # Like wait: an unidentified caller is "external" and sees mail sent as external.
-        participants = {row["from_addr"], row["recipient"], row["to_addr"]}
-        if caller.address not in participants:
-            raise AgentLinkError(
-                "permission_denied", f"Only the sender or the recipient may read the status of {message_id}.",
-                {"reason": "not_participant"}, hint=f"You are {caller.address}; ask as the sender or the recipient.",
-            )
+        visible_to(self.config, caller).require(row, f"the status of {message_id}")
         state = self.mailbox.state(row)
         self.mailbox.note_transition(row, state)
         view = self.mailbox.to_view(row, state)
@@ -430,17 +425,12 @@ class App:
         limit: int = 50, include_bodies: bool = False,
     ) -> dict[str, Any]:
         """Messages sent or received by the caller (or all, when allowed), newest first."""
-        clauses, params = [], []
-        if scope == "all":
-            if not self.config.get("AGENT_LINK_INSPECT_ALL"):
-                raise AgentLinkError("permission_denied", "Inspecting every mailbox needs AGENT_LINK_INSPECT_ALL=1 in the server's environment.",
-                                     {"reason": "inspect_all_disabled"})
-        else:
-            if not caller.known:
-                return {"scope": scope, "callerAddress": None, "messages": [],
-                        "note": "The caller could not be identified, so no mail is shown."}
-            clauses.append("(from_addr = ? OR recipient = ? OR to_addr = ?)")
-            params += [caller.address] * 3
+        view_rule = visible_to(self.config, caller, scope=scope)
+        if scope != "all" and not caller.known:
+            return {"scope": scope, "callerAddress": None, "messages": [],
+                    "note": "The caller could not be identified, so no mail is shown."}
+        clause, params = view_rule.where()
+        clauses = [clause]
         for column, value in (("from_addr", from_address), ("recipient", to_address), ("reply_to", reply_to)):
             if value:
                 clauses.append(f"{column} = ?")
@@ -486,9 +476,7 @@ class App:
         if reply_to:
             row = self.mailbox.require(reply_to)
             # An unidentified caller is "external": it may wait only on mail sent as external.
-            if caller.address not in (row["from_addr"], row["recipient"], row["to_addr"]):
-                raise AgentLinkError("permission_denied", f"Only the sender or the recipient may wait on {reply_to}.",
-                                     {"reason": "not_participant"}, hint=f"You are {caller.address}; wait as the sender.")
+            visible_to(self.config, caller).require(row, f"the answer to {reply_to}")
             target = row["recipient"]
         since = now_ms()
         key = f"reply:{reply_to}" if reply_to else f"from:{target}"

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 
 from agent_link_core.addresses import ANTICIPATIONS, EXTERNAL, is_address, is_ulid
-from agent_link_core.envelope import MAX_BODY_BYTES, sanitize_text
+from agent_link_core.envelope import MAX_BODY_BYTES, escape_text, sanitize_text
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.store import now_ms
 
@@ -204,7 +204,8 @@ class Mailbox:
         if res is not None:
             resolution = {
                 "kind": res["kind"], "by": res["by_addr"], "at": iso(res["at"]), "late": bool(res["late"]),
-                "replyMessageId": res["reply_message_id"], "reason": res["reason"],
+                # The other party's words: escaped by the envelope's rules before any model sees them.
+                "replyMessageId": res["reply_message_id"], "reason": escape_text(res["reason"]) if res["reason"] else res["reason"],
             }
         status, next_due, due = self._status(row, res, count, last_at, now)
         return MessageState(status, delivery, count, last_at, next_due, due, resolution)

@@ -14,6 +14,10 @@ from typing import Any
 
 import click
 
+from agent_link_core.app import App
+from agent_link_core.errors import AgentLinkError
+from agent_link_core.visibility import Visibility, visible_to
+
 from agent_link_receipts.context import from_app
 from agent_link_receipts.ledger import export_receipts
 from agent_link_receipts.tools import query
@@ -28,6 +32,18 @@ def _line(receipt: dict[str, Any]) -> str:
     return f"{receipt['createdAt']}  {action:<28} {target:<40} {preview}".rstrip()
 
 
+def _visibility(app: App, everyone: bool) -> Visibility:
+    """The CLI caller's view (its session or AGENT_LINK_ADDRESS, else ``external``); ``--all``
+    needs the inspect-all setting (a one-line error otherwise)."""
+    from agent_link_core.cli import fail
+
+    try:
+        return visible_to(app.config, app.caller(), scope="all" if everyone else "caller")
+    except AgentLinkError as exc:
+        fail(exc)
+        raise
+
+
 def register(cli: click.Group) -> None:
     """Add the ``receipts`` group to the root ``agent-link`` group."""
     from agent_link_core.cli import EXIT_HELP, emit, get_app
@@ -40,14 +56,16 @@ def register(cli: click.Group) -> None:
     @click.option("--target", help="Only receipts about this address.")
     @click.option("--message", "message_id", help="Only receipts of this message id.")
     @click.option("--query", "text", help="Case-insensitive text to look for.")
+    @click.option("--all", "everyone", is_flag=True, help="Every receipt, not only your mail's (needs AGENT_LINK_INSPECT_ALL=1).")
     @click.pass_context
     def receipts(ctx: click.Context, as_json: bool, limit: int, action: str | None, kind: str | None,
-                 target: str | None, message_id: str | None, text: str | None) -> None:
-        """List audit receipts, newest first."""
+                 target: str | None, message_id: str | None, text: str | None, everyone: bool) -> None:
+        """List audit receipts of what you sent or received, newest first."""
         if ctx.invoked_subcommand is not None:
             return
         args = {"limit": limit, "action": action, "kind": kind, "target": target, "messageId": message_id, "query": text}
-        data = query(from_app(get_app(ctx)), args)
+        app = get_app(ctx)
+        data = query(from_app(app), args, _visibility(app, everyone))
 
         def human(d: dict[str, Any]) -> None:
             if not d["data"]:
@@ -60,10 +78,12 @@ def register(cli: click.Group) -> None:
 
     @receipts.command("export", epilog=EXIT_HELP)
     @click.option("--jsonl", is_flag=True, help="One JSON object per line (the only format).")
+    @click.option("--all", "everyone", is_flag=True, help="Every receipt, not only your mail's (needs AGENT_LINK_INSPECT_ALL=1).")
     @click.pass_context
-    def export(ctx: click.Context, jsonl: bool) -> None:
-        """Print every receipt, oldest first, for archiving."""
+    def export(ctx: click.Context, jsonl: bool, everyone: bool) -> None:
+        """Print the receipts of what you sent or received (all with --all), oldest first, for archiving."""
         if not jsonl:
             raise click.UsageError("choose the output format: --jsonl")
-        for receipt in export_receipts(from_app(get_app(ctx)).store):
+        app = get_app(ctx)
+        for receipt in export_receipts(from_app(app).store, visibility=_visibility(app, everyone)):
             click.echo(json.dumps(receipt, ensure_ascii=False))

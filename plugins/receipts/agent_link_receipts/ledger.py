@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_link_core.store import Store, ensure_private_dir
+from agent_link_core.visibility import Visibility
 
 from agent_link_receipts.build import search_text
 
@@ -68,13 +69,40 @@ class Page:
     total: int
 
 
-def list_receipts(store: Store, filters: dict[str, Any], limit: int) -> Page:
+def visible_clause(visibility: Visibility) -> tuple[str, list[Any]]:
+    """An SQL condition over ``receipts`` keeping what ``visibility`` lets the caller read.
+
+    A receipt about a stored message follows the message (the core's rule: its sender or
+    recipient); one about no stored message (a launch, an archive) belongs to its actor and
+    its target.
+    """
+    if visibility.everything:
+        return "1 = 1", []
+    clause, params = visibility.where("m")
+    return (
+        "(EXISTS (SELECT 1 FROM messages m WHERE m.id = receipts.message_id AND " + clause + ")"
+        " OR (NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = receipts.message_id)"
+        " AND (target_address = ? OR json_extract(data, '$.actor') = ?)))",
+        [*params, visibility.address, visibility.address],
+    )
+
+
+def list_receipts(store: Store, filters: dict[str, Any], limit: int, visibility: Visibility | None = None) -> Page:
     """Receipts matching every given filter, newest first, at most ``limit``.
 
     :param filters: keys of :data:`FILTER_COLUMNS` (exact match) and ``query`` (a
         case-insensitive substring of the searched fields); absent or None means no filter.
+    :param visibility: the caller's :class:`~agent_link_core.visibility.Visibility`: only
+        receipts it may read are listed and counted; None (internal use) lists all.
     """
-    clauses, params = [], []
+    clauses: list[str] = []
+    params: list[Any] = []
+    if visibility is not None:
+        rule, rule_params = visible_clause(visibility)
+        clauses.append(rule)
+        params.extend(rule_params)
+    seen_where = " WHERE " + clauses[0] if clauses else ""
+    seen_params = list(params)
     for name, column in FILTER_COLUMNS.items():
         value = filters.get(name)
         if value is not None:
@@ -85,15 +113,19 @@ def list_receipts(store: Store, filters: dict[str, Any], limit: int) -> Page:
         params.append(str(filters["query"]).casefold())
     where = " WHERE " + " AND ".join(clauses) if clauses else ""
     rows = store.conn.execute(f"SELECT data FROM receipts{where} ORDER BY seq DESC LIMIT ?", (*params, limit)).fetchall()
-    total = store.conn.execute("SELECT COUNT(*) FROM receipts").fetchone()[0]
+    total = store.conn.execute(f"SELECT COUNT(*) FROM receipts{seen_where}", seen_params).fetchone()[0]
     return Page([json.loads(r["data"]) for r in rows], int(total))
 
 
-def export_receipts(store: Store, batch: int = 1000) -> Iterator[dict[str, Any]]:
-    """Every receipt, oldest first, read in batches (for ``agent-link receipts export``)."""
+def export_receipts(store: Store, batch: int = 1000, visibility: Visibility | None = None) -> Iterator[dict[str, Any]]:
+    """Every receipt the caller may read (all with ``visibility`` None), oldest first, read
+    in batches (for ``agent-link receipts export``)."""
+    rule, rule_params = visible_clause(visibility) if visibility is not None else ("1 = 1", [])
     last = 0
     while True:
-        rows = store.conn.execute("SELECT seq, data FROM receipts WHERE seq > ? ORDER BY seq LIMIT ?", (last, batch)).fetchall()
+        rows = store.conn.execute(
+            f"SELECT seq, data FROM receipts WHERE seq > ? AND {rule} ORDER BY seq LIMIT ?", (last, *rule_params, batch)
+        ).fetchall()
         if not rows:
             return
         for row in rows:

@@ -24,8 +24,8 @@ def cli(*args: str) -> Any:
 
 
 @pytest.mark.anyio
-async def test_cli_lists_and_exports(make_app: Any) -> None:
-    app: App = make_app()
+async def test_cli_lists_and_exports(make_app: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    app: App = make_app(AGENT_LINK_ADDRESS="test:alice")  # the CLI lists what its caller sent or received
     for text in ("first <one>", "second", "third"):
         await app.send(caller=ALICE, to="test:bob", body=text, arguments={"receipt": {"purpose": f"p-{text[:5]}"}})
     listed = cli("receipts", "--json", "--limit", "2")
@@ -44,6 +44,13 @@ async def test_cli_lists_and_exports(make_app: Any) -> None:
     assert lines == list(reversed(json.loads(cli("receipts", "--json").output)["data"]))
     no_format = cli("receipts", "export")
     assert no_format.exit_code == 2 and "--jsonl" in no_format.output
+    monkeypatch.setenv("AGENT_LINK_ADDRESS", "test:eve")  # a third party sees none of it
+    assert json.loads(cli("receipts", "--json").output)["data"] == []
+    assert cli("receipts", "export", "--jsonl").output == ""
+    refused = cli("receipts", "--all")
+    assert refused.exit_code == 1 and "AGENT_LINK_INSPECT_ALL" in refused.output
+    monkeypatch.setenv("AGENT_LINK_INSPECT_ALL", "1")
+    assert len(json.loads(cli("receipts", "--json", "--all").output)["data"]) == 3
 
 
 def env(address: str) -> dict[str, str]:

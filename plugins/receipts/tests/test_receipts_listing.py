@@ -66,10 +66,13 @@ def test_limit_keeps_the_newest(app: App) -> None:
 
 
 @pytest.mark.anyio
-async def test_the_tool_echoes_filters(app: App, run_tool: Any) -> None:
+async def test_the_tool_echoes_filters(make_app: Any, run_tool: Any) -> None:
+    app = make_app(AGENT_LINK_INSPECT_ALL="1")
     seed(app)
-    out = await run_tool(app, "list_agent_link_receipts", {"action": "fork_thread", "limit": 5})
+    out = await run_tool(app, "list_agent_link_receipts", {"action": "fork_thread", "limit": 5, "scope": "all"})
     assert out["ok"] and out["filters"] == {"action": "fork_thread"} and out["scannedReceipts"] == 4
+    mine = await run_tool(app, "list_agent_link_receipts", {"action": "fork_thread"})  # none of these are alice's
+    assert mine["ok"] and mine["data"] == [] and mine["scannedReceipts"] == 0
     assert out["path"] == str(app.store.path) and out["log"] is None
     bad = await run_tool(app, "list_agent_link_receipts", {"limit": 501})
     assert bad["error"]["code"] == "invalid_arguments"
