@@ -34,7 +34,7 @@ from agent_link_core.mailbox import (
 )
 from agent_link_core.model import EXTERNAL, Caller, address_scheme, is_address, is_ulid
 from agent_link_core.plugins import Hooks, PluginReport, build_plugin_manager, trace_hook_calls
-from agent_link_core.store import Store, ensure_private_dir, integrity, now_ms
+from agent_link_core.store import Store, ensure_private_dir, now_ms
 from agent_link_core.visibility import visible_to
 
 log = logging.getLogger(__name__)
@@ -389,6 +389,13 @@ class App:
     def inbox(self, caller: Caller, *, limit: int = 20, mark: bool = True, include_open: bool = True) -> dict[str, Any]:
         """The caller's open mail with envelopes; marks returned undelivered rows delivered."""
         self.require_caller(caller)
+        warnings = []
+        refusal = self.store.damage() or self.store.replaced() if mark else None
+        if refusal is not None:
+            # Reads go on where they can: nothing is marked delivered in a file that refuses writes.
+            mark = False
+            warnings.append({"code": refusal.code, "message": refusal.message + " Nothing was marked delivered.",
+                             "details": refusal.details, "hint": refusal.hint})
         rows, marked = self.mailbox.drain(caller.address, limit, mark=mark, include_open=include_open)
         views = []
         envelopes = []
@@ -407,6 +414,7 @@ class App:
             "openCount": sum(1 for v in views if v["open"]),
             "remainingCount": remaining,
             "renderedBlock": render_inbox(envelopes),
+            **({"warnings": warnings} if warnings else {}),
         }
 
     def status(self, caller: Caller, message_id: str) -> dict[str, Any]:
@@ -553,7 +561,8 @@ class App:
                 "exists": os.path.isdir(self.config.state_dir),
                 "private": _private(self.config.state_dir),
             },
-            "database": {"path": self.config.db_path, "pendingForCaller": pending, "integrity": integrity(self.store.conn)},
+            # ok, integrity, walBytes, walLimitBytes, and the refusal with its recovery step when not ok.
+            "database": {"path": self.config.db_path, "pendingForCaller": pending, **self.store.check_health()},
             "env": self.config.env_report(),
             "reminders": {
                 "limit": self.config.reminder_limit,

@@ -113,8 +113,13 @@ def _print_health(h: dict[str, Any]) -> None:
     click.echo(f"  state dir:  {h['stateDir']['path']} ({'exists' if h['stateDir']['exists'] else 'missing'})")
     if h["stateDir"]["exists"] and not h["stateDir"]["private"]:
         click.echo("  warning: other users can open the state dir; agent-link leaves existing dirs as they are")
-    if h["database"]["integrity"] != "ok":
-        click.echo(f"  DAMAGED database: {h['database']['integrity']} (move it aside to start afresh)")
+    db = h["database"]
+    click.echo(f"  database:   {db['path']} ({'ok' if db.get('ok', True) else 'REFUSING WRITES'}, WAL {db.get('walBytes', 0)} bytes)")
+    if db.get("problem"):
+        click.echo(f"  problem:    {db['problem']['message']}")
+        click.echo(f"  to fix:     {db['problem'].get('hint', '')}")
+    elif db["integrity"] != "ok":
+        click.echo(f"  integrity:  {db['integrity']}")
     click.echo(f"  plugins:    {', '.join(h['plugins']['loaded']) or 'none'}")
     for name, reason in h["plugins"]["failed"].items():
         click.echo(f"  BROKEN plugin {name}: {reason}")
@@ -163,8 +168,12 @@ def build_cli() -> click.Group:
     @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
     @click.pass_context
     def health(ctx: click.Context, as_json: bool) -> None:
-        """Show whether agent-link works here and what it sees."""
-        emit(get_app(ctx).health(), as_json, _print_health)
+        """Show whether agent-link works here and what it sees (exit 1 when the database
+        refuses writes: damaged, replaced)."""
+        data = get_app(ctx).health()
+        emit(data, as_json, _print_health)
+        if not data["database"].get("ok", True):
+            sys.exit(1)
 
     @cli.command(epilog=EXIT_HELP)
     @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
@@ -514,12 +523,16 @@ def main() -> None:
 
     try:
         build_cli()(prog_name="agent-link")
+    except AgentLinkError as exc:  # e.g. a write the store refused (busy, damaged, replaced)
+        fail(exc)
     except sqlite3.DatabaseError as exc:
         from agent_link_core.config import load_config
-        from agent_link_core.store import database_error
+        from agent_link_core.store import database_error, is_corruption, record_damage
 
         try:
             path = load_config().db_path
         except AgentLinkError:
             path = "agent-link.db"
+        if is_corruption(exc):
+            record_damage(path, None, str(exc))
         fail(database_error(path, exc))

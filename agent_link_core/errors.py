@@ -29,7 +29,8 @@ ERROR_CODES: tuple[str, ...] = (
     "active_turn_conflict",  # details: status, activeTurnId
     "upstream_error",  # details: method, rpcCode, rpcMessage
     "unsupported",  # details: capability
-    "state_io_error",  # details: path (relative to the state dir), errno
+    "state_io_error",  # details: path (relative to the state dir), errno, reason?
+    "state_busy",  # details: path, retryable (true), retryAfterMs: a lock timeout, retry
     "internal_error",  # details: cause (exception class name only)
 )
 # Besides the fixed codes, each harness has one "<harness>_unavailable" code (details:

@@ -15,6 +15,7 @@ clock, so no timer has to run (shared/reference/agent-link-behaviour.md §8):
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 from agent_link_core.addresses import ANTICIPATIONS, EXTERNAL, is_address, is_ulid
@@ -22,9 +23,10 @@ from agent_link_core.envelope import MAX_BODY_BYTES, escape_text, sanitize_text
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.store import now_ms
 
+import sqlite3
+
 TYPE_CHECKING = False  # no typing/dataclasses at run time: the hook fast path imports this
 if TYPE_CHECKING:
-    import sqlite3
     from typing import Any
 
     from agent_link_core.config import Config
@@ -316,10 +318,24 @@ class Mailbox:
 
     def count_open(self, recipient: str, *, undelivered_only: bool = False) -> int:
         """How many open messages ``recipient`` has (only undelivered ones with ``undelivered_only``)."""
-        sql = "SELECT COUNT(*) FROM messages WHERE recipient = ? AND open = 1"
+        sql = "SELECT COUNT(*) FROM messages {} WHERE recipient = ? AND open = 1"
         if undelivered_only:
             sql += " AND delivered_at IS NULL"
-        return int(self.store.conn.execute(sql, (recipient,)).fetchone()[0])
+        return int(self._select(self.store.conn, sql, (recipient,), retry_unindexed=True)[0][0])
+
+    @staticmethod
+    def _select(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...], *, retry_unindexed: bool) -> list[sqlite3.Row]:
+        """Run a read (``{}`` marks where ``NOT INDEXED`` may go). When SQLite finds an index
+        damaged, a read that changes nothing is retried on the table alone, so mail stays
+        readable from a damaged database."""
+        from agent_link_core.store import is_corruption
+
+        try:
+            return conn.execute(sql.format(""), params).fetchall()
+        except sqlite3.DatabaseError as exc:
+            if not retry_unindexed or not is_corruption(exc):
+                raise
+            return conn.execute(sql.format("NOT INDEXED"), params).fetchall()
 
     # -- writing ---------------------------------------------------------------------
 
@@ -405,18 +421,17 @@ class Mailbox:
         """
         at = now_ms()
         marked: list[str] = []
-        with self.store.write() as conn:
-            rows = conn.execute(
-                "SELECT * FROM messages WHERE recipient = ? AND open = 1 AND delivered_at IS NULL"
-                " ORDER BY sent_at, id LIMIT ?",
-                (recipient, limit),
-            ).fetchall()
+        # A peek only reads: it never waits for another process's write lock (WAL readers).
+        with self.store.write() if mark else contextlib.nullcontext(self.store.conn) as conn:
+            rows = self._select(
+                conn, "SELECT * FROM messages {} WHERE recipient = ? AND open = 1 AND delivered_at IS NULL"
+                " ORDER BY sent_at, id LIMIT ?", (recipient, limit), retry_unindexed=not mark,
+            )
             if include_open and len(rows) < limit:
-                rows += conn.execute(
-                    "SELECT * FROM messages WHERE recipient = ? AND open = 1 AND delivered_at IS NOT NULL"
-                    " ORDER BY sent_at, id LIMIT ?",
-                    (recipient, limit - len(rows)),
-                ).fetchall()
+                rows += self._select(
+                    conn, "SELECT * FROM messages {} WHERE recipient = ? AND open = 1 AND delivered_at IS NOT NULL"
+                    " ORDER BY sent_at, id LIMIT ?", (recipient, limit - len(rows)), retry_unindexed=not mark,
+                )
             if mark:
                 for row in rows:
                     if row["delivered_at"] is None:
@@ -606,14 +621,19 @@ class Mailbox:
         if state.status not in ("unresolved", "expired"):
             return
         at = now_ms()
-        with self.store.write() as conn:
-            cur = conn.execute(
-                "INSERT OR IGNORE INTO status_transitions (message_id, status, at) VALUES (?, ?, ?)",
-                (row["id"], state.status, at),
-            )
-            if cur.rowcount != 1:
-                return
-            self._event(conn, row["id"], "status_changed", at, None, None, {"status": state.status})
+        try:
+            with self.store.write() as conn:
+                cur = conn.execute(
+                    "INSERT OR IGNORE INTO status_transitions (message_id, status, at) VALUES (?, ?, ?)",
+                    (row["id"], state.status, at),
+                )
+                if cur.rowcount != 1:
+                    return
+                self._event(conn, row["id"], "status_changed", at, None, None, {"status": state.status})
+        except AgentLinkError:
+            # Busy, damaged or replaced: a read must not fail for this note; the next reader
+            # of a writable database records it.
+            return
         self._emit("status_changed", row["id"], at, None, {"status": state.status})
 
     def push_outcome(self, message_id: str) -> str:

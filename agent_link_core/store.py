@@ -11,6 +11,26 @@ each ``(owner, version)`` applies once, in version order, recorded in
 ``schema_migrations``. The core's own migrations are contributed by
 :mod:`agent_link_core.default_plugins` through the same hook.
 
+Nothing acknowledged may be lost, so the store guards the file it writes (docs/storage.md):
+
+* **identity**: before every write transaction the file at the configured path must still
+  be the file this process opened (same device and inode). A database deleted or replaced
+  under running processes is refused (``state_io_error``, reason ``replaced``) until the
+  original is back; what this process could still read is first saved beside it
+  (``<db>.rescued-<inode>``). A new database is never created next to a WAL file left by one
+  that is still open elsewhere.
+* **damage**: corruption reported by SQLite (``SQLITE_CORRUPT``, ``SQLITE_NOTADB``, a failed
+  ``quick_check``) is written to ``<db>.damaged``; from then on every process refuses writes
+  to that file (reason ``corrupt``, with the recovery step) while reads go on.
+* **busy** is not damage: a lock held past the busy timeout is ``state_busy`` (retry); a full
+  disk is ``state_io_error`` reason ``disk_full``. No message ever advises moving a database
+  that processes may hold open.
+* **WAL size**: after a write, a WAL larger than :data:`WAL_LIMIT_BYTES` is checkpointed with
+  ``TRUNCATE`` (which waits for readers), so a writer that never pauses cannot grow it without
+  bound; health reports its size.
+* **foreign files**: a path holding anything but an agent-link database is refused, never
+  chmodded or converted.
+
 Only light standard modules are imported: the hook fast path uses this module. Paths are
 ``str`` or ``os.PathLike``.
 """
@@ -28,8 +48,19 @@ from agent_link_core.errors import AgentLinkError
 TYPE_CHECKING = False  # no typing/pathlib/dataclasses at run time: the hook path imports this
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
+    from typing import Any
 
 BUSY_TIMEOUT_MS = 10_000
+WAL_LIMIT_BYTES = 64 * 1024 * 1024
+SCHEMA_MIGRATIONS_SQL = (
+    "CREATE TABLE IF NOT EXISTS schema_migrations ("
+    " owner TEXT NOT NULL, version INTEGER NOT NULL, applied_at INTEGER NOT NULL,"
+    " PRIMARY KEY (owner, version))"
+)
+SQLITE_HEADER = b"SQLite format 3\x00"
+# SQLite primary result codes (https://www.sqlite.org/rescode.html).
+SQLITE_BUSY, SQLITE_LOCKED, SQLITE_READONLY, SQLITE_IOERR, SQLITE_CORRUPT, SQLITE_FULL, SQLITE_NOTADB = 5, 6, 8, 10, 11, 13, 26
+STORAGE_FAILURES = frozenset({SQLITE_BUSY, SQLITE_LOCKED, SQLITE_READONLY, SQLITE_IOERR, SQLITE_CORRUPT, SQLITE_FULL, SQLITE_NOTADB})
 
 
 class Migration:
@@ -177,13 +208,86 @@ def state_io_error(path: str | os.PathLike[str], exc: OSError, state_dir: str | 
     )
 
 
-def database_error(path: str, exc: sqlite3.DatabaseError) -> AgentLinkError:
-    """``state_io_error`` for a damaged or unreadable database (SQLite ``DatabaseError``)."""
+def recovery_step(path: str) -> str:
+    """The exact steps that rebuild a damaged database (for hints and health)."""
+    return (
+        "Stop every agent-link process (close the agent sessions and hosts using it), then rebuild it with the "
+        f"sqlite3 shell: sqlite3 '{path}' .recover | sqlite3 '{path}.recovered' && mv '{path}' '{path}.damaged-copy' "
+        f"&& mv '{path}.recovered' '{path}'; start the sessions again."
+    )
+
+
+def _result_code(exc: BaseException) -> int | None:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF  # extended codes carry the primary code in the low byte
+    text = str(exc).lower()
+    for needle, primary in (("locked", SQLITE_BUSY), ("malformed", SQLITE_CORRUPT), ("not a database", SQLITE_NOTADB),
+                            ("disk is full", SQLITE_FULL), ("disk i/o", SQLITE_IOERR), ("readonly", SQLITE_READONLY)):
+        if needle in text:
+            return primary
+    return None
+
+
+def is_corruption(exc: BaseException) -> bool:
+    """True when SQLite reported the file itself as damaged (not busy, not a full disk)."""
+    return _result_code(exc) in (SQLITE_CORRUPT, SQLITE_NOTADB)
+
+
+def busy_error(path: str) -> AgentLinkError:
+    """``state_busy``: another process held the write lock past the busy timeout."""
+    return AgentLinkError(
+        "state_busy",
+        f"The agent-link database {os.path.basename(path)} is busy: another agent-link process held its write lock "
+        f"for more than {BUSY_TIMEOUT_MS // 1000} s. Nothing of this call was stored.",
+        {"path": os.path.basename(path), "retryable": True, "retryAfterMs": 1000},
+        hint="Retry in a moment; the database is fine.",
+    )
+
+
+def database_error(path: str, exc: sqlite3.Error | OSError) -> AgentLinkError:
+    """The error for a failed database operation, by SQLite's (or the OS's) own verdict.
+
+    ``state_busy`` for a lock timeout; ``state_io_error`` with ``details.reason``
+    ``disk_full``, ``corrupt`` (with :func:`recovery_step`), ``read_only`` or ``io_error``.
+    """
+    name = os.path.basename(path)
+    code = _result_code(exc)
+    if isinstance(exc, OSError):
+        code = SQLITE_FULL if exc.errno in (errno_mod.ENOSPC, errno_mod.EDQUOT) else SQLITE_IOERR
+    if code in (SQLITE_BUSY, SQLITE_LOCKED):
+        return busy_error(path)
+    if code == SQLITE_FULL:
+        return AgentLinkError(
+            "state_io_error",
+            f"The disk holding the agent-link database {path} is full; nothing of this call was stored.",
+            {"path": name, "errno": "ENOSPC", "reason": "disk_full"},
+            hint="Free disk space there, then retry; the database itself is fine.",
+        )
+    if code in (SQLITE_CORRUPT, SQLITE_NOTADB):
+        return corrupt_error(path, str(exc))
+    if code == SQLITE_READONLY:
+        return AgentLinkError(
+            "state_io_error", f"The agent-link database {path} is read-only for this process ({exc}).",
+            {"path": name, "errno": type(exc).__name__, "reason": "read_only"},
+            hint="Give the user running agent-link write access to the file and its folder.",
+        )
     return AgentLinkError(
         "state_io_error",
-        f"The agent-link database {path} is damaged or unreadable ({exc}).",
-        {"path": os.path.basename(path), "errno": type(exc).__name__},
-        hint="Move the file aside (keep it for recovery) and retry; agent-link starts a new one.",
+        f"The agent-link database {path} could not be used ({exc}).",
+        {"path": name, "errno": type(exc).__name__, "reason": "io_error"},
+        hint="Check the disk and the file's permissions, then retry.",
+    )
+
+
+def corrupt_error(path: str, found: str) -> AgentLinkError:
+    """``state_io_error`` (reason ``corrupt``) with :func:`recovery_step` as the hint."""
+    return AgentLinkError(
+        "state_io_error",
+        f"SQLite reports the agent-link database {path} as damaged ({found}); writes are refused so nothing more is "
+        "lost, reads still work where they can.",
+        {"path": os.path.basename(path), "errno": "SQLITE_CORRUPT", "reason": "corrupt"},
+        hint=recovery_step(path),
     )
 
 
@@ -195,39 +299,148 @@ def integrity(conn: sqlite3.Connection) -> str:
         return str(exc)
 
 
+def not_ours_error(path: str, why: str) -> AgentLinkError:
+    """``state_io_error`` (reason ``not_agent_link``): the path holds something else."""
+    return AgentLinkError(
+        "state_io_error",
+        f"{path} is not an agent-link database ({why}); agent-link leaves it untouched.",
+        {"path": os.path.basename(path), "errno": "EEXIST", "reason": "not_agent_link"},
+        hint="Point AGENT_LINK_MAILBOX_PATH (or AGENT_LINK_STATE_DIR) at an agent-link database or a path that does not "
+             "exist yet.",
+    )
+
+
+def record_damage(path: str, identity: tuple[int, int] | None, reason: str) -> None:
+    """Write ``<path>.damaged`` (0600) naming the damaged file by ``(device, inode)``
+    (default: the file now at ``path``); every process then refuses writes to that file."""
+    import json
+
+    try:
+        if identity is None:
+            st = os.stat(path)
+            identity = (st.st_dev, st.st_ino)
+        marker = path + ".damaged"
+        tmp = f"{marker}.{os.getpid()}"
+        fd = os.open(tmp, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump({"dev": identity[0], "ino": identity[1], "reason": reason, "at": now_ms()}, f)
+        os.replace(tmp, marker)
+    except OSError:
+        pass  # the refusal still reaches this caller; other processes find the damage themselves
+
+
 class Store:
     """A connection to the state database for one process (or one thread).
 
-    :param path: database file; its directory is created 0700, the file 0600.
+    :param path: database file; its directory is created 0700, the file 0600. An existing
+        file must be an agent-link database (never chmodded or converted otherwise).
     :param migrations: migrations to apply on open (the core's plus plugins').
-    :raises AgentLinkError: ``state_io_error`` when the file cannot be opened or migrated.
+    :param wal_limit_bytes: WAL size above which a write ends with a ``TRUNCATE`` checkpoint.
+    :raises AgentLinkError: ``state_io_error`` when the file cannot be opened, is not an
+        agent-link database (reason ``not_agent_link``), or its WAL belongs to a database moved or deleted while open (``orphan_wal``);
+        ``state_busy`` when a migration waited too long for the write lock.
     """
 
-    def __init__(self, path: str | os.PathLike[str], migrations: Iterable[Migration] = CORE_MIGRATIONS) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], migrations: Iterable[Migration] = CORE_MIGRATIONS,
+        wal_limit_bytes: int = WAL_LIMIT_BYTES,
+    ) -> None:
         self.path = os.fspath(path)
+        self.wal_limit_bytes = wal_limit_bytes
+        self.identity: tuple[int, int] | None = None
+        self._savepoints = 0
         ensure_private_dir(os.path.dirname(self.path) or ".")
         try:
-            fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600)
-            os.close(fd)
-            if (os.stat(self.path).st_mode & 0o777) != 0o600:
-                os.chmod(self.path, 0o600)
+            if not os.path.lexists(self.path):
+                self._create()
+            self._check_file()
             self.conn = sqlite3.connect(
                 self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
             )
+            st = os.stat(self.path)
+            self.identity = (st.st_dev, st.st_ino)
             self.conn.row_factory = sqlite3.Row
             self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            try:
+                self._check_ours()
+            except sqlite3.DatabaseError as exc:
+                if _result_code(exc) != SQLITE_NOTADB:
+                    raise
+                raise not_ours_error(self.path, "SQLite cannot read it as a database") from exc
+            if (st.st_mode & 0o777) != 0o600:
+                os.chmod(self.path, 0o600)  # ours: it may have been created by an older version
             self.conn.execute("PRAGMA journal_mode = WAL")
             self.conn.execute("PRAGMA synchronous = NORMAL")
             self.conn.execute("PRAGMA foreign_keys = ON")
+            # After a checkpoint resets the WAL, SQLite truncates the file to this size.
+            self.conn.execute(f"PRAGMA journal_size_limit = {self.wal_limit_bytes}")
             self.migrate(migrations)
+        except AgentLinkError:
+            self._close_quietly()
+            raise
         except sqlite3.Error as exc:
-            raise AgentLinkError(
-                "state_io_error",
-                f"The agent-link database at {self.path} could not be opened: {exc}.",
-                {"path": os.path.basename(self.path), "errno": type(exc).__name__},
-            ) from exc
+            self._close_quietly()
+            raise database_error(self.path, exc) from exc
         except OSError as exc:
+            self._close_quietly()
             raise state_io_error(self.path, exc) from exc
+
+    # -- opening -----------------------------------------------------------------------
+
+    def _create(self) -> None:
+        """Create a new database atomically: built under a temporary name, then linked into
+        place, so no process ever sees an empty or half-made file at the path."""
+        for leftover in (self.path + "-wal", self.path + "-shm"):
+            if os.path.exists(leftover) and os.path.getsize(leftover) > 0:
+                raise AgentLinkError(
+                    "state_io_error",
+                    f"{leftover} exists but {os.path.basename(self.path)} does not: the database was moved or deleted "
+                    "while agent-link processes had it open, and that WAL file still holds its newest mail.",
+                    {"path": os.path.basename(self.path), "errno": "ENOENT", "reason": "orphan_wal"},
+                    hint=f"Put the database back at {self.path}. If it is gone and no agent-link process runs any more, "
+                         f"keep a copy of {leftover} for recovery and delete it and {self.path}-shm.",
+                )
+        tmp = f"{self.path}.{os.getpid()}.{time.monotonic_ns()}.new"
+        fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        try:
+            os.fchmod(fd, 0o600)  # whatever the umask
+            os.close(fd)
+            conn = sqlite3.connect(tmp, isolation_level=None)
+            try:
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute(SCHEMA_MIGRATIONS_SQL)
+            finally:
+                conn.close()
+            try:
+                os.link(tmp, self.path)  # fails if another process created it meanwhile: use theirs
+            except FileExistsError:
+                pass
+            except OSError:  # a file system without hard links
+                if not os.path.lexists(self.path):
+                    os.rename(tmp, self.path)
+        finally:
+            for name in (tmp, tmp + "-wal", tmp + "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(name)
+
+    def _check_file(self) -> None:
+        """Refuse a path that is not a regular file starting with SQLite's header."""
+        if not os.path.isfile(self.path):
+            raise not_ours_error(self.path, "it is a directory or a special file")
+        with open(self.path, "rb") as f:
+            header = f.read(len(SQLITE_HEADER))
+        if header != SQLITE_HEADER:
+            raise not_ours_error(self.path, "it is empty" if not header else "it is not an SQLite file")
+
+    def _check_ours(self) -> None:
+        row = self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").fetchone()
+        if row is None:
+            raise not_ours_error(self.path, "an SQLite file without agent-link's tables")
+
+    def _close_quietly(self) -> None:
+        conn = getattr(self, "conn", None)
+        if conn is not None:
+            conn.close()
 
     @classmethod
     def open_existing(cls, path: str | os.PathLike[str]) -> Store | None:
@@ -240,16 +453,162 @@ class Store:
         """Close the connection (the database file stays)."""
         self.conn.close()
 
+    # -- guarding writes ---------------------------------------------------------------
+
+    @property
+    def damage_marker(self) -> str:
+        """The file recording that SQLite found this database damaged."""
+        return self.path + ".damaged"
+
+    def replaced(self) -> AgentLinkError | None:
+        """The refusal when the configured path no longer holds the file this connection
+        writes (deleted, moved away, or another file put there); else None. One ``stat``."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            current = None
+        except OSError as exc:
+            return state_io_error(self.path, exc)
+        else:
+            current = (st.st_dev, st.st_ino)
+        if current == self.identity:
+            return None
+        rescued = self._rescue() if current is None else None
+        saved = f" What this process could still read was saved to {rescued}." if rescued else ""
+        return AgentLinkError(
+            "state_io_error",
+            f"The agent-link database {self.path} was {'deleted or moved away' if current is None else 'replaced'} while "
+            f"this process had it open; nothing more is accepted, so nothing acknowledged is lost.{saved}",
+            {"path": os.path.basename(self.path), "errno": "ESTALE", "reason": "replaced",
+             **({"rescuedTo": rescued} if rescued else {})},
+            hint=f"Put the original file back at {self.path} (processes continue where they stopped), or restart every "
+                 "agent-link process (MCP servers, hosts) to use the file now there.",
+        )
+
+    def _rescue(self) -> str | None:
+        """Copy what this connection still reads of a deleted database beside its path, once
+        per inode (``<db>.rescued-<inode>``, 0600). None when it cannot."""
+        assert self.identity is not None
+        target = f"{self.path}.rescued-{self.identity[1]}"
+        if os.path.exists(target):
+            return target
+        try:
+            fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+            os.close(fd)
+            dest = sqlite3.connect(target)
+            try:
+                self.conn.backup(dest)
+            finally:
+                dest.close()
+            return target
+        except FileExistsError:
+            return target
+        except (OSError, sqlite3.Error):
+            return None
+
+    def damage(self) -> AgentLinkError | None:
+        """The refusal recorded for this file by a process that found it damaged, else None."""
+        try:
+            with open(self.damage_marker, encoding="utf-8") as f:
+                import json
+
+                found = json.load(f)
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError):
+            found = {}
+        if self.identity is not None and [found.get("dev"), found.get("ino")] != list(self.identity):
+            return None  # left by a database that has since been rebuilt
+        return corrupt_error(self.path, str(found.get("reason") or "recorded by another process"))
+
+    def mark_damaged(self, reason: str) -> None:
+        """Record that SQLite found this database damaged, so every process stops writing."""
+        if self.identity is not None:
+            record_damage(self.path, self.identity, reason)
+
+    def failure(self, exc: sqlite3.Error | OSError) -> AgentLinkError:
+        """:func:`database_error` for ``exc``; corruption is also recorded (:meth:`mark_damaged`)."""
+        if isinstance(exc, sqlite3.Error) and is_corruption(exc):
+            self.mark_damaged(str(exc))
+        return database_error(self.path, exc)
+
+    def check_writable(self) -> None:
+        """Raise the refusal when this file may not take writes now (replaced, damaged)."""
+        problem = self.replaced() or self.damage()
+        if problem is not None:
+            raise problem
+
+    def check_health(self) -> dict[str, Any]:
+        """The database part of health: ``ok``, ``integrity`` (quick_check), ``walBytes``,
+        and ``problem`` (the refusal's ``{code, message, details, hint}``) when not ok.
+        A failed quick_check is recorded as damage."""
+        problem = self.replaced()
+        verdict = integrity(self.conn)
+        if problem is None and verdict != "ok":
+            self.mark_damaged(verdict)
+        problem = problem or self.damage()
+        out: dict[str, Any] = {"ok": problem is None, "integrity": verdict, "walBytes": self.wal_bytes(),
+                               "walLimitBytes": self.wal_limit_bytes}
+        if problem is not None:
+            out["problem"] = problem.to_dict()
+        return out
+
+    def wal_bytes(self) -> int:
+        """The current size of the WAL file in bytes (0 when absent)."""
+        try:
+            return os.stat(self.path + "-wal").st_size
+        except OSError:
+            return 0
+
+    def _bound_wal(self) -> None:
+        if self.wal_bytes() > self.wal_limit_bytes:
+            # TRUNCATE waits (busy timeout) for readers to leave old snapshots, then empties the WAL.
+            with contextlib.suppress(sqlite3.OperationalError):
+                self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+
     @contextlib.contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
-        """One short write transaction (``BEGIN IMMEDIATE``); rolled back on any error."""
-        self.conn.execute("BEGIN IMMEDIATE")
+        """One short write transaction (``BEGIN IMMEDIATE``); rolled back on any error.
+
+        Inside another write of this connection it is a savepoint of that transaction (so
+        an observer can write in the transaction of the change it records).
+
+        :raises AgentLinkError: the refusal of :meth:`check_writable`; ``state_busy`` when
+            the write lock stayed taken past the busy timeout; ``state_io_error`` for a full
+            disk or a damaged file (see :func:`database_error`).
+        """
+        if self.conn.in_transaction:
+            self._savepoints += 1
+            name = f"agent_link_{self._savepoints}"
+            self.conn.execute(f"SAVEPOINT {name}")
+            try:
+                yield self.conn
+            except BaseException:
+                self.conn.execute(f"ROLLBACK TO {name}")
+                self.conn.execute(f"RELEASE {name}")
+                raise
+            finally:
+                self._savepoints -= 1
+            self.conn.execute(f"RELEASE {name}")
+            return
+        self.check_writable()
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise self.failure(exc) from exc
         try:
             yield self.conn
-        except BaseException:
-            self.conn.execute("ROLLBACK")
+            self.conn.execute("COMMIT")
+            # Replaced while we wrote: the change went to the old file (rescued beside the
+            # path), so it is not acknowledged.
+            self.check_writable()
+        except BaseException as exc:
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error) and _result_code(exc) in STORAGE_FAILURES:
+                raise self.failure(exc) from exc
             raise
-        self.conn.execute("COMMIT")
+        self._bound_wal()
 
     def migrate(self, migrations: Iterable[Migration]) -> None:
         """Apply pending migrations, each in its own transaction, exactly once.
@@ -257,11 +616,7 @@ class Store:
         :raises sqlite3.Error: when a migration's SQL fails (nothing of it is kept).
         """
         wanted = sorted(migrations, key=lambda m: (m.owner != "core", m.owner, m.version))
-        self.conn.execute(
-            "CREATE TABLE IF NOT EXISTS schema_migrations ("
-            " owner TEXT NOT NULL, version INTEGER NOT NULL, applied_at INTEGER NOT NULL,"
-            " PRIMARY KEY (owner, version))"
-        )
+        self.conn.execute(SCHEMA_MIGRATIONS_SQL)
         done = {(r[0], r[1]) for r in self.conn.execute("SELECT owner, version FROM schema_migrations")}
         for migration in wanted:
             if (migration.owner, migration.version) in done:

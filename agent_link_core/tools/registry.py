@@ -25,7 +25,6 @@ from jsonschema import Draft202012Validator
 
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.model import Caller
-from agent_link_core.store import database_error
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
@@ -208,8 +207,10 @@ async def run_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | None
     except AgentLinkError as exc:
         return {"ok": False, "error": exc.to_dict()}
     except sqlite3.DatabaseError as exc:
-        logging.getLogger(__name__).exception("tool %s: database error", spec.name)
-        return {"ok": False, "error": database_error(app.store.path, exc).to_dict()}
+        error = app.store.failure(exc)  # records corruption, so every process stops writing
+        if error.code != "state_busy":
+            logging.getLogger(__name__).warning("tool %s: %s", spec.name, error.message)
+        return {"ok": False, "error": error.to_dict()}
     except Exception as exc:  # the contract promises a result object, never a crash
         logging.getLogger(__name__).exception("tool %s failed", spec.name)
         return {"ok": False, "error": {"code": "internal_error", "message": f"{spec.name} failed unexpectedly.",

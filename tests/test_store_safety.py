@@ -1,0 +1,260 @@
+"""Nothing acknowledged is lost: a database deleted, moved, replaced, damaged, full, busy or
+foreign is refused with its own error, never silently written to (issue reproductions)."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from agent_link_core import store as store_mod
+from agent_link_core.app import App
+from agent_link_core.cli import build_cli
+from agent_link_core.errors import AgentLinkError
+from agent_link_core.model import Caller
+from agent_link_core.store import Store
+from agent_link_testing.plugin_suites import call_tool
+
+ALICE = Caller("test:alice", "config", "test")
+BOB = Caller("test:bob", "config", "test")
+
+
+@pytest.fixture
+def app(monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", "codex claude")
+    apps: list[App] = []
+
+    def make() -> App:
+        apps.append(App.create())
+        return apps[-1]
+
+    yield make
+    for a in apps:
+        a.store.close()
+
+
+async def send(app: App, text: str) -> dict[str, Any]:
+    return await call_tool(app, "message_agent", {"to": "test:bob", "message": text}, ALICE)
+
+
+def count(path: Path) -> int:
+    conn = sqlite3.connect(path)
+    try:
+        return int(conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def no_move_advice(error: dict[str, Any]) -> None:
+    text = f"{error.get('message')} {error.get('hint')}".lower()
+    assert "aside" not in text and "start afresh" not in text
+
+
+@pytest.mark.anyio
+async def test_deleted_database_refuses_and_rescues(app: Any, isolated_env: Path) -> None:
+    a = app()
+    db = Path(a.store.path)
+    for n in range(10):
+        assert (await send(a, f"before {n}"))["ok"]
+    db.unlink()
+    refused = await send(a, "after the delete")
+    assert refused["ok"] is False and refused["error"]["details"]["reason"] == "replaced"
+    no_move_advice(refused["error"])
+    rescued = Path(refused["error"]["details"]["rescuedTo"])
+    assert count(rescued) == 10 and stat.S_IMODE(rescued.stat().st_mode) == 0o600  # all ten acknowledged sends kept
+    health = a.health()
+    assert health["database"]["ok"] is False and health["database"]["problem"]["details"]["reason"] == "replaced"
+    # A new process must not start a fresh database beside the WAL the old file still uses.
+    with pytest.raises(AgentLinkError) as orphan:
+        App.create()
+    assert orphan.value.details["reason"] == "orphan_wal"
+
+
+@pytest.mark.anyio
+async def test_moved_database_refuses_until_it_is_back(app: Any, isolated_env: Path) -> None:
+    a = app()
+    db = Path(a.store.path)
+    for n in range(15):
+        assert (await send(a, f"before {n}"))["ok"]
+    aside = db.with_name("moved.db")
+    db.rename(aside)
+    refused = await send(a, "while moved")
+    assert refused["ok"] is False and refused["error"]["details"]["reason"] == "replaced"
+    cli = CliRunner().invoke(build_cli(), ["health"])
+    assert cli.exit_code == 1  # no fresh database is made while the WAL of the open one is there
+    aside.rename(db)
+    assert (await send(a, "back again"))["ok"]
+    assert a.health()["database"]["ok"] is True
+    a.store.close()
+    assert count(db) == 16
+
+
+@pytest.mark.anyio
+async def test_replaced_database_is_refused(app: Any, isolated_env: Path) -> None:
+    a = app()
+    db = Path(a.store.path)
+    assert (await send(a, "first"))["ok"]
+    other = Store(isolated_env / "other.db")
+    other.close()
+    os.replace(isolated_env / "other.db", db)
+    refused = await send(a, "second")
+    assert refused["error"]["details"]["reason"] == "replaced" and "restart" in refused["error"]["hint"]
+
+
+def corrupt(db: Path) -> None:
+    """Overwrite the pages of the messages table's secondary indexes with garbage (the file is closed)."""
+    conn = sqlite3.connect(db)
+    pages = [r[0] for r in conn.execute(
+        "SELECT rootpage FROM sqlite_master WHERE type = 'index' AND tbl_name = 'messages'"
+        " AND name NOT LIKE 'sqlite_autoindex%'")]
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    conn.close()
+    with open(db, "r+b") as f:
+        for page in pages:
+            f.seek((page - 1) * page_size)
+            f.write(b"\xff" * page_size)
+
+
+@pytest.mark.anyio
+async def test_corruption_stops_writes_and_health_fails(app: Any, isolated_env: Path) -> None:
+    a = app()
+    sent = [await send(a, f"message {n}") for n in range(5)]
+    db = Path(a.store.path)
+    a.store.close()
+    corrupt(db)
+    b = app()
+    health = b.health()
+    assert health["database"]["ok"] is False and health["database"]["integrity"] != "ok"
+    problem = health["database"]["problem"]
+    assert problem["details"]["reason"] == "corrupt" and ".recover" in problem["hint"]
+    no_move_advice(problem)
+    refused = await send(b, "into a damaged file")
+    assert refused["ok"] is False and refused["error"]["details"]["reason"] == "corrupt"
+    # What can be read still is: a message by its id (the table itself is intact).
+    status = await call_tool(b, "get_agent_link_message_status", {"messageId": sent[0]["messageId"]}, ALICE)
+    assert status["ok"] and status["delivery"] == "queued"
+    # Another process finds the damage recorded and refuses too; the CLI health exits 1.
+    c = app()
+    assert (await send(c, "from another process"))["error"]["details"]["reason"] == "corrupt"
+    result = CliRunner().invoke(build_cli(), ["health"])
+    assert result.exit_code == 1 and ".recover" in result.output
+    # Inbox reads go on without marking anything delivered.
+    inbox = b.inbox(BOB)
+    assert inbox["markedDelivered"] == [] and inbox["warnings"][0]["details"]["reason"] == "corrupt"
+
+
+@pytest.mark.anyio
+async def test_full_disk_is_its_own_error_and_loses_nothing(app: Any) -> None:
+    a = app()
+    assert (await send(a, "fits"))["ok"]
+    pages = a.store.conn.execute("PRAGMA page_count").fetchone()[0]
+    a.store.conn.execute(f"PRAGMA max_page_count = {pages}")  # the file may not grow: SQLITE_FULL
+    big = "x" * 60_000
+    outcome = None
+    for _ in range(20):
+        outcome = await send(a, big)
+        if not outcome["ok"]:
+            break
+    assert outcome is not None and outcome["ok"] is False
+    assert outcome["error"]["details"]["reason"] == "disk_full" and "full" in outcome["error"]["message"]
+    no_move_advice(outcome["error"])
+    assert a.health()["database"]["ok"] is True  # full is not damage
+    a.store.conn.execute("PRAGMA max_page_count = 1073741823")
+    assert (await send(a, "after space was freed"))["ok"]
+    inbox = a.inbox(BOB, limit=50, mark=False)
+    assert inbox["messages"][0]["bodyBytes"] == len("fits")
+
+
+@pytest.mark.anyio
+async def test_busy_database_is_busy_not_damaged(app: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store_mod, "BUSY_TIMEOUT_MS", 300)
+    a = app()
+    first = await send(a, "before the lock")
+    holder = sqlite3.connect(a.store.path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    try:
+        peek = a.inbox(BOB, mark=False)  # pure reads never wait on the writer
+        assert [m["id"] for m in peek["messages"]] == [first["messageId"]]
+        status = await call_tool(a, "get_agent_link_message_status", {"messageId": first["messageId"]}, ALICE)
+        assert status["ok"]
+        inspected = await call_tool(a, "agent_link_mailbox_inspect", {}, ALICE)
+        assert inspected["ok"] and len(inspected["messages"]) == 1
+        busy = await send(a, "while locked")
+        assert busy["ok"] is False and busy["error"]["code"] == "state_busy"
+        assert busy["error"]["details"]["retryable"] is True and "retry" in busy["error"]["hint"].lower()
+        no_move_advice(busy["error"])
+        assert a.health()["database"]["ok"] is True
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert (await send(a, "after the lock"))["ok"]
+
+
+def test_wal_stays_bounded_under_a_writer_that_never_pauses(isolated_env: Path) -> None:
+    limit = 256 * 1024
+    store = Store(isolated_env / "agent-link.db", wal_limit_bytes=limit)
+    store.conn.execute("CREATE TABLE IF NOT EXISTS filler (x BLOB)")
+    stop = threading.Event()
+
+    def readers() -> None:
+        # Two connections whose read transactions always overlap: one is open at every moment.
+        conns = [sqlite3.connect(store.path, isolation_level=None, check_same_thread=False) for _ in range(2)]
+        conns[0].execute("BEGIN")
+        conns[0].execute("SELECT COUNT(*) FROM filler").fetchone()
+        turn = 1
+        while not stop.is_set():
+            conns[turn].execute("BEGIN")
+            conns[turn].execute("SELECT COUNT(*) FROM filler").fetchone()
+            conns[1 - turn].execute("COMMIT")
+            turn = 1 - turn
+        conns[1 - turn].execute("COMMIT")
+        for c in conns:
+            c.close()
+
+    reader = threading.Thread(target=readers)
+    reader.start()
+    biggest = 0
+    try:
+        for _ in range(1500):  # ~6 MB of pages through the WAL: 24 times the limit
+            with store.write() as conn:
+                conn.execute("INSERT INTO filler VALUES (randomblob(4000))")
+            biggest = max(biggest, store.wal_bytes())
+    finally:
+        stop.set()
+        reader.join()
+    assert biggest <= 2 * limit
+    assert store.check_health()["walBytes"] <= 2 * limit
+    store.close()
+
+
+@pytest.mark.parametrize("content", [b"", b"my notes\n", b"SQLite format 3\x00" + b"\x00" * 100, "sqlite-other", "dir"])
+def test_a_foreign_file_is_refused_untouched(isolated_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               content: Any) -> None:
+    target = tmp_path / "notes.txt"
+    if content == "dir":
+        target.mkdir()
+    elif content == "sqlite-other":
+        conn = sqlite3.connect(target)
+        conn.execute("CREATE TABLE mine (x)")
+        conn.commit()
+        conn.close()
+    else:
+        target.write_bytes(content)
+    if not target.is_dir():
+        target.chmod(0o644)
+    before = (target.stat().st_mode, None if target.is_dir() else target.read_bytes())
+    monkeypatch.setenv("AGENT_LINK_MAILBOX_PATH", str(target))
+    monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", "codex claude")
+    with pytest.raises(AgentLinkError) as refused:
+        App.create()
+    assert refused.value.details["reason"] == "not_agent_link"
+    assert "AGENT_LINK_MAILBOX_PATH" in (refused.value.hint or "")
+    assert (target.stat().st_mode, None if target.is_dir() else target.read_bytes()) == before
+    result = CliRunner().invoke(build_cli(), ["health"])
+    assert result.exit_code == 1 and "not an agent-link database" in result.output and "Traceback" not in result.output
