@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any, Callable
 import pluggy
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
+    import sqlite3
+
     import click
 
     from agent_link_core.app import App
@@ -165,7 +167,27 @@ def agent_link_on_event(event: Event, app: App) -> None:
         mailbox); optional in implementations (pluggy passes only the arguments they take).
 
     Called after the change is committed. An exception here is logged and never undoes or
-    fails the change (receipts listen here).
+    fails the change (records that must commit with the change belong in
+    ``agent_link_record_event``).
+    """
+
+
+@_hookspec
+def agent_link_record_event(event: Event, conn: sqlite3.Connection, app: App) -> None:
+    """Write what must be stored together with a mailbox change, in the change's transaction.
+
+    :param event: the :class:`~agent_link_core.mailbox.Event` about to be committed (kinds as
+        for ``agent_link_on_event``); ``event.notes`` carries facts to this plugin's own
+        ``agent_link_on_event`` (e.g. what to append to a file once committed).
+    :param conn: the database connection inside the open write transaction (also reachable
+        as ``app.store.conn``); reads through it see the uncommitted change.
+    :param app: the :class:`~agent_link_core.app.App` of this process; optional in
+        implementations (pluggy passes only the arguments they take).
+
+    Called inside the write transaction, before the commit, each implementation in its own
+    savepoint: a crash can never leave the change without its record. An exception is logged
+    and undoes only that implementation's writes. No I/O outside the database here; do it in
+    ``agent_link_on_event`` after the commit.
     """
 
 

@@ -374,7 +374,8 @@ class Mailbox:
             )
             self._event(conn, msg.id, "sent", at, msg.sender.address, None, {"to": msg.recipient})
             row = conn.execute("SELECT * FROM messages WHERE id = ?", (msg.id,)).fetchone()
-        self._emit("sent", msg.id, at, msg.sender.address, {"to": msg.recipient, "addressedTo": msg.to}, result)
+            staged = self._stage("sent", msg.id, at, msg.sender.address, {"to": msg.recipient, "addressedTo": msg.to}, result)
+        self._publish(staged)
         return row, True
 
     def mark_delivered(self, message_id: str, via: str, evidence: dict[str, Any] | None = None) -> bool:
@@ -394,7 +395,8 @@ class Mailbox:
                             {"evidence": evidence or {}, "afterResolution": True})
                 return True
             self._set_delivered(conn, row, at, via, evidence)
-        self._emit("delivered", message_id, at, row["recipient"], {"via": via, "evidence": evidence or {}})
+            staged = self._stage("delivered", message_id, at, row["recipient"], {"via": via, "evidence": evidence or {}})
+        self._publish(staged)
         return True
 
     def _set_delivered(self, conn: sqlite3.Connection, row: sqlite3.Row, at: int, via: str, evidence: dict[str, Any] | None) -> None:
@@ -421,6 +423,7 @@ class Mailbox:
         """
         at = now_ms()
         marked: list[str] = []
+        staged: list[Event | None] = []
         # A peek only reads: it never waits for another process's write lock (WAL readers).
         with self.store.write() if mark else contextlib.nullcontext(self.store.conn) as conn:
             rows = self._select(
@@ -437,10 +440,10 @@ class Mailbox:
                     if row["delivered_at"] is None:
                         self._set_delivered(conn, row, at, "inbox", None)
                         marked.append(row["id"])
+                        staged.append(self._stage("delivered", row["id"], at, recipient, {"via": "inbox"}))
                 ids = [r["id"] for r in rows]
                 rows = [conn.execute("SELECT * FROM messages WHERE id = ?", (i,)).fetchone() for i in ids]
-        for message_id in marked:
-            self._emit("delivered", message_id, at, recipient, {"via": "inbox"})
+        self._publish(*staged)
         return rows, marked
 
     def resolve(
@@ -509,10 +512,13 @@ class Mailbox:
                 (at, at, at, message_id),
             )
             self._event(conn, message_id, "resolved", at, caller.address, None, {"kind": kind, "late": late})
+            staged = [
+                self._stage("sent", reply_row["id"], at, caller.address, {"to": reply_row["recipient"], "inReplyTo": message_id},
+                            result) if reply_row is not None else None,
+                self._stage("resolved", message_id, at, caller.address, {"kind": kind, "late": late, "status": STATUS_BY_KIND[kind]}),
+            ]
         resolution = {"kind": kind, "by": caller.address, "at": iso(at), "late": late, "replyMessageId": reply.id if reply else None}
-        if reply_row is not None:
-            self._emit("sent", reply_row["id"], at, caller.address, {"to": reply_row["recipient"], "inReplyTo": message_id}, result)
-        self._emit("resolved", message_id, at, caller.address, {"kind": kind, "late": late, "status": STATUS_BY_KIND[kind]})
+        self._publish(*staged)
         return resolution, reply_row
 
     def _insert_reply(self, conn: sqlite3.Connection, reply: OutgoingMessage, at: int) -> sqlite3.Row:
@@ -560,7 +566,8 @@ class Mailbox:
             if cur.rowcount != 1:
                 return False
             self._event(conn, message_id, "reminded", at, to, via, {"n": n})
-        self._emit("reminded", message_id, at, to, {"n": n, "via": via})
+            staged = self._stage("reminded", message_id, at, to, {"n": n, "via": via})
+        self._publish(staged)
         return True
 
     def claim_nudge_block(self, recipient: str, now: int | None = None) -> bool:
@@ -607,7 +614,8 @@ class Mailbox:
                 (new_recipient, message_id),
             )
             self._event(conn, message_id, "released", at, actor, None, {"from": row["recipient"], "to": new_recipient})
-        self._emit("released", message_id, at, actor, {"from": row["recipient"], "to": new_recipient})
+            staged = self._stage("released", message_id, at, actor, {"from": row["recipient"], "to": new_recipient})
+        self._publish(staged)
         return True
 
     def record_event(self, message_id: str, kind: str, actor: str | None, via: str | None, data: dict[str, Any]) -> None:
@@ -630,11 +638,12 @@ class Mailbox:
                 if cur.rowcount != 1:
                     return
                 self._event(conn, row["id"], "status_changed", at, None, None, {"status": state.status})
+                staged = self._stage("status_changed", row["id"], at, None, {"status": state.status})
         except AgentLinkError:
             # Busy, damaged or replaced: a read must not fail for this note; the next reader
             # of a writable database records it.
             return
-        self._emit("status_changed", row["id"], at, None, {"status": state.status})
+        self._publish(staged)
 
     def push_outcome(self, message_id: str) -> str:
         """How delivery stands for a sender: ``delivered``, ``unknown`` (the last push may
@@ -661,15 +670,27 @@ class Mailbox:
             (message_id, kind, at, actor, via, json.dumps(data, ensure_ascii=False)),
         )
 
-    def _emit(
+    def _stage(
         self, kind: str, message_id: str | None, at_ms: int, actor: str | None, data: dict[str, Any],
         result: dict[str, Any] | None = None,
-    ) -> None:
-        """Tell observers about a committed change (nobody listens on the hook path)."""
-        if self.hooks is not None:
-            from agent_link_core.records import Event
+    ) -> Event | None:
+        """Inside a write transaction: build the event of the change being made and let the
+        ``agent_link_record_event`` observers write their records in the same transaction
+        (nobody listens on the hook path)."""
+        if self.hooks is None:
+            return None
+        from agent_link_core.records import Event
 
-            self.hooks.on_event(Event(kind, message_id, at_ms, actor, data, result))
+        event = Event(kind, message_id, at_ms, actor, data, result)
+        self.hooks.record_event(event)
+        return event
+
+    def _publish(self, *events: Event | None) -> None:
+        """After the commit: tell the ``agent_link_on_event`` observers about staged events."""
+        if self.hooks is not None:
+            for event in events:
+                if event is not None:
+                    self.hooks.on_event(event)
 
 
 def harness_of(address: str) -> str:

@@ -165,6 +165,18 @@ class Hooks:
             target=target, sender=sender, setting=setting, value=value, context=context, app=self.app
         )
 
+    def record_event(self, event: Event) -> None:
+        """Let observers write their records in the transaction of the change ``event``
+        describes. Each observer runs in a savepoint: one that fails is logged and its
+        writes are undone, and the change itself still commits."""
+        store = self.app.store
+        for impl in self._pm.hook.agent_link_record_event.get_hookimpls():
+            try:
+                with store.write() as conn:
+                    impl.function(**_wanted(impl, event=event, conn=conn, app=self.app))
+            except Exception:  # an audit record must never undo or fail the change it records
+                log.exception("agent_link_record_event failed in %s", self._pm.get_name(impl.plugin))
+
     def on_event(self, event: Event) -> None:
         """Notify observers; an observer's exception is logged, never raised."""
         for impl in self._pm.hook.agent_link_on_event.get_hookimpls():

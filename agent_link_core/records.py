@@ -29,6 +29,8 @@ class Event:
     :param result: for the ``sent`` event of a send in progress, the send's result fields
         (``SendContext.result``): an observer may complete what its ``before_send`` put there
         (a receipt id known only once recorded). None otherwise.
+    :param notes: what ``agent_link_record_event`` observers leave for their own
+        ``agent_link_on_event`` (keyed by plugin), e.g. records to copy to a file after commit.
     """
 
     kind: str
@@ -37,6 +39,7 @@ class Event:
     actor: str | None = None
     data: dict[str, Any] = field(default_factory=dict)
     result: dict[str, Any] | None = None
+    notes: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

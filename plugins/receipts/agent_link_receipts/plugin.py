@@ -6,9 +6,12 @@ Hooks:
   (``metadata.receipt``: purpose, tags, cleanup recommendation, origin, tool), or
   ``{"record": false}`` when the call's ``receipt.record`` is false; the send result gets
   ``receipt: {record, recorded, id}``;
-* ``agent_link_on_event``: writes one receipt per event (see
-  :mod:`agent_link_receipts.build`); a failure is logged by the core and never undoes the
-  change it reports;
+* ``agent_link_record_event``: writes one receipt per event (see
+  :mod:`agent_link_receipts.build`) in the transaction of the change it records, so a crash
+  never leaves a message without its receipt; a failure is logged by the core and never
+  undoes the change;
+* ``agent_link_on_event``: after the commit, appends the new receipts to the JSONL copy
+  (``AGENT_LINK_RECEIPT_LOG``); a path it cannot write is one warning line, never a traceback;
 * the list tool, the ``receipts`` CLI group, settings, schema and the ``receipts`` health section.
 
 Receipts are written by the process that makes the change; the host hooks' fast path loads no
@@ -84,24 +87,37 @@ def agent_link_before_send(message: OutgoingMessage, context: SendContext, app: 
 
 
 @hookimpl
-def agent_link_on_event(event: Event, app: App) -> None:
-    host = app.config.get("AGENT_LINK_HOST") or (address_scheme(event.actor) if is_address(event.actor) else None)
+def agent_link_record_event(event: Event, app: App) -> None:
+    # In the transaction of the change: a crash can never leave a message without its receipt.
+    host = app.config.get("AGENT_LINK_HOST") or (address_scheme(event.actor) if event.actor and is_address(event.actor) else None)
     row = None
     if event.message_id is not None and (event.kind == "sent" or event.kind in LIFECYCLE_KINDS):
-        row = app.mailbox.get_row(event.message_id)
+        row = app.mailbox.get_row(event.message_id)  # the same connection: sees the uncommitted row
     receipt = message_receipt(event, Mailbox.row_dict(row), host) if row is not None else harness_receipt(event, host)
     if receipt is None:
+        event.notes["receipts"] = []
         return
     stored = insert_receipts(app.store, [(receipt, event_key(event, receipt))])
     if stored and event.kind == "sent":
         if event.result is not None and "receipt" in event.result:
             event.result["receipt"].update(recorded=True, id=receipt["id"])
+    event.notes["receipts"] = stored
+
+
+@hookimpl
+def agent_link_on_event(event: Event, app: App) -> None:
+    # After the commit: the optional JSONL copy of what the transaction stored. An event that
+    # no transaction staged (a harness reporting a launch) gets its receipt now.
+    if "receipts" not in event.notes:
+        agent_link_record_event(event, app)
+    stored = event.notes.get("receipts")
     log_path = app.config.get(LOG_SETTING)
     if stored and log_path:
         try:
             append_log(log_path, stored)
-        except OSError:  # the database already holds the receipt; the copy is a convenience
-            log.exception("could not append to the receipt log %s", log_path)
+        except OSError as exc:  # the database already holds the receipt; the copy is a convenience
+            log.warning("could not append to the receipt log %s (%s): %s; fix or unset %s",
+                        log_path, LOG_SETTING, exc.strerror or exc, LOG_SETTING)
 
 
 @hookimpl

@@ -1,0 +1,110 @@
+"""``agent_link_record_event``: records written in the transaction of the change they
+record, so a crash can never leave a change without its record (issue: a message stored
+without its receipt forever)."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_link_core import hookimpl
+from agent_link_core.app import App
+from agent_link_core.mailbox import Event
+from agent_link_core.model import Caller
+from agent_link_core.store import Migration
+
+ALICE = Caller("test:alice", "config", "test")
+
+
+class Audit:
+    """A plugin keeping one audit row per event, in the change's transaction."""
+
+    def __init__(self, fail_on: str | None = None) -> None:
+        self.fail_on = fail_on
+        self.after_commit: list[tuple[str, bool]] = []
+
+    @hookimpl
+    def agent_link_schema(self) -> list[Migration]:
+        return [Migration("audit", 1, "CREATE TABLE audit (kind TEXT NOT NULL, message_id TEXT)")]
+
+    @hookimpl
+    def agent_link_record_event(self, event: Event, conn: sqlite3.Connection) -> None:
+        conn.execute("INSERT INTO audit VALUES (?, ?)", (event.kind, event.message_id))
+        # The uncommitted change is visible through the same connection.
+        assert conn.execute("SELECT 1 FROM messages WHERE id = ?", (event.message_id,)).fetchone()
+        if event.kind == self.fail_on:
+            raise RuntimeError("observer bug")
+        event.notes["audit"] = True
+
+    @hookimpl
+    def agent_link_on_event(self, event: Event) -> None:
+        self.after_commit.append((event.kind, bool(event.notes.get("audit"))))
+
+
+@pytest.fixture
+def make(monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", "codex claude receipts roles")
+    apps: list[App] = []
+
+    def build(plugin: Audit) -> App:
+        apps.append(App.create(extra_plugins=(plugin,)))
+        return apps[-1]
+
+    yield build
+    for app in apps:
+        app.store.close()
+
+
+@pytest.mark.anyio
+async def test_records_commit_with_the_change(make: Any) -> None:
+    plugin = Audit()
+    app = make(plugin)
+    sent = await app.send(caller=ALICE, to="test:bob", body="hello", anticipation="reply")
+    app.inbox(Caller("test:bob", "config", "test"))
+    rows = app.store.conn.execute("SELECT kind FROM audit ORDER BY rowid").fetchall()
+    assert [r[0] for r in rows] == ["sent", "delivered"]
+    assert plugin.after_commit == [("sent", True), ("delivered", True)]
+    assert sent.message["id"]
+
+
+@pytest.mark.anyio
+async def test_a_failing_observer_never_undoes_the_change(make: Any) -> None:
+    app = make(Audit(fail_on="sent"))
+    sent = await app.send(caller=ALICE, to="test:bob", body="still stored")
+    assert app.mailbox.get_row(sent.message["id"]) is not None
+    assert app.store.conn.execute("SELECT COUNT(*) FROM audit").fetchone()[0] == 0  # its own writes undone
+
+
+def test_a_crash_after_the_commit_keeps_the_receipt(isolated_env: Path) -> None:
+    # The process dies right after the send committed (before any after-commit observer ran):
+    # the receipt, written in the send's transaction, is there.
+    script = textwrap.dedent("""
+        import asyncio, os
+        from agent_link_core import hookimpl
+        from agent_link_core.app import App
+        from agent_link_core.model import Caller
+
+        class Crash:
+            @hookimpl(trylast=True)  # first in the core's observer loop, before any other plugin
+            def agent_link_on_event(self, event):
+                os._exit(9)
+
+        app = App.create(extra_plugins=(Crash(),))
+        asyncio.run(app.send(caller=Caller("test:alice", "config", "test"), to="test:bob", body="crash after this"))
+    """)
+    env = {"AGENT_LINK_DISABLE_PLUGINS": "codex claude roles"}
+    import os
+
+    done = subprocess.run([sys.executable, "-c", script], env={**os.environ, **env}, timeout=120)
+    assert done.returncode == 9
+    conn = sqlite3.connect(isolated_env / "agent-link.db")
+    message = conn.execute("SELECT id FROM messages").fetchone()[0]
+    receipts = conn.execute("SELECT action FROM receipts WHERE message_id = ?", (message,)).fetchall()
+    conn.close()
+    assert receipts == [("message_agent",)]
