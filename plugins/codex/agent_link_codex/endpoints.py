@@ -85,7 +85,8 @@ def canonical_url(url: str) -> str:
     parts = urlsplit(url.strip())
     if parts.scheme.lower() not in ("ws", "wss") or not parts.hostname:
         raise ValueError(url)
-    netloc = parts.hostname.lower() + (f":{parts.port}" if parts.port else "")
+    host = parts.hostname.lower()
+    netloc = (f"[{host}]" if ":" in host else host) + (f":{parts.port}" if parts.port else "")  # IPv6 keeps its brackets
     return f"{parts.scheme.lower()}://{netloc}{parts.path or '/'}"
 
 
@@ -112,13 +113,62 @@ def url_endpoint(url: str, source: str, token_file: str | None = None, label: st
     return Endpoint(endpoint_id(target), "ws", target, source, token_file=token_file, label=label)
 
 
+REMOTE_TOKENS_SETTING = "AGENT_LINK_CODEX_REMOTE_TOKENS"
+
+
+def is_loopback(url: str) -> bool:
+    """True when the URL's host is this machine (``localhost``, 127.0.0.0/8, ``::1``)."""
+    import ipaddress
+
+    host = (urlsplit(url).hostname or "").lower()
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def token_problem(url: str, token_file: str, env: Mapping[str, str] | None = None) -> str | None:
+    """Why the token in ``token_file`` must not be sent to ``url``, or None when it may.
+
+    A token goes only to a loopback host, or to a ``wss://`` (TLS) host when
+    ``AGENT_LINK_CODEX_REMOTE_TOKENS`` is on; the file must be a regular file of this user
+    that no one else can read or write (like an SSH key).
+    """
+    env = os.environ if env is None else env
+    if not is_loopback(url):
+        opted_in = (env.get(REMOTE_TOKENS_SETTING) or "").strip().lower() in ("1", "true", "yes", "on")
+        if not url.lower().startswith("wss://"):
+            return f"{url} is not on this machine and not encrypted (ws://): the token would travel in clear text"
+        if not opted_in:
+            return f"{url} is not on this machine; sending it a token needs {REMOTE_TOKENS_SETTING}=1"
+    try:
+        st = os.stat(token_file)
+    except OSError as exc:
+        return f"the token file {token_file} cannot be read ({exc.strerror or exc})"
+    if not stat.S_ISREG(st.st_mode):
+        return f"the token file {token_file} is not a regular file"
+    if st.st_uid != os.getuid() or st.st_mode & 0o077:
+        return f"the token file {token_file} can be read or changed by other users (chmod 600 it)"
+    return None
+
+
+class TokenRefused(PermissionError):
+    """A token that agent-link will not send (see :func:`token_problem`)."""
+
+
 def read_token(endpoint: Endpoint) -> str | None:
     """The capability token of a ``ws`` endpoint (stripped), or None without a token file.
 
+    :raises TokenRefused: the token may not go to this endpoint, or its file is not private.
     :raises OSError: the token file cannot be read.
     """
     if not endpoint.token_file:
         return None
+    problem = token_problem(endpoint.target, endpoint.token_file)
+    if problem is not None:
+        raise TokenRefused(problem)
     return Path(endpoint.token_file).read_text(encoding="utf-8").strip()
 
 
@@ -182,10 +232,17 @@ class EndpointRegistry:
         """
         if "://" in target and not target.startswith("unix://"):
             try:
-                return url_endpoint(target, "registered", token_file, label)
+                ep = url_endpoint(target, "registered", token_file, label)
             except ValueError:
                 raise invalid_arguments([{"path": "target", "rule": "format", "expected": "ws://host:port/ URL"}],
                                         "The endpoint URL must look like ws://127.0.0.1:PORT/.") from None
+            problem = token_problem(ep.target, token_file) if token_file else None
+            if problem is not None:
+                raise invalid_arguments(
+                    [{"path": "token-file", "rule": "token_safety", "expected": "a private token file for a loopback (or opted-in wss://) URL"}],
+                    f"agent-link will not send this token: {problem}.",
+                )
+            return ep
         path = target.removeprefix("unix://")
         if not (os.path.isabs(path) or path.startswith("~/")):
             raise invalid_arguments([{"path": "target", "rule": "absolute_path", "expected": "an absolute socket path"}],

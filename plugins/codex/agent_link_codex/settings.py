@@ -62,6 +62,8 @@ SETTINGS: tuple[Setting, ...] = (
         "AGENT_LINK_MANAGED_DIR", "path", None, aliases=("CODEX_AGENT_LINK_STATE_DIR",),
         doc="records and sockets of private app-servers (default <state>/managed-app-servers)",
     ),
+    Setting("AGENT_LINK_CODEX_REMOTE_TOKENS", "flag", False,
+            doc="allow sending an endpoint's token to a wss:// app-server on another host (never over ws://)"),
     Setting("AGENT_LINK_CODEX_REMINDERS", "flag", True, doc="remind idle Codex threads of unresolved mail with a turn"),
     Setting(
         "AGENT_LINK_CODEX_DESKTOP_PUSH", "choice", "mailbox-only", choices=("mailbox-only", "shared-daemon"),

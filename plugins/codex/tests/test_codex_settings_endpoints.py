@@ -112,9 +112,12 @@ def test_registry_add_list_remove(registry: EndpointRegistry, tmp_path: Path) ->
         assert (ep.kind, ep.source, ep.label, ep.target) == ("unix", "registered", "tui", canonical_socket(str(path)))
         assert registry.add(f"unix://{path}", label="renamed").id == ep.id  # idempotent, same id
     later = registry.add(str(tmp_path / "not-running-yet.sock"))
-    web = registry.add("ws://127.0.0.1:4500", token_file="/t/token")
+    token = tmp_path / "token"
+    token.write_text("secret")
+    token.chmod(0o600)
+    web = registry.add("ws://127.0.0.1:4500", token_file=str(token))
     assert [e.id for e in registry.list()] == [ep.id, later.id, web.id]
-    assert registry.get(str(path)).label == "renamed" and registry.get(web.id).token_file == "/t/token"
+    assert registry.get(str(path)).label == "renamed" and registry.get(web.id).token_file == str(token)
     assert registry.remove(ep.id) and registry.remove(f"unix://{tmp_path / 'not-running-yet.sock'}")
     assert not registry.remove(ep.id)
     assert [e.id for e in registry.list()] == [web.id]
@@ -137,3 +140,39 @@ def test_registry_refusals_and_capacity(registry: EndpointRegistry, tmp_path: Pa
     refused(str(tmp_path / "one-too-many.sock"), "capacity")
     registry.add(str(tmp_path / "s0.sock"), label="still updatable")
     assert len(registry.list()) == REGISTRY_CAPACITY
+
+
+@pytest.mark.parametrize(
+    ("url", "mode", "env", "refusal"),
+    [
+        ("ws://10.1.2.3:4500/", 0o600, {}, "clear text"),
+        ("ws://example.com:4500/", 0o600, {"AGENT_LINK_CODEX_REMOTE_TOKENS": "1"}, "clear text"),
+        ("wss://example.com:4500/", 0o600, {}, "AGENT_LINK_CODEX_REMOTE_TOKENS=1"),
+        ("ws://127.0.0.1:4500/", 0o644, {}, "other users"),
+        ("ws://localhost:4500/", 0o640, {}, "other users"),
+        ("wss://example.com:4500/", 0o600, {"AGENT_LINK_CODEX_REMOTE_TOKENS": "1"}, None),
+        ("ws://[::1]:4500/", 0o600, {}, None),
+        ("ws://127.0.0.2:4500/", 0o600, {}, None),
+    ],
+)
+def test_tokens_go_only_to_loopback_from_private_files(
+    registry: EndpointRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str, mode: int,
+    env: dict[str, str], refusal: str | None,
+) -> None:
+    from agent_link_codex.endpoints import TokenRefused, read_token
+
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    token = tmp_path / "token"
+    token.write_text("secret\n")
+    token.chmod(mode)
+    if refusal is None:
+        ep = registry.add(url, token_file=str(token))
+        assert read_token(ep) == "secret"
+        return
+    with pytest.raises(AgentLinkError) as refused:
+        registry.add(url, token_file=str(token))
+    assert refusal in refused.value.message and refused.value.code == "invalid_arguments"
+    # An endpoint named by settings (or registered before) is checked again when used.
+    with pytest.raises(TokenRefused):
+        read_token(url_endpoint(url, "env-url", str(token)))
