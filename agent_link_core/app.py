@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import sqlite3
+import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -74,7 +75,10 @@ class App:
         self.env = env
         hooks.app = self
         self.harnesses: dict[str, Harness] = hooks.harnesses()
-        self.store = Store(config.db_path, hooks.migrations())
+        try:
+            self.store = Store(config.db_path, hooks.migrations())
+        except AgentLinkError as exc:
+            raise _name_the_setting(exc, config) from exc
         self.mailbox = Mailbox(self.store, config, hooks)
         # "reply:<message id>" / "from:<address>" -> waits running in this process, so push
         # loops can leave a message to the wait that is about to return it.
@@ -360,7 +364,9 @@ class App:
             if caller.address == row["recipient"]:
                 warnings = self.hooks.before_send(reply_msg, context)
         res, reply_row = self.mailbox.resolve(
-            message_id, caller, resolution, reason=message if resolution != "reply" else None, reply=reply_msg,
+            # The reason as sanitized for the note (lone surrogates of undecodable input never reach disk).
+            message_id, caller, resolution, reason=reply_msg.body if reply_msg is not None and resolution != "reply" else None,
+            reply=reply_msg,
             result=context.result,
         )
         delivery = await self.push(reply_row, {}) if reply_row is not None else None
@@ -598,13 +604,46 @@ def configure_logging(config: Config) -> None:
     if level_name is None or any(getattr(h, "_agent_link", False) for h in logger.handlers):
         return
     path = config.get("AGENT_LINK_LOG_FILE") or os.path.join(config.state_dir, "logs", "agent-link.log")
-    ensure_private_dir(os.path.dirname(path))
-    os.close(os.open(path, os.O_CREAT | os.O_APPEND | os.O_WRONLY, 0o600))
-    handler = logging.FileHandler(path, encoding="utf-8")
+    handler: logging.Handler
+    try:
+        ensure_private_dir(os.path.dirname(path))
+        fd = os.open(path, os.O_CREAT | os.O_APPEND | os.O_WRONLY, 0o600)
+        try:
+            if os.fstat(fd).st_mode & 0o077:
+                os.fchmod(fd, 0o600)  # created by someone else's umask, or an older version
+        finally:
+            os.close(fd)
+        handler = logging.FileHandler(path, encoding="utf-8")
+    except (OSError, AgentLinkError) as exc:
+        # A logging problem must not stop agent-link: log to stderr (never stdout, the MCP
+        # transport) and say once what to fix.
+        reason = exc.message if isinstance(exc, AgentLinkError) else (exc.strerror or str(exc))
+        variable = "AGENT_LINK_LOG_FILE" if config.get("AGENT_LINK_LOG_FILE") else "AGENT_LINK_STATE_DIR"
+        sys.stderr.write(f"agent-link: warning: cannot write the log file {path} ({reason}); logging to stderr. "
+                         f"Fix or unset {variable}.\n")
+        handler = logging.StreamHandler(sys.stderr)
     handler._agent_link = True  # type: ignore[attr-defined]
     handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"))
     logger.addHandler(handler)
     logger.setLevel(LOG_LEVELS[level_name])
+
+
+def _name_the_setting(exc: AgentLinkError, config: Config) -> AgentLinkError:
+    """Point a state error at the variable that chose the path, so the fix is obvious."""
+    if exc.code != "state_io_error" or exc.details.get("reason") in ("replaced", "orphan_wal", "corrupt", "disk_full"):
+        return exc
+    if config.get("AGENT_LINK_MAILBOX_PATH"):
+        variable, path = "AGENT_LINK_MAILBOX_PATH", config.db_path
+    else:
+        variable, path = "AGENT_LINK_STATE_DIR", config.state_dir
+    source = config.sources.get(variable, "default")
+    named = variable if source in (variable, "default") else f"{source} (read as {variable})"
+    if exc.details.get("reason") == "not_agent_link":
+        what = "an agent-link database or a path that does not exist yet"
+    else:
+        what = "a path this user can create and write" + (" (a directory)" if variable == "AGENT_LINK_STATE_DIR" else "")
+    exc.hint = f"{named} is {path}; point it at {what}, or unset it."
+    return exc
 
 
 def _private(path: str) -> bool:

@@ -189,8 +189,24 @@ def ensure_private_dir(path: str | os.PathLike[str]) -> None:
     try:
         if os.path.isdir(path):
             return
-        os.makedirs(path, mode=0o700, exist_ok=True)
-        os.chmod(path, 0o700)  # whatever the umask
+        # Every directory created here is 0700, parents included (os.makedirs would give
+        # the missing parents 0777 minus the umask).
+        missing = []
+        current = os.path.abspath(path)
+        while not os.path.isdir(current):
+            missing.append(current)
+            parent = os.path.dirname(current)
+            if parent == current:
+                break
+            current = parent
+        for directory in reversed(missing):
+            try:
+                os.mkdir(directory, 0o700)
+            except FileExistsError:
+                if not os.path.isdir(directory):
+                    raise
+                continue  # another process made it meanwhile: theirs, left as it is
+            os.chmod(directory, 0o700)  # whatever the umask
     except OSError as exc:
         raise state_io_error(path, exc) from exc
 
@@ -305,8 +321,7 @@ def not_ours_error(path: str, why: str) -> AgentLinkError:
         "state_io_error",
         f"{path} is not an agent-link database ({why}); agent-link leaves it untouched.",
         {"path": os.path.basename(path), "errno": "EEXIST", "reason": "not_agent_link"},
-        hint="Point AGENT_LINK_MAILBOX_PATH (or AGENT_LINK_STATE_DIR) at an agent-link database or a path that does not "
-             "exist yet.",
+        hint="Point the database path at an agent-link database or at a path that does not exist yet.",
     )
 
 

@@ -34,7 +34,7 @@ import anyio
 from agent_link_core.harness import McpPeer, PeerGone
 from agent_link_core.mailbox import iso
 from agent_link_core.model import EXTERNAL, INVALID, address_scheme, is_address
-from agent_link_core.store import now_ms
+from agent_link_core.store import ensure_private_dir, now_ms
 
 from agent_link_claude.procs import proc_start, same_process
 
@@ -192,7 +192,7 @@ class GlobalConfigReader:
             try:
                 with open(self.path, encoding="utf-8") as f:
                     data = json.load(f)
-            except (OSError, ValueError):
+            except (OSError, ValueError, RecursionError):  # RecursionError: JSON nested too deeply
                 data = {}
             self._stamp, self._data = stamp, data if isinstance(data, dict) else {}
         return self._data
@@ -208,7 +208,7 @@ def registry_dir(state_dir: str | os.PathLike[str]) -> str:
 def register(state_dir: str | os.PathLike[str], session_id: str, gate: GateState) -> None:
     """Record that this process pushes mail for ``session_id`` (atomic write, mode 0600)."""
     directory = registry_dir(state_dir)
-    os.makedirs(directory, mode=0o700, exist_ok=True)
+    ensure_private_dir(directory)  # 0700 with its parents, whatever the umask
     pid = os.getpid()
     record = {"pid": pid, "procStart": proc_start(pid), "sessionId": session_id, "entry": gate.entry, "since": now_ms()}
     fd, tmp = tempfile.mkstemp(prefix=f".{pid}.", suffix=".tmp", dir=directory)
@@ -245,7 +245,7 @@ def active_bridges(state_dir: str | os.PathLike[str]) -> dict[str, dict[str, Any
         try:
             with open(os.path.join(directory, name), encoding="utf-8") as f:
                 record = json.load(f)
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             continue
         if not isinstance(record, dict):
             continue

@@ -298,7 +298,7 @@ def plugin_status(cfg: str) -> dict[str, list[str]]:
         try:
             with open(os.path.join(cfg, *parts), encoding="utf-8") as f:
                 data = json.load(f)
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):  # RecursionError: JSON nested too deeply
             return {}
         return data if isinstance(data, dict) else {}
 

@@ -132,7 +132,7 @@ def _parse_lines(data: bytes) -> Iterable[dict[str, Any]]:
             continue
         try:
             record = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(record, dict):
             yield record
@@ -242,7 +242,7 @@ def read_live_file(path: str) -> LiveSession | None:
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: JSON nested too deeply
         return None
     if not isinstance(data, dict):
         return None
@@ -282,7 +282,7 @@ def read_sidecar(path: str, surface: str) -> Sidecar | None:
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: JSON nested too deeply
         return None
     if not isinstance(data, dict) or not _str(data.get("sessionId")):
         return None

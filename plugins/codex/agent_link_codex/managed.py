@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_link_core.store import now_ms
+from agent_link_core.store import ensure_private_dir, now_ms
 
 from agent_link_codex.endpoints import Endpoint, socket_endpoint, url_endpoint
 
@@ -195,8 +195,10 @@ def check_private_dir(path: Path) -> None:
     :raises ManagedError: ``state-dir-unsafe``.
     """
     try:
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        ensure_private_dir(path)  # parents it creates are 0700 too, whatever the umask
         st = os.lstat(path)
+    except AgentLinkError as exc:
+        raise ManagedError("state-dir-unsafe", f"{path}: {exc.message}") from exc
     except OSError as exc:
         raise ManagedError("state-dir-unsafe", f"{path}: {exc.strerror}") from exc
     if os.path.islink(path) or not os.path.isdir(path):
@@ -255,8 +257,11 @@ class Record:
 
     @classmethod
     def parse(cls, text: str) -> Record:
-        """:raises ValueError: not a record."""
-        d = json.loads(text)
+        """:raises ValueError: not a record (JSON nested too deeply included)."""
+        try:
+            d = json.loads(text)
+        except RecursionError:
+            raise ValueError("not a managed app-server record (nested too deeply)") from None
         if not isinstance(d, dict) or not isinstance(d.get("pid"), int) or not isinstance(d.get("ownerPid"), int):
             raise ValueError("not a managed app-server record")
         return cls(d["ownerPid"], d.get("ownerStart"), d["pid"], int(d.get("pgid") or d["pid"]), d.get("start"),
@@ -393,7 +398,10 @@ class ManagedServer:
         child_env = {k: v for k, v in self.env.items() if k not in DROPPED_ENV}
         stderr_path = self.directory / f"{owner}.stderr.log"
         try:
-            with open(stderr_path, "ab") as stderr:
+            # Private whatever the umask: the app-server's stderr may carry thread content.
+            stderr_fd = os.open(stderr_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            os.fchmod(stderr_fd, 0o600)
+            with open(stderr_fd, "ab") as stderr:
                 self._proc = subprocess.Popen(
                     command, cwd=self.directory, env=child_env, stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True,

@@ -96,7 +96,7 @@ def _lines_from(path: Path, start: int, size: int) -> list[dict[str, Any]]:
             continue
         try:
             rec = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: JSON nested too deeply
             continue
         if isinstance(rec, dict):
             out.append(rec)
@@ -145,7 +145,7 @@ def thread_names(home: Path) -> dict[str, str]:
             for raw in fh:
                 try:
                     rec = json.loads(raw)
-                except ValueError:
+                except (ValueError, RecursionError):
                     continue
                 if isinstance(rec, dict) and isinstance(rec.get("id"), str) and isinstance(rec.get("thread_name"), str):
                     names[rec["id"]] = rec["thread_name"]
@@ -254,7 +254,7 @@ def client_id_seen(path: Path, client_id: str) -> dict[str, Any] | None:
                     continue
                 try:
                     item = _item(json.loads(raw))
-                except ValueError:
+                except (ValueError, RecursionError):
                     continue
                 if item is not None and item["type"] == "userMessage" and item.get("clientId") == client_id:
                     return item
@@ -271,7 +271,7 @@ def _own_items(path: Path, below_ordinal: int | None = None) -> Iterator[dict[st
                     continue
                 try:
                     rec = json.loads(raw)
-                except ValueError:
+                except (ValueError, RecursionError):
                     continue
                 if below_ordinal is not None and isinstance(rec.get("ordinal"), int) and rec["ordinal"] >= below_ordinal:
                     break

@@ -241,13 +241,20 @@ async def test_private_app_server_over_a_token_websocket(stub: ResponsesStub, tm
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     for name, value in managed_env(stub, tmp_path / "codex-home", AGENT_LINK_CODEX_TRANSPORT="ws-token").items():
         monkeypatch.setenv(name, value)
-    app = App.create()
-    harness = app.harnesses["codex"]
+    old_umask = os.umask(0)  # what agent-link creates is private whatever the umask
     try:
+        app = App.create()
+        harness = app.harnesses["codex"]
         [link] = await harness.service.connect(spawn=True)
+    finally:
+        os.umask(old_umask)
+    try:
         assert link.managed and link.endpoint.kind == "ws" and link.endpoint.target.startswith("ws://127.0.0.1:")
         token_file = Path(link.endpoint.token_file)
         assert token_file.stat().st_mode & 0o777 == 0o600 and len(token_file.read_text()) == 64
+        made = [isolated_env, *isolated_env.rglob("*")]
+        assert any(p.name.endswith(".stderr.log") for p in made)
+        assert [str(p) for p in made if p.lstat().st_mode & 0o077] == []
         with pytest.raises(AppServerUnavailable) as refused:
             await AppServerClient.connect_ws(link.endpoint.target, token=None, open_timeout_ms=WAIT_MS)
         assert "HTTP 401" in refused.value.detail

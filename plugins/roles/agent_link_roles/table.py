@@ -176,8 +176,9 @@ def _read_raw(path: Path, state_dir: Path) -> Any:
         raise io_error(path, state_dir, "EFBIG", f"{relative(path, state_dir)} is larger than {MAX_TABLE_BYTES} bytes, so it is not read.")
     try:
         return json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         where = f" (line {exc.lineno}, column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""
+        where += " (nested too deeply)" if isinstance(exc, RecursionError) else ""
         raise AgentLinkError(
             "state_io_error",
             f"{relative(path, state_dir)} is not valid JSON{where}, so no role can be looked up.",
