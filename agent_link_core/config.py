@@ -179,7 +179,7 @@ def load_config(
         value = setting.default
         if raw is not None:
             try:
-                value = _parse(setting, raw, home, cfg)
+                value = _parse(setting, raw, home, cfg, source)
             except AgentLinkError as exc:
                 if on_setting_error is None:
                     raise
@@ -210,16 +210,18 @@ def _read(setting: Setting, env: Mapping[str, str], cfg: Config) -> tuple[str | 
     return None, "default"
 
 
-def _parse(setting: Setting, raw: str, home: str | None, cfg: Config) -> Any:
+def _parse(setting: Setting, raw: str, home: str | None, cfg: Config, source: str | None = None) -> Any:
+    # Errors name the variable actually set, which may be a legacy alias of the setting.
+    name = source if source and source != setting.name and source != "default" else setting.name
     if setting.kind == "flag":
-        return parse_flag(setting.name, raw)
+        return parse_flag(name, raw)
     if setting.kind == "path":
-        return parse_path(setting.name, raw, home)
+        return parse_path(name, raw, home)
     if setting.kind == "address":
         from agent_link_core.addresses import is_address
 
         if not is_address(raw.strip()):
-            raise _bad(setting.name, "address", "an address <harness>:<id> such as team:alice (lower-case harness)")
+            raise _bad(name, "address", "an address <harness>:<id> such as team:alice (lower-case harness)")
         return raw.strip()
     if setting.kind == "int":
         try:
@@ -230,7 +232,7 @@ def _parse(setting: Setting, raw: str, home: str | None, cfg: Config) -> Any:
         if number is None or not low_ok or (setting.maximum is not None and number > setting.maximum):
             cfg.warnings.append({
                 "code": setting.warning or "invalid_setting",
-                "message": f"{setting.name} is not a valid value here; using the default {setting.default}.",
+                "message": f"{name} is not a valid value here; using the default {setting.default}.",
             })
             return setting.default
         return number
@@ -239,7 +241,7 @@ def _parse(setting: Setting, raw: str, home: str | None, cfg: Config) -> Any:
         if word not in setting.choices:
             cfg.warnings.append({
                 "code": setting.warning or "invalid_setting",
-                "message": f"{setting.name} must be one of {', '.join(setting.choices)}; ignored.",
+                "message": f"{name} must be one of {', '.join(setting.choices)}; ignored.",
             })
             return setting.default
         return word

@@ -24,6 +24,17 @@ def test_bad_flag_names_the_variable() -> None:
     assert "AGENT_LINK_DEBUG" in e.value.message
 
 
+def test_a_bad_alias_value_names_the_alias_that_was_set() -> None:
+    # The person set OLD_X_PATH: an error naming only AGENT_LINK_X_PATH would send them looking
+    # for a variable they never set.
+    aliased = (Setting("AGENT_LINK_X_PATH", "path", None, aliases=("OLD_X_PATH",)),
+               Setting("AGENT_LINK_X_LEVEL", "int", 3, aliases=("OLD_X_LEVEL",), minimum=0))
+    with pytest.raises(AgentLinkError) as e:
+        load_config({"OLD_X_PATH": "relative/file"}, aliased)
+    assert "OLD_X_PATH" in e.value.message and e.value.details["errors"][0]["path"] == "env.OLD_X_PATH"
+    assert "OLD_X_LEVEL" in load_config({"OLD_X_LEVEL": "-4"}, aliased).warnings[0]["message"]
+
+
 def test_paths_absolute_or_home_relative() -> None:
     cfg = load_config({"HOME": "/h", "AGENT_LINK_STATE_DIR": "~/state"})
     assert str(cfg.state_dir) == "/h/state"

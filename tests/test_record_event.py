@@ -4,6 +4,7 @@ without its receipt forever)."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import subprocess
 import sys
@@ -82,6 +83,7 @@ async def test_a_failing_observer_never_undoes_the_change(make: Any) -> None:
 
 
 def test_a_crash_after_the_commit_keeps_the_receipt(isolated_env: Path) -> None:
+    pytest.importorskip("agent_link_receipts")
     # The process dies right after the send committed (before any after-commit observer ran):
     # the receipt, written in the send's transaction, is there.
     script = textwrap.dedent("""
@@ -99,8 +101,6 @@ def test_a_crash_after_the_commit_keeps_the_receipt(isolated_env: Path) -> None:
         asyncio.run(app.send(caller=Caller("test:alice", "config", "test"), to="test:bob", body="crash after this"))
     """)
     env = {"AGENT_LINK_DISABLE_PLUGINS": "codex claude roles"}
-    import os
-
     done = subprocess.run([sys.executable, "-c", script], env={**os.environ, **env}, timeout=120)
     assert done.returncode == 9
     conn = sqlite3.connect(isolated_env / "agent-link.db")

@@ -21,6 +21,9 @@ from agent_link_core.model import Caller
 from agent_link_testing.mcp_client import agent_link_mcp
 from agent_link_testing.plugin_suites import call_tool
 
+pytest.importorskip("agent_link_receipts")  # the walk includes the plugins' tools and files
+pytest.importorskip("agent_link_roles")
+
 ALICE = Caller("test:alice", "config", "test")
 BOB = Caller("test:bob", "config", "test")
 EVE = Caller("test:eve", "config", "test")

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent_link_core.errors import AgentLinkError
 from agent_link_core.store import ensure_private_dir, now_ms
 
 from agent_link_codex.endpoints import Endpoint, socket_endpoint, url_endpoint

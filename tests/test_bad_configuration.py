@@ -1,0 +1,118 @@
+"""Bad configuration is a one-line error naming the variable or file and the fix, never a
+traceback (issue reproductions, and a sweep of every declared setting)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from agent_link_core.app import App
+from agent_link_core.cli import build_cli
+from agent_link_testing.mcp_client import agent_link_mcp
+
+NO_HOSTS = {"AGENT_LINK_DISABLE_PLUGINS": "codex claude"}
+
+
+def run(*args: str, env: dict[str, str] | None = None, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    """``agent-link ARGS`` in a child process (its own logging set-up, real stderr)."""
+    return subprocess.run([sys.executable, "-m", "agent_link_core", *args], env={**os.environ, **NO_HOSTS, **(env or {})},
+                          input=stdin, capture_output=True, text=True, timeout=120)
+
+
+def one_line_error(done: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert "Traceback" not in done.stderr, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, done.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("log_file", ["/proc/no-such-dir/agent-link.log", "DIR"])
+def test_an_unwritable_log_file_falls_back_to_stderr(tmp_path: Path, log_file: str) -> None:
+    path = str(tmp_path) if log_file == "DIR" else log_file
+    done = run("health", "--json", env={"AGENT_LINK_LOG_LEVEL": "warn", "AGENT_LINK_LOG_FILE": path})
+    assert done.returncode == 0 and json.loads(done.stdout)["version"]
+    one_line_error(done, "AGENT_LINK_LOG_FILE", path, "stderr")
+
+
+@pytest.mark.anyio
+async def test_the_mcp_server_answers_with_an_unwritable_log_file() -> None:
+    env = {**NO_HOSTS, "AGENT_LINK_DEBUG": "1", "AGENT_LINK_LOG_FILE": "/proc/no-such-dir/agent-link.log",
+           "AGENT_LINK_ADDRESS": "test:alice"}
+    async with agent_link_mcp(env) as client:  # initialize succeeded
+        assert (await client.call("agent_link_health"))["ok"]
+
+
+def test_a_deeply_nested_roles_file_is_one_line(isolated_env: Path) -> None:
+    pytest.importorskip("agent_link_roles")
+    isolated_env.mkdir(parents=True)
+    (isolated_env / "roles.json").write_text("[" * 100_000 + "]" * 100_000)
+    done = run("send", "role:builder", "hello", env={"AGENT_LINK_ADDRESS": "test:alice"})
+    assert done.returncode == 1
+    one_line_error(done, "roles.json", "nested too deeply")
+
+
+def test_a_receipt_log_that_is_a_directory_loses_nothing(isolated_env: Path, tmp_path: Path) -> None:
+    pytest.importorskip("agent_link_receipts")
+    done = run("send", "test:bob", "hello", env={"AGENT_LINK_ADDRESS": "test:alice", "AGENT_LINK_RECEIPT_LOG": str(tmp_path)})
+    assert done.returncode == 0 and done.stdout.startswith("queued")
+    one_line_error(done, "AGENT_LINK_RECEIPT_LOG", str(tmp_path))
+    listed = run("receipts", "--json", env={"AGENT_LINK_ADDRESS": "test:alice"})
+    assert len(json.loads(listed.stdout)["data"]) == 1  # the database holds the receipt
+
+
+def test_a_decline_with_invalid_utf8_is_stored_sanitized(isolated_env: Path) -> None:
+    sent = run("send", "test:bob", "q?", "--anticipation", "reply", "--json", env={"AGENT_LINK_ADDRESS": "test:alice"})
+    message_id = json.loads(sent.stdout)["messageId"]
+    bad = b"\xff\xfe not utf-8"
+    done = subprocess.run([sys.executable, "-m", "agent_link_core", "reply", message_id.encode(), bad, b"--decline"],
+                          env={**os.environ, **NO_HOSTS, "AGENT_LINK_ADDRESS": "test:bob"}, capture_output=True, timeout=120)
+    assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
+    status = json.loads(run("status", message_id, "--json", env={"AGENT_LINK_ADDRESS": "test:alice"}).stdout)
+    assert status["status"] == "declined" and "not utf-8" in status["resolution"]["reason"]
+
+
+@pytest.mark.parametrize(("variable", "make"), [("AGENT_LINK_STATE_DIR", "file"), ("AGENT_LINK_MAILBOX_PATH", "dir")])
+def test_an_unusable_state_path_names_its_variable(tmp_path: Path, variable: str, make: str) -> None:
+    target = tmp_path / "thing"
+    target.write_text("x") if make == "file" else target.mkdir()
+    done = run("health", env={variable: str(target)})
+    assert done.returncode == 1
+    one_line_error(done, variable, str(target))
+
+
+BAD_VALUES = ("relative/path", "/proc/no-such-dir/x", "\u202e", "-1", "99999999999999999999", "maybe", "a" * 5000)
+
+
+def declared_settings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", "")
+    app = App.create()
+    try:
+        return sorted(s.name for s in app.hooks.settings())
+    finally:
+        app.store.close()
+
+
+def test_every_setting_with_a_bad_value_gives_no_traceback(monkeypatch: pytest.MonkeyPatch, isolated_env: Path) -> None:
+    names = declared_settings(monkeypatch)
+    assert "AGENT_LINK_RECEIPT_LOG" in names and "AGENT_LINK_CODEX_URL" in names  # the plugins' settings too
+    runner = CliRunner()
+    for name in names:
+        if name in ("AGENT_LINK_STATE_DIR", "AGENT_LINK_DISABLE_PLUGINS"):
+            continue  # both steer the test itself; covered above
+        for value in BAD_VALUES:
+            monkeypatch.setenv(name, value)
+            for args in (["health", "--json"], ["send", "test:bob", "hi", "--from", "test:alice"]):
+                result: Any = runner.invoke(build_cli(), args)
+                assert result.exception is None or isinstance(result.exception, SystemExit), (name, value, args, result.exception)
+                assert "Traceback" not in result.output, (name, value, args)
+                if result.exit_code not in (0,):
+                    assert len([line for line in result.output.splitlines() if line.strip()]) <= 2, (name, value, result.output)
+            monkeypatch.delenv(name)
