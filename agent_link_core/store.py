@@ -11,7 +11,8 @@ each ``(owner, version)`` applies once, in version order, recorded in
 ``schema_migrations``. The core's own migrations are contributed by
 :mod:`agent_link_core.default_plugins` through the same hook.
 
-Nothing acknowledged may be lost, so the store guards the file it writes (docs/storage.md):
+Nothing acknowledged may be lost, so the store guards the file it writes (docs/storage.md in
+the repository):
 
 * **identity**: before every write transaction the file at the configured path must still
   be the file this process opened (same device and inode). A database deleted or replaced
