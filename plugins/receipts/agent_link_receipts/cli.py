@@ -20,6 +20,7 @@ from agent_link_core.visibility import Visibility, visible_to
 
 from agent_link_receipts.context import from_app
 from agent_link_receipts.ledger import export_receipts
+from agent_link_receipts.recording import repair
 from agent_link_receipts.tools import query
 
 PREVIEW_COLUMNS = 60
@@ -34,14 +35,17 @@ def _line(receipt: dict[str, Any]) -> str:
 
 def _visibility(app: App, everyone: bool) -> Visibility:
     """The CLI caller's view (its session or AGENT_LINK_ADDRESS, else ``external``); ``--all``
-    needs the inspect-all setting (a one-line error otherwise)."""
+    needs the inspect-all setting (a one-line error otherwise). Missing receipts are repaired
+    first."""
     from agent_link_core.cli import fail
 
     try:
-        return visible_to(app.config, app.caller(), scope="all" if everyone else "caller")
+        visibility = visible_to(app.config, app.caller(), scope="all" if everyone else "caller")
     except AgentLinkError as exc:
         fail(exc)
         raise
+    repair(app)  # receipts of what a process without plugins recorded (host hooks)
+    return visibility
 
 
 def register(cli: click.Group) -> None:

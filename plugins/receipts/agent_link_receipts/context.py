@@ -50,6 +50,19 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX receipts_by_origin ON receipts (origin_thread_id, seq);
         """,
     ),
+    Migration(
+        OWNER,
+        2,
+        """
+        -- How far message_events have been checked for receipts a process without plugins
+        -- (the hook fast path) could not write; see ledger.repair.
+        CREATE TABLE receipts_repair (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            last_seq INTEGER NOT NULL
+        );
+        INSERT INTO receipts_repair (id, last_seq) VALUES (1, (SELECT COALESCE(MAX(seq), 0) FROM message_events));
+        """,
+    ),
 )
 
 

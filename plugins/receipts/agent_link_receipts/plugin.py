@@ -14,8 +14,9 @@ Hooks:
   (``AGENT_LINK_RECEIPT_LOG``); a path it cannot write is one warning line, never a traceback;
 * the list tool, the ``receipts`` CLI group, settings, schema and the ``receipts`` health section.
 
-Receipts are written by the process that makes the change; the host hooks' fast path loads no
-plugins, so reminders recorded by a host hook get no receipt.
+Receipts are written by the process that makes the change. The host hooks' fast path loads no
+plugins: the receipts of reminders it records are written from ``message_events`` before
+receipts are next read (:mod:`agent_link_receipts.recording`).
 """
 
 from __future__ import annotations
@@ -28,16 +29,16 @@ import click
 
 from agent_link_core import hookimpl
 from agent_link_core.config import Setting
-from agent_link_core.mailbox import Event, Mailbox, OutgoingMessage, SendContext
-from agent_link_core.model import address_scheme, is_address
+from agent_link_core.mailbox import Event, OutgoingMessage, SendContext
 from agent_link_core.store import Migration
 from agent_link_core.tools.registry import ToolSpec
 
 from agent_link_receipts import cli as receipts_cli
-from agent_link_receipts.build import LIFECYCLE_KINDS, event_key, harness_receipt, message_receipt, send_fields
+from agent_link_receipts.build import send_fields
 from agent_link_receipts.context import INFER_SETTING, LOG_SETTING, MIGRATIONS, SETTINGS
-from agent_link_receipts.ledger import append_log, insert_receipts
+from agent_link_receipts.ledger import append_log
 from agent_link_receipts.origin import compute_origin
+from agent_link_receipts.recording import record, repair
 from agent_link_receipts.tools import RECEIPT_TOOLS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -89,18 +90,9 @@ def agent_link_before_send(message: OutgoingMessage, context: SendContext, app: 
 @hookimpl
 def agent_link_record_event(event: Event, app: App) -> None:
     # In the transaction of the change: a crash can never leave a message without its receipt.
-    host = app.config.get("AGENT_LINK_HOST") or (address_scheme(event.actor) if event.actor and is_address(event.actor) else None)
-    row = None
-    if event.message_id is not None and (event.kind == "sent" or event.kind in LIFECYCLE_KINDS):
-        row = app.mailbox.get_row(event.message_id)  # the same connection: sees the uncommitted row
-    receipt = message_receipt(event, Mailbox.row_dict(row), host) if row is not None else harness_receipt(event, host)
-    if receipt is None:
-        event.notes["receipts"] = []
-        return
-    stored = insert_receipts(app.store, [(receipt, event_key(event, receipt))])
-    if stored and event.kind == "sent":
-        if event.result is not None and "receipt" in event.result:
-            event.result["receipt"].update(recorded=True, id=receipt["id"])
+    stored = record(app, event)
+    if stored and event.kind == "sent" and event.result is not None and "receipt" in event.result:
+        event.result["receipt"].update(recorded=True, id=stored[0]["id"])
     event.notes["receipts"] = stored
 
 
@@ -122,6 +114,7 @@ def agent_link_on_event(event: Event, app: App) -> None:
 
 @hookimpl
 def agent_link_health(app: App) -> tuple[str, dict[str, Any]]:
+    repair(app)
     count = app.store.conn.execute("SELECT COUNT(*) FROM receipts").fetchone()[0]
     return "receipts", {
         "path": str(app.store.path),

@@ -9,6 +9,7 @@ from agent_link_core.visibility import Visibility, visible_to
 
 from agent_link_receipts.context import LOG_SETTING, ReceiptsContext, from_app
 from agent_link_receipts.ledger import FILTER_COLUMNS, list_receipts
+from agent_link_receipts.recording import repair
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
@@ -62,7 +63,9 @@ def query(ctx: ReceiptsContext, args: dict[str, Any], visibility: Visibility) ->
 
 async def list_agent_link_receipts(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
     """Tool ``list_agent_link_receipts``: receipts matching the filters, newest first (see :func:`query`)."""
-    return query(from_app(app), args, visible_to(app.config, call.caller, scope=args.get("scope", "caller")))
+    visibility = visible_to(app.config, call.caller, scope=args.get("scope", "caller"))
+    repair(app)  # receipts of what a process without plugins recorded (host hooks)
+    return query(from_app(app), args, visibility)
 
 
 RECEIPT_TOOLS: tuple[ToolSpec, ...] = (

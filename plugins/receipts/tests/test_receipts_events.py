@@ -140,3 +140,18 @@ async def test_receipt_log_copy(make_app: Any, tmp_path: Path) -> None:
     assert (log.stat().st_mode & 0o777) == 0o600
     section = app.health()["sections"]["receipts"]
     assert section["log"] == str(log) and section["logSource"] == "CODEX_AGENT_LINK_RECEIPT_LOG" and section["count"] == 1
+
+
+@pytest.mark.anyio
+async def test_reminders_a_hook_recorded_get_their_receipts_before_the_next_read(app: App, run_tool: Any) -> None:
+    # The host hooks' fast path loads no plugins: its reminder has an event but no receipt
+    # until the next read repairs it (once, however often it is read).
+    from agent_link_core.mailbox import Mailbox as PlainMailbox
+
+    mid = (await app.send(caller=ALICE, to="test:bob", body="q", anticipation="reply")).message["id"]
+    hook_box = PlainMailbox(app.store, app.config)  # hooks=None, as in agent_link_core.hook
+    assert hook_box.record_reminder(mid, 1, "claude-hook", "test:bob")
+    assert receipts(app, kind="reminder") == []
+    for _ in range(2):
+        listed = await run_tool(app, "list_agent_link_receipts", {"kind": "reminder"})
+        assert [r["reminder"] for r in listed["data"]] == [{"n": 1, "via": "claude-hook"}]

@@ -1,0 +1,75 @@
+"""Writing receipts: one per event, in the transaction of the change, and the repair of
+receipts a process without plugins could not write.
+
+The host hooks' fast path loads no plugins, so a reminder it records has a ``message_events``
+row but no receipt. :func:`repair` writes those from ``message_events`` (only kinds with an
+event key, so a receipt is never written twice) before receipts are read: listing, export and
+health always see every receipt.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import TYPE_CHECKING, Any
+
+from agent_link_core.errors import AgentLinkError
+from agent_link_core.mailbox import STATUS_BY_KIND, Event, Mailbox
+from agent_link_core.model import address_scheme, is_address
+
+from agent_link_receipts.build import LIFECYCLE_KINDS, event_key, harness_receipt, message_receipt
+from agent_link_receipts.ledger import insert_receipts
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent_link_core.app import App
+
+log = logging.getLogger(__name__)
+
+# Event kinds whose receipts carry an event key (see build.event_key): safe to write again.
+REPAIRABLE_KINDS = ("sent", "resolved", "reminded", "status_changed")
+
+
+def record(app: App, event: Event) -> list[dict[str, Any]]:
+    """Build and store the receipt of ``event`` (in the caller's transaction when there is
+    one); returns what was stored (nothing for ``receipt.record: false`` or a duplicate)."""
+    host = app.config.get("AGENT_LINK_HOST") or (address_scheme(event.actor) if event.actor and is_address(event.actor) else None)
+    row = None
+    if event.message_id is not None and (event.kind == "sent" or event.kind in LIFECYCLE_KINDS):
+        row = app.mailbox.get_row(event.message_id)  # the same connection: sees an uncommitted row
+    receipt = message_receipt(event, Mailbox.row_dict(row), host) if row is not None else harness_receipt(event, host)
+    if receipt is None:
+        return []
+    return insert_receipts(app.store, [(receipt, event_key(event, receipt))])
+
+
+def _event_from_row(row: Any) -> Event:
+    data = json.loads(row["data"] or "{}")
+    if row["kind"] == "reminded":
+        data["via"] = row["via"]
+    elif row["kind"] == "resolved":
+        data["status"] = STATUS_BY_KIND.get(data.get("kind"), data.get("kind"))
+    return Event(row["kind"], row["message_id"], row["at"], row["actor"], data)
+
+
+def repair(app: App) -> int:
+    """Write the receipts missing for ``message_events`` since the last repair; returns how
+    many were written. A database that refuses writes (busy, damaged) is left for later."""
+    conn = app.store.conn
+    last = conn.execute("SELECT last_seq FROM receipts_repair WHERE id = 1").fetchone()
+    newest = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM message_events").fetchone()[0]
+    if last is None or newest <= last[0]:
+        return 0
+    written = 0
+    try:
+        with app.store.write() as tx:
+            kinds = ", ".join("?" for _ in REPAIRABLE_KINDS)
+            rows = tx.execute(
+                f"SELECT * FROM message_events WHERE seq > ? AND seq <= ? AND kind IN ({kinds}) ORDER BY seq",
+                (last[0], newest, *REPAIRABLE_KINDS),
+            ).fetchall()
+            for row in rows:
+                written += len(record(app, _event_from_row(row)))
+            tx.execute("UPDATE receipts_repair SET last_seq = MAX(last_seq, ?) WHERE id = 1", (newest,))
+    except AgentLinkError as exc:
+        log.warning("receipts not repaired now: %s", exc.message)
+    return written
