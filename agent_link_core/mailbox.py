@@ -636,6 +636,10 @@ class Mailbox:
         (statuses are computed on read, so the first reader to see it records it)."""
         if state.status not in ("unresolved", "expired"):
             return
+        if self.store.conn.execute(
+            "SELECT 1 FROM status_transitions WHERE message_id = ? AND status = ?", (row["id"], state.status)
+        ).fetchone():
+            return  # recorded already: a read takes no write lock for it
         at = now_ms()
         try:
             with self.store.write() as conn:

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agent_link_core.callmeta import meta_text
-from agent_link_core.envelope import sanitize_text
+from agent_link_core.envelope import escape_text, sanitize_text
 from agent_link_core.model import Caller
 
 MAX_ID_CHARS = 160
@@ -47,11 +47,13 @@ META_KEYS: dict[str, tuple[str, ...]] = {
 
 
 def clip(value: object, limit: int) -> str | None:
-    """``value`` as trimmed text of at most ``limit`` characters; None when empty or not text."""
+    """``value`` as trimmed text of at most ``limit`` characters, escaped by the envelope's
+    rules (a caller's words reach other agents' models through receipts); None when empty or
+    not text."""
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         return None
-    text = sanitize_text(str(value)).strip()
-    return text[:limit] or None
+    text = sanitize_text(str(value)).strip()[:limit]
+    return escape_text(text) if text else None
 
 
 def meta_context(meta: Mapping[str, Any]) -> dict[str, str | None]:
