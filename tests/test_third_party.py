@@ -114,10 +114,16 @@ def test_a_third_party_reads_nothing_through_the_cli(app: App, monkeypatch: pyte
     for message_id in ids.values():
         commands += [["status", message_id, "--json"], ["wait", message_id, "--timeout-ms", "0"],
                      ["reply", message_id, "--done"], ["receipts", "--json", "--message", message_id]]
+    commands += [["send", "test:alice", "hello from eve"], ["endpoints", "list"]]
     for args in commands:
         result = runner.invoke(build_cli(), args)
         assert not leaks(result.output), (args, leaks(result.output))
         assert "Traceback" not in result.output
+    listed = runner.invoke(build_cli(), ["--help"]).output.split("Commands:", 1)[1].split("Exit codes:", 1)[0]
+    every = {line.split()[0] for line in listed.splitlines() if line.strip()}
+    # hook: answers the session named in the host's stdin with counts of its own mail only;
+    # mcp: the server, walked tool by tool above.
+    assert every - {args[0] for args in commands} <= {"hook", "mcp"}, every
 
 
 @pytest.mark.anyio
