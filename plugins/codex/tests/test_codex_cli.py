@@ -124,6 +124,20 @@ async def test_endpoints_add_refusals_are_one_line(short_tmp: Path, mini: Any, i
     assert json.loads((await cli("endpoints", "list", "--json")).stdout)["capacity"]["used"] == 0
 
 
+async def test_endpoints_add_never_sends_a_token_off_the_machine(short_tmp: Path, isolated_env: Path) -> None:
+    # The reproduction: `endpoints add ws://<any host>/ --token-file F` sent F in clear text.
+    token = short_tmp / "token"
+    token.write_text("secret")
+    token.chmod(0o600)
+    for target, words in (("ws://203.0.113.9:4500/", "clear text"), ("wss://example.com/", "AGENT_LINK_CODEX_REMOTE_TOKENS=1")):
+        result = await cli("endpoints", "add", target, "--token-file", str(token))
+        assert result.exit_code == 2 and result.stderr.count("\n") == 1 and words in result.stderr, result.stderr
+    token.chmod(0o644)
+    shared = await cli("endpoints", "add", "ws://127.0.0.1:4500/", "--token-file", str(token))
+    assert shared.exit_code == 2 and "chmod 600" in shared.stderr
+    assert json.loads((await cli("endpoints", "list", "--json")).stdout)["capacity"]["used"] == 0
+
+
 async def test_full_registry_says_registry_full_and_saves_nothing(mini: Any, short_tmp: Path) -> None:
     app = App.create()
     try:
