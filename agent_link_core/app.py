@@ -76,7 +76,7 @@ class App:
         hooks.app = self
         self.harnesses: dict[str, Harness] = hooks.harnesses()
         try:
-            self.store = Store(config.db_path, hooks.migrations())
+            self.store = Store(config.db_path, hooks.migrations(), busy_timeout_ms=config.get("AGENT_LINK_BUSY_TIMEOUT_MS"))
         except AgentLinkError as exc:
             raise _name_the_setting(exc, config) from exc
         self.mailbox = Mailbox(self.store, config, hooks)

@@ -70,7 +70,11 @@ CORE_SETTINGS: tuple[Setting, ...] = (
     Setting("AGENT_LINK_DEBUG", "flag", False, doc="debug logging and hook-call tracing to the log file"),
     Setting("AGENT_LINK_LOG_LEVEL", "choice", None, choices=("error", "warn", "info", "debug"), doc="log level"),
     Setting("AGENT_LINK_LOG_FILE", "path", None, doc="log file (default <state>/logs/agent-link.log)"),
-    Setting("AGENT_LINK_INSPECT_ALL", "flag", False, doc="allow agent_link_mailbox_inspect scope 'all'"),
+    Setting("AGENT_LINK_INSPECT_ALL", "flag", False, doc="allow scope 'all' (every mailbox) in inspect and receipts"),
+    Setting(
+        "AGENT_LINK_BUSY_TIMEOUT_MS", "int", 10000, minimum=100, maximum=600000, warning="busy_timeout_ignored",
+        doc="how long a write waits for another process's database lock before state_busy (100-600000 ms)",
+    ),
     Setting(
         "AGENT_LINK_REMINDER_LIMIT", "int", 3, minimum=0, maximum=20,
         warning="reminder_limit_ignored", doc="reminders per message before it becomes unresolved (0-20)",

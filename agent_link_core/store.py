@@ -260,18 +260,19 @@ def is_corruption(exc: BaseException) -> bool:
     return _result_code(exc) in (SQLITE_CORRUPT, SQLITE_NOTADB)
 
 
-def busy_error(path: str) -> AgentLinkError:
-    """``state_busy``: another process held the write lock past the busy timeout."""
+def busy_error(path: str, timeout_ms: int | None = None) -> AgentLinkError:
+    """``state_busy``: another process held the write lock past the busy timeout (ms)."""
+    waited = BUSY_TIMEOUT_MS if timeout_ms is None else timeout_ms
     return AgentLinkError(
         "state_busy",
         f"The agent-link database {os.path.basename(path)} is busy: another agent-link process held its write lock "
-        f"for more than {BUSY_TIMEOUT_MS // 1000} s. Nothing of this call was stored.",
+        f"for more than {waited} ms. Nothing of this call was stored.",
         {"path": os.path.basename(path), "retryable": True, "retryAfterMs": 1000},
         hint="Retry in a moment; the database is fine.",
     )
 
 
-def database_error(path: str, exc: sqlite3.Error | OSError) -> AgentLinkError:
+def database_error(path: str, exc: sqlite3.Error | OSError, busy_timeout_ms: int | None = None) -> AgentLinkError:
     """The error for a failed database operation, by SQLite's (or the OS's) own verdict.
 
     ``state_busy`` for a lock timeout; ``state_io_error`` with ``details.reason``
@@ -282,7 +283,7 @@ def database_error(path: str, exc: sqlite3.Error | OSError) -> AgentLinkError:
     if isinstance(exc, OSError):
         code = SQLITE_FULL if exc.errno in (errno_mod.ENOSPC, errno_mod.EDQUOT) else SQLITE_IOERR
     if code in (SQLITE_BUSY, SQLITE_LOCKED):
-        return busy_error(path)
+        return busy_error(path, busy_timeout_ms)
     if code == SQLITE_FULL:
         return AgentLinkError(
             "state_io_error",
@@ -361,6 +362,8 @@ class Store:
         file must be an agent-link database (never chmodded or converted otherwise).
     :param migrations: migrations to apply on open (the core's plus plugins').
     :param wal_limit_bytes: WAL size above which a write ends with a ``TRUNCATE`` checkpoint.
+    :param busy_timeout_ms: how long a write waits for another process's write lock
+        (default :data:`BUSY_TIMEOUT_MS`, read when the Store is made).
     :raises AgentLinkError: ``state_io_error`` when the file cannot be opened, is not an
         agent-link database (reason ``not_agent_link``), or its WAL belongs to a database moved or deleted while open (``orphan_wal``);
         ``state_busy`` when a migration waited too long for the write lock.
@@ -368,9 +371,10 @@ class Store:
 
     def __init__(
         self, path: str | os.PathLike[str], migrations: Iterable[Migration] = CORE_MIGRATIONS,
-        wal_limit_bytes: int = WAL_LIMIT_BYTES,
+        wal_limit_bytes: int = WAL_LIMIT_BYTES, busy_timeout_ms: int | None = None,
     ) -> None:
         self.path = os.fspath(path)
+        self.busy_timeout_ms = BUSY_TIMEOUT_MS if busy_timeout_ms is None else busy_timeout_ms
         self.wal_limit_bytes = wal_limit_bytes
         self.identity: tuple[int, int] | None = None
         self._savepoints = 0
@@ -380,12 +384,12 @@ class Store:
                 self._create()
             self._check_file()
             self.conn = sqlite3.connect(
-                self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+                self.path, timeout=self.busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False
             )
             st = os.stat(self.path)
             self.identity = (st.st_dev, st.st_ino)
             self.conn.row_factory = sqlite3.Row
-            self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self.conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
             try:
                 self._check_ours()
             except sqlite3.DatabaseError as exc:
@@ -405,7 +409,7 @@ class Store:
             raise
         except sqlite3.Error as exc:
             self._close_quietly()
-            raise database_error(self.path, exc) from exc
+            raise database_error(self.path, exc, self.busy_timeout_ms) from exc
         except OSError as exc:
             self._close_quietly()
             raise state_io_error(self.path, exc) from exc
@@ -555,7 +559,7 @@ class Store:
         """:func:`database_error` for ``exc``; corruption is also recorded (:meth:`mark_damaged`)."""
         if isinstance(exc, sqlite3.Error) and is_corruption(exc):
             self.mark_damaged(str(exc))
-        return database_error(self.path, exc)
+        return database_error(self.path, exc, self.busy_timeout_ms)
 
     def check_writable(self) -> None:
         """Raise the refusal when this file may not take writes now (replaced, damaged)."""

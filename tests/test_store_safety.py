@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from agent_link_core import store as store_mod
 from agent_link_core.app import App
 from agent_link_core.cli import build_cli
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.model import Caller
 from agent_link_core.store import Store
+from agent_link_testing.mcp_client import agent_link_mcp
 from agent_link_testing.plugin_suites import call_tool
 
 ALICE = Caller("test:alice", "config", "test")
@@ -173,7 +173,7 @@ async def test_full_disk_is_its_own_error_and_loses_nothing(app: Any) -> None:
 
 @pytest.mark.anyio
 async def test_busy_database_is_busy_not_damaged(app: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(store_mod, "BUSY_TIMEOUT_MS", 300)
+    monkeypatch.setenv("AGENT_LINK_BUSY_TIMEOUT_MS", "300")
     a = app()
     first = await send(a, "before the lock")
     holder = sqlite3.connect(a.store.path, isolation_level=None)
@@ -186,7 +186,7 @@ async def test_busy_database_is_busy_not_damaged(app: Any, monkeypatch: pytest.M
         inspected = await call_tool(a, "agent_link_mailbox_inspect", {}, ALICE)
         assert inspected["ok"] and len(inspected["messages"]) == 1
         busy = await send(a, "while locked")
-        assert busy["ok"] is False and busy["error"]["code"] == "state_busy"
+        assert busy["ok"] is False and busy["error"]["code"] == "state_busy" and "300 ms" in busy["error"]["message"]
         assert busy["error"]["details"]["retryable"] is True and "retry" in busy["error"]["hint"].lower()
         no_move_advice(busy["error"])
         assert a.health()["database"]["ok"] is True
@@ -258,3 +258,26 @@ def test_a_foreign_file_is_refused_untouched(isolated_env: Path, tmp_path: Path,
     assert (target.stat().st_mode, None if target.is_dir() else target.read_bytes()) == before
     result = CliRunner().invoke(build_cli(), ["health"])
     assert result.exit_code == 1 and "not an agent-link database" in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.anyio
+async def test_busy_and_health_through_a_real_mcp_session(isolated_env: Path) -> None:
+    env = {"AGENT_LINK_DISABLE_PLUGINS": "codex claude", "AGENT_LINK_BUSY_TIMEOUT_MS": "300"}
+    async with agent_link_mcp({**env, "AGENT_LINK_ADDRESS": "test:alice"}) as alice, \
+            agent_link_mcp({**env, "AGENT_LINK_ADDRESS": "test:bob"}) as bob:
+        first = await alice.call("message_agent", {"to": "test:bob", "message": "before the lock"})
+        assert first["ok"]
+        health = await alice.call("agent_link_health")
+        assert health["database"]["ok"] is True and health["database"]["walBytes"] >= 0
+        holder = sqlite3.connect(isolated_env / "agent-link.db", isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        try:
+            peek = await bob.call("read_agent_link_inbox", {"markAsDelivered": False})
+            assert peek["ok"] and [m["id"] for m in peek["messages"]] == [first["messageId"]]
+            busy = await alice.call("message_agent", {"to": "test:bob", "message": "while locked"})
+            assert busy["ok"] is False and busy["error"]["code"] == "state_busy"
+            no_move_advice(busy["error"])
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        assert (await alice.call("message_agent", {"to": "test:bob", "message": "after"}))["ok"]

@@ -89,3 +89,10 @@ async def test_receipts_over_mcp(isolated_env: Path) -> None:
         assert bogus["error"]["code"] == "invalid_arguments"
         health = await alice.call("agent_link_health")
         assert health["sections"]["receipts"]["count"] == 4
+        # A third party: nothing of alice's and bob's mail; every receipt only with inspect-all.
+        eve = await stack.enter_async_context(agent_link_mcp(env("test:eve")))
+        assert (await eve.call("list_agent_link_receipts", {"query": "invoice"}))["data"] == []
+        refused = await eve.call("list_agent_link_receipts", {"scope": "all"})
+        assert refused["error"]["code"] == "permission_denied" and refused["error"]["details"] == {"reason": "inspect_all_disabled"}
+        admin = await stack.enter_async_context(agent_link_mcp({**env("test:eve"), "AGENT_LINK_INSPECT_ALL": "1"}))
+        assert len((await admin.call("list_agent_link_receipts", {"scope": "all"}))["data"]) == 4
