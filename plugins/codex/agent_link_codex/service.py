@@ -648,5 +648,5 @@ _UNAVAILABLE_HINTS = {
     "codex-binary-not-found": "Install the Codex CLI or point AGENT_LINK_CODEX_BIN at it.",
     "explicit-endpoint-unreachable": "Check that the app-server named by AGENT_LINK_CODEX_URL / AGENT_LINK_CODEX_SOCK is running.",
     "startup-failure-cached": "Starting Codex failed less than a minute ago; fix the cause shown in health, then try again.",
-    "state-dir-unsafe": "Make the managed app-server directory a private (0700) directory you own.",
+    "state-dir-unsafe": "Make the managed app-server directory (AGENT_LINK_MANAGED_DIR, default <state dir>/managed-app-servers) a private (0700) directory you own, or point AGENT_LINK_MANAGED_DIR at one.",
 }
