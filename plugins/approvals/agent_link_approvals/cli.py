@@ -24,8 +24,19 @@ import click
 from agent_link_approvals import claude, codex, service
 from agent_link_approvals.files import ChangedWhileApplying, ConfigFileError
 from agent_link_approvals.manifests import read_claude_plugin, read_codex_plugin
-from agent_link_approvals.settings import CHECK_REAL_CONFIG, CODEX_CONFIG, CODEX_PLUGIN_ID, codex_config_path
-from agent_link_approvals.toollist import ROLE_ADMIN_REASON, ROLE_ADMIN_TOOLS, ToolInfo, ToolListError, list_running_tools
+from agent_link_approvals.settings import (
+    CHECK_REAL_CONFIG,
+    CODEX_CONFIG,
+    CODEX_PLUGIN_ID,
+    codex_config_path,
+)
+from agent_link_approvals.toollist import (
+    ROLE_ADMIN_REASON,
+    ROLE_ADMIN_TOOLS,
+    ToolInfo,
+    ToolListError,
+    list_running_tools,
+)
 
 EXIT_HELP = """\b
 Exit codes:

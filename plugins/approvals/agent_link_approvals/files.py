@@ -71,7 +71,7 @@ def unified_diff(path: Path, old: str, new: str) -> str:
 
 
 def _stamp() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    return _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
 
 
 def _fsync_dir(directory: str) -> None:

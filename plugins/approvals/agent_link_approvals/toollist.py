@@ -119,21 +119,22 @@ async def _list(host: str, scratch: str, errlog: Any, timeout_s: float) -> list[
 
     params = StdioServerParameters(command=sys.executable, args=["-m", "agent_link_core", "mcp"],
                                    env=scratch_env(host, scratch), cwd=scratch)
+    from mcp import types
+
+    tools: list[ToolInfo] = []
     with anyio.fail_after(timeout_s):
-        async with stdio_client(params, errlog=errlog) as (read, write):
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                tools: list[ToolInfo] = []
-                cursor: str | None = None
-                while True:
-                    page = await session.list_tools(cursor=cursor) if cursor else await session.list_tools()
-                    for tool in page.tools:
-                        a = tool.annotations
-                        tools.append(ToolInfo(tool.name, a.read_only_hint if a else None,
-                                              a.destructive_hint if a else None, a.open_world_hint if a else None))
-                    cursor = page.next_cursor
-                    if not cursor:
-                        break
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            cursor: str | None = None
+            while True:
+                page = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
+                for tool in page.tools:
+                    a = tool.annotations
+                    tools.append(ToolInfo(tool.name, a.read_only_hint if a else None,
+                                          a.destructive_hint if a else None, a.open_world_hint if a else None))
+                cursor = page.next_cursor
+                if not cursor:
+                    break
     return sorted(tools, key=lambda t: t.name)
 
 
