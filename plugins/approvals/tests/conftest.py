@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_link_approvals.toollist import ToolInfo
 from click.testing import CliRunner, Result
 
-from agent_link_approvals.toollist import ToolInfo
 from agent_link_core.cli import build_cli
 
 PLUGIN_ID = "codex-agent-link@agent-link"

@@ -14,9 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_link_approvals.toollist import (
+    ROLE_ADMIN_TOOLS,
+    list_running_tools,
+    scratch_env,
+    tools_of_app,
+)
 from click.testing import Result
 
-from agent_link_approvals.toollist import ROLE_ADMIN_TOOLS, list_running_tools, scratch_env, tools_of_app
 from agent_link_core.app import App
 
 PID = "codex-agent-link@agent-link"

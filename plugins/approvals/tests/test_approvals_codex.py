@@ -7,7 +7,6 @@ import tomllib
 from pathlib import Path
 
 import pytest
-
 from agent_link_approvals import codex
 from agent_link_approvals.files import ConfigFileError
 from agent_link_approvals.toollist import ToolInfo

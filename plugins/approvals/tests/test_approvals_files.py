@@ -8,8 +8,11 @@ import stat
 from pathlib import Path
 
 import pytest
-
-from agent_link_approvals.files import ChangedWhileApplying, replace_atomically, unified_diff
+from agent_link_approvals.files import (
+    ChangedWhileApplying,
+    replace_atomically,
+    unified_diff,
+)
 
 
 @pytest.fixture

@@ -8,8 +8,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from agent_link_approvals.manifests import default_plugin_root, read_claude_plugin, read_codex_plugin
+from agent_link_approvals.manifests import (
+    default_plugin_root,
+    read_claude_plugin,
+    read_codex_plugin,
+)
 
 REPO = default_plugin_root()
 CODEX_FILES = (".codex-plugin/plugin.json", ".agents/plugins/marketplace.json", "hooks/agent-link.sh")
