@@ -52,10 +52,15 @@ ARGS = {"message_agent": {"to": "team:bob", "message": "hello"}, "set_agent_role
 
 def approvals(*args: str | Path) -> tuple[int, dict[str, Any]]:
     """Run ``agent-link approvals <args> --json``; returns the exit code and the JSON object."""
-    done = subprocess.run([str(agent_link_bin()), "approvals", *map(str, args), "--json"], capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run([str(agent_link_bin()), "approvals", *map(str, args), "--json"], check=False,
+                          capture_output=True, text=True, timeout=300)
     assert done.stdout, done.stderr
     return done.returncode, json.loads(done.stdout)
+
+
+def append(path: Path, text: str) -> None:
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(text)
 
 
 def stage_codex_plugin(dest: Path) -> Path:
@@ -124,7 +129,8 @@ async def test_codex_approvals_check_and_apply_match_the_real_codex(short_root: 
         plugin_id = read_codex_plugin().plugin_id
         assert plugin_id is not None
         for args in (["plugin", "marketplace", "add", str(marketplace)], ["plugin", "add", plugin_id]):
-            done = subprocess.run([str(host.binary), *args], env=env, capture_output=True, text=True, timeout=300)
+            done = await asyncio.to_thread(subprocess.run, [str(host.binary), *args], check=False, env=env,
+                                           capture_output=True, text=True, timeout=300)
             assert done.returncode == 0, done.stdout + done.stderr
         config = host.codex_home / "config.toml"
 
@@ -143,8 +149,8 @@ async def test_codex_approvals_check_and_apply_match_the_real_codex(short_root: 
                 assert (ran(item), asked(item)) == (said[tool], not said[tool]), (tool, item)
 
             # 2. the user wants to be asked for this server; apply approves the read-only tools only
-            with open(config, "a") as fh:
-                fh.write(f'\n[plugins."{plugin_id}".mcp_servers.agent-link]\ndefault_tools_approval_mode = "prompt"\n')
+            await asyncio.to_thread(append, config, f'\n[plugins."{plugin_id}".mcp_servers.agent-link]\n'
+                                    'default_tools_approval_mode = "prompt"\n')
             code, report = await asyncio.to_thread(approvals, "check", "--codex-config", config)
             assert code == 1 and "list_agents" in {m["tool"] for m in report["codex"]["missing"]}
             before = config.read_bytes()
