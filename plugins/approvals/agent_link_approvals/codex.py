@@ -1,6 +1,6 @@
 """Tool approvals in a Codex ``config.toml`` for the agent-link plugin.
 
-How Codex decides (observed on the real Codex CLI 0.169.0; ``docs`` in this plugin's README):
+How Codex decides (observed on the real Codex CLI 0.169.0; see ``plugins/approvals/README.md``):
 
 * a plugin is on with ``[plugins."<plugin>@<marketplace>"] enabled = true`` (``codex plugin
   add`` writes it);
