@@ -15,30 +15,29 @@ from agent_link_approvals.manifests import (
 )
 
 REPO = default_plugin_root()
-CODEX_FILES = (".codex-plugin/plugin.json", ".agents/plugins/marketplace.json", "hooks/agent-link.sh")
 
 
 def test_the_repository_manifests_give_ids_and_servers() -> None:
     codex = read_codex_plugin()
-    manifest = json.loads((REPO / ".codex-plugin" / "plugin.json").read_text())
     market = json.loads((REPO / ".agents" / "plugins" / "marketplace.json").read_text())
-    servers = json.loads((REPO / manifest["mcpServers"]).read_text())["mcpServers"]
+    manifest = json.loads((codex.plugin_root / ".codex-plugin" / "plugin.json").read_text())
+    servers = json.loads((codex.plugin_root / manifest["mcpServers"]).read_text())["mcpServers"]
     assert codex.problems == []
     assert codex.plugin_id == f"{manifest['name']}@{market['name']}"
     assert codex.servers == list(servers)
     claude = read_claude_plugin()
-    cmanifest = json.loads((REPO / ".claude-plugin" / "plugin.json").read_text())
+    cmanifest = json.loads((claude.plugin_root / ".claude-plugin" / "plugin.json").read_text())
     assert claude.problems == [] and claude.plugin == cmanifest["name"] and claude.servers == list(cmanifest["mcpServers"])
 
 
 @pytest.fixture
 def codex_root(tmp_path: Path) -> Path:
-    """A copy of the Codex plugin's files."""
-    manifest = json.loads((REPO / ".codex-plugin" / "plugin.json").read_text())
-    for rel in (*CODEX_FILES, manifest["mcpServers"]):
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(REPO / rel, tmp_path / rel)
-    return tmp_path
+    """A copy of the Codex plugin's files (the marketplace, manifests and launcher)."""
+    root = tmp_path / "copy"
+    for rel in read_codex_plugin().files:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / rel, root / rel)
+    return root
 
 
 def edit(path: Path, change: object) -> None:
@@ -52,20 +51,38 @@ def test_copied_manifests_are_fine(codex_root: Path) -> None:
 
 
 def test_missing_and_malformed_manifests(codex_root: Path) -> None:
-    (codex_root / ".agents" / "plugins" / "marketplace.json").unlink()
+    market = codex_root / ".agents" / "plugins" / "marketplace.json"
+    listing = market.read_text()
+    market.unlink()
     plugin = read_codex_plugin(codex_root)
     assert plugin.plugin_id is None and any("marketplace.json does not exist" in p for p in plugin.problems)
+    market.write_text(listing)
     (codex_root / ".codex-plugin" / "plugin.json").write_text("{nope")
     plugin = read_codex_plugin(codex_root)
     assert plugin.plugin is None and "line 1" in plugin.problems[0]
+    edit(market, lambda d: d.update(plugins=[{"name": "other", "source": "./elsewhere"}]))
+    assert "lists no plugin" in read_codex_plugin(codex_root).problems[0]
     assert read_codex_plugin(codex_root.parent / "empty").problems  # nothing there at all
+
+
+def test_the_plugin_folder_is_where_the_marketplace_says(codex_root: Path) -> None:
+    moved = codex_root / "plugins" / "host"
+    for name in (".codex-plugin", "hooks"):
+        shutil.move(codex_root / name, moved / name)
+    market = codex_root / ".agents" / "plugins" / "marketplace.json"
+    edit(market, lambda d: [p.update(source={"source": "local", "path": "./plugins/host"}) for p in d["plugins"]])
+    plugin = read_codex_plugin(codex_root)
+    assert plugin.problems == [] and plugin.plugin_root == moved.resolve() and plugin.servers
+    assert ".codex-plugin/plugin.json" not in plugin.files and "plugins/host/.codex-plugin/plugin.json" in plugin.files
+    edit(market, lambda d: [p.update(name="renamed") for p in d["plugins"]])
+    assert "whose manifest names" in read_codex_plugin(codex_root).problems[0]
 
 
 def test_server_file_must_exist_stay_inside_and_start_agent_link(codex_root: Path) -> None:
     manifest = codex_root / ".codex-plugin" / "plugin.json"
     server_file = codex_root / json.loads(manifest.read_text())["mcpServers"]
     edit(manifest, lambda d: d.update(mcpServers="../outside.json"))
-    assert "outside the plugin root" in read_codex_plugin(codex_root).problems[0]
+    assert "outside the plugin folder" in read_codex_plugin(codex_root).problems[0]
     edit(manifest, lambda d: d.update(mcpServers="./.codex-plugin/none.json"))
     assert "does not exist" in read_codex_plugin(codex_root).problems[0]
     edit(manifest, lambda d: d.update(mcpServers=str(server_file.relative_to(codex_root))))
@@ -91,6 +108,6 @@ def test_other_ways_to_start_agent_link(tmp_path: Path) -> None:
         "b": {"command": "python3", "args": ["-m", "agent_link_core", "mcp"], "env": {"AGENT_LINK_HOST": "claude"}},
         "c": {"command": "node", "args": ["server.js"]},
     }}))
-    (tmp_path / ".claude-plugin" / "marketplace.json").write_text(json.dumps({"name": "m", "plugins": [{"name": "p"}]}))
+    (tmp_path / ".claude-plugin" / "marketplace.json").write_text(json.dumps({"name": "m", "plugins": [{"name": "p", "source": "./"}]}))
     plugin = read_claude_plugin(tmp_path)
     assert plugin.servers == ["a", "b"] and plugin.problems == [] and plugin.plugin_id == "p@m"

@@ -64,10 +64,11 @@ def append(path: Path, text: str) -> None:
 
 
 def stage_codex_plugin(dest: Path) -> Path:
-    """Copy the Codex plugin's files (the manifests, the hook file, the launcher) to ``dest``."""
+    """Copy the Codex plugin's files (marketplace, manifests, launcher, hook file) to ``dest``."""
     plugin = read_codex_plugin()
-    manifest = json.loads((REPO_ROOT / ".codex-plugin" / "plugin.json").read_text())
-    for rel in {*plugin.files, manifest["hooks"], "hooks/agent-link.sh"}:
+    manifest = json.loads((plugin.plugin_root / ".codex-plugin" / "plugin.json").read_text())
+    hooks = os.path.relpath(plugin.plugin_root / manifest["hooks"], REPO_ROOT)
+    for rel in {*plugin.files, hooks}:
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO_ROOT / rel, dest / rel)
     return dest
