@@ -51,8 +51,10 @@ def _section(check: Callable[[], Any], fix: str) -> dict[str, Any]:
     except CannotCheck as exc:
         return {"status": "unknown", "message": str(exc), "fix": None}
     report = outcome.report
-    missing = sorted({m["tool"] if isinstance(m, dict) else m for m in report["missing"]})
-    return {"status": "complete" if outcome.complete else "incomplete", "missing": missing,
+    # Codex reports (server, tool) pairs, Claude Code the rules to add; health names the tools
+    missing = sorted({m["tool"] if isinstance(m, dict) else m.rsplit("__", 1)[-1] for m in report["missing"]})
+    held = sorted({o["tool"] for o in report.get("overridden", [])} | {k["tool"] for k in report.get("keptByYou", [])})
+    return {"status": "complete" if outcome.complete else "incomplete", "missing": missing, "heldBack": held,
             "fix": None if outcome.complete else fix}
 
 

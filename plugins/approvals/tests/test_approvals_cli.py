@@ -236,7 +236,8 @@ def test_health_section_per_host_found(run: Run, tmp_path: Path) -> None:
     section = as_json(run("health", "--json"))["sections"]["approvals"]
     assert section["codex"]["status"] == "incomplete" and "list_agents" in section["codex"]["missing"]
     assert section["codex"]["fix"] == f"agent-link approvals apply --codex-config {codex_home / 'config.toml'}"
-    assert section["claude"]["status"] == "incomplete"
+    assert section["claude"]["status"] == "incomplete" and set(READ_ONLY) <= set(section["claude"]["missing"])
+    assert "message_agent" not in section["claude"]["missing"] and section["claude"]["heldBack"] == []
     assert section["claude"]["fix"].startswith("agent-link approvals apply --claude-settings ")
     (codex_home / "config.toml").write_text("[broken")
     assert as_json(run("health", "--json"))["sections"]["approvals"]["codex"]["status"] == "unreadable"
