@@ -41,13 +41,18 @@ def worker_prompt(*, role: str, orchestrator_thread_id: str, project_root: str |
     label = inert(role) or DEFAULT_ROLE
     pid = inert(project_id)
     policy = inert(policy_version) or DEFAULT_POLICY_VERSION
+    where = f'threadId "{orchestrator_thread_id}"'
+    if pid:
+        where += f', projectId "{pid}"'
+    if project_root:
+        where += f', projectRoot "{project_root}"'
     lines = [
         f"You are the {label} for project {pid or UNKNOWN_PROJECT}.",
         "",
         "Return path:",
         f"- Orchestrator thread: {orchestrator_thread_id}",
         ("- When the task is finished, or as soon as you are blocked, report back by calling the agent-link MCP tool "
-         f'return_project_work_result with threadId "{orchestrator_thread_id}", resultStatus (done, done_with_concerns or '
+         f"return_project_work_result with {where}, resultStatus (done, done_with_concerns or "
          "blocked), summary, changedPaths, testsRun, blockers, nextSteps and details, and replyToMessageId set to the id "
          "of this message (the id attribute of its agent-link-message envelope)."),
         "- Leave the Codex Desktop app alone: do not open it, click in it or type into it.",
