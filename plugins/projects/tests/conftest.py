@@ -20,8 +20,7 @@ from agent_link_core import hookimpl
 from agent_link_core.app import App
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.model import Caller
-from agent_link_core.tools.registry import ToolCall, ToolSpec
-from agent_link_testing.plugin_suites import call_tool
+from agent_link_core.tools.registry import ToolCall, ToolSpec, validate_arguments
 
 ORCH = "019a0000-0000-7000-8000-00000000a001"
 OTHER = "019a0000-0000-7000-8000-00000000b002"
@@ -131,10 +130,21 @@ ALICE = Caller("test:alice", "config", "test")
 
 @pytest.fixture
 def run() -> Callable[..., Any]:
-    """``await run(app, tool, args, caller=ALICE)``: the tool's result object (warnings included)."""
+    """``await run(app, tool, args, caller=ALICE)``: the tool's result object, arguments validated
+    as the MCP layer does, the call's warnings included."""
 
     async def go(app: App, name: str, args: dict[str, Any], caller: Caller = ALICE) -> dict[str, Any]:
-        return await call_tool(app, name, args, caller)
+        spec = app.hooks.tools()[name]
+        try:
+            validated, warnings = validate_arguments(spec, args)
+            call = ToolCall({}, caller, warnings)
+            fields = await spec.handler(app, validated, call)
+        except AgentLinkError as exc:
+            return {"ok": False, "error": exc.to_dict()}
+        out = {"ok": True, **fields}
+        if call.warnings:
+            out["warnings"] = call.warnings
+        return out
 
     return go
 
@@ -182,3 +192,9 @@ def h() -> Any:
 
     return SimpleNamespace(ORCH=ORCH, OTHER=OTHER, WORKER=WORKER, ALICE=ALICE, EXTERNAL=EXTERNAL, codex_caller=codex_caller,
                            write_binding=write_binding, write_roles=write_roles)
+
+
+@pytest.fixture
+def receipts_loaded(app: App) -> bool:
+    """Whether the receipts plugin is installed here."""
+    return "receipts" in app.plugin_report.loaded
