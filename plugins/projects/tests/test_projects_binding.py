@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_link_projects.binding import FIELDS, read_binding
 
 from agent_link_core.errors import AgentLinkError
-from agent_link_projects.binding import FIELDS, read_binding
 
 
 def _error(root: Path) -> dict[str, Any]:

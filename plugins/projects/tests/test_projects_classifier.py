@@ -5,7 +5,6 @@ from __future__ import annotations
 from importlib import resources
 
 import pytest
-
 from agent_link_projects.obligations import analyse, referenced_thread_ids, slug
 
 

@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from jsonschema import Draft202012Validator
-
 from agent_link_testing.mcp_client import agent_link_mcp
+from jsonschema import Draft202012Validator
 
 pytestmark = pytest.mark.anyio
 

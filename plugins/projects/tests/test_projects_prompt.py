@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from agent_link_projects.prompt import inert, worker_prompt
 
 

@@ -16,18 +16,22 @@ import asyncio
 import json
 import re
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-
 from agent_link_codex.appserver import AppServerClient
-from agent_link_core.app import App
-from agent_link_core.model import Caller
 from agent_link_testing.codex_host import CodexAppServer, McpServerConfig
 from agent_link_testing.plugin_suites import call_tool
-from agent_link_testing.responses_stub import Reply, ResponsesStub, StubRequest, mcp_tool_call
+from agent_link_testing.responses_stub import (
+    Reply,
+    ResponsesStub,
+    StubRequest,
+    mcp_tool_call,
+)
+
+from agent_link_core.app import App
+from agent_link_core.model import Caller
 
 pytestmark = [pytest.mark.realhost, pytest.mark.anyio, pytest.mark.timeout(240)]
 

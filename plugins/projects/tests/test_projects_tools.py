@@ -72,7 +72,7 @@ async def test_launch_worker(app: Any, fake: Any, run: Any, h: Any, bound: Path)
         "projectRoot": str(bound), "task": "Write the exporter.", "instructions": "No new dependencies.", "role": "export worker",
         "model": "gpt-x", "modelProvider": "mock", "serviceTier": "flex"}, h.codex_caller(h.ORCH))
     assert result["ok"], result
-    launch = [a for n, a in fake.calls if n == "launch_codex_thread"][0]
+    launch = next(a for n, a in fake.calls if n == "launch_codex_thread")
     assert launch["cwd"] == str(bound) and launch["name"] == "export worker: shop" and launch["openInGui"] is False
     assert (launch["model"], launch["modelProvider"], launch["serviceTier"]) == ("gpt-x", "mock", "flex")
     row = app.mailbox.get_row(result["taskMessageId"])
@@ -92,7 +92,7 @@ async def test_launch_worker_defaults_and_inert_labels(app: Any, fake: Any, run:
     prompt = result["workerPrompt"]
     assert prompt.startswith("You are the project worker for project shop evil id.\n")
     assert "Project root: not supplied" in prompt and "Policy version: v0" in prompt and "Additional instructions" not in prompt
-    launch = [a for n, a in fake.calls if n == "launch_codex_thread"][0]
+    launch = next(a for n, a in fake.calls if n == "launch_codex_thread")
     assert "cwd" not in launch and launch["name"] == "project worker: shop evil id"
 
 
