@@ -72,8 +72,8 @@ async def resolve_orchestrator(app: App, args: dict[str, Any], call: ToolCall) -
         or not_found; not_found and ambiguous are verdicts, not errors).
     :raises AgentLinkError: ``invalid_arguments`` (bad ids, an invalid binding file, nothing to
         resolve with), ``unsupported`` (codex missing; roles missing for ``role:<name>``),
-        ``not_found`` (an explicit thread that cannot be read, an explicit role nobody
-        holds), ``state_io_error`` (roles.json unreadable).
+        ``not_found`` (an explicit thread, or an explicit role's holder thread, that cannot be
+        read; an explicit role nobody holds), ``state_io_error`` (roles.json unreadable).
     """
     use_fallback = args.get("useLocalFallback", True)
     root = plain_root(args["projectRoot"]) if args.get("projectRoot") else None
@@ -104,14 +104,14 @@ async def resolve_orchestrator(app: App, args: dict[str, Any], call: ToolCall) -
                                      hint="Project orchestrators are Codex threads; name one with orchestratorThreadId.")
             tid = holder.split(":", 1)[1]
             role = {"name": explicit[5:], "via": explicit, "address": holder, "scope": "role", "projectRoot": None}
-            return decided("explicit", tid, await verify_thread(app, tid, call, use_fallback), role)
-        tid = _bare(explicit, path)
+        else:
+            tid, role = _bare(explicit, path), None
         verification = await verify_thread(app, tid, call, use_fallback)
         if not verification["readable"]:
             raise AgentLinkError("not_found", f"The orchestrator thread {tid} cannot be read.",
                                  {"id": tid, "candidates": [], "verification": verification},
                                  hint="Check the thread id (list_codex_threads), or resolve by projectRoot instead.")
-        return decided("explicit", tid, verification)
+        return decided("explicit", tid, verification, role)
     # 2. the orchestrator role for this project
     if root is not None and api is not None:
         holder = api.project_orchestrator(app, root)

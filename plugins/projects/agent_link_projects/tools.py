@@ -1,7 +1,10 @@
 """The six project tools: resolve and message a project's orchestrator, launch a worker
 thread, return a worker's result, register a dependency handoff, check coordination
-obligations. The reference for their arguments and results is ``docs`` in this plugin's
-README (own wording of the original Agent Link's project tools)."""
+obligations. Their arguments and results are described in ``plugins/projects/README.md``.
+
+Every Codex thread is reached through the codex plugin's registered tools
+(:func:`agent_link_projects.peers.run_tool`) and every message through the core's
+``message_agent`` handler, named after the tool that sends it."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """The project tools on the REAL Codex app-server (pinned 0.169.0) against the stub model.
 
 * A worker launched with ``launch_project_worker`` (orchestrator found through the project's
-  binding file) gets the worker prompt as its first turn; its stub model calls
+  binding file) gets the worker prompt as its first turn, in the project root, with the
+  requested effort; its stub model calls
   ``return_project_work_result`` through agent-link's MCP server (configured in that
   CODEX_HOME, the caller known from ``_meta`` only); the orchestrator thread receives the
   structured result as a turn, and the task message ends ``done``.
@@ -113,7 +114,7 @@ async def test_worker_returns_its_result_to_the_orchestrator_thread(tmp_path: Pa
                 as_orchestrator = Caller(f"codex:{orchestrator}", "runtime_context", "codex")
                 launched = await call_tool(app, "launch_project_worker", {
                     "projectRoot": str(project), "task": "Add an export endpoint.", "workerRole": "export worker",
-                    "instructions": "Keep it small.",
+                    "instructions": "Keep it small.", "effort": "low",
                 }, as_orchestrator)
                 assert launched["ok"], launched
                 assert launched["resolution"]["source"] == "binding" and launched["resolution"]["threadId"] == orchestrator
@@ -124,6 +125,9 @@ async def test_worker_returns_its_result_to_the_orchestrator_thread(tmp_path: Pa
                 first = await asyncio.to_thread(stub.wait_for, lambda r: r.thread_id == worker and r.contains("Return path:"), WAIT_S)
                 assert first.contains(f"Orchestrator thread: {orchestrator}") and first.contains("Task:\nAdd an export endpoint.")
                 assert first.contains(f'projectId "shop", projectRoot "{project}"')
+                # effort travels on the first turn, granted to the launcher
+                assert first.body["reasoning"]["effort"] == "low"
+                assert launched["launchResult"]["taskMessage"]["switches"][0]["grantedBy"] == "launcher"
                 # the task message ends done, and its note is the structured result
                 waited = await app.wait(caller=as_orchestrator, agent=f"codex:{worker}", reply_to=task_id, timeout_ms=WAIT_MS, poll_ms=250)
                 assert waited["outcome"] == "done", waited

@@ -204,3 +204,38 @@ async def test_nothing_to_resolve_with(app: Any, run: Any) -> None:
 async def test_limit_is_checked(app: Any, run: Any) -> None:
     result = await resolve(run, app, query="x", limit=51)
     assert result["error"]["details"]["errors"][0]["path"] == "limit"
+
+
+async def test_step1_explicit_role_whose_thread_cannot_be_read(app: Any, run: Any, h: Any, isolated_env: Path, roles_loaded: bool) -> None:
+    h.write_roles(isolated_env, planner=f"codex:{h.ORCH}")  # the fake cannot read h.ORCH
+    result = await resolve(run, app, orchestratorThreadId="role:planner")
+    assert result["error"]["code"] == ("not_found" if roles_loaded else "unsupported")
+
+
+async def test_unreadable_roles_table(app: Any, run: Any, tmp_path: Path, isolated_env: Path, roles_loaded: bool) -> None:
+    isolated_env.mkdir(parents=True, exist_ok=True)
+    (isolated_env / "roles.json").write_text("{not json")
+    result = await resolve(run, app, projectRoot=str(tmp_path))
+    if roles_loaded:
+        assert result["error"]["code"] == "state_io_error"
+    else:
+        assert result["ok"] and result["source"] == "search"
+
+
+@pytest.mark.parametrize("tool,args", [
+    ("resolve_project_orchestrator", {"query": "x"}),
+    ("launch_project_worker", {"orchestratorThreadId": "t1", "task": "T"}),
+    ("register_dependency_handoff", {"dependencyName": "d", "readinessContract": "r", "targetThreadId": "t1", "callbackThreadId": "t2"}),
+])
+async def test_without_the_codex_plugin(make_app: Any, monkeypatch: pytest.MonkeyPatch, run: Any, tool: str, args: dict[str, Any]) -> None:
+    from agent_link_core.app import App
+
+    monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", "codex claude")
+    app = App.create()  # no fake either: nothing registers the codex tools
+    try:
+        result = await run(app, tool, args)
+        assert result["error"]["code"] == "unsupported" and "codex" in result["error"]["hint"]
+        section = app.health()["sections"]["projects"]
+        assert section["codex"] is False and any("codex plugin" in line for line in section["limitations"])
+    finally:
+        app.close()
