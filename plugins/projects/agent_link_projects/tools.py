@@ -80,8 +80,11 @@ def _target_args(args: dict[str, Any]) -> dict[str, Any]:
     return {k: args[k] for k in (*TARGET, "limit") if k in args}
 
 
-def _send_args(args: dict[str, Any]) -> dict[str, Any]:
-    return {k: args[k] for k in SEND_KEYS if k in args}
+def _send_args(args: dict[str, Any], *, reply: bool = True) -> dict[str, Any]:
+    """The ``message_agent`` options among ``args`` (``replyToMessageId`` too unless the tool
+    gives it another meaning)."""
+    keys = (*SEND_KEYS, "replyToMessageId") if reply else SEND_KEYS
+    return {k: args[k] for k in keys if k in args}
 
 
 def _recipient(resolution: dict[str, Any]) -> str:
@@ -198,7 +201,7 @@ async def return_project_work_result(app: App, args: dict[str, Any], call: ToolC
     text = result_message(fields)
     receipt = _merge_receipt(args.get("receipt"), "project_work_result", "review_before_archive",
                              ["project-work-result", f"status:{status}"])
-    send = {**_send_args(args), "receipt": receipt}
+    send = {**_send_args(args, reply=False), "receipt": receipt}
     out: dict[str, Any] = {"source": "project-worker-result", "resolution": resolution, "message": text, "result": fields}
     if task is not None and task["from_addr"] == f"codex:{orchestrator}":
         answered = await app.reply(caller=call.caller, message_id=task["id"], resolution="done", message=text,

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from agent_link_core.model import Caller
+
 pytestmark = pytest.mark.anyio
 
 
@@ -235,3 +237,14 @@ async def test_handoff_errors(app: Any, fake: Any, run: Any, h: Any) -> None:
     no_contract = await run(app, "register_dependency_handoff", {"dependencyName": "x", "targetThreadId": h.OTHER}, me)
     assert no_contract["error"]["details"]["errors"][0]["path"] == "readinessContract"
     assert app.store.conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 0
+
+
+async def test_message_orchestrator_can_answer_a_message(app: Any, run: Any, h: Any, bound: Path) -> None:
+    question = await run(app, "message_agent", {"to": "test:bob", "message": "q", "anticipation": "reply"}, h.codex_caller(h.ORCH))
+    assert question["ok"], question
+    answered = await run(app, "message_project_orchestrator", {"projectRoot": str(bound), "message": "answer", "anticipation": "fyi",
+                                                               "replyToMessageId": question["messageId"]},
+                         Caller("test:bob", "config", "test"))
+    assert answered["ok"], answered
+    assert answered["messageResult"]["inReplyTo"] == question["messageId"]
+    assert app.status(h.codex_caller(h.ORCH), question["messageId"])["status"] == "replied"
