@@ -58,11 +58,6 @@ async def verify_thread(app: App, thread_id: str, call: ToolCall, use_fallback: 
     return {"checked": True, "readable": True, "threadId": thread_id, "thread": got.get("thread"), "source": got.get("source")}
 
 
-def has_target(args: dict[str, Any]) -> bool:
-    """Whether any orchestrator-target argument was given."""
-    return any(args.get(k) for k in ("projectRoot", "projectId", "orchestratorThreadId", "threadId", "query"))
-
-
 async def resolve_orchestrator(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
     """Run the resolution order for the orchestrator-target arguments ``args``
     (``projectRoot``, ``projectId``, ``orchestratorThreadId``/``threadId``, ``query``, ``cwd``,
@@ -120,7 +115,6 @@ async def resolve_orchestrator(app: App, args: dict[str, Any], call: ToolCall) -
             if usable is not None:
                 role = {"name": ORCHESTRATOR_ROLE, "via": f"role:{ORCHESTRATOR_ROLE}", "address": holder, "scope": "project",
                         "projectRoot": root}
-                out["projectId"] = args.get("projectId")
                 return decided("role", holder.split(":", 1)[1], usable, role)
     # 3. the binding file
     binding: Binding | None = read_binding(root) if root is not None else None

@@ -187,7 +187,7 @@ async def return_project_work_result(app: App, args: dict[str, Any], call: ToolC
         raise invalid_arguments([{"path": "status", "rule": "conflict", "expected": "the same value as resultStatus, or omit it"}])
     if "summary" in args and "result" in args and args["summary"] != args["result"]:
         raise invalid_arguments([{"path": "result", "rule": "conflict", "expected": "the same value as summary, or omit it"}])
-    worker = args.get("workerThreadId") or _caller_thread(call)
+    worker = args["workerThreadId"].removeprefix("codex:") if args.get("workerThreadId") else _caller_thread(call)
     task = app.mailbox.require(args["replyToMessageId"]) if args.get("replyToMessageId") else None
     resolution = await resolve_orchestrator(app, _target_args(args), call)
     orchestrator = require_resolved(resolution)
