@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from agent_link_testing.plugin_suites import loaded_plugins, run_suites, uninstalled_env
 
 HERE = "plugins/projects/tests"
 
 
+@pytest.mark.timeout(900)  # the nested run includes the real-host tests
 def test_suite_passes_with_roles_uninstalled(tmp_path: Path) -> None:
     env = uninstalled_env(tmp_path, "roles")
     loaded, hidden = loaded_plugins(env, "roles")
