@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from agent_link_approvals import cli as approvals_cli
+from agent_link_core import hookimpl
 from agent_link_core.config import Setting
-from agent_link_core.hookspecs import hookimpl
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
