@@ -70,6 +70,14 @@ def tool_calls(ids: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
         ("get_agent_override_policy", {}),
         ("wait_for_agent", {"agent": "test:alice", "timeoutMs": 0}),
         ("message_agent", {"to": "test:alice", "message": "hello from eve"}),
+        # The projects plugin's tools (no Codex here: they answer with errors or verdicts).
+        ("resolve_project_orchestrator", {"query": "SECRET"}),
+        ("return_project_work_result", {}),
+        ("check_coordination_obligations", {"text": "I will wait for the SECRET handoff before merging.",
+                                            "originThreadId": "t-eve", "dependencyName": "SECRET"}),
+        ("message_project_orchestrator", {"message": "status?"}),
+        ("launch_project_worker", {"task": "look around"}),
+        ("register_dependency_handoff", {"dependencyName": "api", "readinessContract": "tests pass"}),
     ]
     for message_id in ids.values():
         calls += [
@@ -114,7 +122,7 @@ def test_a_third_party_reads_nothing_through_the_cli(app: App, monkeypatch: pyte
     for message_id in ids.values():
         commands += [["status", message_id, "--json"], ["wait", message_id, "--timeout-ms", "0"],
                      ["reply", message_id, "--done"], ["receipts", "--json", "--message", message_id]]
-    commands += [["send", "test:alice", "hello from eve"], ["endpoints", "list"]]
+    commands += [["send", "test:alice", "hello from eve"], ["endpoints", "list"], ["approvals", "check"]]
     for args in commands:
         result = runner.invoke(build_cli(), args)
         assert not leaks(result.output), (args, leaks(result.output))
