@@ -6,12 +6,18 @@ from typing import Any
 
 import pytest
 
+from agent_link_core.model import Caller
+
 pytestmark = pytest.mark.anyio
 
 COMMITS = "I'm blocked on the auth agent until it publishes the token endpoint."
 
 
 async def check(run: Any, app: Any, caller: Any = None, **args: Any) -> dict[str, Any]:
+    # Receipts follow the core's visibility rule (a caller sees what it sent or received), so an
+    # origin thread checks its own obligations: that thread is the caller unless one is given.
+    if caller is None and args.get("originThreadId"):
+        caller = Caller(f"codex:{args['originThreadId']}", "runtime_context", "codex")
     return await (run(app, "check_coordination_obligations", args, caller) if caller else run(app, "check_coordination_obligations", args))
 
 

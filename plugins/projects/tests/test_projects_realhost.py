@@ -175,7 +175,9 @@ async def test_handoff_from_a_real_thread_satisfies_its_obligation(tmp_path: Pat
             app = local_app(monkeypatch, host)
             try:
                 words = f"I'm blocked on thread {owner} until it publishes the v2 schema."
-                before = await call_tool(app, "check_coordination_obligations", {"text": words, "originThreadId": origin}, ALICE)
+                # The origin thread checks its own obligations (receipts follow the visibility rule).
+                as_origin = Caller(f"codex:{origin}", "runtime_context", "codex")
+                before = await call_tool(app, "check_coordination_obligations", {"text": words, "originThreadId": origin}, as_origin)
                 assert before["ok"] and before["status"] == "needs_handoff", before
                 assert before["nextRequiredAction"]["tool"] == "register_dependency_handoff"
                 async with raw.subscription(thread_id=origin) as items:
@@ -193,16 +195,19 @@ async def test_handoff_from_a_real_thread_satisfies_its_obligation(tmp_path: Pat
                 assert result["receiptTags"] == ["dependency-handoff", "dependency:schema-v2", f"callback:{origin}"]
                 # the owner thread got the handoff as a turn
                 await asyncio.to_thread(stub.wait_for, lambda r: r.thread_id == owner and r.contains("Dependency: Schema v2"), WAIT_S)
-                receipts = await call_tool(app, "list_agent_link_receipts", {"originThreadId": origin, "query": "dependency-handoff"}, ALICE)
+                receipts = await call_tool(app, "list_agent_link_receipts", {"originThreadId": origin, "query": "dependency-handoff"}, as_origin)
                 sent = [r for r in receipts["data"] if r["action"] == "message_thread"]
                 assert sent and sent[0]["purpose"] == "Dependency handoff: Schema v2"
                 assert set(sent[0]["tags"]) >= {"dependency-handoff", "dependency:schema-v2", f"callback:{origin}"}
                 assert sent[0]["cleanupRecommendation"] == "keep_as_evidence" and sent[0]["target"]["id"] == owner
-                after = await call_tool(app, "check_coordination_obligations", {"text": words, "originThreadId": origin}, ALICE)
+                after = await call_tool(app, "check_coordination_obligations", {"text": words, "originThreadId": origin}, as_origin)
                 assert after["status"] == "satisfied", after
                 by_name = await call_tool(app, "check_coordination_obligations", {
                     "text": "Waiting for the schema agent to publish v2 before I continue.", "originThreadId": origin,
-                    "dependencyName": "schema v2"}, ALICE)
+                    "dependencyName": "schema v2"}, as_origin)
                 assert by_name["status"] == "satisfied", by_name
+                # Anyone else sees none of that thread's handoffs.
+                stranger = await call_tool(app, "check_coordination_obligations", {"text": words, "originThreadId": origin}, ALICE)
+                assert stranger["status"] == "needs_handoff" and stranger["receipts"] == [], stranger
             finally:
                 await app.aclose()
