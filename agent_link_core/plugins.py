@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.harness import Harness
     from agent_link_core.model import Caller
     from agent_link_core.mailbox import EnvelopeContribution, Event, OutgoingMessage, SendContext
+    from agent_link_core.panels import Panel
     from agent_link_core.store import Migration
     from agent_link_core.tools.registry import ToolSpec
 
@@ -135,6 +136,12 @@ class Hooks:
     def settings(self) -> tuple[Setting, ...]:
         """Settings declared by plugins (duplicate names are an error naming both)."""
         return tuple(self._unique("setting", self._collect("agent_link_register_settings")).values())
+
+    def panels(self) -> list[Panel]:
+        """Every plugin's panels, by ascending ``order`` then name (duplicate names are an
+        error naming both plugins)."""
+        found = self._unique("panel", self._collect("agent_link_register_panels")).values()
+        return sorted(found, key=lambda p: (p.order, p.name))
 
     def register_commands(self, cli: click.Group) -> None:
         """Let every plugin add its click commands to ``cli``."""
