@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
@@ -28,7 +28,7 @@ class PanelLink:
     message_id: str
 
 
-Cell = Union[str, int, float, bool, None, PanelLink]
+Cell = str | int | float | bool | None | PanelLink
 
 
 @dataclass

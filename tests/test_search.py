@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_link_testing.mcp_client import agent_link_mcp
 from click.testing import CliRunner
 
 from agent_link_core.app import App
@@ -22,7 +23,6 @@ from agent_link_core.mailbox import Visibility
 from agent_link_core.model import Caller
 from agent_link_core.search import fts_query, note_session_titles
 from agent_link_core.store import CORE_MIGRATIONS, Store
-from agent_link_testing.mcp_client import agent_link_mcp
 
 ALL_PLUGINS = " ".join(sorted(ep.name for ep in importlib.metadata.entry_points(group="agent_link")))
 ALICE = Caller("team:alice", "config", "team")

@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, Any
 
 from agent_link_core.model import is_ulid
 from agent_link_core.panels import Cell, Panel, PanelLink, PanelView
-
 from agent_link_receipts.ledger import list_receipts
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -7,12 +7,11 @@ import sys
 import webbrowser
 
 import click
+from agent_link_web.context import act_for_patterns, person_address
+from agent_link_web.server import WebConfig, allowed_hosts, bind_socket, serve
 
 from agent_link_core.cli import fail, get_app
 from agent_link_core.errors import AgentLinkError
-
-from agent_link_web.context import act_for_patterns, person_address
-from agent_link_web.server import WebConfig, allowed_hosts, bind_socket, serve
 
 LOOPBACK = "127.0.0.1"
 

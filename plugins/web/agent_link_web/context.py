@@ -9,7 +9,8 @@ import re
 
 from agent_link_core.errors import AgentLinkError
 
-#: metadata stored on a message a person wrote on the page
+#: metadata key and value stored on a message a person wrote on the page
+AUTHOR_KEY = "author"
 ORIGIN = {"kind": "person", "through": "web-page"}
 #: set (to the person's address) only while the page itself sends or answers
 page_person: contextvars.ContextVar[str | None] = contextvars.ContextVar("agent_link_web_person", default=None)

@@ -11,13 +11,13 @@ import json
 import logging
 from typing import Any
 
+from agent_link_web.context import AUTHOR_KEY, ORIGIN, may_act_for
+
 from agent_link_core.app import App
 from agent_link_core.conversation import conversation, recent_conversations
 from agent_link_core.mailbox import Visibility, iso
 from agent_link_core.panels import Panel, PanelLink, PanelView
 from agent_link_core.search import search, session_title
-
-from agent_link_web.context import ORIGIN, may_act_for
 
 log = logging.getLogger(__name__)
 PREVIEW_CHARS = 160
@@ -145,7 +145,7 @@ def message_card(app: App, view: dict[str, Any], row: Any, person: str, act_for:
         "body": row["body"],
         "fromTitle": session_title(app.store.conn, row["from_addr"]),
         "toTitle": session_title(app.store.conn, row["recipient"]),
-        "byPerson": meta.get("origin") == ORIGIN,
+        "byPerson": meta.get(AUTHOR_KEY) == ORIGIN,
         "events": events,
         "forPerson": row["recipient"] == person and view["resolution"] is None,
         "actForAgent": view["resolution"] is None and row["recipient"] != person and may_act_for(act_for, row["recipient"]),
