@@ -121,6 +121,10 @@ class ThreadServer:
             raise RuntimeError("the page server did not start")
         self.page = PageServer(self.config.url(), self.config.token, port, self.config.csrf)
 
+    def run(self, coro: Any) -> Any:
+        """Run a coroutine of the App on the server's own event loop (the App is not thread-safe)."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=60)
+
     def close(self) -> None:
         if self.stop is not None:
             self.loop.call_soon_threadsafe(self.stop.set)
@@ -164,6 +168,13 @@ class McpAgent:
             self.loop.call_soon_threadsafe(self.loop.stop)
             self.thread.join(timeout=30)
             self.loop.close()
+
+
+def run_in_thread(coro_fn: Any) -> Any:
+    """``asyncio.run(coro_fn())`` in a thread of its own: Playwright's synchronous API keeps
+    an event loop running in the test's thread."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(lambda: asyncio.run(coro_fn())).result(timeout=120)
 
 
 def wait_until(predicate: Any, bound_s: float = 15.0) -> Any:

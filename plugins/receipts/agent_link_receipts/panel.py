@@ -24,7 +24,7 @@ def render(app: App) -> PanelView:
         rows.append([
             r.get("createdAt"), r.get("action") + (f" ({r['kind']})" if r.get("kind") else ""), r.get("actor"),
             target.get("address") if isinstance(target, dict) else None,
-            PanelLink(message_id, message_id) if isinstance(message_id, str) and is_ulid(message_id) else None,
+            PanelLink(message_id[:10] + "…", message_id) if isinstance(message_id, str) and is_ulid(message_id) else None,
         ])
     note = f"{page.total} receipts in all; `agent-link receipts` lists and exports them." if page.total > SHOWN else None
     return PanelView(["at", "action", "actor", "target", "message"], rows, empty="No receipts yet.", note=note)

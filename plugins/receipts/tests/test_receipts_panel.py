@@ -19,4 +19,4 @@ async def test_receipts_panel_shows_newest_first_with_links(app: App, run_tool: 
     assert view.columns == ["at", "action", "actor", "target", "message"]
     first = view.rows[0]
     assert first[1] == "message_agent" and first[2] == "test:alice" and first[3] == "test:bob"
-    assert first[4] == PanelLink(sent["messageId"], sent["messageId"])
+    assert first[4] == PanelLink(sent["messageId"][:10] + "…", sent["messageId"])

@@ -11,7 +11,7 @@ Guards, in the order a request meets them (:class:`Guard`):
 3. **CSRF**: every POST needs the page's CSRF token (a second random value embedded in its
    forms) and, when the browser sends one, an ``Origin`` of this server.
 4. **Headers**: a strict Content Security Policy (no inline script or style, nothing from
-   other origins, no framing), ``nosniff``, ``no-referrer``, ``no-store``.
+   other origins, no framing), ``nosniff``, ``same-origin`` referrers, ``no-store``.
 
 Live updates: ``/events`` is a server-sent event stream. It polls the mailbox's newest
 audit event number (:meth:`~agent_link_core.mailbox.Mailbox.last_event_seq`), which every
@@ -57,7 +57,7 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self';
 SECURITY_HEADERS = [
     (b"content-security-policy", CSP.encode()),
     (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
+    (b"referrer-policy", b"same-origin"),  # "no-referrer" makes browsers send Origin: null
     (b"x-frame-options", b"DENY"),
     (b"cache-control", b"no-store"),
 ]
@@ -165,16 +165,24 @@ def templates() -> jinja2.Environment:
     """The page's templates, every value escaped (autoescape on for all of them)."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["when"] = when
     return env
+
+
+def when(iso: str | None) -> str:
+    """``2026-11-30T15:30:21.631Z`` as ``2026-11-30 15:30:21`` (UTC) for people."""
+    if not iso:
+        return ""
+    return iso.replace("T", " ")[:19]
 
 
 def build_web_app(app: App, config: WebConfig) -> ASGIApp:
     """The guarded ASGI application serving ``app``'s mailbox to one person."""
     env = templates()
 
-    def page(name: str, status: int = 200, **context: Any) -> HTMLResponse:
+    def page(name: str, http_status: int = 200, **context: Any) -> HTMLResponse:
         html = env.get_template(name).render(person=config.person, csrf=config.csrf, **context)
-        return HTMLResponse(html, status_code=status)
+        return HTMLResponse(html, status_code=http_status)
 
     async def overview(request: Request) -> Response:
         panels = app.hooks.panels()
@@ -188,7 +196,7 @@ def build_web_app(app: App, config: WebConfig) -> ASGIApp:
         try:
             data = views.conversation_view(app, config.person, message_id, config.act_for)
         except AgentLinkError as exc:
-            return page("error.html", 404 if exc.code == "not_found" else 400, error=exc.message)
+            return page("error.html", http_status=404 if exc.code == "not_found" else 400, error=exc.message)
         views.mark_seen(app, config.person, data["cards"])
         data = views.conversation_view(app, config.person, message_id, config.act_for)
         others = [a for c in data["cards"] for a in (c["from"], c["to"]) if a != config.person]

@@ -76,7 +76,8 @@ async def agents(app: App, person: str) -> dict[str, Any]:
     for s in listed["sessions"]:
         known.add(s["address"])
         rows.append({"address": s["address"], "harness": s["harness"], "title": s.get("title"), "cwd": s.get("cwd"),
-                     "live": s.get("loaded"), "lastActivityAt": s.get("lastActivityAt"), "labels": labels.get(s["address"], [])})
+                     "live": s.get("loaded"), "lastActivityAt": s.get("lastActivityAt"), "labels": labels.get(s["address"], []),
+                     "mailOnly": False})
     seen = app.store.conn.execute(
         "SELECT address, MAX(sent_at) AS at FROM (SELECT from_addr AS address, sent_at FROM messages"
         " UNION ALL SELECT recipient, sent_at FROM messages ORDER BY sent_at DESC LIMIT ?) GROUP BY address"

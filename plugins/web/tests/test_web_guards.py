@@ -48,7 +48,7 @@ def test_token_cookie_host_and_headers(cli_server: PageServer) -> None:
     for rule in ("default-src 'none'", "script-src 'self'", "style-src 'self'", "frame-ancestors 'none'", "base-uri 'none'"):
         assert rule in csp
     assert "unsafe-inline" not in csp and "unsafe-eval" not in csp
-    assert page.getheader("x-content-type-options") == "nosniff" and page.getheader("referrer-policy") == "no-referrer"
+    assert page.getheader("x-content-type-options") == "nosniff" and page.getheader("referrer-policy") == "same-origin"
     for host in ("evil.example:80", f"evil.example:{s.port}", f"127.0.0.1.nip.io:{s.port}", "127.0.0.1:1"):
         foreign = s.request("GET", f"/?token={s.token}", host=host, headers={"Cookie": s.cookie()})
         assert foreign.status == 421, host

@@ -9,12 +9,11 @@
   let again = false;
   let lastTick = 0;
 
-  async function refresh(withTicked) {
+  async function refresh() {
     if (running) { again = true; return; }
     running = true;
     try {
       for (const el of document.querySelectorAll("[data-live]")) {
-        if (el.dataset.tick && !withTicked && el.dataset.loaded) continue;
         const response = await fetch(el.dataset.live, { credentials: "same-origin", cache: "no-store" });
         if (!response.ok) continue;
         const html = await response.text();
@@ -22,11 +21,10 @@
           el.innerHTML = html;  // server-rendered, escaped by the server's templates
           el.dataset.html = html;
         }
-        el.dataset.loaded = "1";
       }
     } finally {
       running = false;
-      if (again) { again = false; refresh(true); }
+      if (again) { again = false; refresh(); }
     }
   }
 
@@ -34,12 +32,12 @@
     const source = new EventSource("/events");
     source.addEventListener("hello", () => {
       if (indicator) { indicator.classList.remove("off"); indicator.classList.add("on"); }
-      refresh(true);
+      refresh();
     });
-    source.addEventListener("change", () => refresh(true));
+    source.addEventListener("change", () => refresh());
     source.addEventListener("tick", () => {
       const now = Date.now();
-      if (now - lastTick > 5000) { lastTick = now; refresh(true); }
+      if (now - lastTick > 5000) { lastTick = now; refresh(); }
     });
     source.onerror = () => {
       if (indicator) { indicator.classList.remove("on"); indicator.classList.add("off"); }
@@ -47,4 +45,5 @@
   }
 
   if (document.querySelector("[data-live]")) connect();
+  else if (indicator) indicator.hidden = true;
 })();
