@@ -14,7 +14,7 @@ The index (migrations of owner ``search``, contributed by the core's default plu
 
 Query language (:func:`fts_query`), meant for people and models rather than FTS5's own
 syntax: words (all must match), ``"exact phrases"``, ``OR``, ``NOT``, ``AND``, parentheses and
-``prefix*``. Punctuation inside a word is fine (``codex:0199``, ``e-mail``). A query that
+``prefix*``. Punctuation inside a word is fine (``team:alice``, ``e-mail``). A query that
 cannot be read gets ``invalid_arguments`` saying why, never SQLite's error text.
 
 Results come newest first (by rowid, i.e. storage order), ``limit`` at a time, with an opaque
