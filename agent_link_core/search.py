@@ -41,9 +41,10 @@ SEARCH_MIGRATIONS: tuple[Migration, ...] = (
         """
         CREATE VIRTUAL TABLE message_fts USING fts5(
             body, from_addr, to_addr, recipient,
-            content = 'messages', content_rowid = 'rowid',
+            content = 'messages', content_rowid = 'rowid', columnsize = 0,
             tokenize = 'unicode61 remove_diacritics 2'
         );
+        INSERT INTO message_fts (message_fts, rank) VALUES ('automerge', 16);
         CREATE TRIGGER message_fts_insert AFTER INSERT ON messages BEGIN
             INSERT INTO message_fts (rowid, body, from_addr, to_addr, recipient)
             VALUES (new.rowid, new.body, new.from_addr, new.to_addr, new.recipient);
