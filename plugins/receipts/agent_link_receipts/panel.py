@@ -22,7 +22,7 @@ def render(app: App) -> PanelView:
         target: Any = r.get("target") or {}
         message_id = r.get("messageId")
         rows.append([
-            r.get("createdAt"), r.get("action") + (f" ({r['kind']})" if r.get("kind") else ""), r.get("actor"),
+            r.get("createdAt"), str(r.get("action")) + (f" ({r['kind']})" if r.get("kind") else ""), r.get("actor"),
             target.get("address") if isinstance(target, dict) else None,
             PanelLink(message_id[:10] + "…", message_id) if isinstance(message_id, str) and is_ulid(message_id) else None,
         ])

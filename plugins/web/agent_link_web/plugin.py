@@ -19,12 +19,12 @@ from collections.abc import Callable
 from typing import Any
 
 import click
-from agent_link_web.context import AUTHOR_KEY, ORIGIN, page_person
 
 from agent_link_core import hookimpl
 from agent_link_core.config import Setting
 from agent_link_core.envelope import render_element
 from agent_link_core.mailbox import EnvelopeContribution, OutgoingMessage, SendContext
+from agent_link_web.context import AUTHOR_KEY, ORIGIN, page_person
 
 SETTINGS = (
     Setting("AGENT_LINK_WEB_USER", "str", None,

@@ -33,8 +33,6 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
 import jinja2
-from agent_link_web import views
-from agent_link_web.context import page_person
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import (
@@ -49,6 +47,8 @@ from starlette.staticfiles import StaticFiles
 from agent_link_core.app import App
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.model import Caller
+from agent_link_web import views
+from agent_link_web.context import page_person
 
 log = logging.getLogger(__name__)
 HERE = Path(__file__).parent

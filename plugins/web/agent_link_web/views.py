@@ -11,13 +11,12 @@ import json
 import logging
 from typing import Any
 
-from agent_link_web.context import AUTHOR_KEY, ORIGIN, may_act_for
-
 from agent_link_core.app import App
 from agent_link_core.conversation import conversation, recent_conversations
 from agent_link_core.mailbox import Visibility, iso
 from agent_link_core.panels import Panel, PanelLink, PanelView
 from agent_link_core.search import search, session_title
+from agent_link_web.context import AUTHOR_KEY, ORIGIN, may_act_for
 
 log = logging.getLogger(__name__)
 PREVIEW_CHARS = 160
