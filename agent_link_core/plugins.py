@@ -9,6 +9,7 @@ misspelled hook implementation fails loudly.
 from __future__ import annotations
 
 import importlib
+import inspect
 import importlib.metadata
 import logging
 import os
@@ -29,6 +30,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.model import Caller
     from agent_link_core.mailbox import EnvelopeContribution, Event, OutgoingMessage, SendContext
     from agent_link_core.panels import Panel
+    from agent_link_core.records import PromptHook
+    from agent_link_core.reminders import DueReminders
     from agent_link_core.store import Migration
     from agent_link_core.tools.registry import ToolSpec
 
@@ -142,6 +145,36 @@ class Hooks:
         error naming both plugins)."""
         found = self._unique("panel", self._collect("agent_link_register_panels")).values()
         return sorted(found, key=lambda p: (p.order, p.name))
+
+    def prompt_hooks(self) -> dict[str, tuple[PromptHook, str]]:
+        """Prompt-hook adapters by harness name, each with the plugin that registered it.
+
+        :raises AgentLinkError: ``internal_error`` when a record is malformed (harness name,
+            module path) or two plugins claim one harness.
+        """
+        from agent_link_core.prompt_hooks import HARNESS_RE, MODULE_RE
+
+        records = self._collect("agent_link_register_prompt_hooks")
+        for plugin, rec in records:
+            if not HARNESS_RE.match(getattr(rec, "harness", "") or "") or not MODULE_RE.match(getattr(rec, "module", "") or ""):
+                raise AgentLinkError(
+                    "internal_error",
+                    f"plugin {plugin} registered an invalid prompt hook {rec!r}: the harness must match"
+                    " [a-z][a-z0-9-]{0,31} and the module be a dotted module path.",
+                    {"plugin": plugin, "cause": "InvalidRegistration"},
+                )
+        owners = {rec.name: plugin for plugin, rec in records}
+        return {name: (rec, owners[name]) for name, rec in self._unique("prompt hook", records).items()}
+
+    async def push_reminders(self, due: DueReminders) -> bool:
+        """Offer one session's due reminders to the plugin that pushes for its harness.
+
+        :returns: True when a plugin reports the session reminded.
+        """
+        result = self._pm.hook.agent_link_push_reminders(due=due, app=self.app)
+        if inspect.isawaitable(result):
+            result = await result
+        return bool(result)
 
     def register_commands(self, cli: click.Group) -> None:
         """Let every plugin add its click commands to ``cli``."""
