@@ -144,3 +144,13 @@ def test_resolving_for_an_agent_is_off_by_default(isolated_env: Path) -> None:
         finally:
             server.close()
     app.close()
+
+
+def test_without_a_browser_the_browser_tests_fail_naming_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_link_testing import web_page
+
+    monkeypatch.setattr(web_page.os, "access", lambda path, mode: False)
+    monkeypatch.setattr(web_page.shutil, "which", lambda name: None)
+    with pytest.raises(pytest.fail.Exception) as caught:
+        web_page.chromium_path()
+    assert "apt-get install -y chromium" in str(caught.value)
