@@ -154,3 +154,16 @@ def test_without_a_browser_the_browser_tests_fail_naming_the_install_command(mon
     with pytest.raises(pytest.fail.Exception) as caught:
         web_page.chromium_path()
     assert "apt-get install -y chromium" in str(caught.value)
+
+
+def test_a_taken_port_is_one_clear_line(web_env: dict[str, str]) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "agent_link_core", "web", "--port", str(port)], env=web_env,
+                              capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"agent-link: cannot listen on 127.0.0.1:{port}") and "Traceback" not in done.stderr
