@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-PLUGINS := codex claude roles receipts web
+PLUGINS := codex claude roles receipts projects web
 
 .PHONY: install test bench hosts browser clean
 
