@@ -178,7 +178,8 @@ class Hooks:
         tasks: list[tuple[str, Any]] = []
         for impl in self._pm.hook.agent_link_server_tasks.get_hookimpls():
             name = self._pm.get_name(impl.plugin) or "?"
-            tasks.extend((name, task) for task in impl.function(**_wanted(impl, app=self.app)) or [])
+            contributed: Any = impl.function(**_wanted(impl, app=self.app)) or []
+            tasks.extend((name, task) for task in contributed)
         return tasks
 
     def health_sections(self) -> dict[str, Any]:

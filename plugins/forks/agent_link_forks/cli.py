@@ -9,7 +9,6 @@ import click
 
 from agent_link_core.cli import EXIT_HELP, emit, get_app, table
 from agent_link_core.mailbox import iso
-
 from agent_link_forks.jobs import Jobs
 
 json_opt = click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
@@ -51,7 +50,7 @@ def forks() -> None:
 def list_(ctx: click.Context, status: str | None, limit: int, as_json: bool) -> None:
     """Fork jobs, newest first."""
     jobs = Jobs(get_app(ctx).store)
-    data = {"version": FORMAT_VERSION, "jobs": [job_entry(j, jobs) for j in jobs.list(status=status, limit=limit)]}
+    data = {"version": FORMAT_VERSION, "jobs": [job_entry(j, jobs) for j in jobs.recent(status=status, limit=limit)]}
 
     def human(d: dict[str, Any]) -> None:
         if not d["jobs"]:

@@ -39,7 +39,7 @@ def _load(value: str | None) -> Any:
 
 def job_view(row: sqlite3.Row) -> dict[str, Any]:
     """A job row with its JSON columns decoded (keys as the columns are named)."""
-    out = {k: row[k] for k in row.keys()}
+    out = dict(zip(row.keys(), tuple(row)))
     for key in ("request", "fork", "compaction", "result"):
         out[key] = _load(out[key])
     return out
@@ -57,7 +57,7 @@ class Jobs:
         row = self.store.conn.execute("SELECT * FROM fork_jobs WHERE id = ?", (job_id,)).fetchone()
         return job_view(row) if row is not None else None
 
-    def list(self, *, status: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
+    def recent(self, *, status: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
         """Jobs newest first, optionally of one status."""
         sql, params = "SELECT * FROM fork_jobs", []
         if status:

@@ -30,13 +30,24 @@ import weakref
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
-from agent_link_core.envelope import MAX_BODY_BYTES, EnvelopeMessage, render_envelope, sanitize_text
+from agent_link_core.envelope import (
+    MAX_BODY_BYTES,
+    EnvelopeMessage,
+    render_envelope,
+    sanitize_text,
+)
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.mailbox import Event, OutgoingMessage, new_message_id
 from agent_link_core.model import Caller, address_scheme, is_address
 from agent_link_core.store import now_ms
-
-from agent_link_forks.codex import CodexThreads, codex_harness, final_answer, is_archived, turn_usage, THREAD_SOURCE
+from agent_link_forks.codex import (
+    THREAD_SOURCE,
+    CodexThreads,
+    codex_harness,
+    final_answer,
+    is_archived,
+    turn_usage,
+)
 from agent_link_forks.jobs import FINISHED, MAX_LEASE_GENERATIONS, Jobs, process_owner
 
 if TYPE_CHECKING:
@@ -135,7 +146,8 @@ class Runtime:
     """Fork jobs of one process: background tasks, the sweeper, and the lease owner name."""
 
     def __init__(self, app: App) -> None:
-        self.app = app
+        # a proxy: the registry of runtimes is keyed weakly by the App, which must not be kept alive here
+        self.app: Any = weakref.proxy(app)
         self.jobs = Jobs(app.store)
         self.owner = process_owner()
         self.lease_ms = int(app.config.get("AGENT_LINK_FORKS_LEASE_MS"))
@@ -201,7 +213,7 @@ class Runtime:
             return
         decision = dict(job["compaction"] or {})
         deadline = now_ms() + COMPACTION_WAIT_MS
-        delay = POLL_MS
+        delay: float = POLL_MS
         while now_ms() < deadline:
             if not self.jobs.renew(job_id, self.owner, self.lease_ms):
                 return
@@ -224,7 +236,7 @@ class Runtime:
 
     async def watch(self, job_id: str) -> None:
         """Poll the task turn until it ends, then finish the job (see the module docstring)."""
-        delay = POLL_MS
+        delay: float = POLL_MS
         errors = 0
         while True:
             job = self.jobs.get(job_id)

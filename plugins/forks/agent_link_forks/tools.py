@@ -19,7 +19,6 @@ from agent_link_core.mailbox import check_body, check_labels, new_message_id
 from agent_link_core.store import now_ms
 from agent_link_core.tools import core_tools
 from agent_link_core.tools.registry import ToolCall, ToolSpec
-
 from agent_link_forks.codex import is_archived, refuse_archived
 from agent_link_forks.runner import TOOL_RESULT, compaction_decision, runtime
 

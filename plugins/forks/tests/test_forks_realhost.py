@@ -25,14 +25,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from agent_link_codex.appserver import AppServerClient, AppServerError
-from agent_link_core.app import App
-from agent_link_core.model import Caller
 from agent_link_testing.codex_host import CodexAppServer
 from agent_link_testing.mcp_client import agent_link_mcp
 from agent_link_testing.plugin_suites import call_tool
-from agent_link_testing.responses_stub import Hold, ResponsesStub, StubRequest, http_error, text
+from agent_link_testing.responses_stub import (
+    Hold,
+    ResponsesStub,
+    StubRequest,
+    http_error,
+    text,
+)
+
+from agent_link_core.app import App
+from agent_link_core.model import Caller
 
 pytestmark = [pytest.mark.realhost, pytest.mark.anyio, pytest.mark.timeout(240)]
 
@@ -246,6 +252,9 @@ async def test_errors_from_the_real_app_server(stub: ResponsesStub, raw: AppServ
         err = await error({"threadId": failing, "cwd": cwd})
         assert err["code"] == "permission_denied" and err["details"]["reason"] == "cwd_outside_workspace", err
     assert (await error({"threadId": "0199ffff-0000-7000-8000-000000000000"}))["code"] == "not_found"
+    assert (await error({"query": "words no thread has"}))["code"] == "not_found"
+    tie = await error({"query": "hello original"})  # every thread here started with it
+    assert tie["code"] == "ambiguous" and len(tie["details"]["candidates"]) >= 2
     assert app.store.conn.execute("SELECT COUNT(*) FROM fork_jobs").fetchone()[0] == 0  # nothing started for a refusal
 
 
