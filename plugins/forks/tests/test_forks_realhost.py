@@ -9,7 +9,8 @@
 * the errors the tool returns for archived threads, unfinished turns, a cwd outside the
   workspace, unknown threads and an unreachable Codex;
 * through real MCP client sessions: an ``agent-link mcp`` server is SIGKILLed while the task
-  turn runs; two new servers sweep at once and the job is reconciled exactly once.
+  turn runs; two new servers sweep at once and the job is reconciled exactly once;
+* a sweeper reconciles a task interrupted while nobody watched, and fails one that never started.
 """
 
 from __future__ import annotations
@@ -256,6 +257,13 @@ async def test_errors_from_the_real_app_server(stub: ResponsesStub, raw: AppServ
     tie = await error({"query": "hello original"})  # every thread here started with it
     assert tie["code"] == "ambiguous" and len(tie["details"]["candidates"]) >= 2
     assert app.store.conn.execute("SELECT COUNT(*) FROM fork_jobs").fetchone()[0] == 0  # nothing started for a refusal
+    # Codex refusing the fork itself: the job is recorded as aborted, no reconcile is sent
+    refused = await error({"threadId": failing, "modelProvider": "no-such-provider"})
+    assert refused["code"] == "upstream_error" and refused["details"]["method"] == "thread/fork"
+    [job] = app.store.conn.execute("SELECT * FROM fork_jobs").fetchall()
+    assert job["status"] == "aborted" and job["fork_thread"] is None
+    assert app.store.conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 0
+    assert app.health()["sections"]["forkJobs"] == {"pending": 0, "running": 0, "stuck": 0, "error": 0, "unreconciled": 0}
 
 
 async def test_codex_unavailable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -323,3 +331,48 @@ async def test_killed_server_is_swept_exactly_once_by_two_servers(stub: Response
             assert len(receipts(app, "reconcile_fork")) == 1 and len(receipts(app, "archive_thread")) == 1
         finally:
             await app.aclose()
+
+
+async def test_sweeper_reconciles_interrupted_and_never_started_tasks(stub: ResponsesStub, raw: AppServerClient, app: App) -> None:
+    from agent_link_forks.jobs import Jobs
+    from agent_link_forks.runner import runtime
+
+    original = await original_thread(raw)
+    jobs = Jobs(app.store)
+
+    async def orphan(job_id: str, phase: str) -> str:
+        """A job whose server died after forking (lease expired), with a real fork."""
+        fork = await raw.request("thread/fork", {"threadId": original, "threadSource": "agent-link-fork", "excludeTurns": True},
+                                 timeout_ms=WAIT_MS)
+        fork_id = fork["thread"]["id"]
+        jobs.create(job_id, original_thread=original, created_by="test:alice", caller_source="config",
+                    request={"message": TASK, "archiveFork": True, "reconcile": {"anticipation": "fyi"}}, last_turn_id="t",
+                    owner="dead-server", lease_ms=60_000)
+        with app.store.write() as conn:
+            conn.execute("UPDATE fork_jobs SET fork_thread = ?, phase = ?, lease_until = 0 WHERE id = ?", (fork_id, phase, job_id))
+        return str(fork_id)
+
+    # a task turn (its userMessage carries the job id) interrupted while nobody watched
+    hold = Hold(timeout_s=60)
+    stub.responder = lambda r: text(ANSWER, hold=hold, stream_first=True) if is_task(r) else None
+    interrupted = "01KAAAAAAAAAAAAAAAAAAAAAF1"
+    fork_a = await orphan(interrupted, "starting")
+    started = await raw.request("turn/start", {"threadId": fork_a, "input": text_input(TASK), "clientUserMessageId": interrupted},
+                                timeout_ms=WAIT_MS)
+    assert await asyncio.to_thread(hold.wait_arrived, 30)
+    await raw.request("turn/interrupt", {"threadId": fork_a, "turnId": started["turn"]["id"]}, timeout_ms=WAIT_MS)
+    # a task that never started (phase "starting", no turn carries the job id)
+    never = "01KAAAAAAAAAAAAAAAAAAAAAF2"
+    fork_b = await orphan(never, "starting")
+
+    rt = runtime(app)
+    assert (await rt.sweep())["taken"] == 2
+    await until(lambda: all(len(reconcile_rows(app, j)) == 1 for j in (interrupted, never)), "both reconciles")
+    [row_a], [row_b] = reconcile_rows(app, interrupted), reconcile_rows(app, never)
+    assert jobs.get(interrupted)["status"] == "interrupted" and jobs.get(interrupted)["task_turn_id"] == started["turn"]["id"]
+    assert "ended interrupted" in row_a["body"] and 'status="interrupted"' in app.mailbox.envelope(row_a)
+    assert jobs.get(never)["status"] == "failed" and "never started" in row_b["body"] and f"codex:{fork_b}" in row_b["body"]
+    assert app.store.conn.execute("SELECT COUNT(*) FROM fork_archives").fetchone()[0] == 0  # both forks are kept
+    assert app.health()["sections"]["forkJobs"]["error"] == 2
+    assert sorted(r["details"]["status"] for r in receipts(app, "reconcile_fork")) == ["failed", "interrupted"]
+    assert await rt.sweep() == {"taken": 0, "completed": 0}  # nothing is done twice

@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent_link_testing.plugin_suites import ASSUME_ALL_INSTALLED, CORE_SUITES, loaded_plugins, run_suites, uninstalled_env
+from agent_link_testing.plugin_suites import (
+    ASSUME_ALL_INSTALLED,
+    CORE_SUITES,
+    loaded_plugins,
+    run_suites,
+    uninstalled_env,
+)
 
 
 def test_suites_pass_with_forks_uninstalled(tmp_path: Path) -> None:

@@ -11,6 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_link_forks.jobs import MAX_RECONCILE_GENERATIONS, RECONCILE_STALE_MS, Jobs
+from agent_link_forks.runner import (
+    compaction_decision,
+    cut_body,
+    reconcile_body,
+    runtime,
+)
+from agent_link_testing.plugin_suites import app_factory, call_tool
 from click.testing import CliRunner
 
 from agent_link_core.app import App
@@ -19,9 +27,6 @@ from agent_link_core.envelope import MAX_BODY_BYTES
 from agent_link_core.mailbox import OutgoingMessage
 from agent_link_core.model import Caller
 from agent_link_core.store import now_ms
-from agent_link_forks.jobs import MAX_RECONCILE_GENERATIONS, RECONCILE_STALE_MS, Jobs
-from agent_link_forks.runner import compaction_decision, cut_body, reconcile_body, runtime
-from agent_link_testing.plugin_suites import app_factory, call_tool
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
