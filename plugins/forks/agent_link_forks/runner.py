@@ -180,6 +180,11 @@ class Runtime:
         """Tell observers (receipts) about a job event (``forked``, ``reconciled``, ``archived``)."""
         self.app.hooks.on_event(Event(kind, message_id, now_ms(), actor, data))
 
+    def next_delay(self, delay: float) -> float:
+        """The next poll interval (ms): ×1.5 up to 15 s, and at most a third of the lease, so a
+        watcher always renews its lease in time."""
+        return min(delay * POLL_BACKOFF, POLL_MAX_MS, self.lease_ms / 3)
+
     # the task ----------------------------------------------------------------------------
     def task_text(self, job: dict[str, Any], message: str) -> str:
         """The task turn's text: the caller's message inside the envelope, whose reply line says
@@ -227,7 +232,7 @@ class Runtime:
                         decision["error"] = (compaction.get("error") or {}).get("message")
                     break
             await asyncio.sleep(delay / 1000)
-            delay = min(delay * POLL_BACKOFF, POLL_MAX_MS)
+            delay = self.next_delay(delay)
         else:
             decision["error"] = "compaction did not finish in time; the task runs on the uncompacted fork"
         self.jobs.update(job_id, self.owner, "compacted", decision, compaction=decision)
@@ -245,7 +250,9 @@ class Runtime:
             if not self.jobs.renew(job_id, self.owner, self.lease_ms):
                 return
             try:
-                turn = await self.threads.find_turn(job["fork_thread"], turn_id=job["task_turn_id"])
+                # a turn/start that answered without an id: the task is the turn carrying the job id
+                turn = await self.threads.find_turn(job["fork_thread"], turn_id=job["task_turn_id"],
+                                                    client_id=None if job["task_turn_id"] else job_id)
                 errors = 0
             except AgentLinkError as exc:
                 if exc.code == "not_found":
@@ -261,7 +268,7 @@ class Runtime:
                     await self.finish_turn(job, turn)
                     return
             await asyncio.sleep(delay / 1000)
-            delay = min(delay * POLL_BACKOFF, POLL_MAX_MS)
+            delay = self.next_delay(delay)
 
     async def finish_turn(self, job: dict[str, Any], turn: dict[str, Any]) -> None:
         """Record a task turn's end (status, error, final answer, token usage) and complete."""
