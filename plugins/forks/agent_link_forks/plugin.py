@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from agent_link_core.config import Setting
-from agent_link_core.hookspecs import hookimpl
+from agent_link_core import hookimpl
 from agent_link_core.store import Migration
 from agent_link_forks.schema import MIGRATIONS
 
