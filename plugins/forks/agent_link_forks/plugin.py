@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from agent_link_core.config import Setting
 from agent_link_core import hookimpl
+from agent_link_core.config import Setting
 from agent_link_core.store import Migration
 from agent_link_forks.schema import MIGRATIONS
 
