@@ -45,6 +45,8 @@ VIA = "codex-turn"
 CONFIRM_MS = 10_000
 CONFIRM_POLL_MS = 100
 STALE_CLAIM_MS = 180_000
+#: How long a turn waits for agent-link's MCP server to finish starting on the thread.
+MCP_READY_MS = 20_000
 MAX_ATTEMPTS = 3
 ITEMS_CHECKED = 200
 #: Codex's documented retryable error: "Server overloaded; retry later." (nothing was accepted).
@@ -163,11 +165,14 @@ class Deliverer:
     """
 
     def __init__(self, service: CodexService, claims: PushClaims, *, desktop_push: str = "mailbox-only",
-                 explicit_endpoint: bool = False) -> None:
+                 explicit_endpoint: bool = False, mcp_servers: frozenset[str] = frozenset({"agent-link"}),
+                 mcp_ready_ms: int = MCP_READY_MS) -> None:
         self.service = service
         self.claims = claims
         self.desktop_push = desktop_push
         self.explicit_endpoint = explicit_endpoint
+        self.mcp_servers = mcp_servers
+        self.mcp_ready_ms = mcp_ready_ms
 
     async def push(
         self, message_id: str, thread_id: str, text: str, options: Mapping[str, Any], *,
@@ -267,6 +272,8 @@ class Deliverer:
             return Delivery(state="queued_in_mailbox", fields={**fields, "action": "claimed_elsewhere"}, warnings=[
                 warning("codex_push_claimed_elsewhere", "Another push of this message is in progress or unsettled; it is not sent twice.")])
         status = link.tracker.status.get(thread_id, location.status)
+        if status != "active":
+            warnings += await self._tools_ready(link, thread_id)
         try:
             turn_id, action = await self._send(link, thread_id, text, message_id, status, options, trigger)
         except AgentLinkError:
@@ -292,6 +299,20 @@ class Deliverer:
         proof = {"clientId": message_id, **evidence, "endpoint": link.endpoint.id}
         return Delivery(delivered=True, via=VIA, state="accepted_by_app_server", warnings=warnings,
                         fields={**fields, "evidence": proof}, evidence=proof)
+
+    async def _tools_ready(self, link: Link, thread_id: str) -> list[dict[str, Any]]:
+        """Before a turn is started: wait (up to ``mcp_ready_ms``) while agent-link's MCP
+        server is still starting on the thread. Codex builds a turn's tools from the servers
+        ready when it starts, so a turn started during start-up (right after a resume or a
+        ``thread/start``) could not reply through agent-link. Returns warnings."""
+        seen = await link.tracker.wait_mcp_started(thread_id, self.mcp_servers, self.mcp_ready_ms)
+        stuck = {name: state for name, state in seen.items() if state != "ready"}
+        if not stuck:
+            return []
+        return [warning("codex_tools_not_ready",
+                        "agent-link's MCP server was not ready on the thread when the turn started; the model may not be "
+                        "able to reply with agent-link's tools in this turn (read_agent_link_inbox still works later).",
+                        servers=stuck, waitedMs=self.mcp_ready_ms)]
 
     async def _confirm(self, link: Link, thread_id: str, message_id: str) -> dict[str, Any] | None:
         """Wait up to :data:`CONFIRM_MS` for the echo: from notifications when subscribed,

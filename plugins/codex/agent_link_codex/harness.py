@@ -34,7 +34,7 @@ from agent_link_core.store import Store, now_ms
 
 from agent_link_codex import rollouts
 from agent_link_codex.appserver import AppServerError, AppServerUnavailable
-from agent_link_codex.delivery import STALE_CLAIM_MS, VIA, Deliverer, PushClaims
+from agent_link_codex.delivery import MCP_READY_MS, STALE_CLAIM_MS, VIA, Deliverer, PushClaims
 from agent_link_codex.endpoints import EndpointRegistry, explicit
 from agent_link_codex.managed import ManagedError, find_codex, reap_orphans
 from agent_link_codex.overrides import THREAD_FIELDS, Launches, turn_params
@@ -196,7 +196,9 @@ class CodexHarness(Harness):
         if self._deliverer is None:
             self._deliverer = Deliverer(self.service, PushClaims(self.store),
                                         desktop_push=self.values.get("AGENT_LINK_CODEX_DESKTOP_PUSH") or "mailbox-only",
-                                        explicit_endpoint=explicit(self.values))
+                                        explicit_endpoint=explicit(self.values),
+                                        mcp_servers=frozenset({self.values.get("AGENT_LINK_CODEX_MCP_SERVER") or "agent-link"}),
+                                        mcp_ready_ms=int(self.values.get("AGENT_LINK_CODEX_MCP_READY_MS", MCP_READY_MS)))
         return self._deliverer
 
     @property

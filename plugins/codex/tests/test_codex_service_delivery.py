@@ -103,6 +103,26 @@ def test_tracker_follows_notifications() -> None:
     assert tracker.status[TID] == "notLoaded" and TID not in tracker.subscribed and TID not in tracker.seen_idle
 
 
+async def test_tracker_waits_while_the_named_mcp_server_is_starting() -> None:
+    tracker = ThreadTracker()
+    names = frozenset({"agent-link"})
+
+    def status(name: str, state: str) -> None:
+        tracker.handle(Notification("mcpServer/startupStatus/updated", {"threadId": TID, "name": name, "status": state}))
+
+    assert await tracker.wait_mcp_started(TID, names, 5_000) == {}  # nothing reported: nothing to wait for
+    status("agent-link", "starting")
+    status("other", "starting")  # another server's start-up is not waited for
+    assert await tracker.wait_mcp_started(TID, names, 0) == {"agent-link": "starting"}  # the bound holds
+    waiting = asyncio.ensure_future(tracker.wait_mcp_started(TID, names, 5_000))
+    await asyncio.sleep(0.01)
+    assert not waiting.done()
+    status("agent-link", "ready")
+    assert await waiting == {"agent-link": "ready"}
+    tracker.handle(Notification("thread/closed", {"threadId": TID}))
+    assert TID not in tracker.mcp_status  # a later resume starts the servers afresh
+
+
 @pytest.fixture
 def claims(tmp_path: Path) -> PushClaims:
     return PushClaims(Store(tmp_path / "db.sqlite", (*CORE_MIGRATIONS, *MIGRATIONS)))
