@@ -41,6 +41,8 @@ log = logging.getLogger(__name__)
 # MCP clients cut tool calls at 60 s or more (hosts have used 60, 120 and 300 s); a single
 # wait never holds a call longer than this, and says so, so the caller can simply wait again.
 MAX_WAIT_PER_CALL_MS = 50_000
+#: What status says of a push the host accepted but has not shown the model yet.
+ACCEPTED_NOTE = "accepted, awaiting the session"
 
 
 @dataclass
@@ -317,6 +319,10 @@ class App:
             return Delivery(warnings=[{"code": "internal_error", "message": f"{harness.name} could not push: {type(exc).__name__}"}])
         if delivery.delivered and delivery.via:
             self.mailbox.mark_delivered(row["id"], delivery.via, delivery.evidence)
+        elif delivery.accepted:
+            # Remembered so status says so and nothing pushes it again; evidence comes later.
+            self.mailbox.record_event(row["id"], "delivery_accepted", row["recipient"], None,
+                                      {**delivery.evidence, "note": delivery.note or ACCEPTED_NOTE})
         elif delivery.unknown:
             # Remembered so a resend with the same id reports "unknown" and is not pushed blindly.
             self.mailbox.record_event(row["id"], "delivery_unknown", row["recipient"], None, delivery.evidence)
@@ -324,6 +330,27 @@ class App:
             # A retry proved the earlier push absent: the outcome is known again (queued).
             self.mailbox.record_event(row["id"], "delivery_settled", row["recipient"], None, delivery.evidence)
         return delivery
+
+    async def refresh_delivery(self, message_id: str) -> bool:
+        """Ask the recipient's harness for late evidence of a push the host accepted (or
+        whose answer was lost), and record delivery when it has some. Never pushes.
+
+        :returns: True when the message became delivered now.
+        """
+        row = self.mailbox.get_row(message_id)
+        if row is None or row["first_delivered_at"] is not None or self.mailbox.push_outcome(message_id) not in ("accepted", "unknown"):
+            return False
+        harness = self.harnesses.get(address_scheme(row["recipient"]))
+        if harness is None:
+            return False
+        try:
+            found = await harness.recheck(self.mailbox.row_dict(row))
+        except Exception:  # a check that failed proves nothing; the outcome stays as it was
+            log.exception("harness %s failed to recheck %s", harness.name, message_id)
+            return False
+        if found is None or not found.delivered or not found.via:
+            return False
+        return self.mailbox.mark_delivered(message_id, found.via, found.evidence)
 
     async def reply(
         self, *, caller: Caller, message_id: str, resolution: str = "reply", message: str | None = None,
@@ -645,6 +672,8 @@ def message_summary(app: App, outcome: SendOutcome) -> dict[str, Any]:
         "duplicate": not outcome.created,
         "via": outcome.via,
     }
+    if state.delivery_note:
+        out["deliveryNote"] = state.delivery_note
     out.update(outcome.result_fields)
     if delivery is not None:
         out.update(delivery.fields)

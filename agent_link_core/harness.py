@@ -67,6 +67,10 @@ class Delivery:
         session could not be checked); the message stays queued and is never resent blindly.
     :param retryable: True when the push failed before the host accepted anything (e.g. the
         host said it is overloaded): trying again cannot duplicate it.
+    :param accepted: True when the host accepted the push but has not shown it to the model
+        yet (e.g. queued behind a running tool call). It is never pushed again; it becomes
+        delivered when the harness sees the evidence, however late (:meth:`Harness.recheck`).
+        ``note`` then says so in words (default "accepted, awaiting the session").
     """
 
     delivered: bool = False
@@ -77,6 +81,8 @@ class Delivery:
     fields: dict[str, Any] = field(default_factory=dict)
     unknown: bool = False
     retryable: bool = False
+    accepted: bool = False
+    note: str | None = None
 
 
 class Harness:
@@ -128,6 +134,16 @@ class Harness:
             ``not_found``); the message row then stays queued and is reported as such.
         """
         return Delivery()
+
+    async def recheck(self, message: dict[str, Any]) -> Delivery | None:
+        """Look again for evidence of an earlier push of ``message`` that the host accepted
+        (or whose answer was lost). Never pushes anything.
+
+        :param message: the stored message (``id``, ``recipient``, ...), still undelivered.
+        :returns: a delivered :class:`Delivery` (``via``, ``evidence``) when the session has it
+            now; None when there is no new evidence. The default finds none.
+        """
+        return None
 
     def mcp_capabilities(self, app: Any) -> dict[str, dict[str, Any]]:
         """Experimental MCP capabilities to advertise at ``initialize`` (``{name: {}}``)."""

@@ -58,7 +58,7 @@ SEND_RESULT: dict[str, Any] = {
     "messageId": STR, "to": STR, "harness": STR, "delivery": STR, "deliveredVia": NSTR, "deliveryState": STR,
     "anticipation": STR, "replyBy": NSTR, "inReplyTo": NSTR, "messageStatus": NSTR, "duplicate": BOOL, "via": NSTR,
     "resolution": NOBJ, "wait": OBJ, "resolved": OBJ, "action": STR, "turnId": NSTR, "threadId": STR, "sessionId": STR,
-    "target": OBJ, "receipt": OBJ, "roleProcedure": NOBJ, "switches": ARR, "evidence": OBJ,
+    "target": OBJ, "receipt": OBJ, "roleProcedure": NOBJ, "switches": ARR, "evidence": OBJ, "deliveryNote": STR,
 }
 MESSAGE_VIEW_FIELDS = ("messages", "scope", "callerAddress", "note")
 
@@ -148,7 +148,10 @@ async def reply_message(app: App, args: dict[str, Any], call: ToolCall) -> dict[
 
 async def message_status(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
     """Handler of ``get_agent_link_message_status``: validated arguments in, success fields out (AgentLinkError to fail)."""
-    return app.status(call.caller, args["messageId"])
+    out = app.status(call.caller, args["messageId"])
+    if out["delivery"] == "accepted" and await app.refresh_delivery(out["messageId"]):
+        out = app.status(call.caller, args["messageId"])
+    return out
 
 
 async def mailbox_inspect(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
@@ -252,7 +255,8 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         description="Where a message you sent or received stands: delivery, status (pending, replied, declined, done, unresolved, expired), reminders. Never returns the body.",
         input_schema=_obj({"messageId": ULID}, ("messageId",)),
         output_fields={k: ANY for k in ("messageId", "from", "fromHarness", "fromVerified", "to", "addressedTo", "sentAt", "anticipation",
-                                         "replyBy", "inReplyTo", "delivery", "deliveredAt", "status", "resolution", "reminders", "via", "holder")},
+                                         "replyBy", "inReplyTo", "delivery", "deliveredAt", "status", "resolution", "reminders", "via", "holder",
+                                         "deliveryNote")},
         handler=message_status, read_only=True,
     ),
     ToolSpec(

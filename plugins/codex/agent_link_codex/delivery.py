@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from agent_link_core.errors import AgentLinkError
@@ -47,6 +47,9 @@ CONFIRM_POLL_MS = 100
 STALE_CLAIM_MS = 180_000
 #: How long a turn waits for agent-link's MCP server to finish starting on the thread.
 MCP_READY_MS = 20_000
+#: How long this process keeps listening for the echo of an accepted push (later: rechecks).
+ACCEPTED_WATCH_MS = 3_600_000
+ACCEPTED_NOTE = "accepted, awaiting the thread"
 MAX_ATTEMPTS = 3
 ITEMS_CHECKED = 200
 #: Codex's documented retryable error: "Server overloaded; retry later." (nothing was accepted).
@@ -119,9 +122,11 @@ class PushClaims:
             )
 
     def stale(self, older_than_ms: int = STALE_CLAIM_MS, limit: int = 20) -> list[Any]:
-        """Open outcomes (``pushing``/``unknown``) untouched for ``older_than_ms``, oldest first."""
+        """Open outcomes (``pushing``/``unknown``, and ``accepted`` ones awaiting their echo)
+        untouched for ``older_than_ms``, oldest first."""
         return self.store.conn.execute(
-            "SELECT * FROM codex_pushes WHERE state IN ('pushing', 'unknown') AND updated_at < ? AND checks < 5"
+            "SELECT * FROM codex_pushes WHERE (state IN ('pushing', 'unknown') AND checks < 5 OR state = 'accepted')"
+            " AND updated_at < ?"
             " ORDER BY updated_at LIMIT ?",
             (now_ms() - older_than_ms, limit),
         ).fetchall()
@@ -156,6 +161,14 @@ def overloaded(method: str | None, fields: dict[str, Any] | None = None) -> Deli
         method=method)])
 
 
+def accepted(fields: dict[str, Any]) -> Delivery:
+    """The outcome of a push Codex accepted whose echo has not come yet."""
+    return Delivery(accepted=True, state="accepted_awaiting_thread", note=ACCEPTED_NOTE, fields=fields, warnings=[warning(
+        "codex_push_accepted",
+        "Codex accepted the message, but the thread has not taken it in yet (a tool call or model request may still be "
+        "running). It is not pushed again and counts as delivered once the thread shows it.")])
+
+
 class Deliverer:
     """Pushes messages through a :class:`CodexService`, recording claims in ``claims``.
 
@@ -166,8 +179,11 @@ class Deliverer:
 
     def __init__(self, service: CodexService, claims: PushClaims, *, desktop_push: str = "mailbox-only",
                  explicit_endpoint: bool = False, mcp_servers: frozenset[str] = frozenset({"agent-link"}),
-                 mcp_ready_ms: int = MCP_READY_MS) -> None:
+                 mcp_ready_ms: int = MCP_READY_MS,
+                 on_confirmed: Callable[[str, dict[str, Any]], None] | None = None) -> None:
         self.service = service
+        #: called with (message id, evidence) when an accepted push's echo arrives later
+        self.on_confirmed = on_confirmed
         self.claims = claims
         self.desktop_push = desktop_push
         self.explicit_endpoint = explicit_endpoint
@@ -266,6 +282,8 @@ class Deliverer:
             claimed = self.claims.claim(message_id, thread_id, link.endpoint.id)  # verifiably absent: push it now
         if not claimed:
             row = self.claims.get(message_id)
+            if row is not None and row["state"] == "accepted":
+                return accepted({**fields, "action": "already_accepted"})
             if row is not None and row["state"] == "confirmed":
                 return Delivery(delivered=True, via=VIA, state="accepted_by_app_server", fields={**fields, "action": "already_delivered"},
                                 evidence={"clientId": message_id, "threadId": thread_id, "turnId": row["turn_id"], "itemId": row["item_id"]})
@@ -417,9 +435,25 @@ class Deliverer:
         turns = page.get("data") or []
         return turns[0].get("id") if turns and turns[0].get("status") == "inProgress" else None
 
+    def _watch(self, link: Link, message_id: str, thread_id: str) -> None:
+        """Record delivery of an accepted push when its echo arrives on this connection, for
+        as long as the connection (and this process) lives; later processes recheck."""
+        if self.on_confirmed is None or thread_id not in link.tracker.subscribed:
+            return
+        on_confirmed = self.on_confirmed
+
+        async def watch() -> None:
+            seen = await link.tracker.wait_echo(message_id, ACCEPTED_WATCH_MS)
+            if seen:
+                self.claims.settle(message_id, "confirmed", turn_id=seen.get("turnId"), item_id=seen.get("itemId"))
+                on_confirmed(message_id, {"clientId": message_id, **seen, "endpoint": link.endpoint.id})
+
+        self.service.spawn(watch())
+
     async def _check(self, link: Link, links: list[Link], message_id: str, thread_id: str,
                      fields: dict[str, Any], *, lost: bool) -> Delivery:
-        """The answer (or the echo) never came: look for the message in the thread first."""
+        """The answer (``lost``) or the echo never came: look for the message in the thread
+        first. An answered request whose echo is late is ``accepted``, never sent again."""
         found, readable = await self.find_echo(thread_id, message_id, [link, *links])
         if found is not None:
             self.claims.settle(message_id, "confirmed", turn_id=found.get("turnId"), item_id=found.get("itemId"),
@@ -428,6 +462,12 @@ class Deliverer:
             return Delivery(delivered=True, via=VIA, state="accepted_by_app_server", fields={**fields, "evidence": proof},
                             evidence=proof,
                             warnings=[warning("codex_push_response_lost", "The app-server's answer was lost, but the thread shows the message arrived.")])
+        if not lost:
+            # Codex answered the turn request: the input is in the thread's queue (e.g. behind a
+            # running tool call) and shows up later. Pushing it again would make it two turns.
+            self.claims.settle(message_id, "accepted", action=fields.get("action"), turn_id=fields.get("turnId"))
+            self._watch(link, message_id, thread_id)
+            return accepted(fields)
         if readable:
             self.claims.settle(message_id, "failed", error="no echo in the thread")
             return Delivery(state="queued_in_mailbox", fields=fields, warnings=[warning(

@@ -198,8 +198,13 @@ class CodexHarness(Harness):
                                         desktop_push=self.values.get("AGENT_LINK_CODEX_DESKTOP_PUSH") or "mailbox-only",
                                         explicit_endpoint=explicit(self.values),
                                         mcp_servers=frozenset({self.values.get("AGENT_LINK_CODEX_MCP_SERVER") or "agent-link"}),
-                                        mcp_ready_ms=int(self.values.get("AGENT_LINK_CODEX_MCP_READY_MS", MCP_READY_MS)))
+                                        mcp_ready_ms=int(self.values.get("AGENT_LINK_CODEX_MCP_READY_MS", MCP_READY_MS)),
+                                        on_confirmed=self._confirmed_late)
         return self._deliverer
+
+    def _confirmed_late(self, message_id: str, evidence: dict[str, Any]) -> None:
+        """The echo of an accepted push arrived: the message is delivered now."""
+        self.app.mailbox.mark_delivered(message_id, VIA, evidence)
 
     @property
     def launches(self) -> Launches:
@@ -363,6 +368,21 @@ class CodexHarness(Harness):
             self._applied.setdefault(thread_id, {}).update(applied)
         return delivery
 
+    async def recheck(self, message: dict[str, Any]) -> Delivery | None:
+        """Look for the echo of an earlier push of ``message`` that Codex accepted (or whose
+        answer was lost): the trackers, the thread's items on a reachable app-server, then the
+        rollout file. Never pushes and never starts an app-server."""
+        claim = self.claims.get(message["id"])
+        if claim is None or claim["state"] not in ("accepted", "unknown", "pushing"):
+            return None
+        links = self.service.live_links() or (await self.links_or_error(spawn=False))[0]
+        found, _ = await self.deliverer.find_echo(claim["thread_id"], message["id"], links)
+        if found is None:
+            return None
+        self.claims.settle(message["id"], "confirmed", turn_id=found.get("turnId"), item_id=found.get("itemId"))
+        proof = {"clientId": message["id"], **found}
+        return Delivery(delivered=True, via=VIA, state="accepted_by_app_server", evidence=proof)
+
     # background ------------------------------------------------------------------------
     async def serve(self, app: Any, peer: McpPeer) -> None:
         """Background delivery while the MCP client is connected (the App's ``aclose`` then
@@ -448,6 +468,16 @@ class CodexHarness(Harness):
         checked = 0
         for row in self.claims.stale(older_than_ms):
             message = app.mailbox.get_row(row["message_id"])
+            if row["state"] == "accepted" and message is not None and message["first_delivered_at"] is None:
+                # accepted by Codex: it will show up; look, and never resend
+                found, _ = await self.deliverer.find_echo(row["thread_id"], row["message_id"], links)
+                checked += 1
+                if found is None:
+                    self.claims.settle(row["message_id"], "accepted")  # looked at now
+                else:
+                    self.claims.settle(row["message_id"], "confirmed", turn_id=found.get("turnId"), item_id=found.get("itemId"))
+                    app.mailbox.mark_delivered(row["message_id"], VIA, {"clientId": row["message_id"], **found})
+                continue
             if message is None or message["first_delivered_at"] is not None or now_ms() - message["sent_at"] > QUEUED_MAX_AGE_MS:
                 self.claims.settle(row["message_id"], "failed" if message is None or message["first_delivered_at"] is None else "confirmed")
                 continue

@@ -472,6 +472,10 @@ class CodexService:
         if self.idle_event is not None:
             self.idle_event.set()
 
+    def spawn(self, work: Any) -> None:
+        """Run a coroutine beside the current work; :meth:`aclose` cancels what is left."""
+        self._spawn(work)
+
     def _spawn(self, work: Any) -> None:
         task = asyncio.ensure_future(work)
         self._tasks.add(task)
