@@ -310,8 +310,13 @@ class App:
         harness = self.harnesses.get(scheme)
         if harness is None:
             return None
+        envelope = self.mailbox.envelope(row)
+        limit = harness.output_budget.push_bytes if harness.output_budget is not None else None
+        size = len(envelope.encode("utf-8"))
         try:
-            delivery = await harness.deliver(self.mailbox.row_dict(row), self.mailbox.envelope(row), options)
+            if limit is not None and size > limit:
+                return await self._announce(harness, row, size, options)
+            delivery = await harness.deliver(self.mailbox.row_dict(row), envelope, options)
         except AgentLinkError as exc:
             return Delivery(warnings=[{"code": exc.code, "message": exc.message, "details": exc.details}])
         except Exception as exc:  # the row is stored: report the failure, the message stays queued
@@ -330,6 +335,21 @@ class App:
             # A retry proved the earlier push absent: the outcome is known again (queued).
             self.mailbox.record_event(row["id"], "delivery_settled", row["recipient"], None, delivery.evidence)
         return delivery
+
+    async def _announce(self, harness: Harness, row: Any, size: int, options: Mapping[str, Any]) -> Delivery:
+        """Push a short notice instead of an envelope the host would cut: the model is told
+        to read the message from its inbox, in pages; it stays queued until then."""
+        from agent_link_core.budget import oversized_notice
+
+        pushed = await harness.deliver(self.mailbox.row_dict(row), oversized_notice(row, size), options)
+        if pushed.delivered:
+            self.mailbox.record_event(row["id"], "announced", row["recipient"], pushed.via, {**pushed.evidence, "bytes": size})
+        warning = {"code": "too_large_to_push",
+                   "message": f"The message ({size} bytes) is larger than the recipient's host shows in one piece; "
+                              "it was announced, and the recipient reads it from its inbox in pages.",
+                   "details": {"bytes": size, "announced": pushed.delivered}}
+        return Delivery(state="announced" if pushed.delivered else pushed.state, fields=pushed.fields,
+                        warnings=[warning, *pushed.warnings], unknown=pushed.unknown, retryable=pushed.retryable)
 
     async def refresh_delivery(self, message_id: str) -> bool:
         """Ask the recipient's harness for late evidence of a push the host accepted (or

@@ -85,6 +85,24 @@ class Delivery:
     note: str | None = None
 
 
+@dataclass(frozen=True)
+class OutputBudget:
+    """How much text the host shows the model in full, measured on the real host.
+
+    :param tool_result_bytes: UTF-8 bytes of one tool result object, serialised as the host
+        shows it (see ``json_indent``), beyond which the host cuts it, hides it behind a
+        preview or refuses it.
+    :param json_indent: the host shows the result's ``structuredContent`` as JSON with this
+        indent; None for compact JSON.
+    :param push_bytes: UTF-8 bytes of one pushed text (a turn's input, a channel event); a
+        larger envelope is announced instead and read from the inbox in pages.
+    """
+
+    tool_result_bytes: int
+    json_indent: int | None = None
+    push_bytes: int | None = None
+
+
 class Harness:
     """Base class for a host's harness. Subclass it and set :attr:`name`.
 
@@ -95,6 +113,8 @@ class Harness:
     #: delivery options of message_agent this harness honours (``mode``, ``model``, ...);
     #: others aimed at its sessions are refused before anything is stored
     send_options: frozenset[str] = frozenset()
+    #: what its host shows the model in full (inbox reads are cut to fit; pushes too); None: no limit known
+    output_budget: OutputBudget | None = None
 
     def attach(self, app: Any) -> None:
         """Called once by the :class:`~agent_link_core.app.App` that loaded this harness,
