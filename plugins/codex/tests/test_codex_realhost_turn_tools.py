@@ -138,3 +138,4 @@ async def test_launch_with_a_message_starts_a_turn_with_agent_link_tools(
         finally:
             await app.aclose()
         assert waited["outcome"] == "reply" and "pong" in waited["reply"]["envelope"], waited
+
