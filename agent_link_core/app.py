@@ -346,7 +346,7 @@ class App:
             self.mailbox.record_event(row["id"], "announced", row["recipient"], pushed.via, {**pushed.evidence, "bytes": size})
         warning = {"code": "too_large_to_push",
                    "message": f"The message ({size} bytes) is larger than the recipient's host shows in one piece; "
-                              "it was announced, and the recipient reads it from its inbox in pages.",
+                              "it is announced instead of pushed, and the recipient reads it from its inbox in pages.",
                    "details": {"bytes": size, "announced": pushed.delivered}}
         return Delivery(state="announced" if pushed.delivered else pushed.state, fields=pushed.fields,
                         warnings=[warning, *pushed.warnings], unknown=pushed.unknown, retryable=pushed.retryable)

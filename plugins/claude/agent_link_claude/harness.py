@@ -42,6 +42,7 @@ from agent_link_core.model import Caller, Session
 
 from agent_link_claude.channel import (
     CAPABILITY,
+    CHANNEL_BUDGET_BYTES,
     PLUGIN_NAME,
     BridgeStatus,
     ChannelBridge,
@@ -92,7 +93,8 @@ class ClaudeHarness(Harness):
     # Measured on Claude Code 2.1.197: the model gets JSON.stringify(structuredContent) of an MCP
     # result; above about 50,000 characters it gets a 2 KB preview and a file path instead
     # ("Output too large … Preview (first 2KB)"), and near 100,000 an error. 50,000 passed whole.
-    output_budget = OutputBudget(tool_result_bytes=45_000, json_indent=None, push_bytes=45_000)
+    # Channel events are held to the same size (channel.CHANNEL_BUDGET_BYTES).
+    output_budget = OutputBudget(tool_result_bytes=45_000, json_indent=None, push_bytes=CHANNEL_BUDGET_BYTES)
 
     name = NAME
 
