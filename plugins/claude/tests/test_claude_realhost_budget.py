@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_link_testing.claude_host import ClaudeHost
+from agent_link_testing.messages_stub import MessagesStub, RecordedRequest, Reply
 
 from agent_link_core.app import App
 from agent_link_core.mailbox import OutgoingMessage, new_message_id
 from agent_link_core.model import Caller
-from agent_link_testing.claude_host import ClaudeHost
-from agent_link_testing.messages_stub import MessagesStub, RecordedRequest, Reply
 
 pytestmark = [pytest.mark.realhost, pytest.mark.timeout(300)]
 

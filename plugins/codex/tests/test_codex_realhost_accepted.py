@@ -19,12 +19,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from agent_link_codex.appserver import AppServerClient
-from agent_link_core.app import App, message_summary
-from agent_link_core.model import Caller
 from agent_link_testing.codex_host import CodexAppServer, McpServerConfig
 from agent_link_testing.responses_stub import ResponsesStub, mcp_tool_call, text
+
+from agent_link_core.app import App, message_summary
+from agent_link_core.model import Caller
 
 pytestmark = [pytest.mark.realhost, pytest.mark.anyio, pytest.mark.timeout(240)]
 
@@ -41,7 +41,7 @@ def stub() -> Iterator[ResponsesStub]:
 
 
 def agent_link(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([AGENT_LINK, *args], env=dict(os.environ), capture_output=True, text=True, timeout=120)
+    return subprocess.run([AGENT_LINK, *args], env=dict(os.environ), capture_output=True, text=True, timeout=120, check=False)
 
 
 async def client_ids(raw: AppServerClient, thread_id: str) -> list[str | None]:

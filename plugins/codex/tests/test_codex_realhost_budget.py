@@ -10,19 +10,24 @@ budget is announced instead, and the message stays undelivered until it is read.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
 
 import pytest
-
 from agent_link_codex.appserver import AppServerClient
+from agent_link_testing.codex_host import CodexAppServer, McpServerConfig
+from agent_link_testing.responses_stub import (
+    Reply,
+    ResponsesStub,
+    StubRequest,
+    mcp_tool_call,
+    text,
+)
+
 from agent_link_core.app import App
 from agent_link_core.mailbox import OutgoingMessage, new_message_id
 from agent_link_core.model import Caller
-from agent_link_testing.codex_host import CodexAppServer, McpServerConfig
-from agent_link_testing.responses_stub import Reply, ResponsesStub, StubRequest, mcp_tool_call, text
 
 pytestmark = [pytest.mark.realhost, pytest.mark.anyio, pytest.mark.timeout(180)]
 

@@ -23,14 +23,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from agent_link_codex.appserver import AppServerClient
+from agent_link_testing.codex_host import CodexAppServer, McpServerConfig
+from agent_link_testing.mcp_client import agent_link_mcp
+from agent_link_testing.responses_stub import (
+    Reply,
+    ResponsesStub,
+    StubRequest,
+    mcp_tool_call,
+    text,
+)
+
 from agent_link_core.app import App
 from agent_link_core.mailbox import new_message_id
 from agent_link_core.model import Caller
-from agent_link_testing.codex_host import CodexAppServer, McpServerConfig
-from agent_link_testing.mcp_client import agent_link_mcp
-from agent_link_testing.responses_stub import Reply, ResponsesStub, StubRequest, mcp_tool_call, text
 
 pytestmark = [pytest.mark.realhost, pytest.mark.anyio, pytest.mark.timeout(180)]
 
