@@ -115,3 +115,37 @@ async def test_a_steer_accepted_during_a_long_tool_call_is_one_turn_and_delivere
                 assert ids.count(message_id) == 1 and ids.count(cli_id) == 1, ids
             finally:
                 await app.aclose()
+
+
+async def test_a_steer_accepted_before_the_model_reply_streams_is_one_turn(
+    stub: ResponsesStub, tmp_path: Path, isolated_env: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Observed: when the in-flight model request has not started streaming, Codex answers the
+    # steer at once but waits for that reply before it takes the steered input in.
+    with CodexAppServer(stub.base_url, root=tmp_path / "codex") as host:
+        for key, value in {"AGENT_LINK_CODEX_SOCK": str(host.socket_path), "CODEX_HOME": str(host.codex_home),
+                           "AGENT_LINK_CODEX_AUTOSTART": "0", "AGENT_LINK_DISABLE_PLUGINS": "claude roles receipts"}.items():
+            monkeypatch.setenv(key, value)
+        async with await AppServerClient.connect_unix(host.socket_path, refuse_server_requests=True) as raw:
+            await raw.initialize("someone-else", "0.0.1", timeout_ms=WAIT_MS)
+            thread_id = (await raw.request("thread/start", {}, timeout_ms=WAIT_MS))["thread"]["id"]
+            hold = stub.hold(timeout_s=120)
+            stub.enqueue(text("slow answer", hold=hold))
+            app = App.create()
+            try:
+                async with raw.subscription(thread_id=thread_id) as items:
+                    await raw.request("turn/start", {"threadId": thread_id, "input": [{"type": "text", "text": "think"}]},
+                                      timeout_ms=WAIT_MS)
+                    assert await asyncio.to_thread(hold.wait_arrived, WAIT_MS / 1000)
+                    sent = await app.send(caller=ALICE, to=f"codex:{thread_id}", body="while you think", anticipation="reply")
+                    message_id = sent.message["id"]
+                    assert sent.delivery is not None and sent.delivery.accepted, sent.delivery
+                    assert app.status(ALICE, message_id)["delivery"] == "accepted"
+                    assert (await app.harnesses["codex"].background_pass(app, stale_after_ms=0))["pushed"] == 0
+                    hold.release()
+                    await items.wait_for(lambda n: n.method == "turn/completed", timeout_ms=WAIT_MS)
+                assert await delivered(app, message_id)
+                assert (await app.harnesses["codex"].background_pass(app, stale_after_ms=0))["pushed"] == 0
+                assert (await client_ids(raw, thread_id)).count(message_id) == 1
+            finally:
+                await app.aclose()
