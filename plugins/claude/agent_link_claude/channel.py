@@ -55,9 +55,10 @@ CHANNEL_FLAGS = ("--channels", "--dangerously-load-development-channels")
 POLL_MIN_S = 0.2
 POLL_MAX_S = 2.0
 PENDING_SCAN = 1000  # undelivered messages looked at per wake
-#: A channel event's content is held to the budget of a tool result (ClaudeHarness.output_budget):
-#: a larger envelope is announced instead and read from the inbox in pages.
-CHANNEL_BUDGET_BYTES = 45_000
+#: The largest channel event content measured to reach the model whole (Claude Code 2.1.197):
+#: 114,190 characters (a 60 KB body full of markup, which escaping doubles). Escaped bodies may
+#: grow to 128 KiB; a larger envelope is announced instead and read from the inbox in pages.
+CHANNEL_BUDGET_BYTES = 114_000
 REGISTRY_DIR = "claude-channels"
 # what one pass of ChannelBridge.push_pending did
 PUSHED, HELD, FAILED = "pushed", "held", "failed"

@@ -93,7 +93,7 @@ class ClaudeHarness(Harness):
     # Measured on Claude Code 2.1.197: the model gets JSON.stringify(structuredContent) of an MCP
     # result; above about 50,000 characters it gets a 2 KB preview and a file path instead
     # ("Output too large … Preview (first 2KB)"), and near 100,000 an error. 50,000 passed whole.
-    # Channel events are held to the same size (channel.CHANNEL_BUDGET_BYTES).
+    # Channel events: see channel.CHANNEL_BUDGET_BYTES (measured separately).
     output_budget = OutputBudget(tool_result_bytes=45_000, json_indent=None, push_bytes=CHANNEL_BUDGET_BYTES)
 
     name = NAME

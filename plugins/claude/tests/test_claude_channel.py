@@ -21,6 +21,7 @@ from agent_link_claude.channel import (
     channel_meta,
     evaluate_gate,
 )
+from agent_link_claude import channel as channel_mod
 from agent_link_claude.harness import ClaudeHarness
 from agent_link_core.app import App
 from agent_link_core.harness import McpPeer, PeerGone
@@ -141,8 +142,12 @@ async def test_pushes_new_mail_from_other_processes_and_marks_it_delivered_after
 
 
 @pytest.mark.anyio
-async def test_a_message_larger_than_the_budget_is_announced_once_and_stays_undelivered(app: App) -> None:
-    big = await send(app, "x" * (CHANNEL_BUDGET_BYTES + 10))
+async def test_a_message_larger_than_the_budget_is_announced_once_and_stays_undelivered(
+    app: App, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert CHANNEL_BUDGET_BYTES > 64 * 1024  # measured: any plain 64 KiB body is pushed whole
+    monkeypatch.setattr(channel_mod, "CHANNEL_BUDGET_BYTES", 5_000)  # stands for an envelope escaping made too large
+    big = await send(app, "x" * 5_010)
     small = await send(app, "a short one after it")
     peer, b = RecordingPeer(), bridge()
     async with anyio.create_task_group() as tg:

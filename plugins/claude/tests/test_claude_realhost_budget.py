@@ -6,15 +6,20 @@ large … Preview (first 2KB)"), and one near 100,000 by an error. Both hide mai
 have marked delivered. Here the stub model reads its inbox until ``more`` is empty: a 60 KB
 message comes in pages, ten 20 KB messages in several reads, every tool result reaches the
 model whole, and each message is marked delivered once, when all of it was returned.
+
+Channel events are held to their own measured budget: an envelope of about 112,000 characters
+(a 59 KB body full of markup, which escaping doubles) reaches the model whole as a new turn.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_link_claude.channel import CHANNEL_BUDGET_BYTES
 from agent_link_testing.claude_host import ClaudeHost
 from agent_link_testing.messages_stub import MessagesStub, RecordedRequest, Reply
 
@@ -104,5 +109,49 @@ def test_a_60_kb_message_and_ten_20_kb_messages_reach_the_model_whole(claude: Cl
         assert len(results) >= len(pages) + 3  # ten 20 KB messages do not fit one read either
         assert marked == ids  # each once, oldest first, the paged one after its last page
         assert all(app.mailbox.get_row(i)["first_delivered_at"] is not None for i in ids)
+    finally:
+        app.close()
+
+
+CHANNEL_FLAGS = {"cachedGrowthBookFeatures": {"tengu_harbor": True,
+                                              "tengu_harbor_ledger": [{"marketplace": "agent-link", "plugin": "agent-link"}]}}
+
+
+def channel_text(request: RecordedRequest, message_id: str) -> str | None:
+    for message in request.messages:
+        for block in message.get("content") if message.get("role") == "user" and isinstance(message.get("content"), list) else []:
+            text = block.get("text", "") if isinstance(block, dict) else ""
+            if text.startswith("<channel ") and f'message_id="{message_id}"' in text:
+                return text
+    return None
+
+
+def test_a_channel_event_up_to_the_budget_reaches_the_model_whole(installed: Any, stub: MessagesStub,
+                                                                  monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    host = installed.host(stub=stub, outbound="blackhole")  # channels need the feature-flag cache
+    host.update_global_config(CHANNEL_FLAGS)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(host.config_dir))
+    cwd = tmp_path / "live"
+    cwd.mkdir()
+    app = App.create()
+    try:
+        stub.enqueue("First turn done.", "Saw it.")
+        with host.start_stream(cwd=cwd, args=["--channels", "plugin:agent-link@agent-link"]) as stream:
+            stream.send("hello")
+            [first] = stream.wait_results(1, RUN_TIMEOUT_S)
+            sid = first["session_id"]
+            deadline = time.monotonic() + 30
+            while sid not in app.harnesses["claude"].channel_sessions():
+                assert time.monotonic() < deadline, "the channel bridge did not register"
+                time.sleep(0.2)
+            body = "".join(f"<p>{i:06d} & x</p>\n" for i in range(3_340))[:59_000]
+            row, _ = app.mailbox.store_message(OutgoingMessage(new_message_id(), ALICE, f"claude:{sid}", f"claude:{sid}", body,
+                                                               "fyi", None, None))
+            envelope = app.mailbox.envelope(row)
+            assert 100_000 < len(envelope.encode()) <= CHANNEL_BUDGET_BYTES
+            stream.wait_results(2, RUN_TIMEOUT_S)
+        text = channel_text(stub.main_requests[-1], row["id"])
+        assert text is not None and envelope in text  # whole, not cut
+        assert app.mailbox.get_row(row["id"])["delivered_via"] == "channel"
     finally:
         app.close()

@@ -25,7 +25,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from agent_link_core.budget import oversized_notice
 from agent_link_core.callmeta import meta_text
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.harness import Delivery, Harness, McpPeer, OutputBudget, SessionListing
@@ -130,8 +129,9 @@ class CodexHarness(Harness):
     send_options = frozenset({"mode", "resumeIfNeeded", "expectedTurnId", "model", "effort", "cwd"})
     # Measured on Codex 0.169.0: an MCP tool's output reaches the model as "Wall time: …\nOutput:\n"
     # plus structuredContent as JSON with indent 2; above about 12,000 characters Codex keeps the
-    # head and tail and cuts the middle ("…N tokens truncated…"); 10,233 passed whole.
-    output_budget = OutputBudget(tool_result_bytes=10_000, json_indent=2, push_bytes=10_000)
+    # head and tail and cuts the middle ("…N tokens truncated…"); 10,233 passed whole. A turn's
+    # input text reached the model whole at 400,000 characters, far above any envelope: no push limit.
+    output_budget = OutputBudget(tool_result_bytes=10_000, json_indent=2, push_bytes=None)
 
     def __init__(self) -> None:
         self._values: dict[str, Any] | None = None
@@ -441,15 +441,9 @@ class CodexHarness(Harness):
                     # Overrides the policy granted at send time travel with the queued message.
                     granted = json.loads(row["metadata"] or "{}").get("codexSwitches") or []
                     options = {s["setting"]: s["current"] for s in granted if s.get("current") is not None}
-                    envelope = app.mailbox.envelope(row)
-                    size = len(envelope.encode("utf-8"))
-                    too_large = self.output_budget.push_bytes is not None and size > self.output_budget.push_bytes
-                    # a message the thread would see cut is announced; it is read from the inbox in pages
-                    text = oversized_notice(row, size) if too_large else envelope
-                    delivery = await self.deliverer.push(row["id"], thread_id, text, options, background=True)
-                    if delivery.delivered and too_large:
-                        app.mailbox.record_event(row["id"], "announced", address, VIA, {**delivery.evidence, "bytes": size})
-                    elif delivery.delivered:
+                    delivery = await self.deliverer.push(row["id"], thread_id, app.mailbox.envelope(row), options,
+                                                         background=True)
+                    if delivery.delivered:
                         app.mailbox.mark_delivered(row["id"], VIA, delivery.evidence)
                         counts["pushed"] += 1
                     continue

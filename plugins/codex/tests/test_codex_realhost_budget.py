@@ -4,8 +4,8 @@ Measured: an MCP tool's output reaches the model as ``Wall time: …\nOutput:\n`
 result's structuredContent as JSON with indent 2; above about 12,000 characters Codex keeps the
 head and the tail and cuts the middle ("…N tokens truncated…"), so the model never sees the
 messages in between. The inbox therefore returns only what fits (the codex harness's output
-budget) and says what is left; the stub model reads until nothing is. A push larger than the
-budget is announced instead, and the message stays undelivered until it is read.
+budget) and says what is left; the stub model reads until nothing is. A turn's input, by
+contrast, reaches the model whole, even the largest envelope agent-link renders.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def inbox_reader(request: StubRequest) -> Reply | None:
             args = {"messageId": page["messageId"], "offset": page["nextOffset"]} if page.get("nextOffset") else {}
             return mcp_tool_call("agent_link", "read_agent_link_inbox", args)
         return text("all read")
-    if any("read your inbox" in t or "<agent-link-notice" in t for t in request.user_texts()[-1:]):
+    if any("read your inbox" in t for t in request.user_texts()[-1:]):
         return mcp_tool_call("agent_link", "read_agent_link_inbox", {})
     return None
 
@@ -111,33 +111,25 @@ async def test_eight_messages_of_1500_bytes_are_read_whole_across_reads_in_codex
         assert sorted(marked) == sorted(bodies)  # each marked once, all of them in the end
 
 
-async def test_a_push_larger_than_codex_shows_is_announced_and_read_in_pages(
+
+async def test_a_turn_carries_the_largest_envelope_whole(
     tmp_path: Path, isolated_env: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    with ResponsesStub(responder=inbox_reader) as stub, \
-            CodexAppServer(stub.base_url, root=tmp_path / "codex", mcp_servers=agent_link_server(isolated_env)) as host:
+    # Pushes have no Codex budget: a turn's input reaches the model whole (measured far beyond
+    # the largest envelope); here a 64 KiB body full of markup, which escaping makes about 128 KiB.
+    with ResponsesStub() as stub, CodexAppServer(stub.base_url, root=tmp_path / "codex") as host:
         use_endpoint(monkeypatch, host)
         app = App.create()
         try:
             async with await AppServerClient.connect_unix(host.socket_path, refuse_server_requests=True) as raw:
                 await raw.initialize("someone-else", "0.0.1", timeout_ms=WAIT_MS)
-                thread_id = await ready_thread(raw)
-                body = "".join(f"section {i}: details of the migration plan\n" for i in range(700))  # about 30 KB
-                async with raw.subscription(thread_id=thread_id) as sub:
-                    sent = await app.send(caller=ALICE, to=f"codex:{thread_id}", body=body, anticipation="fyi")
-                    await sub.wait_for(lambda n: n.method == "turn/completed", timeout_ms=WAIT_MS * 2)
-            message_id = sent.message["id"]
-            assert sent.delivery is not None and not sent.delivery.delivered and sent.delivery.state == "announced"
-            assert [w["code"] for w in sent.delivery.warnings][:1] == ["too_large_to_push"]
-            notice = stub.wait_for(lambda r: r.contains("<agent-link-notice"), WAIT_S)
-            assert message_id in notice.user_texts()[-1] and "section 1:" not in notice.user_texts()[-1]
-            # the model followed the notice: pages, each whole, and delivered after the last one
-            outputs = [r.function_call_output_texts()[-1] for r in stub.responses_requests()
-                       if (r.last_input or {}).get("type") == "function_call_output"]
-            pages = [json.loads(o.split("Output:\n", 1)[1]) for o in outputs]
-            assert len(pages) >= 3 and all("truncated" not in o for o in outputs)
-            assert "".join(p["renderedBlock"] for p in pages) == app.mailbox.envelope(app.mailbox.get_row(message_id))
-            assert [p["markedDelivered"] for p in pages] == [[]] * (len(pages) - 1) + [[message_id]]
-            assert app.mailbox.get_row(message_id)["delivered_via"] == "inbox"
+                thread_id = str((await raw.request("thread/start", {}, timeout_ms=WAIT_MS))["thread"]["id"])
+                body = "".join(f"<p>{i:06d} & x</p>\n" for i in range(4_000))[: 64 * 1024]
+                sent = await app.send(caller=ALICE, to=f"codex:{thread_id}", body=body, anticipation="fyi")
+            assert sent.delivery is not None and sent.delivery.delivered, sent.delivery
+            envelope = app.mailbox.envelope(app.mailbox.get_row(sent.message["id"]))
+            assert len(envelope) > 120_000
+            request = stub.wait_for(lambda r: r.contains(sent.message["id"]), WAIT_S)
+            assert envelope in request.user_texts()
         finally:
             await app.aclose()
