@@ -26,6 +26,7 @@ answered before the turn request (``codex_unavailable``), or one refused with JS
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import time
@@ -40,6 +41,8 @@ from agent_link_codex import rollouts
 from agent_link_codex.appserver import AppServerError, AppServerUnavailable
 from agent_link_codex.overrides import turn_params
 from agent_link_codex.service import CodexService, Link, Location, is_not_found
+
+log = logging.getLogger(__name__)
 
 VIA = "codex-turn"
 CONFIRM_MS = 10_000
@@ -444,9 +447,13 @@ class Deliverer:
 
         async def watch() -> None:
             seen = await link.tracker.wait_echo(message_id, ACCEPTED_WATCH_MS)
-            if seen:
+            if not seen:
+                return
+            try:
                 self.claims.settle(message_id, "confirmed", turn_id=seen.get("turnId"), item_id=seen.get("itemId"))
                 on_confirmed(message_id, {"clientId": message_id, **seen, "endpoint": link.endpoint.id})
+            except Exception:  # the claim stays accepted: a later recheck confirms it
+                log.exception("recording the late echo of %s failed", message_id)
 
         self.service.spawn(watch())
 
