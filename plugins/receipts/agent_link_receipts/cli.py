@@ -16,7 +16,7 @@ import click
 
 from agent_link_core.app import App
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.visibility import Visibility, visible_to
+from agent_link_core.mailbox import Visibility
 
 from agent_link_receipts.context import from_app
 from agent_link_receipts.ledger import export_receipts
@@ -34,13 +34,13 @@ def _line(receipt: dict[str, Any]) -> str:
 
 
 def _visibility(app: App, everyone: bool) -> Visibility:
-    """The CLI caller's view (its session or AGENT_LINK_ADDRESS, else ``external``); ``--all``
+    """The CLI caller's view (its session or AGENT_LINK_ADDRESS; unidentified: nothing); ``--all``
     needs the inspect-all setting (a one-line error otherwise). Missing receipts are repaired
     first."""
     from agent_link_core.cli import fail
 
     try:
-        visibility = visible_to(app.config, app.caller(), scope="all" if everyone else "caller")
+        visibility = app.mailbox.visible_to(app.caller().address, all_mail=everyone)
     except AgentLinkError as exc:
         fail(exc)
         raise

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_link_core.store import Store, ensure_private_dir
-from agent_link_core.visibility import Visibility
+from agent_link_core.mailbox import Visibility
 
 from agent_link_receipts.build import search_text
 
@@ -78,12 +78,12 @@ def visible_clause(visibility: Visibility) -> tuple[str, list[Any]]:
     """
     if visibility.everything:
         return "1 = 1", []
-    clause, params = visibility.where("m")
+    clause, params = visibility.sql("m")
     return (
         "(EXISTS (SELECT 1 FROM messages m WHERE m.id = receipts.message_id AND " + clause + ")"
         " OR (NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = receipts.message_id)"
         " AND (target_address = ? OR json_extract(data, '$.actor') = ?)))",
-        [*params, visibility.address, visibility.address],
+        [*params, visibility.address or "", visibility.address or ""],
     )
 
 
@@ -92,7 +92,7 @@ def list_receipts(store: Store, filters: dict[str, Any], limit: int, visibility:
 
     :param filters: keys of :data:`FILTER_COLUMNS` (exact match) and ``query`` (a
         case-insensitive substring of the searched fields); absent or None means no filter.
-    :param visibility: the caller's :class:`~agent_link_core.visibility.Visibility`: only
+    :param visibility: the caller's :class:`~agent_link_core.mailbox.Visibility`: only
         receipts it may read are listed and counted; None (internal use) lists all.
     """
     clauses: list[str] = []

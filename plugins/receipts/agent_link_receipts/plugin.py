@@ -12,6 +12,7 @@ Hooks:
   undoes the change;
 * ``agent_link_on_event``: after the commit, appends the new receipts to the JSONL copy
   (``AGENT_LINK_RECEIPT_LOG``); a path it cannot write is one warning line, never a traceback;
+* ``agent_link_register_panels``: the Receipts section of the web page;
 * the list tool, the ``receipts`` CLI group, settings, schema and the ``receipts`` health section.
 
 Receipts are written by the process that makes the change. The host hooks' fast path loads no
@@ -30,6 +31,7 @@ import click
 from agent_link_core import hookimpl
 from agent_link_core.config import Setting
 from agent_link_core.mailbox import Event, OutgoingMessage, SendContext
+from agent_link_core.panels import Panel
 from agent_link_core.store import Migration
 from agent_link_core.tools.registry import ToolSpec
 
@@ -38,6 +40,7 @@ from agent_link_receipts.build import send_fields
 from agent_link_receipts.context import INFER_SETTING, LOG_SETTING, MIGRATIONS, SETTINGS
 from agent_link_receipts.ledger import append_log
 from agent_link_receipts.origin import compute_origin
+from agent_link_receipts.panel import PANEL
 from agent_link_receipts.recording import record, repair
 from agent_link_receipts.tools import RECEIPT_TOOLS
 
@@ -62,6 +65,11 @@ def agent_link_schema() -> list[Migration]:
 def agent_link_register_tools(register: Callable[[ToolSpec], None]) -> None:
     for spec in RECEIPT_TOOLS:
         register(spec)
+
+
+@hookimpl
+def agent_link_register_panels(register: Callable[[Panel], None]) -> None:
+    register(PANEL)
 
 
 @hookimpl

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agent_link_core.tools.registry import ToolCall, ToolSpec
-from agent_link_core.visibility import Visibility, visible_to
+from agent_link_core.mailbox import Visibility
 
 from agent_link_receipts.context import LOG_SETTING, ReceiptsContext, from_app
 from agent_link_receipts.ledger import FILTER_COLUMNS, list_receipts
@@ -45,7 +45,7 @@ INPUT_SCHEMA: dict[str, Any] = {
 def query(ctx: ReceiptsContext, args: dict[str, Any], visibility: Visibility) -> dict[str, Any]:
     """Run a listing for tool or CLI arguments: ``{path, log, data, scannedReceipts, filters}``.
 
-    :param visibility: what the caller may read (:func:`agent_link_core.visibility.visible_to`);
+    :param visibility: what the caller may read (:meth:`agent_link_core.mailbox.Mailbox.visible_to`);
         receipts of others' mail are neither listed, searched nor counted.
 
     ``scannedReceipts`` is how many receipts the filters were applied to (all the caller may read).
@@ -63,7 +63,7 @@ def query(ctx: ReceiptsContext, args: dict[str, Any], visibility: Visibility) ->
 
 async def list_agent_link_receipts(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
     """Tool ``list_agent_link_receipts``: receipts matching the filters, newest first (see :func:`query`)."""
-    visibility = visible_to(app.config, call.caller, scope=args.get("scope", "caller"))
+    visibility = app.mailbox.visible_to(call.caller.address, all_mail=args.get("scope") == "all")
     repair(app)  # receipts of what a process without plugins recorded (host hooks)
     return query(from_app(app), args, visibility)
 
