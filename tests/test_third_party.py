@@ -70,6 +70,9 @@ def tool_calls(ids: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
         ("get_agent_override_policy", {}),
         ("wait_for_agent", {"agent": "test:alice", "timeoutMs": 0}),
         ("message_agent", {"to": "test:alice", "message": "hello from eve"}),
+        ("search_agent_link_messages", {"query": "SECRET"}),
+        ("search_agent_link_messages", {"query": "alpha", "from": "test:alice"}),
+        ("fork_codex_thread", {"message": "fork it", "threadId": "t-alice"}),
         # The projects plugin's tools (no Codex here: they answer with errors or verdicts).
         ("resolve_project_orchestrator", {"query": "SECRET"}),
         ("return_project_work_result", {}),
@@ -85,6 +88,7 @@ def tool_calls(ids: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
             ("wait_for_agent", {"agent": "test:bob", "replyToMessageId": message_id, "timeoutMs": 0}),
             ("agent_link_mailbox_inspect", {"replyToMessageId": message_id, "includeBodies": True}),
             ("list_agent_link_receipts", {"messageId": message_id}),
+            ("get_agent_link_conversation", {"messageId": message_id}),
             ("reply_agent_link_message", {"messageId": message_id, "resolution": "done"}),
             ("message_agent", {"to": "test:bob", "message": "me too", "replyToMessageId": message_id}),
         ]
@@ -122,7 +126,10 @@ def test_a_third_party_reads_nothing_through_the_cli(app: App, monkeypatch: pyte
     for message_id in ids.values():
         commands += [["status", message_id, "--json"], ["wait", message_id, "--timeout-ms", "0"],
                      ["reply", message_id, "--done"], ["receipts", "--json", "--message", message_id]]
-    commands += [["send", "test:alice", "hello from eve"], ["endpoints", "list"], ["approvals", "check"]]
+    commands += [["send", "test:alice", "hello from eve"], ["endpoints", "list"], ["approvals", "check"],
+                 ["search", "SECRET", "--json"], ["forks", "list"]]
+    for message_id in ids.values():
+        commands += [["show", message_id], ["show", message_id, "--thread"]]
     for args in commands:
         result = runner.invoke(build_cli(), args)
         assert not leaks(result.output), (args, leaks(result.output))
@@ -130,8 +137,8 @@ def test_a_third_party_reads_nothing_through_the_cli(app: App, monkeypatch: pyte
     listed = runner.invoke(build_cli(), ["--help"]).output.split("Commands:", 1)[1].split("Exit codes:", 1)[0]
     every = {line.split()[0] for line in listed.splitlines() if line.strip()}
     # hook: answers the session named in the host's stdin with counts of its own mail only;
-    # mcp: the server, walked tool by tool above.
-    assert every - {args[0] for args in commands} <= {"hook", "mcp"}, every
+    # mcp: the server, walked tool by tool above; web: the machine user's own token-protected page.
+    assert every - {args[0] for args in commands} <= {"hook", "mcp", "web"}, every
 
 
 @pytest.mark.anyio
