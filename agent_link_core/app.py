@@ -32,7 +32,7 @@ from agent_link_core.mailbox import (
     new_message_id,
     parse_iso_ms,
 )
-from agent_link_core.model import EXTERNAL, Caller, address_scheme, is_address, is_ulid
+from agent_link_core.model import EXTERNAL, Caller, Session, address_scheme, is_address, is_ulid
 from agent_link_core.plugins import Hooks, PluginReport, build_plugin_manager, trace_hook_calls
 from agent_link_core.store import Store, ensure_private_dir, integrity, now_ms
 
@@ -72,14 +72,35 @@ class App:
         self.plugin_report = report
         self.env = env
         hooks.app = self
-        self.harnesses: dict[str, Harness] = hooks.harnesses()
-        self.store = Store(config.db_path, hooks.migrations())
+        if hooks.report is not report:  # one report: what loading found and what failed since
+            report.boundary = hooks.boundary
+            hooks.report = report
+        self.harnesses: dict[str, Harness] = dict(hooks.harnesses())
+        self.store = self._open_store(config.db_path, hooks.migrations())
         self.mailbox = Mailbox(self.store, config, hooks)
         # "reply:<message id>" / "from:<address>" -> waits running in this process, so push
         # loops can leave a message to the wait that is about to return it.
         self.waiting: dict[str, int] = {}
-        for harness in self.harnesses.values():
-            harness.attach(self)
+        for harness in list(self.harnesses.values()):
+            plugin = hooks.owner("harness", harness.name)
+            if hooks.guard_harness(harness, "attach", lambda h=harness: h.attach(self) or True, False) is not True and plugin:
+                hooks.boundary.fault(plugin, f"harness.{harness.name}.attach", "the harness could not attach", disable=True)
+
+    def _open_store(self, path: str, migrations: list[Any]) -> Store:
+        """Open the database with the core's migrations, then each plugin's: a plugin whose
+        migration fails is left out (reported), the mailbox and the other plugins stay."""
+        store = Store(path, [m for m in migrations if m.owner == "core"])
+        by_owner: dict[str, list[Any]] = {}
+        for m in migrations:
+            if m.owner != "core":
+                by_owner.setdefault(m.owner, []).append(m)
+        for owner, batch in by_owner.items():
+            try:
+                store.migrate(batch)
+            except sqlite3.Error as exc:
+                self.hooks.boundary.fault(owner, "agent_link_schema", f"migration failed: {type(exc).__name__}: {exc}"[:300],
+                                          fix="Fix the migration's SQL.", disable=True, exc=exc)
+        return store
 
     @classmethod
     def create(cls, env: Mapping[str, str] | None = None, extra_plugins: tuple[Any, ...] = ()) -> App:
@@ -90,7 +111,7 @@ class App:
         """
         env = dict(os.environ if env is None else env)
         pm, report = build_plugin_manager(env=env, extra_plugins=extra_plugins)
-        hooks = Hooks(pm)
+        hooks = Hooks(pm, report)
         config = load_config(env, hooks.settings())
         configure_logging(config)
         if config.get("AGENT_LINK_DEBUG"):
@@ -130,13 +151,39 @@ class App:
         preferred = self.config.get("AGENT_LINK_HOST")
         ordered = sorted(self.harnesses.values(), key=lambda h: (h.name != preferred, h.name))
         for harness in ordered:
-            found = harness.identify_caller(meta, self.env)
+            # A harness that fails here loses its own callers only (reported); the next one is asked.
+            found = self.hooks.guard_harness(harness, "identify_caller", lambda h=harness: h.identify_caller(meta, self.env))
+            if found is not None and not isinstance(found, Caller):
+                plugin = self.hooks.owner("harness", harness.name) or harness.name
+                self.hooks.boundary.fault(plugin, f"harness.{harness.name}.identify_caller",
+                                          f"returned {type(found).__name__}; expected a Caller or None")
+                continue
             if found is not None and found.known:
                 return found
         configured = self.config.get("AGENT_LINK_ADDRESS")  # validated by load_config
         if configured:
             return Caller(configured, "config", address_scheme(configured))
         return Caller(EXTERNAL, "fallback", None)
+
+    def _harness_failed(self, harness: Harness, exc: Exception, method: str = "list_sessions") -> None:
+        """Report a harness method's failure as its plugin's problem (the caller carries on)."""
+        plugin = self.hooks.owner("harness", harness.name) or f"harness {harness.name}"
+        self.hooks.boundary.fault(plugin, f"harness.{harness.name}.{method}", f"{type(exc).__name__}: {exc}"[:300], exc=exc)
+
+    async def _get_session(self, harness: Harness, session_id: str) -> Any:
+        """``harness.get_session``; a failure (other than AgentLinkError) is reported and counts
+        as "not found there"."""
+        try:
+            session = await harness.get_session(session_id)
+        except AgentLinkError:
+            raise
+        except Exception as exc:
+            self._harness_failed(harness, exc, "get_session")
+            return None
+        if session is not None and not isinstance(session, Session):
+            self._harness_failed(harness, TypeError(f"get_session returned {type(session).__name__}"), "get_session")
+            return None
+        return session
 
     def require_caller(self, caller: Caller) -> Caller:
         """The caller when it has an address; else ``no_current_session``."""
@@ -156,7 +203,8 @@ class App:
         include_archived: bool = False, limit: int = 20,
     ) -> dict[str, Any]:
         """Sessions of every harness, newest first, filtered; with provider reports."""
-        listings = await gather_listings(self.harnesses, only=harness, include_archived=include_archived, limit=max(limit, 200))
+        listings = await gather_listings(self.harnesses, only=harness, include_archived=include_archived, limit=max(limit, 200),
+                                        on_error=self._harness_failed)
         sessions = [s for listing in listings.values() for s in listing.sessions]
         if not include_archived:
             sessions = [s for s in sessions if not s.archived]
@@ -176,7 +224,7 @@ class App:
         if is_address(query):
             scheme, ident = split_address(query)
             if scheme in self.harnesses:
-                session = await self.harnesses[scheme].get_session(ident)
+                session = await self._get_session(self.harnesses[scheme], ident)
                 if session is None:
                     return {**out, "status": "not_found"}
                 view = session_view(session)
@@ -198,11 +246,11 @@ class App:
             best = {"address": query, "harness": scheme, "known": False}
             return {**out, "status": "resolved", "best": best, "candidates": [best]}
         chosen = [h for h in self.harnesses.values() if harness in ("all", h.name)]
-        direct = [s for s in await asyncio.gather(*(h.get_session(query) for h in chosen)) if s is not None]
+        direct = [s for s in await asyncio.gather(*(self._get_session(h, query) for h in chosen)) if s is not None]
         if len(direct) == 1:  # one lookup beats scanning listings that may be capped
             view = session_view(direct[0])
             return {**out, "status": "resolved", "best": view, "candidates": [view]}
-        listings = await gather_listings(self.harnesses, only=harness, include_archived=True)
+        listings = await gather_listings(self.harnesses, only=harness, include_archived=True, on_error=self._harness_failed)
         sessions = [s for listing in listings.values() for s in listing.sessions]
         exact = [s for s in sessions if s.id == query or query in s.aliases]
         providers = providers_view(listings)
@@ -231,7 +279,7 @@ class App:
         if is_address(to):
             scheme, ident = split_address(to)
             if scheme in self.harnesses:
-                session = await self.harnesses[scheme].get_session(ident)
+                session = await self._get_session(self.harnesses[scheme], ident)
                 if session is None:
                     raise AgentLinkError("not_found", f"No session {to} is known.", {"query": to, "candidates": []})
                 if session.archived and not allow_archived:
@@ -313,8 +361,11 @@ class App:
         except AgentLinkError as exc:
             return Delivery(warnings=[{"code": exc.code, "message": exc.message, "details": exc.details}])
         except Exception as exc:  # the row is stored: report the failure, the message stays queued
-            log.exception("harness %s failed to deliver %s", harness.name, row["id"])
+            self._harness_failed(harness, exc, "deliver")
             return Delivery(warnings=[{"code": "internal_error", "message": f"{harness.name} could not push: {type(exc).__name__}"}])
+        if not isinstance(delivery, Delivery):
+            self._harness_failed(harness, TypeError(f"deliver returned {type(delivery).__name__}, not a Delivery"), "deliver")
+            return Delivery(warnings=[{"code": "internal_error", "message": f"{harness.name} could not push: bad answer"}])
         if delivery.delivered and delivery.via:
             self.mailbox.mark_delivered(row["id"], delivery.via, delivery.evidence)
         elif delivery.unknown:
@@ -572,18 +623,36 @@ class App:
                 "intervalMs": self.config.reminder_interval_ms,
                 "warnings": list(self.config.warnings),
             },
-            "plugins": {
-                "loaded": self.plugin_report.loaded,
-                "blocked": self.plugin_report.blocked,
-                "failed": self.plugin_report.failed,
-                "versions": self.plugin_report.versions,
-            },
-            "harnesses": {name: h.health() for name, h in self.harnesses.items()},
+            "harnesses": {name: self._harness_health(h) for name, h in list(self.harnesses.items())},
             "sections": self.hooks.health_sections(),
         }
+        self.hooks.tools()  # a refused tool is a plugin problem health must show
+        out["plugins"] = self.plugin_report.as_dict()
         if include_caller_context:
             out["callerContext"] = {"meta": json.loads(json.dumps(meta or {}, default=str)), "source": caller.source}
         return out
+
+
+    def _harness_health(self, harness: Harness) -> dict[str, Any]:
+        marker = object()
+        section = self.hooks.guard_harness(harness, "health", harness.health, marker)
+        if section is marker:
+            return {"error": "this harness's health failed; see plugins.problems"}
+        if not isinstance(section, dict):
+            self._harness_failed(harness, TypeError(f"returned {type(section).__name__}, not a dict"), "health")
+            return {"error": "this harness's health failed; see plugins.problems"}
+        return section
+
+    def mcp_capabilities(self) -> dict[str, dict[str, Any]]:
+        """The experimental MCP capabilities every harness offers (a failing harness offers none)."""
+        capabilities: dict[str, dict[str, Any]] = {}
+        for harness in list(self.harnesses.values()):
+            offered = self.hooks.guard_harness(harness, "mcp_capabilities", lambda h=harness: h.mcp_capabilities(self), {})
+            if not isinstance(offered, dict) or not all(isinstance(k, str) and isinstance(v, dict) for k, v in offered.items()):
+                self._harness_failed(harness, TypeError(f"returned {type(offered).__name__}, not {{name: dict}}"), "mcp_capabilities")
+                continue
+            capabilities.update(offered)
+        return capabilities
 
 
 LOG_LEVELS = {"error": logging.ERROR, "warn": logging.WARNING, "info": logging.INFO, "debug": logging.DEBUG}

@@ -117,7 +117,11 @@ def _print_health(h: dict[str, Any]) -> None:
         click.echo(f"  DAMAGED database: {h['database']['integrity']} (move it aside to start afresh)")
     click.echo(f"  plugins:    {', '.join(h['plugins']['loaded']) or 'none'}")
     for name, reason in h["plugins"]["failed"].items():
-        click.echo(f"  BROKEN plugin {name}: {reason}")
+        click.echo(f"  BROKEN plugin {name}: {reason} (AGENT_LINK_DISABLE_PLUGINS={name} silences it)")
+    for problem in h["plugins"].get("problems", []):
+        if not problem["disabled"]:
+            click.echo(f"  plugin problem: {problem['plugin']}: {problem['hook']}: {problem['error']} ({problem['count']}x)")
+            click.echo(f"    {problem['fix']}")
     for dep in h["env"]["deprecated"]:
         click.echo(f"  deprecated variable {dep['name']}: use {dep['canonical']}")
     for c in h["env"]["conflicts"]:
@@ -171,8 +175,9 @@ def build_cli() -> click.Group:
     @click.pass_context
     def plugins(ctx: click.Context, as_json: bool) -> None:
         """List loaded, blocked and broken plugins."""
-        report = get_app(ctx).plugin_report
-        data = {"loaded": report.loaded, "blocked": report.blocked, "failed": report.failed, "versions": report.versions}
+        app = get_app(ctx)
+        app.hooks.tools()  # check every plugin's tools too: a refused one is a problem to show
+        data = app.plugin_report.as_dict()
 
         def human(d: dict[str, Any]) -> None:
             for name in d["loaded"]:
@@ -181,6 +186,11 @@ def build_cli() -> click.Group:
                 click.echo(f"{name} (disabled by AGENT_LINK_DISABLE_PLUGINS)")
             for name, reason in d["failed"].items():
                 click.echo(f"{name} BROKEN: {reason}")
+                click.echo(f"  turn it off: AGENT_LINK_DISABLE_PLUGINS={name}")
+            for problem in d["problems"]:
+                if not problem["disabled"]:
+                    click.echo(f"{problem['plugin']} problem in {problem['hook']}: {problem['error']} ({problem['count']}x)")
+                    click.echo(f"  {problem['fix']}")
             if not any(d[k] for k in ("loaded", "blocked", "failed")):
                 click.echo("no plugins installed")
 

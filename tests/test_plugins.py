@@ -9,7 +9,6 @@ import pytest
 
 from agent_link_core import plugins as plugins_mod
 from agent_link_core.app import App
-from agent_link_core.errors import AgentLinkError
 from agent_link_core.harness import Harness
 from agent_link_core.plugins import Hooks, build_plugin_manager, disabled_plugin_names
 
@@ -46,7 +45,7 @@ def test_broken_plugin_is_reported_and_skipped(monkeypatch: pytest.MonkeyPatch) 
         app.close()
 
 
-def test_duplicate_harness_names_fail_naming_both() -> None:
+def test_duplicate_harness_names_refuse_the_second_naming_both() -> None:
     from agent_link_core import hookimpl
 
     class One:
@@ -56,20 +55,26 @@ def test_duplicate_harness_names_fail_naming_both() -> None:
             h.name = "dup"
             register(h)
 
-    pm, _ = build_plugin_manager(env={"AGENT_LINK_DISABLE_PLUGINS": "codex claude roles receipts"}, extra_plugins=(One(), One()))
-    with pytest.raises(AgentLinkError) as e:
-        Hooks(pm).harnesses()
-    assert "registered by both" in e.value.message
+    pm, report = build_plugin_manager(env={"AGENT_LINK_LOAD_PLUGINS": ""}, extra_plugins=(("first", One()), ("second", One())))
+    hooks = Hooks(pm)
+    assert list(hooks.harnesses()) == ["dup"]
+    (problem,) = report.problems()
+    refused = problem["plugin"]
+    kept = ({"first", "second"} - {refused}).pop()
+    assert f"which plugin {kept!r} already registered" in problem["error"]
+    assert f"AGENT_LINK_DISABLE_PLUGINS={refused}" in problem["fix"]
+    assert refused in report.failed and refused not in report.loaded and kept in report.loaded
 
 
-def test_misspelled_hookimpl_is_rejected() -> None:
+def test_misspelled_hookimpl_is_reported_and_left_out() -> None:
     from agent_link_core import hookimpl
-    from pluggy import PluginValidationError
 
     class Typo:
         @hookimpl
         def agent_link_on_evnt(self, event: Any) -> None:
             return None
 
-    with pytest.raises(PluginValidationError):
-        build_plugin_manager(env={}, extra_plugins=(Typo(),))
+    pm, report = build_plugin_manager(env={"AGENT_LINK_LOAD_PLUGINS": ""}, extra_plugins=(("typo", Typo()),))
+    assert "typo" in report.failed and "agent_link_on_evnt" in report.failed["typo"]
+    assert not pm.has_plugin("typo")
+    assert "AGENT_LINK_DISABLE_PLUGINS=typo" in report.problems()[0]["fix"]
