@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PLUGINS := codex claude roles receipts
+# example plugins (docs/plugins.md): installed and tested like the others
+EXAMPLES := filehost
 
 .PHONY: install test bench hosts clean
 
@@ -12,7 +14,8 @@ install:
 	# compat: plain path entries; setuptools' default editable finder costs ~30 ms at every
 	# interpreter start, and hosts start `agent-link hook` on every prompt.
 	$(PY) -m pip install --quiet --config-settings editable_mode=compat \
-		-e '.[test]' -e ./testing $(foreach p,$(PLUGINS),-e './plugins/$(p)[test]')
+		-e '.[test]' -e ./testing $(foreach p,$(PLUGINS),-e './plugins/$(p)[test]') \
+		$(foreach p,$(EXAMPLES),-e './examples/$(p)[test]')
 	$(MAKE) hosts
 
 # The pinned real host CLIs (Codex, Claude Code) for the real-host tests, from hosts/package-lock.json.

@@ -144,7 +144,7 @@ async def resolve_target(app: App, target: str, caller: Caller) -> str:
     if is_address(target):
         recipient, _, _ = await app.target_address(target, caller)
         return recipient
-    routed = app.hooks.resolve_address(target, caller.address)
+    routed = await app.hooks.aresolve_address(target, caller.address)
     if routed is not None:
         return routed["address"]
     from agent_link_core.directory import gather_listings

@@ -230,7 +230,7 @@ class App:
                 view = session_view(session)
                 return {**out, "status": "resolved", "best": view, "candidates": [view]}
             try:
-                routed = self.hooks.resolve_address(query, caller.address)
+                routed = await self.hooks.aresolve_address(query, caller.address)
             except AgentLinkError as exc:
                 # "Not found" from a resolve tool is a verdict, not an error (reference §3).
                 if exc.code not in ("not_found", "ambiguous"):
@@ -285,7 +285,7 @@ class App:
                 if session.archived and not allow_archived:
                     raise AgentLinkError("archived", f"{to} is archived and cannot receive mail.", {"address": to})
                 return session.address, None, {}
-            routed = self.hooks.resolve_address(to, caller.address)
+            routed = await self.hooks.aresolve_address(to, caller.address)
             if routed is not None:
                 return routed["address"], routed.get("via"), dict(routed.get("metadata") or {})
             if scheme == "role":

@@ -44,6 +44,9 @@ REGISTRATION_HOOKS = frozenset({
     "agent_link_register_harnesses", "agent_link_register_tools", "agent_link_register_settings",
     "agent_link_register_commands", "agent_link_schema",
 })
+#: Hooks whose implementations may answer with an awaitable (for I/O); the core awaits it on
+#: the caller's event loop, so the loop is never blocked while the plugin waits.
+AWAITABLE_HOOKS = frozenset({"agent_link_resolve_address"})
 DEFAULT_TIMEOUT_MS = 30_000
 TIMEOUT_ENV = "AGENT_LINK_HOOK_TIMEOUT_MS"
 CORE_PLUGIN = "agent_link_core.default_plugins"
@@ -51,6 +54,7 @@ CORE_PLUGIN = "agent_link_core.default_plugins"
 HARNESS_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
 TOOL_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 SETTING_NAME_RE = re.compile(r"^AGENT_LINK_[A-Z0-9_]{1,64}$")
+OPTION_NAME_RE = re.compile(r"^[a-z][A-Za-z0-9]{0,63}$")
 ALIAS_NAME_RE = re.compile(r"^[A-Z][A-Z0-9_]{0,80}$")
 ENVELOPE_ATTRIBUTES = frozenset({"via", "procedure"})
 
@@ -260,6 +264,45 @@ def check_harness(record: Any) -> None:
     if not isinstance(options, (set, frozenset)) or not all(isinstance(o, str) for o in options):
         raise Refused(f"harness {name!r} declares send_options that are not a set of strings",
                       "Set send_options = frozenset({'option', ...}).")
+    _check_send_declarations(record)
+
+
+def _check_send_declarations(harness: Any) -> None:
+    """A harness's declared send options and result fields: names and JSON schemas."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    from agent_link_core.harness import SendOption
+    from agent_link_core.tools.core_tools import CORE_TOOLS
+
+    base = next(spec for spec in CORE_TOOLS if spec.name == "message_agent")
+    specs = getattr(harness, "send_option_specs", ())
+    fields = getattr(harness, "send_result_fields", {})
+    if not isinstance(specs, (tuple, list)) or not isinstance(fields, Mapping):
+        raise Refused(f"harness {harness.name!r} declares send_option_specs or send_result_fields of the wrong type",
+                      "send_option_specs is a tuple of SendOption; send_result_fields a dict of JSON schemas.")
+    named: list[tuple[str, Any]] = []
+    for option in specs:
+        if not isinstance(option, SendOption) or not isinstance(option.name, str) or not OPTION_NAME_RE.match(option.name):
+            raise Refused(f"harness {harness.name!r} declares a send option that is not a SendOption with a camelCase name",
+                          "Declare SendOption('name', {json schema}).")
+        if option.name in base.input_schema["properties"]:
+            raise Refused(f"harness {harness.name!r} declares send option {option.name!r}, which is message_agent's own argument",
+                          "Name the option something of your own.")
+        named.append((f"send option {option.name!r}", option.schema))
+    for field_name, schema in fields.items():
+        if field_name in base.output_fields or field_name in ("ok", "error", "warnings"):
+            raise Refused(f"harness {harness.name!r} declares result field {field_name!r}, which the core declares already",
+                          "Name the field something of your own.")
+        named.append((f"result field {field_name!r}", schema))
+    for what, schema in named:
+        try:
+            if not isinstance(schema, Mapping):
+                raise SchemaError("not an object")
+            Draft202012Validator.check_schema(schema)
+        except SchemaError as exc:
+            raise Refused(f"harness {harness.name!r} declares {what} with an invalid JSON schema: {exc.message[:200]}",
+                          "Fix the schema (JSON Schema draft 2020-12).") from None
 
 
 def check_tool(record: Any) -> None:
@@ -445,7 +488,9 @@ def _guarded(boundary: Boundary, impl: Any, plugin: str, hook: str) -> Callable[
         token = _PLUGIN.set(plugin)
         try:
             result = func(*args, **kwargs)
-            problem = check(result, plugin) if check is not None and result is not None else None
+            if hook in AWAITABLE_HOOKS and inspect.isawaitable(result):
+                result = _guarded_awaitable(boundary, result, plugin, hook, check, refusing)
+            problem = check(result, plugin) if check is not None and result is not None and not inspect.isawaitable(result) else None
             if problem is not None:
                 _fault(boundary, call, plugin, hook, problem, disable=registering)
                 result = None
@@ -467,6 +512,38 @@ def _guarded(boundary: Boundary, impl: Any, plugin: str, hook: str) -> Callable[
 
     guarded._agent_link_guarded = True  # type: ignore[attr-defined]
     return guarded
+
+
+async def _guarded_awaitable(boundary: Boundary, awaitable: Any, plugin: str, hook: str,
+                             check: Callable[[Any, str], str | None] | None, refusing: bool) -> Any:
+    """An implementation's awaitable answer, awaited under the same rules as a plain answer
+    (bounded by the budget; a hang here is reported but holds no thread, so nothing is disabled)."""
+    import asyncio
+
+    token = _PLUGIN.set(plugin)
+    try:
+        if boundary.timeout_ms > 0:
+            result = await asyncio.wait_for(awaitable, boundary.timeout_ms / 1000)
+        else:
+            result = await awaitable
+    except AgentLinkError as exc:
+        if refusing:
+            raise
+        boundary.fault(plugin, hook, describe(exc), exc=exc)
+        return None
+    except TimeoutError:
+        boundary.fault(plugin, hook, f"its awaitable did not finish within {boundary.timeout_ms} ms")
+        return None
+    except Exception as exc:
+        boundary.fault(plugin, hook, describe(exc), exc=exc)
+        return None
+    finally:
+        _PLUGIN.reset(token)
+    problem = check(result, plugin) if check is not None and result is not None else None
+    if problem is not None:
+        boundary.fault(plugin, hook, problem)
+        return None
+    return result
 
 
 def _fault(boundary: Boundary, call: CallState | None, plugin: str, hook: str, error: str, *, fix: str = "",

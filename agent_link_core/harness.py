@@ -79,6 +79,26 @@ class Delivery:
     retryable: bool = False
 
 
+@dataclass(frozen=True)
+class SendOption:
+    """A ``message_agent`` argument that only some harnesses understand, declared by them.
+
+    The core adds every declared option to ``message_agent``'s input schema and passes the
+    ones given to the recipient's harness (``deliver(..., options)``); aimed at a session of a
+    harness that does not declare it, an option is refused before anything is stored.
+
+    :param name: the argument's name (camelCase, like the core's arguments).
+    :param schema: its JSON schema (with a ``description``: models read it).
+    :param capability: when set, a harness without the option refuses it as ``unsupported``
+        with ``details.capability`` (a missing ability of the target, e.g. changing its
+        model); when None, as ``invalid_arguments`` (``unsupported_for_target``).
+    """
+
+    name: str
+    schema: dict[str, Any]
+    capability: str | None = None
+
+
 class Harness:
     """Base class for a host's harness. Subclass it and set :attr:`name`.
 
@@ -89,6 +109,17 @@ class Harness:
     #: delivery options of message_agent this harness honours (``mode``, ``model``, ...);
     #: others aimed at its sessions are refused before anything is stored
     send_options: frozenset[str] = frozenset()
+    #: the options this harness declares (schema and refusal); their names count as
+    #: :attr:`send_options` too
+    send_option_specs: tuple[SendOption, ...] = ()
+    #: extra result fields of a send to its sessions (``Delivery.fields``), as JSON schemas;
+    #: the core declares them in ``message_agent``'s output schema
+    send_result_fields: Mapping[str, dict[str, Any]] = {}
+
+    def accepted_send_options(self) -> frozenset[str]:
+        """Every ``message_agent`` option this harness honours (:attr:`send_options` and the
+        names of :attr:`send_option_specs`)."""
+        return frozenset(self.send_options) | {o.name for o in self.send_option_specs}
 
     def attach(self, app: Any) -> None:
         """Called once by the :class:`~agent_link_core.app.App` that loaded this harness,

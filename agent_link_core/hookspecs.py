@@ -52,12 +52,14 @@ def agent_link_register_harnesses(register: Callable[[Harness], None]) -> None:
 
 
 @_hookspec
-def agent_link_register_tools(register: Callable[[ToolSpec], None]) -> None:
+def agent_link_register_tools(register: Callable[[ToolSpec], None], app: App | None) -> None:
     """Contribute MCP tools.
 
     :param register: call it with a :class:`~agent_link_core.tools.registry.ToolSpec`
         (name, description, input and output JSON schemas, annotations, async handler).
         Duplicate tool names are an error naming both plugins.
+    :param app: the :class:`~agent_link_core.app.App` (its harnesses are attached), or None
+        when tools are listed without one; optional in implementations.
 
     Called once when the MCP server builds its tool table. The core's own tools are
     registered through this hook too (``agent_link_core.tools.core_tools``).
@@ -111,11 +113,16 @@ def agent_link_resolve_address(address: str, caller_address: str, app: App) -> d
     :returns: ``None`` when this plugin does not handle the address, otherwise
         ``{"address": <concrete address>, "via": <the indirect address>, "metadata": {...}}``;
         ``metadata`` is stored with the message (e.g. a role procedure reference).
+        A plugin that must ask a host first (I/O) returns an awaitable of that answer instead;
+        the core awaits it on its event loop, within the hook budget. Being non-``None``, an
+        awaitable always wins, so return one only for addresses the plugin owns.
     :raises AgentLinkError: ``not_found`` / ``ambiguous`` when the plugin owns the address
         but cannot resolve it.
 
     Called when a message is sent to, or resolve_agent is asked about, an address whose
-    scheme no harness owns. ``firstresult``: the first plugin returning a dict wins.
+    scheme no harness owns. ``firstresult``: the first plugin returning a dict wins. Another
+    exception, a malformed answer or a hang is reported as this plugin's problem and the
+    next plugin is asked.
     """
 
 

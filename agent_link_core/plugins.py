@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import inspect
 import logging
 import os
 from collections.abc import Mapping
@@ -250,7 +251,8 @@ class Hooks:
                     raise
                 offered.append((plugin, record))
 
-            self._call(hook_name, None, register=register)
+            extra = {"app": self.app} if hook_name == "agent_link_register_tools" else {}
+            self._call(hook_name, None, register=register, **extra)
             # Clashes are settled in registration order (the core first), not in pluggy's call
             # order, so a plugin installed later can never take over a name.
             rank = {name: i for i, name in enumerate(getattr(self._pm, "agent_link_order", ()))}
@@ -359,8 +361,24 @@ class Hooks:
         return [m for batch in batches if batch for m in batch if m.owner not in self.boundary.disabled]
 
     def resolve_address(self, address: str, caller_address: str) -> dict[str, Any] | None:
-        """The first plugin's resolution of an indirect address, or None (may raise AgentLinkError)."""
-        return self._call("agent_link_resolve_address", None, address=address, caller_address=caller_address, app=self.app)
+        """The first plugin's resolution of an indirect address, or None (may raise AgentLinkError).
+
+        For code without an event loop (scripts); an implementation answering with an
+        awaitable is run to completion on a private loop in a worker thread. Async code uses
+        :meth:`aresolve_address`.
+        """
+        answer = self._call("agent_link_resolve_address", None, address=address, caller_address=caller_address, app=self.app)
+        if inspect.isawaitable(answer):
+            return _run_on_private_loop(answer)
+        return answer
+
+    async def aresolve_address(self, address: str, caller_address: str) -> dict[str, Any] | None:
+        """:meth:`resolve_address` for async code: an awaitable answer (a plugin doing I/O) is
+        awaited on the caller's loop, which is never blocked by it."""
+        answer = self._call("agent_link_resolve_address", None, address=address, caller_address=caller_address, app=self.app)
+        if inspect.isawaitable(answer):
+            return await answer
+        return answer
 
     def before_send(self, message: OutgoingMessage, context: SendContext) -> list[dict[str, Any]]:
         """Run every ``before_send`` check; returns their warnings (a refusal raises AgentLinkError).
@@ -402,6 +420,31 @@ class Hooks:
             failed = [p for p in self.boundary.report() if p["plugin"] == plugin and p["hook"] == "agent_link_health"]
             sections[plugin] = {"error": failed[-1]["error"] if failed else "failed", "fix": failed[-1]["fix"] if failed else ""}
         return sections
+
+
+def _run_on_private_loop(awaitable: Any) -> Any:
+    """Await ``awaitable`` on a new event loop in a worker thread (the caller may have a
+    running loop of its own, which stays blocked meanwhile)."""
+    import asyncio
+    import threading
+
+    box: dict[str, Any] = {}
+
+    async def main() -> Any:
+        return await awaitable
+
+    def work() -> None:
+        try:
+            box["value"] = asyncio.run(main())
+        except BaseException as exc:  # handed to the caller's thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=work, name="agent-link-resolve", daemon=True)
+    worker.start()
+    worker.join()
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
 
 
 def _check_aliases(record: Any, plugin: str, records: dict[str, tuple[str, Any]]) -> None:

@@ -11,6 +11,7 @@ from agent_link_core import plugins as plugins_mod
 from agent_link_core.app import App
 from agent_link_core.harness import Harness
 from agent_link_core.plugins import Hooks, build_plugin_manager, disabled_plugin_names
+from agent_link_core.tools.core_tools import CORE_TOOLS
 
 
 def fake_entry_points(*pairs: tuple[str, str]) -> Any:
@@ -18,6 +19,7 @@ def fake_entry_points(*pairs: tuple[str, str]) -> Any:
     return lambda group: [ep for ep in eps if ep.group == group]
 
 
+@pytest.mark.installed_plugins
 def test_installed_plugins_load_and_can_be_disabled() -> None:
     _, report = build_plugin_manager(env={})
     assert {"codex", "claude", "roles", "receipts"} <= set(report.loaded)
@@ -30,6 +32,7 @@ def test_disabled_names_parse_commas_and_spaces() -> None:
     assert disabled_plugin_names({"AGENT_LINK_DISABLE_PLUGINS": " a,b  c ,"}) == {"a", "b", "c"}
 
 
+@pytest.mark.installed_plugins
 def test_broken_plugin_is_reported_and_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(plugins_mod.importlib.metadata, "entry_points",
                         fake_entry_points(("broken", "agent_link_no_such_module_xyz"), ("fine", "agent_link_core.errors")))
@@ -78,3 +81,24 @@ def test_misspelled_hookimpl_is_reported_and_left_out() -> None:
     assert "typo" in report.failed and "agent_link_on_evnt" in report.failed["typo"]
     assert not pm.has_plugin("typo")
     assert "AGENT_LINK_DISABLE_PLUGINS=typo" in report.problems()[0]["fix"]
+
+
+def test_core_tests_load_no_installed_plugin() -> None:
+    """Hermetic: whatever is installed (the example plugin, a user's own), a core test's App
+    has only the core and the plugins the test names."""
+    assert importlib.metadata.entry_points(group="agent_link")  # something is installed
+    app = App.create()
+    try:
+        assert app.harnesses == {} and app.plugin_report.loaded == []
+        assert set(app.hooks.tools()) == {spec.name for spec in CORE_TOOLS}
+    finally:
+        app.close()
+
+
+def test_load_only_names_the_plugins_to_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(plugins_mod.importlib.metadata, "entry_points",
+                        fake_entry_points(("one", "agent_link_core.errors"), ("two", "agent_link_core.addresses")))
+    _, report = build_plugin_manager(env={"AGENT_LINK_LOAD_PLUGINS": "two"})
+    assert report.loaded == ["two"]
+    _, report = build_plugin_manager(env={})
+    assert report.loaded == ["one", "two"]

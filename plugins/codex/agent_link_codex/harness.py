@@ -28,7 +28,7 @@ from typing import Any
 from agent_link_core.callmeta import meta_text
 from agent_link_core.envelope import reminder_notice
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.harness import Delivery, Harness, McpPeer, SessionListing
+from agent_link_core.harness import Delivery, Harness, McpPeer, SendOption, SessionListing
 from agent_link_core.model import Caller, Session
 from agent_link_core.store import Store, now_ms
 
@@ -120,6 +120,22 @@ def session_from_thread(thread: Mapping[str, Any], link: Link | None, *, loaded:
     )
 
 
+#: The message_agent options a Codex thread understands (declared here, not in the core).
+SEND_OPTION_SPECS: tuple[SendOption, ...] = (
+    SendOption("mode", {"type": "string", "enum": ["auto", "start_turn", "steer_active"],
+                        "description": "How to deliver into a Codex thread: auto, start a turn, or steer the running one."}),
+    SendOption("resumeIfNeeded", {"type": "boolean", "description": "Resume an unloaded thread first (default true)."}),
+    SendOption("expectedTurnId", {"type": "string", "description": "Steer only if this turn is still the active one."}),
+    SendOption("model", {"type": "string", "description": "Model change request (subject to the override policy)."},
+               capability="turn_overrides"),
+    SendOption("effort", {"type": "string", "enum": ["minimal", "low", "medium", "high", "xhigh"],
+                          "description": "Reasoning effort change request (subject to the override policy)."},
+               capability="turn_overrides"),
+    SendOption("cwd", {"type": "string", "description": "Working directory change request for the thread (absolute)."},
+               capability="turn_overrides"),
+)
+
+
 class CodexHarness(Harness):
     """Codex threads as agent-link sessions. One instance per :class:`~agent_link_core.app.App`."""
 
@@ -127,6 +143,8 @@ class CodexHarness(Harness):
     # Turn overrides (model, effort, cwd) are checked against the override policy before
     # anything is stored (agent_link_codex.overrides) and carried by the delivering turn/start.
     send_options = frozenset({"mode", "resumeIfNeeded", "expectedTurnId", "model", "effort", "cwd"})
+    send_option_specs = SEND_OPTION_SPECS
+    send_result_fields = {"turnId": {"type": ["string", "null"]}, "threadId": {"type": "string"}, "switches": {"type": "array"}}
 
     def __init__(self) -> None:
         self._values: dict[str, Any] | None = None

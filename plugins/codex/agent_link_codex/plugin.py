@@ -8,6 +8,7 @@ websockets) load when the harness, a tool or a command is first used.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, Callable
 
 from agent_link_core import hookimpl
@@ -70,18 +71,25 @@ def agent_link_register_commands(cli: click.Group) -> None:
 
 
 @hookimpl
-def agent_link_resolve_address(address: str, caller_address: str, app: App) -> dict[str, Any] | None:
+def agent_link_resolve_address(address: str, caller_address: str, app: App) -> Awaitable[dict[str, Any]] | None:
     """``ep_<id>:<thread id>`` → ``codex:<thread id>``, once that endpoint confirms it has the
-    thread (:func:`agent_link_codex.api.resolve_composite`: ``not_found``, ``archived``,
-    ``codex_unavailable``); None for any other form. The endpoint is kept as metadata."""
+    thread (:func:`agent_link_codex.api.aresolve_composite`: ``not_found``, ``archived``,
+    ``codex_unavailable``); None for any other form. The endpoint is kept as metadata.
+
+    Asking the endpoint is I/O, so the answer is an awaitable the core awaits on its own loop
+    (the MCP server keeps serving meanwhile)."""
     if not address.startswith("ep_") or "codex" not in app.harnesses:
         return None
-    from agent_link_codex.api import codex_harness, resolve_composite
+    from agent_link_codex.api import aresolve_composite, codex_harness
     from agent_link_codex.endpoints import parse_composite
 
     parsed = parse_composite(address)
     if parsed is None:
         return None
+    harness = codex_harness(app)
 
-    recipient = resolve_composite(codex_harness(app), *parsed)
-    return {"address": recipient, "via": None, "metadata": {"codexEndpoint": parsed[0]}}
+    async def resolved() -> dict[str, Any]:
+        recipient = await aresolve_composite(harness, *parsed)
+        return {"address": recipient, "via": None, "metadata": {"codexEndpoint": parsed[0]}}
+
+    return resolved()

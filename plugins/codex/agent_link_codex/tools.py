@@ -25,6 +25,7 @@ from agent_link_codex import rollouts
 from agent_link_codex.appserver import AppServerError
 from agent_link_codex.harness import (
     ID_RE,
+    SEND_OPTION_SPECS,
     CodexHarness,
     is_archived_thread,
     source_kind,
@@ -543,7 +544,7 @@ async def message_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) -
 
 
 # registration --------------------------------------------------------------------------------
-SEND_OPTIONS = {k: core_tools.DELIVERY_OPTIONS[k] for k in ("mode", "resumeIfNeeded", "expectedTurnId", "model", "effort", "cwd")}
+SEND_OPTIONS = {option.name: option.schema for option in SEND_OPTION_SPECS}
 THREAD_LIST_RESULT = _fields("source", "archiveScope", "data", "complete", "nextCursor", "endpoints", "appServerError",
                              "listErrors", "codexHome", "scannedFiles")
 
@@ -634,7 +635,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "waitForReply": {"type": "boolean", "default": False}, "timeoutMs": core_tools.TIMEOUT_MS,
             "pollIntervalMs": core_tools.POLL_MS, "receipt": core_tools.RECEIPT, **SEND_OPTIONS,
         }, ("threadId", "message")),
-        output_fields=core_tools.SEND_RESULT,
+        output_fields={**core_tools.SEND_RESULT, **CodexHarness.send_result_fields},
         handler=message_codex_thread, removed={"body": "message", "latestMessageId": "replyToMessageId"},
     ),
 )
