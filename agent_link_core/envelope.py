@@ -476,7 +476,7 @@ def pending_notice(count: int, senders: Sequence[str]) -> str:
 def reminder_notice(count: int, senders: Sequence[str], reminder_number: int, limit: int) -> str:
     """The reminder for unresolved peer messages (reference §11); never includes a body.
 
-    Also used as the text of a blocking stop nudge and of a reminder turn pushed by a harness.
+    Also used as the text of a blocking stop nudge and of a reminder pushed by a harness.
 
     :param count: number of messages still needing a resolution (≥ 0).
     :param senders: as for :func:`pending_notice`.

@@ -58,11 +58,12 @@ class Delivery:
 
     :param delivered: True only on evidence the session received the envelope (the host
         echoed the message id, a notification was written). Otherwise it stays queued.
-    :param via: the push path (e.g. a turn or a channel) when delivered.
+    :param via: the push path (a name the harness chooses) when delivered.
     :param state: a harness-specific delivery state for the result (``queued_in_mailbox``...).
     :param evidence: what proved delivery (ids, item ids), recorded with the event.
     :param warnings: ``[{"code", "message", "details"?}]`` for the sender.
-    :param fields: extra result fields for the sender (turn id, action, ...).
+    :param fields: extra result fields for the sender (ids the host gave, action, ...;
+        declared in :attr:`Harness.send_result_fields`).
     :param unknown: True when the push may or may not have landed (answer lost and the
         session could not be checked); the message stays queued and is never resent blindly.
     :param retryable: True when the push failed before the host accepted anything (e.g. the
@@ -99,6 +100,32 @@ class SendOption:
     capability: str | None = None
 
 
+@dataclass(frozen=True)
+class SenderOption:
+    """A command-line option of ``agent-link send|reply|status|wait`` naming a sender in a
+    form only this harness recognises (a host's own session naming).
+
+    The value is passed to every harness's :meth:`Harness.identify_caller` as ``meta`` of
+    exactly ``{key: value, ...}`` (with the other given sender options); the harness that
+    recognises it answers, else the command fails naming the option.
+
+    :param flag: the option, ``--from-<something>``.
+    :param key: the ``meta`` key the value is passed under.
+    :param help: one line for ``--help``.
+    :param requires: another declared flag this one needs, or None.
+    """
+
+    flag: str
+    key: str
+    help: str
+    requires: str | None = None
+
+    @property
+    def param(self) -> str:
+        """The click parameter name (``--from-x`` -> ``from_x``)."""
+        return self.flag.lstrip("-").replace("-", "_")
+
+
 class Harness:
     """Base class for a host's harness. Subclass it and set :attr:`name`.
 
@@ -115,6 +142,8 @@ class Harness:
     #: extra result fields of a send to its sessions (``Delivery.fields``), as JSON schemas;
     #: the core declares them in ``message_agent``'s output schema
     send_result_fields: Mapping[str, dict[str, Any]] = {}
+    #: command-line options naming a sender this harness recognises (see SenderOption)
+    sender_options: tuple[SenderOption, ...] = ()
 
     def accepted_send_options(self) -> frozenset[str]:
         """Every ``message_agent`` option this harness honours (:attr:`send_options` and the

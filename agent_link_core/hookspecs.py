@@ -106,7 +106,7 @@ def agent_link_resolve_address(address: str, caller_address: str, app: App) -> d
     """Resolve an indirect address (such as ``role:<name>``) to the agent that receives it.
 
     :param address: an address whose scheme no harness owns, or another target form a
-        plugin may understand (e.g. ``<endpoint id>:<thread id>`` from the CLI).
+        plugin may understand (e.g. a host's own composite target form, from the CLI).
     :param caller_address: who is sending (``external`` when unknown).
     :param app: the :class:`~agent_link_core.app.App` of this process (settings, database,
         mailbox); optional in implementations (pluggy passes only the arguments they take).

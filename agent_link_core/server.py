@@ -167,7 +167,7 @@ async def serve(app: App) -> None:
         tg.start_soon(_exit_on_signal, app)
         tg.start_soon(run_harnesses)
         tg.start_soon(run)
-    with anyio.CancelScope(shield=True):  # stop what harnesses hold (child app-servers ...)
+    with anyio.CancelScope(shield=True):  # stop what harnesses hold (child processes ...)
         await app.aclose()
 
 

@@ -240,12 +240,12 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="wait_for_agent",
         title="Wait for an agent",
-        description="Wait for the answer to a message you sent (replyToMessageId), or for any new message from an agent. A timeout is a normal result: call again to keep waiting. A turn ending is never taken as an answer.",
+        description="Wait for the answer to a message you sent (replyToMessageId), or for any new message from an agent. A timeout is a normal result: call again to keep waiting. The recipient merely finishing its work is never taken as an answer.",
         input_schema=_obj({"agent": {"type": "string", "minLength": 1}, "replyToMessageId": ULID,
                            "timeoutMs": TIMEOUT_MS, "pollIntervalMs": POLL_MS}, ("agent",)),
-        output_fields={"outcome": {"type": "string", "enum": ["reply", "declined", "done", "unresolved", "expired", "turn_completed", "idle", "timeout"]},
+        output_fields={"outcome": {"type": "string", "enum": ["reply", "declined", "done", "unresolved", "expired", "timeout"]},
                        "harness": STR, "messageStatus": NSTR, "waitedMs": INT, "target": OBJ, "reply": OBJ, "resolution": OBJ,
-                       "turn": OBJ, "timedOut": BOOL},
+                       "timedOut": BOOL},
         handler=wait_for_agent, read_only=True,
     ),
     ToolSpec(

@@ -28,7 +28,7 @@ from typing import Any
 from agent_link_core.callmeta import meta_text
 from agent_link_core.envelope import reminder_notice
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.harness import Delivery, Harness, McpPeer, SendOption, SessionListing
+from agent_link_core.harness import Delivery, Harness, McpPeer, SendOption, SenderOption, SessionListing
 from agent_link_core.model import Caller, Session
 from agent_link_core.store import Store, now_ms
 
@@ -144,6 +144,12 @@ class CodexHarness(Harness):
     # anything is stored (agent_link_codex.overrides) and carried by the delivering turn/start.
     send_options = frozenset({"mode", "resumeIfNeeded", "expectedTurnId", "model", "effort", "cwd"})
     send_option_specs = SEND_OPTION_SPECS
+    # `agent-link send --from-thread T [--from-endpoint E]`: identify_caller gets exactly these keys
+    sender_options = (
+        SenderOption("--from-thread", "threadId", "Act as this Codex thread (unverified), when not inside one."),
+        SenderOption("--from-endpoint", "endpointId", "The Codex app-server endpoint of --from-thread, when several know it.",
+                     requires="--from-thread"),
+    )
     send_result_fields = {"turnId": {"type": ["string", "null"]}, "threadId": {"type": "string"}, "switches": {"type": "array"}}
 
     def __init__(self) -> None:
