@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from agent_link_core.config import Config
     from agent_link_core.model import Caller
     from agent_link_core.plugins import Hooks
-    from agent_link_core.records import Event, OutgoingMessage
+    from agent_link_core.records import OutgoingMessage
     from agent_link_core.store import Store
 
 _RECORDS = ("Event", "OutgoingMessage", "SendContext", "EnvelopeContribution", "EVENT_KINDS")
@@ -345,18 +345,7 @@ class Mailbox:
                         f"Message id {msg.id} was already used for different content.",
                     )
                 return existing, False
-            conn.execute(
-                "INSERT INTO messages (id, from_addr, from_source, to_addr, recipient, body, body_bytes,"
-                " content_hash, metadata, sent_at, anticipation, reply_by, reply_to, open)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)",
-                (
-                    msg.id, msg.sender.address, msg.sender.source, msg.to, msg.recipient, msg.body,
-                    len(msg.body.encode("utf-8")), digest, json.dumps(meta, ensure_ascii=False), at,
-                    msg.anticipation, msg.reply_by_ms, msg.reply_to,
-                ),
-            )
-            self._event(conn, msg.id, "sent", at, msg.sender.address, None, {"to": msg.recipient})
-            row = conn.execute("SELECT * FROM messages WHERE id = ?", (msg.id,)).fetchone()
+            row = self._insert_row(conn, msg, at, digest, meta)
         self._emit("sent", msg.id, at, msg.sender.address, {"to": msg.recipient, "addressedTo": msg.to}, result)
         return row, True
 
@@ -503,18 +492,23 @@ class Mailbox:
         meta = dict(reply.metadata)
         meta["sender"] = {"source": reply.sender.source, "verified": reply.sender.verified}
         digest = content_hash(reply.sender.address, reply.to, reply.body, reply.anticipation, reply.reply_by_ms, reply.reply_to)
+        return self._insert_row(conn, reply, at, digest, meta)
+
+    def _insert_row(self, conn: sqlite3.Connection, msg: OutgoingMessage, at: int, digest: str, meta: dict[str, Any]) -> sqlite3.Row:
+        """The one place a message row is written (inside the caller's transaction), with its
+        ``sent`` event; returns the stored row."""
         conn.execute(
             "INSERT INTO messages (id, from_addr, from_source, to_addr, recipient, body, body_bytes,"
             " content_hash, metadata, sent_at, anticipation, reply_by, reply_to, open)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)",
             (
-                reply.id, reply.sender.address, reply.sender.source, reply.to, reply.recipient, reply.body,
-                len(reply.body.encode("utf-8")), digest, json.dumps(meta, ensure_ascii=False), at,
-                reply.anticipation, reply.reply_by_ms, reply.reply_to,
+                msg.id, msg.sender.address, msg.sender.source, msg.to, msg.recipient, msg.body,
+                len(msg.body.encode("utf-8")), digest, json.dumps(meta, ensure_ascii=False), at,
+                msg.anticipation, msg.reply_by_ms, msg.reply_to,
             ),
         )
-        self._event(conn, reply.id, "sent", at, reply.sender.address, None, {"to": reply.recipient})
-        return conn.execute("SELECT * FROM messages WHERE id = ?", (reply.id,)).fetchone()
+        self._event(conn, msg.id, "sent", at, msg.sender.address, None, {"to": msg.recipient})
+        return conn.execute("SELECT * FROM messages WHERE id = ?", (msg.id,)).fetchone()
 
     # -- reminders and nudges ----------------------------------------------------------
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import pluggy
 
 from agent_link_core import hookspecs
+from agent_link_core.aio import run_blocking
 from agent_link_core.boundary import (
     Boundary,
     CallState,
@@ -369,7 +370,7 @@ class Hooks:
         """
         answer = self._call("agent_link_resolve_address", None, address=address, caller_address=caller_address, app=self.app)
         if inspect.isawaitable(answer):
-            return _run_on_private_loop(answer)
+            return run_blocking(lambda: answer)
         return answer
 
     async def aresolve_address(self, address: str, caller_address: str) -> dict[str, Any] | None:
@@ -420,31 +421,6 @@ class Hooks:
             failed = [p for p in self.boundary.report() if p["plugin"] == plugin and p["hook"] == "agent_link_health"]
             sections[plugin] = {"error": failed[-1]["error"] if failed else "failed", "fix": failed[-1]["fix"] if failed else ""}
         return sections
-
-
-def _run_on_private_loop(awaitable: Any) -> Any:
-    """Await ``awaitable`` on a new event loop in a worker thread (the caller may have a
-    running loop of its own, which stays blocked meanwhile)."""
-    import asyncio
-    import threading
-
-    box: dict[str, Any] = {}
-
-    async def main() -> Any:
-        return await awaitable
-
-    def work() -> None:
-        try:
-            box["value"] = asyncio.run(main())
-        except BaseException as exc:  # handed to the caller's thread
-            box["error"] = exc
-
-    worker = threading.Thread(target=work, name="agent-link-resolve", daemon=True)
-    worker.start()
-    worker.join()
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
 
 
 def _check_aliases(record: Any, plugin: str, records: dict[str, tuple[str, Any]]) -> None:

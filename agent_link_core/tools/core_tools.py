@@ -16,19 +16,11 @@ from agent_link_core.app import message_summary
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import SendOption
 from agent_link_core.tools.registry import ToolCall, ToolSpec
+from agent_link_core.tools.schemas import ANY, ARR, BOOL, INT, NOBJ, NSTR, OBJ, RESOLVE_RESULT, STR, ULID  # noqa: F401 - re-exported
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
 
-ANY: dict[str, Any] = {}
-STR = {"type": "string"}
-NSTR = {"type": ["string", "null"]}
-BOOL = {"type": "boolean"}
-OBJ = {"type": "object"}
-NOBJ = {"type": ["object", "null"]}
-ARR = {"type": "array"}
-INT = {"type": "integer"}
-ULID = {"type": "string", "pattern": "^[0-9A-HJKMNP-TV-Z]{26}$"}
 ANTICIPATION = {"type": "string", "enum": ["reply", "action", "fyi"],
                 "description": "What the sender expects: reply (an answer), action (something done), fyi (nothing)."}
 REPLY_BY = {"type": "string", "minLength": 1,
@@ -217,9 +209,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         title="Resolve an agent",
         description="Find one agent by address (harness:id, role:name), bare id, or words from its title or folder. Reports resolved, ambiguous (with candidates) or not_found.",
         input_schema=_obj({"query": {"type": "string", "minLength": 1}, "harness": HARNESS_FILTER, "limit": _limit(10, 50)}, ("query",)),
-        output_fields={"status": {"type": "string", "enum": ["resolved", "ambiguous", "not_found"]}, "query": STR,
-                       "best": NOBJ, "candidates": {"type": "array", "items": OBJ}, "selection": OBJ, "providers": OBJ,
-                       "via": NSTR, "role": ANY},
+        output_fields={**RESOLVE_RESULT, "role": ANY},
         handler=resolve_agent, read_only=True, idempotent=True, removed={"searchTerm": "query"},
     ),
     ToolSpec(

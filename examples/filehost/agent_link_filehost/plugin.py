@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agent_link_core import hookimpl
+from agent_link_core.contribute import migrations, registers
 from agent_link_core.config import Setting
 from agent_link_core.store import Migration
 
@@ -18,7 +19,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from agent_link_core.harness import Harness
     from agent_link_core.surface import PluginApp
-    from agent_link_core.tools.registry import ToolSpec
 
 #: The plugin's name: its entry point's name, its migrations' owner, its address scheme.
 NAME = "filehost"
@@ -45,21 +45,11 @@ def agent_link_register_harnesses(register: Callable[[Harness], None]) -> None:
     register(FileHostHarness())
 
 
-@hookimpl
-def agent_link_register_settings(register: Callable[[Setting], None]) -> None:
-    register(DIR_SETTING)
-
-
-@hookimpl
-def agent_link_schema() -> list[Migration]:
-    return list(MIGRATIONS)
-
-
-@hookimpl
-def agent_link_register_tools(register: Callable[[ToolSpec], None]) -> None:
-    from agent_link_filehost.tools import SESSIONS_TOOL
-
-    register(SESSIONS_TOOL)
+# Fixed records: one line each (agent_link_core.contribute); the tool's module is imported
+# only when the tools are listed.
+agent_link_register_settings = registers([DIR_SETTING])
+agent_link_schema = migrations(MIGRATIONS)
+agent_link_register_tools = registers("agent_link_filehost.tools:TOOLS")
 
 
 @hookimpl

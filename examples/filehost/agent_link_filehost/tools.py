@@ -41,3 +41,4 @@ SESSIONS_TOOL = ToolSpec(
     idempotent=True,
     title="List filehost sessions",
 )
+TOOLS = (SESSIONS_TOOL,)

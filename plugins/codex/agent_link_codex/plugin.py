@@ -12,7 +12,7 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, Callable
 
 from agent_link_core import hookimpl
-from agent_link_core.store import Migration
+from agent_link_core.contribute import migrations, registers
 
 from agent_link_codex.schema import MIGRATIONS
 from agent_link_codex.settings import SETTINGS
@@ -31,26 +31,12 @@ def agent_link_register_harnesses(register: Callable[[Any], None]) -> None:
     register(CodexHarness())
 
 
-@hookimpl
-def agent_link_register_tools(register: Callable[[Any], None]) -> None:
-    """The nine Codex thread tools."""
-    from agent_link_codex.tools import TOOLS
-
-    for spec in TOOLS:
-        register(spec)
-
-
-@hookimpl
-def agent_link_register_settings(register: Callable[[Any], None]) -> None:
-    """Every Codex setting with its legacy aliases."""
-    for setting in SETTINGS:
-        register(setting)
-
-
-@hookimpl
-def agent_link_schema() -> list[Migration]:
-    """The ``codex_endpoints``, ``codex_pushes`` and ``codex_launches`` tables."""
-    return list(MIGRATIONS)
+#: the nine Codex thread tools (their module is imported only when the tools are listed)
+agent_link_register_tools = registers("agent_link_codex.tools:TOOLS")
+#: every Codex setting with its legacy aliases
+agent_link_register_settings = registers(SETTINGS)
+#: the ``codex_endpoints``, ``codex_pushes`` and ``codex_launches`` tables
+agent_link_schema = migrations(MIGRATIONS)
 
 
 @hookimpl

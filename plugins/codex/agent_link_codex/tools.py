@@ -20,6 +20,7 @@ from agent_link_core.app import MAX_WAIT_PER_CALL_MS
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.tools import core_tools
 from agent_link_core.tools.registry import ToolCall, ToolSpec
+from agent_link_core.tools.schemas import ANY, BOOL, STR
 
 from agent_link_codex import rollouts
 from agent_link_codex.appserver import AppServerError
@@ -35,11 +36,6 @@ from agent_link_codex.harness import (
 from agent_link_codex.service import SOURCE_KINDS, Link, is_not_found
 from agent_link_codex.settings import codex_home
 
-ANY: dict[str, Any] = {}
-STR = {"type": "string"}
-BOOL = {"type": "boolean"}
-ARR = {"type": "array"}
-OBJ = {"type": "object"}
 THREAD_ID = {"type": "string", "minLength": 1, "maxLength": 140,
              "description": "A Codex thread id (or codex:<id>)."}
 SCOPE = {"type": "string", "enum": ["active", "archived", "all"]}
