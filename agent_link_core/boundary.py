@@ -42,11 +42,11 @@ REFUSING_HOOKS = frozenset({"agent_link_resolve_address", "agent_link_before_sen
 #: Hooks whose failures disable the plugin: a plugin that cannot register cleanly is left out whole.
 REGISTRATION_HOOKS = frozenset({
     "agent_link_register_harnesses", "agent_link_register_tools", "agent_link_register_settings",
-    "agent_link_register_commands", "agent_link_schema",
+    "agent_link_register_commands", "agent_link_schema", "agent_link_register_prompt_hooks",
 })
 #: Hooks whose implementations may answer with an awaitable (for I/O); the core awaits it on
 #: the caller's event loop, so the loop is never blocked while the plugin waits.
-AWAITABLE_HOOKS = frozenset({"agent_link_resolve_address"})
+AWAITABLE_HOOKS = frozenset({"agent_link_resolve_address", "agent_link_push_reminders"})
 DEFAULT_TIMEOUT_MS = 30_000
 TIMEOUT_ENV = "AGENT_LINK_HOOK_TIMEOUT_MS"
 CORE_PLUGIN = "agent_link_core.default_plugins"
@@ -227,6 +227,12 @@ def _check_nothing(result: Any, plugin: str) -> str | None:
     return f"returned {type(result).__name__}; this hook returns nothing (call register(...) instead)"
 
 
+def _check_pushed(result: Any, plugin: str) -> str | None:
+    if not isinstance(result, bool):
+        return f"returned {type(result).__name__}; expected None, True/False or an awaitable of it"
+    return None
+
+
 def _check_observer(result: Any, plugin: str) -> str | None:
     return f"returned {type(result).__name__}; observers return nothing"
 
@@ -244,6 +250,8 @@ RESULT_CHECKS: dict[str, Callable[[Any, str], str | None]] = {
     "agent_link_health": _check_health,
     "agent_link_check_override": _check_override,
     "agent_link_on_event": _check_observer,
+    "agent_link_register_prompt_hooks": _check_nothing,
+    "agent_link_push_reminders": _check_pushed,
 }
 
 
@@ -303,6 +311,21 @@ def _check_send_declarations(harness: Any) -> None:
         except SchemaError as exc:
             raise Refused(f"harness {harness.name!r} declares {what} with an invalid JSON schema: {exc.message[:200]}",
                           "Fix the schema (JSON Schema draft 2020-12).") from None
+
+
+def check_prompt_hook(record: Any) -> None:
+    """Refuse a prompt-hook record that is not a :class:`~agent_link_core.records.PromptHook`
+    with a harness name and a dotted module path."""
+    from agent_link_core.prompt_hooks import HARNESS_RE, MODULE_RE
+    from agent_link_core.records import PromptHook
+
+    if not isinstance(record, PromptHook):
+        raise Refused(f"registered a {type(record).__name__}, not a PromptHook", "Register agent_link_core.records.PromptHook records.")
+    if not isinstance(record.harness, str) or not HARNESS_RE.match(record.harness):
+        raise Refused(f"registered a prompt hook for harness {record.harness!r}",
+                      "The harness is a harness name: 1-32 of a-z 0-9 -, starting with a letter.")
+    if not isinstance(record.module, str) or not MODULE_RE.match(record.module):
+        raise Refused(f"registered a prompt hook with module {record.module!r}", "The module is a dotted module path.")
 
 
 def check_tool(record: Any) -> None:

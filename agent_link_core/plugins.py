@@ -15,8 +15,8 @@ else keeps working.
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import inspect
+import importlib.metadata
 import logging
 import os
 from collections.abc import Mapping
@@ -34,6 +34,7 @@ from agent_link_core.boundary import (
     Refused,
     call_bounded,
     check_harness,
+    check_prompt_hook,
     check_setting,
     check_tool,
     current_plugin,
@@ -50,6 +51,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.harness import Harness
     from agent_link_core.model import Caller
     from agent_link_core.mailbox import EnvelopeContribution, Event, OutgoingMessage, SendContext
+    from agent_link_core.records import PromptHook
+    from agent_link_core.reminders import DueReminders
     from agent_link_core.store import Migration
     from agent_link_core.tools.registry import ToolSpec
 
@@ -329,6 +332,25 @@ class Hooks:
 
         core = frozenset(n for s in CORE_SETTINGS for n in (s.name, *s.aliases))
         return tuple(self._collect("setting", "agent_link_register_settings", lambda r: check_setting(r, core)).values())
+
+    def prompt_hooks(self) -> dict[str, tuple[PromptHook, str]]:
+        """Prompt-hook adapters by harness name, each with the plugin that registered it.
+
+        :raises AgentLinkError: ``internal_error`` when a record is malformed (harness name,
+            module path) or two plugins claim one harness.
+        """
+        records = self._collect("prompt hook", "agent_link_register_prompt_hooks", check_prompt_hook)
+        return {name: (rec, self.owner("prompt hook", name) or "?") for name, rec in records.items()}
+
+    async def push_reminders(self, due: DueReminders) -> bool:
+        """Offer one session's due reminders to the plugin that pushes for its harness.
+
+        :returns: True when a plugin reports the session reminded.
+        """
+        result = self._call("agent_link_push_reminders", None, due=due, app=self.app)
+        if inspect.isawaitable(result):
+            result = await result
+        return bool(result)
 
     def register_commands(self, cli: click.Group) -> None:
         """Let every plugin add its click commands to ``cli`` (a plugin may not replace one)."""

@@ -20,7 +20,7 @@ import mcp_types as types
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
 
-from agent_link_core import __version__
+from agent_link_core import __version__, prompt_hooks, reminders
 from agent_link_core.app import App
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.harness import McpPeer, PeerGone
@@ -165,10 +165,26 @@ async def serve(app: App) -> None:
             tg.cancel_scope.cancel()
 
         tg.start_soon(_exit_on_signal, app)
+        tg.start_soon(_reminder_loop, app)
         tg.start_soon(run_harnesses)
         tg.start_soon(run)
     with anyio.CancelScope(shield=True):  # stop what harnesses hold (child processes ...)
         await app.aclose()
+
+
+async def _reminder_loop(app: App) -> None:
+    """Keep the prompt-hook registry current, then offer due reminders to the harnesses that
+    push them, every :data:`~agent_link_core.reminders.SWEEP_INTERVAL_MS`, while serving."""
+    try:
+        prompt_hooks.refresh(app.config.state_dir, app.hooks)
+    except Exception:  # the hook rebuilds it itself; a failure here only costs that
+        log.exception("could not refresh the prompt-hook registry")
+    while True:
+        await anyio.sleep(reminders.SWEEP_INTERVAL_MS / 1000)
+        try:
+            await reminders.sweep(app)
+        except Exception:  # a failing pass (e.g. the database busy) must not end the loop
+            log.exception("reminder sweep failed")
 
 
 async def _exit_on_signal(app: App | None) -> None:

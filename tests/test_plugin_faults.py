@@ -14,13 +14,14 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from agent_link_core import hookimpl
+from agent_link_core import hookimpl, reminders
 from agent_link_core.app import App
 from agent_link_core.config import Setting
 from agent_link_core.envelope import render_element
 from agent_link_core.harness import Delivery, Harness, SessionListing
 from agent_link_core.mailbox import EnvelopeContribution
 from agent_link_core.model import Caller, Session
+from agent_link_core.records import PromptHook
 from agent_link_core.server import tool_definition
 from agent_link_core.store import Migration
 from agent_link_core.tools.registry import ToolSpec, run_tool
@@ -68,6 +69,7 @@ class Good:
     def __init__(self) -> None:
         self.harness = GoodHarness()
         self.events: list[str] = []
+        self.reminded: list[str] = []
 
     @hookimpl
     def agent_link_register_harnesses(self, register: Any) -> None:
@@ -116,6 +118,19 @@ class Good:
     def agent_link_check_override(self, target: str, sender: Caller, setting: str, value: str, context: Any) -> dict[str, Any]:
         return {"allowed": True, "grantedBy": {"kind": "good"}}
 
+    @hookimpl
+    def agent_link_register_prompt_hooks(self, register: Any) -> None:
+        register(PromptHook("good", "agent_link_good.hook"))
+
+    @hookimpl
+    def agent_link_push_reminders(self, due: Any) -> bool | None:
+        if due.harness != "good":
+            return None
+        claimed = due.claim("good-push")
+        if claimed is not None:
+            self.reminded.append(claimed.text())
+        return claimed is not None
+
 
 class Gate:
     """What a hanging hook waits on; opened at teardown so no thread outlives its test."""
@@ -154,6 +169,8 @@ def bad_plugin(hook: str, fault: str, gate: Gate) -> object:
         "agent_link_on_event": lambda self, event: m(42),
         "agent_link_health": lambda self: m("all fine, honest"),
         "agent_link_check_override": lambda self, target, sender, setting, value, context: m("yes"),
+        "agent_link_register_prompt_hooks": lambda self, register: register(m("not a prompt hook")),
+        "agent_link_push_reminders": lambda self, due: m("reminded, trust me"),
     }
     impl = impls[hook]
     impl.__name__ = hook
@@ -207,6 +224,7 @@ HOOKS = [
     "agent_link_register_harnesses", "agent_link_register_tools", "agent_link_register_settings",
     "agent_link_register_commands", "agent_link_schema", "agent_link_resolve_address", "agent_link_before_send",
     "agent_link_render_envelope", "agent_link_on_event", "agent_link_health", "agent_link_check_override",
+    "agent_link_register_prompt_hooks", "agent_link_push_reminders",
 ]
 # async harness methods cannot hang the server: they are awaited (list_sessions with a bound)
 HARNESS_METHODS = [
@@ -263,6 +281,10 @@ async def assert_core_serves(app: App, good: Good) -> None:
     assert app.config.get("AGENT_LINK_GOOD_FLAG") is True
     assert app.store.conn.execute("SELECT COUNT(*) FROM good_things").fetchone()[0] == 0
     assert app.config.state_dir.endswith(".agent-link")
+    assert app.hooks.prompt_hooks()["good"][0].module == "agent_link_good.hook"
+    with app.store.write() as conn:  # delivered long enough ago for reminder 1 to be due
+        conn.execute("UPDATE messages SET first_delivered_at = first_delivered_at - 31000 WHERE id = ?", (sent.message["id"],))
+    assert await reminders.sweep(app) >= 1 and "reminder 1 of" in good.reminded[-1]
 
 
 def assert_reported(app: App, hook: str) -> None:
