@@ -232,7 +232,7 @@ class App:
             try:
                 routed = await self.hooks.aresolve_address(query, caller.address)
             except AgentLinkError as exc:
-                # "Not found" from a resolve tool is a verdict, not an error (reference §3).
+                # "Not found" from a resolve tool is a verdict, not an error (docs/behaviour.md §3).
                 if exc.code not in ("not_found", "ambiguous"):
                     raise
                 return {**out, "status": exc.code, "candidates": exc.details.get("candidates", []),
@@ -316,7 +316,7 @@ class App:
         """Store a message, then try to push it to its recipient.
 
         With ``reply_to`` from that message's recipient, the send also resolves it as a
-        reply (reference §8). ``message_id`` makes the send idempotent: the same id with
+        reply (docs/behaviour.md §8). ``message_id`` makes the send idempotent: the same id with
         the same content returns the first outcome; with other content it is refused.
 
         :raises AgentLinkError: ``invalid_arguments``, ``body_too_large``, ``not_found``,

@@ -2,7 +2,7 @@
 
 The core declares its own settings here; plugins declare theirs through
 ``agent_link_register_settings`` so every variable is parsed and reported the same way.
-Rules (from the original, shared/reference/agent-link-behaviour.md §23):
+Rules (from the original, docs/behaviour.md §23):
 
 * the canonical name wins over aliases; health names deprecated aliases in use and
   conflicts (names only, never values);

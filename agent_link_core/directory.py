@@ -17,7 +17,7 @@ from agent_link_core.mailbox import iso
 from agent_link_core.model import ADDRESS_RE, Session, is_address
 
 LIST_TIMEOUT_S = 20.0
-# Field weights for ranking (after the original's thread search, reference §16.9).
+# Field weights for ranking (after the original's thread search, docs/behaviour.md §16.9).
 WEIGHTS = (("id", 120), ("title", 90), ("address", 60), ("cwd", 30))
 
 

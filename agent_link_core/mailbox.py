@@ -3,7 +3,7 @@
 A message is first a row (queued). Only evidence moves it forward: a harness push the host
 confirmed, or the recipient reading its inbox (delivered); then an explicit resolution by
 the recipient (reply / decline / done), exactly once. Status is computed on read from the
-clock, so no timer has to run (shared/reference/agent-link-behaviour.md §8):
+clock, so no timer has to run (docs/behaviour.md §8):
 
 * ``fyi`` messages have no status and are never reminded;
 * the reminder clock starts at first delivery; reminder ``n+1`` is due one interval after
@@ -88,7 +88,7 @@ def parse_reply_by(value: str, now: int) -> int:
 
 
 def check_labels(anticipation: str | None, reply_by: str | None, wait_for_reply: bool, now: int) -> tuple[str, int | None]:
-    """Validate the labels together (reference §4) and apply defaults.
+    """Validate the labels together (docs/behaviour.md §4) and apply defaults.
 
     :returns: ``(anticipation, reply_by_ms)``; anticipation defaults to ``fyi``, or
         ``reply`` with ``wait_for_reply``.

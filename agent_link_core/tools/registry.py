@@ -1,8 +1,7 @@
 """MCP tool records, argument validation and the result contract.
 
 Every tool returns one JSON object: ``{"ok": true, ...fields, "warnings"?: [...]}`` or
-``{"ok": false, "error": {code, message, details?, hint?}}`` (shared/reference/
-agent-link-behaviour.md §3-4). Arguments are checked against the declared JSON schema
+``{"ok": false, "error": {code, message, details?, hint?}}`` (docs/behaviour.md §3-4). Arguments are checked against the declared JSON schema
 before the handler runs:
 
 * ``null`` for an optional argument means unset; for a required one it is an error;

@@ -2,7 +2,7 @@
 
 Claude Code (2.1.197) shows a ``notifications/claude/channel`` notification from an MCP server
 to the model as a new prompt, but only when every step of its gate passes
-(shared/reference/claude-code.md §8): the server declared the ``claude/channel`` capability;
+(docs/hosts/claude-code.md §8): the server declared the ``claude/channel`` capability;
 the cached feature flag ``tengu_harbor`` is true and none of the variables that switch the flag
 cache off is set; the server is listed on the command line (``--channels plugin:<p>@<m>``, with
 that plugin on the allowlist ``tengu_harbor_ledger``, or
@@ -48,7 +48,7 @@ METHOD = "notifications/claude/channel"
 PLUGIN_NAME = "agent-link"  # .claude-plugin/plugin.json "name"
 SERVER_NAME = "agent-link"  # the mcpServers key in plugin.json (and the documented manual name)
 CLIENT_NAME = "claude-code"  # clientInfo.name Claude Code sends at initialize
-# Any of these turns Claude Code's feature-flag cache off, and channels with it (reference §8).
+# Any of these turns Claude Code's feature-flag cache off, and channels with it (docs/behaviour.md §8).
 FLAG_CACHE_OFF = ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_TELEMETRY", "DO_NOT_TRACK", "DISABLE_GROWTHBOOK")
 CHANNEL_FLAGS = ("--channels", "--dangerously-load-development-channels")
 POLL_MIN_S = 0.2

@@ -1,6 +1,6 @@
 """The private ("managed") Codex app-server agent-link starts when no other one is reachable.
 
-Lifecycle (shared/reference/agent-link-behaviour.md §16.2, adapted to Codex 0.169.0):
+Lifecycle (docs/behaviour.md §16.2, adapted to Codex 0.169.0):
 
 * started only when autostart is on and no endpoint was named explicitly, in its own
   session/process group, with the managed directory (``AGENT_LINK_MANAGED_DIR``, default

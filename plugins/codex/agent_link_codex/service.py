@@ -6,8 +6,7 @@ app-server, starts the private app-server when none is reachable and that is all
 stops it again after ``AGENT_LINK_CODEX_IDLE_MS`` without requests. An unreachable endpoint
 is reported (:meth:`CodexService.endpoint_reports`), never hides the others.
 
-Each link's :class:`ThreadTracker` follows the app-server's notifications (shared/reference/
-codex-app-server.md §6-7): thread status (broadcast to every connection), the active turn and
+Each link's :class:`ThreadTracker` follows the app-server's notifications (docs/hosts/codex.md §6-7): thread status (broadcast to every connection), the active turn and
 userMessage echoes (only for threads this connection subscribed to by starting or resuming
 them). Notifications are hints: delivery re-reads state before acting on them.
 

@@ -1,4 +1,4 @@
-"""The Codex thread tools (shared/reference/agent-link-behaviour.md §5.3, own wording).
+"""The Codex thread tools (docs/behaviour.md §5.3, own wording).
 
 Read-only tools fall back to rollout transcripts when no app-server can be had
 (``useLocalFallback``, default true); their ``source`` says which was used
@@ -43,7 +43,7 @@ CWD_FILTER = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": 
               "description": "Only threads whose working directory is exactly this (or one of these)."}
 FALLBACK = {"type": "boolean", "default": True, "description": "Read Codex's transcript files when no app-server can be had."}
 DEFAULT_THREAD_NAME = "launched by agent-link"
-# Field weights for thread search (reference §16.9).
+# Field weights for thread search (docs/behaviour.md §16.9).
 SEARCH_WEIGHTS = (("id", 120), ("name", 90), ("preview", 55), ("lastAgentMessage", 45), ("cwd", 30), ("path", 20), ("archiveState", 10))
 
 
@@ -410,7 +410,7 @@ async def launch_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) ->
         if thread.get(field) is None and isinstance(started.get(key), str):
             thread[field] = started[key]
     link.tracker.remember(thread, subscribed=True)
-    # the launcher may later change the thread's effort (override policy, reference §19)
+    # the launcher may later change the thread's effort (override policy, docs/behaviour.md §19)
     harness.launches.record(tid, call.caller.address, model=thread.get("model"), effort=thread.get("reasoningEffort"),
                             cwd=thread.get("cwd"))
     actions = ["started_thread"]
@@ -492,7 +492,7 @@ async def archive_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) -
 
 
 def _archive_locally(harness: CodexHarness, tid: str, force: bool) -> dict[str, Any]:
-    """Move the rollout into ``archived_sessions`` when no app-server can do it (§16.8)."""
+    """Move the rollout into ``archived_sessions`` when no app-server can do it (docs/behaviour.md §16, item 8)."""
     home = codex_home(harness.env)
     path = rollouts.find_rollout(home, tid)
     if path is None:
