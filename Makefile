@@ -6,7 +6,7 @@ PLUGINS := codex claude roles receipts
 # example plugins (docs/plugins.md): installed and tested like the others
 EXAMPLES := filehost
 
-.PHONY: install test bench hosts clean
+.PHONY: install test lint bench hosts clean
 
 install:
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -22,8 +22,14 @@ install:
 hosts:
 	cd hosts && npm ci --no-audit --no-fund --loglevel=error
 
-test:
+test: lint
 	$(PY) -m pytest -q
+
+# Static checks (config in pyproject.toml) on the core, every plugin, testing/ and examples/.
+lint:
+	$(VENV)/bin/ruff check agent_link_core plugins testing examples tests
+	$(VENV)/bin/mypy agent_link_core testing/agent_link_testing \
+		$(foreach p,$(PLUGINS),plugins/$(p)/agent_link_$(p)) $(foreach p,$(EXAMPLES),examples/$(p)/agent_link_$(p))
 
 bench:
 	$(PY) bench/run.py

@@ -8,6 +8,10 @@ __version__ = "0.1.0"
 
 __all__ = ["__version__", "hookimpl"]
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the real, typed marker for type checkers; at run time it loads lazily
+    from agent_link_core.hookspecs import hookimpl as hookimpl
+
 
 def __getattr__(name: str) -> object:
     if name == "hookimpl":

@@ -14,6 +14,7 @@ import sqlite3
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from agent_link_core import __version__
@@ -24,8 +25,6 @@ from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import Delivery, Harness
 from agent_link_core.mailbox import (
     Mailbox,
-    OutgoingMessage,
-    SendContext,
     check_body,
     check_labels,
     iso,
@@ -33,6 +32,7 @@ from agent_link_core.mailbox import (
     parse_iso_ms,
 )
 from agent_link_core.model import EXTERNAL, Caller, Session, address_scheme, is_address, is_ulid
+from agent_link_core.records import OutgoingMessage, SendContext
 from agent_link_core.plugins import Hooks, PluginReport, build_plugin_manager, trace_hook_calls
 from agent_link_core.store import Store, ensure_private_dir, integrity, now_ms
 
@@ -83,7 +83,7 @@ class App:
         self.waiting: dict[str, int] = {}
         for harness in list(self.harnesses.values()):
             plugin = hooks.owner("harness", harness.name)
-            if hooks.guard_harness(harness, "attach", lambda h=harness: h.attach(self) or True, False) is not True and plugin:
+            if not hooks.guard_harness(harness, "attach", partial(_attach, harness, self), False) and plugin:
                 hooks.boundary.fault(plugin, f"harness.{harness.name}.attach", "the harness could not attach", disable=True)
 
     def _open_store(self, path: str, migrations: list[Any]) -> Store:
@@ -152,7 +152,7 @@ class App:
         ordered = sorted(self.harnesses.values(), key=lambda h: (h.name != preferred, h.name))
         for harness in ordered:
             # A harness that fails here loses its own callers only (reported); the next one is asked.
-            found = self.hooks.guard_harness(harness, "identify_caller", lambda h=harness: h.identify_caller(meta, self.env))
+            found = self.hooks.guard_harness(harness, "identify_caller", partial(harness.identify_caller, meta, self.env))
             if found is not None and not isinstance(found, Caller):
                 plugin = self.hooks.owner("harness", harness.name) or harness.name
                 self.hooks.boundary.fault(plugin, f"harness.{harness.name}.identify_caller",
@@ -328,8 +328,9 @@ class App:
         if message_id is not None and not is_ulid(message_id):
             raise invalid_arguments([{"path": "messageId", "rule": "pattern", "expected": "a 26-character ULID"}])
         answered = self.mailbox.require(reply_to) if reply_to else None
+        target_meta: dict[str, Any]
         if message_id is not None and self.mailbox.get_row(message_id) is not None:
-            recipient, via, target_meta = self.mailbox.get_row(message_id)["recipient"], None, {}
+            recipient, via, target_meta = self.mailbox.stored(message_id)["recipient"], None, {}
         else:
             recipient, via, target_meta = await self.target_address(to, caller, allow_archived=allow_archived)
         if via:
@@ -341,13 +342,13 @@ class App:
         is_reply = answered is not None and answered["recipient"] == caller.address
         context = SendContext(tool, dict(arguments or {}), via, is_reply, dict(meta or {}))
         warnings = self.hooks.before_send(msg, context)
-        if is_reply and self.mailbox.state(answered).resolution is None:
+        if answered is not None and is_reply and self.mailbox.state(answered).resolution is None:
             _, row = self.mailbox.resolve(answered["id"], caller, "reply", reply=msg, result=context.result)
             created = True
         else:
             row, created = self.mailbox.store_message(msg, context.result)
         delivery = await self.push(row, options or {}) if created else None
-        return SendOutcome(self.mailbox.row_dict(self.mailbox.get_row(row["id"])), created, delivery, warnings, via,
+        return SendOutcome(self.mailbox.row_dict(self.mailbox.stored(row["id"])), created, delivery, warnings, via,
                            context.result)
 
     async def push(self, row: Any, options: Mapping[str, Any]) -> Delivery | None:
@@ -416,7 +417,7 @@ class App:
         delivery = await self.push(reply_row, {}) if reply_row is not None else None
         if reply_row is not None:
             reply_row = self.mailbox.get_row(reply_row["id"])
-        state = self.mailbox.state(self.mailbox.get_row(message_id))
+        state = self.mailbox.state(self.mailbox.stored(message_id))
         out = {
             "messageId": reply_row["id"] if reply_row is not None else None,
             "replyToMessageId": message_id,
@@ -481,7 +482,8 @@ class App:
         limit: int = 50, include_bodies: bool = False,
     ) -> dict[str, Any]:
         """Messages sent or received by the caller (or all, when allowed), newest first."""
-        clauses, params = [], []
+        clauses: list[str] = []
+        params: list[Any] = []
         if scope == "all":
             if not self.config.get("AGENT_LINK_INSPECT_ALL"):
                 raise AgentLinkError("permission_denied", "Inspecting every mailbox needs AGENT_LINK_INSPECT_ALL=1 in the server's environment.",
@@ -553,7 +555,7 @@ class App:
                     out.update({"waitedMs": waited, "timedOut": result is None, "target": {"address": target},
                                 "harness": address_scheme(target)})
                     if reply_to:
-                        out["messageStatus"] = self.mailbox.state(self.mailbox.get_row(reply_to)).status
+                        out["messageStatus"] = self.mailbox.state(self.mailbox.stored(reply_to)).status
                     if warnings:
                         out["warnings"] = warnings
                     return out
@@ -565,7 +567,7 @@ class App:
 
     def _wait_check(self, caller: Caller, target: str, reply_to: str | None, since: int) -> dict[str, Any] | None:
         if reply_to:
-            row = self.mailbox.get_row(reply_to)
+            row = self.mailbox.stored(reply_to)
             state = self.mailbox.state(row)
             if state.resolution is not None:
                 outcome = {"reply": "reply", "decline": "declined", "done": "done"}[state.resolution["kind"]]
@@ -588,10 +590,10 @@ class App:
 
     def _take_reply(self, caller: Caller, reply_id: str) -> dict[str, Any]:
         """A reply returned by a wait reaches the caller here: it counts as delivered."""
-        row = self.mailbox.get_row(reply_id)
+        row = self.mailbox.stored(reply_id)
         if caller.known and row["recipient"] == caller.address:
             self.mailbox.mark_delivered(reply_id, "wait")
-            row = self.mailbox.get_row(reply_id)
+            row = self.mailbox.stored(reply_id)
         view = self.mailbox.to_view(row)
         view["envelope"] = self.mailbox.envelope(row)
         return view
@@ -647,7 +649,7 @@ class App:
         """The experimental MCP capabilities every harness offers (a failing harness offers none)."""
         capabilities: dict[str, dict[str, Any]] = {}
         for harness in list(self.harnesses.values()):
-            offered = self.hooks.guard_harness(harness, "mcp_capabilities", lambda h=harness: h.mcp_capabilities(self), {})
+            offered = self.hooks.guard_harness(harness, "mcp_capabilities", partial(harness.mcp_capabilities, self), {})
             if not isinstance(offered, dict) or not all(isinstance(k, str) and isinstance(v, dict) for k, v in offered.items()):
                 self._harness_failed(harness, TypeError(f"returned {type(offered).__name__}, not {{name: dict}}"), "mcp_capabilities")
                 continue
@@ -679,6 +681,11 @@ def configure_logging(config: Config) -> None:
     logger.setLevel(LOG_LEVELS[level_name])
 
 
+def _attach(harness: Harness, app: App) -> bool:
+    harness.attach(app)
+    return True
+
+
 def _private(path: str) -> bool:
     """True when only the owner can enter ``path`` (no group or other permission bits)."""
     try:
@@ -697,7 +704,7 @@ def _delivery_word(reply_row: Any, delivery: Delivery | None) -> str:
 
 def message_summary(app: App, outcome: SendOutcome) -> dict[str, Any]:
     """The common result fields of a send (message_agent, CLI send)."""
-    row = app.mailbox.get_row(outcome.message["id"])
+    row = app.mailbox.stored(outcome.message["id"])
     state = app.mailbox.state(row)
     delivery = outcome.delivery
     out: dict[str, Any] = {

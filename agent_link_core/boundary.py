@@ -268,7 +268,7 @@ def check_harness(record: Any) -> None:
     if not isinstance(name, str) or not HARNESS_NAME_RE.match(name):
         raise Refused(f"registered a harness named {name!r}",
                       "A harness name is its address scheme: 1-32 of a-z 0-9 -, starting with a letter.")
-    options = getattr(record, "send_options", frozenset())
+    options: Any = getattr(record, "send_options", frozenset())
     if not isinstance(options, (set, frozenset)) or not all(isinstance(o, str) for o in options):
         raise Refused(f"harness {name!r} declares send_options that are not a set of strings",
                       "Set send_options = frozenset({'option', ...}).")
@@ -342,8 +342,8 @@ def check_tool(record: Any) -> None:
         raise Refused(f"registered a tool named {record.name!r}", "Tool names are snake_case: a-z 0-9 _, starting with a letter, at most 64.")
     if not isinstance(record.description, str) or not record.description.strip():
         raise Refused(f"tool {record.name!r} has no description", "Describe what the tool does; models read it.")
-    if not callable(record.handler) or not (inspect.iscoroutinefunction(record.handler)
-                                            or inspect.iscoroutinefunction(getattr(record.handler, "__call__", None))):
+    handler = record.handler
+    if not callable(handler) or not (inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(type(handler).__call__)):
         raise Refused(f"tool {record.name!r} has a handler that is not an async function",
                       "The handler is `async def handler(app, arguments, call) -> dict`.")
     if not isinstance(record.input_schema, Mapping) or record.input_schema.get("type") != "object":

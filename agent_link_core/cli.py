@@ -153,6 +153,10 @@ class AgentLinkGroup(click.Group):
             _add_sender_options(command, get_app(ctx))
         return command
 
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        self._load_plugin_commands(ctx)
+        return super().list_commands(ctx)
+
 
 def sender_options(app: App) -> list[Any]:
     """The sender options (:class:`~agent_link_core.harness.SenderOption`) of every harness,
@@ -176,10 +180,6 @@ def _add_sender_options(command: click.Command, app: App) -> None:
         if option.param not in present:
             command.params.append(click.Option([option.flag], help=option.help))
             present.add(option.param)
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        self._load_plugin_commands(ctx)
-        return super().list_commands(ctx)
 
 
 def build_cli() -> click.Group:

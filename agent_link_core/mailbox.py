@@ -178,6 +178,16 @@ class Mailbox:
         """The stored message ``message_id`` (exact id), or None."""
         return self.store.conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
 
+    def stored(self, message_id: str) -> sqlite3.Row:
+        """A message known to exist (just stored or read): its row.
+
+        :raises LookupError: when it does not exist after all (a bug, not a user error).
+        """
+        row = self.get_row(message_id)
+        if row is None:
+            raise LookupError(message_id)
+        return row
+
     def require(self, message_id: str) -> sqlite3.Row:
         """The message row; raises ``not_found`` (``details.id``) when absent. ULIDs are
         case-insensitive: a lower-case id finds the stored upper-case one."""

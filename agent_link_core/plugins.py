@@ -19,7 +19,7 @@ import inspect
 import importlib.metadata
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -50,7 +50,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
     from agent_link_core.harness import Harness
     from agent_link_core.model import Caller
-    from agent_link_core.mailbox import EnvelopeContribution, Event, OutgoingMessage, SendContext
+    from agent_link_core.records import EnvelopeContribution, Event, OutgoingMessage, SendContext
     from agent_link_core.records import PromptHook
     from agent_link_core.reminders import DueReminders
     from agent_link_core.store import Migration
@@ -463,10 +463,10 @@ def _module_plugin(command: Any) -> str | None:
 def trace_hook_calls(pm: pluggy.PluginManager, sink: Callable[[str], None]) -> Callable[[], None]:
     """Report every hook call to ``sink`` (``AGENT_LINK_DEBUG``); returns an undo function."""
 
-    def before(hook_name: str, hook_impls: Any, kwargs: dict[str, Any]) -> None:
+    def before(hook_name: str, hook_impls: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
         sink(f"hook {hook_name}({', '.join(sorted(kwargs))})")
 
-    def after(outcome: Any, hook_name: str, hook_impls: Any, kwargs: dict[str, Any]) -> None:
+    def after(outcome: Any, hook_name: str, hook_impls: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
         return None
 
     return pm.add_hookcall_monitoring(before, after)

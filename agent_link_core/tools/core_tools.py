@@ -126,7 +126,7 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict[
     )
     result = message_summary(app, outcome)
     if args.get("replyToMessageId") and outcome.message.get("reply_to"):
-        answered = app.mailbox.state(app.mailbox.get_row(args["replyToMessageId"]))
+        answered = app.mailbox.state(app.mailbox.stored(args["replyToMessageId"]))
         if answered.resolution and answered.resolution.get("replyMessageId") == result["messageId"]:
             result["resolved"] = {"messageId": args["replyToMessageId"], "kind": "reply", "late": answered.resolution["late"]}
     if args.get("waitForReply"):

@@ -182,8 +182,8 @@ def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> t
         path = ".".join(str(p) for p in err.absolute_path)
         errors.append({"path": path, "rule": str(err.validator), "expected": _expected(err.schema if isinstance(err.schema, dict) else {})})
     if errors:
-        extra: dict[str, Any] = {"removed": removed} if removed else {}
-        exc = invalid_arguments(errors, **extra)
+        more: dict[str, Any] = {"removed": removed} if removed else {}
+        exc = invalid_arguments(errors, **more)
         if removed:
             exc.hint = "; ".join(f"{r['argument']} was replaced by {r['replacement']}" for r in removed)
         raise exc

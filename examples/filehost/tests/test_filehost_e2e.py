@@ -27,6 +27,7 @@ def test_filehost_is_an_installed_plugin() -> None:
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["loaded"] == ["filehost"] and data["problems"] == []
+    assert "filehost" in cli("--help").stdout  # plugin commands are listed with the core's
 
 
 @pytest.mark.anyio

@@ -39,6 +39,8 @@ from agent_link_core.store import now_ms
 from agent_link_claude.procs import proc_start, same_process
 
 if TYPE_CHECKING:  # pragma: no cover
+    import sqlite3
+
     from agent_link_core.app import App
 
 log = logging.getLogger(__name__)
@@ -258,7 +260,7 @@ def active_bridges(state_dir: str | os.PathLike[str]) -> dict[str, dict[str, Any
 # -- the bridge --------------------------------------------------------------------------------
 
 
-def channel_meta(row: Mapping[str, Any]) -> dict[str, str]:
+def channel_meta(row: Mapping[str, Any] | sqlite3.Row) -> dict[str, str]:
     """The notification's ``meta`` (string values; keys match ``[A-Za-z_][A-Za-z0-9_]*``).
 
     Claude Code renders them as attributes of the ``<channel>`` tag, so the sender is shown
@@ -275,7 +277,7 @@ def channel_meta(row: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
-def wants_push(row: Mapping[str, Any]) -> bool:
+def wants_push(row: Mapping[str, Any] | sqlite3.Row) -> bool:
     """False for messages whose sender asked for mailbox-only delivery."""
     meta = json.loads(row["metadata"] or "{}").get("claude")
     return not (isinstance(meta, dict) and meta.get("push") is False)

@@ -190,7 +190,7 @@ async def wait_for_session(
             result = {"outcome": "idle", "timedOut": False, "harness": NAME,
                       "waitedMs": int((anyio.current_time() - start) * 1000)}
             if reply_to:
-                result["messageStatus"] = app.mailbox.state(app.mailbox.get_row(reply_to)).status
+                result["messageStatus"] = app.mailbox.state(app.mailbox.stored(reply_to)).status
     result["target"] = {"address": session.address, "sessionId": session.id, "lastLoaded": running and "idle" not in found}
     return result
 
@@ -264,7 +264,7 @@ async def message_claude_session(app: App, args: dict[str, Any], call: ToolCall)
         result["warnings"] = summary["warnings"]
     reply_to = args.get("replyToMessageId")
     if reply_to:
-        answered = app.mailbox.state(app.mailbox.get_row(reply_to)).resolution
+        answered = app.mailbox.state(app.mailbox.stored(reply_to)).resolution
         if answered and answered.get("replyMessageId") == result["messageId"]:
             result["resolved"] = {"messageId": reply_to, "kind": "reply", "late": answered["late"]}
     if args.get("waitForReply") and session is not None:

@@ -106,7 +106,7 @@ def session_from_thread(thread: Mapping[str, Any], link: Link | None, *, loaded:
         title = title.strip().splitlines()[0][:120] if title.strip() else None
     activity = thread.get("recencyAt") or thread.get("updatedAt")
     kind = source_kind(thread)
-    extra = {"threadId": tid, "status": status, "source": kind}
+    extra: dict[str, Any] = {"threadId": tid, "status": status, "source": kind}
     if link is not None:
         extra["endpoint"] = link.endpoint.id
         extra["endpointAddress"] = f"{link.endpoint.id}:{tid}"  # the ep_...:<thread> form send accepts

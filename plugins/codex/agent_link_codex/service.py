@@ -544,11 +544,12 @@ class CodexService:
         loaded = [(ln, t) for ln, t in found if (t.get("status") or {}).get("type") not in (None, "notLoaded")]
         for ln, t in found:
             ln.tracker.remember(t)
-        link, thread = loaded[0] if loaded else (None, found[0][1])
+        holder: Link | None
+        holder, thread = loaded[0] if loaded else (None, found[0][1])
         status = (thread.get("status") or {}).get("type") or "notLoaded"
         path = thread.get("path") or ""
         archived = "/archived_sessions/" in path.replace(os.sep, "/")
-        location = Location(thread_id, thread, link, status, archived, [ln for ln, _ in found])
+        location = Location(thread_id, thread, holder, status, archived, [ln for ln, _ in found])
         if len(self._located) > 1000:
             self._located.clear()
         self._located[thread_id] = (time.monotonic(), location)
