@@ -95,6 +95,9 @@ class PluginMailbox(Protocol):
     def count_open(self, recipient: str, *, undelivered_only: bool = False) -> int:
         """How much open mail ``recipient`` has."""
 
+    def open_addressed_to(self, to: str, *, held_by_other_than: str) -> list[str]:
+        """Open reply/action mail addressed to ``to`` (e.g. ``role:x``) held by someone else."""
+
     def mark_delivered(self, message_id: str, via: str, evidence: dict[str, Any] | None = None) -> bool:
         """Record delivery on evidence (a harness's push path ``via``); True when it changed."""
 
@@ -176,7 +179,7 @@ SURFACE: dict[str, tuple[str, ...]] = {
         "resolve_agent", "target_address"),
     "config": ("sources", "get", "state_dir", "db_path", "reminder_limit", "reminder_interval_ms"),
     "store": ("path", "conn", "write"),
-    "mailbox": ("get_row", "require", "state", "to_view", "envelope", "row_dict", "open_for", "count_open",
+    "mailbox": ("get_row", "require", "state", "to_view", "envelope", "row_dict", "open_for", "count_open", "open_addressed_to",
                 "mark_delivered", "due_reminders", "record_reminder", "reassign", "record_event", "push_outcome"),
     "hooks": ("check_override", "tools"),
 }

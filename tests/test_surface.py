@@ -32,3 +32,16 @@ def test_every_surface_member_is_in_the_guide() -> None:
         for name in names:
             shown = f"app.{name}" if kind == "app" else f"app.{kind}.{name}"
             assert shown in text, f"docs/plugins.md does not describe {shown}"
+
+
+def test_plugins_use_no_sql_on_the_core_tables() -> None:
+    """Plugins own their tables; the core's are reached through the mailbox only."""
+    import re
+
+    core_tables = re.compile(r"\b(FROM|INTO|UPDATE|JOIN)\s+(messages|message_events|resolutions|reminders|nudge_blocks|contacts)\b",
+                             re.IGNORECASE)
+    root = Path(__file__).resolve().parents[1]
+    offenders = [f"{path.relative_to(root)}:{n}" for folder in ("plugins", "examples")
+                 for path in (root / folder).glob("*/agent_link_*/*.py")
+                 for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if core_tables.search(line)]
+    assert not offenders, offenders
