@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from agent_link_core import __version__
+from agent_link_core import __version__, problem_log
 from agent_link_core.config import Config, load_config
 from agent_link_core.directory import gather_listings, providers_view, rank, session_view, split_address
 from agent_link_core.envelope import render_inbox
@@ -75,6 +75,7 @@ class App:
         if hooks.report is not report:  # one report: what loading found and what failed since
             report.boundary = hooks.boundary
             hooks.report = report
+        hooks.boundary.sink = partial(problem_log.append, config.state_dir)
         self.harnesses: dict[str, Harness] = dict(hooks.harnesses())
         self.store = self._open_store(config.db_path, hooks.migrations())
         self.mailbox = Mailbox(self.store, config, hooks)
@@ -629,11 +630,18 @@ class App:
             "sections": self.hooks.health_sections(),
         }
         self.hooks.tools()  # a refused tool is a plugin problem health must show
-        out["plugins"] = self.plugin_report.as_dict()
+        out["plugins"] = self.plugins_view()
         if include_caller_context:
             out["callerContext"] = {"meta": json.loads(json.dumps(meta or {}, default=str)), "source": caller.source}
         return out
 
+
+    def plugins_view(self) -> dict[str, Any]:
+        """What loading found and every plugin problem: this process's (``problems``) and
+        those other agent-link processes met in the last day (``elsewhere``)."""
+        view = self.plugin_report.as_dict()
+        view["elsewhere"] = problem_log.recent_elsewhere(self.config.state_dir, view["problems"])
+        return view
 
     def _harness_health(self, harness: Harness) -> dict[str, Any]:
         marker = object()

@@ -397,6 +397,8 @@ class Boundary:
         self.problems: dict[tuple[str, str, str], Problem] = {}
         self.disabled: dict[str, str] = {}
         self.on_disable: Callable[[str, str], None] | None = None
+        #: told of each new problem (the App keeps them for other processes to see)
+        self.sink: Callable[[dict[str, Any]], None] | None = None
         self._idle: list[_Worker] = []
         self._lock = threading.Lock()
 
@@ -416,6 +418,11 @@ class Boundary:
             verb = "is disabled" if disable else "was skipped"
             log.warning("agent-link plugin %r failed in %s: %s; it %s. %s", plugin, hook, error, verb, fix,
                         exc_info=(type(exc), exc, exc.__traceback__) if exc is not None else None)
+            if self.sink is not None:
+                try:
+                    self.sink(problem.to_dict())
+                except Exception:  # a diagnostic that cannot be kept must not become a failure
+                    log.debug("plugin problem not recorded", exc_info=True)
         if disable and plugin not in self.disabled:
             self.disabled[plugin] = f"{hook}: {error}"
             if self.on_disable is not None:

@@ -122,6 +122,9 @@ def _print_health(h: dict[str, Any]) -> None:
         if not problem["disabled"]:
             click.echo(f"  plugin problem: {problem['plugin']}: {problem['hook']}: {problem['error']} ({problem['count']}x)")
             click.echo(f"    {problem['fix']}")
+    for problem in h["plugins"].get("elsewhere", []):
+        click.echo(f"  plugin problem in process {problem['pid']}: {problem['plugin']}: {problem['hook']}: {problem['error']}")
+        click.echo(f"    {problem['fix']}")
     for dep in h["env"]["deprecated"]:
         click.echo(f"  deprecated variable {dep['name']}: use {dep['canonical']}")
     for c in h["env"]["conflicts"]:
@@ -204,7 +207,7 @@ def build_cli() -> click.Group:
         """List loaded, blocked and broken plugins."""
         app = get_app(ctx)
         app.hooks.tools()  # check every plugin's tools too: a refused one is a problem to show
-        data = app.plugin_report.as_dict()
+        data = app.plugins_view()
 
         def human(d: dict[str, Any]) -> None:
             for name in d["loaded"]:
@@ -218,6 +221,9 @@ def build_cli() -> click.Group:
                 if not problem["disabled"]:
                     click.echo(f"{problem['plugin']} problem in {problem['hook']}: {problem['error']} ({problem['count']}x)")
                     click.echo(f"  {problem['fix']}")
+            for problem in d["elsewhere"]:
+                click.echo(f"{problem['plugin']} problem in {problem['hook']} (process {problem['pid']}): {problem['error']}")
+                click.echo(f"  {problem['fix']}")
             if not any(d[k] for k in ("loaded", "blocked", "failed")):
                 click.echo("no plugins installed")
 

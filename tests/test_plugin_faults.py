@@ -480,3 +480,21 @@ def test_pluggy_ordering_applies_to_guarded_hooks(monkeypatch: pytest.MonkeyPatc
         assert [p["plugin"] for p in app.plugin_report.problems()] == ["broken"]
     finally:
         app.close()
+
+
+@pytest.mark.anyio
+async def test_a_fault_inside_one_process_shows_in_the_health_of_another(gate: Gate, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hook failing inside an MCP server is listed by a later `agent-link health` (which
+    never runs that hook itself), with the plugin and the way out."""
+    import subprocess
+    import sys
+
+    app, good = make_app(bad_plugin("agent_link_render_envelope", "raise", gate), monkeypatch, "raise")
+    try:
+        await assert_core_serves(app, good)
+    finally:
+        await app.aclose()
+    out = subprocess.run([sys.executable, "-m", "agent_link_core", "health"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "plugin problem in process" in out.stdout and "bad: agent_link_render_envelope" in out.stdout
+    assert "AGENT_LINK_DISABLE_PLUGINS=bad" in out.stdout
