@@ -200,7 +200,7 @@ def agent_link_on_event(event: Event, app: App) -> None:
 
 @_hookspec(firstresult=True)
 def agent_link_push_reminders(due: DueReminders, app: App) -> Awaitable[bool] | bool | None:
-    """Show a session's due reminders by a push of the harness's own (e.g. a turn in an idle thread).
+    """Show a session's due reminders by a push of the harness's own (e.g. a new prompt in an idle session).
 
     :param due: a :class:`~agent_link_core.reminders.DueReminders` for one session: its
         ``address``, ``harness`` and ``session_id``, the messages whose reminder is due, and

@@ -189,6 +189,7 @@ def main() -> None:
         bench_reads(tmp)
         bench_concurrent_sends(tmp)
         __import__("codex_bench").bench_codex(tmp)  # bench/codex_bench.py: Codex delivery vs a bare turn/start
+        __import__("projects_bench").bench_projects()  # bench/projects_bench.py: the obligation classifier
 
 
 if __name__ == "__main__":

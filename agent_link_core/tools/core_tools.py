@@ -15,6 +15,7 @@ from dataclasses import replace
 from agent_link_core.app import message_summary
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import SendOption
+from agent_link_core.tools.legacy_options import DELIVERY_OPTIONS, TURN_OVERRIDES  # noqa: F401 - kept for plugins
 from agent_link_core.tools.registry import ToolCall, ToolSpec
 from agent_link_core.tools.schemas import ANY, ARR, BOOL, INT, NOBJ, NSTR, OBJ, RESOLVE_RESULT, STR, ULID  # noqa: F401 - re-exported
 
@@ -102,8 +103,12 @@ async def resolve_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict[
     return await app.resolve_agent(args["query"], harness=args.get("harness", "all"), limit=args.get("limit", 10), caller=call.caller)
 
 
-async def message_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
-    """Handler of ``message_agent``: validated arguments in, success fields out (AgentLinkError to fail)."""
+async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool: str = "message_agent") -> dict[str, Any]:
+    """Handler of ``message_agent``: validated arguments in, success fields out (AgentLinkError to fail).
+
+    :param tool: the tool name the send is recorded under (``SendContext.tool``, which
+        ``before_send`` hooks see); a plugin tool that sends through this handler names itself.
+    """
     declared = declared_send_options(app)
     options = {k: args[k] for k in declared if k in args}
     recipient, _, _ = await app.target_address(args["to"], call.caller)
@@ -122,7 +127,7 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict[
     outcome = await app.send(
         caller=call.caller, to=args["to"], body=args["message"], anticipation=args.get("anticipation"),
         reply_by=args.get("replyBy"), wait_for_reply=args.get("waitForReply", False),
-        reply_to=args.get("replyToMessageId"), arguments=args, options=options, meta=call.meta,
+        reply_to=args.get("replyToMessageId"), tool=tool, arguments=args, options=options, meta=call.meta,
     )
     result = message_summary(app, outcome)
     if args.get("replyToMessageId") and outcome.message.get("reply_to"):
