@@ -21,6 +21,7 @@ it (``AGENT_LINK_DISABLE_PLUGINS=<name>``).
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import inspect
 import json
@@ -449,7 +450,7 @@ class Boundary:
         ctx = contextvars.copy_context()
         box: dict[str, Any] = {}
         done = threading.Event()
-        worker.jobs.put((ctx, fn, box, done))
+        worker.jobs.put((ctx, fn, box, done, _caller_loop()))
         if not done.wait(self.timeout_ms / 1000):
             raise HookTimeout()
         with self._lock:
@@ -472,12 +473,25 @@ class _Worker:
     def _loop(self) -> None:
         _local.in_worker = True
         while True:
-            ctx, fn, box, done = self.jobs.get()
+            ctx, fn, box, done, loop = self.jobs.get()
+            # The caller's thread waits, so its event loop is paused: the hook runs as if on
+            # that loop (code asking for the running loop finds the caller's, as it did when
+            # hooks ran on the caller's thread).
+            asyncio.events._set_running_loop(loop)
             try:
                 box["value"] = ctx.run(fn)
             except BaseException as exc:  # handed to the caller's thread
                 box["error"] = exc
+            finally:
+                asyncio.events._set_running_loop(None)
             done.set()
+
+
+def _caller_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def timeout_from_env(env: Mapping[str, str]) -> int:
@@ -548,8 +562,6 @@ async def _guarded_awaitable(boundary: Boundary, awaitable: Any, plugin: str, ho
                              check: Callable[[Any, str], str | None] | None, refusing: bool) -> Any:
     """An implementation's awaitable answer, awaited under the same rules as a plain answer
     (bounded by the budget; a hang here is reported but holds no thread, so nothing is disabled)."""
-    import asyncio
-
     token = _PLUGIN.set(plugin)
     try:
         if boundary.timeout_ms > 0:

@@ -498,3 +498,27 @@ async def test_a_fault_inside_one_process_shows_in_the_health_of_another(gate: G
     assert out.returncode == 0, out.stderr
     assert "plugin problem in process" in out.stdout and "bad: agent_link_render_envelope" in out.stdout
     assert "AGENT_LINK_DISABLE_PLUGINS=bad" in out.stdout
+
+
+@pytest.mark.anyio
+async def test_a_hook_called_from_async_code_still_sees_its_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hooks run in a bounded worker thread, yet as if on the caller's loop (harness code
+    checks which loop its connections belong to)."""
+    import asyncio
+
+    from agent_link_core.records import Event
+
+    seen: list[Any] = []
+
+    class LoopAware:
+        @hookimpl
+        def agent_link_on_event(self, event: Any) -> None:
+            seen.append(asyncio.get_running_loop())
+
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "")
+    app = App.create(extra_plugins=(("aware", LoopAware()),))
+    try:
+        app.hooks.on_event(Event("sent", None, 1))
+        assert seen == [asyncio.get_running_loop()]
+    finally:
+        await app.aclose()
