@@ -2,11 +2,11 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-PLUGINS := codex claude roles receipts projects approvals
+PLUGINS := codex claude roles receipts projects approvals web
 # example plugins (docs/plugins.md): installed and tested like the others
 EXAMPLES := filehost
 
-.PHONY: install test lint bench hosts clean
+.PHONY: install test lint bench hosts browser clean
 
 install:
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,10 +17,18 @@ install:
 		-e '.[test]' -e ./testing $(foreach p,$(PLUGINS),-e './plugins/$(p)[test]') \
 		$(foreach p,$(EXAMPLES),-e './examples/$(p)[test]')
 	$(MAKE) hosts
+	$(MAKE) browser
 
 # The pinned real host CLIs (Codex, Claude Code) for the real-host tests, from hosts/package-lock.json.
 hosts:
 	cd hosts && npm ci --no-audit --no-fund --loglevel=error
+
+# The system Chromium that the web page's browser tests drive (Debian package chromium);
+# installed when make runs as root (as CI does), else the command is printed.
+browser:
+	@if test -x /usr/bin/chromium || command -v chromium >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	else echo "The web page's browser tests need Chromium. Install it with: sudo apt-get update && sudo apt-get install -y chromium"; fi
 
 test: lint
 	$(PY) -m pytest -q

@@ -34,7 +34,7 @@ from agent_link_core.mailbox import (
 from agent_link_core.model import EXTERNAL, Caller, Session, address_scheme, is_address, is_ulid
 from agent_link_core.records import OutgoingMessage, SendContext
 from agent_link_core.plugins import Hooks, PluginReport, build_plugin_manager, trace_hook_calls
-from agent_link_core.store import Store, ensure_private_dir, integrity, now_ms
+from agent_link_core.store import Store, database_error, ensure_private_dir, integrity, now_ms
 
 log = logging.getLogger(__name__)
 
@@ -89,18 +89,25 @@ class App:
 
     def _open_store(self, path: str, migrations: list[Any]) -> Store:
         """Open the database with the core's migrations, then each plugin's: a plugin whose
-        migration fails is left out (reported), the mailbox and the other plugins stay."""
-        store = Store(path, [m for m in migrations if m.owner == "core"])
+        migration fails is left out (reported), the mailbox and the other plugins stay.
+
+        :raises AgentLinkError: ``state_io_error`` when the database itself is unusable.
+        """
+        plugins = set(self.plugin_report.loaded)  # a plugin's migrations carry its name
+        store = Store(path, [m for m in migrations if m.owner not in plugins])
         by_owner: dict[str, list[Any]] = {}
         for m in migrations:
-            if m.owner != "core":
+            if m.owner in plugins:
                 by_owner.setdefault(m.owner, []).append(m)
         for owner, batch in by_owner.items():
             try:
                 store.migrate(batch)
-            except sqlite3.Error as exc:
+            except sqlite3.OperationalError as exc:  # the plugin's SQL; a damaged file is not its fault
                 self.hooks.boundary.fault(owner, "agent_link_schema", f"migration failed: {type(exc).__name__}: {exc}"[:300],
-                                          fix="Fix the migration's SQL.", disable=True, exc=exc)
+                                          fix="Fix the migration's SQL.", disable=True)
+            except sqlite3.DatabaseError as exc:
+                store.close()
+                raise database_error(path, exc) from exc
         return store
 
     @classmethod
@@ -214,6 +221,9 @@ class App:
         if surface:
             sessions = [s for s in sessions if surface in s.surface]
         sessions.sort(key=lambda s: -(s.last_activity_ms or 0))
+        from agent_link_core.search import note_session_titles
+
+        note_session_titles(self.store.conn, ((s.address, s.title) for listing in listings.values() for s in listing.sessions))
         return {"sessions": [session_view(s) for s in sessions[:limit]], "providers": providers_view(listings)}
 
     async def resolve_agent(self, query: str, *, harness: str = "all", limit: int = 10, caller: Caller | None = None) -> dict[str, Any]:
@@ -517,6 +527,46 @@ class App:
                 view["envelope"] = self.mailbox.envelope(row)
             messages.append(view)
         return {"scope": scope, "callerAddress": caller.address if caller.known else None, "messages": messages}
+
+    def search(
+        self, caller: Caller, query: str, *, from_address: str | None = None, to_address: str | None = None,
+        since: str | None = None, until: str | None = None, status: str | None = None, limit: int = 20,
+        cursor: str | None = None,
+    ) -> dict[str, Any]:
+        """Full-text search over the mail the caller sent or received (every message with
+        ``AGENT_LINK_INSPECT_ALL``), newest first; see :mod:`agent_link_core.search`.
+
+        :returns: ``{"query", "scope": "caller" | "all", "callerAddress", "results", "nextCursor"}``;
+            each result carries an escaped ``snippet``, never the body.
+        :raises AgentLinkError: ``no_current_session`` for an unidentified caller (without
+            the setting), ``invalid_arguments`` for a bad query, time or cursor.
+        """
+        from agent_link_core.search import search
+
+        everything = bool(self.config.get("AGENT_LINK_INSPECT_ALL"))
+        if not everything:
+            self.require_caller(caller)
+        visibility = self.mailbox.visible_to(caller.address, all_mail=everything)
+        found = search(
+            self.mailbox, visibility, query, from_address=from_address, to_address=to_address,
+            since_ms=parse_iso_ms(since, "since") if since else None, until_ms=parse_iso_ms(until, "until") if until else None,
+            status=status, limit=limit, cursor=cursor,
+        )
+        for result in found["results"]:
+            result.pop("pieces")
+        return {"query": query, "scope": "all" if everything else "caller",
+                "callerAddress": caller.address if caller.known else None, **found}
+
+    def conversation(self, caller: Caller, message_id: str) -> dict[str, Any]:
+        """The conversation of a message the caller sent or received (any message with
+        ``AGENT_LINK_INSPECT_ALL``), oldest first, each message with its envelope.
+
+        :raises AgentLinkError: ``not_found``, ``invalid_arguments``, ``permission_denied``.
+        """
+        from agent_link_core.conversation import conversation
+
+        visibility = self.mailbox.visible_to(caller.address, all_mail=bool(self.config.get("AGENT_LINK_INSPECT_ALL")))
+        return conversation(self.mailbox, visibility, message_id)
 
     async def wait(
         self, *, caller: Caller, agent: str, reply_to: str | None = None, timeout_ms: int = 60_000, poll_ms: int = 1000,

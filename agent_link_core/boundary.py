@@ -44,6 +44,7 @@ REFUSING_HOOKS = frozenset({"agent_link_resolve_address", "agent_link_before_sen
 REGISTRATION_HOOKS = frozenset({
     "agent_link_register_harnesses", "agent_link_register_tools", "agent_link_register_settings",
     "agent_link_register_commands", "agent_link_schema", "agent_link_register_prompt_hooks",
+    "agent_link_register_panels",
 })
 #: Hooks whose implementations may answer with an awaitable (for I/O); the core awaits it on
 #: the caller's event loop, so the loop is never blocked while the plugin waits.
@@ -156,7 +157,7 @@ def _check_migrations(result: Any, plugin: str) -> str | None:
     for m in result:
         if not isinstance(m, Migration):
             return f"returned a {type(m).__name__} in its list; expected Migration records"
-        owner_ok = m.owner == plugin or (plugin == CORE_PLUGIN and m.owner == "core")
+        owner_ok = m.owner == plugin or plugin == CORE_PLUGIN  # the core's modules own theirs
         if not owner_ok:
             return f"returned a migration owned by {m.owner!r}; a plugin's migrations must be owned by its own name {plugin!r}"
         if not isinstance(m.version, int) or isinstance(m.version, bool) or m.version < 1:
@@ -252,6 +253,7 @@ RESULT_CHECKS: dict[str, Callable[[Any, str], str | None]] = {
     "agent_link_check_override": _check_override,
     "agent_link_on_event": _check_observer,
     "agent_link_register_prompt_hooks": _check_nothing,
+    "agent_link_register_panels": _check_nothing,
     "agent_link_push_reminders": _check_pushed,
 }
 
@@ -327,6 +329,20 @@ def check_prompt_hook(record: Any) -> None:
                       "The harness is a harness name: 1-32 of a-z 0-9 -, starting with a letter.")
     if not isinstance(record.module, str) or not MODULE_RE.match(record.module):
         raise Refused(f"registered a prompt hook with module {record.module!r}", "The module is a dotted module path.")
+
+
+def check_panel(record: Any) -> None:
+    """Refuse a panel that is not a :class:`~agent_link_core.panels.Panel` with a title and a
+    callable ``render``."""
+    from agent_link_core.panels import PANEL_NAME_RE, Panel
+
+    if not isinstance(record, Panel):
+        raise Refused(f"registered a {type(record).__name__}, not a Panel", "Register agent_link_core.panels.Panel records.")
+    if not isinstance(record.name, str) or not PANEL_NAME_RE.match(record.name):
+        raise Refused(f"registered a panel named {record.name!r}", "Panel names are a-z 0-9 -, starting with a letter, at most 48.")
+    if not isinstance(record.title, str) or not record.title.strip() or not callable(record.render):
+        raise Refused(f"panel {record.name!r} has no title or a render that is not callable",
+                      "A panel has a title and render(app) -> PanelView.")
 
 
 def check_tool(record: Any) -> None:
@@ -408,6 +424,8 @@ class Boundary:
     def fault(self, plugin: str, hook: str, error: str, *, fix: str = "", disable: bool = False,
               exc: BaseException | None = None) -> Problem:
         """Record a failure of ``plugin`` in ``hook`` and log it (once per kind, then counted)."""
+        if plugin == CORE_PLUGIN:  # the core is never left out: its failure is a bug to report
+            disable = False
         fix = f"{fix} {disable_hint(plugin)}".strip()
         key = (plugin, hook, error)
         problem = self.problems.get(key)

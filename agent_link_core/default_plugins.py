@@ -18,12 +18,16 @@ if TYPE_CHECKING:  # pragma: no cover
 
 @hookimpl
 def agent_link_schema() -> list[Migration]:
-    return list(CORE_MIGRATIONS)
+    from agent_link_core.search import SEARCH_MIGRATIONS
+
+    return [*CORE_MIGRATIONS, *SEARCH_MIGRATIONS]
 
 
 @hookimpl
 def agent_link_register_tools(register: Callable[[ToolSpec], None], app: App | None) -> None:
     from agent_link_core.tools.core_tools import CORE_TOOLS, message_agent_spec
 
-    for spec in CORE_TOOLS:
+    from agent_link_core.tools.search_tools import SEARCH_TOOLS
+
+    for spec in (*CORE_TOOLS, *SEARCH_TOOLS):
         register(message_agent_spec(app) if spec.name == "message_agent" else spec)

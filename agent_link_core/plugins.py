@@ -34,6 +34,7 @@ from agent_link_core.boundary import (
     Refused,
     call_bounded,
     check_harness,
+    check_panel,
     check_prompt_hook,
     check_setting,
     check_tool,
@@ -50,6 +51,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
     from agent_link_core.harness import Harness
     from agent_link_core.model import Caller
+    from agent_link_core.panels import Panel
     from agent_link_core.records import EnvelopeContribution, Event, OutgoingMessage, SendContext
     from agent_link_core.records import PromptHook
     from agent_link_core.reminders import DueReminders
@@ -332,6 +334,12 @@ class Hooks:
 
         core = frozenset(n for s in CORE_SETTINGS for n in (s.name, *s.aliases))
         return tuple(self._collect("setting", "agent_link_register_settings", lambda r: check_setting(r, core)).values())
+
+    def panels(self) -> list[Panel]:
+        """Every plugin's panels, by ascending ``order`` then name (duplicate names are an
+        error naming both plugins)."""
+        found = self._collect("panel", "agent_link_register_panels", check_panel).values()
+        return sorted(found, key=lambda p: (p.order, p.name))
 
     def prompt_hooks(self) -> dict[str, tuple[PromptHook, str]]:
         """Prompt-hook adapters by harness name, each with the plugin that registered it.

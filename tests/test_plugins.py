@@ -90,7 +90,8 @@ def test_core_tests_load_no_installed_plugin() -> None:
     app = App.create()
     try:
         assert app.harnesses == {} and app.plugin_report.loaded == []
-        assert set(app.hooks.tools()) == {spec.name for spec in CORE_TOOLS}
+        assert {spec.name for spec in CORE_TOOLS} <= set(app.hooks.tools())
+        assert {app.hooks.owner("tool", name) for name in app.hooks.tools()} == {"agent_link_core.default_plugins"}
     finally:
         app.close()
 

@@ -9,6 +9,7 @@ Hooks:
 * ``agent_link_on_event``: writes one receipt per event (see
   :mod:`agent_link_receipts.build`); a failure is logged by the core and never undoes the
   change it reports;
+* ``agent_link_register_panels``: the Receipts section of the web page;
 * the list tool, the ``receipts`` CLI group, settings, schema and the ``receipts`` health section.
 
 Receipts are written by the process that makes the change; the host hooks' fast path loads no
@@ -32,6 +33,7 @@ from agent_link_receipts.build import LIFECYCLE_KINDS, event_key, harness_receip
 from agent_link_receipts.context import INFER_SETTING, LOG_SETTING, MIGRATIONS, SETTINGS
 from agent_link_receipts.ledger import append_log, insert_receipts
 from agent_link_receipts.origin import compute_origin
+from agent_link_receipts.panel import PANEL
 from agent_link_receipts.tools import RECEIPT_TOOLS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -43,6 +45,9 @@ log = logging.getLogger(__name__)
 agent_link_register_settings = registers(SETTINGS)
 agent_link_schema = migrations(MIGRATIONS)
 agent_link_register_tools = registers(RECEIPT_TOOLS)
+
+
+agent_link_register_panels = registers([PANEL])
 
 
 @hookimpl

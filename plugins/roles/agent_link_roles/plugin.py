@@ -12,6 +12,7 @@ Hooks:
 * ``agent_link_render_envelope``: ``via``, ``procedure="<name>@<version>"`` and, on that first
   message, a ``<procedure>`` element with the text;
 * ``agent_link_check_override``: the override policy;
+* ``agent_link_register_panels``: the Roles section of the web page (holders, labels beside agents);
 * tools, settings, schema and the ``roles`` health section.
 """
 
@@ -31,6 +32,7 @@ from agent_link_core.model import Caller
 from agent_link_roles.context import MIGRATIONS, SETTINGS, from_app
 from agent_link_roles.enforcement import check_send, enforcement_mode
 from agent_link_roles.handover import apply_handover
+from agent_link_roles.panel import PANEL
 from agent_link_roles.policy import evaluate_override
 from agent_link_roles.procedures import claim_text, read_procedure, record_version, text_for
 from agent_link_roles.table import load_table, table_path
@@ -45,6 +47,9 @@ log = logging.getLogger(__name__)
 agent_link_register_settings = registers(SETTINGS)
 agent_link_schema = migrations(MIGRATIONS)
 agent_link_register_tools = registers(ROLE_TOOLS)
+
+
+agent_link_register_panels = registers([PANEL])
 
 
 @hookimpl
