@@ -21,6 +21,7 @@ from agent_link_core.envelope import render_element
 from agent_link_core.harness import Delivery, Harness, SessionListing
 from agent_link_core.mailbox import EnvelopeContribution
 from agent_link_core.model import Caller, Session
+from agent_link_core.panels import Panel, PanelView
 from agent_link_core.records import PromptHook
 from agent_link_core.server import tool_definition
 from agent_link_core.store import Migration
@@ -123,6 +124,10 @@ class Good:
         register(PromptHook("good", "agent_link_good.hook"))
 
     @hookimpl
+    def agent_link_register_panels(self, register: Any) -> None:
+        register(Panel("good-things", "Good things", lambda app: PanelView(["thing"], [["one"]])))
+
+    @hookimpl
     def agent_link_push_reminders(self, due: Any) -> bool | None:
         if due.harness != "good":
             return None
@@ -171,6 +176,7 @@ def bad_plugin(hook: str, fault: str, gate: Gate) -> object:
         "agent_link_check_override": lambda self, target, sender, setting, value, context: m("yes"),
         "agent_link_register_prompt_hooks": lambda self, register: register(m("not a prompt hook")),
         "agent_link_push_reminders": lambda self, due: m("reminded, trust me"),
+        "agent_link_register_panels": lambda self, register: register(m("not a panel")),
     }
     impl = impls[hook]
     impl.__name__ = hook
@@ -224,7 +230,7 @@ HOOKS = [
     "agent_link_register_harnesses", "agent_link_register_tools", "agent_link_register_settings",
     "agent_link_register_commands", "agent_link_schema", "agent_link_resolve_address", "agent_link_before_send",
     "agent_link_render_envelope", "agent_link_on_event", "agent_link_health", "agent_link_check_override",
-    "agent_link_register_prompt_hooks", "agent_link_push_reminders",
+    "agent_link_register_prompt_hooks", "agent_link_push_reminders", "agent_link_register_panels",
 ]
 # async harness methods cannot hang the server: they are awaited (list_sessions with a bound)
 HARNESS_METHODS = [
@@ -282,6 +288,7 @@ async def assert_core_serves(app: App, good: Good) -> None:
     assert app.store.conn.execute("SELECT COUNT(*) FROM good_things").fetchone()[0] == 0
     assert app.config.state_dir.endswith(".agent-link")
     assert app.hooks.prompt_hooks()["good"][0].module == "agent_link_good.hook"
+    assert [p.name for p in app.hooks.panels()] == ["good-things"]
     with app.store.write() as conn:  # delivered long enough ago for reminder 1 to be due
         conn.execute("UPDATE messages SET first_delivered_at = first_delivered_at - 31000 WHERE id = ?", (sent.message["id"],))
     assert await reminders.sweep(app) >= 1 and "reminder 1 of" in good.reminded[-1]
