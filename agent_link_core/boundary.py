@@ -229,6 +229,12 @@ def _check_nothing(result: Any, plugin: str) -> str | None:
     return f"returned {type(result).__name__}; this hook returns nothing (call register(...) instead)"
 
 
+def _check_tasks(result: Any, plugin: str) -> str | None:
+    if not isinstance(result, (list, tuple)) or not all(callable(t) for t in result):
+        return f"returned {type(result).__name__}; expected None or a list of coroutine functions"
+    return None
+
+
 def _check_pushed(result: Any, plugin: str) -> str | None:
     if not isinstance(result, bool):
         return f"returned {type(result).__name__}; expected None, True/False or an awaitable of it"
@@ -255,6 +261,7 @@ RESULT_CHECKS: dict[str, Callable[[Any, str], str | None]] = {
     "agent_link_register_prompt_hooks": _check_nothing,
     "agent_link_register_panels": _check_nothing,
     "agent_link_push_reminders": _check_pushed,
+    "agent_link_server_tasks": _check_tasks,
 }
 
 

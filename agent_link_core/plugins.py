@@ -439,6 +439,17 @@ class Hooks:
         """Notify observers; an observer's failure is reported, never raised."""
         self._call("agent_link_on_event", None, event=event, app=self.app)
 
+    def server_tasks(self) -> list[tuple[str, Any]]:
+        """``[(plugin name, coroutine function)]`` an MCP server runs in the background."""
+        call = CallState("agent_link_server_tasks")
+        hook = self._pm.hook.agent_link_server_tasks
+        call_bounded(self.boundary, call, lambda: hook(app=self.app), [])
+        tasks: list[tuple[str, Any]] = []
+        for impl in hook.get_hookimpls():  # each answer as its guard kept it, with its plugin
+            contributed = call.done.get(id(impl)) or []
+            tasks.extend((self._pm.get_name(impl.plugin) or "?", task) for task in contributed)
+        return tasks
+
     def health_sections(self) -> dict[str, Any]:
         """Each plugin's health section; a failing one reports its error under the plugin's name."""
         call = CallState("agent_link_health")

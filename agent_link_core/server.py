@@ -143,7 +143,8 @@ async def serve(app: App) -> None:
     """Serve MCP over stdio until stdin closes or SIGTERM/SIGINT/SIGHUP arrives.
 
     Harnesses may advertise experimental capabilities and run a task for the connection
-    (:meth:`~agent_link_core.harness.Harness.serve`).
+    (:meth:`~agent_link_core.harness.Harness.serve`); plugins' ``agent_link_server_tasks`` run
+    from the start.
     """
     server = build_server(app)
     watch = PeerWatch()
@@ -166,6 +167,8 @@ async def serve(app: App) -> None:
 
         tg.start_soon(_exit_on_signal, app)
         tg.start_soon(_reminder_loop, app)
+        for plugin, task in app.hooks.server_tasks():
+            tg.start_soon(_guarded_task, plugin, task, app)
         tg.start_soon(run_harnesses)
         tg.start_soon(run)
     with anyio.CancelScope(shield=True):  # stop what harnesses hold (child processes ...)
@@ -230,6 +233,18 @@ async def _guarded(harness: Any, app: App, peer: McpPeer) -> None:
     except Exception as exc:
         plugin = app.hooks.owner("harness", harness.name) or f"harness {harness.name}"
         app.hooks.boundary.fault(plugin, f"harness.{harness.name}.serve", f"{type(exc).__name__}: {exc}"[:300], exc=exc)
+
+
+async def _guarded_task(plugin: str, task: Any, app: App | None = None) -> None:
+    """A plugin's server task (``agent_link_server_tasks``) that fails is reported as that
+    plugin's problem (log, health), never fatal."""
+    try:
+        await task()
+    except Exception as exc:
+        if app is None:
+            log.exception("background task of plugin %s failed", plugin)
+            return
+        app.hooks.boundary.fault(plugin, "agent_link_server_tasks", f"its task failed: {type(exc).__name__}: {exc}"[:300], exc=exc)
 
 
 def main() -> None:

@@ -124,6 +124,13 @@ class Good:
         register(PromptHook("good", "agent_link_good.hook"))
 
     @hookimpl
+    def agent_link_server_tasks(self) -> list[Any]:
+        return [self.background]
+
+    async def background(self) -> None:
+        return None
+
+    @hookimpl
     def agent_link_register_panels(self, register: Any) -> None:
         register(Panel("good-things", "Good things", lambda app: PanelView(["thing"], [["one"]])))
 
@@ -177,6 +184,7 @@ def bad_plugin(hook: str, fault: str, gate: Gate) -> object:
         "agent_link_register_prompt_hooks": lambda self, register: register(m("not a prompt hook")),
         "agent_link_push_reminders": lambda self, due: m("reminded, trust me"),
         "agent_link_register_panels": lambda self, register: register(m("not a panel")),
+        "agent_link_server_tasks": lambda self: m("not a list of tasks"),
     }
     impl = impls[hook]
     impl.__name__ = hook
@@ -231,6 +239,7 @@ HOOKS = [
     "agent_link_register_commands", "agent_link_schema", "agent_link_resolve_address", "agent_link_before_send",
     "agent_link_render_envelope", "agent_link_on_event", "agent_link_health", "agent_link_check_override",
     "agent_link_register_prompt_hooks", "agent_link_push_reminders", "agent_link_register_panels",
+    "agent_link_server_tasks",
 ]
 # async harness methods cannot hang the server: they are awaited (list_sessions with a bound)
 HARNESS_METHODS = [
@@ -289,6 +298,7 @@ async def assert_core_serves(app: App, good: Good) -> None:
     assert app.config.state_dir.endswith(".agent-link")
     assert app.hooks.prompt_hooks()["good"][0].module == "agent_link_good.hook"
     assert [p.name for p in app.hooks.panels()] == ["good-things"]
+    assert app.hooks.server_tasks() == [("good", good.background)]
     with app.store.write() as conn:  # delivered long enough ago for reminder 1 to be due
         conn.execute("UPDATE messages SET first_delivered_at = first_delivered_at - 31000 WHERE id = ?", (sent.message["id"],))
     assert await reminders.sweep(app) >= 1 and "reminder 1 of" in good.reminded[-1]
