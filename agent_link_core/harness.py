@@ -95,7 +95,7 @@ class OutputBudget:
         preview or refuses it.
     :param json_indent: the host shows the result's ``structuredContent`` as JSON with this
         indent; None for compact JSON.
-    :param push_bytes: UTF-8 bytes of one pushed text (a turn's input, a channel event); a
+    :param push_bytes: UTF-8 bytes of one pushed text (a pushed prompt, a channel event); a
         larger envelope is announced instead and read from the inbox in pages.
     """
 

@@ -409,6 +409,12 @@ class Mailbox:
             sql += " AND delivered_at IS NULL"
         return self.store.conn.execute(sql + " ORDER BY sent_at, id LIMIT ?", (recipient, limit)).fetchall()
 
+    def has_event(self, message_id: str, kind: str) -> bool:
+        """Whether the message's event log holds an event of ``kind``."""
+        return self.store.conn.execute(
+            "SELECT 1 FROM message_events WHERE message_id = ? AND kind = ? LIMIT 1", (message_id, kind)
+        ).fetchone() is not None
+
     def recent_correspondents(self, scan: int) -> list[sqlite3.Row]:
         """``(address, at)`` rows of the senders and recipients of the newest ``scan`` sends,
         each with its latest ``sent_at`` (epoch ms), newest first."""

@@ -95,6 +95,9 @@ class PluginMailbox(Protocol):
     def count_open(self, recipient: str, *, undelivered_only: bool = False) -> int:
         """How much open mail ``recipient`` has."""
 
+    def has_event(self, message_id: str, kind: str) -> bool:
+        """Whether the message's event log holds an event of ``kind``."""
+
     def recent_correspondents(self, scan: int) -> list[sqlite3.Row]:
         """Senders and recipients of the newest ``scan`` sends, with their latest time."""
 
@@ -182,7 +185,7 @@ SURFACE: dict[str, tuple[str, ...]] = {
         "resolve_agent", "target_address"),
     "config": ("sources", "get", "state_dir", "db_path", "reminder_limit", "reminder_interval_ms"),
     "store": ("path", "conn", "write"),
-    "mailbox": ("get_row", "require", "state", "to_view", "envelope", "row_dict", "open_for", "count_open", "open_addressed_to", "recent_correspondents",
+    "mailbox": ("get_row", "require", "state", "to_view", "envelope", "row_dict", "open_for", "count_open", "open_addressed_to", "recent_correspondents", "has_event",
                 "mark_delivered", "due_reminders", "record_reminder", "reassign", "record_event", "push_outcome"),
     "hooks": ("check_override", "tools"),
 }

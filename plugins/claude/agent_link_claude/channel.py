@@ -411,9 +411,7 @@ class ChannelBridge:
 
 def _announced(app: App, message_id: str) -> bool:
     """Whether an oversized message was already announced (it is never announced twice)."""
-    return app.store.conn.execute(
-        "SELECT 1 FROM message_events WHERE message_id = ? AND kind = 'announced'", (message_id,)
-    ).fetchone() is not None
+    return app.mailbox.has_event(message_id, "announced")
 
 
 def _data_version(app: App) -> int:
