@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sqlite3
 
 from agent_link_core.addresses import ANTICIPATIONS, EXTERNAL, is_address, is_ulid
 from agent_link_core.envelope import MAX_BODY_BYTES, escape_text, sanitize_text
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.store import now_ms
-
-import sqlite3
 
 TYPE_CHECKING = False  # no typing/dataclasses at run time: the hook fast path imports this
 if TYPE_CHECKING:
@@ -32,7 +31,7 @@ if TYPE_CHECKING:
     from agent_link_core.config import Config
     from agent_link_core.model import Caller
     from agent_link_core.plugins import Hooks
-    from agent_link_core.records import OutgoingMessage
+    from agent_link_core.records import Event, OutgoingMessage
     from agent_link_core.store import Store
 
 _RECORDS = ("Event", "OutgoingMessage", "SendContext", "EnvelopeContribution", "EVENT_KINDS")

@@ -446,7 +446,8 @@ class Hooks:
                 continue
             try:
                 with store.write() as conn:
-                    impl.function(**_wanted(impl, event=event, conn=conn, app=self.app))
+                    offered = {"event": event, "conn": conn, "app": self.app}
+                    impl.function(**{k: v for k, v in offered.items() if k in impl.argnames})
             except Exception as exc:  # an audit record must never undo or fail the change it records
                 self.boundary.fault(plugin, "agent_link_record_event", f"{type(exc).__name__}: {exc}"[:300],
                                     fix="Fix the plugin's record_event hook; the change itself was stored.", exc=exc)
