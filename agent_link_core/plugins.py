@@ -194,6 +194,10 @@ def _register(pm: pluggy.PluginManager, boundary: Boundary, plugin: Any, name: s
     return True
 
 
+class _UndoRecord(Exception):
+    """Rolls back the savepoint of an ``agent_link_record_event`` implementation that failed."""
+
+
 class Hooks:
     """Typed facade: one method per hook, called with keyword arguments.
 
@@ -444,10 +448,17 @@ class Hooks:
             plugin = self._pm.get_name(impl.plugin) or "?"
             if plugin in self.boundary.disabled:
                 continue
+            call = CallState("agent_link_record_event")
             try:
                 with store.write() as conn:
                     offered = {"event": event, "conn": conn, "app": self.app}
-                    impl.function(**{k: v for k, v in offered.items() if k in impl.argnames})
+                    kwargs = {k: v for k, v in offered.items() if k in impl.argnames}
+                    # The boundary's guard reports a failure and swallows it; undo its writes then.
+                    call_bounded(self.boundary, call, lambda: impl.function(**kwargs), None)
+                    if plugin in call.faulted:
+                        raise _UndoRecord
+            except _UndoRecord:
+                pass
             except Exception as exc:  # an audit record must never undo or fail the change it records
                 self.boundary.fault(plugin, "agent_link_record_event", f"{type(exc).__name__}: {exc}"[:300],
                                     fix="Fix the plugin's record_event hook; the change itself was stored.", exc=exc)

@@ -50,6 +50,7 @@ async def test_the_mcp_server_answers_with_an_unwritable_log_file() -> None:
         assert (await client.call("agent_link_health"))["ok"]
 
 
+@pytest.mark.installed_plugins
 def test_a_deeply_nested_roles_file_is_one_line(isolated_env: Path) -> None:
     pytest.importorskip("agent_link_roles")
     isolated_env.mkdir(parents=True)
@@ -59,6 +60,7 @@ def test_a_deeply_nested_roles_file_is_one_line(isolated_env: Path) -> None:
     one_line_error(done, "roles.json", "nested too deeply")
 
 
+@pytest.mark.installed_plugins
 def test_a_receipt_log_that_is_a_directory_loses_nothing(isolated_env: Path, tmp_path: Path) -> None:
     pytest.importorskip("agent_link_receipts")
     done = run("send", "test:bob", "hello", env={"AGENT_LINK_ADDRESS": "test:alice", "AGENT_LINK_RECEIPT_LOG": str(tmp_path)})
@@ -100,6 +102,7 @@ def declared_settings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         app.store.close()
 
 
+@pytest.mark.installed_plugins
 def test_every_setting_with_a_bad_value_gives_no_traceback(monkeypatch: pytest.MonkeyPatch, isolated_env: Path) -> None:
     names = declared_settings(monkeypatch)
     assert "AGENT_LINK_RECEIPT_LOG" in names and "AGENT_LINK_CODEX_URL" in names  # the plugins' settings too

@@ -54,7 +54,7 @@ def make(monkeypatch: pytest.MonkeyPatch) -> Any:
     apps: list[App] = []
 
     def build(plugin: Audit) -> App:
-        apps.append(App.create(extra_plugins=(plugin,)))
+        apps.append(App.create(extra_plugins=(("audit", plugin),)))
         return apps[-1]
 
     yield build
@@ -82,6 +82,7 @@ async def test_a_failing_observer_never_undoes_the_change(make: Any) -> None:
     assert app.store.conn.execute("SELECT COUNT(*) FROM audit").fetchone()[0] == 0  # its own writes undone
 
 
+@pytest.mark.installed_plugins  # the receipts plugin as installed
 def test_a_crash_after_the_commit_keeps_the_receipt(isolated_env: Path) -> None:
     pytest.importorskip("agent_link_receipts")
     # The process dies right after the send committed (before any after-commit observer ran):
@@ -97,7 +98,7 @@ def test_a_crash_after_the_commit_keeps_the_receipt(isolated_env: Path) -> None:
             def agent_link_on_event(self, event):
                 os._exit(9)
 
-        app = App.create(extra_plugins=(Crash(),))
+        app = App.create(extra_plugins=(("crash", Crash()),))
         asyncio.run(app.send(caller=Caller("test:alice", "config", "test"), to="test:bob", body="crash after this"))
     """)
     env = {"AGENT_LINK_DISABLE_PLUGINS": "codex claude roles"}

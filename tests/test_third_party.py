@@ -23,6 +23,7 @@ from agent_link_testing.plugin_suites import call_tool
 
 pytest.importorskip("agent_link_receipts")  # the walk includes the plugins' tools and files
 pytest.importorskip("agent_link_roles")
+pytestmark = pytest.mark.installed_plugins  # every installed plugin's tools and commands are walked
 
 ALICE = Caller("test:alice", "config", "test")
 BOB = Caller("test:bob", "config", "test")
@@ -73,6 +74,7 @@ def tool_calls(ids: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
         ("search_agent_link_messages", {"query": "SECRET"}),
         ("search_agent_link_messages", {"query": "alpha", "from": "test:alice"}),
         ("fork_codex_thread", {"message": "fork it", "threadId": "t-alice"}),
+        ("filehost_sessions", {}),
         # The projects plugin's tools (no Codex here: they answer with errors or verdicts).
         ("resolve_project_orchestrator", {"query": "SECRET"}),
         ("return_project_work_result", {}),
@@ -127,7 +129,7 @@ def test_a_third_party_reads_nothing_through_the_cli(app: App, monkeypatch: pyte
         commands += [["status", message_id, "--json"], ["wait", message_id, "--timeout-ms", "0"],
                      ["reply", message_id, "--done"], ["receipts", "--json", "--message", message_id]]
     commands += [["send", "test:alice", "hello from eve"], ["endpoints", "list"], ["approvals", "check"],
-                 ["search", "SECRET", "--json"], ["forks", "list"]]
+                 ["search", "SECRET", "--json"], ["forks", "list"], ["filehost"]]
     for message_id in ids.values():
         commands += [["show", message_id], ["show", message_id, "--thread"]]
     for args in commands:
