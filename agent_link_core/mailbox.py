@@ -206,6 +206,12 @@ class Visibility:
             return True
         return bool(self.address) and self.address in (row["from_addr"], row["to_addr"], row["recipient"])
 
+    def ids_sql(self, table: str = "m") -> tuple[str, list[Any]]:
+        """A subquery of the ids of the messages this reader sees, and its parameters, for
+        plugins that join their own rows to messages (``message_id IN (<subquery>)``)."""
+        where, params = self.sql(table)
+        return f"SELECT {table}.id FROM messages {table} WHERE {where}", params
+
     def require(self, row: Any, what: str = "this message") -> None:
         """Refuse unless :meth:`allows` ``row``.
 
@@ -251,6 +257,15 @@ class Mailbox:
                 )
             return Visibility.everything_for(address, "inspect_all")
         return Visibility(address if address and is_address(address) else None)
+
+    def events_between(self, after_seq: int, up_to_seq: int, kinds: tuple[str, ...]) -> list[sqlite3.Row]:
+        """Raw ``message_events`` rows with ``after_seq < seq <= up_to_seq`` of the given kinds,
+        oldest first (for plugins repairing what a process without plugins recorded)."""
+        marks = ", ".join("?" for _ in kinds)
+        return self.store.conn.execute(
+            f"SELECT * FROM message_events WHERE seq > ? AND seq <= ? AND kind IN ({marks}) ORDER BY seq",
+            (after_seq, up_to_seq, *kinds),
+        ).fetchall()
 
     def events(self, message_id: str) -> list[dict[str, Any]]:
         """The audit trail of one message, oldest first: ``[{seq, kind, at (ISO), actor, via,

@@ -60,7 +60,8 @@ MIGRATIONS: tuple[Migration, ...] = (
             id INTEGER PRIMARY KEY CHECK (id = 1),
             last_seq INTEGER NOT NULL
         );
-        INSERT INTO receipts_repair (id, last_seq) VALUES (1, (SELECT COALESCE(MAX(seq), 0) FROM message_events));
+        -- From the first event: receipts that exist already are recognised by their event key.
+        INSERT INTO receipts_repair (id, last_seq) VALUES (1, 0);
         """,
     ),
 )

@@ -78,11 +78,11 @@ def visible_clause(visibility: Visibility) -> tuple[str, list[Any]]:
     """
     if visibility.everything:
         return "1 = 1", []
-    clause, params = visibility.sql("m")
+    seen, params = visibility.ids_sql("m")
+    known, _ = Visibility.everything_for(None, "receipts").ids_sql("k")
     return (
-        "(EXISTS (SELECT 1 FROM messages m WHERE m.id = receipts.message_id AND " + clause + ")"
-        " OR (NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = receipts.message_id)"
-        " AND (target_address = ? OR json_extract(data, '$.actor') = ?)))",
+        f"(message_id IN ({seen}) OR (message_id IS NULL OR message_id NOT IN ({known}))"
+        " AND (target_address = ? OR json_extract(data, '$.actor') = ?))",
         [*params, visibility.address or "", visibility.address or ""],
     )
 

@@ -56,18 +56,13 @@ def repair(app: App) -> int:
     many were written. A database that refuses writes (busy, damaged) is left for later."""
     conn = app.store.conn
     last = conn.execute("SELECT last_seq FROM receipts_repair WHERE id = 1").fetchone()
-    newest = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM message_events").fetchone()[0]
+    newest = app.mailbox.last_event_seq()
     if last is None or newest <= last[0]:
         return 0
     written = 0
     try:
         with app.store.write() as tx:
-            kinds = ", ".join("?" for _ in REPAIRABLE_KINDS)
-            rows = tx.execute(
-                f"SELECT * FROM message_events WHERE seq > ? AND seq <= ? AND kind IN ({kinds}) ORDER BY seq",
-                (last[0], newest, *REPAIRABLE_KINDS),
-            ).fetchall()
-            for row in rows:
+            for row in app.mailbox.events_between(last[0], newest, REPAIRABLE_KINDS):
                 written += len(record(app, _event_from_row(row)))
             tx.execute("UPDATE receipts_repair SET last_seq = MAX(last_seq, ?) WHERE id = 1", (newest,))
     except AgentLinkError as exc:
