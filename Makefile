@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PLUGINS := codex claude roles receipts
 
-.PHONY: install test bench hosts clean
+.PHONY: install test test-previous test-latest bench hosts clean
 
 install:
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -15,15 +15,26 @@ install:
 		-e '.[test]' -e ./testing $(foreach p,$(PLUGINS),-e './plugins/$(p)[test]')
 	$(MAKE) hosts
 
-# The pinned real host CLIs (Codex, Claude Code) for the real-host tests, from hosts/package-lock.json.
+# The real host CLIs for the real-host tests, each folder from its package-lock.json: Node >= 22
+# from the npm registry (hosts/node), the current pins (hosts/), the previous pins (hosts/previous).
 hosts:
-	cd hosts && npm ci --no-audit --no-fund --loglevel=error
+	hosts/install.sh
 
+# Everything against the current host pins, then the second real-host run against the previous pins.
 test:
 	$(PY) -m pytest -q
+	$(MAKE) test-previous
+
+# The real-host tests against the previous pins (hosts/previous).
+test-previous:
+	AGENT_LINK_HOSTS_DIR=hosts/previous $(PY) -m pytest -q -m realhost
+
+# The real-host tests against the newest host releases the npm registry serves today (scratch folder).
+test-latest:
+	hosts/latest.sh
 
 bench:
 	$(PY) bench/run.py
 
 clean:
-	rm -rf $(VENV) hosts/node_modules
+	rm -rf $(VENV) hosts/node_modules hosts/previous/node_modules hosts/node/node_modules

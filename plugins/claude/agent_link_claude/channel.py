@@ -2,7 +2,7 @@
 
 Claude Code (2.1.197 and 2.1.332) shows a ``notifications/claude/channel`` notification from an MCP server
 to the model as a new prompt, but only when every step of its gate passes
-(docs/claude-channels.md): the connection was opened with the ``initialize`` handshake, not the
+(docs/claude-code-hosts.md): the connection was opened with the ``initialize`` handshake, not the
 stateless revision 2026-07-28 (:func:`connection_gate`); the server declared the
 ``claude/channel`` capability;
 the cached feature flag ``tengu_harbor`` is true and none of the variables that switch the flag
