@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 import anyio
 import mcp_types as types
@@ -107,9 +107,8 @@ class LinkStreams:
                     info = meta.get(types.CLIENT_INFO_META_KEY)
                     if isinstance(info, Mapping):
                         peer.client_info = dict(info)
-        elif isinstance(message, types.JSONRPCNotification) and message.method == INITIALIZED:
-            if peer.era == HANDSHAKE:
-                peer.initialized = True
+        elif isinstance(message, types.JSONRPCNotification) and message.method == INITIALIZED and peer.era == HANDSHAKE:
+            peer.initialized = True
         return True
 
     def _outbound(self, item: Any) -> None:
@@ -145,7 +144,7 @@ class _Inbound:
     async def aclose(self) -> None:
         await self._link._read.aclose()
 
-    def __aiter__(self) -> _Inbound:
+    def __aiter__(self) -> Self:
         return self
 
     async def __anext__(self) -> Any:
@@ -154,7 +153,7 @@ class _Inbound:
         except anyio.EndOfStream:
             raise StopAsyncIteration from None
 
-    async def __aenter__(self) -> _Inbound:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -176,7 +175,7 @@ class _Outbound:
         self._link._closed = True
         await self._link._write.aclose()
 
-    async def __aenter__(self) -> _Outbound:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,

@@ -21,10 +21,10 @@ from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
-from agent_link_core import hookimpl
 from agent_link_core.app import App
 from agent_link_core.handshake import LinkStreams
 from agent_link_core.harness import HANDSHAKE, STATELESS, Harness, McpPeer, PeerGone
+from agent_link_core.hookspecs import hookimpl
 from agent_link_core.server import serve_streams
 
 pytestmark = pytest.mark.anyio
@@ -109,7 +109,7 @@ async def test_background_starts_before_the_client_speaks_under_either_revision(
     async with served(harness, monkeypatch) as (app, read, write):
         with anyio.fail_after(BOUND_S):
             await harness.started.wait()  # no client message was sent yet
-        assert harness.peer is app.mcp_peer and harness.peer.era is None and harness.peer.client_info == {}
+        assert harness.peer is not None and harness.peer is app.mcp_peer and harness.peer.era is None and harness.peer.client_info == {}
         async with ClientSession(read, write, client_info=CLIENT) as session:
             with anyio.fail_after(BOUND_S):
                 await open_connection(session, how)
@@ -122,16 +122,15 @@ async def test_background_starts_before_the_client_speaks_under_either_revision(
 
 
 async def test_a_refused_discover_is_method_not_found_and_never_reaches_the_server(monkeypatch: pytest.MonkeyPatch) -> None:
-    async with served(BackgroundHarness(True), monkeypatch) as (app, read, write):
-        async with ClientSession(read, write) as session:
-            with anyio.fail_after(BOUND_S), pytest.raises(MCPError) as refused:
-                await session.discover()
-            assert refused.value.code == types.METHOD_NOT_FOUND
-            assert refused.value.error.data["method"] == "server/discover"
-            with anyio.fail_after(BOUND_S):
-                init = await session.initialize()
-            assert init.protocol_version == "2025-11-25" and app.mcp_peer is not None
-            assert app.mcp_peer.discover_refused and app.mcp_peer.era == HANDSHAKE
+    async with served(BackgroundHarness(True), monkeypatch) as (app, read, write), ClientSession(read, write) as session:
+        with anyio.fail_after(BOUND_S), pytest.raises(MCPError) as refused:
+            await session.discover()
+        assert refused.value.code == types.METHOD_NOT_FOUND
+        assert refused.value.error.data["method"] == "server/discover"
+        with anyio.fail_after(BOUND_S):
+            init = await session.initialize()
+        assert init.protocol_version == "2025-11-25" and app.mcp_peer is not None
+        assert app.mcp_peer.discover_refused and app.mcp_peer.era == HANDSHAKE
 
 
 def request(id_: int, method: str, params: dict[str, Any] | None = None) -> SessionMessage:

@@ -26,8 +26,8 @@ from pathlib import Path
 __all__ = [
     "CLAUDE_PACKAGE",
     "CODEX_PACKAGE",
-    "HostsMissing",
     "REPO_ROOT",
+    "HostsMissing",
     "claude_version",
     "codex_version",
     "host_version",

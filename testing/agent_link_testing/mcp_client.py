@@ -68,17 +68,16 @@ async def agent_link_mcp(env: Mapping[str, str] | None = None, args: tuple[str, 
     if revision not in ("handshake", "stateless", "auto"):
         raise ValueError(f"revision must be handshake, stateless or auto, not {revision!r}")
     params = StdioServerParameters(command=sys.executable, args=["-m", "agent_link_core", *args], env=server_env(env))
-    async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write) as session:
-            refused = False
-            if revision == "handshake":
-                init: Any = await session.initialize()
-            else:
-                try:
-                    init = await session.discover()
-                except MCPError as exc:
-                    if revision == "stateless" or exc.code != METHOD_NOT_FOUND:
-                        raise
-                    refused = True
-                    init = await session.initialize()
-            yield AgentLinkClient(session, init, refused)
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        refused = False
+        if revision == "handshake":
+            init: Any = await session.initialize()
+        else:
+            try:
+                init = await session.discover()
+            except MCPError as exc:
+                if revision == "stateless" or exc.code != METHOD_NOT_FOUND:
+                    raise
+                refused = True
+                init = await session.initialize()
+        yield AgentLinkClient(session, init, refused)
