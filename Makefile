@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-PLUGINS := codex claude roles receipts
+PLUGINS := codex claude roles receipts projects approvals
 
 .PHONY: install test test-previous test-latest bench hosts clean
 

@@ -6,11 +6,14 @@ It imports no mcp, pydantic, click or pluggy, nor typing, dataclasses, logging o
 only light standard modules and the core's modules written for this path (config, store,
 mailbox, envelope, addresses).
 
-A host adapter is the module ``agent_link_<host>.hook`` of the host's plugin, with
-``handle(event: str, payload: dict, ctx: HookContext) -> dict | None``; the returned dict is
-printed as JSON, ``None`` prints nothing. Adapters use :class:`HookContext` for everything
-that touches the mailbox, so every host gets the same notes and the same exactly-once rules.
-The adapter of a plugin named in ``AGENT_LINK_DISABLE_PLUGINS`` is not loaded.
+A harness plugin declares its host's adapter with ``agent_link_register_prompt_hooks``: a
+module with ``handle(event: str, payload: dict, ctx: HookContext) -> dict | None``; the
+returned dict is printed as JSON, ``None`` prints nothing. The hook finds it through the
+registry of :mod:`agent_link_core.prompt_hooks` (no entry-point scan, no pluggy), which is
+rebuilt whenever installed or disabled plugins change: a plugin named in
+``AGENT_LINK_DISABLE_PLUGINS`` or no longer installed never has its adapter run. Adapters use
+:class:`HookContext` for everything that touches the mailbox, so every host gets the same
+notes and the same exactly-once rules (:mod:`agent_link_core.reminders`).
 """
 
 from __future__ import annotations
@@ -22,12 +25,13 @@ import re
 import sys
 
 from agent_link_core.config import load_config
-from agent_link_core.envelope import pending_notice, reminder_notice
+from agent_link_core.envelope import pending_notice
 from agent_link_core.mailbox import Mailbox
 from agent_link_core.addresses import is_address
+from agent_link_core.prompt_hooks import HARNESS_RE, adapter_module
+from agent_link_core.reminders import due_for
 from agent_link_core.store import Store, ensure_private_dir, now_ms
 
-HOST_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 EVENT_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 MAX_STDIN_BYTES = 4 * 1024 * 1024
 
@@ -78,15 +82,9 @@ class HookContext:
         box = self.mailbox
         if box is None or not is_address(address):
             return None
-        claimed = []
-        for row, state in box.due_reminders(address):
-            n = state.reminder_count + 1
-            if box.record_reminder(row["id"], n, via, address):
-                claimed.append((row, n))
-        if not claimed:
-            return None
-        highest = max(n for _, n in claimed)
-        return reminder_notice(len(claimed), _senders(r["from_addr"] for r, _ in claimed), highest, self.config.reminder_limit)
+        due = due_for(box, address)
+        claimed = due.claim(via) if due is not None else None
+        return claimed.text() if claimed is not None else None
 
     def stop_block_reason(self, address: str, via: str, stop_hook_active: bool) -> str | None:
         """The reminder text to block a session's stop with, at most once per interval.
@@ -144,30 +142,26 @@ def last_runs(state_dir: str | os.PathLike[str]) -> dict[str, int]:
     return out
 
 
-def _adapter(host: str) -> Any | None:
-    disabled = {p.strip() for p in os.environ.get("AGENT_LINK_DISABLE_PLUGINS", "").replace(",", " ").split()}
-    if host in disabled:
-        return None
-    package = f"agent_link_{host}"
-    try:
-        return importlib.import_module(f"{package}.hook")
-    except ModuleNotFoundError as exc:
-        if exc.name in (package, f"{package}.hook"):  # no adapter for this host: stay silent
-            return None
-        raise
-
-
 def run(host: str, event: str, raw: str) -> str:
-    """Compute the hook's stdout for ``raw`` stdin; raises on any failure (``main`` hides it)."""
-    if not HOST_RE.match(host) or not EVENT_RE.match(event):
+    """Compute the hook's stdout for ``raw`` stdin; raises on any failure (``main`` hides it).
+
+    :param host: the harness name whose adapter answers (``[a-z][a-z0-9-]{0,31}``).
+    :param event: the host's event name.
+    :param raw: the host's hook JSON (an object; anything else prints nothing).
+    """
+    if not HARNESS_RE.match(host) or not EVENT_RE.match(event):
         return ""
     payload = json.loads(raw) if raw.strip() else {}
     if not isinstance(payload, dict):
         return ""
-    adapter = _adapter(host)
-    if adapter is None:
+    config = load_config()
+    if not os.path.isdir(config.state_dir):  # no state yet: no mail to note, nothing to write
         return ""
-    ctx = HookContext(load_config())
+    module = adapter_module(os.fspath(config.state_dir), host)
+    if module is None:
+        return ""
+    adapter = importlib.import_module(module)
+    ctx = HookContext(config)
     result = adapter.handle(event, payload, ctx)
     ctx.heartbeat(host, event)
     return json.dumps(result, ensure_ascii=True) + "\n" if result is not None else ""

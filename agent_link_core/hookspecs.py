@@ -17,6 +17,7 @@ Naming says how a hook is called:
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, Callable
 
 import pluggy
@@ -29,6 +30,8 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from agent_link_core.harness import Harness
     from agent_link_core.model import Caller
     from agent_link_core.mailbox import EnvelopeContribution, Event, OutgoingMessage, SendContext
+    from agent_link_core.records import PromptHook
+    from agent_link_core.reminders import DueReminders
     from agent_link_core.store import Migration
     from agent_link_core.tools.registry import ToolSpec
 
@@ -73,6 +76,23 @@ def agent_link_register_settings(register: Callable[[Setting], None]) -> None:
         the core's rules and reported by health (deprecated aliases, conflicts, warnings).
 
     Called once when the :class:`~agent_link_core.app.App` is built.
+    """
+
+
+@_hookspec
+def agent_link_register_prompt_hooks(register: Callable[[PromptHook], None]) -> None:
+    """Declare the module that answers a host's prompt hooks (``agent-link hook <harness> <event>``).
+
+    :param register: call it with a :class:`~agent_link_core.records.PromptHook` (harness
+        name, dotted module path) per host whose hooks this plugin answers. Two plugins
+        registering the same harness is an error naming both.
+
+    Called when the plugins load, and its result kept in a registry file that the hook fast
+    path reads without loading pluggy (:mod:`agent_link_core.prompt_hooks`); the registry is
+    rebuilt whenever installed or disabled plugins change, so a disabled or removed plugin's
+    adapter never runs. The adapter shows what the core decided is due (pending-mail notes,
+    reminder N of M, the Stop nudge) through :class:`~agent_link_core.hook.HookContext`, in
+    whatever form its host reads hook output.
     """
 
 
@@ -165,7 +185,33 @@ def agent_link_on_event(event: Event, app: App) -> None:
         mailbox); optional in implementations (pluggy passes only the arguments they take).
 
     Called after the change is committed. An exception here is logged and never undoes or
-    fails the change (receipts listen here).
+    fails the change. This is the receipts extension point: the receipts plugin turns these
+    events (a reminder claimed by a prompt hook or a push included, when the process that
+    claimed it loaded the plugins) into its audit records.
+    """
+
+
+@_hookspec(firstresult=True)
+def agent_link_push_reminders(due: DueReminders, app: App) -> Awaitable[bool] | bool | None:
+    """Show a session's due reminders by a push of the harness's own (e.g. a turn in an idle thread).
+
+    :param due: a :class:`~agent_link_core.reminders.DueReminders` for one session: its
+        ``address``, ``harness`` and ``session_id``, the messages whose reminder is due, and
+        ``claim(via)``, which wins the reminder numbers for this process (each is claimed once
+        across all processes) and returns the :class:`~agent_link_core.reminders.ClaimedReminders`
+        to show, with the core's wording in ``text()``; None means another process won them.
+    :param app: the :class:`~agent_link_core.app.App` of this process.
+    :returns: ``None`` when this plugin does not push for ``due.harness`` (the plugin that owns
+        the harness answers); otherwise ``True``/``False`` (reminded or not), or an awaitable
+        of that (the core awaits it). Check that the session can be shown a reminder *before*
+        claiming; a claimed reminder that is then not shown is lost for that number.
+
+    Called by the reminder sweep of every running MCP server (every
+    :data:`~agent_link_core.reminders.SWEEP_INTERVAL_MS`) for each session with reminders due.
+    Write the implementation as a plain function that returns a coroutine: an ``async def``
+    implementation always returns a non-None value and would answer for every harness.
+    ``firstresult``. Sessions whose plugin pushes nothing get their reminders through the
+    host's prompt hooks instead.
     """
 
 

@@ -533,6 +533,14 @@ class Mailbox:
                 out.append((row, st))
         return out
 
+    def reminder_recipients(self) -> list[str]:
+        """Recipients holding delivered, open reply/action mail (candidates for reminders)."""
+        rows = self.store.conn.execute(
+            "SELECT DISTINCT recipient FROM messages WHERE open = 1 AND delivered_at IS NOT NULL"
+            " AND anticipation != 'fyi' ORDER BY recipient"
+        ).fetchall()
+        return [r[0] for r in rows]
+
     def record_reminder(self, message_id: str, n: int, via: str, to: str) -> bool:
         """Claim reminder number ``n`` for a message; True only for the one process that wins."""
         at = now_ms()

@@ -9,6 +9,7 @@ misspelled hook implementation fails loudly.
 from __future__ import annotations
 
 import importlib
+import inspect
 import importlib.metadata
 import logging
 import os
@@ -28,6 +29,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.harness import Harness
     from agent_link_core.model import Caller
     from agent_link_core.mailbox import EnvelopeContribution, Event, OutgoingMessage, SendContext
+    from agent_link_core.records import PromptHook
+    from agent_link_core.reminders import DueReminders
     from agent_link_core.store import Migration
     from agent_link_core.tools.registry import ToolSpec
 
@@ -135,6 +138,36 @@ class Hooks:
     def settings(self) -> tuple[Setting, ...]:
         """Settings declared by plugins (duplicate names are an error naming both)."""
         return tuple(self._unique("setting", self._collect("agent_link_register_settings")).values())
+
+    def prompt_hooks(self) -> dict[str, tuple[PromptHook, str]]:
+        """Prompt-hook adapters by harness name, each with the plugin that registered it.
+
+        :raises AgentLinkError: ``internal_error`` when a record is malformed (harness name,
+            module path) or two plugins claim one harness.
+        """
+        from agent_link_core.prompt_hooks import HARNESS_RE, MODULE_RE
+
+        records = self._collect("agent_link_register_prompt_hooks")
+        for plugin, rec in records:
+            if not HARNESS_RE.match(getattr(rec, "harness", "") or "") or not MODULE_RE.match(getattr(rec, "module", "") or ""):
+                raise AgentLinkError(
+                    "internal_error",
+                    f"plugin {plugin} registered an invalid prompt hook {rec!r}: the harness must match"
+                    " [a-z][a-z0-9-]{0,31} and the module be a dotted module path.",
+                    {"plugin": plugin, "cause": "InvalidRegistration"},
+                )
+        owners = {rec.name: plugin for plugin, rec in records}
+        return {name: (rec, owners[name]) for name, rec in self._unique("prompt hook", records).items()}
+
+    async def push_reminders(self, due: DueReminders) -> bool:
+        """Offer one session's due reminders to the plugin that pushes for its harness.
+
+        :returns: True when a plugin reports the session reminded.
+        """
+        result = self._pm.hook.agent_link_push_reminders(due=due, app=self.app)
+        if inspect.isawaitable(result):
+            result = await result
+        return bool(result)
 
     def register_commands(self, cli: click.Group) -> None:
         """Let every plugin add its click commands to ``cli``."""

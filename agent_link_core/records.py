@@ -82,3 +82,24 @@ class EnvelopeContribution:
 
     attributes: dict[str, str] = field(default_factory=dict)
     elements: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PromptHook:
+    """A harness's prompt-hook adapter, registered with ``agent_link_register_prompt_hooks``.
+
+    :param harness: the harness name (the address scheme, ``[a-z][a-z0-9-]{0,31}``): the
+        ``<harness>`` of ``agent-link hook <harness> <event>``.
+    :param module: a dotted module path whose ``handle(event: str, payload: dict,
+        ctx: HookContext) -> dict | None`` computes the hook's output; the returned dict is
+        printed as JSON, ``None`` prints nothing. It runs on every prompt: import only light
+        standard modules (see :mod:`agent_link_core.hook`).
+    """
+
+    harness: str
+    module: str
+
+    @property
+    def name(self) -> str:
+        """The registration name: one adapter per harness."""
+        return self.harness

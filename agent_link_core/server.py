@@ -20,7 +20,7 @@ import mcp_types as types
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
 
-from agent_link_core import __version__
+from agent_link_core import __version__, prompt_hooks, reminders
 from agent_link_core.app import App
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.handshake import LinkStreams
@@ -122,12 +122,28 @@ async def serve_streams(app: App, read_stream: Any, write_stream: Any) -> None:
     link = LinkStreams(read_stream, write_stream, refuse_discover=refuse_discover)
     app.mcp_peer = link.peer
     async with anyio.create_task_group() as tg:
+        tg.start_soon(_reminder_loop, app)
         for harness in app.harnesses.values():
             tg.start_soon(_guarded, harness, app, link.peer)
         await server.run(
             link.reader, link.writer, server.create_initialization_options(experimental_capabilities=capabilities)
         )
         tg.cancel_scope.cancel()
+
+
+async def _reminder_loop(app: App) -> None:
+    """Keep the prompt-hook registry current, then offer due reminders to the harnesses that
+    push them, every :data:`~agent_link_core.reminders.SWEEP_INTERVAL_MS`, while serving."""
+    try:
+        prompt_hooks.refresh(app.config.state_dir, app.hooks)
+    except Exception:  # the hook rebuilds it itself; a failure here only costs that
+        log.exception("could not refresh the prompt-hook registry")
+    while True:
+        await anyio.sleep(reminders.SWEEP_INTERVAL_MS / 1000)
+        try:
+            await reminders.sweep(app)
+        except Exception:  # a failing pass (e.g. the database busy) must not end the loop
+            log.exception("reminder sweep failed")
 
 
 async def _exit_on_signal(app: App | None) -> None:

@@ -139,6 +139,15 @@ CORE_MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX messages_to_open ON messages (to_addr, open);
         """,
     ),
+    Migration(
+        "core",
+        4,
+        """
+        -- the reminder sweep's candidates: delivered, open reply/action mail
+        CREATE INDEX messages_remindable ON messages (recipient)
+            WHERE open = 1 AND delivered_at IS NOT NULL AND anticipation != 'fyi';
+        """,
+    ),
 )
 
 

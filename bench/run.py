@@ -18,6 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from agent_link_testing.dists import install_dist
+
 ROOT = Path(__file__).resolve().parent.parent
 HOOK_RUNS = 21
 
@@ -71,22 +73,26 @@ def bench_hook(tmp: Path) -> None:
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "agent_link_core"), str(ROOT / "plugins")],
                    check=False, capture_output=True)
     exe = str(Path(sys.executable).with_name("agent-link"))
-    adapters = tmp / "adapters" / "agent_link_benchhost"
-    adapters.mkdir(parents=True)
-    (adapters / "__init__.py").write_text("")
-    (adapters / "hook.py").write_text(
-        "def handle(event, payload, ctx):\n"
-        "    note = ctx.pending_note(payload.get('address', ''))\n"
-        "    return {'context': note} if note else None\n"
-    )
+    # a plugin installed as pip would, with its adapter registered through the plugin system
+    install_dist(tmp / "site", "agent_link_benchhost", {
+        "plugin.py": "from agent_link_core import hookimpl\n"
+                     "from agent_link_core.records import PromptHook\n"
+                     "@hookimpl\n"
+                     "def agent_link_register_prompt_hooks(register):\n"
+                     "    register(PromptHook('bench-host', 'agent_link_benchhost.hook'))\n",
+        "hook.py": "def handle(event, payload, ctx):\n"
+                   "    note = ctx.pending_note(payload.get('address', ''))\n"
+                   "    return {'context': note} if note else None\n",
+    }, entry_name="bench-host", entry_module="agent_link_benchhost.plugin")
     for label, count in (("no mail", 0), ("10,000 unrelated messages", 10_000)):
         state = tmp / f"hook-{count}"
         if count:
             fill(state, count)
-        env = dict(os.environ, HOME=str(tmp), AGENT_LINK_STATE_DIR=str(state), PYTHONPATH=str(tmp / "adapters"))
-        node_ms, hook_ms = interleaved_medians(
-            [node or "node", "-e", "0"], [exe, "hook", "benchhost", "Prompt"], env, json.dumps({"address": "bench:me"})
-        )
+        state.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ, HOME=str(tmp), AGENT_LINK_STATE_DIR=str(state), PYTHONPATH=str(tmp / "site"))
+        hook = [exe, "hook", "bench-host", "Prompt"]
+        subprocess.run(hook, input="{}", env=env, capture_output=True, text=True, check=False)  # builds the prompt-hook registry
+        node_ms, hook_ms = interleaved_medians([node or "node", "-e", "0"], hook, env, json.dumps({"address": "bench:me"}))
         line(f"hook ({label})", hook_ms, "ms", "node -e 0", node_ms, "<= 0.6")
 
 
@@ -183,6 +189,7 @@ def main() -> None:
         bench_reads(tmp)
         bench_concurrent_sends(tmp)
         __import__("codex_bench").bench_codex(tmp)  # bench/codex_bench.py: Codex delivery vs a bare turn/start
+        __import__("projects_bench").bench_projects()  # bench/projects_bench.py: the obligation classifier
 
 
 if __name__ == "__main__":

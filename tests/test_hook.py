@@ -1,4 +1,5 @@
-"""The hook fast path: fail-open, host adapters, notes without bodies, light imports."""
+"""The hook fast path: fail-open, adapters registered through the plugin system (the prompt-hook
+registry), notes without bodies, light imports."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -16,6 +16,7 @@ from agent_link_core.hook import HookContext, last_runs
 from agent_link_core.mailbox import Mailbox, OutgoingMessage, new_message_id
 from agent_link_core.model import Caller
 from agent_link_core.store import Store
+from agent_link_testing.dists import install_dist
 
 ADAPTER = '''
 """A test host: its payload carries the recipient address directly."""
@@ -36,13 +37,29 @@ def handle(event, payload, ctx):
 '''
 
 
+PLUGIN = '''
+from agent_link_core import hookimpl
+from agent_link_core.records import PromptHook
+
+
+@hookimpl
+def agent_link_register_prompt_hooks(register):
+    register(PromptHook("test-host", "agent_link_testhost.hook"))
+'''
+
+
+def install_plugin(site: Path, name: str = "test-host", package: str = "agent_link_testhost") -> Path:
+    """Install the test-host plugin into ``site`` (hookimpls in ``plugin.py``, so importing the
+    adapter keeps pluggy out); returns its dist-info folder."""
+    return install_dist(site, package, {"plugin.py": PLUGIN, "hook.py": ADAPTER}, entry_name=name, entry_module=f"{package}.plugin")
+
+
 @pytest.fixture
 def adapter_path(tmp_path: Path) -> Path:
-    pkg = tmp_path / "adapters" / "agent_link_testhost"
-    pkg.mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "hook.py").write_text(textwrap.dedent(ADAPTER))
-    return tmp_path / "adapters"
+    """A folder on PYTHONPATH holding an installed plugin ``test-host`` (a hyphenated harness
+    name) whose prompt-hook adapter is :data:`ADAPTER`."""
+    install_plugin(tmp_path / "site")
+    return tmp_path / "site"
 
 
 def run_hook(adapter_path: Path, host: str, event: str, payload: object, extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -62,14 +79,14 @@ def seed(count: int, to: str = "test:bob", body: str = "SECRET BODY") -> Mailbox
 
 
 def test_no_database_means_silence(adapter_path: Path, isolated_env: Path) -> None:
-    out = run_hook(adapter_path, "testhost", "Prompt", {"address": "test:bob"})
+    out = run_hook(adapter_path, "test-host", "Prompt", {"address": "test:bob"})
     assert out.returncode == 0 and out.stdout == ""
     assert not (isolated_env / "agent-link.db").exists()  # the hook never creates state
 
 
 def test_pending_note_lists_three_senders_and_no_body(adapter_path: Path) -> None:
     seed(5)
-    out = run_hook(adapter_path, "testhost", "Prompt", {"address": "test:bob"})
+    out = run_hook(adapter_path, "test-host", "Prompt", {"address": "test:bob"})
     assert out.returncode == 0
     context = json.loads(out.stdout)["context"]
     assert "5" in context and "(+2 more)" in context
@@ -79,20 +96,20 @@ def test_pending_note_lists_three_senders_and_no_body(adapter_path: Path) -> Non
 
 def test_hook_never_marks_delivered(adapter_path: Path) -> None:
     box = seed(1)
-    run_hook(adapter_path, "testhost", "Prompt", {"address": "test:bob"})
+    run_hook(adapter_path, "test-host", "Prompt", {"address": "test:bob"})
     assert box.count_open("test:bob", undelivered_only=True) == 1
 
 
 @pytest.mark.parametrize("stdin", ["", "not json", "[1, 2]", '{"address": 5}'])
 def test_bad_input_fails_open(adapter_path: Path, stdin: str) -> None:
     seed(1)
-    out = run_hook(adapter_path, "testhost", "Prompt", stdin)
+    out = run_hook(adapter_path, "test-host", "Prompt", stdin)
     assert out.returncode == 0 and out.stdout == ""
 
 
 def test_adapter_crash_and_unknown_host_fail_open(adapter_path: Path) -> None:
     seed(1)
-    crash = run_hook(adapter_path, "testhost", "Crash", {"address": "test:bob"})
+    crash = run_hook(adapter_path, "test-host", "Crash", {"address": "test:bob"})
     assert crash.returncode == 0 and crash.stdout == "" and "adapter bug" in crash.stderr
     unknown = run_hook(adapter_path, "nosuchhost", "Prompt", {"address": "test:bob"})
     assert unknown.returncode == 0 and unknown.stdout == ""
@@ -102,28 +119,29 @@ def test_adapter_crash_and_unknown_host_fail_open(adapter_path: Path) -> None:
 
 def test_disabled_plugin_adapter_is_not_loaded(adapter_path: Path) -> None:
     seed(1)
-    out = run_hook(adapter_path, "testhost", "Prompt", {"address": "test:bob"}, {"AGENT_LINK_DISABLE_PLUGINS": "testhost"})
+    out = run_hook(adapter_path, "test-host", "Prompt", {"address": "test:bob"}, {"AGENT_LINK_DISABLE_PLUGINS": "test-host"})
     assert out.stdout == ""
 
 
 def test_bad_setting_fails_open(adapter_path: Path) -> None:
     seed(1)
-    out = run_hook(adapter_path, "testhost", "Prompt", {"address": "test:bob"}, {"AGENT_LINK_STATE_DIR": "relative"})
+    out = run_hook(adapter_path, "test-host", "Prompt", {"address": "test:bob"}, {"AGENT_LINK_STATE_DIR": "relative"})
     assert out.returncode == 0 and out.stdout == "" and "AGENT_LINK_STATE_DIR" in out.stderr
 
 
 def test_heartbeat_recorded(adapter_path: Path, isolated_env: Path) -> None:
     seed(1)
-    run_hook(adapter_path, "testhost", "Prompt", {"address": "test:bob"})
-    assert "testhost-Prompt" in last_runs(isolated_env)
+    run_hook(adapter_path, "test-host", "Prompt", {"address": "test:bob"})
+    assert "test-host-Prompt" in last_runs(isolated_env)
 
 
 def test_hook_imports_stay_light(adapter_path: Path) -> None:
     seed(1)
+    run_hook(adapter_path, "test-host", "Prompt", {"address": "test:bob"})  # the first run builds the registry
     probe = (
         "import sys, atexit\n"
         "atexit.register(lambda: sys.stderr.write('MODULES ' + ' '.join(sorted(sys.modules))))\n"
-        "sys.argv = ['agent-link', 'hook', 'testhost', 'Prompt']\n"
+        "sys.argv = ['agent-link', 'hook', 'test-host', 'Prompt']\n"
         "from agent_link_core.entry import main\n"
         "main()\n"
     )

@@ -90,8 +90,12 @@ async def resolve_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict[
     return await app.resolve_agent(args["query"], harness=args.get("harness", "all"), limit=args.get("limit", 10), caller=call.caller)
 
 
-async def message_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
-    """Handler of ``message_agent``: validated arguments in, success fields out (AgentLinkError to fail)."""
+async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool: str = "message_agent") -> dict[str, Any]:
+    """Handler of ``message_agent``: validated arguments in, success fields out (AgentLinkError to fail).
+
+    :param tool: the tool name the send is recorded under (``SendContext.tool``, which
+        ``before_send`` hooks see); a plugin tool that sends through this handler names itself.
+    """
     options = {k: args[k] for k in DELIVERY_OPTIONS if k in args}
     recipient, _, _ = await app.target_address(args["to"], call.caller)
     harness = app.harnesses.get(recipient.split(":", 1)[0])
@@ -107,7 +111,7 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict[
     outcome = await app.send(
         caller=call.caller, to=args["to"], body=args["message"], anticipation=args.get("anticipation"),
         reply_by=args.get("replyBy"), wait_for_reply=args.get("waitForReply", False),
-        reply_to=args.get("replyToMessageId"), arguments=args, options=options, meta=call.meta,
+        reply_to=args.get("replyToMessageId"), tool=tool, arguments=args, options=options, meta=call.meta,
     )
     result = message_summary(app, outcome)
     if args.get("replyToMessageId") and outcome.message.get("reply_to"):

@@ -1,6 +1,6 @@
 """Entry point of the agent-link claude plugin, registered under the ``agent_link`` group.
 
-Contributes the ``claude`` harness, the Claude session tools, the plugin's settings, and one
+Contributes the ``claude`` harness, its prompt-hook adapter, the Claude session tools, the plugin's settings, and one
 ``before_send`` rule (mailbox-only delivery asked through message_claude_session is stored
 with the message, so the recipient's channel bridge leaves it alone).
 """
@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_link_core import hookimpl
 from agent_link_core.config import Setting
+from agent_link_core.records import PromptHook
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.harness import Harness
@@ -31,6 +32,12 @@ def agent_link_register_harnesses(register: Callable[[Harness], None]) -> None:
     from agent_link_claude.harness import ClaudeHarness
 
     register(ClaudeHarness())
+
+
+@hookimpl
+def agent_link_register_prompt_hooks(register: Callable[[PromptHook], None]) -> None:
+    """``agent-link hook claude <SessionStart|UserPromptSubmit|Stop>`` runs :mod:`agent_link_claude.hook`."""
+    register(PromptHook("claude", "agent_link_claude.hook"))
 
 
 @hookimpl

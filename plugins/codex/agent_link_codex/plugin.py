@@ -1,6 +1,7 @@
 """Entry point of the agent-link codex plugin (entry point ``codex`` in group ``agent_link``).
 
-Contributes the ``codex`` harness (addresses ``codex:<threadId>``), the Codex thread tools,
+Contributes the ``codex`` harness (addresses ``codex:<threadId>``), its prompt-hook adapter and
+reminder turns, the Codex thread tools,
 the Codex settings, the plugin's tables, the ``agent-link endpoints`` commands and the
 ``ep_...:<thread>`` target form. Imports stay light: the heavy modules (the app-server client,
 websockets) load when the harness, a tool or a command is first used.
@@ -17,9 +18,12 @@ from agent_link_codex.schema import MIGRATIONS
 from agent_link_codex.settings import SETTINGS
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
     import click
 
     from agent_link_core.app import App
+    from agent_link_core.reminders import DueReminders
 
 
 @hookimpl
@@ -28,6 +32,23 @@ def agent_link_register_harnesses(register: Callable[[Any], None]) -> None:
     from agent_link_codex.harness import CodexHarness
 
     register(CodexHarness())
+
+
+@hookimpl
+def agent_link_register_prompt_hooks(register: Callable[[Any], None]) -> None:
+    """``agent-link hook codex UserPromptSubmit`` runs :mod:`agent_link_codex.hook`."""
+    from agent_link_core.records import PromptHook
+
+    register(PromptHook("codex", "agent_link_codex.hook"))
+
+
+@hookimpl
+def agent_link_push_reminders(due: DueReminders, app: App) -> Awaitable[bool] | None:
+    """Reminder turns in idle Codex threads (:meth:`CodexHarness.push_reminders`)."""
+    harness = app.harnesses.get("codex")
+    if due.harness != "codex" or harness is None:
+        return None
+    return harness.push_reminders(due)  # type: ignore[no-any-return, attr-defined]
 
 
 @hookimpl

@@ -1,6 +1,6 @@
 """Background delivery and reminder turns against a scripted app-server: only over an open
 connection, only to threads seen idle, queued mail aged 5 s to 1 h, one turn per thread per
-pass, each reminder number claimed once."""
+pass; reminder turns through the core's reminder sweep, each reminder number claimed once."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from agent_link_codex import harness as harness_mod
+from agent_link_core import reminders
 from agent_link_core.app import App
 from agent_link_core.mailbox import OutgoingMessage, new_message_id
 from agent_link_core.model import Caller
@@ -64,10 +65,10 @@ def store(app: App, *, age_ms: int, delivered: bool = False, anticipation: str =
 async def test_background_never_connects_and_needs_a_thread_seen_idle(setup: Any, mini: Any) -> None:
     app, harness, turns = setup
     store(app, age_ms=60_000)
-    assert await harness.background_pass(app) == {"pushed": 0, "reminded": 0, "rechecked": 0}
+    assert await harness.background_pass(app) == {"pushed": 0, "rechecked": 0}
     assert mini.requests == []  # no connection was opened for it
     await harness.service.connect(spawn=False)
-    assert await harness.background_pass(app) == {"pushed": 0, "reminded": 0, "rechecked": 0}  # not seen idle yet
+    assert await harness.background_pass(app) == {"pushed": 0, "rechecked": 0}  # not seen idle yet
     assert turns == []
 
 
@@ -93,12 +94,13 @@ async def test_queued_mail_by_age_then_reminders(setup: Any, mini: Any) -> None:
     with app.store.write() as conn:
         conn.execute("UPDATE messages SET first_delivered_at = first_delivered_at - 60000, delivered_at = delivered_at - 60000 WHERE id = ?",
                      (second,))
-    counts = await harness.background_pass(app)
-    assert counts["reminded"] == 1 and counts["pushed"] == 0
+    assert (await harness.background_pass(app))["pushed"] == 0
+    assert await reminders.sweep(app) == 1
     reminder = turns[-1]
     assert reminder["turnTrigger"] == "agent-link-reminder" and "clientUserMessageId" not in reminder
     assert "reminder 1 of 3" in reminder["input"][0]["text"] and "queued body" not in reminder["input"][0]["text"]
-    assert (await harness.background_pass(app))["reminded"] == 0
+    assert app.mailbox.state(app.mailbox.get_row(second)).reminder_count == 1
+    assert await reminders.sweep(app) == 0
 
 
 async def test_reminder_turns_can_be_switched_off(setup: Any, mini: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -109,8 +111,18 @@ async def test_reminder_turns_can_be_switched_off(setup: Any, mini: Any, monkeyp
     await harness.service.connect(spawn=False)
     await mini.notify("thread/status/changed", {"threadId": TID, "status": {"type": "idle"}})
     await asyncio.sleep(0.1)
-    assert await harness.background_pass(app) == {"pushed": 0, "reminded": 0, "rechecked": 0}
+    assert await harness.background_pass(app) == {"pushed": 0, "rechecked": 0}
+    assert await reminders.sweep(app) == 0
     assert turns == []
+
+
+async def test_reminder_turns_only_in_threads_seen_idle(setup: Any, mini: Any) -> None:
+    app, harness, turns = setup
+    mid = store(app, age_ms=120_000, delivered=True)
+    assert await reminders.sweep(app) == 0  # no open connection: never connects for a reminder
+    await harness.service.connect(spawn=False)
+    assert await reminders.sweep(app) == 0  # connected, but the thread was never seen idle
+    assert turns == [] and app.mailbox.state(app.mailbox.get_row(mid)).reminder_count == 0
 
 
 async def test_granted_overrides_travel_with_queued_mail(setup: Any, mini: Any) -> None:

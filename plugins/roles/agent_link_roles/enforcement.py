@@ -13,7 +13,9 @@ else ``off``. An unreadable table counts as no table, so enforcement fails open.
 * ``enforce``: refused with ``permission_denied`` (reason ``role_address_required``) before
   anything is stored.
 
-Replies, and messages with a role-less session on either end, are never checked. Holding a
+Replies, and messages with a role-less session on either end, are never checked, nor are sends
+made by the project orchestrator tools (:data:`ROLE_ADDRESSED_TOOLS`): they pick the
+orchestrator by role, binding or search themselves and count as role-addressed. Holding a
 role gives nobody extra rights: this only keeps coordination traffic on role addresses.
 """
 
@@ -29,6 +31,9 @@ from agent_link_roles.table import TABLE_FILE, RoleTable
 
 ENV_NAME = "AGENT_LINK_ROLE_ENFORCEMENT"
 DIRECT_TAG = "direct-coordination"
+#: tools (``SendContext.tool``) whose sends count as role-addressed: the projects plugin's
+#: messages to a project's orchestrator
+ROLE_ADDRESSED_TOOLS = frozenset({"message_project_orchestrator", "return_project_work_result"})
 
 
 def enforcement_mode(config: Config, table: RoleTable | None) -> dict[str, Any]:
@@ -67,7 +72,7 @@ def check_send(message: OutgoingMessage, context: SendContext, table: RoleTable,
     :raises AgentLinkError: ``permission_denied`` (``reason: role_address_required``,
         ``recipientRoles``, ``replacement``) under enforce.
     """
-    if mode == "off" or context.is_reply or message.to.startswith("role:"):
+    if mode == "off" or context.is_reply or message.to.startswith("role:") or context.tool in ROLE_ADDRESSED_TOOLS:
         return []
     sender, recipient = message.sender.address, message.recipient
     if not (table.is_persistent(sender) and table.is_persistent(recipient)):

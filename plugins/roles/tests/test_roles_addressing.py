@@ -151,3 +151,29 @@ async def test_mode_comes_from_env_then_file_then_default(
     assert app.health()["sections"]["roles"]["enforcement"]["mode"] == expected
     out = await send(app, ALICE, "test:bob") if expected != "enforce" else None
     assert out is None or bool(out.warnings) == (expected == "warn")
+
+
+@pytest.mark.anyio
+async def test_the_replacement_tool_is_never_refused(make_app: Any, isolated_env: Path) -> None:
+    roles_file(isolated_env, {"router": {"address": "test:alice"}, "orchestrator": {"projects": {"/p/app": "test:bob"}}},
+               enforcement="enforce")
+    app = make_app()
+    with pytest.raises(AgentLinkError):
+        await app.send(caller=ALICE, to="test:bob", body="hi")
+    for tool in ("message_project_orchestrator", "return_project_work_result"):
+        outcome = await app.send(caller=ALICE, to="test:bob", body="hi", tool=tool)
+        assert outcome.created and outcome.warnings == []
+
+
+def test_project_orchestrator_api(make_app: Any, isolated_env: Path) -> None:
+    from agent_link_roles import api
+
+    roles_file(isolated_env, {"orchestrator": {"address": "test:alice", "projects": {"/p/app": "test:bob"}}})
+    app = make_app()
+    assert api.project_orchestrator(app, "/p/app") == "test:bob"
+    assert api.project_orchestrator(app, "/p//x/../app") == "test:bob"  # plain normalisation
+    assert api.project_orchestrator(app, "/p/app/sub") is None and api.project_orchestrator(app, "/p") is None
+    table_path(isolated_env).write_text("{broken")
+    with pytest.raises(AgentLinkError) as caught:
+        api.project_orchestrator(app, "/p/app")
+    assert caught.value.code == "state_io_error"

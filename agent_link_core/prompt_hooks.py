@@ -1,0 +1,150 @@
+"""Which module answers a host's prompt hooks, found without loading the plugins.
+
+A harness plugin declares its prompt-hook adapter through the
+``agent_link_register_prompt_hooks`` hook (a :class:`~agent_link_core.records.PromptHook`:
+harness name and module). ``agent-link hook <harness> <event>`` runs on every prompt, and
+scanning entry points and building the plugin manager costs tens of milliseconds, so the
+declarations are kept in a small registry file that the hook reads instead:
+``<state dir>/prompt-hooks/<environment key>.json``, one per Python environment (two
+installations sharing a state directory never read each other's registry).
+
+The registry is never trusted blindly. It records a fingerprint of what decides which
+plugins load: the interpreter prefix, ``AGENT_LINK_DISABLE_PLUGINS`` and, for every directory
+on ``sys.path``, its modification time (installing or removing a distribution adds or
+removes a ``*.dist-info`` folder in one of them). When the fingerprint differs, the hook
+rebuilds the registry through the plugin manager before it runs anything, so a removed or
+disabled plugin's adapter never runs, and a newly installed one is found.
+
+Imported by the hook fast path: standard modules only, annotations stay strings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import zlib
+
+TYPE_CHECKING = False  # keep typing out of the fast path
+if TYPE_CHECKING:
+    from typing import Any
+
+#: the registry file's format version; a file of another version is rebuilt
+FORMAT = 1
+#: a harness name (the address scheme): lower case, digits and hyphens
+HARNESS_RE = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
+#: a dotted, importable module path
+MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+def disabled_names(env: Any = None) -> list[str]:
+    """Plugin names in ``AGENT_LINK_DISABLE_PLUGINS`` (comma or space separated), sorted."""
+    raw = (os.environ if env is None else env).get("AGENT_LINK_DISABLE_PLUGINS", "")
+    return sorted({part for part in raw.replace(",", " ").split() if part})
+
+
+def registry_path(state_dir: str) -> str:
+    """The registry file of this Python environment inside ``state_dir``."""
+    key = f"{zlib.crc32(sys.prefix.encode('utf-8', 'surrogateescape')):08x}"
+    return os.path.join(state_dir, "prompt-hooks", f"{key}.json")
+
+
+def fingerprint(disabled: list[str]) -> list[Any]:
+    """What decides which plugins load, as JSON-comparable lists (see the module doc).
+
+    The first entry is left out when it is the current directory (``python -c`` / ``-m`` put
+    it there): hooks run from every project folder, and a plugin is not installed by being
+    the folder a host was started in.
+    """
+    entries = sys.path[1:] if sys.path and sys.path[0] in ("", os.getcwd()) else sys.path
+    dirs = []
+    for entry in entries:
+        try:
+            dirs.append([entry, os.stat(entry).st_mtime_ns])
+        except OSError:
+            dirs.append([entry, None])
+    return [FORMAT, sys.prefix, disabled, dirs]
+
+
+def adapter_module(state_dir: str, harness: str, env: Any = None) -> str | None:
+    """The module that answers ``harness``'s prompt hooks, or None when no loaded plugin has one.
+
+    :param state_dir: agent-link's state directory (the registry lives under it).
+    :param harness: the harness name from the command line.
+    :param env: the environment to read ``AGENT_LINK_DISABLE_PLUGINS`` from (default: process).
+    :raises Exception: whatever rebuilding the registry raises (the hook fails open).
+    """
+    disabled = disabled_names(env)
+    path = registry_path(state_dir)
+    current = fingerprint(disabled)
+    data = _read(path)
+    if data is None or data.get("fingerprint") != current:
+        data = rebuild(path, current, env)
+    entry = data.get("adapters", {}).get(harness)
+    if not isinstance(entry, dict) or entry.get("plugin") in disabled:
+        return None
+    module = entry.get("module")
+    return module if isinstance(module, str) and MODULE_RE.match(module) else None
+
+
+def rebuild(path: str, current: list[Any], env: Any = None) -> dict[str, Any]:
+    """Collect the adapters from the plugins that load now and write the registry.
+
+    :returns: the registry as written (also when the file could not be written: the hook
+        then rebuilds next time, which is slower but still right).
+    """
+    from agent_link_core.plugins import Hooks, build_plugin_manager
+
+    pm, _report = build_plugin_manager(env=dict(os.environ if env is None else env))
+    adapters = {
+        hook.harness: {"module": hook.module, "plugin": plugin}
+        for hook, plugin in Hooks(pm).prompt_hooks().values()
+    }
+    data = {"fingerprint": current, "adapters": adapters}
+    write(path, data)
+    return data
+
+
+def refresh(state_dir: str, hooks: Any, env: Any = None) -> None:
+    """Rewrite the registry from an already built plugin manager when it is stale.
+
+    Called when the MCP server starts, so the first prompt of a session does not pay for a
+    rebuild. ``hooks`` is the process's :class:`~agent_link_core.plugins.Hooks`.
+    """
+    path = registry_path(state_dir)
+    current = fingerprint(disabled_names(env))
+    data = _read(path)
+    if data is not None and data.get("fingerprint") == current:
+        return
+    adapters = {hook.harness: {"module": hook.module, "plugin": plugin} for hook, plugin in hooks.prompt_hooks().values()}
+    write(path, {"fingerprint": current, "adapters": adapters})
+
+
+def write(path: str, data: dict[str, Any]) -> bool:
+    """Write the registry atomically, private to the user; False when it cannot be written."""
+    from agent_link_core.store import ensure_private_dir
+
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        ensure_private_dir(os.path.dirname(path))
+        fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh)
+        os.replace(tmp, path)
+        return True
+    except Exception:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        return False
+
+
+def _read(path: str) -> dict[str, Any] | None:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None

@@ -1,0 +1,149 @@
+"""Reminders: the core decides what is due; harnesses decide how their host shows it.
+
+What is due for a session is the core's rule (:mod:`agent_link_core.mailbox`): delivered,
+unresolved ``reply``/``action`` mail gets reminder ``n + 1`` one interval after the later of
+first delivery and reminder ``n``, up to ``AGENT_LINK_REMINDER_LIMIT``. Every reminder number
+is claimed once across all processes (a UNIQUE row), so a reminder shown by a prompt hook is
+never shown again by a pushed reminder turn, and the other way round.
+
+Two ways a reminder reaches a session, both through a harness plugin:
+
+* the host's prompt hooks (``agent-link hook <harness> <event>``): the plugin's prompt-hook
+  adapter (``agent_link_register_prompt_hooks``) asks its
+  :class:`~agent_link_core.hook.HookContext` for the note and puts it where its host shows
+  hook output;
+* a push of its own (``agent_link_push_reminders``): every running MCP server sweeps the
+  mailbox (:func:`sweep`) and offers each session's :class:`DueReminders` to the plugins; the
+  harness that owns the address may show them (e.g. a turn in an idle thread) after
+  :meth:`DueReminders.claim` has won the numbers.
+
+Imported by the hook fast path: standard modules only, annotations stay strings.
+"""
+
+from __future__ import annotations
+
+from agent_link_core.envelope import reminder_notice
+
+TYPE_CHECKING = False  # keep typing out of the fast path
+if TYPE_CHECKING:
+    from typing import Any
+
+    from agent_link_core.mailbox import Mailbox
+
+#: how often a running MCP server offers due reminders to harnesses that push them, in ms
+SWEEP_INTERVAL_MS = 15_000
+
+
+class ClaimedReminders:
+    """Reminder numbers this process won and must now show.
+
+    :param address: the session address reminded (``<harness>:<id>``).
+    :param items: ``[(message id, reminder number n ≥ 1, sender address)]``, oldest first.
+    :param limit: the configured reminder limit (reminder ``n`` of ``limit``).
+    """
+
+    __slots__ = ("address", "items", "limit")
+
+    def __init__(self, address: str, items: list[tuple[str, int, str]], limit: int) -> None:
+        self.address = address
+        self.items = items
+        self.limit = limit
+
+    @property
+    def highest(self) -> int:
+        """The highest reminder number in the batch."""
+        return max(n for _, n, _ in self.items)
+
+    @property
+    def senders(self) -> list[str]:
+        """Distinct sender addresses, in order of first appearance."""
+        seen: list[str] = []
+        for _, _, sender in self.items:
+            if sender not in seen:
+                seen.append(sender)
+        return seen
+
+    def text(self) -> str:
+        """The core's reminder wording (never a message body): what a harness shows."""
+        return reminder_notice(len(self.items), self.senders, self.highest, self.limit)
+
+
+class DueReminders:
+    """The reminders due now for one session; nothing is claimed until :meth:`claim`.
+
+    :param mailbox: the :class:`~agent_link_core.mailbox.Mailbox` they were read from.
+    :param address: the session address (``<harness>:<id>``).
+    :param due: ``[(message row, MessageState)]`` from ``Mailbox.due_reminders``.
+    """
+
+    __slots__ = ("address", "due", "mailbox")
+
+    def __init__(self, mailbox: Mailbox, address: str, due: list[tuple[Any, Any]]) -> None:
+        self.mailbox = mailbox
+        self.address = address
+        self.due = due
+
+    @property
+    def harness(self) -> str:
+        """The address scheme, i.e. the name of the harness that owns the session."""
+        return self.address.split(":", 1)[0]
+
+    @property
+    def session_id(self) -> str:
+        """The session id within its harness (the address without its scheme)."""
+        return self.address.split(":", 1)[1]
+
+    @property
+    def message_ids(self) -> list[str]:
+        """Ids of the messages with a reminder due, oldest first."""
+        return [row["id"] for row, _ in self.due]
+
+    def claim(self, via: str) -> ClaimedReminders | None:
+        """Claim the next reminder number of each due message for this process.
+
+        :param via: how the reminder is shown (``<harness>-prompt-hook``, ``<harness>-turn``...),
+            recorded with the ``reminded`` event.
+        :returns: the numbers won (each claimed once across all processes), or None when
+            another process won them all; the caller must then show nothing.
+        """
+        items = []
+        for row, state in self.due:
+            n = state.reminder_count + 1
+            if self.mailbox.record_reminder(row["id"], n, via, self.address):
+                items.append((row["id"], n, row["from_addr"]))
+        if not items:
+            return None
+        return ClaimedReminders(self.address, items, self.mailbox.config.reminder_limit)
+
+
+def due_for(mailbox: Mailbox, address: str, now: int | None = None) -> DueReminders | None:
+    """The reminders due for ``address`` now, or None when none is due (nothing claimed)."""
+    due = mailbox.due_reminders(address, now)
+    return DueReminders(mailbox, address, due) if due else None
+
+
+async def sweep(app: Any) -> int:
+    """Offer every session's due reminders to the plugins that push reminders themselves.
+
+    :param app: the process's :class:`~agent_link_core.app.App`.
+    :returns: how many sessions a plugin reported as reminded.
+
+    Only sessions of a loaded harness are offered; a plugin that raises is logged and the
+    sweep goes on with the next session (a reminder it claimed stays claimed: it is shown
+    by no one else, exactly as a hook note that the host failed to display).
+    """
+    reminded = 0
+    for address in app.mailbox.reminder_recipients():
+        if address.split(":", 1)[0] not in app.harnesses:
+            continue
+        due = due_for(app.mailbox, address)
+        if due is None:
+            continue
+        try:
+            if await app.hooks.push_reminders(due):
+                reminded += 1
+        except Exception:
+            import logging  # not at module level: the hook fast path imports this module
+
+            logging.getLogger(__name__).exception("pushing reminders to %s failed", address)
+    return reminded

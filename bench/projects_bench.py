@@ -1,0 +1,65 @@
+"""Obligation classifier benchmark, called by bench/run.py (`make bench`).
+
+Prints precision and recall of ``agent_link_projects.obligations`` on the held-out part of its
+labelled corpus (``data/obligation_corpus.tsv``; the phrase table was tuned on the train part
+only), and on the train part for comparison. Target: both >= 0.95 on the held-out part.
+
+Speed: median time per sentence over the whole corpus (all sentences, :data:`ROUNDS` rounds),
+against a baseline measured in the same run: one compiled regular expression (the bare
+trigger words) searched over the same sentences. Target: well under 1 ms per sentence.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import time
+from importlib import resources
+
+ROUNDS = 21
+TRIGGERS = re.compile(r"\b(?:blocked|waiting|wait|callback|handoff|agent|thread|once|until)\b", re.IGNORECASE)
+
+
+def corpus() -> list[tuple[bool, str, str]]:
+    text = resources.files("agent_link_projects").joinpath("data/obligation_corpus.tsv").read_text(encoding="utf-8")
+    rows = [line.split("\t") for line in text.splitlines() if line and not line.startswith("#")]
+    return [(label == "1", split, sentence) for label, split, sentence in rows]
+
+
+def scores(rows: list[tuple[bool, str, str]], split: str) -> tuple[float, float, int]:
+    from agent_link_projects.obligations import has_obligation
+
+    part = [(label, has_obligation(s)) for label, sp, s in rows if sp == split]
+    tp = sum(1 for label, pred in part if label and pred)
+    fp = sum(1 for label, pred in part if pred and not label)
+    fn = sum(1 for label, pred in part if label and not pred)
+    return (tp / (tp + fp) if tp + fp else 0.0), (tp / (tp + fn) if tp + fn else 0.0), len(part)
+
+
+def per_sentence_us(fn: object, sentences: list[str]) -> float:
+    times = []
+    for _ in range(ROUNDS):
+        start = time.perf_counter()
+        for s in sentences:
+            fn(s)  # type: ignore[operator]
+        times.append((time.perf_counter() - start) / len(sentences) * 1e6)
+    return statistics.median(times)
+
+
+def bench_projects() -> None:
+    try:
+        from agent_link_projects.obligations import analyse
+    except ImportError:
+        print("obligation classifier: agent-link-projects is not installed; skipped")
+        return
+    rows = corpus()
+    for split in ("heldout", "train"):
+        precision, recall, n = scores(rows, split)
+        target = "both >= 0.95" if split == "heldout" else "(tuning data)"
+        print(f"{'obligation classifier, ' + split + ' (' + str(n) + ')':<44} precision {precision:5.3f}  recall {recall:5.3f}  target {target}")
+    sentences = [s for _, _, s in rows]
+    mine = per_sentence_us(analyse, sentences)
+    base = per_sentence_us(TRIGGERS.search, sentences)
+    ratio = mine / base if base else float("inf")
+    print(f"{'obligation analysis per sentence':<44} {mine:9.1f} us     baseline one regex     {base:9.1f} us     "
+          f"ratio {ratio:5.1f}  target well under 1000 us")

@@ -1,0 +1,180 @@
+"""Coordination obligations: does an agent's own text commit it to wait on, or be called back
+by, another agent, and has it registered a dependency handoff for that?
+
+**The analysis** is a weighted phrase table (:data:`PHRASES`): each pattern that matches adds
+its weight once; the text carries an obligation when the sum reaches :data:`THRESHOLD`.
+
+* an *agent reference* (another agent, worker, orchestrator, workstream, a peer session, a
+  Codex thread named by purpose or id, "the thread that owns ...") is the core signal; words
+  in their programming senses do not count: OS threads (main/UI/worker/background thread,
+  "another thread to ...", thread pools), "user agent", "agent config/binary/process",
+  "session cookie", an "orchestrator module/container";
+* *dependency* words (blocked on/by/until, waiting for/on, depends on, until, once, after,
+  pending, on hold, parked, need ... to) and *delivery* verbs of the other party (confirms,
+  publishes, ships, reports, finishes ...) add weight;
+* *callback* phrases addressed to the writer ("call me back", "ping me", "tell me", "owes me",
+  "reports back", a callback or handoff registered with a thread) weigh most;
+* programming context (functions, promises, sockets, locks, ports, packets, handlers) takes
+  weight away.
+
+So "callback" or "handoff" alone, or waiting for a build, never reaches the threshold. The
+labelled corpus ``data/obligation_corpus.tsv`` (train and held-out parts) measures it; ``make
+bench`` prints precision and recall on the held-out part.
+
+**Satisfaction** (:func:`matching_receipts`): only receipts tagged ``dependency-handoff``
+whose origin thread is the origin thread count. When the text names thread ids other than the
+origin's, the receipt's target must be one of them; otherwise it must carry
+``dependency:<slug(dependencyName)>``, or have the same origin turn, or be created at or after
+``since``; with none of those given nothing satisfies.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+THRESHOLD = 1.0
+#: a Codex thread id (UUID) or a hex id of 8+ characters right after "thread"
+UUID_RE = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.IGNORECASE)
+THREAD_ID_RE = re.compile(r"\bthread\s+(?:codex:)?([0-9a-f]{8,}(?:-[0-9a-f-]+)?)\b", re.IGNORECASE)
+SLUG_RE = re.compile(r"[^a-z0-9]+")
+
+_I = re.IGNORECASE
+_OS_THREAD = r"(?:main|ui|worker|background|render(?:ing)?|io|event|daemon|child|spawned|new|separate)"
+# "the docs thread", "the other Codex thread", "the thread that owns", "owner thread"; not an OS thread
+_AGENT_THREAD = (
+    r"(?:\bthread\s+(?:codex:)?[0-9a-f]{8,}"
+    r"|\b(?:codex|claude|orchestrator|owner|sibling|peer|other\s+codex)\s+thread\b"
+    r"|\bthread\s+(?:that|which|who)\s+owns\b"
+    r"|\b(?:the|a|its)\s+(?!" + _OS_THREAD + r"\b)[\w'-]+(?:\s+(?!" + _OS_THREAD + r"\b)[\w'-]+)?\s+thread\b(?!\s+(?:pool|dump|safety|title|id|local|count|stack))"
+    r")"
+)
+_AGENT_NOUN = (
+    r"(?:(?<!user\s)\bagents?\b(?!\s+(?:config|binary|field|process|string|file|processes|class|loop)\b)"
+    r"|\borchestrator\b(?!\s+(?:module|container|service|node|job)s?\b)"
+    r"|\bworkstreams?\b|\bteammates?\b"
+    r"|\bworkers?\b(?!\s+(?:thread|threads|pool|process|processes|node|nodes)\b)"
+    r"|\b(?:claude|codex|other|peer|infrastructure|network\s+team's|\w+\s+team's)\s+session\b"
+    r"|\bowner\s+of\s+the\b|\bagent\s+(?:that|which|owning)\b"
+    r")"
+)
+
+
+@dataclass(frozen=True)
+class Phrase:
+    """One row of the phrase table: a name, a lower-case pattern, a weight, and its kind
+    (``agent``, ``dependency``, ``delivery``, ``callback``, ``self``, ``code``)."""
+
+    name: str
+    pattern: re.Pattern[str]
+    weight: float
+    kind: str
+
+
+def _p(name: str, pattern: str, weight: float, kind: str) -> Phrase:
+    # patterns are lower case and run on lower-cased text (faster than re.IGNORECASE)
+    return Phrase(name, re.compile(pattern), weight, kind)
+
+
+PHRASES: tuple[Phrase, ...] = (
+    # who: another agent (the core signal)
+    _p("agent-thread", _AGENT_THREAD, 0.55, "agent"),
+    _p("agent-noun", _AGENT_NOUN, 0.55, "agent"),
+    _p("thread-id", UUID_RE.pattern, 0.3, "agent"),
+    _p("coordinating-with", r"\bcoordinat(?:e|es|ing)\s+with\b", 0.45, "agent"),
+    # waiting / dependency
+    _p("blocked-on", r"\bblocked(?:\s+(?:on|by|until)|:)", 0.45, "dependency"),
+    _p("waiting-for", r"\b(?:wait|waiting|waits)\s+(?:for|on|until)\b", 0.3, "dependency"),
+    _p("depends-on", r"\b(?:depends?|depending|dependent|relying|rely)\s+on\b|\bdependency:", 0.3, "dependency"),
+    _p("until-once-after", r"\b(?:until|once|as soon as|after|when)\b", 0.25, "dependency"),
+    _p("pending-hold", r"\bpending\b|\bon hold\b|\bhold(?:ing)?\s+(?:off|the)\b|\bhold:|\bparked\b|\bpaused\b", 0.3, "dependency"),
+    _p("needs-first", r"\b(?:need|needs|have to|has to|must)\b.{0,60}\b(?:before|first|to)\b", 0.2, "dependency"),
+    _p("cannot-until", r"\b(?:can't|cannot|can only|won't|not yet|hasn't|haven't|isn't)\b", 0.15, "dependency"),
+    _p("expecting", r"\b(?:expecting|still needs?|still has to|still owes)\b", 0.25, "dependency"),
+    # what the other side delivers
+    _p("delivers", r"\b(?:confirms?|publish(?:es|ed)?|ships?|shipped|lands?|reports?|finish(?:es|ed)?|exposes?|exposing|deliver(?:s|ing)?|"
+                   r"decides?|approves?|signs? off|merges?|answers?|returns?|says|provisions?|re-runs?|re-creates?|upgrades?|adds?|done|ready)\b", 0.2, "delivery"),
+    # back to me
+    _p("call-me-back", r"\b(?:call|calls|ping|pings|message|messages|tell|tells|notify|notifies)\s+me\b|\bcall(?:s)?\s+me\s+back\b|\bget back to me\b", 0.5, "callback"),
+    _p("owes-me", r"\bowes\s+me\b|\bhand(?:s)?\s+(?:me|back|over)\b|\bsend(?:s)?\s+(?:me|over)\b", 0.45, "callback"),
+    _p("reports-back", r"\b(?:report|reports|reporting)\s+back\b|\breply\s+from\b|\bits answer\b|\bits result\b", 0.45, "callback"),
+    _p("callback-with-thread", r"\b(?:callback|handoff)\s+(?:with|from|to|so)\b", 0.45, "callback"),
+    _p("check-back", r"\b(?:check|checks)\s+(?:back|in)\s+with\b|\bfollow up with\b|\bknow i'm waiting\b", 0.35, "callback"),
+    # the writer commits
+    _p("self", r"\b(?:i|i'm|i'll|i'd|i've|my|me|we|we're|we'll)\b", 0.15, "self"),
+    _p("next-step", r"^(?:next( step)?:?|next I|the rest|the remaining|this step|this can't|not done yet|not yet possible)", 0.15, "self"),
+    # programming senses take weight away
+    _p("code-context", r"\b(?:function|promise|socket|mutex|lock|handlers|event loop|http|firewall|port \d+|packets?|onclick|"
+                       r"condition variable|process exits|buffer|probe|kubernetes|containers?|graphviz|cookie|smtp)\b", -0.4, "code"),
+)
+_AGENT_KINDS = ("agent",)
+
+
+def slug(name: str) -> str:
+    """The tag form of a dependency name: lower case, runs of non-alphanumerics → ``-``,
+    trimmed of ``-``, at most 48 characters (``dependency`` when nothing is left)."""
+    return SLUG_RE.sub("-", name.lower()).strip("-")[:48].strip("-") or "dependency"
+
+
+def referenced_thread_ids(text: str) -> list[str]:
+    """Thread ids the text names: UUIDs anywhere, and hex ids of 8+ characters after "thread"."""
+    ids = [m.group(0).lower() for m in UUID_RE.finditer(text)]
+    ids += [m.group(1).lower() for m in THREAD_ID_RE.finditer(text)]
+    return list(dict.fromkeys(ids))
+
+
+def analyse(text: str) -> dict[str, Any]:
+    """The obligation analysis of ``text``.
+
+    :returns: ``{hasObligation, score, threshold, matchedPhraseCount, matchedPhrases (at most
+        10 names), referencedThreadIds, note}``. Without an agent reference the text never
+        carries an obligation, whatever else it says.
+    """
+    score = 0.0
+    matched: list[str] = []
+    agent = False
+    lowered = text.lower()
+    for phrase in PHRASES:
+        if phrase.pattern.search(lowered):
+            score += phrase.weight
+            matched.append(phrase.name)
+            agent = agent or phrase.kind in _AGENT_KINDS
+    score = round(score, 3)
+    has = agent and score >= THRESHOLD
+    note = ("commits to waiting on or hearing back from another agent" if has else
+            "no other agent is referenced" if not agent else "mentions another agent without a dependency on it")
+    return {"hasObligation": has, "score": score, "threshold": THRESHOLD, "matchedPhraseCount": len(matched),
+            "matchedPhrases": matched[:10], "referencedThreadIds": referenced_thread_ids(text), "note": note}
+
+
+def has_obligation(text: str) -> bool:
+    """True when :func:`analyse` finds an obligation in ``text``."""
+    return bool(analyse(text)["hasObligation"])
+
+
+def matching_receipts(receipts: list[dict[str, Any]], *, origin_thread_id: str, referenced_ids: list[str],
+                      dependency_name: str | None, origin_turn_id: str | None, since_iso_ms: int | None,
+                      created_ms: Any) -> list[dict[str, Any]]:
+    """The handoff receipts that satisfy an obligation (rules in the module docstring).
+
+    :param receipts: receipts as ``list_agent_link_receipts`` returns them.
+    :param referenced_ids: thread ids named by the text (the origin's own already removed).
+    :param since_iso_ms: ``since`` as epoch ms, or None.
+    :param created_ms: ``(receipt) -> epoch ms | None`` of a receipt's ``createdAt``.
+    """
+    wanted_tag = f"dependency:{slug(dependency_name)}" if dependency_name else None
+    out = []
+    for receipt in receipts:
+        tags = receipt.get("tags") or []
+        origin = receipt.get("origin") or {}
+        if "dependency-handoff" not in tags or origin.get("threadId") != origin_thread_id:
+            continue
+        if referenced_ids:
+            target = (receipt.get("target") or {}).get("id")
+            if isinstance(target, str) and target.lower() in referenced_ids:
+                out.append(receipt)
+            continue
+        if wanted_tag is not None and wanted_tag in tags or origin_turn_id is not None and origin.get("turnId") == origin_turn_id or since_iso_ms is not None and (created_ms(receipt) or -1) >= since_iso_ms:
+            out.append(receipt)
+    return out

@@ -1,0 +1,265 @@
+"""Reminders as extension points: the core decides what is due, a harness plugin pushes them
+(``agent_link_push_reminders``), prompt-hook adapters come from ``agent_link_register_prompt_hooks``
+through a registry that is rebuilt whenever the installed or disabled plugins change."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_link_core import hookimpl, prompt_hooks, reminders
+from agent_link_core.app import App
+from agent_link_core.errors import AgentLinkError
+from agent_link_core.harness import Harness
+from agent_link_core.hook import HookContext
+from agent_link_core.mailbox import OutgoingMessage, new_message_id
+from agent_link_core.model import Caller
+from agent_link_core.records import PromptHook
+
+from agent_link_testing.dists import install_dist
+
+ALICE = Caller("test:alice", "config", "test")
+PLUGIN = """
+from agent_link_core import hookimpl
+from agent_link_core.records import PromptHook
+
+
+@hookimpl
+def agent_link_register_prompt_hooks(register):
+    register(PromptHook("test-host", "agent_link_testhost.hook"))
+"""
+ADAPTER = """
+def handle(event, payload, ctx):
+    note = ctx.pending_note(payload.get("address", ""))
+    return {"context": note} if note else None
+"""
+
+
+def install_plugin(site: Path) -> Path:
+    return install_dist(site, "agent_link_testhost", {"plugin.py": PLUGIN, "hook.py": ADAPTER},
+                        entry_name="test-host", entry_module="agent_link_testhost.plugin")
+
+
+def run_hook(site: Path, host: str, event: str, payload: dict[str, Any], extra_env: dict[str, str] | None = None) -> Any:
+    env = dict(os.environ, PYTHONPATH=str(site), **(extra_env or {}))
+    return subprocess.run([sys.executable, "-m", "agent_link_core", "hook", host, event], input=json.dumps(payload),
+                          capture_output=True, text=True, env=env, timeout=60, check=False)
+
+
+TARGET = "fake-host:s1"
+
+
+class FakeHostHarness(Harness):
+    name = "fake-host"
+
+
+class Pusher:
+    """A harness plugin that pushes reminders for ``fake-host`` sessions when ``idle``."""
+
+    def __init__(self) -> None:
+        self.idle = True
+        self.shown: list[str] = []
+
+    @hookimpl
+    def agent_link_register_harnesses(self, register: Any) -> None:
+        register(FakeHostHarness())
+
+    @hookimpl
+    def agent_link_push_reminders(self, due: reminders.DueReminders, app: App) -> Any:
+        if due.harness != "fake-host":
+            return None
+
+        async def push() -> bool:
+            if not self.idle:  # checked before claiming: an unclaimed reminder stays due
+                return False
+            claimed = due.claim("fake-host-push")
+            if claimed is None:
+                return False
+            self.shown.append(claimed.text())
+            return True
+
+        return push()
+
+
+@pytest.fixture
+def pusher(isolated_env: Path) -> Iterator[tuple[App, Pusher]]:
+    plugin = Pusher()
+    app = App.create(env={**os.environ, "AGENT_LINK_DISABLE_PLUGINS": "codex claude roles receipts"}, extra_plugins=(plugin,))
+    try:
+        yield app, plugin
+    finally:
+        asyncio.run(app.aclose())
+
+
+def delivered(app: App, to: str = TARGET, anticipation: str = "reply", ago_ms: int = 31_000) -> str:
+    row, _ = app.mailbox.store_message(OutgoingMessage(new_message_id(), ALICE, to, to, "SECRET BODY", anticipation, None, None))
+    app.mailbox.mark_delivered(row["id"], "test-push")
+    with app.store.write() as conn:  # delivered long enough ago for reminder 1 to be due
+        conn.execute("UPDATE messages SET first_delivered_at = first_delivered_at - ?, delivered_at = delivered_at - ? WHERE id = ?",
+                     (ago_ms, ago_ms, row["id"]))
+    return row["id"]
+
+
+def test_sweep_offers_due_reminders_to_the_owning_harness_once(pusher: tuple[App, Pusher]) -> None:
+    app, plugin = pusher
+    mid = delivered(app)
+    delivered(app, anticipation="fyi")  # fyi mail is never reminded
+    assert asyncio.run(reminders.sweep(app)) == 1
+    assert len(plugin.shown) == 1
+    text = plugin.shown[0]
+    assert "reminder 1 of 3" in text and "test:alice" in text and "SECRET BODY" not in text
+    assert app.mailbox.state(app.mailbox.get_row(mid)).reminder_count == 1
+    assert asyncio.run(reminders.sweep(app)) == 0  # reminder 2 is not due for another interval
+
+
+def test_a_harness_that_cannot_show_it_leaves_the_reminder_due(pusher: tuple[App, Pusher]) -> None:
+    app, plugin = pusher
+    mid = delivered(app)
+    plugin.idle = False
+    assert asyncio.run(reminders.sweep(app)) == 0
+    assert app.mailbox.state(app.mailbox.get_row(mid)).reminder_count == 0
+    # ... so the host's prompt hook shows it, and the push path then finds nothing left
+    note = HookContext(app.config).due_reminder_note(TARGET, "fake-host-prompt-hook")
+    assert note and "reminder 1 of 3" in note
+    plugin.idle = True
+    assert asyncio.run(reminders.sweep(app)) == 0 and plugin.shown == []
+
+
+def test_sessions_of_unloaded_harnesses_and_raising_plugins(pusher: tuple[App, Pusher], caplog: pytest.LogCaptureFixture) -> None:
+    app, _ = pusher
+    delivered(app, to="nobody-here:x")  # no harness owns it: never offered
+    delivered(app)
+
+    def broken(due: Any) -> bool:
+        raise RuntimeError("plugin bug")
+
+    app.hooks.push_reminders = broken  # type: ignore[method-assign, assignment]
+    assert asyncio.run(reminders.sweep(app)) == 0
+    assert "plugin bug" in caplog.text
+
+
+def test_claim_is_exactly_once_across_processes(pusher: tuple[App, Pusher]) -> None:
+    app, _ = pusher
+    mid = delivered(app)
+    first = reminders.due_for(app.mailbox, TARGET)
+    second = reminders.due_for(app.mailbox, TARGET)
+    assert first is not None and second is not None and first.message_ids == [mid]
+    won = first.claim("a")
+    assert won is not None and won.items == [(mid, 1, "test:alice")] and won.highest == 1
+    assert second.claim("b") is None
+    assert first.session_id == "s1" and first.harness == "fake-host"
+
+
+# -- the prompt-hook registry ---------------------------------------------------------------
+
+def test_registration_is_validated_and_names_the_plugin(isolated_env: Path) -> None:
+    class Bad:
+        @hookimpl
+        def agent_link_register_prompt_hooks(self, register: Any) -> None:
+            register(PromptHook("Bad_Name", "x.hook"))
+
+    app = App.create(env={**os.environ, "AGENT_LINK_DISABLE_PLUGINS": "codex claude roles receipts"}, extra_plugins=(Bad(),))
+    try:
+        with pytest.raises(AgentLinkError) as err:
+            app.hooks.prompt_hooks()
+        assert "Bad_Name" in err.value.message and err.value.details["plugin"]
+    finally:
+        asyncio.run(app.aclose())
+
+
+def test_installed_plugins_adapters_are_registered(isolated_env: Path) -> None:
+    app = App.create()
+    try:
+        found = {name: (hook.module, plugin) for name, (hook, plugin) in app.hooks.prompt_hooks().items()}
+    finally:
+        asyncio.run(app.aclose())
+    assert found["codex"] == ("agent_link_codex.hook", "codex")
+    assert found["claude"] == ("agent_link_claude.hook", "claude")
+
+
+def seed_mail(to: str = "test:bob") -> None:
+    app = App.create(env={**os.environ, "AGENT_LINK_DISABLE_PLUGINS": "codex claude roles receipts"})
+    try:
+        app.mailbox.store_message(OutgoingMessage(new_message_id(), ALICE, to, to, "SECRET BODY", "reply", None, None))
+    finally:
+        asyncio.run(app.aclose())
+
+
+def registry_of(state: Path) -> dict[str, Any]:
+    files = list((state / "prompt-hooks").glob("*.json"))
+    assert len(files) == 1
+    return dict(json.loads(files[0].read_text()))
+
+
+def test_a_removed_plugin_never_runs_from_a_stale_registry(tmp_path: Path, isolated_env: Path) -> None:
+    site = tmp_path / "site"
+    dist = install_plugin(site)
+    seed_mail()
+    first = run_hook(site, "test-host", "Prompt", {"address": "test:bob"})
+    assert "context" in json.loads(first.stdout)
+    assert "test-host" in registry_of(isolated_env)["adapters"]
+    shutil.rmtree(dist)  # uninstalled as pip does; the module files themselves are left behind
+    second = run_hook(site, "test-host", "Prompt", {"address": "test:bob"})
+    assert second.returncode == 0 and second.stdout == ""
+    assert "test-host" not in registry_of(isolated_env)["adapters"]
+
+
+def test_a_plugin_installed_later_is_found(tmp_path: Path, isolated_env: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    seed_mail()
+    assert run_hook(site, "test-host", "Prompt", {"address": "test:bob"}).stdout == ""
+    install_plugin(site)
+    assert "context" in json.loads(run_hook(site, "test-host", "Prompt", {"address": "test:bob"}).stdout)
+
+
+def test_disabling_after_the_registry_was_built(tmp_path: Path, isolated_env: Path) -> None:
+    site = tmp_path / "site"
+    install_plugin(site)
+    seed_mail()
+    assert run_hook(site, "test-host", "Prompt", {"address": "test:bob"}).stdout
+    off = run_hook(site, "test-host", "Prompt", {"address": "test:bob"}, {"AGENT_LINK_DISABLE_PLUGINS": "test-host"})
+    assert off.stdout == ""
+    assert run_hook(site, "test-host", "Prompt", {"address": "test:bob"}).stdout  # and back on
+
+
+def test_registry_is_private_and_a_corrupt_one_is_rebuilt(tmp_path: Path, isolated_env: Path) -> None:
+    site = tmp_path / "site"
+    install_plugin(site)
+    seed_mail()
+    run_hook(site, "test-host", "Prompt", {"address": "test:bob"})
+    path = next((isolated_env / "prompt-hooks").glob("*.json"))
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    path.write_text("{not json")
+    assert run_hook(site, "test-host", "Prompt", {"address": "test:bob"}).stdout
+    assert "test-host" in registry_of(isolated_env)["adapters"]
+
+
+def test_the_server_refreshes_the_registry(isolated_env: Path) -> None:
+    isolated_env.mkdir(parents=True)
+    app = App.create()
+    try:
+        prompt_hooks.refresh(app.config.state_dir, app.hooks)
+    finally:
+        asyncio.run(app.aclose())
+    data = registry_of(isolated_env)
+    assert data["fingerprint"] == prompt_hooks.fingerprint(prompt_hooks.disabled_names())
+    assert data["adapters"]["codex"] == {"module": "agent_link_codex.hook", "plugin": "codex"}
+
+
+def test_each_python_environment_has_its_own_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "prefix", "/opt/env-a")
+    a = prompt_hooks.registry_path("/s")
+    monkeypatch.setattr(sys, "prefix", "/opt/env-b")
+    assert a.startswith("/s/prompt-hooks/") and a != prompt_hooks.registry_path("/s")
