@@ -13,6 +13,7 @@ import logging
 import os
 import signal
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import anyio
@@ -69,8 +70,22 @@ def to_call_result(result: Mapping[str, Any]) -> types.CallToolResult:
 
 def build_server(app: App) -> Server[Any]:
     """A low-level MCP server exposing every registered tool of ``app``."""
-    tools = app.hooks.tools()
-    definitions = [tool_definition(spec) for spec in tools.values()]
+    tools = dict(app.hooks.tools())
+    definitions = []
+    for spec in list(tools.values()):
+        try:
+            definitions.append(tool_definition(spec))
+        except Exception as exc:  # one bad tool never empties tools/list
+            plugin = app.hooks.owner("tool", spec.name) or "?"
+            app.hooks.boundary.fault(plugin, "agent_link_register_tools", f"tool {spec.name!r} cannot be listed: {exc}"[:300],
+                                     fix="Fix the tool's schemas and annotations.", disable=plugin != "?", exc=exc)
+            tools.pop(spec.name, None)
+    if any(p["disabled"] for p in app.hooks.problems()):
+        # A plugin left out while listing loses all its tools, not just the one that failed.
+        definitions = [d for d in definitions if d.name in app.hooks.tools()]
+        tools = {name: spec for name, spec in tools.items() if name in app.hooks.tools()}
+    for problem in app.hooks.problems():
+        log.warning("agent-link plugin problem: %s: %s: %s. %s", problem["plugin"], problem["hook"], problem["error"], problem["fix"])
 
     async def on_list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=definitions)
@@ -98,7 +113,7 @@ async def serve(app: App) -> None:
         async with stdio_server() as (read_stream, write_stream):
             await serve_streams(app, read_stream, write_stream)
         tg.cancel_scope.cancel()
-    with anyio.CancelScope(shield=True):  # stop what harnesses hold (child app-servers ...)
+    with anyio.CancelScope(shield=True):  # stop what harnesses hold (child processes ...)
         await app.aclose()
 
 
@@ -115,16 +130,15 @@ async def serve_streams(app: App, read_stream: Any, write_stream: Any) -> None:
     :param write_stream: the transport's outbound ``SessionMessage`` stream.
     """
     server = build_server(app)
-    capabilities: dict[str, dict[str, Any]] = {}
-    for harness in app.harnesses.values():
-        capabilities.update(harness.mcp_capabilities(app))
-    refuse_discover = any(harness.needs_handshake(app) for harness in app.harnesses.values())
+    capabilities = app.mcp_capabilities()
+    refuse_discover = any(app.hooks.guard_harness(harness, "needs_handshake", partial(harness.needs_handshake, app), False)
+                          for harness in list(app.harnesses.values()))
     link = LinkStreams(read_stream, write_stream, refuse_discover=refuse_discover)
     app.mcp_peer = link.peer
     async with anyio.create_task_group() as tg:
         tg.start_soon(_reminder_loop, app)
         for plugin, task in app.hooks.server_tasks():
-            tg.start_soon(_guarded_task, plugin, task)
+            tg.start_soon(_guarded_task, plugin, task, app)
         for harness in app.harnesses.values():
             tg.start_soon(_guarded, harness, app, link.peer)
         await server.run(
@@ -188,16 +202,21 @@ async def _guarded(harness: Any, app: App, peer: McpPeer) -> None:
         await harness.serve(app, peer)
     except PeerGone:
         return
-    except Exception:
-        log.exception("harness %s background task failed", harness.name)
+    except Exception as exc:
+        plugin = app.hooks.owner("harness", harness.name) or f"harness {harness.name}"
+        app.hooks.boundary.fault(plugin, f"harness.{harness.name}.serve", f"{type(exc).__name__}: {exc}"[:300], exc=exc)
 
 
-async def _guarded_task(plugin: str, task: Any) -> None:
-    """A plugin's server task (``agent_link_server_tasks``) that fails is logged, never fatal."""
+async def _guarded_task(plugin: str, task: Any, app: App | None = None) -> None:
+    """A plugin's server task (``agent_link_server_tasks``) that fails is reported as that
+    plugin's problem (log, health), never fatal."""
     try:
         await task()
-    except Exception:
-        log.exception("background task of plugin %s failed", plugin)
+    except Exception as exc:
+        if app is None:
+            log.exception("background task of plugin %s failed", plugin)
+            return
+        app.hooks.boundary.fault(plugin, "agent_link_server_tasks", f"its task failed: {type(exc).__name__}: {exc}"[:300], exc=exc)
 
 
 def main() -> None:

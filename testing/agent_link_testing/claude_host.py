@@ -15,7 +15,8 @@ process gets the registry Node >= 22 first on ``PATH`` (:func:`agent_link_testin
 Ask :func:`agent_link_testing.hosts.claude_version` for the version under test; never name one.
 
 Facts this module relies on (verified on Claude Code 2.1.197 and 2.1.332 by
-``plugins/claude/tests/test_claude_realhost_smoke.py``; docs/claude-code-hosts.md):
+``plugins/claude/tests/test_claude_realhost_smoke.py``; docs/claude-code-hosts.md and
+docs/hosts/claude-code.md):
 
 * ``claude -p`` needs no login, onboarding or trust dialog; ``ANTHROPIC_BASE_URL`` +
   ``ANTHROPIC_API_KEY`` suffice.
@@ -545,7 +546,7 @@ class ClaudeHost:
 class ClaudeStream:
     """A ``claude -p`` process in stream-json mode: one JSON user turn per stdin line, JSON
     events on stdout (``system`` init, ``user``, ``assistant``, ``result`` ...). It stays up
-    while stdin is open (claude-code.md §2), which channel notifications need (§8).
+    while stdin is open (docs/hosts/claude-code.md §2), which channel notifications need (§8).
 
     ``events`` holds every parsed stdout line so far (thread-safe snapshot); ``stderr`` the
     text read so far. :meth:`close` ends stdin, waits up to ``timeout_s`` and then kills the

@@ -4,7 +4,7 @@ The host folder is the run's (:func:`agent_link_testing.hosts.hosts_dir`: ``host
 ``hosts/previous/`` or ``make test-latest``'s scratch folder); ask
 :func:`agent_link_testing.hosts.codex_version` for the version under test, never name one.
 
-Facts used (shared/reference/codex-app-server.md §1, §2, §4, §9):
+Facts used (docs/hosts/codex.md §1, §2, §4, §9):
 
 - the npm package ``@openai/codex`` only holds a Node launcher; the native binary lives in the
   per-platform optional dependency, ``@openai/codex-<os>-<arch>/vendor/<target>/bin/codex``,
