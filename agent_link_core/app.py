@@ -22,7 +22,7 @@ from agent_link_core.config import Config, load_config
 from agent_link_core.directory import gather_listings, providers_view, rank, session_view, split_address
 from agent_link_core.envelope import render_inbox
 from agent_link_core.errors import AgentLinkError, invalid_arguments
-from agent_link_core.harness import Delivery, Harness
+from agent_link_core.harness import Delivery, Harness, McpPeer
 from agent_link_core.mailbox import (
     Mailbox,
     check_body,
@@ -84,6 +84,8 @@ class App:
         # "reply:<message id>" / "from:<address>" -> waits running in this process, so push
         # loops can leave a message to the wait that is about to return it.
         self.waiting: dict[str, int] = {}
+        # the MCP client connection when this process is an MCP server (set by the server)
+        self.mcp_peer: McpPeer | None = None
         for harness in list(self.harnesses.values()):
             plugin = hooks.owner("harness", harness.name)
             if not hooks.guard_harness(harness, "attach", partial(_attach, harness, self), False) and plugin:
@@ -724,6 +726,8 @@ class App:
                 "warnings": list(self.config.warnings),
             },
             "harnesses": {name: self._harness_health(h) for name, h in list(self.harnesses.items())},
+            # the negotiated MCP revision and client; None outside an MCP server
+            "mcp": self.mcp_peer.view() if self.mcp_peer is not None else None,
             "sections": self.hooks.health_sections(),
         }
         self.hooks.tools()  # a refused tool is a plugin problem health must show

@@ -46,8 +46,10 @@ from agent_link_claude.channel import (
     PLUGIN_NAME,
     BridgeStatus,
     ChannelBridge,
+    GateState,
     GlobalConfigReader,
     active_bridges,
+    connection_gate,
     evaluate_gate,
 )
 from agent_link_claude.procs import command_line, parent_pid, same_process
@@ -248,17 +250,25 @@ class ClaudeHarness(Harness):
         self.channel_declared = self.channel_wanted(app)
         return {CAPABILITY: {}} if self.channel_declared else {}
 
+    def needs_handshake(self, app: App) -> bool:
+        """True while the channel is declared: Claude Code takes channel notifications only on a
+        connection opened with ``initialize`` (2.1.332 opens with ``server/discover`` and falls
+        back to ``initialize`` when the server refuses it)."""
+        return self.channel_declared
+
     async def serve(self, app: App, peer: McpPeer) -> None:
-        """Run the channel bridge for the connection (only when the capability was declared)."""
+        """Run the channel bridge from server start (only when the capability was declared);
+        it pushes once the connection can carry a channel notification (:func:`connection_gate`)."""
         if not self.channel_declared:
+            self.bridge.gate = GateState(False, "channel_disabled" if app.config.get("AGENT_LINK_DISABLE_CHANNEL")
+                                         else "channel_not_declared")
             return
         parent = parent_pid(os.getpid())
         argv = command_line(parent) if parent else None
         config = GlobalConfigReader(global_config_path(app.env))
-        client = peer.client_info.get("name")
 
-        def gate() -> Any:
-            return evaluate_gate(app.env, argv, config.read(), client)
+        def gate() -> GateState:
+            return connection_gate(peer) or evaluate_gate(app.env, argv, config.read(), peer.client_info.get("name"))
 
         def current() -> str | None:
             found = self.current_session_id(app.env)
@@ -279,12 +289,15 @@ class ClaudeHarness(Harness):
             beats, bridges = {"error": f"{type(exc).__name__}: {exc}"[:200]}, {}
         stats = self.index.stats
         cfg = self.index.config_dir
+        peer = self.app.mcp_peer if self.app is not None else None
         return {
             "configDir": cfg,
             "configDirExists": os.path.isdir(cfg),
             "plugin": {**plugin_status(cfg), "root": self.env.get("CLAUDE_PLUGIN_ROOT")},
             "channel": {
                 "declared": self.channel_declared,
+                # the revision Claude Code opened this server's connection with (None outside one)
+                "protocolVersion": peer.protocol_version if peer is not None else None,
                 "bridge": self.bridge.view(),
                 "activeBridges": sorted(bridges),
             },

@@ -27,6 +27,7 @@ import agent_link_claude
 from agent_link_core.app import App
 from agent_link_core.model import Caller
 from agent_link_testing.claude_host import ClaudeHost
+from agent_link_testing.hosts import claude_version, version_at_least
 from agent_link_testing.mcp_client import agent_link_mcp
 from agent_link_testing.messages_stub import MessagesStub, RecordedRequest, Reply
 
@@ -37,6 +38,8 @@ PLUGIN = "agent-link@agent-link"
 SERVER_RULE = "mcp__plugin_agent-link_agent-link"
 RUN_TIMEOUT_S = 90.0
 ALICE = Caller("test:alice", "config", "test")
+# the first release known to open MCP connections with server/discover (the 2026-07-28 revision)
+PROBES_DISCOVER_SINCE = "2.1.332"
 CHANNEL_FLAGS = {"cachedGrowthBookFeatures": {"tengu_harbor": True,
                                               "tengu_harbor_ledger": [{"marketplace": "agent-link", "plugin": "agent-link"}]}}
 
@@ -157,6 +160,13 @@ def test_installed_from_the_repository_root_health_names_the_session_and_the_cha
     mine = health["harnesses"]["claude"]
     assert mine["channel"]["declared"] is True
     assert mine["channel"]["bridge"]["gate"]["reason"] == "flag_cache_off:CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"
+    # the channel is wanted, so the connection runs the initialize handshake; a release that
+    # probes server/discover first was refused and fell back to it
+    mcp = health["mcp"]
+    assert mcp["era"] == "handshake" and mcp["initialized"] is True and mcp["protocolVersion"] != "2026-07-28"
+    assert mcp["client"] == {"name": "claude-code", "version": claude_version()}
+    assert mcp["discoverRefused"] is version_at_least(claude_version(), PROBES_DISCOVER_SINCE)
+    assert mine["channel"]["protocolVersion"] == mcp["protocolVersion"]
     # a directory marketplace runs the plugin from the source folder (the cache copy is unused)
     assert Path(mine["plugin"]["root"]).resolve() == REPO
 
@@ -337,3 +347,26 @@ def _wait(predicate: Any, timeout_s: float, what: str) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError(f"timed out waiting until {what}")
         time.sleep(0.2)
+
+
+def test_without_a_channel_the_server_speaks_the_revision_claude_code_opens_with(
+    installed: Any, stub: MessagesStub, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    # nothing needs the handshake: a release that probes server/discover gets the stateless
+    # revision, the tools work on it, and health says why the channel gate is closed
+    host = installed.host(stub=stub, env={"AGENT_LINK_DISABLE_CHANNEL": "1"})
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(host.config_dir))
+    cwd = project(tmp_path, "plain")
+    stub.enqueue(Reply.tool_use(tool("agent_link_health"), {}), "Healthy.")
+    done = host.run_p("how is agent-link?", cwd=cwd, timeout_s=RUN_TIMEOUT_S)
+    assert done.returncode == 0, done.stderr
+    health = tool_result(stub.main_requests[-1])
+    assert health["ok"] and health["address"] == f"claude:{host.session_of(done, cwd=cwd).session_id}"
+    mcp = health["mcp"]
+    if version_at_least(claude_version(), PROBES_DISCOVER_SINCE):
+        assert (mcp["era"], mcp["protocolVersion"], mcp["discoverRefused"]) == ("stateless", "2026-07-28", False)
+    else:
+        assert mcp["era"] == "handshake" and mcp["initialized"] is True
+    assert mcp["client"] == {"name": "claude-code", "version": claude_version()}
+    channel = health["harnesses"]["claude"]["channel"]
+    assert channel["declared"] is False and channel["bridge"]["gate"]["reason"] == "channel_disabled"
