@@ -22,6 +22,10 @@ if TYPE_CHECKING:  # pragma: no cover
 SETTINGS = (
     Setting("AGENT_LINK_DISABLE_CHANNEL", "flag", False,
             doc="do not declare the claude/channel capability: no live push into Claude Code sessions"),
+    Setting("AGENT_LINK_DISABLE_CLAUDE_INBOX", "flag", False,
+            doc="never push through a Claude Code session's own inbox socket (channels and hooks only)"),
+    Setting("AGENT_LINK_CLAUDE_INBOX_WAIT_MS", "int", 20000, minimum=0, maximum=600000,
+            doc="how long a sender waits (ms) for a Claude session's transcript to show a message pushed to its inbox"),
     Setting("AGENT_LINK_BIN", "str", None,
             doc="agent-link executable the Claude plugin's launcher (hooks/agent-link.sh) runs, as an absolute path"),
 )

@@ -6,7 +6,9 @@ is not mistaken for the session's process. On Linux that value is field 22 (``st
 ticks since boot) of ``/proc/<pid>/stat``, as a decimal string; elsewhere it is the output of
 ``ps -o lstart= -p <pid>`` run with ``LC_ALL=C TZ=UTC`` (read from the Claude Code 2.1.197 binary
 and checked against a live session on Linux). :func:`proc_start` computes the same value so the
-two can be compared.
+two can be compared. Process inspection goes through psutil; on Linux the tick count is
+recovered from psutil's start time (boot time + ticks / clock rate, both read by psutil from
+``/proc``), so it matches the host's value exactly.
 """
 
 from __future__ import annotations
@@ -15,8 +17,11 @@ import os
 import subprocess
 import sys
 
+import psutil
+
 PS_TIMEOUT_S = 1.0
 _LINUX = sys.platform.startswith("linux")
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if _LINUX else 100
 
 
 def _proc_stat_fields(pid: int) -> list[str] | None:
@@ -49,22 +54,17 @@ def proc_start(pid: int) -> str | None:
     if pid <= 0:
         return None
     if _LINUX:
-        fields = _proc_stat_fields(pid)
-        return fields[19] if fields is not None and len(fields) > 19 else None
+        try:
+            started = psutil.Process(pid).create_time()
+        except (psutil.Error, OSError):
+            return None
+        return str(round((started - psutil.boot_time()) * _CLOCK_TICKS))
     return _ps(pid, "lstart")
 
 
 def pid_alive(pid: int) -> bool:
     """True when a process with this pid exists (it may belong to another user)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return pid > 0 and psutil.pid_exists(pid)
 
 
 def same_process(pid: int, recorded_start: object) -> bool:
