@@ -43,6 +43,7 @@ PROBES_DISCOVER_SINCE = "2.1.332"
 # switches off Claude Code's own inbox socket (2.1.224+), for tests of the fallback paths
 # (channel, hook notes); with the socket, senders push through it (test_claude_native_realhost.py)
 NO_INBOX = {"CLAUDE_CODE_HARBOR_KITE": "0"}
+INBOX_SINCE = "2.1.224"
 CHANNEL_FLAGS = {"cachedGrowthBookFeatures": {"tengu_harbor": True,
                                               "tengu_harbor_ledger": [{"marketplace": "agent-link", "plugin": "agent-link"}]}}
 
@@ -162,7 +163,13 @@ def test_installed_from_the_repository_root_health_names_the_session_and_the_cha
     assert "claudecode/toolUseId" in meta and not any("session" in key.lower() for key in meta)
     mine = health["harnesses"]["claude"]
     assert mine["channel"]["declared"] is True
-    assert mine["channel"]["bridge"]["gate"]["reason"] == "flag_cache_off:CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"
+    if version_at_least(claude_version(), INBOX_SINCE):
+        # the session has its own inbox socket: senders push there, so the channel stays shut
+        assert mine["channel"]["bridge"]["gate"]["reason"] == "native_inbox"
+    else:
+        assert mine["channel"]["bridge"]["gate"]["reason"] == "flag_cache_off:CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"
+    [path] = [p for p in mine["sessions"] if p["sessionId"] == sid]
+    assert path["delivery"] == ("native-inbox" if version_at_least(claude_version(), INBOX_SINCE) else "hook-only"), path
     # the channel is wanted, so the connection runs the initialize handshake; a release that
     # probes server/discover first was refused and fell back to it
     mcp = health["mcp"]
