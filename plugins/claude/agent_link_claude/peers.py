@@ -38,7 +38,7 @@ from typing import Any
 from agent_link_claude.procs import proc_start, same_process
 
 NAME_RE = re.compile(r"[^a-z0-9-]+")
-WRAPPER_RE = re.compile(r"^<cross-session-message [^>]*>\n?(.*?)\n?</cross-session-message>\s*$", re.S)
+WRAPPER_RE = re.compile(r"^<cross-session-message [^>]*>\n?(.*?)\n?</cross-session-message>\s*$", re.DOTALL)
 MAX_LINE = 1024 * 1024
 
 
@@ -187,11 +187,38 @@ class PeerPublisher:
         self.on_rejected = on_rejected
         self.proxies: dict[str, tuple[subprocess.Popen[str], str]] = {}
 
+    def sweep(self) -> int:
+        """Remove records (and key files) that agent-link proxies left when they were killed
+        outright; returns how many. Records of other programs are never touched."""
+        directory = os.path.join(self.config_dir, "sessions")
+        removed = 0
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            return 0
+        for entry in names:
+            if not entry.endswith(".json"):
+                continue
+            try:
+                with open(os.path.join(directory, entry), encoding="utf-8") as f:
+                    record = json.load(f)
+            except (OSError, ValueError):
+                continue
+            pid = record.get("pid") if isinstance(record, dict) else None
+            if record.get("entrypoint") != "agent-link" or not isinstance(pid, int) or same_process(pid, record.get("procStart")):
+                continue
+            for leftover in [entry, *(n for n in names if n.startswith(f"{pid}.") and n.endswith(".key"))]:
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(directory, leftover))
+            removed += 1
+        return removed
+
     def publish(self, address: str, name: str, cwd: str | None = None, timeout_s: float = 30.0) -> str:
         """Start the proxy for ``address`` under ``name``; returns its socket path.
 
         :raises RuntimeError: the proxy did not come up within ``timeout_s`` seconds.
         """
+        self.sweep()
         proc = subprocess.Popen(
             [sys.executable, "-m", "agent_link_claude.peers", self.config_dir, name, cwd or os.getcwd()],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
