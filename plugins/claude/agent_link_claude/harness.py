@@ -227,6 +227,7 @@ class ClaudeHarness(Harness):
         """
         ident = message["recipient"].split(":", 1)[1]
         preference = options.get("deliveryPreference", "auto")
+        self.confirm_late()
         session = await self.get_session(ident)
         claude_meta = (message.get("metadata") or {}).get("claude")
         mailbox_only = preference == "mailbox" or (isinstance(claude_meta, dict) and claude_meta.get("push") is False)
@@ -250,6 +251,26 @@ class ClaudeHarness(Harness):
                 "details": {"state": state},
             })
         return Delivery(state=state, warnings=warnings)
+
+    def confirm_late(self, limit: int = 50) -> int:
+        """Mark delivered the messages pushed to an inbox socket whose transcript shows them
+        only now (their send reported ``unknown``); returns how many. Cheap when there are none:
+        one query. Called at every send to a Claude session and by health."""
+        if self.app is None:
+            return 0
+        rows = self.app.store.conn.execute(
+            "SELECT m.id, m.recipient FROM messages m WHERE m.first_delivered_at IS NULL AND m.recipient LIKE 'claude:%'"
+            " AND (SELECT kind FROM message_events e WHERE e.message_id = m.id AND e.kind IN"
+            " ('delivery_unknown', 'delivery_settled', 'delivered', 'released') ORDER BY seq DESC LIMIT 1)"
+            " = 'delivery_unknown' ORDER BY m.sent_at DESC LIMIT ?", (limit,),
+        ).fetchall()
+        confirmed = 0
+        for row in rows:
+            sid = row["recipient"].split(":", 1)[1]
+            kind = native.transcript_shows(self.index.config_dir, sid, row["id"])
+            if kind is not None and self.app.mailbox.mark_delivered(row["id"], INBOX_VIA, {"transcript": kind, "late": True}):
+                confirmed += 1
+        return confirmed
 
     def inbox_enabled(self) -> bool:
         """False when ``AGENT_LINK_DISABLE_CLAUDE_INBOX`` is set."""
@@ -367,6 +388,10 @@ class ClaudeHarness(Harness):
         stats = self.index.stats
         cfg = self.index.config_dir
         sessions = self._session_paths(cfg, frozenset(bridges))
+        try:
+            late = self.confirm_late()
+        except Exception as exc:  # health must answer even with a broken database
+            late = f"{type(exc).__name__}: {exc}"[:200]
         peer = self.app.mcp_peer if self.app is not None else None
         return {
             "configDir": cfg,
@@ -381,6 +406,8 @@ class ClaudeHarness(Harness):
             },
             "hooks": {"lastRun": beats},
             "sessions": sessions,
+            # inbox pushes whose transcript evidence arrived after the send returned
+            "lateConfirmed": late,
             "index": {
                 "transcripts": stats.transcripts_seen, "transcriptsRead": stats.transcripts_read,
                 "cached": stats.cached, "live": stats.live, "sidecars": stats.sidecars, "lastScanMs": stats.last_scan_ms,

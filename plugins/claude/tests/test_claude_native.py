@@ -210,6 +210,18 @@ def test_no_evidence_within_the_wait_is_unknown_and_never_resent(app: App, sessi
         assert sum(f["type"] == "user" for f in inbox.frames) == 1
 
 
+def test_evidence_that_comes_after_the_wait_is_still_recorded(app: App, session: Any, fake_claude: Any) -> None:
+    with session("silent"):
+        mid = send(app).message["id"]
+    assert app.harnesses["claude"].health()["lateConfirmed"] == 0
+    transcript = fake_claude.config_dir() / "projects" / fake_claude.project_dir_name("/work/proj") / f"{S}.jsonl"
+    with transcript.open("a") as f:  # the busy session took it after its long tool call
+        f.write(json.dumps({"type": "user", "message": {"role": "user", "content": f"<agent-link-message id=\"{mid}\">"}}) + "\n")
+    assert app.harnesses["claude"].health()["lateConfirmed"] == 1
+    row = app.mailbox.get_row(mid)
+    assert row["delivered_via"] == "claude-inbox" and app.mailbox.push_outcome(mid) == "delivered"
+
+
 def test_a_dead_socket_falls_back_to_the_hooks(app: App, session: Any, socks: str) -> None:
     with session("silent") as inbox:
         inbox.close()  # the file stays, nobody listens
