@@ -20,6 +20,7 @@ import json
 import os
 import queue
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -134,7 +135,14 @@ def test_send_message_to_a_published_codex_thread_and_its_reply_comes_back(
             row = app.mailbox.get_row(sent["messageId"])
             assert (row["from_addr"], row["recipient"], row["delivered_via"]) == (f"claude:{sid}", codex_address, "codex-turn")
             assert app.mailbox.state(row).status == "replied"
-            [reply] = app.store.conn.execute("SELECT * FROM messages WHERE reply_to = ?", (sent["messageId"],)).fetchall()
+            # the Codex side's agent-link records the delivery once it sees the transcript line,
+            # which the model's request may overtake: give it a generous bound, then check
+            deadline = time.monotonic() + 60
+            while True:
+                [reply] = app.store.conn.execute("SELECT * FROM messages WHERE reply_to = ?", (sent["messageId"],)).fetchall()
+                if reply["delivered_via"] is not None or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
             assert (reply["from_addr"], reply["delivered_via"]) == (codex_address, "claude-inbox")
         finally:
             publisher.close()
