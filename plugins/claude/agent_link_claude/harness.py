@@ -388,6 +388,7 @@ class ClaudeHarness(Harness):
         stats = self.index.stats
         cfg = self.index.config_dir
         sessions = self._session_paths(cfg, frozenset(bridges))
+        late: int | str
         try:
             late = self.confirm_late()
         except Exception as exc:  # health must answer even with a broken database
