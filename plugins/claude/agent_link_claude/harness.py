@@ -254,7 +254,8 @@ class ClaudeHarness(Harness):
 
     def confirm_late(self, limit: int = 50) -> int:
         """Mark delivered the messages pushed to an inbox socket whose transcript shows them
-        only now (their send reported ``unknown``); returns how many. Cheap when there are none:
+        only now (their send reported ``unknown``, or ``held`` and someone approved it in the
+        session since); returns how many. Cheap when there are none:
         one query. Called at every send to a Claude session and by health."""
         if self.app is None:
             return 0
@@ -262,7 +263,8 @@ class ClaudeHarness(Harness):
             "SELECT m.id, m.recipient FROM messages m WHERE m.first_delivered_at IS NULL AND m.recipient LIKE 'claude:%'"
             " AND (SELECT kind FROM message_events e WHERE e.message_id = m.id AND e.kind IN"
             " ('delivery_unknown', 'delivery_settled', 'delivered', 'released') ORDER BY seq DESC LIMIT 1)"
-            " = 'delivery_unknown' ORDER BY m.sent_at DESC LIMIT ?", (limit,),
+            " = 'delivery_unknown' OR EXISTS (SELECT 1 FROM message_events h WHERE h.message_id = m.id"
+            " AND h.kind = 'inbox_held') ORDER BY m.sent_at DESC LIMIT ?", (limit,),
         ).fetchall()
         confirmed = 0
         for row in rows:

@@ -199,6 +199,11 @@ def test_a_held_receipt_is_reported_as_held_and_the_message_stays(app: App, sess
     assert app.mailbox.get_row(mid)["first_delivered_at"] is None
     kinds = [r["kind"] for r in app.store.conn.execute("SELECT kind FROM message_events WHERE message_id = ?", (mid,))]
     assert "inbox_held" in kinds
+    assert app.harnesses["claude"].health()["lateConfirmed"] == 0
+    with inbox.transcript.open("a") as f:  # approved in that session: the host gives it to the model
+        f.write(json.dumps({"type": "user", "message": {"role": "user", "content": f"id=\"{mid}\""}}) + "\n")
+    assert app.harnesses["claude"].health()["lateConfirmed"] == 1
+    assert app.mailbox.get_row(mid)["delivered_via"] == "claude-inbox"
 
 
 def test_no_evidence_within_the_wait_is_unknown_and_never_resent(app: App, session: Any) -> None:
