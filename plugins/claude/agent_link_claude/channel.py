@@ -76,7 +76,8 @@ class GateState:
     :param reason: ``open``, or why it is closed: ``channel_disabled``
         (``AGENT_LINK_DISABLE_CHANNEL``), ``channel_not_declared`` (not inside Claude Code), or
         the first condition that failed (``client_not_connected``,
-        ``stateless_protocol_revision``, ``client_not_claude_code``, ``flag_cache_off:<VAR>``, ``feature_flag_off``, ``print_mode_without_stream_input``,
+        ``stateless_protocol_revision``, ``native_inbox`` (the session has an inbox socket, which
+        senders push to), ``client_not_claude_code``, ``flag_cache_off:<VAR>``, ``feature_flag_off``, ``print_mode_without_stream_input``,
         ``not_listed``, ``server_entry_needs_development_flag``,
         ``development_flag_ignored_in_print_mode``, ``plugin_not_allowlisted``,
         ``no_parent_command_line``).

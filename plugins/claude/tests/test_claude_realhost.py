@@ -40,6 +40,10 @@ RUN_TIMEOUT_S = 90.0
 ALICE = Caller("test:alice", "config", "test")
 # the first release known to open MCP connections with server/discover (the 2026-07-28 revision)
 PROBES_DISCOVER_SINCE = "2.1.332"
+# switches off Claude Code's own inbox socket (2.1.224+), for tests of the fallback paths
+# (channel, hook notes); with the socket, senders push through it (test_claude_native_realhost.py)
+NO_INBOX = {"CLAUDE_CODE_HARBOR_KITE": "0"}
+INBOX_SINCE = "2.1.224"
 CHANNEL_FLAGS = {"cachedGrowthBookFeatures": {"tengu_harbor": True,
                                               "tengu_harbor_ledger": [{"marketplace": "agent-link", "plugin": "agent-link"}]}}
 
@@ -159,7 +163,13 @@ def test_installed_from_the_repository_root_health_names_the_session_and_the_cha
     assert "claudecode/toolUseId" in meta and not any("session" in key.lower() for key in meta)
     mine = health["harnesses"]["claude"]
     assert mine["channel"]["declared"] is True
-    assert mine["channel"]["bridge"]["gate"]["reason"] == "flag_cache_off:CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"
+    if version_at_least(claude_version(), INBOX_SINCE):
+        # the session has its own inbox socket: senders push there, so the channel stays shut
+        assert mine["channel"]["bridge"]["gate"]["reason"] == "native_inbox"
+    else:
+        assert mine["channel"]["bridge"]["gate"]["reason"] == "flag_cache_off:CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"
+    [path] = [p for p in mine["sessions"] if p["sessionId"] == sid]
+    assert path["delivery"] == ("native-inbox" if version_at_least(claude_version(), INBOX_SINCE) else "hook-only"), path
     # the channel is wanted, so the connection runs the initialize handshake; a release that
     # probes server/discover first was refused and fell back to it
     mcp = health["mcp"]
@@ -251,7 +261,7 @@ def test_after_clear_the_server_speaks_for_the_new_session(
     # the old id); the claude process rewrites its live-session file, which the server follows.
     cwd = project(tmp_path, "c")
     stub.enqueue("Before clear.", Reply.tool_use(tool("agent_link_health"), {}), "After clear.")
-    with claude.start_stream(cwd=cwd) as stream:
+    with claude.start_stream(cwd=cwd, env_extra=NO_INBOX) as stream:
         stream.send("hello")
         old = stream.wait_results(1, RUN_TIMEOUT_S)[0]["session_id"]
         stream.send("/clear")
@@ -291,7 +301,7 @@ def test_channel_push_reaches_a_running_session_as_a_new_turn(
     app = App.create()
     try:
         stub.enqueue("First turn done.", "Thanks, I saw the peer message.")
-        with host.start_stream(cwd=cwd, args=["--channels", f"plugin:{PLUGIN}"]) as stream:
+        with host.start_stream(cwd=cwd, args=["--channels", f"plugin:{PLUGIN}"], env_extra=NO_INBOX) as stream:
             stream.send("hello")
             [first] = stream.wait_results(1, RUN_TIMEOUT_S)
             sid = first["session_id"]
@@ -324,7 +334,7 @@ def test_without_the_channels_flag_nothing_is_pushed_and_the_prompt_note_says_so
     app = App.create()
     try:
         stub.enqueue("First turn done.", "Noted the waiting message.")
-        with host.start_stream(cwd=cwd) as stream:
+        with host.start_stream(cwd=cwd, env_extra=NO_INBOX) as stream:
             stream.send("hello")
             sid = stream.wait_results(1, RUN_TIMEOUT_S)[0]["session_id"]
             outcome = anyio.run(lambda: app.send(caller=ALICE, to=f"claude:{sid}", body="Build is red.", anticipation="fyi"))
