@@ -8,13 +8,15 @@ imported, :func:`start` puts this front between the wire and the full server:
 * two pipes take the place of fd 0 and fd 1, so the full server (and whichever stdio
   transport it uses) reads and writes them exactly as it would the wire;
 * a reader thread copies every line from the wire to the server's stdin pipe unchanged. While
-  doing so it answers ``initialize`` and the first ``tools/list`` itself when the answer cache
-  holds them (keyed by the installed distributions and the process's environment; written by
-  the full server, :mod:`agent_link_core.front_cache`). The server still sees these requests,
-  so its session opens exactly as without the front; its own answers to them are dropped;
-* a writer thread copies the server's output to the wire, and compares each dropped answer
-  with the one the front gave: a difference deletes the cache entry (the next start fills it
-  anew) and is logged.
+  doing so it answers ``initialize`` and a first-page ``tools/list`` itself when the answer
+  cache holds them for the revision the client speaks (the cache is keyed by the installed
+  distributions and the process's environment, :func:`cache_key`). The server still sees
+  these requests, so its session opens exactly as it would without the front;
+* a writer thread copies the server's output to the wire. The server's answers to requests
+  the front answered are dropped after being compared with the front's: a difference
+  replaces the cache with the server's answer (and is logged). The server's answers to
+  opening requests the front could not answer are passed on and learnt: the cache is filled
+  from what the full server itself said, per protocol revision, at no extra cost.
 
 Lines the front does not answer (anything but those two requests, lines it cannot parse,
 lines over :data:`MAX_PARSE_BYTES`) pass through untouched for the server's transport to
@@ -40,6 +42,7 @@ CACHE_FORMAT = 1
 MAX_PARSE_BYTES = 64 * 1024  # opening requests are small; longer lines are only forwarded
 CHUNK_BYTES = 1 << 20
 DRAIN_BOUND_S = 5.0  # how long exit waits for the writer thread to pass on the last output
+PROTOCOL_VERSION_META = "io.modelcontextprotocol/protocolVersion"  # the stateless revision's _meta key
 END_MARK = b"\x00agent-link-front-end\n"  # written by this process only, after the server ended
 
 _current: Front | None = None
@@ -144,21 +147,23 @@ class Front:
         self.cache_file = cache_file
         self.answers = answers
         self.revision: str | None = None
-        self.given: dict[str, dict[str, Any]] = {}  # request id (JSON text) -> the answer given
+        self.given: dict[str, tuple[str, dict[str, Any]]] = {}  # request id (JSON) -> (key, answer given)
+        self.wanted: dict[str, str] = {}  # request id (JSON) -> cache key the server's answer fills
+        self.learning = True
         self.answered = 0
         self.mismatches: list[str] = []
         self._lock = threading.Lock()
         self._drained = threading.Event()
 
-    @property
-    def needs_fill(self) -> bool:
-        """True when the server should probe its answers and store them (no usable cache)."""
-        return self.answers is None
-
-    def fill(self, answers: dict[str, Any]) -> None:
-        """Store the full server's answers for the next start (errors are logged)."""
+    def learn(self, key: str, answer: dict[str, Any], *, fresh: bool = False) -> None:
+        """Keep the server's ``answer`` under ``key`` for later starts; ``fresh`` drops every
+        other entry first (they came from a server that answered differently)."""
+        if not self.learning:
+            return
+        known = {} if fresh else (load_answers(self.cache_file) or {})
+        known[key] = answer
         try:
-            store_answers(self.cache_file, answers)
+            store_answers(self.cache_file, known)
         except OSError as exc:
             log.warning("could not write the MCP start-up cache %s: %s", self.cache_file, exc)
 
@@ -172,7 +177,7 @@ class Front:
                 line = self.wire_in.readline(CHUNK_BYTES)
                 if not line:
                     return
-                if not partial and len(line) <= MAX_PARSE_BYTES and line.endswith(b"\n") and self.answers is not None:
+                if not partial and len(line) <= MAX_PARSE_BYTES and line.endswith(b"\n"):
                     self._answer(line)
                 partial = not line.endswith(b"\n")
                 _write_all(self.server_in, line)
@@ -191,7 +196,7 @@ class Front:
                 line = self.server_out.readline()
                 if not line or line == END_MARK:
                     return
-                if self.given and not self._was_given(line):
+                if (self.given or self.wanted) and not self._pass_on(line):
                     continue
                 with self._lock:
                     self.wire_out.write(line)
@@ -208,59 +213,69 @@ class Front:
     # -- answering ---------------------------------------------------------------------------
 
     def _answer(self, line: bytes) -> None:
+        """Answer ``line`` from the cache when it is an opening request the cache holds; note
+        which cache key the server's answer fills when it is one the cache lacks."""
         try:
             message = json.loads(line)
         except ValueError:
             return
         if not isinstance(message, dict) or "id" not in message or not isinstance(message.get("method"), str):
             return
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
-        method, answers = message["method"], self.answers or {}
+        raw_params = message.get("params")
+        params: dict[str, Any] = raw_params if isinstance(raw_params, dict) else {}
+        method = message["method"]
         if method == "initialize":
             revision = params.get("protocolVersion")
-            answer = answers.get(f"initialize/{revision}") if isinstance(revision, str) else None
-            if answer is None:
+            if not isinstance(revision, str):
                 return
+            key = f"initialize/{revision}"
             self.revision = revision
         elif method == "tools/list" and "cursor" not in params:
             meta = params.get("_meta")
-            revision = meta.get("io.modelcontextprotocol/protocolVersion") if isinstance(meta, dict) else None
+            revision = meta.get(PROTOCOL_VERSION_META) if isinstance(meta, dict) else None
             revision = revision if isinstance(revision, str) else self.revision
-            answer = answers.get(f"tools/list/{revision}") if revision else None
-            if answer is None:
+            if revision is None:
                 return
+            key = f"tools/list/{revision}"
         else:
             return
         request_id = json.dumps(message["id"])
-        self.given[request_id] = answer
+        answer = (self.answers or {}).get(key)
+        if not isinstance(answer, dict):
+            self.wanted[request_id] = key
+            return
+        self.given[request_id] = (key, answer)
         data = {"jsonrpc": "2.0", "id": message["id"], **answer}
         with self._lock:
             self.wire_out.write(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n")
             self.wire_out.flush()
         self.answered += 1
 
-    def _was_given(self, line: bytes) -> bool:
-        """False when ``line`` is the server's answer to a request the front answered (it is
-        compared with the front's answer, then dropped)."""
+    def _pass_on(self, line: bytes) -> bool:
+        """Whether the server's ``line`` goes to the client: not when the front already gave
+        that answer (it is compared with the front's, then dropped); an answer the cache lacks
+        is learnt and passed on."""
         try:
             message = json.loads(line)
         except ValueError:
             return True
         if not isinstance(message, dict) or "method" in message or "id" not in message:
             return True
-        given = self.given.pop(json.dumps(message["id"]), None)
+        request_id = json.dumps(message["id"])
+        answer = {k: v for k, v in message.items() if k not in ("jsonrpc", "id")}
+        wanted = self.wanted.pop(request_id, None)
+        if wanted is not None:
+            self.learn(wanted, answer)
+            return True
+        given = self.given.pop(request_id, None)
         if given is None:
             return True
-        message.pop("jsonrpc", None)
-        message.pop("id", None)
-        if message != given:
-            self.mismatches.append(str(message.get("id")))
-            self.answers = None
-            log.warning("the MCP start-up cache differed from the server's answer; it is rebuilt next start")
-            try:
-                os.unlink(self.cache_file)
-            except OSError:
-                pass
+        key, front_answer = given
+        if answer != front_answer:
+            self.mismatches.append(key)
+            self.answers = None  # answer nothing more from a cache found wrong
+            log.warning("the MCP start-up cache's %s differed from the server's answer; relearnt", key)
+            self.learn(key, answer, fresh=True)
         return False
 
 
@@ -268,6 +283,13 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
+
+
+def stop_learning() -> None:
+    """Keep this process's answers out of the cache (the server runs in a degraded mode)."""
+    if _current is not None:
+        _current.learning = False
+        _current.answers = None
 
 
 def current() -> Front | None:

@@ -16,7 +16,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import anyio
-import anyio.to_thread
 import mcp_types as types
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
@@ -96,7 +95,6 @@ async def serve(app: App) -> None:
     """Serve MCP over stdio until stdin closes or SIGTERM/SIGINT/SIGHUP arrives."""
     async with anyio.create_task_group() as tg:
         tg.start_soon(_exit_on_signal, app)
-        tg.start_soon(_fill_front_cache, app)
         async with stdio_server() as (read_stream, write_stream):
             await serve_streams(app, read_stream, write_stream)
         tg.cancel_scope.cancel()
@@ -116,44 +114,21 @@ async def serve_streams(app: App, read_stream: Any, write_stream: Any) -> None:
     :param read_stream: the transport's inbound ``SessionMessage`` stream (MCP SDK shape).
     :param write_stream: the transport's outbound ``SessionMessage`` stream.
     """
-    server, options, refuse_discover = opening(app)
+    server = build_server(app)
+    capabilities: dict[str, dict[str, Any]] = {}
+    for harness in app.harnesses.values():
+        capabilities.update(harness.mcp_capabilities(app))
+    refuse_discover = any(harness.needs_handshake(app) for harness in app.harnesses.values())
     link = LinkStreams(read_stream, write_stream, refuse_discover=refuse_discover)
     app.mcp_peer = link.peer
     async with anyio.create_task_group() as tg:
         tg.start_soon(_reminder_loop, app)
         for harness in app.harnesses.values():
             tg.start_soon(_guarded, harness, app, link.peer)
-        await server.run(link.reader, link.writer, options)
+        await server.run(
+            link.reader, link.writer, server.create_initialization_options(experimental_capabilities=capabilities)
+        )
         tg.cancel_scope.cancel()
-
-
-def opening(app: App) -> tuple[Server[Any], Any, bool]:
-    """What a connection of ``app`` opens with: the SDK server, its initialization options
-    (with the harnesses' experimental capabilities) and whether ``server/discover`` is refused
-    (a harness needs the handshake). The one source for both :func:`serve_streams` and the
-    start-up answer cache (:mod:`agent_link_core.front_cache`)."""
-    server = build_server(app)
-    capabilities: dict[str, dict[str, Any]] = {}
-    for harness in app.harnesses.values():
-        capabilities.update(harness.mcp_capabilities(app))
-    refuse_discover = any(harness.needs_handshake(app) for harness in app.harnesses.values())
-    return server, server.create_initialization_options(experimental_capabilities=capabilities), refuse_discover
-
-
-async def _fill_front_cache(app: App) -> None:
-    """Give the start-up front (:mod:`agent_link_core.fastfront`) this server's opening answers
-    for the next start, when it had none."""
-    front = fastfront.current()
-    if front is None or not front.needs_fill:
-        return
-    from agent_link_core.front_cache import probe_answers
-
-    try:
-        answers = await probe_answers(app)
-    except Exception:  # only the next start's speed depends on it
-        log.exception("could not probe the MCP opening answers for the start-up cache")
-        return
-    await anyio.to_thread.run_sync(front.fill, answers)
 
 
 async def _reminder_loop(app: App) -> None:
@@ -221,6 +196,7 @@ def main() -> None:
         app = App.create()
     except AgentLinkError as exc:
         log.error("agent-link cannot start: %s", exc.message)
+        fastfront.stop_learning()  # these answers are not the ones a working server gives
         anyio.run(serve_unavailable, exc)
         fastfront.finish()
         return
