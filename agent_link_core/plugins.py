@@ -135,6 +135,11 @@ class Hooks:
         """All registered MCP tools by name."""
         return self._unique("tool", self._collect("agent_link_register_tools"))
 
+    def tool_owners(self) -> dict[str, str]:
+        """``{tool name: name of the plugin that registered it}`` (the core's own tools are
+        owned by ``agent_link_core.default_plugins``)."""
+        return {rec.name: plugin for plugin, rec in self._collect("agent_link_register_tools")}
+
     def settings(self) -> tuple[Setting, ...]:
         """Settings declared by plugins (duplicate names are an error naming both)."""
         return tuple(self._unique("setting", self._collect("agent_link_register_settings")).values())

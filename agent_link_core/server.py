@@ -25,6 +25,7 @@ from agent_link_core.app import App
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.handshake import LinkStreams
 from agent_link_core.harness import McpPeer, PeerGone
+from agent_link_core.tool_profiles import select_tools
 from agent_link_core.tools.core_tools import CORE_TOOLS
 from agent_link_core.tools.registry import ToolSpec, output_schema, run_tool, unknown_tool
 
@@ -68,8 +69,9 @@ def to_call_result(result: Mapping[str, Any]) -> types.CallToolResult:
 
 
 def build_server(app: App) -> Server[Any]:
-    """A low-level MCP server exposing every registered tool of ``app``."""
-    tools = app.hooks.tools()
+    """A low-level MCP server exposing the registered tools of ``app`` that the
+    ``AGENT_LINK_TOOLS`` profile picks (:mod:`agent_link_core.tool_profiles`)."""
+    tools = select_tools(app.hooks.tools(), app.hooks.tool_owners(), app.config.get("AGENT_LINK_TOOLS"))
     definitions = [tool_definition(spec) for spec in tools.values()]
 
     async def on_list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
