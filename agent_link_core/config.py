@@ -71,6 +71,8 @@ CORE_SETTINGS: tuple[Setting, ...] = (
     Setting("AGENT_LINK_LOG_LEVEL", "choice", None, choices=("error", "warn", "info", "debug"), doc="log level"),
     Setting("AGENT_LINK_LOG_FILE", "path", None, doc="log file (default <state>/logs/agent-link.log)"),
     Setting("AGENT_LINK_INSPECT_ALL", "flag", False, doc="allow agent_link_mailbox_inspect scope 'all'"),
+    Setting("AGENT_LINK_MCP_FRONT", "flag", True,
+            doc="agent-link mcp answers initialize and tools/list from its start-up cache while loading"),
     Setting("AGENT_LINK_TOOLS", "str", "all",
             doc="MCP tools the server offers: all, messaging, a plugin's name, tool names (comma separated)"),
     Setting(
