@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from agent_link_testing.mcp_client import agent_link_mcp
 
 from agent_link_core.tool_profiles import CORE_OWNER, select_tools
 from agent_link_core.tools.core_tools import CORE_TOOLS
-from agent_link_testing.mcp_client import agent_link_mcp
 
 TOOLS = {"agent_link_health": 1, "message_agent": 2, "codex_thing": 3, "roles_thing": 4}
 OWNERS = {"agent_link_health": CORE_OWNER, "message_agent": CORE_OWNER, "codex_thing": "codex", "roles_thing": "roles"}

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 
+from agent_link_testing.codex_host import REPO_ROOT
+
 from agent_link_core.app import App
 from agent_link_core.config import CORE_SETTINGS
-from agent_link_testing.codex_host import REPO_ROOT
 
 
 def declaration() -> dict:

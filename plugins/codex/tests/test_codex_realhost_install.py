@@ -25,7 +25,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from agent_link_testing.codex_host import REPO_ROOT, STUB_KEY_ENV, codex_binary, write_codex_config
+from agent_link_testing.codex_host import (
+    REPO_ROOT,
+    STUB_KEY_ENV,
+    codex_binary,
+    write_codex_config,
+)
 from agent_link_testing.responses_stub import ResponsesStub, mcp_tool_call, text
 
 pytestmark = [pytest.mark.realhost, pytest.mark.timeout(1800)]
