@@ -82,7 +82,9 @@ def cache_key(env: Mapping[str, str] | None = None) -> str:
         parts.extend(sorted(n for n in names if n.endswith((".dist-info", ".egg-info"))))
     for name in sorted(env):
         parts.append(f"{name}={env[name]}" if name.startswith("AGENT_LINK_") else name)
-    settings = _settings_file(env)
+    from agent_link_core.settings_file import settings_path
+
+    settings = settings_path(env)
     try:
         stat = os.stat(settings)
         parts.append(f"settings:{stat.st_size}:{stat.st_mtime_ns}")
@@ -90,15 +92,6 @@ def cache_key(env: Mapping[str, str] | None = None) -> str:
         parts.append("settings:none")
     digest.update("\0".join(parts).encode("utf-8", "surrogateescape"))
     return digest.hexdigest()[:32]
-
-
-def _settings_file(env: Mapping[str, str]) -> str:
-    """The settings file's path as the front sees it (the same rule as the settings module)."""
-    explicit = env.get("AGENT_LINK_CONFIG")
-    if explicit:
-        return os.path.expanduser(explicit)
-    base = env.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return os.path.join(base, "agent-link", "config.toml")
 
 
 def cache_path(env: Mapping[str, str] | None = None) -> str:

@@ -8,7 +8,9 @@ checkout, no ``.venv``: the launcher finds ``agent-link`` on PATH) is registered
   run carries the agent-link tools (the server is declared ``required`` and its start-up front
   answers from its cache);
 * a run whose model calls ``agent_link_health`` through the installed plugin gets its result,
-  and the server used ``AGENT_LINK_STATE_DIR`` from Codex's environment (``env_vars``).
+  and the server used ``AGENT_LINK_STATE_DIR`` from Codex's environment (``env_vars``);
+* with the state directory set only in the settings file (``agent-link config set``), a message
+  Codex's model sends through the plugin is in the CLI's inbox: one mailbox.
 
 A missing host binary fails these tests ("run `make hosts`"); they never skip.
 """
@@ -36,6 +38,7 @@ from agent_link_testing.responses_stub import ResponsesStub, mcp_tool_call, text
 pytestmark = [pytest.mark.realhost, pytest.mark.timeout(1800)]
 
 RUNS = 20
+agent_link = str(Path(sys.executable).with_name("agent-link"))
 RUN_BOUND_S = 300  # a bound per codex command, never a speed assertion
 PLUGIN_FILES = (".agents/plugins/marketplace.json", ".codex-plugin/plugin.json", ".codex-plugin/mcp.json",
                 "hooks/agent-link.sh", "hooks/codex-hooks.json")
@@ -98,3 +101,15 @@ def test_installed_plugin_tools_are_in_every_first_request(root: Path) -> None:
         assert any('{"ok":true,"version"' in t for t in outputs), outputs  # Codex shortens the output
         # the server used the state dir from Codex's environment, not the default under HOME
         assert (state / "agent-link.db").exists() and not (home / ".agent-link").exists()
+
+        # configured only through the settings file: Codex's server and the CLI share one mailbox
+        del env["AGENT_LINK_STATE_DIR"]
+        boxed = root / "boxed"
+        subprocess.run([agent_link, "config", "set", "state_dir", str(boxed)], env=env, check=True, timeout=RUN_BOUND_S)
+        stub.enqueue(mcp_tool_call("agent_link", "message_agent", {"to": "team:cli", "message": "from codex"}),
+                     text("done"))
+        codex(["exec", "--skip-git-repo-check", "write to the cli"], env, root)
+        inbox = subprocess.run([agent_link, "inbox", "--as", "team:cli", "--json"], env=env, capture_output=True,
+                               text=True, check=True, timeout=RUN_BOUND_S)
+        assert "from codex" in inbox.stdout, inbox.stdout
+        assert (boxed / "agent-link.db").exists() and not (home / ".agent-link").exists()
