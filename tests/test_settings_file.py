@@ -29,7 +29,7 @@ def settings(monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([AGENT_LINK, *args], capture_output=True, text=True, timeout=120, env=env or dict(os.environ))
+    return subprocess.run([AGENT_LINK, *args], check=False, capture_output=True, text=True, timeout=120, env=env or dict(os.environ))
 
 
 def test_file_values_fill_in_and_the_environment_wins(settings: Path, tmp_path: Path) -> None:
