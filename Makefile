@@ -2,9 +2,9 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-PLUGINS := codex claude roles receipts projects approvals
+PLUGINS := codex claude roles receipts projects approvals web forks
 
-.PHONY: install test test-previous test-latest bench hosts clean
+.PHONY: install test test-previous test-latest bench hosts browser clean
 
 install:
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -14,11 +14,19 @@ install:
 	$(PY) -m pip install --quiet --config-settings editable_mode=compat \
 		-e '.[test]' -e ./testing $(foreach p,$(PLUGINS),-e './plugins/$(p)[test]')
 	$(MAKE) hosts
+	$(MAKE) browser
 
 # The real host CLIs for the real-host tests, each folder from its package-lock.json: Node >= 22
 # from the npm registry (hosts/node), the current pins (hosts/), the previous pins (hosts/previous).
 hosts:
 	hosts/install.sh
+
+# The system Chromium that the web page's browser tests drive (Debian package chromium);
+# installed when make runs as root (as CI does), else the command is printed.
+browser:
+	@if test -x /usr/bin/chromium || command -v chromium >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	else echo "The web page's browser tests need Chromium. Install it with: sudo apt-get update && sudo apt-get install -y chromium"; fi
 
 # Everything against the current host pins, then the second real-host run against the previous pins.
 test:

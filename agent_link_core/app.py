@@ -42,6 +42,8 @@ log = logging.getLogger(__name__)
 # MCP clients cut tool calls at 60 s or more (hosts have used 60, 120 and 300 s); a single
 # wait never holds a call longer than this, and says so, so the caller can simply wait again.
 MAX_WAIT_PER_CALL_MS = 50_000
+#: What status says of a push the host accepted but has not shown the model yet.
+ACCEPTED_NOTE = "accepted, awaiting the session"
 
 
 @dataclass
@@ -169,6 +171,9 @@ class App:
         if surface:
             sessions = [s for s in sessions if surface in s.surface]
         sessions.sort(key=lambda s: -(s.last_activity_ms or 0))
+        from agent_link_core.search import note_session_titles
+
+        note_session_titles(self.store.conn, ((s.address, s.title) for listing in listings.values() for s in listing.sessions))
         return {"sessions": [session_view(s) for s in sessions[:limit]], "providers": providers_view(listings)}
 
     async def resolve_agent(self, query: str, *, harness: str = "all", limit: int = 10, caller: Caller | None = None) -> dict[str, Any]:
@@ -312,8 +317,13 @@ class App:
         harness = self.harnesses.get(scheme)
         if harness is None:
             return None
+        envelope = self.mailbox.envelope(row)
+        limit = harness.output_budget.push_bytes if harness.output_budget is not None else None
+        size = len(envelope.encode("utf-8"))
         try:
-            delivery = await harness.deliver(self.mailbox.row_dict(row), self.mailbox.envelope(row), options)
+            if limit is not None and size > limit:
+                return await self._announce(harness, row, size, options)
+            delivery = await harness.deliver(self.mailbox.row_dict(row), envelope, options)
         except AgentLinkError as exc:
             return Delivery(warnings=[{"code": exc.code, "message": exc.message, "details": exc.details}])
         except Exception as exc:  # the row is stored: report the failure, the message stays queued
@@ -321,6 +331,10 @@ class App:
             return Delivery(warnings=[{"code": "internal_error", "message": f"{harness.name} could not push: {type(exc).__name__}"}])
         if delivery.delivered and delivery.via:
             self.mailbox.mark_delivered(row["id"], delivery.via, delivery.evidence)
+        elif delivery.accepted:
+            # Remembered so status says so and nothing pushes it again; evidence comes later.
+            self.mailbox.record_event(row["id"], "delivery_accepted", row["recipient"], None,
+                                      {**delivery.evidence, "note": delivery.note or ACCEPTED_NOTE})
         elif delivery.unknown:
             # Remembered so a resend with the same id reports "unknown" and is not pushed blindly.
             self.mailbox.record_event(row["id"], "delivery_unknown", row["recipient"], None, delivery.evidence)
@@ -328,6 +342,42 @@ class App:
             # A retry proved the earlier push absent: the outcome is known again (queued).
             self.mailbox.record_event(row["id"], "delivery_settled", row["recipient"], None, delivery.evidence)
         return delivery
+
+    async def _announce(self, harness: Harness, row: Any, size: int, options: Mapping[str, Any]) -> Delivery:
+        """Push a short notice instead of an envelope the host would cut: the model is told
+        to read the message from its inbox, in pages; it stays queued until then."""
+        from agent_link_core.budget import oversized_notice
+
+        pushed = await harness.deliver(self.mailbox.row_dict(row), oversized_notice(row, size), options)
+        if pushed.delivered:
+            self.mailbox.record_event(row["id"], "announced", row["recipient"], pushed.via, {**pushed.evidence, "bytes": size})
+        warning = {"code": "too_large_to_push",
+                   "message": f"The message ({size} bytes) is larger than the recipient's host shows in one piece; "
+                              "it is announced instead of pushed, and the recipient reads it from its inbox in pages.",
+                   "details": {"bytes": size, "announced": pushed.delivered}}
+        return Delivery(state="announced" if pushed.delivered else pushed.state, fields=pushed.fields,
+                        warnings=[warning, *pushed.warnings], unknown=pushed.unknown, retryable=pushed.retryable)
+
+    async def refresh_delivery(self, message_id: str) -> bool:
+        """Ask the recipient's harness for late evidence of a push the host accepted (or
+        whose answer was lost), and record delivery when it has some. Never pushes.
+
+        :returns: True when the message became delivered now.
+        """
+        row = self.mailbox.get_row(message_id)
+        if row is None or row["first_delivered_at"] is not None or self.mailbox.push_outcome(message_id) not in ("accepted", "unknown"):
+            return False
+        harness = self.harnesses.get(address_scheme(row["recipient"]))
+        if harness is None:
+            return False
+        try:
+            found = await harness.recheck(self.mailbox.row_dict(row))
+        except Exception:  # a check that failed proves nothing; the outcome stays as it was
+            log.exception("harness %s failed to recheck %s", harness.name, message_id)
+            return False
+        if found is None or not found.delivered or not found.via:
+            return False
+        return self.mailbox.mark_delivered(message_id, found.via, found.evidence)
 
     async def reply(
         self, *, caller: Caller, message_id: str, resolution: str = "reply", message: str | None = None,
@@ -467,6 +517,46 @@ class App:
                 view["envelope"] = self.mailbox.envelope(row)
             messages.append(view)
         return {"scope": scope, "callerAddress": caller.address if caller.known else None, "messages": messages}
+
+    def search(
+        self, caller: Caller, query: str, *, from_address: str | None = None, to_address: str | None = None,
+        since: str | None = None, until: str | None = None, status: str | None = None, limit: int = 20,
+        cursor: str | None = None,
+    ) -> dict[str, Any]:
+        """Full-text search over the mail the caller sent or received (every message with
+        ``AGENT_LINK_INSPECT_ALL``), newest first; see :mod:`agent_link_core.search`.
+
+        :returns: ``{"query", "scope": "caller" | "all", "callerAddress", "results", "nextCursor"}``;
+            each result carries an escaped ``snippet``, never the body.
+        :raises AgentLinkError: ``no_current_session`` for an unidentified caller (without
+            the setting), ``invalid_arguments`` for a bad query, time or cursor.
+        """
+        from agent_link_core.search import search
+
+        everything = bool(self.config.get("AGENT_LINK_INSPECT_ALL"))
+        if not everything:
+            self.require_caller(caller)
+        visibility = self.mailbox.visible_to(caller.address, all_mail=everything)
+        found = search(
+            self.mailbox, visibility, query, from_address=from_address, to_address=to_address,
+            since_ms=parse_iso_ms(since, "since") if since else None, until_ms=parse_iso_ms(until, "until") if until else None,
+            status=status, limit=limit, cursor=cursor,
+        )
+        for result in found["results"]:
+            result.pop("pieces")
+        return {"query": query, "scope": "all" if everything else "caller",
+                "callerAddress": caller.address if caller.known else None, **found}
+
+    def conversation(self, caller: Caller, message_id: str) -> dict[str, Any]:
+        """The conversation of a message the caller sent or received (any message with
+        ``AGENT_LINK_INSPECT_ALL``), oldest first, each message with its envelope.
+
+        :raises AgentLinkError: ``not_found``, ``invalid_arguments``, ``permission_denied``.
+        """
+        from agent_link_core.conversation import conversation
+
+        visibility = self.mailbox.visible_to(caller.address, all_mail=bool(self.config.get("AGENT_LINK_INSPECT_ALL")))
+        return conversation(self.mailbox, visibility, message_id)
 
     async def wait(
         self, *, caller: Caller, agent: str, reply_to: str | None = None, timeout_ms: int = 60_000, poll_ms: int = 1000,
@@ -657,6 +747,8 @@ def message_summary(app: App, outcome: SendOutcome) -> dict[str, Any]:
         "duplicate": not outcome.created,
         "via": outcome.via,
     }
+    if state.delivery_note:
+        out["deliveryNote"] = state.delivery_note
     out.update(outcome.result_fields)
     if delivery is not None:
         out.update(delivery.fields)

@@ -20,7 +20,7 @@ from agent_link_core.errors import AgentLinkError
 
 EXIT_HELP = """\b
 Exit codes:
-  0  success (send: delivered or queued; find: exactly one match)
+  0  success (send: delivered, accepted or queued; find: exactly one match)
   1  agent-link refused or failed (stderr says why and what to do); send: rejected
   2  bad usage (unknown option, missing argument)
   3  send: outcome unknown (not resent; see --retry-unknown)
@@ -302,7 +302,8 @@ def build_cli() -> click.Group:
         """Send TEXT to TARGET: a contact alias, an address (harness:id, role:name), a form a plugin
         understands (e.g. an endpoint composite), or a bare session id.
 
-        The outcome is exactly one of delivered, queued, rejected, unknown.
+        The outcome is exactly one of delivered, accepted (the host took it and shows it
+        later; never pushed again), queued, rejected, unknown.
         """
         from agent_link_core import api
 
@@ -317,7 +318,7 @@ def build_cli() -> click.Group:
                                              reply_by=reply_by, anticipation=anticipation, retry=policy,
                                              retry_unknown=retry_unknown))
         data = result.to_dict()
-        if wait_reply and result.outcome in ("delivered", "queued"):
+        if wait_reply and result.outcome in ("delivered", "accepted", "queued"):
             data["wait"] = run_async(app.wait(caller=me, agent=result.to, reply_to=result.message_id, timeout_ms=timeout_ms))
 
         def human(d: dict[str, Any]) -> None:
@@ -333,7 +334,7 @@ def build_cli() -> click.Group:
                     click.echo(d["wait"]["reply"]["envelope"])
 
         emit(data, as_json, human, ndjson)
-        sys.exit({"delivered": 0, "queued": 0, "unknown": EXIT_UNKNOWN}.get(result.outcome, 1))
+        sys.exit({"delivered": 0, "accepted": 0, "queued": 0, "unknown": EXIT_UNKNOWN}.get(result.outcome, 1))
 
     @cli.command(epilog=EXIT_HELP)
     @click.argument("message_id")
@@ -367,10 +368,12 @@ def build_cli() -> click.Group:
         me = who_am_i(app, from_address, from_thread, from_endpoint)
         try:
             data = app.status(me, message_id)
+            if data["delivery"] == "accepted" and run_async(app.refresh_delivery(data["messageId"])):
+                data = app.status(me, message_id)
         except AgentLinkError as exc:
             fail(exc)
         emit(data, as_json, lambda d: click.echo(
-            f"{message_id}: {d['delivery']}, status {d['status'] or 'none (fyi)'}, from {d['from']} to {d['to']}"))
+            f"{message_id}: {d.get('deliveryNote') or d['delivery']}, status {d['status'] or 'none (fyi)'}, from {d['from']} to {d['to']}"))
 
     @cli.command(epilog=EXIT_HELP)
     @click.argument("message_id")
@@ -427,6 +430,73 @@ def build_cli() -> click.Group:
 
         emit(data, as_json, human)
         sys.exit({"one": 0, "none": EXIT_NONE}.get(data["verdict"], EXIT_MANY))
+
+    @cli.command(epilog=EXIT_HELP)
+    @click.argument("query")
+    @click.option("--sent-by", help="Only messages sent by this address.")
+    @click.option("--sent-to", help="Only messages addressed or handed to this address.")
+    @click.option("--since", help="Only messages sent at or after this time (ISO 8601 with a zone).")
+    @click.option("--until", help="Only messages sent before this time (ISO 8601 with a zone).")
+    @click.option("--status", type=click.Choice(["pending", "replied", "declined", "done", "unresolved", "expired"]))
+    @click.option("--limit", type=click.IntRange(1, 100), default=20, show_default=True)
+    @click.option("--cursor", help="Continue after a previous page (its nextCursor).")
+    @with_from
+    @json_opt
+    @click.pass_context
+    def search(ctx: click.Context, query: str, sent_by: str | None, sent_to: str | None, since: str | None,
+               until: str | None, status: str | None, limit: int, cursor: str | None, from_address: str | None,
+               from_thread: str | None, from_endpoint: str | None, as_json: bool) -> None:
+        """Search the messages you sent or received (all with AGENT_LINK_INSPECT_ALL=1).
+
+        QUERY: words (all must match), "exact phrases", OR, NOT, parentheses, prefix*.
+        """
+        app = get_app(ctx)
+        me = who_am_i(app, from_address, from_thread, from_endpoint)
+        try:
+            data = app.search(me, query, from_address=sent_by, to_address=sent_to, since=since, until=until,
+                              status=status, limit=limit, cursor=cursor)
+        except AgentLinkError as exc:
+            fail(exc)
+
+        def human(d: dict[str, Any]) -> None:
+            if not d["results"]:
+                click.echo("No messages match.")
+                return
+            table(["ID", "SENT", "FROM", "TO", "STATUS", "SNIPPET"],
+                  [[r["id"], r["sentAt"], r["from"], r["to"], r["status"] or r["delivery"],
+                    r["snippet"].replace("\n", " ")] for r in d["results"]])
+            if d["nextCursor"]:
+                click.echo(f"more: --cursor {d['nextCursor']}")
+
+        emit(data, as_json, human)
+
+    @cli.command(epilog=EXIT_HELP)
+    @click.argument("message_id")
+    @click.option("--thread", is_flag=True, help="Show the whole conversation: what it answers, replies, follow-ups.")
+    @with_from
+    @json_opt
+    @click.pass_context
+    def show(ctx: click.Context, message_id: str, thread: bool, from_address: str | None, from_thread: str | None,
+             from_endpoint: str | None, as_json: bool) -> None:
+        """Show a message you sent or received, inside its envelope (--thread: its conversation, oldest first)."""
+        app = get_app(ctx)
+        me = who_am_i(app, from_address, from_thread, from_endpoint)
+        try:
+            data = app.conversation(me, message_id)
+        except AgentLinkError as exc:
+            fail(exc)
+        if not thread:
+            data = {"message": next(m for m in data["messages"] if m["id"] == data["messageId"])}
+
+        def human(d: dict[str, Any]) -> None:
+            for m in d.get("messages") or [d["message"]]:
+                status = m["status"] or "fyi"
+                click.echo(f"# {m['id']}  {m['sentAt']}  {m['from']} -> {m['to']}  {m['delivery']}, {status}")
+                click.echo(m["envelope"])
+            if d.get("hiddenCount"):
+                click.echo(f"({d['hiddenCount']} messages of this conversation are not yours to see)")
+
+        emit(data, as_json, human)
 
     @cli.group(epilog=EXIT_HELP)
     def contacts() -> None:

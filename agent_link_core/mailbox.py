@@ -146,17 +146,64 @@ class MessageState:
     """The computed view of one message at a moment (nothing here is stored as such).
 
     ``status``: None (fyi), pending, replied, declined, done, unresolved, expired.
-    ``delivery``: queued, delivered, acknowledged. Times are epoch ms.
+    ``delivery``: queued, accepted (the host took a push but has not shown it to the model
+    yet; ``delivery_note`` says so in words), delivered, acknowledged. Times are epoch ms.
     """
 
-    __slots__ = ("status", "delivery", "reminder_count", "last_reminder_at", "next_due_at", "due", "resolution")
+    __slots__ = ("status", "delivery", "reminder_count", "last_reminder_at", "next_due_at", "due", "resolution",
+                 "delivery_note")
 
     def __init__(
         self, status: str | None, delivery: str, reminder_count: int, last_reminder_at: int | None,
-        next_due_at: int | None, due: bool, resolution: dict[str, Any] | None,
+        next_due_at: int | None, due: bool, resolution: dict[str, Any] | None, delivery_note: str | None = None,
     ) -> None:
         self.status, self.delivery, self.reminder_count = status, delivery, reminder_count
         self.last_reminder_at, self.next_due_at, self.due, self.resolution = last_reminder_at, next_due_at, due, resolution
+        self.delivery_note = delivery_note
+
+
+class Visibility:
+    """Which stored messages one reader may see: the one visibility rule of every read path.
+
+    A reader with an address sees the messages it sent (``from_addr``) or that were
+    addressed or handed to it (``to_addr``, ``recipient``); nothing else. ``everything``
+    sees all mail: an agent only when ``AGENT_LINK_INSPECT_ALL`` is on, and the machine's
+    own user on the token-protected web page. Build one with :meth:`Mailbox.visible_to`
+    (agents) or :meth:`Visibility.everything_for` (the page); use :meth:`sql` in queries and
+    :meth:`allows` on rows already read, so both apply the same rule.
+
+    :param address: the reader's address (None: an unidentified reader, who sees nothing).
+    :param everything: True when the reader may see every message.
+    :param reason: why: ``participant``, ``inspect_all`` or ``person``.
+    """
+
+    __slots__ = ("address", "everything", "reason")
+
+    def __init__(self, address: str | None, everything: bool = False, reason: str = "participant") -> None:
+        self.address, self.everything, self.reason = address, everything, reason
+
+    @classmethod
+    def everything_for(cls, address: str | None, reason: str) -> Visibility:
+        """All mail, for a reader allowed to see it (``reason`` says why, e.g. ``person``)."""
+        return cls(address, True, reason)
+
+    def sql(self, table: str = "messages") -> tuple[str, list[Any]]:
+        """A WHERE fragment and its parameters for rows of ``messages`` named ``table``.
+
+        :returns: e.g. ``("(m.from_addr = ? OR m.to_addr = ? OR m.recipient = ?)", [a, a, a])``;
+            ``("1", [])`` for everything, ``("0", [])`` for an unidentified reader.
+        """
+        if self.everything:
+            return "1", []
+        if not self.address:
+            return "0", []
+        return f"({table}.from_addr = ? OR {table}.to_addr = ? OR {table}.recipient = ?)", [self.address] * 3
+
+    def allows(self, row: Any) -> bool:
+        """True when this reader may see the message ``row`` (a row or dict of ``messages``)."""
+        if self.everything:
+            return True
+        return bool(self.address) and self.address in (row["from_addr"], row["to_addr"], row["recipient"])
 
 
 class Mailbox:
@@ -173,6 +220,38 @@ class Mailbox:
         self.hooks = hooks
 
     # -- reading ---------------------------------------------------------------------
+
+    def visible_to(self, address: str | None, *, all_mail: bool = False) -> Visibility:
+        """The :class:`Visibility` of an agent reading the mailbox as ``address``.
+
+        :param address: the caller's address; None or a malformed address sees nothing.
+        :param all_mail: ask for every message; granted only with ``AGENT_LINK_INSPECT_ALL``.
+        :raises AgentLinkError: ``permission_denied`` (reason ``inspect_all_disabled``) when
+            ``all_mail`` is asked without the setting.
+        """
+        if all_mail:
+            if not self.config.get("AGENT_LINK_INSPECT_ALL"):
+                raise AgentLinkError(
+                    "permission_denied", "Reading every mailbox needs AGENT_LINK_INSPECT_ALL=1 in the server's environment.",
+                    {"reason": "inspect_all_disabled"},
+                    hint="Ask for your own mail, or have the machine's user turn the setting on.",
+                )
+            return Visibility.everything_for(address, "inspect_all")
+        return Visibility(address if address and is_address(address) else None)
+
+    def events(self, message_id: str) -> list[dict[str, Any]]:
+        """The audit trail of one message, oldest first: ``[{seq, kind, at (ISO), actor, via,
+        data}]`` (``data`` decoded; kinds as in ``message_events``: sent, delivered, ...)."""
+        rows = self.store.conn.execute(
+            "SELECT seq, kind, at, actor, via, data FROM message_events WHERE message_id = ? ORDER BY seq", (message_id,)
+        ).fetchall()
+        return [{"seq": r["seq"], "kind": r["kind"], "at": iso(r["at"]), "actor": r["actor"], "via": r["via"],
+                 "data": json.loads(r["data"] or "{}")} for r in rows]
+
+    def last_event_seq(self) -> int:
+        """The newest audit event's sequence number (0 for none): it grows with every
+        committed message change, in any process, so readers can poll it to notice changes."""
+        return int(self.store.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM message_events").fetchone()[0])
 
     def get_row(self, message_id: str) -> sqlite3.Row | None:
         """The stored message ``message_id`` (exact id), or None."""
@@ -200,6 +279,11 @@ class Mailbox:
         ).fetchone()
         count, last_at = int(rem[0]), rem[1]
         delivery = "acknowledged" if row["acknowledged_at"] else ("delivered" if row["first_delivered_at"] else "queued")
+        note = None
+        if delivery == "queued":
+            last = self._last_push_event(row["id"])
+            if last is not None and last["kind"] == "delivery_accepted":
+                delivery, note = "accepted", json.loads(last["data"] or "{}").get("note")
         resolution = None
         if res is not None:
             resolution = {
@@ -207,7 +291,7 @@ class Mailbox:
                 "replyMessageId": res["reply_message_id"], "reason": res["reason"],
             }
         status, next_due, due = self._status(row, res, count, last_at, now)
-        return MessageState(status, delivery, count, last_at, next_due, due, resolution)
+        return MessageState(status, delivery, count, last_at, next_due, due, resolution, note)
 
     def _status(
         self, row: sqlite3.Row, res: sqlite3.Row | None, count: int, last_at: int | None, now: int
@@ -257,6 +341,8 @@ class Mailbox:
             "reminders": self._reminder_view(state) if row["anticipation"] != "fyi" else None,
             "bodyBytes": row["body_bytes"],
         }
+        if state.delivery_note:
+            view["deliveryNote"] = state.delivery_note
         if meta.get("via"):
             view["via"] = meta["via"]
         if body:
@@ -624,18 +710,23 @@ class Mailbox:
         self._emit("status_changed", row["id"], at, None, {"status": state.status})
 
     def push_outcome(self, message_id: str) -> str:
-        """How delivery stands for a sender: ``delivered``, ``unknown`` (the last push may
-        have landed, unconfirmed) or ``queued``."""
+        """How delivery stands for a sender: ``delivered``, ``accepted`` (the host took the
+        push and will show it; never pushed again), ``unknown`` (the last push may have
+        landed, unconfirmed) or ``queued``."""
         row = self.get_row(message_id)
         if row is not None and row["first_delivered_at"] is not None:
             return "delivered"
-        last = self.store.conn.execute(
-            "SELECT kind FROM message_events WHERE message_id = ?"
-            " AND kind IN ('delivery_unknown', 'delivery_settled', 'delivered', 'released')"
+        last = self._last_push_event(message_id)
+        kind = last["kind"] if last is not None else None
+        return {"delivery_unknown": "unknown", "delivery_accepted": "accepted"}.get(kind or "", "queued")
+
+    def _last_push_event(self, message_id: str) -> sqlite3.Row | None:
+        return self.store.conn.execute(
+            "SELECT kind, data FROM message_events WHERE message_id = ?"
+            " AND kind IN ('delivery_unknown', 'delivery_accepted', 'delivery_settled', 'delivered', 'released')"
             " ORDER BY seq DESC LIMIT 1",
             (message_id,),
         ).fetchone()
-        return "unknown" if last is not None and last["kind"] == "delivery_unknown" else "queued"
 
     # -- internals ---------------------------------------------------------------------
 

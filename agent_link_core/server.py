@@ -110,8 +110,8 @@ async def serve_streams(app: App, read_stream: Any, write_stream: Any) -> None:
     Harnesses may advertise experimental capabilities; their background work
     (:meth:`~agent_link_core.harness.Harness.serve`) starts at once, before the client's first
     message and whichever protocol revision it then opens the connection with
-    (:mod:`agent_link_core.handshake`), and is cancelled when the connection ends. Does not
-    close ``app``.
+    (:mod:`agent_link_core.handshake`), and is cancelled when the connection ends; so do
+    plugins' ``agent_link_server_tasks``. Does not close ``app``.
 
     :param read_stream: the transport's inbound ``SessionMessage`` stream (MCP SDK shape).
     :param write_stream: the transport's outbound ``SessionMessage`` stream.
@@ -125,6 +125,8 @@ async def serve_streams(app: App, read_stream: Any, write_stream: Any) -> None:
     app.mcp_peer = link.peer
     async with anyio.create_task_group() as tg:
         tg.start_soon(_reminder_loop, app)
+        for plugin, task in app.hooks.server_tasks():
+            tg.start_soon(_guarded_task, plugin, task)
         for harness in app.harnesses.values():
             tg.start_soon(_guarded, harness, app, link.peer)
         await server.run(
@@ -190,6 +192,14 @@ async def _guarded(harness: Any, app: App, peer: McpPeer) -> None:
         return
     except Exception:
         log.exception("harness %s background task failed", harness.name)
+
+
+async def _guarded_task(plugin: str, task: Any) -> None:
+    """A plugin's server task (``agent_link_server_tasks``) that fails is logged, never fatal."""
+    try:
+        await task()
+    except Exception:
+        log.exception("background task of plugin %s failed", plugin)
 
 
 def main() -> None:
