@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from agent_link_testing.mcp_client import agent_link_mcp
 
+from agent_link_core.app import App
 from agent_link_core.tool_profiles import CORE_OWNER, select_tools
 from agent_link_core.tools.core_tools import CORE_TOOLS
 
@@ -33,7 +34,12 @@ def test_an_unknown_item_is_logged(caplog: pytest.LogCaptureFixture) -> None:
 
 @pytest.mark.anyio
 async def test_profile_through_a_real_mcp_session() -> None:
-    core = {spec.name for spec in CORE_TOOLS}
+    app = App.create()
+    try:
+        core = {name for name, owner in app.hooks.tool_owners().items() if owner == CORE_OWNER}
+    finally:
+        app.close()
+    assert {spec.name for spec in CORE_TOOLS} <= core
     async with agent_link_mcp({"AGENT_LINK_TOOLS": "messaging"}) as client:
         assert set(await client.tools()) == core
         hidden = await client.call("list_agent_link_receipts")
