@@ -15,7 +15,7 @@ def main() -> None:
         from agent_link_core.hook import main as hook_main
 
         sys.exit(hook_main(argv[1:]))
-    if argv[:1] == ["mcp"]:
+    if argv == ["mcp"]:  # not with options (--help prints and exits without serving)
         # answer the connection's opening before click, the MCP SDK and the plugins load
         from agent_link_core import fastfront
 
