@@ -8,21 +8,28 @@ EXAMPLES := filehost
 
 .PHONY: install test test-previous test-latest lint bench hosts browser clean
 
+# One line per step; pip's own output (build back-end warnings included) goes to
+# $(VENV)/install.log, and its last lines are shown when a step fails.
+INSTALL_LOG := $(VENV)/install.log
 install:
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	# compat: plain path entries; setuptools' default editable finder costs ~30 ms at every
-	# interpreter start, and hosts start `agent-link hook` on every prompt.
-	$(PY) -m pip install --quiet --config-settings editable_mode=compat \
+	@echo "install: virtualenv $(VENV)"
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "install: pip"
+	@$(PY) -m pip install --quiet --upgrade pip > $(INSTALL_LOG) 2>&1 || { tail -n 40 $(INSTALL_LOG); exit 1; }
+	@echo "install: agent-link, the test kit and the plugins $(PLUGINS) (editable; log: $(INSTALL_LOG))"
+	@# compat: plain path entries; setuptools' default editable finder costs ~30 ms at every
+	@# interpreter start, and hosts start `agent-link hook` on every prompt.
+	@$(PY) -m pip install --quiet --config-settings editable_mode=compat \
 		-e '.[test]' -e ./testing $(foreach p,$(PLUGINS),-e './plugins/$(p)[test]') \
-		$(foreach p,$(EXAMPLES),-e './examples/$(p)[test]')
-	$(MAKE) hosts
-	$(MAKE) browser
+		$(foreach p,$(EXAMPLES),-e './examples/$(p)[test]') >> $(INSTALL_LOG) 2>&1 \
+		|| { tail -n 40 $(INSTALL_LOG); exit 1; }
+	@$(MAKE) --no-print-directory hosts
+	@$(MAKE) --no-print-directory browser
 
 # The real host CLIs for the real-host tests, each folder from its package-lock.json: Node >= 22
 # from the npm registry (hosts/node), the current pins (hosts/), the previous pins (hosts/previous).
 hosts:
-	hosts/install.sh
+	@hosts/install.sh
 
 # The system Chromium that the web page's browser tests drive (Debian package chromium);
 # installed when make runs as root (as CI does), else the command is printed.

@@ -21,11 +21,12 @@ import mcp_types as types
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
 
-from agent_link_core import __version__, prompt_hooks, reminders
+from agent_link_core import __version__, fastfront, prompt_hooks, reminders
 from agent_link_core.app import App
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.handshake import LinkStreams
 from agent_link_core.harness import McpPeer, PeerGone
+from agent_link_core.tool_profiles import select_tools
 from agent_link_core.tools.core_tools import CORE_TOOLS
 from agent_link_core.tools.registry import ToolSpec, output_schema, run_tool, unknown_tool
 
@@ -69,8 +70,9 @@ def to_call_result(result: Mapping[str, Any]) -> types.CallToolResult:
 
 
 def build_server(app: App) -> Server[Any]:
-    """A low-level MCP server exposing every registered tool of ``app``."""
-    tools = dict(app.hooks.tools())
+    """A low-level MCP server exposing the registered tools of ``app`` that the
+    ``AGENT_LINK_TOOLS`` profile picks (:mod:`agent_link_core.tool_profiles`)."""
+    tools = select_tools(dict(app.hooks.tools()), app.hooks.tool_owners(), app.config.get("AGENT_LINK_TOOLS"))
     definitions = []
     for spec in list(tools.values()):
         try:
@@ -225,6 +227,9 @@ def main() -> None:
         app = App.create()
     except AgentLinkError as exc:
         log.error("agent-link cannot start: %s", exc.message)
+        fastfront.stop_learning()  # these answers are not the ones a working server gives
         anyio.run(serve_unavailable, exc)
+        fastfront.finish()
         return
     anyio.run(serve, app)
+    fastfront.finish()
