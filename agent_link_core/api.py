@@ -255,6 +255,7 @@ async def list_sessions(
 
     listings = await gather_listings(app.harnesses, only=harness, limit=max(limit, 200))
     sessions = [s for listing in listings.values() for s in listing.sessions if not s.archived]
+    sessions += app.present_sessions(harness)
     if cwd:
         want = cwd.rstrip("/")
         sessions = [s for s in sessions if (s.cwd or "").rstrip("/") == want]

@@ -15,7 +15,9 @@ from agent_link_core.tools.registry import ToolSpec
 
 @hookimpl
 def agent_link_schema() -> list[Migration]:
-    return list(CORE_MIGRATIONS)
+    from agent_link_core.presence import PRESENCE_MIGRATIONS
+
+    return [*CORE_MIGRATIONS, *PRESENCE_MIGRATIONS]
 
 
 @hookimpl

@@ -132,6 +132,11 @@ async def serve(app: App) -> None:
     (:meth:`~agent_link_core.harness.Harness.serve`).
     """
     server = build_server(app)
+    me = app.caller()
+    if me.source == "config":  # a plain address: presence lets peers find it while this runs
+        from agent_link_core import presence
+
+        presence.record(app.store, me.address, "mcp", os.getpid())
     watch = PeerWatch()
     server.middleware.append(watch)
     capabilities: dict[str, dict[str, Any]] = {}

@@ -275,7 +275,9 @@ async def test_tools_list_schemas_and_annotations(isolated_env: Path) -> None:
         assert health["callerContext"] == {"meta": {"callerThreadId": "t-1"}, "source": "config"}
 
         listed = await alice.ok("list_agents")
-        assert listed["sessions"] == [] and listed["caller"]["address"] == "test:alice"
+        # No harness plugin, but the server serving test:alice is live (presence).
+        assert [s["address"] for s in listed["sessions"]] == ["test:alice"] and listed["caller"]["address"] == "test:alice"
+        assert listed["sessions"][0]["presence"] == {"source": "mcp", "running": True}
 
         resolved = await alice.ok("resolve_agent", {"query": "test:bob"})
         assert resolved["status"] == "resolved" and resolved["best"]["address"] == "test:bob"
@@ -325,7 +327,7 @@ async def test_argument_validation_rules() -> None:
         ]
         for name, args, path, rule in out_of_range:
             await alice.invalid(name, args, path, rule)
-        assert len((await alice.ok("list_agents", {"limit": 200}))["sessions"]) == 0
+        assert len((await alice.ok("list_agents", {"limit": 200}))["sessions"]) == 1  # alice's own server
         assert (await alice.ok("read_agent_link_inbox", {"limit": 100, "markAsDelivered": False}))["markedDelivered"] == []
         await alice.ok("agent_link_mailbox_inspect", {"limit": 500})
         await alice.ok("resolve_agent", {"query": "x", "limit": 50})
@@ -467,7 +469,10 @@ async def test_reply_status_wait_inbox_inspect_errors() -> None:
             assert error["details"] == {"messageId": m1, "expected": "test:bob", "caller": other.address}
         error = await bob.fail("reply_agent_link_message", {"messageId": UNKNOWN_ULID, "message": "?"}, "not_found")
         assert error["details"]["id"] == UNKNOWN_ULID
-        await bob.invalid("reply_agent_link_message", {"messageId": "01hzy8d3j5q7k9m2n4p6r8t0vw", "message": "?"}, "messageId", "pattern")
+        # Ids are case-insensitive: a lower-case unknown id is looked up, and is not found.
+        error = await bob.fail("reply_agent_link_message", {"messageId": UNKNOWN_ULID.lower(), "message": "?"}, "not_found")
+        assert error["details"]["id"] == UNKNOWN_ULID
+        await bob.invalid("reply_agent_link_message", {"messageId": "01HZY8D3J5Q7K9M2N4P6R8T0VU", "message": "?"}, "messageId", "pattern")
         await bob.invalid("reply_agent_link_message", {"messageId": m1, "resolution": "decline"}, "message", "required")
         await bob.invalid("reply_agent_link_message", {"messageId": m1, "resolution": "decline", "message": "  "}, "message", "required")
         await bob.invalid("reply_agent_link_message", {"messageId": m1}, "message", "required")  # reply needs text

@@ -25,7 +25,8 @@ OBJ = {"type": "object"}
 NOBJ = {"type": ["object", "null"]}
 ARR = {"type": "array"}
 INT = {"type": "integer"}
-ULID = {"type": "string", "pattern": "^[0-9A-HJKMNP-TV-Z]{26}$"}
+# Ids are case-insensitive: a lower-case copy of an id finds the stored upper-case one.
+ULID = {"type": "string", "pattern": "^[0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{26}$"}
 ANTICIPATION = {"type": "string", "enum": ["reply", "action", "fyi"],
                 "description": "What the sender expects: reply (an answer), action (something done), fyi (nothing)."}
 REPLY_BY = {"type": "string", "minLength": 1,
@@ -112,12 +113,14 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool:
         caller=call.caller, to=args["to"], body=args["message"], anticipation=args.get("anticipation"),
         reply_by=args.get("replyBy"), wait_for_reply=args.get("waitForReply", False),
         reply_to=args.get("replyToMessageId"), tool=tool, arguments=args, options=options, meta=call.meta,
+        require_known=args.get("requireKnown", False),
     )
     result = message_summary(app, outcome)
     if args.get("replyToMessageId") and outcome.message.get("reply_to"):
-        answered = app.mailbox.state(app.mailbox.get_row(args["replyToMessageId"]))
+        answered_id = outcome.message["reply_to"]
+        answered = app.mailbox.state(app.mailbox.get_row(answered_id))
         if answered.resolution and answered.resolution.get("replyMessageId") == result["messageId"]:
-            result["resolved"] = {"messageId": args["replyToMessageId"], "kind": "reply", "late": answered.resolution["late"]}
+            result["resolved"] = {"messageId": answered_id, "kind": "reply", "late": answered.resolution["late"]}
     if args.get("waitForReply"):
         result["wait"] = await app.wait(
             caller=call.caller, agent=result["to"], reply_to=result["messageId"],
@@ -214,6 +217,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
             "anticipation": ANTICIPATION, "replyBy": REPLY_BY,
             "waitForReply": {"type": "boolean", "default": False, "description": "Wait for the recipient's resolution (implies anticipation reply)."},
             "timeoutMs": TIMEOUT_MS, "pollIntervalMs": POLL_MS, "receipt": RECEIPT, **DELIVERY_OPTIONS,
+            "requireKnown": {"type": "boolean", "default": False, "description": "Refuse (not_found, with suggestions) a plain address no process has ever served, instead of queueing with an unknown_address warning."},
         }, ("to", "message")),
         output_fields=SEND_RESULT,
         handler=message_agent, removed={"body": "message", "latestMessageId": "replyToMessageId"},
