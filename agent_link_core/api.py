@@ -171,7 +171,7 @@ async def resolve_target(app: App, target: str, caller: Caller) -> str:
 async def send_reliably(
     app: App, target: str, text: str, *, sender: Caller, message_id: str | None = None, ttl_ms: int | None = None,
     reply_by: str | None = None, anticipation: str | None = None, retry: RetryPolicy = RetryPolicy(),
-    retry_unknown: bool = False,
+    retry_unknown: bool = False, require_known: bool = False,
 ) -> SendResult:
     """Send with one honest outcome, idempotent on ``message_id``.
 
@@ -179,6 +179,8 @@ async def send_reliably(
     (an ``unknown`` one only with ``retry_unknown``); with other content it is rejected.
     ``ttl_ms`` counts from the first attempt: past it, nothing is pushed any more.
     Only pushes that failed before the host accepted them are retried automatically.
+    ``require_known`` refuses a plain address no process has ever served (``rejected``
+    with ``not_found`` and suggestions) instead of queueing it with a warning.
 
     :raises AgentLinkError: never for a refusal (that is ``rejected``); only for bad
         arguments (``invalid_arguments``) and an unusable state dir (``state_io_error``).
@@ -190,7 +192,7 @@ async def send_reliably(
         existing = app.mailbox.get_row(message_id) if message_id else None
         outcome = await app.send(caller=sender, to=recipient, body=text, anticipation=anticipation, reply_by=reply_by,
                                  message_id=message_id, tool="cli send",
-                                 options={})
+                                 options={}, require_known=require_known)
     except AgentLinkError as exc:
         if exc.code == "invalid_arguments" and exc.details.get("errors", [{}])[0].get("rule") != "idempotency":
             raise

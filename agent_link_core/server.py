@@ -25,7 +25,12 @@ from agent_link_core.app import App
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.harness import McpPeer, PeerGone
 from agent_link_core.tools.core_tools import CORE_TOOLS
-from agent_link_core.tools.registry import ToolSpec, output_schema, run_tool, unknown_tool
+from agent_link_core.tools.registry import (
+    ToolSpec,
+    output_schema,
+    run_tool,
+    unknown_tool,
+)
 
 log = logging.getLogger(__name__)
 SHUTDOWN_BUDGET_S = 4.0
@@ -107,7 +112,7 @@ class PeerWatch:
             self.client_info = dict(ctx.params.get("clientInfo") or {})
         result = await call_next(ctx)
         if ctx.method == "notifications/initialized" and self.peer is None:
-            connection = ctx.session._connection  # noqa: SLF001 - see the class docstring
+            connection = ctx.session._connection
             self.peer = McpPeer(_writer(connection), self.client_info)
             self.ready.set()
         return result
