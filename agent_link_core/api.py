@@ -264,14 +264,18 @@ async def list_sessions(
     if search:
         sessions = [s for s in sessions if score(s, search)[0] > 0]
     sessions.sort(key=lambda s: -(s.last_activity_ms or 0))
-    views = []
-    for s in sessions[:limit]:
-        view = session_view(s)
-        if not show_paths:
-            view["cwd"] = (s.cwd or "").rstrip("/").rsplit("/", 1)[-1] or None
-            view = {k: v for k, v in view.items() if not _looks_private(k)}
-        views.append(view)
+    views = [_public_view(s, show_paths) for s in sessions[:limit]]
     return {"version": SESSIONS_FORMAT_VERSION, "sessions": views, "providers": providers_view(listings)}
+
+
+def _public_view(session: Any, show_paths: bool) -> dict[str, Any]:
+    """A session's view for output: without ``show_paths`` the cwd is only its folder name
+    and path-like fields are left out."""
+    view = session_view(session)
+    if not show_paths:
+        view["cwd"] = (session.cwd or "").rstrip("/").rsplit("/", 1)[-1] or None
+        view = {k: v for k, v in view.items() if not _looks_private(k)}
+    return view
 
 
 def _looks_private(key: str) -> bool:
@@ -360,9 +364,10 @@ async def who(app: App) -> dict[str, Any]:
     return {"version": 1, "sessions": agents, "offlineContacts": offline, "providers": listing["providers"]}
 
 
-async def find(app: App, query: str) -> dict[str, Any]:
+async def find(app: App, query: str, *, show_paths: bool = False) -> dict[str, Any]:
     """``none`` / ``one`` / ``many`` agents matching ``query``: an exact alias wins without
-    any discovery; otherwise alias, project, title and id are searched over complete listings.
+    any discovery; otherwise alias, project, title and id are searched over complete listings
+    and the live plain addresses. Without ``show_paths`` a match's cwd is its folder name.
 
     :raises AgentLinkError: ``<harness>_unavailable`` when a listing could not be completed
         (a possibly wrong "none" or "one" is never returned).
@@ -380,11 +385,10 @@ async def find(app: App, query: str) -> dict[str, Any]:
                              {"searched": incomplete}, hint="Retry when every endpoint answers.")
     contacts = {c["address"]: c for c in list_contacts(app)}
     matches = []
-    for listing in listings.values():
-        for s in listing.sessions:
-            alias = contacts.get(s.address, {}).get("alias") or ""
-            if norm in alias or score(s, query)[0] > 0:
-                matches.append({**session_view(s), "alias": alias or None})
+    for s in [s for listing in listings.values() for s in listing.sessions] + app.present_sessions():
+        alias = contacts.get(s.address, {}).get("alias") or ""
+        if norm in alias or score(s, query)[0] > 0:
+            matches.append({**_public_view(s, show_paths), "alias": alias or None})
     for address, c in contacts.items():
         if norm in c["alias"] and all(m["address"] != address for m in matches):
             matches.append({**c, "matchedBy": "alias"})

@@ -169,15 +169,17 @@ def build_cli() -> click.Group:
 
     @cli.command(epilog=EXIT_HELP)
     @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+    @click.option("--ndjson", is_flag=True, help="Print the same JSON object on one line.")
     @click.pass_context
-    def health(ctx: click.Context, as_json: bool) -> None:
+    def health(ctx: click.Context, as_json: bool, ndjson: bool) -> None:
         """Show whether agent-link works here and what it sees."""
-        emit(get_app(ctx).health(), as_json, _print_health)
+        emit(get_app(ctx).health(), as_json, _print_health, ndjson)
 
     @cli.command(epilog=EXIT_HELP)
     @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+    @click.option("--ndjson", is_flag=True, help="Print the same JSON object on one line.")
     @click.pass_context
-    def plugins(ctx: click.Context, as_json: bool) -> None:
+    def plugins(ctx: click.Context, as_json: bool, ndjson: bool) -> None:
         """List loaded, blocked and broken plugins."""
         report = get_app(ctx).plugin_report
         data = {"loaded": report.loaded, "blocked": report.blocked, "failed": report.failed, "versions": report.versions}
@@ -192,7 +194,7 @@ def build_cli() -> click.Group:
             if not any(d[k] for k in ("loaded", "blocked", "failed")):
                 click.echo("no plugins installed")
 
-        emit(data, as_json, human)
+        emit(data, as_json, human, ndjson)
 
     json_opt = click.option("--json", "as_json", is_flag=True, help="Print one JSON object (indented).")
     ndjson_opt = click.option("--ndjson", is_flag=True, help="Print the same JSON object on one line.")
@@ -492,7 +494,8 @@ def build_cli() -> click.Group:
     def watch(ctx: click.Context, as_address: str | None, interval_ms: int, show_envelope: bool, ndjson: bool) -> None:
         """Follow new mail to and from an address, and status changes, until interrupted (Ctrl-C).
 
-        --ndjson prints one JSON event per line: {"version", "event": "message"|"change", "message"}.
+        --ndjson prints one JSON event per line: first {"version", "event": "watching", "address"},
+        then {"version", "event": "message"|"change", "message"}.
         Watching reads nothing: no message is marked delivered."""
         import time
 
@@ -502,8 +505,6 @@ def build_cli() -> click.Group:
             app.require_caller(caller)
         except AgentLinkError as exc:
             fail(exc)
-        if not ndjson:
-            click.echo(f"Watching mail of {caller.address} (Ctrl-C stops).")
         seen: dict[str, tuple[Any, ...]] = {}
         first = True
         try:
@@ -527,6 +528,11 @@ def build_cli() -> click.Group:
                         print_messages(app, [view], show_envelope)
                     else:
                         click.echo(f"{view['id']}: now {view['status'] or 'fyi'} ({view['delivery']})\n")
+                if first:  # said once the starting point is taken: anything after it is news
+                    if ndjson:
+                        click.echo(json.dumps({"version": JSON_FORMAT_VERSION, "event": "watching", "address": caller.address}))
+                    else:
+                        click.echo(f"Watching mail of {caller.address} (Ctrl-C stops).")
                 first = False
                 time.sleep(interval_ms / 1000)
         except KeyboardInterrupt:  # the normal way to stop watching
@@ -552,20 +558,26 @@ def build_cli() -> click.Group:
 
     @cli.command(epilog=EXIT_HELP)
     @click.argument("query")
+    @click.option("--show-paths", is_flag=True, help="Show full working directories.")
     @json_opt
+    @ndjson_opt
     @click.pass_context
-    def find(ctx: click.Context, query: str, as_json: bool) -> None:
+    def find(ctx: click.Context, query: str, show_paths: bool, as_json: bool, ndjson: bool) -> None:
         """Find an agent by alias, project, title or id: answers none, one or many."""
         from agent_link_core import api
 
-        data = run_async(api.find(get_app(ctx), query))
+        if not query.strip():
+            from agent_link_core.errors import invalid_arguments
+
+            fail(invalid_arguments([{"path": "query", "rule": "minLength", "expected": "an alias, project, title or id to look for"}]))
+        data = run_async(api.find(get_app(ctx), query, show_paths=show_paths))
 
         def human(d: dict[str, Any]) -> None:
             click.echo(d["verdict"])
             for m in d["matches"]:
-                click.echo(f"  {m.get('alias') or '-'}  {m['address']}  {m.get('title') or ''}".rstrip())
+                click.echo(f"  {m.get('alias') or '-'}  {m['address']}  {printable(m.get('title') or '')}".rstrip())
 
-        emit(data, as_json, human)
+        emit(data, as_json, human, ndjson)
         sys.exit({"one": 0, "none": EXIT_NONE}.get(data["verdict"], EXIT_MANY))
 
     @cli.group(epilog=EXIT_HELP)
@@ -576,8 +588,9 @@ def build_cli() -> click.Group:
     @click.argument("alias")
     @click.argument("target")
     @json_opt
+    @ndjson_opt
     @click.pass_context
-    def contacts_add(ctx: click.Context, alias: str, target: str, as_json: bool) -> None:
+    def contacts_add(ctx: click.Context, alias: str, target: str, as_json: bool, ndjson: bool) -> None:
         """Bind ALIAS to TARGET (an address, or any form `send` accepts)."""
         from agent_link_core import api
 
@@ -587,14 +600,15 @@ def build_cli() -> click.Group:
             data = api.add_contact(app, alias, address)
         except AgentLinkError as exc:
             fail(exc)
-        emit(data, as_json, lambda d: click.echo(f"{d['alias']} -> {d['address']}"))
+        emit(data, as_json, lambda d: click.echo(f"{d['alias']} -> {d['address']}"), ndjson)
 
     @contacts.command("rename")
     @click.argument("old")
     @click.argument("new")
     @json_opt
+    @ndjson_opt
     @click.pass_context
-    def contacts_rename(ctx: click.Context, old: str, new: str, as_json: bool) -> None:
+    def contacts_rename(ctx: click.Context, old: str, new: str, as_json: bool, ndjson: bool) -> None:
         """Rename alias OLD to NEW."""
         from agent_link_core import api
 
@@ -602,13 +616,14 @@ def build_cli() -> click.Group:
             data = api.rename_contact(get_app(ctx), old, new)
         except AgentLinkError as exc:
             fail(exc)
-        emit(data, as_json, lambda d: click.echo(f"{d['alias']} -> {d['address']}"))
+        emit(data, as_json, lambda d: click.echo(f"{d['alias']} -> {d['address']}"), ndjson)
 
     @contacts.command("remove")
     @click.argument("alias")
     @json_opt
+    @ndjson_opt
     @click.pass_context
-    def contacts_remove(ctx: click.Context, alias: str, as_json: bool) -> None:
+    def contacts_remove(ctx: click.Context, alias: str, as_json: bool, ndjson: bool) -> None:
         """Forget ALIAS."""
         from agent_link_core import api
 
@@ -616,18 +631,19 @@ def build_cli() -> click.Group:
             data = api.remove_contact(get_app(ctx), alias)
         except AgentLinkError as exc:
             fail(exc)
-        emit(data, as_json, lambda d: click.echo(f"removed {d['alias']} ({d['address']})"))
+        emit(data, as_json, lambda d: click.echo(f"removed {d['alias']} ({d['address']})"), ndjson)
 
     @contacts.command("list")
     @json_opt
+    @ndjson_opt
     @click.pass_context
-    def contacts_list(ctx: click.Context, as_json: bool) -> None:
+    def contacts_list(ctx: click.Context, as_json: bool, ndjson: bool) -> None:
         """List contacts."""
         from agent_link_core import api
 
         data = {"version": 1, "contacts": api.list_contacts(get_app(ctx))}
         emit(data, as_json, lambda d: table(["ALIAS", "ADDRESS", "PROJECT", "LAST SEEN"],
-                                            [[c["alias"], c["address"], c["project"], c["lastSeen"]] for c in d["contacts"]]))
+                                            [[c["alias"], c["address"], c["project"], c["lastSeen"]] for c in d["contacts"]]), ndjson)
 
     @cli.command(epilog=EXIT_HELP)
     def mcp() -> None:

@@ -842,3 +842,35 @@ async def test_body_escaping_through_the_real_path() -> None:
         assert envelope.count("</agent-link-message>") == 1 and envelope.count("</body>") == 1
         assert envelope_attrs(envelope)["from"] == "test:bob" and envelope_attrs(envelope)["fromVerified"] == "false"
         assert hostile in envelope and not any(r in envelope for r in RAW_FORBIDDEN)
+
+
+async def test_plain_addresses_find_each_other_and_typos_are_caught() -> None:
+    """Two MCP clients with no host plugin: each server's address is present while it runs,
+    so list_agents shows the peer, a typo gets a "did you mean" warning, and requireKnown
+    refuses it."""
+    async with peers("team:alice", "team:bob") as (alice, bob):
+        listed = await alice.ok("list_agents")
+        assert {"team:alice", "team:bob"} <= {s["address"] for s in listed["sessions"]}
+        assert (await bob.ok("list_agents", {"harness": "team"}))["sessions"]
+
+        typo = await alice.send("team:bobb", "hello?")
+        warning = next(w for w in typo["warnings"] if w["code"] == "unknown_address")
+        assert warning["details"] == {"address": "team:bobb", "suggestions": ["team:bob"]}
+        assert "did you mean team:bob" in warning["message"].lower()
+        wrong_harness = await alice.send("tema:bob", "hello?")
+        assert [w["details"]["suggestions"] for w in wrong_harness["warnings"]] == [["team:bob"]]
+        assert "warnings" not in await alice.send("team:bob", "hello", requireKnown=True)
+
+        error = await alice.fail("message_agent", {"to": "team:bobb", "message": "x", "requireKnown": True}, "not_found")
+        assert error["details"]["candidates"] == [{"address": "team:bob"}] and "team:bob" in error["hint"]
+        # Nothing was stored for the refused send.
+        sent = (await alice.ok("agent_link_mailbox_inspect"))["messages"]
+        assert sorted(m["to"] for m in sent) == ["team:bob", "team:bobb", "tema:bob"]
+
+        # Lower-case ids work in every tool.
+        mid = (await alice.send("team:bob", "answer me", anticipation="reply"))["messageId"]
+        assert (await bob.ok("get_agent_link_message_status", {"messageId": mid.lower()}))["messageId"] == mid
+        replied = await bob.ok("reply_agent_link_message", {"messageId": mid.lower(), "message": "ok"})
+        assert replied["replyToMessageId"] == mid
+        waited = await alice.ok("wait_for_agent", {"agent": "team:bob", "replyToMessageId": mid.lower(), "timeoutMs": 0})
+        assert waited["outcome"] == "reply"
