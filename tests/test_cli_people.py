@@ -28,7 +28,7 @@ UNKNOWN_ID = "01HZY8D3J5Q7K9M2N4P6R8T0VW"
 def run(*args: str, stdin: bytes | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run ``agent-link ARGS`` with every plugin disabled (the core alone)."""
     full_env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS, **(env or {})}
-    proc = subprocess.run([AGENT_LINK, *args], input=stdin, capture_output=True, env=full_env, timeout=RUN_BOUND_S)
+    proc = subprocess.run([AGENT_LINK, *args], check=False, input=stdin, capture_output=True, env=full_env, timeout=RUN_BOUND_S)
     return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.decode("utf-8", "replace"),
                                        proc.stderr.decode("utf-8", "replace"))
 
@@ -242,7 +242,7 @@ def test_watch_follows_new_mail_and_status_changes_until_interrupted() -> None:
         assert kinds == [("change", "team:alice"), ("message", "team:bob")]
     finally:
         watcher.send_signal(signal.SIGINT)
-        out, err = watcher.communicate(timeout=RUN_BOUND_S)
+        _, err = watcher.communicate(timeout=RUN_BOUND_S)
     assert watcher.returncode == 0 and b"Traceback" not in err
 
 
