@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-PLUGINS := codex claude roles receipts projects
+PLUGINS := codex claude roles receipts projects approvals
 
 .PHONY: install test bench hosts clean
 

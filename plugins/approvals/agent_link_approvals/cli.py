@@ -1,0 +1,291 @@
+"""``agent-link approvals``: check and apply the tool approvals of Codex and Claude Code.
+
+* ``agent-link approvals check (--codex-config PATH | --real-codex) [--claude-settings PATH |
+  --real-claude [--project DIR]] [--all] [--plugin-id ID] [--plugin-root DIR] [--json]``
+* ``agent-link approvals apply (--codex-config PATH | --claude-settings PATH) [--all]
+  [--dry-run] [--plugin-id ID] [--plugin-root DIR] [--json]``
+
+Nothing reads the user's real Codex config or Claude settings unless ``--real-codex`` /
+``--real-claude`` (or ``AGENT_LINK_CHECK_REAL_CONFIG=1`` for Codex) says so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+from agent_link_approvals import claude, codex, service
+from agent_link_approvals.files import ChangedWhileApplying, ConfigFileError
+from agent_link_approvals.manifests import read_claude_plugin, read_codex_plugin
+from agent_link_approvals.settings import (
+    CHECK_REAL_CONFIG,
+    CODEX_CONFIG,
+    CODEX_PLUGIN_ID,
+    codex_config_path,
+)
+from agent_link_approvals.toollist import (
+    ROLE_ADMIN_REASON,
+    ROLE_ADMIN_TOOLS,
+    ToolInfo,
+    ToolListError,
+    list_running_tools,
+)
+
+EXIT_HELP = """\b
+Exit codes:
+  0  complete: every required tool runs without asking
+  1  incomplete (the output says what is missing and how to add it), or agent-link failed
+  2  bad usage: nothing named, two sources for one host, a file that cannot be read or parsed"""
+
+FilePath = click.Path(dir_okay=False, path_type=Path)
+
+
+def _die(message: str, code: int) -> NoReturn:
+    click.echo(f"agent-link: {message}", err=True)
+    sys.exit(code)
+
+
+def _tools(host: str) -> list[ToolInfo]:
+    try:
+        return list_running_tools(host)
+    except ToolListError as exc:
+        _die(str(exc), 1)
+
+
+def _run(step: Callable[[], Any]) -> Any:
+    """Run a check/apply step; file and manifest problems become one stderr line and an exit."""
+    try:
+        return step()
+    except ConfigFileError as exc:
+        _die(exc.message, 2)
+    except service.CannotCheck as exc:
+        _die(str(exc), 1)
+    except ChangedWhileApplying as exc:
+        _die(str(exc), 1)
+    except OSError as exc:
+        _die(f"could not write: {exc.strerror or exc} ({exc.filename or ''}); the file was not changed", 1)
+
+
+def _readable_or_missing(path: Path) -> None:
+    """Raise for an unreadable or malformed config; a missing one is fine (apply creates it)."""
+    try:
+        codex.load_config(path)
+    except ConfigFileError as exc:
+        if exc.kind != "missing":
+            raise
+
+
+def _cmd(*words: str) -> str:
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(names) if names else "none"
+
+
+def _print_codex(r: dict[str, Any], apply: bool = False) -> None:
+    m = r["manifests"]
+    click.echo(f"Codex config {r['config']}")
+    click.echo(f"  plugin {r['pluginId']}, MCP server {_names(r['servers'])} (from {_names(m['files'])} in {m['root']})")
+    for problem in m["problems"]:
+        click.echo(f"  MANIFEST PROBLEM: {problem}")
+    enabled = r["pluginEnabled"]
+    if enabled is False:
+        click.echo(f"  PLUGIN OFF: [plugins.\"{r['pluginId']}\"] enabled = false (your choice; apply leaves it)")
+    elif enabled is not True:
+        click.echo(f"  plugin not enabled in this config (install it: codex plugin add {r['pluginId']})")
+    what = "tools (--all, role-admin tools excepted)" if r["all"] else "read-only tools"
+    click.echo(f"  {what} that run without asking: {r['requiredApproved']} of {len(r['required'])}")
+    if r["missing"]:
+        click.echo(f"  missing: {_names(sorted({m['tool'] for m in r['missing']}))}")
+    for kept in r["keptByYou"]:
+        click.echo(f"  kept: {kept['tool']} has approval_mode = {kept['mode']!r} (your choice; apply leaves it)")
+    for invalid in r["invalid"]:
+        click.echo(f"  INVALID: {invalid}")
+    side = r["sideEffecting"]
+    click.echo(f"  side-effecting tools that run without asking: {side['approvedCount']} of {side['count']}"
+               + (f": {_names(side['approved'])}" if side["approved"] else ""))
+    by_auto = [t["tool"] for t in r["tools"] if not t["readOnly"] and t["approved"] and t["mode"] == "auto"]
+    if by_auto:
+        servers = ", ".join(f"[plugins.\"{r['pluginId']}\".mcp_servers.{s}]" for s in r["servers"])
+        click.echo(f"    ({_names(sorted(set(by_auto)))} run unasked under Codex's mode 'auto', because they declare "
+                   f"destructiveHint and openWorldHint false; to be asked first, set default_tools_approval_mode = "
+                   f"\"writes\" under {servers})")
+    admin = r["roleAdmin"]
+    click.echo(f"  never auto-approved: {_names(list(ROLE_ADMIN_TOOLS))}: {ROLE_ADMIN_REASON}")
+    if admin["autoApproved"]:
+        click.echo(f"  WARNING: these role-admin tools run without asking: {_names(admin['autoApproved'])}; "
+                   "give each its own approval_mode = \"prompt\"")
+    if apply:
+        _print_apply(r, "appended to")
+    click.echo(f"  {'COMPLETE' if r['complete'] else 'INCOMPLETE'}")
+    if not apply and r["snippet"]:
+        click.echo(f"  Fix: {_cmd('agent-link', 'approvals', 'apply', '--codex-config', r['config'], *(['--all'] if r['all'] else []))}")
+        click.echo(f"  or add to {r['config']}:\n")
+        click.echo(r["snippet"])
+
+
+def _print_apply(r: dict[str, Any], verb: str) -> None:
+    if r.get("dryRun") and r.get("diff"):
+        click.echo("  dry run, nothing written; the change would be:\n")
+        click.echo(r["diff"])
+    elif r.get("written"):
+        click.echo(f"  {verb} {r.get('config') or r['files'][0]['path']} (backup: {r['backup'] or 'none, the file is new'})")
+    elif not r.get("diff"):
+        click.echo("  nothing to add")
+    for edit in r.get("byHand", []):
+        click.echo(f"  BY HAND: the file already has {edit['table']}; add `{edit['add']}` under it")
+
+
+def _print_claude(r: dict[str, Any], apply: bool = False) -> None:
+    m = r["manifests"]
+    files = ", ".join(f"{f['scope']} {f['path']}{'' if f['exists'] else ' (absent)'}" for f in r["files"])
+    click.echo(f"Claude Code settings: {files}")
+    click.echo(f"  plugin {m['pluginId'] or r['plugin']}, MCP server {_names(r['servers'])} (from {_names(m['files'])} in {m['root']})")
+    for problem in m["problems"]:
+        click.echo(f"  MANIFEST PROBLEM: {problem}")
+    what = "tools (--all, role-admin tools excepted)" if r["all"] else "read-only tools"
+    click.echo(f"  {what} allowed: {r['requiredAllowed']} of {len(r['required'])}")
+    if r["missing"]:
+        click.echo(f"  missing allow rules: {_names(r['missing'])}")
+    for over in r["overridden"]:
+        rules = "; ".join(f"{b['kind']} rule {b['rule']!r} in {b['scope']} {b['path']}" for b in over["by"])
+        click.echo(f"  OVERRIDDEN: {over['tool']} is held back by {rules} (a {over['decision']} rule beats an allow rule; "
+                   "apply never removes one)")
+    side = r["sideEffecting"]
+    click.echo(f"  side-effecting tools allowed: {side['allowedCount']} of {side['count']}"
+               + (f": {_names(side['allowed'])}" if side["allowed"] else ""))
+    click.echo(f"  never auto-approved: {_names(list(ROLE_ADMIN_TOOLS))}: {ROLE_ADMIN_REASON}")
+    if r["roleAdmin"]["allowed"]:
+        click.echo(f"  WARNING: these role-admin tools are allowed: {_names(r['roleAdmin']['allowed'])}; "
+                   "add an ask rule for each, or narrow the server-wide allow rule")
+    if apply:
+        _print_apply(r, "added to")
+        for rule in r.get("added", []):
+            click.echo(f"    + {rule}")
+    click.echo(f"  {'COMPLETE' if r['complete'] else 'INCOMPLETE'}")
+    if not apply and r["missing"]:
+        target = next((f["path"] for f in r["files"] if f["scope"] in ("file", "user")), r["files"][0]["path"])
+        click.echo(f"  Fix: {_cmd('agent-link', 'approvals', 'apply', '--claude-settings', target, *(['--all'] if r['all'] else []))}")
+        click.echo(f"  or add to permissions.allow in {target}:")
+        click.echo(json.dumps(r["missing"], indent=2))
+
+
+def register(cli: click.Group) -> None:
+    """Add the ``approvals`` group to the root ``agent-link`` group."""
+    from agent_link_core.cli import get_app
+
+    @cli.group("approvals", epilog=EXIT_HELP)
+    def approvals() -> None:
+        """Check or apply the tool approvals Codex and Claude Code keep for agent-link's tools.
+
+        Read-only tools (readOnlyHint) are required; --all requires every tool except the
+        role-admin ones, which are never auto-approved.
+        """
+
+    @approvals.command("check", epilog=EXIT_HELP)
+    @click.option("--codex-config", type=FilePath, help="A Codex config.toml to check.")
+    @click.option("--real-codex", is_flag=True, help="Check the real $CODEX_HOME/config.toml (default ~/.codex).")
+    @click.option("--claude-settings", type=FilePath, help="One Claude Code settings.json to check.")
+    @click.option("--real-claude", is_flag=True, help="Check the real user, project and local Claude Code settings.")
+    @click.option("--project", type=click.Path(file_okay=False, path_type=Path),
+                  help="The project whose .claude settings --real-claude reads (default: the current folder).")
+    @click.option("--all", "all_tools", is_flag=True, help="Require every tool, not only the read-only ones.")
+    @click.option("--plugin-id", help="Codex plugin id (default: <plugin>@<marketplace> from the manifests).")
+    @click.option("--plugin-root", type=click.Path(file_okay=False, exists=True, path_type=Path),
+                  help="Where the plugin manifests are (default: this agent-link checkout).")
+    @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+    @click.pass_context
+    def check(ctx: click.Context, codex_config: Path | None, real_codex: bool, claude_settings: Path | None,
+              real_claude: bool, project: Path | None, all_tools: bool, plugin_id: str | None,
+              plugin_root: Path | None, as_json: bool) -> None:
+        """Check that the tools agent-link needs run without asking."""
+        if codex_config and real_codex:
+            raise click.UsageError("name one Codex config: --codex-config PATH or --real-codex")
+        if claude_settings and real_claude:
+            raise click.UsageError("name one Claude Code source: --claude-settings PATH or --real-claude")
+        config = get_app(ctx).config
+        if codex_config is None and not real_codex and claude_settings is None and not real_claude:
+            if config.get(CODEX_CONFIG):
+                codex_config = Path(os.path.expanduser(config.get(CODEX_CONFIG)))
+            elif config.get(CHECK_REAL_CONFIG):
+                real_codex = True
+            else:
+                raise click.UsageError("name what to check: --codex-config PATH, --real-codex, --claude-settings PATH "
+                                       f"or --real-claude (or set {CODEX_CONFIG})")
+        codex_path = codex_config_path(os.environ) if real_codex else codex_config
+        out: dict[str, Any] = {"version": 1}
+        complete = True
+        if codex_path is not None:
+            plugin = read_codex_plugin(plugin_root)
+            _run(lambda: codex.load_config(codex_path))  # a bad file is reported before the tools are listed
+            tools = _tools("codex")
+            outcome = _run(lambda: service.check_codex(codex_path, tools, plugin, all_tools=all_tools,
+                                                       plugin_id=plugin_id or config.get(CODEX_PLUGIN_ID)))
+            out["codex"] = outcome.report
+            complete = complete and outcome.complete
+        if claude_settings is not None or real_claude:
+            cplugin = read_claude_plugin(plugin_root)
+            files = _run(lambda: [claude.load_settings("file", claude_settings)] if claude_settings is not None
+                         else claude.real_settings(os.environ, (project or Path.cwd()).resolve()))
+            ctools = _tools("claude")
+            coutcome = _run(lambda: service.check_claude(files, ctools, cplugin, all_tools=all_tools))
+            out["claude"] = coutcome.report
+            complete = complete and coutcome.complete
+        out["complete"] = complete
+        if as_json:
+            click.echo(json.dumps(out, ensure_ascii=False, indent=2))
+        else:
+            if "codex" in out:
+                _print_codex(out["codex"])
+            if "claude" in out:
+                _print_claude(out["claude"])
+        sys.exit(0 if complete else 1)
+
+    @approvals.command("apply", epilog=EXIT_HELP)
+    @click.option("--codex-config", type=FilePath, help="The Codex config.toml to add approvals to.")
+    @click.option("--claude-settings", type=FilePath, help="The Claude Code settings.json to add allow rules to.")
+    @click.option("--all", "all_tools", is_flag=True, help="Approve every tool except the role-admin ones.")
+    @click.option("--dry-run", is_flag=True, help="Print the change as a diff; write nothing.")
+    @click.option("--plugin-id", help="Codex plugin id (default: <plugin>@<marketplace> from the manifests).")
+    @click.option("--plugin-root", type=click.Path(file_okay=False, exists=True, path_type=Path),
+                  help="Where the plugin manifests are (default: this agent-link checkout).")
+    @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+    @click.pass_context
+    def apply(ctx: click.Context, codex_config: Path | None, claude_settings: Path | None, all_tools: bool,
+              dry_run: bool, plugin_id: str | None, plugin_root: Path | None, as_json: bool) -> None:
+        """Add exactly the missing approvals, keeping everything else in the file.
+
+        Codex: new tables are appended to the unchanged file. Claude Code: exact allow rules
+        are added to permissions.allow. A backup of the old file is kept beside it.
+        """
+        if (codex_config is None) == (claude_settings is None):
+            raise click.UsageError("name one file: --codex-config PATH or --claude-settings PATH")
+        config = get_app(ctx).config
+        if codex_config is not None:
+            plugin = read_codex_plugin(plugin_root)
+            _run(lambda: _readable_or_missing(codex_config))
+            tools = _tools("codex")
+            outcome = _run(lambda: service.apply_codex(codex_config, tools, plugin, all_tools=all_tools,
+                                                       plugin_id=plugin_id or config.get(CODEX_PLUGIN_ID), dry_run=dry_run))
+            report, complete, printer = outcome.report, outcome.complete, _print_codex
+        else:
+            assert claude_settings is not None
+            cplugin = read_claude_plugin(plugin_root)
+            _run(lambda: claude.load_settings("file", claude_settings, must_exist=False))
+            ctools = _tools("claude")
+            coutcome = _run(lambda: service.apply_claude(claude_settings, ctools, cplugin, all_tools=all_tools, dry_run=dry_run))
+            report, complete, printer = coutcome.report, coutcome.complete, _print_claude
+        if as_json:
+            key = "codex" if codex_config is not None else "claude"
+            click.echo(json.dumps({"version": 1, key: report, "complete": complete}, ensure_ascii=False, indent=2))
+        else:
+            printer(report, apply=True)
+        sys.exit(0 if complete else 1)

@@ -1,0 +1,85 @@
+"""Entry point of the agent-link approvals plugin, registered under the ``agent_link`` group.
+
+Hooks:
+
+* ``agent_link_register_settings``: the checker's settings (:mod:`agent_link_approvals.settings`);
+* ``agent_link_register_commands``: the ``approvals`` CLI group;
+* ``agent_link_health``: the ``approvals`` section: for each host whose config is found (the
+  real ``$CODEX_HOME/config.toml``; the Claude Code user settings plus the current folder's
+  project and local settings), whether the read-only tools run without asking and the
+  command that fixes it. The tools come from this process's registry (no server is started).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from agent_link_approvals import cli as approvals_cli
+from agent_link_core import hookimpl
+from agent_link_core.config import Setting
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent_link_core.app import App
+
+
+@hookimpl
+def agent_link_register_settings(register: Callable[[Setting], None]) -> None:
+    from agent_link_approvals.settings import SETTINGS
+
+    for setting in SETTINGS:
+        register(setting)
+
+
+@hookimpl
+def agent_link_register_commands(cli: click.Group) -> None:
+    approvals_cli.register(cli)
+
+
+def _section(check: Callable[[], Any], fix: str) -> dict[str, Any]:
+    from agent_link_approvals.files import ConfigFileError
+    from agent_link_approvals.service import CannotCheck
+
+    try:
+        outcome = check()
+    except ConfigFileError as exc:
+        return {"status": "unreadable", "message": exc.message, "fix": None}
+    except CannotCheck as exc:
+        return {"status": "unknown", "message": str(exc), "fix": None}
+    report = outcome.report
+    # Codex reports (server, tool) pairs, Claude Code the rules to add; health names the tools
+    missing = sorted({m["tool"] if isinstance(m, dict) else m.rsplit("__", 1)[-1] for m in report["missing"]})
+    held = sorted({o["tool"] for o in report.get("overridden", [])} | {k["tool"] for k in report.get("keptByYou", [])})
+    return {"status": "complete" if outcome.complete else "incomplete", "missing": missing, "heldBack": held,
+            "fix": None if outcome.complete else fix}
+
+
+@hookimpl
+def agent_link_health(app: App) -> tuple[str, dict[str, Any]]:
+    import shlex
+
+    from agent_link_approvals import claude, service
+    from agent_link_approvals.manifests import read_claude_plugin, read_codex_plugin
+    from agent_link_approvals.settings import CODEX_PLUGIN_ID, codex_config_path
+    from agent_link_approvals.toollist import tools_of_app
+
+    env = os.environ
+    tools = tools_of_app(app)
+    out: dict[str, Any] = {"toolSource": "this process's tools"}
+    codex_path = codex_config_path(env)
+    if codex_path.exists():
+        plugin = read_codex_plugin()
+        out["codex"] = {"config": str(codex_path), **_section(
+            lambda: service.check_codex(codex_path, tools, plugin, plugin_id=app.config.get(CODEX_PLUGIN_ID)),
+            f"agent-link approvals apply --codex-config {shlex.quote(str(codex_path))}")}
+    user_settings = claude.user_settings_path(env)
+    if user_settings.parent.is_dir():
+        cplugin = read_claude_plugin()
+        out["claude"] = {"settings": str(user_settings), **_section(
+            lambda: service.check_claude(claude.real_settings(env, Path.cwd()), tools, cplugin),
+            f"agent-link approvals apply --claude-settings {shlex.quote(str(user_settings))}")}
+    return "approvals", out
