@@ -30,7 +30,7 @@ from agent_link_core.app import App
 from agent_link_core.directory import session_view
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.mailbox import iso
-from agent_link_core.model import Caller, address_scheme, is_address
+from agent_link_core.model import Caller, address_scheme, is_address, is_ulid
 from agent_link_core.store import now_ms
 
 ALIAS_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
@@ -171,7 +171,8 @@ async def resolve_target(app: App, target: str, caller: Caller) -> str:
 async def send_reliably(
     app: App, target: str, text: str, *, sender: Caller, message_id: str | None = None, ttl_ms: int | None = None,
     reply_by: str | None = None, anticipation: str | None = None, retry: RetryPolicy = RetryPolicy(),
-    retry_unknown: bool = False, require_known: bool = False,
+    retry_unknown: bool = False, require_known: bool = False, correlation_id: str | None = None,
+    sender_project: str | None = None, sender_label: str | None = None,
 ) -> SendResult:
     """Send with one honest outcome, idempotent on ``message_id``.
 
@@ -182,25 +183,47 @@ async def send_reliably(
     ``require_known`` refuses a plain address no process has ever served (``rejected``
     with ``not_found`` and suggestions) instead of queueing it with a warning.
 
+    ``message_id`` is a ULID or a UUID (any case); a UUID is stored as the ULID with the same
+    128 bits and echoed as ``clientMessageId``. What defines the message for idempotency:
+    sender, target, text, labels, ``ttl_ms``, ``correlation_id`` and the sender metadata
+    (``sender_project``, ``sender_label``); changing any of them under the same id is
+    ``rejected``.
+
     :raises AgentLinkError: never for a refusal (that is ``rejected``); only for bad
         arguments (``invalid_arguments``) and an unusable state dir (``state_io_error``).
     """
     if ttl_ms is not None and ttl_ms <= 0:
         raise invalid_arguments([{"path": "ttl-ms", "rule": "minimum", "expected": "a positive number of ms"}])
+    from agent_link_core.mailbox import ulid_of_uuid
+
+    client_id = None
+    if message_id is not None and not is_ulid(message_id.upper()) and ulid_of_uuid(message_id):
+        client_id, message_id = message_id.lower(), ulid_of_uuid(message_id)
+    elif message_id is not None:
+        if not is_ulid(message_id.upper()):
+            raise invalid_arguments([{"path": "message-id", "rule": "pattern", "expected": "a ULID (26 characters) or a UUID"}])
+        message_id = message_id.upper()
+    for path, value in (("correlation-id", correlation_id), ("from-project", sender_project), ("label", sender_label)):
+        if value is not None and not (0 < len(value.strip()) <= 256):
+            raise invalid_arguments([{"path": path, "rule": "length", "expected": "1-256 characters, not only spaces"}])
+    fingerprint = {k: v for k, v in (("ttlMs", ttl_ms), ("correlationId", correlation_id), ("senderProject", sender_project),
+                                     ("senderLabel", sender_label), ("clientMessageId", client_id)) if v is not None}
     try:
         recipient = await resolve_target(app, target, sender)
         existing = app.mailbox.get_row(message_id) if message_id else None
         outcome = await app.send(caller=sender, to=recipient, body=text, anticipation=anticipation, reply_by=reply_by,
-                                 message_id=message_id, tool="cli send",
-                                 options={}, require_known=require_known)
+                                 message_id=message_id, tool="cli send", options={}, require_known=require_known,
+                                 metadata={"fingerprint": fingerprint} if fingerprint else None)
     except AgentLinkError as exc:
         if exc.code == "invalid_arguments" and exc.details.get("errors", [{}])[0].get("rule") != "idempotency":
             raise
-        return SendResult("rejected", message_id, None, error=exc.to_dict())
+        return SendResult("rejected", message_id, None, error=exc.to_dict(),
+                          fields={"clientMessageId": client_id} if client_id else {})
     row = app.mailbox.get_row(outcome.message["id"])
     expires_at = _expiry(app, row, ttl_ms, first_attempt=existing is None)
     result = SendResult("queued", row["id"], row["recipient"], duplicate=not outcome.created, expires_at=iso(expires_at) if expires_at else None,
                         warnings=list(outcome.warnings))
+    result.fields.update({k: v for k, v in fingerprint.items() if k in ("correlationId", "clientMessageId")})
     delivery = outcome.delivery
     attempts = 1 if outcome.created and delivery is not None else 0
     # A resend with the same id pushes nothing again, except an unknown outcome on request

@@ -264,6 +264,7 @@ class App:
         wait_for_reply: bool = False, reply_to: str | None = None, message_id: str | None = None,
         tool: str = "message_agent", arguments: Mapping[str, Any] | None = None, options: Mapping[str, Any] | None = None,
         meta: Mapping[str, Any] | None = None, allow_archived: bool = False, require_known: bool = False,
+        metadata: Mapping[str, Any] | None = None,
     ) -> SendOutcome:
         """Store a message, then try to push it to its recipient.
 
@@ -272,7 +273,8 @@ class App:
         the same content returns the first outcome; with other content it is refused.
         A plain address (no harness lists it) that no process has ever served gets an
         ``unknown_address`` warning naming the closest known addresses; with
-        ``require_known`` it is refused (``not_found``) instead.
+        ``require_known`` it is refused (``not_found``) instead. ``metadata`` is stored with
+        the message; its ``fingerprint`` entry takes part in the idempotency comparison.
 
         :raises AgentLinkError: ``invalid_arguments``, ``body_too_large``, ``not_found``,
             ``ambiguous``, ``archived``, or what a ``before_send`` hook refuses with.
@@ -295,6 +297,7 @@ class App:
             unseen = self._unseen_recipient(recipient, require_known)
         if via:
             target_meta["via"] = via
+        target_meta.update(metadata or {})
         msg = OutgoingMessage(
             id=message_id or new_message_id(), sender=caller, to=to if is_address(to) else recipient,
             recipient=recipient, body=clean, anticipation=label, reply_by_ms=reply_by_ms, reply_to=reply_to, metadata=target_meta,

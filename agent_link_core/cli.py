@@ -356,6 +356,9 @@ def build_cli() -> click.Group:
     @click.option("--retry-unknown", is_flag=True, help="Push again a message whose earlier outcome was unknown.")
     @click.option("--require-known", is_flag=True, help="Refuse an address no process has ever served (typo guard).")
     @click.option("--require-delivered", is_flag=True, help=f"Exit {EXIT_UNDELIVERED} unless the outcome is delivered.")
+    @click.option("--correlation-id", help="Your id tying this message to others (stored, part of the idempotency check).")
+    @click.option("--from-project", help="The sender's project name (stored with the message).")
+    @click.option("--label", "sender_label", help="A label for the sender, e.g. its role (stored with the message).")
     @with_from
     @envelope_opt
     @json_opt
@@ -364,7 +367,8 @@ def build_cli() -> click.Group:
     def send(ctx: click.Context, target: str, text: str | None, file: str | None, message_id: str | None, ttl_ms: int | None,
              reply_by: str | None, anticipation: str | None, wait_reply: bool, timeout_ms: int, retry_count: int,
              retry_delay_ms: int, retry_backoff: float, retry_jitter: float, retry_unknown: bool, require_known: bool,
-             require_delivered: bool, from_address: str | None, from_thread: str | None, from_endpoint: str | None,
+             require_delivered: bool, correlation_id: str | None, from_project: str | None, sender_label: str | None,
+             from_address: str | None, from_thread: str | None, from_endpoint: str | None,
              show_envelope: bool, as_json: bool, ndjson: bool) -> None:
         """Send TEXT to TARGET: a contact alias, an address (harness:id, role:name), a form a plugin
         understands (e.g. an endpoint composite), or a bare session id. TEXT `-` reads stdin.
@@ -396,7 +400,9 @@ def build_cli() -> click.Group:
             anticipation = "reply"
         result = run_async(api.send_reliably(app, target, body, sender=me, message_id=message_id, ttl_ms=ttl_ms,
                                              reply_by=reply_by, anticipation=anticipation, retry=policy,
-                                             retry_unknown=retry_unknown, require_known=require_known))
+                                             retry_unknown=retry_unknown, require_known=require_known,
+                                             correlation_id=correlation_id, sender_project=from_project,
+                                             sender_label=sender_label))
         data = result.to_dict()
         if wait_reply and result.outcome in ("delivered", "queued") and result.message_id:
             data["wait"] = wait_all(app, me, result.message_id, timeout_ms)

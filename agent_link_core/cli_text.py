@@ -22,7 +22,7 @@ FIELD_NAMES = {
     "ttl-ms": "--ttl-ms", "from": "--from", "from-thread": "--from-thread", "requireKnown": "--require-known",
     "limit": "--limit", "since": "--since", "until": "--until", "alias": "ALIAS", "new": "NEW", "address": "TARGET",
     "to": "TARGET", "message": "TEXT", "messageId": "MESSAGE_ID", "correlationId": "--correlation-id",
-    "as": "--as", "query": "QUERY", "cursor": "--cursor",
+    "as": "--as", "query": "QUERY", "cursor": "--cursor", "senderProject": "--from-project", "senderLabel": "--label",
 }
 COMMAND_FIELDS = {"send": {"messageId": "--message-id"}}
 # MCP tool -> the command a person runs for the same thing.
@@ -153,6 +153,11 @@ def message_lines(view: dict[str, Any], body: str | None) -> list[str]:
     ]
     if view.get("inReplyTo"):
         lines.append(f"  answers: {view['inReplyTo']}")
+    sender = [terminal_safe(view[k]) for k in ("senderLabel", "senderProject") if view.get(k)]
+    if sender:
+        lines.insert(2, f"  sender:  {' of '.join(sender)}")
+    if view.get("correlationId"):
+        lines.append(f"  thread:  {terminal_safe(view['correlationId'])}")
     if body is not None:
         lines.append("")
         lines += ["  " + line for line in terminal_safe(body).split("\n")]

@@ -259,3 +259,33 @@ def test_every_json_is_one_versioned_object_and_ndjson_is_one_line(args: tuple[s
     line = run(*args, "--ndjson")
     assert line.returncode == 0 and line.stdout.count("\n") == 1, line.stdout
     assert json.loads(line.stdout).keys() == json.loads(pretty.stdout).keys()
+
+
+def test_intercom_style_ids_and_the_idempotency_fingerprint() -> None:
+    uid = "16E66E8A-008C-4F09-86D7-DCAEF30C7D36"
+    base = ("team:bob", "Please review the report.", "--from", "team:alice", "--message-id", uid, "--ttl-ms", "300000",
+            "--correlation-id", "job-7", "--from-project", "reports", "--label", "reviewer")
+    first = send_json(*base)
+    assert first["clientMessageId"] == uid.lower() and first["correlationId"] == "job-7" and not first["duplicate"]
+    again = send_json(*base)
+    assert again["duplicate"] and again["messageId"] == first["messageId"]
+    # The UUID finds the message wherever an id is taken.
+    status = json.loads(run("status", uid.lower(), "--from", "team:alice", "--json").stdout)
+    assert status["messageId"] == first["messageId"] and status["senderProject"] == "reports"
+    changed = {
+        "text": ("team:bob", "Other text", *base[2:]),
+        "ttl": (*base[:7], "1000", *base[8:]),
+        "correlation": (*base[:9], "job-8", *base[10:]),
+        "project": (*base[:11], "other", *base[12:]),
+        "label": (*base[:13], "boss"),
+        "target": ("team:carol", *base[1:]),
+    }
+    for what, args in changed.items():
+        proc = run("send", *args, "--json")
+        assert proc.returncode == 1, what
+        data = json.loads(proc.stdout)
+        assert data["outcome"] == "rejected" and data["error"]["details"]["errors"][0]["rule"] == "idempotency", what
+    human = run("inbox", "--as", "team:bob").stdout
+    assert "sender:  reviewer of reports" in human and "thread:  job-7" in human
+    bad = run("send", "team:bob", "x", "--message-id", "16e66e8a-not-a-uuid", "--from", "team:alice")
+    assert bad.returncode == 2 and "--message-id" in bad.stderr
