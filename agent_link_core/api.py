@@ -99,7 +99,8 @@ class SendResult:
 def sender(app: App, *, explicit: str | None = None, thread: str | None = None, endpoint: str | None = None) -> Caller:
     """Who is sending: an explicit ``--from`` address, else a thread/endpoint pair given to
     the harnesses to recognise, else the current session (from the session variables
-    the harness plugins read), else ``AGENT_LINK_ADDRESS``, else unverified ``external``.
+    the harness plugins read, proved with the harness first), else ``AGENT_LINK_ADDRESS``,
+    else unverified ``external``.
 
     :raises AgentLinkError: ``invalid_arguments`` for a malformed ``explicit`` address, or a
         thread no harness recognises.
@@ -115,7 +116,29 @@ def sender(app: App, *, explicit: str | None = None, thread: str | None = None, 
             if found is not None and found.known:
                 return Caller(found.address, "explicit", found.host)
         raise invalid_arguments([{"path": "from-thread", "rule": "unknown", "expected": "a thread id a harness recognises"}])
-    return app.caller()
+    return _proved(app, app.caller())
+
+
+def _proved(app: App, caller: Caller) -> Caller:
+    """A session named only by an environment variable (one a host sets in the shells it
+    runs) signs mail as verified only once its harness recognises it as a session it can
+    see, exactly as a ``--from-thread`` is checked; otherwise the command is refused.
+
+    :raises AgentLinkError: ``not_found`` when the harness does not know the session, or
+        what the harness's check raises (``ambiguous``, ``<harness>_unavailable``).
+    """
+    harness = app.harnesses.get(caller.host or "")
+    if caller.source != "env" or harness is None:
+        return caller
+    ident = caller.address.split(":", 1)[1]
+    found = harness.identify_caller({"threadId": ident}, {})
+    if found is None or not found.known:
+        raise AgentLinkError(
+            "not_found", f"The environment names {caller.address} as the sender, but {harness.name} knows no such session.",
+            {"query": caller.address, "candidates": []},
+            hint="Unset the variable, or say who sends with --from ADDRESS.",
+        )
+    return caller
 
 
 def normalise_alias(alias: str) -> str:
@@ -266,9 +289,11 @@ def _expiry(app: App, row: Any, ttl_ms: int | None, *, first_attempt: bool) -> i
 
 async def list_sessions(
     app: App, *, search: str | None = None, cwd: str | None = None, harness: str = "all", limit: int = 50,
-    show_paths: bool = False,
+    show_paths: bool = False, source: str | None = None,
 ) -> dict[str, Any]:
     """Every agent session on the machine, newest first (``limit`` 1-500, checked first).
+    ``source`` keeps sessions of one source kind (a harness's ``source`` field, e.g. how the
+    session was started, or one of its surfaces).
 
     :returns: ``{"version": 1, "sessions": [...], "providers": {...}}``; without
         ``show_paths`` each session's cwd is reduced to its folder name.
@@ -281,6 +306,8 @@ async def list_sessions(
     listings = await gather_listings(app.harnesses, only=harness, limit=max(limit, 200))
     sessions = [s for listing in listings.values() for s in listing.sessions if not s.archived]
     sessions += app.present_sessions(harness)
+    if source:
+        sessions = [s for s in sessions if of_source(s, source)]
     if cwd:
         want = cwd.rstrip("/")
         sessions = [s for s in sessions if (s.cwd or "").rstrip("/") == want]
@@ -289,6 +316,11 @@ async def list_sessions(
     sessions.sort(key=lambda s: -(s.last_activity_ms or 0))
     views = [_public_view(s, show_paths) for s in sessions[:limit]]
     return {"version": SESSIONS_FORMAT_VERSION, "sessions": views, "providers": providers_view(listings)}
+
+
+def of_source(session: Any, source: str) -> bool:
+    """True when ``session`` has the source kind ``source`` (its ``source`` field or a surface)."""
+    return session.extra.get("source") == source or source in session.surface
 
 
 def _public_view(session: Any, show_paths: bool) -> dict[str, Any]:
@@ -371,9 +403,10 @@ def _contact_view(row: Any) -> dict[str, Any]:
             "lastSeen": iso(row["last_seen"]) if row["last_seen"] else None}
 
 
-async def who(app: App) -> dict[str, Any]:
-    """Live sessions merged with contacts; refreshes a contact's project, label, last seen."""
-    listing = await list_sessions(app, limit=500)
+async def who(app: App, *, source: str | None = None) -> dict[str, Any]:
+    """Live sessions merged with contacts; refreshes a contact's project, label, last seen.
+    ``source`` keeps one source kind (:func:`list_sessions`)."""
+    listing = await list_sessions(app, limit=500, source=source)
     by_address = {s["address"]: s for s in listing["sessions"]}
     with app.store.write() as conn:
         for row in conn.execute("SELECT * FROM contacts").fetchall():
@@ -387,7 +420,7 @@ async def who(app: App) -> dict[str, Any]:
     return {"version": 1, "sessions": agents, "offlineContacts": offline, "providers": listing["providers"]}
 
 
-async def find(app: App, query: str, *, show_paths: bool = False) -> dict[str, Any]:
+async def find(app: App, query: str, *, show_paths: bool = False, source: str | None = None) -> dict[str, Any]:
     """``none`` / ``one`` / ``many`` agents matching ``query``: an exact alias wins without
     any discovery; otherwise alias, project, title and id are searched over complete listings
     and the live plain addresses. Without ``show_paths`` a match's cwd is its folder name.
@@ -409,6 +442,8 @@ async def find(app: App, query: str, *, show_paths: bool = False) -> dict[str, A
     contacts = {c["address"]: c for c in list_contacts(app)}
     matches = []
     for s in [s for listing in listings.values() for s in listing.sessions] + app.present_sessions():
+        if source and not of_source(s, source):
+            continue
         alias = contacts.get(s.address, {}).get("alias") or ""
         if norm in alias or score(s, query)[0] > 0:
             matches.append({**_public_view(s, show_paths), "alias": alias or None})

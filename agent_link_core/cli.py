@@ -284,11 +284,12 @@ def build_cli() -> click.Group:
     @click.option("--cwd", type=click.Path(file_okay=False), help="Only sessions working in this directory.")
     @click.option("--harness", help="Only this harness (e.g. one of the installed plugins).")
     @click.option("--limit", type=click.IntRange(1, 500), default=50, show_default=True)
+    @click.option("--source", help="Only sessions of this source kind (e.g. how a thread was started: cli, exec, subAgent...).")
     @click.option("--show-paths", is_flag=True, help="Show full working directories.")
     @json_opt
     @ndjson_opt
     @click.pass_context
-    def sessions(ctx: click.Context, search: str | None, cwd: str | None, harness: str | None, limit: int,
+    def sessions(ctx: click.Context, source: str | None, search: str | None, cwd: str | None, harness: str | None, limit: int,
                  show_paths: bool, as_json: bool, ndjson: bool) -> None:
         """List every agent session on this machine, newest first."""
         import os
@@ -297,7 +298,7 @@ def build_cli() -> click.Group:
 
         app = get_app(ctx)
         data = run_async(api.list_sessions(app, search=search, cwd=os.path.abspath(cwd) if cwd else None,
-                                           harness=harness or "all", limit=limit, show_paths=show_paths))
+                                           harness=harness or "all", limit=limit, show_paths=show_paths, source=source))
 
         def human(d: dict[str, Any]) -> None:
             if d["sessions"]:
@@ -545,14 +546,15 @@ def build_cli() -> click.Group:
             return
 
     @cli.command(epilog=EXIT_HELP)
+    @click.option("--source", help="Only sessions of this source kind (e.g. how a thread was started: cli, exec, subAgent...).")
     @json_opt
     @ndjson_opt
     @click.pass_context
-    def who(ctx: click.Context, as_json: bool, ndjson: bool) -> None:
+    def who(ctx: click.Context, source: str | None, as_json: bool, ndjson: bool) -> None:
         """Live sessions merged with your contacts."""
         from agent_link_core import api
 
-        data = run_async(api.who(get_app(ctx)))
+        data = run_async(api.who(get_app(ctx), source=source))
 
         def human(d: dict[str, Any]) -> None:
             table(["ALIAS", "ADDRESS", "TITLE", "FOLDER"],
@@ -564,11 +566,12 @@ def build_cli() -> click.Group:
 
     @cli.command(epilog=EXIT_HELP)
     @click.argument("query")
+    @click.option("--source", help="Only sessions of this source kind (e.g. how a thread was started: cli, exec, subAgent...).")
     @click.option("--show-paths", is_flag=True, help="Show full working directories.")
     @json_opt
     @ndjson_opt
     @click.pass_context
-    def find(ctx: click.Context, query: str, show_paths: bool, as_json: bool, ndjson: bool) -> None:
+    def find(ctx: click.Context, query: str, source: str | None, show_paths: bool, as_json: bool, ndjson: bool) -> None:
         """Find an agent by alias, project, title or id: answers none, one or many."""
         from agent_link_core import api
 
@@ -576,7 +579,7 @@ def build_cli() -> click.Group:
             from agent_link_core.errors import invalid_arguments
 
             fail(invalid_arguments([{"path": "query", "rule": "minLength", "expected": "an alias, project, title or id to look for"}]))
-        data = run_async(api.find(get_app(ctx), query, show_paths=show_paths))
+        data = run_async(api.find(get_app(ctx), query, show_paths=show_paths, source=source))
 
         def human(d: dict[str, Any]) -> None:
             click.echo(d["verdict"])
@@ -684,6 +687,8 @@ def main() -> None:
         build_cli()(prog_name="agent-link")
     except KeyboardInterrupt:  # `watch` and long waits end this way; no traceback for it
         sys.exit(130)
+    except AgentLinkError as exc:  # raised outside a command's own handling (e.g. who is calling)
+        fail(exc)
     except sqlite3.DatabaseError as exc:
         from agent_link_core.config import load_config
         from agent_link_core.store import database_error

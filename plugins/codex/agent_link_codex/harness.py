@@ -261,6 +261,8 @@ class CodexHarness(Harness):
             return None  # another harness's endpoint naming
         from agent_link_codex.api import named_sender
 
+        if endpoint is None:  # the intercom variable picks the source endpoint when several know the thread
+            endpoint = self.values.get("AGENT_LINK_CODEX_SOURCE_ENDPOINT") or None
         return named_sender(self, thread.strip(), endpoint)
 
     # discovery -------------------------------------------------------------------------
@@ -288,7 +290,7 @@ class CodexHarness(Harness):
             return [], exc
 
     async def list_sessions(self, *, include_archived: bool = False, limit: int = 200) -> SessionListing:
-        """Interactive threads newest first (app-servers, else rollout transcripts).
+        """Threads of every source kind newest first (app-servers, else rollout transcripts).
 
         The provider is ``{available, reason, source, endpoints: [{id, label, source,
         reachable, reason}], errors?}`` (:meth:`endpoint_states`; ``errors`` are failed
@@ -297,9 +299,11 @@ class CodexHarness(Harness):
         """
         links, error = await self.links_or_error()
         if links:
-            threads, paging = await self.service.list_threads(links, source_kinds=DEFAULT_KINDS, limit=limit)
+            # Every source kind (interactive, app-server, exec, sub-agents): a thread started by
+            # `codex exec` or spawned as a sub-agent can be messaged like any other.
+            threads, paging = await self.service.list_threads(links, source_kinds=SOURCE_KINDS, limit=limit)
             if include_archived:
-                archived, more = await self.service.list_threads(links, archived=True, source_kinds=DEFAULT_KINDS, limit=limit)
+                archived, more = await self.service.list_threads(links, archived=True, source_kinds=SOURCE_KINDS, limit=limit)
                 threads += archived
                 paging["complete"] = paging["complete"] and more["complete"]
             loaded = await self.service.loaded_ids(links)

@@ -57,7 +57,7 @@ LOCATION_TTL_S = 1.0
 SOURCE_KINDS = ("cli", "vscode", "exec", "appServer", "subAgent", "subAgentReview", "subAgentCompact",
                 "subAgentThreadSpawn", "subAgentOther", "unknown")
 LIST_PAGE = 100
-LIST_MAX_PAGES = 50
+LIST_MAX_PAGES = 100  # per endpoint: the membership-scan bound agent-session-intercom specifies
 
 
 def is_not_found(exc: AppServerError) -> bool:
