@@ -328,3 +328,38 @@ async def test_lost_acknowledgement_is_unknown_and_retry_unknown_does_not_duplic
         proxy.close()
         shutil.rmtree(short, ignore_errors=True)
         await raw.close()
+
+
+async def test_intercom_variables_source_proof_and_source_filter(server_a: CodexAppServer) -> None:
+    """Intercom's variable names work as aliases, a CODEX_THREAD_ID no app-server knows is
+    refused as a sender, and --source filters by a thread's source kind."""
+    raw = await connect(server_a)  # stays connected: the threads stay loaded
+    try:
+        target, sender = await new_thread(raw), await new_thread(raw)
+        ep = ep_id(server_a)
+        extra = {"CODEX_APP_SERVER_SOCKET": str(server_a.socket_path)}
+        listed = await run("sessions", "--json", **extra)
+        assert listed.returncode == 0, listed.stderr
+        sessions = {s["threadId"]: s for s in json.loads(listed.stdout)["sessions"]}
+        assert {target, sender} <= set(sessions)
+        eps = json.loads((await run("endpoints", "list", "--json", **extra)).stdout)["endpoints"]
+        assert [e["source"] for e in eps if e["id"] == ep] == ["env-extra"]
+        assert ep not in [e["id"] for e in json.loads((await run("endpoints", "list", "--json")).stdout)["endpoints"]]
+
+        kind = sessions[target]["source"]
+        only = json.loads((await run("sessions", "--json", "--source", kind, **extra)).stdout)["sessions"]
+        assert target in {s["threadId"] for s in only} and {s["source"] for s in only} == {kind}
+        other = json.loads((await run("sessions", "--json", "--source", "exec", **extra)).stdout)["sessions"]
+        assert target not in {s.get("threadId") for s in other}
+
+        bogus = await run("send", f"codex:{target}", "hi", **extra, CODEX_THREAD_ID="019a0000-0000-7000-8000-00000000abcd")
+        assert bogus.returncode == 1 and "knows no such session" in bogus.stderr and "--from" in bogus.stderr
+        wrong_ep = await run("send", f"codex:{target}", "hi", **extra, CODEX_THREAD_ID=sender,
+                             AGENT_SESSION_INTERCOM_SOURCE_ENDPOINT="ep_" + "0" * 16)
+        assert wrong_ep.returncode == 1 and "Traceback" not in wrong_ep.stderr
+        proved = await run("send", f"codex:{target}", "hi from a proved thread", "--json", **extra, CODEX_THREAD_ID=sender,
+                           AGENT_SESSION_INTERCOM_SOURCE_ENDPOINT=ep)
+        assert proved.returncode == 0, proved.stderr
+        assert json.loads(proved.stdout)["outcome"] == "delivered"
+    finally:
+        await raw.close()
