@@ -150,7 +150,9 @@ class AgentLinkGroup(click.Group):
             fail(exc)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in self.commands:
+        # Plugins may also add options to core commands (e.g. a harness's endpoint choice),
+        # so they load for every command but the two that must start fast on their own.
+        if cmd_name not in self.commands or cmd_name not in ("mcp", "hook"):
             self._load_plugin_commands(ctx)
         return super().get_command(ctx, cmd_name)
 

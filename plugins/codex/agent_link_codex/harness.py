@@ -124,6 +124,9 @@ class CodexHarness(Harness):
     """Codex threads as agent-link sessions. One instance per :class:`~agent_link_core.app.App`."""
 
     name = "codex"
+    # ``added`` / ``updated`` / ``registry-full`` once ``--socket PATH`` registered its endpoint
+    # in this process (reported by ``sessions`` and ``send``, as agent-session-intercom does).
+    endpoint_registration: str | None = None
     # Turn overrides (model, effort, cwd) are checked against the override policy before
     # anything is stored (agent_link_codex.overrides) and carried by the delivering turn/start.
     send_options = frozenset({"mode", "resumeIfNeeded", "expectedTurnId", "model", "effort", "cwd"})
@@ -310,6 +313,8 @@ class CodexHarness(Harness):
             sessions = [session_from_thread(t, loaded.get(t["id"], link), loaded=t["id"] in loaded) for link, t in threads]
             states = self.endpoint_states()
             provider = {"available": True, "reason": None, "source": "app-server", "endpoints": states, "errors": paging["errors"]}
+            if self.endpoint_registration is not None:
+                provider["registration"] = self.endpoint_registration
             # stopping at ``limit`` with more threads left is an incomplete scan too, and so is
             # one that could not ask every endpoint
             complete = paging["complete"] and not paging["nextCursor"] and all(s["reachable"] for s in states)
@@ -359,6 +364,8 @@ class CodexHarness(Harness):
             delivery = await self.deliverer.push(message["id"], thread_id, envelope, options)
         except (AppServerError, AppServerUnavailable) as exc:
             raise exc.to_agent_link_error() from None
+        if self.endpoint_registration is not None:
+            delivery.fields["endpointRegistration"] = self.endpoint_registration
         applied = turn_params(options)
         if applied and delivery.fields.get("turnId") is not None:
             # the turn/start carrying them was accepted: they persist for the thread

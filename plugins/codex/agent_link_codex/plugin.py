@@ -84,10 +84,11 @@ def agent_link_before_send(message: Any, context: Any, app: App) -> list[dict[st
 
 @hookimpl
 def agent_link_register_commands(cli: click.Group) -> None:
-    """``agent-link endpoints add|list|remove``."""
-    from agent_link_codex.cli import endpoints
+    """``agent-link endpoints add|list|remove``, and ``--socket PATH`` on ``sessions`` and ``send``."""
+    from agent_link_codex.cli import add_socket_option, endpoints
 
     cli.add_command(endpoints)
+    add_socket_option(cli)
 
 
 @hookimpl

@@ -363,3 +363,36 @@ async def test_intercom_variables_source_proof_and_source_filter(server_a: Codex
         assert json.loads(proved.stdout)["outcome"] == "delivered"
     finally:
         await raw.close()
+
+
+async def test_socket_option_uses_one_app_server_and_registers_it(server_a: CodexAppServer, server_b: CodexAppServer,
+                                                                   tmp_path: Path) -> None:
+    threads = {}
+    for server in (server_a, server_b):
+        raw = await connect(server)
+        try:
+            threads[ep_id(server)] = await new_thread(raw)
+        finally:
+            await raw.close()
+    env = {"AGENT_LINK_CODEX_SOCK": str(server_b.socket_path)}  # would be used, were it not for --socket
+    listed = await run("sessions", "--socket", str(server_a.socket_path), "--json", **env)
+    assert listed.returncode == 0, listed.stderr
+    data = json.loads(listed.stdout)
+    assert {s["endpoint"] for s in data["sessions"]} == {ep_id(server_a)}
+    assert threads[ep_id(server_a)] in {s["threadId"] for s in data["sessions"]}
+    assert data["providers"]["codex"]["registration"] == "added"
+    assert str(server_a.socket_path) not in listed.stdout
+    registered = json.loads((await run("endpoints", "list", "--json")).stdout)["endpoints"]
+    assert [e["source"] for e in registered if e["id"] == ep_id(server_a)] == ["registered"]
+
+    # send through the socket: the target thread is on server_b, reached through its own socket
+    sent = await run("send", f"codex:{threads[ep_id(server_b)]}", "via --socket", "--from", "team:me",
+                     "--socket", str(server_b.socket_path), "--json")
+    assert sent.returncode == 0, sent.stderr
+    assert json.loads(sent.stdout)["endpointRegistration"] == "added"
+    # the other app-server is not asked: its thread is not found through server_b's socket
+    missed = await run("send", f"codex:{threads[ep_id(server_a)]}", "x", "--from", "team:me",
+                       "--socket", str(server_b.socket_path))
+    assert missed.returncode == 1 and "Traceback" not in missed.stderr
+    dead = await run("sessions", "--socket", str(tmp_path / "nothing.sock"))
+    assert dead.returncode != 0 and dead.stderr.startswith("agent-link:") and "Traceback" not in dead.stderr
