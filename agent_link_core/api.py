@@ -195,7 +195,7 @@ async def send_reliably(
     app: App, target: str, text: str, *, sender: Caller, message_id: str | None = None, ttl_ms: int | None = None,
     reply_by: str | None = None, anticipation: str | None = None, retry: RetryPolicy = RetryPolicy(),
     retry_unknown: bool = False, require_known: bool = False, correlation_id: str | None = None,
-    sender_project: str | None = None, sender_label: str | None = None,
+    sender_project: str | None = None, sender_label: str | None = None, envelope_format: str | None = None,
 ) -> SendResult:
     """Send with one honest outcome, idempotent on ``message_id``.
 
@@ -210,7 +210,9 @@ async def send_reliably(
     128 bits and echoed as ``clientMessageId``. What defines the message for idempotency:
     sender, target, text, labels, ``ttl_ms``, ``correlation_id`` and the sender metadata
     (``sender_project``, ``sender_label``); changing any of them under the same id is
-    ``rejected``.
+    ``rejected``. ``envelope_format`` names another model-visible form than agent-link's
+    envelope, one the recipient's harness lists in its ``envelope_formats`` (else
+    ``rejected``, nothing stored).
 
     :raises AgentLinkError: never for a refusal (that is ``rejected``); only for bad
         arguments (``invalid_arguments``) and an unusable state dir (``state_io_error``).
@@ -230,13 +232,18 @@ async def send_reliably(
         if value is not None and not (0 < len(value.strip()) <= 256):
             raise invalid_arguments([{"path": path, "rule": "length", "expected": "1-256 characters, not only spaces"}])
     fingerprint = {k: v for k, v in (("ttlMs", ttl_ms), ("correlationId", correlation_id), ("senderProject", sender_project),
-                                     ("senderLabel", sender_label), ("clientMessageId", client_id)) if v is not None}
+                                     ("senderLabel", sender_label), ("clientMessageId", client_id),
+                                     ("envelopeFormat", envelope_format)) if v is not None}
     try:
         recipient = await resolve_target(app, target, sender)
+        if envelope_format is not None and envelope_format not in getattr(app.harnesses.get(address_scheme(recipient)), "envelope_formats", ()):
+            raise invalid_arguments([{"path": "envelope", "rule": "unsupported",
+                                      "expected": f"a target whose harness can show {envelope_format}"}])
         existing = app.mailbox.get_row(message_id) if message_id else None
         outcome = await app.send(caller=sender, to=recipient, body=text, anticipation=anticipation, reply_by=reply_by,
                                  message_id=message_id, tool="cli send", options={}, require_known=require_known,
-                                 metadata={"fingerprint": fingerprint} if fingerprint else None)
+                                 metadata={**({"fingerprint": fingerprint} if fingerprint else {}),
+                                           **({"envelopeFormat": envelope_format} if envelope_format else {})} or None)
     except AgentLinkError as exc:
         if exc.code == "invalid_arguments" and exc.details.get("errors", [{}])[0].get("rule") != "idempotency":
             raise

@@ -362,8 +362,10 @@ def build_cli() -> click.Group:
     @click.option("--correlation-id", help="Your id tying this message to others (stored, part of the idempotency check).")
     @click.option("--from-project", help="The sender's project name (stored with the message).")
     @click.option("--label", "sender_label", help="A label for the sender, e.g. its role (stored with the message).")
+    @click.option("--envelope", "envelope_format", type=click.Choice(["agent-link", "intercom-v2"]), default="agent-link",
+                  show_default=True, help="What the recipient's model reads: agent-link's envelope, or agent-session-intercom's v2"
+                  " text (Codex thread to Codex thread).")
     @with_from
-    @envelope_opt
     @json_opt
     @ndjson_opt
     @click.pass_context
@@ -371,8 +373,8 @@ def build_cli() -> click.Group:
              reply_by: str | None, anticipation: str | None, wait_reply: bool, timeout_ms: int, retry_count: int,
              retry_delay_ms: int, retry_backoff: float, retry_jitter: float, retry_unknown: bool, require_known: bool,
              require_delivered: bool, correlation_id: str | None, from_project: str | None, sender_label: str | None,
-             from_address: str | None, from_thread: str | None, from_endpoint: str | None,
-             show_envelope: bool, as_json: bool, ndjson: bool) -> None:
+             envelope_format: str, from_address: str | None, from_thread: str | None, from_endpoint: str | None,
+             as_json: bool, ndjson: bool) -> None:
         """Send TEXT to TARGET: a contact alias, an address (harness:id, role:name), a form a plugin
         understands (e.g. an endpoint composite), or a bare session id. TEXT `-` reads stdin.
 
@@ -405,7 +407,8 @@ def build_cli() -> click.Group:
                                              reply_by=reply_by, anticipation=anticipation, retry=policy,
                                              retry_unknown=retry_unknown, require_known=require_known,
                                              correlation_id=correlation_id, sender_project=from_project,
-                                             sender_label=sender_label))
+                                             sender_label=sender_label,
+                                             envelope_format=None if envelope_format == "agent-link" else envelope_format))
         data = result.to_dict()
         if wait_reply and result.outcome in ("delivered", "queued") and result.message_id:
             data["wait"] = wait_all(app, me, result.message_id, timeout_ms)
@@ -422,7 +425,7 @@ def build_cli() -> click.Group:
 
                 click.echo(f"warning: {cli_words(w['message'], 'send')}", err=True)
             if "wait" in d:
-                print_wait(app, d["wait"], show_envelope)
+                print_wait(app, d["wait"], False)
 
         if (as_json or ndjson) and data.get("warnings"):
             for w in data["warnings"]:  # scripts read stdout; people still see warnings

@@ -396,3 +396,38 @@ async def test_socket_option_uses_one_app_server_and_registers_it(server_a: Code
     assert missed.returncode == 1 and "Traceback" not in missed.stderr
     dead = await run("sessions", "--socket", str(tmp_path / "nothing.sock"))
     assert dead.returncode != 0 and dead.stderr.startswith("agent-link:") and "Traceback" not in dead.stderr
+
+
+async def test_envelope_intercom_v2_reaches_the_thread(stub: ResponsesStub, server_a: CodexAppServer,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_link_codex.intercom import HEADER, parse_envelope_v2
+    from ulid import ULID
+
+    raw = await connect(server_a)
+    try:
+        target, sender = await new_thread(raw), await new_thread(raw)
+        uid = "0b0d6f58-64a4-4a8e-9f5e-3c2a1d0e9f11"
+        env = {"AGENT_LINK_CODEX_SOCK": str(server_a.socket_path), "CODEX_THREAD_ID": sender}
+        sent = await run("send", f"codex:{target}", "Please review the report.", "--envelope", "intercom-v2",
+                         "--message-id", uid, "--ttl-ms", "300000", "--correlation-id", "job-7", "--from-project", "reports",
+                         "--label", "reviewer", "--json", **env)
+        assert sent.returncode == 0, sent.stderr
+        data = json.loads(sent.stdout)
+        assert data["outcome"] == "delivered" and data["clientMessageId"] == uid
+        assert str(ULID.from_str(data["messageId"]).to_uuid()) == uid
+        seen = await asyncio.to_thread(stub.wait_for, lambda r: any(t.startswith(HEADER) for t in r.user_texts()), WAIT_MS / 1000)
+        text = next(t for t in seen.user_texts() if t.startswith(HEADER))
+        envelope = parse_envelope_v2(text)
+        ep = ep_id(server_a)
+        assert envelope["messageId"] == uid and envelope["correlationId"] == "job-7"
+        assert envelope["sender"]["address"] == {"scheme": "codex-thread", "endpointId": ep, "threadId": sender}
+        assert envelope["target"] == {"scheme": "codex-thread", "endpointId": ep, "threadId": target}
+        assert envelope["sender"]["project"] == {"name": "reports"} and envelope["sender"]["label"] == "reviewer"
+        assert envelope["content"] == {"type": "text", "text": "Please review the report."}
+        assert str(server_a.socket_path) not in text
+        # Not from a Codex thread: refused before anything is stored.
+        plain = await run("send", f"codex:{target}", "x", "--envelope", "intercom-v2", "--from", "team:me",
+                          AGENT_LINK_CODEX_SOCK=str(server_a.socket_path))
+        assert plain.returncode == 2 and "Codex thread" in plain.stderr
+    finally:
+        await raw.close()
