@@ -74,7 +74,7 @@ def _problems(envelope: Any) -> list[dict[str, Any]]:
     for key in ("sentAt", "expiresAt"):
         value = envelope.get(key)
         try:
-            parsed = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+            parsed = datetime.fromisoformat(str(value))  # Python 3.11 reads a trailing Z
             if parsed.tzinfo is None:
                 raise ValueError
             times.append(parsed)
@@ -95,18 +95,20 @@ def _problems(envelope: Any) -> list[dict[str, Any]]:
         if isinstance(sender.get("address"), dict) and sender["address"].get("threadId") != sender.get("threadId"):
             bad("sender.threadId", "the thread of sender.address")
         project = sender.get("project")
-        if not (isinstance(project, dict) and text(project.get("name"), "sender.project.name")):
-            if not isinstance(project, dict):
-                bad("sender.project", "an object with a name")
+        if isinstance(project, dict):
+            text(project.get("name"), "sender.project.name")
+        else:
+            bad("sender.project", "an object with a name")
         if "label" in sender:
             text(sender["label"], "sender.label")
         if envelope.get("replyTo") != sender.get("address"):
             bad("replyTo", "exactly sender.address")
     address(envelope.get("target"), "target")
     content = envelope.get("content")
-    if not (isinstance(content, dict) and content.get("type") == "text" and text(content.get("text"), "content.text")):
-        if not isinstance(content, dict) or content.get("type") != "text":
-            bad("content", '{"type": "text", "text": "..."}')
+    if isinstance(content, dict) and content.get("type") == "text":
+        text(content.get("text"), "content.text")
+    else:
+        bad("content", '{"type": "text", "text": "..."}')
     return errors
 
 

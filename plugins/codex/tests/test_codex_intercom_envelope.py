@@ -7,8 +7,14 @@ import json
 from typing import Any
 
 import pytest
+from agent_link_codex.intercom import (
+    HEADER,
+    build_envelope_v2,
+    check_sendable,
+    parse_envelope_v2,
+    serialize_envelope_v2,
+)
 
-from agent_link_codex.intercom import HEADER, build_envelope_v2, check_sendable, parse_envelope_v2, serialize_envelope_v2
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.mailbox import new_message_id
 
