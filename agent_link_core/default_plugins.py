@@ -16,13 +16,16 @@ from agent_link_core.tools.registry import ToolSpec
 @hookimpl
 def agent_link_schema() -> list[Migration]:
     from agent_link_core.presence import PRESENCE_MIGRATIONS
+    from agent_link_core.search import SEARCH_MIGRATIONS
 
-    return [*CORE_MIGRATIONS, *PRESENCE_MIGRATIONS]
+    return [*CORE_MIGRATIONS, *SEARCH_MIGRATIONS, *PRESENCE_MIGRATIONS]
 
 
 @hookimpl
 def agent_link_register_tools(register: Callable[[ToolSpec], None]) -> None:
     from agent_link_core.tools.core_tools import CORE_TOOLS
 
-    for spec in CORE_TOOLS:
+    from agent_link_core.tools.search_tools import SEARCH_TOOLS
+
+    for spec in (*CORE_TOOLS, *SEARCH_TOOLS):
         register(spec)

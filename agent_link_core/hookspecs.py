@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any, Callable
 import pluggy
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
+    from collections.abc import Awaitable
+
     import click
 
     from agent_link_core.app import App
@@ -30,6 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from agent_link_core.harness import Harness
     from agent_link_core.model import Caller
     from agent_link_core.mailbox import EnvelopeContribution, Event, OutgoingMessage, SendContext
+    from agent_link_core.panels import Panel
     from agent_link_core.records import PromptHook
     from agent_link_core.reminders import DueReminders
     from agent_link_core.store import Migration
@@ -76,6 +79,20 @@ def agent_link_register_settings(register: Callable[[Setting], None]) -> None:
         the core's rules and reported by health (deprecated aliases, conflicts, warnings).
 
     Called once when the :class:`~agent_link_core.app.App` is built.
+    """
+
+
+@_hookspec
+def agent_link_register_panels(register: Callable[[Panel], None]) -> None:
+    """Contribute sections to the views people read (the ``agent-link web`` page).
+
+    :param register: call it with a :class:`~agent_link_core.panels.Panel` (name, title,
+        ``render(app) -> PanelView``, order). A panel returns data (rows of plain values,
+        conversation links, labels for agents), never markup; the page escapes all of it.
+        Two plugins registering the same name is an error naming both.
+
+    Called each time a view builds its list of sections (every page load and live refresh
+    of the web page). Not ``firstresult``: every plugin is asked.
     """
 
 
@@ -253,4 +270,19 @@ def agent_link_check_override(
 
     Called by a harness before it applies a model, effort or cwd change to an existing
     session. ``firstresult``.
+    """
+
+
+@_hookspec
+def agent_link_server_tasks(app: App) -> list[Callable[[], Awaitable[None]]] | None:
+    """Contribute background work that runs inside every ``agent-link mcp`` server.
+
+    :param app: the :class:`~agent_link_core.app.App` of the server process (settings,
+        database, mailbox, harnesses).
+    :returns: coroutine functions taking no arguments (e.g. a loop finishing jobs whose
+        server died), or ``None``. Each is started once, when the server starts serving, and
+        cancelled when it stops; one that raises is logged and never takes the server down.
+
+    Called once by the MCP server at start, before the client's ``initialize``. Keep the
+    work cooperative (``await`` often): it shares the server's event loop with tool calls.
     """

@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.harness import Harness
     from agent_link_core.model import Caller
     from agent_link_core.mailbox import EnvelopeContribution, Event, OutgoingMessage, SendContext
+    from agent_link_core.panels import Panel
     from agent_link_core.records import PromptHook
     from agent_link_core.reminders import DueReminders
     from agent_link_core.store import Migration
@@ -139,6 +140,12 @@ class Hooks:
         """Settings declared by plugins (duplicate names are an error naming both)."""
         return tuple(self._unique("setting", self._collect("agent_link_register_settings")).values())
 
+    def panels(self) -> list[Panel]:
+        """Every plugin's panels, by ascending ``order`` then name (duplicate names are an
+        error naming both plugins)."""
+        found = self._unique("panel", self._collect("agent_link_register_panels")).values()
+        return sorted(found, key=lambda p: (p.order, p.name))
+
     def prompt_hooks(self) -> dict[str, tuple[PromptHook, str]]:
         """Prompt-hook adapters by harness name, each with the plugin that registered it.
 
@@ -205,6 +212,15 @@ class Hooks:
                 impl.function(**_wanted(impl, event=event, app=self.app))
             except Exception:  # observers must not undo committed changes
                 log.exception("agent_link_on_event failed in %s", self._pm.get_name(impl.plugin))
+
+    def server_tasks(self) -> list[tuple[str, Any]]:
+        """``[(plugin name, coroutine function)]`` an MCP server runs in the background."""
+        tasks: list[tuple[str, Any]] = []
+        for impl in self._pm.hook.agent_link_server_tasks.get_hookimpls():
+            name = self._pm.get_name(impl.plugin) or "?"
+            contributed: Any = impl.function(**_wanted(impl, app=self.app)) or []
+            tasks.extend((name, task) for task in contributed)
+        return tasks
 
     def health_sections(self) -> dict[str, Any]:
         """Each plugin's health section; a failing one reports its error instead."""

@@ -96,6 +96,8 @@ BAD_INPUT = [
     *[("inbox", "--as", a) for a in BAD_ADDRESSES[1::2]],
     *[("watch", "--as", a) for a in BAD_ADDRESSES[::3]],
     *[("contacts", "add", "bob", a) for a in BAD_ADDRESSES[:2]],
+    *[("show", i, "--from", "team:alice") for i in BAD_IDS[::2]],
+    ("search", "(unclosed", "--from", "team:alice"), ("search", "x", "--since", "yesterday", "--from", "team:alice"),
     ("contacts", "add", "Bad Alias!", "team:bob"), ("contacts", "rename", "nobody", "x"), ("contacts", "remove", "nobody"),
     ("send", "team:bob", "x", "--message-id", "nope", "--from", "team:alice"),
     ("send", "team:bob", "x", "--ttl-ms", "0"), ("send", "team:bob", "x", "--anticipation", "maybe"),
@@ -289,3 +291,17 @@ def test_intercom_style_ids_and_the_idempotency_fingerprint() -> None:
     assert "sender:  reviewer of reports" in human and "thread:  job-7" in human
     bad = run("send", "team:bob", "x", "--message-id", "16e66e8a-not-a-uuid", "--from", "team:alice")
     assert bad.returncode == 2 and "--message-id" in bad.stderr
+
+
+def test_show_any_message_you_sent_or_received_even_read_ones() -> None:
+    mid = send_json("team:bob", "read me \x1b[1m", "--from", "team:alice", "--anticipation", "reply")["messageId"]
+    assert run("inbox", "--as", "team:bob").returncode == 0  # read: it leaves the open inbox
+    for who in ("team:alice", "team:bob"):
+        shown = run("show", mid.lower(), "--from", who)
+        assert shown.returncode == 0, shown.stderr
+        assert f"message {mid}" in shown.stdout and "  read me \\u{001B}[1m" in shown.stdout and "\x1b" not in shown.stdout
+    assert "<agent-link-message" in run("show", mid, "--from", "team:bob", "--envelope").stdout
+    line = run("show", mid, "--from", "team:bob", "--ndjson")
+    assert json.loads(line.stdout)["version"] == 1 and line.stdout.count("\n") == 1
+    other = run("show", mid, "--from", "team:carol")
+    assert other.returncode == 1 and "Traceback" not in other.stderr

@@ -38,7 +38,7 @@ from agent_link_codex.delivery import STALE_CLAIM_MS, VIA, Deliverer, PushClaims
 from agent_link_codex.endpoints import EndpointRegistry, explicit
 from agent_link_codex.managed import ManagedError, find_codex, reap_orphans
 from agent_link_codex.overrides import THREAD_FIELDS, Launches, turn_params
-from agent_link_codex.service import SOURCE_KINDS, CodexService, Link
+from agent_link_codex.service import SOURCE_KINDS, CodexService, Link, is_not_found
 from agent_link_codex.settings import codex_home
 
 log = logging.getLogger(__name__)
@@ -401,6 +401,54 @@ class CodexHarness(Harness):
             raise AgentLinkError("not_found", f"No reachable Codex app-server has thread {thread_id}.",
                                  {"query": thread_id, "candidates": []}, hint="Check the thread, or send without --envelope intercom-v2.")
         return preferred if preferred in holders else holders[0]
+
+    # for plugins building on Codex threads -------------------------------------------------
+    async def thread_request(self, thread_id: str, method: str, params: Mapping[str, Any], *,
+                             timeout_ms: int | None = None) -> Any:
+        """Send one app-server request about the thread ``thread_id`` and return its result.
+
+        The public way for other plugins (fork jobs) to use Codex's thread API
+        (``thread/read``, ``thread/turns/list``, ``thread/fork``, ``thread/compact/start``,
+        ``turn/start``, ``thread/archive``, ...) without holding connections themselves. The
+        request goes to the app-server that has the thread loaded, else to the first one that
+        knows it; a private app-server is started when none is reachable and that is allowed.
+
+        :param params: the method's parameters (passed as given; include ``threadId``).
+        :param timeout_ms: the request's bound (default: the client's, 20 s).
+        :raises AgentLinkError: ``not_found`` (no reachable app-server knows the thread),
+            ``codex_unavailable`` (none answers), ``upstream_error`` (Codex refused it; details
+            ``method``, ``rpcCode``, ``rpcMessage``).
+        """
+        links, error = await self.links_or_error()
+        if not links:
+            assert error is not None
+            raise error
+        missing = AgentLinkError("not_found", f"No Codex thread {thread_id} is known.", {"id": thread_id, "candidates": []})
+        try:
+            location = await self.service.locate(thread_id, links)
+        except AppServerUnavailable as exc:
+            raise exc.to_agent_link_error() from None
+        if location is None:
+            raise missing
+        link = location.link or location.readers[0]
+        try:
+            return await link.call(method, dict(params), timeout_ms=timeout_ms)
+        except AppServerError as exc:
+            if is_not_found(exc):
+                raise missing from None
+            raise exc.to_agent_link_error() from None
+        except AppServerUnavailable as exc:
+            raise exc.to_agent_link_error() from None
+
+    def thread_token_usage(self, thread: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The token counts Codex recorded for a thread, oldest first, from its rollout (the
+        thread object's ``path``, else the one found in ``CODEX_HOME``):
+        ``[{turnId, total, last, modelContextWindow}]`` as :func:`agent_link_codex.rollouts.token_counts`
+        gives them; ``[]`` when the rollout cannot be read. Reads a file: call it off the loop
+        for big threads (``asyncio.to_thread``)."""
+        path = thread.get("path")
+        found = Path(path) if isinstance(path, str) and path else rollouts.find_rollout(codex_home(self.env), str(thread.get("id")))
+        return rollouts.token_counts(found) if found is not None else []
 
     # background ------------------------------------------------------------------------
     async def serve(self, app: Any, peer: McpPeer) -> None:
