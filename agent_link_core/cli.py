@@ -364,7 +364,7 @@ def build_cli() -> click.Group:
     @click.option("--label", "sender_label", help="A label for the sender, e.g. its role (stored with the message).")
     @click.option("--envelope", "envelope_format", type=click.Choice(["agent-link", "intercom-v2"]), default="agent-link",
                   show_default=True, help="What the recipient's model reads: agent-link's envelope, or agent-session-intercom's v2"
-                  " text (Codex thread to Codex thread).")
+                  " text (for harnesses that support it).")
     @with_from
     @json_opt
     @ndjson_opt
