@@ -278,6 +278,22 @@ async def send_reliably(
     return result
 
 
+async def reply(
+    app: App, message_id: str, text: str | None = None, *, sender: Caller, kind: str = "reply",
+) -> dict[str, Any]:
+    """Answer a message addressed to ``sender`` (a ULID, any case, or the UUID it was sent
+    with): ``kind`` ``reply`` (``text`` required), ``decline`` (``text`` is the reason) or
+    ``done`` (optional note). The answer goes to the original sender with a new id and
+    ``inReplyTo`` set to the original; the original body is never copied.
+
+    :returns: ``reply_agent_link_message``'s result (``messageId``, ``replyToMessageId``,
+        ``delivery``, ``resolution``, ``status`` ...).
+    :raises AgentLinkError: ``not_found``, ``wrong_recipient``, ``already_resolved``,
+        ``invalid_arguments``, ``body_too_large``, ``no_current_session``.
+    """
+    return await app.reply(caller=sender, message_id=message_id, resolution=kind, message=text)
+
+
 def _expiry(app: App, row: Any, ttl_ms: int | None, *, first_attempt: bool) -> int | None:
     """The message's expiry (ms), fixed by its first attempt and never extended."""
     import json

@@ -99,3 +99,17 @@ def test_built_from_a_stored_message_keeps_the_uuid_and_the_sender_metadata() ->
         with pytest.raises(AgentLinkError) as err:
             check_sendable(sender, target)
         assert err.value.details["errors"][0]["path"] == "envelope"
+
+
+def test_dispatch_errors_are_classified_for_retries() -> None:
+    from agent_link_codex.api import classify_dispatch_error
+    from agent_link_codex.appserver import AppServerError, AppServerUnavailable, ConnectionLost
+
+    assert classify_dispatch_error(AppServerError(-32001, "Server overloaded; retry later.", "turn/start")) == "retryable"
+    assert classify_dispatch_error(AppServerError(-32600, "thread not found", "turn/start")) == "rejected"
+    assert classify_dispatch_error(AppServerUnavailable("open-failed", "unix:///x")) == "retryable"
+    assert classify_dispatch_error(ConnectionLost("connection-lost", "unix:///x", method="turn/start")) == "unknown"
+    assert classify_dispatch_error(ConnectionLost("connection-lost", "unix:///x"), request_sent=False) == "retryable"
+    assert classify_dispatch_error(AgentLinkError("upstream_error", "x", {"rpcCode": -32001})) == "retryable"
+    assert classify_dispatch_error(AgentLinkError("codex_unavailable", "x", {"reason": "request-timeout"})) == "unknown"
+    assert classify_dispatch_error(AgentLinkError("not_found", "x")) == "rejected"

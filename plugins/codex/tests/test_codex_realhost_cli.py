@@ -34,6 +34,7 @@ from click.testing import CliRunner, Result
 from agent_link_codex.appserver import AppServerClient
 from agent_link_codex.endpoints import socket_endpoint
 from agent_link_core.cli import EXIT_UNKNOWN, build_cli
+from agent_link_core.errors import AgentLinkError
 from agent_link_core.mailbox import new_message_id
 from agent_link_testing.codex_host import CodexAppServer
 from agent_link_testing.responses_stub import ResponsesStub
@@ -431,3 +432,31 @@ async def test_envelope_intercom_v2_reaches_the_thread(stub: ResponsesStub, serv
         assert plain.returncode == 2 and "Codex thread" in plain.stderr
     finally:
         await raw.close()
+
+
+async def test_typed_api_resolve_source_and_reply(server_a: CodexAppServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_link_codex.api import resolve_source
+    from agent_link_core import api
+    from agent_link_core.app import App
+
+    raw = await connect(server_a)
+    try:
+        thread = await new_thread(raw)
+    finally:
+        await raw.close()
+    monkeypatch.setenv("AGENT_LINK_CODEX_SOCK", str(server_a.socket_path))
+    app = App.create()
+    try:
+        ep = ep_id(server_a)
+        assert await resolve_source(app, thread) == {"scheme": "codex-thread", "endpointId": ep, "threadId": thread}
+        assert (await resolve_source(app, thread, ep))["endpointId"] == ep
+        for bad_thread, bad_ep in ((thread, "ep_" + "0" * 16), ("019a0000-0000-7000-8000-00000000abcd", None)):
+            with pytest.raises(AgentLinkError) as err:
+                await resolve_source(app, bad_thread, bad_ep)
+            assert err.value.code == "not_found"
+        me, peer = api.sender(app, explicit="team:me"), api.sender(app, explicit=f"codex:{thread}")
+        sent = await api.send_reliably(app, f"codex:{thread}", "question?", sender=me, anticipation="reply")
+        answered = await api.reply(app, sent.message_id.lower(), "answer", sender=peer)
+        assert answered["replyToMessageId"] == sent.message_id and answered["target"]["address"] == "team:me"
+    finally:
+        await app.aclose()
