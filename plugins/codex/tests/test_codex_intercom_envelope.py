@@ -103,7 +103,11 @@ def test_built_from_a_stored_message_keeps_the_uuid_and_the_sender_metadata() ->
 
 def test_dispatch_errors_are_classified_for_retries() -> None:
     from agent_link_codex.api import classify_dispatch_error
-    from agent_link_codex.appserver import AppServerError, AppServerUnavailable, ConnectionLost
+    from agent_link_codex.appserver import (
+        AppServerError,
+        AppServerUnavailable,
+        ConnectionLost,
+    )
 
     assert classify_dispatch_error(AppServerError(-32001, "Server overloaded; retry later.", "turn/start")) == "retryable"
     assert classify_dispatch_error(AppServerError(-32600, "thread not found", "turn/start")) == "rejected"

@@ -29,15 +29,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
-
 from agent_link_codex.appserver import AppServerClient
 from agent_link_codex.endpoints import socket_endpoint
+from agent_link_testing.codex_host import CodexAppServer
+from agent_link_testing.responses_stub import ResponsesStub
+from click.testing import CliRunner, Result
+
 from agent_link_core.cli import EXIT_UNKNOWN, build_cli
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.mailbox import new_message_id
-from agent_link_testing.codex_host import CodexAppServer
-from agent_link_testing.responses_stub import ResponsesStub
 
 pytestmark = [pytest.mark.realhost, pytest.mark.anyio, pytest.mark.timeout(120)]
 
@@ -436,6 +436,7 @@ async def test_envelope_intercom_v2_reaches_the_thread(stub: ResponsesStub, serv
 
 async def test_typed_api_resolve_source_and_reply(server_a: CodexAppServer, monkeypatch: pytest.MonkeyPatch) -> None:
     from agent_link_codex.api import resolve_source
+
     from agent_link_core import api
     from agent_link_core.app import App
 
