@@ -280,18 +280,27 @@ async def send_reliably(
 
 async def reply(
     app: App, message_id: str, text: str | None = None, *, sender: Caller, kind: str = "reply",
+    envelope_format: str | None = None,
 ) -> dict[str, Any]:
     """Answer a message addressed to ``sender`` (a ULID, any case, or the UUID it was sent
     with): ``kind`` ``reply`` (``text`` required), ``decline`` (``text`` is the reason) or
     ``done`` (optional note). The answer goes to the original sender with a new id and
     ``inReplyTo`` set to the original; the original body is never copied.
+    ``envelope_format`` as for :func:`send_reliably` (the original sender's harness must
+    list it).
 
     :returns: ``reply_agent_link_message``'s result (``messageId``, ``replyToMessageId``,
         ``delivery``, ``resolution``, ``status`` ...).
     :raises AgentLinkError: ``not_found``, ``wrong_recipient``, ``already_resolved``,
         ``invalid_arguments``, ``body_too_large``, ``no_current_session``.
     """
-    return await app.reply(caller=sender, message_id=message_id, resolution=kind, message=text)
+    if envelope_format is not None:
+        row = app.mailbox.require(message_id)
+        if envelope_format not in getattr(app.harnesses.get(address_scheme(row["from_addr"])), "envelope_formats", ()):
+            raise invalid_arguments([{"path": "envelope", "rule": "unsupported",
+                                      "expected": f"a message from a harness that can show {envelope_format}"}])
+    return await app.reply(caller=sender, message_id=message_id, resolution=kind, message=text,
+                           metadata={"envelopeFormat": envelope_format} if envelope_format else None)
 
 
 def _expiry(app: App, row: Any, ttl_ms: int | None, *, first_attempt: bool) -> int | None:

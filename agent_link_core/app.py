@@ -370,12 +370,13 @@ class App:
     async def reply(
         self, *, caller: Caller, message_id: str, resolution: str = "reply", message: str | None = None,
         anticipation: str | None = None, reply_by: str | None = None, arguments: Mapping[str, Any] | None = None,
-        meta: Mapping[str, Any] | None = None,
+        meta: Mapping[str, Any] | None = None, metadata: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Resolve a message addressed to the caller, sending the reply back to its sender.
 
         ``reply`` and ``decline`` need ``message`` (for decline: the reason); ``done`` takes
-        an optional note, sent back only when given.
+        an optional note, sent back only when given. ``metadata`` is stored with the note
+        (e.g. ``envelopeFormat``, see :func:`agent_link_core.api.send_reliably`).
 
         :raises AgentLinkError: ``not_found``, ``wrong_recipient``, ``already_resolved``,
             ``invalid_arguments``, ``body_too_large``, ``no_current_session``.
@@ -397,7 +398,7 @@ class App:
             reply_msg = OutgoingMessage(
                 id=new_message_id(), sender=caller, to=row["from_addr"], recipient=row["from_addr"],
                 body=check_body(message), anticipation=label, reply_by_ms=reply_by_ms, reply_to=message_id,
-                metadata={"resolution": resolution},
+                metadata={**(metadata or {}), "resolution": resolution},
             )
             if caller.address == row["recipient"]:
                 warnings = self.hooks.before_send(reply_msg, context)

@@ -443,12 +443,15 @@ def build_cli() -> click.Group:
     @click.option("--file", "file", type=click.Path(dir_okay=False), help="Read the text from this file (at most 64 KiB).")
     @click.option("--decline", is_flag=True, help="Decline it; TEXT is the reason.")
     @click.option("--done", is_flag=True, help="Mark it done; TEXT is an optional note.")
+    @click.option("--envelope", "envelope_format", type=click.Choice(["agent-link", "intercom-v2"]), default="agent-link",
+                  show_default=True, help="What the original sender's model reads (intercom-v2: for harnesses that support it).")
     @with_from
     @json_opt
     @ndjson_opt
     @click.pass_context
     def reply(ctx: click.Context, message_id: str, text: str | None, file: str | None, decline: bool, done: bool,
-              from_address: str | None, from_thread: str | None, from_endpoint: str | None, as_json: bool, ndjson: bool) -> None:
+              envelope_format: str, from_address: str | None, from_thread: str | None, from_endpoint: str | None,
+              as_json: bool, ndjson: bool) -> None:
         """Answer MESSAGE_ID, a message addressed to the current session; the answer goes back
         to its sender. TEXT `-` reads stdin."""
         if decline and done:
@@ -457,7 +460,10 @@ def build_cli() -> click.Group:
         body = message_text(text, file) if (text is not None or file is not None) else None
         app = get_app(ctx)
         me = who_am_i(app, from_address, from_thread, from_endpoint)
-        data = run_async(app.reply(caller=me, message_id=message_id, resolution=kind or "reply", message=body))
+        from agent_link_core import api
+
+        data = run_async(api.reply(app, message_id, body, sender=me, kind=kind or "reply",
+                                   envelope_format=None if envelope_format == "agent-link" else envelope_format))
         emit(data, as_json, lambda d: click.echo(
             f"{d['resolution']['kind']}: {d['replyToMessageId']} ({d['status']}); reply {d['messageId'] or 'none'} {d['delivery']}"), ndjson)
 

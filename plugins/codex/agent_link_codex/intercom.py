@@ -181,6 +181,8 @@ def build_envelope_v2(message: dict[str, Any], *, sender_endpoint: str, target_e
     }
     if fingerprint.get("correlationId"):
         envelope["correlationId"] = fingerprint["correlationId"]
+    elif message.get("reply_to"):  # an answer correlates with the message it answers, as intercom's reply does
+        envelope["correlationId"] = str(ULID.from_str(message["reply_to"]).to_uuid())
     envelope.update({"sender": sender, "replyTo": dict(sender_address), "target": thread_address(target_endpoint, target_thread),
                      "content": {"type": "text", "text": message["body"]}})
     return validate_envelope_v2(envelope)

@@ -426,6 +426,14 @@ async def test_envelope_intercom_v2_reaches_the_thread(stub: ResponsesStub, serv
         assert envelope["sender"]["project"] == {"name": "reports"} and envelope["sender"]["label"] == "reviewer"
         assert envelope["content"] == {"type": "text", "text": "Please review the report."}
         assert str(server_a.socket_path) not in text
+        # The answer, in v2 too: correlated with the message it answers.
+        answered = await run("reply", data["messageId"].lower(), "Reviewed.", "--envelope", "intercom-v2", "--json",
+                             AGENT_LINK_CODEX_SOCK=str(server_a.socket_path), CODEX_THREAD_ID=target)
+        assert answered.returncode == 0, answered.stderr
+        seen = await asyncio.to_thread(stub.wait_for, lambda r: any(t.startswith(HEADER) and "Reviewed." in t for t in r.user_texts()),
+                                       WAIT_MS / 1000)
+        back = parse_envelope_v2(next(t for t in seen.user_texts() if t.startswith(HEADER) and "Reviewed." in t))
+        assert back["correlationId"] == uid and back["sender"]["threadId"] == target and back["target"]["threadId"] == sender
         # Not from a Codex thread: refused before anything is stored.
         plain = await run("send", f"codex:{target}", "x", "--envelope", "intercom-v2", "--from", "team:me",
                           AGENT_LINK_CODEX_SOCK=str(server_a.socket_path))
