@@ -22,14 +22,14 @@ from agent_link_core.errors import AgentLinkError
 
 EXIT_HELP = """\b
 Exit codes:
-  0  success (send: delivered or queued; find: exactly one match)
+  0  success (send: delivered, accepted or queued; find: exactly one match)
   1  agent-link refused or failed (stderr says why and what to do); send: rejected
   2  bad usage (unknown option, missing argument)
   3  send: outcome unknown (not resent; see --retry-unknown)
   4  find: no match
   5  find: several matches
   6  wait, send --wait: timed out before an answer
-  7  send --require-delivered: stored but not delivered (queued)"""
+  7  send --require-delivered: not delivered (accepted or queued)"""
 EXIT_UNKNOWN, EXIT_NONE, EXIT_MANY, EXIT_TIMEOUT, EXIT_UNDELIVERED = 3, 4, 5, 6, 7
 JSON_FORMAT_VERSION = 1
 
@@ -378,7 +378,8 @@ def build_cli() -> click.Group:
         """Send TEXT to TARGET: a contact alias, an address (harness:id, role:name), a form a plugin
         understands (e.g. an endpoint composite), or a bare session id. TEXT `-` reads stdin.
 
-        The outcome is exactly one of delivered, queued, rejected, unknown.
+        The outcome is exactly one of delivered, accepted (the host took it and shows it
+        later; never pushed again), queued, rejected, unknown.
         """
         from agent_link_core import api
         from agent_link_core.cli_text import looks_like_bad_address
@@ -410,7 +411,7 @@ def build_cli() -> click.Group:
                                              sender_label=sender_label,
                                              envelope_format=None if envelope_format == "agent-link" else envelope_format))
         data = result.to_dict()
-        if wait_reply and result.outcome in ("delivered", "queued") and result.message_id:
+        if wait_reply and result.outcome in ("delivered", "accepted", "queued") and result.message_id:
             data["wait"] = wait_all(app, me, result.message_id, timeout_ms)
 
         def human(d: dict[str, Any]) -> None:
@@ -433,9 +434,9 @@ def build_cli() -> click.Group:
         emit(data, as_json, human, ndjson)
         if "wait" in data and data["wait"]["outcome"] == "timeout":
             sys.exit(EXIT_TIMEOUT)
-        if require_delivered and result.outcome == "queued":
+        if require_delivered and result.outcome in ("accepted", "queued"):
             sys.exit(EXIT_UNDELIVERED)
-        sys.exit({"delivered": 0, "queued": 0, "unknown": EXIT_UNKNOWN}.get(result.outcome, 1))
+        sys.exit({"delivered": 0, "accepted": 0, "queued": 0, "unknown": EXIT_UNKNOWN}.get(result.outcome, 1))
 
     @cli.command(epilog=EXIT_HELP)
     @click.argument("message_id")
@@ -480,10 +481,12 @@ def build_cli() -> click.Group:
         me = who_am_i(app, from_address, from_thread, from_endpoint)
         try:
             data = app.status(me, message_id)
+            if data["delivery"] == "accepted" and run_async(app.refresh_delivery(data["messageId"])):
+                data = app.status(me, message_id)
         except AgentLinkError as exc:
             fail(exc)
         emit(data, as_json, lambda d: click.echo(
-            f"{d['messageId']}: {d['delivery']}, status {d['status'] or 'none (fyi)'}, from {d['from']} to {d['to']}"), ndjson)
+            f"{d['messageId']}: {d.get('deliveryNote') or d['delivery']}, status {d['status'] or 'none (fyi)'}, from {d['from']} to {d['to']}"), ndjson)
 
     @cli.command(epilog=EXIT_HELP)
     @click.argument("message_id")
