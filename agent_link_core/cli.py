@@ -382,14 +382,17 @@ def build_cli() -> click.Group:
         later; never pushed again), queued, rejected, unknown.
         """
         from agent_link_core import api
-        from agent_link_core.cli_text import looks_like_bad_address
+        from agent_link_core.cli_text import (
+            address_error,
+            cli_words,
+            looks_like_bad_address,
+        )
         from agent_link_core.mailbox import parse_iso_ms
 
         body = message_text(text, file)
-        if looks_like_bad_address(target.strip()):
-            from agent_link_core.cli_text import address_error
-
-            fail(address_error(target.strip(), "to") or AgentLinkError("internal_error", "unreachable"))
+        problem = address_error(target.strip(), "to") if looks_like_bad_address(target.strip()) else None
+        if problem is not None:
+            fail(problem)
         if reply_by is not None:
             try:
                 parse_iso_ms(reply_by, "replyBy")  # the date's format is the first thing to get right
@@ -418,19 +421,15 @@ def build_cli() -> click.Group:
             line = f"{d['outcome']}: {d['messageId'] or '-'} to {d['to'] or target}"
             click.echo(line + (" (already sent; nothing resent)" if d["duplicate"] else ""))
             if d.get("error"):
-                from agent_link_core.cli_text import cli_words
-
                 click.echo(f"agent-link: {cli_words(d['error']['message'], 'send')} {cli_words(d['error'].get('hint') or '', 'send')}".rstrip(), err=True)
             for w in d.get("warnings", []):
-                from agent_link_core.cli_text import cli_words
-
                 click.echo(f"warning: {cli_words(w['message'], 'send')}", err=True)
             if "wait" in d:
                 print_wait(app, d["wait"], False)
 
         if (as_json or ndjson) and data.get("warnings"):
             for w in data["warnings"]:  # scripts read stdout; people still see warnings
-                click.echo(f"warning: {w['message']}", err=True)
+                click.echo(f"warning: {cli_words(w['message'], 'send')}", err=True)
         emit(data, as_json, human, ndjson)
         if "wait" in data and data["wait"]["outcome"] == "timeout":
             sys.exit(EXIT_TIMEOUT)
