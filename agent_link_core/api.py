@@ -253,7 +253,7 @@ async def send_reliably(
     row = app.mailbox.get_row(outcome.message["id"])
     expires_at = _expiry(app, row, ttl_ms, first_attempt=existing is None)
     result = SendResult("queued", row["id"], row["recipient"], duplicate=not outcome.created, expires_at=iso(expires_at) if expires_at else None,
-                        warnings=list(outcome.warnings))
+                        warnings=list(outcome.warnings) + ([outcome.address_warning] if outcome.address_warning else []))
     result.fields.update({k: v for k, v in fingerprint.items() if k in ("correlationId", "clientMessageId")})
     delivery = outcome.delivery
     attempts = 1 if outcome.created and delivery is not None else 0

@@ -55,6 +55,9 @@ class SendOutcome:
     warnings: list[dict[str, Any]] = field(default_factory=list)
     via: str | None = None
     result_fields: dict[str, Any] = field(default_factory=dict)
+    # ``unknown_address`` for a never-served plain address; kept apart from the plugins'
+    # warnings, added to the result's ``warnings`` by :func:`message_summary` and the CLI.
+    address_warning: dict[str, Any] | None = None
 
 
 class App:
@@ -310,8 +313,6 @@ class App:
         is_reply = answered is not None and answered["recipient"] == caller.address
         context = SendContext(tool, dict(arguments or {}), via, is_reply, dict(meta or {}))
         warnings = self.hooks.before_send(msg, context)
-        if unseen is not None:
-            warnings.append(unseen)
         if is_reply and self.mailbox.state(answered).resolution is None:
             _, row = self.mailbox.resolve(answered["id"], caller, "reply", reply=msg, result=context.result)
             created = True
@@ -319,7 +320,7 @@ class App:
             row, created = self.mailbox.store_message(msg, context.result)
         delivery = await self.push(row, options or {}) if created else None
         return SendOutcome(self.mailbox.row_dict(self.mailbox.get_row(row["id"])), created, delivery, warnings, via,
-                           context.result)
+                           context.result, unseen)
 
     def _unseen_recipient(self, recipient: str, require_known: bool) -> dict[str, Any] | None:
         """The ``unknown_address`` warning for a plain address nobody ever served (None when
@@ -791,6 +792,8 @@ def message_summary(app: App, outcome: SendOutcome) -> dict[str, Any]:
         if delivery.unknown:
             out["deliveryState"] = "unknown"
     warnings = list(outcome.warnings) + (list(delivery.warnings) if delivery is not None else [])
+    if outcome.address_warning is not None:
+        warnings.append(outcome.address_warning)
     if warnings:
         out["warnings"] = warnings
     return out
