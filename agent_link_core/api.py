@@ -137,7 +137,8 @@ def sender(app: App, *, explicit: str | None = None, named: Mapping[str, str] | 
 def _proved(app: App, caller: Caller) -> Caller:
     """A session named only by an environment variable (one a host sets in the shells it
     runs) signs mail as verified only once its harness recognises it as a session it can
-    see, exactly as a ``--from-thread`` is checked; otherwise the command is refused.
+    see, exactly as a sender named by a harness option is checked; otherwise the command is
+    refused.
 
     :raises AgentLinkError: ``not_found`` when the harness does not know the session, or
         what the harness's check raises (``ambiguous``, ``<harness>_unavailable``).

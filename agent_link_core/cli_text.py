@@ -19,7 +19,7 @@ from agent_link_core.errors import AgentLinkError, invalid_arguments
 # Tool argument -> CLI option or argument, for every command (a command's own table wins).
 FIELD_NAMES = {
     "replyBy": "--reply-by", "anticipation": "--anticipation", "waitForReply": "--wait", "timeoutMs": "--timeout-ms",
-    "ttl-ms": "--ttl-ms", "from": "--from", "from-thread": "--from-thread", "requireKnown": "--require-known",
+    "ttl-ms": "--ttl-ms", "from": "--from", "requireKnown": "--require-known",
     "limit": "--limit", "since": "--since", "until": "--until", "alias": "ALIAS", "new": "NEW", "address": "TARGET",
     "to": "TARGET", "message": "TEXT", "messageId": "MESSAGE_ID", "correlationId": "--correlation-id",
     "as": "--as", "query": "QUERY", "cursor": "--cursor", "senderProject": "--from-project", "senderLabel": "--label",
