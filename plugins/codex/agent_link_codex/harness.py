@@ -436,7 +436,7 @@ class CodexHarness(Harness):
         if not holders:
             raise AgentLinkError("not_found", f"No reachable Codex app-server has thread {thread_id}.",
                                  {"query": thread_id, "candidates": []}, hint="Check the thread, or send without --envelope intercom-v2.")
-        return preferred if preferred in holders else holders[0]
+        return preferred if preferred is not None and preferred in holders else str(holders[0])
 
     # for plugins building on Codex threads -------------------------------------------------
     async def thread_request(self, thread_id: str, method: str, params: Mapping[str, Any], *,
