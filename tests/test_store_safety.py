@@ -40,7 +40,10 @@ def app(monkeypatch: pytest.MonkeyPatch) -> Any:
 
 
 async def send(app: App, text: str) -> dict[str, Any]:
-    return await call_tool(app, "message_agent", {"to": "test:bob", "message": text}, ALICE)
+    try:
+        return await call_tool(app, "message_agent", {"to": "test:bob", "message": text}, ALICE)
+    except sqlite3.DatabaseError as exc:  # what the MCP layer (tools.registry.run_tool) does with it
+        return {"ok": False, "error": app.store.failure(exc).to_dict()}
 
 
 def count(path: Path) -> int:

@@ -129,7 +129,7 @@ def test_a_third_party_reads_nothing_through_the_cli(app: App, monkeypatch: pyte
         commands += [["status", message_id, "--json"], ["wait", message_id, "--timeout-ms", "0"],
                      ["reply", message_id, "--done"], ["receipts", "--json", "--message", message_id]]
     commands += [["send", "test:alice", "hello from eve"], ["endpoints", "list"], ["approvals", "check"],
-                 ["search", "SECRET", "--json"], ["forks", "list"], ["filehost"]]
+                 ["search", "SECRET", "--json"], ["forks", "list"], ["filehost"], ["config", "list"]]
     for message_id in ids.values():
         commands += [["show", message_id], ["show", message_id, "--thread"]]
     for args in commands:
@@ -139,8 +139,9 @@ def test_a_third_party_reads_nothing_through_the_cli(app: App, monkeypatch: pyte
     listed = runner.invoke(build_cli(), ["--help"]).output.split("Commands:", 1)[1].split("Exit codes:", 1)[0]
     every = {line.split()[0] for line in listed.splitlines() if line.strip()}
     # hook: answers the session named in the host's stdin with counts of its own mail only;
-    # mcp: the server, walked tool by tool above; web: the machine user's own token-protected page.
-    assert every - {args[0] for args in commands} <= {"hook", "mcp", "web"}, every
+    # mcp: the server, walked tool by tool above; web: the machine user's own token-protected page;
+    # watch: runs until interrupted (not walked yet).
+    assert every - {args[0] for args in commands} <= {"hook", "mcp", "web", "watch"}, every
 
 
 @pytest.mark.anyio
