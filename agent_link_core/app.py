@@ -510,8 +510,8 @@ class App:
     async def wait(
         self, *, caller: Caller, agent: str, reply_to: str | None = None, timeout_ms: int = 60_000, poll_ms: int = 1000,
     ) -> dict[str, Any]:
-        """Wait for the resolution of ``reply_to`` (or, without it, for any new message from
-        ``agent`` to the caller). A timeout is a normal outcome; each call waits at most
+        """Wait for the resolution of ``reply_to`` (or, without it, for the oldest unread message
+        from ``agent`` to the caller, else the next one to arrive). A timeout is a normal outcome; each call waits at most
         :data:`MAX_WAIT_PER_CALL_MS` so a client's tool-call limit never cuts it.
 
         :returns: ``outcome`` reply | declined | done | unresolved | expired | timeout, and
@@ -572,11 +572,16 @@ class App:
             return None
         if not caller.known:
             return None
+        # Unread mail from the target first (it may have arrived while this server was down or
+        # between two waits), then anything that arrives during the wait, oldest first.
         row = self.store.conn.execute(
-            "SELECT id FROM messages WHERE from_addr = ? AND recipient = ? AND sent_at >= ? ORDER BY sent_at LIMIT 1",
+            "SELECT id, sent_at FROM messages WHERE from_addr = ? AND recipient = ? AND (delivered_at IS NULL OR sent_at >= ?)"
+            " ORDER BY sent_at, id LIMIT 1",
             (target, caller.address, since),
         ).fetchone()
-        return {"outcome": "reply", "reply": self._take_reply(caller, row["id"])} if row else None
+        if row is None:
+            return None
+        return {"outcome": "reply", "reply": self._take_reply(caller, row["id"]), "arrivedBeforeWait": row["sent_at"] < since}
 
     def _take_reply(self, caller: Caller, reply_id: str) -> dict[str, Any]:
         """A reply returned by a wait reaches the caller here: it counts as delivered."""

@@ -514,6 +514,9 @@ async def test_reply_status_wait_inbox_inspect_errors() -> None:
         assert waited["outcome"] == "timeout" and waited["timedOut"] is True, waited
         assert waited["messageStatus"] == "pending" and "reply" not in waited
         assert 300 <= waited["waitedMs"] < 5000 and elapsed >= 0.3, (waited, elapsed)
+        # Without a message id, unread mail from the agent comes first: Bob's reply, still unread.
+        waited = await alice.ok("wait_for_agent", {"agent": "test:bob", "timeoutMs": 250, "pollIntervalMs": 250})
+        assert waited["outcome"] == "reply" and waited["arrivedBeforeWait"] is True and waited["reply"]["id"] == first["messageId"]
         waited = await alice.ok("wait_for_agent", {"agent": "test:bob", "timeoutMs": 250, "pollIntervalMs": 250})
         assert waited["outcome"] == "timeout" and waited["timedOut"] is True and waited["target"]["address"] == "test:bob"
         for outsider in (carol, anon):  # the reply's body must not reach a non-participant
@@ -689,7 +692,11 @@ async def test_wait_for_reply_and_other_resolutions() -> None:
         nudge = await alice.send("test:bob", "any news?", replyToMessageId=m6)
         assert "resolved" not in nudge and (await alice.status(m6))["status"] == "pending"
 
-        # A wait without replyToMessageId ends with the next message from that agent.
+        # A wait without replyToMessageId returns unread mail from that agent first (the
+        # follow-up above, never read), then ends with the next message to arrive.
+        unread = await alice.ok("wait_for_agent", {"agent": "test:bob", "timeoutMs": 0})
+        assert unread["reply"]["id"] == later["messageId"] and unread["arrivedBeforeWait"] is True
+
         async def bob_writes() -> None:
             await anyio.sleep(0.5)
             await bob.send("test:alice", "unprompted news")

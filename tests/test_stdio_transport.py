@@ -19,6 +19,7 @@ import anyio
 import anyio.abc
 import mcp_types as types
 import pytest
+from agent_link_testing.mcp_client import server_env
 
 from agent_link_core import stdio_transport
 from agent_link_core.stdio_transport import (
@@ -29,7 +30,6 @@ from agent_link_core.stdio_transport import (
     guess_id,
     parse_line,
 )
-from agent_link_testing.mcp_client import server_env
 
 ALL_PLUGINS = " ".join(sorted(ep.name for ep in importlib.metadata.entry_points(group="agent_link")))
 

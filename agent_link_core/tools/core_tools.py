@@ -8,9 +8,10 @@ does not support.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
-from agent_link_core.app import message_summary
+from agent_link_core.app import MAX_WAIT_PER_CALL_MS, message_summary
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.tools.registry import ToolCall, ToolSpec
 
@@ -96,6 +97,7 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool:
     :param tool: the tool name the send is recorded under (``SendContext.tool``, which
         ``before_send`` hooks see); a plugin tool that sends through this handler names itself.
     """
+    started = time.monotonic()
     options = {k: args[k] for k in DELIVERY_OPTIONS if k in args}
     recipient, _, _ = await app.target_address(args["to"], call.caller)
     harness = app.harnesses.get(recipient.split(":", 1)[0])
@@ -119,12 +121,32 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool:
         if answered.resolution and answered.resolution.get("replyMessageId") == result["messageId"]:
             result["resolved"] = {"messageId": args["replyToMessageId"], "kind": "reply", "late": answered.resolution["late"]}
     if args.get("waitForReply"):
+        # The whole call keeps the bound a wait promises: what storing and pushing took (a
+        # slow host can take most of it) comes off the wait, so no client cuts the call
+        # before the model learns the message id.
+        spent_ms = int((time.monotonic() - started) * 1000)
+        requested = args.get("timeoutMs", 60000)
+        left = max(MAX_WAIT_PER_CALL_MS - spent_ms, 0)
         result["wait"] = await app.wait(
             caller=call.caller, agent=result["to"], reply_to=result["messageId"],
-            timeout_ms=args.get("timeoutMs", 60000), poll_ms=args.get("pollIntervalMs", 1000),
+            timeout_ms=min(requested, left), poll_ms=args.get("pollIntervalMs", 1000),
         )
+        result["wait"]["sendMs"] = spent_ms
+        if requested > left:
+            call.warnings.append(wait_shortened_warning(result["messageId"], requested, spent_ms, left))
         call.warnings.extend(result["wait"].pop("warnings", []))
     return result
+
+
+def wait_shortened_warning(message_id: str, requested_ms: int, spent_ms: int, left_ms: int) -> dict[str, Any]:
+    """The ``wait_shortened`` warning of a ``waitForReply`` whose wait got only what the
+    send left of :data:`~agent_link_core.app.MAX_WAIT_PER_CALL_MS` (all values in ms)."""
+    return {
+        "code": "wait_shortened",
+        "message": f"Sending took {spent_ms} ms, so the wait got {left_ms} ms of the {MAX_WAIT_PER_CALL_MS} ms one call may take; "
+                   f"call wait_for_agent with replyToMessageId {message_id} to keep waiting.",
+        "details": {"messageId": message_id, "requestedTimeoutMs": requested_ms, "sendMs": spent_ms, "waitedAtMostMs": left_ms},
+    }
 
 
 async def wait_for_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
@@ -221,12 +243,12 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="wait_for_agent",
         title="Wait for an agent",
-        description="Wait for the answer to a message you sent (replyToMessageId), or for any new message from an agent. A timeout is a normal result: call again to keep waiting. A turn ending is never taken as an answer.",
+        description="Wait for the answer to a message you sent (replyToMessageId), or for a message from an agent (its oldest unread one first, else the next to arrive). A timeout is a normal result: call again to keep waiting. A turn ending is never taken as an answer.",
         input_schema=_obj({"agent": {"type": "string", "minLength": 1}, "replyToMessageId": ULID,
                            "timeoutMs": TIMEOUT_MS, "pollIntervalMs": POLL_MS}, ("agent",)),
         output_fields={"outcome": {"type": "string", "enum": ["reply", "declined", "done", "unresolved", "expired", "turn_completed", "idle", "timeout"]},
                        "harness": STR, "messageStatus": NSTR, "waitedMs": INT, "target": OBJ, "reply": OBJ, "resolution": OBJ,
-                       "turn": OBJ, "timedOut": BOOL},
+                       "turn": OBJ, "timedOut": BOOL, "arrivedBeforeWait": BOOL},
         handler=wait_for_agent, read_only=True,
     ),
     ToolSpec(
