@@ -22,6 +22,7 @@ from agent_link_core.directory import gather_listings, providers_view, rank, ses
 from agent_link_core.envelope import render_inbox
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import Delivery, Harness
+from agent_link_core.identity import prove_sender
 from agent_link_core.mailbox import (
     Mailbox,
     OutgoingMessage,
@@ -282,6 +283,7 @@ class App:
         label, reply_by_ms = check_labels(anticipation, reply_by, wait_for_reply, now)
         if message_id is not None and not is_ulid(message_id):
             raise invalid_arguments([{"path": "messageId", "rule": "pattern", "expected": "a 26-character ULID"}])
+        caller, proof_warnings = await prove_sender(self, caller)
         answered = self.mailbox.require(reply_to) if reply_to else None
         if message_id is not None and self.mailbox.get_row(message_id) is not None:
             recipient, via, target_meta = self.mailbox.get_row(message_id)["recipient"], None, {}
@@ -295,7 +297,7 @@ class App:
         )
         is_reply = answered is not None and answered["recipient"] == caller.address
         context = SendContext(tool, dict(arguments or {}), via, is_reply, dict(meta or {}))
-        warnings = self.hooks.before_send(msg, context)
+        warnings = proof_warnings + self.hooks.before_send(msg, context)
         if is_reply and self.mailbox.state(answered).resolution is None:
             _, row = self.mailbox.resolve(answered["id"], caller, "reply", reply=msg, result=context.result)
             created = True
@@ -347,7 +349,7 @@ class App:
             what = "a reason" if resolution == "decline" else "the reply text"
             raise invalid_arguments([{"path": "message", "rule": "required", "expected": f"{what} for resolution {resolution}"}])
         reply_msg = None
-        warnings: list[dict[str, Any]] = []
+        caller, warnings = await prove_sender(self, caller)
         context = SendContext("reply_agent_link_message", dict(arguments or {}), None, True, dict(meta or {}))
         if (message is None or not message.strip()) and (anticipation is not None or reply_by is not None):
             raise invalid_arguments([{"path": "anticipation" if anticipation is not None else "replyBy", "rule": "requires_message",
@@ -360,7 +362,7 @@ class App:
                 metadata={"resolution": resolution},
             )
             if caller.address == row["recipient"]:
-                warnings = self.hooks.before_send(reply_msg, context)
+                warnings += self.hooks.before_send(reply_msg, context)
         res, reply_row = self.mailbox.resolve(
             message_id, caller, resolution, reason=message if resolution != "reply" else None, reply=reply_msg,
             result=context.result,
