@@ -19,7 +19,7 @@ from typing import Any
 from agent_link_core import __version__
 from agent_link_core.config import Config, load_config
 from agent_link_core.directory import gather_listings, providers_view, rank, session_view, split_address
-from agent_link_core.envelope import render_inbox
+from agent_link_core.envelope import MAX_ENVELOPE_BODY_CHARS, MAX_ESCAPED_CHARS, escape_text, render_inbox
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import Delivery, Harness
 from agent_link_core.identity import prove_sender
@@ -286,6 +286,7 @@ class App:
         if message_id is not None and not is_ulid(message_id):
             raise invalid_arguments([{"path": "messageId", "rule": "pattern", "expected": "a 26-character ULID"}])
         caller, proof_warnings = await prove_sender(self, caller)
+        proof_warnings += escaped_size_warnings(clean)
         answered = self.mailbox.require(reply_to) if reply_to else None
         if message_id is not None and self.mailbox.get_row(message_id) is not None:
             recipient, via, target_meta = self.mailbox.get_row(message_id)["recipient"], None, {}
@@ -684,6 +685,19 @@ class App:
 
 
 LOG_LEVELS = {"error": logging.ERROR, "warn": logging.WARNING, "info": logging.INFO, "debug": logging.DEBUG}
+
+
+def escaped_size_warnings(body: str) -> list[dict[str, Any]]:
+    """``[body_escapes_large]`` when ``body``'s escaped form (its envelope text) is longer than
+    :data:`~agent_link_core.envelope.MAX_ESCAPED_CHARS`: it reaches the recipient whole, but a
+    reader may get it in pages (``read_agent_link_inbox`` with ``messageId`` and ``offset``)."""
+    escaped = len(escape_text(body, cap=MAX_ENVELOPE_BODY_CHARS))
+    if escaped <= MAX_ESCAPED_CHARS:
+        return []
+    return [{"code": "body_escapes_large",
+             "message": f"The body escapes to {escaped} characters in its envelope (characters such as < and & take several), "
+                        f"more than the {MAX_ESCAPED_CHARS} one read may show: nothing is cut, but the recipient may read it in pages.",
+             "details": {"bodyBytes": len(body.encode("utf-8")), "escapedChars": escaped, "limitChars": MAX_ESCAPED_CHARS}}]
 
 
 def configure_logging(config: Config) -> None:
