@@ -8,11 +8,14 @@ does not support.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 from typing import TYPE_CHECKING, Any
 
 from agent_link_core.app import MAX_WAIT_PER_CALL_MS, message_summary
 from agent_link_core.errors import AgentLinkError, invalid_arguments
+from agent_link_core.mailbox import new_message_id
 from agent_link_core.tools.registry import ToolCall, ToolSpec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -110,11 +113,35 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool:
     others = [k for k in options if k not in supported]
     if others:
         raise invalid_arguments([{"path": k, "rule": "unsupported_for_target", "expected": "omit it for this target"} for k in others])
-    outcome = await app.send(
+    message_id = new_message_id() if args.get("waitForReply") else None
+    sending = app.send(
         caller=call.caller, to=args["to"], body=args["message"], anticipation=args.get("anticipation"),
         reply_by=args.get("replyBy"), wait_for_reply=args.get("waitForReply", False),
         reply_to=args.get("replyToMessageId"), tool=tool, arguments=args, options=options, meta=call.meta,
+        message_id=message_id,
     )
+    if message_id is None:
+        outcome = await sending
+    else:
+        # waitForReply promises a bound for the whole call: a push that outlasts it goes on in
+        # the background and the answer returns now, with the message id to wait on.
+        task = asyncio.ensure_future(sending)
+        left_s = max(MAX_WAIT_PER_CALL_MS - (time.monotonic() - started) * 1000, 0) / 1000
+        done, _ = await asyncio.wait({task}, timeout=left_s)
+        if not done:
+            _PUSHING.add(task)
+            task.add_done_callback(_push_finished)
+            spent_ms = int((time.monotonic() - started) * 1000)
+            call.warnings.append({
+                "code": "push_still_running",
+                "message": f"Pushing took longer than the {MAX_WAIT_PER_CALL_MS} ms this call may take; it goes on. "
+                           f"Call wait_for_agent with replyToMessageId {message_id} for the answer.",
+                "details": {"messageId": message_id, "sendMs": spent_ms},
+            })
+            return {"messageId": message_id, "to": recipient, "harness": recipient.split(":", 1)[0], "delivery": "queued",
+                    "deliveryState": "pushing", "anticipation": "reply",
+                    "wait": {"outcome": "timeout", "timedOut": True, "waitedMs": 0, "sendMs": spent_ms}}
+        outcome = task.result()
     result = message_summary(app, outcome)
     if args.get("replyToMessageId") and outcome.message.get("reply_to"):
         answered = app.mailbox.state(app.mailbox.get_row(args["replyToMessageId"]))
@@ -136,6 +163,16 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool:
             call.warnings.append(wait_shortened_warning(result["messageId"], requested, spent_ms, left))
         call.warnings.extend(result["wait"].pop("warnings", []))
     return result
+
+
+# pushes of waitForReply sends that outlasted their call (kept referenced until they end)
+_PUSHING: set[asyncio.Future[Any]] = set()
+
+
+def _push_finished(task: asyncio.Future[Any]) -> None:
+    _PUSHING.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        logging.getLogger(__name__).error("a send that outlasted its call failed: %r", task.exception())
 
 
 def wait_shortened_warning(message_id: str, requested_ms: int, spent_ms: int, left_ms: int) -> dict[str, Any]:
