@@ -6,8 +6,8 @@ host's own session file. Anyone can set such a variable or ``_meta`` key, so a n
 not enough: a message is stored with ``verified: true`` (``fromVerified="true"`` in its
 envelope) only when the named session also exists in that host, as the harness's
 :meth:`~agent_link_core.harness.Harness.get_session` finds it. Otherwise the message is
-stored as unverified (sender source ``unproven``) and the send says so with a
-``sender_unverified`` warning.
+stored as unverified (the caller's ``proven`` is False; its source is kept) and the send
+says so with a ``sender_unverified`` warning.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
 
 log = logging.getLogger(__name__)
-UNPROVEN = "unproven"
 # Sessions proved once per process: a session that existed keeps its address (archived
 # sessions still exist), so a long-lived server asks its host once per sender.
 _proved: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
@@ -36,7 +35,7 @@ async def prove_sender(app: App, caller: Caller) -> tuple[Caller, list[dict[str,
     :param app: the running application (its harnesses answer ``get_session``).
     :param caller: who the runtime named (:meth:`App.caller`).
     :returns: ``(caller, [])`` when the caller is not runtime-named (nothing to prove) or
-        its harness knows the session; else ``(caller with source "unproven", [warning])``
+        its harness knows the session; else ``(caller with proven=False, [warning])``
         whose ``sender_unverified`` warning names the address and what named it. Never raises:
         a host that cannot be asked proves nothing.
     """
@@ -64,4 +63,4 @@ async def prove_sender(app: App, caller: Caller) -> tuple[Caller, list[dict[str,
                    'so this message is marked fromVerified="false".',
         "details": {"address": caller.address, "namedBy": caller.source, "reason": "no_such_session"},
     }
-    return dataclasses.replace(caller, source=UNPROVEN), [warning]
+    return dataclasses.replace(caller, proven=False), [warning]

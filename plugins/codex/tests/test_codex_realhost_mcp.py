@@ -57,8 +57,10 @@ def stub() -> Iterator[ResponsesStub]:
 
 async def test_codex_thread_replies_through_agent_link_tools(stub: ResponsesStub, tmp_path: Path, isolated_env: Path,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    # the Codex home: Codex does not pass its own to MCP servers, and the calling thread is
+    # proved from its transcripts there (fromVerified) when no app-server is reachable
     server_env = {"AGENT_LINK_STATE_DIR": str(isolated_env), "AGENT_LINK_HOST": "codex", "AGENT_LINK_CODEX_AUTOSTART": "0",
-                  "AGENT_LINK_DISABLE_PLUGINS": OTHER_PLUGINS}
+                  "AGENT_LINK_DISABLE_PLUGINS": OTHER_PLUGINS, "CODEX_HOME": str(tmp_path / "codex" / "codex-home")}
     servers = {"agent-link": McpServerConfig(command=sys.executable, args=["-m", "agent_link_core", "mcp"], env=server_env,
                                              startup_timeout_sec=30)}
     with CodexAppServer(stub.base_url, root=tmp_path / "codex", mcp_servers=servers) as host:
