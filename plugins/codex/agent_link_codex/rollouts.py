@@ -1,6 +1,6 @@
 """Read-only access to Codex rollout transcripts, for when no app-server can be had.
 
-Layout on Codex 0.169.0 (shared/reference/codex-app-server.md §8):
+Layout on Codex 0.169.0 (docs/hosts/codex.md §8):
 
 * ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<local time>-<thread id>.jsonl`` (active) and
   ``$CODEX_HOME/archived_sessions/<same file name>`` (archived, flat);
@@ -20,7 +20,6 @@ head and tail window; only a clientId check scans a whole file (as bytes, line b
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -306,31 +305,15 @@ def history_items(home: Path, path: Path, limit: int) -> list[dict[str, Any]]:
 
 
 def rollout_holders(path: str, exclude: set[int]) -> list[int] | None:
-    """Processes other than ``exclude`` that have ``path`` open (Linux ``/proc``).
+    """Processes other than ``exclude`` that have ``path`` open (psutil; processes of other
+    users are skipped).
 
-    :returns: their pids, or None when this cannot be checked here (no ``/proc``).
+    :returns: their pids (a list; None is kept in the signature for callers that handle "cannot
+        be checked here").
     """
-    proc = Path("/proc")
-    if not (proc / "self" / "fd").is_dir():
-        return None
-    target = os.path.realpath(path)
-    holders: list[int] = []
-    for entry in os.scandir(proc):
-        if not entry.name.isdigit() or int(entry.name) in exclude:
-            continue
-        try:
-            fds = os.scandir(f"/proc/{entry.name}/fd")
-        except OSError:
-            continue
-        with fds:
-            for fd in fds:
-                try:
-                    if os.readlink(fd.path) == target:
-                        holders.append(int(entry.name))
-                        break
-                except OSError:
-                    continue
-    return holders
+    from agent_link_core import procs
+
+    return procs.file_holders(path, exclude)
 
 
 def token_counts(path: Path) -> list[dict[str, Any]]:
