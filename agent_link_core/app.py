@@ -20,9 +20,10 @@ from typing import Any
 from agent_link_core import __version__, problem_log, state_dirs
 from agent_link_core.config import Config, load_config
 from agent_link_core.directory import gather_listings, providers_view, rank, session_view, split_address
-from agent_link_core.envelope import render_inbox
+from agent_link_core.envelope import MAX_ENVELOPE_BODY_CHARS, MAX_ESCAPED_CHARS, escape_text, render_inbox
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import Delivery, Harness, McpPeer
+from agent_link_core.identity import prove_sender
 from agent_link_core.mailbox import (
     Mailbox,
     check_body,
@@ -354,6 +355,8 @@ class App:
             message_id = message_id.upper()
         if message_id is not None and not is_ulid(message_id):
             raise invalid_arguments([{"path": "messageId", "rule": "pattern", "expected": "a 26-character ULID"}])
+        caller, proof_warnings = await prove_sender(self, caller)
+        proof_warnings += escaped_size_warnings(clean)
         answered = self.mailbox.require(reply_to) if reply_to else None
         reply_to = answered["id"] if answered is not None else None
         target_meta: dict[str, Any]
@@ -373,7 +376,7 @@ class App:
         )
         is_reply = answered is not None and answered["recipient"] == caller.address
         context = SendContext(tool, dict(arguments or {}), via, is_reply, dict(meta or {}))
-        warnings = self.hooks.before_send(msg, context)
+        warnings = proof_warnings + self.hooks.before_send(msg, context)
         if answered is not None and is_reply and self.mailbox.state(answered).resolution is None:
             _, row = self.mailbox.resolve(answered["id"], caller, "reply", reply=msg, result=context.result)
             created = True
@@ -500,7 +503,7 @@ class App:
             what = "a reason" if resolution == "decline" else "the reply text"
             raise invalid_arguments([{"path": "message", "rule": "required", "expected": f"{what} for resolution {resolution}"}])
         reply_msg = None
-        warnings: list[dict[str, Any]] = []
+        caller, warnings = await prove_sender(self, caller)
         context = SendContext("reply_agent_link_message", dict(arguments or {}), None, True, dict(meta or {}))
         if (message is None or not message.strip()) and (anticipation is not None or reply_by is not None):
             raise invalid_arguments([{"path": "anticipation" if anticipation is not None else "replyBy", "rule": "requires_message",
@@ -513,7 +516,7 @@ class App:
                 metadata={**(metadata or {}), "resolution": resolution},
             )
             if caller.address == row["recipient"]:
-                warnings = self.hooks.before_send(reply_msg, context)
+                warnings += self.hooks.before_send(reply_msg, context)
         res, reply_row = self.mailbox.resolve(
             message_id, caller, resolution, reason=message if resolution != "reply" else None, reply=reply_msg,
             result=context.result,
@@ -670,8 +673,8 @@ class App:
     async def wait(
         self, *, caller: Caller, agent: str, reply_to: str | None = None, timeout_ms: int = 60_000, poll_ms: int = 1000,
     ) -> dict[str, Any]:
-        """Wait for the resolution of ``reply_to`` (or, without it, for any new message from
-        ``agent`` to the caller). A timeout is a normal outcome; each call waits at most
+        """Wait for the resolution of ``reply_to`` (or, without it, for the oldest unread message
+        from ``agent`` to the caller, else the next one to arrive). A timeout is a normal outcome; each call waits at most
         :data:`MAX_WAIT_PER_CALL_MS` so a client's tool-call limit never cuts it.
 
         :returns: ``outcome`` reply | declined | done | unresolved | expired | timeout, and
@@ -733,11 +736,16 @@ class App:
             return None
         if not caller.known:
             return None
+        # Unread mail from the target first (it may have arrived while this server was down or
+        # between two waits), then anything that arrives during the wait, oldest first.
         row = self.store.conn.execute(
-            "SELECT id FROM messages WHERE from_addr = ? AND recipient = ? AND sent_at >= ? ORDER BY sent_at LIMIT 1",
+            "SELECT id, sent_at FROM messages WHERE from_addr = ? AND recipient = ? AND (delivered_at IS NULL OR sent_at >= ?)"
+            " ORDER BY sent_at, id LIMIT 1",
             (target, caller.address, since),
         ).fetchone()
-        return {"outcome": "reply", "reply": self._take_reply(caller, row["id"])} if row else None
+        if row is None:
+            return None
+        return {"outcome": "reply", "reply": self._take_reply(caller, row["id"]), "arrivedBeforeWait": row["sent_at"] < since}
 
     def _take_reply(self, caller: Caller, reply_id: str) -> dict[str, Any]:
         """A reply returned by a wait reaches the caller here: it counts as delivered."""
@@ -824,6 +832,19 @@ class App:
 
 
 LOG_LEVELS = {"error": logging.ERROR, "warn": logging.WARNING, "info": logging.INFO, "debug": logging.DEBUG}
+
+
+def escaped_size_warnings(body: str) -> list[dict[str, Any]]:
+    """``[body_escapes_large]`` when ``body``'s escaped form (its envelope text) is longer than
+    :data:`~agent_link_core.envelope.MAX_ESCAPED_CHARS`: it reaches the recipient whole, but a
+    reader may get it in pages (``read_agent_link_inbox`` with ``messageId`` and ``offset``)."""
+    escaped = len(escape_text(body, cap=MAX_ENVELOPE_BODY_CHARS))
+    if escaped <= MAX_ESCAPED_CHARS:
+        return []
+    return [{"code": "body_escapes_large",
+             "message": f"The body escapes to {escaped} characters in its envelope (characters such as < and & take several), "
+                        f"more than the {MAX_ESCAPED_CHARS} one read may show: nothing is cut, but the recipient may read it in pages.",
+             "details": {"bodyBytes": len(body.encode("utf-8")), "escapedChars": escaped, "limitChars": MAX_ESCAPED_CHARS}}]
 
 
 def configure_logging(config: Config) -> None:

@@ -210,7 +210,7 @@ class Front:
         which cache key the server's answer fills when it is one the cache lacks."""
         try:
             message = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested too deeply: the server's transport answers it
             return
         if not isinstance(message, dict) or "id" not in message or not isinstance(message.get("method"), str):
             return
@@ -250,7 +250,7 @@ class Front:
         is learnt and passed on."""
         try:
             message = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             return True
         if not isinstance(message, dict) or "method" in message or "id" not in message:
             return True

@@ -19,13 +19,13 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp.server import Server
-from mcp.server.stdio import stdio_server
 
 from agent_link_core import __version__, fastfront, prompt_hooks, reminders
 from agent_link_core.app import App
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.handshake import LinkStreams
 from agent_link_core.harness import McpPeer, PeerGone
+from agent_link_core.stdio_transport import stdio_server
 from agent_link_core.tool_profiles import select_tools
 from agent_link_core.tools.core_tools import CORE_TOOLS
 from agent_link_core.tools.registry import ToolSpec, output_schema, run_tool, unknown_tool

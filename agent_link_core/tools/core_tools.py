@@ -8,13 +8,16 @@ the recipient's harness; aimed at another harness's session they are refused.
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from dataclasses import replace
-
-from agent_link_core.app import message_summary
+from agent_link_core.app import MAX_WAIT_PER_CALL_MS, message_summary
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import SendOption
+from agent_link_core.mailbox import new_message_id
 from agent_link_core.tools.legacy_options import DELIVERY_OPTIONS, TURN_OVERRIDES  # noqa: F401 - kept for plugins
 from agent_link_core.tools.registry import ToolCall, ToolSpec
 from agent_link_core.tools.schemas import ANY, ARR, BOOL, INT, NOBJ, NSTR, OBJ, RESOLVE_RESULT, STR, ULID  # noqa: F401 - re-exported
@@ -109,6 +112,7 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool:
     :param tool: the tool name the send is recorded under (``SendContext.tool``, which
         ``before_send`` hooks see); a plugin tool that sends through this handler names itself.
     """
+    started = time.monotonic()
     declared = declared_send_options(app)
     options = {k: args[k] for k in declared if k in args}
     recipient, _, _ = await app.target_address(args["to"], call.caller)
@@ -124,12 +128,35 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool:
     others = [k for k in options if k not in supported]
     if others:
         raise invalid_arguments([{"path": k, "rule": "unsupported_for_target", "expected": "omit it for this target"} for k in others])
-    outcome = await app.send(
+    message_id = new_message_id() if args.get("waitForReply") else None
+    sending = app.send(
         caller=call.caller, to=args["to"], body=args["message"], anticipation=args.get("anticipation"),
         reply_by=args.get("replyBy"), wait_for_reply=args.get("waitForReply", False),
         reply_to=args.get("replyToMessageId"), tool=tool, arguments=args, options=options, meta=call.meta,
-        require_known=args.get("requireKnown", False),
+        message_id=message_id, require_known=args.get("requireKnown", False),
     )
+    if message_id is None:
+        outcome = await sending
+    else:
+        # waitForReply promises a bound for the whole call: a push that outlasts it goes on in
+        # the background and the answer returns now, with the message id to wait on.
+        task = asyncio.ensure_future(sending)
+        left_s = max(MAX_WAIT_PER_CALL_MS - (time.monotonic() - started) * 1000, 0) / 1000
+        done, _ = await asyncio.wait({task}, timeout=left_s)
+        if not done:
+            _PUSHING.add(task)
+            task.add_done_callback(_push_finished)
+            spent_ms = int((time.monotonic() - started) * 1000)
+            call.warnings.append({
+                "code": "push_still_running",
+                "message": f"Pushing took longer than the {MAX_WAIT_PER_CALL_MS} ms this call may take; it goes on. "
+                           f"Call wait_for_agent with replyToMessageId {message_id} for the answer.",
+                "details": {"messageId": message_id, "sendMs": spent_ms},
+            })
+            return {"messageId": message_id, "to": recipient, "harness": recipient.split(":", 1)[0], "delivery": "queued",
+                    "deliveryState": "pushing", "anticipation": "reply",
+                    "wait": {"outcome": "timeout", "timedOut": True, "waitedMs": 0, "sendMs": spent_ms}}
+        outcome = task.result()
     result = message_summary(app, outcome)
     if args.get("replyToMessageId") and outcome.message.get("reply_to"):
         answered_id = outcome.message["reply_to"]
@@ -137,12 +164,42 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool:
         if answered.resolution and answered.resolution.get("replyMessageId") == result["messageId"]:
             result["resolved"] = {"messageId": answered_id, "kind": "reply", "late": answered.resolution["late"]}
     if args.get("waitForReply"):
+        # The whole call keeps the bound a wait promises: what storing and pushing took (a
+        # slow host can take most of it) comes off the wait, so no client cuts the call
+        # before the model learns the message id.
+        spent_ms = int((time.monotonic() - started) * 1000)
+        requested = args.get("timeoutMs", 60000)
+        left = max(MAX_WAIT_PER_CALL_MS - spent_ms, 0)
         result["wait"] = await app.wait(
             caller=call.caller, agent=result["to"], reply_to=result["messageId"],
-            timeout_ms=args.get("timeoutMs", 60000), poll_ms=args.get("pollIntervalMs", 1000),
+            timeout_ms=min(requested, left), poll_ms=args.get("pollIntervalMs", 1000),
         )
+        result["wait"]["sendMs"] = spent_ms
+        if requested > left:
+            call.warnings.append(wait_shortened_warning(result["messageId"], requested, spent_ms, left))
         call.warnings.extend(result["wait"].pop("warnings", []))
     return result
+
+
+# pushes of waitForReply sends that outlasted their call (kept referenced until they end)
+_PUSHING: set[asyncio.Future[Any]] = set()
+
+
+def _push_finished(task: asyncio.Future[Any]) -> None:
+    _PUSHING.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        logging.getLogger(__name__).error("a send that outlasted its call failed: %r", task.exception())
+
+
+def wait_shortened_warning(message_id: str, requested_ms: int, spent_ms: int, left_ms: int) -> dict[str, Any]:
+    """The ``wait_shortened`` warning of a ``waitForReply`` whose wait got only what the
+    send left of :data:`~agent_link_core.app.MAX_WAIT_PER_CALL_MS` (all values in ms)."""
+    return {
+        "code": "wait_shortened",
+        "message": f"Sending took {spent_ms} ms, so the wait got {left_ms} ms of the {MAX_WAIT_PER_CALL_MS} ms one call may take; "
+                   f"call wait_for_agent with replyToMessageId {message_id} to keep waiting.",
+        "details": {"messageId": message_id, "requestedTimeoutMs": requested_ms, "sendMs": spent_ms, "waitedAtMostMs": left_ms},
+    }
 
 
 async def wait_for_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
@@ -247,12 +304,12 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="wait_for_agent",
         title="Wait for an agent",
-        description="Wait for the answer to a message you sent (replyToMessageId), or for any new message from an agent. A timeout is a normal result: call again to keep waiting. The recipient merely finishing its work is never taken as an answer.",
+        description="Wait for the answer to a message you sent (replyToMessageId), or for a message from an agent (its oldest unread one first, else the next to arrive). A timeout is a normal result: call again to keep waiting. The recipient merely finishing its work is never taken as an answer.",
         input_schema=_obj({"agent": {"type": "string", "minLength": 1}, "replyToMessageId": ULID,
                            "timeoutMs": TIMEOUT_MS, "pollIntervalMs": POLL_MS}, ("agent",)),
         output_fields={"outcome": {"type": "string", "enum": ["reply", "declined", "done", "unresolved", "expired", "timeout"]},
                        "harness": STR, "messageStatus": NSTR, "waitedMs": INT, "target": OBJ, "reply": OBJ, "resolution": OBJ,
-                       "timedOut": BOOL},
+                       "timedOut": BOOL, "arrivedBeforeWait": BOOL},
         handler=wait_for_agent, read_only=True,
     ),
     ToolSpec(

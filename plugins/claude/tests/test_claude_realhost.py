@@ -351,6 +351,35 @@ def test_without_the_channels_flag_nothing_is_pushed_and_the_prompt_note_says_so
 
 
 
+def test_a_plain_server_named_by_no_channel_entry_pushes_nothing(stub: MessagesStub, monkeypatch: pytest.MonkeyPatch,
+                                                                 tmp_path: Path) -> None:
+    """agent-link configured as a plain MCP server (not the plugin) in a session started with
+    ``--channels plugin:agent-link@agent-link``: Claude Code would drop its channel events, so
+    the gate stays closed (``server_not_from_plugin``) and nothing counts as pushed."""
+    from agent_link_testing.claude_host import agent_link_bin, mcp_stdio_server, write_mcp_config
+
+    host = ClaudeHost.create(tmp_path / "home", stub=stub, outbound="blackhole")
+    host.update_global_config(CHANNEL_FLAGS)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(host.config_dir))
+    cwd = project(tmp_path, "plain")
+    app = App.create()
+    try:
+        config = write_mcp_config(tmp_path / "mcp.json", {"agent-link": mcp_stdio_server(
+            str(agent_link_bin()), ["mcp"], {"AGENT_LINK_HOST": "claude", "AGENT_LINK_STATE_DIR": str(app.config.state_dir)})})
+        stub.enqueue("First turn done.", "Noted.")
+        with host.start_stream(cwd=cwd, args=["--mcp-config", str(config), "--channels", f"plugin:{PLUGIN}"]) as stream:
+            stream.send("hello")
+            sid = stream.wait_results(1, RUN_TIMEOUT_S)[0]["session_id"]
+            outcome = anyio.run(lambda: app.send(caller=ALICE, to=f"claude:{sid}", body="Build is red.", anticipation="fyi"))
+            assert outcome.delivery.state == "queued-online", outcome.delivery  # no channel this session would show
+            time.sleep(4.0)  # several bridge wake-ups
+            assert sid not in app.harnesses["claude"].channel_sessions()
+            assert app.mailbox.get_row(outcome.message["id"])["first_delivered_at"] is None
+            assert len(stub.main_requests) == 1  # no pushed turn
+    finally:
+        app.close()
+
+
 def _wait(predicate: Any, timeout_s: float, what: str) -> None:
     deadline = time.monotonic() + timeout_s
     while not predicate():

@@ -286,6 +286,24 @@ async def test_tools_over_real_mcp_stdio(fake_claude) -> None:
 
 
 @pytest.mark.anyio
+async def test_a_session_id_with_no_such_session_signs_unverified(fake_claude) -> None:
+    """``CLAUDE_CODE_SESSION_ID`` naming a session Claude Code does not have: the message is
+    stored unverified and the send says so (issue 18, "Identity")."""
+    fake_claude.write_transcript(PEER, "/work/parser", title="Parser rewrite")
+    ghost = "eeeeeeee-0000-4000-8000-00000000000e"
+    async with agent_link_mcp({"CLAUDE_CODE_SESSION_ID": ghost, "AGENT_LINK_HOST": "claude"}) as me:
+        sent = await me.call("message_agent", {"to": f"claude:{PEER}", "message": "who am I?"})
+        assert sent["ok"] is True
+        [warning] = [w for w in sent["warnings"] if w["code"] == "sender_unverified"]
+        assert warning["details"] == {"address": f"claude:{ghost}", "namedBy": "env", "reason": "no_such_session"}
+    async with agent_link_mcp({"CLAUDE_CODE_SESSION_ID": PEER, "AGENT_LINK_HOST": "claude"}) as peer:
+        inbox = await peer.call("read_agent_link_inbox", {})
+        [view] = inbox["messages"]
+        assert view["from"] == f"claude:{ghost}" and view["fromVerified"] is False
+        assert 'fromVerified="false"' in inbox["renderedBlock"]
+
+
+@pytest.mark.anyio
 @pytest.mark.parametrize(("extra", "era", "version", "refused", "reason"), [
     # the channel is wanted: server/discover is refused, the client falls back to initialize,
     # and the gate goes on to Claude Code's own conditions (the test client is not Claude Code)

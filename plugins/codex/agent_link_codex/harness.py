@@ -650,7 +650,7 @@ class CodexHarness(Harness):
             "managed": {**service.managed.view(), "lastError": service.managed_error,
                         "failureCached": _cached(service)},
             "binary": binary,
-            "promptHook": prompt_hook_view(service.live_links(), last.get("codex-UserPromptSubmit")),
+            "promptHook": prompt_hook_view(fresh_hooks(candidates), last.get("codex-UserPromptSubmit")),
         }
 
 
@@ -664,13 +664,30 @@ def _cached(service: CodexService) -> dict[str, str] | None:
 HOOK_COMMAND_MARK = "hook codex UserPromptSubmit"
 
 
-def prompt_hook_view(links: list[Link], last_run_ms: int | None) -> dict[str, Any]:
+def fresh_hooks(candidates: list[Any]) -> list[dict[str, Any]]:
+    """``hooks/list`` answers asked now of every reachable candidate endpoint, each on a
+    connection of its own (:mod:`agent_link_codex.lookup`; nothing is started): trust changes
+    (a hook trusted, or reported modified after a reinstall) show at once, not once per
+    connection. Blocks up to a few seconds when an endpoint hangs."""
+    from agent_link_codex import lookup
+
+    if not candidates:
+        return []
+    cwd = os.getcwd()
+    sightings = lookup.run_blocking(lambda: lookup.probe_all(candidates, hooks_cwd=cwd))
+    return [s.hooks for s in sightings if s.hooks is not None]
+
+
+def prompt_hook_view(listed: list[dict[str, Any]], last_run_ms: int | None) -> dict[str, Any]:
     """The prompt hook as Codex sees it: declared (found by ``hooks/list``), its trust state
-    (trusted, untrusted, modified, managed; not_installed; unknown without a connection)."""
-    view: dict[str, Any] = {"declared": False, "trust": "unknown", "entries": [], "lastRunAt": last_run_ms}
-    listed = [ln.hooks for ln in links if ln.hooks is not None]
+    (trusted, untrusted, modified, managed; not_installed; unknown when no app-server answered).
+
+    :param listed: ``hooks/list`` answers, one per app-server asked (:func:`fresh_hooks`).
+    """
+    view: dict[str, Any] = {"declared": False, "trust": "unknown", "entries": [], "lastRunAt": last_run_ms,
+                            "readAt": now_ms() if listed else None}
     if not listed:
-        view["hint"] = "Trust is read from Codex (hooks/list) once a Codex app-server is connected."
+        view["hint"] = "Trust is read from Codex (hooks/list) when a Codex app-server answers; none did."
         return view
     for answer in listed:
         for entry in answer.get("data") or []:

@@ -137,30 +137,60 @@ def _scope(args: dict[str, Any], default: str) -> str:
 
 # list / resolve --------------------------------------------------------------------------
 async def list_codex_threads(app: Any, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
-    """Tool handler: threads newest first (app-servers, else transcripts)."""
+    """Tool handler: threads newest first (app-servers, else transcripts), one page at a time.
+
+    ``cursor`` is the ``nextCursor`` of an earlier answer (an offset into the same listing).
+    ``complete`` is true only when this answer holds every thread the sources hold for the
+    filters given; a page with more after it says ``hasMore`` and gives ``nextCursor``, and
+    ``filteredSourceKinds`` names the source kinds left out (exec runs, sub-agents).
+    """
     harness = harness_of(app)
     limit = args.get("limit", 20)
+    offset = _offset(args.get("cursor"))
     scope = _scope(args, "active")
     if "archived" in args:
         call.warnings.append({"code": "deprecated_argument", "message": "archived is deprecated; use archiveScope."})
     links, error = await _links(harness, args.get("useLocalFallback", True))
     kinds = source_kinds(args.get("includeExec", False), args.get("includeSubagents", False))
+    page_fields = {"filteredSourceKinds": [k for k in SOURCE_KINDS if k not in kinds]}
     if links:
+        # one thread more than the page, to know whether another page follows
         pairs, paging = await _app_server_threads(harness, links, scope, query=args.get("query"), cwd=args.get("cwd"),
-                                                  kinds=kinds, limit=limit, to_end=False)
+                                                  kinds=kinds, limit=offset + limit + 1, to_end=False)
         loaded = await harness.service.loaded_ids(links)
-        data = [thread_view(t, loaded.get(t["id"], ln), t["id"] in loaded) for ln, t in pairs[:limit]]
-        return {"source": "app-server", "archiveScope": scope, "data": data, "complete": paging["complete"] and len(pairs) <= limit,
-                "nextCursor": paging["nextCursor"], "endpoints": [ln.endpoint.id for ln in links], "appServerError": None,
-                "listErrors": paging["errors"], "codexHome": str(codex_home(harness.env)), "scannedFiles": None}
+        more = len(pairs) > offset + limit
+        data = [thread_view(t, loaded.get(t["id"], ln), t["id"] in loaded) for ln, t in pairs[offset:offset + limit]]
+        return {"source": "app-server", "archiveScope": scope, "data": data,
+                "complete": paging["complete"] and not more and not paging["nextCursor"] and offset == 0,
+                "hasMore": more, "nextCursor": str(offset + limit) if more else None,
+                "endpoints": [ln.endpoint.id for ln in links], "appServerError": None,
+                "listErrors": paging["errors"], "codexHome": str(codex_home(harness.env)), "scannedFiles": None, **page_fields}
     threads, scanned = await asyncio.to_thread(_local_threads, harness, scope, args.get("cwd"), None)
     query = (args.get("query") or "").lower()
     threads = [t for t in threads if _kind_listed(source_kind(t), kinds)
                and (not query or query in f"{t.get('name') or ''} {t.get('preview') or ''}".lower())]
-    data = [thread_view(t, None) for t in threads[:limit]]
-    return {"source": "local-jsonl-fallback", "archiveScope": scope, "data": data, "complete": len(threads) <= limit,
-            "nextCursor": None, "endpoints": [], "appServerError": error, "listErrors": [],
-            "codexHome": str(codex_home(harness.env)), "scannedFiles": scanned}
+    more = len(threads) > offset + limit
+    data = [thread_view(t, None) for t in threads[offset:offset + limit]]
+    return {"source": "local-jsonl-fallback", "archiveScope": scope, "data": data, "complete": not more and offset == 0,
+            "hasMore": more, "nextCursor": str(offset + limit) if more else None, "endpoints": [], "appServerError": error,
+            "listErrors": [], "codexHome": str(codex_home(harness.env)), "scannedFiles": scanned, **page_fields}
+
+
+# Deepest offset a cursor may name: LIST_MAX_PAGES pages of LIST_PAGE threads per source.
+MAX_CURSOR_OFFSET = 5000
+
+
+def _offset(cursor: Any) -> int:
+    """The offset a ``nextCursor`` of :func:`list_codex_threads` stands for (0 without one).
+
+    :raises AgentLinkError: ``invalid_arguments`` (path ``cursor``) for anything else.
+    """
+    if cursor in (None, ""):
+        return 0
+    if isinstance(cursor, str) and cursor.isdigit() and int(cursor) <= MAX_CURSOR_OFFSET:
+        return int(cursor)
+    raise invalid_arguments([{"path": "cursor", "rule": "format",
+                              "expected": "the nextCursor of an earlier list_codex_threads answer"}])
 
 
 def _kind_listed(kind: str, kinds: tuple[str, ...]) -> bool:
@@ -542,7 +572,7 @@ async def message_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) -
 # registration --------------------------------------------------------------------------------
 SEND_OPTIONS = {option.name: option.schema for option in SEND_OPTION_SPECS}
 THREAD_LIST_RESULT = _fields("source", "archiveScope", "data", "complete", "nextCursor", "endpoints", "appServerError",
-                             "listErrors", "codexHome", "scannedFiles")
+                             "listErrors", "codexHome", "scannedFiles", "hasMore", "filteredSourceKinds")
 
 TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
@@ -553,6 +583,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "cwd": CWD_FILTER, "archiveScope": SCOPE, "archived": {**BOOL, "description": "Deprecated: use archiveScope."},
             "useLocalFallback": FALLBACK, "includeSubagents": {"type": "boolean", "default": False},
             "includeExec": {"type": "boolean", "default": False, "description": "Also list `codex exec` runs."},
+            "cursor": {"type": "string", "description": "The nextCursor of an earlier answer: the next page."},
         }),
         output_fields=THREAD_LIST_RESULT, handler=list_codex_threads, read_only=True, idempotent=True,
         removed={"searchTerm": "query"},
