@@ -1,6 +1,6 @@
 """The start-up front of ``agent-link mcp``: answers the opening of an MCP connection at once.
 
-Hosts give an MCP server little time to become ready (one builds a turn without a server's
+Hosts give an MCP server little time to become ready (one goes on without a server's
 tools when it has not listed them within about a second), while importing the MCP SDK, pydantic
 and the plugins takes longer than that on a loaded machine. So before anything heavy is
 imported, :func:`start` puts this front between the wire and the full server:
