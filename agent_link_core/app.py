@@ -138,6 +138,22 @@ class App:
             return Caller(configured, "config", address_scheme(configured))
         return Caller(EXTERNAL, "fallback", None)
 
+    def host_detection(self, caller: Caller) -> dict[str, Any]:
+        """Which host this process serves and what decided it: ``AGENT_LINK_HOST``, else the
+        first harness (by ``host_priority``) whose ``host_variables`` are set, else the
+        caller's harness. ``{"host", "source": "AGENT_LINK_HOST"|"environment"|"caller"|"none",
+        "variable"}`` (the variable's name only, never its value)."""
+        configured = self.config.get("AGENT_LINK_HOST")
+        if configured:
+            return {"host": configured, "source": "AGENT_LINK_HOST", "variable": "AGENT_LINK_HOST"}
+        for harness in sorted(self.harnesses.values(), key=lambda h: (h.host_priority, h.name)):
+            for variable in harness.host_variables:
+                if self.env.get(variable):
+                    return {"host": harness.name, "source": "environment", "variable": variable}
+        if caller.host:
+            return {"host": caller.host, "source": "caller", "variable": None}
+        return {"host": None, "source": "none", "variable": None}
+
     def require_caller(self, caller: Caller) -> Caller:
         """The caller when it has an address; else ``no_current_session``."""
         if caller.known:
@@ -554,9 +570,11 @@ class App:
             pending = self.mailbox.count_open(caller.address, undelivered_only=True) if caller.known else 0
         except sqlite3.DatabaseError:  # reported by the integrity line below
             pending = None
+        detection = self.host_detection(caller)
         out: dict[str, Any] = {
             "version": __version__,
-            "host": self.config.get("AGENT_LINK_HOST") or caller.host,
+            "host": detection["host"],
+            "hostDetection": detection,
             "address": caller.address,
             "addressSource": caller.source,
             "stateDir": {

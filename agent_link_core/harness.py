@@ -89,6 +89,15 @@ class Harness:
     #: delivery options of message_agent this harness honours (``mode``, ``model``, ...);
     #: others aimed at its sessions are refused before anything is stored
     send_options: frozenset[str] = frozenset()
+    #: what one of its sessions is called in audit receipts (``target.kind``), e.g.
+    #: ``<host>_thread``; empty means the harness name
+    session_kind: str = ""
+    #: environment variables the host sets in processes it starts: one of them present means
+    #: this process runs inside the host (health's ``hostDetection``)
+    host_variables: tuple[str, ...] = ()
+    #: order in which harnesses' ``host_variables`` are tried (lower first), for a process
+    #: that sees the variables of more than one host
+    host_priority: int = 100
 
     def attach(self, app: Any) -> None:
         """Called once by the :class:`~agent_link_core.app.App` that loaded this harness,

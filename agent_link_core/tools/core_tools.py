@@ -51,7 +51,8 @@ DELIVERY_OPTIONS: dict[str, Any] = {
     "expectedTurnId": STR,
     "model": {"type": "string", "description": "Model change request (subject to the override policy)."},
     "effort": {"type": "string", "enum": ["minimal", "low", "medium", "high", "xhigh"]},
-    "allowParallelTurn": BOOL,
+    "allowParallelTurn": {"type": "boolean", "description": "Deprecated and ignored (a warning says so)."},
+    "allowTargetOverride": {"type": "boolean", "description": "Deprecated: still grants a model/effort/cwd change the override policy refuses, with a warning."},
 }
 TURN_OVERRIDES = ("cwd", "model", "effort")
 SEND_RESULT: dict[str, Any] = {
@@ -59,6 +60,9 @@ SEND_RESULT: dict[str, Any] = {
     "anticipation": STR, "replyBy": NSTR, "inReplyTo": NSTR, "messageStatus": NSTR, "duplicate": BOOL, "via": NSTR,
     "resolution": NOBJ, "wait": OBJ, "resolved": OBJ, "action": STR, "turnId": NSTR, "threadId": STR, "sessionId": STR,
     "target": OBJ, "receipt": OBJ, "roleProcedure": NOBJ, "switches": ARR, "evidence": OBJ,
+    # facets a turn-based harness reports separately (loaded/status, archive, GUI visibility,
+    # the envelope's header, the turn started or steered)
+    "runtimeState": NOBJ, "archiveState": NSTR, "desktopVisibility": NOBJ, "peerMessage": NOBJ, "turn": NOBJ,
 }
 MESSAGE_VIEW_FIELDS = ("messages", "scope", "callerAddress", "note")
 

@@ -90,6 +90,10 @@ class ClaudeHarness(Harness):
     """
 
     name = NAME
+    session_kind = "claude_session"
+    # Claude Code sets CLAUDE_PROJECT_DIR in every process it starts (hooks, MCP servers)
+    host_variables = ("CLAUDE_PROJECT_DIR", "CLAUDE_PLUGIN_ROOT", "CLAUDE_SESSION_ID", "CLAUDE_CODE_SESSION_ID")
+    host_priority = 10
 
     def __init__(self, env: Mapping[str, str] | None = None) -> None:
         self.app: App | None = None

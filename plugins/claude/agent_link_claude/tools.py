@@ -259,9 +259,15 @@ async def message_claude_session(app: App, args: dict[str, Any], call: ToolCall)
         "messageStatus": summary["messageStatus"],
         "duplicate": summary["duplicate"],
         "via": summary["via"],
+        "receipt": summary.get("receipt"),
+        "roleProcedure": summary.get("roleProcedure"),
     }
-    if "warnings" in summary:
-        result["warnings"] = summary["warnings"]
+    warnings = list(summary.get("warnings") or [])
+    if args.get("allowTargetOverride") is not None:
+        warnings.append({"code": "deprecated_argument", "details": {"argument": "allowTargetOverride"},
+                         "message": "allowTargetOverride is deprecated; Claude sessions take no overrides, so it has no effect here."})
+    if warnings:
+        result["warnings"] = warnings
     reply_to = args.get("replyToMessageId")
     if reply_to:
         answered = app.mailbox.state(app.mailbox.get_row(reply_to)).resolution
@@ -340,11 +346,13 @@ CLAUDE_TOOLS: tuple[ToolSpec, ...] = (
             "model": {"type": "string", "description": "Not supported for Claude sessions."},
             "effort": {"type": "string", "description": "Not supported for Claude sessions."},
             "cwd": {"type": "string", "description": "Not supported for Claude sessions."},
+            "allowTargetOverride": {"type": "boolean", "description": "Deprecated; no effect (Claude sessions take no overrides)."},
         }, ("message",)),
         output_fields={
             "messageId": STR, "delivery": {"type": "string", "enum": list(DELIVERY_STATES)}, "messageDelivery": STR,
             "deliveredVia": NSTR, "target": OBJ, "resolution": OBJ, "anticipation": STR, "replyBy": NSTR,
             "inReplyTo": NSTR, "messageStatus": NSTR, "duplicate": BOOL, "via": NSTR, "resolved": OBJ, "wait": OBJ,
+            "receipt": {"type": ["object", "null"]}, "roleProcedure": {"type": ["object", "null"]},
         },
         handler=message_claude_session,
         removed={"to": "sessionId (exact) or query (fuzzy)", "body": "message", "latestMessageId": "replyToMessageId"},

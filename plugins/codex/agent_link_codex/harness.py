@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_link_core.callmeta import meta_text
+from agent_link_core.envelope import iso_ms
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.harness import Delivery, Harness, McpPeer, SessionListing
 from agent_link_core.model import Caller, Session
@@ -120,13 +121,49 @@ def session_from_thread(thread: Mapping[str, Any], link: Link | None, *, loaded:
     )
 
 
+def send_facets(message: Mapping[str, Any], delivery: Delivery) -> dict[str, Any]:
+    """The separate facts of a send to a thread (reference §5.3): ``runtimeState`` (was it
+    loaded, its status before, the endpoint, whether it was resumed), ``archiveState`` (a push
+    to an archived thread is refused, so ``active``), ``desktopVisibility`` (agent-link cannot
+    see the desktop app: ``unknown``, or ``held_elsewhere`` when another process holds the
+    thread), ``peerMessage`` (the envelope's header) and ``turn`` (the turn started or steered,
+    else null)."""
+    fields = delivery.fields
+    target = fields.get("target") or {}
+    action = str(fields.get("action") or "")
+    held = any(w.get("code") == "codex_desktop_push_disabled" for w in delivery.warnings)
+    steered = "steered" in action
+    started = action.endswith("started_turn")
+    turn_id = fields.get("turnId") or (delivery.evidence or {}).get("turnId")
+    sender = str(message.get("from") or message.get("sender") or "")
+    return {
+        "runtimeState": {"previousStatus": target.get("previousStatus"), "loaded": target.get("previousStatus") not in (None, "notLoaded"),
+                         "resumed": action.startswith("resumed+"), "endpoint": target.get("endpoint"),
+                         "state": delivery.state},
+        "archiveState": "active",
+        "desktopVisibility": {"status": "held_elsewhere" if held else "unknown",
+                              "note": "A started or steered turn proves the app-server took the message, not that the thread "
+                                      "is visible, selected or unarchived in the Codex desktop app."},
+        "peerMessage": {"messageId": message.get("id"), "from": sender or None,
+                        "fromHarness": sender.split(":", 1)[0] if ":" in sender else None,
+                        "fromVerified": Caller(sender, str(message.get("from_source") or "fallback")).verified if sender else False,
+                        "sentAt": iso_ms(message["sent_at"]) if isinstance(message.get("sent_at"), int) else None, "enveloped": True},
+        "turn": {"turnId": turn_id, "action": "steered" if steered else "started", "status": "inProgress"}
+        if (steered or started) and turn_id else None,
+    }
+
+
 class CodexHarness(Harness):
     """Codex threads as agent-link sessions. One instance per :class:`~agent_link_core.app.App`."""
 
     name = "codex"
+    session_kind = "codex_thread"
+    host_variables = ("CODEX_THREAD_ID",)
+    host_priority = 20
     # Turn overrides (model, effort, cwd) are checked against the override policy before
     # anything is stored (agent_link_codex.overrides) and carried by the delivering turn/start.
-    send_options = frozenset({"mode", "resumeIfNeeded", "expectedTurnId", "model", "effort", "cwd"})
+    send_options = frozenset({"mode", "resumeIfNeeded", "expectedTurnId", "model", "effort", "cwd",
+                              "allowParallelTurn", "allowTargetOverride"})  # the last two: deprecated (overrides.DEPRECATED)
 
     def __init__(self) -> None:
         self._values: dict[str, Any] | None = None
@@ -359,6 +396,7 @@ class CodexHarness(Harness):
         if applied and delivery.fields.get("turnId") is not None:
             # the turn/start carrying them was accepted: they persist for the thread
             self._applied.setdefault(thread_id, {}).update(applied)
+        delivery.fields.update(send_facets(message, delivery))
         return delivery
 
     # background ------------------------------------------------------------------------

@@ -83,6 +83,15 @@ def agent_link_before_send(message: Any, context: Any, app: App) -> list[dict[st
 
 
 @hookimpl
+def agent_link_on_event(event: Any, app: App) -> None:
+    """A stored send that changed a thread's model, effort or cwd: one event per switch, for
+    its receipt (:func:`agent_link_codex.overrides.emit_switch_events`)."""
+    from agent_link_codex.overrides import emit_switch_events
+
+    emit_switch_events(event, app)
+
+
+@hookimpl
 def agent_link_register_commands(cli: click.Group) -> None:
     """``agent-link endpoints add|list|remove``."""
     from agent_link_codex.cli import endpoints

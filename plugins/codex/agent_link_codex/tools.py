@@ -321,20 +321,34 @@ async def _with_receipts(app: Any, args: dict[str, Any], call: ToolCall, tid: st
     return out
 
 
+SIDEBAR_SEMANTICS = ("sidebarState is what the Codex desktop app's own app-server returns for desktop/sidebar/state/read, "
+                     "unchanged; it is authoritative only when sidebarState.authority is rendererSidebarModel. An app-server "
+                     "without that method is listed in sidebarState.unsupported.")
+
+
 async def get_codex_sidebar_state(app: Any, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
-    """Tool handler: the desktop sidebar, or ``unsupported``."""
+    """Tool handler: the desktop sidebar as the first app-server offering it returns it; an
+    app-server without the method (a plain ``codex app-server``) is listed under
+    ``sidebarState.unsupported`` and the answer is still ok (authority null)."""
     harness = harness_of(app)
     links = await harness.service.connect(spawn=True)
+    unsupported: list[dict[str, Any]] = []
     for link in links:
         try:
             state = await link.call("desktop/sidebar/state/read", {})
         except AppServerError as exc:
             if "unknown variant" in exc.message or exc.code == -32601:
+                unsupported.append({"endpoint": link.endpoint.id, "method": "desktop/sidebar/state/read",
+                                    "reason": "method_not_supported", "rpcCode": exc.code})
                 continue
             raise exc.to_agent_link_error() from None
-        return {"source": "app-server", "endpoint": link.endpoint.id, "sidebarState": state}
-    raise AgentLinkError("unsupported", "No connected Codex app-server offers the desktop sidebar (only the Codex desktop app has it).",
-                         {"capability": "sidebar", "endpoints": [ln.endpoint.id for ln in links]})
+        return {"source": "app-server", "endpoint": link.endpoint.id, "sidebarState": state,
+                "sidebarMembershipSemantics": SIDEBAR_SEMANTICS}
+    return {"source": "app-server", "endpoint": None,
+            "sidebarState": {"authority": None, "unsupported": unsupported,
+                             "note": "Only the Codex desktop app's own app-server has a sidebar; agent-link never looks for it on its own "
+                                     "(point AGENT_LINK_CODEX_URL at such a server)."},
+            "sidebarMembershipSemantics": SIDEBAR_SEMANTICS}
 
 
 async def wait_for_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
@@ -403,6 +417,10 @@ async def launch_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) ->
     links = await harness.service.connect(spawn=True)
     link = links[0]
     params = {k: args[k] for k in ("cwd", "model", "modelProvider", "serviceTier", "ephemeral") if k in args}
+    if "effort" in args:
+        # thread/start has no effort parameter (Codex 0.169); the config override sets the
+        # thread's reasoning effort, which later turns keep
+        params["config"] = {"model_reasoning_effort": args["effort"]}
     try:
         started = await link.call("thread/start", params)
     except AppServerError as exc:
@@ -444,12 +462,42 @@ async def launch_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) ->
         if result["delivery"] == "delivered":
             actions.append("started_turn")
     out["action"] = "+".join(actions)
-    out["gui"] = _open_gui(harness, tid) if args.get("openInGui") else {"opened": False, "attempted": False}
+    out["gui"] = _open_gui(harness, tid) if args.get("openInGui") else {"opened": False, "attempted": False, "deepLink": deep_link(tid)}
+    out["receipt"] = _harness_receipt(app, call, "launched", args, {
+        "address": f"codex:{tid}", "threadId": tid, "name": thread.get("name"), "cwd": thread.get("cwd"), "deepLink": deep_link(tid),
+        "status": "active" if "started_turn" in actions else "idle", "loaded": True,
+    }, evidence={"action": out["action"], "messageId": out["messageId"], "turnId": out["turnId"]},
+        details={"launchedBy": call.caller.address, "model": thread.get("model"), "effort": thread.get("reasoningEffort"),
+                 "endpoint": link.endpoint.id})
     return out
 
 
+def deep_link(thread_id: str) -> str:
+    """The Codex desktop app's link to a thread."""
+    return f"codex://threads/{thread_id}"
+
+
+def _harness_receipt(app: Any, call: ToolCall, kind: str, args: dict[str, Any], target: dict[str, Any],
+                     evidence: dict[str, Any], details: dict[str, Any]) -> dict[str, Any]:
+    """Report a launch or archive (``kind`` ``launched`` / ``archived``) to the event observers,
+    which write its receipt (receipts plugin) with the call's provenance; returns the result's
+    ``receipt`` field ``{record, recorded, id}`` (``recorded`` false when no receipt was written,
+    e.g. no receipts plugin, or ``receipt.record: false``)."""
+    from agent_link_core.mailbox import Event
+    from agent_link_core.store import now_ms
+
+    given = args.get("receipt") or {}
+    if given.get("record") is False:
+        return {"record": False, "recorded": False, "id": None}
+    result: dict[str, Any] = {"receipt": {"record": True, "recorded": False, "id": None}}
+    app.hooks.on_event(Event(kind, None, now_ms(), call.caller.address, {
+        "target": target, "receipt": given, "caller": call.caller, "meta": dict(call.meta), "evidence": evidence, **details,
+    }, result))
+    return result["receipt"]
+
+
 def _open_gui(harness: CodexHarness, thread_id: str) -> dict[str, Any]:
-    link = f"codex://threads/{thread_id}"
+    link = deep_link(thread_id)
     if sys.platform != "darwin":
         return {"opened": False, "attempted": False, "deepLink": link, "warnings": ["Opening the Codex app is only supported on macOS."]}
     if harness.values.get("AGENT_LINK_GUI_OPEN_DRY_RUN"):
@@ -462,7 +510,18 @@ def _open_gui(harness: CodexHarness, thread_id: str) -> dict[str, Any]:
 
 
 async def archive_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
-    """Tool handler: archive through an app-server, else the guarded local move."""
+    """Tool handler: archive through an app-server, else the guarded local move; the result
+    (archived or already archived) gets its receipt."""
+    out = await _archive(app, args, call)
+    tid = out["threadId"]
+    out["receipt"] = _harness_receipt(app, call, "archived", args, {
+        "address": f"codex:{tid}", "threadId": tid, "archiveState": "archived", "status": out["status"],
+    }, evidence={"action": out["action"], "source": out["source"], "loadedCheck": out.get("loadedCheck"), "archive": out.get("archive")},
+        details={"reason": args.get("reason"), "forceLoaded": bool(args.get("forceLoaded"))})
+    return out
+
+
+async def _archive(app: Any, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
     harness = harness_of(app)
     own = call.caller.address.split(":", 1)[1] if call.caller.host == "codex" and call.caller.known else None
     if not args.get("threadId") and own is None:
@@ -535,7 +594,10 @@ async def message_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) -
     """Tool handler: ``message_agent`` aimed at a Codex thread (or a role)."""
     target = args["threadId"]
     to = target if target.startswith("role:") else f"codex:{bare_id(target)}"
-    forwarded = {k: v for k, v in args.items() if k != "threadId"}
+    if "recentItems" in args:
+        call.warnings.append({"code": "deprecated_argument", "details": {"argument": "recentItems"},
+                              "message": "recentItems is deprecated and ignored: read the thread with get_codex_thread."})
+    forwarded = {k: v for k, v in args.items() if k not in ("threadId", "recentItems")}
     result = await core_tools.message_agent(app, {**forwarded, "to": to}, call)
     tid = result["to"].split(":", 1)[1] if result["to"].startswith("codex:") else None
     result["target"] = {"threadId": tid, "address": result["to"], **result.get("target", {})}
@@ -543,7 +605,8 @@ async def message_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) -
 
 
 # registration --------------------------------------------------------------------------------
-SEND_OPTIONS = {k: core_tools.DELIVERY_OPTIONS[k] for k in ("mode", "resumeIfNeeded", "expectedTurnId", "model", "effort", "cwd")}
+SEND_OPTIONS = {k: core_tools.DELIVERY_OPTIONS[k] for k in ("mode", "resumeIfNeeded", "expectedTurnId", "model", "effort", "cwd",
+                                                             "allowParallelTurn", "allowTargetOverride")}
 THREAD_LIST_RESULT = _fields("source", "archiveScope", "data", "complete", "nextCursor", "endpoints", "appServerError",
                              "listErrors", "codexHome", "scannedFiles")
 
@@ -588,9 +651,9 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         name="get_codex_sidebar_state", title="Codex desktop sidebar state",
-        description="Read the Codex desktop app's sidebar (which threads it shows). Only the desktop app's own app-server has it; elsewhere this reports unsupported.",
+        description="Read the Codex desktop app's sidebar (which threads it shows). Only the desktop app's own app-server has it; an app-server without it is listed in sidebarState.unsupported (authority null).",
         input_schema=_obj({}),
-        output_fields=_fields("source", "endpoint", "sidebarState"),
+        output_fields=_fields("source", "endpoint", "sidebarState", "sidebarMembershipSemantics"),
         handler=get_codex_sidebar_state, read_only=True, idempotent=True,
     ),
     ToolSpec(
@@ -608,8 +671,10 @@ TOOLS: tuple[ToolSpec, ...] = (
             "message": {"type": "string", "minLength": 1}, "name": {"type": "string", "minLength": 1, "maxLength": 200},
             "cwd": {"type": "string", "description": "Working directory of the new thread (absolute)."},
             "model": STR, "modelProvider": STR, "serviceTier": STR, "ephemeral": BOOL,
+            "effort": {**core_tools.DELIVERY_OPTIONS["effort"], "description": "Reasoning effort of the new thread."},
             "anticipation": core_tools.ANTICIPATION, "replyBy": core_tools.REPLY_BY,
-            "openInGui": {"type": "boolean", "default": False, "description": "Also show it in the Codex desktop app (macOS)."},
+            "openInGui": {"type": "boolean", "default": False,
+                          "description": "Also show it in the Codex desktop app (macOS). The result's gui.deepLink opens it either way."},
             "receipt": core_tools.RECEIPT,
         }),
         output_fields=_fields("source", "action", "threadId", "address", "endpoint", "thread", "nameUpdate", "messageId", "delivery",
@@ -633,6 +698,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "replyToMessageId": core_tools.ULID, "anticipation": core_tools.ANTICIPATION, "replyBy": core_tools.REPLY_BY,
             "waitForReply": {"type": "boolean", "default": False}, "timeoutMs": core_tools.TIMEOUT_MS,
             "pollIntervalMs": core_tools.POLL_MS, "receipt": core_tools.RECEIPT, **SEND_OPTIONS,
+            "recentItems": {"type": "integer", "minimum": 0, "maximum": 100, "description": "Deprecated and ignored (a warning says so)."},
         }, ("threadId", "message")),
         output_fields=core_tools.SEND_RESULT,
         handler=message_codex_thread, removed={"body": "message", "latestMessageId": "replyToMessageId"},
