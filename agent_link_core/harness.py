@@ -138,6 +138,12 @@ class Harness:
         """
         return Delivery()
 
+    async def prepare_health(self, options: Mapping[str, Any]) -> None:
+        """Called by ``agent_link_health`` before :meth:`health`, with the tool's arguments
+        (``startAppServer``: true = the harness may start or connect what it needs to report
+        fully; false = probe nothing; absent = its cheap default). The default does nothing."""
+        return None
+
     def mcp_capabilities(self, app: Any) -> dict[str, dict[str, Any]]:
         """Experimental MCP capabilities to advertise at ``initialize`` (``{name: {}}``)."""
         return {}

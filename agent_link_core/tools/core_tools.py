@@ -75,7 +75,12 @@ def _obj(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str
 
 
 async def health(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
-    """Handler of ``agent_link_health``: validated arguments in, success fields out (AgentLinkError to fail)."""
+    """Handler of ``agent_link_health``: validated arguments in, success fields out (AgentLinkError to fail).
+
+    ``startAppServer`` is handed to every harness's ``prepare_health`` first."""
+    options = {k: args[k] for k in ("startAppServer",) if k in args}
+    for harness in app.harnesses.values():
+        await harness.prepare_health(options)
     return app.health(call.meta, include_caller_context=args.get("includeCallerContext", False))
 
 
@@ -178,8 +183,9 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         name="agent_link_health",
         title="agent-link health",
         description="Report whether agent-link works here: this session's address, state directory, plugins, harnesses and settings problems. Never fails because a host is missing.",
-        input_schema=_obj({"includeCallerContext": {"type": "boolean", "default": False, "description": "Also return the tool call's _meta as seen by the server."}}),
-        output_fields={k: ANY for k in ("version", "host", "address", "addressSource", "stateDir", "database", "env",
+        input_schema=_obj({"includeCallerContext": {"type": "boolean", "default": False, "description": "Also return the tool call's _meta as seen by the server."},
+                           "startAppServer": {"type": "boolean", "description": "true: a harness may start or connect what it needs to report fully (e.g. a host's app-server, to read its hook trust); false: probe nothing (not even a host's version); absent: cheap probes only."}}),
+        output_fields={k: ANY for k in ("version", "host", "hostDetection", "address", "addressSource", "stateDir", "database", "env",
                                          "reminders", "plugins", "harnesses", "sections", "callerContext")},
         handler=health, read_only=True, idempotent=True,
     ),

@@ -265,8 +265,17 @@ class ClaudeHarness(Harness):
 
     # -- health --------------------------------------------------------------------------
 
+    def mailbox_counts(self) -> dict[str, Any]:
+        """Counts of the mail addressed to Claude sessions in the shared database (never raises)."""
+        if self.app is None:
+            return {"error": "not attached"}
+        try:
+            return {"path": os.fspath(self.app.config.db_path), **_mailbox_counts(self.app.store.conn)}
+        except Exception as exc:  # health must answer even with a broken database
+            return {"error": f"{type(exc).__name__}: {exc}"[:200]}
+
     def health(self) -> dict[str, Any]:
-        """Channel state, hook heartbeats and session-index statistics (never raises)."""
+        """Channel state, hook heartbeats, mailbox counts and session-index statistics (never raises)."""
         try:
             state = self.state_dir()
             runs = last_runs(state) if state is not None else {}
@@ -286,12 +295,23 @@ class ClaudeHarness(Harness):
                 "activeBridges": sorted(bridges),
             },
             "hooks": {"lastRun": beats},
+            "mailbox": self.mailbox_counts(),
             "index": {
                 "transcripts": stats.transcripts_seen, "transcriptsRead": stats.transcripts_read,
                 "cached": stats.cached, "live": stats.live, "sidecars": stats.sidecars, "lastScanMs": stats.last_scan_ms,
             },
         }
 
+
+
+def _mailbox_counts(conn: Any) -> dict[str, Any]:
+    """Mail addressed to Claude sessions: ``{path?, total, queued (not delivered yet),
+    open (undelivered, or reply/action still to resolve), sessions (recipients with open mail)}``."""
+    row = conn.execute(
+        "SELECT COUNT(*), SUM(delivered_at IS NULL AND open = 1), SUM(open = 1), COUNT(DISTINCT CASE WHEN open = 1 THEN recipient END)"
+        f" FROM messages WHERE recipient LIKE '{NAME}:%'"
+    ).fetchone()
+    return {"total": int(row[0] or 0), "queued": int(row[1] or 0), "open": int(row[2] or 0), "sessions": int(row[3] or 0)}
 
 
 def plugin_status(cfg: str) -> dict[str, list[str]]:

@@ -40,7 +40,7 @@ from agent_link_codex.endpoints import EndpointRegistry, explicit
 from agent_link_codex.managed import ManagedError, find_codex, reap_orphans
 from agent_link_codex.overrides import THREAD_FIELDS, Launches, turn_params
 from agent_link_codex.service import SOURCE_KINDS, CodexService, Link
-from agent_link_codex.settings import codex_home
+from agent_link_codex.settings import VERIFIED_CODEX_VERSION, codex_home
 
 log = logging.getLogger(__name__)
 
@@ -176,6 +176,10 @@ class CodexHarness(Harness):
         self._seen: dict[str, dict[str, Any]] = {}
         #: thread id → overrides this process applied since (model, effort, cwd)
         self._applied: dict[str, dict[str, str]] = {}
+        #: what the last agent_link_health asked for and found (prepare_health)
+        self._health_options: dict[str, Any] | None = None
+        self._version_probe: dict[str, Any] | None = None
+        self._health_connect_error: str | None = None
 
     # context ---------------------------------------------------------------------------
     def attach(self, app: Any) -> None:
@@ -512,6 +516,51 @@ class CodexHarness(Harness):
         except Exception as exc:  # health must always answer
             return {"error": f"{type(exc).__name__}: {exc}"[:300]}
 
+    async def prepare_health(self, options: Mapping[str, Any]) -> None:
+        """Before health: probe ``codex --version`` unless ``startAppServer`` is false, and
+        with ``startAppServer: true`` connect (starting the private app-server if needed) so
+        that the prompt hook's trust can be read from Codex."""
+        start = options.get("startAppServer")
+        self._health_options = dict(options)
+        if start is False:
+            self._version_probe = {"probed": False, "installed": None, "reason": "startAppServer_false"}
+            return
+        self._version_probe = await asyncio.to_thread(probe_version, self.values, self.env)
+        if start is True:
+            try:
+                await self.service.connect(spawn=True)
+                await self.service.refresh_hooks()
+                self._health_connect_error = None
+            except Exception as exc:  # health reports, never fails
+                self._health_connect_error = f"{type(exc).__name__}: {exc}"[:300]
+
+    def desktop_push_view(self, installed: str | None) -> dict[str, Any]:
+        """``desktopPush``: the push mode for threads another program holds, the versions it
+        was verified on, and what the holder check can do on this platform."""
+        values = self.values
+        mode = values.get("AGENT_LINK_CODEX_DESKTOP_PUSH") or "mailbox-only"
+        refused = mode == "shared-daemon" and not explicit(values)
+        warnings = []
+        if installed is not None and installed != VERIFIED_CODEX_VERSION:
+            warnings.append({"code": "codex_version_differs",
+                             "message": f"Codex {installed} is installed; agent-link was verified against {VERIFIED_CODEX_VERSION}, "
+                                        "so delivery into threads another program holds is unverified here."})
+        if refused:
+            warnings.append({"code": "desktop_push_override_refused",
+                             "message": "AGENT_LINK_CODEX_DESKTOP_PUSH=shared-daemon needs AGENT_LINK_CODEX_URL or _SOCK; mailbox-only applies."})
+        return {
+            "mode": "mailbox-only" if refused else mode,
+            "requested": mode,
+            "source": self.app.config.sources.get("AGENT_LINK_CODEX_DESKTOP_PUSH", "default") if self.app is not None else "default",
+            "refused": refused,
+            "verifiedCodexVersion": VERIFIED_CODEX_VERSION,
+            "installedCodexVersion": installed,
+            "heldSignal": "rollout-open-elsewhere",
+            "turnCompletedMethod": "turn/completed",
+            "holderCheck": holder_check_view(),
+            "warnings": warnings,
+        }
+
     def _health(self) -> dict[str, Any]:
         values = self.values
         service = self.service
@@ -524,13 +573,20 @@ class CodexHarness(Harness):
         from agent_link_core.hook import last_runs
 
         last = last_runs(self._state_dir) if self._state_dir else {}
+        probe = self._version_probe or {"probed": False, "installed": None, "reason": "not_probed"}
+        desktop = self.desktop_push_view(probe.get("installed"))
         return {
             "codexHome": str(codex_home(self.env)),
             "autoStart": bool(values.get("AGENT_LINK_CODEX_AUTOSTART", True)),
             "explicitEndpoint": explicit(values),
             "transport": values.get("AGENT_LINK_CODEX_TRANSPORT"),
             "idleMs": values.get("AGENT_LINK_CODEX_IDLE_MS"),
-            "desktopPush": values.get("AGENT_LINK_CODEX_DESKTOP_PUSH"),
+            "version": {**probe, "verified": VERIFIED_CODEX_VERSION},
+            "versionProbed": bool(probe.get("probed")),
+            "startAppServer": (self._health_options or {}).get("startAppServer"),
+            "connectError": self._health_connect_error,
+            "desktopPush": desktop,
+            "warnings": list(desktop["warnings"]),
             "reminderTurns": bool(values.get("AGENT_LINK_CODEX_REMINDERS", True)),
             "endpoints": {"candidates": [ep.view() for ep in candidates], "lastProbe": service.endpoint_reports(),
                           "problems": problems},
@@ -540,6 +596,51 @@ class CodexHarness(Harness):
             "binary": binary,
             "promptHook": prompt_hook_view(service.live_links(), last.get("codex-UserPromptSubmit")),
         }
+
+
+VERSION_RE = re.compile(r"(\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?)")
+VERSION_TIMEOUT_S = 10.0
+
+
+def probe_version(values: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    """``<codex> --version`` of the Codex agent-link would run: ``{probed, installed, path,
+    source, reason}``; ``installed`` is None when it cannot be told (no binary, an
+    ``AGENT_LINK_CODEX_APP_SERVER_BIN`` program, no version in the output)."""
+    import subprocess
+
+    try:
+        launcher = find_codex(values, env)
+    except ManagedError as exc:
+        return {"probed": False, "installed": None, "path": None, "source": None, "reason": exc.reason}
+    base = {"path": launcher.path, "source": launcher.source}
+    if launcher.source == "AGENT_LINK_CODEX_APP_SERVER_BIN":
+        return {**base, "probed": False, "installed": None, "reason": "app_server_bin_has_no_version_flag"}
+    try:
+        done = subprocess.run([launcher.path, "--version"], capture_output=True, text=True, timeout=VERSION_TIMEOUT_S,
+                              env=dict(env), stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {**base, "probed": True, "installed": None, "reason": type(exc).__name__}
+    found = VERSION_RE.search(done.stdout or "")
+    return {**base, "probed": True, "installed": found.group(1) if found else None,
+            "reason": None if found else "no_version_in_output"}
+
+
+def holder_check_view() -> dict[str, Any]:
+    """How this platform can tell whether another process holds a thread's transcript:
+    ``{method: psutil|lsof|None, platform, available}`` (see :func:`rollouts.rollout_holders`)."""
+    import shutil
+    import sys
+
+    import psutil
+
+    method: str | None = None
+    try:
+        psutil.Process().open_files()
+        method = "psutil"
+    except (psutil.Error, OSError, NotImplementedError):
+        if any(shutil.which(p) for p in rollouts.LSOF_PATHS):
+            method = "lsof"
+    return {"method": method, "platform": sys.platform, "available": method is not None}
 
 
 def _cached(service: CodexService) -> dict[str, str] | None:
@@ -555,7 +656,8 @@ HOOK_COMMAND_MARK = "hook codex UserPromptSubmit"
 def prompt_hook_view(links: list[Link], last_run_ms: int | None) -> dict[str, Any]:
     """The prompt hook as Codex sees it: declared (found by ``hooks/list``), its trust state
     (trusted, untrusted, modified, managed; not_installed; unknown without a connection)."""
-    view: dict[str, Any] = {"declared": False, "trust": "unknown", "entries": [], "lastRunAt": last_run_ms}
+    view: dict[str, Any] = {"declared": False, "trust": "unknown", "trustSource": None, "source": None, "pluginId": None,
+                            "enabled": None, "event": "UserPromptSubmit", "entries": [], "lastRunAt": last_run_ms}
     listed = [ln.hooks for ln in links if ln.hooks is not None]
     if not listed:
         view["hint"] = "Trust is read from Codex (hooks/list) once a Codex app-server is connected."
@@ -570,6 +672,9 @@ def prompt_hook_view(links: list[Link], last_run_ms: int | None) -> dict[str, An
         view["hint"] = "Install the agent-link Codex plugin (or add hooks/codex-hooks.json to $CODEX_HOME/hooks.json) and trust its hook with /hooks."
         return view
     view["declared"] = True
+    view["trustSource"] = "hooks/list"  # what Codex itself reports, not a guess from files
+    first = view["entries"][0]
+    view.update(source=first.get("source"), pluginId=first.get("pluginId"), enabled=first.get("enabled"))
     states = [e["trustStatus"] for e in view["entries"]]
     view["trust"] = "trusted" if "trusted" in states else "managed" if "managed" in states else states[0] or "unknown"
     if view["trust"] in ("untrusted", "modified"):

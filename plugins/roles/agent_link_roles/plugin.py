@@ -144,7 +144,8 @@ def agent_link_check_override(
 ) -> dict[str, Any]:
     """May ``sender`` change ``setting`` of the existing session ``target`` to ``value``?
     See :func:`agent_link_roles.policy.evaluate_override` for the decision's shape."""
-    return evaluate_override(from_app(app).state_dir, target, sender.address, setting, value, context)
+    return evaluate_override(from_app(app).state_dir, target, sender.address, setting, value, context,
+                             sender_verified=sender.verified)
 
 
 @hookimpl
