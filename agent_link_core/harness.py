@@ -98,6 +98,9 @@ class Harness:
     #: order in which harnesses' ``host_variables`` are tried (lower first), for a process
     #: that sees the variables of more than one host
     host_priority: int = 100
+    #: whether mail sent to the exact address of an archived session is accepted (it waits
+    #: in the mailbox until the session is resumed); fuzzy queries never pick archived ones
+    archived_sessions_take_mail: bool = False
 
     def attach(self, app: Any) -> None:
         """Called once by the :class:`~agent_link_core.app.App` that loaded this harness,

@@ -198,6 +198,20 @@ class Hooks:
             target=target, sender=sender, setting=setting, value=value, context=context, app=self.app
         )
 
+    def session_roles(self, addresses: list[str]) -> dict[str, list[str]]:
+        """``{address: sorted role names}`` from every plugin that keeps roles; a failing
+        plugin is logged and contributes nothing."""
+        merged: dict[str, set[str]] = {}
+        for impl in self._pm.hook.agent_link_session_roles.get_hookimpls():
+            try:
+                answer = impl.function(**_wanted(impl, addresses=list(addresses), app=self.app))
+            except Exception:  # a listing must not fail because of a roles plugin
+                log.exception("agent_link_session_roles failed in %s", self._pm.get_name(impl.plugin))
+                continue
+            for address, names in (answer or {}).items():
+                merged.setdefault(address, set()).update(names)
+        return {address: sorted(names) for address, names in merged.items()}
+
     def on_event(self, event: Event) -> None:
         """Notify observers; an observer's exception is logged, never raised."""
         for impl in self._pm.hook.agent_link_on_event.get_hookimpls():

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_link_core.app import message_summary
 from agent_link_core.errors import AgentLinkError, invalid_arguments
+from agent_link_core.model import is_address
 from agent_link_core.tools.registry import ToolCall, ToolSpec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -84,19 +85,31 @@ async def health(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, An
     return app.health(call.meta, include_caller_context=args.get("includeCallerContext", False))
 
 
+def with_roles(app: App, views: list[dict[str, Any]]) -> None:
+    """Add ``roles`` (the role names each session holds, ``agent_link_session_roles``) to
+    session views in place; ``[]`` for a session without one."""
+    held = app.hooks.session_roles([v["address"] for v in views if isinstance(v.get("address"), str)])
+    for view in views:
+        view["roles"] = held.get(view.get("address") or "", [])
+
+
 async def list_agents(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
     """Handler of ``list_agents``: validated arguments in, success fields out (AgentLinkError to fail)."""
     out = await app.list_agents(
         harness=args.get("harness", "all"), loaded=args.get("loaded"), surface=args.get("surface"),
         include_archived=args.get("includeArchived", False), limit=args.get("limit", 20),
     )
+    with_roles(app, out["sessions"])
     caller = call.caller
     return {**out, "caller": {"host": caller.host, "address": caller.address, "source": caller.source}}
 
 
 async def resolve_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
     """Handler of ``resolve_agent``: validated arguments in, success fields out (AgentLinkError to fail)."""
-    return await app.resolve_agent(args["query"], harness=args.get("harness", "all"), limit=args.get("limit", 10), caller=call.caller)
+    out = await app.resolve_agent(args["query"], harness=args.get("harness", "all"), limit=args.get("limit", 10), caller=call.caller)
+    views = [v for v in [out.get("best"), *out.get("candidates", [])] if isinstance(v, dict)]
+    with_roles(app, views)
+    return out
 
 
 async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool: str = "message_agent") -> dict[str, Any]:
@@ -106,7 +119,10 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool:
         ``before_send`` hooks see); a plugin tool that sends through this handler names itself.
     """
     options = {k: args[k] for k in DELIVERY_OPTIONS if k in args}
-    recipient, _, _ = await app.target_address(args["to"], call.caller)
+    named = app.harnesses.get(args["to"].split(":", 1)[0]) if is_address(args["to"]) else None
+    # an exact address may name an archived session of a harness whose archived sessions take mail
+    allow_archived = named is not None and named.archived_sessions_take_mail
+    recipient, _, _ = await app.target_address(args["to"], call.caller, allow_archived=allow_archived)
     harness = app.harnesses.get(recipient.split(":", 1)[0])
     supported = harness.send_options if harness is not None else frozenset()
     overrides = [k for k in options if k in TURN_OVERRIDES and k not in supported]
@@ -121,6 +137,7 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool:
         caller=call.caller, to=args["to"], body=args["message"], anticipation=args.get("anticipation"),
         reply_by=args.get("replyBy"), wait_for_reply=args.get("waitForReply", False),
         reply_to=args.get("replyToMessageId"), tool=tool, arguments=args, options=options, meta=call.meta,
+        allow_archived=allow_archived,
     )
     result = message_summary(app, outcome)
     if args.get("replyToMessageId") and outcome.message.get("reply_to"):

@@ -94,6 +94,7 @@ class ClaudeHarness(Harness):
     # Claude Code sets CLAUDE_PROJECT_DIR in every process it starts (hooks, MCP servers)
     host_variables = ("CLAUDE_PROJECT_DIR", "CLAUDE_PLUGIN_ROOT", "CLAUDE_SESSION_ID", "CLAUDE_CODE_SESSION_ID")
     host_priority = 10
+    archived_sessions_take_mail = True  # a Claude session can be resumed from its archive
 
     def __init__(self, env: Mapping[str, str] | None = None) -> None:
         self.app: App | None = None
