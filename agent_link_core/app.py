@@ -12,7 +12,7 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +41,11 @@ log = logging.getLogger(__name__)
 # MCP clients cut tool calls at 60 s or more (hosts have used 60, 120 and 300 s); a single
 # wait never holds a call longer than this, and says so, so the caller can simply wait again.
 MAX_WAIT_PER_CALL_MS = 50_000
+#: ``async (progress, total, message) -> None``: sends one MCP progress notification for
+#: the tool call being served (progress and total in ms for waits)
+Progress = Callable[[float, "float | None", "str | None"], Awaitable[None]]
+#: how often a wait whose client sent a progress token reports progress (keeps the call alive)
+PROGRESS_EVERY_MS = 10_000
 
 
 @dataclass
@@ -482,20 +487,30 @@ class App:
 
     async def wait(
         self, *, caller: Caller, agent: str, reply_to: str | None = None, timeout_ms: int = 60_000, poll_ms: int = 1000,
+        progress: Progress | None = None, activity: Callable[[], Awaitable[dict[str, Any] | None]] | None = None,
     ) -> dict[str, Any]:
         """Wait for the resolution of ``reply_to`` (or, without it, for any new message from
-        ``agent`` to the caller). A timeout is a normal outcome; each call waits at most
-        :data:`MAX_WAIT_PER_CALL_MS` so a client's tool-call limit never cuts it.
+        ``agent`` to the caller). A timeout is a normal outcome.
 
-        :returns: ``outcome`` reply | declined | done | unresolved | expired | timeout, and
-            the reply (enveloped) when there is one.
+        :param progress: the tool call's progress reporter (the client sent a progress
+            token): the wait reports progress every :data:`PROGRESS_EVERY_MS` and runs up to
+            ``timeout_ms``. Without one a call waits at most :data:`MAX_WAIT_PER_CALL_MS`
+            (clients cut tool calls after about a minute), and the result says ``capped``.
+        :param activity: without ``reply_to``, a check called every poll that may end the
+            wait with the target's own outcome (``turn_completed``, ``idle``; a harness's
+            ``activity_check``).
+        :returns: ``outcome`` reply | declined | done | unresolved | expired | turn_completed |
+            idle | timeout, the reply (enveloped) when there is one, ``capped`` and
+            ``requestedTimeoutMs`` when the cap applied.
         """
         start = time.monotonic()
         warnings = []
         budget = timeout_ms
-        if budget > MAX_WAIT_PER_CALL_MS:
+        capped = progress is None and budget > MAX_WAIT_PER_CALL_MS
+        if capped:
             budget = MAX_WAIT_PER_CALL_MS
-            warnings.append({"code": "wait_capped", "message": f"One call waits at most {MAX_WAIT_PER_CALL_MS} ms; call again to keep waiting."})
+            warnings.append(wait_capped_warning(timeout_ms))
+        next_progress = PROGRESS_EVERY_MS
         if not reply_to:
             self.require_caller(caller)  # only mail addressed to the caller could end this wait
         target, _, _ = await self.target_address(agent, caller) if not reply_to else (agent, None, {})
@@ -512,17 +527,27 @@ class App:
         try:
             while True:
                 result = self._wait_check(caller, target, reply_to, since)
+                if result is None and activity is not None and not reply_to:
+                    result = await activity()
                 waited = int((time.monotonic() - start) * 1000)
                 if result is not None or waited >= budget:
                     out = result or {"outcome": "timeout"}
                     out.update({"waitedMs": waited, "timedOut": result is None, "target": {"address": target},
                                 "harness": address_scheme(target)})
+                    if capped:
+                        out.update(capped=True, requestedTimeoutMs=timeout_ms)
                     if reply_to:
                         out["messageStatus"] = self.mailbox.state(self.mailbox.get_row(reply_to)).status
                     if warnings:
                         out["warnings"] = warnings
                     return out
-                await asyncio.sleep(min(poll_ms, budget - waited) / 1000)
+                if progress is not None and waited >= next_progress:
+                    await progress(waited, budget, "waiting")
+                    next_progress = waited + PROGRESS_EVERY_MS
+                sleep_ms = min(poll_ms, budget - waited)
+                if progress is not None:
+                    sleep_ms = min(sleep_ms, max(next_progress - waited, 1))
+                await asyncio.sleep(sleep_ms / 1000)
         finally:
             self.waiting[key] -= 1
             if not self.waiting[key]:
@@ -605,6 +630,13 @@ class App:
 
 
 LOG_LEVELS = {"error": logging.ERROR, "warn": logging.WARNING, "info": logging.INFO, "debug": logging.DEBUG}
+
+
+def wait_capped_warning(requested_ms: int) -> dict[str, Any]:
+    """The ``wait_capped`` warning of a wait cut to :data:`MAX_WAIT_PER_CALL_MS`."""
+    return {"code": "wait_capped", "details": {"requestedTimeoutMs": requested_ms, "waitedAtMostMs": MAX_WAIT_PER_CALL_MS},
+            "message": f"Without a progress token one call waits at most {MAX_WAIT_PER_CALL_MS} ms; call again to keep waiting "
+                       "(or send a progress token to wait up to timeoutMs)."}
 
 
 def configure_logging(config: Config) -> None:

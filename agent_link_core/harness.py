@@ -8,7 +8,7 @@ async; none may block the event loop.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -140,6 +140,13 @@ class Harness:
             ``not_found``); the message row then stays queued and is reported as such.
         """
         return Delivery()
+
+    def activity_check(self, session_id: str) -> Callable[[], Awaitable[dict[str, Any] | None]] | None:
+        """For ``wait_for_agent`` without ``replyToMessageId``: a check the wait calls every
+        poll, returning the session's own outcome once its activity ends the wait
+        (``{"outcome": "turn_completed"|"idle", "turn"?: {...}}``) or None to keep waiting.
+        The default (None) waits for messages only. May raise AgentLinkError."""
+        return None
 
     async def prepare_health(self, options: Mapping[str, Any]) -> None:
         """Called by ``agent_link_health`` before :meth:`health`, with the tool's arguments

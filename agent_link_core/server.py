@@ -79,7 +79,8 @@ def build_server(app: App) -> Server[Any]:
         if spec is None:
             return to_call_result(unknown_tool(params.name))
         meta = dict(ctx.meta or {})
-        return to_call_result(await run_tool(app, spec, params.arguments, meta))
+        progress = ctx.session.report_progress if meta.get("progressToken") is not None else None
+        return to_call_result(await run_tool(app, spec, params.arguments, meta, progress))
 
     return Server(
         "agent-link",

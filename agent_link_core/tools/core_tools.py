@@ -33,7 +33,9 @@ REPLY_BY = {"type": "string", "minLength": 1,
             "description": "ISO 8601 deadline with a timezone, at least 30 s ahead; not with fyi."}
 HARNESS_FILTER = {"type": "string", "pattern": "^(all|[a-z][a-z0-9-]{0,31})$", "description": "all, or one harness name."}
 TIMEOUT_MS = {"type": "integer", "minimum": 0, "maximum": 600000, "default": 60000,
-              "description": "How long to wait, in ms (one call returns within 50 s; call again to keep waiting)."}
+              "description": "How long to wait, in ms. A client that sends a progress token gets a progress notification every 10 s "
+                             "and the wait runs up to timeoutMs; without one a call returns within 50 s (result capped: true; "
+                             "call again to keep waiting)."}
 POLL_MS = {"type": "integer", "minimum": 250, "maximum": 10000, "default": 1000, "description": "Poll interval in ms."}
 RECEIPT = {
     "type": "object",
@@ -147,7 +149,7 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool:
     if args.get("waitForReply"):
         result["wait"] = await app.wait(
             caller=call.caller, agent=result["to"], reply_to=result["messageId"],
-            timeout_ms=args.get("timeoutMs", 60000), poll_ms=args.get("pollIntervalMs", 1000),
+            timeout_ms=args.get("timeoutMs", 60000), poll_ms=args.get("pollIntervalMs", 1000), progress=call.progress,
         )
         call.warnings.extend(result["wait"].pop("warnings", []))
     return result
@@ -155,9 +157,16 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool:
 
 async def wait_for_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
     """Handler of ``wait_for_agent``: validated arguments in, success fields out (AgentLinkError to fail)."""
+    activity = None
+    if not args.get("replyToMessageId"):
+        # the target's own end of activity (a turn completing, a session stopping) ends the wait too
+        recipient, _, _ = await app.target_address(args["agent"], call.caller, allow_archived=True)
+        harness = app.harnesses.get(recipient.split(":", 1)[0])
+        activity = harness.activity_check(recipient.split(":", 1)[1]) if harness is not None else None
     return await app.wait(
         caller=call.caller, agent=args["agent"], reply_to=args.get("replyToMessageId"),
-        timeout_ms=args.get("timeoutMs", 60000), poll_ms=args.get("pollIntervalMs", 1000),
+        timeout_ms=args.get("timeoutMs", 60000), poll_ms=args.get("pollIntervalMs", 1000), progress=call.progress,
+        activity=activity,
     )
 
 
@@ -248,12 +257,12 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="wait_for_agent",
         title="Wait for an agent",
-        description="Wait for the answer to a message you sent (replyToMessageId), or for any new message from an agent. A timeout is a normal result: call again to keep waiting. A turn ending is never taken as an answer.",
+        description="Wait for the answer to a message you sent (replyToMessageId), or for any new message from an agent; without replyToMessageId the agent's own end of activity also ends the wait (turn_completed when its running turn ends, idle when it runs nothing). A turn ending is never taken as an answer. A timeout is a normal result: call again to keep waiting. Without a progress token one call returns within 50 s (capped: true).",
         input_schema=_obj({"agent": {"type": "string", "minLength": 1}, "replyToMessageId": ULID,
                            "timeoutMs": TIMEOUT_MS, "pollIntervalMs": POLL_MS}, ("agent",)),
         output_fields={"outcome": {"type": "string", "enum": ["reply", "declined", "done", "unresolved", "expired", "turn_completed", "idle", "timeout"]},
                        "harness": STR, "messageStatus": NSTR, "waitedMs": INT, "target": OBJ, "reply": OBJ, "resolution": OBJ,
-                       "turn": OBJ, "timedOut": BOOL},
+                       "turn": NOBJ, "timedOut": BOOL, "capped": BOOL, "requestedTimeoutMs": INT},
         handler=wait_for_agent, read_only=True,
     ),
     ToolSpec(

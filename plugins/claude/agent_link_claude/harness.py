@@ -77,6 +77,9 @@ def _env_session_id(env: Mapping[str, str]) -> str | None:
     return None
 
 
+IDLE_CHECK_S = 2.0  # how often a wait looks whether a running session has stopped
+
+
 class ClaudeHarness(Harness):
     """The harness registered as ``claude``.
 
@@ -265,6 +268,28 @@ class ClaudeHarness(Harness):
         await ChannelBridge(gate, current, self.bridge).run(app, peer)
 
     # -- health --------------------------------------------------------------------------
+
+    def activity_check(self, session_id: str) -> Any:
+        """wait_for_agent without replyToMessageId on a session: the rule of
+        wait_for_claude_session, outcome ``idle`` once a session that was running when the
+        wait began has stopped (its process list looked at every 2 s at most)."""
+        import time
+
+        state: dict[str, Any] = {"running": None, "checked": 0.0}
+
+        async def check() -> dict[str, Any] | None:
+            now = time.monotonic()
+            if state["running"] is not None and now - state["checked"] < IDLE_CHECK_S:
+                return None
+            state["checked"] = now
+            session = await self.get_session(session_id)
+            loaded = bool(session is not None and session.loaded)
+            if state["running"] is None:
+                state["running"] = loaded
+                return None
+            return {"outcome": "idle", "turn": None} if state["running"] and not loaded else None
+
+        return check
 
     def mailbox_counts(self) -> dict[str, Any]:
         """Counts of the mail addressed to Claude sessions in the shared database (never raises)."""

@@ -143,6 +143,7 @@ async def resolve_claude_session(app: App, args: dict[str, Any], call: ToolCall)
 
 async def wait_for_session(
     app: App, harness: ClaudeHarness, caller: Caller, session: Session, reply_to: str | None, timeout_ms: int, poll_ms: int,
+    progress: Any = None,
 ) -> dict[str, Any]:
     """The core's wait, plus outcome ``idle``: the target was running when the wait began and
     has stopped since (checked every :data:`IDLE_CHECK_S` seconds).
@@ -163,7 +164,7 @@ async def wait_for_session(
         async def wait() -> None:
             try:
                 found["result"] = await app.wait(caller=caller, agent=session.address, reply_to=reply_to,
-                                                 timeout_ms=timeout_ms, poll_ms=poll_ms)
+                                                 timeout_ms=timeout_ms, poll_ms=poll_ms, progress=progress)
             except AgentLinkError as exc:
                 found["error"] = exc
             tg.cancel_scope.cancel()
@@ -199,7 +200,7 @@ async def wait_for_claude_session(app: App, args: dict[str, Any], call: ToolCall
     harness = _harness(app)
     session = await _require_session(harness, args["sessionId"])
     return await wait_for_session(app, harness, call.caller, session, args.get("replyToMessageId"),
-                                  args.get("timeoutMs", 60000), args.get("pollIntervalMs", 1000))
+                                  args.get("timeoutMs", 60000), args.get("pollIntervalMs", 1000), call.progress)
 
 
 async def message_claude_session(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
@@ -275,7 +276,7 @@ async def message_claude_session(app: App, args: dict[str, Any], call: ToolCall)
             result["resolved"] = {"messageId": reply_to, "kind": "reply", "late": answered["late"]}
     if args.get("waitForReply") and session is not None:
         result["wait"] = await wait_for_session(app, harness, call.caller, session, result["messageId"],
-                                                args.get("timeoutMs", 60000), args.get("pollIntervalMs", 1000))
+                                                args.get("timeoutMs", 60000), args.get("pollIntervalMs", 1000), call.progress)
     return result
 
 
@@ -284,7 +285,7 @@ async def message_claude_session(app: App, args: dict[str, Any], call: ToolCall)
 WAIT_OUT = {
     "outcome": {"type": "string", "enum": ["reply", "declined", "done", "unresolved", "expired", "idle", "timeout"]},
     "harness": STR, "messageStatus": NSTR, "waitedMs": {"type": "integer"}, "target": OBJ, "reply": OBJ,
-    "resolution": OBJ, "timedOut": BOOL,
+    "resolution": OBJ, "timedOut": BOOL, "capped": BOOL, "requestedTimeoutMs": {"type": "integer"},
 }
 
 CLAUDE_TOOLS: tuple[ToolSpec, ...] = (

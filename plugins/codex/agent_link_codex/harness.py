@@ -101,7 +101,10 @@ def session_from_thread(thread: Mapping[str, Any], link: Link | None, *, loaded:
     tid = str(thread["id"])
     status = status_of(thread)
     archived = is_archived_thread(thread)
-    is_loaded = loaded if loaded is not None else status not in ("notLoaded", "unknown")
+    # A transcript read from disk (no app-server answered) says nothing about whether anyone
+    # has the thread loaded: never present it as live.
+    transcript_only = link is None and (bool(thread.get("localOnly")) or (thread.get("status") or {}).get("source") == "local-jsonl")
+    is_loaded = False if transcript_only else loaded if loaded is not None else status not in ("notLoaded", "unknown")
     title = thread.get("name") or thread.get("preview")
     if isinstance(title, str):
         title = title.strip().splitlines()[0][:120] if title.strip() else None
@@ -117,7 +120,7 @@ def session_from_thread(thread: Mapping[str, Any], link: Link | None, *, loaded:
         address=f"codex:{tid}", harness="codex", id=tid, title=title if isinstance(title, str) else None,
         cwd=thread.get("cwd") if isinstance(thread.get("cwd"), str) else None, surface=surface_of(kind),
         loaded=is_loaded, archived=archived, last_activity_ms=int(activity) * 1000 if isinstance(activity, (int, float)) else None,
-        receive={"push": None if archived else VIA, "nudge": "codex-hook", "pull": True}, extra=extra,
+        receive={"push": None if archived or transcript_only else VIA, "nudge": "codex-hook", "pull": True}, extra=extra,
     )
 
 
@@ -515,6 +518,14 @@ class CodexHarness(Harness):
             return self._health()
         except Exception as exc:  # health must always answer
             return {"error": f"{type(exc).__name__}: {exc}"[:300]}
+
+    def activity_check(self, session_id: str) -> Any:
+        """wait_for_agent without replyToMessageId on a thread: the rule of
+        wait_for_codex_thread (``turn_completed`` once a turn seen running is over, ``idle``
+        when none runs), checked every poll through the app-server or the transcript."""
+        from agent_link_codex.tools import thread_activity
+
+        return thread_activity(self, session_id)
 
     async def prepare_health(self, options: Mapping[str, Any]) -> None:
         """Before health: probe ``codex --version`` unless ``startAppServer`` is false, and

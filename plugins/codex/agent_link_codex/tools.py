@@ -16,7 +16,7 @@ import sys
 import time
 from typing import Any
 
-from agent_link_core.app import MAX_WAIT_PER_CALL_MS
+from agent_link_core.app import MAX_WAIT_PER_CALL_MS, PROGRESS_EVERY_MS, wait_capped_warning
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.tools import core_tools
 from agent_link_core.tools.registry import ToolCall, ToolSpec
@@ -355,14 +355,16 @@ async def wait_for_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) 
     """Tool handler: wait until the thread's current turn is over."""
     harness = harness_of(app)
     tid = bare_id(args["threadId"])
-    timeout_ms = args.get("timeoutMs", 60_000)
+    requested = timeout_ms = args.get("timeoutMs", 60_000)
     poll_ms = args.get("pollIntervalMs", 1000)
-    if timeout_ms > MAX_WAIT_PER_CALL_MS:
-        call.warnings.append({"code": "wait_capped", "message": f"One call waits at most {MAX_WAIT_PER_CALL_MS} ms; call again to keep waiting."})
+    capped = call.progress is None and timeout_ms > MAX_WAIT_PER_CALL_MS
+    if capped:
+        call.warnings.append(wait_capped_warning(timeout_ms))
         timeout_ms = MAX_WAIT_PER_CALL_MS
     links, error = await _links(harness, True)
     start = time.monotonic()
     was_active = False
+    next_progress = PROGRESS_EVERY_MS
     while True:
         status, turn, source = await _thread_state(harness, links, tid)
         waited = int((time.monotonic() - start) * 1000)
@@ -374,9 +376,34 @@ async def wait_for_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) 
                     "status": status, "turn": turn, "finalResponse": (turn or {}).get("finalResponse"), "source": source,
                     "appServerError": error}
         if waited >= timeout_ms:
-            return {"outcome": "timeout", "timedOut": True, "waitedMs": waited, "target": {"threadId": tid, "address": f"codex:{tid}"},
-                    "status": status or "unknown", "turn": turn, "finalResponse": None, "source": source, "appServerError": error}
-        await asyncio.sleep(min(poll_ms, timeout_ms - waited) / 1000)
+            out = {"outcome": "timeout", "timedOut": True, "waitedMs": waited, "target": {"threadId": tid, "address": f"codex:{tid}"},
+                   "status": status or "unknown", "turn": turn, "finalResponse": None, "source": source, "appServerError": error}
+            return {**out, "capped": True, "requestedTimeoutMs": requested} if capped else out
+        if call.progress is not None and waited >= next_progress:
+            await call.progress(waited, timeout_ms, "waiting for the turn to end")
+            next_progress = waited + PROGRESS_EVERY_MS
+        await asyncio.sleep(min(poll_ms, timeout_ms - waited, max(next_progress - waited, 1) if call.progress else poll_ms) / 1000)
+
+
+def thread_activity(harness: CodexHarness, tid: str) -> Any:
+    """A poll-by-poll check for wait_for_agent: ``{"outcome": "turn_completed"|"idle",
+    "turn": {turnId, status, completedAt}}`` once the thread's turn is over (never the turn's
+    text: that is not an answer), None while a turn runs or the status is unknown."""
+    state: dict[str, Any] = {"links": None, "active": False}
+
+    async def check() -> dict[str, Any] | None:
+        if state["links"] is None:
+            state["links"], _ = await _links(harness, True)
+        status, turn, _ = await _thread_state(harness, state["links"], tid)
+        if status == "active":
+            state["active"] = True
+            return None
+        if status is None:
+            return None
+        brief = {k: (turn or {}).get(k) for k in ("turnId", "status", "completedAt")}
+        return {"outcome": "turn_completed" if state["active"] else "idle", "turn": brief}
+
+    return check
 
 
 async def _thread_state(harness: CodexHarness, links: list[Link], tid: str) -> tuple[str | None, dict[str, Any] | None, str]:
@@ -661,7 +688,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         description="Wait until a Codex thread's current turn is over (outcome turn_completed), or report idle at once when no turn runs. A timeout is a normal result: call again to keep waiting. A turn ending is not a reply to a message: use wait_for_agent for that.",
         input_schema=_obj({"threadId": THREAD_ID, "timeoutMs": core_tools.TIMEOUT_MS, "pollIntervalMs": core_tools.POLL_MS,
                            "recentItems": {**_limit(10, 100, 0), "description": "Deprecated and ignored."}}, ("threadId",)),
-        output_fields=_fields("outcome", "timedOut", "waitedMs", "target", "status", "turn", "finalResponse", "source", "appServerError"),
+        output_fields=_fields("outcome", "timedOut", "waitedMs", "target", "status", "turn", "finalResponse", "source", "appServerError",
+                              "capped", "requestedTimeoutMs"),
         handler=wait_for_codex_thread, read_only=True,
     ),
     ToolSpec(
