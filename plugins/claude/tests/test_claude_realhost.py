@@ -7,7 +7,7 @@ directory marketplace whole into its cache and the checkout is about 1 GB; one t
 from the repository root itself, as users do (``installed_from_repo``). Every test then runs
 ``claude -p`` (or a long-running stream-json session) against the stub Messages API; the stub
 model calls agent-link's tools by their plugin names
-(``mcp__plugin_agent-link_agent-link__<tool>``). Each test has its own agent-link state dir.
+(``mcp__plugin_agent-link_codex-agent-link__<tool>``). Each test has its own agent-link state dir.
 
 If the binary is missing these tests fail with "run `make hosts`"; they never skip.
 """
@@ -34,7 +34,7 @@ pytestmark = [pytest.mark.realhost, pytest.mark.timeout(240)]
 
 REPO = Path(agent_link_claude.__file__).resolve().parents[3]
 PLUGIN = "agent-link@agent-link"
-SERVER_RULE = "mcp__plugin_agent-link_agent-link"
+SERVER_RULE = "mcp__plugin_agent-link_codex-agent-link"
 RUN_TIMEOUT_S = 90.0
 ALICE = Caller("test:alice", "config", "test")
 CHANNEL_FLAGS = {"cachedGrowthBookFeatures": {"tengu_harbor": True,
