@@ -2,9 +2,9 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-PLUGINS := codex claude roles receipts projects approvals
+PLUGINS := codex claude roles receipts projects approvals web
 
-.PHONY: install test bench hosts clean
+.PHONY: install test bench hosts browser clean
 
 install:
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -14,10 +14,18 @@ install:
 	$(PY) -m pip install --quiet --config-settings editable_mode=compat \
 		-e '.[test]' -e ./testing $(foreach p,$(PLUGINS),-e './plugins/$(p)[test]')
 	$(MAKE) hosts
+	$(MAKE) browser
 
 # The pinned real host CLIs (Codex, Claude Code) for the real-host tests, from hosts/package-lock.json.
 hosts:
 	cd hosts && npm ci --no-audit --no-fund --loglevel=error
+
+# The system Chromium that the web page's browser tests drive (Debian package chromium);
+# installed when make runs as root (as CI does), else the command is printed.
+browser:
+	@if test -x /usr/bin/chromium || command -v chromium >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	else echo "The web page's browser tests need Chromium. Install it with: sudo apt-get update && sudo apt-get install -y chromium"; fi
 
 test:
 	$(PY) -m pytest -q

@@ -186,6 +186,9 @@ class App:
         if surface:
             sessions = [s for s in sessions if surface in s.surface]
         sessions.sort(key=lambda s: -(s.last_activity_ms or 0))
+        from agent_link_core.search import note_session_titles
+
+        note_session_titles(self.store.conn, ((s.address, s.title) for listing in listings.values() for s in listing.sessions))
         return {"sessions": [session_view(s) for s in sessions[:limit]], "providers": providers_view(listings)}
 
     async def resolve_agent(self, query: str, *, harness: str = "all", limit: int = 10, caller: Caller | None = None) -> dict[str, Any]:
@@ -484,6 +487,46 @@ class App:
                 view["envelope"] = self.mailbox.envelope(row)
             messages.append(view)
         return {"scope": scope, "callerAddress": caller.address if caller.known else None, "messages": messages}
+
+    def search(
+        self, caller: Caller, query: str, *, from_address: str | None = None, to_address: str | None = None,
+        since: str | None = None, until: str | None = None, status: str | None = None, limit: int = 20,
+        cursor: str | None = None,
+    ) -> dict[str, Any]:
+        """Full-text search over the mail the caller sent or received (every message with
+        ``AGENT_LINK_INSPECT_ALL``), newest first; see :mod:`agent_link_core.search`.
+
+        :returns: ``{"query", "scope": "caller" | "all", "callerAddress", "results", "nextCursor"}``;
+            each result carries an escaped ``snippet``, never the body.
+        :raises AgentLinkError: ``no_current_session`` for an unidentified caller (without
+            the setting), ``invalid_arguments`` for a bad query, time or cursor.
+        """
+        from agent_link_core.search import search
+
+        everything = bool(self.config.get("AGENT_LINK_INSPECT_ALL"))
+        if not everything:
+            self.require_caller(caller)
+        visibility = self.mailbox.visible_to(caller.address, all_mail=everything)
+        found = search(
+            self.mailbox, visibility, query, from_address=from_address, to_address=to_address,
+            since_ms=parse_iso_ms(since, "since") if since else None, until_ms=parse_iso_ms(until, "until") if until else None,
+            status=status, limit=limit, cursor=cursor,
+        )
+        for result in found["results"]:
+            result.pop("pieces")
+        return {"query": query, "scope": "all" if everything else "caller",
+                "callerAddress": caller.address if caller.known else None, **found}
+
+    def conversation(self, caller: Caller, message_id: str) -> dict[str, Any]:
+        """The conversation of a message the caller sent or received (any message with
+        ``AGENT_LINK_INSPECT_ALL``), oldest first, each message with its envelope.
+
+        :raises AgentLinkError: ``not_found``, ``invalid_arguments``, ``permission_denied``.
+        """
+        from agent_link_core.conversation import conversation
+
+        visibility = self.mailbox.visible_to(caller.address, all_mail=bool(self.config.get("AGENT_LINK_INSPECT_ALL")))
+        return conversation(self.mailbox, visibility, message_id)
 
     async def wait(
         self, *, caller: Caller, agent: str, reply_to: str | None = None, timeout_ms: int = 60_000, poll_ms: int = 1000,

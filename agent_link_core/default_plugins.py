@@ -15,12 +15,16 @@ from agent_link_core.tools.registry import ToolSpec
 
 @hookimpl
 def agent_link_schema() -> list[Migration]:
-    return list(CORE_MIGRATIONS)
+    from agent_link_core.search import SEARCH_MIGRATIONS
+
+    return [*CORE_MIGRATIONS, *SEARCH_MIGRATIONS]
 
 
 @hookimpl
 def agent_link_register_tools(register: Callable[[ToolSpec], None]) -> None:
     from agent_link_core.tools.core_tools import CORE_TOOLS
 
-    for spec in CORE_TOOLS:
+    from agent_link_core.tools.search_tools import SEARCH_TOOLS
+
+    for spec in (*CORE_TOOLS, *SEARCH_TOOLS):
         register(spec)

@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from agent_link_core.harness import Harness
     from agent_link_core.model import Caller
     from agent_link_core.mailbox import EnvelopeContribution, Event, OutgoingMessage, SendContext
+    from agent_link_core.panels import Panel
     from agent_link_core.records import PromptHook
     from agent_link_core.reminders import DueReminders
     from agent_link_core.store import Migration
@@ -76,6 +77,20 @@ def agent_link_register_settings(register: Callable[[Setting], None]) -> None:
         the core's rules and reported by health (deprecated aliases, conflicts, warnings).
 
     Called once when the :class:`~agent_link_core.app.App` is built.
+    """
+
+
+@_hookspec
+def agent_link_register_panels(register: Callable[[Panel], None]) -> None:
+    """Contribute sections to the views people read (the ``agent-link web`` page).
+
+    :param register: call it with a :class:`~agent_link_core.panels.Panel` (name, title,
+        ``render(app) -> PanelView``, order). A panel returns data (rows of plain values,
+        conversation links, labels for agents), never markup; the page escapes all of it.
+        Two plugins registering the same name is an error naming both.
+
+    Called each time a view builds its list of sections (every page load and live refresh
+    of the web page). Not ``firstresult``: every plugin is asked.
     """
 
 

@@ -159,6 +159,50 @@ class MessageState:
         self.last_reminder_at, self.next_due_at, self.due, self.resolution = last_reminder_at, next_due_at, due, resolution
 
 
+class Visibility:
+    """Which stored messages one reader may see: the one visibility rule of every read path.
+
+    A reader with an address sees the messages it sent (``from_addr``) or that were
+    addressed or handed to it (``to_addr``, ``recipient``); nothing else. ``everything``
+    sees all mail: an agent only when ``AGENT_LINK_INSPECT_ALL`` is on, and the machine's
+    own user on the token-protected web page. Build one with :meth:`Mailbox.visible_to`
+    (agents) or :meth:`Visibility.everything_for` (the page); use :meth:`sql` in queries and
+    :meth:`allows` on rows already read, so both apply the same rule.
+
+    :param address: the reader's address (None: an unidentified reader, who sees nothing).
+    :param everything: True when the reader may see every message.
+    :param reason: why: ``participant``, ``inspect_all`` or ``person``.
+    """
+
+    __slots__ = ("address", "everything", "reason")
+
+    def __init__(self, address: str | None, everything: bool = False, reason: str = "participant") -> None:
+        self.address, self.everything, self.reason = address, everything, reason
+
+    @classmethod
+    def everything_for(cls, address: str | None, reason: str) -> Visibility:
+        """All mail, for a reader allowed to see it (``reason`` says why, e.g. ``person``)."""
+        return cls(address, True, reason)
+
+    def sql(self, table: str = "messages") -> tuple[str, list[Any]]:
+        """A WHERE fragment and its parameters for rows of ``messages`` named ``table``.
+
+        :returns: e.g. ``("(m.from_addr = ? OR m.to_addr = ? OR m.recipient = ?)", [a, a, a])``;
+            ``("1", [])`` for everything, ``("0", [])`` for an unidentified reader.
+        """
+        if self.everything:
+            return "1", []
+        if not self.address:
+            return "0", []
+        return f"({table}.from_addr = ? OR {table}.to_addr = ? OR {table}.recipient = ?)", [self.address] * 3
+
+    def allows(self, row: Any) -> bool:
+        """True when this reader may see the message ``row`` (a row or dict of ``messages``)."""
+        if self.everything:
+            return True
+        return bool(self.address) and self.address in (row["from_addr"], row["to_addr"], row["recipient"])
+
+
 class Mailbox:
     """Message operations over one :class:`~agent_link_core.store.Store`.
 
@@ -173,6 +217,38 @@ class Mailbox:
         self.hooks = hooks
 
     # -- reading ---------------------------------------------------------------------
+
+    def visible_to(self, address: str | None, *, all_mail: bool = False) -> Visibility:
+        """The :class:`Visibility` of an agent reading the mailbox as ``address``.
+
+        :param address: the caller's address; None or a malformed address sees nothing.
+        :param all_mail: ask for every message; granted only with ``AGENT_LINK_INSPECT_ALL``.
+        :raises AgentLinkError: ``permission_denied`` (reason ``inspect_all_disabled``) when
+            ``all_mail`` is asked without the setting.
+        """
+        if all_mail:
+            if not self.config.get("AGENT_LINK_INSPECT_ALL"):
+                raise AgentLinkError(
+                    "permission_denied", "Reading every mailbox needs AGENT_LINK_INSPECT_ALL=1 in the server's environment.",
+                    {"reason": "inspect_all_disabled"},
+                    hint="Ask for your own mail, or have the machine's user turn the setting on.",
+                )
+            return Visibility.everything_for(address, "inspect_all")
+        return Visibility(address if address and is_address(address) else None)
+
+    def events(self, message_id: str) -> list[dict[str, Any]]:
+        """The audit trail of one message, oldest first: ``[{seq, kind, at (ISO), actor, via,
+        data}]`` (``data`` decoded; kinds as in ``message_events``: sent, delivered, ...)."""
+        rows = self.store.conn.execute(
+            "SELECT seq, kind, at, actor, via, data FROM message_events WHERE message_id = ? ORDER BY seq", (message_id,)
+        ).fetchall()
+        return [{"seq": r["seq"], "kind": r["kind"], "at": iso(r["at"]), "actor": r["actor"], "via": r["via"],
+                 "data": json.loads(r["data"] or "{}")} for r in rows]
+
+    def last_event_seq(self) -> int:
+        """The newest audit event's sequence number (0 for none): it grows with every
+        committed message change, in any process, so readers can poll it to notice changes."""
+        return int(self.store.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM message_events").fetchone()[0])
 
     def get_row(self, message_id: str) -> sqlite3.Row | None:
         """The stored message ``message_id`` (exact id), or None."""

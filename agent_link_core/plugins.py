@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.harness import Harness
     from agent_link_core.model import Caller
     from agent_link_core.mailbox import EnvelopeContribution, Event, OutgoingMessage, SendContext
+    from agent_link_core.panels import Panel
     from agent_link_core.records import PromptHook
     from agent_link_core.reminders import DueReminders
     from agent_link_core.store import Migration
@@ -138,6 +139,12 @@ class Hooks:
     def settings(self) -> tuple[Setting, ...]:
         """Settings declared by plugins (duplicate names are an error naming both)."""
         return tuple(self._unique("setting", self._collect("agent_link_register_settings")).values())
+
+    def panels(self) -> list[Panel]:
+        """Every plugin's panels, by ascending ``order`` then name (duplicate names are an
+        error naming both plugins)."""
+        found = self._unique("panel", self._collect("agent_link_register_panels")).values()
+        return sorted(found, key=lambda p: (p.order, p.name))
 
     def prompt_hooks(self) -> dict[str, tuple[PromptHook, str]]:
         """Prompt-hook adapters by harness name, each with the plugin that registered it.

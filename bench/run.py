@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from agent_link_testing.dists import install_dist
 
@@ -180,6 +181,102 @@ def bench_concurrent_sends(tmp: Path) -> None:
     print(f"{'':<44} {many:9.1f} msg/s against the 2,000 msg/s target: ratio {many / 2000:5.2f}")
 
 
+SEARCH_WORDS = [f"w{i:04d}" for i in range(3000)]
+
+
+def _body(rng: Any, i: int) -> str:
+    """About 30 words from a 3,000-word vocabulary; every 100th message also says "needle"."""
+    words = rng.choices(SEARCH_WORDS, k=30)
+    if i % 100 == 0:
+        words[rng.randrange(30)] = "needle"
+    return " ".join(words)
+
+
+def _search_db(state: Path, count: int) -> None:
+    """``count`` messages between bench:sender and 500 recipients, in a database with the
+    search index (the triggers index each row as it is inserted)."""
+    import random
+
+    os.environ["AGENT_LINK_STATE_DIR"] = str(state)
+    from agent_link_core.config import load_config
+    from agent_link_core.mailbox import content_hash, new_message_id
+    from agent_link_core.search import SEARCH_MIGRATIONS
+    from agent_link_core.store import CORE_MIGRATIONS, Store, now_ms
+
+    rng = random.Random(7)
+    store = Store(load_config().db_path, (*CORE_MIGRATIONS, *SEARCH_MIGRATIONS))
+    rows = []
+    for i in range(count):
+        to, body = f"bench:other{i % 500}", _body(rng, i)
+        rows.append((new_message_id(), "bench:sender", "config", to, to, body, len(body),
+                     content_hash("bench:sender", to, body, "fyi", None, None), "{}", now_ms(), "fyi", None, None))
+        if len(rows) == 1000 or i == count - 1:
+            with store.write() as conn:
+                conn.executemany(
+                    "INSERT INTO messages (id, from_addr, from_source, to_addr, recipient, body, body_bytes, content_hash,"
+                    " metadata, sent_at, anticipation, reply_by, reply_to) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            rows = []
+    store.close()
+
+
+def bench_search(tmp: Path) -> None:
+    """A page of search results (20, newest first) with 100,000 stored messages against the
+    same search with 1,000; as the sender of every message, so visibility keeps them all."""
+    from agent_link_core.app import App
+    from agent_link_core.model import Caller
+
+    results = {}
+    me = Caller("bench:sender", "config", "bench")
+    for count in (1_000, 100_000):
+        state = tmp / f"search-{count}"
+        _search_db(state, count)
+        app = App.create()
+        for query in ("needle", "w0042 OR needle", "bench:other7"):
+            app.search(me, query)  # warm the page cache
+        reps = 100
+        start = time.perf_counter()
+        for i in range(reps):
+            app.search(me, ("needle", "w0042 OR needle", "bench:other7")[i % 3], limit=20)
+        results[count] = (time.perf_counter() - start) * 1000 / reps
+        app.close()
+    line("search, one page (100,000 stored)", results[100_000], "ms", "1,000 stored", results[1_000], "<= 3")
+
+
+def _insert_rate(path: Path, with_index: bool, count: int, start_at: int) -> float:
+    """Messages per second stored one transaction each, as senders store them."""
+    import random
+
+    from agent_link_core.config import load_config
+    from agent_link_core.mailbox import Mailbox, OutgoingMessage, new_message_id
+    from agent_link_core.model import Caller
+    from agent_link_core.search import SEARCH_MIGRATIONS
+    from agent_link_core.store import CORE_MIGRATIONS, Store
+
+    rng = random.Random(start_at)
+    store = Store(path, (*CORE_MIGRATIONS, *SEARCH_MIGRATIONS) if with_index else CORE_MIGRATIONS)
+    box = Mailbox(store, load_config())
+    me = Caller("bench:sender", "config", "bench")
+    messages = [OutgoingMessage(new_message_id(), me, "bench:sink", "bench:sink", _body(rng, start_at + i), "fyi", None, None)
+                for i in range(count)]
+    start = time.perf_counter()
+    for msg in messages:
+        box.store_message(msg)
+    rate = count / (time.perf_counter() - start)
+    store.close()
+    return rate
+
+
+def bench_insert_with_index(tmp: Path) -> None:
+    """Insert rate with the search index against without it, alternating rounds so that load
+    from elsewhere weighs on both alike."""
+    with_index, without = [], []
+    for round_no in range(6):
+        without.append(_insert_rate(tmp / "insert-plain.db", False, 2000, round_no * 2000))
+        with_index.append(_insert_rate(tmp / "insert-fts.db", True, 2000, round_no * 2000))
+    line("insert rate with the search index", statistics.median(with_index), "msg/s", "no index",
+         statistics.median(without), ">= 0.8")
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="agent-link-bench-") as name:
         tmp = Path(name)
@@ -188,6 +285,8 @@ def main() -> None:
         bench_claude_hook(tmp)
         bench_reads(tmp)
         bench_concurrent_sends(tmp)
+        bench_search(tmp)
+        bench_insert_with_index(tmp)
         __import__("codex_bench").bench_codex(tmp)  # bench/codex_bench.py: Codex delivery vs a bare turn/start
         __import__("projects_bench").bench_projects()  # bench/projects_bench.py: the obligation classifier
 

@@ -57,6 +57,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90)]
 RO_TOOLS = {
     "agent_link_health", "list_agents", "resolve_agent", "wait_for_agent",
     "get_agent_link_message_status", "agent_link_mailbox_inspect",
+    "search_agent_link_messages", "get_agent_link_conversation",
 }
 WRITE_TOOLS = {"message_agent", "read_agent_link_inbox", "reply_agent_link_message"}
 TOOLS = RO_TOOLS | WRITE_TOOLS
@@ -76,6 +77,8 @@ MINIMAL_ARGS: dict[str, dict[str, Any]] = {
     "reply_agent_link_message": {"messageId": UNKNOWN_ULID},
     "get_agent_link_message_status": {"messageId": UNKNOWN_ULID},
     "agent_link_mailbox_inspect": {},
+    "search_agent_link_messages": {"query": "keep"},
+    "get_agent_link_conversation": {"messageId": UNKNOWN_ULID},
 }
 
 # What a result of a name tools/list does not know may look like (unknown_tool).
@@ -243,7 +246,7 @@ def _object_schemas(schema: Any, where: str = "") -> list[tuple[str, dict[str, A
 async def test_tools_list_schemas_and_annotations(isolated_env: Path) -> None:
     async with peers("test:alice") as (alice,):
         tools = await alice.client.tools()
-        assert set(tools) == TOOLS and len(tools) == 9
+        assert set(tools) == TOOLS and len(tools) == len(TOOLS)
         for name, tool in tools.items():
             inp, out = tool.input_schema, tool.output_schema
             Draft202012Validator.check_schema(inp)
@@ -304,7 +307,7 @@ async def test_argument_validation_rules() -> None:
         [row] = (await alice.ok("agent_link_mailbox_inspect"))["messages"]
         assert row["id"] == m0 and row["delivery"] == "queued", row  # nothing sent, nothing marked
         for name, args in MINIMAL_ARGS.items():  # the minimal arguments alone pass validation
-            if name in ("reply_agent_link_message", "get_agent_link_message_status"):
+            if name in ("reply_agent_link_message", "get_agent_link_message_status", "get_agent_link_conversation"):
                 await alice.fail(name, args, "not_found")
             elif name != "message_agent":
                 await alice.ok(name, args)

@@ -9,6 +9,7 @@ Hooks:
 * ``agent_link_on_event``: writes one receipt per event (see
   :mod:`agent_link_receipts.build`); a failure is logged by the core and never undoes the
   change it reports;
+* ``agent_link_register_panels``: the Receipts section of the web page;
 * the list tool, the ``receipts`` CLI group, settings, schema and the ``receipts`` health section.
 
 Receipts are written by the process that makes the change; the host hooks' fast path loads no
@@ -27,6 +28,7 @@ from agent_link_core import hookimpl
 from agent_link_core.config import Setting
 from agent_link_core.mailbox import Event, Mailbox, OutgoingMessage, SendContext
 from agent_link_core.model import Caller, address_scheme, is_address
+from agent_link_core.panels import Panel
 from agent_link_core.store import Migration
 from agent_link_core.tools.registry import ToolSpec
 
@@ -35,6 +37,7 @@ from agent_link_receipts.build import LIFECYCLE_KINDS, event_key, harness_receip
 from agent_link_receipts.context import INFER_SETTING, LOG_SETTING, MIGRATIONS, SETTINGS
 from agent_link_receipts.ledger import append_log, insert_receipts
 from agent_link_receipts.origin import compute_origin
+from agent_link_receipts.panel import PANEL
 from agent_link_receipts.tools import RECEIPT_TOOLS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -58,6 +61,11 @@ def agent_link_schema() -> list[Migration]:
 def agent_link_register_tools(register: Callable[[ToolSpec], None]) -> None:
     for spec in RECEIPT_TOOLS:
         register(spec)
+
+
+@hookimpl
+def agent_link_register_panels(register: Callable[[Panel], None]) -> None:
+    register(PANEL)
 
 
 @hookimpl

@@ -13,6 +13,7 @@ Hooks:
   message, a ``<procedure>`` element with the text;
 * ``agent_link_check_override``: the override policy;
 * ``agent_link_session_roles``: the roles each session holds, for list_agents / resolve_agent;
+* ``agent_link_register_panels``: the Roles section of the web page (holders, labels beside agents);
 * tools, settings, schema and the ``roles`` health section.
 """
 
@@ -29,12 +30,14 @@ from agent_link_core.envelope import render_element
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.mailbox import EnvelopeContribution, Event, OutgoingMessage, SendContext
 from agent_link_core.model import Caller
+from agent_link_core.panels import Panel
 from agent_link_core.store import Migration
 from agent_link_core.tools.registry import ToolSpec
 
 from agent_link_roles.context import MIGRATIONS, SETTINGS, from_app
 from agent_link_roles.enforcement import check_send, enforcement_mode
 from agent_link_roles.handover import apply_handover
+from agent_link_roles.panel import PANEL
 from agent_link_roles.policy import evaluate_override
 from agent_link_roles.procedures import claim_text, read_procedure, record_version, text_for
 from agent_link_roles.table import load_table, table_path
@@ -61,6 +64,11 @@ def agent_link_schema() -> list[Migration]:
 def agent_link_register_tools(register: Callable[[ToolSpec], None]) -> None:
     for spec in ROLE_TOOLS:
         register(spec)
+
+
+@hookimpl
+def agent_link_register_panels(register: Callable[[Panel], None]) -> None:
+    register(PANEL)
 
 
 @hookimpl

@@ -1,0 +1,104 @@
+"""Conversations: a message, what it answers, its replies and their follow-ups.
+
+A conversation is the tree of messages joined by ``reply_to``: walk up from any message to
+the first one (the root), then take every message whose ``reply_to`` chain leads back to
+it. Messages are returned oldest first. Every read goes through a
+:class:`~agent_link_core.mailbox.Visibility`, so a reader sees only the part of a
+conversation it may see, and is told how much is hidden.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from agent_link_core.errors import AgentLinkError
+from agent_link_core.mailbox import Mailbox, Visibility
+
+MAX_MESSAGES = 500
+MAX_DEPTH = 1000
+
+
+def root_of(conn: sqlite3.Connection, message_id: str) -> str:
+    """The first message of the conversation ``message_id`` belongs to (itself when it
+    answers nothing). A ``reply_to`` pointing at an unknown id ends the walk there."""
+    row = conn.execute(
+        "WITH RECURSIVE up(id, reply_to, depth) AS ("
+        " SELECT id, reply_to, 0 FROM messages WHERE id = ?"
+        " UNION SELECT m.id, m.reply_to, up.depth + 1 FROM messages m JOIN up ON m.id = up.reply_to"
+        " WHERE up.depth < ?)"
+        " SELECT id FROM up ORDER BY depth DESC LIMIT 1",
+        (message_id, MAX_DEPTH),
+    ).fetchone()
+    return message_id if row is None else str(row[0])
+
+
+def thread_rows(conn: sqlite3.Connection, root_id: str, limit: int = MAX_MESSAGES) -> list[sqlite3.Row]:
+    """Every message of the conversation starting at ``root_id``, oldest first (at most
+    ``limit``; UNION makes a ``reply_to`` cycle end instead of looping)."""
+    return conn.execute(
+        "WITH RECURSIVE down(id) AS (SELECT ? UNION SELECT m.id FROM messages m JOIN down ON m.reply_to = down.id)"
+        " SELECT m.* FROM messages m JOIN down ON m.id = down.id ORDER BY m.sent_at, m.rowid LIMIT ?",
+        (root_id, limit + 1),
+    ).fetchall()
+
+
+def conversation(mailbox: Mailbox, visibility: Visibility, message_id: str, *, envelopes: bool = True) -> dict[str, Any]:
+    """The conversation of ``message_id`` as ``visibility`` may see it.
+
+    :param envelopes: add each message's ``<agent-link-message>`` envelope (the only form in
+        which a body reaches a model).
+    :returns: ``{"messageId", "rootId", "messages": [message view (+ envelope)],
+        "hiddenCount", "truncated"}``; views are :meth:`Mailbox.to_view` without the body.
+    :raises AgentLinkError: ``invalid_arguments`` (not a ULID), ``not_found``,
+        ``permission_denied`` (reason ``not_participant``) when the reader may not see
+        ``message_id`` itself.
+    """
+    row = mailbox.require(message_id)
+    if not visibility.allows(row):
+        raise AgentLinkError(
+            "permission_denied", f"Only the sender or the recipient may read the conversation of {row['id']}.",
+            {"reason": "not_participant"}, hint="Ask for a message you sent or received.",
+        )
+    root = root_of(mailbox.store.conn, row["id"])
+    rows = thread_rows(mailbox.store.conn, root)
+    truncated = len(rows) > MAX_MESSAGES
+    rows = rows[:MAX_MESSAGES]
+    shown = [r for r in rows if visibility.allows(r)]
+    messages = []
+    for r in shown:
+        view = mailbox.to_view(r)
+        view.pop("bodyBytes", None)
+        if envelopes:
+            view["envelope"] = mailbox.envelope(r)
+        messages.append(view)
+    return {"messageId": row["id"], "rootId": root, "messages": messages, "hiddenCount": len(rows) - len(shown),
+            "truncated": truncated}
+
+
+def recent_conversations(mailbox: Mailbox, visibility: Visibility, limit: int = 20, scan: int = 400) -> list[dict[str, Any]]:
+    """The conversations with the newest activity, newest first (for overviews).
+
+    Looks at the ``scan`` newest visible messages and groups them by conversation.
+
+    :returns: ``[{"rootId", "lastId", "lastAt" (epoch ms), "count" (messages among those
+        scanned), "participants": [addresses]}]``.
+    """
+    where, params = visibility.sql("messages")
+    rows = mailbox.store.conn.execute(
+        f"SELECT id, from_addr, recipient, sent_at FROM messages WHERE {where} ORDER BY rowid DESC LIMIT ?",
+        (*params, scan),
+    ).fetchall()
+    groups: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        root = root_of(mailbox.store.conn, r["id"])
+        group = groups.get(root)
+        if group is None:
+            if len(groups) >= limit:
+                continue
+            group = groups[root] = {"rootId": root, "lastId": r["id"], "lastAt": r["sent_at"], "count": 0, "participants": []}
+        group["count"] += 1
+        for address in (r["from_addr"], r["recipient"]):
+            if address not in group["participants"]:
+                group["participants"].append(address)
+    return list(groups.values())

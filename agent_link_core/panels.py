@@ -1,0 +1,73 @@
+"""Sections that plugins add to the views people read (the ``agent-link web`` page).
+
+A plugin contributes a :class:`Panel` through ``agent_link_register_panels``. A panel
+renders *data*, never markup: a table of plain values (:class:`PanelView`), optional links
+to conversations (:class:`PanelLink`) and labels shown beside agents (roles held, for
+instance). The view escapes every value, so a panel cannot put script or markup on the page
+whatever text it carries (a fork job's prompt, a project name, a thread title).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent_link_core.app import App
+
+PANEL_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,47}$")
+
+
+@dataclass(frozen=True)
+class PanelLink:
+    """A cell that links to the conversation of ``message_id`` (a ULID), showing ``text``."""
+
+    text: str
+    message_id: str
+
+
+Cell = str | int | float | bool | None | PanelLink
+
+
+@dataclass
+class PanelView:
+    """What a panel shows now.
+
+    :param columns: column headings.
+    :param rows: one list of cells per row, as many cells as columns; a cell is plain text,
+        a number, a boolean, None (shown empty) or a :class:`PanelLink`.
+    :param empty: the sentence shown when there are no rows.
+    :param note: one optional line under the table (a count, a setting to change...).
+    :param agent_labels: ``{address: [label, ...]}`` shown beside those agents wherever
+        agents are listed (e.g. the roles an agent holds).
+    """
+
+    columns: list[str]
+    rows: list[list[Cell]] = field(default_factory=list)
+    empty: str = "Nothing to show."
+    note: str | None = None
+    agent_labels: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One section contributed by a plugin.
+
+    :param name: unique id, ``[a-z][a-z0-9-]*`` of at most 48 characters (used in URLs).
+    :param title: the heading people see.
+    :param render: ``(app) -> PanelView`` (or an awaitable of one); called each time the
+        section is drawn, so keep it to a few quick reads. An exception is shown as "this
+        section failed" in place of the panel, never breaking the page.
+    :param order: sections are shown by ascending order, then name.
+    """
+
+    name: str
+    title: str
+    render: Callable[[App], PanelView | Awaitable[PanelView]]
+    order: int = 100
+
+    def __post_init__(self) -> None:
+        if not PANEL_NAME_RE.match(self.name):
+            raise ValueError(f"panel name {self.name!r} must match {PANEL_NAME_RE.pattern}")

@@ -1,0 +1,22 @@
+"""The Receipts section of the web page: newest receipts, linked to their conversations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agent_link_core.app import App
+from agent_link_core.panels import PanelLink
+
+
+@pytest.mark.anyio
+async def test_receipts_panel_shows_newest_first_with_links(app: App, run_tool: Any) -> None:
+    panel = next(p for p in app.hooks.panels() if p.name == "receipts")
+    assert panel.render(app).rows == []
+    sent = await run_tool(app, "message_agent", {"to": "test:bob", "message": "hello <b>bob</b>"})
+    view = panel.render(app)
+    assert view.columns == ["at", "action", "actor", "target", "message"]
+    first = view.rows[0]
+    assert first[1] == "message_agent" and first[2] == "test:alice" and first[3] == "test:bob"
+    assert first[4] == PanelLink(sent["messageId"][:10] + "…", sent["messageId"])

@@ -1,0 +1,9 @@
+"""agent-link web plugin (distribution ``agent-link-web``): ``agent-link web``, a loopback,
+token-protected live page where a person watches and answers the agents' mail.
+
+* :mod:`agent_link_web.plugin`: the hooks (command, settings, the person marker on messages
+  the page sends, the ``<origin>`` envelope element);
+* :mod:`agent_link_web.server`: the Starlette application, its guards and the event stream;
+* :mod:`agent_link_web.views`: what each section shows, from the core's public API;
+* :mod:`agent_link_web.cli`: the command; :mod:`agent_link_web.context`: shared pieces.
+"""

@@ -1,0 +1,57 @@
+"""``agent-link web``: serve the page and print its URL."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import webbrowser
+
+import click
+from agent_link_web.context import act_for_patterns, person_address
+from agent_link_web.server import WebConfig, allowed_hosts, bind_socket, serve
+
+from agent_link_core.cli import fail, get_app
+from agent_link_core.errors import AgentLinkError
+
+LOOPBACK = "127.0.0.1"
+
+
+@click.command("web")
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="TCP port (0: any free one).")
+@click.option("--open", "open_browser", is_flag=True, help="Open the page in the default browser.")
+@click.option("--as", "as_name", help="Your name on the page: you appear as user:<name> (default: your login name).")
+@click.option("--bind", default=LOOPBACK, show_default=True,
+              help="Listen on another address than loopback (anyone who can reach it and has the link gets in).")
+@click.pass_context
+def web_command(ctx: click.Context, port: int, open_browser: bool, as_name: str | None, bind: str) -> None:
+    """Serve a live page of the agents' mail on 127.0.0.1, for you: see conversations, search,
+    send and answer as user:<name>. The printed link carries the access token."""
+    app = get_app(ctx)
+    try:
+        person = person_address(as_name or app.config.get("AGENT_LINK_WEB_USER"))
+    except AgentLinkError as exc:
+        fail(exc)
+    if bind != LOOPBACK:
+        click.echo(f"agent-link: WARNING: serving on {bind}, not only this machine's loopback: anyone who can reach "
+                   "that address and gets the link can read and send your agents' mail.", err=True)
+    try:
+        sock = bind_socket(bind, port)
+    except OSError as exc:
+        click.echo(f"agent-link: cannot listen on {bind}:{port}: {exc.strerror or exc}. Choose another --port.", err=True)
+        sys.exit(1)
+    real_port = sock.getsockname()[1]
+    config = WebConfig(person=person, port=real_port, hosts=allowed_hosts(real_port, bind),
+                       act_for=act_for_patterns(app.config.get("AGENT_LINK_WEB_ACT_FOR")))
+
+    def started() -> None:
+        url = config.url()
+        click.echo(f"agent-link web: {person} at {url}", nl=True)
+        click.echo("Keep this link private: it is the key to the page. Ctrl-C stops the server.", err=True)
+        sys.stdout.flush()
+        if open_browser:
+            webbrowser.open(url)
+
+    try:
+        asyncio.run(serve(app, config, sock, started))
+    except KeyboardInterrupt:
+        pass

@@ -1,0 +1,66 @@
+"""Entry point of the agent-link web plugin, registered under the ``agent_link`` group.
+
+Hooks:
+
+* ``agent_link_register_commands``: ``agent-link web [--port N] [--open] [--bind ADDRESS]``;
+* ``agent_link_register_settings``: ``AGENT_LINK_WEB_USER`` (the person's name on the page)
+  and ``AGENT_LINK_WEB_ACT_FOR`` (agents whose mail the person may decline or mark done on
+  their behalf; empty, so nobody, by default);
+* ``agent_link_before_send``: a message the page sends or answers for a person is marked
+  ``metadata.author = {"kind": "person", "through": "web-page"}``. Only this process's page
+  can set it (a context variable, not an argument any client could pass);
+* ``agent_link_render_envelope``: such a message's envelope carries an ``<origin>`` element
+  saying a person wrote it on the agent-link web page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from agent_link_core import hookimpl
+from agent_link_core.config import Setting
+from agent_link_core.envelope import render_element
+from agent_link_core.mailbox import EnvelopeContribution, OutgoingMessage, SendContext
+from agent_link_web.context import AUTHOR_KEY, ORIGIN, page_person
+
+SETTINGS = (
+    Setting("AGENT_LINK_WEB_USER", "str", None,
+            doc="the person's name on the web page (user:<name>); default: the login name"),
+    Setting("AGENT_LINK_WEB_ACT_FOR", "str", None,
+            doc="agents (addresses or patterns such as team:*, comma separated) whose mail the person may decline or "
+                "mark done on the page; default none"),
+)
+
+
+@hookimpl
+def agent_link_register_settings(register: Callable[[Setting], None]) -> None:
+    for setting in SETTINGS:
+        register(setting)
+
+
+@hookimpl
+def agent_link_register_commands(cli: click.Group) -> None:
+    from agent_link_web.cli import web_command
+
+    cli.add_command(web_command)
+
+
+@hookimpl
+def agent_link_before_send(message: OutgoingMessage, context: SendContext) -> list[dict[str, Any]] | None:
+    person = page_person.get()
+    if person is not None and message.sender.address == person:
+        message.metadata[AUTHOR_KEY] = dict(ORIGIN)
+    return None
+
+
+@hookimpl
+def agent_link_render_envelope(message: dict[str, Any]) -> EnvelopeContribution | None:
+    origin = (message.get("metadata") or {}).get(AUTHOR_KEY)
+    if origin != ORIGIN:
+        return None
+    text = (f"A person ({message['from_addr']}) wrote this on the agent-link web page of this machine; "
+            "it did not come from another agent.")
+    return EnvelopeContribution(elements=[render_element("origin", [("kind", "person"), ("through", "web-page")], text)])

@@ -1,0 +1,395 @@
+"""The page's HTTP server: Starlette routes served by uvicorn, with its guards.
+
+Guards, in the order a request meets them (:class:`Guard`):
+
+1. **Host header**: only the names the server was reached under (``127.0.0.1:<port>``,
+   ``localhost:<port>``, ``[::1]:<port>``, and the ``--bind`` address) are served; any other
+   Host is refused (421), so a DNS-rebinding page in the browser cannot talk to it.
+2. **Token**: a random token (32 bytes, URL-safe) printed in the URL, as Jupyter does. The
+   first request with ``?token=`` sets an HttpOnly, SameSite=Strict cookie and redirects to
+   the same path without the token; every later request needs that cookie (403 otherwise).
+3. **CSRF**: every POST needs the page's CSRF token (a second random value embedded in its
+   forms) and, when the browser sends one, an ``Origin`` of this server.
+4. **Headers**: a strict Content Security Policy (no inline script or style, nothing from
+   other origins, no framing), ``nosniff``, ``same-origin`` referrers, ``no-store``.
+
+Live updates: ``/events`` is a server-sent event stream. It polls the mailbox's newest
+audit event number (:meth:`~agent_link_core.mailbox.Mailbox.last_event_seq`), which every
+agent-link process bumps on each committed change, and tells the page to refresh its live
+sections; a tick every few seconds refreshes agents (whose liveness has no mail event).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import secrets
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlencode
+
+import jinja2
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import (
+    HTMLResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from agent_link_core.app import App
+from agent_link_core.errors import AgentLinkError
+from agent_link_core.model import Caller
+from agent_link_web import views
+from agent_link_web.context import page_person
+
+log = logging.getLogger(__name__)
+HERE = Path(__file__).parent
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+       "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+SECURITY_HEADERS = [
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),  # "no-referrer" makes browsers send Origin: null
+    (b"x-frame-options", b"DENY"),
+    (b"cache-control", b"no-store"),
+]
+POLL_S = 0.2
+TICK_S = 10.0
+WEB_TOOL = "agent-link-web"
+
+ASGIApp = Callable[[MutableMapping[str, Any], Callable[[], Awaitable[Any]], Callable[[MutableMapping[str, Any]], Awaitable[None]]], Awaitable[None]]
+
+
+@dataclass
+class WebConfig:
+    """One page server's secrets and settings.
+
+    :param person: the person's address (``user:<name>``).
+    :param port: the bound TCP port.
+    :param hosts: Host header values served (``name:port``).
+    :param act_for: ``AGENT_LINK_WEB_ACT_FOR`` patterns.
+    :param token: the access token in the printed URL.
+    :param csrf: the token every POST must carry.
+    """
+
+    person: str
+    port: int
+    hosts: frozenset[str]
+    act_for: tuple[str, ...] = ()
+    token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+    csrf: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+
+    @property
+    def cookie(self) -> str:
+        """The cookie name; cookies ignore ports, so the port is part of it."""
+        return f"agent_link_web_{self.port}"
+
+    def url(self, host: str = "127.0.0.1") -> str:
+        """The URL to open (with the token)."""
+        return f"http://{host}:{self.port}/?token={self.token}"
+
+
+def allowed_hosts(port: int, bind: str) -> frozenset[str]:
+    """Host header values a server bound to ``bind``:``port`` answers to."""
+    names = {"127.0.0.1", "localhost", "[::1]"}
+    if bind not in ("127.0.0.1", "0.0.0.0", "::"):
+        names.add(f"[{bind}]" if ":" in bind else bind)
+    return frozenset(f"{n}:{port}" for n in names)
+
+
+class Guard:
+    """ASGI middleware applying the Host, token and CSRF-origin rules and the headers."""
+
+    def __init__(self, inner: ASGIApp, config: WebConfig) -> None:
+        self.inner, self.config = inner, config
+
+    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.inner(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+
+        async def send_secured(message: MutableMapping[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+            await send(message)
+
+        if headers.get("host", "").lower() not in self.config.hosts:
+            await _plain(421, "This server answers only to its loopback address (foreign Host header refused).")(scope, receive, send_secured)
+            return
+        query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+        given = query.get("token")
+        if given is not None:
+            if not hmac.compare_digest(given.encode(), self.config.token.encode()):
+                await _plain(403, "Wrong token. Open the link agent-link web printed.")(scope, receive, send_secured)
+                return
+            rest = {k: v for k, v in query.items() if k != "token"}
+            target = scope["path"] + ("?" + urlencode(rest) if rest else "")
+            response = RedirectResponse(target, status_code=303)
+            response.set_cookie(self.config.cookie, self.config.token, httponly=True, samesite="strict", path="/")
+            await response(scope, receive, send_secured)
+            return
+        cookie = _cookie(headers.get("cookie", ""), self.config.cookie)
+        if cookie is None or not hmac.compare_digest(cookie.encode(), self.config.token.encode()):
+            await _plain(403, "This page needs its token: open the link that agent-link web printed.")(scope, receive, send_secured)
+            return
+        if scope["method"] not in ("GET", "HEAD"):
+            origin = headers.get("origin")
+            if origin is not None and origin.removeprefix("http://") not in self.config.hosts:
+                await _plain(403, "Refused: the request came from another site.")(scope, receive, send_secured)
+                return
+        await self.inner(scope, receive, send_secured)
+
+
+def _plain(status: int, text: str) -> Response:
+    return Response(text + "\n", status_code=status, media_type="text/plain; charset=utf-8")
+
+
+def _cookie(header: str, name: str) -> str | None:
+    for part in header.split(";"):
+        key, _, value = part.strip().partition("=")
+        if key == name:
+            return value
+    return None
+
+
+def templates() -> jinja2.Environment:
+    """The page's templates, every value escaped (autoescape on for all of them)."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["when"] = when
+    return env
+
+
+def when(iso: str | None) -> str:
+    """``2026-11-30T15:30:21.631Z`` as ``2026-11-30 15:30:21`` (UTC) for people."""
+    if not iso:
+        return ""
+    return iso.replace("T", " ")[:19]
+
+
+def build_web_app(app: App, config: WebConfig) -> ASGIApp:
+    """The guarded ASGI application serving ``app``'s mailbox to one person."""
+    env = templates()
+
+    def page(name: str, http_status: int = 200, **context: Any) -> HTMLResponse:
+        html = env.get_template(name).render(person=config.person, csrf=config.csrf, **context)
+        return HTMLResponse(html, status_code=http_status)
+
+    async def overview(request: Request) -> Response:
+        panels = app.hooks.panels()
+        return page("overview.html", panels=panels, error=request.query_params.get("error"),
+                    to=request.query_params.get("to", ""), agents_data=await views.agents(app, config.person),
+                    inbox_data=views.inbox(app, config.person), conversations_data=views.conversations(app, config.person),
+                    panel_data={p.name: await views.render_panel(app, p) for p in panels})
+
+    async def conversation_page(request: Request) -> Response:
+        message_id = request.path_params["message_id"].upper()
+        try:
+            data = views.conversation_view(app, config.person, message_id, config.act_for)
+        except AgentLinkError as exc:
+            return page("error.html", http_status=404 if exc.code == "not_found" else 400, error=exc.message)
+        views.mark_seen(app, config.person, data["cards"])
+        data = views.conversation_view(app, config.person, message_id, config.act_for)
+        others = [a for c in data["cards"] for a in (c["from"], c["to"]) if a != config.person]
+        return page("conversation.html", data=data, error=request.query_params.get("error"), other=others[0] if others else "")
+
+    async def search_page(request: Request) -> Response:
+        q = request.query_params
+        query = q.get("q", "").strip()
+        result, error = None, None
+        if query:
+            try:
+                result = views.search_view(app, config.person, query, status=q.get("status"), sender=q.get("from"),
+                                           recipient=q.get("to"), cursor=q.get("cursor"))
+            except AgentLinkError as exc:
+                error = exc.message
+        return page("search.html", query=query, result=result, error=error, status=q.get("status", ""),
+                    sender=q.get("from", ""), recipient=q.get("to", ""), statuses=views_statuses())
+
+    async def fragment(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name == "agents":
+            return page("_agents.html", data=await views.agents(app, config.person))
+        if name == "inbox":
+            return page("_inbox.html", messages=views.inbox(app, config.person))
+        if name == "conversations":
+            return page("_conversations.html", conversations=views.conversations(app, config.person))
+        return _plain(404, "No such section.")
+
+    async def panel_fragment(request: Request) -> Response:
+        wanted = request.path_params["name"]
+        for panel in app.hooks.panels():
+            if panel.name == wanted:
+                return page("_panel.html", panel=await views.render_panel(app, panel))
+        return _plain(404, "No such panel.")
+
+    async def conversation_fragment(request: Request) -> Response:
+        try:
+            data = views.conversation_view(app, config.person, request.path_params["message_id"].upper(), config.act_for)
+        except AgentLinkError as exc:
+            return _plain(404, exc.message)
+        return page("_messages.html", data=data)
+
+    async def events(request: Request) -> Response:
+        async def stream() -> AsyncIterator[str]:
+            last = app.mailbox.last_event_seq()
+            yield f"event: hello\ndata: {last}\n\n"
+            waited = 0.0
+            while not await request.is_disconnected():
+                await asyncio.sleep(POLL_S)
+                waited += POLL_S
+                seq = app.mailbox.last_event_seq()
+                if seq != last:
+                    last = seq
+                    waited = 0.0
+                    yield f"event: change\ndata: {seq}\n\n"
+                elif waited >= TICK_S:
+                    waited = 0.0
+                    yield "event: tick\ndata: 0\n\n"
+
+        return StreamingResponse(stream(), media_type="text/event-stream", headers={"X-Accel-Buffering": "no"})
+
+    async def form(request: Request) -> dict[str, str] | None:
+        data = await request.form()
+        values = {k: v for k, v in data.items() if isinstance(v, str)}
+        if not hmac.compare_digest(values.get("csrf", "").encode(), config.csrf.encode()):
+            return None
+        return values
+
+    def back(path: str, **params: str) -> RedirectResponse:
+        return RedirectResponse(path + ("?" + urlencode(params) if params else ""), status_code=303)
+
+    async def send(request: Request) -> Response:
+        values = await form(request)
+        if values is None:
+            return _plain(403, "Refused: the form's CSRF token is missing or wrong. Reload the page.")
+        me = Caller(config.person, "web-page", "user")
+        token = page_person.set(config.person)
+        try:
+            outcome = await app.send(caller=me, to=values.get("to", "").strip(), body=values.get("message", ""),
+                                     anticipation=values.get("anticipation") or None, tool=WEB_TOOL)
+        except AgentLinkError as exc:
+            return back("/", error=exc.message, to=values.get("to", ""))
+        finally:
+            page_person.reset(token)
+        return back(f"/c/{outcome.message['id']}")
+
+    async def answer(request: Request) -> Response:
+        values = await form(request)
+        if values is None:
+            return _plain(403, "Refused: the form's CSRF token is missing or wrong. Reload the page.")
+        message_id = values.get("messageId", "")
+        kind = values.get("resolution", "reply")
+        if kind not in ("reply", "decline", "done"):
+            return back(f"/c/{message_id}", error="Choose reply, decline or done.")
+        me = Caller(config.person, "web-page", "user")
+        token = page_person.set(config.person)
+        try:
+            await app.reply(caller=me, message_id=message_id, resolution=kind, message=values.get("message") or None)
+        except AgentLinkError as exc:
+            return back(f"/c/{message_id}", error=exc.message)
+        finally:
+            page_person.reset(token)
+        return back(f"/c/{message_id}")
+
+    async def act(request: Request) -> Response:
+        values = await form(request)
+        if values is None:
+            return _plain(403, "Refused: the form's CSRF token is missing or wrong. Reload the page.")
+        message_id = values.get("messageId", "")
+        kind = values.get("resolution", "")
+        try:
+            row = app.mailbox.require(message_id)
+        except AgentLinkError as exc:
+            return back("/", error=exc.message)
+        if kind not in ("decline", "done"):
+            return back(f"/c/{row['id']}", error="On an agent's behalf the page can only decline or mark done.")
+        if not views.may_act_for(config.act_for, row["recipient"]):
+            return back(f"/c/{row['id']}", error=f"The owner has not allowed resolving mail of {row['recipient']} here "
+                                                 "(AGENT_LINK_WEB_ACT_FOR).")
+        note = (values.get("message") or "").strip()
+        text = f"{'Declined' if kind == 'decline' else 'Marked done'} by {config.person} on the agent-link web page, on behalf of {row['recipient']}."
+        if note:
+            text += f" {note}"
+        try:
+            await app.reply(caller=Caller(row["recipient"], "web-page", row["recipient"].split(":", 1)[0]),
+                            message_id=row["id"], resolution=kind, message=text)
+        except AgentLinkError as exc:
+            return back(f"/c/{row['id']}", error=exc.message)
+        return back(f"/c/{row['id']}")
+
+    async def message_redirect(request: Request) -> Response:
+        return back(f"/c/{request.path_params['message_id']}")
+
+    routes = [
+        Route("/", overview),
+        Route("/c/{message_id:str}", conversation_page),
+        Route("/m/{message_id:str}", message_redirect),
+        Route("/search", search_page),
+        Route("/fragment/c/{message_id:str}", conversation_fragment),
+        Route("/fragment/panel/{name:str}", panel_fragment),
+        Route("/fragment/{name:str}", fragment),
+        Route("/events", events),
+        Route("/send", send, methods=["POST"]),
+        Route("/answer", answer, methods=["POST"]),
+        Route("/act", act, methods=["POST"]),
+        Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+    ]
+    return Guard(Starlette(routes=routes), config)
+
+
+def views_statuses() -> tuple[str, ...]:
+    """The statuses the search form offers."""
+    from agent_link_core.search import STATUSES
+
+    return STATUSES
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host``:``port`` (0 picks a free port).
+
+    :raises OSError: when the address is taken or cannot be bound.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(64)
+    sock.setblocking(False)
+    return sock
+
+
+async def serve(app: App, config: WebConfig, sock: socket.socket, started: Callable[[], None] | None = None,
+                stop: asyncio.Event | None = None) -> None:
+    """Serve the page on ``sock`` until ``stop`` is set (or the process is interrupted).
+
+    :param started: called once the server accepts connections.
+    """
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(build_web_app(app, config), log_level="warning", lifespan="off",
+                                           timeout_graceful_shutdown=1))
+
+    async def watch() -> None:
+        while not server.started:
+            await asyncio.sleep(0.05)
+        if started is not None:
+            started()
+        if stop is not None:
+            await stop.wait()
+            server.should_exit = True
+
+    watcher = asyncio.create_task(watch())
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        watcher.cancel()

@@ -1,0 +1,177 @@
+"""What the page shows, gathered from the core's public API as plain dicts for the templates.
+
+Nothing here builds markup: templates escape every value (Jinja2 autoescape), and every
+string an agent wrote (bodies, titles, addresses, reasons, evidence) stays plain text.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+from typing import Any
+
+from agent_link_core.app import App
+from agent_link_core.conversation import conversation, recent_conversations
+from agent_link_core.mailbox import Visibility, iso
+from agent_link_core.panels import Panel, PanelLink, PanelView
+from agent_link_core.search import search, session_title
+from agent_link_web.context import AUTHOR_KEY, ORIGIN, may_act_for
+
+log = logging.getLogger(__name__)
+PREVIEW_CHARS = 160
+MAIL_ADDRESS_SCAN = 500
+
+
+def person_view(address: str) -> Visibility:
+    """The person at the token-protected page is the machine's user: they see all mail."""
+    return Visibility.everything_for(address, "person")
+
+
+async def render_panels(app: App) -> list[dict[str, Any]]:
+    """Every plugin panel, rendered; a failing one becomes ``{"error": ...}`` in its place."""
+    out = []
+    for panel in app.hooks.panels():
+        out.append(await render_panel(app, panel))
+    return out
+
+
+async def render_panel(app: App, panel: Panel) -> dict[str, Any]:
+    """One panel as template data: ``{name, title, view?: PanelView, rows (cells as
+    {text, messageId?}), error?}``."""
+    try:
+        result = panel.render(app)
+        view = await result if inspect.isawaitable(result) else result
+        if not isinstance(view, PanelView):
+            raise TypeError(f"render returned {type(view).__name__}, not PanelView")
+    except Exception as exc:  # a plugin's bug must not take the page down
+        log.exception("panel %s failed", panel.name)
+        return {"name": panel.name, "title": panel.title, "error": type(exc).__name__}
+    rows = [[_cell(c) for c in row] for row in view.rows]
+    return {"name": panel.name, "title": panel.title, "columns": view.columns, "rows": rows, "empty": view.empty,
+            "note": view.note, "labels": view.agent_labels}
+
+
+def _cell(value: Any) -> dict[str, Any]:
+    if isinstance(value, PanelLink):
+        return {"text": value.text, "messageId": value.message_id}
+    if value is None:
+        return {"text": ""}
+    if isinstance(value, bool):
+        return {"text": "yes" if value else "no"}
+    return {"text": str(value)}
+
+
+async def agents(app: App, person: str) -> dict[str, Any]:
+    """Every agent the harnesses list (live or not) plus addresses seen only in the mail,
+    each with the labels panels give it (roles held)."""
+    listed = await app.list_agents(limit=200)
+    labels: dict[str, list[str]] = {}
+    for panel in await render_panels(app):
+        for address, names in (panel.get("labels") or {}).items():
+            labels.setdefault(address, []).extend(str(n) for n in names)
+    rows = []
+    known = set()
+    for s in listed["sessions"]:
+        known.add(s["address"])
+        rows.append({"address": s["address"], "harness": s["harness"], "title": s.get("title"), "cwd": s.get("cwd"),
+                     "live": s.get("loaded"), "lastActivityAt": s.get("lastActivityAt"), "labels": labels.get(s["address"], []),
+                     "mailOnly": False})
+    seen = app.store.conn.execute(
+        "SELECT address, MAX(sent_at) AS at FROM (SELECT from_addr AS address, sent_at FROM messages"
+        " UNION ALL SELECT recipient, sent_at FROM messages ORDER BY sent_at DESC LIMIT ?) GROUP BY address"
+        " ORDER BY at DESC",
+        (MAIL_ADDRESS_SCAN,),
+    ).fetchall()
+    for r in seen:
+        if r["address"] in known or r["address"] == person:
+            continue
+        known.add(r["address"])
+        rows.append({"address": r["address"], "harness": r["address"].split(":", 1)[0], "title": session_title(app.store.conn, r["address"]),
+                     "cwd": None, "live": None, "lastActivityAt": iso(r["at"]), "labels": labels.get(r["address"], []),
+                     "mailOnly": True})
+    for address, names in labels.items():
+        if address not in known and address != person:
+            rows.append({"address": address, "harness": address.split(":", 1)[0], "title": None, "cwd": None, "live": None,
+                         "lastActivityAt": None, "labels": names, "mailOnly": True})
+    problems = [{"harness": name, "reason": p.get("reason") or "not fully listed"}
+                for name, p in listed["providers"].items() if not p.get("complete", True)]
+    return {"agents": rows, "problems": problems}
+
+
+def _preview(body: str) -> str:
+    line = " ".join(body.split())
+    return line if len(line) <= PREVIEW_CHARS else line[: PREVIEW_CHARS - 1] + "…"
+
+
+def conversations(app: App, person: str, limit: int = 25) -> list[dict[str, Any]]:
+    """The conversations with the newest activity, with their first message's state."""
+    out = []
+    for c in recent_conversations(app.mailbox, person_view(person), limit=limit):
+        root = app.mailbox.get_row(c["rootId"])
+        last = app.mailbox.get_row(c["lastId"])
+        if root is None or last is None:
+            continue
+        state = app.mailbox.state(root)
+        out.append({"rootId": c["rootId"], "participants": c["participants"], "count": c["count"], "lastAt": iso(c["lastAt"]),
+                    "status": state.status, "delivery": state.delivery, "anticipation": root["anticipation"],
+                    "preview": _preview(last["body"]), "lastFrom": last["from_addr"]})
+    return out
+
+
+def inbox(app: App, person: str) -> list[dict[str, Any]]:
+    """Open mail addressed to the person (undelivered, or reply/action not yet resolved)."""
+    out = []
+    for row in app.mailbox.open_for(person, 50):
+        view = app.mailbox.to_view(row)
+        view["preview"] = _preview(row["body"])
+        out.append(view)
+    return out
+
+
+def message_card(app: App, view: dict[str, Any], row: Any, person: str, act_for: tuple[str, ...]) -> dict[str, Any]:
+    """Everything the page shows about one message: the core's view, the body (plain text),
+    its audit trail (delivery evidence), who may answer it here."""
+    meta = json.loads(row["metadata"] or "{}")
+    events = []
+    for e in app.mailbox.events(row["id"]):
+        data = e["data"]
+        evidence = data.get("evidence") if isinstance(data, dict) else None
+        extra = {k: v for k, v in data.items() if k != "evidence"} if isinstance(data, dict) else {}
+        events.append({**e, "evidence": json.dumps(evidence, ensure_ascii=False, sort_keys=True) if evidence else None,
+                       "extra": json.dumps(extra, ensure_ascii=False, sort_keys=True) if extra else None})
+    return {
+        **view,
+        "body": row["body"],
+        "fromTitle": session_title(app.store.conn, row["from_addr"]),
+        "toTitle": session_title(app.store.conn, row["recipient"]),
+        "byPerson": meta.get(AUTHOR_KEY) == ORIGIN,
+        "events": events,
+        "forPerson": row["recipient"] == person and view["resolution"] is None,
+        "actForAgent": view["resolution"] is None and row["recipient"] != person and may_act_for(act_for, row["recipient"]),
+    }
+
+
+def conversation_view(app: App, person: str, message_id: str, act_for: tuple[str, ...]) -> dict[str, Any]:
+    """A conversation with full cards, oldest first (raises the core's errors)."""
+    found = conversation(app.mailbox, person_view(person), message_id, envelopes=False)
+    cards = []
+    for view in found["messages"]:
+        row = app.mailbox.get_row(view["id"])
+        cards.append(message_card(app, view, row, person, act_for))
+    return {**found, "cards": cards}
+
+
+def mark_seen(app: App, person: str, cards: list[dict[str, Any]]) -> None:
+    """The person opened these messages on the page: that is delivery evidence for the
+    ones addressed to them."""
+    for card in cards:
+        if card["to"] == person and card["delivery"] == "queued":
+            app.mailbox.mark_delivered(card["id"], "web-page", {"shownTo": person})
+
+
+def search_view(app: App, person: str, query: str, *, status: str | None, sender: str | None, recipient: str | None,
+                cursor: str | None) -> dict[str, Any]:
+    """Search results for the page (hits kept as pieces, so the template marks them)."""
+    return search(app.mailbox, person_view(person), query, from_address=sender or None, to_address=recipient or None,
+                  status=status or None, limit=30, cursor=cursor or None)

@@ -1,0 +1,169 @@
+"""The page's guards over plain HTTP: loopback only, the token, the Host header, CSRF, the
+Content Security Policy; and what the page writes into the mailbox for a person."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+from agent_link_testing.web_page import PageServer, ThreadServer
+from agent_link_web.context import act_for_patterns, may_act_for, person_address
+
+from agent_link_core.app import App
+from agent_link_core.errors import AgentLinkError
+
+
+def authed(server: PageServer, method: str, path: str, **kw: Any) -> Any:
+    headers = {"Cookie": server.cookie(), **kw.pop("headers", {})}
+    return server.request(method, path, headers=headers, **kw)
+
+
+def form(data: dict[str, str]) -> dict[str, Any]:
+    return {"body": urlencode(data).encode(), "headers": {"Content-Type": "application/x-www-form-urlencoded"}}
+
+
+def test_token_cookie_host_and_headers(cli_server: PageServer) -> None:
+    s = cli_server
+    assert s.url.startswith("http://127.0.0.1:")  # loopback by default
+    assert len(s.token) >= 40
+    denied = s.request("GET", "/")
+    assert denied.status == 403 and b"token" in denied.body
+    assert s.request("GET", "/?token=wrong").status == 403
+    assert s.request("GET", "/fragment/inbox").status == 403
+    assert s.request("GET", "/events").status == 403
+    entry = s.request("GET", f"/?token={s.token}")
+    assert entry.status == 303 and entry.getheader("location") == "/"
+    cookie = entry.getheader("set-cookie") or ""
+    assert cookie.startswith(f"agent_link_web_{s.port}={s.token}") and "HttpOnly" in cookie and "SameSite=strict" in cookie
+    page = authed(s, "GET", "/")
+    assert page.status == 200 and b"Agents" in page.body
+    csp = page.getheader("content-security-policy") or ""
+    for rule in ("default-src 'none'", "script-src 'self'", "style-src 'self'", "frame-ancestors 'none'", "base-uri 'none'"):
+        assert rule in csp
+    assert "unsafe-inline" not in csp and "unsafe-eval" not in csp
+    assert page.getheader("x-content-type-options") == "nosniff" and page.getheader("referrer-policy") == "same-origin"
+    for host in ("evil.example:80", f"evil.example:{s.port}", f"127.0.0.1.nip.io:{s.port}", "127.0.0.1:1"):
+        foreign = s.request("GET", f"/?token={s.token}", host=host, headers={"Cookie": s.cookie()})
+        assert foreign.status == 421, host
+    assert authed(s, "GET", "/", host=f"localhost:{s.port}").status == 200
+
+
+def test_state_changes_need_the_csrf_token_and_our_origin(cli_server: PageServer) -> None:
+    s = cli_server
+    csrf = re.search(rb'name="csrf" value="([^"]+)"', authed(s, "GET", "/").body)
+    assert csrf is not None
+    token = csrf.group(1).decode()
+    message = {"to": "team:bob", "message": "hello from the page", "anticipation": "fyi"}
+    assert authed(s, "POST", "/send", **form(message)).status == 403
+    assert authed(s, "POST", "/send", **form({**message, "csrf": "forged"})).status == 403
+    other_site = form({**message, "csrf": token})
+    other_site["headers"]["Origin"] = "http://evil.example"
+    assert authed(s, "POST", "/send", **other_site).status == 403
+    no_cookie = form({**message, "csrf": token})
+    assert s.request("POST", "/send", **no_cookie).status == 403
+    sent = form({**message, "csrf": token})
+    sent["headers"]["Origin"] = f"http://127.0.0.1:{s.port}"
+    ok = authed(s, "POST", "/send", **sent)
+    assert ok.status == 303 and (ok.getheader("location") or "").startswith("/c/")
+    app = App.create({**os.environ, "AGENT_LINK_DISABLE_PLUGINS": "codex claude"})
+    try:
+        rows = app.store.conn.execute("SELECT * FROM messages").fetchall()
+        assert len(rows) == 1 and rows[0]["from_addr"] == "user:tester" and rows[0]["recipient"] == "team:bob"
+        envelope = app.mailbox.envelope(rows[0])
+        assert '<origin kind="person" through="web-page">A person (user:tester) wrote this on the agent-link web page' in envelope
+    finally:
+        app.close()
+
+
+def test_bind_elsewhere_only_with_the_flag_and_a_warning(web_env: dict[str, str]) -> None:
+    process = subprocess.Popen([sys.executable, "-m", "agent_link_core", "web", "--port", "0", "--bind", "127.0.0.2"],
+                               env=web_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        assert "WARNING" in line and "127.0.0.2" in line
+    finally:
+        process.terminate()
+        process.communicate(timeout=30)
+
+
+def test_an_origin_only_a_send_from_the_page_gets(isolated_env: Path) -> None:
+    """A client cannot claim a person wrote its message: only the page's own sends are marked."""
+    import asyncio
+
+    from agent_link_core.model import Caller
+
+    app = App.create({**os.environ, "AGENT_LINK_DISABLE_PLUGINS": "codex claude"})
+    try:
+        out = asyncio.run(app.send(caller=Caller("user:tester", "config", "user"), to="team:bob", body="forged?",
+                                   tool="agent-link-web"))
+        row = app.mailbox.get_row(out.message["id"])
+        assert "author" not in json.loads(row["metadata"]) and "<origin" not in app.mailbox.envelope(row)
+    finally:
+        app.close()
+
+
+def test_person_and_act_for_settings() -> None:
+    assert person_address("ana") == "user:ana"
+    assert person_address(None).startswith("user:")
+    with pytest.raises(AgentLinkError):
+        person_address("no spaces please")
+    patterns = act_for_patterns("team:*, codex:abc")
+    assert may_act_for(patterns, "team:bob") and may_act_for(patterns, "codex:abc")
+    assert not may_act_for(patterns, "codex:abd") and not may_act_for((), "team:bob")
+
+
+def test_resolving_for_an_agent_is_off_by_default(isolated_env: Path) -> None:
+    import asyncio
+
+    from agent_link_core.model import Caller
+
+    app = App.create({**os.environ, "AGENT_LINK_DISABLE_PLUGINS": "codex claude"})
+    mid = asyncio.run(app.send(caller=Caller("team:alice", "config", "team"), to="team:bob", body="do it",
+                               anticipation="action")).message["id"]
+    for act_for, allowed in (((), False), (("team:*",), True)):
+        server = ThreadServer(app, act_for=act_for)
+        try:
+            s = server.page
+            page = authed(s, "GET", f"/c/{mid}")
+            assert (b"Resolve on the agent" in page.body) is allowed
+            done = authed(s, "POST", "/act", **form({"csrf": server.config.csrf, "messageId": mid, "resolution": "done"}))
+            assert done.status == 303
+            state = app.mailbox.state(app.mailbox.get_row(mid))
+            assert (state.status == "done") is allowed
+            if allowed:
+                assert state.resolution is not None and state.resolution["by"] == "team:bob"
+                assert "by user:tester on the agent-link web page, on behalf of team:bob" in state.resolution["reason"]
+        finally:
+            server.close()
+    app.close()
+
+
+def test_without_a_browser_the_browser_tests_fail_naming_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_link_testing import web_page
+
+    monkeypatch.setattr(web_page.os, "access", lambda path, mode: False)
+    monkeypatch.setattr(web_page.shutil, "which", lambda name: None)
+    with pytest.raises(pytest.fail.Exception) as caught:
+        web_page.chromium_path()
+    assert "apt-get install -y chromium" in str(caught.value)
+
+
+def test_a_taken_port_is_one_clear_line(web_env: dict[str, str]) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "agent_link_core", "web", "--port", str(port)], env=web_env,
+                              capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"agent-link: cannot listen on 127.0.0.1:{port}") and "Traceback" not in done.stderr

@@ -1,0 +1,67 @@
+"""The panel hook: plugins add sections to the views people read, as data, never markup."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_link_core import hookimpl
+from agent_link_core.app import App
+from agent_link_core.errors import AgentLinkError
+from agent_link_core.panels import Panel, PanelLink, PanelView
+
+ALL_PLUGINS = " ".join(sorted(ep.name for ep in importlib.metadata.entry_points(group="agent_link")))
+
+
+def jobs_view(app: App) -> PanelView:
+    return PanelView(["job", "message"], [["j1", PanelLink("open", "01J0000000000000000000AAAA")]],
+                     agent_labels={"team:bob": ["role:reviewer"]})
+
+
+class JobsPlugin:
+    @hookimpl
+    def agent_link_register_panels(self, register: Any) -> None:
+        register(Panel("jobs", "Jobs", jobs_view, order=20))
+        register(Panel("alpha", "Alpha", lambda app: PanelView(["x"]), order=20))
+        register(Panel("early", "Early", lambda app: PanelView(["x"]), order=1))
+
+
+class Clash:
+    @hookimpl
+    def agent_link_register_panels(self, register: Any) -> None:
+        register(Panel("jobs", "Other jobs", jobs_view))
+
+
+def make(*plugins: Any) -> App:
+    return App.create({**os.environ, "AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS}, extra_plugins=plugins)
+
+
+def test_panels_come_sorted_by_order_then_name(isolated_env: Path) -> None:
+    app = make(JobsPlugin())
+    try:
+        panels = app.hooks.panels()
+        assert [p.name for p in panels] == ["early", "alpha", "jobs"]
+        view = panels[-1].render(app)
+        assert isinstance(view, PanelView) and view.agent_labels == {"team:bob": ["role:reviewer"]}
+    finally:
+        app.close()
+
+
+def test_duplicate_panel_names_name_both_plugins(isolated_env: Path) -> None:
+    app = make(JobsPlugin(), Clash())
+    try:
+        with pytest.raises(AgentLinkError) as caught:
+            app.hooks.panels()
+        assert "jobs" in caught.value.message and "registered by both" in caught.value.message
+    finally:
+        app.close()
+
+
+@pytest.mark.parametrize("name", ["Jobs", "1st", "a b", "x" * 49, "", "<script>"])
+def test_panel_names_are_url_safe(name: str) -> None:
+    with pytest.raises(ValueError):
+        Panel(name, "t", jobs_view)
