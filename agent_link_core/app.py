@@ -549,11 +549,12 @@ class App:
         start = time.monotonic()
         warnings = []
         budget = timeout_ms
-        capped = progress is None and budget > MAX_WAIT_PER_CALL_MS
+        cap_ms, every_ms = self.wait_limits()
+        capped = progress is None and budget > cap_ms
         if capped:
-            budget = MAX_WAIT_PER_CALL_MS
-            warnings.append(wait_capped_warning(timeout_ms))
-        next_progress = PROGRESS_EVERY_MS
+            budget = cap_ms
+            warnings.append(wait_capped_warning(timeout_ms, cap_ms))
+        next_progress = every_ms
         if not reply_to:
             self.require_caller(caller)  # only mail addressed to the caller could end this wait
         target, _, _ = await self.target_address(agent, caller) if not reply_to else (agent, None, {})
@@ -586,7 +587,7 @@ class App:
                     return out
                 if progress is not None and waited >= next_progress:
                     await progress(waited, budget, "waiting")
-                    next_progress = waited + PROGRESS_EVERY_MS
+                    next_progress = waited + every_ms
                 sleep_ms = min(poll_ms, budget - waited)
                 if progress is not None:
                     sleep_ms = min(sleep_ms, max(next_progress - waited, 1))
@@ -595,6 +596,13 @@ class App:
             self.waiting[key] -= 1
             if not self.waiting[key]:
                 del self.waiting[key]
+
+    def wait_limits(self) -> tuple[int, int]:
+        """``(cap, progress interval)`` in ms: ``AGENT_LINK_WAIT_CAP_MS`` (default
+        :data:`MAX_WAIT_PER_CALL_MS`) and ``AGENT_LINK_WAIT_PROGRESS_MS`` (default
+        :data:`PROGRESS_EVERY_MS`)."""
+        return (int(self.config.get("AGENT_LINK_WAIT_CAP_MS") or MAX_WAIT_PER_CALL_MS),
+                int(self.config.get("AGENT_LINK_WAIT_PROGRESS_MS") or PROGRESS_EVERY_MS))
 
     def _wait_check(self, caller: Caller, target: str, reply_to: str | None, since: int) -> dict[str, Any] | None:
         if reply_to:
@@ -675,10 +683,10 @@ class App:
 LOG_LEVELS = {"error": logging.ERROR, "warn": logging.WARNING, "info": logging.INFO, "debug": logging.DEBUG}
 
 
-def wait_capped_warning(requested_ms: int) -> dict[str, Any]:
-    """The ``wait_capped`` warning of a wait cut to :data:`MAX_WAIT_PER_CALL_MS`."""
-    return {"code": "wait_capped", "details": {"requestedTimeoutMs": requested_ms, "waitedAtMostMs": MAX_WAIT_PER_CALL_MS},
-            "message": f"Without a progress token one call waits at most {MAX_WAIT_PER_CALL_MS} ms; call again to keep waiting "
+def wait_capped_warning(requested_ms: int, cap_ms: int = MAX_WAIT_PER_CALL_MS) -> dict[str, Any]:
+    """The ``wait_capped`` warning of a wait cut to ``cap_ms``."""
+    return {"code": "wait_capped", "details": {"requestedTimeoutMs": requested_ms, "waitedAtMostMs": cap_ms},
+            "message": f"Without a progress token one call waits at most {cap_ms} ms; call again to keep waiting "
                        "(or send a progress token to wait up to timeoutMs)."}
 
 

@@ -16,7 +16,7 @@ import sys
 import time
 from typing import Any
 
-from agent_link_core.app import MAX_WAIT_PER_CALL_MS, PROGRESS_EVERY_MS, wait_capped_warning
+from agent_link_core.app import wait_capped_warning
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.tools import core_tools
 from agent_link_core.tools.registry import ToolCall, ToolSpec
@@ -357,14 +357,15 @@ async def wait_for_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) 
     tid = bare_id(args["threadId"])
     requested = timeout_ms = args.get("timeoutMs", 60_000)
     poll_ms = args.get("pollIntervalMs", 1000)
-    capped = call.progress is None and timeout_ms > MAX_WAIT_PER_CALL_MS
+    cap_ms, every_ms = app.wait_limits()
+    capped = call.progress is None and timeout_ms > cap_ms
     if capped:
-        call.warnings.append(wait_capped_warning(timeout_ms))
-        timeout_ms = MAX_WAIT_PER_CALL_MS
+        call.warnings.append(wait_capped_warning(timeout_ms, cap_ms))
+        timeout_ms = cap_ms
     links, error = await _links(harness, True)
     start = time.monotonic()
     was_active = False
-    next_progress = PROGRESS_EVERY_MS
+    next_progress = every_ms
     while True:
         status, turn, source = await _thread_state(harness, links, tid)
         waited = int((time.monotonic() - start) * 1000)
@@ -381,7 +382,7 @@ async def wait_for_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) 
             return {**out, "capped": True, "requestedTimeoutMs": requested} if capped else out
         if call.progress is not None and waited >= next_progress:
             await call.progress(waited, timeout_ms, "waiting for the turn to end")
-            next_progress = waited + PROGRESS_EVERY_MS
+            next_progress = waited + every_ms
         await asyncio.sleep(min(poll_ms, timeout_ms - waited, max(next_progress - waited, 1) if call.progress else poll_ms) / 1000)
 
 
