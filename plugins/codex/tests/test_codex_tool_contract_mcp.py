@@ -112,3 +112,23 @@ async def test_receipt_filters_are_enums(isolated_env: Path) -> None:
         assert {"fork", "reconcile", "model-switch", "effort-change", "cwd-change"} <= set(schema["kind"]["enum"])
         bad = await alice.call("list_agent_link_receipts", {"action": "launch"})
         assert bad["error"]["code"] == "invalid_arguments" and bad["error"]["details"]["errors"][0]["path"] == "action"
+
+
+async def test_health_warns_when_the_installed_codex_differs(isolated_env: Path, tmp_path: Path) -> None:
+    from agent_link_codex.settings import VERIFIED_CODEX_VERSION
+
+    fake = tmp_path / "codex"
+    fake.write_text("#!/bin/sh\necho 'codex-cli 0.0.1-test'\n")
+    fake.chmod(0o755)
+    async with agent_link_mcp({**BASE, "AGENT_LINK_CODEX_BIN": str(fake)}) as client:
+        codex = (await client.call("agent_link_health"))["harnesses"]["codex"]
+        assert codex["version"]["installed"] == "0.0.1-test" != VERIFIED_CODEX_VERSION
+        desktop = codex["desktopPush"]
+        assert desktop["verifiedCodexVersion"] == VERIFIED_CODEX_VERSION and desktop["installedCodexVersion"] == "0.0.1-test"
+        assert [w["code"] for w in desktop["warnings"]] == ["codex_version_differs"] and codex["warnings"] == desktop["warnings"]
+        skipped = (await client.call("agent_link_health", {"startAppServer": False}))["harnesses"]["codex"]
+        assert skipped["version"]["probed"] is False and skipped["desktopPush"]["warnings"] == []
+    async with agent_link_mcp({**BASE, "AGENT_LINK_CODEX_BIN": str(fake), "AGENT_LINK_CODEX_DESKTOP_PUSH": "shared-daemon"}) as client:
+        desktop = (await client.call("agent_link_health", {"startAppServer": False}))["harnesses"]["codex"]["desktopPush"]
+        assert desktop["mode"] == "mailbox-only" and desktop["requested"] == "shared-daemon" and desktop["refused"] is True
+        assert [w["code"] for w in desktop["warnings"]] == ["desktop_push_override_refused"]
