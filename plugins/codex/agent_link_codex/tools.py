@@ -479,12 +479,13 @@ async def launch_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) ->
             name_update = {"ok": False, "error": exc.message[:300]}
     out: dict[str, Any] = {"source": "app-server", "threadId": tid, "address": f"codex:{tid}", "endpoint": link.endpoint.id,
                            "thread": thread_view(thread, link, True), "nameUpdate": name_update, "messageId": None,
-                           "delivery": None, "deliveredVia": None, "turnId": None}
+                           "delivery": None, "deliveredVia": None, "turnId": None, "turn": None, "peerMessage": None}
     if args.get("message") is not None:
         result = await core_tools.message_agent(app, {"to": f"codex:{tid}", "message": args["message"],
                                                       **{k: args[k] for k in ("anticipation", "replyBy") if k in args}}, call)
         out.update({"messageId": result["messageId"], "delivery": result["delivery"], "deliveredVia": result["deliveredVia"],
-                    "turnId": result.get("turnId"), "anticipation": result["anticipation"], "replyBy": result["replyBy"]})
+                    "turnId": result.get("turnId"), "anticipation": result["anticipation"], "replyBy": result["replyBy"],
+                    "turn": result.get("turn"), "peerMessage": result.get("peerMessage")})
         if result.get("warnings"):
             call.warnings.extend(result["warnings"])
         if result["delivery"] == "delivered":
@@ -544,7 +545,7 @@ async def archive_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) -
     tid = out["threadId"]
     out["receipt"] = _harness_receipt(app, call, "archived", args, {
         "address": f"codex:{tid}", "threadId": tid, "archiveState": "archived", "status": out["status"],
-    }, evidence={"action": out["action"], "source": out["source"], "loadedCheck": out.get("loadedCheck"), "archive": out.get("archive")},
+    }, evidence={"action": out["action"], "source": out["source"], "loadedThreadGuard": out.get("loadedCheck"), "archive": out.get("archive")},
         details={"reason": args.get("reason"), "forceLoaded": bool(args.get("forceLoaded"))})
     return out
 
@@ -707,7 +708,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "receipt": core_tools.RECEIPT,
         }),
         output_fields=_fields("source", "action", "threadId", "address", "endpoint", "thread", "nameUpdate", "messageId", "delivery",
-                              "deliveredVia", "turnId", "anticipation", "replyBy", "gui", "receipt"),
+                              "deliveredVia", "turnId", "turn", "peerMessage", "anticipation", "replyBy", "gui", "receipt"),
         handler=launch_codex_thread,
     ),
     ToolSpec(

@@ -54,6 +54,7 @@ async def test_launch_send_wait_archive_receipts_and_health(host: tuple[Response
                                                     "receipt": {"purpose": "contract test", "tags": ["t"]}})
         tid = launched["threadId"]
         assert launched["gui"]["deepLink"] == f"codex://threads/{tid}" and launched["gui"]["attempted"] is False
+        assert launched["turn"]["turnId"] == launched["turnId"] and launched["peerMessage"]["messageId"] == launched["messageId"]
         first = await asyncio.to_thread(stub.wait_for, lambda r: r.contains(launched["messageId"]), WAIT_S)
         assert (first.body.get("reasoning") or {}).get("effort") == "high"
         assert launched["receipt"]["recorded"] is True
@@ -90,6 +91,7 @@ async def test_launch_send_wait_archive_receipts_and_health(host: tuple[Response
         assert archived["receipt"]["recorded"] is True
         [receipt] = (await ok("list_agent_link_receipts", {"action": "archive_thread", "target": f"codex:{tid}"}))["data"]
         assert receipt["target"]["kind"] == "codex_thread" and receipt["evidence"]["action"] == "app_server_archive"
+        assert receipt["evidence"]["loadedThreadGuard"]["status"] in ("idle", "notLoaded")
         assert receipt["details"]["reason"] == "done"
         again = await ok("archive_codex_thread", {"threadId": tid, "receipt": {"record": False}})
         assert again["status"] == "already_archived" and again["receipt"] == {"record": False, "recorded": False, "id": None}
