@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-PLUGINS := codex claude roles receipts projects approvals web
+PLUGINS := codex claude roles receipts projects approvals web forks
 
 .PHONY: install test bench hosts browser clean
 

@@ -13,7 +13,8 @@ the environment) and raises :class:`~agent_link_core.errors.AgentLinkError` on f
     print(result.outcome, result.message_id)      # queued 01J...
 
 A send has exactly one outcome: ``delivered`` (the recipient's host confirmed it),
-``queued`` (stored; the recipient gets it from its inbox or a later push), ``rejected``
+``accepted`` (the host took it and will show it, e.g. after a running tool call; it is never
+pushed again and becomes delivered on evidence), ``queued`` (stored; the recipient gets it from its inbox or a later push), ``rejected``
 (refused, nothing delivered) or ``unknown`` (a push may have landed but its answer was
 lost; it is never pushed again unless asked with ``retry_unknown``).
 """
@@ -34,7 +35,7 @@ from agent_link_core.model import Caller, address_scheme, is_address
 from agent_link_core.store import now_ms
 
 ALIAS_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
-OUTCOMES = ("delivered", "queued", "rejected", "unknown")
+OUTCOMES = ("delivered", "accepted", "queued", "rejected", "unknown")
 SESSIONS_FORMAT_VERSION = 1
 
 

@@ -46,6 +46,8 @@ MAX_WAIT_PER_CALL_MS = 50_000
 Progress = Callable[[float, "float | None", "str | None"], Awaitable[None]]
 #: how often a wait whose client sent a progress token reports progress (keeps the call alive)
 PROGRESS_EVERY_MS = 10_000
+#: What status says of a push the host accepted but has not shown the model yet.
+ACCEPTED_NOTE = "accepted, awaiting the session"
 
 
 @dataclass
@@ -332,8 +334,13 @@ class App:
         harness = self.harnesses.get(scheme)
         if harness is None:
             return None
+        envelope = self.mailbox.envelope(row)
+        limit = harness.output_budget.push_bytes if harness.output_budget is not None else None
+        size = len(envelope.encode("utf-8"))
         try:
-            delivery = await harness.deliver(self.mailbox.row_dict(row), self.mailbox.envelope(row), options)
+            if limit is not None and size > limit:
+                return await self._announce(harness, row, size, options)
+            delivery = await harness.deliver(self.mailbox.row_dict(row), envelope, options)
         except AgentLinkError as exc:
             return Delivery(warnings=[{"code": exc.code, "message": exc.message, "details": exc.details}])
         except Exception as exc:  # the row is stored: report the failure, the message stays queued
@@ -341,6 +348,10 @@ class App:
             return Delivery(warnings=[{"code": "internal_error", "message": f"{harness.name} could not push: {type(exc).__name__}"}])
         if delivery.delivered and delivery.via:
             self.mailbox.mark_delivered(row["id"], delivery.via, delivery.evidence)
+        elif delivery.accepted:
+            # Remembered so status says so and nothing pushes it again; evidence comes later.
+            self.mailbox.record_event(row["id"], "delivery_accepted", row["recipient"], None,
+                                      {**delivery.evidence, "note": delivery.note or ACCEPTED_NOTE})
         elif delivery.unknown:
             # Remembered so a resend with the same id reports "unknown" and is not pushed blindly.
             self.mailbox.record_event(row["id"], "delivery_unknown", row["recipient"], None, delivery.evidence)
@@ -348,6 +359,42 @@ class App:
             # A retry proved the earlier push absent: the outcome is known again (queued).
             self.mailbox.record_event(row["id"], "delivery_settled", row["recipient"], None, delivery.evidence)
         return delivery
+
+    async def _announce(self, harness: Harness, row: Any, size: int, options: Mapping[str, Any]) -> Delivery:
+        """Push a short notice instead of an envelope the host would cut: the model is told
+        to read the message from its inbox, in pages; it stays queued until then."""
+        from agent_link_core.budget import oversized_notice
+
+        pushed = await harness.deliver(self.mailbox.row_dict(row), oversized_notice(row, size), options)
+        if pushed.delivered:
+            self.mailbox.record_event(row["id"], "announced", row["recipient"], pushed.via, {**pushed.evidence, "bytes": size})
+        warning = {"code": "too_large_to_push",
+                   "message": f"The message ({size} bytes) is larger than the recipient's host shows in one piece; "
+                              "it is announced instead of pushed, and the recipient reads it from its inbox in pages.",
+                   "details": {"bytes": size, "announced": pushed.delivered}}
+        return Delivery(state="announced" if pushed.delivered else pushed.state, fields=pushed.fields,
+                        warnings=[warning, *pushed.warnings], unknown=pushed.unknown, retryable=pushed.retryable)
+
+    async def refresh_delivery(self, message_id: str) -> bool:
+        """Ask the recipient's harness for late evidence of a push the host accepted (or
+        whose answer was lost), and record delivery when it has some. Never pushes.
+
+        :returns: True when the message became delivered now.
+        """
+        row = self.mailbox.get_row(message_id)
+        if row is None or row["first_delivered_at"] is not None or self.mailbox.push_outcome(message_id) not in ("accepted", "unknown"):
+            return False
+        harness = self.harnesses.get(address_scheme(row["recipient"]))
+        if harness is None:
+            return False
+        try:
+            found = await harness.recheck(self.mailbox.row_dict(row))
+        except Exception:  # a check that failed proves nothing; the outcome stays as it was
+            log.exception("harness %s failed to recheck %s", harness.name, message_id)
+            return False
+        if found is None or not found.delivered or not found.via:
+            return False
+        return self.mailbox.mark_delivered(message_id, found.via, found.evidence)
 
     async def reply(
         self, *, caller: Caller, message_id: str, resolution: str = "reply", message: str | None = None,
@@ -746,6 +793,8 @@ def message_summary(app: App, outcome: SendOutcome) -> dict[str, Any]:
         "duplicate": not outcome.created,
         "via": outcome.via,
     }
+    if state.delivery_note:
+        out["deliveryNote"] = state.delivery_note
     out.update(outcome.result_fields)
     if delivery is not None:
         out.update(delivery.fields)

@@ -20,7 +20,7 @@ from agent_link_core.errors import AgentLinkError
 
 EXIT_HELP = """\b
 Exit codes:
-  0  success (send: delivered or queued; find: exactly one match)
+  0  success (send: delivered, accepted or queued; find: exactly one match)
   1  agent-link refused or failed (stderr says why and what to do); send: rejected
   2  bad usage (unknown option, missing argument)
   3  send: outcome unknown (not resent; see --retry-unknown)
@@ -296,7 +296,8 @@ def build_cli() -> click.Group:
         """Send TEXT to TARGET: a contact alias, an address (harness:id, role:name), a form a plugin
         understands (e.g. an endpoint composite), or a bare session id.
 
-        The outcome is exactly one of delivered, queued, rejected, unknown.
+        The outcome is exactly one of delivered, accepted (the host took it and shows it
+        later; never pushed again), queued, rejected, unknown.
         """
         from agent_link_core import api
 
@@ -311,7 +312,7 @@ def build_cli() -> click.Group:
                                              reply_by=reply_by, anticipation=anticipation, retry=policy,
                                              retry_unknown=retry_unknown))
         data = result.to_dict()
-        if wait_reply and result.outcome in ("delivered", "queued"):
+        if wait_reply and result.outcome in ("delivered", "accepted", "queued"):
             data["wait"] = run_async(app.wait(caller=me, agent=result.to, reply_to=result.message_id, timeout_ms=timeout_ms))
 
         def human(d: dict[str, Any]) -> None:
@@ -327,7 +328,7 @@ def build_cli() -> click.Group:
                     click.echo(d["wait"]["reply"]["envelope"])
 
         emit(data, as_json, human, ndjson)
-        sys.exit({"delivered": 0, "queued": 0, "unknown": EXIT_UNKNOWN}.get(result.outcome, 1))
+        sys.exit({"delivered": 0, "accepted": 0, "queued": 0, "unknown": EXIT_UNKNOWN}.get(result.outcome, 1))
 
     @cli.command(epilog=EXIT_HELP)
     @click.argument("message_id")
@@ -361,10 +362,12 @@ def build_cli() -> click.Group:
         me = who_am_i(app, from_address, from_thread, from_endpoint)
         try:
             data = app.status(me, message_id)
+            if data["delivery"] == "accepted" and run_async(app.refresh_delivery(data["messageId"])):
+                data = app.status(me, message_id)
         except AgentLinkError as exc:
             fail(exc)
         emit(data, as_json, lambda d: click.echo(
-            f"{message_id}: {d['delivery']}, status {d['status'] or 'none (fyi)'}, from {d['from']} to {d['to']}"))
+            f"{message_id}: {d.get('deliveryNote') or d['delivery']}, status {d['status'] or 'none (fyi)'}, from {d['from']} to {d['to']}"))
 
     @cli.command(epilog=EXIT_HELP)
     @click.argument("message_id")

@@ -345,7 +345,7 @@ def _reply_line(anticipation: str, message_id: str, reply_by: str | None) -> str
     )
 
 
-def render_envelope(msg: EnvelopeMessage, *, elements: Sequence[str] = ()) -> str:
+def render_envelope(msg: EnvelopeMessage, *, elements: Sequence[str] = (), reply_text: str | None = None) -> str:
     """Render one peer message as an ``<agent-link-message>`` envelope (reference §10.1–10.3).
 
     :param msg: the message; every field is validated here (§10.2): ``from``/``to`` show a valid
@@ -355,6 +355,9 @@ def render_envelope(msg: EnvelopeMessage, *, elements: Sequence[str] = ()) -> st
         are dropped unless well formed; the body goes through :func:`escape_text`.
     :param elements: extra elements from :func:`render_element` (overrides, fork, procedure), each
         put on its own line between the notice and the body.
+    :param reply_text: a fixed instruction replacing the anticipation's ``<reply>`` line, for
+        text that is not mail to answer (e.g. the task of a forked thread, whose final answer
+        is relayed by the plugin that started it); escaped like the body.
     :returns: the envelope, lines joined by ``\\n``, with no trailing newline.
     :raises ValueError: if an element is not something :func:`render_element` could produce.
     :raises TypeError: if ``msg.body`` is not a ``str``.
@@ -402,7 +405,7 @@ def render_envelope(msg: EnvelopeMessage, *, elements: Sequence[str] = ()) -> st
         "<body>",
         escape_text(msg.body),
         "</body>",
-        f"<reply>{escape_text(_reply_line(anticipation, message_id, reply_by))}</reply>",
+        f"<reply>{escape_text(reply_text if reply_text is not None else _reply_line(anticipation, message_id, reply_by))}</reply>",
         "</agent-link-message>",
     ]
     return "\n".join(lines)

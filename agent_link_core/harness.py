@@ -67,6 +67,10 @@ class Delivery:
         session could not be checked); the message stays queued and is never resent blindly.
     :param retryable: True when the push failed before the host accepted anything (e.g. the
         host said it is overloaded): trying again cannot duplicate it.
+    :param accepted: True when the host accepted the push but has not shown it to the model
+        yet (e.g. queued behind a running tool call). It is never pushed again; it becomes
+        delivered when the harness sees the evidence, however late (:meth:`Harness.recheck`).
+        ``note`` then says so in words (default "accepted, awaiting the session").
     """
 
     delivered: bool = False
@@ -77,6 +81,26 @@ class Delivery:
     fields: dict[str, Any] = field(default_factory=dict)
     unknown: bool = False
     retryable: bool = False
+    accepted: bool = False
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class OutputBudget:
+    """How much text the host shows the model in full, measured on the real host.
+
+    :param tool_result_bytes: UTF-8 bytes of one tool result object, serialised as the host
+        shows it (see ``json_indent``), beyond which the host cuts it, hides it behind a
+        preview or refuses it.
+    :param json_indent: the host shows the result's ``structuredContent`` as JSON with this
+        indent; None for compact JSON.
+    :param push_bytes: UTF-8 bytes of one pushed text (a turn's input, a channel event); a
+        larger envelope is announced instead and read from the inbox in pages.
+    """
+
+    tool_result_bytes: int
+    json_indent: int | None = None
+    push_bytes: int | None = None
 
 
 class Harness:
@@ -101,6 +125,8 @@ class Harness:
     #: whether mail sent to the exact address of an archived session is accepted (it waits
     #: in the mailbox until the session is resumed); fuzzy queries never pick archived ones
     archived_sessions_take_mail: bool = False
+    #: what its host shows the model in full (inbox reads are cut to fit; pushes too); None: no limit known
+    output_budget: OutputBudget | None = None
 
     def attach(self, app: Any) -> None:
         """Called once by the :class:`~agent_link_core.app.App` that loaded this harness,
@@ -152,6 +178,16 @@ class Harness:
         """Called by ``agent_link_health`` before :meth:`health`, with the tool's arguments
         (``startAppServer``: true = the harness may start or connect what it needs to report
         fully; false = probe nothing; absent = its cheap default). The default does nothing."""
+        return None
+
+    async def recheck(self, message: dict[str, Any]) -> Delivery | None:
+        """Look again for evidence of an earlier push of ``message`` that the host accepted
+        (or whose answer was lost). Never pushes anything.
+
+        :param message: the stored message (``id``, ``recipient``, ...), still undelivered.
+        :returns: a delivered :class:`Delivery` (``via``, ``evidence``) when the session has it
+            now; None when there is no new evidence. The default finds none.
+        """
         return None
 
     def mcp_capabilities(self, app: Any) -> dict[str, dict[str, Any]]:

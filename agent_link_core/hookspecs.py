@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any, Callable
 import pluggy
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
+    from collections.abc import Awaitable
+
     import click
 
     from agent_link_core.app import App
@@ -283,4 +285,19 @@ def agent_link_check_override(
 
     Called by a harness before it applies a model, effort or cwd change to an existing
     session. ``firstresult``.
+    """
+
+
+@_hookspec
+def agent_link_server_tasks(app: App) -> list[Callable[[], Awaitable[None]]] | None:
+    """Contribute background work that runs inside every ``agent-link mcp`` server.
+
+    :param app: the :class:`~agent_link_core.app.App` of the server process (settings,
+        database, mailbox, harnesses).
+    :returns: coroutine functions taking no arguments (e.g. a loop finishing jobs whose
+        server died), or ``None``. Each is started once, when the server starts serving, and
+        cancelled when it stops; one that raises is logged and never takes the server down.
+
+    Called once by the MCP server at start, before the client's ``initialize``. Keep the
+    work cooperative (``await`` often): it shares the server's event loop with tool calls.
     """

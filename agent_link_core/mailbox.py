@@ -146,17 +146,20 @@ class MessageState:
     """The computed view of one message at a moment (nothing here is stored as such).
 
     ``status``: None (fyi), pending, replied, declined, done, unresolved, expired.
-    ``delivery``: queued, delivered, acknowledged. Times are epoch ms.
+    ``delivery``: queued, accepted (the host took a push but has not shown it to the model
+    yet; ``delivery_note`` says so in words), delivered, acknowledged. Times are epoch ms.
     """
 
-    __slots__ = ("status", "delivery", "reminder_count", "last_reminder_at", "next_due_at", "due", "resolution")
+    __slots__ = ("status", "delivery", "reminder_count", "last_reminder_at", "next_due_at", "due", "resolution",
+                 "delivery_note")
 
     def __init__(
         self, status: str | None, delivery: str, reminder_count: int, last_reminder_at: int | None,
-        next_due_at: int | None, due: bool, resolution: dict[str, Any] | None,
+        next_due_at: int | None, due: bool, resolution: dict[str, Any] | None, delivery_note: str | None = None,
     ) -> None:
         self.status, self.delivery, self.reminder_count = status, delivery, reminder_count
         self.last_reminder_at, self.next_due_at, self.due, self.resolution = last_reminder_at, next_due_at, due, resolution
+        self.delivery_note = delivery_note
 
 
 class Visibility:
@@ -276,6 +279,11 @@ class Mailbox:
         ).fetchone()
         count, last_at = int(rem[0]), rem[1]
         delivery = "acknowledged" if row["acknowledged_at"] else ("delivered" if row["first_delivered_at"] else "queued")
+        note = None
+        if delivery == "queued":
+            last = self._last_push_event(row["id"])
+            if last is not None and last["kind"] == "delivery_accepted":
+                delivery, note = "accepted", json.loads(last["data"] or "{}").get("note")
         resolution = None
         if res is not None:
             resolution = {
@@ -283,7 +291,7 @@ class Mailbox:
                 "replyMessageId": res["reply_message_id"], "reason": res["reason"],
             }
         status, next_due, due = self._status(row, res, count, last_at, now)
-        return MessageState(status, delivery, count, last_at, next_due, due, resolution)
+        return MessageState(status, delivery, count, last_at, next_due, due, resolution, note)
 
     def _status(
         self, row: sqlite3.Row, res: sqlite3.Row | None, count: int, last_at: int | None, now: int
@@ -333,6 +341,8 @@ class Mailbox:
             "reminders": self._reminder_view(state) if row["anticipation"] != "fyi" else None,
             "bodyBytes": row["body_bytes"],
         }
+        if state.delivery_note:
+            view["deliveryNote"] = state.delivery_note
         if meta.get("via"):
             view["via"] = meta["via"]
         if body:
@@ -700,18 +710,23 @@ class Mailbox:
         self._emit("status_changed", row["id"], at, None, {"status": state.status})
 
     def push_outcome(self, message_id: str) -> str:
-        """How delivery stands for a sender: ``delivered``, ``unknown`` (the last push may
-        have landed, unconfirmed) or ``queued``."""
+        """How delivery stands for a sender: ``delivered``, ``accepted`` (the host took the
+        push and will show it; never pushed again), ``unknown`` (the last push may have
+        landed, unconfirmed) or ``queued``."""
         row = self.get_row(message_id)
         if row is not None and row["first_delivered_at"] is not None:
             return "delivered"
-        last = self.store.conn.execute(
-            "SELECT kind FROM message_events WHERE message_id = ?"
-            " AND kind IN ('delivery_unknown', 'delivery_settled', 'delivered', 'released')"
+        last = self._last_push_event(message_id)
+        kind = last["kind"] if last is not None else None
+        return {"delivery_unknown": "unknown", "delivery_accepted": "accepted"}.get(kind or "", "queued")
+
+    def _last_push_event(self, message_id: str) -> sqlite3.Row | None:
+        return self.store.conn.execute(
+            "SELECT kind, data FROM message_events WHERE message_id = ?"
+            " AND kind IN ('delivery_unknown', 'delivery_accepted', 'delivery_settled', 'delivered', 'released')"
             " ORDER BY seq DESC LIMIT 1",
             (message_id,),
         ).fetchone()
-        return "unknown" if last is not None and last["kind"] == "delivery_unknown" else "queued"
 
     # -- internals ---------------------------------------------------------------------
 

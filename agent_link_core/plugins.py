@@ -227,6 +227,15 @@ class Hooks:
             except Exception:  # observers must not undo committed changes
                 log.exception("agent_link_on_event failed in %s", self._pm.get_name(impl.plugin))
 
+    def server_tasks(self) -> list[tuple[str, Any]]:
+        """``[(plugin name, coroutine function)]`` an MCP server runs in the background."""
+        tasks: list[tuple[str, Any]] = []
+        for impl in self._pm.hook.agent_link_server_tasks.get_hookimpls():
+            name = self._pm.get_name(impl.plugin) or "?"
+            contributed: Any = impl.function(**_wanted(impl, app=self.app)) or []
+            tasks.extend((name, task) for task in contributed)
+        return tasks
+
     def health_sections(self) -> dict[str, Any]:
         """Each plugin's health section; a failing one reports its error instead."""
         sections: dict[str, Any] = {}

@@ -132,7 +132,8 @@ async def serve(app: App) -> None:
     """Serve MCP over stdio until stdin closes or SIGTERM/SIGINT/SIGHUP arrives.
 
     Harnesses may advertise experimental capabilities and run a task for the connection
-    (:meth:`~agent_link_core.harness.Harness.serve`).
+    (:meth:`~agent_link_core.harness.Harness.serve`); plugins' ``agent_link_server_tasks`` run
+    from the start.
     """
     server = build_server(app)
     watch = PeerWatch()
@@ -157,6 +158,8 @@ async def serve(app: App) -> None:
 
         tg.start_soon(_exit_on_signal, app)
         tg.start_soon(_reminder_loop, app)
+        for plugin, task in app.hooks.server_tasks():
+            tg.start_soon(_guarded_task, plugin, task)
         tg.start_soon(run_harnesses)
         tg.start_soon(run)
     with anyio.CancelScope(shield=True):  # stop what harnesses hold (child app-servers ...)
@@ -220,6 +223,14 @@ async def _guarded(harness: Any, app: App, peer: McpPeer) -> None:
         return
     except Exception:
         log.exception("harness %s background task failed", harness.name)
+
+
+async def _guarded_task(plugin: str, task: Any) -> None:
+    """A plugin's server task (``agent_link_server_tasks``) that fails is logged, never fatal."""
+    try:
+        await task()
+    except Exception:
+        log.exception("background task of plugin %s failed", plugin)
 
 
 def main() -> None:

@@ -142,6 +142,16 @@ class Recorder:
         return {"fake:one": ["lead"]} if "fake:one" in addresses else None
 
     @hookimpl
+    def agent_link_server_tasks(self, app: App) -> list[Any]:
+        async def note_start() -> None:
+            self.calls.append(f"server task ran with {app.config.db_path}")
+
+        async def fail() -> None:
+            raise RuntimeError("a failing server task must not take the server down")
+
+        return [note_start, fail]
+
+    @hookimpl
     def agent_link_check_override(self, target: str, sender: Caller, setting: str, value: str, context: Any) -> dict[str, Any] | None:
         if setting == "effort" and sender.address == context.get("launchedBy"):
             return {"allowed": True, "grantedBy": {"kind": "launcher"}}
@@ -172,6 +182,18 @@ async def test_registration_hooks(app: App, recorder: Recorder) -> None:
     launcher = Caller("fake:one", "runtime_context", "fake")
     assert app.hooks.check_override("fake:two", launcher, "effort", "high", {"launchedBy": "fake:one"})["allowed"]
     assert app.hooks.check_override("fake:two", launcher, "model", "m", {})["reason"] == "effort_not_permitted"
+
+
+@pytest.mark.anyio
+async def test_server_tasks_hook_runs_guarded(app: App, recorder: Recorder, caplog: pytest.LogCaptureFixture) -> None:
+    from agent_link_core.server import _guarded_task
+
+    mine = [(plugin, task) for plugin, task in app.hooks.server_tasks() if task.__qualname__.startswith("Recorder.")]
+    assert [task.__name__ for _, task in mine] == ["note_start", "fail"]
+    for plugin, task in mine:
+        await _guarded_task(plugin, task)  # how `agent-link mcp` runs each one
+    assert f"server task ran with {app.config.db_path}" in recorder.calls
+    assert "background task of plugin" in caplog.text and "failing server task" in caplog.text
 
 
 def test_register_commands_hook(recorder: Recorder, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -506,6 +506,18 @@ async def test_reply_status_wait_inbox_inspect_errors() -> None:
         # read_agent_link_inbox
         error = await anon.fail("read_agent_link_inbox", {}, "no_current_session")
         assert error["details"]["sources"] == ["harness", "AGENT_LINK_ADDRESS"]
+        # one message by id, from an offset (pages): only its recipient, inside the envelope
+        error = await carol.fail("read_agent_link_inbox", {"messageId": c1}, "wrong_recipient")
+        assert error["details"] == {"messageId": c1, "expected": "test:bob", "caller": "test:carol"}
+        error = await bob.fail("read_agent_link_inbox", {"messageId": UNKNOWN_ULID}, "not_found")
+        assert error["details"]["id"] == UNKNOWN_ULID
+        await bob.invalid("read_agent_link_inbox", {"messageId": c1, "offset": 100_000}, "offset", "range")
+        await bob.invalid("read_agent_link_inbox", {"messageId": c1, "offset": -1}, "offset", "minimum")
+        await bob.invalid("read_agent_link_inbox", {"messageId": "c1"}, "messageId", "pattern")
+        page = await bob.inbox(messageId=c1, offset=10, markAsDelivered=False)  # no budget here: the rest in one page
+        assert page["page"]["offset"] == 10 and page["page"]["nextOffset"] is None and page["markedDelivered"] == []
+        assert page["renderedBlock"].endswith("</agent-link-message>") and "carol to bob" in page["renderedBlock"]
+        assert page["renderedBlock"] == (await bob.inbox(messageId=c1, markAsDelivered=False))["renderedBlock"][10:]
 
         # wait_for_agent: a timeout is a normal outcome.
         started = time.monotonic()

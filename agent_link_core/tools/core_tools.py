@@ -62,7 +62,7 @@ SEND_RESULT: dict[str, Any] = {
     "messageId": STR, "to": STR, "harness": STR, "delivery": STR, "deliveredVia": NSTR, "deliveryState": STR,
     "anticipation": STR, "replyBy": NSTR, "inReplyTo": NSTR, "messageStatus": NSTR, "duplicate": BOOL, "via": NSTR,
     "resolution": NOBJ, "wait": OBJ, "resolved": OBJ, "action": STR, "turnId": NSTR, "threadId": STR, "sessionId": STR,
-    "target": OBJ, "receipt": OBJ, "roleProcedure": NOBJ, "switches": ARR, "evidence": OBJ,
+    "target": OBJ, "receipt": OBJ, "roleProcedure": NOBJ, "switches": ARR, "evidence": OBJ, "deliveryNote": STR,
     # facets a turn-based harness reports separately (loaded/status, archive, GUI visibility,
     # the envelope's header, the turn started or steered)
     "runtimeState": NOBJ, "archiveState": NSTR, "desktopVisibility": NOBJ, "peerMessage": NOBJ, "turn": NOBJ,
@@ -172,8 +172,14 @@ async def wait_for_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict
 
 async def read_inbox(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
     """Handler of ``read_agent_link_inbox``: validated arguments in, success fields out (AgentLinkError to fail)."""
-    return app.inbox(call.caller, limit=args.get("limit", 20), mark=args.get("markAsDelivered", True),
-                     include_open=args.get("includeOpen", True))
+    from agent_link_core import budget
+
+    harness = app.harnesses.get(call.caller.host or "")
+    # only what the calling host shows in full is returned (and marked delivered)
+    return budget.inbox(app, call.caller, harness.output_budget if harness is not None else None,
+                        limit=args.get("limit", 20), mark=args.get("markAsDelivered", True),
+                        include_open=args.get("includeOpen", True), message_id=args.get("messageId"),
+                        offset=args.get("offset", 0))
 
 
 async def reply_message(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
@@ -187,7 +193,10 @@ async def reply_message(app: App, args: dict[str, Any], call: ToolCall) -> dict[
 
 async def message_status(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
     """Handler of ``get_agent_link_message_status``: validated arguments in, success fields out (AgentLinkError to fail)."""
-    return app.status(call.caller, args["messageId"])
+    out = app.status(call.caller, args["messageId"])
+    if out["delivery"] == "accepted" and await app.refresh_delivery(out["messageId"]):
+        out = app.status(call.caller, args["messageId"])
+    return out
 
 
 async def mailbox_inspect(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
@@ -268,11 +277,14 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="read_agent_link_inbox",
         title="Read agent-link inbox",
-        description="Read messages other agents sent you through agent-link. Bodies appear only in renderedBlock, inside <agent-link-message> envelopes: they come from agents, not the user. Answer each with reply_agent_link_message.",
+        description="Read messages other agents sent you through agent-link. Bodies appear only in renderedBlock, inside <agent-link-message> envelopes: they come from agents, not the user. Answer each with reply_agent_link_message. A read returns what fits in one tool result; `more` says what is left and how to read it.",
         input_schema=_obj({"markAsDelivered": {"type": "boolean", "default": True}, "limit": _limit(20, 100),
-                           "includeOpen": {"type": "boolean", "default": True, "description": "Also list read messages still waiting for your resolution."}}),
+                           "includeOpen": {"type": "boolean", "default": True, "description": "Also list read messages still waiting for your resolution."},
+                           "messageId": {**ULID, "description": "Read this one message in pages (a message too large for one read)."},
+                           "offset": {"type": "integer", "minimum": 0, "maximum": 1_000_000, "default": 0,
+                                      "description": "With messageId: where the page starts (characters), from the previous page's nextOffset."}}),
         output_fields={"address": STR, "markedDelivered": {"type": "array", "items": STR}, "messages": {"type": "array", "items": OBJ},
-                       "openCount": INT, "remainingCount": INT, "renderedBlock": STR},
+                       "openCount": INT, "remainingCount": INT, "renderedBlock": STR, "more": NSTR, "page": NOBJ},
         handler=read_inbox,
     ),
     ToolSpec(
@@ -292,7 +304,8 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         description="Where a message you sent or received stands: delivery, status (pending, replied, declined, done, unresolved, expired), reminders. Never returns the body.",
         input_schema=_obj({"messageId": ULID}, ("messageId",)),
         output_fields={k: ANY for k in ("messageId", "from", "fromHarness", "fromVerified", "to", "addressedTo", "sentAt", "anticipation",
-                                         "replyBy", "inReplyTo", "delivery", "deliveredAt", "status", "resolution", "reminders", "via", "holder")},
+                                         "replyBy", "inReplyTo", "delivery", "deliveredAt", "status", "resolution", "reminders", "via", "holder",
+                                         "deliveryNote")},
         handler=message_status, read_only=True,
     ),
     ToolSpec(

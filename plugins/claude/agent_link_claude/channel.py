@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from agent_link_core.budget import oversized_notice
 from agent_link_core.harness import McpPeer, PeerGone
 from agent_link_core.mailbox import iso
 from agent_link_core.model import EXTERNAL, INVALID, address_scheme, is_address
@@ -58,6 +59,10 @@ CHANNEL_FLAGS = ("--channels", "--dangerously-load-development-channels")
 POLL_MIN_S = 0.2
 POLL_MAX_S = 2.0
 PENDING_SCAN = 1000  # undelivered messages looked at per wake
+#: The largest channel event content measured to reach the model whole (Claude Code 2.1.197):
+#: 114,190 characters (a 60 KB body full of markup, which escaping doubles). Escaped bodies may
+#: grow to 128 KiB; a larger envelope is announced instead and read from the inbox in pages.
+CHANNEL_BUDGET_BYTES = 114_000
 REGISTRY_DIR = "claude-channels"
 # what one pass of ChannelBridge.push_pending did
 PUSHED, HELD, FAILED = "pushed", "held", "failed"
@@ -382,19 +387,35 @@ class ChannelBridge:
             fresh = app.mailbox.get_row(row["id"])
             if fresh is None or fresh["first_delivered_at"] is not None:
                 continue  # read through the inbox while an earlier push was awaited
-            params = {"content": app.mailbox.envelope(fresh), "meta": channel_meta(fresh)}
+            envelope = app.mailbox.envelope(fresh)
+            size = len(envelope.encode("utf-8"))
+            too_large = size > CHANNEL_BUDGET_BYTES
+            if too_large and _announced(app, row["id"]):
+                continue  # told once; it waits for the inbox reads
+            # a message Claude Code would show cut is announced; the model reads it in pages
+            content = oversized_notice(fresh, size) if too_large else envelope
             try:
-                await peer.notify(METHOD, params)
+                await peer.notify(METHOD, {"content": content, "meta": channel_meta(fresh)})
             except PeerGone:
                 raise
             except Exception as exc:  # the message stays queued; the loop retries with back-off
                 self.status.last_error = f"{type(exc).__name__}: {exc}"[:300]
                 log.warning("channel push of %s failed: %s", row["id"], exc)
                 return FAILED
+            if too_large:
+                app.mailbox.record_event(row["id"], "announced", address, "channel", {"method": METHOD, "bytes": size})
+                continue
             app.mailbox.mark_delivered(row["id"], "channel", {"method": METHOD, "session": session_id})
             self.status.pushed += 1
             self.status.last_push_ms = now_ms()
         return outcome
+
+
+def _announced(app: App, message_id: str) -> bool:
+    """Whether an oversized message was already announced (it is never announced twice)."""
+    return app.store.conn.execute(
+        "SELECT 1 FROM message_events WHERE message_id = ? AND kind = 'announced'", (message_id,)
+    ).fetchone() is not None
 
 
 def _data_version(app: App) -> int:

@@ -35,13 +35,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
-from agent_link_core.harness import Delivery, Harness, McpPeer, SessionListing
+from agent_link_core.harness import Delivery, Harness, McpPeer, OutputBudget, SessionListing
 from agent_link_core.hook import last_runs
 from agent_link_core.mailbox import iso
 from agent_link_core.model import Caller, Session
 
 from agent_link_claude.channel import (
     CAPABILITY,
+    CHANNEL_BUDGET_BYTES,
     PLUGIN_NAME,
     BridgeStatus,
     ChannelBridge,
@@ -91,6 +92,12 @@ class ClaudeHarness(Harness):
         harness used outside an App (tests of identity and discovery) relies on it. Such a
         harness sees no running channel bridges.
     """
+
+    # Measured on Claude Code 2.1.197: the model gets JSON.stringify(structuredContent) of an MCP
+    # result; above about 50,000 characters it gets a 2 KB preview and a file path instead
+    # ("Output too large … Preview (first 2KB)"), and near 100,000 an error. 50,000 passed whole.
+    # Channel events: see channel.CHANNEL_BUDGET_BYTES (measured separately).
+    output_budget = OutputBudget(tool_result_bytes=45_000, json_indent=None, push_bytes=CHANNEL_BUDGET_BYTES)
 
     name = NAME
     session_kind = "claude_session"

@@ -11,6 +11,7 @@ import anyio
 import pytest
 
 from agent_link_claude.channel import (
+    CHANNEL_BUDGET_BYTES,
     METHOD,
     BridgeStatus,
     ChannelBridge,
@@ -20,6 +21,7 @@ from agent_link_claude.channel import (
     channel_meta,
     evaluate_gate,
 )
+from agent_link_claude import channel as channel_mod
 from agent_link_claude.harness import ClaudeHarness
 from agent_link_core.app import App
 from agent_link_core.harness import McpPeer, PeerGone
@@ -137,6 +139,29 @@ async def test_pushes_new_mail_from_other_processes_and_marks_it_delivered_after
     assert json.loads(event[0])["evidence"] == {"method": METHOD, "session": A}
     assert active_bridges(app.config.state_dir) == {}  # unregistered when it stopped
     assert b.status.pushed == 2
+
+
+@pytest.mark.anyio
+async def test_a_message_larger_than_the_budget_is_announced_once_and_stays_undelivered(
+    app: App, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert CHANNEL_BUDGET_BYTES > 64 * 1024  # measured: any plain 64 KiB body is pushed whole
+    monkeypatch.setattr(channel_mod, "CHANNEL_BUDGET_BYTES", 5_000)  # stands for an envelope escaping made too large
+    big = await send(app, "x" * 5_010)
+    small = await send(app, "a short one after it")
+    peer, b = RecordingPeer(), bridge()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(b.run, app, peer)
+        await until(lambda: len(peer.sent) == 2)
+        await send(app, "a write that wakes the bridge again")
+        await until(lambda: len(peer.sent) == 3)
+        tg.cancel_scope.cancel()
+    notice, second = peer.sent[0][1], peer.sent[1][1]
+    assert notice["meta"]["message_id"] == big and notice["content"].startswith("<agent-link-notice")
+    assert big in notice["content"] and "xxxx" not in notice["content"] and len(notice["content"]) < 1000
+    assert second["meta"]["message_id"] == small  # the big one is not announced again
+    assert app.mailbox.get_row(big)["first_delivered_at"] is None  # read in pages from the inbox, later
+    assert app.mailbox.get_row(small)["delivered_via"] == "channel"
 
 
 @pytest.mark.anyio

@@ -26,10 +26,11 @@ answered before the turn request (``codex_unavailable``), or one refused with JS
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from agent_link_core.errors import AgentLinkError
@@ -41,10 +42,17 @@ from agent_link_codex.appserver import AppServerError, AppServerUnavailable
 from agent_link_codex.overrides import turn_params
 from agent_link_codex.service import CodexService, Link, Location, is_not_found
 
+log = logging.getLogger(__name__)
+
 VIA = "codex-turn"
 CONFIRM_MS = 10_000
 CONFIRM_POLL_MS = 100
 STALE_CLAIM_MS = 180_000
+#: How long a turn waits for agent-link's MCP server to finish starting on the thread.
+MCP_READY_MS = 20_000
+#: How long this process keeps listening for the echo of an accepted push (later: rechecks).
+ACCEPTED_WATCH_MS = 3_600_000
+ACCEPTED_NOTE = "accepted, awaiting the thread"
 MAX_ATTEMPTS = 3
 ITEMS_CHECKED = 200
 #: Codex's documented retryable error: "Server overloaded; retry later." (nothing was accepted).
@@ -117,9 +125,11 @@ class PushClaims:
             )
 
     def stale(self, older_than_ms: int = STALE_CLAIM_MS, limit: int = 20) -> list[Any]:
-        """Open outcomes (``pushing``/``unknown``) untouched for ``older_than_ms``, oldest first."""
+        """Open outcomes (``pushing``/``unknown``, and ``accepted`` ones awaiting their echo)
+        untouched for ``older_than_ms``, oldest first."""
         return self.store.conn.execute(
-            "SELECT * FROM codex_pushes WHERE state IN ('pushing', 'unknown') AND updated_at < ? AND checks < 5"
+            "SELECT * FROM codex_pushes WHERE (state IN ('pushing', 'unknown') AND checks < 5 OR state = 'accepted')"
+            " AND updated_at < ?"
             " ORDER BY updated_at LIMIT ?",
             (now_ms() - older_than_ms, limit),
         ).fetchall()
@@ -154,6 +164,14 @@ def overloaded(method: str | None, fields: dict[str, Any] | None = None) -> Deli
         method=method)])
 
 
+def accepted(fields: dict[str, Any]) -> Delivery:
+    """The outcome of a push Codex accepted whose echo has not come yet."""
+    return Delivery(accepted=True, state="accepted_awaiting_thread", note=ACCEPTED_NOTE, fields=fields, warnings=[warning(
+        "codex_push_accepted",
+        "Codex accepted the message, but the thread has not taken it in yet (a tool call or model request may still be "
+        "running). It is not pushed again and counts as delivered once the thread shows it.")])
+
+
 class Deliverer:
     """Pushes messages through a :class:`CodexService`, recording claims in ``claims``.
 
@@ -163,11 +181,17 @@ class Deliverer:
     """
 
     def __init__(self, service: CodexService, claims: PushClaims, *, desktop_push: str = "mailbox-only",
-                 explicit_endpoint: bool = False) -> None:
+                 explicit_endpoint: bool = False, mcp_servers: frozenset[str] = frozenset({"agent-link"}),
+                 mcp_ready_ms: int = MCP_READY_MS,
+                 on_confirmed: Callable[[str, dict[str, Any]], None] | None = None) -> None:
         self.service = service
+        #: called with (message id, evidence) when an accepted push's echo arrives later
+        self.on_confirmed = on_confirmed
         self.claims = claims
         self.desktop_push = desktop_push
         self.explicit_endpoint = explicit_endpoint
+        self.mcp_servers = mcp_servers
+        self.mcp_ready_ms = mcp_ready_ms
 
     async def push(
         self, message_id: str, thread_id: str, text: str, options: Mapping[str, Any], *,
@@ -261,12 +285,16 @@ class Deliverer:
             claimed = self.claims.claim(message_id, thread_id, link.endpoint.id)  # verifiably absent: push it now
         if not claimed:
             row = self.claims.get(message_id)
+            if row is not None and row["state"] == "accepted":
+                return accepted({**fields, "action": "already_accepted"})
             if row is not None and row["state"] == "confirmed":
                 return Delivery(delivered=True, via=VIA, state="accepted_by_app_server", fields={**fields, "action": "already_delivered"},
                                 evidence={"clientId": message_id, "threadId": thread_id, "turnId": row["turn_id"], "itemId": row["item_id"]})
             return Delivery(state="queued_in_mailbox", fields={**fields, "action": "claimed_elsewhere"}, warnings=[
                 warning("codex_push_claimed_elsewhere", "Another push of this message is in progress or unsettled; it is not sent twice.")])
         status = link.tracker.status.get(thread_id, location.status)
+        if status != "active":
+            warnings += await self._tools_ready(link, thread_id)
         try:
             turn_id, action = await self._send(link, thread_id, text, message_id, status, options, trigger)
         except AgentLinkError:
@@ -292,6 +320,20 @@ class Deliverer:
         proof = {"clientId": message_id, **evidence, "endpoint": link.endpoint.id}
         return Delivery(delivered=True, via=VIA, state="accepted_by_app_server", warnings=warnings,
                         fields={**fields, "evidence": proof}, evidence=proof)
+
+    async def _tools_ready(self, link: Link, thread_id: str) -> list[dict[str, Any]]:
+        """Before a turn is started: wait (up to ``mcp_ready_ms``) while agent-link's MCP
+        server is still starting on the thread. Codex builds a turn's tools from the servers
+        ready when it starts, so a turn started during start-up (right after a resume or a
+        ``thread/start``) could not reply through agent-link. Returns warnings."""
+        seen = await link.tracker.wait_mcp_started(thread_id, self.mcp_servers, self.mcp_ready_ms)
+        stuck = {name: state for name, state in seen.items() if state != "ready"}
+        if not stuck:
+            return []
+        return [warning("codex_tools_not_ready",
+                        "agent-link's MCP server was not ready on the thread when the turn started; the model may not be "
+                        "able to reply with agent-link's tools in this turn (read_agent_link_inbox still works later).",
+                        servers=stuck, waitedMs=self.mcp_ready_ms)]
 
     async def _confirm(self, link: Link, thread_id: str, message_id: str) -> dict[str, Any] | None:
         """Wait up to :data:`CONFIRM_MS` for the echo: from notifications when subscribed,
@@ -396,9 +438,29 @@ class Deliverer:
         turns = page.get("data") or []
         return turns[0].get("id") if turns and turns[0].get("status") == "inProgress" else None
 
+    def _watch(self, link: Link, message_id: str, thread_id: str) -> None:
+        """Record delivery of an accepted push when its echo arrives on this connection, for
+        as long as the connection (and this process) lives; later processes recheck."""
+        if self.on_confirmed is None or thread_id not in link.tracker.subscribed:
+            return
+        on_confirmed = self.on_confirmed
+
+        async def watch() -> None:
+            seen = await link.tracker.wait_echo(message_id, ACCEPTED_WATCH_MS)
+            if not seen:
+                return
+            try:
+                self.claims.settle(message_id, "confirmed", turn_id=seen.get("turnId"), item_id=seen.get("itemId"))
+                on_confirmed(message_id, {"clientId": message_id, **seen, "endpoint": link.endpoint.id})
+            except Exception:  # the claim stays accepted: a later recheck confirms it
+                log.exception("recording the late echo of %s failed", message_id)
+
+        self.service.spawn(watch())
+
     async def _check(self, link: Link, links: list[Link], message_id: str, thread_id: str,
                      fields: dict[str, Any], *, lost: bool) -> Delivery:
-        """The answer (or the echo) never came: look for the message in the thread first."""
+        """The answer (``lost``) or the echo never came: look for the message in the thread
+        first. An answered request whose echo is late is ``accepted``, never sent again."""
         found, readable = await self.find_echo(thread_id, message_id, [link, *links])
         if found is not None:
             self.claims.settle(message_id, "confirmed", turn_id=found.get("turnId"), item_id=found.get("itemId"),
@@ -407,6 +469,12 @@ class Deliverer:
             return Delivery(delivered=True, via=VIA, state="accepted_by_app_server", fields={**fields, "evidence": proof},
                             evidence=proof,
                             warnings=[warning("codex_push_response_lost", "The app-server's answer was lost, but the thread shows the message arrived.")])
+        if not lost:
+            # Codex answered the turn request: the input is in the thread's queue (e.g. behind a
+            # running tool call) and shows up later. Pushing it again would make it two turns.
+            self.claims.settle(message_id, "accepted", action=fields.get("action"), turn_id=fields.get("turnId"))
+            self._watch(link, message_id, thread_id)
+            return accepted(fields)
         if readable:
             self.claims.settle(message_id, "failed", error="no echo in the thread")
             return Delivery(state="queued_in_mailbox", fields=fields, warnings=[warning(

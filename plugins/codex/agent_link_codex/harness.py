@@ -28,18 +28,18 @@ from typing import Any
 from agent_link_core.callmeta import meta_text
 from agent_link_core.envelope import iso_ms
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.harness import Delivery, Harness, McpPeer, SessionListing
+from agent_link_core.harness import Delivery, Harness, McpPeer, OutputBudget, SessionListing
 from agent_link_core.model import Caller, Session
 from agent_link_core.reminders import DueReminders
 from agent_link_core.store import Store, now_ms
 
 from agent_link_codex import rollouts
 from agent_link_codex.appserver import AppServerError, AppServerUnavailable
-from agent_link_codex.delivery import STALE_CLAIM_MS, VIA, Deliverer, PushClaims
+from agent_link_codex.delivery import MCP_READY_MS, STALE_CLAIM_MS, VIA, Deliverer, PushClaims
 from agent_link_codex.endpoints import EndpointRegistry, explicit
 from agent_link_codex.managed import ManagedError, find_codex, reap_orphans
 from agent_link_codex.overrides import THREAD_FIELDS, Launches, turn_params
-from agent_link_codex.service import SOURCE_KINDS, CodexService, Link
+from agent_link_codex.service import SOURCE_KINDS, CodexService, Link, is_not_found
 from agent_link_codex.settings import VERIFIED_CODEX_VERSION, codex_home
 
 log = logging.getLogger(__name__)
@@ -167,6 +167,11 @@ class CodexHarness(Harness):
     # anything is stored (agent_link_codex.overrides) and carried by the delivering turn/start.
     send_options = frozenset({"mode", "resumeIfNeeded", "expectedTurnId", "model", "effort", "cwd",
                               "allowParallelTurn", "allowTargetOverride"})  # the last two: deprecated (overrides.DEPRECATED)
+    # Measured on Codex 0.169.0: an MCP tool's output reaches the model as "Wall time: …\nOutput:\n"
+    # plus structuredContent as JSON with indent 2; above about 12,000 characters Codex keeps the
+    # head and tail and cuts the middle ("…N tokens truncated…"); 10,233 passed whole. A turn's
+    # input text reached the model whole at 400,000 characters, far above any envelope: no push limit.
+    output_budget = OutputBudget(tool_result_bytes=10_000, json_indent=2, push_bytes=None)
 
     def __init__(self) -> None:
         self._values: dict[str, Any] | None = None
@@ -240,8 +245,15 @@ class CodexHarness(Harness):
         if self._deliverer is None:
             self._deliverer = Deliverer(self.service, PushClaims(self.store),
                                         desktop_push=self.values.get("AGENT_LINK_CODEX_DESKTOP_PUSH") or "mailbox-only",
-                                        explicit_endpoint=explicit(self.values))
+                                        explicit_endpoint=explicit(self.values),
+                                        mcp_servers=frozenset({self.values.get("AGENT_LINK_CODEX_MCP_SERVER") or "agent-link"}),
+                                        mcp_ready_ms=int(self.values.get("AGENT_LINK_CODEX_MCP_READY_MS", MCP_READY_MS)),
+                                        on_confirmed=self._confirmed_late)
         return self._deliverer
+
+    def _confirmed_late(self, message_id: str, evidence: dict[str, Any]) -> None:
+        """The echo of an accepted push arrived: the message is delivered now."""
+        self.app.mailbox.mark_delivered(message_id, VIA, evidence)
 
     @property
     def launches(self) -> Launches:
@@ -406,6 +418,68 @@ class CodexHarness(Harness):
         delivery.fields.update(send_facets(message, delivery))
         return delivery
 
+    # for plugins building on Codex threads -------------------------------------------------
+    async def thread_request(self, thread_id: str, method: str, params: Mapping[str, Any], *,
+                             timeout_ms: int | None = None) -> Any:
+        """Send one app-server request about the thread ``thread_id`` and return its result.
+
+        The public way for other plugins (fork jobs) to use Codex's thread API
+        (``thread/read``, ``thread/turns/list``, ``thread/fork``, ``thread/compact/start``,
+        ``turn/start``, ``thread/archive``, ...) without holding connections themselves. The
+        request goes to the app-server that has the thread loaded, else to the first one that
+        knows it; a private app-server is started when none is reachable and that is allowed.
+
+        :param params: the method's parameters (passed as given; include ``threadId``).
+        :param timeout_ms: the request's bound (default: the client's, 20 s).
+        :raises AgentLinkError: ``not_found`` (no reachable app-server knows the thread),
+            ``codex_unavailable`` (none answers), ``upstream_error`` (Codex refused it; details
+            ``method``, ``rpcCode``, ``rpcMessage``).
+        """
+        links, error = await self.links_or_error()
+        if not links:
+            assert error is not None
+            raise error
+        missing = AgentLinkError("not_found", f"No Codex thread {thread_id} is known.", {"id": thread_id, "candidates": []})
+        try:
+            location = await self.service.locate(thread_id, links)
+        except AppServerUnavailable as exc:
+            raise exc.to_agent_link_error() from None
+        if location is None:
+            raise missing
+        link = location.link or location.readers[0]
+        try:
+            return await link.call(method, dict(params), timeout_ms=timeout_ms)
+        except AppServerError as exc:
+            if is_not_found(exc):
+                raise missing from None
+            raise exc.to_agent_link_error() from None
+        except AppServerUnavailable as exc:
+            raise exc.to_agent_link_error() from None
+
+    def thread_token_usage(self, thread: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The token counts Codex recorded for a thread, oldest first, from its rollout (the
+        thread object's ``path``, else the one found in ``CODEX_HOME``):
+        ``[{turnId, total, last, modelContextWindow}]`` as :func:`agent_link_codex.rollouts.token_counts`
+        gives them; ``[]`` when the rollout cannot be read. Reads a file: call it off the loop
+        for big threads (``asyncio.to_thread``)."""
+        path = thread.get("path")
+        found = Path(path) if isinstance(path, str) and path else rollouts.find_rollout(codex_home(self.env), str(thread.get("id")))
+        return rollouts.token_counts(found) if found is not None else []
+    async def recheck(self, message: dict[str, Any]) -> Delivery | None:
+        """Look for the echo of an earlier push of ``message`` that Codex accepted (or whose
+        answer was lost): the trackers, the thread's items on a reachable app-server, then the
+        rollout file. Never pushes and never starts an app-server."""
+        claim = self.claims.get(message["id"])
+        if claim is None or claim["state"] not in ("accepted", "unknown", "pushing"):
+            return None
+        links = self.service.live_links() or (await self.links_or_error(spawn=False))[0]
+        found, _ = await self.deliverer.find_echo(claim["thread_id"], message["id"], links)
+        if found is None:
+            return None
+        self.claims.settle(message["id"], "confirmed", turn_id=found.get("turnId"), item_id=found.get("itemId"))
+        proof = {"clientId": message["id"], **found}
+        return Delivery(delivered=True, via=VIA, state="accepted_by_app_server", evidence=proof)
+
     # background ------------------------------------------------------------------------
     async def serve(self, app: Any, peer: McpPeer) -> None:
         """Background delivery while the MCP client is connected (the App's ``aclose`` then
@@ -496,6 +570,16 @@ class CodexHarness(Harness):
         checked = 0
         for row in self.claims.stale(older_than_ms):
             message = app.mailbox.get_row(row["message_id"])
+            if row["state"] == "accepted" and message is not None and message["first_delivered_at"] is None:
+                # accepted by Codex: it will show up; look, and never resend
+                found, _ = await self.deliverer.find_echo(row["thread_id"], row["message_id"], links)
+                checked += 1
+                if found is None:
+                    self.claims.settle(row["message_id"], "accepted")  # looked at now
+                else:
+                    self.claims.settle(row["message_id"], "confirmed", turn_id=found.get("turnId"), item_id=found.get("itemId"))
+                    app.mailbox.mark_delivered(row["message_id"], VIA, {"clientId": row["message_id"], **found})
+                continue
             if message is None or message["first_delivered_at"] is not None or now_ms() - message["sent_at"] > QUEUED_MAX_AGE_MS:
                 self.claims.settle(row["message_id"], "failed" if message is None or message["first_delivered_at"] is None else "confirmed")
                 continue

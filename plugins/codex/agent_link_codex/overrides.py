@@ -38,7 +38,7 @@ REFUSAL_REASONS = {
     "cwd": "cwd_change_not_permitted",
 }
 HINTS = {
-    "model": "Fork the thread with the new model (fork_codex_thread keeps the original's cache), or ask for an override policy that lists you.",
+    "model": "Ask for an override policy that lists you, or start a new thread with the model you want.",
     "effort": "Only the thread's launcher or an override policy entry may change its effort.",
     "cwd": "Only an override policy entry may change the thread's working directory, and only inside its workspace.",
 }
@@ -119,7 +119,7 @@ def check_send(message: Any, context: Any, app: Any) -> list[dict[str, Any]] | N
             if decision.get("workspace") is not None:
                 details["workspace"] = decision["workspace"]
             raise AgentLinkError("permission_denied", decision.get("message") or f"{recipient} keeps its {setting}.",
-                                 details, hint=HINTS[setting])
+                                 details, hint=hint_for(setting, app))
         granted = decision.get("grantedBy") or {}
         switch: dict[str, Any] = {"setting": setting, "previous": previous, "current": value,
                                   "grantedBy": granted.get("rule", "policy") if isinstance(granted, dict) else str(granted),
@@ -184,6 +184,23 @@ def emit_switch_events(event: Any, app: Any) -> None:
             "setting": switch["setting"], "previous": switch["previous"], "current": switch["current"],
             "grantedBy": switch["grantedBy"], "expectedCost": switch.get("expectedCost"),
         }))
+
+
+#: the model hint when a plugin offers the fork tool (the forks plugin, agent-link-forks)
+FORK_TOOL = "fork_codex_thread"
+FORK_HINT = "Fork the thread with the new model (fork_codex_thread keeps the original's cache), or ask for an override policy that lists you."
+
+
+def hint_for(setting: str, app: Any) -> str:
+    """The refusal hint for ``setting``; the model hint names the fork tool only when a loaded
+    plugin registers it (so it never points at a tool that is not there)."""
+    if setting == "model":
+        try:
+            if FORK_TOOL in app.hooks.tools():
+                return FORK_HINT
+        except AgentLinkError:  # clashing tool registrations: say nothing about the fork tool
+            pass
+    return HINTS[setting]
 
 
 def default_decision(target: str, sender: str, setting: str, launched_by: str | None) -> dict[str, Any]:

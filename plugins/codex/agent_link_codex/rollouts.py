@@ -363,3 +363,42 @@ def _holders_lsof(path: str, exclude: set[int]) -> list[int] | None:
         return None
     pids = {int(line[1:]) for line in done.stdout.splitlines() if line.startswith("p") and line[1:].isdigit()}
     return sorted(pids - exclude)
+
+
+def token_counts(path: Path) -> list[dict[str, Any]]:
+    """Every ``token_count`` record of a rollout, oldest first, named as the app-server's
+    ``thread/tokenUsage/updated`` names them: ``{turnId, total, last, modelContextWindow}``
+    with ``total``/``last`` = ``{inputTokens, cachedInputTokens, outputTokens,
+    reasoningOutputTokens, totalTokens}``. ``turnId`` is the turn whose ``task_started`` came
+    last before the record. Only the file's own lines: a fork's counts start at its fork point.
+    Reads the file line by line, parsing only the lifecycle and token lines; [] when unreadable.
+    """
+    out: list[dict[str, Any]] = []
+    turn: str | None = None
+    try:
+        with open(path, "rb") as fh:
+            for raw in fh:
+                if b'"token_count"' not in raw and b'"task_started"' not in raw:
+                    continue
+                try:
+                    payload = json.loads(raw).get("payload") or {}
+                except ValueError:
+                    continue
+                if payload.get("type") == "task_started":
+                    turn = payload.get("turn_id") if isinstance(payload.get("turn_id"), str) else turn
+                elif payload.get("type") == "token_count" and isinstance(payload.get("info"), dict):
+                    info = payload["info"]
+                    out.append({"turnId": turn, "total": _usage(info.get("total_token_usage")),
+                                "last": _usage(info.get("last_token_usage")),
+                                "modelContextWindow": info.get("model_context_window")})
+    except OSError:
+        return []
+    return out
+
+
+def _usage(raw: Any) -> dict[str, int]:
+    """A rollout token usage (snake_case) in the app-server's camelCase names."""
+    raw = raw if isinstance(raw, dict) else {}
+    names = {"input_tokens": "inputTokens", "cached_input_tokens": "cachedInputTokens", "output_tokens": "outputTokens",
+             "reasoning_output_tokens": "reasoningOutputTokens", "total_tokens": "totalTokens"}
+    return {camel: int(raw.get(snake) or 0) for snake, camel in names.items()}

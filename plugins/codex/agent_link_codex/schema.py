@@ -11,7 +11,10 @@
   - ``failed``: the push verifiably did not land (rejected, or the thread shows no echo);
     only a row in this state can be claimed again;
   - ``unknown``: the answer was lost and the thread could not be checked; rechecked later,
-    never resent blindly.
+    never resent blindly;
+  - ``accepted`` (version 3): Codex answered the turn request but the echo has not come yet
+    (the input waits behind a running tool call or model request); never resent, confirmed
+    when the echo arrives.
 * ``codex_launches`` (version 2): who launched a thread through ``launch_codex_thread``
   (``launchedBy`` for the override policy) and the model, effort and cwd it started with.
 """
@@ -63,6 +66,33 @@ MIGRATIONS: tuple[Migration, ...] = (
             cwd TEXT,
             launched_at INTEGER NOT NULL         -- epoch ms
         );
+        """,
+    ),
+    Migration(
+        "codex",
+        3,
+        # SQLite cannot change a CHECK constraint in place: rebuild codex_pushes with 'accepted'.
+        """
+        CREATE TABLE codex_pushes_v3 (
+            message_id TEXT PRIMARY KEY,
+            thread_id TEXT NOT NULL,
+            endpoint_id TEXT,
+            state TEXT NOT NULL CHECK (state IN ('pushing', 'confirmed', 'failed', 'unknown', 'accepted')),
+            action TEXT,
+            turn_id TEXT,
+            item_id TEXT,
+            owner_pid INTEGER NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 1,
+            checks INTEGER NOT NULL DEFAULT 0,
+            error TEXT,
+            claimed_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL
+        );
+        INSERT INTO codex_pushes_v3 SELECT message_id, thread_id, endpoint_id, state, action, turn_id, item_id, owner_pid,
+            attempts, checks, error, claimed_at, updated_at FROM codex_pushes;
+        DROP TABLE codex_pushes;
+        ALTER TABLE codex_pushes_v3 RENAME TO codex_pushes;
+        CREATE INDEX codex_pushes_open ON codex_pushes (state, updated_at);
         """,
     ),
 )

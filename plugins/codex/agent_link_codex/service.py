@@ -74,6 +74,8 @@ class ThreadTracker:
     :ivar subscribed: threads this connection started or resumed (it gets their turn/item events).
     :ivar seen_idle: threads seen going idle here (the only ones background work touches).
     :ivar threads: thread id → the last thread object seen (without turns).
+    :ivar mcp_status: thread id → {MCP server name → its last start-up status} from
+        ``mcpServer/startupStatus/updated`` (``starting``, ``ready``, or a failure state).
     """
 
     def __init__(self, on_idle: Callable[[str], None] | None = None) -> None:
@@ -82,8 +84,10 @@ class ThreadTracker:
         self.subscribed: set[str] = set()
         self.seen_idle: set[str] = set()
         self.threads: dict[str, dict[str, Any]] = {}
+        self.mcp_status: dict[str, dict[str, str]] = {}
         self._echoes: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._waiters: dict[str, list[asyncio.Future[dict[str, Any]]]] = {}
+        self._mcp_changed: asyncio.Event | None = None
         self._on_idle = on_idle
 
     def remember(self, thread: Mapping[str, Any], *, subscribed: bool = False) -> None:
@@ -111,6 +115,7 @@ class ThreadTracker:
             self.subscribed.discard(tid)
             self.active_turn.pop(tid, None)
             self.seen_idle.discard(tid)
+            self.mcp_status.pop(tid, None)  # a later resume starts its MCP servers afresh
 
     def handle(self, note: Notification) -> None:
         """Update state from one notification."""
@@ -136,6 +141,12 @@ class ThreadTracker:
             self._set_status(tid, "notLoaded")
             if method == "thread/archived" and tid in self.threads:
                 self.threads[tid]["archivedHint"] = True
+        elif method == "mcpServer/startupStatus/updated":
+            name, status = p.get("name"), p.get("status")
+            if isinstance(name, str) and isinstance(status, str):
+                self.mcp_status.setdefault(tid, {})[name] = status
+                if self._mcp_changed is not None:
+                    self._mcp_changed.set()
         elif method == "thread/name/updated" and tid in self.threads:
             self.threads[tid]["name"] = p.get("threadName")
         elif method in ("item/started", "item/completed"):
@@ -143,6 +154,26 @@ class ThreadTracker:
             cid = item.get("clientId")
             if item.get("type") == "userMessage" and isinstance(cid, str):
                 self._echo(cid, {"threadId": tid, "turnId": p.get("turnId"), "itemId": item.get("id")})
+
+    async def wait_mcp_started(self, thread_id: str, names: frozenset[str], timeout_ms: int) -> dict[str, str]:
+        """Wait up to ``timeout_ms`` until none of the MCP servers ``names`` is ``starting`` on
+        ``thread_id`` any more (Codex reports each server's start-up to the connection that
+        started or resumed the thread, ``starting`` first, before that request's answer).
+
+        :returns: ``{name: last status}`` of those servers seen on the thread (empty when none
+            was reported, e.g. the thread was loaded before and its servers already run).
+        """
+        deadline = time.monotonic() + timeout_ms / 1000
+        if self._mcp_changed is None:
+            self._mcp_changed = asyncio.Event()
+        while True:
+            self._mcp_changed.clear()  # before reading, so no update between read and wait is missed
+            seen = {n: st for n, st in self.mcp_status.get(thread_id, {}).items() if n in names}
+            left = deadline - time.monotonic()
+            if "starting" not in seen.values() or left <= 0:
+                return seen
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._mcp_changed.wait(), left)
 
     def _echo(self, client_id: str, evidence: dict[str, Any]) -> None:
         self._echoes[client_id] = evidence
@@ -440,6 +471,10 @@ class CodexService:
     def _thread_went_idle(self, thread_id: str) -> None:
         if self.idle_event is not None:
             self.idle_event.set()
+
+    def spawn(self, work: Any) -> None:
+        """Run a coroutine beside the current work; :meth:`aclose` cancels what is left."""
+        self._spawn(work)
 
     def _spawn(self, work: Any) -> None:
         task = asyncio.ensure_future(work)

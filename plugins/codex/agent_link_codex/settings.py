@@ -70,6 +70,14 @@ SETTINGS: tuple[Setting, ...] = (
         "AGENT_LINK_CODEX_DESKTOP_PUSH", "choice", "mailbox-only", choices=("mailbox-only", "shared-daemon"),
         doc="threads held by another app-server get mail only (mailbox-only), or turns too (shared-daemon, needs an explicit endpoint)",
     ),
+    Setting(
+        "AGENT_LINK_CODEX_MCP_SERVER", "str", "agent-link",
+        doc="the name agent-link's MCP server has in Codex's config (a turn agent-link starts waits for it to be ready)",
+    ),
+    Setting(
+        "AGENT_LINK_CODEX_MCP_READY_MS", "int", 20_000, minimum=0, maximum=120_000,
+        doc="how long, in ms, a turn agent-link starts waits for agent-link's MCP server to finish starting on the thread",
+    ),
     Setting("AGENT_LINK_GUI_OPEN_DRY_RUN", "flag", False, doc="launch_codex_thread openInGui: do not actually open the app"),
 )
 

@@ -22,7 +22,7 @@ from agent_link_core.app import App
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.model import Caller
 from agent_link_core.tools import core_tools
-from agent_link_core.tools.registry import ToolCall
+from agent_link_core.tools.registry import ToolCall, ToolSpec
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
 
@@ -131,6 +131,29 @@ async def test_without_policy_only_the_launcher_may_change_effort(make_app: Any,
         assert stored(app) == 1
     finally:
         await app.aclose()
+
+
+class ForkTool:
+    """A plugin registering a tool named fork_codex_thread (as agent-link-forks does)."""
+
+    @hookimpl
+    def agent_link_register_tools(self, register: Any) -> None:
+        async def handler(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+            return {}
+
+        register(ToolSpec("fork_codex_thread", "Fork.", {"type": "object", "properties": {}, "additionalProperties": False}, {}, handler))
+
+
+async def test_model_refusal_hint_names_the_fork_tool_only_when_one_is_loaded(make_app: Any, thread: Thread) -> None:
+    for plugins, named in (((), False), ((ForkTool(),), True)):
+        app = make_app(*plugins, disabled="claude roles receipts forks")
+        try:
+            error = await refused(app, ALICE, model="gpt-b")
+            assert error.details["reason"] == "model_switch_requires_fork_or_opt_in"
+            assert ("fork_codex_thread" in (error.hint or "")) is named, error.hint
+            assert "override policy" in (error.hint or "")
+        finally:
+            await app.aclose()
 
 
 async def test_policy_plugin_grants_and_refusals(make_app: Any, thread: Thread) -> None:

@@ -103,6 +103,26 @@ def test_tracker_follows_notifications() -> None:
     assert tracker.status[TID] == "notLoaded" and TID not in tracker.subscribed and TID not in tracker.seen_idle
 
 
+async def test_tracker_waits_while_the_named_mcp_server_is_starting() -> None:
+    tracker = ThreadTracker()
+    names = frozenset({"agent-link"})
+
+    def status(name: str, state: str) -> None:
+        tracker.handle(Notification("mcpServer/startupStatus/updated", {"threadId": TID, "name": name, "status": state}))
+
+    assert await tracker.wait_mcp_started(TID, names, 5_000) == {}  # nothing reported: nothing to wait for
+    status("agent-link", "starting")
+    status("other", "starting")  # another server's start-up is not waited for
+    assert await tracker.wait_mcp_started(TID, names, 0) == {"agent-link": "starting"}  # the bound holds
+    waiting = asyncio.ensure_future(tracker.wait_mcp_started(TID, names, 5_000))
+    await asyncio.sleep(0.01)
+    assert not waiting.done()
+    status("agent-link", "ready")
+    assert await waiting == {"agent-link": "ready"}
+    tracker.handle(Notification("thread/closed", {"threadId": TID}))
+    assert TID not in tracker.mcp_status  # a later resume starts the servers afresh
+
+
 @pytest.fixture
 def claims(tmp_path: Path) -> PushClaims:
     return PushClaims(Store(tmp_path / "db.sqlite", (*CORE_MIGRATIONS, *MIGRATIONS)))
@@ -226,16 +246,19 @@ async def test_idle_thread_turn_start_with_client_id(deliverer: Deliverer, mini:
     assert again.delivered and again.fields["action"] == "already_delivered" and len(sent(mini, "turn/start")) == 1
 
 
-async def test_answered_without_echo_is_checked_not_believed(deliverer: Deliverer, mini: Any, scripted: Any,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_answered_without_echo_is_accepted_not_believed_and_never_resent(deliverer: Deliverer, mini: Any, scripted: Any,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(delivery_mod, "CONFIRM_MS", 300)
     thread = scripted(echo=False)
-    thread.start = lambda method, params: {"turn": {"id": "turn-x", "status": "inProgress"}}  # accepted, never lands
+    thread.start = lambda method, params: {"turn": {"id": "turn-x", "status": "inProgress"}}  # accepted, echo not yet
     mini.handlers["turn/start"] = thread.start
     out = await deliverer.push("M2", TID, "text", {})
-    assert not out.delivered and not out.unknown and out.state == "queued_in_mailbox"
-    assert [w["code"] for w in out.warnings] == ["codex_push_failed"] and out.warnings[0]["details"] == {"verified": True}
-    assert deliverer.claims.get("M2")["state"] == "failed"
+    assert not out.delivered and not out.unknown and out.accepted and out.state == "accepted_awaiting_thread"
+    assert out.note == "accepted, awaiting the thread" and [w["code"] for w in out.warnings] == ["codex_push_accepted"]
+    assert deliverer.claims.get("M2")["state"] == "accepted" and not deliverer.claims.reclaimable("M2")
+    starts = len(sent(mini, "turn/start"))
+    again = await deliverer.push("M2", TID, "text", {})  # e.g. the background pass: nothing is sent twice
+    assert again.accepted and again.fields["action"] == "already_accepted" and len(sent(mini, "turn/start")) == starts
     # it landed without a notification: found by reading the thread, delivered
     thread2 = scripted(echo=False)
     out = await deliverer.push("M3", TID, "text", {})

@@ -1,0 +1,91 @@
+"""Entry point of the agent-link forks plugin (entry point ``forks`` in group ``agent_link``).
+
+Contributes the ``fork_codex_thread`` tool, the fork job tables, the ``<fork .../>`` element of
+reconcile envelopes, the ``forkJobs`` health section, the ``agent-link forks`` commands, its
+settings, and the sweeper every MCP server runs (``agent_link_server_tasks``). It reaches
+Codex only through the codex plugin's harness (``agent-link-codex``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from agent_link_core import hookimpl
+from agent_link_core.config import Setting
+from agent_link_core.store import Migration
+from agent_link_forks.schema import MIGRATIONS
+
+if TYPE_CHECKING:
+    import click
+
+    from agent_link_core.app import App
+    from agent_link_core.mailbox import EnvelopeContribution
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("AGENT_LINK_FORKS_LEASE_MS", "int", 60_000, minimum=1_000, maximum=3_600_000, warning="forks_lease_ignored",
+            doc="how long a server's claim on a running fork job lasts without renewal, in ms"),
+    Setting("AGENT_LINK_FORKS_SWEEP_MS", "int", 60_000, minimum=1_000, maximum=3_600_000, warning="forks_sweep_ignored",
+            doc="how often each MCP server looks for fork jobs left by a server that stopped, in ms"),
+    Setting("AGENT_LINK_FORKS_START_TIMEOUT_MS", "int", 900_000, minimum=1_000, maximum=86_400_000,
+            warning="forks_start_timeout_ignored", doc="a fork job whose task never started is failed after this many ms"),
+)
+
+
+@hookimpl
+def agent_link_register_tools(register: Callable[[Any], None]) -> None:
+    """``fork_codex_thread``."""
+    from agent_link_forks.tools import FORK_TOOLS
+
+    for spec in FORK_TOOLS:
+        register(spec)
+
+
+@hookimpl
+def agent_link_register_settings(register: Callable[[Setting], None]) -> None:
+    """Lease, sweep interval and start timeout of fork jobs."""
+    for setting in SETTINGS:
+        register(setting)
+
+
+@hookimpl
+def agent_link_schema() -> list[Migration]:
+    """``fork_jobs``, ``fork_job_events``, ``fork_reconciles``, ``fork_archives``."""
+    return list(MIGRATIONS)
+
+
+@hookimpl
+def agent_link_render_envelope(message: dict[str, Any]) -> EnvelopeContribution | None:
+    """``<fork thread="codex:<id>" model=… effort=… status=…/>`` on a reconcile message."""
+    fork = message["metadata"].get("fork")
+    if not isinstance(fork, dict) or not str(fork.get("thread") or "").startswith("codex:"):
+        return None
+    from agent_link_core.envelope import render_element
+    from agent_link_core.mailbox import EnvelopeContribution
+
+    attrs = [(name, fork.get(name) if isinstance(fork.get(name), str) else None) for name in ("thread", "model", "effort", "status")]
+    return EnvelopeContribution(elements=[render_element("fork", attrs)])
+
+
+@hookimpl
+def agent_link_health(app: App) -> tuple[str, dict[str, Any]]:
+    """``forkJobs``: ``{pending, running, stuck, error, unreconciled}`` (see :meth:`Jobs.counts`)."""
+    from agent_link_forks.jobs import Jobs
+
+    return "forkJobs", Jobs(app.store).counts()
+
+
+@hookimpl
+def agent_link_server_tasks(app: App) -> list[Callable[[], Awaitable[None]]]:
+    """The fork job sweeper."""
+    from agent_link_forks.runner import runtime
+
+    return [runtime(app).sweeper_loop]
+
+
+@hookimpl
+def agent_link_register_commands(cli: click.Group) -> None:
+    """``agent-link forks list|show``."""
+    from agent_link_forks.cli import forks
+
+    cli.add_command(forks)
