@@ -178,7 +178,6 @@ class Harness:
         """Called by ``agent_link_health`` before :meth:`health`, with the tool's arguments
         (``startAppServer``: true = the harness may start or connect what it needs to report
         fully; false = probe nothing; absent = its cheap default). The default does nothing."""
-        return None
 
     async def recheck(self, message: dict[str, Any]) -> Delivery | None:
         """Look again for evidence of an earlier push of ``message`` that the host accepted

@@ -211,7 +211,7 @@ class Hooks:
         merged: dict[str, set[str]] = {}
         for impl in self._pm.hook.agent_link_session_roles.get_hookimpls():
             try:
-                answer = impl.function(**_wanted(impl, addresses=list(addresses), app=self.app))
+                answer: dict[str, list[str]] | None = impl.function(**_wanted(impl, addresses=list(addresses), app=self.app))
             except Exception:  # a listing must not fail because of a roles plugin
                 log.exception("agent_link_session_roles failed in %s", self._pm.get_name(impl.plugin))
                 continue

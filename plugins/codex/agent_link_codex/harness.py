@@ -711,7 +711,7 @@ def probe_version(values: Mapping[str, Any], env: Mapping[str, str]) -> dict[str
     if launcher.source == "AGENT_LINK_CODEX_APP_SERVER_BIN":
         return {**base, "probed": False, "installed": None, "reason": "app_server_bin_has_no_version_flag"}
     try:
-        done = subprocess.run([launcher.path, "--version"], capture_output=True, text=True, timeout=VERSION_TIMEOUT_S,
+        done = subprocess.run([launcher.path, "--version"], capture_output=True, text=True, timeout=VERSION_TIMEOUT_S, check=False,
                               env=dict(env), stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return {**base, "probed": True, "installed": None, "reason": type(exc).__name__}

@@ -356,7 +356,7 @@ def _holders_lsof(path: str, exclude: set[int]) -> list[int] | None:
     if program is None:
         return None
     try:
-        done = subprocess.run([program, "-F", "p", "--", path], capture_output=True, text=True, timeout=LSOF_TIMEOUT_S)
+        done = subprocess.run([program, "-F", "p", "--", path], capture_output=True, text=True, timeout=LSOF_TIMEOUT_S, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
     if done.returncode not in (0, 1) or (done.returncode == 1 and done.stdout.strip()):

@@ -444,7 +444,7 @@ async def launch_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) ->
         raise invalid_arguments([{"path": "anticipation", "rule": "requires_message", "expected": "a message to label"}])
     links = await harness.service.connect(spawn=True)
     link = links[0]
-    params = {k: args[k] for k in ("cwd", "model", "modelProvider", "serviceTier", "ephemeral") if k in args}
+    params: dict[str, Any] = {k: args[k] for k in ("cwd", "model", "modelProvider", "serviceTier", "ephemeral") if k in args}
     if "effort" in args:
         # thread/start has no effort parameter (Codex 0.169); the config override sets the
         # thread's reasoning effort, which later turns keep
