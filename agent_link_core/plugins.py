@@ -211,11 +211,13 @@ class Hooks:
         merged: dict[str, set[str]] = {}
         for impl in self._pm.hook.agent_link_session_roles.get_hookimpls():
             try:
-                answer: dict[str, list[str]] | None = impl.function(**_wanted(impl, addresses=list(addresses), app=self.app))
+                answer = impl.function(**_wanted(impl, addresses=list(addresses), app=self.app))
             except Exception:  # a listing must not fail because of a roles plugin
                 log.exception("agent_link_session_roles failed in %s", self._pm.get_name(impl.plugin))
                 continue
-            for address, names in (answer or {}).items():
+            if not isinstance(answer, dict):
+                continue
+            for address, names in answer.items():
                 merged.setdefault(address, set()).update(names)
         return {address: sorted(names) for address, names in merged.items()}
 
