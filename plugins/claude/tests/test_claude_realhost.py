@@ -293,13 +293,13 @@ def test_channel_push_reaches_a_running_session_as_a_new_turn(
             assert results[1]["result"] == "Thanks, I saw the peer message."
         text = _channel_text(stub.main_requests[-1], mid)
         assert text is not None, stub.main_requests[-1].text()[:3000]
-        assert 'source="plugin:agent-link:agent-link"' in text and 'from_session_id="test:alice"' in text
+        assert 'source="plugin:agent-link:codex-agent-link"' in text and 'from_session_id="test:alice"' in text
         assert f'<agent-link-message id="{mid}"' in text and "Build is green." in text
         row = app.mailbox.get_row(mid)
         assert row["delivered_via"] == "channel" and row["first_delivered_at"] is not None
         transcript = host.transcript_dir(cwd) / f"{sid}.jsonl"
         origins = [json.loads(line).get("origin") for line in transcript.read_text().splitlines()]
-        assert {"kind": "channel", "server": "plugin:agent-link:agent-link"} in origins
+        assert {"kind": "channel", "server": "plugin:agent-link:codex-agent-link"} in origins
     finally:
         app.close()
 

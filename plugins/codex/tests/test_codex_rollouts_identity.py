@@ -59,7 +59,9 @@ def test_summary_status_names_and_archive(tmp_path: Path, make_rollout: Callable
     assert active["status"]["type"] == "active" and active["archived"] is True
     assert rollouts.rollout_files(home, "active") == [path] and rollouts.rollout_files(home, "all") != []
     session = session_from_thread(summary, None, loaded=None)
-    assert (session.address, session.title, session.archived, session.receive["push"]) == (f"codex:{TID}", "new name", False, "codex-turn")
+    # read from a transcript alone: nobody is known to have it loaded, so it is not shown as pushable
+    assert (session.address, session.title, session.archived, session.receive["push"]) == (f"codex:{TID}", "new name", False, None)
+    assert session.loaded is False
     assert session_from_thread(active, None).receive["push"] is None
 
 
