@@ -3,8 +3,10 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PLUGINS := codex claude roles receipts projects approvals web forks
+# example plugins (docs/plugins.md): installed and tested like the others
+EXAMPLES := filehost
 
-.PHONY: install test bench hosts browser clean
+.PHONY: install test lint bench hosts browser clean
 
 install:
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -12,7 +14,8 @@ install:
 	# compat: plain path entries; setuptools' default editable finder costs ~30 ms at every
 	# interpreter start, and hosts start `agent-link hook` on every prompt.
 	$(PY) -m pip install --quiet --config-settings editable_mode=compat \
-		-e '.[test]' -e ./testing $(foreach p,$(PLUGINS),-e './plugins/$(p)[test]')
+		-e '.[test]' -e ./testing $(foreach p,$(PLUGINS),-e './plugins/$(p)[test]') \
+		$(foreach p,$(EXAMPLES),-e './examples/$(p)[test]')
 	$(MAKE) hosts
 	$(MAKE) browser
 
@@ -27,8 +30,14 @@ browser:
 	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
 	else echo "The web page's browser tests need Chromium. Install it with: sudo apt-get update && sudo apt-get install -y chromium"; fi
 
-test:
+test: lint
 	$(PY) -m pytest -q
+
+# Static checks (config in pyproject.toml) on the core, every plugin, testing/ and examples/.
+lint:
+	$(VENV)/bin/ruff check agent_link_core plugins testing examples tests
+	$(VENV)/bin/mypy agent_link_core testing/agent_link_testing \
+		$(foreach p,$(PLUGINS),plugins/$(p)/agent_link_$(p)) $(foreach p,$(EXAMPLES),examples/$(p)/agent_link_$(p))
 
 bench:
 	$(PY) bench/run.py

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import random
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,25 +98,38 @@ class SendResult:
         return out
 
 
-def sender(app: App, *, explicit: str | None = None, thread: str | None = None, endpoint: str | None = None) -> Caller:
-    """Who is sending: an explicit ``--from`` address, else a thread/endpoint pair given to
-    the harnesses to recognise, else the current session (from the session variables
-    the harness plugins read), else ``AGENT_LINK_ADDRESS``, else unverified ``external``.
+# The ``named`` keys that ``sender(thread=, endpoint=)`` stand for: kept only so that callers
+# written before harnesses declared their sender options keep working.
+LEGACY_NAMED_KEYS = ("threadId", "endpointId")
+
+
+def sender(app: App, *, explicit: str | None = None, named: Mapping[str, str] | None = None,
+           thread: str | None = None, endpoint: str | None = None) -> Caller:
+    """Who is sending: an explicit ``--from`` address, else a sender named in a harness's own
+    terms (its :class:`~agent_link_core.harness.SenderOption` values, ``{key: value}``) for
+    the harnesses to recognise, else the current session (from the session variables the
+    harness plugins read), else ``AGENT_LINK_ADDRESS``, else unverified ``external``.
+
+    ``thread`` / ``endpoint`` are the older spelling of ``named`` for the harness that
+    declares those keys; kept for existing callers.
 
     :raises AgentLinkError: ``invalid_arguments`` for a malformed ``explicit`` address, or a
-        thread no harness recognises.
+        named sender no harness recognises (the path names the option).
     """
     if explicit:
         if not is_address(explicit):
             raise invalid_arguments([{"path": "from", "rule": "pattern", "expected": "an address such as <harness>:<id>"}])
         return Caller(explicit, "explicit", address_scheme(explicit))
     if thread:
-        meta = {"threadId": thread, **({"endpointId": endpoint} if endpoint else {})}
+        named = {LEGACY_NAMED_KEYS[0]: thread, **({LEGACY_NAMED_KEYS[1]: endpoint} if endpoint else {})}
+    if named:
         for harness in app.harnesses.values():
-            found = harness.identify_caller(meta, {})
+            found = harness.identify_caller(dict(named), {})
             if found is not None and found.known:
                 return Caller(found.address, "explicit", found.host)
-        raise invalid_arguments([{"path": "from-thread", "rule": "unknown", "expected": "a thread id a harness recognises"}])
+        flags = [o.flag for h in app.harnesses.values() for o in h.sender_options if o.key in named] or sorted(named)
+        raise invalid_arguments([{"path": flags[0].lstrip("-"), "rule": "unknown",
+                                  "expected": "a sender an installed harness recognises"}])
     return app.caller()
 
 
@@ -145,7 +159,7 @@ async def resolve_target(app: App, target: str, caller: Caller) -> str:
     if is_address(target):
         recipient, _, _ = await app.target_address(target, caller)
         return recipient
-    routed = app.hooks.resolve_address(target, caller.address)
+    routed = await app.hooks.aresolve_address(target, caller.address)
     if routed is not None:
         return routed["address"]
     from agent_link_core.directory import gather_listings

@@ -14,9 +14,10 @@ import sqlite3
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
-from agent_link_core import __version__
+from agent_link_core import __version__, problem_log
 from agent_link_core.config import Config, load_config
 from agent_link_core.directory import gather_listings, providers_view, rank, session_view, split_address
 from agent_link_core.envelope import render_inbox
@@ -24,17 +25,16 @@ from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import Delivery, Harness
 from agent_link_core.mailbox import (
     Mailbox,
-    OutgoingMessage,
-    SendContext,
     check_body,
     check_labels,
     iso,
     new_message_id,
     parse_iso_ms,
 )
-from agent_link_core.model import EXTERNAL, Caller, address_scheme, is_address, is_ulid
+from agent_link_core.model import EXTERNAL, Caller, Session, address_scheme, is_address, is_ulid
+from agent_link_core.records import OutgoingMessage, SendContext
 from agent_link_core.plugins import Hooks, PluginReport, build_plugin_manager, trace_hook_calls
-from agent_link_core.store import Store, ensure_private_dir, integrity, now_ms
+from agent_link_core.store import Store, database_error, ensure_private_dir, integrity, now_ms
 
 log = logging.getLogger(__name__)
 
@@ -79,14 +79,43 @@ class App:
         self.plugin_report = report
         self.env = env
         hooks.app = self
-        self.harnesses: dict[str, Harness] = hooks.harnesses()
-        self.store = Store(config.db_path, hooks.migrations())
+        if hooks.report is not report:  # one report: what loading found and what failed since
+            report.boundary = hooks.boundary
+            hooks.report = report
+        hooks.boundary.sink = partial(problem_log.append, config.state_dir)
+        self.harnesses: dict[str, Harness] = dict(hooks.harnesses())
+        self.store = self._open_store(config.db_path, hooks.migrations())
         self.mailbox = Mailbox(self.store, config, hooks)
         # "reply:<message id>" / "from:<address>" -> waits running in this process, so push
         # loops can leave a message to the wait that is about to return it.
         self.waiting: dict[str, int] = {}
-        for harness in self.harnesses.values():
-            harness.attach(self)
+        for harness in list(self.harnesses.values()):
+            plugin = hooks.owner("harness", harness.name)
+            if not hooks.guard_harness(harness, "attach", partial(_attach, harness, self), False) and plugin:
+                hooks.boundary.fault(plugin, f"harness.{harness.name}.attach", "the harness could not attach", disable=True)
+
+    def _open_store(self, path: str, migrations: list[Any]) -> Store:
+        """Open the database with the core's migrations, then each plugin's: a plugin whose
+        migration fails is left out (reported), the mailbox and the other plugins stay.
+
+        :raises AgentLinkError: ``state_io_error`` when the database itself is unusable.
+        """
+        plugins = set(self.plugin_report.loaded)  # a plugin's migrations carry its name
+        store = Store(path, [m for m in migrations if m.owner not in plugins])
+        by_owner: dict[str, list[Any]] = {}
+        for m in migrations:
+            if m.owner in plugins:
+                by_owner.setdefault(m.owner, []).append(m)
+        for owner, batch in by_owner.items():
+            try:
+                store.migrate(batch)
+            except sqlite3.OperationalError as exc:  # the plugin's SQL; a damaged file is not its fault
+                self.hooks.boundary.fault(owner, "agent_link_schema", f"migration failed: {type(exc).__name__}: {exc}"[:300],
+                                          fix="Fix the migration's SQL.", disable=True)
+            except sqlite3.DatabaseError as exc:
+                store.close()
+                raise database_error(path, exc) from exc
+        return store
 
     @classmethod
     def create(cls, env: Mapping[str, str] | None = None, extra_plugins: tuple[Any, ...] = ()) -> App:
@@ -97,7 +126,7 @@ class App:
         """
         env = dict(os.environ if env is None else env)
         pm, report = build_plugin_manager(env=env, extra_plugins=extra_plugins)
-        hooks = Hooks(pm)
+        hooks = Hooks(pm, report)
         config = load_config(env, hooks.settings())
         configure_logging(config)
         if config.get("AGENT_LINK_DEBUG"):
@@ -137,7 +166,13 @@ class App:
         preferred = self.config.get("AGENT_LINK_HOST")
         ordered = sorted(self.harnesses.values(), key=lambda h: (h.name != preferred, h.name))
         for harness in ordered:
-            found = harness.identify_caller(meta, self.env)
+            # A harness that fails here loses its own callers only (reported); the next one is asked.
+            found = self.hooks.guard_harness(harness, "identify_caller", partial(harness.identify_caller, meta, self.env))
+            if found is not None and not isinstance(found, Caller):
+                plugin = self.hooks.owner("harness", harness.name) or harness.name
+                self.hooks.boundary.fault(plugin, f"harness.{harness.name}.identify_caller",
+                                          f"returned {type(found).__name__}; expected a Caller or None")
+                continue
             if found is not None and found.known:
                 return found
         configured = self.config.get("AGENT_LINK_ADDRESS")  # validated by load_config
@@ -161,6 +196,26 @@ class App:
             return {"host": caller.host, "source": "caller", "variable": None}
         return {"host": None, "source": "none", "variable": None}
 
+    def _harness_failed(self, harness: Harness, exc: Exception, method: str = "list_sessions") -> None:
+        """Report a harness method's failure as its plugin's problem (the caller carries on)."""
+        plugin = self.hooks.owner("harness", harness.name) or f"harness {harness.name}"
+        self.hooks.boundary.fault(plugin, f"harness.{harness.name}.{method}", f"{type(exc).__name__}: {exc}"[:300], exc=exc)
+
+    async def _get_session(self, harness: Harness, session_id: str) -> Any:
+        """``harness.get_session``; a failure (other than AgentLinkError) is reported and counts
+        as "not found there"."""
+        try:
+            session = await harness.get_session(session_id)
+        except AgentLinkError:
+            raise
+        except Exception as exc:
+            self._harness_failed(harness, exc, "get_session")
+            return None
+        if session is not None and not isinstance(session, Session):
+            self._harness_failed(harness, TypeError(f"get_session returned {type(session).__name__}"), "get_session")
+            return None
+        return session
+
     def require_caller(self, caller: Caller) -> Caller:
         """The caller when it has an address; else ``no_current_session``."""
         if caller.known:
@@ -179,7 +234,8 @@ class App:
         include_archived: bool = False, limit: int = 20,
     ) -> dict[str, Any]:
         """Sessions of every harness, newest first, filtered; with provider reports."""
-        listings = await gather_listings(self.harnesses, only=harness, include_archived=include_archived, limit=max(limit, 200))
+        listings = await gather_listings(self.harnesses, only=harness, include_archived=include_archived, limit=max(limit, 200),
+                                        on_error=self._harness_failed)
         sessions = [s for listing in listings.values() for s in listing.sessions]
         if not include_archived:
             sessions = [s for s in sessions if not s.archived]
@@ -202,15 +258,15 @@ class App:
         if is_address(query):
             scheme, ident = split_address(query)
             if scheme in self.harnesses:
-                session = await self.harnesses[scheme].get_session(ident)
+                session = await self._get_session(self.harnesses[scheme], ident)
                 if session is None:
                     return {**out, "status": "not_found"}
                 view = session_view(session)
                 return {**out, "status": "resolved", "best": view, "candidates": [view]}
             try:
-                routed = self.hooks.resolve_address(query, caller.address)
+                routed = await self.hooks.aresolve_address(query, caller.address)
             except AgentLinkError as exc:
-                # "Not found" from a resolve tool is a verdict, not an error (reference §3).
+                # "Not found" from a resolve tool is a verdict, not an error (docs/behaviour.md §3).
                 if exc.code not in ("not_found", "ambiguous"):
                     raise
                 return {**out, "status": exc.code, "candidates": exc.details.get("candidates", []),
@@ -224,11 +280,11 @@ class App:
             best = {"address": query, "harness": scheme, "known": False}
             return {**out, "status": "resolved", "best": best, "candidates": [best]}
         chosen = [h for h in self.harnesses.values() if harness in ("all", h.name)]
-        direct = [s for s in await asyncio.gather(*(h.get_session(query) for h in chosen)) if s is not None]
+        direct = [s for s in await asyncio.gather(*(self._get_session(h, query) for h in chosen)) if s is not None]
         if len(direct) == 1:  # one lookup beats scanning listings that may be capped
             view = session_view(direct[0])
             return {**out, "status": "resolved", "best": view, "candidates": [view]}
-        listings = await gather_listings(self.harnesses, only=harness, include_archived=True)
+        listings = await gather_listings(self.harnesses, only=harness, include_archived=True, on_error=self._harness_failed)
         sessions = [s for listing in listings.values() for s in listing.sessions]
         exact = [s for s in sessions if s.id == query or query in s.aliases]
         providers = providers_view(listings)
@@ -257,13 +313,13 @@ class App:
         if is_address(to):
             scheme, ident = split_address(to)
             if scheme in self.harnesses:
-                session = await self.harnesses[scheme].get_session(ident)
+                session = await self._get_session(self.harnesses[scheme], ident)
                 if session is None:
                     raise AgentLinkError("not_found", f"No session {to} is known.", {"query": to, "candidates": []})
                 if session.archived and not allow_archived:
                     raise AgentLinkError("archived", f"{to} is archived and cannot receive mail.", {"address": to})
                 return session.address, None, {}
-            routed = self.hooks.resolve_address(to, caller.address)
+            routed = await self.hooks.aresolve_address(to, caller.address)
             if routed is not None:
                 return routed["address"], routed.get("via"), dict(routed.get("metadata") or {})
             if scheme == "role":
@@ -294,7 +350,7 @@ class App:
         """Store a message, then try to push it to its recipient.
 
         With ``reply_to`` from that message's recipient, the send also resolves it as a
-        reply (reference §8). ``message_id`` makes the send idempotent: the same id with
+        reply (docs/behaviour.md §8). ``message_id`` makes the send idempotent: the same id with
         the same content returns the first outcome; with other content it is refused.
 
         :raises AgentLinkError: ``invalid_arguments``, ``body_too_large``, ``not_found``,
@@ -306,8 +362,9 @@ class App:
         if message_id is not None and not is_ulid(message_id):
             raise invalid_arguments([{"path": "messageId", "rule": "pattern", "expected": "a 26-character ULID"}])
         answered = self.mailbox.require(reply_to) if reply_to else None
+        target_meta: dict[str, Any]
         if message_id is not None and self.mailbox.get_row(message_id) is not None:
-            recipient, via, target_meta = self.mailbox.get_row(message_id)["recipient"], None, {}
+            recipient, via, target_meta = self.mailbox.stored(message_id)["recipient"], None, {}
         else:
             recipient, via, target_meta = await self.target_address(to, caller, allow_archived=allow_archived)
         if via:
@@ -319,13 +376,13 @@ class App:
         is_reply = answered is not None and answered["recipient"] == caller.address
         context = SendContext(tool, dict(arguments or {}), via, is_reply, dict(meta or {}))
         warnings = self.hooks.before_send(msg, context)
-        if is_reply and self.mailbox.state(answered).resolution is None:
+        if answered is not None and is_reply and self.mailbox.state(answered).resolution is None:
             _, row = self.mailbox.resolve(answered["id"], caller, "reply", reply=msg, result=context.result)
             created = True
         else:
             row, created = self.mailbox.store_message(msg, context.result)
         delivery = await self.push(row, options or {}) if created else None
-        return SendOutcome(self.mailbox.row_dict(self.mailbox.get_row(row["id"])), created, delivery, warnings, via,
+        return SendOutcome(self.mailbox.row_dict(self.mailbox.stored(row["id"])), created, delivery, warnings, via,
                            context.result)
 
     async def push(self, row: Any, options: Mapping[str, Any]) -> Delivery | None:
@@ -344,8 +401,11 @@ class App:
         except AgentLinkError as exc:
             return Delivery(warnings=[{"code": exc.code, "message": exc.message, "details": exc.details}])
         except Exception as exc:  # the row is stored: report the failure, the message stays queued
-            log.exception("harness %s failed to deliver %s", harness.name, row["id"])
+            self._harness_failed(harness, exc, "deliver")
             return Delivery(warnings=[{"code": "internal_error", "message": f"{harness.name} could not push: {type(exc).__name__}"}])
+        if not isinstance(delivery, Delivery):
+            self._harness_failed(harness, TypeError(f"deliver returned {type(delivery).__name__}, not a Delivery"), "deliver")
+            return Delivery(warnings=[{"code": "internal_error", "message": f"{harness.name} could not push: bad answer"}])
         if delivery.delivered and delivery.via:
             self.mailbox.mark_delivered(row["id"], delivery.via, delivery.evidence)
         elif delivery.accepted:
@@ -436,7 +496,7 @@ class App:
         delivery = await self.push(reply_row, {}) if reply_row is not None else None
         if reply_row is not None:
             reply_row = self.mailbox.get_row(reply_row["id"])
-        state = self.mailbox.state(self.mailbox.get_row(message_id))
+        state = self.mailbox.state(self.mailbox.stored(message_id))
         out = {
             "messageId": reply_row["id"] if reply_row is not None else None,
             "replyToMessageId": message_id,
@@ -501,7 +561,8 @@ class App:
         limit: int = 50, include_bodies: bool = False,
     ) -> dict[str, Any]:
         """Messages sent or received by the caller (or all, when allowed), newest first."""
-        clauses, params = [], []
+        clauses: list[str] = []
+        params: list[Any] = []
         if scope == "all":
             if not self.config.get("AGENT_LINK_INSPECT_ALL"):
                 raise AgentLinkError("permission_denied", "Inspecting every mailbox needs AGENT_LINK_INSPECT_ALL=1 in the server's environment.",
@@ -628,7 +689,7 @@ class App:
                     if capped:
                         out.update(capped=True, requestedTimeoutMs=timeout_ms)
                     if reply_to:
-                        out["messageStatus"] = self.mailbox.state(self.mailbox.get_row(reply_to)).status
+                        out["messageStatus"] = self.mailbox.state(self.mailbox.stored(reply_to)).status
                     if warnings:
                         out["warnings"] = warnings
                     return out
@@ -653,7 +714,7 @@ class App:
 
     def _wait_check(self, caller: Caller, target: str, reply_to: str | None, since: int) -> dict[str, Any] | None:
         if reply_to:
-            row = self.mailbox.get_row(reply_to)
+            row = self.mailbox.stored(reply_to)
             state = self.mailbox.state(row)
             if state.resolution is not None:
                 outcome = {"reply": "reply", "decline": "declined", "done": "done"}[state.resolution["kind"]]
@@ -676,10 +737,10 @@ class App:
 
     def _take_reply(self, caller: Caller, reply_id: str) -> dict[str, Any]:
         """A reply returned by a wait reaches the caller here: it counts as delivered."""
-        row = self.mailbox.get_row(reply_id)
+        row = self.mailbox.stored(reply_id)
         if caller.known and row["recipient"] == caller.address:
             self.mailbox.mark_delivered(reply_id, "wait")
-            row = self.mailbox.get_row(reply_id)
+            row = self.mailbox.stored(reply_id)
         view = self.mailbox.to_view(row)
         view["envelope"] = self.mailbox.envelope(row)
         return view
@@ -713,18 +774,43 @@ class App:
                 "intervalMs": self.config.reminder_interval_ms,
                 "warnings": list(self.config.warnings),
             },
-            "plugins": {
-                "loaded": self.plugin_report.loaded,
-                "blocked": self.plugin_report.blocked,
-                "failed": self.plugin_report.failed,
-                "versions": self.plugin_report.versions,
-            },
-            "harnesses": {name: h.health() for name, h in self.harnesses.items()},
+            "harnesses": {name: self._harness_health(h) for name, h in list(self.harnesses.items())},
             "sections": self.hooks.health_sections(),
         }
+        self.hooks.tools()  # a refused tool is a plugin problem health must show
+        out["plugins"] = self.plugins_view()
         if include_caller_context:
             out["callerContext"] = {"meta": json.loads(json.dumps(meta or {}, default=str)), "source": caller.source}
         return out
+
+
+    def plugins_view(self) -> dict[str, Any]:
+        """What loading found and every plugin problem: this process's (``problems``) and
+        those other agent-link processes met in the last day (``elsewhere``)."""
+        view = self.plugin_report.as_dict()
+        view["elsewhere"] = problem_log.recent_elsewhere(self.config.state_dir, view["problems"])
+        return view
+
+    def _harness_health(self, harness: Harness) -> dict[str, Any]:
+        marker = object()
+        section = self.hooks.guard_harness(harness, "health", harness.health, marker)
+        if section is marker:
+            return {"error": "this harness's health failed; see plugins.problems"}
+        if not isinstance(section, dict):
+            self._harness_failed(harness, TypeError(f"returned {type(section).__name__}, not a dict"), "health")
+            return {"error": "this harness's health failed; see plugins.problems"}
+        return section
+
+    def mcp_capabilities(self) -> dict[str, dict[str, Any]]:
+        """The experimental MCP capabilities every harness offers (a failing harness offers none)."""
+        capabilities: dict[str, dict[str, Any]] = {}
+        for harness in list(self.harnesses.values()):
+            offered = self.hooks.guard_harness(harness, "mcp_capabilities", partial(harness.mcp_capabilities, self), {})
+            if not isinstance(offered, dict) or not all(isinstance(k, str) and isinstance(v, dict) for k, v in offered.items()):
+                self._harness_failed(harness, TypeError(f"returned {type(offered).__name__}, not {{name: dict}}"), "mcp_capabilities")
+                continue
+            capabilities.update(offered)
+        return capabilities
 
 
 LOG_LEVELS = {"error": logging.ERROR, "warn": logging.WARNING, "info": logging.INFO, "debug": logging.DEBUG}
@@ -758,6 +844,11 @@ def configure_logging(config: Config) -> None:
     logger.setLevel(LOG_LEVELS[level_name])
 
 
+def _attach(harness: Harness, app: App) -> bool:
+    harness.attach(app)
+    return True
+
+
 def _private(path: str) -> bool:
     """True when only the owner can enter ``path`` (no group or other permission bits)."""
     try:
@@ -776,7 +867,7 @@ def _delivery_word(reply_row: Any, delivery: Delivery | None) -> str:
 
 def message_summary(app: App, outcome: SendOutcome) -> dict[str, Any]:
     """The common result fields of a send (message_agent, CLI send)."""
-    row = app.mailbox.get_row(outcome.message["id"])
+    row = app.mailbox.stored(outcome.message["id"])
     state = app.mailbox.state(row)
     delivery = outcome.delivery
     out: dict[str, Any] = {

@@ -1,6 +1,6 @@
-"""Reading caller context (thread, turn, tool call ids) out of a tool call's MCP ``_meta``.
+"""Reading caller context (session and tool call ids) out of a tool call's MCP ``_meta``.
 
-Hosts put these under different keys and namespaces (shared/reference/agent-link-behaviour.md
+Hosts put these under different keys and namespaces (docs/behaviour.md
 §2 and §25); harness and audit plugins pass their own key lists and namespaces, and share
 the lookup rules here.
 """

@@ -117,7 +117,14 @@ def _print_health(h: dict[str, Any]) -> None:
         click.echo(f"  DAMAGED database: {h['database']['integrity']} (move it aside to start afresh)")
     click.echo(f"  plugins:    {', '.join(h['plugins']['loaded']) or 'none'}")
     for name, reason in h["plugins"]["failed"].items():
-        click.echo(f"  BROKEN plugin {name}: {reason}")
+        click.echo(f"  BROKEN plugin {name}: {reason} (AGENT_LINK_DISABLE_PLUGINS={name} silences it)")
+    for problem in h["plugins"].get("problems", []):
+        if not problem["disabled"]:
+            click.echo(f"  plugin problem: {problem['plugin']}: {problem['hook']}: {problem['error']} ({problem['count']}x)")
+            click.echo(f"    {problem['fix']}")
+    for problem in h["plugins"].get("elsewhere", []):
+        click.echo(f"  plugin problem in process {problem['pid']}: {problem['plugin']}: {problem['hook']}: {problem['error']}")
+        click.echo(f"    {problem['fix']}")
     for dep in h["env"]["deprecated"]:
         click.echo(f"  deprecated variable {dep['name']}: use {dep['canonical']}")
     for c in h["env"]["conflicts"]:
@@ -144,11 +151,38 @@ class AgentLinkGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in self.commands:
             self._load_plugin_commands(ctx)
-        return super().get_command(ctx, cmd_name)
+        command = super().get_command(ctx, cmd_name)
+        if command is not None and getattr(command.callback, "__agent_link_sender_options__", False):
+            _add_sender_options(command, get_app(ctx))
+        return command
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         self._load_plugin_commands(ctx)
         return super().list_commands(ctx)
+
+
+def sender_options(app: App) -> list[Any]:
+    """The sender options (:class:`~agent_link_core.harness.SenderOption`) of every harness,
+    one per flag (the first harness by name declaring a flag defines it)."""
+    seen: dict[str, Any] = {}
+    for _, harness in sorted(app.harnesses.items()):
+        for option in harness.sender_options:
+            seen.setdefault(option.flag, option)
+    return list(seen.values())
+
+
+def option_param(flag: str) -> str:
+    """The click parameter name of ``--a-flag`` (``a_flag``)."""
+    return flag.lstrip("-").replace("-", "_")
+
+
+def _add_sender_options(command: click.Command, app: App) -> None:
+    """Give a sending command (send, reply, status, wait) the harnesses' sender options."""
+    present = {p.name for p in command.params}
+    for option in sender_options(app):
+        if option.param not in present:
+            command.params.append(click.Option([option.flag], help=option.help))
+            present.add(option.param)
 
 
 def build_cli() -> click.Group:
@@ -171,8 +205,9 @@ def build_cli() -> click.Group:
     @click.pass_context
     def plugins(ctx: click.Context, as_json: bool) -> None:
         """List loaded, blocked and broken plugins."""
-        report = get_app(ctx).plugin_report
-        data = {"loaded": report.loaded, "blocked": report.blocked, "failed": report.failed, "versions": report.versions}
+        app = get_app(ctx)
+        app.hooks.tools()  # check every plugin's tools too: a refused one is a problem to show
+        data = app.plugins_view()
 
         def human(d: dict[str, Any]) -> None:
             for name in d["loaded"]:
@@ -181,6 +216,14 @@ def build_cli() -> click.Group:
                 click.echo(f"{name} (disabled by AGENT_LINK_DISABLE_PLUGINS)")
             for name, reason in d["failed"].items():
                 click.echo(f"{name} BROKEN: {reason}")
+                click.echo(f"  turn it off: AGENT_LINK_DISABLE_PLUGINS={name}")
+            for problem in d["problems"]:
+                if not problem["disabled"]:
+                    click.echo(f"{problem['plugin']} problem in {problem['hook']}: {problem['error']} ({problem['count']}x)")
+                    click.echo(f"  {problem['fix']}")
+            for problem in d["elsewhere"]:
+                click.echo(f"{problem['plugin']} problem in {problem['hook']} (process {problem['pid']}): {problem['error']}")
+                click.echo(f"  {problem['fix']}")
             if not any(d[k] for k in ("loaded", "blocked", "failed")):
                 click.echo("no plugins installed")
 
@@ -219,24 +262,26 @@ def build_cli() -> click.Group:
 
     json_opt = click.option("--json", "as_json", is_flag=True, help="Print one JSON object (indented).")
     ndjson_opt = click.option("--ndjson", is_flag=True, help="Print the same JSON object on one line.")
-    from_opts = [
-        click.option("--from", "from_address", help="Act as this address (unverified)."),
-        click.option("--from-thread", help="Act as this thread/session id (unverified), when not inside one."),
-        click.option("--from-endpoint", help="The endpoint of --from-thread, when several know it."),
-    ]
-
     def with_from(f: Any) -> Any:
-        for opt in reversed(from_opts):
-            f = opt(f)
+        """``--from ADDRESS``, plus the sender options the installed harnesses declare
+        (added when the command is looked up: :meth:`AgentLinkGroup.get_command`)."""
+        f = click.option("--from", "from_address", help="Act as this address (unverified).")(f)
+        f.__agent_link_sender_options__ = True
         return f
 
-    def who_am_i(app: App, from_address: str | None, from_thread: str | None, from_endpoint: str | None) -> Any:
+    def who_am_i(app: App, from_address: str | None, named: dict[str, Any]) -> Any:
         from agent_link_core import api
 
-        if from_endpoint and not from_thread:
-            raise click.UsageError("--from-endpoint needs --from-thread")
+        given: dict[str, str] = {}
+        for option in sender_options(app):
+            value = named.get(option.param)
+            if value is None:
+                continue
+            if option.requires and named.get(option_param(option.requires)) is None:
+                raise click.UsageError(f"{option.flag} needs {option.requires}")
+            given[option.key] = value
         try:
-            return api.sender(app, explicit=from_address, thread=from_thread, endpoint=from_endpoint)
+            return api.sender(app, explicit=from_address, named=given or None)
         except AgentLinkError as exc:
             fail(exc)
 
@@ -292,7 +337,7 @@ def build_cli() -> click.Group:
     def send(ctx: click.Context, target: str, text: str, message_id: str | None, ttl_ms: int | None, reply_by: str | None,
              anticipation: str | None, wait_reply: bool, timeout_ms: int, retry_count: int, retry_delay_ms: int,
              retry_backoff: float, retry_jitter: float, retry_unknown: bool, from_address: str | None,
-             from_thread: str | None, from_endpoint: str | None, as_json: bool, ndjson: bool) -> None:
+             as_json: bool, ndjson: bool, **named: Any) -> None:
         """Send TEXT to TARGET: a contact alias, an address (harness:id, role:name), a form a plugin
         understands (e.g. an endpoint composite), or a bare session id.
 
@@ -302,7 +347,7 @@ def build_cli() -> click.Group:
         from agent_link_core import api
 
         app = get_app(ctx)
-        me = who_am_i(app, from_address, from_thread, from_endpoint)
+        me = who_am_i(app, from_address, named)
         policy = api.RetryPolicy(retry_count, retry_delay_ms, retry_backoff, retry_jitter)
         if wait_reply and anticipation == "fyi":
             raise click.UsageError("--wait expects an answer; it cannot go with --anticipation fyi")
@@ -339,14 +384,14 @@ def build_cli() -> click.Group:
     @json_opt
     @click.pass_context
     def reply(ctx: click.Context, message_id: str, text: str | None, decline: bool, done: bool, from_address: str | None,
-              from_thread: str | None, from_endpoint: str | None, as_json: bool) -> None:
+              as_json: bool, **named: Any) -> None:
         """Answer MESSAGE_ID, a message addressed to the current session; the answer goes back
         to its sender."""
         if decline and done:
             raise click.UsageError("choose one of --decline and --done")
         kind = "decline" if decline else ("done" if done else None)
         app = get_app(ctx)
-        me = who_am_i(app, from_address, from_thread, from_endpoint)
+        me = who_am_i(app, from_address, named)
         data = run_async(app.reply(caller=me, message_id=message_id, resolution=kind or "reply", message=text))
         emit(data, as_json, lambda d: click.echo(f"{d['resolution']['kind']}: {message_id} ({d['status']}); reply {d['messageId'] or 'none'} {d['delivery']}"))
 
@@ -355,11 +400,10 @@ def build_cli() -> click.Group:
     @with_from
     @json_opt
     @click.pass_context
-    def status(ctx: click.Context, message_id: str, from_address: str | None, from_thread: str | None,
-               from_endpoint: str | None, as_json: bool) -> None:
+    def status(ctx: click.Context, message_id: str, from_address: str | None, as_json: bool, **named: Any) -> None:
         """Show delivery, status and reminders of a message you sent or received."""
         app = get_app(ctx)
-        me = who_am_i(app, from_address, from_thread, from_endpoint)
+        me = who_am_i(app, from_address, named)
         try:
             data = app.status(me, message_id)
             if data["delivery"] == "accepted" and run_async(app.refresh_delivery(data["messageId"])):
@@ -375,11 +419,11 @@ def build_cli() -> click.Group:
     @with_from
     @json_opt
     @click.pass_context
-    def wait(ctx: click.Context, message_id: str, timeout_ms: int, from_address: str | None, from_thread: str | None,
-             from_endpoint: str | None, as_json: bool) -> None:
+    def wait(ctx: click.Context, message_id: str, timeout_ms: int, from_address: str | None, as_json: bool,
+             **named: Any) -> None:
         """Wait for the resolution of MESSAGE_ID (exit 0 also on timeout: check the outcome)."""
         app = get_app(ctx)
-        me = who_am_i(app, from_address, from_thread, from_endpoint)
+        me = who_am_i(app, from_address, named)
         data = run_async(app.wait(caller=me, agent=message_id, reply_to=message_id, timeout_ms=timeout_ms))
 
         def human(d: dict[str, Any]) -> None:
@@ -439,13 +483,13 @@ def build_cli() -> click.Group:
     @click.pass_context
     def search(ctx: click.Context, query: str, sent_by: str | None, sent_to: str | None, since: str | None,
                until: str | None, status: str | None, limit: int, cursor: str | None, from_address: str | None,
-               from_thread: str | None, from_endpoint: str | None, as_json: bool) -> None:
+               as_json: bool, **named: Any) -> None:
         """Search the messages you sent or received (all with AGENT_LINK_INSPECT_ALL=1).
 
         QUERY: words (all must match), "exact phrases", OR, NOT, parentheses, prefix*.
         """
         app = get_app(ctx)
-        me = who_am_i(app, from_address, from_thread, from_endpoint)
+        me = who_am_i(app, from_address, named)
         try:
             data = app.search(me, query, from_address=sent_by, to_address=sent_to, since=since, until=until,
                               status=status, limit=limit, cursor=cursor)
@@ -470,11 +514,11 @@ def build_cli() -> click.Group:
     @with_from
     @json_opt
     @click.pass_context
-    def show(ctx: click.Context, message_id: str, thread: bool, from_address: str | None, from_thread: str | None,
-             from_endpoint: str | None, as_json: bool) -> None:
+    def show(ctx: click.Context, message_id: str, thread: bool, from_address: str | None, as_json: bool,
+             **named: Any) -> None:
         """Show a message you sent or received, inside its envelope (--thread: its conversation, oldest first)."""
         app = get_app(ctx)
-        me = who_am_i(app, from_address, from_thread, from_endpoint)
+        me = who_am_i(app, from_address, named)
         try:
             data = app.conversation(me, message_id)
         except AgentLinkError as exc:

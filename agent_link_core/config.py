@@ -2,7 +2,7 @@
 
 The core declares its own settings here; plugins declare theirs through
 ``agent_link_register_settings`` so every variable is parsed and reported the same way.
-Rules (from the original, shared/reference/agent-link-behaviour.md §23):
+Rules (from the original, docs/behaviour.md §23):
 
 * the canonical name wins over aliases; health names deprecated aliases in use and
   conflicts (names only, never values);
@@ -67,6 +67,9 @@ CORE_SETTINGS: tuple[Setting, ...] = (
     Setting("AGENT_LINK_HOST", "str", None, doc="the host this process serves (a harness name); sniffed when unset"),
     Setting("AGENT_LINK_ADDRESS", "address", None, doc="this process's own address when no harness can tell it"),
     Setting("AGENT_LINK_DISABLE_PLUGINS", "str", "", doc="plugin names not to load (comma or space separated)"),
+    Setting("AGENT_LINK_LOAD_PLUGINS", "str", None, doc="when set, the only plugins to load (comma or space separated; empty: none)"),
+    Setting("AGENT_LINK_HOOK_TIMEOUT_MS", "int", 30000, minimum=0, warning="hook_timeout_ignored",
+            doc="budget of one hook call in ms; a plugin still running then is left out (0: no budget)"),
     Setting("AGENT_LINK_DEBUG", "flag", False, doc="debug logging and hook-call tracing to the log file"),
     Setting("AGENT_LINK_LOG_LEVEL", "choice", None, choices=("error", "warn", "info", "debug"), doc="log level"),
     Setting("AGENT_LINK_LOG_FILE", "path", None, doc="log file (default <state>/logs/agent-link.log)"),

@@ -6,11 +6,14 @@ the core's schema and its MCP tools arrive through the same hooks as everyone el
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from agent_link_core.hookspecs import hookimpl
 from agent_link_core.store import CORE_MIGRATIONS, Migration
 from agent_link_core.tools.registry import ToolSpec
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent_link_core.app import App
 
 
 @hookimpl
@@ -21,10 +24,11 @@ def agent_link_schema() -> list[Migration]:
 
 
 @hookimpl
-def agent_link_register_tools(register: Callable[[ToolSpec], None]) -> None:
-    from agent_link_core.tools.core_tools import CORE_TOOLS
+def agent_link_register_tools(register: Callable[[ToolSpec], None], app: App | None) -> None:
+    from agent_link_core.tools.core_tools import CORE_TOOLS, message_agent_spec, wait_for_agent_spec
 
     from agent_link_core.tools.search_tools import SEARCH_TOOLS
 
     for spec in (*CORE_TOOLS, *SEARCH_TOOLS):
-        register(spec)
+        builders = {"message_agent": message_agent_spec, "wait_for_agent": wait_for_agent_spec}
+        register(builders[spec.name](app) if spec.name in builders else spec)

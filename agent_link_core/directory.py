@@ -8,7 +8,7 @@ than a guess, and a harness that could not be read is reported in ``providers``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from agent_link_core.errors import AgentLinkError
@@ -17,7 +17,7 @@ from agent_link_core.mailbox import iso
 from agent_link_core.model import ADDRESS_RE, Session, is_address
 
 LIST_TIMEOUT_S = 20.0
-# Field weights for ranking (after the original's thread search, reference §16.9).
+# Field weights for ranking (after the original's thread search, docs/behaviour.md §16.9).
 WEIGHTS = (("id", 120), ("title", 90), ("address", 60), ("cwd", 30))
 
 
@@ -40,19 +40,35 @@ def session_view(session: Session) -> dict[str, Any]:
 
 
 async def gather_listings(
-    harnesses: Mapping[str, Harness], *, only: str | None = None, include_archived: bool = False, limit: int = 200
+    harnesses: Mapping[str, Harness], *, only: str | None = None, include_archived: bool = False, limit: int = 200,
+    on_error: Callable[[Harness, Exception], None] | None = None,
 ) -> dict[str, SessionListing]:
-    """Ask every harness (or only ``only``) concurrently; a failure becomes a provider report."""
+    """Ask every harness (or only ``only``) concurrently; a failure becomes a provider report.
+
+    :param on_error: told of a harness that raised something other than AgentLinkError or
+        answered with something other than a :class:`SessionListing` (the App reports it as
+        that harness's plugin's problem).
+    """
 
     async def one(harness: Harness) -> SessionListing:
         try:
-            return await asyncio.wait_for(
+            listing = await asyncio.wait_for(
                 harness.list_sessions(include_archived=include_archived, limit=limit), LIST_TIMEOUT_S
             )
         except AgentLinkError as exc:
             return SessionListing(provider={"available": False, "reason": exc.code, "error": exc.to_dict()}, complete=False)
         except TimeoutError:
             return SessionListing(provider={"available": False, "reason": "timeout"}, complete=False)
+        except Exception as exc:  # one harness's bug never hides the others' sessions
+            if on_error is not None:
+                on_error(harness, exc)
+            return SessionListing(provider={"available": False, "reason": "harness_failed", "error": type(exc).__name__},
+                                  complete=False)
+        if not isinstance(listing, SessionListing):
+            if on_error is not None:
+                on_error(harness, TypeError(f"list_sessions returned {type(listing).__name__}, not a SessionListing"))
+            return SessionListing(provider={"available": False, "reason": "harness_failed"}, complete=False)
+        return listing
 
     chosen = {n: h for n, h in harnesses.items() if only in (None, "all", n)}
     results = await asyncio.gather(*(one(h) for h in chosen.values()))

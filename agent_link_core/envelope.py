@@ -3,7 +3,7 @@
 Every peer message reaches a model only through this module: the envelope wraps it, marks it as
 another agent's words (never the user's) and escapes everything a peer controls so it cannot
 close the envelope, forge attributes or hide instructions in invisible characters. Layout,
-field validation and the escaping steps follow the reference (agent-link-behaviour.md §10, hook
+field validation and the escaping steps follow the reference (docs/behaviour.md §10, hook
 notices §11); every sentence a model reads is our own wording.
 
 Stdlib only: the hook fast path imports this module on every prompt.
@@ -51,7 +51,7 @@ NOTICE_TEXT = (
 
 # Controls (TAB and LF are kept; CR is normalised away and NUL deleted before this applies).
 _CONTROL_CLASS = "\x01-\x08\x0b-\x1f\x7f-\x9f"
-# Format / invisible characters: the reference's list, widened to every general-category Cf
+# Format / invisible characters: the list of docs/behaviour.md §10, widened to every general-category Cf
 # character and every Default_Ignorable_Code_Point, so nothing a terminal or model renders as
 # nothing (or as a direction change) survives. tests/test_envelope.py checks this table against
 # the running Python's Unicode database.
@@ -64,7 +64,7 @@ _FORMAT_CLASS = (
 )
 _CONTROL_RE = re.compile(f"[{_CONTROL_CLASS}]")
 # One pass finds both maximal invisible runs (either class, mixed) and XML specials, so the
-# references inserted for invisibles are never XML-escaped a second time (§10.3 step 5).
+# references inserted for invisibles are never XML-escaped a second time (docs/behaviour.md §10, item 3).
 _SPECIAL_RE = re.compile(f"([{_CONTROL_CLASS}{_FORMAT_CLASS}]+)|([&<>])")
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 _XML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
@@ -95,7 +95,7 @@ def sanitize_text(text: str) -> str:
     :raises TypeError: if ``text`` is not a ``str``.
 
     Use it at every storage boundary: one lone surrogate in a JSONL file or an API payload can
-    make every later read or request fail (lessons.md §8).
+    make every later read or request fail (a lesson other tools learnt the hard way).
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be str, not {type(text).__name__}")
@@ -111,7 +111,7 @@ def _plural(n: int, one: str, many: str) -> str:
 
 
 def _escape_pieces(text: str) -> list[tuple[str, bool]]:
-    """§10.3 steps 2–5 on sanitized text, as (piece, atomic) pairs.
+    """docs/behaviour.md §10 escaping steps on sanitized text, as (piece, atomic) pairs.
 
     Atomic pieces (entities, references, run markers) must never be cut by the length cap;
     plain pieces may be cut at any code point.
@@ -141,7 +141,7 @@ def _escape_pieces(text: str) -> list[tuple[str, bool]]:
 
 
 def escape_text(text: str, *, cap: int = MAX_ESCAPED_CHARS) -> str:
-    """Escape element text (a message body, procedure text) per reference §10.3 steps 1–6.
+    """Escape element text (a message body, procedure text) per docs/behaviour.md §10.3 steps 1–6.
 
     :param text: the raw text; lone surrogates are replaced first (see :func:`sanitize_text`).
     :param cap: the most characters of escaped text kept (default 131072). Notes are appended
@@ -201,7 +201,7 @@ def escape_text(text: str, *, cap: int = MAX_ESCAPED_CHARS) -> str:
 
 
 def escape_attr(value: str) -> str:
-    """Escape one attribute value per reference §10.3 step 7.
+    """Escape one attribute value per docs/behaviour.md §10.3 step 7.
 
     :param value: the raw value; lone surrogates are replaced first.
     :returns: the value for use inside double quotes: more than ``MAX_ATTR_CODEPOINTS`` (256)
@@ -239,7 +239,7 @@ def _attrs(attrs: Sequence[tuple[str, str | None]]) -> str:
 
 
 def render_element(name: str, attrs: Sequence[tuple[str, str | None]], text: str | None = None) -> str:
-    """Render one extra envelope element (reference §10.1 items 3–5).
+    """Render one extra envelope element (docs/behaviour.md §10.1 items 3–5).
 
     :param name: element name matching ``^[a-z][a-zA-Z0-9-]*$``, e.g. ``procedure``,
         ``overrides``, ``fork``; the envelope's own names (``agent-link-message``,
@@ -346,9 +346,9 @@ def _reply_line(anticipation: str, message_id: str, reply_by: str | None) -> str
 
 
 def render_envelope(msg: EnvelopeMessage, *, elements: Sequence[str] = (), reply_text: str | None = None) -> str:
-    """Render one peer message as an ``<agent-link-message>`` envelope (reference §10.1–10.3).
+    """Render one peer message as an ``<agent-link-message>`` envelope (docs/behaviour.md §10).
 
-    :param msg: the message; every field is validated here (§10.2): ``from``/``to`` show a valid
+    :param msg: the message; every field is validated here (docs/behaviour.md §10, item 2): ``from``/``to`` show a valid
         address, ``external`` or ``invalid``; ``id``/``inReplyTo`` a ULID or ``invalid``;
         ``fromVerified`` is ``true`` only for a verified sender with a valid address; times are
         rendered with :func:`iso_ms` (``invalid`` if unformattable); ``via`` and ``procedure``
@@ -412,7 +412,7 @@ def render_envelope(msg: EnvelopeMessage, *, elements: Sequence[str] = (), reply
 
 
 def render_inbox(envelopes: Sequence[str]) -> str:
-    """Wrap rendered envelopes in ``<agent-link-inbox count="N">`` (reference §10.1).
+    """Wrap rendered envelopes in ``<agent-link-inbox count="N">`` (docs/behaviour.md §10.1).
 
     :param envelopes: strings returned by :func:`render_envelope`, in display order.
     :returns: open tag, the envelopes and ``</agent-link-inbox>`` joined by ``\\n``; an empty
@@ -455,7 +455,7 @@ def _senders_phrase(senders: Sequence[str]) -> str:
 
 
 def pending_notice(count: int, senders: Sequence[str]) -> str:
-    """The hook notice for waiting peer messages (reference §11); never includes a body.
+    """The hook notice for waiting peer messages (docs/behaviour.md §11); never includes a body.
 
     :param count: number of waiting messages (≥ 0).
     :param senders: sender addresses; each shows as itself only if it is a valid address
@@ -477,9 +477,9 @@ def pending_notice(count: int, senders: Sequence[str]) -> str:
 
 
 def reminder_notice(count: int, senders: Sequence[str], reminder_number: int, limit: int) -> str:
-    """The reminder for unresolved peer messages (reference §11); never includes a body.
+    """The reminder for unresolved peer messages (docs/behaviour.md §11); never includes a body.
 
-    Also used as the text of a blocking stop nudge and of a reminder turn pushed by a harness.
+    Also used as the text of a blocking stop nudge and of a reminder pushed by a harness.
 
     :param count: number of messages still needing a resolution (≥ 0).
     :param senders: as for :func:`pending_notice`.

@@ -4,7 +4,7 @@ Every failure a tool, the CLI or a plugin reports is an :class:`AgentLinkError` 
 :data:`ERROR_CODES`; the MCP layer turns it into
 ``{"ok": false, "error": {"code", "message", "details"?, "hint"?}}`` with ``isError`` set.
 The list and each code's ``details`` keys follow the original Agent Link contract
-(shared/reference/agent-link-behaviour.md §3).
+(docs/behaviour.md §3).
 """
 
 from __future__ import annotations

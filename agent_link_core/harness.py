@@ -58,11 +58,12 @@ class Delivery:
 
     :param delivered: True only on evidence the session received the envelope (the host
         echoed the message id, a notification was written). Otherwise it stays queued.
-    :param via: the push path (e.g. a turn or a channel) when delivered.
+    :param via: the push path (a name the harness chooses) when delivered.
     :param state: a harness-specific delivery state for the result (``queued_in_mailbox``...).
     :param evidence: what proved delivery (ids, item ids), recorded with the event.
     :param warnings: ``[{"code", "message", "details"?}]`` for the sender.
-    :param fields: extra result fields for the sender (turn id, action, ...).
+    :param fields: extra result fields for the sender (ids the host gave, action, ...;
+        declared in :attr:`Harness.send_result_fields`).
     :param unknown: True when the push may or may not have landed (answer lost and the
         session could not be checked); the message stays queued and is never resent blindly.
     :param retryable: True when the push failed before the host accepted anything (e.g. the
@@ -94,13 +95,59 @@ class OutputBudget:
         preview or refuses it.
     :param json_indent: the host shows the result's ``structuredContent`` as JSON with this
         indent; None for compact JSON.
-    :param push_bytes: UTF-8 bytes of one pushed text (a turn's input, a channel event); a
+    :param push_bytes: UTF-8 bytes of one pushed text (a pushed prompt, a channel event); a
         larger envelope is announced instead and read from the inbox in pages.
     """
 
     tool_result_bytes: int
     json_indent: int | None = None
     push_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class SendOption:
+    """A ``message_agent`` argument that only some harnesses understand, declared by them.
+
+    The core adds every declared option to ``message_agent``'s input schema and passes the
+    ones given to the recipient's harness (``deliver(..., options)``); aimed at a session of a
+    harness that does not declare it, an option is refused before anything is stored.
+
+    :param name: the argument's name (camelCase, like the core's arguments).
+    :param schema: its JSON schema (with a ``description``: models read it).
+    :param capability: when set, a harness without the option refuses it as ``unsupported``
+        with ``details.capability`` (a missing ability of the target, e.g. changing its
+        model); when None, as ``invalid_arguments`` (``unsupported_for_target``).
+    """
+
+    name: str
+    schema: dict[str, Any]
+    capability: str | None = None
+
+
+@dataclass(frozen=True)
+class SenderOption:
+    """A command-line option of ``agent-link send|reply|status|wait`` naming a sender in a
+    form only this harness recognises (a host's own session naming).
+
+    The value is passed to every harness's :meth:`Harness.identify_caller` as ``meta`` of
+    exactly ``{key: value, ...}`` (with the other given sender options); the harness that
+    recognises it answers, else the command fails naming the option.
+
+    :param flag: the option, ``--from-<something>``.
+    :param key: the ``meta`` key the value is passed under.
+    :param help: one line for ``--help``.
+    :param requires: another declared flag this one needs, or None.
+    """
+
+    flag: str
+    key: str
+    help: str
+    requires: str | None = None
+
+    @property
+    def param(self) -> str:
+        """The click parameter name (``--from-x`` -> ``from_x``)."""
+        return self.flag.lstrip("-").replace("-", "_")
 
 
 class Harness:
@@ -125,8 +172,23 @@ class Harness:
     #: whether mail sent to the exact address of an archived session is accepted (it waits
     #: in the mailbox until the session is resumed); fuzzy queries never pick archived ones
     archived_sessions_take_mail: bool = False
+    #: result fields of ``wait_for_agent`` its ``activity_check`` outcomes add (name → JSON schema)
+    wait_result_fields: Mapping[str, dict[str, Any]] = {}
     #: what its host shows the model in full (inbox reads are cut to fit; pushes too); None: no limit known
     output_budget: OutputBudget | None = None
+    #: the options this harness declares (schema and refusal); their names count as
+    #: :attr:`send_options` too
+    send_option_specs: tuple[SendOption, ...] = ()
+    #: extra result fields of a send to its sessions (``Delivery.fields``), as JSON schemas;
+    #: the core declares them in ``message_agent``'s output schema
+    send_result_fields: Mapping[str, dict[str, Any]] = {}
+    #: command-line options naming a sender this harness recognises (see SenderOption)
+    sender_options: tuple[SenderOption, ...] = ()
+
+    def accepted_send_options(self) -> frozenset[str]:
+        """Every ``message_agent`` option this harness honours (:attr:`send_options` and the
+        names of :attr:`send_option_specs`)."""
+        return frozenset(self.send_options) | {o.name for o in self.send_option_specs}
 
     def attach(self, app: Any) -> None:
         """Called once by the :class:`~agent_link_core.app.App` that loaded this harness,
@@ -170,8 +232,9 @@ class Harness:
     def activity_check(self, session_id: str) -> Callable[[], Awaitable[dict[str, Any] | None]] | None:
         """For ``wait_for_agent`` without ``replyToMessageId``: a check the wait calls every
         poll, returning the session's own outcome once its activity ends the wait
-        (``{"outcome": "turn_completed"|"idle", "turn"?: {...}}``) or None to keep waiting.
-        The default (None) waits for messages only. May raise AgentLinkError."""
+        (``{"outcome": "turn_completed"|"idle", ...}``, extra fields declared in
+        :attr:`wait_result_fields`) or None to keep waiting. The default (None) waits for
+        messages only. May raise AgentLinkError."""
         return None
 
     async def prepare_health(self, options: Mapping[str, Any]) -> None:

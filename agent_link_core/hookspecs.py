@@ -31,8 +31,8 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from agent_link_core.config import Setting
     from agent_link_core.harness import Harness
     from agent_link_core.model import Caller
-    from agent_link_core.mailbox import EnvelopeContribution, Event, OutgoingMessage, SendContext
     from agent_link_core.panels import Panel
+    from agent_link_core.records import EnvelopeContribution, Event, OutgoingMessage, SendContext
     from agent_link_core.records import PromptHook
     from agent_link_core.reminders import DueReminders
     from agent_link_core.store import Migration
@@ -58,12 +58,14 @@ def agent_link_register_harnesses(register: Callable[[Harness], None]) -> None:
 
 
 @_hookspec
-def agent_link_register_tools(register: Callable[[ToolSpec], None]) -> None:
+def agent_link_register_tools(register: Callable[[ToolSpec], None], app: App | None) -> None:
     """Contribute MCP tools.
 
     :param register: call it with a :class:`~agent_link_core.tools.registry.ToolSpec`
         (name, description, input and output JSON schemas, annotations, async handler).
         Duplicate tool names are an error naming both plugins.
+    :param app: the :class:`~agent_link_core.app.App` (its harnesses are attached), or None
+        when tools are listed without one; optional in implementations.
 
     Called once when the MCP server builds its tool table. The core's own tools are
     registered through this hook too (``agent_link_core.tools.core_tools``).
@@ -141,18 +143,23 @@ def agent_link_resolve_address(address: str, caller_address: str, app: App) -> d
     """Resolve an indirect address (such as ``role:<name>``) to the agent that receives it.
 
     :param address: an address whose scheme no harness owns, or another target form a
-        plugin may understand (e.g. ``<endpoint id>:<thread id>`` from the CLI).
+        plugin may understand (e.g. a host's own composite target form, from the CLI).
     :param caller_address: who is sending (``external`` when unknown).
     :param app: the :class:`~agent_link_core.app.App` of this process (settings, database,
         mailbox); optional in implementations (pluggy passes only the arguments they take).
     :returns: ``None`` when this plugin does not handle the address, otherwise
         ``{"address": <concrete address>, "via": <the indirect address>, "metadata": {...}}``;
         ``metadata`` is stored with the message (e.g. a role procedure reference).
+        A plugin that must ask a host first (I/O) returns an awaitable of that answer instead;
+        the core awaits it on its event loop, within the hook budget. Being non-``None``, an
+        awaitable always wins, so return one only for addresses the plugin owns.
     :raises AgentLinkError: ``not_found`` / ``ambiguous`` when the plugin owns the address
         but cannot resolve it.
 
     Called when a message is sent to, or resolve_agent is asked about, an address whose
-    scheme no harness owns. ``firstresult``: the first plugin returning a dict wins.
+    scheme no harness owns. ``firstresult``: the first plugin returning a dict wins. Another
+    exception, a malformed answer or a hang is reported as this plugin's problem and the
+    next plugin is asked.
     """
 
 
@@ -210,7 +217,7 @@ def agent_link_on_event(event: Event, app: App) -> None:
 
 @_hookspec(firstresult=True)
 def agent_link_push_reminders(due: DueReminders, app: App) -> Awaitable[bool] | bool | None:
-    """Show a session's due reminders by a push of the harness's own (e.g. a turn in an idle thread).
+    """Show a session's due reminders by a push of the harness's own (e.g. a new prompt in an idle session).
 
     :param due: a :class:`~agent_link_core.reminders.DueReminders` for one session: its
         ``address``, ``harness`` and ``session_id``, the messages whose reminder is due, and

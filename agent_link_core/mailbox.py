@@ -3,7 +3,7 @@
 A message is first a row (queued). Only evidence moves it forward: a harness push the host
 confirmed, or the recipient reading its inbox (delivered); then an explicit resolution by
 the recipient (reply / decline / done), exactly once. Status is computed on read from the
-clock, so no timer has to run (shared/reference/agent-link-behaviour.md §8):
+clock, so no timer has to run (docs/behaviour.md §8):
 
 * ``fyi`` messages have no status and are never reminded;
 * the reminder clock starts at first delivery; reminder ``n+1`` is due one interval after
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from agent_link_core.config import Config
     from agent_link_core.model import Caller
     from agent_link_core.plugins import Hooks
-    from agent_link_core.records import Event, OutgoingMessage
+    from agent_link_core.records import OutgoingMessage
     from agent_link_core.store import Store
 
 _RECORDS = ("Event", "OutgoingMessage", "SendContext", "EnvelopeContribution", "EVENT_KINDS")
@@ -88,7 +88,7 @@ def parse_reply_by(value: str, now: int) -> int:
 
 
 def check_labels(anticipation: str | None, reply_by: str | None, wait_for_reply: bool, now: int) -> tuple[str, int | None]:
-    """Validate the labels together (reference §4) and apply defaults.
+    """Validate the labels together (docs/behaviour.md §4) and apply defaults.
 
     :returns: ``(anticipation, reply_by_ms)``; anticipation defaults to ``fyi``, or
         ``reply`` with ``wait_for_reply``.
@@ -257,6 +257,16 @@ class Mailbox:
         """The stored message ``message_id`` (exact id), or None."""
         return self.store.conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
 
+    def stored(self, message_id: str) -> sqlite3.Row:
+        """A message known to exist (just stored or read): its row.
+
+        :raises LookupError: when it does not exist after all (a bug, not a user error).
+        """
+        row = self.get_row(message_id)
+        if row is None:
+            raise LookupError(message_id)
+        return row
+
     def require(self, message_id: str) -> sqlite3.Row:
         """The message row; raises ``not_found`` (``details.id``) when absent. ULIDs are
         case-insensitive: a lower-case id finds the stored upper-case one."""
@@ -399,6 +409,31 @@ class Mailbox:
             sql += " AND delivered_at IS NULL"
         return self.store.conn.execute(sql + " ORDER BY sent_at, id LIMIT ?", (recipient, limit)).fetchall()
 
+    def has_event(self, message_id: str, kind: str) -> bool:
+        """Whether the message's event log holds an event of ``kind``."""
+        return self.store.conn.execute(
+            "SELECT 1 FROM message_events WHERE message_id = ? AND kind = ? LIMIT 1", (message_id, kind)
+        ).fetchone() is not None
+
+    def recent_correspondents(self, scan: int) -> list[sqlite3.Row]:
+        """``(address, at)`` rows of the senders and recipients of the newest ``scan`` sends,
+        each with its latest ``sent_at`` (epoch ms), newest first."""
+        return self.store.conn.execute(
+            "SELECT address, MAX(sent_at) AS at FROM (SELECT from_addr AS address, sent_at FROM messages"
+            " UNION ALL SELECT recipient, sent_at FROM messages ORDER BY sent_at DESC LIMIT ?) GROUP BY address"
+            " ORDER BY at DESC",
+            (scan,),
+        ).fetchall()
+
+    def open_addressed_to(self, to: str, *, held_by_other_than: str) -> list[str]:
+        """Ids of open reply/action messages addressed to ``to`` (as written, e.g. ``role:x``)
+        whose recipient is not ``held_by_other_than``, oldest first (a role handover moves them)."""
+        return [r["id"] for r in self.store.conn.execute(
+            "SELECT id FROM messages WHERE to_addr = ? AND open = 1 AND anticipation != 'fyi' AND recipient != ?"
+            " ORDER BY sent_at, id",
+            (to, held_by_other_than),
+        )]
+
     def count_open(self, recipient: str, *, undelivered_only: bool = False) -> int:
         """How many open messages ``recipient`` has (only undelivered ones with ``undelivered_only``)."""
         sql = "SELECT COUNT(*) FROM messages WHERE recipient = ? AND open = 1"
@@ -431,18 +466,7 @@ class Mailbox:
                         f"Message id {msg.id} was already used for different content.",
                     )
                 return existing, False
-            conn.execute(
-                "INSERT INTO messages (id, from_addr, from_source, to_addr, recipient, body, body_bytes,"
-                " content_hash, metadata, sent_at, anticipation, reply_by, reply_to, open)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)",
-                (
-                    msg.id, msg.sender.address, msg.sender.source, msg.to, msg.recipient, msg.body,
-                    len(msg.body.encode("utf-8")), digest, json.dumps(meta, ensure_ascii=False), at,
-                    msg.anticipation, msg.reply_by_ms, msg.reply_to,
-                ),
-            )
-            self._event(conn, msg.id, "sent", at, msg.sender.address, None, {"to": msg.recipient})
-            row = conn.execute("SELECT * FROM messages WHERE id = ?", (msg.id,)).fetchone()
+            row = self._insert_row(conn, msg, at, digest, meta)
         self._emit("sent", msg.id, at, msg.sender.address, {"to": msg.recipient, "addressedTo": msg.to}, result)
         return row, True
 
@@ -589,18 +613,23 @@ class Mailbox:
         meta = dict(reply.metadata)
         meta["sender"] = {"source": reply.sender.source, "verified": reply.sender.verified}
         digest = content_hash(reply.sender.address, reply.to, reply.body, reply.anticipation, reply.reply_by_ms, reply.reply_to)
+        return self._insert_row(conn, reply, at, digest, meta)
+
+    def _insert_row(self, conn: sqlite3.Connection, msg: OutgoingMessage, at: int, digest: str, meta: dict[str, Any]) -> sqlite3.Row:
+        """The one place a message row is written (inside the caller's transaction), with its
+        ``sent`` event; returns the stored row."""
         conn.execute(
             "INSERT INTO messages (id, from_addr, from_source, to_addr, recipient, body, body_bytes,"
             " content_hash, metadata, sent_at, anticipation, reply_by, reply_to, open)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)",
             (
-                reply.id, reply.sender.address, reply.sender.source, reply.to, reply.recipient, reply.body,
-                len(reply.body.encode("utf-8")), digest, json.dumps(meta, ensure_ascii=False), at,
-                reply.anticipation, reply.reply_by_ms, reply.reply_to,
+                msg.id, msg.sender.address, msg.sender.source, msg.to, msg.recipient, msg.body,
+                len(msg.body.encode("utf-8")), digest, json.dumps(meta, ensure_ascii=False), at,
+                msg.anticipation, msg.reply_by_ms, msg.reply_to,
             ),
         )
-        self._event(conn, reply.id, "sent", at, reply.sender.address, None, {"to": reply.recipient})
-        return conn.execute("SELECT * FROM messages WHERE id = ?", (reply.id,)).fetchone()
+        self._event(conn, msg.id, "sent", at, msg.sender.address, None, {"to": msg.recipient})
+        return conn.execute("SELECT * FROM messages WHERE id = ?", (msg.id,)).fetchone()
 
     # -- reminders and nudges ----------------------------------------------------------
 

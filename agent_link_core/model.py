@@ -53,7 +53,7 @@ class Session:
 
     ``last_activity_ms`` is epoch milliseconds. ``receive`` says how mail reaches it:
     ``{"push": str|None, "nudge": str|None, "pull": bool}``. ``extra`` holds harness fields
-    (threadId, status, cliSessionId, ...) that list tools pass through.
+    (the host's own ids, status, ...) that list tools pass through.
     """
 
     address: str

@@ -1,9 +1,15 @@
 """Plugin loading and the typed facade over agent-link's hooks.
 
 Build order (fixed): hook specs, blocked names from ``AGENT_LINK_DISABLE_PLUGINS``, entry
-points of the ``agent_link`` group one at a time (a plugin that fails to import is recorded
-and skipped, never fatal), the core's default plugins, then ``check_pending()`` so a
-misspelled hook implementation fails loudly.
+points of the ``agent_link`` group one at a time, the core's default plugins, then
+``check_pending()``. A plugin that fails to import, to register, or implements a hook that
+does not exist (a misspelt name) is reported and left out, never fatal.
+
+Every hook call goes through :class:`Hooks`, one method per hook, and through pluggy (so
+``tryfirst``/``trylast``, wrappers and ``firstresult`` always apply). Each implementation is
+guarded (:mod:`agent_link_core.boundary`): its exceptions, wrong answers and hangs are its
+plugin's problem, reported by ``agent-link plugins``, health and the log, and everything
+else keeps working.
 """
 
 from __future__ import annotations
@@ -13,13 +19,30 @@ import inspect
 import importlib.metadata
 import logging
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 import pluggy
 
 from agent_link_core import hookspecs
-from agent_link_core.errors import AgentLinkError
+from agent_link_core.aio import run_blocking
+from agent_link_core.boundary import (
+    Boundary,
+    CallState,
+    CORE_PLUGIN,
+    Refused,
+    call_bounded,
+    check_harness,
+    check_panel,
+    check_prompt_hook,
+    check_setting,
+    check_tool,
+    current_plugin,
+    describe,
+    guard_plugin,
+    timeout_from_env,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import click
@@ -28,8 +51,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
     from agent_link_core.harness import Harness
     from agent_link_core.model import Caller
-    from agent_link_core.mailbox import EnvelopeContribution, Event, OutgoingMessage, SendContext
     from agent_link_core.panels import Panel
+    from agent_link_core.records import EnvelopeContribution, Event, OutgoingMessage, SendContext
     from agent_link_core.records import PromptHook
     from agent_link_core.reminders import DueReminders
     from agent_link_core.store import Migration
@@ -39,111 +62,283 @@ log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "agent_link"
 DEFAULT_PLUGINS = ("agent_link_core.default_plugins",)
+#: Hermetic runs (tests): when set, only these entry points load (comma or space separated;
+#: empty = none). Unset = every installed plugin.
+LOAD_ONLY_ENV = "AGENT_LINK_LOAD_PLUGINS"
 
 
 @dataclass
 class PluginReport:
-    """What loading found: names loaded, blocked, and failures ``{name: reason}``."""
+    """What loading found: names loaded, blocked, and failures ``{name: reason}``.
+
+    ``failed`` also gains plugins left out later in the process (a registration refused, a
+    hung hook); :meth:`problems` lists every failure with its hook and fix.
+    """
 
     loaded: list[str] = field(default_factory=list)
     blocked: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
+    boundary: Boundary | None = field(default=None, repr=False, compare=False)
+
+    def problems(self) -> list[dict[str, Any]]:
+        """Every plugin failure so far: ``{plugin, hook, error, fix, disabled, count}``."""
+        return self.boundary.report() if self.boundary is not None else []
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON shape of ``agent-link plugins --json`` and health's ``plugins``."""
+        return {"loaded": list(self.loaded), "blocked": list(self.blocked), "failed": dict(self.failed),
+                "versions": dict(self.versions), "problems": self.problems()}
 
 
-def disabled_plugin_names(env: dict[str, str] | None = None) -> set[str]:
+def disabled_plugin_names(env: Mapping[str, str] | None = None) -> set[str]:
     """Names listed in ``AGENT_LINK_DISABLE_PLUGINS`` (comma or space separated)."""
     raw = (env if env is not None else os.environ).get("AGENT_LINK_DISABLE_PLUGINS", "")
     return {part.strip() for part in raw.replace(",", " ").split() if part.strip()}
 
 
+def load_only_names(env: Mapping[str, str] | None = None) -> set[str] | None:
+    """Names listed in ``AGENT_LINK_LOAD_PLUGINS``; None when it is unset (load everything)."""
+    raw = (env if env is not None else os.environ).get(LOAD_ONLY_ENV)
+    if raw is None:
+        return None
+    return {part.strip() for part in raw.replace(",", " ").split() if part.strip()}
+
+
 def build_plugin_manager(
-    *, env: dict[str, str] | None = None, extra_plugins: tuple[Any, ...] = ()
+    *, env: Mapping[str, str] | None = None, extra_plugins: tuple[Any, ...] = ()
 ) -> tuple[pluggy.PluginManager, PluginReport]:
     """Build a fresh plugin manager.
 
-    :param env: environment to read ``AGENT_LINK_DISABLE_PLUGINS`` from (default: process).
-    :param extra_plugins: plugin objects registered after the entry points (tests use it).
-    :returns: the manager and a :class:`PluginReport` for health.
+    :param env: environment to read ``AGENT_LINK_DISABLE_PLUGINS``, ``AGENT_LINK_LOAD_PLUGINS``
+        and ``AGENT_LINK_HOOK_TIMEOUT_MS`` from (default: the process's).
+    :param extra_plugins: plugin objects registered after the entry points (tests use it);
+        an item may be a ``(name, plugin)`` pair to give it a name.
+    :returns: the manager and a :class:`PluginReport` for health. Never raises for a
+        plugin's fault: it is in the report.
     """
+    env = os.environ if env is None else env
     pm = pluggy.PluginManager(hookspecs.PROJECT)
     pm.add_hookspecs(hookspecs)
-    report = PluginReport()
+    boundary = Boundary(timeout_from_env(env))
+    report = PluginReport(boundary=boundary)
+    pm.agent_link_boundary = boundary  # type: ignore[attr-defined]
+    pm.agent_link_report = report  # type: ignore[attr-defined]
+    pm.agent_link_order = []  # type: ignore[attr-defined]  # registration order settles name clashes
+    boundary.on_disable = lambda name, reason: _left_out(report, name, reason)
     blocked = disabled_plugin_names(env)
+    only = load_only_names(env)
     for name in sorted(blocked):
         pm.set_blocked(name)
         report.blocked.append(name)
     for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name in blocked or pm.has_plugin(ep.name):
+        if ep.name in blocked or pm.has_plugin(ep.name) or (only is not None and ep.name not in only):
             continue
         try:
             module = ep.load()
-            pm.register(module, name=ep.name)
         except Exception as exc:  # a broken plugin must never take agent-link down
-            report.failed[ep.name] = f"{type(exc).__name__}: {exc}"[:300]
-            log.warning("agent-link plugin %s failed to load: %s", ep.name, exc)
+            boundary.fault(ep.name, "load", f"import failed: {describe(exc)}", disable=True, exc=exc)
             continue
-        report.loaded.append(ep.name)
-        if ep.dist is not None:
-            report.versions[ep.name] = ep.dist.version
+        if _register(pm, boundary, module, ep.name):
+            report.loaded.append(ep.name)
+            if ep.dist is not None:
+                report.versions[ep.name] = ep.dist.version
     for modname in DEFAULT_PLUGINS:
-        pm.register(importlib.import_module(modname), name=modname)
-    for plugin in extra_plugins:
-        pm.register(plugin)
-    pm.check_pending()
+        _register(pm, boundary, importlib.import_module(modname), modname)
+    for item in extra_plugins:
+        name, plugin = item if isinstance(item, tuple) else (_plugin_name(pm, item), item)
+        if _register(pm, boundary, plugin, name) and name not in report.loaded:
+            report.loaded.append(name)
+    pm.check_pending()  # misspelt hooks were already reported and unregistered by _register
     return pm, report
+
+
+def _left_out(report: PluginReport, name: str, reason: str) -> None:
+    report.failed[name] = reason[:300]
+    if name in report.loaded:
+        report.loaded.remove(name)
+
+
+def _plugin_name(pm: pluggy.PluginManager, plugin: Any) -> str:
+    """A readable, unique name for a plugin object given without one."""
+    base = getattr(plugin, "__name__", None) or type(plugin).__name__
+    name, n = base, 2
+    while pm.has_plugin(name) or name in pm._name2plugin:  # noqa: SLF001 - blocked names hold None there
+        name, n = f"{base}#{n}", n + 1
+    return name
+
+
+def _register(pm: pluggy.PluginManager, boundary: Boundary, plugin: Any, name: str) -> bool:
+    """Register one plugin, guarding its hooks; False (reported) when it cannot be used."""
+    try:
+        if pm.register(plugin, name=name) is None:
+            return False  # blocked by AGENT_LINK_DISABLE_PLUGINS
+    except Exception as exc:  # pluggy's validation: arguments the hook does not offer, ...
+        if pm.is_registered(plugin):
+            pm.unregister(plugin)
+        boundary.fault(name, "load", f"registration failed: {describe(exc)}",
+                       fix="Check each hook implementation's name and arguments against agent_link_core/hookspecs.py.",
+                       disable=True, exc=exc)
+        return False
+    unknown = sorted(
+        caller.name for caller in pm.get_hookcallers(plugin) or []
+        if caller.spec is None and any(i.plugin is plugin and not i.optionalhook for i in caller.get_hookimpls())
+    )
+    if unknown:
+        pm.unregister(plugin)
+        boundary.fault(name, "load", f"implements {', '.join(unknown)}, which is not an agent-link hook (misspelt?)",
+                       fix="Use a hook name from agent_link_core/hookspecs.py.", disable=True)
+        return False
+    guard_plugin(boundary, pm, plugin, name)
+    pm.agent_link_order.append(name)  # type: ignore[attr-defined]
+    return True
 
 
 class Hooks:
     """Typed facade: one method per hook, called with keyword arguments.
 
+    Registration hooks are collected once and cached; each record is checked
+    (:mod:`agent_link_core.boundary`) and a plugin with a refused record is left out whole.
+
     :param pm: a manager from :func:`build_plugin_manager`.
+    :param report: the report to keep up to date (default: the one the manager was built with).
     """
 
-    def __init__(self, pm: pluggy.PluginManager) -> None:
+    def __init__(self, pm: pluggy.PluginManager, report: PluginReport | None = None) -> None:
         self._pm = pm
         #: the App these hooks serve; set by ``App.__init__`` and passed to hooks taking ``app``
         self.app: App | None = None
+        boundary = getattr(pm, "agent_link_boundary", None)
+        if boundary is None:  # a manager built elsewhere: guard what it holds now
+            boundary = Boundary()
+            for plugin in pm.get_plugins():
+                guard_plugin(boundary, pm, plugin, pm.get_name(plugin) or repr(plugin))
+            pm.agent_link_boundary = boundary  # type: ignore[attr-defined]
+        self.boundary: Boundary = boundary
+        self.report: PluginReport = report or getattr(pm, "agent_link_report", None) or PluginReport(boundary=boundary)
+        if self.report.boundary is None:
+            self.report.boundary = boundary
+        boundary.on_disable = self._disable
+        self._records: dict[str, dict[str, tuple[str, Any]]] = {}
 
-    def _collect(self, hook_name: str) -> list[tuple[str, Any]]:
-        """Run a ``register``-style hook; returns ``[(plugin name, record)]``."""
-        out: list[tuple[str, Any]] = []
-        caller = getattr(self._pm.hook, hook_name)
-        for impl in caller.get_hookimpls():
-            name = self._pm.get_name(impl.plugin) or repr(impl.plugin)
-            impl.function(register=lambda rec, _n=name: out.append((_n, rec)))
-        return out
+    # -- plumbing
 
-    def _unique(self, kind: str, records: list[tuple[str, Any]]) -> dict[str, Any]:
-        by_name: dict[str, Any] = {}
-        owner: dict[str, str] = {}
-        for plugin, rec in records:
-            if rec.name in by_name:
-                raise AgentLinkError(
-                    "internal_error",
-                    f"{kind} {rec.name!r} is registered by both {owner[rec.name]} and {plugin}.",
-                    {"cause": "DuplicateRegistration"},
-                )
-            by_name[rec.name] = rec
-            owner[rec.name] = plugin
-        return by_name
+    def _disable(self, plugin: str, reason: str) -> None:
+        """Leave ``plugin`` out from now on: its hooks, records and harnesses."""
+        _left_out(self.report, plugin, reason)
+        if self._pm.has_plugin(plugin):
+            self._pm.unregister(name=plugin)
+        self._pm.set_blocked(plugin)
+        for kind, records in self._records.items():
+            for name in [n for n, (owner, _) in records.items() if owner == plugin]:
+                del records[name]
+                if kind == "harness" and self.app is not None:
+                    self.app.harnesses.pop(name, None)
+
+    def _call(self, hook_name: str, empty: Any, **kwargs: Any) -> Any:
+        """One hook call through pluggy, guarded and bounded."""
+        call = CallState(hook_name)
+        hook = getattr(self._pm.hook, hook_name)
+        return call_bounded(self.boundary, call, lambda: hook(**kwargs), empty)
+
+    def _collect(self, kind: str, hook_name: str, check: Callable[[Any], None]) -> dict[str, Any]:
+        """Run a ``register``-style hook once; ``{record name: record}`` of accepted records."""
+        if kind not in self._records:
+            offered: list[tuple[str, Any]] = []
+
+            def register(record: Any) -> None:
+                plugin = current_plugin() or "?"
+                if plugin in self.boundary.disabled:
+                    return
+                try:
+                    check(record)
+                except Refused as exc:
+                    self.boundary.fault(plugin, hook_name, str(exc), fix=exc.fix, disable=True)
+                    raise
+                offered.append((plugin, record))
+
+            extra = {"app": self.app} if hook_name == "agent_link_register_tools" else {}
+            self._call(hook_name, None, register=register, **extra)
+            # Clashes are settled in registration order (the core first), not in pluggy's call
+            # order, so a plugin installed later can never take over a name.
+            rank = {name: i for i, name in enumerate(getattr(self._pm, "agent_link_order", ()))}
+            offered.sort(key=lambda pr: -1 if pr[0] == CORE_PLUGIN else rank.get(pr[0], len(rank)))
+            records: dict[str, tuple[str, Any]] = {}
+            for plugin, record in offered:
+                if plugin in self.boundary.disabled:
+                    continue
+                try:
+                    if record.name in records:
+                        other = records[record.name][0]
+                        who = "it already registered" if other == plugin else f"plugin {other!r} already registered"
+                        raise Refused(f"registered {kind} {record.name!r}, which {who}",
+                                      "Give it another name, or disable one of the two plugins.")
+                    if kind == "setting":
+                        _check_aliases(record, plugin, records)
+                except Refused as exc:
+                    self.boundary.fault(plugin, hook_name, str(exc), fix=exc.fix, disable=True)
+                    continue
+                records[record.name] = (plugin, record)
+            self._records[kind] = {n: r for n, r in records.items() if r[0] not in self.boundary.disabled}
+        return {name: record for name, (_, record) in self._records[kind].items()}
+
+    def owner(self, kind: str, name: str) -> str | None:
+        """The plugin that registered record ``name`` of ``kind`` (harness, tool, setting)."""
+        found = self._records.get(kind, {}).get(name)
+        return found[0] if found else None
+
+    def guard(self, plugin: str, what: str, fn: Callable[[], Any], default: Any = None) -> Any:
+        """Run ``fn`` (a plugin object's sync method) as that plugin's code: an exception
+        other than AgentLinkError or a hang is reported (as ``what``) and ``default`` returned.
+
+        :raises AgentLinkError: what ``fn`` raises deliberately.
+        """
+        from agent_link_core.errors import AgentLinkError
+
+        call = CallState(what)
+
+        def run() -> Any:
+            call.running = (plugin, what)
+            try:
+                return fn()
+            except AgentLinkError:
+                raise
+            except Exception as exc:
+                self.boundary.fault(plugin, what, describe(exc), exc=exc)
+                return default
+
+        return call_bounded(self.boundary, call, run, default)
+
+    def guard_harness(self, harness: Harness, method: str, fn: Callable[[], Any], default: Any = None) -> Any:
+        """:meth:`guard` for a harness's sync method (``identify_caller``, ``health``, ...)."""
+        plugin = self.owner("harness", harness.name) or f"harness {harness.name}"
+        return self.guard(plugin, f"harness.{harness.name}.{method}", fn, default)
+
+    def problems(self) -> list[dict[str, Any]]:
+        """Every plugin failure recorded in this process (see :class:`PluginReport`)."""
+        return self.boundary.report()
+
+    # -- the hooks
 
     def harnesses(self) -> dict[str, Harness]:
-        """All registered harnesses by name (address scheme)."""
-        return self._unique("harness", self._collect("agent_link_register_harnesses"))
+        """All accepted harnesses by name (address scheme)."""
+        return self._collect("harness", "agent_link_register_harnesses", check_harness)
 
     def tools(self) -> dict[str, ToolSpec]:
-        """All registered MCP tools by name."""
-        return self._unique("tool", self._collect("agent_link_register_tools"))
+        """All accepted MCP tools by name (schemas checked against the JSON Schema meta-schema)."""
+        return self._collect("tool", "agent_link_register_tools", check_tool)
 
     def settings(self) -> tuple[Setting, ...]:
-        """Settings declared by plugins (duplicate names are an error naming both)."""
-        return tuple(self._unique("setting", self._collect("agent_link_register_settings")).values())
+        """Settings declared by plugins (a core name, or a name another plugin took, is refused)."""
+        from agent_link_core.config import CORE_SETTINGS
+
+        core = frozenset(n for s in CORE_SETTINGS for n in (s.name, *s.aliases))
+        return tuple(self._collect("setting", "agent_link_register_settings", lambda r: check_setting(r, core)).values())
 
     def panels(self) -> list[Panel]:
         """Every plugin's panels, by ascending ``order`` then name (duplicate names are an
         error naming both plugins)."""
-        found = self._unique("panel", self._collect("agent_link_register_panels")).values()
+        found = self._collect("panel", "agent_link_register_panels", check_panel).values()
         return sorted(found, key=lambda p: (p.order, p.name))
 
     def prompt_hooks(self) -> dict[str, tuple[PromptHook, str]]:
@@ -152,58 +347,93 @@ class Hooks:
         :raises AgentLinkError: ``internal_error`` when a record is malformed (harness name,
             module path) or two plugins claim one harness.
         """
-        from agent_link_core.prompt_hooks import HARNESS_RE, MODULE_RE
-
-        records = self._collect("agent_link_register_prompt_hooks")
-        for plugin, rec in records:
-            if not HARNESS_RE.match(getattr(rec, "harness", "") or "") or not MODULE_RE.match(getattr(rec, "module", "") or ""):
-                raise AgentLinkError(
-                    "internal_error",
-                    f"plugin {plugin} registered an invalid prompt hook {rec!r}: the harness must match"
-                    " [a-z][a-z0-9-]{0,31} and the module be a dotted module path.",
-                    {"plugin": plugin, "cause": "InvalidRegistration"},
-                )
-        owners = {rec.name: plugin for plugin, rec in records}
-        return {name: (rec, owners[name]) for name, rec in self._unique("prompt hook", records).items()}
+        records = self._collect("prompt hook", "agent_link_register_prompt_hooks", check_prompt_hook)
+        return {name: (rec, self.owner("prompt hook", name) or "?") for name, rec in records.items()}
 
     async def push_reminders(self, due: DueReminders) -> bool:
         """Offer one session's due reminders to the plugin that pushes for its harness.
 
         :returns: True when a plugin reports the session reminded.
         """
-        result = self._pm.hook.agent_link_push_reminders(due=due, app=self.app)
+        result = self._call("agent_link_push_reminders", None, due=due, app=self.app)
         if inspect.isawaitable(result):
             result = await result
         return bool(result)
 
     def register_commands(self, cli: click.Group) -> None:
-        """Let every plugin add its click commands to ``cli``."""
-        self._pm.hook.agent_link_register_commands(cli=cli)
+        """Let every plugin add its click commands to ``cli`` (a plugin may not replace one)."""
+        original = cli.add_command
+
+        def add_command(cmd: click.Command, name: str | None = None) -> None:
+            plugin = current_plugin()
+            taken = name or cmd.name
+            if plugin is not None and taken in cli.commands:
+                self.boundary.fault(plugin, "agent_link_register_commands", f"adds command {taken!r}, which exists already",
+                                    fix="Give the command another name.", disable=True)
+                raise Refused(f"command {taken!r} exists already")
+            if plugin is not None:
+                cmd._agent_link_plugin = plugin  # type: ignore[attr-defined]
+            original(cmd, name)
+
+        cli.add_command = add_command  # type: ignore[method-assign]
+        before = dict(cli.commands)
+        try:
+            self._call("agent_link_register_commands", None, cli=cli)
+        finally:
+            del cli.add_command
+        for name in set(cli.commands) - set(before):  # commands of plugins left out while adding
+            command = cli.commands[name]
+            if getattr(command, "callback", None) is not None and _module_plugin(command) in self.boundary.disabled:
+                del cli.commands[name]
 
     def migrations(self) -> list[Migration]:
-        """Every plugin's schema migrations, flattened."""
-        return [m for batch in self._pm.hook.agent_link_schema() if batch for m in batch]
+        """Every accepted plugin's schema migrations, flattened (owners checked)."""
+        batches = self._call("agent_link_schema", [])
+        return [m for batch in batches if batch for m in batch if m.owner not in self.boundary.disabled]
 
     def resolve_address(self, address: str, caller_address: str) -> dict[str, Any] | None:
-        """The first plugin's resolution of an indirect address, or None (may raise AgentLinkError)."""
-        return self._pm.hook.agent_link_resolve_address(address=address, caller_address=caller_address, app=self.app)
+        """The first plugin's resolution of an indirect address, or None (may raise AgentLinkError).
+
+        For code without an event loop (scripts); an implementation answering with an
+        awaitable is run to completion on a private loop in a worker thread. Async code uses
+        :meth:`aresolve_address`.
+        """
+        answer = self._call("agent_link_resolve_address", None, address=address, caller_address=caller_address, app=self.app)
+        if inspect.isawaitable(answer):
+            return run_blocking(lambda: answer)
+        return answer
+
+    async def aresolve_address(self, address: str, caller_address: str) -> dict[str, Any] | None:
+        """:meth:`resolve_address` for async code: an awaitable answer (a plugin doing I/O) is
+        awaited on the caller's loop, which is never blocked by it."""
+        answer = self._call("agent_link_resolve_address", None, address=address, caller_address=caller_address, app=self.app)
+        if inspect.isawaitable(answer):
+            return await answer
+        return answer
 
     def before_send(self, message: OutgoingMessage, context: SendContext) -> list[dict[str, Any]]:
-        """Run every ``before_send`` check; returns their warnings (a refusal raises AgentLinkError)."""
-        results = self._pm.hook.agent_link_before_send(message=message, context=context, app=self.app)
-        return [w for batch in results if batch for w in batch]
+        """Run every ``before_send`` check; returns their warnings (a refusal raises AgentLinkError).
+        A plugin that fails here adds a ``plugin_failed`` warning; the send goes on without it."""
+        call = CallState("agent_link_before_send")
+        hook = self._pm.hook.agent_link_before_send
+        results = call_bounded(self.boundary, call, lambda: hook(message=message, context=context, app=self.app), [])
+        warnings = [w for batch in results if batch for w in batch]
+        for plugin in sorted(call.faulted):
+            warnings.append({"code": "plugin_failed",
+                             "message": f"The {plugin} plugin failed while checking this message and was skipped.",
+                             "details": {"plugin": plugin, "hook": "agent_link_before_send"}})
+        return warnings
 
     def render_envelope(self, message: dict[str, Any]) -> list[EnvelopeContribution]:
-        """Every plugin's envelope contribution for a stored message."""
-        return [c for c in self._pm.hook.agent_link_render_envelope(message=message, app=self.app) if c]
+        """Every plugin's envelope contribution for a stored message (a failing one is left out)."""
+        return [c for c in self._call("agent_link_render_envelope", [], message=message, app=self.app) if c]
 
     def check_override(
         self, target: str, sender: Caller, setting: str, value: str, context: dict[str, Any]
     ) -> dict[str, Any] | None:
         """Ask the policy plugin (if any) whether an override is allowed; None = no policy."""
-        return self._pm.hook.agent_link_check_override(
-            target=target, sender=sender, setting=setting, value=value, context=context, app=self.app
-        )
+        return self._call("agent_link_check_override", None, target=target, sender=sender, setting=setting,
+                          value=value, context=context, app=self.app)
 
     def session_roles(self, addresses: list[str]) -> dict[str, list[str]]:
         """``{address: sorted role names}`` from every plugin that keeps roles; a failing
@@ -222,49 +452,56 @@ class Hooks:
         return {address: sorted(names) for address, names in merged.items()}
 
     def on_event(self, event: Event) -> None:
-        """Notify observers; an observer's exception is logged, never raised."""
-        for impl in self._pm.hook.agent_link_on_event.get_hookimpls():
-            try:
-                impl.function(**_wanted(impl, event=event, app=self.app))
-            except Exception:  # observers must not undo committed changes
-                log.exception("agent_link_on_event failed in %s", self._pm.get_name(impl.plugin))
+        """Notify observers; an observer's failure is reported, never raised."""
+        self._call("agent_link_on_event", None, event=event, app=self.app)
 
     def server_tasks(self) -> list[tuple[str, Any]]:
         """``[(plugin name, coroutine function)]`` an MCP server runs in the background."""
+        call = CallState("agent_link_server_tasks")
+        hook = self._pm.hook.agent_link_server_tasks
+        call_bounded(self.boundary, call, lambda: hook(app=self.app), [])
         tasks: list[tuple[str, Any]] = []
-        for impl in self._pm.hook.agent_link_server_tasks.get_hookimpls():
-            name = self._pm.get_name(impl.plugin) or "?"
-            contributed: Any = impl.function(**_wanted(impl, app=self.app)) or []
-            tasks.extend((name, task) for task in contributed)
+        for impl in hook.get_hookimpls():  # each answer as its guard kept it, with its plugin
+            contributed = call.done.get(id(impl)) or []
+            tasks.extend((self._pm.get_name(impl.plugin) or "?", task) for task in contributed)
         return tasks
 
     def health_sections(self) -> dict[str, Any]:
-        """Each plugin's health section; a failing one reports its error instead."""
+        """Each plugin's health section; a failing one reports its error under the plugin's name."""
+        call = CallState("agent_link_health")
+        hook = self._pm.hook.agent_link_health
+        results = call_bounded(self.boundary, call, lambda: hook(app=self.app), [])
         sections: dict[str, Any] = {}
-        for impl in self._pm.hook.agent_link_health.get_hookimpls():
-            name = self._pm.get_name(impl.plugin) or "?"
-            try:
-                result = impl.function(**_wanted(impl, app=self.app))
-            except Exception as exc:
-                sections[name] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
-                continue
-            if result:
-                sections[result[0]] = result[1]
+        for name, section in reversed(results):  # pluggy answers last-registered first
+            sections[name] = section
+        for plugin in sorted(call.faulted):
+            failed = [p for p in self.boundary.report() if p["plugin"] == plugin and p["hook"] == "agent_link_health"]
+            sections[plugin] = {"error": failed[-1]["error"] if failed else "failed", "fix": failed[-1]["fix"] if failed else ""}
         return sections
 
 
-def _wanted(impl: Any, **kwargs: Any) -> dict[str, Any]:
-    """The keyword arguments an implementation declared (pluggy lets it take a subset)."""
-    return {name: kwargs[name] for name in impl.argnames if name in kwargs}
+def _check_aliases(record: Any, plugin: str, records: dict[str, tuple[str, Any]]) -> None:
+    """A setting's name and aliases may not be another plugin's name or alias."""
+    mine = {record.name, *record.aliases}
+    for other_plugin, other in records.values():
+        clash = mine & {other.name, *other.aliases}
+        if clash:
+            raise Refused(f"setting {record.name} reads {sorted(clash)[0]}, which {other_plugin!r} reads for {other.name}",
+                          "Use names of your own.")
+
+
+def _module_plugin(command: Any) -> str | None:
+    """The plugin whose hook added ``command`` (recorded by :meth:`Hooks.register_commands`)."""
+    return getattr(command, "_agent_link_plugin", None)
 
 
 def trace_hook_calls(pm: pluggy.PluginManager, sink: Callable[[str], None]) -> Callable[[], None]:
     """Report every hook call to ``sink`` (``AGENT_LINK_DEBUG``); returns an undo function."""
 
-    def before(hook_name: str, hook_impls: Any, kwargs: dict[str, Any]) -> None:
+    def before(hook_name: str, hook_impls: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
         sink(f"hook {hook_name}({', '.join(sorted(kwargs))})")
 
-    def after(outcome: Any, hook_name: str, hook_impls: Any, kwargs: dict[str, Any]) -> None:
+    def after(outcome: Any, hook_name: str, hook_impls: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
         return None
 
     return pm.add_hookcall_monitoring(before, after)

@@ -39,9 +39,16 @@ MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
 def disabled_names(env: Any = None) -> list[str]:
-    """Plugin names in ``AGENT_LINK_DISABLE_PLUGINS`` (comma or space separated), sorted."""
-    raw = (os.environ if env is None else env).get("AGENT_LINK_DISABLE_PLUGINS", "")
-    return sorted({part for part in raw.replace(",", " ").split() if part})
+    """Plugin names in ``AGENT_LINK_DISABLE_PLUGINS`` (comma or space separated), sorted; when
+    ``AGENT_LINK_LOAD_PLUGINS`` names the only plugins to load, one more entry ``=only:<names>``
+    (no plugin name contains ``=``) so that the registry follows that choice too."""
+    source = os.environ if env is None else env
+    raw = source.get("AGENT_LINK_DISABLE_PLUGINS", "")
+    names = sorted({part for part in raw.replace(",", " ").split() if part})
+    only = source.get("AGENT_LINK_LOAD_PLUGINS")
+    if only is not None:
+        names.append("=only:" + ",".join(sorted({p for p in only.replace(",", " ").split() if p})))
+    return names
 
 
 def registry_path(state_dir: str) -> str:

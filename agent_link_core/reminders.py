@@ -4,7 +4,7 @@ What is due for a session is the core's rule (:mod:`agent_link_core.mailbox`): d
 unresolved ``reply``/``action`` mail gets reminder ``n + 1`` one interval after the later of
 first delivery and reminder ``n``, up to ``AGENT_LINK_REMINDER_LIMIT``. Every reminder number
 is claimed once across all processes (a UNIQUE row), so a reminder shown by a prompt hook is
-never shown again by a pushed reminder turn, and the other way round.
+never shown again by a pushed reminder, and the other way round.
 
 Two ways a reminder reaches a session, both through a harness plugin:
 
@@ -14,7 +14,7 @@ Two ways a reminder reaches a session, both through a harness plugin:
   hook output;
 * a push of its own (``agent_link_push_reminders``): every running MCP server sweeps the
   mailbox (:func:`sweep`) and offers each session's :class:`DueReminders` to the plugins; the
-  harness that owns the address may show them (e.g. a turn in an idle thread) after
+  harness that owns the address may show them (e.g. a new prompt in an idle session) after
   :meth:`DueReminders.claim` has won the numbers.
 
 Imported by the hook fast path: standard modules only, annotations stay strings.
@@ -101,7 +101,7 @@ class DueReminders:
     def claim(self, via: str) -> ClaimedReminders | None:
         """Claim the next reminder number of each due message for this process.
 
-        :param via: how the reminder is shown (``<harness>-prompt-hook``, ``<harness>-turn``...),
+        :param via: how the reminder is shown (``<harness>-prompt-hook``, ``<harness>-push``...),
             recorded with the ``reminded`` event.
         :returns: the numbers won (each claimed once across all processes), or None when
             another process won them all; the caller must then show nothing.

@@ -68,8 +68,22 @@ def to_call_result(result: Mapping[str, Any]) -> types.CallToolResult:
 
 def build_server(app: App) -> Server[Any]:
     """A low-level MCP server exposing every registered tool of ``app``."""
-    tools = app.hooks.tools()
-    definitions = [tool_definition(spec) for spec in tools.values()]
+    tools = dict(app.hooks.tools())
+    definitions = []
+    for spec in list(tools.values()):
+        try:
+            definitions.append(tool_definition(spec))
+        except Exception as exc:  # one bad tool never empties tools/list
+            plugin = app.hooks.owner("tool", spec.name) or "?"
+            app.hooks.boundary.fault(plugin, "agent_link_register_tools", f"tool {spec.name!r} cannot be listed: {exc}"[:300],
+                                     fix="Fix the tool's schemas and annotations.", disable=plugin != "?", exc=exc)
+            tools.pop(spec.name, None)
+    if any(p["disabled"] for p in app.hooks.problems()):
+        # A plugin left out while listing loses all its tools, not just the one that failed.
+        definitions = [d for d in definitions if d.name in app.hooks.tools()]
+        tools = {name: spec for name, spec in tools.items() if name in app.hooks.tools()}
+    for problem in app.hooks.problems():
+        log.warning("agent-link plugin problem: %s: %s: %s. %s", problem["plugin"], problem["hook"], problem["error"], problem["fix"])
 
     async def on_list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=definitions)
@@ -138,9 +152,7 @@ async def serve(app: App) -> None:
     server = build_server(app)
     watch = PeerWatch()
     server.middleware.append(watch)
-    capabilities: dict[str, dict[str, Any]] = {}
-    for harness in app.harnesses.values():
-        capabilities.update(harness.mcp_capabilities(app))
+    capabilities = app.mcp_capabilities()
     async with anyio.create_task_group() as tg:
 
         async def run_harnesses() -> None:
@@ -159,10 +171,10 @@ async def serve(app: App) -> None:
         tg.start_soon(_exit_on_signal, app)
         tg.start_soon(_reminder_loop, app)
         for plugin, task in app.hooks.server_tasks():
-            tg.start_soon(_guarded_task, plugin, task)
+            tg.start_soon(_guarded_task, plugin, task, app)
         tg.start_soon(run_harnesses)
         tg.start_soon(run)
-    with anyio.CancelScope(shield=True):  # stop what harnesses hold (child app-servers ...)
+    with anyio.CancelScope(shield=True):  # stop what harnesses hold (child processes ...)
         await app.aclose()
 
 
@@ -221,16 +233,21 @@ async def _guarded(harness: Any, app: App, peer: McpPeer) -> None:
         await harness.serve(app, peer)
     except PeerGone:
         return
-    except Exception:
-        log.exception("harness %s background task failed", harness.name)
+    except Exception as exc:
+        plugin = app.hooks.owner("harness", harness.name) or f"harness {harness.name}"
+        app.hooks.boundary.fault(plugin, f"harness.{harness.name}.serve", f"{type(exc).__name__}: {exc}"[:300], exc=exc)
 
 
-async def _guarded_task(plugin: str, task: Any) -> None:
-    """A plugin's server task (``agent_link_server_tasks``) that fails is logged, never fatal."""
+async def _guarded_task(plugin: str, task: Any, app: App | None = None) -> None:
+    """A plugin's server task (``agent_link_server_tasks``) that fails is reported as that
+    plugin's problem (log, health), never fatal."""
     try:
         await task()
-    except Exception:
-        log.exception("background task of plugin %s failed", plugin)
+    except Exception as exc:
+        if app is None:
+            log.exception("background task of plugin %s failed", plugin)
+            return
+        app.hooks.boundary.fault(plugin, "agent_link_server_tasks", f"its task failed: {type(exc).__name__}: {exc}"[:300], exc=exc)
 
 
 def main() -> None:

@@ -30,6 +30,7 @@ def seed(to: str = "test:bob", body: str = "hello <bob>") -> str:
     return mid
 
 
+@pytest.mark.installed_plugins
 def test_health_json_is_one_object(isolated_env: Path) -> None:
     result = invoke("health", "--json")
     assert result.exit_code == 0
@@ -51,6 +52,7 @@ def test_relative_state_dir_is_a_one_line_error(monkeypatch: pytest.MonkeyPatch)
     assert "AGENT_LINK_STATE_DIR" in result.output and "Traceback" not in result.output
 
 
+@pytest.mark.installed_plugins
 def test_plugins_json_and_disabled(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", "roles")
     data = json.loads(invoke("plugins", "--json").output)

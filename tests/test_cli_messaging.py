@@ -176,7 +176,7 @@ def test_reply_status_wait_round_trip(harness: ScriptedHarness) -> None:
     wrong = run("reply", mid, "nope", "--from", "team:other")
     assert wrong.exit_code == 1 and "Only sx:quiet" in wrong.stderr
     answered = run("reply", mid, "answer!", "--from-thread", "quiet", "--json")
-    assert answered.exit_code == 2  # the scripted harness does not recognise threads: refused, not guessed
+    assert answered.exit_code == 2  # no installed harness declares --from-thread: a usage error, not a guess
     ok = out_json(run("reply", mid, "answer!", "--from", "sx:quiet", "--json"))
     assert ok["status"] == "replied" and ok["target"]["address"] == "team:me"
     status = out_json(run("status", mid, "--from", "team:me", "--json"))

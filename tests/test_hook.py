@@ -18,6 +18,9 @@ from agent_link_core.model import Caller
 from agent_link_core.store import Store
 from agent_link_testing.dists import install_dist
 
+# These tests install plugins of their own (a dist on PYTHONPATH) or check the installed ones.
+pytestmark = pytest.mark.installed_plugins
+
 ADAPTER = '''
 """A test host: its payload carries the recipient address directly."""
 

@@ -167,7 +167,7 @@ def recorder() -> Recorder:
 def app(recorder: Recorder, monkeypatch: pytest.MonkeyPatch) -> App:
     monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", "codex claude roles receipts")
     monkeypatch.setenv("FAKE_OLD_FLAG", "yes")
-    application = App.create(extra_plugins=(recorder,))
+    application = App.create(extra_plugins=(("fake", recorder),))
     yield application
     application.close()
 
@@ -201,7 +201,7 @@ def test_register_commands_hook(recorder: Recorder, monkeypatch: pytest.MonkeyPa
 
     monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", "codex claude roles receipts")
     real_create = App.create
-    monkeypatch.setattr(cli_mod.App, "create", classmethod(lambda cls: real_create(extra_plugins=(recorder,))))
+    monkeypatch.setattr(cli_mod.App, "create", classmethod(lambda cls: real_create(extra_plugins=(("fake", recorder),))))
     result = CliRunner().invoke(cli_mod.build_cli(), ["fake-hello"])
     assert result.exit_code == 0 and "hello from the fake plugin" in result.output
 
@@ -267,7 +267,7 @@ async def test_harness_lifecycle_attach_and_aclose(recorder: Recorder, monkeypat
         closed.append("fake")
 
     monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", "codex claude roles receipts")
-    app = App.create(extra_plugins=(recorder,))
+    app = App.create(extra_plugins=(("fake", recorder),))
     assert recorder.harness.app is app  # attached before anything else
     recorder.harness.aclose = aclose  # type: ignore[method-assign]
     await app.aclose()

@@ -11,7 +11,6 @@ import pytest
 
 from agent_link_core import hookimpl
 from agent_link_core.app import App
-from agent_link_core.errors import AgentLinkError
 from agent_link_core.panels import Panel, PanelLink, PanelView
 
 ALL_PLUGINS = " ".join(sorted(ep.name for ep in importlib.metadata.entry_points(group="agent_link")))
@@ -54,9 +53,9 @@ def test_panels_come_sorted_by_order_then_name(isolated_env: Path) -> None:
 def test_duplicate_panel_names_name_both_plugins(isolated_env: Path) -> None:
     app = make(JobsPlugin(), Clash())
     try:
-        with pytest.raises(AgentLinkError) as caught:
-            app.hooks.panels()
-        assert "jobs" in caught.value.message and "registered by both" in caught.value.message
+        assert [p.name for p in app.hooks.panels()] == ["early", "alpha", "jobs"]  # the later plugin is refused, not both
+        (problem,) = app.plugin_report.problems()
+        assert problem["plugin"] == "Clash" and "'jobs', which plugin 'JobsPlugin' already registered" in problem["error"]
     finally:
         app.close()
 

@@ -9,9 +9,9 @@ import pytest
 
 from agent_link_core import plugins as plugins_mod
 from agent_link_core.app import App
-from agent_link_core.errors import AgentLinkError
 from agent_link_core.harness import Harness
 from agent_link_core.plugins import Hooks, build_plugin_manager, disabled_plugin_names
+from agent_link_core.tools.core_tools import CORE_TOOLS
 
 
 def fake_entry_points(*pairs: tuple[str, str]) -> Any:
@@ -19,6 +19,7 @@ def fake_entry_points(*pairs: tuple[str, str]) -> Any:
     return lambda group: [ep for ep in eps if ep.group == group]
 
 
+@pytest.mark.installed_plugins
 def test_installed_plugins_load_and_can_be_disabled() -> None:
     _, report = build_plugin_manager(env={})
     assert {"codex", "claude", "roles", "receipts"} <= set(report.loaded)
@@ -31,6 +32,7 @@ def test_disabled_names_parse_commas_and_spaces() -> None:
     assert disabled_plugin_names({"AGENT_LINK_DISABLE_PLUGINS": " a,b  c ,"}) == {"a", "b", "c"}
 
 
+@pytest.mark.installed_plugins
 def test_broken_plugin_is_reported_and_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(plugins_mod.importlib.metadata, "entry_points",
                         fake_entry_points(("broken", "agent_link_no_such_module_xyz"), ("fine", "agent_link_core.errors")))
@@ -46,7 +48,7 @@ def test_broken_plugin_is_reported_and_skipped(monkeypatch: pytest.MonkeyPatch) 
         app.close()
 
 
-def test_duplicate_harness_names_fail_naming_both() -> None:
+def test_duplicate_harness_names_refuse_the_second_naming_both() -> None:
     from agent_link_core import hookimpl
 
     class One:
@@ -56,20 +58,48 @@ def test_duplicate_harness_names_fail_naming_both() -> None:
             h.name = "dup"
             register(h)
 
-    pm, _ = build_plugin_manager(env={"AGENT_LINK_DISABLE_PLUGINS": "codex claude roles receipts"}, extra_plugins=(One(), One()))
-    with pytest.raises(AgentLinkError) as e:
-        Hooks(pm).harnesses()
-    assert "registered by both" in e.value.message
+    pm, report = build_plugin_manager(env={"AGENT_LINK_LOAD_PLUGINS": ""}, extra_plugins=(("first", One()), ("second", One())))
+    hooks = Hooks(pm)
+    assert list(hooks.harnesses()) == ["dup"]
+    (problem,) = report.problems()
+    refused = problem["plugin"]
+    kept = ({"first", "second"} - {refused}).pop()
+    assert f"which plugin {kept!r} already registered" in problem["error"]
+    assert f"AGENT_LINK_DISABLE_PLUGINS={refused}" in problem["fix"]
+    assert refused in report.failed and refused not in report.loaded and kept in report.loaded
 
 
-def test_misspelled_hookimpl_is_rejected() -> None:
+def test_misspelled_hookimpl_is_reported_and_left_out() -> None:
     from agent_link_core import hookimpl
-    from pluggy import PluginValidationError
 
     class Typo:
         @hookimpl
         def agent_link_on_evnt(self, event: Any) -> None:
             return None
 
-    with pytest.raises(PluginValidationError):
-        build_plugin_manager(env={}, extra_plugins=(Typo(),))
+    pm, report = build_plugin_manager(env={"AGENT_LINK_LOAD_PLUGINS": ""}, extra_plugins=(("typo", Typo()),))
+    assert "typo" in report.failed and "agent_link_on_evnt" in report.failed["typo"]
+    assert not pm.has_plugin("typo")
+    assert "AGENT_LINK_DISABLE_PLUGINS=typo" in report.problems()[0]["fix"]
+
+
+def test_core_tests_load_no_installed_plugin() -> None:
+    """Hermetic: whatever is installed (the example plugin, a user's own), a core test's App
+    has only the core and the plugins the test names."""
+    assert importlib.metadata.entry_points(group="agent_link")  # something is installed
+    app = App.create()
+    try:
+        assert app.harnesses == {} and app.plugin_report.loaded == []
+        assert {spec.name for spec in CORE_TOOLS} <= set(app.hooks.tools())
+        assert {app.hooks.owner("tool", name) for name in app.hooks.tools()} == {"agent_link_core.default_plugins"}
+    finally:
+        app.close()
+
+
+def test_load_only_names_the_plugins_to_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(plugins_mod.importlib.metadata, "entry_points",
+                        fake_entry_points(("one", "agent_link_core.errors"), ("two", "agent_link_core.addresses")))
+    _, report = build_plugin_manager(env={"AGENT_LINK_LOAD_PLUGINS": "two"})
+    assert report.loaded == ["two"]
+    _, report = build_plugin_manager(env={})
+    assert report.loaded == ["one", "two"]

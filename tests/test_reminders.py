@@ -19,7 +19,6 @@ import pytest
 
 from agent_link_core import hookimpl, prompt_hooks, reminders
 from agent_link_core.app import App
-from agent_link_core.errors import AgentLinkError
 from agent_link_core.harness import Harness
 from agent_link_core.hook import HookContext
 from agent_link_core.mailbox import OutgoingMessage, new_message_id
@@ -27,6 +26,9 @@ from agent_link_core.model import Caller
 from agent_link_core.records import PromptHook
 
 from agent_link_testing.dists import install_dist
+
+# These tests install plugins of their own (a dist on PYTHONPATH) or check the installed ones.
+pytestmark = pytest.mark.installed_plugins
 
 ALICE = Caller("test:alice", "config", "test")
 PLUGIN = """
@@ -168,11 +170,11 @@ def test_registration_is_validated_and_names_the_plugin(isolated_env: Path) -> N
         def agent_link_register_prompt_hooks(self, register: Any) -> None:
             register(PromptHook("Bad_Name", "x.hook"))
 
-    app = App.create(env={**os.environ, "AGENT_LINK_DISABLE_PLUGINS": "codex claude roles receipts"}, extra_plugins=(Bad(),))
+    app = App.create(env={**os.environ, "AGENT_LINK_DISABLE_PLUGINS": "codex claude roles receipts"}, extra_plugins=(("bad", Bad()),))
     try:
-        with pytest.raises(AgentLinkError) as err:
-            app.hooks.prompt_hooks()
-        assert "Bad_Name" in err.value.message and err.value.details["plugin"]
+        assert "Bad_Name" not in app.hooks.prompt_hooks()  # refused, and the plugin left out
+        (problem,) = [p for p in app.plugin_report.problems() if p["plugin"] == "bad"]
+        assert "Bad_Name" in problem["error"] and problem["hook"] == "agent_link_register_prompt_hooks"
     finally:
         asyncio.run(app.aclose())
 

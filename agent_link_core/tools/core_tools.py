@@ -1,32 +1,28 @@
 """The host-neutral MCP tools: health, directory, messaging, inbox, status, inspection.
 
 Argument names, defaults and ranges follow the original Agent Link
-(shared/reference/agent-link-behaviour.md §5.1-5.2). Harness-specific delivery options
-(``mode``, ``model``, ...) are passed to the recipient's harness, which refuses those it
-does not support.
+(docs/behaviour.md §5.1-5.2). Options only some harnesses understand
+are declared by those harnesses (:class:`~agent_link_core.harness.SendOption`) and passed to
+the recipient's harness; aimed at another harness's session they are refused.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from dataclasses import replace
+
 from agent_link_core.app import message_summary
 from agent_link_core.errors import AgentLinkError, invalid_arguments
+from agent_link_core.harness import SendOption
+from agent_link_core.tools.legacy_options import DELIVERY_OPTIONS, TURN_OVERRIDES  # noqa: F401 - kept for plugins
 from agent_link_core.model import is_address
 from agent_link_core.tools.registry import ToolCall, ToolSpec
+from agent_link_core.tools.schemas import ANY, ARR, BOOL, INT, NOBJ, NSTR, OBJ, RESOLVE_RESULT, STR, ULID  # noqa: F401 - re-exported
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
 
-ANY: dict[str, Any] = {}
-STR = {"type": "string"}
-NSTR = {"type": ["string", "null"]}
-BOOL = {"type": "boolean"}
-OBJ = {"type": "object"}
-NOBJ = {"type": ["object", "null"]}
-ARR = {"type": "array"}
-INT = {"type": "integer"}
-ULID = {"type": "string", "pattern": "^[0-9A-HJKMNP-TV-Z]{26}$"}
 ANTICIPATION = {"type": "string", "enum": ["reply", "action", "fyi"],
                 "description": "What the sender expects: reply (an answer), action (something done), fyi (nothing)."}
 REPLY_BY = {"type": "string", "minLength": 1,
@@ -46,28 +42,52 @@ RECEIPT = {
     },
     "additionalProperties": False,
 }
-# Options a harness may honour when it delivers into a session (turn-based hosts).
-DELIVERY_OPTIONS: dict[str, Any] = {
-    "cwd": {"type": "string", "description": "Working directory change request for the target (absolute)."},
-    "mode": {"type": "string", "enum": ["auto", "start_turn", "steer_active"], "description": "How to deliver into a turn-based session."},
-    "resumeIfNeeded": {"type": "boolean", "description": "Resume an unloaded session first (default true)."},
-    "expectedTurnId": STR,
-    "model": {"type": "string", "description": "Model change request (subject to the override policy)."},
-    "effort": {"type": "string", "enum": ["minimal", "low", "medium", "high", "xhigh"]},
-    "allowParallelTurn": {"type": "boolean", "description": "Deprecated and ignored (a warning says so)."},
-    "allowTargetOverride": {"type": "boolean", "description": "Deprecated: still grants a model/effort/cwd change the override policy refuses, with a warning."},
-}
-TURN_OVERRIDES = ("cwd", "model", "effort")
+# Options only some harnesses understand (a new host declares its own): see
+# Harness.send_option_specs; message_agent_spec() adds them to the schema.
 SEND_RESULT: dict[str, Any] = {
     "messageId": STR, "to": STR, "harness": STR, "delivery": STR, "deliveredVia": NSTR, "deliveryState": STR,
     "anticipation": STR, "replyBy": NSTR, "inReplyTo": NSTR, "messageStatus": NSTR, "duplicate": BOOL, "via": NSTR,
-    "resolution": NOBJ, "wait": OBJ, "resolved": OBJ, "action": STR, "turnId": NSTR, "threadId": STR, "sessionId": STR,
-    "target": OBJ, "receipt": OBJ, "roleProcedure": NOBJ, "switches": ARR, "evidence": OBJ, "deliveryNote": STR,
-    # facets a turn-based harness reports separately (loaded/status, archive, GUI visibility,
-    # the envelope's header, the turn started or steered)
-    "runtimeState": NOBJ, "archiveState": NSTR, "desktopVisibility": NOBJ, "peerMessage": NOBJ, "turn": NOBJ,
+    "resolution": NOBJ, "wait": OBJ, "resolved": OBJ, "action": STR, "sessionId": STR,
+    "target": OBJ, "receipt": OBJ, "roleProcedure": NOBJ, "evidence": OBJ, "deliveryNote": STR,
 }
 MESSAGE_VIEW_FIELDS = ("messages", "scope", "callerAddress", "note")
+
+
+def declared_send_options(app: App) -> dict[str, SendOption]:
+    """Every ``message_agent`` option some harness declares, by name (the first harness, by
+    name, declaring a name defines its schema)."""
+    declared: dict[str, SendOption] = {}
+    for _, harness in sorted(app.harnesses.items()):
+        for option in harness.send_option_specs:
+            declared.setdefault(option.name, option)
+    return declared
+
+
+def message_agent_spec(app: App | None) -> ToolSpec:
+    """``message_agent`` with the options and result fields the App's harnesses declare."""
+    base = next(spec for spec in CORE_TOOLS if spec.name == "message_agent")
+    if app is None:
+        return base
+    options = {name: option.schema for name, option in declared_send_options(app).items()}
+    fields: dict[str, Any] = {}
+    for _, harness in sorted(app.harnesses.items()):
+        for name, schema in harness.send_result_fields.items():
+            fields.setdefault(name, schema)
+    if not options and not fields:
+        return base
+    schema = {**base.input_schema, "properties": {**options, **base.input_schema["properties"]}}
+    return replace(base, input_schema=schema, output_fields={**fields, **base.output_fields})
+
+
+def wait_for_agent_spec(app: App | None) -> ToolSpec:
+    """``wait_for_agent`` with the result fields the App's harnesses declare for their own
+    outcomes (``Harness.wait_result_fields``)."""
+    base = next(spec for spec in CORE_TOOLS if spec.name == "wait_for_agent")
+    fields: dict[str, Any] = {}
+    for _, harness in sorted((app.harnesses if app is not None else {}).items()):
+        for name, schema in harness.wait_result_fields.items():
+            fields.setdefault(name, schema)
+    return replace(base, output_fields={**fields, **base.output_fields}) if fields else base
 
 
 def _obj(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -120,18 +140,21 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool:
     :param tool: the tool name the send is recorded under (``SendContext.tool``, which
         ``before_send`` hooks see); a plugin tool that sends through this handler names itself.
     """
-    options = {k: args[k] for k in DELIVERY_OPTIONS if k in args}
+    declared = declared_send_options(app)
+    options = {k: args[k] for k in declared if k in args}
     named = app.harnesses.get(args["to"].split(":", 1)[0]) if is_address(args["to"]) else None
     # an exact address may name an archived session of a harness whose archived sessions take mail
     allow_archived = named is not None and named.archived_sessions_take_mail
     recipient, _, _ = await app.target_address(args["to"], call.caller, allow_archived=allow_archived)
     harness = app.harnesses.get(recipient.split(":", 1)[0])
-    supported = harness.send_options if harness is not None else frozenset()
-    overrides = [k for k in options if k in TURN_OVERRIDES and k not in supported]
-    if overrides:
-        raise AgentLinkError("unsupported", f"{recipient} cannot take {', '.join(overrides)} changes.",
-                             {"capability": "turn_overrides", "arguments": overrides},
-                             hint=f"Send without {', '.join(overrides)}.")
+    supported = harness.accepted_send_options() if harness is not None else frozenset()
+    lacking = [k for k in options if k not in supported and declared[k].capability]
+    if lacking:
+        capability = declared[lacking[0]].capability
+        lacking = [k for k in lacking if declared[k].capability == capability]
+        raise AgentLinkError("unsupported", f"{recipient} cannot take {', '.join(lacking)} changes.",
+                             {"capability": capability, "arguments": lacking},
+                             hint=f"Send without {', '.join(lacking)}.")
     others = [k for k in options if k not in supported]
     if others:
         raise invalid_arguments([{"path": k, "rule": "unsupported_for_target", "expected": "omit it for this target"} for k in others])
@@ -143,7 +166,7 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool:
     )
     result = message_summary(app, outcome)
     if args.get("replyToMessageId") and outcome.message.get("reply_to"):
-        answered = app.mailbox.state(app.mailbox.get_row(args["replyToMessageId"]))
+        answered = app.mailbox.state(app.mailbox.stored(args["replyToMessageId"]))
         if answered.resolution and answered.resolution.get("replyMessageId") == result["messageId"]:
             result["resolved"] = {"messageId": args["replyToMessageId"], "kind": "reply", "late": answered.resolution["late"]}
     if args.get("waitForReply"):
@@ -159,7 +182,7 @@ async def wait_for_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict
     """Handler of ``wait_for_agent``: validated arguments in, success fields out (AgentLinkError to fail)."""
     activity = None
     if not args.get("replyToMessageId"):
-        # the target's own end of activity (a turn completing, a session stopping) ends the wait too
+        # the target's own end of activity (its work being over, a session stopping) ends the wait too
         recipient, _, _ = await app.target_address(args["agent"], call.caller, allow_archived=True)
         harness = app.harnesses.get(recipient.split(":", 1)[0])
         activity = harness.activity_check(recipient.split(":", 1)[1]) if harness is not None else None
@@ -243,9 +266,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         title="Resolve an agent",
         description="Find one agent by address (harness:id, role:name), bare id, or words from its title or folder. Reports resolved, ambiguous (with candidates) or not_found.",
         input_schema=_obj({"query": {"type": "string", "minLength": 1}, "harness": HARNESS_FILTER, "limit": _limit(10, 50)}, ("query",)),
-        output_fields={"status": {"type": "string", "enum": ["resolved", "ambiguous", "not_found"]}, "query": STR,
-                       "best": NOBJ, "candidates": {"type": "array", "items": OBJ}, "selection": OBJ, "providers": OBJ,
-                       "via": NSTR, "role": ANY},
+        output_fields={**RESOLVE_RESULT, "role": ANY},
         handler=resolve_agent, read_only=True, idempotent=True, removed={"searchTerm": "query"},
     ),
     ToolSpec(
@@ -258,7 +279,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
             "replyToMessageId": {**ULID, "description": "This message answers that one (resolving it when you are its recipient)."},
             "anticipation": ANTICIPATION, "replyBy": REPLY_BY,
             "waitForReply": {"type": "boolean", "default": False, "description": "Wait for the recipient's resolution (implies anticipation reply)."},
-            "timeoutMs": TIMEOUT_MS, "pollIntervalMs": POLL_MS, "receipt": RECEIPT, **DELIVERY_OPTIONS,
+            "timeoutMs": TIMEOUT_MS, "pollIntervalMs": POLL_MS, "receipt": RECEIPT,
         }, ("to", "message")),
         output_fields=SEND_RESULT,
         handler=message_agent, removed={"body": "message", "latestMessageId": "replyToMessageId"},
@@ -266,12 +287,12 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="wait_for_agent",
         title="Wait for an agent",
-        description="Wait for the answer to a message you sent (replyToMessageId), or for any new message from an agent; without replyToMessageId the agent's own end of activity also ends the wait (turn_completed when its running turn ends, idle when it runs nothing). A turn ending is never taken as an answer. A timeout is a normal result: call again to keep waiting. Without a progress token one call returns within 50 s (capped: true).",
+        description="Wait for the answer to a message you sent (replyToMessageId), or for any new message from an agent; without replyToMessageId the agent's own end of activity also ends the wait (outcome turn_completed when the work it was doing is over, idle when it does nothing). The recipient merely finishing its work is never taken as an answer. A timeout is a normal result: call again to keep waiting. Without a progress token one call returns within 50 s (capped: true).",
         input_schema=_obj({"agent": {"type": "string", "minLength": 1}, "replyToMessageId": ULID,
                            "timeoutMs": TIMEOUT_MS, "pollIntervalMs": POLL_MS}, ("agent",)),
         output_fields={"outcome": {"type": "string", "enum": ["reply", "declined", "done", "unresolved", "expired", "turn_completed", "idle", "timeout"]},
                        "harness": STR, "messageStatus": NSTR, "waitedMs": INT, "target": OBJ, "reply": OBJ, "resolution": OBJ,
-                       "turn": NOBJ, "timedOut": BOOL, "capped": BOOL, "requestedTimeoutMs": INT},
+                       "timedOut": BOOL, "capped": BOOL, "requestedTimeoutMs": INT},
         handler=wait_for_agent, read_only=True,
     ),
     ToolSpec(

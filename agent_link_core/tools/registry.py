@@ -1,8 +1,7 @@
 """MCP tool records, argument validation and the result contract.
 
 Every tool returns one JSON object: ``{"ok": true, ...fields, "warnings"?: [...]}`` or
-``{"ok": false, "error": {code, message, details?, hint?}}`` (shared/reference/
-agent-link-behaviour.md §3-4). Arguments are checked against the declared JSON schema
+``{"ok": false, "error": {code, message, details?, hint?}}`` (docs/behaviour.md §3-4). Arguments are checked against the declared JSON schema
 before the handler runs:
 
 * ``null`` for an optional argument means unset; for a required one it is an error;
@@ -186,8 +185,8 @@ def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> t
         path = ".".join(str(p) for p in err.absolute_path)
         errors.append({"path": path, "rule": str(err.validator), "expected": _expected(err.schema if isinstance(err.schema, dict) else {})})
     if errors:
-        extra: dict[str, Any] = {"removed": removed} if removed else {}
-        exc = invalid_arguments(errors, **extra)
+        more: dict[str, Any] = {"removed": removed} if removed else {}
+        exc = invalid_arguments(errors, **more)
         if removed:
             exc.hint = "; ".join(f"{r['argument']} was replaced by {r['replacement']}" for r in removed)
         raise exc

@@ -11,12 +11,12 @@ on 127.0.0.1. Typical use::
 
 Facts this module relies on (Claude Code 2.1.197, verified by
 ``plugins/claude/tests/test_claude_realhost_smoke.py``; see also
-/work/shared/reference/claude-code.md):
+docs/hosts/claude-code.md):
 
 * ``claude -p`` needs no login, onboarding or trust dialog; ``ANTHROPIC_BASE_URL`` +
   ``ANTHROPIC_API_KEY`` suffice.
 * With ``CLAUDE_CONFIG_DIR`` set, the *global config file* is ``$CLAUDE_CONFIG_DIR/.claude.json``
-  -- not ``~/.claude.json`` as the shared reference (§4, §8) says for the default layout.
+  -- not ``~/.claude.json`` as docs/hosts/claude-code.md (§4, §8) says for the default layout.
   :attr:`ClaudeHost.global_config_path` always names the file the CLI really uses, because we
   always set ``CLAUDE_CONFIG_DIR``.
 * Outbound traffic: ``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1`` gives 0 connections but turns
@@ -527,7 +527,7 @@ class ClaudeHost:
 class ClaudeStream:
     """A ``claude -p`` process in stream-json mode: one JSON user turn per stdin line, JSON
     events on stdout (``system`` init, ``user``, ``assistant``, ``result`` ...). It stays up
-    while stdin is open (claude-code.md §2), which channel notifications need (§8).
+    while stdin is open (docs/hosts/claude-code.md §2), which channel notifications need (§8).
 
     ``events`` holds every parsed stdout line so far (thread-safe snapshot); ``stderr`` the
     text read so far. :meth:`close` ends stdin, waits up to ``timeout_s`` and then kills the

@@ -1,6 +1,6 @@
 """Run the pinned real Codex CLI app-server (from ``hosts/node_modules``) for real-host tests.
 
-Facts used (shared/reference/codex-app-server.md §1, §2, §4, §9):
+Facts used (docs/hosts/codex.md §1, §2, §4, §9):
 
 - the npm package ``@openai/codex`` only holds a Node launcher; the native binary lives in the
   per-platform optional dependency, ``@openai/codex-<os>-<arch>/vendor/<target>/bin/codex``,

@@ -11,9 +11,10 @@ import sys
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from mcp.client.session import ClientSession
+from mcp_types import RequestParamsMeta
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 CALL_TIMEOUT_S = 60.0
@@ -29,7 +30,7 @@ class AgentLinkClient:
     async def call(self, name: str, arguments: Mapping[str, Any] | None = None, meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Call a tool and return its JSON result, checking the result contract on the way:
         the text content and structuredContent carry the same object, and isError == not ok."""
-        result = await self.session.call_tool(name, dict(arguments or {}), read_timeout_seconds=CALL_TIMEOUT_S, meta=dict(meta) if meta else None)
+        result = await self.session.call_tool(name, dict(arguments or {}), read_timeout_seconds=CALL_TIMEOUT_S, meta=cast("RequestParamsMeta", dict(meta)) if meta else None)
         assert len(result.content) == 1, result
         text_obj = json.loads(result.content[0].text)
         assert result.structured_content == text_obj, (result.structured_content, text_obj)

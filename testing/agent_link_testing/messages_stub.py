@@ -8,7 +8,7 @@ Standard library only. Start it as a context manager and point Claude Code at it
         ...run claude -p...
         assert stub.main_requests[1].tool_results()[0]["content"] ...
 
-Endpoints served (what Claude Code 2.1.197 calls, per the shared reference and verified here):
+Endpoints served (what Claude Code 2.1.197 calls, see docs/hosts/claude-code.md §2, verified here):
 
 * ``POST /v1/messages[?beta=true]`` -- answered with the next scripted :class:`Reply`, as SSE
   when the body has ``"stream": true`` (Claude Code always streams), else as one JSON message.
@@ -537,7 +537,7 @@ def _sse(event: str, data: dict[str, Any]) -> bytes:
 
 
 def _sse_events(message: dict[str, Any]) -> Iterator[bytes]:
-    """The SSE event sequence of a streamed message (see the shared Claude Code reference §2)."""
+    """The SSE event sequence of a streamed message (see docs/hosts/claude-code.md §2)."""
     start = dict(message, content=[], stop_reason=None, stop_sequence=None)
     start["usage"] = dict(message["usage"], output_tokens=1)
     yield _sse("message_start", {"type": "message_start", "message": start})

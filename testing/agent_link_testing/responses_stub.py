@@ -3,7 +3,7 @@
 Codex (0.169.0) configured with a ``[model_providers.<name>]`` entry whose ``base_url`` is
 :attr:`ResponsesStub.base_url` and ``wire_api = "responses"`` sends every model request as
 ``POST {base_url}/responses`` with a JSON body and reads a server-sent-event stream back
-(shared/reference/codex-app-server.md §3). The stub records every request and answers each
+(docs/hosts/codex.md §3). The stub records every request and answers each
 one with a scripted :class:`Reply`:
 
 >>> with ResponsesStub() as stub:                       # doctest: +SKIP

@@ -2,7 +2,7 @@
 
 Claude Code (2.1.197) shows a ``notifications/claude/channel`` notification from an MCP server
 to the model as a new prompt, but only when every step of its gate passes
-(shared/reference/claude-code.md §8): the server declared the ``claude/channel`` capability;
+(docs/hosts/claude-code.md §8): the server declared the ``claude/channel`` capability;
 the cached feature flag ``tengu_harbor`` is true and none of the variables that switch the flag
 cache off is set; the server is listed on the command line (``--channels plugin:<p>@<m>``, with
 that plugin on the allowlist ``tengu_harbor_ledger``, or
@@ -40,6 +40,8 @@ from agent_link_core.store import now_ms
 from agent_link_claude.procs import proc_start, same_process
 
 if TYPE_CHECKING:  # pragma: no cover
+    import sqlite3
+
     from agent_link_core.app import App
 
 log = logging.getLogger(__name__)
@@ -53,7 +55,7 @@ SERVER_NAME = "agent-link"  # the documented name of a hand-configured server
 PLUGIN_SERVER_NAME = "codex-agent-link"
 SERVER_NAMES = (SERVER_NAME, PLUGIN_SERVER_NAME)
 CLIENT_NAME = "claude-code"  # clientInfo.name Claude Code sends at initialize
-# Any of these turns Claude Code's feature-flag cache off, and channels with it (reference §8).
+# Any of these turns Claude Code's feature-flag cache off, and channels with it (docs/behaviour.md §8).
 FLAG_CACHE_OFF = ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_TELEMETRY", "DO_NOT_TRACK", "DISABLE_GROWTHBOOK")
 CHANNEL_FLAGS = ("--channels", "--dangerously-load-development-channels")
 POLL_MIN_S = 0.2
@@ -267,7 +269,7 @@ def active_bridges(state_dir: str | os.PathLike[str]) -> dict[str, dict[str, Any
 # -- the bridge --------------------------------------------------------------------------------
 
 
-def channel_meta(row: Mapping[str, Any]) -> dict[str, str]:
+def channel_meta(row: Mapping[str, Any] | sqlite3.Row) -> dict[str, str]:
     """The notification's ``meta`` (string values; keys match ``[A-Za-z_][A-Za-z0-9_]*``).
 
     Claude Code renders them as attributes of the ``<channel>`` tag, so the sender is shown
@@ -284,7 +286,7 @@ def channel_meta(row: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
-def wants_push(row: Mapping[str, Any]) -> bool:
+def wants_push(row: Mapping[str, Any] | sqlite3.Row) -> bool:
     """False for messages whose sender asked for mailbox-only delivery."""
     meta = json.loads(row["metadata"] or "{}").get("claude")
     return not (isinstance(meta, dict) and meta.get("push") is False)
@@ -413,9 +415,7 @@ class ChannelBridge:
 
 def _announced(app: App, message_id: str) -> bool:
     """Whether an oversized message was already announced (it is never announced twice)."""
-    return app.store.conn.execute(
-        "SELECT 1 FROM message_events WHERE message_id = ? AND kind = 'announced'", (message_id,)
-    ).fetchone() is not None
+    return app.mailbox.has_event(message_id, "announced")
 
 
 def _data_version(app: App) -> int:

@@ -294,7 +294,7 @@ class ClaudeHarness(Harness):
             if state["running"] is None:
                 state["running"] = loaded
                 return None
-            return {"outcome": "idle", "turn": None} if state["running"] and not loaded else None
+            return {"outcome": "idle"} if state["running"] and not loaded else None
 
         return check
 

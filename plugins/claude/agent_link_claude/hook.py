@@ -3,7 +3,7 @@
 Loaded by the core's hook fast path (:mod:`agent_link_core.hook`), so it imports nothing but
 the core's address helpers: every prompt pays for this module.
 
-What each event prints (output shapes verified on Claude Code 2.1.197, claude-code.md §6):
+What each event prints (output shapes verified on Claude Code 2.1.197, docs/hosts/claude-code.md §6):
 
 * ``SessionStart`` -- ``{"hookSpecificOutput": {"hookEventName": "SessionStart",
   "additionalContext": <pending note>}}`` when undelivered mail waits;

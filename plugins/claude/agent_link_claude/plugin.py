@@ -11,13 +11,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agent_link_core import hookimpl
+from agent_link_core.contribute import registers
 from agent_link_core.config import Setting
 from agent_link_core.records import PromptHook
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.harness import Harness
     from agent_link_core.mailbox import OutgoingMessage, SendContext
-    from agent_link_core.tools.registry import ToolSpec
 
 SETTINGS = (
     Setting("AGENT_LINK_DISABLE_CHANNEL", "flag", False,
@@ -40,18 +40,8 @@ def agent_link_register_prompt_hooks(register: Callable[[PromptHook], None]) -> 
     register(PromptHook("claude", "agent_link_claude.hook"))
 
 
-@hookimpl
-def agent_link_register_tools(register: Callable[[ToolSpec], None]) -> None:
-    from agent_link_claude.tools import CLAUDE_TOOLS
-
-    for spec in CLAUDE_TOOLS:
-        register(spec)
-
-
-@hookimpl
-def agent_link_register_settings(register: Callable[[Setting], None]) -> None:
-    for setting in SETTINGS:
-        register(setting)
+agent_link_register_tools = registers("agent_link_claude.tools:CLAUDE_TOOLS")
+agent_link_register_settings = registers(SETTINGS)
 
 
 @hookimpl

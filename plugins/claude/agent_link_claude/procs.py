@@ -1,70 +1,21 @@
 """Process facts the claude harness needs: is a pid alive, when did it start, who is its parent,
-what is its command line.
+what is its command line (through :mod:`agent_link_core.procs`, which uses psutil).
 
 Claude Code writes ``procStart`` into ``<config dir>/sessions/<pid>.json`` so that a reused pid
 is not mistaken for the session's process. On Linux that value is field 22 (``starttime``, clock
 ticks since boot) of ``/proc/<pid>/stat``, as a decimal string; elsewhere it is the output of
-``ps -o lstart= -p <pid>`` run with ``LC_ALL=C TZ=UTC`` (read from the Claude Code 2.1.197 binary
-and checked against a live session on Linux). :func:`proc_start` computes the same value so the
-two can be compared.
+``ps -o lstart= -p <pid>`` run with ``LC_ALL=C TZ=UTC`` (see docs/hosts/claude-code.md).
+:func:`agent_link_core.procs.start_stamp` computes the same value so the two can be compared.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
+from agent_link_core import procs
 
-PS_TIMEOUT_S = 1.0
-_LINUX = sys.platform.startswith("linux")
-
-
-def _proc_stat_fields(pid: int) -> list[str] | None:
-    """Fields of ``/proc/<pid>/stat`` after the command name: index 0 is the state, 1 the ppid,
-    19 the start time. None when the process does not exist (or this is not Linux)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as f:
-            text = f.read()
-    except OSError:
-        return None
-    # the command name is in parentheses and may itself contain spaces or parentheses
-    return text[text.rfind(")") + 2 :].split(" ")
-
-
-def _ps(pid: int, field: str) -> str | None:
-    try:
-        done = subprocess.run(
-            ["ps", "-ww", "-o", f"{field}=", "-p", str(pid)],
-            capture_output=True, text=True, timeout=PS_TIMEOUT_S,
-            env={**os.environ, "LC_ALL": "C", "TZ": "UTC"},
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    out = done.stdout.strip()
-    return out if done.returncode == 0 and out else None
-
-
-def proc_start(pid: int) -> str | None:
-    """The start-time stamp Claude Code stores as ``procStart`` for ``pid``; None if unknown."""
-    if pid <= 0:
-        return None
-    if _LINUX:
-        fields = _proc_stat_fields(pid)
-        return fields[19] if fields is not None and len(fields) > 19 else None
-    return _ps(pid, "lstart")
-
-
-def pid_alive(pid: int) -> bool:
-    """True when a process with this pid exists (it may belong to another user)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+proc_start = procs.start_stamp
+pid_alive = procs.pid_alive
+parent_pid = procs.parent_pid
+command_line = procs.command_line
 
 
 def same_process(pid: int, recorded_start: object) -> bool:
@@ -78,32 +29,3 @@ def same_process(pid: int, recorded_start: object) -> bool:
         return True
     current = proc_start(pid)
     return current is None or current == recorded_start
-
-
-def parent_pid(pid: int) -> int | None:
-    """The parent of ``pid``; None when unknown."""
-    if _LINUX:
-        fields = _proc_stat_fields(pid)
-        if fields is None or len(fields) < 2:
-            return None
-        raw: str | None = fields[1]
-    else:
-        raw = _ps(pid, "ppid")
-    try:
-        return int(raw) if raw is not None else None
-    except ValueError:
-        return None
-
-
-def command_line(pid: int) -> list[str] | None:
-    """The argv of ``pid``. On Linux exact (``/proc/<pid>/cmdline``); elsewhere ``ps`` output
-    split on whitespace, which is good enough for finding flags. None when unknown."""
-    if _LINUX:
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                raw = f.read()
-        except OSError:
-            return None
-        return [part.decode("utf-8", "replace") for part in raw.split(b"\0") if part]
-    text = _ps(pid, "args")
-    return text.split() if text is not None else None

@@ -1,7 +1,7 @@
 """Finding Claude Code and Claude Desktop sessions on this machine (read-only).
 
-Three sources, merged per session (shared/reference/claude-code.md §3-4,
-agent-link-behaviour.md §15):
+Three sources, merged per session (docs/hosts/claude-code.md §3-4,
+docs/behaviour.md §15):
 
 * **transcripts** ``<config dir>/projects/<encoded cwd>/<session id>.jsonl`` -- every session
   that ever ran a turn. ``<config dir>`` is ``$CLAUDE_CONFIG_DIR`` or ``~/.claude``. Only the
@@ -262,7 +262,7 @@ def read_live_file(path: str) -> LiveSession | None:
 
 @dataclass(frozen=True)
 class Sidecar:
-    """A Claude Desktop ``local_<id>.json`` session record (reference §15 fields)."""
+    """A Claude Desktop ``local_<id>.json`` session record (docs/behaviour.md §15 fields)."""
 
     session_id: str
     surface: str

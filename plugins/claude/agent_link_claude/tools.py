@@ -1,4 +1,4 @@
-"""MCP tools for Claude sessions (shared/reference/agent-link-behaviour.md §5.4).
+"""MCP tools for Claude sessions (docs/behaviour.md §5.4).
 
 They are thin: listing, resolving, sending and waiting go through the core's
 :class:`~agent_link_core.app.App` operations, restricted to the ``claude`` harness. What they
@@ -17,7 +17,8 @@ from agent_link_core.app import message_summary
 from agent_link_core.directory import session_view
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.model import Caller, Session, address_scheme, is_address
-from agent_link_core.tools.core_tools import ANTICIPATION, NOBJ, NSTR, OBJ, POLL_MS, RECEIPT, REPLY_BY, STR, TIMEOUT_MS, ULID
+from agent_link_core.tools.core_tools import ANTICIPATION, POLL_MS, RECEIPT, REPLY_BY, TIMEOUT_MS
+from agent_link_core.tools.schemas import BOOL, NOBJ, NSTR, OBJ, RESOLVE_RESULT, STR, ULID
 from agent_link_core.tools.registry import ToolCall, ToolSpec
 
 from agent_link_claude.harness import DELIVERY_STATES, NAME, ClaudeHarness
@@ -27,7 +28,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
 
 IDLE_CHECK_S = 2.0  # how often a wait looks whether a running target has stopped
-BOOL = {"type": "boolean"}
 SURFACE = {"type": "string", "enum": ["all", "desktop", "code"], "default": "all",
            "description": "code (Claude Code, CLI or Desktop's Code tab), desktop (Desktop agent sessions) or all."}
 SESSION_ID = {"type": "string", "minLength": 1, "maxLength": 140,
@@ -191,7 +191,7 @@ async def wait_for_session(
             result = {"outcome": "idle", "timedOut": False, "harness": NAME,
                       "waitedMs": int((anyio.current_time() - start) * 1000)}
             if reply_to:
-                result["messageStatus"] = app.mailbox.state(app.mailbox.get_row(reply_to)).status
+                result["messageStatus"] = app.mailbox.state(app.mailbox.stored(reply_to)).status
     result["target"] = {"address": session.address, "sessionId": session.id, "lastLoaded": running and "idle" not in found}
     return result
 
@@ -271,7 +271,7 @@ async def message_claude_session(app: App, args: dict[str, Any], call: ToolCall)
         result["warnings"] = warnings
     reply_to = args.get("replyToMessageId")
     if reply_to:
-        answered = app.mailbox.state(app.mailbox.get_row(reply_to)).resolution
+        answered = app.mailbox.state(app.mailbox.stored(reply_to)).resolution
         if answered and answered.get("replyMessageId") == result["messageId"]:
             result["resolved"] = {"messageId": reply_to, "kind": "reply", "late": answered["late"]}
     if args.get("waitForReply") and session is not None:
@@ -318,9 +318,7 @@ CLAUDE_TOOLS: tuple[ToolSpec, ...] = (
         title="Resolve a Claude session",
         description="Find one Claude session by id or by words from its title or folder. Reports resolved, ambiguous (with candidates) or not_found.",
         input_schema=_schema({"query": {"type": "string", "minLength": 1}, "surface": SURFACE, "limit": _limit(10, 50)}, ("query",)),
-        output_fields={"status": {"type": "string", "enum": ["resolved", "ambiguous", "not_found"]}, "query": STR,
-                       "best": NOBJ, "candidates": {"type": "array", "items": OBJ}, "selection": OBJ,
-                       "providers": OBJ, "via": NSTR},
+        output_fields=RESOLVE_RESULT,
         handler=resolve_claude_session, read_only=True, idempotent=True, removed={"searchTerm": "query"},
     ),
     ToolSpec(

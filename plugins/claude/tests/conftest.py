@@ -1,9 +1,9 @@
 """Fixtures for the claude plugin's tests: builders for fake Claude Code / Claude Desktop state
 in the test's temporary HOME (the root conftest points HOME and CLAUDE_CONFIG_DIR there).
 
-The shapes follow what Claude Code 2.1.197 writes (shared/reference/claude-code.md §3-4,
+The shapes follow what Claude Code 2.1.197 writes (docs/hosts/claude-code.md §3-4,
 checked against real runs in test_claude_realhost.py) and the Desktop sidecar fields of
-agent-link-behaviour.md §15.
+docs/behaviour.md §15.
 """
 
 from __future__ import annotations

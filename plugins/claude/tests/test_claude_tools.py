@@ -154,7 +154,7 @@ async def test_message_by_id_and_by_query(app: App) -> None:
 
 @pytest.mark.anyio
 async def test_an_exact_id_reaches_an_archived_session(app: App) -> None:
-    # the reference (§5.4): an exact sessionId reaches archived sessions; its mail waits for it
+    # docs/behaviour.md §15: an exact sessionId reaches archived sessions; its mail waits for it
     for given in ("local_dddd-0004", "claude:dddd-0004"):
         sent = await call(app, "message_claude_session", {"sessionId": given, "message": "when you are back", "anticipation": "fyi"})
         assert sent["ok"] and sent["delivery"] == "queued-offline" and sent["messageDelivery"] == "queued", sent

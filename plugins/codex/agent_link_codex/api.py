@@ -151,16 +151,23 @@ def _unreachable(seen: lookup.Sighting, what: str) -> AgentLinkError:
 
 def resolve_composite(harness: CodexHarness, endpoint_id: str, thread_id: str) -> str:
     """The address ``codex:<thread_id>`` once ``endpoint_id`` (a known endpoint) answers that
-    it has the thread and it is not archived. Blocks while it asks (see :mod:`lookup`).
+    it has the thread and it is not archived. Blocks while it asks (see :mod:`lookup`);
+    async code awaits :func:`aresolve_composite` instead.
 
     :raises AgentLinkError: ``not_found`` (unknown endpoint, or no such thread there),
         ``archived``, ``codex_unavailable`` (the endpoint did not answer).
     """
+    return lookup.run_blocking(lambda: aresolve_composite(harness, endpoint_id, thread_id))
+
+
+async def aresolve_composite(harness: CodexHarness, endpoint_id: str, thread_id: str) -> str:
+    """:func:`resolve_composite` on the caller's event loop (the probe uses connections of its
+    own, every step bounded), so an MCP server answering other calls meanwhile is never blocked."""
     from agent_link_codex.harness import is_archived_thread
 
     composite = f"{endpoint_id}:{thread_id}"
     ep = _candidate(harness, endpoint_id, composite)
-    [seen] = lookup.run_blocking(lambda: lookup.probe_all([ep], thread_id))
+    [seen] = await lookup.probe_all([ep], thread_id)
     if not seen.checked:
         raise _unreachable(seen, composite)
     if seen.thread is None:

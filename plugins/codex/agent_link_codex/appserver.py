@@ -1,7 +1,7 @@
 """JSON-RPC client for the Codex CLI app-server (``codex app-server --listen …``).
 
 Wire format (Codex app-server protocol, verified on Codex CLI 0.169.0; see
-shared/reference/codex-app-server.md §4–§5):
+docs/hosts/codex.md §4–§5):
 
 - one JSON message per WebSocket text frame, over a Unix socket (HTTP Upgrade on the stream,
   any host in the URI) or a loopback TCP WebSocket (capability token as ``Authorization:

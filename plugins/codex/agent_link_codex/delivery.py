@@ -1,7 +1,6 @@
 """Pushing a stored message into a Codex thread as a turn, exactly once, on evidence.
 
-The message row already exists (the core stores it first). Then (shared/reference/
-agent-link-behaviour.md §16.4-16.6, codex-app-server.md §6-7):
+The message row already exists (the core stores it first). Then (docs/behaviour.md §16.4-16.6, docs/hosts/codex.md §6-7):
 
 1. find the thread on every live app-server; archived → ``archived``; unknown → ``not_found``;
 2. loaded nowhere reachable: if another process holds its rollout open (a desktop app's

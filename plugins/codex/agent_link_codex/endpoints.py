@@ -1,7 +1,7 @@
 """Where Codex app-servers can be reached: configured, default, registered.
 
-Candidates, in order of preference for new work (shared/reference/agent-link-behaviour.md
-§16.1, codex-app-server.md §4):
+Candidates, in order of preference for new work (docs/behaviour.md
+§16.1, docs/hosts/codex.md §4):
 
 1. ``AGENT_LINK_CODEX_URL`` (a loopback WebSocket; token from ``AGENT_LINK_CODEX_TOKEN_FILE``);
 2. ``AGENT_LINK_CODEX_SOCK`` (a Unix socket);

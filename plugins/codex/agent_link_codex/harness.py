@@ -28,7 +28,7 @@ from typing import Any
 from agent_link_core.callmeta import meta_text
 from agent_link_core.envelope import iso_ms
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.harness import Delivery, Harness, McpPeer, OutputBudget, SessionListing
+from agent_link_core.harness import Delivery, Harness, McpPeer, OutputBudget, SendOption, SenderOption, SessionListing
 from agent_link_core.model import Caller, Session
 from agent_link_core.reminders import DueReminders
 from agent_link_core.store import Store, now_ms
@@ -110,7 +110,7 @@ def session_from_thread(thread: Mapping[str, Any], link: Link | None, *, loaded:
         title = title.strip().splitlines()[0][:120] if title.strip() else None
     activity = thread.get("recencyAt") or thread.get("updatedAt")
     kind = source_kind(thread)
-    extra = {"threadId": tid, "status": status, "source": kind}
+    extra: dict[str, Any] = {"threadId": tid, "status": status, "source": kind}
     if link is not None:
         extra["endpoint"] = link.endpoint.id
         extra["endpointAddress"] = f"{link.endpoint.id}:{tid}"  # the ep_...:<thread> form send accepts
@@ -156,6 +156,26 @@ def send_facets(message: Mapping[str, Any], delivery: Delivery) -> dict[str, Any
     }
 
 
+#: The message_agent options a Codex thread understands (declared here, not in the core).
+SEND_OPTION_SPECS: tuple[SendOption, ...] = (
+    SendOption("mode", {"type": "string", "enum": ["auto", "start_turn", "steer_active"],
+                        "description": "How to deliver into a Codex thread: auto, start a turn, or steer the running one."}),
+    SendOption("resumeIfNeeded", {"type": "boolean", "description": "Resume an unloaded thread first (default true)."}),
+    SendOption("expectedTurnId", {"type": "string", "description": "Steer only if this turn is still the active one."}),
+    SendOption("model", {"type": "string", "description": "Model change request (subject to the override policy)."},
+               capability="turn_overrides"),
+    SendOption("effort", {"type": "string", "enum": ["minimal", "low", "medium", "high", "xhigh"],
+                          "description": "Reasoning effort change request (subject to the override policy)."},
+               capability="turn_overrides"),
+    SendOption("cwd", {"type": "string", "description": "Working directory change request for the thread (absolute)."},
+               capability="turn_overrides"),
+    # deprecated (overrides.DEPRECATED): accepted with a deprecated_argument warning
+    SendOption("allowParallelTurn", {"type": "boolean", "description": "Deprecated and ignored (a warning says so)."}),
+    SendOption("allowTargetOverride", {"type": "boolean", "description": "Deprecated: still grants a model/effort/cwd change the "
+                                                                         "override policy refuses, with a warning."}),
+)
+
+
 class CodexHarness(Harness):
     """Codex threads as agent-link sessions. One instance per :class:`~agent_link_core.app.App`."""
 
@@ -166,7 +186,20 @@ class CodexHarness(Harness):
     # Turn overrides (model, effort, cwd) are checked against the override policy before
     # anything is stored (agent_link_codex.overrides) and carried by the delivering turn/start.
     send_options = frozenset({"mode", "resumeIfNeeded", "expectedTurnId", "model", "effort", "cwd",
-                              "allowParallelTurn", "allowTargetOverride"})  # the last two: deprecated (overrides.DEPRECATED)
+                              "allowParallelTurn", "allowTargetOverride"})
+    send_option_specs = SEND_OPTION_SPECS
+    # `agent-link send --from-thread T [--from-endpoint E]`: identify_caller gets exactly these keys
+    sender_options = (
+        SenderOption("--from-thread", "threadId", "Act as this Codex thread (unverified), when not inside one."),
+        SenderOption("--from-endpoint", "endpointId", "The Codex app-server endpoint of --from-thread, when several know it.",
+                     requires="--from-thread"),
+    )
+    send_result_fields = {"turnId": {"type": ["string", "null"]}, "threadId": {"type": "string"}, "switches": {"type": "array"},
+                          # the separate facts of a send (send_facets)
+                          "runtimeState": {"type": ["object", "null"]}, "archiveState": {"type": ["string", "null"]},
+                          "desktopVisibility": {"type": ["object", "null"]}, "peerMessage": {"type": ["object", "null"]},
+                          "turn": {"type": ["object", "null"]}}
+    wait_result_fields = {"turn": {"type": ["object", "null"]}}
     # Measured on Codex 0.169.0: an MCP tool's output reaches the model as "Wall time: …\nOutput:\n"
     # plus structuredContent as JSON with indent 2; above about 12,000 characters Codex keeps the
     # head and tail and cuts the middle ("…N tokens truncated…"); 10,233 passed whole. A turn's

@@ -3,7 +3,7 @@
 Codex (0.169.0) gives the hook ``{"session_id": <thread id>, "turn_id", "transcript_path",
 "cwd", "hook_event_name": "UserPromptSubmit", "model", "permission_mode", "prompt"}`` on stdin
 and hands ``hookSpecificOutput.additionalContext`` to the model as a developer message right
-after the user's (shared/reference/codex-app-server.md §10). This adapter answers with the
+after the user's (docs/hosts/codex.md §10). This adapter answers with the
 pending-mail note and the reminders now due for ``codex:<session_id>``: never a message body,
 nothing at all when nothing is waiting or due. It never marks mail delivered and never talks
 to an app-server. The core's runner makes it fail open (any error: no output, exit 0).

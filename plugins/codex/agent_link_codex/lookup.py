@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from agent_link_core import __version__
+from agent_link_core import __version__, aio
 
 from agent_link_codex.appserver import AppServerClient, AppServerError, AppServerUnavailable
 from agent_link_codex.endpoints import Endpoint, read_token
@@ -109,24 +108,6 @@ async def probe_all(endpoints: list[Endpoint], thread_id: str | None = None) -> 
 
 
 def run_blocking(factory: Callable[[], Awaitable[T]]) -> T:
-    """Run ``factory()`` to completion on a new event loop in a worker thread and return its
-    result (or raise its exception). Usable with or without a running loop in the caller,
-    which is blocked meanwhile: keep ``factory`` bounded."""
-    box: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            box["value"] = asyncio.run(_call(factory))
-        except BaseException as exc:  # handed to the caller's thread
-            box["error"] = exc
-
-    worker = threading.Thread(target=work, name="agent-link-codex-check", daemon=True)
-    worker.start()
-    worker.join()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
-
-
-async def _call(factory: Callable[[], Awaitable[T]]) -> T:
-    return await factory()
+    """Run ``factory()`` on a private event loop in a worker thread and return its result
+    (:func:`agent_link_core.aio.run_blocking`); the caller is blocked meanwhile."""
+    return aio.run_blocking(factory)

@@ -1,6 +1,6 @@
 """The private ("managed") Codex app-server agent-link starts when no other one is reachable.
 
-Lifecycle (shared/reference/agent-link-behaviour.md §16.2, adapted to Codex 0.169.0):
+Lifecycle (docs/behaviour.md §16.2, adapted to Codex 0.169.0):
 
 * started only when autostart is on and no endpoint was named explicitly, in its own
   session/process group, with the managed directory (``AGENT_LINK_MANAGED_DIR``, default
@@ -15,7 +15,7 @@ Lifecycle (shared/reference/agent-link-behaviour.md §16.2, adapted to Codex 0.1
 * stopped with SIGTERM to the group, then SIGKILL after a grace period; the record, socket,
   token, stderr log and any daemon leftovers (the real socket and its ``.lock``) are removed.
 
-Process facts come from ``/proc`` where it exists (Linux) and from ``ps`` elsewhere.
+Process facts come from psutil (:mod:`agent_link_core.procs`).
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent_link_core import procs
 from agent_link_core.store import now_ms
 
 from agent_link_codex.endpoints import Endpoint, socket_endpoint, url_endpoint
@@ -128,53 +129,25 @@ def find_codex(values: Mapping[str, Any], env: Mapping[str, str]) -> Launcher:
     raise ManagedError("codex-binary-not-found", "no codex program found", searched)
 
 
-# process facts ------------------------------------------------------------------------------
+# process facts (psutil, through agent_link_core.procs) -----------------------------------------
 def process_start(pid: int) -> str | None:
     """An opaque start-time token of ``pid`` (defeats pid reuse), or None when unknown."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-        return raw.rsplit(")", 1)[1].split()[19]  # field 22, counted after the command name
-    except (OSError, IndexError):
-        pass
-    try:
-        out = subprocess.run(["ps", "-o", "lstart=", "-p", str(pid)], capture_output=True, text=True, timeout=2)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout.strip() or None
+    return procs.start_stamp(pid)
 
 
 def process_command(pid: int) -> str | None:
     """The command line of ``pid`` (arguments joined by spaces), or None."""
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-        return raw.replace(b"\0", b" ").decode(errors="replace").strip()
-    except OSError:
-        pass
-    try:
-        out = subprocess.run(["ps", "-o", "command=", "-p", str(pid)], capture_output=True, text=True, timeout=2)
-    except (OSError, subprocess.TimeoutExpired):
+    argv = procs.command_line(pid)
+    if argv is None:
         return None
-    return out.stdout.strip() or None
+    return " ".join(argv).strip() or None
 
 
 def pid_alive(pid: int, start: str | None = None) -> bool:
     """Whether ``pid`` runs (and, when ``start`` is given, is the same process)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    if _is_zombie(pid):
+    if not procs.pid_alive(pid):
         return False
     return start is None or process_start(pid) in (None, start)
-
-
-def _is_zombie(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except (OSError, IndexError):
-        return False
 
 
 def daemon_leftovers(listen_path: str) -> list[Path]:

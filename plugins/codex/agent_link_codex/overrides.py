@@ -1,5 +1,5 @@
 """Turn overrides (``model``, ``effort``, ``cwd``) on existing Codex threads
-(shared/reference/agent-link-behaviour.md §19 "Override policy").
+(docs/behaviour.md §19 "Override policy").
 
 An existing thread keeps its model, effort and cwd. ``message_agent`` /
 ``message_codex_thread`` may ask for a different value; :func:`check_send` (the codex plugin's
@@ -212,5 +212,5 @@ def default_decision(target: str, sender: str, setting: str, launched_by: str | 
 
 
 def turn_params(options: dict[str, Any] | Any) -> dict[str, str]:
-    """The ``turn/start`` parameters carrying allowed overrides (codex-app-server.md §7)."""
+    """The ``turn/start`` parameters carrying allowed overrides (docs/hosts/codex.md §7)."""
     return {k: options[k] for k in SETTINGS if isinstance(options.get(k), str)}

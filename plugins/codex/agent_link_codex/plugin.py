@@ -9,10 +9,11 @@ websockets) load when the harness, a tool or a command is first used.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, Callable
 
 from agent_link_core import hookimpl
-from agent_link_core.store import Migration
+from agent_link_core.contribute import migrations, registers
 
 from agent_link_codex.schema import MIGRATIONS
 from agent_link_codex.settings import SETTINGS
@@ -51,26 +52,12 @@ def agent_link_push_reminders(due: DueReminders, app: App) -> Awaitable[bool] | 
     return harness.push_reminders(due)  # type: ignore[no-any-return, attr-defined]
 
 
-@hookimpl
-def agent_link_register_tools(register: Callable[[Any], None]) -> None:
-    """The nine Codex thread tools."""
-    from agent_link_codex.tools import TOOLS
-
-    for spec in TOOLS:
-        register(spec)
-
-
-@hookimpl
-def agent_link_register_settings(register: Callable[[Any], None]) -> None:
-    """Every Codex setting with its legacy aliases."""
-    for setting in SETTINGS:
-        register(setting)
-
-
-@hookimpl
-def agent_link_schema() -> list[Migration]:
-    """The ``codex_endpoints``, ``codex_pushes`` and ``codex_launches`` tables."""
-    return list(MIGRATIONS)
+#: the nine Codex thread tools (their module is imported only when the tools are listed)
+agent_link_register_tools = registers("agent_link_codex.tools:TOOLS")
+#: every Codex setting with its legacy aliases
+agent_link_register_settings = registers(SETTINGS)
+#: the ``codex_endpoints``, ``codex_pushes`` and ``codex_launches`` tables
+agent_link_schema = migrations(MIGRATIONS)
 
 
 @hookimpl
@@ -100,18 +87,25 @@ def agent_link_register_commands(cli: click.Group) -> None:
 
 
 @hookimpl
-def agent_link_resolve_address(address: str, caller_address: str, app: App) -> dict[str, Any] | None:
+def agent_link_resolve_address(address: str, caller_address: str, app: App) -> Awaitable[dict[str, Any]] | None:
     """``ep_<id>:<thread id>`` → ``codex:<thread id>``, once that endpoint confirms it has the
-    thread (:func:`agent_link_codex.api.resolve_composite`: ``not_found``, ``archived``,
-    ``codex_unavailable``); None for any other form. The endpoint is kept as metadata."""
+    thread (:func:`agent_link_codex.api.aresolve_composite`: ``not_found``, ``archived``,
+    ``codex_unavailable``); None for any other form. The endpoint is kept as metadata.
+
+    Asking the endpoint is I/O, so the answer is an awaitable the core awaits on its own loop
+    (the MCP server keeps serving meanwhile)."""
     if not address.startswith("ep_") or "codex" not in app.harnesses:
         return None
-    from agent_link_codex.api import codex_harness, resolve_composite
+    from agent_link_codex.api import aresolve_composite, codex_harness
     from agent_link_codex.endpoints import parse_composite
 
     parsed = parse_composite(address)
     if parsed is None:
         return None
+    harness = codex_harness(app)
 
-    recipient = resolve_composite(codex_harness(app), *parsed)
-    return {"address": recipient, "via": None, "metadata": {"codexEndpoint": parsed[0]}}
+    async def resolved() -> dict[str, Any]:
+        recipient = await aresolve_composite(harness, *parsed)
+        return {"address": recipient, "via": None, "metadata": {"codexEndpoint": parsed[0]}}
+
+    return resolved()

@@ -1,6 +1,6 @@
 """Read-only access to Codex rollout transcripts, for when no app-server can be had.
 
-Layout on Codex 0.169.0 (shared/reference/codex-app-server.md §8):
+Layout on Codex 0.169.0 (docs/hosts/codex.md §8):
 
 * ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<local time>-<thread id>.jsonl`` (active) and
   ``$CODEX_HOME/archived_sessions/<same file name>`` (archived, flat);
@@ -20,7 +20,6 @@ head and tail window; only a clientId check scans a whole file (as bytes, line b
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path

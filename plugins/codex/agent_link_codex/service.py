@@ -6,8 +6,7 @@ app-server, starts the private app-server when none is reachable and that is all
 stops it again after ``AGENT_LINK_CODEX_IDLE_MS`` without requests. An unreachable endpoint
 is reported (:meth:`CodexService.endpoint_reports`), never hides the others.
 
-Each link's :class:`ThreadTracker` follows the app-server's notifications (shared/reference/
-codex-app-server.md §6-7): thread status (broadcast to every connection), the active turn and
+Each link's :class:`ThreadTracker` follows the app-server's notifications (docs/hosts/codex.md §6-7): thread status (broadcast to every connection), the active turn and
 userMessage echoes (only for threads this connection subscribed to by starting or resuming
 them). Notifications are hints: delivery re-reads state before acting on them.
 
@@ -580,11 +579,12 @@ class CodexService:
         loaded = [(ln, t) for ln, t in found if (t.get("status") or {}).get("type") not in (None, "notLoaded")]
         for ln, t in found:
             ln.tracker.remember(t)
-        link, thread = loaded[0] if loaded else (None, found[0][1])
+        holder: Link | None
+        holder, thread = loaded[0] if loaded else (None, found[0][1])
         status = (thread.get("status") or {}).get("type") or "notLoaded"
         path = thread.get("path") or ""
         archived = "/archived_sessions/" in path.replace(os.sep, "/")
-        location = Location(thread_id, thread, link, status, archived, [ln for ln, _ in found])
+        location = Location(thread_id, thread, holder, status, archived, [ln for ln, _ in found])
         if len(self._located) > 1000:
             self._located.clear()
         self._located[thread_id] = (time.monotonic(), location)

@@ -1,6 +1,6 @@
 """The Codex plugin's environment settings and the paths derived from them.
 
-Names, aliases and defaults follow the original (shared/reference/agent-link-behaviour.md §23);
+Names, aliases and defaults follow the original (docs/behaviour.md §23);
 the core parses them (canonical name first, deprecated aliases reported by health). Programs
 and sockets are ``str`` settings, not ``path`` ones: ``CODEX_BIN=codex`` or a relative socket
 path are legitimate values, and a ``path`` setting that is not absolute would stop the whole

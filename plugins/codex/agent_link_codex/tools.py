@@ -1,4 +1,4 @@
-"""The Codex thread tools (shared/reference/agent-link-behaviour.md §5.3, own wording).
+"""The Codex thread tools (docs/behaviour.md §5.3, own wording).
 
 Read-only tools fall back to rollout transcripts when no app-server can be had
 (``useLocalFallback``, default true); their ``source`` says which was used
@@ -20,11 +20,13 @@ from agent_link_core.app import wait_capped_warning
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.tools import core_tools
 from agent_link_core.tools.registry import ToolCall, ToolSpec
+from agent_link_core.tools.schemas import ANY, BOOL, STR
 
 from agent_link_codex import rollouts
 from agent_link_codex.appserver import AppServerError
 from agent_link_codex.harness import (
     ID_RE,
+    SEND_OPTION_SPECS,
     CodexHarness,
     is_archived_thread,
     source_kind,
@@ -34,11 +36,6 @@ from agent_link_codex.harness import (
 from agent_link_codex.service import SOURCE_KINDS, Link, is_not_found
 from agent_link_codex.settings import codex_home
 
-ANY: dict[str, Any] = {}
-STR = {"type": "string"}
-BOOL = {"type": "boolean"}
-ARR = {"type": "array"}
-OBJ = {"type": "object"}
 THREAD_ID = {"type": "string", "minLength": 1, "maxLength": 140,
              "description": "A Codex thread id (or codex:<id>)."}
 SCOPE = {"type": "string", "enum": ["active", "archived", "all"]}
@@ -46,7 +43,7 @@ CWD_FILTER = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": 
               "description": "Only threads whose working directory is exactly this (or one of these)."}
 FALLBACK = {"type": "boolean", "default": True, "description": "Read Codex's transcript files when no app-server can be had."}
 DEFAULT_THREAD_NAME = "launched by agent-link"
-# Field weights for thread search (reference §16.9).
+# Field weights for thread search (docs/behaviour.md §16.9).
 SEARCH_WEIGHTS = (("id", 120), ("name", 90), ("preview", 55), ("lastAgentMessage", 45), ("cwd", 30), ("path", 20), ("archiveState", 10))
 
 
@@ -459,7 +456,7 @@ async def launch_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) ->
         if thread.get(field) is None and isinstance(started.get(key), str):
             thread[field] = started[key]
     link.tracker.remember(thread, subscribed=True)
-    # the launcher may later change the thread's effort (override policy, reference §19)
+    # the launcher may later change the thread's effort (override policy, docs/behaviour.md §19)
     harness.launches.record(tid, call.caller.address, model=thread.get("model"), effort=thread.get("reasoningEffort"),
                             cwd=thread.get("cwd"))
     actions = ["started_thread"]
@@ -583,7 +580,7 @@ async def _archive(app: Any, args: dict[str, Any], call: ToolCall) -> dict[str, 
 
 
 def _archive_locally(harness: CodexHarness, tid: str, force: bool) -> dict[str, Any]:
-    """Move the rollout into ``archived_sessions`` when no app-server can do it (§16.8)."""
+    """Move the rollout into ``archived_sessions`` when no app-server can do it (docs/behaviour.md §16, item 8)."""
     home = codex_home(harness.env)
     path = rollouts.find_rollout(home, tid)
     if path is None:
@@ -634,8 +631,7 @@ async def message_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) -
 
 
 # registration --------------------------------------------------------------------------------
-SEND_OPTIONS = {k: core_tools.DELIVERY_OPTIONS[k] for k in ("mode", "resumeIfNeeded", "expectedTurnId", "model", "effort", "cwd",
-                                                             "allowParallelTurn", "allowTargetOverride")}
+SEND_OPTIONS = {option.name: option.schema for option in SEND_OPTION_SPECS}
 THREAD_LIST_RESULT = _fields("source", "archiveScope", "data", "complete", "nextCursor", "endpoints", "appServerError",
                              "listErrors", "codexHome", "scannedFiles")
 
@@ -730,7 +726,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "pollIntervalMs": core_tools.POLL_MS, "receipt": core_tools.RECEIPT, **SEND_OPTIONS,
             "recentItems": {"type": "integer", "minimum": 0, "maximum": 100, "description": "Deprecated and ignored (a warning says so)."},
         }, ("threadId", "message")),
-        output_fields=core_tools.SEND_RESULT,
+        output_fields={**core_tools.SEND_RESULT, **CodexHarness.send_result_fields},
         handler=message_codex_thread, removed={"body": "message", "latestMessageId": "replyToMessageId"},
     ),
 )

@@ -3,7 +3,7 @@
 Besides the backend this offers two small helpers that need no real Codex:
 
 * :func:`write_rollout` (fixture ``make_rollout``) writes a rollout transcript in the Codex 0.169.0 layout
-  (shared/reference/codex-app-server.md §8) for the transcript fallback;
+  (docs/hosts/codex.md §8) for the transcript fallback;
 * :class:`MiniAppServer` (fixtures ``mini``, ``mini_server``) is a tiny app-server on a Unix socket (WebSocket, JSON without a
   ``jsonrpc`` field) that answers ``initialize`` and whatever a test scripts.
 """

@@ -1,6 +1,6 @@
 """Unit tests of agent_link_codex.appserver against an in-process fake app-server.
 
-The fake speaks the Codex app-server wire format (shared/reference/codex-app-server.md §5): a
+The fake speaks the Codex app-server wire format (docs/hosts/codex.md §5): a
 WebSocket on a Unix socket, JSON messages without a ``jsonrpc`` field. Its behaviour is picked
 by the request method (see ``FakeAppServer._handle``).
 """

@@ -1,4 +1,4 @@
-"""Turn overrides on existing Codex threads (reference §19 "Override policy", §5.3) and
+"""Turn overrides on existing Codex threads (docs/behaviour.md §19 "Override policy", §5.3) and
 get_codex_thread's receipts, against a scripted app-server.
 
 Each rule of :mod:`agent_link_codex.overrides`: no policy plugin (launcher may change effort,

@@ -4,7 +4,7 @@ Codex runs from hosts/node_modules (``agent_link_testing.codex_host``) with a te
 CODEX_HOME, talking to the stub Responses API (``agent_link_testing.responses_stub``). A
 missing binary fails the tests with "run `make hosts`"; they never skip.
 
-Facts observed here beyond shared/reference/codex-app-server.md are noted where they matter:
+Facts observed here beyond docs/hosts/codex.md are noted where they matter:
 
 - Steering only cancels the in-flight model request once its stream has begun (response
   headers / ``response.created`` received). While the request is still unanswered Codex waits
@@ -183,7 +183,7 @@ async def test_thread_read_unknown_thread_is_an_error(client: AppServerClient) -
     unknown = "01a22a93-0000-7000-8000-000000000000"
     with pytest.raises(AppServerError) as info:
         await client.request("thread/read", {"threadId": unknown}, timeout_ms=WAIT_MS)
-    # observed: -32600 "thread not loaded: <id>" (as in the reference)
+    # observed: -32600 "thread not loaded: <id>" (as docs/hosts/codex.md §6 says)
     assert (info.value.code, info.value.message, info.value.method) == (-32600, f"thread not loaded: {unknown}", "thread/read")
     with pytest.raises(AppServerError) as bad:
         await client.request("thread/read", {"threadId": "not-a-uuid"}, timeout_ms=WAIT_MS)

@@ -5,7 +5,7 @@ the stub (``agent_link_testing``), and an in-process agent-link App (sender ``te
 whose only endpoint is that socket (``AGENT_LINK_CODEX_SOCK``; autostart off). A second raw
 JSON-RPC client plays "someone else using Codex" (starting threads and turns).
 
-Facts observed here beyond shared/reference/codex-app-server.md:
+Facts observed here beyond docs/hosts/codex.md:
 
 * a thread whose turn started before agent-link subscribed has no known turn id in the
   notifications; ``thread/turns/list {limit:1}`` names the in-progress one, and

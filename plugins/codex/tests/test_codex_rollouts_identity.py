@@ -18,7 +18,7 @@ from agent_link_codex.harness import CodexHarness, session_from_thread
 TID = "01a22a93-0000-7000-8000-000000000011"
 PARENT = "01a22a93-0000-7000-8000-000000000012"
 FORK = "01a22a93-0000-7000-8000-000000000013"
-# What Codex 0.169.0 sends with tools/call (shared/reference/codex-app-server.md §9).
+# What Codex 0.169.0 sends with tools/call (docs/hosts/codex.md §9).
 CODEX_META = {"callId": "call_5", "threadId": TID, "sessionId": TID, "windowId": f"{TID}:0", "itemId": "fc_5", "progressToken": 1,
               "x-codex-turn-metadata": {"session_id": TID, "thread_id": TID, "turn_id": "turn-42", "model": "m"}}
 

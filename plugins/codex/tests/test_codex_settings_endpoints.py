@@ -25,7 +25,7 @@ from agent_link_core.config import load_config
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.store import CORE_MIGRATIONS, Store
 
-# Every Codex variable of the reference's settings table (§23), with its aliases.
+# Every Codex variable of the earlier tool's settings (docs/behaviour.md §23), with its aliases.
 REFERENCE = {
     "AGENT_LINK_CODEX_URL": ("CODEX_AGENT_LINK_URL", "CODEX_APP_SERVER_URL"),
     "AGENT_LINK_CODEX_SOCK": ("CODEX_AGENT_LINK_SOCK", "CODEX_APP_SERVER_SOCK"),

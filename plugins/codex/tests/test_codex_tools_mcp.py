@@ -126,7 +126,7 @@ async def test_messages_without_app_server(alice: AgentLinkClient, codex_home: P
     error = await fail(alice, "message_codex_thread", {"threadId": UNKNOWN, "message": "hello"}, "not_found")
     error = await fail(alice, "message_codex_thread", {"threadId": f"codex:{ARCHIVED}", "message": "hello"}, "archived")
     assert error["details"] == {"address": f"codex:{ARCHIVED}"}
-    # a model change nobody allowed (override policy, reference §19): refused before storing
+    # a model change nobody allowed (override policy, docs/behaviour.md §19): refused before storing
     error = await fail(alice, "message_agent", {"to": f"codex:{T1}", "message": "x", "model": "gpt-x"}, "permission_denied")
     assert error["details"]["reason"] == "model_switch_requires_fork_or_opt_in"
     error = await fail(alice, "message_codex_thread", {"threadId": T1, "message": "x", "cwd": "/elsewhere"}, "permission_denied")

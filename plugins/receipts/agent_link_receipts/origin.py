@@ -15,7 +15,7 @@ it, in this order, and ``sources`` says which one that was:
 ``source`` is the one source used by every supplied field, ``mixed`` when they differ, or
 ``not_supplied``. Ids are trimmed and cut to 160 characters, the note to 700.
 
-``_meta`` keys, first match wins (reference §2, plus the keys Codex 0.169 sends, §25):
+``_meta`` keys, first match wins (docs/behaviour.md §2, plus the keys Codex 0.169 sends, §25):
 thread ``callerThreadId``, ``caller.thread.id``, ``threadId``, ``thread_id``,
 ``codexThreadId``, ``thread.id``, ``originThreadId``; turn ``callerTurnId``,
 ``caller.turn.id``, ``turnId``, ``turn_id``, ``codexTurnId``, ``turn.id``, ``originTurnId``,

@@ -19,18 +19,14 @@ plugins, so reminders recorded by a host hook get no receipt.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from agent_link_core import hookimpl
-from agent_link_core.config import Setting
+from agent_link_core.contribute import migrations, registers
 from agent_link_core.mailbox import Event, Mailbox, OutgoingMessage, SendContext
 from agent_link_core.model import Caller, address_scheme, is_address
-from agent_link_core.panels import Panel
-from agent_link_core.store import Migration
-from agent_link_core.tools.registry import ToolSpec
 
 from agent_link_receipts import cli as receipts_cli
 from agent_link_receipts.build import LIFECYCLE_KINDS, event_key, harness_receipt, message_receipt, send_fields
@@ -46,26 +42,12 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 
-@hookimpl
-def agent_link_register_settings(register: Callable[[Setting], None]) -> None:
-    for setting in SETTINGS:
-        register(setting)
+agent_link_register_settings = registers(SETTINGS)
+agent_link_schema = migrations(MIGRATIONS)
+agent_link_register_tools = registers(RECEIPT_TOOLS)
 
 
-@hookimpl
-def agent_link_schema() -> list[Migration]:
-    return list(MIGRATIONS)
-
-
-@hookimpl
-def agent_link_register_tools(register: Callable[[ToolSpec], None]) -> None:
-    for spec in RECEIPT_TOOLS:
-        register(spec)
-
-
-@hookimpl
-def agent_link_register_panels(register: Callable[[Panel], None]) -> None:
-    register(PANEL)
+agent_link_register_panels = registers([PANEL])
 
 
 @hookimpl

@@ -42,11 +42,7 @@ def apply_handover(app: App, table: RoleTable, actor: str) -> dict[str, list[str
         if name in recorded and recorded[name] == holder:
             continue
         if holder is not None:
-            ids = [r["id"] for r in conn.execute(
-                "SELECT id FROM messages WHERE to_addr = ? AND open = 1 AND anticipation != 'fyi' AND recipient != ?"
-                " ORDER BY sent_at, id",
-                (f"role:{name}", holder),
-            )]
+            ids = app.mailbox.open_addressed_to(f"role:{name}", held_by_other_than=holder)
             done = [mid for mid in ids if app.mailbox.reassign(mid, holder, actor)]
             for mid in done:
                 _claim_for_new_holder(app, mid, name, holder)

@@ -18,7 +18,7 @@ def render(app: App) -> PanelView:
     table = load_table(from_app(app).state_dir)
     rows: list[list[Cell]] = []
     labels: dict[str, list[str]] = {}
-    for name, role in sorted(table.roles.items()):
+    for _name, role in sorted(table.roles.items()):
         holders = ", ".join(role.holders) if role.holders else "nobody"
         note = "ambiguous: several holders" if len(role.holders) > 1 else None
         rows.append([role.role_address, holders, role.assigned_at, note])

@@ -21,18 +21,14 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agent_link_core import hookimpl
-from agent_link_core.config import Setting
+from agent_link_core.contribute import migrations, registers
 from agent_link_core.envelope import render_element
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.mailbox import EnvelopeContribution, Event, OutgoingMessage, SendContext
 from agent_link_core.model import Caller
-from agent_link_core.panels import Panel
-from agent_link_core.store import Migration
-from agent_link_core.tools.registry import ToolSpec
 
 from agent_link_roles.context import MIGRATIONS, SETTINGS, from_app
 from agent_link_roles.enforcement import check_send, enforcement_mode
@@ -49,26 +45,12 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 
-@hookimpl
-def agent_link_register_settings(register: Callable[[Setting], None]) -> None:
-    for setting in SETTINGS:
-        register(setting)
+agent_link_register_settings = registers(SETTINGS)
+agent_link_schema = migrations(MIGRATIONS)
+agent_link_register_tools = registers(ROLE_TOOLS)
 
 
-@hookimpl
-def agent_link_schema() -> list[Migration]:
-    return list(MIGRATIONS)
-
-
-@hookimpl
-def agent_link_register_tools(register: Callable[[ToolSpec], None]) -> None:
-    for spec in ROLE_TOOLS:
-        register(spec)
-
-
-@hookimpl
-def agent_link_register_panels(register: Callable[[Panel], None]) -> None:
-    register(PANEL)
+agent_link_register_panels = registers([PANEL])
 
 
 @hookimpl

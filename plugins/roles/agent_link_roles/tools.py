@@ -16,6 +16,7 @@ from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.mailbox import iso
 from agent_link_core.store import now_ms
 from agent_link_core.tools.registry import ToolCall, ToolSpec
+from agent_link_core.tools.schemas import ANY, BOOL, NOBJ, NSTR, OBJ, STR
 
 from agent_link_roles.context import RolesContext, from_app
 from agent_link_roles.enforcement import enforcement_mode
@@ -42,12 +43,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
 
 ADMIN_SETTING = "AGENT_LINK_ROLE_ADMIN"
-ANY: dict[str, Any] = {}
-STR = {"type": "string"}
-NSTR = {"type": ["string", "null"]}
-BOOL = {"type": "boolean"}
-OBJ = {"type": "object"}
-NOBJ = {"type": ["object", "null"]}
 ROLE_ARG = {"type": "string", "pattern": "^(role:)?[a-z0-9-]{1,40}$", "description": "Role name, or role:<name>."}
 PROJECT_ROOT = {"type": "string", "minLength": 1, "description": "Absolute project root (orchestrator role only)."}
 POLICY_TARGET = {"type": "string", "minLength": 1, "description": "role:<name> or a session address."}

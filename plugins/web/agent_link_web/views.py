@@ -77,12 +77,7 @@ async def agents(app: App, person: str) -> dict[str, Any]:
         rows.append({"address": s["address"], "harness": s["harness"], "title": s.get("title"), "cwd": s.get("cwd"),
                      "live": s.get("loaded"), "lastActivityAt": s.get("lastActivityAt"), "labels": labels.get(s["address"], []),
                      "mailOnly": False})
-    seen = app.store.conn.execute(
-        "SELECT address, MAX(sent_at) AS at FROM (SELECT from_addr AS address, sent_at FROM messages"
-        " UNION ALL SELECT recipient, sent_at FROM messages ORDER BY sent_at DESC LIMIT ?) GROUP BY address"
-        " ORDER BY at DESC",
-        (MAIL_ADDRESS_SCAN,),
-    ).fetchall()
+    seen = app.mailbox.recent_correspondents(MAIL_ADDRESS_SCAN)
     for r in seen:
         if r["address"] in known or r["address"] == person:
             continue

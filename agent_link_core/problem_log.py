@@ -1,0 +1,60 @@
+"""Plugin problems seen by other agent-link processes, kept in a small state file.
+
+A hook that fails inside an MCP server is logged there, but ``agent-link health`` and
+``agent-link plugins`` run in a process of their own where that hook may never run. Each
+process therefore appends its runtime plugin problems (the first occurrence of each) to
+``<state dir>/plugin-problems.json``, and health lists those of the last day that it did not
+see itself. Best effort: losing an entry to a concurrent writer only loses a diagnostic.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+from agent_link_core.store import ensure_private_dir
+
+FILE_NAME = "plugin-problems.json"
+KEEP = 50
+RECENT_S = 24 * 3600
+
+
+def _path(state_dir: str) -> str:
+    return os.path.join(state_dir, FILE_NAME)
+
+
+def read(state_dir: str) -> list[dict[str, Any]]:
+    """Every kept entry (``{plugin, hook, error, fix, disabled, at (epoch s), pid}``)."""
+    try:
+        with open(_path(state_dir), encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return []
+    entries = data.get("problems") if isinstance(data, dict) else None
+    return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+
+
+def append(state_dir: str, problem: dict[str, Any]) -> None:
+    """Add one problem (stamped with the time and this pid); keeps the newest :data:`KEEP`."""
+    if not os.path.isdir(state_dir):
+        return
+    entries = read(state_dir)
+    entries.append({**{k: problem[k] for k in ("plugin", "hook", "error", "fix", "disabled")},
+                    "at": int(time.time()), "pid": os.getpid()})
+    ensure_private_dir(state_dir)
+    tmp = f"{_path(state_dir)}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump({"problems": entries[-KEEP:]}, fh)
+    os.replace(tmp, _path(state_dir))
+
+
+def recent_elsewhere(state_dir: str, seen_here: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Entries of the last day from other processes that this process has not seen itself."""
+    mine = {(p["plugin"], p["hook"], p["error"]) for p in seen_here}
+    cutoff = time.time() - RECENT_S
+    return [e for e in read(state_dir)
+            if e.get("pid") != os.getpid() and isinstance(e.get("at"), int) and e["at"] >= cutoff
+            and (e.get("plugin"), e.get("hook"), e.get("error")) not in mine]

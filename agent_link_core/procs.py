@@ -1,0 +1,100 @@
+"""Process facts harnesses need, from psutil: is a pid alive, its parent, its command line,
+its start stamp, who has a file open.
+
+The start stamp defeats pid reuse and matches what a host may record for its own processes:
+on Linux the start time in clock ticks since boot (field 22 of ``/proc/<pid>/stat``) as a
+decimal string; elsewhere the ``ps -o lstart=`` text in UTC (``Mon Nov  2 15:04:05 2026``).
+psutil is imported on first use: the hook fast path never pays for it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import psutil
+
+
+def _process(pid: int) -> psutil.Process | None:
+    import psutil
+
+    if pid <= 0:
+        return None
+    try:
+        return psutil.Process(pid)
+    except psutil.Error:
+        return None
+
+
+def start_stamp(pid: int) -> str | None:
+    """The start stamp of ``pid`` (module docstring); None when it cannot be read."""
+    import psutil
+
+    proc = _process(pid)
+    if proc is None:
+        return None
+    try:
+        created = proc.create_time()
+    except psutil.Error:
+        return None
+    if sys.platform.startswith("linux"):
+        return str(round((created - psutil.boot_time()) * os.sysconf("SC_CLK_TCK")))
+    return time.strftime("%a %b %e %H:%M:%S %Y", time.gmtime(created))
+
+
+def pid_alive(pid: int) -> bool:
+    """True when ``pid`` runs (a zombie does not; a process of another user does)."""
+    import psutil
+
+    proc = _process(pid)
+    if proc is None:
+        return False
+    try:
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.AccessDenied:
+        return True
+    except psutil.Error:
+        return False
+
+
+def parent_pid(pid: int) -> int | None:
+    """The parent of ``pid``; None when unknown."""
+    import psutil
+
+    proc = _process(pid)
+    try:
+        return proc.ppid() if proc is not None else None
+    except psutil.Error:
+        return None
+
+
+def command_line(pid: int) -> list[str] | None:
+    """The argv of ``pid``; None when unknown."""
+    import psutil
+
+    proc = _process(pid)
+    try:
+        return proc.cmdline() if proc is not None else None
+    except psutil.Error:
+        return None
+
+
+def file_holders(path: str, exclude: set[int]) -> list[int]:
+    """Pids (other than ``exclude``) of processes that have ``path`` open; processes this
+    user may not inspect are skipped."""
+    import psutil
+
+    target = os.path.realpath(path)
+    holders = []
+    for proc in psutil.process_iter():
+        if proc.pid in exclude:
+            continue
+        try:
+            if any(os.path.realpath(f.path) == target for f in proc.open_files()):
+                holders.append(proc.pid)
+        except psutil.Error:
+            continue
+    return holders

@@ -1,0 +1,21 @@
+"""JSON schema fragments shared by every tool's input and output schemas (the core's and
+the plugins'), so a type is spelt once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+ANY: dict[str, Any] = {}
+STR: dict[str, Any] = {"type": "string"}
+NSTR: dict[str, Any] = {"type": ["string", "null"]}
+BOOL: dict[str, Any] = {"type": "boolean"}
+OBJ: dict[str, Any] = {"type": "object"}
+NOBJ: dict[str, Any] = {"type": ["object", "null"]}
+ARR: dict[str, Any] = {"type": "array"}
+INT: dict[str, Any] = {"type": "integer"}
+ULID: dict[str, Any] = {"type": "string", "pattern": "^[0-9A-HJKMNP-TV-Z]{26}$"}
+#: The result of a resolve tool (resolve_agent and a harness's own): a verdict, not an error.
+RESOLVE_RESULT: dict[str, Any] = {
+    "status": {"type": "string", "enum": ["resolved", "ambiguous", "not_found"]}, "query": STR, "best": NOBJ,
+    "candidates": {"type": "array", "items": OBJ}, "selection": OBJ, "providers": OBJ, "via": NSTR,
+}

@@ -1,0 +1,68 @@
+"""The hook implementations of the filehost plugin (entry point ``filehost``).
+
+Imports stay light: this module is imported by every ``agent-link`` command and MCP server,
+so the harness, the tool and the command load only when their hook runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from agent_link_core import hookimpl
+from agent_link_core.contribute import migrations, registers
+from agent_link_core.config import Setting
+from agent_link_core.store import Migration
+
+if TYPE_CHECKING:  # pragma: no cover
+    import click
+
+    from agent_link_core.harness import Harness
+    from agent_link_core.surface import PluginApp
+
+#: The plugin's name: its entry point's name, its migrations' owner, its address scheme.
+NAME = "filehost"
+
+DIR_SETTING = Setting("AGENT_LINK_FILEHOST_DIR", "path", None,
+                      doc="where the filehost example keeps sessions.json and inbox files (default <state>/filehost)")
+
+MIGRATIONS = (
+    Migration(NAME, 1, """
+        CREATE TABLE filehost_deliveries (
+            message_id TEXT PRIMARY KEY,    -- one line appended per message, never two
+            session TEXT NOT NULL,
+            at INTEGER NOT NULL,            -- epoch ms
+            bytes INTEGER NOT NULL
+        );
+    """),
+)
+
+
+@hookimpl
+def agent_link_register_harnesses(register: Callable[[Harness], None]) -> None:
+    from agent_link_filehost.harness import FileHostHarness
+
+    register(FileHostHarness())
+
+
+# Fixed records: one line each (agent_link_core.contribute); the tool's module is imported
+# only when the tools are listed.
+agent_link_register_settings = registers([DIR_SETTING])
+agent_link_schema = migrations(MIGRATIONS)
+agent_link_register_tools = registers("agent_link_filehost.tools:TOOLS")
+
+
+@hookimpl
+def agent_link_register_commands(cli: click.Group) -> None:
+    from agent_link_filehost.cli import filehost
+
+    cli.add_command(filehost)
+
+
+@hookimpl
+def agent_link_health(app: PluginApp) -> tuple[str, dict[str, Any]]:
+    from agent_link_filehost.harness import host_dir
+
+    root = host_dir(app)
+    count = app.store.conn.execute("SELECT COUNT(*) FROM filehost_deliveries").fetchone()[0]
+    return NAME, {"dir": str(root), "sessionsFile": (root / "sessions.json").exists(), "delivered": int(count)}

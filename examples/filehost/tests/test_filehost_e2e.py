@@ -1,0 +1,77 @@
+"""The example plugin end to end, as installed by ``make install``: sessions listed, a
+message delivered into a session's file, a reply back, its tool through a real MCP client
+and its command through the CLI. Only this plugin is loaded (AGENT_LINK_LOAD_PLUGINS)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent_link_testing.mcp_client import agent_link_mcp
+
+ONLY_ME = {"AGENT_LINK_LOAD_PLUGINS": "filehost"}
+
+
+def cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "agent_link_core", *args], capture_output=True, text=True,
+                          env={**os.environ, **ONLY_ME, **env}, timeout=120, check=False)
+
+
+def test_filehost_is_an_installed_plugin() -> None:
+    out = cli("plugins", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["loaded"] == ["filehost"] and data["problems"] == []
+    assert "filehost" in cli("--help").stdout  # plugin commands are listed with the core's
+
+
+@pytest.mark.anyio
+async def test_filehost_sessions_send_deliver_and_reply(isolated_env: Path) -> None:
+    assert cli("filehost", "add", "alice", "--title", "Alice's session").returncode == 0
+    added = cli("filehost", "add", "bob", "--title", "Bob's session")
+    assert added.returncode == 0 and added.stdout.strip() == "filehost:bob"
+    listed = cli("filehost", "list")
+    assert "filehost:alice  Alice's session" in listed.stdout and "filehost:bob" in listed.stdout
+
+    async with agent_link_mcp({**ONLY_ME, "FILEHOST_SESSION": "alice"}) as alice:
+        assert "filehost_sessions" in await alice.tools()
+        tool = await alice.call("filehost_sessions")
+        assert {s["address"] for s in tool["sessions"]} == {"filehost:alice", "filehost:bob"} and tool["complete"]
+        agents = await alice.call("list_agents")
+        assert {"filehost:alice", "filehost:bob"} <= {s["address"] for s in agents["sessions"]}
+        found = await alice.call("resolve_agent", {"query": "Bob's"})
+        assert found["status"] == "resolved" and found["best"]["address"] == "filehost:bob"
+
+        sent = await alice.call("message_agent", {"to": "filehost:bob", "message": "Is the build green?", "anticipation": "reply"})
+        assert sent["ok"] and sent["delivery"] == "delivered" and sent["deliveredVia"] == "filehost-file", sent
+        inbox_file = isolated_env / "filehost" / "inbox" / "bob.txt"
+        text = inbox_file.read_text()
+        assert f'<agent-link-message id="{sent["messageId"]}" from="filehost:alice"' in text
+        assert 'fromVerified="true"' in text and "Is the build green?" in text
+
+        async with agent_link_mcp({**ONLY_ME, "FILEHOST_SESSION": "bob"}) as bob:
+            replied = await bob.call("reply_agent_link_message", {"messageId": sent["messageId"], "message": "Yes, green."})
+            assert replied["ok"] and replied["delivery"] == "delivered", replied
+
+        waited = await alice.call("wait_for_agent", {"agent": "filehost:bob", "replyToMessageId": sent["messageId"], "timeoutMs": 30000})
+        assert waited["outcome"] == "reply" and "Yes, green." in waited["reply"]["envelope"]
+        assert "Yes, green." in (isolated_env / "filehost" / "inbox" / "alice.txt").read_text()
+        health = await alice.call("agent_link_health")
+        assert health["address"] == "filehost:alice" and health["sections"]["filehost"]["delivered"] == 2
+
+    status = cli("status", sent["messageId"], "--json", FILEHOST_SESSION="alice")
+    assert status.returncode == 0 and json.loads(status.stdout)["status"] == "replied", status.stdout + status.stderr
+
+
+def test_filehost_unreadable_sessions_file_is_an_incomplete_listing(isolated_env: Path) -> None:
+    (isolated_env / "filehost").mkdir(parents=True)
+    (isolated_env / "filehost" / "sessions.json").write_text("{not json")
+    out = cli("sessions", "--json")
+    assert out.returncode == 0, out.stderr
+    provider = json.loads(out.stdout)["providers"]["filehost"]
+    assert provider["complete"] is False and provider["reason"] == "sessions_file_unreadable"

@@ -1,0 +1,16 @@
+"""The core's tests are hermetic: they load only the plugins a test names (``extra_plugins``),
+never what happens to be installed, unless marked ``installed_plugins``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def only_named_plugins(request: pytest.FixtureRequest, isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``AGENT_LINK_LOAD_PLUGINS=""`` (no installed plugin loads), in this process and in every
+    ``agent-link`` process a test starts."""
+    if request.node.get_closest_marker("installed_plugins") is None:
+        monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "")

@@ -1,0 +1,541 @@
+"""Fault injection at the plugin boundary: for every hook (and every harness method the core
+calls), a plugin named ``bad`` raises, answers with the wrong type, or hangs. Each case checks
+that the other plugin (``good``) and the core still serve (send, inbox, tools/list, health)
+and that the failure is reported naming ``bad`` and ``AGENT_LINK_DISABLE_PLUGINS=bad``."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from agent_link_core import hookimpl, reminders
+from agent_link_core.app import App
+from agent_link_core.config import Setting
+from agent_link_core.envelope import render_element
+from agent_link_core.harness import Delivery, Harness, SessionListing
+from agent_link_core.mailbox import EnvelopeContribution
+from agent_link_core.model import Caller, Session
+from agent_link_core.panels import Panel, PanelView
+from agent_link_core.records import PromptHook
+from agent_link_core.server import tool_definition
+from agent_link_core.store import Migration
+from agent_link_core.tools.registry import ToolSpec, run_tool
+
+HANG_BUDGET_MS = "2000"  # the hook budget in hang cases: a hung hook costs this much once
+GOOD_ONE = Caller("good:one", "runtime_context", "good")
+
+
+class GoodHarness(Harness):
+    name = "good"
+
+    def __init__(self) -> None:
+        self.pushed: list[str] = []
+
+    def identify_caller(self, meta: Any, env: Any) -> Caller | None:
+        session = meta.get("goodSession")
+        return Caller(f"good:{session}", "runtime_context", "good") if session else None
+
+    async def list_sessions(self, *, include_archived: bool = False, limit: int = 200) -> SessionListing:
+        return SessionListing([Session("good:one", "good", "one", title="Good one", last_activity_ms=2),
+                               Session("good:two", "good", "two", title="Good two", last_activity_ms=1)])
+
+    async def get_session(self, session_id: str) -> Session | None:
+        return next((s for s in (await self.list_sessions()).sessions if s.id == session_id), None)
+
+    async def deliver(self, message: dict[str, Any], envelope: str, options: Any) -> Delivery:
+        self.pushed.append(envelope)
+        return Delivery(delivered=True, via="good-push", state="pushed", evidence={"echo": message["id"]})
+
+    def health(self) -> dict[str, Any]:
+        return {"sessions": 2}
+
+
+async def echo(app: App, args: dict[str, Any], call: Any) -> dict[str, Any]:
+    return {"echo": args.get("text", "")}
+
+
+ECHO = ToolSpec("good_echo", "Echo the text.", {"type": "object", "properties": {"text": {"type": "string"}},
+                                                "additionalProperties": False}, {"echo": {"type": "string"}}, echo)
+
+
+class Good:
+    """A well-behaved plugin implementing every hook."""
+
+    def __init__(self) -> None:
+        self.harness = GoodHarness()
+        self.events: list[str] = []
+        self.reminded: list[str] = []
+
+    @hookimpl
+    def agent_link_register_harnesses(self, register: Any) -> None:
+        register(self.harness)
+
+    @hookimpl
+    def agent_link_register_tools(self, register: Any) -> None:
+        register(ECHO)
+
+    @hookimpl
+    def agent_link_register_settings(self, register: Any) -> None:
+        register(Setting("AGENT_LINK_GOOD_FLAG", "flag", True))
+
+    @hookimpl
+    def agent_link_register_commands(self, cli: click.Group) -> None:
+        @cli.command("good-hello")
+        def good_hello() -> None:
+            click.echo("hello from good")
+
+    @hookimpl
+    def agent_link_schema(self) -> list[Migration]:
+        return [Migration("good", 1, "CREATE TABLE good_things (id INTEGER PRIMARY KEY);")]
+
+    @hookimpl
+    def agent_link_resolve_address(self, address: str, caller_address: str) -> dict[str, Any] | None:
+        return {"address": "good:one", "via": "role:lead", "metadata": {}} if address == "role:lead" else None
+
+    @hookimpl
+    def agent_link_before_send(self, message: Any, context: Any) -> list[dict[str, Any]]:
+        message.metadata["good"] = True
+        return [{"code": "good_seen", "message": "checked by good"}]
+
+    @hookimpl
+    def agent_link_render_envelope(self, message: dict[str, Any]) -> EnvelopeContribution | None:
+        return EnvelopeContribution({}, [render_element("good-note", [], "checked")]) if message["metadata"].get("good") else None
+
+    @hookimpl
+    def agent_link_on_event(self, event: Any) -> None:
+        self.events.append(event.kind)
+
+    @hookimpl
+    def agent_link_health(self) -> tuple[str, dict[str, Any]]:
+        return "good", {"ok": True}
+
+    @hookimpl
+    def agent_link_check_override(self, target: str, sender: Caller, setting: str, value: str, context: Any) -> dict[str, Any]:
+        return {"allowed": True, "grantedBy": {"kind": "good"}}
+
+    @hookimpl
+    def agent_link_register_prompt_hooks(self, register: Any) -> None:
+        register(PromptHook("good", "agent_link_good.hook"))
+
+    @hookimpl
+    def agent_link_server_tasks(self) -> list[Any]:
+        return [self.background]
+
+    async def background(self) -> None:
+        return None
+
+    @hookimpl
+    def agent_link_register_panels(self, register: Any) -> None:
+        register(Panel("good-things", "Good things", lambda app: PanelView(["thing"], [["one"]])))
+
+    @hookimpl
+    def agent_link_push_reminders(self, due: Any) -> bool | None:
+        if due.harness != "good":
+            return None
+        claimed = due.claim("good-push")
+        if claimed is not None:
+            self.reminded.append(claimed.text())
+        return claimed is not None
+
+
+class Gate:
+    """What a hanging hook waits on; opened at teardown so no thread outlives its test."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+
+    def wait(self) -> None:
+        self.event.wait(600)
+
+
+def misbehave(fault: str, wrong: Any, gate: Gate) -> Any:
+    if fault == "raise":
+        raise RuntimeError("boom from bad")
+    if fault == "hang":
+        gate.wait()
+        return None
+    return wrong
+
+
+def bad_plugin(hook: str, fault: str, gate: Gate) -> object:
+    """A plugin implementing only ``hook``, and that one badly."""
+
+    def m(wrong: Any) -> Any:
+        return misbehave(fault, wrong, gate)
+
+    impls: dict[str, Any] = {
+        "agent_link_register_harnesses": lambda self, register: register(m("not a harness")),
+        "agent_link_register_tools": lambda self, register: register(m("not a tool")),
+        "agent_link_register_settings": lambda self, register: register(m("not a setting")),
+        "agent_link_register_commands": lambda self, cli: m("not nothing"),
+        "agent_link_schema": lambda self: m("not migrations"),
+        "agent_link_resolve_address": lambda self, address, caller_address: m("good:one"),
+        "agent_link_before_send": lambda self, message, context: m("a warning?"),
+        "agent_link_render_envelope": lambda self, message: m("<b>bold</b>"),
+        "agent_link_on_event": lambda self, event: m(42),
+        "agent_link_health": lambda self: m("all fine, honest"),
+        "agent_link_check_override": lambda self, target, sender, setting, value, context: m("yes"),
+        "agent_link_register_prompt_hooks": lambda self, register: register(m("not a prompt hook")),
+        "agent_link_push_reminders": lambda self, due: m("reminded, trust me"),
+        "agent_link_register_panels": lambda self, register: register(m("not a panel")),
+        "agent_link_server_tasks": lambda self: m("not a list of tasks"),
+    }
+    impl = impls[hook]
+    impl.__name__ = hook
+    return type("Bad", (), {hook: hookimpl(impl)})()
+
+
+class BadHarness(Harness):
+    """A harness with one misbehaving method."""
+
+    name = "bad"
+
+    def __init__(self, method: str, fault: str, gate: Gate) -> None:
+        self.method, self.fault, self.gate = method, fault, gate
+
+    def _m(self, method: str, wrong: Any, fine: Any) -> Any:
+        return misbehave(self.fault, wrong, self.gate) if method == self.method else fine
+
+    def attach(self, app: Any) -> None:
+        super().attach(app)
+        self._m("attach", None, None)
+
+    def identify_caller(self, meta: Any, env: Any) -> Caller | None:
+        return self._m("identify_caller", "bad:someone", None)
+
+    async def list_sessions(self, *, include_archived: bool = False, limit: int = 200) -> SessionListing:
+        return self._m("list_sessions", ["bad:one"], SessionListing([Session("bad:one", "bad", "one", title="Bad one")]))
+
+    async def get_session(self, session_id: str) -> Session | None:
+        return self._m("get_session", {"id": session_id}, Session("bad:one", "bad", "one") if session_id == "one" else None)
+
+    async def deliver(self, message: dict[str, Any], envelope: str, options: Any) -> Delivery:
+        return self._m("deliver", True, Delivery())
+
+    def health(self) -> dict[str, Any]:
+        return self._m("health", "healthy", {})
+
+    def mcp_capabilities(self, app: Any) -> dict[str, dict[str, Any]]:
+        return self._m("mcp_capabilities", ["bad/cap"], {})
+
+
+class BadHarnessPlugin:
+    def __init__(self, method: str, fault: str, gate: Gate) -> None:
+        self.harness = BadHarness(method, fault, gate)
+
+    @hookimpl
+    def agent_link_register_harnesses(self, register: Any) -> None:
+        register(self.harness)
+
+
+HOOKS = [
+    "agent_link_register_harnesses", "agent_link_register_tools", "agent_link_register_settings",
+    "agent_link_register_commands", "agent_link_schema", "agent_link_resolve_address", "agent_link_before_send",
+    "agent_link_render_envelope", "agent_link_on_event", "agent_link_health", "agent_link_check_override",
+    "agent_link_register_prompt_hooks", "agent_link_push_reminders", "agent_link_register_panels",
+    "agent_link_server_tasks",
+]
+# async harness methods cannot hang the server: they are awaited (list_sessions with a bound)
+HARNESS_METHODS = [
+    ("attach", ("raise", "hang")), ("identify_caller", ("raise", "wrong", "hang")), ("list_sessions", ("raise", "wrong")),
+    ("get_session", ("raise", "wrong")), ("deliver", ("raise", "wrong")), ("health", ("raise", "wrong", "hang")),
+    ("mcp_capabilities", ("raise", "wrong", "hang")),
+]
+
+
+@pytest.fixture
+def gate() -> Iterator[Gate]:
+    g = Gate()
+    yield g
+    g.event.set()
+
+
+def make_app(bad: object, monkeypatch: pytest.MonkeyPatch, fault: str) -> tuple[App, Good]:
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "")  # hermetic: only the plugins named here
+    if fault == "hang":
+        monkeypatch.setenv("AGENT_LINK_HOOK_TIMEOUT_MS", HANG_BUDGET_MS)
+    good = Good()
+    return App.create(extra_plugins=(("good", good), ("bad", bad))), good
+
+
+def tool_names(app: App) -> set[str]:
+    """What tools/list would show (definitions built as the server builds them)."""
+    return {tool_definition(spec).name for spec in app.hooks.tools().values()}
+
+
+async def assert_core_serves(app: App, good: Good) -> None:
+    """send, inbox, tools/list and health work, and good's contributions are all there."""
+    me = app.caller({"goodSession": "two"})
+    assert me.address == "good:two"
+    sent = await app.send(caller=me, to="good:one", body="hello one", anticipation="reply")
+    assert sent.delivery is not None and sent.delivery.delivered
+    assert {"code": "good_seen", "message": "checked by good"} in sent.warnings
+    assert "<good-note>checked</good-note>" in good.harness.pushed[-1]
+    routed = await app.send(caller=me, to="role:lead", body="hello lead", anticipation="action")
+    assert routed.message["recipient"] == "good:one"
+    inbox = app.inbox(GOOD_ONE)
+    assert {m["id"] for m in inbox["messages"]} >= {sent.message["id"], routed.message["id"]}
+    assert inbox["renderedBlock"].count("<good-note>checked</good-note>") == 2
+    assert "sent" in good.events and "delivered" in good.events
+    names = tool_names(app)
+    assert {"agent_link_health", "message_agent", "read_agent_link_inbox", "good_echo"} <= names
+    assert (await run_tool(app, app.hooks.tools()["good_echo"], {"text": "x"}, {}))["echo"] == "x"
+    listing = await app.list_agents()
+    assert {"good:one", "good:two"} <= {s["address"] for s in listing["sessions"]}
+    assert app.hooks.check_override("good:one", me, "model", "m", {}) == {"allowed": True, "grantedBy": {"kind": "good"}}
+    health = app.health()
+    json.dumps(health)
+    assert health["sections"]["good"] == {"ok": True}
+    assert health["harnesses"]["good"] == {"sessions": 2}
+    assert app.config.get("AGENT_LINK_GOOD_FLAG") is True
+    assert app.store.conn.execute("SELECT COUNT(*) FROM good_things").fetchone()[0] == 0
+    assert app.config.state_dir.endswith(".agent-link")
+    assert app.hooks.prompt_hooks()["good"][0].module == "agent_link_good.hook"
+    assert [p.name for p in app.hooks.panels()] == ["good-things"]
+    assert app.hooks.server_tasks() == [("good", good.background)]
+    with app.store.write() as conn:  # delivered long enough ago for reminder 1 to be due
+        conn.execute("UPDATE messages SET first_delivered_at = first_delivered_at - 31000 WHERE id = ?", (sent.message["id"],))
+    assert await reminders.sweep(app) >= 1 and "reminder 1 of" in good.reminded[-1]
+
+
+def assert_reported(app: App, hook: str) -> None:
+    """The failure names the plugin, the hook and the way out, in health and both CLI commands."""
+    problems = [p for p in app.health()["plugins"]["problems"] if p["plugin"] == "bad"]
+    assert problems, app.health()["plugins"]
+    assert any(hook in p["hook"] for p in problems), problems
+    assert all("AGENT_LINK_DISABLE_PLUGINS=bad" in p["fix"] for p in problems)
+    from agent_link_core import cli as cli_mod
+
+    runner = CliRunner()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(cli_mod.App, "create", classmethod(lambda cls, *a, **k: app))
+        mp.setattr(app, "close", lambda: None)
+        for command in (["health"], ["plugins"]):
+            result = runner.invoke(cli_mod.build_cli(), command)
+            assert result.exit_code == 0, result.output
+            assert "bad" in result.output and "AGENT_LINK_DISABLE_PLUGINS=bad" in result.output, result.output
+
+
+def trigger_commands(app: App) -> None:
+    """Build the CLI's plugin commands (the only trigger of agent_link_register_commands)."""
+    from agent_link_core import cli as cli_mod
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(cli_mod.App, "create", classmethod(lambda cls, *a, **k: app))
+        mp.setattr(app, "close", lambda: None)
+        result = CliRunner().invoke(cli_mod.build_cli(), ["good-hello"])
+    assert result.exit_code == 0 and "hello from good" in result.output, result.output
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("fault", ["raise", "wrong", "hang"])
+@pytest.mark.parametrize("hook", HOOKS)
+async def test_a_faulty_hook_stays_in_its_plugin(hook: str, fault: str, gate: Gate, monkeypatch: pytest.MonkeyPatch) -> None:
+    app, good = make_app(bad_plugin(hook, fault, gate), monkeypatch, fault)
+    try:
+        trigger_commands(app)
+        await assert_core_serves(app, good)
+        assert_reported(app, hook)
+    finally:
+        await app.aclose()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("method", "fault"), [(m, f) for m, faults in HARNESS_METHODS for f in faults])
+async def test_a_faulty_harness_affects_only_its_own_sessions(method: str, fault: str, gate: Gate,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    app, good = make_app(BadHarnessPlugin(method, fault, gate), monkeypatch, fault)
+    try:
+        assert app.mcp_capabilities() == {}  # what serve() advertises at initialize
+        await assert_core_serves(app, good)
+        if "bad" in app.harnesses and method != "get_session":  # mail to its sessions is still stored
+            out = await app.send(caller=GOOD_ONE, to="bad:one", body="for bad")
+            assert app.mailbox.get_row(out.message["id"]) is not None
+        assert (await app.resolve_agent("bad:one"))["status"] in ("resolved", "not_found")
+        assert_reported(app, method)
+    finally:
+        await app.aclose()
+
+
+class Contributes:
+    """A plugin whose registrations the core must refuse (one kind per instance)."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+    @hookimpl
+    def agent_link_register_settings(self, register: Any) -> None:
+        if self.what == "core_setting":
+            register(Setting("AGENT_LINK_STATE_DIR", "path", "/tmp/elsewhere"))
+        if self.what == "core_alias":
+            register(Setting("AGENT_LINK_BAD_DIR", "path", None, aliases=("AGENT_LINK_STATE_DIR",)))
+        if self.what == "setting_clash":
+            register(Setting("AGENT_LINK_GOOD_FLAG", "flag", False))
+
+    @hookimpl
+    def agent_link_register_harnesses(self, register: Any) -> None:
+        if self.what in ("empty_harness", "harness_clash"):
+            harness = Harness()
+            harness.name = "" if self.what == "empty_harness" else "good"
+            register(harness)
+
+    @hookimpl
+    def agent_link_register_tools(self, register: Any) -> None:
+        schema = {"type": "object", "properties": {}, "additionalProperties": False}
+        if self.what == "bad_output_schema":
+            register(ToolSpec("bad_tool", "Bad.", schema, {"n": {"type": "no-such-type"}}, echo))
+        if self.what == "bad_input_schema":
+            register(ToolSpec("bad_tool", "Bad.", {"type": "object", "properties": {"n": {"minimum": "zero"}}}, {}, echo))
+        if self.what == "tool_clash":
+            register(ToolSpec("message_agent", "Mine now.", schema, {}, echo))
+        if self.what == "sync_handler":
+            register(ToolSpec("bad_tool", "Bad.", schema, {}, lambda app, args, call: {}))  # type: ignore[arg-type,return-value]
+
+    @hookimpl
+    def agent_link_schema(self) -> list[Migration]:
+        if self.what == "foreign_migration":
+            return [Migration("core", 99, "DROP TABLE messages;")]
+        if self.what == "broken_migration":
+            return [Migration("bad", 1, "CREATE TABLE oops (;")]
+        return []
+
+    @hookimpl
+    def agent_link_register_commands(self, cli: click.Group) -> None:
+        if self.what == "command_clash":
+            @cli.command("send")
+            def send() -> None:
+                click.echo("hijacked")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("what", [
+    "core_setting", "core_alias", "setting_clash", "empty_harness", "harness_clash", "bad_output_schema",
+    "bad_input_schema", "tool_clash", "sync_handler", "foreign_migration", "broken_migration", "command_clash",
+])
+async def test_bad_contributions_are_refused_naming_plugin_hook_and_fix(what: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    app, good = make_app(Contributes(what), monkeypatch, "wrong")
+    try:
+        trigger_commands(app)
+        await assert_core_serves(app, good)
+        assert "bad" in app.plugin_report.failed  # left out whole
+        assert "bad" not in app.harnesses and "bad_tool" not in tool_names(app)
+        assert app.hooks.tools()["message_agent"].description.startswith("Send")
+        assert app.store.conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] >= 2
+        assert_reported(app, "agent_link_")
+    finally:
+        await app.aclose()
+
+
+def test_a_refusal_message_says_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
+    app, _ = make_app(Contributes("core_setting"), monkeypatch, "wrong")
+    try:
+        (problem,) = app.plugin_report.problems()
+        assert problem["hook"] == "agent_link_register_settings"
+        assert "AGENT_LINK_STATE_DIR" in problem["error"] and "core's own setting" in problem["error"]
+        assert problem["fix"].startswith("A plugin cannot redefine a core setting")
+        assert problem["disabled"] is True
+    finally:
+        app.close()
+
+
+def test_a_misspelt_hook_is_reported_and_the_rest_loads(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Typo:
+        @hookimpl
+        def agent_link_health_section(self) -> None:
+            return None
+
+    app, _ = make_app(Typo(), monkeypatch, "wrong")
+    try:
+        assert "agent_link_health_section" in app.plugin_report.failed["bad"]
+        assert "good" in app.harnesses
+        assert_reported(app, "load")
+    finally:
+        app.close()
+
+
+def test_pluggy_ordering_applies_to_guarded_hooks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """tryfirst/trylast and wrappers still order guarded implementations; a failing wrapper
+    becomes a pass-through."""
+    order: list[str] = []
+
+    class First:
+        @hookimpl(tryfirst=True)
+        def agent_link_on_event(self, event: Any) -> None:
+            order.append("first")
+
+    class Last:
+        @hookimpl(trylast=True)
+        def agent_link_on_event(self, event: Any) -> None:
+            order.append("last")
+
+    class Wraps:
+        @hookimpl(wrapper=True)
+        def agent_link_on_event(self, event: Any) -> Iterator[None]:
+            order.append("wrap-in")
+            yield
+            order.append("wrap-out")
+
+    class BrokenWrapper:
+        @hookimpl(wrapper=True)
+        def agent_link_on_event(self, event: Any) -> Iterator[None]:
+            raise RuntimeError("broken before yield")
+            yield  # pragma: no cover
+
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "")
+    app = App.create(extra_plugins=(("last", Last()), ("wraps", Wraps()), ("first", First()), ("broken", BrokenWrapper())))
+    try:
+        from agent_link_core.records import Event
+
+        app.hooks.on_event(Event("sent", None, 1))
+        assert order == ["wrap-in", "first", "last", "wrap-out"]
+        assert [p["plugin"] for p in app.plugin_report.problems()] == ["broken"]
+    finally:
+        app.close()
+
+
+@pytest.mark.anyio
+async def test_a_fault_inside_one_process_shows_in_the_health_of_another(gate: Gate, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hook failing inside an MCP server is listed by a later `agent-link health` (which
+    never runs that hook itself), with the plugin and the way out."""
+    import subprocess
+    import sys
+
+    app, good = make_app(bad_plugin("agent_link_render_envelope", "raise", gate), monkeypatch, "raise")
+    try:
+        await assert_core_serves(app, good)
+    finally:
+        await app.aclose()
+    out = subprocess.run([sys.executable, "-m", "agent_link_core", "health"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "plugin problem in process" in out.stdout and "bad: agent_link_render_envelope" in out.stdout
+    assert "AGENT_LINK_DISABLE_PLUGINS=bad" in out.stdout
+
+
+@pytest.mark.anyio
+async def test_a_hook_called_from_async_code_still_sees_its_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hooks run in a bounded worker thread, yet as if on the caller's loop (harness code
+    checks which loop its connections belong to)."""
+    import asyncio
+
+    from agent_link_core.records import Event
+
+    seen: list[Any] = []
+
+    class LoopAware:
+        @hookimpl
+        def agent_link_on_event(self, event: Any) -> None:
+            seen.append(asyncio.get_running_loop())
+
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "")
+    app = App.create(extra_plugins=(("aware", LoopAware()),))
+    try:
+        app.hooks.on_event(Event("sent", None, 1))
+        assert seen == [asyncio.get_running_loop()]
+    finally:
+        await app.aclose()

@@ -1,0 +1,47 @@
+"""The documented app surface for plugins exists on the real App and is documented."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent_link_core.app import App
+from agent_link_core.surface import SURFACE
+
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "plugins.md"
+
+
+@pytest.fixture
+def app() -> App:
+    application = App.create()
+    yield application
+    application.close()
+
+
+def test_every_surface_member_exists_on_the_app(app: App) -> None:
+    owners = {"app": app, "config": app.config, "store": app.store, "mailbox": app.mailbox, "hooks": app.hooks}
+    for kind, names in SURFACE.items():
+        for name in names:
+            assert hasattr(owners[kind], name), f"{kind}.{name} is promised to plugins but missing"
+
+
+def test_every_surface_member_is_in_the_guide() -> None:
+    text = GUIDE.read_text(encoding="utf-8")
+    for kind, names in SURFACE.items():
+        for name in names:
+            shown = f"app.{name}" if kind == "app" else f"app.{kind}.{name}"
+            assert shown in text, f"docs/plugins.md does not describe {shown}"
+
+
+def test_plugins_use_no_sql_on_the_core_tables() -> None:
+    """Plugins own their tables; the core's are reached through the mailbox only."""
+    import re
+
+    core_tables = re.compile(r"\b(FROM|INTO|UPDATE|JOIN)\s+(messages|message_events|resolutions|reminders|nudge_blocks|contacts)\b",
+                             re.IGNORECASE)
+    root = Path(__file__).resolve().parents[1]
+    offenders = [f"{path.relative_to(root)}:{n}" for folder in ("plugins", "examples")
+                 for path in (root / folder).glob("*/agent_link_*/*.py")
+                 for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if core_tables.search(line)]
+    assert not offenders, offenders
