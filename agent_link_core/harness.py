@@ -174,6 +174,9 @@ class Harness:
     archived_sessions_take_mail: bool = False
     #: result fields of ``wait_for_agent`` its ``activity_check`` outcomes add (name → JSON schema)
     wait_result_fields: Mapping[str, dict[str, Any]] = {}
+    #: arguments of ``agent_link_health`` this harness understands (name → JSON schema, with a
+    #: description); given ones reach :meth:`prepare_health`
+    health_options: Mapping[str, dict[str, Any]] = {}
     #: what its host shows the model in full (inbox reads are cut to fit; pushes too); None: no limit known
     output_budget: OutputBudget | None = None
     #: the options this harness declares (schema and refusal); their names count as
@@ -238,9 +241,9 @@ class Harness:
         return None
 
     async def prepare_health(self, options: Mapping[str, Any]) -> None:
-        """Called by ``agent_link_health`` before :meth:`health`, with the tool's arguments
-        (``startAppServer``: true = the harness may start or connect what it needs to report
-        fully; false = probe nothing; absent = its cheap default). The default does nothing."""
+        """Called by ``agent_link_health`` before :meth:`health`, with the given arguments
+        among every harness's :attr:`health_options` (a harness may then start or connect what
+        it needs to report fully, or probe nothing). The default does nothing."""
 
     async def recheck(self, message: dict[str, Any]) -> Delivery | None:
         """Look again for evidence of an earlier push of ``message`` that the host accepted

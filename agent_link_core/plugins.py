@@ -437,18 +437,12 @@ class Hooks:
 
     def session_roles(self, addresses: list[str]) -> dict[str, list[str]]:
         """``{address: sorted role names}`` from every plugin that keeps roles; a failing
-        plugin is logged and contributes nothing."""
+        plugin is reported as its problem and contributes nothing."""
         merged: dict[str, set[str]] = {}
-        for impl in self._pm.hook.agent_link_session_roles.get_hookimpls():
-            try:
-                answer = impl.function(**_wanted(impl, addresses=list(addresses), app=self.app))
-            except Exception:  # a listing must not fail because of a roles plugin
-                log.exception("agent_link_session_roles failed in %s", self._pm.get_name(impl.plugin))
-                continue
-            if not isinstance(answer, dict):
-                continue
-            for address, names in answer.items():
-                merged.setdefault(address, set()).update(names)
+        for answer in self._call("agent_link_session_roles", [], addresses=list(addresses), app=self.app) or []:
+            if isinstance(answer, dict):
+                for address, names in answer.items():
+                    merged.setdefault(address, set()).update(names)
         return {address: sorted(names) for address, names in merged.items()}
 
     def on_event(self, event: Event) -> None:

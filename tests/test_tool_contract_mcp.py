@@ -66,6 +66,7 @@ async def test_a_reply_ends_a_wait_with_progress(isolated_env: Path) -> None:
         assert waited["outcome"] == "reply" and "pong" in waited["reply"]["envelope"]
 
 
+@pytest.mark.installed_plugins  # host detection is the harnesses' declaration
 @pytest.mark.parametrize(("extra", "expected"), [
     ({"CLAUDE_PROJECT_DIR": "/work/p"}, {"host": "claude", "source": "environment", "variable": "CLAUDE_PROJECT_DIR"}),
     ({"CODEX_THREAD_ID": "01a22a93-0000-7000-8000-000000000001"}, {"host": "codex", "source": "environment", "variable": "CODEX_THREAD_ID"}),
@@ -78,7 +79,8 @@ async def test_health_says_what_decided_the_host(isolated_env: Path, extra: dict
     env = {"AGENT_LINK_DISABLE_PLUGINS": "roles receipts projects approvals forks", "AGENT_LINK_CODEX_AUTOSTART": "0", **extra}
     async with agent_link_mcp(env) as client:
         health = await client.call("agent_link_health", {"startAppServer": False})
-        assert health["ok"] and health["hostDetection"] == expected and health["host"] == expected["host"]
+        assert health["ok"], health
+        assert health["hostDetection"] == expected and health["host"] == expected["host"]
         assert health["harnesses"]["codex"]["version"]["probed"] is False  # startAppServer false probes nothing
         mailbox = health["harnesses"]["claude"]["mailbox"]
         assert {k: mailbox[k] for k in ("total", "queued", "open", "sessions")} == {"total": 0, "queued": 0, "open": 0, "sessions": 0}

@@ -79,6 +79,18 @@ def message_agent_spec(app: App | None) -> ToolSpec:
     return replace(base, input_schema=schema, output_fields={**fields, **base.output_fields})
 
 
+def health_spec(app: App | None) -> ToolSpec:
+    """``agent_link_health`` with the arguments the App's harnesses declare (``Harness.health_options``)."""
+    base = next(spec for spec in CORE_TOOLS if spec.name == "agent_link_health")
+    options: dict[str, Any] = {}
+    for _, harness in sorted((app.harnesses if app is not None else {}).items()):
+        for name, schema in harness.health_options.items():
+            options.setdefault(name, schema)
+    if not options:
+        return base
+    return replace(base, input_schema={**base.input_schema, "properties": {**options, **base.input_schema["properties"]}})
+
+
 def wait_for_agent_spec(app: App | None) -> ToolSpec:
     """``wait_for_agent`` with the result fields the App's harnesses declare for their own
     outcomes (``Harness.wait_result_fields``)."""
@@ -100,8 +112,10 @@ def _obj(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str
 async def health(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
     """Handler of ``agent_link_health``: validated arguments in, success fields out (AgentLinkError to fail).
 
-    ``startAppServer`` is handed to every harness's ``prepare_health`` first."""
-    options = {k: args[k] for k in ("startAppServer",) if k in args}
+    The harness-declared options given (``Harness.health_options``) reach every harness's
+    ``prepare_health`` first."""
+    declared = {name for harness in app.harnesses.values() for name in harness.health_options}
+    options = {k: args[k] for k in declared if k in args}
     for harness in app.harnesses.values():
         await harness.prepare_health(options)
     return app.health(call.meta, include_caller_context=args.get("includeCallerContext", False))
@@ -241,8 +255,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         name="agent_link_health",
         title="agent-link health",
         description="Report whether agent-link works here: this session's address, state directory, plugins, harnesses and settings problems. Never fails because a host is missing.",
-        input_schema=_obj({"includeCallerContext": {"type": "boolean", "default": False, "description": "Also return the tool call's _meta as seen by the server."},
-                           "startAppServer": {"type": "boolean", "description": "true: a harness may start or connect what it needs to report fully (e.g. a host's app-server, to read its hook trust); false: probe nothing (not even a host's version); absent: cheap probes only."}}),
+        input_schema=_obj({"includeCallerContext": {"type": "boolean", "default": False, "description": "Also return the tool call's _meta as seen by the server."}}),
         output_fields={k: ANY for k in ("version", "host", "hostDetection", "address", "addressSource", "stateDir", "database", "env",
                                          "reminders", "plugins", "harnesses", "sections", "callerContext")},
         handler=health, read_only=True, idempotent=True,

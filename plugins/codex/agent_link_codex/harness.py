@@ -200,6 +200,9 @@ class CodexHarness(Harness):
                           "desktopVisibility": {"type": ["object", "null"]}, "peerMessage": {"type": ["object", "null"]},
                           "turn": {"type": ["object", "null"]}}
     wait_result_fields = {"turn": {"type": ["object", "null"]}}
+    health_options = {"startAppServer": {"type": "boolean", "description": (
+        "true: connect to Codex (starting the private app-server if needed) so the prompt hook's trust can be read; "
+        "false: probe nothing, not even `codex --version`; absent: only the version probe.")}}
     # Measured on Codex 0.169.0: an MCP tool's output reaches the model as "Wall time: …\nOutput:\n"
     # plus structuredContent as JSON with indent 2; above about 12,000 characters Codex keeps the
     # head and tail and cuts the middle ("…N tokens truncated…"); 10,233 passed whole. A turn's
