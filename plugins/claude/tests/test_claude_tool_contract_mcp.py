@@ -54,7 +54,7 @@ async def test_message_claude_session_fields_receipt_and_listings(env: dict[str,
         assert queued["ok"] and queued["delivery"] == "queued"
         assert (await me.call("message_agent", {"to": "Old research", "message": "x"}))["ok"] is False  # fuzzy never picks it
 
-        health = await me.call("agent_link_health", {"startAppServer": False})
+        health = await me.call("agent_link_health", {})
         mailbox = health["harnesses"]["claude"]["mailbox"]
         assert (mailbox["total"], mailbox["queued"], mailbox["open"], mailbox["sessions"]) == (2, 2, 2, 2)
         assert health["hostDetection"] == {"host": "claude", "source": "environment", "variable": "CLAUDE_CODE_SESSION_ID"}

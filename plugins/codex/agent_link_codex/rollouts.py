@@ -20,6 +20,7 @@ head and tail window; only a clientId check scans a whole file (as bytes, line b
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
