@@ -82,7 +82,6 @@ async def test_health_says_what_decided_the_host(isolated_env: Path, extra: dict
         assert health["ok"], health
         assert health["hostDetection"] == expected and health["host"] == expected["host"]
         assert health["harnesses"]["codex"]["version"]["probed"] is False  # startAppServer false probes nothing
-        mailbox = health["harnesses"]["claude"]["mailbox"]
-        assert {k: mailbox[k] for k in ("total", "queued", "open", "sessions")} == {"total": 0, "queued": 0, "open": 0, "sessions": 0}
+        assert {"session", "queued", "open"} <= set(health["harnesses"]["claude"]["mailbox"])
         bad = await client.call("agent_link_health", {"startAppServer": "maybe"})
         assert bad["error"]["code"] == "invalid_arguments"

@@ -299,11 +299,19 @@ class ClaudeHarness(Harness):
         return check
 
     def mailbox_counts(self) -> dict[str, Any]:
-        """Counts of the mail addressed to Claude sessions in the shared database (never raises)."""
+        """The mailbox of the Claude session this process serves: ``{path, session, queued (not
+        delivered yet), open (undelivered, or reply/action still to resolve)}``; ``session`` null
+        outside a session (never raises)."""
         if self.app is None:
             return {"error": "not attached"}
         try:
-            return {"path": os.fspath(self.app.config.db_path), **_mailbox_counts(self.app.store.conn)}
+            found = self.current_session_id(self.env)
+            out: dict[str, Any] = {"path": os.fspath(self.app.config.db_path), "session": None, "queued": None, "open": None}
+            if found is not None:
+                address = f"{NAME}:{found[0]}"
+                out.update(session=address, queued=self.app.mailbox.count_open(address, undelivered_only=True),
+                           open=self.app.mailbox.count_open(address))
+            return out
         except Exception as exc:  # health must answer even with a broken database
             return {"error": f"{type(exc).__name__}: {exc}"[:200]}
 
@@ -335,16 +343,6 @@ class ClaudeHarness(Harness):
             },
         }
 
-
-
-def _mailbox_counts(conn: Any) -> dict[str, Any]:
-    """Mail addressed to Claude sessions: ``{path?, total, queued (not delivered yet),
-    open (undelivered, or reply/action still to resolve), sessions (recipients with open mail)}``."""
-    row = conn.execute(
-        "SELECT COUNT(*), SUM(delivered_at IS NULL AND open = 1), SUM(open = 1), COUNT(DISTINCT CASE WHEN open = 1 THEN recipient END)"
-        f" FROM messages WHERE recipient LIKE '{NAME}:%'"
-    ).fetchone()
-    return {"total": int(row[0] or 0), "queued": int(row[1] or 0), "open": int(row[2] or 0), "sessions": int(row[3] or 0)}
 
 
 def plugin_status(cfg: str) -> dict[str, list[str]]:

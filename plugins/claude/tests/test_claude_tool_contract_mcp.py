@@ -56,5 +56,9 @@ async def test_message_claude_session_fields_receipt_and_listings(env: dict[str,
 
         health = await me.call("agent_link_health", {})
         mailbox = health["harnesses"]["claude"]["mailbox"]
-        assert (mailbox["total"], mailbox["queued"], mailbox["open"], mailbox["sessions"]) == (2, 2, 2, 2)
+        assert (mailbox["session"], mailbox["queued"], mailbox["open"]) == (f"claude:{ME}", 0, 0)
+        note = await me.call("message_agent", {"to": f"claude:{ME}", "message": "note to self", "anticipation": "reply"})
+        assert note["ok"], note
+        mailbox = (await me.call("agent_link_health", {}))["harnesses"]["claude"]["mailbox"]
+        assert (mailbox["queued"], mailbox["open"]) == (1, 1)
         assert health["hostDetection"] == {"host": "claude", "source": "environment", "variable": "CLAUDE_CODE_SESSION_ID"}
