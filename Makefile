@@ -6,22 +6,30 @@ PLUGINS := codex claude roles receipts projects approvals web forks
 # example plugins (docs/plugins.md): installed and tested like the others
 EXAMPLES := filehost
 
-.PHONY: install test lint bench hosts browser clean
+.PHONY: install test test-previous test-latest lint bench hosts browser clean
 
+# One line per step; pip's own output (build back-end warnings included) goes to
+# $(VENV)/install.log, and its last lines are shown when a step fails.
+INSTALL_LOG := $(VENV)/install.log
 install:
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	# compat: plain path entries; setuptools' default editable finder costs ~30 ms at every
-	# interpreter start, and hosts start `agent-link hook` on every prompt.
-	$(PY) -m pip install --quiet --config-settings editable_mode=compat \
+	@echo "install: virtualenv $(VENV)"
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "install: pip"
+	@$(PY) -m pip install --quiet --upgrade pip > $(INSTALL_LOG) 2>&1 || { tail -n 40 $(INSTALL_LOG); exit 1; }
+	@echo "install: agent-link, the test kit and the plugins $(PLUGINS) (editable; log: $(INSTALL_LOG))"
+	@# compat: plain path entries; setuptools' default editable finder costs ~30 ms at every
+	@# interpreter start, and hosts start `agent-link hook` on every prompt.
+	@$(PY) -m pip install --quiet --config-settings editable_mode=compat \
 		-e '.[test]' -e ./testing $(foreach p,$(PLUGINS),-e './plugins/$(p)[test]') \
-		$(foreach p,$(EXAMPLES),-e './examples/$(p)[test]')
-	$(MAKE) hosts
-	$(MAKE) browser
+		$(foreach p,$(EXAMPLES),-e './examples/$(p)[test]') >> $(INSTALL_LOG) 2>&1 \
+		|| { tail -n 40 $(INSTALL_LOG); exit 1; }
+	@$(MAKE) --no-print-directory hosts
+	@$(MAKE) --no-print-directory browser
 
-# The pinned real host CLIs (Codex, Claude Code) for the real-host tests, from hosts/package-lock.json.
+# The real host CLIs for the real-host tests, each folder from its package-lock.json: Node >= 22
+# from the npm registry (hosts/node), the current pins (hosts/), the previous pins (hosts/previous).
 hosts:
-	cd hosts && npm ci --no-audit --no-fund --loglevel=error
+	@hosts/install.sh
 
 # The system Chromium that the web page's browser tests drive (Debian package chromium);
 # installed when make runs as root (as CI does), else the command is printed.
@@ -30,8 +38,18 @@ browser:
 	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
 	else echo "The web page's browser tests need Chromium. Install it with: sudo apt-get update && sudo apt-get install -y chromium"; fi
 
+# Lint, everything against the current host pins, then the real-host tests again on the previous pins.
 test: lint
 	$(PY) -m pytest -q
+	$(MAKE) test-previous
+
+# The real-host tests against the previous pins (hosts/previous).
+test-previous:
+	AGENT_LINK_HOSTS_DIR=hosts/previous $(PY) -m pytest -q -m realhost
+
+# The real-host tests against the newest host releases the npm registry serves today (scratch folder).
+test-latest:
+	hosts/latest.sh
 
 # Static checks (config in pyproject.toml) on the core, every plugin, testing/ and examples/.
 lint:
@@ -43,4 +61,4 @@ bench:
 	$(PY) bench/run.py
 
 clean:
-	rm -rf $(VENV) hosts/node_modules
+	rm -rf $(VENV) hosts/node_modules hosts/previous/node_modules hosts/node/node_modules

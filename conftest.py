@@ -10,13 +10,15 @@ from pathlib import Path
 import pytest
 
 _HOST_PREFIXES = ("AGENT_LINK_", "CODEX_", "CLAUDE_", "ANTHROPIC_", "OPENAI_")
+# the test kit's choice of real host folder for the whole run (agent_link_testing.hosts)
+_KEEP = ("AGENT_LINK_HOSTS_DIR",)
 
 
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Point HOME and every state location into ``tmp_path``; returns the state dir."""
     for name in list(os.environ):
-        if name.startswith(_HOST_PREFIXES):
+        if name.startswith(_HOST_PREFIXES) and name not in _KEEP:
             monkeypatch.delenv(name, raising=False)
     home = tmp_path / "home"
     home.mkdir()
@@ -25,6 +27,8 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("AGENT_LINK_STATE_DIR", str(state))
     monkeypatch.setenv("CODEX_HOME", str(home / ".codex"))
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / ".claude"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     return state
 
 

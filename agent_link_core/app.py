@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from agent_link_core import __version__, problem_log
+from agent_link_core import __version__, problem_log, state_dirs
 from agent_link_core.config import Config, load_config
 from agent_link_core.directory import gather_listings, providers_view, rank, session_view, split_address
 from agent_link_core.envelope import render_inbox
 from agent_link_core.errors import AgentLinkError, invalid_arguments
-from agent_link_core.harness import Delivery, Harness
+from agent_link_core.harness import Delivery, Harness, McpPeer
 from agent_link_core.mailbox import (
     Mailbox,
     check_body,
@@ -34,6 +34,7 @@ from agent_link_core.mailbox import (
 from agent_link_core.model import EXTERNAL, Caller, Session, address_scheme, is_address, is_ulid
 from agent_link_core.records import OutgoingMessage, SendContext
 from agent_link_core.plugins import Hooks, PluginReport, build_plugin_manager, trace_hook_calls
+from agent_link_core.settings_file import with_settings
 from agent_link_core.store import Store, database_error, ensure_private_dir, integrity, now_ms
 
 log = logging.getLogger(__name__)
@@ -89,6 +90,8 @@ class App:
         # "reply:<message id>" / "from:<address>" -> waits running in this process, so push
         # loops can leave a message to the wait that is about to return it.
         self.waiting: dict[str, int] = {}
+        # the MCP client connection when this process is an MCP server (set by the server)
+        self.mcp_peer: McpPeer | None = None
         for harness in list(self.harnesses.values()):
             plugin = hooks.owner("harness", harness.name)
             if not hooks.guard_harness(harness, "attach", partial(_attach, harness, self), False) and plugin:
@@ -124,10 +127,11 @@ class App:
         :raises AgentLinkError: ``invalid_arguments`` for a bad setting (naming the
             variable), ``state_io_error`` when the state dir or database is unusable.
         """
-        env = dict(os.environ if env is None else env)
+        env = with_settings(dict(os.environ if env is None else env))
         pm, report = build_plugin_manager(env=env, extra_plugins=extra_plugins)
         hooks = Hooks(pm, report)
         config = load_config(env, hooks.settings())
+        state_dirs.record(config.state_dir, env)
         configure_logging(config)
         if config.get("AGENT_LINK_DEBUG"):
             trace_hook_calls(pm, log.debug)
@@ -769,12 +773,20 @@ class App:
             },
             "database": {"path": self.config.db_path, "pendingForCaller": pending, "integrity": integrity(self.store.conn)},
             "env": self.config.env_report(),
+            "settings": {
+                "file": self.config.settings_file,
+                # where each setting not at its default came from: a variable's name or settings-file
+                "sources": {name: src for name, src in self.config.sources.items() if src != "default"},
+                "otherStateDirs": state_dirs.others(self.config.state_dir, self.env),
+            },
             "reminders": {
                 "limit": self.config.reminder_limit,
                 "intervalMs": self.config.reminder_interval_ms,
                 "warnings": list(self.config.warnings),
             },
             "harnesses": {name: self._harness_health(h) for name, h in list(self.harnesses.items())},
+            # the negotiated MCP revision and client; None outside an MCP server
+            "mcp": self.mcp_peer.view() if self.mcp_peer is not None else None,
             "sections": self.hooks.health_sections(),
         }
         self.hooks.tools()  # a refused tool is a plugin problem health must show

@@ -113,6 +113,12 @@ def _print_health(h: dict[str, Any]) -> None:
     click.echo(f"  state dir:  {h['stateDir']['path']} ({'exists' if h['stateDir']['exists'] else 'missing'})")
     if h["stateDir"]["exists"] and not h["stateDir"]["private"]:
         click.echo("  warning: other users can open the state dir; agent-link leaves existing dirs as they are")
+    settings = h.get("settings") or {}
+    click.echo(f"  settings:   {settings.get('file')}"
+               + "".join(f"\n    {n} from {src}" for n, src in (settings.get("sources") or {}).items()))
+    for other in settings.get("otherStateDirs") or []:
+        click.echo(f"  warning: another agent-link process recently used the state dir {other['path']}: a separate mailbox"
+                   " (set AGENT_LINK_STATE_DIR alike everywhere: `agent-link config set state_dir ...`)")
     if h["database"]["integrity"] != "ok":
         click.echo(f"  DAMAGED database: {h['database']['integrity']} (move it aside to start afresh)")
     click.echo(f"  plugins:    {', '.join(h['plugins']['loaded']) or 'none'}")
@@ -619,6 +625,9 @@ def build_cli() -> click.Group:
 
         sys.exit(hook_main([host, event]))
 
+    from agent_link_core import config_cli
+
+    config_cli.register(cli, fail)
     return cli
 
 

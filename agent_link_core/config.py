@@ -31,6 +31,9 @@ TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 FALSE_WORDS = frozenset({"0", "false", "no", "off"})
 
 
+SETTINGS_FILE_SOURCE = "settings-file"  # Config.sources value of a setting read from the settings file
+
+
 class Setting:
     """One environment setting.
 
@@ -74,6 +77,11 @@ CORE_SETTINGS: tuple[Setting, ...] = (
     Setting("AGENT_LINK_LOG_LEVEL", "choice", None, choices=("error", "warn", "info", "debug"), doc="log level"),
     Setting("AGENT_LINK_LOG_FILE", "path", None, doc="log file (default <state>/logs/agent-link.log)"),
     Setting("AGENT_LINK_INSPECT_ALL", "flag", False, doc="allow agent_link_mailbox_inspect scope 'all'"),
+    Setting("AGENT_LINK_CONFIG", "path", None, doc="the settings file (default ~/.config/agent-link/config.toml)"),
+    Setting("AGENT_LINK_MCP_FRONT", "flag", True,
+            doc="agent-link mcp answers initialize and tools/list from its start-up cache while loading"),
+    Setting("AGENT_LINK_TOOLS", "str", "all",
+            doc="MCP tools the server offers: all, messaging, a plugin's name, tool names (comma separated)"),
     Setting(
         "AGENT_LINK_REMINDER_LIMIT", "int", 3, minimum=0, maximum=20,
         warning="reminder_limit_ignored", doc="reminders per message before it becomes unresolved (0-20)",
@@ -103,6 +111,8 @@ class Config:
         self.deprecated: list[dict[str, str]] = []
         self.conflicts: list[dict[str, str]] = []
         self.warnings: list[dict[str, Any]] = []
+        #: the settings file this process read (or would read: it may not exist)
+        self.settings_file = ""
 
     def get(self, name: str) -> Any:
         """The parsed value of setting ``name``; ``KeyError`` for an undeclared one."""
@@ -169,7 +179,9 @@ def load_config(
     extra: tuple[Setting, ...] = (),
     on_setting_error: Callable[[AgentLinkError], None] | None = None,
 ) -> Config:
-    """Read every declared setting from ``env`` (default: ``os.environ``).
+    """Read every declared setting from ``env`` (default: ``os.environ``), with the settings
+    file's values where ``env`` has none (:mod:`agent_link_core.settings_file`); such a
+    setting's source is ``settings-file``.
 
     :param extra: plugin settings (from ``agent_link_register_settings``).
     :param on_setting_error: called with the error of an invalid flag or path; by default
@@ -177,12 +189,22 @@ def load_config(
         instead of hiding the rest.) A setting whose value was rejected keeps its default.
     :raises AgentLinkError: ``invalid_arguments`` for a relative path or a non-flag value.
     """
-    env = os.environ if env is None else env
+    from agent_link_core.settings_file import SettingsEnv, settings_path, with_settings
+
+    try:
+        env = with_settings(env)
+    except AgentLinkError as exc:  # an invalid settings file: the environment alone still counts
+        if on_setting_error is None:
+            raise
+        on_setting_error(exc)
+        env = SettingsEnv(os.environ if env is None else env)
+        env.path = settings_path(env)
     home = env.get("HOME")
     cfg = Config()
+    cfg.settings_file = env.path
     for setting in CORE_SETTINGS + extra:
         raw, source = _read(setting, env, cfg)
-        cfg.sources[setting.name] = source
+        cfg.sources[setting.name] = SETTINGS_FILE_SOURCE if source in env.from_file else source
         value = setting.default
         if raw is not None:
             try:

@@ -1,7 +1,8 @@
 """The ``agent-link`` console script.
 
 ``agent-link hook ...`` is dispatched before anything heavy is imported: hosts run it on
-every prompt, so it must not pay for click, pluggy, mcp or pydantic.
+every prompt, so it must not pay for click, pluggy, mcp or pydantic. ``agent-link mcp`` starts
+its start-up front (:mod:`agent_link_core.fastfront`) first for the same reason.
 """
 
 import sys
@@ -14,6 +15,11 @@ def main() -> None:
         from agent_link_core.hook import main as hook_main
 
         sys.exit(hook_main(argv[1:]))
+    if argv == ["mcp"]:  # not with options (--help prints and exits without serving)
+        # answer the connection's opening before click, the MCP SDK and the plugins load
+        from agent_link_core import fastfront
+
+        fastfront.start()
     from agent_link_core.cli import main as cli_main
 
     cli_main()

@@ -19,21 +19,50 @@ class PeerGone(Exception):
     """The MCP client's connection is closed; nothing was written."""
 
 
+#: ``McpPeer.era``: the connection opened with ``initialize`` (MCP revisions up to 2025-11-25)
+HANDSHAKE = "handshake"
+#: ``McpPeer.era``: the connection speaks the stateless revision 2026-07-28 (``server/discover``,
+#: per-request ``_meta``), which has no path for notifications sent outside a request
+STATELESS = "stateless"
+
+
 class McpPeer:
-    """The connected MCP client, as a harness's :meth:`Harness.serve` sees it.
+    """The MCP client connection, as a harness's :meth:`Harness.serve` sees it.
+
+    It exists from the moment the server starts serving, before any client message; the
+    attributes fill in as the connection opens (:mod:`agent_link_core.handshake`).
 
     :param notify: ``async (method, params) -> None`` writing one JSON-RPC notification
         to the client's stream; raises :class:`PeerGone` when it cannot be written.
-    :param client_info: the client's ``clientInfo`` from ``initialize`` (name, version).
+    :param client_info: the client's ``clientInfo`` (name, version), from ``initialize`` or
+        from the stateless revision's request ``_meta``; ``{}`` until the client says it.
+
+    Attributes: ``era`` (:data:`HANDSHAKE`, :data:`STATELESS` or None before the first
+    request), ``protocol_version`` (the negotiated revision, e.g. ``"2025-11-25"``),
+    ``initialized`` (a handshake client sent ``notifications/initialized``: notifications may
+    now be written), ``discover_refused`` (this server answered ``server/discover`` with
+    "method not found" so the client would use the handshake).
     """
 
-    def __init__(self, notify: Any, client_info: Mapping[str, Any]) -> None:
+    def __init__(self, notify: Any, client_info: Mapping[str, Any] | None = None) -> None:
         self._notify = notify
-        self.client_info = dict(client_info)
+        self.client_info = dict(client_info or {})
+        self.era: str | None = None
+        self.protocol_version: str | None = None
+        self.initialized = False
+        self.discover_refused = False
 
     async def notify(self, method: str, params: Mapping[str, Any]) -> None:
         """Write a notification; returns only once it was handed to the transport."""
         await self._notify(method, params)
+
+    def view(self) -> dict[str, Any]:
+        """What health shows about the connection."""
+        return {
+            "era": self.era, "protocolVersion": self.protocol_version, "initialized": self.initialized,
+            "discoverRefused": self.discover_refused,
+            "client": {k: self.client_info.get(k) for k in ("name", "version")} if self.client_info else None,
+        }
 
 
 @dataclass
@@ -259,10 +288,21 @@ class Harness:
         """Experimental MCP capabilities to advertise at ``initialize`` (``{name: {}}``)."""
         return {}
 
+    def needs_handshake(self, app: Any) -> bool:
+        """True when this harness writes notifications outside any request (a live channel).
+
+        The stateless revision 2026-07-28 has no path for those, so the server then answers
+        ``server/discover`` with "method not found" and clients open the connection with the
+        ``initialize`` handshake instead. Asked once, after :meth:`mcp_capabilities`.
+        """
+        return False
+
     async def serve(self, app: Any, peer: McpPeer) -> None:
-        """Run while an MCP client is connected (e.g. a loop pushing new mail as
-        notifications). Started after the client's ``initialized`` notification; cancelled
-        when the connection ends. The default does nothing."""
+        """Background work of an MCP server process (e.g. pushing new mail). Started when the
+        server starts serving, before the client's first message, under every protocol
+        revision; cancelled when the connection ends. ``peer`` fills in as the connection
+        opens: check ``peer.era`` / ``peer.initialized`` before writing notifications.
+        The default does nothing."""
         return None
 
     def health(self) -> dict[str, Any]:

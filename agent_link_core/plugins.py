@@ -328,6 +328,11 @@ class Hooks:
         """All accepted MCP tools by name (schemas checked against the JSON Schema meta-schema)."""
         return self._collect("tool", "agent_link_register_tools", check_tool)
 
+    def tool_owners(self) -> dict[str, str]:
+        """``{tool name: name of the plugin that registered it}`` (the core's own tools are
+        owned by ``agent_link_core.default_plugins``)."""
+        return {rec.name: plugin for plugin, rec in self._collect("agent_link_register_tools")}
+
     def settings(self) -> tuple[Setting, ...]:
         """Settings declared by plugins (a core name, or a name another plugin took, is refused)."""
         from agent_link_core.config import CORE_SETTINGS

@@ -13,6 +13,7 @@ import logging
 import os
 import signal
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import anyio
@@ -20,10 +21,12 @@ import mcp_types as types
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
 
-from agent_link_core import __version__, prompt_hooks, reminders
+from agent_link_core import __version__, fastfront, prompt_hooks, reminders
 from agent_link_core.app import App
 from agent_link_core.errors import AgentLinkError
+from agent_link_core.handshake import LinkStreams
 from agent_link_core.harness import McpPeer, PeerGone
+from agent_link_core.tool_profiles import select_tools
 from agent_link_core.tools.core_tools import CORE_TOOLS
 from agent_link_core.tools.registry import ToolSpec, output_schema, run_tool, unknown_tool
 
@@ -67,8 +70,9 @@ def to_call_result(result: Mapping[str, Any]) -> types.CallToolResult:
 
 
 def build_server(app: App) -> Server[Any]:
-    """A low-level MCP server exposing every registered tool of ``app``."""
-    tools = dict(app.hooks.tools())
+    """A low-level MCP server exposing the registered tools of ``app`` that the
+    ``AGENT_LINK_TOOLS`` profile picks (:mod:`agent_link_core.tool_profiles`)."""
+    tools = select_tools(dict(app.hooks.tools()), app.hooks.tool_owners(), app.config.get("AGENT_LINK_TOOLS"))
     definitions = []
     for spec in list(tools.values()):
         try:
@@ -107,75 +111,45 @@ def build_server(app: App) -> Server[Any]:
     )
 
 
-class PeerWatch:
-    """Middleware that hands the connected client to harnesses once it is initialized.
-
-    The SDK offers no public handle on the connection outside a request, so this one
-    small class reads it from the ``notifications/initialized`` context.
-    """
-
-    def __init__(self) -> None:
-        self.client_info: dict[str, Any] = {}
-        self.peer: McpPeer | None = None
-        self.ready = anyio.Event()
-
-    async def __call__(self, ctx: Any, call_next: Any) -> Any:
-        if ctx.method == "initialize" and isinstance(ctx.params, Mapping):
-            self.client_info = dict(ctx.params.get("clientInfo") or {})
-        result = await call_next(ctx)
-        if ctx.method == "notifications/initialized" and self.peer is None:
-            connection = ctx.session._connection  # noqa: SLF001 - see the class docstring
-            self.peer = McpPeer(_writer(connection), self.client_info)
-            self.ready.set()
-        return result
-
-
-def _writer(connection: Any) -> Any:
-    async def notify(method: str, params: Mapping[str, Any]) -> None:
-        try:
-            # The connection's own notify() drops silently on a closed stream; delivery
-            # must know, so write to its outbound channel directly.
-            await connection.outbound.notify(method, dict(params))
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
-            raise PeerGone(method) from exc
-
-    return notify
-
-
 async def serve(app: App) -> None:
-    """Serve MCP over stdio until stdin closes or SIGTERM/SIGINT/SIGHUP arrives.
+    """Serve MCP over stdio until stdin closes or SIGTERM/SIGINT/SIGHUP arrives."""
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_exit_on_signal, app)
+        async with stdio_server() as (read_stream, write_stream):
+            await serve_streams(app, read_stream, write_stream)
+        tg.cancel_scope.cancel()
+    with anyio.CancelScope(shield=True):  # stop what harnesses hold (child processes ...)
+        await app.aclose()
 
-    Harnesses may advertise experimental capabilities and run a task for the connection
-    (:meth:`~agent_link_core.harness.Harness.serve`); plugins' ``agent_link_server_tasks`` run
-    from the start.
+
+async def serve_streams(app: App, read_stream: Any, write_stream: Any) -> None:
+    """Serve one MCP connection over a transport's message streams until the client leaves.
+
+    Harnesses may advertise experimental capabilities; their background work
+    (:meth:`~agent_link_core.harness.Harness.serve`) starts at once, before the client's first
+    message and whichever protocol revision it then opens the connection with
+    (:mod:`agent_link_core.handshake`), and is cancelled when the connection ends; so do
+    plugins' ``agent_link_server_tasks``. Does not close ``app``.
+
+    :param read_stream: the transport's inbound ``SessionMessage`` stream (MCP SDK shape).
+    :param write_stream: the transport's outbound ``SessionMessage`` stream.
     """
     server = build_server(app)
-    watch = PeerWatch()
-    server.middleware.append(watch)
     capabilities = app.mcp_capabilities()
+    refuse_discover = any(app.hooks.guard_harness(harness, "needs_handshake", partial(harness.needs_handshake, app), False)
+                          for harness in list(app.harnesses.values()))
+    link = LinkStreams(read_stream, write_stream, refuse_discover=refuse_discover)
+    app.mcp_peer = link.peer
     async with anyio.create_task_group() as tg:
-
-        async def run_harnesses() -> None:
-            await watch.ready.wait()
-            assert watch.peer is not None
-            for harness in app.harnesses.values():
-                tg.start_soon(_guarded, harness, app, watch.peer)
-
-        async def run() -> None:
-            async with stdio_server() as (read_stream, write_stream):
-                await server.run(
-                    read_stream, write_stream, server.create_initialization_options(experimental_capabilities=capabilities)
-                )
-            tg.cancel_scope.cancel()
-
-        tg.start_soon(_exit_on_signal, app)
         tg.start_soon(_reminder_loop, app)
         for plugin, task in app.hooks.server_tasks():
             tg.start_soon(_guarded_task, plugin, task, app)
-        tg.start_soon(run_harnesses)
-        tg.start_soon(run)
-    with anyio.CancelScope(shield=True):  # stop what harnesses hold (child processes ...)
-        await app.aclose()
+        for harness in app.harnesses.values():
+            tg.start_soon(_guarded, harness, app, link.peer)
+        await server.run(
+            link.reader, link.writer, server.create_initialization_options(experimental_capabilities=capabilities)
+        )
+        tg.cancel_scope.cancel()
 
 
 async def _reminder_loop(app: App) -> None:
@@ -256,6 +230,9 @@ def main() -> None:
         app = App.create()
     except AgentLinkError as exc:
         log.error("agent-link cannot start: %s", exc.message)
+        fastfront.stop_learning()  # these answers are not the ones a working server gives
         anyio.run(serve_unavailable, exc)
+        fastfront.finish()
         return
     anyio.run(serve, app)
+    fastfront.finish()

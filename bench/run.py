@@ -281,6 +281,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="agent-link-bench-") as name:
         tmp = Path(name)
         os.environ["HOME"] = str(tmp)
+        __import__("mcp_start_bench").bench_mcp_start(tmp, line)  # bench/mcp_start_bench.py
         bench_hook(tmp)
         bench_claude_hook(tmp)
         bench_reads(tmp)

@@ -9,21 +9,28 @@ on 127.0.0.1. Typical use::
         done = host.run_p("hi", cwd=project_dir)          # CompletedProcess, --output-format json
         session = host.session_of(done, cwd=project_dir)  # id + transcript path
 
-Facts this module relies on (Claude Code 2.1.197, verified by
-``plugins/claude/tests/test_claude_realhost_smoke.py``; see also
+The binary comes from the host folder of the run (:func:`agent_link_testing.hosts.hosts_dir`:
+``hosts/``, ``hosts/previous/`` or ``make test-latest``'s scratch folder), and every claude
+process gets the registry Node >= 22 first on ``PATH`` (:func:`agent_link_testing.hosts.with_host_node`).
+Ask :func:`agent_link_testing.hosts.claude_version` for the version under test; never name one.
+
+Facts this module relies on (verified on Claude Code 2.1.197 and 2.1.332 by
+``plugins/claude/tests/test_claude_realhost_smoke.py``; docs/claude-code-hosts.md and
 docs/hosts/claude-code.md):
 
 * ``claude -p`` needs no login, onboarding or trust dialog; ``ANTHROPIC_BASE_URL`` +
   ``ANTHROPIC_API_KEY`` suffice.
-* With ``CLAUDE_CONFIG_DIR`` set, the *global config file* is ``$CLAUDE_CONFIG_DIR/.claude.json``
-  -- not ``~/.claude.json`` as docs/hosts/claude-code.md (§4, §8) says for the default layout.
-  :attr:`ClaudeHost.global_config_path` always names the file the CLI really uses, because we
-  always set ``CLAUDE_CONFIG_DIR``.
+* With ``CLAUDE_CONFIG_DIR`` set, the *global config file* is ``$CLAUDE_CONFIG_DIR/.claude.json``,
+  not ``~/.claude.json``. :attr:`ClaudeHost.global_config_path` always names the file the CLI
+  really uses, because we always set ``CLAUDE_CONFIG_DIR``.
 * Outbound traffic: ``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1`` gives 0 connections but turns
   channels off. ``outbound="blackhole"`` instead points ``HTTPS_PROXY``/``HTTP_PROXY`` at the
   stub, whose ``CONNECT`` handler records and refuses every tunnel (``NO_PROXY`` keeps
   127.0.0.1 direct): nothing leaves the machine, cached feature flags are not overwritten, and
   tests can see the attempts in ``stub.requests_of("connect")``.
+* Without ``ANTHROPIC_BASE_URL``, 2.1.332's ``claude plugin marketplace add`` / ``install`` look
+  up the default API host and retry its DNS for about 18 s each on a machine without network;
+  :meth:`ClaudeHost.run_cli` therefore points a host that has no stub at a short-lived one.
 * Running as root: ``--dangerously-skip-permissions`` exits 1 ("cannot be used with root/sudo
   privileges") unless ``IS_SANDBOX=1`` (verified; pass ``env_extra={"IS_SANDBOX": "1"}`` if a
   test really needs it). Prefer approving tools with :meth:`ClaudeHost.allow_tools` (settings
@@ -50,8 +57,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
 
+from agent_link_testing.hosts import CLAUDE_PACKAGE, HostsMissing, claude_version, with_host_node
+from agent_link_testing.hosts import hosts_dir as current_hosts_dir
+from agent_link_testing.messages_stub import MessagesStub
+
 __all__ = [
-    "CLAUDE_CODE_VERSION",
     "CLAUDE_PLUGIN_FILES",
     "ClaudeHost",
     "ClaudeHostMissing",
@@ -71,12 +81,8 @@ __all__ = [
     "write_mcp_config",
 ]
 
-#: The Claude Code version the real-host tests are written against (hosts/package.json pins it).
-CLAUDE_CODE_VERSION = "2.1.197"
-
 REPO_ROOT = Path(__file__).resolve().parents[2]
-HOSTS_DIR = REPO_ROOT / "hosts"
-_PKG = "@anthropic-ai/claude-code"
+_PKG = CLAUDE_PACKAGE
 _STRIP_PREFIXES = ("CLAUDE", "ANTHROPIC")  # CLAUDE covers CLAUDECODE / CLAUDE_CODE_* / CLAUDE_CONFIG_DIR
 _STRIP_NAMES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "NO_PROXY", "https_proxy", "http_proxy", "all_proxy", "no_proxy")
 
@@ -93,13 +99,17 @@ class ClaudeTimeout(subprocess.TimeoutExpired):
 
 
 # -- locating the binary ----------------------------------------------------------------------
-def pinned_claude_version(hosts_dir: Path = HOSTS_DIR) -> str:
-    """The Claude Code version pinned in ``hosts/package-lock.json`` (falls back to the constant)."""
+def pinned_claude_version(hosts_dir: Path | None = None) -> str:
+    """The Claude Code version pinned in the host folder's ``package-lock.json``
+    (default :func:`agent_link_testing.hosts.hosts_dir`).
+
+    Raises:
+        ClaudeHostMissing: no lock file, or Claude Code is not in it.
+    """
     try:
-        lock = json.loads((hosts_dir / "package-lock.json").read_text())
-        return lock["packages"][f"node_modules/{_PKG}"]["version"]
-    except (OSError, ValueError, KeyError):
-        return CLAUDE_CODE_VERSION
+        return claude_version(hosts_dir)
+    except HostsMissing as exc:
+        raise ClaudeHostMissing(str(exc)) from None
 
 
 def _platform_package() -> str | None:
@@ -112,8 +122,9 @@ def _platform_package() -> str | None:
     return f"{_PKG}-{system}-{arch}{'-musl' if musl else ''}"
 
 
-def find_claude_binary(hosts_dir: Path = HOSTS_DIR) -> Path:
-    """Path of the pinned native ``claude`` executable under ``hosts/node_modules``.
+def find_claude_binary(hosts_dir: Path | None = None) -> Path:
+    """Path of the pinned native ``claude`` executable under ``<host folder>/node_modules``
+    (default folder: :func:`agent_link_testing.hosts.hosts_dir`).
 
     Prefers ``@anthropic-ai/claude-code/bin/claude.exe`` (where npm's postinstall copies the
     native binary), then the platform package's ``claude``. Checks the installed package
@@ -124,9 +135,10 @@ def find_claude_binary(hosts_dir: Path = HOSTS_DIR) -> Path:
             exists, or the installed version differs from the pin. The message says to run
             ``make hosts``. Real-host tests must let this fail, never skip.
     """
+    hosts_dir = current_hosts_dir() if hosts_dir is None else hosts_dir
     want = pinned_claude_version(hosts_dir)
     pkg_dir = hosts_dir / "node_modules" / _PKG
-    hint = f"run `make hosts` in {REPO_ROOT} to install the pinned Claude Code CLI {want} from hosts/package-lock.json"
+    hint = f"run `make hosts` in {REPO_ROOT} to install the pinned Claude Code CLI {want} from {hosts_dir / 'package-lock.json'}"
     try:
         have = json.loads((pkg_dir / "package.json").read_text())["version"]
     except (OSError, ValueError, KeyError) as exc:
@@ -447,6 +459,7 @@ class ClaudeHost:
         else:  # every HTTPS tunnel goes to the stub's CONNECT handler, which refuses it
             assert self.base_url
             env.update(HTTPS_PROXY=self.base_url, HTTP_PROXY=self.base_url, NO_PROXY="127.0.0.1,localhost")
+        with_host_node(env)
         for k, v in {**self.env, **(env_extra or {})}.items():
             if v is None:
                 env.pop(k, None)
@@ -484,17 +497,23 @@ class ClaudeHost:
     def run_cli(self, *args: str, cwd: os.PathLike[str] | str | None = None, timeout_s: float = 60.0) -> subprocess.CompletedProcess[str]:
         """Run ``claude <args…>`` (e.g. ``plugin list``) with this host's environment.
 
-        ``cwd`` defaults to :attr:`home`. Raises :class:`ClaudeTimeout` like :func:`run_claude_p`.
+        ``cwd`` defaults to :attr:`home`. A host without a stub is pointed at a short-lived
+        :class:`MessagesStub` for the command (see the module docstring: offline, 2.1.332
+        would retry DNS for about 18 s). Raises :class:`ClaudeTimeout` like :func:`run_claude_p`.
         """
         argv = [str(self.binary), *[str(a) for a in args]]
-        return _run_group(argv, cwd=cwd or self.home, env=self.environ(), timeout_s=timeout_s)
+        if self.base_url:
+            return _run_group(argv, cwd=cwd or self.home, env=self.environ(), timeout_s=timeout_s)
+        with MessagesStub() as stub:
+            env = self.environ({"ANTHROPIC_BASE_URL": stub.base_url})
+            return _run_group(argv, cwd=cwd or self.home, env=env, timeout_s=timeout_s)
 
     def install_plugin(self, marketplace: os.PathLike[str] | str, plugin: str, *, timeout_s: float = 120.0) -> None:
         """Add a marketplace (a directory holding ``.claude-plugin/marketplace.json``) and
         install ``plugin`` (``<name>@<marketplace name>``) from it at user scope, as a user
         would with ``claude plugin marketplace add`` and ``claude plugin install``.
 
-        Note: for a directory marketplace Claude Code 2.1.197 copies the plugin's whole
+        Note: for a directory marketplace Claude Code (2.1.197 and 2.1.332) copies the plugin's whole
         source folder into ``<config dir>/plugins/cache`` (``.gitignore`` is not applied), so
         installing from a checkout with ``.venv`` and ``hosts/node_modules`` copies about 1 GB
         (10-15 s here); :func:`stage_plugin` makes a lean marketplace to install from instead.

@@ -1,5 +1,9 @@
 """Run the pinned real Codex CLI app-server (from ``hosts/node_modules``) for real-host tests.
 
+The host folder is the run's (:func:`agent_link_testing.hosts.hosts_dir`: ``hosts/``,
+``hosts/previous/`` or ``make test-latest``'s scratch folder); ask
+:func:`agent_link_testing.hosts.codex_version` for the version under test, never name one.
+
 Facts used (docs/hosts/codex.md §1, §2, §4, §9):
 
 - the npm package ``@openai/codex`` only holds a Node launcher; the native binary lives in the
@@ -34,6 +38,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent_link_testing.hosts import HostsMissing, codex_version
+from agent_link_testing.hosts import hosts_dir as current_hosts_dir
+
 __all__ = [
     "CodexAppServer",
     "CodexHostError",
@@ -45,7 +52,6 @@ __all__ = [
 ]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-HOSTS_DIR = REPO_ROOT / "hosts"
 STUB_PROVIDER = "mock"
 STUB_MODEL = "mock-model"
 STUB_KEY_ENV = "MOCK_API_KEY"
@@ -55,18 +61,24 @@ class CodexHostError(RuntimeError):
     """The real Codex host is missing, the wrong version, or failed to start."""
 
 
-def pinned_codex_version(hosts_dir: Path = HOSTS_DIR) -> str:
-    """The ``@openai/codex`` version pinned in ``hosts/package.json``."""
-    manifest = json.loads((hosts_dir / "package.json").read_text())
-    return str(manifest["dependencies"]["@openai/codex"])
+def pinned_codex_version(hosts_dir: Path | None = None) -> str:
+    """The ``@openai/codex`` version pinned in the host folder's ``package-lock.json``.
+
+    :raises CodexHostError: no lock file, or Codex is not in it.
+    """
+    try:
+        return codex_version(hosts_dir)
+    except HostsMissing as exc:
+        raise CodexHostError(str(exc)) from None
 
 
-def codex_binary(hosts_dir: Path = HOSTS_DIR) -> Path:
-    """The pinned native ``codex`` binary under ``hosts/node_modules``.
+def codex_binary(hosts_dir: Path | None = None) -> Path:
+    """The pinned native ``codex`` binary under ``<host folder>/node_modules``.
 
     :raises CodexHostError: not installed, or installed at another version than pinned; the
         message says to run ``make hosts``.
     """
+    hosts_dir = current_hosts_dir() if hosts_dir is None else hosts_dir
     want = pinned_codex_version(hosts_dir)
     found: list[str] = []
     for package in sorted((hosts_dir / "node_modules" / "@openai").glob("codex*/vendor/*/codex-package.json")):
@@ -81,7 +93,7 @@ def codex_binary(hosts_dir: Path = HOSTS_DIR) -> Path:
     detail = f"; found {', '.join(found)}" if found else ""
     raise CodexHostError(
         f"the pinned Codex CLI {want} is not installed under {hosts_dir / 'node_modules'}{detail}. "
-        "Run `make hosts` (npm ci in hosts/) to install it."
+        "Run `make hosts` (npm ci in the host folders) to install it."
     )
 
 

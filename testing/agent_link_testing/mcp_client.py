@@ -1,6 +1,9 @@
 """A real MCP client session against ``agent-link mcp`` in a subprocess (stdio).
 
-Uses the MCP Python SDK's client with the classic ``initialize`` handshake, as real hosts do.
+Uses the MCP Python SDK's client. ``revision`` says how it opens the connection:
+``"handshake"`` (``initialize``, MCP revisions up to 2025-11-25), ``"stateless"``
+(``server/discover``, revision 2026-07-28), or ``"auto"`` (``server/discover`` first and
+``initialize`` when the server answers "method not found", as Claude Code 2.1.332 does).
 """
 
 from __future__ import annotations
@@ -16,16 +19,24 @@ from typing import Any, cast
 from mcp.client.session import ClientSession
 from mcp_types import RequestParamsMeta
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
+from mcp_types import METHOD_NOT_FOUND
 
 CALL_TIMEOUT_S = 60.0
 
 
 @dataclass
 class AgentLinkClient:
-    """A connected client; :meth:`call` returns the tool's result object."""
+    """A connected client; :meth:`call` returns the tool's result object.
+
+    ``init`` is the ``initialize`` result, or the ``server/discover`` result on a stateless
+    connection; ``discover_refused`` says the server answered ``server/discover`` with
+    "method not found" (``revision="auto"`` then used ``initialize``).
+    """
 
     session: ClientSession
     init: Any
+    discover_refused: bool = False
 
     async def call(self, name: str, arguments: Mapping[str, Any] | None = None, meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Call a tool and return its JSON result, checking the result contract on the way:
@@ -51,10 +62,23 @@ def server_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 @asynccontextmanager
-async def agent_link_mcp(env: Mapping[str, str] | None = None, args: tuple[str, ...] = ("mcp",)) -> AsyncIterator[AgentLinkClient]:
-    """Start ``agent-link mcp`` (``python -m agent_link_core mcp``) and yield a client."""
+async def agent_link_mcp(env: Mapping[str, str] | None = None, args: tuple[str, ...] = ("mcp",),
+                         revision: str = "handshake") -> AsyncIterator[AgentLinkClient]:
+    """Start ``agent-link mcp`` (``python -m agent_link_core mcp``) and yield a client that
+    opened the connection as ``revision`` says (see the module docstring)."""
+    if revision not in ("handshake", "stateless", "auto"):
+        raise ValueError(f"revision must be handshake, stateless or auto, not {revision!r}")
     params = StdioServerParameters(command=sys.executable, args=["-m", "agent_link_core", *args], env=server_env(env))
-    async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write) as session:
-            init = await session.initialize()
-            yield AgentLinkClient(session, init)
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        refused = False
+        if revision == "handshake":
+            init: Any = await session.initialize()
+        else:
+            try:
+                init = await session.discover()
+            except MCPError as exc:
+                if revision == "stateless" or exc.code != METHOD_NOT_FOUND:
+                    raise
+                refused = True
+                init = await session.initialize()
+        yield AgentLinkClient(session, init, refused)

@@ -8,7 +8,7 @@ Standard library only. Start it as a context manager and point Claude Code at it
         ...run claude -p...
         assert stub.main_requests[1].tool_results()[0]["content"] ...
 
-Endpoints served (what Claude Code 2.1.197 calls, see docs/hosts/claude-code.md §2, verified here):
+Endpoints served (what Claude Code calls, see docs/hosts/claude-code.md §2; verified on 2.1.197 and 2.1.332):
 
 * ``POST /v1/messages[?beta=true]`` -- answered with the next scripted :class:`Reply`, as SSE
   when the body has ``"stream": true`` (Claude Code always streams), else as one JSON message.

@@ -1,8 +1,10 @@
 """Live delivery into a running Claude Code session through its channel.
 
-Claude Code (2.1.197) shows a ``notifications/claude/channel`` notification from an MCP server
+Claude Code (2.1.197 and 2.1.332) shows a ``notifications/claude/channel`` notification from an MCP server
 to the model as a new prompt, but only when every step of its gate passes
-(docs/hosts/claude-code.md §8): the server declared the ``claude/channel`` capability;
+(docs/claude-code-hosts.md, docs/hosts/claude-code.md §8): the connection was opened with the ``initialize`` handshake, not the
+stateless revision 2026-07-28 (:func:`connection_gate`); the server declared the
+``claude/channel`` capability;
 the cached feature flag ``tengu_harbor`` is true and none of the variables that switch the flag
 cache off is set; the server is listed on the command line (``--channels plugin:<p>@<m>``, with
 that plugin on the allowlist ``tengu_harbor_ledger``, or
@@ -32,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from agent_link_core.budget import oversized_notice
-from agent_link_core.harness import McpPeer, PeerGone
+from agent_link_core.harness import HANDSHAKE, STATELESS, McpPeer, PeerGone
 from agent_link_core.mailbox import iso
 from agent_link_core.model import EXTERNAL, INVALID, address_scheme, is_address
 from agent_link_core.store import now_ms
@@ -75,8 +77,11 @@ class GateState:
     """Whether Claude Code will show our channel notifications to the model.
 
     :param open: True only when every checked condition holds.
-    :param reason: ``open``, or the first condition that failed (``client_not_claude_code``,
-        ``flag_cache_off:<VAR>``, ``feature_flag_off``, ``print_mode_without_stream_input``,
+    :param reason: ``open``, or why it is closed: ``channel_disabled``
+        (``AGENT_LINK_DISABLE_CHANNEL``), ``channel_not_declared`` (not inside Claude Code), or
+        the first condition that failed (``client_not_connected``,
+        ``stateless_protocol_revision``, ``native_inbox`` (the session has an inbox socket, which
+        senders push to), ``client_not_claude_code``, ``flag_cache_off:<VAR>``, ``feature_flag_off``, ``print_mode_without_stream_input``,
         ``not_listed``, ``server_entry_needs_development_flag``,
         ``development_flag_ignored_in_print_mode``, ``plugin_not_allowlisted``,
         ``no_parent_command_line``).
@@ -123,6 +128,22 @@ def _print_mode(argv: Sequence[str]) -> tuple[bool, bool]:
         a == "--input-format" and b == "stream-json" for a, b in zip(argv, argv[1:])
     )
     return printing, streaming
+
+
+def connection_gate(peer: McpPeer) -> GateState | None:
+    """The closed gate when the MCP connection cannot carry a channel notification yet, else None.
+
+    Claude Code registers its channel handler only on a connection opened with the
+    ``initialize`` handshake, after its ``notifications/initialized``; on the stateless
+    revision (2026-07-28) it refuses channels ("no unsolicited notification path", verified in
+    2.1.332). agent-link refuses ``server/discover`` while the channel is wanted, so Claude Code
+    falls back to the handshake; ``stateless_protocol_revision`` means a client did not.
+    """
+    if peer.era == STATELESS:
+        return GateState(False, "stateless_protocol_revision")
+    if peer.era != HANDSHAKE or not peer.initialized:
+        return GateState(False, "client_not_connected")
+    return None
 
 
 def evaluate_gate(
@@ -294,7 +315,11 @@ def wants_push(row: Mapping[str, Any] | sqlite3.Row) -> bool:
 
 @dataclass
 class BridgeStatus:
-    """What health shows about the bridge of this process."""
+    """What health shows about the bridge of this process.
+
+    ``gate`` is the last gate the bridge acted on; ``probe`` (set while a bridge runs) evaluates
+    it afresh, so health never shows a state older than the bridge's next wake.
+    """
 
     running: bool = False
     gate: GateState | None = None
@@ -302,10 +327,12 @@ class BridgeStatus:
     pushed: int = 0
     last_push_ms: int | None = None
     last_error: str | None = None
+    probe: Callable[[], GateState] | None = None
 
     def view(self) -> dict[str, Any]:
+        gate = self.probe() if self.probe is not None else self.gate
         return {
-            "running": self.running, "gate": self.gate.view() if self.gate else None, "sessionId": self.session_id,
+            "running": self.running, "gate": gate.view() if gate else None, "sessionId": self.session_id,
             "pushed": self.pushed, "lastPushAt": iso(self.last_push_ms), "lastError": self.last_error,
         }
 
@@ -336,7 +363,7 @@ class ChannelBridge:
         seen: tuple[Any, ...] | None = None
         held = False
         delay = POLL_MIN_S
-        self.status.running = True
+        self.status.running, self.status.probe = True, self.gate
         try:
             while True:
                 gate = self.gate()
@@ -362,7 +389,7 @@ class ChannelBridge:
                     delay = min(delay * 2, POLL_MAX_S)
                 await anyio.sleep(delay)
         finally:
-            self.status.running = False
+            self.status.running, self.status.probe = False, None
             if registered is not None:
                 unregister(app.config.state_dir)
 

@@ -8,13 +8,20 @@
   Code's tool-call ``_meta`` carries only ``claudecode/toolUseId`` (verified on 2.1.197), which
   becomes the caller's tool call id; nothing else is guessed.
 * Discovery: :mod:`agent_link_claude.sessions`.
-* Delivery: a Claude session is never pushed from the sender's process. The recipient's own
+* Delivery: a live session that has an inbox socket (Claude Code 2.1.224+) is pushed from the
+  sender's process through that socket (:mod:`agent_link_claude.native`) and counts as
+  delivered only when its transcript shows the message. Otherwise the recipient's own
   agent-link server pushes through its channel (:mod:`agent_link_claude.channel`), the hooks
-  nudge it, and it can always pull with ``read_agent_link_inbox``. :meth:`deliver` only says
-  which of those will reach the target (the ``delivery`` states below).
+  nudge it, and it can always pull with ``read_agent_link_inbox``; :meth:`deliver` then only
+  says which of those will reach the target (the ``delivery`` states below).
 
 Delivery states (``Delivery.state``; ``message_claude_session``'s ``delivery``):
 
+* ``delivered-inbox`` -- written to the session's inbox socket and seen in its transcript;
+* ``held`` / ``refused`` / ``dropped`` / ``denied`` / ``expired`` -- the session's host said so
+  in a receipt (``held``: someone must approve it in that session); the message stays queued;
+* ``pushed-inbox`` -- written to the inbox socket, but no evidence within
+  ``AGENT_LINK_CLAUDE_INBOX_WAIT_MS``; reported as ``unknown`` and never written again blindly;
 * ``queued-channel`` -- the target's agent-link server has an open channel, so the message
   arrives as a new turn within about two seconds;
 * ``queued-online`` -- the target runs (a live Claude process) without an open channel: it
@@ -40,14 +47,17 @@ from agent_link_core.hook import last_runs
 from agent_link_core.mailbox import iso
 from agent_link_core.model import Caller, Session
 
+from agent_link_claude import native
 from agent_link_claude.channel import (
     CAPABILITY,
     CHANNEL_BUDGET_BYTES,
     PLUGIN_NAME,
     BridgeStatus,
     ChannelBridge,
+    GateState,
     GlobalConfigReader,
     active_bridges,
+    connection_gate,
     evaluate_gate,
 )
 from agent_link_claude.procs import command_line, parent_pid, same_process
@@ -67,7 +77,17 @@ T = TypeVar("T")
 NAME = "claude"
 ANCESTOR_DEPTH = 6  # claude -> MCP server is 1; claude -> shell -> ... -> agent-link CLI is deeper
 ANCESTOR_RETRY_S = 2.0
-DELIVERY_STATES = ("queued-channel", "queued-online", "queued-offline", "queued-mailbox")
+DELIVERY_STATES = ("delivered-inbox", "held", "refused", "dropped", "denied", "expired", "pushed-inbox",
+                   "queued-channel", "queued-online", "queued-offline", "queued-mailbox")
+INBOX_VIA = "claude-inbox"
+#: what the sender is told for each receipt the host can send back
+PROBLEM_TEXT = {
+    "held": "held: approve it in that session (its permission settings hold peer messages for review)",
+    "refused": "refused: that session does not take messages from other sessions (crossSessionInbound)",
+    "dropped": "dropped by that session's host",
+    "denied": "denied in that session",
+    "expired": "expired in that session before anyone approved it",
+}
 
 
 def _env_session_id(env: Mapping[str, str]) -> str | None:
@@ -222,7 +242,14 @@ class ClaudeHarness(Harness):
         """
         ident = message["recipient"].split(":", 1)[1]
         preference = options.get("deliveryPreference", "auto")
+        self.confirm_late()
         session = await self.get_session(ident)
+        claude_meta = (message.get("metadata") or {}).get("claude")
+        mailbox_only = preference == "mailbox" or (isinstance(claude_meta, dict) and claude_meta.get("push") is False)
+        if not mailbox_only and session is not None and session.loaded and self.inbox_enabled():
+            inbox = await anyio.to_thread.run_sync(lambda: native.find_inbox(self.index.config_dir, session.id))
+            if inbox is not None:
+                return await self._deliver_inbox(message, envelope, inbox)
         if preference == "mailbox":
             state = "queued-mailbox"
         elif ident in self.channel_sessions():
@@ -240,6 +267,65 @@ class ClaudeHarness(Harness):
             })
         return Delivery(state=state, warnings=warnings)
 
+    def confirm_late(self, limit: int = 50) -> int:
+        """Mark delivered the messages pushed to an inbox socket whose transcript shows them
+        only now (their send reported ``unknown``, or ``held`` and someone approved it in the
+        session since); returns how many. Cheap when there are none:
+        one query. Called at every send to a Claude session and by health."""
+        if self.app is None:
+            return 0
+        rows = self.app.store.conn.execute(
+            "SELECT m.id, m.recipient FROM messages m WHERE m.first_delivered_at IS NULL AND m.recipient LIKE 'claude:%'"
+            " AND (SELECT kind FROM message_events e WHERE e.message_id = m.id AND e.kind IN"
+            " ('delivery_unknown', 'delivery_settled', 'delivered', 'released') ORDER BY seq DESC LIMIT 1)"
+            " = 'delivery_unknown' OR EXISTS (SELECT 1 FROM message_events h WHERE h.message_id = m.id"
+            " AND h.kind = 'inbox_held') ORDER BY m.sent_at DESC LIMIT ?", (limit,),
+        ).fetchall()
+        confirmed = 0
+        for row in rows:
+            sid = row["recipient"].split(":", 1)[1]
+            kind = native.transcript_shows(self.index.config_dir, sid, row["id"])
+            if kind is not None and self.app.mailbox.mark_delivered(row["id"], INBOX_VIA, {"transcript": kind, "late": True}):
+                confirmed += 1
+        return confirmed
+
+    def inbox_enabled(self) -> bool:
+        """False when ``AGENT_LINK_DISABLE_CLAUDE_INBOX`` is set."""
+        return not (self.app is not None and self.app.config.get("AGENT_LINK_DISABLE_CLAUDE_INBOX"))
+
+    async def _deliver_inbox(self, message: dict[str, Any], envelope: str, inbox: native.Inbox) -> Delivery:
+        """Push through the session's inbox socket and wait for evidence (see the module docstring)."""
+        wait_ms = self.app.config.get("AGENT_LINK_CLAUDE_INBOX_WAIT_MS") if self.app is not None else None
+        wait_s = (wait_ms if isinstance(wait_ms, int) else 20000) / 1000
+        cfg = self.index.config_dir
+        outcome = await anyio.to_thread.run_sync(lambda: native.push_native(
+            cfg, inbox, envelope, message["id"], message.get("anticipation") or "fyi", wait_s))
+        fields = {"inbox": {"name": inbox.name, "status": inbox.status, "state": outcome.state}}
+        if outcome.state == "delivered":
+            return Delivery(delivered=True, via=INBOX_VIA, state="delivered-inbox", evidence=outcome.evidence, fields=fields)
+        if outcome.state == "pushed":
+            return Delivery(state="pushed-inbox", evidence=outcome.evidence, unknown=True, fields=fields, warnings=[{
+                "code": "inbox_unconfirmed",
+                "message": f"written to {message['recipient']}'s inbox socket; {outcome.detail}. It stays in the mailbox.",
+                "details": {"state": outcome.state},
+            }])
+        if outcome.state == "failed":
+            return Delivery(state="queued-online", evidence=outcome.evidence, warnings=[{
+                "code": "inbox_unavailable",
+                "message": f"{message['recipient']}'s inbox socket did not take the message ({outcome.detail}); "
+                           "it waits for the session's hooks and inbox.",
+                "details": {"state": outcome.state},
+            }])
+        # a receipt from the host: held, refused, dropped, denied or expired
+        if self.app is not None:
+            self.app.mailbox.record_event(message["id"], f"inbox_{outcome.state}", message["recipient"], INBOX_VIA,
+                                          outcome.evidence)
+        return Delivery(state=outcome.state, evidence=outcome.evidence, fields=fields, warnings=[{
+            "code": outcome.state,
+            "message": f"{PROBLEM_TEXT.get(outcome.state, outcome.state)}. It stays in the mailbox, not delivered.",
+            "details": {"state": outcome.state, "reason": outcome.detail, "session": inbox.name},
+        }])
+
     # -- live channel --------------------------------------------------------------------
 
     def channel_wanted(self, app: App) -> bool:
@@ -256,21 +342,37 @@ class ClaudeHarness(Harness):
         self.channel_declared = self.channel_wanted(app)
         return {CAPABILITY: {}} if self.channel_declared else {}
 
+    def needs_handshake(self, app: App) -> bool:
+        """True while the channel is declared: Claude Code takes channel notifications only on a
+        connection opened with ``initialize`` (2.1.332 opens with ``server/discover`` and falls
+        back to ``initialize`` when the server refuses it)."""
+        return self.channel_declared
+
     async def serve(self, app: App, peer: McpPeer) -> None:
-        """Run the channel bridge for the connection (only when the capability was declared)."""
+        """Run the channel bridge from server start (only when the capability was declared);
+        it pushes once the connection can carry a channel notification (:func:`connection_gate`)."""
         if not self.channel_declared:
+            self.bridge.gate = GateState(False, "channel_disabled" if app.config.get("AGENT_LINK_DISABLE_CHANNEL")
+                                         else "channel_not_declared")
             return
         parent = parent_pid(os.getpid())
         argv = command_line(parent) if parent else None
         config = GlobalConfigReader(global_config_path(app.env))
-        client = peer.client_info.get("name")
-
-        def gate() -> Any:
-            return evaluate_gate(app.env, argv, config.read(), client)
 
         def current() -> str | None:
             found = self.current_session_id(app.env)
             return found[0] if found else None
+
+        def gate() -> GateState:
+            closed = connection_gate(peer)
+            if closed is not None:
+                return closed
+            # senders push into a session with an inbox socket themselves; a channel push too
+            # would show the model every message twice
+            sid = current()
+            if sid is not None and self.inbox_enabled() and native.find_inbox(self.index.config_dir, sid) is not None:
+                return GateState(False, "native_inbox")
+            return evaluate_gate(app.env, argv, config.read(), peer.client_info.get("name"))
 
         await ChannelBridge(gate, current, self.bridge).run(app, peer)
 
@@ -315,6 +417,21 @@ class ClaudeHarness(Harness):
         except Exception as exc:  # health must answer even with a broken database
             return {"error": f"{type(exc).__name__}: {exc}"[:200]}
 
+    def _session_paths(self, cfg: str, channels: frozenset[str]) -> list[dict[str, Any]] | dict[str, str]:
+        """Per live Claude session: which path agent-link mail takes (``native-inbox``,
+        ``channel``, ``hook-only``) and why."""
+        try:
+            out = []
+            for record in native.live_records(cfg):
+                sid = record.get("sessionId")
+                path, reason = native.path_of(record, disabled=not self.inbox_enabled(), channel=sid in channels)
+                out.append({"sessionId": sid, "name": record.get("name"), "pid": record.get("pid"),
+                            "status": record.get("status"), "version": record.get("version"),
+                            "delivery": path, "reason": reason})
+            return out
+        except Exception as exc:  # health must answer
+            return {"error": f"{type(exc).__name__}: {exc}"[:200]}
+
     def health(self) -> dict[str, Any]:
         """Channel state, hook heartbeats, mailbox counts and session-index statistics (never raises)."""
         try:
@@ -326,17 +443,29 @@ class ClaudeHarness(Harness):
             beats, bridges = {"error": f"{type(exc).__name__}: {exc}"[:200]}, {}
         stats = self.index.stats
         cfg = self.index.config_dir
+        sessions = self._session_paths(cfg, frozenset(bridges))
+        late: int | str
+        try:
+            late = self.confirm_late()
+        except Exception as exc:  # health must answer even with a broken database
+            late = f"{type(exc).__name__}: {exc}"[:200]
+        peer = self.app.mcp_peer if self.app is not None else None
         return {
             "configDir": cfg,
             "configDirExists": os.path.isdir(cfg),
             "plugin": {**plugin_status(cfg), "root": self.env.get("CLAUDE_PLUGIN_ROOT")},
             "channel": {
                 "declared": self.channel_declared,
+                # the revision Claude Code opened this server's connection with (None outside one)
+                "protocolVersion": peer.protocol_version if peer is not None else None,
                 "bridge": self.bridge.view(),
                 "activeBridges": sorted(bridges),
             },
             "hooks": {"lastRun": beats},
             "mailbox": self.mailbox_counts(),
+            "sessions": sessions,
+            # inbox pushes whose transcript evidence arrived after the send returned
+            "lateConfirmed": late,
             "index": {
                 "transcripts": stats.transcripts_seen, "transcriptsRead": stats.transcripts_read,
                 "cached": stats.cached, "live": stats.live, "sidecars": stats.sidecars, "lastScanMs": stats.last_scan_ms,

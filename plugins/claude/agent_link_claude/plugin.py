@@ -1,6 +1,6 @@
 """Entry point of the agent-link claude plugin, registered under the ``agent_link`` group.
 
-Contributes the ``claude`` harness, its prompt-hook adapter, the Claude session tools, the plugin's settings, and one
+Contributes the ``claude`` harness, its prompt-hook adapter, the ``claude-peers`` command, the Claude session tools, the plugin's settings, and one
 ``before_send`` rule (mailbox-only delivery asked through message_claude_session is stored
 with the message, so the recipient's channel bridge leaves it alone).
 """
@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+import click
 
 from agent_link_core import hookimpl
 from agent_link_core.contribute import registers
@@ -22,6 +24,10 @@ if TYPE_CHECKING:  # pragma: no cover
 SETTINGS = (
     Setting("AGENT_LINK_DISABLE_CHANNEL", "flag", False,
             doc="do not declare the claude/channel capability: no live push into Claude Code sessions"),
+    Setting("AGENT_LINK_DISABLE_CLAUDE_INBOX", "flag", False,
+            doc="never push through a Claude Code session's own inbox socket (channels and hooks only)"),
+    Setting("AGENT_LINK_CLAUDE_INBOX_WAIT_MS", "int", 20000, minimum=0, maximum=600000,
+            doc="how long a sender waits (ms) for a Claude session's transcript to show a message pushed to its inbox"),
     Setting("AGENT_LINK_BIN", "str", None,
             doc="agent-link executable the Claude plugin's launcher (hooks/agent-link.sh) runs, as an absolute path"),
 )
@@ -32,6 +38,14 @@ def agent_link_register_harnesses(register: Callable[[Harness], None]) -> None:
     from agent_link_claude.harness import ClaudeHarness
 
     register(ClaudeHarness())
+
+
+@hookimpl
+def agent_link_register_commands(cli: click.Group) -> None:
+    """``agent-link claude-peers`` (:mod:`agent_link_claude.cli`)."""
+    from agent_link_claude.cli import claude_peers
+
+    cli.add_command(claude_peers)
 
 
 @hookimpl

@@ -235,6 +235,8 @@ class LiveSession:
     name_source: str | None
     status: str | None
     proc_start: str | None
+    socket_path: str | None = None  # messagingSocketPath: the session's inbox socket (2.1.224+)
+    version: str | None = None
 
 
 def read_live_file(path: str) -> LiveSession | None:
@@ -253,7 +255,8 @@ def read_live_file(path: str) -> LiveSession | None:
         pid=pid, session_id=sid, cwd=_str(data.get("cwd")), started_ms=_int(data.get("startedAt")),
         updated_ms=_int(data.get("updatedAt")), kind=_str(data.get("kind")), entrypoint=_str(data.get("entrypoint")),
         name=clean_label(data.get("name")), name_source=_str(data.get("nameSource")), status=_str(data.get("status")),
-        proc_start=_str(data.get("procStart")),
+        proc_start=_str(data.get("procStart")), socket_path=_str(data.get("messagingSocketPath")),
+        version=_str(data.get("version")),
     )
 
 
@@ -599,9 +602,11 @@ def _session(key: str, part: _Parts, channel_sessions: frozenset[str]) -> Sessio
         extra["priorCliSessionIds"] = list(sc.prior_cli_ids)
     if sc is not None and sc.process_name:
         extra["processName"] = sc.process_name
+    inbox = live is not None and live.socket_path is not None and os.path.exists(live.socket_path)
     if live is not None:
-        extra.update(pid=live.pid, liveStatus=live.status)
-    pushed = key in channel_sessions
+        # name: what Claude sessions' ListAgents / SendMessage call it; liveStatus: idle | busy
+        extra.update(pid=live.pid, liveStatus=live.status, name=live.name, inbox=inbox)
+    pushed = "inbox" if inbox else "channel" if key in channel_sessions else None
     return Session(
         address=f"{HARNESS}:{key}",
         harness=HARNESS,
@@ -612,7 +617,7 @@ def _session(key: str, part: _Parts, channel_sessions: frozenset[str]) -> Sessio
         loaded=live is not None,
         archived=bool(sc and sc.archived),
         last_activity_ms=max(activity) if activity else None,
-        receive={"push": "channel" if pushed else None, "nudge": "claude-hook", "pull": True},
+        receive={"push": pushed, "nudge": "claude-hook", "pull": True},
         aliases=tuple(aliases),
         extra=extra,
     )

@@ -19,12 +19,13 @@ from agent_link_claude.channel import (
     active_bridges,
     channel_entries,
     channel_meta,
+    connection_gate,
     evaluate_gate,
 )
 from agent_link_claude import channel as channel_mod
 from agent_link_claude.harness import ClaudeHarness
 from agent_link_core.app import App
-from agent_link_core.harness import McpPeer, PeerGone
+from agent_link_core.harness import HANDSHAKE, STATELESS, McpPeer, PeerGone
 from agent_link_core.model import Caller
 
 A = "11111111-1111-4111-8111-111111111111"
@@ -358,3 +359,14 @@ async def test_delivery_states(app: App, fake_claude) -> None:
         health = harness.health()
         assert health["channel"]["activeBridges"] == [A]
         tg.cancel_scope.cancel()
+
+
+def test_the_connection_gate_waits_for_the_handshake_and_refuses_the_stateless_revision() -> None:
+    peer = McpPeer(None)
+    assert connection_gate(peer) == GateState(False, "client_not_connected")
+    peer.era, peer.protocol_version = HANDSHAKE, "2025-11-25"
+    assert connection_gate(peer) == GateState(False, "client_not_connected")  # no notifications/initialized yet
+    peer.initialized = True
+    assert connection_gate(peer) is None  # Claude Code's own conditions decide from here
+    peer.era, peer.protocol_version = STATELESS, "2026-07-28"
+    assert connection_gate(peer) == GateState(False, "stateless_protocol_revision")

@@ -27,6 +27,7 @@ import agent_link_claude
 from agent_link_core.app import App
 from agent_link_core.model import Caller
 from agent_link_testing.claude_host import ClaudeHost
+from agent_link_testing.hosts import claude_version, version_at_least
 from agent_link_testing.mcp_client import agent_link_mcp
 from agent_link_testing.messages_stub import MessagesStub, RecordedRequest, Reply
 
@@ -37,6 +38,12 @@ PLUGIN = "agent-link@agent-link"
 SERVER_RULE = "mcp__plugin_agent-link_codex-agent-link"
 RUN_TIMEOUT_S = 90.0
 ALICE = Caller("test:alice", "config", "test")
+# the first release known to open MCP connections with server/discover (the 2026-07-28 revision)
+PROBES_DISCOVER_SINCE = "2.1.332"
+# switches off Claude Code's own inbox socket (2.1.224+), for tests of the fallback paths
+# (channel, hook notes); with the socket, senders push through it (test_claude_native_realhost.py)
+NO_INBOX = {"CLAUDE_CODE_HARBOR_KITE": "0"}
+INBOX_SINCE = "2.1.224"
 CHANNEL_FLAGS = {"cachedGrowthBookFeatures": {"tengu_harbor": True,
                                               "tengu_harbor_ledger": [{"marketplace": "agent-link", "plugin": "agent-link"}]}}
 
@@ -156,7 +163,20 @@ def test_installed_from_the_repository_root_health_names_the_session_and_the_cha
     assert "claudecode/toolUseId" in meta and not any("session" in key.lower() for key in meta)
     mine = health["harnesses"]["claude"]
     assert mine["channel"]["declared"] is True
-    assert mine["channel"]["bridge"]["gate"]["reason"] == "flag_cache_off:CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"
+    if version_at_least(claude_version(), INBOX_SINCE):
+        # the session has its own inbox socket: senders push there, so the channel stays shut
+        assert mine["channel"]["bridge"]["gate"]["reason"] == "native_inbox"
+    else:
+        assert mine["channel"]["bridge"]["gate"]["reason"] == "flag_cache_off:CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"
+    [path] = [p for p in mine["sessions"] if p["sessionId"] == sid]
+    assert path["delivery"] == ("native-inbox" if version_at_least(claude_version(), INBOX_SINCE) else "hook-only"), path
+    # the channel is wanted, so the connection runs the initialize handshake; a release that
+    # probes server/discover first was refused and fell back to it
+    mcp = health["mcp"]
+    assert mcp["era"] == "handshake" and mcp["initialized"] is True and mcp["protocolVersion"] != "2026-07-28"
+    assert mcp["client"] == {"name": "claude-code", "version": claude_version()}
+    assert mcp["discoverRefused"] is version_at_least(claude_version(), PROBES_DISCOVER_SINCE)
+    assert mine["channel"]["protocolVersion"] == mcp["protocolVersion"]
     # a directory marketplace runs the plugin from the source folder (the cache copy is unused)
     assert Path(mine["plugin"]["root"]).resolve() == REPO
 
@@ -241,7 +261,7 @@ def test_after_clear_the_server_speaks_for_the_new_session(
     # the old id); the claude process rewrites its live-session file, which the server follows.
     cwd = project(tmp_path, "c")
     stub.enqueue("Before clear.", Reply.tool_use(tool("agent_link_health"), {}), "After clear.")
-    with claude.start_stream(cwd=cwd) as stream:
+    with claude.start_stream(cwd=cwd, env_extra=NO_INBOX) as stream:
         stream.send("hello")
         old = stream.wait_results(1, RUN_TIMEOUT_S)[0]["session_id"]
         stream.send("/clear")
@@ -281,7 +301,7 @@ def test_channel_push_reaches_a_running_session_as_a_new_turn(
     app = App.create()
     try:
         stub.enqueue("First turn done.", "Thanks, I saw the peer message.")
-        with host.start_stream(cwd=cwd, args=["--channels", f"plugin:{PLUGIN}"]) as stream:
+        with host.start_stream(cwd=cwd, args=["--channels", f"plugin:{PLUGIN}"], env_extra=NO_INBOX) as stream:
             stream.send("hello")
             [first] = stream.wait_results(1, RUN_TIMEOUT_S)
             sid = first["session_id"]
@@ -314,7 +334,7 @@ def test_without_the_channels_flag_nothing_is_pushed_and_the_prompt_note_says_so
     app = App.create()
     try:
         stub.enqueue("First turn done.", "Noted the waiting message.")
-        with host.start_stream(cwd=cwd) as stream:
+        with host.start_stream(cwd=cwd, env_extra=NO_INBOX) as stream:
             stream.send("hello")
             sid = stream.wait_results(1, RUN_TIMEOUT_S)[0]["session_id"]
             outcome = anyio.run(lambda: app.send(caller=ALICE, to=f"claude:{sid}", body="Build is red.", anticipation="fyi"))
@@ -337,3 +357,26 @@ def _wait(predicate: Any, timeout_s: float, what: str) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError(f"timed out waiting until {what}")
         time.sleep(0.2)
+
+
+def test_without_a_channel_the_server_speaks_the_revision_claude_code_opens_with(
+    installed: Any, stub: MessagesStub, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    # nothing needs the handshake: a release that probes server/discover gets the stateless
+    # revision, the tools work on it, and health says why the channel gate is closed
+    host = installed.host(stub=stub, env={"AGENT_LINK_DISABLE_CHANNEL": "1"})
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(host.config_dir))
+    cwd = project(tmp_path, "plain")
+    stub.enqueue(Reply.tool_use(tool("agent_link_health"), {}), "Healthy.")
+    done = host.run_p("how is agent-link?", cwd=cwd, timeout_s=RUN_TIMEOUT_S)
+    assert done.returncode == 0, done.stderr
+    health = tool_result(stub.main_requests[-1])
+    assert health["ok"] and health["address"] == f"claude:{host.session_of(done, cwd=cwd).session_id}"
+    mcp = health["mcp"]
+    if version_at_least(claude_version(), PROBES_DISCOVER_SINCE):
+        assert (mcp["era"], mcp["protocolVersion"], mcp["discoverRefused"]) == ("stateless", "2026-07-28", False)
+    else:
+        assert mcp["era"] == "handshake" and mcp["initialized"] is True
+    assert mcp["client"] == {"name": "claude-code", "version": claude_version()}
+    channel = health["harnesses"]["claude"]["channel"]
+    assert channel["declared"] is False and channel["bridge"]["gate"]["reason"] == "channel_disabled"

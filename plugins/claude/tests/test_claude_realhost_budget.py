@@ -136,7 +136,9 @@ def test_a_channel_event_up_to_the_budget_reaches_the_model_whole(installed: Any
     app = App.create()
     try:
         stub.enqueue("First turn done.", "Saw it.")
-        with host.start_stream(cwd=cwd, args=["--channels", "plugin:agent-link@agent-link"]) as stream:
+        # the host's own inbox socket switched off: with it, senders push there, not to the channel
+        with host.start_stream(cwd=cwd, args=["--channels", "plugin:agent-link@agent-link"],
+                               env_extra={"CLAUDE_CODE_HARBOR_KITE": "0"}) as stream:
             stream.send("hello")
             [first] = stream.wait_results(1, RUN_TIMEOUT_S)
             sid = first["session_id"]

@@ -1,4 +1,4 @@
-"""Smoke tests: the real Claude Code CLI (pinned 2.1.197) against the stub Messages API.
+"""Smoke tests: the real Claude Code CLI (pinned; AGENT_LINK_HOSTS_DIR picks the folder) against the stub Messages API.
 
 They prove the test harness itself (``agent_link_testing.messages_stub`` and ``.claude_host``)
 works with the installed binary: a plain ``-p`` turn, an MCP tool round trip through a stdio
@@ -180,14 +180,18 @@ def test_user_prompt_submit_additional_context_reaches_model(
     #   messages[0] = {"role": "user", "content": [<system-reminder currentDate text>, {"text": "hello hook"}]}
     #   messages[1] = {"role": "system", "content": "<agent listing>\n\n<skill listing>\n\n"
     #                  "UserPromptSubmit hook additional context: NOTE-123"}
-    # i.e. the mid-conversation system message (a plain string) after the prompt, with the hook
-    # context as its last paragraph; `locate` reports "messages[1].content".
-    assert main.locate("NOTE-123") == ["messages[1].content"], main.text()[:2000]
+    # i.e. the mid-conversation system message after the prompt, the hook context one of its
+    # paragraphs. 2.1.197 sends that content as a plain string ("messages[1].content"), the hook
+    # context last; 2.1.332 as one text block ("messages[1].content[0].text") that also carries
+    # the environment and ends with the date.
+    assert main.locate("NOTE-123") in (["messages[1].content"], ["messages[1].content[0].text"]), main.text()[:2000]
     assert "NOTE-123" not in main.system_text()
     prompt_msg, hook_msg = main.messages
     assert prompt_msg["role"] == "user" and "hello hook" in json.dumps(prompt_msg)
     assert hook_msg["role"] == "system"
-    assert hook_msg["content"].endswith("UserPromptSubmit hook additional context: NOTE-123")
+    content = hook_msg["content"]
+    hook_text = content if isinstance(content, str) else "".join(block["text"] for block in content)
+    assert "\n\nUserPromptSubmit hook additional context: NOTE-123" in hook_text
     # the transcript records it as a hook_additional_context attachment
     session = host.session_of(done, cwd=project)
     attachments = [line["attachment"] for line in session.transcript() if line.get("type") == "attachment"]

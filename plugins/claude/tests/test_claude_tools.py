@@ -283,3 +283,25 @@ async def test_tools_over_real_mcp_stdio(fake_claude) -> None:
         waited = await me.call("wait_for_claude_session", {"sessionId": f"claude:{PEER}", "replyToMessageId": sent["messageId"], "timeoutMs": 5000})
         assert waited["outcome"] == "reply" and "got it" in waited["reply"]["envelope"]
         assert waited["reply"]["from"] == f"claude:{PEER}" and waited["reply"]["fromVerified"] is True
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("extra", "era", "version", "refused", "reason"), [
+    # the channel is wanted: server/discover is refused, the client falls back to initialize,
+    # and the gate goes on to Claude Code's own conditions (the test client is not Claude Code)
+    ({}, "handshake", "2025-11-25", True, "client_not_claude_code"),
+    # no channel: nothing asks for the handshake, so the stateless revision is served
+    ({"AGENT_LINK_DISABLE_CHANNEL": "1"}, "stateless", "2026-07-28", False, "channel_disabled"),
+])
+async def test_a_discover_first_client_gets_the_revision_the_channel_needs(
+    fake_claude, extra: dict[str, str], era: str, version: str, refused: bool, reason: str
+) -> None:
+    env = {"CLAUDE_CODE_SESSION_ID": ME, "AGENT_LINK_HOST": "claude", **extra}
+    async with agent_link_mcp(env, revision="auto") as me:
+        assert me.discover_refused is refused
+        health = await me.call("agent_link_health", {})
+        assert (health["mcp"]["era"], health["mcp"]["protocolVersion"]) == (era, version)
+        channel = health["harnesses"]["claude"]["channel"]
+        assert channel["protocolVersion"] == version and channel["bridge"]["gate"]["reason"] == reason
+        # the bridge started with the server, whatever the revision (it waits for its gate)
+        assert channel["bridge"]["running"] is (not extra)

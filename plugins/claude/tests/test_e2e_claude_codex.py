@@ -1,11 +1,11 @@
 """End to end on both real hosts: a Claude Code session messages a real Codex thread and gets
 its reply back.
 
-* Claude side: the pinned ``claude -p`` (2.1.197) against the stub Messages API, agent-link
+* Claude side: the pinned ``claude -p`` against the stub Messages API, agent-link
   installed as a plugin from a directory marketplace (conftest ``installed``). Its agent-link MCP
   server reaches the Codex app-server through ``AGENT_LINK_CODEX_SOCK``, which claude passes on
   from its own environment.
-* Codex side: the pinned ``codex app-server`` (0.169.0) against the stub Responses API, with
+* Codex side: the pinned ``codex app-server`` against the stub Responses API, with
   agent-link configured as an MCP server in its CODEX_HOME, tools approved.
 * Both agent-link processes share one ``AGENT_LINK_STATE_DIR`` (one mailbox).
 

@@ -1,4 +1,4 @@
-"""The production app-server client against the REAL Codex CLI app-server (pinned 0.169.0).
+"""The production app-server client against the REAL Codex CLI app-server (pinned).
 
 Codex runs from hosts/node_modules (``agent_link_testing.codex_host``) with a temporary HOME and
 CODEX_HOME, talking to the stub Responses API (``agent_link_testing.responses_stub``). A
@@ -37,6 +37,7 @@ from ulid import ULID
 
 from agent_link_codex.appserver import AppServerClient, AppServerError, AppServerUnavailable, ConnectionLost, Notification
 from agent_link_testing.codex_host import CodexAppServer, McpServerConfig
+from agent_link_testing.hosts import codex_version
 from agent_link_testing.responses_stub import ResponsesStub, mcp_tool_call, text
 
 pytestmark = [pytest.mark.realhost, pytest.mark.anyio, pytest.mark.timeout(60)]
@@ -67,7 +68,7 @@ async def client(host: CodexAppServer) -> AsyncIterator[AppServerClient]:
     c = await AppServerClient.connect_unix(host.socket_path, refuse_server_requests=True)
     try:
         info = await c.initialize(CLIENT_NAME, "0.0.1", title="agent-link tests", timeout_ms=WAIT_MS)
-        assert info["userAgent"].startswith(f"{CLIENT_NAME}/0.169.0")
+        assert info["userAgent"].startswith(f"{CLIENT_NAME}/{codex_version()}")
         yield c
     finally:
         await c.close()

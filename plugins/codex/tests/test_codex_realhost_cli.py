@@ -1,4 +1,4 @@
-"""The ``agent-link`` CLI against REAL Codex app-servers (pinned Codex CLI 0.169.0, stub
+"""The ``agent-link`` CLI against REAL Codex app-servers (the pinned Codex CLI, stub
 Responses API), as subprocesses of the installed ``agent-link`` and in-process through click's
 runner.
 

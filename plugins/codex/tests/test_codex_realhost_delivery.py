@@ -1,4 +1,4 @@
-"""Delivery into REAL Codex threads (pinned Codex CLI 0.169.0 app-server, stub Responses API).
+"""Delivery into REAL Codex threads (the pinned Codex CLI app-server, stub Responses API).
 
 Each test runs ``codex app-server --listen unix://…`` in a temporary CODEX_HOME whose model is
 the stub (``agent_link_testing``), and an in-process agent-link App (sender ``test:alice``)

@@ -1,4 +1,4 @@
-"""agent-link inside REAL Codex (pinned 0.169.0): as the thread's MCP server, through the
+"""agent-link inside REAL Codex (pinned): as the thread's MCP server, through the
 prompt hook, and as the owner of a private app-server.
 
 * The stub model of a Codex thread calls agent-link's ``reply_agent_link_message`` (agent-link

@@ -1,4 +1,4 @@
-"""Turn overrides reaching a REAL Codex thread (pinned Codex CLI 0.169.0 app-server, stub
+"""Turn overrides reaching a REAL Codex thread (the pinned Codex CLI app-server, stub
 Responses API): an allowed change travels on ``turn/start`` and shows in the model request the
 stub records (``model``, ``reasoning.effort``); a refused one stores nothing and sends nothing."""
 

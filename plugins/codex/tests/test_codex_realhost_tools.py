@@ -1,5 +1,5 @@
-"""Every Codex tool through a real MCP client session against a REAL Codex app-server (pinned
-0.169.0, stub model): launch, list, resolve, read, wait, loaded, sidebar, message, archive."""
+"""Every Codex tool through a real MCP client session against a REAL Codex app-server (the pinned
+Codex CLI, stub model): launch, list, resolve, read, wait, loaded, sidebar, message, archive."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Fork jobs against the REAL Codex app-server (pinned 0.169.0) with the stub Responses API.
+"""Fork jobs against the REAL Codex app-server (pinned) with the stub Responses API.
 
 * a thread with a completed turn is forked with another model (compacted first): the stub sees
   the task with that model and the original's history; the original receives one reconcile

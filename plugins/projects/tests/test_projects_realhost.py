@@ -1,4 +1,4 @@
-"""The project tools on the REAL Codex app-server (pinned 0.169.0) against the stub model.
+"""The project tools on the REAL Codex app-server (pinned) against the stub model.
 
 * A worker launched with ``launch_project_worker`` (orchestrator found through the project's
   binding file) gets the worker prompt as its first turn, in the project root, with the

@@ -1,0 +1,337 @@
+"""The start-up front of ``agent-link mcp``: answers the opening of an MCP connection at once.
+
+Hosts give an MCP server little time to become ready (one builds a turn without a server's
+tools when it has not listed them within about a second), while importing the MCP SDK, pydantic
+and the plugins takes longer than that on a loaded machine. So before anything heavy is
+imported, :func:`start` puts this front between the wire and the full server:
+
+* two pipes take the place of fd 0 and fd 1, so the full server (and whichever stdio
+  transport it uses) reads and writes them exactly as it would the wire;
+* a reader thread copies every line from the wire to the server's stdin pipe unchanged. While
+  doing so it answers ``initialize`` and a first-page ``tools/list`` itself when the answer
+  cache holds them for the revision the client speaks (the cache is keyed by the installed
+  distributions and the process's environment, :func:`cache_key`). The server still sees
+  these requests, so its session opens exactly as it would without the front;
+* a writer thread copies the server's output to the wire. The server's answers to requests
+  the front answered are dropped after being compared with the front's: a difference
+  replaces the cache with the server's answer (and is logged). The server's answers to
+  opening requests the front could not answer are passed on and learnt: the cache is filled
+  from what the full server itself said, per protocol revision, at no extra cost.
+
+Lines the front does not answer (anything but those two requests, lines it cannot parse,
+lines over :data:`MAX_PARSE_BYTES`) pass through untouched for the server's transport to
+judge. Only the standard library is imported here (start-up time is the point).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import threading
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any, BinaryIO
+
+log = logging.getLogger(__name__)
+
+CACHE_FORMAT = 1
+MAX_PARSE_BYTES = 64 * 1024  # opening requests are small; longer lines are only forwarded
+CHUNK_BYTES = 1 << 20
+DRAIN_BOUND_S = 5.0  # how long exit waits for the writer thread to pass on the last output
+PROTOCOL_VERSION_META = "io.modelcontextprotocol/protocolVersion"  # the stateless revision's _meta key
+END_MARK = b"\x00agent-link-front-end\n"  # written by this process only, after the server ended
+
+_current: Front | None = None
+
+
+def cache_dir(env: Mapping[str, str] | None = None) -> str:
+    """Folder of the answer cache: ``$XDG_CACHE_HOME/agent-link/mcp-front`` (default
+    ``~/.cache/agent-link/mcp-front``)."""
+    env = os.environ if env is None else env
+    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "agent-link", "mcp-front")
+
+
+def cache_key(env: Mapping[str, str] | None = None) -> str:
+    """A hex digest naming this process's cache entry.
+
+    Covers what decides the server's opening answers without importing it: the interpreter,
+    the agent-link version, the installed distributions (``*.dist-info`` / ``*.egg-info`` names
+    on ``sys.path``, which carry name and version), the ``AGENT_LINK_*`` variables with their
+    values, the settings file's size and time, and the names of all other environment
+    variables (hosts are told apart by the variables they set). A change the key misses is
+    caught by the comparison in the writer thread.
+    """
+    import hashlib
+
+    from agent_link_core import __version__
+
+    env = os.environ if env is None else env
+    digest = hashlib.sha256()
+    parts: list[str] = [str(CACHE_FORMAT), __version__, sys.executable, sys.prefix]
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        parts.append(entry)
+        parts.extend(sorted(n for n in names if n.endswith((".dist-info", ".egg-info"))))
+    for name in sorted(env):
+        parts.append(f"{name}={env[name]}" if name.startswith("AGENT_LINK_") else name)
+    from agent_link_core.settings_file import settings_path
+
+    settings = settings_path(env)
+    try:
+        stat = os.stat(settings)
+        parts.append(f"settings:{stat.st_size}:{stat.st_mtime_ns}")
+    except OSError:
+        parts.append("settings:none")
+    digest.update("\0".join(parts).encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()[:32]
+
+
+def cache_path(env: Mapping[str, str] | None = None) -> str:
+    """The cache file of this process (:func:`cache_dir` / :func:`cache_key`)."""
+    return os.path.join(cache_dir(env), cache_key(env) + ".json")
+
+
+def load_answers(path: str) -> dict[str, Any] | None:
+    """The cached answers in ``path`` (``{cache key: response}``), or None when absent or
+    unreadable."""
+    try:
+        with open(path, "rb") as handle:
+            data = json.loads(handle.read())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT or not isinstance(data.get("answers"), dict):
+        return None
+    return data["answers"]
+
+
+def store_answers(path: str, answers: Mapping[str, Any]) -> None:
+    """Write ``answers`` to ``path`` atomically (a temporary file renamed into place).
+
+    :raises OSError: the folder cannot be made or written.
+    """
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump({"format": CACHE_FORMAT, "answers": answers}, handle, ensure_ascii=False)
+    os.replace(tmp, path)
+
+
+class Front:
+    """One connection's front (module docstring).
+
+    :param wire_in: a binary reader of the client's lines.
+    :param wire_out: a binary writer to the client.
+    :param server_in: fd the server reads its stdin from (the front writes to it).
+    :param server_out: a binary reader of what the server writes.
+    :param cache_file: where the answers live; :param answers: what it held at start.
+    """
+
+    def __init__(self, wire_in: BinaryIO, wire_out: BinaryIO, server_in: int, server_out: BinaryIO,
+                 cache_file: str, answers: dict[str, Any] | None) -> None:
+        self.wire_in, self.wire_out, self.server_in, self.server_out = wire_in, wire_out, server_in, server_out
+        self.cache_file = cache_file
+        self.answers = answers
+        self.revision: str | None = None
+        self.given: dict[str, tuple[str, dict[str, Any]]] = {}  # request id (JSON) -> (key, answer given)
+        self.wanted: dict[str, str] = {}  # request id (JSON) -> cache key the server's answer fills
+        self.learning = True
+        self.answered = 0
+        self.mismatches: list[str] = []
+        self._lock = threading.Lock()
+        self._drained = threading.Event()
+
+    def learn(self, key: str, answer: dict[str, Any], *, fresh: bool = False) -> None:
+        """Keep the server's ``answer`` under ``key`` for later starts; ``fresh`` drops every
+        other entry first (they came from a server that answered differently)."""
+        if not self.learning:
+            return
+        known = {} if fresh else (load_answers(self.cache_file) or {})
+        known[key] = answer
+        try:
+            store_answers(self.cache_file, known)
+        except OSError as exc:
+            log.warning("could not write the MCP start-up cache %s: %s", self.cache_file, exc)
+
+    # -- the two threads ---------------------------------------------------------------------
+
+    def pump_in(self) -> None:
+        """Copy the wire's lines to the server, answering what the cache holds."""
+        try:
+            partial = False
+            while True:
+                line = self.wire_in.readline(CHUNK_BYTES)
+                if not line:
+                    return
+                if not partial and len(line) <= MAX_PARSE_BYTES and line.endswith(b"\n"):
+                    self._answer(line)
+                partial = not line.endswith(b"\n")
+                _write_all(self.server_in, line)
+        except OSError as exc:  # the server is gone: nothing left to feed
+            log.debug("front reader stopped: %s", exc)
+        finally:
+            try:
+                os.close(self.server_in)
+            except OSError:
+                pass
+
+    def pump_out(self) -> None:
+        """Copy the server's lines to the wire, dropping its answers the front already gave."""
+        try:
+            while True:
+                line = self.server_out.readline()
+                if not line or line == END_MARK:
+                    return
+                if (self.given or self.wanted) and not self._pass_on(line):
+                    continue
+                with self._lock:
+                    self.wire_out.write(line)
+                    self.wire_out.flush()
+        except (OSError, ValueError) as exc:  # the client is gone
+            log.debug("front writer stopped: %s", exc)
+        finally:
+            self._drained.set()
+
+    def wait_drained(self, bound_s: float = DRAIN_BOUND_S) -> None:
+        """Wait until the writer thread passed on everything up to :data:`END_MARK`."""
+        self._drained.wait(bound_s)
+
+    # -- answering ---------------------------------------------------------------------------
+
+    def _answer(self, line: bytes) -> None:
+        """Answer ``line`` from the cache when it is an opening request the cache holds; note
+        which cache key the server's answer fills when it is one the cache lacks."""
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return
+        if not isinstance(message, dict) or "id" not in message or not isinstance(message.get("method"), str):
+            return
+        raw_params = message.get("params")
+        params: dict[str, Any] = raw_params if isinstance(raw_params, dict) else {}
+        method = message["method"]
+        if method == "initialize":
+            revision = params.get("protocolVersion")
+            if not isinstance(revision, str):
+                return
+            key = f"initialize/{revision}"
+            self.revision = revision
+        elif method == "tools/list" and "cursor" not in params:
+            meta = params.get("_meta")
+            revision = meta.get(PROTOCOL_VERSION_META) if isinstance(meta, dict) else None
+            revision = revision if isinstance(revision, str) else self.revision
+            if revision is None:
+                return
+            key = f"tools/list/{revision}"
+        else:
+            return
+        request_id = json.dumps(message["id"])
+        answer = (self.answers or {}).get(key)
+        if not isinstance(answer, dict):
+            self.wanted[request_id] = key
+            return
+        self.given[request_id] = (key, answer)
+        data = {"jsonrpc": "2.0", "id": message["id"], **answer}
+        with self._lock:
+            self.wire_out.write(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n")
+            self.wire_out.flush()
+        self.answered += 1
+
+    def _pass_on(self, line: bytes) -> bool:
+        """Whether the server's ``line`` goes to the client: not when the front already gave
+        that answer (it is compared with the front's, then dropped); an answer the cache lacks
+        is learnt and passed on."""
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return True
+        if not isinstance(message, dict) or "method" in message or "id" not in message:
+            return True
+        request_id = json.dumps(message["id"])
+        answer = {k: v for k, v in message.items() if k not in ("jsonrpc", "id")}
+        wanted = self.wanted.pop(request_id, None)
+        if wanted is not None:
+            self.learn(wanted, answer)
+            return True
+        given = self.given.pop(request_id, None)
+        if given is None:
+            return True
+        key, front_answer = given
+        if answer != front_answer:
+            self.mismatches.append(key)
+            self.answers = None  # answer nothing more from a cache found wrong
+            log.warning("the MCP start-up cache's %s differed from the server's answer; relearnt", key)
+            self.learn(key, answer, fresh=True)
+        return False
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def stop_learning() -> None:
+    """Keep this process's answers out of the cache (the server runs in a degraded mode)."""
+    if _current is not None:
+        _current.learning = False
+        _current.answers = None
+
+
+def current() -> Front | None:
+    """The front of this process, when :func:`start` installed one."""
+    return _current
+
+
+def start(env: Mapping[str, str] | None = None) -> Front | None:
+    """Put the front between fd 0/1 and the rest of this process (module docstring).
+
+    Call before the MCP server is imported. Returns None (and changes nothing) when
+    ``AGENT_LINK_MCP_FRONT`` is ``0`` or the descriptors cannot be rearranged.
+    """
+    global _current
+    env = os.environ if env is None else env
+    if env.get("AGENT_LINK_MCP_FRONT", "1").strip().lower() in ("0", "false", "no", "off"):
+        return None
+    import fcntl
+
+    try:
+        wire_in_fd = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+        wire_out_fd = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        os.dup2(in_r, 0)
+        os.dup2(out_w, 1)
+    except OSError as exc:
+        log.debug("no MCP start-up front: %s", exc)
+        return None
+    os.close(in_r)
+    os.close(out_w)
+    path = cache_path(env)
+    front = Front(os.fdopen(wire_in_fd, "rb"), os.fdopen(wire_out_fd, "wb"), in_w, os.fdopen(out_r, "rb"),
+                  path, load_answers(path))
+    threading.Thread(target=front.pump_in, name="agent-link-front-in", daemon=True).start()
+    threading.Thread(target=front.pump_out, name="agent-link-front-out", daemon=True).start()
+    _current = front
+    return front
+
+
+def finish() -> None:
+    """After the server ended: let the writer thread pass on the server's last output."""
+    front = _current
+    if front is None:
+        return
+    try:
+        sys.stdout.flush()
+        _write_all(1, END_MARK)
+    except (OSError, ValueError):
+        return
+    front.wait_drained()
+

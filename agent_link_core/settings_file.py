@@ -1,0 +1,111 @@
+"""The settings file every agent-link process reads: CLI, MCP server under any host, hooks.
+
+Hosts hand their MCP servers and hooks different environments (one may filter variables out),
+so a setting made only in a shell can reach one process and miss another: two mailboxes,
+silently. A setting written in this file reaches every process; a variable in the
+environment still overrides it.
+
+* Where: ``$AGENT_LINK_CONFIG``, else ``$XDG_CONFIG_HOME/agent-link/config.toml``, else
+  ``~/.config/agent-link/config.toml``.
+* Format (TOML): top-level keys are setting names, written either as the variable
+  (``AGENT_LINK_STATE_DIR``) or short and lower-case (``state_dir``); values are strings,
+  booleans or integers. Other keys and tables belong to the user and are kept when
+  ``agent-link config set|unset`` rewrites the file (comments are not: TOML writers do not
+  keep them).
+
+This module imports only the standard library, and ``tomllib`` only when the file exists (the
+hook fast path reads it).
+"""
+
+from __future__ import annotations
+
+import os
+
+from agent_link_core.errors import AgentLinkError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+PREFIX = "AGENT_LINK_"
+PATH_VARIABLE = "AGENT_LINK_CONFIG"
+
+
+class SettingsEnv(dict):  # type: ignore[type-arg]
+    """An environment with the settings file's values filled in under the real variables.
+
+    :attr path: the settings file; :attr from_file: the names whose value came from it.
+    """
+
+    path: str = ""
+    from_file: frozenset[str] = frozenset()
+
+
+def settings_path(env: Mapping[str, str] | None = None) -> str:
+    """The settings file's path (module docstring); ``~`` expanded."""
+    env = os.environ if env is None else env
+    explicit = env.get(PATH_VARIABLE)
+    if explicit:
+        return os.path.expanduser(explicit)
+    base = env.get("XDG_CONFIG_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".config")
+    return os.path.join(base, "agent-link", "config.toml")
+
+
+def variable_name(key: str) -> str:
+    """``state_dir`` or ``AGENT_LINK_STATE_DIR`` -> ``AGENT_LINK_STATE_DIR``."""
+    upper = key.strip().upper().replace("-", "_")
+    return upper if upper.startswith(PREFIX) else PREFIX + upper
+
+
+def read_file(path: str) -> dict[str, Any]:
+    """The whole TOML document at ``path`` (empty when the file does not exist).
+
+    :raises AgentLinkError: ``invalid_arguments`` when the file is not valid TOML or unreadable.
+    """
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise AgentLinkError("invalid_arguments", f"The settings file {path} cannot be read: {exc.strerror}.",
+                             {"path": path}, hint="Fix its permissions or point AGENT_LINK_CONFIG elsewhere.") from exc
+    import tomllib
+
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise AgentLinkError("invalid_arguments", f"The settings file {path} is not valid TOML: {exc}.",
+                             {"path": path}, hint="Fix the file, or move it aside and use `agent-link config set`.") from exc
+
+
+def file_settings(document: Mapping[str, Any]) -> dict[str, str]:
+    """``{variable: raw string}`` for the document's top-level settings (tables are the user's)."""
+    out: dict[str, str] = {}
+    for key, value in document.items():
+        if isinstance(value, bool):
+            out[variable_name(key)] = "1" if value else "0"
+        elif isinstance(value, (str, int)):
+            out[variable_name(key)] = str(value)
+    return out
+
+
+def with_settings(env: Mapping[str, str] | None = None) -> SettingsEnv:
+    """``env`` (default ``os.environ``) with the settings file's values added where the
+    environment has no value of its own. Passing a :class:`SettingsEnv` returns it as is.
+
+    :raises AgentLinkError: ``invalid_arguments`` for an unreadable or invalid file.
+    """
+    env = os.environ if env is None else env
+    if isinstance(env, SettingsEnv):
+        return env
+    merged = SettingsEnv(env)
+    merged.path = settings_path(env)
+    taken = []
+    for name, value in file_settings(read_file(merged.path)).items():
+        if merged.get(name) in (None, ""):
+            merged[name] = value
+            taken.append(name)
+    merged.from_file = frozenset(taken)
+    return merged

@@ -1,0 +1,60 @@
+"""Which state directories agent-link processes on this machine used lately.
+
+Two processes with different state directories keep two mailboxes and never see each other's
+messages; nothing fails, so health warns instead. Every App records its state directory in
+``$XDG_CACHE_HOME/agent-link/state-dirs.json`` (default ``~/.cache/agent-link``): ``{path:
+last use in ms since the epoch}``. The record is advisory: written atomically, at most once a
+minute per directory, and a lost race only drops one entry until the next use.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping
+
+RECENT_MS = 24 * 3600 * 1000  # "recently" for the health warning
+REFRESH_MS = 60 * 1000
+
+
+def registry_path(env: Mapping[str, str] | None = None) -> str:
+    """The record's file (module docstring)."""
+    env = os.environ if env is None else env
+    base = env.get("XDG_CACHE_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "agent-link", "state-dirs.json")
+
+
+def _load(path: str) -> dict[str, int]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, int)} if isinstance(data, dict) else {}
+
+
+def record(state_dir: str, env: Mapping[str, str] | None = None, now_ms: int | None = None) -> None:
+    """Note that ``state_dir`` is in use now (failures to write are ignored: advisory)."""
+    path = registry_path(env)
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    known = _load(path)
+    if now - known.get(state_dir, 0) < REFRESH_MS:
+        return
+    known[state_dir] = now
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as handle:
+            json.dump(known, handle)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def others(state_dir: str, env: Mapping[str, str] | None = None, now_ms: int | None = None) -> list[dict[str, object]]:
+    """Other state directories used within :data:`RECENT_MS`: ``[{path, lastUsedMs}]``, newest first."""
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    found = [{"path": p, "lastUsedMs": t} for p, t in _load(registry_path(env)).items()
+             if p != state_dir and now - t <= RECENT_MS]
+    return sorted(found, key=lambda item: -int(item["lastUsedMs"]))  # type: ignore[call-overload]

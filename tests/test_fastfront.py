@@ -1,0 +1,235 @@
+"""The start-up front of ``agent-link mcp`` (agent_link_core.fastfront).
+
+In process: a :class:`Front` between pipes standing for the wire and the server. Through a
+subprocess: under every protocol revision the SDK serves, the front's cached opening answers
+are the ones the full server gave (and gives again on the same connection).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp_types import PROTOCOL_VERSION_META_KEY
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+
+from agent_link_core import fastfront
+from agent_link_core.fastfront import Front, load_answers, store_answers
+
+BOUND_S = 120.0  # a bound on a wait, never a speed assertion
+AGENT_LINK = str(Path(sys.executable).with_name("agent-link"))
+CLIENT = {"name": "probe", "version": "1"}
+
+
+def _line(obj: dict[str, Any]) -> bytes:
+    return (json.dumps(obj) + "\n").encode()
+
+
+def _initialize(request_id: Any, revision: str = "2025-06-18") -> bytes:
+    return _line({"jsonrpc": "2.0", "id": request_id, "method": "initialize",
+                  "params": {"protocolVersion": revision, "capabilities": {}, "clientInfo": CLIENT}})
+
+
+class Rig:
+    """A Front on pipes: ``client`` writes the wire's lines, ``server`` plays the server."""
+
+    def __init__(self, cache_file: Path, answers: dict[str, Any] | None) -> None:
+        wire_in_r, self.client_w = os.pipe()
+        self.client_r, wire_out_w = os.pipe()
+        self.server_r, server_in_w = os.pipe()
+        server_out_r, self.server_w = os.pipe()
+        self.front = Front(os.fdopen(wire_in_r, "rb"), os.fdopen(wire_out_w, "wb"), server_in_w,
+                           os.fdopen(server_out_r, "rb"), str(cache_file), answers)
+        self.from_front = os.fdopen(self.client_r, "rb")
+        self.server_reads = os.fdopen(self.server_r, "rb")
+        self.threads = [threading.Thread(target=self.front.pump_in, daemon=True),
+                        threading.Thread(target=self.front.pump_out, daemon=True)]
+        for thread in self.threads:
+            thread.start()
+
+    def client_sends(self, data: bytes) -> None:
+        os.write(self.client_w, data)
+
+    def server_sends(self, data: bytes) -> None:
+        os.write(self.server_w, data)
+
+    def close(self) -> None:
+        os.close(self.client_w)
+        os.close(self.server_w)
+        for thread in self.threads:
+            thread.join(BOUND_S)
+
+
+@contextmanager
+def rig(tmp_path: Path, answers: dict[str, Any] | None) -> Iterator[Rig]:
+    r = Rig(tmp_path / "cache.json", answers)
+    try:
+        yield r
+    finally:
+        r.close()
+
+
+INIT_ANSWER = {"result": {"protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": {"name": "agent-link", "version": "0"}}}
+LIST_ANSWER = {"result": {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}}
+
+
+def test_cached_opening_is_answered_and_the_server_still_sees_it(tmp_path: Path) -> None:
+    answers = {"initialize/2025-06-18": INIT_ANSWER, "tools/list/2025-06-18": LIST_ANSWER}
+    store_answers(str(tmp_path / "cache.json"), answers)
+    with rig(tmp_path, answers) as r:
+        r.client_sends(_initialize("a"))
+        assert json.loads(r.from_front.readline()) == {"jsonrpc": "2.0", "id": "a", **INIT_ANSWER}
+        assert json.loads(r.server_reads.readline())["method"] == "initialize"
+        r.client_sends(_line({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        r.client_sends(_line({"jsonrpc": "2.0", "id": 7, "method": "tools/list"}))
+        assert json.loads(r.from_front.readline()) == {"jsonrpc": "2.0", "id": 7, **LIST_ANSWER}
+        # the server's own answers (the same) are dropped; what follows passes on
+        r.server_sends(_line({"jsonrpc": "2.0", "id": "a", **INIT_ANSWER}))
+        r.server_sends(_line({"jsonrpc": "2.0", "id": 7, **LIST_ANSWER}))
+        r.server_sends(_line({"jsonrpc": "2.0", "id": 8, "result": {}}))
+        assert json.loads(r.from_front.readline()) == {"jsonrpc": "2.0", "id": 8, "result": {}}
+    assert r.front.answered == 2 and r.front.mismatches == []
+    assert load_answers(str(tmp_path / "cache.json")) == answers
+
+
+def test_a_cache_the_server_contradicts_is_relearnt(tmp_path: Path) -> None:
+    stale = {"initialize/2025-06-18": INIT_ANSWER, "tools/list/2025-06-18": {"result": {"tools": []}}}
+    with rig(tmp_path, stale) as r:
+        r.client_sends(_initialize(1))
+        r.from_front.readline()
+        r.server_sends(_line({"jsonrpc": "2.0", "id": 1, **INIT_ANSWER}))
+        r.client_sends(_line({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
+        r.from_front.readline()
+        r.server_sends(_line({"jsonrpc": "2.0", "id": 2, **LIST_ANSWER}))
+        r.server_sends(_line({"jsonrpc": "2.0", "id": 3, "result": {}}))
+        r.from_front.readline()
+    assert r.front.mismatches == ["tools/list/2025-06-18"]
+    assert load_answers(str(tmp_path / "cache.json")) == {"tools/list/2025-06-18": LIST_ANSWER}
+
+
+def test_without_a_cache_the_server_answers_and_is_learnt(tmp_path: Path) -> None:
+    with rig(tmp_path, None) as r:
+        r.client_sends(_initialize(1))
+        assert json.loads(r.server_reads.readline())["id"] == 1
+        r.server_sends(_line({"jsonrpc": "2.0", "id": 1, **INIT_ANSWER}))
+        assert json.loads(r.from_front.readline()) == {"jsonrpc": "2.0", "id": 1, **INIT_ANSWER}
+        meta = {PROTOCOL_VERSION_META_KEY: "2026-07-28"}
+        r.client_sends(_line({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": meta}}))
+        r.server_reads.readline()
+        r.server_sends(_line({"jsonrpc": "2.0", "id": 2, **LIST_ANSWER}))
+        r.from_front.readline()
+    assert r.front.answered == 0
+    assert load_answers(str(tmp_path / "cache.json")) == {"initialize/2025-06-18": INIT_ANSWER,
+                                                         "tools/list/2026-07-28": LIST_ANSWER}
+
+
+def test_a_degraded_server_teaches_nothing(tmp_path: Path) -> None:
+    with rig(tmp_path, None) as r:
+        r.front.learning = False
+        r.client_sends(_initialize(1))
+        r.server_reads.readline()
+        r.server_sends(_line({"jsonrpc": "2.0", "id": 1, **INIT_ANSWER}))
+        r.from_front.readline()
+    assert not (tmp_path / "cache.json").exists()
+
+
+@pytest.mark.parametrize("data", [
+    b"not json\n",
+    b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"\\ud800"}\n',
+    _line({"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {"cursor": "x"}}),
+    _line({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "t"}}),
+    b"x" * (fastfront.MAX_PARSE_BYTES + 10) + b"\n",
+    b"\xff\xfe\n",
+])
+def test_other_lines_pass_through_untouched_and_unanswered(tmp_path: Path, data: bytes) -> None:
+    answers = {"initialize/2025-06-18": INIT_ANSWER, "tools/list/2025-06-18": LIST_ANSWER}
+    with rig(tmp_path, answers) as r:
+        r.client_sends(data)
+        r.client_sends(b"end\n")
+        got = b""
+        while not got.endswith(b"end\n"):
+            got += r.server_reads.readline()
+        assert got == data + b"end\n"
+    assert r.front.answered == 0
+
+
+def test_a_line_longer_than_a_chunk_reaches_the_server_whole(tmp_path: Path) -> None:
+    data = b'{"id":1,"method":"initialize","x":"' + b"y" * (fastfront.CHUNK_BYTES * 2) + b'"}\n'
+    with rig(tmp_path, {"initialize/2025-06-18": INIT_ANSWER}) as r:
+        writer = threading.Thread(target=r.client_sends, args=(data,))
+        writer.start()
+        got = b""
+        while not got.endswith(b"\n"):
+            got += r.server_reads.readline()
+        writer.join(BOUND_S)
+    assert got == data and r.front.answered == 0
+
+
+def test_cache_key_follows_settings_plugins_and_host() -> None:
+    base = {"HOME": "/h", "AGENT_LINK_STATE_DIR": "/s"}
+    key = fastfront.cache_key(base)
+    assert fastfront.cache_key(dict(base)) == key
+    assert fastfront.cache_key({**base, "AGENT_LINK_STATE_DIR": "/t"}) != key
+    assert fastfront.cache_key({**base, "SOME_HOST_SESSION": "1"}) != key
+    assert fastfront.cache_key({**base, "AGENT_LINK_DISABLE_PLUGINS": "roles"}) != key
+
+
+# -- through a real process ----------------------------------------------------------------
+
+
+def _open_connection(revision: str, env: dict[str, str]) -> list[dict[str, Any]]:
+    """Open a connection to ``agent-link mcp`` the way a client of ``revision`` does; the two
+    answers (initialize and tools/list, or tools/list alone), without ids."""
+    if revision in MODERN_PROTOCOL_VERSIONS:
+        meta = {PROTOCOL_VERSION_META_KEY: revision, "io.modelcontextprotocol/clientInfo": CLIENT,
+                "io.modelcontextprotocol/clientCapabilities": {}}
+        script = _line({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}})
+        wanted = 1
+    else:
+        script = (_initialize(1, revision) + _line({"jsonrpc": "2.0", "method": "notifications/initialized"})
+                  + _line({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
+        wanted = 2
+    proc = subprocess.Popen([AGENT_LINK, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, env=env)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write(script)
+        proc.stdin.flush()
+        answers = []
+        for _ in range(wanted):
+            message = json.loads(proc.stdout.readline())
+            message.pop("id")
+            answers.append(message)
+        proc.stdin.close()
+        proc.wait(BOUND_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(BOUND_S)
+    return answers
+
+
+@pytest.mark.parametrize("revision", [*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS])
+def test_the_cached_opening_is_what_the_full_server_says(revision: str) -> None:
+    """First start: the full server answers and the front learns. Second start: the front
+    answers from the cache, the same server answers again on the same connection and the
+    front compares the two; the cache file is left unchanged (a difference would rewrite
+    it), and the client got the full server's answers."""
+    env = dict(os.environ)
+    first = _open_connection(revision, env)
+    (cache_file,) = Path(fastfront.cache_dir(env)).glob("*.json")
+    learnt = load_answers(str(cache_file))
+    assert learnt is not None and f"tools/list/{revision}" in learnt
+    assert first[-1]["result"]["tools"]
+    before = cache_file.stat().st_mtime_ns, cache_file.read_bytes()
+    second = _open_connection(revision, env)
+    assert second == first
+    assert (cache_file.stat().st_mtime_ns, cache_file.read_bytes()) == before

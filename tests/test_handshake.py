@@ -1,0 +1,173 @@
+"""The MCP connection's opening under both protocol revisions (agent_link_core.handshake).
+
+The server runs in-process over memory streams (``serve_streams``) with a test harness whose
+background task records what it sees; the client is the MCP SDK's ``ClientSession`` opening
+the connection with ``initialize`` (the handshake revisions), with ``server/discover`` (the
+stateless revision 2026-07-28), or the way current hosts do: ``server/discover`` first, and
+``initialize`` when the server answers "method not found".
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp.client.session import ClientSession
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
+
+from agent_link_core.app import App
+from agent_link_core.handshake import LinkStreams
+from agent_link_core.harness import HANDSHAKE, STATELESS, Harness, McpPeer, PeerGone
+from agent_link_core.hookspecs import hookimpl
+from agent_link_core.server import serve_streams
+
+pytestmark = pytest.mark.anyio
+ALL_PLUGINS = " ".join(sorted(ep.name for ep in importlib.metadata.entry_points(group="agent_link")))
+BOUND_S = 20.0  # a bound on waits, never a speed assertion
+PUSH = "notifications/test/push"
+CLIENT = types.Implementation(name="probe", version="3")
+
+
+class BackgroundHarness(Harness):
+    """Records when its background task starts and what the connection looked like then."""
+
+    name = "bg"
+
+    def __init__(self, handshake: bool) -> None:
+        self.handshake = handshake
+        self.started = anyio.Event()
+        self.cancelled = anyio.Event()
+        self.peer: McpPeer | None = None
+
+    def needs_handshake(self, app: Any) -> bool:
+        return self.handshake
+
+    async def serve(self, app: Any, peer: McpPeer) -> None:
+        self.peer = peer
+        self.started.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            self.cancelled.set()
+
+
+class Plugin:
+    def __init__(self, harness: Harness) -> None:
+        self.harness = harness
+
+    @hookimpl
+    def agent_link_register_harnesses(self, register: Any) -> None:
+        register(self.harness)
+
+
+@asynccontextmanager
+async def served(harness: BackgroundHarness, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[tuple[App, Any, Any]]:
+    """An App serving one connection; yields (app, client read stream, client write stream)."""
+    monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", ALL_PLUGINS)
+    monkeypatch.setenv("AGENT_LINK_ADDRESS", "test:me")
+    app = App.create(extra_plugins=(Plugin(harness),))
+    to_server, server_reads = anyio.create_memory_object_stream[SessionMessage | Exception](16)
+    server_writes, from_server = anyio.create_memory_object_stream[SessionMessage](16)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(serve_streams, app, server_reads, server_writes)
+            yield app, from_server, to_server
+            await to_server.aclose()  # the client leaves: the server's loop ends
+    finally:
+        await app.aclose()
+
+
+async def open_connection(session: ClientSession, how: str) -> None:
+    if how == "handshake":
+        await session.initialize()
+    elif how == "stateless":
+        await session.discover()
+    else:  # how hosts probe today
+        try:
+            await session.discover()
+        except MCPError as exc:
+            assert exc.code == types.METHOD_NOT_FOUND
+            await session.initialize()
+
+
+@pytest.mark.parametrize(("how", "handshake", "era", "version", "refused"), [
+    ("handshake", False, HANDSHAKE, "2025-11-25", False),
+    ("stateless", False, STATELESS, "2026-07-28", False),
+    ("auto", False, STATELESS, "2026-07-28", False),
+    ("auto", True, HANDSHAKE, "2025-11-25", True),
+])
+async def test_background_starts_before_the_client_speaks_under_either_revision(
+    monkeypatch: pytest.MonkeyPatch, how: str, handshake: bool, era: str, version: str, refused: bool
+) -> None:
+    harness = BackgroundHarness(handshake)
+    async with served(harness, monkeypatch) as (app, read, write):
+        with anyio.fail_after(BOUND_S):
+            await harness.started.wait()  # no client message was sent yet
+        assert harness.peer is not None and harness.peer is app.mcp_peer and harness.peer.era is None and harness.peer.client_info == {}
+        async with ClientSession(read, write, client_info=CLIENT) as session:
+            with anyio.fail_after(BOUND_S):
+                await open_connection(session, how)
+                health = (await session.call_tool("agent_link_health", {})).structured_content
+        assert health is not None
+        assert health["mcp"] == {"era": era, "protocolVersion": version, "initialized": era == HANDSHAKE,
+                                 "discoverRefused": refused, "client": {"name": "probe", "version": "3"}}
+        assert not harness.cancelled.is_set()
+    assert harness.cancelled.is_set()  # the connection ended: background work was stopped
+
+
+async def test_a_refused_discover_is_method_not_found_and_never_reaches_the_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    async with served(BackgroundHarness(True), monkeypatch) as (app, read, write), ClientSession(read, write) as session:
+        with anyio.fail_after(BOUND_S), pytest.raises(MCPError) as refused:
+            await session.discover()
+        assert refused.value.code == types.METHOD_NOT_FOUND
+        assert refused.value.error.data["method"] == "server/discover"
+        with anyio.fail_after(BOUND_S):
+            init = await session.initialize()
+        assert init.protocol_version == "2025-11-25" and app.mcp_peer is not None
+        assert app.mcp_peer.discover_refused and app.mcp_peer.era == HANDSHAKE
+
+
+def request(id_: int, method: str, params: dict[str, Any] | None = None) -> SessionMessage:
+    return SessionMessage(types.JSONRPCRequest(jsonrpc="2.0", id=id_, method=method, params=params))
+
+
+async def test_notifications_reach_a_handshake_client_and_fail_once_it_is_gone(monkeypatch: pytest.MonkeyPatch) -> None:
+    harness = BackgroundHarness(True)
+    async with served(harness, monkeypatch) as (_, read, write):
+        with anyio.fail_after(BOUND_S):
+            await harness.started.wait()
+            peer = harness.peer
+            assert peer is not None
+            await write.send(request(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                                       "clientInfo": {"name": "raw", "version": "9"}}))
+            answer = (await read.receive()).message
+            assert isinstance(answer, types.JSONRPCResponse) and answer.result["protocolVersion"] == "2025-06-18"
+            assert (peer.era, peer.protocol_version, peer.initialized) == (HANDSHAKE, "2025-06-18", False)
+            await write.send(SessionMessage(types.JSONRPCNotification(jsonrpc="2.0", method="notifications/initialized")))
+            await peer.notify(PUSH, {"n": 1})
+            pushed = (await read.receive()).message
+        assert isinstance(pushed, types.JSONRPCNotification) and (pushed.method, pushed.params) == (PUSH, {"n": 1})
+        assert peer.initialized and peer.client_info == {"name": "raw", "version": "9"}
+    with pytest.raises(PeerGone):
+        await peer.notify(PUSH, {"n": 2})
+
+
+async def test_link_streams_record_the_stateless_envelope() -> None:
+    to_link, link_reads = anyio.create_memory_object_stream[Any](4)
+    link_writes, _answers = anyio.create_memory_object_stream[Any](4)
+    link = LinkStreams(link_reads, link_writes)
+    meta = {types.PROTOCOL_VERSION_META_KEY: "2026-07-28", types.CLIENT_INFO_META_KEY: {"name": "new", "version": "2"},
+            types.CLIENT_CAPABILITIES_META_KEY: {}}
+    await to_link.send(request(7, "tools/list", {"_meta": meta}))
+    await to_link.send(ValueError("a line that was not JSON-RPC"))
+    # both pass through to the SDK untouched; the envelope is recorded on the way
+    assert isinstance(await link.reader.receive(), SessionMessage)
+    assert isinstance(await link.reader.receive(), ValueError)
+    assert link.peer.view() == {"era": STATELESS, "protocolVersion": "2026-07-28", "initialized": False,
+                                "discoverRefused": False, "client": {"name": "new", "version": "2"}}

@@ -1,0 +1,112 @@
+"""The settings file (agent_link_core.settings_file), ``agent-link config`` and the
+state-directory record health warns from (agent_link_core.state_dirs)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent_link_core import state_dirs
+from agent_link_core.app import App
+from agent_link_core.config import load_config
+from agent_link_core.errors import AgentLinkError
+from agent_link_core.settings_file import settings_path, with_settings
+
+AGENT_LINK = str(Path(sys.executable).with_name("agent-link"))
+
+
+@pytest.fixture
+def settings(monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.delenv("AGENT_LINK_STATE_DIR")
+    path = Path(settings_path())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([AGENT_LINK, *args], check=False, capture_output=True, text=True, timeout=120, env=env or dict(os.environ))
+
+
+def test_file_values_fill_in_and_the_environment_wins(settings: Path, tmp_path: Path) -> None:
+    settings.write_text(f'state_dir = "{tmp_path / "box"}"\nAGENT_LINK_DEBUG = true\nreminder_limit = 5\n[mine]\nx = 1\n')
+    cfg = load_config()
+    assert cfg.state_dir == str(tmp_path / "box") and cfg.get("AGENT_LINK_DEBUG") is True and cfg.reminder_limit == 5
+    assert cfg.sources["AGENT_LINK_STATE_DIR"] == "settings-file" and cfg.settings_file == str(settings)
+    cfg = load_config({**os.environ, "AGENT_LINK_STATE_DIR": str(tmp_path / "env")})
+    assert cfg.state_dir == str(tmp_path / "env") and cfg.sources["AGENT_LINK_STATE_DIR"] == "AGENT_LINK_STATE_DIR"
+
+
+def test_the_app_and_its_plugins_read_the_file(settings: Path, tmp_path: Path) -> None:
+    settings.write_text(f'state_dir = "{tmp_path / "box"}"\ndisable_plugins = "roles"\n')
+    app = App.create()
+    try:
+        assert app.config.state_dir == str(tmp_path / "box") and "roles" in app.plugin_report.blocked
+        health = app.health()
+        assert health["settings"]["sources"]["AGENT_LINK_STATE_DIR"] == "settings-file"
+    finally:
+        app.close()
+
+
+def test_an_invalid_file_is_one_clear_error(settings: Path) -> None:
+    settings.write_text("state_dir = \n")
+    with pytest.raises(AgentLinkError) as caught:
+        with_settings(dict(os.environ))
+    assert caught.value.code == "invalid_arguments" and caught.value.hint
+    done = cli("health")
+    assert done.returncode == 1 and "not valid TOML" in done.stderr and "Traceback" not in done.stderr
+    problems: list[AgentLinkError] = []
+    load_config(on_setting_error=problems.append)  # health's path: reported, not raised
+    assert problems and "not valid TOML" in problems[0].message
+
+
+def test_config_set_get_unset_keep_the_rest(settings: Path, tmp_path: Path) -> None:
+    settings.write_text("[mine]\nkeep = 1\n")
+    box = tmp_path / "box"
+    assert cli("config", "set", "state_dir", str(box)).returncode == 0
+    assert cli("config", "set", "AGENT_LINK_INSPECT_ALL", "yes").returncode == 0
+    text = settings.read_text()
+    assert f'state_dir = "{box}"' in text and "inspect_all = true" in text and "[mine]" in text and "keep = 1" in text
+    assert oct(settings.stat().st_mode & 0o777) == "0o600"
+    got = json.loads(cli("config", "get", "state_dir", "--json").stdout)
+    assert got == {"name": "AGENT_LINK_STATE_DIR", "value": str(box), "source": "settings-file"}
+    listed = json.loads(cli("config", "list", "--json").stdout)
+    assert {"AGENT_LINK_STATE_DIR", "AGENT_LINK_TOOLS"} <= {row["name"] for row in listed["settings"]}
+    assert cli("config", "unset", "inspect_all").returncode == 0
+    assert "inspect_all" not in settings.read_text() and "keep = 1" in settings.read_text()
+    # the CLI uses it: a message sent lands in the file's state dir
+    assert cli("send", "team:bob", "hi", env={**os.environ, "AGENT_LINK_ADDRESS": "team:alice"}).returncode == 0
+    assert (box / "agent-link.db").exists()
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (("set", "no_such_thing", "1"), "no agent-link setting"),
+    (("set", "state_dir", "relative/path"), "absolute path"),
+    (("set", "reminder_limit", "99"), "not a valid value"),
+    (("set", "inspect_all", "maybe"), "1/true/yes/on"),
+    (("get", "nope"), "no agent-link setting"),
+])
+def test_config_refuses_what_no_process_would_accept(settings: Path, args: tuple[str, ...], needle: str) -> None:
+    done = cli("config", *args)
+    assert done.returncode != 0 and needle in done.stderr and "Traceback" not in done.stderr
+    assert not settings.exists()
+
+
+def test_other_state_dirs_used_lately(tmp_path: Path) -> None:
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    day = state_dirs.RECENT_MS
+    state_dirs.record("/a", env, now_ms=10 * day)
+    state_dirs.record("/b", env, now_ms=10 * day + 5)
+    state_dirs.record("/old", env, now_ms=day)
+    assert state_dirs.others("/a", env, now_ms=10 * day + 10) == [{"path": "/b", "lastUsedMs": 10 * day + 5}]
+    assert state_dirs.others("/b", env, now_ms=12 * day) == []
+
+
+def test_health_warns_of_another_state_dir(tmp_path: Path) -> None:
+    cli("health", env={**os.environ, "AGENT_LINK_STATE_DIR": str(tmp_path / "elsewhere")})
+    done = cli("health")
+    assert "another agent-link process recently used the state dir" in done.stdout and str(tmp_path / "elsewhere") in done.stdout
