@@ -331,7 +331,7 @@ class Hooks:
     def tool_owners(self) -> dict[str, str]:
         """``{tool name: name of the plugin that registered it}`` (the core's own tools are
         owned by ``agent_link_core.default_plugins``)."""
-        return {rec.name: plugin for plugin, rec in self._collect("agent_link_register_tools")}
+        return {name: self.owner("tool", name) or "?" for name in self.tools()}
 
     def settings(self) -> tuple[Setting, ...]:
         """Settings declared by plugins (a core name, or a name another plugin took, is refused)."""
