@@ -32,7 +32,7 @@ from agent_link_core.app import App
 from agent_link_core.directory import session_view
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.mailbox import iso
-from agent_link_core.model import Caller, address_scheme, is_address
+from agent_link_core.model import Caller, address_scheme, is_address, is_ulid
 from agent_link_core.store import now_ms
 
 ALIAS_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
@@ -108,7 +108,8 @@ def sender(app: App, *, explicit: str | None = None, named: Mapping[str, str] | 
     """Who is sending: an explicit ``--from`` address, else a sender named in a harness's own
     terms (its :class:`~agent_link_core.harness.SenderOption` values, ``{key: value}``) for
     the harnesses to recognise, else the current session (from the session variables the
-    harness plugins read), else ``AGENT_LINK_ADDRESS``, else unverified ``external``.
+    harness plugins read, proved with the harness first), else ``AGENT_LINK_ADDRESS``, else
+    unverified ``external``.
 
     ``thread`` / ``endpoint`` are the older spelling of ``named`` for the harness that
     declares those keys; kept for existing callers.
@@ -130,7 +131,30 @@ def sender(app: App, *, explicit: str | None = None, named: Mapping[str, str] | 
         flags = [o.flag for h in app.harnesses.values() for o in h.sender_options if o.key in named] or sorted(named)
         raise invalid_arguments([{"path": flags[0].lstrip("-"), "rule": "unknown",
                                   "expected": "a sender an installed harness recognises"}])
-    return app.caller()
+    return _proved(app, app.caller())
+
+
+def _proved(app: App, caller: Caller) -> Caller:
+    """A session named only by an environment variable (one a host sets in the shells it
+    runs) signs mail as verified only once its harness recognises it as a session it can
+    see, exactly as a sender named by a harness option is checked; otherwise the command is
+    refused.
+
+    :raises AgentLinkError: ``not_found`` when the harness does not know the session, or
+        what the harness's check raises (``ambiguous``, ``<harness>_unavailable``).
+    """
+    harness = app.harnesses.get(caller.host or "")
+    if caller.source != "env" or harness is None:
+        return caller
+    ident = caller.address.split(":", 1)[1]
+    found = harness.identify_caller({LEGACY_NAMED_KEYS[0]: ident}, {})
+    if found is None or not found.known:
+        raise AgentLinkError(
+            "not_found", f"The environment names {caller.address} as the sender, but {harness.name} knows no such session.",
+            {"query": caller.address, "candidates": []},
+            hint="Unset the variable, or say who sends with --from ADDRESS.",
+        )
+    return caller
 
 
 def normalise_alias(alias: str) -> str:
@@ -186,7 +210,8 @@ async def resolve_target(app: App, target: str, caller: Caller) -> str:
 async def send_reliably(
     app: App, target: str, text: str, *, sender: Caller, message_id: str | None = None, ttl_ms: int | None = None,
     reply_by: str | None = None, anticipation: str | None = None, retry: RetryPolicy = RetryPolicy(),
-    retry_unknown: bool = False,
+    retry_unknown: bool = False, require_known: bool = False, correlation_id: str | None = None,
+    sender_project: str | None = None, sender_label: str | None = None, envelope_format: str | None = None,
 ) -> SendResult:
     """Send with one honest outcome, idempotent on ``message_id``.
 
@@ -194,26 +219,57 @@ async def send_reliably(
     (an ``unknown`` one only with ``retry_unknown``); with other content it is rejected.
     ``ttl_ms`` counts from the first attempt: past it, nothing is pushed any more.
     Only pushes that failed before the host accepted them are retried automatically.
+    ``require_known`` refuses a plain address no process has ever served (``rejected``
+    with ``not_found`` and suggestions) instead of queueing it with a warning.
+
+    ``message_id`` is a ULID or a UUID (any case); a UUID is stored as the ULID with the same
+    128 bits and echoed as ``clientMessageId``. What defines the message for idempotency:
+    sender, target, text, labels, ``ttl_ms``, ``correlation_id`` and the sender metadata
+    (``sender_project``, ``sender_label``); changing any of them under the same id is
+    ``rejected``. ``envelope_format`` names another model-visible form than agent-link's
+    envelope, one the recipient's harness lists in its ``envelope_formats`` (else
+    ``rejected``, nothing stored).
 
     :raises AgentLinkError: never for a refusal (that is ``rejected``); only for bad
         arguments (``invalid_arguments``) and an unusable state dir (``state_io_error``).
     """
     if ttl_ms is not None and ttl_ms <= 0:
         raise invalid_arguments([{"path": "ttl-ms", "rule": "minimum", "expected": "a positive number of ms"}])
+    from agent_link_core.mailbox import ulid_of_uuid
+
+    client_id = None
+    if message_id is not None and not is_ulid(message_id.upper()) and ulid_of_uuid(message_id):
+        client_id, message_id = message_id.lower(), ulid_of_uuid(message_id)
+    elif message_id is not None:
+        if not is_ulid(message_id.upper()):
+            raise invalid_arguments([{"path": "message-id", "rule": "pattern", "expected": "a ULID (26 characters) or a UUID"}])
+        message_id = message_id.upper()
+    for path, value in (("correlation-id", correlation_id), ("from-project", sender_project), ("label", sender_label)):
+        if value is not None and not (0 < len(value.strip()) <= 256):
+            raise invalid_arguments([{"path": path, "rule": "length", "expected": "1-256 characters, not only spaces"}])
+    fingerprint = {k: v for k, v in (("ttlMs", ttl_ms), ("correlationId", correlation_id), ("senderProject", sender_project),
+                                     ("senderLabel", sender_label), ("clientMessageId", client_id),
+                                     ("envelopeFormat", envelope_format)) if v is not None}
     try:
         recipient = await resolve_target(app, target, sender)
+        if envelope_format is not None and envelope_format not in getattr(app.harnesses.get(address_scheme(recipient)), "envelope_formats", ()):
+            raise invalid_arguments([{"path": "envelope", "rule": "unsupported",
+                                      "expected": f"a target whose harness can show {envelope_format}"}])
         existing = app.mailbox.get_row(message_id) if message_id else None
         outcome = await app.send(caller=sender, to=recipient, body=text, anticipation=anticipation, reply_by=reply_by,
-                                 message_id=message_id, tool="cli send",
-                                 options={})
+                                 message_id=message_id, tool="cli send", options={}, require_known=require_known,
+                                 metadata={**({"fingerprint": fingerprint} if fingerprint else {}),
+                                           **({"envelopeFormat": envelope_format} if envelope_format else {})} or None)
     except AgentLinkError as exc:
         if exc.code == "invalid_arguments" and exc.details.get("errors", [{}])[0].get("rule") != "idempotency":
             raise
-        return SendResult("rejected", message_id, None, error=exc.to_dict())
+        return SendResult("rejected", message_id, None, error=exc.to_dict(),
+                          fields={"clientMessageId": client_id} if client_id else {})
     row = app.mailbox.get_row(outcome.message["id"])
     expires_at = _expiry(app, row, ttl_ms, first_attempt=existing is None)
     result = SendResult("queued", row["id"], row["recipient"], duplicate=not outcome.created, expires_at=iso(expires_at) if expires_at else None,
-                        warnings=list(outcome.warnings))
+                        warnings=list(outcome.warnings) + ([outcome.address_warning] if outcome.address_warning else []))
+    result.fields.update({k: v for k, v in fingerprint.items() if k in ("correlationId", "clientMessageId")})
     delivery = outcome.delivery
     attempts = 1 if outcome.created and delivery is not None else 0
     # A resend with the same id pushes nothing again, except an unknown outcome on request
@@ -238,6 +294,31 @@ async def send_reliably(
     return result
 
 
+async def reply(
+    app: App, message_id: str, text: str | None = None, *, sender: Caller, kind: str = "reply",
+    envelope_format: str | None = None,
+) -> dict[str, Any]:
+    """Answer a message addressed to ``sender`` (a ULID, any case, or the UUID it was sent
+    with): ``kind`` ``reply`` (``text`` required), ``decline`` (``text`` is the reason) or
+    ``done`` (optional note). The answer goes to the original sender with a new id and
+    ``inReplyTo`` set to the original; the original body is never copied.
+    ``envelope_format`` as for :func:`send_reliably` (the original sender's harness must
+    list it).
+
+    :returns: ``reply_agent_link_message``'s result (``messageId``, ``replyToMessageId``,
+        ``delivery``, ``resolution``, ``status`` ...).
+    :raises AgentLinkError: ``not_found``, ``wrong_recipient``, ``already_resolved``,
+        ``invalid_arguments``, ``body_too_large``, ``no_current_session``.
+    """
+    if envelope_format is not None:
+        row = app.mailbox.require(message_id)
+        if envelope_format not in getattr(app.harnesses.get(address_scheme(row["from_addr"])), "envelope_formats", ()):
+            raise invalid_arguments([{"path": "envelope", "rule": "unsupported",
+                                      "expected": f"a message from a harness that can show {envelope_format}"}])
+    return await app.reply(caller=sender, message_id=message_id, resolution=kind, message=text,
+                           metadata={"envelopeFormat": envelope_format} if envelope_format else None)
+
+
 def _expiry(app: App, row: Any, ttl_ms: int | None, *, first_attempt: bool) -> int | None:
     """The message's expiry (ms), fixed by its first attempt and never extended."""
     import json
@@ -256,9 +337,11 @@ def _expiry(app: App, row: Any, ttl_ms: int | None, *, first_attempt: bool) -> i
 
 async def list_sessions(
     app: App, *, search: str | None = None, cwd: str | None = None, harness: str = "all", limit: int = 50,
-    show_paths: bool = False,
+    show_paths: bool = False, source: str | None = None,
 ) -> dict[str, Any]:
     """Every agent session on the machine, newest first (``limit`` 1-500, checked first).
+    ``source`` keeps sessions of one source kind (a harness's ``source`` field, e.g. how the
+    session was started, or one of its surfaces).
 
     :returns: ``{"version": 1, "sessions": [...], "providers": {...}}``; without
         ``show_paths`` each session's cwd is reduced to its folder name.
@@ -270,20 +353,32 @@ async def list_sessions(
 
     listings = await gather_listings(app.harnesses, only=harness, limit=max(limit, 200))
     sessions = [s for listing in listings.values() for s in listing.sessions if not s.archived]
+    sessions += app.present_sessions(harness)
+    if source:
+        sessions = [s for s in sessions if of_source(s, source)]
     if cwd:
         want = cwd.rstrip("/")
         sessions = [s for s in sessions if (s.cwd or "").rstrip("/") == want]
     if search:
         sessions = [s for s in sessions if score(s, search)[0] > 0]
     sessions.sort(key=lambda s: -(s.last_activity_ms or 0))
-    views = []
-    for s in sessions[:limit]:
-        view = session_view(s)
-        if not show_paths:
-            view["cwd"] = (s.cwd or "").rstrip("/").rsplit("/", 1)[-1] or None
-            view = {k: v for k, v in view.items() if not _looks_private(k)}
-        views.append(view)
+    views = [_public_view(s, show_paths) for s in sessions[:limit]]
     return {"version": SESSIONS_FORMAT_VERSION, "sessions": views, "providers": providers_view(listings)}
+
+
+def of_source(session: Any, source: str) -> bool:
+    """True when ``session`` has the source kind ``source`` (its ``source`` field or a surface)."""
+    return session.extra.get("source") == source or source in session.surface
+
+
+def _public_view(session: Any, show_paths: bool) -> dict[str, Any]:
+    """A session's view for output: without ``show_paths`` the cwd is only its folder name
+    and path-like fields are left out."""
+    view = session_view(session)
+    if not show_paths:
+        view["cwd"] = (session.cwd or "").rstrip("/").rsplit("/", 1)[-1] or None
+        view = {k: v for k, v in view.items() if not _looks_private(k)}
+    return view
 
 
 def _looks_private(key: str) -> bool:
@@ -356,9 +451,10 @@ def _contact_view(row: Any) -> dict[str, Any]:
             "lastSeen": iso(row["last_seen"]) if row["last_seen"] else None}
 
 
-async def who(app: App) -> dict[str, Any]:
-    """Live sessions merged with contacts; refreshes a contact's project, label, last seen."""
-    listing = await list_sessions(app, limit=500)
+async def who(app: App, *, source: str | None = None) -> dict[str, Any]:
+    """Live sessions merged with contacts; refreshes a contact's project, label, last seen.
+    ``source`` keeps one source kind (:func:`list_sessions`)."""
+    listing = await list_sessions(app, limit=500, source=source)
     by_address = {s["address"]: s for s in listing["sessions"]}
     with app.store.write() as conn:
         for row in conn.execute("SELECT * FROM contacts").fetchall():
@@ -372,9 +468,10 @@ async def who(app: App) -> dict[str, Any]:
     return {"version": 1, "sessions": agents, "offlineContacts": offline, "providers": listing["providers"]}
 
 
-async def find(app: App, query: str) -> dict[str, Any]:
+async def find(app: App, query: str, *, show_paths: bool = False, source: str | None = None) -> dict[str, Any]:
     """``none`` / ``one`` / ``many`` agents matching ``query``: an exact alias wins without
-    any discovery; otherwise alias, project, title and id are searched over complete listings.
+    any discovery; otherwise alias, project, title and id are searched over complete listings
+    and the live plain addresses. Without ``show_paths`` a match's cwd is its folder name.
 
     :raises AgentLinkError: ``<harness>_unavailable`` when a listing could not be completed
         (a possibly wrong "none" or "one" is never returned).
@@ -392,11 +489,12 @@ async def find(app: App, query: str) -> dict[str, Any]:
                              {"searched": incomplete}, hint="Retry when every endpoint answers.")
     contacts = {c["address"]: c for c in list_contacts(app)}
     matches = []
-    for listing in listings.values():
-        for s in listing.sessions:
-            alias = contacts.get(s.address, {}).get("alias") or ""
-            if norm in alias or score(s, query)[0] > 0:
-                matches.append({**session_view(s), "alias": alias or None})
+    for s in [s for listing in listings.values() for s in listing.sessions] + app.present_sessions():
+        if source and not of_source(s, source):
+            continue
+        alias = contacts.get(s.address, {}).get("alias") or ""
+        if norm in alias or score(s, query)[0] > 0:
+            matches.append({**_public_view(s, show_paths), "alias": alias or None})
     for address, c in contacts.items():
         if norm in c["alias"] and all(m["address"] != address for m in matches):
             matches.append({**c, "matchedBy": "alias"})

@@ -61,6 +61,9 @@ class SendOutcome:
     warnings: list[dict[str, Any]] = field(default_factory=list)
     via: str | None = None
     result_fields: dict[str, Any] = field(default_factory=dict)
+    # ``unknown_address`` for a never-served plain address; kept apart from the plugins'
+    # warnings, added to the result's ``warnings`` by :func:`message_summary` and the CLI.
+    address_warning: dict[str, Any] | None = None
 
 
 class App:
@@ -240,7 +243,7 @@ class App:
         """Sessions of every harness, newest first, filtered; with provider reports."""
         listings = await gather_listings(self.harnesses, only=harness, include_archived=include_archived, limit=max(limit, 200),
                                         on_error=self._harness_failed)
-        sessions = [s for listing in listings.values() for s in listing.sessions]
+        sessions = [s for listing in listings.values() for s in listing.sessions] + self.present_sessions(harness)
         if not include_archived:
             sessions = [s for s in sessions if not s.archived]
         if loaded is not None:
@@ -349,13 +352,18 @@ class App:
         self, *, caller: Caller, to: str, body: str, anticipation: str | None = None, reply_by: str | None = None,
         wait_for_reply: bool = False, reply_to: str | None = None, message_id: str | None = None,
         tool: str = "message_agent", arguments: Mapping[str, Any] | None = None, options: Mapping[str, Any] | None = None,
-        meta: Mapping[str, Any] | None = None, allow_archived: bool = False,
+        meta: Mapping[str, Any] | None = None, allow_archived: bool = False, require_known: bool = False,
+        metadata: Mapping[str, Any] | None = None,
     ) -> SendOutcome:
         """Store a message, then try to push it to its recipient.
 
         With ``reply_to`` from that message's recipient, the send also resolves it as a
         reply (docs/behaviour.md §8). ``message_id`` makes the send idempotent: the same id with
         the same content returns the first outcome; with other content it is refused.
+        A plain address (no harness lists it) that no process has ever served gets an
+        ``unknown_address`` warning naming the closest known addresses; with
+        ``require_known`` it is refused (``not_found``) instead. ``metadata`` is stored with
+        the message; its ``fingerprint`` entry takes part in the idempotency comparison.
 
         :raises AgentLinkError: ``invalid_arguments``, ``body_too_large``, ``not_found``,
             ``ambiguous``, ``archived``, or what a ``before_send`` hook refuses with.
@@ -363,16 +371,23 @@ class App:
         now = now_ms()
         clean = check_body(body)
         label, reply_by_ms = check_labels(anticipation, reply_by, wait_for_reply, now)
+        if isinstance(message_id, str) and is_ulid(message_id.upper()):
+            message_id = message_id.upper()
         if message_id is not None and not is_ulid(message_id):
             raise invalid_arguments([{"path": "messageId", "rule": "pattern", "expected": "a 26-character ULID"}])
         answered = self.mailbox.require(reply_to) if reply_to else None
+        reply_to = answered["id"] if answered is not None else None
         target_meta: dict[str, Any]
         if message_id is not None and self.mailbox.get_row(message_id) is not None:
             recipient, via, target_meta = self.mailbox.stored(message_id)["recipient"], None, {}
         else:
             recipient, via, target_meta = await self.target_address(to, caller, allow_archived=allow_archived)
+        unseen = None
+        if message_id is None or self.mailbox.get_row(message_id) is None:
+            unseen = self._unseen_recipient(recipient, require_known)
         if via:
             target_meta["via"] = via
+        target_meta.update(metadata or {})
         msg = OutgoingMessage(
             id=message_id or new_message_id(), sender=caller, to=to if is_address(to) else recipient,
             recipient=recipient, body=clean, anticipation=label, reply_by_ms=reply_by_ms, reply_to=reply_to, metadata=target_meta,
@@ -387,7 +402,32 @@ class App:
             row, created = self.mailbox.store_message(msg, context.result)
         delivery = await self.push(row, options or {}) if created else None
         return SendOutcome(self.mailbox.row_dict(self.mailbox.stored(row["id"])), created, delivery, warnings, via,
-                           context.result)
+                           context.result, unseen)
+
+    def _unseen_recipient(self, recipient: str, require_known: bool) -> dict[str, Any] | None:
+        """The ``unknown_address`` warning for a plain address nobody ever served (None when
+        a harness owns the address, it is a role, or it was seen); raises with ``require_known``."""
+        from agent_link_core import presence
+
+        scheme = address_scheme(recipient)
+        if scheme in self.harnesses or scheme == "role" or not is_address(recipient) or presence.seen(self.store, recipient):
+            return None
+        warning = presence.unseen_warning(self.store, recipient)
+        if require_known:
+            close = warning["details"]["suggestions"]
+            raise AgentLinkError(
+                "not_found", f"No process has ever served {recipient}, and requireKnown refuses unknown addresses.",
+                {"query": recipient, "candidates": [{"address": a} for a in close]},
+                hint=(f"Did you mean {' or '.join(close)}? " if close else "")
+                + "Check the address, or send without requireKnown to leave the message for whoever reads it later.",
+            )
+        return warning
+
+    def present_sessions(self, only: str | None = None) -> list[Any]:
+        """Live plain-address agents (:func:`agent_link_core.presence.live_sessions`)."""
+        from agent_link_core import presence
+
+        return presence.live_sessions(self.store, skip_schemes=set(self.harnesses), only=only)
 
     async def push(self, row: Any, options: Mapping[str, Any]) -> Delivery | None:
         """Offer a stored message to its recipient's harness; record delivery on evidence."""
@@ -463,18 +503,20 @@ class App:
     async def reply(
         self, *, caller: Caller, message_id: str, resolution: str = "reply", message: str | None = None,
         anticipation: str | None = None, reply_by: str | None = None, arguments: Mapping[str, Any] | None = None,
-        meta: Mapping[str, Any] | None = None,
+        meta: Mapping[str, Any] | None = None, metadata: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Resolve a message addressed to the caller, sending the reply back to its sender.
 
         ``reply`` and ``decline`` need ``message`` (for decline: the reason); ``done`` takes
-        an optional note, sent back only when given.
+        an optional note, sent back only when given. ``metadata`` is stored with the note
+        (e.g. ``envelopeFormat``, see :func:`agent_link_core.api.send_reliably`).
 
         :raises AgentLinkError: ``not_found``, ``wrong_recipient``, ``already_resolved``,
             ``invalid_arguments``, ``body_too_large``, ``no_current_session``.
         """
         self.require_caller(caller)
         row = self.mailbox.require(message_id)
+        message_id = row["id"]  # ids are case-insensitive; the stored form is canonical
         if resolution in ("reply", "decline") and (message is None or not message.strip()):
             what = "a reason" if resolution == "decline" else "the reply text"
             raise invalid_arguments([{"path": "message", "rule": "required", "expected": f"{what} for resolution {resolution}"}])
@@ -489,7 +531,7 @@ class App:
             reply_msg = OutgoingMessage(
                 id=new_message_id(), sender=caller, to=row["from_addr"], recipient=row["from_addr"],
                 body=check_body(message), anticipation=label, reply_by_ms=reply_by_ms, reply_to=message_id,
-                metadata={"resolution": resolution},
+                metadata={**(metadata or {}), "resolution": resolution},
             )
             if caller.address == row["recipient"]:
                 warnings = self.hooks.before_send(reply_msg, context)
@@ -523,6 +565,9 @@ class App:
     def inbox(self, caller: Caller, *, limit: int = 20, mark: bool = True, include_open: bool = True) -> dict[str, Any]:
         """The caller's open mail with envelopes; marks returned undelivered rows delivered."""
         self.require_caller(caller)
+        from agent_link_core import presence
+
+        presence.record(self.store, caller.address, "inbox")
         rows, marked = self.mailbox.drain(caller.address, limit, mark=mark, include_open=include_open)
         views = []
         envelopes = []
@@ -546,6 +591,7 @@ class App:
     def status(self, caller: Caller, message_id: str) -> dict[str, Any]:
         """A message's lifecycle, for its sender or recipient only (never the body)."""
         row = self.mailbox.require(message_id)
+        message_id = row["id"]
         # Like wait: an unidentified caller is "external" and sees mail sent as external.
         participants = {row["from_addr"], row["recipient"], row["to_addr"]}
         if caller.address not in participants:
@@ -577,6 +623,8 @@ class App:
                         "note": "The caller could not be identified, so no mail is shown."}
             clauses.append("(from_addr = ? OR recipient = ? OR to_addr = ?)")
             params += [caller.address] * 3
+        if reply_to and is_ulid(reply_to.upper()):
+            reply_to = reply_to.upper()
         for column, value in (("from_addr", from_address), ("recipient", to_address), ("reply_to", reply_to)):
             if value:
                 clauses.append(f"{column} = ?")
@@ -672,6 +720,7 @@ class App:
         target, _, _ = await self.target_address(agent, caller) if not reply_to else (agent, None, {})
         if reply_to:
             row = self.mailbox.require(reply_to)
+            reply_to = row["id"]
             # An unidentified caller is "external": it may wait only on mail sent as external.
             if caller.address not in (row["from_addr"], row["recipient"], row["to_addr"]):
                 raise AgentLinkError("permission_denied", f"Only the sender or the recipient may wait on {reply_to}.",
@@ -904,6 +953,8 @@ def message_summary(app: App, outcome: SendOutcome) -> dict[str, Any]:
         if delivery.unknown:
             out["deliveryState"] = "unknown"
     warnings = list(outcome.warnings) + (list(delivery.warnings) if delivery is not None else [])
+    if outcome.address_warning is not None:
+        warnings.append(outcome.address_warning)
     if warnings:
         out["warnings"] = warnings
     return out

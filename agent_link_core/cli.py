@@ -1,7 +1,9 @@
 """The ``agent-link`` command line for people and scripts.
 
-Exit codes: 0 success; 1 agent-link refused or failed (the message on stderr says what and
-what to do); 2 bad usage. ``--json`` prints one JSON object on stdout for scripts.
+Exit codes: see :data:`EXIT_HELP` (0 success, 1 refused or failed, 2 bad usage, 3-7 the
+outcomes a script branches on). ``--json`` prints one versioned JSON object on stdout for
+scripts, ``--ndjson`` the same object on one line; errors are one stderr line in the CLI's
+own words (:mod:`agent_link_core.cli_text`), never a traceback.
 Plugins add commands through ``agent_link_register_commands``; the group is built lazily
 from the plugin manager, never mutated at import time.
 """
@@ -10,7 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -25,17 +27,20 @@ Exit codes:
   2  bad usage (unknown option, missing argument)
   3  send: outcome unknown (not resent; see --retry-unknown)
   4  find: no match
-  5  find: several matches"""
-EXIT_UNKNOWN, EXIT_NONE, EXIT_MANY = 3, 4, 5
+  5  find: several matches
+  6  wait, send --wait: timed out before an answer
+  7  send --require-delivered: not delivered (accepted or queued)"""
+EXIT_UNKNOWN, EXIT_NONE, EXIT_MANY, EXIT_TIMEOUT, EXIT_UNDELIVERED = 3, 4, 5, 6, 7
+JSON_FORMAT_VERSION = 1
 
 
-def fail(exc: AgentLinkError) -> None:
+def fail(exc: AgentLinkError) -> NoReturn:
     """Print an AgentLinkError as one stderr line (plus its hint) and exit: 2 for bad
     arguments (usage), 1 for everything else (a bad setting included)."""
-    line = f"agent-link: {exc.message}"
-    if exc.hint:
-        line += f" {exc.hint}"
-    click.echo(line, err=True)
+    from agent_link_core.cli_text import error_line
+
+    ctx = click.get_current_context(silent=True)
+    click.echo(error_line(exc, ctx.info_name if ctx is not None else None), err=True)
     paths = [e.get("path", "") for e in exc.details.get("errors", [])] if exc.code == "invalid_arguments" else []
     sys.exit(2 if paths and not any(p.startswith("env.") for p in paths) else 1)
 
@@ -53,7 +58,10 @@ def get_app(ctx: click.Context) -> App:
 
 
 def emit(data: Any, as_json: bool, human: Any, ndjson: bool = False) -> None:
-    """Print ``data`` as JSON (``--json`` indented, ``--ndjson`` one line) or call ``human(data)``."""
+    """Print ``data`` as JSON (``--json`` indented, ``--ndjson`` one line) or call ``human(data)``.
+    A JSON object without a ``version`` field gets ``version`` :data:`JSON_FORMAT_VERSION`."""
+    if (as_json or ndjson) and isinstance(data, dict) and "version" not in data:
+        data = {"version": JSON_FORMAT_VERSION, **data}
     if ndjson:
         click.echo(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
     elif as_json:
@@ -155,7 +163,9 @@ class AgentLinkGroup(click.Group):
             fail(exc)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in self.commands:
+        # Plugins may also add options to core commands (e.g. a harness's endpoint choice),
+        # so they load for every command but the two that must start fast on their own.
+        if cmd_name not in self.commands or cmd_name not in ("mcp", "hook"):
             self._load_plugin_commands(ctx)
         command = super().get_command(ctx, cmd_name)
         if command is not None and getattr(command.callback, "__agent_link_sender_options__", False):
@@ -201,15 +211,17 @@ def build_cli() -> click.Group:
 
     @cli.command(epilog=EXIT_HELP)
     @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+    @click.option("--ndjson", is_flag=True, help="Print the same JSON object on one line.")
     @click.pass_context
-    def health(ctx: click.Context, as_json: bool) -> None:
+    def health(ctx: click.Context, as_json: bool, ndjson: bool) -> None:
         """Show whether agent-link works here and what it sees."""
-        emit(get_app(ctx).health(), as_json, _print_health)
+        emit(get_app(ctx).health(), as_json, _print_health, ndjson)
 
     @cli.command(epilog=EXIT_HELP)
     @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+    @click.option("--ndjson", is_flag=True, help="Print the same JSON object on one line.")
     @click.pass_context
-    def plugins(ctx: click.Context, as_json: bool) -> None:
+    def plugins(ctx: click.Context, as_json: bool, ndjson: bool) -> None:
         """List loaded, blocked and broken plugins."""
         app = get_app(ctx)
         app.hooks.tools()  # check every plugin's tools too: a refused one is a problem to show
@@ -233,38 +245,7 @@ def build_cli() -> click.Group:
             if not any(d[k] for k in ("loaded", "blocked", "failed")):
                 click.echo("no plugins installed")
 
-        emit(data, as_json, human)
-
-    @cli.command(epilog=EXIT_HELP)
-    @click.option("--as", "as_address", help="Read the mailbox of this address (default: the current session).")
-    @click.option("--limit", type=click.IntRange(1, 100), default=20, show_default=True)
-    @click.option("--peek", is_flag=True, help="Do not mark the messages delivered.")
-    @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-    @click.pass_context
-    def inbox(ctx: click.Context, as_address: str | None, limit: int, peek: bool, as_json: bool) -> None:
-        """Read the messages other agents sent to this session."""
-        from agent_link_core.model import Caller, address_scheme, is_address
-
-        app = get_app(ctx)
-        if as_address is not None:
-            if not is_address(as_address):
-                raise click.BadParameter("expected an address such as <harness>:<id>", param_hint="--as")
-            caller = Caller(as_address, "cli", address_scheme(as_address))
-        else:
-            caller = app.caller()
-        try:
-            data = app.inbox(caller, limit=limit, mark=not peek)
-        except AgentLinkError as exc:
-            fail(exc)
-
-        def human(d: dict[str, Any]) -> None:
-            if not d["messages"]:
-                click.echo(f"No open messages for {d['address']}.")
-                return
-            click.echo(d["renderedBlock"])
-            click.echo("Answer one with: agent-link reply MESSAGE_ID TEXT [--decline | --done]")
-
-        emit(data, as_json, human)
+        emit(data, as_json, human, ndjson)
 
     json_opt = click.option("--json", "as_json", is_flag=True, help="Print one JSON object (indented).")
     ndjson_opt = click.option("--ndjson", is_flag=True, help="Print the same JSON object on one line.")
@@ -291,16 +272,77 @@ def build_cli() -> click.Group:
         except AgentLinkError as exc:
             fail(exc)
 
+    def as_caller(app: App, as_address: str | None) -> Any:
+        """``--as ADDRESS`` (checked) or the current session."""
+        from agent_link_core.cli_text import address_error
+        from agent_link_core.model import Caller, address_scheme
+
+        if as_address is None:
+            return app.caller()
+        problem = address_error(as_address, "as")
+        if problem is not None:
+            fail(problem)
+        return Caller(as_address, "cli", address_scheme(as_address))
+
+    def print_messages(app: App, views: list[dict[str, Any]], show_envelope: bool) -> None:
+        """Messages for people (header, then the terminal-safe body), or their envelopes."""
+        from agent_link_core.cli_text import message_lines
+
+        for view in views:
+            row = app.mailbox.require(view["id"])
+            if show_envelope:
+                click.echo(app.mailbox.envelope(row))
+            else:
+                click.echo("\n".join(message_lines(view, row["body"])))
+
+    envelope_opt = click.option("--envelope", "show_envelope", is_flag=True,
+                                help="Print each message inside its <agent-link-message> envelope (what a model sees).")
+
+    @cli.command(epilog=EXIT_HELP)
+    @click.option("--as", "as_address", help="Read the mailbox of this address (default: the current session).")
+    @click.option("--limit", type=click.IntRange(1, 100), default=20, show_default=True)
+    @click.option("--peek", is_flag=True, help="Do not mark the messages delivered.")
+    @click.option("--all", "all_mail", is_flag=True, help="Also list messages already read or resolved (newest first).")
+    @envelope_opt
+    @json_opt
+    @ndjson_opt
+    @click.pass_context
+    def inbox(ctx: click.Context, as_address: str | None, limit: int, peek: bool, all_mail: bool, show_envelope: bool,
+              as_json: bool, ndjson: bool) -> None:
+        """Read the messages other agents sent to this session (open ones; --all: every one)."""
+        app = get_app(ctx)
+        caller = as_caller(app, as_address)
+        try:
+            data = app.inbox(caller, limit=limit, mark=not peek)
+            if all_mail:
+                rows = app.store.conn.execute(
+                    "SELECT * FROM messages WHERE recipient = ? ORDER BY sent_at DESC, id DESC LIMIT ?", (caller.address, limit)
+                ).fetchall()
+                data["messages"] = [app.mailbox.to_view(r) for r in rows]
+                data["renderedBlock"] = "\n".join(app.mailbox.envelope(r) for r in rows)
+        except AgentLinkError as exc:
+            fail(exc)
+
+        def human(d: dict[str, Any]) -> None:
+            if not d["messages"]:
+                click.echo(f"No {'' if all_mail else 'open '}messages for {d['address']}.")
+                return
+            print_messages(app, d["messages"], show_envelope)
+            click.echo("Answer one with: agent-link reply MESSAGE_ID TEXT [--decline | --done]")
+
+        emit(data, as_json, human, ndjson)
+
     @cli.command(epilog=EXIT_HELP)
     @click.option("--search", help="Only sessions matching these words (title, id, folder).")
     @click.option("--cwd", type=click.Path(file_okay=False), help="Only sessions working in this directory.")
     @click.option("--harness", help="Only this harness (e.g. one of the installed plugins).")
     @click.option("--limit", type=click.IntRange(1, 500), default=50, show_default=True)
+    @click.option("--source", help="Only sessions of this source kind (e.g. how a thread was started: cli, exec, subAgent...).")
     @click.option("--show-paths", is_flag=True, help="Show full working directories.")
     @json_opt
     @ndjson_opt
     @click.pass_context
-    def sessions(ctx: click.Context, search: str | None, cwd: str | None, harness: str | None, limit: int,
+    def sessions(ctx: click.Context, source: str | None, search: str | None, cwd: str | None, harness: str | None, limit: int,
                  show_paths: bool, as_json: bool, ndjson: bool) -> None:
         """List every agent session on this machine, newest first."""
         import os
@@ -309,7 +351,7 @@ def build_cli() -> click.Group:
 
         app = get_app(ctx)
         data = run_async(api.list_sessions(app, search=search, cwd=os.path.abspath(cwd) if cwd else None,
-                                           harness=harness or "all", limit=limit, show_paths=show_paths))
+                                           harness=harness or "all", limit=limit, show_paths=show_paths, source=source))
 
         def human(d: dict[str, Any]) -> None:
             if d["sessions"]:
@@ -322,36 +364,92 @@ def build_cli() -> click.Group:
         provider_lines(data["providers"])
         emit(data, as_json, human, ndjson)
 
+    def wait_all(app: App, caller: Any, message_id: str, timeout_ms: int) -> dict[str, Any]:
+        """Wait for a resolution for the whole ``timeout_ms``: one App.wait call stops at
+        its per-call cap, so the CLI keeps calling until the answer or the deadline."""
+        import time
+
+        deadline = time.monotonic() + timeout_ms / 1000
+        while True:
+            left = max(0, int((deadline - time.monotonic()) * 1000))
+            data = run_async(app.wait(caller=caller, agent=message_id, reply_to=message_id, timeout_ms=left))
+            data["warnings"] = [w for w in data.get("warnings", []) if w.get("code") != "wait_capped"]
+            if not data["warnings"]:
+                del data["warnings"]
+            if data["outcome"] != "timeout" or time.monotonic() >= deadline:
+                data["waitedMs"] = timeout_ms - left + data["waitedMs"]
+                return data
+
+    def print_wait(app: App, d: dict[str, Any], show_envelope: bool) -> None:
+        click.echo(f"{d['outcome']} after {d['waitedMs']} ms")
+        if d.get("reply"):
+            print_messages(app, [d["reply"]], show_envelope)
+
+    def message_text(text: str | None, file: str | None) -> str:
+        from agent_link_core.cli_text import read_body
+
+        try:
+            return read_body(text, file, sys.stdin.buffer)
+        except AgentLinkError as exc:
+            fail(exc)
+
     @cli.command(epilog=EXIT_HELP)
     @click.argument("target")
-    @click.argument("text")
-    @click.option("--message-id", help="A ULID making retries idempotent (same id + same text = no resend).")
+    @click.argument("text", required=False)
+    @click.option("--file", "file", type=click.Path(dir_okay=False), help="Read the text from this file (at most 64 KiB).")
+    @click.option("--message-id", help="A ULID or UUID making retries idempotent (same id + same message = no resend).")
     @click.option("--ttl-ms", type=click.IntRange(1, None), help="Give up pushing this long after the first attempt.")
-    @click.option("--reply-by", help="Deadline for an answer (ISO 8601 with a zone).")
+    @click.option("--reply-by", help="Deadline for an answer (ISO 8601 with a zone); implies --anticipation reply.")
     @click.option("--anticipation", type=click.Choice(["reply", "action", "fyi"]))
     @click.option("--wait", "wait_reply", is_flag=True, help="Wait for the recipient's resolution (implies reply).")
-    @click.option("--timeout-ms", type=click.IntRange(0, 600000), default=60000, show_default=True, help="With --wait.")
+    @click.option("--timeout-ms", type=click.IntRange(0, 600000), default=60000, show_default=True, help="With --wait (at most 600000).")
     @click.option("--retry-count", type=click.IntRange(0, 20), default=0, show_default=True)
     @click.option("--retry-delay-ms", type=click.IntRange(0, 60000), default=500, show_default=True)
     @click.option("--retry-backoff", type=click.FloatRange(1.0, 10.0), default=2.0, show_default=True)
     @click.option("--retry-jitter", type=click.FloatRange(0.0, 1.0), default=0.1, show_default=True)
     @click.option("--retry-unknown", is_flag=True, help="Push again a message whose earlier outcome was unknown.")
+    @click.option("--require-known", is_flag=True, help="Refuse an address no process has ever served (typo guard).")
+    @click.option("--require-delivered", is_flag=True, help=f"Exit {EXIT_UNDELIVERED} unless the outcome is delivered.")
+    @click.option("--correlation-id", help="Your id tying this message to others (stored, part of the idempotency check).")
+    @click.option("--from-project", help="The sender's project name (stored with the message).")
+    @click.option("--label", "sender_label", help="A label for the sender, e.g. its role (stored with the message).")
+    @click.option("--envelope", "envelope_format", type=click.Choice(["agent-link", "intercom-v2"]), default="agent-link",
+                  show_default=True, help="What the recipient's model reads: agent-link's envelope, or agent-session-intercom's v2"
+                  " text (for harnesses that support it).")
     @with_from
     @json_opt
     @ndjson_opt
     @click.pass_context
-    def send(ctx: click.Context, target: str, text: str, message_id: str | None, ttl_ms: int | None, reply_by: str | None,
-             anticipation: str | None, wait_reply: bool, timeout_ms: int, retry_count: int, retry_delay_ms: int,
-             retry_backoff: float, retry_jitter: float, retry_unknown: bool, from_address: str | None,
-             as_json: bool, ndjson: bool, **named: Any) -> None:
+    def send(ctx: click.Context, target: str, text: str | None, file: str | None, message_id: str | None, ttl_ms: int | None,
+             reply_by: str | None, anticipation: str | None, wait_reply: bool, timeout_ms: int, retry_count: int,
+             retry_delay_ms: int, retry_backoff: float, retry_jitter: float, retry_unknown: bool, require_known: bool,
+             require_delivered: bool, correlation_id: str | None, from_project: str | None, sender_label: str | None,
+             envelope_format: str, from_address: str | None, as_json: bool, ndjson: bool, **named: Any) -> None:
         """Send TEXT to TARGET: a contact alias, an address (harness:id, role:name), a form a plugin
-        understands (e.g. an endpoint composite), or a bare session id.
+        understands (e.g. an endpoint composite), or a bare session id. TEXT `-` reads stdin.
 
         The outcome is exactly one of delivered, accepted (the host took it and shows it
         later; never pushed again), queued, rejected, unknown.
         """
         from agent_link_core import api
+        from agent_link_core.cli_text import (
+            address_error,
+            cli_words,
+            looks_like_bad_address,
+        )
+        from agent_link_core.mailbox import parse_iso_ms
 
+        body = message_text(text, file)
+        problem = address_error(target.strip(), "to") if looks_like_bad_address(target.strip()) else None
+        if problem is not None:
+            fail(problem)
+        if reply_by is not None:
+            try:
+                parse_iso_ms(reply_by, "replyBy")  # the date's format is the first thing to get right
+            except AgentLinkError as exc:
+                fail(exc)
+            if anticipation is None:
+                anticipation = "reply"
         app = get_app(ctx)
         me = who_am_i(app, from_address, named)
         policy = api.RetryPolicy(retry_count, retry_delay_ms, retry_backoff, retry_jitter)
@@ -359,54 +457,73 @@ def build_cli() -> click.Group:
             raise click.UsageError("--wait expects an answer; it cannot go with --anticipation fyi")
         if wait_reply and anticipation is None:
             anticipation = "reply"
-        result = run_async(api.send_reliably(app, target, text, sender=me, message_id=message_id, ttl_ms=ttl_ms,
+        result = run_async(api.send_reliably(app, target, body, sender=me, message_id=message_id, ttl_ms=ttl_ms,
                                              reply_by=reply_by, anticipation=anticipation, retry=policy,
-                                             retry_unknown=retry_unknown))
+                                             retry_unknown=retry_unknown, require_known=require_known,
+                                             correlation_id=correlation_id, sender_project=from_project,
+                                             sender_label=sender_label,
+                                             envelope_format=None if envelope_format == "agent-link" else envelope_format))
         data = result.to_dict()
-        if wait_reply and result.outcome in ("delivered", "accepted", "queued"):
-            data["wait"] = run_async(app.wait(caller=me, agent=result.to, reply_to=result.message_id, timeout_ms=timeout_ms))
+        if wait_reply and result.outcome in ("delivered", "accepted", "queued") and result.message_id:
+            data["wait"] = wait_all(app, me, result.message_id, timeout_ms)
 
         def human(d: dict[str, Any]) -> None:
             line = f"{d['outcome']}: {d['messageId'] or '-'} to {d['to'] or target}"
             click.echo(line + (" (already sent; nothing resent)" if d["duplicate"] else ""))
             if d.get("error"):
-                click.echo(f"agent-link: {d['error']['message']}", err=True)
+                click.echo(f"agent-link: {cli_words(d['error']['message'], 'send')} {cli_words(d['error'].get('hint') or '', 'send')}".rstrip(), err=True)
             for w in d.get("warnings", []):
-                click.echo(f"warning: {w['message']}", err=True)
+                click.echo(f"warning: {cli_words(w['message'], 'send')}", err=True)
             if "wait" in d:
-                click.echo(f"wait: {d['wait']['outcome']}")
-                if d["wait"].get("reply"):
-                    click.echo(d["wait"]["reply"]["envelope"])
+                print_wait(app, d["wait"], False)
 
+        if (as_json or ndjson) and data.get("warnings"):
+            for w in data["warnings"]:  # scripts read stdout; people still see warnings
+                click.echo(f"warning: {cli_words(w['message'], 'send')}", err=True)
         emit(data, as_json, human, ndjson)
+        if "wait" in data and data["wait"]["outcome"] == "timeout":
+            sys.exit(EXIT_TIMEOUT)
+        if require_delivered and result.outcome in ("accepted", "queued"):
+            sys.exit(EXIT_UNDELIVERED)
         sys.exit({"delivered": 0, "accepted": 0, "queued": 0, "unknown": EXIT_UNKNOWN}.get(result.outcome, 1))
 
     @cli.command(epilog=EXIT_HELP)
     @click.argument("message_id")
     @click.argument("text", required=False)
+    @click.option("--file", "file", type=click.Path(dir_okay=False), help="Read the text from this file (at most 64 KiB).")
     @click.option("--decline", is_flag=True, help="Decline it; TEXT is the reason.")
     @click.option("--done", is_flag=True, help="Mark it done; TEXT is an optional note.")
+    @click.option("--envelope", "envelope_format", type=click.Choice(["agent-link", "intercom-v2"]), default="agent-link",
+                  show_default=True, help="What the original sender's model reads (intercom-v2: for harnesses that support it).")
     @with_from
     @json_opt
+    @ndjson_opt
     @click.pass_context
-    def reply(ctx: click.Context, message_id: str, text: str | None, decline: bool, done: bool, from_address: str | None,
-              as_json: bool, **named: Any) -> None:
+    def reply(ctx: click.Context, message_id: str, text: str | None, file: str | None, decline: bool, done: bool,
+              envelope_format: str, from_address: str | None, as_json: bool, ndjson: bool, **named: Any) -> None:
         """Answer MESSAGE_ID, a message addressed to the current session; the answer goes back
-        to its sender."""
+        to its sender. TEXT `-` reads stdin."""
         if decline and done:
             raise click.UsageError("choose one of --decline and --done")
         kind = "decline" if decline else ("done" if done else None)
+        body = message_text(text, file) if (text is not None or file is not None) else None
         app = get_app(ctx)
         me = who_am_i(app, from_address, named)
-        data = run_async(app.reply(caller=me, message_id=message_id, resolution=kind or "reply", message=text))
-        emit(data, as_json, lambda d: click.echo(f"{d['resolution']['kind']}: {message_id} ({d['status']}); reply {d['messageId'] or 'none'} {d['delivery']}"))
+        from agent_link_core import api
+
+        data = run_async(api.reply(app, message_id, body, sender=me, kind=kind or "reply",
+                                   envelope_format=None if envelope_format == "agent-link" else envelope_format))
+        emit(data, as_json, lambda d: click.echo(
+            f"{d['resolution']['kind']}: {d['replyToMessageId']} ({d['status']}); reply {d['messageId'] or 'none'} {d['delivery']}"), ndjson)
 
     @cli.command(epilog=EXIT_HELP)
     @click.argument("message_id")
     @with_from
     @json_opt
+    @ndjson_opt
     @click.pass_context
-    def status(ctx: click.Context, message_id: str, from_address: str | None, as_json: bool, **named: Any) -> None:
+    def status(ctx: click.Context, message_id: str, from_address: str | None, as_json: bool, ndjson: bool,
+               **named: Any) -> None:
         """Show delivery, status and reminders of a message you sent or received."""
         app = get_app(ctx)
         me = who_am_i(app, from_address, named)
@@ -417,37 +534,89 @@ def build_cli() -> click.Group:
         except AgentLinkError as exc:
             fail(exc)
         emit(data, as_json, lambda d: click.echo(
-            f"{message_id}: {d.get('deliveryNote') or d['delivery']}, status {d['status'] or 'none (fyi)'}, from {d['from']} to {d['to']}"))
+            f"{d['messageId']}: {d.get('deliveryNote') or d['delivery']}, status {d['status'] or 'none (fyi)'}, from {d['from']} to {d['to']}"), ndjson)
 
     @cli.command(epilog=EXIT_HELP)
     @click.argument("message_id")
-    @click.option("--timeout-ms", type=click.IntRange(0, 600000), default=60000, show_default=True)
+    @click.option("--timeout-ms", type=click.IntRange(0, 600000), default=60000, show_default=True, help="At most 600000.")
     @with_from
-    @json_opt
-    @click.pass_context
-    def wait(ctx: click.Context, message_id: str, timeout_ms: int, from_address: str | None, as_json: bool,
-             **named: Any) -> None:
-        """Wait for the resolution of MESSAGE_ID (exit 0 also on timeout: check the outcome)."""
-        app = get_app(ctx)
-        me = who_am_i(app, from_address, named)
-        data = run_async(app.wait(caller=me, agent=message_id, reply_to=message_id, timeout_ms=timeout_ms))
-
-        def human(d: dict[str, Any]) -> None:
-            click.echo(f"{d['outcome']} after {d['waitedMs']} ms")
-            if d.get("reply"):
-                click.echo(d["reply"]["envelope"])
-
-        emit(data, as_json, human)
-
-    @cli.command(epilog=EXIT_HELP)
+    @envelope_opt
     @json_opt
     @ndjson_opt
     @click.pass_context
-    def who(ctx: click.Context, as_json: bool, ndjson: bool) -> None:
+    def wait(ctx: click.Context, message_id: str, timeout_ms: int, from_address: str | None, show_envelope: bool,
+             as_json: bool, ndjson: bool, **named: Any) -> None:
+        """Wait up to --timeout-ms for the resolution of MESSAGE_ID (exit 6 on timeout)."""
+        app = get_app(ctx)
+        me = who_am_i(app, from_address, named)
+        data = wait_all(app, me, message_id, timeout_ms)
+        emit(data, as_json, lambda d: print_wait(app, d, show_envelope), ndjson)
+        if data["outcome"] == "timeout":
+            sys.exit(EXIT_TIMEOUT)
+
+    @cli.command(epilog=EXIT_HELP)
+    @click.option("--as", "as_address", help="Follow the mail of this address (default: the current session).")
+    @click.option("--interval-ms", type=click.IntRange(100, 60000), default=1000, show_default=True, help="How often to look.")
+    @envelope_opt
+    @ndjson_opt
+    @click.pass_context
+    def watch(ctx: click.Context, as_address: str | None, interval_ms: int, show_envelope: bool, ndjson: bool) -> None:
+        """Follow new mail to and from an address, and status changes, until interrupted (Ctrl-C).
+
+        --ndjson prints one JSON event per line: first {"version", "event": "watching", "address"},
+        then {"version", "event": "message"|"change", "message"}.
+        Watching reads nothing: no message is marked delivered."""
+        import time
+
+        app = get_app(ctx)
+        caller = as_caller(app, as_address)
+        try:
+            app.require_caller(caller)
+        except AgentLinkError as exc:
+            fail(exc)
+        seen: dict[str, tuple[Any, ...]] = {}
+        first = True
+        try:
+            while True:
+                rows = app.store.conn.execute(
+                    "SELECT * FROM messages WHERE from_addr = ? OR recipient = ? OR to_addr = ? ORDER BY sent_at, id",
+                    (caller.address,) * 3,
+                ).fetchall()
+                for row in rows:
+                    view = app.mailbox.to_view(row)
+                    key = (view["delivery"], view["status"], view["to"])
+                    before = seen.get(row["id"])
+                    seen[row["id"]] = key
+                    if first or before == key:  # what was there when watching began is not news
+                        continue
+                    event = "message" if before is None else "change"
+                    if ndjson:
+                        click.echo(json.dumps({"version": JSON_FORMAT_VERSION, "event": event, "message": view},
+                                              ensure_ascii=False, separators=(",", ":")))
+                    elif event == "message":
+                        print_messages(app, [view], show_envelope)
+                    else:
+                        click.echo(f"{view['id']}: now {view['status'] or 'fyi'} ({view['delivery']})\n")
+                if first:  # said once the starting point is taken: anything after it is news
+                    if ndjson:
+                        click.echo(json.dumps({"version": JSON_FORMAT_VERSION, "event": "watching", "address": caller.address}))
+                    else:
+                        click.echo(f"Watching mail of {caller.address} (Ctrl-C stops).")
+                first = False
+                time.sleep(interval_ms / 1000)
+        except KeyboardInterrupt:  # the normal way to stop watching
+            return
+
+    @cli.command(epilog=EXIT_HELP)
+    @click.option("--source", help="Only sessions of this source kind (e.g. how a thread was started: cli, exec, subAgent...).")
+    @json_opt
+    @ndjson_opt
+    @click.pass_context
+    def who(ctx: click.Context, source: str | None, as_json: bool, ndjson: bool) -> None:
         """Live sessions merged with your contacts."""
         from agent_link_core import api
 
-        data = run_async(api.who(get_app(ctx)))
+        data = run_async(api.who(get_app(ctx), source=source))
 
         def human(d: dict[str, Any]) -> None:
             table(["ALIAS", "ADDRESS", "TITLE", "FOLDER"],
@@ -459,20 +628,27 @@ def build_cli() -> click.Group:
 
     @cli.command(epilog=EXIT_HELP)
     @click.argument("query")
+    @click.option("--source", help="Only sessions of this source kind (e.g. how a thread was started: cli, exec, subAgent...).")
+    @click.option("--show-paths", is_flag=True, help="Show full working directories.")
     @json_opt
+    @ndjson_opt
     @click.pass_context
-    def find(ctx: click.Context, query: str, as_json: bool) -> None:
+    def find(ctx: click.Context, query: str, source: str | None, show_paths: bool, as_json: bool, ndjson: bool) -> None:
         """Find an agent by alias, project, title or id: answers none, one or many."""
         from agent_link_core import api
 
-        data = run_async(api.find(get_app(ctx), query))
+        if not query.strip():
+            from agent_link_core.errors import invalid_arguments
+
+            fail(invalid_arguments([{"path": "query", "rule": "minLength", "expected": "an alias, project, title or id to look for"}]))
+        data = run_async(api.find(get_app(ctx), query, show_paths=show_paths, source=source))
 
         def human(d: dict[str, Any]) -> None:
             click.echo(d["verdict"])
             for m in d["matches"]:
-                click.echo(f"  {m.get('alias') or '-'}  {m['address']}  {m.get('title') or ''}".rstrip())
+                click.echo(f"  {m.get('alias') or '-'}  {m['address']}  {printable(m.get('title') or '')}".rstrip())
 
-        emit(data, as_json, human)
+        emit(data, as_json, human, ndjson)
         sys.exit({"one": 0, "none": EXIT_NONE}.get(data["verdict"], EXIT_MANY))
 
     @cli.command(epilog=EXIT_HELP)
@@ -486,10 +662,11 @@ def build_cli() -> click.Group:
     @click.option("--cursor", help="Continue after a previous page (its nextCursor).")
     @with_from
     @json_opt
+    @ndjson_opt
     @click.pass_context
     def search(ctx: click.Context, query: str, sent_by: str | None, sent_to: str | None, since: str | None,
                until: str | None, status: str | None, limit: int, cursor: str | None, from_address: str | None,
-               as_json: bool, **named: Any) -> None:
+               as_json: bool, ndjson: bool, **named: Any) -> None:
         """Search the messages you sent or received (all with AGENT_LINK_INSPECT_ALL=1).
 
         QUERY: words (all must match), "exact phrases", OR, NOT, parentheses, prefix*.
@@ -512,17 +689,20 @@ def build_cli() -> click.Group:
             if d["nextCursor"]:
                 click.echo(f"more: --cursor {d['nextCursor']}")
 
-        emit(data, as_json, human)
+        emit(data, as_json, human, ndjson)
 
     @cli.command(epilog=EXIT_HELP)
     @click.argument("message_id")
     @click.option("--thread", is_flag=True, help="Show the whole conversation: what it answers, replies, follow-ups.")
     @with_from
+    @envelope_opt
     @json_opt
+    @ndjson_opt
     @click.pass_context
-    def show(ctx: click.Context, message_id: str, thread: bool, from_address: str | None, as_json: bool,
-             **named: Any) -> None:
-        """Show a message you sent or received, inside its envelope (--thread: its conversation, oldest first)."""
+    def show(ctx: click.Context, message_id: str, thread: bool, from_address: str | None, show_envelope: bool,
+             as_json: bool, ndjson: bool, **named: Any) -> None:
+        """Show a message you sent or received, read or not (--thread: its conversation, oldest
+        first); --envelope shows what a model sees."""
         app = get_app(ctx)
         me = who_am_i(app, from_address, named)
         try:
@@ -533,14 +713,11 @@ def build_cli() -> click.Group:
             data = {"message": next(m for m in data["messages"] if m["id"] == data["messageId"])}
 
         def human(d: dict[str, Any]) -> None:
-            for m in d.get("messages") or [d["message"]]:
-                status = m["status"] or "fyi"
-                click.echo(f"# {m['id']}  {m['sentAt']}  {m['from']} -> {m['to']}  {m['delivery']}, {status}")
-                click.echo(m["envelope"])
+            print_messages(app, d.get("messages") or [d["message"]], show_envelope)
             if d.get("hiddenCount"):
                 click.echo(f"({d['hiddenCount']} messages of this conversation are not yours to see)")
 
-        emit(data, as_json, human)
+        emit(data, as_json, human, ndjson)
 
     @cli.group(epilog=EXIT_HELP)
     def contacts() -> None:
@@ -550,8 +727,9 @@ def build_cli() -> click.Group:
     @click.argument("alias")
     @click.argument("target")
     @json_opt
+    @ndjson_opt
     @click.pass_context
-    def contacts_add(ctx: click.Context, alias: str, target: str, as_json: bool) -> None:
+    def contacts_add(ctx: click.Context, alias: str, target: str, as_json: bool, ndjson: bool) -> None:
         """Bind ALIAS to TARGET (an address, or any form `send` accepts)."""
         from agent_link_core import api
 
@@ -561,14 +739,15 @@ def build_cli() -> click.Group:
             data = api.add_contact(app, alias, address)
         except AgentLinkError as exc:
             fail(exc)
-        emit(data, as_json, lambda d: click.echo(f"{d['alias']} -> {d['address']}"))
+        emit(data, as_json, lambda d: click.echo(f"{d['alias']} -> {d['address']}"), ndjson)
 
     @contacts.command("rename")
     @click.argument("old")
     @click.argument("new")
     @json_opt
+    @ndjson_opt
     @click.pass_context
-    def contacts_rename(ctx: click.Context, old: str, new: str, as_json: bool) -> None:
+    def contacts_rename(ctx: click.Context, old: str, new: str, as_json: bool, ndjson: bool) -> None:
         """Rename alias OLD to NEW."""
         from agent_link_core import api
 
@@ -576,13 +755,14 @@ def build_cli() -> click.Group:
             data = api.rename_contact(get_app(ctx), old, new)
         except AgentLinkError as exc:
             fail(exc)
-        emit(data, as_json, lambda d: click.echo(f"{d['alias']} -> {d['address']}"))
+        emit(data, as_json, lambda d: click.echo(f"{d['alias']} -> {d['address']}"), ndjson)
 
     @contacts.command("remove")
     @click.argument("alias")
     @json_opt
+    @ndjson_opt
     @click.pass_context
-    def contacts_remove(ctx: click.Context, alias: str, as_json: bool) -> None:
+    def contacts_remove(ctx: click.Context, alias: str, as_json: bool, ndjson: bool) -> None:
         """Forget ALIAS."""
         from agent_link_core import api
 
@@ -590,18 +770,19 @@ def build_cli() -> click.Group:
             data = api.remove_contact(get_app(ctx), alias)
         except AgentLinkError as exc:
             fail(exc)
-        emit(data, as_json, lambda d: click.echo(f"removed {d['alias']} ({d['address']})"))
+        emit(data, as_json, lambda d: click.echo(f"removed {d['alias']} ({d['address']})"), ndjson)
 
     @contacts.command("list")
     @json_opt
+    @ndjson_opt
     @click.pass_context
-    def contacts_list(ctx: click.Context, as_json: bool) -> None:
+    def contacts_list(ctx: click.Context, as_json: bool, ndjson: bool) -> None:
         """List contacts."""
         from agent_link_core import api
 
         data = {"version": 1, "contacts": api.list_contacts(get_app(ctx))}
         emit(data, as_json, lambda d: table(["ALIAS", "ADDRESS", "PROJECT", "LAST SEEN"],
-                                            [[c["alias"], c["address"], c["project"], c["lastSeen"]] for c in d["contacts"]]))
+                                            [[c["alias"], c["address"], c["project"], c["lastSeen"]] for c in d["contacts"]]), ndjson)
 
     @cli.command(epilog=EXIT_HELP)
     def mcp() -> None:
@@ -637,6 +818,10 @@ def main() -> None:
 
     try:
         build_cli()(prog_name="agent-link")
+    except KeyboardInterrupt:  # `watch` and long waits end this way; no traceback for it
+        sys.exit(130)
+    except AgentLinkError as exc:  # raised outside a command's own handling (e.g. who is calling)
+        fail(exc)
     except sqlite3.DatabaseError as exc:
         from agent_link_core.config import load_config
         from agent_link_core.store import database_error
@@ -646,3 +831,10 @@ def main() -> None:
         except AgentLinkError:
             path = "agent-link.db"
         fail(database_error(path, exc))
+    except Exception as exc:  # a bug must still read as one line, not a traceback
+        import logging
+
+        logging.getLogger(__name__).exception("agent-link failed")
+        fail(AgentLinkError("internal_error", f"agent-link failed unexpectedly ({type(exc).__name__}).",
+                            {"cause": type(exc).__name__},
+                            hint="Rerun with AGENT_LINK_DEBUG=1 (the log names the cause) and report it."))

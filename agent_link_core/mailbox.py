@@ -55,6 +55,21 @@ def new_message_id() -> str:
     return str(ULID())
 
 
+def ulid_of_uuid(value: str) -> str | None:
+    """The ULID holding the same 128 bits as the UUID ``value`` (any case, with or without
+    hyphens), or None when ``value`` is not a UUID. The mapping is fixed, so a script that
+    sends with ``--message-id <uuid>`` can retry and ask for status with the same UUID."""
+    import uuid
+
+    try:
+        parsed = uuid.UUID(value)
+    except (ValueError, TypeError, AttributeError):
+        return None
+    from ulid import ULID
+
+    return str(ULID.from_uuid(parsed))
+
+
 def parse_iso_ms(value: str, path: str) -> int:
     """Parse an ISO 8601 timestamp that carries a timezone into epoch ms.
 
@@ -134,11 +149,22 @@ def check_body(body: str, field_name: str = "message") -> str:
     return clean
 
 
-def content_hash(sender: str, to: str, body: str, anticipation: str, reply_by_ms: int | None, reply_to: str | None) -> str:
-    """What makes two sends with the same message id "the same message" (SHA-256 hex)."""
+def content_hash(
+    sender: str, to: str, body: str, anticipation: str, reply_by_ms: int | None, reply_to: str | None,
+    extra: dict[str, Any] | None = None,
+) -> str:
+    """What makes two sends with the same message id "the same message" (SHA-256 hex).
+
+    :param extra: further fields that define the message (a message's
+        ``metadata["fingerprint"]``: TTL, correlation id, sender project and label ...);
+        when empty the digest is the same as without it.
+    """
     import hashlib
 
-    blob = json.dumps([sender, to, body, anticipation, reply_by_ms, reply_to], ensure_ascii=False)
+    parts: list[Any] = [sender, to, body, anticipation, reply_by_ms, reply_to]
+    if extra:
+        parts.append(extra)
+    blob = json.dumps(parts, ensure_ascii=False, sort_keys=True)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
@@ -269,8 +295,11 @@ class Mailbox:
 
     def require(self, message_id: str) -> sqlite3.Row:
         """The message row; raises ``not_found`` (``details.id``) when absent. ULIDs are
-        case-insensitive: a lower-case id finds the stored upper-case one."""
+        case-insensitive: a lower-case id finds the stored upper-case one; a UUID (the id a
+        script chose with ``--message-id``) finds the message stored under its ULID."""
         message_id = message_id.upper() if isinstance(message_id, str) else message_id
+        if isinstance(message_id, str) and not is_ulid(message_id):
+            message_id = ulid_of_uuid(message_id) or message_id
         if not is_ulid(message_id):
             raise invalid_arguments([{"path": "messageId", "rule": "pattern", "expected": "a 26-character ULID"}])
         row = self.get_row(message_id)
@@ -355,6 +384,9 @@ class Mailbox:
             view["deliveryNote"] = state.delivery_note
         if meta.get("via"):
             view["via"] = meta["via"]
+        for key in ("correlationId", "senderProject", "senderLabel", "clientMessageId"):  # set by the sender
+            if key in meta.get("fingerprint", {}):
+                view[key] = meta["fingerprint"][key]
         if body:
             view["body"] = row["body"]
         return view
@@ -451,7 +483,8 @@ class Mailbox:
         :raises AgentLinkError: ``invalid_arguments`` (rule ``idempotency``) when the id
             exists with different content.
         """
-        digest = content_hash(msg.sender.address, msg.to, msg.body, msg.anticipation, msg.reply_by_ms, msg.reply_to)
+        digest = content_hash(msg.sender.address, msg.to, msg.body, msg.anticipation, msg.reply_by_ms, msg.reply_to,
+                              msg.metadata.get("fingerprint"))
         meta = dict(msg.metadata)
         meta["sender"] = {"source": msg.sender.source, "verified": msg.sender.verified}
         if msg.tags:
@@ -463,7 +496,8 @@ class Mailbox:
                 if existing["content_hash"] != digest:
                     raise invalid_arguments(
                         [{"path": "messageId", "rule": "idempotency", "expected": "the same content as the first send with this id"}],
-                        f"Message id {msg.id} was already used for different content.",
+                        f"Message id {msg.id} was already used for a different message (text, target, labels,"
+                        " TTL, correlation id or sender metadata differ).",
                     )
                 return existing, False
             row = self._insert_row(conn, msg, at, digest, meta)

@@ -135,6 +135,11 @@ async def serve_streams(app: App, read_stream: Any, write_stream: Any) -> None:
     :param write_stream: the transport's outbound ``SessionMessage`` stream.
     """
     server = build_server(app)
+    me = app.caller()
+    if me.source == "config":  # a plain address: presence lets peers find it while this runs
+        from agent_link_core import presence
+
+        presence.record(app.store, me.address, "mcp", os.getpid())
     capabilities = app.mcp_capabilities()
     refuse_discover = any(app.hooks.guard_harness(harness, "needs_handshake", partial(harness.needs_handshake, app), False)
                           for harness in list(app.harnesses.values()))

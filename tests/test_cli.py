@@ -64,7 +64,11 @@ def test_inbox_reads_and_marks(isolated_env: Path) -> None:
     peek = json.loads(invoke("inbox", "--as", "test:bob", "--peek", "--json").output)
     assert peek["markedDelivered"] == [] and peek["messages"][0]["id"] == mid
     human = invoke("inbox", "--as", "test:bob")
-    assert human.exit_code == 0 and "hello &lt;bob&gt;" in human.output and "<agent-link-message" in human.output
+    # People read the text itself; --envelope shows what a model sees.
+    assert human.exit_code == 0 and "  hello <bob>" in human.output and "<agent-link-message" not in human.output
+    assert "from:    test:alice" in human.output
+    model = invoke("inbox", "--as", "test:bob", "--envelope")
+    assert "hello &lt;bob&gt;" in model.output and "<agent-link-message" in model.output
     again = json.loads(invoke("inbox", "--as", "test:bob", "--json").output)
     assert again["markedDelivered"] == [] and again["messages"][0]["delivery"] == "delivered"
 

@@ -166,8 +166,11 @@ def test_ttl_counts_from_the_first_attempt(harness: ScriptedHarness) -> None:
     import time
 
     time.sleep(0.01)
-    late = run("send", "sx:lost", "x", "--message-id", mid, "--ttl-ms", "999999", "--from", "team:me", "--retry-unknown", "--json")
+    late = run("send", "sx:lost", "x", "--message-id", mid, "--ttl-ms", "1", "--from", "team:me", "--retry-unknown", "--json")
     assert out_json(late)["outcome"] == "rejected" and out_json(late)["expiresAt"] == first["expiresAt"]
+    # The TTL defines the message: a longer one under the same id is another message, refused.
+    longer = out_json(run("send", "sx:lost", "x", "--message-id", mid, "--ttl-ms", "999999", "--from", "team:me", "--json"))
+    assert longer["outcome"] == "rejected" and longer["error"]["details"]["errors"][0]["rule"] == "idempotency"
 
 
 def test_reply_status_wait_round_trip(harness: ScriptedHarness) -> None:

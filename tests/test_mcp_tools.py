@@ -278,7 +278,9 @@ async def test_tools_list_schemas_and_annotations(isolated_env: Path) -> None:
         assert health["callerContext"] == {"meta": {"callerThreadId": "t-1"}, "source": "config"}
 
         listed = await alice.ok("list_agents")
-        assert listed["sessions"] == [] and listed["caller"]["address"] == "test:alice"
+        # No harness plugin, but the server serving test:alice is live (presence).
+        assert [s["address"] for s in listed["sessions"]] == ["test:alice"] and listed["caller"]["address"] == "test:alice"
+        assert listed["sessions"][0]["presence"] == {"source": "mcp", "running": True}
 
         resolved = await alice.ok("resolve_agent", {"query": "test:bob"})
         assert resolved["status"] == "resolved" and resolved["best"]["address"] == "test:bob"
@@ -328,7 +330,7 @@ async def test_argument_validation_rules() -> None:
         ]
         for name, args, path, rule in out_of_range:
             await alice.invalid(name, args, path, rule)
-        assert len((await alice.ok("list_agents", {"limit": 200}))["sessions"]) == 0
+        assert len((await alice.ok("list_agents", {"limit": 200}))["sessions"]) == 1  # alice's own server
         assert (await alice.ok("read_agent_link_inbox", {"limit": 100, "markAsDelivered": False}))["markedDelivered"] == []
         await alice.ok("agent_link_mailbox_inspect", {"limit": 500})
         await alice.ok("resolve_agent", {"query": "x", "limit": 50})
@@ -467,7 +469,10 @@ async def test_reply_status_wait_inbox_inspect_errors() -> None:
             assert error["details"] == {"messageId": m1, "expected": "test:bob", "caller": other.address}
         error = await bob.fail("reply_agent_link_message", {"messageId": UNKNOWN_ULID, "message": "?"}, "not_found")
         assert error["details"]["id"] == UNKNOWN_ULID
-        await bob.invalid("reply_agent_link_message", {"messageId": "01hzy8d3j5q7k9m2n4p6r8t0vw", "message": "?"}, "messageId", "pattern")
+        # Ids are case-insensitive: a lower-case unknown id is looked up, and is not found.
+        error = await bob.fail("reply_agent_link_message", {"messageId": UNKNOWN_ULID.lower(), "message": "?"}, "not_found")
+        assert error["details"]["id"] == UNKNOWN_ULID
+        await bob.invalid("reply_agent_link_message", {"messageId": "01HZY8D3J5Q7K9M2N4P6R8T0VU", "message": "?"}, "messageId", "pattern")
         await bob.invalid("reply_agent_link_message", {"messageId": m1, "resolution": "decline"}, "message", "required")
         await bob.invalid("reply_agent_link_message", {"messageId": m1, "resolution": "decline", "message": "  "}, "message", "required")
         await bob.invalid("reply_agent_link_message", {"messageId": m1}, "message", "required")  # reply needs text
@@ -849,3 +854,35 @@ async def test_body_escaping_through_the_real_path() -> None:
         assert envelope.count("</agent-link-message>") == 1 and envelope.count("</body>") == 1
         assert envelope_attrs(envelope)["from"] == "test:bob" and envelope_attrs(envelope)["fromVerified"] == "false"
         assert hostile in envelope and not any(r in envelope for r in RAW_FORBIDDEN)
+
+
+async def test_plain_addresses_find_each_other_and_typos_are_caught() -> None:
+    """Two MCP clients with no host plugin: each server's address is present while it runs,
+    so list_agents shows the peer, a typo gets a "did you mean" warning, and requireKnown
+    refuses it."""
+    async with peers("team:alice", "team:bob") as (alice, bob):
+        listed = await alice.ok("list_agents")
+        assert {"team:alice", "team:bob"} <= {s["address"] for s in listed["sessions"]}
+        assert (await bob.ok("list_agents", {"harness": "team"}))["sessions"]
+
+        typo = await alice.send("team:bobb", "hello?")
+        warning = next(w for w in typo["warnings"] if w["code"] == "unknown_address")
+        assert warning["details"] == {"address": "team:bobb", "suggestions": ["team:bob"]}
+        assert "did you mean team:bob" in warning["message"].lower()
+        wrong_harness = await alice.send("tema:bob", "hello?")
+        assert [w["details"]["suggestions"] for w in wrong_harness["warnings"]] == [["team:bob"]]
+        assert "warnings" not in await alice.send("team:bob", "hello", requireKnown=True)
+
+        error = await alice.fail("message_agent", {"to": "team:bobb", "message": "x", "requireKnown": True}, "not_found")
+        assert error["details"]["candidates"] == [{"address": "team:bob"}] and "team:bob" in error["hint"]
+        # Nothing was stored for the refused send.
+        sent = (await alice.ok("agent_link_mailbox_inspect"))["messages"]
+        assert sorted(m["to"] for m in sent) == ["team:bob", "team:bobb", "tema:bob"]
+
+        # Lower-case ids work in every tool.
+        mid = (await alice.send("team:bob", "answer me", anticipation="reply"))["messageId"]
+        assert (await bob.ok("get_agent_link_message_status", {"messageId": mid.lower()}))["messageId"] == mid
+        replied = await bob.ok("reply_agent_link_message", {"messageId": mid.lower(), "message": "ok"})
+        assert replied["replyToMessageId"] == mid
+        waited = await alice.ok("wait_for_agent", {"agent": "team:bob", "replyToMessageId": mid.lower(), "timeoutMs": 0})
+        assert waited["outcome"] == "reply"

@@ -304,7 +304,10 @@ def test_cli_search_and_show(isolated_env: Path, monkeypatch: pytest.MonkeyPatch
     assert bad.exit_code == 2 and "parenthesis" in bad.output and "fts5" not in bad.output
     shown = runner.invoke(build_cli(), ["show", reply, "--thread", "--from", "team:alice"])
     assert shown.exit_code == 0, shown.output
-    assert shown.output.index(root) < shown.output.index(reply) and "<agent-link-message" in shown.output
+    assert shown.output.index(root) < shown.output.index(reply) and "<agent-link-message" not in shown.output
+    assert "  ship the <release> today" in shown.output  # for people: the text itself
+    enveloped = runner.invoke(build_cli(), ["show", reply, "--thread", "--envelope", "--from", "team:alice"])
+    assert "<agent-link-message" in enveloped.output and "&lt;release&gt;" in enveloped.output
     one = runner.invoke(build_cli(), ["show", root, "--from", "team:bob", "--json"])
     assert json.loads(one.output)["message"]["id"] == root
     denied = runner.invoke(build_cli(), ["show", root, "--from", "team:carol"])

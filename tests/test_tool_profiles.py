@@ -33,6 +33,7 @@ def test_an_unknown_item_is_logged(caplog: pytest.LogCaptureFixture) -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.installed_plugins  # the codex and receipts profiles need those plugins
 async def test_profile_through_a_real_mcp_session() -> None:
     app = App.create()
     try:

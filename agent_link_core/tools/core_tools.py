@@ -177,12 +177,14 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool:
         reply_by=args.get("replyBy"), wait_for_reply=args.get("waitForReply", False),
         reply_to=args.get("replyToMessageId"), tool=tool, arguments=args, options=options, meta=call.meta,
         allow_archived=allow_archived,
+        require_known=args.get("requireKnown", False),
     )
     result = message_summary(app, outcome)
     if args.get("replyToMessageId") and outcome.message.get("reply_to"):
-        answered = app.mailbox.state(app.mailbox.stored(args["replyToMessageId"]))
+        answered_id = outcome.message["reply_to"]
+        answered = app.mailbox.state(app.mailbox.stored(answered_id))
         if answered.resolution and answered.resolution.get("replyMessageId") == result["messageId"]:
-            result["resolved"] = {"messageId": args["replyToMessageId"], "kind": "reply", "late": answered.resolution["late"]}
+            result["resolved"] = {"messageId": answered_id, "kind": "reply", "late": answered.resolution["late"]}
     if args.get("waitForReply"):
         result["wait"] = await app.wait(
             caller=call.caller, agent=result["to"], reply_to=result["messageId"],
@@ -293,6 +295,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
             "anticipation": ANTICIPATION, "replyBy": REPLY_BY,
             "waitForReply": {"type": "boolean", "default": False, "description": "Wait for the recipient's resolution (implies anticipation reply)."},
             "timeoutMs": TIMEOUT_MS, "pollIntervalMs": POLL_MS, "receipt": RECEIPT,
+            "requireKnown": {"type": "boolean", "default": False, "description": "Refuse (not_found, with suggestions) a plain address no process has ever served, instead of queueing with an unknown_address warning."},
         }, ("to", "message")),
         output_fields=SEND_RESULT,
         handler=message_agent, removed={"body": "message", "latestMessageId": "replyToMessageId"},

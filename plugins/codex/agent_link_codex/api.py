@@ -215,3 +215,68 @@ def named_sender(harness: CodexHarness, thread_id: str, endpoint_id: str | None)
     if homes or rollouts.find_rollout(codex_home(harness.env), thread_id) is not None:
         return caller
     return None
+
+
+# -- for scripts written against agent-session-intercom -----------------------------------------
+
+#: What a failed dispatch means for a retry (:func:`classify_dispatch_error`).
+DISPATCH_CLASSES = ("retryable", "rejected", "unknown")
+_BEFORE_SENDING = ("open-failed", "open-timeout", "send-failed", "client-closed")
+
+
+def classify_dispatch_error(exc: BaseException, *, request_sent: bool = True) -> str:
+    """Classify an error from a ``turn/start`` / ``turn/steer`` dispatch, as intercom's
+    ``classifyAppServerDispatchError`` does for its reliable delivery.
+
+    :param exc: what the dispatch raised (an app-server exception or an ``AgentLinkError``).
+    :param request_sent: whether the turn request had left when it failed.
+    :returns: ``retryable`` (nothing was accepted: no app-server answered before the request,
+        or JSON-RPC ``-32001`` "overloaded"), ``unknown`` (the request may have been carried
+        out: its answer was lost or timed out) or ``rejected`` (a definite refusal).
+    """
+    from agent_link_codex.appserver import AppServerError, AppServerUnavailable
+    from agent_link_codex.delivery import OVERLOADED
+
+    if isinstance(exc, AppServerError):
+        return "retryable" if exc.code == OVERLOADED else "rejected"
+    if isinstance(exc, AppServerUnavailable):
+        return "retryable" if (not request_sent or exc.reason in _BEFORE_SENDING) else "unknown"
+    if isinstance(exc, AgentLinkError):
+        if exc.code == "codex_unavailable":
+            return "retryable" if not request_sent or exc.details.get("reason") in _BEFORE_SENDING else "unknown"
+        if exc.code == "upstream_error" and exc.details.get("rpcCode") == OVERLOADED:
+            return "retryable"
+        return "rejected"
+    return "unknown" if request_sent else "retryable"
+
+
+async def resolve_source(app: App, thread_id: str, endpoint_id: str | None = None) -> dict[str, str]:
+    """The canonical address of a sending thread, proved as intercom's ``resolveSource`` does:
+    the thread must be on ``endpoint_id`` when given, else on exactly one reachable endpoint
+    (``AGENT_LINK_CODEX_SOURCE_ENDPOINT`` / ``AGENT_SESSION_INTERCOM_SOURCE_ENDPOINT`` picks
+    one when several have it).
+
+    :returns: ``{"scheme": "codex-thread", "endpointId": "ep_...", "threadId": thread_id}``.
+    :raises AgentLinkError: ``not_found`` (no reachable endpoint has the thread, or not the
+        named one), ``ambiguous`` (several have it and none is named; details list them).
+    """
+    from agent_link_codex.intercom import thread_address
+
+    harness = codex_harness(app)
+    endpoint_id = endpoint_id or harness.values.get("AGENT_LINK_CODEX_SOURCE_ENDPOINT") or None
+    candidates, _ = harness.service.candidates()
+    holders = [s.endpoint.id for s in await lookup.probe_all(candidates, thread_id) if s.thread is not None]
+    if endpoint_id is not None:
+        if endpoint_id not in holders:
+            raise AgentLinkError("not_found", f"Codex endpoint {endpoint_id} has no thread {thread_id} (or did not answer).",
+                                 {"query": thread_id, "candidates": [{"address": f"{e}:{thread_id}"} for e in holders]},
+                                 hint="Check --from-thread and --from-endpoint.")
+        return thread_address(endpoint_id, thread_id)
+    if not holders:
+        raise AgentLinkError("not_found", f"No reachable Codex app-server has thread {thread_id}.",
+                             {"query": thread_id, "candidates": []}, hint="Check the thread id, or start its app-server.")
+    if len(holders) > 1:
+        raise AgentLinkError("ambiguous", f"Thread {thread_id} is on several Codex endpoints.",
+                             {"query": thread_id, "candidates": [{"address": f"{e}:{thread_id}"} for e in holders]},
+                             hint="Name one with --from-endpoint (or AGENT_SESSION_INTERCOM_SOURCE_ENDPOINT).")
+    return thread_address(holders[0], thread_id)

@@ -4,7 +4,8 @@ Candidates, in order of preference for new work (docs/behaviour.md
 §16.1, docs/hosts/codex.md §4):
 
 1. ``AGENT_LINK_CODEX_URL`` (a loopback WebSocket; token from ``AGENT_LINK_CODEX_TOKEN_FILE``);
-2. ``AGENT_LINK_CODEX_SOCK`` (a Unix socket);
+2. ``AGENT_LINK_CODEX_SOCK`` (a Unix socket), then ``AGENT_LINK_CODEX_EXTRA_SOCK``
+   (``CODEX_APP_SERVER_SOCKET``: used, never registered);
 3. the default control socket ``$CODEX_HOME/app-server-control/app-server-control.sock``
    (``codex app-server daemon`` and ``--listen unix://`` without a path);
 4. endpoints the user registered (:class:`EndpointRegistry`);
@@ -34,7 +35,7 @@ from agent_link_codex.settings import control_socket
 #: At most this many registered endpoints, as agent-session-intercom allowed (its capacity
 #: leaves room for the default and environment sources); all are probed concurrently.
 REGISTRY_CAPACITY = 62
-SOURCES = ("env-url", "env-sock", "control-socket", "registered", "managed")
+SOURCES = ("env-url", "env-sock", "env-extra", "control-socket", "registered", "managed")
 #: ``<endpoint id>:<thread id>``: a thread named together with the app-server that has it (the
 #: ``endpointAddress`` of a listed session). Any ``ep_`` id is accepted here so an unknown one
 #: gets a clear "no such endpoint" instead of a failed bare-id search.
@@ -139,6 +140,9 @@ def configured(values: Mapping[str, Any], env: Mapping[str, str]) -> tuple[list[
     sock = values.get("AGENT_LINK_CODEX_SOCK")
     if sock:
         found.append(socket_endpoint(sock, "env-sock"))
+    extra = values.get("AGENT_LINK_CODEX_EXTRA_SOCK")
+    if extra and all(e.id != socket_endpoint(extra, "env-extra").id for e in found):
+        found.append(socket_endpoint(extra, "env-extra"))
     control = socket_endpoint(str(control_socket(env)), "control-socket")
     if all(e.id != control.id for e in found):
         found.append(control)
@@ -147,7 +151,7 @@ def configured(values: Mapping[str, Any], env: Mapping[str, str]) -> tuple[list[
 
 def explicit(values: Mapping[str, Any]) -> bool:
     """Whether the user named an endpoint (then no private app-server is started)."""
-    return bool(values.get("AGENT_LINK_CODEX_URL") or values.get("AGENT_LINK_CODEX_SOCK"))
+    return bool(values.get("AGENT_LINK_CODEX_URL") or values.get("AGENT_LINK_CODEX_SOCK") or values.get("AGENT_LINK_CODEX_EXTRA_SOCK"))
 
 
 class EndpointRegistry:

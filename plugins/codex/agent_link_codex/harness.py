@@ -183,6 +183,11 @@ class CodexHarness(Harness):
     session_kind = "codex_thread"
     host_variables = ("CODEX_THREAD_ID",)
     host_priority = 20
+    # ``added`` / ``updated`` / ``registry-full`` once ``--socket PATH`` registered its endpoint
+    # in this process (reported by ``sessions`` and ``send``, as agent-session-intercom does).
+    # message formats this harness can put in front of a model besides agent-link's envelope
+    envelope_formats = ("intercom-v2",)
+    endpoint_registration: str | None = None
     # Turn overrides (model, effort, cwd) are checked against the override policy before
     # anything is stored (agent_link_codex.overrides) and carried by the delivering turn/start.
     send_options = frozenset({"mode", "resumeIfNeeded", "expectedTurnId", "model", "effort", "cwd",
@@ -353,6 +358,8 @@ class CodexHarness(Harness):
             return None  # another harness's endpoint naming
         from agent_link_codex.api import named_sender
 
+        if endpoint is None:  # the intercom variable picks the source endpoint when several know the thread
+            endpoint = self.values.get("AGENT_LINK_CODEX_SOURCE_ENDPOINT") or None
         return named_sender(self, thread.strip(), endpoint)
 
     # discovery -------------------------------------------------------------------------
@@ -380,7 +387,7 @@ class CodexHarness(Harness):
             return [], exc
 
     async def list_sessions(self, *, include_archived: bool = False, limit: int = 200) -> SessionListing:
-        """Interactive threads newest first (app-servers, else rollout transcripts).
+        """Threads of every source kind newest first (app-servers, else rollout transcripts).
 
         The provider is ``{available, reason, source, endpoints: [{id, label, source,
         reachable, reason}], errors?}`` (:meth:`endpoint_states`; ``errors`` are failed
@@ -389,15 +396,19 @@ class CodexHarness(Harness):
         """
         links, error = await self.links_or_error()
         if links:
-            threads, paging = await self.service.list_threads(links, source_kinds=DEFAULT_KINDS, limit=limit)
+            # Every source kind (interactive, app-server, exec, sub-agents): a thread started by
+            # `codex exec` or spawned as a sub-agent can be messaged like any other.
+            threads, paging = await self.service.list_threads(links, source_kinds=SOURCE_KINDS, limit=limit)
             if include_archived:
-                archived, more = await self.service.list_threads(links, archived=True, source_kinds=DEFAULT_KINDS, limit=limit)
+                archived, more = await self.service.list_threads(links, archived=True, source_kinds=SOURCE_KINDS, limit=limit)
                 threads += archived
                 paging["complete"] = paging["complete"] and more["complete"]
             loaded = await self.service.loaded_ids(links)
             sessions = [session_from_thread(t, loaded.get(t["id"], link), loaded=t["id"] in loaded) for link, t in threads]
             states = self.endpoint_states()
             provider = {"available": True, "reason": None, "source": "app-server", "endpoints": states, "errors": paging["errors"]}
+            if self.endpoint_registration is not None:
+                provider["registration"] = self.endpoint_registration
             # stopping at ``limit`` with more threads left is an incomplete scan too, and so is
             # one that could not ask every endpoint
             complete = paging["complete"] and not paging["nextCursor"] and all(s["reachable"] for s in states)
@@ -444,15 +455,45 @@ class CodexHarness(Harness):
         """Push a stored message into its thread as a turn (see :mod:`agent_link_codex.delivery`)."""
         thread_id = str(message["recipient"]).split(":", 1)[1]
         try:
-            delivery = await self.deliverer.push(message["id"], thread_id, envelope, options)
+            text = await self.model_text(message, envelope)
+            delivery = await self.deliverer.push(message["id"], thread_id, text, options)
         except (AppServerError, AppServerUnavailable) as exc:
             raise exc.to_agent_link_error() from None
+        if self.endpoint_registration is not None:
+            delivery.fields["endpointRegistration"] = self.endpoint_registration
         applied = turn_params(options)
         if applied and delivery.fields.get("turnId") is not None:
             # the turn/start carrying them was accepted: they persist for the thread
             self._applied.setdefault(thread_id, {}).update(applied)
         delivery.fields.update(send_facets(message, delivery))
         return delivery
+
+    async def model_text(self, message: Mapping[str, Any], envelope: str) -> str:
+        """What the thread's model reads: the agent-link envelope, or intercom's v2 text for
+        a message sent with ``--envelope intercom-v2`` (:mod:`agent_link_codex.intercom`),
+        built with the endpoints that have the sender's and the target's threads.
+
+        :raises AgentLinkError: ``not_found`` when no reachable app-server has one of the two
+            threads, ``invalid_arguments`` when the envelope would break a v2 rule.
+        """
+        from agent_link_codex.intercom import FORMAT, build_envelope_v2, serialize_envelope_v2
+
+        if (message.get("metadata") or {}).get("envelopeFormat") != FORMAT:
+            return envelope
+        sender = await self._endpoint_of(str(message["from_addr"]).split(":", 1)[-1],
+                                         self.values.get("AGENT_LINK_CODEX_SOURCE_ENDPOINT"))
+        target = await self._endpoint_of(str(message["recipient"]).split(":", 1)[-1], None)
+        return serialize_envelope_v2(build_envelope_v2(dict(message), sender_endpoint=sender, target_endpoint=target))
+
+    async def _endpoint_of(self, thread_id: str, preferred: str | None) -> str:
+        from agent_link_codex import lookup
+
+        candidates, _ = self.service.candidates()
+        holders = [s.endpoint.id for s in await lookup.probe_all(candidates, thread_id) if s.thread is not None]
+        if not holders:
+            raise AgentLinkError("not_found", f"No reachable Codex app-server has thread {thread_id}.",
+                                 {"query": thread_id, "candidates": []}, hint="Check the thread, or send without --envelope intercom-v2.")
+        return preferred if preferred is not None and preferred in holders else str(holders[0])
 
     # for plugins building on Codex threads -------------------------------------------------
     async def thread_request(self, thread_id: str, method: str, params: Mapping[str, Any], *,
@@ -569,7 +610,8 @@ class CodexHarness(Harness):
                     # Overrides the policy granted at send time travel with the queued message.
                     granted = json.loads(row["metadata"] or "{}").get("codexSwitches") or []
                     options = {s["setting"]: s["current"] for s in granted if s.get("current") is not None}
-                    delivery = await self.deliverer.push(row["id"], thread_id, app.mailbox.envelope(row), options,
+                    text = await self.model_text(app.mailbox.row_dict(row), app.mailbox.envelope(row))
+                    delivery = await self.deliverer.push(row["id"], thread_id, text, options,
                                                          background=True)
                     if delivery.delivered:
                         app.mailbox.mark_delivered(row["id"], VIA, delivery.evidence)

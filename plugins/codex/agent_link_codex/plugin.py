@@ -63,9 +63,13 @@ agent_link_schema = migrations(MIGRATIONS)
 @hookimpl
 def agent_link_before_send(message: Any, context: Any, app: App) -> list[dict[str, Any]] | None:
     """Turn overrides (model, effort, cwd) aimed at a Codex thread: checked against the
-    override policy before anything is stored (:func:`agent_link_codex.overrides.check_send`)."""
+    override policy before anything is stored (:func:`agent_link_codex.overrides.check_send`);
+    an intercom v2 send must go from a Codex thread to a Codex thread."""
+    from agent_link_codex.intercom import FORMAT, check_sendable
     from agent_link_codex.overrides import check_send
 
+    if message.metadata.get("envelopeFormat") == FORMAT:
+        check_sendable(message.sender.address, message.recipient)
     return check_send(message, context, app)
 
 
@@ -80,10 +84,11 @@ def agent_link_on_event(event: Any, app: App) -> None:
 
 @hookimpl
 def agent_link_register_commands(cli: click.Group) -> None:
-    """``agent-link endpoints add|list|remove``."""
-    from agent_link_codex.cli import endpoints
+    """``agent-link endpoints add|list|remove``, and ``--socket PATH`` on ``sessions`` and ``send``."""
+    from agent_link_codex.cli import add_socket_option, endpoints
 
     cli.add_command(endpoints)
+    add_socket_option(cli)
 
 
 @hookimpl

@@ -56,7 +56,7 @@ LOCATION_TTL_S = 1.0
 SOURCE_KINDS = ("cli", "vscode", "exec", "appServer", "subAgent", "subAgentReview", "subAgentCompact",
                 "subAgentThreadSpawn", "subAgentOther", "unknown")
 LIST_PAGE = 100
-LIST_MAX_PAGES = 50
+LIST_MAX_PAGES = 100  # per endpoint: the membership-scan bound agent-session-intercom specifies
 
 
 def is_not_found(exc: AppServerError) -> bool:
@@ -299,6 +299,8 @@ class CodexService:
         self.values = dict(values)
         self.env = dict(env)
         self.registered = registered
+        # ``--socket PATH``: this one endpoint and no other (never a private app-server).
+        self.only: Endpoint | None = None
         self.links: dict[str, Link] = {}
         self.reports: dict[str, dict[str, Any]] = {}
         self._probed_at: dict[str, float] = {}
@@ -358,7 +360,10 @@ class CodexService:
         return sorted(live, key=lambda ln: order.get(ln.endpoint.source, 9))
 
     def candidates(self) -> tuple[list[Endpoint], list[dict[str, Any]]]:
-        """Every endpoint to try now (settings, control socket, registry, running private one)."""
+        """Every endpoint to try now (settings, control socket, registry, running private one),
+        or only :attr:`only` when a command was restricted to one socket."""
+        if self.only is not None:
+            return [self.only], []
         found, problems = configured(self.values, self.env)
         try:
             for ep in self.registered():
@@ -394,7 +399,7 @@ class CodexService:
             live = self.live_links()
             if live or not spawn:
                 return live
-            if explicit(self.values):
+            if explicit(self.values) or self.only is not None:
                 raise self._unavailable("explicit-endpoint-unreachable")
             if not self.values.get("AGENT_LINK_CODEX_AUTOSTART", True):
                 raise self._unavailable("autostart-disabled")

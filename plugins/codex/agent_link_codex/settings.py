@@ -32,6 +32,15 @@ SETTINGS: tuple[Setting, ...] = (
         doc="Unix socket of a Codex app-server to use (codex app-server --listen unix://PATH)",
     ),
     Setting(
+        "AGENT_LINK_CODEX_EXTRA_SOCK", "str", None, aliases=("CODEX_APP_SERVER_SOCKET",),
+        doc="one more app-server Unix socket to use besides the others, never registered"
+            " (CODEX_APP_SERVER_SOCKET is agent-session-intercom's name for it)",
+    ),
+    Setting(
+        "AGENT_LINK_CODEX_SOURCE_ENDPOINT", "str", None, aliases=("AGENT_SESSION_INTERCOM_SOURCE_ENDPOINT",),
+        doc="the endpoint id (ep_...) whose thread CODEX_THREAD_ID names, when several app-servers know it",
+    ),
+    Setting(
         "AGENT_LINK_CODEX_TOKEN_FILE", "path", None,
         doc="file holding the capability token for AGENT_LINK_CODEX_URL (--ws-auth capability-token)",
     ),

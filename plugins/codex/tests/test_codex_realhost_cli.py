@@ -29,14 +29,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
-
 from agent_link_codex.appserver import AppServerClient
 from agent_link_codex.endpoints import socket_endpoint
-from agent_link_core.cli import EXIT_UNKNOWN, build_cli
-from agent_link_core.mailbox import new_message_id
 from agent_link_testing.codex_host import CodexAppServer
 from agent_link_testing.responses_stub import ResponsesStub
+from click.testing import CliRunner, Result
+
+from agent_link_core.cli import EXIT_UNKNOWN, build_cli
+from agent_link_core.errors import AgentLinkError
+from agent_link_core.mailbox import new_message_id
 
 pytestmark = [pytest.mark.realhost, pytest.mark.anyio, pytest.mark.timeout(120)]
 
@@ -328,3 +329,143 @@ async def test_lost_acknowledgement_is_unknown_and_retry_unknown_does_not_duplic
         proxy.close()
         shutil.rmtree(short, ignore_errors=True)
         await raw.close()
+
+
+async def test_intercom_variables_source_proof_and_source_filter(server_a: CodexAppServer) -> None:
+    """Intercom's variable names work as aliases, a CODEX_THREAD_ID no app-server knows is
+    refused as a sender, and --source filters by a thread's source kind."""
+    raw = await connect(server_a)  # stays connected: the threads stay loaded
+    try:
+        target, sender = await new_thread(raw), await new_thread(raw)
+        ep = ep_id(server_a)
+        extra = {"CODEX_APP_SERVER_SOCKET": str(server_a.socket_path)}
+        listed = await run("sessions", "--json", **extra)
+        assert listed.returncode == 0, listed.stderr
+        sessions = {s["threadId"]: s for s in json.loads(listed.stdout)["sessions"]}
+        assert {target, sender} <= set(sessions)
+        eps = json.loads((await run("endpoints", "list", "--json", **extra)).stdout)["endpoints"]
+        assert [e["source"] for e in eps if e["id"] == ep] == ["env-extra"]
+        assert ep not in [e["id"] for e in json.loads((await run("endpoints", "list", "--json")).stdout)["endpoints"]]
+
+        kind = sessions[target]["source"]
+        only = json.loads((await run("sessions", "--json", "--source", kind, **extra)).stdout)["sessions"]
+        assert target in {s["threadId"] for s in only} and {s["source"] for s in only} == {kind}
+        other = json.loads((await run("sessions", "--json", "--source", "exec", **extra)).stdout)["sessions"]
+        assert target not in {s.get("threadId") for s in other}
+
+        bogus = await run("send", f"codex:{target}", "hi", **extra, CODEX_THREAD_ID="019a0000-0000-7000-8000-00000000abcd")
+        assert bogus.returncode == 1 and "knows no such session" in bogus.stderr and "--from" in bogus.stderr
+        wrong_ep = await run("send", f"codex:{target}", "hi", **extra, CODEX_THREAD_ID=sender,
+                             AGENT_SESSION_INTERCOM_SOURCE_ENDPOINT="ep_" + "0" * 16)
+        assert wrong_ep.returncode == 1 and "Traceback" not in wrong_ep.stderr
+        proved = await run("send", f"codex:{target}", "hi from a proved thread", "--json", **extra, CODEX_THREAD_ID=sender,
+                           AGENT_SESSION_INTERCOM_SOURCE_ENDPOINT=ep)
+        assert proved.returncode == 0, proved.stderr
+        assert json.loads(proved.stdout)["outcome"] == "delivered"
+    finally:
+        await raw.close()
+
+
+async def test_socket_option_uses_one_app_server_and_registers_it(server_a: CodexAppServer, server_b: CodexAppServer,
+                                                                   tmp_path: Path) -> None:
+    threads = {}
+    for server in (server_a, server_b):
+        raw = await connect(server)
+        try:
+            threads[ep_id(server)] = await new_thread(raw)
+        finally:
+            await raw.close()
+    env = {"AGENT_LINK_CODEX_SOCK": str(server_b.socket_path)}  # would be used, were it not for --socket
+    listed = await run("sessions", "--socket", str(server_a.socket_path), "--json", **env)
+    assert listed.returncode == 0, listed.stderr
+    data = json.loads(listed.stdout)
+    assert {s["endpoint"] for s in data["sessions"]} == {ep_id(server_a)}
+    assert threads[ep_id(server_a)] in {s["threadId"] for s in data["sessions"]}
+    assert data["providers"]["codex"]["registration"] == "added"
+    assert str(server_a.socket_path) not in listed.stdout
+    registered = json.loads((await run("endpoints", "list", "--json")).stdout)["endpoints"]
+    assert [e["source"] for e in registered if e["id"] == ep_id(server_a)] == ["registered"]
+
+    # send through the socket: the target thread is on server_b, reached through its own socket
+    sent = await run("send", f"codex:{threads[ep_id(server_b)]}", "via --socket", "--from", "team:me",
+                     "--socket", str(server_b.socket_path), "--json")
+    assert sent.returncode == 0, sent.stderr
+    assert json.loads(sent.stdout)["endpointRegistration"] == "added"
+    # the other app-server is not asked: its thread is not found through server_b's socket
+    missed = await run("send", f"codex:{threads[ep_id(server_a)]}", "x", "--from", "team:me",
+                       "--socket", str(server_b.socket_path))
+    assert missed.returncode == 1 and "Traceback" not in missed.stderr
+    dead = await run("sessions", "--socket", str(tmp_path / "nothing.sock"))
+    assert dead.returncode != 0 and dead.stderr.startswith("agent-link:") and "Traceback" not in dead.stderr
+
+
+async def test_envelope_intercom_v2_reaches_the_thread(stub: ResponsesStub, server_a: CodexAppServer,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_link_codex.intercom import HEADER, parse_envelope_v2
+    from ulid import ULID
+
+    raw = await connect(server_a)
+    try:
+        target, sender = await new_thread(raw), await new_thread(raw)
+        uid = "0b0d6f58-64a4-4a8e-9f5e-3c2a1d0e9f11"
+        env = {"AGENT_LINK_CODEX_SOCK": str(server_a.socket_path), "CODEX_THREAD_ID": sender}
+        sent = await run("send", f"codex:{target}", "Please review the report.", "--envelope", "intercom-v2",
+                         "--message-id", uid, "--ttl-ms", "300000", "--correlation-id", "job-7", "--from-project", "reports",
+                         "--label", "reviewer", "--json", **env)
+        assert sent.returncode == 0, sent.stderr
+        data = json.loads(sent.stdout)
+        assert data["outcome"] == "delivered" and data["clientMessageId"] == uid
+        assert str(ULID.from_str(data["messageId"]).to_uuid()) == uid
+        seen = await asyncio.to_thread(stub.wait_for, lambda r: any(t.startswith(HEADER) for t in r.user_texts()), WAIT_MS / 1000)
+        text = next(t for t in seen.user_texts() if t.startswith(HEADER))
+        envelope = parse_envelope_v2(text)
+        ep = ep_id(server_a)
+        assert envelope["messageId"] == uid and envelope["correlationId"] == "job-7"
+        assert envelope["sender"]["address"] == {"scheme": "codex-thread", "endpointId": ep, "threadId": sender}
+        assert envelope["target"] == {"scheme": "codex-thread", "endpointId": ep, "threadId": target}
+        assert envelope["sender"]["project"] == {"name": "reports"} and envelope["sender"]["label"] == "reviewer"
+        assert envelope["content"] == {"type": "text", "text": "Please review the report."}
+        assert str(server_a.socket_path) not in text
+        # The answer, in v2 too: correlated with the message it answers.
+        answered = await run("reply", data["messageId"].lower(), "Reviewed.", "--envelope", "intercom-v2", "--json",
+                             AGENT_LINK_CODEX_SOCK=str(server_a.socket_path), CODEX_THREAD_ID=target)
+        assert answered.returncode == 0, answered.stderr
+        seen = await asyncio.to_thread(stub.wait_for, lambda r: any(t.startswith(HEADER) and "Reviewed." in t for t in r.user_texts()),
+                                       WAIT_MS / 1000)
+        back = parse_envelope_v2(next(t for t in seen.user_texts() if t.startswith(HEADER) and "Reviewed." in t))
+        assert back["correlationId"] == uid and back["sender"]["threadId"] == target and back["target"]["threadId"] == sender
+        # Not from a Codex thread: refused before anything is stored.
+        plain = await run("send", f"codex:{target}", "x", "--envelope", "intercom-v2", "--from", "team:me",
+                          AGENT_LINK_CODEX_SOCK=str(server_a.socket_path))
+        assert plain.returncode == 2 and "Codex thread" in plain.stderr
+    finally:
+        await raw.close()
+
+
+async def test_typed_api_resolve_source_and_reply(server_a: CodexAppServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_link_codex.api import resolve_source
+
+    from agent_link_core import api
+    from agent_link_core.app import App
+
+    raw = await connect(server_a)
+    try:
+        thread = await new_thread(raw)
+    finally:
+        await raw.close()
+    monkeypatch.setenv("AGENT_LINK_CODEX_SOCK", str(server_a.socket_path))
+    app = App.create()
+    try:
+        ep = ep_id(server_a)
+        assert await resolve_source(app, thread) == {"scheme": "codex-thread", "endpointId": ep, "threadId": thread}
+        assert (await resolve_source(app, thread, ep))["endpointId"] == ep
+        for bad_thread, bad_ep in ((thread, "ep_" + "0" * 16), ("019a0000-0000-7000-8000-00000000abcd", None)):
+            with pytest.raises(AgentLinkError) as err:
+                await resolve_source(app, bad_thread, bad_ep)
+            assert err.value.code == "not_found"
+        me, peer = api.sender(app, explicit="team:me"), api.sender(app, explicit=f"codex:{thread}")
+        sent = await api.send_reliably(app, f"codex:{thread}", "question?", sender=me, anticipation="reply")
+        answered = await api.reply(app, sent.message_id.lower(), "answer", sender=peer)
+        assert answered["replyToMessageId"] == sent.message_id and answered["target"]["address"] == "team:me"
+    finally:
+        await app.aclose()

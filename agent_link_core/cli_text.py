@@ -1,0 +1,170 @@
+"""What the ``agent-link`` command says to people: errors in the CLI's own words, mail
+made safe for a terminal, message bodies read from stdin or a file.
+
+The typed API and the MCP tools name things the way tool arguments do (``replyBy``,
+``read_agent_link_inbox``); a person at a shell typed ``--reply-by`` and runs commands, so
+:func:`error_line` rewrites field and tool names into option and command names.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import IO, Any
+
+from agent_link_core.addresses import ADDRESS_RE, is_address
+from agent_link_core.envelope import MAX_BODY_BYTES
+from agent_link_core.errors import AgentLinkError, invalid_arguments
+
+# Tool argument -> CLI option or argument, for every command (a command's own table wins).
+FIELD_NAMES = {
+    "replyBy": "--reply-by", "anticipation": "--anticipation", "waitForReply": "--wait", "timeoutMs": "--timeout-ms",
+    "ttl-ms": "--ttl-ms", "from": "--from", "requireKnown": "--require-known",
+    "limit": "--limit", "since": "--since", "until": "--until", "alias": "ALIAS", "new": "NEW", "address": "TARGET",
+    "to": "TARGET", "message": "TEXT", "messageId": "MESSAGE_ID", "correlationId": "--correlation-id",
+    "as": "--as", "query": "QUERY", "cursor": "--cursor", "senderProject": "--from-project", "senderLabel": "--label",
+}
+COMMAND_FIELDS = {"send": {"messageId": "--message-id"}}
+# MCP tool -> the command a person runs for the same thing.
+TOOL_COMMANDS = {
+    "read_agent_link_inbox": "`agent-link inbox`", "agent_link_mailbox_inspect": "`agent-link inbox --all`",
+    "list_agents": "`agent-link sessions`", "resolve_agent": "`agent-link find`", "message_agent": "`agent-link send`",
+    "reply_agent_link_message": "`agent-link reply`", "wait_for_agent": "`agent-link wait`",
+    "get_agent_link_message_status": "`agent-link status`", "agent_link_health": "`agent-link health`",
+}
+EXAMPLES = {"format": " (e.g. 2030-01-31T17:00:00Z)", "timezone": " (e.g. 2030-01-31T17:00:00+01:00)"}
+
+
+def _names(command: str | None) -> dict[str, str]:
+    return {**FIELD_NAMES, **COMMAND_FIELDS.get(command or "", {})}
+
+
+def cli_words(text: str, command: str | None = None) -> str:
+    """``text`` with tool argument and tool names replaced by option and command names."""
+    names = _names(command)
+    for tool, cmd in TOOL_COMMANDS.items():
+        text = text.replace(tool, cmd)
+    return re.sub(r"(?<![\w`-])([a-z]+[A-Z][A-Za-z]*)\b", lambda m: names.get(m.group(1), m.group(1)), text)
+
+
+def error_line(exc: AgentLinkError, command: str | None = None) -> str:
+    """One line for stderr: what went wrong, in CLI terms, then what to do."""
+    if exc.code == "invalid_arguments" and exc.details.get("errors"):
+        names = _names(command)
+        parts = []
+        for e in exc.details["errors"]:
+            path = e.get("path") or ""
+            name = names.get(path, path if path.startswith("env.") else f"--{path}" if path else "arguments")
+            if path.startswith("env."):
+                name = path[4:]
+            parts.append(f"{name}: expected {cli_words(str(e.get('expected', '')), command)}{EXAMPLES.get(e.get('rule', ''), '')}")
+        line = "agent-link: " + "; ".join(parts) + "."
+        if exc.message and not exc.message.startswith("Invalid arguments"):
+            line = f"agent-link: {cli_words(exc.message, command)} " + line[len("agent-link: "):]
+        return line + (" See `agent-link " + command + " --help`." if command else "")
+    line = f"agent-link: {cli_words(exc.message, command)}"
+    if exc.hint:
+        line += f" {cli_words(exc.hint, command)}"
+    return line
+
+
+def address_error(value: str, option: str) -> AgentLinkError | None:
+    """Why ``value`` is not an address, said for ``option`` (None when it is one)."""
+    if is_address(value):
+        return None
+    head, sep, rest = value.partition(":")
+    if sep and head != head.lower() and is_address(f"{head.lower()}:{rest}"):
+        return invalid_arguments([{"path": option, "rule": "lowercase_harness",
+                                   "expected": f"{head.lower()}:{rest} (harness names are lower case)"}])
+    return invalid_arguments([{"path": option, "rule": "pattern", "expected": (
+        "an address <harness>:<id>: a lower-case harness name (a-z 0-9 -, starting with a letter, at most 32) "
+        "and an id of at most 128 of A-Z a-z 0-9 _ . -")}])
+
+
+def looks_like_bad_address(value: str) -> bool:
+    """True when ``value`` has an address's shape (``x:y``) without being one."""
+    return ":" in value and not is_address(value) and bool(re.fullmatch(r"[A-Za-z][A-Za-z0-9-]*:.+", value))
+
+
+def read_body(text: str | None, path: str | None, stdin: IO[bytes]) -> str:
+    """The message text from TEXT, ``-`` (stdin) or ``--file PATH``.
+
+    Reads at most the 64 KiB limit plus one byte, so a huge input is refused without being
+    held in memory.
+
+    :raises AgentLinkError: ``invalid_arguments`` (neither or both given, unreadable file,
+        not UTF-8), ``body_too_large`` (limit in UTF-8 bytes).
+    """
+    if (text is None) == (path is None):
+        raise invalid_arguments([{"path": "message", "rule": "required", "expected": "exactly one of TEXT, - (stdin) or --file PATH"}])
+    if text is not None and text != "-":
+        return text
+    source = "stdin" if path is None else path
+    try:
+        if path is None:
+            raw = stdin.read(MAX_BODY_BYTES + 1)
+        else:
+            with open(path, "rb") as f:
+                raw = f.read(MAX_BODY_BYTES + 1)
+    except OSError as exc:
+        raise invalid_arguments([{"path": "file", "rule": "readable", "expected": f"a readable file ({exc.strerror})"}]) from None
+    if len(raw) > MAX_BODY_BYTES:
+        raise AgentLinkError(
+            "body_too_large", f"The message from {'stdin' if path is None else 'the file'} is over the limit of {MAX_BODY_BYTES} bytes.",
+            {"limitBytes": MAX_BODY_BYTES, "actualBytes": len(raw)},
+            hint="Shorten it, or send the file's path instead of its content.",
+        )
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise invalid_arguments([{"path": "file" if path else "message", "rule": "utf8",
+                                  "expected": f"UTF-8 text ({source} has an invalid byte at offset {exc.start})"}]) from None
+
+
+def terminal_safe(text: str | None) -> str:
+    """``text`` for a terminal: line breaks and tabs kept, every other control, format,
+    private-use or unassigned character (ESC, CSI, bidi overrides, NUL ...) shown as a
+    visible ``\\u{XXXX}`` escape, so a peer's text cannot move the cursor, recolour the
+    screen or disguise itself."""
+    out = []
+    for c in (text or "").replace("\r\n", "\n"):
+        if c in "\n\t" or unicodedata.category(c)[0] != "C":
+            out.append(c)
+        else:
+            out.append(f"\\u{{{ord(c):04X}}}")
+    return "".join(out)
+
+
+def message_lines(view: dict[str, Any], body: str | None) -> list[str]:
+    """A message for people: who, when, where it stands, then its body (terminal-safe).
+
+    :param view: a message view (``Mailbox.to_view``: id, from, to, sentAt, delivery,
+        status, anticipation, replyBy, inReplyTo).
+    :param body: the stored body, or None when it is not shown.
+    """
+    status = view.get("status") or ("fyi" if view.get("anticipation") == "fyi" else "-")
+    lines = [
+        f"message {view.get('id')}",
+        f"  from:    {terminal_safe(view.get('from'))}",
+        f"  to:      {terminal_safe(view.get('to'))}",
+        f"  sent:    {view.get('sentAt')}",
+        f"  status:  {status} ({view.get('delivery')})",
+        f"  expects: {view.get('anticipation')}" + (f", by {view['replyBy']}" if view.get("replyBy") else ""),
+    ]
+    if view.get("inReplyTo"):
+        lines.append(f"  answers: {view['inReplyTo']}")
+    sender = [terminal_safe(view[k]) for k in ("senderLabel", "senderProject") if view.get(k)]
+    if sender:
+        lines.insert(2, f"  sender:  {' of '.join(sender)}")
+    if view.get("correlationId"):
+        lines.append(f"  thread:  {terminal_safe(view['correlationId'])}")
+    if body is not None:
+        lines.append("")
+        lines += ["  " + line for line in terminal_safe(body).split("\n")]
+    lines.append("")
+    return lines
+
+
+def is_harness_name(value: str) -> bool:
+    """True for a well-formed harness name (the part before ``:`` of an address)."""
+    return bool(ADDRESS_RE.fullmatch(f"{value}:x"))

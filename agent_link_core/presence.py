@@ -1,0 +1,123 @@
+"""Presence of plain addresses: which addresses a process has served, and when.
+
+A harness knows its own sessions (it can list them), but an address given by
+``AGENT_LINK_ADDRESS`` (``team:alice``) belongs to no harness: nothing could tell a typo
+(``team:bobb``) from a peer that simply has not started yet. So every process that serves
+an address records it here: an ``agent-link mcp`` started with an address (with its pid,
+so it counts as live while that process runs) and every inbox read (the CLI's included).
+A send to an address nobody has ever served is then flagged, with the closest known
+addresses as suggestions, and ``list_agents`` / ``agent-link sessions`` show the live ones,
+so two MCP clients without a host plugin can find each other.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from typing import Any
+
+from agent_link_core.addresses import address_scheme, is_address
+from agent_link_core.model import Session
+from agent_link_core.store import Migration, Store, now_ms
+
+PRESENCE_MIGRATIONS = (
+    Migration(
+        "presence",
+        1,
+        """
+        CREATE TABLE presence (
+            address TEXT PRIMARY KEY,
+            first_seen INTEGER NOT NULL,    -- epoch ms
+            last_seen INTEGER NOT NULL,     -- epoch ms
+            pid INTEGER,                    -- the serving process (an MCP server), else NULL
+            source TEXT NOT NULL            -- mcp | inbox
+        );
+        """,
+    ),
+)
+# An address read by a short-lived process (a CLI inbox read) counts as live this long.
+RECENT_MS = 10 * 60_000
+MAX_SUGGESTIONS = 3
+
+
+def record(store: Store, address: str, source: str, pid: int | None = None) -> None:
+    """Note that ``address`` was served just now by ``source`` (``mcp`` with the server's
+    ``pid``, or ``inbox``). A pid, once recorded, is kept until another process serves the
+    address, so a CLI read never hides a running server."""
+    if not is_address(address):
+        return
+    now = now_ms()
+    with store.write() as conn:
+        conn.execute(
+            "INSERT INTO presence (address, first_seen, last_seen, pid, source) VALUES (?, ?, ?, ?, ?)"
+            " ON CONFLICT (address) DO UPDATE SET last_seen = excluded.last_seen,"
+            " pid = COALESCE(excluded.pid, pid), source = CASE WHEN excluded.pid IS NULL THEN source ELSE excluded.source END",
+            (address, now, now, pid, source),
+        )
+
+
+def seen(store: Store, address: str) -> bool:
+    """True when some process has ever served ``address``."""
+    return store.conn.execute("SELECT 1 FROM presence WHERE address = ?", (address,)).fetchone() is not None
+
+
+def _alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def live_sessions(store: Store, *, skip_schemes: set[str], only: str | None = None) -> list[Session]:
+    """The live plain addresses as sessions: served by a running MCP server, or read within
+    :data:`RECENT_MS`. Addresses of ``skip_schemes`` (harnesses that list their own
+    sessions) are left out; ``only`` keeps one scheme ("all" or None keeps every one)."""
+    now = now_ms()
+    out = []
+    for row in store.conn.execute("SELECT * FROM presence ORDER BY last_seen DESC").fetchall():
+        scheme = address_scheme(row["address"])
+        if scheme in skip_schemes or scheme == "role" or only not in (None, "all", scheme):
+            continue
+        running = _alive(row["pid"])
+        if not running and now - row["last_seen"] > RECENT_MS:
+            continue
+        out.append(Session(
+            address=row["address"], harness=scheme, id=row["address"].split(":", 1)[1], surface=("address",),
+            loaded=running, last_activity_ms=row["last_seen"],
+            extra={"presence": {"source": row["source"], "running": running}},
+        ))
+    return out
+
+
+def known_addresses(store: Store) -> list[str]:
+    """Every address agent-link has seen: served ones, contacts, and mail participants."""
+    conn = store.conn
+    found = {r[0] for r in conn.execute("SELECT address FROM presence")}
+    found |= {r[0] for r in conn.execute("SELECT address FROM contacts")}
+    found |= {r[0] for r in conn.execute("SELECT from_addr FROM messages GROUP BY from_addr")}
+    return sorted(a for a in found if is_address(a))
+
+
+def suggestions(store: Store, address: str, extra: list[str] | None = None) -> list[str]:
+    """Up to :data:`MAX_SUGGESTIONS` known addresses closest to ``address`` (a typo's fix)."""
+    pool = sorted(set(known_addresses(store)) | set(extra or []))
+    pool = [a for a in pool if a != address]
+    close = difflib.get_close_matches(address, pool, n=MAX_SUGGESTIONS, cutoff=0.6)
+    if not close:  # a wrong harness with the right id ("tema:bob") still finds "team:bob"
+        ident = address.split(":", 1)[-1]
+        close = [a for a in pool if a.split(":", 1)[-1] == ident][:MAX_SUGGESTIONS]
+    return close
+
+
+def unseen_warning(store: Store, address: str) -> dict[str, Any]:
+    """The warning a send to a never-served plain address carries (code ``unknown_address``)."""
+    close = suggestions(store, address)
+    message = f"No process has ever served {address}; the message waits until one reads that address."
+    if close:
+        message += f" Did you mean {' or '.join(close)}?"
+    return {"code": "unknown_address", "message": message, "details": {"address": address, "suggestions": close}}

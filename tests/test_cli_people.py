@@ -1,0 +1,307 @@
+"""The ``agent-link`` command as people and scripts use it, through the real console
+script in a subprocess: mistakes caught (typos, case, malformed input, CLI-worded errors,
+bodies from stdin and files), mail readable (terminal-safe human output, --all, watch,
+waits that honour their timeout) and the script contract (exit codes, versioned JSON)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_link_core.envelope import MAX_BODY_BYTES
+
+AGENT_LINK = str(Path(sys.executable).parent / "agent-link")
+ALL_PLUGINS = " ".join(sorted(ep.name for ep in importlib.metadata.entry_points(group="agent_link")))
+RUN_BOUND_S = 120  # a bound for a hung command, never a speed expectation
+UNKNOWN_ID = "01HZY8D3J5Q7K9M2N4P6R8T0VW"
+
+
+def run(*args: str, stdin: bytes | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``agent-link ARGS`` with every plugin disabled (the core alone)."""
+    full_env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS, **(env or {})}
+    proc = subprocess.run([AGENT_LINK, *args], check=False, input=stdin, capture_output=True, env=full_env, timeout=RUN_BOUND_S)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.decode("utf-8", "replace"),
+                                       proc.stderr.decode("utf-8", "replace"))
+
+
+def no_traceback(proc: subprocess.CompletedProcess[str]) -> None:
+    assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr
+    assert "failed unexpectedly" not in proc.stderr, proc.stderr
+
+
+def send_json(*args: str, stdin: bytes | None = None) -> dict[str, Any]:
+    proc = run("send", *args, "--json", stdin=stdin)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+# -- mistakes caught ---------------------------------------------------------------------
+
+
+def test_typo_address_warns_with_suggestions_and_require_known_refuses() -> None:
+    assert run("inbox", "--as", "team:bob").returncode == 0  # team:bob reads its mail: it is present
+
+    typo = run("send", "team:bobb", "hello", "--from", "team:alice")
+    assert typo.returncode == 0 and typo.stdout.startswith("queued:")
+    assert "did you mean team:bob?" in typo.stderr.lower()
+    data = send_json("tema:bob", "hello", "--from", "team:alice")
+    assert [w["details"]["suggestions"] for w in data["warnings"]] == [["team:bob"]]
+
+    refused = run("send", "team:bobb", "hello", "--from", "team:alice", "--require-known")
+    assert refused.returncode == 1 and refused.stdout.startswith("rejected:")
+    assert "--require-known" in refused.stderr and "requireKnown" not in refused.stderr and "team:bob" in refused.stderr
+    assert "warnings" not in send_json("team:bob", "hi", "--from", "team:alice", "--require-known")
+
+
+def test_sessions_and_who_list_live_plain_addresses() -> None:
+    assert run("inbox", "--as", "team:bob").returncode == 0
+    sessions = json.loads(run("sessions", "--json").stdout)
+    assert sessions["version"] == 1 and [s["address"] for s in sessions["sessions"]] == ["team:bob"]
+    assert "team:bob" in run("sessions").stdout
+    who = json.loads(run("who", "--json").stdout)
+    assert [s["address"] for s in who["sessions"]] == ["team:bob"]
+
+
+def test_ids_are_case_insensitive_in_every_command() -> None:
+    mid = send_json("team:bob", "answer me", "--from", "team:alice", "--anticipation", "reply")["messageId"]
+    low = mid.lower()
+    status = run("status", low, "--from", "team:alice", "--json")
+    assert status.returncode == 0 and json.loads(status.stdout)["messageId"] == mid
+    replied = run("reply", low, "done it", "--from", "team:bob", "--json")
+    assert replied.returncode == 0, replied.stderr
+    assert json.loads(replied.stdout)["replyToMessageId"] == mid
+    waited = run("wait", low, "--from", "team:alice", "--timeout-ms", "0", "--json")
+    assert waited.returncode == 0 and json.loads(waited.stdout)["outcome"] == "reply"
+
+
+BAD_IDS = ["", "not-an-id", "01HZY8D3J5Q7K9M2N4P6R8T0VU", UNKNOWN_ID.lower(), "../../etc/passwd", "é" * 26]
+BAD_ADDRESSES = ["Team:bob", "team:", ":bob", "team bob", "team:" + "b" * 200, "role:BAD", "a" * 40 + ":x"]
+# Each command meets each kind of bad id / address at least once (the rotation keeps the
+# number of processes down; every value is used by several commands).
+BAD_INPUT = [
+    *[("reply", i, "text", "--from", "team:bob") for i in BAD_IDS],
+    *[("status", i, "--from", "team:alice") for i in BAD_IDS[::2]],
+    *[("wait", i, "--from", "team:alice", "--timeout-ms", "0") for i in BAD_IDS[1::2]],
+    *[("send", a, "text", "--from", "team:alice") for a in BAD_ADDRESSES],
+    *[("send", "team:bob", "text", "--from", a) for a in BAD_ADDRESSES[::2]],
+    *[("inbox", "--as", a) for a in BAD_ADDRESSES[1::2]],
+    *[("watch", "--as", a) for a in BAD_ADDRESSES[::3]],
+    *[("contacts", "add", "bob", a) for a in BAD_ADDRESSES[:2]],
+    *[("show", i, "--from", "team:alice") for i in BAD_IDS[::2]],
+    ("search", "(unclosed", "--from", "team:alice"), ("search", "x", "--since", "yesterday", "--from", "team:alice"),
+    ("contacts", "add", "Bad Alias!", "team:bob"), ("contacts", "rename", "nobody", "x"), ("contacts", "remove", "nobody"),
+    ("send", "team:bob", "x", "--message-id", "nope", "--from", "team:alice"),
+    ("send", "team:bob", "x", "--ttl-ms", "0"), ("send", "team:bob", "x", "--anticipation", "maybe"),
+    ("send", "team:bob", "x", "--reply-by", "tomorrow"), ("send", "team:bob", "x", "--reply-by", "2020-01-01T00:00:00Z"),
+    ("send", "team:bob", "x", "--reply-by", "2030-01-01T00:00:00"), ("send", "team:bob", "x", "--timeout-ms", "-5"),
+    ("send", "team:bob", "x", "--file", "/nonexistent/file"), ("send", "team:bob"), ("send", "team:bob", "   "),
+    ("send", "team:bob", "x", "--wait", "--anticipation", "fyi"), ("send", "team:bob", "x", "--bogus"),
+    ("reply", UNKNOWN_ID, "--decline", "--done", "--from", "team:bob"), ("reply", UNKNOWN_ID, "--from", "team:bob"),
+    ("wait", UNKNOWN_ID, "--timeout-ms", "600001"), ("inbox", "--limit", "0"), ("inbox",),
+    ("sessions", "--limit", "0"), ("sessions", "--limit", "x"), ("find", ""), ("nosuchcommand",),
+]
+
+
+def test_bad_input_gets_one_line_never_a_traceback() -> None:
+    """Every command, fed malformed ids, addresses and options: a non-zero exit and a last
+    stderr line from agent-link (or click's usage error), never a traceback."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(4) as pool:  # processes wait on imports, not CPU, much of the time
+        results = list(pool.map(lambda args: (args, run(*args)), BAD_INPUT))
+    for args, proc in results:
+        no_traceback(proc)
+        assert proc.returncode != 0, (args, proc.stdout)
+        lines = [line for line in proc.stderr.splitlines() if line.strip()]
+        assert lines and lines[-1].startswith(("agent-link:", "Error:")), (args, proc.stderr)
+
+
+def test_errors_speak_the_cli_language() -> None:
+    date = run("send", "team:bob", "x", "--from", "team:alice", "--reply-by", "tomorrow")
+    assert date.returncode == 2
+    assert date.stderr.startswith("agent-link: --reply-by: expected ISO 8601") and "replyBy" not in date.stderr
+    assert "fyi" not in date.stderr  # the format is the first thing to fix, not the labels
+    upper = run("send", "Team:bob", "x", "--from", "team:alice")
+    assert upper.returncode == 2 and "harness names are lower case" in upper.stderr and "team:bob" in upper.stderr
+    as_upper = run("inbox", "--as", "Team:bob")
+    assert "--as: expected team:bob (harness names are lower case)" in as_upper.stderr
+    missing = run("status", UNKNOWN_ID, "--from", "team:alice")
+    assert missing.returncode == 1 and "`agent-link inbox`" in missing.stderr
+    assert "read_agent_link_inbox" not in missing.stderr and "agent_link_mailbox_inspect" not in missing.stderr
+    bad_id = run("send", "team:bob", "x", "--message-id", "nope", "--from", "team:alice")
+    assert "--message-id" in bad_id.stderr and "messageId" not in bad_id.stderr
+    mid = send_json("team:bob", "question", "--from", "team:alice", "--anticipation", "reply")["messageId"]
+    empty = run("reply", mid, "--from", "team:bob")
+    assert empty.returncode == 2 and "agent-link: TEXT: expected" in empty.stderr
+
+
+def test_body_from_stdin_and_file_within_the_limit(tmp_path: Path) -> None:
+    data = send_json("team:bob", "-", "--from", "team:alice", stdin="from stdin ✓\n".encode())
+    note = tmp_path / "note.txt"
+    note.write_text("from a file\nsecond line", encoding="utf-8")
+    data2 = send_json("team:bob", "--file", str(note), "--from", "team:alice")
+    inbox = json.loads(run("inbox", "--as", "team:bob", "--json").stdout)
+    assert {m["id"] for m in inbox["messages"]} == {data["messageId"], data2["messageId"]}
+    human = run("inbox", "--as", "team:bob", "--all").stdout
+    assert "from stdin ✓" in human and "  second line" in human
+
+    big = tmp_path / "big.txt"
+    big.write_bytes(b"a" * (MAX_BODY_BYTES + 1))
+    for proc in (run("send", "team:bob", "--file", str(big), "--from", "team:alice"),
+                 run("send", "team:bob", "-", "--from", "team:alice", stdin=b"a" * (MAX_BODY_BYTES + 5000))):
+        assert proc.returncode == 1 and f"limit of {MAX_BODY_BYTES} bytes" in proc.stderr, proc.stderr
+        no_traceback(proc)
+    big.write_bytes(b"a" * MAX_BODY_BYTES)
+    assert send_json("team:bob", "--file", str(big), "--from", "team:alice")["outcome"] == "queued"
+    both = run("send", "team:bob", "text", "--file", str(note))
+    assert both.returncode == 2 and "exactly one of TEXT" in both.stderr
+    not_utf8 = run("send", "team:bob", "-", "--from", "team:alice", stdin=b"\xff\xfe bad")
+    assert not_utf8.returncode == 2 and "UTF-8" in not_utf8.stderr
+
+
+# -- mail readable -----------------------------------------------------------------------
+
+
+HOSTILE = "look \x1b[2J\x1b[31mred\x1b[0m \x1b]0;title\x07 \u202eevil\u202c \x9b31m end"
+
+
+def test_human_mail_is_safe_for_a_terminal_and_machine_forms_stay() -> None:
+    mid = send_json("team:bob", HOSTILE, "--from", "team:alice", "--anticipation", "reply")["messageId"]
+    human = run("inbox", "--as", "team:bob", "--peek")
+    assert human.returncode == 0
+    for raw in ("\x1b", "\x07", "\u202e", "\x9b"):
+        assert raw not in human.stdout
+    assert "\\u{001B}[2J" in human.stdout and "\\u{202E}evil" in human.stdout
+    head = human.stdout.split("\n\n")[0]
+    assert f"message {mid}" in head and "from:    team:alice" in head and "sent:    " in head
+    assert "status:  pending (queued)" in head and "expects: reply" in head
+    envelope = run("inbox", "--as", "team:bob", "--peek", "--envelope").stdout
+    assert "<agent-link-message" in envelope and "\x1b" not in envelope
+    machine = json.loads(run("inbox", "--as", "team:bob", "--json").stdout)
+    assert machine["version"] == 1 and machine["messages"][0]["id"] == mid and "<agent-link-message" in machine["renderedBlock"]
+
+    # A read message stays reachable: --all lists it, wait shows the reply for people.
+    assert "No open messages" not in run("inbox", "--as", "team:bob", "--all").stdout
+    assert run("reply", mid, "fine \x1b[5m", "--from", "team:bob").returncode == 0
+    waited = run("wait", mid, "--from", "team:alice", "--timeout-ms", "0")
+    assert waited.returncode == 0 and waited.stdout.startswith("reply after")
+    assert "\x1b" not in waited.stdout and "fine \\u{001B}[5m" in waited.stdout
+    assert "No open messages" in run("inbox", "--as", "team:bob").stdout
+    everything = json.loads(run("inbox", "--as", "team:bob", "--all", "--json").stdout)
+    assert [m["id"] for m in everything["messages"]] == [mid] and everything["messages"][0]["status"] == "replied"
+
+
+def test_wait_and_send_wait_time_out_with_their_own_exit_code() -> None:
+    mid = send_json("team:bob", "anyone?", "--from", "team:alice", "--anticipation", "reply")["messageId"]
+    waited = run("wait", mid, "--from", "team:alice", "--timeout-ms", "300", "--json")
+    assert waited.returncode == 6, waited.stderr
+    data = json.loads(waited.stdout)
+    assert data["outcome"] == "timeout" and data["waitedMs"] >= 300 and "warnings" not in data
+    sent = run("send", "team:bob", "anyone?", "--from", "team:alice", "--wait", "--timeout-ms", "300", "--json")
+    assert sent.returncode == 6 and json.loads(sent.stdout)["wait"]["outcome"] == "timeout"
+    assert run("send", "team:bob", "x", "--from", "team:alice", "--require-delivered").returncode == 7
+
+
+def test_watch_follows_new_mail_and_status_changes_until_interrupted() -> None:
+    env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS}
+    watcher = subprocess.Popen([AGENT_LINK, "watch", "--as", "team:bob", "--ndjson", "--interval-ms", "200"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert watcher.stdout is not None
+    fd = watcher.stdout.fileno()
+    sel = selectors.DefaultSelector()
+    sel.register(fd, selectors.EVENT_READ)
+    pending = b""
+
+    def next_event() -> dict[str, Any]:
+        """The next line, read straight from the pipe (a buffered reader could hold a
+        second line where select() no longer sees it)."""
+        nonlocal pending
+        while b"\n" not in pending:
+            assert sel.select(timeout=RUN_BOUND_S), "watch printed nothing"
+            chunk = os.read(fd, 65536)
+            assert chunk, "watch ended early"
+            pending += chunk
+        line, pending = pending.split(b"\n", 1)
+        return json.loads(line)
+
+    try:
+        assert next_event() == {"version": 1, "event": "watching", "address": "team:bob"}
+        mid = send_json("team:bob", "watch this \x1b[31m", "--from", "team:alice", "--anticipation", "reply")["messageId"]
+        event = next_event()
+        assert event["event"] == "message" and event["message"]["id"] == mid and event["message"]["status"] == "pending"
+        assert run("reply", mid, "seen", "--from", "team:bob").returncode == 0
+        events = [next_event(), next_event()]
+        kinds = sorted((e["event"], e["message"]["from"]) for e in events)
+        assert kinds == [("change", "team:alice"), ("message", "team:bob")]
+    finally:
+        watcher.send_signal(signal.SIGINT)
+        _, err = watcher.communicate(timeout=RUN_BOUND_S)
+    assert watcher.returncode == 0 and b"Traceback" not in err
+
+
+# -- scripts -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args", [
+    ("sessions",), ("who",), ("contacts", "list"), ("inbox", "--as", "team:bob"), ("plugins",), ("health",),
+])
+def test_every_json_is_one_versioned_object_and_ndjson_is_one_line(args: tuple[str, ...]) -> None:
+    pretty = run(*args, "--json")
+    assert pretty.returncode == 0, pretty.stderr
+    assert "version" in json.loads(pretty.stdout)
+    line = run(*args, "--ndjson")
+    assert line.returncode == 0 and line.stdout.count("\n") == 1, line.stdout
+    assert json.loads(line.stdout).keys() == json.loads(pretty.stdout).keys()
+
+
+def test_intercom_style_ids_and_the_idempotency_fingerprint() -> None:
+    uid = "16E66E8A-008C-4F09-86D7-DCAEF30C7D36"
+    base = ("team:bob", "Please review the report.", "--from", "team:alice", "--message-id", uid, "--ttl-ms", "300000",
+            "--correlation-id", "job-7", "--from-project", "reports", "--label", "reviewer")
+    first = send_json(*base)
+    assert first["clientMessageId"] == uid.lower() and first["correlationId"] == "job-7" and not first["duplicate"]
+    again = send_json(*base)
+    assert again["duplicate"] and again["messageId"] == first["messageId"]
+    # The UUID finds the message wherever an id is taken.
+    status = json.loads(run("status", uid.lower(), "--from", "team:alice", "--json").stdout)
+    assert status["messageId"] == first["messageId"] and status["senderProject"] == "reports"
+    changed = {
+        "text": ("team:bob", "Other text", *base[2:]),
+        "ttl": (*base[:7], "1000", *base[8:]),
+        "correlation": (*base[:9], "job-8", *base[10:]),
+        "project": (*base[:11], "other", *base[12:]),
+        "label": (*base[:13], "boss"),
+        "target": ("team:carol", *base[1:]),
+    }
+    for what, args in changed.items():
+        proc = run("send", *args, "--json")
+        assert proc.returncode == 1, what
+        data = json.loads(proc.stdout)
+        assert data["outcome"] == "rejected" and data["error"]["details"]["errors"][0]["rule"] == "idempotency", what
+    human = run("inbox", "--as", "team:bob").stdout
+    assert "sender:  reviewer of reports" in human and "thread:  job-7" in human
+    bad = run("send", "team:bob", "x", "--message-id", "16e66e8a-not-a-uuid", "--from", "team:alice")
+    assert bad.returncode == 2 and "--message-id" in bad.stderr
+
+
+def test_show_any_message_you_sent_or_received_even_read_ones() -> None:
+    mid = send_json("team:bob", "read me \x1b[1m", "--from", "team:alice", "--anticipation", "reply")["messageId"]
+    assert run("inbox", "--as", "team:bob").returncode == 0  # read: it leaves the open inbox
+    for who in ("team:alice", "team:bob"):
+        shown = run("show", mid.lower(), "--from", who)
+        assert shown.returncode == 0, shown.stderr
+        assert f"message {mid}" in shown.stdout and "  read me \\u{001B}[1m" in shown.stdout and "\x1b" not in shown.stdout
+    assert "<agent-link-message" in run("show", mid, "--from", "team:bob", "--envelope").stdout
+    line = run("show", mid, "--from", "team:bob", "--ndjson")
+    assert json.loads(line.stdout)["version"] == 1 and line.stdout.count("\n") == 1
+    other = run("show", mid, "--from", "team:carol")
+    assert other.returncode == 1 and "Traceback" not in other.stderr
