@@ -97,7 +97,10 @@ def build_server(app: App) -> Server[Any]:
         if spec is None:
             return to_call_result(unknown_tool(params.name))
         meta = dict(ctx.meta or {})
-        return to_call_result(await run_tool(app, spec, params.arguments, meta))
+        # the SDK hands _meta over either as sent or with its model's field names
+        token = meta.get("progressToken", meta.get("progress_token"))
+        progress = ctx.session.report_progress if token is not None else None
+        return to_call_result(await run_tool(app, spec, params.arguments, meta, progress))
 
     return Server(
         "agent-link",

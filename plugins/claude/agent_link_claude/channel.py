@@ -51,7 +51,11 @@ log = logging.getLogger(__name__)
 CAPABILITY = "claude/channel"
 METHOD = "notifications/claude/channel"
 PLUGIN_NAME = "agent-link"  # .claude-plugin/plugin.json "name"
-SERVER_NAME = "agent-link"  # the mcpServers key in plugin.json (and the documented manual name)
+SERVER_NAME = "agent-link"  # the documented name of a hand-configured server
+#: the mcpServers key in both hosts' plugin manifests: the original's key, so that approval
+#: settings written for it (Codex config.toml keys, Claude allow rules) keep matching
+PLUGIN_SERVER_NAME = "codex-agent-link"
+SERVER_NAMES = (SERVER_NAME, PLUGIN_SERVER_NAME)
 CLIENT_NAME = "claude-code"  # clientInfo.name Claude Code sends at initialize
 # Any of these turns Claude Code's feature-flag cache off, and channels with it (docs/behaviour.md §8).
 FLAG_CACHE_OFF = ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_TELEMETRY", "DO_NOT_TRACK", "DISABLE_GROWTHBOOK")
@@ -194,7 +198,7 @@ def evaluate_gate(
             if plugin != PLUGIN_NAME:
                 continue
         elif kind == "server":
-            if name != SERVER_NAME:
+            if name not in SERVER_NAMES:
                 continue
         else:
             continue

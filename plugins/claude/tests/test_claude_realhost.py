@@ -7,7 +7,7 @@ directory marketplace whole into its cache and the checkout is about 1 GB; one t
 from the repository root itself, as users do (``installed_from_repo``). Every test then runs
 ``claude -p`` (or a long-running stream-json session) against the stub Messages API; the stub
 model calls agent-link's tools by their plugin names
-(``mcp__plugin_agent-link_agent-link__<tool>``). Each test has its own agent-link state dir.
+(``mcp__plugin_agent-link_codex-agent-link__<tool>``). Each test has its own agent-link state dir.
 
 If the binary is missing these tests fail with "run `make hosts`"; they never skip.
 """
@@ -35,7 +35,7 @@ pytestmark = [pytest.mark.realhost, pytest.mark.timeout(240)]
 
 REPO = Path(agent_link_claude.__file__).resolve().parents[3]
 PLUGIN = "agent-link@agent-link"
-SERVER_RULE = "mcp__plugin_agent-link_agent-link"
+SERVER_RULE = "mcp__plugin_agent-link_codex-agent-link"
 RUN_TIMEOUT_S = 90.0
 ALICE = Caller("test:alice", "config", "test")
 # the first release known to open MCP connections with server/discover (the 2026-07-28 revision)
@@ -313,13 +313,13 @@ def test_channel_push_reaches_a_running_session_as_a_new_turn(
             assert results[1]["result"] == "Thanks, I saw the peer message."
         text = _channel_text(stub.main_requests[-1], mid)
         assert text is not None, stub.main_requests[-1].text()[:3000]
-        assert 'source="plugin:agent-link:agent-link"' in text and 'from_session_id="test:alice"' in text
+        assert 'source="plugin:agent-link:codex-agent-link"' in text and 'from_session_id="test:alice"' in text
         assert f'<agent-link-message id="{mid}"' in text and "Build is green." in text
         row = app.mailbox.get_row(mid)
         assert row["delivered_via"] == "channel" and row["first_delivered_at"] is not None
         transcript = host.transcript_dir(cwd) / f"{sid}.jsonl"
         origins = [json.loads(line).get("origin") for line in transcript.read_text().splitlines()]
-        assert {"kind": "channel", "server": "plugin:agent-link:agent-link"} in origins
+        assert {"kind": "channel", "server": "plugin:agent-link:codex-agent-link"} in origins
     finally:
         app.close()
 

@@ -40,7 +40,7 @@ from agent_link_testing.responses_stub import ResponsesStub, StubRequest, mcp_to
 
 pytestmark = [pytest.mark.realhost, pytest.mark.anyio, pytest.mark.timeout(240)]
 
-SERVER_RULE = "mcp__plugin_agent-link_agent-link"
+SERVER_RULE = "mcp__plugin_agent-link_codex-agent-link"
 RUN_TIMEOUT_S = 120.0
 WAIT_MS = 30_000
 QUESTION = "Which port does the staging build listen on?"

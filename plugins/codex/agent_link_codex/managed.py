@@ -366,7 +366,11 @@ class ManagedServer:
         child_env = {k: v for k, v in self.env.items() if k not in DROPPED_ENV}
         stderr_path = self.directory / f"{owner}.stderr.log"
         try:
-            with open(stderr_path, "ab") as stderr:
+            # 0600 like every other state file (the log can hold thread ids and paths); an
+            # older, wider file is narrowed
+            fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+            os.fchmod(fd, 0o600)
+            with os.fdopen(fd, "ab") as stderr:
                 self._proc = subprocess.Popen(
                     command, cwd=self.directory, env=child_env, stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True,

@@ -17,6 +17,9 @@ from typing import Any
 from agent_link_core.config import Setting
 
 DEFAULT_IDLE_MS = 300_000
+#: the Codex release this agent-link was verified against (the pinned host of its real-host
+#: tests); health warns ``codex_version_differs`` when the installed Codex reports another
+VERIFIED_CODEX_VERSION = "0.169.0"
 DEFAULT_STARTUP_TIMEOUT_MS = 15_000
 
 SETTINGS: tuple[Setting, ...] = (

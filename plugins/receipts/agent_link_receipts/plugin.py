@@ -26,7 +26,7 @@ import click
 from agent_link_core import hookimpl
 from agent_link_core.contribute import migrations, registers
 from agent_link_core.mailbox import Event, Mailbox, OutgoingMessage, SendContext
-from agent_link_core.model import address_scheme, is_address
+from agent_link_core.model import Caller, address_scheme, is_address
 
 from agent_link_receipts import cli as receipts_cli
 from agent_link_receipts.build import LIFECYCLE_KINDS, event_key, harness_receipt, message_receipt, send_fields
@@ -79,19 +79,33 @@ def agent_link_on_event(event: Event, app: App) -> None:
     row = None
     if event.message_id is not None and (event.kind == "sent" or event.kind in LIFECYCLE_KINDS):
         row = app.mailbox.get_row(event.message_id)
-    receipt = message_receipt(event, Mailbox.row_dict(row), host) if row is not None else harness_receipt(event, host)
+    kinds = {name: h.session_kind or name for name, h in app.harnesses.items()}
+    if row is None and "caller" in event.data:
+        event = _with_origin(event, app)
+    receipt = message_receipt(event, Mailbox.row_dict(row), host, kinds) if row is not None else harness_receipt(event, host, kinds)
     if receipt is None:
         return
     stored = insert_receipts(app.store, [(receipt, event_key(event, receipt))])
-    if stored and event.kind == "sent":
-        if event.result is not None and "receipt" in event.result:
-            event.result["receipt"].update(recorded=True, id=receipt["id"])
+    if stored and event.result is not None and isinstance(event.result.get("receipt"), dict):
+        # a send in progress, or a harness action (launch, archive) waiting for its receipt id
+        event.result["receipt"].update(recorded=True, id=receipt["id"])
     log_path = app.config.get(LOG_SETTING)
     if stored and log_path:
         try:
             append_log(log_path, stored)
         except OSError:  # the database already holds the receipt; the copy is a convenience
             log.exception("could not append to the receipt log %s", log_path)
+
+
+def _with_origin(event: Event, app: App) -> Event:
+    """A harness event that passed the ``caller`` (and ``meta``) of its tool call instead of an
+    origin: compute the origin as a send's (same sources, same labels)."""
+    data = dict(event.data)
+    caller, meta = data.pop("caller"), data.pop("meta", None) or {}
+    if data.get("origin") is None and isinstance(caller, Caller):
+        data["origin"] = compute_origin(data.get("receipt") or {}, caller, meta, app.env,
+                                        infer_from_env=bool(app.config.get(INFER_SETTING)))
+    return Event(event.kind, event.message_id, event.at_ms, event.actor, data, event.result)
 
 
 @hookimpl
