@@ -287,7 +287,8 @@ class CodexHarness(Harness):
             self._deliverer = Deliverer(self.service, PushClaims(self.store),
                                         desktop_push=self.values.get("AGENT_LINK_CODEX_DESKTOP_PUSH") or "mailbox-only",
                                         explicit_endpoint=explicit(self.values),
-                                        mcp_servers=frozenset({self.values.get("AGENT_LINK_CODEX_MCP_SERVER") or "agent-link"}),
+                                        mcp_servers=frozenset({self.values["AGENT_LINK_CODEX_MCP_SERVER"]} if self.values.get("AGENT_LINK_CODEX_MCP_SERVER")
+                                                    else {"codex-agent-link", "agent-link"}),
                                         mcp_ready_ms=int(self.values.get("AGENT_LINK_CODEX_MCP_READY_MS", MCP_READY_MS)),
                                         on_confirmed=self._confirmed_late)
         return self._deliverer

@@ -80,8 +80,9 @@ SETTINGS: tuple[Setting, ...] = (
         doc="threads held by another app-server get mail only (mailbox-only), or turns too (shared-daemon, needs an explicit endpoint)",
     ),
     Setting(
-        "AGENT_LINK_CODEX_MCP_SERVER", "str", "agent-link",
-        doc="the name agent-link's MCP server has in Codex's config (a turn agent-link starts waits for it to be ready)",
+        "AGENT_LINK_CODEX_MCP_SERVER", "str", None,
+        doc="the name agent-link's MCP server has in Codex's config (a turn agent-link starts waits for it to be ready);"
+            " default: codex-agent-link (the plugin's key) and agent-link (a hand-written entry)",
     ),
     Setting(
         "AGENT_LINK_CODEX_MCP_READY_MS", "int", 20_000, minimum=0, maximum=120_000,
