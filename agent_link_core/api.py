@@ -215,8 +215,10 @@ async def send_reliably(
 ) -> SendResult:
     """Send with one honest outcome, idempotent on ``message_id``.
 
-    The same id with the same content reports the first outcome and pushes nothing again
-    (an ``unknown`` one only with ``retry_unknown``); with other content it is rejected.
+    The same id with the same content is never stored twice: a message already delivered or
+    accepted is not pushed again, one still queued is offered to its harness again (which
+    first checks whether an earlier, interrupted push landed), an ``unknown`` one only with
+    ``retry_unknown``; with other content it is rejected.
     ``ttl_ms`` counts from the first attempt: past it, nothing is pushed any more.
     Only pushes that failed before the host accepted them are retried automatically.
     ``require_known`` refuses a plain address no process has ever served (``rejected``
@@ -272,9 +274,12 @@ async def send_reliably(
     result.fields.update({k: v for k, v in fingerprint.items() if k in ("correlationId", "clientMessageId")})
     delivery = outcome.delivery
     attempts = 1 if outcome.created and delivery is not None else 0
-    # A resend with the same id pushes nothing again, except an unknown outcome on request
-    # (the harness checks whether the first push landed before it sends anything).
-    if not outcome.created and retry_unknown and app.mailbox.push_outcome(row["id"]) == "unknown":
+    # A resend with the same id finishes what an earlier attempt left: a message still queued
+    # (that attempt died after storing it, or its push found the session unable to take it)
+    # is offered again, and an unknown outcome on request. The harness checks whether an
+    # earlier push landed before it sends anything, so nothing is pushed twice.
+    previous = app.mailbox.push_outcome(row["id"]) if not outcome.created else None
+    if previous == "queued" or (previous == "unknown" and retry_unknown):
         if expires_at is not None and now_ms() > expires_at:
             return SendResult("rejected", row["id"], row["recipient"], duplicate=True, expires_at=result.expires_at,
                               error={"code": "invalid_arguments", "message": "The message's time to live has passed."})

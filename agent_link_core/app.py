@@ -13,7 +13,7 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -21,9 +21,10 @@ from typing import Any
 from agent_link_core import __version__, problem_log, state_dirs
 from agent_link_core.config import Config, load_config
 from agent_link_core.directory import gather_listings, providers_view, rank, session_view, split_address
-from agent_link_core.envelope import render_inbox
+from agent_link_core.envelope import MAX_ENVELOPE_BODY_CHARS, MAX_ESCAPED_CHARS, escape_text, render_inbox
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import Delivery, Harness, McpPeer
+from agent_link_core.identity import prove_sender
 from agent_link_core.mailbox import (
     Mailbox,
     Visibility,
@@ -44,6 +45,11 @@ log = logging.getLogger(__name__)
 # MCP clients cut tool calls at 60 s or more (hosts have used 60, 120 and 300 s); a single
 # wait never holds a call longer than this, and says so, so the caller can simply wait again.
 MAX_WAIT_PER_CALL_MS = 50_000
+#: ``async (progress, total, message) -> None``: sends one MCP progress notification for
+#: the tool call being served (progress and total in ms for waits)
+Progress = Callable[[float, "float | None", "str | None"], Awaitable[None]]
+#: how often a wait whose client sent a progress token reports progress (keeps the call alive)
+PROGRESS_EVERY_MS = 10_000
 #: What status says of a push the host accepted but has not shown the model yet.
 ACCEPTED_NOTE = "accepted, awaiting the session"
 
@@ -187,6 +193,22 @@ class App:
         if configured:
             return Caller(configured, "config", address_scheme(configured))
         return Caller(EXTERNAL, "fallback", None)
+
+    def host_detection(self, caller: Caller) -> dict[str, Any]:
+        """Which host this process serves and what decided it: ``AGENT_LINK_HOST``, else the
+        first harness (by ``host_priority``) whose ``host_variables`` are set, else the
+        caller's harness. ``{"host", "source": "AGENT_LINK_HOST"|"environment"|"caller"|"none",
+        "variable"}`` (the variable's name only, never its value)."""
+        configured = self.config.get("AGENT_LINK_HOST")
+        if configured:
+            return {"host": configured, "source": "AGENT_LINK_HOST", "variable": "AGENT_LINK_HOST"}
+        for harness in sorted(self.harnesses.values(), key=lambda h: (h.host_priority, h.name)):
+            for variable in harness.host_variables:
+                if self.env.get(variable):
+                    return {"host": harness.name, "source": "environment", "variable": variable}
+        if caller.host:
+            return {"host": caller.host, "source": "caller", "variable": None}
+        return {"host": None, "source": "none", "variable": None}
 
     def _harness_failed(self, harness: Harness, exc: Exception, method: str = "list_sessions") -> None:
         """Report a harness method's failure as its plugin's problem (the caller carries on)."""
@@ -360,6 +382,8 @@ class App:
             message_id = message_id.upper()
         if message_id is not None and not is_ulid(message_id):
             raise invalid_arguments([{"path": "messageId", "rule": "pattern", "expected": "a 26-character ULID"}])
+        caller, proof_warnings = await prove_sender(self, caller)
+        proof_warnings += escaped_size_warnings(clean)
         answered = self.mailbox.require(reply_to) if reply_to else None
         reply_to = answered["id"] if answered is not None else None
         target_meta: dict[str, Any]
@@ -379,7 +403,7 @@ class App:
         )
         is_reply = answered is not None and answered["recipient"] == caller.address
         context = SendContext(tool, dict(arguments or {}), via, is_reply, dict(meta or {}))
-        warnings = self.hooks.before_send(msg, context)
+        warnings = proof_warnings + self.hooks.before_send(msg, context)
         if answered is not None and is_reply and self.mailbox.state(answered).resolution is None:
             _, row = self.mailbox.resolve(answered["id"], caller, "reply", reply=msg, result=context.result)
             created = True
@@ -506,7 +530,7 @@ class App:
             what = "a reason" if resolution == "decline" else "the reply text"
             raise invalid_arguments([{"path": "message", "rule": "required", "expected": f"{what} for resolution {resolution}"}])
         reply_msg = None
-        warnings: list[dict[str, Any]] = []
+        caller, warnings = await prove_sender(self, caller)
         context = SendContext("reply_agent_link_message", dict(arguments or {}), None, True, dict(meta or {}))
         if (message is None or not message.strip()) and (anticipation is not None or reply_by is not None):
             raise invalid_arguments([{"path": "anticipation" if anticipation is not None else "replyBy", "rule": "requires_message",
@@ -519,7 +543,7 @@ class App:
                 metadata={**(metadata or {}), "resolution": resolution},
             )
             if caller.address == row["recipient"]:
-                warnings = self.hooks.before_send(reply_msg, context)
+                warnings += self.hooks.before_send(reply_msg, context)
         res, reply_row = self.mailbox.resolve(
             # The reason as sanitized for the note (lone surrogates of undecodable input never reach disk).
             message_id, caller, resolution, reason=reply_msg.body if reply_msg is not None and resolution != "reply" else None,
@@ -679,20 +703,31 @@ class App:
 
     async def wait(
         self, *, caller: Caller, agent: str, reply_to: str | None = None, timeout_ms: int = 60_000, poll_ms: int = 1000,
+        progress: Progress | None = None, activity: Callable[[], Awaitable[dict[str, Any] | None]] | None = None,
     ) -> dict[str, Any]:
-        """Wait for the resolution of ``reply_to`` (or, without it, for any new message from
-        ``agent`` to the caller). A timeout is a normal outcome; each call waits at most
-        :data:`MAX_WAIT_PER_CALL_MS` so a client's tool-call limit never cuts it.
+        """Wait for the resolution of ``reply_to`` (or, without it, for the oldest unread message
+        from ``agent`` to the caller, else the next one to arrive). A timeout is a normal outcome.
 
-        :returns: ``outcome`` reply | declined | done | unresolved | expired | timeout, and
-            the reply (enveloped) when there is one.
+        :param progress: the tool call's progress reporter (the client sent a progress
+            token): the wait reports progress every :data:`PROGRESS_EVERY_MS` and runs up to
+            ``timeout_ms``. Without one a call waits at most :data:`MAX_WAIT_PER_CALL_MS`
+            (clients cut tool calls after about a minute), and the result says ``capped``.
+        :param activity: without ``reply_to``, a check called every poll that may end the
+            wait with the target's own outcome (``turn_completed``, ``idle``; a harness's
+            ``activity_check``).
+        :returns: ``outcome`` reply | declined | done | unresolved | expired | turn_completed |
+            idle | timeout, the reply (enveloped) when there is one, ``capped`` and
+            ``requestedTimeoutMs`` when the cap applied.
         """
         start = time.monotonic()
         warnings = []
         budget = timeout_ms
-        if budget > MAX_WAIT_PER_CALL_MS:
-            budget = MAX_WAIT_PER_CALL_MS
-            warnings.append({"code": "wait_capped", "message": f"One call waits at most {MAX_WAIT_PER_CALL_MS} ms; call again to keep waiting."})
+        cap_ms, every_ms = self.wait_limits()
+        capped = progress is None and budget > cap_ms
+        if capped:
+            budget = cap_ms
+            warnings.append(wait_capped_warning(timeout_ms, cap_ms))
+        next_progress = every_ms
         if not reply_to:
             self.require_caller(caller)  # only mail addressed to the caller could end this wait
         target, _, _ = await self.target_address(agent, caller) if not reply_to else (agent, None, {})
@@ -708,21 +743,38 @@ class App:
         try:
             while True:
                 result = self._wait_check(caller, target, reply_to, since)
+                if result is None and activity is not None and not reply_to:
+                    result = await activity()
                 waited = int((time.monotonic() - start) * 1000)
                 if result is not None or waited >= budget:
                     out = result or {"outcome": "timeout"}
                     out.update({"waitedMs": waited, "timedOut": result is None, "target": {"address": target},
                                 "harness": address_scheme(target)})
+                    if capped:
+                        out.update(capped=True, requestedTimeoutMs=timeout_ms)
                     if reply_to:
                         out["messageStatus"] = self.mailbox.state(self.mailbox.stored(reply_to)).status
                     if warnings:
                         out["warnings"] = warnings
                     return out
-                await asyncio.sleep(min(poll_ms, budget - waited) / 1000)
+                if progress is not None and waited >= next_progress:
+                    await progress(waited, budget, "waiting")
+                    next_progress = waited + every_ms
+                sleep_ms = min(poll_ms, budget - waited)
+                if progress is not None:
+                    sleep_ms = min(sleep_ms, max(next_progress - waited, 1))
+                await asyncio.sleep(sleep_ms / 1000)
         finally:
             self.waiting[key] -= 1
             if not self.waiting[key]:
                 del self.waiting[key]
+
+    def wait_limits(self) -> tuple[int, int]:
+        """``(cap, progress interval)`` in ms: ``AGENT_LINK_WAIT_CAP_MS`` (default
+        :data:`MAX_WAIT_PER_CALL_MS`) and ``AGENT_LINK_WAIT_PROGRESS_MS`` (default
+        :data:`PROGRESS_EVERY_MS`)."""
+        return (int(self.config.get("AGENT_LINK_WAIT_CAP_MS") or MAX_WAIT_PER_CALL_MS),
+                int(self.config.get("AGENT_LINK_WAIT_PROGRESS_MS") or PROGRESS_EVERY_MS))
 
     def _wait_check(self, caller: Caller, target: str, reply_to: str | None, since: int) -> dict[str, Any] | None:
         if reply_to:
@@ -741,11 +793,16 @@ class App:
             return None
         if not caller.known:
             return None
+        # Unread mail from the target first (it may have arrived while this server was down or
+        # between two waits), then anything that arrives during the wait, oldest first.
         row = self.store.conn.execute(
-            "SELECT id FROM messages WHERE from_addr = ? AND recipient = ? AND sent_at >= ? ORDER BY sent_at LIMIT 1",
+            "SELECT id, sent_at FROM messages WHERE from_addr = ? AND recipient = ? AND (delivered_at IS NULL OR sent_at >= ?)"
+            " ORDER BY sent_at, id LIMIT 1",
             (target, caller.address, since),
         ).fetchone()
-        return {"outcome": "reply", "reply": self._take_reply(caller, row["id"])} if row else None
+        if row is None:
+            return None
+        return {"outcome": "reply", "reply": self._take_reply(caller, row["id"]), "arrivedBeforeWait": row["sent_at"] < since}
 
     def _take_reply(self, caller: Caller, reply_id: str) -> dict[str, Any]:
         """A reply returned by a wait reaches the caller here: it counts as delivered."""
@@ -766,9 +823,11 @@ class App:
             pending = self.mailbox.count_open(caller.address, undelivered_only=True) if caller.known else 0
         except sqlite3.DatabaseError:  # reported by the integrity line below
             pending = None
+        detection = self.host_detection(caller)
         out: dict[str, Any] = {
             "version": __version__,
-            "host": self.config.get("AGENT_LINK_HOST") or caller.host,
+            "host": detection["host"],
+            "hostDetection": detection,
             "address": caller.address,
             "addressSource": caller.source,
             "stateDir": {
@@ -833,6 +892,26 @@ class App:
 
 
 LOG_LEVELS = {"error": logging.ERROR, "warn": logging.WARNING, "info": logging.INFO, "debug": logging.DEBUG}
+
+
+def escaped_size_warnings(body: str) -> list[dict[str, Any]]:
+    """``[body_escapes_large]`` when ``body``'s escaped form (its envelope text) is longer than
+    :data:`~agent_link_core.envelope.MAX_ESCAPED_CHARS`: it reaches the recipient whole, but a
+    reader may get it in pages (``read_agent_link_inbox`` with ``messageId`` and ``offset``)."""
+    escaped = len(escape_text(body, cap=MAX_ENVELOPE_BODY_CHARS))
+    if escaped <= MAX_ESCAPED_CHARS:
+        return []
+    return [{"code": "body_escapes_large",
+             "message": f"The body escapes to {escaped} characters in its envelope (characters such as < and & take several), "
+                        f"more than the {MAX_ESCAPED_CHARS} one read may show: nothing is cut, but the recipient may read it in pages.",
+             "details": {"bodyBytes": len(body.encode("utf-8")), "escapedChars": escaped, "limitChars": MAX_ESCAPED_CHARS}}]
+
+
+def wait_capped_warning(requested_ms: int, cap_ms: int = MAX_WAIT_PER_CALL_MS) -> dict[str, Any]:
+    """The ``wait_capped`` warning of a wait cut to ``cap_ms``."""
+    return {"code": "wait_capped", "details": {"requestedTimeoutMs": requested_ms, "waitedAtMostMs": cap_ms},
+            "message": f"Without a progress token one call waits at most {cap_ms} ms; call again to keep waiting "
+                       "(or send a progress token to wait up to timeoutMs)."}
 
 
 def configure_logging(config: Config) -> None:

@@ -241,6 +241,13 @@ def _check_pushed(result: Any, plugin: str) -> str | None:
     return None
 
 
+def _check_roles(result: Any, plugin: str) -> str | None:
+    if isinstance(result, dict) and all(isinstance(k, str) and isinstance(v, list) and all(isinstance(n, str) for n in v)
+                                        for k, v in result.items()):
+        return None
+    return f"returned {type(result).__name__}; expected {{address: [role name, ...]}}"
+
+
 def _check_observer(result: Any, plugin: str) -> str | None:
     return f"returned {type(result).__name__}; observers return nothing"
 
@@ -262,6 +269,7 @@ RESULT_CHECKS: dict[str, Callable[[Any, str], str | None]] = {
     "agent_link_register_panels": _check_nothing,
     "agent_link_push_reminders": _check_pushed,
     "agent_link_server_tasks": _check_tasks,
+    "agent_link_session_roles": _check_roles,
 }
 
 

@@ -94,6 +94,10 @@ CORE_SETTINGS: tuple[Setting, ...] = (
         "AGENT_LINK_REMINDER_INTERVAL_MS", "int", 30000, minimum=30000,
         warning="reminder_interval_ignored", doc="reminder interval in ms (at least 30000)",
     ),
+    Setting("AGENT_LINK_WAIT_CAP_MS", "int", 50000, minimum=1000, maximum=600000,
+            doc="longest a wait runs in one tool call when the client sent no progress token (its tool-call timeout)"),
+    Setting("AGENT_LINK_WAIT_PROGRESS_MS", "int", 10000, minimum=1000, maximum=60000,
+            doc="interval of the progress notifications a wait sends when the client sent a progress token"),
 )
 
 

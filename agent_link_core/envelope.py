@@ -23,6 +23,7 @@ __all__ = [
     "INVISIBLE_RUN_CAP",
     "MAX_ATTR_CODEPOINTS",
     "MAX_BODY_BYTES",
+    "MAX_ENVELOPE_BODY_CHARS",
     "MAX_ESCAPED_CHARS",
     "NOTICE_TEXT",
     "EnvelopeMessage",
@@ -39,6 +40,10 @@ __all__ = [
 
 MAX_BODY_BYTES = 65536
 MAX_ESCAPED_CHARS = 131072
+# A message body's cap in its envelope: every byte of a body within MAX_BODY_BYTES escapes to
+# at most 5 characters ("&" -> "&amp;"), so a body the mailbox accepted is never shortened in
+# its envelope; a reader too small for it reads the envelope in pages (agent_link_core.budget).
+MAX_ENVELOPE_BODY_CHARS = 5 * MAX_BODY_BYTES
 MAX_ATTR_CODEPOINTS = 256
 INVISIBLE_RUN_CAP = 16
 
@@ -403,7 +408,7 @@ def render_envelope(msg: EnvelopeMessage, *, elements: Sequence[str] = (), reply
         f"<notice>{NOTICE_TEXT}</notice>",
         *elements,
         "<body>",
-        escape_text(msg.body),
+        escape_text(msg.body, cap=MAX_ENVELOPE_BODY_CHARS),
         "</body>",
         f"<reply>{escape_text(reply_text if reply_text is not None else _reply_line(anticipation, message_id, reply_by))}</reply>",
         "</agent-link-message>",

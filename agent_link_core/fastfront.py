@@ -1,6 +1,6 @@
 """The start-up front of ``agent-link mcp``: answers the opening of an MCP connection at once.
 
-Hosts give an MCP server little time to become ready (one builds a turn without a server's
+Hosts give an MCP server little time to become ready (one goes on without a server's
 tools when it has not listed them within about a second), while importing the MCP SDK, pydantic
 and the plugins takes longer than that on a loaded machine. So before anything heavy is
 imported, :func:`start` puts this front between the wire and the full server:
@@ -210,7 +210,7 @@ class Front:
         which cache key the server's answer fills when it is one the cache lacks."""
         try:
             message = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested too deeply: the server's transport answers it
             return
         if not isinstance(message, dict) or "id" not in message or not isinstance(message.get("method"), str):
             return
@@ -250,7 +250,7 @@ class Front:
         is learnt and passed on."""
         try:
             message = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             return True
         if not isinstance(message, dict) or "method" in message or "id" not in message:
             return True

@@ -8,7 +8,7 @@ async; none may block the event loop.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -189,6 +189,23 @@ class Harness:
     #: delivery options of message_agent this harness honours (``mode``, ``model``, ...);
     #: others aimed at its sessions are refused before anything is stored
     send_options: frozenset[str] = frozenset()
+    #: what one of its sessions is called in audit receipts (``target.kind``), e.g.
+    #: ``<host>_thread``; empty means the harness name
+    session_kind: str = ""
+    #: environment variables the host sets in processes it starts: one of them present means
+    #: this process runs inside the host (health's ``hostDetection``)
+    host_variables: tuple[str, ...] = ()
+    #: order in which harnesses' ``host_variables`` are tried (lower first), for a process
+    #: that sees the variables of more than one host
+    host_priority: int = 100
+    #: whether mail sent to the exact address of an archived session is accepted (it waits
+    #: in the mailbox until the session is resumed); fuzzy queries never pick archived ones
+    archived_sessions_take_mail: bool = False
+    #: result fields of ``wait_for_agent`` its ``activity_check`` outcomes add (name → JSON schema)
+    wait_result_fields: Mapping[str, dict[str, Any]] = {}
+    #: arguments of ``agent_link_health`` this harness understands (name → JSON schema, with a
+    #: description); given ones reach :meth:`prepare_health`
+    health_options: Mapping[str, dict[str, Any]] = {}
     #: what its host shows the model in full (inbox reads are cut to fit; pushes too); None: no limit known
     output_budget: OutputBudget | None = None
     #: the options this harness declares (schema and refusal); their names count as
@@ -243,6 +260,19 @@ class Harness:
             ``not_found``); the message row then stays queued and is reported as such.
         """
         return Delivery()
+
+    def activity_check(self, session_id: str) -> Callable[[], Awaitable[dict[str, Any] | None]] | None:
+        """For ``wait_for_agent`` without ``replyToMessageId``: a check the wait calls every
+        poll, returning the session's own outcome once its activity ends the wait
+        (``{"outcome": "turn_completed"|"idle", ...}``, extra fields declared in
+        :attr:`wait_result_fields`) or None to keep waiting. The default (None) waits for
+        messages only. May raise AgentLinkError."""
+        return None
+
+    async def prepare_health(self, options: Mapping[str, Any]) -> None:
+        """Called by ``agent_link_health`` before :meth:`health`, with the given arguments
+        among every harness's :attr:`health_options` (a harness may then start or connect what
+        it needs to report fully, or probe nothing). The default does nothing."""
 
     async def recheck(self, message: dict[str, Any]) -> Delivery | None:
         """Look again for evidence of an earlier push of ``message`` that the host accepted

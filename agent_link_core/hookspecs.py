@@ -274,6 +274,21 @@ def agent_link_health(app: App) -> tuple[str, dict[str, Any]] | None:
     """
 
 
+@_hookspec
+def agent_link_session_roles(addresses: list[str], app: App) -> dict[str, list[str]] | None:
+    """Say which roles the listed sessions hold, for ``list_agents`` / ``resolve_agent``.
+
+    :param addresses: the session addresses about to be shown (``harness:id``).
+    :param app: the :class:`~agent_link_core.app.App` of this process (settings, database,
+        mailbox); optional in implementations (pluggy passes only the arguments they take).
+    :returns: ``{address: [role name, ...]}`` for the sessions that hold a role (others may
+        be left out), or ``None``. Answers of several plugins are merged.
+
+    Called once per listing; must be cheap and must not raise (a failure leaves ``roles``
+    empty and is logged).
+    """
+
+
 @_hookspec(firstresult=True)
 def agent_link_check_override(
     target: str, sender: Caller, setting: str, value: str, context: dict[str, Any], app: App

@@ -28,6 +28,8 @@ class Caller:
     :param source: where it came from: ``current_session``, ``env``, ``runtime_context``
         (MCP ``_meta``), ``config`` (``AGENT_LINK_ADDRESS``) or ``fallback``.
     :param host: the harness name, or ``None``.
+    :param proven: whether the named session was found in its host
+        (:func:`agent_link_core.identity.prove_sender`); None when not checked.
     """
 
     address: str = EXTERNAL
@@ -35,11 +37,13 @@ class Caller:
     host: str | None = None
     turn_id: str | None = None
     tool_call_id: str | None = None
+    proven: bool | None = None
 
     @property
     def verified(self) -> bool:
-        """A provenance hint, not authentication: the identity came from the runtime."""
-        return self.source in ("current_session", "env", "runtime_context") and is_address(self.address)
+        """A provenance hint, not authentication: the identity came from the runtime, and
+        its session was not found missing in its host."""
+        return self.proven is not False and self.source in ("current_session", "env", "runtime_context") and is_address(self.address)
 
     @property
     def known(self) -> bool:

@@ -468,6 +468,16 @@ class Hooks:
                 self.boundary.fault(plugin, "agent_link_record_event", f"{type(exc).__name__}: {exc}"[:300],
                                     fix="Fix the plugin's record_event hook; the change itself was stored.", exc=exc)
 
+    def session_roles(self, addresses: list[str]) -> dict[str, list[str]]:
+        """``{address: sorted role names}`` from every plugin that keeps roles; a failing
+        plugin is reported as its problem and contributes nothing."""
+        merged: dict[str, set[str]] = {}
+        for answer in self._call("agent_link_session_roles", [], addresses=list(addresses), app=self.app) or []:
+            if isinstance(answer, dict):
+                for address, names in answer.items():
+                    merged.setdefault(address, set()).update(names)
+        return {address: sorted(names) for address, names in merged.items()}
+
     def on_event(self, event: Event) -> None:
         """Notify observers; an observer's failure is reported, never raised."""
         self._call("agent_link_on_event", None, event=event, app=self.app)

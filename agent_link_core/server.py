@@ -19,13 +19,13 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp.server import Server
-from mcp.server.stdio import stdio_server
 
 from agent_link_core import __version__, fastfront, prompt_hooks, reminders
 from agent_link_core.app import App
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.handshake import LinkStreams
 from agent_link_core.harness import McpPeer, PeerGone
+from agent_link_core.stdio_transport import stdio_server
 from agent_link_core.tool_profiles import select_tools
 from agent_link_core.tools.core_tools import CORE_TOOLS
 from agent_link_core.tools.registry import ToolSpec, output_schema, run_tool, unknown_tool
@@ -97,7 +97,10 @@ def build_server(app: App) -> Server[Any]:
         if spec is None:
             return to_call_result(unknown_tool(params.name))
         meta = dict(ctx.meta or {})
-        return to_call_result(await run_tool(app, spec, params.arguments, meta))
+        # the SDK hands _meta over either as sent or with its model's field names
+        token = meta.get("progressToken", meta.get("progress_token"))
+        progress = ctx.session.report_progress if token is not None else None
+        return to_call_result(await run_tool(app, spec, params.arguments, meta, progress))
 
     return Server(
         "agent-link",

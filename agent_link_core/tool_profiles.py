@@ -1,6 +1,6 @@
 """Which MCP tools ``agent-link mcp`` offers: the ``AGENT_LINK_TOOLS`` setting.
 
-Every tool offered costs each turn of every agent its definition in context, so a person may
+Every tool offered costs each request of every agent its definition in context, so a person may
 offer fewer. The value is a comma or space separated list of items, each one of:
 
 * ``all`` — every registered tool (the default);

@@ -129,12 +129,17 @@ async def test_incomplete_scan_refuses_a_bare_id(monkeypatch: pytest.MonkeyPatch
         app.close()
 
 
-def test_same_id_same_text_is_a_no_op(harness: ScriptedHarness) -> None:
+def test_same_id_same_text_stores_once_and_offers_a_queued_message_again(harness: ScriptedHarness) -> None:
     mid = new_message_id()
     first = out_json(run("send", "sx:quiet", "hello", "--message-id", mid, "--from", "team:me", "--json"))
     again = out_json(run("send", "sx:quiet", "hello", "--message-id", mid, "--from", "team:me", "--json"))
-    assert first["outcome"] == again["outcome"] == "queued" and again["duplicate"] and again["attempts"] == 0
-    assert harness.pushes.count(mid) == 1
+    # still queued after the first attempt: the resend offers it to the harness once more
+    assert first["outcome"] == again["outcome"] == "queued" and again["duplicate"] and again["attempts"] == 1
+    assert harness.pushes.count(mid) == 2
+    delivered = new_message_id()
+    run("send", "sx:ok", "hello", "--message-id", delivered, "--from", "team:me")
+    resent = out_json(run("send", "sx:ok", "hello", "--message-id", delivered, "--from", "team:me", "--json"))
+    assert resent["outcome"] == "delivered" and resent["attempts"] == 0 and harness.pushes.count(delivered) == 1
     changed = run("send", "sx:quiet", "other text", "--message-id", mid, "--from", "team:me", "--json")
     assert changed.exit_code == 1 and out_json(changed)["outcome"] == "rejected"
 

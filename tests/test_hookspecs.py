@@ -136,6 +136,12 @@ class Recorder:
         return "fake", {"ok": True, "db": app.config.db_path}
 
     @hookimpl
+    def agent_link_session_roles(self, addresses: list[str]) -> dict[str, list[str]] | None:
+        if "fake:broken" in addresses:
+            raise RuntimeError("a roles plugin failing must not fail the listing")
+        return {"fake:one": ["lead"]} if "fake:one" in addresses else None
+
+    @hookimpl
     def agent_link_server_tasks(self, app: App) -> list[Any]:
         async def note_start() -> None:
             self.calls.append(f"server task ran with {app.config.db_path}")
@@ -290,3 +296,21 @@ async def test_waits_mark_what_they_hold(app: App) -> None:
     assert app.held_by_wait({"reply_to": sent.message["id"], "from_addr": "fake:one"})
     await task
     assert app.waiting == {}
+
+
+def test_session_roles_are_merged_and_failures_contained(app: App) -> None:
+    assert app.hooks.session_roles(["fake:one", "fake:two"]) == {"fake:one": ["lead"]}
+    assert app.hooks.session_roles(["fake:broken"]) == {}
+
+
+@pytest.mark.anyio
+async def test_list_and_resolve_show_roles(app: App) -> None:
+    from agent_link_core.model import Caller as _Caller
+    from agent_link_core.tools import core_tools
+    from agent_link_core.tools.registry import ToolCall
+
+    call = ToolCall(meta={}, caller=_Caller())
+    listed = await core_tools.list_agents(app, {"harness": "fake"}, call)
+    assert {s["address"]: s["roles"] for s in listed["sessions"]} == {"fake:one": ["lead"], "fake:two": []}
+    resolved = await core_tools.resolve_agent(app, {"query": "fake:one"}, call)
+    assert resolved["best"]["roles"] == ["lead"]

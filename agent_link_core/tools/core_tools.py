@@ -8,14 +8,18 @@ the recipient's harness; aimed at another harness's session they are refused.
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from dataclasses import replace
-
-from agent_link_core.app import message_summary
+from agent_link_core.app import MAX_WAIT_PER_CALL_MS, message_summary
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import SendOption
+from agent_link_core.mailbox import new_message_id
 from agent_link_core.tools.legacy_options import DELIVERY_OPTIONS, TURN_OVERRIDES  # noqa: F401 - kept for plugins
+from agent_link_core.model import is_address
 from agent_link_core.tools.registry import ToolCall, ToolSpec
 from agent_link_core.tools.schemas import ANY, ARR, BOOL, INT, NOBJ, NSTR, OBJ, RESOLVE_RESULT, STR, ULID  # noqa: F401 - re-exported
 
@@ -28,7 +32,9 @@ REPLY_BY = {"type": "string", "minLength": 1,
             "description": "ISO 8601 deadline with a timezone, at least 30 s ahead; not with fyi."}
 HARNESS_FILTER = {"type": "string", "pattern": "^(all|[a-z][a-z0-9-]{0,31})$", "description": "all, or one harness name."}
 TIMEOUT_MS = {"type": "integer", "minimum": 0, "maximum": 600000, "default": 60000,
-              "description": "How long to wait, in ms (one call returns within 50 s; call again to keep waiting)."}
+              "description": "How long to wait, in ms. A client that sends a progress token gets a progress notification every 10 s "
+                             "and the wait runs up to timeoutMs; without one a call returns within 50 s (result capped: true; "
+                             "call again to keep waiting)."}
 POLL_MS = {"type": "integer", "minimum": 250, "maximum": 10000, "default": 1000, "description": "Poll interval in ms."}
 RECEIPT = {
     "type": "object",
@@ -76,6 +82,29 @@ def message_agent_spec(app: App | None) -> ToolSpec:
     return replace(base, input_schema=schema, output_fields={**fields, **base.output_fields})
 
 
+def health_spec(app: App | None) -> ToolSpec:
+    """``agent_link_health`` with the arguments the App's harnesses declare (``Harness.health_options``)."""
+    base = next(spec for spec in CORE_TOOLS if spec.name == "agent_link_health")
+    options: dict[str, Any] = {}
+    for _, harness in sorted((app.harnesses if app is not None else {}).items()):
+        for name, schema in harness.health_options.items():
+            options.setdefault(name, schema)
+    if not options:
+        return base
+    return replace(base, input_schema={**base.input_schema, "properties": {**options, **base.input_schema["properties"]}})
+
+
+def wait_for_agent_spec(app: App | None) -> ToolSpec:
+    """``wait_for_agent`` with the result fields the App's harnesses declare for their own
+    outcomes (``Harness.wait_result_fields``)."""
+    base = next(spec for spec in CORE_TOOLS if spec.name == "wait_for_agent")
+    fields: dict[str, Any] = {}
+    for _, harness in sorted((app.harnesses if app is not None else {}).items()):
+        for name, schema in harness.wait_result_fields.items():
+            fields.setdefault(name, schema)
+    return replace(base, output_fields={**fields, **base.output_fields}) if fields else base
+
+
 def _obj(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
     schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
     if required:
@@ -84,8 +113,23 @@ def _obj(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str
 
 
 async def health(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
-    """Handler of ``agent_link_health``: validated arguments in, success fields out (AgentLinkError to fail)."""
+    """Handler of ``agent_link_health``: validated arguments in, success fields out (AgentLinkError to fail).
+
+    The harness-declared options given (``Harness.health_options``) reach every harness's
+    ``prepare_health`` first."""
+    declared = {name for harness in app.harnesses.values() for name in harness.health_options}
+    options = {k: args[k] for k in declared if k in args}
+    for harness in app.harnesses.values():
+        await harness.prepare_health(options)
     return app.health(call.meta, include_caller_context=args.get("includeCallerContext", False))
+
+
+def with_roles(app: App, views: list[dict[str, Any]]) -> None:
+    """Add ``roles`` (the role names each session holds, ``agent_link_session_roles``) to
+    session views in place; ``[]`` for a session without one."""
+    held = app.hooks.session_roles([v["address"] for v in views if isinstance(v.get("address"), str)])
+    for view in views:
+        view["roles"] = held.get(view.get("address") or "", [])
 
 
 async def list_agents(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
@@ -94,13 +138,17 @@ async def list_agents(app: App, args: dict[str, Any], call: ToolCall) -> dict[st
         harness=args.get("harness", "all"), loaded=args.get("loaded"), surface=args.get("surface"),
         include_archived=args.get("includeArchived", False), limit=args.get("limit", 20),
     )
+    with_roles(app, out["sessions"])
     caller = call.caller
     return {**out, "caller": {"host": caller.host, "address": caller.address, "source": caller.source}}
 
 
 async def resolve_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
     """Handler of ``resolve_agent``: validated arguments in, success fields out (AgentLinkError to fail)."""
-    return await app.resolve_agent(args["query"], harness=args.get("harness", "all"), limit=args.get("limit", 10), caller=call.caller)
+    out = await app.resolve_agent(args["query"], harness=args.get("harness", "all"), limit=args.get("limit", 10), caller=call.caller)
+    views = [v for v in [out.get("best"), *out.get("candidates", [])] if isinstance(v, dict)]
+    with_roles(app, views)
+    return out
 
 
 async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool: str = "message_agent") -> dict[str, Any]:
@@ -109,9 +157,13 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool:
     :param tool: the tool name the send is recorded under (``SendContext.tool``, which
         ``before_send`` hooks see); a plugin tool that sends through this handler names itself.
     """
+    started = time.monotonic()
     declared = declared_send_options(app)
     options = {k: args[k] for k in declared if k in args}
-    recipient, _, _ = await app.target_address(args["to"], call.caller)
+    named = app.harnesses.get(args["to"].split(":", 1)[0]) if is_address(args["to"]) else None
+    # an exact address may name an archived session of a harness whose archived sessions take mail
+    allow_archived = named is not None and named.archived_sessions_take_mail
+    recipient, _, _ = await app.target_address(args["to"], call.caller, allow_archived=allow_archived)
     harness = app.harnesses.get(recipient.split(":", 1)[0])
     supported = harness.accepted_send_options() if harness is not None else frozenset()
     lacking = [k for k in options if k not in supported and declared[k].capability]
@@ -124,12 +176,35 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool:
     others = [k for k in options if k not in supported]
     if others:
         raise invalid_arguments([{"path": k, "rule": "unsupported_for_target", "expected": "omit it for this target"} for k in others])
-    outcome = await app.send(
+    message_id = new_message_id() if args.get("waitForReply") else None
+    sending = app.send(
         caller=call.caller, to=args["to"], body=args["message"], anticipation=args.get("anticipation"),
         reply_by=args.get("replyBy"), wait_for_reply=args.get("waitForReply", False),
         reply_to=args.get("replyToMessageId"), tool=tool, arguments=args, options=options, meta=call.meta,
-        require_known=args.get("requireKnown", False),
+        message_id=message_id, allow_archived=allow_archived, require_known=args.get("requireKnown", False),
     )
+    if message_id is None:
+        outcome = await sending
+    else:
+        # waitForReply promises a bound for the whole call: a push that outlasts it goes on in
+        # the background and the answer returns now, with the message id to wait on.
+        task = asyncio.ensure_future(sending)
+        left_s = max(MAX_WAIT_PER_CALL_MS - (time.monotonic() - started) * 1000, 0) / 1000
+        done, _ = await asyncio.wait({task}, timeout=left_s)
+        if not done:
+            _PUSHING.add(task)
+            task.add_done_callback(_push_finished)
+            spent_ms = int((time.monotonic() - started) * 1000)
+            call.warnings.append({
+                "code": "push_still_running",
+                "message": f"Pushing took longer than the {MAX_WAIT_PER_CALL_MS} ms this call may take; it goes on. "
+                           f"Call wait_for_agent with replyToMessageId {message_id} for the answer.",
+                "details": {"messageId": message_id, "sendMs": spent_ms},
+            })
+            return {"messageId": message_id, "to": recipient, "harness": recipient.split(":", 1)[0], "delivery": "queued",
+                    "deliveryState": "pushing", "anticipation": "reply",
+                    "wait": {"outcome": "timeout", "timedOut": True, "waitedMs": 0, "sendMs": spent_ms}}
+        outcome = task.result()
     result = message_summary(app, outcome)
     if args.get("replyToMessageId") and outcome.message.get("reply_to"):
         answered_id = outcome.message["reply_to"]
@@ -137,19 +212,57 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool:
         if answered.resolution and answered.resolution.get("replyMessageId") == result["messageId"]:
             result["resolved"] = {"messageId": answered_id, "kind": "reply", "late": answered.resolution["late"]}
     if args.get("waitForReply"):
+        # The whole call keeps the bound a wait promises: what storing and pushing took (a
+        # slow host can take most of it) comes off the wait, so no client cuts the call
+        # before the model learns the message id.
+        spent_ms = int((time.monotonic() - started) * 1000)
+        requested = args.get("timeoutMs", 60000)
+        left = max(MAX_WAIT_PER_CALL_MS - spent_ms, 0)
         result["wait"] = await app.wait(
             caller=call.caller, agent=result["to"], reply_to=result["messageId"],
-            timeout_ms=args.get("timeoutMs", 60000), poll_ms=args.get("pollIntervalMs", 1000),
+            timeout_ms=requested if call.progress is not None else min(requested, left),
+            poll_ms=args.get("pollIntervalMs", 1000), progress=call.progress,
         )
+        result["wait"]["sendMs"] = spent_ms
+        if call.progress is None and requested > left:
+            call.warnings.append(wait_shortened_warning(result["messageId"], requested, spent_ms, left))
         call.warnings.extend(result["wait"].pop("warnings", []))
     return result
 
 
+# pushes of waitForReply sends that outlasted their call (kept referenced until they end)
+_PUSHING: set[asyncio.Future[Any]] = set()
+
+
+def _push_finished(task: asyncio.Future[Any]) -> None:
+    _PUSHING.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        logging.getLogger(__name__).error("a send that outlasted its call failed: %r", task.exception())
+
+
+def wait_shortened_warning(message_id: str, requested_ms: int, spent_ms: int, left_ms: int) -> dict[str, Any]:
+    """The ``wait_shortened`` warning of a ``waitForReply`` whose wait got only what the
+    send left of :data:`~agent_link_core.app.MAX_WAIT_PER_CALL_MS` (all values in ms)."""
+    return {
+        "code": "wait_shortened",
+        "message": f"Sending took {spent_ms} ms, so the wait got {left_ms} ms of the {MAX_WAIT_PER_CALL_MS} ms one call may take; "
+                   f"call wait_for_agent with replyToMessageId {message_id} to keep waiting.",
+        "details": {"messageId": message_id, "requestedTimeoutMs": requested_ms, "sendMs": spent_ms, "waitedAtMostMs": left_ms},
+    }
+
+
 async def wait_for_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
     """Handler of ``wait_for_agent``: validated arguments in, success fields out (AgentLinkError to fail)."""
+    activity = None
+    if not args.get("replyToMessageId"):
+        # the target's own end of activity (its work being over, a session stopping) ends the wait too
+        recipient, _, _ = await app.target_address(args["agent"], call.caller, allow_archived=True)
+        harness = app.harnesses.get(recipient.split(":", 1)[0])
+        activity = harness.activity_check(recipient.split(":", 1)[1]) if harness is not None else None
     return await app.wait(
         caller=call.caller, agent=args["agent"], reply_to=args.get("replyToMessageId"),
-        timeout_ms=args.get("timeoutMs", 60000), poll_ms=args.get("pollIntervalMs", 1000),
+        timeout_ms=args.get("timeoutMs", 60000), poll_ms=args.get("pollIntervalMs", 1000), progress=call.progress,
+        activity=activity,
     )
 
 
@@ -202,7 +315,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         title="agent-link health",
         description="Report whether agent-link works here: this session's address, state directory, plugins, harnesses and settings problems. Never fails because a host is missing.",
         input_schema=_obj({"includeCallerContext": {"type": "boolean", "default": False, "description": "Also return the tool call's _meta as seen by the server."}}),
-        output_fields={k: ANY for k in ("version", "host", "address", "addressSource", "stateDir", "database", "env",
+        output_fields={k: ANY for k in ("version", "host", "hostDetection", "address", "addressSource", "stateDir", "database", "env",
                                          "settings", "reminders", "plugins", "harnesses", "mcp", "sections", "callerContext")},
         handler=health, read_only=True, idempotent=True,
     ),
@@ -247,12 +360,12 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="wait_for_agent",
         title="Wait for an agent",
-        description="Wait for the answer to a message you sent (replyToMessageId), or for any new message from an agent. A timeout is a normal result: call again to keep waiting. The recipient merely finishing its work is never taken as an answer.",
+        description="Wait for the answer to a message you sent (replyToMessageId), or for a message from an agent (its oldest unread one first, else the next to arrive); without replyToMessageId the agent's own end of activity also ends the wait (outcome turn_completed when the work it was doing is over, idle when it does nothing). The recipient merely finishing its work is never taken as an answer. A timeout is a normal result: call again to keep waiting. Without a progress token one call returns within 50 s (capped: true).",
         input_schema=_obj({"agent": {"type": "string", "minLength": 1}, "replyToMessageId": ULID,
                            "timeoutMs": TIMEOUT_MS, "pollIntervalMs": POLL_MS}, ("agent",)),
-        output_fields={"outcome": {"type": "string", "enum": ["reply", "declined", "done", "unresolved", "expired", "timeout"]},
+        output_fields={"outcome": {"type": "string", "enum": ["reply", "declined", "done", "unresolved", "expired", "turn_completed", "idle", "timeout"]},
                        "harness": STR, "messageStatus": NSTR, "waitedMs": INT, "target": OBJ, "reply": OBJ, "resolution": OBJ,
-                       "timedOut": BOOL},
+                       "timedOut": BOOL, "arrivedBeforeWait": BOOL, "capped": BOOL, "requestedTimeoutMs": INT},
         handler=wait_for_agent, read_only=True,
     ),
     ToolSpec(

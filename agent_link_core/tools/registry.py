@@ -43,6 +43,9 @@ class ToolCall:
     meta: Mapping[str, Any]
     caller: Caller
     warnings: list[dict[str, Any]] = field(default_factory=list)
+    #: ``async (progress, total, message)``: MCP progress notifications for this call, set
+    #: only when the client sent a progress token (long waits use it to stay alive)
+    progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None
 
 
 Handler = Callable[["App", dict[str, Any], ToolCall], Awaitable[dict[str, Any]]]
@@ -193,15 +196,18 @@ def _coerced(key: str, kind: str) -> dict[str, Any]:
     return {"code": "coerced_argument", "message": f"{key} was given as a string and read as a {kind}.", "details": {"argument": key}}
 
 
-async def run_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | None, meta: Mapping[str, Any]) -> dict[str, Any]:
+async def run_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | None, meta: Mapping[str, Any],
+                   progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None) -> dict[str, Any]:
     """Validate, call the handler and wrap the outcome in the result contract.
+
+    :param progress: the call's progress reporter when the client sent a progress token.
 
     Never raises: an :class:`AgentLinkError` becomes ``ok: false``; any other exception
     becomes ``internal_error`` naming only the exception class.
     """
     try:
         args, warnings = validate_arguments(spec, arguments)
-        call = ToolCall(meta=meta, caller=app.caller(meta), warnings=warnings)
+        call = ToolCall(meta=meta, caller=app.caller(meta), warnings=warnings, progress=progress)
         fields = await spec.handler(app, args, call)
     except AgentLinkError as exc:
         return {"ok": False, "error": exc.to_dict()}

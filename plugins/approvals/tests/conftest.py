@@ -15,8 +15,8 @@ from click.testing import CliRunner, Result
 from agent_link_core.cli import build_cli
 
 PLUGIN_ID = "codex-agent-link@agent-link"
-SERVER = "agent-link"
-CLAUDE_PREFIX = "mcp__plugin_agent-link_agent-link"
+SERVER = "codex-agent-link"  # the manifests' server key (kept from the original for existing approvals)
+CLAUDE_PREFIX = "mcp__plugin_agent-link_codex-agent-link"
 
 #: agent-link's annotations: readOnlyHint for lookups, destructiveHint for archive and the role
 #: admin tools, openWorldHint false everywhere (as agent_link_core.server declares them).

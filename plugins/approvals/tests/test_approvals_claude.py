@@ -11,7 +11,7 @@ from agent_link_approvals import claude
 from agent_link_approvals.files import ConfigFileError
 from agent_link_approvals.toollist import ToolInfo
 
-SRV = "mcp__plugin_agent-link_agent-link"
+SRV = "mcp__plugin_agent-link_codex-agent-link"
 READ_ONLY = ["agent_link_health", "list_agents", "wait_for_agent"]
 
 
@@ -24,13 +24,13 @@ def settings(scope: str, perms: dict[str, list[str]], tmp_path: Path) -> claude.
 
 
 def run_check(files: list[claude.SettingsFile], tools: list[ToolInfo], all_tools: bool = False) -> claude.ClaudeCheck:
-    return claude.check(files, "agent-link", ["agent-link"], tools, all_tools, "agent-link@agent-link")
+    return claude.check(files, "agent-link", ["codex-agent-link"], tools, all_tools, "agent-link@agent-link")
 
 
 def test_rule_names_follow_claude_codes_normalisation() -> None:
     from agent_link_approvals.manifests import claude_rule, claude_rule_server
 
-    assert claude_rule_server("agent-link", "agent-link") == SRV
+    assert claude_rule_server("agent-link", "codex-agent-link") == SRV
     assert claude_rule("my.plugin", "srv x", "t") == "mcp__plugin_my_plugin_srv_x__t"
 
 

@@ -25,8 +25,8 @@ from click.testing import Result
 from agent_link_core.app import App
 
 PID = "codex-agent-link@agent-link"
-SRV = "agent-link"
-RULE = "mcp__plugin_agent-link_agent-link"
+SRV = "codex-agent-link"
+RULE = "mcp__plugin_agent-link_codex-agent-link"
 ENABLED = f'[plugins."{PID}"]\nenabled = true\n'
 PROMPT = f'[plugins."{PID}".mcp_servers.{SRV}]\ndefault_tools_approval_mode = "prompt"\n'
 READ_ONLY = ["agent_link_health", "list_agents", "wait_for_agent"]

@@ -12,7 +12,7 @@ from agent_link_approvals.files import ConfigFileError
 from agent_link_approvals.toollist import ToolInfo
 
 PID = "codex-agent-link@agent-link"
-SRV = "agent-link"
+SRV = "codex-agent-link"
 ENABLED = f'[plugins."{PID}"]\nenabled = true\n'
 READ_ONLY = ["agent_link_health", "list_agents", "wait_for_agent"]
 
@@ -171,7 +171,7 @@ ODD = (
     "approval_policy='on-request'\n\n\n"
     "[ plugins . \"codex-agent-link@agent-link\" ]   # spaced header\n"
     "enabled=true\n"
-    f'[plugins."{PID}".mcp_servers."agent-link"]\n'
+    f'[plugins."{PID}".mcp_servers."codex-agent-link"]\n'
     'default_tools_approval_mode = "prompt"  # ask me\n'
     "[tui]\nnotifications = [ 'a',\n  'b', ]  # no trailing newline after this"
 )

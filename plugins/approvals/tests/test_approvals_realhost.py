@@ -46,7 +46,7 @@ pytestmark = [pytest.mark.realhost, pytest.mark.anyio, pytest.mark.timeout(900)]
 
 WAIT_MS = 120_000
 APPROVAL_ERROR = "MCP tool call requires approval, but approval policy is never"
-CLAUDE_RULE = "mcp__plugin_agent-link_agent-link"
+CLAUDE_RULE = "mcp__plugin_agent-link_codex-agent-link"
 ARGS = {"message_agent": {"to": "team:bob", "message": "hello"}, "set_agent_role": {"role": "router", "agent": "team:bob"}}
 
 
@@ -93,13 +93,13 @@ class Turns:
         params = {"approvalPolicy": approval_policy} if approval_policy else {}
         async with self.raw.subscription() as sub:
             thread_id = (await self.raw.request("thread/start", params, timeout_ms=WAIT_MS))["thread"]["id"]
-            await sub.wait_for(lambda n: n.method == "mcpServer/startupStatus/updated" and n.params.get("name") == "agent-link"
+            await sub.wait_for(lambda n: n.method == "mcpServer/startupStatus/updated" and n.params.get("name") == "codex-agent-link"
                                and n.params.get("status") == "ready", timeout_ms=WAIT_MS)
         return str(thread_id)
 
     async def call(self, thread_id: str, tool: str) -> dict[str, Any]:
         """The completed ``mcpToolCall`` item of the turn whose model calls ``tool``."""
-        self.stub.enqueue(mcp_tool_call("agent_link", tool, ARGS.get(tool, {})), text("done"))
+        self.stub.enqueue(mcp_tool_call("codex_agent_link", tool, ARGS.get(tool, {})), text("done"))
         async with self.raw.subscription(thread_id=thread_id) as items:
             await self.raw.request("turn/start", {"threadId": thread_id, "input": [
                 {"type": "text", "text": f"call {tool}", "text_elements": []}]}, timeout_ms=WAIT_MS)
@@ -107,7 +107,7 @@ class Turns:
                                         timeout_ms=WAIT_MS)
             await items.wait_for(lambda n: n.method == "turn/completed", timeout_ms=WAIT_MS)
         item: dict[str, Any] = done.params["item"]
-        assert (item["server"], item["tool"]) == ("agent-link", tool), item
+        assert (item["server"], item["tool"]) == ("codex-agent-link", tool), item
         return item
 
 
@@ -150,7 +150,7 @@ async def test_codex_approvals_check_and_apply_match_the_real_codex(short_root: 
                 assert (ran(item), asked(item)) == (said[tool], not said[tool]), (tool, item)
 
             # 2. the user wants to be asked for this server; apply approves the read-only tools only
-            await asyncio.to_thread(append, config, f'\n[plugins."{plugin_id}".mcp_servers.agent-link]\n'
+            await asyncio.to_thread(append, config, f'\n[plugins."{plugin_id}".mcp_servers.codex-agent-link]\n'
                                     'default_tools_approval_mode = "prompt"\n')
             code, report = await asyncio.to_thread(approvals, "check", "--codex-config", config)
             assert code == 1 and "list_agents" in {m["tool"] for m in report["codex"]["missing"]}

@@ -51,7 +51,11 @@ log = logging.getLogger(__name__)
 CAPABILITY = "claude/channel"
 METHOD = "notifications/claude/channel"
 PLUGIN_NAME = "agent-link"  # .claude-plugin/plugin.json "name"
-SERVER_NAME = "agent-link"  # the mcpServers key in plugin.json (and the documented manual name)
+SERVER_NAME = "agent-link"  # the documented name of a hand-configured server
+#: the mcpServers key in both hosts' plugin manifests: the original's key, so that approval
+#: settings written for it (Codex config.toml keys, Claude allow rules) keep matching
+PLUGIN_SERVER_NAME = "codex-agent-link"
+SERVER_NAMES = (SERVER_NAME, PLUGIN_SERVER_NAME)
 CLIENT_NAME = "claude-code"  # clientInfo.name Claude Code sends at initialize
 # Any of these turns Claude Code's feature-flag cache off, and channels with it (docs/behaviour.md §8).
 FLAG_CACHE_OFF = ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_TELEMETRY", "DO_NOT_TRACK", "DISABLE_GROWTHBOOK")
@@ -78,7 +82,9 @@ class GateState:
         the first condition that failed (``client_not_connected``,
         ``stateless_protocol_revision``, ``native_inbox`` (the session has an inbox socket, which
         senders push to), ``client_not_claude_code``, ``flag_cache_off:<VAR>``, ``feature_flag_off``, ``print_mode_without_stream_input``,
-        ``not_listed``, ``server_entry_needs_development_flag``,
+        ``not_listed``, ``server_not_from_plugin`` (a ``plugin:`` entry names the plugin's server,
+        and this one is not it: :func:`served_by_plugin`), ``plugin_server_not_named_by_server_entry``,
+        ``server_entry_needs_development_flag``,
         ``development_flag_ignored_in_print_mode``, ``plugin_not_allowlisted``,
         ``no_parent_command_line``).
     :param entry: the command-line entry that lists this server, when one does.
@@ -124,6 +130,20 @@ def _print_mode(argv: Sequence[str]) -> tuple[bool, bool]:
         a == "--input-format" and b == "stream-json" for a, b in zip(argv, argv[1:])
     )
     return printing, streaming
+
+
+# Claude Code exports this to the MCP servers (and hooks) of an installed plugin only:
+# <config dir>/plugins/data/<plugin>-<marketplace>.
+PLUGIN_DATA_VAR = "CLAUDE_PLUGIN_DATA"
+
+
+def served_by_plugin(env: Mapping[str, str], plugin: str, marketplace: str) -> bool:
+    """Whether this server runs as plugin ``plugin`` from ``marketplace``: Claude Code gave it
+    that plugin's data folder (:data:`PLUGIN_DATA_VAR`). The same agent-link configured as a
+    plain MCP server has none, and Claude Code drops its channel notifications even when
+    ``--channels plugin:…`` names the plugin."""
+    data = (env.get(PLUGIN_DATA_VAR) or "").rstrip("/")
+    return bool(data) and os.path.basename(data) == f"{plugin}-{marketplace}"
 
 
 def connection_gate(peer: McpPeer) -> GateState | None:
@@ -178,7 +198,7 @@ def evaluate_gate(
             if plugin != PLUGIN_NAME:
                 continue
         elif kind == "server":
-            if name != SERVER_NAME:
+            if name not in SERVER_NAMES:
                 continue
         else:
             continue
@@ -186,12 +206,18 @@ def evaluate_gate(
             if printing:
                 failure = "development_flag_ignored_in_print_mode"
                 continue
-            return GateState(True, "open", entry)
-        if kind == "server":
+        elif kind == "server":
             failure = "server_entry_needs_development_flag"
             continue
-        if (marketplace, plugin) not in allowed:
+        elif (marketplace, plugin) not in allowed:
             failure = "plugin_not_allowlisted"
+            continue
+        # Last: the entry must name this very server, or Claude Code drops its pushes.
+        if kind == "plugin" and not served_by_plugin(env, plugin, marketplace):
+            failure = "server_not_from_plugin"  # configured some other way than as that plugin
+            continue
+        if kind == "server" and env.get(PLUGIN_DATA_VAR):  # a plugin's server is plugin:…, never server:…
+            failure = "plugin_server_not_named_by_server_entry"
             continue
         return GateState(True, "open", entry)
     return GateState(False, failure)

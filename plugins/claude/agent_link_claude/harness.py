@@ -98,6 +98,9 @@ def _env_session_id(env: Mapping[str, str]) -> str | None:
     return None
 
 
+IDLE_CHECK_S = 2.0  # how often a wait looks whether a running session has stopped
+
+
 class ClaudeHarness(Harness):
     """The harness registered as ``claude``.
 
@@ -117,6 +120,11 @@ class ClaudeHarness(Harness):
     output_budget = OutputBudget(tool_result_bytes=45_000, json_indent=None, push_bytes=CHANNEL_BUDGET_BYTES)
 
     name = NAME
+    session_kind = "claude_session"
+    # Claude Code sets CLAUDE_PROJECT_DIR in every process it starts (hooks, MCP servers)
+    host_variables = ("CLAUDE_PROJECT_DIR", "CLAUDE_PLUGIN_ROOT", "CLAUDE_SESSION_ID", "CLAUDE_CODE_SESSION_ID")
+    host_priority = 10
+    archived_sessions_take_mail = True  # a Claude session can be resumed from its archive
 
     def __init__(self, env: Mapping[str, str] | None = None) -> None:
         self.app: App | None = None
@@ -266,13 +274,7 @@ class ClaudeHarness(Harness):
         one query. Called at every send to a Claude session and by health."""
         if self.app is None:
             return 0
-        rows = self.app.store.conn.execute(
-            "SELECT m.id, m.recipient FROM messages m WHERE m.first_delivered_at IS NULL AND m.recipient LIKE 'claude:%'"
-            " AND (SELECT kind FROM message_events e WHERE e.message_id = m.id AND e.kind IN"
-            " ('delivery_unknown', 'delivery_settled', 'delivered', 'released') ORDER BY seq DESC LIMIT 1)"
-            " = 'delivery_unknown' OR EXISTS (SELECT 1 FROM message_events h WHERE h.message_id = m.id"
-            " AND h.kind = 'inbox_held') ORDER BY m.sent_at DESC LIMIT ?", (limit,),
-        ).fetchall()
+        rows = self.app.mailbox.awaiting_late_evidence("claude", limit)
         confirmed = 0
         for row in rows:
             sid = row["recipient"].split(":", 1)[1]
@@ -370,6 +372,45 @@ class ClaudeHarness(Harness):
 
     # -- health --------------------------------------------------------------------------
 
+    def activity_check(self, session_id: str) -> Any:
+        """wait_for_agent without replyToMessageId on a session: the rule of
+        wait_for_claude_session, outcome ``idle`` once a session that was running when the
+        wait began has stopped (its process list looked at every 2 s at most)."""
+        import time
+
+        state: dict[str, Any] = {"running": None, "checked": 0.0}
+
+        async def check() -> dict[str, Any] | None:
+            now = time.monotonic()
+            if state["running"] is not None and now - state["checked"] < IDLE_CHECK_S:
+                return None
+            state["checked"] = now
+            session = await self.get_session(session_id)
+            loaded = bool(session is not None and session.loaded)
+            if state["running"] is None:
+                state["running"] = loaded
+                return None
+            return {"outcome": "idle"} if state["running"] and not loaded else None
+
+        return check
+
+    def mailbox_counts(self) -> dict[str, Any]:
+        """The mailbox of the Claude session this process serves: ``{path, session, queued (not
+        delivered yet), open (undelivered, or reply/action still to resolve)}``; ``session`` null
+        outside a session (never raises)."""
+        if self.app is None:
+            return {"error": "not attached"}
+        try:
+            found = self.current_session_id(self.env)
+            out: dict[str, Any] = {"path": os.fspath(self.app.config.db_path), "session": None, "queued": None, "open": None}
+            if found is not None:
+                address = f"{NAME}:{found[0]}"
+                out.update(session=address, queued=self.app.mailbox.count_open(address, undelivered_only=True),
+                           open=self.app.mailbox.count_open(address))
+            return out
+        except Exception as exc:  # health must answer even with a broken database
+            return {"error": f"{type(exc).__name__}: {exc}"[:200]}
+
     def _session_paths(self, cfg: str, channels: frozenset[str]) -> list[dict[str, Any]] | dict[str, str]:
         """Per live Claude session: which path agent-link mail takes (``native-inbox``,
         ``channel``, ``hook-only``) and why."""
@@ -386,7 +427,7 @@ class ClaudeHarness(Harness):
             return {"error": f"{type(exc).__name__}: {exc}"[:200]}
 
     def health(self) -> dict[str, Any]:
-        """Channel state, hook heartbeats and session-index statistics (never raises)."""
+        """Channel state, hook heartbeats, mailbox counts and session-index statistics (never raises)."""
         try:
             state = self.state_dir()
             runs = last_runs(state) if state is not None else {}
@@ -415,6 +456,7 @@ class ClaudeHarness(Harness):
                 "activeBridges": sorted(bridges),
             },
             "hooks": {"lastRun": beats},
+            "mailbox": self.mailbox_counts(),
             "sessions": sessions,
             # inbox pushes whose transcript evidence arrived after the send returned
             "lateConfirmed": late,

@@ -143,6 +143,7 @@ async def resolve_claude_session(app: App, args: dict[str, Any], call: ToolCall)
 
 async def wait_for_session(
     app: App, harness: ClaudeHarness, caller: Caller, session: Session, reply_to: str | None, timeout_ms: int, poll_ms: int,
+    progress: Any = None,
 ) -> dict[str, Any]:
     """The core's wait, plus outcome ``idle``: the target was running when the wait began and
     has stopped since (checked every :data:`IDLE_CHECK_S` seconds).
@@ -163,7 +164,7 @@ async def wait_for_session(
         async def wait() -> None:
             try:
                 found["result"] = await app.wait(caller=caller, agent=session.address, reply_to=reply_to,
-                                                 timeout_ms=timeout_ms, poll_ms=poll_ms)
+                                                 timeout_ms=timeout_ms, poll_ms=poll_ms, progress=progress)
             except AgentLinkError as exc:
                 found["error"] = exc
             tg.cancel_scope.cancel()
@@ -199,7 +200,7 @@ async def wait_for_claude_session(app: App, args: dict[str, Any], call: ToolCall
     harness = _harness(app)
     session = await _require_session(harness, args["sessionId"])
     return await wait_for_session(app, harness, call.caller, session, args.get("replyToMessageId"),
-                                  args.get("timeoutMs", 60000), args.get("pollIntervalMs", 1000))
+                                  args.get("timeoutMs", 60000), args.get("pollIntervalMs", 1000), call.progress)
 
 
 async def message_claude_session(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
@@ -259,9 +260,15 @@ async def message_claude_session(app: App, args: dict[str, Any], call: ToolCall)
         "messageStatus": summary["messageStatus"],
         "duplicate": summary["duplicate"],
         "via": summary["via"],
+        "receipt": summary.get("receipt"),
+        "roleProcedure": summary.get("roleProcedure"),
     }
-    if "warnings" in summary:
-        result["warnings"] = summary["warnings"]
+    warnings = list(summary.get("warnings") or [])
+    if args.get("allowTargetOverride") is not None:
+        warnings.append({"code": "deprecated_argument", "details": {"argument": "allowTargetOverride"},
+                         "message": "allowTargetOverride is deprecated; Claude sessions take no overrides, so it has no effect here."})
+    if warnings:
+        result["warnings"] = warnings
     reply_to = args.get("replyToMessageId")
     if reply_to:
         answered = app.mailbox.state(app.mailbox.stored(reply_to)).resolution
@@ -269,7 +276,7 @@ async def message_claude_session(app: App, args: dict[str, Any], call: ToolCall)
             result["resolved"] = {"messageId": reply_to, "kind": "reply", "late": answered["late"]}
     if args.get("waitForReply") and session is not None:
         result["wait"] = await wait_for_session(app, harness, call.caller, session, result["messageId"],
-                                                args.get("timeoutMs", 60000), args.get("pollIntervalMs", 1000))
+                                                args.get("timeoutMs", 60000), args.get("pollIntervalMs", 1000), call.progress)
     return result
 
 
@@ -278,7 +285,7 @@ async def message_claude_session(app: App, args: dict[str, Any], call: ToolCall)
 WAIT_OUT = {
     "outcome": {"type": "string", "enum": ["reply", "declined", "done", "unresolved", "expired", "idle", "timeout"]},
     "harness": STR, "messageStatus": NSTR, "waitedMs": {"type": "integer"}, "target": OBJ, "reply": OBJ,
-    "resolution": OBJ, "timedOut": BOOL,
+    "resolution": OBJ, "timedOut": BOOL, "capped": BOOL, "requestedTimeoutMs": {"type": "integer"},
 }
 
 CLAUDE_TOOLS: tuple[ToolSpec, ...] = (
@@ -338,11 +345,13 @@ CLAUDE_TOOLS: tuple[ToolSpec, ...] = (
             "model": {"type": "string", "description": "Not supported for Claude sessions."},
             "effort": {"type": "string", "description": "Not supported for Claude sessions."},
             "cwd": {"type": "string", "description": "Not supported for Claude sessions."},
+            "allowTargetOverride": {"type": "boolean", "description": "Deprecated; no effect (Claude sessions take no overrides)."},
         }, ("message",)),
         output_fields={
             "messageId": STR, "delivery": {"type": "string", "enum": list(DELIVERY_STATES)}, "messageDelivery": STR,
             "deliveredVia": NSTR, "target": OBJ, "resolution": OBJ, "anticipation": STR, "replyBy": NSTR,
             "inReplyTo": NSTR, "messageStatus": NSTR, "duplicate": BOOL, "via": NSTR, "resolved": OBJ, "wait": OBJ,
+            "receipt": {"type": ["object", "null"]}, "roleProcedure": {"type": ["object", "null"]},
         },
         handler=message_claude_session,
         removed={"to": "sessionId (exact) or query (fuzzy)", "body": "message", "latestMessageId": "replyToMessageId"},

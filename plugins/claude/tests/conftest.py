@@ -26,7 +26,7 @@ from agent_link_testing.claude_host import ClaudeHost, agent_link_bin, stage_plu
 
 REPO = Path(agent_link_claude.__file__).resolve().parents[3]
 PLUGIN = "agent-link@agent-link"
-SERVER_RULE = "mcp__plugin_agent-link_agent-link"
+SERVER_RULE = "mcp__plugin_agent-link_codex-agent-link"
 
 
 class FakeClaude:

@@ -46,14 +46,22 @@ def test_channel_entries_parse_variadic_and_equals_forms() -> None:
     ]
 
 
+AS_PLUGIN = {"CLAUDE_PLUGIN_DATA": "/home/u/.claude/plugins/data/agent-link-agent-link"}
+
+
 @pytest.mark.parametrize(
     ("env", "argv", "config", "client", "expected"),
     [
-        ({}, STREAM + ["--channels", "plugin:agent-link@agent-link"], FLAGS, "claude-code", ("open", "plugin:agent-link@agent-link")),
+        (AS_PLUGIN, STREAM + ["--channels", "plugin:agent-link@agent-link"], FLAGS, "claude-code", ("open", "plugin:agent-link@agent-link")),
+        # the same server configured as a plain MCP server: the entry names another server
+        ({}, STREAM + ["--channels", "plugin:agent-link@agent-link"], FLAGS, "claude-code", ("server_not_from_plugin", None)),
+        ({"CLAUDE_PLUGIN_DATA": "/h/.claude/plugins/data/agent-link-elsewhere"}, STREAM + ["--channels", "plugin:agent-link@agent-link"],
+         FLAGS, "claude-code", ("server_not_from_plugin", None)),
         ({}, STREAM + ["--channels", "plugin:agent-link@agent-link"], FLAGS, "mcp", ("client_not_claude_code", None)),
         ({"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}, STREAM + ["--channels", "plugin:agent-link@agent-link"], FLAGS, "claude-code",
          ("flag_cache_off:CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", None)),
-        ({"DO_NOT_TRACK": "0"}, STREAM + ["--channels", "plugin:agent-link@agent-link"], FLAGS, "claude-code", ("open", "plugin:agent-link@agent-link")),
+        ({"DO_NOT_TRACK": "0", **AS_PLUGIN}, STREAM + ["--channels", "plugin:agent-link@agent-link"], FLAGS, "claude-code",
+         ("open", "plugin:agent-link@agent-link")),
         ({}, STREAM + ["--channels", "plugin:agent-link@agent-link"], {}, "claude-code", ("feature_flag_off", None)),
         ({}, STREAM + ["--channels", "plugin:agent-link@other"], FLAGS, "claude-code", ("plugin_not_allowlisted", None)),
         ({}, STREAM + ["--channels", "plugin:someone-else@agent-link"], FLAGS, "claude-code", ("not_listed", None)),
@@ -63,7 +71,10 @@ def test_channel_entries_parse_variadic_and_equals_forms() -> None:
         ({}, STREAM + ["--dangerously-load-development-channels", "server:agent-link"], FLAGS, "claude-code",
          ("development_flag_ignored_in_print_mode", None)),
         ({}, ["claude", "--dangerously-load-development-channels", "server:agent-link"], FLAGS, "claude-code", ("open", "server:agent-link")),
-        ({}, ["claude", "--dangerously-load-development-channels", "plugin:agent-link@local"], FLAGS, "claude-code", ("open", "plugin:agent-link@local")),
+        (AS_PLUGIN, ["claude", "--dangerously-load-development-channels", "server:agent-link"], FLAGS, "claude-code",
+         ("plugin_server_not_named_by_server_entry", None)),
+        ({"CLAUDE_PLUGIN_DATA": "/h/.claude/plugins/data/agent-link-local/"}, ["claude", "--dangerously-load-development-channels",
+                                                                          "plugin:agent-link@local"], FLAGS, "claude-code", ("open", "plugin:agent-link@local")),
         ({}, None, FLAGS, "claude-code", ("no_parent_command_line", None)),
     ],
 )

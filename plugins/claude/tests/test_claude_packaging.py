@@ -33,8 +33,8 @@ def test_marketplace_offers_the_plugin_at_the_repository_root() -> None:
 
 def test_mcp_server_runs_through_the_launcher_as_host_claude() -> None:
     servers = load(".claude-plugin", "plugin.json")["mcpServers"]
-    assert list(servers) == [channel.SERVER_NAME]
-    server = servers[channel.SERVER_NAME]
+    assert list(servers) == [channel.PLUGIN_SERVER_NAME]
+    server = servers[channel.PLUGIN_SERVER_NAME]
     assert server["command"] == "sh" and server["args"] == [LAUNCHER, "mcp"]
     assert server["env"] == {"AGENT_LINK_HOST": "claude"}
     assert server["alwaysLoad"] is True  # tools are in the first request even with a slow start

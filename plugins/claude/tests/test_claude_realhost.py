@@ -7,7 +7,7 @@ directory marketplace whole into its cache and the checkout is about 1 GB; one t
 from the repository root itself, as users do (``installed_from_repo``). Every test then runs
 ``claude -p`` (or a long-running stream-json session) against the stub Messages API; the stub
 model calls agent-link's tools by their plugin names
-(``mcp__plugin_agent-link_agent-link__<tool>``). Each test has its own agent-link state dir.
+(``mcp__plugin_agent-link_codex-agent-link__<tool>``). Each test has its own agent-link state dir.
 
 If the binary is missing these tests fail with "run `make hosts`"; they never skip.
 """
@@ -35,7 +35,7 @@ pytestmark = [pytest.mark.realhost, pytest.mark.timeout(240)]
 
 REPO = Path(agent_link_claude.__file__).resolve().parents[3]
 PLUGIN = "agent-link@agent-link"
-SERVER_RULE = "mcp__plugin_agent-link_agent-link"
+SERVER_RULE = "mcp__plugin_agent-link_codex-agent-link"
 RUN_TIMEOUT_S = 90.0
 ALICE = Caller("test:alice", "config", "test")
 # the first release known to open MCP connections with server/discover (the 2026-07-28 revision)
@@ -313,13 +313,13 @@ def test_channel_push_reaches_a_running_session_as_a_new_turn(
             assert results[1]["result"] == "Thanks, I saw the peer message."
         text = _channel_text(stub.main_requests[-1], mid)
         assert text is not None, stub.main_requests[-1].text()[:3000]
-        assert 'source="plugin:agent-link:agent-link"' in text and 'from_session_id="test:alice"' in text
+        assert 'source="plugin:agent-link:codex-agent-link"' in text and 'from_session_id="test:alice"' in text
         assert f'<agent-link-message id="{mid}"' in text and "Build is green." in text
         row = app.mailbox.get_row(mid)
         assert row["delivered_via"] == "channel" and row["first_delivered_at"] is not None
         transcript = host.transcript_dir(cwd) / f"{sid}.jsonl"
         origins = [json.loads(line).get("origin") for line in transcript.read_text().splitlines()]
-        assert {"kind": "channel", "server": "plugin:agent-link:agent-link"} in origins
+        assert {"kind": "channel", "server": "plugin:agent-link:codex-agent-link"} in origins
     finally:
         app.close()
 
@@ -349,6 +349,35 @@ def test_without_the_channels_flag_nothing_is_pushed_and_the_prompt_note_says_so
     finally:
         app.close()
 
+
+
+def test_a_plain_server_named_by_no_channel_entry_pushes_nothing(stub: MessagesStub, monkeypatch: pytest.MonkeyPatch,
+                                                                 tmp_path: Path) -> None:
+    """agent-link configured as a plain MCP server (not the plugin) in a session started with
+    ``--channels plugin:agent-link@agent-link``: Claude Code would drop its channel events, so
+    the gate stays closed (``server_not_from_plugin``) and nothing counts as pushed."""
+    from agent_link_testing.claude_host import agent_link_bin, mcp_stdio_server, write_mcp_config
+
+    host = ClaudeHost.create(tmp_path / "home", stub=stub, outbound="blackhole")
+    host.update_global_config(CHANNEL_FLAGS)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(host.config_dir))
+    cwd = project(tmp_path, "plain")
+    app = App.create()
+    try:
+        config = write_mcp_config(tmp_path / "mcp.json", {"agent-link": mcp_stdio_server(
+            str(agent_link_bin()), ["mcp"], {"AGENT_LINK_HOST": "claude", "AGENT_LINK_STATE_DIR": str(app.config.state_dir)})})
+        stub.enqueue("First turn done.", "Noted.")
+        with host.start_stream(cwd=cwd, args=["--mcp-config", str(config), "--channels", f"plugin:{PLUGIN}"]) as stream:
+            stream.send("hello")
+            sid = stream.wait_results(1, RUN_TIMEOUT_S)[0]["session_id"]
+            outcome = anyio.run(lambda: app.send(caller=ALICE, to=f"claude:{sid}", body="Build is red.", anticipation="fyi"))
+            assert outcome.delivery.state == "queued-online", outcome.delivery  # no channel this session would show
+            time.sleep(4.0)  # several bridge wake-ups
+            assert sid not in app.harnesses["claude"].channel_sessions()
+            assert app.mailbox.get_row(outcome.message["id"])["first_delivered_at"] is None
+            assert len(stub.main_requests) == 1  # no pushed turn
+    finally:
+        app.close()
 
 
 def _wait(predicate: Any, timeout_s: float, what: str) -> None:

@@ -29,7 +29,7 @@ from agent_link_core.model import Caller
 
 pytestmark = [pytest.mark.realhost, pytest.mark.timeout(300)]
 
-TOOL = "mcp__plugin_agent-link_agent-link__read_agent_link_inbox"
+TOOL = "mcp__plugin_agent-link_codex-agent-link__read_agent_link_inbox"
 ALICE = Caller("test:alice", "config", "test")
 RUN_TIMEOUT_S = 180.0
 

@@ -160,9 +160,9 @@ async def test_an_exact_id_reaches_an_archived_session(app: App) -> None:
         assert sent["ok"] and sent["delivery"] == "queued-offline" and sent["messageDelivery"] == "queued", sent
         assert sent["target"]["address"] == "claude:dddd-0004" and sent["resolution"]["via"] == "exact"
         assert app.mailbox.get_row(sent["messageId"])["recipient"] == "claude:dddd-0004"
-    # message_agent keeps the core's rule (archived refused)
-    refused = await call(app, "message_agent", {"to": "claude:dddd-0004", "message": "x"})
-    assert code(refused) == "archived"
+    # message_agent to the exact address behaves the same (its mail waits for the session)
+    sent = await call(app, "message_agent", {"to": "claude:dddd-0004", "message": "x"})
+    assert sent["ok"] and sent["delivery"] == "queued" and app.mailbox.get_row(sent["messageId"])["recipient"] == "claude:dddd-0004"
 
 
 @pytest.mark.anyio
@@ -283,6 +283,24 @@ async def test_tools_over_real_mcp_stdio(fake_claude) -> None:
         waited = await me.call("wait_for_claude_session", {"sessionId": f"claude:{PEER}", "replyToMessageId": sent["messageId"], "timeoutMs": 5000})
         assert waited["outcome"] == "reply" and "got it" in waited["reply"]["envelope"]
         assert waited["reply"]["from"] == f"claude:{PEER}" and waited["reply"]["fromVerified"] is True
+
+
+@pytest.mark.anyio
+async def test_a_session_id_with_no_such_session_signs_unverified(fake_claude) -> None:
+    """``CLAUDE_CODE_SESSION_ID`` naming a session Claude Code does not have: the message is
+    stored unverified and the send says so (issue 18, "Identity")."""
+    fake_claude.write_transcript(PEER, "/work/parser", title="Parser rewrite")
+    ghost = "eeeeeeee-0000-4000-8000-00000000000e"
+    async with agent_link_mcp({"CLAUDE_CODE_SESSION_ID": ghost, "AGENT_LINK_HOST": "claude"}) as me:
+        sent = await me.call("message_agent", {"to": f"claude:{PEER}", "message": "who am I?"})
+        assert sent["ok"] is True
+        [warning] = [w for w in sent["warnings"] if w["code"] == "sender_unverified"]
+        assert warning["details"] == {"address": f"claude:{ghost}", "namedBy": "env", "reason": "no_such_session"}
+    async with agent_link_mcp({"CLAUDE_CODE_SESSION_ID": PEER, "AGENT_LINK_HOST": "claude"}) as peer:
+        inbox = await peer.call("read_agent_link_inbox", {})
+        [view] = inbox["messages"]
+        assert view["from"] == f"claude:{ghost}" and view["fromVerified"] is False
+        assert 'fromVerified="false"' in inbox["renderedBlock"]
 
 
 @pytest.mark.anyio

@@ -40,7 +40,7 @@ from agent_link_testing.responses_stub import ResponsesStub, StubRequest, mcp_to
 
 pytestmark = [pytest.mark.realhost, pytest.mark.anyio, pytest.mark.timeout(240)]
 
-SERVER_RULE = "mcp__plugin_agent-link_agent-link"
+SERVER_RULE = "mcp__plugin_agent-link_codex-agent-link"
 RUN_TIMEOUT_S = 120.0
 WAIT_MS = 30_000
 QUESTION = "Which port does the staging build listen on?"
@@ -133,8 +133,10 @@ async def test_claude_session_messages_a_codex_thread_and_gets_its_reply(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     state = str(isolated_env)
+    # CODEX_HOME: Codex does not pass its own to MCP servers, and agent-link proves a calling
+    # thread from that home's transcripts when it reaches no app-server
     codex_side = {"AGENT_LINK_STATE_DIR": state, "AGENT_LINK_HOST": "codex", "AGENT_LINK_CODEX_AUTOSTART": "0",
-                  "AGENT_LINK_DISABLE_PLUGINS": PLUGINS_OFF}
+                  "AGENT_LINK_DISABLE_PLUGINS": PLUGINS_OFF, "CODEX_HOME": str(tmp_path / "codex" / "codex-home")}
     servers = {"agent-link": McpServerConfig(command=str(agent_link_bin()), args=["mcp"], env=codex_side, startup_timeout_sec=30)}
     project = tmp_path / "proj"
     project.mkdir()

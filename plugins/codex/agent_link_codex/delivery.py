@@ -38,6 +38,7 @@ from agent_link_core.store import Store, now_ms
 
 from agent_link_codex import rollouts
 from agent_link_codex.appserver import AppServerError, AppServerUnavailable
+from agent_link_codex.managed import pid_alive
 from agent_link_codex.overrides import turn_params
 from agent_link_codex.service import CodexService, Link, Location, is_not_found
 
@@ -132,6 +133,13 @@ class PushClaims:
             " ORDER BY updated_at LIMIT ?",
             (now_ms() - older_than_ms, limit),
         ).fetchall()
+
+
+def orphaned(claim: Any) -> bool:
+    """Whether a ``pushing`` claim belongs to a process that is gone (it died mid-push, so
+    nobody will settle it). A live owner, this process included, keeps its claim."""
+    owner = claim["owner_pid"]
+    return claim["state"] == "pushing" and owner != os.getpid() and not pid_alive(owner)
 
 
 def warning(code: str, message: str, **details: Any) -> dict[str, Any]:
@@ -275,8 +283,9 @@ class Deliverer:
         fields["target"]["endpoint"] = link.endpoint.id
         claimed = self.claims.claim(message_id, thread_id, link.endpoint.id)
         earlier = None if claimed else self.claims.get(message_id)
-        if earlier is not None and earlier["state"] == "unknown":
-            # an earlier answer was lost: the thread says whether it landed before anything is resent
+        if earlier is not None and (earlier["state"] == "unknown" or orphaned(earlier)):
+            # an earlier answer was lost, or the process that took the claim died mid-push:
+            # the thread says whether it landed before anything is resent
             checked = await self._check(link, links, message_id, thread_id, dict(fields), lost=True)
             if checked.delivered or checked.unknown:
                 checked.fields["action"] = "already_delivered" if checked.delivered else "unverified"

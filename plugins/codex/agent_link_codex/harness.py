@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_link_core.callmeta import meta_text
+from agent_link_core.envelope import iso_ms
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.harness import Delivery, Harness, McpPeer, OutputBudget, SendOption, SenderOption, SessionListing
 from agent_link_core.model import Caller, Session
@@ -39,7 +40,7 @@ from agent_link_codex.endpoints import EndpointRegistry, explicit
 from agent_link_codex.managed import ManagedError, find_codex, reap_orphans
 from agent_link_codex.overrides import THREAD_FIELDS, Launches, turn_params
 from agent_link_codex.service import SOURCE_KINDS, CodexService, Link, is_not_found
-from agent_link_codex.settings import codex_home
+from agent_link_codex.settings import VERIFIED_CODEX_VERSION, codex_home
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +101,10 @@ def session_from_thread(thread: Mapping[str, Any], link: Link | None, *, loaded:
     tid = str(thread["id"])
     status = status_of(thread)
     archived = is_archived_thread(thread)
-    is_loaded = loaded if loaded is not None else status not in ("notLoaded", "unknown")
+    # A transcript read from disk (no app-server answered) says nothing about whether anyone
+    # has the thread loaded: never present it as live.
+    transcript_only = link is None and (bool(thread.get("localOnly")) or (thread.get("status") or {}).get("source") == "local-jsonl")
+    is_loaded = False if transcript_only else loaded if loaded is not None else status not in ("notLoaded", "unknown")
     title = thread.get("name") or thread.get("preview")
     if isinstance(title, str):
         title = title.strip().splitlines()[0][:120] if title.strip() else None
@@ -116,8 +120,40 @@ def session_from_thread(thread: Mapping[str, Any], link: Link | None, *, loaded:
         address=f"codex:{tid}", harness="codex", id=tid, title=title if isinstance(title, str) else None,
         cwd=thread.get("cwd") if isinstance(thread.get("cwd"), str) else None, surface=surface_of(kind),
         loaded=is_loaded, archived=archived, last_activity_ms=int(activity) * 1000 if isinstance(activity, (int, float)) else None,
-        receive={"push": None if archived else VIA, "nudge": "codex-hook", "pull": True}, extra=extra,
+        receive={"push": None if archived or transcript_only else VIA, "nudge": "codex-hook", "pull": True}, extra=extra,
     )
+
+
+def send_facets(message: Mapping[str, Any], delivery: Delivery) -> dict[str, Any]:
+    """The separate facts of a send to a thread (reference §5.3): ``runtimeState`` (was it
+    loaded, its status before, the endpoint, whether it was resumed), ``archiveState`` (a push
+    to an archived thread is refused, so ``active``), ``desktopVisibility`` (agent-link cannot
+    see the desktop app: ``unknown``, or ``held_elsewhere`` when another process holds the
+    thread), ``peerMessage`` (the envelope's header) and ``turn`` (the turn started or steered,
+    else null)."""
+    fields = delivery.fields
+    target = fields.get("target") or {}
+    action = str(fields.get("action") or "")
+    held = any(w.get("code") == "codex_desktop_push_disabled" for w in delivery.warnings)
+    steered = "steered" in action
+    started = action.endswith("started_turn")
+    turn_id = fields.get("turnId") or (delivery.evidence or {}).get("turnId")
+    sender = str(message.get("from") or message.get("sender") or "")
+    return {
+        "runtimeState": {"previousStatus": target.get("previousStatus"), "loaded": target.get("previousStatus") not in (None, "notLoaded"),
+                         "resumed": action.startswith("resumed+"), "endpoint": target.get("endpoint"),
+                         "state": delivery.state},
+        "archiveState": "active",
+        "desktopVisibility": {"status": "held_elsewhere" if held else "unknown",
+                              "note": "A started or steered turn proves the app-server took the message, not that the thread "
+                                      "is visible, selected or unarchived in the Codex desktop app."},
+        "peerMessage": {"messageId": message.get("id"), "from": sender or None,
+                        "fromHarness": sender.split(":", 1)[0] if ":" in sender else None,
+                        "fromVerified": Caller(sender, str(message.get("from_source") or "fallback")).verified if sender else False,
+                        "sentAt": iso_ms(message["sent_at"]) if isinstance(message.get("sent_at"), int) else None, "enveloped": True},
+        "turn": {"turnId": turn_id, "action": "steered" if steered else "started", "status": "inProgress"}
+        if (steered or started) and turn_id else None,
+    }
 
 
 #: The message_agent options a Codex thread understands (declared here, not in the core).
@@ -133,6 +169,10 @@ SEND_OPTION_SPECS: tuple[SendOption, ...] = (
                capability="turn_overrides"),
     SendOption("cwd", {"type": "string", "description": "Working directory change request for the thread (absolute)."},
                capability="turn_overrides"),
+    # deprecated (overrides.DEPRECATED): accepted with a deprecated_argument warning
+    SendOption("allowParallelTurn", {"type": "boolean", "description": "Deprecated and ignored (a warning says so)."}),
+    SendOption("allowTargetOverride", {"type": "boolean", "description": "Deprecated: still grants a model/effort/cwd change the "
+                                                                         "override policy refuses, with a warning."}),
 )
 
 
@@ -140,6 +180,9 @@ class CodexHarness(Harness):
     """Codex threads as agent-link sessions. One instance per :class:`~agent_link_core.app.App`."""
 
     name = "codex"
+    session_kind = "codex_thread"
+    host_variables = ("CODEX_THREAD_ID",)
+    host_priority = 20
     # ``added`` / ``updated`` / ``registry-full`` once ``--socket PATH`` registered its endpoint
     # in this process (reported by ``sessions`` and ``send``, as agent-session-intercom does).
     # message formats this harness can put in front of a model besides agent-link's envelope
@@ -147,7 +190,8 @@ class CodexHarness(Harness):
     endpoint_registration: str | None = None
     # Turn overrides (model, effort, cwd) are checked against the override policy before
     # anything is stored (agent_link_codex.overrides) and carried by the delivering turn/start.
-    send_options = frozenset({"mode", "resumeIfNeeded", "expectedTurnId", "model", "effort", "cwd"})
+    send_options = frozenset({"mode", "resumeIfNeeded", "expectedTurnId", "model", "effort", "cwd",
+                              "allowParallelTurn", "allowTargetOverride"})
     send_option_specs = SEND_OPTION_SPECS
     # `agent-link send --from-thread T [--from-endpoint E]`: identify_caller gets exactly these keys
     sender_options = (
@@ -155,7 +199,15 @@ class CodexHarness(Harness):
         SenderOption("--from-endpoint", "endpointId", "The Codex app-server endpoint of --from-thread, when several know it.",
                      requires="--from-thread"),
     )
-    send_result_fields = {"turnId": {"type": ["string", "null"]}, "threadId": {"type": "string"}, "switches": {"type": "array"}}
+    send_result_fields = {"turnId": {"type": ["string", "null"]}, "threadId": {"type": "string"}, "switches": {"type": "array"},
+                          # the separate facts of a send (send_facets)
+                          "runtimeState": {"type": ["object", "null"]}, "archiveState": {"type": ["string", "null"]},
+                          "desktopVisibility": {"type": ["object", "null"]}, "peerMessage": {"type": ["object", "null"]},
+                          "turn": {"type": ["object", "null"]}}
+    wait_result_fields = {"turn": {"type": ["object", "null"]}}
+    health_options = {"startAppServer": {"type": "boolean", "description": (
+        "true: connect to Codex (starting the private app-server if needed) so the prompt hook's trust can be read; "
+        "false: probe nothing, not even `codex --version`; absent: only the version probe.")}}
     # Measured on Codex 0.169.0: an MCP tool's output reaches the model as "Wall time: …\nOutput:\n"
     # plus structuredContent as JSON with indent 2; above about 12,000 characters Codex keeps the
     # head and tail and cuts the middle ("…N tokens truncated…"); 10,233 passed whole. A turn's
@@ -173,6 +225,10 @@ class CodexHarness(Harness):
         self._seen: dict[str, dict[str, Any]] = {}
         #: thread id → overrides this process applied since (model, effort, cwd)
         self._applied: dict[str, dict[str, str]] = {}
+        #: what the last agent_link_health asked for and found (prepare_health)
+        self._health_options: dict[str, Any] | None = None
+        self._version_probe: dict[str, Any] | None = None
+        self._health_connect_error: str | None = None
 
     # context ---------------------------------------------------------------------------
     def attach(self, app: Any) -> None:
@@ -231,7 +287,8 @@ class CodexHarness(Harness):
             self._deliverer = Deliverer(self.service, PushClaims(self.store),
                                         desktop_push=self.values.get("AGENT_LINK_CODEX_DESKTOP_PUSH") or "mailbox-only",
                                         explicit_endpoint=explicit(self.values),
-                                        mcp_servers=frozenset({self.values.get("AGENT_LINK_CODEX_MCP_SERVER") or "agent-link"}),
+                                        mcp_servers=frozenset({self.values["AGENT_LINK_CODEX_MCP_SERVER"]} if self.values.get("AGENT_LINK_CODEX_MCP_SERVER")
+                                                    else {"codex-agent-link", "agent-link"}),
                                         mcp_ready_ms=int(self.values.get("AGENT_LINK_CODEX_MCP_READY_MS", MCP_READY_MS)),
                                         on_confirmed=self._confirmed_late)
         return self._deliverer
@@ -409,6 +466,7 @@ class CodexHarness(Harness):
         if applied and delivery.fields.get("turnId") is not None:
             # the turn/start carrying them was accepted: they persist for the thread
             self._applied.setdefault(thread_id, {}).update(applied)
+        delivery.fields.update(send_facets(message, delivery))
         return delivery
 
     async def model_text(self, message: Mapping[str, Any], envelope: str) -> str:
@@ -624,6 +682,59 @@ class CodexHarness(Harness):
         except Exception as exc:  # health must always answer
             return {"error": f"{type(exc).__name__}: {exc}"[:300]}
 
+    def activity_check(self, session_id: str) -> Any:
+        """wait_for_agent without replyToMessageId on a thread: the rule of
+        wait_for_codex_thread (``turn_completed`` once a turn seen running is over, ``idle``
+        when none runs), checked every poll through the app-server or the transcript."""
+        from agent_link_codex.tools import thread_activity
+
+        return thread_activity(self, session_id)
+
+    async def prepare_health(self, options: Mapping[str, Any]) -> None:
+        """Before health: probe ``codex --version`` unless ``startAppServer`` is false, and
+        with ``startAppServer: true`` connect (starting the private app-server if needed) so
+        that the prompt hook's trust can be read from Codex."""
+        start = options.get("startAppServer")
+        self._health_options = dict(options)
+        if start is False:
+            self._version_probe = {"probed": False, "installed": None, "reason": "startAppServer_false"}
+            return
+        self._version_probe = await asyncio.to_thread(probe_version, self.values, self.env)
+        if start is True:
+            try:
+                await self.service.connect(spawn=True)
+                await self.service.refresh_hooks()
+                self._health_connect_error = None
+            except Exception as exc:  # health reports, never fails
+                self._health_connect_error = f"{type(exc).__name__}: {exc}"[:300]
+
+    def desktop_push_view(self, installed: str | None) -> dict[str, Any]:
+        """``desktopPush``: the push mode for threads another program holds, the versions it
+        was verified on, and what the holder check can do on this platform."""
+        values = self.values
+        mode = values.get("AGENT_LINK_CODEX_DESKTOP_PUSH") or "mailbox-only"
+        refused = mode == "shared-daemon" and not explicit(values)
+        warnings = []
+        if installed is not None and installed != VERIFIED_CODEX_VERSION:
+            warnings.append({"code": "codex_version_differs",
+                             "message": f"Codex {installed} is installed; agent-link was verified against {VERIFIED_CODEX_VERSION}, "
+                                        "so delivery into threads another program holds is unverified here."})
+        if refused:
+            warnings.append({"code": "desktop_push_override_refused",
+                             "message": "AGENT_LINK_CODEX_DESKTOP_PUSH=shared-daemon needs AGENT_LINK_CODEX_URL or _SOCK; mailbox-only applies."})
+        return {
+            "mode": "mailbox-only" if refused else mode,
+            "requested": mode,
+            "source": self.app.config.sources.get("AGENT_LINK_CODEX_DESKTOP_PUSH", "default") if self.app is not None else "default",
+            "refused": refused,
+            "verifiedCodexVersion": VERIFIED_CODEX_VERSION,
+            "installedCodexVersion": installed,
+            "heldSignal": "rollout-open-elsewhere",
+            "turnCompletedMethod": "turn/completed",
+            "holderCheck": holder_check_view(),
+            "warnings": warnings,
+        }
+
     def _health(self) -> dict[str, Any]:
         values = self.values
         service = self.service
@@ -636,13 +747,20 @@ class CodexHarness(Harness):
         from agent_link_core.hook import last_runs
 
         last = last_runs(self._state_dir) if self._state_dir else {}
+        probe = self._version_probe or {"probed": False, "installed": None, "reason": "not_probed"}
+        desktop = self.desktop_push_view(probe.get("installed"))
         return {
             "codexHome": str(codex_home(self.env)),
             "autoStart": bool(values.get("AGENT_LINK_CODEX_AUTOSTART", True)),
             "explicitEndpoint": explicit(values),
             "transport": values.get("AGENT_LINK_CODEX_TRANSPORT"),
             "idleMs": values.get("AGENT_LINK_CODEX_IDLE_MS"),
-            "desktopPush": values.get("AGENT_LINK_CODEX_DESKTOP_PUSH"),
+            "version": {**probe, "verified": VERIFIED_CODEX_VERSION},
+            "versionProbed": bool(probe.get("probed")),
+            "startAppServer": (self._health_options or {}).get("startAppServer"),
+            "connectError": self._health_connect_error,
+            "desktopPush": desktop,
+            "warnings": list(desktop["warnings"]),
             "reminderTurns": bool(values.get("AGENT_LINK_CODEX_REMINDERS", True)),
             "endpoints": {"candidates": [ep.view() for ep in candidates], "lastProbe": service.endpoint_reports(),
                           "problems": problems},
@@ -650,8 +768,53 @@ class CodexHarness(Harness):
             "managed": {**service.managed.view(), "lastError": service.managed_error,
                         "failureCached": _cached(service)},
             "binary": binary,
-            "promptHook": prompt_hook_view(service.live_links(), last.get("codex-UserPromptSubmit")),
+            "promptHook": prompt_hook_view(fresh_hooks(candidates), last.get("codex-UserPromptSubmit")),
         }
+
+
+VERSION_RE = re.compile(r"(\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?)")
+VERSION_TIMEOUT_S = 10.0
+
+
+def probe_version(values: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    """``<codex> --version`` of the Codex agent-link would run: ``{probed, installed, path,
+    source, reason}``; ``installed`` is None when it cannot be told (no binary, an
+    ``AGENT_LINK_CODEX_APP_SERVER_BIN`` program, no version in the output)."""
+    import subprocess
+
+    try:
+        launcher = find_codex(values, env)
+    except ManagedError as exc:
+        return {"probed": False, "installed": None, "path": None, "source": None, "reason": exc.reason}
+    base = {"path": launcher.path, "source": launcher.source}
+    if launcher.source == "AGENT_LINK_CODEX_APP_SERVER_BIN":
+        return {**base, "probed": False, "installed": None, "reason": "app_server_bin_has_no_version_flag"}
+    try:
+        done = subprocess.run([launcher.path, "--version"], capture_output=True, text=True, timeout=VERSION_TIMEOUT_S, check=False,
+                              env=dict(env), stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {**base, "probed": True, "installed": None, "reason": type(exc).__name__}
+    found = VERSION_RE.search(done.stdout or "")
+    return {**base, "probed": True, "installed": found.group(1) if found else None,
+            "reason": None if found else "no_version_in_output"}
+
+
+def holder_check_view() -> dict[str, Any]:
+    """How this platform can tell whether another process holds a thread's transcript:
+    ``{method: psutil|lsof|None, platform, available}`` (see :func:`rollouts.rollout_holders`)."""
+    import shutil
+    import sys
+
+    import psutil
+
+    method: str | None = None
+    try:
+        psutil.Process().open_files()
+        method = "psutil"
+    except (psutil.Error, OSError, NotImplementedError):
+        if any(shutil.which(p) for p in rollouts.LSOF_PATHS):
+            method = "lsof"
+    return {"method": method, "platform": sys.platform, "available": method is not None}
 
 
 def _cached(service: CodexService) -> dict[str, str] | None:
@@ -664,13 +827,31 @@ def _cached(service: CodexService) -> dict[str, str] | None:
 HOOK_COMMAND_MARK = "hook codex UserPromptSubmit"
 
 
-def prompt_hook_view(links: list[Link], last_run_ms: int | None) -> dict[str, Any]:
+def fresh_hooks(candidates: list[Any]) -> list[dict[str, Any]]:
+    """``hooks/list`` answers asked now of every reachable candidate endpoint, each on a
+    connection of its own (:mod:`agent_link_codex.lookup`; nothing is started): trust changes
+    (a hook trusted, or reported modified after a reinstall) show at once, not once per
+    connection. Blocks up to a few seconds when an endpoint hangs."""
+    from agent_link_codex import lookup
+
+    if not candidates:
+        return []
+    cwd = os.getcwd()
+    sightings = lookup.run_blocking(lambda: lookup.probe_all(candidates, hooks_cwd=cwd))
+    return [s.hooks for s in sightings if s.hooks is not None]
+
+
+def prompt_hook_view(listed: list[dict[str, Any]], last_run_ms: int | None) -> dict[str, Any]:
     """The prompt hook as Codex sees it: declared (found by ``hooks/list``), its trust state
-    (trusted, untrusted, modified, managed; not_installed; unknown without a connection)."""
-    view: dict[str, Any] = {"declared": False, "trust": "unknown", "entries": [], "lastRunAt": last_run_ms}
-    listed = [ln.hooks for ln in links if ln.hooks is not None]
+    (trusted, untrusted, modified, managed; not_installed; unknown when no app-server answered).
+
+    :param listed: ``hooks/list`` answers, one per app-server asked (:func:`fresh_hooks`).
+    """
+    view: dict[str, Any] = {"declared": False, "trust": "unknown", "entries": [], "lastRunAt": last_run_ms,
+                            "readAt": now_ms() if listed else None, "trustSource": None, "source": None, "pluginId": None,
+                            "enabled": None, "event": "UserPromptSubmit"}
     if not listed:
-        view["hint"] = "Trust is read from Codex (hooks/list) once a Codex app-server is connected."
+        view["hint"] = "Trust is read from Codex (hooks/list) when a Codex app-server answers; none did."
         return view
     for answer in listed:
         for entry in answer.get("data") or []:
@@ -682,6 +863,9 @@ def prompt_hook_view(links: list[Link], last_run_ms: int | None) -> dict[str, An
         view["hint"] = "Install the agent-link Codex plugin (or add hooks/codex-hooks.json to $CODEX_HOME/hooks.json) and trust its hook with /hooks."
         return view
     view["declared"] = True
+    view["trustSource"] = "hooks/list"  # what Codex itself reports, not a guess from files
+    first = view["entries"][0]
+    view.update(source=first.get("source"), pluginId=first.get("pluginId"), enabled=first.get("enabled"))
     states = [e["trustStatus"] for e in view["entries"]]
     view["trust"] = "trusted" if "trusted" in states else "managed" if "managed" in states else states[0] or "unknown"
     if view["trust"] in ("untrusted", "modified"):

@@ -15,6 +15,7 @@ at most about 8 s, typically well under 100 ms per live endpoint.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -47,12 +48,14 @@ class Sighting:
         home serve the same threads), when it answered.
     :ivar thread: the thread object (``thread/read`` without turns) when asked for one and
         known there, else None.
+    :ivar hooks: the ``hooks/list`` answer when asked for it (``hooks_cwd``) and given.
     """
 
     endpoint: Endpoint
     reason: str | None = None
     codex_home: str | None = None
     thread: dict[str, Any] | None = None
+    hooks: dict[str, Any] | None = None
 
     @property
     def reachable(self) -> bool:
@@ -65,8 +68,10 @@ class Sighting:
         return self.reason is None
 
 
-async def probe(endpoint: Endpoint, thread_id: str | None = None) -> Sighting:
-    """Connect to ``endpoint``, ``initialize``, and with ``thread_id`` read that thread.
+async def probe(endpoint: Endpoint, thread_id: str | None = None, *, hooks_cwd: str | None = None) -> Sighting:
+    """Connect to ``endpoint``, ``initialize``, and with ``thread_id`` read that thread; with
+    ``hooks_cwd``, also ask ``hooks/list`` for that folder (the hooks and their trust as Codex
+    reports them now).
 
     Never raises for an endpoint that fails; the failure is the sighting's ``reason``.
     """
@@ -86,8 +91,13 @@ async def probe(endpoint: Endpoint, thread_id: str | None = None) -> Sighting:
     try:
         info = await client.initialize(CLIENT_NAME, __version__, title=CLIENT_TITLE, timeout_ms=INIT_MS)
         home = info.get("codexHome") if isinstance(info.get("codexHome"), str) else None
+        hooks = None
+        if hooks_cwd is not None:
+            with contextlib.suppress(AppServerError):
+                listed = await client.request("hooks/list", {"cwds": [hooks_cwd]}, timeout_ms=READ_MS)
+                hooks = listed if isinstance(listed, dict) else None
         if thread_id is None:
-            return Sighting(endpoint, None, home)
+            return Sighting(endpoint, None, home, hooks=hooks)
         try:
             result = await client.request("thread/read", {"threadId": thread_id, "includeTurns": False}, timeout_ms=READ_MS)
         except AppServerError as exc:
@@ -102,9 +112,9 @@ async def probe(endpoint: Endpoint, thread_id: str | None = None) -> Sighting:
         await client.close(timeout_ms=1_000)
 
 
-async def probe_all(endpoints: list[Endpoint], thread_id: str | None = None) -> list[Sighting]:
+async def probe_all(endpoints: list[Endpoint], thread_id: str | None = None, *, hooks_cwd: str | None = None) -> list[Sighting]:
     """:func:`probe` every endpoint concurrently; sightings in the order of ``endpoints``."""
-    return list(await asyncio.gather(*(probe(ep, thread_id) for ep in endpoints)))
+    return list(await asyncio.gather(*(probe(ep, thread_id, hooks_cwd=hooks_cwd) for ep in endpoints)))
 
 
 def run_blocking(factory: Callable[[], Awaitable[T]]) -> T:

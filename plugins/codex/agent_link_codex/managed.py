@@ -372,10 +372,11 @@ class ManagedServer:
         child_env = {k: v for k, v in self.env.items() if k not in DROPPED_ENV}
         stderr_path = self.directory / f"{owner}.stderr.log"
         try:
-            # Private whatever the umask: the app-server's stderr may carry thread content.
-            stderr_fd = os.open(stderr_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            os.fchmod(stderr_fd, 0o600)
-            with open(stderr_fd, "ab") as stderr:
+            # 0600 like every other state file (the log can hold thread ids and paths); an
+            # older, wider file is narrowed
+            fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+            os.fchmod(fd, 0o600)
+            with os.fdopen(fd, "ab") as stderr:
                 self._proc = subprocess.Popen(
                     command, cwd=self.directory, env=child_env, stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True,

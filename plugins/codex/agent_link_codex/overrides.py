@@ -85,12 +85,15 @@ def check_send(message: Any, context: Any, app: Any) -> list[dict[str, Any]] | N
     recipient = str(message.recipient)
     if not recipient.startswith("codex:"):
         return None
-    wanted = requested(context.arguments or {})
+    arguments = context.arguments or {}
+    warnings = deprecation_warnings(arguments)
+    escape_hatch = arguments.get("allowTargetOverride") is True
+    wanted = requested(arguments)
     if not wanted:
-        return None
+        return warnings or None
     harness = app.harnesses.get("codex")
     if harness is None:
-        return None
+        return warnings or None
     if "cwd" in wanted and not os.path.isabs(wanted["cwd"]):
         raise invalid_arguments([{"path": "cwd", "rule": "absolute_path", "expected": "an absolute path"}])
     thread_id = recipient.split(":", 1)[1]
@@ -107,6 +110,9 @@ def check_send(message: Any, context: Any, app: Any) -> list[dict[str, Any]] | N
                                             {"currentCwd": current.get("cwd"), "launchedBy": launched_by})
         if decision is None:
             decision = default_decision(recipient, sender.address, setting, launched_by)
+        if not decision.get("allowed") and escape_hatch:
+            # deprecated escape hatch: still grants the change (reference §19), with a warning
+            decision = {"allowed": True, "grantedBy": {"rule": "allowTargetOverride"}}
         if not decision.get("allowed"):
             reason = decision.get("reason") or REFUSAL_REASONS[setting]
             details = {"reason": reason, "setting": setting, "requested": value, "current": previous, "target": recipient}
@@ -132,8 +138,52 @@ def check_send(message: Any, context: Any, app: Any) -> list[dict[str, Any]] | N
         )
     if switches:
         context.result["switches"] = switches
-        message.metadata["codexSwitches"] = [{k: s[k] for k in ("setting", "previous", "current", "grantedBy")} for s in switches]
-    return None
+        message.metadata["codexSwitches"] = [{k: s[k] for k in ("setting", "previous", "current", "grantedBy", "expectedCost")}
+                                             for s in switches]
+    return warnings or None
+
+
+#: deprecated send arguments: name → what it does now (reference §5.1, §19)
+DEPRECATED = {
+    "allowTargetOverride": "allowTargetOverride is deprecated: it still grants a model/effort/cwd change the override policy "
+                           "refuses, but will stop doing so; ask for an override policy entry (set_agent_override_policy) instead.",
+    "allowParallelTurn": "allowParallelTurn is deprecated and ignored: a message to a running thread is steered into its turn.",
+}
+
+
+def deprecation_warnings(arguments: dict[str, Any]) -> list[dict[str, Any]]:
+    """``deprecated_argument`` warnings for the deprecated send arguments present (not null)."""
+    return [{"code": "deprecated_argument", "message": text, "details": {"argument": name}}
+            for name, text in DEPRECATED.items() if arguments.get(name) is not None]
+
+
+#: receipt action and kind of a granted switch, per setting
+SWITCH_RECEIPTS = {"model": ("model_switch", "model-switch"), "effort": ("effort_change", "effort-change"),
+                   "cwd": ("cwd_change", "cwd-change")}
+
+
+def emit_switch_events(event: Any, app: Any) -> None:
+    """After a send to a Codex thread is stored (its ``sent`` event), report each granted
+    switch as its own event (``model_switch``, ``effort_change``, ``cwd_change``) so that the
+    receipts plugin writes one receipt per switch, with the send's provenance."""
+    from agent_link_core.mailbox import Event
+
+    if event.kind != "sent" or event.message_id is None:
+        return
+    row = app.mailbox.get_row(event.message_id)
+    if row is None:
+        return
+    meta = app.mailbox.row_dict(row)["metadata"]
+    stored = meta.get("receipt") or {}
+    for switch in meta.get("codexSwitches") or ():
+        kind, receipt_kind = SWITCH_RECEIPTS[switch["setting"]]
+        app.hooks.on_event(Event(kind, event.message_id, event.at_ms, event.actor, {
+            "target": row["recipient"], "kind": receipt_kind, "origin": stored.get("origin"),
+            "receipt": {"record": stored.get("record", True), "purpose": stored.get("purpose"), "tags": stored.get("tags") or [],
+                        "cleanupRecommendation": stored.get("cleanupRecommendation")},
+            "setting": switch["setting"], "previous": switch["previous"], "current": switch["current"],
+            "grantedBy": switch["grantedBy"], "expectedCost": switch.get("expectedCost"),
+        }))
 
 
 #: the model hint when a plugin offers the fork tool (the forks plugin, agent-link-forks)

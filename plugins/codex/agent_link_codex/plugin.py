@@ -74,6 +74,15 @@ def agent_link_before_send(message: Any, context: Any, app: App) -> list[dict[st
 
 
 @hookimpl
+def agent_link_on_event(event: Any, app: App) -> None:
+    """A stored send that changed a thread's model, effort or cwd: one event per switch, for
+    its receipt (:func:`agent_link_codex.overrides.emit_switch_events`)."""
+    from agent_link_codex.overrides import emit_switch_events
+
+    emit_switch_events(event, app)
+
+
+@hookimpl
 def agent_link_register_commands(cli: click.Group) -> None:
     """``agent-link endpoints add|list|remove``, and ``--socket PATH`` on ``sessions`` and ``send``."""
     from agent_link_codex.cli import add_socket_option, endpoints

@@ -20,6 +20,7 @@ head and tail window; only a clientId check scans a whole file (as bytes, line b
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -304,16 +305,64 @@ def history_items(home: Path, path: Path, limit: int) -> list[dict[str, Any]]:
     return items[-limit:] if limit else []
 
 
-def rollout_holders(path: str, exclude: set[int]) -> list[int] | None:
-    """Processes other than ``exclude`` that have ``path`` open (psutil; processes of other
-    users are skipped).
+def rollout_holders(path: str, exclude: set[int], *, method: str = "auto") -> list[int] | None:
+    """Processes other than ``exclude`` that have ``path`` open (another app-server running a
+    turn in the thread, the Codex desktop app...).
 
-    :returns: their pids (a list; None is kept in the signature for callers that handle "cannot
-        be checked here").
+    ``method`` ``psutil`` asks psutil for each process's open files (Linux, macOS, Windows);
+    ``lsof`` runs ``lsof -F p -- <path>`` (``/usr/sbin/lsof`` on macOS when present, 5 s
+    bound); ``auto`` uses psutil and falls back to lsof when psutil cannot see a single
+    process's files (e.g. a platform psutil does not cover).
+
+    :returns: their pids (sorted), or None when this cannot be checked here (neither way works).
     """
-    from agent_link_core import procs
+    if method in ("auto", "psutil"):
+        found = _holders_psutil(path, exclude)
+        if found is not None or method == "psutil":
+            return found
+    return _holders_lsof(path, exclude)
 
-    return procs.file_holders(path, exclude)
+
+def _holders_psutil(path: str, exclude: set[int]) -> list[int] | None:
+    import psutil
+
+    try:
+        psutil.Process().open_files()  # can psutil read open files on this platform at all?
+    except (psutil.Error, OSError, NotImplementedError):
+        return None
+    target = os.path.realpath(path)
+    holders: list[int] = []
+    for proc in psutil.process_iter():
+        if proc.pid in exclude:
+            continue
+        try:
+            files = proc.open_files()
+        except (psutil.Error, OSError, NotImplementedError):
+            continue  # gone meanwhile, or another user's process
+        if any(os.path.realpath(f.path) == target for f in files):
+            holders.append(proc.pid)
+    return sorted(holders)
+
+
+LSOF_PATHS = ("/usr/sbin/lsof", "lsof")
+LSOF_TIMEOUT_S = 5.0
+
+
+def _holders_lsof(path: str, exclude: set[int]) -> list[int] | None:
+    import shutil
+    import subprocess
+
+    program = next((p for p in (shutil.which(c) for c in LSOF_PATHS) if p), None)
+    if program is None:
+        return None
+    try:
+        done = subprocess.run([program, "-F", "p", "--", path], capture_output=True, text=True, timeout=LSOF_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode not in (0, 1) or (done.returncode == 1 and done.stdout.strip()):
+        return None
+    pids = {int(line[1:]) for line in done.stdout.splitlines() if line.startswith("p") and line[1:].isdigit()}
+    return sorted(pids - exclude)
 
 
 def token_counts(path: Path) -> list[dict[str, Any]]:

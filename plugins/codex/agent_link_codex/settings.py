@@ -17,6 +17,9 @@ from typing import Any
 from agent_link_core.config import Setting
 
 DEFAULT_IDLE_MS = 300_000
+#: the Codex release this agent-link was verified against (the pinned host of its real-host
+#: tests); health warns ``codex_version_differs`` when the installed Codex reports another
+VERIFIED_CODEX_VERSION = "0.169.0"
 DEFAULT_STARTUP_TIMEOUT_MS = 15_000
 
 SETTINGS: tuple[Setting, ...] = (
@@ -79,8 +82,9 @@ SETTINGS: tuple[Setting, ...] = (
         doc="threads held by another app-server get mail only (mailbox-only), or turns too (shared-daemon, needs an explicit endpoint)",
     ),
     Setting(
-        "AGENT_LINK_CODEX_MCP_SERVER", "str", "agent-link",
-        doc="the name agent-link's MCP server has in Codex's config (a turn agent-link starts waits for it to be ready)",
+        "AGENT_LINK_CODEX_MCP_SERVER", "str", None,
+        doc="the name agent-link's MCP server has in Codex's config (a turn agent-link starts waits for it to be ready);"
+            " default: codex-agent-link (the plugin's key) and agent-link (a hand-written entry)",
     ),
     Setting(
         "AGENT_LINK_CODEX_MCP_READY_MS", "int", 20_000, minimum=0, maximum=120_000,

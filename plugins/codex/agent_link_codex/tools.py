@@ -16,7 +16,7 @@ import sys
 import time
 from typing import Any
 
-from agent_link_core.app import MAX_WAIT_PER_CALL_MS
+from agent_link_core.app import wait_capped_warning
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.tools import core_tools
 from agent_link_core.tools.registry import ToolCall, ToolSpec
@@ -137,30 +137,60 @@ def _scope(args: dict[str, Any], default: str) -> str:
 
 # list / resolve --------------------------------------------------------------------------
 async def list_codex_threads(app: Any, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
-    """Tool handler: threads newest first (app-servers, else transcripts)."""
+    """Tool handler: threads newest first (app-servers, else transcripts), one page at a time.
+
+    ``cursor`` is the ``nextCursor`` of an earlier answer (an offset into the same listing).
+    ``complete`` is true only when this answer holds every thread the sources hold for the
+    filters given; a page with more after it says ``hasMore`` and gives ``nextCursor``, and
+    ``filteredSourceKinds`` names the source kinds left out (exec runs, sub-agents).
+    """
     harness = harness_of(app)
     limit = args.get("limit", 20)
+    offset = _offset(args.get("cursor"))
     scope = _scope(args, "active")
     if "archived" in args:
         call.warnings.append({"code": "deprecated_argument", "message": "archived is deprecated; use archiveScope."})
     links, error = await _links(harness, args.get("useLocalFallback", True))
     kinds = source_kinds(args.get("includeExec", False), args.get("includeSubagents", False))
+    page_fields = {"filteredSourceKinds": [k for k in SOURCE_KINDS if k not in kinds]}
     if links:
+        # one thread more than the page, to know whether another page follows
         pairs, paging = await _app_server_threads(harness, links, scope, query=args.get("query"), cwd=args.get("cwd"),
-                                                  kinds=kinds, limit=limit, to_end=False)
+                                                  kinds=kinds, limit=offset + limit + 1, to_end=False)
         loaded = await harness.service.loaded_ids(links)
-        data = [thread_view(t, loaded.get(t["id"], ln), t["id"] in loaded) for ln, t in pairs[:limit]]
-        return {"source": "app-server", "archiveScope": scope, "data": data, "complete": paging["complete"] and len(pairs) <= limit,
-                "nextCursor": paging["nextCursor"], "endpoints": [ln.endpoint.id for ln in links], "appServerError": None,
-                "listErrors": paging["errors"], "codexHome": str(codex_home(harness.env)), "scannedFiles": None}
+        more = len(pairs) > offset + limit
+        data = [thread_view(t, loaded.get(t["id"], ln), t["id"] in loaded) for ln, t in pairs[offset:offset + limit]]
+        return {"source": "app-server", "archiveScope": scope, "data": data,
+                "complete": paging["complete"] and not more and not paging["nextCursor"] and offset == 0,
+                "hasMore": more, "nextCursor": str(offset + limit) if more else None,
+                "endpoints": [ln.endpoint.id for ln in links], "appServerError": None,
+                "listErrors": paging["errors"], "codexHome": str(codex_home(harness.env)), "scannedFiles": None, **page_fields}
     threads, scanned = await asyncio.to_thread(_local_threads, harness, scope, args.get("cwd"), None)
     query = (args.get("query") or "").lower()
     threads = [t for t in threads if _kind_listed(source_kind(t), kinds)
                and (not query or query in f"{t.get('name') or ''} {t.get('preview') or ''}".lower())]
-    data = [thread_view(t, None) for t in threads[:limit]]
-    return {"source": "local-jsonl-fallback", "archiveScope": scope, "data": data, "complete": len(threads) <= limit,
-            "nextCursor": None, "endpoints": [], "appServerError": error, "listErrors": [],
-            "codexHome": str(codex_home(harness.env)), "scannedFiles": scanned}
+    more = len(threads) > offset + limit
+    data = [thread_view(t, None) for t in threads[offset:offset + limit]]
+    return {"source": "local-jsonl-fallback", "archiveScope": scope, "data": data, "complete": not more and offset == 0,
+            "hasMore": more, "nextCursor": str(offset + limit) if more else None, "endpoints": [], "appServerError": error,
+            "listErrors": [], "codexHome": str(codex_home(harness.env)), "scannedFiles": scanned, **page_fields}
+
+
+# Deepest offset a cursor may name: LIST_MAX_PAGES pages of LIST_PAGE threads per source.
+MAX_CURSOR_OFFSET = 5000
+
+
+def _offset(cursor: Any) -> int:
+    """The offset a ``nextCursor`` of :func:`list_codex_threads` stands for (0 without one).
+
+    :raises AgentLinkError: ``invalid_arguments`` (path ``cursor``) for anything else.
+    """
+    if cursor in (None, ""):
+        return 0
+    if isinstance(cursor, str) and cursor.isdigit() and int(cursor) <= MAX_CURSOR_OFFSET:
+        return int(cursor)
+    raise invalid_arguments([{"path": "cursor", "rule": "format",
+                              "expected": "the nextCursor of an earlier list_codex_threads answer"}])
 
 
 def _kind_listed(kind: str, kinds: tuple[str, ...]) -> bool:
@@ -318,34 +348,51 @@ async def _with_receipts(app: Any, args: dict[str, Any], call: ToolCall, tid: st
     return out
 
 
+SIDEBAR_SEMANTICS = ("sidebarState is what the Codex desktop app's own app-server returns for desktop/sidebar/state/read, "
+                     "unchanged; it is authoritative only when sidebarState.authority is rendererSidebarModel. An app-server "
+                     "without that method is listed in sidebarState.unsupported.")
+
+
 async def get_codex_sidebar_state(app: Any, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
-    """Tool handler: the desktop sidebar, or ``unsupported``."""
+    """Tool handler: the desktop sidebar as the first app-server offering it returns it; an
+    app-server without the method (a plain ``codex app-server``) is listed under
+    ``sidebarState.unsupported`` and the answer is still ok (authority null)."""
     harness = harness_of(app)
     links = await harness.service.connect(spawn=True)
+    unsupported: list[dict[str, Any]] = []
     for link in links:
         try:
             state = await link.call("desktop/sidebar/state/read", {})
         except AppServerError as exc:
             if "unknown variant" in exc.message or exc.code == -32601:
+                unsupported.append({"endpoint": link.endpoint.id, "method": "desktop/sidebar/state/read",
+                                    "reason": "method_not_supported", "rpcCode": exc.code})
                 continue
             raise exc.to_agent_link_error() from None
-        return {"source": "app-server", "endpoint": link.endpoint.id, "sidebarState": state}
-    raise AgentLinkError("unsupported", "No connected Codex app-server offers the desktop sidebar (only the Codex desktop app has it).",
-                         {"capability": "sidebar", "endpoints": [ln.endpoint.id for ln in links]})
+        return {"source": "app-server", "endpoint": link.endpoint.id, "sidebarState": state,
+                "sidebarMembershipSemantics": SIDEBAR_SEMANTICS}
+    return {"source": "app-server", "endpoint": None,
+            "sidebarState": {"authority": None, "unsupported": unsupported,
+                             "note": "Only the Codex desktop app's own app-server has a sidebar; agent-link never looks for it on its own "
+                                     "(point AGENT_LINK_CODEX_URL at such a server)."},
+            "sidebarMembershipSemantics": SIDEBAR_SEMANTICS}
 
 
 async def wait_for_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
     """Tool handler: wait until the thread's current turn is over."""
     harness = harness_of(app)
     tid = bare_id(args["threadId"])
-    timeout_ms = args.get("timeoutMs", 60_000)
+    requested = timeout_ms = args.get("timeoutMs", 60_000)
     poll_ms = args.get("pollIntervalMs", 1000)
-    if timeout_ms > MAX_WAIT_PER_CALL_MS:
-        call.warnings.append({"code": "wait_capped", "message": f"One call waits at most {MAX_WAIT_PER_CALL_MS} ms; call again to keep waiting."})
-        timeout_ms = MAX_WAIT_PER_CALL_MS
+    cap_ms, every_ms = app.wait_limits()
+    capped = call.progress is None and timeout_ms > cap_ms
+    if capped:
+        call.warnings.append(wait_capped_warning(timeout_ms, cap_ms))
+        timeout_ms = cap_ms
     links, error = await _links(harness, True)
     start = time.monotonic()
     was_active = False
+    next_progress = every_ms
     while True:
         status, turn, source = await _thread_state(harness, links, tid)
         waited = int((time.monotonic() - start) * 1000)
@@ -357,9 +404,34 @@ async def wait_for_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) 
                     "status": status, "turn": turn, "finalResponse": (turn or {}).get("finalResponse"), "source": source,
                     "appServerError": error}
         if waited >= timeout_ms:
-            return {"outcome": "timeout", "timedOut": True, "waitedMs": waited, "target": {"threadId": tid, "address": f"codex:{tid}"},
-                    "status": status or "unknown", "turn": turn, "finalResponse": None, "source": source, "appServerError": error}
-        await asyncio.sleep(min(poll_ms, timeout_ms - waited) / 1000)
+            out = {"outcome": "timeout", "timedOut": True, "waitedMs": waited, "target": {"threadId": tid, "address": f"codex:{tid}"},
+                   "status": status or "unknown", "turn": turn, "finalResponse": None, "source": source, "appServerError": error}
+            return {**out, "capped": True, "requestedTimeoutMs": requested} if capped else out
+        if call.progress is not None and waited >= next_progress:
+            await call.progress(waited, timeout_ms, "waiting for the turn to end")
+            next_progress = waited + every_ms
+        await asyncio.sleep(min(poll_ms, timeout_ms - waited, max(next_progress - waited, 1) if call.progress else poll_ms) / 1000)
+
+
+def thread_activity(harness: CodexHarness, tid: str) -> Any:
+    """A poll-by-poll check for wait_for_agent: ``{"outcome": "turn_completed"|"idle",
+    "turn": {turnId, status, completedAt}}`` once the thread's turn is over (never the turn's
+    text: that is not an answer), None while a turn runs or the status is unknown."""
+    state: dict[str, Any] = {"links": None, "active": False}
+
+    async def check() -> dict[str, Any] | None:
+        if state["links"] is None:
+            state["links"], _ = await _links(harness, True)
+        status, turn, _ = await _thread_state(harness, state["links"], tid)
+        if status == "active":
+            state["active"] = True
+            return None
+        if status is None:
+            return None
+        brief = {k: (turn or {}).get(k) for k in ("turnId", "status", "completedAt")}
+        return {"outcome": "turn_completed" if state["active"] else "idle", "turn": brief}
+
+    return check
 
 
 async def _thread_state(harness: CodexHarness, links: list[Link], tid: str) -> tuple[str | None, dict[str, Any] | None, str]:
@@ -399,7 +471,11 @@ async def launch_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) ->
         raise invalid_arguments([{"path": "anticipation", "rule": "requires_message", "expected": "a message to label"}])
     links = await harness.service.connect(spawn=True)
     link = links[0]
-    params = {k: args[k] for k in ("cwd", "model", "modelProvider", "serviceTier", "ephemeral") if k in args}
+    params: dict[str, Any] = {k: args[k] for k in ("cwd", "model", "modelProvider", "serviceTier", "ephemeral") if k in args}
+    if "effort" in args:
+        # thread/start has no effort parameter (Codex 0.169); the config override sets the
+        # thread's reasoning effort, which later turns keep
+        params["config"] = {"model_reasoning_effort": args["effort"]}
     try:
         started = await link.call("thread/start", params)
     except AppServerError as exc:
@@ -430,23 +506,54 @@ async def launch_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) ->
             name_update = {"ok": False, "error": exc.message[:300]}
     out: dict[str, Any] = {"source": "app-server", "threadId": tid, "address": f"codex:{tid}", "endpoint": link.endpoint.id,
                            "thread": thread_view(thread, link, True), "nameUpdate": name_update, "messageId": None,
-                           "delivery": None, "deliveredVia": None, "turnId": None}
+                           "delivery": None, "deliveredVia": None, "turnId": None, "turn": None, "peerMessage": None}
     if args.get("message") is not None:
         result = await core_tools.message_agent(app, {"to": f"codex:{tid}", "message": args["message"],
                                                       **{k: args[k] for k in ("anticipation", "replyBy") if k in args}}, call)
         out.update({"messageId": result["messageId"], "delivery": result["delivery"], "deliveredVia": result["deliveredVia"],
-                    "turnId": result.get("turnId"), "anticipation": result["anticipation"], "replyBy": result["replyBy"]})
+                    "turnId": result.get("turnId"), "anticipation": result["anticipation"], "replyBy": result["replyBy"],
+                    "turn": result.get("turn"), "peerMessage": result.get("peerMessage")})
         if result.get("warnings"):
             call.warnings.extend(result["warnings"])
         if result["delivery"] == "delivered":
             actions.append("started_turn")
     out["action"] = "+".join(actions)
-    out["gui"] = _open_gui(harness, tid) if args.get("openInGui") else {"opened": False, "attempted": False}
+    out["gui"] = _open_gui(harness, tid) if args.get("openInGui") else {"opened": False, "attempted": False, "deepLink": deep_link(tid)}
+    out["receipt"] = _harness_receipt(app, call, "launched", args, {
+        "address": f"codex:{tid}", "threadId": tid, "name": thread.get("name"), "cwd": thread.get("cwd"), "deepLink": deep_link(tid),
+        "status": "active" if "started_turn" in actions else "idle", "loaded": True,
+    }, evidence={"action": out["action"], "messageId": out["messageId"], "turnId": out["turnId"]},
+        details={"launchedBy": call.caller.address, "model": thread.get("model"), "effort": thread.get("reasoningEffort"),
+                 "endpoint": link.endpoint.id})
     return out
 
 
+def deep_link(thread_id: str) -> str:
+    """The Codex desktop app's link to a thread."""
+    return f"codex://threads/{thread_id}"
+
+
+def _harness_receipt(app: Any, call: ToolCall, kind: str, args: dict[str, Any], target: dict[str, Any],
+                     evidence: dict[str, Any], details: dict[str, Any]) -> dict[str, Any]:
+    """Report a launch or archive (``kind`` ``launched`` / ``archived``) to the event observers,
+    which write its receipt (receipts plugin) with the call's provenance; returns the result's
+    ``receipt`` field ``{record, recorded, id}`` (``recorded`` false when no receipt was written,
+    e.g. no receipts plugin, or ``receipt.record: false``)."""
+    from agent_link_core.mailbox import Event
+    from agent_link_core.store import now_ms
+
+    given = args.get("receipt") or {}
+    if given.get("record") is False:
+        return {"record": False, "recorded": False, "id": None}
+    result: dict[str, Any] = {"receipt": {"record": True, "recorded": False, "id": None}}
+    app.hooks.on_event(Event(kind, None, now_ms(), call.caller.address, {
+        "target": target, "receipt": given, "caller": call.caller, "meta": dict(call.meta), "evidence": evidence, **details,
+    }, result))
+    return result["receipt"]
+
+
 def _open_gui(harness: CodexHarness, thread_id: str) -> dict[str, Any]:
-    link = f"codex://threads/{thread_id}"
+    link = deep_link(thread_id)
     if sys.platform != "darwin":
         return {"opened": False, "attempted": False, "deepLink": link, "warnings": ["Opening the Codex app is only supported on macOS."]}
     if harness.values.get("AGENT_LINK_GUI_OPEN_DRY_RUN"):
@@ -459,7 +566,18 @@ def _open_gui(harness: CodexHarness, thread_id: str) -> dict[str, Any]:
 
 
 async def archive_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
-    """Tool handler: archive through an app-server, else the guarded local move."""
+    """Tool handler: archive through an app-server, else the guarded local move; the result
+    (archived or already archived) gets its receipt."""
+    out = await _archive(app, args, call)
+    tid = out["threadId"]
+    out["receipt"] = _harness_receipt(app, call, "archived", args, {
+        "address": f"codex:{tid}", "threadId": tid, "archiveState": "archived", "status": out["status"],
+    }, evidence={"action": out["action"], "source": out["source"], "loadedThreadGuard": out.get("loadedCheck"), "archive": out.get("archive")},
+        details={"reason": args.get("reason"), "forceLoaded": bool(args.get("forceLoaded"))})
+    return out
+
+
+async def _archive(app: Any, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
     harness = harness_of(app)
     own = call.caller.address.split(":", 1)[1] if call.caller.host == "codex" and call.caller.known else None
     if not args.get("threadId") and own is None:
@@ -532,7 +650,10 @@ async def message_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) -
     """Tool handler: ``message_agent`` aimed at a Codex thread (or a role)."""
     target = args["threadId"]
     to = target if target.startswith("role:") else f"codex:{bare_id(target)}"
-    forwarded = {k: v for k, v in args.items() if k != "threadId"}
+    if "recentItems" in args:
+        call.warnings.append({"code": "deprecated_argument", "details": {"argument": "recentItems"},
+                              "message": "recentItems is deprecated and ignored: read the thread with get_codex_thread."})
+    forwarded = {k: v for k, v in args.items() if k not in ("threadId", "recentItems")}
     result = await core_tools.message_agent(app, {**forwarded, "to": to}, call)
     tid = result["to"].split(":", 1)[1] if result["to"].startswith("codex:") else None
     result["target"] = {"threadId": tid, "address": result["to"], **result.get("target", {})}
@@ -542,7 +663,7 @@ async def message_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) -
 # registration --------------------------------------------------------------------------------
 SEND_OPTIONS = {option.name: option.schema for option in SEND_OPTION_SPECS}
 THREAD_LIST_RESULT = _fields("source", "archiveScope", "data", "complete", "nextCursor", "endpoints", "appServerError",
-                             "listErrors", "codexHome", "scannedFiles")
+                             "listErrors", "codexHome", "scannedFiles", "hasMore", "filteredSourceKinds")
 
 TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
@@ -553,6 +674,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "cwd": CWD_FILTER, "archiveScope": SCOPE, "archived": {**BOOL, "description": "Deprecated: use archiveScope."},
             "useLocalFallback": FALLBACK, "includeSubagents": {"type": "boolean", "default": False},
             "includeExec": {"type": "boolean", "default": False, "description": "Also list `codex exec` runs."},
+            "cursor": {"type": "string", "description": "The nextCursor of an earlier answer: the next page."},
         }),
         output_fields=THREAD_LIST_RESULT, handler=list_codex_threads, read_only=True, idempotent=True,
         removed={"searchTerm": "query"},
@@ -585,9 +707,9 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         name="get_codex_sidebar_state", title="Codex desktop sidebar state",
-        description="Read the Codex desktop app's sidebar (which threads it shows). Only the desktop app's own app-server has it; elsewhere this reports unsupported.",
+        description="Read the Codex desktop app's sidebar (which threads it shows). Only the desktop app's own app-server has it; an app-server without it is listed in sidebarState.unsupported (authority null).",
         input_schema=_obj({}),
-        output_fields=_fields("source", "endpoint", "sidebarState"),
+        output_fields=_fields("source", "endpoint", "sidebarState", "sidebarMembershipSemantics"),
         handler=get_codex_sidebar_state, read_only=True, idempotent=True,
     ),
     ToolSpec(
@@ -595,7 +717,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         description="Wait until a Codex thread's current turn is over (outcome turn_completed), or report idle at once when no turn runs. A timeout is a normal result: call again to keep waiting. A turn ending is not a reply to a message: use wait_for_agent for that.",
         input_schema=_obj({"threadId": THREAD_ID, "timeoutMs": core_tools.TIMEOUT_MS, "pollIntervalMs": core_tools.POLL_MS,
                            "recentItems": {**_limit(10, 100, 0), "description": "Deprecated and ignored."}}, ("threadId",)),
-        output_fields=_fields("outcome", "timedOut", "waitedMs", "target", "status", "turn", "finalResponse", "source", "appServerError"),
+        output_fields=_fields("outcome", "timedOut", "waitedMs", "target", "status", "turn", "finalResponse", "source", "appServerError",
+                              "capped", "requestedTimeoutMs"),
         handler=wait_for_codex_thread, read_only=True,
     ),
     ToolSpec(
@@ -605,12 +728,14 @@ TOOLS: tuple[ToolSpec, ...] = (
             "message": {"type": "string", "minLength": 1}, "name": {"type": "string", "minLength": 1, "maxLength": 200},
             "cwd": {"type": "string", "description": "Working directory of the new thread (absolute)."},
             "model": STR, "modelProvider": STR, "serviceTier": STR, "ephemeral": BOOL,
+            "effort": {**core_tools.DELIVERY_OPTIONS["effort"], "description": "Reasoning effort of the new thread."},
             "anticipation": core_tools.ANTICIPATION, "replyBy": core_tools.REPLY_BY,
-            "openInGui": {"type": "boolean", "default": False, "description": "Also show it in the Codex desktop app (macOS)."},
+            "openInGui": {"type": "boolean", "default": False,
+                          "description": "Also show it in the Codex desktop app (macOS). The result's gui.deepLink opens it either way."},
             "receipt": core_tools.RECEIPT,
         }),
         output_fields=_fields("source", "action", "threadId", "address", "endpoint", "thread", "nameUpdate", "messageId", "delivery",
-                              "deliveredVia", "turnId", "anticipation", "replyBy", "gui", "receipt"),
+                              "deliveredVia", "turnId", "turn", "peerMessage", "anticipation", "replyBy", "gui", "receipt"),
         handler=launch_codex_thread,
     ),
     ToolSpec(
@@ -630,6 +755,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "replyToMessageId": core_tools.ULID, "anticipation": core_tools.ANTICIPATION, "replyBy": core_tools.REPLY_BY,
             "waitForReply": {"type": "boolean", "default": False}, "timeoutMs": core_tools.TIMEOUT_MS,
             "pollIntervalMs": core_tools.POLL_MS, "receipt": core_tools.RECEIPT, **SEND_OPTIONS,
+            "recentItems": {"type": "integer", "minimum": 0, "maximum": 100, "description": "Deprecated and ignored (a warning says so)."},
         }, ("threadId", "message")),
         output_fields={**core_tools.SEND_RESULT, **CodexHarness.send_result_fields},
         handler=message_codex_thread, removed={"body": "message", "latestMessageId": "replyToMessageId"},

@@ -372,3 +372,83 @@ async def test_unknown_outcome_exits_3_and_retry_unknown_rechecks(mini: Any, min
     assert retried.exit_code == 0 and json.loads(retried.stdout)["outcome"] == "delivered"
     assert [i["item"]["clientId"] for i in pushable.items] == [mid]
     assert len([m for m, _ in mini.requests if m == "turn/start"]) == 1
+
+
+def crashed_send(state_dir: Path, message_id: str, body: str, *, claim_owner: int | None) -> None:
+    """What a ``send`` killed mid-way leaves: the stored row and, with ``claim_owner``, the
+    push claim it had taken (owned by that, now dead, process)."""
+    from agent_link_core.mailbox import Mailbox
+    from agent_link_core.model import Caller
+    from agent_link_core.records import OutgoingMessage
+
+    app = App.create()
+    try:
+        msg = OutgoingMessage(id=message_id, sender=Caller("team:me", "explicit", None), to=f"codex:{TID}", recipient=f"codex:{TID}",
+                              body=body, anticipation="fyi", reply_by_ms=None, reply_to=None)
+        Mailbox.store_message(app.mailbox, msg)
+    finally:
+        app.close()
+    if claim_owner is not None:
+        store = Store(state_dir / "agent-link.db", (*CORE_MIGRATIONS, *MIGRATIONS))
+        try:
+            PushClaims(store).claim(message_id, TID, "ep")
+            with store.write() as conn:
+                conn.execute("UPDATE codex_pushes SET owner_pid = ? WHERE message_id = ?", (claim_owner, message_id))
+        finally:
+            store.close()
+
+
+def dead_pid() -> int:
+    import subprocess
+
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
+
+
+async def test_a_resend_finishes_what_a_crashed_send_left(mini: Any, mini_error: Any, monkeypatch: pytest.MonkeyPatch,
+                                                          isolated_env: Path) -> None:
+    pushable = Pushable(mini, mini_error)
+    monkeypatch.setenv("AGENT_LINK_CODEX_SOCK", str(mini.path))
+    resend = ("--from", "team:me", "--json")
+    starts = lambda: [p["clientUserMessageId"] for m, p in mini.requests if m == "turn/start"]  # noqa: E731
+
+    # killed after storing the row, before any push: the resend pushes it, once
+    stored_only = new_message_id()
+    crashed_send(isolated_env, stored_only, "stored only", claim_owner=None)
+    result = await cli("send", f"codex:{TID}", "stored only", "--message-id", stored_only, *resend)
+    data = json.loads(result.stdout)
+    assert data["outcome"] == "delivered" and data["duplicate"] is True and data["attempts"] == 1, data
+    again = json.loads((await cli("send", f"codex:{TID}", "stored only", "--message-id", stored_only, *resend)).stdout)
+    assert again["outcome"] == "delivered" and again["attempts"] == 0
+    assert starts().count(stored_only) == 1
+
+    # killed after taking the claim, the turn had landed: the thread's echo settles it, no turn
+    landed = new_message_id()
+    crashed_send(isolated_env, landed, "landed", claim_owner=dead_pid())
+    pushable.items.append({"turnId": "turn-0", "item": {"type": "userMessage", "id": "item-x", "clientId": landed}})
+    data = json.loads((await cli("send", f"codex:{TID}", "landed", "--message-id", landed, *resend)).stdout)
+    assert data["outcome"] == "delivered" and landed not in starts(), data
+    assert "codex_push_response_lost" in {w["code"] for w in data["warnings"]}
+
+    # killed after taking the claim, before the turn request: no echo, so it is pushed, once
+    never_sent = new_message_id()
+    crashed_send(isolated_env, never_sent, "never sent", claim_owner=dead_pid())
+    data = json.loads((await cli("send", f"codex:{TID}", "never sent", "--message-id", never_sent, *resend)).stdout)
+    assert data["outcome"] == "delivered" and starts().count(never_sent) == 1, data
+    await cli("send", f"codex:{TID}", "never sent", "--message-id", never_sent, "--retry-unknown", *resend)
+    assert starts().count(never_sent) == 1
+
+    # a claim whose owner still runs (another process mid-push) is left to it: nothing is pushed
+    import subprocess
+
+    owner = subprocess.Popen(["sleep", "60"])
+    try:
+        live = new_message_id()
+        crashed_send(isolated_env, live, "in flight", claim_owner=owner.pid)
+        data = json.loads((await cli("send", f"codex:{TID}", "in flight", "--message-id", live, *resend)).stdout)
+    finally:
+        owner.kill()
+        owner.wait()
+    assert data["outcome"] == "queued" and live not in starts(), data
+    assert "codex_push_claimed_elsewhere" in {w["code"] for w in data["warnings"]}

@@ -123,6 +123,6 @@ def test_shipped_declarations() -> None:
     assert hook["type"] == "command" and hook["timeout"] == 5
     assert hook["command"] == 'sh "${PLUGIN_ROOT}/hooks/agent-link.sh" hook codex UserPromptSubmit'
     mcp = json.loads((REPO_ROOT / manifest["mcpServers"]).read_text())["mcpServers"]
-    assert mcp["agent-link"]["args"] == ["./hooks/agent-link.sh", "mcp"] and mcp["agent-link"]["env"] == {"AGENT_LINK_HOST": "codex"}
+    assert mcp["codex-agent-link"]["args"] == ["./hooks/agent-link.sh", "mcp"] and mcp["codex-agent-link"]["env"] == {"AGENT_LINK_HOST": "codex"}
     market = json.loads((REPO_ROOT / ".agents" / "plugins" / "marketplace.json").read_text())
     assert [p["name"] for p in market["plugins"]] == ["codex-agent-link"] and market["plugins"][0]["source"]["path"] == "./"

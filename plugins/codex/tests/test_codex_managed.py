@@ -84,10 +84,15 @@ def test_private_directory_rules(tmp_path: Path) -> None:
 async def test_start_record_stop(short_tmp: Path) -> None:
     fake = program(short_tmp, "fake-app-server", FAKE_APP_SERVER)
     managed = server(short_tmp, AGENT_LINK_CODEX_APP_SERVER_BIN=str(fake))
+    (short_tmp / "managed").mkdir(mode=0o700)
+    stderr_log = short_tmp / "managed" / f"{os.getpid()}.stderr.log"
+    stderr_log.write_text("left by an older version\n")
+    stderr_log.chmod(0o644)
     endpoint = await managed.start()
     try:
         rec = managed.record
         assert rec is not None and managed.running and endpoint.source == "managed"
+        assert stderr_log.stat().st_mode & 0o777 == 0o600  # the app-server's log is private like every state file
         assert endpoint.target == str(short_tmp / "managed" / f"{os.getpid()}.sock")
         saved = short_tmp / "managed" / f"{rec.pid}.json"
         assert saved.stat().st_mode & 0o777 == 0o600

@@ -16,7 +16,7 @@ from agent_link_core.config import CORE_SETTINGS
 
 
 def declaration() -> dict:
-    return json.loads((REPO_ROOT / ".codex-plugin" / "mcp.json").read_text())["mcpServers"]["agent-link"]
+    return json.loads((REPO_ROOT / ".codex-plugin" / "mcp.json").read_text())["mcpServers"]["codex-agent-link"]
 
 
 def test_every_setting_reaches_the_server() -> None:

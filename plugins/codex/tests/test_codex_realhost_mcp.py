@@ -57,8 +57,10 @@ def stub() -> Iterator[ResponsesStub]:
 
 async def test_codex_thread_replies_through_agent_link_tools(stub: ResponsesStub, tmp_path: Path, isolated_env: Path,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    # the Codex home: Codex does not pass its own to MCP servers, and the calling thread is
+    # proved from its transcripts there (fromVerified) when no app-server is reachable
     server_env = {"AGENT_LINK_STATE_DIR": str(isolated_env), "AGENT_LINK_HOST": "codex", "AGENT_LINK_CODEX_AUTOSTART": "0",
-                  "AGENT_LINK_DISABLE_PLUGINS": OTHER_PLUGINS}
+                  "AGENT_LINK_DISABLE_PLUGINS": OTHER_PLUGINS, "CODEX_HOME": str(tmp_path / "codex" / "codex-home")}
     servers = {"agent-link": McpServerConfig(command=sys.executable, args=["-m", "agent_link_core", "mcp"], env=server_env,
                                              startup_timeout_sec=30)}
     with CodexAppServer(stub.base_url, root=tmp_path / "codex", mcp_servers=servers) as host:
@@ -126,14 +128,30 @@ async def test_prompt_hook_trusted_through_config_api_reaches_the_model(stub: Re
                 [hook] = [h for e in listed["data"] for h in e["hooks"]]
                 assert (hook["eventName"], hook["trustStatus"], hook["command"]) == ("userPromptSubmit", "untrusted", command)
                 await harness.service.connect(spawn=False)
-                await harness.service.refresh_hooks()
                 assert harness.health()["promptHook"]["trust"] == "untrusted"
                 await raw.request("config/batchWrite", {"edits": [{"keyPath": "hooks.state", "mergeStrategy": "upsert",
                                                                    "value": {hook["key"]: {"trusted_hash": hook["currentHash"]}}}],
                                                         "reloadUserConfig": True}, timeout_ms=WAIT_MS)
-                await harness.service.refresh_hooks()
+                # health asks Codex each time: the change shows with the same connection open
                 view = harness.health()["promptHook"]
                 assert (view["declared"], view["trust"], view["entries"][0]["key"]) == (True, "trusted", hook["key"])
+                # a reinstall that changes the hook's command: Codex no longer trusts it, and says so now
+                changed = json.loads(json.dumps(shipped))
+                changed["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"] = command + " "
+                (host.codex_home / "hooks.json").write_text(json.dumps(changed))
+                relisted = await raw.request("hooks/list", {"cwds": [str(host.workdir)]}, timeout_ms=WAIT_MS)
+                [moved] = [h for e in relisted["data"] for h in e["hooks"]]
+                assert moved["trustStatus"] != "trusted", moved
+                assert harness.health()["promptHook"]["trust"] == moved["trustStatus"]
+                (host.codex_home / "hooks.json").write_text(json.dumps(shipped))
+                assert harness.health()["promptHook"]["trust"] == "trusted"
+                # the CLI's health asks Codex too (it holds no connection of its own)
+                from click.testing import CliRunner
+
+                from agent_link_core.cli import build_cli
+
+                result = await asyncio.to_thread(lambda: CliRunner().invoke(build_cli(), ["health", "--json"], catch_exceptions=False))
+                assert json.loads(result.stdout)["harnesses"]["codex"]["promptHook"]["trust"] == "trusted", result.stdout
 
                 thread_id = (await raw.request("thread/start", {"cwd": str(host.workdir)}, timeout_ms=WAIT_MS))["thread"]["id"]
                 # mail waiting for the thread (not pushed: the hook is the nudge path)

@@ -61,8 +61,9 @@ async def test_thread_tools_against_the_real_app_server(host: tuple[ResponsesStu
 
         loaded = await ok("list_loaded_codex_threads", {"threadId": tid})
         assert loaded["lookup"]["loaded"] is True and tid in loaded["threadIds"]
-        sidebar = await client.call("get_codex_sidebar_state", {})
-        assert sidebar["ok"] is False and sidebar["error"]["code"] == "unsupported"
+        sidebar = await ok("get_codex_sidebar_state", {})  # a plain app-server has no sidebar: said, not an error
+        assert sidebar["sidebarState"]["authority"] is None
+        assert [u["method"] for u in sidebar["sidebarState"]["unsupported"]] == ["desktop/sidebar/state/read"]
 
         sent = await ok("message_codex_thread", {"threadId": tid, "message": "One more thing", "anticipation": "fyi"})
         assert (sent["delivery"], sent["deliveredVia"], sent["action"]) == ("delivered", "codex-turn", "started_turn")
@@ -84,7 +85,8 @@ async def test_thread_tools_against_the_real_app_server(host: tuple[ResponsesStu
 
         blank = await ok("launch_codex_thread", {})
         assert blank["action"] == "started_thread+named_thread" and blank["thread"]["name"] == "launched by agent-link"
-        assert blank["messageId"] is None and blank["gui"] == {"opened": False, "attempted": False}
+        assert blank["messageId"] is None
+        assert blank["gui"] == {"opened": False, "attempted": False, "deepLink": f"codex://threads/{blank['threadId']}"}
         assert (await ok("get_codex_thread", {"threadId": blank["threadId"], "recentItems": 0}))["thread"]["loaded"] is True
 
         health = await ok("agent_link_health")

@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 import json
-import os
+import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from agent_link_codex import rollouts
 from agent_link_codex.harness import CodexHarness, session_from_thread
 
@@ -55,7 +58,9 @@ def test_summary_status_names_and_archive(tmp_path: Path, make_rollout: Callable
     assert active["status"]["type"] == "active" and active["archived"] is True
     assert rollouts.rollout_files(home, "active") == [path] and rollouts.rollout_files(home, "all") != []
     session = session_from_thread(summary, None, loaded=None)
-    assert (session.address, session.title, session.archived, session.receive["push"]) == (f"codex:{TID}", "new name", False, "codex-turn")
+    # read from a transcript alone: nobody is known to have it loaded, so it is not shown as pushable
+    assert (session.address, session.title, session.archived, session.receive["push"]) == (f"codex:{TID}", "new name", False, None)
+    assert session.loaded is False
     assert session_from_thread(active, None).receive["push"] is None
 
 
@@ -70,10 +75,33 @@ def test_fork_history_continues_the_parent(tmp_path: Path, make_rollout: Callabl
     assert rollouts.summary(home, fork)["forkedFromId"] == PARENT
 
 
-def test_holders_of_a_file(tmp_path: Path) -> None:
+@pytest.mark.parametrize("method", ["auto", "psutil", "lsof"])
+def test_holders_of_a_file(tmp_path: Path, method: str) -> None:
+    """The holder check through psutil (every platform it covers) and through lsof (macOS's
+    standard tool, the fallback): another process holding the file is seen by both."""
+    if method == "lsof" and not any(shutil.which(p) for p in rollouts.LSOF_PATHS):
+        pytest.skip("lsof is not installed here")
     target = tmp_path / "rollout.jsonl"
     target.write_text("x")
-    assert rollouts.rollout_holders(str(target), set()) == []
-    with open(target):
-        assert rollouts.rollout_holders(str(target), set()) == [os.getpid()]
-        assert rollouts.rollout_holders(str(target), {os.getpid()}) == []
+    assert rollouts.rollout_holders(str(target), set(), method=method) == []
+    holder = subprocess.Popen([sys.executable, "-c", "import sys,time; f=open(sys.argv[1]); print('open', flush=True); time.sleep(60)",
+                               str(target)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "open"
+        assert rollouts.rollout_holders(str(target), set(), method=method) == [holder.pid]
+        assert rollouts.rollout_holders(str(target), {holder.pid}, method=method) == []
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_holder_check_unavailable_is_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Neither psutil nor lsof can look: None (the archive guard then refuses as unverified)."""
+    import psutil
+
+    def refuse(self: object) -> list[object]:
+        raise NotImplementedError
+
+    monkeypatch.setattr(psutil.Process, "open_files", refuse)
+    monkeypatch.setattr(rollouts, "LSOF_PATHS", ("/nonexistent/lsof",))
+    assert rollouts.rollout_holders(str(tmp_path / "x"), set()) is None

@@ -149,6 +149,13 @@ async def test_transcript_fallback_listing(alice: AgentLinkClient, codex_home: P
     by_id = {t["id"]: t for t in listed["data"]}
     assert by_id[T1]["name"] == "parser work" and by_id[T1]["preview"] == "Refactor the parser module"
     assert by_id[T1]["status"] == "idle" and by_id[T2]["status"] == "active" and by_id[T1]["localOnly"] is True
+    assert listed["complete"] is True and listed["hasMore"] is False and "exec" in listed["filteredSourceKinds"]
+    first = await ok(alice, "list_codex_threads", {"limit": 2})
+    assert len(first["data"]) == 2 and first["hasMore"] is True and first["complete"] is False
+    rest = await ok(alice, "list_codex_threads", {"limit": 2, "cursor": first["nextCursor"]})
+    assert {t["id"] for t in first["data"] + rest["data"]} == ids and rest["hasMore"] is False and rest["nextCursor"] is None
+    error = await fail(alice, "list_codex_threads", {"cursor": "next"}, "invalid_arguments")
+    assert [e["path"] for e in error["details"]["errors"]] == ["cursor"]
     assert {t["id"] for t in (await ok(alice, "list_codex_threads", {"includeExec": True}))["data"]} == {T1, T2, T3, EXEC}
     assert {t["id"] for t in (await ok(alice, "list_codex_threads", {"cwd": "/work/beta"}))["data"]} == {T2}
     assert {t["id"] for t in (await ok(alice, "list_codex_threads", {"archiveScope": "all", "query": "parser"}))["data"]} == {T1, ARCHIVED}

@@ -6,7 +6,8 @@ A receipt is a JSON object::
      "createdAt": "<ISO 8601>", "action": "...", "kind": "..." | null, "host": "..." | null,
      "purpose": ..., "cleanupRecommendation": "unspecified" | ..., "tags": [...],
      "origin": {...see origin.py...}, "actor": "<address>",
-     "target": {"address", "kind" (harness), "id", "addressedTo"?, "via"?} | null,
+     "target": {"address", "kind" (the harness's session kind: codex_thread, claude_session, or
+                the harness name), "harness", "id", "addressedTo"?, "via"?} | null,
      "messageId", "inReplyTo", "anticipation", "messagePreview", "delivery", "evidence",
      "via", "roleProcedure", ...kind-specific fields}
 
@@ -49,6 +50,13 @@ LIFECYCLE_KINDS = {
 }
 HARNESS_ACTIONS = {"launched": "launch_thread", "archived": "archive_thread", "forked": "fork_thread", "reconciled": "reconcile_fork"}
 HARNESS_KINDS = {"forked": "fork", "reconciled": "reconcile"}
+#: override switches granted on an existing thread, reported by harness plugins as events of these kinds
+SWITCH_KINDS = {"model_switch": "model-switch", "effort_change": "effort-change", "cwd_change": "cwd-change"}
+#: every ``action`` a receipt can have (the list tool's enum)
+ACTIONS = ("launch_thread", "message_thread", "archive_thread", "message_claude_session", "message_agent", "reply_message",
+           "message_status", "model_switch", "effort_change", "cwd_change", "fork_thread", "reconcile_fork")
+#: every ``kind`` a receipt can have (the list tool's enum)
+KINDS = ("fork", "reconcile", "model-switch", "effort-change", "cwd-change", *LIFECYCLE_KINDS.values())
 
 
 def receipt_id(created_at: str) -> str:
@@ -74,13 +82,17 @@ def send_fields(arguments: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _target(address: str | None, **extra: Any) -> dict[str, Any] | None:
+def _target(address: str | None, kinds: dict[str, str] | None = None, **extra: Any) -> dict[str, Any] | None:
+    """``{address, kind, harness, id, ...extra}``; ``kinds`` maps a harness name to its
+    session kind (``Harness.session_kind``), the harness name being the fallback."""
     if not address:
         return None
     valid = is_address(address)
+    harness = address_scheme(address) if valid else None
     out: dict[str, Any] = {
         "address": address,
-        "kind": address_scheme(address) if valid else None,
+        "kind": (kinds or {}).get(harness or "") or harness,
+        "harness": harness,
         "id": address.split(":", 1)[1] if valid else None,
     }
     out.update({k: v for k, v in extra.items() if v is not None})
@@ -100,11 +112,12 @@ def _skeleton(event: Event, host: str | None, action: str, kind: str | None) -> 
     }
 
 
-def message_receipt(event: Event, row: dict[str, Any], host: str | None) -> dict[str, Any] | None:
+def message_receipt(event: Event, row: dict[str, Any], host: str | None, kinds: dict[str, str] | None = None) -> dict[str, Any] | None:
     """The receipt of an event about a stored message; None when its send said
     ``receipt.record: false``.
 
     :param row: the message as :meth:`~agent_link_core.mailbox.Mailbox.row_dict` gives it.
+    :param kinds: harness name → session kind, for ``target.kind``.
     """
     meta = row["metadata"]
     stored = meta.get("receipt") or {}
@@ -124,7 +137,7 @@ def message_receipt(event: Event, row: dict[str, Any], host: str | None) -> dict
         "tags": list(dict.fromkeys([*(stored.get("tags") or []), *(meta.get("tags") or [])])),
         "origin": stored.get("origin"),
         "tool": stored.get("tool"),
-        "target": _target(row["recipient"], addressedTo=row["to"] if row["to"] != row["recipient"] else None, via=meta.get("via")),
+        "target": _target(row["recipient"], kinds, addressedTo=row["to"] if row["to"] != row["recipient"] else None, via=meta.get("via")),
         "messageId": row["id"],
         "from": row["from"],
         "inReplyTo": row["reply_to"],
@@ -153,19 +166,25 @@ def message_receipt(event: Event, row: dict[str, Any], host: str | None) -> dict
     return receipt
 
 
-def harness_receipt(event: Event, host: str | None) -> dict[str, Any] | None:
-    """The receipt of an event that names no stored message (launch, archive, fork...);
-    None when ``event.data["receipt"]["record"]`` is false."""
+def harness_receipt(event: Event, host: str | None, kinds: dict[str, str] | None = None) -> dict[str, Any] | None:
+    """The receipt of an event that names no stored message (launch, archive, fork, switch...);
+    None when ``event.data["receipt"]["record"]`` is false.
+
+    ``event.data["origin"]`` (as :func:`agent_link_receipts.origin.compute_origin` gives it)
+    is the provenance; a harness that has none to give passes ``receipt`` (the tool argument)
+    and ``caller`` (a :class:`~agent_link_core.model.Caller`) plus ``meta`` and ``env``, and the
+    plugin computes it.
+    """
     data = dict(event.data)
     given = data.pop("receipt", None) or {}
     if given.get("record") is False:
         return None
     target = data.pop("target", None)
     if isinstance(target, str):
-        target = _target(target)
+        target = _target(target, kinds)
     elif isinstance(target, dict):
-        target = {**(_target(target.get("address")) or {}), **target}
-    kind = data.pop("kind", None) or HARNESS_KINDS.get(event.kind)
+        target = {**(_target(target.get("address"), kinds) or {}), **target}
+    kind = data.pop("kind", None) or HARNESS_KINDS.get(event.kind) or SWITCH_KINDS.get(event.kind)
     receipt = _skeleton(event, host, HARNESS_ACTIONS.get(event.kind, event.kind), kind)
     fields = send_fields({"receipt": given})
     receipt.update({

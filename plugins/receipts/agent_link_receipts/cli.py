@@ -18,6 +18,7 @@ from agent_link_core.app import App
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.mailbox import Visibility
 
+from agent_link_receipts.build import ACTIONS, KINDS
 from agent_link_receipts.context import from_app
 from agent_link_receipts.ledger import export_receipts
 from agent_link_receipts.recording import repair
@@ -55,8 +56,8 @@ def register(cli: click.Group) -> None:
     @cli.group("receipts", invoke_without_command=True, epilog=EXIT_HELP)
     @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
     @click.option("--limit", type=click.IntRange(1, 500), default=50, show_default=True)
-    @click.option("--action", help="Only this action (message_agent, reply_message, message_status, ...).")
-    @click.option("--kind", help="Only this kind (delivery, resolution, reminder, ...).")
+    @click.option("--action", type=click.Choice(ACTIONS), help="Only this action.")
+    @click.option("--kind", type=click.Choice(KINDS), help="Only this kind.")
     @click.option("--target", help="Only receipts about this address.")
     @click.option("--message", "message_id", help="Only receipts of this message id.")
     @click.option("--query", "text", help="Case-insensitive text to look for.")

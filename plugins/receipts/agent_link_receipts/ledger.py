@@ -52,7 +52,7 @@ def insert_receipts(store: Store, items: Iterable[tuple[dict[str, Any], str | No
                 " target_id, target_kind, origin_thread_id, search_text, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     receipt["id"], key, receipt["action"], receipt.get("kind"), receipt.get("host"),
-                    receipt.get("messageId"), target.get("address"), target.get("id"), target.get("kind"),
+                    receipt.get("messageId"), target.get("address"), target.get("id"), target.get("harness") or target.get("kind"),
                     origin.get("threadId"), search_text(receipt), json.dumps(receipt, ensure_ascii=False),
                 ),
             )
@@ -105,9 +105,15 @@ def list_receipts(store: Store, filters: dict[str, Any], limit: int, visibility:
     seen_params = list(params)
     for name, column in FILTER_COLUMNS.items():
         value = filters.get(name)
-        if value is not None:
-            clauses.append(f"{column} = ?")
-            params.append(value)
+        if value is None:
+            continue
+        if name == "targetKind":
+            # the harness name (column) or the session kind a receipt shows (codex_thread, ...)
+            clauses.append("(target_kind = ? OR json_extract(data, '$.target.kind') = ?)")
+            params.extend([value, value])
+            continue
+        clauses.append(f"{column} = ?")
+        params.append(value)
     if filters.get("query"):
         clauses.append("instr(search_text, ?) > 0")
         params.append(str(filters["query"]).casefold())

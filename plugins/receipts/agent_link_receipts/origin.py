@@ -76,7 +76,11 @@ def compute_origin(
     """
     session_id = caller.address.split(":", 1)[1] if caller.known else None
     from_runtime = caller.source in RUNTIME_SOURCES
+    from_env = caller.source == "env"
     runtime = meta_context(meta)
+    # A harness that identified the caller from its environment also took the turn id from
+    # there: label it env (and only when env inference is on); a tool call id never comes from env.
+    caller_turn = (caller.turn_id, "runtime_context") if from_runtime else (caller.turn_id if infer_from_env and from_env else None, "env")
     candidates: dict[str, list[tuple[object, str]]] = {
         "threadId": [
             (supplied.get("originThreadId"), "caller_supplied"),
@@ -88,13 +92,13 @@ def compute_origin(
         "turnId": [
             (supplied.get("originTurnId"), "caller_supplied"),
             (runtime["turnId"], "runtime_context"),
-            (caller.turn_id, "runtime_context"),
+            caller_turn,
             (env.get("CODEX_TURN_ID") if infer_from_env else None, "env"),
         ],
         "toolCallId": [
             (supplied.get("originToolCallId"), "caller_supplied"),
             (runtime["toolCallId"], "runtime_context"),
-            (caller.tool_call_id, "runtime_context"),
+            (caller.tool_call_id if from_runtime else None, "runtime_context"),
         ],
     }
     origin: dict[str, Any] = {}

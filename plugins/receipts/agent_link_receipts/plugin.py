@@ -81,7 +81,8 @@ def agent_link_before_send(message: OutgoingMessage, context: SendContext, app: 
 def agent_link_record_event(event: Event, app: App) -> None:
     # In the transaction of the change: a crash can never leave a message without its receipt.
     stored = record(app, event)
-    if stored and event.kind == "sent" and event.result is not None and "receipt" in event.result:
+    if stored and event.result is not None and isinstance(event.result.get("receipt"), dict):
+        # a send in progress, or a harness action (launch, archive) waiting for its receipt id
         event.result["receipt"].update(recorded=True, id=stored[0]["id"])
     event.notes["receipts"] = stored
 

@@ -15,10 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.mailbox import STATUS_BY_KIND, Event, Mailbox
-from agent_link_core.model import address_scheme, is_address
+from agent_link_core.model import Caller, address_scheme, is_address
 
 from agent_link_receipts.build import LIFECYCLE_KINDS, event_key, harness_receipt, message_receipt
+from agent_link_receipts.context import INFER_SETTING
 from agent_link_receipts.ledger import insert_receipts
+from agent_link_receipts.origin import compute_origin
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
@@ -36,10 +38,24 @@ def record(app: App, event: Event) -> list[dict[str, Any]]:
     row = None
     if event.message_id is not None and (event.kind == "sent" or event.kind in LIFECYCLE_KINDS):
         row = app.mailbox.get_row(event.message_id)  # the same connection: sees an uncommitted row
-    receipt = message_receipt(event, Mailbox.row_dict(row), host) if row is not None else harness_receipt(event, host)
+    kinds = {name: h.session_kind or name for name, h in app.harnesses.items()}
+    if row is None and "caller" in event.data:
+        event = _with_origin(event, app)
+    receipt = message_receipt(event, Mailbox.row_dict(row), host, kinds) if row is not None else harness_receipt(event, host, kinds)
     if receipt is None:
         return []
     return insert_receipts(app.store, [(receipt, event_key(event, receipt))])
+
+
+def _with_origin(event: Event, app: App) -> Event:
+    """A harness event that passed the ``caller`` (and ``meta``) of its tool call instead of an
+    origin: compute the origin as a send's (same sources, same labels)."""
+    data = dict(event.data)
+    caller, meta = data.pop("caller"), data.pop("meta", None) or {}
+    if data.get("origin") is None and isinstance(caller, Caller):
+        data["origin"] = compute_origin(data.get("receipt") or {}, caller, meta, app.env,
+                                        infer_from_env=bool(app.config.get(INFER_SETTING)))
+    return Event(event.kind, event.message_id, event.at_ms, event.actor, data, event.result)
 
 
 def _event_from_row(row: Any) -> Event:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from agent_link_core.tools.registry import ToolCall, ToolSpec
 from agent_link_core.mailbox import Visibility
 
+from agent_link_receipts.build import ACTIONS, KINDS
 from agent_link_receipts.context import LOG_SETTING, ReceiptsContext, from_app
 from agent_link_receipts.ledger import FILTER_COLUMNS, list_receipts
 from agent_link_receipts.recording import repair
@@ -16,7 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 ADDRESS = {"type": "string", "pattern": "^[a-z][a-z0-9-]{0,31}:[A-Za-z0-9_.-]{1,128}$"}
 ID = {"type": "string", "minLength": 1, "maxLength": 160}
-NAME = {"type": "string", "pattern": "^[a-z][a-z0-9_-]{0,39}$"}
+TARGET_KIND = {"type": "string", "pattern": "^[a-z][a-z0-9_-]{0,39}$"}
 HARNESS = {"type": "string", "pattern": "^[a-z][a-z0-9-]{0,31}$"}
 
 INPUT_SCHEMA: dict[str, Any] = {
@@ -27,10 +28,9 @@ INPUT_SCHEMA: dict[str, Any] = {
         "targetSessionId": {**ID, "description": "Receipts whose target has this session id."},
         "originThreadId": {**ID, "description": "Receipts of calls made from this thread."},
         "messageId": {"type": "string", "pattern": "^[0-9A-HJKMNP-TV-Z]{26}$", "description": "Every receipt of one message."},
-        "action": {**NAME, "description": "message_thread, message_claude_session, message_agent, reply_message, message_status, "
-                                           "launch_thread, archive_thread, fork_thread, reconcile_fork, model_switch, effort_change, cwd_change."},
-        "kind": {**NAME, "description": "delivery, handover, acknowledgement, resolution, reminder, status, fork, reconcile, model-switch, effort-change, cwd-change."},
-        "targetKind": {**HARNESS, "description": "The target's harness (codex, claude, ...)."},
+        "action": {"type": "string", "enum": list(ACTIONS), "description": "Only receipts of this action."},
+        "kind": {"type": "string", "enum": list(KINDS), "description": "Only receipts of this kind (a lifecycle step, fork, or switch)."},
+        "targetKind": {**TARGET_KIND, "description": "The target's harness (codex, claude, ...) or its session kind (codex_thread, claude_session)."},
         "host": {**HARNESS, "description": "The host whose server wrote the receipt."},
         "query": {"type": "string", "minLength": 1, "maxLength": 300,
                   "description": "Case-insensitive text in the id, purpose, tags, preview, origin or target."},

@@ -41,7 +41,7 @@ async def test_a_send_and_its_lifecycle(app: App) -> None:
     assert (sent["purpose"], sent["tags"], sent["cleanupRecommendation"]) == ("Check the build", ["ci", "wf"], "archiveable")
     assert sent["origin"]["threadId"] == "t-origin" and sent["origin"]["sources"]["threadId"] == "caller_supplied"
     assert sent["origin"]["note"] == "asked by the user" and sent["tool"] == "message_agent"
-    assert sent["target"] == {"address": "test:bob", "kind": "test", "id": "bob"}
+    assert sent["target"] == {"address": "test:bob", "kind": "test", "harness": "test", "id": "bob"}
     assert (sent["messageId"], sent["anticipation"], sent["delivery"], sent["messagePreview"]) == (mid, "reply", "queued", "Did it pass?")
 
     assert (delivered["action"], delivered["kind"], delivered["delivery"]) == ("message_status", "delivery", "delivered")
@@ -104,7 +104,7 @@ def test_harness_events(app: App) -> None:
     app.hooks.on_event(Event("archived", None, 1_800_000_000_003, "codex:parent", {"target": "codex:t2", "receipt": {"record": False}}))
     launched, forked, switched = receipts(app)
     assert (launched["action"], launched["purpose"], launched["tags"]) == ("launch_thread", "spawn", ["x"])
-    assert launched["target"] == {"address": "codex:t1", "kind": "codex", "id": "t1", "cwd": "/p"}
+    assert launched["target"] == {"address": "codex:t1", "kind": "codex", "harness": "codex", "id": "t1", "cwd": "/p"}
     assert launched["evidence"] == {"turnId": "u1"} and launched["details"] == {"launchedBy": "codex:parent"}
     assert launched["createdAt"] == "2027-01-15T08:00:00.000Z" and launched["host"] == "codex"
     assert (forked["action"], forked["kind"], forked["target"]["address"]) == ("fork_thread", "fork", "codex:fork1")

@@ -12,6 +12,7 @@ Hooks:
 * ``agent_link_render_envelope``: ``via``, ``procedure="<name>@<version>"`` and, on that first
   message, a ``<procedure>`` element with the text;
 * ``agent_link_check_override``: the override policy;
+* ``agent_link_session_roles``: the roles each session holds, for list_agents / resolve_agent;
 * ``agent_link_register_panels``: the Roles section of the web page (holders, labels beside agents);
 * tools, settings, schema and the ``roles`` health section.
 """
@@ -134,7 +135,24 @@ def agent_link_check_override(
 ) -> dict[str, Any]:
     """May ``sender`` change ``setting`` of the existing session ``target`` to ``value``?
     See :func:`agent_link_roles.policy.evaluate_override` for the decision's shape."""
-    return evaluate_override(from_app(app).state_dir, target, sender.address, setting, value, context)
+    return evaluate_override(from_app(app).state_dir, target, sender.address, setting, value, context,
+                             sender_verified=sender.verified)
+
+
+@hookimpl
+def agent_link_session_roles(addresses: list[str], app: App) -> dict[str, list[str]] | None:
+    """The roles each listed session holds (directly or for a project), from ``roles.json``;
+    None when the table cannot be read (listings then show no roles rather than fail)."""
+    try:
+        table = load_table(from_app(app).state_dir)
+    except AgentLinkError:
+        return None
+    out: dict[str, list[str]] = {}
+    for address in addresses:
+        names = {*table.roles_held_by(address), *(name for name, _ in table.projects_held_by(address))}
+        if names:
+            out[address] = sorted(names)
+    return out
 
 
 @hookimpl

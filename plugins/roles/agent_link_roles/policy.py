@@ -53,12 +53,14 @@ def inside(path: str, workspace: str) -> bool:
     return os.path.commonpath([real, workspace]) == workspace
 
 
-def sender_matches(entry: str, sender: str, table: RoleTable) -> bool:
-    """Does a policy entry name ``sender``? ``*`` needs a real address (never ``external``)."""
+def sender_matches(entry: str, sender: str, table: RoleTable, verified: bool = True) -> bool:
+    """Does a policy entry name ``sender``? ``*`` needs a runtime identity: a real address
+    (never ``external``) that the runtime attested (``verified``), not one a process merely
+    claimed with ``AGENT_LINK_ADDRESS`` or ``--from``."""
     if not is_address(sender) or sender.startswith("role:"):
         return False
     if entry == "*":
-        return True
+        return verified
     if entry.startswith("role:"):
         return table.holder(entry[5:]) == sender
     return entry == sender
@@ -83,12 +85,15 @@ def effective_policy(table: RoleTable, target: str) -> dict[str, list[str]]:
 
 
 def evaluate_override(
-    state_dir: Path, target: str, sender: str, setting: str, value: str, context: dict[str, Any] | None = None
+    state_dir: Path, target: str, sender: str, setting: str, value: str, context: dict[str, Any] | None = None,
+    *, sender_verified: bool = True,
 ) -> dict[str, Any]:
     """Decide whether ``sender`` may change ``setting`` of the existing session ``target``.
 
     :param target: the session's address.
     :param sender: the sender's address (``external`` when it has no identity).
+    :param sender_verified: whether the runtime attested that address (``Caller.verified``);
+        an unverified sender never matches a ``*`` entry.
     :param setting: ``model``, ``effort`` or ``cwd``.
     :param value: the requested value (for ``cwd`` an absolute path).
     :param context: ``currentCwd`` (the session's cwd; needed for ``cwd``), ``launchedBy``
@@ -121,7 +126,7 @@ def evaluate_override(
     if table is not None:
         for key in policy_keys(table, target):
             for entry in table.policy.get(key, {}).get(setting, ()):
-                if sender_matches(entry, sender, table):
+                if sender_matches(entry, sender, table, sender_verified):
                     return {"allowed": True, "grantedBy": {"rule": "policy", "policyKey": key, "entry": entry}}
     why = "roles.json cannot be read, so no override is allowed" if table is None else f"no override policy lets {sender} change it"
     return {

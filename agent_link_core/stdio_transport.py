@@ -1,0 +1,288 @@
+"""The stdio transport of ``agent-link mcp``: every request line gets an answer.
+
+The MCP SDK's own stdio transport (``mcp.server.stdio.stdio_server``) hands a line it cannot
+validate to the server as an exception, and the server answers nothing: a request whose JSON
+holds a lone UTF-16 surrogate escape (``"\\ud800"``, which a model can produce), a line that
+is not JSON, or a line that is not a JSON-RPC message leaves the client waiting forever.
+This module replaces it with the same streams (same signature, same fd diversion) and
+reads each line itself:
+
+* bytes that are not UTF-8 are replaced with U+FFFD, and the answer carries a warning;
+* lone surrogates anywhere in the message (values and keys) are replaced with U+FFFD
+  (:func:`~agent_link_core.envelope.sanitize_text`) and the call is processed; its answer
+  carries a ``lone_surrogate_replaced`` warning naming each field;
+* a line that is not JSON is answered with JSON-RPC ``-32700`` (parse error), a line that is
+  not a valid JSON-RPC message with ``-32600`` (invalid request), and a line longer than
+  :data:`MAX_LINE_BYTES` with ``-32600`` without being held in memory; each with the
+  request's ``id`` when it can be read from the line, else ``null`` (JSON-RPC 2.0 §5.1);
+* notifications (no ``id``) that cannot be read are logged, never answered (JSON-RPC 2.0).
+
+Warnings reach a tool result as ``warnings`` entries of its ``structuredContent`` (and of the
+JSON text content that mirrors it); any other result gets them under
+``_meta["agent-link/warnings"]``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+import anyio
+import anyio.to_thread
+import mcp_types as types
+import pydantic
+from mcp.server import stdio as sdk_stdio
+from mcp.shared._context_streams import create_context_streams
+from mcp.shared.message import SessionMessage
+
+from agent_link_core.envelope import sanitize_text
+
+log = logging.getLogger(__name__)
+
+# The largest request line read whole (bytes, newline excluded). A 64 KiB body escaped as
+# JSON (\uXXXX for every character) stays far below; anything longer is refused unread.
+MAX_LINE_BYTES = 8 * 1024 * 1024
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+WARNINGS_META_KEY = "agent-link/warnings"
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# The request id of a line that cannot be parsed: the first "id" member with a number or a
+# plain string value. Only used to answer; a wrong guess costs the client nothing.
+_ID_GUESS = re.compile(rb'"id"\s*:\s*(-?\d{1,18}(?![\d.eE])|"[^"\\\x00-\x1f]{0,200}")')
+
+
+@dataclass
+class LineOutcome:
+    """What one input line becomes.
+
+    :param message: the JSON-RPC message to serve, or None.
+    :param answer: a JSON-RPC error response to write back at once, or None.
+    :param warnings: warning objects (``code``, ``message``, ``details``) for the answer.
+    """
+
+    message: types.JSONRPCMessage | None = None
+    answer: dict[str, Any] | None = None
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+
+
+def guess_id(raw: bytes) -> int | str | None:
+    """The request id written in a line that is not valid JSON, or None."""
+    match = _ID_GUESS.search(raw)
+    if match is None:
+        return None
+    token = match.group(1)
+    return token[1:-1].decode("utf-8", "replace") if token.startswith(b'"') else int(token)
+
+
+def error_response(request_id: int | str | None, code: int, message: str, data: Any = None) -> dict[str, Any]:
+    """A JSON-RPC 2.0 error response object."""
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": request_id, "error": error}
+
+
+def _clean(value: Any, path: str, changed: list[str]) -> Any:
+    """``value`` with lone surrogates replaced in every string and key; paths go to ``changed``."""
+    if isinstance(value, str):
+        if _SURROGATE.search(value):
+            fixed = sanitize_text(value)
+            if fixed != value:
+                changed.append(path or "$")
+            return fixed
+        return value
+    if isinstance(value, list):
+        return [_clean(item, f"{path}[{i}]", changed) for i, item in enumerate(value)]
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            clean_key = _clean(key, f"{path}.<key>" if path else "<key>", changed) if isinstance(key, str) else key
+            out[clean_key] = _clean(item, f"{path}.{clean_key}" if path else clean_key, changed)
+        return out
+    return value
+
+
+def parse_line(raw: bytes, *, too_long: bool = False) -> LineOutcome:
+    """Turn one input line (without its newline) into a message to serve or an answer.
+
+    :param raw: the line's bytes; with ``too_long``, only its first bytes.
+    :param too_long: the line exceeded :data:`MAX_LINE_BYTES` and was not read whole.
+    """
+    if too_long:
+        return LineOutcome(answer=error_response(
+            guess_id(raw[:4096]), INVALID_REQUEST,
+            f"Invalid request: a line longer than {MAX_LINE_BYTES} bytes is not read.",
+            {"limitBytes": MAX_LINE_BYTES}))
+    warnings: list[dict[str, Any]] = []
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = raw.decode("utf-8", "replace")
+        warnings.append({"code": "invalid_utf8_replaced",
+                         "message": "The request held bytes that are not UTF-8; each was read as U+FFFD."})
+    try:
+        obj = json.loads(text)
+    except ValueError as exc:  # JSONDecodeError, and RecursionError-free ValueErrors
+        return LineOutcome(answer=error_response(guess_id(raw), PARSE_ERROR, f"Parse error: {exc}"))
+    except RecursionError:
+        return LineOutcome(answer=error_response(guess_id(raw), PARSE_ERROR, "Parse error: nested too deeply."))
+    if not isinstance(obj, dict):
+        return LineOutcome(answer=error_response(None, INVALID_REQUEST, "Invalid request: expected one JSON object."))
+    changed: list[str] = []
+    obj = _clean(obj, "", changed)
+    if changed:
+        warnings.append({"code": "lone_surrogate_replaced",
+                         "message": "Lone UTF-16 surrogates were replaced with U+FFFD in: " + ", ".join(changed[:20]) + ".",
+                         "details": {"paths": changed[:100]}})
+    request_id = obj.get("id")
+    try:
+        message = types.jsonrpc_message_adapter.validate_python(obj, by_name=False)
+    except pydantic.ValidationError as exc:
+        if "id" not in obj or "method" not in obj:  # a notification or a stray response: no answer
+            log.warning("dropped a JSON-RPC line that is not a valid message: %s", type(exc).__name__)
+            return LineOutcome()
+        answer_id = request_id if isinstance(request_id, (int, str)) and not isinstance(request_id, bool) else None
+        return LineOutcome(answer=error_response(answer_id, INVALID_REQUEST, f"Invalid request: {_first_line(exc)}"))
+    if "id" in obj and "method" in obj and not isinstance(message, types.JSONRPCRequest):
+        # An id of the wrong type (true, 1.5, {}) reads as a notification: still answer it.
+        return LineOutcome(answer=error_response(None, INVALID_REQUEST, "Invalid request: id must be a string or an integer."))
+    if warnings and not isinstance(message, types.JSONRPCRequest):
+        log.warning("a JSON-RPC notification or response was read with replacements: %s",
+                    [w["code"] for w in warnings])
+        warnings = []
+    return LineOutcome(message=message, warnings=warnings)
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+
+
+def add_warnings(response: dict[str, Any], warnings: list[dict[str, Any]]) -> dict[str, Any]:
+    """``response`` (a JSON-RPC response or error object) with ``warnings`` attached."""
+    if "error" in response:
+        error = response["error"]
+        data = error.get("data")
+        if data is None or isinstance(data, dict):
+            error["data"] = {**(data or {}), "warnings": warnings}
+        return response
+    result = response.get("result")
+    if not isinstance(result, dict):
+        return response
+    structured = result.get("structuredContent")
+    if isinstance(structured, dict):
+        old = dict(structured)
+        structured["warnings"] = [*(structured.get("warnings") or []), *warnings]
+        for item in result.get("content") or []:
+            if isinstance(item, dict) and item.get("type") == "text":
+                try:
+                    mirrors = json.loads(item["text"]) == old
+                except (ValueError, TypeError):
+                    mirrors = False
+                if mirrors:
+                    item["text"] = json.dumps(structured, ensure_ascii=False)
+        return response
+    meta = result.setdefault("_meta", {})
+    if isinstance(meta, dict):
+        meta[WARNINGS_META_KEY] = warnings
+    return response
+
+
+def _read_line(stream: BinaryIO) -> tuple[bytes, bool] | None:
+    """One line (newline stripped) and whether it was too long; None at end of input."""
+    line = stream.readline(MAX_LINE_BYTES + 1)
+    if not line:
+        return None
+    if line.endswith(b"\n"):
+        return line[:-1].rstrip(b"\r"), False
+    if len(line) <= MAX_LINE_BYTES:
+        return line, False  # the last line, without a newline
+    head = line[:4096]
+    while True:  # skip the rest of the line without keeping it
+        rest = stream.readline(1 << 20)
+        if not rest or rest.endswith(b"\n"):
+            return head, True
+
+
+def _write(stream: BinaryIO, data: bytes) -> None:
+    stream.write(data)
+    stream.flush()
+
+
+@asynccontextmanager
+async def stdio_server(stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> AsyncIterator[Any]:
+    """Serve MCP over the process's stdin and stdout (or the given binary streams).
+
+    Drop-in for ``mcp.server.stdio.stdio_server``: yields ``(read_stream, write_stream)`` of
+    ``SessionMessage`` for ``Server.run``. Without explicit streams it claims fd 0 and 1 as
+    the SDK does (children read EOF, stray prints go to stderr) and restores them on exit.
+    """
+    restore: list[Any] = []
+    try:
+        if stdin is None:
+            # The SDK's fd claim (private, mcp 2.x): children read EOF, stray prints miss the wire.
+            stdin, release = sdk_stdio._claim_fd(0, sys.stdin, "rb", sdk_stdio._open_stdin_diversion)
+            restore.append(release)
+        if stdout is None:
+            stdout, release = sdk_stdio._claim_fd(1, sys.stdout, "wb", sdk_stdio._open_stdout_diversion)
+            restore.append(release)
+        reader_in, read_stream = create_context_streams[SessionMessage | Exception](0)
+        write_stream, writer_out = create_context_streams[SessionMessage](0)
+        lines_in, lines_out = anyio.create_memory_object_stream[bytes](64)
+        pending: dict[int | str, list[dict[str, Any]]] = {}
+        source, sink = stdin, stdout
+
+        answers, out = lines_in.clone(), lines_in.clone()
+        lines_in.close()  # the two clones keep the writer open while their tasks run
+
+        async def read_lines() -> None:
+            async with reader_in, answers:
+                while True:
+                    got = await anyio.to_thread.run_sync(_read_line, source, abandon_on_cancel=True)
+                    if got is None:
+                        return
+                    raw, too_long = got
+                    if not raw.strip():
+                        continue
+                    outcome = parse_line(raw, too_long=too_long)
+                    if outcome.answer is not None:
+                        await answers.send(json.dumps(outcome.answer, ensure_ascii=False).encode("utf-8") + b"\n")
+                    if outcome.message is None:
+                        continue
+                    if outcome.warnings and isinstance(outcome.message, types.JSONRPCRequest):
+                        pending[outcome.message.id] = outcome.warnings
+                    await reader_in.send(SessionMessage(outcome.message))
+
+        async def encode_responses() -> None:
+            async with writer_out, out:
+                async for session_message in writer_out:
+                    message = session_message.message
+                    warnings = pending.pop(message.id, None) if isinstance(
+                        message, (types.JSONRPCResponse, types.JSONRPCError)) and message.id is not None else None
+                    if warnings:
+                        data = add_warnings(message.model_dump(mode="json", by_alias=True, exclude_unset=True), warnings)
+                        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+                    else:
+                        text = message.model_dump_json(by_alias=True, exclude_unset=True)
+                    await out.send(text.encode("utf-8") + b"\n")
+
+        async def write_lines() -> None:
+            async with lines_out:
+                async for data in lines_out:
+                    await anyio.to_thread.run_sync(_write, sink, data)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(write_lines)
+            tg.start_soon(read_lines)
+            tg.start_soon(encode_responses)
+            yield read_stream, write_stream
+    finally:
+        for release in reversed(restore):
+            if release is not None:
+                release()

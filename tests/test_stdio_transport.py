@@ -1,0 +1,223 @@
+"""Malformed input never hangs a client: ``agent_link_core.stdio_transport``.
+
+Unit tests of the line parser, then a fuzz run against a real ``agent-link mcp`` subprocess
+over raw stdio: every request line (bad UTF-8, bad JSON, huge lines, lone surrogates,
+invalid JSON-RPC) is answered under its id, and the server keeps serving afterwards.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import random
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import anyio.abc
+import mcp_types as types
+import pytest
+from agent_link_testing.mcp_client import server_env
+
+from agent_link_core import stdio_transport
+from agent_link_core.stdio_transport import (
+    INVALID_REQUEST,
+    MAX_LINE_BYTES,
+    PARSE_ERROR,
+    add_warnings,
+    guess_id,
+    parse_line,
+)
+
+ALL_PLUGINS = " ".join(sorted(ep.name for ep in importlib.metadata.entry_points(group="agent_link")))
+
+
+def call_line(request_id: Any, arguments: bytes, name: bytes = b"message_agent") -> bytes:
+    return (b'{"jsonrpc":"2.0","id":' + json.dumps(request_id).encode() + b',"method":"tools/call",'
+            b'"params":{"name":"' + name + b'","arguments":' + arguments + b"}}")
+
+
+# -- the parser ----------------------------------------------------------------------------
+
+
+def test_lone_surrogate_is_replaced_and_named() -> None:
+    out = parse_line(call_line(7, b'{"to":"test:bob","message":"a \\ud800 b","\\udc00k":1}'))
+    assert isinstance(out.message, types.JSONRPCRequest) and out.answer is None
+    args = out.message.params["arguments"]  # type: ignore[index]
+    assert args["message"] == "a \ufffd b" and "\ufffdk" in args
+    [warning] = out.warnings
+    assert warning["code"] == "lone_surrogate_replaced"
+    assert warning["details"]["paths"] == ["params.arguments.message", "params.arguments.<key>"]
+
+
+def test_a_surrogate_pair_is_kept() -> None:
+    out = parse_line(call_line(1, b'{"message":"\\ud83d\\ude00"}'))
+    assert out.warnings == [] and out.message.params["arguments"]["message"] == "\U0001F600"  # type: ignore[union-attr,index]
+
+
+def test_invalid_utf8_is_replaced_with_a_warning() -> None:
+    out = parse_line(call_line(2, b'{"message":"x \xff\xfe y"}'))
+    assert out.message is not None and [w["code"] for w in out.warnings] == ["invalid_utf8_replaced"]
+
+
+@pytest.mark.parametrize(("line", "code", "answer_id"), [
+    (b'{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{', PARSE_ERROR, 9),
+    (b'{"jsonrpc":"2.0","id":"abc","method":', PARSE_ERROR, "abc"),
+    (b"not json at all", PARSE_ERROR, None),
+    (b"[1,2,3]", INVALID_REQUEST, None),
+    (b'{"jsonrpc":"2.0","id":4,"method":17}', INVALID_REQUEST, 4),
+    (b'{"jsonrpc":"1.0","id":5,"method":"tools/list"}', INVALID_REQUEST, 5),
+    (b'{"jsonrpc":"2.0","id":true,"method":"tools/list"}', INVALID_REQUEST, None),
+    (b"[" * 100_000, PARSE_ERROR, None),
+])
+def test_unreadable_requests_are_answered(line: bytes, code: int, answer_id: Any) -> None:
+    out = parse_line(line)
+    assert out.message is None and out.answer is not None
+    assert out.answer["id"] == answer_id and out.answer["error"]["code"] == code
+
+
+def test_unreadable_notifications_are_not_answered() -> None:
+    out = parse_line(b'{"jsonrpc":"2.0","method":42}')
+    assert out.message is None and out.answer is None
+
+
+def test_too_long_line_answers_with_its_id() -> None:
+    out = parse_line(b'{"jsonrpc":"2.0","id":31,"method":"tools/call","params":{"x":"', too_long=True)
+    assert out.answer is not None and out.answer["id"] == 31 and out.answer["error"]["code"] == INVALID_REQUEST
+    assert out.answer["error"]["data"] == {"limitBytes": MAX_LINE_BYTES}
+
+
+def test_guess_id_ignores_what_is_not_an_id() -> None:
+    assert guess_id(b'{"id": 12, "x"') == 12
+    assert guess_id(b'{"id": 1.5') is None
+    assert guess_id(b'{"identity": 3') is None
+
+
+def test_warnings_reach_structured_content_and_its_text_mirror() -> None:
+    body = {"ok": True, "messageId": "x"}
+    response = {"jsonrpc": "2.0", "id": 1, "result": {
+        "content": [{"type": "text", "text": json.dumps(body)}], "structuredContent": dict(body), "isError": False}}
+    warning = {"code": "lone_surrogate_replaced", "message": "m"}
+    out = add_warnings(response, [warning])
+    assert out["result"]["structuredContent"]["warnings"] == [warning]
+    assert json.loads(out["result"]["content"][0]["text"]) == out["result"]["structuredContent"]
+    other = add_warnings({"jsonrpc": "2.0", "id": 2, "result": {"tools": []}}, [warning])
+    assert other["result"]["_meta"][stdio_transport.WARNINGS_META_KEY] == [warning]
+    error = add_warnings({"jsonrpc": "2.0", "id": 3, "error": {"code": -1, "message": "m"}}, [warning])
+    assert error["error"]["data"] == {"warnings": [warning]}
+
+
+# -- a real server, raw stdio ------------------------------------------------------------
+
+
+class Raw:
+    """A hand-written JSON-RPC client on ``agent-link mcp``'s stdio."""
+
+    def __init__(self, process: anyio.abc.Process) -> None:
+        self.process = process
+        self.buffer = b""
+        self.null_answers: list[dict[str, Any]] = []
+
+    async def send(self, raw: bytes) -> None:
+        assert self.process.stdin is not None
+        await self.process.stdin.send(raw + b"\n")
+
+    async def responses(self, wanted: set[Any], timeout_s: float = 60.0) -> dict[Any, dict[str, Any]]:
+        """Read until every id in ``wanted`` is answered (fails the test after ``timeout_s``)."""
+        seen: dict[Any, dict[str, Any]] = {}
+        assert self.process.stdout is not None
+        with anyio.fail_after(timeout_s):
+            while not wanted <= set(seen):
+                while b"\n" not in self.buffer:
+                    self.buffer += await self.process.stdout.receive()
+                line, self.buffer = self.buffer.split(b"\n", 1)
+                msg = json.loads(line)
+                if msg.get("id") is None and "error" in msg:
+                    self.null_answers.append(msg)
+                elif "id" in msg:
+                    seen[msg["id"]] = msg
+        return seen
+
+
+@asynccontextmanager
+async def raw_server(address: str) -> AsyncIterator[Raw]:
+    env = server_env({"AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS, "AGENT_LINK_ADDRESS": address})
+    process = await anyio.open_process([sys.executable, "-m", "agent_link_core", "mcp"], env=env, stderr=None)
+    try:
+        client = Raw(process)
+        init = {"jsonrpc": "2.0", "id": "init", "method": "initialize",
+                "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
+        await client.send(json.dumps(init).encode())
+        assert "result" in (await client.responses({"init"}))["init"]
+        await client.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        yield client
+    finally:
+        with anyio.move_on_after(10, shield=True):
+            assert process.stdin is not None
+            await process.stdin.aclose()
+            await process.wait()
+        if process.returncode is None:
+            process.kill()
+            with anyio.move_on_after(5, shield=True):
+                await process.wait()
+        await process.aclose()
+
+
+def fuzz_lines(seed: int, count: int) -> list[tuple[int, bytes]]:
+    """``count`` malformed request lines, each carrying its id where a line can."""
+    rng = random.Random(seed)
+    lines: list[tuple[int, bytes]] = []
+    for i in range(count):
+        request_id = 1000 + i
+        kind = rng.choice(["surrogate", "utf8", "truncated", "garbage_tail", "bad_method", "bad_params", "deep"])
+        if kind == "surrogate":
+            unit = rng.choice([b"\\ud800", b"\\udfff", b"\\udc00\\ud800", b"\\ud83d"])
+            line = call_line(request_id, b'{"to":"test:bob","message":"s' + unit + b'"}')
+        elif kind == "utf8":
+            junk = bytes(rng.choice([0x80, 0xC0, 0xED, 0xF5, 0xFF]) for _ in range(rng.randint(1, 5)))
+            line = call_line(request_id, b'{"to":"test:bob","message":"u' + junk + b'"}')
+        elif kind == "truncated":
+            full = call_line(request_id, b'{"to":"test:bob","message":"t"}')
+            line = full[: rng.randint(len(b'{"jsonrpc":"2.0","id":1000,'), len(full) - 1)]
+        elif kind == "garbage_tail":
+            line = call_line(request_id, b'{"to":"test:bob","message":"g"}') + b"}}" + bytes([rng.randint(0, 255)])
+            line = line.replace(b"\n", b" ")
+        elif kind == "bad_method":
+            line = b'{"jsonrpc":"2.0","id":' + str(request_id).encode() + b',"method":["x"]}'
+        elif kind == "bad_params":
+            line = b'{"jsonrpc":"2.0","id":' + str(request_id).encode() + b',"method":"tools/call","params":"nope"}'
+        else:
+            line = b'{"jsonrpc":"2.0","id":' + str(request_id).encode() + b',"method":"tools/call","params":' + b"[" * 50_000
+        lines.append((request_id, line))
+    return lines
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(180)
+async def test_every_malformed_request_line_is_answered_and_the_server_keeps_serving() -> None:
+    async with raw_server("test:mallory") as raw:
+        lines = fuzz_lines(seed=18, count=60)
+        for _, line in lines:
+            await raw.send(line)
+        # Garbage with no id at all, a huge line with its id up front, and blank lines.
+        await raw.send(b"\xff\xfe\x00 not json")
+        await raw.send(b"")
+        await raw.send(b'{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{"name":"x","arguments":{"m":"'
+                       + b"a" * (MAX_LINE_BYTES + 10) + b'"}}}')
+        await raw.send(b'{"jsonrpc":"2.0","id":78,"method":"tools/list"}')
+        answered = await raw.responses({i for i, _ in lines} | {77, 78})
+        assert answered[77]["error"]["code"] == INVALID_REQUEST
+        assert answered[78]["result"]["tools"], answered[78]
+        assert len(raw.null_answers) == 1 and raw.null_answers[0]["error"]["code"] == PARSE_ERROR
+        for request_id, line in lines:
+            answer = answered[request_id]
+            if b"\\ud" in line and b'"to"' in line:  # a readable call with a surrogate: processed, warned
+                result = answer["result"]["structuredContent"]
+                assert result["ok"] is True, result
+                assert "lone_surrogate_replaced" in {w["code"] for w in result["warnings"]}
+                assert json.loads(answer["result"]["content"][0]["text"]) == result
+        # Still serving: a normal call after all of it.
+        await raw.send(call_line(99, b"{}", name=b"agent_link_health"))
+        assert (await raw.responses({99}))[99]["result"]["structuredContent"]["ok"] is True

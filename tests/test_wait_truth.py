@@ -1,0 +1,150 @@
+"""What waits promise (issue 18, "Waits"), through the core's tool handlers in process.
+
+* ``wait_for_agent {agent}`` returns unread mail from that agent first: mail that arrived
+  while the waiter's server was down, or between two waits.
+* ``message_agent`` with ``waitForReply`` keeps the whole call inside the bound one call may
+  take, push time included; a wait cut short still carries the message id, and a later
+  ``wait_for_agent {replyToMessageId}`` picks the reply up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.metadata
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from agent_link_core import hookimpl
+from agent_link_core.app import App
+from agent_link_core.harness import Delivery, Harness, SessionListing
+from agent_link_core.model import Session
+from agent_link_core.tools import core_tools
+from agent_link_core.tools.core_tools import CORE_TOOLS
+from agent_link_core.tools.registry import run_tool
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
+ALL_PLUGINS = " ".join(sorted(ep.name for ep in importlib.metadata.entry_points(group="agent_link")))
+TOOLS = {spec.name: spec for spec in CORE_TOOLS}
+
+
+class SlowHarness(Harness):
+    """One session, ``slow:target``, whose every push takes ``delay_s`` and then lands."""
+
+    name = "slow"
+
+    def __init__(self, delay_s: float) -> None:
+        self.delay_s = delay_s
+
+    async def list_sessions(self, *, include_archived: bool = False, limit: int = 200) -> SessionListing:
+        return SessionListing([Session("slow:target", "slow", "target", title="slow target")], {"available": True, "reason": None})
+
+    async def get_session(self, session_id: str) -> Session | None:
+        return (await self.list_sessions()).sessions[0] if session_id == "target" else None
+
+    async def deliver(self, message: dict[str, Any], envelope: str, options: Any) -> Delivery:
+        await asyncio.sleep(self.delay_s)
+        return Delivery(delivered=True, via="slow", evidence={"echo": message["id"]})
+
+
+class Plugin:
+    def __init__(self, harness: Harness) -> None:
+        self.harness = harness
+
+    @hookimpl
+    def agent_link_register_harnesses(self, register: Any) -> None:
+        register(self.harness)
+
+
+def make_app(address: str, harness: Harness | None = None) -> App:
+    import os
+
+    env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS, "AGENT_LINK_ADDRESS": address}
+    return App.create(env, (Plugin(harness),) if harness else ())
+
+
+@pytest.fixture
+def apps() -> Iterator[dict[str, App]]:
+    made: dict[str, App] = {}
+    yield made
+    for app in made.values():
+        app.close()
+
+
+async def call(app: App, tool: str, **arguments: Any) -> dict[str, Any]:
+    return await run_tool(app, TOOLS[tool], arguments, {})
+
+
+async def test_wait_for_agent_returns_unread_mail_first(apps: dict[str, App]) -> None:
+    apps["bob"] = bob = make_app("test:bob")
+    # Bob writes twice while Alice's server is down.
+    first = await call(bob, "message_agent", to="test:alice", message="sent while you were away")
+    second = await call(bob, "message_agent", to="test:alice", message="and another")
+    apps["alice"] = alice = make_app("test:alice")
+    got = await call(alice, "wait_for_agent", agent="test:bob", timeoutMs=0)
+    assert got["outcome"] == "reply" and got["timedOut"] is False and got["arrivedBeforeWait"] is True
+    assert got["reply"]["id"] == first["messageId"] and "while you were away" in got["reply"]["envelope"]
+    # The next wait returns the other unread one, not a timeout.
+    got = await call(alice, "wait_for_agent", agent="test:bob", timeoutMs=0)
+    assert got["reply"]["id"] == second["messageId"] and got["arrivedBeforeWait"] is True
+    # Returned mail counts as read: nothing is left, and a wait then times out.
+    got = await call(alice, "wait_for_agent", agent="test:bob", timeoutMs=0)
+    assert got["outcome"] == "timeout" and got["timedOut"] is True
+    # Mail between two waits is not lost either, and mail read in the inbox is not returned again.
+    third = await call(bob, "message_agent", to="test:alice", message="between waits")
+    await call(bob, "message_agent", to="test:alice", message="read in the inbox")
+    inbox_first = await call(alice, "wait_for_agent", agent="test:bob", timeoutMs=0)
+    assert inbox_first["reply"]["id"] == third["messageId"]
+    await call(alice, "read_agent_link_inbox")
+    got = await call(alice, "wait_for_agent", agent="test:bob", timeoutMs=0)
+    assert got["outcome"] == "timeout"
+
+
+async def test_wait_for_reply_fits_its_bound_push_included(apps: dict[str, App], monkeypatch: pytest.MonkeyPatch) -> None:
+    # A small per-call bound stands in for the 50 s one; the push takes most of it.
+    monkeypatch.setattr(core_tools, "MAX_WAIT_PER_CALL_MS", 5000)
+    apps["alice"] = alice = make_app("test:alice", SlowHarness(delay_s=1.0))
+    sent = await call(alice, "message_agent", to="slow:target", message="are you there?", waitForReply=True, timeoutMs=60000,
+                      pollIntervalMs=250)
+    assert sent["ok"] is True and sent["delivery"] == "delivered"
+    message_id = sent["messageId"]
+    wait = sent["wait"]
+    assert wait["outcome"] == "timeout" and wait["sendMs"] >= 1000
+    [warning] = [w for w in sent["warnings"] if w["code"] == "wait_shortened"]
+    assert warning["details"]["messageId"] == message_id and message_id in warning["message"]
+    assert warning["details"]["waitedAtMostMs"] == 5000 - warning["details"]["sendMs"]
+
+    # The recipient answers later; a wait on the message id picks the reply up.
+    apps["target"] = target = make_app("slow:target")
+    await call(target, "reply_agent_link_message", messageId=message_id, message="yes, here")
+    got = await call(alice, "wait_for_agent", agent="slow:target", replyToMessageId=message_id, timeoutMs=0)
+    assert got["outcome"] == "reply" and "yes, here" in got["reply"]["envelope"]
+
+
+async def test_wait_for_reply_within_the_bound_is_not_shortened(apps: dict[str, App]) -> None:
+    apps["alice"] = alice = make_app("test:alice", SlowHarness(delay_s=0))
+    sent = await call(alice, "message_agent", to="slow:target", message="quick", waitForReply=True, timeoutMs=0)
+    assert sent["wait"]["outcome"] == "timeout" and "warnings" not in sent
+
+
+async def test_a_push_longer_than_the_bound_goes_on_and_the_call_returns_its_id(apps: dict[str, App],
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(core_tools, "MAX_WAIT_PER_CALL_MS", 300)
+    apps["alice"] = alice = make_app("test:alice", SlowHarness(delay_s=2.0))
+    sent = await call(alice, "message_agent", to="slow:target", message="slow host", waitForReply=True)
+    assert sent["ok"] is True and sent["deliveryState"] == "pushing" and sent["wait"]["timedOut"] is True
+    message_id = sent["messageId"]
+    [warning] = [w for w in sent["warnings"] if w["code"] == "push_still_running"]
+    assert warning["details"]["messageId"] == message_id
+    # the push finishes after the call returned, and the message counts as delivered then
+    for _ in range(300):
+        row = alice.mailbox.get_row(message_id)
+        if row is not None and row["first_delivered_at"] is not None:
+            break
+        await asyncio.sleep(0.1)
+    assert row is not None and row["delivered_via"] == "slow"
+    apps["target"] = target = make_app("slow:target")
+    await call(target, "reply_agent_link_message", messageId=message_id, message="late but here")
+    got = await call(alice, "wait_for_agent", agent="slow:target", replyToMessageId=message_id, timeoutMs=0)
+    assert got["outcome"] == "reply" and "late but here" in got["reply"]["envelope"]
