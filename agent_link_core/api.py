@@ -108,8 +108,12 @@ def sender(app: App, *, explicit: str | None = None, named: Mapping[str, str] | 
     """Who is sending: an explicit ``--from`` address, else a sender named in a harness's own
     terms (its :class:`~agent_link_core.harness.SenderOption` values, ``{key: value}``) for
     the harnesses to recognise, else the current session (from the session variables the
-    harness plugins read, proved with the harness first), else ``AGENT_LINK_ADDRESS``, else
-    unverified ``external``.
+    harness plugins read), else ``AGENT_LINK_ADDRESS``, else unverified ``external``.
+
+    A session named only by the environment is proved when it signs something, by the same
+    check an MCP call gets (:func:`agent_link_core.identity.prove_sender`): one its host does
+    not have signs ``fromVerified="false"`` and the send carries a ``sender_unverified``
+    warning.
 
     ``thread`` / ``endpoint`` are the older spelling of ``named`` for the harness that
     declares those keys; kept for existing callers.
@@ -131,30 +135,7 @@ def sender(app: App, *, explicit: str | None = None, named: Mapping[str, str] | 
         flags = [o.flag for h in app.harnesses.values() for o in h.sender_options if o.key in named] or sorted(named)
         raise invalid_arguments([{"path": flags[0].lstrip("-"), "rule": "unknown",
                                   "expected": "a sender an installed harness recognises"}])
-    return _proved(app, app.caller())
-
-
-def _proved(app: App, caller: Caller) -> Caller:
-    """A session named only by an environment variable (one a host sets in the shells it
-    runs) signs mail as verified only once its harness recognises it as a session it can
-    see, exactly as a sender named by a harness option is checked; otherwise the command is
-    refused.
-
-    :raises AgentLinkError: ``not_found`` when the harness does not know the session, or
-        what the harness's check raises (``ambiguous``, ``<harness>_unavailable``).
-    """
-    harness = app.harnesses.get(caller.host or "")
-    if caller.source != "env" or harness is None:
-        return caller
-    ident = caller.address.split(":", 1)[1]
-    found = harness.identify_caller({LEGACY_NAMED_KEYS[0]: ident}, {})
-    if found is None or not found.known:
-        raise AgentLinkError(
-            "not_found", f"The environment names {caller.address} as the sender, but {harness.name} knows no such session.",
-            {"query": caller.address, "candidates": []},
-            hint="Unset the variable, or say who sends with --from ADDRESS.",
-        )
-    return caller
+    return app.caller()
 
 
 def normalise_alias(alias: str) -> str:

@@ -367,7 +367,7 @@ def test_a_plain_server_named_by_no_channel_entry_pushes_nothing(stub: MessagesS
         config = write_mcp_config(tmp_path / "mcp.json", {"agent-link": mcp_stdio_server(
             str(agent_link_bin()), ["mcp"], {"AGENT_LINK_HOST": "claude", "AGENT_LINK_STATE_DIR": str(app.config.state_dir)})})
         stub.enqueue("First turn done.", "Noted.")
-        with host.start_stream(cwd=cwd, args=["--mcp-config", str(config), "--channels", f"plugin:{PLUGIN}"]) as stream:
+        with host.start_stream(cwd=cwd, args=["--mcp-config", str(config), "--channels", f"plugin:{PLUGIN}"], env_extra=NO_INBOX) as stream:
             stream.send("hello")
             sid = stream.wait_results(1, RUN_TIMEOUT_S)[0]["session_id"]
             outcome = anyio.run(lambda: app.send(caller=ALICE, to=f"claude:{sid}", body="Build is red.", anticipation="fyi"))

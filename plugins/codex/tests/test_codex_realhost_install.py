@@ -95,7 +95,7 @@ def test_installed_plugin_tools_are_in_every_first_request(root: Path) -> None:
             assert has_agent_link_tools(first.tool_names()), (run, first.tool_names())
             seen = len(requests)
 
-        stub.enqueue(mcp_tool_call("agent_link", "agent_link_health", {}), text("done"))
+        stub.enqueue(mcp_tool_call("codex_agent_link", "agent_link_health", {}), text("done"))
         codex(["exec", "--skip-git-repo-check", "health please"], env, root)
         outputs = [t for r in stub.responses_requests()[seen:] for t in r.function_call_output_texts()]
         assert any('{"ok":true,"version"' in t for t in outputs), outputs  # Codex shortens the output
@@ -106,7 +106,7 @@ def test_installed_plugin_tools_are_in_every_first_request(root: Path) -> None:
         del env["AGENT_LINK_STATE_DIR"]
         boxed = root / "boxed"
         subprocess.run([agent_link, "config", "set", "state_dir", str(boxed)], env=env, check=True, timeout=RUN_BOUND_S)
-        stub.enqueue(mcp_tool_call("agent_link", "message_agent", {"to": "team:cli", "message": "from codex"}),
+        stub.enqueue(mcp_tool_call("codex_agent_link", "message_agent", {"to": "team:cli", "message": "from codex"}),
                      text("done"))
         codex(["exec", "--skip-git-repo-check", "write to the cli"], env, root)
         inbox = subprocess.run([agent_link, "inbox", "--as", "team:cli", "--json"], env=env, capture_output=True,

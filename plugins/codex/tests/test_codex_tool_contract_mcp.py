@@ -47,7 +47,10 @@ async def test_listings_show_roles_and_never_a_transcript_as_live(isolated_env: 
         assert all(s["roles"] == [] for s in others["sessions"])
 
 
-async def test_star_matches_only_a_sender_with_a_runtime_identity(isolated_env: Path, thread: str) -> None:
+async def test_star_matches_only_a_sender_with_a_runtime_identity(isolated_env: Path, thread: str,
+                                                                  make_rollout: Callable[..., Path]) -> None:
+    # the runtime-named sender must be a thread Codex has, or it signs unverified (no ``*``)
+    make_rollout(isolated_env.parent / ".codex", SENDER, cwd="/work/alpha", messages=[("user", "Plan", None)], name="planner")
     write_roles(isolated_env, {"overridePolicy": {f"codex:{thread}": {"model": ["*"]}}})
     async with agent_link_mcp({**BASE, "AGENT_LINK_ADDRESS": "codex:" + SENDER}) as claimed:
         # an address only claimed through AGENT_LINK_ADDRESS is not a runtime identity
