@@ -14,6 +14,7 @@ else keeps working.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import importlib.metadata
@@ -459,7 +460,7 @@ class Hooks:
                     offered = {"event": event, "conn": conn, "app": self.app}
                     kwargs = {k: v for k, v in offered.items() if k in impl.argnames}
                     # The boundary's guard reports a failure and swallows it; undo its writes then.
-                    call_bounded(self.boundary, call, lambda: impl.function(**kwargs), None)
+                    call_bounded(self.boundary, call, functools.partial(impl.function, **kwargs), None)
                     if plugin in call.faulted:
                         raise _UndoRecord
             except _UndoRecord:
