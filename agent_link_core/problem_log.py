@@ -30,7 +30,7 @@ def read(state_dir: str) -> list[dict[str, Any]]:
     try:
         with open(_path(state_dir), encoding="utf-8") as fh:
             data = json.load(fh)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: JSON nested too deeply
         return []
     entries = data.get("problems") if isinstance(data, dict) else None
     return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []

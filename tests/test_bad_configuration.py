@@ -120,3 +120,36 @@ def test_every_setting_with_a_bad_value_gives_no_traceback(monkeypatch: pytest.M
                 if result.exit_code not in (0,):
                     assert len([line for line in result.output.splitlines() if line.strip()]) <= 2, (name, value, result.output)
             monkeypatch.delenv(name)
+
+
+def state_files(state: Path, home: Path) -> list[Path]:
+    """Every JSON file agent-link or its plugins read from the state dir, the cache and the
+    hosts' config dirs (the isolated HOME of the root conftest)."""
+    claude = home / ".claude"
+    return [
+        state / "roles.json",
+        state / "plugin-problems.json",
+        state / "claude-channels" / "4242.json",
+        state / "managed-app-servers" / "4242.json",
+        home / ".cache" / "agent-link" / "state-dirs.json",
+        claude / "sessions" / "4242.json",
+        claude / ".claude.json",
+        claude / "settings.json",
+        claude / "plugins" / "installed_plugins.json",
+    ]
+
+
+@pytest.mark.installed_plugins
+@pytest.mark.parametrize("content", ["[" * 100_000 + "]" * 100_000, "[1, 2]", "\udcff"])
+def test_every_state_file_nested_too_deeply_or_not_an_object_is_no_traceback(isolated_env: Path, content: str) -> None:
+    home = isolated_env.parent
+    for path in state_files(isolated_env, home):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content.encode("utf-8", "surrogateescape"))
+    env = {"AGENT_LINK_DISABLE_PLUGINS": "", "AGENT_LINK_ADDRESS": "test:alice"}
+    for args in (["health", "--json"], ["sessions", "--json"], ["who"], ["send", "test:bob", "hi"], ["inbox", "--peek"],
+                 ["approvals", "check", "--real-claude"], ["plugins"]):
+        done = run(*args, env=env)
+        assert "Traceback" not in done.stderr, (args, done.stderr)
+        if done.returncode != 0:
+            assert len([line for line in done.stderr.splitlines() if line.strip()]) <= 2, (args, done.stderr)

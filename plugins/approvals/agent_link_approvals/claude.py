@@ -75,6 +75,8 @@ def load_settings(scope: str, path: Path, must_exist: bool = True) -> SettingsFi
         data = json.loads(text) if text.strip() else {}
     except json.JSONDecodeError as exc:
         raise ConfigFileError("malformed", f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    except RecursionError:
+        raise ConfigFileError("malformed", f"{path} is not valid JSON (nested too deeply)") from None
     if not isinstance(data, dict):
         raise ConfigFileError("malformed", f"{path} is not a JSON object")
     return SettingsFile(scope, path, raw, data)

@@ -106,6 +106,9 @@ def _load_json(path: Path, out: HostPlugin) -> Any:
     except json.JSONDecodeError as exc:
         out.problems.append(f"{rel} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})")
         return None
+    except RecursionError:
+        out.problems.append(f"{rel} is not valid JSON (nested too deeply)")
+        return None
     out.files.append(rel)
     return data
 

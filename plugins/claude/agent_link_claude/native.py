@@ -83,7 +83,7 @@ def read_record(path: str) -> dict[str, Any] | None:
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: JSON nested too deeply
         return None
     return data if isinstance(data, dict) else None
 

@@ -162,7 +162,7 @@ def sender_session(config_dir: str, peer_pid: int | None) -> str | None:
     try:
         with open(os.path.join(config_dir, "sessions", f"{peer_pid}.json"), encoding="utf-8") as f:
             record = json.load(f)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: JSON nested too deeply
         return None
     if not isinstance(record, dict) or record.get("pid") != peer_pid or not same_process(peer_pid, record.get("procStart")):
         return None
@@ -202,9 +202,11 @@ class PeerPublisher:
             try:
                 with open(os.path.join(directory, entry), encoding="utf-8") as f:
                     record = json.load(f)
-            except (OSError, ValueError):
+            except (OSError, ValueError, RecursionError):  # RecursionError: JSON nested too deeply
                 continue
-            pid = record.get("pid") if isinstance(record, dict) else None
+            if not isinstance(record, dict):
+                continue
+            pid = record.get("pid")
             if record.get("entrypoint") != "agent-link" or not isinstance(pid, int) or same_process(pid, record.get("procStart")):
                 continue
             for leftover in [entry, *(n for n in names if n.startswith(f"{pid}.") and n.endswith(".key"))]:
