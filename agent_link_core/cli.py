@@ -585,12 +585,10 @@ def build_cli() -> click.Group:
             fail(exc)
         seen: dict[str, tuple[Any, ...]] = {}
         first = True
+        where, params = app.mailbox.visible_to(caller.address).sql("messages")  # the one read rule
         try:
             while True:
-                rows = app.store.conn.execute(
-                    "SELECT * FROM messages WHERE from_addr = ? OR recipient = ? OR to_addr = ? ORDER BY sent_at, id",
-                    (caller.address,) * 3,
-                ).fetchall()
+                rows = app.store.conn.execute(f"SELECT * FROM messages WHERE {where} ORDER BY sent_at, id", params).fetchall()
                 for row in rows:
                     view = app.mailbox.to_view(row)
                     key = (view["delivery"], view["status"], view["to"])

@@ -140,8 +140,30 @@ def test_a_third_party_reads_nothing_through_the_cli(app: App, monkeypatch: pyte
     every = {line.split()[0] for line in listed.splitlines() if line.strip()}
     # hook: answers the session named in the host's stdin with counts of its own mail only;
     # mcp: the server, walked tool by tool above; web: the machine user's own token-protected page;
-    # watch: runs until interrupted (not walked yet).
+    # watch: runs until interrupted (walked in the next test).
     assert every - {args[0] for args in commands} <= {"hook", "mcp", "web", "watch"}, every
+
+
+def test_a_third_party_watching_sees_only_its_own_news(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    asyncio.run(mail_between_alice_and_bob(app))
+    monkeypatch.setenv("AGENT_LINK_ADDRESS", "test:eve")
+    pauses = []
+
+    def pause(seconds: float) -> None:  # watch's poll interval: new mail meanwhile, then Ctrl-C
+        pauses.append(seconds)
+        if len(pauses) > 1:
+            raise KeyboardInterrupt
+        asyncio.run(mail_between_alice_and_bob(app))
+        asyncio.run(app.send(caller=ALICE, to="test:eve", body="for eve only", anticipation="fyi"))
+
+    monkeypatch.setattr("time.sleep", pause)
+    for args in (["watch"], ["watch", "--ndjson"], ["watch", "--envelope"]):
+        pauses.clear()
+        result = CliRunner().invoke(build_cli(), args)
+        assert result.exit_code == 0 and len(pauses) == 2, (args, result.output)
+        shown = result.output.count('"event":"message"') if "--ndjson" in args else result.output.count("for eve only")
+        assert shown == 1, (args, result.output)  # eve's own news is shown...
+        assert not leaks(result.output), (args, leaks(result.output))  # ...and nothing of alice's and bob's
 
 
 @pytest.mark.anyio
