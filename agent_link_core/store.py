@@ -18,7 +18,8 @@ the repository):
   be the file this process opened (same device and inode). A database deleted or replaced
   under running processes is refused (``state_io_error``, reason ``replaced``) until the
   original is back; what this process could still read is first saved beside it
-  (``<db>.rescued-<inode>``). A new database is never created next to a WAL file left by one
+  (``<db>.rescued-<inode>``), at the refusal or when the process closes the file without
+  writing again. A new database is never created next to a WAL file left by one
   that is still open elsewhere.
 * **damage**: corruption reported by SQLite (``SQLITE_CORRUPT``, ``SQLITE_NOTADB``, a failed
   ``quick_check``) is written to ``<db>.damaged``; from then on every process refuses writes
@@ -479,7 +480,15 @@ class Store:
         return cls(path)
 
     def close(self) -> None:
-        """Close the connection (the database file stays)."""
+        """Close the connection (the database file stays).
+
+        When the path no longer holds this file (deleted or replaced while open), what this
+        connection still reads is first saved beside the path (see :meth:`replaced`): the
+        last close of a deleted file would otherwise take every acknowledged message with it.
+        """
+        if self.identity is not None:
+            with contextlib.suppress(Exception):  # closing must not fail; the copy is the best effort left
+                self.replaced()
         self.conn.close()
 
     # -- guarding writes ---------------------------------------------------------------
@@ -502,7 +511,7 @@ class Store:
             current = (st.st_dev, st.st_ino)
         if current == self.identity:
             return None
-        rescued = self._rescue() if current is None else None
+        rescued = self._rescue()  # the file written until now is unlinked, moved or about to be
         saved = f" What this process could still read was saved to {rescued}." if rescued else ""
         return AgentLinkError(
             "state_io_error",
@@ -515,7 +524,7 @@ class Store:
         )
 
     def _rescue(self) -> str | None:
-        """Copy what this connection still reads of a deleted database beside its path, once
+        """Copy what this connection still reads of a deleted or replaced database beside its path, once
         per inode (``<db>.rescued-<inode>``, 0600). None when it cannot."""
         assert self.identity is not None
         target = f"{self.path}.rescued-{self.identity[1]}"

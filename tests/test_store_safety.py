@@ -80,6 +80,25 @@ async def test_deleted_database_refuses_and_rescues(app: Any, isolated_env: Path
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("how", ["deleted", "replaced"])
+async def test_a_process_exiting_after_the_file_went_keeps_what_it_acknowledged(app: Any, isolated_env: Path, how: str) -> None:
+    a = app()
+    db = Path(a.store.path)
+    for n in range(10):
+        assert (await send(a, f"before {n}"))["ok"]
+    if how == "deleted":
+        db.unlink()
+    else:
+        other = Store(isolated_env / "other.db")
+        other.close()
+        os.replace(isolated_env / "other.db", db)
+    await a.aclose()  # the server exits without another write: its last close would drop the WAL's mail
+    rescued = list(isolated_env.glob("agent-link.db.rescued-*"))
+    assert len(rescued) == 1 and count(rescued[0]) == 10
+    assert stat.S_IMODE(rescued[0].stat().st_mode) == 0o600
+
+
+@pytest.mark.anyio
 async def test_moved_database_refuses_until_it_is_back(app: Any, isolated_env: Path) -> None:
     a = app()
     db = Path(a.store.path)
