@@ -260,7 +260,13 @@ class App:
         sessions.sort(key=lambda s: -(s.last_activity_ms or 0))
         from agent_link_core.search import note_session_titles
 
-        note_session_titles(self.store.conn, ((s.address, s.title) for listing in listings.values() for s in listing.sessions))
+        titled = [(s.address, s.title) for listing in listings.values() for s in listing.sessions if s.title]
+        if titled:
+            try:
+                with self.store.write(wait=False) as conn:  # a listing never waits on a writer for this cache
+                    note_session_titles(conn, titled)
+            except AgentLinkError:
+                pass  # busy, damaged or replaced: titles are a search aid, noted at the next listing
         return {"sessions": [session_view(s) for s in sessions[:limit]], "providers": providers_view(listings)}
 
     async def resolve_agent(self, query: str, *, harness: str = "all", limit: int = 10, caller: Caller | None = None) -> dict[str, Any]:

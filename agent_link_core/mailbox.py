@@ -832,7 +832,7 @@ class Mailbox:
             return  # recorded already: a read takes no write lock for it
         at = now_ms()
         try:
-            with self.store.write() as conn:
+            with self.store.write(wait=False) as conn:  # a read never waits on a writer for this note
                 cur = conn.execute(
                     "INSERT OR IGNORE INTO status_transitions (message_id, status, at) VALUES (?, ?, ?)",
                     (row["id"], state.status, at),

@@ -169,7 +169,8 @@ def fts_query(query: str) -> str:
 def note_session_titles(conn: sqlite3.Connection, sessions: Iterable[tuple[str, str | None]]) -> int:
     """Remember the titles sessions were listed with, so search finds their mail by title.
 
-    Writes only what changed (one short transaction when something did).
+    Writes only what changed (one short transaction when something did; inside the caller's
+    transaction when one is open).
 
     :param sessions: ``(address, title)`` pairs; sessions without a title are skipped.
     :returns: how many titles were new or changed.
@@ -182,15 +183,19 @@ def note_session_titles(conn: sqlite3.Connection, sessions: Iterable[tuple[str, 
     if not changed:
         return 0
     at = now_ms()
-    conn.execute("BEGIN IMMEDIATE")
+    own = not conn.in_transaction
+    if own:
+        conn.execute("BEGIN IMMEDIATE")
     try:
         for address, title in changed:
             conn.execute("DELETE FROM session_titles WHERE address = ?", (address,))
             conn.execute("INSERT INTO session_titles (address, title, seen_at) VALUES (?, ?, ?)", (address, title, at))
     except BaseException:
-        conn.execute("ROLLBACK")
+        if own:
+            conn.execute("ROLLBACK")
         raise
-    conn.execute("COMMIT")
+    if own:
+        conn.execute("COMMIT")
     return len(changed)
 
 

@@ -264,10 +264,11 @@ def is_corruption(exc: BaseException) -> bool:
 def busy_error(path: str, timeout_ms: int | None = None) -> AgentLinkError:
     """``state_busy``: another process held the write lock past the busy timeout (ms)."""
     waited = BUSY_TIMEOUT_MS if timeout_ms is None else timeout_ms
+    held = f"held its write lock for more than {waited} ms" if waited > 0 else "holds its write lock"
     return AgentLinkError(
         "state_busy",
-        f"The agent-link database {os.path.basename(path)} is busy: another agent-link process held its write lock "
-        f"for more than {waited} ms. Nothing of this call was stored.",
+        f"The agent-link database {os.path.basename(path)} is busy: another agent-link process {held}. "
+        "Nothing of this call was stored.",
         {"path": os.path.basename(path), "retryable": True, "retryAfterMs": 1000},
         hint="Retry in a moment; the database is fine.",
     )
@@ -605,15 +606,18 @@ class Store:
                 self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
 
     @contextlib.contextmanager
-    def write(self) -> Iterator[sqlite3.Connection]:
+    def write(self, *, wait: bool = True) -> Iterator[sqlite3.Connection]:
         """One short write transaction (``BEGIN IMMEDIATE``); rolled back on any error.
 
         Inside another write of this connection it is a savepoint of that transaction (so
         an observer can write in the transaction of the change it records).
 
+        :param wait: False for a note a read makes on the way (a status transition, a cache):
+            when another process holds the write lock it raises ``state_busy`` at once
+            instead of waiting up to the busy timeout, so reads never wait on writers.
         :raises AgentLinkError: the refusal of :meth:`check_writable`; ``state_busy`` when
-            the write lock stayed taken past the busy timeout; ``state_io_error`` for a full
-            disk or a damaged file (see :func:`database_error`).
+            the write lock stayed taken past the busy timeout (at once without ``wait``);
+            ``state_io_error`` for a full disk or a damaged file (see :func:`database_error`).
         """
         if self.conn.in_transaction:
             self._savepoints += 1
@@ -631,8 +635,17 @@ class Store:
             return
         self.check_writable()
         try:
-            self.conn.execute("BEGIN IMMEDIATE")
+            if wait:
+                self.conn.execute("BEGIN IMMEDIATE")
+            else:
+                self.conn.execute("PRAGMA busy_timeout = 0")
+                try:
+                    self.conn.execute("BEGIN IMMEDIATE")
+                finally:
+                    self.conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
         except sqlite3.Error as exc:
+            if not wait and _result_code(exc) in (SQLITE_BUSY, SQLITE_LOCKED):
+                raise busy_error(self.path, 0) from exc
             raise self.failure(exc) from exc
         try:
             yield self.conn

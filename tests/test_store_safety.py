@@ -218,6 +218,45 @@ async def test_busy_database_is_busy_not_damaged(app: Any, monkeypatch: pytest.M
     assert (await send(a, "after the lock"))["ok"]
 
 
+@pytest.mark.anyio
+async def test_reads_that_would_note_something_never_wait_on_a_writer(app: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_LINK_BUSY_TIMEOUT_MS", "600000")  # a read that waited would outlast the holder
+    a = app()
+    asked = await a.send(caller=ALICE, to="test:bob", body="answer me", anticipation="reply")
+    message_id = asked.message["id"]
+    a.inbox(BOB)
+    a.store.conn.execute("UPDATE messages SET reply_by = 1 WHERE id = ?", (message_id,))  # its replyBy has passed
+    locked, finished, released = threading.Event(), threading.Event(), threading.Event()
+
+    def hold() -> None:  # another process holds the write lock until the reads are done (at most 120 s)
+        holder = sqlite3.connect(a.store.path, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        locked.set()
+        finished.wait(120)
+        released.set()
+        holder.execute("ROLLBACK")
+        holder.close()
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    try:
+        assert locked.wait(60)
+        # Each read below would record the expiry (status_changed) or repair receipts on the way.
+        status = await call_tool(a, "get_agent_link_message_status", {"messageId": message_id}, ALICE)
+        assert status["ok"] and status["status"] == "expired"
+        peek = a.inbox(BOB, mark=False, include_open=True)
+        assert [m["id"] for m in peek["messages"]] == [message_id]
+        assert (await call_tool(a, "agent_link_mailbox_inspect", {}, ALICE))["ok"]
+        assert not released.is_set(), "a read waited for the writer's lock"
+    finally:
+        finished.set()
+        thread.join()
+    # The first read of a writable database records what the busy one could not.
+    assert (await call_tool(a, "get_agent_link_message_status", {"messageId": message_id}, ALICE))["status"] == "expired"
+    recorded = a.store.conn.execute("SELECT status FROM status_transitions WHERE message_id = ?", (message_id,)).fetchall()
+    assert [r[0] for r in recorded] == ["expired"]
+
+
 def test_wal_stays_bounded_under_a_writer_that_never_pauses(isolated_env: Path) -> None:
     limit = 256 * 1024
     store = Store(isolated_env / "agent-link.db", wal_limit_bytes=limit)

@@ -61,13 +61,14 @@ async def test_star_matches_only_a_sender_with_a_runtime_identity(isolated_env: 
         meta = {"threadId": SENDER, "turnId": "turn-7", "callId": "call-1"}
         sent = await runtime.call("message_agent", {"to": f"codex:{thread}", "message": "switch", "model": "gpt-other"}, meta=meta)
         assert sent["ok"] and sent["switches"][0]["grantedBy"] == "policy" and sent["switches"][0]["policy"]["entry"] == "*"
-        switches = await runtime.call("list_agent_link_receipts", {"action": "model_switch"})
+        # receipts follow the visibility rule: the sender lists them as itself (its runtime identity)
+        switches = await runtime.call("list_agent_link_receipts", {"action": "model_switch"}, meta=meta)
         [receipt] = switches["data"]
         assert receipt["kind"] == "model-switch" and receipt["messageId"] == sent["messageId"]
         assert receipt["target"]["kind"] == "codex_thread" and receipt["target"]["address"] == f"codex:{thread}"
         assert receipt["origin"]["turnId"] == "turn-7" and receipt["origin"]["sources"]["turnId"] == "runtime_context"
         assert receipt["details"]["grantedBy"] == "policy" and receipt["details"]["current"] == "gpt-other"
-        by_kind = await runtime.call("list_agent_link_receipts", {"kind": "model-switch", "targetKind": "codex_thread"})
+        by_kind = await runtime.call("list_agent_link_receipts", {"kind": "model-switch", "targetKind": "codex_thread"}, meta=meta)
         assert [r["id"] for r in by_kind["data"]] == [receipt["id"]]
 
 

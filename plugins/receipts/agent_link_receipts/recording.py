@@ -69,7 +69,8 @@ def _event_from_row(row: Any) -> Event:
 
 def repair(app: App) -> int:
     """Write the receipts missing for ``message_events`` since the last repair; returns how
-    many were written. A database that refuses writes (busy, damaged) is left for later."""
+    many were written. A database that refuses writes (busy, damaged) is left for later: the
+    repair does not wait for another process's write lock."""
     conn = app.store.conn
     last = conn.execute("SELECT last_seq FROM receipts_repair WHERE id = 1").fetchone()
     newest = app.mailbox.last_event_seq()
@@ -77,7 +78,7 @@ def repair(app: App) -> int:
         return 0
     written = 0
     try:
-        with app.store.write() as tx:
+        with app.store.write(wait=False) as tx:  # called by reads: never wait on a writer
             for row in app.mailbox.events_between(last[0], newest, REPAIRABLE_KINDS):
                 written += len(record(app, _event_from_row(row)))
             tx.execute("UPDATE receipts_repair SET last_seq = MAX(last_seq, ?) WHERE id = 1", (newest,))
