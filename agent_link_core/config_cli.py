@@ -65,15 +65,25 @@ def _keys_for(document: dict[str, Any], variable: str) -> list[str]:
 
 
 def write_document(path: str, document: dict[str, Any]) -> None:
-    """Write ``document`` to ``path`` as TOML, atomically, file 0600 in a 0700 folder."""
+    """Write ``document`` to ``path`` as TOML, atomically, file 0600 in a 0700 folder (the
+    folders it creates are 0700 too, whatever the umask).
+
+    :raises AgentLinkError: ``state_io_error`` when the folder or file cannot be written.
+    """
     import tomli_w
 
-    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    from agent_link_core.store import ensure_private_dir, state_io_error
+
+    ensure_private_dir(os.path.dirname(path))
     tmp = f"{path}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        tomli_w.dump(document, handle)
-    os.replace(tmp, path)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            tomli_w.dump(document, handle)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise state_io_error(path, exc) from exc
 
 
 def register(cli: click.Group, fail: Any) -> None:

@@ -117,9 +117,17 @@ def store_answers(path: str, answers: Mapping[str, Any]) -> None:
 
     :raises OSError: the folder cannot be made or written.
     """
-    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    from agent_link_core.errors import AgentLinkError
+    from agent_link_core.store import ensure_private_dir  # written after the answers went out: off the fast path
+
+    try:
+        ensure_private_dir(os.path.dirname(path))  # private like every file agent-link makes, whatever the umask
+    except AgentLinkError as exc:
+        raise OSError(exc.message) from exc
     tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as handle:
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
         json.dump({"format": CACHE_FORMAT, "answers": answers}, handle, ensure_ascii=False)
     os.replace(tmp, path)
 

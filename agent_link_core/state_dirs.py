@@ -42,13 +42,18 @@ def record(state_dir: str, env: Mapping[str, str] | None = None, now_ms: int | N
     if now - known.get(state_dir, 0) < REFRESH_MS:
         return
     known[state_dir] = now
+    from agent_link_core.errors import AgentLinkError
+    from agent_link_core.store import ensure_private_dir
+
     try:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        ensure_private_dir(os.path.dirname(path))  # private like every file agent-link makes, whatever the umask
         tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as handle:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(known, handle)
         os.replace(tmp, path)
-    except OSError:
+    except (OSError, AgentLinkError):
         pass
 
 

@@ -212,13 +212,16 @@ async def test_everything_agent_link_creates_is_private_whatever_the_umask(isola
             assert (await bob.call("reply_agent_link_message", {"messageId": sent["messageId"], "message": "built"}))["ok"]
             await alice.call("agent_link_health")
         for args in (["send", "test:bob", "from the cli", "--from", "test:carol"], ["inbox", "--as", "test:bob"],
-                     ["receipts", "export", "--jsonl"], ["health"]):
+                     ["receipts", "export", "--jsonl"], ["health"], ["config", "set", "reminder_limit", "3"]):
             done = subprocess.run([sys.executable, "-m", "agent_link_core", *args], env={**os.environ, **env},
                                   capture_output=True, text=True, timeout=120)
             assert done.returncode == 0, (args, done.stderr)
     finally:
         os.umask(old)
-    found = modes(isolated_env)
-    assert {"agent-link.db", "roles.json", "logs/agent-link.log", "audit/receipts.jsonl"} <= set(found)
+    # The whole home: the state dir, and the settings file and the state-dirs record outside it.
+    found = modes(isolated_env.parent)
+    del found["."]  # the home itself is the test's
+    assert {".agent-link/agent-link.db", ".agent-link/roles.json", ".agent-link/logs/agent-link.log",
+            ".agent-link/audit/receipts.jsonl", ".cache/agent-link/state-dirs.json", ".config/agent-link/config.toml"} <= set(found)
     shared = {path: oct(mode) for path, mode in found.items() if mode & 0o077}
     assert not shared, f"readable by others: {shared}"
