@@ -191,6 +191,35 @@ def wait_gone(pid: int, timeout_s: float = 10.0) -> bool:
     return False
 
 
+async def test_the_private_app_server_leaves_nothing_others_can_read_whatever_the_umask(
+        stub: ResponsesStub, tmp_path: Path, isolated_env: Path) -> None:
+    import stat
+
+    env = managed_env(stub, tmp_path / "codex-home", AGENT_LINK_DEBUG="1")
+    old = os.umask(0)
+    try:
+        async with agent_link_mcp(env) as client:
+            assert (await client.call("list_codex_threads", {}))["ok"]
+            managed = (await client.call("agent_link_health", {}))["harnesses"]["codex"]["managed"]
+            assert managed["running"]
+            found = {}
+            for dirpath, dirnames, filenames in os.walk(isolated_env):
+                for name in [*dirnames, *filenames]:
+                    path = Path(dirpath) / name
+                    mode = path.lstat().st_mode
+                    if stat.S_ISLNK(mode):  # Codex links the listen path to its real socket: where it lives counts
+                        real = path.resolve()
+                        found[f"{path.relative_to(isolated_env)} -> {real.parent}"] = stat.S_IMODE(real.parent.stat().st_mode)
+                    else:
+                        found[str(path.relative_to(isolated_env))] = stat.S_IMODE(mode)
+            found["."] = stat.S_IMODE(isolated_env.stat().st_mode)
+    finally:
+        os.umask(old)
+    assert any(p.endswith(".stderr.log") for p in found) and any(p.startswith("managed-app-servers/") for p in found)
+    shared = {path: oct(mode) for path, mode in found.items() if mode & 0o077}
+    assert not shared, f"readable by others: {shared}"
+
+
 async def test_mcp_server_shutdown_leaves_no_app_server(stub: ResponsesStub, tmp_path: Path, isolated_env: Path) -> None:
     env = managed_env(stub, tmp_path / "codex-home")
     managed_dir = isolated_env / "managed-app-servers"
