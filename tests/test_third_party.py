@@ -173,6 +173,8 @@ async def test_the_other_partys_words_arrive_escaped(app: App) -> None:
         await call_tool(app, "get_agent_link_message_status", {"messageId": ids["declined"]}, ALICE),
         await call_tool(app, "wait_for_agent", {"agent": "test:bob", "replyToMessageId": ids["declined"], "timeoutMs": 0}, ALICE),
         await call_tool(app, "agent_link_mailbox_inspect", {"includeBodies": True}, ALICE),
+        await call_tool(app, "get_agent_link_conversation", {"messageId": ids["declined"]}, ALICE),
+        await call_tool(app, "list_agent_link_receipts", {}, ALICE),
     ]
     for result in results:
         assert result["ok"]
