@@ -172,6 +172,24 @@ async def test_corruption_stops_writes_and_health_fails(app: Any, isolated_env: 
 
 
 @pytest.mark.anyio
+async def test_an_mcp_server_on_a_damaged_database_still_serves_reads(app: Any, isolated_env: Path) -> None:
+    a = app()
+    sent = await send(a, "before the damage")
+    db = Path(a.store.path)
+    a.store.close()
+    corrupt(db)
+    assert app().health()["database"]["ok"] is False  # the damage is found and recorded
+    env = {"AGENT_LINK_DISABLE_PLUGINS": "codex claude"}
+    async with agent_link_mcp({**env, "AGENT_LINK_ADDRESS": "test:alice"}) as alice:  # it starts and answers
+        health = await alice.call("agent_link_health")
+        assert health["database"]["ok"] is False and health["database"]["problem"]["details"]["reason"] == "corrupt"
+        status = await alice.call("get_agent_link_message_status", {"messageId": sent["messageId"]})
+        assert status["ok"] and status["delivery"] == "queued"
+        refused = await alice.call("message_agent", {"to": "test:bob", "message": "into a damaged file"})
+        assert refused["ok"] is False and refused["error"]["details"]["reason"] == "corrupt"
+
+
+@pytest.mark.anyio
 async def test_full_disk_is_its_own_error_and_loses_nothing(app: Any) -> None:
     a = app()
     assert (await send(a, "fits"))["ok"]
