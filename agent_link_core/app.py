@@ -36,6 +36,7 @@ from agent_link_core.model import EXTERNAL, Caller, Session, address_scheme, is_
 from agent_link_core.records import OutgoingMessage, SendContext
 from agent_link_core.plugins import Hooks, PluginReport, build_plugin_manager, trace_hook_calls
 from agent_link_core.settings_file import with_settings
+from agent_link_core.tool_profiles import settings_warnings
 from agent_link_core.store import Store, database_error, ensure_private_dir, integrity, now_ms
 
 log = logging.getLogger(__name__)
@@ -849,6 +850,7 @@ class App:
                 # where each setting not at its default came from: a variable's name or settings-file
                 "sources": {name: src for name, src in self.config.sources.items() if src != "default"},
                 "otherStateDirs": state_dirs.others(self.config.state_dir, self.env),
+                "warnings": settings_warnings(self.hooks.tools(), self.hooks.tool_owners(), self.config.get("AGENT_LINK_TOOLS")),
             },
             "reminders": {
                 "limit": self.config.reminder_limit,
