@@ -301,10 +301,7 @@ async def get_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) -> di
         thread = dict(location.thread)
         if location.archived:
             thread["archived"] = True
-        items: list[dict[str, Any]] = []
-        if recent:
-            page = await link.call("thread/items/list", {"threadId": tid, "limit": recent, "sortDirection": "desc"})
-            items = [{**(e.get("item") or {}), "turnId": e.get("turnId")} for e in reversed(page.get("data") or [])]
+        items = await _recent_items(link, tid, recent)
         turns = None
         if args.get("includeTurns"):
             page = await link.call("thread/turns/list", {"threadId": tid, "limit": 20, "itemsView": "summary"})
@@ -379,7 +376,12 @@ async def get_codex_sidebar_state(app: Any, args: dict[str, Any], call: ToolCall
 
 
 async def wait_for_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
-    """Tool handler: wait until the thread's current turn is over."""
+    """Tool handler: wait until the thread's current turn is over.
+
+    Besides the outcome the result carries ``waitState`` (what the wait saw, see
+    :func:`_wait_state`) and ``thread`` (the thread's view with its last ``recentItems``
+    message items, oldest first, default 10) as read when the wait ended.
+    """
     harness = harness_of(app)
     tid = bare_id(args["threadId"])
     requested = timeout_ms = args.get("timeoutMs", 60_000)
@@ -391,26 +393,62 @@ async def wait_for_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) 
         timeout_ms = cap_ms
     links, error = await _links(harness, True)
     start = time.monotonic()
-    was_active = False
+    seen_active: set[str] = set()
+    polls = 0
     next_progress = every_ms
     while True:
-        status, turn, source = await _thread_state(harness, links, tid)
+        observed = await _observe(harness, links, tid)
+        polls += 1
+        status, turn = observed["status"], observed["turn"]
         waited = int((time.monotonic() - start) * 1000)
         if status == "active":
-            was_active = True
-        elif status is not None:
-            outcome = "turn_completed" if was_active else "idle"
-            return {"outcome": outcome, "timedOut": False, "waitedMs": waited, "target": {"threadId": tid, "address": f"codex:{tid}"},
-                    "status": status, "turn": turn, "finalResponse": (turn or {}).get("finalResponse"), "source": source,
-                    "appServerError": error}
-        if waited >= timeout_ms:
-            out = {"outcome": "timeout", "timedOut": True, "waitedMs": waited, "target": {"threadId": tid, "address": f"codex:{tid}"},
-                   "status": status or "unknown", "turn": turn, "finalResponse": None, "source": source, "appServerError": error}
-            return {**out, "capped": True, "requestedTimeoutMs": requested} if capped else out
+            seen_active.add((turn or {}).get("turnId") or "")
+        ended = status is not None and status != "active"
+        if ended or waited >= timeout_ms:
+            out = {"outcome": ("turn_completed" if seen_active else "idle") if ended else "timeout", "timedOut": not ended,
+                   "waitedMs": waited, "target": {"threadId": tid, "address": f"codex:{tid}"},
+                   "status": status if ended else (status or "unknown"), "turn": turn,
+                   "finalResponse": (turn or {}).get("finalResponse") if ended else None, "source": observed["source"],
+                   "appServerError": error, "waitState": _wait_state(observed, seen_active, polls, ended),
+                   "thread": await _thread_snapshot(harness, observed, tid, args.get("recentItems", 10))}
+            return {**out, "capped": True, "requestedTimeoutMs": requested} if capped and not ended else out
         if call.progress is not None and waited >= next_progress:
             await call.progress(waited, timeout_ms, "waiting for the turn to end")
             next_progress = waited + every_ms
         await asyncio.sleep(min(poll_ms, timeout_ms - waited, max(next_progress - waited, 1) if call.progress else poll_ms) / 1000)
+
+
+def _wait_state(observed: dict[str, Any], seen_active: set[str], polls: int, ended: bool) -> dict[str, Any]:
+    """What a ``wait_for_codex_thread`` saw: ``threadStatus`` at the last read (None when a
+    transcript without lifecycle events left it unknown), ``latestTurnId`` /
+    ``latestTurnStatus`` (the newest turn then; ids are null from transcripts),
+    ``activeTurnIds`` (turns seen running during the wait, in no order), ``sawActiveTurn``,
+    ``polls`` (reads made), ``continueWaiting`` (true when the wait ended by its time limit
+    while the turn still ran or the state stayed unknown) and ``statusSource``
+    (``app-server`` or ``local-jsonl-fallback``)."""
+    turn = observed["turn"] or {}
+    return {"threadStatus": observed["status"], "latestTurnId": turn.get("turnId"), "latestTurnStatus": turn.get("status"),
+            "activeTurnIds": sorted(t for t in seen_active if t), "sawActiveTurn": bool(seen_active), "polls": polls,
+            "continueWaiting": not ended, "statusSource": observed["source"]}
+
+
+async def _thread_snapshot(harness: CodexHarness, observed: dict[str, Any], tid: str, recent: int) -> dict[str, Any]:
+    """The thread's public view plus ``recentItems`` (its last ``recent`` message items, oldest first)."""
+    link = observed.get("link")
+    if link is not None:
+        view = thread_view(observed["thread"], observed.get("loaded_on"), observed.get("loaded_on") is not None)
+        return {**view, "recentItems": await _recent_items(link, tid, recent)}
+    home = codex_home(harness.env)
+    path = observed["path"]
+    return {**thread_view(observed["thread"], None), "recentItems": rollouts.history_items(home, path, recent) if recent else []}
+
+
+async def _recent_items(link: Link, tid: str, recent: int) -> list[dict[str, Any]]:
+    """The thread's newest ``recent`` items from ``thread/items/list``, oldest first, each with its ``turnId``."""
+    if not recent:
+        return []
+    page = await link.call("thread/items/list", {"threadId": tid, "limit": recent, "sortDirection": "desc"})
+    return [{**(e.get("item") or {}), "turnId": e.get("turnId")} for e in reversed(page.get("data") or [])]
 
 
 def thread_activity(harness: CodexHarness, tid: str) -> Any:
@@ -436,6 +474,19 @@ def thread_activity(harness: CodexHarness, tid: str) -> Any:
 
 async def _thread_state(harness: CodexHarness, links: list[Link], tid: str) -> tuple[str | None, dict[str, Any] | None, str]:
     """``(status, last turn, source)``; status None while unknown (rollout without lifecycle)."""
+    observed = await _observe(harness, links, tid)
+    return observed["status"], observed["turn"], observed["source"]
+
+
+async def _observe(harness: CodexHarness, links: list[Link], tid: str) -> dict[str, Any]:
+    """One read of a thread for the waits: ``status`` (None while unknown: a rollout without
+    lifecycle events), ``turn`` (the last turn: ``turnId``, ``status``, ``completedAt``,
+    ``finalResponse``), ``source``, ``thread`` (the raw thread or rollout summary), ``link``
+    (the app-server read from, or None), ``loaded_on`` (the link that has it loaded) and
+    ``path`` (the rollout, transcript reads only).
+
+    :raises AgentLinkError: ``not_found`` when no app-server or transcript knows the thread.
+    """
     if links:
         location = await harness.service.locate(tid, links, fresh=True)
         if location is None:
@@ -452,7 +503,9 @@ async def _thread_state(harness: CodexHarness, links: list[Link], tid: str) -> t
         status = location.status
         if status == "notLoaded":
             status = "idle" if not turns or turns[0].get("status") != "inProgress" else "active"
-        return status, turn, "app-server"
+        thread = {**location.thread, "archived": True} if location.archived else location.thread
+        return {"status": status, "turn": turn, "source": "app-server", "thread": thread, "link": link,
+                "loaded_on": location.link, "path": None}
     home = codex_home(harness.env)
     path = rollouts.find_rollout(home, tid)
     summary = rollouts.summary(home, path) if path is not None else None
@@ -460,7 +513,8 @@ async def _thread_state(harness: CodexHarness, links: list[Link], tid: str) -> t
         raise AgentLinkError("not_found", f"No Codex thread {tid} is known.", {"id": tid, "candidates": []})
     status = summary["status"]["type"]
     turn = {"turnId": None, "status": None, "completedAt": None, "finalResponse": summary.get("lastAgentMessage") if status == "idle" else None}
-    return (None if status == "unknown" else status), turn, "local-jsonl-fallback"
+    return {"status": None if status == "unknown" else status, "turn": turn, "source": "local-jsonl-fallback", "thread": summary,
+            "link": None, "loaded_on": None, "path": path}
 
 
 # launch / archive / message -------------------------------------------------------------------
@@ -714,11 +768,12 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         name="wait_for_codex_thread", title="Wait for a Codex thread",
-        description="Wait until a Codex thread's current turn is over (outcome turn_completed), or report idle at once when no turn runs. A timeout is a normal result: call again to keep waiting. A turn ending is not a reply to a message: use wait_for_agent for that.",
+        description="Wait until a Codex thread's current turn is over (outcome turn_completed), or report idle at once when no turn runs. The result also has waitState (what the wait saw) and thread (the thread with its last recentItems messages). A timeout is a normal result: call again to keep waiting. A turn ending is not a reply to a message: use wait_for_agent for that.",
         input_schema=_obj({"threadId": THREAD_ID, "timeoutMs": core_tools.TIMEOUT_MS, "pollIntervalMs": core_tools.POLL_MS,
-                           "recentItems": {**_limit(10, 100, 0), "description": "Deprecated and ignored."}}, ("threadId",)),
+                           "recentItems": {**_limit(10, 100, 0), "description": "How many of the thread's newest messages thread.recentItems holds."}},
+                          ("threadId",)),
         output_fields=_fields("outcome", "timedOut", "waitedMs", "target", "status", "turn", "finalResponse", "source", "appServerError",
-                              "capped", "requestedTimeoutMs"),
+                              "capped", "requestedTimeoutMs", "waitState", "thread"),
         handler=wait_for_codex_thread, read_only=True,
     ),
     ToolSpec(

@@ -4,6 +4,7 @@ Codex CLI, stub model): launch, list, resolve, read, wait, loaded, sidebar, mess
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -92,3 +93,41 @@ async def test_thread_tools_against_the_real_app_server(host: tuple[ResponsesStu
         health = await ok("agent_link_health")
         codex = health["harnesses"]["codex"]
         assert [c["source"] for c in codex["connections"]] == ["env-sock"] and codex["promptHook"]["trust"] == "not_installed"
+
+
+async def test_wait_for_codex_thread_sees_the_turn_run_and_end(host: tuple[ResponsesStub, CodexAppServer]) -> None:
+    """A turn held open at the stub model: the wait sees it running (waitState), then ends with
+    turn_completed once the model answers, and returns the thread with its newest items."""
+    stub, server = host
+    env = {"AGENT_LINK_ADDRESS": "test:alice", "AGENT_LINK_CODEX_SOCK": str(server.socket_path), "CODEX_HOME": str(server.codex_home),
+           "AGENT_LINK_CODEX_AUTOSTART": "0", "AGENT_LINK_DISABLE_PLUGINS": "claude roles receipts", "AGENT_LINK_WAIT_PROGRESS_MS": "1000"}
+    async with agent_link_mcp(env) as client:
+        hold = stub.hold(timeout_s=60)
+        stub.enqueue(text("held answer", hold=hold))
+        launched = await client.call("launch_codex_thread", {"message": "Take your time", "cwd": str(server.workdir)})
+        assert launched["ok"], launched
+        tid = launched["threadId"]
+        assert await asyncio.to_thread(hold.wait_arrived, WAIT_S), "the model request never reached the stub"
+
+        short = await client.call("wait_for_codex_thread", {"threadId": tid, "timeoutMs": 500, "pollIntervalMs": 250, "recentItems": 5})
+        assert short["ok"] and short["outcome"] == "timeout", short
+        state = short["waitState"]
+        assert (state["threadStatus"], state["latestTurnStatus"], state["continueWaiting"]) == ("active", "inProgress", True)
+        assert state["activeTurnIds"] == [state["latestTurnId"]] and state["statusSource"] == "app-server"
+        assert short["thread"]["id"] == tid and short["thread"]["loaded"] is True
+        assert [i["clientId"] for i in short["thread"]["recentItems"] if i["type"] == "userMessage"] == [launched["messageId"]]
+
+        # A progress notification comes only after a read that found the turn still running, so
+        # releasing the model's answer then makes the wait see the turn both running and ended.
+        async def release_on_progress(progress: float, total: float | None, message: str | None) -> None:
+            hold.release()
+
+        answer = await client.session.call_tool("wait_for_codex_thread", {"threadId": tid, "timeoutMs": 45000, "pollIntervalMs": 250},
+                                                 read_timeout_seconds=60, progress_callback=release_on_progress)
+        done = json.loads(answer.content[0].text)
+        assert done["ok"] and done["outcome"] == "turn_completed", done
+        assert done["finalResponse"] == "held answer" and done["turn"]["turnId"] == state["latestTurnId"]
+        assert done["waitState"]["sawActiveTurn"] is True and done["waitState"]["activeTurnIds"] == [state["latestTurnId"]]
+        assert done["waitState"]["threadStatus"] == "idle" and done["waitState"]["latestTurnStatus"] == "completed"
+        assert [i["type"] for i in done["thread"]["recentItems"]] == ["userMessage", "agentMessage"]
+        assert done["thread"]["recentItems"][-1]["text"] == "held answer"

@@ -177,8 +177,23 @@ async def test_transcript_fallback_listing(alice: AgentLinkClient, codex_home: P
 
     idle = await ok(alice, "wait_for_codex_thread", {"threadId": T1})
     assert (idle["outcome"], idle["timedOut"], idle["finalResponse"]) == ("idle", False, "Parser done")
+    assert idle["waitState"] == {"threadStatus": "idle", "latestTurnId": None, "latestTurnStatus": None, "activeTurnIds": [],
+                                 "sawActiveTurn": False, "polls": 1, "continueWaiting": False, "statusSource": "local-jsonl-fallback"}
+    assert idle["thread"]["id"] == T1 and idle["thread"]["name"] == "parser work" and idle["thread"]["loaded"] is None
+    assert [(i["type"], i["text"]) for i in idle["thread"]["recentItems"]] == [("userMessage", "Refactor the parser module"),
+                                                                               ("agentMessage", "Parser done")]
+    one = await ok(alice, "wait_for_codex_thread", {"threadId": T1, "recentItems": 1})
+    assert [i["text"] for i in one["thread"]["recentItems"]] == ["Parser done"]
+    assert "deprecated_argument" not in [w["code"] for w in one.get("warnings", [])]
+    assert (await ok(alice, "wait_for_codex_thread", {"threadId": T1, "recentItems": 0}))["thread"]["recentItems"] == []
     busy = await ok(alice, "wait_for_codex_thread", {"threadId": T2, "timeoutMs": 300, "pollIntervalMs": 250})
     assert busy["outcome"] == "timeout" and busy["timedOut"] is True and busy["waitedMs"] >= 300
+    assert busy["waitState"]["threadStatus"] == "active" and busy["waitState"]["continueWaiting"] is True
+    assert busy["waitState"]["sawActiveTurn"] is True and busy["waitState"]["polls"] >= 2
+    assert [i["text"] for i in busy["thread"]["recentItems"]] == ["Write the release notes"]
+    for bad in ({"threadId": T1, "recentItems": 101}, {"threadId": T1, "recentItems": -1}, {"threadId": T1, "recentItems": "many"}):
+        await fail(alice, "wait_for_codex_thread", bad, "invalid_arguments")
+    await fail(alice, "wait_for_codex_thread", {"threadId": UNKNOWN}, "not_found")
 
     agents = await ok(alice, "list_agents", {"harness": "codex"})
     assert {s["address"] for s in agents["sessions"]} == {f"codex:{T1}", f"codex:{T2}", f"codex:{T3}"}
