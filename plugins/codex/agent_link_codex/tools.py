@@ -261,7 +261,14 @@ async def resolve_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) -
 
 
 async def list_loaded_codex_threads(app: Any, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
-    """Tool handler: threads loaded in the reachable app-servers (offset cursor)."""
+    """Tool handler: threads loaded in the reachable app-servers (offset cursor).
+
+    Each thread on the page is read once (``thread/read``) for its ``source``,
+    ``parentThreadId``, ``agentNickname`` and ``agentRole``; ``sidebarMembership`` comes from
+    the desktop sidebar when an app-server offers one (:func:`sidebar_membership`), and
+    ``subagentRegistry`` lists the page's loaded sub-agent threads that the sidebar does not
+    show, grouped by parent thread.
+    """
     harness = harness_of(app)
     links = await harness.service.connect(spawn=True)
     loaded = await harness.service.loaded_ids(links)
@@ -273,17 +280,65 @@ async def list_loaded_codex_threads(app: Any, args: dict[str, Any], call: ToolCa
     limit = args.get("limit", 20)
     page = ids[start:start + limit]
     more = start + limit < len(ids)
+    sidebar, sidebar_error = await _sidebar_state(links)
+    membership = sidebar_membership(sidebar["sidebarState"], page)
+    data = []
+    for tid in page:
+        link = loaded[tid]
+        entry: dict[str, Any] = {"threadId": tid, "address": f"codex:{tid}", "endpoint": link.endpoint.id,
+                                 "status": link.tracker.status.get(tid), "sidebarMembership": membership[tid]}
+        try:
+            thread = (await link.call("thread/read", {"threadId": tid, "includeTurns": False})).get("thread") or {}
+        except AppServerError:
+            thread = {}  # unloaded between the two calls: listed with what is known
+        entry.update({"source": source_kind(thread) if thread else None, "parentThreadId": thread.get("parentThreadId"),
+                      "agentNickname": thread.get("agentNickname"), "agentRole": thread.get("agentRole")})
+        data.append(entry)
+    subagents = [{k: e[k] for k in ("threadId", "address", "parentThreadId", "agentNickname", "agentRole", "sidebarMembership")}
+                 for e in data if e["parentThreadId"] and e["sidebarMembership"] != "in_sidebar_model"]
+    by_parent: dict[str, list[str]] = {}
+    for sub in subagents:
+        by_parent.setdefault(sub["parentThreadId"], []).append(sub["threadId"])
     out: dict[str, Any] = {
-        "source": "app-server", "endpoints": [ln.endpoint.id for ln in links],
-        "data": [{"threadId": tid, "address": f"codex:{tid}", "endpoint": loaded[tid].endpoint.id,
-                  "status": loaded[tid].tracker.status.get(tid)} for tid in page],
+        "source": "app-server", "endpoints": [ln.endpoint.id for ln in links], "data": data,
         "threadIds": page, "nextCursor": str(start + limit) if more else None, "hasMore": more,
+        "sidebarState": sidebar["sidebarState"], "sidebarStateError": sidebar_error,
+        "sidebarMembershipSemantics": MEMBERSHIP_SEMANTICS, "sidebarMembershipByThreadId": membership,
+        "subagentRegistry": {"loadedSubagents": subagents, "byParentThreadId": by_parent},
     }
     if args.get("threadId"):
         tid = bare_id(args["threadId"])
         out["lookup"] = {"threadId": tid, "loaded": tid in loaded, "endpoint": loaded[tid].endpoint.id if tid in loaded else None,
                          "complete": True}
     return out
+
+
+MEMBERSHIP_SEMANTICS = ("sidebarMembership is in_sidebar_model (the desktop sidebar shows the thread), background_only (loaded, "
+                        "but the sidebar lists it as a background thread or not at all) or unknown. It is known only when "
+                        "sidebarState.authority is rendererSidebarModel; otherwise every thread is unknown.")
+BACKGROUND_SECTION = "background-threads"
+
+
+def sidebar_membership(state: dict[str, Any] | None, thread_ids: list[str]) -> dict[str, str]:
+    """Thread id → ``in_sidebar_model`` / ``background_only`` / ``unknown``.
+
+    :param state: a ``desktop/sidebar/state/read`` answer. Only one whose ``authority`` is
+        ``rendererSidebarModel`` decides anything; its ``sections[]`` each have a ``key`` and
+        ``itemKeys`` (``local:<threadId>`` for a local thread), the section keyed
+        ``background-threads`` holding the threads run in the background. The desktop app
+        was not available to verify this shape against: it is the one the original
+        Agent Link read.
+    """
+    if not isinstance(state, dict) or state.get("authority") != "rendererSidebarModel":
+        return dict.fromkeys(thread_ids, "unknown")
+    shown: set[str] = set()
+    for section in state.get("sections") or []:
+        if not isinstance(section, dict) or section.get("key") == BACKGROUND_SECTION:
+            continue
+        for key in section.get("itemKeys") or []:
+            if isinstance(key, str) and key.startswith("local:"):
+                shown.add(key.removeprefix("local:"))
+    return {tid: "in_sidebar_model" if tid in shown else "background_only" for tid in thread_ids}
 
 
 # one thread ---------------------------------------------------------------------------------
@@ -353,9 +408,22 @@ SIDEBAR_SEMANTICS = ("sidebarState is what the Codex desktop app's own app-serve
 async def get_codex_sidebar_state(app: Any, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
     """Tool handler: the desktop sidebar as the first app-server offering it returns it; an
     app-server without the method (a plain ``codex app-server``) is listed under
-    ``sidebarState.unsupported`` and the answer is still ok (authority null)."""
+    ``sidebarState.unsupported`` and the answer is still ok (authority null).
+
+    :raises AgentLinkError: ``upstream_error`` when an app-server fails the read otherwise.
+    """
     harness = harness_of(app)
     links = await harness.service.connect(spawn=True)
+    answer, error = await _sidebar_state(links)
+    if error is not None:
+        raise AgentLinkError(error["code"], error["message"], error["details"], hint=error["hint"])
+    return {"source": "app-server", **answer, "sidebarMembershipSemantics": SIDEBAR_SEMANTICS}
+
+
+async def _sidebar_state(links: list[Link]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """``({endpoint, sidebarState}, error)``: the first app-server's sidebar that has one, else
+    ``sidebarState = {authority: None, unsupported: [...], note}``; ``error`` is the error
+    object (code, message, details, hint) of an app-server that failed the read for another reason."""
     unsupported: list[dict[str, Any]] = []
     for link in links:
         try:
@@ -365,14 +433,14 @@ async def get_codex_sidebar_state(app: Any, args: dict[str, Any], call: ToolCall
                 unsupported.append({"endpoint": link.endpoint.id, "method": "desktop/sidebar/state/read",
                                     "reason": "method_not_supported", "rpcCode": exc.code})
                 continue
-            raise exc.to_agent_link_error() from None
-        return {"source": "app-server", "endpoint": link.endpoint.id, "sidebarState": state,
-                "sidebarMembershipSemantics": SIDEBAR_SEMANTICS}
-    return {"source": "app-server", "endpoint": None,
-            "sidebarState": {"authority": None, "unsupported": unsupported,
-                             "note": "Only the Codex desktop app's own app-server has a sidebar; agent-link never looks for it on its own "
-                                     "(point AGENT_LINK_CODEX_URL at such a server)."},
-            "sidebarMembershipSemantics": SIDEBAR_SEMANTICS}
+            failed = exc.to_agent_link_error()
+            return ({"endpoint": link.endpoint.id, "sidebarState": None},
+                    {"code": failed.code, "message": failed.message, "details": failed.details, "hint": failed.hint})
+        return {"endpoint": link.endpoint.id, "sidebarState": state}, None
+    return ({"endpoint": None,
+             "sidebarState": {"authority": None, "unsupported": unsupported,
+                              "note": "Only the Codex desktop app's own app-server has a sidebar; agent-link never looks for it on its own "
+                                      "(point AGENT_LINK_CODEX_URL at such a server)."}}, None)
 
 
 async def wait_for_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
@@ -743,9 +811,10 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         name="list_loaded_codex_threads", title="List loaded Codex threads",
-        description="List the Codex threads currently loaded (running) in the reachable Codex app-servers, or check one thread with threadId.",
+        description="List the Codex threads currently loaded (running) in the reachable Codex app-servers, or check one thread with threadId. Each thread says whether the Codex desktop sidebar shows it (sidebarMembership; unknown without a desktop sidebar), and subagentRegistry groups loaded sub-agent threads the sidebar does not show by their parent thread.",
         input_schema=_obj({"limit": _limit(20, 200), "cursor": STR, "threadId": THREAD_ID}),
-        output_fields=_fields("source", "endpoints", "data", "threadIds", "nextCursor", "hasMore", "lookup"),
+        output_fields=_fields("source", "endpoints", "data", "threadIds", "nextCursor", "hasMore", "lookup", "sidebarState",
+                              "sidebarStateError", "sidebarMembershipSemantics", "sidebarMembershipByThreadId", "subagentRegistry"),
         handler=list_loaded_codex_threads, read_only=True, idempotent=True,
     ),
     ToolSpec(

@@ -12,7 +12,7 @@ import pytest
 
 from agent_link_testing.codex_host import CodexAppServer
 from agent_link_testing.mcp_client import agent_link_mcp
-from agent_link_testing.responses_stub import ResponsesStub, text
+from agent_link_testing.responses_stub import ResponsesStub, function_call, text
 
 pytestmark = [pytest.mark.realhost, pytest.mark.anyio, pytest.mark.timeout(120)]
 
@@ -131,3 +131,38 @@ async def test_wait_for_codex_thread_sees_the_turn_run_and_end(host: tuple[Respo
         assert done["waitState"]["threadStatus"] == "idle" and done["waitState"]["latestTurnStatus"] == "completed"
         assert [i["type"] for i in done["thread"]["recentItems"]] == ["userMessage", "agentMessage"]
         assert done["thread"]["recentItems"][-1]["text"] == "held answer"
+
+
+async def test_loaded_threads_list_a_spawned_sub_agent_under_its_parent(tmp_path: Path) -> None:
+    """The stub model has the parent call Codex's own spawn_agent tool: the sub-agent thread is
+    loaded too, and list_loaded_codex_threads names its parent (a plain app-server has no
+    sidebar, so every membership is unknown and the sub-agent counts as not shown)."""
+    with ResponsesStub(default=text("done")) as stub, CodexAppServer(stub.base_url, root=tmp_path / "codex") as server:
+        env = {"AGENT_LINK_ADDRESS": "test:alice", "AGENT_LINK_CODEX_SOCK": str(server.socket_path),
+               "CODEX_HOME": str(server.codex_home), "AGENT_LINK_CODEX_AUTOSTART": "0",
+               "AGENT_LINK_DISABLE_PLUGINS": "claude roles receipts"}
+        async with agent_link_mcp(env) as client:
+            stub.enqueue(function_call("spawn_agent", {"message": "count the files"}, namespace="multi_agent_v1"))
+            launched = await client.call("launch_codex_thread", {"message": "Split the work", "cwd": str(server.workdir)})
+            parent = launched["threadId"]
+            sub_request = await asyncio.to_thread(stub.wait_for, lambda r: r.thread_id not in (None, parent), WAIT_S)
+            child = sub_request.thread_id
+            assert "count the files" in sub_request.user_texts()
+
+            loaded = await client.call("list_loaded_codex_threads", {})
+            assert loaded["ok"], loaded
+            by_id = {e["threadId"]: e for e in loaded["data"]}
+            assert set(by_id) == {parent, child}
+            assert (by_id[parent]["source"], by_id[parent]["parentThreadId"]) == ("vscode", None)
+            assert (by_id[child]["source"], by_id[child]["parentThreadId"]) == ("subAgent", parent)
+            assert loaded["sidebarMembershipByThreadId"] == {parent: "unknown", child: "unknown"}
+            assert loaded["sidebarState"]["authority"] is None and loaded["sidebarStateError"] is None
+            assert "rendererSidebarModel" in loaded["sidebarMembershipSemantics"]
+            registry = loaded["subagentRegistry"]
+            assert [s["threadId"] for s in registry["loadedSubagents"]] == [child]
+            assert registry["loadedSubagents"][0]["address"] == f"codex:{child}"
+            assert registry["byParentThreadId"] == {parent: [child]}
+
+            paged = await client.call("list_loaded_codex_threads", {"limit": 1})
+            assert paged["hasMore"] is True and len(paged["data"]) == 1
+            assert set(paged["sidebarMembershipByThreadId"]) == {paged["data"][0]["threadId"]}

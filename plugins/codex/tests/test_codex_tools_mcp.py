@@ -212,3 +212,14 @@ async def test_caller_identity_from_meta_and_health(alice: AgentLinkClient) -> N
     # without _meta the configured address is used (no CODEX_THREAD_ID in an MCP server's env)
     plain = await ok(alice, "agent_link_health")
     assert plain["address"] == "test:alice"
+
+
+def test_sidebar_membership_needs_the_renderer_model() -> None:
+    from agent_link_codex.tools import sidebar_membership
+
+    state = {"authority": "rendererSidebarModel",
+             "sections": [{"key": "pinned", "itemKeys": [f"local:{T1}", "remote:abc"]},
+                          {"key": "background-threads", "itemKeys": [f"local:{T2}"]}]}
+    assert sidebar_membership(state, [T1, T2, T3]) == {T1: "in_sidebar_model", T2: "background_only", T3: "background_only"}
+    for untrusted in ({**state, "authority": "cache"}, {"authority": None, "unsupported": []}, None):
+        assert sidebar_membership(untrusted, [T1, T2]) == {T1: "unknown", T2: "unknown"}
