@@ -200,6 +200,7 @@ class CodexHarness(Harness):
                      requires="--from-thread"),
     )
     send_result_fields = {"turnId": {"type": ["string", "null"]}, "threadId": {"type": "string"}, "switches": {"type": "array"},
+                          "switchReceipts": {"type": "array"},
                           # the separate facts of a send (send_facets)
                           "runtimeState": {"type": ["object", "null"]}, "archiveState": {"type": ["string", "null"]},
                           "desktopVisibility": {"type": ["object", "null"]}, "peerMessage": {"type": ["object", "null"]},
