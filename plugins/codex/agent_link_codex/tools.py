@@ -154,26 +154,70 @@ async def list_codex_threads(app: Any, args: dict[str, Any], call: ToolCall) -> 
     kinds = source_kinds(args.get("includeExec", False), args.get("includeSubagents", False))
     page_fields = {"filteredSourceKinds": [k for k in SOURCE_KINDS if k not in kinds]}
     if links:
-        # one thread more than the page, to know whether another page follows
-        pairs, paging = await _app_server_threads(harness, links, scope, query=args.get("query"), cwd=args.get("cwd"),
-                                                  kinds=kinds, limit=offset + limit + 1, to_end=False)
+        query = args.get("query") or ""
+        supplement = bool(query) and args.get("useLocalFallback", True)
+        # one thread more than the page, to know whether another page follows; a search merged
+        # with transcript matches reads every match, so that each page cuts the same list
+        pairs, paging = await _app_server_threads(harness, links, scope, query=query or None, cwd=args.get("cwd"),
+                                                  kinds=kinds, limit=200 if supplement else offset + limit + 1, to_end=supplement)
         loaded = await harness.service.loaded_ids(links)
-        more = len(pairs) > offset + limit
-        data = [thread_view(t, loaded.get(t["id"], ln), t["id"] in loaded) for ln, t in pairs[offset:offset + limit]]
-        return {"source": "app-server", "archiveScope": scope, "data": data,
+        views = [thread_view(t, loaded.get(t["id"], ln), t["id"] in loaded) for ln, t in pairs]
+        local_info = None
+        if supplement:
+            added, local_info = await asyncio.to_thread(_local_matches, harness, scope, args.get("cwd"), kinds, query,
+                                                        {v["id"] for v in views})
+            if added:
+                views = sorted(views + [thread_view(t, None) for t in added], key=lambda v: -(v.get("updatedAt") or 0))
+        more = len(views) > offset + limit
+        return {"source": "app-server+local-jsonl-search" if local_info and local_info["addedCount"] else "app-server",
+                "archiveScope": scope, "data": views[offset:offset + limit],
                 "complete": paging["complete"] and not more and not paging["nextCursor"] and offset == 0,
                 "hasMore": more, "nextCursor": str(offset + limit) if more else None,
-                "endpoints": [ln.endpoint.id for ln in links], "appServerError": None,
+                "endpoints": [ln.endpoint.id for ln in links], "appServerError": None, "localSearchSupplement": local_info,
                 "listErrors": paging["errors"], "codexHome": str(codex_home(harness.env)), "scannedFiles": None, **page_fields}
     threads, scanned = await asyncio.to_thread(_local_threads, harness, scope, args.get("cwd"), None)
-    query = (args.get("query") or "").lower()
-    threads = [t for t in threads if _kind_listed(source_kind(t), kinds)
-               and (not query or query in f"{t.get('name') or ''} {t.get('preview') or ''}".lower())]
+    threads = [t for t in threads if _kind_listed(source_kind(t), kinds) and _text_matches(t, args.get("query"))]
     more = len(threads) > offset + limit
     data = [thread_view(t, None) for t in threads[offset:offset + limit]]
     return {"source": "local-jsonl-fallback", "archiveScope": scope, "data": data, "complete": not more and offset == 0,
             "hasMore": more, "nextCursor": str(offset + limit) if more else None, "endpoints": [], "appServerError": error,
             "listErrors": [], "codexHome": str(codex_home(harness.env)), "scannedFiles": scanned, **page_fields}
+
+
+#: how many of the newest transcripts a search supplement reads
+LOCAL_SEARCH_SCAN = 300
+
+
+def _text_matches(thread: dict[str, Any], query: str | None) -> bool:
+    """Whether a transcript thread's name or first message contains ``query`` (any case)."""
+    return not query or query.lower() in f"{thread.get('name') or ''} {thread.get('preview') or ''}".lower()
+
+
+def _local_matches(harness: CodexHarness, scope: str, cwd: Any, kinds: tuple[str, ...], query: str,
+                   known: set[str]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Transcript threads matching ``query`` that the app-servers' search did not return
+    (``known``): their search does not cover every thread Codex has on disk. Reads the
+    :data:`LOCAL_SEARCH_SCAN` newest transcripts.
+
+    :returns: ``(rollout summaries, localSearchSupplement)``; the latter is ``{checked,
+        addedCount, addedIds (at most 20), scannedFiles}`` or, when the transcripts cannot
+        be read, ``{checked: false, error}``.
+    """
+    try:
+        home = codex_home(harness.env)
+        files = rollouts.rollout_files(home, scope)[:LOCAL_SEARCH_SCAN]
+        names = rollouts.thread_names(home)
+        cwds = {cwd} if isinstance(cwd, str) else set(cwd or [])
+        added = []
+        for path in files:
+            summary = rollouts.summary(home, path, names)
+            if (summary is None or summary["id"] in known or (cwds and summary.get("cwd") not in cwds)
+                    or not _kind_listed(source_kind(summary), kinds) or not _text_matches(summary, query)):
+                continue
+            added.append(summary)
+    except OSError as exc:
+        return [], {"checked": False, "error": f"{type(exc).__name__}: {exc.strerror or exc}"}
+    return added, {"checked": True, "addedCount": len(added), "addedIds": [t["id"] for t in added][:20], "scannedFiles": len(files)}
 
 
 # Deepest offset a cursor may name: LIST_MAX_PAGES pages of LIST_PAGE threads per source.
@@ -785,7 +829,7 @@ async def message_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) -
 # registration --------------------------------------------------------------------------------
 SEND_OPTIONS = {option.name: option.schema for option in SEND_OPTION_SPECS}
 THREAD_LIST_RESULT = _fields("source", "archiveScope", "data", "complete", "nextCursor", "endpoints", "appServerError",
-                             "listErrors", "codexHome", "scannedFiles", "hasMore", "filteredSourceKinds")
+                             "listErrors", "codexHome", "scannedFiles", "hasMore", "filteredSourceKinds", "localSearchSupplement")
 
 TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -166,3 +166,43 @@ async def test_loaded_threads_list_a_spawned_sub_agent_under_its_parent(tmp_path
             paged = await client.call("list_loaded_codex_threads", {"limit": 1})
             assert paged["hasMore"] is True and len(paged["data"]) == 1
             assert set(paged["sidebarMembershipByThreadId"]) == {paged["data"][0]["threadId"]}
+
+
+async def test_a_search_is_supplemented_from_transcripts_the_app_server_does_not_find(
+        host: tuple[ResponsesStub, CodexAppServer], make_rollout: Callable[..., Path]) -> None:
+    """Codex's own search (thread/list searchTerm, Codex 0.171.0) does not find a thread known
+    only from its transcript file, although a plain listing shows it: list_codex_threads adds
+    such transcript matches and says so."""
+    stub, server = host
+    old = "01a22a93-0000-7000-8000-0000000000c1"
+    env = {"AGENT_LINK_ADDRESS": "test:alice", "AGENT_LINK_CODEX_SOCK": str(server.socket_path), "CODEX_HOME": str(server.codex_home),
+           "AGENT_LINK_CODEX_AUTOSTART": "0", "AGENT_LINK_DISABLE_PLUGINS": "claude roles receipts"}
+    async with agent_link_mcp(env) as client:
+        stub.enqueue(text("planned"))
+        launched = await client.call("launch_codex_thread", {"message": "zebra crossing plan", "cwd": str(server.workdir)})
+        fresh = launched["threadId"]
+        await client.call("wait_for_codex_thread", {"threadId": fresh, "timeoutMs": 30000, "pollIntervalMs": 250})
+        make_rollout(server.codex_home, old, cwd=str(server.workdir), messages=[("user", "zebra notes from long ago", None)])
+
+        only_app_server = await client.call("list_codex_threads", {"query": "zebra", "useLocalFallback": False})
+        assert [t["id"] for t in only_app_server["data"]] == [fresh]  # what Codex's search finds by itself
+        assert only_app_server["source"] == "app-server" and only_app_server["localSearchSupplement"] is None
+
+        merged = await client.call("list_codex_threads", {"query": "zebra"})
+        assert merged["ok"] and merged["source"] == "app-server+local-jsonl-search", merged
+        assert {t["id"] for t in merged["data"]} == {fresh, old}
+        supplement = merged["localSearchSupplement"]
+        assert (supplement["checked"], supplement["addedCount"], supplement["addedIds"]) == (True, 1, [old])
+        assert supplement["scannedFiles"] >= 2
+        [added] = [t for t in merged["data"] if t["id"] == old]
+        assert added["localOnly"] is True and added["loaded"] is None
+        first = await client.call("list_codex_threads", {"query": "zebra", "limit": 1})
+        rest = await client.call("list_codex_threads", {"query": "zebra", "limit": 1, "cursor": first["nextCursor"]})
+        assert {t["id"] for t in first["data"] + rest["data"]} == {fresh, old} and rest["hasMore"] is False
+
+        plain = await client.call("list_codex_threads", {})
+        assert plain["localSearchSupplement"] is None and plain["source"] == "app-server"
+
+        # resolve lists every thread (no search term), so the app-server's own listing has it
+        resolved = await client.call("resolve_codex_thread", {"query": "zebra notes"})
+        assert resolved["status"] == "resolved" and resolved["best"]["id"] == old, resolved

@@ -223,3 +223,22 @@ def test_sidebar_membership_needs_the_renderer_model() -> None:
     assert sidebar_membership(state, [T1, T2, T3]) == {T1: "in_sidebar_model", T2: "background_only", T3: "background_only"}
     for untrusted in ({**state, "authority": "cache"}, {"authority": None, "unsupported": []}, None):
         assert sidebar_membership(untrusted, [T1, T2]) == {T1: "unknown", T2: "unknown"}
+
+
+def test_a_transcript_search_that_cannot_read_says_so(codex_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_link_codex import rollouts
+    from agent_link_codex.harness import source_kinds
+    from agent_link_codex.tools import _local_matches
+
+    harness = type("H", (), {"env": {"CODEX_HOME": str(codex_home)}})()
+    kinds = source_kinds(False, False)
+    added, info = _local_matches(harness, "active", None, kinds, "parser", {T3})  # type: ignore[arg-type]
+    assert [t["id"] for t in added] == [T1] and (info["checked"], info["addedIds"]) == (True, [T1])
+    assert _local_matches(harness, "active", None, kinds, "parser", {T1})[1]["addedCount"] == 0  # type: ignore[arg-type]
+
+    def unreadable(*args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(rollouts, "summary", unreadable)
+    added, info = _local_matches(harness, "active", None, kinds, "parser", set())  # type: ignore[arg-type]
+    assert added == [] and info == {"checked": False, "error": "PermissionError: Permission denied"}
