@@ -208,6 +208,7 @@ async def test_caller_identity_from_meta_and_health(alice: AgentLinkClient) -> N
     assert (health["address"], health["addressSource"]) == (f"codex:{T1}", "runtime_context")
     codex = health["harnesses"]["codex"]
     assert codex["autoStart"] is False and codex["promptHook"]["trust"] == "unknown"
+    assert codex["desktopPush"]["rolloutChecks"] == {"checked": 0, "held": 0, "skipped": {}}
     assert {c["source"] for c in codex["endpoints"]["candidates"]} == {"control-socket"}
     # without _meta the configured address is used (no CODEX_THREAD_ID in an MCP server's env)
     plain = await ok(alice, "agent_link_health")
