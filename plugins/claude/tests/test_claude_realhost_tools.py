@@ -7,6 +7,7 @@ with agent-link installed as its plugin and the stub Messages API as the model.
 * ``list_agents`` names the roles each session holds (``roles[]``);
 * ``agent_link_health`` inside Claude Code says what decided the host (the plugin manifest's
   ``AGENT_LINK_HOST``) and counts the session's mailbox;
+* a plain (non-plugin) server with no host setting detects Claude from ``CLAUDE_PROJECT_DIR``;
 * ``wait_for_agent`` without ``replyToMessageId`` on a Claude session that was running ends
   with ``idle`` once it stops.
 """
@@ -155,3 +156,26 @@ def test_a_wait_without_message_id_ends_idle_when_the_running_session_stops(
     anyio.run(main)
     assert result["ok"] and result["outcome"] == "idle" and result["timedOut"] is False, result
     assert result["target"]["address"] == f"claude:{b}" and "reply" not in result
+
+
+def test_a_plain_server_without_a_host_setting_detects_claude_from_its_environment(
+    stub: MessagesStub, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, isolated_env: Path,
+) -> None:
+    """agent-link as a plain MCP server of ``claude -p`` with no AGENT_LINK_HOST: health names
+    the Claude variable Claude Code put into the server's environment as what decided the host."""
+    from agent_link_testing.claude_host import agent_link_bin, mcp_stdio_server, write_mcp_config
+
+    host = ClaudeHost.create(tmp_path / "home", stub=stub, outbound="blackhole")
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(host.config_dir))
+    cwd = project(tmp_path, "plain")
+    config = write_mcp_config(tmp_path / "mcp.json", {"agent-link": mcp_stdio_server(
+        str(agent_link_bin()), ["mcp"], {"AGENT_LINK_STATE_DIR": str(isolated_env)})})
+    stub.enqueue(Reply.tool_use("mcp__agent-link__agent_link_health", {}), "Healthy.")
+    done = host.run_p("how is agent-link?", cwd=cwd, args=["--mcp-config", str(config), "--allowedTools", "mcp__agent-link"],
+                      timeout_s=RUN_TIMEOUT_S)
+    assert done.returncode == 0, done.stderr
+    health = tool_result(stub.main_requests[-1])
+    detection = health["hostDetection"]
+    assert health["host"] == "claude" and detection["host"] == "claude" and detection["source"] == "environment", detection
+    # observed with the pinned Claude Code: CLAUDE_PROJECT_DIR is the Claude variable its MCP servers get
+    assert detection == {"host": "claude", "source": "environment", "variable": "CLAUDE_PROJECT_DIR"}
