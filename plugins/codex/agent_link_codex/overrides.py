@@ -162,10 +162,11 @@ SWITCH_RECEIPTS = {"model": ("model_switch", "model-switch"), "effort": ("effort
                    "cwd": ("cwd_change", "cwd-change")}
 
 
-def emit_switch_events(event: Any, app: Any) -> None:
-    """After a send to a Codex thread is stored (its ``sent`` event), report each granted
-    switch as its own event (``model_switch``, ``effort_change``, ``cwd_change``) so that the
-    receipts plugin writes one receipt per switch, with the send's provenance.
+def switch_events(event: Any, app: Any) -> list[Any]:
+    """The events of a stored send to a Codex thread (its ``sent`` event) that granted
+    switches: one per switch (``model_switch``, ``effort_change``, ``cwd_change``), so that the
+    receipts plugin writes one receipt per switch, with the send's provenance. Reads the row
+    on ``app``'s connection, so inside the send's transaction it sees the uncommitted row.
 
     A send still in progress (``event.result`` set) gets ``switchReceipts``: per switch
     ``{action, setting, record, recorded, id}``, which a receipt writer completes (``recorded``,
@@ -173,10 +174,11 @@ def emit_switch_events(event: Any, app: Any) -> None:
     from agent_link_core.mailbox import Event
 
     if event.kind != "sent" or event.message_id is None:
-        return
+        return []
     row = app.mailbox.get_row(event.message_id)
     if row is None:
-        return
+        return []
+    events = []
     meta = app.mailbox.row_dict(row)["metadata"]
     stored = meta.get("receipt") or {}
     record = stored.get("record", True)
@@ -186,13 +188,14 @@ def emit_switch_events(event: Any, app: Any) -> None:
         if event.result is not None:
             slot = {"action": kind, "setting": switch["setting"], "record": record, "recorded": False, "id": None}
             event.result.setdefault("switchReceipts", []).append(slot)
-        app.hooks.on_event(Event(kind, event.message_id, event.at_ms, event.actor, {
+        events.append(Event(kind, event.message_id, event.at_ms, event.actor, {
             "target": row["recipient"], "kind": receipt_kind, "origin": stored.get("origin"),
             "receipt": {"record": record, "purpose": stored.get("purpose"), "tags": stored.get("tags") or [],
                         "cleanupRecommendation": stored.get("cleanupRecommendation")},
             "setting": switch["setting"], "previous": switch["previous"], "current": switch["current"],
             "grantedBy": switch["grantedBy"], "expectedCost": switch.get("expectedCost"),
         }, result={"receipt": slot} if slot is not None else None))
+    return events
 
 
 #: the model hint when a plugin offers the fork tool (the forks plugin, agent-link-forks)

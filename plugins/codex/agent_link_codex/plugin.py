@@ -73,13 +73,31 @@ def agent_link_before_send(message: Any, context: Any, app: App) -> list[dict[st
     return check_send(message, context, app)
 
 
+SWITCH_NOTE = "codexSwitchEvents"
+
+
+@hookimpl
+def agent_link_record_event(event: Any, app: App) -> None:
+    """A send that changes a thread's model, effort or cwd: one event per switch
+    (:func:`agent_link_codex.overrides.switch_events`), recorded in the send's transaction
+    like the send itself, so a crash never leaves a switch without its receipt."""
+    from agent_link_codex.overrides import switch_events
+
+    events = switch_events(event, app)
+    event.notes[SWITCH_NOTE] = events
+    for switch in events:
+        app.hooks.record_event(switch)
+
+
 @hookimpl
 def agent_link_on_event(event: Any, app: App) -> None:
-    """A stored send that changed a thread's model, effort or cwd: one event per switch, for
-    its receipt (:func:`agent_link_codex.overrides.emit_switch_events`)."""
-    from agent_link_codex.overrides import emit_switch_events
+    """After the commit, the switch events reach the observers too (the receipt log's copy);
+    a send no transaction recorded gets its switch events now."""
+    from agent_link_codex.overrides import switch_events
 
-    emit_switch_events(event, app)
+    events = event.notes[SWITCH_NOTE] if SWITCH_NOTE in event.notes else switch_events(event, app)
+    for switch in events:
+        app.hooks.on_event(switch)
 
 
 @hookimpl

@@ -260,3 +260,23 @@ async def test_get_codex_thread_receipts_with_and_without_the_receipts_plugin(ma
         assert none["agentLinkReceipts"] == []
     finally:
         await app.aclose()
+
+
+async def test_switch_receipts_are_written_in_the_transaction_of_the_send(make_app: Any, thread: Thread,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    policy = FakePolicy()
+    policy.decisions["model"] = {"allowed": True, "grantedBy": {"rule": "policy", "policyKey": ADDRESS, "entry": "*"}}
+    app = make_app(policy, disabled="claude roles")
+    try:
+        if "list_agent_link_receipts" not in app.hooks.tools():
+            pytest.skip("the receipts plugin is not installed here")
+        # A process that dies right after the commit runs no observer: what the transaction
+        # recorded is all there is.
+        monkeypatch.setattr(app.hooks, "on_event", lambda event: None)
+        out = await send(app, BOB, model="gpt-b")
+        [slot] = out["switchReceipts"]
+        assert (slot["action"], slot["recorded"]) == ("model_switch", True) and slot["id"]
+        rows = app.store.conn.execute("SELECT json_extract(data, '$.action'), id FROM receipts ORDER BY seq").fetchall()
+        assert [(r[0], r[1]) for r in rows if r[0] == "model_switch"] == [("model_switch", slot["id"])]
+    finally:
+        await app.aclose()
