@@ -115,9 +115,10 @@ def test_a_send_to_a_role_returns_receipt_and_procedure_and_listings_show_roles(
     assert mailbox["session"] == f"claude:{a}" and (mailbox["queued"], mailbox["open"]) == (0, 0)
 
     # the receipt is the one listed for the send, with the purpose given and the seed's kind
+    # (an auditor reads others' receipts only with the inspect-all setting and scope all)
     async def receipts() -> dict[str, Any]:
-        async with agent_link_mcp({"AGENT_LINK_ADDRESS": "test:auditor"}) as auditor:
-            return await auditor.call("list_agent_link_receipts", {"messageId": sent["messageId"]})
+        async with agent_link_mcp({"AGENT_LINK_ADDRESS": "test:auditor", "AGENT_LINK_INSPECT_ALL": "1"}) as auditor:
+            return await auditor.call("list_agent_link_receipts", {"messageId": sent["messageId"], "scope": "all"})
 
     [receipt] = anyio.run(receipts)["data"]
     assert receipt["id"] == sent["receipt"]["id"] and receipt["purpose"] == "review request"
