@@ -470,7 +470,14 @@ def build_cli() -> click.Group:
                                              envelope_format=None if envelope_format == "agent-link" else envelope_format))
         data = result.to_dict()
         if wait_reply and result.outcome in ("delivered", "accepted", "queued") and result.message_id:
-            data["wait"] = wait_all(app, me, result.message_id, timeout_ms)
+            try:
+                click.echo(f"{result.outcome}: {result.message_id}; waiting up to {timeout_ms / 1000:g} s for the answer "
+                           "(Ctrl-C stops waiting)", err=True)
+                data["wait"] = wait_all(app, me, result.message_id, timeout_ms)
+            except KeyboardInterrupt:  # the message is sent: its id must not be lost with the wait
+                click.echo(f"{result.outcome}: {result.message_id} to {data['to'] or target} "
+                           f"(stopped waiting; `agent-link wait {result.message_id}` waits again)", err=True)
+                sys.exit(130)
 
         def human(d: dict[str, Any]) -> None:
             line = f"{d['outcome']}: {d['messageId'] or '-'} to {d['to'] or target}"

@@ -305,3 +305,22 @@ def test_show_any_message_you_sent_or_received_even_read_ones() -> None:
     assert json.loads(line.stdout)["version"] == 1 and line.stdout.count("\n") == 1
     other = run("show", mid, "--from", "team:carol")
     assert other.returncode == 1 and "Traceback" not in other.stderr
+
+
+def test_interrupting_send_wait_still_says_what_was_sent(isolated_env: Path) -> None:
+    env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS}
+    sender = subprocess.Popen([AGENT_LINK, "send", "team:bob", "waiting for you", "--from", "team:alice", "--wait",
+                               "--timeout-ms", "600000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+    try:
+        assert sender.stderr is not None
+        said = sender.stderr.readline()  # the send is done and the wait begins
+        assert "waiting up to 600 s for the answer" in said, said
+        message_id = said.split()[1].rstrip(";")
+        sender.send_signal(signal.SIGINT)
+        _, err = sender.communicate(timeout=RUN_BOUND_S)
+    finally:
+        if sender.poll() is None:
+            sender.kill()
+            sender.wait()
+    assert sender.returncode == 130 and f"{message_id} to team:bob (stopped waiting" in err and "Traceback" not in err, err
+    assert message_id in run("inbox", "--as", "team:bob", "--json").stdout
