@@ -212,10 +212,16 @@ class Front:
             message = json.loads(line)
         except (ValueError, RecursionError):  # nested too deeply: the server's transport answers it
             return
-        if not isinstance(message, dict) or "id" not in message or not isinstance(message.get("method"), str):
+        # Only a well-formed JSON-RPC 2.0 request is answered here; anything else goes to the
+        # server's transport, whose answer (an error) is then the only one.
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or not isinstance(message.get("method"), str):
             return
-        raw_params = message.get("params")
-        params: dict[str, Any] = raw_params if isinstance(raw_params, dict) else {}
+        if not isinstance(message.get("id"), (int, str)) or isinstance(message.get("id"), bool):
+            return
+        raw_params = message.get("params", {})
+        if not isinstance(raw_params, dict):
+            return
+        params: dict[str, Any] = raw_params
         method = message["method"]
         if method == "initialize":
             revision = params.get("protocolVersion")

@@ -145,11 +145,12 @@ def parse_line(raw: bytes, *, too_long: bool = False) -> LineOutcome:
     try:
         message = types.jsonrpc_message_adapter.validate_python(obj, by_name=False)
     except pydantic.ValidationError as exc:
-        if "id" not in obj or "method" not in obj:  # a notification or a stray response: no answer
+        if "id" not in obj or ("method" not in obj and ("result" in obj or "error" in obj)):
+            # a notification or a response to this server: JSON-RPC has no way to answer it
             log.warning("dropped a JSON-RPC line that is not a valid message: %s", type(exc).__name__)
             return LineOutcome()
         answer_id = request_id if isinstance(request_id, (int, str)) and not isinstance(request_id, bool) else None
-        return LineOutcome(answer=error_response(answer_id, INVALID_REQUEST, f"Invalid request: {_first_line(exc)}"))
+        return LineOutcome(answer=error_response(answer_id, INVALID_REQUEST, f"Invalid request: {_what_is_wrong(obj)}"))
     if "id" in obj and "method" in obj and not isinstance(message, types.JSONRPCRequest):
         # An id of the wrong type (true, 1.5, {}) reads as a notification: still answer it.
         return LineOutcome(answer=error_response(None, INVALID_REQUEST, "Invalid request: id must be a string or an integer."))
@@ -160,8 +161,17 @@ def parse_line(raw: bytes, *, too_long: bool = False) -> LineOutcome:
     return LineOutcome(message=message, warnings=warnings)
 
 
-def _first_line(exc: Exception) -> str:
-    return str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+def _what_is_wrong(obj: dict[str, Any]) -> str:
+    """Why ``obj`` is not a JSON-RPC 2.0 request, in the protocol's terms (not a validator's)."""
+    if obj.get("jsonrpc") != "2.0":
+        return 'a JSON-RPC 2.0 request has "jsonrpc": "2.0".'
+    if not isinstance(obj.get("method"), str):
+        return 'a request names its "method" (a string).'
+    if "params" in obj and not isinstance(obj["params"], dict):
+        return '"params" must be an object.'
+    if not isinstance(obj.get("id"), (int, str)) or isinstance(obj.get("id"), bool):
+        return '"id" must be a string or an integer.'
+    return "not a JSON-RPC 2.0 request this server can read."
 
 
 def add_warnings(response: dict[str, Any], warnings: list[dict[str, Any]]) -> dict[str, Any]:

@@ -71,6 +71,8 @@ def test_invalid_utf8_is_replaced_with_a_warning() -> None:
     (b'{"jsonrpc":"1.0","id":5,"method":"tools/list"}', INVALID_REQUEST, 5),
     (b'{"jsonrpc":"2.0","id":true,"method":"tools/list"}', INVALID_REQUEST, None),
     (b"[" * 100_000, PARSE_ERROR, None),
+    (b'{"jsonrpc":"2.0","id":13}', INVALID_REQUEST, 13),
+    (b'{"jsonrpc":"2.0","id":15,"method":"tools/list","params":"str"}', INVALID_REQUEST, 15),
 ])
 def test_unreadable_requests_are_answered(line: bytes, code: int, answer_id: Any) -> None:
     out = parse_line(line)
@@ -221,3 +223,21 @@ async def test_every_malformed_request_line_is_answered_and_the_server_keeps_ser
         # Still serving: a normal call after all of it.
         await raw.send(call_line(99, b"{}", name=b"agent_link_health"))
         assert (await raw.responses({99}))[99]["result"]["structuredContent"]["ok"] is True
+
+
+@pytest.mark.anyio
+async def test_a_malformed_opening_request_gets_one_answer_also_from_the_start_up_cache() -> None:
+    """The second server starts with the start-up cache (agent_link_core.fastfront) warm: it
+    must not answer a request the full server refuses, so each gets exactly one answer."""
+    for _ in range(2):
+        async with raw_server("test:mallory") as raw:
+            await raw.send(b'{"jsonrpc":"2.0","id":{"x":1},"method":"tools/list"}')
+            await raw.send(b'{"jsonrpc":"1.0","id":14,"method":"tools/list"}')
+            await raw.send(b'{"jsonrpc":"2.0","id":15,"method":"tools/list","params":"str"}')
+            await raw.send(b'{"jsonrpc":"2.0","id":13}')
+            await raw.send(b'{"jsonrpc":"2.0","id":16,"method":"tools/list"}')
+            answered = await raw.responses({13, 14, 15, 16})
+            assert all(answered[i]["error"]["code"] == INVALID_REQUEST for i in (13, 14, 15)), answered
+            assert "validation error" not in json.dumps(answered)
+            assert answered[16]["result"]["tools"]
+            assert [a["error"]["code"] for a in raw.null_answers] == [INVALID_REQUEST]
