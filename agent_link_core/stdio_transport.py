@@ -109,6 +109,19 @@ def _clean(value: Any, path: str, changed: list[str]) -> Any:
     return value
 
 
+def _paths_with(value: Any, char: str, path: str = "") -> list[str]:
+    """The paths (as :func:`_clean` names them) of the strings and keys in ``value`` holding ``char``."""
+    if isinstance(value, str):
+        return [path or "$"] if char in value else []
+    if isinstance(value, list):
+        return [p for i, item in enumerate(value) for p in _paths_with(item, char, f"{path}[{i}]")]
+    if isinstance(value, dict):
+        return [p for key, item in value.items()
+                for p in ([f"{path}.<key>" if path else "<key>"] if isinstance(key, str) and char in key else [])
+                + _paths_with(item, char, f"{path}.{key}" if path else str(key))]
+    return []
+
+
 def parse_line(raw: bytes, *, too_long: bool = False) -> LineOutcome:
     """Turn one input line (without its newline) into a message to serve or an answer.
 
@@ -121,12 +134,11 @@ def parse_line(raw: bytes, *, too_long: bool = False) -> LineOutcome:
             f"Invalid request: a line longer than {MAX_LINE_BYTES} bytes is not read.",
             {"limitBytes": MAX_LINE_BYTES}))
     warnings: list[dict[str, Any]] = []
+    replaced = False
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        text = raw.decode("utf-8", "replace")
-        warnings.append({"code": "invalid_utf8_replaced",
-                         "message": "The request held bytes that are not UTF-8; each was read as U+FFFD."})
+        text, replaced = raw.decode("utf-8", "replace"), True
     try:
         obj = json.loads(text)
     except ValueError as exc:  # JSONDecodeError, and RecursionError-free ValueErrors
@@ -135,6 +147,13 @@ def parse_line(raw: bytes, *, too_long: bool = False) -> LineOutcome:
         return LineOutcome(answer=error_response(guess_id(raw), PARSE_ERROR, "Parse error: nested too deeply."))
     if not isinstance(obj, dict):
         return LineOutcome(answer=error_response(None, INVALID_REQUEST, "Invalid request: expected one JSON object."))
+    if replaced:
+        # the fields that hold a replacement now (one that was sent as U+FFFD is named too)
+        fields = _paths_with(obj, "\ufffd")
+        warnings.append({"code": "invalid_utf8_replaced",
+                         "message": "The request held bytes that are not UTF-8; each was read as U+FFFD, in: "
+                                    + (", ".join(fields[:20]) or "$") + ".",
+                         "details": {"paths": fields[:100]}})
     changed: list[str] = []
     obj = _clean(obj, "", changed)
     if changed:

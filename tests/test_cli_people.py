@@ -166,6 +166,9 @@ def test_body_from_stdin_and_file_within_the_limit(tmp_path: Path) -> None:
     assert both.returncode == 2 and "exactly one of TEXT" in both.stderr
     not_utf8 = run("send", "team:bob", "-", "--from", "team:alice", stdin=b"\xff\xfe bad")
     assert not_utf8.returncode == 2 and "UTF-8" in not_utf8.stderr
+    # the same bytes as the TEXT argument (os.fsdecode keeps them as the process receives them)
+    argv_bytes = run("send", "team:bob", os.fsdecode(b"ab\xffcd"), "--from", "team:alice")
+    assert argv_bytes.returncode == 2 and "UTF-8" in argv_bytes.stderr, argv_bytes.stderr
 
 
 # -- mail readable -----------------------------------------------------------------------

@@ -60,6 +60,7 @@ def test_a_surrogate_pair_is_kept() -> None:
 def test_invalid_utf8_is_replaced_with_a_warning() -> None:
     out = parse_line(call_line(2, b'{"message":"x \xff\xfe y"}'))
     assert out.message is not None and [w["code"] for w in out.warnings] == ["invalid_utf8_replaced"]
+    assert out.warnings[0]["details"]["paths"] == ["params.arguments.message"]
 
 
 @pytest.mark.parametrize(("line", "code", "answer_id"), [
