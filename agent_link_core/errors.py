@@ -79,8 +79,9 @@ class AgentLinkError(Exception):
 
 def invalid_arguments(errors: list[dict[str, Any]], message: str | None = None, **extra: Any) -> AgentLinkError:
     """Build an ``invalid_arguments`` error from ``[{path, rule, expected}]`` entries."""
-    paths = ", ".join(e["path"] or "(arguments)" for e in errors)
-    expected = "; ".join(f"{e['path'] or 'arguments'}: {e['expected']}" for e in errors)
+    # a value may break several rules (a schema's type and format): each field named once
+    paths = ", ".join(dict.fromkeys(e["path"] or "(arguments)" for e in errors))
+    expected = "; ".join(dict.fromkeys(f"{e['path'] or 'arguments'}: {e['expected']}" for e in errors))
     return AgentLinkError(
         "invalid_arguments",
         message or f"Invalid arguments: {paths}.",

@@ -149,6 +149,9 @@ class Peer:
         if rule is not None:
             assert rule in [e["rule"] for e in entries], (name, arguments, error)
         assert path in error["message"], error
+        if error["message"].startswith("Invalid arguments: "):  # each field named once
+            named = error["message"].removeprefix("Invalid arguments: ").rstrip(".").split(", ")
+            assert len(named) == len(set(named)), error
         return error
 
     async def send(self, to: str, message: str, **extra: Any) -> dict[str, Any]:
