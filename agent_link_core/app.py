@@ -350,8 +350,12 @@ class App:
         if verdict["status"] == "ambiguous":
             raise AgentLinkError("ambiguous", f"{to!r} matches several agents.", {"query": to, "candidates": short},
                                  hint="Use one of the candidates' addresses.")
-        raise AgentLinkError("not_found", f"No agent matches {to!r}.", {"query": to, "candidates": short},
-                             hint="List agents with list_agents, or give an address such as <harness>:<id>.")
+        head, sep, rest = to.strip().partition(":")
+        if sep and head != head.lower() and is_address(f"{head.lower()}:{rest}"):
+            hint = f"Harness names are lower case: {head.lower()}:{rest}."
+        else:
+            hint = "List agents with list_agents, or give an address such as <harness>:<id>."
+        raise AgentLinkError("not_found", f"No agent matches {to!r}.", {"query": to, "candidates": short}, hint=hint)
 
     # -- sending -----------------------------------------------------------------------
 

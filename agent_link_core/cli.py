@@ -445,6 +445,8 @@ def build_cli() -> click.Group:
         from agent_link_core.mailbox import parse_iso_ms
 
         body = message_text(text, file)
+        if not target.strip():
+            raise click.UsageError("TARGET is empty: give an address, a contact alias or a session id")
         problem = address_error(target.strip(), "to") if looks_like_bad_address(target.strip()) else None
         if problem is not None:
             fail(problem)

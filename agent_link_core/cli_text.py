@@ -93,7 +93,7 @@ def address_error(value: str, option: str) -> AgentLinkError | None:
 
 def looks_like_bad_address(value: str) -> bool:
     """True when ``value`` has an address's shape (``x:y``) without being one."""
-    return ":" in value and not is_address(value) and bool(re.fullmatch(r"[A-Za-z][A-Za-z0-9-]*:.+", value))
+    return ":" in value and not is_address(value) and bool(re.fullmatch(r"[A-Za-z][A-Za-z0-9-]*:.*", value))
 
 
 def read_body(text: str | None, path: str | None, stdin: IO[bytes]) -> str:

@@ -444,6 +444,8 @@ async def test_message_agent_errors() -> None:
         assert error["details"] == {"role": "role:x", "candidates": []}
         error = await alice.fail("message_agent", {"to": "nobody-by-that-name", "message": "hi"}, "not_found")
         assert error["details"]["query"] == "nobody-by-that-name" and error["details"]["candidates"] == []
+        error = await alice.fail("message_agent", {"to": "Test:Bob", "message": "hi"}, "not_found")
+        assert "test:Bob" in error["hint"] and "lower case" in error["hint"]
         await alice.invalid("message_agent", {"to": "test:bob", "message": "x", "replyToMessageId": "not-a-ulid"}, "replyToMessageId", "pattern")
         error = await alice.fail("message_agent", {"to": "test:bob", "message": "x", "replyToMessageId": UNKNOWN_ULID}, "not_found")
         assert error["details"]["id"] == UNKNOWN_ULID
