@@ -806,9 +806,10 @@ def build_cli() -> click.Group:
 
         sys.exit(hook_main([host, event]))
 
-    from agent_link_core import config_cli
+    from agent_link_core import config_cli, host_install
 
     config_cli.register(cli, fail)
+    host_install.register(cli)
     return cli
 
 
