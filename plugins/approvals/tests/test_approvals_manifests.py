@@ -32,11 +32,16 @@ def test_the_repository_manifests_give_ids_and_servers() -> None:
 
 @pytest.fixture
 def codex_root(tmp_path: Path) -> Path:
-    """A copy of the Codex plugin's files (the marketplace, manifests and launcher)."""
+    """A copy of the Codex plugin's files (the marketplace, manifests and launcher), with the
+    plugin folder at the marketplace's root (``./``)."""
     root = tmp_path / "copy"
-    for rel in read_codex_plugin().files:
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(REPO / rel, root / rel)
+    plugin = read_codex_plugin()
+    for rel in plugin.files:
+        inside = (REPO / rel).resolve().relative_to(plugin.plugin_root) if rel.startswith("plugins/") else Path(rel)
+        (root / inside).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / rel, root / inside)
+    edit(root / ".agents" / "plugins" / "marketplace.json",
+         lambda d: [p.update(source={"source": "local", "path": "./"}) for p in d["plugins"]])
     return root
 
 

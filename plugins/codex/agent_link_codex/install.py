@@ -9,8 +9,9 @@ declaration, launcher; a few KB) to ``~/.local/share/agent-link/host-plugins/cod
 ``$CODEX_HOME/plugins/cache``. An earlier registration under the same names (a checkout's
 marketplace, an older install) is removed first, so running install again reinstalls.
 
-Uninstall runs ``codex plugin remove`` (which also removes Codex's cached copy) and
-``codex plugin marketplace remove``, then removes the folder. The mailbox is left alone.
+Uninstall runs ``codex plugin remove`` (which also removes Codex's cached copy, leaving its
+empty marketplace folder, observed on 0.171.0) and ``codex plugin marketplace remove``, then
+removes that empty folder and agent-link's. The mailbox is left alone.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from agent_link_core import host_install
 from agent_link_core.cli import fail
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.host_install import Step
+
+from agent_link_codex.settings import codex_home
 
 SOURCE = Path(__file__).with_name("host_plugin")
 MARKETPLACE = "agent-link"  # the repository's marketplace name too, so config.toml keys carry over
@@ -62,9 +65,17 @@ def install_steps(codex: str, folder: Path, executable: Path) -> list[Step]:
     ]
 
 
-def uninstall_steps(codex: str, folder: Path) -> list[Step]:
+def _remove_if_empty(path: Path) -> None:
+    if path.is_dir() and not any(path.iterdir()):
+        path.rmdir()
+
+
+def uninstall_steps(codex: str, folder: Path, home: Path) -> list[Step]:
     """What ``agent-link uninstall codex`` does, in order (see the module docstring)."""
-    return [*_forget_steps(codex), Step(f"remove {folder}", action=lambda: host_install.remove_folder(folder))]
+    cache = home / "plugins" / "cache" / MARKETPLACE
+    return [*_forget_steps(codex),
+            Step(f"remove the empty {cache} Codex leaves", action=lambda: _remove_if_empty(cache)),
+            Step(f"remove {folder}", action=lambda: host_install.remove_folder(folder))]
 
 
 _host_bin = click.option("--host-bin", metavar="PATH",
@@ -101,7 +112,8 @@ def install_codex(host_bin: str | None, dry_run: bool) -> None:
 def uninstall_codex(host_bin: str | None, dry_run: bool) -> None:
     """Remove the agent-link Codex plugin (your messages stay in the state directory)."""
     try:
-        host_install.run_steps(uninstall_steps(_codex(host_bin, dry_run), host_install.plugin_dir("codex")), dry_run=dry_run)
+        steps = uninstall_steps(_codex(host_bin, dry_run), host_install.plugin_dir("codex"), codex_home(os.environ))
+        host_install.run_steps(steps, dry_run=dry_run)
     except AgentLinkError as exc:
         fail(exc)
     if dry_run:
