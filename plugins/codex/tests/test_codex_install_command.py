@@ -74,3 +74,9 @@ def test_missing_host_cli_is_one_line_and_exit_1(tmp_path: Path) -> None:
     done = run(["uninstall", "codex"], tmp_path, PATH=str(tmp_path))
     assert done.returncode == 1 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert "`codex` is not on PATH" in done.stderr and "--host-bin" in done.stderr
+
+
+def test_shell_completion_offers_the_host_subcommands(tmp_path: Path) -> None:
+    # README "Shell completion": click's completion sees the commands plugins add
+    done = run([], tmp_path, COMP_WORDS="agent-link install c", COMP_CWORD="2", _AGENT_LINK_COMPLETE="bash_complete")
+    assert done.returncode == 0 and "plain,codex" in done.stdout.splitlines(), done.stdout + done.stderr
