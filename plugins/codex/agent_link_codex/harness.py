@@ -424,7 +424,10 @@ class CodexHarness(Harness):
                 sessions.append(session_from_thread(summary, None, loaded=None))
         reason = error.details.get("reason") if error is not None else None
         states = self.endpoint_states()
-        provider = {"available": True, "reason": reason, "source": "local-jsonl-fallback", "endpoints": states}
+        # available = there is something to list: Codex's transcripts folder (a machine with no
+        # Codex at all is not "available" because agent-link can fall back to nothing)
+        readable = bool(files) or any((home / d).is_dir() for d in ("sessions", "archived_sessions"))
+        provider = {"available": readable, "reason": reason, "source": "local-jsonl-fallback", "endpoints": states}
         # the transcripts are this CODEX_HOME's only: an endpoint that did not answer may serve another
         return SessionListing(sessions, provider, complete=len(files) <= limit and all(s["reachable"] for s in states))
 
