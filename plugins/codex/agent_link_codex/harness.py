@@ -863,7 +863,7 @@ def prompt_hook_view(listed: list[dict[str, Any]], last_run_ms: int | None) -> d
                     view["entries"].append({k: hook.get(k) for k in ("key", "source", "pluginId", "enabled", "trustStatus", "sourcePath")})
     if not view["entries"]:
         view["trust"] = "not_installed"
-        view["hint"] = "Install the agent-link Codex plugin (or add hooks/codex-hooks.json to $CODEX_HOME/hooks.json) and trust its hook with /hooks."
+        view["hint"] = "Install the agent-link Codex plugin (`agent-link install codex`) and trust its hook with /hooks in Codex."
         return view
     view["declared"] = True
     view["trustSource"] = "hooks/list"  # what Codex itself reports, not a guess from files
