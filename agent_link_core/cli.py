@@ -40,10 +40,12 @@ def fail(exc: AgentLinkError) -> NoReturn:
     from agent_link_core.cli_text import error_line
 
     ctx = click.get_current_context(silent=True)
-    path = " ".join(ctx.command_path.split()[1:]) if ctx is not None else None
-    click.echo(error_line(exc, ctx.info_name if ctx is not None else None, path or None), err=True)
+    # at the root (a setting every command reads) there is no command to point at
+    command = ctx.info_name if ctx is not None and ctx.parent is not None else None
+    path = " ".join(ctx.command_path.split()[1:]) if command is not None and ctx is not None else None
+    click.echo(error_line(exc, command, path or None), err=True)
     paths = [e.get("path", "") for e in exc.details.get("errors", [])] if exc.code == "invalid_arguments" else []
-    sys.exit(2 if paths and not any(p.startswith("env.") for p in paths) else 1)
+    sys.exit(2 if paths and not any(p.startswith(("env.", "file.")) for p in paths) else 1)
 
 
 def get_app(ctx: click.Context) -> App:
@@ -602,7 +604,8 @@ def build_cli() -> click.Group:
                         click.echo(f"{view['id']}: now {view['status'] or 'fyi'} ({view['delivery']})\n")
                 if first:  # said once the starting point is taken: anything after it is news
                     if ndjson:
-                        click.echo(json.dumps({"version": JSON_FORMAT_VERSION, "event": "watching", "address": caller.address}))
+                        click.echo(json.dumps({"version": JSON_FORMAT_VERSION, "event": "watching", "address": caller.address},
+                                              ensure_ascii=False, separators=(",", ":")))
                     else:
                         click.echo(f"Watching mail of {caller.address} (Ctrl-C stops).")
                 first = False

@@ -64,6 +64,10 @@ def error_line(exc: AgentLinkError, command: str | None = None, command_path: st
                 name = path[4:]
             parts.append(f"{name}: expected {cli_words(str(e.get('expected', '')), command)}{EXAMPLES.get(e.get('rule', ''), '')}")
         line = "agent-link: " + "; ".join(parts) + "."
+        if exc.message and all(str(e.get("expected", "")) in exc.message for e in exc.details["errors"]):
+            # the message already says what each value should be (a setting's error): no list
+            # of options to repeat it, no --help to point at
+            return f"agent-link: {cli_words(exc.message, command)}" + (f" {exc.hint}" if exc.hint else "")
         if exc.message and not exc.message.startswith("Invalid arguments"):
             line = f"agent-link: {cli_words(exc.message, command)} " + line[len("agent-link: "):]
         where = command_path or command

@@ -200,6 +200,7 @@ class CodexHarness(Harness):
                      requires="--from-thread"),
     )
     send_result_fields = {"turnId": {"type": ["string", "null"]}, "threadId": {"type": "string"}, "switches": {"type": "array"},
+                          "switchReceipts": {"type": "array"},
                           # the separate facts of a send (send_facets)
                           "runtimeState": {"type": ["object", "null"]}, "archiveState": {"type": ["string", "null"]},
                           "desktopVisibility": {"type": ["object", "null"]}, "peerMessage": {"type": ["object", "null"]},
@@ -713,7 +714,8 @@ class CodexHarness(Harness):
 
     def desktop_push_view(self, installed: str | None) -> dict[str, Any]:
         """``desktopPush``: the push mode for threads another program holds, the versions it
-        was verified on, and what the holder check can do on this platform."""
+        was verified on, what the holder check can do on this platform, and ``rolloutChecks``
+        (how the checks before pushes in this process went, see :class:`Deliverer`)."""
         values = self.values
         mode = values.get("AGENT_LINK_CODEX_DESKTOP_PUSH") or "mailbox-only"
         refused = mode == "shared-daemon" and not explicit(values)
@@ -735,6 +737,7 @@ class CodexHarness(Harness):
             "heldSignal": "rollout-open-elsewhere",
             "turnCompletedMethod": "turn/completed",
             "holderCheck": holder_check_view(),
+            "rolloutChecks": {**self.deliverer.rollout_checks, "skipped": dict(self.deliverer.rollout_checks["skipped"])},
             "warnings": warnings,
         }
 
