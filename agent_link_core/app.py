@@ -10,6 +10,7 @@ import asyncio
 import json
 import logging
 import os
+import shlex
 import sqlite3
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -868,6 +869,11 @@ class App:
         }
         self.hooks.tools()  # a refused tool is a plugin problem health must show
         out["plugins"] = self.plugins_view()
+        if out["stateDir"]["exists"] and not out["stateDir"]["private"]:
+            # left as it is (it may be shared on purpose), but said, with the command that fixes it
+            out["stateDir"]["warning"] = {
+                "code": "state_dir_not_private", "message": "other users can open the state dir, where the mailbox is",
+                "hint": f"Run `chmod 700 {shlex.quote(self.config.state_dir)}` unless it is shared on purpose."}
         if include_caller_context:
             out["callerContext"] = {"meta": json.loads(json.dumps(meta or {}, default=str)), "source": caller.source}
         return out

@@ -122,8 +122,8 @@ def _print_health(h: dict[str, Any]) -> None:
     click.echo(f"  address:    {h['address']} ({h['addressSource']})")
     click.echo(f"  host:       {h['host'] or 'unknown'}")
     click.echo(f"  state dir:  {h['stateDir']['path']} ({'exists' if h['stateDir']['exists'] else 'missing'})")
-    if h["stateDir"]["exists"] and not h["stateDir"]["private"]:
-        click.echo("  warning: other users can open the state dir; agent-link leaves existing dirs as they are")
+    if h["stateDir"].get("warning"):
+        click.echo(f"  warning: {h['stateDir']['warning']['message']}. {h['stateDir']['warning']['hint']}")
     settings = h.get("settings") or {}
     click.echo(f"  settings:   {settings.get('file')}"
                + "".join(f"\n    {n} from {src}" for n, src in (settings.get("sources") or {}).items()))
@@ -821,9 +821,10 @@ def build_cli() -> click.Group:
 
         sys.exit(hook_main([host, event]))
 
-    from agent_link_core import config_cli
+    from agent_link_core import config_cli, host_install
 
     config_cli.register(cli, fail)
+    host_install.register(cli)
     return cli
 
 
