@@ -118,3 +118,12 @@ def test_groups_exist_for_host_plugins_to_fill() -> None:
     host_install.install_group(cli).add_command(click.Command("h", callback=lambda: click.echo("installed h")))
     assert CliRunner().invoke(cli, ["install", "h"]).output == "installed h\n"
     assert host_install.uninstall_group(cli).commands == {}
+
+
+def test_every_host_plugin_carries_the_same_launcher() -> None:
+    """Each host plugin's package carries its own copy of the launcher (a wheel must hold
+    it); hooks/ links them, and they must not drift apart."""
+    root = Path(__file__).resolve().parents[1]
+    launchers = sorted((root / "hooks").glob("*/agent-link.sh"))
+    assert len(launchers) >= 2, launchers
+    assert len({launcher.read_bytes() for launcher in launchers}) == 1, launchers
