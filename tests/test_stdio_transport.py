@@ -242,3 +242,21 @@ async def test_a_malformed_opening_request_gets_one_answer_also_from_the_start_u
             assert "validation error" not in json.dumps(answered)
             assert answered[16]["result"]["tools"]
             assert [a["error"]["code"] for a in raw.null_answers] == [INVALID_REQUEST]
+
+
+def test_calls_under_way_are_answered_after_the_client_closes_its_input() -> None:
+    """A client that writes its requests and closes stdin (a pipe) still gets every answer:
+    here a send that waits for a reply (which never comes) until its timeout."""
+    import subprocess
+
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "pipe", "version": "0"}}}
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "message_agent", "arguments": {
+        "to": "team:bob", "message": "piped", "waitForReply": True, "timeoutMs": 1500}}}
+    lines = [init, {"jsonrpc": "2.0", "method": "notifications/initialized"}, call]
+    done = subprocess.run([sys.executable, "-m", "agent_link_core", "mcp"], check=False, capture_output=True, timeout=120,
+                          input=b"".join(json.dumps(line).encode() + b"\n" for line in lines),
+                          env=server_env({"AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS, "AGENT_LINK_ADDRESS": "team:alice"}))
+    answers = {a["id"]: a for a in map(json.loads, done.stdout.splitlines()) if "id" in a}
+    result = answers[1]["result"]["structuredContent"]
+    assert result["ok"] is True and result["messageId"], answers[1]
