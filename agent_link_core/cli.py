@@ -73,6 +73,17 @@ def emit(data: Any, as_json: bool, human: Any, ndjson: bool = False) -> None:
         human(data)
 
 
+class FiniteRange(click.FloatRange):
+    """A float range that also refuses ``nan`` (every comparison with it is false, so a plain
+    range lets it through)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if number != number:
+            self.fail(f"{value!r} is not a number.", param, ctx)
+        return number
+
+
 def run_async(coro: Any) -> Any:
     """Run a coroutine of the typed API, turning an AgentLinkError into a one-line exit 1."""
     import asyncio
@@ -264,6 +275,9 @@ def build_cli() -> click.Group:
     def who_am_i(app: App, from_address: str | None, named: dict[str, Any]) -> Any:
         from agent_link_core import api
 
+        if from_address is not None and not from_address.strip():
+            raise click.UsageError("--from is empty: give an address such as team:alice, or leave the option out")
+
         given: dict[str, str] = {}
         for option in sender_options(app):
             value = named.get(option.param)
@@ -410,8 +424,8 @@ def build_cli() -> click.Group:
     @click.option("--timeout-ms", type=click.IntRange(0, 600000), default=60000, show_default=True, help="With --wait (at most 600000).")
     @click.option("--retry-count", type=click.IntRange(0, 20), default=0, show_default=True)
     @click.option("--retry-delay-ms", type=click.IntRange(0, 60000), default=500, show_default=True)
-    @click.option("--retry-backoff", type=click.FloatRange(1.0, 10.0), default=2.0, show_default=True)
-    @click.option("--retry-jitter", type=click.FloatRange(0.0, 1.0), default=0.1, show_default=True)
+    @click.option("--retry-backoff", type=FiniteRange(1.0, 10.0), default=2.0, show_default=True)
+    @click.option("--retry-jitter", type=FiniteRange(0.0, 1.0), default=0.1, show_default=True)
     @click.option("--retry-unknown", is_flag=True, help="Push again a message whose earlier outcome was unknown.")
     @click.option("--require-known", is_flag=True, help="Refuse an address no process has ever served (typo guard).")
     @click.option("--require-delivered", is_flag=True, help=f"Exit {EXIT_UNDELIVERED} unless the outcome is delivered.")

@@ -132,6 +132,9 @@ def test_errors_speak_the_cli_language() -> None:
     assert "fyi" not in date.stderr  # the format is the first thing to fix, not the labels
     upper = run("send", "Team:bob", "x", "--from", "team:alice")
     assert upper.returncode == 2 and "harness names are lower case" in upper.stderr and "team:bob" in upper.stderr
+    for bad in (("--from", ""), ("--retry-backoff", "nan"), ("--message-id", "8" + "Z" * 25)):  # 8Z…: over 128 bits
+        refused = run("send", "team:bob", "x", "--from", "team:alice", *bad)
+        assert refused.returncode == 2 and "Traceback" not in refused.stderr, (bad, refused.stderr)
     for target in ("", "team:"):  # no target, and an address without its id, are usage errors
         empty = run("send", target, "x", "--from", "team:alice")
         assert empty.returncode == 2 and "No session has the id" not in empty.stderr, empty.stderr
