@@ -73,6 +73,17 @@ def emit(data: Any, as_json: bool, human: Any, ndjson: bool = False) -> None:
         human(data)
 
 
+class FiniteRange(click.FloatRange):
+    """A float range that also refuses ``nan`` (every comparison with it is false, so a plain
+    range lets it through)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if number != number:
+            self.fail(f"{value!r} is not a number.", param, ctx)
+        return number
+
+
 def run_async(coro: Any) -> Any:
     """Run a coroutine of the typed API, turning an AgentLinkError into a one-line exit 1."""
     import asyncio
@@ -122,8 +133,8 @@ def _print_health(h: dict[str, Any]) -> None:
     click.echo(f"  address:    {h['address']} ({h['addressSource']})")
     click.echo(f"  host:       {h['host'] or 'unknown'}")
     click.echo(f"  state dir:  {h['stateDir']['path']} ({'exists' if h['stateDir']['exists'] else 'missing'})")
-    if h["stateDir"]["exists"] and not h["stateDir"]["private"]:
-        click.echo("  warning: other users can open the state dir; agent-link leaves existing dirs as they are")
+    if h["stateDir"].get("warning"):
+        click.echo(f"  warning: {h['stateDir']['warning']['message']}. {h['stateDir']['warning']['hint']}")
     settings = h.get("settings") or {}
     click.echo(f"  settings:   {settings.get('file')}"
                + "".join(f"\n    {n} from {src}" for n, src in (settings.get("sources") or {}).items()))
@@ -273,6 +284,9 @@ def build_cli() -> click.Group:
     def who_am_i(app: App, from_address: str | None, named: dict[str, Any]) -> Any:
         from agent_link_core import api
 
+        if from_address is not None and not from_address.strip():
+            raise click.UsageError("--from is empty: give an address such as team:alice, or leave the option out")
+
         given: dict[str, str] = {}
         for option in sender_options(app):
             value = named.get(option.param)
@@ -419,8 +433,8 @@ def build_cli() -> click.Group:
     @click.option("--timeout-ms", type=click.IntRange(0, 600000), default=60000, show_default=True, help="With --wait (at most 600000).")
     @click.option("--retry-count", type=click.IntRange(0, 20), default=0, show_default=True)
     @click.option("--retry-delay-ms", type=click.IntRange(0, 60000), default=500, show_default=True)
-    @click.option("--retry-backoff", type=click.FloatRange(1.0, 10.0), default=2.0, show_default=True)
-    @click.option("--retry-jitter", type=click.FloatRange(0.0, 1.0), default=0.1, show_default=True)
+    @click.option("--retry-backoff", type=FiniteRange(1.0, 10.0), default=2.0, show_default=True)
+    @click.option("--retry-jitter", type=FiniteRange(0.0, 1.0), default=0.1, show_default=True)
     @click.option("--retry-unknown", is_flag=True, help="Push again a message whose earlier outcome was unknown.")
     @click.option("--require-known", is_flag=True, help="Refuse an address no process has ever served (typo guard).")
     @click.option("--require-delivered", is_flag=True, help=f"Exit {EXIT_UNDELIVERED} unless the outcome is delivered.")
@@ -454,6 +468,8 @@ def build_cli() -> click.Group:
         from agent_link_core.mailbox import parse_iso_ms
 
         body = message_text(text, file)
+        if not target.strip():
+            raise click.UsageError("TARGET is empty: give an address, a contact alias or a session id")
         problem = address_error(target.strip(), "to") if looks_like_bad_address(target.strip()) else None
         if problem is not None:
             fail(problem)
@@ -479,7 +495,14 @@ def build_cli() -> click.Group:
                                              envelope_format=None if envelope_format == "agent-link" else envelope_format))
         data = result.to_dict()
         if wait_reply and result.outcome in ("delivered", "accepted", "queued") and result.message_id:
-            data["wait"] = wait_all(app, me, result.message_id, timeout_ms)
+            try:
+                click.echo(f"{result.outcome}: {result.message_id}; waiting up to {timeout_ms / 1000:g} s for the answer "
+                           "(Ctrl-C stops waiting)", err=True)
+                data["wait"] = wait_all(app, me, result.message_id, timeout_ms)
+            except KeyboardInterrupt:  # the message is sent: its id must not be lost with the wait
+                click.echo(f"{result.outcome}: {result.message_id} to {data['to'] or target} "
+                           f"(stopped waiting; `agent-link wait {result.message_id}` waits again)", err=True)
+                sys.exit(130)
 
         def human(d: dict[str, Any]) -> None:
             line = f"{d['outcome']}: {d['messageId'] or '-'} to {d['to'] or target}"
@@ -819,9 +842,10 @@ def build_cli() -> click.Group:
 
         sys.exit(hook_main([host, event]))
 
-    from agent_link_core import config_cli
+    from agent_link_core import config_cli, host_install
 
     config_cli.register(cli, fail)
+    host_install.register(cli)
     return cli
 
 

@@ -93,7 +93,7 @@ def address_error(value: str, option: str) -> AgentLinkError | None:
 
 def looks_like_bad_address(value: str) -> bool:
     """True when ``value`` has an address's shape (``x:y``) without being one."""
-    return ":" in value and not is_address(value) and bool(re.fullmatch(r"[A-Za-z][A-Za-z0-9-]*:.+", value))
+    return ":" in value and not is_address(value) and bool(re.fullmatch(r"[A-Za-z][A-Za-z0-9-]*:.*", value))
 
 
 def read_body(text: str | None, path: str | None, stdin: IO[bytes]) -> str:
@@ -108,6 +108,12 @@ def read_body(text: str | None, path: str | None, stdin: IO[bytes]) -> str:
     if (text is None) == (path is None):
         raise invalid_arguments([{"path": "message", "rule": "required", "expected": "exactly one of TEXT, - (stdin) or --file PATH"}])
     if text is not None and text != "-":
+        # Python keeps argv bytes that are not UTF-8 as lone surrogates (PEP 383): refused,
+        # as the same bytes from a file or stdin are
+        bad = next((i for i, ch in enumerate(text) if "\udc80" <= ch <= "\udcff"), None)
+        if bad is not None:
+            raise invalid_arguments([{"path": "message", "rule": "utf8",
+                                      "expected": f"UTF-8 text (TEXT has an invalid byte at character {bad})"}])
         return text
     source = "stdin" if path is None else path
     try:

@@ -425,7 +425,10 @@ class CodexHarness(Harness):
                 sessions.append(session_from_thread(summary, None, loaded=None))
         reason = error.details.get("reason") if error is not None else None
         states = self.endpoint_states()
-        provider = {"available": True, "reason": reason, "source": "local-jsonl-fallback", "endpoints": states}
+        # available = there is something to list: Codex's transcripts folder (a machine with no
+        # Codex at all is not "available" because agent-link can fall back to nothing)
+        readable = bool(files) or any((home / d).is_dir() for d in ("sessions", "archived_sessions"))
+        provider = {"available": readable, "reason": reason, "source": "local-jsonl-fallback", "endpoints": states}
         # the transcripts are this CODEX_HOME's only: an endpoint that did not answer may serve another
         return SessionListing(sessions, provider, complete=len(files) <= limit and all(s["reachable"] for s in states))
 
@@ -863,7 +866,7 @@ def prompt_hook_view(listed: list[dict[str, Any]], last_run_ms: int | None) -> d
                     view["entries"].append({k: hook.get(k) for k in ("key", "source", "pluginId", "enabled", "trustStatus", "sourcePath")})
     if not view["entries"]:
         view["trust"] = "not_installed"
-        view["hint"] = "Install the agent-link Codex plugin (or add hooks/codex-hooks.json to $CODEX_HOME/hooks.json) and trust its hook with /hooks."
+        view["hint"] = "Install the agent-link Codex plugin (`agent-link install codex`) and trust its hook with /hooks in Codex."
         return view
     view["declared"] = True
     view["trustSource"] = "hooks/list"  # what Codex itself reports, not a guess from files

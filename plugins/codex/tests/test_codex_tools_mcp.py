@@ -197,7 +197,7 @@ async def test_transcript_fallback_listing(alice: AgentLinkClient, codex_home: P
 
     agents = await ok(alice, "list_agents", {"harness": "codex"})
     assert {s["address"] for s in agents["sessions"]} == {f"codex:{T1}", f"codex:{T2}", f"codex:{T3}"}
-    assert agents["providers"]["codex"]["source"] == "local-jsonl-fallback"
+    assert agents["providers"]["codex"]["source"] == "local-jsonl-fallback" and agents["providers"]["codex"]["available"] is True
     found = await ok(alice, "resolve_agent", {"query": T3})
     assert found["status"] == "resolved" and found["best"]["address"] == f"codex:{T3}"
 
