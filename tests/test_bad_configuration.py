@@ -71,15 +71,17 @@ def test_a_receipt_log_that_is_a_directory_loses_nothing(isolated_env: Path, tmp
     assert len(json.loads(listed.stdout)["data"]) == 1  # the database holds the receipt
 
 
-def test_a_decline_with_invalid_utf8_is_stored_sanitized(isolated_env: Path) -> None:
+def test_a_decline_with_invalid_utf8_is_a_one_line_refusal(isolated_env: Path) -> None:
     sent = run("send", "test:bob", "q?", "--anticipation", "reply", "--json", env={"AGENT_LINK_ADDRESS": "test:alice"})
     message_id = json.loads(sent.stdout)["messageId"]
     bad = b"\xff\xfe not utf-8"
     done = subprocess.run([sys.executable, "-m", "agent_link_core", "reply", message_id.encode(), bad, b"--decline"],
                           env={**os.environ, **NO_HOSTS, "AGENT_LINK_ADDRESS": "test:bob"}, capture_output=True, timeout=120)
-    assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
+    # the CLI refuses TEXT that is not UTF-8 (a usage error, exit 2) in one line; nothing is resolved
+    assert done.returncode == 2 and b"Traceback" not in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and b"UTF-8" in done.stderr
     status = json.loads(run("status", message_id, "--json", env={"AGENT_LINK_ADDRESS": "test:alice"}).stdout)
-    assert status["status"] == "declined" and "not utf-8" in status["resolution"]["reason"]
+    assert status["status"] == "pending"
 
 
 @pytest.mark.parametrize(("variable", "make"), [("AGENT_LINK_STATE_DIR", "file"), ("AGENT_LINK_MAILBOX_PATH", "dir")])

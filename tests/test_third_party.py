@@ -140,8 +140,9 @@ def test_a_third_party_reads_nothing_through_the_cli(app: App, monkeypatch: pyte
     every = {line.split()[0] for line in listed.splitlines() if line.strip()}
     # hook: answers the session named in the host's stdin with counts of its own mail only;
     # mcp: the server, walked tool by tool above; web: the machine user's own token-protected page;
-    # watch: runs until interrupted (walked in the next test).
-    assert every - {args[0] for args in commands} <= {"hook", "mcp", "web", "watch"}, every
+    # watch: runs until interrupted (walked in the next test); install, uninstall: set up the
+    # hosts' plugin folders, no mail in them.
+    assert every - {args[0] for args in commands} <= {"hook", "mcp", "web", "watch", "install", "uninstall"}, every
 
 
 def test_a_third_party_watching_sees_only_its_own_news(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
