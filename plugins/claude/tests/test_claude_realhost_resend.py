@@ -228,9 +228,6 @@ def test_retry_unknown_later_confirms_the_earlier_write_instead_of_writing_again
         plain = cli("send", f"claude:{sid}", "Status?", "--message-id", mid, "--anticipation", "reply")
         assert plain["outcome"] == "unknown" and plain["attempts"] == 0, plain  # nothing pushed without the flag
         retried = cli("send", f"claude:{sid}", "Status?", "--message-id", mid, "--anticipation", "reply", "--retry-unknown")
-        print("DBG", retried)
-        fence(stub, sid)
-        print("DBG", [(l.get("type"), l.get("operation")) for l in transcript_lines(host, sid, mid)])
         assert retried["outcome"] == "delivered" and retried["attempts"] == 1, retried
         assert retried["inbox"]["state"] == "already_delivered", retried  # found, not written again
         fence(stub, sid)
