@@ -47,8 +47,8 @@ def stored(body: str) -> dict[str, Any]:
     app = App.create()
     try:
         row = app.store.conn.execute("SELECT id FROM messages WHERE body = ?", (body,)).fetchone()
-        view = app.mailbox.to_view(app.mailbox.get_row(row["id"]))
-        return {**view, "envelope": app.mailbox.envelope(app.mailbox.get_row(row["id"]))}
+        message = app.mailbox.stored(row["id"])
+        return {**app.mailbox.to_view(message), "envelope": app.mailbox.envelope(message)}
     finally:
         app.close()
 
