@@ -175,3 +175,27 @@ async def test_list_agents_and_the_sessions_command_page_with_working_cursors(sh
         assert len(source["sessions"]) == COUNT // 10 and source["filteredOut"] == {"archived": 0, "source": COUNT - COUNT // 10}
         refused = await sessions("--cursor", "nonsense")
         assert refused.returncode != 0 and "cursor" in refused.stderr and "Traceback" not in refused.stderr, refused.stderr
+
+
+async def test_the_transcript_fallback_lists_exec_runs_and_sub_agents_too(
+    isolated_env: Path, make_rollout: Any, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without an app-server the listing comes from the rollout files: it leaves no source
+    kind out, so it may say complete."""
+    import os
+
+    from agent_link_core.app import App
+
+    home = Path(os.environ["CODEX_HOME"])
+    kinds = {IDS[0]: "vscode", IDS[1]: "exec", IDS[2]: "subAgent"}
+    for tid, kind in kinds.items():
+        make_rollout(home, tid, source=kind)
+    monkeypatch.setenv("AGENT_LINK_CODEX_AUTOSTART", "0")
+    monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", "claude roles receipts")
+    app = App.create()
+    try:
+        listed = await app.list_agents(harness="codex")
+    finally:
+        app.close()
+    assert listed["providers"]["codex"]["source"] == "local-jsonl-fallback"
+    assert {s["id"] for s in listed["sessions"]} == set(kinds) and listed["complete"] is True
