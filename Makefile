@@ -53,8 +53,8 @@ test-latest:
 
 # Static checks (config in pyproject.toml) on the core, every plugin, testing/ and examples/.
 lint:
-	$(VENV)/bin/ruff check agent_link_core plugins testing examples tests
-	$(VENV)/bin/mypy agent_link_core testing/agent_link_testing \
+	$(VENV)/bin/ruff check agent_link_core plugins testing examples tests bench
+	$(VENV)/bin/mypy agent_link_core testing/agent_link_testing bench/run.py \
 		$(foreach p,$(PLUGINS),plugins/$(p)/agent_link_$(p)) $(foreach p,$(EXAMPLES),examples/$(p)/agent_link_$(p))
 
 bench:

@@ -40,7 +40,8 @@ def fail(exc: AgentLinkError) -> NoReturn:
     from agent_link_core.cli_text import error_line
 
     ctx = click.get_current_context(silent=True)
-    click.echo(error_line(exc, ctx.info_name if ctx is not None else None), err=True)
+    path = " ".join(ctx.command_path.split()[1:]) if ctx is not None else None
+    click.echo(error_line(exc, ctx.info_name if ctx is not None else None, path or None), err=True)
     paths = [e.get("path", "") for e in exc.details.get("errors", [])] if exc.code == "invalid_arguments" else []
     sys.exit(2 if paths and not any(p.startswith("env.") for p in paths) else 1)
 
@@ -164,8 +165,10 @@ class AgentLinkGroup(click.Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         # Plugins may also add options to core commands (e.g. a harness's endpoint choice),
-        # so they load for every command but the two that must start fast on their own.
-        if cmd_name not in self.commands or cmd_name not in ("mcp", "hook"):
+        # so they load for every command but the two that must start fast on their own and
+        # ``config``, which reads the plugins' settings itself and must open no database
+        # (it may be about to say where the database lives).
+        if cmd_name not in self.commands or cmd_name not in ("mcp", "hook", "config"):
             self._load_plugin_commands(ctx)
         command = super().get_command(ctx, cmd_name)
         if command is not None and getattr(command.callback, "__agent_link_sender_options__", False):

@@ -47,8 +47,13 @@ def cli_words(text: str, command: str | None = None) -> str:
     return re.sub(r"(?<![\w`-])([a-z]+[A-Z][A-Za-z]*)\b", lambda m: names.get(m.group(1), m.group(1)), text)
 
 
-def error_line(exc: AgentLinkError, command: str | None = None) -> str:
-    """One line for stderr: what went wrong, in CLI terms, then what to do."""
+def error_line(exc: AgentLinkError, command: str | None = None, command_path: str | None = None) -> str:
+    """One line for stderr: what went wrong, in CLI terms, then what to do.
+
+    :param command: the command's own name (``send``), for its option names.
+    :param command_path: the words after ``agent-link`` that run it (``config set``), for the
+        help pointer; defaults to ``command``.
+    """
     if exc.code == "invalid_arguments" and exc.details.get("errors"):
         names = _names(command)
         parts = []
@@ -61,7 +66,8 @@ def error_line(exc: AgentLinkError, command: str | None = None) -> str:
         line = "agent-link: " + "; ".join(parts) + "."
         if exc.message and not exc.message.startswith("Invalid arguments"):
             line = f"agent-link: {cli_words(exc.message, command)} " + line[len("agent-link: "):]
-        return line + (" See `agent-link " + command + " --help`." if command else "")
+        where = command_path or command
+        return line + (" See `agent-link " + where + " --help`." if where else "")
     line = f"agent-link: {cli_words(exc.message, command)}"
     if exc.hint:
         line += f" {cli_words(exc.hint, command)}"

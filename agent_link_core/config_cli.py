@@ -30,8 +30,7 @@ def declared_settings() -> dict[str, Setting]:
 def _setting(name: str, settings: dict[str, Setting]) -> Setting:
     variable = variable_name(name)
     if variable not in settings:
-        raise AgentLinkError("invalid_arguments", f"There is no agent-link setting {variable}.",
-                             {"errors": [{"path": "name", "rule": "known_setting"}]},
+        raise AgentLinkError("invalid_arguments", f"There is no agent-link setting {variable}.", {"setting": variable},
                              hint="`agent-link config list` names every setting.")
     return settings[variable]
 
@@ -44,12 +43,16 @@ def _typed(setting: Setting, raw: str) -> Any:
     problems: list[AgentLinkError] = []
     cfg = load_config({"HOME": os.path.expanduser("~"), setting.name: raw}, (setting,) if setting not in CORE_SETTINGS else (),
                       on_setting_error=problems.append)
+    # The reader's own words speak of an environment variable and a fallback to the default;
+    # here nothing is read yet and nothing falls back, so say what the value should be.
     if problems:
-        raise problems[0]
+        expected = "; ".join(str(e.get("expected", "")) for e in problems[0].details.get("errors", [])) or problems[0].message
+        raise AgentLinkError("invalid_arguments", f"{setting.name} cannot be {raw!r}: expected {expected}.",
+                             {"setting": setting.name}, hint="Nothing was written.")
     if cfg.warnings:
-        raise AgentLinkError("invalid_arguments", cfg.warnings[0]["message"],
-                             {"errors": [{"path": "value", "rule": setting.kind}]},
-                             hint=setting.doc or "See `agent-link config list`.")
+        what = f" ({setting.doc.rstrip('.')})" if setting.doc else ""
+        raise AgentLinkError("invalid_arguments", f"{raw!r} is not a valid value for {setting.name}{what}.",
+                             {"setting": setting.name}, hint="Nothing was written.")
     if setting.kind == "flag":
         return bool(cfg.values[setting.name])
     if setting.kind == "int":

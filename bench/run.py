@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from agent_link_testing.dists import install_dist
@@ -30,7 +31,8 @@ def interleaved_medians(
 ) -> tuple[float, float]:
     """Median wall times (ms) of commands ``a`` and ``b`` run alternately, so that load from
     elsewhere on the machine weighs on both alike. The first pair warms the page cache."""
-    times_a, times_b = [], []
+    times_a: list[float] = []
+    times_b: list[float] = []
     for _ in range(runs + 1):
         for cmd, stdin, sink in ((a, "", times_a), (b, stdin_b, times_b)):
             start = time.perf_counter()
@@ -44,21 +46,23 @@ def line(name: str, value: float, unit: str, baseline_name: str, baseline: float
     print(f"{name:<44} {value:9.1f} {unit:<6} baseline {baseline_name} {baseline:9.1f} {unit:<6} ratio {ratio:5.2f}  target {target}")
 
 
-def fill(state: Path, count: int, recipient_prefix: str = "bench:other") -> None:
-    """Store ``count`` messages for other recipients (one transaction per 1000)."""
+def fill(state: Path, count: int, recipient_prefix: str = "bench:other", body: Callable[[int], str] = lambda i: "body",
+         anticipation: str = "reply", search_index: bool = False) -> None:
+    """Store ``count`` messages from bench:sender to 500 recipients (one transaction per
+    1000); ``body(i)`` is the i-th body. With ``search_index`` the database has the search
+    index, whose triggers index each row as it is inserted."""
     os.environ["AGENT_LINK_STATE_DIR"] = str(state)
     from agent_link_core.config import load_config
-    from agent_link_core.mailbox import OutgoingMessage, content_hash, new_message_id
-    from agent_link_core.store import Store, now_ms
+    from agent_link_core.mailbox import content_hash, new_message_id
+    from agent_link_core.search import SEARCH_MIGRATIONS
+    from agent_link_core.store import CORE_MIGRATIONS, Store, now_ms
 
-    config = load_config()
-    store = Store(config.db_path)
+    store = Store(load_config().db_path, (*CORE_MIGRATIONS, *SEARCH_MIGRATIONS) if search_index else CORE_MIGRATIONS)
     rows = []
     for i in range(count):
-        mid = new_message_id()
-        to = f"{recipient_prefix}{i % 500}"
-        rows.append((mid, "bench:sender", "config", to, to, "body", 4, content_hash("bench:sender", to, "body", "reply", None, None),
-                     "{}", now_ms(), "reply", None, None))
+        to, text = f"{recipient_prefix}{i % 500}", body(i)
+        rows.append((new_message_id(), "bench:sender", "config", to, to, text, len(text.encode()),
+                     content_hash("bench:sender", to, text, anticipation, None, None), "{}", now_ms(), anticipation, None, None))
         if len(rows) == 1000 or i == count - 1:
             with store.write() as conn:
                 conn.executemany(
@@ -194,29 +198,11 @@ def _body(rng: Any, i: int) -> str:
 
 def _search_db(state: Path, count: int) -> None:
     """``count`` messages between bench:sender and 500 recipients, in a database with the
-    search index (the triggers index each row as it is inserted)."""
+    search index."""
     import random
 
-    os.environ["AGENT_LINK_STATE_DIR"] = str(state)
-    from agent_link_core.config import load_config
-    from agent_link_core.mailbox import content_hash, new_message_id
-    from agent_link_core.search import SEARCH_MIGRATIONS
-    from agent_link_core.store import CORE_MIGRATIONS, Store, now_ms
-
     rng = random.Random(7)
-    store = Store(load_config().db_path, (*CORE_MIGRATIONS, *SEARCH_MIGRATIONS))
-    rows = []
-    for i in range(count):
-        to, body = f"bench:other{i % 500}", _body(rng, i)
-        rows.append((new_message_id(), "bench:sender", "config", to, to, body, len(body),
-                     content_hash("bench:sender", to, body, "fyi", None, None), "{}", now_ms(), "fyi", None, None))
-        if len(rows) == 1000 or i == count - 1:
-            with store.write() as conn:
-                conn.executemany(
-                    "INSERT INTO messages (id, from_addr, from_source, to_addr, recipient, body, body_bytes, content_hash,"
-                    " metadata, sent_at, anticipation, reply_by, reply_to) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
-            rows = []
-    store.close()
+    fill(state, count, body=lambda i: _body(rng, i), anticipation="fyi", search_index=True)
 
 
 def bench_search(tmp: Path) -> None:

@@ -78,6 +78,8 @@ def test_config_set_get_unset_keep_the_rest(settings: Path, tmp_path: Path) -> N
     assert {"AGENT_LINK_STATE_DIR", "AGENT_LINK_TOOLS"} <= {row["name"] for row in listed["settings"]}
     assert cli("config", "unset", "inspect_all").returncode == 0
     assert "inspect_all" not in settings.read_text() and "keep = 1" in settings.read_text()
+    # config says where the database lives; it opens none (no state dir at the default place)
+    assert not (Path(os.environ["HOME"]) / ".agent-link").exists() and not box.exists()
     # the CLI uses it: a message sent lands in the file's state dir
     assert cli("send", "team:bob", "hi", env={**os.environ, "AGENT_LINK_ADDRESS": "team:alice"}).returncode == 0
     assert (box / "agent-link.db").exists()
@@ -86,14 +88,15 @@ def test_config_set_get_unset_keep_the_rest(settings: Path, tmp_path: Path) -> N
 @pytest.mark.parametrize(("args", "needle"), [
     (("set", "no_such_thing", "1"), "no agent-link setting"),
     (("set", "state_dir", "relative/path"), "absolute path"),
-    (("set", "reminder_limit", "99"), "not a valid value"),
+    (("set", "reminder_limit", "99"), "not a valid value for AGENT_LINK_REMINDER_LIMIT"),
     (("set", "inspect_all", "maybe"), "1/true/yes/on"),
     (("get", "nope"), "no agent-link setting"),
 ])
 def test_config_refuses_what_no_process_would_accept(settings: Path, args: tuple[str, ...], needle: str) -> None:
     done = cli("config", *args)
     assert done.returncode != 0 and needle in done.stderr and "Traceback" not in done.stderr
-    assert not settings.exists()
+    assert "expected ." not in done.stderr and "`agent-link config list`" in done.stderr or "Nothing was written" in done.stderr
+    assert not settings.exists() and not (Path(os.environ["HOME"]) / ".agent-link").exists()
 
 
 def test_other_state_dirs_used_lately(tmp_path: Path) -> None:

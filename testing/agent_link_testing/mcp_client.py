@@ -69,7 +69,9 @@ async def agent_link_mcp(env: Mapping[str, str] | None = None, args: tuple[str, 
     if revision not in ("handshake", "stateless", "auto"):
         raise ValueError(f"revision must be handshake, stateless or auto, not {revision!r}")
     params = StdioServerParameters(command=sys.executable, args=["-m", "agent_link_core", *args], env=server_env(env))
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+    # errlog named now: the SDK's default is the sys.stderr of when it was imported, which may
+    # be a click CliRunner's capture that no longer has a file descriptor
+    async with stdio_client(params, errlog=sys.stderr) as (read, write), ClientSession(read, write) as session:
         refused = False
         if revision == "handshake":
             init: Any = await session.initialize()

@@ -213,14 +213,24 @@ def _read(host: str, root: Path, market_rel: str, manifest_rel: str, read_server
     return probe
 
 
-def _read_codex_manifest(out: HostPlugin, path: Path) -> None:
+def _named_manifest(out: HostPlugin, path: Path) -> tuple[dict[str, Any], str] | None:
+    """The manifest at ``path`` and its path as shown, once it names its plugin (recorded in
+    ``out.plugin``); None, with the problem noted, when it does not."""
     manifest = _load_json(path, out)
     rel = _rel(out, path)
     if not isinstance(manifest, dict) or not isinstance(manifest.get("name"), str) or not manifest["name"]:
         if manifest is not None:
             out.problems.append(f"{rel} has no plugin name")
-        return
+        return None
     out.plugin = manifest["name"]
+    return manifest, rel
+
+
+def _read_codex_manifest(out: HostPlugin, path: Path) -> None:
+    named = _named_manifest(out, path)
+    if named is None:
+        return
+    manifest, rel = named
     declared = manifest.get("mcpServers")
     if declared is not None and not isinstance(declared, str):
         out.problems.append(f"{rel}: mcpServers must be a path relative to the plugin folder")
@@ -229,14 +239,10 @@ def _read_codex_manifest(out: HostPlugin, path: Path) -> None:
 
 
 def _read_claude_manifest(out: HostPlugin, path: Path) -> None:
-    manifest = _load_json(path, out)
-    rel = _rel(out, path)
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("name"), str) or not manifest["name"]:
-        if manifest is not None:
-            out.problems.append(f"{rel} has no plugin name")
-        return
-    out.plugin = manifest["name"]
-    _servers(manifest.get("mcpServers"), "./.mcp.json", "claude", out, rel)
+    named = _named_manifest(out, path)
+    if named is not None:
+        manifest, rel = named
+        _servers(manifest.get("mcpServers"), "./.mcp.json", "claude", out, rel)
 
 
 def read_codex_plugin(root: Path | None = None) -> HostPlugin:

@@ -26,7 +26,8 @@ import hmac
 import logging
 import secrets
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -258,53 +259,54 @@ def build_web_app(app: App, config: WebConfig) -> ASGIApp:
 
         return StreamingResponse(stream(), media_type="text/event-stream", headers={"X-Accel-Buffering": "no"})
 
-    async def form(request: Request) -> dict[str, str] | None:
-        data = await request.form()
-        values = {k: v for k, v in data.items() if isinstance(v, str)}
-        if not hmac.compare_digest(values.get("csrf", "").encode(), config.csrf.encode()):
-            return None
-        return values
+    def posted(handler: Callable[[dict[str, str]], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+        """A form POST endpoint: ``handler`` gets the form's text fields once its CSRF token
+        checks out; a wrong or missing token is refused (403) before anything runs."""
+        async def endpoint(request: Request) -> Response:
+            data = await request.form()
+            values = {k: v for k, v in data.items() if isinstance(v, str)}
+            if not hmac.compare_digest(values.get("csrf", "").encode(), config.csrf.encode()):
+                return _plain(403, "Refused: the form's CSRF token is missing or wrong. Reload the page.")
+            return await handler(values)
+        return endpoint
+
+    @contextmanager
+    def as_person() -> Iterator[Caller]:
+        """The page's person as the caller, also for the hooks that ask who is at the page."""
+        token = page_person.set(config.person)
+        try:
+            yield Caller(config.person, "web-page", "user")
+        finally:
+            page_person.reset(token)
 
     def back(path: str, **params: str) -> RedirectResponse:
         return RedirectResponse(path + ("?" + urlencode(params) if params else ""), status_code=303)
 
-    async def send(request: Request) -> Response:
-        values = await form(request)
-        if values is None:
-            return _plain(403, "Refused: the form's CSRF token is missing or wrong. Reload the page.")
-        me = Caller(config.person, "web-page", "user")
-        token = page_person.set(config.person)
+    @posted
+    async def send(values: dict[str, str]) -> Response:
         try:
-            outcome = await app.send(caller=me, to=values.get("to", "").strip(), body=values.get("message", ""),
-                                     anticipation=values.get("anticipation") or None, tool=WEB_TOOL)
+            with as_person() as me:
+                outcome = await app.send(caller=me, to=values.get("to", "").strip(), body=values.get("message", ""),
+                                         anticipation=values.get("anticipation") or None, tool=WEB_TOOL)
         except AgentLinkError as exc:
             return back("/", error=exc.message, to=values.get("to", ""))
-        finally:
-            page_person.reset(token)
         return back(f"/c/{outcome.message['id']}")
 
-    async def answer(request: Request) -> Response:
-        values = await form(request)
-        if values is None:
-            return _plain(403, "Refused: the form's CSRF token is missing or wrong. Reload the page.")
+    @posted
+    async def answer(values: dict[str, str]) -> Response:
         message_id = values.get("messageId", "")
         kind = values.get("resolution", "reply")
         if kind not in ("reply", "decline", "done"):
             return back(f"/c/{message_id}", error="Choose reply, decline or done.")
-        me = Caller(config.person, "web-page", "user")
-        token = page_person.set(config.person)
         try:
-            await app.reply(caller=me, message_id=message_id, resolution=kind, message=values.get("message") or None)
+            with as_person() as me:
+                await app.reply(caller=me, message_id=message_id, resolution=kind, message=values.get("message") or None)
         except AgentLinkError as exc:
             return back(f"/c/{message_id}", error=exc.message)
-        finally:
-            page_person.reset(token)
         return back(f"/c/{message_id}")
 
-    async def act(request: Request) -> Response:
-        values = await form(request)
-        if values is None:
-            return _plain(403, "Refused: the form's CSRF token is missing or wrong. Reload the page.")
+    @posted
+    async def act(values: dict[str, str]) -> Response:
         message_id = values.get("messageId", "")
         kind = values.get("resolution", "")
         try:
