@@ -152,7 +152,7 @@ def page_of(sessions: list[Session], cursor: tuple[int, int, str] | None, limit:
     ``limit`` that pass every filter (``(name, keep)``, applied in order).
 
     The cursor counts sessions looked at, filtered or not, so that a filter that leaves
-    most out still moves on: each page looks at ``limit`` + 1 sessions at least.
+    most out still moves on: the next page's listing reaches deeper (:func:`listing_depth`).
 
     :param cut: True when a source stopped at the depth it was asked for (more sessions
         may follow the ones given); the page then says ``has_more`` even when it ran out.
@@ -178,9 +178,10 @@ def page_of(sessions: list[Session], cursor: tuple[int, int, str] | None, limit:
         else:
             page.append(session)
     rest = ordered[looked:]
-    more = cut or any(all(keep(s) for _, keep in filters) for s in rest)
-    depth = (cursor[0] if cursor else 0) + looked
     last = ordered[looked - 1] if looked else None
+    # nothing left after the cursor (the order moved under it): no page can follow from here
+    more = last is not None and (cut or any(all(keep(s) for _, keep in filters) for s in rest))
+    depth = (cursor[0] if cursor else 0) + looked
     next_cursor = encode_cursor(depth, last) if more and last is not None and depth <= MAX_CURSOR_DEPTH else None
     return Page(page, more, next_cursor, cursor is None, counts)
 
