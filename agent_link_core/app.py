@@ -67,6 +67,11 @@ class SendOutcome:
     address_warning: dict[str, Any] | None = None
 
 
+#: A push may take this many hook budgets (AGENT_LINK_HOOK_TIMEOUT_MS, 30 s by default) before
+#: its outcome counts as unknown: pushes wait on a host, which may be slow but must not hang a send.
+PUSH_BUDGETS = 4
+
+
 class App:
     """One agent-link process's view of the world.
 
@@ -213,10 +218,10 @@ class App:
         """``harness.get_session``; a failure (other than AgentLinkError) is reported and counts
         as "not found there"."""
         try:
-            session = await harness.get_session(session_id)
+            session = await asyncio.wait_for(harness.get_session(session_id), self.hooks.boundary.timeout_ms / 1000 or None)
         except AgentLinkError:
             raise
-        except Exception as exc:
+        except Exception as exc:  # a lookup that fails or never ends is reported, and finds nothing
             self._harness_failed(harness, exc, "get_session")
             return None
         if session is not None and not isinstance(session, Session):
@@ -464,12 +469,21 @@ class App:
         envelope = self.mailbox.envelope(row)
         limit = harness.output_budget.push_bytes if harness.output_budget is not None else None
         size = len(envelope.encode("utf-8"))
+        bound_s = PUSH_BUDGETS * self.hooks.boundary.timeout_ms / 1000 or None
         try:
             if limit is not None and size > limit:
-                return await self._announce(harness, row, size, options)
-            delivery = await harness.deliver(self.mailbox.row_dict(row), envelope, options)
+                return await asyncio.wait_for(self._announce(harness, row, size, options), bound_s)
+            delivery = await asyncio.wait_for(harness.deliver(self.mailbox.row_dict(row), envelope, options), bound_s)
         except AgentLinkError as exc:
             return Delivery(warnings=[{"code": exc.code, "message": exc.message, "details": exc.details}])
+        except TimeoutError as exc:
+            # A push that never ends must not hold the sender's call: whether it arrived is
+            # unknown, so it is remembered as such and not pushed again blindly.
+            self._harness_failed(harness, exc, "deliver")
+            delivery = Delivery(unknown=True, warnings=[{
+                "code": "push_timed_out",
+                "message": f"{harness.name} did not finish the push within {bound_s:g} s; whether it arrived is unknown.",
+            }])
         except Exception as exc:  # the row is stored: report the failure, the message stays queued
             self._harness_failed(harness, exc, "deliver")
             return Delivery(warnings=[{"code": "internal_error", "message": f"{harness.name} could not push: {type(exc).__name__}"}])

@@ -12,6 +12,7 @@ says so with a ``sender_unverified`` warning.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import weakref
@@ -49,10 +50,10 @@ async def prove_sender(app: App, caller: Caller) -> tuple[Caller, list[dict[str,
     if harness is not None:
         ident = caller.address.split(":", 1)[1]
         try:
-            session = await harness.get_session(ident)
+            session = await asyncio.wait_for(harness.get_session(ident), app.hooks.boundary.timeout_ms / 1000 or None)
         except AgentLinkError as exc:  # the host cannot be asked: nothing is proved
             log.info("could not prove %s: %s", caller.address, exc.code)
-        except Exception:  # a harness bug must not fail the send; the sender stays unverified
+        except Exception:  # a harness bug (or a lookup that never ends) must not fail the send
             log.exception("harness %s failed to look up %s", caller.host, caller.address)
     if session is not None and session.address == caller.address:
         proved.add(caller.address)

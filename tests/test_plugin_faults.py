@@ -5,6 +5,7 @@ and that the failure is reported naming ``bad`` and ``AGENT_LINK_DISABLE_PLUGINS
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from collections.abc import Iterator
@@ -212,11 +213,17 @@ class BadHarness(Harness):
     async def list_sessions(self, *, include_archived: bool = False, limit: int = 200) -> SessionListing:
         return self._m("list_sessions", ["bad:one"], SessionListing([Session("bad:one", "bad", "one", title="Bad one")]))
 
+    async def _am(self, method: str, wrong: Any, fine: Any) -> Any:
+        """:meth:`_m` for an async method: its hang awaits forever (the server's loop runs on)."""
+        if method == self.method and self.fault == "hang":
+            await asyncio.Event().wait()
+        return self._m(method, wrong, fine)
+
     async def get_session(self, session_id: str) -> Session | None:
-        return self._m("get_session", {"id": session_id}, Session("bad:one", "bad", "one") if session_id == "one" else None)
+        return await self._am("get_session", {"id": session_id}, Session("bad:one", "bad", "one") if session_id == "one" else None)
 
     async def deliver(self, message: dict[str, Any], envelope: str, options: Any) -> Delivery:
-        return self._m("deliver", True, Delivery())
+        return await self._am("deliver", True, Delivery())
 
     def health(self) -> dict[str, Any]:
         return self._m("health", "healthy", {})
@@ -241,10 +248,11 @@ HOOKS = [
     "agent_link_register_prompt_hooks", "agent_link_push_reminders", "agent_link_register_panels",
     "agent_link_server_tasks",
 ]
-# async harness methods cannot hang the server: they are awaited (list_sessions with a bound)
+# an async harness method that never ends holds only the call waiting on it, for a bound:
+# list_sessions its own, get_session the hook budget, deliver a few hook budgets
 HARNESS_METHODS = [
     ("attach", ("raise", "hang")), ("identify_caller", ("raise", "wrong", "hang")), ("list_sessions", ("raise", "wrong")),
-    ("get_session", ("raise", "wrong")), ("deliver", ("raise", "wrong")), ("health", ("raise", "wrong", "hang")),
+    ("get_session", ("raise", "wrong", "hang")), ("deliver", ("raise", "wrong", "hang")), ("health", ("raise", "wrong", "hang")),
     ("mcp_capabilities", ("raise", "wrong", "hang")),
 ]
 
@@ -357,6 +365,9 @@ async def test_a_faulty_harness_affects_only_its_own_sessions(method: str, fault
         if "bad" in app.harnesses and method != "get_session":  # mail to its sessions is still stored
             out = await app.send(caller=GOOD_ONE, to="bad:one", body="for bad")
             assert app.mailbox.get_row(out.message["id"]) is not None
+            if (method, fault) == ("deliver", "hang"):  # the sender is told, and no resend pushes it blindly
+                assert out.delivery is not None and out.delivery.unknown and not out.delivery.delivered
+                assert [w["code"] for w in out.delivery.warnings] == ["push_timed_out"]
         assert (await app.resolve_agent("bad:one"))["status"] in ("resolved", "not_found")
         assert_reported(app, method)
     finally:
