@@ -10,7 +10,8 @@ import re
 
 ADDRESS_RE = re.compile(r"^([a-z][a-z0-9-]{0,31}):([A-Za-z0-9_.-]{1,128})$")
 ROLE_NAME_RE = re.compile(r"^[a-z0-9-]{1,40}$")
-ULID_RE = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
+# 128 bits in 26 base-32 digits: the first digit carries only 3 of them, so it is 0-7
+ULID_RE = re.compile(r"^[0-7][0-9A-HJKMNP-TV-Z]{25}$")
 EXTERNAL = "external"
 INVALID = "invalid"
 ANTICIPATIONS = ("reply", "action", "fyi")

@@ -10,6 +10,7 @@ import asyncio
 import json
 import logging
 import os
+import shlex
 import sqlite3
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -36,6 +37,7 @@ from agent_link_core.model import EXTERNAL, Caller, Session, address_scheme, is_
 from agent_link_core.records import OutgoingMessage, SendContext
 from agent_link_core.plugins import Hooks, PluginReport, build_plugin_manager, trace_hook_calls
 from agent_link_core.settings_file import with_settings
+from agent_link_core.tool_profiles import settings_warnings
 from agent_link_core.store import Store, database_error, ensure_private_dir, integrity, now_ms
 
 log = logging.getLogger(__name__)
@@ -372,8 +374,12 @@ class App:
         if verdict["status"] == "ambiguous":
             raise AgentLinkError("ambiguous", f"{to!r} matches several agents.", {"query": to, "candidates": short},
                                  hint="Use one of the candidates' addresses.")
-        raise AgentLinkError("not_found", f"No agent matches {to!r}.", {"query": to, "candidates": short},
-                             hint="List agents with list_agents, or give an address such as <harness>:<id>.")
+        head, sep, rest = to.strip().partition(":")
+        if sep and head != head.lower() and is_address(f"{head.lower()}:{rest}"):
+            hint = f"Harness names are lower case: {head.lower()}:{rest}."
+        else:
+            hint = "List agents with list_agents, or give an address such as <harness>:<id>."
+        raise AgentLinkError("not_found", f"No agent matches {to!r}.", {"query": to, "candidates": short}, hint=hint)
 
     # -- sending -----------------------------------------------------------------------
 
@@ -872,6 +878,7 @@ class App:
                 # where each setting not at its default came from: a variable's name or settings-file
                 "sources": {name: src for name, src in self.config.sources.items() if src != "default"},
                 "otherStateDirs": state_dirs.others(self.config.state_dir, self.env),
+                "warnings": settings_warnings(self.hooks.tools(), self.hooks.tool_owners(), self.config.get("AGENT_LINK_TOOLS")),
             },
             "reminders": {
                 "limit": self.config.reminder_limit,
@@ -885,6 +892,11 @@ class App:
         }
         self.hooks.tools()  # a refused tool is a plugin problem health must show
         out["plugins"] = self.plugins_view()
+        if out["stateDir"]["exists"] and not out["stateDir"]["private"]:
+            # left as it is (it may be shared on purpose), but said, with the command that fixes it
+            out["stateDir"]["warning"] = {
+                "code": "state_dir_not_private", "message": "other users can open the state dir, where the mailbox is",
+                "hint": f"Run `chmod 700 {shlex.quote(self.config.state_dir)}` unless it is shared on purpose."}
         if include_caller_context:
             out["callerContext"] = {"meta": json.loads(json.dumps(meta or {}, default=str)), "source": caller.source}
         return out

@@ -450,8 +450,9 @@ class Boundary:
         else:
             problem = self.problems[key] = Problem(plugin, hook, error, fix, disable)
             verb = "is disabled" if disable else "was skipped"
-            log.warning("agent-link plugin %r failed in %s: %s; it %s. %s", plugin, hook, error, verb, fix,
-                        exc_info=(type(exc), exc, exc.__traceback__) if exc is not None else None)
+            log.warning("agent-link plugin %r failed in %s: %s; it %s. %s", plugin, hook, error, verb, fix)
+            if exc is not None:  # for the plugin's author (AGENT_LINK_DEBUG); a user needs the line above
+                log.debug("%s in %s", plugin, hook, exc_info=(type(exc), exc, exc.__traceback__))
             if self.sink is not None:
                 try:
                     self.sink(problem.to_dict())

@@ -6,6 +6,10 @@ inbox read returns only as many whole messages as fit, marks only those delivere
 how many remain. A single message larger than the budget is returned in pages of its envelope
 (``messageId`` + ``offset``, in characters) and counts as delivered when its last page has
 been returned.
+
+Undelivered mail that a wait running in this process is about to return (``wait_for_agent``,
+``waitForReply``) is left to that wait, so it is not handed out twice; the read counts it in
+``heldByActiveWait`` and it reaches the inbox once the wait ends without taking it.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 #: views of marked messages growing (delivery, deliveredAt) after they were measured
 RESERVE_BYTES = 400
 PER_MESSAGE_RESERVE_BYTES = 48
+#: how much undelivered mail is looked at for messages held by a wait
+HELD_SCAN = 500
 
 
 def result_bytes(result: dict[str, Any], budget: OutputBudget) -> int:
@@ -46,8 +52,9 @@ def inbox(app: App, caller: Caller, budget: OutputBudget | None, *, limit: int, 
         page as large as fits; the message is marked delivered (with ``mark``) when the page
         reaches the envelope's end.
     :returns: the fields of :meth:`App.inbox` plus ``more`` (what is left and how to read it,
-        or None) and ``page`` (``{messageId, offset, nextOffset, totalChars}`` for a paged
-        message, else None).
+        or None), ``page`` (``{messageId, offset, nextOffset, totalChars}`` for a paged
+        message, else None) and ``heldByActiveWait`` (undelivered mail left to a running wait,
+        counted neither in ``messages`` nor in ``remainingCount``).
     :raises AgentLinkError: ``not_found``; ``wrong_recipient`` for another session's message;
         ``invalid_arguments`` for an offset past the envelope's end.
     """
@@ -58,7 +65,9 @@ def inbox(app: App, caller: Caller, budget: OutputBudget | None, *, limit: int, 
             raise AgentLinkError("wrong_recipient", f"Message {row['id']} is not addressed to you.",
                                  {"messageId": row["id"], "expected": row["recipient"], "caller": caller.address})
         return _page(app, caller, row, budget, offset, mark)
-    rows, _ = app.mailbox.drain(caller.address, limit, mark=False, include_open=include_open)
+    held = held_by_waits(app, caller.address)
+    rows, _ = app.mailbox.drain(caller.address, limit + len(held), mark=False, include_open=include_open)
+    rows = [r for r in rows if r["id"] not in held][:limit]
     chosen: list[Any] = []
     for row in rows:
         trial = _result(app, caller, [*chosen, row], [], None)
@@ -87,7 +96,8 @@ def _result(app: App, caller: Caller, rows: list[Any], marked: list[str], page: 
         views.append(view)
         if block is None:
             envelopes.append(app.mailbox.envelope(row))
-    remaining = app.mailbox.count_open(caller.address, undelivered_only=True)
+    held = held_by_waits(app, caller.address) - {row["id"] for row in rows}
+    remaining = max(app.mailbox.count_open(caller.address, undelivered_only=True) - len(held), 0)
     more = None
     if page is not None and page["nextOffset"] is not None:
         more = (f"This message continues: call read_agent_link_inbox with messageId {page['messageId']} and offset "
@@ -100,6 +110,7 @@ def _result(app: App, caller: Caller, rows: list[Any], marked: list[str], page: 
         "messages": views,
         "openCount": sum(1 for v in views if v["open"]),
         "remainingCount": remaining,
+        "heldByActiveWait": len(held),
         "renderedBlock": block if block is not None else render_inbox(envelopes),
         "more": more,
         "page": page,
@@ -135,6 +146,14 @@ def _page(app: App, caller: Caller, row: Any, budget: OutputBudget | None, offse
     if marked:
         out = {**_result(app, caller, [app.mailbox.get_row(row["id"])], marked, out["page"], out["renderedBlock"])}
     return out
+
+
+def held_by_waits(app: App, address: str) -> set[str]:
+    """Ids of ``address``'s undelivered mail that a wait running in this process is about to
+    return (:meth:`App.held_by_wait`); empty when no wait runs."""
+    if not app.waiting:
+        return set()
+    return {row["id"] for row in app.mailbox.open_for(address, HELD_SCAN, undelivered_only=True) if app.held_by_wait(row)}
 
 
 def oversized_notice(row: Any, size: int) -> str:

@@ -40,10 +40,12 @@ def fail(exc: AgentLinkError) -> NoReturn:
     from agent_link_core.cli_text import error_line
 
     ctx = click.get_current_context(silent=True)
-    path = " ".join(ctx.command_path.split()[1:]) if ctx is not None else None
-    click.echo(error_line(exc, ctx.info_name if ctx is not None else None, path or None), err=True)
+    # at the root (a setting every command reads) there is no command to point at
+    command = ctx.info_name if ctx is not None and ctx.parent is not None else None
+    path = " ".join(ctx.command_path.split()[1:]) if command is not None and ctx is not None else None
+    click.echo(error_line(exc, command, path or None), err=True)
     paths = [e.get("path", "") for e in exc.details.get("errors", [])] if exc.code == "invalid_arguments" else []
-    sys.exit(2 if paths and not any(p.startswith("env.") for p in paths) else 1)
+    sys.exit(2 if paths and not any(p.startswith(("env.", "file.")) for p in paths) else 1)
 
 
 def get_app(ctx: click.Context) -> App:
@@ -69,6 +71,17 @@ def emit(data: Any, as_json: bool, human: Any, ndjson: bool = False) -> None:
         click.echo(json.dumps(data, ensure_ascii=False, indent=2))
     else:
         human(data)
+
+
+class FiniteRange(click.FloatRange):
+    """A float range that also refuses ``nan`` (every comparison with it is false, so a plain
+    range lets it through)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if number != number:
+            self.fail(f"{value!r} is not a number.", param, ctx)
+        return number
 
 
 def run_async(coro: Any) -> Any:
@@ -120,8 +133,8 @@ def _print_health(h: dict[str, Any]) -> None:
     click.echo(f"  address:    {h['address']} ({h['addressSource']})")
     click.echo(f"  host:       {h['host'] or 'unknown'}")
     click.echo(f"  state dir:  {h['stateDir']['path']} ({'exists' if h['stateDir']['exists'] else 'missing'})")
-    if h["stateDir"]["exists"] and not h["stateDir"]["private"]:
-        click.echo("  warning: other users can open the state dir; agent-link leaves existing dirs as they are")
+    if h["stateDir"].get("warning"):
+        click.echo(f"  warning: {h['stateDir']['warning']['message']}. {h['stateDir']['warning']['hint']}")
     settings = h.get("settings") or {}
     click.echo(f"  settings:   {settings.get('file')}"
                + "".join(f"\n    {n} from {src}" for n, src in (settings.get("sources") or {}).items()))
@@ -261,6 +274,9 @@ def build_cli() -> click.Group:
 
     def who_am_i(app: App, from_address: str | None, named: dict[str, Any]) -> Any:
         from agent_link_core import api
+
+        if from_address is not None and not from_address.strip():
+            raise click.UsageError("--from is empty: give an address such as team:alice, or leave the option out")
 
         given: dict[str, str] = {}
         for option in sender_options(app):
@@ -418,8 +434,8 @@ def build_cli() -> click.Group:
     @click.option("--timeout-ms", type=click.IntRange(0, 600000), default=60000, show_default=True, help="With --wait (at most 600000).")
     @click.option("--retry-count", type=click.IntRange(0, 20), default=0, show_default=True)
     @click.option("--retry-delay-ms", type=click.IntRange(0, 60000), default=500, show_default=True)
-    @click.option("--retry-backoff", type=click.FloatRange(1.0, 10.0), default=2.0, show_default=True)
-    @click.option("--retry-jitter", type=click.FloatRange(0.0, 1.0), default=0.1, show_default=True)
+    @click.option("--retry-backoff", type=FiniteRange(1.0, 10.0), default=2.0, show_default=True)
+    @click.option("--retry-jitter", type=FiniteRange(0.0, 1.0), default=0.1, show_default=True)
     @click.option("--retry-unknown", is_flag=True, help="Push again a message whose earlier outcome was unknown.")
     @click.option("--require-known", is_flag=True, help="Refuse an address no process has ever served (typo guard).")
     @click.option("--require-delivered", is_flag=True, help=f"Exit {EXIT_UNDELIVERED} unless the outcome is delivered.")
@@ -453,6 +469,8 @@ def build_cli() -> click.Group:
         from agent_link_core.mailbox import parse_iso_ms
 
         body = message_text(text, file)
+        if not target.strip():
+            raise click.UsageError("TARGET is empty: give an address, a contact alias or a session id")
         problem = address_error(target.strip(), "to") if looks_like_bad_address(target.strip()) else None
         if problem is not None:
             fail(problem)
@@ -478,7 +496,14 @@ def build_cli() -> click.Group:
                                              envelope_format=None if envelope_format == "agent-link" else envelope_format))
         data = result.to_dict()
         if wait_reply and result.outcome in ("delivered", "accepted", "queued") and result.message_id:
-            data["wait"] = wait_all(app, me, result.message_id, timeout_ms)
+            try:
+                click.echo(f"{result.outcome}: {result.message_id}; waiting up to {timeout_ms / 1000:g} s for the answer "
+                           "(Ctrl-C stops waiting)", err=True)
+                data["wait"] = wait_all(app, me, result.message_id, timeout_ms)
+            except KeyboardInterrupt:  # the message is sent: its id must not be lost with the wait
+                click.echo(f"{result.outcome}: {result.message_id} to {data['to'] or target} "
+                           f"(stopped waiting; `agent-link wait {result.message_id}` waits again)", err=True)
+                sys.exit(130)
 
         def human(d: dict[str, Any]) -> None:
             line = f"{d['outcome']}: {d['messageId'] or '-'} to {d['to'] or target}"
@@ -612,7 +637,8 @@ def build_cli() -> click.Group:
                         click.echo(f"{view['id']}: now {view['status'] or 'fyi'} ({view['delivery']})\n")
                 if first:  # said once the starting point is taken: anything after it is news
                     if ndjson:
-                        click.echo(json.dumps({"version": JSON_FORMAT_VERSION, "event": "watching", "address": caller.address}))
+                        click.echo(json.dumps({"version": JSON_FORMAT_VERSION, "event": "watching", "address": caller.address},
+                                              ensure_ascii=False, separators=(",", ":")))
                     else:
                         click.echo(f"Watching mail of {caller.address} (Ctrl-C stops).")
                 first = False
@@ -819,9 +845,10 @@ def build_cli() -> click.Group:
 
         sys.exit(hook_main([host, event]))
 
-    from agent_link_core import config_cli
+    from agent_link_core import config_cli, host_install
 
     config_cli.register(cli, fail)
+    host_install.register(cli)
     return cli
 
 

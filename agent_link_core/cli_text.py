@@ -64,6 +64,10 @@ def error_line(exc: AgentLinkError, command: str | None = None, command_path: st
                 name = path[4:]
             parts.append(f"{name}: expected {cli_words(str(e.get('expected', '')), command)}{EXAMPLES.get(e.get('rule', ''), '')}")
         line = "agent-link: " + "; ".join(parts) + "."
+        if exc.message and all(str(e.get("expected", "")) in exc.message for e in exc.details["errors"]):
+            # the message already says what each value should be (a setting's error): no list
+            # of options to repeat it, no --help to point at
+            return f"agent-link: {cli_words(exc.message, command)}" + (f" {exc.hint}" if exc.hint else "")
         if exc.message and not exc.message.startswith("Invalid arguments"):
             line = f"agent-link: {cli_words(exc.message, command)} " + line[len("agent-link: "):]
         where = command_path or command
@@ -89,7 +93,7 @@ def address_error(value: str, option: str) -> AgentLinkError | None:
 
 def looks_like_bad_address(value: str) -> bool:
     """True when ``value`` has an address's shape (``x:y``) without being one."""
-    return ":" in value and not is_address(value) and bool(re.fullmatch(r"[A-Za-z][A-Za-z0-9-]*:.+", value))
+    return ":" in value and not is_address(value) and bool(re.fullmatch(r"[A-Za-z][A-Za-z0-9-]*:.*", value))
 
 
 def read_body(text: str | None, path: str | None, stdin: IO[bytes]) -> str:
@@ -104,6 +108,12 @@ def read_body(text: str | None, path: str | None, stdin: IO[bytes]) -> str:
     if (text is None) == (path is None):
         raise invalid_arguments([{"path": "message", "rule": "required", "expected": "exactly one of TEXT, - (stdin) or --file PATH"}])
     if text is not None and text != "-":
+        # Python keeps argv bytes that are not UTF-8 as lone surrogates (PEP 383): refused,
+        # as the same bytes from a file or stdin are
+        bad = next((i for i, ch in enumerate(text) if "\udc80" <= ch <= "\udcff"), None)
+        if bad is not None:
+            raise invalid_arguments([{"path": "message", "rule": "utf8",
+                                      "expected": f"UTF-8 text (TEXT has an invalid byte at character {bad})"}])
         return text
     source = "stdin" if path is None else path
     try:

@@ -174,6 +174,14 @@ def _bad(name: str, rule: str, expected: str) -> AgentLinkError:
     )
 
 
+def _from_file(exc: AgentLinkError, name: str, path: str | None) -> AgentLinkError:
+    """``exc`` (from :func:`_bad`) re-said for a value read from the settings file at ``path``."""
+    expected = "; ".join(str(e.get("expected", "")) for e in exc.details.get("errors", []))
+    errors = [{**e, "path": f"file.{name}"} for e in exc.details.get("errors", [])]
+    return AgentLinkError(exc.code, f"{name} in the settings file {path} is invalid: expected {expected}.", {"errors": errors},
+                          hint=f"Fix it with `agent-link config set`, or drop it with `agent-link config unset {name}`.")
+
+
 def load_config(
     env: Mapping[str, str] | None = None,
     extra: tuple[Setting, ...] = (),
@@ -210,8 +218,10 @@ def load_config(
             try:
                 value = _parse(setting, raw, home, cfg)
             except AgentLinkError as exc:
+                if source in env.from_file:  # say where the value really came from
+                    exc = _from_file(exc, setting.name, env.path)
                 if on_setting_error is None:
-                    raise
+                    raise exc from None
                 on_setting_error(exc)
                 value = setting.default
         if setting.kind == "path" and isinstance(value, str):

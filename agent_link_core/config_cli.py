@@ -16,7 +16,7 @@ import click
 
 from agent_link_core.config import CORE_SETTINGS, Setting, load_config
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.settings_file import read_file, settings_path, variable_name
+from agent_link_core.settings_file import SettingsEnv, read_file, settings_path, variable_name
 
 
 def declared_settings() -> dict[str, Setting]:
@@ -41,8 +41,9 @@ def _typed(setting: Setting, raw: str) -> Any:
     :raises AgentLinkError: ``invalid_arguments`` when the setting would not accept it.
     """
     problems: list[AgentLinkError] = []
-    cfg = load_config({"HOME": os.path.expanduser("~"), setting.name: raw}, (setting,) if setting not in CORE_SETTINGS else (),
-                      on_setting_error=problems.append)
+    # only this value is checked: a SettingsEnv is taken as is, so the file is not read
+    cfg = load_config(SettingsEnv({"HOME": os.path.expanduser("~"), setting.name: raw}),
+                      (setting,) if setting not in CORE_SETTINGS else (), on_setting_error=problems.append)
     # The reader's own words speak of an environment variable and a fallback to the default;
     # here nothing is read yet and nothing falls back, so say what the value should be.
     if problems:

@@ -37,6 +37,34 @@ ERROR_CODES: tuple[str, ...] = (
 HARNESS_UNAVAILABLE_RE = re.compile(r"^[a-z][a-z0-9-]{0,31}_unavailable$")
 
 
+# What a caller can do about each code, for an error raised without a hint of its own: every
+# failed tool result carries one (README "Every tool returns one JSON object").
+DEFAULT_HINTS: dict[str, str] = {
+    "invalid_arguments": "Fix the arguments named in details.errors and call again.",
+    "unknown_tool": "Call tools/list for the tools this server offers (the AGENT_LINK_TOOLS setting may leave some out).",
+    "not_found": "Check the id or address; list_agents shows the sessions agent-link knows.",
+    "ambiguous": "Pick one of details.candidates and use its full address.",
+    "archived": "Unarchive the session in its host first, or message another one.",
+    "wrong_recipient": "Only the message's recipient can do this; check the messageId.",
+    "already_resolved": "Nothing more to do: the message is resolved (details.status says how).",
+    "no_current_session": "Call from inside a host session, or set AGENT_LINK_ADDRESS to give this process an address.",
+    "body_too_large": "Send at most 64 KiB of UTF-8: split the text, or send a file path instead.",
+    "permission_denied": "details.reason names the rule that refused it; whoever set the rule can change it.",
+    "active_turn_conflict": "Wait for the running work to finish (wait_for_agent), then send again.",
+    "upstream_error": "The host answered with an error: agent_link_health shows whether it is reachable; try again.",
+    "unsupported": "This host or release cannot do it; agent_link_health shows what it offers.",
+    "state_io_error": "Check that agent-link's state dir (agent_link_health: stateDir) exists, is yours and has space.",
+    "internal_error": "A fault in agent-link or a plugin: agent_link_health lists plugin problems; please report it.",
+}
+UNAVAILABLE_HINT = "agent_link_health shows why this harness cannot be reached and what it searched."
+
+
+def default_hint(code: str) -> str:
+    """The hint a ``code`` gets when its error was raised without one (:data:`DEFAULT_HINTS`,
+    or :data:`UNAVAILABLE_HINT` for ``<harness>_unavailable``)."""
+    return DEFAULT_HINTS.get(code, UNAVAILABLE_HINT)
+
+
 def is_error_code(code: str) -> bool:
     """True for a code of the closed list: a fixed code or ``<harness>_unavailable``."""
     return code in ERROR_CODES or bool(HARNESS_UNAVAILABLE_RE.match(code))
@@ -68,19 +96,20 @@ class AgentLinkError(Exception):
         self.hint = hint
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``error`` object of a failed tool result."""
+        """The ``error`` object of a failed tool result; ``hint`` is always there (the code's
+        :func:`default_hint` when the error has none of its own)."""
         error: dict[str, Any] = {"code": self.code, "message": self.message}
         if self.details:
             error["details"] = self.details
-        if self.hint:
-            error["hint"] = self.hint
+        error["hint"] = self.hint or default_hint(self.code)
         return error
 
 
 def invalid_arguments(errors: list[dict[str, Any]], message: str | None = None, **extra: Any) -> AgentLinkError:
     """Build an ``invalid_arguments`` error from ``[{path, rule, expected}]`` entries."""
-    paths = ", ".join(e["path"] or "(arguments)" for e in errors)
-    expected = "; ".join(f"{e['path'] or 'arguments'}: {e['expected']}" for e in errors)
+    # a value may break several rules (a schema's type and format): each field named once
+    paths = ", ".join(dict.fromkeys(e["path"] or "(arguments)" for e in errors))
+    expected = "; ".join(dict.fromkeys(f"{e['path'] or 'arguments'}: {e['expected']}" for e in errors))
     return AgentLinkError(
         "invalid_arguments",
         message or f"Invalid arguments: {paths}.",

@@ -61,7 +61,9 @@ def cache_key(env: Mapping[str, str] | None = None) -> str:
 
     Covers what decides the server's opening answers without importing it: the interpreter,
     the agent-link version, the installed distributions (``*.dist-info`` / ``*.egg-info`` names
-    on ``sys.path``, which carry name and version), the ``AGENT_LINK_*`` variables with their
+    on ``sys.path``, which carry name and version; agent-link's own with the time they were
+    written, and the newest source time of a folder an editable install put on the path),
+    the ``AGENT_LINK_*`` variables with their
     values, the settings file's size and time, and the names of all other environment
     variables (hosts are told apart by the variables they set). A change the key misses is
     caught by the comparison in the writer thread.
@@ -79,7 +81,12 @@ def cache_key(env: Mapping[str, str] | None = None) -> str:
         except OSError:
             continue
         parts.append(entry)
-        parts.extend(sorted(n for n in names if n.endswith((".dist-info", ".egg-info"))))
+        dists = sorted(n for n in names if n.endswith((".dist-info", ".egg-info")))
+        parts.extend(dists)
+        # a reinstall keeps a distribution's name and version but writes its metadata anew
+        parts.extend(f"{n}:{_mtime(os.path.join(entry, n))}" for n in dists if n.startswith("agent_link"))
+        if not dists:  # a source folder an editable install put on the path: its code may change
+            parts.append(f"src:{_newest_source(entry or '.')}")
     for name in sorted(env):
         parts.append(f"{name}={env[name]}" if name.startswith("AGENT_LINK_") else name)
     from agent_link_core.settings_file import settings_path
@@ -92,6 +99,31 @@ def cache_key(env: Mapping[str, str] | None = None) -> str:
         parts.append("settings:none")
     digest.update("\0".join(parts).encode("utf-8", "surrogateescape"))
     return digest.hexdigest()[:32]
+
+
+def _mtime(path: str) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return 0
+
+
+def _newest_source(folder: str) -> int:
+    """The newest modification time (ns) of the ``.py`` files of agent-link's packages
+    (``agent_link*`` folders holding ``__init__.py``) in ``folder``, walked without
+    ``__pycache__``; 0 when there are none. Other packages (a project the server was started
+    in) are not walked."""
+    newest = 0
+    stack = [os.path.join(folder, n) for n in os.listdir(folder)
+             if n.startswith("agent_link") and os.path.isfile(os.path.join(folder, n, "__init__.py"))]
+    while stack:
+        with os.scandir(stack.pop()) as entries:
+            for item in entries:
+                if item.is_dir(follow_symlinks=False) and item.name != "__pycache__":
+                    stack.append(item.path)
+                elif item.name.endswith(".py"):
+                    newest = max(newest, item.stat().st_mtime_ns)
+    return newest
 
 
 def cache_path(env: Mapping[str, str] | None = None) -> str:
@@ -212,10 +244,16 @@ class Front:
             message = json.loads(line)
         except (ValueError, RecursionError):  # nested too deeply: the server's transport answers it
             return
-        if not isinstance(message, dict) or "id" not in message or not isinstance(message.get("method"), str):
+        # Only a well-formed JSON-RPC 2.0 request is answered here; anything else goes to the
+        # server's transport, whose answer (an error) is then the only one.
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or not isinstance(message.get("method"), str):
             return
-        raw_params = message.get("params")
-        params: dict[str, Any] = raw_params if isinstance(raw_params, dict) else {}
+        if not isinstance(message.get("id"), (int, str)) or isinstance(message.get("id"), bool):
+            return
+        raw_params = message.get("params", {})
+        if not isinstance(raw_params, dict):
+            return
+        params: dict[str, Any] = raw_params
         method = message["method"]
         if method == "initialize":
             revision = params.get("protocolVersion")

@@ -112,7 +112,8 @@ def build_server(app: App) -> Server[Any]:
 
 
 async def serve(app: App) -> None:
-    """Serve MCP over stdio until stdin closes or SIGTERM/SIGINT/SIGHUP arrives."""
+    """Serve MCP over stdio until stdin closes (calls under way are answered first, for at most
+    :data:`~agent_link_core.stdio_transport.DRAIN_BOUND_S`) or SIGTERM/SIGINT/SIGHUP arrives."""
     async with anyio.create_task_group() as tg:
         tg.start_soon(_exit_on_signal, app)
         async with stdio_server() as (read_stream, write_stream):

@@ -48,6 +48,8 @@ log = logging.getLogger(__name__)
 # The largest request line read whole (bytes, newline excluded). A 64 KiB body escaped as
 # JSON (\uXXXX for every character) stays far below; anything longer is refused unread.
 MAX_LINE_BYTES = 8 * 1024 * 1024
+# How long calls under way may still run once the client has closed its input (seconds).
+DRAIN_BOUND_S = 60.0
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 WARNINGS_META_KEY = "agent-link/warnings"
@@ -109,6 +111,19 @@ def _clean(value: Any, path: str, changed: list[str]) -> Any:
     return value
 
 
+def _paths_with(value: Any, char: str, path: str = "") -> list[str]:
+    """The paths (as :func:`_clean` names them) of the strings and keys in ``value`` holding ``char``."""
+    if isinstance(value, str):
+        return [path or "$"] if char in value else []
+    if isinstance(value, list):
+        return [p for i, item in enumerate(value) for p in _paths_with(item, char, f"{path}[{i}]")]
+    if isinstance(value, dict):
+        return [p for key, item in value.items()
+                for p in ([f"{path}.<key>" if path else "<key>"] if isinstance(key, str) and char in key else [])
+                + _paths_with(item, char, f"{path}.{key}" if path else str(key))]
+    return []
+
+
 def parse_line(raw: bytes, *, too_long: bool = False) -> LineOutcome:
     """Turn one input line (without its newline) into a message to serve or an answer.
 
@@ -121,12 +136,11 @@ def parse_line(raw: bytes, *, too_long: bool = False) -> LineOutcome:
             f"Invalid request: a line longer than {MAX_LINE_BYTES} bytes is not read.",
             {"limitBytes": MAX_LINE_BYTES}))
     warnings: list[dict[str, Any]] = []
+    replaced = False
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        text = raw.decode("utf-8", "replace")
-        warnings.append({"code": "invalid_utf8_replaced",
-                         "message": "The request held bytes that are not UTF-8; each was read as U+FFFD."})
+        text, replaced = raw.decode("utf-8", "replace"), True
     try:
         obj = json.loads(text)
     except ValueError as exc:  # JSONDecodeError, and RecursionError-free ValueErrors
@@ -135,6 +149,13 @@ def parse_line(raw: bytes, *, too_long: bool = False) -> LineOutcome:
         return LineOutcome(answer=error_response(guess_id(raw), PARSE_ERROR, "Parse error: nested too deeply."))
     if not isinstance(obj, dict):
         return LineOutcome(answer=error_response(None, INVALID_REQUEST, "Invalid request: expected one JSON object."))
+    if replaced:
+        # the fields that hold a replacement now (one that was sent as U+FFFD is named too)
+        fields = _paths_with(obj, "\ufffd")
+        warnings.append({"code": "invalid_utf8_replaced",
+                         "message": "The request held bytes that are not UTF-8; each was read as U+FFFD, in: "
+                                    + (", ".join(fields[:20]) or "$") + ".",
+                         "details": {"paths": fields[:100]}})
     changed: list[str] = []
     obj = _clean(obj, "", changed)
     if changed:
@@ -145,11 +166,12 @@ def parse_line(raw: bytes, *, too_long: bool = False) -> LineOutcome:
     try:
         message = types.jsonrpc_message_adapter.validate_python(obj, by_name=False)
     except pydantic.ValidationError as exc:
-        if "id" not in obj or "method" not in obj:  # a notification or a stray response: no answer
+        if "id" not in obj or ("method" not in obj and ("result" in obj or "error" in obj)):
+            # a notification or a response to this server: JSON-RPC has no way to answer it
             log.warning("dropped a JSON-RPC line that is not a valid message: %s", type(exc).__name__)
             return LineOutcome()
         answer_id = request_id if isinstance(request_id, (int, str)) and not isinstance(request_id, bool) else None
-        return LineOutcome(answer=error_response(answer_id, INVALID_REQUEST, f"Invalid request: {_first_line(exc)}"))
+        return LineOutcome(answer=error_response(answer_id, INVALID_REQUEST, f"Invalid request: {_what_is_wrong(obj)}"))
     if "id" in obj and "method" in obj and not isinstance(message, types.JSONRPCRequest):
         # An id of the wrong type (true, 1.5, {}) reads as a notification: still answer it.
         return LineOutcome(answer=error_response(None, INVALID_REQUEST, "Invalid request: id must be a string or an integer."))
@@ -160,8 +182,17 @@ def parse_line(raw: bytes, *, too_long: bool = False) -> LineOutcome:
     return LineOutcome(message=message, warnings=warnings)
 
 
-def _first_line(exc: Exception) -> str:
-    return str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+def _what_is_wrong(obj: dict[str, Any]) -> str:
+    """Why ``obj`` is not a JSON-RPC 2.0 request, in the protocol's terms (not a validator's)."""
+    if obj.get("jsonrpc") != "2.0":
+        return 'a JSON-RPC 2.0 request has "jsonrpc": "2.0".'
+    if not isinstance(obj.get("method"), str):
+        return 'a request names its "method" (a string).'
+    if "params" in obj and not isinstance(obj["params"], dict):
+        return '"params" must be an object.'
+    if not isinstance(obj.get("id"), (int, str)) or isinstance(obj.get("id"), bool):
+        return '"id" must be a string or an integer.'
+    return "not a JSON-RPC 2.0 request this server can read."
 
 
 def add_warnings(response: dict[str, Any], warnings: list[dict[str, Any]]) -> dict[str, Any]:
@@ -236,6 +267,7 @@ async def stdio_server(stdin: BinaryIO | None = None, stdout: BinaryIO | None = 
         write_stream, writer_out = create_context_streams[SessionMessage](0)
         lines_in, lines_out = anyio.create_memory_object_stream[bytes](64)
         pending: dict[int | str, list[dict[str, Any]]] = {}
+        unanswered: set[int | str] = set()  # requests the server has not answered yet
         source, sink = stdin, stdout
 
         answers, out = lines_in.clone(), lines_in.clone()
@@ -246,6 +278,11 @@ async def stdio_server(stdin: BinaryIO | None = None, stdout: BinaryIO | None = 
                 while True:
                     got = await anyio.to_thread.run_sync(_read_line, source, abandon_on_cancel=True)
                     if got is None:
+                        # A client that closes its input after its last request (a pipe) still
+                        # reads the answers: calls under way finish first, within a bound.
+                        with anyio.move_on_after(DRAIN_BOUND_S):
+                            while unanswered:
+                                await anyio.sleep(0.05)
                         return
                     raw, too_long = got
                     if not raw.strip():
@@ -255,16 +292,20 @@ async def stdio_server(stdin: BinaryIO | None = None, stdout: BinaryIO | None = 
                         await answers.send(json.dumps(outcome.answer, ensure_ascii=False).encode("utf-8") + b"\n")
                     if outcome.message is None:
                         continue
-                    if outcome.warnings and isinstance(outcome.message, types.JSONRPCRequest):
-                        pending[outcome.message.id] = outcome.warnings
+                    if isinstance(outcome.message, types.JSONRPCRequest):
+                        unanswered.add(outcome.message.id)
+                        if outcome.warnings:
+                            pending[outcome.message.id] = outcome.warnings
                     await reader_in.send(SessionMessage(outcome.message))
 
         async def encode_responses() -> None:
             async with writer_out, out:
                 async for session_message in writer_out:
                     message = session_message.message
-                    warnings = pending.pop(message.id, None) if isinstance(
-                        message, (types.JSONRPCResponse, types.JSONRPCError)) and message.id is not None else None
+                    warnings = None
+                    if isinstance(message, (types.JSONRPCResponse, types.JSONRPCError)) and message.id is not None:
+                        warnings = pending.pop(message.id, None)
+                        unanswered.discard(message.id)
                     if warnings:
                         data = add_warnings(message.model_dump(mode="json", by_alias=True, exclude_unset=True), warnings)
                         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))

@@ -9,8 +9,9 @@ offer fewer. The value is a comma or space separated list of items, each one of:
   core's, since a plugin's tools lean on them;
 * a tool's exact name.
 
-An item matching nothing is logged and skipped; ``agent_link_health`` is always offered so a
-misspelt profile can be seen. Tools not offered are only hidden from the client: other
+An item matching nothing is skipped and reported (the log, and ``settings.warnings`` in
+health); when no item matches anything, every tool is offered, since a misspelt profile
+must not leave an agent without its messaging tools. ``agent_link_health`` is always offered. Tools not offered are only hidden from the client: other
 plugins still call them in process.
 """
 
@@ -43,7 +44,10 @@ def select_tools(tools: Mapping[str, T], owners: Mapping[str, str], value: str |
     :param value: the ``AGENT_LINK_TOOLS`` value (module docstring).
     """
     items = profile_items(value)
-    if ALL in items:
+    unknown = unmatched(tools, owners, value)
+    for item in unknown:
+        log.warning("AGENT_LINK_TOOLS names %r, which is neither a profile, a plugin nor a tool; skipped", item)
+    if ALL in items or len(unknown) == len(items):
         return dict(tools)
     plugins = set(owners.values())
     wanted: set[str] = {ALWAYS}
@@ -52,6 +56,22 @@ def select_tools(tools: Mapping[str, T], owners: Mapping[str, str], value: str |
             wanted.update(name for name, owner in owners.items() if owner in (CORE_OWNER, item))
         elif item in tools:
             wanted.add(item)
-        else:
-            log.warning("AGENT_LINK_TOOLS names %r, which is neither a profile, a plugin nor a tool; skipped", item)
     return {name: spec for name, spec in tools.items() if name in wanted}
+
+
+def unmatched(tools: Mapping[str, object], owners: Mapping[str, str], value: str | None) -> list[str]:
+    """The items of ``value`` that are neither a profile, a plugin's name nor a tool's name."""
+    plugins = set(owners.values())
+    return [i for i in profile_items(value) if i not in (ALL, MESSAGING) and i not in plugins and i not in tools]
+
+
+def settings_warnings(tools: Mapping[str, object], owners: Mapping[str, str], value: str | None) -> list[dict[str, object]]:
+    """Health's warnings about ``AGENT_LINK_TOOLS`` (``[{code, message, details}]``, empty when fine)."""
+    unknown = unmatched(tools, owners, value)
+    if not unknown:
+        return []
+    offered = "every tool" if len(unknown) == len(profile_items(value)) else "the tools the other items name"
+    return [{"code": "unknown_tool_profile_item",
+             "message": f"AGENT_LINK_TOOLS names {', '.join(map(repr, unknown))}, which is neither a profile "
+                        f"(all, messaging), a plugin nor a tool; {offered} is offered instead.",
+             "details": {"items": unknown}}]

@@ -23,6 +23,7 @@ from typing import Any
 from agent_link_testing.dists import install_dist
 
 ROOT = Path(__file__).resolve().parent.parent
+CLAUDE_PLUGIN = ROOT / "plugins" / "claude" / "agent_link_claude" / "host_plugin"
 HOOK_RUNS = 21
 
 
@@ -102,10 +103,10 @@ def bench_hook(tmp: Path) -> None:
 
 
 def bench_claude_hook(tmp: Path) -> None:
-    """The Claude UserPromptSubmit hook exactly as hooks/hooks.json declares it (through the
+    """The Claude UserPromptSubmit hook exactly as the plugin's hooks/hooks.json declares it (through the
     sh launcher), with no mail and with 10,000 stored messages for other sessions."""
     node = shutil.which("node") or "node"
-    declared = json.loads((ROOT / "hooks" / "hooks.json").read_text())["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+    declared = json.loads((CLAUDE_PLUGIN / "hooks" / "hooks.json").read_text())["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
     command = ["sh", "-c", declared]
     payload = json.dumps({"session_id": "0f3c1d7e-0000-4000-8000-000000000001", "hook_event_name": "UserPromptSubmit",
                           "prompt": "hi", "cwd": str(tmp)})
@@ -113,8 +114,8 @@ def bench_claude_hook(tmp: Path) -> None:
         state = tmp / f"claude-hook-{count}"
         if count:
             fill(state, count)
-        env = dict(os.environ, HOME=str(tmp), AGENT_LINK_STATE_DIR=str(state), CLAUDE_PLUGIN_ROOT=str(ROOT),
-                   CLAUDE_CONFIG_DIR=str(tmp / ".claude"))
+        env = dict(os.environ, HOME=str(tmp), AGENT_LINK_STATE_DIR=str(state), CLAUDE_PLUGIN_ROOT=str(CLAUDE_PLUGIN),
+                   AGENT_LINK_BIN=str(Path(sys.executable).with_name("agent-link")), CLAUDE_CONFIG_DIR=str(tmp / ".claude"))
         node_ms, hook_ms = interleaved_medians([node, "-e", "0"], command, env, payload)
         line(f"claude hook as declared ({label})", hook_ms, "ms", "node -e 0", node_ms, "<= 0.6")
 

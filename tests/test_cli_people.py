@@ -132,6 +132,12 @@ def test_errors_speak_the_cli_language() -> None:
     assert "fyi" not in date.stderr  # the format is the first thing to fix, not the labels
     upper = run("send", "Team:bob", "x", "--from", "team:alice")
     assert upper.returncode == 2 and "harness names are lower case" in upper.stderr and "team:bob" in upper.stderr
+    for bad in (("--from", ""), ("--retry-backoff", "nan"), ("--message-id", "8" + "Z" * 25)):  # 8Z…: over 128 bits
+        refused = run("send", "team:bob", "x", "--from", "team:alice", *bad)
+        assert refused.returncode == 2 and "Traceback" not in refused.stderr, (bad, refused.stderr)
+    for target in ("", "team:"):  # no target, and an address without its id, are usage errors
+        empty = run("send", target, "x", "--from", "team:alice")
+        assert empty.returncode == 2 and "No session has the id" not in empty.stderr, empty.stderr
     as_upper = run("inbox", "--as", "Team:bob")
     assert "--as: expected team:bob (harness names are lower case)" in as_upper.stderr
     missing = run("status", UNKNOWN_ID, "--from", "team:alice")
@@ -166,6 +172,9 @@ def test_body_from_stdin_and_file_within_the_limit(tmp_path: Path) -> None:
     assert both.returncode == 2 and "exactly one of TEXT" in both.stderr
     not_utf8 = run("send", "team:bob", "-", "--from", "team:alice", stdin=b"\xff\xfe bad")
     assert not_utf8.returncode == 2 and "UTF-8" in not_utf8.stderr
+    # the same bytes as the TEXT argument (os.fsdecode keeps them as the process receives them)
+    argv_bytes = run("send", "team:bob", os.fsdecode(b"ab\xffcd"), "--from", "team:alice")
+    assert argv_bytes.returncode == 2 and "UTF-8" in argv_bytes.stderr, argv_bytes.stderr
 
 
 # -- mail readable -----------------------------------------------------------------------
@@ -305,3 +314,22 @@ def test_show_any_message_you_sent_or_received_even_read_ones() -> None:
     assert json.loads(line.stdout)["version"] == 1 and line.stdout.count("\n") == 1
     other = run("show", mid, "--from", "team:carol")
     assert other.returncode == 1 and "Traceback" not in other.stderr
+
+
+def test_interrupting_send_wait_still_says_what_was_sent(isolated_env: Path) -> None:
+    env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS}
+    sender = subprocess.Popen([AGENT_LINK, "send", "team:bob", "waiting for you", "--from", "team:alice", "--wait",
+                               "--timeout-ms", "600000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+    try:
+        assert sender.stderr is not None
+        said = sender.stderr.readline()  # the send is done and the wait begins
+        assert "waiting up to 600 s for the answer" in said, said
+        message_id = said.split()[1].rstrip(";")
+        sender.send_signal(signal.SIGINT)
+        _, err = sender.communicate(timeout=RUN_BOUND_S)
+    finally:
+        if sender.poll() is None:
+            sender.kill()
+            sender.wait()
+    assert sender.returncode == 130 and f"{message_id} to team:bob (stopped waiting" in err and "Traceback" not in err, err
+    assert message_id in run("inbox", "--as", "team:bob", "--json").stdout

@@ -182,6 +182,29 @@ def test_cache_key_follows_settings_plugins_and_host() -> None:
     assert fastfront.cache_key({**base, "AGENT_LINK_DISABLE_PLUGINS": "roles"}) != key
 
 
+def test_cache_key_follows_changed_code_of_an_editable_install_or_a_reinstall(tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    source = tmp_path / "src" / "agent_link_fake"  # a source folder an editable install put on the path
+    (source / "sub").mkdir(parents=True)
+    (source / "__init__.py").write_text("")
+    (source / "sub" / "tools.py").write_text("TOOLS = 1\n")
+    other = tmp_path / "src" / "someone_elses"  # not agent-link's: never walked
+    other.mkdir()
+    (other / "__init__.py").write_text("")
+    dist = tmp_path / "site" / "agent_link_fake-0.1.0.dist-info"
+    dist.mkdir(parents=True)
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "src"), str(tmp_path / "site")])
+    env = {"HOME": "/h"}
+    key = fastfront.cache_key(env)
+    os.utime(other / "__init__.py", ns=(10**18, 10**18))
+    assert fastfront.cache_key(env) == key
+    os.utime(source / "sub" / "tools.py", ns=(10**18, 10**18))
+    edited = fastfront.cache_key(env)
+    assert edited != key
+    os.utime(dist, ns=(2 * 10**18, 2 * 10**18))
+    assert fastfront.cache_key(env) != edited
+
+
 # -- through a real process ----------------------------------------------------------------
 
 

@@ -149,6 +149,9 @@ class Peer:
         if rule is not None:
             assert rule in [e["rule"] for e in entries], (name, arguments, error)
         assert path in error["message"], error
+        if error["message"].startswith("Invalid arguments: "):  # each field named once
+            named = error["message"].removeprefix("Invalid arguments: ").rstrip(".").split(", ")
+            assert len(named) == len(set(named)), error
         return error
 
     async def send(self, to: str, message: str, **extra: Any) -> dict[str, Any]:
@@ -441,6 +444,8 @@ async def test_message_agent_errors() -> None:
         assert error["details"] == {"role": "role:x", "candidates": []}
         error = await alice.fail("message_agent", {"to": "nobody-by-that-name", "message": "hi"}, "not_found")
         assert error["details"]["query"] == "nobody-by-that-name" and error["details"]["candidates"] == []
+        error = await alice.fail("message_agent", {"to": "Test:Bob", "message": "hi"}, "not_found")
+        assert "test:Bob" in error["hint"] and "lower case" in error["hint"]
         await alice.invalid("message_agent", {"to": "test:bob", "message": "x", "replyToMessageId": "not-a-ulid"}, "replyToMessageId", "pattern")
         error = await alice.fail("message_agent", {"to": "test:bob", "message": "x", "replyToMessageId": UNKNOWN_ULID}, "not_found")
         assert error["details"]["id"] == UNKNOWN_ULID

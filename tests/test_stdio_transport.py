@@ -60,6 +60,7 @@ def test_a_surrogate_pair_is_kept() -> None:
 def test_invalid_utf8_is_replaced_with_a_warning() -> None:
     out = parse_line(call_line(2, b'{"message":"x \xff\xfe y"}'))
     assert out.message is not None and [w["code"] for w in out.warnings] == ["invalid_utf8_replaced"]
+    assert out.warnings[0]["details"]["paths"] == ["params.arguments.message"]
 
 
 @pytest.mark.parametrize(("line", "code", "answer_id"), [
@@ -71,6 +72,8 @@ def test_invalid_utf8_is_replaced_with_a_warning() -> None:
     (b'{"jsonrpc":"1.0","id":5,"method":"tools/list"}', INVALID_REQUEST, 5),
     (b'{"jsonrpc":"2.0","id":true,"method":"tools/list"}', INVALID_REQUEST, None),
     (b"[" * 100_000, PARSE_ERROR, None),
+    (b'{"jsonrpc":"2.0","id":13}', INVALID_REQUEST, 13),
+    (b'{"jsonrpc":"2.0","id":15,"method":"tools/list","params":"str"}', INVALID_REQUEST, 15),
 ])
 def test_unreadable_requests_are_answered(line: bytes, code: int, answer_id: Any) -> None:
     out = parse_line(line)
@@ -221,3 +224,39 @@ async def test_every_malformed_request_line_is_answered_and_the_server_keeps_ser
         # Still serving: a normal call after all of it.
         await raw.send(call_line(99, b"{}", name=b"agent_link_health"))
         assert (await raw.responses({99}))[99]["result"]["structuredContent"]["ok"] is True
+
+
+@pytest.mark.anyio
+async def test_a_malformed_opening_request_gets_one_answer_also_from_the_start_up_cache() -> None:
+    """The second server starts with the start-up cache (agent_link_core.fastfront) warm: it
+    must not answer a request the full server refuses, so each gets exactly one answer."""
+    for _ in range(2):
+        async with raw_server("test:mallory") as raw:
+            await raw.send(b'{"jsonrpc":"2.0","id":{"x":1},"method":"tools/list"}')
+            await raw.send(b'{"jsonrpc":"1.0","id":14,"method":"tools/list"}')
+            await raw.send(b'{"jsonrpc":"2.0","id":15,"method":"tools/list","params":"str"}')
+            await raw.send(b'{"jsonrpc":"2.0","id":13}')
+            await raw.send(b'{"jsonrpc":"2.0","id":16,"method":"tools/list"}')
+            answered = await raw.responses({13, 14, 15, 16})
+            assert all(answered[i]["error"]["code"] == INVALID_REQUEST for i in (13, 14, 15)), answered
+            assert "validation error" not in json.dumps(answered)
+            assert answered[16]["result"]["tools"]
+            assert [a["error"]["code"] for a in raw.null_answers] == [INVALID_REQUEST]
+
+
+def test_calls_under_way_are_answered_after_the_client_closes_its_input() -> None:
+    """A client that writes its requests and closes stdin (a pipe) still gets every answer:
+    here a send that waits for a reply (which never comes) until its timeout."""
+    import subprocess
+
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "pipe", "version": "0"}}}
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "message_agent", "arguments": {
+        "to": "team:bob", "message": "piped", "waitForReply": True, "timeoutMs": 1500}}}
+    lines = [init, {"jsonrpc": "2.0", "method": "notifications/initialized"}, call]
+    done = subprocess.run([sys.executable, "-m", "agent_link_core", "mcp"], check=False, capture_output=True, timeout=120,
+                          input=b"".join(json.dumps(line).encode() + b"\n" for line in lines),
+                          env=server_env({"AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS, "AGENT_LINK_ADDRESS": "team:alice"}))
+    answers = {a["id"]: a for a in map(json.loads, done.stdout.splitlines()) if "id" in a}
+    result = answers[1]["result"]["structuredContent"]
+    assert result["ok"] is True and result["messageId"], answers[1]

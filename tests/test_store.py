@@ -5,6 +5,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -45,7 +47,18 @@ def test_existing_dir_is_left_alone_and_reported(isolated_env: Path) -> None:
 
     app = App.create()
     try:
-        assert app.health()["stateDir"]["private"] is False
+        state = app.health()["stateDir"]
+        assert state["private"] is False and state["warning"]["code"] == "state_dir_not_private"
+        assert f"chmod 700 {isolated_env}" in state["warning"]["hint"]
+    finally:
+        app.close()
+    shown = subprocess.run([str(Path(sys.executable).with_name("agent-link")), "health"], capture_output=True, text=True,
+                           timeout=120, env=dict(os.environ))
+    assert f"warning: other users can open the state dir, where the mailbox is. Run `chmod 700 {isolated_env}`" in shown.stdout
+    isolated_env.chmod(0o700)
+    app = App.create()
+    try:
+        assert "warning" not in app.health()["stateDir"]
     finally:
         app.close()
 

@@ -4,6 +4,7 @@ whole wait it asked for, health's host detection and startAppServer."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,34 @@ async def test_a_reply_ends_a_wait_with_progress(isolated_env: Path) -> None:
         waited, _ = await call_with_progress(alice, "wait_for_agent", {"agent": "test:bob", "replyToMessageId": sent["messageId"],
                                                                        "timeoutMs": 600000})
         assert waited["outcome"] == "reply" and "pong" in waited["reply"]["envelope"]
+
+
+async def test_the_inbox_counts_mail_a_running_wait_holds(isolated_env: Path) -> None:
+    """Through real MCP sessions: while Alice's wait for Bob's reply runs, her inbox leaves the
+    reply to it (heldByActiveWait) and does not mark it delivered. The wait polls every 10 s;
+    a round where the wait ended first (it saw the reply at once, or a slow machine let it poll
+    again) proves nothing and is tried again."""
+    env = {**ONLY_CORE}
+    async with agent_link_mcp({**env, "AGENT_LINK_ADDRESS": "test:alice"}) as alice, \
+            agent_link_mcp({**env, "AGENT_LINK_ADDRESS": "test:bob"}) as bob:
+        tools = await alice.tools()
+        assert "heldByActiveWait" in tools["read_agent_link_inbox"].output_schema["properties"]
+        assert (await alice.call("read_agent_link_inbox"))["heldByActiveWait"] == 0
+        for _ in range(3):
+            sent = await alice.call("message_agent", {"to": "test:bob", "message": "ready?", "anticipation": "reply"})
+            waiting = asyncio.create_task(alice.call("wait_for_agent", {"agent": "test:bob", "replyToMessageId": sent["messageId"],
+                                                                        "timeoutMs": 20000, "pollIntervalMs": 10000}))
+            await asyncio.sleep(0.5)
+            replied = await bob.call("reply_agent_link_message", {"messageId": sent["messageId"], "message": "yes"})
+            peek = await alice.call("read_agent_link_inbox", {"markAsDelivered": False})
+            got = await waiting
+            assert got["outcome"] == "reply" and got["reply"]["id"] == replied["messageId"]
+            if peek["heldByActiveWait"] == 1:
+                assert replied["messageId"] not in [m["id"] for m in peek["messages"]] and peek["remainingCount"] == 0
+                break
+            assert got["waitedMs"] < 500 or got["waitedMs"] >= 10000, (peek, got)  # the wait was not running then
+        else:
+            pytest.fail("no round had the wait running while the inbox was read")
 
 
 @pytest.mark.installed_plugins  # host detection is the harnesses' declaration

@@ -6,7 +6,7 @@ import pytest
 from agent_link_testing.mcp_client import agent_link_mcp
 
 from agent_link_core.app import App
-from agent_link_core.tool_profiles import CORE_OWNER, select_tools
+from agent_link_core.tool_profiles import CORE_OWNER, select_tools, settings_warnings
 from agent_link_core.tools.core_tools import CORE_TOOLS
 
 TOOLS = {"agent_link_health": 1, "message_agent": 2, "codex_thing": 3, "roles_thing": 4}
@@ -21,15 +21,28 @@ OWNERS = {"agent_link_health": CORE_OWNER, "message_agent": CORE_OWNER, "codex_t
     ("codex", ["agent_link_health", "message_agent", "codex_thing"]),
     ("roles_thing", ["agent_link_health", "roles_thing"]),
     ("codex, roles_thing", ["agent_link_health", "message_agent", "codex_thing", "roles_thing"]),
-    ("nonsense", ["agent_link_health"]),
+    # a profile that names nothing known would leave an agent without tools: all are offered
+    ("nonsense", ["agent_link_health", "message_agent", "codex_thing", "roles_thing"]),
+    ("roles_thing mesaging", ["agent_link_health", "roles_thing"]),
 ])
 def test_profiles(value: str | None, offered: list[str]) -> None:
     assert list(select_tools(TOOLS, OWNERS, value)) == offered
 
 
-def test_an_unknown_item_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+def test_an_unknown_item_is_logged_and_warned_of(caplog: pytest.LogCaptureFixture) -> None:
     select_tools(TOOLS, OWNERS, "mesaging")
     assert "mesaging" in caplog.text
+    [warning] = settings_warnings(TOOLS, OWNERS, "codex mesaging")
+    assert warning["code"] == "unknown_tool_profile_item" and warning["details"] == {"items": ["mesaging"]}
+    assert settings_warnings(TOOLS, OWNERS, "codex messaging") == []
+
+
+@pytest.mark.anyio
+async def test_a_misspelt_profile_keeps_the_tools_and_health_says_so() -> None:
+    async with agent_link_mcp({"AGENT_LINK_TOOLS": "mesaging", "AGENT_LINK_ADDRESS": "team:alice"}) as client:
+        assert {"message_agent", "read_agent_link_inbox"} <= set(await client.tools())
+        health = await client.call("agent_link_health")
+    assert [w["code"] for w in health["settings"]["warnings"]] == ["unknown_tool_profile_item"]
 
 
 @pytest.mark.anyio

@@ -148,3 +148,44 @@ async def test_a_push_longer_than_the_bound_goes_on_and_the_call_returns_its_id(
     await call(target, "reply_agent_link_message", messageId=message_id, message="late but here")
     got = await call(alice, "wait_for_agent", agent="slow:target", replyToMessageId=message_id, timeoutMs=0)
     assert got["outcome"] == "reply" and "late but here" in got["reply"]["envelope"]
+
+
+async def test_the_inbox_leaves_a_reply_to_the_wait_that_holds_it(apps: dict[str, App]) -> None:
+    apps["alice"] = alice = make_app("test:alice")
+    apps["bob"] = bob = make_app("test:bob")
+    asked = await call(alice, "message_agent", to="test:bob", message="ready?", anticipation="reply")
+    chatter = await call(bob, "message_agent", to="test:alice", message="unrelated news")
+    waiting = asyncio.create_task(call(alice, "wait_for_agent", agent="test:bob", replyToMessageId=asked["messageId"],
+                                       timeoutMs=1500, pollIntervalMs=10000))
+    while f"reply:{asked['messageId']}" not in alice.waiting:
+        await asyncio.sleep(0)
+    replied = await call(bob, "reply_agent_link_message", messageId=asked["messageId"], message="yes")
+
+    peek = await call(alice, "read_agent_link_inbox", markAsDelivered=False)
+    assert [m["id"] for m in peek["messages"]] == [chatter["messageId"]]
+    assert (peek["heldByActiveWait"], peek["remainingCount"]) == (1, 1) and "yes" not in peek["renderedBlock"]
+    read = await call(alice, "read_agent_link_inbox")
+    assert read["markedDelivered"] == [chatter["messageId"]] and read["heldByActiveWait"] == 1 and read["remainingCount"] == 0
+    assert alice.mailbox.get_row(replied["messageId"])["delivered_at"] is None  # still the wait's to return
+
+    got = await waiting
+    assert got["outcome"] == "reply" and got["reply"]["id"] == replied["messageId"]
+    after = await call(alice, "read_agent_link_inbox")
+    assert after["heldByActiveWait"] == 0 and replied["messageId"] not in [m["id"] for m in after["messages"] if m["open"]]
+
+
+async def test_a_wait_that_ends_without_the_reply_hands_it_to_the_inbox(apps: dict[str, App]) -> None:
+    apps["alice"] = alice = make_app("test:alice")
+    apps["bob"] = bob = make_app("test:bob")
+    asked = await call(alice, "message_agent", to="test:bob", message="ready?", anticipation="reply")
+    waiting = asyncio.create_task(call(alice, "wait_for_agent", agent="test:bob", replyToMessageId=asked["messageId"],
+                                       timeoutMs=30000, pollIntervalMs=10000))
+    while f"reply:{asked['messageId']}" not in alice.waiting:
+        await asyncio.sleep(0)
+    replied = await call(bob, "reply_agent_link_message", messageId=asked["messageId"], message="yes")
+    assert (await call(alice, "read_agent_link_inbox", markAsDelivered=False))["heldByActiveWait"] == 1
+    waiting.cancel()  # the client gave up on the call
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    read = await call(alice, "read_agent_link_inbox")
+    assert read["heldByActiveWait"] == 0 and read["markedDelivered"] == [replied["messageId"]] and "yes" in read["renderedBlock"]

@@ -379,7 +379,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
                            "offset": {"type": "integer", "minimum": 0, "maximum": 1_000_000, "default": 0,
                                       "description": "With messageId: where the page starts (characters), from the previous page's nextOffset."}}),
         output_fields={"address": STR, "markedDelivered": {"type": "array", "items": STR}, "messages": {"type": "array", "items": OBJ},
-                       "openCount": INT, "remainingCount": INT, "renderedBlock": STR, "more": NSTR, "page": NOBJ},
+                       "openCount": INT, "remainingCount": INT, "heldByActiveWait": INT, "renderedBlock": STR, "more": NSTR, "page": NOBJ},
         handler=read_inbox,
     ),
     ToolSpec(

@@ -14,7 +14,7 @@ NOBJ: dict[str, Any] = {"type": ["object", "null"]}
 ARR: dict[str, Any] = {"type": "array"}
 INT: dict[str, Any] = {"type": "integer"}
 # Ids are case-insensitive: a lower-case copy of an id finds the stored upper-case one.
-ULID: dict[str, Any] = {"type": "string", "pattern": "^[0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{26}$"}
+ULID: dict[str, Any] = {"type": "string", "pattern": "^[0-7][0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25}$"}
 #: The result of a resolve tool (resolve_agent and a harness's own): a verdict, not an error.
 RESOLVE_RESULT: dict[str, Any] = {
     "status": {"type": "string", "enum": ["resolved", "ambiguous", "not_found"]}, "query": STR, "best": NOBJ,

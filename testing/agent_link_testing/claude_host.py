@@ -62,7 +62,9 @@ from agent_link_testing.hosts import hosts_dir as current_hosts_dir
 from agent_link_testing.messages_stub import MessagesStub
 
 __all__ = [
+    "CLAUDE_PLUGIN_DIR",
     "CLAUDE_PLUGIN_FILES",
+    "STAGED_MARKETPLACE",
     "ClaudeHost",
     "ClaudeHostMissing",
     "ClaudeSession",
@@ -228,33 +230,38 @@ def encode_project_dir(cwd: os.PathLike[str] | str) -> str:
     return name
 
 
-#: What the agent-link Claude Code plugin consists of, relative to the repository root: the
-#: marketplace and plugin manifests, the hooks declaration and the launcher that both the MCP
-#: server and the hooks run. Nothing else is read from ``CLAUDE_PLUGIN_ROOT``; the launcher
-#: finds agent-link itself through ``AGENT_LINK_BIN`` (or ``<root>/.venv``, or ``PATH``).
+#: The agent-link Claude Code plugin folder in this checkout (the claude plugin's package data).
+CLAUDE_PLUGIN_DIR = REPO_ROOT / "plugins" / "claude" / "agent_link_claude" / "host_plugin"
+#: What the plugin folder holds, relative to it: the manifest, the hooks declaration and the
+#: launcher that both the MCP server and the hooks run. Nothing else is read from
+#: ``CLAUDE_PLUGIN_ROOT``; the launcher finds agent-link itself through ``AGENT_LINK_BIN`` (or
+#: the path ``agent-link install`` writes into it, or ``PATH``).
 CLAUDE_PLUGIN_FILES = (
-    ".claude-plugin/marketplace.json",
     ".claude-plugin/plugin.json",
     "hooks/hooks.json",
     "hooks/agent-link.sh",
 )
+#: The marketplace manifest :func:`stage_plugin` adds (the plugin is the marketplace's root).
+STAGED_MARKETPLACE = ".claude-plugin/marketplace.json"
 
 
-def stage_plugin(dest: os.PathLike[str] | str, source: os.PathLike[str] | str = REPO_ROOT,
+def stage_plugin(dest: os.PathLike[str] | str, source: os.PathLike[str] | str = CLAUDE_PLUGIN_DIR,
                  files: Sequence[str] = CLAUDE_PLUGIN_FILES) -> Path:
-    """Copy only the plugin's ``files`` from ``source`` into ``dest`` (modes kept); returns
-    ``dest``, a directory marketplace to install from instead of the whole checkout.
+    """Copy the plugin's ``files`` from ``source`` into ``dest`` (modes kept) and add a
+    marketplace manifest listing it (``agent-link@agent-link``, source ``./``); returns
+    ``dest``, a directory marketplace to install from.
 
-    Claude Code copies a directory marketplace's plugin folder whole into its plugin cache, so
-    installing from a developer checkout copies ``.venv`` and ``hosts/node_modules`` too
-    (about 1 GB). Claude processes that run the staged plugin need ``AGENT_LINK_BIN`` (see
-    :func:`agent_link_bin`) in their environment, since the staging folder has no ``.venv``.
+    Claude processes that run the staged plugin need ``AGENT_LINK_BIN`` (see
+    :func:`agent_link_bin`) or agent-link on PATH, since the copy's launcher names no executable.
     """
     out = Path(dest)
     for rel in files:
         target = out / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(Path(source) / rel, target)
+    market = {"name": "agent-link", "owner": {"name": "agent-link"},
+              "plugins": [{"name": "agent-link", "source": "./", "description": "agent-link (staged for tests)"}]}
+    (out / STAGED_MARKETPLACE).write_text(json.dumps(market, indent=2) + "\n")
     return out
 
 

@@ -32,3 +32,27 @@ def install_dist(site: Path, package: str, files: dict[str, str], *, entry_name:
     (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package.replace('_', '-')}\nVersion: 0.1\n")
     (dist / "entry_points.txt").write_text(f"[agent_link]\n{entry_name} = {entry_module}\n")
     return dist
+
+
+def agent_link_elsewhere(dest: Path) -> Path:
+    """An ``agent-link`` entry point outside the checkout: a fresh virtualenv at ``dest`` whose
+    interpreter reads the packages of the interpreter running the tests (a ``.pth`` line adds
+    its site-packages), with the console script pip would write. Returns ``dest/bin/agent-link``.
+
+    It stands in for a pipx / ``uv tool`` install: the executable, its interpreter and its
+    folder are not the checkout's ``.venv``; the package code is still the checkout's.
+    """
+    import subprocess
+    import sys
+    import sysconfig
+
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(dest)], check=True, timeout=120)
+    python = dest / "bin" / "python"
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                             capture_output=True, text=True, check=True, timeout=60).stdout.strip()
+    ours = sysconfig.get_path("purelib")  # addsitedir also runs its .pth files (the editable installs)
+    Path(purelib, "agent_link_tests_elsewhere.pth").write_text(f"import site; site.addsitedir({ours!r})\n")
+    script = dest / "bin" / "agent-link"
+    script.write_text(f"#!{python}\nimport sys\nfrom agent_link_core.cli import main\nsys.exit(main())\n")
+    script.chmod(0o755)
+    return script

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import agent_link_core
+from agent_link_core import host_install
 
 CODEX_MANIFEST = ".codex-plugin/plugin.json"
 CODEX_MARKETPLACE = ".agents/plugins/marketplace.json"
@@ -76,6 +77,18 @@ def default_plugin_root() -> Path:
     """The checkout agent-link runs from (the directory above the ``agent_link_core`` package),
     which holds both hosts' marketplace files."""
     return Path(agent_link_core.__file__).resolve().parents[1]
+
+
+def _default_root(host: str, marketplace: str) -> Path:
+    """The checkout when it has ``host``'s marketplace file; else, for an installation without
+    a checkout (pipx, ``uv tool``), the marketplace ``agent-link install <host>`` made
+    (:func:`agent_link_core.host_install.plugin_dir`) when it exists; else the checkout
+    (whose missing file is then reported)."""
+    checkout = default_plugin_root()
+    if (checkout / marketplace).is_file():
+        return checkout
+    installed = host_install.plugin_dir(host)
+    return installed if (installed / marketplace).is_file() else checkout
 
 
 def claude_rule_server(plugin: str, server: str) -> str:
@@ -246,12 +259,12 @@ def _read_claude_manifest(out: HostPlugin, path: Path) -> None:
 
 
 def read_codex_plugin(root: Path | None = None) -> HostPlugin:
-    """The Codex plugin offered by the marketplace under ``root`` (default
-    :func:`default_plugin_root`)."""
-    return _read("codex", root or default_plugin_root(), CODEX_MARKETPLACE, CODEX_MANIFEST, _read_codex_manifest)
+    """The Codex plugin offered by the marketplace under ``root`` (default: the checkout's, or
+    the one ``agent-link install codex`` made)."""
+    return _read("codex", root or _default_root("codex", CODEX_MARKETPLACE), CODEX_MARKETPLACE, CODEX_MANIFEST, _read_codex_manifest)
 
 
 def read_claude_plugin(root: Path | None = None) -> HostPlugin:
-    """The Claude Code plugin offered by the marketplace under ``root`` (default
-    :func:`default_plugin_root`)."""
-    return _read("claude", root or default_plugin_root(), CLAUDE_MARKETPLACE, CLAUDE_MANIFEST, _read_claude_manifest)
+    """The Claude Code plugin offered by the marketplace under ``root`` (default: the
+    checkout's, or the one ``agent-link install claude`` made)."""
+    return _read("claude", root or _default_root("claude", CLAUDE_MARKETPLACE), CLAUDE_MARKETPLACE, CLAUDE_MANIFEST, _read_claude_manifest)

@@ -4,7 +4,10 @@ are reported (never a traceback)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -32,11 +35,16 @@ def test_the_repository_manifests_give_ids_and_servers() -> None:
 
 @pytest.fixture
 def codex_root(tmp_path: Path) -> Path:
-    """A copy of the Codex plugin's files (the marketplace, manifests and launcher)."""
+    """A copy of the Codex plugin's files (the marketplace, manifests and launcher), with the
+    plugin folder at the marketplace's root (``./``)."""
     root = tmp_path / "copy"
-    for rel in read_codex_plugin().files:
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(REPO / rel, root / rel)
+    plugin = read_codex_plugin()
+    for rel in plugin.files:
+        inside = (REPO / rel).resolve().relative_to(plugin.plugin_root) if rel.startswith("plugins/") else Path(rel)
+        (root / inside).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / rel, root / inside)
+    edit(root / ".agents" / "plugins" / "marketplace.json",
+         lambda d: [p.update(source={"source": "local", "path": "./"}) for p in d["plugins"]])
     return root
 
 
@@ -111,3 +119,24 @@ def test_other_ways_to_start_agent_link(tmp_path: Path) -> None:
     (tmp_path / ".claude-plugin" / "marketplace.json").write_text(json.dumps({"name": "m", "plugins": [{"name": "p", "source": "./"}]}))
     plugin = read_claude_plugin(tmp_path)
     assert plugin.servers == ["a", "b"] and plugin.problems == [] and plugin.plugin_id == "p@m"
+
+
+def test_without_a_checkout_the_installed_marketplace_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # an installation without a checkout (pipx): the marketplaces `agent-link install` made
+    from agent_link_approvals import manifests
+
+    monkeypatch.setattr(manifests, "default_plugin_root", lambda: tmp_path / "site-packages")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    assert read_codex_plugin().problems  # nothing installed: the missing marketplace is reported
+    agent_link = str(Path(sys.executable).with_name("agent-link"))
+    for host in ("codex", "claude"):
+        fake = tmp_path / host
+        fake.write_text("#!/bin/sh\n")
+        fake.chmod(0o755)
+        done = subprocess.run([agent_link, "install", host, "--host-bin", str(fake)], capture_output=True, text=True,
+                              timeout=120, env=dict(os.environ))
+        assert done.returncode == 0, done.stderr
+    codex, claude = read_codex_plugin(), read_claude_plugin()
+    assert codex.problems == [] and codex.plugin_id == "codex-agent-link@agent-link" and codex.servers == ["codex-agent-link"]
+    assert codex.root == tmp_path / "data" / "agent-link" / "host-plugins" / "codex"
+    assert claude.problems == [] and claude.plugin_id == "agent-link@agent-link" and claude.servers == ["codex-agent-link"]

@@ -29,7 +29,7 @@ SETTINGS = (
     Setting("AGENT_LINK_CLAUDE_INBOX_WAIT_MS", "int", 20000, minimum=0, maximum=600000,
             doc="how long a sender waits (ms) for a Claude session's transcript to show a message pushed to its inbox"),
     Setting("AGENT_LINK_BIN", "str", None,
-            doc="agent-link executable the Claude plugin's launcher (hooks/agent-link.sh) runs, as an absolute path"),
+            doc="agent-link executable the host plugins' launcher (hooks/agent-link.sh) runs, as an absolute path"),
 )
 
 
@@ -42,10 +42,15 @@ def agent_link_register_harnesses(register: Callable[[Harness], None]) -> None:
 
 @hookimpl
 def agent_link_register_commands(cli: click.Group) -> None:
-    """``agent-link claude-peers`` (:mod:`agent_link_claude.cli`)."""
+    """``agent-link claude-peers`` (:mod:`agent_link_claude.cli`); ``agent-link install claude``
+    and ``agent-link uninstall claude`` (:mod:`agent_link_claude.install`)."""
     from agent_link_claude.cli import claude_peers
+    from agent_link_claude.install import install_claude, uninstall_claude
+    from agent_link_core.host_install import install_group, uninstall_group
 
     cli.add_command(claude_peers)
+    install_group(cli).add_command(install_claude)
+    uninstall_group(cli).add_command(uninstall_claude)
 
 
 @hookimpl

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -190,9 +189,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> InstalledPlugin:
 
 @pytest.fixture(scope="session")
 def installed_from_repo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InstalledPlugin]:
-    """agent-link installed the way a user does it: from this repository's root (Claude Code
-    copies the whole checkout into its cache) and run through ``<root>/.venv``. The cache copy
-    (about 1 GB, never run) is removed at the end so kept pytest temp dirs stay small."""
-    plugin = _install(tmp_path_factory.mktemp("claude-home-repo"), REPO, {})
-    yield plugin
-    shutil.rmtree(plugin.home / ".claude" / "plugins" / "cache", ignore_errors=True)
+    """agent-link installed from this repository's marketplace (``claude plugin marketplace add
+    <checkout>``): Claude Code copies only the small plugin folder it names, whose launcher runs
+    the ``agent-link`` on PATH (the test venv's bin, as after ``pipx install``)."""
+    path = f"{agent_link_bin().parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    yield _install(tmp_path_factory.mktemp("claude-home-repo"), REPO, {"PATH": path})

@@ -21,7 +21,7 @@ from agent_link_core.model import Caller
 A = "11111111-1111-4111-8111-111111111111"
 ADDR = f"claude:{A}"
 REPO = Path(agent_link_claude.__file__).resolve().parents[3]
-LAUNCHER = REPO / "hooks" / "agent-link.sh"
+LAUNCHER = REPO / "plugins" / "claude" / "agent_link_claude" / "host_plugin" / "hooks" / "agent-link.sh"
 ALICE = Caller("test:alice", "config", "test")
 BOB = Caller("test:bob", "config", "test")
 
@@ -129,7 +129,9 @@ def test_bad_payloads_are_ignored(app: App) -> None:
 
 
 def launch(event: str, stdin: str, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CLAUDE_PLUGIN_ROOT": str(REPO), **(env_extra or {})}
+    # the plugin folder names no executable: the launcher runs the one AGENT_LINK_BIN names
+    env = {**os.environ, "CLAUDE_PLUGIN_ROOT": str(LAUNCHER.parents[1]),
+           "AGENT_LINK_BIN": str(Path(sys.executable).with_name("agent-link")), **(env_extra or {})}
     return subprocess.run(["sh", str(LAUNCHER), "hook", "claude", event], input=stdin, capture_output=True,
                           text=True, env=env, timeout=30)
 
@@ -166,7 +168,7 @@ def test_launcher_prefers_agent_link_bin(tmp_path: Path) -> None:
     fake.write_text("#!/bin/sh\necho \"fake $*\"\n")
     fake.chmod(0o755)
     done = subprocess.run(["sh", str(LAUNCHER), "--version"], capture_output=True, text=True, timeout=30,
-                          env={**os.environ, "AGENT_LINK_BIN": str(fake), "CLAUDE_PLUGIN_ROOT": str(REPO)})
+                          env={**os.environ, "AGENT_LINK_BIN": str(fake), "CLAUDE_PLUGIN_ROOT": str(LAUNCHER.parents[1])})
     assert done.stdout.strip() == "fake --version"
 
 

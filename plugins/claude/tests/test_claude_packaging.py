@@ -1,5 +1,6 @@
-"""The Claude Code plugin manifests at the repository root agree with each other and with the
-code: names, the launcher every command runs, and the hook events the adapter handles."""
+"""The Claude Code plugin folder (``agent_link_claude/host_plugin``) and the repository's
+marketplace agree with each other and with the code: names, the launcher every command runs,
+and the hook events the adapter handles."""
 
 from __future__ import annotations
 
@@ -13,20 +14,21 @@ import agent_link_claude
 from agent_link_claude import channel, hook
 
 REPO = Path(agent_link_claude.__file__).resolve().parents[3]
+FOLDER = Path(agent_link_claude.__file__).resolve().parent / "host_plugin"
 LAUNCHER = "${CLAUDE_PLUGIN_ROOT}/hooks/agent-link.sh"
 
 
 def load(*parts: str) -> dict:
-    return json.loads((REPO.joinpath(*parts)).read_text())
+    return json.loads((FOLDER.joinpath(*parts)).read_text())
 
 
-def test_marketplace_offers_the_plugin_at_the_repository_root() -> None:
-    market = load(".claude-plugin", "marketplace.json")
+def test_the_repository_marketplace_offers_the_plugin_folder() -> None:
+    market = json.loads((REPO / ".claude-plugin" / "marketplace.json").read_text())
     plugin = load(".claude-plugin", "plugin.json")
     assert market["name"] == "agent-link"
     [entry] = market["plugins"]
     assert entry["name"] == plugin["name"] == channel.PLUGIN_NAME
-    assert entry["source"] == "./"
+    assert (REPO / entry["source"]).resolve() == FOLDER
     core_version = re.search(r'^version = "([^"]+)"', (REPO / "pyproject.toml").read_text(), re.M).group(1)
     assert plugin["version"] == core_version
 
@@ -52,25 +54,28 @@ def test_hooks_run_the_adapter_for_each_declared_event() -> None:
 
 
 def test_launcher_exists_and_is_posix_sh() -> None:
-    path = REPO / "hooks" / "agent-link.sh"
+    path = FOLDER / "hooks" / "agent-link.sh"
     assert path.is_file() and os.access(path, os.X_OK)
     assert subprocess.run(["sh", "-n", str(path)], capture_output=True, timeout=10).returncode == 0
 
 
-def test_the_staged_copy_the_real_host_tests_install_holds_everything_the_plugin_reads(tmp_path: Path) -> None:
-    # conftest's `installed` installs agent_link_testing.claude_host.stage_plugin's copy instead of
-    # the ~1 GB checkout: it must hold every file the manifests name under the plugin root, and
-    # the root must have no component folder Claude Code would discover on its own
-    from agent_link_testing.claude_host import CLAUDE_PLUGIN_FILES, stage_plugin
+def test_the_folder_holds_only_what_the_plugin_reads(tmp_path: Path) -> None:
+    # Claude Code copies the whole folder: every file the manifests name under the plugin root,
+    # nothing more, and no component folder Claude Code would discover on its own
+    from agent_link_testing.claude_host import CLAUDE_PLUGIN_FILES, STAGED_MARKETPLACE, stage_plugin
 
     named = set()
     for rel in (".claude-plugin/plugin.json", "hooks/hooks.json"):
-        named |= set(re.findall(r"\$\{CLAUDE_PLUGIN_ROOT\}/([A-Za-z0-9._/-]+)", (REPO / rel).read_text()))
+        named |= set(re.findall(r"\$\{CLAUDE_PLUGIN_ROOT\}/([A-Za-z0-9._/-]+)", (FOLDER / rel).read_text()))
     assert named == {"hooks/agent-link.sh"}
-    assert named | {".claude-plugin/marketplace.json", ".claude-plugin/plugin.json", "hooks/hooks.json"} == set(CLAUDE_PLUGIN_FILES)
-    for auto in ("commands", "agents", "skills", "output-styles", ".mcp.json", ".lsp.json", "settings.json"):
-        assert not (REPO / auto).exists(), f"{auto} would be part of the plugin but is not staged"
+    files = sorted(str(p.relative_to(FOLDER)) for p in FOLDER.rglob("*") if p.is_file())
+    assert files == sorted(named | {".claude-plugin/plugin.json", "hooks/hooks.json"}) == sorted(CLAUDE_PLUGIN_FILES)
     staged = stage_plugin(tmp_path / "staged")
-    assert sorted(str(p.relative_to(staged)) for p in staged.rglob("*") if p.is_file()) == sorted(CLAUDE_PLUGIN_FILES)
+    assert sorted(str(p.relative_to(staged)) for p in staged.rglob("*") if p.is_file()) == sorted([*files, STAGED_MARKETPLACE])
     launcher = staged / "hooks" / "agent-link.sh"
-    assert os.access(launcher, os.X_OK) and launcher.read_bytes() == (REPO / "hooks" / "agent-link.sh").read_bytes()
+    assert os.access(launcher, os.X_OK) and launcher.read_bytes() == (FOLDER / "hooks" / "agent-link.sh").read_bytes()
+
+
+def test_both_host_plugins_ship_the_same_launcher() -> None:
+    codex = REPO / "plugins" / "codex" / "agent_link_codex" / "host_plugin" / "hooks" / "agent-link.sh"
+    assert codex.read_bytes() == (FOLDER / "hooks" / "agent-link.sh").read_bytes()

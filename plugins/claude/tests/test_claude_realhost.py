@@ -4,7 +4,7 @@ Once per test session the plugin is installed with ``claude plugin marketplace a
 then ``claude plugin install agent-link@agent-link``, in a temporary HOME. The folder is a lean
 staging copy of the plugin's files (conftest ``installed``), since Claude Code copies a
 directory marketplace whole into its cache and the checkout is about 1 GB; one test installs
-from the repository root itself, as users do (``installed_from_repo``). Every test then runs
+from the repository's own marketplace (``installed_from_repo``). Every test then runs
 ``claude -p`` (or a long-running stream-json session) against the stub Messages API; the stub
 model calls agent-link's tools by their plugin names
 (``mcp__plugin_agent-link_codex-agent-link__<tool>``). Each test has its own agent-link state dir.
@@ -144,12 +144,13 @@ def test_message_agent_reaches_another_session_and_shows_in_its_next_prompt(
 def test_installed_from_the_repository_root_health_names_the_session_and_the_channel_gate(
     installed_from_repo: Any, stub: MessagesStub, tmp_path: Path,
 ) -> None:
-    # the user's way: the marketplace is the checkout itself and the launcher finds <root>/.venv
+    # the repository's marketplace: the launcher finds agent-link on PATH
     claude = installed_from_repo.host(stub=stub)
     assert "AGENT_LINK_BIN" not in claude.environ()
-    # Claude Code copied the whole checkout into its cache (why the other tests install a staged copy)
+    # Claude Code copied only the plugin folder into its cache, not the checkout
     [copy] = (claude.config_dir / "plugins" / "cache" / "agent-link" / "agent-link").iterdir()
-    assert (copy / ".venv").is_dir() and (copy / "agent_link_core").is_dir()
+    assert not (copy / ".venv").exists() and not (copy / "agent_link_core").exists()
+    assert sum(p.stat().st_size for p in copy.rglob("*") if p.is_file()) < 1024 * 1024
     cwd = project(tmp_path, "h")
     stub.enqueue(Reply.tool_use(tool("agent_link_health"), {"includeCallerContext": True}), "Healthy.")
     done = claude.run_p("how is agent-link?", cwd=cwd, timeout_s=RUN_TIMEOUT_S)
@@ -178,7 +179,7 @@ def test_installed_from_the_repository_root_health_names_the_session_and_the_cha
     assert mcp["discoverRefused"] is version_at_least(claude_version(), PROBES_DISCOVER_SINCE)
     assert mine["channel"]["protocolVersion"] == mcp["protocolVersion"]
     # a directory marketplace runs the plugin from the source folder (the cache copy is unused)
-    assert Path(mine["plugin"]["root"]).resolve() == REPO
+    assert Path(mine["plugin"]["root"]).resolve() == Path(agent_link_claude.__file__).resolve().parent / "host_plugin"
 
 
 @pytest.mark.anyio

@@ -199,6 +199,10 @@ class Deliverer:
         self.explicit_endpoint = explicit_endpoint
         self.mcp_servers = mcp_servers
         self.mcp_ready_ms = mcp_ready_ms
+        #: holder checks before pushes in this process: ``checked`` (ran), ``held`` (found a
+        #: foreign holder), ``skipped`` (reason → count: ``no_rollout_path``,
+        #: ``holder_check_unavailable``)
+        self.rollout_checks: dict[str, Any] = {"checked": 0, "held": 0, "skipped": {}}
 
     async def push(
         self, message_id: str, thread_id: str, text: str, options: Mapping[str, Any], *,
@@ -372,6 +376,7 @@ class Deliverer:
         """
         path = location.thread.get("path")
         if not isinstance(path, str) or not path:
+            self._skipped_check("no_rollout_path")
             return []
         servers = {ln.pid for ln in links if ln.pid}
         led_groups = set()
@@ -381,7 +386,10 @@ class Deliverer:
                     led_groups.add(pid)
             except OSError:
                 continue
-        holders = rollouts.rollout_holders(path, {os.getpid(), *servers}) or []
+        holders = rollouts.rollout_holders(path, {os.getpid(), *servers})
+        if holders is None:  # never blocks: the push goes ahead as if nobody held it
+            self._skipped_check("holder_check_unavailable")
+            return []
         foreign = []
         for pid in holders:
             try:
@@ -390,7 +398,13 @@ class Deliverer:
             except OSError:
                 continue
             foreign.append(pid)
+        self.rollout_checks["checked"] += 1
+        self.rollout_checks["held"] += bool(foreign)
         return foreign
+
+    def _skipped_check(self, reason: str) -> None:
+        skipped = self.rollout_checks["skipped"]
+        skipped[reason] = skipped.get(reason, 0) + 1
 
     async def _send(self, link: Link, thread_id: str, text: str, message_id: str, status: str,
                     options: Mapping[str, Any], trigger: str) -> tuple[str | None, str]:

@@ -200,6 +200,7 @@ class CodexHarness(Harness):
                      requires="--from-thread"),
     )
     send_result_fields = {"turnId": {"type": ["string", "null"]}, "threadId": {"type": "string"}, "switches": {"type": "array"},
+                          "switchReceipts": {"type": "array"},
                           # the separate facts of a send (send_facets)
                           "runtimeState": {"type": ["object", "null"]}, "archiveState": {"type": ["string", "null"]},
                           "desktopVisibility": {"type": ["object", "null"]}, "peerMessage": {"type": ["object", "null"]},
@@ -426,7 +427,10 @@ class CodexHarness(Harness):
                 sessions.append(session_from_thread(summary, None, loaded=None))
         reason = error.details.get("reason") if error is not None else None
         states = self.endpoint_states()
-        provider = {"available": True, "reason": reason, "source": "local-jsonl-fallback", "endpoints": states}
+        # available = there is something to list: Codex's transcripts folder (a machine with no
+        # Codex at all is not "available" because agent-link can fall back to nothing)
+        readable = bool(files) or any((home / d).is_dir() for d in ("sessions", "archived_sessions"))
+        provider = {"available": readable, "reason": reason, "source": "local-jsonl-fallback", "endpoints": states}
         # the transcripts are this CODEX_HOME's only: an endpoint that did not answer may serve another
         return SessionListing(sessions, provider, complete=len(files) <= limit and all(s["reachable"] for s in states))
 
@@ -712,7 +716,8 @@ class CodexHarness(Harness):
 
     def desktop_push_view(self, installed: str | None) -> dict[str, Any]:
         """``desktopPush``: the push mode for threads another program holds, the versions it
-        was verified on, and what the holder check can do on this platform."""
+        was verified on, what the holder check can do on this platform, and ``rolloutChecks``
+        (how the checks before pushes in this process went, see :class:`Deliverer`)."""
         values = self.values
         mode = values.get("AGENT_LINK_CODEX_DESKTOP_PUSH") or "mailbox-only"
         refused = mode == "shared-daemon" and not explicit(values)
@@ -734,6 +739,7 @@ class CodexHarness(Harness):
             "heldSignal": "rollout-open-elsewhere",
             "turnCompletedMethod": "turn/completed",
             "holderCheck": holder_check_view(),
+            "rolloutChecks": {**self.deliverer.rollout_checks, "skipped": dict(self.deliverer.rollout_checks["skipped"])},
             "warnings": warnings,
         }
 
@@ -862,7 +868,7 @@ def prompt_hook_view(listed: list[dict[str, Any]], last_run_ms: int | None) -> d
                     view["entries"].append({k: hook.get(k) for k in ("key", "source", "pluginId", "enabled", "trustStatus", "sourcePath")})
     if not view["entries"]:
         view["trust"] = "not_installed"
-        view["hint"] = "Install the agent-link Codex plugin (or add hooks/codex-hooks.json to $CODEX_HOME/hooks.json) and trust its hook with /hooks."
+        view["hint"] = "Install the agent-link Codex plugin (`agent-link install codex`) and trust its hook with /hooks in Codex."
         return view
     view["declared"] = True
     view["trustSource"] = "hooks/list"  # what Codex itself reports, not a guess from files

@@ -165,7 +165,11 @@ SWITCH_RECEIPTS = {"model": ("model_switch", "model-switch"), "effort": ("effort
 def emit_switch_events(event: Any, app: Any) -> None:
     """After a send to a Codex thread is stored (its ``sent`` event), report each granted
     switch as its own event (``model_switch``, ``effort_change``, ``cwd_change``) so that the
-    receipts plugin writes one receipt per switch, with the send's provenance."""
+    receipts plugin writes one receipt per switch, with the send's provenance.
+
+    A send still in progress (``event.result`` set) gets ``switchReceipts``: per switch
+    ``{action, setting, record, recorded, id}``, which a receipt writer completes (``recorded``,
+    ``id``) when it stores the receipt; ``recorded`` stays false when no plugin writes one."""
     from agent_link_core.mailbox import Event
 
     if event.kind != "sent" or event.message_id is None:
@@ -175,15 +179,20 @@ def emit_switch_events(event: Any, app: Any) -> None:
         return
     meta = app.mailbox.row_dict(row)["metadata"]
     stored = meta.get("receipt") or {}
+    record = stored.get("record", True)
     for switch in meta.get("codexSwitches") or ():
         kind, receipt_kind = SWITCH_RECEIPTS[switch["setting"]]
+        slot = None
+        if event.result is not None:
+            slot = {"action": kind, "setting": switch["setting"], "record": record, "recorded": False, "id": None}
+            event.result.setdefault("switchReceipts", []).append(slot)
         app.hooks.on_event(Event(kind, event.message_id, event.at_ms, event.actor, {
             "target": row["recipient"], "kind": receipt_kind, "origin": stored.get("origin"),
-            "receipt": {"record": stored.get("record", True), "purpose": stored.get("purpose"), "tags": stored.get("tags") or [],
+            "receipt": {"record": record, "purpose": stored.get("purpose"), "tags": stored.get("tags") or [],
                         "cleanupRecommendation": stored.get("cleanupRecommendation")},
             "setting": switch["setting"], "previous": switch["previous"], "current": switch["current"],
             "grantedBy": switch["grantedBy"], "expectedCost": switch.get("expectedCost"),
-        }))
+        }, result={"receipt": slot} if slot is not None else None))
 
 
 #: the model hint when a plugin offers the fork tool (the forks plugin, agent-link-forks)

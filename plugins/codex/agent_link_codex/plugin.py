@@ -84,10 +84,15 @@ def agent_link_on_event(event: Any, app: App) -> None:
 
 @hookimpl
 def agent_link_register_commands(cli: click.Group) -> None:
-    """``agent-link endpoints add|list|remove``, and ``--socket PATH`` on ``sessions`` and ``send``."""
+    """``agent-link endpoints add|list|remove``, ``--socket PATH`` on ``sessions`` and ``send``, and
+    ``agent-link install codex`` / ``uninstall codex`` (:mod:`agent_link_codex.install`)."""
     from agent_link_codex.cli import add_socket_option, endpoints
+    from agent_link_codex.install import install_codex, uninstall_codex
+    from agent_link_core.host_install import install_group, uninstall_group
 
     cli.add_command(endpoints)
+    install_group(cli).add_command(install_codex)
+    uninstall_group(cli).add_command(uninstall_codex)
     add_socket_option(cli)
 
 

@@ -154,26 +154,70 @@ async def list_codex_threads(app: Any, args: dict[str, Any], call: ToolCall) -> 
     kinds = source_kinds(args.get("includeExec", False), args.get("includeSubagents", False))
     page_fields = {"filteredSourceKinds": [k for k in SOURCE_KINDS if k not in kinds]}
     if links:
-        # one thread more than the page, to know whether another page follows
-        pairs, paging = await _app_server_threads(harness, links, scope, query=args.get("query"), cwd=args.get("cwd"),
-                                                  kinds=kinds, limit=offset + limit + 1, to_end=False)
+        query = args.get("query") or ""
+        supplement = bool(query) and args.get("useLocalFallback", True)
+        # one thread more than the page, to know whether another page follows; a search merged
+        # with transcript matches reads every match, so that each page cuts the same list
+        pairs, paging = await _app_server_threads(harness, links, scope, query=query or None, cwd=args.get("cwd"),
+                                                  kinds=kinds, limit=200 if supplement else offset + limit + 1, to_end=supplement)
         loaded = await harness.service.loaded_ids(links)
-        more = len(pairs) > offset + limit
-        data = [thread_view(t, loaded.get(t["id"], ln), t["id"] in loaded) for ln, t in pairs[offset:offset + limit]]
-        return {"source": "app-server", "archiveScope": scope, "data": data,
+        views = [thread_view(t, loaded.get(t["id"], ln), t["id"] in loaded) for ln, t in pairs]
+        local_info = None
+        if supplement:
+            added, local_info = await asyncio.to_thread(_local_matches, harness, scope, args.get("cwd"), kinds, query,
+                                                        {v["id"] for v in views})
+            if added:
+                views = sorted(views + [thread_view(t, None) for t in added], key=lambda v: -(v.get("updatedAt") or 0))
+        more = len(views) > offset + limit
+        return {"source": "app-server+local-jsonl-search" if local_info and local_info["addedCount"] else "app-server",
+                "archiveScope": scope, "data": views[offset:offset + limit],
                 "complete": paging["complete"] and not more and not paging["nextCursor"] and offset == 0,
                 "hasMore": more, "nextCursor": str(offset + limit) if more else None,
-                "endpoints": [ln.endpoint.id for ln in links], "appServerError": None,
+                "endpoints": [ln.endpoint.id for ln in links], "appServerError": None, "localSearchSupplement": local_info,
                 "listErrors": paging["errors"], "codexHome": str(codex_home(harness.env)), "scannedFiles": None, **page_fields}
     threads, scanned = await asyncio.to_thread(_local_threads, harness, scope, args.get("cwd"), None)
-    query = (args.get("query") or "").lower()
-    threads = [t for t in threads if _kind_listed(source_kind(t), kinds)
-               and (not query or query in f"{t.get('name') or ''} {t.get('preview') or ''}".lower())]
+    threads = [t for t in threads if _kind_listed(source_kind(t), kinds) and _text_matches(t, args.get("query"))]
     more = len(threads) > offset + limit
     data = [thread_view(t, None) for t in threads[offset:offset + limit]]
     return {"source": "local-jsonl-fallback", "archiveScope": scope, "data": data, "complete": not more and offset == 0,
             "hasMore": more, "nextCursor": str(offset + limit) if more else None, "endpoints": [], "appServerError": error,
             "listErrors": [], "codexHome": str(codex_home(harness.env)), "scannedFiles": scanned, **page_fields}
+
+
+#: how many of the newest transcripts a search supplement reads
+LOCAL_SEARCH_SCAN = 300
+
+
+def _text_matches(thread: dict[str, Any], query: str | None) -> bool:
+    """Whether a transcript thread's name or first message contains ``query`` (any case)."""
+    return not query or query.lower() in f"{thread.get('name') or ''} {thread.get('preview') or ''}".lower()
+
+
+def _local_matches(harness: CodexHarness, scope: str, cwd: Any, kinds: tuple[str, ...], query: str,
+                   known: set[str]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Transcript threads matching ``query`` that the app-servers' search did not return
+    (``known``): their search does not cover every thread Codex has on disk. Reads the
+    :data:`LOCAL_SEARCH_SCAN` newest transcripts.
+
+    :returns: ``(rollout summaries, localSearchSupplement)``; the latter is ``{checked,
+        addedCount, addedIds (at most 20), scannedFiles}`` or, when the transcripts cannot
+        be read, ``{checked: false, error}``.
+    """
+    try:
+        home = codex_home(harness.env)
+        files = rollouts.rollout_files(home, scope)[:LOCAL_SEARCH_SCAN]
+        names = rollouts.thread_names(home)
+        cwds = {cwd} if isinstance(cwd, str) else set(cwd or [])
+        added = []
+        for path in files:
+            summary = rollouts.summary(home, path, names)
+            if (summary is None or summary["id"] in known or (cwds and summary.get("cwd") not in cwds)
+                    or not _kind_listed(source_kind(summary), kinds) or not _text_matches(summary, query)):
+                continue
+            added.append(summary)
+    except OSError as exc:
+        return [], {"checked": False, "error": f"{type(exc).__name__}: {exc.strerror or exc}"}
+    return added, {"checked": True, "addedCount": len(added), "addedIds": [t["id"] for t in added][:20], "scannedFiles": len(files)}
 
 
 # Deepest offset a cursor may name: LIST_MAX_PAGES pages of LIST_PAGE threads per source.
@@ -261,7 +305,14 @@ async def resolve_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) -
 
 
 async def list_loaded_codex_threads(app: Any, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
-    """Tool handler: threads loaded in the reachable app-servers (offset cursor)."""
+    """Tool handler: threads loaded in the reachable app-servers (offset cursor).
+
+    Each thread on the page is read once (``thread/read``) for its ``source``,
+    ``parentThreadId``, ``agentNickname`` and ``agentRole``; ``sidebarMembership`` comes from
+    the desktop sidebar when an app-server offers one (:func:`sidebar_membership`), and
+    ``subagentRegistry`` lists the page's loaded sub-agent threads that the sidebar does not
+    show, grouped by parent thread.
+    """
     harness = harness_of(app)
     links = await harness.service.connect(spawn=True)
     loaded = await harness.service.loaded_ids(links)
@@ -273,17 +324,65 @@ async def list_loaded_codex_threads(app: Any, args: dict[str, Any], call: ToolCa
     limit = args.get("limit", 20)
     page = ids[start:start + limit]
     more = start + limit < len(ids)
+    sidebar, sidebar_error = await _sidebar_state(links)
+    membership = sidebar_membership(sidebar["sidebarState"], page)
+    data = []
+    for tid in page:
+        link = loaded[tid]
+        entry: dict[str, Any] = {"threadId": tid, "address": f"codex:{tid}", "endpoint": link.endpoint.id,
+                                 "status": link.tracker.status.get(tid), "sidebarMembership": membership[tid]}
+        try:
+            thread = (await link.call("thread/read", {"threadId": tid, "includeTurns": False})).get("thread") or {}
+        except AppServerError:
+            thread = {}  # unloaded between the two calls: listed with what is known
+        entry.update({"source": source_kind(thread) if thread else None, "parentThreadId": thread.get("parentThreadId"),
+                      "agentNickname": thread.get("agentNickname"), "agentRole": thread.get("agentRole")})
+        data.append(entry)
+    subagents = [{k: e[k] for k in ("threadId", "address", "parentThreadId", "agentNickname", "agentRole", "sidebarMembership")}
+                 for e in data if e["parentThreadId"] and e["sidebarMembership"] != "in_sidebar_model"]
+    by_parent: dict[str, list[str]] = {}
+    for sub in subagents:
+        by_parent.setdefault(sub["parentThreadId"], []).append(sub["threadId"])
     out: dict[str, Any] = {
-        "source": "app-server", "endpoints": [ln.endpoint.id for ln in links],
-        "data": [{"threadId": tid, "address": f"codex:{tid}", "endpoint": loaded[tid].endpoint.id,
-                  "status": loaded[tid].tracker.status.get(tid)} for tid in page],
+        "source": "app-server", "endpoints": [ln.endpoint.id for ln in links], "data": data,
         "threadIds": page, "nextCursor": str(start + limit) if more else None, "hasMore": more,
+        "sidebarState": sidebar["sidebarState"], "sidebarStateError": sidebar_error,
+        "sidebarMembershipSemantics": MEMBERSHIP_SEMANTICS, "sidebarMembershipByThreadId": membership,
+        "subagentRegistry": {"loadedSubagents": subagents, "byParentThreadId": by_parent},
     }
     if args.get("threadId"):
         tid = bare_id(args["threadId"])
         out["lookup"] = {"threadId": tid, "loaded": tid in loaded, "endpoint": loaded[tid].endpoint.id if tid in loaded else None,
                          "complete": True}
     return out
+
+
+MEMBERSHIP_SEMANTICS = ("sidebarMembership is in_sidebar_model (the desktop sidebar shows the thread), background_only (loaded, "
+                        "but the sidebar lists it as a background thread or not at all) or unknown. It is known only when "
+                        "sidebarState.authority is rendererSidebarModel; otherwise every thread is unknown.")
+BACKGROUND_SECTION = "background-threads"
+
+
+def sidebar_membership(state: dict[str, Any] | None, thread_ids: list[str]) -> dict[str, str]:
+    """Thread id → ``in_sidebar_model`` / ``background_only`` / ``unknown``.
+
+    :param state: a ``desktop/sidebar/state/read`` answer. Only one whose ``authority`` is
+        ``rendererSidebarModel`` decides anything; its ``sections[]`` each have a ``key`` and
+        ``itemKeys`` (``local:<threadId>`` for a local thread), the section keyed
+        ``background-threads`` holding the threads run in the background. The desktop app
+        was not available to verify this shape against: it is the one the original
+        Agent Link read.
+    """
+    if not isinstance(state, dict) or state.get("authority") != "rendererSidebarModel":
+        return dict.fromkeys(thread_ids, "unknown")
+    shown: set[str] = set()
+    for section in state.get("sections") or []:
+        if not isinstance(section, dict) or section.get("key") == BACKGROUND_SECTION:
+            continue
+        for key in section.get("itemKeys") or []:
+            if isinstance(key, str) and key.startswith("local:"):
+                shown.add(key.removeprefix("local:"))
+    return {tid: "in_sidebar_model" if tid in shown else "background_only" for tid in thread_ids}
 
 
 # one thread ---------------------------------------------------------------------------------
@@ -301,10 +400,7 @@ async def get_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) -> di
         thread = dict(location.thread)
         if location.archived:
             thread["archived"] = True
-        items: list[dict[str, Any]] = []
-        if recent:
-            page = await link.call("thread/items/list", {"threadId": tid, "limit": recent, "sortDirection": "desc"})
-            items = [{**(e.get("item") or {}), "turnId": e.get("turnId")} for e in reversed(page.get("data") or [])]
+        items = await _recent_items(link, tid, recent)
         turns = None
         if args.get("includeTurns"):
             page = await link.call("thread/turns/list", {"threadId": tid, "limit": 20, "itemsView": "summary"})
@@ -356,9 +452,22 @@ SIDEBAR_SEMANTICS = ("sidebarState is what the Codex desktop app's own app-serve
 async def get_codex_sidebar_state(app: Any, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
     """Tool handler: the desktop sidebar as the first app-server offering it returns it; an
     app-server without the method (a plain ``codex app-server``) is listed under
-    ``sidebarState.unsupported`` and the answer is still ok (authority null)."""
+    ``sidebarState.unsupported`` and the answer is still ok (authority null).
+
+    :raises AgentLinkError: ``upstream_error`` when an app-server fails the read otherwise.
+    """
     harness = harness_of(app)
     links = await harness.service.connect(spawn=True)
+    answer, error = await _sidebar_state(links)
+    if error is not None:
+        raise AgentLinkError(error["code"], error["message"], error["details"], hint=error["hint"])
+    return {"source": "app-server", **answer, "sidebarMembershipSemantics": SIDEBAR_SEMANTICS}
+
+
+async def _sidebar_state(links: list[Link]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """``({endpoint, sidebarState}, error)``: the first app-server's sidebar that has one, else
+    ``sidebarState = {authority: None, unsupported: [...], note}``; ``error`` is the error
+    object (code, message, details, hint) of an app-server that failed the read for another reason."""
     unsupported: list[dict[str, Any]] = []
     for link in links:
         try:
@@ -368,18 +477,23 @@ async def get_codex_sidebar_state(app: Any, args: dict[str, Any], call: ToolCall
                 unsupported.append({"endpoint": link.endpoint.id, "method": "desktop/sidebar/state/read",
                                     "reason": "method_not_supported", "rpcCode": exc.code})
                 continue
-            raise exc.to_agent_link_error() from None
-        return {"source": "app-server", "endpoint": link.endpoint.id, "sidebarState": state,
-                "sidebarMembershipSemantics": SIDEBAR_SEMANTICS}
-    return {"source": "app-server", "endpoint": None,
-            "sidebarState": {"authority": None, "unsupported": unsupported,
-                             "note": "Only the Codex desktop app's own app-server has a sidebar; agent-link never looks for it on its own "
-                                     "(point AGENT_LINK_CODEX_URL at such a server)."},
-            "sidebarMembershipSemantics": SIDEBAR_SEMANTICS}
+            failed = exc.to_agent_link_error()
+            return ({"endpoint": link.endpoint.id, "sidebarState": None},
+                    {"code": failed.code, "message": failed.message, "details": failed.details, "hint": failed.hint})
+        return {"endpoint": link.endpoint.id, "sidebarState": state}, None
+    return ({"endpoint": None,
+             "sidebarState": {"authority": None, "unsupported": unsupported,
+                              "note": "Only the Codex desktop app's own app-server has a sidebar; agent-link never looks for it on its own "
+                                      "(point AGENT_LINK_CODEX_URL at such a server)."}}, None)
 
 
 async def wait_for_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
-    """Tool handler: wait until the thread's current turn is over."""
+    """Tool handler: wait until the thread's current turn is over.
+
+    Besides the outcome the result carries ``waitState`` (what the wait saw, see
+    :func:`_wait_state`) and ``thread`` (the thread's view with its last ``recentItems``
+    message items, oldest first, default 10) as read when the wait ended.
+    """
     harness = harness_of(app)
     tid = bare_id(args["threadId"])
     requested = timeout_ms = args.get("timeoutMs", 60_000)
@@ -391,26 +505,62 @@ async def wait_for_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) 
         timeout_ms = cap_ms
     links, error = await _links(harness, True)
     start = time.monotonic()
-    was_active = False
+    seen_active: set[str] = set()
+    polls = 0
     next_progress = every_ms
     while True:
-        status, turn, source = await _thread_state(harness, links, tid)
+        observed = await _observe(harness, links, tid)
+        polls += 1
+        status, turn = observed["status"], observed["turn"]
         waited = int((time.monotonic() - start) * 1000)
         if status == "active":
-            was_active = True
-        elif status is not None:
-            outcome = "turn_completed" if was_active else "idle"
-            return {"outcome": outcome, "timedOut": False, "waitedMs": waited, "target": {"threadId": tid, "address": f"codex:{tid}"},
-                    "status": status, "turn": turn, "finalResponse": (turn or {}).get("finalResponse"), "source": source,
-                    "appServerError": error}
-        if waited >= timeout_ms:
-            out = {"outcome": "timeout", "timedOut": True, "waitedMs": waited, "target": {"threadId": tid, "address": f"codex:{tid}"},
-                   "status": status or "unknown", "turn": turn, "finalResponse": None, "source": source, "appServerError": error}
-            return {**out, "capped": True, "requestedTimeoutMs": requested} if capped else out
+            seen_active.add((turn or {}).get("turnId") or "")
+        ended = status is not None and status != "active"
+        if ended or waited >= timeout_ms:
+            out = {"outcome": ("turn_completed" if seen_active else "idle") if ended else "timeout", "timedOut": not ended,
+                   "waitedMs": waited, "target": {"threadId": tid, "address": f"codex:{tid}"},
+                   "status": status if ended else (status or "unknown"), "turn": turn,
+                   "finalResponse": (turn or {}).get("finalResponse") if ended else None, "source": observed["source"],
+                   "appServerError": error, "waitState": _wait_state(observed, seen_active, polls, ended),
+                   "thread": await _thread_snapshot(harness, observed, tid, args.get("recentItems", 10))}
+            return {**out, "capped": True, "requestedTimeoutMs": requested} if capped and not ended else out
         if call.progress is not None and waited >= next_progress:
             await call.progress(waited, timeout_ms, "waiting for the turn to end")
             next_progress = waited + every_ms
         await asyncio.sleep(min(poll_ms, timeout_ms - waited, max(next_progress - waited, 1) if call.progress else poll_ms) / 1000)
+
+
+def _wait_state(observed: dict[str, Any], seen_active: set[str], polls: int, ended: bool) -> dict[str, Any]:
+    """What a ``wait_for_codex_thread`` saw: ``threadStatus`` at the last read (None when a
+    transcript without lifecycle events left it unknown), ``latestTurnId`` /
+    ``latestTurnStatus`` (the newest turn then; ids are null from transcripts),
+    ``activeTurnIds`` (turns seen running during the wait, in no order), ``sawActiveTurn``,
+    ``polls`` (reads made), ``continueWaiting`` (true when the wait ended by its time limit
+    while the turn still ran or the state stayed unknown) and ``statusSource``
+    (``app-server`` or ``local-jsonl-fallback``)."""
+    turn = observed["turn"] or {}
+    return {"threadStatus": observed["status"], "latestTurnId": turn.get("turnId"), "latestTurnStatus": turn.get("status"),
+            "activeTurnIds": sorted(t for t in seen_active if t), "sawActiveTurn": bool(seen_active), "polls": polls,
+            "continueWaiting": not ended, "statusSource": observed["source"]}
+
+
+async def _thread_snapshot(harness: CodexHarness, observed: dict[str, Any], tid: str, recent: int) -> dict[str, Any]:
+    """The thread's public view plus ``recentItems`` (its last ``recent`` message items, oldest first)."""
+    link = observed.get("link")
+    if link is not None:
+        view = thread_view(observed["thread"], observed.get("loaded_on"), observed.get("loaded_on") is not None)
+        return {**view, "recentItems": await _recent_items(link, tid, recent)}
+    home = codex_home(harness.env)
+    path = observed["path"]
+    return {**thread_view(observed["thread"], None), "recentItems": rollouts.history_items(home, path, recent) if recent else []}
+
+
+async def _recent_items(link: Link, tid: str, recent: int) -> list[dict[str, Any]]:
+    """The thread's newest ``recent`` items from ``thread/items/list``, oldest first, each with its ``turnId``."""
+    if not recent:
+        return []
+    page = await link.call("thread/items/list", {"threadId": tid, "limit": recent, "sortDirection": "desc"})
+    return [{**(e.get("item") or {}), "turnId": e.get("turnId")} for e in reversed(page.get("data") or [])]
 
 
 def thread_activity(harness: CodexHarness, tid: str) -> Any:
@@ -436,6 +586,19 @@ def thread_activity(harness: CodexHarness, tid: str) -> Any:
 
 async def _thread_state(harness: CodexHarness, links: list[Link], tid: str) -> tuple[str | None, dict[str, Any] | None, str]:
     """``(status, last turn, source)``; status None while unknown (rollout without lifecycle)."""
+    observed = await _observe(harness, links, tid)
+    return observed["status"], observed["turn"], observed["source"]
+
+
+async def _observe(harness: CodexHarness, links: list[Link], tid: str) -> dict[str, Any]:
+    """One read of a thread for the waits: ``status`` (None while unknown: a rollout without
+    lifecycle events), ``turn`` (the last turn: ``turnId``, ``status``, ``completedAt``,
+    ``finalResponse``), ``source``, ``thread`` (the raw thread or rollout summary), ``link``
+    (the app-server read from, or None), ``loaded_on`` (the link that has it loaded) and
+    ``path`` (the rollout, transcript reads only).
+
+    :raises AgentLinkError: ``not_found`` when no app-server or transcript knows the thread.
+    """
     if links:
         location = await harness.service.locate(tid, links, fresh=True)
         if location is None:
@@ -452,7 +615,9 @@ async def _thread_state(harness: CodexHarness, links: list[Link], tid: str) -> t
         status = location.status
         if status == "notLoaded":
             status = "idle" if not turns or turns[0].get("status") != "inProgress" else "active"
-        return status, turn, "app-server"
+        thread = {**location.thread, "archived": True} if location.archived else location.thread
+        return {"status": status, "turn": turn, "source": "app-server", "thread": thread, "link": link,
+                "loaded_on": location.link, "path": None}
     home = codex_home(harness.env)
     path = rollouts.find_rollout(home, tid)
     summary = rollouts.summary(home, path) if path is not None else None
@@ -460,7 +625,8 @@ async def _thread_state(harness: CodexHarness, links: list[Link], tid: str) -> t
         raise AgentLinkError("not_found", f"No Codex thread {tid} is known.", {"id": tid, "candidates": []})
     status = summary["status"]["type"]
     turn = {"turnId": None, "status": None, "completedAt": None, "finalResponse": summary.get("lastAgentMessage") if status == "idle" else None}
-    return (None if status == "unknown" else status), turn, "local-jsonl-fallback"
+    return {"status": None if status == "unknown" else status, "turn": turn, "source": "local-jsonl-fallback", "thread": summary,
+            "link": None, "loaded_on": None, "path": path}
 
 
 # launch / archive / message -------------------------------------------------------------------
@@ -663,7 +829,7 @@ async def message_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) -
 # registration --------------------------------------------------------------------------------
 SEND_OPTIONS = {option.name: option.schema for option in SEND_OPTION_SPECS}
 THREAD_LIST_RESULT = _fields("source", "archiveScope", "data", "complete", "nextCursor", "endpoints", "appServerError",
-                             "listErrors", "codexHome", "scannedFiles", "hasMore", "filteredSourceKinds")
+                             "listErrors", "codexHome", "scannedFiles", "hasMore", "filteredSourceKinds", "localSearchSupplement")
 
 TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
@@ -689,9 +855,10 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         name="list_loaded_codex_threads", title="List loaded Codex threads",
-        description="List the Codex threads currently loaded (running) in the reachable Codex app-servers, or check one thread with threadId.",
+        description="List the Codex threads currently loaded (running) in the reachable Codex app-servers, or check one thread with threadId. Each thread says whether the Codex desktop sidebar shows it (sidebarMembership; unknown without a desktop sidebar), and subagentRegistry groups loaded sub-agent threads the sidebar does not show by their parent thread.",
         input_schema=_obj({"limit": _limit(20, 200), "cursor": STR, "threadId": THREAD_ID}),
-        output_fields=_fields("source", "endpoints", "data", "threadIds", "nextCursor", "hasMore", "lookup"),
+        output_fields=_fields("source", "endpoints", "data", "threadIds", "nextCursor", "hasMore", "lookup", "sidebarState",
+                              "sidebarStateError", "sidebarMembershipSemantics", "sidebarMembershipByThreadId", "subagentRegistry"),
         handler=list_loaded_codex_threads, read_only=True, idempotent=True,
     ),
     ToolSpec(
@@ -714,11 +881,12 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         name="wait_for_codex_thread", title="Wait for a Codex thread",
-        description="Wait until a Codex thread's current turn is over (outcome turn_completed), or report idle at once when no turn runs. A timeout is a normal result: call again to keep waiting. A turn ending is not a reply to a message: use wait_for_agent for that.",
+        description="Wait until a Codex thread's current turn is over (outcome turn_completed), or report idle at once when no turn runs. The result also has waitState (what the wait saw) and thread (the thread with its last recentItems messages). A timeout is a normal result: call again to keep waiting. A turn ending is not a reply to a message: use wait_for_agent for that.",
         input_schema=_obj({"threadId": THREAD_ID, "timeoutMs": core_tools.TIMEOUT_MS, "pollIntervalMs": core_tools.POLL_MS,
-                           "recentItems": {**_limit(10, 100, 0), "description": "Deprecated and ignored."}}, ("threadId",)),
+                           "recentItems": {**_limit(10, 100, 0), "description": "How many of the thread's newest messages thread.recentItems holds."}},
+                          ("threadId",)),
         output_fields=_fields("outcome", "timedOut", "waitedMs", "target", "status", "turn", "finalResponse", "source", "appServerError",
-                              "capped", "requestedTimeoutMs"),
+                              "capped", "requestedTimeoutMs", "waitState", "thread"),
         handler=wait_for_codex_thread, read_only=True,
     ),
     ToolSpec(

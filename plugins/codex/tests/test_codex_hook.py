@@ -96,7 +96,7 @@ def test_the_real_command_output_and_fail_open(isolated_env: Path) -> None:
 
 def test_shim_finds_agent_link_and_fails_open_without_it(isolated_env: Path, tmp_path: Path) -> None:
     seed(["test:alice"])
-    shim = REPO_ROOT / "hooks" / "agent-link.sh"
+    shim = REPO_ROOT / "plugins" / "codex" / "agent_link_codex" / "host_plugin" / "hooks" / "agent-link.sh"
     env = {**os.environ, "AGENT_LINK_BIN": str(Path(sys.executable).with_name("agent-link")), "PLUGIN_ROOT": str(tmp_path)}
     done = subprocess.run(["sh", str(shim), "hook", "codex", "UserPromptSubmit"], input=json.dumps(PAYLOAD), capture_output=True,
                           text=True, env=env, timeout=30)
@@ -114,15 +114,16 @@ def test_hook_adapter_imports_stay_light() -> None:
 
 
 def test_shipped_declarations() -> None:
-    manifest = json.loads((REPO_ROOT / ".codex-plugin" / "plugin.json").read_text())
+    folder = REPO_ROOT / "plugins" / "codex" / "agent_link_codex" / "host_plugin"
+    manifest = json.loads((folder / ".codex-plugin" / "plugin.json").read_text())
     assert manifest["name"] == "codex-agent-link" and manifest["hooks"] == "./hooks/codex-hooks.json"
-    hooks = json.loads((REPO_ROOT / manifest["hooks"]).read_text())["hooks"]
+    hooks = json.loads((folder / manifest["hooks"]).read_text())["hooks"]
     assert set(hooks) == {"UserPromptSubmit"}
     [group] = hooks["UserPromptSubmit"]
     [hook] = group["hooks"]
     assert hook["type"] == "command" and hook["timeout"] == 5
     assert hook["command"] == 'sh "${PLUGIN_ROOT}/hooks/agent-link.sh" hook codex UserPromptSubmit'
-    mcp = json.loads((REPO_ROOT / manifest["mcpServers"]).read_text())["mcpServers"]
+    mcp = json.loads((folder / manifest["mcpServers"]).read_text())["mcpServers"]
     assert mcp["codex-agent-link"]["args"] == ["./hooks/agent-link.sh", "mcp"] and mcp["codex-agent-link"]["env"] == {"AGENT_LINK_HOST": "codex"}
     market = json.loads((REPO_ROOT / ".agents" / "plugins" / "marketplace.json").read_text())
-    assert [p["name"] for p in market["plugins"]] == ["codex-agent-link"] and market["plugins"][0]["source"]["path"] == "./"
+    assert [p["name"] for p in market["plugins"]] == ["codex-agent-link"] and market["plugins"][0]["source"]["path"] == "./plugins/codex/agent_link_codex/host_plugin"

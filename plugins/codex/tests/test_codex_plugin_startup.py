@@ -16,7 +16,7 @@ from agent_link_core.config import CORE_SETTINGS
 
 
 def declaration() -> dict:
-    return json.loads((REPO_ROOT / ".codex-plugin" / "mcp.json").read_text())["mcpServers"]["codex-agent-link"]
+    return json.loads((REPO_ROOT / "plugins" / "codex" / "agent_link_codex" / "host_plugin" / ".codex-plugin" / "mcp.json").read_text())["mcpServers"]["codex-agent-link"]
 
 
 def test_every_setting_reaches_the_server() -> None:
@@ -26,7 +26,7 @@ def test_every_setting_reaches_the_server() -> None:
     wanted |= {alias for s in settings for alias in s.aliases if "AGENT_LINK" in alias}
     wanted |= {"XDG_CONFIG_HOME", "XDG_CACHE_HOME"}  # where the settings file and the start-up cache live
     missing = wanted - set(declaration()["env_vars"])
-    assert not missing, f"add to .codex-plugin/mcp.json env_vars: {sorted(missing)}"
+    assert not missing, f"add to plugins/codex/agent_link_codex/host_plugin/.codex-plugin/mcp.json env_vars: {sorted(missing)}"
 
 
 def test_the_server_is_required() -> None:

@@ -33,6 +33,7 @@ from agent_link_core.app import App
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.mailbox import OutgoingMessage, new_message_id
 from agent_link_core.model import Caller
+from agent_link_core.tools.registry import ToolCall
 from agent_link_testing.codex_host import CodexAppServer
 from agent_link_testing.responses_stub import ResponsesStub, text
 
@@ -229,6 +230,9 @@ async def test_thread_held_by_another_app_server_gets_mail_only(stub: ResponsesS
                 assert warn["code"] == "codex_desktop_push_disabled" and warn["details"]["holders"] == [desktop.pid]
                 assert app.mailbox.get_row(outcome.message["id"])["first_delivered_at"] is None
                 assert len(await user_items(other, thread_id)) == 1  # only the setup turn
+                health = await app.hooks.tools()["agent_link_health"].handler(app, {}, ToolCall(meta={}, caller=ALICE))
+                checks = health["harnesses"]["codex"]["desktopPush"]["rolloutChecks"]
+                assert checks == {"checked": 1, "held": 1, "skipped": {}}
             finally:
                 await app.aclose()
 

@@ -40,8 +40,7 @@ pytestmark = [pytest.mark.realhost, pytest.mark.timeout(1800)]
 RUNS = 20
 agent_link = str(Path(sys.executable).with_name("agent-link"))
 RUN_BOUND_S = 300  # a bound per codex command, never a speed assertion
-PLUGIN_FILES = (".agents/plugins/marketplace.json", ".codex-plugin/plugin.json", ".codex-plugin/mcp.json",
-                "hooks/agent-link.sh", "hooks/codex-hooks.json")
+PLUGIN_DIR = REPO_ROOT / "plugins" / "codex" / "agent_link_codex" / "host_plugin"
 
 
 @pytest.fixture
@@ -54,9 +53,12 @@ def root() -> Iterator[Path]:
 
 
 def stage(dest: Path) -> Path:
-    for rel in PLUGIN_FILES:
-        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(REPO_ROOT / rel, dest / rel)
+    shutil.copytree(PLUGIN_DIR, dest)
+    market = json.loads((REPO_ROOT / ".agents" / "plugins" / "marketplace.json").read_text())
+    for entry in market["plugins"]:
+        entry["source"]["path"] = "./"
+    (dest / ".agents" / "plugins").mkdir(parents=True)
+    (dest / ".agents" / "plugins" / "marketplace.json").write_text(json.dumps(market))
     return dest
 
 

@@ -108,9 +108,10 @@ async def test_prompt_hook_trusted_through_config_api_reaches_the_model(stub: Re
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     # The shipped declaration, with ${PLUGIN_ROOT} pointing at this checkout (a user-level
     # hooks.json has no plugin root; Codex sets PLUGIN_ROOT only for installed plugins).
-    shipped = json.loads((REPO_ROOT / "hooks" / "codex-hooks.json").read_text())
+    folder = REPO_ROOT / "plugins" / "codex" / "agent_link_codex" / "host_plugin"
+    shipped = json.loads((folder / "hooks" / "codex-hooks.json").read_text())
     [group] = shipped["hooks"]["UserPromptSubmit"]
-    command = group["hooks"][0]["command"].replace("${PLUGIN_ROOT}", str(REPO_ROOT))
+    command = group["hooks"][0]["command"].replace("${PLUGIN_ROOT}", str(folder))
     group["hooks"][0]["command"] = command
     env = {"AGENT_LINK_STATE_DIR": str(isolated_env), "AGENT_LINK_BIN": str(Path(sys.executable).with_name("agent-link"))}
     with CodexAppServer(stub.base_url, root=tmp_path / "codex", env=env) as host:

@@ -103,3 +103,32 @@ async def test_allowed_overrides_reach_the_model_request_and_refused_ones_store_
     assert out["switches"][0]["setting"] == "model" and out["switches"][0]["previous"] == "mock-model"
     request = stub.wait_for(lambda r: r.thread_id == tid and r.contains("switch now"), 30)
     assert request.body.get("model") == "mock-model-2"
+
+
+async def test_a_granted_switch_returns_its_receipt(host: CodexAppServer, stub: ResponsesStub, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the receipts plugin: the send that switched a real thread's model returns the
+    receipt written for the switch (switchReceipts), the same one list_agent_link_receipts shows."""
+    monkeypatch.setenv("AGENT_LINK_CODEX_SOCK", str(host.socket_path))
+    monkeypatch.setenv("CODEX_HOME", str(host.codex_home))
+    monkeypatch.setenv("AGENT_LINK_CODEX_AUTOSTART", "0")
+    monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", "claude roles")
+    app = App.create(extra_plugins=(AllowModelFor(BOB.address),))
+    try:
+        launched = await codex_tools.launch_codex_thread(app, {"message": "first task"}, ToolCall(meta={}, caller=ALICE))
+        tid = launched["threadId"]
+        stub.wait_for(lambda r: r.thread_id == tid and r.contains("first task"), 30)
+        await codex_tools.wait_for_codex_thread(app, {"threadId": tid, "timeoutMs": 30_000}, ToolCall(meta={}, caller=ALICE))
+        out = await codex_tools.message_codex_thread(app, {"threadId": tid, "message": "switch now", "model": "mock-model-2",
+                                                           "receipt": {"purpose": "switch check"}}, ToolCall(meta={}, caller=BOB))
+        assert out["delivery"] == "delivered", out
+        request = stub.wait_for(lambda r: r.thread_id == tid and r.contains("switch now"), 30)
+        assert request.body.get("model") == "mock-model-2"
+        [slot] = out["switchReceipts"]
+        assert (slot["action"], slot["setting"], slot["record"], slot["recorded"]) == ("model_switch", "model", True, True)
+        listed = await app.hooks.tools()["list_agent_link_receipts"].handler(app, {"action": "model_switch"}, ToolCall(meta={}, caller=BOB))
+        [receipt] = listed["data"]
+        assert receipt["id"] == slot["id"] and receipt["messageId"] == out["messageId"] and receipt["purpose"] == "switch check"
+        assert (receipt["details"]["previous"], receipt["details"]["current"]) == ("mock-model", "mock-model-2")
+        assert out["receipt"]["id"] != slot["id"]  # the message's own receipt is another one
+    finally:
+        await app.aclose()

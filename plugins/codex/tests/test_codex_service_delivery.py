@@ -319,10 +319,13 @@ async def test_threads_held_elsewhere_get_mail_only_unless_shared_daemon_is_expl
         while not rollouts.rollout_holders(str(rollout), set()) and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
         service = make_service(short_tmp, mini.path)
-        refused = await Deliverer(service, claims, desktop_push="shared-daemon", explicit_endpoint=False).push("H1", TID, "t", {})
+        refused_deliverer = Deliverer(service, claims, desktop_push="shared-daemon", explicit_endpoint=False)
+        refused = await refused_deliverer.push("H1", TID, "t", {})
         assert refused.state == "mailbox_only" and not refused.delivered
         assert [w["code"] for w in refused.warnings] == ["desktop_push_override_refused", "codex_desktop_push_disabled"]
         assert refused.warnings[1]["details"] == {"signal": "rollout-open-elsewhere", "holders": [holder.pid]}
+        refused_checks = refused_deliverer.rollout_checks
+        assert refused_checks == {"checked": 1, "held": 1, "skipped": {}}
         assert sent(mini, "thread/resume") == [] and sent(mini, "turn/start") == [] and claims.get("H1") is None
         forced = await Deliverer(service, claims, desktop_push="shared-daemon", explicit_endpoint=True).push("H2", TID, "t", {})
         assert forced.delivered and forced.fields["action"] == "resumed+started_turn"
@@ -331,3 +334,23 @@ async def test_threads_held_elsewhere_get_mail_only_unless_shared_daemon_is_expl
     finally:
         holder.kill()
         holder.wait()
+
+
+async def test_holder_checks_that_cannot_run_are_counted_and_never_block(
+        short_tmp: Path, mini: Any, scripted: Any, claims: PushClaims, monkeypatch: pytest.MonkeyPatch) -> None:
+    rollout = short_tmp / f"rollout-y-{TID}.jsonl"
+    rollout.write_text("{}\n")
+    thread = scripted(status="notLoaded")
+    monkeypatch.setattr(rollouts, "rollout_holders", lambda path, exclude: None)  # neither psutil nor lsof works here
+    # a thread without a rollout path, then one whose holders cannot be asked for: each push
+    # goes ahead (a fresh service each, so that the thread is not loaded yet) and is counted
+    for path, reason in ((None, "no_rollout_path"), (str(rollout), "holder_check_unavailable")):
+        thread.thread = lambda path=path: {"id": TID, "status": {"type": "notLoaded"}, "path": path, "cwd": "/w"}
+        service = make_service(short_tmp, mini.path)
+        deliverer = Deliverer(service, claims)
+        try:
+            out = await deliverer.push(f"K-{reason}", TID, "t", {})
+            assert out.delivered, out
+            assert deliverer.rollout_checks == {"checked": 0, "held": 0, "skipped": {reason: 1}}
+        finally:
+            await service.aclose()

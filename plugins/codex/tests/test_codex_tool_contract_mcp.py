@@ -67,6 +67,8 @@ async def test_star_matches_only_a_sender_with_a_runtime_identity(isolated_env: 
         assert receipt["target"]["kind"] == "codex_thread" and receipt["target"]["address"] == f"codex:{thread}"
         assert receipt["origin"]["turnId"] == "turn-7" and receipt["origin"]["sources"]["turnId"] == "runtime_context"
         assert receipt["details"]["grantedBy"] == "policy" and receipt["details"]["current"] == "gpt-other"
+        assert sent["switchReceipts"] == [{"action": "model_switch", "setting": "model", "record": True, "recorded": True,
+                                           "id": receipt["id"]}]
         by_kind = await runtime.call("list_agent_link_receipts", {"kind": "model-switch", "targetKind": "codex_thread"})
         assert [r["id"] for r in by_kind["data"]] == [receipt["id"]]
 
@@ -86,6 +88,15 @@ async def test_deprecated_send_arguments_warn_and_keep_their_effect(isolated_env
         assert any(w["code"] == "deprecated_argument" and w["details"]["argument"] == "allowTargetOverride" for w in granted["warnings"])
         receipts = await alice.call("list_agent_link_receipts", {"action": "effort_change"})
         assert [r["details"]["grantedBy"] for r in receipts["data"]] == ["allowTargetOverride"]
+        assert [(r["action"], r["recorded"], r["id"]) for r in granted["switchReceipts"]] == [("effort_change", True, receipts["data"][0]["id"])]
+        # receipt.record false: the switch is still reported, and no receipt is written for it
+        quiet = await alice.call("message_codex_thread", {"threadId": thread, "message": "d", "effort": "low", "allowTargetOverride": True,
+                                                          "receipt": {"record": False}})
+        assert quiet["ok"] and quiet["switches"][0]["current"] == "low"
+        assert quiet["switchReceipts"] == [{"action": "effort_change", "setting": "effort", "record": False, "recorded": False, "id": None}]
+        assert len((await alice.call("list_agent_link_receipts", {"action": "effort_change"}))["data"]) == 1
+        plain_sends = await alice.call("message_codex_thread", {"threadId": thread, "message": "e"})
+        assert "switchReceipts" not in plain_sends
         through_agent = await alice.call("message_agent", {"to": f"codex:{thread}", "message": "c", "allowTargetOverride": False})
         assert any(w["code"] == "deprecated_argument" for w in through_agent["warnings"])
         # Codex send facets are declared and filled even when the message stays queued

@@ -177,13 +177,29 @@ async def test_transcript_fallback_listing(alice: AgentLinkClient, codex_home: P
 
     idle = await ok(alice, "wait_for_codex_thread", {"threadId": T1})
     assert (idle["outcome"], idle["timedOut"], idle["finalResponse"]) == ("idle", False, "Parser done")
+    assert idle["waitState"] == {"threadStatus": "idle", "latestTurnId": None, "latestTurnStatus": None, "activeTurnIds": [],
+                                 "sawActiveTurn": False, "polls": 1, "continueWaiting": False, "statusSource": "local-jsonl-fallback"}
+    assert idle["thread"]["id"] == T1 and idle["thread"]["name"] == "parser work" and idle["thread"]["loaded"] is None
+    assert [(i["type"], i["text"]) for i in idle["thread"]["recentItems"]] == [("userMessage", "Refactor the parser module"),
+                                                                               ("agentMessage", "Parser done")]
+    one = await ok(alice, "wait_for_codex_thread", {"threadId": T1, "recentItems": 1})
+    assert [i["text"] for i in one["thread"]["recentItems"]] == ["Parser done"]
+    assert "deprecated_argument" not in [w["code"] for w in one.get("warnings", [])]
+    assert (await ok(alice, "wait_for_codex_thread", {"threadId": T1, "recentItems": 0}))["thread"]["recentItems"] == []
     busy = await ok(alice, "wait_for_codex_thread", {"threadId": T2, "timeoutMs": 300, "pollIntervalMs": 250})
     assert busy["outcome"] == "timeout" and busy["timedOut"] is True and busy["waitedMs"] >= 300
+    assert busy["waitState"]["threadStatus"] == "active" and busy["waitState"]["continueWaiting"] is True
+    assert busy["waitState"]["sawActiveTurn"] is True and busy["waitState"]["polls"] >= 2
+    assert [i["text"] for i in busy["thread"]["recentItems"]] == ["Write the release notes"]
+    for bad in ({"threadId": T1, "recentItems": 101}, {"threadId": T1, "recentItems": -1}, {"threadId": T1, "recentItems": "many"}):
+        await fail(alice, "wait_for_codex_thread", bad, "invalid_arguments")
+    await fail(alice, "wait_for_codex_thread", {"threadId": UNKNOWN}, "not_found")
 
     agents = await ok(alice, "list_agents", {"harness": "codex"})
     # every source kind (issue 18): the exec run is an agent too, and the listing is complete
     assert {s["address"] for s in agents["sessions"]} == {f"codex:{T1}", f"codex:{T2}", f"codex:{T3}", f"codex:{EXEC}"}
-    assert agents["providers"]["codex"]["source"] == "local-jsonl-fallback" and agents["complete"] is True
+    assert agents["providers"]["codex"]["source"] == "local-jsonl-fallback" and agents["providers"]["codex"]["available"] is True
+    assert agents["complete"] is True
     found = await ok(alice, "resolve_agent", {"query": T3})
     assert found["status"] == "resolved" and found["best"]["address"] == f"codex:{T3}"
 
@@ -194,7 +210,38 @@ async def test_caller_identity_from_meta_and_health(alice: AgentLinkClient) -> N
     assert (health["address"], health["addressSource"]) == (f"codex:{T1}", "runtime_context")
     codex = health["harnesses"]["codex"]
     assert codex["autoStart"] is False and codex["promptHook"]["trust"] == "unknown"
+    assert codex["desktopPush"]["rolloutChecks"] == {"checked": 0, "held": 0, "skipped": {}}
     assert {c["source"] for c in codex["endpoints"]["candidates"]} == {"control-socket"}
     # without _meta the configured address is used (no CODEX_THREAD_ID in an MCP server's env)
     plain = await ok(alice, "agent_link_health")
     assert plain["address"] == "test:alice"
+
+
+def test_sidebar_membership_needs_the_renderer_model() -> None:
+    from agent_link_codex.tools import sidebar_membership
+
+    state = {"authority": "rendererSidebarModel",
+             "sections": [{"key": "pinned", "itemKeys": [f"local:{T1}", "remote:abc"]},
+                          {"key": "background-threads", "itemKeys": [f"local:{T2}"]}]}
+    assert sidebar_membership(state, [T1, T2, T3]) == {T1: "in_sidebar_model", T2: "background_only", T3: "background_only"}
+    for untrusted in ({**state, "authority": "cache"}, {"authority": None, "unsupported": []}, None):
+        assert sidebar_membership(untrusted, [T1, T2]) == {T1: "unknown", T2: "unknown"}
+
+
+def test_a_transcript_search_that_cannot_read_says_so(codex_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_link_codex import rollouts
+    from agent_link_codex.harness import source_kinds
+    from agent_link_codex.tools import _local_matches
+
+    harness = type("H", (), {"env": {"CODEX_HOME": str(codex_home)}})()
+    kinds = source_kinds(False, False)
+    added, info = _local_matches(harness, "active", None, kinds, "parser", {T3})  # type: ignore[arg-type]
+    assert [t["id"] for t in added] == [T1] and (info["checked"], info["addedIds"]) == (True, [T1])
+    assert _local_matches(harness, "active", None, kinds, "parser", {T1})[1]["addedCount"] == 0  # type: ignore[arg-type]
+
+    def unreadable(*args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(rollouts, "summary", unreadable)
+    added, info = _local_matches(harness, "active", None, kinds, "parser", set())  # type: ignore[arg-type]
+    assert added == [] and info == {"checked": False, "error": "PermissionError: Permission denied"}

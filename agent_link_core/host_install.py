@@ -1,0 +1,198 @@
+"""``agent-link install <host>`` and ``agent-link uninstall <host>``: registering agent-link with
+a host application through the host's own CLI.
+
+The core owns the two command groups and what every host shares; each host plugin adds a
+subcommand to both groups from its ``agent_link_register_commands`` (through
+:func:`install_group` / :func:`uninstall_group`) and describes what it does as a list of
+:class:`Step`. ``--dry-run`` prints the steps and changes nothing.
+
+What a host installs is a small folder (manifests, hook declarations and the launcher
+``hooks/agent-link.sh``; a few KB), never a checkout: the plugin ships it as package data and
+:func:`stage_folder` copies it to ``$XDG_DATA_HOME/agent-link/host-plugins/<host>/`` (default
+``~/.local/share``), writing the absolute path of the running ``agent-link`` executable into
+the launcher, so the host runs this installation whatever PATH it was started with. The
+launcher still prefers ``$AGENT_LINK_BIN`` and falls back to ``agent-link`` on PATH when that
+executable is gone.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import click
+
+from agent_link_core.errors import AgentLinkError
+
+#: The launcher line :func:`stage_folder` fills in (the plugin's copy leaves it empty).
+LAUNCHER = "hooks/agent-link.sh"
+LAUNCHER_LINE = "installed_bin=''"
+#: A bound on one host CLI command (s); hosts answer these in seconds, never a speed target.
+HOST_COMMAND_TIMEOUT_S = 300.0
+
+
+@dataclass
+class Step:
+    """One thing an install or uninstall does, shown to people before or as it happens.
+
+    :param text: what it does, one line in the person's terms.
+    :param argv: a host CLI command to run (exit 0 = done), or None for a local ``action``.
+    :param action: a local change (copying or removing files) when ``argv`` is None.
+    :param nothing_to_do: fragments of a failing command's output that mean the thing was not
+        there to begin with (an uninstall run twice), so the step counts as done.
+    :param env: variables added to the command's environment.
+    """
+
+    text: str
+    argv: Sequence[str] | None = None
+    action: Callable[[], object] | None = None
+    nothing_to_do: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+def plugin_dir(host: str, env: Mapping[str, str] | None = None) -> Path:
+    """Where ``agent-link install <host>`` keeps the folder the host runs:
+    ``$XDG_DATA_HOME/agent-link/host-plugins/<host>`` (default ``~/.local/share/...``)."""
+    env = os.environ if env is None else env
+    base = env.get("XDG_DATA_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "agent-link" / "host-plugins" / host
+
+
+def agent_link_executable() -> Path:
+    """The ``agent-link`` executable of the running installation: the script next to this
+    interpreter (a virtualenv, pipx or ``uv tool`` environment), else the one on PATH.
+
+    :raises AgentLinkError: ``internal_error`` when neither exists (agent-link was started some
+        other way, e.g. ``python -m agent_link_core``).
+    """
+    beside = Path(sys.executable).with_name("agent-link")
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return beside.absolute()
+    found = shutil.which("agent-link")
+    if found:
+        return Path(found).absolute()
+    raise AgentLinkError("internal_error", "no agent-link executable found next to this Python or on PATH",
+                         hint="Install agent-link with pipx or `uv tool install`, or run it from its virtualenv's bin.")
+
+
+def stage_folder(source: Path, dest: Path, executable: Path, extra: Mapping[str, str] | None = None) -> Path:
+    """Copy a host plugin folder to ``dest`` (replacing what was there), write ``executable``
+    into its launcher's :data:`LAUNCHER_LINE`, and add ``extra`` files (relative path → text,
+    e.g. a marketplace manifest).
+
+    :raises AgentLinkError: ``internal_error`` when ``source`` has no launcher with that line.
+    """
+    launcher = source / LAUNCHER
+    text = launcher.read_text(encoding="utf-8") if launcher.is_file() else ""
+    if LAUNCHER_LINE not in text.splitlines():
+        raise AgentLinkError("internal_error", f"{launcher} lacks the line {LAUNCHER_LINE!r}",
+                             hint="Reinstall the host plugin package; its folder is incomplete.")
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(source, dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    filled = text.replace(LAUNCHER_LINE, f"installed_bin={shlex.quote(str(executable))}", 1)
+    (dest / LAUNCHER).write_text(filled, encoding="utf-8")
+    (dest / LAUNCHER).chmod(0o755)
+    for rel, content in (extra or {}).items():
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        (dest / rel).write_text(content, encoding="utf-8")
+    return dest
+
+
+def remove_folder(path: Path) -> None:
+    """Remove ``path`` and then its parents up to ``agent-link`` while they are empty."""
+    shutil.rmtree(path, ignore_errors=True)
+    for parent in path.parents:
+        try:
+            parent.rmdir()
+        except OSError:
+            break
+        if parent.name == "agent-link":
+            break
+
+
+def folder_size(path: Path) -> int:
+    """Bytes in the files under ``path`` (0 when absent)."""
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.exists() else 0
+
+
+def run_steps(steps: Sequence[Step], *, dry_run: bool, echo: Callable[[str], None] = click.echo) -> None:
+    """Print each step and, unless ``dry_run``, do it; stop at the first that fails.
+
+    :raises AgentLinkError: ``upstream_error`` naming the failed step, with the command's
+        last output lines in ``details.output``.
+    """
+    for n, step in enumerate(steps, 1):
+        command = f"  $ {shlex.join(step.argv)}" if step.argv is not None else ""
+        echo(f"{n}. {step.text}" + ("" if not command else "\n" + command))
+        if dry_run:
+            continue
+        if step.action is not None:
+            step.action()
+        if step.argv is None:
+            continue
+        try:
+            done = subprocess.run(list(step.argv), capture_output=True, text=True, timeout=HOST_COMMAND_TIMEOUT_S,
+                                  env={**os.environ, **step.env}, stdin=subprocess.DEVNULL, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise AgentLinkError("upstream_error", f"step {n} failed: {exc}", details={"step": step.text},
+                                 hint="Check that the host's CLI runs, then try again.") from exc
+        output = (done.stdout + done.stderr).strip()
+        if done.returncode != 0 and not any(f in output for f in step.nothing_to_do):
+            tail = "\n".join(output.splitlines()[-5:])
+            raise AgentLinkError("upstream_error", f"step {n} failed (exit {done.returncode}): {tail}",
+                                 details={"step": step.text, "output": output[-4000:]},
+                                 hint="Fix what the host said and run the command again; finished steps are safe to repeat.")
+
+
+def host_command(harness: str, name: str, explicit: str | None, env: Mapping[str, str] | None = None,
+                 *, dry_run: bool = False) -> str:
+    """The host CLI to run: ``explicit`` when given, else ``name`` found on PATH (a dry run
+    that finds neither shows ``explicit or name``).
+
+    :raises AgentLinkError: ``<harness>_unavailable`` when it is not there (not for a dry run).
+    """
+    found = explicit if explicit and os.access(explicit, os.X_OK) else None
+    if not explicit:
+        found = shutil.which(name, path=(os.environ if env is None else env).get("PATH"))
+    if not found and dry_run:
+        return explicit or name
+    if not found:
+        where = f"{explicit} is not an executable" if explicit else f"`{name}` is not on PATH"
+        raise AgentLinkError(f"{harness}_unavailable", where, details={"command": explicit or name},
+                             hint="Install the host's CLI, or pass its path with --host-bin.")
+    return found
+
+
+def register(cli: click.Group) -> None:
+    """Add the empty ``install`` and ``uninstall`` groups that host plugins fill."""
+
+    @cli.group()
+    def install() -> None:
+        """Register agent-link with a host application (the host plugins add one subcommand
+        each); --dry-run prints the steps."""
+
+    @cli.group()
+    def uninstall() -> None:
+        """Remove agent-link from a host application; --dry-run prints the steps."""
+
+
+def install_group(cli: click.Group) -> click.Group:
+    """The ``install`` group a host plugin adds its subcommand to (from
+    ``agent_link_register_commands``)."""
+    group = cli.commands["install"]
+    assert isinstance(group, click.Group)
+    return group
+
+
+def uninstall_group(cli: click.Group) -> click.Group:
+    """The ``uninstall`` group a host plugin adds its subcommand to."""
+    group = cli.commands["uninstall"]
+    assert isinstance(group, click.Group)
+    return group

@@ -1,0 +1,123 @@
+"""``agent-link install codex`` and ``agent-link uninstall codex``: the Codex plugin registered,
+and removed again, through ``codex plugin ...``.
+
+Install copies the plugin folder this package ships (``host_plugin/``: manifests, hook
+declaration, launcher; a few KB) to ``~/.local/share/agent-link/host-plugins/codex/``
+(:func:`agent_link_core.host_install.plugin_dir`), adds a marketplace manifest naming it
+(``.agents/plugins/marketplace.json``), and runs ``codex plugin marketplace add`` and
+``codex plugin add codex-agent-link@agent-link``; Codex copies the plugin into
+``$CODEX_HOME/plugins/cache``. An earlier registration under the same names (a checkout's
+marketplace, an older install) is removed first, so running install again reinstalls.
+
+Uninstall runs ``codex plugin remove`` (which also removes Codex's cached copy, leaving its
+empty marketplace folder, observed on 0.171.0) and ``codex plugin marketplace remove``, then
+removes that empty folder and agent-link's. The mailbox is left alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import click
+
+from agent_link_core import host_install
+from agent_link_core.cli import fail
+from agent_link_core.errors import AgentLinkError
+from agent_link_core.host_install import Step
+
+from agent_link_codex.settings import codex_home
+
+SOURCE = Path(__file__).with_name("host_plugin")
+MARKETPLACE = "agent-link"  # the repository's marketplace name too, so config.toml keys carry over
+
+
+def plugin_name() -> str:
+    """The plugin's name, as its manifest (``host_plugin/.codex-plugin/plugin.json``) says."""
+    return str(json.loads((SOURCE / ".codex-plugin" / "plugin.json").read_text(encoding="utf-8"))["name"])
+
+
+def _marketplace_manifest() -> str:
+    return json.dumps({"name": MARKETPLACE, "interface": {"displayName": "Agent Link"},
+                       "plugins": [{"name": plugin_name(), "source": {"source": "local", "path": "./"},
+                                    "policy": {"installation": "AVAILABLE", "authentication": "ON_INSTALL"},
+                                    "category": "Developer Tools"}]}, indent=2) + "\n"
+
+
+def _forget_steps(codex: str) -> list[Step]:
+    plugin_id = f"{plugin_name()}@{MARKETPLACE}"
+    return [Step(f"remove {plugin_id} from Codex (when installed)", [codex, "plugin", "remove", plugin_id],
+                 nothing_to_do=("not installed", "not configured", "not found")),
+            Step(f"remove the {MARKETPLACE} marketplace from Codex (when registered)",
+                 [codex, "plugin", "marketplace", "remove", MARKETPLACE], nothing_to_do=("is not configured",))]
+
+
+def install_steps(codex: str, folder: Path, executable: Path) -> list[Step]:
+    """What ``agent-link install codex`` does, in order (see the module docstring)."""
+    extra = {".agents/plugins/marketplace.json": _marketplace_manifest()}
+    return [
+        Step(f"copy the plugin folder to {folder} (its launcher runs {executable})",
+             action=lambda: host_install.stage_folder(SOURCE, folder, executable, extra)),
+        *_forget_steps(codex),
+        Step(f"register {folder} as the {MARKETPLACE} marketplace", [codex, "plugin", "marketplace", "add", str(folder)]),
+        Step(f"install {plugin_name()}@{MARKETPLACE}", [codex, "plugin", "add", f"{plugin_name()}@{MARKETPLACE}"]),
+    ]
+
+
+def _remove_if_empty(path: Path) -> None:
+    if path.is_dir() and not any(path.iterdir()):
+        path.rmdir()
+
+
+def uninstall_steps(codex: str, folder: Path, home: Path) -> list[Step]:
+    """What ``agent-link uninstall codex`` does, in order (see the module docstring)."""
+    cache = home / "plugins" / "cache" / MARKETPLACE
+    return [*_forget_steps(codex),
+            Step(f"remove the empty {cache} Codex leaves", action=lambda: _remove_if_empty(cache)),
+            Step(f"remove {folder}", action=lambda: host_install.remove_folder(folder))]
+
+
+_host_bin = click.option("--host-bin", metavar="PATH",
+                         help="the codex executable (default: $AGENT_LINK_CODEX_BIN, else codex on PATH)")
+_dry_run = click.option("--dry-run", is_flag=True, help="print the steps, change nothing")
+
+
+def _codex(host_bin: str | None, dry_run: bool) -> str:
+    return host_install.host_command("codex", "codex", host_bin or os.environ.get("AGENT_LINK_CODEX_BIN"), dry_run=dry_run)
+
+
+@click.command("codex")
+@_host_bin
+@_dry_run
+def install_codex(host_bin: str | None, dry_run: bool) -> None:
+    """Install agent-link as a Codex plugin (MCP tools and the prompt hook)."""
+    try:
+        steps = install_steps(_codex(host_bin, dry_run), host_install.plugin_dir("codex"), host_install.agent_link_executable())
+        host_install.run_steps(steps, dry_run=dry_run)
+    except AgentLinkError as exc:
+        fail(exc)
+    if dry_run:
+        click.echo("(dry run: nothing changed)")
+        return
+    plugin_id = f"{plugin_name()}@{MARKETPLACE}"
+    click.echo(f"Done. Restart Codex (new threads load it). Trust the prompt hook with /hooks, and approve the "
+               f"tools: `agent-link approvals apply` (or [plugins.\"{plugin_id}\".mcp_servers.{plugin_name()}] "
+               f"default_tools_approval_mode = \"approve\" in config.toml).")
+
+
+@click.command("codex")
+@_host_bin
+@_dry_run
+def uninstall_codex(host_bin: str | None, dry_run: bool) -> None:
+    """Remove the agent-link Codex plugin (your messages stay in the state directory)."""
+    try:
+        steps = uninstall_steps(_codex(host_bin, dry_run), host_install.plugin_dir("codex"), codex_home(os.environ))
+        host_install.run_steps(steps, dry_run=dry_run)
+    except AgentLinkError as exc:
+        fail(exc)
+    if dry_run:
+        click.echo("(dry run: nothing changed)")
+        return
+    click.echo("Done. Restart Codex. The mailbox stays in agent-link's state directory (`agent-link health` "
+               "names it); remove that folder yourself to delete your messages.")

@@ -1,0 +1,82 @@
+"""``agent-link install codex`` / ``uninstall codex`` with a fake ``codex`` that records its
+arguments (the real host: test_codex_realhost_install_command.py): the steps, their order, the
+dry run, ``AGENT_LINK_CODEX_BIN``, and the one-line error when the CLI is missing."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+AGENT_LINK = str(Path(sys.executable).with_name("agent-link"))
+PLUGIN_ID = "codex-agent-link@agent-link"
+
+
+def fake_host(tmp_path: Path) -> tuple[Path, Path]:
+    log = tmp_path / "calls.jsonl"
+    fake = tmp_path / "bin" / "codex"
+    fake.parent.mkdir()
+    fake.write_text(f"#!{sys.executable}\nimport json, sys\nopen({str(log)!r}, 'a').write(json.dumps(sys.argv[1:]) + '\\n')\n"
+                    "if sys.argv[1:4] == ['plugin', 'marketplace', 'remove']:\n"
+                    "    print('Error: marketplace `agent-link` is not configured or installed'); sys.exit(1)\n")
+    fake.chmod(0o755)
+    return fake, log
+
+
+def run(args: list[str], tmp_path: Path, **extra: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "XDG_DATA_HOME": str(tmp_path / "data"),
+           "CODEX_HOME": str(tmp_path / "home" / ".codex")}
+    env.pop("AGENT_LINK_CODEX_BIN", None)
+    env.update(extra)
+    return subprocess.run([AGENT_LINK, *args], capture_output=True, text=True, env=env, timeout=120)
+
+
+def calls(log: Path) -> list[list[str]]:
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def test_install_runs_the_host_cli_in_order_and_stages_the_folder(tmp_path: Path) -> None:
+    fake, log = fake_host(tmp_path)
+    folder = tmp_path / "data" / "agent-link" / "host-plugins" / "codex"
+    done = run(["install", "codex"], tmp_path, AGENT_LINK_CODEX_BIN=str(fake))
+    assert done.returncode == 0, done.stderr
+    assert calls(log) == [["plugin", "remove", PLUGIN_ID], ["plugin", "marketplace", "remove", "agent-link"],
+                          ["plugin", "marketplace", "add", str(folder)], ["plugin", "add", PLUGIN_ID]]
+    market = json.loads((folder / ".agents" / "plugins" / "marketplace.json").read_text())
+    assert market["name"] == "agent-link" and market["plugins"][0]["source"] == {"source": "local", "path": "./"}
+    assert (folder / ".codex-plugin" / "mcp.json").is_file()
+    assert f"installed_bin={AGENT_LINK}" in (folder / "hooks" / "agent-link.sh").read_text()
+    assert "Restart Codex" in done.stdout and "/hooks" in done.stdout
+
+
+def test_dry_run_changes_nothing(tmp_path: Path) -> None:
+    fake, log = fake_host(tmp_path)
+    for verb in ("install", "uninstall"):
+        done = run([verb, "codex", "--dry-run", "--host-bin", str(fake)], tmp_path)
+        assert done.returncode == 0 and "dry run" in done.stdout and "plugin marketplace" in done.stdout
+    assert calls(log) == [] and not (tmp_path / "data").exists()
+
+
+def test_uninstall_removes_the_empty_cache_folder_and_ours(tmp_path: Path) -> None:
+    fake, log = fake_host(tmp_path)
+    assert run(["install", "codex", "--host-bin", str(fake)], tmp_path).returncode == 0
+    cache = tmp_path / "home" / ".codex" / "plugins" / "cache" / "agent-link"
+    cache.mkdir(parents=True)
+    done = run(["uninstall", "codex", "--host-bin", str(fake)], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert calls(log)[-2:] == [["plugin", "remove", PLUGIN_ID], ["plugin", "marketplace", "remove", "agent-link"]]
+    assert not cache.exists() and not (tmp_path / "data" / "agent-link").exists()
+
+
+def test_missing_host_cli_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    done = run(["uninstall", "codex"], tmp_path, PATH=str(tmp_path))
+    assert done.returncode == 1 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert "`codex` is not on PATH" in done.stderr and "--host-bin" in done.stderr
+
+
+def test_shell_completion_offers_the_host_subcommands(tmp_path: Path) -> None:
+    # README "Shell completion": click's completion sees the commands plugins add
+    done = run([], tmp_path, COMP_WORDS="agent-link install c", COMP_CWORD="2", _AGENT_LINK_COMPLETE="bash_complete")
+    assert done.returncode == 0 and "plain,codex" in done.stdout.splitlines(), done.stdout + done.stderr

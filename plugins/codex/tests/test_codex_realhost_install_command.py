@@ -1,0 +1,81 @@
+"""``agent-link install codex`` / ``agent-link uninstall codex`` against the REAL pinned Codex.
+
+In a temporary HOME and CODEX_HOME, with an ``agent-link`` entry point outside the checkout
+(:func:`agent_link_testing.dists.agent_link_elsewhere`) and the checkout's ``.venv/bin`` off
+PATH:
+
+* ``--dry-run`` prints the steps and changes nothing;
+* install registers the small plugin folder: it and Codex's cached copy are under 1 MB, the
+  launcher names the entry point it was installed with, and a ``codex exec`` whose model calls
+  ``agent_link_health`` through the installed plugin gets its result;
+* uninstall removes the plugin, the marketplace, Codex's cache and agent-link's folder; Codex
+  still runs a turn afterwards, and a second uninstall is fine.
+
+A missing host binary fails these tests ("run `make hosts`"); they never skip.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from agent_link_testing.codex_host import STUB_KEY_ENV, codex_binary, write_codex_config
+from agent_link_testing.dists import agent_link_elsewhere
+from agent_link_testing.responses_stub import ResponsesStub, mcp_tool_call, text
+
+from agent_link_core.host_install import folder_size, plugin_dir
+
+pytestmark = [pytest.mark.realhost, pytest.mark.timeout(900)]
+
+BOUND_S = 300  # a bound per command, never a speed assertion
+MB = 1024 * 1024
+
+
+def run(argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=BOUND_S, check=False)
+    assert done.returncode == 0, (argv, done.stdout[-2000:], done.stderr[-4000:])
+    return done
+
+
+def test_install_and_uninstall_through_the_command(tmp_path: Path) -> None:
+    agent_link = agent_link_elsewhere(tmp_path / "elsewhere")
+    codex = str(codex_binary())
+    home = tmp_path / "home"
+    venv_bin = str(Path(sys.executable).parent)
+    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if Path(p).resolve() != Path(venv_bin).resolve())
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "AGENT_LINK_", "CLAUDE_", "XDG_"))}
+    env.update(HOME=str(home), CODEX_HOME=str(home / ".codex"), PATH=path, AGENT_LINK_STATE_DIR=str(tmp_path / "state"),
+               **{STUB_KEY_ENV: "stub-key"})
+    folder = plugin_dir("codex", env)
+    cache = home / ".codex" / "plugins" / "cache" / "agent-link"
+    with ResponsesStub(default=text("ok")) as stub:
+        write_codex_config(home / ".codex", stub.base_url)
+        config_before = (home / ".codex" / "config.toml").read_text()
+
+        dry = run([str(agent_link), "install", "codex", "--dry-run", "--host-bin", codex], env, tmp_path)
+        assert "plugin marketplace add" in dry.stdout and "dry run" in dry.stdout
+        assert not folder.exists() and (home / ".codex" / "config.toml").read_text() == config_before
+
+        run([str(agent_link), "install", "codex", "--host-bin", codex], env, tmp_path)
+        assert 0 < folder_size(folder) < MB
+        [copy] = (cache / "codex-agent-link").iterdir()
+        assert 0 < folder_size(copy) < MB and not (copy / ".venv").exists()
+        assert f"installed_bin={agent_link}" in (copy / "hooks" / "agent-link.sh").read_text()
+
+        stub.enqueue(mcp_tool_call("codex_agent_link", "agent_link_health", {}), text("done"))
+        run([codex, "exec", "--skip-git-repo-check", "health please"], env, tmp_path)
+        outputs = [t for r in stub.responses_requests() for t in r.function_call_output_texts()]
+        assert any('{"ok":true,"version"' in t for t in outputs), outputs
+        assert (tmp_path / "state" / "agent-link.db").exists()
+
+        run([str(agent_link), "uninstall", "codex", "--host-bin", codex], env, tmp_path)
+        assert not cache.exists() and not (home / ".local" / "share" / "agent-link").exists()
+        assert "agent-link" not in (home / ".codex" / "config.toml").read_text()
+        seen = len(stub.responses_requests())
+        run([codex, "exec", "--skip-git-repo-check", "still there?"], env, tmp_path)  # Codex still starts
+        later = stub.responses_requests()[seen:]
+        assert later and not any(n.endswith("list_agents") for r in later for n in r.tool_names())
+        run([str(agent_link), "uninstall", "codex", "--host-bin", codex], env, tmp_path)  # twice is fine
