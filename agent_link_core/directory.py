@@ -148,8 +148,10 @@ def listing_depth(cursor: tuple[int, int, str] | None, limit: int) -> int:
 
 def page_of(sessions: list[Session], cursor: tuple[int, int, str] | None, limit: int,
             filters: list[tuple[str, Callable[[Session], bool]]], *, cut: bool) -> Page:
-    """Sort ``sessions`` newest first (then by address), skip to ``cursor`` and collect up to
-    ``limit`` that pass every filter (``(name, keep)``, applied in order).
+    """Sort ``sessions`` newest first (sessions as recent as each other keep the order the
+    harnesses gave), skip past ``cursor``'s session and collect up to ``limit`` that pass
+    every filter (``(name, keep)``, applied in order). When the cursor's session moved (it
+    became active again) or went away, the page goes on from its old place in time.
 
     The cursor counts sessions looked at, filtered or not, so that a filter that leaves
     most out still moves on: the next page's listing reaches deeper (:func:`listing_depth`).
@@ -157,13 +159,11 @@ def page_of(sessions: list[Session], cursor: tuple[int, int, str] | None, limit:
     :param cut: True when a source stopped at the depth it was asked for (more sessions
         may follow the ones given); the page then says ``has_more`` even when it ran out.
     """
-    def key(s: Session) -> tuple[int, str]:
-        return -(s.last_activity_ms or 0), s.address
-
-    ordered = sorted(sessions, key=key)
+    ordered = sorted(sessions, key=lambda s: -(s.last_activity_ms or 0))
     if cursor is not None:
-        after = (-cursor[1], cursor[2])
-        ordered = [s for s in ordered if key(s) > after]
+        _, at, address = cursor
+        mark = next((i for i, s in enumerate(ordered) if s.address == address and (s.last_activity_ms or 0) == at), None)
+        ordered = ordered[mark + 1:] if mark is not None else [s for s in ordered if (s.last_activity_ms or 0) < at]
     counts = {name: 0 for name, _ in filters}
     page: list[Session] = []
     looked = 0

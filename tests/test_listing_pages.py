@@ -65,3 +65,12 @@ def test_a_cursor_it_did_not_give_is_refused(bad: str) -> None:
         decode_cursor(bad, "list_agents")
     assert caught.value.code == "invalid_arguments"
     assert [e["path"] for e in caught.value.details["errors"]] == ["cursor"]
+
+
+def test_sessions_as_recent_as_each_other_keep_the_harness_order_across_pages() -> None:
+    items = [Session(f"t:{name}", "t", name, last_activity_ms=5) for name in ("zeta", "alpha", "mid")]
+    assert walk(items, 1, []) == [["zeta"], ["alpha"], ["mid"]]
+    older = sessions(4)
+    first = page_of(older, None, 2, [], cut=False)
+    rest = page_of(older[:1] + older[2:], decode_cursor(first.next_cursor, "t"), 5, [], cut=False)  # s001 went away
+    assert [s.id for s in rest.sessions] == ["s002", "s003"]
