@@ -22,7 +22,7 @@ from click.testing import CliRunner
 
 from agent_link_core.app import App
 from agent_link_core.cli import build_cli
-from agent_link_testing.claude_host import ClaudeHost, agent_link_bin, mcp_stdio_server, mcp_tool_name, write_mcp_config
+from agent_link_testing.claude_host import mcp_tool_name, plain_server_host
 from agent_link_testing.messages_stub import MessagesStub, Reply
 
 pytestmark = [pytest.mark.realhost, pytest.mark.timeout(240)]
@@ -56,12 +56,8 @@ def stored(body: str) -> dict[str, Any]:
 def test_a_session_variable_signs_verified_only_for_a_session_claude_code_has(
     stub: MessagesStub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_env: Path,
 ) -> None:
-    host = ClaudeHost.create(tmp_path / "claude-home", stub=stub)
+    host, config = plain_server_host(tmp_path, stub, isolated_env)
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(host.config_dir))
-    config = write_mcp_config(tmp_path / "mcp.json", {"agent-link": mcp_stdio_server(
-        str(agent_link_bin()), ["mcp"], {"AGENT_LINK_HOST": "claude", "AGENT_LINK_STATE_DIR": str(isolated_env),
-                                         "AGENT_LINK_DISABLE_CHANNEL": "1"})})
-    host.allow_tools("mcp__agent-link")
     stub.enqueue(Reply.tool_use(mcp_tool_name("agent-link", "message_agent"), {"to": "team:bob", "message": "from inside"}),
                  "Sent.")
     cwd = tmp_path / "proj"

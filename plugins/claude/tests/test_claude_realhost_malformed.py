@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from agent_link_core.app import App
-from agent_link_testing.claude_host import ClaudeHost, agent_link_bin, mcp_stdio_server, mcp_tool_name, write_mcp_config
+from agent_link_testing.claude_host import mcp_tool_name, plain_server_host
 from agent_link_testing.messages_stub import MessagesStub, Reply
 
 pytestmark = [pytest.mark.realhost, pytest.mark.timeout(240)]
@@ -32,12 +32,8 @@ def stub() -> Iterator[MessagesStub]:
 def test_a_tool_call_with_a_lone_surrogate_is_answered_and_the_run_finishes(
     stub: MessagesStub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_env: Path,
 ) -> None:
-    host = ClaudeHost.create(tmp_path / "claude-home", stub=stub)
+    host, config = plain_server_host(tmp_path, stub, isolated_env)
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(host.config_dir))
-    config = write_mcp_config(tmp_path / "mcp.json", {"agent-link": mcp_stdio_server(
-        str(agent_link_bin()), ["mcp"], {"AGENT_LINK_HOST": "claude", "AGENT_LINK_STATE_DIR": str(isolated_env),
-                                         "AGENT_LINK_DISABLE_CHANNEL": "1"})})
-    host.allow_tools("mcp__agent-link")
     stub.enqueue(Reply.tool_use(mcp_tool_name("agent-link", "message_agent"),
                                 {"to": "team:bob", "message": "half an emoji: \ud83d and the rest"}, id="toolu_surrogate"),
                  "Sent.")

@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from agent_link_core.cli import build_cli
-from agent_link_testing.claude_host import ClaudeHost, agent_link_bin, mcp_stdio_server, mcp_tool_name, write_mcp_config
+from agent_link_testing.claude_host import mcp_tool_name, plain_server_host
 from agent_link_testing.messages_stub import MessagesStub, Reply
 
 pytestmark = [pytest.mark.realhost, pytest.mark.timeout(240)]
@@ -44,12 +44,8 @@ def results(stub: MessagesStub) -> list[dict[str, Any]]:
 def test_a_wait_returns_mail_that_came_while_the_session_was_down(
     stub: MessagesStub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_env: Path,
 ) -> None:
-    host = ClaudeHost.create(tmp_path / "claude-home", stub=stub)
+    host, config = plain_server_host(tmp_path, stub, isolated_env, AGENT_LINK_DISABLE_CLAUDE_INBOX="1")
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(host.config_dir))
-    config = write_mcp_config(tmp_path / "mcp.json", {"agent-link": mcp_stdio_server(
-        str(agent_link_bin()), ["mcp"], {"AGENT_LINK_HOST": "claude", "AGENT_LINK_STATE_DIR": str(isolated_env),
-                                         "AGENT_LINK_DISABLE_CHANNEL": "1", "AGENT_LINK_DISABLE_CLAUDE_INBOX": "1"})})
-    host.allow_tools("mcp__agent-link")
     cwd = tmp_path / "proj"
     cwd.mkdir()
     stub.enqueue("Ready.")
