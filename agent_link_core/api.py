@@ -323,33 +323,42 @@ def _expiry(app: App, row: Any, ttl_ms: int | None, *, first_attempt: bool) -> i
 
 async def list_sessions(
     app: App, *, search: str | None = None, cwd: str | None = None, harness: str = "all", limit: int = 50,
-    show_paths: bool = False, source: str | None = None,
+    show_paths: bool = False, source: str | None = None, cursor: str | None = None,
 ) -> dict[str, Any]:
-    """Every agent session on the machine, newest first (``limit`` 1-500, checked first).
-    ``source`` keeps sessions of one source kind (a harness's ``source`` field, e.g. how the
-    session was started, or one of its surfaces).
+    """Every agent session on the machine, newest first, one page at a time (``limit`` 1-500,
+    checked first). ``source`` keeps sessions of one source kind (a harness's ``source``
+    field, e.g. how the session was started, or one of its surfaces).
 
-    :returns: ``{"version": 1, "sessions": [...], "providers": {...}}``; without
-        ``show_paths`` each session's cwd is reduced to its folder name.
-    :raises AgentLinkError: ``invalid_arguments`` for a bad limit.
+    :param cursor: the ``nextCursor`` of an earlier answer: the page after it.
+    :returns: ``{"version": 1, "sessions": [...], "providers": {...}, "complete", "hasMore",
+        "nextCursor", "filters", "filteredOut"}``: ``complete`` only when the answer holds
+        every session the sources hold for the filters (first page, nothing after it, every
+        provider complete); ``filters`` the filters applied (archived sessions are always
+        left out), ``filteredOut`` how many sessions each left out. Without ``show_paths``
+        each session's cwd is reduced to its folder name.
+    :raises AgentLinkError: ``invalid_arguments`` for a bad limit or cursor.
     """
     if not 1 <= limit <= 500:
         raise invalid_arguments([{"path": "limit", "rule": "range", "expected": "1-500"}])
-    from agent_link_core.directory import gather_listings, providers_view, score
+    from agent_link_core.directory import decode_cursor, gather_listings, listing_depth, page_of, providers_view, score, was_cut
 
-    listings = await gather_listings(app.harnesses, only=harness, limit=max(limit, 200))
-    sessions = [s for listing in listings.values() for s in listing.sessions if not s.archived]
-    sessions += app.present_sessions(harness)
-    if source:
-        sessions = [s for s in sessions if of_source(s, source)]
-    if cwd:
-        want = cwd.rstrip("/")
-        sessions = [s for s in sessions if (s.cwd or "").rstrip("/") == want]
-    if search:
-        sessions = [s for s in sessions if score(s, search)[0] > 0]
-    sessions.sort(key=lambda s: -(s.last_activity_ms or 0))
-    views = [_public_view(s, show_paths) for s in sessions[:limit]]
-    return {"version": SESSIONS_FORMAT_VERSION, "sessions": views, "providers": providers_view(listings)}
+    position = decode_cursor(cursor, "sessions")
+    depth = listing_depth(position, limit)
+    listings = await gather_listings(app.harnesses, only=harness, limit=depth)
+    sessions = [s for listing in listings.values() for s in listing.sessions] + app.present_sessions(harness)
+    want = (cwd or "").rstrip("/")
+    wanted = (("archived", True, lambda s: not s.archived), ("source", source, lambda s: of_source(s, source or "")),
+              ("cwd", cwd, lambda s: (s.cwd or "").rstrip("/") == want),
+              ("search", search, lambda s: score(s, search or "")[0] > 0))
+    page = page_of(sessions, position, limit, [(name, keep) for name, value, keep in wanted if value],
+                   cut=was_cut(listings, depth))
+    providers = providers_view(listings)
+    return {"version": SESSIONS_FORMAT_VERSION, "sessions": [_public_view(s, show_paths) for s in page.sessions],
+            "providers": providers,
+            "complete": page.first and not page.has_more and all(p["complete"] for p in providers.values()),
+            "hasMore": page.has_more, "nextCursor": page.next_cursor,
+            "filters": {"harness": harness, "includeArchived": False, "source": source, "cwd": cwd, "search": search},
+            "filteredOut": page.filtered_out}
 
 
 def of_source(session: Any, source: str) -> bool:

@@ -252,19 +252,35 @@ class App:
 
     async def list_agents(
         self, *, harness: str = "all", loaded: bool | None = None, surface: str | None = None,
-        include_archived: bool = False, limit: int = 20,
+        include_archived: bool = False, limit: int = 20, cursor: str | None = None,
     ) -> dict[str, Any]:
-        """Sessions of every harness, newest first, filtered; with provider reports."""
-        listings = await gather_listings(self.harnesses, only=harness, include_archived=include_archived, limit=max(limit, 200),
-                                        on_error=self._harness_failed)
+        """Sessions of every harness, newest first, filtered, one page at a time; with
+        provider reports.
+
+        ``complete`` is true only when this answer holds every session the sources hold for
+        the filters given (every provider complete, the first page and nothing after it); a
+        page with more after it says ``hasMore`` and gives ``nextCursor`` (pass it back as
+        ``cursor``). ``filters`` names the filters applied and ``filteredOut`` counts what
+        each left out (``archived``: archived sessions a harness listed anyway).
+
+        :raises AgentLinkError: ``invalid_arguments`` (path ``cursor``) for a cursor this
+            method did not give.
+        """
+        from agent_link_core.directory import decode_cursor, listing_depth, page_of, was_cut
+
+        position = decode_cursor(cursor, "list_agents")
+        depth = listing_depth(position, limit)
+        listings = await gather_listings(self.harnesses, only=harness, include_archived=include_archived,
+                                         limit=depth, on_error=self._harness_failed)
         sessions = [s for listing in listings.values() for s in listing.sessions] + self.present_sessions(harness)
+        filters: list[tuple[str, Callable[[Session], bool]]] = []
         if not include_archived:
-            sessions = [s for s in sessions if not s.archived]
+            filters.append(("archived", lambda s: not s.archived))
         if loaded is not None:
-            sessions = [s for s in sessions if bool(s.loaded) == loaded]
+            filters.append(("loaded", lambda s: bool(s.loaded) == loaded))
         if surface:
-            sessions = [s for s in sessions if surface in s.surface]
-        sessions.sort(key=lambda s: -(s.last_activity_ms or 0))
+            filters.append(("surface", lambda s: surface in s.surface))
+        page = page_of(sessions, position, limit, filters, cut=was_cut(listings, depth))
         from agent_link_core.search import note_session_titles
 
         titled = [(s.address, s.title) for listing in listings.values() for s in listing.sessions if s.title]
@@ -274,7 +290,14 @@ class App:
                     note_session_titles(conn, titled)
             except AgentLinkError:
                 pass  # busy, damaged or replaced: titles are a search aid, noted at the next listing
-        return {"sessions": [session_view(s) for s in sessions[:limit]], "providers": providers_view(listings)}
+        providers = providers_view(listings)
+        return {
+            "sessions": [session_view(s) for s in page.sessions], "providers": providers,
+            "complete": page.first and not page.has_more and all(p["complete"] for p in providers.values()),
+            "hasMore": page.has_more, "nextCursor": page.next_cursor,
+            "filters": {"harness": harness, "loaded": loaded, "surface": surface, "includeArchived": include_archived},
+            "filteredOut": page.filtered_out,
+        }
 
     async def resolve_agent(self, query: str, *, harness: str = "all", limit: int = 10, caller: Caller | None = None) -> dict[str, Any]:
         """Resolve an address, a bare id or fuzzy text; ``status`` is resolved, ambiguous or

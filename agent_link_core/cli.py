@@ -367,19 +367,24 @@ def build_cli() -> click.Group:
     @click.option("--limit", type=click.IntRange(1, 500), default=50, show_default=True)
     @click.option("--source", help="Only sessions of this source kind (e.g. how a thread was started: cli, exec, subAgent...).")
     @click.option("--show-paths", is_flag=True, help="Show full working directories.")
+    @click.option("--cursor", help="The page after an earlier answer (its nextCursor).")
     @json_opt
     @ndjson_opt
     @click.pass_context
     def sessions(ctx: click.Context, source: str | None, search: str | None, cwd: str | None, harness: str | None, limit: int,
-                 show_paths: bool, as_json: bool, ndjson: bool) -> None:
+                 show_paths: bool, cursor: str | None, as_json: bool, ndjson: bool) -> None:
         """List every agent session on this machine, newest first."""
         import os
 
         from agent_link_core import api
 
         app = get_app(ctx)
-        data = run_async(api.list_sessions(app, search=search, cwd=os.path.abspath(cwd) if cwd else None,
-                                           harness=harness or "all", limit=limit, show_paths=show_paths, source=source))
+        try:
+            data = run_async(api.list_sessions(app, search=search, cwd=os.path.abspath(cwd) if cwd else None,
+                                               harness=harness or "all", limit=limit, show_paths=show_paths, source=source,
+                                               cursor=cursor))
+        except AgentLinkError as exc:
+            fail(exc)
 
         def human(d: dict[str, Any]) -> None:
             if d["sessions"]:
@@ -388,6 +393,11 @@ def build_cli() -> click.Group:
                         {True: "yes", False: "no"}.get(s.get("loaded"), "?")] for s in d["sessions"]])
             else:
                 click.echo("No sessions found.")
+            left = {k: v for k, v in d["filteredOut"].items() if v}
+            if left:
+                click.echo("left out: " + ", ".join(f"{v} by {k}" for k, v in left.items()))
+            if d["nextCursor"]:
+                click.echo(f"more: --cursor {d['nextCursor']}")
 
         provider_lines(data["providers"])
         emit(data, as_json, human, ndjson)

@@ -8,10 +8,14 @@ than a guess, and a harness that could not be read is reported in ``providers``.
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
+import json
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from agent_link_core.errors import AgentLinkError
+from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import Harness, SessionListing
 from agent_link_core.mailbox import iso
 from agent_link_core.model import ADDRESS_RE, Session, is_address
@@ -73,6 +77,113 @@ async def gather_listings(
     chosen = {n: h for n, h in harnesses.items() if only in (None, "all", n)}
     results = await asyncio.gather(*(one(h) for h in chosen.values()))
     return dict(zip(chosen, results))
+
+
+#: how deep a cursor may page (sessions before it); harnesses are asked for this many at most
+MAX_CURSOR_DEPTH = 5000
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of a session listing (:func:`page_of`).
+
+    :param sessions: the page, newest first.
+    :param has_more: True when sessions may follow the page (more match the filters, or a
+        source holds more than were looked at).
+    :param next_cursor: the cursor of the next page (None without ``has_more``, or past
+        :data:`MAX_CURSOR_DEPTH`).
+    :param first: True for the first page (no cursor was given).
+    :param filtered_out: ``{filter name: sessions it left out}`` among those looked at.
+    """
+
+    sessions: list[Session]
+    has_more: bool
+    next_cursor: str | None
+    first: bool
+    filtered_out: dict[str, int]
+
+
+def encode_cursor(shown: int, last: Session) -> str:
+    """An opaque cursor for the page after ``last``, ``shown`` sessions deep (base64url of a
+    small JSON object: position in the newest-first order, not an offset, so a session that
+    becomes active meanwhile is not shown twice)."""
+    raw = json.dumps({"v": 1, "n": shown, "t": last.last_activity_ms or 0, "a": last.address}, separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str | None, tool: str) -> tuple[int, int, str] | None:
+    """``(sessions shown before, last activity ms, address)`` of a cursor from
+    :func:`encode_cursor`; None for no cursor.
+
+    :raises AgentLinkError: ``invalid_arguments`` (path ``cursor``) for anything else.
+    """
+    if cursor in (None, ""):
+        return None
+    bad = invalid_arguments([{"path": "cursor", "rule": "format", "expected": f"the nextCursor of an earlier {tool} answer"}])
+    if not isinstance(cursor, str) or len(cursor) > 1000:
+        raise bad
+    try:
+        data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        shown, at, address = data["n"], data["t"], data["a"]
+    except (ValueError, TypeError, KeyError, binascii.Error):
+        raise bad from None
+    if not (data.get("v") == 1 and type(shown) is int and 0 < shown <= MAX_CURSOR_DEPTH and type(at) is int
+            and isinstance(address, str)):
+        raise bad
+    return shown, at, address
+
+
+def was_cut(listings: Mapping[str, SessionListing], depth: int) -> bool:
+    """Whether a harness stopped at the ``depth`` it was asked for (incomplete, with at
+    least that many sessions): a deeper page may find more."""
+    return any(not listing.complete and len(listing.sessions) >= depth for listing in listings.values())
+
+
+def listing_depth(cursor: tuple[int, int, str] | None, limit: int) -> int:
+    """How many sessions each harness must list for the page a cursor names: 200 more than
+    the cursor's depth at least, so that a page whose filters leave most out still moves on."""
+    shown = cursor[0] if cursor else 0
+    return min(shown + max(limit + 1, 200), MAX_CURSOR_DEPTH + limit + 1)
+
+
+def page_of(sessions: list[Session], cursor: tuple[int, int, str] | None, limit: int,
+            filters: list[tuple[str, Callable[[Session], bool]]], *, cut: bool) -> Page:
+    """Sort ``sessions`` newest first (sessions as recent as each other keep the order the
+    harnesses gave), skip past ``cursor``'s session and collect up to ``limit`` that pass
+    every filter (``(name, keep)``, applied in order). When the cursor's session moved (it
+    became active again) or went away, the page goes on from its old place in time.
+
+    The cursor counts sessions looked at, filtered or not, so that a filter that leaves
+    most out still moves on: the next page's listing reaches deeper (:func:`listing_depth`).
+
+    :param cut: True when a source stopped at the depth it was asked for (more sessions
+        may follow the ones given); the page then says ``has_more`` even when it ran out.
+    """
+    ordered = sorted(sessions, key=lambda s: -(s.last_activity_ms or 0))
+    if cursor is not None:
+        _, at, address = cursor
+        mark = next((i for i, s in enumerate(ordered) if s.address == address and (s.last_activity_ms or 0) == at), None)
+        ordered = ordered[mark + 1:] if mark is not None else [s for s in ordered if (s.last_activity_ms or 0) < at]
+    counts = {name: 0 for name, _ in filters}
+    page: list[Session] = []
+    looked = 0
+    for session in ordered:
+        if len(page) == limit:
+            break
+        looked += 1
+        for name, keep in filters:
+            if not keep(session):
+                counts[name] += 1
+                break
+        else:
+            page.append(session)
+    rest = ordered[looked:]
+    last = ordered[looked - 1] if looked else None
+    # nothing left after the cursor (the order moved under it): no page can follow from here
+    more = last is not None and (cut or any(all(keep(s) for _, keep in filters) for s in rest))
+    depth = (cursor[0] if cursor else 0) + looked
+    next_cursor = encode_cursor(depth, last) if more and last is not None and depth <= MAX_CURSOR_DEPTH else None
+    return Page(page, more, next_cursor, cursor is None, counts)
 
 
 def providers_view(listings: Mapping[str, SessionListing]) -> dict[str, Any]:

@@ -151,6 +151,18 @@ def run_steps(steps: Sequence[Step], *, dry_run: bool, echo: Callable[[str], Non
                                  hint="Fix what the host said and run the command again; finished steps are safe to repeat.")
 
 
+def carry_out(steps: Callable[[], Sequence[Step]], *, dry_run: bool, done: str) -> None:
+    """An install/uninstall command's body: build the steps, run them (or print them with
+    ``dry_run``), then say ``done``; an AgentLinkError from either is one line and exit 1."""
+    from agent_link_core.cli import fail
+
+    try:
+        run_steps(steps(), dry_run=dry_run)
+    except AgentLinkError as exc:
+        fail(exc)
+    click.echo("(dry run: nothing changed)" if dry_run else done)
+
+
 def host_command(harness: str, name: str, explicit: str | None, env: Mapping[str, str] | None = None,
                  *, dry_run: bool = False) -> str:
     """The host CLI to run: ``explicit`` when given, else ``name`` found on PATH (a dry run

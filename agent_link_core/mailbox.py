@@ -866,6 +866,46 @@ class Mailbox:
             (message_id,),
         ).fetchone()
 
+    def claim_push(self, message_id: str, holder: dict[str, Any], *, replacing: int | None = None) -> dict[str, Any] | None:
+        """Take the message's push claim before a harness writes it to its host, so that two
+        processes (or a resend after a crash) never push it at the same time.
+
+        Atomic across processes: one write transaction looks at the last ``push_claimed`` /
+        ``push_settled`` event and appends ``push_claimed`` with ``holder`` (JSON-able: who
+        pushes, e.g. ``{"pid", "procStart", ...}``) only when no claim is open, or when the
+        open claim is the one ``replacing`` names (its ``seq``: a claim whose process died,
+        which the caller has checked; it is settled as ``orphaned`` first).
+
+        :returns: None when the claim is now ours; else the open claim's ``{"seq", "at" (ms),
+            "holder"}`` (a push in progress, or one whose process died before settling it:
+            the caller decides from ``holder`` which).
+        """
+        with self.store.write() as conn:
+            last = conn.execute(
+                "SELECT seq, kind, at, data FROM message_events WHERE message_id = ?"
+                " AND kind IN ('push_claimed', 'push_settled') ORDER BY seq DESC LIMIT 1", (message_id,)).fetchone()
+            at = now_ms()
+            if last is not None and last["kind"] == "push_claimed":
+                if replacing is None or last["seq"] != replacing:
+                    return {"seq": last["seq"], "at": last["at"], "holder": json.loads(last["data"] or "{}")}
+                self._event(conn, message_id, "push_settled", at, None, None, {"outcome": "orphaned", "claim": replacing})
+            self._event(conn, message_id, "push_claimed", at, None, None, holder)
+        return None
+
+    def settle_push(self, message_id: str, outcome: str, data: dict[str, Any] | None = None) -> None:
+        """Close the open push claim with what the push came to (``outcome``: a harness's
+        word, e.g. ``delivered``, ``pushed``, ``failed``, ``held``); a later
+        :meth:`claim_push` may take it again."""
+        self.record_event(message_id, "push_settled", None, None, {"outcome": outcome, **(data or {})})
+
+    def last_push_settled(self, message_id: str) -> dict[str, Any] | None:
+        """The data of the message's newest ``push_settled`` event (``{"outcome", ...}``), or
+        None when no push of it was ever settled."""
+        row = self.store.conn.execute(
+            "SELECT data FROM message_events WHERE message_id = ? AND kind = 'push_settled' ORDER BY seq DESC LIMIT 1",
+            (message_id,)).fetchone()
+        return json.loads(row["data"] or "{}") if row is not None else None
+
     # -- internals ---------------------------------------------------------------------
 
     @staticmethod

@@ -21,7 +21,7 @@ from agent_link_core.mailbox import new_message_id
 from agent_link_core.tools.legacy_options import DELIVERY_OPTIONS, TURN_OVERRIDES  # noqa: F401 - kept for plugins
 from agent_link_core.model import is_address
 from agent_link_core.tools.registry import ToolCall, ToolSpec
-from agent_link_core.tools.schemas import ANY, ARR, BOOL, INT, NOBJ, NSTR, OBJ, RESOLVE_RESULT, STR, ULID  # noqa: F401 - re-exported
+from agent_link_core.tools.schemas import ANY, ARR, BOOL, CURSOR, INT, LISTING_PAGE, NOBJ, NSTR, OBJ, RESOLVE_RESULT, STR, ULID  # noqa: F401 - re-exported
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
@@ -136,7 +136,7 @@ async def list_agents(app: App, args: dict[str, Any], call: ToolCall) -> dict[st
     """Handler of ``list_agents``: validated arguments in, success fields out (AgentLinkError to fail)."""
     out = await app.list_agents(
         harness=args.get("harness", "all"), loaded=args.get("loaded"), surface=args.get("surface"),
-        include_archived=args.get("includeArchived", False), limit=args.get("limit", 20),
+        include_archived=args.get("includeArchived", False), limit=args.get("limit", 20), cursor=args.get("cursor"),
     )
     with_roles(app, out["sessions"])
     caller = call.caller
@@ -322,15 +322,16 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_agents",
         title="List agents",
-        description="List the other agent sessions on this machine (every installed harness), newest first, with the address to message each one.",
+        description="List the other agent sessions on this machine (every installed harness), newest first, with the address to message each one. One page at a time: complete is true only for the whole listing; hasMore and nextCursor (pass it as cursor) when more follow.",
         input_schema=_obj({
             "harness": HARNESS_FILTER,
             "surface": {"type": "string", "enum": ["desktop", "code", "cli", "app"]},
             "loaded": {"type": "boolean", "description": "Only sessions that are (true) or are not (false) running now."},
             "includeArchived": {"type": "boolean", "default": False},
             "limit": _limit(20, 200),
+            "cursor": CURSOR,
         }),
-        output_fields={"sessions": {"type": "array", "items": OBJ}, "providers": OBJ, "caller": OBJ},
+        output_fields={"sessions": {"type": "array", "items": OBJ}, "providers": OBJ, "caller": OBJ, **LISTING_PAGE},
         handler=list_agents, read_only=True, idempotent=True,
     ),
     ToolSpec(

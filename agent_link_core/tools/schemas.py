@@ -20,3 +20,11 @@ RESOLVE_RESULT: dict[str, Any] = {
     "status": {"type": "string", "enum": ["resolved", "ambiguous", "not_found"]}, "query": STR, "best": NOBJ,
     "candidates": {"type": "array", "items": OBJ}, "selection": OBJ, "providers": OBJ, "via": NSTR,
 }
+#: A session listing's page cursor argument (the ``nextCursor`` of an earlier answer).
+CURSOR: dict[str, Any] = {"type": "string", "maxLength": 1000, "description": "The nextCursor of an earlier answer: the page after it."}
+#: What a session listing page says about itself (list_agents and the harnesses' own lists).
+LISTING_PAGE: dict[str, Any] = {
+    "complete": {"type": "boolean", "description": "True only when this answer holds every session the sources hold for these filters."},
+    "hasMore": BOOL, "nextCursor": NSTR, "filters": OBJ,
+    "filteredOut": {"type": "object", "additionalProperties": INT, "description": "How many sessions each filter left out."},
+}

@@ -802,3 +802,20 @@ def session_of(
             raise LookupError(f"no session id in claude's stdout and no transcript in {tdir}")
         session_id = files[-1].stem
     return ClaudeSession(session_id=session_id, transcript_path=tdir / f"{session_id}.jsonl", result=result)
+
+
+def plain_server_host(root: Path, stub: Any, state_dir: Path, **env: str) -> tuple[ClaudeHost, Path]:
+    """A Claude host (config dir under ``root``) with agent-link as a plain MCP server named
+    ``agent-link`` (its tools allowed) and an ``--mcp-config`` file for it.
+
+    :param state_dir: the server's ``AGENT_LINK_STATE_DIR``.
+    :param env: more variables for the server (``AGENT_LINK_DISABLE_CHANNEL`` is set to 1).
+    :returns: ``(host, mcp config path)``; set ``CLAUDE_CONFIG_DIR`` to ``host.config_dir``
+        for in-process code that reads Claude's files.
+    """
+    host = ClaudeHost.create(root / "claude-home", stub=stub)
+    server_env = {"AGENT_LINK_HOST": "claude", "AGENT_LINK_STATE_DIR": str(state_dir), "AGENT_LINK_DISABLE_CHANNEL": "1", **env}
+    config = write_mcp_config(root / "mcp.json", {"agent-link": mcp_stdio_server(str(agent_link_bin()), ["mcp"], server_env)})
+    host.allow_tools("mcp__agent-link")
+    return host, config
+

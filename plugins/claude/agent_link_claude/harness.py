@@ -60,7 +60,7 @@ from agent_link_claude.channel import (
     connection_gate,
     evaluate_gate,
 )
-from agent_link_claude.procs import command_line, parent_pid, same_process
+from agent_link_claude.procs import command_line, parent_pid, proc_start, same_process
 from agent_link_claude.sessions import (
     ID_RE,
     SessionIndex,
@@ -288,13 +288,95 @@ class ClaudeHarness(Harness):
         return not (self.app is not None and self.app.config.get("AGENT_LINK_DISABLE_CLAUDE_INBOX"))
 
     async def _deliver_inbox(self, message: dict[str, Any], envelope: str, inbox: native.Inbox) -> Delivery:
-        """Push through the session's inbox socket and wait for evidence (see the module docstring)."""
+        """Push through the session's inbox socket and wait for evidence (see the module
+        docstring), at most once per message: the write happens under the message's push
+        claim, and a push that an earlier attempt may have made (its process died holding
+        the claim, or it ended without evidence) is looked for in the session first
+        (:meth:`_earlier_push`)."""
         wait_ms = self.app.config.get("AGENT_LINK_CLAUDE_INBOX_WAIT_MS") if self.app is not None else None
         wait_s = (wait_ms if isinstance(wait_ms, int) else 20000) / 1000
         cfg = self.index.config_dir
-        outcome = await anyio.to_thread.run_sync(lambda: native.push_native(
-            cfg, inbox, envelope, message["id"], message.get("anticipation") or "fyi", wait_s))
-        fields = {"inbox": {"name": inbox.name, "status": inbox.status, "state": outcome.state}}
+        fields = {"inbox": {"name": inbox.name, "status": inbox.status}}
+        mailbox = self.app.mailbox if self.app is not None else None
+        if mailbox is not None:
+            earlier = await anyio.to_thread.run_sync(lambda: self._earlier_push(mailbox, cfg, inbox, message, wait_s))
+            if earlier is not None:
+                return earlier
+        # settled however the push ends (an error: perhaps written, so a resend looks first);
+        # only a killed process leaves its claim open
+        state = "pushed"
+        try:
+            outcome = await anyio.to_thread.run_sync(lambda: native.push_native(
+                cfg, inbox, envelope, message["id"], message.get("anticipation") or "fyi", wait_s))
+            state = outcome.state
+        finally:
+            if mailbox is not None:
+                mailbox.settle_push(message["id"], state)
+        return self._inbox_delivery(message, inbox, outcome, fields)
+
+    def _earlier_push(self, mailbox: Any, cfg: str, inbox: native.Inbox, message: dict[str, Any],
+                      wait_s: float) -> Delivery | None:
+        """Take the message's push claim, finishing what an earlier push left; None when the
+        caller should write the message now (the claim is then ours).
+
+        * the transcript already shows the message: delivered, nothing written;
+        * another live process holds the claim: it is pushing now, nothing written;
+        * the claim's process died, or the last push ended without evidence: when the
+          session's transcript has the message at all (a ``queue-operation`` line: its host
+          took it), wait for the evidence instead of writing it again; when it has no trace
+          of it, the earlier write never landed and it is written now;
+        * the last push was held by the session: it stays held there, not written again.
+
+        Blocking (runs in a worker thread).
+        """
+        mid = message["id"]
+        pushed_before = mailbox.has_event(mid, "push_claimed")
+        if pushed_before:
+            kind = native.transcript_shows(cfg, inbox.session_id, mid)
+            if kind is not None:
+                return Delivery(delivered=True, via=INBOX_VIA, state="delivered-inbox",
+                                evidence={"transcript": kind, "session": inbox.session_id, "earlierPush": True},
+                                fields={"inbox": {"name": inbox.name, "status": inbox.status, "state": "already_delivered"}})
+        me = {"pid": os.getpid(), "procStart": proc_start(os.getpid()), "via": INBOX_VIA, "session": inbox.session_id}
+        held = mailbox.claim_push(mid, me)
+        landed = False
+        if held is not None:
+            holder = held["holder"]
+            pid = holder.get("pid")
+            if isinstance(pid, int) and same_process(pid, holder.get("procStart")):
+                return Delivery(state="queued-online", fields={"inbox": {"name": inbox.name, "state": "claimed_elsewhere"}},
+                                warnings=[{"code": "push_in_progress",
+                                           "message": "Another agent-link process is pushing this message right now; "
+                                                      "it is not written twice.", "details": {"pid": pid}}])
+            if mailbox.claim_push(mid, me, replacing=held["seq"]) is not None:
+                return Delivery(state="queued-online", fields={"inbox": {"name": inbox.name, "state": "claimed_elsewhere"}},
+                                warnings=[{"code": "push_in_progress",
+                                           "message": "Another agent-link process took over this message's push; "
+                                                      "it is not written twice."}])
+            landed = True  # the dead process may have written it before it died
+        elif pushed_before:
+            last = mailbox.last_push_settled(mid) or {}
+            if last.get("outcome") == "held":
+                mailbox.settle_push(mid, "held")
+                return Delivery(state="held", fields={"inbox": {"name": inbox.name, "state": "already_held"}}, warnings=[{
+                    "code": "held", "message": f"{PROBLEM_TEXT['held']}. It was held there by an earlier push and is not "
+                                               "written again; it stays in the mailbox, not delivered.",
+                    "details": {"state": "held", "session": inbox.name}}])
+            landed = last.get("outcome") in ("pushed", "orphaned")
+        if landed and native.transcript_shows(cfg, inbox.session_id, mid, queued=True) is not None:
+            outcome = native.await_evidence(cfg, inbox, mid, wait_s)
+            mailbox.settle_push(mid, outcome.state, {"earlierPush": True})
+            delivery = self._inbox_delivery(message, inbox, outcome,
+                                            {"inbox": {"name": inbox.name, "status": inbox.status}})
+            delivery.evidence["earlierPush"] = True
+            delivery.fields["inbox"]["earlierPush"] = True
+            return delivery
+        return None
+
+    def _inbox_delivery(self, message: dict[str, Any], inbox: native.Inbox, outcome: native.NativeOutcome,
+                        fields: dict[str, Any]) -> Delivery:
+        """The :class:`Delivery` a native push came to."""
+        fields = {"inbox": {**fields["inbox"], "state": outcome.state}}
         if outcome.state == "delivered":
             return Delivery(delivered=True, via=INBOX_VIA, state="delivered-inbox", evidence=outcome.evidence, fields=fields)
         if outcome.state == "pushed":

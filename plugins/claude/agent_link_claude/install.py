@@ -24,8 +24,6 @@ from pathlib import Path
 import click
 
 from agent_link_core import host_install
-from agent_link_core.cli import fail
-from agent_link_core.errors import AgentLinkError
 from agent_link_core.host_install import Step
 
 from agent_link_claude import channel, sessions
@@ -72,6 +70,10 @@ def uninstall_steps(claude: str, folder: Path, config_dir: Path) -> list[Step]:
     ]
 
 
+def _claude(host_bin: str | None, dry_run: bool) -> str:
+    return host_install.host_command("claude", "claude", host_bin, dry_run=dry_run)
+
+
 _host_bin = click.option("--host-bin", metavar="PATH", help="the claude executable (default: claude on PATH)")
 _dry_run = click.option("--dry-run", is_flag=True, help="print the steps, change nothing")
 
@@ -81,18 +83,12 @@ _dry_run = click.option("--dry-run", is_flag=True, help="print the steps, change
 @_dry_run
 def install_claude(host_bin: str | None, dry_run: bool) -> None:
     """Install agent-link as a Claude Code plugin (MCP tools, hooks, live delivery)."""
-    try:
-        claude = host_install.host_command("claude", "claude", host_bin, dry_run=dry_run)
-        steps = install_steps(claude, host_install.plugin_dir("claude"), host_install.agent_link_executable())
-        host_install.run_steps(steps, dry_run=dry_run)
-    except AgentLinkError as exc:
-        fail(exc)
-    if dry_run:
-        click.echo("(dry run: nothing changed)")
-        return
-    click.echo(f"Done. Restart your Claude Code sessions to load it. In `claude -p`, allow the tools with "
-               f"--allowedTools mcp__plugin_{channel.PLUGIN_NAME}_{channel.PLUGIN_SERVER_NAME}; for live delivery "
-               f"start Claude Code with --channels plugin:{PLUGIN_ID}.")
+    host_install.carry_out(
+        lambda: install_steps(_claude(host_bin, dry_run), host_install.plugin_dir("claude"), host_install.agent_link_executable()),
+        dry_run=dry_run,
+        done=f"Done. Restart your Claude Code sessions to load it. In `claude -p`, allow the tools with "
+             f"--allowedTools mcp__plugin_{channel.PLUGIN_NAME}_{channel.PLUGIN_SERVER_NAME}; for live delivery "
+             f"start Claude Code with --channels plugin:{PLUGIN_ID}.")
 
 
 @click.command("claude")
@@ -100,14 +96,8 @@ def install_claude(host_bin: str | None, dry_run: bool) -> None:
 @_dry_run
 def uninstall_claude(host_bin: str | None, dry_run: bool) -> None:
     """Remove the agent-link Claude Code plugin (your messages stay in the state directory)."""
-    try:
-        claude = host_install.host_command("claude", "claude", host_bin, dry_run=dry_run)
-        config_dir = Path(sessions.config_dir(os.environ))
-        host_install.run_steps(uninstall_steps(claude, host_install.plugin_dir("claude"), config_dir), dry_run=dry_run)
-    except AgentLinkError as exc:
-        fail(exc)
-    if dry_run:
-        click.echo("(dry run: nothing changed)")
-        return
-    click.echo("Done. Restart your Claude Code sessions. The mailbox stays in agent-link's state directory "
-               "(`agent-link health` names it); remove that folder yourself to delete your messages.")
+    host_install.carry_out(
+        lambda: uninstall_steps(_claude(host_bin, dry_run), host_install.plugin_dir("claude"), Path(sessions.config_dir(os.environ))),
+        dry_run=dry_run,
+        done="Done. Restart your Claude Code sessions. The mailbox stays in agent-link's state directory "
+             "(`agent-link health` names it); remove that folder yourself to delete your messages.")

@@ -140,11 +140,11 @@ def find_inbox(config_dir: str, session_id: str) -> Inbox | None:
     return None
 
 
-def transcript_shows(config_dir: str, session_id: str, message_id: str) -> str | None:
+def transcript_shows(config_dir: str, session_id: str, message_id: str, *, queued: bool = False) -> str | None:
     """The first transcript line kind that carries ``message_id`` as model input, or None.
 
-    Queue bookkeeping lines (``queue-operation``) are skipped: they record that the host took
-    the message, not that the model saw it.
+    Queue bookkeeping lines (``queue-operation``) are skipped unless ``queued``: they record
+    that the host took the message, not that the model saw it.
     """
     needle = message_id.encode("utf-8")
     pattern = os.path.join(glob.escape(os.path.join(config_dir, "projects")), "*", glob.escape(session_id) + ".jsonl")
@@ -159,7 +159,7 @@ def transcript_shows(config_dir: str, session_id: str, message_id: str) -> str |
                     except ValueError:
                         continue
                     kind = record.get("type") if isinstance(record, dict) else None
-                    if isinstance(kind, str) and kind != "queue-operation":
+                    if isinstance(kind, str) and (queued or kind != "queue-operation"):
                         return kind
         except OSError:
             continue
@@ -362,6 +362,21 @@ def push_native(
             if time.monotonic() >= deadline:
                 return NativeOutcome("pushed", base, "no evidence yet that the session's model saw it")
             time.sleep(POLL_S)
+
+
+def await_evidence(config_dir: str, inbox: Inbox, message_id: str, wait_s: float) -> NativeOutcome:
+    """Wait up to ``wait_s`` seconds, writing nothing, for the transcript to show a message
+    the session's host already took (an earlier push of it): ``delivered`` or ``pushed``.
+    Blocking; run it in a worker thread."""
+    base = {"socket": inbox.socket_path, "pid": inbox.pid, "session": inbox.session_id}
+    deadline = time.monotonic() + wait_s
+    while True:
+        kind = transcript_shows(config_dir, inbox.session_id, message_id)
+        if kind is not None:
+            return NativeOutcome("delivered", {**base, "transcript": kind})
+        if time.monotonic() >= deadline:
+            return NativeOutcome("pushed", base, "the session's host holds it from an earlier push; no evidence yet that its model saw it")
+        time.sleep(POLL_S)
 
 
 def _version_tuple(text: str | None) -> tuple[int, ...] | None:

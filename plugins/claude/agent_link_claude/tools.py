@@ -18,7 +18,7 @@ from agent_link_core.directory import session_view
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.model import Caller, Session, address_scheme, is_address
 from agent_link_core.tools.core_tools import ANTICIPATION, POLL_MS, RECEIPT, REPLY_BY, TIMEOUT_MS
-from agent_link_core.tools.schemas import BOOL, NOBJ, NSTR, OBJ, RESOLVE_RESULT, STR, ULID
+from agent_link_core.tools.schemas import BOOL, CURSOR, LISTING_PAGE, NOBJ, NSTR, OBJ, RESOLVE_RESULT, STR, ULID
 from agent_link_core.tools.registry import ToolCall, ToolSpec
 
 from agent_link_claude.harness import DELIVERY_STATES, NAME, ClaudeHarness
@@ -32,7 +32,7 @@ SURFACE = {"type": "string", "enum": ["all", "desktop", "code"], "default": "all
            "description": "code (Claude Code, CLI or Desktop's Code tab), desktop (Desktop agent sessions) or all."}
 SESSION_ID = {"type": "string", "minLength": 1, "maxLength": 140,
               "description": "claude:<id>, a Claude Code session id, or a Claude Desktop local_<id>."}
-SESSIONS_OUT = {"sessions": {"type": "array", "items": OBJ}, "provider": NOBJ}
+SESSIONS_OUT = {"sessions": {"type": "array", "items": OBJ}, "provider": NOBJ, **LISTING_PAGE}
 TURN_OVERRIDES = ("model", "effort", "cwd")
 
 
@@ -94,16 +94,24 @@ async def list_claude_sessions(app: App, args: dict[str, Any], call: ToolCall) -
     surface = args.get("surface", "all")
     out = await app.list_agents(
         harness=NAME, surface=None if surface == "all" else surface,
-        include_archived=args.get("includeArchived", False), limit=args.get("limit", 20),
+        include_archived=args.get("includeArchived", False), limit=args.get("limit", 20), cursor=args.get("cursor"),
     )
-    return {"sessions": out["sessions"], "provider": out["providers"].get(NAME)}
+    return _page(out)
 
 
 async def list_loaded_claude_sessions(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
     surface = args.get("surface", "all")
     out = await app.list_agents(harness=NAME, loaded=True, surface=None if surface == "all" else surface,
-                                limit=args.get("limit", 20))
-    return {"sessions": out["sessions"], "provider": out["providers"].get(NAME)}
+                                limit=args.get("limit", 20), cursor=args.get("cursor"))
+    return _page(out)
+
+
+def _page(out: dict[str, Any]) -> dict[str, Any]:
+    """A list tool's result from the core's listing page: the sessions, this harness's
+    provider report, and whether the page is the whole listing (``complete``, ``hasMore``,
+    ``nextCursor``, ``filters``, ``filteredOut`` as list_agents has them)."""
+    return {"sessions": out["sessions"], "provider": out["providers"].get(NAME),
+            **{k: out[k] for k in ("complete", "hasMore", "nextCursor", "filters", "filteredOut")}}
 
 
 async def get_claude_session(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
@@ -293,7 +301,8 @@ CLAUDE_TOOLS: tuple[ToolSpec, ...] = (
         name="list_claude_sessions",
         title="List Claude sessions",
         description="List Claude Code and Claude Desktop sessions on this machine, newest first, with the agent-link address (claude:<id>) to message each one.",
-        input_schema=_schema({"includeArchived": {"type": "boolean", "default": False}, "surface": SURFACE, "limit": _limit(20, 200)}),
+        input_schema=_schema({"includeArchived": {"type": "boolean", "default": False}, "surface": SURFACE, "limit": _limit(20, 200),
+                              "cursor": CURSOR}),
         output_fields=SESSIONS_OUT,
         handler=list_claude_sessions, read_only=True, idempotent=True,
     ),
@@ -301,7 +310,7 @@ CLAUDE_TOOLS: tuple[ToolSpec, ...] = (
         name="list_loaded_claude_sessions",
         title="List running Claude sessions",
         description="List the Claude sessions that run right now (a live Claude Code process), newest first, with their agent-link addresses.",
-        input_schema=_schema({"surface": SURFACE, "limit": _limit(20, 200)}),
+        input_schema=_schema({"surface": SURFACE, "limit": _limit(20, 200), "cursor": CURSOR}),
         output_fields=SESSIONS_OUT,
         handler=list_loaded_claude_sessions, read_only=True, idempotent=True,
     ),

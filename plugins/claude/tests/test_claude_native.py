@@ -255,3 +255,43 @@ def test_health_names_the_path_and_why(fake_claude: Any, app: App, session: Any)
     assert native.path_of(record, disabled=False, channel=False)[1].startswith("Claude Code 2.1.197 has no inbox socket")
     path, why = native.path_of({"pid": os.getpid(), "version": "2.1.332"}, disabled=False, channel=True)
     assert path == "channel" and "messaging gate is off" in why
+
+
+def push_again(app: App, mid: str) -> Any:
+    row = app.mailbox.get_row(mid)
+    return anyio.run(lambda: app.push(row, {}))
+
+
+def test_a_push_another_live_process_holds_is_not_written_twice(app: App, session: Any) -> None:
+    with session("silent") as inbox:
+        mid = send(app).message["id"]  # written once, no evidence: unknown
+        holder = {"pid": os.getpid(), "procStart": proc_start(os.getpid()), "via": "claude-inbox", "session": S}
+        assert app.mailbox.claim_push(mid, holder) is None  # as if another push of it ran now
+        delivery = push_again(app, mid)
+        assert delivery.state == "queued-online" and delivery.warnings[0]["code"] == "push_in_progress"
+        assert sum(f["type"] == "user" for f in inbox.frames) == 1
+
+
+def test_a_dead_claim_without_a_trace_in_the_transcript_is_written_once(app: App, session: Any) -> None:
+    from agent_link_core.mailbox import new_message_id
+    from agent_link_core.records import OutgoingMessage
+
+    with session("transcript") as inbox:
+        mid = new_message_id()  # stored by a send that died after taking the push claim
+        app.mailbox.store_message(OutgoingMessage(mid, ALICE, f"claude:{S}", f"claude:{S}", "x", "fyi", None, None))
+        child = subprocess.Popen(["true"])
+        child.wait()
+        assert app.mailbox.claim_push(mid, {"pid": child.pid, "procStart": "1"}) is None
+        delivery = push_again(app, mid)
+        assert delivery.delivered and sum(f["type"] == "user" for f in inbox.frames) == 1
+        assert push_again(app, mid).fields["inbox"]["state"] == "already_delivered"
+        assert sum(f["type"] == "user" for f in inbox.frames) == 1
+
+
+def test_a_message_the_session_holds_is_not_written_again(app: App, session: Any) -> None:
+    with session("hold", token=None) as inbox:
+        mid = send(app, anticipation="action").message["id"]
+        again = push_again(app, mid)
+        assert again.state == "held" and again.fields["inbox"]["state"] == "already_held"
+        assert again.warnings[0]["code"] == "held"
+        assert sum(f["type"] == "user" for f in inbox.frames) == 1

@@ -286,6 +286,36 @@ async def test_tools_over_real_mcp_stdio(fake_claude) -> None:
 
 
 @pytest.mark.anyio
+async def test_session_lists_page_with_a_working_cursor_over_real_mcp(fake_claude) -> None:
+    """A page says it is a page (issue 18): ``complete`` only for the whole listing, the
+    ``nextCursor`` walks the rest, filters say what they left out, a bad cursor is refused."""
+    ids = [f"aaaaaaaa-0000-4000-8000-{n:012d}" for n in range(5)]
+    for n, sid in enumerate(ids):
+        fake_claude.write_transcript(sid, f"/work/p{n}", title=f"session {n}", mtime=1_767_000_000 - n)
+    fake_claude.write_live(os.getpid(), ids[3])
+    async with agent_link_mcp({"CLAUDE_CODE_SESSION_ID": ids[0], "AGENT_LINK_HOST": "claude"}) as me:
+        seen, pages, cursor = [], [], None
+        while True:
+            page = await me.call("list_claude_sessions", {"limit": 2, **({"cursor": cursor} if cursor else {})})
+            assert page["ok"] is True and page["complete"] is False, page
+            pages.append(page)
+            seen += [s["id"] for s in page["sessions"]]
+            cursor = page["nextCursor"]
+            if cursor is None:
+                break
+        assert sorted(seen) == ids and [p["hasMore"] for p in pages] == [True, True, False]  # each once
+        whole = await me.call("list_claude_sessions", {"limit": 5})
+        assert whole["complete"] is True and whole["filters"]["includeArchived"] is False
+        loaded = await me.call("list_loaded_claude_sessions", {})
+        assert [s["id"] for s in loaded["sessions"]] == [ids[3]]
+        assert loaded["complete"] is True and loaded["filteredOut"] == {"archived": 0, "loaded": 4}
+        for name in ("list_claude_sessions", "list_loaded_claude_sessions"):
+            refused = await me.call(name, {"cursor": "not-a-cursor"})
+            assert refused["error"]["code"] == "invalid_arguments"
+            assert [e["path"] for e in refused["error"]["details"]["errors"]] == ["cursor"]
+
+
+@pytest.mark.anyio
 async def test_a_session_id_with_no_such_session_signs_unverified(fake_claude) -> None:
     """``CLAUDE_CODE_SESSION_ID`` naming a session Claude Code does not have: the message is
     stored unverified and the send says so (issue 18, "Identity")."""

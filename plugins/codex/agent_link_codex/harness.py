@@ -421,7 +421,9 @@ class CodexHarness(Harness):
         sessions = []
         for path in files[:limit]:
             summary = rollouts.summary(home, path, names)
-            if summary is not None and (summary["source"] in DEFAULT_KINDS or summary["source"] not in SOURCE_KINDS):
+            # every source kind, as from an app-server: a listing that left exec runs or
+            # sub-agents out could not call itself complete
+            if summary is not None:
                 sessions.append(session_from_thread(summary, None, loaded=None))
         reason = error.details.get("reason") if error is not None else None
         states = self.endpoint_states()

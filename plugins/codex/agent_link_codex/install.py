@@ -23,8 +23,6 @@ from pathlib import Path
 import click
 
 from agent_link_core import host_install
-from agent_link_core.cli import fail
-from agent_link_core.errors import AgentLinkError
 from agent_link_core.host_install import Step
 
 from agent_link_codex.settings import codex_home
@@ -92,18 +90,13 @@ def _codex(host_bin: str | None, dry_run: bool) -> str:
 @_dry_run
 def install_codex(host_bin: str | None, dry_run: bool) -> None:
     """Install agent-link as a Codex plugin (MCP tools and the prompt hook)."""
-    try:
-        steps = install_steps(_codex(host_bin, dry_run), host_install.plugin_dir("codex"), host_install.agent_link_executable())
-        host_install.run_steps(steps, dry_run=dry_run)
-    except AgentLinkError as exc:
-        fail(exc)
-    if dry_run:
-        click.echo("(dry run: nothing changed)")
-        return
     plugin_id = f"{plugin_name()}@{MARKETPLACE}"
-    click.echo(f"Done. Restart Codex (new threads load it). Trust the prompt hook with /hooks, and approve the "
-               f"tools: `agent-link approvals apply` (or [plugins.\"{plugin_id}\".mcp_servers.{plugin_name()}] "
-               f"default_tools_approval_mode = \"approve\" in config.toml).")
+    host_install.carry_out(
+        lambda: install_steps(_codex(host_bin, dry_run), host_install.plugin_dir("codex"), host_install.agent_link_executable()),
+        dry_run=dry_run,
+        done=f"Done. Restart Codex (new threads load it). Trust the prompt hook with /hooks, and approve the "
+             f"tools: `agent-link approvals apply` (or [plugins.\"{plugin_id}\".mcp_servers.{plugin_name()}] "
+             f"default_tools_approval_mode = \"approve\" in config.toml).")
 
 
 @click.command("codex")
@@ -111,13 +104,8 @@ def install_codex(host_bin: str | None, dry_run: bool) -> None:
 @_dry_run
 def uninstall_codex(host_bin: str | None, dry_run: bool) -> None:
     """Remove the agent-link Codex plugin (your messages stay in the state directory)."""
-    try:
-        steps = uninstall_steps(_codex(host_bin, dry_run), host_install.plugin_dir("codex"), codex_home(os.environ))
-        host_install.run_steps(steps, dry_run=dry_run)
-    except AgentLinkError as exc:
-        fail(exc)
-    if dry_run:
-        click.echo("(dry run: nothing changed)")
-        return
-    click.echo("Done. Restart Codex. The mailbox stays in agent-link's state directory (`agent-link health` "
-               "names it); remove that folder yourself to delete your messages.")
+    host_install.carry_out(
+        lambda: uninstall_steps(_codex(host_bin, dry_run), host_install.plugin_dir("codex"), codex_home(os.environ)),
+        dry_run=dry_run,
+        done="Done. Restart Codex. The mailbox stays in agent-link's state directory (`agent-link health` "
+             "names it); remove that folder yourself to delete your messages.")

@@ -196,8 +196,10 @@ async def test_transcript_fallback_listing(alice: AgentLinkClient, codex_home: P
     await fail(alice, "wait_for_codex_thread", {"threadId": UNKNOWN}, "not_found")
 
     agents = await ok(alice, "list_agents", {"harness": "codex"})
-    assert {s["address"] for s in agents["sessions"]} == {f"codex:{T1}", f"codex:{T2}", f"codex:{T3}"}
+    # every source kind (issue 18): the exec run is an agent too, and the listing is complete
+    assert {s["address"] for s in agents["sessions"]} == {f"codex:{T1}", f"codex:{T2}", f"codex:{T3}", f"codex:{EXEC}"}
     assert agents["providers"]["codex"]["source"] == "local-jsonl-fallback" and agents["providers"]["codex"]["available"] is True
+    assert agents["complete"] is True
     found = await ok(alice, "resolve_agent", {"query": T3})
     assert found["status"] == "resolved" and found["best"]["address"] == f"codex:{T3}"
 
