@@ -55,6 +55,7 @@ DEFAULT_HINTS: dict[str, str] = {
     "upstream_error": "The host answered with an error: agent_link_health shows whether it is reachable; try again.",
     "unsupported": "This host or release cannot do it; agent_link_health shows what it offers.",
     "state_io_error": "Check that agent-link's state dir (agent_link_health: stateDir) exists, is yours and has space.",
+    "state_busy": "Another agent-link process holds the database's write lock: retry in a moment; the database is fine.",
     "internal_error": "A fault in agent-link or a plugin: agent_link_health lists plugin problems; please report it.",
 }
 UNAVAILABLE_HINT = "agent_link_health shows why this harness cannot be reached and what it searched."
