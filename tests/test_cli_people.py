@@ -33,6 +33,13 @@ def run(*args: str, stdin: bytes | None = None, env: dict[str, str] | None = Non
                                        proc.stderr.decode("utf-8", "replace"))
 
 
+def ctrl_c_works() -> None:
+    """In the child before exec: SIGINT as a terminal's Ctrl-C delivers it. A suite started in
+    the background of a shell without job control inherits SIGINT ignored, and Python then
+    never raises KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def no_traceback(proc: subprocess.CompletedProcess[str]) -> None:
     assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr
     assert "failed unexpectedly" not in proc.stderr, proc.stderr
@@ -223,7 +230,7 @@ def test_wait_and_send_wait_time_out_with_their_own_exit_code() -> None:
 def test_watch_follows_new_mail_and_status_changes_until_interrupted() -> None:
     env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS}
     watcher = subprocess.Popen([AGENT_LINK, "watch", "--as", "team:bob", "--ndjson", "--interval-ms", "200"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, preexec_fn=ctrl_c_works)
     assert watcher.stdout is not None
     fd = watcher.stdout.fileno()
     sel = selectors.DefaultSelector()
@@ -319,7 +326,8 @@ def test_show_any_message_you_sent_or_received_even_read_ones() -> None:
 def test_interrupting_send_wait_still_says_what_was_sent(isolated_env: Path) -> None:
     env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS}
     sender = subprocess.Popen([AGENT_LINK, "send", "team:bob", "waiting for you", "--from", "team:alice", "--wait",
-                               "--timeout-ms", "600000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+                               "--timeout-ms", "600000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
+                              preexec_fn=ctrl_c_works)
     try:
         assert sender.stderr is not None
         said = sender.stderr.readline()  # the send is done and the wait begins
