@@ -41,7 +41,11 @@ from agent_link_testing.responses_stub import (
 from agent_link_core.app import App
 from agent_link_core.model import Caller
 
-pytestmark = [pytest.mark.realhost, pytest.mark.anyio, pytest.mark.timeout(240)]
+# Codex 0.171.0 here ends a turn "interrupted", with no error and nobody interrupting it, in
+# about one run of this module in three (seen on an idle machine, in a plain turn of the
+# setup as well as in fork tasks; cause not found). A test hit by it runs again, from fresh
+# fixtures, at most twice: a real failure still fails every run.
+pytestmark = [pytest.mark.realhost, pytest.mark.anyio, pytest.mark.timeout(240), pytest.mark.flaky(reruns=2)]
 
 WAIT_MS = 30_000
 ALICE = Caller("test:alice", "config", "test")
