@@ -151,12 +151,15 @@ class LegacyContext:
     :param source_dir: the directory the original kept its files in (absolute).
     :param conn: the connection inside the import's write transaction.
     :param importers: every importer, for :meth:`address`.
+    :param dry_run: nothing may be kept: the database writes are rolled back by the driver,
+        but an importer that writes files (a copy into the state dir) must skip that itself.
     """
 
     app: App
     source_dir: str
     conn: sqlite3.Connection
     importers: list[LegacyImporter] = field(default_factory=list)
+    dry_run: bool = False
     #: message ids stored by this run (any importer): later files' events apply to them
     new_messages: set[str] = field(default_factory=set)
 
@@ -305,7 +308,8 @@ class MailboxImporter(LegacyImporter):
                 if stored is not None:
                     folded[mid] = _Fold(dict(stored), stored=True)
         for lineno, obj in events:
-            target = folded.get(obj.get("messageId")) if isinstance(obj.get("messageId"), str) else None
+            event_mid = obj.get("messageId")
+            target = folded.get(event_mid) if isinstance(event_mid, str) else None
             if target is None:
                 outcome.count("eventsSkipped")  # a message stored before this run, or never seen
                 continue
@@ -515,7 +519,7 @@ def import_legacy(app: App, *, dry_run: bool = False, source_dir: str | None = N
     outcomes: list[LegacyOutcome] = []
     try:
         with app.store.write() as conn:
-            ctx = LegacyContext(app, source, conn, [i for _, i in plugged])
+            ctx = LegacyContext(app, source, conn, [i for _, i in plugged], dry_run=dry_run)
             for plugin, importer in plugged:
                 outcome = LegacyOutcome(importer.name)
                 outcomes.append(outcome)
