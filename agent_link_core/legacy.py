@@ -281,6 +281,7 @@ class MailboxImporter(LegacyImporter):
     def _import_file(self, ctx: LegacyContext, path: str, outcome: LegacyOutcome) -> None:
         conn = ctx.conn
         rows: dict[str, dict[str, Any]] = {}
+        seen: set[str] = set()
         events: list[tuple[int, dict[str, Any]]] = []
         for lineno, obj in ctx.read_jsonl(path, outcome):
             kind = obj.get("type")
@@ -290,9 +291,10 @@ class MailboxImporter(LegacyImporter):
                 except ValueError as exc:
                     outcome.bad(path, lineno, str(exc))
                     continue
-                if row["id"] in rows or row["id"] in ctx.new_messages:
-                    outcome.count("duplicateLines")
+                if row["id"] in seen or row["id"] in ctx.new_messages:
+                    outcome.count("duplicateLines")  # the first copy wins
                     continue
+                seen.add(row["id"])
                 if conn.execute("SELECT 1 FROM messages WHERE id = ?", (row["id"],)).fetchone():
                     outcome.present += 1
                     continue
