@@ -102,7 +102,7 @@ def _insert(ctx: LegacyContext, job_id: str, job: dict[str, Any]) -> None:
         (job_id, _thread(created.get("original")) or "", ctx.address(by) or "external", IMPORTED, at, last_at, status,
          json.dumps(request), created.get("lastTurnId") if isinstance(created.get("lastTurnId"), str) else None,
          fork_thread, json.dumps({k: forked[k] for k in ("model", "effort", "cwd") if k in forked}),
-         _thread((slots.get("turn-started") or {}).get("turnId")), json.dumps(result), last_at),
+         _thread((slots.get("turn-started") or {}).get("turnId")), json.dumps(result), int(end.get("at", last_at))),
     )
     for event in job["events"]:
         data = {k: v for k, v in event.items() if k not in ("type", "jobId", "at")}
