@@ -1044,7 +1044,7 @@ def _delivery_word(reply_row: Any, delivery: Delivery | None) -> str:
         return "none"
     if delivery is not None and delivery.delivered:
         return "delivered"
-    return "queued-mailbox"
+    return "queued"
 
 
 def message_summary(app: App, outcome: SendOutcome) -> dict[str, Any]:
@@ -1058,7 +1058,7 @@ def message_summary(app: App, outcome: SendOutcome) -> dict[str, Any]:
         "harness": address_scheme(row["recipient"]),
         "delivery": state.delivery if state.delivery != "acknowledged" else "delivered",
         "deliveredVia": row["delivered_via"],
-        "deliveryState": delivery.state if delivery is not None else ("delivered" if row["first_delivered_at"] else "queued_in_mailbox"),
+        "deliveryState": delivery.state if delivery is not None else ("delivered" if row["first_delivered_at"] else "queued"),
         "anticipation": row["anticipation"],
         "replyBy": iso(row["reply_by"]) if row["reply_by"] else None,
         "inReplyTo": row["reply_to"],
