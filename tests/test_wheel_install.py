@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 PLUGINS = ("roles", "receipts")
@@ -99,7 +100,7 @@ def test_wheels_in_a_fresh_virtualenv_work_without_the_checkout(tmp_path: Path) 
         ):
             proc.stdin.write((json.dumps(message) + "\n").encode())
         proc.stdin.flush()
-        answers = {}
+        answers: dict[Any, Any] = {}
         while len(answers) < 2:
             line = proc.stdout.readline()
             assert line, (proc.stderr.read() if proc.stderr else b"").decode()[-3000:]
