@@ -216,6 +216,8 @@ def test_health_says_which_legacy_files_exist_and_whether_imported(isolated_env:
 
 def test_cli_reports_counts_and_bad_lines_without_a_traceback(isolated_env: Path) -> None:
     original_mailbox(isolated_env)
+    before = CliRunner().invoke(build_cli(), ["health"])
+    assert "original's files: 1, 1 not imported (Run `agent-link import-legacy --dry-run`" in before.output
     dry = CliRunner().invoke(build_cli(), ["import-legacy", "--dry-run"])
     assert dry.exit_code == 0, dry.output
     assert "dry run: nothing written" in dry.output and "mailbox: would import 4, already present 0, unreadable 3" in dry.output
@@ -225,6 +227,8 @@ def test_cli_reports_counts_and_bad_lines_without_a_traceback(isolated_env: Path
     assert real.exit_code == 0 and data["totals"] == {"imported": 4, "alreadyPresent": 0, "unreadable": 3}
     again = CliRunner().invoke(build_cli(), ["import-legacy"])
     assert "mailbox: imported 0, already present 4, unreadable 3" in again.output
+    health = CliRunner().invoke(build_cli(), ["health"])
+    assert "original's files: 1, 0 not imported" in health.output
 
 
 def test_cli_imports_from_another_directory(isolated_env: Path, tmp_path: Path) -> None:
