@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
@@ -32,8 +33,6 @@ from agent_link_core.addresses import ANTICIPATIONS, EXTERNAL, ULID_RE, is_addre
 from agent_link_core.store import Migration, now_ms
 
 if TYPE_CHECKING:  # pragma: no cover
-    import sqlite3
-
     from agent_link_core.app import App
 
 LEGACY_MIGRATIONS: tuple[Migration, ...] = (
@@ -218,6 +217,8 @@ class LegacyContext:
                 if not isinstance(obj, dict):
                     outcome.bad(path, lineno, f"a JSON {type(obj).__name__}, not an object")
                     continue
+                if b"\\u" in raw:  # a JSON escape may hold a lone surrogate, which SQLite cannot store
+                    obj = _sanitized(obj)
                 yield lineno, obj
 
     def read_json(self, path: str, outcome: LegacyOutcome) -> dict[str, Any] | None:
@@ -232,6 +233,19 @@ class LegacyContext:
             outcome.bad(path, None, f"a JSON {type(obj).__name__}, not an object")
             return None
         return obj
+
+
+def _sanitized(value: Any) -> Any:
+    """``value`` with every lone surrogate in its strings (keys included) replaced by U+FFFD."""
+    from agent_link_core.envelope import sanitize_text
+
+    if isinstance(value, str):
+        return sanitize_text(value)
+    if isinstance(value, list):
+        return [_sanitized(v) for v in value]
+    if isinstance(value, dict):
+        return {sanitize_text(k): _sanitized(v) for k, v in value.items()}
+    return value
 
 
 def existing(paths: list[str]) -> list[str]:
@@ -323,7 +337,12 @@ class MailboxImporter(LegacyImporter):
             outcome.count("events")
         _claim_reminders(path, folded)
         for fold in folded.values():
-            fold.write(conn)
+            try:
+                with ctx.app.store.write():  # a savepoint: a message SQLite refuses is left out alone
+                    fold.write(conn)
+            except (sqlite3.Error, ValueError) as exc:
+                outcome.bad(path, None, f"message {fold.row['id']} could not be stored: {exc}")
+                continue
             if not fold.stored:
                 ctx.new_messages.add(fold.row["id"])
                 outcome.imported += 1

@@ -250,3 +250,14 @@ def test_cli_in_a_subprocess_with_an_unreadable_mailbox(isolated_env: Path) -> N
                           timeout=120, env=os.environ.copy())
     assert proc.returncode == 0, proc.stderr
     assert "unreadable 1" in proc.stdout and "mailbox.jsonl:1: not JSON" in proc.stdout and "Traceback" not in proc.stderr
+
+
+def test_a_lone_surrogate_in_the_original_is_stored_as_a_replacement_character(isolated_env: Path) -> None:
+    line = json.dumps(message(M1, "team:a", "team:b", "half a pair: \ud800 here"))
+    assert "\\ud800" in line
+    write_lines(isolated_env / "mailbox.jsonl", [line, message(M2, "team:a", "team:b", "fine")])
+    app = App.create()
+    item = only(import_legacy(app), "mailbox")
+    assert (item["imported"], item["unreadable"]) == (2, 0)
+    assert app.mailbox.stored(M1)["body"] == "half a pair: \ufffd here"
+    app.close()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from typing import Any
 
 from agent_link_core.addresses import ULID_RE, is_address
@@ -59,7 +60,12 @@ class ForksImporter(LegacyImporter):
                 if ctx.conn.execute("SELECT 1 FROM fork_jobs WHERE id = ?", (job_id,)).fetchone():
                     outcome.present += 1
                     continue
-                _insert(ctx, job_id, job)
+                try:
+                    with ctx.app.store.write():  # a savepoint: a job SQLite refuses is left out alone
+                        _insert(ctx, job_id, job)
+                except (sqlite3.Error, ValueError, TypeError) as exc:
+                    outcome.bad(path, None, f"job {job_id} could not be stored: {exc}")
+                    continue
                 outcome.imported += 1
             outcome.files.append(path)
 

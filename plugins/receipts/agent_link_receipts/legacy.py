@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from typing import Any
 
 from agent_link_core.addresses import address_scheme, is_address
@@ -42,7 +43,10 @@ class ReceiptsImporter(LegacyImporter):
                     if problem:
                         outcome.bad(path, lineno, problem)
                         continue
-                    _store(ctx, _adapted(ctx, receipt), outcome)
+                    try:
+                        _store(ctx, _adapted(ctx, receipt), outcome)
+                    except (sqlite3.Error, ValueError, TypeError) as exc:  # one odd receipt is left out alone
+                        outcome.bad(path, lineno, f"receipt could not be stored: {exc}")
             except OSError as exc:
                 outcome.bad(path, None, f"cannot be read: {exc.strerror or exc}")
                 continue
