@@ -18,6 +18,7 @@ from agent_link_core.addresses import address_scheme, is_address
 from agent_link_core.legacy import LegacyContext, LegacyImporter, LegacyOutcome, existing
 
 from agent_link_receipts.build import search_text
+from agent_link_receipts.context import LOG_SETTING
 
 # the original's session kinds, as the harness that owns such sessions here
 KIND_HARNESS = {"codex_thread": "codex", "claude_session": "claude"}
@@ -33,7 +34,9 @@ class ReceiptsImporter(LegacyImporter):
     def paths(self, ctx: LegacyContext) -> list[str]:
         codex_home = ctx.app.env.get("CODEX_HOME") or os.path.join(ctx.home, ".codex")
         # the older location first: the original read it before the current one
-        return [os.path.join(codex_home, "agent-link-receipts.jsonl"), os.path.join(ctx.source_dir, "receipts.jsonl")]
+        paths = [os.path.join(codex_home, "agent-link-receipts.jsonl"), os.path.join(ctx.source_dir, "receipts.jsonl")]
+        log = ctx.app.config.get(LOG_SETTING)  # the original wrote its log there when set (this plugin appends a copy)
+        return [*paths, log] if isinstance(log, str) and log else paths
 
     def run(self, ctx: LegacyContext, outcome: LegacyOutcome) -> None:
         for path in existing(self.paths(ctx)):

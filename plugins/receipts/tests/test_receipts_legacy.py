@@ -43,3 +43,10 @@ def test_receipts_of_both_logs_are_imported_once(isolated_env: Path, make_app: C
     again = next(i for i in import_legacy(app)["importers"] if i["name"] == "receipts")
     assert (again["imported"], again["alreadyPresent"]) == (0, 3)
     assert sorted(tuple(r) for r in app.store.conn.execute("SELECT * FROM receipts")) == before
+
+
+def test_the_log_the_original_was_pointed_at_is_read_too(isolated_env: Path, tmp_path: Path, make_app: Callable[..., App]) -> None:
+    log = write_lines(tmp_path / "elsewhere" / "receipts.jsonl", [receipt("agent-link-receipt-c", "archive")])
+    app = make_app(AGENT_LINK_RECEIPT_LOG=str(log))
+    item = next(i for i in import_legacy(app)["importers"] if i["name"] == "receipts")
+    assert item["files"] == [str(log)] and item["imported"] == 1
