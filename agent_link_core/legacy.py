@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from agent_link_core.addresses import ANTICIPATIONS, EXTERNAL, ULID_RE, is_address
+from agent_link_core.envelope import MAX_BODY_BYTES
+from agent_link_core.errors import AgentLinkError
 from agent_link_core.store import Migration, now_ms
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -75,6 +77,7 @@ class LegacyOutcome:
         self.present = 0
         self.unreadable = 0
         self.bad_lines: list[dict[str, Any]] = []
+        self.flagged: list[dict[str, Any]] = []
         self.files: list[str] = []
         self.details: dict[str, int] = {}
         self.notes: list[str] = []
@@ -87,16 +90,27 @@ class LegacyOutcome:
         if len(self.bad_lines) < MAX_BAD_LINES:
             self.bad_lines.append({"file": path, "line": line, "error": error[:200]})
 
+    def flag(self, path: str, line: int | None, key: str, why: str) -> None:
+        """Count one record that was imported but is not whole to a reader (``details[key]``)
+        and keep the first :data:`MAX_BAD_LINES` with where they are and ``why``."""
+        self.count(key)
+        if len(self.flagged) < MAX_BAD_LINES:
+            self.flagged.append({"file": path, "line": line, "note": why[:200]})
+
     def count(self, key: str, n: int = 1) -> None:
         """Add ``n`` to a named detail count (e.g. ``events``)."""
         self.details[key] = self.details.get(key, 0) + n
 
     def as_dict(self) -> dict[str, Any]:
-        """The JSON view: ``{name, ok, imported, alreadyPresent, unreadable, badLines, files, ...}``."""
+        """The JSON view: ``{name, ok, imported, alreadyPresent, unreadable, badLines, files,
+        flagged?, details?, notes?, error?}`` (``badLines``/``flagged``: the first
+        :data:`MAX_BAD_LINES` of each)."""
         out: dict[str, Any] = {
             "name": self.name, "ok": self.error is None, "imported": self.imported, "alreadyPresent": self.present,
             "unreadable": self.unreadable, "badLines": self.bad_lines, "files": self.files,
         }
+        if self.flagged:
+            out["flagged"] = list(self.flagged)
         if self.details:
             out["details"] = dict(self.details)
         if self.notes:
@@ -122,6 +136,12 @@ class LegacyImporter:
     def paths(self, ctx: LegacyContext) -> list[str]:
         """Absolute paths of the files this importer reads, existing or not (health lists
         the existing ones). Only :meth:`run` reads them."""
+        return []
+
+    def own_paths(self, ctx: LegacyContext) -> list[str]:
+        """The paths among :meth:`paths` that agent-link itself writes too (a file of the same
+        format it keeps where the original did, a log it appends to). They change without the
+        original, so health never counts them as waiting to be imported."""
         return []
 
     def run(self, ctx: LegacyContext, outcome: LegacyOutcome) -> None:
@@ -296,6 +316,7 @@ class MailboxImporter(LegacyImporter):
         conn = ctx.conn
         rows: dict[str, dict[str, Any]] = {}
         seen: set[str] = set()
+        lines: dict[str, int] = {}
         events: list[tuple[int, dict[str, Any]]] = []
         for lineno, obj in ctx.read_jsonl(path, outcome):
             kind = obj.get("type")
@@ -305,14 +326,17 @@ class MailboxImporter(LegacyImporter):
                 except ValueError as exc:
                     outcome.bad(path, lineno, str(exc))
                     continue
-                if row["id"] in seen or row["id"] in ctx.new_messages:
+                if row["id"] in seen:
                     outcome.count("duplicateLines")  # the first copy wins
                     continue
                 seen.add(row["id"])
-                if conn.execute("SELECT 1 FROM messages WHERE id = ?", (row["id"],)).fetchone():
+                # stored before, or by an earlier file of this run: present either way, so a
+                # first run and a second one count it alike
+                if row["id"] in ctx.new_messages or conn.execute("SELECT 1 FROM messages WHERE id = ?", (row["id"],)).fetchone():
                     outcome.present += 1
                     continue
                 rows[row["id"]] = row
+                lines[row["id"]] = lineno
             elif kind in ("delivered", "acknowledged", "released", "resolved", "reminded"):
                 events.append((lineno, obj))
             else:
@@ -324,8 +348,8 @@ class MailboxImporter(LegacyImporter):
                 if stored is not None:
                     folded[mid] = _Fold(dict(stored), stored=True)
         for lineno, obj in events:
-            event_mid = obj.get("messageId")
-            target = folded.get(event_mid) if isinstance(event_mid, str) else None
+            event_mid = ulid_upper(obj.get("messageId"))
+            target = folded.get(event_mid) if event_mid is not None else None
             if target is None:
                 outcome.count("eventsSkipped")  # a message stored before this run, or never seen
                 continue
@@ -346,6 +370,19 @@ class MailboxImporter(LegacyImporter):
             if not fold.stored:
                 ctx.new_messages.add(fold.row["id"])
                 outcome.imported += 1
+                if fold.row["body_bytes"] > MAX_BODY_BYTES:
+                    outcome.flag(path, lines.get(fold.row["id"]), "bodiesCutOnReading",
+                                 f"message {fold.row['id']}: imported, but its body of {fold.row['body_bytes']} bytes is cut to"
+                                 f" {MAX_BODY_BYTES} bytes on reading")
+
+
+def ulid_upper(value: object) -> str | None:
+    """``value`` as a ULID in upper case (ULIDs are case-insensitive; agent-link stores them
+    upper case), or None when it is not one."""
+    if not isinstance(value, str):
+        return None
+    upper = value.upper()
+    return upper if ULID_RE.fullmatch(upper) else None
 
 
 def _ms(value: object) -> int | None:
@@ -362,9 +399,9 @@ def message_row(ctx: LegacyContext, event: dict[str, Any]) -> dict[str, Any]:
     msg = event.get("message")
     if not isinstance(msg, dict):
         raise ValueError("a message event without its message object")
-    mid = msg.get("id")
-    if not isinstance(mid, str) or not ULID_RE.fullmatch(mid):
-        raise ValueError(f"message id {mid!r} is not a ULID")
+    mid = ulid_upper(msg.get("id"))
+    if mid is None:
+        raise ValueError(f"message id {msg.get('id')!r} is not a ULID")
     body = msg.get("body")
     if not isinstance(body, str):
         raise ValueError(f"message {mid} has no text body")
@@ -386,7 +423,8 @@ def message_row(ctx: LegacyContext, event: dict[str, Any]) -> dict[str, Any]:
     anticipation = msg.get("anticipation") if msg.get("anticipation") in ANTICIPATIONS else "fyi"
     sent_at = _ms(msg.get("sent_at"))
     sent_at = sent_at if sent_at is not None else (_ms(event.get("at")) or 0)
-    reply_to = msg.get("reply_to_message_id") if isinstance(msg.get("reply_to_message_id"), str) else None
+    raw_reply = msg.get("reply_to_message_id")
+    reply_to = ulid_upper(raw_reply) or raw_reply if isinstance(raw_reply, str) else None
     reply_by = _ms(msg.get("reply_by"))
     blob = json.dumps([sender, to_addr, body, anticipation, reply_by, reply_to], ensure_ascii=False, sort_keys=True)
     return {
@@ -444,7 +482,8 @@ class _Fold:
             # the first trusted resolution wins: a valid kind, by the stored recipient
             if self.resolution is None and event.get("kind") in RESOLUTION_KINDS and event.get("by") == self.row.get("raw_to", event.get("by")):
                 by = ctx.address(event.get("byAddress")) or ctx.address(event.get("by")) or self.row["recipient"]
-                reply = event.get("replyMessageId") if isinstance(event.get("replyMessageId"), str) else None
+                raw_reply = event.get("replyMessageId")
+                reply = ulid_upper(raw_reply) or raw_reply if isinstance(raw_reply, str) else None
                 self.resolution = {"kind": event["kind"], "by": by, "at": at, "late": 1 if event.get("late") is True else 0,
                                    "reply": reply}
                 self.events.append(("resolved", at, by, None, {"kind": event["kind"], "imported": True}))
@@ -496,8 +535,8 @@ def _claim_reminders(mailbox_path: str, folded: dict[str, _Fold]) -> None:
     except OSError:
         return
     for name in names:
-        m = re.fullmatch(r"reminder-([0-9A-HJKMNP-TV-Z]{26})-(\d{1,3})", name)
-        fold = folded.get(m.group(1)) if m else None
+        m = re.fullmatch(r"reminder-([0-9A-Za-z]{26})-(\d{1,3})", name)
+        fold = folded.get(m.group(1).upper()) if m else None
         if fold is None or m is None:
             continue
         n = int(m.group(2))
@@ -531,11 +570,23 @@ def importers(app: App) -> list[tuple[str, LegacyImporter]]:
 def import_legacy(app: App, *, dry_run: bool = False, source_dir: str | None = None) -> dict[str, Any]:
     """Import the original's state found in ``source_dir`` (default: the state dir).
 
+    Each importer runs in a savepoint of the one write transaction, under :class:`_Guard`:
+    it may not end that transaction or its savepoint. It fails (its writes undone, the others
+    kept) when it raises anything but ``KeyboardInterrupt``, tries to, or leaves an outcome
+    that is not counts (:func:`_outcome_problem`).
+
     :returns: ``{dryRun, sourceDir, importers: [LegacyOutcome.as_dict()], failed: [names],
         totals: {imported, alreadyPresent, unreadable}}``.
-    :raises AgentLinkError: what the store raises (``state_busy``, ``state_io_error``).
+    :raises AgentLinkError: ``invalid_arguments`` when ``source_dir`` is given but empty or
+        not a directory; what the store raises (``state_busy``, ``state_io_error``).
     """
+    if source_dir is not None and not source_dir.strip():
+        raise AgentLinkError("invalid_arguments", "--from names no directory (an empty path)",
+                             details={"errors": [{"path": "from", "message": "empty"}]})
     source = os.path.abspath(os.path.expanduser(source_dir or app.config.state_dir))
+    if source_dir is not None and not os.path.isdir(source):
+        raise AgentLinkError("invalid_arguments", f"--from {source}: no such directory",
+                             details={"errors": [{"path": "from", "message": "not a directory"}]})
     plugged = importers(app)
     outcomes: list[LegacyOutcome] = []
     try:
@@ -546,9 +597,26 @@ def import_legacy(app: App, *, dry_run: bool = False, source_dir: str | None = N
                 outcomes.append(outcome)
                 try:
                     with app.store.write():  # a savepoint: a failing importer is undone alone
-                        importer.run(ctx, outcome)
-                except Exception as exc:  # noqa: BLE001 - any failure is this importer's, reported
-                    outcome.error = f"{type(exc).__name__}: {exc}"[:300]
+                        guard = _Guard(app.store._savepoints)
+                        conn.set_authorizer(guard)
+                        try:
+                            importer.run(ctx, outcome)
+                        finally:
+                            conn.set_authorizer(None)
+                        if guard.refused:
+                            raise _ImporterFailed(f"it tried to end the import's transaction ({guard.refused}); importers"
+                                                  " write inside it and never commit, roll back or release it")
+                        problem = _outcome_problem(outcome)
+                        if problem:
+                            raise _ImporterFailed(f"it left an outcome that is not counts: {problem}")
+                except KeyboardInterrupt:
+                    raise
+                except BaseException as exc:  # noqa: BLE001 - any failure (SystemExit too) is this importer's, reported
+                    if not conn.in_transaction:  # the run's transaction is gone: nothing of it can be trusted
+                        raise
+                    reason = str(exc) if isinstance(exc, _ImporterFailed) else f"{type(exc).__name__}: {exc}"
+                    _reset(outcome)
+                    outcome.error = reason[:300]
                     outcome.notes.append(f"Nothing of this kind was imported (the {plugin} plugin's importer failed).")
                     continue
                 if not dry_run:
@@ -567,6 +635,70 @@ def import_legacy(app: App, *, dry_run: bool = False, source_dir: str | None = N
     }
 
 
+class _ImporterFailed(Exception):
+    """An importer broke the rules of :func:`import_legacy` (its message is the reason)."""
+
+
+class _Guard:
+    """An SQLite authorizer (``Connection.set_authorizer``) for the time an importer runs: it
+    refuses ``BEGIN``/``COMMIT``/``ROLLBACK`` (which would end the run's transaction, so a dry
+    run would write) and every savepoint operation except on the store's own nested
+    savepoints (``agent_link_<n>``, ``n`` above ``depth``, which ``store.write()`` inside an
+    importer makes).
+
+    :param depth: the number of the importer's own savepoint.
+    """
+
+    def __init__(self, depth: int) -> None:
+        self.depth = depth
+        self.refused: str | None = None  # the first statement refused, for the report
+
+    def __call__(self, action: int, arg1: str | None, arg2: str | None, _db: str | None, _trigger: str | None) -> int:
+        if action == sqlite3.SQLITE_TRANSACTION:
+            return self._refuse(str(arg1))
+        if action == sqlite3.SQLITE_SAVEPOINT:
+            name = arg2 or ""
+            number = name[len("agent_link_"):] if name.startswith("agent_link_") else ""
+            if not (number.isdigit() and int(number) > self.depth):
+                return self._refuse(f"{arg1} {name}".strip())
+        return sqlite3.SQLITE_OK
+
+    def _refuse(self, what: str) -> int:
+        self.refused = self.refused or what
+        return sqlite3.SQLITE_DENY
+
+
+def _outcome_problem(outcome: LegacyOutcome) -> str | None:
+    """What is wrong with the outcome an importer left, or None: counts must be ints >= 0,
+    ``details`` a dict of them, ``files``/``notes`` lists of strings, ``bad_lines`` a list."""
+
+    def count(value: object) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+    for attr in ("imported", "present", "unreadable"):
+        if not count(getattr(outcome, attr, None)):
+            return f"{attr} = {getattr(outcome, attr, None)!r}"[:200]
+    details = outcome.details
+    if not isinstance(details, dict) or not all(isinstance(k, str) and count(v) for k, v in details.items()):
+        return f"details = {details!r}"[:200]
+    for attr in ("files", "notes"):
+        value = getattr(outcome, attr, None)
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            return f"{attr} = {value!r}"[:200]
+    for attr in ("bad_lines", "flagged"):
+        value = getattr(outcome, attr, None)
+        if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+            return f"{attr} = {value!r}"[:200]
+    return None
+
+
+def _reset(outcome: LegacyOutcome) -> None:
+    """Clear what a failed importer counted: its writes were undone."""
+    fresh = LegacyOutcome(outcome.name)
+    outcome.__dict__.clear()
+    outcome.__dict__.update(fresh.__dict__)
+
+
 def _record_files(conn: sqlite3.Connection, name: str, outcome: LegacyOutcome) -> None:
     counts = json.dumps({"imported": outcome.imported, "alreadyPresent": outcome.present, "unreadable": outcome.unreadable})
     for path in outcome.files:
@@ -581,8 +713,9 @@ def _record_files(conn: sqlite3.Connection, name: str, outcome: LegacyOutcome) -
 def legacy_state(app: App) -> dict[str, Any]:
     """Health's ``legacyState``: the original's files that exist and whether each is imported.
 
-    ``files[]``: ``{importer, path, bytes, imported, importedAt?, changedSinceImport}``;
-    ``pending``: files never imported or changed since (then ``hint`` names the command).
+    ``files[]``: ``{importer, path, bytes, imported, importedAt?, changedSinceImport,
+    writtenByAgentLink?}``; ``pending``: files never imported or changed since, except those
+    agent-link writes itself (:meth:`LegacyImporter.own_paths`); then ``hint`` names the command.
     Cheap: a few ``stat`` calls and one query.
     """
     from agent_link_core.mailbox import iso
@@ -597,6 +730,7 @@ def legacy_state(app: App) -> dict[str, Any]:
     for _, importer in plugged:
         try:
             paths = existing(importer.paths(ctx))
+            own = {os.path.realpath(p) for p in importer.own_paths(ctx)}
         except Exception:  # noqa: BLE001 - one importer's failure leaves only its files out
             continue
         for path in paths:
@@ -614,8 +748,10 @@ def legacy_state(app: App) -> dict[str, Any]:
                                      "changedSinceImport": bool(rows) and not same}
             if rows:
                 entry["importedAt"] = iso(rows[0]["imported_at"])
+            if os.path.realpath(path) in own:
+                entry["writtenByAgentLink"] = True
             files.append(entry)
-    pending = [f["path"] for f in files if not f["imported"]]
+    pending = [f["path"] for f in files if not f["imported"] and not f.get("writtenByAgentLink")]
     out: dict[str, Any] = {"sourceDir": source, "files": files, "pending": len(pending)}
     if pending:
         out["hint"] = "Run `agent-link import-legacy --dry-run`, then `agent-link import-legacy`, to fold them into the database."

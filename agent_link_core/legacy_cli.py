@@ -25,10 +25,15 @@ def _human(report: dict[str, Any]) -> None:
         line = f"  {item['name']}: {verb} {item['imported']}, already present {item['alreadyPresent']}"
         if item["unreadable"]:
             line += f", unreadable {item['unreadable']}"
+        if item.get("details"):  # e.g. duplicate lines: every line of the files is counted somewhere
+            line += " (" + ", ".join(f"{key} {n}" for key, n in item["details"].items()) + ")"
         click.echo(line)
-        for bad in item["badLines"]:
+        for bad in [*item["badLines"], *item.get("flagged", [])]:
             where = f"{bad['file']}:{bad['line']}" if bad["line"] is not None else bad["file"]
-            click.echo(f"    {where}: {bad['error']}")
+            click.echo(f"    {where}: {bad.get('error') or bad.get('note')}")
+        shown = len(item["badLines"])
+        if item["unreadable"] > shown:
+            click.echo(f"    ... and {item['unreadable'] - shown} more unreadable (only the first {shown} are named)")
         for note in item.get("notes", []):
             click.echo(f"    {note}")
     if report["failed"]:
@@ -41,7 +46,7 @@ def register(cli: click.Group, fail: Callable[[AgentLinkError], NoReturn], get_a
 
     @cli.command("import-legacy")
     @click.option("--dry-run", is_flag=True, help="Count what would be imported; write nothing.")
-    @click.option("--from", "source_dir", type=click.Path(file_okay=False), default=None,
+    @click.option("--from", "source_dir", type=str, default=None,
                   help="The directory the original kept its files in (default: the state dir).")
     @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
     @click.pass_context

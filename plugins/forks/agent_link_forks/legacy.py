@@ -13,16 +13,18 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 from typing import Any
 
-from agent_link_core.addresses import ULID_RE, is_address
-from agent_link_core.legacy import LegacyContext, LegacyImporter, LegacyOutcome, existing
+from agent_link_core.addresses import address_scheme, is_address
+from agent_link_core.legacy import ID_CHARS_RE_TEXT, LegacyContext, LegacyImporter, LegacyOutcome, existing, ulid_upper
 
 EVENT_TYPES = ("created", "forked", "compacted", "turn-started", "completed", "failed", "interrupted",
                "reconcile-written", "reconciled", "archived", "aborted")
 OUTCOMES = ("completed", "failed", "interrupted")
 IMPORTED = "legacy-import"
+THREAD_ID = re.compile(ID_CHARS_RE_TEXT)  # a Codex thread id, as the fork tools accept it
 
 
 class ForksImporter(LegacyImporter):
@@ -39,11 +41,11 @@ class ForksImporter(LegacyImporter):
             jobs: dict[str, dict[str, Any]] = {}
             try:
                 for lineno, event in ctx.read_jsonl(path, outcome):
-                    kind, job_id, at = event.get("type"), event.get("jobId"), event.get("at")
+                    kind, job_id, at = event.get("type"), ulid_upper(event.get("jobId")), event.get("at")
                     if kind not in EVENT_TYPES:
                         outcome.bad(path, lineno, f"unknown fork event type {kind!r}")
-                    elif not isinstance(job_id, str) or not ULID_RE.fullmatch(job_id):
-                        outcome.bad(path, lineno, f"fork event with job id {job_id!r}, not a ULID")
+                    elif job_id is None:
+                        outcome.bad(path, lineno, f"fork event with job id {event.get('jobId')!r}, not a ULID")
                     elif not isinstance(at, (int, float)) or isinstance(at, bool):
                         outcome.bad(path, lineno, f"fork event {kind} of job {job_id} without a time")
                     else:
@@ -56,6 +58,10 @@ class ForksImporter(LegacyImporter):
             for job_id, job in jobs.items():
                 if "created" not in job["slots"]:
                     outcome.bad(path, None, f"job {job_id} has events but no created event")
+                    continue
+                original = job["slots"]["created"].get("original")
+                if _thread(original) is None:
+                    outcome.bad(path, None, f"job {job_id}: original {original!r} is not a Codex thread id")
                     continue
                 if ctx.conn.execute("SELECT 1 FROM fork_jobs WHERE id = ?", (job_id,)).fetchone():
                     outcome.present += 1
@@ -71,12 +77,17 @@ class ForksImporter(LegacyImporter):
 
 
 def _thread(value: Any) -> str | None:
-    """A thread id from an address (``codex:<id>``), a bare id or ``{id}``/``{threadId}``."""
+    """A thread id from an address (``codex:<id>``), a bare id or ``{id}``/``{threadId}``;
+    None for anything else (another harness's address, text that is no id)."""
     if isinstance(value, dict):
         value = value.get("threadId") or value.get("id") or value.get("thread")
     if not isinstance(value, str) or not value:
         return None
-    return value.split(":", 1)[1] if is_address(value) else value
+    if ":" in value:
+        if not (is_address(value) and address_scheme(value) == "codex"):
+            return None
+        value = value.split(":", 1)[1]
+    return value if THREAD_ID.fullmatch(value) else None
 
 
 def _insert(ctx: LegacyContext, job_id: str, job: dict[str, Any]) -> None:

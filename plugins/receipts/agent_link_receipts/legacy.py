@@ -38,6 +38,11 @@ class ReceiptsImporter(LegacyImporter):
         log = ctx.app.config.get(LOG_SETTING)  # the original wrote its log there when set (this plugin appends a copy)
         return [*paths, log] if isinstance(log, str) and log else paths
 
+    def own_paths(self, ctx: LegacyContext) -> list[str]:
+        # this plugin appends every receipt it makes to the log the setting names
+        log = ctx.app.config.get(LOG_SETTING)
+        return [log] if isinstance(log, str) and log else []
+
     def run(self, ctx: LegacyContext, outcome: LegacyOutcome) -> None:
         for path in existing(self.paths(ctx)):
             try:

@@ -38,6 +38,10 @@ class RolesImporter(LegacyImporter):
     def paths(self, ctx: LegacyContext) -> list[str]:
         return [os.path.join(ctx.source_dir, TABLE_FILE), os.path.join(ctx.source_dir, STATE_FILE)]
 
+    def own_paths(self, ctx: LegacyContext) -> list[str]:
+        # this plugin keeps roles.json in the state dir itself (set_agent_role, an import's copy)
+        return [os.path.join(ctx.app.config.state_dir, TABLE_FILE)]
+
     def run(self, ctx: LegacyContext, outcome: LegacyOutcome) -> None:
         table, state = (os.path.join(ctx.source_dir, n) for n in (TABLE_FILE, STATE_FILE))
         if os.path.isfile(table):
