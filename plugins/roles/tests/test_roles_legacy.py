@@ -6,6 +6,9 @@ import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from agent_link_core.app import App
 from agent_link_core.legacy import import_legacy
@@ -67,3 +70,27 @@ def test_role_table_from_another_directory_is_copied_once(isolated_env: Path, tm
 
 def test_roles_importer_is_registered(make_app: Callable[..., App]) -> None:
     assert "roles" in make_app().hooks.legacy_importers()
+
+
+@pytest.mark.anyio
+async def test_the_role_table_agent_link_writes_is_never_pending_in_health(isolated_env: Path, tmp_path: Path, app: App,
+                                                                          run_tool: Any) -> None:
+    """roles.json in the state dir is this plugin's own file: neither a copy an import made nor
+    a later set_agent_role makes health count it as an original waiting to be imported."""
+    old = tmp_path / "old"
+    original_roles(old)
+    (old / "role-state.json").unlink()
+    import_legacy(app, source_dir=str(old))
+    legacy = app.health()["legacyState"]
+    table = next(f for f in legacy["files"] if f["path"] == str(isolated_env / "roles.json"))
+    assert table["writtenByAgentLink"] is True and legacy["pending"] == 0
+    out = await run_tool(app, "set_agent_role", {"role": "builder", "agent": "test:bob"})
+    assert out["ok"] is True, out
+    assert app.health()["legacyState"]["pending"] == 0
+
+
+@pytest.mark.anyio
+async def test_a_role_table_set_before_any_import_is_not_pending(isolated_env: Path, app: App, run_tool: Any) -> None:
+    assert (await run_tool(app, "set_agent_role", {"role": "builder", "agent": "test:bob"}))["ok"] is True
+    legacy = app.health()["legacyState"]
+    assert [f["writtenByAgentLink"] for f in legacy["files"]] == [True] and legacy["pending"] == 0
