@@ -50,3 +50,20 @@ def test_the_log_the_original_was_pointed_at_is_read_too(isolated_env: Path, tmp
     app = make_app(AGENT_LINK_RECEIPT_LOG=str(log))
     item = next(i for i in import_legacy(app)["importers"] if i["name"] == "receipts")
     assert item["files"] == [str(log)] and item["imported"] == 1
+
+
+@pytest.mark.anyio
+async def test_the_log_this_plugin_appends_to_is_never_pending_in_health(tmp_path: Path, make_app: Callable[..., App]) -> None:
+    """AGENT_LINK_RECEIPT_LOG is where this plugin appends its own receipts: a send changes it,
+    so health must not count it as an original waiting (before an import or after one)."""
+    from agent_link_core.model import Caller
+
+    log = tmp_path / "logs" / "receipts.jsonl"
+    app = make_app(AGENT_LINK_RECEIPT_LOG=str(log))
+    await app.send(caller=Caller("test:alice", "config", "test"), to="test:bob", body="one")
+    legacy = app.health()["legacyState"]
+    assert [(f["path"], f.get("writtenByAgentLink")) for f in legacy["files"]] == [(str(log), True)] and legacy["pending"] == 0
+    item = next(i for i in import_legacy(app)["importers"] if i["name"] == "receipts")
+    assert (item["imported"], item["alreadyPresent"]) == (0, 1)  # its own receipt is stored already
+    await app.send(caller=Caller("test:alice", "config", "test"), to="test:bob", body="two")
+    assert app.health()["legacyState"]["pending"] == 0
