@@ -63,3 +63,23 @@ def test_fork_jobs_become_finished_history_once(isolated_env: Path, make_app: Ca
     assert (again["imported"], again["alreadyPresent"]) == (0, 3)
     assert sorted(tuple(r) for r in app.store.conn.execute("SELECT * FROM fork_jobs")) == before
     assert json.loads(app.store.conn.execute("SELECT request FROM fork_jobs WHERE id = ?", (LEFT,)).fetchone()[0])["archiveFork"] is False
+
+
+def test_an_original_that_is_no_thread_id_is_refused_and_lower_case_job_ids_are_accepted(
+        isolated_env: Path, make_app: Callable[..., App]) -> None:
+    lower = "01hf0000000000000000000021"
+    bad = {"not an address": "codex:NOT AN ADDRESS", "another harness": "claude:session-1", "missing": None, "a list": ["x"]}
+    write_lines(isolated_env / "forks.jsonl", [
+        *[fork_event("created", f"01HF00000000000000000000{3 + i}0", T0, original=original, by="codex:caller-1")
+          for i, original in enumerate(bad.values())],
+        fork_event("created", lower, T0, original="orig-2", by="codex:caller-1"),
+        fork_event("forked", lower, T0 + 1, fork="codex:fork-2"),
+        fork_event("completed", lower, T0 + 2),
+    ])
+    app = make_app()
+    item = next(i for i in import_legacy(app)["importers"] if i["name"] == "forks")
+    assert (item["imported"], item["unreadable"]) == (1, len(bad))
+    assert all("is not a Codex thread id" in b["error"] for b in item["badLines"])
+    job = Jobs(app.store).get(lower.upper())
+    assert job and (job["original_thread"], job["fork_thread"], job["status"]) == ("orig-2", "fork-2", "completed")
+    assert app.store.conn.execute("SELECT COUNT(*) FROM fork_jobs").fetchone()[0] == 1
