@@ -5,7 +5,6 @@ fails that importer alone, ``--from`` must name a directory, long bodies and low
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
