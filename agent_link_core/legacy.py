@@ -303,8 +303,16 @@ class MailboxImporter(LegacyImporter):
     def paths(self, ctx: LegacyContext) -> list[str]:
         return self._paths(ctx)
 
+    def own_paths(self, ctx: LegacyContext) -> list[str]:
+        # AGENT_LINK_MAILBOX_PATH named the original's JSONL mailbox; here it names the database
+        return [ctx.app.config.db_path]
+
     def run(self, ctx: LegacyContext, outcome: LegacyOutcome) -> None:
+        own = {os.path.realpath(p) for p in self.own_paths(ctx)}
         for path in existing(self.paths(ctx)):
+            if os.path.realpath(path) in own:
+                outcome.notes.append(f"{path} is agent-link's own database, not a mailbox of the original; skipped.")
+                continue
             try:
                 self._import_file(ctx, path, outcome)
             except OSError as exc:
@@ -612,8 +620,12 @@ def import_legacy(app: App, *, dry_run: bool = False, source_dir: str | None = N
                 except KeyboardInterrupt:
                     raise
                 except BaseException as exc:  # noqa: BLE001 - any failure (SystemExit too) is this importer's, reported
-                    if not conn.in_transaction:  # the run's transaction is gone: nothing of it can be trusted
-                        raise
+                    if not conn.in_transaction:  # the guard was taken off and the run's transaction ended
+                        raise AgentLinkError(
+                            "internal_error", f"the {importer.name} legacy importer ({plugin} plugin) ended the import's"
+                            " transaction; what was written before that is kept, the rest was not imported",
+                            hint=f"Leave out the {plugin} plugin (AGENT_LINK_DISABLE_PLUGINS) and run import-legacy again.",
+                        ) from exc
                     reason = str(exc) if isinstance(exc, _ImporterFailed) else f"{type(exc).__name__}: {exc}"
                     _reset(outcome)
                     outcome.error = reason[:300]

@@ -246,3 +246,41 @@ def test_a_message_in_two_mailboxes_adds_up(isolated_env: Path, tmp_path: Path) 
     assert first == [(1, 1), (0, 2)]
     assert app.mailbox.stored(M1)["body"] == "first copy"
     app.close()
+
+
+class GuardBreaker(LegacyImporter):
+    """Takes the guard off and commits: the run cannot go on, and says so."""
+
+    name = "breaker"
+
+    def run(self, ctx: LegacyContext, outcome: LegacyOutcome) -> None:
+        ctx.conn.set_authorizer(None)
+        ctx.conn.execute("INSERT INTO contacts (alias, address, created_at) VALUES ('ghost', 'team:ghost', 1)")
+        ctx.conn.commit()
+
+
+def test_an_importer_that_takes_the_guard_off_stops_the_run_with_a_clear_error(
+        isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    mailbox(isolated_env)
+    import agent_link_core.app as app_module
+
+    real_create = App.create
+    monkeypatch.setattr(app_module.App, "create", classmethod(
+        lambda cls, *a, **k: real_create(*a, **{**k, "extra_plugins": (("breakerplug", plugin_of(GuardBreaker())),)})))
+    result = CliRunner().invoke(build_cli(), ["import-legacy", "--dry-run"])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "the breaker legacy importer (breakerplug plugin) ended the import's transaction" in result.output
+
+
+def test_the_database_named_by_the_mailbox_path_is_never_read_as_a_mailbox(
+        isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The original's AGENT_LINK_MAILBOX_PATH named its JSONL mailbox; here it names the
+    database, which can then sit where the original's mailbox was."""
+    monkeypatch.setenv("AGENT_LINK_MAILBOX_PATH", str(isolated_env / "mailbox.jsonl"))
+    app = App.create()
+    legacy = app.health()["legacyState"]
+    assert [f.get("writtenByAgentLink") for f in legacy["files"]] == [True] and legacy["pending"] == 0
+    item = only(import_legacy(app), "mailbox")
+    assert (item["imported"], item["unreadable"], item["files"]) == (0, 0, [])
+    assert "agent-link's own database" in item["notes"][0]
+    app.close()
