@@ -126,7 +126,8 @@ def _insert(ctx: LegacyContext, job_id: str, job: dict[str, Any]) -> None:
         conn.execute("INSERT INTO fork_job_events (job_id, kind, at, data) VALUES (?, ?, ?, ?)",
                      (job_id, event["type"], int(event["at"]), json.dumps({**data, "imported": True}, ensure_ascii=False)))
     reconciled = slots.get("reconciled") or slots.get("reconcile-written") or {}
-    message_id = reconciled.get("messageId") if isinstance(reconciled.get("messageId"), str) else f"{IMPORTED}-{job_id}"
+    raw_message = reconciled.get("messageId")
+    message_id = (ulid_upper(raw_message) or raw_message) if isinstance(raw_message, str) else f"{IMPORTED}-{job_id}"
     conn.execute("INSERT OR IGNORE INTO fork_reconciles (job_id, message_id, status, body, claimed_by, claimed_at, stored_at,"
                  " delivered_via) VALUES (?, ?, ?, '', ?, ?, ?, ?)",
                  (job_id, message_id, status, IMPORTED, last_at, last_at, IMPORTED))

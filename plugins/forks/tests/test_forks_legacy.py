@@ -75,6 +75,7 @@ def test_an_original_that_is_no_thread_id_is_refused_and_lower_case_job_ids_are_
         fork_event("created", lower, T0, original="orig-2", by="codex:caller-1"),
         fork_event("forked", lower, T0 + 1, fork="codex:fork-2"),
         fork_event("completed", lower, T0 + 2),
+        fork_event("reconciled", lower, T0 + 3, messageId="01hf0000000000000000000098"),
     ])
     app = make_app()
     item = next(i for i in import_legacy(app)["importers"] if i["name"] == "forks")
@@ -83,3 +84,5 @@ def test_an_original_that_is_no_thread_id_is_refused_and_lower_case_job_ids_are_
     job = Jobs(app.store).get(lower.upper())
     assert job and (job["original_thread"], job["fork_thread"], job["status"]) == ("orig-2", "fork-2", "completed")
     assert app.store.conn.execute("SELECT COUNT(*) FROM fork_jobs").fetchone()[0] == 1
+    reconcile = app.store.conn.execute("SELECT message_id FROM fork_reconciles WHERE job_id = ?", (lower.upper(),)).fetchone()
+    assert reconcile[0] == "01HF0000000000000000000098"
