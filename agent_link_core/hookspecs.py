@@ -342,6 +342,8 @@ def agent_link_register_legacy_importers(register: Callable[[LegacyImporter], No
 
     Called when ``agent-link import-legacy`` or health (``legacyState``) first needs the
     importers. Not ``firstresult``: every plugin is asked. The importer's ``run`` writes the
-    plugin's own records through the import's transaction; one that raises is undone alone
-    and reported, the other importers still run (docs/legacy.md).
+    plugin's own records through the import's transaction, which it may not end (commit,
+    rollback and its own savepoints are refused); one that raises anything, tries to end it or
+    leaves counts that are not integers is undone alone and reported, the other importers
+    still run. The run holds the write lock, so importers must be quick (docs/plugins.md).
     """
