@@ -91,6 +91,9 @@ def test_punctuation_that_breaks_raw_fts5_just_searches(app: App) -> None:
     mid = send(app, ALICE, "team:bob", "The e-mail to codex:0199 isn't sent; c++ build & <tags>")
     for query in ("e-mail", "codex:0199", "isn't", "c++ build", "<tags>", "e-mail*"):
         assert ids(app.search(BOB, query)) == [mid], query
+    # a NUL would end FTS5's reading of the expression inside a quoted word: it separates words
+    for query in ("build\x00tags", '"c++\x00build"', "\x00sent"):
+        assert ids(app.search(BOB, query)) == [mid], repr(query)
 
 
 # -- the index -------------------------------------------------------------------------------

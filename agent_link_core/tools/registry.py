@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from jsonschema import Draft202012Validator
 
 from agent_link_core.errors import AgentLinkError, invalid_arguments
+from agent_link_core.tools.schemas import NO_NUL
 from agent_link_core.model import Caller
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -119,6 +120,8 @@ def _expected(schema: Mapping[str, Any]) -> str:
     parts = []
     if "enum" in schema:
         return " | ".join(str(v) for v in schema["enum"])
+    if isinstance(schema.get("anyOf"), list):
+        return ", or ".join(_expected(alt) for alt in schema["anyOf"] if isinstance(alt, Mapping))
     types = sorted(_types(schema)) or ["value"]
     parts.append(" or ".join(types))
     if "minimum" in schema or "maximum" in schema:
@@ -127,7 +130,9 @@ def _expected(schema: Mapping[str, Any]) -> str:
         parts.append(f"at least {schema['minLength']} characters")
     if "maxLength" in schema:
         parts.append(f"at most {schema['maxLength']} characters")
-    if "pattern" in schema:
+    if schema.get("pattern") == NO_NUL:
+        parts.append("without NUL characters")
+    elif "pattern" in schema:
         parts.append(f"matching {schema['pattern']}")
     return " ".join(parts)
 

@@ -15,6 +15,12 @@ ARR: dict[str, Any] = {"type": "array"}
 INT: dict[str, Any] = {"type": "integer"}
 # Ids are case-insensitive: a lower-case copy of an id finds the stored upper-case one.
 ULID: dict[str, Any] = {"type": "string", "pattern": "^[0-7][0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25}$"}
+#: A pattern that refuses NUL, which no file path can hold (the OS would raise on it).
+NO_NUL = "^[^\\u0000]*$"
+#: A filesystem path argument (a directory or file; absolute where the tool says so).
+PATH: dict[str, Any] = {"type": "string", "minLength": 1, "pattern": NO_NUL}
+#: A path filter: one path or a list of them.
+PATHS: dict[str, Any] = {"anyOf": [PATH, {"type": "array", "items": PATH}]}
 #: The result of a resolve tool (resolve_agent and a harness's own): a verdict, not an error.
 RESOLVE_RESULT: dict[str, Any] = {
     "status": {"type": "string", "enum": ["resolved", "ambiguous", "not_found"]}, "query": STR, "best": NOBJ,

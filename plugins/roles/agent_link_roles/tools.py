@@ -16,7 +16,7 @@ from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.mailbox import iso
 from agent_link_core.store import now_ms
 from agent_link_core.tools.registry import ToolCall, ToolSpec
-from agent_link_core.tools.schemas import ANY, BOOL, NOBJ, NSTR, OBJ, STR
+from agent_link_core.tools.schemas import ANY, BOOL, NOBJ, NSTR, OBJ, PATH, STR
 
 from agent_link_roles.context import RolesContext, from_app
 from agent_link_roles.enforcement import enforcement_mode
@@ -44,7 +44,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 ADMIN_SETTING = "AGENT_LINK_ROLE_ADMIN"
 ROLE_ARG = {"type": "string", "pattern": "^(role:)?[a-z0-9-]{1,40}$", "description": "Role name, or role:<name>."}
-PROJECT_ROOT = {"type": "string", "minLength": 1, "description": "Absolute project root (orchestrator role only)."}
+PROJECT_ROOT = {**PATH, "description": "Absolute project root (orchestrator role only)."}
 POLICY_TARGET = {"type": "string", "minLength": 1, "description": "role:<name> or a session address."}
 POLICY_LIST = {
     "type": "array", "maxItems": MAX_POLICY_ENTRIES, "items": {"type": "string", "minLength": 1},
