@@ -753,10 +753,14 @@ class Mailbox:
         ).fetchall()
         return [r[0] for r in rows]
 
-    def record_reminder(self, message_id: str, n: int, via: str, to: str) -> bool:
-        """Claim reminder number ``n`` for a message; True only for the one process that wins."""
+    def record_reminder(self, message_id: str, n: int, via: str, to: str, *, wait: bool = True) -> bool:
+        """Claim reminder number ``n`` for a message; True only for the one process that wins.
+
+        :param wait: False on a path that must not wait for another writer (a host's prompt
+            hook): ``state_busy`` is raised at once when the write lock is taken.
+        """
         at = now_ms()
-        with self.store.write() as conn:
+        with self.store.write(wait=wait) as conn:
             cur = conn.execute(
                 "INSERT OR IGNORE INTO reminders (message_id, n, at, via, to_addr) VALUES (?, ?, ?, ?, ?)",
                 (message_id, n, at, via, to),
@@ -768,15 +772,18 @@ class Mailbox:
         self._publish(staged)
         return True
 
-    def claim_nudge_block(self, recipient: str, now: int | None = None) -> bool:
+    def claim_nudge_block(self, recipient: str, now: int | None = None, *, wait: bool = True) -> bool:
         """Claim the one blocking nudge (e.g. a Stop-hook block) allowed per interval.
 
         Refused when any block for ``recipient`` happened less than one interval ago, so
         two processes racing at a bucket boundary still produce one block.
+
+        :param wait: False to raise ``state_busy`` at once instead of waiting for another
+            writer's lock (the hook path).
         """
         now = now_ms() if now is None else now
         interval = self.config.reminder_interval_ms
-        with self.store.write() as conn:
+        with self.store.write(wait=wait) as conn:
             recent = conn.execute(
                 "SELECT 1 FROM nudge_blocks WHERE recipient = ? AND at > ?", (recipient, now - interval)
             ).fetchone()

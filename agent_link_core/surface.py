@@ -110,7 +110,7 @@ class PluginMailbox(Protocol):
     def due_reminders(self, recipient: str, now: int | None = None) -> list[tuple[sqlite3.Row, Any]]:
         """Reminders due now for ``recipient``."""
 
-    def record_reminder(self, message_id: str, n: int, via: str, to: str) -> bool:
+    def record_reminder(self, message_id: str, n: int, via: str, to: str, *, wait: bool = True) -> bool:
         """Claim reminder ``n`` of a message (exactly once across processes)."""
 
     def reassign(self, message_id: str, new_recipient: str, actor: str) -> bool:
