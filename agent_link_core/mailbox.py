@@ -803,14 +803,17 @@ class Mailbox:
             (recipient, now - self.config.reminder_interval_ms),
         ).fetchone() is not None
 
-    def reassign(self, message_id: str, new_recipient: str, actor: str) -> bool:
+    def reassign(self, message_id: str, new_recipient: str, actor: str, *, wait: bool = True) -> bool:
         """Move an open message to another recipient (role handover); returns True if moved.
 
         The delivery clock is kept (reminder count is inherited, so the cap is not reset),
         but the new holder sees it as new mail: it is undelivered for them until evidence.
+
+        :param wait: False on a read path: ``state_busy`` at once while another process
+            holds the write lock, instead of waiting for it.
         """
         at = now_ms()
-        with self.store.write() as conn:
+        with self.store.write(wait=wait) as conn:
             row = conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
             if row is None or row["recipient"] == new_recipient or self._resolved(conn, message_id):
                 return False

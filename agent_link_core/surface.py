@@ -113,7 +113,7 @@ class PluginMailbox(Protocol):
     def record_reminder(self, message_id: str, n: int, via: str, to: str, *, wait: bool = True) -> bool:
         """Claim reminder ``n`` of a message (exactly once across processes)."""
 
-    def reassign(self, message_id: str, new_recipient: str, actor: str) -> bool:
+    def reassign(self, message_id: str, new_recipient: str, actor: str, *, wait: bool = True) -> bool:
         """Hand an open message to another recipient (role handover)."""
 
     def record_event(self, message_id: str, kind: str, actor: str | None, via: str | None, data: dict[str, Any]) -> None:
