@@ -194,10 +194,10 @@ class Visibility:
 
     A reader with an address sees the messages it sent (``from_addr``) or that were
     addressed or handed to it (``to_addr``, ``recipient``); nothing else. ``everything``
-    sees all mail: an agent only when ``AGENT_LINK_INSPECT_ALL`` is on, and the machine's
-    own user on the token-protected web page. Build one with :meth:`Mailbox.visible_to`
-    (agents) or :meth:`Visibility.everything_for` (the page); use :meth:`sql` in queries and
-    :meth:`allows` on rows already read, so both apply the same rule.
+    sees all mail, only when ``AGENT_LINK_INSPECT_ALL`` is on (for agents, the CLI and the
+    web page's person alike). Build one with :meth:`Mailbox.visible_to`
+    (:meth:`Visibility.everything_for` for a reader already allowed everything); use
+    :meth:`sql` in queries and :meth:`allows` on rows already read, so both apply the same rule.
 
     :param address: the reader's address (None: an unidentified reader, who sees nothing).
     :param everything: True when the reader may see every message.

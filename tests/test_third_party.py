@@ -139,7 +139,8 @@ def test_a_third_party_reads_nothing_through_the_cli(app: App, monkeypatch: pyte
     listed = runner.invoke(build_cli(), ["--help"]).output.split("Commands:", 1)[1].split("Exit codes:", 1)[0]
     every = {line.split()[0] for line in listed.splitlines() if line.strip()}
     # hook: answers the session named in the host's stdin with counts of its own mail only;
-    # mcp: the server, walked tool by tool above; web: the machine user's own token-protected page;
+    # mcp: the server, walked tool by tool above; web: the page, walked route by route as a third
+    # party in plugins/web/tests/test_web_privacy.py;
     # watch: runs until interrupted (walked in the next test); install, uninstall: set up the
     # hosts' plugin folders, no mail in them.
     assert every - {args[0] for args in commands} <= {"hook", "mcp", "web", "watch", "install", "uninstall"}, every
