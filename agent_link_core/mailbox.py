@@ -302,10 +302,18 @@ class Mailbox:
         return [{"seq": r["seq"], "kind": r["kind"], "at": iso(r["at"]), "actor": r["actor"], "via": r["via"],
                  "data": json.loads(r["data"] or "{}")} for r in rows]
 
-    def last_event_seq(self) -> int:
+    def last_event_seq(self, visibility: Visibility | None = None) -> int:
         """The newest audit event's sequence number (0 for none): it grows with every
-        committed message change, in any process, so readers can poll it to notice changes."""
-        return int(self.store.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM message_events").fetchone()[0])
+        committed message change, in any process, so readers can poll it to notice changes.
+
+        :param visibility: count only events of the messages this reader may see (a live
+            view announcing only its reader's changes); None: every event (cheapest).
+        """
+        if visibility is None or visibility.everything:
+            return int(self.store.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM message_events").fetchone()[0])
+        ids, params = visibility.ids_sql("m")
+        return int(self.store.conn.execute(
+            f"SELECT COALESCE(MAX(seq), 0) FROM message_events WHERE message_id IN ({ids})", params).fetchone()[0])
 
     def get_row(self, message_id: str) -> sqlite3.Row | None:
         """The stored message ``message_id`` (exact id), or None."""
@@ -491,9 +499,20 @@ class Mailbox:
             "SELECT 1 FROM message_events WHERE message_id = ? AND kind = ? LIMIT 1", (message_id, kind)
         ).fetchone() is not None
 
-    def recent_correspondents(self, scan: int) -> list[sqlite3.Row]:
+    def recent_correspondents(self, scan: int, visibility: Visibility | None = None) -> list[sqlite3.Row]:
         """``(address, at)`` rows of the senders and recipients of the newest ``scan`` sends,
-        each with its latest ``sent_at`` (epoch ms), newest first."""
+        each with its latest ``sent_at`` (epoch ms), newest first.
+
+        :param visibility: look only at the messages this reader may see; None: all.
+        """
+        if visibility is not None and not visibility.everything:
+            where, params = visibility.sql("messages")
+            return self.store.conn.execute(
+                f"WITH recent AS (SELECT from_addr, recipient, sent_at FROM messages WHERE {where}"
+                " ORDER BY sent_at DESC LIMIT ?) SELECT address, MAX(sent_at) AS at FROM (SELECT from_addr AS address,"
+                " sent_at FROM recent UNION ALL SELECT recipient, sent_at FROM recent) GROUP BY address ORDER BY at DESC",
+                [*params, scan],
+            ).fetchall()
         return self.store.conn.execute(
             "SELECT address, MAX(sent_at) AS at FROM (SELECT from_addr AS address, sent_at FROM messages"
             " UNION ALL SELECT recipient, sent_at FROM messages ORDER BY sent_at DESC LIMIT ?) GROUP BY address"

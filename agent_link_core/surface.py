@@ -98,8 +98,9 @@ class PluginMailbox(Protocol):
     def has_event(self, message_id: str, kind: str) -> bool:
         """Whether the message's event log holds an event of ``kind``."""
 
-    def recent_correspondents(self, scan: int) -> list[sqlite3.Row]:
-        """Senders and recipients of the newest ``scan`` sends, with their latest time."""
+    def recent_correspondents(self, scan: int, visibility: Any = None) -> list[sqlite3.Row]:
+        """Senders and recipients of the newest ``scan`` sends (of those ``visibility``, a
+        :class:`~agent_link_core.mailbox.Visibility`, allows), with their latest time."""
 
     def open_addressed_to(self, to: str, *, held_by_other_than: str) -> list[str]:
         """Open reply/action mail addressed to ``to`` (e.g. ``role:x``) held by someone else."""

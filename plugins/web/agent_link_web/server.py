@@ -251,7 +251,7 @@ def build_web_app(app: App, config: WebConfig) -> ASGIApp:
             # The cheap global number says something changed; the person's own one says
             # whether it is theirs to see (a change to others' mail is not announced).
             last_any = app.mailbox.last_event_seq()
-            last = views.last_visible_seq(app, visibility)
+            last = app.mailbox.last_event_seq(visibility)
             yield f"event: hello\ndata: {last}\n\n"
             waited = 0.0
             while not await request.is_disconnected():
@@ -261,7 +261,7 @@ def build_web_app(app: App, config: WebConfig) -> ASGIApp:
                 seq = last
                 if seq_any != last_any:
                     last_any = seq_any
-                    seq = views.last_visible_seq(app, visibility)
+                    seq = app.mailbox.last_event_seq(visibility)
                 if seq != last:
                     last = seq
                     waited = 0.0

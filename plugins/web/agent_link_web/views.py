@@ -36,28 +36,6 @@ def person_view(app: App, address: str) -> Visibility:
     return app.mailbox.visible_to(address, all_mail=sees_everything(app))
 
 
-def last_visible_seq(app: App, visibility: Visibility) -> int:
-    """The newest audit event number among the messages ``visibility`` allows (0 for none):
-    what the live stream compares, so it announces only changes the reader may see."""
-    if visibility.everything:
-        return app.mailbox.last_event_seq()
-    ids, params = visibility.ids_sql("m")
-    row = app.store.conn.execute(f"SELECT COALESCE(MAX(seq), 0) FROM message_events WHERE message_id IN ({ids})", params)
-    return int(row.fetchone()[0])
-
-
-def correspondents(app: App, visibility: Visibility, scan: int = MAIL_ADDRESS_SCAN) -> list[Any]:
-    """``(address, at)`` rows of the senders and recipients of the newest ``scan`` messages
-    ``visibility`` allows, each with its latest ``sent_at`` (epoch ms), newest first."""
-    where, params = visibility.sql("messages")
-    return app.store.conn.execute(
-        f"WITH recent AS (SELECT from_addr, recipient, sent_at FROM messages WHERE {where} ORDER BY sent_at DESC LIMIT ?)"
-        " SELECT address, MAX(sent_at) AS at FROM (SELECT from_addr AS address, sent_at FROM recent"
-        " UNION ALL SELECT recipient, sent_at FROM recent) GROUP BY address ORDER BY at DESC",
-        [*params, scan],
-    ).fetchall()
-
-
 async def render_panels(app: App, visibility: Visibility) -> list[dict[str, Any]]:
     """Every plugin panel, rendered for a reader; a failing one becomes ``{"error": ...}``."""
     out = []
@@ -109,7 +87,7 @@ async def agents(app: App, person: str) -> dict[str, Any]:
         rows.append({"address": s["address"], "harness": s["harness"], "title": s.get("title"), "cwd": s.get("cwd"),
                      "live": s.get("loaded"), "lastActivityAt": s.get("lastActivityAt"), "labels": labels.get(s["address"], []),
                      "mailOnly": False})
-    for r in correspondents(app, visibility):
+    for r in app.mailbox.recent_correspondents(MAIL_ADDRESS_SCAN, visibility):
         if r["address"] in known or r["address"] == person:
             continue
         known.add(r["address"])
