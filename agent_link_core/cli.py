@@ -285,7 +285,10 @@ def build_cli() -> click.Group:
         f.__agent_link_sender_options__ = True
         return f
 
-    def who_am_i(app: App, from_address: str | None, named: dict[str, Any]) -> Any:
+    def who_am_i(app: App, from_address: str | None, named: dict[str, Any], *, reading: bool = False) -> Any:
+        """The caller a command acts as: ``--from`` / a harness's sender options, else the
+        current session. With ``reading`` (the command shows mail) a named reader must be
+        proved, as ``--as`` is (:func:`agent_link_core.identity.prove_reader`)."""
         from agent_link_core import api
 
         if from_address is not None and not from_address.strip():
@@ -300,13 +303,20 @@ def build_cli() -> click.Group:
                 raise click.UsageError(f"{option.flag} needs {option.requires}")
             given[option.key] = value
         try:
-            return api.sender(app, explicit=from_address, named=given or None)
+            me = api.sender(app, explicit=from_address, named=given or None)
         except AgentLinkError as exc:
             fail(exc)
+        if reading and (from_address is not None or given):
+            from agent_link_core.identity import prove_reader
+
+            run_async(prove_reader(app, me.address))
+        return me
 
     def as_caller(app: App, as_address: str | None) -> Any:
-        """``--as ADDRESS`` (checked) or the current session."""
+        """``--as ADDRESS`` (checked, and proved: only that address itself or a process with
+        ``AGENT_LINK_INSPECT_ALL`` reads as it) or the current session."""
         from agent_link_core.cli_text import address_error
+        from agent_link_core.identity import prove_reader
         from agent_link_core.model import Caller, address_scheme
 
         if as_address is None:
@@ -314,6 +324,7 @@ def build_cli() -> click.Group:
         problem = address_error(as_address, "as")
         if problem is not None:
             fail(problem)
+        run_async(prove_reader(app, as_address))
         return Caller(as_address, "cli", address_scheme(as_address))
 
     def print_messages(app: App, views: list[dict[str, Any]], show_envelope: bool) -> None:
@@ -577,7 +588,7 @@ def build_cli() -> click.Group:
                **named: Any) -> None:
         """Show delivery, status and reminders of a message you sent or received."""
         app = get_app(ctx)
-        me = who_am_i(app, from_address, named)
+        me = who_am_i(app, from_address, named, reading=True)
         try:
             data = app.status(me, message_id)
             if data["delivery"] == "accepted" and run_async(app.refresh_delivery(data["messageId"])):
@@ -599,7 +610,7 @@ def build_cli() -> click.Group:
              as_json: bool, ndjson: bool, **named: Any) -> None:
         """Wait up to --timeout-ms for the resolution of MESSAGE_ID (exit 6 on timeout)."""
         app = get_app(ctx)
-        me = who_am_i(app, from_address, named)
+        me = who_am_i(app, from_address, named, reading=True)
         data = wait_all(app, me, message_id, timeout_ms)
         emit(data, as_json, lambda d: print_wait(app, d, show_envelope), ndjson)
         if data["outcome"] == "timeout":
@@ -722,7 +733,7 @@ def build_cli() -> click.Group:
         QUERY: words (all must match), "exact phrases", OR, NOT, parentheses, prefix*.
         """
         app = get_app(ctx)
-        me = who_am_i(app, from_address, named)
+        me = who_am_i(app, from_address, named, reading=True)
         try:
             data = app.search(me, query, from_address=sent_by, to_address=sent_to, since=since, until=until,
                               status=status, limit=limit, cursor=cursor)
@@ -754,7 +765,7 @@ def build_cli() -> click.Group:
         """Show a message you sent or received, read or not (--thread: its conversation, oldest
         first); --envelope shows what a model sees."""
         app = get_app(ctx)
-        me = who_am_i(app, from_address, named)
+        me = who_am_i(app, from_address, named, reading=True)
         try:
             data = app.conversation(me, message_id)
         except AgentLinkError as exc:

@@ -474,11 +474,15 @@ class Store:
             conn.close()
 
     @classmethod
-    def open_existing(cls, path: str | os.PathLike[str]) -> Store | None:
-        """Open the database only if it exists (the hook's fast path); else ``None``."""
+    def open_existing(cls, path: str | os.PathLike[str], *, busy_timeout_ms: int | None = None) -> Store | None:
+        """Open the database only if it exists (the hook's fast path); else ``None``.
+
+        :param busy_timeout_ms: how long a statement waits for another process's lock
+            (default :data:`BUSY_TIMEOUT_MS`).
+        """
         if not os.path.exists(path):
             return None
-        return cls(path)
+        return cls(path, busy_timeout_ms=busy_timeout_ms)
 
     def close(self) -> None:
         """Close the connection (the database file stays).

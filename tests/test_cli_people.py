@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from agent_link_core.envelope import MAX_BODY_BYTES
+from agent_link_testing.cli_identity import named_address_env
 
 AGENT_LINK = str(Path(sys.executable).parent / "agent-link")
 ALL_PLUGINS = " ".join(sorted(ep.name for ep in importlib.metadata.entry_points(group="agent_link")))
@@ -26,8 +27,9 @@ UNKNOWN_ID = "01HZY8D3J5Q7K9M2N4P6R8T0VW"
 
 
 def run(*args: str, stdin: bytes | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """Run ``agent-link ARGS`` with every plugin disabled (the core alone)."""
-    full_env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS, **(env or {})}
+    """Run ``agent-link ARGS`` with every plugin disabled (the core alone), as the address
+    ``--as`` / ``--from`` names (a script of that agent)."""
+    full_env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS, **named_address_env(args), **(env or {})}
     proc = subprocess.run([AGENT_LINK, *args], check=False, input=stdin, capture_output=True, env=full_env, timeout=RUN_BOUND_S)
     return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.decode("utf-8", "replace"),
                                        proc.stderr.decode("utf-8", "replace"))
@@ -228,7 +230,7 @@ def test_wait_and_send_wait_time_out_with_their_own_exit_code() -> None:
 
 
 def test_watch_follows_new_mail_and_status_changes_until_interrupted() -> None:
-    env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS}
+    env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS, "AGENT_LINK_ADDRESS": "team:bob"}
     watcher = subprocess.Popen([AGENT_LINK, "watch", "--as", "team:bob", "--ndjson", "--interval-ms", "200"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, preexec_fn=ctrl_c_works)
     assert watcher.stdout is not None

@@ -225,7 +225,7 @@ async def list_agent_roles(app: App, args: dict[str, Any], call: ToolCall) -> di
     if table is not None:
         out["roles"] = [role_view(ctx, table.roles[n]) for n in sorted(table.roles)]
         out["problems"] = table.problems
-        out["handedOver"] = apply_handover(app, table, call.caller.address)
+        out["handedOver"] = apply_handover(app, table, call.caller.address, wait=False)  # a read never waits
     return out
 
 
@@ -242,7 +242,7 @@ async def get_agent_role(app: App, args: dict[str, Any], call: ToolCall) -> dict
         raise AgentLinkError("not_found", f"There is no role {name!r} in roles.json.",
                              {"role": f"role:{name}", "candidates": sorted(table.roles)[:5]},
                              hint="list_agent_roles shows the roles that exist.")
-    apply_handover(app, table, call.caller.address)
+    apply_handover(app, table, call.caller.address, wait=False)  # a read never waits for a writer
     policy = table.policy.get(role.role_address)
     return {"role": role_view(ctx, role, include_text=args.get("includeProcedure", False)),
             "overridePolicy": {k: list(v) for k, v in policy.items()} if policy else None}
