@@ -547,15 +547,13 @@ class Store:
 
     def damage(self) -> AgentLinkError | None:
         """The refusal recorded for this file by a process that found it damaged, else None."""
-        try:
-            with open(self.damage_marker, encoding="utf-8") as f:
-                import json
+        from agent_link_core.json_files import read_json_object
 
-                found = json.load(f)
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError):
-            found = {}
+        found = read_json_object(self.damage_marker)
+        if found is None:
+            if not os.path.lexists(self.damage_marker):
+                return None
+            found = {}  # unreadable, or not a marker record_damage wrote: it names no file
         if self.identity is not None and [found.get("dev"), found.get("ino")] != list(self.identity):
             return None  # left by a database that has since been rebuilt
         return corrupt_error(self.path, str(found.get("reason") or "recorded by another process"))
