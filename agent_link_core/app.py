@@ -461,7 +461,7 @@ class App:
         scheme = address_scheme(recipient)
         if scheme in self.harnesses or scheme == "role" or not is_address(recipient) or presence.seen(self.store, recipient):
             return None
-        warning = presence.unseen_warning(self.store, recipient)
+        warning = presence.unseen_warning(self.store, recipient, set(self.harnesses))
         if require_known:
             close = warning["details"]["suggestions"]
             raise AgentLinkError(

@@ -69,6 +69,19 @@ def test_typo_address_warns_with_suggestions_and_require_known_refuses() -> None
     assert "warnings" not in send_json("team:bob", "hi", "--from", "team:alice", "--require-known")
 
 
+def test_suggestions_are_only_addresses_a_send_reaches() -> None:
+    """An address that only ever signed mail (``--from``) was never read by anyone: suggesting it
+    would send the message where nobody looks. Only served addresses are suggested."""
+    assert run("inbox", "--as", "team:bob").returncode == 0
+    send_json("team:bob", "from a script", "--from", "team:bobby")  # team:bobby only ever sent
+    data = send_json("team:bobb", "hello", "--from", "team:alice")
+    assert [w["details"]["suggestions"] for w in data["warnings"]] == [["team:bob"]]
+    alone = send_json("ops:bobby", "hello", "--from", "team:alice")  # right id, wrong harness: nothing served matches
+    assert [w["details"]["suggestions"] for w in alone["warnings"]] == [[]]
+    refused = run("send", "team:bobbyy", "x", "--from", "team:alice", "--require-known", "--json")
+    assert refused.returncode == 1 and json.loads(refused.stdout)["error"]["details"]["candidates"] == [{"address": "team:bob"}]
+
+
 def test_sessions_and_who_list_live_plain_addresses() -> None:
     assert run("inbox", "--as", "team:bob").returncode == 0
     sessions = json.loads(run("sessions", "--json").stdout)
