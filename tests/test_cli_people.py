@@ -303,19 +303,24 @@ def test_intercom_style_ids_and_the_idempotency_fingerprint() -> None:
     # The UUID finds the message wherever an id is taken.
     status = json.loads(run("status", uid.lower(), "--from", "team:alice", "--json").stdout)
     assert status["messageId"] == first["messageId"] and status["senderProject"] == "reports"
-    changed = {
-        "text": ("team:bob", "Other text", *base[2:]),
-        "ttl": (*base[:7], "1000", *base[8:]),
-        "correlation": (*base[:9], "job-8", *base[10:]),
-        "project": (*base[:11], "other", *base[12:]),
-        "label": (*base[:13], "boss"),
-        "target": ("team:carol", *base[1:]),
+    changed = {  # each refusal names the field that differs
+        "message": ("team:bob", "Other text", *base[2:]),
+        "ttlMs": (*base[:7], "1000", *base[8:]),
+        "correlationId": (*base[:9], "job-8", *base[10:]),
+        "senderProject": (*base[:11], "other", *base[12:]),
+        "senderLabel": (*base[:13], "boss"),
+        "to": ("team:carol", *base[1:]),
+        "from": (*base[:3], "team:eve", *base[4:]),
+        "anticipation": (*base, "--anticipation", "reply"),
     }
     for what, args in changed.items():
         proc = run("send", *args, "--json")
         assert proc.returncode == 1, what
         data = json.loads(proc.stdout)
         assert data["outcome"] == "rejected" and data["error"]["details"]["errors"][0]["rule"] == "idempotency", what
+        assert data["error"]["details"]["differs"] == [what] and f"its {what} differs" in data["error"]["message"]
+    human = run("send", *base[:13], "boss", "--anticipation", "action")
+    assert human.returncode == 1 and "its anticipation, --label differ" in human.stderr, human.stderr
     human = run("inbox", "--as", "team:bob").stdout
     assert "sender:  reviewer of reports" in human and "thread:  job-7" in human
     bad = run("send", "team:bob", "x", "--message-id", "16e66e8a-not-a-uuid", "--from", "team:alice")
