@@ -622,24 +622,32 @@ class App:
 
     # -- reading -----------------------------------------------------------------------
 
-    def inbox(self, caller: Caller, *, limit: int = 20, mark: bool = True, include_open: bool = True) -> dict[str, Any]:
-        """The caller's open mail with envelopes; marks returned undelivered rows delivered."""
-        self.require_caller(caller)
+    def begin_inbox_read(self, caller: Caller, mark: bool) -> tuple[bool, list[dict[str, Any]]]:
+        """What every inbox read does first: note the caller's presence (a read that marks), and
+        turn marking off with a warning when the database refuses writes (damaged, replaced).
+
+        :returns: ``(mark, warnings)``: whether the read may mark, and the warnings to report.
+        """
         from agent_link_core import presence
 
-        warnings = []
         refusal = self.store.damage() or self.store.replaced() if mark else None
         if mark and refusal is None:
             # Only a read that writes anyway notes presence: a peek never waits for a writer.
             try:
                 presence.record(self.store, caller.address, "inbox")
             except AgentLinkError:
-                pass  # busy: the marking below reports it; presence is a hint
-        if refusal is not None:
-            # Reads go on where they can: nothing is marked delivered in a file that refuses writes.
-            mark = False
-            warnings.append({"code": refusal.code, "message": refusal.message + " Nothing was marked delivered.",
-                             "details": refusal.details, "hint": refusal.hint})
+                pass  # busy: the marking reports it; presence is a hint
+            return True, []
+        if refusal is None:
+            return mark, []
+        # Reads go on where they can: nothing is marked delivered in a file that refuses writes.
+        return False, [{"code": refusal.code, "message": refusal.message + " Nothing was marked delivered.",
+                        "details": refusal.details, "hint": refusal.hint}]
+
+    def inbox(self, caller: Caller, *, limit: int = 20, mark: bool = True, include_open: bool = True) -> dict[str, Any]:
+        """The caller's open mail with envelopes; marks returned undelivered rows delivered."""
+        self.require_caller(caller)
+        mark, warnings = self.begin_inbox_read(caller, mark)
         rows, marked = self.mailbox.drain(caller.address, limit, mark=mark, include_open=include_open)
         views = []
         envelopes = []

@@ -200,6 +200,34 @@ def test_body_from_stdin_and_file_within_the_limit(tmp_path: Path) -> None:
 # -- mail readable -----------------------------------------------------------------------
 
 
+def test_inbox_reads_large_mail_in_pages() -> None:
+    """The CLI reads like read_agent_link_inbox: at most AGENT_LINK_READ_BYTES, one large
+    message in pages (--message-id, --offset), delivered with its last page."""
+    body = "".join(f"{n:06d} page me\n" for n in range(4_000))  # 60 000 bytes
+    mid = send_json("team:bob", "-", "--from", "team:alice", stdin=body.encode())["messageId"]
+    first = json.loads(run("inbox", "--as", "team:bob", "--json").stdout)
+    assert first["page"]["messageId"] == mid and first["page"]["nextOffset"] and first["markedDelivered"] == []
+    assert len(first["renderedBlock"]) < 40_000
+    human = run("inbox", "--as", "team:bob", "--peek")
+    assert human.returncode == 0 and f"message {mid}, characters 0-" in human.stdout
+    assert f"agent-link inbox --as team:bob --message-id {mid} --offset {first['page']['nextOffset']}" in human.stdout
+    parts, page = [first["renderedBlock"]], first["page"]
+    while page["nextOffset"] is not None:
+        data = json.loads(run("inbox", "--as", "team:bob", "--message-id", mid.lower(), "--offset", str(page["nextOffset"]), "--json").stdout)
+        parts.append(data["renderedBlock"])
+        page = data["page"]
+    assert data["markedDelivered"] == [mid] and body in "".join(parts)
+    assert json.loads(run("status", mid, "--from", "team:alice", "--json").stdout)["delivery"] == "delivered"
+    # Mistakes: an offset alone, past the end, a bad id; each one line, exit 2.
+    for args, says in ((("--offset", "5"), "--offset needs --message-id"),
+                       (("--message-id", mid, "--offset", str(page["totalChars"])), "--offset"),
+                       (("--message-id", "not-an-id"), "--message-id")):
+        proc = run("inbox", "--as", "team:bob", *args)
+        assert proc.returncode == 2 and says in proc.stderr, (args, proc.stderr)
+        no_traceback(proc)
+
+
+
 HOSTILE = "look \x1b[2J\x1b[31mred\x1b[0m \x1b]0;title\x07 \u202eevil\u202c \x9b31m end"
 
 
