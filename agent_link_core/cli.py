@@ -53,7 +53,7 @@ def get_app(ctx: click.Context) -> App:
     root = ctx.find_root()
     if "app" not in root.meta:
         try:
-            root.meta["app"] = App.create()
+            root.meta["app"] = App.create(read_only_ok=root.meta.get("read_only_ok", False))
         except AgentLinkError as exc:
             fail(exc)
         root.call_on_close(root.meta["app"].close)
@@ -186,6 +186,8 @@ class AgentLinkGroup(click.Group):
         # so they load for every command but the two that must start fast on their own and
         # ``config``, which reads the plugins' settings itself and must open no database
         # (it may be about to say where the database lives).
+        if cmd_name == "health":  # health reports what it can read in a state dir it cannot write
+            ctx.find_root().meta["read_only_ok"] = True
         if cmd_name not in self.commands or cmd_name not in ("mcp", "hook", "config"):
             self._load_plugin_commands(ctx)
         command = super().get_command(ctx, cmd_name)
@@ -236,7 +238,7 @@ def build_cli() -> click.Group:
     @click.pass_context
     def health(ctx: click.Context, as_json: bool, ndjson: bool) -> None:
         """Show whether agent-link works here and what it sees (exit 1 when the database
-        refuses writes: damaged, replaced)."""
+        refuses writes: damaged, replaced, or a state dir this user cannot write)."""
         data = get_app(ctx).health()
         emit(data, as_json, _print_health, ndjson)
         if not data["database"].get("ok", True):

@@ -138,3 +138,26 @@ def test_a_damage_marker_that_is_not_an_object_names_no_file(isolated_env: Path,
         assert found is not None and found.details["reason"] == "corrupt"
     finally:
         store.close()
+
+
+def test_open_read_only_reads_and_never_writes(isolated_env: Path) -> None:
+    writer = Store(isolated_env / "agent-link.db")
+    try:
+        writer.conn.execute("CREATE TABLE probe (address TEXT)")
+        writer.conn.execute("INSERT INTO probe VALUES ('t:a')")
+        reader = Store.open_read_only(isolated_env / "agent-link.db")  # the writer's -shm exists: a read-only WAL reader
+        try:
+            assert reader.conn.execute("SELECT address FROM probe").fetchall()[0][0] == "t:a"
+            with pytest.raises(AgentLinkError) as refused:
+                with reader.write() as conn:
+                    conn.execute("DELETE FROM probe")
+            assert refused.value.code == "state_io_error"
+            assert reader.check_health()["ok"] is True
+        finally:
+            reader.close()
+        assert writer.conn.execute("SELECT count(*) FROM probe").fetchone()[0] == 1
+    finally:
+        writer.close()
+    with pytest.raises(AgentLinkError) as missing:
+        Store.open_read_only(isolated_env / "absent.db")
+    assert missing.value.code == "state_io_error"
