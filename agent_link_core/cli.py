@@ -53,7 +53,7 @@ def get_app(ctx: click.Context) -> App:
     root = ctx.find_root()
     if "app" not in root.meta:
         try:
-            root.meta["app"] = App.create(read_only_ok=root.meta.get("read_only_ok", False))
+            root.meta["app"] = App.create(read_only_ok=True) if root.meta.get("read_only_ok") else App.create()
         except AgentLinkError as exc:
             fail(exc)
         root.call_on_close(root.meta["app"].close)

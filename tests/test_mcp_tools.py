@@ -272,7 +272,8 @@ async def test_tools_list_schemas_and_annotations(isolated_env: Path) -> None:
 
         health = await alice.ok("agent_link_health")
         assert health["address"] == "test:alice" and health["addressSource"] == "config"
-        assert health["stateDir"] == {"path": str(isolated_env), "source": "AGENT_LINK_STATE_DIR", "exists": True, "private": True}
+        assert health["stateDir"] == {"path": str(isolated_env), "source": "AGENT_LINK_STATE_DIR", "exists": True, "private": True,
+                                      "writable": True}
         assert health["database"]["integrity"] == "ok"
         assert sorted(health["plugins"]["blocked"]) == sorted(ALL_PLUGINS.split())
         assert health["plugins"]["loaded"] == [] and "callerContext" not in health
