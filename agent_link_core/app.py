@@ -635,7 +635,7 @@ class App:
 
     def begin_inbox_read(self, caller: Caller, mark: bool) -> tuple[bool, list[dict[str, Any]]]:
         """What every inbox read does first: note the caller's presence (a read that marks), and
-        turn marking off with a warning when the database refuses writes (damaged, replaced).
+        switch marking off, with a warning, when the database refuses writes (damaged, replaced).
 
         :returns: ``(mark, warnings)``: whether the read may mark, and the warnings to report.
         """
