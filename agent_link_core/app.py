@@ -928,6 +928,9 @@ class App:
         }
         self.hooks.tools()  # a refused tool is a plugin problem health must show
         out["plugins"] = self.plugins_view()
+        from agent_link_core.legacy import legacy_state
+
+        out["legacyState"] = legacy_state(self)  # the original's files, and whether import-legacy took them
         if out["stateDir"]["exists"] and not out["stateDir"]["private"]:
             # left as it is (it may be shared on purpose), but said, with the command that fixes it
             out["stateDir"]["warning"] = {
@@ -1073,7 +1076,7 @@ def _delivery_word(reply_row: Any, delivery: Delivery | None) -> str:
         return "none"
     if delivery is not None and delivery.delivered:
         return "delivered"
-    return "queued-mailbox"
+    return "queued"
 
 
 def message_summary(app: App, outcome: SendOutcome) -> dict[str, Any]:
@@ -1087,7 +1090,7 @@ def message_summary(app: App, outcome: SendOutcome) -> dict[str, Any]:
         "harness": address_scheme(row["recipient"]),
         "delivery": state.delivery if state.delivery != "acknowledged" else "delivered",
         "deliveredVia": row["delivered_via"],
-        "deliveryState": delivery.state if delivery is not None else ("delivered" if row["first_delivered_at"] else "queued_in_mailbox"),
+        "deliveryState": delivery.state if delivery is not None else ("delivered" if row["first_delivered_at"] else "queued"),
         "anticipation": row["anticipation"],
         "replyBy": iso(row["reply_by"]) if row["reply_by"] else None,
         "inReplyTo": row["reply_to"],

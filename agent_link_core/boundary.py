@@ -44,7 +44,7 @@ REFUSING_HOOKS = frozenset({"agent_link_resolve_address", "agent_link_before_sen
 REGISTRATION_HOOKS = frozenset({
     "agent_link_register_harnesses", "agent_link_register_tools", "agent_link_register_settings",
     "agent_link_register_commands", "agent_link_schema", "agent_link_register_prompt_hooks",
-    "agent_link_register_panels",
+    "agent_link_register_panels", "agent_link_register_legacy_importers",
 })
 #: Hooks whose implementations may answer with an awaitable (for I/O); the core awaits it on
 #: the caller's event loop, so the loop is never blocked while the plugin waits.
@@ -267,6 +267,7 @@ RESULT_CHECKS: dict[str, Callable[[Any, str], str | None]] = {
     "agent_link_on_event": _check_observer,
     "agent_link_register_prompt_hooks": _check_nothing,
     "agent_link_register_panels": _check_nothing,
+    "agent_link_register_legacy_importers": _check_nothing,
     "agent_link_push_reminders": _check_pushed,
     "agent_link_server_tasks": _check_tasks,
     "agent_link_session_roles": _check_roles,
@@ -358,6 +359,21 @@ def check_panel(record: Any) -> None:
     if not isinstance(record.title, str) or not record.title.strip() or not callable(record.render):
         raise Refused(f"panel {record.name!r} has no title or a render that is not callable",
                       "A panel has a title and render(app) -> PanelView.")
+
+
+def check_legacy_importer(record: Any) -> None:
+    """Refuse a legacy importer that is not a :class:`~agent_link_core.legacy.LegacyImporter`
+    with a lower-case name and an integer order."""
+    from agent_link_core.legacy import LegacyImporter
+
+    if not isinstance(record, LegacyImporter):
+        raise Refused(f"registered a {type(record).__name__}, not a LegacyImporter",
+                      "Subclass agent_link_core.legacy.LegacyImporter.")
+    if not isinstance(record.name, str) or not HARNESS_NAME_RE.match(record.name):
+        raise Refused(f"registered a legacy importer named {record.name!r}",
+                      "Importer names are 1-32 of a-z 0-9 -, starting with a letter.")
+    if not isinstance(record.order, int) or isinstance(record.order, bool):
+        raise Refused(f"legacy importer {record.name!r} has order {record.order!r}", "The order is an integer.")
 
 
 def check_tool(record: Any) -> None:

@@ -165,6 +165,10 @@ def _print_health(h: dict[str, Any]) -> None:
     for w in h["reminders"]["warnings"]:
         click.echo(f"  warning: {w['message']}")
     click.echo(f"  reminders:  limit {h['reminders']['limit']}, every {h['reminders']['intervalMs']} ms")
+    legacy = h.get("legacyState") or {}
+    if legacy.get("files"):
+        click.echo(f"  original's files: {len(legacy['files'])}, {legacy.get('pending', 0)} not imported"
+                   + (f" ({legacy['hint']})" if legacy.get("hint") else ""))
 
 
 class AgentLinkGroup(click.Group):
@@ -886,9 +890,10 @@ def build_cli() -> click.Group:
 
         sys.exit(hook_main([host, event]))
 
-    from agent_link_core import config_cli, host_install
+    from agent_link_core import config_cli, host_install, legacy_cli
 
     config_cli.register(cli, fail)
+    legacy_cli.register(cli, fail, get_app, emit)
     host_install.register(cli)
     return cli
 

@@ -88,7 +88,8 @@ class Delivery:
     :param delivered: True only on evidence the session received the envelope (the host
         echoed the message id, a notification was written). Otherwise it stays queued.
     :param via: the push path (a name the harness chooses) when delivered.
-    :param state: a harness-specific delivery state for the result (``queued_in_mailbox``...).
+    :param state: the push outcome shown as ``deliveryState`` (``queued`` when the message only
+        waits in the mailbox; other names are the harness's own, listed in docs/delivery-states.md).
     :param evidence: what proved delivery (ids, item ids), recorded with the event.
     :param warnings: ``[{"code", "message", "details"?}]`` for the sender.
     :param fields: extra result fields for the sender (ids the host gave, action, ...;
@@ -105,7 +106,7 @@ class Delivery:
 
     delivered: bool = False
     via: str | None = None
-    state: str = "queued_in_mailbox"
+    state: str = "queued"
     evidence: dict[str, Any] = field(default_factory=dict)
     warnings: list[dict[str, Any]] = field(default_factory=list)
     fields: dict[str, Any] = field(default_factory=dict)

@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from agent_link_core.app import App
     from agent_link_core.config import Setting
     from agent_link_core.harness import Harness
+    from agent_link_core.legacy import LegacyImporter
     from agent_link_core.model import Caller
     from agent_link_core.panels import Panel
     from agent_link_core.records import EnvelopeContribution, Event, OutgoingMessage, SendContext
@@ -328,4 +329,19 @@ def agent_link_server_tasks(app: App) -> list[Callable[[], Awaitable[None]]] | N
 
     Called once by the MCP server at start, before the client's ``initialize``. Keep the
     work cooperative (``await`` often): it shares the server's event loop with tool calls.
+    """
+
+
+@_hookspec
+def agent_link_register_legacy_importers(register: Callable[[LegacyImporter], None]) -> None:
+    """Contribute importers of the original Agent Link's files (``agent-link import-legacy``).
+
+    :param register: call it with a :class:`~agent_link_core.legacy.LegacyImporter` per kind
+        of the original's state this plugin owns (its ``name``: ``mailbox``, ``receipts``,
+        ...). Two plugins registering the same name is an error naming both.
+
+    Called when ``agent-link import-legacy`` or health (``legacyState``) first needs the
+    importers. Not ``firstresult``: every plugin is asked. The importer's ``run`` writes the
+    plugin's own records through the import's transaction; one that raises is undone alone
+    and reported, the other importers still run (docs/legacy.md).
     """

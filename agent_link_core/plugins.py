@@ -35,6 +35,7 @@ from agent_link_core.boundary import (
     Refused,
     call_bounded,
     check_harness,
+    check_legacy_importer,
     check_panel,
     check_prompt_hook,
     check_setting,
@@ -51,6 +52,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.config import Setting
     from agent_link_core.app import App
     from agent_link_core.harness import Harness
+    from agent_link_core.legacy import LegacyImporter
     from agent_link_core.model import Caller
     from agent_link_core.panels import Panel
     from agent_link_core.records import EnvelopeContribution, Event, OutgoingMessage, SendContext
@@ -359,6 +361,10 @@ class Hooks:
         """
         records = self._collect("prompt hook", "agent_link_register_prompt_hooks", check_prompt_hook)
         return {name: (rec, self.owner("prompt hook", name) or "?") for name, rec in records.items()}
+
+    def legacy_importers(self) -> dict[str, LegacyImporter]:
+        """Every accepted importer of the original's files by name (``agent-link import-legacy``)."""
+        return self._collect("legacy importer", "agent_link_register_legacy_importers", check_legacy_importer)
 
     async def push_reminders(self, due: DueReminders) -> bool:
         """Offer one session's due reminders to the plugin that pushes for its harness.

@@ -584,7 +584,7 @@ async def test_full_reply_flow() -> None:
         sent = await alice.send("test:bob", "Ping <b>&</b> please", anticipation="reply")
         m1 = sent["messageId"]
         assert sent["to"] == "test:bob" and sent["harness"] == "test" and sent["delivery"] == "queued"
-        assert sent["deliveryState"] == "queued_in_mailbox" and sent["messageStatus"] == "pending"
+        assert sent["deliveryState"] == "queued" and sent["messageStatus"] == "pending"
         assert sent["anticipation"] == "reply" and sent["duplicate"] is False and sent["inReplyTo"] is None
         before = await alice.status(m1)
         assert before["delivery"] == "queued" and before["status"] == "pending" and before["resolution"] is None
@@ -620,7 +620,7 @@ async def test_full_reply_flow() -> None:
         replied = await bob.ok("reply_agent_link_message", {"messageId": m1, "message": "Pong <ok>"})
         r1 = replied["messageId"]
         assert r1 and r1 != m1 and replied["replyToMessageId"] == m1
-        assert replied["target"]["address"] == "test:alice" and replied["delivery"] == "queued-mailbox"
+        assert replied["target"]["address"] == "test:alice" and replied["delivery"] == "queued"
         assert replied["status"] == "replied" and replied["late"] is False
         assert replied["resolution"]["kind"] == "reply" and replied["resolution"]["by"] == "test:bob"
 

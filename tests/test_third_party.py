@@ -129,7 +129,8 @@ def test_a_third_party_reads_nothing_through_the_cli(app: App, monkeypatch: pyte
         commands += [["status", message_id, "--json"], ["wait", message_id, "--timeout-ms", "0"],
                      ["reply", message_id, "--done"], ["receipts", "--json", "--message", message_id]]
     commands += [["send", "test:alice", "hello from eve"], ["endpoints", "list"], ["approvals", "check"],
-                 ["search", "SECRET", "--json"], ["forks", "list"], ["filehost"], ["config", "list"]]
+                 ["search", "SECRET", "--json"], ["forks", "list"], ["filehost"], ["config", "list"],
+                 ["import-legacy", "--dry-run", "--json"]]
     for message_id in ids.values():
         commands += [["show", message_id], ["show", message_id, "--thread"]]
     for args in commands:

@@ -27,8 +27,9 @@ Delivery states (``Delivery.state``; ``message_claude_session``'s ``delivery``):
 * ``queued-online`` -- the target runs (a live Claude process) without an open channel: it
   sees a note at its next prompt (hook) and reads the message with the inbox tool;
 * ``queued-offline`` -- the target is not running: the note appears when it is resumed;
-* ``queued-mailbox`` -- the sender asked for mailbox-only delivery: never pushed, only
-  announced by the hooks and read from the inbox.
+* ``queued`` -- the sender asked for mailbox-only delivery: never pushed, only announced by
+  the hooks and read from the inbox (the name every harness gives a message that only waits
+  in the mailbox).
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ NAME = "claude"
 ANCESTOR_DEPTH = 6  # claude -> MCP server is 1; claude -> shell -> ... -> agent-link CLI is deeper
 ANCESTOR_RETRY_S = 2.0
 DELIVERY_STATES = ("delivered-inbox", "held", "refused", "dropped", "denied", "expired", "pushed-inbox",
-                   "queued-channel", "queued-online", "queued-offline", "queued-mailbox")
+                   "queued-channel", "queued-online", "queued-offline", "queued")
 INBOX_VIA = "claude-inbox"
 #: what the sender is told for each receipt the host can send back
 PROBLEM_TEXT = {
@@ -251,7 +252,7 @@ class ClaudeHarness(Harness):
             if inbox is not None:
                 return await self._deliver_inbox(message, envelope, inbox)
         if preference == "mailbox":
-            state = "queued-mailbox"
+            state = "queued"
         elif ident in self.channel_sessions():
             state = "queued-channel"
         elif session is not None and session.loaded:

@@ -68,3 +68,11 @@ def agent_link_before_send(message: OutgoingMessage, context: SendContext) -> li
     if context.tool == "message_claude_session" and context.arguments.get("deliveryPreference") == "mailbox":
         message.metadata["claude"] = {"push": False}
     return None
+
+
+@hookimpl
+def agent_link_register_legacy_importers(register: Callable[[Any], None]) -> None:
+    """The original's Claude-side mailbox paths and session ids (``agent-link import-legacy``)."""
+    from agent_link_claude.legacy import ClaudeMailboxImporter
+
+    register(ClaudeMailboxImporter())

@@ -337,7 +337,7 @@ CLAUDE_TOOLS: tuple[ToolSpec, ...] = (
             "Send a message to another Claude session through agent-link (not Claude's own messaging). Name it "
             "exactly with sessionId or by words with query. It is stored first; delivery says how it travels: "
             "queued-channel (pushed into the running session within seconds), queued-online (running; it sees a "
-            "note at its next prompt), queued-offline (not running; seen when resumed), queued-mailbox (only "
+            "note at its next prompt), queued-offline (not running; seen when resumed), queued (only "
             "announced, never pushed). Set anticipation reply/action when you expect an answer."
         ),
         input_schema=_schema({

@@ -358,7 +358,7 @@ async def test_delivery_states(app: App, fake_claude) -> None:
     assert await state({"deliveryPreference": "channel"}) == ("queued-offline", ["channel_unavailable"])
     fake_claude.write_live(os.getpid(), A)
     assert await state() == ("queued-online", [])
-    assert await state({"deliveryPreference": "mailbox"}) == ("queued-mailbox", [])
+    assert await state({"deliveryPreference": "mailbox"}) == ("queued", [])
     peer, b = RecordingPeer(), bridge()
     async with anyio.create_task_group() as tg:
         tg.start_soon(b.run, app, peer)

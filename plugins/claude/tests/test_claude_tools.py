@@ -144,7 +144,7 @@ async def test_message_by_id_and_by_query(app: App) -> None:
     assert (row["from_addr"], row["recipient"], row["from_source"]) == (f"claude:{ME}", f"claude:{PEER}", "env")
 
     fuzzy = await call(app, "message_claude_session", {"query": "docs", "message": "fyi", "deliveryPreference": "mailbox"})
-    assert fuzzy["delivery"] == "queued-mailbox" and fuzzy["target"]["address"] == f"claude:{OTHER}"
+    assert fuzzy["delivery"] == "queued" and fuzzy["target"]["address"] == f"claude:{OTHER}"
     assert fuzzy["resolution"]["via"] == "fuzzy" and fuzzy["resolution"]["matchReasons"]
     assert app.mailbox.row_dict(app.mailbox.get_row(fuzzy["messageId"]))["metadata"]["claude"] == {"push": False}
 

@@ -260,9 +260,9 @@ class Deliverer:
                         "Another program (such as the Codex desktop app) has this thread open, so agent-link does not start turns in it; the message waits in the mailbox and the thread's prompt hook will announce it.",
                         signal="rollout-open-elsewhere", holders=held,
                     ))
-                    return Delivery(state="mailbox_only", warnings=warnings, fields={**fields, "action": "mailbox_only"})
+                    return Delivery(state="queued", warnings=warnings, fields={**fields, "action": "held_elsewhere"})
             if background or not options.get("resumeIfNeeded", True):
-                return Delivery(state="queued_in_mailbox", fields={**fields, "action": "queued_not_loaded"}, warnings=[
+                return Delivery(state="queued", fields={**fields, "action": "not_loaded"}, warnings=[
                     warning("codex_thread_not_loaded", "The thread is not loaded in any reachable app-server and was not resumed; the message waits in the mailbox.")])
             link = location.readers[0]
             try:
@@ -302,7 +302,7 @@ class Deliverer:
             if row is not None and row["state"] == "confirmed":
                 return Delivery(delivered=True, via=VIA, state="accepted_by_app_server", fields={**fields, "action": "already_delivered"},
                                 evidence={"clientId": message_id, "threadId": thread_id, "turnId": row["turn_id"], "itemId": row["item_id"]})
-            return Delivery(state="queued_in_mailbox", fields={**fields, "action": "claimed_elsewhere"}, warnings=[
+            return Delivery(state="queued", fields={**fields, "action": "claimed_elsewhere"}, warnings=[
                 warning("codex_push_claimed_elsewhere", "Another push of this message is in progress or unsettled; it is not sent twice.")])
         status = link.tracker.status.get(thread_id, location.status)
         if status != "active":
@@ -499,7 +499,7 @@ class Deliverer:
             return accepted(fields)
         if readable:
             self.claims.settle(message_id, "failed", error="no echo in the thread")
-            return Delivery(state="queued_in_mailbox", fields=fields, warnings=[warning(
+            return Delivery(state="queued", fields=fields, warnings=[warning(
                 "codex_push_failed", "The thread shows no sign of the message; it stays in the mailbox and is offered again when the thread is idle.",
                 verified=True)])
         self.claims.settle(message_id, "unknown", error="lost" if lost else "no echo", unreadable=True)

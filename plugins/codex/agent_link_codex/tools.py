@@ -610,8 +610,11 @@ async def _observe(harness: CodexHarness, links: list[Link], tid: str) -> dict[s
         if turns:
             last = turns[0]
             texts = [i.get("text") for i in last.get("items") or [] if i.get("type") == "agentMessage"]
-            turn = {"turnId": last.get("id"), "status": last.get("status"), "completedAt": last.get("completedAt"),
-                    "finalResponse": texts[-1] if texts and last.get("status") != "inProgress" else None}
+            last_status = last.get("status")
+            if last_status == "interrupted" and location.status == "active":
+                last_status = "inProgress"  # a just-started turn is listed interrupted for a moment (docs/hosts/codex.md §6)
+            turn = {"turnId": last.get("id"), "status": last_status, "completedAt": last.get("completedAt"),
+                    "finalResponse": texts[-1] if texts and last_status != "inProgress" else None}
         status = location.status
         if status == "notLoaded":
             status = "idle" if not turns or turns[0].get("status") != "inProgress" else "active"

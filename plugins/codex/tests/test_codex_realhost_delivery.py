@@ -225,7 +225,7 @@ async def test_thread_held_by_another_app_server_gets_mail_only(stub: ResponsesS
             try:
                 outcome = await app.send(caller=ALICE, to=f"codex:{thread_id}", body="for the desktop thread", anticipation="reply")
                 delivery = outcome.delivery
-                assert delivery is not None and not delivery.delivered and delivery.state == "mailbox_only"
+                assert delivery is not None and not delivery.delivered and delivery.state == "queued" and delivery.fields.get("action") == "held_elsewhere"
                 [warn] = delivery.warnings
                 assert warn["code"] == "codex_desktop_push_disabled" and warn["details"]["holders"] == [desktop.pid]
                 assert app.mailbox.get_row(outcome.message["id"])["first_delivered_at"] is None

@@ -303,7 +303,7 @@ async def test_claimed_elsewhere_and_rejected_pushes(deliverer: Deliverer, mini:
     await asyncio.sleep(0.1)
     deliverer.service._located.clear()
     out = await deliverer.push("M10", TID, "text", {"resumeIfNeeded": False})
-    assert out.state == "queued_in_mailbox" and out.warnings[0]["code"] == "codex_thread_not_loaded"
+    assert out.state == "queued" and out.warnings[0]["code"] == "codex_thread_not_loaded"
     assert deliverer.claims.get("M10") is None  # nothing was claimed, nothing was sent
 
 
@@ -321,7 +321,7 @@ async def test_threads_held_elsewhere_get_mail_only_unless_shared_daemon_is_expl
         service = make_service(short_tmp, mini.path)
         refused_deliverer = Deliverer(service, claims, desktop_push="shared-daemon", explicit_endpoint=False)
         refused = await refused_deliverer.push("H1", TID, "t", {})
-        assert refused.state == "mailbox_only" and not refused.delivered
+        assert refused.state == "queued" and refused.fields["action"] == "held_elsewhere" and not refused.delivered
         assert [w["code"] for w in refused.warnings] == ["desktop_push_override_refused", "codex_desktop_push_disabled"]
         assert refused.warnings[1]["details"] == {"signal": "rollout-open-elsewhere", "holders": [holder.pid]}
         refused_checks = refused_deliverer.rollout_checks

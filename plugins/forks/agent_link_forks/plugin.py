@@ -89,3 +89,11 @@ def agent_link_register_commands(cli: click.Group) -> None:
     from agent_link_forks.cli import forks
 
     cli.add_command(forks)
+
+
+@hookimpl
+def agent_link_register_legacy_importers(register: Callable[[Any], None]) -> None:
+    """The original's fork log (``agent-link import-legacy``)."""
+    from agent_link_forks.legacy import ForksImporter
+
+    register(ForksImporter())

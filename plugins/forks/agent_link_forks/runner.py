@@ -7,7 +7,10 @@ One :class:`Runtime` per :class:`~agent_link_core.app.App` (:func:`runtime`). A 
 2. wait for the compaction (up to :data:`COMPACTION_WAIT_MS`), start the task turn (phase
    ``starting`` first, so a sweeper knows the turn may exist);
 3. watch the task turn: poll every 1 s, ×1.5 up to 15 s, renewing the lease; after
-   :data:`MAX_POLL_ERRORS` failed polls in a row the lease is given back for a sweeper;
+   :data:`MAX_POLL_ERRORS` failed polls in a row the lease is given back for a sweeper.
+   ``interrupted`` counts only when two polls in a row say so: ``thread/turns/list`` reports a
+   turn that has just been started as ``interrupted`` for a moment before ``inProgress``
+   (seen on Codex 0.171.0 in about one turn in forty, docs/hosts/codex.md);
 4. finish: record the outcome, then :meth:`Runtime.complete`: claim and store the one
    reconcile message, push it when the original is idle and loaded (else it waits in its
    inbox; the codex harness offers waiting mail to idle threads), and archive a completed
@@ -253,6 +256,7 @@ class Runtime:
         """Poll the task turn until it ends, then finish the job (see the module docstring)."""
         delay: float = POLL_MS
         errors = 0
+        interrupted_once = False
         while True:
             job = self.jobs.get(job_id)
             if job is None or job["status"] != "running" or job["lease_owner"] != self.owner:
@@ -274,9 +278,11 @@ class Runtime:
                     self.jobs.release(job_id, self.owner)
                     return
             else:
-                if turn is not None and turn.get("status") in FINISHED:
+                status = turn.get("status") if turn is not None else None
+                if turn is not None and status in FINISHED and (status != "interrupted" or interrupted_once):
                     await self.finish_turn(job, turn)
                     return
+                interrupted_once = status == "interrupted"
             await asyncio.sleep(delay / 1000)
             delay = self.next_delay(delay)
 

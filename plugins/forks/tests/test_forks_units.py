@@ -182,3 +182,44 @@ def test_forks_cli(make_app: Callable[..., App], monkeypatch: pytest.MonkeyPatch
     missing = runner.invoke(cli, ["forks", "show", "01KAAAAAAAAAAAAAAAAAAAAAZZ"])
     assert missing.exit_code == 1 and "no fork job" in missing.output
     assert runner.invoke(cli, ["forks", "list", "--status", "weird"]).exit_code == 2
+
+
+class TurnSequence:
+    """CodexThreads stand-in whose ``find_turn`` answers the given statuses in order (then the last)."""
+
+    def __init__(self, statuses: list[str]) -> None:
+        self.statuses = statuses
+        self.polls = 0
+
+    async def find_turn(self, thread_id: str, *, turn_id: str | None = None, client_id: str | None = None) -> dict[str, Any]:
+        status = self.statuses[min(self.polls, len(self.statuses) - 1)]
+        self.polls += 1
+        return {"id": turn_id, "status": status, "items": []}
+
+
+@pytest.mark.parametrize(("statuses", "ended", "polls"), [
+    # Codex lists a turn it has just started as interrupted for a moment (docs/hosts/codex.md §6)
+    (["interrupted", "inProgress", "completed"], "completed", 3),
+    (["interrupted", "interrupted"], "interrupted", 2),
+    (["inProgress", "failed"], "failed", 2),
+])
+async def test_watch_takes_interrupted_only_when_it_persists(
+    make_app: Callable[..., App], monkeypatch: pytest.MonkeyPatch, statuses: list[str], ended: str, polls: int,
+) -> None:
+    from agent_link_forks import runner
+
+    app = make_app()
+    rt = runtime(app)
+    add_job(rt.jobs, "01KAAAAAAAAAAAAAAAAAAAAAW1", owner=rt.owner, task_turn_id="turn-1")
+    fake = TurnSequence(statuses)
+    finished: list[str] = []
+
+    async def finish_turn(job: dict[str, Any], turn: dict[str, Any]) -> None:
+        finished.append(turn["status"])
+
+    monkeypatch.setattr(runner, "POLL_MS", 1)
+    monkeypatch.setattr(runner.Runtime, "threads", property(lambda self: fake))
+    monkeypatch.setattr(rt, "finish_turn", finish_turn)
+    await asyncio.wait_for(rt.watch("01KAAAAAAAAAAAAAAAAAAAAAW1"), 10)
+    assert (finished, fake.polls) == ([ended], polls)
+    await app.aclose()

@@ -116,3 +116,11 @@ def agent_link_health(app: App) -> tuple[str, dict[str, Any]]:
         "logSource": app.config.sources.get(LOG_SETTING, "default"),
         "inferOrigin": bool(app.config.get(INFER_SETTING)),
     }
+
+
+@hookimpl
+def agent_link_register_legacy_importers(register: Any) -> None:
+    """The original's receipt logs (``agent-link import-legacy``)."""
+    from agent_link_receipts.legacy import ReceiptsImporter
+
+    register(ReceiptsImporter())

@@ -174,3 +174,11 @@ def agent_link_health(app: App) -> tuple[str, dict[str, Any]]:
         "error": None,
     })
     return "roles", section
+
+
+@hookimpl
+def agent_link_register_legacy_importers(register: Any) -> None:
+    """The original's role table and role state (``agent-link import-legacy``)."""
+    from agent_link_roles.legacy import RolesImporter
+
+    register(RolesImporter())

@@ -1,0 +1,622 @@
+"""Folding the original Agent Link's files into the database: ``agent-link import-legacy``.
+
+The original kept its state as files in its state directory (``AGENT_LINK_STATE_DIR``, else
+``~/.agent-link``, the same directory agent-link uses): a JSONL mailbox, receipts, the role
+table and a fork log, plus a few older paths. docs/legacy.md describes every format.
+
+Each kind is imported by a :class:`LegacyImporter` that a plugin contributes through the
+``agent_link_register_legacy_importers`` hook: the core imports the mailbox, the receipts,
+roles and forks plugins import their own records, and a harness plugin may add the older
+paths of its host and say what its host's legacy session ids are as addresses
+(:meth:`LegacyImporter.legacy_address`). :func:`import_legacy` drives them:
+
+* everything runs in one write transaction, each importer in a savepoint of it, so an
+  importer that raises is undone alone and reported, and ``--dry-run`` is the same run rolled
+  back at the end (its counts are exact);
+* records keep their original ids, so a record met again is *already present*, never a
+  duplicate: a second run changes nothing;
+* the original files are only read, never written, moved or deleted;
+* each file read in full is recorded (path, size, mtime) in ``legacy_imports``, which
+  ``agent-link health`` shows as ``legacyState``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+from agent_link_core.addresses import ANTICIPATIONS, EXTERNAL, ULID_RE, is_address
+from agent_link_core.store import Migration, now_ms
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent_link_core.app import App
+
+LEGACY_MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        "legacy",
+        1,
+        """
+        CREATE TABLE legacy_imports (
+            importer TEXT NOT NULL,
+            path TEXT NOT NULL,             -- absolute path of the original's file
+            size INTEGER NOT NULL,          -- bytes, when it was imported
+            mtime_ns INTEGER NOT NULL,
+            imported_at INTEGER NOT NULL,   -- epoch ms
+            counts TEXT NOT NULL,           -- JSON: the importer's counts of that run
+            PRIMARY KEY (importer, path, size, mtime_ns)
+        );
+        """,
+    ),
+)
+#: bad lines named in a report, per importer (the count covers all of them)
+MAX_BAD_LINES = 5
+#: the original's longest mailbox line; longer lines are unreadable
+MAX_LINE_BYTES = 512 * 1024
+RUNTIME_SOURCES = ("current_session", "env", "runtime_context")
+SENDER_SOURCES = (*RUNTIME_SOURCES, "fallback")
+RESOLUTION_KINDS = ("reply", "decline", "done")
+HARNESS_RE_TEXT = r"[a-z][a-z0-9-]{0,31}"
+ID_CHARS_RE_TEXT = r"[A-Za-z0-9_.-]{1,128}"
+
+
+class LegacyOutcome:
+    """What one importer did: counts per record, the files it read and its first bad lines.
+
+    :param name: the importer's name.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.imported = 0
+        self.present = 0
+        self.unreadable = 0
+        self.bad_lines: list[dict[str, Any]] = []
+        self.files: list[str] = []
+        self.details: dict[str, int] = {}
+        self.notes: list[str] = []
+        self.error: str | None = None
+
+    def bad(self, path: str, line: int | None, error: str) -> None:
+        """Count one unreadable line (``line`` 1-based, None for a whole file) and keep the
+        first :data:`MAX_BAD_LINES` with where they are."""
+        self.unreadable += 1
+        if len(self.bad_lines) < MAX_BAD_LINES:
+            self.bad_lines.append({"file": path, "line": line, "error": error[:200]})
+
+    def count(self, key: str, n: int = 1) -> None:
+        """Add ``n`` to a named detail count (e.g. ``events``)."""
+        self.details[key] = self.details.get(key, 0) + n
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON view: ``{name, ok, imported, alreadyPresent, unreadable, badLines, files, ...}``."""
+        out: dict[str, Any] = {
+            "name": self.name, "ok": self.error is None, "imported": self.imported, "alreadyPresent": self.present,
+            "unreadable": self.unreadable, "badLines": self.bad_lines, "files": self.files,
+        }
+        if self.details:
+            out["details"] = dict(self.details)
+        if self.notes:
+            out["notes"] = list(self.notes)
+        if self.error is not None:
+            out["error"] = self.error
+        return out
+
+
+class LegacyImporter:
+    """One kind of the original's state, imported into the database by the plugin owning it.
+
+    Subclass it and register an instance from ``agent_link_register_legacy_importers``.
+
+    :attr name: the kind, lower case (``mailbox``, ``receipts``, ...): names it in reports.
+    :attr order: importers run by ascending order, then name; files of older layouts the
+        original read first come first (the first copy of a record wins).
+    """
+
+    name: str = ""
+    order: int = 50
+
+    def paths(self, ctx: LegacyContext) -> list[str]:
+        """Absolute paths of the files this importer reads, existing or not (health lists
+        the existing ones). Only :meth:`run` reads them."""
+        return []
+
+    def run(self, ctx: LegacyContext, outcome: LegacyOutcome) -> None:
+        """Import the records of the existing :meth:`paths`, writing through ``ctx.conn``.
+
+        Count each record in ``outcome`` (imported, present, bad lines); a record whose id is
+        stored already is left as it is. Raise only for a failure of the whole importer: its
+        writes are then undone, the others' kept. Never write, move or delete the files.
+        """
+
+    def legacy_address(self, session_id: str, kind: str | None) -> str | None:
+        """The address a session id stored by the original stands for, or None when this
+        importer does not know the form (a harness plugin answers for its host's ids).
+
+        :param session_id: an id as the original stored it (an address, or a bare id).
+        :param kind: the original's ``*_session_kind`` beside it, or None.
+        """
+        return None
+
+
+@dataclass
+class LegacyContext:
+    """What an importer works with.
+
+    :param app: the App (settings, store, hooks).
+    :param source_dir: the directory the original kept its files in (absolute).
+    :param conn: the connection inside the import's write transaction.
+    :param importers: every importer, for :meth:`address`.
+    :param dry_run: nothing may be kept: the database writes are rolled back by the driver,
+        but an importer that writes files (a copy into the state dir) must skip that itself.
+    """
+
+    app: App
+    source_dir: str
+    conn: sqlite3.Connection
+    importers: list[LegacyImporter] = field(default_factory=list)
+    dry_run: bool = False
+    #: message ids stored by this run (any importer): later files' events apply to them
+    new_messages: set[str] = field(default_factory=set)
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The process environment the App was built with."""
+        return dict(self.app.env)
+
+    @property
+    def home(self) -> str:
+        """The user's home directory (``HOME`` of the App's environment)."""
+        return self.app.env.get("HOME") or os.path.expanduser("~")
+
+    def address(self, session_id: object, kind: object = None) -> str | None:
+        """The address an id stored by the original stands for, or None when nobody knows it.
+
+        An address is kept; ``external`` stays ``external``; the importers are asked next
+        (:meth:`LegacyImporter.legacy_address`); a bare id with a harness name as ``kind``
+        becomes ``<kind>:<id>``.
+        """
+        if not isinstance(session_id, str) or not session_id:
+            return None
+        if session_id == EXTERNAL or is_address(session_id):
+            return session_id
+        kind_text = kind if isinstance(kind, str) and kind else None
+        for importer in self.importers:
+            try:
+                found = importer.legacy_address(session_id, kind_text)
+            except Exception:  # one importer's bad answer must not stop the others
+                found = None
+            if found is not None and is_address(found):
+                return found
+        if kind_text == EXTERNAL:
+            return EXTERNAL
+        candidate = f"{kind_text}:{session_id}" if kind_text else None
+        return candidate if candidate is not None and is_address(candidate) else None
+
+    def read_jsonl(self, path: str, outcome: LegacyOutcome) -> Iterator[tuple[int, dict[str, Any]]]:
+        """``(line number, object)`` for every line of ``path`` holding a JSON object; blank
+        lines are skipped, any other line is counted bad in ``outcome``.
+
+        :raises OSError: when the file cannot be opened (the caller decides).
+        """
+        with open(path, "rb") as fh:
+            for lineno, raw in enumerate(fh, 1):
+                if not raw.strip():
+                    continue
+                if len(raw) > MAX_LINE_BYTES:
+                    outcome.bad(path, lineno, f"longer than {MAX_LINE_BYTES} bytes")
+                    continue
+                try:
+                    obj = json.loads(raw.decode("utf-8"))
+                except (UnicodeDecodeError, ValueError) as exc:
+                    outcome.bad(path, lineno, f"not JSON: {exc}")
+                    continue
+                if not isinstance(obj, dict):
+                    outcome.bad(path, lineno, f"a JSON {type(obj).__name__}, not an object")
+                    continue
+                if b"\\u" in raw:  # a JSON escape may hold a lone surrogate, which SQLite cannot store
+                    obj = _sanitized(obj)
+                yield lineno, obj
+
+    def read_json(self, path: str, outcome: LegacyOutcome) -> dict[str, Any] | None:
+        """The JSON object in ``path``, or None (counted bad) when it is not one."""
+        try:
+            with open(path, "rb") as fh:
+                obj = json.loads(fh.read(8 * 1024 * 1024).decode("utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            outcome.bad(path, None, f"not readable as JSON: {exc}")
+            return None
+        if not isinstance(obj, dict):
+            outcome.bad(path, None, f"a JSON {type(obj).__name__}, not an object")
+            return None
+        return obj
+
+
+def _sanitized(value: Any) -> Any:
+    """``value`` with every lone surrogate in its strings (keys included) replaced by U+FFFD."""
+    from agent_link_core.envelope import sanitize_text
+
+    if isinstance(value, str):
+        return sanitize_text(value)
+    if isinstance(value, list):
+        return [_sanitized(v) for v in value]
+    if isinstance(value, dict):
+        return {sanitize_text(k): _sanitized(v) for k, v in value.items()}
+    return value
+
+
+def existing(paths: list[str]) -> list[str]:
+    """The regular files among ``paths``, in order, each once."""
+    seen: list[str] = []
+    for path in paths:
+        if path not in seen and os.path.isfile(path):
+            seen.append(path)
+    return seen
+
+
+# -- the mailbox ---------------------------------------------------------------------------
+
+
+class MailboxImporter(LegacyImporter):
+    """The original's JSONL mailbox: messages with their delivery, resolution and reminders.
+
+    :param name: the importer's name (``mailbox`` for the core's; a plugin adding older
+        paths registers its own instance under another name).
+    :param paths: ``ctx -> [path, ...]`` of the mailbox files it reads.
+    :param order: see :attr:`LegacyImporter.order`.
+
+    Folding follows the original (docs/legacy.md): messages by id, the first copy wins;
+    ``delivered``/``released``/``acknowledged``/``resolved``/``reminded`` events in file
+    order; reminder claim files beside the mailbox add reminders the events lack. Rows are
+    written straight into the core's tables, without events to observers: importing is not
+    sending, so no receipt or push follows.
+    """
+
+    def __init__(self, name: str, paths: Callable[[LegacyContext], list[str]], order: int = 50) -> None:
+        self.name = name
+        self.order = order
+        self._paths = paths
+
+    def paths(self, ctx: LegacyContext) -> list[str]:
+        return self._paths(ctx)
+
+    def run(self, ctx: LegacyContext, outcome: LegacyOutcome) -> None:
+        for path in existing(self.paths(ctx)):
+            try:
+                self._import_file(ctx, path, outcome)
+            except OSError as exc:
+                outcome.bad(path, None, f"cannot be read: {exc.strerror or exc}")
+                continue
+            outcome.files.append(path)
+
+    def _import_file(self, ctx: LegacyContext, path: str, outcome: LegacyOutcome) -> None:
+        conn = ctx.conn
+        rows: dict[str, dict[str, Any]] = {}
+        seen: set[str] = set()
+        events: list[tuple[int, dict[str, Any]]] = []
+        for lineno, obj in ctx.read_jsonl(path, outcome):
+            kind = obj.get("type")
+            if kind == "message":
+                try:
+                    row = message_row(ctx, obj)
+                except ValueError as exc:
+                    outcome.bad(path, lineno, str(exc))
+                    continue
+                if row["id"] in seen or row["id"] in ctx.new_messages:
+                    outcome.count("duplicateLines")  # the first copy wins
+                    continue
+                seen.add(row["id"])
+                if conn.execute("SELECT 1 FROM messages WHERE id = ?", (row["id"],)).fetchone():
+                    outcome.present += 1
+                    continue
+                rows[row["id"]] = row
+            elif kind in ("delivered", "acknowledged", "released", "resolved", "reminded"):
+                events.append((lineno, obj))
+            else:
+                outcome.bad(path, lineno, f"unknown event type {kind!r}")
+        folded = {mid: _Fold(row) for mid, row in rows.items()}
+        for mid in ctx.new_messages:  # stored by an earlier file of this run: its events may be here
+            if mid not in folded:
+                stored = conn.execute("SELECT * FROM messages WHERE id = ?", (mid,)).fetchone()
+                if stored is not None:
+                    folded[mid] = _Fold(dict(stored), stored=True)
+        for lineno, obj in events:
+            event_mid = obj.get("messageId")
+            target = folded.get(event_mid) if isinstance(event_mid, str) else None
+            if target is None:
+                outcome.count("eventsSkipped")  # a message stored before this run, or never seen
+                continue
+            try:
+                target.apply(ctx, obj)
+            except ValueError as exc:
+                outcome.bad(path, lineno, str(exc))
+                continue
+            outcome.count("events")
+        _claim_reminders(path, folded)
+        for fold in folded.values():
+            try:
+                with ctx.app.store.write():  # a savepoint: a message SQLite refuses is left out alone
+                    fold.write(conn)
+            except (sqlite3.Error, ValueError) as exc:
+                outcome.bad(path, None, f"message {fold.row['id']} could not be stored: {exc}")
+                continue
+            if not fold.stored:
+                ctx.new_messages.add(fold.row["id"])
+                outcome.imported += 1
+
+
+def _ms(value: object) -> int | None:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value and abs(value) < 1e15 else None
+
+
+def message_row(ctx: LegacyContext, event: dict[str, Any]) -> dict[str, Any]:
+    """A ``messages`` row from the original's ``message`` event.
+
+    :raises ValueError: the message has no valid id, body or recipient (the line is bad).
+    """
+    import hashlib
+
+    msg = event.get("message")
+    if not isinstance(msg, dict):
+        raise ValueError("a message event without its message object")
+    mid = msg.get("id")
+    if not isinstance(mid, str) or not ULID_RE.fullmatch(mid):
+        raise ValueError(f"message id {mid!r} is not a ULID")
+    body = msg.get("body")
+    if not isinstance(body, str):
+        raise ValueError(f"message {mid} has no text body")
+    recipient = ctx.address(msg.get("to_session_id"), msg.get("to_session_kind"))
+    if recipient is None or recipient == EXTERNAL:
+        raise ValueError(f"message {mid}: recipient {msg.get('to_session_id')!r} is not a session agent-link can address")
+    sender = ctx.address(msg.get("from_session_id"), msg.get("from_session_kind")) or EXTERNAL
+    try:
+        meta = json.loads(msg["metadata_json"]) if isinstance(msg.get("metadata_json"), str) else {}
+    except ValueError:
+        meta = {}
+    meta = meta if isinstance(meta, dict) else {}
+    claimed = meta.get("sender", {}).get("source") if isinstance(meta.get("sender"), dict) else None
+    source = claimed if claimed in SENDER_SOURCES else "fallback"
+    meta["sender"] = {"source": source, "verified": source in RUNTIME_SOURCES and is_address(sender)}
+    meta["imported"] = {"from": "legacy-mailbox"}
+    role = meta.get("role") if isinstance(meta.get("role"), dict) else {}
+    to_addr = role["via"] if isinstance(role.get("via"), str) and role["via"].startswith("role:") and is_address(role["via"]) else recipient
+    anticipation = msg.get("anticipation") if msg.get("anticipation") in ANTICIPATIONS else "fyi"
+    sent_at = _ms(msg.get("sent_at"))
+    sent_at = sent_at if sent_at is not None else (_ms(event.get("at")) or 0)
+    reply_to = msg.get("reply_to_message_id") if isinstance(msg.get("reply_to_message_id"), str) else None
+    reply_by = _ms(msg.get("reply_by"))
+    blob = json.dumps([sender, to_addr, body, anticipation, reply_by, reply_to], ensure_ascii=False, sort_keys=True)
+    return {
+        "id": mid, "from_addr": sender, "from_source": source, "to_addr": to_addr, "recipient": recipient,
+        "body": body, "body_bytes": len(body.encode("utf-8", "surrogatepass")),
+        "content_hash": hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest(),
+        "metadata": meta, "sent_at": sent_at, "anticipation": anticipation, "reply_by": reply_by, "reply_to": reply_to,
+        "raw_to": msg.get("to_session_id"),
+    }
+
+
+class _Fold:
+    """One message's state while its events are applied (docs/legacy.md, folding)."""
+
+    def __init__(self, row: dict[str, Any], *, stored: bool = False) -> None:
+        self.row = row
+        self.stored = stored
+        self.deliveries: list[tuple[str | None, int]] = []
+        self.first_delivered_at = row.get("first_delivered_at")
+        self.delivered_at = row.get("delivered_at")
+        self.delivered_via = row.get("delivered_via")
+        self.acknowledged_at = row.get("acknowledged_at")
+        self.resolution: dict[str, Any] | None = None
+        self.reminders: dict[int, tuple[int, str | None, str | None]] = {}
+        self.events: list[tuple[str, int, str | None, str | None, dict[str, Any]]] = []
+
+    def apply(self, ctx: LegacyContext, event: dict[str, Any]) -> None:
+        kind = event["type"]
+        at = _ms(event.get("at"))
+        if at is None:
+            raise ValueError(f"{kind} event without a time")
+        to = ctx.address(event.get("to")) if event.get("to") is not None else None
+        if kind == "delivered":
+            via = event.get("via") if isinstance(event.get("via"), str) else "legacy"
+            self.deliveries.append((to, at))
+            self.delivered_at, self.delivered_via = at, via
+            if self.first_delivered_at is None:
+                self.first_delivered_at = at
+            self.events.append(("delivered", at, to or self.row["recipient"], via, {"imported": True}))
+        elif kind == "acknowledged":
+            self.acknowledged_at = at
+        elif kind == "released":
+            for i in range(len(self.deliveries) - 1, -1, -1):
+                if self.deliveries[i][0] == to:
+                    del self.deliveries[i]
+                    break
+            if not self.deliveries:
+                self.delivered_at = None
+                if not self.reminders:
+                    self.first_delivered_at = None
+            else:
+                self.delivered_at = self.deliveries[-1][1]
+            self.events.append(("released", at, to, None, {"imported": True}))
+        elif kind == "resolved":
+            # the first trusted resolution wins: a valid kind, by the stored recipient
+            if self.resolution is None and event.get("kind") in RESOLUTION_KINDS and event.get("by") == self.row.get("raw_to", event.get("by")):
+                by = ctx.address(event.get("byAddress")) or ctx.address(event.get("by")) or self.row["recipient"]
+                reply = event.get("replyMessageId") if isinstance(event.get("replyMessageId"), str) else None
+                self.resolution = {"kind": event["kind"], "by": by, "at": at, "late": 1 if event.get("late") is True else 0,
+                                   "reply": reply}
+                self.events.append(("resolved", at, by, None, {"kind": event["kind"], "imported": True}))
+        elif kind == "reminded":
+            n = event.get("n")
+            if isinstance(n, int) and not isinstance(n, bool) and n > 0 and n not in self.reminders:
+                self.reminders[n] = (at, event.get("via") if isinstance(event.get("via"), str) else None, to)
+
+    def write(self, conn: sqlite3.Connection) -> None:
+        r = self.row
+        mid = r["id"]
+        if not self.stored:
+            conn.execute(
+                "INSERT INTO messages (id, from_addr, from_source, to_addr, recipient, body, body_bytes, content_hash,"
+                " metadata, sent_at, anticipation, reply_by, reply_to, open) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)",
+                (mid, r["from_addr"], r["from_source"], r["to_addr"], r["recipient"], r["body"], r["body_bytes"],
+                 r["content_hash"], json.dumps(r["metadata"], ensure_ascii=False), r["sent_at"], r["anticipation"],
+                 r["reply_by"], r["reply_to"]),
+            )
+            conn.execute("INSERT INTO message_events (message_id, kind, at, actor, via, data) VALUES (?, 'sent', ?, ?, NULL, ?)",
+                         (mid, r["sent_at"], r["from_addr"], json.dumps({"to": r["recipient"], "imported": True})))
+        for kind, at, actor, via, data in self.events:
+            conn.execute("INSERT INTO message_events (message_id, kind, at, actor, via, data) VALUES (?, ?, ?, ?, ?, ?)",
+                         (mid, kind, at, actor, via, json.dumps(data)))
+        res = self.resolution
+        if res is not None:
+            conn.execute("INSERT OR IGNORE INTO resolutions (message_id, kind, by_addr, at, late, reason, reply_message_id)"
+                         " VALUES (?, ?, ?, ?, ?, NULL, ?)", (mid, res["kind"], res["by"], res["at"], res["late"], res["reply"]))
+        for n, (at, via, to) in sorted(self.reminders.items()):
+            conn.execute("INSERT OR IGNORE INTO reminders (message_id, n, at, via, to_addr) VALUES (?, ?, ?, ?, ?)",
+                         (mid, n, at, via, to or r["recipient"]))
+        resolved = conn.execute("SELECT 1 FROM resolutions WHERE message_id = ?", (mid,)).fetchone() is not None
+        delivered = self.delivered_at if self.delivered_at is not None else (res["at"] if res is not None else None)
+        first = self.first_delivered_at if self.first_delivered_at is not None else delivered
+        still_open = 0 if delivered is not None and (r["anticipation"] == "fyi" or resolved) else 1
+        conn.execute("UPDATE messages SET delivered_at = ?, first_delivered_at = ?, delivered_via = ?, acknowledged_at = ?,"
+                     " open = ? WHERE id = ?",
+                     (delivered, first, self.delivered_via if delivered is not None else None, self.acknowledged_at, still_open, mid))
+
+
+def _claim_reminders(mailbox_path: str, folded: dict[str, _Fold]) -> None:
+    """Reminders recorded only as claim files ``<mailbox>.claims/reminder-<id>-<n>`` (the
+    original's source of truth for them), at the file's mtime."""
+    import re
+
+    folder = mailbox_path + ".claims"
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        m = re.fullmatch(r"reminder-([0-9A-HJKMNP-TV-Z]{26})-(\d{1,3})", name)
+        fold = folded.get(m.group(1)) if m else None
+        if fold is None or m is None:
+            continue
+        n = int(m.group(2))
+        if n > 0 and n not in fold.reminders:
+            try:
+                at = int(os.stat(os.path.join(folder, name)).st_mtime * 1000)
+            except OSError:
+                continue
+            fold.reminders[n] = (at, None, None)
+
+
+def core_mailbox_paths(ctx: LegacyContext) -> list[str]:
+    """The original's own mailbox: ``<state dir>/mailbox.jsonl``."""
+    return [os.path.join(ctx.source_dir, "mailbox.jsonl")]
+
+
+# -- the driver ----------------------------------------------------------------------------
+
+
+class _DryRun(Exception):
+    """Rolls the whole import back after counting (``--dry-run``)."""
+
+
+def importers(app: App) -> list[tuple[str, LegacyImporter]]:
+    """``[(plugin, importer)]`` of every accepted importer, in run order."""
+    found = app.hooks.legacy_importers()
+    ordered = sorted(found.values(), key=lambda i: (i.order, i.name))
+    return [(app.hooks.owner("legacy importer", i.name) or "?", i) for i in ordered]
+
+
+def import_legacy(app: App, *, dry_run: bool = False, source_dir: str | None = None) -> dict[str, Any]:
+    """Import the original's state found in ``source_dir`` (default: the state dir).
+
+    :returns: ``{dryRun, sourceDir, importers: [LegacyOutcome.as_dict()], failed: [names],
+        totals: {imported, alreadyPresent, unreadable}}``.
+    :raises AgentLinkError: what the store raises (``state_busy``, ``state_io_error``).
+    """
+    source = os.path.abspath(os.path.expanduser(source_dir or app.config.state_dir))
+    plugged = importers(app)
+    outcomes: list[LegacyOutcome] = []
+    try:
+        with app.store.write() as conn:
+            ctx = LegacyContext(app, source, conn, [i for _, i in plugged], dry_run=dry_run)
+            for plugin, importer in plugged:
+                outcome = LegacyOutcome(importer.name)
+                outcomes.append(outcome)
+                try:
+                    with app.store.write():  # a savepoint: a failing importer is undone alone
+                        importer.run(ctx, outcome)
+                except Exception as exc:  # noqa: BLE001 - any failure is this importer's, reported
+                    outcome.error = f"{type(exc).__name__}: {exc}"[:300]
+                    outcome.notes.append(f"Nothing of this kind was imported (the {plugin} plugin's importer failed).")
+                    continue
+                if not dry_run:
+                    _record_files(conn, importer.name, outcome)
+            if dry_run:
+                raise _DryRun
+    except _DryRun:
+        pass
+    views = [o.as_dict() for o in outcomes]
+    return {
+        "dryRun": dry_run,
+        "sourceDir": source,
+        "importers": views,
+        "failed": [o.name for o in outcomes if o.error is not None],
+        "totals": {key: sum(v[key] for v in views) for key in ("imported", "alreadyPresent", "unreadable")},
+    }
+
+
+def _record_files(conn: sqlite3.Connection, name: str, outcome: LegacyOutcome) -> None:
+    counts = json.dumps({"imported": outcome.imported, "alreadyPresent": outcome.present, "unreadable": outcome.unreadable})
+    for path in outcome.files:
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        conn.execute("INSERT OR IGNORE INTO legacy_imports (importer, path, size, mtime_ns, imported_at, counts)"
+                     " VALUES (?, ?, ?, ?, ?, ?)", (name, path, st.st_size, st.st_mtime_ns, now_ms(), counts))
+
+
+def legacy_state(app: App) -> dict[str, Any]:
+    """Health's ``legacyState``: the original's files that exist and whether each is imported.
+
+    ``files[]``: ``{importer, path, bytes, imported, importedAt?, changedSinceImport}``;
+    ``pending``: files never imported or changed since (then ``hint`` names the command).
+    Cheap: a few ``stat`` calls and one query.
+    """
+    from agent_link_core.mailbox import iso
+
+    source = app.config.state_dir
+    try:
+        plugged = importers(app)
+    except Exception as exc:  # noqa: BLE001 - health reports, never raises
+        return {"error": f"{type(exc).__name__}: {exc}"[:200]}
+    ctx = LegacyContext(app, source, app.store.conn, [i for _, i in plugged])
+    files: list[dict[str, Any]] = []
+    for _, importer in plugged:
+        try:
+            paths = existing(importer.paths(ctx))
+        except Exception:  # noqa: BLE001 - one importer's failure leaves only its files out
+            continue
+        for path in paths:
+            try:
+                st = os.stat(path)
+                rows = app.store.conn.execute(
+                    "SELECT size, mtime_ns, imported_at FROM legacy_imports WHERE importer = ? AND path = ?"
+                    " ORDER BY imported_at DESC", (importer.name, path)).fetchall()
+            except Exception:  # noqa: BLE001 - a missing table (read-only db) or a vanished file
+                rows, st = [], None
+            if st is None:
+                continue
+            same = [r for r in rows if r["size"] == st.st_size and r["mtime_ns"] == st.st_mtime_ns]
+            entry: dict[str, Any] = {"importer": importer.name, "path": path, "bytes": st.st_size, "imported": bool(same),
+                                     "changedSinceImport": bool(rows) and not same}
+            if rows:
+                entry["importedAt"] = iso(rows[0]["imported_at"])
+            files.append(entry)
+    pending = [f["path"] for f in files if not f["imported"]]
+    out: dict[str, Any] = {"sourceDir": source, "files": files, "pending": len(pending)}
+    if pending:
+        out["hint"] = "Run `agent-link import-legacy --dry-run`, then `agent-link import-legacy`, to fold them into the database."
+    return out
