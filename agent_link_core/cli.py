@@ -53,7 +53,7 @@ def get_app(ctx: click.Context) -> App:
     root = ctx.find_root()
     if "app" not in root.meta:
         try:
-            root.meta["app"] = App.create()
+            root.meta["app"] = App.create(read_only_ok=True) if root.meta.get("read_only_ok") else App.create()
         except AgentLinkError as exc:
             fail(exc)
         root.call_on_close(root.meta["app"].close)
@@ -190,6 +190,8 @@ class AgentLinkGroup(click.Group):
         # so they load for every command but the two that must start fast on their own and
         # ``config``, which reads the plugins' settings itself and must open no database
         # (it may be about to say where the database lives).
+        if cmd_name == "health":  # health reports what it can read in a state dir it cannot write
+            ctx.find_root().meta["read_only_ok"] = True
         if cmd_name not in self.commands or cmd_name not in ("mcp", "hook", "config"):
             self._load_plugin_commands(ctx)
         command = super().get_command(ctx, cmd_name)
@@ -240,7 +242,7 @@ def build_cli() -> click.Group:
     @click.pass_context
     def health(ctx: click.Context, as_json: bool, ndjson: bool) -> None:
         """Show whether agent-link works here and what it sees (exit 1 when the database
-        refuses writes: damaged, replaced)."""
+        refuses writes: damaged, replaced, or a state dir this user cannot write)."""
         data = get_app(ctx).health()
         emit(data, as_json, _print_health, ndjson)
         if not data["database"].get("ok", True):
@@ -346,17 +348,38 @@ def build_cli() -> click.Group:
     @click.option("--limit", type=click.IntRange(1, 100), default=20, show_default=True)
     @click.option("--peek", is_flag=True, help="Do not mark the messages delivered.")
     @click.option("--all", "all_mail", is_flag=True, help="Also list messages already read or resolved (newest first).")
+    @click.option("--message-id", "message_id", help="Read this one message in pages (one too large for one read).")
+    @click.option("--offset", type=click.IntRange(0, 1_000_000), help="With --message-id: where the page starts (characters).")
     @envelope_opt
     @json_opt
     @ndjson_opt
     @click.pass_context
-    def inbox(ctx: click.Context, as_address: str | None, limit: int, peek: bool, all_mail: bool, show_envelope: bool,
-              as_json: bool, ndjson: bool) -> None:
-        """Read the messages other agents sent to this session (open ones; --all: every one)."""
+    def inbox(ctx: click.Context, as_address: str | None, limit: int, peek: bool, all_mail: bool, message_id: str | None,
+              offset: int | None, show_envelope: bool, as_json: bool, ndjson: bool) -> None:
+        """Read the messages other agents sent to this session (open ones; --all: every one).
+
+        One read returns what fits AGENT_LINK_READ_BYTES (or the calling host's own limit);
+        a message larger than that comes in pages: follow the printed --offset.
+        """
+        from agent_link_core import budget
+        from agent_link_core.cli_text import terminal_safe
+
+        if offset is not None and message_id is None:
+            raise click.UsageError("--offset needs --message-id")
+        if message_id is not None and all_mail:
+            raise click.UsageError("choose one of --message-id and --all")
         app = get_app(ctx)
         caller = as_caller(app, as_address)
         try:
-            data = app.inbox(caller, limit=limit, mark=not peek)
+            if all_mail:
+                data = app.inbox(caller, limit=limit, mark=not peek)
+            else:
+                app.require_caller(caller)
+                mark, warnings = app.begin_inbox_read(caller, not peek)
+                data = budget.inbox(app, caller, budget.caller_budget(app, caller), limit=limit, mark=mark,
+                                    include_open=True, message_id=message_id, offset=offset or 0)
+                if warnings:
+                    data["warnings"] = warnings
             if all_mail:
                 rows = app.store.conn.execute(
                     "SELECT * FROM messages WHERE recipient = ? ORDER BY sent_at DESC, id DESC LIMIT ?", (caller.address, limit)
@@ -367,10 +390,21 @@ def build_cli() -> click.Group:
             fail(exc)
 
         def human(d: dict[str, Any]) -> None:
+            page = d.get("page")
+            if page is not None:  # one message too large for one read: a part of its envelope
+                end = page["nextOffset"] if page["nextOffset"] is not None else page["totalChars"]
+                click.echo(f"message {page['messageId']}, characters {page['offset']}-{end} of {page['totalChars']} of its envelope:")
+                click.echo(terminal_safe(d["renderedBlock"]))
+                if page["nextOffset"] is not None:
+                    who = f" --as {d['address']}" if as_address else ""
+                    click.echo(f"Read on with: agent-link inbox{who} --message-id {page['messageId']} --offset {page['nextOffset']}")
+                return
             if not d["messages"]:
                 click.echo(f"No {'' if all_mail else 'open '}messages for {d['address']}.")
                 return
             print_messages(app, d["messages"], show_envelope)
+            if d.get("more"):
+                click.echo(f"{d['remainingCount']} more message(s) wait: run agent-link inbox again.")
             click.echo("Answer one with: agent-link reply MESSAGE_ID TEXT [--decline | --done]")
 
         emit(data, as_json, human, ndjson)

@@ -169,6 +169,33 @@ def content_hash(
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+#: The fields that define a message (:func:`content_hash`), by the tool argument that sets
+#: each: ``(field, stored row column)``; the ``metadata["fingerprint"]`` keys come after.
+IDENTITY_FIELDS = (
+    ("from", "from_addr"), ("to", "to_addr"), ("message", "body"), ("anticipation", "anticipation"),
+    ("replyBy", "reply_by"), ("replyToMessageId", "reply_to"),
+)
+
+
+def differing_fields(row: sqlite3.Row, msg: OutgoingMessage) -> list[str]:
+    """Which fields of ``msg`` differ from the stored message ``row`` with the same id: names
+    of :data:`IDENTITY_FIELDS`, then fingerprint keys (``ttlMs``, ``correlationId``,
+    ``senderProject``, ``senderLabel``, ...), in that order. Values are not returned: the
+    stored message may be someone else's."""
+    given = {"from": msg.sender.address, "to": msg.to, "message": msg.body, "anticipation": msg.anticipation,
+             "replyBy": msg.reply_by_ms, "replyToMessageId": msg.reply_to}
+    out = [name for name, column in IDENTITY_FIELDS if row[column] != given[name]]
+    try:
+        stored_meta = json.loads(row["metadata"] or "{}")
+    except (ValueError, RecursionError):
+        stored_meta = {}
+    before = stored_meta.get("fingerprint") if isinstance(stored_meta, dict) else None
+    before = before if isinstance(before, dict) else {}
+    after = msg.metadata.get("fingerprint") or {}
+    out += [key for key in sorted(set(before) | set(after)) if before.get(key) != after.get(key)]
+    return out
+
+
 class MessageState:
     """The computed view of one message at a moment (nothing here is stored as such).
 
@@ -558,7 +585,8 @@ class Mailbox:
         :param result: the send's result fields, handed to observers of the ``sent`` event.
         :returns: ``(row, created)``; ``created`` is False for an identical resend.
         :raises AgentLinkError: ``invalid_arguments`` (rule ``idempotency``) when the id
-            exists with different content.
+            exists with different content; ``details.differs`` and the message name the
+            differing fields (:func:`differing_fields`).
         """
         digest = content_hash(msg.sender.address, msg.to, msg.body, msg.anticipation, msg.reply_by_ms, msg.reply_to,
                               msg.metadata.get("fingerprint"))
@@ -571,10 +599,12 @@ class Mailbox:
             existing = conn.execute("SELECT * FROM messages WHERE id = ?", (msg.id,)).fetchone()
             if existing is not None:
                 if existing["content_hash"] != digest:
+                    differs = differing_fields(existing, msg)
+                    what = f"its {', '.join(differs)} {'differs' if len(differs) == 1 else 'differ'}" if differs else "its content differs"
                     raise invalid_arguments(
                         [{"path": "messageId", "rule": "idempotency", "expected": "the same content as the first send with this id"}],
-                        f"Message id {msg.id} was already used for a different message (text, target, labels,"
-                        " TTL, correlation id or sender metadata differ).",
+                        f"Message id {msg.id} was already used for a different message: {what}.",
+                        differs=differs,
                     )
                 return existing, False
             row = self._insert_row(conn, msg, at, digest, meta)
