@@ -87,7 +87,8 @@ class App:
     :param env: the environment the process runs in (identity, host detection).
     """
 
-    def __init__(self, config: Config, hooks: Hooks, report: PluginReport, env: Mapping[str, str]) -> None:
+    def __init__(self, config: Config, hooks: Hooks, report: PluginReport, env: Mapping[str, str],
+                 read_only_ok: bool = False) -> None:
         self.config = config
         self.hooks = hooks
         self.plugin_report = report
@@ -98,10 +99,16 @@ class App:
             hooks.report = report
         hooks.boundary.sink = partial(problem_log.append, config.state_dir)
         self.harnesses: dict[str, Harness] = dict(hooks.harnesses())
+        #: why this App only reads (its state dir is not writable), else None: see ``read_only_ok``
+        self.read_only: AgentLinkError | None = None
         try:
             self.store = self._open_store(config.db_path, hooks.migrations())
         except AgentLinkError as exc:
-            raise _name_the_setting(exc, config) from exc
+            state_dir = os.path.dirname(os.path.abspath(config.db_path))
+            if not read_only_ok or os.access(state_dir, os.W_OK | os.X_OK) or not os.path.isfile(config.db_path):
+                raise _name_the_setting(exc, config) from exc
+            self.store = Store.open_read_only(config.db_path)
+            self.read_only = read_only_error(state_dir)
         self.mailbox = Mailbox(self.store, config, hooks)
         # "reply:<message id>" / "from:<address>" -> waits running in this process, so push
         # loops can leave a message to the wait that is about to return it.
@@ -138,9 +145,13 @@ class App:
         return store
 
     @classmethod
-    def create(cls, env: Mapping[str, str] | None = None, extra_plugins: tuple[Any, ...] = ()) -> App:
+    def create(cls, env: Mapping[str, str] | None = None, extra_plugins: tuple[Any, ...] = (),
+               read_only_ok: bool = False) -> App:
         """Load plugins and settings and open the database.
 
+        :param read_only_ok: when the database exists but its state dir is not writable, open it
+            read-only instead of failing (``health``: report what can be read); ``read_only``
+            then holds the refusal, and every write fails.
         :raises AgentLinkError: ``invalid_arguments`` for a bad setting (naming the
             variable), ``state_io_error`` when the state dir or database is unusable.
         """
@@ -152,7 +163,7 @@ class App:
         configure_logging(config)
         if config.get("AGENT_LINK_DEBUG"):
             trace_hook_calls(pm, log.debug)
-        return cls(config, hooks, report, env)
+        return cls(config, hooks, report, env, read_only_ok)
 
     async def aclose(self) -> None:
         """Shut the harnesses down (each failure logged), then close the database."""
@@ -461,7 +472,7 @@ class App:
         scheme = address_scheme(recipient)
         if scheme in self.harnesses or scheme == "role" or not is_address(recipient) or presence.seen(self.store, recipient):
             return None
-        warning = presence.unseen_warning(self.store, recipient)
+        warning = presence.unseen_warning(self.store, recipient, set(self.harnesses))
         if require_known:
             close = warning["details"]["suggestions"]
             raise AgentLinkError(
@@ -622,24 +633,32 @@ class App:
 
     # -- reading -----------------------------------------------------------------------
 
-    def inbox(self, caller: Caller, *, limit: int = 20, mark: bool = True, include_open: bool = True) -> dict[str, Any]:
-        """The caller's open mail with envelopes; marks returned undelivered rows delivered."""
-        self.require_caller(caller)
+    def begin_inbox_read(self, caller: Caller, mark: bool) -> tuple[bool, list[dict[str, Any]]]:
+        """What every inbox read does first: note the caller's presence (a read that marks), and
+        switch marking off, with a warning, when the database refuses writes (damaged, replaced).
+
+        :returns: ``(mark, warnings)``: whether the read may mark, and the warnings to report.
+        """
         from agent_link_core import presence
 
-        warnings = []
         refusal = self.store.damage() or self.store.replaced() if mark else None
         if mark and refusal is None:
             # Only a read that writes anyway notes presence: a peek never waits for a writer.
             try:
                 presence.record(self.store, caller.address, "inbox")
             except AgentLinkError:
-                pass  # busy: the marking below reports it; presence is a hint
-        if refusal is not None:
-            # Reads go on where they can: nothing is marked delivered in a file that refuses writes.
-            mark = False
-            warnings.append({"code": refusal.code, "message": refusal.message + " Nothing was marked delivered.",
-                             "details": refusal.details, "hint": refusal.hint})
+                pass  # busy: the marking reports it; presence is a hint
+            return True, []
+        if refusal is None:
+            return mark, []
+        # Reads go on where they can: nothing is marked delivered in a file that refuses writes.
+        return False, [{"code": refusal.code, "message": refusal.message + " Nothing was marked delivered.",
+                        "details": refusal.details, "hint": refusal.hint}]
+
+    def inbox(self, caller: Caller, *, limit: int = 20, mark: bool = True, include_open: bool = True) -> dict[str, Any]:
+        """The caller's open mail with envelopes; marks returned undelivered rows delivered."""
+        self.require_caller(caller)
+        mark, warnings = self.begin_inbox_read(caller, mark)
         rows, marked = self.mailbox.drain(caller.address, limit, mark=mark, include_open=include_open)
         views = []
         envelopes = []
@@ -884,9 +903,11 @@ class App:
                 "source": self.config.sources["AGENT_LINK_STATE_DIR"],
                 "exists": os.path.isdir(self.config.state_dir),
                 "private": _private(self.config.state_dir),
+                "writable": os.access(self.config.state_dir, os.W_OK | os.X_OK),
             },
             # ok, integrity, walBytes, walLimitBytes, and the refusal with its recovery step when not ok.
-            "database": {"path": self.config.db_path, "pendingForCaller": pending, **self.store.check_health()},
+            "database": {"path": self.config.db_path, "pendingForCaller": pending, **self.store.check_health(),
+                         **({"ok": False, "readOnly": True, "problem": self.read_only.to_dict()} if self.read_only else {})},
             "env": self.config.env_report(),
             "settings": {
                 "file": self.config.settings_file,
@@ -1006,6 +1027,17 @@ def configure_logging(config: Config) -> None:
     handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"))
     logger.addHandler(handler)
     logger.setLevel(LOG_LEVELS[level_name])
+
+
+def read_only_error(state_dir: str) -> AgentLinkError:
+    """The refusal of a state dir this process can read but not write (``health`` reports it)."""
+    return AgentLinkError(
+        "state_io_error",
+        f"The state dir {state_dir} is not writable: mail can be read, but nothing can be sent, marked read or recorded.",
+        {"path": ".", "errno": "EACCES", "reason": "read_only"},
+        hint=f"Make it writable for this user (`chmod u+w {shlex.quote(state_dir)}`, or remount it read-write), "
+             "or point AGENT_LINK_STATE_DIR at a writable directory.",
+    )
 
 
 def _name_the_setting(exc: AgentLinkError, config: Config) -> AgentLinkError:

@@ -44,9 +44,19 @@ def fits(result: dict[str, Any], budget: OutputBudget, messages: int) -> bool:
     return result_bytes(result, budget) + RESERVE_BYTES + PER_MESSAGE_RESERVE_BYTES * messages <= budget.tool_result_bytes
 
 
+def caller_budget(app: App, caller: Caller) -> OutputBudget:
+    """What one read of ``caller`` may return: the budget its host's harness declares, else
+    ``AGENT_LINK_READ_BYTES`` of compact JSON (a plain address, a host with no measured limit,
+    the CLI). Unknown clients cut long results too, so no read is unbounded."""
+    harness = app.harnesses.get(caller.host or "")
+    declared = harness.output_budget if harness is not None else None
+    return declared if declared is not None else OutputBudget(tool_result_bytes=int(app.config.get("AGENT_LINK_READ_BYTES")))
+
+
 def inbox(app: App, caller: Caller, budget: OutputBudget | None, *, limit: int, mark: bool, include_open: bool,
           message_id: str | None = None, offset: int = 0) -> dict[str, Any]:
-    """An inbox read cut to ``budget`` (None: everything up to ``limit``).
+    """An inbox read cut to ``budget`` (None: everything up to ``limit``; tools and the CLI pass
+    :func:`caller_budget`).
 
     :param message_id: read this message's envelope from ``offset`` (characters) instead: a
         page as large as fits; the message is marked delivered (with ``mark``) when the page

@@ -53,7 +53,7 @@ def get_app(ctx: click.Context) -> App:
     root = ctx.find_root()
     if "app" not in root.meta:
         try:
-            root.meta["app"] = App.create()
+            root.meta["app"] = App.create(read_only_ok=True) if root.meta.get("read_only_ok") else App.create()
         except AgentLinkError as exc:
             fail(exc)
         root.call_on_close(root.meta["app"].close)
@@ -190,6 +190,8 @@ class AgentLinkGroup(click.Group):
         # so they load for every command but the two that must start fast on their own and
         # ``config``, which reads the plugins' settings itself and must open no database
         # (it may be about to say where the database lives).
+        if cmd_name == "health":  # health reports what it can read in a state dir it cannot write
+            ctx.find_root().meta["read_only_ok"] = True
         if cmd_name not in self.commands or cmd_name not in ("mcp", "hook", "config"):
             self._load_plugin_commands(ctx)
         command = super().get_command(ctx, cmd_name)
@@ -240,7 +242,7 @@ def build_cli() -> click.Group:
     @click.pass_context
     def health(ctx: click.Context, as_json: bool, ndjson: bool) -> None:
         """Show whether agent-link works here and what it sees (exit 1 when the database
-        refuses writes: damaged, replaced)."""
+        refuses writes: damaged, replaced, or a state dir this user cannot write)."""
         data = get_app(ctx).health()
         emit(data, as_json, _print_health, ndjson)
         if not data["database"].get("ok", True):
@@ -285,7 +287,10 @@ def build_cli() -> click.Group:
         f.__agent_link_sender_options__ = True
         return f
 
-    def who_am_i(app: App, from_address: str | None, named: dict[str, Any]) -> Any:
+    def who_am_i(app: App, from_address: str | None, named: dict[str, Any], *, reading: bool = False) -> Any:
+        """The caller a command acts as: ``--from`` / a harness's sender options, else the
+        current session. With ``reading`` (the command shows mail) a named reader must be
+        proved, as ``--as`` is (:func:`agent_link_core.identity.prove_reader`)."""
         from agent_link_core import api
 
         if from_address is not None and not from_address.strip():
@@ -300,13 +305,20 @@ def build_cli() -> click.Group:
                 raise click.UsageError(f"{option.flag} needs {option.requires}")
             given[option.key] = value
         try:
-            return api.sender(app, explicit=from_address, named=given or None)
+            me = api.sender(app, explicit=from_address, named=given or None)
         except AgentLinkError as exc:
             fail(exc)
+        if reading and (from_address is not None or given):
+            from agent_link_core.identity import prove_reader
+
+            run_async(prove_reader(app, me.address))
+        return me
 
     def as_caller(app: App, as_address: str | None) -> Any:
-        """``--as ADDRESS`` (checked) or the current session."""
+        """``--as ADDRESS`` (checked, and proved: only that address itself or a process with
+        ``AGENT_LINK_INSPECT_ALL`` reads as it) or the current session."""
         from agent_link_core.cli_text import address_error
+        from agent_link_core.identity import prove_reader
         from agent_link_core.model import Caller, address_scheme
 
         if as_address is None:
@@ -314,6 +326,7 @@ def build_cli() -> click.Group:
         problem = address_error(as_address, "as")
         if problem is not None:
             fail(problem)
+        run_async(prove_reader(app, as_address))
         return Caller(as_address, "cli", address_scheme(as_address))
 
     def print_messages(app: App, views: list[dict[str, Any]], show_envelope: bool) -> None:
@@ -335,17 +348,38 @@ def build_cli() -> click.Group:
     @click.option("--limit", type=click.IntRange(1, 100), default=20, show_default=True)
     @click.option("--peek", is_flag=True, help="Do not mark the messages delivered.")
     @click.option("--all", "all_mail", is_flag=True, help="Also list messages already read or resolved (newest first).")
+    @click.option("--message-id", "message_id", help="Read this one message in pages (one too large for one read).")
+    @click.option("--offset", type=click.IntRange(0, 1_000_000), help="With --message-id: where the page starts (characters).")
     @envelope_opt
     @json_opt
     @ndjson_opt
     @click.pass_context
-    def inbox(ctx: click.Context, as_address: str | None, limit: int, peek: bool, all_mail: bool, show_envelope: bool,
-              as_json: bool, ndjson: bool) -> None:
-        """Read the messages other agents sent to this session (open ones; --all: every one)."""
+    def inbox(ctx: click.Context, as_address: str | None, limit: int, peek: bool, all_mail: bool, message_id: str | None,
+              offset: int | None, show_envelope: bool, as_json: bool, ndjson: bool) -> None:
+        """Read the messages other agents sent to this session (open ones; --all: every one).
+
+        One read returns what fits AGENT_LINK_READ_BYTES (or the calling host's own limit);
+        a message larger than that comes in pages: follow the printed --offset.
+        """
+        from agent_link_core import budget
+        from agent_link_core.cli_text import terminal_safe
+
+        if offset is not None and message_id is None:
+            raise click.UsageError("--offset needs --message-id")
+        if message_id is not None and all_mail:
+            raise click.UsageError("choose one of --message-id and --all")
         app = get_app(ctx)
         caller = as_caller(app, as_address)
         try:
-            data = app.inbox(caller, limit=limit, mark=not peek)
+            if all_mail:
+                data = app.inbox(caller, limit=limit, mark=not peek)
+            else:
+                app.require_caller(caller)
+                mark, warnings = app.begin_inbox_read(caller, not peek)
+                data = budget.inbox(app, caller, budget.caller_budget(app, caller), limit=limit, mark=mark,
+                                    include_open=True, message_id=message_id, offset=offset or 0)
+                if warnings:
+                    data["warnings"] = warnings
             if all_mail:
                 rows = app.store.conn.execute(
                     "SELECT * FROM messages WHERE recipient = ? ORDER BY sent_at DESC, id DESC LIMIT ?", (caller.address, limit)
@@ -356,10 +390,21 @@ def build_cli() -> click.Group:
             fail(exc)
 
         def human(d: dict[str, Any]) -> None:
+            page = d.get("page")
+            if page is not None:  # one message too large for one read: a part of its envelope
+                end = page["nextOffset"] if page["nextOffset"] is not None else page["totalChars"]
+                click.echo(f"message {page['messageId']}, characters {page['offset']}-{end} of {page['totalChars']} of its envelope:")
+                click.echo(terminal_safe(d["renderedBlock"]))
+                if page["nextOffset"] is not None:
+                    who = f" --as {d['address']}" if as_address else ""
+                    click.echo(f"Read on with: agent-link inbox{who} --message-id {page['messageId']} --offset {page['nextOffset']}")
+                return
             if not d["messages"]:
                 click.echo(f"No {'' if all_mail else 'open '}messages for {d['address']}.")
                 return
             print_messages(app, d["messages"], show_envelope)
+            if d.get("more"):
+                click.echo(f"{d['remainingCount']} more message(s) wait: run agent-link inbox again.")
             click.echo("Answer one with: agent-link reply MESSAGE_ID TEXT [--decline | --done]")
 
         emit(data, as_json, human, ndjson)
@@ -577,7 +622,7 @@ def build_cli() -> click.Group:
                **named: Any) -> None:
         """Show delivery, status and reminders of a message you sent or received."""
         app = get_app(ctx)
-        me = who_am_i(app, from_address, named)
+        me = who_am_i(app, from_address, named, reading=True)
         try:
             data = app.status(me, message_id)
             if data["delivery"] == "accepted" and run_async(app.refresh_delivery(data["messageId"])):
@@ -599,7 +644,7 @@ def build_cli() -> click.Group:
              as_json: bool, ndjson: bool, **named: Any) -> None:
         """Wait up to --timeout-ms for the resolution of MESSAGE_ID (exit 6 on timeout)."""
         app = get_app(ctx)
-        me = who_am_i(app, from_address, named)
+        me = who_am_i(app, from_address, named, reading=True)
         data = wait_all(app, me, message_id, timeout_ms)
         emit(data, as_json, lambda d: print_wait(app, d, show_envelope), ndjson)
         if data["outcome"] == "timeout":
@@ -722,7 +767,7 @@ def build_cli() -> click.Group:
         QUERY: words (all must match), "exact phrases", OR, NOT, parentheses, prefix*.
         """
         app = get_app(ctx)
-        me = who_am_i(app, from_address, named)
+        me = who_am_i(app, from_address, named, reading=True)
         try:
             data = app.search(me, query, from_address=sent_by, to_address=sent_to, since=since, until=until,
                               status=status, limit=limit, cursor=cursor)
@@ -754,7 +799,7 @@ def build_cli() -> click.Group:
         """Show a message you sent or received, read or not (--thread: its conversation, oldest
         first); --envelope shows what a model sees."""
         app = get_app(ctx)
-        me = who_am_i(app, from_address, named)
+        me = who_am_i(app, from_address, named, reading=True)
         try:
             data = app.conversation(me, message_id)
         except AgentLinkError as exc:

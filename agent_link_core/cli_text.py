@@ -24,7 +24,7 @@ FIELD_NAMES = {
     "to": "TARGET", "message": "TEXT", "messageId": "MESSAGE_ID", "correlationId": "--correlation-id",
     "as": "--as", "query": "QUERY", "cursor": "--cursor", "senderProject": "--from-project", "senderLabel": "--label",
 }
-COMMAND_FIELDS = {"send": {"messageId": "--message-id"}}
+COMMAND_FIELDS = {"send": {"messageId": "--message-id"}, "inbox": {"messageId": "--message-id"}}
 # MCP tool -> the command a person runs for the same thing.
 TOOL_COMMANDS = {
     "read_agent_link_inbox": "`agent-link inbox`", "agent_link_mailbox_inspect": "`agent-link inbox --all`",

@@ -98,6 +98,9 @@ CORE_SETTINGS: tuple[Setting, ...] = (
             doc="longest a wait runs in one tool call when the client sent no progress token (its tool-call timeout)"),
     Setting("AGENT_LINK_WAIT_PROGRESS_MS", "int", 10000, minimum=1000, maximum=60000,
             doc="interval of the progress notifications a wait sends when the client sent a progress token"),
+    Setting("AGENT_LINK_READ_BYTES", "int", 40000, minimum=2000, maximum=4_000_000,
+            doc="bytes one inbox read returns when the caller's host declares no limit (plain addresses, the CLI); "
+                "a larger message comes in pages"),
 )
 
 

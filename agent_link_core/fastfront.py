@@ -31,6 +31,8 @@ import os
 import sys
 import threading
 
+from agent_link_core.json_files import read_json_object
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -134,12 +136,8 @@ def cache_path(env: Mapping[str, str] | None = None) -> str:
 def load_answers(path: str) -> dict[str, Any] | None:
     """The cached answers in ``path`` (``{cache key: response}``), or None when absent or
     unreadable."""
-    try:
-        with open(path, "rb") as handle:
-            data = json.loads(handle.read())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT or not isinstance(data.get("answers"), dict):
+    data = read_json_object(path)
+    if data is None or data.get("format") != CACHE_FORMAT or not isinstance(data.get("answers"), dict):
         return None
     return data["answers"]
 

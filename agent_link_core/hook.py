@@ -26,6 +26,7 @@ import sys
 
 from agent_link_core.config import load_config
 from agent_link_core.envelope import pending_notice
+from agent_link_core.errors import AgentLinkError
 from agent_link_core.mailbox import Mailbox
 from agent_link_core.addresses import is_address
 from agent_link_core.prompt_hooks import HARNESS_RE, adapter_module
@@ -34,6 +35,10 @@ from agent_link_core.store import Store, ensure_private_dir, now_ms
 
 EVENT_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 MAX_STDIN_BYTES = 4 * 1024 * 1024
+#: the longest (ms) a statement of the hook waits for another process's lock: a host runs the
+#: hook on every prompt and waits for it, so the hook never takes the usual busy wait.
+#: Writes do not wait at all (see :class:`HookContext`).
+HOOK_BUSY_TIMEOUT_MS = 200
 
 TYPE_CHECKING = False  # keep typing out of the fast path
 if TYPE_CHECKING:
@@ -44,6 +49,14 @@ if TYPE_CHECKING:
 
 class HookContext:
     """Mailbox access for a host adapter, opened lazily (no mail = no database work).
+
+    The hook must never hold a host's prompt up for another process: reads wait at most
+    :data:`HOOK_BUSY_TIMEOUT_MS`, and the two writes it makes (claiming a reminder, claiming
+    the one stop block of an interval) never wait. While another process holds the write
+    lock they are skipped, not lost: the reminder stays due and unclaimed, and the next
+    prompt (or a harness's push) that gets the lock claims and shows it; the stop is not
+    blocked this time and the next stop tries again. The "you have mail" note is a read and
+    is shown either way.
 
     :param config: core settings (state dir, reminder limit and interval).
     """
@@ -58,7 +71,8 @@ class HookContext:
         """The mailbox, or None when no database exists yet (then there is no mail)."""
         if not self._opened:
             self._opened = True
-            store = Store.open_existing(self.config.db_path)
+            wait_ms = min(HOOK_BUSY_TIMEOUT_MS, int(self.config.get("AGENT_LINK_BUSY_TIMEOUT_MS")))
+            store = Store.open_existing(self.config.db_path, busy_timeout_ms=wait_ms)
             if store is not None:
                 self._mailbox = Mailbox(store, self.config)
         return self._mailbox
@@ -83,7 +97,7 @@ class HookContext:
         if box is None or not is_address(address):
             return None
         due = due_for(box, address)
-        claimed = due.claim(via) if due is not None else None
+        claimed = due.claim(via, wait=False) if due is not None else None  # busy: left for the next prompt
         return claimed.text() if claimed is not None else None
 
     def stop_block_reason(self, address: str, via: str, stop_hook_active: bool) -> str | None:
@@ -98,8 +112,13 @@ class HookContext:
         due = box.due_reminders(address)
         if not due or box.blocked_recently(address):
             return None
-        if not box.claim_nudge_block(address):
-            return None
+        try:
+            if not box.claim_nudge_block(address, wait=False):
+                return None
+        except AgentLinkError as exc:
+            if exc.code != "state_busy":
+                raise
+            return None  # another process writes: this stop is not blocked, the next one tries again
         return self.due_reminder_note(address, via)
 
     def heartbeat(self, host: str, event: str) -> None:

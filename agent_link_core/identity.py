@@ -65,3 +65,37 @@ async def prove_sender(app: App, caller: Caller) -> tuple[Caller, list[dict[str,
         "details": {"address": caller.address, "namedBy": caller.source, "reason": "no_such_session"},
     }
     return dataclasses.replace(caller, proven=False), [warning]
+
+
+async def prove_reader(app: App, address: str) -> None:
+    """Refuse to read the mail of ``address`` for a process that is not it.
+
+    The one read rule (:class:`~agent_link_core.mailbox.Visibility`) lets a reader see what
+    it sent or received. A command that names the reader itself (``--as``, or ``--from`` on
+    a read) could otherwise read anyone's mail, so naming an address is allowed only when
+    the machine's user turned ``AGENT_LINK_INSPECT_ALL`` on, or when this process already is
+    that address: the runtime names it (:meth:`App.caller`: the host's session variables or
+    ``AGENT_LINK_ADDRESS``) and the proof sends use (:func:`prove_sender`) does not find the
+    named session missing from its host.
+
+    :param app: the running application.
+    :param address: the address the command reads as (already checked to be well formed).
+    :raises AgentLinkError: ``permission_denied`` with ``details.reason`` ``not_proven``
+        (``details.address``, ``details.caller``).
+    """
+    if app.config.get("AGENT_LINK_INSPECT_ALL"):
+        return
+    me = app.caller()
+    if me.known and me.address == address:
+        _, warnings = await prove_sender(app, me)
+        if not warnings:
+            return
+        why = f"it is named by {me.source}, but {me.host or 'no host'} has no such session"
+    else:
+        why = f"this process is {me.address}" if me.known else "this process has no address of its own"
+    raise AgentLinkError(
+        "permission_denied", f"Only {address} may read its mail here: {why}.",
+        {"reason": "not_proven", "address": address, "caller": me.address},
+        hint=f"Run the command inside {address}'s session (or in a process whose AGENT_LINK_ADDRESS is {address}), "
+             "or have the machine's user set AGENT_LINK_INSPECT_ALL=1 to read every mailbox.",
+    )

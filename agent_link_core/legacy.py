@@ -234,6 +234,9 @@ class LegacyContext:
                 except (UnicodeDecodeError, ValueError) as exc:
                     outcome.bad(path, lineno, f"not JSON: {exc}")
                     continue
+                except RecursionError:  # not a ValueError: one line must not end the whole import
+                    outcome.bad(path, lineno, "not JSON: nested too deeply")
+                    continue
                 if not isinstance(obj, dict):
                     outcome.bad(path, lineno, f"a JSON {type(obj).__name__}, not an object")
                     continue
@@ -248,6 +251,9 @@ class LegacyContext:
                 obj = json.loads(fh.read(8 * 1024 * 1024).decode("utf-8"))
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             outcome.bad(path, None, f"not readable as JSON: {exc}")
+            return None
+        except RecursionError:
+            outcome.bad(path, None, "not readable as JSON: nested too deeply")
             return None
         if not isinstance(obj, dict):
             outcome.bad(path, None, f"a JSON {type(obj).__name__}, not an object")

@@ -169,6 +169,33 @@ def content_hash(
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+#: The fields that define a message (:func:`content_hash`), by the tool argument that sets
+#: each: ``(field, stored row column)``; the ``metadata["fingerprint"]`` keys come after.
+IDENTITY_FIELDS = (
+    ("from", "from_addr"), ("to", "to_addr"), ("message", "body"), ("anticipation", "anticipation"),
+    ("replyBy", "reply_by"), ("replyToMessageId", "reply_to"),
+)
+
+
+def differing_fields(row: sqlite3.Row, msg: OutgoingMessage) -> list[str]:
+    """Which fields of ``msg`` differ from the stored message ``row`` with the same id: names
+    of :data:`IDENTITY_FIELDS`, then fingerprint keys (``ttlMs``, ``correlationId``,
+    ``senderProject``, ``senderLabel``, ...), in that order. Values are not returned: the
+    stored message may be someone else's."""
+    given = {"from": msg.sender.address, "to": msg.to, "message": msg.body, "anticipation": msg.anticipation,
+             "replyBy": msg.reply_by_ms, "replyToMessageId": msg.reply_to}
+    out = [name for name, column in IDENTITY_FIELDS if row[column] != given[name]]
+    try:
+        stored_meta = json.loads(row["metadata"] or "{}")
+    except (ValueError, RecursionError):
+        stored_meta = {}
+    before = stored_meta.get("fingerprint") if isinstance(stored_meta, dict) else None
+    before = before if isinstance(before, dict) else {}
+    after = msg.metadata.get("fingerprint") or {}
+    out += [key for key in sorted(set(before) | set(after)) if before.get(key) != after.get(key)]
+    return out
+
+
 class MessageState:
     """The computed view of one message at a moment (nothing here is stored as such).
 
@@ -194,10 +221,10 @@ class Visibility:
 
     A reader with an address sees the messages it sent (``from_addr``) or that were
     addressed or handed to it (``to_addr``, ``recipient``); nothing else. ``everything``
-    sees all mail: an agent only when ``AGENT_LINK_INSPECT_ALL`` is on, and the machine's
-    own user on the token-protected web page. Build one with :meth:`Mailbox.visible_to`
-    (agents) or :meth:`Visibility.everything_for` (the page); use :meth:`sql` in queries and
-    :meth:`allows` on rows already read, so both apply the same rule.
+    sees all mail, only when ``AGENT_LINK_INSPECT_ALL`` is on (for agents, the CLI and the
+    web page's person alike). Build one with :meth:`Mailbox.visible_to`
+    (:meth:`Visibility.everything_for` for a reader already allowed everything); use
+    :meth:`sql` in queries and :meth:`allows` on rows already read, so both apply the same rule.
 
     :param address: the reader's address (None: an unidentified reader, who sees nothing).
     :param everything: True when the reader may see every message.
@@ -302,10 +329,18 @@ class Mailbox:
         return [{"seq": r["seq"], "kind": r["kind"], "at": iso(r["at"]), "actor": r["actor"], "via": r["via"],
                  "data": json.loads(r["data"] or "{}")} for r in rows]
 
-    def last_event_seq(self) -> int:
+    def last_event_seq(self, visibility: Visibility | None = None) -> int:
         """The newest audit event's sequence number (0 for none): it grows with every
-        committed message change, in any process, so readers can poll it to notice changes."""
-        return int(self.store.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM message_events").fetchone()[0])
+        committed message change, in any process, so readers can poll it to notice changes.
+
+        :param visibility: count only events of the messages this reader may see (a live
+            view announcing only its reader's changes); None: every event (cheapest).
+        """
+        if visibility is None or visibility.everything:
+            return int(self.store.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM message_events").fetchone()[0])
+        ids, params = visibility.ids_sql("m")
+        return int(self.store.conn.execute(
+            f"SELECT COALESCE(MAX(seq), 0) FROM message_events WHERE message_id IN ({ids})", params).fetchone()[0])
 
     def get_row(self, message_id: str) -> sqlite3.Row | None:
         """The stored message ``message_id`` (exact id), or None."""
@@ -491,9 +526,20 @@ class Mailbox:
             "SELECT 1 FROM message_events WHERE message_id = ? AND kind = ? LIMIT 1", (message_id, kind)
         ).fetchone() is not None
 
-    def recent_correspondents(self, scan: int) -> list[sqlite3.Row]:
+    def recent_correspondents(self, scan: int, visibility: Visibility | None = None) -> list[sqlite3.Row]:
         """``(address, at)`` rows of the senders and recipients of the newest ``scan`` sends,
-        each with its latest ``sent_at`` (epoch ms), newest first."""
+        each with its latest ``sent_at`` (epoch ms), newest first.
+
+        :param visibility: look only at the messages this reader may see; None: all.
+        """
+        if visibility is not None and not visibility.everything:
+            where, params = visibility.sql("messages")
+            return self.store.conn.execute(
+                f"WITH recent AS (SELECT from_addr, recipient, sent_at FROM messages WHERE {where}"
+                " ORDER BY sent_at DESC LIMIT ?) SELECT address, MAX(sent_at) AS at FROM (SELECT from_addr AS address,"
+                " sent_at FROM recent UNION ALL SELECT recipient, sent_at FROM recent) GROUP BY address ORDER BY at DESC",
+                [*params, scan],
+            ).fetchall()
         return self.store.conn.execute(
             "SELECT address, MAX(sent_at) AS at FROM (SELECT from_addr AS address, sent_at FROM messages"
             " UNION ALL SELECT recipient, sent_at FROM messages ORDER BY sent_at DESC LIMIT ?) GROUP BY address"
@@ -539,7 +585,8 @@ class Mailbox:
         :param result: the send's result fields, handed to observers of the ``sent`` event.
         :returns: ``(row, created)``; ``created`` is False for an identical resend.
         :raises AgentLinkError: ``invalid_arguments`` (rule ``idempotency``) when the id
-            exists with different content.
+            exists with different content; ``details.differs`` and the message name the
+            differing fields (:func:`differing_fields`).
         """
         digest = content_hash(msg.sender.address, msg.to, msg.body, msg.anticipation, msg.reply_by_ms, msg.reply_to,
                               msg.metadata.get("fingerprint"))
@@ -552,10 +599,12 @@ class Mailbox:
             existing = conn.execute("SELECT * FROM messages WHERE id = ?", (msg.id,)).fetchone()
             if existing is not None:
                 if existing["content_hash"] != digest:
+                    differs = differing_fields(existing, msg)
+                    what = f"its {', '.join(differs)} {'differs' if len(differs) == 1 else 'differ'}" if differs else "its content differs"
                     raise invalid_arguments(
                         [{"path": "messageId", "rule": "idempotency", "expected": "the same content as the first send with this id"}],
-                        f"Message id {msg.id} was already used for a different message (text, target, labels,"
-                        " TTL, correlation id or sender metadata differ).",
+                        f"Message id {msg.id} was already used for a different message: {what}.",
+                        differs=differs,
                     )
                 return existing, False
             row = self._insert_row(conn, msg, at, digest, meta)
@@ -753,10 +802,14 @@ class Mailbox:
         ).fetchall()
         return [r[0] for r in rows]
 
-    def record_reminder(self, message_id: str, n: int, via: str, to: str) -> bool:
-        """Claim reminder number ``n`` for a message; True only for the one process that wins."""
+    def record_reminder(self, message_id: str, n: int, via: str, to: str, *, wait: bool = True) -> bool:
+        """Claim reminder number ``n`` for a message; True only for the one process that wins.
+
+        :param wait: False on a path that must not wait for another writer (a host's prompt
+            hook): ``state_busy`` is raised at once when the write lock is taken.
+        """
         at = now_ms()
-        with self.store.write() as conn:
+        with self.store.write(wait=wait) as conn:
             cur = conn.execute(
                 "INSERT OR IGNORE INTO reminders (message_id, n, at, via, to_addr) VALUES (?, ?, ?, ?, ?)",
                 (message_id, n, at, via, to),
@@ -768,15 +821,18 @@ class Mailbox:
         self._publish(staged)
         return True
 
-    def claim_nudge_block(self, recipient: str, now: int | None = None) -> bool:
+    def claim_nudge_block(self, recipient: str, now: int | None = None, *, wait: bool = True) -> bool:
         """Claim the one blocking nudge (e.g. a Stop-hook block) allowed per interval.
 
         Refused when any block for ``recipient`` happened less than one interval ago, so
         two processes racing at a bucket boundary still produce one block.
+
+        :param wait: False to raise ``state_busy`` at once instead of waiting for another
+            writer's lock (the hook path).
         """
         now = now_ms() if now is None else now
         interval = self.config.reminder_interval_ms
-        with self.store.write() as conn:
+        with self.store.write(wait=wait) as conn:
             recent = conn.execute(
                 "SELECT 1 FROM nudge_blocks WHERE recipient = ? AND at > ?", (recipient, now - interval)
             ).fetchone()
@@ -796,14 +852,17 @@ class Mailbox:
             (recipient, now - self.config.reminder_interval_ms),
         ).fetchone() is not None
 
-    def reassign(self, message_id: str, new_recipient: str, actor: str) -> bool:
+    def reassign(self, message_id: str, new_recipient: str, actor: str, *, wait: bool = True) -> bool:
         """Move an open message to another recipient (role handover); returns True if moved.
 
         The delivery clock is kept (reminder count is inherited, so the cap is not reset),
         but the new holder sees it as new mail: it is undelivered for them until evidence.
+
+        :param wait: False on a read path: ``state_busy`` at once while another process
+            holds the write lock, instead of waiting for it.
         """
         at = now_ms()
-        with self.store.write() as conn:
+        with self.store.write(wait=wait) as conn:
             row = conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
             if row is None or row["recipient"] == new_recipient or self._resolved(conn, message_id):
                 return False

@@ -9,15 +9,42 @@ whatever text it carries (a fork job's prompt, a project name, a thread title).
 
 from __future__ import annotations
 
+import contextvars
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
+    from agent_link_core.mailbox import Visibility
 
 PANEL_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,47}$")
+_viewer: contextvars.ContextVar[Visibility | None] = contextvars.ContextVar("agent_link_panel_viewer", default=None)
+
+
+def panel_viewer() -> Visibility:
+    """Who the section being drawn is for: the one read rule of the view that draws it.
+
+    A panel that shows anything of the mail (ids, addresses, previews, receipts) shows only
+    the messages this :class:`~agent_link_core.mailbox.Visibility` allows. Outside
+    :func:`drawing_for` it is a reader who sees no message at all.
+    """
+    from agent_link_core.mailbox import Visibility
+
+    return _viewer.get() or Visibility(None)
+
+
+@contextmanager
+def drawing_for(visibility: Visibility) -> Iterator[None]:
+    """Draw panels for a reader: :func:`panel_viewer` returns ``visibility`` inside the block
+    (a context variable, so concurrent requests of one page server each keep their own)."""
+    token = _viewer.set(visibility)
+    try:
+        yield
+    finally:
+        _viewer.reset(token)
 
 
 @dataclass(frozen=True)
@@ -58,7 +85,8 @@ class Panel:
     :param name: unique id, ``[a-z][a-z0-9-]*`` of at most 48 characters (used in URLs).
     :param title: the heading people see.
     :param render: ``(app) -> PanelView`` (or an awaitable of one); called each time the
-        section is drawn, so keep it to a few quick reads. An exception is shown as "this
+        section is drawn, so keep it to a few quick reads. Mail it shows must pass
+        :func:`panel_viewer` (the reader's visibility). An exception is shown as "this
         section failed" in place of the panel, never breaking the page.
     :param order: sections are shown by ascending order, then name.
     """

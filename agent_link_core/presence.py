@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import os
+from collections.abc import Collection
 from typing import Any
 
 from agent_link_core.addresses import address_scheme, is_address
@@ -103,9 +104,22 @@ def known_addresses(store: Store) -> list[str]:
     return sorted(a for a in found if is_address(a))
 
 
-def suggestions(store: Store, address: str, extra: list[str] | None = None) -> list[str]:
-    """Up to :data:`MAX_SUGGESTIONS` known addresses closest to ``address`` (a typo's fix)."""
-    pool = sorted(set(known_addresses(store)) | set(extra or []))
+def reachable_addresses(store: Store, harnesses: Collection[str] = ()) -> list[str]:
+    """The known addresses (:func:`known_addresses`) a send reaches: those some process has
+    served (read as a plain address), and those of a harness in ``harnesses`` (the harness
+    delivers to its own sessions). An address that only ever signed mail as a sender
+    (``--from``) is left out: nobody reads its inbox."""
+    served = {r[0] for r in store.conn.execute("SELECT address FROM presence")}
+    return [a for a in known_addresses(store) if a in served or address_scheme(a) in harnesses]
+
+
+def suggestions(store: Store, address: str, extra: list[str] | None = None, harnesses: Collection[str] = ()) -> list[str]:
+    """Up to :data:`MAX_SUGGESTIONS` addresses a send reaches (:func:`reachable_addresses`,
+    plus ``extra``) closest to ``address`` (a typo's fix).
+
+    :param harnesses: the names of the installed harnesses (their sessions are reachable).
+    """
+    pool = sorted(set(reachable_addresses(store, harnesses)) | set(extra or []))
     pool = [a for a in pool if a != address]
     close = difflib.get_close_matches(address, pool, n=MAX_SUGGESTIONS, cutoff=0.6)
     if not close:  # a wrong harness with the right id ("tema:bob") still finds "team:bob"
@@ -114,9 +128,10 @@ def suggestions(store: Store, address: str, extra: list[str] | None = None) -> l
     return close
 
 
-def unseen_warning(store: Store, address: str) -> dict[str, Any]:
-    """The warning a send to a never-served plain address carries (code ``unknown_address``)."""
-    close = suggestions(store, address)
+def unseen_warning(store: Store, address: str, harnesses: Collection[str] = ()) -> dict[str, Any]:
+    """The warning a send to a never-served plain address carries (code ``unknown_address``),
+    with :func:`suggestions` (``harnesses``: the installed harness names)."""
+    close = suggestions(store, address, harnesses=harnesses)
     message = f"No process has ever served {address}; the message waits until one reads that address."
     if close:
         message += f" Did you mean {' or '.join(close)}?"

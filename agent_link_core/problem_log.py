@@ -14,6 +14,7 @@ import os
 import time
 from typing import Any
 
+from agent_link_core.json_files import read_json_object
 from agent_link_core.store import ensure_private_dir
 
 FILE_NAME = "plugin-problems.json"
@@ -27,12 +28,7 @@ def _path(state_dir: str) -> str:
 
 def read(state_dir: str) -> list[dict[str, Any]]:
     """Every kept entry (``{plugin, hook, error, fix, disabled, at (epoch s), pid}``)."""
-    try:
-        with open(_path(state_dir), encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (OSError, ValueError, RecursionError):  # RecursionError: JSON nested too deeply
-        return []
-    entries = data.get("problems") if isinstance(data, dict) else None
+    entries = (read_json_object(_path(state_dir)) or {}).get("problems")
     return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
 
 

@@ -26,6 +26,8 @@ import re
 import sys
 import zlib
 
+from agent_link_core.json_files import read_json_object
+
 TYPE_CHECKING = False  # keep typing out of the fast path
 if TYPE_CHECKING:
     from typing import Any
@@ -85,7 +87,7 @@ def adapter_module(state_dir: str, harness: str, env: Any = None) -> str | None:
     disabled = disabled_names(env)
     path = registry_path(state_dir)
     current = fingerprint(disabled)
-    data = _read(path)
+    data = read_json_object(path)
     if data is None or data.get("fingerprint") != current:
         data = rebuild(path, current, env)
     entry = data.get("adapters", {}).get(harness)
@@ -121,7 +123,7 @@ def refresh(state_dir: str, hooks: Any, env: Any = None) -> None:
     """
     path = registry_path(state_dir)
     current = fingerprint(disabled_names(env))
-    data = _read(path)
+    data = read_json_object(path)
     if data is not None and data.get("fingerprint") == current:
         return
     adapters = {hook.harness: {"module": hook.module, "plugin": plugin} for hook, plugin in hooks.prompt_hooks().values()}
@@ -146,12 +148,3 @@ def write(path: str, data: dict[str, Any]) -> bool:
         except OSError:
             pass
         return False
-
-
-def _read(path: str) -> dict[str, Any] | None:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (OSError, ValueError, RecursionError):  # RecursionError: JSON nested too deeply
-        return None
-    return data if isinstance(data, dict) else None

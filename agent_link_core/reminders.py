@@ -23,6 +23,7 @@ Imported by the hook fast path: standard modules only, annotations stay strings.
 from __future__ import annotations
 
 from agent_link_core.envelope import reminder_notice
+from agent_link_core.errors import AgentLinkError
 
 TYPE_CHECKING = False  # keep typing out of the fast path
 if TYPE_CHECKING:
@@ -98,18 +99,29 @@ class DueReminders:
         """Ids of the messages with a reminder due, oldest first."""
         return [row["id"] for row, _ in self.due]
 
-    def claim(self, via: str) -> ClaimedReminders | None:
+    def claim(self, via: str, *, wait: bool = True) -> ClaimedReminders | None:
         """Claim the next reminder number of each due message for this process.
 
         :param via: how the reminder is shown (``<harness>-prompt-hook``, ``<harness>-push``...),
             recorded with the ``reminded`` event.
+        :param wait: False on a path that must not wait for another process's write lock
+            (a host's prompt hook): while the lock is taken, claiming stops there. What was
+            claimed is returned; the rest stay due, unclaimed, for the next prompt or push
+            that gets the lock, so no reminder is lost or shown twice.
         :returns: the numbers won (each claimed once across all processes), or None when
-            another process won them all; the caller must then show nothing.
+            another process won them all (or the lock was taken); the caller must then
+            show nothing.
         """
         items = []
         for row, state in self.due:
             n = state.reminder_count + 1
-            if self.mailbox.record_reminder(row["id"], n, via, self.address):
+            try:
+                won = self.mailbox.record_reminder(row["id"], n, via, self.address, wait=wait)
+            except AgentLinkError as exc:
+                if wait or exc.code != "state_busy":
+                    raise
+                break
+            if won:
                 items.append((row["id"], n, row["from_addr"]))
         if not items:
             return None

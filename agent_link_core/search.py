@@ -105,6 +105,9 @@ def fts_query(query: str) -> str:
         ``empty``, ``too_long``, ``unclosed_quote``, ``unbalanced_parentheses`` or
         ``dangling_operator``) for a query that cannot be read.
     """
+    # FTS5 reads a MATCH expression as a C string: a NUL would cut it inside a quoted word
+    # ("unterminated string"), so it separates words like a space.
+    query = query.replace("\x00", " ")
     if len(query) > MAX_QUERY_CHARS:
         raise _query_error("too_long", f"it is longer than {MAX_QUERY_CHARS} characters.")
     parts: list[str] = []

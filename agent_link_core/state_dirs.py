@@ -14,6 +14,8 @@ import os
 import time
 from collections.abc import Mapping
 
+from agent_link_core.json_files import read_json_object
+
 RECENT_MS = 24 * 3600 * 1000  # "recently" for the health warning
 REFRESH_MS = 60 * 1000
 
@@ -26,12 +28,8 @@ def registry_path(env: Mapping[str, str] | None = None) -> str:
 
 
 def _load(path: str) -> dict[str, int]:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError, RecursionError):  # RecursionError: JSON nested too deeply
-        return {}
-    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, int)} if isinstance(data, dict) else {}
+    data = read_json_object(path) or {}
+    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, int)}
 
 
 def record(state_dir: str, env: Mapping[str, str] | None = None, now_ms: int | None = None) -> None:

@@ -474,11 +474,61 @@ class Store:
             conn.close()
 
     @classmethod
-    def open_existing(cls, path: str | os.PathLike[str]) -> Store | None:
-        """Open the database only if it exists (the hook's fast path); else ``None``."""
+    def open_read_only(cls, path: str | os.PathLike[str]) -> Store:
+        """Open an existing database only to read it, creating nothing beside it (no WAL
+        index, no migration, no mode change): for ``health`` in a state dir this process
+        cannot write. Its :meth:`write` fails (SQLite refuses); nothing is ever changed.
+
+        SQLite reads a WAL database read-only through its ``-shm`` file when that exists; when
+        it does not (and cannot be made), the file is read as it stands (``immutable``), which
+        leaves out what a WAL not yet checkpointed holds.
+
+        :raises AgentLinkError: ``state_io_error`` when the file is missing, unreadable or not
+            an agent-link database (reason ``not_agent_link``).
+        """
+        from urllib.parse import quote
+
+        store = cls.__new__(cls)
+        store.path = os.fspath(path)
+        store.busy_timeout_ms, store.wal_limit_bytes, store._savepoints = BUSY_TIMEOUT_MS, WAL_LIMIT_BYTES, 0
+        store.identity = None
+        uri = "file:" + quote(os.path.abspath(store.path))
+        try:
+            store._check_file()
+            st = os.stat(store.path)
+            for params in ("?mode=ro", "?mode=ro&immutable=1"):
+                store.conn = sqlite3.connect(uri + params, uri=True, isolation_level=None, check_same_thread=False)
+                try:
+                    store.conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                    break
+                except sqlite3.OperationalError:
+                    store.conn.close()
+                    if params.endswith("immutable=1"):
+                        raise
+            store.conn.row_factory = sqlite3.Row
+            store.identity = (st.st_dev, st.st_ino)
+            store._check_ours()
+        except AgentLinkError:
+            store._close_quietly()
+            raise
+        except sqlite3.Error as exc:
+            store._close_quietly()
+            raise database_error(store.path, exc) from exc
+        except OSError as exc:
+            store._close_quietly()
+            raise state_io_error(store.path, exc) from exc
+        return store
+
+    @classmethod
+    def open_existing(cls, path: str | os.PathLike[str], *, busy_timeout_ms: int | None = None) -> Store | None:
+        """Open the database only if it exists (the hook's fast path); else ``None``.
+
+        :param busy_timeout_ms: how long a statement waits for another process's lock
+            (default :data:`BUSY_TIMEOUT_MS`).
+        """
         if not os.path.exists(path):
             return None
-        return cls(path)
+        return cls(path, busy_timeout_ms=busy_timeout_ms)
 
     def close(self) -> None:
         """Close the connection (the database file stays).
@@ -547,15 +597,13 @@ class Store:
 
     def damage(self) -> AgentLinkError | None:
         """The refusal recorded for this file by a process that found it damaged, else None."""
-        try:
-            with open(self.damage_marker, encoding="utf-8") as f:
-                import json
+        from agent_link_core.json_files import read_json_object
 
-                found = json.load(f)
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError):
-            found = {}
+        found = read_json_object(self.damage_marker)
+        if found is None:
+            if not os.path.lexists(self.damage_marker):
+                return None
+            found = {}  # unreadable, or not a marker record_damage wrote: it names no file
         if self.identity is not None and [found.get("dev"), found.get("ino")] != list(self.identity):
             return None  # left by a database that has since been rebuilt
         return corrupt_error(self.path, str(found.get("reason") or "recorded by another process"))

@@ -98,8 +98,9 @@ class PluginMailbox(Protocol):
     def has_event(self, message_id: str, kind: str) -> bool:
         """Whether the message's event log holds an event of ``kind``."""
 
-    def recent_correspondents(self, scan: int) -> list[sqlite3.Row]:
-        """Senders and recipients of the newest ``scan`` sends, with their latest time."""
+    def recent_correspondents(self, scan: int, visibility: Any = None) -> list[sqlite3.Row]:
+        """Senders and recipients of the newest ``scan`` sends (of those ``visibility``, a
+        :class:`~agent_link_core.mailbox.Visibility`, allows), with their latest time."""
 
     def open_addressed_to(self, to: str, *, held_by_other_than: str) -> list[str]:
         """Open reply/action mail addressed to ``to`` (e.g. ``role:x``) held by someone else."""
@@ -110,10 +111,10 @@ class PluginMailbox(Protocol):
     def due_reminders(self, recipient: str, now: int | None = None) -> list[tuple[sqlite3.Row, Any]]:
         """Reminders due now for ``recipient``."""
 
-    def record_reminder(self, message_id: str, n: int, via: str, to: str) -> bool:
+    def record_reminder(self, message_id: str, n: int, via: str, to: str, *, wait: bool = True) -> bool:
         """Claim reminder ``n`` of a message (exactly once across processes)."""
 
-    def reassign(self, message_id: str, new_recipient: str, actor: str) -> bool:
+    def reassign(self, message_id: str, new_recipient: str, actor: str, *, wait: bool = True) -> bool:
         """Hand an open message to another recipient (role handover)."""
 
     def record_event(self, message_id: str, kind: str, actor: str | None, via: str | None, data: dict[str, Any]) -> None:

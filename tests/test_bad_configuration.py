@@ -7,6 +7,8 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +93,61 @@ def test_an_unusable_state_path_names_its_variable(tmp_path: Path, variable: str
     done = run("health", env={variable: str(target)})
     assert done.returncode == 1
     one_line_error(done, variable, str(target))
+
+
+@contextmanager
+def unwritable(directory: Path) -> Iterator[None]:
+    """``directory`` made unwritable for this user: mode 0500, or as root (whom mode bits do
+    not stop; CI runs as root) the immutable attribute, where the file system and the
+    container allow it; else the test is skipped, saying why."""
+    if os.geteuid() != 0:
+        directory.chmod(0o500)
+        try:
+            yield
+        finally:
+            directory.chmod(0o700)
+        return
+    try:
+        made = subprocess.run(["chattr", "+i", str(directory)], capture_output=True, text=True, timeout=30)
+    except FileNotFoundError:
+        pytest.skip("running as root without chattr: nothing makes a directory unwritable for root here")
+    if made.returncode != 0:
+        pytest.skip(f"running as root and chattr +i is refused here ({made.stderr.strip()}): "
+                    "nothing makes a directory unwritable for root")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(directory)], check=True, timeout=30)
+
+
+def test_health_in_a_state_dir_it_cannot_write_reports_what_it_reads(isolated_env: Path) -> None:
+    """A read-only state dir: health reads the mailbox, says in one line that the directory
+    is not writable, exits 1 (the database refuses writes: health's rule) and changes nothing."""
+    bob = {"AGENT_LINK_ADDRESS": "test:bob"}
+    assert run("send", "test:bob", "waiting for you", "--from", "test:alice").returncode == 0
+    before = sorted(p.name for p in isolated_env.iterdir())
+    with unwritable(isolated_env):
+        human = run("health", env=bob)
+        machine = run("health", "--json", env=bob)
+        inbox = run("inbox", "--peek", env=bob)
+        after = sorted(p.name for p in isolated_env.iterdir())
+    assert human.returncode == 1 and "Traceback" not in human.stderr + human.stdout, human.stderr
+    problem_lines = [line for line in human.stdout.splitlines() if "not writable" in line]
+    assert len(problem_lines) == 1 and str(isolated_env) in problem_lines[0], human.stdout
+    assert "REFUSING WRITES" in human.stdout and "test:bob" in human.stdout
+    assert machine.returncode == 1, machine.stderr
+    data = json.loads(machine.stdout)
+    assert data["stateDir"]["writable"] is False and data["stateDir"]["exists"] is True
+    database = data["database"]
+    assert database["ok"] is False and database["readOnly"] is True and database["integrity"] == "ok"
+    assert database["problem"]["code"] == "state_io_error" and database["problem"]["details"]["reason"] == "read_only"
+    assert database["pendingForCaller"] == 1  # what it could read
+    assert after == before  # nothing was created or changed beside the database
+    # other commands still refuse in one line, naming the variable
+    assert inbox.returncode == 1
+    one_line_error(inbox, "AGENT_LINK_STATE_DIR")
+    # writable again: health is all right
+    assert json.loads(run("health", "--json", env=bob).stdout)["stateDir"]["writable"] is True
 
 
 BAD_VALUES = ("relative/path", "/proc/no-such-dir/x", "\u202e", "-1", "99999999999999999999", "maybe", "a" * 5000)

@@ -16,10 +16,11 @@ from agent_link_core.config import load_config
 from agent_link_core.mailbox import Mailbox, OutgoingMessage, new_message_id
 from agent_link_core.model import Caller
 from agent_link_core.store import Store
+from agent_link_testing.cli_identity import named_address_env
 
 
 def invoke(*args: str, env: dict[str, str] | None = None) -> object:
-    return CliRunner().invoke(build_cli(), list(args), env=env, catch_exceptions=False)
+    return CliRunner().invoke(build_cli(), list(args), env={**named_address_env(args), **(env or {})}, catch_exceptions=False)
 
 
 def seed(to: str = "test:bob", body: str = "hello <bob>") -> str:
@@ -160,7 +161,8 @@ def test_corrupt_database_is_one_clear_line(isolated_env: Path) -> None:
         fh.seek(3 * 4096)
         fh.write(b"\xff" * 4096)
     exe = Path(sys.executable).with_name("agent-link")
-    out = subprocess.run([str(exe), "inbox", "--as", "test:bob"], capture_output=True, text=True, timeout=60)
+    out = subprocess.run([str(exe), "inbox", "--as", "test:bob"], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, AGENT_LINK_ADDRESS="test:bob"))
     assert out.returncode == 1 and "Traceback" not in out.stderr
     assert "damaged" in out.stderr or "could not be opened" in out.stderr
     health = subprocess.run([str(exe), "health", "--json"], capture_output=True, text=True, timeout=60,

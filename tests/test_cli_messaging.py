@@ -15,6 +15,7 @@ from agent_link_core.app import App
 from agent_link_core.harness import Delivery, Harness, SessionListing
 from agent_link_core.model import Caller, Session
 from agent_link_core.mailbox import new_message_id
+from agent_link_testing.cli_identity import named_address_env
 
 
 class ScriptedHarness(Harness):
@@ -72,7 +73,7 @@ def harness(monkeypatch: pytest.MonkeyPatch) -> ScriptedHarness:
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> Any:
-    return CliRunner().invoke(cli_mod.build_cli(), list(args), env=env, catch_exceptions=False)
+    return CliRunner().invoke(cli_mod.build_cli(), list(args), env={**named_address_env(args), **(env or {})}, catch_exceptions=False)
 
 
 def out_json(result: Any) -> dict[str, Any]:

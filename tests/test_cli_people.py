@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from agent_link_core.envelope import MAX_BODY_BYTES
+from agent_link_testing.cli_identity import named_address_env
 
 AGENT_LINK = str(Path(sys.executable).parent / "agent-link")
 ALL_PLUGINS = " ".join(sorted(ep.name for ep in importlib.metadata.entry_points(group="agent_link")))
@@ -26,8 +27,9 @@ UNKNOWN_ID = "01HZY8D3J5Q7K9M2N4P6R8T0VW"
 
 
 def run(*args: str, stdin: bytes | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """Run ``agent-link ARGS`` with every plugin disabled (the core alone)."""
-    full_env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS, **(env or {})}
+    """Run ``agent-link ARGS`` with every plugin disabled (the core alone), as the address
+    ``--as`` / ``--from`` names (a script of that agent)."""
+    full_env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS, **named_address_env(args), **(env or {})}
     proc = subprocess.run([AGENT_LINK, *args], check=False, input=stdin, capture_output=True, env=full_env, timeout=RUN_BOUND_S)
     return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.decode("utf-8", "replace"),
                                        proc.stderr.decode("utf-8", "replace"))
@@ -67,6 +69,19 @@ def test_typo_address_warns_with_suggestions_and_require_known_refuses() -> None
     assert refused.returncode == 1 and refused.stdout.startswith("rejected:")
     assert "--require-known" in refused.stderr and "requireKnown" not in refused.stderr and "team:bob" in refused.stderr
     assert "warnings" not in send_json("team:bob", "hi", "--from", "team:alice", "--require-known")
+
+
+def test_suggestions_are_only_addresses_a_send_reaches() -> None:
+    """An address that only ever signed mail (``--from``) was never read by anyone: suggesting it
+    would send the message where nobody looks. Only served addresses are suggested."""
+    assert run("inbox", "--as", "team:bob").returncode == 0
+    send_json("team:bob", "from a script", "--from", "team:bobby")  # team:bobby only ever sent
+    data = send_json("team:bobb", "hello", "--from", "team:alice")
+    assert [w["details"]["suggestions"] for w in data["warnings"]] == [["team:bob"]]
+    alone = send_json("ops:bobby", "hello", "--from", "team:alice")  # right id, wrong harness: nothing served matches
+    assert [w["details"]["suggestions"] for w in alone["warnings"]] == [[]]
+    refused = run("send", "team:bobbyy", "x", "--from", "team:alice", "--require-known", "--json")
+    assert refused.returncode == 1 and json.loads(refused.stdout)["error"]["details"]["candidates"] == [{"address": "team:bob"}]
 
 
 def test_sessions_and_who_list_live_plain_addresses() -> None:
@@ -187,6 +202,34 @@ def test_body_from_stdin_and_file_within_the_limit(tmp_path: Path) -> None:
 # -- mail readable -----------------------------------------------------------------------
 
 
+def test_inbox_reads_large_mail_in_pages() -> None:
+    """The CLI reads like read_agent_link_inbox: at most AGENT_LINK_READ_BYTES, one large
+    message in pages (--message-id, --offset), delivered with its last page."""
+    body = "".join(f"{n:06d} page me\n" for n in range(4_000))  # 60 000 bytes
+    mid = send_json("team:bob", "-", "--from", "team:alice", stdin=body.encode())["messageId"]
+    first = json.loads(run("inbox", "--as", "team:bob", "--json").stdout)
+    assert first["page"]["messageId"] == mid and first["page"]["nextOffset"] and first["markedDelivered"] == []
+    assert len(first["renderedBlock"]) < 40_000
+    human = run("inbox", "--as", "team:bob", "--peek")
+    assert human.returncode == 0 and f"message {mid}, characters 0-" in human.stdout
+    assert f"agent-link inbox --as team:bob --message-id {mid} --offset {first['page']['nextOffset']}" in human.stdout
+    parts, page = [first["renderedBlock"]], first["page"]
+    while page["nextOffset"] is not None:
+        data = json.loads(run("inbox", "--as", "team:bob", "--message-id", mid.lower(), "--offset", str(page["nextOffset"]), "--json").stdout)
+        parts.append(data["renderedBlock"])
+        page = data["page"]
+    assert data["markedDelivered"] == [mid] and body in "".join(parts)
+    assert json.loads(run("status", mid, "--from", "team:alice", "--json").stdout)["delivery"] == "delivered"
+    # Mistakes: an offset alone, past the end, a bad id; each one line, exit 2.
+    for args, says in ((("--offset", "5"), "--offset needs --message-id"),
+                       (("--message-id", mid, "--offset", str(page["totalChars"])), "--offset"),
+                       (("--message-id", "not-an-id"), "--message-id")):
+        proc = run("inbox", "--as", "team:bob", *args)
+        assert proc.returncode == 2 and says in proc.stderr, (args, proc.stderr)
+        no_traceback(proc)
+
+
+
 HOSTILE = "look \x1b[2J\x1b[31mred\x1b[0m \x1b]0;title\x07 \u202eevil\u202c \x9b31m end"
 
 
@@ -228,7 +271,7 @@ def test_wait_and_send_wait_time_out_with_their_own_exit_code() -> None:
 
 
 def test_watch_follows_new_mail_and_status_changes_until_interrupted() -> None:
-    env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS}
+    env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS, "AGENT_LINK_ADDRESS": "team:bob"}
     watcher = subprocess.Popen([AGENT_LINK, "watch", "--as", "team:bob", "--ndjson", "--interval-ms", "200"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, preexec_fn=ctrl_c_works)
     assert watcher.stdout is not None
@@ -290,19 +333,24 @@ def test_intercom_style_ids_and_the_idempotency_fingerprint() -> None:
     # The UUID finds the message wherever an id is taken.
     status = json.loads(run("status", uid.lower(), "--from", "team:alice", "--json").stdout)
     assert status["messageId"] == first["messageId"] and status["senderProject"] == "reports"
-    changed = {
-        "text": ("team:bob", "Other text", *base[2:]),
-        "ttl": (*base[:7], "1000", *base[8:]),
-        "correlation": (*base[:9], "job-8", *base[10:]),
-        "project": (*base[:11], "other", *base[12:]),
-        "label": (*base[:13], "boss"),
-        "target": ("team:carol", *base[1:]),
+    changed = {  # each refusal names the field that differs
+        "message": ("team:bob", "Other text", *base[2:]),
+        "ttlMs": (*base[:7], "1000", *base[8:]),
+        "correlationId": (*base[:9], "job-8", *base[10:]),
+        "senderProject": (*base[:11], "other", *base[12:]),
+        "senderLabel": (*base[:13], "boss"),
+        "to": ("team:carol", *base[1:]),
+        "from": (*base[:3], "team:eve", *base[4:]),
+        "anticipation": (*base, "--anticipation", "reply"),
     }
     for what, args in changed.items():
         proc = run("send", *args, "--json")
         assert proc.returncode == 1, what
         data = json.loads(proc.stdout)
         assert data["outcome"] == "rejected" and data["error"]["details"]["errors"][0]["rule"] == "idempotency", what
+        assert data["error"]["details"]["differs"] == [what] and f"its {what} differs" in data["error"]["message"]
+    human = run("send", *base[:13], "boss", "--anticipation", "action")
+    assert human.returncode == 1 and "its anticipation, --label differ" in human.stderr, human.stderr
     human = run("inbox", "--as", "team:bob").stdout
     assert "sender:  reviewer of reports" in human and "thread:  job-7" in human
     bad = run("send", "team:bob", "x", "--message-id", "16e66e8a-not-a-uuid", "--from", "team:alice")

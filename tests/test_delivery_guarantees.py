@@ -24,6 +24,7 @@ from agent_link_core.errors import AgentLinkError
 from agent_link_core.harness import Delivery, Harness, OutputBudget
 from agent_link_core.mailbox import OutgoingMessage, new_message_id
 from agent_link_core.model import Caller, Session
+from agent_link_testing.cli_identity import named_address_env
 
 ME = Caller("team:me", "explicit", "team")
 
@@ -83,7 +84,7 @@ def app(host: Host):
 
 
 def run(*args: str) -> Any:
-    return CliRunner().invoke(cli_mod.build_cli(), list(args), catch_exceptions=False)
+    return CliRunner().invoke(cli_mod.build_cli(), list(args), env=named_address_env(args), catch_exceptions=False)
 
 
 @pytest.mark.anyio

@@ -34,7 +34,13 @@ async def test_a_heavily_escaped_body_arrives_whole_and_the_sender_is_told() -> 
         small = await alice.call("message_agent", {"to": "test:bob", "message": "a < b"})
         assert "body_escapes_large" not in {w["code"] for w in small.get("warnings", [])}
     async with agent_link_mcp({"AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS, "AGENT_LINK_ADDRESS": "test:bob"}) as bob:
+        # larger than one read of a plain address (AGENT_LINK_READ_BYTES): it comes in pages, all of it
         inbox = await bob.call("read_agent_link_inbox", {})
-        block = inbox["renderedBlock"]
+        parts, page = [inbox["renderedBlock"]], inbox["page"]
+        while page is not None and page["nextOffset"] is not None:
+            inbox = await bob.call("read_agent_link_inbox", {"messageId": page["messageId"], "offset": page["nextOffset"]})
+            parts.append(inbox["renderedBlock"])
+            page = inbox["page"]
+        block = "".join(parts)
         [whole] = re.findall(r"\n<body>\n(.*?)\n</body>\n", block, flags=re.S)[:1]
         assert whole == "&lt;&amp;" * 20_000 + "end" and "shortened" not in block

@@ -256,3 +256,9 @@ def test_the_cached_opening_is_what_the_full_server_says(revision: str) -> None:
     second = _open_connection(revision, env)
     assert second == first
     assert (cache_file.stat().st_mtime_ns, cache_file.read_bytes()) == before
+
+
+@pytest.mark.parametrize("content", [b"[1]", b"[" * 100_000 + b"]" * 100_000, b"\xff{}", b"{}"])
+def test_a_cache_file_that_is_not_ours_is_no_cache(tmp_path: Path, content: bytes) -> None:
+    (tmp_path / "cache.json").write_bytes(content)
+    assert load_answers(str(tmp_path / "cache.json")) is None

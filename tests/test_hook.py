@@ -17,6 +17,7 @@ from agent_link_core.mailbox import Mailbox, OutgoingMessage, new_message_id
 from agent_link_core.model import Caller
 from agent_link_core.store import Store
 from agent_link_testing.dists import install_dist
+from agent_link_testing.locks import hold_write_lock
 
 # These tests install plugins of their own (a dist on PYTHONPATH) or check the installed ones.
 pytestmark = pytest.mark.installed_plugins
@@ -171,3 +172,23 @@ def test_reminders_and_stop_block_once(adapter_path: Path, monkeypatch: pytest.M
     assert box.state(box.get_row(mid)).reminder_count == 1
     monkeypatch.setattr(mailbox_mod, "now_ms", lambda: 10**13)
     assert ctx.due_reminder_note("test:nobody", "x") is None
+
+
+def test_a_prompt_never_waits_for_another_writer_and_the_reminder_it_skips_comes_next_time(adapter_path: Path) -> None:
+    box = seed(2)  # one delivered with a reminder due, one not delivered yet
+    mid = box.open_for("test:bob", 1)[0]["id"]
+    box.mark_delivered(mid, "test-push")
+    # Pretend the delivery happened 31 s ago so a reminder is due now.
+    box.store.conn.execute("UPDATE messages SET first_delivered_at = first_delivered_at - 31000 WHERE id = ?", (mid,))
+    slow = {"AGENT_LINK_BUSY_TIMEOUT_MS": "600000"}  # a hook that waited for the lock would outlast the holder
+    with hold_write_lock(box.store.path) as held:
+        prompt = run_hook(adapter_path, "test-host", "Prompt", {"address": "test:bob"}, slow)
+        stop = run_hook(adapter_path, "test-host", "Stop", {"address": "test:bob"}, slow)
+        assert not held.waited, "the hook waited for another process's write lock"
+    assert prompt.returncode == 0 and prompt.stderr == "", prompt.stderr
+    context = json.loads(prompt.stdout)["context"]
+    assert "test:s1" in context and "remind" not in context.lower()  # the mail note (a read) is shown, the claim is skipped
+    assert stop.stdout == ""  # no block while the lock is taken
+    assert box.state(box.get_row(mid)).reminder_count == 0  # nothing was claimed, so nothing is lost
+    again = json.loads(run_hook(adapter_path, "test-host", "Prompt", {"address": "test:bob"}, slow).stdout)["context"]
+    assert "remind" in again.lower() and box.state(box.get_row(mid)).reminder_count == 1  # the next prompt shows it

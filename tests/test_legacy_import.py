@@ -261,3 +261,21 @@ def test_a_lone_surrogate_in_the_original_is_stored_as_a_replacement_character(i
     assert (item["imported"], item["unreadable"]) == (2, 0)
     assert app.mailbox.stored(M1)["body"] == "half a pair: \ufffd here"
     app.close()
+
+
+def test_a_line_or_file_nested_too_deeply_is_one_bad_entry(isolated_env: Path) -> None:
+    """JSON nested deeper than the parser goes (RecursionError, not ValueError) is counted
+    bad like any other line that is not JSON; the rest imports."""
+    deep = "[" * 100_000 + "]" * 100_000
+    write_lines(isolated_env / "mailbox.jsonl", [message(M1, "team:a", "team:b", "fine"), deep, '{"a": ' * 50_000 + "1" + "}" * 50_000])
+    app = App.create()
+    try:
+        item = only(import_legacy(app), "mailbox")
+        assert (item["imported"], item["unreadable"]) == (1, 2)
+        assert [b["line"] for b in item["badLines"]] == [2, 3] and all("nested too deeply" in b["error"] for b in item["badLines"])
+        (isolated_env / "whole.json").write_text(deep)
+        outcome = LegacyOutcome("test")
+        assert LegacyContext(app, str(isolated_env), app.store.conn).read_json(str(isolated_env / "whole.json"), outcome) is None
+        assert outcome.unreadable == 1 and "nested too deeply" in outcome.bad_lines[0]["error"]
+    finally:
+        app.close()

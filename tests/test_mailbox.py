@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 
@@ -266,3 +267,28 @@ def test_one_push_claim_at_a_time_across_mailboxes(box: Mailbox) -> None:
     other.settle_push(mid, "delivered", {"via": "x"})
     assert box.last_push_settled(mid) == {"outcome": "delivered", "via": "x"}
     assert box.claim_push(mid, {"pid": 3}) is None
+
+
+@pytest.mark.parametrize(("changes", "named"), [
+    ({"sender": Caller("test:carol", "config", "test")}, ["from"]),
+    ({"to": "test:dave", "recipient": "test:dave"}, ["to"]),
+    ({"body": "different"}, ["message"]),
+    ({"anticipation": "reply"}, ["anticipation"]),
+    ({"anticipation": "reply", "reply_by_ms": 4_000_000_000_000}, ["anticipation", "replyBy"]),
+    ({"reply_to": "01K6Z8Q1M3P6Q8R0S2T4V6W8XA"}, ["replyToMessageId"]),
+    ({"metadata": {"fingerprint": {"correlationId": "job-7", "senderLabel": "reviewer", "ttlMs": 5000}}}, ["ttlMs"]),
+    ({"metadata": {}}, ["correlationId", "senderLabel"]),
+    ({"metadata": {"fingerprint": {"correlationId": "job-8", "senderLabel": "boss"}}}, ["correlationId", "senderLabel"]),
+])
+def test_a_reused_id_names_each_field_that_differs(box: Mailbox, changes: dict[str, Any], named: list[str]) -> None:
+    mid = new_message_id()
+    fields: dict[str, Any] = {"id": mid, "sender": ALICE, "to": "test:bob", "recipient": "test:bob", "body": "same",
+                              "anticipation": "fyi", "reply_by_ms": None, "reply_to": None,
+                              "metadata": {"fingerprint": {"correlationId": "job-7", "senderLabel": "reviewer"}}}
+    box.store_message(OutgoingMessage(**fields))
+    with pytest.raises(AgentLinkError) as e:
+        box.store_message(OutgoingMessage(**{**fields, **changes}))
+    assert e.value.details["differs"] == named
+    assert e.value.details["errors"][0]["rule"] == "idempotency"
+    assert f"its {', '.join(named)} {'differs' if len(named) == 1 else 'differ'}." in e.value.message
+    assert box.get_row(mid)["body"] == "same"

@@ -272,7 +272,8 @@ async def test_tools_list_schemas_and_annotations(isolated_env: Path) -> None:
 
         health = await alice.ok("agent_link_health")
         assert health["address"] == "test:alice" and health["addressSource"] == "config"
-        assert health["stateDir"] == {"path": str(isolated_env), "source": "AGENT_LINK_STATE_DIR", "exists": True, "private": True}
+        assert health["stateDir"] == {"path": str(isolated_env), "source": "AGENT_LINK_STATE_DIR", "exists": True, "private": True,
+                                      "writable": True}
         assert health["database"]["integrity"] == "ok"
         assert sorted(health["plugins"]["blocked"]) == sorted(ALL_PLUGINS.split())
         assert health["plugins"]["loaded"] == [] and "callerContext" not in health
@@ -867,6 +868,39 @@ async def test_body_escaping_through_the_real_path() -> None:
         assert envelope.count("</agent-link-message>") == 1 and envelope.count("</body>") == 1
         assert envelope_attrs(envelope)["from"] == "test:bob" and envelope_attrs(envelope)["fromVerified"] == "false"
         assert hostile in envelope and not any(r in envelope for r in RAW_FORBIDDEN)
+
+
+async def test_a_plain_address_reads_large_mail_in_pages() -> None:
+    """A plain address has no host that declares how much it shows: a read returns at most
+    AGENT_LINK_READ_BYTES (40000 by default), fewer messages or one message in pages, and
+    marks a paged message delivered only with its last page."""
+    limit = 40_000
+    body = "".join(f"{n:06d} <line> & more\n" for n in range(3_000))  # about 66 000 escaped characters
+    async with peers("team:alice", "team:bob") as (alice, bob):
+        mid = (await alice.send("team:bob", body))["messageId"]
+        first = await bob.inbox()
+        assert len(json.dumps(first, ensure_ascii=False).encode("utf-8")) <= limit
+        assert first["page"]["messageId"] == mid and first["page"]["offset"] == 0 and first["page"]["nextOffset"]
+        assert first["markedDelivered"] == [] and f"offset {first['page']['nextOffset']}" in first["more"]
+        parts, page = [first["renderedBlock"]], first["page"]
+        while page["nextOffset"] is not None:
+            assert (await bob.status(mid))["delivery"] == "queued"  # not before the last page
+            result = await bob.inbox(messageId=mid, offset=page["nextOffset"])
+            assert len(json.dumps(result, ensure_ascii=False).encode("utf-8")) <= limit
+            parts.append(result["renderedBlock"])
+            page = result["page"]
+        assert result["markedDelivered"] == [mid] and (await bob.status(mid))["delivery"] == "delivered"
+        whole = "".join(parts)
+        assert whole.startswith("<agent-link-message") and whole.endswith("</agent-link-message>")
+        assert len(whole) == page["totalChars"] and body.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") in whole
+
+        # Two messages that do not fit one read together: one now, the other next time.
+        half = "x" * 25_000
+        ids = [(await alice.send("team:bob", half))["messageId"] for _ in range(2)]
+        one = await bob.inbox()
+        assert [m["id"] for m in one["messages"]] == ids[:1] and one["remainingCount"] == 1 and one["more"]
+        two = await bob.inbox()
+        assert [m["id"] for m in two["messages"] if m["id"] in ids] == ids[1:] and two["page"] is None
 
 
 async def test_plain_addresses_find_each_other_and_typos_are_caught() -> None:

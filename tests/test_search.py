@@ -23,6 +23,7 @@ from agent_link_core.mailbox import Visibility
 from agent_link_core.model import Caller
 from agent_link_core.search import fts_query, note_session_titles
 from agent_link_core.store import CORE_MIGRATIONS, Store
+from agent_link_testing.cli_identity import named_address_env
 
 ALL_PLUGINS = " ".join(sorted(ep.name for ep in importlib.metadata.entry_points(group="agent_link")))
 ALICE = Caller("team:alice", "config", "team")
@@ -91,6 +92,9 @@ def test_punctuation_that_breaks_raw_fts5_just_searches(app: App) -> None:
     mid = send(app, ALICE, "team:bob", "The e-mail to codex:0199 isn't sent; c++ build & <tags>")
     for query in ("e-mail", "codex:0199", "isn't", "c++ build", "<tags>", "e-mail*"):
         assert ids(app.search(BOB, query)) == [mid], query
+    # a NUL would end FTS5's reading of the expression inside a quoted word: it separates words
+    for query in ("build\x00tags", '"c++\x00build"', "\x00sent"):
+        assert ids(app.search(BOB, query)) == [mid], repr(query)
 
 
 # -- the index -------------------------------------------------------------------------------
@@ -295,20 +299,24 @@ def test_cli_search_and_show(isolated_env: Path, monkeypatch: pytest.MonkeyPatch
     reply = asyncio.run(app.reply(caller=BOB, message_id=root, message="shipped"))["messageId"]
     app.close()
     runner = CliRunner()
-    out = runner.invoke(build_cli(), ["search", "release", "--from", "team:bob", "--json"])
+
+    def invoke(args: list[str]) -> Any:  # as the address --from names (a script of that agent)
+        return runner.invoke(build_cli(), args, env=named_address_env(args))
+
+    out = invoke(["search", "release", "--from", "team:bob", "--json"])
     assert out.exit_code == 0, out.output
     assert [r["id"] for r in json.loads(out.output)["results"]] == [root]
-    table = runner.invoke(build_cli(), ["search", "release", "--from", "team:bob"])
+    table = invoke(["search", "release", "--from", "team:bob"])
     assert root in table.output and "&lt;<hit>release</hit>&gt;" in table.output
-    bad = runner.invoke(build_cli(), ["search", "(release", "--from", "team:bob"])
+    bad = invoke(["search", "(release", "--from", "team:bob"])
     assert bad.exit_code == 2 and "parenthesis" in bad.output and "fts5" not in bad.output
-    shown = runner.invoke(build_cli(), ["show", reply, "--thread", "--from", "team:alice"])
+    shown = invoke(["show", reply, "--thread", "--from", "team:alice"])
     assert shown.exit_code == 0, shown.output
     assert shown.output.index(root) < shown.output.index(reply) and "<agent-link-message" not in shown.output
     assert "  ship the <release> today" in shown.output  # for people: the text itself
-    enveloped = runner.invoke(build_cli(), ["show", reply, "--thread", "--envelope", "--from", "team:alice"])
+    enveloped = invoke(["show", reply, "--thread", "--envelope", "--from", "team:alice"])
     assert "<agent-link-message" in enveloped.output and "&lt;release&gt;" in enveloped.output
-    one = runner.invoke(build_cli(), ["show", root, "--from", "team:bob", "--json"])
+    one = invoke(["show", root, "--from", "team:bob", "--json"])
     assert json.loads(one.output)["message"]["id"] == root
-    denied = runner.invoke(build_cli(), ["show", root, "--from", "team:carol"])
+    denied = invoke(["show", root, "--from", "team:carol"])
     assert denied.exit_code == 1 and "sender or the recipient" in denied.output

@@ -15,7 +15,7 @@ from agent_link_core.config import load_config
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.mailbox import Mailbox, OutgoingMessage, new_message_id
 from agent_link_core.model import Caller
-from agent_link_core.store import CORE_MIGRATIONS, Migration, Store
+from agent_link_core.store import CORE_MIGRATIONS, Migration, Store, record_damage
 
 
 def mode(path: Path) -> int:
@@ -123,3 +123,41 @@ def test_many_processes_sending_at_once(isolated_env: Path) -> None:
     events = store.conn.execute("SELECT COUNT(*) FROM message_events WHERE kind = 'sent'").fetchone()[0]
     assert events == workers * per_worker
     store.close()
+
+
+@pytest.mark.parametrize("content", [b"[1, 2]", b'"damaged"', b"[" * 100_000 + b"]" * 100_000, b"{", b""])
+def test_a_damage_marker_that_is_not_an_object_names_no_file(isolated_env: Path, content: bytes) -> None:
+    """record_damage writes its marker atomically, so one that is not a JSON object (another
+    program's file, absurdly nested) names no database: it is ignored, and nothing raises."""
+    store = Store(isolated_env / "agent-link.db")
+    try:
+        Path(store.damage_marker).write_bytes(content)
+        assert store.damage() is None
+        record_damage(store.path, store.identity, "test")  # a real marker still refuses
+        found = store.damage()
+        assert found is not None and found.details["reason"] == "corrupt"
+    finally:
+        store.close()
+
+
+def test_open_read_only_reads_and_never_writes(isolated_env: Path) -> None:
+    writer = Store(isolated_env / "agent-link.db")
+    try:
+        writer.conn.execute("CREATE TABLE probe (address TEXT)")
+        writer.conn.execute("INSERT INTO probe VALUES ('t:a')")
+        reader = Store.open_read_only(isolated_env / "agent-link.db")  # the writer's -shm exists: a read-only WAL reader
+        try:
+            assert reader.conn.execute("SELECT address FROM probe").fetchall()[0][0] == "t:a"
+            with pytest.raises(AgentLinkError) as refused:
+                with reader.write() as conn:
+                    conn.execute("DELETE FROM probe")
+            assert refused.value.code == "state_io_error"
+            assert reader.check_health()["ok"] is True
+        finally:
+            reader.close()
+        assert writer.conn.execute("SELECT count(*) FROM probe").fetchone()[0] == 1
+    finally:
+        writer.close()
+    with pytest.raises(AgentLinkError) as missing:
+        Store.open_read_only(isolated_env / "absent.db")
+    assert missing.value.code == "state_io_error"

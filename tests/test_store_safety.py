@@ -18,6 +18,7 @@ from agent_link_core.cli import build_cli
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.model import Caller
 from agent_link_core.store import Store
+from agent_link_testing.locks import hold_write_lock
 from agent_link_testing.mcp_client import agent_link_mcp
 from agent_link_testing.plugin_suites import call_tool
 
@@ -216,9 +217,7 @@ async def test_busy_database_is_busy_not_damaged(app: Any, monkeypatch: pytest.M
     monkeypatch.setenv("AGENT_LINK_BUSY_TIMEOUT_MS", "300")
     a = app()
     first = await send(a, "before the lock")
-    holder = sqlite3.connect(a.store.path, isolation_level=None)
-    holder.execute("BEGIN IMMEDIATE")  # another process holds the write lock
-    try:
+    with hold_write_lock(a.store.path):  # another process holds the write lock
         peek = a.inbox(BOB, mark=False)  # pure reads never wait on the writer
         assert [m["id"] for m in peek["messages"]] == [first["messageId"]]
         status = await call_tool(a, "get_agent_link_message_status", {"messageId": first["messageId"]}, ALICE)
@@ -230,9 +229,6 @@ async def test_busy_database_is_busy_not_damaged(app: Any, monkeypatch: pytest.M
         assert busy["error"]["details"]["retryable"] is True and "retry" in busy["error"]["hint"].lower()
         no_move_advice(busy["error"])
         assert a.health()["database"]["ok"] is True
-    finally:
-        holder.execute("ROLLBACK")
-        holder.close()
     assert (await send(a, "after the lock"))["ok"]
 
 
@@ -244,31 +240,14 @@ async def test_reads_that_would_note_something_never_wait_on_a_writer(app: Any, 
     message_id = asked.message["id"]
     a.inbox(BOB)
     a.store.conn.execute("UPDATE messages SET reply_by = 1 WHERE id = ?", (message_id,))  # its replyBy has passed
-    locked, finished, released = threading.Event(), threading.Event(), threading.Event()
-
-    def hold() -> None:  # another process holds the write lock until the reads are done (at most 120 s)
-        holder = sqlite3.connect(a.store.path, isolation_level=None)
-        holder.execute("BEGIN IMMEDIATE")
-        locked.set()
-        finished.wait(120)
-        released.set()
-        holder.execute("ROLLBACK")
-        holder.close()
-
-    thread = threading.Thread(target=hold)
-    thread.start()
-    try:
-        assert locked.wait(60)
+    with hold_write_lock(a.store.path) as held:  # another process holds the write lock
         # Each read below would record the expiry (status_changed) or repair receipts on the way.
         status = await call_tool(a, "get_agent_link_message_status", {"messageId": message_id}, ALICE)
         assert status["ok"] and status["status"] == "expired"
         peek = a.inbox(BOB, mark=False, include_open=True)
         assert [m["id"] for m in peek["messages"]] == [message_id]
         assert (await call_tool(a, "agent_link_mailbox_inspect", {}, ALICE))["ok"]
-        assert not released.is_set(), "a read waited for the writer's lock"
-    finally:
-        finished.set()
-        thread.join()
+        assert not held.waited, "a read waited for the writer's lock"
     # The first read of a writable database records what the busy one could not.
     assert (await call_tool(a, "get_agent_link_message_status", {"messageId": message_id}, ALICE))["status"] == "expired"
     recorded = a.store.conn.execute("SELECT status FROM status_transitions WHERE message_id = ?", (message_id,)).fetchall()
@@ -348,15 +327,10 @@ async def test_busy_and_health_through_a_real_mcp_session(isolated_env: Path) ->
         assert first["ok"]
         health = await alice.call("agent_link_health")
         assert health["database"]["ok"] is True and health["database"]["walBytes"] >= 0
-        holder = sqlite3.connect(isolated_env / "agent-link.db", isolation_level=None)
-        holder.execute("BEGIN IMMEDIATE")
-        try:
+        with hold_write_lock(isolated_env / "agent-link.db"):
             peek = await bob.call("read_agent_link_inbox", {"markAsDelivered": False})
             assert peek["ok"] and [m["id"] for m in peek["messages"]] == [first["messageId"]]
             busy = await alice.call("message_agent", {"to": "test:bob", "message": "while locked"})
             assert busy["ok"] is False and busy["error"]["code"] == "state_busy"
             no_move_advice(busy["error"])
-        finally:
-            holder.execute("ROLLBACK")
-            holder.close()
         assert (await alice.call("message_agent", {"to": "test:bob", "message": "after"}))["ok"]

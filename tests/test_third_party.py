@@ -140,7 +140,8 @@ def test_a_third_party_reads_nothing_through_the_cli(app: App, monkeypatch: pyte
     listed = runner.invoke(build_cli(), ["--help"]).output.split("Commands:", 1)[1].split("Exit codes:", 1)[0]
     every = {line.split()[0] for line in listed.splitlines() if line.strip()}
     # hook: answers the session named in the host's stdin with counts of its own mail only;
-    # mcp: the server, walked tool by tool above; web: the machine user's own token-protected page;
+    # mcp: the server, walked tool by tool above; web: the page, walked route by route as a third
+    # party in plugins/web/tests/test_web_privacy.py;
     # watch: runs until interrupted (walked in the next test); install, uninstall: set up the
     # hosts' plugin folders, no mail in them.
     assert every - {args[0] for args in commands} <= {"hook", "mcp", "web", "watch", "install", "uninstall"}, every
@@ -166,6 +167,34 @@ def test_a_third_party_watching_sees_only_its_own_news(app: App, monkeypatch: py
         shown = result.output.count('"event":"message"') if "--ndjson" in args else result.output.count("for eve only")
         assert shown == 1, (args, result.output)  # eve's own news is shown...
         assert not leaks(result.output), (args, leaks(result.output))  # ...and nothing of alice's and bob's
+
+
+def test_reading_as_another_address_needs_proof_or_the_inspect_all_setting(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    ids = asyncio.run(mail_between_alice_and_bob(app))
+    mid = ids["replied"]
+    # Every command that takes the address to read as: --as, and --from on the commands that show mail.
+    reads = [["inbox", "--as", "test:bob", "--peek"], ["inbox", "--as", "test:bob", "--all", "--json"], ["watch", "--as", "test:bob"],
+             ["status", mid, "--from", "test:bob"], ["wait", mid, "--from", "test:bob", "--timeout-ms", "0"],
+             ["show", mid, "--from", "test:bob", "--thread"], ["search", "SECRET", "--from", "test:bob"]]
+    runner = CliRunner()
+    for me in ("test:eve", None):  # another address, and a process with no address at all
+        if me:
+            monkeypatch.setenv("AGENT_LINK_ADDRESS", me)
+        else:
+            monkeypatch.delenv("AGENT_LINK_ADDRESS", raising=False)
+        for args in reads:
+            result = runner.invoke(build_cli(), args)
+            assert result.exit_code == 1 and not leaks(result.output), (me, args, result.output)
+            assert result.output.count("\n") == 1 and "Only test:bob may read its mail" in result.output, result.output
+            assert "AGENT_LINK_INSPECT_ALL=1" in result.output and "Traceback" not in result.output
+    monkeypatch.setenv("AGENT_LINK_ADDRESS", "test:bob")  # the process is bob: it reads its own mail
+    for args in (reads[1], reads[3], reads[5]):
+        result = runner.invoke(build_cli(), args)
+        assert result.exit_code == 0 and ("SECRET" in result.output or args[0] == "status"), (args, result.output)
+    monkeypatch.setenv("AGENT_LINK_ADDRESS", "test:eve")
+    monkeypatch.setenv("AGENT_LINK_INSPECT_ALL", "1")  # the machine's user lets every mailbox be read
+    result = runner.invoke(build_cli(), reads[5])
+    assert result.exit_code == 0 and "SECRET-REPLY-delta" in result.output, result.output
 
 
 @pytest.mark.anyio
@@ -217,7 +246,8 @@ async def test_everything_agent_link_creates_is_private_whatever_the_umask(isola
             await alice.call("agent_link_health")
         for args in (["send", "test:bob", "from the cli", "--from", "test:carol"], ["inbox", "--as", "test:bob"],
                      ["receipts", "export", "--jsonl"], ["health"], ["config", "set", "reminder_limit", "3"]):
-            done = subprocess.run([sys.executable, "-m", "agent_link_core", *args], env={**os.environ, **env},
+            done = subprocess.run([sys.executable, "-m", "agent_link_core", *args],
+                                  env={**os.environ, **env, "AGENT_LINK_ADDRESS": "test:bob"},
                                   capture_output=True, text=True, timeout=120)
             assert done.returncode == 0, (args, done.stderr)
     finally:

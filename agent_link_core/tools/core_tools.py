@@ -270,9 +270,8 @@ async def read_inbox(app: App, args: dict[str, Any], call: ToolCall) -> dict[str
     """Handler of ``read_agent_link_inbox``: validated arguments in, success fields out (AgentLinkError to fail)."""
     from agent_link_core import budget
 
-    harness = app.harnesses.get(call.caller.host or "")
     # only what the calling host shows in full is returned (and marked delivered)
-    return budget.inbox(app, call.caller, harness.output_budget if harness is not None else None,
+    return budget.inbox(app, call.caller, budget.caller_budget(app, call.caller),
                         limit=args.get("limit", 20), mark=args.get("markAsDelivered", True),
                         include_open=args.get("includeOpen", True), message_id=args.get("messageId"),
                         offset=args.get("offset", 0))

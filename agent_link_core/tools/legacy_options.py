@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_link_core.tools.schemas import BOOL, STR
+from agent_link_core.tools.schemas import BOOL, PATH, STR
 
 DELIVERY_OPTIONS: dict[str, Any] = {
-    "cwd": {"type": "string", "description": "Working directory change request for the target (absolute)."},
+    "cwd": {**PATH, "description": "Working directory change request for the target (absolute)."},
     "mode": {"type": "string", "enum": ["auto", "start_turn", "steer_active"], "description": "How to deliver into a turn-based session."},
     "resumeIfNeeded": {"type": "boolean", "description": "Resume an unloaded session first (default true)."},
     "expectedTurnId": STR,

@@ -9,6 +9,11 @@ before the handler runs:
   reported with a ``coerced_argument`` warning;
 * unknown properties and out-of-range numbers are ``invalid_arguments`` naming each field
   (never clamped); arguments removed in older versions say what replaced them.
+
+A result is checked against the tool's declared output schema before it leaves (MCP clients
+reject ``structuredContent`` that does not validate against ``outputSchema``; the SDK client
+raises): one that does not match becomes an ``internal_error`` naming the plugin that
+registered the tool (:func:`result_mismatch`), and the plugin problem shows in health.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from jsonschema import Draft202012Validator
 
 from agent_link_core.errors import AgentLinkError, invalid_arguments
+from agent_link_core.tools.schemas import NO_NUL
 from agent_link_core.model import Caller
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -119,6 +125,8 @@ def _expected(schema: Mapping[str, Any]) -> str:
     parts = []
     if "enum" in schema:
         return " | ".join(str(v) for v in schema["enum"])
+    if isinstance(schema.get("anyOf"), list):
+        return ", or ".join(_expected(alt) for alt in schema["anyOf"] if isinstance(alt, Mapping))
     types = sorted(_types(schema)) or ["value"]
     parts.append(" or ".join(types))
     if "minimum" in schema or "maximum" in schema:
@@ -127,7 +135,9 @@ def _expected(schema: Mapping[str, Any]) -> str:
         parts.append(f"at least {schema['minLength']} characters")
     if "maxLength" in schema:
         parts.append(f"at most {schema['maxLength']} characters")
-    if "pattern" in schema:
+    if schema.get("pattern") == NO_NUL:
+        parts.append("without NUL characters")
+    elif "pattern" in schema:
         parts.append(f"matching {schema['pattern']}")
     return " ".join(parts)
 
@@ -203,7 +213,8 @@ async def run_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | None
     :param progress: the call's progress reporter when the client sent a progress token.
 
     Never raises: an :class:`AgentLinkError` becomes ``ok: false``; any other exception
-    becomes ``internal_error`` naming only the exception class.
+    becomes ``internal_error`` naming only the exception class; a success result that its
+    output schema refuses becomes ``internal_error`` naming the plugin (:func:`result_mismatch`).
     """
     try:
         args, warnings = validate_arguments(spec, arguments)
@@ -222,15 +233,53 @@ async def run_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | None
                                         "details": {"cause": type(exc).__name__},
                                         "hint": "This is a bug in agent-link or a plugin; the server's log (stderr) has the traceback."}}
     declared = spec.output_fields
+    if not isinstance(fields, dict):  # a plugin's handler broke its contract
+        return _withheld(app, spec, [{"path": "", "rule": "type"}])
     extra = [k for k in fields if k not in declared and k != "warnings"]
     if extra:  # the output schema is closed: an undeclared field would break strict clients
         logging.getLogger(__name__).warning("tool %s dropped undeclared result fields %s", spec.name, extra)
     result = {"ok": True, **{k: v for k, v in fields.items() if k not in extra}}
-    all_warnings = list(call.warnings) + list(fields.get("warnings", []))
+    handed = fields.get("warnings", [])
+    all_warnings = list(call.warnings) + (list(handed) if isinstance(handed, list) else [handed])  # a bad one fails the schema
     result.pop("warnings", None)
     if all_warnings:
         result["warnings"] = all_warnings
-    return result
+    return result_mismatch(app, spec, result) or result
+
+
+_RESULT_VALIDATORS: dict[int, tuple[ToolSpec, Draft202012Validator]] = {}
+#: how many schema violations an internal_error names
+MAX_RESULT_ERRORS = 5
+
+
+def result_mismatch(app: App, spec: ToolSpec, result: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``internal_error`` result replacing ``result`` when it does not validate against
+    :func:`output_schema` of ``spec``, else None. The error names the plugin that registered
+    the tool and where the result broke the schema (paths and rules, no values: a result may
+    hold mail); the fault is recorded as a plugin problem (not disabling the plugin)."""
+    cached = _RESULT_VALIDATORS.get(id(spec))
+    if cached is None or cached[0] is not spec:  # the spec is kept with its validator, so its id stays its own
+        cached = _RESULT_VALIDATORS[id(spec)] = (spec, Draft202012Validator(output_schema(spec)))
+    errors = sorted(cached[1].iter_errors(result), key=lambda e: [str(p) for p in e.absolute_path])
+    if not errors:
+        return None
+    found = dict.fromkeys((".".join(str(p) for p in e.absolute_path), str(e.validator)) for e in errors)  # each once
+    return _withheld(app, spec, [{"path": path, "rule": rule} for path, rule in list(found)[:MAX_RESULT_ERRORS]])
+
+
+def _withheld(app: App, spec: ToolSpec, found: list[dict[str, str]]) -> dict[str, Any]:
+    """The ``internal_error`` result for a tool result that broke its schema at ``found``."""
+    plugin = app.hooks.owner("tool", spec.name) or "?"
+    where = "; ".join(f"{f['path'] or '(result)'}: {f['rule']}" for f in found)
+    logging.getLogger(__name__).warning("tool %s of plugin %s returned a result its output schema refuses: %s", spec.name, plugin, where)
+    app.hooks.boundary.fault(plugin, f"tool {spec.name}", f"result does not match the declared output schema ({where})"[:300],
+                             fix="Return the fields the tool declares, with the declared types.")
+    return {"ok": False, "error": {
+        "code": "internal_error",
+        "message": f"{spec.name} (plugin {plugin}) returned a result that does not match its declared output schema; it was withheld.",
+        "details": {"cause": "output_schema", "plugin": plugin, "errors": found},
+        "hint": f"This is a bug in the plugin {plugin}; agent_link_health lists it under plugins.problems.",
+    }}
 
 
 def unknown_tool(name: str) -> dict[str, Any]:

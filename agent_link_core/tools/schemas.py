@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent_link_core.addresses import ADDRESS_RE
+from agent_link_core.prompt_hooks import HARNESS_RE
+
 ANY: dict[str, Any] = {}
 STR: dict[str, Any] = {"type": "string"}
 NSTR: dict[str, Any] = {"type": ["string", "null"]}
@@ -14,7 +17,18 @@ NOBJ: dict[str, Any] = {"type": ["object", "null"]}
 ARR: dict[str, Any] = {"type": "array"}
 INT: dict[str, Any] = {"type": "integer"}
 # Ids are case-insensitive: a lower-case copy of an id finds the stored upper-case one.
+# Every tool argument holding a message id uses this one (ULID_RE, either case).
 ULID: dict[str, Any] = {"type": "string", "pattern": "^[0-7][0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25}$"}
+#: A pattern that refuses NUL, which no file path can hold (the OS would raise on it).
+NO_NUL = "^[^\\u0000]*$"
+#: A filesystem path argument (a directory or file; absolute where the tool says so).
+PATH: dict[str, Any] = {"type": "string", "minLength": 1, "pattern": NO_NUL}
+#: A path filter: one path or a list of them.
+PATHS: dict[str, Any] = {"anyOf": [PATH, {"type": "array", "items": PATH}]}
+#: an address argument, ``<harness>:<id>`` (addresses.ADDRESS_RE)
+ADDRESS: dict[str, Any] = {"type": "string", "pattern": ADDRESS_RE.pattern}
+#: a harness name argument (prompt_hooks.HARNESS_RE)
+HARNESS: dict[str, Any] = {"type": "string", "pattern": HARNESS_RE.pattern}
 #: The result of a resolve tool (resolve_agent and a harness's own): a verdict, not an error.
 RESOLVE_RESULT: dict[str, Any] = {
     "status": {"type": "string", "enum": ["resolved", "ambiguous", "not_found"]}, "query": STR, "best": NOBJ,

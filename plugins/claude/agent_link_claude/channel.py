@@ -35,6 +35,7 @@ import anyio
 
 from agent_link_core.budget import oversized_notice
 from agent_link_core.harness import HANDSHAKE, STATELESS, McpPeer, PeerGone
+from agent_link_core.json_files import read_json_object
 from agent_link_core.mailbox import iso
 from agent_link_core.model import EXTERNAL, INVALID, address_scheme, is_address
 from agent_link_core.store import ensure_private_dir, now_ms
@@ -243,12 +244,7 @@ class GlobalConfigReader:
             return self._data
         stamp = (st.st_mtime_ns, st.st_size)
         if stamp != self._stamp:
-            try:
-                with open(self.path, encoding="utf-8") as f:
-                    data = json.load(f)
-            except (OSError, ValueError, RecursionError):  # RecursionError: JSON nested too deeply
-                data = {}
-            self._stamp, self._data = stamp, data if isinstance(data, dict) else {}
+            self._stamp, self._data = stamp, read_json_object(self.path) or {}
         return self._data
 
 
@@ -296,12 +292,8 @@ def active_bridges(state_dir: str | os.PathLike[str]) -> dict[str, dict[str, Any
     for name in names:
         if not name.endswith(".json") or name.startswith("."):
             continue
-        try:
-            with open(os.path.join(directory, name), encoding="utf-8") as f:
-                record = json.load(f)
-        except (OSError, ValueError, RecursionError):
-            continue
-        if not isinstance(record, dict):
+        record = read_json_object(os.path.join(directory, name))
+        if record is None:
             continue
         pid, sid = record.get("pid"), record.get("sessionId")
         if isinstance(pid, int) and isinstance(sid, str) and same_process(pid, record.get("procStart")):

@@ -34,7 +34,6 @@ Delivery states (``Delivery.state``; ``message_claude_session``'s ``delivery``):
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
@@ -45,6 +44,7 @@ import anyio
 
 from agent_link_core.harness import Delivery, Harness, McpPeer, OutputBudget, SessionListing
 from agent_link_core.hook import last_runs
+from agent_link_core.json_files import read_json_object
 from agent_link_core.mailbox import iso
 from agent_link_core.model import Caller, Session
 
@@ -556,12 +556,7 @@ def plugin_status(cfg: str) -> dict[str, list[str]]:
     (``plugins/installed_plugins.json``) and enabled (``settings.json`` ``enabledPlugins``)."""
 
     def load(*parts: str) -> dict[str, Any]:
-        try:
-            with open(os.path.join(cfg, *parts), encoding="utf-8") as f:
-                data = json.load(f)
-        except (OSError, ValueError, RecursionError):  # RecursionError: JSON nested too deeply
-            return {}
-        return data if isinstance(data, dict) else {}
+        return read_json_object(os.path.join(cfg, *parts)) or {}
 
     installed = load("plugins", "installed_plugins.json").get("plugins")
     enabled = load("settings.json").get("enabledPlugins")

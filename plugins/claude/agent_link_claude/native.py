@@ -42,6 +42,8 @@ from typing import Any, Self
 import psutil
 from ulid import ULID
 
+from agent_link_core.json_files import read_json_object
+
 from agent_link_claude.procs import same_process
 
 #: priority of the socket frame for each anticipation: ``next`` is read at the next tool
@@ -80,12 +82,7 @@ class Inbox:
 
 def read_record(path: str) -> dict[str, Any] | None:
     """One ``sessions/<pid>.json`` record as an object, None when unreadable."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, ValueError, RecursionError):  # RecursionError: JSON nested too deeply
-        return None
-    return data if isinstance(data, dict) else None
+    return read_json_object(path)
 
 
 def key_token(sessions_dir: str, pid: int, socket_path: str) -> str | None:

@@ -35,6 +35,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from agent_link_core.json_files import read_json_object
+
 from agent_link_claude.procs import proc_start, same_process
 
 NAME_RE = re.compile(r"[^a-z0-9-]+")
@@ -159,12 +161,8 @@ def sender_session(config_dir: str, peer_pid: int | None) -> str | None:
     """The session id of the Claude process ``peer_pid`` (its live record, start time checked)."""
     if peer_pid is None or peer_pid <= 0:
         return None
-    try:
-        with open(os.path.join(config_dir, "sessions", f"{peer_pid}.json"), encoding="utf-8") as f:
-            record = json.load(f)
-    except (OSError, ValueError, RecursionError):  # RecursionError: JSON nested too deeply
-        return None
-    if not isinstance(record, dict) or record.get("pid") != peer_pid or not same_process(peer_pid, record.get("procStart")):
+    record = read_json_object(os.path.join(config_dir, "sessions", f"{peer_pid}.json"))
+    if record is None or record.get("pid") != peer_pid or not same_process(peer_pid, record.get("procStart")):
         return None
     sid = record.get("sessionId")
     return sid if isinstance(sid, str) and sid else None
@@ -199,12 +197,8 @@ class PeerPublisher:
         for entry in names:
             if not entry.endswith(".json"):
                 continue
-            try:
-                with open(os.path.join(directory, entry), encoding="utf-8") as f:
-                    record = json.load(f)
-            except (OSError, ValueError, RecursionError):  # RecursionError: JSON nested too deeply
-                continue
-            if not isinstance(record, dict):
+            record = read_json_object(os.path.join(directory, entry))
+            if record is None:
                 continue
             pid = record.get("pid")
             if record.get("entrypoint") != "agent-link" or not isinstance(pid, int) or same_process(pid, record.get("procStart")):

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from agent_link_core.json_files import read_json_object
 from agent_link_core.mailbox import iso
 from agent_link_core.model import Session
 
@@ -241,12 +242,8 @@ class LiveSession:
 
 def read_live_file(path: str) -> LiveSession | None:
     """Parse one live-session file (None when unreadable or malformed); liveness not checked."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, ValueError, RecursionError):  # RecursionError: JSON nested too deeply
-        return None
-    if not isinstance(data, dict):
+    data = read_json_object(path)
+    if data is None:
         return None
     pid, sid = _int(data.get("pid")), _str(data.get("sessionId"))
     if pid is None or sid is None or not ID_RE.match(sid):
@@ -282,12 +279,8 @@ class Sidecar:
 
 def read_sidecar(path: str, surface: str) -> Sidecar | None:
     """Parse a sidecar; it must be an object with a non-empty string ``sessionId``."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, ValueError, RecursionError):  # RecursionError: JSON nested too deeply
-        return None
-    if not isinstance(data, dict) or not _str(data.get("sessionId")):
+    data = read_json_object(path)
+    if data is None or not _str(data.get("sessionId")):
         return None
     cli = _str(data.get("cliSessionId"))
     prior = data.get("priorCliSessionIds")

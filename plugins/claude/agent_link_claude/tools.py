@@ -18,7 +18,7 @@ from agent_link_core.directory import session_view
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.model import Caller, Session, address_scheme, is_address
 from agent_link_core.tools.core_tools import ANTICIPATION, POLL_MS, RECEIPT, REPLY_BY, TIMEOUT_MS
-from agent_link_core.tools.schemas import BOOL, CURSOR, LISTING_PAGE, NOBJ, NSTR, OBJ, RESOLVE_RESULT, STR, ULID
+from agent_link_core.tools.schemas import BOOL, CURSOR, LISTING_PAGE, NOBJ, NSTR, OBJ, PATH, RESOLVE_RESULT, STR, ULID
 from agent_link_core.tools.registry import ToolCall, ToolSpec
 
 from agent_link_claude.harness import DELIVERY_STATES, NAME, ClaudeHarness
@@ -353,7 +353,7 @@ CLAUDE_TOOLS: tuple[ToolSpec, ...] = (
             "timeoutMs": TIMEOUT_MS, "pollIntervalMs": POLL_MS, "receipt": RECEIPT,
             "model": {"type": "string", "description": "Not supported for Claude sessions."},
             "effort": {"type": "string", "description": "Not supported for Claude sessions."},
-            "cwd": {"type": "string", "description": "Not supported for Claude sessions."},
+            "cwd": {**PATH, "description": "Not supported for Claude sessions."},
             "allowTargetOverride": {"type": "boolean", "description": "Deprecated; no effect (Claude sessions take no overrides)."},
         }, ("message",)),
         output_fields={

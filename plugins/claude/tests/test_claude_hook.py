@@ -17,6 +17,7 @@ from agent_link_core.app import App
 from agent_link_core.config import load_config
 from agent_link_core.hook import HookContext
 from agent_link_core.model import Caller
+from agent_link_testing.locks import hold_write_lock
 
 A = "11111111-1111-4111-8111-111111111111"
 ADDR = f"claude:{A}"
@@ -144,6 +145,25 @@ def test_launcher_runs_the_hook_and_prints_one_json_line(app: App) -> None:
     assert json.loads(line)["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
     beat = Path(app.config.state_dir) / "hooks" / "claude-UserPromptSubmit.last"
     assert beat.is_file()  # the heartbeat health reads
+
+
+def test_a_prompt_and_a_stop_never_wait_for_another_processs_write_lock(app: App) -> None:
+    send(app, BOB)  # not delivered yet: the note about it is a read
+    mid = send(app)
+    app.mailbox.mark_delivered(mid, "inbox")
+    age(app, mid)  # its reminder is due: claiming it is a write
+    slow = {"AGENT_LINK_BUSY_TIMEOUT_MS": "600000"}  # a hook that waited for the lock would outlast the holder
+    prompt = json.dumps({"session_id": A, "hook_event_name": "UserPromptSubmit", "prompt": "x"})
+    with hold_write_lock(app.store.path) as held:
+        noted = launch("UserPromptSubmit", prompt, slow)
+        stopped = launch("Stop", json.dumps({"session_id": A, "hook_event_name": "Stop", "stop_hook_active": False}), slow)
+        assert not held.waited, "the hook held the prompt up for another process's write lock"
+    note = json.loads(noted.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "test:bob" in note and "reminder" not in note  # the note is shown; the reminder waits for the lock
+    assert (stopped.returncode, stopped.stdout) == (0, "")  # no block while another process writes
+    assert app.mailbox.state(app.mailbox.get_row(mid)).reminder_count == 0  # nothing claimed, nothing lost
+    again = json.loads(launch("UserPromptSubmit", prompt).stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "reminder 1 of 3" in again  # the next prompt claims and shows it
 
 
 @pytest.mark.parametrize("stdin", ["", "not json", "[1]", '{"session_id": null}'])

@@ -28,6 +28,7 @@ from agent_link_core.app import App
 from agent_link_core.model import Caller
 from agent_link_testing.claude_host import ClaudeHost
 from agent_link_testing.hosts import claude_version, version_at_least
+from agent_link_testing.locks import hold_write_lock
 from agent_link_testing.mcp_client import agent_link_mcp
 from agent_link_testing.messages_stub import MessagesStub, RecordedRequest, Reply
 
@@ -253,6 +254,33 @@ def test_stop_blocks_once_with_the_reminder_and_the_session_then_ends(
     resume(claude, b, cwd, "and now?")
     assert len(stub.main_requests) - before == 1
     assert app.store.conn.execute("SELECT COUNT(*) FROM nudge_blocks").fetchone()[0] == 1
+
+
+def test_a_prompt_while_another_process_writes_gets_its_note_and_the_skipped_reminder_comes_next(
+    claude: ClaudeHost, stub: MessagesStub, app: App, tmp_path: Path,
+) -> None:
+    cwd = project(tmp_path, "w")
+    b = new_session(claude, stub, cwd)
+    anyio.run(lambda: app.send(caller=ALICE, to=f"claude:{b}", body="The logs are in /tmp.", anticipation="fyi"))
+    asked = anyio.run(lambda: app.send(caller=ALICE, to=f"claude:{b}", body="Review PR 7 please.", anticipation="reply"))
+    mid = asked.message["id"]
+    app.mailbox.mark_delivered(mid, "inbox")  # read earlier, never answered: its reminder falls due
+    with app.store.write() as conn:
+        conn.execute("UPDATE messages SET first_delivered_at = first_delivered_at - 60000 WHERE id = ?", (mid,))
+    before = len(stub.main_requests)
+    stub.enqueue("Noted.")
+    with hold_write_lock(app.config.db_path):  # another agent-link process is writing all along
+        resume(claude, b, cwd, "anything new?")
+    text = stub.main_requests[before].text()
+    assert "1 peer message is waiting from test:alice" in text  # the note (a read) still reaches the model...
+    assert "UserPromptSubmit hook additional context: agent-link" in text  # ...from the prompt's own hook too
+    assert "agent-link reminder" not in text and "Review PR 7" not in text  # the claim waits for the lock
+    assert app.mailbox.state(app.mailbox.get_row(mid)).reminder_count == 0  # nothing claimed, nothing lost
+    stub.enqueue("Noted again.")
+    resume(claude, b, cwd, "and now?")
+    assert "agent-link reminder 1 of 3" in stub.main_requests[-1].text()  # the next prompt shows it
+    rows = app.store.conn.execute("SELECT n, via FROM reminders WHERE message_id = ?", (mid,)).fetchall()
+    assert [tuple(r) for r in rows] == [(1, "claude-prompt-hook")]
 
 
 def test_after_clear_the_server_speaks_for_the_new_session(

@@ -61,7 +61,7 @@ def test_claude_codex_and_the_cli_share_the_mailbox_the_settings_file_names(tmp_
                           text("done"))
         run([str(codex_binary()), "exec", "--skip-git-repo-check", "write to the cli"], env, cwd)
 
-        inbox = json.loads(run([AGENT_LINK, "inbox", "--as", "team:cli", "--json"], env, cwd).stdout)
+        inbox = json.loads(run([AGENT_LINK, "inbox", "--as", "team:cli", "--json"], {**env, "AGENT_LINK_ADDRESS": "team:cli"}, cwd).stdout)
         bodies = json.dumps(inbox)
         assert "from claude" in bodies and "from codex" in bodies, bodies
         assert (boxed / "agent-link.db").exists() and not (home / ".agent-link").exists()

@@ -32,6 +32,7 @@ from agent_link_core.harness import Delivery, Harness, McpPeer, OutputBudget, Se
 from agent_link_core.model import Caller, Session
 from agent_link_core.reminders import DueReminders
 from agent_link_core.store import Store, now_ms
+from agent_link_core.tools.schemas import PATH
 
 from agent_link_codex import rollouts
 from agent_link_codex.appserver import AppServerError, AppServerUnavailable
@@ -167,7 +168,7 @@ SEND_OPTION_SPECS: tuple[SendOption, ...] = (
     SendOption("effort", {"type": "string", "enum": ["minimal", "low", "medium", "high", "xhigh"],
                           "description": "Reasoning effort change request (subject to the override policy)."},
                capability="turn_overrides"),
-    SendOption("cwd", {"type": "string", "description": "Working directory change request for the thread (absolute)."},
+    SendOption("cwd", {**PATH, "description": "Working directory change request for the thread (absolute)."},
                capability="turn_overrides"),
     # deprecated (overrides.DEPRECATED): accepted with a deprecated_argument warning
     SendOption("allowParallelTurn", {"type": "boolean", "description": "Deprecated and ignored (a warning says so)."}),

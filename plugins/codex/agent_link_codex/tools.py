@@ -20,7 +20,7 @@ from agent_link_core.app import wait_capped_warning
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.tools import core_tools
 from agent_link_core.tools.registry import ToolCall, ToolSpec
-from agent_link_core.tools.schemas import ANY, BOOL, STR
+from agent_link_core.tools.schemas import ANY, BOOL, PATH, PATHS, STR
 
 from agent_link_codex import rollouts
 from agent_link_codex.appserver import AppServerError
@@ -39,7 +39,7 @@ from agent_link_codex.settings import codex_home
 THREAD_ID = {"type": "string", "minLength": 1, "maxLength": 140,
              "description": "A Codex thread id (or codex:<id>)."}
 SCOPE = {"type": "string", "enum": ["active", "archived", "all"]}
-CWD_FILTER = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
+CWD_FILTER = {**PATHS,
               "description": "Only threads whose working directory is exactly this (or one of these)."}
 FALLBACK = {"type": "boolean", "default": True, "description": "Read Codex's transcript files when no app-server can be had."}
 DEFAULT_THREAD_NAME = "launched by agent-link"
@@ -897,7 +897,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         description="Start a new Codex thread in a Codex app-server; with message, also start its first turn with that message (sent through agent-link, so the new thread can answer with reply_agent_link_message). A thread started without message or name is given a name so that Codex keeps it.",
         input_schema=_obj({
             "message": {"type": "string", "minLength": 1}, "name": {"type": "string", "minLength": 1, "maxLength": 200},
-            "cwd": {"type": "string", "description": "Working directory of the new thread (absolute)."},
+            "cwd": {**PATH, "description": "Working directory of the new thread (absolute)."},
             "model": STR, "modelProvider": STR, "serviceTier": STR, "ephemeral": BOOL,
             "effort": {**core_tools.DELIVERY_OPTIONS["effort"], "description": "Reasoning effort of the new thread."},
             "anticipation": core_tools.ANTICIPATION, "replyBy": core_tools.REPLY_BY,

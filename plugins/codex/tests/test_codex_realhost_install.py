@@ -111,7 +111,7 @@ def test_installed_plugin_tools_are_in_every_first_request(root: Path) -> None:
         stub.enqueue(mcp_tool_call("codex_agent_link", "message_agent", {"to": "team:cli", "message": "from codex"}),
                      text("done"))
         codex(["exec", "--skip-git-repo-check", "write to the cli"], env, root)
-        inbox = subprocess.run([agent_link, "inbox", "--as", "team:cli", "--json"], env=env, capture_output=True,
-                               text=True, check=True, timeout=RUN_BOUND_S)
+        inbox = subprocess.run([agent_link, "inbox", "--as", "team:cli", "--json"], env={**env, "AGENT_LINK_ADDRESS": "team:cli"},
+                               capture_output=True, text=True, check=True, timeout=RUN_BOUND_S)
         assert "from codex" in inbox.stdout, inbox.stdout
         assert (boxed / "agent-link.db").exists() and not (home / ".agent-link").exists()

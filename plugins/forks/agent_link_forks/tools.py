@@ -19,6 +19,7 @@ from agent_link_core.mailbox import check_body, check_labels, new_message_id
 from agent_link_core.store import now_ms
 from agent_link_core.tools import core_tools
 from agent_link_core.tools.registry import ToolCall, ToolSpec
+from agent_link_core.tools.schemas import PATH
 from agent_link_forks.codex import is_archived, refuse_archived
 from agent_link_forks.runner import TOOL_RESULT, compaction_decision, runtime
 
@@ -40,7 +41,7 @@ INPUT_SCHEMA: dict[str, Any] = {
         "modelProvider": NAME, "serviceTier": NAME,
         "effort": {"type": "string", "enum": ["minimal", "low", "medium", "high", "xhigh"],
                    "description": "Reasoning effort of the task turn."},
-        "cwd": {"type": "string", "minLength": 1, "description": "The fork's working directory (absolute, inside the original's workspace)."},
+        "cwd": {**PATH, "description": "The fork's working directory (absolute, inside the original's workspace)."},
         "lastTurnId": {"type": "string", "minLength": 1, "maxLength": 140,
                        "description": "Fork through this completed turn (default: the latest completed one)."},
         "compactFork": {"type": "string", "enum": ["never", "always", "auto"], "default": "auto",

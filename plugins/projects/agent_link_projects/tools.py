@@ -16,6 +16,7 @@ from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.mailbox import parse_iso_ms
 from agent_link_core.tools import core_tools
 from agent_link_core.tools.registry import ToolCall, ToolSpec
+from agent_link_core.tools.schemas import PATH, PATHS
 from agent_link_projects import obligations
 from agent_link_projects.peers import run_tool
 from agent_link_projects.prompt import DEFAULT_ROLE, inert, worker_prompt
@@ -34,7 +35,7 @@ NESTR = {"type": "string", "minLength": 1}
 BOOL = {"type": "boolean"}
 STR_LIST = {"type": "array", "items": {"type": "string"}}
 SCOPE = {"type": "string", "enum": ["active", "archived", "all"], "default": "all"}
-CWD_FILTER = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
+CWD_FILTER = {**PATHS,
               "description": "Search filter only: threads whose working directory is exactly this (never used as a turn cwd)."}
 RESULT_STATUSES = ("done", "done_with_concerns", "blocked")
 RESULT_HEADING = "Project worker result"
@@ -57,7 +58,7 @@ def _obj(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str
 
 
 TARGET: dict[str, Any] = {
-    "projectRoot": {"type": "string", "minLength": 1, "description": "The project's root directory (absolute)."},
+    "projectRoot": {**PATH, "description": "The project's root directory (absolute)."},
     "projectId": {"type": "string", "minLength": 1, "maxLength": 200},
     "orchestratorThreadId": {"type": "string", "minLength": 1, "maxLength": 140,
                              "description": "The orchestrator: a Codex thread id, codex:<id>, or role:<name>."},

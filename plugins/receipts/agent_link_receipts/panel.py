@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agent_link_core.model import is_ulid
-from agent_link_core.panels import Cell, Panel, PanelLink, PanelView
+from agent_link_core.panels import Cell, Panel, PanelLink, PanelView, panel_viewer
 from agent_link_receipts.ledger import list_receipts
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -15,8 +15,9 @@ SHOWN = 15
 
 
 def render(app: App) -> PanelView:
-    """The newest receipts, each linking to its message's conversation."""
-    page = list_receipts(app.store, {}, SHOWN)
+    """The newest receipts of the mail the reader may see, each linking to its message's
+    conversation."""
+    page = list_receipts(app.store, {}, SHOWN, panel_viewer())
     rows: list[list[Cell]] = []
     for r in page.receipts:
         target: Any = r.get("target") or {}

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agent_link_core.tools.registry import ToolCall, ToolSpec
 from agent_link_core.mailbox import Visibility
+from agent_link_core.tools.registry import ToolCall, ToolSpec
+from agent_link_core.tools.schemas import ADDRESS, HARNESS, ULID
 
 from agent_link_receipts.build import ACTIONS, KINDS
 from agent_link_receipts.context import LOG_SETTING, ReceiptsContext, from_app
@@ -15,10 +16,8 @@ from agent_link_receipts.recording import repair
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
 
-ADDRESS = {"type": "string", "pattern": "^[a-z][a-z0-9-]{0,31}:[A-Za-z0-9_.-]{1,128}$"}
 ID = {"type": "string", "minLength": 1, "maxLength": 160}
 TARGET_KIND = {"type": "string", "pattern": "^[a-z][a-z0-9_-]{0,39}$"}
-HARNESS = {"type": "string", "pattern": "^[a-z][a-z0-9-]{0,31}$"}
 
 INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -27,7 +26,7 @@ INPUT_SCHEMA: dict[str, Any] = {
         "targetThreadId": {**ID, "description": "Receipts whose target has this thread id."},
         "targetSessionId": {**ID, "description": "Receipts whose target has this session id."},
         "originThreadId": {**ID, "description": "Receipts of calls made from this thread."},
-        "messageId": {"type": "string", "pattern": "^[0-9A-HJKMNP-TV-Z]{26}$", "description": "Every receipt of one message."},
+        "messageId": {**ULID, "description": "Every receipt of one message (either case)."},
         "action": {"type": "string", "enum": list(ACTIONS), "description": "Only receipts of this action."},
         "kind": {"type": "string", "enum": list(KINDS), "description": "Only receipts of this kind (a lifecycle step, fork, or switch)."},
         "targetKind": {**TARGET_KIND, "description": "The target's harness (codex, claude, ...) or its session kind (codex_thread, claude_session)."},
@@ -51,6 +50,8 @@ def query(ctx: ReceiptsContext, args: dict[str, Any], visibility: Visibility) ->
     ``scannedReceipts`` is how many receipts the filters were applied to (all the caller may read).
     """
     filters = {k: args[k] for k in (*FILTER_COLUMNS, "query") if args.get(k) is not None}
+    if isinstance(filters.get("messageId"), str):
+        filters["messageId"] = filters["messageId"].upper()  # ids are stored upper case; either case finds them
     page = list_receipts(ctx.store, filters, args.get("limit", 50), visibility)
     return {
         "path": str(ctx.store.path),

@@ -82,6 +82,12 @@ async def test_receipts_over_mcp(isolated_env: Path) -> None:
         first = mine["data"][-1]
         assert first["id"] == sent["receipt"]["id"] and first["origin"]["turnId"] == "turn-7"
         assert first["origin"]["sources"]["turnId"] == "caller_supplied"
+        # The message id is the core's ULID schema: either case finds it, a 27th bit is refused.
+        lower = await bob.call("list_agent_link_receipts", {"messageId": sent["messageId"].lower()})
+        assert lower["data"] == mine["data"] and lower["filters"]["messageId"] == sent["messageId"]
+        overflow = await bob.call("list_agent_link_receipts", {"messageId": "8" + sent["messageId"][1:]})
+        assert overflow["error"]["code"] == "invalid_arguments"
+        assert [e["path"] for e in overflow["error"]["details"]["errors"]] == ["messageId"]
         assert (await alice.call("list_agent_link_receipts", {"query": "NOT AUDITED"}))["data"] == []
         replies = await alice.call("list_agent_link_receipts", {"action": "reply_message"})
         assert [r["messageId"] for r in replies["data"]] == [answered["messageId"]]

@@ -13,6 +13,7 @@ from agent_link_core.app import App, message_summary
 from agent_link_core.mailbox import Event
 from agent_link_core.model import Caller
 from agent_link_receipts.ledger import list_receipts
+from agent_link_testing.locks import hold_write_lock
 
 ALICE = Caller("test:alice", "config", "test")
 BOB = Caller("test:bob", "config", "test")
@@ -159,34 +160,14 @@ async def test_reminders_a_hook_recorded_get_their_receipts_before_the_next_read
 
 @pytest.mark.anyio
 async def test_the_repair_never_makes_a_listing_wait_on_a_writer(make_app: Any, run_tool: Any) -> None:
-    import sqlite3
-    import threading
-
     from agent_link_core.mailbox import Mailbox as PlainMailbox
 
     app = make_app(AGENT_LINK_BUSY_TIMEOUT_MS="600000")  # a listing that waited would outlast the holder
     mid = (await app.send(caller=ALICE, to="test:bob", body="q", anticipation="reply")).message["id"]
     assert PlainMailbox(app.store, app.config).record_reminder(mid, 1, "claude-hook", "test:bob")  # to repair
-    locked, finished, released = threading.Event(), threading.Event(), threading.Event()
-
-    def hold() -> None:  # another process holds the write lock until the listing is done (at most 120 s)
-        holder = sqlite3.connect(app.store.path, isolation_level=None)
-        holder.execute("BEGIN IMMEDIATE")
-        locked.set()
-        finished.wait(120)
-        released.set()
-        holder.execute("ROLLBACK")
-        holder.close()
-
-    thread = threading.Thread(target=hold)
-    thread.start()
-    try:
-        assert locked.wait(60)
+    with hold_write_lock(app.store.path) as held:  # another process holds the write lock
         listed = await run_tool(app, "list_agent_link_receipts", {})
-        assert listed["ok"] and not released.is_set(), "the listing waited for the writer's lock"
+        assert listed["ok"] and not held.waited, "the listing waited for the writer's lock"
         assert [r["action"] for r in listed["data"]] == ["message_agent"]  # the reminder's receipt waits for a free lock
-    finally:
-        finished.set()
-        thread.join()
     listed = await run_tool(app, "list_agent_link_receipts", {"kind": "reminder"})
     assert [r["reminder"] for r in listed["data"]] == [{"n": 1, "via": "claude-hook"}]

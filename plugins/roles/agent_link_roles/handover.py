@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
+from agent_link_core.errors import AgentLinkError
 from agent_link_core.store import now_ms
 
 from agent_link_roles.procedures import claim_text
@@ -26,40 +27,47 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
 
 
-def apply_handover(app: App, table: RoleTable, actor: str) -> dict[str, list[str]]:
+def apply_handover(app: App, table: RoleTable, actor: str, *, wait: bool = True) -> dict[str, list[str]]:
     """Move open role mail to each role's current holder where the holder changed.
 
     :param table: the role table just read.
     :param actor: who caused it (recorded on the ``released`` event).
+    :param wait: False on read paths (listing or resolving roles): when another process
+        holds the write lock, handover stops there instead of waiting; the roles it did not
+        finish are not recorded in ``role_holders``, so the next send to a role or role tool
+        call that gets the lock finishes them (a message moves at most once).
     :returns: ``{role name: [moved message ids]}`` for roles whose mail moved.
+    :raises AgentLinkError: ``state_busy`` only with ``wait`` (past the busy timeout).
     """
     conn = app.store.conn
     recorded = {r["role"]: r["holder"] for r in conn.execute("SELECT role, holder FROM role_holders")}
     moved: dict[str, list[str]] = {}
-    for name in sorted(set(table.roles) | set(recorded)):
-        role = table.roles.get(name)
-        holder = role.address if role is not None else None
-        if name in recorded and recorded[name] == holder:
-            continue
-        if holder is not None:
-            ids = app.mailbox.open_addressed_to(f"role:{name}", held_by_other_than=holder)
-            done = [mid for mid in ids if app.mailbox.reassign(mid, holder, actor)]
-            for mid in done:
-                _claim_for_new_holder(app, mid, name, holder)
-            if done:
-                moved[name] = done
-        with app.store.write() as w:
-            w.execute(
-                "INSERT INTO role_holders (role, holder, updated_at) VALUES (?, ?, ?)"
-                " ON CONFLICT (role) DO UPDATE SET holder = excluded.holder, updated_at = excluded.updated_at",
-                (name, holder, now_ms()),
-            )
+    try:
+        for name in sorted(set(table.roles) | set(recorded)):
+            role = table.roles.get(name)
+            holder = role.address if role is not None else None
+            if name in recorded and recorded[name] == holder:
+                continue
+            if holder is not None:
+                for mid in app.mailbox.open_addressed_to(f"role:{name}", held_by_other_than=holder):
+                    if app.mailbox.reassign(mid, holder, actor, wait=wait):
+                        moved.setdefault(name, []).append(mid)
+                        _claim_for_new_holder(app, mid, name, holder, wait)
+            with app.store.write(wait=wait) as w:
+                w.execute(
+                    "INSERT INTO role_holders (role, holder, updated_at) VALUES (?, ?, ?)"
+                    " ON CONFLICT (role) DO UPDATE SET holder = excluded.holder, updated_at = excluded.updated_at",
+                    (name, holder, now_ms()),
+                )
+    except AgentLinkError as exc:
+        if wait or exc.code != "state_busy":
+            raise
     return moved
 
 
-def _claim_for_new_holder(app: App, message_id: str, name: str, holder: str) -> None:
+def _claim_for_new_holder(app: App, message_id: str, name: str, holder: str, wait: bool) -> None:
     # A holder that never saw this procedure version gets its text with the moved message.
     row = app.mailbox.get_row(message_id)
     procedure = json.loads(row["metadata"] or "{}").get("role", {}).get("procedure")
     if procedure and procedure.get("sha256"):
-        claim_text(app.store, name, holder, procedure["sha256"], message_id)
+        claim_text(app.store, name, holder, procedure["sha256"], message_id, wait=wait)

@@ -59,7 +59,9 @@ def agent_link_resolve_address(address: str, caller_address: str, app: App) -> d
         return None
     name = address[5:]
     table = load_table(from_app(app).state_dir)
-    apply_handover(app, table, caller_address)  # a hand edit of roles.json takes effect here too
+    # A hand edit of roles.json takes effect here too; resolving is also a read (resolve_agent),
+    # so it never waits for a writer: a send that follows takes the lock anyway.
+    apply_handover(app, table, caller_address, wait=False)
     role = table.roles.get(name)
     if role is None or not role.holders:
         assigned = [{"address": r.role_address, "holder": r.address} for r in table.roles.values() if r.address][:5]

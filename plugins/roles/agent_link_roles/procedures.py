@@ -148,15 +148,23 @@ def latest_version(store: Store, name: str) -> dict[str, Any] | None:
     return {"version": row["version"], "sha256": row["sha256"], "updatedAt": iso(row["recorded_at"])}
 
 
-def record_version(store: Store, name: str, proc: ProcedureFile) -> dict[str, Any]:
+def record_version(store: Store, name: str, proc: ProcedureFile, *, wait: bool = True) -> dict[str, Any]:
     """Record the file's content as the next version unless it is already the latest.
 
+    Content already recorded as the latest version is only read: no write transaction,
+    so the common case never takes (or waits for) the write lock.
+
     :param proc: a present :class:`ProcedureFile`.
+    :param wait: False to raise ``state_busy`` at once instead of waiting for another
+        process's write lock when a new version must be written.
     :returns: ``{name, version, sha256}`` of the content (one transaction, so two servers
         recording the same edit get the same number).
     """
     assert proc.present and proc.sha256 is not None and proc.text is not None
-    with store.write() as conn:
+    latest = latest_version(store, name)
+    if latest is not None and latest["sha256"] == proc.sha256:
+        return {"name": name, "version": latest["version"], "sha256": proc.sha256}
+    with store.write(wait=wait) as conn:
         row = conn.execute(
             "SELECT version, sha256 FROM role_procedure_versions WHERE role = ? ORDER BY version DESC LIMIT 1", (name,)
         ).fetchone()
@@ -171,10 +179,13 @@ def record_version(store: Store, name: str, proc: ProcedureFile) -> dict[str, An
     return {"name": name, "version": version, "sha256": proc.sha256}
 
 
-def claim_text(store: Store, name: str, holder: str, sha256: str, message_id: str) -> bool:
+def claim_text(store: Store, name: str, holder: str, sha256: str, message_id: str, *, wait: bool = True) -> bool:
     """Make ``message_id`` the message that shows this content to ``holder``, unless another
-    message already does. Returns True when this message carries the text."""
-    with store.write() as conn:
+    message already does. Returns True when this message carries the text.
+
+    :param wait: False to raise ``state_busy`` at once while another process holds the
+        write lock."""
+    with store.write(wait=wait) as conn:
         conn.execute(
             "INSERT OR IGNORE INTO role_procedure_shown (role, holder, sha256, message_id, at) VALUES (?, ?, ?, ?, ?)",
             (name, holder, sha256, message_id, now_ms()),

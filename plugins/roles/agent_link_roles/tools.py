@@ -16,7 +16,7 @@ from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.mailbox import iso
 from agent_link_core.store import now_ms
 from agent_link_core.tools.registry import ToolCall, ToolSpec
-from agent_link_core.tools.schemas import ANY, BOOL, NOBJ, NSTR, OBJ, STR
+from agent_link_core.tools.schemas import ANY, BOOL, NOBJ, NSTR, OBJ, PATH, STR
 
 from agent_link_roles.context import RolesContext, from_app
 from agent_link_roles.enforcement import enforcement_mode
@@ -44,7 +44,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 ADMIN_SETTING = "AGENT_LINK_ROLE_ADMIN"
 ROLE_ARG = {"type": "string", "pattern": "^(role:)?[a-z0-9-]{1,40}$", "description": "Role name, or role:<name>."}
-PROJECT_ROOT = {"type": "string", "minLength": 1, "description": "Absolute project root (orchestrator role only)."}
+PROJECT_ROOT = {**PATH, "description": "Absolute project root (orchestrator role only)."}
 POLICY_TARGET = {"type": "string", "minLength": 1, "description": "role:<name> or a session address."}
 POLICY_LIST = {
     "type": "array", "maxItems": MAX_POLICY_ENTRIES, "items": {"type": "string", "minLength": 1},
@@ -225,7 +225,7 @@ async def list_agent_roles(app: App, args: dict[str, Any], call: ToolCall) -> di
     if table is not None:
         out["roles"] = [role_view(ctx, table.roles[n]) for n in sorted(table.roles)]
         out["problems"] = table.problems
-        out["handedOver"] = apply_handover(app, table, call.caller.address)
+        out["handedOver"] = apply_handover(app, table, call.caller.address, wait=False)  # a read never waits
     return out
 
 
@@ -242,7 +242,7 @@ async def get_agent_role(app: App, args: dict[str, Any], call: ToolCall) -> dict
         raise AgentLinkError("not_found", f"There is no role {name!r} in roles.json.",
                              {"role": f"role:{name}", "candidates": sorted(table.roles)[:5]},
                              hint="list_agent_roles shows the roles that exist.")
-    apply_handover(app, table, call.caller.address)
+    apply_handover(app, table, call.caller.address, wait=False)  # a read never waits for a writer
     policy = table.policy.get(role.role_address)
     return {"role": role_view(ctx, role, include_text=args.get("includeProcedure", False)),
             "overridePolicy": {k: list(v) for k, v in policy.items()} if policy else None}

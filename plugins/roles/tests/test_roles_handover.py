@@ -11,7 +11,9 @@ import pytest
 from agent_link_core.app import App
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.model import Caller
+from agent_link_roles.procedures import procedure_path, read_procedure, record_version
 from agent_link_roles.table import table_path
+from agent_link_testing.locks import hold_write_lock
 
 ALICE = Caller("test:alice", "config", "test")
 BOB = Caller("test:bob", "config", "test")
@@ -143,3 +145,27 @@ async def test_a_hand_edit_takes_effect_at_the_next_send_to_the_role(app: App, r
     later = await to_role(app)
     assert app.mailbox.get_row(mid)["recipient"] == "test:carol"
     assert app.mailbox.get_row(later)["recipient"] == "test:carol"
+
+
+@pytest.mark.anyio
+async def test_reading_roles_never_waits_for_a_writer_and_the_handover_it_skips_comes_next(
+        make_app: Any, run_tool: Any, isolated_env: Path) -> None:
+    app = make_app(AGENT_LINK_ROLE_ADMIN="1", AGENT_LINK_BUSY_TIMEOUT_MS="600000")  # a read that waited would outlast the holder
+    await assign(run_tool, app, "test:bob")
+    procedure_path(isolated_env, "builder").parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    procedure_path(isolated_env, "builder").write_text("Run the tests first.")
+    mid = await to_role(app)  # records the procedure's first version
+    raw = json.loads(table_path(isolated_env).read_text())
+    raw["roles"]["builder"]["address"] = "test:carol"  # a hand edit: the next read hands the mail over
+    table_path(isolated_env).write_text(json.dumps(raw))
+    with hold_write_lock(app.store.path) as held:
+        listed = await run_tool(app, "list_agent_roles", {})
+        one = await run_tool(app, "get_agent_role", {"role": "builder"})
+        resolved = await run_tool(app, "resolve_agent", {"query": "role:builder"})
+        version = record_version(app.store, "builder", read_procedure(isolated_env, "builder"))  # unchanged: a read
+        assert not held.waited, "a read of the roles waited for another process's write lock"
+    assert listed["ok"] and listed["handedOver"] == {} and one["ok"] and resolved["ok"], (listed, one, resolved)
+    assert version["version"] == 1
+    assert app.mailbox.get_row(mid)["recipient"] == "test:bob"  # skipped while the lock was taken...
+    assert (await run_tool(app, "list_agent_roles", {}))["handedOver"] == {"builder": [mid]}  # ...done by the next read
+    assert app.mailbox.get_row(mid)["recipient"] == "test:carol"

@@ -46,6 +46,10 @@ def web_command(ctx: click.Context, port: int, open_browser: bool, as_name: str 
     def started() -> None:
         url = config.url()
         click.echo(f"agent-link web: {person} at {url}", nl=True)
+        if app.config.get("AGENT_LINK_INSPECT_ALL"):
+            click.echo("The page shows every agent's mail (AGENT_LINK_INSPECT_ALL is on).", err=True)
+        else:
+            click.echo(f"The page shows the mail of {person} only; AGENT_LINK_INSPECT_ALL=1 shows every agent's.", err=True)
         click.echo("Keep this link private: it is the key to the page. Ctrl-C stops the server.", err=True)
         sys.stdout.flush()
         if open_browser:

@@ -178,11 +178,17 @@ def when(iso: str | None) -> str:
 
 
 def build_web_app(app: App, config: WebConfig) -> ASGIApp:
-    """The guarded ASGI application serving ``app``'s mailbox to one person."""
+    """The guarded ASGI application serving ``app``'s mailbox to one person.
+
+    The person reads under the one rule of every read path (:func:`views.person_view`): the
+    mail they sent or received, everyone's only with ``AGENT_LINK_INSPECT_ALL``. Pages,
+    sections, panels and the live stream all draw from that one view."""
     env = templates()
+    visibility = views.person_view(app, config.person)
 
     def page(name: str, http_status: int = 200, **context: Any) -> HTMLResponse:
-        html = env.get_template(name).render(person=config.person, csrf=config.csrf, **context)
+        html = env.get_template(name).render(person=config.person, csrf=config.csrf, everything=visibility.everything,
+                                             **context)
         return HTMLResponse(html, status_code=http_status)
 
     async def overview(request: Request) -> Response:
@@ -190,14 +196,14 @@ def build_web_app(app: App, config: WebConfig) -> ASGIApp:
         return page("overview.html", panels=panels, error=request.query_params.get("error"),
                     to=request.query_params.get("to", ""), agents_data=await views.agents(app, config.person),
                     inbox_data=views.inbox(app, config.person), conversations_data=views.conversations(app, config.person),
-                    panel_data={p.name: await views.render_panel(app, p) for p in panels})
+                    panel_data={p.name: await views.render_panel(app, p, visibility) for p in panels})
 
     async def conversation_page(request: Request) -> Response:
         message_id = request.path_params["message_id"].upper()
         try:
             data = views.conversation_view(app, config.person, message_id, config.act_for)
         except AgentLinkError as exc:
-            return page("error.html", http_status=404 if exc.code == "not_found" else 400, error=exc.message)
+            return page("error.html", http_status={"not_found": 404, "permission_denied": 403}.get(exc.code, 400), error=exc.message)
         views.mark_seen(app, config.person, data["cards"])
         data = views.conversation_view(app, config.person, message_id, config.act_for)
         others = [a for c in data["cards"] for a in (c["from"], c["to"]) if a != config.person]
@@ -230,7 +236,7 @@ def build_web_app(app: App, config: WebConfig) -> ASGIApp:
         wanted = request.path_params["name"]
         for panel in app.hooks.panels():
             if panel.name == wanted:
-                return page("_panel.html", panel=await views.render_panel(app, panel))
+                return page("_panel.html", panel=await views.render_panel(app, panel, visibility))
         return _plain(404, "No such panel.")
 
     async def conversation_fragment(request: Request) -> Response:
@@ -242,13 +248,20 @@ def build_web_app(app: App, config: WebConfig) -> ASGIApp:
 
     async def events(request: Request) -> Response:
         async def stream() -> AsyncIterator[str]:
-            last = app.mailbox.last_event_seq()
+            # The cheap global number says something changed; the person's own one says
+            # whether it is theirs to see (a change to others' mail is not announced).
+            last_any = app.mailbox.last_event_seq()
+            last = app.mailbox.last_event_seq(visibility)
             yield f"event: hello\ndata: {last}\n\n"
             waited = 0.0
             while not await request.is_disconnected():
                 await asyncio.sleep(POLL_S)
                 waited += POLL_S
-                seq = app.mailbox.last_event_seq()
+                seq_any = app.mailbox.last_event_seq()
+                seq = last
+                if seq_any != last_any:
+                    last_any = seq_any
+                    seq = app.mailbox.last_event_seq(visibility)
                 if seq != last:
                     last = seq
                     waited = 0.0
@@ -311,6 +324,7 @@ def build_web_app(app: App, config: WebConfig) -> ASGIApp:
         kind = values.get("resolution", "")
         try:
             row = app.mailbox.require(message_id)
+            visibility.require(row, f"message {row['id']}")  # acting for an agent needs seeing its mail
         except AgentLinkError as exc:
             return back("/", error=exc.message)
         if kind not in ("decline", "done"):

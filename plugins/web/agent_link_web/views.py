@@ -14,7 +14,7 @@ from typing import Any
 from agent_link_core.app import App
 from agent_link_core.conversation import conversation, recent_conversations
 from agent_link_core.mailbox import Visibility, iso
-from agent_link_core.panels import Panel, PanelLink, PanelView
+from agent_link_core.panels import Panel, PanelLink, PanelView, drawing_for
 from agent_link_core.search import search, session_title
 from agent_link_web.context import AUTHOR_KEY, ORIGIN, may_act_for
 
@@ -23,25 +23,34 @@ PREVIEW_CHARS = 160
 MAIL_ADDRESS_SCAN = 500
 
 
-def person_view(address: str) -> Visibility:
-    """The person at the token-protected page is the machine's user: they see all mail."""
-    return Visibility.everything_for(address, "person")
+def sees_everything(app: App) -> bool:
+    """True when the page shows every agent's mail: only with ``AGENT_LINK_INSPECT_ALL``,
+    the same setting that opens every mailbox to the MCP tools and the CLI."""
+    return bool(app.config.get("AGENT_LINK_INSPECT_ALL"))
 
 
-async def render_panels(app: App) -> list[dict[str, Any]]:
-    """Every plugin panel, rendered; a failing one becomes ``{"error": ...}`` in its place."""
+def person_view(app: App, address: str) -> Visibility:
+    """What the person at the page (``address``, ``user:<name>``) may read: the one read
+    rule of every read path. They see the mail they sent or received; every message only
+    with ``AGENT_LINK_INSPECT_ALL`` (the page says which)."""
+    return app.mailbox.visible_to(address, all_mail=sees_everything(app))
+
+
+async def render_panels(app: App, visibility: Visibility) -> list[dict[str, Any]]:
+    """Every plugin panel, rendered for a reader; a failing one becomes ``{"error": ...}``."""
     out = []
     for panel in app.hooks.panels():
-        out.append(await render_panel(app, panel))
+        out.append(await render_panel(app, panel, visibility))
     return out
 
 
-async def render_panel(app: App, panel: Panel) -> dict[str, Any]:
-    """One panel as template data: ``{name, title, view?: PanelView, rows (cells as
-    {text, messageId?}), error?}``."""
+async def render_panel(app: App, panel: Panel, visibility: Visibility) -> dict[str, Any]:
+    """One panel as template data, drawn for ``visibility`` (:func:`agent_link_core.panels.panel_viewer`):
+    ``{name, title, view?: PanelView, rows (cells as {text, messageId?}), error?}``."""
     try:
-        result = panel.render(app)
-        view = await result if inspect.isawaitable(result) else result
+        with drawing_for(visibility):
+            result = panel.render(app)
+            view = await result if inspect.isawaitable(result) else result
         if not isinstance(view, PanelView):
             raise TypeError(f"render returned {type(view).__name__}, not PanelView")
     except Exception as exc:  # a plugin's bug must not take the page down
@@ -63,11 +72,12 @@ def _cell(value: Any) -> dict[str, Any]:
 
 
 async def agents(app: App, person: str) -> dict[str, Any]:
-    """Every agent the harnesses list (live or not) plus addresses seen only in the mail,
-    each with the labels panels give it (roles held)."""
+    """Every agent the harnesses list (live or not) plus addresses seen only in the mail the
+    person may read, each with the labels panels give it (roles held)."""
     listed = await app.list_agents(limit=200)
+    visibility = person_view(app, person)
     labels: dict[str, list[str]] = {}
-    for panel in await render_panels(app):
+    for panel in await render_panels(app, visibility):
         for address, names in (panel.get("labels") or {}).items():
             labels.setdefault(address, []).extend(str(n) for n in names)
     rows = []
@@ -77,8 +87,7 @@ async def agents(app: App, person: str) -> dict[str, Any]:
         rows.append({"address": s["address"], "harness": s["harness"], "title": s.get("title"), "cwd": s.get("cwd"),
                      "live": s.get("loaded"), "lastActivityAt": s.get("lastActivityAt"), "labels": labels.get(s["address"], []),
                      "mailOnly": False})
-    seen = app.mailbox.recent_correspondents(MAIL_ADDRESS_SCAN)
-    for r in seen:
+    for r in app.mailbox.recent_correspondents(MAIL_ADDRESS_SCAN, visibility):
         if r["address"] in known or r["address"] == person:
             continue
         known.add(r["address"])
@@ -102,7 +111,7 @@ def _preview(body: str) -> str:
 def conversations(app: App, person: str, limit: int = 25) -> list[dict[str, Any]]:
     """The conversations with the newest activity, with their first message's state."""
     out = []
-    for c in recent_conversations(app.mailbox, person_view(person), limit=limit):
+    for c in recent_conversations(app.mailbox, person_view(app, person), limit=limit):
         root = app.mailbox.get_row(c["rootId"])
         last = app.mailbox.get_row(c["lastId"])
         if root is None or last is None:
@@ -149,7 +158,7 @@ def message_card(app: App, view: dict[str, Any], row: Any, person: str, act_for:
 
 def conversation_view(app: App, person: str, message_id: str, act_for: tuple[str, ...]) -> dict[str, Any]:
     """A conversation with full cards, oldest first (raises the core's errors)."""
-    found = conversation(app.mailbox, person_view(person), message_id, envelopes=False)
+    found = conversation(app.mailbox, person_view(app, person), message_id, envelopes=False)
     cards = []
     for view in found["messages"]:
         row = app.mailbox.get_row(view["id"])
@@ -168,5 +177,5 @@ def mark_seen(app: App, person: str, cards: list[dict[str, Any]]) -> None:
 def search_view(app: App, person: str, query: str, *, status: str | None, sender: str | None, recipient: str | None,
                 cursor: str | None) -> dict[str, Any]:
     """Search results for the page (hits kept as pieces, so the template marks them)."""
-    return search(app.mailbox, person_view(person), query, from_address=sender or None, to_address=recipient or None,
+    return search(app.mailbox, person_view(app, person), query, from_address=sender or None, to_address=recipient or None,
                   status=status or None, limit=30, cursor=cursor or None)

@@ -31,15 +31,35 @@ from agent_link_testing.web_page import (
 
 
 @pytest.fixture
-def web_env(isolated_env: Path) -> dict[str, str]:
-    """The environment of every process of a test: its state dir, host harnesses off."""
+def own_env(isolated_env: Path) -> dict[str, str]:
+    """The environment of every process of a test: its state dir, host harnesses off, the
+    page's person ``user:tester`` seeing only their own mail (the default)."""
     return {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": HOST_PLUGINS, "AGENT_LINK_WEB_USER": "tester"}
 
 
 @pytest.fixture
+def web_env(own_env: dict[str, str]) -> dict[str, str]:
+    """:func:`own_env` with ``AGENT_LINK_INSPECT_ALL=1``: the page shows every agent's mail,
+    as the owner watching their agents sets it up."""
+    return {**own_env, "AGENT_LINK_INSPECT_ALL": "1"}
+
+
+@pytest.fixture
 def cli_server(web_env: dict[str, str]) -> Iterator[PageServer]:
-    """``agent-link web --port 0`` in a subprocess; stopped (then killed) at the end."""
-    process = subprocess.Popen([sys.executable, "-m", "agent_link_core", "web", "--port", "0"], env=web_env,
+    """``agent-link web --port 0`` in a subprocess, showing every agent's mail; stopped (then
+    killed) at the end."""
+    yield from serve_cli(web_env)
+
+
+@pytest.fixture
+def own_cli_server(own_env: dict[str, str]) -> Iterator[PageServer]:
+    """``agent-link web --port 0`` without ``AGENT_LINK_INSPECT_ALL``: the person's own mail only."""
+    yield from serve_cli(own_env)
+
+
+def serve_cli(env: dict[str, str]) -> Iterator[PageServer]:
+    """Run ``agent-link web --port 0`` with ``env`` until the generator is closed."""
+    process = subprocess.Popen([sys.executable, "-m", "agent_link_core", "web", "--port", "0"], env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         url = read_url(process)

@@ -112,6 +112,27 @@ def test_mail_from_an_mcp_process_appears_live_and_a_reply_typed_on_the_page_rea
     shot(page, "search")
 
 
+def test_without_inspect_all_the_page_shows_the_person_their_own_mail_only(
+        own_cli_server: PageServer, page: Any, mcp_agent: Any) -> None:
+    alice = mcp_agent("team:alice")
+    assert alice.call("message_agent", {"to": "team:bob", "message": "SECRET-BODY for bob only"})["ok"]
+    enter(page, own_cli_server)
+    assert "Showing the mail you sent or received as user:tester" in page.inner_text("#scope")
+    page.wait_for_selector("#live.on")
+    page.evaluate("window.__sameDocument = 'yes'")
+    assert alice.call("message_agent", {"to": "team:bob", "message": "SECRET-BODY live for bob"})["ok"]
+    question = alice.call("message_agent", {"to": "user:tester", "message": "A question for you", "anticipation": "reply"})
+    assert question["ok"], question
+    page.wait_for_selector("#inbox >> text=A question for you")  # the person's own mail appears live
+    assert page.evaluate("window.__sameDocument") == "yes"
+    assert "SECRET" not in page.inner_text("body")
+    shot(page, "overview-own-mail")
+    page.fill("header.top input[name=q]", "SECRET")
+    page.press("header.top input[name=q]", "Enter")
+    page.wait_for_selector("p.empty >> text=No messages match.")
+    assert page.locator("ul.results li").count() == 0 and "SECRET-BODY" not in page.inner_text("main")
+
+
 # -- the hostile corpus ---------------------------------------------------------------------
 
 
@@ -150,7 +171,8 @@ class HostilePlugin:
 
 @pytest.fixture
 def hostile_server(isolated_env: Path) -> Iterator[tuple[ThreadServer, list[str]]]:
-    app = App.create({**os.environ, "AGENT_LINK_DISABLE_PLUGINS": "codex claude"}, extra_plugins=(HostilePlugin(),))
+    app = App.create({**os.environ, "AGENT_LINK_DISABLE_PLUGINS": "codex claude", "AGENT_LINK_INSPECT_ALL": "1"},
+                     extra_plugins=(HostilePlugin(),))
     alice = Caller("team:alice", "config", "team")
 
     async def seed() -> list[str]:

@@ -125,7 +125,7 @@ def test_resolving_for_an_agent_is_off_by_default(isolated_env: Path) -> None:
 
     from agent_link_core.model import Caller
 
-    app = App.create({**os.environ, "AGENT_LINK_DISABLE_PLUGINS": "codex claude"})
+    app = App.create({**os.environ, "AGENT_LINK_DISABLE_PLUGINS": "codex claude", "AGENT_LINK_INSPECT_ALL": "1"})
     mid = asyncio.run(app.send(caller=Caller("team:alice", "config", "team"), to="team:bob", body="do it",
                                anticipation="action")).message["id"]
     for act_for, allowed in (((), False), (("team:*",), True)):

@@ -1,0 +1,48 @@
+"""read_json_object: one rule for "a JSON file that must hold an object, else no record"."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent_link_core.json_files import read_json_object
+
+
+def test_an_object_is_returned(tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    path.write_text('{"pid": 7, "nested": {"a": [1, 2]}}', encoding="utf-8")
+    assert read_json_object(path) == {"pid": 7, "nested": {"a": [1, 2]}}
+    assert read_json_object(str(path)) == {"pid": 7, "nested": {"a": [1, 2]}}
+    path.write_text("{}", encoding="utf-8")
+    assert read_json_object(path) == {}
+
+
+@pytest.mark.parametrize("content", [
+    b"", b"   ", b"{", b"not json", b"\xff\xfe{}",  # empty, truncated, text, not UTF-8
+    b"[1, 2]", b'"text"', b"3", b"null", b"true",  # JSON, but not an object
+    b"[" * 100_000 + b"]" * 100_000,  # nested too deeply for the parser
+    b'{"a": ' * 100_000 + b"1" + b"}" * 100_000,
+])
+def test_anything_but_an_object_is_none(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "r.json"
+    path.write_bytes(content)
+    assert read_json_object(path) is None
+
+
+def test_missing_or_unreadable_is_none(tmp_path: Path) -> None:
+    assert read_json_object(tmp_path / "absent.json") is None
+    assert read_json_object(tmp_path) is None  # a directory where the file should be
+    (tmp_path / "f").write_text("{}", encoding="utf-8")
+    assert read_json_object(tmp_path / "f" / "below.json") is None  # a file where a folder should be
+
+
+def test_imports_only_the_standard_library() -> None:
+    """The hook fast path reads records with it, so it must stay light."""
+    probe = "import sys; import agent_link_core.json_files; print(' '.join(sys.modules))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    loaded = {name.split(".")[0] for name in out.stdout.split()}
+    assert loaded & {"pluggy", "mcp", "click", "pydantic", "anyio"} == set()
+    assert {name for name in out.stdout.split() if name.startswith("agent_link_core.")} == {"agent_link_core.json_files"}
