@@ -49,13 +49,22 @@ def fail(exc: AgentLinkError) -> NoReturn:
 
 
 def get_app(ctx: click.Context) -> App:
-    """The App for this invocation, created on first use and closed at exit."""
+    """The App for this invocation, created on first use and closed at exit; a state that
+    cannot be opened ends the command with :func:`fail`."""
+    try:
+        return open_app(ctx)
+    except AgentLinkError as exc:
+        fail(exc)
+
+
+def open_app(ctx: click.Context) -> App:
+    """Like :func:`get_app`, for a command that reports the failure itself.
+
+    :raises AgentLinkError: the state dir or database cannot be opened.
+    """
     root = ctx.find_root()
     if "app" not in root.meta:
-        try:
-            root.meta["app"] = App.create(read_only_ok=True) if root.meta.get("read_only_ok") else App.create()
-        except AgentLinkError as exc:
-            fail(exc)
+        root.meta["app"] = App.create(read_only_ok=True) if root.meta.get("read_only_ok") else App.create()
         root.call_on_close(root.meta["app"].close)
     return root.meta["app"]
 
@@ -176,14 +185,15 @@ class AgentLinkGroup(click.Group):
 
     _plugins_loaded = False
 
-    def _load_plugin_commands(self, ctx: click.Context) -> None:
+    def _load_plugin_commands(self, ctx: click.Context, for_health: bool = False) -> None:
         if self._plugins_loaded:
             return
         self._plugins_loaded = True
         try:
-            get_app(ctx).hooks.register_commands(self)
+            open_app(ctx).hooks.register_commands(self)
         except AgentLinkError as exc:
-            fail(exc)
+            if not for_health:  # health (a core command) reports a state that does not open itself
+                fail(exc)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         # Plugins may also add options to core commands (e.g. a harness's endpoint choice),
@@ -193,7 +203,7 @@ class AgentLinkGroup(click.Group):
         if cmd_name == "health":  # health reports what it can read in a state dir it cannot write
             ctx.find_root().meta["read_only_ok"] = True
         if cmd_name not in self.commands or cmd_name not in ("mcp", "hook", "config"):
-            self._load_plugin_commands(ctx)
+            self._load_plugin_commands(ctx, for_health=cmd_name == "health")
         command = super().get_command(ctx, cmd_name)
         if command is not None and getattr(command.callback, "__agent_link_sender_options__", False):
             _add_sender_options(command, get_app(ctx))
@@ -243,6 +253,12 @@ def build_cli() -> click.Group:
     def health(ctx: click.Context, as_json: bool, ndjson: bool) -> None:
         """Show whether agent-link works here and what it sees (exit 1 when the database
         refuses writes: damaged, replaced, or a state dir this user cannot write)."""
+        if as_json or ndjson:
+            try:
+                open_app(ctx)
+            except AgentLinkError as exc:  # still one JSON object: health's answer is that nothing opens
+                emit({"ok": False, "database": {"ok": False, "error": exc.to_dict()}}, as_json, _print_health, ndjson)
+                fail(exc)
         data = get_app(ctx).health()
         emit(data, as_json, _print_health, ndjson)
         if not data["database"].get("ok", True):
@@ -609,8 +625,11 @@ def build_cli() -> click.Group:
 
         data = run_async(api.reply(app, message_id, body, sender=me, kind=kind or "reply",
                                    envelope_format=None if envelope_format == "agent-link" else envelope_format))
-        emit(data, as_json, lambda d: click.echo(
-            f"{d['resolution']['kind']}: {d['replyToMessageId']} ({d['status']}); reply {d['messageId'] or 'none'} {d['delivery']}"), ndjson)
+        def human(d: dict[str, Any]) -> None:
+            sent = f"reply {d['messageId']} {d['delivery']}" if d["messageId"] else "no reply message sent"
+            click.echo(f"{d['resolution']['kind']}: {d['replyToMessageId']} ({d['status']}); {sent}")
+
+        emit(data, as_json, human, ndjson)
 
     @cli.command(epilog=EXIT_HELP)
     @click.argument("message_id")

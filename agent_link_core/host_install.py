@@ -166,20 +166,22 @@ def carry_out(steps: Callable[[], Sequence[Step]], *, dry_run: bool, done: str) 
 def host_command(harness: str, name: str, explicit: str | None, env: Mapping[str, str] | None = None,
                  *, dry_run: bool = False) -> str:
     """The host CLI to run: ``explicit`` when given, else ``name`` found on PATH (a dry run
-    that finds neither shows ``explicit or name``).
+    that finds neither shows ``explicit or name`` and warns on stderr that the real run would
+    stop there).
 
     :raises AgentLinkError: ``<harness>_unavailable`` when it is not there (not for a dry run).
     """
     found = explicit if explicit and os.access(explicit, os.X_OK) else None
     if not explicit:
         found = shutil.which(name, path=(os.environ if env is None else env).get("PATH"))
-    if not found and dry_run:
+    if found:
+        return found
+    where = f"{explicit} is not an executable." if explicit else f"`{name}` is not on PATH."
+    fix = "Install the host's CLI, or pass its path with --host-bin."
+    if dry_run:
+        click.echo(f"warning: {where} The real run would stop here. {fix}", err=True)
         return explicit or name
-    if not found:
-        where = f"{explicit} is not an executable" if explicit else f"`{name}` is not on PATH"
-        raise AgentLinkError(f"{harness}_unavailable", where, details={"command": explicit or name},
-                             hint="Install the host's CLI, or pass its path with --host-bin.")
-    return found
+    raise AgentLinkError(f"{harness}_unavailable", where, details={"command": explicit or name}, hint=fix)
 
 
 def register(cli: click.Group) -> None:

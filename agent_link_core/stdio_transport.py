@@ -166,10 +166,12 @@ def parse_line(raw: bytes, *, too_long: bool = False) -> LineOutcome:
     try:
         message = types.jsonrpc_message_adapter.validate_python(obj, by_name=False)
     except pydantic.ValidationError as exc:
-        if "id" not in obj or ("method" not in obj and ("result" in obj or "error" in obj)):
-            # a notification or a response to this server: JSON-RPC has no way to answer it
+        if "method" not in obj and ("result" in obj or "error" in obj):
+            # a response to this server: JSON-RPC has no way to answer it
             log.warning("dropped a JSON-RPC line that is not a valid message: %s", type(exc).__name__)
             return LineOutcome()
+        # anything else that is no valid message (even without an id: {}, a numeric method) is
+        # an invalid request, answered with id null as JSON-RPC 2.0 §5 says
         answer_id = request_id if isinstance(request_id, (int, str)) and not isinstance(request_id, bool) else None
         return LineOutcome(answer=error_response(answer_id, INVALID_REQUEST, f"Invalid request: {_what_is_wrong(obj)}"))
     if "id" in obj and "method" in obj and not isinstance(message, types.JSONRPCRequest):

@@ -195,7 +195,11 @@ def test_reply_status_wait_round_trip(harness: ScriptedHarness) -> None:
     declined = out_json(run("send", "sx:quiet", "another", "--anticipation", "action", "--from", "team:me", "--json"))
     assert run("reply", declined["messageId"], "--decline", "--from", "sx:quiet").exit_code == 2  # decline needs a reason
     assert run("reply", declined["messageId"], "x", "--decline", "--done", "--from", "sx:quiet").exit_code == 2
-    assert run("reply", declined["messageId"], "busy", "--decline", "--from", "sx:quiet").exit_code == 0
+    declined_now = run("reply", declined["messageId"], "busy", "--decline", "--from", "sx:quiet")
+    assert declined_now.exit_code == 0 and declined_now.stdout.startswith(f"decline: {declined['messageId']} (declined); reply ")
+    done = out_json(run("send", "sx:quiet", "do it", "--anticipation", "action", "--from", "team:me", "--json"))
+    quietly = run("reply", done["messageId"], "--done", "--from", "sx:quiet")
+    assert quietly.stdout == f"done: {done['messageId']} (done); no reply message sent\n", quietly.stdout
 
 
 def test_contacts_rules_and_alias_targets(harness: ScriptedHarness) -> None:

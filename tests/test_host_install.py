@@ -92,7 +92,7 @@ def test_run_steps_stops_at_a_failure_and_accepts_nothing_to_do(tmp_path: Path) 
     assert missing.value.code == "upstream_error"
 
 
-def test_host_command_finds_names_or_refuses(tmp_path: Path) -> None:
+def test_host_command_finds_names_or_refuses(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cli = tmp_path / "bin" / "hostcli"
     cli.parent.mkdir()
     cli.write_text("#!/bin/sh\n")
@@ -105,6 +105,8 @@ def test_host_command_finds_names_or_refuses(tmp_path: Path) -> None:
     with pytest.raises(AgentLinkError):
         host_install.host_command("h", "hostcli", str(tmp_path / "nope"), {"PATH": ""})
     assert host_install.host_command("h", "hostcli", None, {"PATH": ""}, dry_run=True) == "hostcli"
+    # the dry run shows its plan but says the real run would stop there
+    assert "`hostcli` is not on PATH. The real run would stop here." in capsys.readouterr().err
 
 
 def test_the_executable_is_the_one_beside_this_interpreter() -> None:

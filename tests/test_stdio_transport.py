@@ -81,8 +81,17 @@ def test_unreadable_requests_are_answered(line: bytes, code: int, answer_id: Any
     assert out.answer["id"] == answer_id and out.answer["error"]["code"] == code
 
 
-def test_unreadable_notifications_are_not_answered() -> None:
-    out = parse_line(b'{"jsonrpc":"2.0","method":42}')
+@pytest.mark.parametrize("line", [b'{"jsonrpc":"2.0","method":42}', b"{}", b'{"foo":1}', b'{"jsonrpc":"2.0"}',
+                                  b'{"jsonrpc":"2.0","method":"notifications/x","params":5}'])
+def test_invalid_requests_without_an_id_are_answered_with_id_null(line: bytes) -> None:
+    """JSON-RPC 2.0 §5: an invalid Request gets an error whose id is null when none can be read."""
+    out = parse_line(line)
+    assert out.message is None and out.answer is not None
+    assert out.answer["id"] is None and out.answer["error"]["code"] == INVALID_REQUEST
+
+
+def test_an_invalid_response_to_this_server_is_not_answered() -> None:
+    out = parse_line(b'{"jsonrpc":"2.0","result":{},"id":{"not":"an id"}}')
     assert out.message is None and out.answer is None
 
 

@@ -3,6 +3,7 @@ foreign is refused with its own error, never silently written to (issue reproduc
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import stat
@@ -316,6 +317,12 @@ def test_a_foreign_file_is_refused_untouched(isolated_env: Path, tmp_path: Path,
     assert (target.stat().st_mode, None if target.is_dir() else target.read_bytes()) == before
     result = CliRunner().invoke(build_cli(), ["health"])
     assert result.exit_code == 1 and "not an agent-link database" in result.output and "Traceback" not in result.output
+    # --json still prints one object: health's answer is that the database does not open
+    result = CliRunner().invoke(build_cli(), ["health", "--json"])
+    assert result.exit_code == 1 and "Traceback" not in result.stderr
+    data = json.loads(result.stdout)
+    assert data["version"] and data["ok"] is False and data["database"]["error"]["details"]["reason"] == "not_agent_link"
+    assert "not an agent-link database" in result.stderr
 
 
 @pytest.mark.anyio
