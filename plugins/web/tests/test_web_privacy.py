@@ -15,30 +15,20 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
+from agent_link_testing import third_party
+from agent_link_testing.third_party import ALICE, SECRETS
 from agent_link_testing.web_page import ThreadServer, read_url, run_in_thread
 
 from agent_link_core.app import App
-from agent_link_core.model import Caller
 
-ALICE = Caller("test:alice", "config", "test")
-BOB = Caller("test:bob", "config", "test")
 PERSON = "user:tester"
-SECRETS = ("SECRET-BODY-alpha", "SECRET-REASON-beta", "SECRET-NOTE-gamma", "SECRET-REPLY-delta", "SECRET-PURPOSE-eps")
 STREAM_BOUND_S = 60.0  # a bound for a stuck stream, never a speed expectation
 
 
 async def mail_between_alice_and_bob(app: App) -> dict[str, str]:
-    """Mail the page's person must not see: a body, a decline reason, a done note, a reply, a
-    receipt's purpose; and one message from alice to the person, which they do see."""
-    ids = {}
-    for key, anticipation in (("declined", "reply"), ("done", "action"), ("replied", "reply")):
-        sent = await app.send(caller=ALICE, to="test:bob", body=f"SECRET-BODY-alpha {key}", anticipation=anticipation,
-                              arguments={"receipt": {"purpose": "SECRET-PURPOSE-eps", "tags": ["SECRET-PURPOSE-eps"]}})
-        ids[key] = sent.message["id"]
-    app.inbox(BOB)
-    await app.reply(caller=BOB, message_id=ids["declined"], resolution="decline", message="SECRET-REASON-beta")
-    await app.reply(caller=BOB, message_id=ids["done"], resolution="done", message="SECRET-NOTE-gamma")
-    await app.reply(caller=BOB, message_id=ids["replied"], message="SECRET-REPLY-delta")
+    """Mail the page's person must not see, plus one open message of bob's and one from alice
+    to the person, which they do see."""
+    ids = await third_party.mail_between_alice_and_bob(app)
     ids["open"] = (await app.send(caller=ALICE, to="test:bob", body="SECRET-BODY-alpha open", anticipation="action")).message["id"]
     ids["mine"] = (await app.send(caller=ALICE, to=PERSON, body="for the person", anticipation="reply")).message["id"]
     return ids
