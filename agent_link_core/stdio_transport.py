@@ -52,6 +52,7 @@ MAX_LINE_BYTES = 8 * 1024 * 1024
 DRAIN_BOUND_S = 60.0
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
+INVALID_PARAMS = -32602
 WARNINGS_META_KEY = "agent-link/warnings"
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -181,7 +182,21 @@ def parse_line(raw: bytes, *, too_long: bool = False) -> LineOutcome:
         log.warning("a JSON-RPC notification or response was read with replacements: %s",
                     [w["code"] for w in warnings])
         warnings = []
+    if isinstance(message, types.JSONRPCRequest) and obj.get("method") == "tools/call":
+        wrong = _call_params_wrong(obj.get("params") or {})
+        if wrong:  # the SDK's own refusal of these says only "Invalid request parameters"
+            return LineOutcome(answer=error_response(request_id, INVALID_PARAMS, f"Invalid params: {wrong}"))
     return LineOutcome(message=message, warnings=warnings)
+
+
+def _call_params_wrong(params: dict[str, Any]) -> str | None:
+    """Why ``tools/call`` params cannot name a call (MCP: ``name`` a string, ``arguments`` an
+    object when given), or None."""
+    if not isinstance(params.get("name"), str):
+        return 'tools/call names its tool in "params.name" (a string).'
+    if params.get("arguments") is not None and not isinstance(params["arguments"], dict):
+        return '"params.arguments" must be an object of the tool\'s arguments.'
+    return None
 
 
 def _what_is_wrong(obj: dict[str, Any]) -> str:

@@ -90,6 +90,18 @@ def test_invalid_requests_without_an_id_are_answered_with_id_null(line: bytes) -
     assert out.answer["id"] is None and out.answer["error"]["code"] == INVALID_REQUEST
 
 
+@pytest.mark.parametrize(("params", "says"), [
+    (b'{"name":5,"arguments":{}}', '"params.name"'),
+    (b'{"arguments":{}}', '"params.name"'),
+    (b'{"name":"list_agents","arguments":[1]}', '"params.arguments"'),
+    (b'{"name":"list_agents","arguments":"x"}', '"params.arguments"'),
+])
+def test_tool_calls_that_name_no_call_say_what_is_wrong(params: bytes, says: str) -> None:
+    out = parse_line(b'{"jsonrpc":"2.0","id":21,"method":"tools/call","params":' + params + b"}")
+    assert out.message is None and out.answer is not None and out.answer["id"] == 21
+    assert out.answer["error"]["code"] == -32602 and says in out.answer["error"]["message"]
+
+
 def test_an_invalid_response_to_this_server_is_not_answered() -> None:
     out = parse_line(b'{"jsonrpc":"2.0","result":{},"id":{"not":"an id"}}')
     assert out.message is None and out.answer is None
