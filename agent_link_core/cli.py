@@ -256,8 +256,8 @@ def build_cli() -> click.Group:
         if as_json or ndjson:
             try:
                 open_app(ctx)
-            except AgentLinkError as exc:  # still one JSON object: health's answer is that nothing opens
-                emit({"ok": False, "database": {"ok": False, "error": exc.to_dict()}}, as_json, _print_health, ndjson)
+            except AgentLinkError as exc:  # still one JSON object: health's answer is that agent-link cannot start here
+                emit({"ok": False, "error": exc.to_dict()}, as_json, _print_health, ndjson)
                 fail(exc)
         data = get_app(ctx).health()
         emit(data, as_json, _print_health, ndjson)

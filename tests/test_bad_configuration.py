@@ -177,7 +177,11 @@ def test_every_setting_with_a_bad_value_gives_no_traceback(monkeypatch: pytest.M
                 assert result.exception is None or isinstance(result.exception, SystemExit), (name, value, args, result.exception)
                 assert "Traceback" not in result.output, (name, value, args)
                 if result.exit_code not in (0,):
-                    assert len([line for line in result.output.splitlines() if line.strip()]) <= 2, (name, value, result.output)
+                    assert len([line for line in result.stderr.splitlines() if line.strip()]) <= 2, (name, value, result.stderr)
+                    if args[-1] == "--json":  # nothing, or still one JSON object saying what is wrong
+                        assert not result.stdout or json.loads(result.stdout)["ok"] is False, (name, value, result.stdout)
+                    else:
+                        assert not result.stdout.strip(), (name, value, result.stdout)
             monkeypatch.delenv(name)
 
 

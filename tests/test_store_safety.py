@@ -321,7 +321,7 @@ def test_a_foreign_file_is_refused_untouched(isolated_env: Path, tmp_path: Path,
     result = CliRunner().invoke(build_cli(), ["health", "--json"])
     assert result.exit_code == 1 and "Traceback" not in result.stderr
     data = json.loads(result.stdout)
-    assert data["version"] and data["ok"] is False and data["database"]["error"]["details"]["reason"] == "not_agent_link"
+    assert data["version"] and data["ok"] is False and data["error"]["details"]["reason"] == "not_agent_link"
     assert "not an agent-link database" in result.stderr
 
 
