@@ -57,8 +57,9 @@ lint:
 	$(VENV)/bin/mypy agent_link_core testing/agent_link_testing bench/run.py \
 		$(foreach p,$(PLUGINS),plugins/$(p)/agent_link_$(p)) $(foreach p,$(EXAMPLES),examples/$(p)/agent_link_$(p))
 
+# every section; `make bench SECTIONS="reads hook"` runs only those (names: bench/run.py SECTIONS)
 bench:
-	$(PY) bench/run.py
+	$(PY) bench/run.py $(SECTIONS)
 
 clean:
 	rm -rf $(VENV) hosts/node_modules hosts/previous/node_modules hosts/node/node_modules

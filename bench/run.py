@@ -264,20 +264,31 @@ def bench_insert_with_index(tmp: Path) -> None:
          statistics.median(without), ">= 0.8")
 
 
-def main() -> None:
+#: Sections in the order `make bench` runs them; `bench/run.py NAME ...` runs only those named.
+SECTIONS: dict[str, Callable[[Path], None]] = {
+    "mcp_start": lambda tmp: __import__("mcp_start_bench").bench_mcp_start(tmp, line),  # bench/mcp_start_bench.py
+    "hook": bench_hook,
+    "claude_hook": bench_claude_hook,
+    "reads": bench_reads,
+    "sends": bench_concurrent_sends,
+    "search": bench_search,
+    "insert": bench_insert_with_index,
+    "codex": lambda tmp: __import__("codex_bench").bench_codex(tmp),  # Codex delivery vs a bare turn/start
+    "projects": lambda tmp: __import__("projects_bench").bench_projects(),  # the obligation classifier
+}
+
+
+def main(argv: list[str]) -> None:
+    unknown = [name for name in argv if name not in SECTIONS]
+    if unknown:
+        sys.exit(f"bench: unknown section {', '.join(unknown)}; sections: {', '.join(SECTIONS)}")
     with tempfile.TemporaryDirectory(prefix="agent-link-bench-") as name:
         tmp = Path(name)
         os.environ["HOME"] = str(tmp)
-        __import__("mcp_start_bench").bench_mcp_start(tmp, line)  # bench/mcp_start_bench.py
-        bench_hook(tmp)
-        bench_claude_hook(tmp)
-        bench_reads(tmp)
-        bench_concurrent_sends(tmp)
-        bench_search(tmp)
-        bench_insert_with_index(tmp)
-        __import__("codex_bench").bench_codex(tmp)  # bench/codex_bench.py: Codex delivery vs a bare turn/start
-        __import__("projects_bench").bench_projects()  # bench/projects_bench.py: the obligation classifier
+        for section, run in SECTIONS.items():
+            if not argv or section in argv:
+                run(tmp)
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
