@@ -8,18 +8,23 @@ its weight once; the text carries an obligation when the sum reaches :data:`THRE
   Codex thread named by purpose or id, "the thread that owns ...") is the core signal; words
   in their programming senses do not count: OS threads (main/UI/worker/background thread,
   "another thread to ...", thread pools), "user agent", "agent config/binary/process",
-  "session cookie", an "orchestrator module/container";
+  "session cookie", an "orchestrator module/container"; also an agent-link address
+  (``codex:<thread id>``, ``claude:<id>``, ``role:<name>``, ``team:<id>``), a role (reviewer,
+  tester, planner ...), a sub-agent, "the other session". References add up to at most
+  :data:`AGENT_CAP`: naming the agent twice is one signal;
 * *dependency* words (blocked on/by/until, waiting for/on, depends on, until, once, after,
   pending, on hold, parked, need ... to) and *delivery* verbs of the other party (confirms,
   publishes, ships, reports, finishes ...) add weight;
 * *callback* phrases addressed to the writer ("call me back", "ping me", "tell me", "owes me",
-  "reports back", a callback or handoff registered with a thread) weigh most;
+  "reports back", "until I hear back", "once it responds", a callback or handoff registered
+  with a thread) weigh most; having asked the agent or handed it the work adds weight;
 * programming context (functions, promises, sockets, locks, ports, packets, handlers) takes
-  weight away.
+  weight away, unless the text names an address (that leaves no programming sense).
 
 So "callback" or "handoff" alone, or waiting for a build, never reaches the threshold. The
-labelled corpus ``data/obligation_corpus.tsv`` (train and held-out parts) measures it; ``make
-bench`` prints precision and recall on the held-out part.
+labelled corpus ``data/obligation_corpus.tsv`` (train, widened and held-out parts) and an
+outside held-out set ``data/obligation_heldout_lead.jsonl`` measure it; ``make bench`` prints
+precision and recall on each.
 
 **Satisfaction** (:func:`matching_receipts`): only receipts tagged ``dependency-handoff``
 whose origin thread is the origin thread count. When the text names thread ids other than the
