@@ -72,7 +72,7 @@ def post(server: ThreadServer, path: str, data: dict[str, str]) -> tuple[int, st
 
 def routes(app: App, ids: dict[str, str]) -> list[str]:
     """Every GET route of the page, aimed at alice's and bob's mail."""
-    paths = ["/", "/fragment/agents", "/fragment/inbox", "/fragment/conversations"]
+    paths = ["/", "/fragment/agents", "/fragment/inbox", "/fragment/waiting", "/fragment/conversations"]
     paths += [f"/fragment/panel/{p.name}" for p in app.hooks.panels()]
     for query in ("SECRET", "alpha", "beta", "gamma", "delta", "eps", "test", "SECRET*"):
         paths += [f"/search?{urlencode({'q': query})}", f"/search?{urlencode({'q': query, 'from': 'test:alice'})}",
@@ -104,6 +104,11 @@ def test_a_person_without_inspect_all_reads_only_their_own_mail_on_every_route(o
     assert status == 200 and "for the person" in overview and 'id="scope" class="scope own"' in overview
     status, text = get(server, f"/c/{ids['replied']}")
     assert status == 403 and "sender or the recipient" in text
+    # who waits on whom is mail too: bob's open action from alice is not the person's to see
+    status, text = get(server, "/fragment/waiting")
+    assert status == 200 and "test:bob" not in text and "No agent is waiting" in text, text
+    status, text = get(server, "/fragment/agents")
+    assert status == 200 and "<code>test:bob</code>" not in text and "waits on <code>you</code>" in text, text
     # The form endpoints: acting for an agent (allowed for test:* here) needs seeing its mail.
     for key in ("declined", "done", "replied", "open"):
         status, text = post(server, "/act", {"messageId": ids[key], "resolution": "done", "message": "x"})
