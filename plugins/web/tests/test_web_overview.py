@@ -160,6 +160,7 @@ def test_the_overview_says_who_is_busy_what_waits_on_whom_and_shows_threads(
     assert page.locator("article.msg.reply").count() == 2  # the conversation page indents answers too
     assert page.inner_text(".thread-summary").startswith("desk:planner ↔ desk:docs · 3 messages")
     page.evaluate("window.scrollTo(0, 0)")
+    page.wait_for_function("window.scrollY === 0")
     shot(page, "conversation-thread")
 
 
@@ -181,3 +182,30 @@ def test_what_agents_do_changes_live(desk: tuple[ThreadServer, DeskPlugin, dict[
 
 def shot(page: Any, name: str) -> None:
     page.screenshot(path=str(screenshot_dir() / f"{name}.png"), full_page=True)
+
+
+@pytest.mark.parametrize("session,expected", [
+    ({"loaded": True, "status": "active"}, "busy"),  # a Codex thread in a turn
+    ({"loaded": True, "status": "idle"}, "idle"),
+    ({"loaded": False, "status": "notLoaded"}, "stopped"),
+    ({"loaded": True, "liveStatus": "busy"}, "busy"),  # a Claude session
+    ({"loaded": True, "liveStatus": "idle"}, "idle"),
+    ({"loaded": True, "presence": {"running": True}}, "running"),  # a plain MCP agent: no busy/idle
+    ({"loaded": None}, "unknown"),
+])
+def test_activity_is_what_the_host_reports(session: dict[str, Any], expected: str) -> None:
+    assert views.activity(session) == expected
+
+
+@pytest.mark.parametrize("ms,words", [(-5, "0 s"), (59_999, "59 s"), (60_000, "1 min"), (89_700, "1 min"), (90_000, "2 min"),
+                                      (3_600_000, "1 h"), (5_430_000, "1 h 31 min"), (48 * 3_600_000, "2 d"),
+                                      (52 * 3_600_000, "2 d 4 h")])
+def test_durations_for_people(ms: int, words: str) -> None:
+    assert views.span(ms) == words
+
+
+def test_deadlines_for_people() -> None:
+    assert views.due(None, 1_000) == {"due": None, "overdue": False}
+    assert views.due(1_000 + 600_000, 1_000) == {"due": "due in 10 min", "overdue": False}
+    assert views.due(1_000, 1_000 + 7_200_000) == {"due": "overdue by 2 h", "overdue": True}
+    assert views.ago(1_000, 3_000) == "just now" and views.ago(0, 720_000) == "12 min ago"
