@@ -149,8 +149,8 @@ def test_the_overview_says_who_is_busy_what_waits_on_whom_and_shows_threads(
     # the text of a message opens it, in every list
     for section, message in (("#inbox", ids["question"]), ("#waiting", ids["port"]), ("#conversations", ids["follow"])):
         page.click(f"{section} a[href$='#m-{message}'] .preview")
-        page.wait_for_selector(f"#m-{message}")  # its conversation, at that message
-        assert "/c/" in page.url and page.url.endswith(f"#m-{message}")
+        page.wait_for_selector(f"#m-{message}.focus")  # its conversation, at that message
+        assert page.url.endswith(f"/c/{message}#m-{message}")
         page.go_back()
         page.wait_for_selector("#live.on")
     page.fill("header.top input[name=q]", "screenshots")
@@ -162,6 +162,10 @@ def test_the_overview_says_who_is_busy_what_waits_on_whom_and_shows_threads(
     page.evaluate("window.scrollTo(0, 0)")
     page.wait_for_function("window.scrollY === 0")
     shot(page, "conversation-thread")
+    # a live refresh of the conversation keeps the opened message in focus
+    server.run(server.app.reply(caller=as_agent("docs"), message_id=ids["follow"], resolution="reply", message="Redo them."))
+    page.wait_for_selector("#messages >> text=Redo them.")
+    assert page.locator("article.msg.focus").count() == 1 and page.locator(f"#m-{ids['follow']}.focus").count() == 1
 
 
 def test_what_agents_do_changes_live(desk: tuple[ThreadServer, DeskPlugin, dict[str, str]], page: Any) -> None:
