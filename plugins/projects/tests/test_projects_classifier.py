@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from importlib import resources
 
 import pytest
@@ -26,18 +27,59 @@ def test_corpus_shape() -> None:
         assert word in negatives, word  # hard negatives reuse the trigger words
 
 
-def _scores(split: str) -> tuple[float, float]:
-    rows = [(label, analyse(s)["hasObligation"]) for label, sp, s in corpus() if sp == split]
-    tp = sum(1 for label, pred in rows if label and pred)
-    fp = sum(1 for label, pred in rows if pred and not label)
-    fn = sum(1 for label, pred in rows if label and not pred)
+def held_out_by_lead() -> list[tuple[bool, str]]:
+    """The outside held-out set (data/obligation_heldout_lead.txt says who wrote it)."""
+    text = resources.files("agent_link_projects").joinpath("data/obligation_heldout_lead.jsonl").read_text(encoding="utf-8")
+    return [(row["commits"], row["text"]) for row in map(json.loads, text.splitlines()) if row]
+
+
+def _measure(rows: list[tuple[bool, str]]) -> tuple[float, float]:
+    scored = [(label, analyse(s)["hasObligation"]) for label, s in rows]
+    tp = sum(1 for label, pred in scored if label and pred)
+    fp = sum(1 for label, pred in scored if pred and not label)
+    fn = sum(1 for label, pred in scored if label and not pred)
     return tp / (tp + fp), tp / (tp + fn)
 
 
-@pytest.mark.parametrize("split", ["train", "heldout"])
+def _scores(split: str) -> tuple[float, float]:
+    return _measure([(label, s) for label, sp, s in corpus() if sp == split])
+
+
+@pytest.mark.parametrize("split", ["train", "heldout", "widened"])
 def test_precision_and_recall(split: str) -> None:
     precision, recall = _scores(split)
     assert precision >= 0.95 and recall >= 0.95, (precision, recall)
+
+
+def test_outside_held_out_set_keeps_its_measured_figures() -> None:
+    # measured once when the issue-30 table was final (0.973 / 0.857; target recall 0.95, not
+    # met): never tuned on, so this guards against losing ground, it is not a target
+    rows = held_out_by_lead()
+    assert len(rows) == 77 and sum(label for label, _ in rows) == 42
+    precision, recall = _measure(rows)
+    assert precision >= 0.97 and recall >= 0.85, (precision, recall)
+
+
+@pytest.mark.parametrize("text", [
+    "Once codex:019b7c2e-1a4d-7e20-9c1f-3d5e6f708192 finishes, I'll merge its branch into mine.",
+    "I asked the reviewer to look at the diff and will apply its comments once it responds.",
+    "I handed the flaky test to another agent and I'm waiting to hear back before touching CI.",
+    "I asked claude:review-7 whether the lock order is safe and will change the code according to what it says.",
+])
+def test_commitments_to_other_agents_named_in_new_ways(text: str) -> None:
+    result = analyse(text)
+    assert result["hasObligation"] is True, result
+
+
+@pytest.mark.parametrize("text", [
+    "The role:reviewer address resolves to whichever session holds the role.",  # two references, no dependency
+    "codex:019d0e1f-2a3b-7c4d-8e5f-60718293a4b5 finished and its changes are merged.",
+    "I set codex:model to gpt-5 in config.toml.",
+    "The other session cookie is cleared when you log out.",
+])
+def test_references_alone_do_not_commit(text: str) -> None:
+    result = analyse(text)
+    assert result["hasObligation"] is False, result
 
 
 @pytest.mark.parametrize("text", ["callback", "handoff", "Registered the callback.", "The handoff is done.", ""])
@@ -54,6 +96,10 @@ def test_analysis_fields() -> None:
 
 def test_thread_ids_after_the_word_thread() -> None:
     assert referenced_thread_ids("wait for thread 7F3E9A12 and thread codex:abcdef0123") == ["7f3e9a12", "abcdef0123"]
+
+
+def test_thread_ids_in_codex_addresses() -> None:
+    assert referenced_thread_ids("once codex:5D6E7F80AA is done, and claude:ops-3") == ["5d6e7f80aa"]
 
 
 @pytest.mark.parametrize("name,expected", [("Auth API / v2!", "auth-api-v2"), ("---", "dependency"), ("x" * 60, "x" * 48),

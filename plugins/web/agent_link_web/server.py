@@ -167,6 +167,7 @@ def templates() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["when"] = when
+    env.globals["activity_words"] = views.ACTIVITIES
     return env
 
 
@@ -191,11 +192,16 @@ def build_web_app(app: App, config: WebConfig) -> ASGIApp:
                                              **context)
         return HTMLResponse(html, status_code=http_status)
 
+    def waiting_on_others() -> list[dict[str, Any]]:
+        # the person's own open mail is "Waiting for you"; the rest is who waits on whom
+        return [w for w in views.waiting(app, config.person) if w["to"] != config.person]
+
     async def overview(request: Request) -> Response:
         panels = app.hooks.panels()
         return page("overview.html", panels=panels, error=request.query_params.get("error"),
                     to=request.query_params.get("to", ""), agents_data=await views.agents(app, config.person),
-                    inbox_data=views.inbox(app, config.person), conversations_data=views.conversations(app, config.person),
+                    inbox_data=views.inbox(app, config.person), waiting_data=waiting_on_others(),
+                    conversations_data=views.conversations(app, config.person),
                     panel_data={p.name: await views.render_panel(app, p, visibility) for p in panels})
 
     async def conversation_page(request: Request) -> Response:
@@ -228,6 +234,8 @@ def build_web_app(app: App, config: WebConfig) -> ASGIApp:
             return page("_agents.html", data=await views.agents(app, config.person))
         if name == "inbox":
             return page("_inbox.html", messages=views.inbox(app, config.person))
+        if name == "waiting":
+            return page("_waiting.html", waiting=waiting_on_others())
         if name == "conversations":
             return page("_conversations.html", conversations=views.conversations(app, config.person))
         return _plain(404, "No such section.")

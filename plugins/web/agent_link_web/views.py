@@ -12,15 +12,25 @@ import logging
 from typing import Any
 
 from agent_link_core.app import App
-from agent_link_core.conversation import conversation, recent_conversations
+from agent_link_core.conversation import conversation, recent_conversations, thread_rows
 from agent_link_core.mailbox import Visibility, iso
 from agent_link_core.panels import Panel, PanelLink, PanelView, drawing_for
 from agent_link_core.search import search, session_title
+from agent_link_core.store import now_ms
 from agent_link_web.context import AUTHOR_KEY, ORIGIN, may_act_for
 
 log = logging.getLogger(__name__)
 PREVIEW_CHARS = 160
 MAIL_ADDRESS_SCAN = 500
+#: open reply/action mail the page lists under "Waiting on whom" (oldest first)
+WAITING_LIMIT = 50
+#: messages of a conversation shown in its thread on the overview (the newest ones)
+THREAD_SHOWN = 4
+#: how far back a thread is read to show its newest messages and count the rest
+THREAD_READ = 200
+#: what an agent is doing now (:func:`activity`) and its words on the page, in the order the
+#: page lists agents
+ACTIVITIES = {"busy": "busy", "idle": "idle", "running": "running", "stopped": "not running", "unknown": "seen in mail"}
 
 
 def sees_everything(app: App) -> bool:
@@ -71,9 +81,27 @@ def _cell(value: Any) -> dict[str, Any]:
     return {"text": str(value)}
 
 
+def activity(session: dict[str, Any]) -> str:
+    """What an agent is doing now, from what its harness reports in a listed session view:
+    ``busy`` (a Codex thread ``active``, a Claude session ``busy``), ``idle`` (the host says
+    it waits for work), ``running`` (live, its host does not say which), ``stopped`` (not
+    running) or ``unknown`` (only seen in the mail)."""
+    status = session.get("liveStatus") or session.get("status")
+    if session.get("loaded") is False:
+        return "stopped"
+    if status in ("busy", "active"):
+        return "busy"
+    if status == "idle":
+        return "idle"
+    return "running" if session.get("loaded") else "unknown"
+
+
 async def agents(app: App, person: str) -> dict[str, Any]:
     """Every agent the harnesses list (live or not) plus addresses seen only in the mail the
-    person may read, each with the labels panels give it (roles held)."""
+    person may read, each with the labels panels give it (roles held), what it is doing now
+    (:func:`activity`) and whom it waits on or owes an answer (open reply/action mail the
+    person may read, :func:`waiting`). Busy agents first, then idle, running, stopped, the
+    ones only seen in the mail; ``counts`` holds how many of each."""
     listed = await app.list_agents(limit=200)
     visibility = person_view(app, person)
     labels: dict[str, list[str]] = {}
@@ -86,21 +114,31 @@ async def agents(app: App, person: str) -> dict[str, Any]:
         known.add(s["address"])
         rows.append({"address": s["address"], "harness": s["harness"], "title": s.get("title"), "cwd": s.get("cwd"),
                      "live": s.get("loaded"), "lastActivityAt": s.get("lastActivityAt"), "labels": labels.get(s["address"], []),
-                     "mailOnly": False})
+                     "mailOnly": False, "activity": activity(s)})
     for r in app.mailbox.recent_correspondents(MAIL_ADDRESS_SCAN, visibility):
         if r["address"] in known or r["address"] == person:
             continue
         known.add(r["address"])
         rows.append({"address": r["address"], "harness": r["address"].split(":", 1)[0], "title": session_title(app.store.conn, r["address"]),
                      "cwd": None, "live": None, "lastActivityAt": iso(r["at"]), "labels": labels.get(r["address"], []),
-                     "mailOnly": True})
+                     "mailOnly": True, "activity": "unknown"})
     for address, names in labels.items():
         if address not in known and address != person:
             rows.append({"address": address, "harness": address.split(":", 1)[0], "title": None, "cwd": None, "live": None,
-                         "lastActivityAt": None, "labels": names, "mailOnly": True})
+                         "lastActivityAt": None, "labels": names, "mailOnly": True, "activity": "unknown"})
+    waits_on: dict[str, list[str]] = {}
+    owes: dict[str, list[str]] = {}
+    for w in waiting(app, person):
+        for table, key, other in ((waits_on, w["from"], w["to"]), (owes, w["to"], w["from"])):
+            if other not in table.setdefault(key, []):
+                table[key].append(other)
+    for row in rows:
+        row["waitsOn"], row["owes"] = waits_on.get(row["address"], []), owes.get(row["address"], [])
+    rows.sort(key=lambda row: list(ACTIVITIES).index(row["activity"]))  # stable: newest first within each
+    counts = {name: sum(1 for row in rows if row["activity"] == name) for name in ACTIVITIES}
     problems = [{"harness": name, "reason": p.get("reason") or "not fully listed"}
                 for name, p in listed["providers"].items() if not p.get("complete", True)]
-    return {"agents": rows, "problems": problems}
+    return {"agents": rows, "problems": problems, "counts": counts}
 
 
 def _preview(body: str) -> str:
@@ -109,26 +147,105 @@ def _preview(body: str) -> str:
 
 
 def conversations(app: App, person: str, limit: int = 25) -> list[dict[str, Any]]:
-    """The conversations with the newest activity, with their first message's state."""
+    """The conversations with the newest activity, with their first message's state and
+    their newest messages as a thread (:func:`thread`)."""
     out = []
-    for c in recent_conversations(app.mailbox, person_view(app, person), limit=limit):
+    visibility = person_view(app, person)
+    now = now_ms()
+    for c in recent_conversations(app.mailbox, visibility, limit=limit):
         root = app.mailbox.get_row(c["rootId"])
         last = app.mailbox.get_row(c["lastId"])
         if root is None or last is None:
             continue
-        state = app.mailbox.state(root)
+        state = app.mailbox.state(root, now)
         out.append({"rootId": c["rootId"], "participants": c["participants"], "count": c["count"], "lastAt": iso(c["lastAt"]),
                     "status": state.status, "delivery": state.delivery, "anticipation": root["anticipation"],
-                    "preview": _preview(last["body"]), "lastFrom": last["from_addr"]})
+                    "preview": _preview(last["body"]), "lastFrom": last["from_addr"], "lastAgo": ago(c["lastAt"], now),
+                    **thread(app, visibility, c["rootId"], now)})
     return out
 
 
-def inbox(app: App, person: str) -> list[dict[str, Any]]:
-    """Open mail addressed to the person (undelivered, or reply/action not yet resolved)."""
+def thread(app: App, visibility: Visibility, root_id: str, now: int) -> dict[str, Any]:
+    """The newest :data:`THREAD_SHOWN` messages of a conversation the reader may see, oldest
+    first, as ``{"messages": [{id, from, to, preview, sentAt, ago, anticipation, status,
+    answers (the address whose message it answers, or None)}], "earlier": count not shown}``."""
+    rows = [r for r in thread_rows(app.store.conn, root_id, THREAD_READ) if visibility.allows(r)]
+    senders = {r["id"]: r["from_addr"] for r in rows}
+    shown = []
+    for r in rows[-THREAD_SHOWN:]:
+        state = app.mailbox.state(r, now)
+        shown.append({"id": r["id"], "from": r["from_addr"], "to": r["recipient"], "preview": _preview(r["body"]),
+                      "sentAt": iso(r["sent_at"]), "ago": ago(r["sent_at"], now), "anticipation": r["anticipation"],
+                      "status": state.status, "answers": senders.get(r["reply_to"]) if r["reply_to"] else None})
+    return {"messages": shown, "earlier": len(rows) - len(shown)}
+
+
+def waiting(app: App, person: str, limit: int = WAITING_LIMIT) -> list[dict[str, Any]]:
+    """What waits on whom: open reply/action mail the person may read, oldest first, each as
+    ``{id, from (who waits), to (who owes the answer), anticipation, status, sentAt, ago,
+    replyBy, due (words: "due in 5 min", "overdue by 2 h", None without a deadline),
+    overdue (bool), preview}``."""
+    where, params = person_view(app, person).sql("m")
+    # No index starts with ``open``: walk the recipients on the (recipient, open, sent_at) index
+    # one seek each, then read only their open mail, so the cost follows the recipients and the
+    # open mail, not every message ever stored.
+    rows = app.store.conn.execute(
+        "WITH RECURSIVE who(r) AS (SELECT (SELECT MIN(recipient) FROM messages)"
+        " UNION ALL SELECT (SELECT MIN(recipient) FROM messages WHERE recipient > who.r) FROM who WHERE who.r IS NOT NULL)"
+        f" SELECT m.* FROM who JOIN messages m ON m.recipient = who.r AND m.open = 1"
+        f" WHERE m.anticipation != 'fyi' AND {where} ORDER BY m.sent_at, m.id LIMIT ?",
+        (*params, limit)).fetchall()
+    now = now_ms()
     out = []
+    for r in rows:
+        state = app.mailbox.state(r, now)
+        out.append({"id": r["id"], "from": r["from_addr"], "to": r["recipient"], "anticipation": r["anticipation"],
+                    "status": state.status, "sentAt": iso(r["sent_at"]), "ago": ago(r["sent_at"], now),
+                    "replyBy": iso(r["reply_by"]) if r["reply_by"] else None, **due(r["reply_by"], now),
+                    "preview": _preview(r["body"])})
+    return out
+
+
+def due(deadline: int | None, now: int) -> dict[str, Any]:
+    """A reply-by deadline (epoch ms, or None) for people: ``{"due": "due in 5 min" | "overdue
+    by 2 h" | None, "overdue": bool}``."""
+    if deadline is None:
+        return {"due": None, "overdue": False}
+    if deadline <= now:
+        return {"due": f"overdue by {span(now - deadline)}", "overdue": True}
+    return {"due": f"due in {span(deadline - now)}", "overdue": False}
+
+
+def span(ms: int) -> str:
+    """A duration for people: ``"40 s"``, ``"12 min"``, ``"3 h 5 min"``, ``"2 d 4 h"`` (``ms``
+    milliseconds, negative taken as 0; from a minute on, rounded to the nearest minute)."""
+    s = max(ms, 0) // 1000
+    if s < 60:
+        return f"{s} s"
+    m = (max(ms, 0) + 30_000) // 60_000
+    if m < 60:
+        return f"{m} min"
+    h = m // 60
+    if h < 48:
+        return f"{h} h {m % 60} min" if m % 60 else f"{h} h"
+    return f"{h // 24} d {h % 24} h" if h % 24 else f"{h // 24} d"
+
+
+def ago(at_ms: int, now: int) -> str:
+    """How long ago ``at_ms`` (epoch ms) was, for people: ``"just now"``, ``"12 min ago"``."""
+    return "just now" if now - at_ms < 5000 else f"{span(now - at_ms)} ago"
+
+
+def inbox(app: App, person: str) -> list[dict[str, Any]]:
+    """Open mail addressed to the person (undelivered, or reply/action not yet resolved), each
+    with its age (``ago``) and deadline (:func:`due`)."""
+    out = []
+    now = now_ms()
     for row in app.mailbox.open_for(person, 50):
-        view = app.mailbox.to_view(row)
+        view = app.mailbox.to_view(row, app.mailbox.state(row, now))
         view["preview"] = _preview(row["body"])
+        view["ago"] = ago(row["sent_at"], now)
+        view.update(due(row["reply_by"], now))
         out.append(view)
     return out
 
@@ -157,13 +274,15 @@ def message_card(app: App, view: dict[str, Any], row: Any, person: str, act_for:
 
 
 def conversation_view(app: App, person: str, message_id: str, act_for: tuple[str, ...]) -> dict[str, Any]:
-    """A conversation with full cards, oldest first (raises the core's errors)."""
+    """A conversation with full cards, oldest first, and its ``participants`` (addresses in
+    the order they appear); raises the core's errors."""
     found = conversation(app.mailbox, person_view(app, person), message_id, envelopes=False)
     cards = []
     for view in found["messages"]:
         row = app.mailbox.get_row(view["id"])
         cards.append(message_card(app, view, row, person, act_for))
-    return {**found, "cards": cards}
+    participants = list(dict.fromkeys(a for card in cards for a in (card["from"], card["to"])))
+    return {**found, "cards": cards, "participants": participants}
 
 
 def mark_seen(app: App, person: str, cards: list[dict[str, Any]]) -> None:

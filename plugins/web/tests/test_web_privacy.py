@@ -72,7 +72,7 @@ def post(server: ThreadServer, path: str, data: dict[str, str]) -> tuple[int, st
 
 def routes(app: App, ids: dict[str, str]) -> list[str]:
     """Every GET route of the page, aimed at alice's and bob's mail."""
-    paths = ["/", "/fragment/agents", "/fragment/inbox", "/fragment/conversations"]
+    paths = ["/", "/fragment/agents", "/fragment/inbox", "/fragment/waiting", "/fragment/conversations"]
     paths += [f"/fragment/panel/{p.name}" for p in app.hooks.panels()]
     for query in ("SECRET", "alpha", "beta", "gamma", "delta", "eps", "test", "SECRET*"):
         paths += [f"/search?{urlencode({'q': query})}", f"/search?{urlencode({'q': query, 'from': 'test:alice'})}",
@@ -104,6 +104,11 @@ def test_a_person_without_inspect_all_reads_only_their_own_mail_on_every_route(o
     assert status == 200 and "for the person" in overview and 'id="scope" class="scope own"' in overview
     status, text = get(server, f"/c/{ids['replied']}")
     assert status == 403 and "sender or the recipient" in text
+    # who waits on whom is mail too: bob's open action from alice is not the person's to see
+    status, text = get(server, "/fragment/waiting")
+    assert status == 200 and "test:bob" not in text and "Nothing you sent is waiting for an answer" in text, text
+    status, text = get(server, "/fragment/agents")
+    assert status == 200 and "<code>test:bob</code>" not in text and "waits on <code>you</code>" in text, text
     # The form endpoints: acting for an agent (allowed for test:* here) needs seeing its mail.
     for key in ("declined", "done", "replied", "open"):
         status, text = post(server, "/act", {"messageId": ids[key], "resolution": "done", "message": "x"})
@@ -115,6 +120,15 @@ def test_a_person_without_inspect_all_reads_only_their_own_mail_on_every_route(o
     assert status == 303 and not leaks(text)
 
 
+def test_the_persons_own_open_mail_to_an_agent_shows_whom_they_wait_on(own_page: Any) -> None:
+    app, server, ids = own_page
+    status, text = post(server, "/send", {"to": "test:alice", "message": "Please rerun the import", "anticipation": "action"})
+    assert status == 303, text
+    status, text = get(server, "/fragment/waiting")
+    assert status == 200 and "<code class=\"from\">you</code> wait on <code class=\"to\">test:alice</code> for an action" in text, text
+    assert "Please rerun the import" in text and "no deadline" in text and not leaks(text)
+
+
 def test_with_inspect_all_the_page_shows_everything_and_says_so(isolated_env: Path) -> None:
     app, server, ids = make_server(inspect_all=True)
     try:
@@ -122,6 +136,8 @@ def test_with_inspect_all_the_page_shows_everything_and_says_so(isolated_env: Pa
         assert status == 200 and 'class="scope all"' in overview and leaks(overview)
         status, text = get(server, f"/c/{ids['declined']}")
         assert status == 200 and "SECRET-REASON-beta" in text
+        status, text = get(server, "/fragment/waiting")  # everyone's open mail, bob's included
+        assert status == 200 and "test:alice</code> waits on <code class=\"to\">test:bob</code> for an action" in text, text
     finally:
         server.close()
         app.close()
