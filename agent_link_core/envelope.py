@@ -72,6 +72,11 @@ _CONTROL_RE = re.compile(f"[{_CONTROL_CLASS}]")
 # references inserted for invisibles are never XML-escaped a second time (docs/behaviour.md §10, item 3).
 _SPECIAL_RE = re.compile(f"([{_CONTROL_CLASS}{_FORMAT_CLASS}]+)|([&<>])")
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
+# Anything any escaping step would change (surrogates, CR, NUL, controls, invisibles, XML
+# specials): text without it escapes to itself, so the steps are skipped (every read renders
+# every envelope's attributes and reply line).
+_UNCHANGED_RE = re.compile(f"[^\ud800-\udfff\r\x00{_CONTROL_CLASS}{_FORMAT_CLASS}&<>]*")
+_UNCHANGED_ATTR_RE = re.compile(f"[^\ud800-\udfff\r\x00{_CONTROL_CLASS}{_FORMAT_CLASS}&<>\"'\n\t]*")
 _XML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 _ATTR_EXTRA = str.maketrans({'"': "&quot;", "'": "&#39;", "\n": "&#10;", "\t": "&#9;"})
 
@@ -168,6 +173,8 @@ def escape_text(text: str, *, cap: int = MAX_ESCAPED_CHARS) -> str:
     """
     if cap < 0:
         raise ValueError("cap must be >= 0")
+    if isinstance(text, str) and len(text) <= cap and len(text) * 4 <= MAX_BODY_BYTES and _UNCHANGED_RE.fullmatch(text):
+        return text
     text = sanitize_text(text)
     notes: list[str] = []
     # Byte size matters only for long text; a str of ≤16384 code points is ≤65536 bytes.
@@ -215,6 +222,8 @@ def escape_attr(value: str) -> str:
         holds no quote, angle bracket, raw LF/TAB/CR or invisible character.
     :raises TypeError: if ``value`` is not a ``str``.
     """
+    if isinstance(value, str) and len(value) <= MAX_ATTR_CODEPOINTS and _UNCHANGED_ATTR_RE.fullmatch(value):
+        return value
     value = sanitize_text(value)
     if len(value) > MAX_ATTR_CODEPOINTS:
         value = value[: MAX_ATTR_CODEPOINTS - 1] + "\u2026"

@@ -15,7 +15,7 @@ from agent_link_core.app import App
 from agent_link_core.conversation import conversation, recent_conversations
 from agent_link_core.mailbox import Visibility, iso
 from agent_link_core.panels import Panel, PanelLink, PanelView, drawing_for
-from agent_link_core.search import search, session_title
+from agent_link_core.search import search, session_titles
 from agent_link_web.context import AUTHOR_KEY, ORIGIN, may_act_for
 
 log = logging.getLogger(__name__)
@@ -87,11 +87,13 @@ async def agents(app: App, person: str) -> dict[str, Any]:
         rows.append({"address": s["address"], "harness": s["harness"], "title": s.get("title"), "cwd": s.get("cwd"),
                      "live": s.get("loaded"), "lastActivityAt": s.get("lastActivityAt"), "labels": labels.get(s["address"], []),
                      "mailOnly": False})
-    for r in app.mailbox.recent_correspondents(MAIL_ADDRESS_SCAN, visibility):
+    correspondents = app.mailbox.recent_correspondents(MAIL_ADDRESS_SCAN, visibility)
+    titles = session_titles(app.store.conn, [r["address"] for r in correspondents if r["address"] not in known])
+    for r in correspondents:
         if r["address"] in known or r["address"] == person:
             continue
         known.add(r["address"])
-        rows.append({"address": r["address"], "harness": r["address"].split(":", 1)[0], "title": session_title(app.store.conn, r["address"]),
+        rows.append({"address": r["address"], "harness": r["address"].split(":", 1)[0], "title": titles.get(r["address"]),
                      "cwd": None, "live": None, "lastActivityAt": iso(r["at"]), "labels": labels.get(r["address"], []),
                      "mailOnly": True})
     for address, names in labels.items():
@@ -111,12 +113,17 @@ def _preview(body: str) -> str:
 def conversations(app: App, person: str, limit: int = 25) -> list[dict[str, Any]]:
     """The conversations with the newest activity, with their first message's state."""
     out = []
-    for c in recent_conversations(app.mailbox, person_view(app, person), limit=limit):
-        root = app.mailbox.get_row(c["rootId"])
-        last = app.mailbox.get_row(c["lastId"])
+    found = recent_conversations(app.mailbox, person_view(app, person), limit=limit)
+    # every root and last message in one query, the roots' states in one batch (not per conversation)
+    rows = {row["id"]: row for row in app.mailbox.rows([c[key] for c in found for key in ("rootId", "lastId")])}
+    roots = [rows[c["rootId"]] for c in found if c["rootId"] in rows]
+    states = {row["id"]: state for row, state in zip(roots, app.mailbox.states(roots), strict=True)}
+    for c in found:
+        root = rows.get(c["rootId"])
+        last = rows.get(c["lastId"])
         if root is None or last is None:
             continue
-        state = app.mailbox.state(root)
+        state = states[root["id"]]
         out.append({"rootId": c["rootId"], "participants": c["participants"], "count": c["count"], "lastAt": iso(c["lastAt"]),
                     "status": state.status, "delivery": state.delivery, "anticipation": root["anticipation"],
                     "preview": _preview(last["body"]), "lastFrom": last["from_addr"]})
@@ -125,17 +132,23 @@ def conversations(app: App, person: str, limit: int = 25) -> list[dict[str, Any]
 
 def inbox(app: App, person: str) -> list[dict[str, Any]]:
     """Open mail addressed to the person (undelivered, or reply/action not yet resolved)."""
-    out = []
-    for row in app.mailbox.open_for(person, 50):
-        view = app.mailbox.to_view(row)
+    rows = app.mailbox.open_for(person, 50)
+    out = app.mailbox.to_views(rows)
+    for row, view in zip(rows, out, strict=True):
         view["preview"] = _preview(row["body"])
-        out.append(view)
     return out
 
 
-def message_card(app: App, view: dict[str, Any], row: Any, person: str, act_for: tuple[str, ...]) -> dict[str, Any]:
+def message_card(app: App, view: dict[str, Any], row: Any, person: str, act_for: tuple[str, ...],
+                 titles: dict[str, str] | None = None) -> dict[str, Any]:
     """Everything the page shows about one message: the core's view, the body (plain text),
-    its audit trail (delivery evidence), who may answer it here."""
+    its audit trail (delivery evidence), who may answer it here.
+
+    :param titles: ``{address: session title}`` already read for a list of cards
+        (:func:`agent_link_core.search.session_titles`); None reads this card's two.
+    """
+    if titles is None:
+        titles = session_titles(app.store.conn, [row["from_addr"], row["recipient"]])
     meta = json.loads(row["metadata"] or "{}")
     events = []
     for e in app.mailbox.events(row["id"]):
@@ -147,8 +160,8 @@ def message_card(app: App, view: dict[str, Any], row: Any, person: str, act_for:
     return {
         **view,
         "body": row["body"],
-        "fromTitle": session_title(app.store.conn, row["from_addr"]),
-        "toTitle": session_title(app.store.conn, row["recipient"]),
+        "fromTitle": titles.get(row["from_addr"]),
+        "toTitle": titles.get(row["recipient"]),
         "byPerson": meta.get(AUTHOR_KEY) == ORIGIN,
         "events": events,
         "forPerson": row["recipient"] == person and view["resolution"] is None,
@@ -159,10 +172,9 @@ def message_card(app: App, view: dict[str, Any], row: Any, person: str, act_for:
 def conversation_view(app: App, person: str, message_id: str, act_for: tuple[str, ...]) -> dict[str, Any]:
     """A conversation with full cards, oldest first (raises the core's errors)."""
     found = conversation(app.mailbox, person_view(app, person), message_id, envelopes=False)
-    cards = []
-    for view in found["messages"]:
-        row = app.mailbox.get_row(view["id"])
-        cards.append(message_card(app, view, row, person, act_for))
+    rows = {row["id"]: row for row in app.mailbox.rows([view["id"] for view in found["messages"]])}
+    titles = session_titles(app.store.conn, [a for row in rows.values() for a in (row["from_addr"], row["recipient"])])
+    cards = [message_card(app, view, rows[view["id"]], person, act_for, titles) for view in found["messages"]]
     return {**found, "cards": cards}
 
 
