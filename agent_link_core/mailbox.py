@@ -328,11 +328,23 @@ class Mailbox:
     def events(self, message_id: str) -> list[dict[str, Any]]:
         """The audit trail of one message, oldest first: ``[{seq, kind, at (ISO), actor, via,
         data}]`` (``data`` decoded; kinds as in ``message_events``: sent, delivered, ...)."""
-        rows = self.store.conn.execute(
-            "SELECT seq, kind, at, actor, via, data FROM message_events WHERE message_id = ? ORDER BY seq", (message_id,)
-        ).fetchall()
-        return [{"seq": r["seq"], "kind": r["kind"], "at": iso(r["at"]), "actor": r["actor"], "via": r["via"],
-                 "data": json.loads(r["data"] or "{}")} for r in rows]
+        return self.events_of([message_id])[message_id]
+
+    def events_of(self, message_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+        """:meth:`events` of many messages: ``{message id: its trail}`` (an empty list for a
+        message without events), one query per :data:`STATE_BATCH` ids."""
+        trails: dict[str, list[dict[str, Any]]] = {i: [] for i in message_ids}
+        unique = list(trails)
+        for start in range(0, len(unique), STATE_BATCH):
+            chunk = unique[start:start + STATE_BATCH]
+            marks = ", ".join("?" for _ in chunk)
+            for r in self.store.conn.execute(
+                f"SELECT message_id, seq, kind, at, actor, via, data FROM message_events WHERE message_id IN ({marks}) ORDER BY seq",
+                chunk,
+            ):
+                trails[r["message_id"]].append({"seq": r["seq"], "kind": r["kind"], "at": iso(r["at"]), "actor": r["actor"],
+                                                "via": r["via"], "data": json.loads(r["data"] or "{}")})
+        return trails
 
     def last_event_seq(self, visibility: Visibility | None = None) -> int:
         """The newest audit event's sequence number (0 for none): it grows with every

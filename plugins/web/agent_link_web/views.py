@@ -140,18 +140,19 @@ def inbox(app: App, person: str) -> list[dict[str, Any]]:
 
 
 def message_card(app: App, view: dict[str, Any], row: Any, person: str, act_for: tuple[str, ...],
-                 titles: dict[str, str] | None = None) -> dict[str, Any]:
+                 titles: dict[str, str] | None = None, trail: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Everything the page shows about one message: the core's view, the body (plain text),
     its audit trail (delivery evidence), who may answer it here.
 
     :param titles: ``{address: session title}`` already read for a list of cards
         (:func:`agent_link_core.search.session_titles`); None reads this card's two.
+    :param trail: the message's events already read (``Mailbox.events_of``); None reads them.
     """
     if titles is None:
         titles = session_titles(app.store.conn, [row["from_addr"], row["recipient"]])
     meta = json.loads(row["metadata"] or "{}")
     events = []
-    for e in app.mailbox.events(row["id"]):
+    for e in app.mailbox.events(row["id"]) if trail is None else trail:
         data = e["data"]
         evidence = data.get("evidence") if isinstance(data, dict) else None
         extra = {k: v for k, v in data.items() if k != "evidence"} if isinstance(data, dict) else {}
@@ -174,7 +175,8 @@ def conversation_view(app: App, person: str, message_id: str, act_for: tuple[str
     found = conversation(app.mailbox, person_view(app, person), message_id, envelopes=False)
     rows = {row["id"]: row for row in app.mailbox.rows([view["id"] for view in found["messages"]])}
     titles = session_titles(app.store.conn, [a for row in rows.values() for a in (row["from_addr"], row["recipient"])])
-    cards = [message_card(app, view, rows[view["id"]], person, act_for, titles) for view in found["messages"]]
+    trails = app.mailbox.events_of(list(rows))
+    cards = [message_card(app, view, rows[view["id"]], person, act_for, titles, trails[view["id"]]) for view in found["messages"]]
     return {**found, "cards": cards}
 
 
