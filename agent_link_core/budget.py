@@ -105,7 +105,7 @@ def inbox(app: App, caller: Caller, budget: OutputBudget | None, *, limit: int, 
     marked = []
     unread = [row["id"] for row in chosen if row["delivered_at"] is None]
     if mark and unread:
-        marked = [i for i in unread if app.mailbox.mark_delivered(i, "inbox")]
+        marked = app.mailbox.mark_many_delivered(unread, "inbox")
         chosen = app.mailbox.rows([row["id"] for row in chosen])
         views = _views(app, chosen)
     held = held_by_waits(app, caller.address) - {row["id"] for row in chosen}

@@ -678,24 +678,34 @@ class Mailbox:
 
     def mark_delivered(self, message_id: str, via: str, evidence: dict[str, Any] | None = None) -> bool:
         """Record delivery on evidence (``via``: how it got there). Returns True if new."""
+        return bool(self.mark_many_delivered([message_id], via, evidence))
+
+    def mark_many_delivered(self, message_ids: Sequence[str], via: str, evidence: dict[str, Any] | None = None) -> list[str]:
+        """:meth:`mark_delivered` of several messages in one write transaction (an inbox read
+        marking what it returned), each with its own ``delivered`` event.
+
+        :returns: the ids newly marked, in the order given.
+        """
         at = now_ms()
+        marked: list[str] = []
+        staged: list[Event | None] = []
         with self.store.write() as conn:
-            row = conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
-            if row is None:
-                return False
-            if row["delivered_at"] is not None:
-                if row["delivered_via"] is not None:
-                    return False
-                # A resolution overtook the push's confirmation (it counts as delivery): keep its
-                # times, record the path and the evidence.
-                conn.execute("UPDATE messages SET delivered_via = ? WHERE id = ?", (via, message_id))
-                self._event(conn, message_id, "delivered", row["delivered_at"], row["recipient"], via,
-                            {"evidence": evidence or {}, "afterResolution": True})
-                return True
-            self._set_delivered(conn, row, at, via, evidence)
-            staged = self._stage("delivered", message_id, at, row["recipient"], {"via": via, "evidence": evidence or {}})
-        self._publish(staged)
-        return True
+            for message_id in message_ids:
+                row = conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
+                if row is None or (row["delivered_at"] is not None and row["delivered_via"] is not None):
+                    continue
+                marked.append(message_id)
+                if row["delivered_at"] is not None:
+                    # A resolution overtook the push's confirmation (it counts as delivery): keep its
+                    # times, record the path and the evidence.
+                    conn.execute("UPDATE messages SET delivered_via = ? WHERE id = ?", (via, message_id))
+                    self._event(conn, message_id, "delivered", row["delivered_at"], row["recipient"], via,
+                                {"evidence": evidence or {}, "afterResolution": True})
+                    continue
+                self._set_delivered(conn, row, at, via, evidence)
+                staged.append(self._stage("delivered", message_id, at, row["recipient"], {"via": via, "evidence": evidence or {}}))
+        self._publish(*staged)
+        return marked
 
     def _set_delivered(self, conn: sqlite3.Connection, row: sqlite3.Row, at: int, via: str, evidence: dict[str, Any] | None) -> None:
         still_open = 1 if (row["anticipation"] != "fyi" and not self._resolved(conn, row["id"])) else 0

@@ -222,3 +222,16 @@ def test_escaping_skips_only_text_it_leaves_as_it_is(text: str) -> None:
     assert escape_text(text + "&") == escape_text(text) + "&amp;"
     if len(text) < MAX_ATTR_CODEPOINTS:
         assert escape_attr(text + "&") == escape_attr(text) + "&amp;"
+
+
+def test_a_read_marks_what_it_returns_in_one_write_transaction(app: App) -> None:
+    ids = store(app, 12)
+    seen: list[str] = []
+    app.store.conn.set_trace_callback(seen.append)
+    try:
+        out = budget.inbox(app, ME, OutputBudget(400_000), limit=20, mark=True, include_open=True)
+    finally:
+        app.store.conn.set_trace_callback(None)
+    assert out["markedDelivered"] == ids
+    assert sum(1 for sql in seen if sql.startswith("BEGIN")) == 1
+    assert [e["kind"] for i in ids for e in app.mailbox.events(i)] == ["sent", "delivered"] * 12
