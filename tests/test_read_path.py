@@ -235,3 +235,24 @@ def test_a_read_marks_what_it_returns_in_one_write_transaction(app: App) -> None
     assert out["markedDelivered"] == ids
     assert sum(1 for sql in seen if sql.startswith("BEGIN")) == 1
     assert [e["kind"] for i in ids for e in app.mailbox.events(i)] == ["sent", "delivered"] * 12
+
+
+def test_the_cli_prints_a_conversation_s_envelopes_rendering_each_once(counting: Counting, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from agent_link_core import cli as cli_mod
+    from agent_link_testing.cli_identity import named_address_env
+
+    real_create = App.create
+    monkeypatch.setattr(cli_mod.App, "create", classmethod(lambda cls, env=None, extra_plugins=(), **kw: real_create(env, (counting,), **kw)))
+    app = real_create(None, (counting,))
+    try:
+        ids = _mail(app, 9, "cli")
+    finally:
+        app.close()
+    counting.calls.clear()
+    args = ["show", ids[-1], "--thread", "--envelope", "--from", "team:me"]
+    shown = CliRunner().invoke(cli_mod.build_cli(), args, env=named_address_env(args), catch_exceptions=False)
+    assert shown.exit_code == 0, shown.output
+    assert shown.output.count("<agent-link-message ") == 9
+    assert counting.calls == Counter({i: 1 for i in ids})
