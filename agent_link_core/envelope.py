@@ -236,14 +236,20 @@ def _check_name(name: object, what: str) -> str:
     return name
 
 
-def _attrs(attrs: Sequence[tuple[str, str | None]]) -> str:
+def _attrs(attrs: Sequence[tuple[str, str | None]], *, own_names: bool = False) -> str:
+    """Attributes as `` key="escaped value"`` (a None value is left out).
+
+    :param own_names: the names are the envelope's own constants (already valid and
+        distinct), so they are not checked again for every envelope rendered.
+    """
     parts: list[str] = []
     seen: set[str] = set()
     for key, value in attrs:
-        _check_name(key, "attribute")
-        if key in seen:
-            raise ValueError(f"duplicate attribute {key!r}")
-        seen.add(key)
+        if not own_names:
+            _check_name(key, "attribute")
+            if key in seen:
+                raise ValueError(f"duplicate attribute {key!r}")
+            seen.add(key)
         if value is None:
             continue
         if not isinstance(value, str):
@@ -413,7 +419,7 @@ def render_envelope(msg: EnvelopeMessage, *, elements: Sequence[str] = (), reply
         ("procedure", _matching(_PROCEDURE_RE, msg.procedure)),
     ]
     lines = [
-        f"<agent-link-message{_attrs(attrs)}>",
+        f"<agent-link-message{_attrs(attrs, own_names=True)}>",
         f"<notice>{NOTICE_TEXT}</notice>",
         *elements,
         "<body>",
