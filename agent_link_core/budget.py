@@ -90,10 +90,11 @@ def inbox(app: App, caller: Caller, budget: OutputBudget | None, *, limit: int, 
             envelopes.append(app.mailbox.envelope(row))
             yield view, envelopes[-1]
 
+    remaining = _remaining(app, caller.address, held)
     if budget is None:
         count = len(list(rendered()))
     else:
-        skeleton = _assemble(caller.address, [], [], _remaining(app, caller.address, held), len(held), "", None)
+        skeleton = _assemble(caller.address, [], [], remaining, len(held), "", None)
         count = 0
         for size in prefix_bytes(skeleton, rendered(), budget):
             if size + RESERVE_BYTES + PER_MESSAGE_RESERVE_BYTES * (count + 1) > budget.tool_result_bytes:
@@ -108,9 +109,10 @@ def inbox(app: App, caller: Caller, budget: OutputBudget | None, *, limit: int, 
         marked = app.mailbox.mark_many_delivered(unread, "inbox")
         chosen = app.mailbox.rows([row["id"] for row in chosen])
         views = _views(app, chosen)
-    held = held_by_waits(app, caller.address) - {row["id"] for row in chosen}
-    return _assemble(caller.address, marked, views[:count], _remaining(app, caller.address, held), len(held),
-                     render_inbox(envelopes[:count]), None)
+        # marking changed what remains (held mail is never chosen, nor marked)
+        held = held_by_waits(app, caller.address) - {row["id"] for row in chosen}
+        remaining = _remaining(app, caller.address, held)
+    return _assemble(caller.address, marked, views[:count], remaining, len(held), render_inbox(envelopes[:count]), None)
 
 
 def prefix_bytes(skeleton: dict[str, Any], messages: Iterable[tuple[dict[str, Any], str]], budget: OutputBudget) -> Iterator[int]:
