@@ -116,8 +116,8 @@ def inbox(app: App, caller: Caller, budget: OutputBudget | None, *, limit: int, 
 
 
 def prefix_bytes(skeleton: dict[str, Any], messages: Iterable[tuple[dict[str, Any], str]], budget: OutputBudget) -> Iterator[int]:
-    """The :func:`result_bytes` of the read result holding the first 1, 2, ... messages, in
-    turn, each computed from the sizes of the views and envelopes measured once.
+    """The :func:`result_bytes` of the read result holding the first 1, 2, ... messages, one
+    after the other, each computed from the sizes of the views and envelopes measured once.
 
     :param skeleton: the result with ``messages`` ``[]``, ``openCount`` 0 and
         ``renderedBlock`` ``""`` (:func:`_assemble`); the other fields are those of every prefix.
