@@ -12,6 +12,7 @@ Stdlib only: the hook fast path imports this module on every prompt.
 from __future__ import annotations
 
 import re
+import time
 
 from agent_link_core.addresses import EXTERNAL, INVALID, address_scheme, is_address, is_ulid
 
@@ -45,6 +46,7 @@ MAX_ESCAPED_CHARS = 131072
 # its envelope; a reader too small for it reads the envelope in pages (agent_link_core.budget).
 MAX_ENVELOPE_BODY_CHARS = 5 * MAX_BODY_BYTES
 MAX_ATTR_CODEPOINTS = 256
+_YEAR_10000_S = 253_402_300_800  # 10000-01-01T00:00:00Z in seconds since the epoch
 INVISIBLE_RUN_CAP = 16
 
 NOTICE_TEXT = (
@@ -289,9 +291,13 @@ def iso_ms(ms: int) -> str:
     """
     if not isinstance(ms, int) or isinstance(ms, bool):
         raise TypeError(f"ms must be int, not {type(ms).__name__}")
+    seconds, millis = divmod(ms, 1000)  # floor division keeps pre-1970 millis positive
+    if 0 <= seconds < _YEAR_10000_S:  # the C clock's calendar is the same here, and every envelope has a time
+        t = time.gmtime(seconds)
+        return (f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T"
+                f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}.{millis:03d}Z")
     from datetime import datetime, timedelta, timezone
 
-    seconds, millis = divmod(ms, 1000)  # floor division keeps pre-1970 millis positive
     try:
         dt = datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(seconds=seconds)
     except OverflowError as exc:

@@ -20,7 +20,7 @@ import json
 import sqlite3
 
 from agent_link_core.addresses import ANTICIPATIONS, EXTERNAL, is_address, is_ulid
-from agent_link_core.envelope import MAX_BODY_BYTES, escape_text, sanitize_text
+from agent_link_core.envelope import MAX_BODY_BYTES, EnvelopeMessage, escape_text, render_envelope, sanitize_text
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.store import now_ms
 
@@ -529,8 +529,6 @@ class Mailbox:
 
     def envelope(self, row: sqlite3.Row) -> str:
         """Render the ``<agent-link-message>`` envelope for a stored message."""
-        from agent_link_core.envelope import EnvelopeMessage, render_envelope
-
         meta = json.loads(row["metadata"] or "{}")
         attributes: dict[str, str] = {}
         elements: list[str] = []
