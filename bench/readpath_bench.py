@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 ROUNDS = 30
-READS = 31
+READS = 61
 REVISION = "2025-06-18"
 
 
