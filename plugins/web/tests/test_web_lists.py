@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import itertools
 from pathlib import Path
@@ -25,7 +26,7 @@ def fill(app: App, n: int) -> list[str]:
     some delivered, some resolved; every agent has a title."""
     ids: list[str] = []
     for i in range(n):
-        agent = Caller(f"team:a{i % 3}", "explicit", "team")
+        agent = Caller(f"team:a{i % (n // 2)}", "explicit", "team")  # agents as many as the messages allow
         sender, to = (PERSON, agent.address) if i % 4 == 3 else (agent, PERSON.address)
         reply_to = ids[-1] if ids and i % 5 else None
         msg = OutgoingMessage(f"01J{next(_IDS):023d}", sender, to, to, f"note {i}", ("reply", "action", "fyi")[i % 3], None, reply_to)
@@ -35,7 +36,7 @@ def fill(app: App, n: int) -> list[str]:
         if i % 7 == 4 and to == PERSON.address:
             app.mailbox.resolve(ids[-1], PERSON, "done")
     with app.store.write() as conn:
-        note_session_titles(conn, [(f"team:a{k}", f"agent {k}") for k in range(3)])
+        note_session_titles(conn, [(f"team:a{k}", f"agent {k}") for k in range(n // 2)])
     return ids
 
 
@@ -43,6 +44,7 @@ SECTIONS = {
     "inbox": lambda app, ids: views.inbox(app, PERSON.address),
     "conversations": lambda app, ids: views.conversations(app, PERSON.address),
     "conversation": lambda app, ids: views.conversation_view(app, PERSON.address, ids[-1], ()),
+    "agents": lambda app, ids: asyncio.run(views.agents(app, PERSON.address)),
 }
 
 
@@ -78,10 +80,12 @@ def test_cards_carry_the_titles_and_the_conversations_their_roots(tmp_path: Path
     try:
         ids = fill(app, 12)
         found = views.conversation_view(app, PERSON.address, ids[-1], ())
-        assert {c["fromTitle"] for c in found["cards"] if c["from"] != PERSON.address} <= {"agent 0", "agent 1", "agent 2"}
+        assert {c["fromTitle"] for c in found["cards"] if c["from"] != PERSON.address} <= {f"agent {k}" for k in range(6)}
         assert all(c["toTitle"] is None for c in found["cards"] if c["to"] == PERSON.address)
         listed = views.conversations(app, PERSON.address)
         assert {c["rootId"] for c in listed} == {ids[0], ids[5], ids[10]}
         assert sum(c["count"] for c in listed) == 12
+        agents = asyncio.run(views.agents(app, PERSON.address))["agents"]
+        assert {(a["address"], a["title"]) for a in agents} == {(f"team:a{k}", f"agent {k}") for k in range(6)}
     finally:
         app.close()
