@@ -662,8 +662,7 @@ class App:
         rows, marked = self.mailbox.drain(caller.address, limit, mark=mark, include_open=include_open)
         views = []
         envelopes = []
-        for row in rows:
-            state = self.mailbox.state(row)
+        for row, state in zip(rows, self.mailbox.states(rows), strict=True):  # states read together, not per row
             self.mailbox.note_transition(row, state)
             view = self.mailbox.to_view(row, state)
             view["open"] = state.status in ("pending", "unresolved", "expired") if row["anticipation"] != "fyi" else row["delivered_at"] is None
@@ -721,12 +720,10 @@ class App:
         rows = self.store.conn.execute(
             f"SELECT * FROM messages{where} ORDER BY sent_at DESC, id DESC LIMIT ?", (*params, limit)
         ).fetchall()
-        messages = []
-        for row in rows:
-            view = self.mailbox.to_view(row)
-            if include_bodies:
+        messages = self.mailbox.to_views(rows)
+        if include_bodies:
+            for row, view in zip(rows, messages, strict=True):
                 view["envelope"] = self.mailbox.envelope(row)
-            messages.append(view)
         return {"scope": scope, "callerAddress": caller.address if caller.known else None, "messages": messages}
 
     def search(

@@ -15,6 +15,7 @@ Undelivered mail that a wait running in this process is about to return (``wait_
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from agent_link_core.envelope import render_inbox
@@ -58,6 +59,9 @@ def inbox(app: App, caller: Caller, budget: OutputBudget | None, *, limit: int, 
     """An inbox read cut to ``budget`` (None: everything up to ``limit``; tools and the CLI pass
     :func:`caller_budget`).
 
+    Each message's view and envelope are made once per read; what fits is decided from their
+    sizes (:func:`prefix_bytes`), so a read costs in proportion to what it returns.
+
     :param message_id: read this message's envelope from ``offset`` (characters) instead: a
         page as large as fits; the message is marked delivered (with ``mark``) when the page
         reaches the envelope's end.
@@ -78,36 +82,91 @@ def inbox(app: App, caller: Caller, budget: OutputBudget | None, *, limit: int, 
     held = held_by_waits(app, caller.address)
     rows, _ = app.mailbox.drain(caller.address, limit + len(held), mark=False, include_open=include_open)
     rows = [r for r in rows if r["id"] not in held][:limit]
-    chosen: list[Any] = []
-    for row in rows:
-        trial = _result(app, caller, [*chosen, row], [], None)
-        if budget is not None and not fits(trial, budget, len(chosen) + 1):
-            break
-        chosen.append(row)
-    if rows and not chosen:  # the first message alone is larger than the budget: page it
-        return _page(app, caller, rows[0], budget, 0, mark)
-    marked = []
-    if mark:
-        for row in chosen:
-            if row["delivered_at"] is None and app.mailbox.mark_delivered(row["id"], "inbox"):
-                marked.append(row["id"])
-    fresh = [app.mailbox.get_row(r["id"]) for r in chosen]
-    return _result(app, caller, fresh, marked, None)
+    views = _views(app, rows)
+    envelopes: list[str] = []
 
-
-def _result(app: App, caller: Caller, rows: list[Any], marked: list[str], page: dict[str, Any] | None,
-            block: str | None = None) -> dict[str, Any]:
-    views = []
-    envelopes = []
-    for row in rows:
-        state = app.mailbox.state(row)
-        view = app.mailbox.to_view(row, state)
-        view["open"] = state.status in ("pending", "unresolved", "expired") if row["anticipation"] != "fyi" else row["delivered_at"] is None
-        views.append(view)
-        if block is None:
+    def rendered() -> Iterator[tuple[dict[str, Any], str]]:  # each envelope once, only as far as needed
+        for view, row in zip(views, rows, strict=True):
             envelopes.append(app.mailbox.envelope(row))
-    held = held_by_waits(app, caller.address) - {row["id"] for row in rows}
-    remaining = max(app.mailbox.count_open(caller.address, undelivered_only=True) - len(held), 0)
+            yield view, envelopes[-1]
+
+    remaining = _remaining(app, caller.address, held)
+    if budget is None:
+        count = len(list(rendered()))
+    else:
+        skeleton = _assemble(caller.address, [], [], remaining, len(held), "", None)
+        count = 0
+        for size in prefix_bytes(skeleton, rendered(), budget):
+            if size + RESERVE_BYTES + PER_MESSAGE_RESERVE_BYTES * (count + 1) > budget.tool_result_bytes:
+                break
+            count += 1
+    if rows and not count:  # the first message alone is larger than the budget: page it
+        return _page(app, caller, rows[0], budget, 0, mark, envelopes[0])
+    chosen = rows[:count]
+    marked = []
+    unread = [row["id"] for row in chosen if row["delivered_at"] is None]
+    if mark and unread:
+        marked = app.mailbox.mark_many_delivered(unread, "inbox")
+        chosen = app.mailbox.rows([row["id"] for row in chosen])
+        views = _views(app, chosen)
+        # marking changed what remains (held mail is never chosen, nor marked)
+        held = held_by_waits(app, caller.address) - {row["id"] for row in chosen}
+        remaining = _remaining(app, caller.address, held)
+    return _assemble(caller.address, marked, views[:count], remaining, len(held), render_inbox(envelopes[:count]), None)
+
+
+def prefix_bytes(skeleton: dict[str, Any], messages: Iterable[tuple[dict[str, Any], str]], budget: OutputBudget) -> Iterator[int]:
+    """The :func:`result_bytes` of the read result holding the first 1, 2, ... messages, one
+    after the other, each computed from the sizes of the views and envelopes measured once.
+
+    :param skeleton: the result with ``messages`` ``[]``, ``openCount`` 0 and
+        ``renderedBlock`` ``""`` (:func:`_assemble`); the other fields are those of every prefix.
+    :param messages: ``(view with open, rendered envelope)`` of each message, in order; taken
+        one at a time, so a caller that stops early renders no more envelopes than it measured.
+    :returns: byte sizes (UTF-8, as ``json.dumps(..., indent=budget.json_indent)`` shows the
+        result): how Python's JSON encoder lays a list out, item by item, is added up here.
+    """
+    indent = budget.json_indent
+    pad = 0 if indent is None else indent
+    # the skeleton holds "[]", "0" and '""' where a prefix's views, open count and block go
+    base = result_bytes(skeleton, budget) - 5
+    listed = 2 if indent is None else 3 + pad  # "[" "]", and with an indent "\n" + pad before "]"
+    block = 2 + _escaped_bytes("</agent-link-inbox>") + 2  # the quotes, the footer and the newline before it
+    opened = 0
+    for k, (view, envelope) in enumerate(messages, 1):
+        text = json.dumps(view, ensure_ascii=False, indent=indent)
+        size = len(text.encode("utf-8"))
+        if indent is None:
+            listed += size + (2 if k > 1 else 0)  # ", " between items
+        else:  # each item on its own line two levels in, its own lines as much deeper; "," between
+            listed += size + text.count("\n") * 2 * pad + 1 + 2 * pad + (1 if k > 1 else 0)
+        block += _escaped_bytes(envelope) + 2  # the envelope and the escaped newline before it
+        opened += 1 if view["open"] else 0
+        header = len(f'<agent-link-inbox count="{k}">') + 2  # its two quotes escaped
+        yield base + listed + block + header + len(str(opened))
+
+
+def _escaped_bytes(text: str) -> int:
+    """UTF-8 bytes of ``text`` inside a JSON string (without the quotes)."""
+    return len(json.dumps(text, ensure_ascii=False).encode("utf-8")) - 2
+
+
+def _views(app: App, rows: list[Any]) -> list[dict[str, Any]]:
+    """The message views of an inbox read, with ``open`` (what the reader still has to do)."""
+    views = app.mailbox.to_views(rows)
+    for row, view in zip(rows, views, strict=True):
+        view["open"] = view["status"] in ("pending", "unresolved", "expired") if row["anticipation"] != "fyi" else row["delivered_at"] is None
+    return views
+
+
+def _remaining(app: App, address: str, held: set[str]) -> int:
+    """Undelivered open mail of ``address`` not left to a running wait (``held``)."""
+    return max(app.mailbox.count_open(address, undelivered_only=True) - len(held), 0)
+
+
+def _assemble(address: str, marked: list[str], views: list[dict[str, Any]], remaining: int, held: int, block: str,
+              page: dict[str, Any] | None) -> dict[str, Any]:
+    """The read's result from its parts (``held``: how many messages a wait holds)."""
     more = None
     if page is not None and page["nextOffset"] is not None:
         more = (f"This message continues: call read_agent_link_inbox with messageId {page['messageId']} and offset "
@@ -115,28 +174,34 @@ def _result(app: App, caller: Caller, rows: list[Any], marked: list[str], page: 
     elif remaining:
         more = f"{remaining} more message(s) wait: call read_agent_link_inbox again to read them."
     return {
-        "address": caller.address,
+        "address": address,
         "markedDelivered": marked,
         "messages": views,
         "openCount": sum(1 for v in views if v["open"]),
         "remainingCount": remaining,
-        "heldByActiveWait": len(held),
-        "renderedBlock": block if block is not None else render_inbox(envelopes),
+        "heldByActiveWait": held,
+        "renderedBlock": block,
         "more": more,
         "page": page,
     }
 
 
-def _page(app: App, caller: Caller, row: Any, budget: OutputBudget | None, offset: int, mark: bool) -> dict[str, Any]:
-    envelope = app.mailbox.envelope(row)
+def _page(app: App, caller: Caller, row: Any, budget: OutputBudget | None, offset: int, mark: bool,
+          envelope: str | None = None) -> dict[str, Any]:
+    """One page of ``row``'s envelope (rendered here unless given) from ``offset``: as much
+    as fits, found by bisection over the page's end on results built from parts made once."""
+    envelope = app.mailbox.envelope(row) if envelope is None else envelope
     total = len(envelope)
     if not 0 <= offset < total:
         raise AgentLinkError("invalid_arguments", f"offset {offset} is outside the message's {total} characters.",
                              {"errors": [{"path": "offset", "rule": "range", "expected": f"0-{total - 1}"}]})
+    [view] = _views(app, [row])
+    held = held_by_waits(app, caller.address) - {row["id"]}
+    remaining = _remaining(app, caller.address, held)
 
     def build(end: int) -> dict[str, Any]:
         page = {"messageId": row["id"], "offset": offset, "nextOffset": end if end < total else None, "totalChars": total}
-        return _result(app, caller, [row], [], page, envelope[offset:end])
+        return _assemble(caller.address, [], [view], remaining, len(held), envelope[offset:end], page)
 
     end = total
     if budget is not None and not fits(build(total), budget, 1):
@@ -148,13 +213,12 @@ def _page(app: App, caller: Caller, row: Any, budget: OutputBudget | None, offse
             else:
                 high = mid - 1
         end = low
-    marked = []
-    if end == total and mark and row["delivered_at"] is None and app.mailbox.mark_delivered(row["id"], "inbox"):
-        marked.append(row["id"])
     out = build(end)
-    out["markedDelivered"] = marked
-    if marked:
-        out = {**_result(app, caller, [app.mailbox.get_row(row["id"])], marked, out["page"], out["renderedBlock"])}
+    if end == total and mark and row["delivered_at"] is None and app.mailbox.mark_delivered(row["id"], "inbox"):
+        [view] = _views(app, app.mailbox.rows([row["id"]]))
+        held = held_by_waits(app, caller.address) - {row["id"]}
+        out = _assemble(caller.address, [row["id"]], [view], _remaining(app, caller.address, held), len(held),
+                        out["renderedBlock"], out["page"])
     return out
 
 

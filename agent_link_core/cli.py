@@ -349,10 +349,11 @@ def build_cli() -> click.Group:
         """Messages for people (header, then the terminal-safe body), or their envelopes."""
         from agent_link_core.cli_text import message_lines
 
+        rows = {row["id"]: row for row in app.mailbox.rows([view["id"] for view in views])}  # one query, not one per message
         for view in views:
-            row = app.mailbox.require(view["id"])
-            if show_envelope:
-                click.echo(app.mailbox.envelope(row))
+            row = rows[view["id"]]
+            if show_envelope:  # the envelope the read already rendered (conversation, wait), else rendered now
+                click.echo(view.get("envelope") or app.mailbox.envelope(row))
             else:
                 click.echo("\n".join(message_lines(view, row["body"])))
 
@@ -400,7 +401,7 @@ def build_cli() -> click.Group:
                 rows = app.store.conn.execute(
                     "SELECT * FROM messages WHERE recipient = ? ORDER BY sent_at DESC, id DESC LIMIT ?", (caller.address, limit)
                 ).fetchall()
-                data["messages"] = [app.mailbox.to_view(r) for r in rows]
+                data["messages"] = app.mailbox.to_views(rows)
                 data["renderedBlock"] = "\n".join(app.mailbox.envelope(r) for r in rows)
         except AgentLinkError as exc:
             fail(exc)
@@ -695,8 +696,7 @@ def build_cli() -> click.Group:
         try:
             while True:
                 rows = app.store.conn.execute(f"SELECT * FROM messages WHERE {where} ORDER BY sent_at, id", params).fetchall()
-                for row in rows:
-                    view = app.mailbox.to_view(row)
+                for row, view in zip(rows, app.mailbox.to_views(rows), strict=True):  # states read together
                     key = (view["delivery"], view["status"], view["to"])
                     before = seen.get(row["id"])
                     seen[row["id"]] = key

@@ -17,20 +17,35 @@ from agent_link_core.mailbox import Mailbox, Visibility
 
 MAX_MESSAGES = 500
 MAX_DEPTH = 1000
+#: ids per query of :func:`roots_of`
+ROOT_BATCH = 500
 
 
 def root_of(conn: sqlite3.Connection, message_id: str) -> str:
     """The first message of the conversation ``message_id`` belongs to (itself when it
     answers nothing). A ``reply_to`` pointing at an unknown id ends the walk there."""
-    row = conn.execute(
-        "WITH RECURSIVE up(id, reply_to, depth) AS ("
-        " SELECT id, reply_to, 0 FROM messages WHERE id = ?"
-        " UNION SELECT m.id, m.reply_to, up.depth + 1 FROM messages m JOIN up ON m.id = up.reply_to"
-        " WHERE up.depth < ?)"
-        " SELECT id FROM up ORDER BY depth DESC LIMIT 1",
-        (message_id, MAX_DEPTH),
-    ).fetchone()
-    return message_id if row is None else str(row[0])
+    return roots_of(conn, [message_id]).get(message_id, message_id)
+
+
+def roots_of(conn: sqlite3.Connection, message_ids: list[str]) -> dict[str, str]:
+    """:func:`root_of` of many messages in one query per :data:`ROOT_BATCH` ids:
+    ``{message id: root id}`` for the ids that exist."""
+    roots: dict[str, str] = {}
+    unique = list(dict.fromkeys(message_ids))
+    for start in range(0, len(unique), ROOT_BATCH):
+        chunk = unique[start:start + ROOT_BATCH]
+        marks = ", ".join("?" for _ in chunk)
+        for row in conn.execute(
+            "WITH RECURSIVE up(start, id, reply_to, depth) AS ("
+            f" SELECT id, id, reply_to, 0 FROM messages WHERE id IN ({marks})"
+            " UNION SELECT up.start, m.id, m.reply_to, up.depth + 1 FROM messages m JOIN up ON m.id = up.reply_to"
+            " WHERE up.depth < ?)"
+            " SELECT start, id FROM (SELECT start, id, ROW_NUMBER() OVER (PARTITION BY start ORDER BY depth DESC) AS n"
+            " FROM up) WHERE n = 1",
+            (*chunk, MAX_DEPTH),
+        ):
+            roots[row[0]] = row[1]
+    return roots
 
 
 def thread_rows(conn: sqlite3.Connection, root_id: str, limit: int = MAX_MESSAGES) -> list[sqlite3.Row]:
@@ -65,13 +80,11 @@ def conversation(mailbox: Mailbox, visibility: Visibility, message_id: str, *, e
     truncated = len(rows) > MAX_MESSAGES
     rows = rows[:MAX_MESSAGES]
     shown = [r for r in rows if visibility.allows(r)]
-    messages = []
-    for r in shown:
-        view = mailbox.to_view(r)
+    messages = mailbox.to_views(shown)
+    for r, view in zip(shown, messages, strict=True):
         view.pop("bodyBytes", None)
         if envelopes:
             view["envelope"] = mailbox.envelope(r)
-        messages.append(view)
     return {"messageId": row["id"], "rootId": root, "messages": messages, "hiddenCount": len(rows) - len(shown),
             "truncated": truncated}
 
@@ -90,8 +103,9 @@ def recent_conversations(mailbox: Mailbox, visibility: Visibility, limit: int = 
         (*params, scan),
     ).fetchall()
     groups: dict[str, dict[str, Any]] = {}
+    roots = roots_of(mailbox.store.conn, [r["id"] for r in rows])
     for r in rows:
-        root = root_of(mailbox.store.conn, r["id"])
+        root = roots.get(r["id"], r["id"])
         group = groups.get(root)
         if group is None:
             if len(groups) >= limit:

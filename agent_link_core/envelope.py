@@ -12,6 +12,7 @@ Stdlib only: the hook fast path imports this module on every prompt.
 from __future__ import annotations
 
 import re
+import time
 
 from agent_link_core.addresses import EXTERNAL, INVALID, address_scheme, is_address, is_ulid
 
@@ -45,6 +46,7 @@ MAX_ESCAPED_CHARS = 131072
 # its envelope; a reader too small for it reads the envelope in pages (agent_link_core.budget).
 MAX_ENVELOPE_BODY_CHARS = 5 * MAX_BODY_BYTES
 MAX_ATTR_CODEPOINTS = 256
+_YEAR_10000_S = 253_402_300_800  # 10000-01-01T00:00:00Z in seconds since the epoch
 INVISIBLE_RUN_CAP = 16
 
 NOTICE_TEXT = (
@@ -72,6 +74,11 @@ _CONTROL_RE = re.compile(f"[{_CONTROL_CLASS}]")
 # references inserted for invisibles are never XML-escaped a second time (docs/behaviour.md §10, item 3).
 _SPECIAL_RE = re.compile(f"([{_CONTROL_CLASS}{_FORMAT_CLASS}]+)|([&<>])")
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
+# Anything any escaping step would change (surrogates, CR, NUL, controls, invisibles, XML
+# specials): text without it escapes to itself, so the steps are skipped (every read renders
+# every envelope's attributes and reply line).
+_UNCHANGED_RE = re.compile(f"[^\ud800-\udfff\r\x00{_CONTROL_CLASS}{_FORMAT_CLASS}&<>]*")
+_UNCHANGED_ATTR_RE = re.compile(f"[^\ud800-\udfff\r\x00{_CONTROL_CLASS}{_FORMAT_CLASS}&<>\"'\n\t]*")
 _XML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 _ATTR_EXTRA = str.maketrans({'"': "&quot;", "'": "&#39;", "\n": "&#10;", "\t": "&#9;"})
 
@@ -168,6 +175,8 @@ def escape_text(text: str, *, cap: int = MAX_ESCAPED_CHARS) -> str:
     """
     if cap < 0:
         raise ValueError("cap must be >= 0")
+    if isinstance(text, str) and len(text) <= cap and len(text) * 4 <= MAX_BODY_BYTES and _UNCHANGED_RE.fullmatch(text):
+        return text
     text = sanitize_text(text)
     notes: list[str] = []
     # Byte size matters only for long text; a str of ≤16384 code points is ≤65536 bytes.
@@ -215,6 +224,8 @@ def escape_attr(value: str) -> str:
         holds no quote, angle bracket, raw LF/TAB/CR or invisible character.
     :raises TypeError: if ``value`` is not a ``str``.
     """
+    if isinstance(value, str) and len(value) <= MAX_ATTR_CODEPOINTS and _UNCHANGED_ATTR_RE.fullmatch(value):
+        return value
     value = sanitize_text(value)
     if len(value) > MAX_ATTR_CODEPOINTS:
         value = value[: MAX_ATTR_CODEPOINTS - 1] + "\u2026"
@@ -227,14 +238,20 @@ def _check_name(name: object, what: str) -> str:
     return name
 
 
-def _attrs(attrs: Sequence[tuple[str, str | None]]) -> str:
+def _attrs(attrs: Sequence[tuple[str, str | None]], *, own_names: bool = False) -> str:
+    """Attributes as `` key="escaped value"`` (a None value is left out).
+
+    :param own_names: the names are the envelope's own constants (already valid and
+        distinct), so they are not checked again for every envelope rendered.
+    """
     parts: list[str] = []
     seen: set[str] = set()
     for key, value in attrs:
-        _check_name(key, "attribute")
-        if key in seen:
-            raise ValueError(f"duplicate attribute {key!r}")
-        seen.add(key)
+        if not own_names:
+            _check_name(key, "attribute")
+            if key in seen:
+                raise ValueError(f"duplicate attribute {key!r}")
+            seen.add(key)
         if value is None:
             continue
         if not isinstance(value, str):
@@ -274,9 +291,13 @@ def iso_ms(ms: int) -> str:
     """
     if not isinstance(ms, int) or isinstance(ms, bool):
         raise TypeError(f"ms must be int, not {type(ms).__name__}")
+    seconds, millis = divmod(ms, 1000)  # floor division keeps pre-1970 millis positive
+    if 0 <= seconds < _YEAR_10000_S:  # the C clock's calendar is the same here, and every envelope has a time
+        t = time.gmtime(seconds)
+        return (f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T"
+                f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}.{millis:03d}Z")
     from datetime import datetime, timedelta, timezone
 
-    seconds, millis = divmod(ms, 1000)  # floor division keeps pre-1970 millis positive
     try:
         dt = datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(seconds=seconds)
     except OverflowError as exc:
@@ -404,7 +425,7 @@ def render_envelope(msg: EnvelopeMessage, *, elements: Sequence[str] = (), reply
         ("procedure", _matching(_PROCEDURE_RE, msg.procedure)),
     ]
     lines = [
-        f"<agent-link-message{_attrs(attrs)}>",
+        f"<agent-link-message{_attrs(attrs, own_names=True)}>",
         f"<notice>{NOTICE_TEXT}</notice>",
         *elements,
         "<body>",

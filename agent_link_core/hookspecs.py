@@ -196,7 +196,9 @@ def agent_link_render_envelope(message: dict[str, Any], app: App) -> EnvelopeCon
         ``attributes`` (only ``via`` and ``procedure`` are rendered) and ``elements``
         (already rendered with :func:`agent_link_core.envelope.render_element`), or ``None``.
 
-    Called every time a message is put in an envelope (push, inbox, wait results).
+    Called every time a message is put in an envelope (push, inbox, wait results): once per
+    message in a read (an inbox read asks only for the messages it measures, with each row as
+    the read found it, before it marks them delivered), once per page of a paged message.
     """
 
 

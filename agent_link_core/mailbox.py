@@ -20,12 +20,13 @@ import json
 import sqlite3
 
 from agent_link_core.addresses import ANTICIPATIONS, EXTERNAL, is_address, is_ulid
-from agent_link_core.envelope import MAX_BODY_BYTES, escape_text, sanitize_text
+from agent_link_core.envelope import MAX_BODY_BYTES, EnvelopeMessage, escape_text, render_envelope, sanitize_text
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.store import now_ms
 
 TYPE_CHECKING = False  # no typing/dataclasses at run time: the hook fast path imports this
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
     from agent_link_core.config import Config
@@ -46,6 +47,10 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 MIN_REPLY_BY_LEAD_MS = 30_000
+#: the events that say how a push stands (the newest one decides ``accepted``), as SQL
+PUSH_EVENT_KINDS = "('delivery_unknown', 'delivery_accepted', 'delivery_settled', 'delivered', 'released')"
+#: ids per query when :meth:`Mailbox.states` / :meth:`Mailbox.rows` read many messages
+STATE_BATCH = 500
 STATUS_BY_KIND = {"reply": "replied", "decline": "declined", "done": "done"}
 
 
@@ -323,11 +328,23 @@ class Mailbox:
     def events(self, message_id: str) -> list[dict[str, Any]]:
         """The audit trail of one message, oldest first: ``[{seq, kind, at (ISO), actor, via,
         data}]`` (``data`` decoded; kinds as in ``message_events``: sent, delivered, ...)."""
-        rows = self.store.conn.execute(
-            "SELECT seq, kind, at, actor, via, data FROM message_events WHERE message_id = ? ORDER BY seq", (message_id,)
-        ).fetchall()
-        return [{"seq": r["seq"], "kind": r["kind"], "at": iso(r["at"]), "actor": r["actor"], "via": r["via"],
-                 "data": json.loads(r["data"] or "{}")} for r in rows]
+        return self.events_of([message_id])[message_id]
+
+    def events_of(self, message_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+        """:meth:`events` of many messages: ``{message id: its trail}`` (an empty list for a
+        message without events), one query per :data:`STATE_BATCH` ids."""
+        trails: dict[str, list[dict[str, Any]]] = {i: [] for i in message_ids}
+        unique = list(trails)
+        for start in range(0, len(unique), STATE_BATCH):
+            chunk = unique[start:start + STATE_BATCH]
+            marks = ", ".join("?" for _ in chunk)
+            for r in self.store.conn.execute(
+                f"SELECT message_id, seq, kind, at, actor, via, data FROM message_events WHERE message_id IN ({marks}) ORDER BY seq",
+                chunk,
+            ):
+                trails[r["message_id"]].append({"seq": r["seq"], "kind": r["kind"], "at": iso(r["at"]), "actor": r["actor"],
+                                                "via": r["via"], "data": json.loads(r["data"] or "{}")})
+        return trails
 
     def last_event_seq(self, visibility: Visibility | None = None) -> int:
         """The newest audit event's sequence number (0 for none): it grows with every
@@ -345,6 +362,18 @@ class Mailbox:
     def get_row(self, message_id: str) -> sqlite3.Row | None:
         """The stored message ``message_id`` (exact id), or None."""
         return self.store.conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
+
+    def rows(self, ids: Sequence[str]) -> list[sqlite3.Row]:
+        """The stored messages ``ids`` (exact ids), in that order, absent ones left out: one
+        query per :data:`STATE_BATCH` ids instead of one per message."""
+        found: dict[str, sqlite3.Row] = {}
+        unique = list(dict.fromkeys(ids))
+        for start in range(0, len(unique), STATE_BATCH):
+            chunk = unique[start:start + STATE_BATCH]
+            marks = ", ".join("?" for _ in chunk)
+            for row in self.store.conn.execute(f"SELECT * FROM messages WHERE id IN ({marks})", chunk):
+                found[row["id"]] = row
+        return [found[i] for i in ids if i in found]
 
     def stored(self, message_id: str) -> sqlite3.Row:
         """A message known to exist (just stored or read): its row.
@@ -373,19 +402,49 @@ class Mailbox:
 
     def state(self, row: sqlite3.Row, now: int | None = None) -> MessageState:
         """Compute status, delivery state and reminder schedule for a message row."""
+        return self.states([row], now)[0]
+
+    def states(self, rows: Sequence[sqlite3.Row], now: int | None = None) -> list[MessageState]:
+        """:meth:`state` of every row (in order) at one moment ``now`` (epoch ms, default
+        the clock), with a fixed number of queries per :data:`STATE_BATCH` rows, not three per
+        row: what a list (inbox, inspect, search, conversation) asks for its messages."""
         now = now_ms() if now is None else now
         conn = self.store.conn
-        res = conn.execute("SELECT * FROM resolutions WHERE message_id = ?", (row["id"],)).fetchone()
-        rem = conn.execute(
-            "SELECT COALESCE(MAX(n), 0), MAX(at) FROM reminders WHERE message_id = ?", (row["id"],)
-        ).fetchone()
-        count, last_at = int(rem[0]), rem[1]
+        ids = list(dict.fromkeys(row["id"] for row in rows))
+        queued = [row["id"] for row in rows if not row["acknowledged_at"] and not row["first_delivered_at"]]
+        resolutions: dict[str, sqlite3.Row] = {}
+        reminders: dict[str, tuple[int, int | None]] = {}
+        pushes: dict[str, sqlite3.Row] = {}
+        for start in range(0, len(ids), STATE_BATCH):
+            chunk = ids[start:start + STATE_BATCH]
+            marks = ", ".join("?" for _ in chunk)
+            for res in conn.execute(f"SELECT * FROM resolutions WHERE message_id IN ({marks})", chunk):
+                resolutions[res["message_id"]] = res
+            for rem in conn.execute(
+                f"SELECT message_id, COALESCE(MAX(n), 0), MAX(at) FROM reminders WHERE message_id IN ({marks}) GROUP BY message_id",
+                chunk,
+            ):
+                reminders[rem[0]] = (int(rem[1]), rem[2])
+        for start in range(0, len(queued), STATE_BATCH):
+            chunk = queued[start:start + STATE_BATCH]
+            marks = ", ".join("?" for _ in chunk)
+            for last in conn.execute(
+                "SELECT message_id, kind, data FROM message_events WHERE seq IN (SELECT MAX(seq) FROM message_events"
+                f" WHERE message_id IN ({marks}) AND kind IN {PUSH_EVENT_KINDS} GROUP BY message_id)",
+                chunk,
+            ):
+                pushes[last["message_id"]] = last
+        return [self._state_of(row, resolutions.get(row["id"]), *reminders.get(row["id"], (0, None)),
+                               pushes.get(row["id"]), now) for row in rows]
+
+    def _state_of(self, row: sqlite3.Row, res: sqlite3.Row | None, count: int, last_at: int | None,
+                  last_push: sqlite3.Row | None, now: int) -> MessageState:
+        """The state of ``row`` from its resolution, reminder count and time of the last one,
+        and its newest push event (what :meth:`states` read)."""
         delivery = "acknowledged" if row["acknowledged_at"] else ("delivered" if row["first_delivered_at"] else "queued")
         note = None
-        if delivery == "queued":
-            last = self._last_push_event(row["id"])
-            if last is not None and last["kind"] == "delivery_accepted":
-                delivery, note = "accepted", json.loads(last["data"] or "{}").get("note")
+        if delivery == "queued" and last_push is not None and last_push["kind"] == "delivery_accepted":
+            delivery, note = "accepted", json.loads(last_push["data"] or "{}").get("note")
         resolution = None
         if res is not None:
             resolution = {
@@ -455,6 +514,11 @@ class Mailbox:
             view["body"] = row["body"]
         return view
 
+    def to_views(self, rows: Sequence[sqlite3.Row], *, body: bool = False, now: int | None = None) -> list[dict[str, Any]]:
+        """:meth:`to_view` of every row, in order, their states read together (:meth:`states`;
+        ``now`` in epoch ms, default the clock)."""
+        return [self.to_view(row, state, body=body) for row, state in zip(rows, self.states(rows, now), strict=True)]
+
     def _reminder_view(self, state: MessageState) -> dict[str, Any]:
         return {
             "count": state.reminder_count,
@@ -465,8 +529,6 @@ class Mailbox:
 
     def envelope(self, row: sqlite3.Row) -> str:
         """Render the ``<agent-link-message>`` envelope for a stored message."""
-        from agent_link_core.envelope import EnvelopeMessage, render_envelope
-
         meta = json.loads(row["metadata"] or "{}")
         attributes: dict[str, str] = {}
         elements: list[str] = []
@@ -614,24 +676,34 @@ class Mailbox:
 
     def mark_delivered(self, message_id: str, via: str, evidence: dict[str, Any] | None = None) -> bool:
         """Record delivery on evidence (``via``: how it got there). Returns True if new."""
+        return bool(self.mark_many_delivered([message_id], via, evidence))
+
+    def mark_many_delivered(self, message_ids: Sequence[str], via: str, evidence: dict[str, Any] | None = None) -> list[str]:
+        """:meth:`mark_delivered` of several messages in one write transaction (an inbox read
+        marking what it returned), each with its own ``delivered`` event.
+
+        :returns: the ids newly marked, in the order given.
+        """
         at = now_ms()
+        marked: list[str] = []
+        staged: list[Event | None] = []
         with self.store.write() as conn:
-            row = conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
-            if row is None:
-                return False
-            if row["delivered_at"] is not None:
-                if row["delivered_via"] is not None:
-                    return False
-                # A resolution overtook the push's confirmation (it counts as delivery): keep its
-                # times, record the path and the evidence.
-                conn.execute("UPDATE messages SET delivered_via = ? WHERE id = ?", (via, message_id))
-                self._event(conn, message_id, "delivered", row["delivered_at"], row["recipient"], via,
-                            {"evidence": evidence or {}, "afterResolution": True})
-                return True
-            self._set_delivered(conn, row, at, via, evidence)
-            staged = self._stage("delivered", message_id, at, row["recipient"], {"via": via, "evidence": evidence or {}})
-        self._publish(staged)
-        return True
+            for message_id in message_ids:
+                row = conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
+                if row is None or (row["delivered_at"] is not None and row["delivered_via"] is not None):
+                    continue
+                marked.append(message_id)
+                if row["delivered_at"] is not None:
+                    # A resolution overtook the push's confirmation (it counts as delivery): keep its
+                    # times, record the path and the evidence.
+                    conn.execute("UPDATE messages SET delivered_via = ? WHERE id = ?", (via, message_id))
+                    self._event(conn, message_id, "delivered", row["delivered_at"], row["recipient"], via,
+                                {"evidence": evidence or {}, "afterResolution": True})
+                    continue
+                self._set_delivered(conn, row, at, via, evidence)
+                staged.append(self._stage("delivered", message_id, at, row["recipient"], {"via": via, "evidence": evidence or {}}))
+        self._publish(*staged)
+        return marked
 
     def _set_delivered(self, conn: sqlite3.Connection, row: sqlite3.Row, at: int, via: str, evidence: dict[str, Any] | None) -> None:
         still_open = 1 if (row["anticipation"] != "fyi" and not self._resolved(conn, row["id"])) else 0
@@ -787,12 +859,7 @@ class Mailbox:
             " AND anticipation != 'fyi' ORDER BY sent_at",
             (recipient,),
         ).fetchall()
-        out = []
-        for row in rows:
-            st = self.state(row, now)
-            if st.due:
-                out.append((row, st))
-        return out
+        return [(row, st) for row, st in zip(rows, self.states(rows, now), strict=True) if st.due]
 
     def reminder_recipients(self) -> list[str]:
         """Recipients holding delivered, open reply/action mail (candidates for reminders)."""
@@ -919,9 +986,7 @@ class Mailbox:
 
     def _last_push_event(self, message_id: str) -> sqlite3.Row | None:
         return self.store.conn.execute(
-            "SELECT kind, data FROM message_events WHERE message_id = ?"
-            " AND kind IN ('delivery_unknown', 'delivery_accepted', 'delivery_settled', 'delivered', 'released')"
-            " ORDER BY seq DESC LIMIT 1",
+            f"SELECT kind, data FROM message_events WHERE message_id = ? AND kind IN {PUSH_EVENT_KINDS} ORDER BY seq DESC LIMIT 1",
             (message_id,),
         ).fetchone()
 

@@ -204,8 +204,20 @@ def note_session_titles(conn: sqlite3.Connection, sessions: Iterable[tuple[str, 
 
 def session_title(conn: sqlite3.Connection, address: str) -> str | None:
     """The title ``address`` was last listed with, or None."""
-    row = conn.execute("SELECT title FROM session_titles WHERE address = ?", (address,)).fetchone()
-    return None if row is None else str(row[0])
+    return session_titles(conn, [address]).get(address)
+
+
+def session_titles(conn: sqlite3.Connection, addresses: list[str]) -> dict[str, str]:
+    """``{address: title it was last listed with}`` for those of ``addresses`` that have one:
+    one query per 500 addresses, not one per address (a list of cards or agents)."""
+    titles: dict[str, str] = {}
+    unique = list(dict.fromkeys(addresses))
+    for start in range(0, len(unique), 500):
+        chunk = unique[start:start + 500]
+        marks = ", ".join("?" for _ in chunk)
+        for row in conn.execute(f"SELECT address, title FROM session_titles WHERE address IN ({marks})", chunk):
+            titles.setdefault(str(row[0]), str(row[1]))  # the first row of an address, as fetchone took it
+    return titles
 
 
 def _with_titles(conn: sqlite3.Connection, expression: str) -> str:
@@ -309,8 +321,7 @@ def search(
             if "fts5" in str(exc) or "no such column" in str(exc) or "syntax" in str(exc):
                 raise _query_error("fts", "it uses a form the index cannot evaluate.") from None
             raise
-        for row in rows:
-            state = mailbox.state(row, now)
+        for row, state in zip(rows, mailbox.states(rows, now), strict=True):  # one batch of queries per page of rows
             if status is not None and state.status != status:
                 continue
             if len(results) == limit:

@@ -18,7 +18,7 @@ A test (``tests/test_surface.py``) checks that the App really has every member l
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -81,6 +81,15 @@ class PluginMailbox(Protocol):
 
     def to_view(self, row: sqlite3.Row, state: Any = None, *, body: bool = False) -> dict[str, Any]:
         """The JSON view tools show."""
+
+    def rows(self, ids: Sequence[str]) -> list[sqlite3.Row]:
+        """Stored messages by exact ids, in that order (absent ones left out), in one query."""
+
+    def states(self, rows: Sequence[sqlite3.Row], now: int | None = None) -> list[Any]:
+        """:meth:`state` of many rows in a fixed number of queries (for lists)."""
+
+    def to_views(self, rows: Sequence[sqlite3.Row], *, body: bool = False, now: int | None = None) -> list[dict[str, Any]]:
+        """:meth:`to_view` of many rows, their states read together (for lists)."""
 
     def envelope(self, row: sqlite3.Row) -> str:
         """The rendered ``<agent-link-message>`` envelope (the only form a model may see)."""
@@ -186,7 +195,7 @@ SURFACE: dict[str, tuple[str, ...]] = {
         "resolve_agent", "target_address"),
     "config": ("sources", "get", "state_dir", "db_path", "reminder_limit", "reminder_interval_ms"),
     "store": ("path", "conn", "write"),
-    "mailbox": ("get_row", "require", "state", "to_view", "envelope", "row_dict", "open_for", "count_open", "open_addressed_to", "recent_correspondents", "has_event",
+    "mailbox": ("get_row", "require", "state", "to_view", "envelope", "row_dict", "rows", "states", "to_views", "open_for", "count_open", "open_addressed_to", "recent_correspondents", "has_event",
                 "mark_delivered", "due_reminders", "record_reminder", "reassign", "record_event", "push_outcome"),
     "hooks": ("check_override", "tools"),
 }

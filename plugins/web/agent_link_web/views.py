@@ -15,7 +15,7 @@ from agent_link_core.app import App
 from agent_link_core.conversation import conversation, recent_conversations, thread_rows
 from agent_link_core.mailbox import Visibility, iso
 from agent_link_core.panels import Panel, PanelLink, PanelView, drawing_for
-from agent_link_core.search import search, session_title
+from agent_link_core.search import search, session_titles
 from agent_link_core.store import now_ms
 from agent_link_web.context import AUTHOR_KEY, ORIGIN, may_act_for
 
@@ -115,11 +115,13 @@ async def agents(app: App, person: str) -> dict[str, Any]:
         rows.append({"address": s["address"], "harness": s["harness"], "title": s.get("title"), "cwd": s.get("cwd"),
                      "live": s.get("loaded"), "lastActivityAt": s.get("lastActivityAt"), "labels": labels.get(s["address"], []),
                      "mailOnly": False, "activity": activity(s)})
-    for r in app.mailbox.recent_correspondents(MAIL_ADDRESS_SCAN, visibility):
+    correspondents = app.mailbox.recent_correspondents(MAIL_ADDRESS_SCAN, visibility)
+    titles = session_titles(app.store.conn, [r["address"] for r in correspondents if r["address"] not in known])
+    for r in correspondents:
         if r["address"] in known or r["address"] == person:
             continue
         known.add(r["address"])
-        rows.append({"address": r["address"], "harness": r["address"].split(":", 1)[0], "title": session_title(app.store.conn, r["address"]),
+        rows.append({"address": r["address"], "harness": r["address"].split(":", 1)[0], "title": titles.get(r["address"]),
                      "cwd": None, "live": None, "lastActivityAt": iso(r["at"]), "labels": labels.get(r["address"], []),
                      "mailOnly": True, "activity": "unknown"})
     for address, names in labels.items():
@@ -152,12 +154,17 @@ def conversations(app: App, person: str, limit: int = 25) -> list[dict[str, Any]
     out = []
     visibility = person_view(app, person)
     now = now_ms()
-    for c in recent_conversations(app.mailbox, visibility, limit=limit):
-        root = app.mailbox.get_row(c["rootId"])
-        last = app.mailbox.get_row(c["lastId"])
+    found = recent_conversations(app.mailbox, visibility, limit=limit)
+    # every root and last message in one query, the roots' states in one batch (not per conversation)
+    rows = {row["id"]: row for row in app.mailbox.rows([c[key] for c in found for key in ("rootId", "lastId")])}
+    roots = [rows[c["rootId"]] for c in found if c["rootId"] in rows]
+    states = {row["id"]: state for row, state in zip(roots, app.mailbox.states(roots, now), strict=True)}
+    for c in found:
+        root = rows.get(c["rootId"])
+        last = rows.get(c["lastId"])
         if root is None or last is None:
             continue
-        state = app.mailbox.state(root, now)
+        state = states[root["id"]]
         out.append({"rootId": c["rootId"], "participants": c["participants"], "count": c["count"], "lastAt": iso(c["lastAt"]),
                     "status": state.status, "delivery": state.delivery, "anticipation": root["anticipation"],
                     "preview": _preview(last["body"]), "lastFrom": last["from_addr"], "lastAgo": ago(c["lastAt"], now),
@@ -172,8 +179,8 @@ def thread(app: App, visibility: Visibility, root_id: str, now: int) -> dict[str
     rows = [r for r in thread_rows(app.store.conn, root_id, THREAD_READ) if visibility.allows(r)]
     senders = {r["id"]: r["from_addr"] for r in rows}
     shown = []
-    for r in rows[-THREAD_SHOWN:]:
-        state = app.mailbox.state(r, now)
+    last = rows[-THREAD_SHOWN:]
+    for r, state in zip(last, app.mailbox.states(last, now), strict=True):
         shown.append({"id": r["id"], "from": r["from_addr"], "to": r["recipient"], "preview": _preview(r["body"]),
                       "sentAt": iso(r["sent_at"]), "ago": ago(r["sent_at"], now), "anticipation": r["anticipation"],
                       "status": state.status, "answers": senders.get(r["reply_to"]) if r["reply_to"] else None})
@@ -197,8 +204,7 @@ def waiting(app: App, person: str, limit: int = WAITING_LIMIT) -> list[dict[str,
         (*params, limit)).fetchall()
     now = now_ms()
     out = []
-    for r in rows:
-        state = app.mailbox.state(r, now)
+    for r, state in zip(rows, app.mailbox.states(rows, now), strict=True):
         out.append({"id": r["id"], "from": r["from_addr"], "to": r["recipient"], "anticipation": r["anticipation"],
                     "status": state.status, "sentAt": iso(r["sent_at"]), "ago": ago(r["sent_at"], now),
                     "replyBy": iso(r["reply_by"]) if r["reply_by"] else None, **due(r["reply_by"], now),
@@ -239,23 +245,30 @@ def ago(at_ms: int, now: int) -> str:
 def inbox(app: App, person: str) -> list[dict[str, Any]]:
     """Open mail addressed to the person (undelivered, or reply/action not yet resolved), each
     with its age (``ago``) and deadline (:func:`due`)."""
-    out = []
     now = now_ms()
-    for row in app.mailbox.open_for(person, 50):
-        view = app.mailbox.to_view(row, app.mailbox.state(row, now))
+    rows = app.mailbox.open_for(person, 50)
+    out = app.mailbox.to_views(rows, now=now)
+    for row, view in zip(rows, out, strict=True):
         view["preview"] = _preview(row["body"])
         view["ago"] = ago(row["sent_at"], now)
         view.update(due(row["reply_by"], now))
-        out.append(view)
     return out
 
 
-def message_card(app: App, view: dict[str, Any], row: Any, person: str, act_for: tuple[str, ...]) -> dict[str, Any]:
+def message_card(app: App, view: dict[str, Any], row: Any, person: str, act_for: tuple[str, ...],
+                 titles: dict[str, str] | None = None, trail: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Everything the page shows about one message: the core's view, the body (plain text),
-    its audit trail (delivery evidence), who may answer it here."""
+    its audit trail (delivery evidence), who may answer it here.
+
+    :param titles: ``{address: session title}`` already read for a list of cards
+        (:func:`agent_link_core.search.session_titles`); None reads this card's two.
+    :param trail: the message's events already read (``Mailbox.events_of``); None reads them.
+    """
+    if titles is None:
+        titles = session_titles(app.store.conn, [row["from_addr"], row["recipient"]])
     meta = json.loads(row["metadata"] or "{}")
     events = []
-    for e in app.mailbox.events(row["id"]):
+    for e in app.mailbox.events(row["id"]) if trail is None else trail:
         data = e["data"]
         evidence = data.get("evidence") if isinstance(data, dict) else None
         extra = {k: v for k, v in data.items() if k != "evidence"} if isinstance(data, dict) else {}
@@ -264,8 +277,8 @@ def message_card(app: App, view: dict[str, Any], row: Any, person: str, act_for:
     return {
         **view,
         "body": row["body"],
-        "fromTitle": session_title(app.store.conn, row["from_addr"]),
-        "toTitle": session_title(app.store.conn, row["recipient"]),
+        "fromTitle": titles.get(row["from_addr"]),
+        "toTitle": titles.get(row["recipient"]),
         "byPerson": meta.get(AUTHOR_KEY) == ORIGIN,
         "events": events,
         "forPerson": row["recipient"] == person and view["resolution"] is None,
@@ -277,10 +290,10 @@ def conversation_view(app: App, person: str, message_id: str, act_for: tuple[str
     """A conversation with full cards, oldest first, and its ``participants`` (addresses in
     the order they appear); raises the core's errors."""
     found = conversation(app.mailbox, person_view(app, person), message_id, envelopes=False)
-    cards = []
-    for view in found["messages"]:
-        row = app.mailbox.get_row(view["id"])
-        cards.append(message_card(app, view, row, person, act_for))
+    rows = {row["id"]: row for row in app.mailbox.rows([view["id"] for view in found["messages"]])}
+    titles = session_titles(app.store.conn, [a for row in rows.values() for a in (row["from_addr"], row["recipient"])])
+    trails = app.mailbox.events_of(list(rows))
+    cards = [message_card(app, view, rows[view["id"]], person, act_for, titles, trails[view["id"]]) for view in found["messages"]]
     participants = list(dict.fromkeys(a for card in cards for a in (card["from"], card["to"])))
     return {**found, "cards": cards, "participants": participants}
 

@@ -1,0 +1,258 @@
+"""Reads cost in proportion to what they return (issue 32).
+
+* an inbox read renders each message's envelope once (counted through the envelope hook), and
+  a read cut by the budget renders at most one envelope it does not return;
+* :func:`agent_link_core.budget.prefix_bytes` gives exactly the size ``result_bytes`` measures
+  for every prefix of a read, for each JSON layout a host may declare;
+* every list (inbox, inspect, conversation, search, recent conversations, the web page's
+  sections) runs as many SQL statements for many messages as for a few;
+* escaping skips only text it would leave as it is.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import random
+from collections import Counter
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agent_link_core import budget, hookimpl
+from agent_link_core.app import App
+from agent_link_core.conversation import recent_conversations, root_of, roots_of
+from agent_link_core.envelope import MAX_ATTR_CODEPOINTS, escape_attr, escape_text
+from agent_link_core.harness import OutputBudget
+from agent_link_core.mailbox import OutgoingMessage
+from agent_link_core.model import Caller
+from agent_link_core.records import EnvelopeContribution
+
+ME = Caller("team:me", "explicit", "team")
+PEER = Caller("team:peer", "explicit", "team")
+
+
+class Counting:
+    """Counts the envelope hook's calls per message id."""
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+
+    @hookimpl
+    def agent_link_render_envelope(self, message: dict[str, Any]) -> EnvelopeContribution | None:
+        self.calls[message["id"]] += 1
+        return None
+
+
+@pytest.fixture
+def counting() -> Counting:
+    return Counting()
+
+
+@pytest.fixture
+def app(counting: Counting):
+    application = App.create(extra_plugins=(counting,))
+    yield application
+    application.close()
+
+
+_IDS = itertools.count(1)
+
+
+def store(app: App, n: int, body: str = "hello", to: str = "team:me", sender: Caller = PEER,
+          reply_to: str | None = None, anticipation: str = "reply") -> list[str]:
+    """Store ``n`` messages with ids in the order they are stored (ULIDs of one millisecond
+    would sort at random)."""
+    ids = []
+    for i in range(n):
+        msg = OutgoingMessage(f"01J{next(_IDS):023d}", sender, to, to, f"{body} {i}", anticipation, None, reply_to)
+        ids.append(app.mailbox.store_message(msg)[0]["id"])
+    return ids
+
+
+def test_a_read_renders_each_envelope_once(app: App, counting: Counting) -> None:
+    ids = store(app, 20)
+    out = budget.inbox(app, ME, OutputBudget(400_000), limit=20, mark=True, include_open=True)
+    assert out["markedDelivered"] == ids
+    assert counting.calls == Counter({i: 1 for i in ids})
+
+
+def test_a_read_cut_by_the_budget_renders_one_envelope_more_than_it_returns(app: App, counting: Counting) -> None:
+    ids = store(app, 20, body="x" * 600)
+    out = budget.inbox(app, ME, OutputBudget(6_000, json_indent=2), limit=20, mark=False, include_open=True)
+    shown = [m["id"] for m in out["messages"]]
+    assert 1 <= len(shown) < 20 and out["remainingCount"] == 20
+    assert counting.calls == Counter({i: 1 for i in ids[: len(shown) + 1]})
+
+
+def test_a_paged_read_renders_its_envelope_once_per_page(app: App, counting: Counting) -> None:
+    [big] = store(app, 1, body="line of a long text\n" * 400)
+    out = budget.inbox(app, ME, OutputBudget(3_000), limit=20, mark=True, include_open=True)
+    pages = 1
+    while out["page"]["nextOffset"] is not None:
+        out = budget.inbox(app, ME, OutputBudget(3_000), limit=20, mark=True, include_open=True, message_id=big,
+                           offset=out["page"]["nextOffset"])
+        pages += 1
+    assert pages >= 3 and out["markedDelivered"] == [big]
+    assert counting.calls == Counter({big: pages})
+
+
+@pytest.mark.parametrize("indent", [None, 0, 1, 2, 4])
+def test_prefix_sizes_are_what_result_bytes_measures(app: App, indent: int | None) -> None:
+    rng = random.Random(indent)
+    for n in range(1, 13):  # bodies of every kind of character JSON escapes or widens
+        body = "".join(rng.choice(['a', 'é', '漢', '😀', '"', '\\', '\n', '\t', '<', '&', '\x01', '\u200b', ' ']) for _ in range(rng.randint(1, 300)))
+        store(app, 1, body=body + f" {n}", anticipation=rng.choice(["fyi", "reply", "action"]))
+    shape = OutputBudget(10**9, json_indent=indent)
+    whole = budget.inbox(app, ME, None, limit=100, mark=False, include_open=True)
+    rows = app.mailbox.open_for("team:me", 100)
+    skeleton = {**whole, "messages": [], "openCount": 0, "renderedBlock": ""}
+    sizes = list(budget.prefix_bytes(skeleton, zip(whole["messages"], [app.mailbox.envelope(r) for r in rows]), shape))
+    expected = [budget.result_bytes(budget.inbox(app, ME, None, limit=k, mark=False, include_open=True), shape)
+                for k in range(1, len(rows) + 1)]
+    assert len(rows) == 12 and sizes == expected
+
+
+class Statements:
+    """Counts the SQL statements a connection runs while active (those agent-link asks for:
+    not the ones SQLite runs inside them for a virtual table, traced as ``-- ...``)."""
+
+    def __init__(self, app: App) -> None:
+        self.app, self.count = app, 0
+
+    def __enter__(self) -> Statements:
+        self.app.store.conn.set_trace_callback(self._seen)
+        return self
+
+    def _seen(self, sql: str) -> None:
+        self.count += not sql.startswith("--")
+
+    def __exit__(self, *exc: object) -> None:
+        self.app.store.conn.set_trace_callback(None)
+
+
+def statements(app: App, fn: Any) -> int:
+    with Statements(app) as seen:
+        fn()
+    return seen.count
+
+
+def _mail(app: App, n: int, tag: str) -> list[str]:
+    """``n`` messages between team:me and team:peer, each answering the one before (one
+    conversation); most to team:me, some delivered, reminded, resolved or accepted by a host."""
+    ids: list[str] = []
+    for i in range(n):
+        sender, to = (ME, "team:peer") if i % 4 == 3 else (PEER, "team:me")
+        [mid] = store(app, 1, body=f"{tag} {i}", to=to, sender=sender, reply_to=ids[-1] if ids else None,
+                      anticipation=("reply", "action", "fyi")[i % 3])
+        ids.append(mid)
+        if i % 5 == 1:
+            app.mailbox.mark_delivered(mid, "test")
+        if i % 5 == 2:
+            app.mailbox.record_event(mid, "delivery_accepted", None, None, {"note": "accepted, awaiting"})
+        if i % 6 == 1:
+            app.mailbox.record_reminder(mid, 1, "test", to)
+        if i % 7 == 4 and to == "team:me":
+            app.mailbox.resolve(mid, ME, "done")
+    return ids
+
+
+LISTS = {
+    "inbox": lambda app, ids: app.inbox(ME, limit=100, mark=False),
+    "budgeted inbox": lambda app, ids: budget.inbox(app, ME, OutputBudget(400_000), limit=100, mark=False, include_open=True),
+    "inspect": lambda app, ids: app.inspect(ME, limit=100, include_bodies=True),
+    "conversation": lambda app, ids: app.conversation(ME, ids[-1]),
+    "search": lambda app, ids: app.search(ME, "batch OR few", limit=100),
+    "recent conversations": lambda app, ids: recent_conversations(app.mailbox, app.mailbox.visible_to("team:me")),
+    "due reminders": lambda app, ids: app.mailbox.due_reminders("team:me"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LISTS))
+def test_a_list_runs_as_many_statements_for_many_messages_as_for_few(name: str, isolated_env: Any,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    counts = []
+    for n, tag in ((3, "few"), (24, "batch")):
+        monkeypatch.setenv("AGENT_LINK_STATE_DIR", str(isolated_env / tag))
+        app = App.create()
+        try:
+            ids = _mail(app, n, tag)
+            LISTS[name](app, ids)  # the first call may prepare what later ones reuse
+            counts.append(statements(app, functools.partial(LISTS[name], app, ids)))
+        finally:
+            app.close()
+    assert counts[0] == counts[1], counts
+
+
+def test_roots_of_many_messages_are_their_roots_one_by_one(app: App) -> None:
+    [root] = store(app, 1, body="root")
+    chain = [root]
+    for i in range(6):
+        chain += store(app, 1, body=f"answer {i}", reply_to=chain[-1 if i % 2 else 0])
+    loop_a, loop_b = store(app, 2, body="cycle")
+    app.store.conn.execute("UPDATE messages SET reply_to = ? WHERE id = ?", (loop_b, loop_a))
+    app.store.conn.execute("UPDATE messages SET reply_to = ? WHERE id = ?", (loop_a, loop_b))
+    ids = [*chain, loop_a, loop_b, "01J00000000000000000000000"]
+    one_by_one = {i: root_of(app.store.conn, i) for i in ids}
+    assert roots_of(app.store.conn, ids) == {i: r for i, r in one_by_one.items() if i != ids[-1]}
+    assert one_by_one[ids[-1]] == ids[-1] and {one_by_one[i] for i in chain} == {root}
+
+
+def test_states_of_many_rows_are_their_states_one_by_one(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    ids = _mail(app, 14, "mixed")
+    rows = app.mailbox.rows(list(reversed(ids)))
+    assert [r["id"] for r in rows] == list(reversed(ids))
+    monkeypatch.setattr("agent_link_core.mailbox.STATE_BATCH", 4)  # batches split across rows
+    together = app.mailbox.states(rows, 1_900_000_000_000)
+    alone = [app.mailbox.states([row], 1_900_000_000_000)[0] for row in rows]
+    assert [slots(s) for s in together] == [slots(s) for s in alone]
+    assert {s.delivery for s in together} >= {"accepted", "queued", "delivered", "acknowledged"}
+
+
+def slots(state: Any) -> dict[str, Any]:
+    return {k: getattr(state, k) for k in state.__slots__}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=200))
+def test_escaping_skips_only_text_it_leaves_as_it_is(text: str) -> None:
+    # an "&" after the text always takes the full escaping steps, and escapes alone
+    assert escape_text(text + "&") == escape_text(text) + "&amp;"
+    if len(text) < MAX_ATTR_CODEPOINTS:
+        assert escape_attr(text + "&") == escape_attr(text) + "&amp;"
+
+
+def test_a_read_marks_what_it_returns_in_one_write_transaction(app: App) -> None:
+    ids = store(app, 12)
+    seen: list[str] = []
+    app.store.conn.set_trace_callback(seen.append)
+    try:
+        out = budget.inbox(app, ME, OutputBudget(400_000), limit=20, mark=True, include_open=True)
+    finally:
+        app.store.conn.set_trace_callback(None)
+    assert out["markedDelivered"] == ids
+    assert sum(1 for sql in seen if sql.startswith("BEGIN")) == 1
+    assert [e["kind"] for i in ids for e in app.mailbox.events(i)] == ["sent", "delivered"] * 12
+
+
+def test_the_cli_prints_a_conversation_s_envelopes_rendering_each_once(counting: Counting, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from agent_link_core import cli as cli_mod
+    from agent_link_testing.cli_identity import named_address_env
+
+    real_create = App.create
+    monkeypatch.setattr(cli_mod.App, "create", classmethod(lambda cls, env=None, extra_plugins=(), **kw: real_create(env, (counting,), **kw)))
+    app = real_create(None, (counting,))
+    try:
+        ids = _mail(app, 9, "cli")
+    finally:
+        app.close()
+    counting.calls.clear()
+    args = ["show", ids[-1], "--thread", "--envelope", "--from", "team:me"]
+    shown = CliRunner().invoke(cli_mod.build_cli(), args, env=named_address_env(args), catch_exceptions=False)
+    assert shown.exit_code == 0, shown.output
+    assert shown.output.count("<agent-link-message ") == 9
+    assert counting.calls == Counter({i: 1 for i in ids})
