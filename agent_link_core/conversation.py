@@ -9,7 +9,9 @@ conversation it may see, and is told how much is hidden.
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from collections.abc import Sequence
 from typing import Any
 
 from agent_link_core.errors import AgentLinkError
@@ -56,6 +58,26 @@ def thread_rows(conn: sqlite3.Connection, root_id: str, limit: int = MAX_MESSAGE
         " SELECT m.* FROM messages m JOIN down ON m.id = down.id ORDER BY m.sent_at, m.rowid LIMIT ?",
         (root_id, limit + 1),
     ).fetchall()
+
+
+def conversation_ids(conn: sqlite3.Connection, root_ids: Sequence[str], limit: int = MAX_MESSAGES) -> dict[str, list[str]]:
+    """The message ids of the conversations starting at each of ``root_ids``, each oldest first
+    and at most ``limit + 1`` long (as :func:`thread_rows` gives one), in one query for them all: what a
+    list of conversations asks instead of one walk per conversation."""
+    if not root_ids:
+        return {}
+    found = conn.execute(
+        "WITH RECURSIVE down(root, id) AS (SELECT value, value FROM json_each(?)"
+        " UNION SELECT down.root, m.id FROM messages m JOIN down ON m.reply_to = down.id),"
+        " ranked AS (SELECT down.root, m.id, ROW_NUMBER() OVER (PARTITION BY down.root ORDER BY m.sent_at, m.rowid) AS n"
+        " FROM messages m JOIN down ON m.id = down.id)"
+        " SELECT root, id FROM ranked WHERE n <= ? ORDER BY root, n",
+        (json.dumps(list(root_ids)), limit + 1),
+    ).fetchall()
+    out: dict[str, list[str]] = {root: [] for root in root_ids}
+    for root, message_id in found:
+        out[root].append(message_id)
+    return out
 
 
 def conversation(mailbox: Mailbox, visibility: Visibility, message_id: str, *, envelopes: bool = True) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import logging
 from typing import Any
 
 from agent_link_core.app import App
-from agent_link_core.conversation import conversation, recent_conversations, thread_rows
+from agent_link_core.conversation import conversation, recent_conversations, conversation_ids
 from agent_link_core.mailbox import Visibility, iso
 from agent_link_core.panels import Panel, PanelLink, PanelView, drawing_for
 from agent_link_core.search import search, session_titles
@@ -150,7 +150,7 @@ def _preview(body: str) -> str:
 
 def conversations(app: App, person: str, limit: int = 25) -> list[dict[str, Any]]:
     """The conversations with the newest activity, with their first message's state and
-    their newest messages as a thread (:func:`thread`)."""
+    their newest messages as a thread (:func:`threads`)."""
     out = []
     visibility = person_view(app, person)
     now = now_ms()
@@ -159,6 +159,7 @@ def conversations(app: App, person: str, limit: int = 25) -> list[dict[str, Any]
     rows = {row["id"]: row for row in app.mailbox.rows([c[key] for c in found for key in ("rootId", "lastId")])}
     roots = [rows[c["rootId"]] for c in found if c["rootId"] in rows]
     states = {row["id"]: state for row, state in zip(roots, app.mailbox.states(roots, now), strict=True)}
+    chains = threads(app, visibility, [row["id"] for row in roots], now)
     for c in found:
         root = rows.get(c["rootId"])
         last = rows.get(c["lastId"])
@@ -168,23 +169,29 @@ def conversations(app: App, person: str, limit: int = 25) -> list[dict[str, Any]
         out.append({"rootId": c["rootId"], "participants": c["participants"], "count": c["count"], "lastAt": iso(c["lastAt"]),
                     "status": state.status, "delivery": state.delivery, "anticipation": root["anticipation"],
                     "preview": _preview(last["body"]), "lastFrom": last["from_addr"], "lastAgo": ago(c["lastAt"], now),
-                    **thread(app, visibility, c["rootId"], now)})
+                    **chains[root["id"]]})
     return out
 
 
-def thread(app: App, visibility: Visibility, root_id: str, now: int) -> dict[str, Any]:
-    """The newest :data:`THREAD_SHOWN` messages of a conversation the reader may see, oldest
-    first, as ``{"messages": [{id, from, to, preview, sentAt, ago, anticipation, status,
-    answers (the address whose message it answers, or None)}], "earlier": count not shown}``."""
-    rows = [r for r in thread_rows(app.store.conn, root_id, THREAD_READ) if visibility.allows(r)]
-    senders = {r["id"]: r["from_addr"] for r in rows}
-    shown = []
-    last = rows[-THREAD_SHOWN:]
-    for r, state in zip(last, app.mailbox.states(last, now), strict=True):
-        shown.append({"id": r["id"], "from": r["from_addr"], "to": r["recipient"], "preview": _preview(r["body"]),
-                      "sentAt": iso(r["sent_at"]), "ago": ago(r["sent_at"], now), "anticipation": r["anticipation"],
-                      "status": state.status, "answers": senders.get(r["reply_to"]) if r["reply_to"] else None})
-    return {"messages": shown, "earlier": len(rows) - len(shown)}
+def threads(app: App, visibility: Visibility, root_ids: list[str], now: int) -> dict[str, dict[str, Any]]:
+    """For each of ``root_ids``, the newest :data:`THREAD_SHOWN` messages of its conversation
+    the reader may see, oldest first, as ``{"messages": [{id, from, to, preview, sentAt, ago,
+    anticipation, status, answers (the address whose message it answers, or None)}],
+    "earlier": count not shown}``; a fixed number of queries for them all."""
+    ids = conversation_ids(app.store.conn, root_ids, THREAD_READ)
+    rows = {row["id"]: row for row in app.mailbox.rows([i for chain in ids.values() for i in chain])}
+    visible = {root: [rows[i] for i in chain if i in rows and visibility.allows(rows[i])] for root, chain in ids.items()}
+    last = [r for chain in visible.values() for r in chain[-THREAD_SHOWN:]]
+    states = {r["id"]: state for r, state in zip(last, app.mailbox.states(last, now), strict=True)}
+    out = {}
+    for root, chain in visible.items():
+        senders = {r["id"]: r["from_addr"] for r in chain}
+        shown = [{"id": r["id"], "from": r["from_addr"], "to": r["recipient"], "preview": _preview(r["body"]),
+                  "sentAt": iso(r["sent_at"]), "ago": ago(r["sent_at"], now), "anticipation": r["anticipation"],
+                  "status": states[r["id"]].status, "answers": senders.get(r["reply_to"]) if r["reply_to"] else None}
+                 for r in chain[-THREAD_SHOWN:]]
+        out[root] = {"messages": shown, "earlier": len(chain) - len(shown)}
+    return out
 
 
 def waiting(app: App, person: str, limit: int = WAITING_LIMIT) -> list[dict[str, Any]]:
