@@ -69,6 +69,9 @@ _AGENT_THREAD = (
     r"|\b(?:the|a|its)\s+(?!" + _OS_THREAD + r"\b)[\w'-]+(?:\s+(?!" + _OS_THREAD + r"\b)[\w'-]+)?\s+thread\b(?!\s+(?:pool|dump|safety|title|id|local|count|stack))"
     r")"
 )
+_OTHER_SESSION = (r"(?:browser|database|db|login|user|http|https|ssh|tmux|terminal|shell|web|sql|orm|redis|current|same|next|new|"
+                  r"previous|last|first|interactive|debug|remote|test|training|live|whole|entire|chat|screen|vpn|tls|ssl|auth|"
+                  r"payment|checkout|admin|practice|planning|q&a|recording|video|zoom|meeting|tutoring|study)")
 _AGENT_NOUN = (
     r"(?:(?<!user\s)\bagents?\b(?!\s+(?:config|binary|field|process|string|file|processes|class|loop)\b)"
     r"|\borchestrator\b(?!\s+(?:module|container|service|node|job)s?\b)"
@@ -76,6 +79,8 @@ _AGENT_NOUN = (
     r"|(?<!ci\s)(?<!build\s)\bworkers?\b(?!\s+(?:thread|threads|pool|process|processes|node|nodes)\b)"
     r"|\b(?:claude|codex|other|peer|infrastructure|network\s+team's|\w+\s+team's)\s+session\b"
     r"|\bowner\s+of\s+the\b|\bagent\s+(?:that|which|owning)\b"
+    # "the docs session", "the UI session": a session named by its work; not a browser, login or shell session
+    r"|\bthe\s+(?!" + _OTHER_SESSION + r"\b)[\w-]+\s+session\b(?!\s+(?:cookie|id|token|key|storage|store|data|timeout|expires|variable|state)s?\b)"
     r"|\bsub-?agents?\b"
     # roles an agent is given (role:<name> addresses, the roles plugin); not a code reviewer's comment list
     r"|\b(?:reviewer|tester|planner|implementer|coordinator)s?\b(?!\s+(?:module|function|class|comments?|list|field|tool|role)s?\b)"
@@ -128,10 +133,10 @@ PHRASES: tuple[Phrase, ...] = (
     _p("coordinating-with", r"\bcoordinat(?:e|es|ing)\s+with\b", 0.45, "agent"),
     # waiting / dependency
     _p("blocked-on", r"\b(?:blocked|gated)(?:\s+(?:on|by|until)|:)", 0.45, "dependency"),
-    _p("waiting-for", r"\b(?:wait|waiting|waits)\s+(?:for|on|until)\b", 0.3, "dependency"),
+    _p("waiting-for", r"\b(?:wait|waiting|waits)\s+(?:for|on|until)\b|\bawait(?:s|ing)?\b", 0.3, "dependency"),
     _p("depends-on", r"\b(?:depends?|depending|dependent|relying|rely)\s+on\b|\bdependency:", 0.3, "dependency"),
-    _p("until-once-after", r"\b(?:until|once|as soon as|after|when)\b", 0.25, "dependency"),
-    _p("pending-hold", r"\bpending\b|\bon hold\b|\bhold(?:ing)?\s+(?:off|the)\b|\bhold:|\bparked\b|\bpaused\b", 0.3, "dependency"),
+    _p("until-once-after", r"\b(?:until|once|as soon as|after|when|then\s+(?:i|we))\b", 0.25, "dependency"),
+    _p("pending-hold", r"\bpending\b|\bon hold\b|\bhold(?:ing)?\s+(?:off|the)\b|\bhold:|\bparked\b|\bpaused\b|\bmeanwhile\b|\bin\s+the\s+meantime\b", 0.3, "dependency"),
     _p("needs-first", r"\b(?:need|needs|have to|has to|must)\b.{0,60}\b(?:before|first|to)\b", 0.2, "dependency"),
     _p("cannot-until", r"\b(?:can't|cannot|can only|won't|not yet|hasn't|haven't|isn't)\b", 0.15, "dependency"),
     _p("expecting", r"\b(?:expecting|expected|still needs?|still has to|still owes)\b", 0.25, "dependency"),
@@ -150,42 +155,47 @@ PHRASES: tuple[Phrase, ...] = (
                           r"hands?|tells?|wraps?\s+up|completes?|completed)\b"
                           r"|\b(?:once|when|after|until)\s+(?:it|they)\s+(?:has|have)\s+\w+"
                           r"|\b(?:once|until|till|as soon as)\s+it\s+(?!is\b|was\b|has\b|does\b)\w+s\b"
-                          r"|\b(?:after|once|when)\s+that(?:'s|\s+is)?(?:\s+(?:done|finished|in))?\s*(?:[.;,]|$)", 0.4, "callback"),
-    _p("its-answer", r"\b(?:its|their)\s+(?:reply|response|verdict|review|comments|findings|decision|feedback|output|patch|draft|numbers|approval|version)\b"
+                          r"|\b(?:after|once|when)\s+that(?:'s|\s+is)?(?:\s+(?:done|finished|in))?\s*(?:[.;,]|$)"
+                          r"|\b(?:after|once|when)\s+that(?:'s|\s+is|\s+has)\s+(?:been\s+)?(?:merged|landed|through|ready|pushed|published)\b", 0.4, "callback"),
+    _p("its-answer", r"\b(?:its|their)\s+(?:reply|response|verdict|review|comments|findings|decision|feedback|output|patch|draft|numbers|approval|version|report)\b"
                      r"|\bwhat\s+it\s+(?:says|decides|finds|reports)\b", 0.2, "callback"),
     # the writer gave the question or the work to the other agent
     _p("asked-other", r"(?:^|\b(?:i|we)(?:\s+have|'ve)?\s+)(?:asked|messaged|pinged|put\s+the\s+(?:\w+\s+)?question\s+to)\b", 0.3, "dependency"),
-    _p("handed-to", r"\b(?:delegat(?:e|ed|ing)|hand(?:ed|ing)?(?:\s+off)?|pass(?:ed|ing)|gave|giving|assign(?:ed|ing)|sent|went)\b[^.;]{0,60}?\bto\b", 0.25, "dependency"),
-    _p("check-back", r"\b(?:check|checks)\s+(?:back|in)\s+with\b|\bfollow up with\b|\bknow i'm waiting\b", 0.35, "callback"),
+    _p("handed-to", r"\b(?:delegat(?:e|ed|ing)|hand(?:ed|ing)?(?:\s+off)?|pass(?:ed|ing)|gave|giving|assign(?:ed|ing)|sent|went)\b[^.;]{0,60}?\bto\b|\bput\s+in\s+a\s+request\b", 0.25, "dependency"),
+    _p("check-back", r"\b(?:check|checks)\s+(?:back|in)\s+with\b|\bfollow(?:ing)?\s+up\s+with\b|\bknow i'm waiting\b", 0.35, "callback"),
     # the writer commits
     # the other agent in a relation to the writer's next step (issue 30, second round)
     _p("agent-condition", r"\b(?:once|when|whenever|after|until|till|if|unless|as soon as|before)\s+" + _GAP + _AGENT_REF, 0.4, "callback"),
-    _p("wait-on-agent", r"\b(?:wait|waits|waiting|blocked|gated|holding|depends?|depending|dependent|relying|rely|standing\s+by)\s+"
+    _p("wait-on-agent", r"\b(?:wait|waits|waiting|awaits?|awaiting|blocked|gated|holding|depends?|depending|dependent|relying|rely|standing\s+by)\s+"
                         r"(?:on|for|until|by|to\s+hear\s+from)\s+" + _GAP + _AGENT_REF, 0.35, "callback"),
-    _p("from-agent", r"\b(?:need|needs|expecting|expect|get|got|requested|hear|heard|go-ahead|yes|ok|okay|word|approval|sign-off|input)\b"
+    _p("from-agent", r"\b(?:need|needs|expecting|expect|awaits?|awaiting|get|got|requested|hear|heard|go-ahead|yes|ok|okay|word|approval|sign-off|input|"
+                     r"decision|answer|reply|response|verdict|review|report)\b"
                      r"[^.;:]{0,40}?\bfrom\s+" + _GAP + _AGENT_REF, 0.4, "callback"),
     _p("agent-possessive", _AGENT_REF + r"(?:'s|’s)\s+(?:\w+\s+)?(?:answer|reply|response|decision|verdict|sign-off|approval|review|pass|"
                            r"go-ahead|numbers|results?|findings|diagnosis|version|patch|fix|migration|schema|input|ok|call)\b", 0.3, "callback"),
     _p("agent-delivers", _AGENT_REF + r"\s+(?:\w+\s+)?(?:chooses|picks|decides|says|comes\s+back|finds|flags|suggests|points|approves|confirms|"
                          r"replies|responds|answers|reports|publishes|pushes|sends|signs\s+off|finishes|lands|tells|owes)\b", 0.3, "callback"),
     _p("agent-at-work", _AGENT_REF + r"\s+(?:is|are)\s+(?:still\s+|now\s+)?\w+ing\b|\b(?:is|are|lies|sits)\s+with\s+" + _GAP + _AGENT_REF
-       + r"|\b(?:belongs\s+to|is\s+up\s+to|in\s+the\s+hands\s+of)\s+" + _GAP + _AGENT_REF,
+       + r"|\b(?:belongs\s+to|is\s+up\s+to|in\s+the\s+hands\s+of)\s+" + _GAP + _AGENT_REF
+       + r"|\bin\s+(?:the\s+)?" + _AGENT_REF + r"(?:'s|’s)?\s+(?:hands|court)\b|\bbeing\s+\w+\s+by\s+" + _GAP + _AGENT_REF
+       + r"|\b(?:let|letting)\s+(?:it|them|" + _AGENT_REF + r")\s+(?:\w+\s+){1,2}?first\b",
        0.25, "dependency"),
     _p("needs-agent", r"\b(?:need|needs|needed|require|requires|expecting|pending)\s+" + _GAP + _AGENT_REF, 0.35, "dependency"),
     # the other agent promised something: "it should come back with", "codex:x said it would send"
-    _p("agent-promised", r"\b(?:it|they)\s+(?:would|will|should|is\s+going\s+to|promised\s+to)\s+(?:\w+\s+)?(?:send|come\s+back|report|"
+    _p("agent-promised", _AGENT_REF + r"\s+(?:must|has\s+to|needs\s+to|is\s+supposed\s+to|is\s+due\s+to|is\s+expected\s+to)\s+\w+"
+                         r"|\b(?:it|they)\s+(?:would|will|should|is\s+going\s+to|promised\s+to)\s+(?:\w+\s+)?(?:send|come\s+back|report|"
                          r"reply|answer|return|hand|deliver|push|publish|finish|tell|confirm|ping|call|get\s+back)\b", 0.35, "callback"),
     _p("question-for", r"\bquestions?\s+(?:for|to)\s+" + _GAP + _AGENT_REF + r"|^@|\bover to you\b|\b(?:can|could|would)\s+you\b", 0.3, "dependency"),
     _p("what-it-finds", r"\b(?:what|whatever|whichever|the\s+\w+)\s+(?:it|they)\s+(?:says?|decides?|finds?|reports?|flags?|picks?|chooses?|"
                         r"suggests?|points?\s+to|comes?\s+back\s+with|returns?|produces?|sends?)\b"
-                        r"|\b(?:based\s+on|according\s+to|depending\s+on)\s+(?:its|their|what)\b", 0.3, "callback"),
-    _p("not-yet-heard", r"\b(?:haven't|hasn't|have\s+not|has\s+not|not\s+yet)\s+(?:heard|reported|answered|replied|sent|chosen|decided|"
+                        r"|\b(?:based\s+on|according\s+to|depending\s+on|act\s+on)\s+(?:its|their|what|the\s+outcome)\b", 0.3, "callback"),
+    _p("not-yet-heard", r"\b(?:haven't|hasn't|have\s+not|has\s+not|not\s+yet)\s+(?:heard|come\s+back|got\s+back|gotten\s+back|returned|reported|answered|replied|sent|chosen|decided|"
                         r"confirmed|responded|pushed|published|finished)\b", 0.35, "callback"),
-    _p("take-from-there", r"\b(?:take|taking|pick|picking)\s+(?:it\s+|over\s+|up\s+)?(?:up\s+)?from\s+there\b|\bstanding\s+by\b|"
-                          r"\bfollows\s+(?:it|its|that\s+thread)\b|\bon\s+top\s+of\s+(?:it|its)\b|\bball\s+is\s+in\b[^.;]{0,40}\bcourt\b|\blet\s+me\s+know\s+(?:when|once|as\s+soon\s+as)\b", 0.35, "callback"),
+    _p("take-from-there", r"\btake\s+over\s+(?:again\s+)?(?:once|when|after|from)\b|\b(?:take|taking|pick|picking)\s+(?:it\s+|over\s+|up\s+)?(?:up\s+)?from\s+there\b|\bstanding\s+by\b|"
+                          r"\bfollows\s+(?:it|its|that\s+thread)\b|\b(?:i|we)\s+follow\s+(?:with|up\s+with|on)\b|\bon\s+top\s+of\s+(?:it|its)\b|\bball\s+is\s+in\b[^.;]{0,40}\bcourt\b|\blet\s+me\s+know\s+(?:when|once|as\s+soon\s+as)\b", 0.35, "callback"),
     # no dependency after all: negated, the other side waits on the writer, or an offer
     _p("negated", r"\bno\s+(?:need|longer)\b|\b(?:don't|doesn't|do\s+not|does\s+not|never)\s+(?:need\s+to\s+)?(?:wait|waits|block|blocks)\b|"
-                  r"\bnothing\b[^.;]{0,20}\bwaits?\b|\bwithout\s+waiting\b|\b(?:is|are)\s+waiting\s+(?:on|for)\s+me\b|"
+                  r"\bnothing\b[^.;]{0,20}\b(?:waits?|depends?|blocks?|blocked)\b|\band\s+(?:i|we)\s+(?:already\s+)?\w+ed\s+(?:it|them)\b|\bwithout\s+waiting\b|\b(?:is|are)\s+waiting\s+(?:on|for)\s+me\b|"
                   r"\bif\s+you\s+want\s+me\s+to\b|\b(?:it|they)\s+(?:said|replied|answered|confirmed|approved|reported)\b|\bi(?:'ll|\s+will)\s+(?:answer|reply\s+to|respond\s+to)\b|\band\s+(?:it|they)\s+(?:did|said|\w+ed)\b", -1.0, "negation"),
     _p("self", r"\b(?:i|i'm|i'll|i'd|i've|my|me|we|we're|we'll)\b", 0.15, "self"),
     _p("next-step", r"^(?:next( step)?:?|next I|the rest|the remaining|this step|this can't|not done yet|not yet possible)", 0.15, "self"),
