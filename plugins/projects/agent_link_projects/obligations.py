@@ -136,13 +136,15 @@ PHRASES: tuple[Phrase, ...] = (
     _p("waiting-for", r"\b(?:wait|waiting|waits)\s+(?:for|on|until)\b|\bawait(?:s|ing)?\b", 0.3, "dependency"),
     _p("depends-on", r"\b(?:depends?|depending|dependent|relying|rely)\s+on\b|\bdependency:", 0.3, "dependency"),
     _p("until-once-after", r"\b(?:until|once|as soon as|after|when|then\s+(?:i|we))\b", 0.25, "dependency"),
-    _p("pending-hold", r"\bpending\b|\bon hold\b|\bhold(?:ing)?\s+(?:off|the)\b|\bhold:|\bparked\b|\bpaused\b|\bmeanwhile\b|\bin\s+the\s+meantime\b", 0.3, "dependency"),
+    _p("pending-hold", r"\bpending\b|\bon hold\b|\bhold(?:ing)?\s+(?:off|the)\b|\bhold:|\bparked\b|\bpaused\b|\bmeanwhile\b"
+                       r"|\bin\s+the\s+meantime\b", 0.3, "dependency"),
     _p("needs-first", r"\b(?:need|needs|have to|has to|must)\b.{0,60}\b(?:before|first|to)\b", 0.2, "dependency"),
     _p("cannot-until", r"\b(?:can't|cannot|can only|won't|not yet|hasn't|haven't|isn't)\b", 0.15, "dependency"),
     _p("expecting", r"\b(?:expecting|expected|still needs?|still has to|still owes)\b", 0.25, "dependency"),
     # what the other side delivers
     _p("delivers", r"\b(?:confirms?|publish(?:es|ed)?|ships?|shipped|lands?|reports?|finish(?:es|ed)?|exposes?|exposing|deliver(?:s|ing)?|"
-                   r"decides?|approves?|approval|signs? off|completes?|completed|wraps? up|responds?|replies|sends?|merges?|answers?|returns?|says|provisions?|re-runs?|re-creates?|upgrades?|adds?|done|ready)\b", 0.2, "delivery"),
+                   r"decides?|approves?|approval|signs? off|completes?|completed|wraps? up|responds?|replies|sends?"
+                   r"|merges?|answers?|returns?|says|provisions?|re-runs?|re-creates?|upgrades?|adds?|done|ready)\b", 0.2, "delivery"),
     # back to me
     _p("call-me-back", r"\b(?:call|calls|ping|pings|message|messages|tell|tells|notify|notifies)\s+me\b|\bcall(?:s)?\s+me\s+back\b|\bget back to me\b", 0.5, "callback"),
     _p("owes-me", r"\bowes\s+me\b|\bhand(?:s)?\s+(?:me|back|over)\b|\bsend(?:s)?\s+(?:me|over)\b", 0.45, "callback"),
@@ -161,9 +163,9 @@ PHRASES: tuple[Phrase, ...] = (
                      r"|\bwhat\s+it\s+(?:says|decides|finds|reports)\b", 0.2, "callback"),
     # the writer gave the question or the work to the other agent
     _p("asked-other", r"(?:^|\b(?:i|we)(?:\s+have|'ve)?\s+)(?:asked|messaged|pinged|put\s+the\s+(?:\w+\s+)?question\s+to)\b", 0.3, "dependency"),
-    _p("handed-to", r"\b(?:delegat(?:e|ed|ing)|hand(?:ed|ing)?(?:\s+off)?|pass(?:ed|ing)|gave|giving|assign(?:ed|ing)|sent|went)\b[^.;]{0,60}?\bto\b|\bput\s+in\s+a\s+request\b", 0.25, "dependency"),
+    _p("handed-to", r"\b(?:delegat(?:e|ed|ing)|hand(?:ed|ing)?(?:\s+off)?|pass(?:ed|ing)|gave|giving|assign(?:ed|ing)|sent|went)\b[^.;]{0,60}?\bto\b"
+                    r"|\bput\s+in\s+a\s+request\b", 0.25, "dependency"),
     _p("check-back", r"\b(?:check|checks)\s+(?:back|in)\s+with\b|\bfollow(?:ing)?\s+up\s+with\b|\bknow i'm waiting\b", 0.35, "callback"),
-    # the writer commits
     # the other agent in a relation to the writer's next step (issue 30, second round)
     _p("agent-condition", r"\b(?:once|when|whenever|after|until|till|if|unless|as soon as|before)\s+" + _GAP + _AGENT_REF, 0.4, "callback"),
     _p("wait-on-agent", r"\b(?:wait|waits|waiting|awaits?|awaiting|blocked|gated|holding|depends?|depending|dependent|relying|rely|standing\s+by)\s+"
@@ -191,12 +193,22 @@ PHRASES: tuple[Phrase, ...] = (
                         r"|\b(?:based\s+on|according\s+to|depending\s+on|act\s+on)\s+(?:its|their|what|the\s+outcome)\b", 0.3, "callback"),
     _p("not-yet-heard", r"\b(?:haven't|hasn't|have\s+not|has\s+not|not\s+yet)\s+(?:heard|come\s+back|got\s+back|gotten\s+back|returned|reported|answered|replied|sent|chosen|decided|"
                         r"confirmed|responded|pushed|published|finished)\b", 0.35, "callback"),
-    _p("take-from-there", r"\btake\s+over\s+(?:again\s+)?(?:once|when|after|from)\b|\b(?:take|taking|pick|picking)\s+(?:it\s+|over\s+|up\s+)?(?:up\s+)?from\s+there\b|\bstanding\s+by\b|"
-                          r"\bfollows\s+(?:it|its|that\s+thread)\b|\b(?:i|we)\s+follow\s+(?:with|up\s+with|on)\b|\bon\s+top\s+of\s+(?:it|its)\b|\bball\s+is\s+in\b[^.;]{0,40}\bcourt\b|\blet\s+me\s+know\s+(?:when|once|as\s+soon\s+as)\b", 0.35, "callback"),
+    _p("take-from-there", r"\btake\s+over\s+(?:again\s+)?(?:once|when|after|from)\b"
+                          r"|\b(?:take|taking|pick|picking)\s+(?:it\s+|over\s+|up\s+)?(?:up\s+)?from\s+there\b|\bstanding\s+by\b"
+                          r"|"
+                          r"\bfollows\s+(?:it|its|that\s+thread)\b|\b(?:i|we)\s+follow\s+(?:with|up\s+with|on)\b"
+                          r"|\bon\s+top\s+of\s+(?:it|its)\b|\bball\s+is\s+in\b[^.;]{0,40}\bcourt\b"
+                          r"|\blet\s+me\s+know\s+(?:when|once|as\s+soon\s+as)\b", 0.35, "callback"),
     # no dependency after all: negated, the other side waits on the writer, or an offer
     _p("negated", r"\bno\s+(?:need|longer)\b|\b(?:don't|doesn't|do\s+not|does\s+not|never)\s+(?:need\s+to\s+)?(?:wait|waits|block|blocks)\b|"
-                  r"\bnothing\b[^.;]{0,20}\b(?:waits?|depends?|blocks?|blocked)\b|\band\s+(?:i|we)\s+(?:already\s+)?\w+ed\s+(?:it|them)\b|\bwithout\s+waiting\b|\b(?:is|are)\s+waiting\s+(?:on|for)\s+me\b|"
-                  r"\bif\s+you\s+want\s+me\s+to\b|\b(?:it|they)\s+(?:said|replied|answered|confirmed|approved|reported)\b|\bi(?:'ll|\s+will)\s+(?:answer|reply\s+to|respond\s+to)\b|\band\s+(?:it|they)\s+(?:did|said|\w+ed)\b", -1.0, "negation"),
+                  r"\bnothing\b[^.;]{0,20}\b(?:waits?|depends?|blocks?|blocked)\b"
+                  r"|\band\s+(?:i|we)\s+(?:already\s+)?\w+ed\s+(?:it|them)\b|\bwithout\s+waiting\b"
+                  r"|\b(?:is|are)\s+waiting\s+(?:on|for)\s+me\b|"
+                  r"\bif\s+you\s+want\s+me\s+to\b"
+                  r"|\b(?:it|they)\s+(?:said|replied|answered|confirmed|approved|reported)\b"
+                  r"|\bi(?:'ll|\s+will)\s+(?:answer|reply\s+to|respond\s+to)\b"
+                  r"|\band\s+(?:it|they)\s+(?:did|said|\w+ed)\b", -1.0, "negation"),
+    # the writer commits
     _p("self", r"\b(?:i|i'm|i'll|i'd|i've|my|me|we|we're|we'll)\b", 0.15, "self"),
     _p("next-step", r"^(?:next( step)?:?|next I|the rest|the remaining|this step|this can't|not done yet|not yet possible)", 0.15, "self"),
     # programming senses take weight away
