@@ -90,9 +90,9 @@ _AGENT_NOUN = (
     r")"
 )
 #: an agent-link address ``<harness>:<id>`` of an agent (``codex:019a...``, ``claude:review-7``,
-#: ``role:backend``, ``team:db-owner``); codex/claude ids need a digit so config keys
+#: ``role:backend``, ``team:db-owner``); codex/claude ids need a digit or a hyphen so config keys
 #: (``codex:model``) do not count
-_ADDRESS = (r"(?<![\w/.-])(?:(?:codex|claude):(?=[\w.-]*\d)[a-z0-9][\w.-]*|(?:role|team|mcp|agent):[a-z0-9][\w.-]*)"
+_ADDRESS = (r"(?<![\w/.-])(?:(?:codex|claude):(?=[\w.-]*[\d-])[a-z0-9][\w.-]*|(?:role|team|mcp|agent):[a-z0-9][\w.-]*)"
             r"(?<![.-])")
 #: any reference to another agent (address, agent noun or role, agent thread); :func:`analyse`
 #: replaces each with :data:`_MARK` once, so the relational phrases ("once <agent> ...",
@@ -157,12 +157,13 @@ PHRASES: tuple[Phrase, ...] = (
                           r"hands?|tells?|wraps?\s+up|completes?|completed)\b"
                           r"|\b(?:once|when|after|until)\s+(?:it|they)\s+(?:has|have)\s+\w+"
                           r"|\b(?:once|until|till|as soon as)\s+it\s+(?!is\b|was\b|has\b|does\b)\w+s\b"
+                          r"|\b(?:once|when|after|until)\s+(?:its|their)\s+\w+|\b(?:once|when)\s+received\b"
                           r"|\b(?:after|once|when)\s+that(?:'s|\s+is)?(?:\s+(?:done|finished|in))?\s*(?:[.;,]|$)"
                           r"|\b(?:after|once|when)\s+that(?:'s|\s+is|\s+has)\s+(?:been\s+)?(?:merged|landed|through|ready|pushed|published)\b", 0.4, "callback"),
     _p("its-answer", r"\b(?:its|their)\s+(?:reply|response|verdict|review|comments|findings|decision|feedback|output|patch|draft|numbers|approval|version|report)\b"
                      r"|\bwhat\s+it\s+(?:says|decides|finds|reports)\b", 0.2, "callback"),
     # the writer gave the question or the work to the other agent
-    _p("asked-other", r"(?:^|\b(?:i|we)(?:\s+have|'ve)?\s+)(?:asked|messaged|pinged|put\s+the\s+(?:\w+\s+)?question\s+to)\b", 0.3, "dependency"),
+    _p("asked-other", r"(?:^|\b(?:i|we)(?:\s+have|'ve)?\s+|^have\s+)(?:asked|messaged|pinged|put\s+the\s+(?:\w+\s+)?question\s+to)\b", 0.3, "dependency"),
     _p("handed-to", r"\b(?:delegat(?:e|ed|ing)|hand(?:ed|ing)?(?:\s+off)?|pass(?:ed|ing)|gave|giving|assign(?:ed|ing)|sent|went)\b[^.;]{0,60}?\bto\b"
                     r"|\bput\s+in\s+a\s+request\b", 0.25, "dependency"),
     _p("check-back", r"\b(?:check|checks)\s+(?:back|in)\s+with\b|\bfollow(?:ing)?\s+up\s+with\b|\bknow i'm waiting\b", 0.35, "callback"),
