@@ -132,7 +132,7 @@ PHRASES: tuple[Phrase, ...] = (
     _p("address", _ADDRESS, 0.55, "agent"),
     _p("coordinating-with", r"\bcoordinat(?:e|es|ing)\s+with\b", 0.45, "agent"),
     # waiting / dependency
-    _p("blocked-on", r"\b(?:blocked|gated)(?:\s+(?:on|by|until)|:)", 0.45, "dependency"),
+    _p("blocked-on", r"\b(?:blocked|gated)(?:\s+(?:on|by|until)|:|\s*[.!]\s)", 0.45, "dependency"),
     _p("waiting-for", r"\b(?:wait|waiting|waits)\s+(?:for|on|until)\b|\bawait(?:s|ing)?\b", 0.3, "dependency"),
     _p("depends-on", r"\b(?:depends?|depending|dependent|relying|rely)\s+on\b|\bdependency:", 0.3, "dependency"),
     _p("until-once-after", r"\b(?:until|once|as soon as|after|when|then\s+(?:i|we))\b", 0.25, "dependency"),
@@ -152,12 +152,12 @@ PHRASES: tuple[Phrase, ...] = (
     _p("callback-with-thread", r"\b(?:callback|handoff)\s+(?:with|from|to|so)\b", 0.45, "callback"),
     # the other agent answers: "once it responds", "until I hear back", "its verdict"
     _p("hear-back", r"\b(?:hear|heard|hears|hearing)\s+back\b|\b(?:response|answer|verdict|feedback)\s+(?:from|arrives|comes)\b", 0.45, "callback"),
-    _p("when-it-answers", r"\b(?:once|when|after|until|till|as soon as)\s+(?:it|they|that\s+(?:thread|session|agent))(?:'s|\s+(?:is|are|has|have))?\s+"
-                          r"(?:\w+\s+)?(?:responds?|repl(?:y|ies)|answers?|finish(?:es|ed)?|done|reports?|comes\s+back|gets\s+back|sends?|"
+    _p("when-it-answers", r"\b(?:once|when|after|until|till|as soon as)\s+(?:it|they|both|each|that\s+(?:thread|session|agent))(?:'s|\s+(?:is|are|has|have))?\s+"
+                          r"(?:\w+\s+)?(?:responds?|repl(?:y|ies)|answers?|finish(?:es|ed)?|done|reports?|comes?\s+back|gets\s+back|sends?|"
                           r"hands?|tells?|wraps?\s+up|completes?|completed)\b"
                           r"|\b(?:once|when|after|until)\s+(?:it|they)\s+(?:has|have)\s+\w+"
                           r"|\b(?:once|until|till|as soon as)\s+it\s+(?!is\b|was\b|has\b|does\b)\w+s\b"
-                          r"|\b(?:once|when|after|until)\s+(?:its|their)\s+\w+|\b(?:once|when)\s+received\b"
+                          r"|\b(?:once|when|after|until)\s+(?:its|their)\s+\w+|\b(?:after|once|until)\s+they\s+(?!are\b|were\b|do\b|did\b)\w+|\b(?:once|when)\s+received\b"
                           r"|\b(?:after|once|when)\s+that(?:'s|\s+is)?(?:\s+(?:done|finished|in))?\s*(?:[.;,]|$)"
                           r"|\b(?:after|once|when)\s+that(?:'s|\s+is|\s+has)\s+(?:been\s+)?(?:merged|landed|through|ready|pushed|published)\b", 0.4, "callback"),
     _p("its-answer", r"\b(?:its|their)\s+(?:reply|response|verdict|review|comments|findings|decision|feedback|output|patch|draft|numbers|approval|version|report)\b"
@@ -166,11 +166,12 @@ PHRASES: tuple[Phrase, ...] = (
     _p("asked-other", r"(?:^|\b(?:i|we)(?:\s+have|'ve)?\s+|^have\s+)(?:asked|messaged|pinged|put\s+the\s+(?:\w+\s+)?question\s+to)\b", 0.3, "dependency"),
     _p("handed-to", r"\b(?:delegat(?:e|ed|ing)|hand(?:ed|ing)?(?:\s+off)?|pass(?:ed|ing)|gave|giving|assign(?:ed|ing)|sent|went)\b[^.;]{0,60}?\bto\b"
                     r"|\bput\s+in\s+a\s+request\b", 0.25, "dependency"),
-    _p("check-back", r"\b(?:check|checks)\s+(?:back|in)\s+with\b|\bfollow(?:ing)?\s+up\s+with\b|\bknow i'm waiting\b", 0.35, "callback"),
+    _p("check-back", r"\b(?:check|checks|checking)\s+(?:back|in)\s+with\b|\bfollow(?:ing)?\s+up\s+with\b|\bknow i'm waiting\b", 0.35, "callback"),
     # the other agent in a relation to the writer's next step (issue 30, second round)
     _p("agent-condition", r"\b(?:once|when|whenever|after|until|till|if|unless|as soon as|before)\s+" + _GAP + _AGENT_REF, 0.4, "callback"),
     _p("wait-on-agent", r"\b(?:wait|waits|waiting|awaits?|awaiting|blocked|gated|holding|depends?|depending|dependent|relying|rely|standing\s+by)\s+"
-                        r"(?:on|for|until|by|to\s+hear\s+from)\s+" + _GAP + _AGENT_REF, 0.35, "callback"),
+                        r"(?:on|for|until|by|to\s+hear\s+from)\s+" + _GAP + _AGENT_REF
+                        + r"|\b(?:hold|holding|keeping|parking|parked)\s+[^.;]{0,30}?\b(?:for|until)\s+" + _GAP + _AGENT_REF, 0.35, "callback"),
     _p("from-agent", r"\b(?:need|needs|expecting|expect|awaits?|awaiting|get|got|requested|hear|heard|go-ahead|yes|ok|okay|word|approval|sign-off|input|"
                      r"decision|answer|reply|response|verdict|review|report)\b"
                      r"[^.;:]{0,40}?\bfrom\s+" + _GAP + _AGENT_REF, 0.4, "callback"),
@@ -191,8 +192,12 @@ PHRASES: tuple[Phrase, ...] = (
     _p("question-for", r"\bquestions?\s+(?:for|to)\s+" + _GAP + _AGENT_REF + r"|^@|\bover to you\b|\b(?:can|could|would)\s+you\b", 0.3, "dependency"),
     _p("what-it-finds", r"\b(?:what|whatever|whichever|the\s+\w+)\s+(?:it|they)\s+(?:says?|decides?|finds?|reports?|flags?|picks?|chooses?|"
                         r"suggests?|points?\s+to|comes?\s+back\s+with|returns?|produces?|sends?)\b"
-                        r"|\b(?:based\s+on|according\s+to|depending\s+on|act\s+on)\s+(?:its|their|what|the\s+outcome)\b", 0.3, "callback"),
-    _p("not-yet-heard", r"\b(?:haven't|hasn't|have\s+not|has\s+not|not\s+yet)\s+(?:heard|come\s+back|got\s+back|gotten\s+back|returned|reported|answered|replied|sent|chosen|decided|"
+                        r"|\b(?:based\s+on|according\s+to|depending\s+on|act\s+on)\s+(?:its|their|what|the\s+outcome)\b"
+                        r"|\b(?:whatever|whichever)\s+(?:\w+\s+)?(?:it|they)\s+\w+"
+                        # the writer's future step uses the other's output: "I'll write the patch from its findings"
+                        r"|\b(?:i'll|i\s+will|we'll|we\s+will|then\s+i)\b[^.;]{0,50}?\b(?:its|their)\s+"
+                        r"(?:findings|results?|report|answer|output|numbers|notes|analysis|fix|patch|changes|review|verdict)\b", 0.3, "callback"),
+    _p("not-yet-heard", r"\b(?:haven't|hasn't|have\s+not|has\s+not|not\s+yet)\s+(?:heard|shared|delivered|posted|come\s+back|got\s+back|gotten\s+back|returned|reported|answered|replied|sent|chosen|decided|"
                         r"confirmed|responded|pushed|published|finished)\b", 0.35, "callback"),
     _p("take-from-there", r"\btake\s+over\s+(?:again\s+)?(?:once|when|after|from)\b"
                           r"|\b(?:take|taking|pick|picking)\s+(?:it\s+|over\s+|up\s+)?(?:up\s+)?from\s+there\b|\bstanding\s+by\b"
@@ -205,7 +210,7 @@ PHRASES: tuple[Phrase, ...] = (
                   r"\bnothing\b[^.;]{0,20}\b(?:waits?|depends?|blocks?|blocked)\b"
                   r"|\band\s+(?:i|we)\s+(?:already\s+)?\w+ed\s+(?:it|them)\b|\bwithout\s+waiting\b"
                   r"|\b(?:is|are)\s+waiting\s+(?:on|for)\s+me\b|"
-                  r"\bif\s+you\s+want\s+me\s+to\b"
+                  r"\bif\s+you\s+want\s+me\s+to\b|\bnothing\s+changes\b|\b(?:doesn't|does\s+not|won't)\s+affect\s+(?:me|my)\b"
                   r"|\b(?:it|they)\s+(?:said|replied|answered|confirmed|approved|reported)\b"
                   r"|\bi(?:'ll|\s+will)\s+(?:answer|reply\s+to|respond\s+to)\b"
                   r"|\band\s+(?:it|they)\s+(?:did|said|\w+ed)\b", -1.0, "negation"),
