@@ -52,12 +52,13 @@ def test_precision_and_recall(split: str) -> None:
 
 
 def test_outside_held_out_set_keeps_its_measured_figures() -> None:
-    # measured once when the issue-30 table was final (0.973 / 0.857; target recall 0.95, not
-    # met): never tuned on, so this guards against losing ground, it is not a target
+    # measured once when the issue-30 table was final (0.973 / 0.857), and once when its second
+    # round was (0.975 / 0.929; target recall 0.95, not met): never tuned on, so this guards
+    # against losing ground, it is not a target
     rows = held_out_by_lead()
     assert len(rows) == 77 and sum(label for label, _ in rows) == 42
     precision, recall = _measure(rows)
-    assert precision >= 0.97 and recall >= 0.85, (precision, recall)
+    assert precision >= 0.97 and recall >= 0.92, (precision, recall)
 
 
 @pytest.mark.parametrize("text", [
