@@ -2,7 +2,7 @@
 
 Prints precision and recall of ``agent_link_projects.obligations`` on the held-out part of its
 labelled corpus (``data/obligation_corpus.tsv``; the phrase table was tuned on the train part
-only), on the train and ``widened`` parts (tuning data) for comparison, and on an outside
+only), on the train, ``widened`` and ``train-classifier`` parts (tuning data) for comparison, and on an outside
 held-out set (``data/obligation_heldout_lead.jsonl``, written by the lead engineer, not the
 classifier's author; see ``data/obligation_heldout_lead.txt``). Target: both >= 0.95 on the
 held-out sets.
@@ -62,7 +62,7 @@ def bench_projects() -> None:
         print("obligation classifier: agent-link-projects is not installed; skipped")
         return
     rows = corpus() + held_out_by_lead()
-    for split in ("heldout", "heldout-lead", "train", "widened"):
+    for split in ("heldout", "heldout-lead", "train", "widened", "train-classifier"):
         precision, recall, n = scores(rows, split)
         target = "both >= 0.95" if split in ("heldout", "heldout-lead") else "(tuning data)"
         print(f"{'obligation classifier, ' + split + ' (' + str(n) + ')':<44} precision {precision:5.3f}  recall {recall:5.3f}  target {target}")

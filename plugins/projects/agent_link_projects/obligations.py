@@ -18,8 +18,20 @@ its weight once; the text carries an obligation when the sum reaches :data:`THRE
 * *callback* phrases addressed to the writer ("call me back", "ping me", "tell me", "owes me",
   "reports back", "until I hear back", "once it responds", a callback or handoff registered
   with a thread) weigh most; having asked the agent or handed it the work adds weight;
-* programming context (functions, promises, sockets, locks, ports, packets, handlers) takes
-  weight away, unless the text names an address (that leaves no programming sense).
+* *relational* phrases tie the other agent to the writer's next step; they run on a copy of
+  the text where each agent reference is one mark character, so each is a short pattern:
+  the agent in a condition ("once/if/until <agent> ..."), waited on or needed ("blocked on",
+  "need", "pending", "the go-ahead from <agent>"), its answer ("<agent>'s verdict"), it
+  delivering or at work ("<agent> signs off", "<agent> is rewriting ..."), a question put
+  to it, "what(ever) it finds", "hasn't reported yet", "I'll take it from there";
+* programming context (functions, promises, sockets, locks, ports, packets, handlers,
+  heartbeats, "every 30 s") takes weight away, unless the text names an address (that
+  leaves no programming sense); *negation* takes more away, address or not: "no need to
+  wait", "never blocks", "the reviewer is waiting on me", "I'll answer X's question", "and it
+  did" (already done).
+
+Every pattern is bounded (gaps of at most three words or 40-60 characters, runs of agent
+marks collapsed), so the analysis is linear in the text's length.
 
 So "callback" or "handoff" alone, or waiting for a build, never reaches the threshold. The
 labelled corpus ``data/obligation_corpus.tsv`` (train, widened and held-out parts) and an
@@ -57,13 +69,18 @@ _AGENT_THREAD = (
     r"|\b(?:the|a|its)\s+(?!" + _OS_THREAD + r"\b)[\w'-]+(?:\s+(?!" + _OS_THREAD + r"\b)[\w'-]+)?\s+thread\b(?!\s+(?:pool|dump|safety|title|id|local|count|stack))"
     r")"
 )
+_OTHER_SESSION = (r"(?:browser|database|db|login|user|http|https|ssh|tmux|terminal|shell|web|sql|orm|redis|current|same|next|new|"
+                  r"previous|last|first|interactive|debug|remote|test|training|live|whole|entire|chat|screen|vpn|tls|ssl|auth|"
+                  r"payment|checkout|admin|practice|planning|q&a|recording|video|zoom|meeting|tutoring|study)")
 _AGENT_NOUN = (
     r"(?:(?<!user\s)\bagents?\b(?!\s+(?:config|binary|field|process|string|file|processes|class|loop)\b)"
     r"|\borchestrator\b(?!\s+(?:module|container|service|node|job)s?\b)"
     r"|\bworkstreams?\b|\bteammates?\b"
-    r"|\bworkers?\b(?!\s+(?:thread|threads|pool|process|processes|node|nodes)\b)"
+    r"|(?<!ci\s)(?<!build\s)\bworkers?\b(?!\s+(?:thread|threads|pool|process|processes|node|nodes)\b)"
     r"|\b(?:claude|codex|other|peer|infrastructure|network\s+team's|\w+\s+team's)\s+session\b"
     r"|\bowner\s+of\s+the\b|\bagent\s+(?:that|which|owning)\b"
+    # "the docs session", "the UI session": a session named by its work; not a browser, login or shell session
+    r"|\bthe\s+(?!" + _OTHER_SESSION + r"\b)[\w-]+\s+session\b(?!\s+(?:cookie|id|token|key|storage|store|data|timeout|expires|variable|state)s?\b)"
     r"|\bsub-?agents?\b"
     # roles an agent is given (role:<name> addresses, the roles plugin); not a code reviewer's comment list
     r"|\b(?:reviewer|tester|planner|implementer|coordinator)s?\b(?!\s+(?:module|function|class|comments?|list|field|tool|role)s?\b)"
@@ -73,26 +90,38 @@ _AGENT_NOUN = (
     r")"
 )
 #: an agent-link address ``<harness>:<id>`` of an agent (``codex:019a...``, ``claude:review-7``,
-#: ``role:backend``, ``team:db-owner``); codex/claude ids need a digit so config keys
+#: ``role:backend``, ``team:db-owner``); codex/claude ids need a digit or a hyphen so config keys
 #: (``codex:model``) do not count
-_ADDRESS = (r"(?<![\w/.-])(?:(?:codex|claude):(?=[\w.-]*\d)[a-z0-9][\w.-]*|(?:role|team|mcp|agent):[a-z0-9][\w.-]*)"
+_ADDRESS = (r"(?<![\w/.-])(?:(?:codex|claude):(?=[\w.-]*[\d-])[a-z0-9][\w.-]*|(?:role|team|mcp|agent):[a-z0-9][\w.-]*)"
             r"(?<![.-])")
+#: any reference to another agent (address, agent noun or role, agent thread); :func:`analyse`
+#: replaces each with :data:`_MARK` once, so the relational phrases ("once <agent> ...",
+#: "<agent>'s answer", "from <agent>") match a single character instead of re-running it
+_AGENT_REF_RE = re.compile("(?:" + _ADDRESS + "|" + _AGENT_NOUN + "|" + _AGENT_THREAD + ")")
+_MARK = "\x00"
+#: references next to each other ("the reviewer agent") become one mark, so no phrase rescans a run
+_MARK_RUN_RE = re.compile(r"\x00(?:\s*\x00)+")
+_AGENT_REF = r"\x00"
+#: up to three words between a connective and the agent it names ("once the security reviewer")
+_GAP = r"(?:[\w'@-]+\s+){0,3}?"
 
 
 @dataclass(frozen=True)
 class Phrase:
     """One row of the phrase table: a name, a lower-case pattern, a weight, and its kind
-    (``agent``, ``dependency``, ``delivery``, ``callback``, ``self``, ``code``)."""
+    (``agent``, ``dependency``, ``delivery``, ``callback``, ``self``, ``code``, ``negation``);
+    ``marked`` phrases run on the text with each agent reference replaced by :data:`_MARK`."""
 
     name: str
     pattern: re.Pattern[str]
     weight: float
     kind: str
+    marked: bool = False
 
 
 def _p(name: str, pattern: str, weight: float, kind: str) -> Phrase:
     # patterns are lower case and run on lower-cased text (faster than re.IGNORECASE)
-    return Phrase(name, re.compile(pattern), weight, kind)
+    return Phrase(name, re.compile(pattern), weight, kind, _AGENT_REF in pattern)
 
 
 PHRASES: tuple[Phrase, ...] = (
@@ -103,17 +132,19 @@ PHRASES: tuple[Phrase, ...] = (
     _p("address", _ADDRESS, 0.55, "agent"),
     _p("coordinating-with", r"\bcoordinat(?:e|es|ing)\s+with\b", 0.45, "agent"),
     # waiting / dependency
-    _p("blocked-on", r"\bblocked(?:\s+(?:on|by|until)|:)", 0.45, "dependency"),
-    _p("waiting-for", r"\b(?:wait|waiting|waits)\s+(?:for|on|until)\b", 0.3, "dependency"),
+    _p("blocked-on", r"\b(?:blocked|gated)(?:\s+(?:on|by|until)|:|\s*[.!]\s)", 0.45, "dependency"),
+    _p("waiting-for", r"\b(?:wait|waiting|waits)\s+(?:for|on|until)\b|\bawait(?:s|ing)?\b", 0.3, "dependency"),
     _p("depends-on", r"\b(?:depends?|depending|dependent|relying|rely)\s+on\b|\bdependency:", 0.3, "dependency"),
-    _p("until-once-after", r"\b(?:until|once|as soon as|after|when)\b", 0.25, "dependency"),
-    _p("pending-hold", r"\bpending\b|\bon hold\b|\bhold(?:ing)?\s+(?:off|the)\b|\bhold:|\bparked\b|\bpaused\b", 0.3, "dependency"),
+    _p("until-once-after", r"\b(?:until|once|as soon as|after|when|then\s+(?:i|we))\b", 0.25, "dependency"),
+    _p("pending-hold", r"\bpending\b|\bon hold\b|\bhold(?:ing)?\s+(?:off|the)\b|\bhold:|\bparked\b|\bpaused\b|\bmeanwhile\b"
+                       r"|\bin\s+the\s+meantime\b", 0.3, "dependency"),
     _p("needs-first", r"\b(?:need|needs|have to|has to|must)\b.{0,60}\b(?:before|first|to)\b", 0.2, "dependency"),
     _p("cannot-until", r"\b(?:can't|cannot|can only|won't|not yet|hasn't|haven't|isn't)\b", 0.15, "dependency"),
-    _p("expecting", r"\b(?:expecting|still needs?|still has to|still owes)\b", 0.25, "dependency"),
+    _p("expecting", r"\b(?:expecting|expected|still needs?|still has to|still owes)\b", 0.25, "dependency"),
     # what the other side delivers
     _p("delivers", r"\b(?:confirms?|publish(?:es|ed)?|ships?|shipped|lands?|reports?|finish(?:es|ed)?|exposes?|exposing|deliver(?:s|ing)?|"
-                   r"decides?|approves?|approval|signs? off|completes?|completed|wraps? up|responds?|replies|sends?|merges?|answers?|returns?|says|provisions?|re-runs?|re-creates?|upgrades?|adds?|done|ready)\b", 0.2, "delivery"),
+                   r"decides?|approves?|approval|signs? off|completes?|completed|wraps? up|responds?|replies|sends?"
+                   r"|merges?|answers?|returns?|says|provisions?|re-runs?|re-creates?|upgrades?|adds?|done|ready)\b", 0.2, "delivery"),
     # back to me
     _p("call-me-back", r"\b(?:call|calls|ping|pings|message|messages|tell|tells|notify|notifies)\s+me\b|\bcall(?:s)?\s+me\s+back\b|\bget back to me\b", 0.5, "callback"),
     _p("owes-me", r"\bowes\s+me\b|\bhand(?:s)?\s+(?:me|back|over)\b|\bsend(?:s)?\s+(?:me|over)\b", 0.45, "callback"),
@@ -121,23 +152,75 @@ PHRASES: tuple[Phrase, ...] = (
     _p("callback-with-thread", r"\b(?:callback|handoff)\s+(?:with|from|to|so)\b", 0.45, "callback"),
     # the other agent answers: "once it responds", "until I hear back", "its verdict"
     _p("hear-back", r"\b(?:hear|heard|hears|hearing)\s+back\b|\b(?:response|answer|verdict|feedback)\s+(?:from|arrives|comes)\b", 0.45, "callback"),
-    _p("when-it-answers", r"\b(?:once|when|after|until|till|as soon as)\s+(?:it|they|that\s+(?:thread|session|agent))(?:'s|\s+(?:is|are|has|have))?\s+"
-                          r"(?:\w+\s+)?(?:responds?|repl(?:y|ies)|answers?|finish(?:es|ed)?|done|reports?|comes\s+back|gets\s+back|sends?|"
+    _p("when-it-answers", r"\b(?:once|when|after|until|till|as soon as)\s+(?:it|they|both|each|that\s+(?:thread|session|agent))(?:'s|\s+(?:is|are|has|have))?\s+"
+                          r"(?:\w+\s+)?(?:responds?|repl(?:y|ies)|answers?|finish(?:es|ed)?|done|reports?|comes?\s+back|gets\s+back|sends?|"
                           r"hands?|tells?|wraps?\s+up|completes?|completed)\b"
                           r"|\b(?:once|when|after|until)\s+(?:it|they)\s+(?:has|have)\s+\w+"
-                          r"|\b(?:after|once|when)\s+that(?:'s|\s+is)?(?:\s+(?:done|finished|in))?\s*(?:[.;,]|$)", 0.4, "callback"),
-    _p("its-answer", r"\b(?:its|their)\s+(?:reply|response|verdict|review|comments|findings|decision|feedback|output|patch|draft|numbers|approval)\b"
+                          r"|\b(?:once|until|till|as soon as)\s+it\s+(?!is\b|was\b|has\b|does\b)\w+s\b"
+                          r"|\b(?:once|when|after|until)\s+(?:its|their)\s+\w+|\b(?:after|once|until)\s+they\s+(?!are\b|were\b|do\b|did\b)\w+|\b(?:once|when)\s+received\b"
+                          r"|\b(?:after|once|when)\s+that(?:'s|\s+is)?(?:\s+(?:done|finished|in))?\s*(?:[.;,]|$)"
+                          r"|\b(?:after|once|when)\s+that(?:'s|\s+is|\s+has)\s+(?:been\s+)?(?:merged|landed|through|ready|pushed|published)\b", 0.4, "callback"),
+    _p("its-answer", r"\b(?:its|their)\s+(?:reply|response|verdict|review|comments|findings|decision|feedback|output|patch|draft|numbers|approval|version|report)\b"
                      r"|\bwhat\s+it\s+(?:says|decides|finds|reports)\b", 0.2, "callback"),
     # the writer gave the question or the work to the other agent
-    _p("asked-other", r"(?:^|\b(?:i|we)(?:\s+have|'ve)?\s+)(?:asked|messaged|pinged|put\s+the\s+(?:\w+\s+)?question\s+to)\b", 0.25, "dependency"),
-    _p("handed-to", r"\b(?:delegat(?:e|ed|ing)|hand(?:ed|ing)?(?:\s+off)?|pass(?:ed|ing)|gave|giving|assign(?:ed|ing)|sent|went)\b[^.;]{0,60}?\bto\b", 0.25, "dependency"),
-    _p("check-back", r"\b(?:check|checks)\s+(?:back|in)\s+with\b|\bfollow up with\b|\bknow i'm waiting\b", 0.35, "callback"),
+    _p("asked-other", r"(?:^|\b(?:i|we)(?:\s+have|'ve)?\s+|^have\s+)(?:asked|messaged|pinged|put\s+the\s+(?:\w+\s+)?question\s+to)\b", 0.3, "dependency"),
+    _p("handed-to", r"\b(?:delegat(?:e|ed|ing)|hand(?:ed|ing)?(?:\s+off)?|pass(?:ed|ing)|gave|giving|assign(?:ed|ing)|sent|went)\b[^.;]{0,60}?\bto\b"
+                    r"|\bput\s+in\s+a\s+request\b", 0.25, "dependency"),
+    _p("check-back", r"\b(?:check|checks|checking)\s+(?:back|in)\s+with\b|\bfollow(?:ing)?\s+up\s+with\b|\bknow i'm waiting\b", 0.35, "callback"),
+    # the other agent in a relation to the writer's next step (issue 30, second round)
+    _p("agent-condition", r"\b(?:once|when|whenever|after|until|till|if|unless|as soon as|before)\s+" + _GAP + _AGENT_REF, 0.4, "callback"),
+    _p("wait-on-agent", r"\b(?:wait|waits|waiting|awaits?|awaiting|blocked|gated|holding|depends?|depending|dependent|relying|rely|standing\s+by)\s+"
+                        r"(?:on|for|until|by|to\s+hear\s+from)\s+" + _GAP + _AGENT_REF
+                        + r"|\b(?:hold|holding|keeping|parking|parked)\s+[^.;]{0,30}?\b(?:for|until)\s+" + _GAP + _AGENT_REF, 0.35, "callback"),
+    _p("from-agent", r"\b(?:need|needs|expecting|expect|awaits?|awaiting|get|got|requested|hear|heard|go-ahead|yes|ok|okay|word|approval|sign-off|input|"
+                     r"decision|answer|reply|response|verdict|review|report)\b"
+                     r"[^.;:]{0,40}?\bfrom\s+" + _GAP + _AGENT_REF, 0.4, "callback"),
+    _p("agent-possessive", _AGENT_REF + r"(?:'s|’s)\s+(?:\w+\s+)?(?:answer|reply|response|decision|verdict|sign-off|approval|review|pass|"
+                           r"go-ahead|numbers|results?|findings|diagnosis|version|patch|fix|migration|schema|input|ok|call)\b", 0.3, "callback"),
+    _p("agent-delivers", _AGENT_REF + r"\s+(?:\w+\s+)?(?:chooses|picks|decides|says|comes\s+back|finds|flags|suggests|points|approves|confirms|"
+                         r"replies|responds|answers|reports|publishes|pushes|sends|signs\s+off|finishes|lands|tells|owes)\b", 0.3, "callback"),
+    _p("agent-at-work", _AGENT_REF + r"\s+(?:is|are)\s+(?:still\s+|now\s+)?\w+ing\b|\b(?:is|are|lies|sits)\s+with\s+" + _GAP + _AGENT_REF
+       + r"|\b(?:belongs\s+to|is\s+up\s+to|in\s+the\s+hands\s+of)\s+" + _GAP + _AGENT_REF
+       + r"|\bin\s+(?:the\s+)?" + _AGENT_REF + r"(?:'s|’s)?\s+(?:hands|court)\b|\bbeing\s+\w+\s+by\s+" + _GAP + _AGENT_REF
+       + r"|\b(?:let|letting)\s+(?:it|them|" + _AGENT_REF + r")\s+(?:\w+\s+){1,2}?first\b",
+       0.25, "dependency"),
+    _p("needs-agent", r"\b(?:need|needs|needed|require|requires|expecting|pending)\s+" + _GAP + _AGENT_REF, 0.35, "dependency"),
+    # the other agent promised something: "it should come back with", "codex:x said it would send"
+    _p("agent-promised", _AGENT_REF + r"\s+(?:must|has\s+to|needs\s+to|is\s+supposed\s+to|is\s+due\s+to|is\s+expected\s+to)\s+\w+"
+                         r"|\b(?:it|they)\s+(?:would|will|should|is\s+going\s+to|promised\s+to)\s+(?:\w+\s+)?(?:send|come\s+back|report|"
+                         r"reply|answer|return|hand|deliver|push|publish|finish|tell|confirm|ping|call|get\s+back)\b", 0.35, "callback"),
+    _p("question-for", r"\bquestions?\s+(?:for|to)\s+" + _GAP + _AGENT_REF + r"|^@|\bover to you\b|\b(?:can|could|would)\s+you\b", 0.3, "dependency"),
+    _p("what-it-finds", r"\b(?:what|whatever|whichever|the\s+\w+)\s+(?:it|they)\s+(?:says?|decides?|finds?|reports?|flags?|picks?|chooses?|"
+                        r"suggests?|points?\s+to|comes?\s+back\s+with|returns?|produces?|sends?)\b"
+                        r"|\b(?:based\s+on|according\s+to|depending\s+on|act\s+on)\s+(?:its|their|what|the\s+outcome)\b"
+                        r"|\b(?:whatever|whichever)\s+(?:\w+\s+)?(?:it|they)\s+\w+"
+                        # the writer's future step uses the other's output: "I'll write the patch from its findings"
+                        r"|\b(?:i'll|i\s+will|we'll|we\s+will|then\s+i)\b[^.;]{0,50}?\b(?:its|their)\s+"
+                        r"(?:findings|results?|report|answer|output|numbers|notes|analysis|fix|patch|changes|review|verdict)\b", 0.3, "callback"),
+    _p("not-yet-heard", r"\b(?:haven't|hasn't|have\s+not|has\s+not|not\s+yet)\s+(?:heard|shared|delivered|posted|come\s+back|got\s+back|gotten\s+back|returned|reported|answered|replied|sent|chosen|decided|"
+                        r"confirmed|responded|pushed|published|finished)\b", 0.35, "callback"),
+    _p("take-from-there", r"\btake\s+over\s+(?:again\s+)?(?:once|when|after|from)\b"
+                          r"|\b(?:take|taking|pick|picking)\s+(?:it\s+|over\s+|up\s+)?(?:up\s+)?from\s+there\b|\bstanding\s+by\b"
+                          r"|"
+                          r"\bfollows\s+(?:it|its|that\s+thread)\b|\b(?:i|we)\s+follow\s+(?:with|up\s+with|on)\b"
+                          r"|\bon\s+top\s+of\s+(?:it|its)\b|\bball\s+is\s+in\b[^.;]{0,40}\bcourt\b"
+                          r"|\blet\s+me\s+know\s+(?:when|once|as\s+soon\s+as)\b", 0.35, "callback"),
+    # no dependency after all: negated, the other side waits on the writer, or an offer
+    _p("negated", r"\bno\s+(?:need|longer)\b|\b(?:don't|doesn't|do\s+not|does\s+not|never)\s+(?:need\s+to\s+)?(?:wait|waits|block|blocks)\b|"
+                  r"\bnothing\b[^.;]{0,20}\b(?:waits?|depends?|blocks?|blocked)\b"
+                  r"|\band\s+(?:i|we)\s+(?:already\s+)?\w+ed\s+(?:it|them)\b|\bwithout\s+waiting\b"
+                  r"|\b(?:is|are)\s+waiting\s+(?:on|for)\s+me\b|"
+                  r"\bif\s+you\s+want\s+me\s+to\b|\bnothing\s+changes\b|\b(?:doesn't|does\s+not|won't)\s+affect\s+(?:me|my)\b"
+                  r"|\b(?:it|they)\s+(?:said|replied|answered|confirmed|approved|reported)\b"
+                  r"|\bi(?:'ll|\s+will)\s+(?:answer|reply\s+to|respond\s+to)\b"
+                  r"|\band\s+(?:it|they)\s+(?:did|said|\w+ed)\b", -1.0, "negation"),
     # the writer commits
     _p("self", r"\b(?:i|i'm|i'll|i'd|i've|my|me|we|we're|we'll)\b", 0.15, "self"),
     _p("next-step", r"^(?:next( step)?:?|next I|the rest|the remaining|this step|this can't|not done yet|not yet possible)", 0.15, "self"),
     # programming senses take weight away
     _p("code-context", r"\b(?:function|promise|socket|mutex|lock|handlers|event loop|http|firewall|port \d+|packets?|onclick|"
-                       r"condition variable|process exits|buffer|probe|kubernetes|containers?|graphviz|cookie|smtp)\b", -0.4, "code"),
+                       r"condition variable|process exits|buffer|probe|kubernetes|containers?|graphviz|cookie|smtp|heartbeats?)\b"
+                       r"|\bevery\s+\d+\s*(?:ms|s|sec|seconds?|minutes?)\b", -0.4, "code"),
 )
 _AGENT_KINDS = ("agent",)
 
@@ -166,7 +249,12 @@ def analyse(text: str) -> dict[str, Any]:
     score = agent_score = 0.0
     matched: list[str] = []
     lowered = text.lower()
-    hits = [phrase for phrase in PHRASES if phrase.pattern.search(lowered)]
+    plain = [phrase for phrase in PHRASES if not phrase.marked and phrase.pattern.search(lowered)]
+    hits = plain
+    if any(phrase.kind in _AGENT_KINDS for phrase in plain):
+        # relational phrases only matter when another agent is referenced at all
+        marked = _MARK_RUN_RE.sub(_MARK, _AGENT_REF_RE.sub(_MARK, lowered.replace(_MARK, " ")))
+        hits = plain + [phrase for phrase in PHRASES if phrase.marked and phrase.pattern.search(marked)]
     addressed = any(phrase.name == "address" for phrase in hits)
     for phrase in hits:
         if phrase.kind == "code" and addressed:

@@ -45,19 +45,20 @@ def _scores(split: str) -> tuple[float, float]:
     return _measure([(label, s) for label, sp, s in corpus() if sp == split])
 
 
-@pytest.mark.parametrize("split", ["train", "heldout", "widened"])
+@pytest.mark.parametrize("split", ["train", "heldout", "widened", "train-classifier"])
 def test_precision_and_recall(split: str) -> None:
     precision, recall = _scores(split)
     assert precision >= 0.95 and recall >= 0.95, (precision, recall)
 
 
 def test_outside_held_out_set_keeps_its_measured_figures() -> None:
-    # measured once when the issue-30 table was final (0.973 / 0.857; target recall 0.95, not
-    # met): never tuned on, so this guards against losing ground, it is not a target
+    # measured once when the issue-30 table was final (0.973 / 0.857), and once when its second
+    # round was (0.975 / 0.929; target recall 0.95, not met): never tuned on, so this guards
+    # against losing ground, it is not a target
     rows = held_out_by_lead()
     assert len(rows) == 77 and sum(label for label, _ in rows) == 42
     precision, recall = _measure(rows)
-    assert precision >= 0.97 and recall >= 0.85, (precision, recall)
+    assert precision >= 0.97 and recall >= 0.92, (precision, recall)
 
 
 @pytest.mark.parametrize("text", [
@@ -80,6 +81,42 @@ def test_commitments_to_other_agents_named_in_new_ways(text: str) -> None:
 def test_references_alone_do_not_commit(text: str) -> None:
     result = analyse(text)
     assert result["hasObligation"] is False, result
+
+
+@pytest.mark.parametrize("text", [
+    "codex:019f2c3d-4e5f-7a6b-8c9d-0e1f2a3b4c5d is rewriting the parser. I'll take it from there.",
+    "Pending claude:arch-1's answer on the storage format, the importer stays as it is.",
+    "If the other session agrees with the new name I'll rename it everywhere.",
+    "team:data owes me the cleaned CSV; the charts wait for it.",
+    "Question for codex:5e6f7a8b9c: which port does your server bind? I need it before I write the proxy config.",
+    "Refactor is merged. Next I'm stuck: the tester session hasn't reported on the Windows run yet.",
+    "- [ ] wire the webhook once codex:4c5d6e7f80 exposes the endpoint",
+    "I kicked off a subagent to bisect the regression and will fix the commit it points to.",
+])
+def test_commitments_in_second_round_phrasings(text: str) -> None:
+    # issue 30, second round: past-tense asks, "take it from there", "pending X's answer",
+    # conditionals, "owes me", questions put to an agent, the dependency in a later sentence, bullets
+    result = analyse(text)
+    assert result["hasObligation"] is True, result
+
+
+@pytest.mark.parametrize("text", [
+    "No need to wait for codex:3344556677; it is working on something unrelated and my change does not touch it.",
+    "The reviewer is waiting on me, not the other way round, so I'm sending the patch now.",
+    "I asked codex:7a8b9c0d1e to regenerate the fixtures and it did; the suite passes now.",
+    "I'll answer codex:0a1b2c3d4e's question about the port once I've checked the config.",
+    "I asked the user to run the migration; I'll continue when they confirm.",
+    "The orchestrator sends heartbeats every 30 s to each worker process.",
+])
+def test_negated_reversed_or_finished_dependencies_do_not_commit(text: str) -> None:
+    result = analyse(text)
+    assert result["hasObligation"] is False, result
+
+
+def test_nul_in_the_text_is_not_taken_for_an_agent_reference() -> None:
+    # agent references are marked with NUL internally; one in the input must not fake one
+    plain = analyse("The agent docs moved. I'll merge once \x00 says ok.")
+    assert "agent-condition" not in plain["matchedPhrases"], plain
 
 
 @pytest.mark.parametrize("text", ["callback", "handoff", "Registered the callback.", "The handoff is done.", ""])
