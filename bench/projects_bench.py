@@ -31,8 +31,12 @@ def corpus() -> list[tuple[bool, str, str]]:
 
 
 def held_out_by_lead() -> list[tuple[bool, str, str]]:
-    text = resources.files("agent_link_projects").joinpath("data/obligation_heldout_lead.jsonl").read_text(encoding="utf-8")
-    return [(row["commits"], "heldout-lead", row["text"]) for row in map(json.loads, text.splitlines()) if row]
+    """Both outside sets: ``heldout-lead`` and ``heldout-lead2`` (data/obligation_heldout_lead.txt)."""
+    rows = []
+    for split, name in (("heldout-lead", "obligation_heldout_lead.jsonl"), ("heldout-lead2", "obligation_heldout_lead2.jsonl")):
+        text = resources.files("agent_link_projects").joinpath(f"data/{name}").read_text(encoding="utf-8")
+        rows += [(row["commits"], split, row["text"]) for row in map(json.loads, text.splitlines()) if row]
+    return rows
 
 
 def scores(rows: list[tuple[bool, str, str]], split: str) -> tuple[float, float, int]:
@@ -62,9 +66,9 @@ def bench_projects() -> None:
         print("obligation classifier: agent-link-projects is not installed; skipped")
         return
     rows = corpus() + held_out_by_lead()
-    for split in ("heldout", "heldout-lead", "train", "widened", "train-classifier"):
+    for split in ("heldout", "heldout-lead", "heldout-lead2", "train", "widened", "train-classifier"):
         precision, recall, n = scores(rows, split)
-        target = "both >= 0.95" if split in ("heldout", "heldout-lead") else "(tuning data)"
+        target = "both >= 0.95" if split.startswith("heldout") else "(tuning data)"
         print(f"{'obligation classifier, ' + split + ' (' + str(n) + ')':<44} precision {precision:5.3f}  recall {recall:5.3f}  target {target}")
     sentences = [s for _, _, s in rows]
     mine = per_sentence_us(analyse, sentences)

@@ -27,9 +27,9 @@ def test_corpus_shape() -> None:
         assert word in negatives, word  # hard negatives reuse the trigger words
 
 
-def held_out_by_lead() -> list[tuple[bool, str]]:
-    """The outside held-out set (data/obligation_heldout_lead.txt says who wrote it)."""
-    text = resources.files("agent_link_projects").joinpath("data/obligation_heldout_lead.jsonl").read_text(encoding="utf-8")
+def held_out_by_lead(name: str = "obligation_heldout_lead.jsonl") -> list[tuple[bool, str]]:
+    """An outside held-out set (data/obligation_heldout_lead.txt says who wrote them)."""
+    text = resources.files("agent_link_projects").joinpath(f"data/{name}").read_text(encoding="utf-8")
     return [(row["commits"], row["text"]) for row in map(json.loads, text.splitlines()) if row]
 
 
@@ -59,6 +59,15 @@ def test_outside_held_out_set_keeps_its_measured_figures() -> None:
     assert len(rows) == 77 and sum(label for label, _ in rows) == 42
     precision, recall = _measure(rows)
     assert precision >= 0.97 and recall >= 0.92, (precision, recall)
+
+
+def test_second_outside_held_out_set_keeps_its_measured_figures() -> None:
+    # written after the first set was used, measured once before the second round of tuning
+    # (1.000 / 0.526) and once after it (1.000 / 0.789); never tuned on
+    rows = held_out_by_lead("obligation_heldout_lead2.jsonl")
+    assert len(rows) == 73 and sum(label for label, _ in rows) == 38
+    precision, recall = _measure(rows)
+    assert precision >= 0.97 and recall >= 0.78, (precision, recall)
 
 
 @pytest.mark.parametrize("text", [
