@@ -239,6 +239,9 @@ class Harness:
         :param meta: the request's ``_meta`` (may be empty).
         :param env: the server's environment.
         :returns: a :class:`~agent_link_core.model.Caller` when this host can tell, else None.
+            Set its ``evidence`` only when the host's own records tie this process to the
+            session (what :mod:`agent_link_core.identity` asks); a session only named by a
+            variable or ``_meta`` key gets none, and its mail is signed ``fromVerified="false"``.
         """
         return None
 

@@ -20,6 +20,10 @@ from agent_link_core.addresses import (  # noqa: F401 - re-exported for plugins
     is_ulid,
 )
 
+#: where a runtime identity comes from (``Caller.source``); only these can be verified
+RUNTIME_SOURCES = ("current_session", "env", "runtime_context")
+
+
 @dataclass(frozen=True)
 class Caller:
     """Who is calling a tool or command.
@@ -28,8 +32,13 @@ class Caller:
     :param source: where it came from: ``current_session``, ``env``, ``runtime_context``
         (MCP ``_meta``), ``config`` (``AGENT_LINK_ADDRESS``) or ``fallback``.
     :param host: the harness name, or ``None``.
-    :param proven: whether the named session was found in its host
-        (:func:`agent_link_core.identity.prove_sender`); None when not checked.
+    :param evidence: what the host proved about this process, in words, when its harness
+        checked the host's own records (for example "pid 4242, an ancestor of this process,
+        is the Claude Code process of that session"); None when the session is only named
+        (a variable, ``_meta``, a flag). See :mod:`agent_link_core.identity`.
+    :param proven: the core's verdict (:func:`agent_link_core.identity.prove_sender`): True
+        when the harness gave ``evidence`` and the session exists in its host, False when
+        not; None when not checked yet.
     """
 
     address: str = EXTERNAL
@@ -38,12 +47,14 @@ class Caller:
     turn_id: str | None = None
     tool_call_id: str | None = None
     proven: bool | None = None
+    evidence: str | None = None
 
     @property
     def verified(self) -> bool:
-        """A provenance hint, not authentication: the identity came from the runtime, and
-        its session was not found missing in its host."""
-        return self.proven is not False and self.source in ("current_session", "env", "runtime_context") and is_address(self.address)
+        """True only when the host proved that the calling process belongs to this session
+        (:func:`agent_link_core.identity.prove_sender` set ``proven``); never for a name
+        alone, whatever named it."""
+        return self.proven is True and self.source in RUNTIME_SOURCES and is_address(self.address)
 
     @property
     def known(self) -> bool:

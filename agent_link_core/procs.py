@@ -82,6 +82,42 @@ def command_line(pid: int) -> list[str] | None:
         return None
 
 
+def executable(pid: int) -> str | None:
+    """The absolute path of the program ``pid`` runs (symlinks resolved by the OS); None
+    when unknown (gone, another user's process, a platform psutil does not cover)."""
+    import psutil
+
+    proc = _process(pid)
+    try:
+        return (proc.exe() or None) if proc is not None else None
+    except (psutil.Error, OSError):
+        return None
+
+
+def lineage(pid: int | None = None, depth: int = 12) -> list[int]:
+    """``pid`` (default: this process) then its ancestors, nearest first, at most ``depth``
+    pids; stops before pid 1 (init adopts orphans, so it proves nothing) or an unknown parent."""
+    chain: list[int] = []
+    current: int | None = os.getpid() if pid is None else pid
+    while current is not None and current > 1 and len(chain) < depth:
+        chain.append(current)
+        current = parent_pid(current)
+    return chain
+
+
+def open_paths(pid: int) -> set[str] | None:
+    """Real paths of the regular files ``pid`` has open; None when they cannot be read here."""
+    import psutil
+
+    proc = _process(pid)
+    if proc is None:
+        return None
+    try:
+        return {os.path.realpath(f.path) for f in proc.open_files()}
+    except (psutil.Error, OSError, NotImplementedError):
+        return None
+
+
 def file_holders(path: str, exclude: set[int]) -> list[int]:
     """Pids (other than ``exclude``) of processes that have ``path`` open; processes this
     user may not inspect are skipped."""

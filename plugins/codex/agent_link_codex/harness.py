@@ -39,6 +39,7 @@ from agent_link_codex.appserver import AppServerError, AppServerUnavailable
 from agent_link_codex.delivery import MCP_READY_MS, STALE_CLAIM_MS, VIA, Deliverer, PushClaims
 from agent_link_codex.endpoints import EndpointRegistry, explicit
 from agent_link_codex.managed import ManagedError, find_codex, reap_orphans
+from agent_link_codex.proof import Prover
 from agent_link_codex.overrides import THREAD_FIELDS, Launches, turn_params
 from agent_link_codex.service import SOURCE_KINDS, CodexService, Link, is_not_found
 from agent_link_codex.settings import VERIFIED_CODEX_VERSION, codex_home
@@ -125,6 +126,14 @@ def session_from_thread(thread: Mapping[str, Any], link: Link | None, *, loaded:
     )
 
 
+def stored_verified(message: Mapping[str, Any]) -> bool:
+    """The verdict stored with a message (``metadata.sender.verified``, set once by
+    :func:`agent_link_core.identity.prove_sender`); never recomputed from its source."""
+    meta = message.get("metadata")
+    sender = meta.get("sender") if isinstance(meta, Mapping) else None
+    return isinstance(sender, Mapping) and sender.get("verified") is True
+
+
 def send_facets(message: Mapping[str, Any], delivery: Delivery) -> dict[str, Any]:
     """The separate facts of a send to a thread (reference §5.3): ``runtimeState`` (was it
     loaded, its status before, the endpoint, whether it was resumed), ``archiveState`` (a push
@@ -150,7 +159,7 @@ def send_facets(message: Mapping[str, Any], delivery: Delivery) -> dict[str, Any
                                       "is visible, selected or unarchived in the Codex desktop app."},
         "peerMessage": {"messageId": message.get("id"), "from": sender or None,
                         "fromHarness": sender.split(":", 1)[0] if ":" in sender else None,
-                        "fromVerified": Caller(sender, str(message.get("from_source") or "fallback")).verified if sender else False,
+                        "fromVerified": bool(sender) and stored_verified(message),
                         "sentAt": iso_ms(message["sent_at"]) if isinstance(message.get("sent_at"), int) else None, "enveloped": True},
         "turn": {"turnId": turn_id, "action": "steered" if steered else "started", "status": "inProgress"}
         if (steered or started) and turn_id else None,
@@ -231,6 +240,7 @@ class CodexHarness(Harness):
         self._health_options: dict[str, Any] | None = None
         self._version_probe: dict[str, Any] | None = None
         self._health_connect_error: str | None = None
+        self._prover = Prover()
 
     # context ---------------------------------------------------------------------------
     def attach(self, app: Any) -> None:
@@ -336,7 +346,9 @@ class CodexHarness(Harness):
     # identity --------------------------------------------------------------------------
     def identify_caller(self, meta: Mapping[str, Any], env: Mapping[str, str]) -> Caller | None:
         """The calling thread from ``_meta`` (source ``runtime_context``), else from
-        ``CODEX_THREAD_ID`` (source ``env``); None when neither names a valid thread id.
+        ``CODEX_THREAD_ID`` (source ``env``); None when neither names a valid thread id. Either
+        only names the thread; ``evidence`` is set when Codex proves it
+        (:class:`agent_link_codex.proof.Prover`).
 
         ``meta`` of exactly ``{"threadId"[, "endpointId"]}`` is the CLI's ``--from-thread
         [--from-endpoint]`` (``agent_link_core.api.sender``): that thread is checked against
@@ -348,10 +360,12 @@ class CodexHarness(Harness):
             return self._named_sender(meta.get("threadId"), meta.get("endpointId"))
         thread = meta_value(meta, THREAD_KEYS) if meta else None
         if thread is not None and ID_RE.match(thread):
-            return Caller(f"codex:{thread}", "runtime_context", "codex", meta_value(meta, TURN_KEYS), meta_value(meta, CALL_KEYS))
+            return Caller(f"codex:{thread}", "runtime_context", "codex", meta_value(meta, TURN_KEYS), meta_value(meta, CALL_KEYS),
+                          evidence=self._prover.evidence(thread))
         env_thread = (env.get("CODEX_THREAD_ID") or "").strip()
         if env_thread and ID_RE.match(env_thread):
-            return Caller(f"codex:{env_thread}", "env", "codex", env.get("CODEX_TURN_ID") or None, env.get("CODEX_TOOL_CALL_ID") or None)
+            return Caller(f"codex:{env_thread}", "env", "codex", env.get("CODEX_TURN_ID") or None, env.get("CODEX_TOOL_CALL_ID") or None,
+                          evidence=self._prover.evidence(env_thread))
         return None
 
     def _named_sender(self, thread: Any, endpoint: Any) -> Caller | None:
