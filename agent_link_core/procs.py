@@ -10,6 +10,8 @@ psutil is imported on first use: the hook fast path never pays for it.
 from __future__ import annotations
 
 import os
+import socket
+import struct
 import sys
 import time
 
@@ -116,6 +118,23 @@ def open_paths(pid: int) -> set[str] | None:
         return {os.path.realpath(f.path) for f in proc.open_files()}
     except (psutil.Error, OSError, NotImplementedError):
         return None
+
+
+def socket_peer_pid(conn: socket.socket) -> int | None:
+    """The pid of the process at the other end of a connected Unix socket, as the kernel
+    reports it (``SO_PEERCRED`` on Linux, ``LOCAL_PEERPID`` on macOS); None elsewhere or when
+    it cannot be read. The peer cannot choose what this says."""
+    try:
+        if hasattr(socket, "SO_PEERCRED"):
+            creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+            pid = struct.unpack("3i", creds)[0]
+        elif sys.platform == "darwin":
+            pid = conn.getsockopt(0, 0x002)  # SOL_LOCAL, LOCAL_PEERPID
+        else:
+            return None
+    except OSError:
+        return None
+    return pid if pid > 0 else None
 
 
 def file_holders(path: str, exclude: set[int]) -> list[int]:
