@@ -126,6 +126,8 @@ class ClaudeHarness(Harness):
     # Claude Code sets CLAUDE_PROJECT_DIR in every process it starts (hooks, MCP servers)
     host_variables = ("CLAUDE_PROJECT_DIR", "CLAUDE_PLUGIN_ROOT", "CLAUDE_SESSION_ID", "CLAUDE_CODE_SESSION_ID")
     host_priority = 10
+    # the config dir (sessions, transcripts), the Desktop root on Linux, the inbox socket dir
+    env_variables = ("CLAUDE_CONFIG_DIR", "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR")
     archived_sessions_take_mail = True  # a Claude session can be resumed from its archive
 
     def __init__(self, env: Mapping[str, str] | None = None) -> None:

@@ -193,6 +193,7 @@ class CodexHarness(Harness):
     session_kind = "codex_thread"
     host_variables = ("CODEX_THREAD_ID",)
     host_priority = 20
+    env_variables = ("CODEX_HOME",)  # transcripts, config, the app-server's control socket
     # ``added`` / ``updated`` / ``registry-full`` once ``--socket PATH`` registered its endpoint
     # in this process (reported by ``sessions`` and ``send``, as agent-session-intercom does).
     # message formats this harness can put in front of a model besides agent-link's envelope
