@@ -10,9 +10,9 @@ socket, so a name is never proof. A message is stored with ``verified: true``
 * **the host proved it**: the harness checked the host's own records and put what it found in
   :attr:`~agent_link_core.model.Caller.evidence`. What counts is the harness's to say, and
   always ties the calling process to the session: the calling process is, or descends from,
-  the host's own program, which that host's records name as running that session (a Claude
-  Code process whose live-session record names it, start time checked; a Codex process that
-  holds that thread's transcript open). Harnesses find those processes with
+  the host's own program, which that host's records name as running that session (for example
+  a host process whose own session record names it, start time checked, or one that holds the
+  session's transcript open; each host plugin's harness says which). Harnesses find those processes with
   :func:`agent_link_core.procs.lineage`;
 * **the session exists** in that host (:meth:`~agent_link_core.harness.Harness.get_session`).
 
@@ -21,9 +21,8 @@ the send says why with a ``sender_unverified`` warning (``details.reason``: ``no
 or ``no_such_session``). An address given on the command line (``--from``, a harness's sender
 options) or by ``AGENT_LINK_ADDRESS`` is never verified.
 
-What this does not prove: which of several sessions one host process runs (a Codex app-server
-runs many threads, and a command started in one of them can name another of the same
-app-server), nor anything against a process of the same user that controls the host process
+What this does not prove: which of several sessions one host process runs (a host process that
+runs many sessions lets a command started in one of them name another of the same process), nor anything against a process of the same user that controls the host process
 itself (a debugger, or running the host program to make it write its own records).
 """
 

@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from agent_link_core.callmeta import meta_text
-from agent_link_core.envelope import iso_ms
+from agent_link_core.envelope import envelope_title, iso_ms
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.harness import Delivery, Harness, McpPeer, OutputBudget, SendOption, SenderOption, SessionListing
-from agent_link_core.model import Caller, Session
+from agent_link_core.model import RAW_TITLE_CHARS, Caller, Session
 from agent_link_core.reminders import DueReminders
 from agent_link_core.store import Store, now_ms
 from agent_link_core.tools.schemas import PATH
@@ -108,7 +108,13 @@ def session_from_thread(thread: Mapping[str, Any], link: Link | None, *, loaded:
     transcript_only = link is None and (bool(thread.get("localOnly")) or (thread.get("status") or {}).get("source") == "local-jsonl")
     is_loaded = False if transcript_only else loaded if loaded is not None else status not in ("notLoaded", "unknown")
     title = thread.get("name") or thread.get("preview")
-    if isinstance(title, str):
+    preview = thread.get("preview")
+    raw_title = title if isinstance(title, str) else None
+    if isinstance(title, str) and envelope_title(title) is not None:
+        # a thread agent-link started is named after its envelope: the Session shows sender and
+        # first words, from the whole first message when Codex cut its name short
+        title = preview.strip() if isinstance(preview, str) and envelope_title(preview) is not None and len(preview) > len(title) else title
+    elif isinstance(title, str):
         title = title.strip().splitlines()[0][:120] if title.strip() else None
     activity = thread.get("recencyAt") or thread.get("updatedAt")
     kind = source_kind(thread)
@@ -118,6 +124,8 @@ def session_from_thread(thread: Mapping[str, Any], link: Link | None, *, loaded:
         extra["endpointAddress"] = f"{link.endpoint.id}:{tid}"  # the ep_...:<thread> form send accepts
     if thread.get("localOnly"):
         extra["localOnly"] = True
+    if raw_title is not None and envelope_title(raw_title) is not None:
+        extra["rawTitle"] = raw_title[:RAW_TITLE_CHARS]
     return Session(
         address=f"codex:{tid}", harness="codex", id=tid, title=title if isinstance(title, str) else None,
         cwd=thread.get("cwd") if isinstance(thread.get("cwd"), str) else None, surface=surface_of(kind),
