@@ -43,6 +43,30 @@ for line in sys.stdin:
 """
 
 
+LAUNCH = """
+import subprocess, sys
+count = int(sys.argv[1])
+held = [open(p, "a") for p in sys.argv[2:2 + count]]
+sys.exit(subprocess.call(sys.argv[2 + count:]))
+"""
+
+
+def program(folder: Path, name: str) -> Path:
+    """This interpreter copied to ``folder/name`` (once)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    if not path.exists():
+        shutil.copy2(interpreter(), path)
+    return path
+
+
+def launcher(folder: Path, name: str, hold: Sequence[Path] = ()) -> list[str]:
+    """A command prefix: the rest of the command line runs as the child (stdio inherited) of a
+    process of the program ``name`` that holds the files ``hold`` open, e.g. an MCP server
+    started as a Codex process holding a thread's transcript would start it."""
+    return [str(program(folder, name)), "-c", LAUNCH, str(len(hold)), *(str(p) for p in hold)]
+
+
 def interpreter() -> str:
     """The real interpreter binary behind this (possibly virtual-environment) Python."""
     return os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
@@ -56,10 +80,7 @@ class HostProgram:
     """
 
     def __init__(self, folder: Path, name: str) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
-        self.path = folder / name
-        if not self.path.exists():
-            shutil.copy2(interpreter(), self.path)
+        self.path = program(folder, name)
         self.proc = subprocess.Popen([str(self.path), "-c", RELAY], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
     @property
