@@ -15,18 +15,18 @@ every string in every MCP tool result (:func:`visible_data`, applied by
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from typing import Any
-
-_ASCII_SAFE = re.compile(r"[\x20-\x7e\n\t]*")
 
 
 def visible(text: str, keep: str = "\n\t") -> str:
     """``text`` with every category-``C`` character except those in ``keep`` as ``\\u{XXXX}``
     (upper-case hex, at least 4 digits); CRLF becomes LF first when LF is kept."""
-    if _ASCII_SAFE.fullmatch(text) and (keep == "\n\t" or not any(c in text for c in "\n\t")):
-        return text  # the common case, without a per-character pass
+    probe = text
+    for c in keep:
+        probe = probe.replace(c, "")
+    if probe.isprintable():  # no category-C character (nor a separator): the common case, in C
+        return text
     if "\n" in keep:
         text = text.replace("\r\n", "\n")
     return "".join(c if c in keep or unicodedata.category(c)[0] != "C" else f"\\u{{{ord(c):04X}}}" for c in text)
