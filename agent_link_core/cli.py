@@ -105,11 +105,11 @@ def run_async(coro: Any) -> Any:
 
 def printable(value: Any) -> str:
     """A cell for a terminal: control, format and bidi characters (which could drive the
-    terminal or disguise text) become visible escapes."""
-    import unicodedata
+    terminal or disguise text), line breaks and tabs included, become visible escapes
+    (:func:`agent_link_core.visible.visible`)."""
+    from agent_link_core.visible import visible
 
-    text = "" if value is None else str(value)
-    return "".join(c if unicodedata.category(c)[0] != "C" else f"\\u{{{ord(c):04X}}}" for c in text)
+    return visible("" if value is None else str(value), keep="")
 
 
 def table(columns: list[str], rows: list[list[Any]]) -> None:

@@ -9,12 +9,12 @@ The typed API and the MCP tools name things the way tool arguments do (``replyBy
 from __future__ import annotations
 
 import re
-import unicodedata
 from typing import IO, Any
 
 from agent_link_core.addresses import ADDRESS_RE, is_address
 from agent_link_core.envelope import MAX_BODY_BYTES
 from agent_link_core.errors import AgentLinkError, invalid_arguments
+from agent_link_core.visible import visible
 
 # Tool argument -> CLI option or argument, for every command (a command's own table wins).
 FIELD_NAMES = {
@@ -140,15 +140,9 @@ def read_body(text: str | None, path: str | None, stdin: IO[bytes]) -> str:
 def terminal_safe(text: str | None) -> str:
     """``text`` for a terminal: line breaks and tabs kept, every other control, format,
     private-use or unassigned character (ESC, CSI, bidi overrides, NUL ...) shown as a
-    visible ``\\u{XXXX}`` escape, so a peer's text cannot move the cursor, recolour the
-    screen or disguise itself."""
-    out = []
-    for c in (text or "").replace("\r\n", "\n"):
-        if c in "\n\t" or unicodedata.category(c)[0] != "C":
-            out.append(c)
-        else:
-            out.append(f"\\u{{{ord(c):04X}}}")
-    return "".join(out)
+    visible ``\\u{XXXX}`` escape (:func:`agent_link_core.visible.visible`), so a peer's text
+    cannot move the cursor, recolour the screen or disguise itself."""
+    return visible(text or "")
 
 
 def message_lines(view: dict[str, Any], body: str | None) -> list[str]:

@@ -64,6 +64,11 @@ class Setting:
         return f"Setting({self.name!r}, {self.kind!r}, {self.default!r})"
 
 
+#: variables other than settings that the core reads (the settings file, the start-up cache,
+#: installed host folders): every host must pass them to agent-link's server, as it must each
+#: harness's ``env_variables``
+CORE_ENV_VARIABLES: tuple[str, ...] = ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME")
+
 CORE_SETTINGS: tuple[Setting, ...] = (
     Setting("AGENT_LINK_STATE_DIR", "path", "~/.agent-link", doc="state directory (database, logs, plugin files)"),
     Setting("AGENT_LINK_MAILBOX_PATH", "path", None, doc="mailbox database file (default <state>/agent-link.db)"),

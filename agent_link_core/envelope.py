@@ -28,6 +28,7 @@ __all__ = [
     "MAX_ESCAPED_CHARS",
     "NOTICE_TEXT",
     "EnvelopeMessage",
+    "envelope_title",
     "escape_attr",
     "escape_text",
     "iso_ms",
@@ -435,6 +436,54 @@ def render_envelope(msg: EnvelopeMessage, *, elements: Sequence[str] = (), reply
         "</agent-link-message>",
     ]
     return "\n".join(lines)
+
+
+_TITLE_FROM_RE = re.compile(r'\sfrom="([^"<>]*)')
+_TITLE_BODY_RE = re.compile(r"<body>\n?(.*?)(?:\n?</body>|$)", re.DOTALL)
+_TITLE_ENTITY_RE = re.compile(r"&(?:#x([0-9A-Fa-f]{1,6})|#([0-9]{1,7})|(lt|gt|amp|quot));")
+_TITLE_ENTITIES = {"lt": "<", "gt": ">", "amp": "&", "quot": '"'}
+_TITLE_DROP_RE = re.compile(f"[{_CONTROL_CLASS}{_FORMAT_CLASS}]+")
+#: how many words of the body a title shows, and at most how many characters
+TITLE_WORDS = 8
+TITLE_CHARS = 60
+
+
+def _title_unescape(match: re.Match[str]) -> str:
+    if match.group(3):
+        return _TITLE_ENTITIES[match.group(3)]
+    code = int(match.group(1), 16) if match.group(1) else int(match.group(2))
+    return chr(code) if code < 0x110000 else ""
+
+
+def envelope_title(text: str | None) -> str | None:
+    """What a person would call a session whose host titled it with an agent-link envelope
+    (a host that names a thread after its first user message does, for a thread agent-link
+    started): ``"<sender>: <the body's first words>"``, or ``"message from <sender>"`` when
+    the title was cut before the body. None when ``text`` is not an envelope.
+
+    :param text: the host's title, or the first user message it was made from (possibly cut
+        anywhere, e.g. ``<agent-link-message id="01M8…" from="team:…``).
+    :returns: one line of at most ``TITLE_CHARS`` characters of body text after the sender;
+        control, format and bidi characters are dropped from it, the sender is kept only when
+        it is a well-formed address.
+    """
+    if not isinstance(text, str) or not text.lstrip().startswith("<agent-link-message"):
+        return None
+    found = _TITLE_FROM_RE.search(text)
+    sender = found.group(1) if found is not None else ""
+    sender = sender if is_address(sender) or sender == EXTERNAL else "an agent"
+    body = _TITLE_BODY_RE.search(text)
+    words = ""
+    if body is not None:
+        plain = _TITLE_ENTITY_RE.sub(_title_unescape, body.group(1))
+        plain = _TITLE_DROP_RE.sub(" ", sanitize_text(plain))
+        kept = plain.split()[:TITLE_WORDS]
+        words = " ".join(kept)
+        if len(words) > TITLE_CHARS:
+            words = words[:TITLE_CHARS - 1].rstrip() + "…"
+        elif len(plain.split()) > TITLE_WORDS:
+            words += " …"
+    return f"{sender}: {words}" if words else f"message from {sender}"
 
 
 def render_inbox(envelopes: Sequence[str]) -> str:

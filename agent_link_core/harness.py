@@ -199,6 +199,11 @@ class Harness:
     #: order in which harnesses' ``host_variables`` are tried (lower first), for a process
     #: that sees the variables of more than one host
     host_priority: int = 100
+    #: environment variables other than agent-link settings that this harness reads wherever
+    #: it runs (the host's own folders, e.g. its config dir): every host must pass them to
+    #: agent-link's server, since a server of another host reads them too. Never the
+    #: per-process ``host_variables`` (a server must not inherit another process's session).
+    env_variables: tuple[str, ...] = ()
     #: whether mail sent to the exact address of an archived session is accepted (it waits
     #: in the mailbox until the session is resumed); fuzzy queries never pick archived ones
     archived_sessions_take_mail: bool = False
@@ -239,6 +244,9 @@ class Harness:
         :param meta: the request's ``_meta`` (may be empty).
         :param env: the server's environment.
         :returns: a :class:`~agent_link_core.model.Caller` when this host can tell, else None.
+            Set its ``evidence`` only when the host's own records tie this process to the
+            session (what :mod:`agent_link_core.identity` asks); a session only named by a
+            variable or ``_meta`` key gets none, and its mail is signed ``fromVerified="false"``.
         """
         return None
 

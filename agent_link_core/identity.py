@@ -1,13 +1,29 @@
-"""Whether a sender the runtime named is a session its host has (``fromVerified``).
+"""The one rule for ``fromVerified``: the host proved that the caller belongs to its session.
 
 A harness names the caller from what the host runtime hands the process: an environment
-variable the host sets in the shells it runs, a session id in an MCP request's ``_meta``, the
-host's own session file. Anyone can set such a variable or ``_meta`` key, so a name alone is
-not enough: a message is stored with ``verified: true`` (``fromVerified="true"`` in its
-envelope) only when the named session also exists in that host, as the harness's
-:meth:`~agent_link_core.harness.Harness.get_session` finds it. Otherwise the message is
-stored as unverified (the caller's ``proven`` is False; its source is kept) and the send
-says so with a ``sender_unverified`` warning.
+variable the host sets in the processes it starts, a session id in an MCP request's ``_meta``,
+the host's own session file, the kernel-reported peer of a socket. Any process of the machine's
+user can set such a variable, send such ``_meta``, write such a file or connect to such a
+socket, so a name is never proof. A message is stored with ``verified: true``
+(``fromVerified="true"`` in its envelope) only when both hold:
+
+* **the host proved it**: the harness checked the host's own records and put what it found in
+  :attr:`~agent_link_core.model.Caller.evidence`. What counts is the harness's to say, and
+  always ties the calling process to the session: the calling process is, or descends from,
+  the host's own program, which that host's records name as running that session (for example
+  a host process whose own session record names it, start time checked, or one that holds the
+  session's transcript open; each host plugin's harness says which). Harnesses find those processes with
+  :func:`agent_link_core.procs.lineage`;
+* **the session exists** in that host (:meth:`~agent_link_core.harness.Harness.get_session`).
+
+Otherwise the message is stored unverified (``Caller.proven`` False; its source is kept) and
+the send says why with a ``sender_unverified`` warning (``details.reason``: ``not_proven``
+or ``no_such_session``). An address given on the command line (``--from``, a harness's sender
+options) or by ``AGENT_LINK_ADDRESS`` is never verified.
+
+What this does not prove: which of several sessions one host process runs (a host process that
+runs many sessions lets a command started in one of them name another of the same process), nor anything against a process of the same user that controls the host process
+itself (a debugger, or running the host program to make it write its own records).
 """
 
 from __future__ import annotations
@@ -19,32 +35,23 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.model import Caller
+from agent_link_core.model import RUNTIME_SOURCES, Caller
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
 
 log = logging.getLogger(__name__)
-# Sessions proved once per process: a session that existed keeps its address (archived
+# Sessions found once per process: a session that existed keeps its address (archived
 # sessions still exist), so a long-lived server asks its host once per sender.
-_proved: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+_existing: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
 
 
-async def prove_sender(app: App, caller: Caller) -> tuple[Caller, list[dict[str, Any]]]:
-    """The caller to sign mail with, and the warnings to report.
-
-    :param app: the running application (its harnesses answer ``get_session``).
-    :param caller: who the runtime named (:meth:`App.caller`).
-    :returns: ``(caller, [])`` when the caller is not runtime-named (nothing to prove) or
-        its harness knows the session; else ``(caller with proven=False, [warning])``
-        whose ``sender_unverified`` warning names the address and what named it. Never raises:
-        a host that cannot be asked proves nothing.
-    """
-    if not caller.verified:
-        return caller, []
-    proved = _proved.setdefault(app, set())
-    if caller.address in proved:
-        return caller, []
+async def _session_exists(app: App, caller: Caller) -> bool:
+    """True when the caller's harness finds its session; False when it does not or cannot
+    be asked (nothing is proved then)."""
+    known = _existing.setdefault(app, set())
+    if caller.address in known:
+        return True
     harness = app.harnesses.get(caller.host or "")
     session = None
     if harness is not None:
@@ -52,17 +59,41 @@ async def prove_sender(app: App, caller: Caller) -> tuple[Caller, list[dict[str,
         try:
             session = await asyncio.wait_for(harness.get_session(ident), app.hooks.boundary.timeout_ms / 1000 or None)
         except AgentLinkError as exc:  # the host cannot be asked: nothing is proved
-            log.info("could not prove %s: %s", caller.address, exc.code)
+            log.info("could not look up %s: %s", caller.address, exc.code)
         except Exception:  # a harness bug (or a lookup that never ends) must not fail the send
             log.exception("harness %s failed to look up %s", caller.host, caller.address)
     if session is not None and session.address == caller.address:
-        proved.add(caller.address)
-        return caller, []
+        known.add(caller.address)
+        return True
+    return False
+
+
+async def prove_sender(app: App, caller: Caller) -> tuple[Caller, list[dict[str, Any]]]:
+    """The caller to sign mail with, and the warnings to report (the module's rule).
+
+    :param app: the running application (its harnesses answer ``get_session``).
+    :param caller: who the runtime named (:meth:`App.caller`), with the harness's
+        ``evidence`` when the host proved it.
+    :returns: ``(caller, [])`` when the caller is not runtime-named (nothing to prove: it
+        signs unverified); ``(caller with proven=True, [])`` when the host proved it and the
+        session exists; else ``(caller with proven=False, [warning])`` whose
+        ``sender_unverified`` warning names the address, what named it and why
+        (``details.reason``: ``no_such_session`` or ``not_proven``). Never raises: a host that
+        cannot be asked proves nothing.
+    """
+    if caller.source not in RUNTIME_SOURCES or not caller.known:
+        return dataclasses.replace(caller, proven=False), []
+    host = caller.host or "no host"
+    if not await _session_exists(app, caller):
+        reason, why = "no_such_session", f"{host} has no such session"
+    elif not caller.evidence:
+        reason, why = "not_proven", f"{host} did not prove that this process belongs to that session (a name alone proves nothing)"
+    else:
+        return dataclasses.replace(caller, proven=True), []
     warning = {
         "code": "sender_unverified",
-        "message": f"{caller.address} was named by {caller.source} but {caller.host or 'no host'} has no such session, "
-                   'so this message is marked fromVerified="false".',
-        "details": {"address": caller.address, "namedBy": caller.source, "reason": "no_such_session"},
+        "message": f'{caller.address} was named by {caller.source} but {why}, so this message is marked fromVerified="false".',
+        "details": {"address": caller.address, "namedBy": caller.source, "reason": reason},
     }
     return dataclasses.replace(caller, proven=False), [warning]
 
@@ -75,8 +106,7 @@ async def prove_reader(app: App, address: str) -> None:
     a read) could otherwise read anyone's mail, so naming an address is allowed only when
     the machine's user turned ``AGENT_LINK_INSPECT_ALL`` on, or when this process already is
     that address: the runtime names it (:meth:`App.caller`: the host's session variables or
-    ``AGENT_LINK_ADDRESS``) and the proof sends use (:func:`prove_sender`) does not find the
-    named session missing from its host.
+    ``AGENT_LINK_ADDRESS``) and, for a host's session, its harness finds that session.
 
     :param app: the running application.
     :param address: the address the command reads as (already checked to be well formed).
@@ -87,8 +117,10 @@ async def prove_reader(app: App, address: str) -> None:
         return
     me = app.caller()
     if me.known and me.address == address:
-        _, warnings = await prove_sender(app, me)
-        if not warnings:
+        # reading keeps the older, weaker rule (the named session exists), not the proof of
+        # prove_sender: `agent-link inbox` run where the host's ancestry cannot be seen must
+        # still read its session's mail
+        if me.source == "config" or (me.source in RUNTIME_SOURCES and await _session_exists(app, me)):
             return
         why = f"it is named by {me.source}, but {me.host or 'no host'} has no such session"
     else:

@@ -430,7 +430,8 @@ def message_row(ctx: LegacyContext, event: dict[str, Any]) -> dict[str, Any]:
     meta = meta if isinstance(meta, dict) else {}
     claimed = meta.get("sender", {}).get("source") if isinstance(meta.get("sender"), dict) else None
     source = claimed if claimed in SENDER_SOURCES else "fallback"
-    meta["sender"] = {"source": source, "verified": source in RUNTIME_SOURCES and is_address(sender)}
+    # nothing proves now which process wrote an imported message (agent_link_core.identity)
+    meta["sender"] = {"source": source, "verified": False}
     meta["imported"] = {"from": "legacy-mailbox"}
     role = meta.get("role") if isinstance(meta.get("role"), dict) else {}
     to_addr = role["via"] if isinstance(role.get("via"), str) and role["via"].startswith("role:") and is_address(role["via"]) else recipient

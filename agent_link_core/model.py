@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent_link_core.envelope import envelope_title
 from agent_link_core.addresses import (  # noqa: F401 - re-exported for plugins
     ADDRESS_RE,
     ANTICIPATIONS,
@@ -20,6 +21,13 @@ from agent_link_core.addresses import (  # noqa: F401 - re-exported for plugins
     is_ulid,
 )
 
+#: how much of a host's raw title a session keeps when it shows another (``Session``)
+RAW_TITLE_CHARS = 300
+
+#: where a runtime identity comes from (``Caller.source``); only these can be verified
+RUNTIME_SOURCES = ("current_session", "env", "runtime_context")
+
+
 @dataclass(frozen=True)
 class Caller:
     """Who is calling a tool or command.
@@ -28,8 +36,13 @@ class Caller:
     :param source: where it came from: ``current_session``, ``env``, ``runtime_context``
         (MCP ``_meta``), ``config`` (``AGENT_LINK_ADDRESS``) or ``fallback``.
     :param host: the harness name, or ``None``.
-    :param proven: whether the named session was found in its host
-        (:func:`agent_link_core.identity.prove_sender`); None when not checked.
+    :param evidence: what the host proved about this process, in words, when its harness
+        checked the host's own records (for example "pid 4242, an ancestor of this process,
+        is the host process of that session"); None when the session is only named
+        (a variable, ``_meta``, a flag). See :mod:`agent_link_core.identity`.
+    :param proven: the core's verdict (:func:`agent_link_core.identity.prove_sender`): True
+        when the harness gave ``evidence`` and the session exists in its host, False when
+        not; None when not checked yet.
     """
 
     address: str = EXTERNAL
@@ -38,12 +51,14 @@ class Caller:
     turn_id: str | None = None
     tool_call_id: str | None = None
     proven: bool | None = None
+    evidence: str | None = None
 
     @property
     def verified(self) -> bool:
-        """A provenance hint, not authentication: the identity came from the runtime, and
-        its session was not found missing in its host."""
-        return self.proven is not False and self.source in ("current_session", "env", "runtime_context") and is_address(self.address)
+        """True only when the host proved that the calling process belongs to this session
+        (:func:`agent_link_core.identity.prove_sender` set ``proven``); never for a name
+        alone, whatever named it."""
+        return self.proven is True and self.source in RUNTIME_SOURCES and is_address(self.address)
 
     @property
     def known(self) -> bool:
@@ -58,6 +73,12 @@ class Session:
     ``last_activity_ms`` is epoch milliseconds. ``receive`` says how mail reaches it:
     ``{"push": str|None, "nudge": str|None, "pull": bool}``. ``extra`` holds harness fields
     (the host's own ids, status, ...) that list tools pass through.
+
+    A ``title`` that is an agent-link envelope (a host that names a session after its first
+    user message does so for a session agent-link started) becomes what a person would call
+    it, :func:`agent_link_core.envelope.envelope_title` (sender and the body's first words);
+    the host's title is kept in ``extra["rawTitle"]`` (at most :data:`RAW_TITLE_CHARS`; a
+    harness that read the title from a longer text sets ``rawTitle`` itself).
     """
 
     address: str
@@ -72,3 +93,9 @@ class Session:
     receive: dict[str, Any] = field(default_factory=lambda: {"push": None, "nudge": None, "pull": True})
     aliases: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        shown = envelope_title(self.title)
+        if shown is not None and self.title is not None:
+            object.__setattr__(self, "extra", {"rawTitle": self.title[:RAW_TITLE_CHARS], **self.extra})
+            object.__setattr__(self, "title", shown)

@@ -10,6 +10,8 @@ psutil is imported on first use: the hook fast path never pays for it.
 from __future__ import annotations
 
 import os
+import socket
+import struct
 import sys
 import time
 
@@ -80,6 +82,59 @@ def command_line(pid: int) -> list[str] | None:
         return proc.cmdline() if proc is not None else None
     except psutil.Error:
         return None
+
+
+def executable(pid: int) -> str | None:
+    """The absolute path of the program ``pid`` runs (symlinks resolved by the OS); None
+    when unknown (gone, another user's process, a platform psutil does not cover)."""
+    import psutil
+
+    proc = _process(pid)
+    try:
+        return (proc.exe() or None) if proc is not None else None
+    except (psutil.Error, OSError):
+        return None
+
+
+def lineage(pid: int | None = None, depth: int = 12) -> list[int]:
+    """``pid`` (default: this process) then its ancestors, nearest first, at most ``depth``
+    pids; stops before pid 1 (init adopts orphans, so it proves nothing) or an unknown parent."""
+    chain: list[int] = []
+    current: int | None = os.getpid() if pid is None else pid
+    while current is not None and current > 1 and len(chain) < depth:
+        chain.append(current)
+        current = parent_pid(current)
+    return chain
+
+
+def open_paths(pid: int) -> set[str] | None:
+    """Real paths of the regular files ``pid`` has open; None when they cannot be read here."""
+    import psutil
+
+    proc = _process(pid)
+    if proc is None:
+        return None
+    try:
+        return {os.path.realpath(f.path) for f in proc.open_files()}
+    except (psutil.Error, OSError, NotImplementedError):
+        return None
+
+
+def socket_peer_pid(conn: socket.socket) -> int | None:
+    """The pid of the process at the other end of a connected Unix socket, as the kernel
+    reports it (``SO_PEERCRED`` on Linux, ``LOCAL_PEERPID`` on macOS); None elsewhere or when
+    it cannot be read. The peer cannot choose what this says."""
+    try:
+        if hasattr(socket, "SO_PEERCRED"):
+            creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+            pid = struct.unpack("3i", creds)[0]
+        elif sys.platform == "darwin":
+            pid = conn.getsockopt(0, 0x002)  # SOL_LOCAL, LOCAL_PEERPID
+        else:
+            return None
+    except OSError:
+        return None
+    return pid if pid > 0 else None
 
 
 def file_holders(path: str, exclude: set[int]) -> list[int]:

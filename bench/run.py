@@ -206,6 +206,31 @@ def _search_db(state: Path, count: int) -> None:
     fill(state, count, body=lambda i: _body(rng, i), anticipation="fyi", search_index=True)
 
 
+def bench_visible(tmp: Path) -> None:
+    """The one rule for tool-result text (agent_link_core/visible.py) on a list_agents-sized
+    result (100 sessions, about 40 KB, non-ASCII titles, one title with invisible characters),
+    against serialising that result as JSON, which every tool result is anyway."""
+    import json
+
+    from agent_link_core.visible import visible_data
+
+    sessions = [{"address": f"codex:01a22a93-0000-7000-8000-{i:012d}", "harness": "codex", "id": f"01a22a93-0000-7000-8000-{i:012d}",
+                 "title": ("Réparer le parseur des titres " * 3) + ("\u202e\u200b" if i == 0 else ""), "cwd": "/work/project/alpha",
+                 "surface": ["cli"], "loaded": True, "archived": False, "lastActivityAt": "2026-11-30T04:00:00Z",
+                 "receive": {"push": "codex-turn", "nudge": "codex-hook", "pull": True}} for i in range(100)]
+    result = {"ok": True, "sessions": sessions}
+    reps = 300
+    start = time.perf_counter()
+    for _ in range(reps):
+        visible_data(result)
+    visible_ms = (time.perf_counter() - start) * 1000 / reps
+    start = time.perf_counter()
+    for _ in range(reps):
+        json.dumps(result, ensure_ascii=False)
+    json_ms = (time.perf_counter() - start) * 1000 / reps
+    line("visible text of a 100-session result", visible_ms, "ms", "json.dumps", json_ms, "<= 5")
+
+
 def bench_search(tmp: Path) -> None:
     """A page of search results (20, newest first) with 100,000 stored messages against the
     same search with 1,000; as the sender of every message, so visibility keeps them all."""
@@ -272,6 +297,7 @@ SECTIONS: dict[str, Callable[[Path], None]] = {
     "reads": bench_reads,
     "sends": bench_concurrent_sends,
     "search": bench_search,
+    "visible": bench_visible,
     "insert": bench_insert_with_index,
     "codex": lambda tmp: __import__("codex_bench").bench_codex(tmp),  # Codex delivery vs a bare turn/start
     "projects": lambda tmp: __import__("projects_bench").bench_projects(),  # the obligation classifier

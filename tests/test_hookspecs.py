@@ -53,7 +53,8 @@ class EchoHarness(Harness):
 
     def identify_caller(self, meta: Any, env: Any) -> Caller | None:
         thread = meta.get("fakeSession")
-        return Caller(f"fake:{thread}", "runtime_context", "fake") if thread else None
+        # this fake host names its caller in the call itself: it proves it (Caller.evidence)
+        return Caller(f"fake:{thread}", "runtime_context", "fake", evidence="the fake host said so in the call") if thread else None
 
     async def list_sessions(self, *, include_archived: bool = False, limit: int = 200) -> SessionListing:
         return SessionListing([Session("fake:one", "fake", "one", title="First fake", last_activity_ms=2),
@@ -209,8 +210,9 @@ def test_register_commands_hook(recorder: Recorder, monkeypatch: pytest.MonkeyPa
 @pytest.mark.anyio
 async def test_send_through_harness_resolve_and_render(app: App, recorder: Recorder) -> None:
     caller = app.caller({"fakeSession": "two"})
-    assert caller.address == "fake:two" and caller.verified
+    assert caller.address == "fake:two" and caller.evidence and not caller.verified  # proved when it signs
     out = await app.send(caller=caller, to="role:lead", body="hello lead", anticipation="reply", options={"mode": "auto"})
+    assert out.message["metadata"]["sender"] == {"source": "runtime_context", "verified": True}
     assert out.via == "role:lead"
     mid, envelope, options = recorder.harness.pushed[-1]
     assert options == {"mode": "auto"}

@@ -30,6 +30,7 @@ from jsonschema import Draft202012Validator
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.tools.schemas import NO_NUL
 from agent_link_core.model import Caller
+from agent_link_core.visible import visible_data
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
@@ -208,11 +209,21 @@ def _coerced(key: str, kind: str) -> dict[str, Any]:
 
 async def run_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | None, meta: Mapping[str, Any],
                    progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None) -> dict[str, Any]:
+    """:func:`call_tool`, with every string of an error result made visible too (a success's
+    strings already are: they are checked against the output schema as the model gets them)."""
+    result = await call_tool(app, spec, arguments, meta, progress)
+    return result if result.get("ok") else visible_data(result)
+
+
+async def call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | None, meta: Mapping[str, Any],
+                    progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None) -> dict[str, Any]:
     """Validate, call the handler and wrap the outcome in the result contract.
 
     :param progress: the call's progress reporter when the client sent a progress token.
 
-    Never raises: an :class:`AgentLinkError` becomes ``ok: false``; any other exception
+    Every string of a successful result goes through :func:`agent_link_core.visible.visible_data`
+    (invisible and bidi characters shown as ``\\u{XXXX}``). Never raises: an
+    :class:`AgentLinkError` becomes ``ok: false``; any other exception
     becomes ``internal_error`` naming only the exception class; a success result that its
     output schema refuses becomes ``internal_error`` naming the plugin (:func:`result_mismatch`).
     """
@@ -244,6 +255,9 @@ async def run_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | None
     result.pop("warnings", None)
     if all_warnings:
         result["warnings"] = all_warnings
+    # titles, bodies and names from other agents and hosts reach the model here: one rule for
+    # every string of every tool's result (agent_link_core.visible)
+    result = visible_data(result)
     return result_mismatch(app, spec, result) or result
 
 

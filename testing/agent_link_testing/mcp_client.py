@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, cast
@@ -63,12 +63,17 @@ def server_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 @asynccontextmanager
 async def agent_link_mcp(env: Mapping[str, str] | None = None, args: tuple[str, ...] = ("mcp",),
-                         revision: str = "handshake") -> AsyncIterator[AgentLinkClient]:
+                         revision: str = "handshake", launcher: Sequence[str] = ()) -> AsyncIterator[AgentLinkClient]:
     """Start ``agent-link mcp`` (``python -m agent_link_core mcp``) and yield a client that
-    opened the connection as ``revision`` says (see the module docstring)."""
+    opened the connection as ``revision`` says (see the module docstring).
+
+    :param launcher: a command prefix the server runs under (e.g.
+        :func:`agent_link_testing.host_program.launcher`: as the child of a host's program).
+    """
     if revision not in ("handshake", "stateless", "auto"):
         raise ValueError(f"revision must be handshake, stateless or auto, not {revision!r}")
-    params = StdioServerParameters(command=sys.executable, args=["-m", "agent_link_core", *args], env=server_env(env))
+    command = [*launcher, sys.executable, "-m", "agent_link_core", *args]
+    params = StdioServerParameters(command=command[0], args=command[1:], env=server_env(env))
     # errlog named now: the SDK's default is the sys.stderr of when it was imported, which may
     # be a click CliRunner's capture that no longer has a file descriptor
     async with stdio_client(params, errlog=sys.stderr) as (read, write), ClientSession(read, write) as session:

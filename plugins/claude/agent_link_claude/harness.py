@@ -46,6 +46,7 @@ from agent_link_core.harness import Delivery, Harness, McpPeer, OutputBudget, Se
 from agent_link_core.hook import last_runs
 from agent_link_core.json_files import read_json_object
 from agent_link_core.mailbox import iso
+from agent_link_core.procs import lineage
 from agent_link_core.model import Caller, Session
 
 from agent_link_claude import native
@@ -68,7 +69,7 @@ from agent_link_claude.sessions import (
     config_dir,
     desktop_roots,
     global_config_path,
-    read_live_file,
+    host_session,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -125,6 +126,8 @@ class ClaudeHarness(Harness):
     # Claude Code sets CLAUDE_PROJECT_DIR in every process it starts (hooks, MCP servers)
     host_variables = ("CLAUDE_PROJECT_DIR", "CLAUDE_PLUGIN_ROOT", "CLAUDE_SESSION_ID", "CLAUDE_CODE_SESSION_ID")
     host_priority = 10
+    # the config dir (sessions, transcripts), the Desktop root on Linux, the inbox socket dir
+    env_variables = ("CLAUDE_CONFIG_DIR", "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR")
     archived_sessions_take_mail = True  # a Claude session can be resumed from its archive
 
     def __init__(self, env: Mapping[str, str] | None = None) -> None:
@@ -146,27 +149,27 @@ class ClaudeHarness(Harness):
     # -- identity ------------------------------------------------------------------------
 
     def _claude_ancestor(self, cfg: str) -> int | None:
-        """The pid of the nearest ancestor with a live-session file in ``cfg`` (cached)."""
+        """The pid of the nearest ancestor that is a Claude Code process with its own
+        live-session record in ``cfg`` (:func:`~agent_link_claude.sessions.host_session`;
+        cached, a miss for :data:`ANCESTOR_RETRY_S`)."""
         cached = self._ancestor
         if cached is not None and cached[0] == cfg and (cached[1] is not None or time.monotonic() - cached[2] < ANCESTOR_RETRY_S):
             return cached[1]
         found = None
-        pid: int | None = os.getppid()
-        for _ in range(ANCESTOR_DEPTH):
-            if pid is None or pid <= 1:
-                break
-            if os.path.exists(os.path.join(cfg, "sessions", f"{pid}.json")):
+        for pid in lineage(os.getppid(), ANCESTOR_DEPTH):
+            if os.path.exists(os.path.join(cfg, "sessions", f"{pid}.json")) and host_session(cfg, pid) is not None:
                 found = pid
                 break
-            pid = parent_pid(pid)
         self._ancestor = (cfg, found, time.monotonic())
         return found
 
-    def current_session_id(self, env: Mapping[str, str]) -> tuple[str, str] | None:
-        """``(session id, source)`` of the Claude session this process serves, or None.
+    def current_session_id(self, env: Mapping[str, str]) -> tuple[str, str, str | None] | None:
+        """``(session id, source, evidence)`` of the Claude session this process serves, or None
+        outside Claude Code (no session variable).
 
-        Source ``current_session`` when the claude process's live-session file names it (it
-        follows ``/clear``), ``env`` when only the environment does.
+        Source ``current_session`` with evidence when an ancestor is a Claude Code process whose
+        own live-session record names the session (it follows ``/clear``); source ``env`` and no
+        evidence when only the variable names it (anyone can set it).
         """
         from_env = _env_session_id(env)
         if from_env is None:
@@ -174,11 +177,11 @@ class ClaudeHarness(Harness):
         cfg = config_dir(env)
         pid = self._claude_ancestor(cfg)
         if pid is not None:
-            live = read_live_file(os.path.join(cfg, "sessions", f"{pid}.json"))
-            if live is not None and live.pid == pid and same_process(pid, live.proc_start):
-                return live.session_id, "current_session"
+            live = host_session(cfg, pid)
+            if live is not None:
+                return live.session_id, "current_session", f"pid {pid}, an ancestor of this process, is the Claude Code process of that session"
             self._ancestor = None  # the claude process is gone or rewrote its file
-        return from_env, "env"
+        return from_env, "env", None
 
     def identify_caller(self, meta: Mapping[str, Any], env: Mapping[str, str]) -> Caller | None:
         """The calling Claude session (see the module docstring); None outside Claude Code
@@ -192,7 +195,7 @@ class ClaudeHarness(Harness):
         tool_use = meta.get("claudecode/toolUseId") if isinstance(meta, Mapping) else None
         return Caller(
             f"{NAME}:{found[0]}", found[1], NAME,
-            tool_call_id=tool_use if isinstance(tool_use, str) and len(tool_use) <= 300 else None,
+            tool_call_id=tool_use if isinstance(tool_use, str) and len(tool_use) <= 300 else None, evidence=found[2],
         )
 
     # -- discovery -----------------------------------------------------------------------

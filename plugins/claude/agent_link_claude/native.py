@@ -43,6 +43,7 @@ import psutil
 from ulid import ULID
 
 from agent_link_core.json_files import read_json_object
+from agent_link_core.procs import lineage, socket_peer_pid
 
 from agent_link_claude.procs import same_process
 
@@ -55,7 +56,9 @@ MAX_LINE = 1024 * 1024  # the host's own limit per frame line (characters)
 #: receipt statuses; ``expired`` with ``status_detail: refused`` is the host's refusal
 PROBLEMS = ("held", "refused", "dropped", "denied", "expired")
 INBOX_SINCE = (2, 1, 224)  # the first Claude Code release with inbox sockets
-GATE_ENV = "CLAUDE_CODE_HARBOR_KITE"  # the host's switch for its messaging (0 = off)
+GATE_ENV = "CLAUDE_CODE_HARBOR_KITE"
+#: how far above a receipt's sender the session's process may be (the host itself sends them)
+RECEIPT_LINEAGE = 4  # the host's switch for its messaging (0 = off)
 
 
 @dataclass(frozen=True)
@@ -168,7 +171,9 @@ class ReceiptListener:
 
     Bound as ``<directory>/<our pid>.sock`` (the host answers only to reply addresses in its own
     socket's directory), mode 0600. Use as a context manager; :attr:`address` is the ``from``
-    value to send. Receipts are collected per ``orig_msg_id`` in :attr:`receipts`.
+    value to send. Receipts are collected per ``orig_msg_id`` in :attr:`receipts`, each with the
+    pid the kernel reports for its connection (``_peerPid``): any process of the user can
+    connect here, so :meth:`problem` believes only receipts from the session's own process.
     """
 
     def __init__(self, directory: str) -> None:
@@ -214,6 +219,7 @@ class ReceiptListener:
             except (TimeoutError, OSError):
                 continue
             with conn:
+                peer = socket_peer_pid(conn)
                 conn.settimeout(5)
                 data = b""
                 with contextlib.suppress(OSError):
@@ -228,17 +234,30 @@ class ReceiptListener:
                 except ValueError:
                     continue
                 if isinstance(frame, dict) and frame.get("type") == "control" and isinstance(frame.get("orig_msg_id"), str):
+                    frame["_peerPid"] = peer
                     with self._cond:
                         self.receipts.setdefault(frame["orig_msg_id"], []).append(frame)
                         self._cond.notify_all()
 
-    def problem(self, message_id: str) -> dict[str, Any] | None:
-        """The newest problem receipt for ``message_id`` (``held``, ``refused``...), or None."""
+    def problem(self, message_id: str, host_pid: int) -> dict[str, Any] | None:
+        """The newest problem receipt for ``message_id`` (``held``, ``refused``...) that the
+        session's host sent, or None.
+
+        :param host_pid: the claude process whose inbox the message was written to; a receipt
+            counts only when the kernel reports that process (or one it started) as its
+            sender. Others are kept in :attr:`receipts` but never believed.
+        """
         with self._cond:
             for frame in reversed(self.receipts.get(message_id, [])):
-                if frame.get("action") == "peer_message_status" and frame.get("status") in PROBLEMS:
+                if frame.get("action") == "peer_message_status" and frame.get("status") in PROBLEMS \
+                        and from_host(frame.get("_peerPid"), host_pid):
                     return frame
         return None
+
+
+def from_host(peer_pid: Any, host_pid: int) -> bool:
+    """True when the kernel-reported ``peer_pid`` is ``host_pid`` or runs under it."""
+    return isinstance(peer_pid, int) and peer_pid > 0 and host_pid in lineage(peer_pid, RECEIPT_LINEAGE)
 
 
 _LISTENERS: dict[str, tuple[ReceiptListener, int]] = {}
@@ -349,7 +368,7 @@ def push_native(
             kind = transcript_shows(config_dir, inbox.session_id, message_id)
             if kind is not None:
                 return NativeOutcome("delivered", {**base, "transcript": kind})
-            problem = listener.problem(wire_id(message_id)) if listener else None
+            problem = listener.problem(wire_id(message_id), inbox.pid) if listener else None
             if problem is not None:
                 status = problem.get("status_detail") if problem.get("status_detail") == "refused" else problem.get("status")
                 return NativeOutcome(str(status), {**base, "receipt": {k: problem.get(k) for k in (

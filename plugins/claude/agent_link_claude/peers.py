@@ -6,8 +6,9 @@ So each published agent gets its own small proxy process (:func:`proxy_main`) th
 inbox socket, writes a record under its own pid with the agent's name, and reports every
 message it receives to the publisher on stdout, with the sender's pid as the kernel reports it
 (``SO_PEERCRED``). The publisher (:class:`PeerPublisher`) turns such a message into an
-agent-link message from the Claude session whose live record names that pid (start time
-checked): the sender is what the kernel says, never what the frame claims. Replies to that
+agent-link message from the Claude session that pid runs: the pid must run Claude Code's own
+program and its live record must name it (start time checked), so the sender is what the
+kernel and the host say, never what the frame or a record another process wrote claims. Replies to that
 session reach it the usual way (its inbox socket).
 
 A proxy removes its record and socket when the publisher closes its stdin (the publisher
@@ -38,6 +39,7 @@ from typing import Any
 from agent_link_core.json_files import read_json_object
 
 from agent_link_claude.procs import proc_start, same_process
+from agent_link_claude.sessions import host_session
 
 NAME_RE = re.compile(r"[^a-z0-9-]+")
 WRAPPER_RE = re.compile(r"^<cross-session-message [^>]*>\n?(.*?)\n?</cross-session-message>\s*$", re.DOTALL)
@@ -158,14 +160,14 @@ def _write_private(path: str, data: dict[str, Any]) -> None:
 
 
 def sender_session(config_dir: str, peer_pid: int | None) -> str | None:
-    """The session id of the Claude process ``peer_pid`` (its live record, start time checked)."""
+    """The session id of the Claude Code process ``peer_pid`` (the kernel-reported peer):
+    only when that process runs Claude Code's program and its own live record names it
+    (:func:`agent_link_claude.sessions.host_session`); a record any other process wrote for
+    itself, this publisher's proxies' included, names nobody."""
     if peer_pid is None or peer_pid <= 0:
         return None
-    record = read_json_object(os.path.join(config_dir, "sessions", f"{peer_pid}.json"))
-    if record is None or record.get("pid") != peer_pid or not same_process(peer_pid, record.get("procStart")):
-        return None
-    sid = record.get("sessionId")
-    return sid if isinstance(sid, str) and sid else None
+    live = host_session(config_dir, peer_pid)
+    return live.session_id if live is not None else None
 
 
 class PeerPublisher:
@@ -285,7 +287,9 @@ def forward(app: Any, target: str, session_id: str, text: str) -> dict[str, Any]
     from agent_link_core.model import Caller
 
     # the session's current id, read from its live record for the pid the kernel reported
-    caller = Caller(f"claude:{session_id}", "current_session", "claude")
+    # (sender_session): the host proved it, and prove_sender still checks that the session exists
+    caller = Caller(f"claude:{session_id}", "current_session", "claude",
+                    evidence="the kernel-reported peer of the socket is the Claude Code process of that session")
     try:
         outcome = anyio.run(lambda: app.send(caller=caller, to=target, body=text, anticipation="reply",
                                              tool="claude_peer_message"))

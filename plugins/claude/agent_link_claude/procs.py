@@ -10,12 +10,21 @@ ticks since boot) of ``/proc/<pid>/stat``, as a decimal string; elsewhere it is 
 
 from __future__ import annotations
 
+import os
+import re
+
 from agent_link_core import procs
 
 proc_start = procs.start_stamp
 pid_alive = procs.pid_alive
 parent_pid = procs.parent_pid
 command_line = procs.command_line
+#: the names Claude Code's program runs under: the npm package's ``bin/claude.exe``, an
+#: installed ``claude``, or a native install's ``<data>/claude/versions/<version>``
+PROGRAM_RE = re.compile(r"(?:^|/)(?:claude(?:\.exe)?|claude/versions/[^/]+)$")
+#: Claude Code run by a JavaScript runtime (releases before the native build): its entry script
+SCRIPT_RE = re.compile(r"(?:^|/)@anthropic-ai/claude-code/cli\.m?js$")
+RUNTIMES = frozenset({"node", "node.exe", "bun", "bun.exe"})
 
 
 def same_process(pid: int, recorded_start: object) -> bool:
@@ -29,3 +38,20 @@ def same_process(pid: int, recorded_start: object) -> bool:
         return True
     current = proc_start(pid)
     return current is None or current == recorded_start
+
+
+def is_claude_program(pid: int) -> bool:
+    """True when ``pid`` runs Claude Code's own program, as the OS reports its executable
+    (a process cannot rename that without running another program): the native binary, or a
+    JavaScript runtime whose first argument is Claude Code's entry script."""
+    exe = procs.executable(pid)
+    if exe is None:
+        return False
+    exe = exe.replace(os.sep, "/")
+    if PROGRAM_RE.search(exe):
+        return True
+    if os.path.basename(exe) in RUNTIMES:
+        argv = command_line(pid) or []
+        script = next((a for a in argv[1:] if not a.startswith("-")), None)
+        return script is not None and bool(SCRIPT_RE.search(os.path.realpath(script).replace(os.sep, "/")))
+    return False

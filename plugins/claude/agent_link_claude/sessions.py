@@ -40,7 +40,7 @@ from agent_link_core.json_files import read_json_object
 from agent_link_core.mailbox import iso
 from agent_link_core.model import Session
 
-from agent_link_claude.procs import same_process
+from agent_link_claude.procs import is_claude_program, proc_start, same_process
 
 HARNESS = "claude"
 ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
@@ -255,6 +255,20 @@ def read_live_file(path: str) -> LiveSession | None:
         proc_start=_str(data.get("procStart")), socket_path=_str(data.get("messagingSocketPath")),
         version=_str(data.get("version")),
     )
+
+
+def host_session(config_dir: str, pid: int) -> LiveSession | None:
+    """The session the Claude Code process ``pid`` runs, by that process's own record; None
+    unless ``pid`` runs Claude Code's program (:func:`~agent_link_claude.procs.is_claude_program`)
+    and ``<config_dir>/sessions/<pid>.json`` names that pid with its exact start stamp (a
+    record without one, or for a reused pid, proves nothing). Any process can write such a
+    record for itself; only Claude Code's program writes one for a Claude Code process."""
+    if pid <= 1 or not is_claude_program(pid):
+        return None
+    live = read_live_file(os.path.join(config_dir, "sessions", f"{pid}.json"))
+    if live is None or live.pid != pid or not live.proc_start or live.proc_start != proc_start(pid):
+        return None
+    return live
 
 
 # -- Desktop sidecars --------------------------------------------------------------------------

@@ -182,7 +182,9 @@ async def test_own_writes_wake_the_bridge_too(app: App) -> None:
     async with anyio.create_task_group() as tg:
         tg.start_soon(b.run, app, peer)
         await anyio.sleep(0.5)
-        mid = (await app.send(caller=Caller(ADDR, "env", "claude"), to=ADDR, body="note to self")).message["id"]
+        # a sender its host proved (Caller.evidence) signs verified, and the channel says so
+        me = Caller(ADDR, "current_session", "claude", evidence="the host's own record names this process")
+        mid = (await app.send(caller=me, to=ADDR, body="note to self")).message["id"]
         await until(lambda: len(peer.sent) == 1)
         tg.cancel_scope.cancel()
     assert peer.sent[0][1]["meta"]["from_verified"] == "true" and peer.sent[0][1]["meta"]["message_id"] == mid

@@ -70,6 +70,13 @@ class FakeInbox:
             with self.transcript.open("a") as f:
                 f.write(json.dumps({"type": "queue-operation", "operation": "enqueue", "content": frame["message"]["content"]}) + "\n")
                 f.write(json.dumps({"type": "user", "origin": {"kind": "peer"}, "message": frame["message"]}) + "\n")
+        elif self.mode == "forge":  # another process of the user answers in the host's place
+            receipt = {"type": "control", "action": "peer_message_status", "status": "dropped",
+                       "reason": "dropped by the host", "orig_msg_id": frame["msg_id"]}
+            code = ("import json, socket, sys\n"
+                    "with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as out:\n"
+                    "    out.connect(sys.argv[1]); out.sendall(sys.argv[2].encode() + b'\\n')")
+            subprocess.run([sys.executable, "-c", code, frame["from"][len("uds:"):], json.dumps(receipt)], check=True, timeout=30)
         elif self.mode == "hold":
             receipt = {"type": "control", "action": "peer_message_status", "status": "held",
                        "reason": "held for the recipient user's approval", "orig_msg_id": frame["msg_id"]}
@@ -204,6 +211,18 @@ def test_a_held_receipt_is_reported_as_held_and_the_message_stays(app: App, sess
         f.write(json.dumps({"type": "user", "message": {"role": "user", "content": f"id=\"{mid}\""}}) + "\n")
     assert app.harnesses["claude"].health()["lateConfirmed"] == 1
     assert app.mailbox.get_row(mid)["delivered_via"] == "claude-inbox"
+
+
+def test_a_receipt_from_another_process_is_not_believed(app: App, session: Any) -> None:
+    """Issue 29, item 9: any process of the user can connect to the receipt socket; a
+    "dropped" receipt it sends is not the host's, so the sender is not told it was dropped."""
+    with session("forge") as inbox:
+        outcome = send(app, anticipation="action")
+    assert [f["type"] for f in inbox.frames] == ["auth", "user"]
+    assert outcome.delivery.state == "pushed-inbox" and not [w for w in outcome.delivery.warnings if w["code"] == "dropped"]
+    kinds = [r["kind"] for r in app.store.conn.execute("SELECT kind FROM message_events WHERE message_id = ?",
+                                                       (outcome.message["id"],))]
+    assert "inbox_dropped" not in kinds
 
 
 def test_no_evidence_within_the_wait_is_unknown_and_never_resent(app: App, session: Any) -> None:

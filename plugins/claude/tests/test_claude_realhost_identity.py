@@ -1,12 +1,13 @@
-"""Who signs: a sender named by Claude Code's session variable is verified only when Claude
-Code has that session (issue 18, "Identity"), against the REAL, pinned ``claude -p``.
+"""Who signs: a sender is verified only when Claude Code proves it (issues 18 and 29,
+"Identity"), against the REAL, pinned ``claude -p``.
 
 * inside a real session, the agent-link MCP server Claude Code started signs as that session,
-  ``fromVerified="true"``;
+  ``fromVerified="true"``: its parent is the Claude Code process whose own live-session record
+  names the session;
 * a CLI call outside any Claude process whose ``CLAUDE_CODE_SESSION_ID`` names that same
-  (real) session signs verified too: the session exists;
-* the same call naming a session Claude Code never had is stored ``fromVerified="false"`` and
-  told so with a ``sender_unverified`` warning, though a real session runs on the machine.
+  (real) session is stored ``fromVerified="false"`` with a ``sender_unverified`` warning
+  (``not_proven``): a variable anyone can set is not proof (issue 29);
+* the same call naming a session Claude Code never had is unverified too (``no_such_session``).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def stored(body: str) -> dict[str, Any]:
         app.close()
 
 
-def test_a_session_variable_signs_verified_only_for_a_session_claude_code_has(
+def test_only_a_process_of_the_claude_code_session_signs_verified(
     stub: MessagesStub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_env: Path,
 ) -> None:
     host, config = plain_server_host(tmp_path, stub, isolated_env)
@@ -72,11 +73,13 @@ def test_a_session_variable_signs_verified_only_for_a_session_claude_code_has(
     assert inside["from"] == f"claude:{sid}" and inside["fromVerified"] is True
     assert 'fromVerified="true"' in inside["envelope"]
 
-    # a CLI call outside Claude Code: the variable names the real session, which exists
+    # a CLI call outside Claude Code: the variable names the real session, but no Claude Code
+    # process of that session is above this process, so nothing proves it
     assert os.environ.get("CLAUDE_CODE_SESSION_ID") is None
     real = cli_send({"CLAUDE_CODE_SESSION_ID": sid}, "named the real session", monkeypatch)
-    assert real["outcome"] == "queued" and "sender_unverified" not in {w["code"] for w in real.get("warnings", [])}, real
-    assert stored("named the real session")["fromVerified"] is True
+    [warning] = [w for w in real["warnings"] if w["code"] == "sender_unverified"]
+    assert real["outcome"] == "queued" and warning["details"] == {"address": f"claude:{sid}", "namedBy": "env", "reason": "not_proven"}
+    assert stored("named the real session")["fromVerified"] is False
 
     # the same call naming a session Claude Code never had: unverified, and said so
     ghost = cli_send({"CLAUDE_CODE_SESSION_ID": GHOST}, "named a ghost", monkeypatch)

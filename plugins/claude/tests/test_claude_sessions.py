@@ -13,6 +13,7 @@ import pytest
 
 from agent_link_claude.harness import ClaudeHarness
 from agent_link_core.directory import session_view
+from agent_link_testing.host_program import HostProgram
 from agent_link_claude.procs import parent_pid, proc_start, same_process
 from agent_link_claude.sessions import SessionIndex, clean_label, config_dir, global_config_path
 
@@ -227,7 +228,7 @@ def test_caller_from_environment() -> None:
     harness = ClaudeHarness()
     caller = harness.identify_caller({"claudecode/toolUseId": "toolu_1"}, {"CLAUDE_CODE_SESSION_ID": A})
     assert (caller.address, caller.source, caller.host, caller.tool_call_id) == (f"claude:{A}", "env", "claude", "toolu_1")
-    assert caller.verified
+    assert caller.evidence is None and not caller.verified  # a variable names a session, never proves one
     assert harness.identify_caller({}, {"CLAUDE_SESSION_ID": B}).address == f"claude:{B}"
     assert harness.identify_caller({}, {}) is None
     assert harness.identify_caller({}, {"CLAUDE_CODE_SESSION_ID": "bad id!"}) is None
@@ -237,20 +238,32 @@ def test_caller_from_environment() -> None:
     assert harness.identify_caller({"sessionId": A, "threadId": A}, {}) is None
 
 
-def test_caller_follows_clear_through_the_parent_live_file(fake_claude) -> None:
-    # After /clear the server's environment keeps the old id; the claude process (our parent
-    # here) rewrites its live-session file with the new one.
-    parent = os.getppid()
-    env = {"CLAUDE_CODE_SESSION_ID": A, "CLAUDE_CONFIG_DIR": str(fake_claude.config_dir())}
-    fake_claude.write_live(parent, B)
-    harness = ClaudeHarness()
-    caller = harness.identify_caller({}, env)
-    assert (caller.address, caller.source) == (f"claude:{B}", "current_session")
-    fake_claude.write_live(parent, C)  # another /clear
-    assert harness.identify_caller({}, env).address == f"claude:{C}"
-    # a file left by an earlier process with the same pid is not believed
-    fake_claude.write_live(parent, B, proc="12")
-    assert harness.identify_caller({}, env).address == f"claude:{A}"
-    os.unlink(fake_claude.config_dir() / "sessions" / f"{parent}.json")
-    assert (harness.identify_caller({}, env).address, harness.identify_caller({}, env).source) == (f"claude:{A}", "env")
+IDENTIFY = ("import json, os\nfrom agent_link_claude.harness import ClaudeHarness\n"
+            "c = ClaudeHarness().identify_caller({}, os.environ)\nprint(json.dumps([c.address, c.source, c.evidence is not None]))")
 
+
+def test_caller_follows_clear_through_the_parent_live_file(fake_claude, tmp_path) -> None:
+    # After /clear the server's environment keeps the old id; the claude process (the
+    # server's parent: here a process of a program named claude) rewrites its live-session
+    # file with the new one. Only such a process proves the session (Caller.evidence).
+    env = {**os.environ, "CLAUDE_CODE_SESSION_ID": A, "CLAUDE_CONFIG_DIR": str(fake_claude.config_dir())}
+
+    def identify(host: HostProgram) -> list[object]:
+        done = host.run([sys.executable, "-c", IDENTIFY], env)
+        assert done["rc"] == 0, done["stderr"]
+        return list(json.loads(done["stdout"]))
+
+    with HostProgram(tmp_path / "bin", "claude") as claude:
+        fake_claude.write_live(claude.pid, B)
+        assert identify(claude) == [f"claude:{B}", "current_session", True]
+        fake_claude.write_live(claude.pid, C)  # another /clear
+        assert identify(claude) == [f"claude:{C}", "current_session", True]
+        # a file left by an earlier process with the same pid is not believed
+        fake_claude.write_live(claude.pid, B, proc="12")
+        assert identify(claude) == [f"claude:{A}", "env", False]
+        os.unlink(fake_claude.config_dir() / "sessions" / f"{claude.pid}.json")
+        assert identify(claude) == [f"claude:{A}", "env", False]
+    # issue 29: a plain process that writes a record for itself is no Claude Code process
+    with HostProgram(tmp_path / "plain", "python3") as plain:
+        fake_claude.write_live(plain.pid, B)
+        assert identify(plain) == [f"claude:{A}", "env", False]

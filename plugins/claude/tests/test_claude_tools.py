@@ -149,7 +149,8 @@ async def test_message_by_id_and_by_query(app: App) -> None:
     assert app.mailbox.row_dict(app.mailbox.get_row(fuzzy["messageId"]))["metadata"]["claude"] == {"push": False}
 
     warned = await call(app, "message_claude_session", {"sessionId": f"claude:{PEER}", "message": "x", "deliveryPreference": "channel"})
-    assert warned["warnings"][0]["code"] == "channel_unavailable"
+    # the test process is no Claude Code process: its session variable alone proves nothing
+    assert [w["code"] for w in warned["warnings"]] == ["sender_unverified", "channel_unavailable"]
 
 
 @pytest.mark.anyio
@@ -282,7 +283,8 @@ async def test_tools_over_real_mcp_stdio(fake_claude) -> None:
             assert health["harnesses"]["claude"]["channel"]["bridge"]["gate"]["reason"] == "client_not_claude_code"
         waited = await me.call("wait_for_claude_session", {"sessionId": f"claude:{PEER}", "replyToMessageId": sent["messageId"], "timeoutMs": 5000})
         assert waited["outcome"] == "reply" and "got it" in waited["reply"]["envelope"]
-        assert waited["reply"]["from"] == f"claude:{PEER}" and waited["reply"]["fromVerified"] is True
+        # only the session variable named PEER (no Claude Code process above the test's server)
+        assert waited["reply"]["from"] == f"claude:{PEER}" and waited["reply"]["fromVerified"] is False
 
 
 @pytest.mark.anyio

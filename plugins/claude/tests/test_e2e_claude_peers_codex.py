@@ -134,6 +134,8 @@ def test_send_message_to_a_published_codex_thread_and_its_reply_comes_back(
             assert seen.locate(ANSWER) and seen.locate(f'from="{codex_address}"')
             row = app.mailbox.get_row(sent["messageId"])
             assert (row["from_addr"], row["recipient"], row["delivered_via"]) == (f"claude:{sid}", codex_address, "codex-turn")
+            # the kernel-reported sender is the real Claude Code process of that session: proved
+            assert app.mailbox.to_view(row)["fromVerified"] is True
             assert app.mailbox.state(row).status == "replied"
             # the Codex side's agent-link records the delivery once it sees the transcript line,
             # which the model's request may overtake: give it a generous bound, then check

@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from agent_link_core.callmeta import meta_text
-from agent_link_core.envelope import iso_ms
+from agent_link_core.envelope import envelope_title, iso_ms
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.harness import Delivery, Harness, McpPeer, OutputBudget, SendOption, SenderOption, SessionListing
-from agent_link_core.model import Caller, Session
+from agent_link_core.model import RAW_TITLE_CHARS, Caller, Session
 from agent_link_core.reminders import DueReminders
 from agent_link_core.store import Store, now_ms
 from agent_link_core.tools.schemas import PATH
@@ -39,6 +39,7 @@ from agent_link_codex.appserver import AppServerError, AppServerUnavailable
 from agent_link_codex.delivery import MCP_READY_MS, STALE_CLAIM_MS, VIA, Deliverer, PushClaims
 from agent_link_codex.endpoints import EndpointRegistry, explicit
 from agent_link_codex.managed import ManagedError, find_codex, reap_orphans
+from agent_link_codex.proof import Prover
 from agent_link_codex.overrides import THREAD_FIELDS, Launches, turn_params
 from agent_link_codex.service import SOURCE_KINDS, CodexService, Link, is_not_found
 from agent_link_codex.settings import VERIFIED_CODEX_VERSION, codex_home
@@ -107,7 +108,13 @@ def session_from_thread(thread: Mapping[str, Any], link: Link | None, *, loaded:
     transcript_only = link is None and (bool(thread.get("localOnly")) or (thread.get("status") or {}).get("source") == "local-jsonl")
     is_loaded = False if transcript_only else loaded if loaded is not None else status not in ("notLoaded", "unknown")
     title = thread.get("name") or thread.get("preview")
-    if isinstance(title, str):
+    preview = thread.get("preview")
+    raw_title = title if isinstance(title, str) else None
+    if isinstance(title, str) and envelope_title(title) is not None:
+        # a thread agent-link started is named after its envelope: the Session shows sender and
+        # first words, from the whole first message when Codex cut its name short
+        title = preview.strip() if isinstance(preview, str) and envelope_title(preview) is not None and len(preview) > len(title) else title
+    elif isinstance(title, str):
         title = title.strip().splitlines()[0][:120] if title.strip() else None
     activity = thread.get("recencyAt") or thread.get("updatedAt")
     kind = source_kind(thread)
@@ -117,12 +124,22 @@ def session_from_thread(thread: Mapping[str, Any], link: Link | None, *, loaded:
         extra["endpointAddress"] = f"{link.endpoint.id}:{tid}"  # the ep_...:<thread> form send accepts
     if thread.get("localOnly"):
         extra["localOnly"] = True
+    if raw_title is not None and envelope_title(raw_title) is not None:
+        extra["rawTitle"] = raw_title[:RAW_TITLE_CHARS]
     return Session(
         address=f"codex:{tid}", harness="codex", id=tid, title=title if isinstance(title, str) else None,
         cwd=thread.get("cwd") if isinstance(thread.get("cwd"), str) else None, surface=surface_of(kind),
         loaded=is_loaded, archived=archived, last_activity_ms=int(activity) * 1000 if isinstance(activity, (int, float)) else None,
         receive={"push": None if archived or transcript_only else VIA, "nudge": "codex-hook", "pull": True}, extra=extra,
     )
+
+
+def stored_verified(message: Mapping[str, Any]) -> bool:
+    """The verdict stored with a message (``metadata.sender.verified``, set once by
+    :func:`agent_link_core.identity.prove_sender`); never recomputed from its source."""
+    meta = message.get("metadata")
+    sender = meta.get("sender") if isinstance(meta, Mapping) else None
+    return isinstance(sender, Mapping) and sender.get("verified") is True
 
 
 def send_facets(message: Mapping[str, Any], delivery: Delivery) -> dict[str, Any]:
@@ -150,7 +167,7 @@ def send_facets(message: Mapping[str, Any], delivery: Delivery) -> dict[str, Any
                                       "is visible, selected or unarchived in the Codex desktop app."},
         "peerMessage": {"messageId": message.get("id"), "from": sender or None,
                         "fromHarness": sender.split(":", 1)[0] if ":" in sender else None,
-                        "fromVerified": Caller(sender, str(message.get("from_source") or "fallback")).verified if sender else False,
+                        "fromVerified": bool(sender) and stored_verified(message),
                         "sentAt": iso_ms(message["sent_at"]) if isinstance(message.get("sent_at"), int) else None, "enveloped": True},
         "turn": {"turnId": turn_id, "action": "steered" if steered else "started", "status": "inProgress"}
         if (steered or started) and turn_id else None,
@@ -184,6 +201,7 @@ class CodexHarness(Harness):
     session_kind = "codex_thread"
     host_variables = ("CODEX_THREAD_ID",)
     host_priority = 20
+    env_variables = ("CODEX_HOME",)  # transcripts, config, the app-server's control socket
     # ``added`` / ``updated`` / ``registry-full`` once ``--socket PATH`` registered its endpoint
     # in this process (reported by ``sessions`` and ``send``, as agent-session-intercom does).
     # message formats this harness can put in front of a model besides agent-link's envelope
@@ -231,6 +249,7 @@ class CodexHarness(Harness):
         self._health_options: dict[str, Any] | None = None
         self._version_probe: dict[str, Any] | None = None
         self._health_connect_error: str | None = None
+        self._prover = Prover()
 
     # context ---------------------------------------------------------------------------
     def attach(self, app: Any) -> None:
@@ -336,7 +355,9 @@ class CodexHarness(Harness):
     # identity --------------------------------------------------------------------------
     def identify_caller(self, meta: Mapping[str, Any], env: Mapping[str, str]) -> Caller | None:
         """The calling thread from ``_meta`` (source ``runtime_context``), else from
-        ``CODEX_THREAD_ID`` (source ``env``); None when neither names a valid thread id.
+        ``CODEX_THREAD_ID`` (source ``env``); None when neither names a valid thread id. Either
+        only names the thread; ``evidence`` is set when Codex proves it
+        (:class:`agent_link_codex.proof.Prover`).
 
         ``meta`` of exactly ``{"threadId"[, "endpointId"]}`` is the CLI's ``--from-thread
         [--from-endpoint]`` (``agent_link_core.api.sender``): that thread is checked against
@@ -348,10 +369,12 @@ class CodexHarness(Harness):
             return self._named_sender(meta.get("threadId"), meta.get("endpointId"))
         thread = meta_value(meta, THREAD_KEYS) if meta else None
         if thread is not None and ID_RE.match(thread):
-            return Caller(f"codex:{thread}", "runtime_context", "codex", meta_value(meta, TURN_KEYS), meta_value(meta, CALL_KEYS))
+            return Caller(f"codex:{thread}", "runtime_context", "codex", meta_value(meta, TURN_KEYS), meta_value(meta, CALL_KEYS),
+                          evidence=self._prover.evidence(thread))
         env_thread = (env.get("CODEX_THREAD_ID") or "").strip()
         if env_thread and ID_RE.match(env_thread):
-            return Caller(f"codex:{env_thread}", "env", "codex", env.get("CODEX_TURN_ID") or None, env.get("CODEX_TOOL_CALL_ID") or None)
+            return Caller(f"codex:{env_thread}", "env", "codex", env.get("CODEX_TURN_ID") or None, env.get("CODEX_TOOL_CALL_ID") or None,
+                          evidence=self._prover.evidence(env_thread))
         return None
 
     def _named_sender(self, thread: Any, endpoint: Any) -> Caller | None:

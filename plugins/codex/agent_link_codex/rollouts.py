@@ -31,6 +31,7 @@ HEAD_BYTES = 64 * 1024
 TAIL_BYTES = 256 * 1024
 MAX_WINDOW_BYTES = 4 * 1024 * 1024
 PREVIEW_CHARS = 500
+ENVELOPE_BODY_CHARS = 200  # of an envelope's body, kept in a preview after the envelope's header
 ACTIVE_EVENTS = frozenset({"task_started", "turn_started"})
 IDLE_EVENTS = frozenset({"task_complete", "turn_aborted", "task_completed", "turn_complete", "turn_completed"})
 FORK_DEPTH_MAX = 16
@@ -154,6 +155,14 @@ def thread_names(home: Path) -> dict[str, str]:
     return names
 
 
+def preview_limit(text: str) -> int:
+    """How much of a first user message a preview keeps: ``PREVIEW_CHARS``, or for an
+    agent-link envelope (a thread agent-link started) enough to reach the body's first words,
+    which name the thread (:func:`agent_link_core.envelope.envelope_title`)."""
+    body = text.find("<body>") if text.lstrip().startswith("<agent-link-message") else -1
+    return max(PREVIEW_CHARS, body + len("<body>") + ENVELOPE_BODY_CHARS) if body >= 0 else PREVIEW_CHARS
+
+
 def summary(home: Path, path: Path, names: dict[str, str] | None = None) -> dict[str, Any] | None:
     """A thread-like summary of one rollout (``localOnly: true``), or None if unreadable.
 
@@ -199,8 +208,8 @@ def summary(home: Path, path: Path, names: dict[str, str] | None = None) -> dict
     except OSError:
         mtime = None
     tid = meta["id"]
-    if preview is not None and len(preview) > PREVIEW_CHARS:
-        preview = preview[: PREVIEW_CHARS - 1] + "…"
+    if preview is not None and len(preview) > preview_limit(preview):
+        preview = preview[: preview_limit(preview) - 1] + "…"
     return {
         "id": tid,
         "name": (names if names is not None else thread_names(home)).get(tid),

@@ -10,7 +10,8 @@ checkout, no ``.venv``: the launcher finds ``agent-link`` on PATH) is registered
 * a run whose model calls ``agent_link_health`` through the installed plugin gets its result,
   and the server used ``AGENT_LINK_STATE_DIR`` from Codex's environment (``env_vars``);
 * with the state directory set only in the settings file (``agent-link config set``), a message
-  Codex's model sends through the plugin is in the CLI's inbox: one mailbox.
+  Codex's model sends through the plugin is in the CLI's inbox: one mailbox;
+* with ``CLAUDE_CONFIG_DIR`` set, Codex's model reaches a Claude session kept there (issue 29).
 
 A missing host binary fails these tests ("run `make hosts`"); they never skip.
 """
@@ -115,3 +116,18 @@ def test_installed_plugin_tools_are_in_every_first_request(root: Path) -> None:
                                capture_output=True, text=True, check=True, timeout=RUN_BOUND_S)
         assert "from codex" in inbox.stdout, inbox.stdout
         assert (boxed / "agent-link.db").exists() and not (home / ".agent-link").exists()
+
+        # issue 29, item 8: Claude Code's sessions live where CLAUDE_CONFIG_DIR says; Codex's
+        # server must see that variable to reach them (not_found before it was declared)
+        claude_cfg, sid = root / "claude-cfg", "77777777-7777-4777-8777-777777777777"
+        transcript = claude_cfg / "projects" / "-work-proj" / f"{sid}.jsonl"
+        transcript.parent.mkdir(parents=True)
+        transcript.write_text(json.dumps({"type": "user", "sessionId": sid, "cwd": "/work/proj", "timestamp": "2026-01-02T03:04:05.678Z",
+                                          "message": {"role": "user", "content": "fix the parser"}}) + "\n")
+        env["CLAUDE_CONFIG_DIR"] = str(claude_cfg)
+        seen = len(stub.responses_requests())
+        stub.enqueue(mcp_tool_call("codex_agent_link", "message_agent", {"to": f"claude:{sid}", "message": "hello claude"}),
+                     text("done"))
+        codex(["exec", "--skip-git-repo-check", "write to the claude session"], env, root)
+        outputs = [t for r in stub.responses_requests()[seen:] for t in r.function_call_output_texts()]
+        assert any('"ok":true' in t for t in outputs) and not any("not_found" in t for t in outputs), outputs

@@ -100,6 +100,22 @@ async def test_codex_thread_replies_through_agent_link_tools(stub: ResponsesStub
                 follow_up = await asyncio.to_thread(stub.wait_for, lambda r: r.last_input is not None
                                                     and r.last_input.get("type") == "function_call_output", WAIT_S)
                 assert f'"replyToMessageId":"{message_id}"' in follow_up.function_call_output_texts()[0]
+                # issue 29, item 6: Codex named the thread after its first message, the
+                # envelope; it is listed by sender and first words, Codex's title kept raw
+                listed = {s["address"]: s for s in (await app.list_agents(harness="codex"))["sessions"]}
+                shown = listed[f"codex:{thread_id}"]
+                assert shown["title"] == "test:alice: ping: please answer", shown
+                assert shown["rawTitle"].startswith(f'<agent-link-message id="{message_id}"'), shown
+                # issue 29, item 1b: the same thread's id in a process Codex did not start
+                # (CODEX_THREAD_ID=<it> agent-link send) names the thread but proves nothing
+                done = subprocess.run([sys.executable, "-m", "agent_link_core", "send", "test:alice", "forged", "--json"],
+                                      env={**os.environ, "CODEX_THREAD_ID": thread_id}, capture_output=True, text=True,
+                                      timeout=60, check=False)
+                assert done.returncode == 0, done.stderr
+                [warning] = [w for w in json.loads(done.stdout)["warnings"] if w["code"] == "sender_unverified"]
+                assert warning["details"] == {"address": f"codex:{thread_id}", "namedBy": "env", "reason": "not_proven"}
+                forged = app.store.conn.execute("SELECT id FROM messages WHERE body = 'forged'").fetchone()
+                assert app.mailbox.to_view(app.mailbox.stored(forged["id"]))["fromVerified"] is False
             finally:
                 await app.aclose()
 

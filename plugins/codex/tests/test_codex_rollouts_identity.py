@@ -28,7 +28,8 @@ def test_caller_from_meta_then_env_never_guessed() -> None:
     assert caller is not None
     assert (caller.address, caller.source, caller.host, caller.turn_id, caller.tool_call_id) == (
         f"codex:{TID}", "runtime_context", "codex", "turn-42", "call_5")
-    assert caller.verified
+    # no Codex process above this test holds the thread's transcript: named, not proved
+    assert caller.evidence is None and not caller.verified
     namespaced = harness.identify_caller({"openai/codex": {"threadId": TID}}, {})
     assert namespaced is not None and namespaced.address == f"codex:{TID}"
     shell = harness.identify_caller({}, {"CODEX_THREAD_ID": TID, "CODEX_TURN_ID": "t", "CODEX_TOOL_CALL_ID": "c"})

@@ -1,19 +1,26 @@
-"""``fromVerified`` only for a Codex thread that exists (issue 18, "Identity").
+"""``fromVerified`` only when Codex proves the calling thread (issues 18 and 29, "Identity").
 
-``CODEX_THREAD_ID`` in the server's environment, or a ``threadId`` in a tool call's
-``_meta``, names the caller; the message is marked ``fromVerified="true"`` only when Codex
-has that thread (here: its transcript in ``CODEX_HOME``, no app-server). A name with no such
-thread is stored unverified and the send says so. Through a real MCP client session.
+``CODEX_THREAD_ID`` in the environment, or a ``threadId`` in a tool call's ``_meta``, only
+names the caller. The message is marked ``fromVerified="true"`` only when the thread exists
+and a Codex process among the caller's ancestors holds that thread's transcript open
+(:mod:`agent_link_codex.proof`; here a process of a program named ``codex`` stands in for
+Codex, :mod:`agent_link_testing.host_program`). A name of a thread that does not exist, or of
+one that exists but whose Codex process is not above the caller, is stored unverified and the
+send says why. Through a real MCP client session and the CLI.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from agent_link_testing.host_program import HostProgram
 from agent_link_testing.mcp_client import agent_link_mcp
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
@@ -28,29 +35,49 @@ def from_verified(envelope: str) -> str:
     return match.group(1)
 
 
-async def test_only_an_existing_thread_signs_verified(isolated_env: Path, make_rollout: Callable[..., Path]) -> None:
-    make_rollout(isolated_env.parent / ".codex", REAL, cwd="/work/alpha", messages=[("user", "hello", None)])
+def reasons(sent: dict[str, object]) -> list[tuple[str, str]]:
+    return [(w["details"]["namedBy"], w["details"]["reason"]) for w in sent.get("warnings", [])  # type: ignore[union-attr,index]
+            if w["code"] == "sender_unverified"]
+
+
+def cli_send(host: HostProgram, body: str) -> dict[str, object]:
+    env = {**os.environ, **BASE, "CODEX_THREAD_ID": REAL}
+    done = host.run([sys.executable, "-m", "agent_link_core", "send", "test:bob", body, "--json"], env)
+    assert done["rc"] == 0, done["stderr"]
+    return dict(json.loads(done["stdout"]))
+
+
+async def test_only_a_thread_codex_proves_signs_verified(isolated_env: Path, make_rollout: Callable[..., Path], tmp_path: Path) -> None:
+    rollout = make_rollout(isolated_env.parent / ".codex", REAL, cwd="/work/alpha", messages=[("user", "hello", None)])
     async with agent_link_mcp({**BASE, "CODEX_THREAD_ID": GHOST}) as ghost:
         sent = await ghost.call("message_agent", {"to": "test:bob", "message": "from nowhere"})
         assert sent["ok"] is True and sent["delivery"] == "queued"
-        [warning] = [w for w in sent["warnings"] if w["code"] == "sender_unverified"]
-        assert warning["details"] == {"address": f"codex:{GHOST}", "namedBy": "env", "reason": "no_such_session"}
-        # the same for a _meta threadId naming no thread
+        assert reasons(sent) == [("env", "no_such_session")]
         meta = {"threadId": GHOST, "turnId": "t1", "callId": "c1"}
         by_meta = await ghost.call("message_agent", {"to": "test:bob", "message": "meta ghost"}, meta=meta)
-        assert [w["details"]["namedBy"] for w in by_meta["warnings"] if w["code"] == "sender_unverified"] == ["runtime_context"]
-        # a _meta threadId naming a thread Codex has is verified
+        assert reasons(by_meta) == [("runtime_context", "no_such_session")]
+        # issue 29: _meta naming a thread Codex has, from a client that is not Codex
         meta = {"threadId": REAL, "turnId": "t1", "callId": "c2"}
         by_real = await ghost.call("message_agent", {"to": "test:bob", "message": "meta real"}, meta=meta)
-        assert "sender_unverified" not in {w["code"] for w in by_real.get("warnings", [])}
+        assert reasons(by_real) == [("runtime_context", "not_proven")]
+    # issue 29, item 1b: CODEX_THREAD_ID=<an existing thread> in a process that is not that thread
     async with agent_link_mcp({**BASE, "CODEX_THREAD_ID": REAL}) as real:
-        sent = await real.call("message_agent", {"to": "test:bob", "message": "from a real thread"})
-        assert sent["ok"] is True and "sender_unverified" not in {w["code"] for w in sent.get("warnings", [])}
+        sent = await real.call("message_agent", {"to": "test:bob", "message": "from a real thread name"})
+        assert sent["ok"] is True and reasons(sent) == [("env", "not_proven")]
+    with HostProgram(tmp_path / "bin", "codex") as codex:
+        # a Codex process above the caller that does not hold the thread proves nothing
+        assert reasons(cli_send(codex, "codex without the thread")) == [("env", "not_proven")]
+        codex.hold(rollout)
+        assert reasons(cli_send(codex, "inside the thread")) == []
+    with HostProgram(tmp_path / "plain", "python3") as plain:  # holding the transcript is not enough
+        plain.hold(rollout)
+        assert reasons(cli_send(plain, "a plain process holding it")) == [("env", "not_proven")]
     async with agent_link_mcp({**BASE, "AGENT_LINK_ADDRESS": "test:bob"}) as bob:
         inbox = await bob.call("read_agent_link_inbox", {})
-        verdicts = {m["from"]: m["fromVerified"] for m in inbox["messages"]}
         envelopes = inbox["renderedBlock"].split("</agent-link-message>")[:-1]
-        by_body = {body: from_verified(env) for env in envelopes for body in
-                   ("from nowhere", "meta ghost", "meta real", "from a real thread") if body in env}
-    assert by_body == {"from nowhere": "false", "meta ghost": "false", "meta real": "true", "from a real thread": "true"}
-    assert verdicts[f"codex:{GHOST}"] is False and verdicts[f"codex:{REAL}"] is True
+        bodies = ("from nowhere", "meta ghost", "meta real", "from a real thread name", "codex without the thread",
+                  "inside the thread", "a plain process holding it")
+        by_body = {body: from_verified(env) for env in envelopes for body in bodies if body in env}
+        views = {m["id"]: m["fromVerified"] for m in inbox["messages"]}
+    assert by_body == {body: "true" if body == "inside the thread" else "false" for body in bodies}
+    assert sorted(views.values()) == [False] * 6 + [True]

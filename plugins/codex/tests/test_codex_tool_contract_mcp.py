@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from agent_link_testing.host_program import launcher
 from agent_link_testing.mcp_client import agent_link_mcp
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
@@ -48,17 +49,21 @@ async def test_listings_show_roles_and_never_a_transcript_as_live(isolated_env: 
 
 
 async def test_star_matches_only_a_sender_with_a_runtime_identity(isolated_env: Path, thread: str,
-                                                                  make_rollout: Callable[..., Path]) -> None:
-    # the runtime-named sender must be a thread Codex has, or it signs unverified (no ``*``)
-    make_rollout(isolated_env.parent / ".codex", SENDER, cwd="/work/alpha", messages=[("user", "Plan", None)], name="planner")
+                                                                  make_rollout: Callable[..., Path], tmp_path: Path) -> None:
+    # ``*`` matches a verified sender only: a thread Codex has, and Codex proves the caller
+    # (issue 29: its process, here a stand-in, holds the thread's transcript above the server)
+    rollout = make_rollout(isolated_env.parent / ".codex", SENDER, cwd="/work/alpha", messages=[("user", "Plan", None)], name="planner")
     write_roles(isolated_env, {"overridePolicy": {f"codex:{thread}": {"model": ["*"]}}})
     async with agent_link_mcp({**BASE, "AGENT_LINK_ADDRESS": "codex:" + SENDER}) as claimed:
         # an address only claimed through AGENT_LINK_ADDRESS is not a runtime identity
         refused = await claimed.call("message_agent", {"to": f"codex:{thread}", "message": "switch", "model": "gpt-other"})
         assert refused["error"]["code"] == "permission_denied"
         assert refused["error"]["details"]["reason"] == "model_switch_requires_fork_or_opt_in"
-    async with agent_link_mcp(BASE) as runtime:
-        meta = {"threadId": SENDER, "turnId": "turn-7", "callId": "call-1"}
+    meta = {"threadId": SENDER, "turnId": "turn-7", "callId": "call-1"}
+    async with agent_link_mcp(BASE) as named:  # _meta from a client that is not Codex names, never proves
+        refused = await named.call("message_agent", {"to": f"codex:{thread}", "message": "switch", "model": "gpt-other"}, meta=meta)
+        assert refused["error"]["details"]["reason"] == "model_switch_requires_fork_or_opt_in"
+    async with agent_link_mcp(BASE, launcher=launcher(tmp_path / "bin", "codex", [rollout])) as runtime:
         sent = await runtime.call("message_agent", {"to": f"codex:{thread}", "message": "switch", "model": "gpt-other"}, meta=meta)
         assert sent["ok"] and sent["switches"][0]["grantedBy"] == "policy" and sent["switches"][0]["policy"]["entry"] == "*"
         # receipts follow the visibility rule: the sender lists them as itself (its runtime identity)

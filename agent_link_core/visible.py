@@ -1,0 +1,44 @@
+"""The one rule for text from another agent or a host shown to a person or a model.
+
+Titles, bodies, names and reasons come from other agents and from hosts (a host may title a
+session with its first user message). Control, format, bidi, private-use and unassigned characters
+(Unicode general category ``C``: ESC, U+202E RIGHT-TO-LEFT OVERRIDE, U+200B ZERO WIDTH SPACE,
+U+200D ZERO WIDTH JOINER, U+FEFF, NUL ...) could drive a terminal or hide and reorder text, so
+each one is shown as a visible ``\\u{XXXX}`` escape. Line breaks and tabs are kept where the
+text is laid out in lines (a message body), escaped too where it is one cell or one line.
+
+Used by the CLI (:func:`agent_link_core.cli_text.terminal_safe`, ``cli.printable``) and for
+every string in every MCP tool result (:func:`visible_data`, applied by
+:func:`agent_link_core.tools.registry.run_tool`). Envelopes escape the same characters as
+``&#xHHHH;`` (:func:`agent_link_core.envelope.escape_text`), which this rule leaves alone.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from typing import Any
+
+
+def visible(text: str, keep: str = "\n\t") -> str:
+    """``text`` with every category-``C`` character except those in ``keep`` as ``\\u{XXXX}``
+    (upper-case hex, at least 4 digits); CRLF becomes LF first when LF is kept."""
+    probe = text
+    for c in keep:
+        probe = probe.replace(c, "")
+    if probe.isprintable():  # no category-C character (nor a separator): the common case, in C
+        return text
+    if "\n" in keep:
+        text = text.replace("\r\n", "\n")
+    return "".join(c if c in keep or unicodedata.category(c)[0] != "C" else f"\\u{{{ord(c):04X}}}" for c in text)
+
+
+def visible_data(value: Any) -> Any:
+    """``value`` (JSON-shaped: dicts, lists, strings, numbers, booleans, None) with
+    :func:`visible` applied to every string in it, keys included; other values unchanged."""
+    if isinstance(value, str):
+        return visible(value)
+    if isinstance(value, dict):
+        return {visible(k) if isinstance(k, str) else k: visible_data(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [visible_data(v) for v in value]
+    return value
