@@ -303,6 +303,15 @@ def build_cli() -> click.Group:
         f.__agent_link_sender_options__ = True
         return f
 
+    def with_reader_from(f: Any) -> Any:
+        """``--from ADDRESS`` for a command that shows mail: the address must be proved, as
+        for ``--as`` (the help says so; :func:`who_am_i` with ``reading``)."""
+        f = click.option("--from", "from_address",
+                         help="Read as this address: only inside that address's own session (its AGENT_LINK_ADDRESS), "
+                              "or where the machine's user set AGENT_LINK_INSPECT_ALL=1.")(f)
+        f.__agent_link_sender_options__ = True
+        return f
+
     def who_am_i(app: App, from_address: str | None, named: dict[str, Any], *, reading: bool = False) -> Any:
         """The caller a command acts as: ``--from`` / a harness's sender options, else the
         current session. With ``reading`` (the command shows mail) a named reader must be
@@ -633,7 +642,7 @@ def build_cli() -> click.Group:
 
     @cli.command(epilog=EXIT_HELP)
     @click.argument("message_id")
-    @with_from
+    @with_reader_from
     @json_opt
     @ndjson_opt
     @click.pass_context
@@ -654,17 +663,25 @@ def build_cli() -> click.Group:
     @cli.command(epilog=EXIT_HELP)
     @click.argument("message_id")
     @click.option("--timeout-ms", type=click.IntRange(0, 600000), default=60000, show_default=True, help="At most 600000.")
-    @with_from
+    @with_reader_from
     @envelope_opt
     @json_opt
     @ndjson_opt
     @click.pass_context
     def wait(ctx: click.Context, message_id: str, timeout_ms: int, from_address: str | None, show_envelope: bool,
              as_json: bool, ndjson: bool, **named: Any) -> None:
-        """Wait up to --timeout-ms for the resolution of MESSAGE_ID (exit 6 on timeout)."""
+        """Wait up to --timeout-ms for the resolution of MESSAGE_ID (exit 6 on timeout; Ctrl-C: 130)."""
         app = get_app(ctx)
         me = who_am_i(app, from_address, named, reading=True)
-        data = wait_all(app, me, message_id, timeout_ms)
+        data = wait_all(app, me, message_id, 0)  # a bad or unknown id is refused before any waiting
+        if data["outcome"] == "timeout" and timeout_ms > 0:
+            try:
+                click.echo(f"waiting up to {timeout_ms / 1000:g} s for the answer to {message_id} (Ctrl-C stops waiting)",
+                           err=True)
+                data = wait_all(app, me, message_id, timeout_ms)
+            except KeyboardInterrupt:
+                click.echo(f"stopped waiting for {message_id}; `agent-link wait {message_id}` waits again", err=True)
+                sys.exit(130)
         emit(data, as_json, lambda d: print_wait(app, d, show_envelope), ndjson)
         if data["outcome"] == "timeout":
             sys.exit(EXIT_TIMEOUT)
@@ -774,7 +791,7 @@ def build_cli() -> click.Group:
     @click.option("--status", type=click.Choice(["pending", "replied", "declined", "done", "unresolved", "expired"]))
     @click.option("--limit", type=click.IntRange(1, 100), default=20, show_default=True)
     @click.option("--cursor", help="Continue after a previous page (its nextCursor).")
-    @with_from
+    @with_reader_from
     @json_opt
     @ndjson_opt
     @click.pass_context
@@ -808,7 +825,7 @@ def build_cli() -> click.Group:
     @cli.command(epilog=EXIT_HELP)
     @click.argument("message_id")
     @click.option("--thread", is_flag=True, help="Show the whole conversation: what it answers, replies, follow-ups.")
-    @with_from
+    @with_reader_from
     @envelope_opt
     @json_opt
     @ndjson_opt
