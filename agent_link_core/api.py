@@ -181,8 +181,14 @@ async def resolve_target(app: App, target: str, caller: Caller) -> str:
         raise AgentLinkError(f"{name}_unavailable", f"Could not finish listing {name} sessions, so {target} cannot be resolved safely.",
                              {"searched": incomplete}, hint="Use the full address, or retry when every endpoint answers.")
     if not matches:
-        raise AgentLinkError("not_found", f"No session has the id {target}.", {"query": target, "candidates": []},
-                             hint="List sessions with `agent-link sessions`.")
+        from agent_link_core.presence import suggestions
+
+        close = suggestions(app.store, target, harnesses=app.harnesses)  # "teambob" finds team:bob
+        raise AgentLinkError("not_found", f"No session has the id {target}, and no contact has that alias.",
+                             {"query": target, "candidates": [{"address": a} for a in close]},
+                             hint=(f"Did you mean {' or '.join(close)}? " if close else "")
+                             + "An address is harness:id (for example team:bob, or codex:<thread-id>); "
+                               "list sessions with `agent-link sessions`.")
     if matches[0].archived:
         raise AgentLinkError("archived", f"{matches[0].address} is archived.", {"address": matches[0].address})
     return matches[0].address

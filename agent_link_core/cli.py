@@ -82,6 +82,13 @@ def emit(data: Any, as_json: bool, human: Any, ndjson: bool = False) -> None:
         human(data)
 
 
+class WholeRange(click.IntRange):
+    """An integer range whose refusal of a non-number says "not a valid integer" (click's own
+    says "integer range", which reads as if a range were expected)."""
+
+    name = "integer"
+
+
 class FiniteRange(click.FloatRange):
     """A float range that also refuses ``nan`` (every comparison with it is false, so a plain
     range lets it through)."""
@@ -370,11 +377,11 @@ def build_cli() -> click.Group:
 
     @cli.command(epilog=EXIT_HELP)
     @click.option("--as", "as_address", help="Read the mailbox of this address (default: the current session).")
-    @click.option("--limit", type=click.IntRange(1, 100), default=20, show_default=True)
+    @click.option("--limit", type=WholeRange(1, 100), default=20, show_default=True)
     @click.option("--peek", is_flag=True, help="Do not mark the messages delivered.")
     @click.option("--all", "all_mail", is_flag=True, help="Also list messages already read or resolved (newest first).")
     @click.option("--message-id", "message_id", help="Read this one message in pages (one too large for one read).")
-    @click.option("--offset", type=click.IntRange(0, 1_000_000), help="With --message-id: where the page starts (characters).")
+    @click.option("--offset", type=WholeRange(0, 1_000_000), help="With --message-id: where the page starts (characters).")
     @envelope_opt
     @json_opt
     @ndjson_opt
@@ -438,7 +445,7 @@ def build_cli() -> click.Group:
     @click.option("--search", help="Only sessions matching these words (title, id, folder).")
     @click.option("--cwd", type=click.Path(file_okay=False), help="Only sessions working in this directory.")
     @click.option("--harness", help="Only this harness (e.g. one of the installed plugins).")
-    @click.option("--limit", type=click.IntRange(1, 500), default=50, show_default=True)
+    @click.option("--limit", type=WholeRange(1, 500), default=50, show_default=True)
     @click.option("--source", help="Only sessions of this source kind (e.g. how a thread was started: cli, exec, subAgent...).")
     @click.option("--show-paths", is_flag=True, help="Show full working directories.")
     @click.option("--cursor", help="The page after an earlier answer (its nextCursor).")
@@ -510,13 +517,13 @@ def build_cli() -> click.Group:
     @click.argument("text", required=False)
     @click.option("--file", "file", type=click.Path(dir_okay=False), help="Read the text from this file (at most 64 KiB).")
     @click.option("--message-id", help="A ULID or UUID making retries idempotent (same id + same message = no resend).")
-    @click.option("--ttl-ms", type=click.IntRange(1, None), help="Give up pushing this long after the first attempt.")
+    @click.option("--ttl-ms", type=WholeRange(1, None), help="Give up pushing this long after the first attempt.")
     @click.option("--reply-by", help="Deadline for an answer (ISO 8601 with a zone); implies --anticipation reply.")
     @click.option("--anticipation", type=click.Choice(["reply", "action", "fyi"]))
     @click.option("--wait", "wait_reply", is_flag=True, help="Wait for the recipient's resolution (implies reply).")
-    @click.option("--timeout-ms", type=click.IntRange(0, 600000), default=60000, show_default=True, help="With --wait (at most 600000).")
-    @click.option("--retry-count", type=click.IntRange(0, 20), default=0, show_default=True)
-    @click.option("--retry-delay-ms", type=click.IntRange(0, 60000), default=500, show_default=True)
+    @click.option("--timeout-ms", type=WholeRange(0, 600000), default=60000, show_default=True, help="With --wait (at most 600000).")
+    @click.option("--retry-count", type=WholeRange(0, 20), default=0, show_default=True)
+    @click.option("--retry-delay-ms", type=WholeRange(0, 60000), default=500, show_default=True)
     @click.option("--retry-backoff", type=FiniteRange(1.0, 10.0), default=2.0, show_default=True)
     @click.option("--retry-jitter", type=FiniteRange(0.0, 1.0), default=0.1, show_default=True)
     @click.option("--retry-unknown", is_flag=True, help="Push again a message whose earlier outcome was unknown.")
@@ -662,7 +669,7 @@ def build_cli() -> click.Group:
 
     @cli.command(epilog=EXIT_HELP)
     @click.argument("message_id")
-    @click.option("--timeout-ms", type=click.IntRange(0, 600000), default=60000, show_default=True, help="At most 600000.")
+    @click.option("--timeout-ms", type=WholeRange(0, 600000), default=60000, show_default=True, help="At most 600000.")
     @with_reader_from
     @envelope_opt
     @json_opt
@@ -688,7 +695,7 @@ def build_cli() -> click.Group:
 
     @cli.command(epilog=EXIT_HELP)
     @click.option("--as", "as_address", help="Follow the mail of this address (default: the current session).")
-    @click.option("--interval-ms", type=click.IntRange(100, 60000), default=1000, show_default=True, help="How often to look.")
+    @click.option("--interval-ms", type=WholeRange(100, 60000), default=1000, show_default=True, help="How often to look.")
     @envelope_opt
     @ndjson_opt
     @click.pass_context
@@ -789,7 +796,7 @@ def build_cli() -> click.Group:
     @click.option("--since", help="Only messages sent at or after this time (ISO 8601 with a zone).")
     @click.option("--until", help="Only messages sent before this time (ISO 8601 with a zone).")
     @click.option("--status", type=click.Choice(["pending", "replied", "declined", "done", "unresolved", "expired"]))
-    @click.option("--limit", type=click.IntRange(1, 100), default=20, show_default=True)
+    @click.option("--limit", type=WholeRange(1, 100), default=20, show_default=True)
     @click.option("--cursor", help="Continue after a previous page (its nextCursor).")
     @with_reader_from
     @json_opt

@@ -242,7 +242,7 @@ def test_human_mail_is_safe_for_a_terminal_and_machine_forms_stay() -> None:
     assert "\\u{001B}[2J" in human.stdout and "\\u{202E}evil" in human.stdout
     head = human.stdout.split("\n\n")[0]
     assert f"message {mid}" in head and "from:    team:alice" in head and "sent:    " in head
-    assert "status:  pending (queued)" in head and "expects: reply" in head
+    assert "delivery: queued\n  status:  pending\n" in head and "expects: reply" in head
     envelope = run("inbox", "--as", "team:bob", "--peek", "--envelope").stdout
     assert "<agent-link-message" in envelope and "\x1b" not in envelope
     machine = json.loads(run("inbox", "--as", "team:bob", "--json").stdout)

@@ -97,7 +97,7 @@ async def test_endpoints_add_list_remove(mini: Any, short_tmp: Path, isolated_en
     shown = json.loads((await cli("endpoints", "list", "--json", "--show-paths")).stdout)["endpoints"]
     assert shown[1]["target"] == str(mini.path.parent.resolve() / mini.path.name)
     human = (await cli("endpoints", "list")).stdout
-    assert ep_id(mini.path) in human and "registered: 1 of" in human and str(short_tmp) not in human
+    assert ep_id(mini.path) in human and "registered with `agent-link endpoints add`: 1 (at most " in human and str(short_tmp) not in human
     # the registry is private: a 0600 database in a 0700 directory
     assert stat.S_IMODE(os.stat(isolated_env / "agent-link.db").st_mode) == 0o600
     assert stat.S_IMODE(os.stat(isolated_env).st_mode) == 0o700
