@@ -22,6 +22,7 @@ lost; it is never pushed again unless asked with ``retry_unknown``).
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import re
 from collections.abc import Mapping
@@ -359,12 +360,30 @@ async def list_sessions(
     page = page_of(sessions, position, limit, [(name, keep) for name, value, keep in wanted if value],
                    cut=was_cut(listings, depth))
     providers = providers_view(listings)
+    if not show_paths:  # a provider's report names the folders it searched: home-relative then
+        providers = home_relative(providers, app.env.get("HOME") or os.path.expanduser("~"))
     return {"version": SESSIONS_FORMAT_VERSION, "sessions": [_public_view(s, show_paths) for s in page.sessions],
             "providers": providers,
             "complete": page.first and not page.has_more and all(p["complete"] for p in providers.values()),
             "hasMore": page.has_more, "nextCursor": page.next_cursor,
             "filters": {"harness": harness, "includeArchived": False, "source": source, "cwd": cwd, "search": search},
             "filteredOut": page.filtered_out}
+
+
+def home_relative(value: Any, home: str) -> Any:
+    """``value`` (JSON-shaped: dicts, lists, strings, ...) with every string that is the home
+    folder ``home`` or a path under it written ``~`` / ``~/...``; default output carries no
+    absolute home paths."""
+    home = home.rstrip("/")
+    if isinstance(value, str):
+        if home and (value == home or value.startswith(home + "/")):
+            return "~" + value[len(home):]
+        return value
+    if isinstance(value, dict):
+        return {k: home_relative(v, home) for k, v in value.items()}
+    if isinstance(value, list):
+        return [home_relative(v, home) for v in value]
+    return value
 
 
 def of_source(session: Any, source: str) -> bool:

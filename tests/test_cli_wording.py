@@ -43,3 +43,27 @@ def test_an_fyi_message_has_no_status_and_its_delivery_is_its_own_line() -> None
     lines = message_lines(view, None)
     assert "  delivery: delivered" in lines and "  status:  none, nothing is expected (fyi)" in lines
     assert not any("fyi (delivered)" in line for line in lines)
+
+
+def test_sessions_json_carries_no_absolute_home_path_by_default(isolated_env: Path) -> None:
+    """The Claude plugin reports the folders it searched (under HOME): home-relative by
+    default, as they are with --show-paths."""
+    home = os.environ["HOME"]
+    for command in (("sessions", "--json"), ("who", "--json")):
+        done = run(*command)
+        assert done.returncode == 0, done.stderr
+        assert home not in done.stdout, command
+    shown = run("sessions", "--json", "--show-paths")
+    assert shown.returncode == 0
+    claude = json.loads(shown.stdout)["providers"].get("claude")
+    if claude is not None:  # the claude plugin is installed here
+        assert any(p.startswith(home) for p in claude["searched"])
+        assert any(p.startswith("~/") for p in json.loads(run("sessions", "--json").stdout)["providers"]["claude"]["searched"])
+
+
+def test_home_relative_rewrites_only_paths_under_home() -> None:
+    from agent_link_core.api import home_relative
+
+    data = {"searched": ["/home/u/.claude", "/home/u", "/home/user2/x", "/etc/x"], "n": 3, "nested": [{"p": "/home/u/a b"}]}
+    assert home_relative(data, "/home/u/") == {"searched": ["~/.claude", "~", "/home/user2/x", "/etc/x"], "n": 3,
+                                               "nested": [{"p": "~/a b"}]}
