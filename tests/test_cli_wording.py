@@ -49,16 +49,14 @@ def test_sessions_json_carries_no_absolute_home_path_by_default(isolated_env: Pa
     """The Claude plugin reports the folders it searched (under HOME): home-relative by
     default, as they are with --show-paths."""
     home = os.environ["HOME"]
+    claude = {"AGENT_LINK_LOAD_PLUGINS": "claude"}
     for command in (("sessions", "--json"), ("who", "--json")):
-        done = run(*command)
+        done = run(*command, **claude)
         assert done.returncode == 0, done.stderr
-        assert home not in done.stdout, command
-    shown = run("sessions", "--json", "--show-paths")
+        assert home not in done.stdout and "~/.claude" in done.stdout, command
+    shown = run("sessions", "--json", "--show-paths", **claude)
     assert shown.returncode == 0
-    claude = json.loads(shown.stdout)["providers"].get("claude")
-    if claude is not None:  # the claude plugin is installed here
-        assert any(p.startswith(home) for p in claude["searched"])
-        assert any(p.startswith("~/") for p in json.loads(run("sessions", "--json").stdout)["providers"]["claude"]["searched"])
+    assert any(p.startswith(home) for p in json.loads(shown.stdout)["providers"]["claude"]["searched"])
 
 
 def test_home_relative_rewrites_only_paths_under_home() -> None:
