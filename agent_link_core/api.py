@@ -246,9 +246,12 @@ async def send_reliably(
             raise invalid_arguments([{"path": "envelope", "rule": "unsupported",
                                       "expected": f"a target whose harness can show {envelope_format}"}])
         existing = app.mailbox.get_row(message_id) if message_id else None
+        # the expiry is stored before the first push, so the envelope the target reads says it
+        # (a resend keeps the stored one: it is fixed by the first attempt, never extended)
+        expiry = {"expiresAt": now_ms() + ttl_ms} if ttl_ms is not None and existing is None else {}
         outcome = await app.send(caller=sender, to=recipient, body=text, anticipation=anticipation, reply_by=reply_by,
                                  message_id=message_id, tool="cli send", options={}, require_known=require_known,
-                                 metadata={**({"fingerprint": fingerprint} if fingerprint else {}),
+                                 metadata={**({"fingerprint": fingerprint} if fingerprint else {}), **expiry,
                                            **({"envelopeFormat": envelope_format} if envelope_format else {})} or None)
     except AgentLinkError as exc:
         if exc.code == "invalid_arguments" and exc.details.get("errors", [{}])[0].get("rule") != "idempotency":

@@ -26,6 +26,7 @@ class ScriptedHarness(Harness):
         self.ids = ids
         self.complete = complete
         self.pushes: list[str] = []
+        self.expiries: list[Any] = []  # the message's expiresAt when it was pushed (what an envelope can say)
         self.busy_left = 2
 
     async def list_sessions(self, *, include_archived: bool = False, limit: int = 200) -> SessionListing:
@@ -39,6 +40,7 @@ class ScriptedHarness(Harness):
     async def deliver(self, message: dict[str, Any], envelope: str, options: Any) -> Delivery:
         target = message["recipient"].split(":", 1)[1]
         self.pushes.append(message["id"])
+        self.expiries.append((message.get("metadata") or {}).get("expiresAt"))
         if target == "ok":
             return Delivery(delivered=True, via="scripted", evidence={"echo": message["id"]})
         if target == "busy":
@@ -163,6 +165,17 @@ def test_only_pre_acceptance_failures_are_retried(harness: ScriptedHarness) -> N
     assert retried["outcome"] == "delivered" and retried["attempts"] == 3
     lost = out_json(run("send", "sx:lost", "c", "--from", "team:me", "--retry-count", "3", "--retry-delay-ms", "1", "--json"))
     assert lost["attempts"] == 1  # an unknown outcome is never retried automatically
+
+
+def test_the_pushed_message_carries_the_ttl_expiry(harness: ScriptedHarness) -> None:
+    """The envelope a target reads is built at the push: the expiry --ttl-ms sets is stored
+    before it (not after, when the envelope already said the default day)."""
+    from agent_link_core.mailbox import parse_iso_ms
+
+    sent = out_json(run("send", "sx:ok", "x", "--ttl-ms", "300000", "--from", "team:me", "--json"))
+    assert sent["outcome"] == "delivered" and harness.expiries == [parse_iso_ms(sent["expiresAt"], "expiresAt")]
+    plain = out_json(run("send", "sx:ok", "y", "--from", "team:me", "--json"))
+    assert plain["expiresAt"] is None and harness.expiries[-1] is None
 
 
 def test_ttl_counts_from_the_first_attempt(harness: ScriptedHarness) -> None:
