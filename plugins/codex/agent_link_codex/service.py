@@ -35,7 +35,7 @@ from agent_link_codex.appserver import (
     AppServerUnavailable,
     Notification,
 )
-from agent_link_codex.endpoints import SOURCES, Endpoint, configured, explicit, read_token
+from agent_link_codex.endpoints import SOURCES, Endpoint, configured, explicit, read_token, socket_identity
 from agent_link_codex.managed import ManagedError, ManagedServer
 from agent_link_codex.settings import codex_home, managed_dir
 
@@ -366,9 +366,13 @@ class CodexService:
             return [self.only], []
         found, problems = configured(self.values, self.env)
         try:
+            sockets = {socket_identity(e) for e in found} - {None}
             for ep in self.registered():
-                if all(e.id != ep.id for e in found):
+                identity = socket_identity(ep)
+                # one app-server once, whichever path (a symlink) it was registered by
+                if all(e.id != ep.id for e in found) and (identity is None or identity not in sockets):
                     found.append(ep)
+                    sockets.add(identity)
         except Exception as exc:  # a broken registry must not hide the other endpoints
             problems.append({"source": "registered", "reason": "registry-unreadable", "detail": type(exc).__name__})
         if self.managed.running and self.managed.endpoint is not None:
