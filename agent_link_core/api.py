@@ -181,6 +181,18 @@ async def resolve_target(app: App, target: str, caller: Caller) -> str:
         name = incomplete[0]
         raise AgentLinkError(f"{name}_unavailable", f"Could not finish listing {name} sessions, so {target} cannot be resolved safely.",
                              {"searched": incomplete}, hint="Use the full address, or retry when every endpoint answers.")
+    if not matches:  # a listing may leave a session out (a thread with no turn yet): ask by exact id
+        for harness in app.harnesses.values():
+            try:
+                found = await app._get_session(harness, target)  # a plugin's failure is reported there
+            except AgentLinkError:
+                found = None
+            if found is not None and found.id == target:
+                matches.append(found)
+        if len(matches) > 1:
+            raise AgentLinkError("ambiguous", f"{target} is known to several harnesses or endpoints.",
+                                 {"query": target, "candidates": [{"address": s.address} for s in matches[:5]]},
+                                 hint="Use the full address or a contact alias.")
     if not matches:
         from agent_link_core.presence import suggestions
 

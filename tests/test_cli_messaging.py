@@ -167,6 +167,26 @@ def test_only_pre_acceptance_failures_are_retried(harness: ScriptedHarness) -> N
     assert lost["attempts"] == 1  # an unknown outcome is never retried automatically
 
 
+def test_a_bare_id_a_listing_leaves_out_is_found_by_exact_lookup(harness: ScriptedHarness, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session the listing leaves out (a Codex thread with no turn yet) is still reached by its
+    exact id: the harness's own lookup is asked before the send is refused."""
+    listed = harness.list_sessions
+
+    async def without_ok(*, include_archived: bool = False, limit: int = 200) -> SessionListing:
+        full = await listed(include_archived=include_archived, limit=limit)
+        return SessionListing([s for s in full.sessions if s.id != "ok"], full.provider, complete=True)
+
+    async def lookup(session_id: str) -> Session | None:
+        return next((s for s in (await listed()).sessions if s.id == session_id), None)
+
+    monkeypatch.setattr(harness, "list_sessions", without_ok)
+    monkeypatch.setattr(harness, "get_session", lookup)
+    sent = out_json(run("send", "ok", "hello", "--from", "team:me", "--json"))
+    assert sent["outcome"] == "delivered" and sent["to"] == "sx:ok"
+    missing = run("send", "nobody-has-this", "x", "--from", "team:me", "--json")
+    assert out_json(missing)["error"]["code"] == "not_found"
+
+
 def test_the_pushed_message_carries_the_ttl_expiry(harness: ScriptedHarness) -> None:
     """The envelope a target reads is built at the push: the expiry --ttl-ms sets is stored
     before it (not after, when the envelope already said the default day)."""

@@ -407,6 +407,7 @@ class CodexHarness(Harness):
                 threads += archived
                 paging["complete"] = paging["complete"] and more["complete"]
             loaded = await self.service.loaded_ids(links)
+            threads += await self.service.loaded_unlisted(links, {t["id"] for _, t in threads}, loaded)  # blank threads
             sessions = [session_from_thread(t, loaded.get(t["id"], link), loaded=t["id"] in loaded) for link, t in threads]
             states = self.endpoint_states()
             provider = {"available": True, "reason": None, "source": "app-server", "endpoints": states, "errors": paging["errors"]}
