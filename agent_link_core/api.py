@@ -181,7 +181,7 @@ async def resolve_target(app: App, target: str, caller: Caller) -> str:
         name = incomplete[0]
         raise AgentLinkError(f"{name}_unavailable", f"Could not finish listing {name} sessions, so {target} cannot be resolved safely.",
                              {"searched": incomplete}, hint="Use the full address, or retry when every endpoint answers.")
-    if not matches:  # a listing may leave a session out (a thread with no turn yet): ask by exact id
+    if not matches:  # a listing may leave a session out (one the host has not listed yet): ask by exact id
         for harness in app.harnesses.values():
             try:
                 found = await app._get_session(harness, target)  # a plugin's failure is reported there
@@ -200,7 +200,7 @@ async def resolve_target(app: App, target: str, caller: Caller) -> str:
         raise AgentLinkError("not_found", f"No session has the id {target}, and no contact has that alias.",
                              {"query": target, "candidates": [{"address": a} for a in close]},
                              hint=(f"Did you mean {' or '.join(close)}? " if close else "")
-                             + "An address is harness:id (for example team:bob, or codex:<thread-id>); "
+                             + "An address is harness:id (for example team:bob, or <harness>:<session id>); "
                                "list sessions with `agent-link sessions`.")
     if matches[0].archived:
         raise AgentLinkError("archived", f"{matches[0].address} is archived.", {"address": matches[0].address})
