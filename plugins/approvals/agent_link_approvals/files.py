@@ -191,10 +191,10 @@ def update_file(path: Path, plan: Callable[[bytes | None], bytes | None], *,
             held: int | None = os.open(target, os.O_RDONLY)
         except FileNotFoundError:
             held = None
-        except IsADirectoryError:
-            raise ConfigFileError("unreadable", f"{path} is a directory, not a file") from None
         try:
             st = os.fstat(held) if held is not None else None
+            if st is not None and not stat.S_ISREG(st.st_mode):
+                raise ConfigFileError("unreadable", f"{path} is not a regular file")
             base = _read_fd(held) if held is not None else None
             new = plan(base)
             if new is None or new == base:

@@ -150,6 +150,14 @@ def test_a_file_appearing_meanwhile_is_not_replaced(tmp_path: Path, monkeypatch:
     assert json.loads(path.read_text()) == {"theirs": 1, "ours": 1} and done.attempts == 2
 
 
+def test_a_folder_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    folder = tmp_path / "config.toml"
+    folder.mkdir()
+    with pytest.raises(files.ConfigFileError, match="not a regular file"):
+        update_file(folder, lambda cur: b"x")
+    assert leftovers(tmp_path) == [] and folder.is_dir()
+
+
 def test_a_file_that_keeps_changing_is_left_as_the_other_process_made_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "config.toml"
     path.write_text("a = 1\n")
