@@ -41,6 +41,8 @@ _UPSERT = ("INSERT INTO presence (address, first_seen, last_seen, pid, source) V
            " ON CONFLICT (address) DO UPDATE SET last_seen = excluded.last_seen,"
            " pid = COALESCE(excluded.pid, pid), source = CASE WHEN excluded.pid IS NULL THEN source ELSE excluded.source END")
 START_BUSY_MS = 200  # how long the start-up record waits for another writer before leaving it to the server
+# (address, its row before, or None) that record_at_start wrote in this process
+_started: tuple[str, tuple[Any, ...] | None] | None = None
 # An address read by a short-lived process (a CLI inbox read) counts as live this long.
 RECENT_MS = 10 * 60_000
 MAX_SUGGESTIONS = 3
@@ -77,12 +79,34 @@ def record_at_start(env: Mapping[str, str] | None = None) -> None:
         conn = sqlite3.connect(config.db_path, timeout=START_BUSY_MS / 1000, isolation_level=None)
         try:
             if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'presence'").fetchone():
+                conn.execute("BEGIN IMMEDIATE")
+                before = conn.execute("SELECT last_seen, pid, source FROM presence WHERE address = ?", (address,)).fetchone()
                 now = now_ms()
                 conn.execute(_UPSERT, (address, now, now, os.getpid(), "mcp"))
+                conn.execute("COMMIT")
+                global _started
+                _started = (address, tuple(before) if before is not None else None)
         finally:
             conn.close()
     except Exception as exc:  # the full server records it anyway; starting must not fail for this
         log.debug("presence not recorded at start: %s", exc)
+
+
+def undo_start_record(store: Store) -> None:
+    """Take back what :func:`record_at_start` noted in this process, when the full server
+    finds it serves another identity (a harness session named by its environment) and not
+    the configured address: the row is removed, or put back as it was."""
+    global _started
+    if _started is None:
+        return
+    address, before = _started
+    _started = None
+    with store.write() as conn:
+        if before is None:
+            conn.execute("DELETE FROM presence WHERE address = ? AND pid = ?", (address, os.getpid()))
+        else:
+            conn.execute("UPDATE presence SET last_seen = ?, pid = ?, source = ? WHERE address = ? AND pid = ?",
+                         (*before, address, os.getpid()))
 
 
 def seen(store: Store, address: str) -> bool:

@@ -77,3 +77,22 @@ def test_record_at_start_creates_nothing(tmp_path: Path) -> None:
     db.write_bytes(b"not a database")
     presence.record_at_start({"HOME": str(tmp_path), "AGENT_LINK_STATE_DIR": str(db.parent), "AGENT_LINK_ADDRESS": "team:bob"})
     assert db.read_bytes() == b"not a database"
+
+
+def test_a_start_record_that_was_not_the_servers_identity_is_taken_back(app: App) -> None:
+    """The full server serves a harness session, not AGENT_LINK_ADDRESS: what the start-up
+    record wrote is removed (a new row) or put back as it was (an existing one)."""
+    import os
+
+    env = {**os.environ, "AGENT_LINK_ADDRESS": "team:me"}
+    presence.record_at_start(env)
+    assert presence.seen(app.store, "team:me")
+    presence.undo_start_record(app.store)
+    assert not presence.seen(app.store, "team:me")
+    presence.record(app.store, "team:me", "inbox")
+    before = tuple(app.store.conn.execute("SELECT * FROM presence WHERE address = 'team:me'").fetchone())
+    presence.record_at_start(env)
+    assert app.store.conn.execute("SELECT pid FROM presence WHERE address = 'team:me'").fetchone()[0] == os.getpid()
+    presence.undo_start_record(app.store)
+    assert tuple(app.store.conn.execute("SELECT * FROM presence WHERE address = 'team:me'").fetchone()) == before
+    presence.undo_start_record(app.store)  # nothing left to take back
