@@ -32,10 +32,16 @@ hosts:
 	@hosts/install.sh
 
 # The system Chromium that the web page's browser tests drive (Debian package chromium);
-# installed when make runs as root (as CI does), else the command is printed.
+# installed when make runs as root (as CI does), else the command is printed. apt's output
+# goes to $(BROWSER_LOG); its last lines are shown when the step fails.
+CHROMIUM ?= chromium
+BROWSER_LOG = $(VENV)/browser.log
 browser:
-	@if test -x /usr/bin/chromium || command -v chromium >/dev/null 2>&1; then :; \
-	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	@if command -v $(CHROMIUM) >/dev/null 2>&1 || test -x /usr/bin/$(CHROMIUM); then :; \
+	elif [ "$$(id -u)" = 0 ]; then echo "install: chromium for the web page's browser tests (apt-get; log: $(BROWSER_LOG))"; \
+		mkdir -p $(VENV); \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(CHROMIUM); } > $(BROWSER_LOG) 2>&1 \
+		|| { tail -n 40 $(BROWSER_LOG); exit 1; }; \
 	else echo "The web page's browser tests need Chromium. Install it with: sudo apt-get update && sudo apt-get install -y chromium"; fi
 
 # Lint, everything against the current host pins, then the real-host tests again on the previous pins.

@@ -22,6 +22,7 @@ lost; it is never pushed again unless asked with ``retry_unknown``).
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import re
 from collections.abc import Mapping
@@ -180,9 +181,27 @@ async def resolve_target(app: App, target: str, caller: Caller) -> str:
         name = incomplete[0]
         raise AgentLinkError(f"{name}_unavailable", f"Could not finish listing {name} sessions, so {target} cannot be resolved safely.",
                              {"searched": incomplete}, hint="Use the full address, or retry when every endpoint answers.")
+    if not matches:  # a listing may leave a session out (one the host has not listed yet): ask by exact id
+        for harness in app.harnesses.values():
+            try:
+                found = await app._get_session(harness, target)  # a plugin's failure is reported there
+            except AgentLinkError:
+                found = None
+            if found is not None and found.id == target:
+                matches.append(found)
+        if len(matches) > 1:
+            raise AgentLinkError("ambiguous", f"{target} is known to several harnesses or endpoints.",
+                                 {"query": target, "candidates": [{"address": s.address} for s in matches[:5]]},
+                                 hint="Use the full address or a contact alias.")
     if not matches:
-        raise AgentLinkError("not_found", f"No session has the id {target}.", {"query": target, "candidates": []},
-                             hint="List sessions with `agent-link sessions`.")
+        from agent_link_core.presence import suggestions
+
+        close = suggestions(app.store, target, harnesses=app.harnesses)  # "teambob" finds team:bob
+        raise AgentLinkError("not_found", f"No session has the id {target}, and no contact has that alias.",
+                             {"query": target, "candidates": [{"address": a} for a in close]},
+                             hint=(f"Did you mean {' or '.join(close)}? " if close else "")
+                             + "An address is harness:id (for example team:bob, or <harness>:<session id>); "
+                               "list sessions with `agent-link sessions`.")
     if matches[0].archived:
         raise AgentLinkError("archived", f"{matches[0].address} is archived.", {"address": matches[0].address})
     return matches[0].address
@@ -239,9 +258,12 @@ async def send_reliably(
             raise invalid_arguments([{"path": "envelope", "rule": "unsupported",
                                       "expected": f"a target whose harness can show {envelope_format}"}])
         existing = app.mailbox.get_row(message_id) if message_id else None
+        # the expiry is stored before the first push, so the envelope the target reads says it
+        # (a resend keeps the stored one: it is fixed by the first attempt, never extended)
+        expiry = {"expiresAt": now_ms() + ttl_ms} if ttl_ms is not None and existing is None else {}
         outcome = await app.send(caller=sender, to=recipient, body=text, anticipation=anticipation, reply_by=reply_by,
                                  message_id=message_id, tool="cli send", options={}, require_known=require_known,
-                                 metadata={**({"fingerprint": fingerprint} if fingerprint else {}),
+                                 metadata={**({"fingerprint": fingerprint} if fingerprint else {}), **expiry,
                                            **({"envelopeFormat": envelope_format} if envelope_format else {})} or None)
     except AgentLinkError as exc:
         if exc.code == "invalid_arguments" and exc.details.get("errors", [{}])[0].get("rule") != "idempotency":
@@ -353,12 +375,30 @@ async def list_sessions(
     page = page_of(sessions, position, limit, [(name, keep) for name, value, keep in wanted if value],
                    cut=was_cut(listings, depth))
     providers = providers_view(listings)
+    if not show_paths:  # a provider's report names the folders it searched: home-relative then
+        providers = home_relative(providers, app.env.get("HOME") or os.path.expanduser("~"))
     return {"version": SESSIONS_FORMAT_VERSION, "sessions": [_public_view(s, show_paths) for s in page.sessions],
             "providers": providers,
             "complete": page.first and not page.has_more and all(p["complete"] for p in providers.values()),
             "hasMore": page.has_more, "nextCursor": page.next_cursor,
             "filters": {"harness": harness, "includeArchived": False, "source": source, "cwd": cwd, "search": search},
             "filteredOut": page.filtered_out}
+
+
+def home_relative(value: Any, home: str) -> Any:
+    """``value`` (JSON-shaped: dicts, lists, strings, ...) with every string that is the home
+    folder ``home`` or a path under it written ``~`` / ``~/...``; default output carries no
+    absolute home paths."""
+    home = home.rstrip("/")
+    if isinstance(value, str):
+        if home and (value == home or value.startswith(home + "/")):
+            return "~" + value[len(home):]
+        return value
+    if isinstance(value, dict):
+        return {k: home_relative(v, home) for k, v in value.items()}
+    if isinstance(value, list):
+        return [home_relative(v, home) for v in value]
+    return value
 
 
 def of_source(session: Any, source: str) -> bool:

@@ -29,7 +29,8 @@ Exit codes:
   4  find: no match
   5  find: several matches
   6  wait, send --wait: timed out before an answer
-  7  send --require-delivered: not delivered (accepted or queued)"""
+  7  send --require-delivered: not delivered (accepted or queued)
+  130  wait, send --wait: Ctrl-C stopped the wait (stderr says how to wait again)"""
 EXIT_UNKNOWN, EXIT_NONE, EXIT_MANY, EXIT_TIMEOUT, EXIT_UNDELIVERED = 3, 4, 5, 6, 7
 JSON_FORMAT_VERSION = 1
 
@@ -80,6 +81,13 @@ def emit(data: Any, as_json: bool, human: Any, ndjson: bool = False) -> None:
         click.echo(json.dumps(data, ensure_ascii=False, indent=2))
     else:
         human(data)
+
+
+class WholeRange(click.IntRange):
+    """An integer range whose refusal of a non-number says "not a valid integer" (click's own
+    says "integer range", which reads as if a range were expected)."""
+
+    name = "integer"
 
 
 class FiniteRange(click.FloatRange):
@@ -303,6 +311,15 @@ def build_cli() -> click.Group:
         f.__agent_link_sender_options__ = True
         return f
 
+    def with_reader_from(f: Any) -> Any:
+        """``--from ADDRESS`` for a command that shows mail: the address must be proved, as
+        for ``--as`` (the help says so; :func:`who_am_i` with ``reading``)."""
+        f = click.option("--from", "from_address",
+                         help="Read as this address: only inside that address's own session (its AGENT_LINK_ADDRESS), "
+                              "or where the machine's user set AGENT_LINK_INSPECT_ALL=1.")(f)
+        f.__agent_link_sender_options__ = True
+        return f
+
     def who_am_i(app: App, from_address: str | None, named: dict[str, Any], *, reading: bool = False) -> Any:
         """The caller a command acts as: ``--from`` / a harness's sender options, else the
         current session. With ``reading`` (the command shows mail) a named reader must be
@@ -362,11 +379,11 @@ def build_cli() -> click.Group:
 
     @cli.command(epilog=EXIT_HELP)
     @click.option("--as", "as_address", help="Read the mailbox of this address (default: the current session).")
-    @click.option("--limit", type=click.IntRange(1, 100), default=20, show_default=True)
+    @click.option("--limit", type=WholeRange(1, 100), default=20, show_default=True)
     @click.option("--peek", is_flag=True, help="Do not mark the messages delivered.")
     @click.option("--all", "all_mail", is_flag=True, help="Also list messages already read or resolved (newest first).")
     @click.option("--message-id", "message_id", help="Read this one message in pages (one too large for one read).")
-    @click.option("--offset", type=click.IntRange(0, 1_000_000), help="With --message-id: where the page starts (characters).")
+    @click.option("--offset", type=WholeRange(0, 1_000_000), help="With --message-id: where the page starts (characters).")
     @envelope_opt
     @json_opt
     @ndjson_opt
@@ -430,7 +447,7 @@ def build_cli() -> click.Group:
     @click.option("--search", help="Only sessions matching these words (title, id, folder).")
     @click.option("--cwd", type=click.Path(file_okay=False), help="Only sessions working in this directory.")
     @click.option("--harness", help="Only this harness (e.g. one of the installed plugins).")
-    @click.option("--limit", type=click.IntRange(1, 500), default=50, show_default=True)
+    @click.option("--limit", type=WholeRange(1, 500), default=50, show_default=True)
     @click.option("--source", help="Only sessions of this source kind (e.g. how a thread was started: cli, exec, subAgent...).")
     @click.option("--show-paths", is_flag=True, help="Show full working directories.")
     @click.option("--cursor", help="The page after an earlier answer (its nextCursor).")
@@ -502,13 +519,13 @@ def build_cli() -> click.Group:
     @click.argument("text", required=False)
     @click.option("--file", "file", type=click.Path(dir_okay=False), help="Read the text from this file (at most 64 KiB).")
     @click.option("--message-id", help="A ULID or UUID making retries idempotent (same id + same message = no resend).")
-    @click.option("--ttl-ms", type=click.IntRange(1, None), help="Give up pushing this long after the first attempt.")
+    @click.option("--ttl-ms", type=WholeRange(1, None), help="Give up pushing this long after the first attempt.")
     @click.option("--reply-by", help="Deadline for an answer (ISO 8601 with a zone); implies --anticipation reply.")
     @click.option("--anticipation", type=click.Choice(["reply", "action", "fyi"]))
     @click.option("--wait", "wait_reply", is_flag=True, help="Wait for the recipient's resolution (implies reply).")
-    @click.option("--timeout-ms", type=click.IntRange(0, 600000), default=60000, show_default=True, help="With --wait (at most 600000).")
-    @click.option("--retry-count", type=click.IntRange(0, 20), default=0, show_default=True)
-    @click.option("--retry-delay-ms", type=click.IntRange(0, 60000), default=500, show_default=True)
+    @click.option("--timeout-ms", type=WholeRange(0, 600000), default=60000, show_default=True, help="With --wait (at most 600000).")
+    @click.option("--retry-count", type=WholeRange(0, 20), default=0, show_default=True)
+    @click.option("--retry-delay-ms", type=WholeRange(0, 60000), default=500, show_default=True)
     @click.option("--retry-backoff", type=FiniteRange(1.0, 10.0), default=2.0, show_default=True)
     @click.option("--retry-jitter", type=FiniteRange(0.0, 1.0), default=0.1, show_default=True)
     @click.option("--retry-unknown", is_flag=True, help="Push again a message whose earlier outcome was unknown.")
@@ -634,7 +651,7 @@ def build_cli() -> click.Group:
 
     @cli.command(epilog=EXIT_HELP)
     @click.argument("message_id")
-    @with_from
+    @with_reader_from
     @json_opt
     @ndjson_opt
     @click.pass_context
@@ -654,25 +671,33 @@ def build_cli() -> click.Group:
 
     @cli.command(epilog=EXIT_HELP)
     @click.argument("message_id")
-    @click.option("--timeout-ms", type=click.IntRange(0, 600000), default=60000, show_default=True, help="At most 600000.")
-    @with_from
+    @click.option("--timeout-ms", type=WholeRange(0, 600000), default=60000, show_default=True, help="At most 600000.")
+    @with_reader_from
     @envelope_opt
     @json_opt
     @ndjson_opt
     @click.pass_context
     def wait(ctx: click.Context, message_id: str, timeout_ms: int, from_address: str | None, show_envelope: bool,
              as_json: bool, ndjson: bool, **named: Any) -> None:
-        """Wait up to --timeout-ms for the resolution of MESSAGE_ID (exit 6 on timeout)."""
+        """Wait up to --timeout-ms for the resolution of MESSAGE_ID (exit 6 on timeout; Ctrl-C: 130)."""
         app = get_app(ctx)
         me = who_am_i(app, from_address, named, reading=True)
-        data = wait_all(app, me, message_id, timeout_ms)
+        data = wait_all(app, me, message_id, 0)  # a bad or unknown id is refused before any waiting
+        if data["outcome"] == "timeout" and timeout_ms > 0:
+            try:
+                click.echo(f"waiting up to {timeout_ms / 1000:g} s for the answer to {message_id} (Ctrl-C stops waiting)",
+                           err=True)
+                data = wait_all(app, me, message_id, timeout_ms)
+            except KeyboardInterrupt:
+                click.echo(f"stopped waiting for {message_id}; `agent-link wait {message_id}` waits again", err=True)
+                sys.exit(130)
         emit(data, as_json, lambda d: print_wait(app, d, show_envelope), ndjson)
         if data["outcome"] == "timeout":
             sys.exit(EXIT_TIMEOUT)
 
     @cli.command(epilog=EXIT_HELP)
     @click.option("--as", "as_address", help="Follow the mail of this address (default: the current session).")
-    @click.option("--interval-ms", type=click.IntRange(100, 60000), default=1000, show_default=True, help="How often to look.")
+    @click.option("--interval-ms", type=WholeRange(100, 60000), default=1000, show_default=True, help="How often to look.")
     @envelope_opt
     @ndjson_opt
     @click.pass_context
@@ -772,9 +797,9 @@ def build_cli() -> click.Group:
     @click.option("--since", help="Only messages sent at or after this time (ISO 8601 with a zone).")
     @click.option("--until", help="Only messages sent before this time (ISO 8601 with a zone).")
     @click.option("--status", type=click.Choice(["pending", "replied", "declined", "done", "unresolved", "expired"]))
-    @click.option("--limit", type=click.IntRange(1, 100), default=20, show_default=True)
+    @click.option("--limit", type=WholeRange(1, 100), default=20, show_default=True)
     @click.option("--cursor", help="Continue after a previous page (its nextCursor).")
-    @with_from
+    @with_reader_from
     @json_opt
     @ndjson_opt
     @click.pass_context
@@ -808,7 +833,7 @@ def build_cli() -> click.Group:
     @cli.command(epilog=EXIT_HELP)
     @click.argument("message_id")
     @click.option("--thread", is_flag=True, help="Show the whole conversation: what it answers, replies, follow-ups.")
-    @with_from
+    @with_reader_from
     @envelope_opt
     @json_opt
     @ndjson_opt

@@ -152,13 +152,15 @@ def message_lines(view: dict[str, Any], body: str | None) -> list[str]:
         status, anticipation, replyBy, inReplyTo).
     :param body: the stored body, or None when it is not shown.
     """
-    status = view.get("status") or ("fyi" if view.get("anticipation") == "fyi" else "-")
+    # an fyi message has no status (nothing is expected); delivery is a fact of its own
+    status = view.get("status") or ("none, nothing is expected (fyi)" if view.get("anticipation") == "fyi" else "-")
     lines = [
         f"message {view.get('id')}",
         f"  from:    {terminal_safe(view.get('from'))}",
         f"  to:      {terminal_safe(view.get('to'))}",
         f"  sent:    {view.get('sentAt')}",
-        f"  status:  {status} ({view.get('delivery')})",
+        f"  delivery: {view.get('delivery')}",
+        f"  status:  {status}",
         f"  expects: {view.get('anticipation')}" + (f", by {view['replyBy']}" if view.get("replyBy") else ""),
     ]
     if view.get("inReplyTo"):

@@ -16,9 +16,11 @@ def main() -> None:
 
         sys.exit(hook_main(argv[1:]))
     if argv == ["mcp"]:  # not with options (--help prints and exits without serving)
-        # answer the connection's opening before click, the MCP SDK and the plugins load
-        from agent_link_core import fastfront
+        # answer the connection's opening before click, the MCP SDK and the plugins load;
+        # a configured address counts as served before that answer goes out
+        from agent_link_core import fastfront, presence
 
+        presence.record_at_start()
         fastfront.start()
     from agent_link_core.cli import main as cli_main
 

@@ -163,6 +163,25 @@ def carry_out(steps: Callable[[], Sequence[Step]], *, dry_run: bool, done: str) 
     click.echo("(dry run: nothing changed)" if dry_run else done)
 
 
+def has_command(*words: str) -> bool:
+    """Whether the running ``agent-link`` has the command ``words`` (e.g. ``"approvals",
+    "apply"``): a plugin that is not installed, or not loaded, adds none, and a hint must not
+    point at it. False outside a click command."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return False
+    root = ctx.find_root()
+    command: click.Command | None = root.command
+    for word in words:
+        if not isinstance(command, click.Group):
+            return False
+        command = command.get_command(root, word)
+    return command is not None
+
+
+INSTALL_EVERYDAY = "./install-everyday.sh"  # in the checkout: the core with every plugin (README)
+
+
 def host_command(harness: str, name: str, explicit: str | None, env: Mapping[str, str] | None = None,
                  *, dry_run: bool = False) -> str:
     """The host CLI to run: ``explicit`` when given, else ``name`` found on PATH (a dry run

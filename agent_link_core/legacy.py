@@ -79,6 +79,8 @@ class LegacyOutcome:
         self.bad_lines: list[dict[str, Any]] = []
         self.flagged: list[dict[str, Any]] = []
         self.files: list[str] = []
+        self.lines: dict[str, int] = {}  # non-blank lines read per file (read_jsonl)
+        self.bad_in: dict[str, int] = {}  # unreadable lines (or whole files) per file
         self.details: dict[str, int] = {}
         self.notes: list[str] = []
         self.error: str | None = None
@@ -87,6 +89,7 @@ class LegacyOutcome:
         """Count one unreadable line (``line`` 1-based, None for a whole file) and keep the
         first :data:`MAX_BAD_LINES` with where they are."""
         self.unreadable += 1
+        self.bad_in[path] = self.bad_in.get(path, 0) + 1
         if len(self.bad_lines) < MAX_BAD_LINES:
             self.bad_lines.append({"file": path, "line": line, "error": error[:200]})
 
@@ -96,6 +99,12 @@ class LegacyOutcome:
         self.count(key)
         if len(self.flagged) < MAX_BAD_LINES:
             self.flagged.append({"file": path, "line": line, "note": why[:200]})
+
+    def nothing_read(self, path: str) -> bool:
+        """Whether every line of ``path`` (or the whole file) was unreadable: nothing of it
+        was imported, so it is not recorded as imported."""
+        bad = self.bad_in.get(path, 0)
+        return bad > 0 and bad >= self.lines.get(path, 0)
 
     def count(self, key: str, n: int = 1) -> None:
         """Add ``n`` to a named detail count (e.g. ``events``)."""
@@ -226,6 +235,7 @@ class LegacyContext:
             for lineno, raw in enumerate(fh, 1):
                 if not raw.strip():
                     continue
+                outcome.lines[path] = outcome.lines.get(path, 0) + 1
                 if len(raw) > MAX_LINE_BYTES:
                     outcome.bad(path, lineno, f"longer than {MAX_LINE_BYTES} bytes")
                     continue
@@ -721,6 +731,8 @@ def _reset(outcome: LegacyOutcome) -> None:
 def _record_files(conn: sqlite3.Connection, name: str, outcome: LegacyOutcome) -> None:
     counts = json.dumps({"imported": outcome.imported, "alreadyPresent": outcome.present, "unreadable": outcome.unreadable})
     for path in outcome.files:
+        if outcome.nothing_read(path):  # health must not call it imported
+            continue
         try:
             st = os.stat(path)
         except OSError:

@@ -13,8 +13,9 @@ so two MCP clients without a host plugin can find each other.
 from __future__ import annotations
 
 import difflib
+import logging
 import os
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from agent_link_core.addresses import address_scheme, is_address
@@ -36,9 +37,16 @@ PRESENCE_MIGRATIONS = (
         """,
     ),
 )
+_UPSERT = ("INSERT INTO presence (address, first_seen, last_seen, pid, source) VALUES (?, ?, ?, ?, ?)"
+           " ON CONFLICT (address) DO UPDATE SET last_seen = excluded.last_seen,"
+           " pid = COALESCE(excluded.pid, pid), source = CASE WHEN excluded.pid IS NULL THEN source ELSE excluded.source END")
+START_BUSY_MS = 200  # how long the start-up record waits for another writer before leaving it to the server
+# (address, its row before, or None) that record_at_start wrote in this process
+_started: tuple[str, tuple[Any, ...] | None] | None = None
 # An address read by a short-lived process (a CLI inbox read) counts as live this long.
 RECENT_MS = 10 * 60_000
 MAX_SUGGESTIONS = 3
+log = logging.getLogger(__name__)
 
 
 def record(store: Store, address: str, source: str, pid: int | None = None) -> None:
@@ -49,12 +57,56 @@ def record(store: Store, address: str, source: str, pid: int | None = None) -> N
         return
     now = now_ms()
     with store.write() as conn:
-        conn.execute(
-            "INSERT INTO presence (address, first_seen, last_seen, pid, source) VALUES (?, ?, ?, ?, ?)"
-            " ON CONFLICT (address) DO UPDATE SET last_seen = excluded.last_seen,"
-            " pid = COALESCE(excluded.pid, pid), source = CASE WHEN excluded.pid IS NULL THEN source ELSE excluded.source END",
-            (address, now, now, pid, source),
-        )
+        conn.execute(_UPSERT, (address, now, now, pid, source))
+
+
+def record_at_start(env: Mapping[str, str] | None = None) -> None:
+    """Note that this ``agent-link mcp`` serves its configured ``AGENT_LINK_ADDRESS``, before
+    the start-up front (:mod:`agent_link_core.fastfront`) answers ``initialize``: a client that
+    sees the server answer, and a peer it tells, must find the address served, not wait for the
+    full server to load (:func:`record` runs there again). Standard library only, a short
+    busy wait; nothing is created: a database or table that does not exist yet, a bad setting
+    or any database error leaves it to the full server."""
+    try:
+        from agent_link_core.config import load_config
+
+        config = load_config(env)
+        address = config.get("AGENT_LINK_ADDRESS")
+        if not address or not is_address(address) or not os.path.isfile(config.db_path):
+            return
+        import sqlite3
+
+        conn = sqlite3.connect(config.db_path, timeout=START_BUSY_MS / 1000, isolation_level=None)
+        try:
+            if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'presence'").fetchone():
+                conn.execute("BEGIN IMMEDIATE")
+                before = conn.execute("SELECT last_seen, pid, source FROM presence WHERE address = ?", (address,)).fetchone()
+                now = now_ms()
+                conn.execute(_UPSERT, (address, now, now, os.getpid(), "mcp"))
+                conn.execute("COMMIT")
+                global _started
+                _started = (address, tuple(before) if before is not None else None)
+        finally:
+            conn.close()
+    except Exception as exc:  # the full server records it anyway; starting must not fail for this
+        log.debug("presence not recorded at start: %s", exc)
+
+
+def undo_start_record(store: Store) -> None:
+    """Take back what :func:`record_at_start` noted in this process, when the full server
+    finds it serves another identity (a harness session named by its environment) and not
+    the configured address: the row is removed, or put back as it was."""
+    global _started
+    if _started is None:
+        return
+    address, before = _started
+    _started = None
+    with store.write() as conn:
+        if before is None:
+            conn.execute("DELETE FROM presence WHERE address = ? AND pid = ?", (address, os.getpid()))
+        else:
+            conn.execute("UPDATE presence SET last_seen = ?, pid = ?, source = ? WHERE address = ? AND pid = ?",
+                         (*before, address, os.getpid()))
 
 
 def seen(store: Store, address: str) -> bool:

@@ -137,13 +137,15 @@ async def serve_streams(app: App, read_stream: Any, write_stream: Any) -> None:
     """
     server = build_server(app)
     me = app.caller()
-    if me.source == "config":  # a plain address: presence lets peers find it while this runs
-        from agent_link_core import presence
+    from agent_link_core import presence
 
-        try:
+    try:
+        if me.source == "config":  # a plain address: presence lets peers find it while this runs
             presence.record(app.store, me.address, "mcp", os.getpid())
-        except AgentLinkError as exc:  # busy, damaged or replaced: reads still work, so serve them
-            log.warning("presence of %s not recorded: %s", me.address, exc.message)
+        else:  # the start-up record of the configured address was not this process's identity
+            presence.undo_start_record(app.store)
+    except AgentLinkError as exc:  # busy, damaged or replaced: reads still work, so serve them
+        log.warning("presence of %s not recorded: %s", me.address, exc.message)
     capabilities = app.mcp_capabilities()
     refuse_discover = any(app.hooks.guard_harness(harness, "needs_handshake", partial(harness.needs_handshake, app), False)
                           for harness in list(app.harnesses.values()))

@@ -56,8 +56,10 @@ def record(state_dir: str, env: Mapping[str, str] | None = None, now_ms: int | N
 
 
 def others(state_dir: str, env: Mapping[str, str] | None = None, now_ms: int | None = None) -> list[dict[str, object]]:
-    """Other state directories used within :data:`RECENT_MS`: ``[{path, lastUsedMs}]``, newest first."""
+    """Other state directories used within :data:`RECENT_MS` that still exist: ``[{path,
+    lastUsedMs}]``, newest first. A folder since removed (a tool's temporary server, a test's
+    scratch folder) holds no mailbox anyone can use, so it is left out."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
     found = [{"path": p, "lastUsedMs": t} for p, t in _load(registry_path(env)).items()
-             if p != state_dir and now - t <= RECENT_MS]
+             if p != state_dir and now - t <= RECENT_MS and os.path.isdir(p)]
     return sorted(found, key=lambda item: -int(item["lastUsedMs"]))  # type: ignore[call-overload]

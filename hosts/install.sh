@@ -8,6 +8,8 @@
 # on PATH, so engine checks and install scripts see Node >= 22. One line per step, and npm's
 # warnings are shown, not hidden.
 set -euo pipefail
+# npm's "new version available" notice is about the npm on this machine, not the hosts: not shown
+export NPM_CONFIG_UPDATE_NOTIFIER=false
 cd "$(dirname "$0")"
 NODE_MIN=22
 NPM_FLAGS=(--no-audit --no-fund)

@@ -5,6 +5,8 @@
 # the registry Node in hosts/node). The folder is $AGENT_LINK_LATEST_DIR if set (kept), else a
 # temporary one (removed afterwards). Extra arguments go to pytest.
 set -euo pipefail
+# npm's "new version available" notice is about the npm on this machine, not the hosts: not shown
+export NPM_CONFIG_UPDATE_NOTIFIER=false
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 node_bin="$repo/hosts/node/node_modules/node/bin"
 if [ ! -x "$node_bin/node" ] || [ ! -x "$repo/.venv/bin/python" ]; then

@@ -26,6 +26,7 @@ class ScriptedHarness(Harness):
         self.ids = ids
         self.complete = complete
         self.pushes: list[str] = []
+        self.expiries: list[Any] = []  # the message's expiresAt when it was pushed (what an envelope can say)
         self.busy_left = 2
 
     async def list_sessions(self, *, include_archived: bool = False, limit: int = 200) -> SessionListing:
@@ -39,6 +40,7 @@ class ScriptedHarness(Harness):
     async def deliver(self, message: dict[str, Any], envelope: str, options: Any) -> Delivery:
         target = message["recipient"].split(":", 1)[1]
         self.pushes.append(message["id"])
+        self.expiries.append((message.get("metadata") or {}).get("expiresAt"))
         if target == "ok":
             return Delivery(delivered=True, via="scripted", evidence={"echo": message["id"]})
         if target == "busy":
@@ -163,6 +165,37 @@ def test_only_pre_acceptance_failures_are_retried(harness: ScriptedHarness) -> N
     assert retried["outcome"] == "delivered" and retried["attempts"] == 3
     lost = out_json(run("send", "sx:lost", "c", "--from", "team:me", "--retry-count", "3", "--retry-delay-ms", "1", "--json"))
     assert lost["attempts"] == 1  # an unknown outcome is never retried automatically
+
+
+def test_a_bare_id_a_listing_leaves_out_is_found_by_exact_lookup(harness: ScriptedHarness, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session the listing leaves out (a Codex thread with no turn yet) is still reached by its
+    exact id: the harness's own lookup is asked before the send is refused."""
+    listed = harness.list_sessions
+
+    async def without_ok(*, include_archived: bool = False, limit: int = 200) -> SessionListing:
+        full = await listed(include_archived=include_archived, limit=limit)
+        return SessionListing([s for s in full.sessions if s.id != "ok"], full.provider, complete=True)
+
+    async def lookup(session_id: str) -> Session | None:
+        return next((s for s in (await listed()).sessions if s.id == session_id), None)
+
+    monkeypatch.setattr(harness, "list_sessions", without_ok)
+    monkeypatch.setattr(harness, "get_session", lookup)
+    sent = out_json(run("send", "ok", "hello", "--from", "team:me", "--json"))
+    assert sent["outcome"] == "delivered" and sent["to"] == "sx:ok"
+    missing = run("send", "nobody-has-this", "x", "--from", "team:me", "--json")
+    assert out_json(missing)["error"]["code"] == "not_found"
+
+
+def test_the_pushed_message_carries_the_ttl_expiry(harness: ScriptedHarness) -> None:
+    """The envelope a target reads is built at the push: the expiry --ttl-ms sets is stored
+    before it (not after, when the envelope already said the default day)."""
+    from agent_link_core.mailbox import parse_iso_ms
+
+    sent = out_json(run("send", "sx:ok", "x", "--ttl-ms", "300000", "--from", "team:me", "--json"))
+    assert sent["outcome"] == "delivered" and harness.expiries == [parse_iso_ms(sent["expiresAt"], "expiresAt")]
+    plain = out_json(run("send", "sx:ok", "y", "--from", "team:me", "--json"))
+    assert plain["expiresAt"] is None and harness.expiries[-1] is None
 
 
 def test_ttl_counts_from_the_first_attempt(harness: ScriptedHarness) -> None:

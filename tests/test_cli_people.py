@@ -242,7 +242,7 @@ def test_human_mail_is_safe_for_a_terminal_and_machine_forms_stay() -> None:
     assert "\\u{001B}[2J" in human.stdout and "\\u{202E}evil" in human.stdout
     head = human.stdout.split("\n\n")[0]
     assert f"message {mid}" in head and "from:    team:alice" in head and "sent:    " in head
-    assert "status:  pending (queued)" in head and "expects: reply" in head
+    assert "delivery: queued\n  status:  pending\n" in head and "expects: reply" in head
     envelope = run("inbox", "--as", "team:bob", "--peek", "--envelope").stdout
     assert "<agent-link-message" in envelope and "\x1b" not in envelope
     machine = json.loads(run("inbox", "--as", "team:bob", "--json").stdout)
@@ -389,3 +389,37 @@ def test_interrupting_send_wait_still_says_what_was_sent(isolated_env: Path) -> 
             sender.wait()
     assert sender.returncode == 130 and f"{message_id} to team:bob (stopped waiting" in err and "Traceback" not in err, err
     assert message_id in run("inbox", "--as", "team:bob", "--json").stdout
+
+
+def test_interrupting_wait_exits_130_and_says_how_to_wait_again(isolated_env: Path) -> None:
+    mid = send_json("team:bob", "answer me", "--from", "team:alice", "--anticipation", "reply")["messageId"]
+    env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS, **named_address_env(("--from", "team:alice"))}
+    waiter = subprocess.Popen([AGENT_LINK, "wait", mid, "--from", "team:alice", "--timeout-ms", "600000"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True, preexec_fn=ctrl_c_works)
+    try:
+        assert waiter.stderr is not None
+        said = waiter.stderr.readline()  # the id is known and the wait begins
+        assert f"waiting up to 600 s for the answer to {mid}" in said, said
+        waiter.send_signal(signal.SIGINT)
+        out, err = waiter.communicate(timeout=RUN_BOUND_S)
+    finally:
+        if waiter.poll() is None:
+            waiter.kill()
+            waiter.wait()
+    assert waiter.returncode == 130 and "Aborted" not in err and "Traceback" not in err, err
+    assert f"stopped waiting for {mid}; `agent-link wait {mid}` waits again" in err and out == ""
+
+
+def test_from_on_commands_that_show_mail_says_the_rule_it_is_held_to() -> None:
+    """`status ID --from ADDR` is refused outside ADDR's session: the help says so, not "act as"."""
+    mid = send_json("team:bob", "status me", "--from", "team:alice")["messageId"]
+    for command in ("status", "wait", "show", "search"):
+        help_text = " ".join(run(command, "--help").stdout.split())
+        assert "Read as this address: only inside that address's own session" in help_text, command
+        assert "(unverified)" not in help_text, command
+    assert "Act as this address (unverified)" in " ".join(run("send", "--help").stdout.split())
+    bare = subprocess.run([AGENT_LINK, "status", mid, "--from", "team:alice"], capture_output=True, text=True, timeout=RUN_BOUND_S,
+                          env={**os.environ, "AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS})
+    assert bare.returncode == 1 and "Only team:alice may read its mail here" in bare.stderr
+    assert "AGENT_LINK_INSPECT_ALL=1" in bare.stderr
+    assert run("status", mid, "--from", "team:alice").returncode == 0  # inside team:alice's session

@@ -214,6 +214,23 @@ def test_health_says_which_legacy_files_exist_and_whether_imported(isolated_env:
     app.close()
 
 
+@pytest.mark.parametrize("lines", [["{not json"], ["{not json", "", ["a", "list"]], [{"type": "message", "id": "bad"}]])
+def test_a_file_with_nothing_readable_is_not_listed_as_imported(isolated_env: Path, lines: list[Any]) -> None:
+    path = write_lines(isolated_env / "mailbox.jsonl", lines)
+    app = App.create()
+    try:
+        report = import_legacy(app)
+        assert only(report, "mailbox")["unreadable"] == len([x for x in lines if x != ""])
+        legacy = app.health()["legacyState"]
+        assert legacy["files"][0]["path"] == str(path) and legacy["files"][0]["imported"] is False and legacy["pending"] == 1
+        with path.open("a") as fh:  # one readable line: the file's content is imported now
+            fh.write(json.dumps(message(ulid(30), "team:a", "team:b", "readable")) + "\n")
+        import_legacy(app)
+        assert app.health()["legacyState"]["files"][0]["imported"] is True
+    finally:
+        app.close()
+
+
 def test_cli_reports_counts_and_bad_lines_without_a_traceback(isolated_env: Path) -> None:
     original_mailbox(isolated_env)
     before = CliRunner().invoke(build_cli(), ["health"])

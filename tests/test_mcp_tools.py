@@ -146,6 +146,8 @@ class Peer:
         error = await self.fail(name, arguments, "invalid_arguments")
         entries = [e for e in error["details"]["errors"] if e["path"] == path]
         assert entries, (name, arguments, error)
+        pairs = [(e["path"], e["rule"]) for e in error["details"]["errors"]]
+        assert len(pairs) == len(set(pairs)), error  # each problem listed once ({"to": null} once, not twice)
         if rule is not None:
             assert rule in [e["rule"] for e in entries], (name, arguments, error)
         assert path in error["message"], error
@@ -563,6 +565,10 @@ async def test_reply_status_wait_inbox_inspect_errors() -> None:
         assert [m["id"] for m in from_carol["messages"]] == [c1] and "carol to bob" in from_carol["messages"][0]["envelope"]
         for since in ("yesterday", "1700000000000", "2020-01-01T00:00:00"):
             await alice.invalid("agent_link_mailbox_inspect", {"since": since}, "since")
+        for epoch in (1700000000000, 1.7e12):  # the removed form: the hint says what to give instead
+            error = await alice.invalid("agent_link_mailbox_inspect", {"since": epoch}, "since", "removed")
+            assert error["details"]["removed"][0]["argument"] == "since" and "ISO 8601" in error["details"]["removed"][0]["replacement"]
+            assert "since as a number was removed: give an ISO 8601 string" in error["hint"]
         assert len((await alice.ok("agent_link_mailbox_inspect", {"since": "2000-01-01T00:00:00Z"}))["messages"]) == 3
         assert (await alice.ok("agent_link_mailbox_inspect", {"since": "2999-01-01T00:00:00+00:00"}))["messages"] == []
         nobody = await anon.ok("agent_link_mailbox_inspect")

@@ -39,3 +39,60 @@ def test_only_served_addresses_and_harness_sessions_are_suggested(app: App) -> N
     assert presence.suggestions(app.store, "tx:bobby", harnesses={"sx"})[0] == "sx:bobby"
     warning = presence.unseen_warning(app.store, "team:bobb")
     assert warning["details"]["suggestions"] == ["team:bob"] and "Did you mean team:bob?" in warning["message"]
+
+
+def test_an_mcp_server_counts_as_serving_its_address_once_it_answers_initialize(app: App) -> None:
+    """The start-up front answers `initialize` before the full server loads: the address is
+    recorded before that answer, so a send right after it carries no unknown_address warning."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    agent_link = str(Path(sys.executable).with_name("agent-link"))
+    env = {**os.environ, "AGENT_LINK_ADDRESS": "team:bob"}
+    init = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                       "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    for start in ("the front learns the answer", "the front answers"):
+        with app.store.write() as conn:
+            conn.execute("DELETE FROM presence WHERE address = 'team:bob'")
+        proc = subprocess.Popen([agent_link, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, env=env, text=True)
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            proc.stdin.write(init + "\n")
+            proc.stdin.flush()
+            assert json.loads(proc.stdout.readline())["id"] == 1  # bob's server answered initialize
+            assert presence.seen(app.store, "team:bob"), start  # what a send checks before it warns unknown_address
+        finally:
+            proc.stdin.close()
+            proc.wait(120)
+
+
+def test_record_at_start_creates_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "state" / "agent-link.db"
+    presence.record_at_start({"HOME": str(tmp_path), "AGENT_LINK_STATE_DIR": str(db.parent), "AGENT_LINK_ADDRESS": "team:bob"})
+    assert not db.parent.exists()
+    db.parent.mkdir()
+    db.write_bytes(b"not a database")
+    presence.record_at_start({"HOME": str(tmp_path), "AGENT_LINK_STATE_DIR": str(db.parent), "AGENT_LINK_ADDRESS": "team:bob"})
+    assert db.read_bytes() == b"not a database"
+
+
+def test_a_start_record_that_was_not_the_servers_identity_is_taken_back(app: App) -> None:
+    """The full server serves a harness session, not AGENT_LINK_ADDRESS: what the start-up
+    record wrote is removed (a new row) or put back as it was (an existing one)."""
+    import os
+
+    env = {**os.environ, "AGENT_LINK_ADDRESS": "team:me"}
+    presence.record_at_start(env)
+    assert presence.seen(app.store, "team:me")
+    presence.undo_start_record(app.store)
+    assert not presence.seen(app.store, "team:me")
+    presence.record(app.store, "team:me", "inbox")
+    before = tuple(app.store.conn.execute("SELECT * FROM presence WHERE address = 'team:me'").fetchone())
+    presence.record_at_start(env)
+    assert app.store.conn.execute("SELECT pid FROM presence WHERE address = 'team:me'").fetchone()[0] == os.getpid()
+    presence.undo_start_record(app.store)
+    assert tuple(app.store.conn.execute("SELECT * FROM presence WHERE address = 'team:me'").fetchone()) == before
+    presence.undo_start_record(app.store)  # nothing left to take back

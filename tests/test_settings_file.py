@@ -101,12 +101,16 @@ def test_config_refuses_what_no_process_would_accept(settings: Path, args: tuple
 
 def test_other_state_dirs_used_lately(tmp_path: Path) -> None:
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    a, b, old, gone = (str(tmp_path / name) for name in ("a", "b", "old", "gone"))
+    for folder in (a, b, old):
+        os.mkdir(folder)
     day = state_dirs.RECENT_MS
-    state_dirs.record("/a", env, now_ms=10 * day)
-    state_dirs.record("/b", env, now_ms=10 * day + 5)
-    state_dirs.record("/old", env, now_ms=day)
-    assert state_dirs.others("/a", env, now_ms=10 * day + 10) == [{"path": "/b", "lastUsedMs": 10 * day + 5}]
-    assert state_dirs.others("/b", env, now_ms=12 * day) == []
+    state_dirs.record(a, env, now_ms=10 * day)
+    state_dirs.record(b, env, now_ms=10 * day + 5)
+    state_dirs.record(old, env, now_ms=day)
+    state_dirs.record(gone, env, now_ms=10 * day + 6)  # a temporary server's folder, since removed
+    assert state_dirs.others(a, env, now_ms=10 * day + 10) == [{"path": b, "lastUsedMs": 10 * day + 5}]
+    assert state_dirs.others(b, env, now_ms=12 * day) == []
 
 
 def test_health_warns_of_another_state_dir(tmp_path: Path) -> None:

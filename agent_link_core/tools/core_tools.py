@@ -414,5 +414,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         }),
         output_fields={k: ANY for k in MESSAGE_VIEW_FIELDS},
         handler=mailbox_inspect, read_only=True,
+        removed_forms={"since": ("number", "an ISO 8601 string with a timezone, such as 2026-01-01T00:00:00Z "
+                                           "(epoch milliseconds were removed in 0.6.0)")},
     ),
 )

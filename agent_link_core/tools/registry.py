@@ -72,6 +72,10 @@ class ToolSpec:
         raises :class:`~agent_link_core.errors.AgentLinkError` to fail.
     :param read_only / destructive / idempotent: MCP annotations.
     :param removed: arguments removed in older versions ``{old: replacement}``.
+    :param removed_forms: forms of a kept argument that were removed ``{argument: (JSON type
+        of the removed form, what to give instead)}``, e.g. ``{"since": ("number", "an ISO
+        8601 string")}``: refused with the same hint and ``details.removed`` as a removed
+        argument, instead of a plain type error.
     """
 
     name: str
@@ -84,6 +88,7 @@ class ToolSpec:
     idempotent: bool = False
     removed: Mapping[str, str] = field(default_factory=dict)
     title: str | None = None
+    removed_forms: Mapping[str, tuple[str, str]] = field(default_factory=dict)
 
 
 WARNING_SCHEMA = {
@@ -167,6 +172,11 @@ def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> t
             removed.append({"argument": key, "replacement": spec.removed[key]})
             errors.append({"path": key, "rule": "removed", "expected": f"use {spec.removed[key]} instead"})
             continue
+        if key in spec.removed_forms and _json_type(value) == spec.removed_forms[key][0]:
+            instead = spec.removed_forms[key][1]
+            removed.append({"argument": key, "replacement": instead, "form": spec.removed_forms[key][0]})
+            errors.append({"path": key, "rule": "removed", "expected": instead})
+            continue
         if value is None:
             if key in required:
                 errors.append({"path": key, "rule": "required", "expected": _expected(props.get(key, {}))})
@@ -195,12 +205,27 @@ def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> t
         path = ".".join(str(p) for p in err.absolute_path)
         errors.append({"path": path, "rule": str(err.validator), "expected": _expected(err.schema if isinstance(err.schema, dict) else {})})
     if errors:
+        # a null required argument is reported by the loop and again by the schema: once
+        unique: dict[tuple[str, str], dict[str, Any]] = {}
+        for error in errors:
+            unique.setdefault((error["path"], error["rule"]), error)
+        errors = list(unique.values())
         more: dict[str, Any] = {"removed": removed} if removed else {}
         exc = invalid_arguments(errors, **more)
         if removed:
-            exc.hint = "; ".join(f"{r['argument']} was replaced by {r['replacement']}" for r in removed)
+            exc.hint = "; ".join(f"{r['argument']} as a {r['form']} was removed: give {r['replacement']}" if "form" in r
+                                 else f"{r['argument']} was replaced by {r['replacement']}" for r in removed)
         raise exc
     return args, warnings
+
+
+def _json_type(value: Any) -> str:
+    """The JSON type name of a decoded JSON value (``number`` for int and float, not bool)."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    return {str: "string", list: "array", dict: "object", type(None): "null"}.get(type(value), "object")
 
 
 def _coerced(key: str, kind: str) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
@@ -61,8 +62,8 @@ def load_settings(scope: str, path: Path, must_exist: bool = True) -> SettingsFi
     """Read a settings file.
 
     :param must_exist: raise for a missing file (else it is returned with ``data`` None).
-    :raises ConfigFileError: missing (when ``must_exist``), unreadable, or ``malformed`` (JSON
-        error with line and column, or not a JSON object).
+    :raises ConfigFileError: missing (when ``must_exist``), unreadable, or ``malformed`` (see
+        :func:`parse_settings`).
     """
     try:
         raw = read_bytes(path)
@@ -70,11 +71,39 @@ def load_settings(scope: str, path: Path, must_exist: bool = True) -> SettingsFi
         if exc.kind == "missing" and not must_exist:
             return SettingsFile(scope, path)
         raise
+    return parse_settings(scope, path, raw)
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def strict_json(text: str, **hooks: Any) -> Any:
+    """``text`` parsed as JSON the way Node's ``JSON.parse`` (what Claude Code reads settings
+    with) accepts it: ``NaN``, ``Infinity`` and ``-Infinity`` are refused.
+
+    :param hooks: passed to :func:`json.loads` (``parse_float``, ``parse_int``).
+    :raises ValueError: a :class:`json.JSONDecodeError`, or a ValueError naming the constant.
+    :raises RecursionError: nested too deeply.
+    """
+    return json.loads(text, parse_constant=_refuse_constant, **hooks)
+
+
+def parse_settings(scope: str, path: Path, raw: bytes | None) -> SettingsFile:
+    """``raw`` (the bytes of the settings file at ``path``; None: no file) as a settings file.
+
+    :raises ConfigFileError: ``malformed``: not UTF-8, not JSON as Claude Code reads it
+        (with line and column; NaN and Infinity are refused), or not a JSON object.
+    """
+    if raw is None:
+        return SettingsFile(scope, path)
     text = decode_utf8(path, raw)
     try:
-        data = json.loads(text) if text.strip() else {}
+        data = strict_json(text) if text.strip() else {}
     except json.JSONDecodeError as exc:
         raise ConfigFileError("malformed", f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    except ValueError as exc:
+        raise ConfigFileError("malformed", f"{path} is not valid JSON ({exc}; Claude Code would not read it)") from None
     except RecursionError:
         raise ConfigFileError("malformed", f"{path} is not valid JSON (nested too deeply)") from None
     if not isinstance(data, dict):
@@ -233,14 +262,26 @@ def _indent(text: str) -> str | int:
 def plan_rules(settings: SettingsFile, rules: list[str]) -> tuple[str, str, dict[str, Any]]:
     """The new text of ``settings`` with ``rules`` added to the end of ``permissions.allow``.
 
-    Key order and the file's indentation are kept; JSON has no comments to keep.
+    Key order, the file's indentation and every number's text (``1e999`` stays ``1e999``,
+    ``1.50`` stays ``1.50``) are kept; JSON has no comments to keep.
 
     :returns: ``(old text, new text, intended data)``.
     :raises ConfigFileError: ``malformed`` when ``permissions`` is not an object or
-        ``permissions.allow`` not a list (nothing can be added safely).
+        ``permissions.allow`` not a list (nothing can be added safely), or when the new text
+        would not read back as intended.
     """
     old_text = settings.raw.decode("utf-8") if settings.raw is not None else ""
-    data = json.loads(json.dumps(settings.data or {}))
+    # Numbers are carried through as unique placeholder strings and put back as written:
+    # json would turn 1e999 into Infinity, which JSON.parse refuses.
+    marker = f"agent-link-number-{secrets.token_hex(8)}-"
+    numbers: dict[str, str] = {}
+
+    def keep(text: str) -> str:
+        key = f"{marker}{len(numbers)}"
+        numbers[key] = text
+        return key
+
+    data = strict_json(old_text, parse_float=keep, parse_int=keep) if old_text.strip() else {}
     perms = data.setdefault("permissions", {})
     if not isinstance(perms, dict):
         raise ConfigFileError("malformed", f"{settings.path}: permissions is not a JSON object")
@@ -249,4 +290,12 @@ def plan_rules(settings: SettingsFile, rules: list[str]) -> tuple[str, str, dict
         raise ConfigFileError("malformed", f"{settings.path}: permissions.allow is not a JSON array")
     allow.extend(r for r in rules if r not in allow)
     new_text = json.dumps(data, indent=_indent(old_text), ensure_ascii=False) + "\n"
-    return old_text, new_text, data
+    for key, text in numbers.items():
+        new_text = new_text.replace(json.dumps(key), text, 1)
+    intended = json.loads(json.dumps(settings.data or {}))
+    intended_perms = intended.setdefault("permissions", {})
+    intended_allow = intended_perms.setdefault("allow", [])
+    intended_allow.extend(r for r in rules if r not in intended_allow)
+    if marker in new_text or strict_json(new_text) != intended:  # never write what would not read back as intended
+        raise ConfigFileError("malformed", f"{settings.path}: the new settings did not read back as intended; nothing was written")
+    return old_text, new_text, intended

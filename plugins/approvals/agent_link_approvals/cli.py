@@ -47,30 +47,37 @@ Exit codes:
 FilePath = click.Path(dir_okay=False, path_type=Path)
 
 
-def _die(message: str, code: int) -> NoReturn:
+def _die(message: str, code: int, as_json: bool = False, kind: str = "failed") -> NoReturn:
+    """One stderr line and exit ``code``; with ``as_json`` also the one JSON object on stdout
+    (``{"version": 1, "complete": false, "error": {"kind", "message"}}``)."""
+    if as_json:
+        click.echo(json.dumps({"version": 1, "complete": False, "error": {"kind": kind, "message": message}},
+                              ensure_ascii=False, indent=2))
     click.echo(f"agent-link: {message}", err=True)
     sys.exit(code)
 
 
-def _tools(host: str) -> list[ToolInfo]:
+def _tools(host: str, as_json: bool = False) -> list[ToolInfo]:
     try:
         return list_running_tools(host)
     except ToolListError as exc:
-        _die(str(exc), 1)
+        _die(str(exc), 1, as_json, "tools")
 
 
-def _run(step: Callable[[], Any]) -> Any:
-    """Run a check/apply step; file and manifest problems become one stderr line and an exit."""
+def _run(step: Callable[[], Any], as_json: bool = False) -> Any:
+    """Run a check/apply step; file and manifest problems become one stderr line and an exit
+    (and, with ``as_json``, one JSON object on stdout)."""
     try:
         return step()
     except ConfigFileError as exc:
-        _die(exc.message, 2)
+        _die(exc.message, 2, as_json, exc.kind)
     except service.CannotCheck as exc:
-        _die(str(exc), 1)
+        _die(str(exc), 1, as_json, "manifests")
     except ChangedWhileApplying as exc:
-        _die(str(exc), 1)
+        _die(str(exc), 1, as_json, "changed")
     except OSError as exc:
-        _die(f"could not write: {exc.strerror or exc} ({exc.filename or ''}); the file was not changed", 1)
+        _die(f"could not write: {exc.strerror or exc} ({exc.filename or ''}); the file was not changed", 1,
+             as_json, "write")
 
 
 def _readable_or_missing(path: Path) -> None:
@@ -225,18 +232,18 @@ def register(cli: click.Group) -> None:
         complete = True
         if codex_path is not None:
             plugin = read_codex_plugin(plugin_root)
-            _run(lambda: codex.load_config(codex_path))  # a bad file is reported before the tools are listed
-            tools = _tools("codex")
+            _run(lambda: codex.load_config(codex_path), as_json)  # a bad file is reported before the tools are listed
+            tools = _tools("codex", as_json)
             outcome = _run(lambda: service.check_codex(codex_path, tools, plugin, all_tools=all_tools,
-                                                       plugin_id=plugin_id or config.get(CODEX_PLUGIN_ID)))
+                                                       plugin_id=plugin_id or config.get(CODEX_PLUGIN_ID)), as_json)
             out["codex"] = outcome.report
             complete = complete and outcome.complete
         if claude_settings is not None or real_claude:
             cplugin = read_claude_plugin(plugin_root)
             files = _run(lambda: [claude.load_settings("file", claude_settings)] if claude_settings is not None
-                         else claude.real_settings(os.environ, (project or Path.cwd()).resolve()))
-            ctools = _tools("claude")
-            coutcome = _run(lambda: service.check_claude(files, ctools, cplugin, all_tools=all_tools))
+                         else claude.real_settings(os.environ, (project or Path.cwd()).resolve()), as_json)
+            ctools = _tools("claude", as_json)
+            coutcome = _run(lambda: service.check_claude(files, ctools, cplugin, all_tools=all_tools), as_json)
             out["claude"] = coutcome.report
             complete = complete and coutcome.complete
         out["complete"] = complete
@@ -271,17 +278,19 @@ def register(cli: click.Group) -> None:
         config = get_app(ctx).config
         if codex_config is not None:
             plugin = read_codex_plugin(plugin_root)
-            _run(lambda: _readable_or_missing(codex_config))
-            tools = _tools("codex")
+            _run(lambda: _readable_or_missing(codex_config), as_json)
+            tools = _tools("codex", as_json)
             outcome = _run(lambda: service.apply_codex(codex_config, tools, plugin, all_tools=all_tools,
-                                                       plugin_id=plugin_id or config.get(CODEX_PLUGIN_ID), dry_run=dry_run))
+                                                       plugin_id=plugin_id or config.get(CODEX_PLUGIN_ID), dry_run=dry_run),
+                           as_json)
             report, complete, printer = outcome.report, outcome.complete, _print_codex
         else:
             assert claude_settings is not None
             cplugin = read_claude_plugin(plugin_root)
-            _run(lambda: claude.load_settings("file", claude_settings, must_exist=False))
-            ctools = _tools("claude")
-            coutcome = _run(lambda: service.apply_claude(claude_settings, ctools, cplugin, all_tools=all_tools, dry_run=dry_run))
+            _run(lambda: claude.load_settings("file", claude_settings, must_exist=False), as_json)
+            ctools = _tools("claude", as_json)
+            coutcome = _run(lambda: service.apply_claude(claude_settings, ctools, cplugin, all_tools=all_tools,
+                                                         dry_run=dry_run), as_json)
             report, complete, printer = coutcome.report, coutcome.complete, _print_claude
         if as_json:
             key = "codex" if codex_config is not None else "claude"

@@ -56,15 +56,26 @@ def needs_approval(mode: str, tool: ToolInfo) -> bool:
 def load_config(path: Path) -> tuple[bytes, dict[str, Any]]:
     """The file's bytes and parsed content.
 
-    :raises ConfigFileError: missing, unreadable, or ``malformed`` (the TOML error with its
-        line and column).
+    :raises ConfigFileError: missing, unreadable, or ``malformed`` (see :func:`parse_config`).
     """
     raw = read_bytes(path)
+    return raw, parse_config(path, raw)
+
+
+def parse_config(path: Path, raw: bytes) -> dict[str, Any]:
+    """``raw`` (the bytes of the config at ``path``) parsed as TOML.
+
+    :raises ConfigFileError: ``malformed``: not UTF-8, the TOML error with its line and
+        column, or nested too deeply to read.
+    """
     text = decode_utf8(path, raw)
     try:
-        return raw, tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigFileError("malformed", f"{path} is not valid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigFileError("malformed", f"{path} is nested too deeply to read (arrays or inline tables "
+                                           "inside each other thousands of levels deep)") from None
 
 
 @dataclass

@@ -4,16 +4,23 @@ A replacement is atomic: the new bytes go to a temporary file in the same direct
 fsync'ed and given the original's permission bits (and owner, when allowed), then renamed over
 the original, and the directory is fsync'ed. A symlinked config is replaced at its target, so
 the link stays. A copy of the old bytes is kept beside it first (``<name>.agent-link-<UTC
-stamp>.bak``, same permission bits). If the file changed since it was read, nothing is written.
+stamp>.bak``, same permission bits). Hosts and people edit these files while agent-link runs:
+a change made since the file was read, up to the moment of the swap, is never overwritten
+(:func:`update_file` plans again on top of it, or gives up and leaves it).
 """
 
 from __future__ import annotations
 
+import ctypes
 import datetime as _dt
 import difflib
+import errno
 import os
 import stat
+import sys
 import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 NEW_FILE_MODE = 0o600
@@ -87,39 +94,143 @@ def _fsync_dir(directory: str) -> None:
         os.close(fd)
 
 
-def replace_atomically(path: Path, data: bytes, expected_old: bytes | None) -> Path | None:
-    """Write ``data`` as the new content of ``path``.
+#: How many times :func:`update_file` reads, plans and writes again when the file changes
+#: under it before it refuses.
+UPDATE_ATTEMPTS = 8
 
-    :param expected_old: the bytes the change was computed from (``None``: the file did not
-        exist and must still not exist).
-    :returns: the backup file's path (``None`` when there was no file before).
-    :raises ChangedWhileApplying: the file's content is no longer ``expected_old``; nothing
-        was written.
-    :raises OSError: the directory is not writable, the disk is full, ...; the original is
-        then untouched (a leftover temporary file is removed).
+_RENAME_EXCHANGE = 2  # linux/fs.h
+_AT_FDCWD = -100
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap the files at ``a`` and ``b`` in one step (Linux ``renameat2(RENAME_EXCHANGE)``).
+
+    :returns: False when the system or file system cannot (the caller falls back to a rename).
+    :raises OSError: any other failure.
     """
-    target = Path(os.path.realpath(path))
+    if not sys.platform.startswith("linux"):
+        return False
     try:
-        st: os.stat_result | None = os.stat(target)
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), str(a), None, str(b))
+
+
+def _read_fd(fd: int) -> bytes:
+    """The whole content of the open file ``fd`` (from offset 0, whatever its position)."""
+    chunks, offset = [], 0
+    while chunk := os.pread(fd, 1 << 16, offset):
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
+
+
+def _current(target: Path) -> bytes | None:
+    """What ``target`` holds right now (None: no such file); read again just before a write."""
+    try:
+        return target.read_bytes()
     except FileNotFoundError:
-        st = None
-    current = target.read_bytes() if st is not None else None
-    if current != expected_old:
-        raise ChangedWhileApplying(f"{path} changed while agent-link was applying; nothing was written. Run it again.")
+        return None
+
+
+def _unlink(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+@dataclass
+class Update:
+    """What :func:`update_file` did.
+
+    :param base: the bytes the final plan was computed from (None: there was no file).
+    :param written: agent-link's change was swapped in.
+    :param backup: the copy of ``base`` kept beside the file (None when nothing was written
+        or there was no file).
+    :param attempts: how many read-plan-write rounds it took (more than one: the file changed
+        under agent-link and the change was planned again on top of the new content).
+    """
+
+    base: bytes | None
+    written: bool
+    backup: Path | None
+    attempts: int
+
+
+def update_file(path: Path, plan: Callable[[bytes | None], bytes | None], *,
+                attempts: int = UPDATE_ATTEMPTS) -> Update:
+    """Change ``path`` to what ``plan`` makes of its current bytes, never losing a concurrent edit.
+
+    Each round reads the file, asks ``plan`` for the new bytes, writes them to a temporary
+    file (fsync'ed, with the original's permission bits and owner) and a backup of the old
+    bytes, then reads the file again just before swapping the new one in. The swap exchanges
+    the two files in one step, so agent-link sees what it displaced: if that is not the file it
+    read, still holding exactly the bytes planned from (another process replaced the file, or
+    wrote into it, in the moment between), the displaced file is swapped back and the round
+    starts again on the new content. A file that keeps changing for ``attempts`` rounds is left
+    as the other process made it.
+
+    :param plan: ``plan(current bytes or None) -> new bytes``, or None when nothing needs to
+        change; may raise (e.g. :class:`ConfigFileError` for a malformed file), which ends
+        the update with nothing written.
+    :raises ChangedWhileApplying: the file changed in every round; agent-link's change is not in it.
+    :raises OSError: the directory is not writable, the disk is full, ...; the original is
+        then untouched (leftover temporary files are removed).
+    """
+    for attempt in range(1, attempts + 1):
+        target = Path(os.path.realpath(path))
+        try:
+            held: int | None = os.open(target, os.O_RDONLY)
+        except FileNotFoundError:
+            held = None
+        try:
+            st = os.fstat(held) if held is not None else None
+            if st is not None and not stat.S_ISREG(st.st_mode):
+                raise ConfigFileError("unreadable", f"{path} is not a regular file")
+            base = _read_fd(held) if held is not None else None
+            new = plan(base)
+            if new is None or new == base:
+                return Update(base, False, None, attempt)
+            swapped, backup = _swap_in(target, new, base, held, st)
+        finally:
+            if held is not None:
+                os.close(held)
+        if swapped:
+            return Update(base, True, backup, attempt)
+    tries = f" ({attempts} tries)" if attempts > 1 else ""
+    raise ChangedWhileApplying(f"{path} changed while agent-link was applying{tries}; agent-link's change was "
+                               "not written and the other change was kept. Run it again.")
+
+
+def _swap_in(target: Path, new: bytes, base: bytes | None, held: int | None,
+             st: os.stat_result | None) -> tuple[bool, Path | None]:
+    """One round of :func:`update_file`: ``(True, backup)`` once ``new`` is in place, ``(False,
+    None)`` when the file changed under us (it is then as the other process left it)."""
     mode = stat.S_IMODE(st.st_mode) if st is not None else NEW_FILE_MODE
     backup: Path | None = None
-    if st is not None and current is not None:
+    if st is not None and base is not None:
         backup = target.with_name(f"{target.name}.agent-link-{_stamp()}.bak")
         fd = os.open(backup, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
         with os.fdopen(fd, "wb") as fh:
-            fh.write(current)
+            fh.write(base)
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(backup, mode)  # the umask may have removed bits from the requested mode
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    tmp: Path | None = None
+    swapped = False
     try:
+        fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        tmp = Path(name)
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            fh.write(new)
             fh.flush()
             os.fchmod(fh.fileno(), mode)
             if st is not None and (st.st_uid, st.st_gid) != (os.getuid(), os.getgid()):
@@ -128,12 +239,86 @@ def replace_atomically(path: Path, data: bytes, expected_old: bytes | None) -> P
                 except PermissionError:
                     pass
             os.fsync(fh.fileno())
-        os.replace(tmp, target)
+        if _current(target) == base:  # else it changed while we planned and wrote
+            if held is None:
+                try:
+                    os.link(tmp, target)  # unlike a rename, never replaces a file that appeared since
+                    swapped = True
+                except FileExistsError:
+                    pass
+            elif _exchange(tmp, target):
+                swapped = _displaced_is(tmp, held, base)
+                if not swapped:
+                    _exchange(tmp, target)  # put the other process's file back
+                    _keep_if_not(tmp, new, target)
+            else:  # no exchange on this system: rename, then undo if the old file changed
+                os.replace(tmp, target)
+                swapped = _read_fd(held) == base
+                if not swapped:
+                    _restore(target, new, _read_fd(held), mode)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        if tmp is not None:
+            _unlink(tmp)
+        if backup is not None:
+            _unlink(backup)
         raise
+    _unlink(tmp)
+    if not swapped:
+        if backup is not None:
+            _unlink(backup)
+        return False, None
     _fsync_dir(str(target.parent))
-    return backup
+    return True, backup
+
+
+def _displaced_is(displaced: Path, held: int, base: bytes | None) -> bool:
+    """Whether the file swapped out to ``displaced`` is the one read (same inode, still ``base``),
+    also once a writer that had it open has finished writing into it."""
+    try:
+        st = os.stat(displaced)
+    except FileNotFoundError:
+        return False
+    held_st = os.fstat(held)
+    if (st.st_dev, st.st_ino) != (held_st.st_dev, held_st.st_ino):
+        return False
+    _fsync_dir(str(displaced.parent))  # makes the swap durable, and gives a writer mid-append time to finish
+    return _read_fd(held) == base
+
+
+def _keep_if_not(path: Path, ours: bytes, target: Path) -> None:
+    """After swapping back, ``path`` should hold our bytes again; if a third writer put its own
+    file at ``target`` in the moment between, keep that one beside the config (never delete it)."""
+    if _current(path) != ours:
+        os.replace(path, target.with_name(f"{target.name}.agent-link-{_stamp()}.concurrent"))
+
+
+def _restore(target: Path, ours: bytes, theirs: bytes, mode: int) -> None:
+    """Put ``theirs`` back at ``target`` when it still holds ``ours`` (no exchange available)."""
+    fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(theirs)
+            os.fchmod(fh.fileno(), mode)
+            os.fsync(fh.fileno())
+        if _current(target) == ours:
+            os.replace(name, target)
+    finally:
+        _unlink(Path(name))
+
+
+def replace_atomically(path: Path, data: bytes, expected_old: bytes | None) -> Path | None:
+    """Write ``data`` as the new content of ``path`` if it still holds ``expected_old``.
+
+    :param expected_old: the bytes the change was computed from (``None``: the file did not
+        exist and must still not exist).
+    :returns: the backup file's path (``None`` when there was no file before).
+    :raises ChangedWhileApplying: the file's content is not ``expected_old``, before or at the
+        moment of the swap; nothing was written.
+    :raises OSError: see :func:`update_file`.
+    """
+    def plan(current: bytes | None) -> bytes | None:
+        if current != expected_old:
+            raise ChangedWhileApplying(f"{path} changed while agent-link was applying; nothing was written. Run it again.")
+        return data
+
+    return update_file(path, plan, attempts=1).backup

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_link_approvals import claude, codex
-from agent_link_approvals.files import ConfigFileError, replace_atomically, unified_diff
+from agent_link_approvals.files import ConfigFileError, Update, read_bytes, unified_diff, update_file
 from agent_link_approvals.manifests import HostPlugin
 from agent_link_approvals.toollist import ToolInfo
 
@@ -78,37 +78,53 @@ def apply_codex(path: Path, tools: list[ToolInfo], plugin: HostPlugin, *, all_to
                 plugin_id: str | None = None, dry_run: bool = False) -> CodexOutcome:
     """Append the missing approval tables to the Codex config at ``path`` (created when absent).
 
+    The change is planned on the file's content at the moment of writing: an edit another
+    process makes meanwhile is kept and the tables are planned again on top of it (see
+    :func:`agent_link_approvals.files.update_file`).
+
     ``report`` gains ``appended`` (the TOML added), ``byHand`` (entries that need a hand
     edit), ``diff``, ``written``, ``backup``; ``complete`` is the verdict after the change.
 
     :raises ConfigFileError: unreadable or malformed file.
     :raises CannotCheck: see :func:`codex_keys`.
-    :raises ChangedWhileApplying: the file changed under us (nothing written).
+    :raises ChangedWhileApplying: the file kept changing under us (our change not written).
     :raises OSError: the file could not be written (the original is untouched).
     """
     pid, servers = codex_keys(plugin, plugin_id)
+    planned: dict[str, Any] = {}
+
+    def plan(raw: bytes | None) -> bytes | None:
+        data = codex.parse_config(path, raw) if raw is not None else {}
+        before = codex.check(data, pid, servers, tools, all_tools)
+        old_text = raw.decode("utf-8") if raw is not None else ""
+        step = codex.plan_append(old_text, data, before.additions)
+        planned.update(data=data, plan=step)
+        return step.new_text.encode("utf-8") if step.changed and not dry_run else None
+
+    if dry_run:
+        plan(_read_or_none(path))
+        done = Update(None, False, None, 1)
+    else:
+        done = update_file(path, plan)
+    data, step = planned["data"], planned["plan"]
+    after = codex.check(codex.merge(data, step.appended), pid, servers, tools, all_tools)
+    report = {"config": str(path), "manifests": plugin.to_dict(), **after.to_dict()}
+    report.update(
+        complete=after.complete and not plugin.problems and not step.by_hand,
+        appended=_toml(step.appended), byHand=[{"table": t, "add": line} for t, line in step.by_hand],
+        diff=unified_diff(path, step.old_text, step.new_text) if step.changed else "",
+        dryRun=dry_run, written=done.written, backup=str(done.backup) if done.backup else None,
+    )
+    return CodexOutcome(report, report["complete"], after, step)
+
+
+def _read_or_none(path: Path) -> bytes | None:
     try:
-        raw: bytes | None
-        raw, data = codex.load_config(path)
+        return read_bytes(path)
     except ConfigFileError as exc:
         if exc.kind != "missing":
             raise
-        raw, data = None, {}
-    before = codex.check(data, pid, servers, tools, all_tools)
-    old_text = raw.decode("utf-8") if raw is not None else ""
-    plan = codex.plan_append(old_text, data, before.additions)
-    backup = None
-    if plan.changed and not dry_run:
-        backup = replace_atomically(path, plan.new_text.encode("utf-8"), raw)
-    after = codex.check(codex.merge(data, plan.appended), pid, servers, tools, all_tools)
-    report = {"config": str(path), "manifests": plugin.to_dict(), **after.to_dict()}
-    report.update(
-        complete=after.complete and not plugin.problems and not plan.by_hand,
-        appended=_toml(plan.appended), byHand=[{"table": t, "add": line} for t, line in plan.by_hand],
-        diff=unified_diff(path, old_text, plan.new_text) if plan.changed else "",
-        dryRun=dry_run, written=plan.changed and not dry_run, backup=str(backup) if backup else None,
-    )
-    return CodexOutcome(report, report["complete"], after, plan)
+        return None
 
 
 def _toml(tables: dict[str, Any]) -> str:
@@ -135,26 +151,33 @@ def check_claude(files: list[claude.SettingsFile], tools: list[ToolInfo], plugin
 def apply_claude(path: Path, tools: list[ToolInfo], plugin: HostPlugin, *, all_tools: bool = False,
                  dry_run: bool = False) -> ClaudeOutcome:
     """Add the missing exact allow rules to the Claude Code settings file at ``path`` (created
-    when absent). Deny and ask rules are reported, never removed.
+    when absent). Deny and ask rules are reported, never removed. Every other value keeps its
+    text (numbers as written). The change is planned on the file's content at the moment of
+    writing, as for :func:`apply_codex`.
 
     :raises ConfigFileError: unreadable or malformed file (or a ``permissions`` of the wrong shape).
     :raises CannotCheck: the manifests give no plugin name or server.
-    :raises ChangedWhileApplying: the file changed under us (nothing written).
+    :raises ChangedWhileApplying: the file kept changing under us (our change not written).
+    :raises OSError: the file could not be written (the original is untouched).
     """
-    settings = claude.load_settings("file", path, must_exist=False)
-    before = check_claude([settings], tools, plugin, all_tools=all_tools)
-    rules = before.result.missing
-    backup = None
-    old_text, new_text, intended = claude.plan_rules(settings, rules) if rules else ("", "", {})
-    if rules:
-        import json
+    planned: dict[str, Any] = {}
 
-        if json.loads(new_text) != intended:  # never write what would not read back as intended
-            raise ConfigFileError("malformed", f"{path}: the new settings did not read back as intended; nothing was written")
-        if not dry_run:
-            backup = replace_atomically(path, new_text.encode("utf-8"), settings.raw)
-        settings = claude.SettingsFile("file", path, new_text.encode("utf-8"), intended)
-    outcome = check_claude([settings], tools, plugin, all_tools=all_tools)
-    outcome.report.update(added=list(rules), diff=unified_diff(path, old_text, new_text) if rules else "",
-                          dryRun=dry_run, written=bool(rules) and not dry_run, backup=str(backup) if backup else None)
+    def plan(raw: bytes | None) -> bytes | None:
+        settings = claude.parse_settings("file", path, raw)
+        rules = check_claude([settings], tools, plugin, all_tools=all_tools).result.missing
+        old_text, new_text, intended = claude.plan_rules(settings, rules) if rules else ("", "", {})
+        if rules:
+            settings = claude.SettingsFile("file", path, new_text.encode("utf-8"), intended)
+        planned.update(rules=rules, old=old_text, new=new_text, settings=settings)
+        return new_text.encode("utf-8") if rules and not dry_run else None
+
+    if dry_run:
+        plan(_read_or_none(path))
+        done = Update(None, False, None, 1)
+    else:
+        done = update_file(path, plan)
+    rules = planned["rules"]
+    outcome = check_claude([planned["settings"]], tools, plugin, all_tools=all_tools)
+    outcome.report.update(added=list(rules), diff=unified_diff(path, planned["old"], planned["new"]) if rules else "",
+                          dryRun=dry_run, written=done.written, backup=str(done.backup) if done.backup else None)
     return outcome

@@ -69,12 +69,15 @@ class ToolInfo:
 
 def scratch_env(host: str, scratch: str, base: dict[str, str] | None = None) -> dict[str, str]:
     """The environment for the listing server: ``base`` (default ``os.environ``) without
-    ``CLAUDE_*``, ``CODEX_*``, ``AGENT_LINK_*``, with HOME, the state dir, CODEX_HOME and
-    CLAUDE_CONFIG_DIR inside ``scratch``, ``AGENT_LINK_HOST=host``, Codex autostart and the
+    ``CLAUDE_*``, ``CODEX_*``, ``AGENT_LINK_*``, with HOME, XDG_CACHE_HOME, the state dir,
+    CODEX_HOME and CLAUDE_CONFIG_DIR inside ``scratch``, ``AGENT_LINK_HOST=host``, Codex autostart and the
     Claude channel off (listing tools must start nothing)."""
     env = {k: v for k, v in (os.environ if base is None else base).items() if not k.startswith(_STRIPPED_PREFIXES)}
     env.update(
         HOME=os.path.join(scratch, "home"),
+        # its caches too: nothing of this throwaway server (its state dir in the record of
+        # state dirs health reads) is left in the user's
+        XDG_CACHE_HOME=os.path.join(scratch, "cache"),
         AGENT_LINK_STATE_DIR=os.path.join(scratch, "state"),
         CODEX_HOME=os.path.join(scratch, "codex"),
         CLAUDE_CONFIG_DIR=os.path.join(scratch, "claude"),

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
+import subprocess
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -75,6 +77,61 @@ def test_unreadable_and_malformed_files_exit_2_with_one_line(run: Run, tmp_path:
     result = run("approvals", "apply", "--claude-settings", bad_json)
     assert result.exit_code == 2 and "not valid JSON" in result.stderr and bad_json.read_text() == '{"permissions": '
     assert fake_tools == []  # files are checked before any server is started
+
+
+def test_a_config_nested_thousands_deep_is_one_line_and_exit_2(run: Run, tmp_path: Path, fake_tools: list[str]) -> None:
+    deep = tmp_path / "deep.toml"
+    deep.write_text("a = " + "[" * 5000 + "]" * 5000 + "\n")
+    for command in ("check", "apply"):
+        result = run("approvals", command, "--codex-config", deep)
+        assert result.exit_code == 2 and "nested too deeply" in result.stderr and "Traceback" not in result.output
+        assert len(result.stderr.strip().splitlines()) == 1
+    result = run("approvals", "apply", "--codex-config", deep, "--json")
+    assert result.exit_code == 2 and as_json(result)["error"]["kind"] == "malformed"
+
+
+@pytest.mark.parametrize("text", ['{"x": NaN}', '{"x": Infinity}', '{"x": [-Infinity]}'])
+def test_settings_claude_code_would_refuse_are_refused(run: Run, tmp_path: Path, fake_tools: list[str], text: str) -> None:
+    path = tmp_path / "settings.json"
+    path.write_text(text)
+    for command in ("check", "apply"):
+        result = run("approvals", command, "--claude-settings", path)
+        assert result.exit_code == 2 and "not valid JSON" in result.stderr and "Claude Code would not read it" in result.stderr
+    assert path.read_text() == text and list(tmp_path.glob("*.bak")) == []
+
+
+def test_apply_keeps_every_number_as_written(run: Run, tmp_path: Path, fake_tools: list[str]) -> None:
+    path = tmp_path / "settings.json"
+    path.write_text('{"x": 1e999, "y": [1.50, -0, 1E5, 12345678901234567890123], "z": {"w": -0.0e-7}}\n')
+    result = run("approvals", "apply", "--claude-settings", path)
+    assert result.exit_code == 0
+    text = path.read_text()
+    assert '"x": 1e999' in text and "Infinity" not in text
+    for number in ("1.50", "-0,", "1E5", "12345678901234567890123", "-0.0e-7"):
+        assert number in text
+    node = shutil.which("node")
+    if node:  # what Claude Code reads it with
+        assert subprocess.run([node, "-e", "JSON.parse(require('fs').readFileSync(process.argv[1], 'utf8'))", str(path)],
+                              check=False).returncode == 0
+
+
+def test_apply_json_is_one_object_also_when_the_write_fails(run: Run, tmp_path: Path, fake_tools: list[str],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_link_approvals import files
+
+    path = tmp_path / "settings.json"
+    path.write_text("{}\n")
+
+    def full_disk(*args: Any, **kwargs: Any) -> Any:
+        raise OSError(28, "No space left on device", str(tmp_path))
+
+    monkeypatch.setattr(files.tempfile, "mkstemp", full_disk)
+    result = run("approvals", "apply", "--claude-settings", path, "--json")
+    assert result.exit_code == 1 and path.read_text() == "{}\n" and list(tmp_path.glob("*.bak")) == []
+    data = as_json(result)
+    assert data["complete"] is False and data["error"]["kind"] == "write"
+    assert "No space left on device" in data["error"]["message"]
+    assert len(result.stderr.strip().splitlines()) == 1
 
 
 # -- codex ------------------------------------------------------------------------------------
@@ -251,6 +308,23 @@ def test_scratch_env_drops_host_and_agent_link_variables(tmp_path: Path) -> None
     assert "CODEX_THREAD_ID" not in env and "CLAUDE_SESSION_ID" not in env and "AGENT_LINK_DISABLE_PLUGINS" not in env
     assert env["PATH"] == "/bin" and env["AGENT_LINK_HOST"] == "codex" and env["AGENT_LINK_CODEX_AUTOSTART"] == "0"
     assert env["AGENT_LINK_STATE_DIR"].startswith(str(tmp_path)) and env["HOME"].startswith(str(tmp_path))
+
+
+def test_the_listing_server_is_no_separate_mailbox_in_health(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its throwaway state folder is recorded in its own cache, not the user's (XDG_CACHE_HOME
+    set), and health leaves out a recorded folder that no longer exists."""
+    from agent_link_core import state_dirs
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    env = scratch_env("codex", str(tmp_path / "scratch"))
+    assert env["XDG_CACHE_HOME"] == str(tmp_path / "scratch" / "cache")
+    list_running_tools("codex")
+    app = App.create()
+    try:
+        assert app.health()["settings"]["otherStateDirs"] == []
+    finally:
+        app.close()
+    assert not any("agent-link-approvals-" in p for p in state_dirs._load(state_dirs.registry_path()))
 
 
 def test_the_running_server_lists_what_this_installation_registers(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,6 +8,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from agent_link_approvals import files
 from agent_link_approvals.files import (
     ChangedWhileApplying,
     replace_atomically,
@@ -64,18 +65,24 @@ def test_a_file_changed_since_reading_is_not_written(folder: Path) -> None:
         replace_atomically(path, b"ours\n", None)  # appeared since
 
 
-def test_a_failed_rename_leaves_the_original_and_no_temp_file(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("exchange", [True, False], ids=["exchange", "rename"])
+def test_a_failed_swap_leaves_the_original_and_no_temp_file(folder: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             exchange: bool) -> None:
     path = folder / "config.toml"
     path.write_bytes(b"old\n")
 
-    def full_disk(src: str, dst: object) -> None:
+    def full_disk(*args: object) -> bool:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(os, "replace", full_disk)
+    if exchange:
+        monkeypatch.setattr(files, "_exchange", full_disk)
+    else:
+        monkeypatch.setattr(files, "_exchange", lambda a, b: False)
+        monkeypatch.setattr(os, "replace", full_disk)
     with pytest.raises(OSError):
         replace_atomically(path, b"new\n", b"old\n")
     assert path.read_bytes() == b"old\n"
-    assert [p.name for p in folder.iterdir() if p.name.endswith(".tmp")] == []
+    assert [p.name for p in folder.iterdir()] == ["config.toml"]  # no temporary file, no backup
 
 
 def test_diff_shows_the_added_lines(tmp_path: Path) -> None:

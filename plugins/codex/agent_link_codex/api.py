@@ -77,7 +77,7 @@ async def add_endpoint(app: App, target: str, *, label: str | None = None, token
     :param token_file: the capability-token file of a ``ws://`` endpoint.
     :returns: ``{version, registration, endpoint: {id, label, source, reachable, reason},
         capacity: {used, limit}}``; ``registration`` is ``added``, ``updated`` (already
-        registered: label and token file replaced) or ``registry-full`` (nothing saved; the
+        registered, also by another path to the same socket: label and token file replaced) or ``registry-full`` (nothing saved; the
         endpoint still works for this command's check).
     :raises AgentLinkError: ``invalid_arguments`` (relative path, not a socket, another
         user's socket, bad URL), ``codex_unavailable`` (nothing answers there; details
@@ -90,9 +90,9 @@ async def add_endpoint(app: App, target: str, *, label: str | None = None, token
         raise AgentLinkError("codex_unavailable", f"No Codex app-server answers there ({seen.reason}); nothing was saved.",
                              {"endpoint": ep.id, "reason": seen.reason, "searched": [ep.id]},
                              hint="Start it (codex app-server --listen unix://PATH) and add it again.")
-    known = registry.get(ep.id) is not None
+    known = registry.get(ep.id) is not None or registry.same_socket(ep) is not None
     try:
-        registry.add(target, label=label, token_file=token_file)
+        ep = registry.add(target, label=label, token_file=token_file)  # another path to a registered socket: that one
         registration = "updated" if known else "added"
     except AgentLinkError as exc:
         if exc.details.get("errors", [{}])[0].get("rule") != "capacity":

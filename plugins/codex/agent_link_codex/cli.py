@@ -75,7 +75,8 @@ def list_(ctx: click.Context, show_paths: bool, as_json: bool) -> None:
         rows = [[e["id"], e["label"], e["source"], "yes" if e["reachable"] else f"no ({e['reason']})"]
                 + ([e["target"]] if show_paths else []) for e in d["endpoints"]]
         table(["ID", "LABEL", "SOURCE", "REACHABLE"] + (["PATH"] if show_paths else []), rows)
-        click.echo(f"registered: {d['capacity']['used']} of {d['capacity']['limit']}")
+        click.echo(f"registered with `agent-link endpoints add`: {d['capacity']['used']} (at most {d['capacity']['limit']}); "
+                   "the others are found on their own (SOURCE)")
 
     emit(data, as_json, human)
 

@@ -108,6 +108,19 @@ def socket_endpoint(path: str, source: str, label: str | None = None) -> Endpoin
     return Endpoint(endpoint_id(target), "unix", target, source, label=label)
 
 
+def socket_identity(ep: Endpoint) -> tuple[int, int] | None:
+    """The ``(device, inode)`` of the socket a Unix endpoint's path leads to now (through any
+    symlinks): two paths with one identity are one app-server. None for a ``ws://`` endpoint
+    or a path that leads to no socket now."""
+    if ep.kind != "unix":
+        return None
+    try:
+        st = os.stat(ep.target)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISSOCK(st.st_mode) else None
+
+
 def url_endpoint(url: str, source: str, token_file: str | None = None, label: str | None = None) -> Endpoint:
     """An :class:`Endpoint` for a WebSocket URL (canonicalised). :raises ValueError: bad URL."""
     target = canonical_url(url)
@@ -257,13 +270,17 @@ class EndpointRegistry:
     def add(self, target: str, *, label: str | None = None, token_file: str | None = None) -> Endpoint:
         """Register a socket path (absolute, or ``~/``) or a ``ws://`` URL; idempotent.
 
-        Registering the same canonical target again updates its label and token file and
-        keeps its id.
+        Registering the same canonical target again, or another path to the same socket (a
+        symlink to it), updates that endpoint's label and token file and keeps its id.
 
+        :returns: the endpoint as registered (the earlier one for another path to its socket).
         :raises AgentLinkError: ``invalid_arguments`` as :meth:`prepare` says, or for a full
             registry (:data:`REGISTRY_CAPACITY`; rule ``capacity``).
         """
         ep = self.prepare(target, label=label, token_file=token_file)
+        same = self.same_socket(ep)
+        if same is not None and same.id != ep.id:
+            ep = Endpoint(same.id, same.kind, same.target, "registered", ep.token_file, label)
         with self.store.write() as conn:
             existing = conn.execute("SELECT id FROM codex_endpoints WHERE id = ?", (ep.id,)).fetchone()
             if existing is None:
@@ -281,6 +298,14 @@ class EndpointRegistry:
             else:
                 conn.execute("UPDATE codex_endpoints SET label = ?, token_file = ? WHERE id = ?", (label, ep.token_file, ep.id))
         return ep
+
+    def same_socket(self, ep: Endpoint) -> Endpoint | None:
+        """The registered endpoint whose path leads to the same socket as ``ep`` now (see
+        :func:`socket_identity`); None when there is none or ``ep`` leads to no socket."""
+        identity = socket_identity(ep)
+        if identity is None:
+            return None
+        return next((r for r in self.list() if r.id == ep.id or socket_identity(r) == identity), None)
 
     def remove(self, key: str) -> bool:
         """Forget an endpoint by id, path or URL; True when one was removed."""

@@ -430,6 +430,7 @@ class CodexHarness(Harness):
                 threads += archived
                 paging["complete"] = paging["complete"] and more["complete"]
             loaded = await self.service.loaded_ids(links)
+            threads += await self.service.loaded_unlisted(links, {t["id"] for _, t in threads}, loaded)  # blank threads
             sessions = [session_from_thread(t, loaded.get(t["id"], link), loaded=t["id"] in loaded) for link, t in threads]
             states = self.endpoint_states()
             provider = {"available": True, "reason": None, "source": "app-server", "endpoints": states, "errors": paging["errors"]}
@@ -563,6 +564,25 @@ class CodexHarness(Harness):
             raise exc.to_agent_link_error() from None
         except AppServerUnavailable as exc:
             raise exc.to_agent_link_error() from None
+
+    def switch_cost_basis(self, thread_id: str) -> tuple[int | None, str | None]:
+        """What an override's expected cost is figured from: ``(the input tokens of the
+        thread's last model request, the version of the Codex app-server that holds the
+        thread)``, each None when unknown (no recorded token counts; no live connection or
+        no version in its ``userAgent``). Reads the thread's rollout (see
+        :meth:`thread_token_usage`)."""
+        thread: Mapping[str, Any] = self._seen.get(thread_id, {})
+        version: str | None = None
+        if self._service is not None:
+            for link in self._service.live_links():
+                if thread_id in link.tracker.threads:
+                    thread = link.tracker.threads[thread_id]
+                found = VERSION_RE.search(str(link.info.get("userAgent") or ""))
+                if found and (version is None or thread_id in link.tracker.threads):
+                    version = found.group(1)
+        counts = self.thread_token_usage({**thread, "id": thread_id})
+        last = counts[-1]["last"]["inputTokens"] if counts else None
+        return (last if last else None), version
 
     def thread_token_usage(self, thread: Mapping[str, Any]) -> list[dict[str, Any]]:
         """The token counts Codex recorded for a thread, oldest first, from its rollout (the

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from pathlib import Path
 
 import click
@@ -90,13 +91,24 @@ def _codex(host_bin: str | None, dry_run: bool) -> str:
 @_dry_run
 def install_codex(host_bin: str | None, dry_run: bool) -> None:
     """Install agent-link as a Codex plugin (MCP tools and the prompt hook)."""
-    plugin_id = f"{plugin_name()}@{MARKETPLACE}"
     host_install.carry_out(
         lambda: install_steps(_codex(host_bin, dry_run), host_install.plugin_dir("codex"), host_install.agent_link_executable()),
         dry_run=dry_run,
-        done=f"Done. Restart Codex (new threads load it). Trust the prompt hook with /hooks, and approve the "
-             f"tools: `agent-link approvals apply` (or [plugins.\"{plugin_id}\".mcp_servers.{plugin_name()}] "
-             f"default_tools_approval_mode = \"approve\" in config.toml).")
+        done=f"Done. Restart Codex (new threads load it). Trust the prompt hook with /hooks, and approve the tools: "
+             f"{approve_hint()}")
+
+
+def approve_hint() -> str:
+    """How to approve agent-link's tools in Codex: the ``approvals apply`` command on the real
+    config when that command is installed, else the config.toml lines and how to get it."""
+    plugin_id = f"{plugin_name()}@{MARKETPLACE}"
+    config = codex_home(os.environ) / "config.toml"
+    by_hand = (f"[plugins.\"{plugin_id}\".mcp_servers.{plugin_name()}] default_tools_approval_mode = \"approve\" "
+               f"in {config}")
+    if host_install.has_command("approvals", "apply"):
+        return f"`agent-link approvals apply --codex-config {shlex.quote(str(config))}` (or {by_hand})."
+    return (f"{by_hand} (the approvals plugin, not installed here, does it for you: install agent-link with "
+            f"every plugin, `{host_install.INSTALL_EVERYDAY}` in the checkout, then `agent-link approvals apply`).")
 
 
 @click.command("codex")

@@ -30,6 +30,12 @@ from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.store import now_ms
 
 SETTINGS = ("model", "effort", "cwd")
+#: The Codex release the expected costs of switches were measured on (a model or effort switch
+#: makes the next turn read the whole thread again without the prompt cache: about the input
+#: tokens of its last model request; a cwd change keeps the cache). On another release the
+#: figures are unverified and a switch carries ``override_costs_version_mismatch``.
+OVERRIDE_COSTS_VERIFIED_ON = "0.159.2"
+CWD_COST = {"uncachedInputTokens": 0, "basis": "cwd-cache-neutral"}
 #: where the thread object keeps each setting (Codex 0.169.0 thread object)
 THREAD_FIELDS = {"model": "model", "effort": "reasoningEffort", "cwd": "cwd"}
 REFUSAL_REASONS = {
@@ -102,6 +108,7 @@ def check_send(message: Any, context: Any, app: Any) -> list[dict[str, Any]] | N
     launched_by = launch["launched_by"] if launch is not None else None
     sender = message.sender
     switches: list[dict[str, Any]] = []
+    basis: tuple[int | None, str | None] | None = None  # read once, only when a switch needs it
     for setting, value in wanted.items():
         previous = current.get(setting)
         if same(setting, previous, value):
@@ -121,10 +128,11 @@ def check_send(message: Any, context: Any, app: Any) -> list[dict[str, Any]] | N
             raise AgentLinkError("permission_denied", decision.get("message") or f"{recipient} keeps its {setting}.",
                                  details, hint=hint_for(setting, app))
         granted = decision.get("grantedBy") or {}
+        if setting != "cwd" and basis is None:
+            basis = harness.switch_cost_basis(thread_id)
         switch: dict[str, Any] = {"setting": setting, "previous": previous, "current": value,
                                   "grantedBy": granted.get("rule", "policy") if isinstance(granted, dict) else str(granted),
-                                  "persists": True,
-                                  "expectedCost": {"uncachedInputTokens": 0, "basis": "cwd-cache-neutral"} if setting == "cwd" else None}
+                                  "persists": True, "expectedCost": expected_cost(setting, basis)}
         if isinstance(granted, dict) and granted.get("rule") == "policy":
             switch["policy"] = {k: granted.get(k) for k in ("policyKey", "entry")}
         switches.append(switch)
@@ -137,10 +145,27 @@ def check_send(message: Any, context: Any, app: Any) -> list[dict[str, Any]] | N
             hint="Wait until the thread is idle (wait_for_codex_thread), then send again with the change.",
         )
     if switches:
+        version = (basis or harness.switch_cost_basis(thread_id))[1]
+        if version != OVERRIDE_COSTS_VERIFIED_ON:
+            warnings.append({"code": "override_costs_version_mismatch",
+                             "message": f"The expected costs of these switches were measured on Codex {OVERRIDE_COSTS_VERIFIED_ON}; "
+                                        f"this thread runs on {'Codex ' + version if version else 'an unknown Codex version'}, "
+                                        "so treat them as estimates.",
+                             "details": {"verifiedOn": OVERRIDE_COSTS_VERIFIED_ON, "codexVersion": version}})
         context.result["switches"] = switches
         message.metadata["codexSwitches"] = [{k: s[k] for k in ("setting", "previous", "current", "grantedBy", "expectedCost")}
                                              for s in switches]
     return warnings or None
+
+
+def expected_cost(setting: str, basis: tuple[int | None, str | None] | None) -> dict[str, Any] | None:
+    """A switch's ``expectedCost``: ``{uncachedInputTokens, basis}`` (a cwd change costs 0; a
+    model or effort change about the last request's input tokens, ``basis``
+    ``last-turn-input``), None when the thread's token counts are unknown."""
+    if setting == "cwd":
+        return dict(CWD_COST)
+    tokens = basis[0] if basis is not None else None
+    return {"uncachedInputTokens": tokens, "basis": "last-turn-input"} if tokens is not None else None
 
 
 #: deprecated send arguments: name → what it does now (reference §5.1, §19)

@@ -35,11 +35,13 @@ from agent_link_codex.appserver import (
     AppServerUnavailable,
     Notification,
 )
-from agent_link_codex.endpoints import SOURCES, Endpoint, configured, explicit, read_token
+from agent_link_codex.endpoints import SOURCES, Endpoint, configured, explicit, read_token, socket_identity
 from agent_link_codex.managed import ManagedError, ManagedServer
 from agent_link_codex.settings import codex_home, managed_dir
 
 log = logging.getLogger(__name__)
+#: how many loaded threads missing from ``thread/list`` one listing reads (:meth:`CodexService.loaded_unlisted`)
+UNLISTED_READ_MAX = 50
 
 CLIENT_NAME = "codex-agent-link"
 CLIENT_TITLE = "Codex Agent Link"
@@ -366,9 +368,13 @@ class CodexService:
             return [self.only], []
         found, problems = configured(self.values, self.env)
         try:
+            sockets = {socket_identity(e) for e in found} - {None}
             for ep in self.registered():
-                if all(e.id != ep.id for e in found):
+                identity = socket_identity(ep)
+                # one app-server once, whichever path (a symlink) it was registered by
+                if all(e.id != ep.id for e in found) and (identity is None or identity not in sockets):
                     found.append(ep)
+                    sockets.add(identity)
         except Exception as exc:  # a broken registry must not hide the other endpoints
             problems.append({"source": "registered", "reason": "registry-unreadable", "detail": type(exc).__name__})
         if self.managed.running and self.managed.endpoint is not None:
@@ -661,6 +667,28 @@ class CodexService:
                 merged[tid] = (link, thread)
         ordered = sorted(merged.values(), key=lambda p: -(p[1].get("recencyAt") or p[1].get("updatedAt") or 0))
         return ordered, paging
+
+    async def loaded_unlisted(self, links: list[Link], listed: set[str], loaded: dict[str, Link] | None = None,
+                              limit: int = UNLISTED_READ_MAX) -> list[tuple[Link, dict[str, Any]]]:
+        """Threads the app-servers have loaded that ``thread/list`` left out (``listed``): a
+        thread started with no turn yet is not listed (Codex 0.171.0) though it is there, can
+        be named and messaged. Each is read (``thread/read``), at most ``limit``; one that
+        cannot be read is left out.
+
+        :param loaded: :meth:`loaded_ids` when the caller has it already.
+        """
+        loaded = await self.loaded_ids(links) if loaded is None else loaded
+        missing = [(tid, link) for tid, link in loaded.items() if tid not in listed][:limit]
+
+        async def read(tid: str, link: Link) -> tuple[Link, dict[str, Any]] | None:
+            try:
+                thread = (await link.call("thread/read", {"threadId": tid, "includeTurns": False})).get("thread")
+            except (AppServerError, AppServerUnavailable):
+                return None
+            return (link, thread) if isinstance(thread, dict) and thread.get("id") == tid else None
+
+        found = await asyncio.gather(*(read(tid, link) for tid, link in missing))
+        return [pair for pair in found if pair is not None]
 
     async def loaded_ids(self, links: list[Link]) -> dict[str, Link]:
         """Thread id → the link that has it loaded (``thread/loaded/list`` on every link)."""

@@ -126,6 +126,11 @@ async def _app_server_threads(harness: CodexHarness, links: list[Link], scope: s
         paging["complete"] = paging["complete"] and page["complete"]
         paging["nextCursor"] = paging["nextCursor"] or page["nextCursor"]
         paging["errors"] += page["errors"]
+    if scope != "archived":  # loaded threads thread/list leaves out (a thread with no turn yet)
+        cwds = {cwd} if isinstance(cwd, str) else set(cwd or [])
+        for ln, t in await service.loaded_unlisted(links, {t["id"] for _, t in pairs}):
+            if (not cwds or t.get("cwd") in cwds) and _kind_listed(source_kind(t), kinds) and _text_matches(t, query):
+                pairs.append((ln, t))
     return pairs, paging
 
 

@@ -12,6 +12,7 @@ import asyncio
 import json
 import os
 import socket
+import sqlite3
 import stat
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from agent_link_core.app import App
 from agent_link_core.cli import EXIT_UNKNOWN, build_cli
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.mailbox import new_message_id
-from agent_link_core.store import CORE_MIGRATIONS, Store
+from agent_link_core.store import CORE_MIGRATIONS, Store, now_ms
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -97,7 +98,7 @@ async def test_endpoints_add_list_remove(mini: Any, short_tmp: Path, isolated_en
     shown = json.loads((await cli("endpoints", "list", "--json", "--show-paths")).stdout)["endpoints"]
     assert shown[1]["target"] == str(mini.path.parent.resolve() / mini.path.name)
     human = (await cli("endpoints", "list")).stdout
-    assert ep_id(mini.path) in human and "registered: 1 of" in human and str(short_tmp) not in human
+    assert ep_id(mini.path) in human and "registered with `agent-link endpoints add`: 1 (at most " in human and str(short_tmp) not in human
     # the registry is private: a 0600 database in a 0700 directory
     assert stat.S_IMODE(os.stat(isolated_env / "agent-link.db").st_mode) == 0o600
     assert stat.S_IMODE(os.stat(isolated_env).st_mode) == 0o700
@@ -106,6 +107,31 @@ async def test_endpoints_add_list_remove(mini: Any, short_tmp: Path, isolated_en
     again = await cli("endpoints", "remove", ep_id(mini.path))
     assert again.exit_code == 1 and again.stdout == "" and again.stderr.count("\n") == 1
     assert again.stderr.startswith(f"agent-link: No registered endpoint {ep_id(mini.path)}.")
+
+
+async def test_symlinks_to_one_socket_are_one_endpoint(mini: Any, short_tmp: Path, isolated_env: Path) -> None:
+    """60 symlinks to one socket filled the registry of 62: a path that leads to a registered
+    socket updates that endpoint, and one registered twice before is listed once."""
+    first = json.loads((await cli("endpoints", "add", str(mini.path), "--json")).stdout)
+    for n in range(5):
+        link = short_tmp / f"l{n}.sock"
+        link.symlink_to(mini.path)
+        again = json.loads((await cli("endpoints", "add", str(link), "--label", f"via {n}", "--json")).stdout)
+        assert again["registration"] == "updated" and again["endpoint"]["id"] == first["endpoint"]["id"]
+        assert again["capacity"]["used"] == 1
+    listed = json.loads((await cli("endpoints", "list", "--json")).stdout)
+    registered = [e for e in listed["endpoints"] if e["source"] == "registered"]
+    assert [(e["id"], e["label"]) for e in registered] == [(first["endpoint"]["id"], "via 4")]
+    # a registry that already holds two paths to one socket (made before this rule) lists it once
+    extra = short_tmp / "old.sock"
+    extra.symlink_to(mini.path)
+    conn = sqlite3.connect(isolated_env / "agent-link.db")
+    with conn:
+        conn.execute("INSERT INTO codex_endpoints (id, kind, target, label, token_file, added_at) VALUES (?, 'unix', ?, NULL, NULL, ?)",
+                     (ep_id(extra), str(extra), now_ms()))
+    conn.close()
+    listed = json.loads((await cli("endpoints", "list", "--json")).stdout)
+    assert [e["id"] for e in listed["endpoints"] if e["source"] == "registered"] == [first["endpoint"]["id"]]
 
 
 async def test_endpoints_add_refusals_are_one_line(short_tmp: Path, mini: Any, isolated_env: Path) -> None:

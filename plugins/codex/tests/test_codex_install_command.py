@@ -80,3 +80,20 @@ def test_shell_completion_offers_the_host_subcommands(tmp_path: Path) -> None:
     # README "Shell completion": click's completion sees the commands plugins add
     done = run([], tmp_path, COMP_WORDS="agent-link install c", COMP_CWORD="2", _AGENT_LINK_COMPLETE="bash_complete")
     assert done.returncode == 0 and "plain,codex" in done.stdout.splitlines(), done.stdout + done.stderr
+
+
+def test_the_approval_hint_names_only_installed_commands(tmp_path: Path) -> None:
+    """With the approvals plugin the hint is a command that runs; without it (not installed or
+    not loaded) it is the config.toml line and how to get the command, never a missing command."""
+    fake, _ = fake_host(tmp_path)
+    config = tmp_path / "home" / ".codex" / "config.toml"
+    done = run(["install", "codex", "--host-bin", str(fake)], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f"`agent-link approvals apply --codex-config {config}`" in done.stdout
+    without = run(["install", "codex", "--host-bin", str(fake)], tmp_path, AGENT_LINK_LOAD_PLUGINS="codex")
+    assert without.returncode == 0, without.stderr
+    assert "agent-link approvals apply`" in without.stdout and "install-everyday.sh" in without.stdout
+    assert "`agent-link approvals apply --codex-config" not in without.stdout
+    assert f'default_tools_approval_mode = "approve" in {config}' in without.stdout
+    hint = without.stdout.split("the approvals plugin, not installed here")[0]
+    assert "agent-link approvals" not in hint

@@ -10,12 +10,14 @@ overrides refused for a running turn, launchers recorded by launch_codex_thread;
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from agent_link_codex import overrides
 from agent_link_codex import tools as codex_tools
 from agent_link_core import hookimpl
 from agent_link_core.app import App
@@ -129,6 +131,33 @@ async def test_without_policy_only_the_launcher_may_change_effort(make_app: Any,
         assert (await refused(app, ALICE, model="gpt-b")).details["reason"] == "model_switch_requires_fork_or_opt_in"
         assert (await refused(app, BOB, effort="xhigh")).details["reason"] == "effort_not_permitted"
         assert stored(app) == 1
+    finally:
+        await app.aclose()
+
+
+async def test_switches_carry_their_expected_cost_and_the_version_it_was_measured_on(make_app: Any, thread: Thread,
+                                                                                     tmp_path: Path) -> None:
+    """A model or effort switch costs about the last request's input tokens (from the thread's
+    rollout); the figures were measured on another Codex than the scripted one (0.169.0)."""
+    rollout = tmp_path / "rollout.jsonl"
+    counts = [{"type": "event_msg", "payload": {"type": "task_started", "turn_id": "t1"}},
+              {"type": "event_msg", "payload": {"type": "token_count", "info": {
+                  "total_token_usage": {"input_tokens": 9000}, "last_token_usage": {"input_tokens": 4000}}}},
+              {"type": "event_msg", "payload": {"type": "token_count", "info": {
+                  "total_token_usage": {"input_tokens": 21345}, "last_token_usage": {"input_tokens": 12345}}}}]
+    rollout.write_text("".join(json.dumps(c) + "\n" for c in counts))
+    thread.obj["path"] = str(rollout)
+    policy = FakePolicy()
+    policy.decisions["model"] = {"allowed": True, "grantedBy": {"rule": "policy", "policyKey": ADDRESS, "entry": "*"}}
+    policy.decisions["effort"] = policy.decisions["model"]
+    app = make_app(policy)
+    try:
+        out = await send(app, BOB, model="gpt-b", effort="high")
+        assert [s["expectedCost"] for s in out["switches"]] == [{"uncachedInputTokens": 12345, "basis": "last-turn-input"}] * 2
+        [mismatch] = [w for w in out.get("warnings", []) if w["code"] == "override_costs_version_mismatch"]
+        assert mismatch["details"] == {"verifiedOn": overrides.OVERRIDE_COSTS_VERIFIED_ON, "codexVersion": "0.169.0"}
+        plain = await send(app, BOB)  # no switch: no cost warning
+        assert "override_costs_version_mismatch" not in [w["code"] for w in plain.get("warnings", [])]
     finally:
         await app.aclose()
 

@@ -419,6 +419,7 @@ async def test_envelope_intercom_v2_reaches_the_thread(stub: ResponsesStub, serv
         envelope = parse_envelope_v2(text)
         ep = ep_id(server_a)
         assert envelope["messageId"] == uid and envelope["correlationId"] == "job-7"
+        assert envelope["expiresAt"] == data["expiresAt"]  # --ttl-ms 300000: five minutes, not the default day
         assert envelope["sender"]["address"] == {"scheme": "codex-thread", "endpointId": ep, "threadId": sender}
         assert envelope["target"] == {"scheme": "codex-thread", "endpointId": ep, "threadId": target}
         assert envelope["sender"]["project"] == {"name": "reports"} and envelope["sender"]["label"] == "reviewer"

@@ -89,6 +89,18 @@ async def test_thread_tools_against_the_real_app_server(host: tuple[ResponsesStu
         assert blank["messageId"] is None
         assert blank["gui"] == {"opened": False, "attempted": False, "deepLink": f"codex://threads/{blank['threadId']}"}
         assert (await ok("get_codex_thread", {"threadId": blank["threadId"], "recentItems": 0}))["thread"]["loaded"] is True
+        # A blank thread with a name is found by that name (thread/list leaves a thread with no
+        # turn out), by every resolver, and a bare id reaches it
+        named = await ok("launch_codex_thread", {"name": "blank helper", "cwd": str(server.workdir)})
+        bid = named["threadId"]
+        for tool, args in (("resolve_codex_thread", {"query": "blank helper"}), ("resolve_agent", {"query": "blank helper"}),
+                           ("resolve_project_orchestrator", {"query": "blank helper"})):
+            found = await ok(tool, args)
+            assert found["status"] == "resolved", (tool, found)
+            assert (found.get("threadId") or found["best"]["id"]) == bid, (tool, found)
+        stub.enqueue(text("blank thread answered"))
+        reached = await ok("message_agent", {"to": bid, "message": "Your first task", "anticipation": "fyi"})
+        assert reached["to"] == f"codex:{bid}" and reached["delivery"] == "delivered", reached
 
         health = await ok("agent_link_health")
         codex = health["harnesses"]["codex"]

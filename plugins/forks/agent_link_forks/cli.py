@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from agent_link_core.cli import EXIT_HELP, emit, get_app, table
+from agent_link_core.cli import EXIT_HELP, WholeRange, emit, get_app, table
 from agent_link_core.mailbox import iso
 from agent_link_forks.jobs import Jobs
 
@@ -44,7 +44,7 @@ def forks() -> None:
 
 @forks.command("list", epilog=EXIT_HELP)
 @click.option("--status", type=click.Choice(STATUSES), help="Only jobs with this status.")
-@click.option("--limit", type=click.IntRange(1, 500), default=50, show_default=True)
+@click.option("--limit", type=WholeRange(1, 500), default=50, show_default=True)
 @json_opt
 @click.pass_context
 def list_(ctx: click.Context, status: str | None, limit: int, as_json: bool) -> None:

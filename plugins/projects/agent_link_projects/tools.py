@@ -181,11 +181,9 @@ async def return_project_work_result(app: App, args: dict[str, Any], call: ToolC
     """Tool handler: send the structured result to the orchestrator; with
     ``replyToMessageId`` also resolve that task message ``done`` (when the orchestrator sent
     the task, the result travels as the note of that resolution: one message)."""
-    status = args.get("resultStatus") or args.get("status")
+    status = args.get("resultStatus")
     if status is None:
         raise invalid_arguments([{"path": "resultStatus", "rule": "required", "expected": " | ".join(RESULT_STATUSES)}])
-    if "resultStatus" in args and "status" in args and args["status"] != args["resultStatus"]:
-        raise invalid_arguments([{"path": "status", "rule": "conflict", "expected": "the same value as resultStatus, or omit it"}])
     if "summary" in args and "result" in args and args["summary"] != args["result"]:
         raise invalid_arguments([{"path": "result", "rule": "conflict", "expected": "the same value as summary, or omit it"}])
     worker = args["workerThreadId"].removeprefix("codex:") if args.get("workerThreadId") else _caller_thread(call)
@@ -419,7 +417,6 @@ RESOLVE_FIELDS = ("status", "source", "role", "threadId", "address", "projectRoo
 RESULT_ARGS: dict[str, Any] = {
     "workerThreadId": {"type": "string", "minLength": 1, "maxLength": 140},
     "resultStatus": {"type": "string", "enum": list(RESULT_STATUSES)},
-    "status": {"type": "string", "enum": list(RESULT_STATUSES), "description": "Same as resultStatus."},
     "summary": {"type": "string", "maxLength": 20000}, "result": {"type": "string", "maxLength": 20000, "description": "Same as summary."},
     "changedPaths": STR_LIST, "testsRun": STR_LIST, "blockers": STR_LIST, "nextSteps": STR_LIST,
     # free-form on purpose: the worker's own structured details
@@ -459,7 +456,7 @@ PROJECT_TOOLS: tuple[ToolSpec, ...] = (
         input_schema=_obj({**TARGET, "limit": _limit(10, 50), **RESULT_ARGS,
                            **{k: v for k, v in TURN_OPTIONS.items() if k != "waitForReply"}}),
         output_fields=_fields("source", "action", "resolution", "message", "result", "messageResult", "taskResolution"),
-        handler=return_project_work_result,
+        handler=return_project_work_result, removed={"status": "resultStatus"},
     ),
     ToolSpec(
         name="register_dependency_handoff", title="Register a dependency handoff",

@@ -139,7 +139,7 @@ async def test_result_resolves_the_task_done_with_the_result_as_its_note(app: An
 async def test_result_to_an_orchestrator_that_did_not_send_the_task(app: Any, fake: Any, run: Any, h: Any) -> None:
     fake.add(h.ORCH)
     task = await _task(app, run, h, h.ALICE)
-    result = await run(app, "return_project_work_result", {"orchestratorThreadId": h.ORCH, "status": "blocked", "result": "No key.",
+    result = await run(app, "return_project_work_result", {"orchestratorThreadId": h.ORCH, "resultStatus": "blocked", "result": "No key.",
                                                            "blockers": ["no API key"], "replyToMessageId": task}, h.codex_caller(h.WORKER))
     assert result["action"] == "sent_result+resolved_task_done"
     assert result["messageResult"]["to"] == f"codex:{h.ORCH}" and app.status(h.ALICE, task)["status"] == "done"
@@ -159,8 +159,11 @@ async def test_result_errors(app: Any, fake: Any, run: Any, h: Any) -> None:
     assert no_status["error"]["details"]["errors"][0]["path"] == "resultStatus"
     bad_status = await run(app, "return_project_work_result", {"threadId": h.ORCH, "resultStatus": "finished"}, worker)
     assert bad_status["error"]["details"]["errors"][0]["path"] == "resultStatus"
-    conflict = await run(app, "return_project_work_result", {"threadId": h.ORCH, "resultStatus": "done", "status": "blocked"}, worker)
-    assert conflict["error"]["details"]["errors"][0]["path"] == "status"
+    for args in ({"status": "blocked"}, {"resultStatus": "done", "status": "done"}):  # status was removed in 0.6.0
+        removed = await run(app, "return_project_work_result", {"threadId": h.ORCH, **args}, worker)
+        assert removed["error"]["code"] == "invalid_arguments" and removed["error"]["details"]["errors"][0]["path"] == "status"
+        assert removed["error"]["details"]["removed"] == [{"argument": "status", "replacement": "resultStatus"}]
+        assert "status was replaced by resultStatus" in removed["error"]["hint"]
     unknown = await run(app, "return_project_work_result", {"threadId": h.ORCH, "resultStatus": "done",
                                                             "replyToMessageId": "01JAAAAAAAAAAAAAAAAAAAAAAA"}, worker)
     assert unknown["error"]["code"] == "not_found"

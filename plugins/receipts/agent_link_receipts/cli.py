@@ -51,11 +51,11 @@ def _visibility(app: App, everyone: bool) -> Visibility:
 
 def register(cli: click.Group) -> None:
     """Add the ``receipts`` group to the root ``agent-link`` group."""
-    from agent_link_core.cli import EXIT_HELP, emit, get_app
+    from agent_link_core.cli import EXIT_HELP, WholeRange, emit, get_app
 
     @cli.group("receipts", invoke_without_command=True, epilog=EXIT_HELP)
     @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-    @click.option("--limit", type=click.IntRange(1, 500), default=50, show_default=True)
+    @click.option("--limit", type=WholeRange(1, 500), default=50, show_default=True)
     @click.option("--action", type=click.Choice(ACTIONS), help="Only this action.")
     @click.option("--kind", type=click.Choice(KINDS), help="Only this kind.")
     @click.option("--target", help="Only receipts about this address.")

@@ -1,0 +1,67 @@
+"""Words a person reads from the CLI: a bad number, an id that is no address, an fyi message."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from agent_link_core.cli_text import message_lines
+
+AGENT_LINK = str(Path(sys.executable).with_name("agent-link"))
+
+
+def run(*args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **extra}
+    return subprocess.run([AGENT_LINK, *args], capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_a_bad_number_is_not_a_valid_integer_not_an_integer_range(isolated_env: Path) -> None:
+    for args in (("send", "team:bob", "hi", "--ttl-ms", "abc"), ("wait", "01HZY8D3J5Q7K9M2N4P6R8T0VW", "--timeout-ms", "x"),
+                 ("inbox", "--limit", "many")):
+        done = run(*args)
+        assert done.returncode == 2 and "is not a valid integer." in done.stderr, done.stderr
+        assert "integer range" not in done.stderr
+
+
+def test_an_id_that_is_no_address_says_what_an_address_is_and_suggests(isolated_env: Path) -> None:
+    done = run("send", "teambob", "hi", "--from", "team:alice", "--json")
+    error = json.loads(done.stdout)["error"]
+    assert done.returncode == 1 and error["code"] == "not_found" and "Did you mean" not in error["hint"]
+    assert "An address is harness:id (for example team:bob" in error["hint"]
+    assert run("inbox", AGENT_LINK_ADDRESS="team:bob").returncode == 0  # team:bob is served from now on
+    done = run("send", "teambob", "hi", "--from", "team:alice")
+    stderr = " ".join(done.stderr.split())
+    assert done.returncode == 1 and "Did you mean team:bob? An address is harness:id" in stderr
+
+
+def test_an_fyi_message_has_no_status_and_its_delivery_is_its_own_line() -> None:
+    view = {"id": "01HZY8D3J5Q7K9M2N4P6R8T0VW", "from": "team:alice", "to": "team:bob", "sentAt": "2026-01-01T00:00:00Z",
+            "delivery": "delivered", "status": None, "anticipation": "fyi", "replyBy": None}
+    lines = message_lines(view, None)
+    assert "  delivery: delivered" in lines and "  status:  none, nothing is expected (fyi)" in lines
+    assert not any("fyi (delivered)" in line for line in lines)
+
+
+def test_sessions_json_carries_no_absolute_home_path_by_default(isolated_env: Path) -> None:
+    """The Claude plugin reports the folders it searched (under HOME): home-relative by
+    default, as they are with --show-paths."""
+    home = os.environ["HOME"]
+    claude = {"AGENT_LINK_LOAD_PLUGINS": "claude"}
+    for command in (("sessions", "--json"), ("who", "--json")):
+        done = run(*command, **claude)
+        assert done.returncode == 0, done.stderr
+        assert home not in done.stdout and "~/.claude" in done.stdout, command
+    shown = run("sessions", "--json", "--show-paths", **claude)
+    assert shown.returncode == 0
+    assert any(p.startswith(home) for p in json.loads(shown.stdout)["providers"]["claude"]["searched"])
+
+
+def test_home_relative_rewrites_only_paths_under_home() -> None:
+    from agent_link_core.api import home_relative
+
+    data = {"searched": ["/home/u/.claude", "/home/u", "/home/user2/x", "/etc/x"], "n": 3, "nested": [{"p": "/home/u/a b"}]}
+    assert home_relative(data, "/home/u/") == {"searched": ["~/.claude", "~", "/home/user2/x", "/etc/x"], "n": 3,
+                                               "nested": [{"p": "~/a b"}]}
