@@ -6,7 +6,8 @@ After ``agent-link install claude`` (an entry point outside the checkout, the ch
 virtualenv's Python removed, then the executable itself removed. Before that, the first model
 request of each of 10 new sessions carries agent-link's tools. Each time ``claude -p``
 answers the prompt (its hooks say nothing, its MCP server is the launcher's stand-in with no
-tools); with agent-link back, the tools are there again.
+tools) and Claude Code's MCP log has the launcher's line saying why; with agent-link back, the
+tools are there again.
 
 A missing host binary fails these tests ("run `make hosts`"); they never skip.
 """
@@ -28,6 +29,12 @@ pytestmark = [pytest.mark.realhost, pytest.mark.timeout(600)]
 SERVER_RULE = "mcp__plugin_agent-link_codex-agent-link"
 BOUND_S = 300.0  # a bound per command, never a speed assertion
 FRESH_SESSIONS = 10
+
+
+def mcp_log(home: Path) -> str:
+    """What Claude Code logged of agent-link's MCP server (its stderr included)."""
+    logs = sorted((home / ".cache" / "claude-cli-nodejs").glob("*/mcp-logs-*agent-link*/*.jsonl"))
+    return "".join(p.read_text(errors="replace") for p in logs)
 
 
 def test_claude_runs_without_agent_link_after_install(tmp_path: Path) -> None:
@@ -58,11 +65,13 @@ def test_claude_runs_without_agent_link_after_install(tmp_path: Path) -> None:
         hidden = tmp_path / "python-away"
         python.rename(hidden)  # the venv's interpreter gone: the script is there, it cannot run
         assert not any(SERVER_RULE in name for name in answer("interpreter gone", "Still answering."))
+        assert f"its interpreter {python} is missing" in mcp_log(tmp_path / "home")  # the why, in Claude Code's MCP log
 
         hidden.rename(python)
         script = agent_link.read_bytes()
         agent_link.unlink()  # the executable gone
         assert not any(SERVER_RULE in name for name in answer("executable gone", "Answering anyway."))
+        assert "agent-link executable not found" in mcp_log(tmp_path / "home")
 
         agent_link.write_bytes(script)
         agent_link.chmod(0o755)
