@@ -7,9 +7,9 @@ machine does it: the virtualenv's Python removed (a deleted or rebuilt venv), th
 executable itself removed (an uninstalled tool). Each time a ``codex exec`` (a thread started
 and one turn) still succeeds and its model request carries no agent-link tools; with agent-link
 back, the tools are there again. The plugin declares the server ``required`` (so its tools are
-in every first turn): the launcher answers in its place with no tools. (Its reason goes to the
-server's stderr and ``instructions``; Codex 0.171.0 shows neither to the model or in ``exec``'s
-output, so the test does not look for it.)
+in every first turn): the launcher answers in its place with no tools, and its reason is in
+Codex's log (``codex_rmcp_client`` logs an MCP server's stderr at level info; the model is not
+shown the server's ``instructions``).
 
 A missing host binary fails these tests ("run `make hosts`"); they never skip.
 """
@@ -30,6 +30,7 @@ from agent_link_testing.responses_stub import ResponsesStub, text
 pytestmark = [pytest.mark.realhost, pytest.mark.timeout(900)]
 
 BOUND_S = 300  # a bound per command, never a speed assertion
+LOG_LEVEL = "codex_rmcp_client=info"  # where Codex logs its MCP servers' stderr
 
 
 def run(argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -55,11 +56,13 @@ def test_codex_runs_without_agent_link_after_install(tmp_path: Path) -> None:
         write_codex_config(home / ".codex", stub.base_url)
         run([str(agent_link), "install", "codex", "--host-bin", codex], env, tmp_path)
         seen = 0
+        logged: list[str] = []
 
-        def turn(prompt: str) -> list[str]:
-            """Tool names of the turn's first model request."""
+        def turn(prompt: str, **extra: str) -> list[str]:
+            """Tool names of the turn's first model request; Codex's log in ``logged``."""
             nonlocal seen
-            done = run([codex, "exec", "--skip-git-repo-check", prompt], env, tmp_path)
+            done = run([codex, "exec", "--skip-git-repo-check", prompt], {**env, **extra}, tmp_path)
+            logged[:] = [done.stderr]
             requests = stub.responses_requests()
             assert len(requests) > seen, (prompt, done.stderr[-4000:])
             first = requests[seen]
@@ -79,8 +82,11 @@ def test_codex_runs_without_agent_link_after_install(tmp_path: Path) -> None:
         hidden.rename(python)
         script = agent_link.read_bytes()
         agent_link.unlink()  # the executable gone
-        names = turn("executable gone")
+        names = turn("executable gone", RUST_LOG=LOG_LEVEL)
         assert not has_agent_link_tools(names), names
+        # the why, in Codex's log: "MCP server stderr (sh): agent-link: agent-link executable not found ..."
+        assert any("MCP server stderr" in line and "agent-link executable not found" in line
+                   for line in logged[0].splitlines()), logged[0][-4000:]
 
         agent_link.write_bytes(script)
         agent_link.chmod(0o755)
