@@ -41,6 +41,7 @@ from agent_link_core.plugins import Hooks, PluginReport, build_plugin_manager, t
 from agent_link_core.settings_file import with_settings
 from agent_link_core.tool_profiles import settings_warnings
 from agent_link_core.store import Store, ensure_private_dir, now_ms
+from agent_link_core.wake import Wakeup
 
 log = logging.getLogger(__name__)
 
@@ -805,6 +806,9 @@ class App:
         since = now_ms()
         key = f"reply:{reply_to}" if reply_to else f"from:{target}"
         self.waiting[key] = self.waiting.get(key, 0) + 1
+        # Armed before the first check: a commit after that check wakes the wait at once (a
+        # commit before it, the check sees); poll_ms stays the fallback re-check.
+        wakeup = Wakeup(self.store.path)
         try:
             while True:
                 result = self._wait_check(caller, target, reply_to, since)
@@ -828,8 +832,9 @@ class App:
                 sleep_ms = min(poll_ms, budget - waited)
                 if progress is not None:
                     sleep_ms = min(sleep_ms, max(next_progress - waited, 1))
-                await asyncio.sleep(sleep_ms / 1000)
+                await wakeup.wait(sleep_ms / 1000)
         finally:
+            wakeup.close()
             self.waiting[key] -= 1
             if not self.waiting[key]:
                 del self.waiting[key]

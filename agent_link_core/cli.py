@@ -697,7 +697,8 @@ def build_cli() -> click.Group:
 
     @cli.command(epilog=EXIT_HELP)
     @click.option("--as", "as_address", help="Follow the mail of this address (default: the current session).")
-    @click.option("--interval-ms", type=WholeRange(100, 60000), default=1000, show_default=True, help="How often to look.")
+    @click.option("--interval-ms", type=WholeRange(100, 60000), default=1000, show_default=True,
+                  help="How often to look again when no change wakes it (any agent-link write wakes it at once).")
     @envelope_opt
     @ndjson_opt
     @click.pass_context
@@ -707,8 +708,6 @@ def build_cli() -> click.Group:
         --ndjson prints one JSON event per line: first {"version", "event": "watching", "address"},
         then {"version", "event": "message"|"change", "message"}.
         Watching reads nothing: no message is marked delivered."""
-        import time
-
         app = get_app(ctx)
         caller = as_caller(app, as_address)
         try:
@@ -718,6 +717,9 @@ def build_cli() -> click.Group:
         seen: dict[str, tuple[Any, ...]] = {}
         first = True
         where, params = app.mailbox.visible_to(caller.address).sql("messages")  # the one read rule
+        from agent_link_core.wake import Wakeup
+
+        wakeup = Wakeup(app.store.path)  # armed before the first read: no commit after it goes unseen
         try:
             while True:
                 rows = app.store.conn.execute(f"SELECT * FROM messages WHERE {where} ORDER BY sent_at, id", params).fetchall()
@@ -742,9 +744,11 @@ def build_cli() -> click.Group:
                     else:
                         click.echo(f"Watching mail of {caller.address} (Ctrl-C stops).")
                 first = False
-                time.sleep(interval_ms / 1000)
+                wakeup.wait_blocking(interval_ms / 1000)  # a commit anywhere wakes it; the interval is the fallback
         except KeyboardInterrupt:  # the normal way to stop watching
             return
+        finally:
+            wakeup.close()
 
     @cli.command(epilog=EXIT_HELP)
     @click.option("--source", help="Only sessions of this source kind (e.g. how a thread was started: cli, exec, subAgent...).")

@@ -45,7 +45,8 @@ MAX_PARSE_BYTES = 64 * 1024  # opening requests are small; longer lines are only
 CHUNK_BYTES = 1 << 20
 DRAIN_BOUND_S = 5.0  # how long exit waits for the writer thread to pass on the last output
 PROTOCOL_VERSION_META = "io.modelcontextprotocol/protocolVersion"  # the stateless revision's _meta key
-END_MARK = b"\x00agent-link-front-end\n"  # written by this process only, after the server ended
+END_MARK = b"\x00agent-link-front-end\n"
+WHERE_STATE_LIVES = frozenset({"AGENT_LINK_STATE_DIR", "AGENT_LINK_MAILBOX_PATH"})  # in the key by name only  # written by this process only, after the server ended
 
 _current: Front | None = None
 
@@ -67,7 +68,10 @@ def cache_key(env: Mapping[str, str] | None = None) -> str:
     written, and the newest source time of a folder an editable install put on the path),
     the ``AGENT_LINK_*`` variables with their
     values, the settings file's size and time, and the names of all other environment
-    variables (hosts are told apart by the variables they set). A change the key misses is
+    variables (hosts are told apart by the variables they set). Where the state lives
+    (:data:`WHERE_STATE_LIVES`) counts by name only: the opening answers do not depend on it,
+    and a new state dir (a first session, a test, a project's own mailbox) then starts from the
+    cache as fast as one used before. A change the key misses is
     caught by the comparison in the writer thread.
     """
     import hashlib
@@ -90,7 +94,8 @@ def cache_key(env: Mapping[str, str] | None = None) -> str:
         if not dists:  # a source folder an editable install put on the path: its code may change
             parts.append(f"src:{_newest_source(entry or '.')}")
     for name in sorted(env):
-        parts.append(f"{name}={env[name]}" if name.startswith("AGENT_LINK_") else name)
+        keyed = name.startswith("AGENT_LINK_") and name not in WHERE_STATE_LIVES
+        parts.append(f"{name}={env[name]}" if keyed else name)
     from agent_link_core.settings_file import settings_path
 
     settings = settings_path(env)

@@ -30,6 +30,8 @@ the repository):
 * **WAL size**: after a write, a WAL larger than :data:`WAL_LIMIT_BYTES` is checkpointed with
   ``TRUNCATE`` (which waits for readers), so a writer that never pauses cannot grow it without
   bound; health reports its size.
+* **wake-ups**: after every commit, processes waiting on the database are woken
+  (:mod:`agent_link_core.wake`).
 * **foreign files**: a path holding anything but an agent-link database is refused, never
   chmodded or converted.
 
@@ -45,6 +47,7 @@ import os
 import sqlite3
 import time
 
+from agent_link_core import wake
 from agent_link_core.errors import AgentLinkError
 
 TYPE_CHECKING = False  # no typing/pathlib/dataclasses at run time: the hook path imports this
@@ -707,6 +710,7 @@ class Store:
             if isinstance(exc, sqlite3.Error) and _result_code(exc) in STORAGE_FAILURES:
                 raise self.failure(exc) from exc
             raise
+        wake.notify(self.path)  # waiters in other processes re-read now, not at their next poll
         self._bound_wal()
 
     def migrate(self, migrations: Iterable[Migration]) -> None:

@@ -302,6 +302,8 @@ SECTIONS: dict[str, Callable[[Path], None]] = {
     "codex": lambda tmp: __import__("codex_bench").bench_codex(tmp),  # Codex delivery vs a bare turn/start
     "projects": lambda tmp: __import__("projects_bench").bench_projects(),  # the obligation classifier
     "readpath": lambda tmp: __import__("readpath_bench").bench_readpath(tmp, line),  # MCP reads by size, send/read p50
+    "fresh_start": lambda tmp: __import__("fresh_start_bench").bench_fresh_start(tmp, line),  # fresh vs warm state dir
+    "waits": lambda tmp: __import__("waits_bench").bench_waits(tmp, line),  # bench/waits_bench.py: reply -> waiter wakes
 }
 
 

@@ -177,7 +177,12 @@ def test_cache_key_follows_settings_plugins_and_host() -> None:
     base = {"HOME": "/h", "AGENT_LINK_STATE_DIR": "/s"}
     key = fastfront.cache_key(base)
     assert fastfront.cache_key(dict(base)) == key
-    assert fastfront.cache_key({**base, "AGENT_LINK_STATE_DIR": "/t"}) != key
+    assert fastfront.cache_key({**base, "AGENT_LINK_TOOLS": "messaging"}) != key
+    # where the state lives counts by name only: a new state dir starts from the cache (issue 25)
+    assert fastfront.cache_key({**base, "AGENT_LINK_STATE_DIR": "/t"}) == key
+    assert fastfront.cache_key({**base, "AGENT_LINK_MAILBOX_PATH": "/m.db"}) != key
+    assert fastfront.cache_key({**base, "AGENT_LINK_MAILBOX_PATH": "/m.db"}) == fastfront.cache_key(
+        {**base, "AGENT_LINK_MAILBOX_PATH": "/n.db"})
     assert fastfront.cache_key({**base, "SOME_HOST_SESSION": "1"}) != key
     assert fastfront.cache_key({**base, "AGENT_LINK_DISABLE_PLUGINS": "roles"}) != key
 
@@ -256,6 +261,22 @@ def test_the_cached_opening_is_what_the_full_server_says(revision: str) -> None:
     second = _open_connection(revision, env)
     assert second == first
     assert (cache_file.stat().st_mtime_ns, cache_file.read_bytes()) == before
+
+
+def test_a_fresh_state_dir_is_answered_from_the_cache_another_one_filled(tmp_path: Path) -> None:
+    """The opening does not depend on the state dir: learnt in one, the cache answers a start
+    in a state dir that does not exist yet, and the full server there says the same (the
+    cache file is left unchanged)."""
+    revision = HANDSHAKE_PROTOCOL_VERSIONS[-1]
+    env = dict(os.environ, AGENT_LINK_STATE_DIR=str(tmp_path / "used"))
+    first = _open_connection(revision, env)
+    (cache_file,) = Path(fastfront.cache_dir(env)).glob("*.json")
+    before = cache_file.stat().st_mtime_ns, cache_file.read_bytes()
+    fresh = dict(env, AGENT_LINK_STATE_DIR=str(tmp_path / "fresh"))
+    assert _open_connection(revision, fresh) == first
+    assert list(Path(fastfront.cache_dir(env)).glob("*.json")) == [cache_file]  # no entry of its own learnt
+    assert (cache_file.stat().st_mtime_ns, cache_file.read_bytes()) == before
+    assert (tmp_path / "fresh" / "agent-link.db").exists()
 
 
 @pytest.mark.parametrize("content", [b"[1]", b"[" * 100_000 + b"]" * 100_000, b"\xff{}", b"{}"])

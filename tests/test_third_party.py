@@ -142,14 +142,15 @@ def test_a_third_party_watching_sees_only_its_own_news(app: App, monkeypatch: py
     monkeypatch.setenv("AGENT_LINK_ADDRESS", "test:eve")
     pauses = []
 
-    def pause(seconds: float) -> None:  # watch's poll interval: new mail meanwhile, then Ctrl-C
+    def pause(wakeup: object, seconds: float) -> bool:  # watch's wait for a change: new mail meanwhile, then Ctrl-C
         pauses.append(seconds)
         if len(pauses) > 1:
             raise KeyboardInterrupt
         asyncio.run(mail_between_alice_and_bob(app))
         asyncio.run(app.send(caller=ALICE, to="test:eve", body="for eve only", anticipation="fyi"))
+        return True
 
-    monkeypatch.setattr("time.sleep", pause)
+    monkeypatch.setattr("agent_link_core.wake.Wakeup.wait_blocking", pause)
     for args in (["watch"], ["watch", "--ndjson"], ["watch", "--envelope"]):
         pauses.clear()
         result = CliRunner().invoke(build_cli(), args)

@@ -31,7 +31,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import anyio
 
 from agent_link_core.budget import oversized_notice
 from agent_link_core.harness import HANDSHAKE, STATELESS, McpPeer, PeerGone
@@ -39,6 +38,7 @@ from agent_link_core.json_files import read_json_object
 from agent_link_core.mailbox import iso
 from agent_link_core.model import EXTERNAL, INVALID, address_scheme, is_address
 from agent_link_core.store import ensure_private_dir, now_ms
+from agent_link_core.wake import Wakeup
 
 from agent_link_claude.procs import proc_start, same_process
 
@@ -359,9 +359,10 @@ class ChannelBridge:
         now (it changes after ``/clear``).
     :param status: where progress is reported for health.
 
-    Wakes without busy polling: each turn of the loop costs one ``PRAGMA data_version`` (which
-    changes when another process commits) plus the connection's own change counter; it
-    reads the mailbox only when either moved, sleeping 0.2 s doubling to 2 s while idle.
+    Wakes on every commit in any process (:class:`agent_link_core.wake.Wakeup`), else after
+    0.2 s doubling to 2 s while idle (the fallback). Each turn of the loop costs one ``PRAGMA
+    data_version`` (which changes when another process commits) plus the connection's own
+    change counter; it reads the mailbox only when either moved.
     """
 
     def __init__(
@@ -378,6 +379,7 @@ class ChannelBridge:
         held = False
         delay = POLL_MIN_S
         self.status.running, self.status.probe = True, self.gate
+        wakeup = Wakeup(app.store.path)  # armed before the first mark: a commit after it wakes the loop
         try:
             while True:
                 gate = self.gate()
@@ -401,8 +403,9 @@ class ChannelBridge:
                     delay = min(delay * 2, POLL_MAX_S) if held and mark == seen else POLL_MIN_S
                 else:
                     delay = min(delay * 2, POLL_MAX_S)
-                await anyio.sleep(delay)
+                await wakeup.wait(delay)
         finally:
+            wakeup.close()
             self.status.running, self.status.probe = False, None
             if registered is not None:
                 unregister(app.config.state_dir)

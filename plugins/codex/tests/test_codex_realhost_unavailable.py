@@ -1,0 +1,95 @@
+"""agent-link missing under an installed Codex plugin never stops Codex (issue 25), against the
+REAL pinned Codex.
+
+After ``agent-link install codex`` (an entry point outside the checkout, the checkout's
+``.venv/bin`` off PATH), the executable it recorded is made unusable the two ways a person's
+machine does it: the virtualenv's Python removed (a deleted or rebuilt venv), then the
+executable itself removed (an uninstalled tool). Each time a ``codex exec`` (a thread started
+and one turn) still succeeds and its model request carries no agent-link tools; with agent-link
+back, the tools are there again. The plugin declares the server ``required`` (so its tools are
+in every first turn): the launcher answers in its place with no tools, and its reason is in
+Codex's log (``codex_rmcp_client`` logs an MCP server's stderr at level info; the model is not
+shown the server's ``instructions``).
+
+A missing host binary fails these tests ("run `make hosts`"); they never skip.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from agent_link_testing.codex_host import STUB_KEY_ENV, codex_binary, write_codex_config
+from agent_link_testing.dists import agent_link_elsewhere
+from agent_link_testing.responses_stub import ResponsesStub, text
+
+pytestmark = [pytest.mark.realhost, pytest.mark.timeout(900)]
+
+BOUND_S = 300  # a bound per command, never a speed assertion
+LOG_LEVEL = "codex_rmcp_client=info"  # where Codex logs its MCP servers' stderr
+
+
+def run(argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=BOUND_S, check=False)
+    assert done.returncode == 0, (argv, done.stdout[-2000:], done.stderr[-4000:])
+    return done
+
+
+def has_agent_link_tools(names: list[str]) -> bool:
+    return any(name.endswith("list_agents") for name in names)
+
+
+def test_codex_runs_without_agent_link_after_install(tmp_path: Path) -> None:
+    agent_link = agent_link_elsewhere(tmp_path / "elsewhere")
+    codex = str(codex_binary())
+    home = tmp_path / "home"
+    venv_bin = str(Path(sys.executable).parent)
+    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if Path(p).resolve() != Path(venv_bin).resolve())
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "AGENT_LINK_", "CLAUDE_", "XDG_"))}
+    env.update(HOME=str(home), CODEX_HOME=str(home / ".codex"), PATH=path, AGENT_LINK_STATE_DIR=str(tmp_path / "state"),
+               **{STUB_KEY_ENV: "stub-key"})
+    with ResponsesStub(default=text("answered")) as stub:
+        write_codex_config(home / ".codex", stub.base_url)
+        run([str(agent_link), "install", "codex", "--host-bin", codex], env, tmp_path)
+        seen = 0
+        logged: list[str] = []
+
+        def turn(prompt: str, **extra: str) -> list[str]:
+            """Tool names of the turn's first model request; Codex's log in ``logged``."""
+            nonlocal seen
+            done = run([codex, "exec", "--skip-git-repo-check", prompt], {**env, **extra}, tmp_path)
+            logged[:] = [done.stderr]
+            requests = stub.responses_requests()
+            assert len(requests) > seen, (prompt, done.stderr[-4000:])
+            first = requests[seen]
+            seen = len(requests)
+            assert "answered" in done.stdout, done.stdout[-2000:]
+            return first.tool_names()
+
+        names = turn("with agent-link")
+        assert has_agent_link_tools(names), names
+
+        python = agent_link.parent / "python"
+        hidden = tmp_path / "python-away"
+        python.rename(hidden)  # the venv's interpreter gone: the script is there, it cannot run
+        names = turn("interpreter gone")
+        assert not has_agent_link_tools(names), names
+
+        hidden.rename(python)
+        script = agent_link.read_bytes()
+        agent_link.unlink()  # the executable gone
+        names = turn("executable gone", RUST_LOG=LOG_LEVEL)
+        assert not has_agent_link_tools(names), names
+        # the why, in Codex's log: "MCP server stderr (sh): agent-link: agent-link executable not found ..."
+        assert any("MCP server stderr" in line and "agent-link executable not found" in line
+                   for line in logged[0].splitlines()), logged[0][-4000:]
+
+        agent_link.write_bytes(script)
+        agent_link.chmod(0o755)
+        names = turn("back again")
+        assert has_agent_link_tools(names), names
+    shutil.rmtree(tmp_path / "elsewhere", ignore_errors=True)
