@@ -28,6 +28,9 @@ from agent_link_core.server import tool_definition
 from agent_link_core.store import Migration
 from agent_link_core.tools.registry import ToolSpec, run_tool
 
+# The boundary interrupts a hung synchronous hook with SIGALRM; pytest-timeout's default method
+# owns SIGALRM, so this file's time limit runs on a thread instead.
+pytestmark = pytest.mark.timeout(300, method="thread")
 HANG_BUDGET_MS = "2000"  # the hook budget in hang cases: a hung hook costs this much once
 GOOD_ONE = Caller("good:one", "runtime_context", "good")
 
@@ -530,7 +533,7 @@ async def test_a_fault_inside_one_process_shows_in_the_health_of_another(gate: G
 
 @pytest.mark.anyio
 async def test_a_hook_called_from_async_code_still_sees_its_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Hooks run in a bounded worker thread, yet as if on the caller's loop (harness code
+    """Hooks run inline on the caller's thread, so they see its running loop (harness code
     checks which loop its connections belong to)."""
     import asyncio
 
