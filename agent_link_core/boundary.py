@@ -507,9 +507,33 @@ def _real_interrupt(exc: BaseException, sigints_before: int) -> bool:
     """True for a KeyboardInterrupt this process's user caused (not one a plugin raised)."""
     if not isinstance(exc, KeyboardInterrupt):
         return False
-    if signal.getsignal(signal.SIGINT) is not _on_sigint:
-        return True  # nobody counts: the safe reading is the user's Ctrl-C
-    return _sigints != sigints_before
+    handler = signal.getsignal(signal.SIGINT)
+    if handler is _on_sigint:
+        return _sigints != sigints_before
+    # Python's own handler, uncounted: the safe reading is the user's Ctrl-C. Any other handler
+    # (the MCP server exits on SIGINT) raises no KeyboardInterrupt: this one is code's.
+    return handler is signal.default_int_handler
+
+
+def interrupts() -> int:
+    """How many real Ctrl-Cs this process has had; pass it to :func:`plugin_fault`."""
+    return _sigints
+
+
+def plugin_fault(exc: BaseException, sigints_before: int) -> bool:
+    """Whether ``exc``, raised while plugin code ran, is that plugin's fault: anything but a
+    real Ctrl-C since ``sigints_before`` (:func:`interrupts`) or the cancellation of the
+    running task. For ``except BaseException`` around plugin code that has its own handling;
+    the usual way in is :meth:`Boundary.call` / :meth:`Boundary.acall`."""
+    if _real_interrupt(exc, sigints_before):
+        return False
+    if isinstance(exc, asyncio.CancelledError):
+        try:
+            task = asyncio.current_task()
+        except RuntimeError:
+            return True
+        return task is None or not task.cancelling()
+    return True
 
 
 def _arm(budget_s: float) -> _Frame | None:
@@ -621,11 +645,12 @@ class Boundary:
         timing.max_ms = max(timing.max_ms, ms)
 
     def contain(self, exc: BaseException, plugin: str, hook: str, sigints_before: int, *,
-                frame: _Frame | None = None, refusing: bool = False, disable: bool = False, prefix: str = "") -> bool:
+                frame: _Frame | None = None, passing: tuple[type[BaseException], ...] = (), disable: bool = False,
+                prefix: str = "") -> bool:
         """Record ``exc`` as ``plugin``'s fault in ``hook``; False when it is not the plugin's
-        (a real Ctrl-C, a refusal the caller handles, an overrun of an enclosing call): the
-        caller re-raises it then."""
-        if _real_interrupt(exc, sigints_before) or (refusing and isinstance(exc, AgentLinkError)):
+        (a real Ctrl-C, one of the ``passing`` types the caller handles, an overrun of an
+        enclosing call): the caller re-raises it then."""
+        if _real_interrupt(exc, sigints_before) or isinstance(exc, passing):
             return False
         if isinstance(exc, Overran) and frame is not None and time.monotonic() < frame.deadline:
             return False  # the budget of an enclosing call ran out: that caller is to blame
@@ -639,17 +664,18 @@ class Boundary:
         return True
 
     def call(self, plugin: str, hook: str, fn: Callable[..., Any], *args: Any, default: Any = None,
-             check: Callable[[Any, str], str | None] | None = None, refusing: bool = False,
+             check: Callable[[Any, str], str | None] | None = None, passing: tuple[type[BaseException], ...] = (),
              disable: bool = False, prefix: str = "", **kwargs: Any) -> Any:
         """Call ``fn(*args, **kwargs)``, synchronous code of ``plugin``, inline and timed.
 
         :param hook: what is called, as problems name it (``agent_link_*``, ``harness.x.y``).
         :param default: the answer when the call faults.
         :param check: ``check(result, plugin)`` gives why a non-None answer is refused, or None.
-        :param refusing: pass :class:`~agent_link_core.errors.AgentLinkError` on to the caller.
+        :param passing: exception types passed on to the caller (``(AgentLinkError,)`` for a
+            documented refusal).
         :param disable: a fault leaves the plugin out (registration).
         :param prefix: put before the error of a fault (``"import failed: "``).
-        :raises KeyboardInterrupt: a real Ctrl-C. :raises AgentLinkError: with ``refusing``.
+        :raises KeyboardInterrupt: a real Ctrl-C. :raises: the ``passing`` types.
         """
         if plugin in self.disabled:
             return default
@@ -661,7 +687,7 @@ class Boundary:
             result = fn(*args, **kwargs)
         except BaseException as exc:
             _disarm(frame)
-            if not self.contain(exc, plugin, hook, sigints, frame=frame, refusing=refusing, disable=disable, prefix=prefix):
+            if not self.contain(exc, plugin, hook, sigints, frame=frame, passing=passing, disable=disable, prefix=prefix):
                 raise
             return default
         finally:
@@ -676,7 +702,7 @@ class Boundary:
 
     async def acall(self, plugin: str, hook: str, make: Callable[[], Awaitable[Any]], *, bound_s: float | None,
                     default: Any = None, check: Callable[[Any, str], str | None] | None = None,
-                    refusing: bool = False) -> Any:
+                    passing: tuple[type[BaseException], ...] = ()) -> Any:
         """Await ``make()``, asynchronous code of ``plugin``, within ``bound_s`` seconds (None:
         unbounded); each synchronous step of it is bounded like :meth:`call`.
 
@@ -691,13 +717,12 @@ class Boundary:
             async with asyncio.timeout(bound_s) as scope:
                 result = await _stepped(make(), self.timeout_ms / 1000)
         except BaseException as exc:
-            task = asyncio.current_task()
-            if isinstance(exc, asyncio.CancelledError) and task is not None and task.cancelling():
+            if isinstance(exc, asyncio.CancelledError) and not plugin_fault(exc, sigints):
                 raise  # the caller is cancelled: not the plugin's doing
             if isinstance(exc, TimeoutError) and scope.expired():
                 self.fault(plugin, hook, f"did not finish within {bound_s:g} s",
                            fix="Bound the plugin's own waits below that.")
-            elif not self.contain(exc, plugin, hook, sigints, refusing=refusing):
+            elif not self.contain(exc, plugin, hook, sigints, passing=passing):
                 raise
             return default
         finally:
@@ -759,16 +784,16 @@ def _guarded(boundary: Boundary, impl: Any, plugin: str, hook: str) -> Callable[
     if impl.hookwrapper or impl.wrapper:
         return _guarded_wrapper(boundary, func, plugin, hook, new_style=bool(impl.wrapper))
     check = RESULT_CHECKS.get(hook)
-    refusing, registering = hook in REFUSING_HOOKS, hook in REGISTRATION_HOOKS
-    awaitable = hook in AWAITABLE_HOOKS
+    passing = (AgentLinkError,) if hook in REFUSING_HOOKS else ()
+    registering, awaitable = hook in REGISTRATION_HOOKS, hook in AWAITABLE_HOOKS
 
     def guarded(*args: Any) -> Any:
         result = boundary.call(plugin, hook, func, *args, check=None if awaitable else check,
-                               refusing=refusing, disable=registering)
+                               passing=passing, disable=registering)
         if awaitable and inspect.isawaitable(result):
             answer = result
             result = boundary.acall(plugin, hook, lambda: answer, bound_s=boundary.timeout_ms / 1000 or None,
-                                    check=check, refusing=refusing)
+                                    check=check, passing=passing)
         elif awaitable and result is not None and check is not None and (problem := check(result, plugin)):
             boundary.fault(plugin, hook, problem)
             result = None
@@ -783,13 +808,14 @@ def _guarded(boundary: Boundary, impl: Any, plugin: str, hook: str) -> Callable[
 def _guarded_wrapper(boundary: Boundary, func: Callable[..., Any], plugin: str, hook: str, *,
                      new_style: bool) -> Callable[..., Any]:
     """A wrapper implementation that fails before or after its ``yield`` becomes a pass-through."""
-    refusing, registering = hook in REFUSING_HOOKS, hook in REGISTRATION_HOOKS
+    passing = (AgentLinkError,) if hook in REFUSING_HOOKS else ()
+    registering = hook in REGISTRATION_HOOKS
 
     def contained(exc: BaseException | str, sigints: int) -> bool:
         if isinstance(exc, str):
             boundary.fault(plugin, hook, exc, disable=registering)
             return True
-        return boundary.contain(exc, plugin, hook, sigints, refusing=refusing, disable=registering)
+        return boundary.contain(exc, plugin, hook, sigints, passing=passing, disable=registering)
 
     def guarded(*args: Any) -> Any:
         sigints = _sigints

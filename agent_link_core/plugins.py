@@ -303,7 +303,9 @@ class Hooks:
 
         :raises AgentLinkError: what ``fn`` raises deliberately.
         """
-        return self.boundary.call(plugin, what, fn, default=default, refusing=True)
+        from agent_link_core.errors import AgentLinkError
+
+        return self.boundary.call(plugin, what, fn, default=default, passing=(AgentLinkError,))
 
     def guard_harness(self, harness: Harness, method: str, fn: Callable[[], Any], default: Any = None) -> Any:
         """:meth:`guard` for a harness's sync method (``identify_caller``, ``health``, ...)."""
