@@ -496,9 +496,12 @@ class App:
         bound_s = PUSH_BUDGETS * self.hooks.boundary.timeout_ms / 1000 or None
         sigints = interrupts()
         try:
-            if limit is not None and size > limit:
-                return await asyncio.wait_for(self._announce(harness, row, size, options), bound_s)
-            delivery = await asyncio.wait_for(harness.deliver(self.mailbox.row_dict(row), envelope, options), bound_s)
+            # asyncio.timeout, not wait_for: the plugin's coroutine runs in this task, so its
+            # SystemExit or KeyboardInterrupt is caught below instead of stopping the event loop
+            async with asyncio.timeout(bound_s):
+                if limit is not None and size > limit:
+                    return await self._announce(harness, row, size, options)
+                delivery = await harness.deliver(self.mailbox.row_dict(row), envelope, options)
         except AgentLinkError as exc:
             return Delivery(warnings=[{"code": exc.code, "message": exc.message, "details": exc.details}])
         except TimeoutError as exc:

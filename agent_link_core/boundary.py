@@ -64,6 +64,8 @@ CORE_PLUGIN = "agent_link_core.default_plugins"
 SLOW_MS = 1_000
 #: the largest JSON answer (bytes, UTF-8) a hook, a harness's health or a tool may give
 MAX_RESULT_BYTES = 1 << 20
+#: the most characters one plugin's envelope contribution (elements and attributes) may add
+MAX_CONTRIBUTION_CHARS = 4096
 #: the largest health section (bytes of JSON) one plugin or harness may give
 MAX_HEALTH_BYTES = 64 << 10
 
@@ -236,6 +238,9 @@ def _check_contribution(result: Any, plugin: str) -> str | None:
     for element in result.elements:
         if not isinstance(element, str) or not element.startswith("<") or "agent-link-message" in element:
             return "returned an envelope element that is not one element rendered with envelope.render_element"
+    size = sum(len(e) for e in result.elements) + sum(len(v) for v in result.attributes.values())
+    if size > MAX_CONTRIBUTION_CHARS:  # rendered once per message on every read: it must stay small
+        return f"returned an envelope contribution of {size} characters; at most {MAX_CONTRIBUTION_CHARS} are rendered"
     return None
 
 
@@ -471,6 +476,7 @@ _sigints = 0  # real SIGINTs this process received, counted by _on_sigint
 class _Frame:
     """A synchronous plugin call running on the main thread, interrupted after ``deadline``."""
 
+    started: float
     deadline: float
 
 
@@ -484,7 +490,7 @@ def _on_sigint(signum: int, frame: Any) -> None:
 
 
 def _on_alarm(signum: int, frame: Any) -> None:
-    if _frames and time.monotonic() >= _frames[0].deadline:
+    if _frames and time.monotonic() >= _frames[-1].deadline:  # only the code running now is blamed
         raise Overran()
 
 
@@ -541,9 +547,10 @@ def _arm(budget_s: float) -> _Frame | None:
     if budget_s <= 0 or threading.current_thread() is not threading.main_thread() \
             or signal.getsignal(signal.SIGALRM) is not _on_alarm:
         return None
-    frame = _Frame(time.monotonic() + budget_s)
-    if not _frames:  # the outermost call's deadline is the earliest: one timer serves all
-        signal.setitimer(signal.ITIMER_REAL, budget_s, 1.0)  # then every second until it returns
+    now = time.monotonic()
+    frame = _Frame(now, now + budget_s)
+    if not _frames:  # one timer serves nested calls: it fires again every second until they return
+        signal.setitimer(signal.ITIMER_REAL, budget_s, 1.0)
     _frames.append(frame)
     return frame
 
@@ -555,6 +562,10 @@ def _disarm(frame: _Frame | None) -> None:
         _frames.remove(frame)
     if not _frames:
         signal.setitimer(signal.ITIMER_REAL, 0)
+        return
+    spent = time.monotonic() - frame.started
+    for outer in _frames:  # time spent in an inner call is that call's, not its callers'
+        outer.deadline += spent
 
 
 # -- the guard -----------------------------------------------------------------------------
@@ -718,6 +729,9 @@ class Boundary:
                 result = await _stepped(make(), self.timeout_ms / 1000)
         except BaseException as exc:
             if isinstance(exc, asyncio.CancelledError) and not plugin_fault(exc, sigints):
+                waited_ms = (time.perf_counter() - started) * 1000
+                if self.timeout_ms and waited_ms > self.timeout_ms:  # given up on, not a fault raised
+                    self.fault(plugin, hook, f"was still running when its caller gave up after {waited_ms:.0f} ms")
                 raise  # the caller is cancelled: not the plugin's doing
             if isinstance(exc, TimeoutError) and scope.expired():
                 self.fault(plugin, hook, f"did not finish within {bound_s:g} s",

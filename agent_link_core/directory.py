@@ -58,9 +58,10 @@ async def gather_listings(
     async def one(harness: Harness) -> SessionListing:
         sigints = interrupts()
         try:
-            listing = await asyncio.wait_for(
-                harness.list_sessions(include_archived=include_archived, limit=limit), LIST_TIMEOUT_S
-            )
+            # asyncio.timeout, not wait_for: the plugin's coroutine runs in this task, so its
+            # SystemExit or KeyboardInterrupt is caught below instead of stopping the event loop
+            async with asyncio.timeout(LIST_TIMEOUT_S):
+                listing = await harness.list_sessions(include_archived=include_archived, limit=limit)
         except AgentLinkError as exc:
             return SessionListing(provider={"available": False, "reason": exc.code, "error": exc.to_dict()}, complete=False)
         except TimeoutError:

@@ -8,6 +8,8 @@ the recipient's harness; aimed at another harness's session they are refused.
 
 from __future__ import annotations
 
+from functools import partial
+
 import asyncio
 import logging
 import time
@@ -119,8 +121,10 @@ async def health(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, An
     ``prepare_health`` first."""
     declared = {name for harness in app.harnesses.values() for name in harness.health_options}
     options = {k: args[k] for k in declared if k in args}
-    for harness in app.harnesses.values():
-        await harness.prepare_health(options)
+    for harness in list(app.harnesses.values()):  # a harness that fails here is reported; health goes on
+        await app.hooks.boundary.acall(app.hooks.owner("harness", harness.name) or f"harness {harness.name}",
+                                       f"harness.{harness.name}.prepare_health", partial(harness.prepare_health, options),
+                                       bound_s=app.hooks.boundary.timeout_ms / 1000 or None, passing=(AgentLinkError,))
     return app.health(call.meta, include_caller_context=args.get("includeCallerContext", False))
 
 
