@@ -223,6 +223,7 @@ class Hooks:
             self.report.boundary = boundary
         boundary.on_disable = self._disable
         self._records: dict[str, dict[str, tuple[str, Any]]] = {}
+        self._owners: dict[tuple[str, str], str] = {}  # (kind, record name) -> plugin, kept when it is left out
 
     # -- plumbing
 
@@ -269,10 +270,13 @@ class Hooks:
 
             extra = {"app": self.app} if hook_name == "agent_link_register_tools" else {}
             self._call(hook_name, register=register, **extra)
-            # Clashes are settled in registration order (the core first), not in pluggy's call
-            # order, so a plugin installed later can never take over a name.
+            # Clashes are settled by ownership, then registration order, never pluggy's call
+            # order: the core first, then a plugin registering a record named after itself (the
+            # codex plugin's harness "codex": no other plugin can claim it and get it left out),
+            # then in the order plugins registered, so one installed later cannot take a name over.
             rank = {name: i for i, name in enumerate(getattr(self._pm, "agent_link_order", ()))}
-            offered.sort(key=lambda pr: -1 if pr[0] == CORE_PLUGIN else rank.get(pr[0], len(rank)))
+            offered.sort(key=lambda pr: (pr[0] != CORE_PLUGIN, getattr(pr[1], "name", None) != pr[0],
+                                         rank.get(pr[0], len(rank))))
             records: dict[str, tuple[str, Any]] = {}
             for plugin, record in offered:
                 if plugin in self.boundary.disabled:
@@ -290,12 +294,13 @@ class Hooks:
                     continue
                 records[record.name] = (plugin, record)
             self._records[kind] = {n: r for n, r in records.items() if r[0] not in self.boundary.disabled}
+            self._owners.update({(kind, n): r[0] for n, r in records.items()})
         return {name: record for name, (_, record) in self._records[kind].items()}
 
     def owner(self, kind: str, name: str) -> str | None:
-        """The plugin that registered record ``name`` of ``kind`` (harness, tool, setting)."""
-        found = self._records.get(kind, {}).get(name)
-        return found[0] if found else None
+        """The plugin that registered record ``name`` of ``kind`` (harness, tool, setting), also
+        after it was left out (a server still holding its tool can then name it)."""
+        return self._owners.get((kind, name))
 
     def guard(self, plugin: str, what: str, fn: Callable[[], Any], default: Any = None) -> Any:
         """Run ``fn`` (a plugin object's sync method) as that plugin's code through

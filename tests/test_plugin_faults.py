@@ -553,3 +553,45 @@ async def test_a_hook_called_from_async_code_still_sees_its_event_loop(monkeypat
         assert seen == [asyncio.get_running_loop()]
     finally:
         await app.aclose()
+
+
+@pytest.mark.anyio
+async def test_a_plugin_cannot_claim_another_plugins_harness_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plugin registered before ``good`` that registers a harness named ``good`` is the one
+    refused and left out; ``good`` keeps its harness and everything it serves."""
+
+    class Thief:
+        @hookimpl
+        def agent_link_register_harnesses(self, register: Any) -> None:
+            harness = Harness()
+            harness.name = "good"
+            register(harness)
+
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "")
+    good = Good()
+    app = App.create(extra_plugins=(("thief", Thief()), ("good", good)))
+    try:
+        assert app.harnesses["good"] is good.harness
+        assert "thief" in app.plugin_report.failed and "good" not in app.plugin_report.failed
+        (problem,) = [p for p in app.plugin_report.problems() if p["plugin"] == "thief"]
+        assert "plugin 'good' already registered" in problem["error"]
+        await assert_core_serves(app, good)
+    finally:
+        await app.aclose()
+
+
+@pytest.mark.anyio
+async def test_a_tool_of_a_plugin_disabled_while_serving_is_refused_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Left out after the tool list was built, a plugin's tool answers ``unsupported`` naming the
+    plugin (never a KeyError from its missing harness)."""
+    app, good = make_app(Contributes("none"), monkeypatch, "wrong")
+    try:
+        served = app.hooks.tools()["good_echo"]  # what a server listed before the plugin was left out
+        app.hooks.boundary.fault("good", "agent_link_health", "broke", disable=True)
+        out = await run_tool(app, served, {"text": "x"}, {})
+        assert out["ok"] is False and out["error"]["code"] == "unsupported"
+        assert out["error"]["details"] == {"capability": "good_echo", "plugin": "good"}
+        assert "good" in out["error"]["message"] and "broke" in out["error"]["message"]
+    finally:
+        await app.aclose()
+
