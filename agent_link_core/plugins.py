@@ -317,6 +317,19 @@ class Hooks:
         plugin = self.owner("harness", harness.name) or f"harness {harness.name}"
         return self.guard(plugin, f"harness.{harness.name}.{method}", fn, default)
 
+    def hook_view(self) -> dict[str, dict[str, dict[str, Any] | None]]:
+        """``{plugin: {hook: {calls, lastMs, maxMs} | None}}``: every hook each registered plugin
+        implements, with its timings in this process (None: not called here), plus ``load``
+        (import and registration) and the harness methods and tools the boundary timed."""
+        view: dict[str, dict[str, dict[str, Any] | None]] = {}
+        for plugin in self._pm.get_plugins():
+            name = self._pm.get_name(plugin) or "?"
+            hooks = {caller.name for caller in self._pm.get_hookcallers(plugin) or []}
+            view[name] = {hook: None for hook in sorted(hooks)}
+        for name, timed in self.boundary.timing_report().items():
+            view.setdefault(name, {}).update(timed)
+        return {name: dict(sorted(hooks.items())) for name, hooks in sorted(view.items())}
+
     def problems(self) -> list[dict[str, Any]]:
         """Every plugin failure recorded in this process (see :class:`PluginReport`)."""
         return self.boundary.report()
