@@ -1,7 +1,7 @@
 """The host-neutral MCP tools: health, directory, messaging, inbox, status, inspection.
 
 Argument names, defaults and ranges follow the original Agent Link
-(docs/behaviour.md §5.1-5.2). Options only some harnesses understand
+(docs/behaviour.md §5). Options only some harnesses understand
 are declared by those harnesses (:class:`~agent_link_core.harness.SendOption`) and passed to
 the recipient's harness; aimed at another harness's session they are refused.
 """
