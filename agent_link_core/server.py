@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Mapping
@@ -23,7 +24,7 @@ import anyio
 import mcp_types as types
 from mcp.server import Server
 
-from agent_link_core import __version__, fastfront, prompt_hooks, reminders
+from agent_link_core import __version__, entry, fastfront, prompt_hooks, reminders
 from agent_link_core.app import App
 from agent_link_core.boundary import interrupts, plugin_fault
 from agent_link_core.errors import AgentLinkError
@@ -206,7 +207,7 @@ async def _exit_on_signal(app: App | None) -> None:
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, leave)
-    parent = os.getppid()
+    parent = entry.PARENT_PID if "agent_link_core.entry" in sys.modules else os.getppid()
 
     def watch_parent() -> None:
         while os.getppid() == parent:

@@ -305,3 +305,52 @@ def test_a_fault_stays_in_its_plugin(where: str, kind: str, site: Path, tmp_path
             return  # the hook's faults are its own process's; no other surface reaches the adapter
     if kind != "slow":
         assert reported(problems), problems
+
+
+def test_sigterm_ends_the_server_while_a_hook_holds_its_loop(site: Path, tmp_path: Path) -> None:
+    """A hook that blocks the event loop for ten minutes (a budget longer than that) does not
+    keep the server alive after SIGTERM: it exits 0 within its shutdown bound."""
+    env = {**environment(site, tmp_path, "health", "hang"), "AGENT_LINK_HOOK_TIMEOUT_MS": "0"}
+    session = McpSession(env)
+    try:
+        session.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                       "clientInfo": {"name": "fault-matrix", "version": "1"}})
+        session.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        session.send({"jsonrpc": "2.0", "id": 99, "method": "tools/call", "params": {"name": "agent_link_health", "arguments": {}}})
+        time.sleep(1)  # let the hook start holding the loop (SIGTERM must work before that too)
+        session.proc.terminate()
+        assert session.proc.wait(timeout=ANSWER_S) == 0
+    finally:
+        if session.proc.poll() is None:
+            session.proc.kill()
+
+
+def test_a_server_whose_client_died_exits_even_with_its_stdin_open(site: Path, tmp_path: Path) -> None:
+    """The client (the server's parent) dies once the server answered it, while something else
+    still holds the server's stdin open: the server notices its parent is gone and exits."""
+    env = environment(site, tmp_path, "", "")
+    read_end, write_end = os.pipe()  # this test keeps the write end: the server never reads EOF
+    client = ("import subprocess, sys; p = subprocess.Popen([sys.executable, '-m', 'agent_link_core', 'mcp'], "
+              f"stdin={read_end}, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, pass_fds=({read_end},)); "
+              "print(p.pid, flush=True); p.stdout.readline()")  # gone once the server answered initialize
+    try:
+        parent = subprocess.Popen([sys.executable, "-c", client], env=env, stdout=subprocess.PIPE, text=True, pass_fds=(read_end,))
+        assert parent.stdout is not None
+        server = int(parent.stdout.readline())
+        os.write(write_end, json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "gone", "version": "1"}}}).encode() + b"\n")
+        assert parent.wait(timeout=ANSWER_S) == 0
+        deadline = time.monotonic() + ANSWER_S
+        while time.monotonic() < deadline and _state(server) != "Z":
+            time.sleep(0.2)
+        assert _state(server) == "Z", "the orphaned server still runs"
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][:1]
+    except (OSError, IndexError):
+        return "Z"
