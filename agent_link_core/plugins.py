@@ -272,7 +272,7 @@ class Hooks:
             self._call(hook_name, register=register, **extra)
             # Clashes are settled by ownership, then registration order, never pluggy's call
             # order: the core first, then a plugin registering a record named after itself (the
-            # codex plugin's harness "codex": no other plugin can claim it and get it left out),
+            # plugin "x" registering harness "x": no other plugin can claim it and get it left out),
             # then in the order plugins registered, so one installed later cannot take a name over.
             rank = {name: i for i, name in enumerate(getattr(self._pm, "agent_link_order", ()))}
             offered.sort(key=lambda pr: (pr[0] != CORE_PLUGIN, getattr(pr[1], "name", None) != pr[0],
