@@ -20,6 +20,7 @@ from functools import partial
 from typing import Any
 
 from agent_link_core import __version__, problem_log, state_dirs
+from agent_link_core.boundary import MAX_HEALTH_BYTES, interrupts, oversize, plugin_fault
 from agent_link_core.config import Config, load_config
 from agent_link_core.directory import gather_listings, providers_view, rank, session_view, split_address
 from agent_link_core.envelope import MAX_ENVELOPE_BODY_CHARS, MAX_ESCAPED_CHARS, escape_text, render_inbox
@@ -229,7 +230,7 @@ class App:
             return {"host": caller.host, "source": "caller", "variable": None}
         return {"host": None, "source": "none", "variable": None}
 
-    def _harness_failed(self, harness: Harness, exc: Exception, method: str = "list_sessions") -> None:
+    def _harness_failed(self, harness: Harness, exc: BaseException, method: str = "list_sessions") -> None:
         """Report a harness method's failure as its plugin's problem (the caller carries on)."""
         plugin = self.hooks.owner("harness", harness.name) or f"harness {harness.name}"
         self.hooks.boundary.fault(plugin, f"harness.{harness.name}.{method}", f"{type(exc).__name__}: {exc}"[:300], exc=exc)
@@ -237,17 +238,11 @@ class App:
     async def _get_session(self, harness: Harness, session_id: str) -> Any:
         """``harness.get_session``; a failure (other than AgentLinkError) is reported and counts
         as "not found there"."""
-        try:
-            session = await asyncio.wait_for(harness.get_session(session_id), self.hooks.boundary.timeout_ms / 1000 or None)
-        except AgentLinkError:
-            raise
-        except Exception as exc:  # a lookup that fails or never ends is reported, and finds nothing
-            self._harness_failed(harness, exc, "get_session")
-            return None
-        if session is not None and not isinstance(session, Session):
-            self._harness_failed(harness, TypeError(f"get_session returned {type(session).__name__}"), "get_session")
-            return None
-        return session
+        # a lookup that fails (SystemExit too) or never ends is reported, and finds nothing
+        return await self.hooks.boundary.acall(
+            self.hooks.owner("harness", harness.name) or f"harness {harness.name}", f"harness.{harness.name}.get_session",
+            lambda: harness.get_session(session_id), bound_s=self.hooks.boundary.timeout_ms / 1000 or None,
+            check=_check_session, passing=(AgentLinkError,))
 
     def require_caller(self, caller: Caller) -> Caller:
         """The caller when it has an address; else ``no_current_session``."""
@@ -500,10 +495,14 @@ class App:
         limit = harness.output_budget.push_bytes if harness.output_budget is not None else None
         size = len(envelope.encode("utf-8"))
         bound_s = PUSH_BUDGETS * self.hooks.boundary.timeout_ms / 1000 or None
+        sigints = interrupts()
         try:
-            if limit is not None and size > limit:
-                return await asyncio.wait_for(self._announce(harness, row, size, options), bound_s)
-            delivery = await asyncio.wait_for(harness.deliver(self.mailbox.row_dict(row), envelope, options), bound_s)
+            # asyncio.timeout, not wait_for: the plugin's coroutine runs in this task, so its
+            # SystemExit or KeyboardInterrupt is caught below instead of stopping the event loop
+            async with asyncio.timeout(bound_s):
+                if limit is not None and size > limit:
+                    return await self._announce(harness, row, size, options)
+                delivery = await harness.deliver(self.mailbox.row_dict(row), envelope, options)
         except AgentLinkError as exc:
             return Delivery(warnings=[{"code": exc.code, "message": exc.message, "details": exc.details}])
         except TimeoutError as exc:
@@ -514,7 +513,9 @@ class App:
                 "code": "push_timed_out",
                 "message": f"{harness.name} did not finish the push within {bound_s:g} s; whether it arrived is unknown.",
             }])
-        except Exception as exc:  # the row is stored: report the failure, the message stays queued
+        except BaseException as exc:  # the row is stored: report the failure (SystemExit too), the message stays queued
+            if not plugin_fault(exc, sigints):
+                raise
             self._harness_failed(harness, exc, "deliver")
             return Delivery(warnings=[{"code": "internal_error", "message": f"{harness.name} could not push: {type(exc).__name__}"}])
         if not isinstance(delivery, Delivery):
@@ -955,8 +956,9 @@ class App:
         section = self.hooks.guard_harness(harness, "health", harness.health, marker)
         if section is marker:
             return {"error": "this harness's health failed; see plugins.problems"}
-        if not isinstance(section, dict):
-            self._harness_failed(harness, TypeError(f"returned {type(section).__name__}, not a dict"), "health")
+        why = f"returned {type(section).__name__}, not a dict" if not isinstance(section, dict) else oversize(section, MAX_HEALTH_BYTES)
+        if why is not None:  # not JSON, or too big to travel: it would break everyone's health
+            self._harness_failed(harness, TypeError(why), "health")
             return {"error": "this harness's health failed; see plugins.problems"}
         return section
 
@@ -970,6 +972,10 @@ class App:
                 continue
             capabilities.update(offered)
         return capabilities
+
+
+def _check_session(result: Any, plugin: str) -> str | None:
+    return None if isinstance(result, Session) else f"returned {type(result).__name__}; expected a Session or None"
 
 
 LOG_LEVELS = {"error": logging.ERROR, "warn": logging.WARNING, "info": logging.INFO, "debug": logging.DEBUG}

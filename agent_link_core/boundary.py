@@ -1,22 +1,29 @@
 """The plugin boundary: what keeps one plugin's bug away from everything else.
 
-Every hook implementation is wrapped once, when its plugin is registered
-(:func:`guard_plugin`), so pluggy still orders and calls it (``tryfirst``, ``trylast``,
-wrappers, ``firstresult``) while the core learns about each implementation's failure
-separately:
+Every plugin implementation (a hook implementation, a harness method, a tool handler, a
+server task, the import and registration of a plugin) is called through one guard,
+:meth:`Boundary.call` for synchronous code and :meth:`Boundary.acall` for awaitables:
 
-* an exception (other than a documented refusal, :class:`~agent_link_core.errors.AgentLinkError`
-  from ``resolve_*``, ``before_*`` and ``check_*`` hooks) or a result of the wrong type is
-  recorded as a :class:`Problem` naming the plugin and the hook, and the implementation
-  counts as having answered ``None``;
-* a hook call runs in a worker thread with a time budget (``AGENT_LINK_HOOK_TIMEOUT_MS``);
-  the plugin whose implementation is still running when the budget is spent is disabled,
-  and the call is replayed without it (implementations that already answered are not run
-  again: their answers are kept).
+* any ``BaseException`` it raises (``SystemExit`` and ``KeyboardInterrupt`` included) is the
+  plugin's fault, except a real Ctrl-C of this process (a SIGINT the handler installed by
+  :func:`watch_interrupts` counted while the call ran) and the cancellation of the calling task;
+  a documented refusal (:class:`~agent_link_core.errors.AgentLinkError` from ``resolve_*``,
+  ``before_*`` and ``check_*`` hooks) is passed on. A fault is recorded as a :class:`Problem`
+  naming the plugin, the hook and ``AGENT_LINK_DISABLE_PLUGINS=<name>``, and the call answers
+  the caller's default (``None`` for a hook implementation);
+* an answer of the wrong type or over its size bound is a fault the same way;
+* synchronous code runs inline on the caller's thread (no hand-off), timed: each plugin's last
+  and slowest time per hook is kept for ``agent-link plugins --json`` and a call slower than
+  :data:`SLOW_MS` is logged. On the main thread a call still running after the hook budget
+  (``AGENT_LINK_HOOK_TIMEOUT_MS``) is interrupted (SIGALRM raises :class:`Overran` inside it),
+  so a hanging hook costs its caller one budget and then answers the default; nothing is
+  replayed and the plugin stays loaded. Off the main thread, or when another handler owns
+  SIGALRM (a test runner's timeout), the call is only timed;
+* an awaitable is bounded by a deadline (``asyncio.timeout``), and each of its synchronous
+  steps by the budget as above, so an async method blocking the event loop is interrupted too.
 
 Records a plugin contributes through ``register`` callbacks are checked here too
-(:func:`check_record`). Messages always say which plugin, which hook, and how to get rid of
-it (``AGENT_LINK_DISABLE_PLUGINS=<name>``).
+(:func:`check_harness`, :func:`check_tool`, ...).
 """
 
 from __future__ import annotations
@@ -26,11 +33,12 @@ import contextvars
 import inspect
 import json
 import logging
-import queue
 import re
+import signal
 import threading
 import time
-from collections.abc import Callable, Mapping
+import types
+from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +60,14 @@ AWAITABLE_HOOKS = frozenset({"agent_link_resolve_address", "agent_link_push_remi
 DEFAULT_TIMEOUT_MS = 30_000
 TIMEOUT_ENV = "AGENT_LINK_HOOK_TIMEOUT_MS"
 CORE_PLUGIN = "agent_link_core.default_plugins"
+#: a synchronous plugin call slower than this (ms) is logged as slow (once per plugin and hook)
+SLOW_MS = 1_000
+#: the largest JSON answer (bytes, UTF-8) a hook, a harness's health or a tool may give
+MAX_RESULT_BYTES = 1 << 20
+#: the most characters one plugin's envelope contribution (elements and attributes) may add
+MAX_CONTRIBUTION_CHARS = 4096
+#: the largest health section (bytes of JSON) one plugin or harness may give
+MAX_HEALTH_BYTES = 64 << 10
 
 HARNESS_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
 TOOL_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
@@ -71,8 +87,8 @@ class Problem:
     """One failure of one plugin, as ``agent-link plugins`` and health report it.
 
     :param plugin: the plugin's name (its entry point name).
-    :param hook: the hook (``agent_link_*``), a harness method (``harness.<name>.<method>``)
-        or ``load`` (import and registration).
+    :param hook: the hook (``agent_link_*``), a harness method (``harness.<name>.<method>``),
+        a tool (``tool <name>``) or ``load`` (import and registration).
     :param error: what went wrong, one line.
     :param fix: what to do about it (always names ``AGENT_LINK_DISABLE_PLUGINS=<plugin>``).
     :param disabled: True when the plugin was left out for the rest of the process.
@@ -106,8 +122,9 @@ class Refused(Exception):
         self.fix = fix
 
 
-class HookTimeout(Exception):
-    """A hook call did not return within its budget."""
+class Overran(BaseException):
+    """Raised inside a synchronous plugin call that outlived the hook budget (a BaseException so
+    the plugin's own ``except Exception`` does not swallow it)."""
 
 
 def describe(exc: BaseException) -> str:
@@ -116,25 +133,33 @@ def describe(exc: BaseException) -> str:
     return text[:300]
 
 
+def oversize(value: Any, limit: int = MAX_RESULT_BYTES) -> str | None:
+    """Why ``value`` cannot cross the boundary as JSON (not serialisable, or over ``limit``
+    bytes of UTF-8), else None. Serialising stops early for containers far over the limit."""
+    if isinstance(value, (list, tuple, dict)) and len(value) > limit // 2:
+        return f"returned {len(value)} items; at most {limit} bytes of JSON may cross"
+    try:
+        size = len(json.dumps(value, ensure_ascii=False).encode("utf-8"))
+    except (TypeError, ValueError, RecursionError) as exc:
+        return f"returned something that is not JSON ({describe(exc)})"
+    return None if size <= limit else f"returned {size} bytes of JSON; at most {limit} may cross"
+
+
 # -- per-call state ------------------------------------------------------------------
 
 
 @dataclass
 class CallState:
-    """What one facade call knows while pluggy runs it (shared with its worker thread).
+    """What one facade call (one pluggy hook call) learns from its implementations.
 
-    :param done: answers of implementations that returned, by ``id(HookImpl)``; a replay
-        after a hang returns these instead of running them again.
-    :param running: ``(plugin, hook)`` of the implementation running now (blamed on a hang).
+    :param hook: the hook's name.
     :param faulted: plugins that failed during this call.
-    :param register: the ``register`` callback's checker for registration hooks.
+    :param answers: ``(plugin, answer)`` of each implementation that answered, in call order.
     """
 
     hook: str
-    done: dict[int, Any] = field(default_factory=dict)
-    running: tuple[str, str] | None = None
     faulted: set[str] = field(default_factory=set)
-    register: Callable[[str, Any], None] | None = None
+    answers: list[tuple[str, Any]] = field(default_factory=list)
 
 
 _CALL: contextvars.ContextVar[CallState | None] = contextvars.ContextVar("agent_link_hook_call", default=None)
@@ -146,8 +171,18 @@ def current_plugin() -> str | None:
     return _PLUGIN.get()
 
 
-# -- result checks ---------------------------------------------------------------------
+def hook_call(hook: str) -> tuple[CallState, contextvars.Token[CallState | None]]:
+    """Start collecting :class:`CallState` for one hook call; pass the token to ``end_call``."""
+    state = CallState(hook)
+    return state, _CALL.set(state)
 
+
+def end_call(token: contextvars.Token[CallState | None]) -> None:
+    """Stop collecting for the call started by :func:`hook_call`."""
+    _CALL.reset(token)
+
+
+# -- result checks ---------------------------------------------------------------------
 
 def _check_migrations(result: Any, plugin: str) -> str | None:
     from agent_link_core.store import Migration
@@ -203,6 +238,9 @@ def _check_contribution(result: Any, plugin: str) -> str | None:
     for element in result.elements:
         if not isinstance(element, str) or not element.startswith("<") or "agent-link-message" in element:
             return "returned an envelope element that is not one element rendered with envelope.render_element"
+    size = sum(len(e) for e in result.elements) + sum(len(v) for v in result.attributes.values())
+    if size > MAX_CONTRIBUTION_CHARS:  # rendered once per message on every read: it must stay small
+        return f"returned an envelope contribution of {size} characters; at most {MAX_CONTRIBUTION_CHARS} are rendered"
     return None
 
 
@@ -212,11 +250,8 @@ def _check_health(result: Any, plugin: str) -> str | None:
     name, section = result
     if not isinstance(name, str) or not name or not isinstance(section, Mapping):
         return "returned a health section that is not (non-empty str, dict)"
-    try:
-        json.dumps(section)
-    except (TypeError, ValueError) as exc:
-        return f"returned a health section that is not JSON-serialisable ({describe(exc)})"
-    return None
+    why = oversize(section, MAX_HEALTH_BYTES)
+    return f"{why} (health section)" if why else None
 
 
 def _check_override(result: Any, plugin: str) -> str | None:
@@ -430,33 +465,156 @@ def check_setting(record: Any, core_names: frozenset[str]) -> None:
                           "A plugin cannot read a core setting as its own.")
 
 
-# -- guards ------------------------------------------------------------------------------
+
+
+# -- interrupts ----------------------------------------------------------------------------
+
+_sigints = 0  # real SIGINTs this process received, counted by _on_sigint
+
+
+@dataclass
+class _Frame:
+    """A synchronous plugin call running on the main thread, interrupted after ``deadline``."""
+
+    started: float
+    deadline: float
+
+
+_frames: list[_Frame] = []  # the main thread's running plugin calls, innermost last
+
+
+def _on_sigint(signum: int, frame: Any) -> None:
+    global _sigints
+    _sigints += 1
+    signal.default_int_handler(signum, frame)
+
+
+def _on_alarm(signum: int, frame: Any) -> None:
+    if _frames and time.monotonic() >= _frames[-1].deadline:  # only the code running now is blamed
+        raise Overran()
+
+
+def watch_interrupts() -> None:
+    """Install the SIGINT handler that counts real Ctrl-Cs (a plugin raising KeyboardInterrupt
+    is then told from one) and the SIGALRM handler that interrupts an overrunning call.
+
+    Main thread only; a handler someone else installed is left alone (then KeyboardInterrupt
+    counts as real and overruns are only timed). Idempotent.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _on_sigint)
+    if hasattr(signal, "setitimer") and signal.getsignal(signal.SIGALRM) == signal.SIG_DFL:
+        signal.signal(signal.SIGALRM, _on_alarm)
+
+
+def _real_interrupt(exc: BaseException, sigints_before: int) -> bool:
+    """True for a KeyboardInterrupt this process's user caused (not one a plugin raised)."""
+    if not isinstance(exc, KeyboardInterrupt):
+        return False
+    handler = signal.getsignal(signal.SIGINT)
+    if handler is _on_sigint:
+        return _sigints != sigints_before
+    # Python's own handler, uncounted: the safe reading is the user's Ctrl-C. Any other handler
+    # (the MCP server exits on SIGINT) raises no KeyboardInterrupt: this one is code's.
+    return handler is signal.default_int_handler
+
+
+def interrupts() -> int:
+    """How many real Ctrl-Cs this process has had; pass it to :func:`plugin_fault`."""
+    return _sigints
+
+
+def plugin_fault(exc: BaseException, sigints_before: int) -> bool:
+    """Whether ``exc``, raised while plugin code ran, is that plugin's fault: anything but a
+    real Ctrl-C since ``sigints_before`` (:func:`interrupts`) or the cancellation of the
+    running task. For ``except BaseException`` around plugin code that has its own handling;
+    the usual way in is :meth:`Boundary.call` / :meth:`Boundary.acall`."""
+    if _real_interrupt(exc, sigints_before):
+        return False
+    if isinstance(exc, asyncio.CancelledError):
+        try:
+            task = asyncio.current_task()
+        except RuntimeError:
+            return True
+        return task is None or not task.cancelling()
+    return True
+
+
+def _arm(budget_s: float) -> _Frame | None:
+    """Bound the synchronous call about to run (main thread, SIGALRM ours), else None."""
+    if budget_s <= 0 or threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(signal.SIGALRM) is not _on_alarm:
+        return None
+    now = time.monotonic()
+    frame = _Frame(now, now + budget_s)
+    if not _frames:  # one timer serves nested calls: it fires again every second until they return
+        signal.setitimer(signal.ITIMER_REAL, budget_s, 1.0)
+    _frames.append(frame)
+    return frame
+
+
+def _disarm(frame: _Frame | None) -> None:
+    if frame is None:
+        return
+    if frame in _frames:
+        _frames.remove(frame)
+    if not _frames:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        return
+    spent = time.monotonic() - frame.started
+    for outer in _frames:  # time spent in an inner call is that call's, not its callers'
+        outer.deadline += spent
+
+
+# -- the guard -----------------------------------------------------------------------------
+
+
+@dataclass
+class Timing:
+    """How long one plugin's implementation of one hook took: calls, last and slowest (ms)."""
+
+    calls: int = 0
+    last_ms: float = 0.0
+    max_ms: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{calls, lastMs, maxMs}`` for ``agent-link plugins --json``."""
+        return {"calls": self.calls, "lastMs": round(self.last_ms, 3), "maxMs": round(self.max_ms, 3)}
 
 
 class Boundary:
-    """The fault bookkeeping and the bounded runner shared by one plugin manager's hooks.
+    """The one guard every plugin implementation is called through, with the fault bookkeeping
+    of one plugin manager.
 
-    :param timeout_ms: the budget of one hook call (0: run inline, unbounded).
-    :param on_disable: called with ``(plugin, reason)`` when a plugin must be left out.
+    :param timeout_ms: the hook budget (ms): a synchronous call is interrupted after it (main
+        thread), an awaitable without its own bound is cancelled after it; 0 = unbounded.
     """
 
     def __init__(self, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> None:
         self.timeout_ms = timeout_ms
         self.problems: dict[tuple[str, str, str], Problem] = {}
         self.disabled: dict[str, str] = {}
+        #: called with ``(plugin, reason)`` when a plugin must be left out
         self.on_disable: Callable[[str, str], None] | None = None
         #: told of each new problem (the App keeps them for other processes to see)
         self.sink: Callable[[dict[str, Any]], None] | None = None
-        self._idle: list[_Worker] = []
-        self._lock = threading.Lock()
+        #: ``{plugin: {hook: Timing}}`` of every guarded call
+        self.timings: dict[str, dict[str, Timing]] = {}
+        watch_interrupts()
 
     # -- bookkeeping
 
     def fault(self, plugin: str, hook: str, error: str, *, fix: str = "", disable: bool = False,
               exc: BaseException | None = None) -> Problem:
-        """Record a failure of ``plugin`` in ``hook`` and log it (once per kind, then counted)."""
+        """Record a failure of ``plugin`` in ``hook`` and log it (once per kind, then counted);
+        ``disable`` leaves the plugin out for the rest of the process (never the core)."""
         if plugin == CORE_PLUGIN:  # the core is never left out: its failure is a bug to report
             disable = False
+        call = _CALL.get()
+        if call is not None:
+            call.faulted.add(plugin)
         fix = f"{fix} {disable_hint(plugin)}".strip()
         key = (plugin, hook, error)
         problem = self.problems.get(key)
@@ -484,64 +642,132 @@ class Boundary:
         """Every recorded problem, oldest first."""
         return [p.to_dict() for p in self.problems.values()]
 
-    # -- running
+    def timing_report(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """``{plugin: {hook: {calls, lastMs, maxMs}}}`` of the calls made in this process."""
+        return {plugin: {hook: t.to_dict() for hook, t in hooks.items()} for plugin, hooks in self.timings.items()}
 
-    def run(self, fn: Callable[[], Any]) -> Any:
-        """Run ``fn`` in a worker thread, waiting at most the budget.
+    def _timed(self, plugin: str, hook: str, started: float) -> None:
+        ms = (time.perf_counter() - started) * 1000
+        timing = self.timings.setdefault(plugin, {}).setdefault(hook, Timing())
+        if ms > SLOW_MS and timing.max_ms <= SLOW_MS:
+            log.warning("agent-link plugin %r took %d ms in %s (slow). %s", plugin, ms, hook, disable_hint(plugin))
+        timing.calls += 1
+        timing.last_ms = ms
+        timing.max_ms = max(timing.max_ms, ms)
 
-        A call made from inside a hook runs inline (it is already bounded by the outer call).
+    def contain(self, exc: BaseException, plugin: str, hook: str, sigints_before: int, *,
+                frame: _Frame | None = None, passing: tuple[type[BaseException], ...] = (), disable: bool = False,
+                prefix: str = "") -> bool:
+        """Record ``exc`` as ``plugin``'s fault in ``hook``; False when it is not the plugin's
+        (a real Ctrl-C, one of the ``passing`` types the caller handles, an overrun of an
+        enclosing call): the caller re-raises it then."""
+        if _real_interrupt(exc, sigints_before) or isinstance(exc, passing):
+            return False
+        if isinstance(exc, Overran) and frame is not None and time.monotonic() < frame.deadline:
+            return False  # the budget of an enclosing call ran out: that caller is to blame
+        if isinstance(exc, Refused):
+            return True  # recorded by the register callback, which left the plugin out
+        if isinstance(exc, Overran):
+            self.fault(plugin, hook, f"did not return within {self.timeout_ms} ms and was interrupted",
+                       fix="A hook must return quickly; do I/O in a harness's async methods.", disable=disable)
+        else:
+            self.fault(plugin, hook, prefix + describe(exc), disable=disable, exc=exc)
+        return True
 
-        :raises HookTimeout: when the budget is spent (the worker is abandoned, still running).
+    def call(self, plugin: str, hook: str, fn: Callable[..., Any], *args: Any, default: Any = None,
+             check: Callable[[Any, str], str | None] | None = None, passing: tuple[type[BaseException], ...] = (),
+             disable: bool = False, prefix: str = "", **kwargs: Any) -> Any:
+        """Call ``fn(*args, **kwargs)``, synchronous code of ``plugin``, inline and timed.
+
+        :param hook: what is called, as problems name it (``agent_link_*``, ``harness.x.y``).
+        :param default: the answer when the call faults.
+        :param check: ``check(result, plugin)`` gives why a non-None answer is refused, or None.
+        :param passing: exception types passed on to the caller (``(AgentLinkError,)`` for a
+            documented refusal).
+        :param disable: a fault leaves the plugin out (registration).
+        :param prefix: put before the error of a fault (``"import failed: "``).
+        :raises KeyboardInterrupt: a real Ctrl-C. :raises: the ``passing`` types.
         """
-        if self.timeout_ms <= 0 or getattr(_local, "in_worker", False):
-            return fn()
-        with self._lock:
-            worker = self._idle.pop() if self._idle else _Worker()
-        ctx = contextvars.copy_context()
-        box: dict[str, Any] = {}
-        done = threading.Event()
-        worker.jobs.put((ctx, fn, box, done, _caller_loop()))
-        if not done.wait(self.timeout_ms / 1000):
-            raise HookTimeout()
-        with self._lock:
-            self._idle.append(worker)
-        if "error" in box:
-            raise box["error"]
-        return box.get("value")
+        if plugin in self.disabled:
+            return default
+        sigints = _sigints
+        token = _PLUGIN.set(plugin)
+        started = time.perf_counter()
+        frame = _arm(self.timeout_ms / 1000)
+        try:
+            result = fn(*args, **kwargs)
+        except BaseException as exc:
+            _disarm(frame)
+            if not self.contain(exc, plugin, hook, sigints, frame=frame, passing=passing, disable=disable, prefix=prefix):
+                raise
+            return default
+        finally:
+            _disarm(frame)
+            _PLUGIN.reset(token)
+            self._timed(plugin, hook, started)
+        problem = check(result, plugin) if check is not None and result is not None else None
+        if problem is not None:
+            self.fault(plugin, hook, problem, disable=disable)
+            return default
+        return result
+
+    async def acall(self, plugin: str, hook: str, make: Callable[[], Awaitable[Any]], *, bound_s: float | None,
+                    default: Any = None, check: Callable[[Any, str], str | None] | None = None,
+                    passing: tuple[type[BaseException], ...] = ()) -> Any:
+        """Await ``make()``, asynchronous code of ``plugin``, within ``bound_s`` seconds (None:
+        unbounded); each synchronous step of it is bounded like :meth:`call`.
+
+        :raises asyncio.CancelledError: when the calling task is cancelled.
+        """
+        if plugin in self.disabled:
+            return default
+        sigints = _sigints
+        token = _PLUGIN.set(plugin)
+        started = time.perf_counter()
+        try:
+            async with asyncio.timeout(bound_s) as scope:
+                result = await _stepped(make(), self.timeout_ms / 1000)
+        except BaseException as exc:
+            if isinstance(exc, asyncio.CancelledError) and not plugin_fault(exc, sigints):
+                waited_ms = (time.perf_counter() - started) * 1000
+                if self.timeout_ms and waited_ms > self.timeout_ms:  # given up on, not a fault raised
+                    self.fault(plugin, hook, f"was still running when its caller gave up after {waited_ms:.0f} ms")
+                raise  # the caller is cancelled: not the plugin's doing
+            if isinstance(exc, TimeoutError) and scope.expired():
+                self.fault(plugin, hook, f"did not finish within {bound_s:g} s",
+                           fix="Bound the plugin's own waits below that.")
+            elif not self.contain(exc, plugin, hook, sigints, passing=passing):
+                raise
+            return default
+        finally:
+            _PLUGIN.reset(token)
+            self._timed(plugin, hook, started)
+        problem = check(result, plugin) if check is not None and result is not None else None
+        if problem is not None:
+            self.fault(plugin, hook, problem)
+            return default
+        return result
 
 
-_local = threading.local()
-
-
-class _Worker:
-    """A daemon thread running hook calls one at a time (abandoned when one hangs)."""
-
-    def __init__(self) -> None:
-        self.jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        threading.Thread(target=self._loop, name="agent-link-hooks", daemon=True).start()
-
-    def _loop(self) -> None:
-        _local.in_worker = True
-        while True:
-            ctx, fn, box, done, loop = self.jobs.get()
-            # The caller's thread waits, so its event loop is paused: the hook runs as if on
-            # that loop (code asking for the running loop finds the caller's, as it did when
-            # hooks ran on the caller's thread).
-            asyncio.events._set_running_loop(loop)
-            try:
-                box["value"] = ctx.run(fn)
-            except BaseException as exc:  # handed to the caller's thread
-                box["error"] = exc
-            finally:
-                asyncio.events._set_running_loop(None)
-            done.set()
-
-
-def _caller_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
+@types.coroutine
+def _stepped(awaitable: Awaitable[Any], budget_s: float) -> Generator[Any, Any, Any]:
+    """Drive ``awaitable`` step by step, each synchronous step bounded by ``budget_s`` (so a
+    coroutine that blocks the event loop is interrupted like a synchronous hook)."""
+    coro = awaitable.__await__()
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        frame = _arm(budget_s)
+        try:
+            yielded = coro.send(value) if error is None else coro.throw(error)
+        except StopIteration as stop:
+            return stop.value
+        finally:
+            _disarm(frame)
+        try:
+            value, error = (yield yielded), None
+        except BaseException as exc:  # thrown in by the event loop (a cancellation): passed on
+            value, error = None, exc
 
 
 def timeout_from_env(env: Mapping[str, str]) -> int:
@@ -554,182 +780,92 @@ def timeout_from_env(env: Mapping[str, str]) -> int:
     return value if value == 0 or value >= 100 else DEFAULT_TIMEOUT_MS
 
 
+# -- pluggy implementations ----------------------------------------------------------------
+
+
 def guard_plugin(boundary: Boundary, pm: Any, plugin: object, plugin_name: str) -> None:
-    """Wrap every hook implementation of ``plugin`` (once) so its failures stay its own."""
+    """Wrap every hook implementation of ``plugin`` (once) so pluggy still orders and calls it
+    (``tryfirst``, wrappers, ``firstresult``) while each runs through :meth:`Boundary.call`."""
     for caller in pm.get_hookcallers(plugin) or []:
         for impl in caller.get_hookimpls():
             if impl.plugin is plugin and not getattr(impl.function, "_agent_link_guarded", False):
                 impl.function = _guarded(boundary, impl, plugin_name, caller.name)
+                impl.function._agent_link_guarded = True
 
 
 def _guarded(boundary: Boundary, impl: Any, plugin: str, hook: str) -> Callable[..., Any]:
     func = impl.function
     if impl.hookwrapper or impl.wrapper:
-        wrapper = _guarded_wrapper(boundary, func, plugin, hook, new_style=bool(impl.wrapper))
-        wrapper._agent_link_guarded = True  # type: ignore[attr-defined]
-        return wrapper
+        return _guarded_wrapper(boundary, func, plugin, hook, new_style=bool(impl.wrapper))
     check = RESULT_CHECKS.get(hook)
-    refusing = hook in REFUSING_HOOKS
-    registering = hook in REGISTRATION_HOOKS
-    key = id(impl)
+    passing = (AgentLinkError,) if hook in REFUSING_HOOKS else ()
+    registering, awaitable = hook in REGISTRATION_HOOKS, hook in AWAITABLE_HOOKS
 
-    def guarded(*args: Any, **kwargs: Any) -> Any:
+    def guarded(*args: Any) -> Any:
+        result = boundary.call(plugin, hook, func, *args, check=None if awaitable else check,
+                               passing=passing, disable=registering)
+        if awaitable and inspect.isawaitable(result):
+            answer = result
+            result = boundary.acall(plugin, hook, lambda: answer, bound_s=boundary.timeout_ms / 1000 or None,
+                                    check=check, passing=passing)
+        elif awaitable and result is not None and check is not None and (problem := check(result, plugin)):
+            boundary.fault(plugin, hook, problem)
+            result = None
         call = _CALL.get()
-        if call is not None and key in call.done:
-            return call.done[key]
-        if call is not None:
-            call.running = (plugin, hook)
-        token = _PLUGIN.set(plugin)
-        try:
-            result = func(*args, **kwargs)
-            if hook in AWAITABLE_HOOKS and inspect.isawaitable(result):
-                result = _guarded_awaitable(boundary, result, plugin, hook, check, refusing)
-            problem = check(result, plugin) if check is not None and result is not None and not inspect.isawaitable(result) else None
-            if problem is not None:
-                _fault(boundary, call, plugin, hook, problem, disable=registering)
-                result = None
-        except AgentLinkError as exc:
-            if refusing:
-                raise  # a documented refusal: the caller handles it
-            _fault(boundary, call, plugin, hook, describe(exc), disable=registering, exc=exc)
-            result = None
-        except Refused:
-            result = None  # already recorded by the register callback, which disabled the plugin
-        except Exception as exc:
-            _fault(boundary, call, plugin, hook, describe(exc), disable=registering, exc=exc)
-            result = None
-        finally:
-            _PLUGIN.reset(token)
-        if call is not None:
-            call.done[key] = result
+        if call is not None and result is not None:
+            call.answers.append((plugin, result))
         return result
 
-    guarded._agent_link_guarded = True  # type: ignore[attr-defined]
     return guarded
 
 
-async def _guarded_awaitable(boundary: Boundary, awaitable: Any, plugin: str, hook: str,
-                             check: Callable[[Any, str], str | None] | None, refusing: bool) -> Any:
-    """An implementation's awaitable answer, awaited under the same rules as a plain answer
-    (bounded by the budget; a hang here is reported but holds no thread, so nothing is disabled)."""
-    token = _PLUGIN.set(plugin)
-    try:
-        if boundary.timeout_ms > 0:
-            result = await asyncio.wait_for(awaitable, boundary.timeout_ms / 1000)
-        else:
-            result = await awaitable
-    except AgentLinkError as exc:
-        if refusing:
-            raise
-        boundary.fault(plugin, hook, describe(exc), exc=exc)
-        return None
-    except TimeoutError:
-        boundary.fault(plugin, hook, f"its awaitable did not finish within {boundary.timeout_ms} ms")
-        return None
-    except Exception as exc:
-        boundary.fault(plugin, hook, describe(exc), exc=exc)
-        return None
-    finally:
-        _PLUGIN.reset(token)
-    problem = check(result, plugin) if check is not None and result is not None else None
-    if problem is not None:
-        boundary.fault(plugin, hook, problem)
-        return None
-    return result
-
-
-def _fault(boundary: Boundary, call: CallState | None, plugin: str, hook: str, error: str, *, fix: str = "",
-           disable: bool = False, exc: BaseException | None = None) -> None:
-    if call is not None:
-        call.faulted.add(plugin)
-    boundary.fault(plugin, hook, error, fix=fix, disable=disable, exc=exc)
-
-
-def _guarded_wrapper(boundary: Boundary, func: Callable[..., Any], plugin: str, hook: str, *, new_style: bool) -> Callable[..., Any]:
+def _guarded_wrapper(boundary: Boundary, func: Callable[..., Any], plugin: str, hook: str, *,
+                     new_style: bool) -> Callable[..., Any]:
     """A wrapper implementation that fails before or after its ``yield`` becomes a pass-through."""
+    passing = (AgentLinkError,) if hook in REFUSING_HOOKS else ()
     registering = hook in REGISTRATION_HOOKS
-    refusing = hook in REFUSING_HOOKS
 
-    def fault(exc: BaseException | str) -> None:
-        text = exc if isinstance(exc, str) else describe(exc)
-        _fault(boundary, _CALL.get(), plugin, hook, text, disable=registering,
-               exc=exc if isinstance(exc, BaseException) else None)
+    def contained(exc: BaseException | str, sigints: int) -> bool:
+        if isinstance(exc, str):
+            boundary.fault(plugin, hook, exc, disable=registering)
+            return True
+        return boundary.contain(exc, plugin, hook, sigints, passing=passing, disable=registering)
 
-    def guarded(*args: Any, **kwargs: Any) -> Any:
+    def guarded(*args: Any) -> Any:
+        sigints = _sigints
         try:
-            gen = func(*args, **kwargs)
+            gen = func(*args)
             next(gen)
         except StopIteration:
-            fault("wrapper did not yield")
+            contained("wrapper did not yield", sigints)
             return (yield)
-        except Exception as exc:
-            fault(exc)
+        except BaseException as exc:
+            if not contained(exc, sigints):
+                raise
             return (yield)
-        if not new_style:  # old-style hookwrapper: gets a Result, returns nothing
-            outcome = yield
-            try:
-                gen.send(outcome)
-            except StopIteration:
-                return None
-            except Exception as exc:
-                fault(exc)
-                return None
-            fault("hookwrapper yielded twice")
-            return None
         try:
-            result = yield
-        except Exception as inner:  # a refusal from an inner implementation: the wrapper sees it
+            outcome = yield
+        except BaseException as inner:  # an inner implementation's refusal: the wrapper sees it
             try:
                 gen.throw(inner)
             except StopIteration as stop:
                 return stop.value
-            except Exception as out:
-                if out is inner or (refusing and isinstance(out, AgentLinkError)):
+            except BaseException as out:
+                if out is inner or not contained(out, sigints):
                     raise
-                fault(out)
                 raise inner from None
-            fault("wrapper yielded twice")
+            contained("wrapper yielded twice", sigints)
             raise
         try:
-            gen.send(result)
+            gen.send(outcome)
         except StopIteration as stop:
-            return stop.value
-        except Exception as exc:
-            if refusing and isinstance(exc, AgentLinkError):
+            return None if not new_style else stop.value
+        except BaseException as exc:
+            if not contained(exc, sigints):
                 raise
-            fault(exc)
-            return result
-        fault("wrapper yielded twice")
-        return result
+            return None if not new_style else outcome
+        contained("wrapper yielded twice", sigints)
+        return None if not new_style else outcome
 
+    guarded._agent_link_guarded = True  # type: ignore[attr-defined]
     return guarded
-
-
-def call_bounded(boundary: Boundary, call: CallState, fn: Callable[[], Any], empty: Any) -> Any:
-    """Run one hook call (``fn`` calls pluggy) under ``call``'s state and the budget.
-
-    On a hang, the plugin running at that moment is disabled and the call replayed without
-    it; answers already given are reused. Returns ``empty`` when nobody can be blamed.
-    """
-
-    def invoke() -> Any:
-        token = _CALL.set(call)
-        try:
-            return fn()
-        finally:
-            _CALL.reset(token)
-
-    while True:
-        started = time.monotonic()
-        try:
-            return boundary.run(invoke)
-        except HookTimeout:
-            blamed = call.running
-            waited = int((time.monotonic() - started) * 1000)
-            if blamed is None or blamed[0] in boundary.disabled:
-                log.error("agent-link hook %s did not return within %d ms", call.hook, waited)
-                return empty
-            call.running = None
-            boundary.fault(blamed[0], blamed[1], f"did not return within {boundary.timeout_ms} ms (hung)",
-                           fix="A hook must return quickly; do I/O in a harness's async methods.", disable=True)
-            call.faulted.add(blamed[0])

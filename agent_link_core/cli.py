@@ -277,10 +277,12 @@ def build_cli() -> click.Group:
     @click.option("--ndjson", is_flag=True, help="Print the same JSON object on one line.")
     @click.pass_context
     def plugins(ctx: click.Context, as_json: bool, ndjson: bool) -> None:
-        """List loaded, blocked and broken plugins."""
+        """List loaded, blocked and broken plugins (--json: with each plugin's hooks and the
+        time each took in this process)."""
         app = get_app(ctx)
         app.hooks.tools()  # check every plugin's tools too: a refused one is a problem to show
         data = app.plugins_view()
+        data["hooks"] = app.hooks.hook_view()
 
         def human(d: dict[str, Any]) -> None:
             for name in d["loaded"]:

@@ -77,7 +77,7 @@ CORE_SETTINGS: tuple[Setting, ...] = (
     Setting("AGENT_LINK_DISABLE_PLUGINS", "str", "", doc="plugin names not to load (comma or space separated)"),
     Setting("AGENT_LINK_LOAD_PLUGINS", "str", None, doc="when set, the only plugins to load (comma or space separated; empty: none)"),
     Setting("AGENT_LINK_HOOK_TIMEOUT_MS", "int", 30000, minimum=0, warning="hook_timeout_ignored",
-            doc="budget of one hook call in ms; a plugin still running then is left out (0: no budget)"),
+            doc="budget of one plugin call in ms; a call still running then is interrupted and answers nothing (0: no budget)"),
     Setting("AGENT_LINK_DEBUG", "flag", False, doc="debug logging and hook-call tracing to the log file"),
     Setting("AGENT_LINK_LOG_LEVEL", "choice", None, choices=("error", "warn", "info", "debug"), doc="log level"),
     Setting("AGENT_LINK_LOG_FILE", "path", None, doc="log file (default <state>/logs/agent-link.log)"),

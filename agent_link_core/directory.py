@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from agent_link_core.boundary import interrupts, plugin_fault
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import Harness, SessionListing
 from agent_link_core.mailbox import iso
@@ -45,7 +46,7 @@ def session_view(session: Session) -> dict[str, Any]:
 
 async def gather_listings(
     harnesses: Mapping[str, Harness], *, only: str | None = None, include_archived: bool = False, limit: int = 200,
-    on_error: Callable[[Harness, Exception], None] | None = None,
+    on_error: Callable[[Harness, BaseException], None] | None = None,
 ) -> dict[str, SessionListing]:
     """Ask every harness (or only ``only``) concurrently; a failure becomes a provider report.
 
@@ -55,15 +56,19 @@ async def gather_listings(
     """
 
     async def one(harness: Harness) -> SessionListing:
+        sigints = interrupts()
         try:
-            listing = await asyncio.wait_for(
-                harness.list_sessions(include_archived=include_archived, limit=limit), LIST_TIMEOUT_S
-            )
+            # asyncio.timeout, not wait_for: the plugin's coroutine runs in this task, so its
+            # SystemExit or KeyboardInterrupt is caught below instead of stopping the event loop
+            async with asyncio.timeout(LIST_TIMEOUT_S):
+                listing = await harness.list_sessions(include_archived=include_archived, limit=limit)
         except AgentLinkError as exc:
             return SessionListing(provider={"available": False, "reason": exc.code, "error": exc.to_dict()}, complete=False)
         except TimeoutError:
             return SessionListing(provider={"available": False, "reason": "timeout"}, complete=False)
-        except Exception as exc:  # one harness's bug never hides the others' sessions
+        except BaseException as exc:  # one harness's bug (SystemExit too) never hides the others' sessions
+            if not plugin_fault(exc, sigints):
+                raise
             if on_error is not None:
                 on_error(harness, exc)
             return SessionListing(provider={"available": False, "reason": "harness_failed", "error": type(exc).__name__},
@@ -72,6 +77,10 @@ async def gather_listings(
             if on_error is not None:
                 on_error(harness, TypeError(f"list_sessions returned {type(listing).__name__}, not a SessionListing"))
             return SessionListing(provider={"available": False, "reason": "harness_failed"}, complete=False)
+        if len(listing.sessions) > limit:  # bounded by what was asked for, whatever the harness sends
+            if on_error is not None:
+                on_error(harness, ValueError(f"list_sessions returned {len(listing.sessions)} sessions; at most {limit} were asked for"))
+            return SessionListing(list(listing.sessions[:limit]), listing.provider, complete=False)
         return listing
 
     chosen = {n: h for n, h in harnesses.items() if only in (None, "all", n)}

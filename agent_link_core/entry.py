@@ -5,7 +5,12 @@ every prompt, so it must not pay for click, pluggy, mcp or pydantic. ``agent-lin
 its start-up front (:mod:`agent_link_core.fastfront`) first for the same reason.
 """
 
+import os
 import sys
+
+#: the process that started this one, read first thing: ``agent-link mcp`` exits when it is
+#: gone (:func:`agent_link_core.server.serve`), also when it died while the server started
+PARENT_PID = os.getppid()
 
 
 def main() -> None:

@@ -39,6 +39,11 @@ MAX_STDIN_BYTES = 4 * 1024 * 1024
 #: hook on every prompt and waits for it, so the hook never takes the usual busy wait.
 #: Writes do not wait at all (see :class:`HookContext`).
 HOOK_BUSY_TIMEOUT_MS = 200
+#: the longest (s) a plugin's adapter (its import and its answer) may take before the hook
+#: gives up on it and prints nothing: the host waits for the hook before the prompt goes on
+ADAPTER_BUDGET_S = 5.0
+#: the most the hook prints for the host (characters of JSON); a larger answer prints nothing
+MAX_OUTPUT_CHARS = 256 * 1024
 
 TYPE_CHECKING = False  # keep typing out of the fast path
 if TYPE_CHECKING:
@@ -179,11 +184,45 @@ def run(host: str, event: str, raw: str) -> str:
     module = adapter_module(os.fspath(config.state_dir), host)
     if module is None:
         return ""
-    adapter = importlib.import_module(module)
     ctx = HookContext(config)
-    result = adapter.handle(event, payload, ctx)
+    previous = _bound(ADAPTER_BUDGET_S)
+    try:  # the plugin's adapter: bounded, so a hanging one never holds the host's prompt
+        result = importlib.import_module(module).handle(event, payload, ctx)
+    finally:
+        _unbound(previous)
     ctx.heartbeat(host, event)
-    return json.dumps(result, ensure_ascii=True) + "\n" if result is not None else ""
+    out = json.dumps(result, ensure_ascii=True) + "\n" if result is not None else ""
+    if len(out) > MAX_OUTPUT_CHARS:
+        raise ValueError(f"the adapter answered {len(out)} characters; at most {MAX_OUTPUT_CHARS} are printed")
+    return out
+
+
+class AdapterOverran(BaseException):
+    """The adapter did not answer within :data:`ADAPTER_BUDGET_S`."""
+
+
+def _overran(signum: int, frame: Any) -> None:
+    raise AdapterOverran(f"the adapter did not answer within {ADAPTER_BUDGET_S:g} s")
+
+
+def _bound(seconds: float) -> Any:
+    """Raise :class:`AdapterOverran` in this (main) thread after ``seconds``; returns what
+    :func:`_unbound` restores. Where there is no SIGALRM (Windows) nothing is bounded."""
+    import signal
+
+    if not hasattr(signal, "setitimer"):
+        return None
+    previous = signal.signal(signal.SIGALRM, _overran)
+    signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)  # again each second if it is swallowed
+    return previous
+
+
+def _unbound(previous: Any) -> None:
+    import signal
+
+    if previous is not None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def main(argv: list[str]) -> int:
@@ -194,7 +233,7 @@ def main(argv: list[str]) -> int:
     try:
         raw = sys.stdin.read(MAX_STDIN_BYTES)
         out = run(argv[0], argv[1], raw)
-    except Exception as exc:  # fail open: the prompt goes on without our note
+    except BaseException as exc:  # fail open (a plugin's SystemExit too): the prompt goes on without our note
         sys.stderr.write(f"agent-link hook: {type(exc).__name__}: {exc}\n")
         return 0
     if out:

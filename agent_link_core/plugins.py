@@ -14,7 +14,6 @@ else keeps working.
 
 from __future__ import annotations
 
-import functools
 import importlib
 import inspect
 import importlib.metadata
@@ -30,10 +29,9 @@ from agent_link_core import hookspecs
 from agent_link_core.aio import run_blocking
 from agent_link_core.boundary import (
     Boundary,
-    CallState,
     CORE_PLUGIN,
+    CallState,
     Refused,
-    call_bounded,
     check_harness,
     check_legacy_importer,
     check_panel,
@@ -41,8 +39,9 @@ from agent_link_core.boundary import (
     check_setting,
     check_tool,
     current_plugin,
-    describe,
+    end_call,
     guard_plugin,
+    hook_call,
     timeout_from_env,
 )
 
@@ -137,10 +136,9 @@ def build_plugin_manager(
     for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         if ep.name in blocked or pm.has_plugin(ep.name) or (only is not None and ep.name not in only):
             continue
-        try:
-            module = ep.load()
-        except Exception as exc:  # a broken plugin must never take agent-link down
-            boundary.fault(ep.name, "load", f"import failed: {describe(exc)}", disable=True, exc=exc)
+        # a broken plugin (SystemExit at import included) must never take agent-link down
+        module = boundary.call(ep.name, "load", ep.load, default=None, disable=True, prefix="import failed: ")
+        if module is None:
             continue
         if _register(pm, boundary, module, ep.name):
             report.loaded.append(ep.name)
@@ -173,16 +171,14 @@ def _plugin_name(pm: pluggy.PluginManager, plugin: Any) -> str:
 
 def _register(pm: pluggy.PluginManager, boundary: Boundary, plugin: Any, name: str) -> bool:
     """Register one plugin, guarding its hooks; False (reported) when it cannot be used."""
-    try:
-        if pm.register(plugin, name=name) is None:
-            return False  # blocked by AGENT_LINK_DISABLE_PLUGINS
-    except Exception as exc:  # pluggy's validation: arguments the hook does not offer, ...
-        if pm.is_registered(plugin):
-            pm.unregister(plugin)
-        boundary.fault(name, "load", f"registration failed: {describe(exc)}",
-                       fix="Check each hook implementation's name and arguments against agent_link_core/hookspecs.py.",
-                       disable=True, exc=exc)
-        return False
+    # pluggy's validation (arguments a hook does not offer) or the plugin's own attributes may fail
+    registered = boundary.call(name, "load", pm.register, plugin, name=name, default=False, disable=True,
+                               prefix="registration failed (check each hook's name and arguments against "
+                                      "agent_link_core/hookspecs.py): ")
+    if registered is False and pm.is_registered(plugin):
+        pm.unregister(plugin)
+    if registered is None or registered is False:
+        return False  # None: blocked by AGENT_LINK_DISABLE_PLUGINS
     unknown = sorted(
         caller.name for caller in pm.get_hookcallers(plugin) or []
         if caller.spec is None and any(i.plugin is plugin and not i.optionalhook for i in caller.get_hookimpls())
@@ -227,6 +223,7 @@ class Hooks:
             self.report.boundary = boundary
         boundary.on_disable = self._disable
         self._records: dict[str, dict[str, tuple[str, Any]]] = {}
+        self._owners: dict[tuple[str, str], str] = {}  # (kind, record name) -> plugin, kept when it is left out
 
     # -- plumbing
 
@@ -242,11 +239,18 @@ class Hooks:
                 if kind == "harness" and self.app is not None:
                     self.app.harnesses.pop(name, None)
 
-    def _call(self, hook_name: str, empty: Any, **kwargs: Any) -> Any:
-        """One hook call through pluggy, guarded and bounded."""
-        call = CallState(hook_name)
-        hook = getattr(self._pm.hook, hook_name)
-        return call_bounded(self.boundary, call, lambda: hook(**kwargs), empty)
+    def _run(self, hook_name: str, **kwargs: Any) -> tuple[Any, CallState]:
+        """One hook call through pluggy (each implementation guarded inline); its answer and
+        what the call learnt (plugins that faulted, answers by plugin)."""
+        call, token = hook_call(hook_name)
+        try:
+            return getattr(self._pm.hook, hook_name)(**kwargs), call
+        finally:
+            end_call(token)
+
+    def _call(self, hook_name: str, **kwargs: Any) -> Any:
+        """One hook call through pluggy; its answer."""
+        return self._run(hook_name, **kwargs)[0]
 
     def _collect(self, kind: str, hook_name: str, check: Callable[[Any], None]) -> dict[str, Any]:
         """Run a ``register``-style hook once; ``{record name: record}`` of accepted records."""
@@ -265,11 +269,14 @@ class Hooks:
                 offered.append((plugin, record))
 
             extra = {"app": self.app} if hook_name == "agent_link_register_tools" else {}
-            self._call(hook_name, None, register=register, **extra)
-            # Clashes are settled in registration order (the core first), not in pluggy's call
-            # order, so a plugin installed later can never take over a name.
+            self._call(hook_name, register=register, **extra)
+            # Clashes are settled by ownership, then registration order, never pluggy's call
+            # order: the core first, then a plugin registering a record named after itself (the
+            # plugin "x" registering harness "x": no other plugin can claim it and get it left out),
+            # then in the order plugins registered, so one installed later cannot take a name over.
             rank = {name: i for i, name in enumerate(getattr(self._pm, "agent_link_order", ()))}
-            offered.sort(key=lambda pr: -1 if pr[0] == CORE_PLUGIN else rank.get(pr[0], len(rank)))
+            offered.sort(key=lambda pr: (pr[0] != CORE_PLUGIN, getattr(pr[1], "name", None) != pr[0],
+                                         rank.get(pr[0], len(rank))))
             records: dict[str, tuple[str, Any]] = {}
             for plugin, record in offered:
                 if plugin in self.boundary.disabled:
@@ -287,39 +294,41 @@ class Hooks:
                     continue
                 records[record.name] = (plugin, record)
             self._records[kind] = {n: r for n, r in records.items() if r[0] not in self.boundary.disabled}
+            self._owners.update({(kind, n): r[0] for n, r in records.items()})
         return {name: record for name, (_, record) in self._records[kind].items()}
 
     def owner(self, kind: str, name: str) -> str | None:
-        """The plugin that registered record ``name`` of ``kind`` (harness, tool, setting)."""
-        found = self._records.get(kind, {}).get(name)
-        return found[0] if found else None
+        """The plugin that registered record ``name`` of ``kind`` (harness, tool, setting), also
+        after it was left out (a server still holding its tool can then name it)."""
+        return self._owners.get((kind, name))
 
     def guard(self, plugin: str, what: str, fn: Callable[[], Any], default: Any = None) -> Any:
-        """Run ``fn`` (a plugin object's sync method) as that plugin's code: an exception
-        other than AgentLinkError or a hang is reported (as ``what``) and ``default`` returned.
+        """Run ``fn`` (a plugin object's sync method) as that plugin's code through
+        :meth:`Boundary.call`: a fault is reported (as ``what``) and ``default`` returned.
 
         :raises AgentLinkError: what ``fn`` raises deliberately.
         """
         from agent_link_core.errors import AgentLinkError
 
-        call = CallState(what)
-
-        def run() -> Any:
-            call.running = (plugin, what)
-            try:
-                return fn()
-            except AgentLinkError:
-                raise
-            except Exception as exc:
-                self.boundary.fault(plugin, what, describe(exc), exc=exc)
-                return default
-
-        return call_bounded(self.boundary, call, run, default)
+        return self.boundary.call(plugin, what, fn, default=default, passing=(AgentLinkError,))
 
     def guard_harness(self, harness: Harness, method: str, fn: Callable[[], Any], default: Any = None) -> Any:
         """:meth:`guard` for a harness's sync method (``identify_caller``, ``health``, ...)."""
         plugin = self.owner("harness", harness.name) or f"harness {harness.name}"
         return self.guard(plugin, f"harness.{harness.name}.{method}", fn, default)
+
+    def hook_view(self) -> dict[str, dict[str, dict[str, Any] | None]]:
+        """``{plugin: {hook: {calls, lastMs, maxMs} | None}}``: every hook each registered plugin
+        implements, with its timings in this process (None: not called here), plus ``load``
+        (import and registration) and the harness methods and tools the boundary timed."""
+        view: dict[str, dict[str, dict[str, Any] | None]] = {}
+        for plugin in self._pm.get_plugins():
+            name = self._pm.get_name(plugin) or "?"
+            hooks = {caller.name for caller in self._pm.get_hookcallers(plugin) or []}
+            view[name] = {hook: None for hook in sorted(hooks)}
+        for name, timed in self.boundary.timing_report().items():
+            view.setdefault(name, {}).update(timed)
+        return {name: dict(sorted(hooks.items())) for name, hooks in sorted(view.items())}
 
     def problems(self) -> list[dict[str, Any]]:
         """Every plugin failure recorded in this process (see :class:`PluginReport`)."""
@@ -371,7 +380,7 @@ class Hooks:
 
         :returns: True when a plugin reports the session reminded.
         """
-        result = self._call("agent_link_push_reminders", None, due=due, app=self.app)
+        result = self._call("agent_link_push_reminders", due=due, app=self.app)
         if inspect.isawaitable(result):
             result = await result
         return bool(result)
@@ -394,7 +403,7 @@ class Hooks:
         cli.add_command = add_command  # type: ignore[method-assign]
         before = dict(cli.commands)
         try:
-            self._call("agent_link_register_commands", None, cli=cli)
+            self._call("agent_link_register_commands", cli=cli)
         finally:
             del cli.add_command
         for name in set(cli.commands) - set(before):  # commands of plugins left out while adding
@@ -404,7 +413,7 @@ class Hooks:
 
     def migrations(self) -> list[Migration]:
         """Every accepted plugin's schema migrations, flattened (owners checked)."""
-        batches = self._call("agent_link_schema", [])
+        batches = self._call("agent_link_schema")
         return [m for batch in batches if batch for m in batch if m.owner not in self.boundary.disabled]
 
     def resolve_address(self, address: str, caller_address: str) -> dict[str, Any] | None:
@@ -414,7 +423,7 @@ class Hooks:
         awaitable is run to completion on a private loop in a worker thread. Async code uses
         :meth:`aresolve_address`.
         """
-        answer = self._call("agent_link_resolve_address", None, address=address, caller_address=caller_address, app=self.app)
+        answer = self._call("agent_link_resolve_address", address=address, caller_address=caller_address, app=self.app)
         if inspect.isawaitable(answer):
             return run_blocking(lambda: answer)
         return answer
@@ -422,7 +431,7 @@ class Hooks:
     async def aresolve_address(self, address: str, caller_address: str) -> dict[str, Any] | None:
         """:meth:`resolve_address` for async code: an awaitable answer (a plugin doing I/O) is
         awaited on the caller's loop, which is never blocked by it."""
-        answer = self._call("agent_link_resolve_address", None, address=address, caller_address=caller_address, app=self.app)
+        answer = self._call("agent_link_resolve_address", address=address, caller_address=caller_address, app=self.app)
         if inspect.isawaitable(answer):
             return await answer
         return answer
@@ -430,9 +439,7 @@ class Hooks:
     def before_send(self, message: OutgoingMessage, context: SendContext) -> list[dict[str, Any]]:
         """Run every ``before_send`` check; returns their warnings (a refusal raises AgentLinkError).
         A plugin that fails here adds a ``plugin_failed`` warning; the send goes on without it."""
-        call = CallState("agent_link_before_send")
-        hook = self._pm.hook.agent_link_before_send
-        results = call_bounded(self.boundary, call, lambda: hook(message=message, context=context, app=self.app), [])
+        results, call = self._run("agent_link_before_send", message=message, context=context, app=self.app)
         warnings = [w for batch in results if batch for w in batch]
         for plugin in sorted(call.faulted):
             warnings.append({"code": "plugin_failed",
@@ -442,13 +449,13 @@ class Hooks:
 
     def render_envelope(self, message: dict[str, Any]) -> list[EnvelopeContribution]:
         """Every plugin's envelope contribution for a stored message (a failing one is left out)."""
-        return [c for c in self._call("agent_link_render_envelope", [], message=message, app=self.app) if c]
+        return [c for c in self._call("agent_link_render_envelope", message=message, app=self.app) if c]
 
     def check_override(
         self, target: str, sender: Caller, setting: str, value: str, context: dict[str, Any]
     ) -> dict[str, Any] | None:
         """Ask the policy plugin (if any) whether an override is allowed; None = no policy."""
-        return self._call("agent_link_check_override", None, target=target, sender=sender, setting=setting,
+        return self._call("agent_link_check_override", target=target, sender=sender, setting=setting,
                           value=value, context=context, app=self.app)
 
     def record_event(self, event: Event) -> None:
@@ -460,13 +467,12 @@ class Hooks:
             plugin = self._pm.get_name(impl.plugin) or "?"
             if plugin in self.boundary.disabled:
                 continue
-            call = CallState("agent_link_record_event")
+            call, token = hook_call("agent_link_record_event")
             try:
                 with store.write() as conn:
                     offered = {"event": event, "conn": conn, "app": self.app}
-                    kwargs = {k: v for k, v in offered.items() if k in impl.argnames}
                     # The boundary's guard reports a failure and swallows it; undo its writes then.
-                    call_bounded(self.boundary, call, functools.partial(impl.function, **kwargs), None)
+                    impl.function(*(offered[name] for name in impl.argnames))
                     if plugin in call.faulted:
                         raise _UndoRecord
             except _UndoRecord:
@@ -474,12 +480,14 @@ class Hooks:
             except Exception as exc:  # an audit record must never undo or fail the change it records
                 self.boundary.fault(plugin, "agent_link_record_event", f"{type(exc).__name__}: {exc}"[:300],
                                     fix="Fix the plugin's record_event hook; the change itself was stored.", exc=exc)
+            finally:
+                end_call(token)
 
     def session_roles(self, addresses: list[str]) -> dict[str, list[str]]:
         """``{address: sorted role names}`` from every plugin that keeps roles; a failing
         plugin is reported as its problem and contributes nothing."""
         merged: dict[str, set[str]] = {}
-        for answer in self._call("agent_link_session_roles", [], addresses=list(addresses), app=self.app) or []:
+        for answer in self._call("agent_link_session_roles", addresses=list(addresses), app=self.app) or []:
             if isinstance(answer, dict):
                 for address, names in answer.items():
                     merged.setdefault(address, set()).update(names)
@@ -487,24 +495,16 @@ class Hooks:
 
     def on_event(self, event: Event) -> None:
         """Notify observers; an observer's failure is reported, never raised."""
-        self._call("agent_link_on_event", None, event=event, app=self.app)
+        self._call("agent_link_on_event", event=event, app=self.app)
 
     def server_tasks(self) -> list[tuple[str, Any]]:
         """``[(plugin name, coroutine function)]`` an MCP server runs in the background."""
-        call = CallState("agent_link_server_tasks")
-        hook = self._pm.hook.agent_link_server_tasks
-        call_bounded(self.boundary, call, lambda: hook(app=self.app), [])
-        tasks: list[tuple[str, Any]] = []
-        for impl in hook.get_hookimpls():  # each answer as its guard kept it, with its plugin
-            contributed = call.done.get(id(impl)) or []
-            tasks.extend((self._pm.get_name(impl.plugin) or "?", task) for task in contributed)
-        return tasks
+        _, call = self._run("agent_link_server_tasks", app=self.app)
+        return [(plugin, task) for plugin, answer in reversed(call.answers) for task in answer]
 
     def health_sections(self) -> dict[str, Any]:
         """Each plugin's health section; a failing one reports its error under the plugin's name."""
-        call = CallState("agent_link_health")
-        hook = self._pm.hook.agent_link_health
-        results = call_bounded(self.boundary, call, lambda: hook(app=self.app), [])
+        results, call = self._run("agent_link_health", app=self.app)
         sections: dict[str, Any] = {}
         for name, section in reversed(results):  # pluggy answers last-registered first
             sections[name] = section

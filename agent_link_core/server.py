@@ -8,10 +8,14 @@ except the MCP transport; logs go to stderr or the log file.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
 import signal
+import sys
+import threading
+import time
 from collections.abc import Mapping
 from functools import partial
 from typing import Any
@@ -20,8 +24,9 @@ import anyio
 import mcp_types as types
 from mcp.server import Server
 
-from agent_link_core import __version__, fastfront, prompt_hooks, reminders
+from agent_link_core import __version__, entry, fastfront, prompt_hooks, reminders
 from agent_link_core.app import App
+from agent_link_core.boundary import interrupts, plugin_fault
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.handshake import LinkStreams
 from agent_link_core.harness import McpPeer, PeerGone
@@ -32,6 +37,7 @@ from agent_link_core.tools.registry import ToolSpec, output_schema, run_tool, un
 
 log = logging.getLogger(__name__)
 SHUTDOWN_BUDGET_S = 4.0
+ORPHAN_CHECK_S = 1.0  # how often the server checks that its client (parent process) lives
 
 INSTRUCTIONS = (
     "agent-link connects you with other AI agent sessions on this machine. Use list_agents to see "
@@ -90,6 +96,9 @@ def build_server(app: App) -> Server[Any]:
         log.warning("agent-link plugin problem: %s: %s: %s. %s", problem["plugin"], problem["hook"], problem["error"], problem["fix"])
 
     async def on_list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        disabled = app.hooks.boundary.disabled
+        if disabled:  # a plugin left out while serving no longer offers its tools
+            return types.ListToolsResult(tools=[d for d in definitions if app.hooks.owner("tool", d.name) not in disabled])
         return types.ListToolsResult(tools=definitions)
 
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -113,7 +122,8 @@ def build_server(app: App) -> Server[Any]:
 
 async def serve(app: App) -> None:
     """Serve MCP over stdio until stdin closes (calls under way are answered first, for at most
-    :data:`~agent_link_core.stdio_transport.DRAIN_BOUND_S`) or SIGTERM/SIGINT/SIGHUP arrives."""
+    :data:`~agent_link_core.stdio_transport.DRAIN_BOUND_S`), SIGTERM/SIGINT/SIGHUP arrives or
+    the client process is gone (:func:`_exit_on_signal`)."""
     async with anyio.create_task_group() as tg:
         tg.start_soon(_exit_on_signal, app)
         async with stdio_server() as (read_stream, write_stream):
@@ -179,15 +189,39 @@ async def _reminder_loop(app: App) -> None:
 
 
 async def _exit_on_signal(app: App | None) -> None:
-    """On SIGTERM/SIGINT/SIGHUP: release what harnesses hold, then exit at once. The SDK reads
-    stdin in a worker thread that no cancellation can interrupt, so a clean unwind would
-    wait for the client's next line."""
-    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
-        async for _ in signals:
-            if app is not None:
-                with anyio.CancelScope(shield=True), anyio.move_on_after(SHUTDOWN_BUDGET_S):
-                    await app.aclose()
-            os._exit(0)
+    """On SIGTERM/SIGINT/SIGHUP, or when the parent process (the client) is gone: release what
+    harnesses hold, then exit at once. The SDK reads stdin in a worker thread that no
+    cancellation can interrupt, so a clean unwind would wait for the client's next line.
+
+    The signal handlers are Python's own (not the event loop's), so they run even while plugin
+    code holds the loop, and they start a timer that ends the process after
+    :data:`SHUTDOWN_BUDGET_S` whatever the release is doing. A daemon thread checks the parent
+    once a second (an orphan is re-parented), so a server whose client died without closing
+    its stdin (a pipe a grandchild still holds) does not live on."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+
+    def leave(*_: Any) -> None:
+        deadline = threading.Timer(SHUTDOWN_BUDGET_S, os._exit, (0,))
+        deadline.daemon = True
+        deadline.start()
+        loop.call_soon_threadsafe(stop.set)
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, leave)
+    parent = entry.PARENT_PID if "agent_link_core.entry" in sys.modules else os.getppid()
+
+    def watch_parent() -> None:
+        while os.getppid() == parent:
+            time.sleep(ORPHAN_CHECK_S)
+        leave()
+
+    threading.Thread(target=watch_parent, name="agent-link-parent", daemon=True).start()
+    await stop.wait()
+    if app is not None:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(SHUTDOWN_BUDGET_S):
+            await app.aclose()
+    os._exit(0)
 
 
 async def serve_unavailable(error: AgentLinkError) -> None:
@@ -214,11 +248,14 @@ async def serve_unavailable(error: AgentLinkError) -> None:
 
 async def _guarded(harness: Any, app: App, peer: McpPeer) -> None:
     """A harness task that fails is logged; it never takes the server down."""
+    sigints = interrupts()
     try:
         await harness.serve(app, peer)
     except PeerGone:
         return
-    except Exception as exc:
+    except BaseException as exc:  # SystemExit and KeyboardInterrupt of a plugin too
+        if not plugin_fault(exc, sigints):
+            raise
         plugin = app.hooks.owner("harness", harness.name) or f"harness {harness.name}"
         app.hooks.boundary.fault(plugin, f"harness.{harness.name}.serve", f"{type(exc).__name__}: {exc}"[:300], exc=exc)
 
@@ -226,9 +263,12 @@ async def _guarded(harness: Any, app: App, peer: McpPeer) -> None:
 async def _guarded_task(plugin: str, task: Any, app: App | None = None) -> None:
     """A plugin's server task (``agent_link_server_tasks``) that fails is reported as that
     plugin's problem (log, health), never fatal."""
+    sigints = interrupts()
     try:
         await task()
-    except Exception as exc:
+    except BaseException as exc:  # SystemExit and KeyboardInterrupt of a plugin too
+        if not plugin_fault(exc, sigints):
+            raise
         if app is None:
             log.exception("background task of plugin %s failed", plugin)
             return

@@ -309,6 +309,9 @@ async def stdio_server(stdin: BinaryIO | None = None, stdout: BinaryIO | None = 
                         await answers.send(json.dumps(outcome.answer, ensure_ascii=False).encode("utf-8") + b"\n")
                     if outcome.message is None:
                         continue
+                    if isinstance(outcome.message, types.JSONRPCNotification) and outcome.message.method == "notifications/cancelled":
+                        # a cancelled request gets no answer (MCP): the drain at EOF must not wait for it
+                        unanswered.discard((outcome.message.params or {}).get("requestId"))  # type: ignore[arg-type]
                     if isinstance(outcome.message, types.JSONRPCRequest):
                         unanswered.add(outcome.message.id)
                         if outcome.warnings:

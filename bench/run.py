@@ -289,12 +289,49 @@ def bench_insert_with_index(tmp: Path) -> None:
          statistics.median(without), ">= 0.8")
 
 
+def bench_boundary(tmp: Path) -> None:
+    """One hook call with one plugin implementation through the boundary's guard (inline,
+    timed, bounded; what a read pays per message, issue 32) against the same implementation
+    called through a bare pluggy manager, alternating rounds."""
+    import pluggy
+
+    from agent_link_core import hookimpl, hookspecs
+    from agent_link_core.app import App
+
+    class Plugin:
+        @hookimpl
+        def agent_link_render_envelope(self, message: Any) -> None:
+            return None
+
+    os.environ["AGENT_LINK_STATE_DIR"] = str(tmp / "boundary")
+    os.environ["AGENT_LINK_LOAD_PLUGINS"] = ""
+    app = App.create(extra_plugins=(("bench", Plugin()),))
+    bare = pluggy.PluginManager(hookspecs.PROJECT)
+    bare.add_hookspecs(hookspecs)
+    bare.register(Plugin())
+    message = {"id": "01ARZ3NDEKTSV4RRFFQ69G5FAV", "metadata": {}}
+    guarded, plain, n = [], [], 5000
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(n):
+            app.hooks.render_envelope(message)
+        guarded.append((time.perf_counter() - start) * 1e6 / n)
+        start = time.perf_counter()
+        for _ in range(n):
+            bare.hook.agent_link_render_envelope(message=message, app=app)
+        plain.append((time.perf_counter() - start) * 1e6 / n)
+    app.close()
+    line("hook call through the boundary (1 impl)", statistics.median(guarded), "us", "bare pluggy",
+         statistics.median(plain), "<= 10")
+
+
 #: Sections in the order `make bench` runs them; `bench/run.py NAME ...` runs only those named.
 SECTIONS: dict[str, Callable[[Path], None]] = {
     "mcp_start": lambda tmp: __import__("mcp_start_bench").bench_mcp_start(tmp, line),  # bench/mcp_start_bench.py
     "hook": bench_hook,
     "claude_hook": bench_claude_hook,
     "reads": bench_reads,
+    "boundary": bench_boundary,
     "sends": bench_concurrent_sends,
     "search": bench_search,
     "visible": bench_visible,

@@ -35,3 +35,49 @@ def test_every_cited_doc_exists() -> None:
             if not (REPO / cited).is_file() and not (path.parent / cited).is_file():
                 missing.add(f"{path.relative_to(REPO)} cites {cited}")
     assert not missing, "\n".join(sorted(missing))
+
+
+# "docs/behaviour.md §10", "hosts/codex.md §6-7", "behaviour.md §10.3 step 7": a section number,
+# or a numbered item of a section (§10.3 = item 3 of section 10), or a range of either.
+SECTION_CITATION = re.compile(r"(?<![\w/-])((?:docs/)?(?:[\w-]+/)?[\w-]+\.md)\)?[^\S\n]?§[^\S\n]?(\d+(?:\.\d+)?)(?:[-–](\d+(?:\.\d+)?))?")
+SECTION_HEADING = re.compile(r"^#+ (\d+(?:\.\d+)*)\.? ")
+
+
+def sections(doc: Path) -> set[str]:
+    """The citable numbers of ``doc``: its numbered headings (``## 10. The envelope`` gives
+    ``10``) and the numbered items under each (``3. **Escaping**`` in section 10 gives ``10.3``)."""
+    found: set[str] = set()
+    current = None
+    for line in doc.read_text(encoding="utf-8").splitlines():
+        heading = SECTION_HEADING.match(line)
+        if heading:
+            current = heading.group(1)
+            found.add(current)
+            continue
+        item = re.match(r"^(\d+)\. ", line)
+        if item and current is not None:
+            found.add(f"{current}.{item.group(1)}")
+    return found
+
+
+def cited_doc(path: Path, name: str) -> Path | None:
+    for base in (REPO, REPO / "docs", path.parent):
+        if (base / name).is_file() and (base / name).resolve().is_relative_to(REPO):
+            return base / name
+    return None
+
+
+def test_every_cited_section_exists() -> None:
+    wrong = []
+    for path in tracked("*.py", "*.md"):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for lineno, line in enumerate(text.splitlines(), 1):
+            for match in SECTION_CITATION.finditer(line):
+                doc = cited_doc(path, match.group(1))
+                if doc is None:
+                    continue  # a file the repository does not have: test_every_cited_doc_exists' concern
+                known = sections(doc)
+                for number in filter(None, match.group(2, 3)):
+                    if number not in known:
+                        wrong.append(f"{path.relative_to(REPO)}:{lineno}: {match.group(0)} ({number} is not a section or item)")
+    assert not wrong, "citations of sections that do not exist:\n" + "\n".join(wrong)

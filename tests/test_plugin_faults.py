@@ -28,6 +28,9 @@ from agent_link_core.server import tool_definition
 from agent_link_core.store import Migration
 from agent_link_core.tools.registry import ToolSpec, run_tool
 
+# The boundary interrupts a hung synchronous hook with SIGALRM; pytest-timeout's default method
+# owns SIGALRM, so this file's time limit runs on a thread instead.
+pytestmark = pytest.mark.timeout(300, method="thread")
 HANG_BUDGET_MS = "2000"  # the hook budget in hang cases: a hung hook costs this much once
 GOOD_ONE = Caller("good:one", "runtime_context", "good")
 
@@ -530,7 +533,7 @@ async def test_a_fault_inside_one_process_shows_in_the_health_of_another(gate: G
 
 @pytest.mark.anyio
 async def test_a_hook_called_from_async_code_still_sees_its_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Hooks run in a bounded worker thread, yet as if on the caller's loop (harness code
+    """Hooks run inline on the caller's thread, so they see its running loop (harness code
     checks which loop its connections belong to)."""
     import asyncio
 
@@ -550,3 +553,45 @@ async def test_a_hook_called_from_async_code_still_sees_its_event_loop(monkeypat
         assert seen == [asyncio.get_running_loop()]
     finally:
         await app.aclose()
+
+
+@pytest.mark.anyio
+async def test_a_plugin_cannot_claim_another_plugins_harness_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plugin registered before ``good`` that registers a harness named ``good`` is the one
+    refused and left out; ``good`` keeps its harness and everything it serves."""
+
+    class Thief:
+        @hookimpl
+        def agent_link_register_harnesses(self, register: Any) -> None:
+            harness = Harness()
+            harness.name = "good"
+            register(harness)
+
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "")
+    good = Good()
+    app = App.create(extra_plugins=(("thief", Thief()), ("good", good)))
+    try:
+        assert app.harnesses["good"] is good.harness
+        assert "thief" in app.plugin_report.failed and "good" not in app.plugin_report.failed
+        (problem,) = [p for p in app.plugin_report.problems() if p["plugin"] == "thief"]
+        assert "plugin 'good' already registered" in problem["error"]
+        await assert_core_serves(app, good)
+    finally:
+        await app.aclose()
+
+
+@pytest.mark.anyio
+async def test_a_tool_of_a_plugin_disabled_while_serving_is_refused_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Left out after the tool list was built, a plugin's tool answers ``unsupported`` naming the
+    plugin (never a KeyError from its missing harness)."""
+    app, good = make_app(Contributes("none"), monkeypatch, "wrong")
+    try:
+        served = app.hooks.tools()["good_echo"]  # what a server listed before the plugin was left out
+        app.hooks.boundary.fault("good", "agent_link_health", "broke", disable=True)
+        out = await run_tool(app, served, {"text": "x"}, {})
+        assert out["ok"] is False and out["error"]["code"] == "unsupported"
+        assert out["error"]["details"] == {"capability": "good_echo", "plugin": "good"}
+        assert "good" in out["error"]["message"] and "broke" in out["error"]["message"]
+    finally:
+        await app.aclose()
+

@@ -1,12 +1,14 @@
 """The host-neutral MCP tools: health, directory, messaging, inbox, status, inspection.
 
 Argument names, defaults and ranges follow the original Agent Link
-(docs/behaviour.md §5.1-5.2). Options only some harnesses understand
+(docs/behaviour.md §5). Options only some harnesses understand
 are declared by those harnesses (:class:`~agent_link_core.harness.SendOption`) and passed to
 the recipient's harness; aimed at another harness's session they are refused.
 """
 
 from __future__ import annotations
+
+from functools import partial
 
 import asyncio
 import logging
@@ -119,8 +121,10 @@ async def health(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, An
     ``prepare_health`` first."""
     declared = {name for harness in app.harnesses.values() for name in harness.health_options}
     options = {k: args[k] for k in declared if k in args}
-    for harness in app.harnesses.values():
-        await harness.prepare_health(options)
+    for harness in list(app.harnesses.values()):  # a harness that fails here is reported; health goes on
+        await app.hooks.boundary.acall(app.hooks.owner("harness", harness.name) or f"harness {harness.name}",
+                                       f"harness.{harness.name}.prepare_health", partial(harness.prepare_health, options),
+                                       bound_s=app.hooks.boundary.timeout_ms / 1000 or None, passing=(AgentLinkError,))
     return app.health(call.meta, include_caller_context=args.get("includeCallerContext", False))
 
 

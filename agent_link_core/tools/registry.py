@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from jsonschema import Draft202012Validator
 
+from agent_link_core.boundary import MAX_RESULT_BYTES, disable_hint, oversize
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.tools.schemas import NO_NUL
 from agent_link_core.model import Caller
@@ -252,10 +253,22 @@ async def call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | Non
     becomes ``internal_error`` naming only the exception class; a success result that its
     output schema refuses becomes ``internal_error`` naming the plugin (:func:`result_mismatch`).
     """
+    plugin = app.hooks.owner("tool", spec.name) or "?"
+    if plugin in app.hooks.boundary.disabled:  # left out while this server runs: say so, never KeyError
+        return {"ok": False, "error": AgentLinkError(
+            "unsupported", f"{spec.name} belongs to the plugin {plugin}, which was disabled: "
+            f"{app.hooks.boundary.disabled[plugin]}"[:500], {"capability": spec.name, "plugin": plugin},
+            hint="agent_link_health lists it under plugins.problems; the other tools still work.").to_dict()}
     try:
         args, warnings = validate_arguments(spec, arguments)
         call = ToolCall(meta=meta, caller=app.caller(meta), warnings=warnings, progress=progress)
-        fields = await spec.handler(app, args, call)
+        # The plugin's handler runs through the boundary's guard: SystemExit, KeyboardInterrupt
+        # (not a real Ctrl-C) and any other exception of the plugin become this call's error.
+        fields = await app.hooks.boundary.acall(plugin, f"tool {spec.name}", lambda: spec.handler(app, args, call),
+                                                bound_s=None, default=_FAULTED,
+                                                passing=(AgentLinkError, sqlite3.DatabaseError))
+        if fields is _FAULTED:
+            raise _PluginFault()
     except AgentLinkError as exc:
         return {"ok": False, "error": exc.to_dict()}
     except sqlite3.DatabaseError as exc:
@@ -263,6 +276,10 @@ async def call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | Non
         if error.code != "state_busy":
             logging.getLogger(__name__).warning("tool %s: %s", spec.name, error.message)
         return {"ok": False, "error": error.to_dict()}
+    except _PluginFault:
+        return {"ok": False, "error": {"code": "internal_error", "message": f"{spec.name} (plugin {plugin}) failed unexpectedly.",
+                                        "details": {"cause": "plugin_fault", "plugin": plugin},
+                                        "hint": f"agent_link_health lists the failure under plugins.problems. {disable_hint(plugin)}"}}
     except Exception as exc:  # the contract promises a result object, never a crash
         logging.getLogger(__name__).exception("tool %s failed", spec.name)
         return {"ok": False, "error": {"code": "internal_error", "message": f"{spec.name} failed unexpectedly.",
@@ -271,6 +288,9 @@ async def call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | Non
     declared = spec.output_fields
     if not isinstance(fields, dict):  # a plugin's handler broke its contract
         return _withheld(app, spec, [{"path": "", "rule": "type"}])
+    too_big = oversize(fields, MAX_RESULT_BYTES)
+    if too_big is not None:  # checked before the schema: validating 20 MB would hold the server
+        return _withheld(app, spec, [{"path": "", "rule": "maxBytes"}], too_big)
     extra = [k for k in fields if k not in declared and k != "warnings"]
     if extra:  # the output schema is closed: an undeclared field would break strict clients
         logging.getLogger(__name__).warning("tool %s dropped undeclared result fields %s", spec.name, extra)
@@ -287,6 +307,11 @@ async def call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | Non
 
 
 _RESULT_VALIDATORS: dict[int, tuple[ToolSpec, Draft202012Validator]] = {}
+_FAULTED = object()  # a handler's answer when the boundary contained its fault
+
+
+class _PluginFault(Exception):
+    """The handler faulted; the boundary recorded it as its plugin's problem."""
 #: how many schema violations an internal_error names
 MAX_RESULT_ERRORS = 5
 
@@ -306,13 +331,14 @@ def result_mismatch(app: App, spec: ToolSpec, result: dict[str, Any]) -> dict[st
     return _withheld(app, spec, [{"path": path, "rule": rule} for path, rule in list(found)[:MAX_RESULT_ERRORS]])
 
 
-def _withheld(app: App, spec: ToolSpec, found: list[dict[str, str]]) -> dict[str, Any]:
-    """The ``internal_error`` result for a tool result that broke its schema at ``found``."""
+def _withheld(app: App, spec: ToolSpec, found: list[dict[str, str]], why: str | None = None) -> dict[str, Any]:
+    """The ``internal_error`` result for a tool result that broke its schema at ``found``
+    (``why``: a reason other than the schema, recorded as the plugin's problem)."""
     plugin = app.hooks.owner("tool", spec.name) or "?"
     where = "; ".join(f"{f['path'] or '(result)'}: {f['rule']}" for f in found)
     logging.getLogger(__name__).warning("tool %s of plugin %s returned a result its output schema refuses: %s", spec.name, plugin, where)
-    app.hooks.boundary.fault(plugin, f"tool {spec.name}", f"result does not match the declared output schema ({where})"[:300],
-                             fix="Return the fields the tool declares, with the declared types.")
+    app.hooks.boundary.fault(plugin, f"tool {spec.name}", why or f"result does not match the declared output schema ({where})"[:300],
+                             fix="Return the fields the tool declares, with the declared types, at most 1 MiB.")
     return {"ok": False, "error": {
         "code": "internal_error",
         "message": f"{spec.name} (plugin {plugin}) returned a result that does not match its declared output schema; it was withheld.",

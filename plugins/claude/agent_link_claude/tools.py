@@ -1,4 +1,4 @@
-"""MCP tools for Claude sessions (docs/behaviour.md §5.4).
+"""MCP tools for Claude sessions (docs/behaviour.md §5; docs/hosts/claude-code.md for the host).
 
 They are thin: listing, resolving, sending and waiting go through the core's
 :class:`~agent_link_core.app.App` operations, restricted to the ``claude`` harness. What they

@@ -1,4 +1,4 @@
-"""The Codex thread tools (docs/behaviour.md §5.3, own wording).
+"""The Codex thread tools (docs/behaviour.md §5 and §16, own wording).
 
 Read-only tools fall back to rollout transcripts when no app-server can be had
 (``useLocalFallback``, default true); their ``source`` says which was used

@@ -1,0 +1,356 @@
+"""The fault matrix: every hook family x every kind of fault, against real processes.
+
+A plugin ``faulty`` (installed as a distribution with an ``agent_link`` entry point, the way a
+user installs one) misbehaves in one place (``FAULTY_WHERE``) in one way (``FAULTY_KIND``):
+it raises, raises ``SystemExit(42)`` or ``KeyboardInterrupt``, answers with the wrong type,
+hangs, answers something huge, or imports slowly. Each case runs the surfaces the place is
+reached from, as subprocesses (where a ``SystemExit`` would be seen as an exit status): the
+CLI (``send``, ``health --json``), the MCP server over stdio (several calls in one session,
+then stdin closed) and the prompt hook. Each asserts the fault stayed in its plugin: every
+command exits as it would without the plugin, every MCP request is answered and the server
+exits 0 when its client leaves, the hook prints and exits 0, and the fault is reported naming
+``faulty`` and ``AGENT_LINK_DISABLE_PLUGINS=faulty``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_link_testing.dists import install_dist
+
+# Signals interrupt hung hooks in the subprocesses; this file's own time limit runs on a thread.
+pytestmark = pytest.mark.timeout(600, method="thread")
+
+BUDGET_MS = "1000"  # the hook budget in the subprocesses: a hung synchronous hook costs this once
+ANSWER_S = 60  # the longest any one answer may take (far above what a contained fault costs)
+
+PLUGIN = '''
+import asyncio
+import os
+import time
+
+from agent_link_core import hookimpl
+from agent_link_core.envelope import render_element
+from agent_link_core.harness import Delivery, Harness, SessionListing
+from agent_link_core.model import Caller, Session
+from agent_link_core.records import EnvelopeContribution, PromptHook
+from agent_link_core.tools.registry import ToolSpec
+
+WHERE = os.environ.get("FAULTY_WHERE", "")
+KIND = os.environ.get("FAULTY_KIND", "")
+BIG = 20 << 20
+
+
+def act(where, fine, wrong=None, huge=None):
+    """What the plugin does at ``where``: ``fine`` unless the fault is injected here."""
+    if where != WHERE:
+        return fine
+    if KIND == "raise":
+        raise RuntimeError("faulty fails in " + where)
+    if KIND == "exit":
+        raise SystemExit(42)
+    if KIND == "interrupt":
+        raise KeyboardInterrupt()
+    if KIND == "hang":
+        time.sleep(600)
+    if KIND == "slow":  # a slow import within the budget: the plugin loads and works
+        time.sleep(0.5)
+    if KIND == "wrong":
+        return wrong
+    if KIND == "huge":
+        return huge()
+    return fine
+
+
+async def aact(where, fine, wrong=None, huge=None):
+    if where == WHERE and KIND == "hang":
+        await asyncio.Event().wait()
+    return act(where, fine, wrong, huge)
+
+
+act("import", None)
+
+
+class FaultyHarness(Harness):
+    name = "faulty"
+
+    def identify_caller(self, meta, env):
+        return act("identify", None, wrong="faulty:someone")
+
+    async def list_sessions(self, *, include_archived=False, limit=200):
+        fine = SessionListing([Session("faulty:one", "faulty", "one", title="Faulty one")])
+        return await aact("list", fine, wrong=["faulty:one"],
+                          huge=lambda: SessionListing([Session(f"faulty:s{i}", "faulty", f"s{i}") for i in range(200_000)]))
+
+    async def get_session(self, session_id):
+        return Session("faulty:one", "faulty", "one") if session_id == "one" else None
+
+    async def deliver(self, message, envelope, options):
+        return await aact("deliver", Delivery(), wrong=True)
+
+    def health(self):
+        return act("harness_health", {"ok": True}, wrong={"not json": {1, 2}}, huge=lambda: {"blob": "x" * BIG})
+
+
+async def echo(app, arguments, call):
+    return await aact("tool", {"echo": "fine"}, wrong=["not", "a", "dict"], huge=lambda: {"echo": "x" * BIG})
+
+
+ECHO = ToolSpec("faulty_echo", "Echo.", {"type": "object", "properties": {}, "additionalProperties": False},
+                {"echo": {"type": "string"}}, echo)
+
+
+@hookimpl
+def agent_link_register_harnesses(register):
+    register(act("register", FaultyHarness(), wrong="not a harness"))
+
+
+@hookimpl
+def agent_link_register_tools(register):
+    register(ECHO)
+
+
+@hookimpl
+def agent_link_register_prompt_hooks(register):
+    register(PromptHook("faulty", "agent_link_faulty.adapter"))
+
+
+@hookimpl
+def agent_link_on_event(event):
+    return act("event", None, wrong=42)
+
+
+@hookimpl
+def agent_link_render_envelope(message):
+    huge = lambda: EnvelopeContribution({}, [render_element("faulty-note", [], "x" * BIG)])
+    return act("envelope", None, wrong="<b>bold</b>", huge=huge)
+
+
+@hookimpl
+def agent_link_health():
+    return act("health", ("faulty", {"ok": True}), wrong="all fine", huge=lambda: ("faulty", {"blob": "x" * BIG}))
+'''
+
+ADAPTER = '''
+from agent_link_faulty.plugin import act
+
+
+def handle(event, payload, ctx):
+    return act("prompt", {"ok": True}, wrong={"not json": {1, 2}}, huge=lambda: {"blob": "x" * (20 << 20)})
+'''
+
+# where -> the faults that apply there (a slow import is the import's own fault)
+FAULTS = ("raise", "exit", "interrupt", "wrong", "hang", "huge")
+PLACES: dict[str, tuple[str, ...]] = {
+    "import": ("raise", "exit", "interrupt", "hang", "slow"),
+    "register": ("raise", "exit", "interrupt", "wrong", "hang"),
+    "identify": ("raise", "exit", "interrupt", "wrong", "hang"),
+    "event": ("raise", "exit", "interrupt", "wrong", "hang"),
+    "envelope": ("raise", "exit", "interrupt", "wrong", "hang", "huge"),
+    "deliver": ("raise", "exit", "interrupt", "wrong", "hang"),
+    "tool": ("raise", "exit", "interrupt", "wrong", "hang", "huge"),
+    "health": ("raise", "exit", "interrupt", "wrong", "hang", "huge"),
+    "harness_health": ("raise", "exit", "interrupt", "wrong", "hang", "huge"),
+    "list": ("raise", "exit", "interrupt", "wrong", "huge"),
+    "prompt": ("raise", "exit", "interrupt", "wrong", "hang", "huge"),
+}
+# which surfaces reach each place
+CLI_SEND = {"import", "register", "identify", "event", "envelope", "deliver"}
+CLI_HEALTH = {"health", "harness_health"}
+HOOK = {"import", "register", "prompt"}
+CASES = [(where, kind) for where, kinds in PLACES.items() for kind in kinds]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("faulty-site")
+    install_dist(folder, "agent_link_faulty", {"plugin.py": PLUGIN, "adapter.py": ADAPTER},
+                 entry_name="faulty", entry_module="agent_link_faulty.plugin")
+    return folder
+
+
+def environment(site: Path, home: Path, where: str, kind: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_LINK_")}
+    env.update(HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"), AGENT_LINK_LOAD_PLUGINS="faulty",
+               AGENT_LINK_HOOK_TIMEOUT_MS=BUDGET_MS, AGENT_LINK_ADDRESS="team:alice",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH")])),
+               FAULTY_WHERE=where, FAULTY_KIND=kind)
+    return env
+
+
+def cli(env: dict[str, str], *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "agent_link_core", *args], env=env, input=stdin, capture_output=True,
+                          text=True, timeout=ANSWER_S * 2)
+
+
+def reported(problems: list[dict[str, Any]]) -> bool:
+    return any(p["plugin"] == "faulty" and "AGENT_LINK_DISABLE_PLUGINS=faulty" in p["fix"] for p in problems)
+
+
+class McpSession:
+    """A raw JSON-RPC client of ``agent-link mcp`` over the process's pipes."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "agent_link_core", "mcp"], env=env, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.lines: queue.Queue[bytes] = queue.Queue()
+        self.stderr: list[bytes] = []
+        threading.Thread(target=self._pump, args=(self.proc.stdout, self.lines.put), daemon=True).start()
+        threading.Thread(target=self._pump, args=(self.proc.stderr, self.stderr.append), daemon=True).start()
+        self.next_id = 0
+
+    @staticmethod
+    def _pump(stream: Any, put: Any) -> None:
+        for line in iter(stream.readline, b""):
+            put(line)
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        while True:
+            try:
+                line = self.lines.get(timeout=ANSWER_S)
+            except queue.Empty:
+                raise AssertionError(f"{method} not answered; server alive: {self.proc.poll() is None}; "
+                                     f"stderr: {b''.join(self.stderr)[-2000:]!r}") from None
+            answer = json.loads(line)
+            if answer.get("id") == self.next_id:
+                return answer
+
+    def call(self, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+        answer = self.request("tools/call", {"name": tool, "arguments": arguments or {}})
+        assert "result" in answer, answer
+        return answer["result"]["structuredContent"]
+
+    def close(self) -> int:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        return self.proc.wait(timeout=ANSWER_S)
+
+
+def check_mcp(env: dict[str, str], where: str, kind: str) -> list[dict[str, Any]]:
+    """One MCP session reaching every place; returns the problems health reported last."""
+    session = McpSession(env)
+    try:
+        opened = session.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                                "clientInfo": {"name": "fault-matrix", "version": "1"}})
+        assert "result" in opened, opened
+        session.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        listed = {t["name"] for t in session.request("tools/list", {})["result"]["tools"]}
+        assert {"message_agent", "read_agent_link_inbox", "agent_link_health"} <= listed
+        hung = None
+        if (where, kind) == ("tool", "hang"):  # asked first and never answered: everything else still is
+            session.next_id = hung = 1000
+            session.send({"jsonrpc": "2.0", "id": hung, "method": "tools/call", "params": {"name": "faulty_echo", "arguments": {}}})
+        sent = session.call("message_agent", {"to": "team:bob", "message": "hello bob"})
+        assert sent["ok"], sent
+        if "faulty" in json.dumps(session.call("agent_link_health")["harnesses"]):
+            session.call("message_agent", {"to": "faulty:one", "message": "hello faulty"})  # ok or a contained failure
+        assert session.call("read_agent_link_inbox", {"markAsDelivered": False})["ok"]
+        assert session.call("list_agents")["ok"]
+        if "faulty_echo" in listed and (where, kind) != ("tool", "hang"):
+            echoed = session.call("faulty_echo")
+            assert echoed["ok"] == (where != "tool"), echoed
+        health = session.call("agent_link_health")  # still serving after every fault
+        assert health["ok"], health
+        if hung is not None:  # the client gives up on it past the budget, as MCP clients do
+            time.sleep(int(BUDGET_MS) / 1000 + 0.5)
+            session.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": hung}})
+            health = session.call("agent_link_health")
+        json.dumps(health)
+        assert len(json.dumps(health)) < 1 << 20  # nothing huge came through
+    finally:
+        status = session.close()
+    assert status == 0, (status, b"".join(session.stderr)[-2000:])
+    return health["plugins"]["problems"] + health["plugins"].get("elsewhere", [])
+
+
+@pytest.mark.parametrize(("where", "kind"), CASES, ids=[f"{w}-{k}" for w, k in CASES])
+def test_a_fault_stays_in_its_plugin(where: str, kind: str, site: Path, tmp_path: Path) -> None:
+    env = environment(site, tmp_path, where, kind)
+    problems = check_mcp(env, where, kind)
+    if where in CLI_SEND:
+        out = cli(env, "send", "team:bob", "hello from the CLI")
+        assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
+        assert out.stdout.startswith("queued:"), out.stdout
+        assert "Traceback" not in out.stderr, out.stderr[-2000:]
+    if where in CLI_HEALTH:
+        out = cli(env, "health", "--json")
+        assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
+        data = json.loads(out.stdout)
+        problems += data["plugins"]["problems"] + data["plugins"].get("elsewhere", [])
+    if where in HOOK:
+        payload = json.dumps({"session_id": "s1", "hook_event_name": "UserPromptSubmit", "prompt": "hi"})
+        out = cli(env, "hook", "faulty", "UserPromptSubmit", stdin=payload)
+        assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
+        # the adapter answers unless its plugin was left out (import, registration) or it faulted
+        assert out.stdout == ('{"ok": true}\n' if kind == "slow" else ""), out.stdout
+        if where == "prompt":
+            assert "agent-link hook:" in out.stderr  # one line saying why nothing was printed
+            return  # the hook's faults are its own process's; no other surface reaches the adapter
+    if kind != "slow":
+        assert reported(problems), problems
+
+
+def test_sigterm_ends_the_server_while_a_hook_holds_its_loop(site: Path, tmp_path: Path) -> None:
+    """A hook that blocks the event loop for ten minutes (a budget longer than that) does not
+    keep the server alive after SIGTERM: it exits 0 within its shutdown bound."""
+    env = {**environment(site, tmp_path, "health", "hang"), "AGENT_LINK_HOOK_TIMEOUT_MS": "0"}
+    session = McpSession(env)
+    try:
+        session.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                       "clientInfo": {"name": "fault-matrix", "version": "1"}})
+        session.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        session.send({"jsonrpc": "2.0", "id": 99, "method": "tools/call", "params": {"name": "agent_link_health", "arguments": {}}})
+        time.sleep(1)  # let the hook start holding the loop (SIGTERM must work before that too)
+        session.proc.terminate()
+        assert session.proc.wait(timeout=ANSWER_S) == 0
+    finally:
+        if session.proc.poll() is None:
+            session.proc.kill()
+
+
+def test_a_server_whose_client_died_exits_even_with_its_stdin_open(site: Path, tmp_path: Path) -> None:
+    """The client (the server's parent) dies once the server answered it, while something else
+    still holds the server's stdin open: the server notices its parent is gone and exits."""
+    env = environment(site, tmp_path, "", "")
+    read_end, write_end = os.pipe()  # this test keeps the write end: the server never reads EOF
+    client = ("import subprocess, sys; p = subprocess.Popen([sys.executable, '-m', 'agent_link_core', 'mcp'], "
+              f"stdin={read_end}, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, pass_fds=({read_end},)); "
+              "print(p.pid, flush=True); p.stdout.readline()")  # gone once the server answered initialize
+    try:
+        parent = subprocess.Popen([sys.executable, "-c", client], env=env, stdout=subprocess.PIPE, text=True, pass_fds=(read_end,))
+        assert parent.stdout is not None
+        server = int(parent.stdout.readline())
+        os.write(write_end, json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "gone", "version": "1"}}}).encode() + b"\n")
+        assert parent.wait(timeout=ANSWER_S) == 0
+        deadline = time.monotonic() + ANSWER_S
+        while time.monotonic() < deadline and _state(server) != "Z":
+            time.sleep(0.2)
+        assert _state(server) == "Z", "the orphaned server still runs"
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][:1]
+    except (OSError, IndexError):
+        return "Z"

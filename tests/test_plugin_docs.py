@@ -1,0 +1,91 @@
+"""The plugin guide's hook table is the plugin manager's hooks (names and arguments in order),
+no other document keeps a hook table of its own, and ``agent-link plugins --json`` lists each
+plugin's hooks with their timings."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pluggy
+import pytest
+from click.testing import CliRunner
+
+from agent_link_core import hookimpl, hookspecs
+from agent_link_core.app import App
+from agent_link_core.records import Event
+
+REPO = Path(__file__).resolve().parents[1]
+HEADER = "| hook | called | answer | on failure |"
+ROW = re.compile(r"^\| `(agent_link_\w+)\(([^)]*)\)` \|")
+
+
+def documented() -> dict[str, list[str]]:
+    """``{hook: [argument, ...]}`` from the table of docs/plugins.md, in table order."""
+    lines = (REPO / "docs" / "plugins.md").read_text(encoding="utf-8").splitlines()
+    start = lines.index(HEADER)
+    rows: dict[str, list[str]] = {}
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        match = ROW.match(line)
+        assert match, f"a row of the hook table that names no hook: {line}"
+        assert match.group(1) not in rows, f"{match.group(1)} is in the table twice"
+        rows[match.group(1)] = [a.strip() for a in match.group(2).split(",") if a.strip()]
+    return rows
+
+
+def specified() -> dict[str, list[str]]:
+    pm = pluggy.PluginManager(hookspecs.PROJECT)
+    pm.add_hookspecs(hookspecs)
+    return {name: list(caller.spec.argnames) for name, caller in vars(pm.hook).items()
+            if name.startswith("agent_link_") and caller.spec is not None}
+
+
+def test_the_hook_table_is_the_plugin_managers_hooks_with_their_arguments() -> None:
+    table, specs = documented(), specified()
+    assert sorted(table) == sorted(specs), (
+        f"missing from docs/plugins.md: {sorted(set(specs) - set(table))}; not hooks: {sorted(set(table) - set(specs))}")
+    wrong = {name: (table[name], specs[name]) for name in specs if table[name] != specs[name]}
+    assert not wrong, f"arguments in the table differ from hookspecs.py (table, spec): {wrong}"
+
+
+def test_no_other_document_keeps_a_hook_table() -> None:
+    files = subprocess.run(["git", "ls-files", "*.md"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
+    others = [f"{name}: {line}" for name in files if name != "docs/plugins.md"
+              for line in (REPO / name).read_text(encoding="utf-8").splitlines() if ROW.match(line)]
+    assert not others, "hook rows outside docs/plugins.md (link to its table instead):\n" + "\n".join(others)
+
+
+@pytest.mark.anyio
+async def test_plugins_json_lists_each_plugins_hooks_and_their_timings(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Watcher:
+        @hookimpl
+        def agent_link_on_event(self, event: Any) -> None:
+            return None
+
+        @hookimpl
+        def agent_link_health(self) -> tuple[str, dict[str, Any]]:
+            return "watcher", {"ok": True}
+
+    from agent_link_core import cli as cli_mod
+
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "")
+    app = App.create(extra_plugins=(("watcher", Watcher()),))
+    try:
+        app.hooks.on_event(Event("sent", None, 1))
+        monkeypatch.setattr(cli_mod.App, "create", classmethod(lambda cls, *a, **k: app))
+        monkeypatch.setattr(app, "close", lambda: None)
+        result = CliRunner().invoke(cli_mod.build_cli(), ["plugins", "--json"])
+        assert result.exit_code == 0, result.output
+        hooks = json.loads(result.output)["hooks"]
+        assert set(hooks["watcher"]) >= {"agent_link_on_event", "agent_link_health", "load"}
+        assert hooks["watcher"]["agent_link_on_event"]["calls"] == 1
+        assert set(hooks["watcher"]["agent_link_on_event"]) == {"calls", "lastMs", "maxMs"}
+        assert hooks["watcher"]["agent_link_health"] is None  # implemented, not called in that process
+        assert "agent_link_register_tools" in hooks["agent_link_core.default_plugins"]
+    finally:
+        await app.aclose()
