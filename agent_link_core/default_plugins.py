@@ -10,16 +10,16 @@ from typing import TYPE_CHECKING, Callable
 
 from agent_link_core.hookspecs import hookimpl
 from agent_link_core.store import CORE_MIGRATIONS, Migration
-from agent_link_core.tools.registry import ToolSpec
 
 if TYPE_CHECKING:  # pragma: no cover
+    from agent_link_core.tools.registry import ToolSpec
     from agent_link_core.app import App
     from agent_link_core.legacy import LegacyImporter
 
 
 @hookimpl
 def agent_link_schema() -> list[Migration]:
-    from agent_link_core.legacy import LEGACY_MIGRATIONS
+    from agent_link_core.legacy_schema import LEGACY_MIGRATIONS
     from agent_link_core.presence import PRESENCE_MIGRATIONS
     from agent_link_core.search import SEARCH_MIGRATIONS
 

@@ -38,6 +38,7 @@ from agent_link_core.boundary import (
     check_legacy_importer,
     check_panel,
     check_prompt_hook,
+    check_send_declarations,
     check_setting,
     check_tool,
     current_plugin,
@@ -294,6 +295,16 @@ class Hooks:
         found = self._records.get(kind, {}).get(name)
         return found[0] if found else None
 
+    def plugin_of_module(self, module: str) -> str | None:
+        """The name of the registered plugin whose top-level package holds ``module`` (a
+        dotted module name), or None; names the owner of a declared command or tool whose
+        code fails to import (:mod:`agent_link_core.contribute`)."""
+        package = module.partition(".")[0]
+        for name, plugin in self._pm.list_name_plugin():
+            if plugin is not None and (getattr(plugin, "__name__", None) or "").partition(".")[0] == package:
+                return name
+        return None
+
     def guard(self, plugin: str, what: str, fn: Callable[[], Any], default: Any = None) -> Any:
         """Run ``fn`` (a plugin object's sync method) as that plugin's code: an exception
         other than AgentLinkError or a hang is reported (as ``what``) and ``default`` returned.
@@ -332,7 +343,17 @@ class Hooks:
         return self._collect("harness", "agent_link_register_harnesses", check_harness)
 
     def tools(self) -> dict[str, ToolSpec]:
-        """All accepted MCP tools by name (schemas checked against the JSON Schema meta-schema)."""
+        """All accepted MCP tools by name (schemas checked against the JSON Schema meta-schema).
+
+        First checks each harness's send options and result fields, which become part of
+        ``message_agent``: a harness whose declarations are refused leaves its plugin out."""
+        if "tool" not in self._records:
+            for name, harness in list(self.harnesses().items()):
+                try:
+                    check_send_declarations(harness)
+                except Refused as exc:
+                    plugin = self.owner("harness", name) or f"harness {name}"
+                    self.boundary.fault(plugin, "agent_link_register_harnesses", str(exc), fix=exc.fix, disable=True)
         return self._collect("tool", "agent_link_register_tools", check_tool)
 
     def tool_owners(self) -> dict[str, str]:

@@ -54,9 +54,9 @@ agent_link_register_tools = registers("agent_link_filehost.tools:TOOLS")
 
 @hookimpl
 def agent_link_register_commands(cli: click.Group) -> None:
-    from agent_link_filehost.cli import filehost
+    from agent_link_core.contribute import command
 
-    cli.add_command(filehost)
+    cli.add_command(command("filehost", "agent_link_filehost.cli:filehost", "The filehost example host: its sessions file."))
 
 
 @hookimpl

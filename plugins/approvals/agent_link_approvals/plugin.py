@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from agent_link_approvals import cli as approvals_cli
 from agent_link_core import hookimpl
 from agent_link_core.config import Setting
 
@@ -37,7 +36,10 @@ def agent_link_register_settings(register: Callable[[Setting], None]) -> None:
 
 @hookimpl
 def agent_link_register_commands(cli: click.Group) -> None:
-    approvals_cli.register(cli)
+    from agent_link_core.contribute import command
+
+    cli.add_command(command("approvals", "agent_link_approvals.cli:command_group",
+                            "Check or apply the tool approvals Codex and Claude Code keep for agent-link's tools."))
 
 
 def _section(check: Callable[[], Any], fix: str) -> dict[str, Any]:

@@ -39,7 +39,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Self
 
-import psutil
 from ulid import ULID
 
 from agent_link_core.json_files import read_json_object
@@ -400,6 +399,8 @@ def path_of(record: dict[str, Any], *, disabled: bool, channel: bool) -> tuple[s
         version = record.get("version") if isinstance(record.get("version"), str) else None
         parsed = _version_tuple(version)
         gate = None
+        import psutil  # only here: every other command of this process goes without it
+
         with contextlib.suppress(psutil.Error, OSError, TypeError, ValueError):
             gate = psutil.Process(int(record["pid"])).environ().get(GATE_ENV)
         if parsed is not None and parsed < INBOX_SINCE:
