@@ -48,6 +48,10 @@ def interleaved_cpu(cmd: list[str], env: dict[str, str], runs: int = RUNS) -> tu
 
 def bench_cli_cpu(tmp: Path, fill: Callable[..., None], line: Callable[..., None]) -> None:
     """Print the send and inbox lines (``fill`` and ``line`` are bench/run.py's)."""
+    root = Path(__file__).resolve().parent.parent
+    # Installed packages have bytecode; editable sources may not (PYTHONDONTWRITEBYTECODE).
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(root / "agent_link_core"), str(root / "plugins"),
+                    str(root / "examples")], check=False, capture_output=True)
     state = tmp / "cli-cpu"
     fill(state, STORED)
     exe = str(Path(sys.executable).with_name("agent-link"))
