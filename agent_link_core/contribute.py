@@ -129,10 +129,11 @@ class LazyCommand(click.Command):
 
             hooks, plugin = _owner_of(ctx, self.target)
             error = f"command {self.name!r} cannot load: {describe(exc)}"
-            if hooks is not None:
+            if hooks is not None:  # reported like any plugin failure: one log line on stderr, health, plugins
                 hooks.boundary.fault(plugin, f"command {self.name}", error, exc=exc if isinstance(exc, Exception) else None)
-            click.echo(f"agent-link {self.name}: the {plugin} plugin's {error}. Reinstall the plugin, or turn it off: "
-                       f"AGENT_LINK_DISABLE_PLUGINS={plugin}", err=True)
+            else:
+                click.echo(f"agent-link {self.name}: the {plugin} plugin's {error}. Reinstall the plugin, or turn it off: "
+                           f"AGENT_LINK_DISABLE_PLUGINS={plugin}", err=True)
             sys.exit(1)
         self._loaded = command
         return command

@@ -40,8 +40,6 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import anyio
-
 from agent_link_core.harness import Delivery, Harness, McpPeer, OutputBudget, SessionListing
 from agent_link_core.hook import last_runs
 from agent_link_core.json_files import read_json_object
@@ -100,6 +98,13 @@ def _env_session_id(env: Mapping[str, str]) -> str | None:
 
 
 IDLE_CHECK_S = 2.0  # how often a wait looks whether a running session has stopped
+
+
+async def _to_thread(fn: Callable[[], T]) -> T:
+    """``anyio.to_thread.run_sync`` (anyio loads when a harness method first does I/O)."""
+    import anyio.to_thread
+
+    return await anyio.to_thread.run_sync(fn)
 
 
 class ClaudeHarness(Harness):
@@ -211,7 +216,7 @@ class ClaudeHarness(Harness):
             with self._lock:  # the index caches are not thread-safe
                 return fn()
 
-        return await anyio.to_thread.run_sync(locked)
+        return await _to_thread(locked)
 
     async def list_sessions(self, *, include_archived: bool = False, limit: int = 200) -> SessionListing:
         """Every Claude session; the newest ``limit`` transcripts are read for titles and cwd,
@@ -248,7 +253,7 @@ class ClaudeHarness(Harness):
         claude_meta = (message.get("metadata") or {}).get("claude")
         mailbox_only = preference == "mailbox" or (isinstance(claude_meta, dict) and claude_meta.get("push") is False)
         if not mailbox_only and session is not None and session.loaded and self.inbox_enabled():
-            inbox = await anyio.to_thread.run_sync(lambda: native.find_inbox(self.index.config_dir, session.id))
+            inbox = await _to_thread(lambda: native.find_inbox(self.index.config_dir, session.id))
             if inbox is not None:
                 return await self._deliver_inbox(message, envelope, inbox)
         if preference == "mailbox":
@@ -300,14 +305,14 @@ class ClaudeHarness(Harness):
         fields = {"inbox": {"name": inbox.name, "status": inbox.status}}
         mailbox = self.app.mailbox if self.app is not None else None
         if mailbox is not None:
-            earlier = await anyio.to_thread.run_sync(lambda: self._earlier_push(mailbox, cfg, inbox, message, wait_s))
+            earlier = await _to_thread(lambda: self._earlier_push(mailbox, cfg, inbox, message, wait_s))
             if earlier is not None:
                 return earlier
         # settled however the push ends (an error: perhaps written, so a resend looks first);
         # only a killed process leaves its claim open
         state = "pushed"
         try:
-            outcome = await anyio.to_thread.run_sync(lambda: native.push_native(
+            outcome = await _to_thread(lambda: native.push_native(
                 cfg, inbox, envelope, message["id"], message.get("anticipation") or "fyi", wait_s))
             state = outcome.state
         finally:

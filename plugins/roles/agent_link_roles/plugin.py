@@ -114,7 +114,6 @@ def agent_link_on_event(event: Event, app: App) -> None:
 def agent_link_render_envelope(message: dict[str, Any], app: App) -> EnvelopeContribution | None:
     from agent_link_core.envelope import render_element
     from agent_link_core.mailbox import EnvelopeContribution
-    from agent_link_roles.procedures import text_for
 
     role = message.get("metadata", {}).get("role")
     if not isinstance(role, dict) or not role.get("name"):
@@ -125,6 +124,8 @@ def agent_link_render_envelope(message: dict[str, Any], app: App) -> EnvelopeCon
     if not procedure.get("version"):
         return contribution
     contribution.attributes["procedure"] = f"{name}@{procedure['version']}"
+    from agent_link_roles.procedures import text_for
+
     try:
         text = text_for(app.store, name, message["recipient"], procedure["sha256"], message["id"])
     except Exception:  # a missing text must never stop the message itself from rendering
