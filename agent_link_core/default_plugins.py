@@ -37,8 +37,10 @@ def agent_link_register_legacy_importers(register: Callable[[LegacyImporter], No
 def agent_link_register_tools(register: Callable[[ToolSpec], None], app: App | None) -> None:
     from agent_link_core.tools.core_tools import CORE_TOOLS, health_spec, message_agent_spec, wait_for_agent_spec
 
+    from agent_link_core.tools.gateway import GATEWAY_TOOL
     from agent_link_core.tools.search_tools import SEARCH_TOOLS
 
     for spec in (*CORE_TOOLS, *SEARCH_TOOLS):
         builders = {"message_agent": message_agent_spec, "wait_for_agent": wait_for_agent_spec, "agent_link_health": health_spec}
         register(builders[spec.name](app) if spec.name in builders else spec)
+    register(GATEWAY_TOOL)  # the tools a host's profile leaves out of tools/list, on request
