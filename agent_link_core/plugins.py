@@ -82,8 +82,15 @@ class PluginReport:
     loaded: list[str] = field(default_factory=list)
     blocked: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
-    versions: dict[str, str] = field(default_factory=dict)
+    #: each entry-point plugin's distribution (``importlib.metadata.Distribution``)
+    dists: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     boundary: Boundary | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def versions(self) -> dict[str, str]:
+        """``{plugin: version}`` of the entry-point plugins that registered (parsing each
+        one's metadata, so only reports that show versions pay for it)."""
+        return {name: dist.version for name, dist in self.dists.items()}
 
     def problems(self) -> list[dict[str, Any]]:
         """Every plugin failure so far: ``{plugin, hook, error, fix, disabled, count}``."""
@@ -145,8 +152,8 @@ def build_plugin_manager(
             continue
         if _register(pm, boundary, module, ep.name):
             report.loaded.append(ep.name)
-            if ep.dist is not None:
-                report.versions[ep.name] = ep.dist.version
+            if ep.dist is not None:  # its version is read from its metadata when a report shows it
+                report.dists[ep.name] = ep.dist
     for modname in DEFAULT_PLUGINS:
         _register(pm, boundary, importlib.import_module(modname), modname)
     for item in extra_plugins:

@@ -31,8 +31,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import anyio
-
 from agent_link_core.budget import oversized_notice
 from agent_link_core.harness import HANDSHAKE, STATELESS, McpPeer, PeerGone
 from agent_link_core.json_files import read_json_object
@@ -373,6 +371,8 @@ class ChannelBridge:
 
     async def run(self, app: App, peer: McpPeer) -> None:
         """Loop until cancelled (connection closed) or the peer is gone (:class:`PeerGone`)."""
+        import anyio  # the bridge runs in an MCP server only
+
         registered: str | None = None
         seen: tuple[Any, ...] | None = None
         held = False

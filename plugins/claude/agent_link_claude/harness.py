@@ -46,7 +46,6 @@ from agent_link_core.json_files import read_json_object
 from agent_link_core.mailbox import iso
 from agent_link_core.model import Caller, Session
 
-from agent_link_claude import native
 from agent_link_claude.channel import (
     CAPABILITY,
     CHANNEL_BUDGET_BYTES,
@@ -71,6 +70,8 @@ from agent_link_claude.sessions import (
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
+
+    from agent_link_claude import native  # annotations only: native loads in the methods that push
 
 T = TypeVar("T")
 NAME = "claude"
@@ -246,6 +247,8 @@ class ClaudeHarness(Harness):
         message_claude_session. Asking for ``channel`` when the target has none adds a
         ``channel_unavailable`` warning; the message is queued either way.
         """
+        from agent_link_claude import native
+
         ident = message["recipient"].split(":", 1)[1]
         preference = options.get("deliveryPreference", "auto")
         self.confirm_late()
@@ -278,6 +281,8 @@ class ClaudeHarness(Harness):
         only now (their send reported ``unknown``, or ``held`` and someone approved it in the
         session since); returns how many. Cheap when there are none:
         one query. Called at every send to a Claude session and by health."""
+        from agent_link_claude import native
+
         if self.app is None:
             return 0
         rows = self.app.mailbox.awaiting_late_evidence("claude", limit)
@@ -299,6 +304,8 @@ class ClaudeHarness(Harness):
         claim, and a push that an earlier attempt may have made (its process died holding
         the claim, or it ended without evidence) is looked for in the session first
         (:meth:`_earlier_push`)."""
+        from agent_link_claude import native
+
         wait_ms = self.app.config.get("AGENT_LINK_CLAUDE_INBOX_WAIT_MS") if self.app is not None else None
         wait_s = (wait_ms if isinstance(wait_ms, int) else 20000) / 1000
         cfg = self.index.config_dir
@@ -335,6 +342,8 @@ class ClaudeHarness(Harness):
 
         Blocking (runs in a worker thread).
         """
+        from agent_link_claude import native
+
         mid = message["id"]
         pushed_before = mailbox.has_event(mid, "push_claimed")
         if pushed_before:
@@ -433,6 +442,8 @@ class ClaudeHarness(Harness):
     async def serve(self, app: App, peer: McpPeer) -> None:
         """Run the channel bridge from server start (only when the capability was declared);
         it pushes once the connection can carry a channel notification (:func:`connection_gate`)."""
+        from agent_link_claude import native
+
         if not self.channel_declared:
             self.bridge.gate = GateState(False, "channel_disabled" if app.config.get("AGENT_LINK_DISABLE_CHANNEL")
                                          else "channel_not_declared")
@@ -502,6 +513,8 @@ class ClaudeHarness(Harness):
     def _session_paths(self, cfg: str, channels: frozenset[str]) -> list[dict[str, Any]] | dict[str, str]:
         """Per live Claude session: which path agent-link mail takes (``native-inbox``,
         ``channel``, ``hook-only``) and why."""
+        from agent_link_claude import native
+
         try:
             out = []
             for record in native.live_records(cfg):

@@ -39,7 +39,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Self
 
-from ulid import ULID
 
 from agent_link_core.json_files import read_json_object
 
@@ -276,6 +275,8 @@ def shared_listener(directory: str) -> Iterator[ReceiptListener | None]:
 def wire_id(message_id: str) -> str:
     """The frame's ``msg_id`` for an agent-link message id: the host echoes only UUIDs in its
     receipts (``orig_msg_id``), so the ULID is written as the UUID with the same 128 bits."""
+    from ulid import ULID  # only a push writes frames
+
     try:
         return str(ULID.from_str(message_id).to_uuid())
     except ValueError:
