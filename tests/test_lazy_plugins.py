@@ -108,6 +108,7 @@ sys.exit(code)
 '''
 
 
+@pytest.mark.installed_plugins
 @pytest.mark.parametrize("args", [("send", "test:bob", "hello"), ("inbox",)], ids=["send", "inbox"])
 def test_send_and_inbox_import_no_heavy_module(tmp_path: Path, args: tuple[str, ...]) -> None:
     """Every installed plugin loads (no AGENT_LINK_LOAD_PLUGINS): what they declare must not
@@ -123,3 +124,25 @@ def test_send_and_inbox_import_no_heavy_module(tmp_path: Path, args: tuple[str, 
     assert done.returncode == 0, done.stderr
     heavy = json.loads(done.stderr.rsplit("HEAVY=", 1)[1])
     assert heavy == []
+
+
+@pytest.mark.installed_plugins
+def test_every_declared_command_matches_the_command_it_names() -> None:
+    """A declaration cannot drift from its command: same name, and the declared help is the
+    first paragraph of the real command's help (what the root ``--help`` shortens)."""
+    import click
+
+    from agent_link_core.cli import build_cli
+    from agent_link_core.contribute import LazyCommand
+
+    cli = build_cli()
+    ctx = click.Context(cli)
+    groups = [cli] + [cli.get_command(ctx, name) for name in ("install", "uninstall")]
+    declared = [cmd for group in groups if isinstance(group, click.Group)
+                for cmd in (group.get_command(ctx, n) for n in group.list_commands(ctx)) if isinstance(cmd, LazyCommand)]
+    assert {c.name for c in declared} >= {"endpoints", "web", "approvals", "receipts", "forks", "claude-peers", "codex", "claude"}
+    for lazy in declared:
+        real = lazy.load(ctx)
+        assert real.name == lazy.name, lazy.target
+        first = " ".join((real.help or "").split("\n\n")[0].split())
+        assert " ".join((lazy.help or "").split()) == first, lazy.target
