@@ -170,8 +170,9 @@ def lazy_handler(target: str) -> Callable[..., Awaitable[dict[str, Any]]]:
     :param target: ``"package.module:attribute"`` of the real ``async (app, arguments,
         call) -> dict`` handler.
     :returns: an ``async def`` handler; when the target cannot be imported, each call
-        answers ``internal_error`` naming the plugin and its module (``details.cause``:
-        the exception class), and the failure is reported as the plugin's problem.
+        answers ``internal_error`` naming the plugin (``details.cause``: the exception
+        class; the hint says how to turn it off), and the failure is reported as the
+        plugin's problem (``tool handler <target>``), never disabling it.
     """
     loaded: list[Callable[..., Awaitable[dict[str, Any]]]] = []
 
