@@ -326,11 +326,17 @@ def check_harness(record: Any) -> None:
     if not isinstance(options, (set, frozenset)) or not all(isinstance(o, str) for o in options):
         raise Refused(f"harness {name!r} declares send_options that are not a set of strings",
                       "Set send_options = frozenset({'option', ...}).")
-    _check_send_declarations(record)
 
 
-def _check_send_declarations(harness: Any) -> None:
-    """A harness's declared send options and result fields: names and JSON schemas."""
+def check_send_declarations(harness: Any) -> None:
+    """A harness's declared send options and result fields: names and JSON schemas.
+
+    Checked when the tools are collected (``Hooks.tools``: the MCP server, ``agent-link
+    plugins``, health), where they become part of ``message_agent``: a CLI command that lists
+    no tools does not load jsonschema for them.
+
+    :raises Refused: a declaration of the wrong type, a name the core uses, an invalid schema.
+    """
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import SchemaError
 

@@ -10,16 +10,16 @@ from typing import TYPE_CHECKING, Callable
 
 from agent_link_core.hookspecs import hookimpl
 from agent_link_core.store import CORE_MIGRATIONS, Migration
-from agent_link_core.tools.registry import ToolSpec
 
 if TYPE_CHECKING:  # pragma: no cover
+    from agent_link_core.tools.registry import ToolSpec
     from agent_link_core.app import App
     from agent_link_core.legacy import LegacyImporter
 
 
 @hookimpl
 def agent_link_schema() -> list[Migration]:
-    from agent_link_core.legacy import LEGACY_MIGRATIONS
+    from agent_link_core.legacy_schema import LEGACY_MIGRATIONS
     from agent_link_core.presence import PRESENCE_MIGRATIONS
     from agent_link_core.search import SEARCH_MIGRATIONS
 
@@ -37,8 +37,10 @@ def agent_link_register_legacy_importers(register: Callable[[LegacyImporter], No
 def agent_link_register_tools(register: Callable[[ToolSpec], None], app: App | None) -> None:
     from agent_link_core.tools.core_tools import CORE_TOOLS, health_spec, message_agent_spec, wait_for_agent_spec
 
+    from agent_link_core.tools.gateway import GATEWAY_TOOL
     from agent_link_core.tools.search_tools import SEARCH_TOOLS
 
     for spec in (*CORE_TOOLS, *SEARCH_TOOLS):
         builders = {"message_agent": message_agent_spec, "wait_for_agent": wait_for_agent_spec, "agent_link_health": health_spec}
         register(builders[spec.name](app) if spec.name in builders else spec)
+    register(GATEWAY_TOOL)  # the tools a host's profile leaves out of tools/list, on request

@@ -32,28 +32,12 @@ from typing import TYPE_CHECKING, Any, Callable
 from agent_link_core.addresses import ANTICIPATIONS, EXTERNAL, ULID_RE, is_address
 from agent_link_core.envelope import MAX_BODY_BYTES
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.store import Migration, now_ms
+from agent_link_core.legacy_schema import LEGACY_MIGRATIONS  # noqa: F401 - part of this module's API
+from agent_link_core.store import now_ms
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
 
-LEGACY_MIGRATIONS: tuple[Migration, ...] = (
-    Migration(
-        "legacy",
-        1,
-        """
-        CREATE TABLE legacy_imports (
-            importer TEXT NOT NULL,
-            path TEXT NOT NULL,             -- absolute path of the original's file
-            size INTEGER NOT NULL,          -- bytes, when it was imported
-            mtime_ns INTEGER NOT NULL,
-            imported_at INTEGER NOT NULL,   -- epoch ms
-            counts TEXT NOT NULL,           -- JSON: the importer's counts of that run
-            PRIMARY KEY (importer, path, size, mtime_ns)
-        );
-        """,
-    ),
-)
 #: bad lines named in a report, per importer (the count covers all of them)
 MAX_BAD_LINES = 5
 #: the original's longest mailbox line; longer lines are unreadable

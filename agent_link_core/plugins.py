@@ -36,6 +36,7 @@ from agent_link_core.boundary import (
     check_legacy_importer,
     check_panel,
     check_prompt_hook,
+    check_send_declarations,
     check_setting,
     check_tool,
     current_plugin,
@@ -80,8 +81,15 @@ class PluginReport:
     loaded: list[str] = field(default_factory=list)
     blocked: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
-    versions: dict[str, str] = field(default_factory=dict)
+    #: each entry-point plugin's distribution (``importlib.metadata.Distribution``)
+    dists: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     boundary: Boundary | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def versions(self) -> dict[str, str]:
+        """``{plugin: version}`` of the entry-point plugins that registered (parsing each
+        one's metadata, so only reports that show versions pay for it)."""
+        return {name: dist.version for name, dist in self.dists.items()}
 
     def problems(self) -> list[dict[str, Any]]:
         """Every plugin failure so far: ``{plugin, hook, error, fix, disabled, count}``."""
@@ -142,8 +150,8 @@ def build_plugin_manager(
             continue
         if _register(pm, boundary, module, ep.name):
             report.loaded.append(ep.name)
-            if ep.dist is not None:
-                report.versions[ep.name] = ep.dist.version
+            if ep.dist is not None:  # its version is read from its metadata when a report shows it
+                report.dists[ep.name] = ep.dist
     for modname in DEFAULT_PLUGINS:
         _register(pm, boundary, importlib.import_module(modname), modname)
     for item in extra_plugins:
@@ -302,6 +310,16 @@ class Hooks:
         after it was left out (a server still holding its tool can then name it)."""
         return self._owners.get((kind, name))
 
+    def plugin_of_module(self, module: str) -> str | None:
+        """The name of the registered plugin whose top-level package holds ``module`` (a
+        dotted module name), or None; names the owner of a declared command or tool whose
+        code fails to import (:mod:`agent_link_core.contribute`)."""
+        package = module.partition(".")[0]
+        for name, plugin in self._pm.list_name_plugin():
+            if plugin is not None and (getattr(plugin, "__name__", None) or "").partition(".")[0] == package:
+                return name
+        return None
+
     def guard(self, plugin: str, what: str, fn: Callable[[], Any], default: Any = None) -> Any:
         """Run ``fn`` (a plugin object's sync method) as that plugin's code through
         :meth:`Boundary.call`: a fault is reported (as ``what``) and ``default`` returned.
@@ -341,7 +359,17 @@ class Hooks:
         return self._collect("harness", "agent_link_register_harnesses", check_harness)
 
     def tools(self) -> dict[str, ToolSpec]:
-        """All accepted MCP tools by name (schemas checked against the JSON Schema meta-schema)."""
+        """All accepted MCP tools by name (schemas checked against the JSON Schema meta-schema).
+
+        First checks each harness's send options and result fields, which become part of
+        ``message_agent``: a harness whose declarations are refused leaves its plugin out."""
+        if "tool" not in self._records:
+            for name, harness in list(self.harnesses().items()):
+                try:
+                    check_send_declarations(harness)
+                except Refused as exc:
+                    plugin = self.owner("harness", name) or f"harness {name}"
+                    self.boundary.fault(plugin, "agent_link_register_harnesses", str(exc), fix=exc.fix, disable=True)
         return self._collect("tool", "agent_link_register_tools", check_tool)
 
     def tool_owners(self) -> dict[str, str]:

@@ -31,7 +31,7 @@ from agent_link_core.errors import AgentLinkError
 from agent_link_core.handshake import LinkStreams
 from agent_link_core.harness import McpPeer, PeerGone
 from agent_link_core.stdio_transport import stdio_server
-from agent_link_core.tool_profiles import select_tools
+from agent_link_core.tool_profiles import effective_profile, select_tools
 from agent_link_core.tools.core_tools import CORE_TOOLS
 from agent_link_core.tools.registry import ToolSpec, output_schema, run_tool, unknown_tool
 
@@ -77,8 +77,9 @@ def to_call_result(result: Mapping[str, Any]) -> types.CallToolResult:
 
 def build_server(app: App) -> Server[Any]:
     """A low-level MCP server exposing the registered tools of ``app`` that the
-    ``AGENT_LINK_TOOLS`` profile picks (:mod:`agent_link_core.tool_profiles`)."""
-    tools = select_tools(dict(app.hooks.tools()), app.hooks.tool_owners(), app.config.get("AGENT_LINK_TOOLS"))
+    ``AGENT_LINK_TOOLS`` profile picks (:mod:`agent_link_core.tool_profiles`); the others
+    are reached through ``agent_link_tools``."""
+    tools = select_tools(dict(app.hooks.tools()), app.hooks.tool_owners(), effective_profile(app.config, app.env))
     definitions = []
     for spec in list(tools.values()):
         try:

@@ -11,22 +11,31 @@ offer fewer. The value is a comma or space separated list of items, each one of:
 
 An item matching nothing is skipped and reported (the log, and ``settings.warnings`` in
 health); when no item matches anything, every tool is offered, since a misspelt profile
-must not leave an agent without its messaging tools. ``agent_link_health`` is always offered. Tools not offered are only hidden from the client: other
-plugins still call them in process.
+must not leave an agent without its messaging tools. ``agent_link_health`` and
+``agent_link_tools`` are always offered. Tools not offered are only hidden from the client:
+other plugins still call them in process, and a model reaches them through
+``agent_link_tools`` (:mod:`agent_link_core.tools.gateway`).
+
+Unset, the setting's default depends on who started the server (:func:`effective_profile`):
+a host (``AGENT_LINK_HOST`` set, as each host plugin's MCP declaration does) gets
+:data:`HOST_DEFAULT`, so every session of that host pays for the messaging tools only; any
+other client gets every tool.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import TypeVar
+from typing import Any, TypeVar
 
 log = logging.getLogger(__name__)
 
 ALL = "all"
 MESSAGING = "messaging"
 CORE_OWNER = "agent_link_core.default_plugins"
-ALWAYS = "agent_link_health"
+ALWAYS = ("agent_link_health", "agent_link_tools")
+#: the profile of a server a host started, when ``AGENT_LINK_TOOLS`` is unset
+HOST_DEFAULT = MESSAGING
 
 T = TypeVar("T")
 
@@ -50,13 +59,26 @@ def select_tools(tools: Mapping[str, T], owners: Mapping[str, str], value: str |
     if ALL in items or len(unknown) == len(items):
         return dict(tools)
     plugins = set(owners.values())
-    wanted: set[str] = {ALWAYS}
+    wanted: set[str] = set(ALWAYS)
     for item in items:
         if item == MESSAGING or item in plugins:
             wanted.update(name for name, owner in owners.items() if owner in (CORE_OWNER, item))
         elif item in tools:
             wanted.add(item)
     return {name: spec for name, spec in tools.items() if name in wanted}
+
+
+def effective_profile(config: Any, env: Mapping[str, str]) -> str:
+    """The ``AGENT_LINK_TOOLS`` value this server uses: the setting when it is set (in the
+    environment or the settings file), else :data:`HOST_DEFAULT` when ``AGENT_LINK_HOST``
+    names the host that started it, else ``all``.
+
+    :param config: the App's config (``get``, ``sources``).
+    :param env: the process environment.
+    """
+    if config.sources.get("AGENT_LINK_TOOLS", "default") != "default":
+        return str(config.get("AGENT_LINK_TOOLS") or ALL)
+    return HOST_DEFAULT if (env.get("AGENT_LINK_HOST") or "").strip() else ALL
 
 
 def unmatched(tools: Mapping[str, object], owners: Mapping[str, str], value: str | None) -> list[str]:

@@ -3,7 +3,8 @@
 * spawn to ``tools/list`` answered: ``agent-link mcp`` (its start-up cache filled by one
   earlier start) against a minimal MCP-SDK server (one tool, the SDK's stdio transport), run
   alternately in the same run; target ratio <= 0.25;
-* the ``tools/list`` answer's size in bytes for each tool profile (``AGENT_LINK_TOOLS``).
+* the ``tools/list`` answer's size in bytes for each tool profile (``AGENT_LINK_TOOLS``), and
+  (section ``tools_list``) the default one each host receives.
 """
 
 from __future__ import annotations
@@ -81,3 +82,21 @@ def bench_mcp_start(tmp: Path, line) -> None:  # type: ignore[no-untyped-def]
     for profile in ("all", "codex", "claude", "messaging"):
         size = opening_ms(agent_link, dict(env, AGENT_LINK_TOOLS=profile))[1]
         print(f"tools/list bytes, AGENT_LINK_TOOLS={profile:<10} {size:9d} bytes")
+
+
+#: the AGENT_LINK_HOST each host plugin's MCP declaration sets (plugins/*/host_plugin)
+HOSTS = ("codex", "claude")
+
+
+def bench_tools_list(tmp: Path, line) -> None:  # type: ignore[no-untyped-def]
+    """The default ``tools/list`` each host receives (``AGENT_LINK_TOOLS`` unset), in bytes,
+    against what a plain MCP client gets (every tool); target <= 30,000 bytes per host."""
+    env = dict(os.environ, HOME=str(tmp), AGENT_LINK_STATE_DIR=str(tmp / "tools-list-state"),
+               XDG_CACHE_HOME=str(tmp / "tools-list-cache"))
+    for key in ("AGENT_LINK_TOOLS", "AGENT_LINK_HOST", "AGENT_LINK_LOAD_PLUGINS"):
+        env.pop(key, None)
+    agent_link = [str(Path(sys.executable).with_name("agent-link")), "mcp"]
+    every = opening_ms(agent_link, env)[1]
+    for host in HOSTS:
+        size = opening_ms(agent_link, dict(env, AGENT_LINK_HOST=host))[1]
+        line(f"tools/list bytes, host {host} (default)", size, "bytes", "plain client", every, "<= 30,000 bytes")

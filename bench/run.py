@@ -328,6 +328,8 @@ def bench_boundary(tmp: Path) -> None:
 #: Sections in the order `make bench` runs them; `bench/run.py NAME ...` runs only those named.
 SECTIONS: dict[str, Callable[[Path], None]] = {
     "mcp_start": lambda tmp: __import__("mcp_start_bench").bench_mcp_start(tmp, line),  # bench/mcp_start_bench.py
+    "tools_list": lambda tmp: __import__("mcp_start_bench").bench_tools_list(tmp, line),  # bytes per host
+    "cli_cpu": lambda tmp: __import__("cli_cpu_bench").bench_cli_cpu(tmp, fill, line),  # bench/cli_cpu_bench.py
     "hook": bench_hook,
     "claude_hook": bench_claude_hook,
     "reads": bench_reads,

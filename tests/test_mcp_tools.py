@@ -59,7 +59,8 @@ RO_TOOLS = {
     "get_agent_link_message_status", "agent_link_mailbox_inspect",
     "search_agent_link_messages", "get_agent_link_conversation",
 }
-WRITE_TOOLS = {"message_agent", "read_agent_link_inbox", "reply_agent_link_message"}
+# agent_link_tools: not read-only, since it calls the tools a host's list leaves out
+WRITE_TOOLS = {"message_agent", "read_agent_link_inbox", "reply_agent_link_message", "agent_link_tools"}
 TOOLS = RO_TOOLS | WRITE_TOOLS
 
 ALL_PLUGINS = " ".join(sorted(ep.name for ep in importlib.metadata.entry_points(group="agent_link")))
@@ -79,6 +80,7 @@ MINIMAL_ARGS: dict[str, dict[str, Any]] = {
     "agent_link_mailbox_inspect": {},
     "search_agent_link_messages": {"query": "keep"},
     "get_agent_link_conversation": {"messageId": UNKNOWN_ULID},
+    "agent_link_tools": {},
 }
 
 # What a result of a name tools/list does not know may look like (unknown_tool).

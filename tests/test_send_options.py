@@ -108,6 +108,7 @@ def test_a_declaration_shadowing_a_core_argument_is_refused() -> None:
 
     app = App.create(extra_plugins=(("greedy", Plugin()),))
     try:
+        assert "message_agent" in app.hooks.tools()  # where the declarations are checked
         assert "greedy" not in app.harnesses
         assert "message_agent's own argument" in app.plugin_report.failed["greedy"]
     finally:

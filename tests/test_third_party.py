@@ -65,6 +65,9 @@ def tool_calls(ids: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
         ("search_agent_link_messages", {"query": "alpha", "from": "test:alice"}),
         ("fork_codex_thread", {"message": "fork it", "threadId": "t-alice"}),
         ("filehost_sessions", {}),
+        # the tools a host's profile leaves out, listed and called through agent_link_tools
+        ("agent_link_tools", {}),
+        ("agent_link_tools", {"name": "list_agent_link_receipts", "arguments": {"scope": "all", "query": "SECRET"}}),
         # The projects plugin's tools (no Codex here: they answer with errors or verdicts).
         ("resolve_project_orchestrator", {"query": "SECRET"}),
         ("return_project_work_result", {}),
@@ -90,6 +93,7 @@ def tool_calls(ids: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
 @pytest.fixture
 def app(monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", "codex claude")
+    monkeypatch.setenv("AGENT_LINK_TOOLS", "messaging")  # agent_link_tools then reaches the plugins' tools
     created = App.create()
     yield created
     created.store.close()

@@ -61,3 +61,60 @@ async def test_profile_through_a_real_mcp_session() -> None:
     async with agent_link_mcp({"AGENT_LINK_TOOLS": "codex"}) as client:
         offered = set(await client.tools())
         assert core < offered and "list_agent_link_receipts" not in offered
+
+
+class _Config:
+    def __init__(self, value: str | None) -> None:
+        self.sources = {} if value is None else {"AGENT_LINK_TOOLS": "AGENT_LINK_TOOLS"}
+        self.value = value
+
+    def get(self, name: str) -> str | None:
+        return self.value if self.value is not None else "all"
+
+
+@pytest.mark.parametrize(("value", "host", "profile"), [
+    (None, None, "all"),            # a plain MCP client
+    (None, "somehost", "messaging"),  # a server a host plugin declared
+    ("all", "somehost", "all"),     # the person's setting wins
+    ("roles", None, "roles"),
+])
+def test_the_default_profile_depends_on_who_started_the_server(value: str | None, host: str | None, profile: str) -> None:
+    from agent_link_core.tool_profiles import effective_profile
+
+    assert effective_profile(_Config(value), {"AGENT_LINK_HOST": host} if host else {}) == profile
+
+
+HOSTED = {"AGENT_LINK_HOST": "filehost", "AGENT_LINK_LOAD_PLUGINS": "filehost", "AGENT_LINK_ADDRESS": "team:alice"}
+
+
+@pytest.mark.anyio
+async def test_a_host_lists_the_messaging_tools_and_reaches_the_others_through_agent_link_tools() -> None:
+    async with agent_link_mcp(HOSTED) as client:
+        listed = await client.tools()
+        assert "agent_link_tools" in listed and "message_agent" in listed and "filehost_sessions" not in listed
+        listed_tool = listed["agent_link_tools"]
+        assert listed_tool.input_schema["additionalProperties"] is False
+        assert set(listed_tool.output_schema["properties"]) >= {"ok", "tools", "tool", "result"}
+
+        names = await client.call("agent_link_tools")
+        assert names["ok"] is True
+        assert {t["name"]: t["plugin"] for t in names["tools"]} == {"filehost_sessions": "filehost"}
+        described = await client.call("agent_link_tools", {"name": "filehost_sessions"})
+        assert described["tool"]["inputSchema"]["properties"]["includeArchived"]["type"] == "boolean"
+        called = await client.call("agent_link_tools", {"name": "filehost_sessions", "arguments": {}})
+        assert called["ok"] is True and called["result"]["ok"] is True and "sessions" in called["result"]
+
+
+@pytest.mark.anyio
+async def test_agent_link_tools_errors() -> None:
+    async with agent_link_mcp(HOSTED) as client:
+        unknown = await client.call("agent_link_tools", {"name": "no_such_tool"})
+        assert unknown["ok"] is False and unknown["error"]["code"] == "unknown_tool"
+        listed = await client.call("agent_link_tools", {"name": "message_agent"})  # in tools/list already
+        assert listed["ok"] is False and listed["error"]["code"] == "unknown_tool"
+        nameless = await client.call("agent_link_tools", {"arguments": {}})
+        assert nameless["ok"] is False and nameless["error"]["code"] == "invalid_arguments"
+        bad = await client.call("agent_link_tools", {"name": "filehost_sessions", "arguments": {"includeArchived": "x"}})
+        assert bad["ok"] is True and bad["result"]["ok"] is False and bad["result"]["error"]["code"] == "invalid_arguments"
+        wrong = await client.call("agent_link_tools", {"name": 3})
+        assert wrong["ok"] is False and wrong["error"]["code"] == "invalid_arguments"

@@ -25,7 +25,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
+if TYPE_CHECKING:  # jsonschema loads at the first call that validates (not for the CLI's commands)
+    from jsonschema import Draft202012Validator
 
 from agent_link_core.boundary import MAX_RESULT_BYTES, disable_hint, oversize
 from agent_link_core.errors import AgentLinkError, invalid_arguments
@@ -192,6 +193,8 @@ def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> t
                 value = value == "true"
                 warnings.append(_coerced(key, "boolean"))
         args[key] = value
+    from jsonschema import Draft202012Validator
+
     validator = Draft202012Validator(schema)
     for err in sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path)):
         if err.validator == "additionalProperties":
@@ -323,6 +326,8 @@ def result_mismatch(app: App, spec: ToolSpec, result: dict[str, Any]) -> dict[st
     hold mail); the fault is recorded as a plugin problem (not disabling the plugin)."""
     cached = _RESULT_VALIDATORS.get(id(spec))
     if cached is None or cached[0] is not spec:  # the spec is kept with its validator, so its id stays its own
+        from jsonschema import Draft202012Validator
+
         cached = _RESULT_VALIDATORS[id(spec)] = (spec, Draft202012Validator(output_schema(spec)))
     errors = sorted(cached[1].iter_errors(result), key=lambda e: [str(p) for p in e.absolute_path])
     if not errors:

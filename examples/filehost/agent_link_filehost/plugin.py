@@ -54,9 +54,10 @@ agent_link_register_tools = registers("agent_link_filehost.tools:TOOLS")
 
 @hookimpl
 def agent_link_register_commands(cli: click.Group) -> None:
-    from agent_link_filehost.cli import filehost
+    """``agent-link filehost ...``: declared by name and help; its module loads when it runs."""
+    from agent_link_core.contribute import command
 
-    cli.add_command(filehost)
+    cli.add_command(command("filehost", "agent_link_filehost.cli:filehost", "The filehost example host: its sessions file."))
 
 
 @hookimpl

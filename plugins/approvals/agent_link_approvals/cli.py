@@ -185,11 +185,12 @@ def _print_claude(r: dict[str, Any], apply: bool = False) -> None:
         click.echo(json.dumps(r["missing"], indent=2))
 
 
-def register(cli: click.Group) -> None:
-    """Add the ``approvals`` group to the root ``agent-link`` group."""
+def command_group() -> click.Group:
+    """The ``agent-link approvals`` group (built when the command runs: the plugin declares it
+    with :func:`agent_link_core.contribute.command`)."""
     from agent_link_core.cli import get_app
 
-    @cli.group("approvals", epilog=EXIT_HELP)
+    @click.group("approvals", epilog=EXIT_HELP)
     def approvals() -> None:
         """Check or apply the tool approvals Codex and Claude Code keep for agent-link's tools.
 
@@ -298,3 +299,5 @@ def register(cli: click.Group) -> None:
         else:
             printer(report, apply=True)
         sys.exit(0 if complete else 1)
+
+    return approvals

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from agent_link_approvals import cli as approvals_cli
 from agent_link_core import hookimpl
 from agent_link_core.config import Setting
 
@@ -37,7 +36,10 @@ def agent_link_register_settings(register: Callable[[Setting], None]) -> None:
 
 @hookimpl
 def agent_link_register_commands(cli: click.Group) -> None:
-    approvals_cli.register(cli)
+    from agent_link_core.contribute import command
+
+    cli.add_command(command("approvals", "agent_link_approvals.cli:command_group",
+                            "Check or apply the tool approvals Codex and Claude Code keep for agent-link's tools."))
 
 
 def _section(check: Callable[[], Any], fix: str) -> dict[str, Any]:
@@ -68,18 +70,17 @@ def agent_link_health(app: App) -> tuple[str, dict[str, Any]]:
     from agent_link_approvals.toollist import tools_of_app
 
     env = os.environ
-    tools = tools_of_app(app)
     out: dict[str, Any] = {"toolSource": "this process's tools"}
     codex_path = codex_config_path(env)
     if codex_path.exists():
         plugin = read_codex_plugin()
         out["codex"] = {"config": str(codex_path), **_section(
-            lambda: service.check_codex(codex_path, tools, plugin, plugin_id=app.config.get(CODEX_PLUGIN_ID)),
+            lambda: service.check_codex(codex_path, tools_of_app(app, "codex"), plugin, plugin_id=app.config.get(CODEX_PLUGIN_ID)),
             f"agent-link approvals apply --codex-config {shlex.quote(str(codex_path))}")}
     user_settings = claude.user_settings_path(env)
     if user_settings.parent.is_dir():
         cplugin = read_claude_plugin()
         out["claude"] = {"settings": str(user_settings), **_section(
-            lambda: service.check_claude(claude.real_settings(env, Path.cwd()), tools, cplugin),
+            lambda: service.check_claude(claude.real_settings(env, Path.cwd()), tools_of_app(app, "claude"), cplugin),
             f"agent-link approvals apply --claude-settings {shlex.quote(str(user_settings))}")}
     return "approvals", out

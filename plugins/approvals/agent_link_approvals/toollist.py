@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
 
-#: Tools that change who holds a role or who may override a session's settings. They are
-#: never auto-approved by ``apply`` (not even with ``--all``): an agent that could call them
-#: unasked could hand itself a role or the right to switch another session's model.
-ROLE_ADMIN_TOOLS = ("set_agent_role", "clear_agent_role", "set_agent_override_policy")
+#: Tools that change who holds a role or who may override a session's settings, and
+#: ``agent_link_tools``, which calls any tool a host's list leaves out (these included). They
+#: are never auto-approved by ``apply`` (not even with ``--all``): an agent that could call
+#: them unasked could hand itself a role or the right to switch another session's model.
+ROLE_ADMIN_TOOLS = ("set_agent_role", "clear_agent_role", "set_agent_override_policy", "agent_link_tools")
 ROLE_ADMIN_REASON = (
-    "they change who holds a role and who may change another session's model, effort or folder; "
-    "keep them asking so that only you decide"
+    "they change who holds a role and who may change another session's model, effort or folder "
+    "(agent_link_tools can call any tool, these included); keep them asking so that only you decide"
 )
 
 _STRIPPED_PREFIXES = ("CLAUDE_", "CODEX_", "AGENT_LINK_")
@@ -149,13 +150,22 @@ def _tail(path: str, limit: int = 600) -> str:
         return ""
 
 
-def tools_of_app(app: App) -> list[ToolInfo]:
+def tools_of_app(app: App, host: str | None = None) -> list[ToolInfo]:
     """The tools registered in ``app``, with the annotations ``agent-link mcp`` declares for
-    them (:func:`agent_link_core.server.tool_definition`)."""
-    from agent_link_core.server import tool_definition
+    them (:func:`agent_link_core.server.tool_definition`).
 
+    :param host: list only what a server that ``host`` started offers (its default tool
+        profile unless ``AGENT_LINK_TOOLS`` is set; :mod:`agent_link_core.tool_profiles`).
+    """
+    from agent_link_core.server import tool_definition
+    from agent_link_core.tool_profiles import effective_profile, select_tools
+
+    registered = app.hooks.tools()
+    if host is not None:
+        env = {k: v for k, v in app.env.items() if k != "AGENT_LINK_HOST"} | {"AGENT_LINK_HOST": host}
+        registered = select_tools(registered, app.hooks.tool_owners(), effective_profile(app.config, env))
     tools = []
-    for spec in app.hooks.tools().values():
+    for spec in registered.values():
         a = tool_definition(spec).annotations
         tools.append(ToolInfo(spec.name, a.read_only_hint if a else None, a.destructive_hint if a else None,
                               a.open_world_hint if a else None))

@@ -184,7 +184,8 @@ def test_apply_all_never_approves_role_admin_tools_and_says_why(run: Run, config
     assert result.exit_code == 0
     tables = tomllib.loads(config.read_text())["plugins"][PID]["mcp_servers"][SRV]["tools"]
     assert "message_agent" in tables and not set(ROLE_ADMIN_TOOLS) & set(tables)
-    assert "never auto-approved: set_agent_role, clear_agent_role, set_agent_override_policy: they change who holds a role" in result.stdout
+    assert ("never auto-approved: set_agent_role, clear_agent_role, set_agent_override_policy, agent_link_tools: they change"
+            " who holds a role") in result.stdout
 
 
 def test_apply_creates_a_missing_config(run: Run, tmp_path: Path, fake_tools: list[str]) -> None:
@@ -278,7 +279,8 @@ def test_real_claude_adds_up_user_project_and_local(run: Run, tmp_path: Path, fa
     claude = data["claude"]
     assert [f["scope"] for f in claude["files"]] == ["user", "project", "local"]
     assert [o["tool"] for o in claude["overridden"]] == ["list_agents"] and claude["missing"] == []
-    assert claude["roleAdmin"]["allowed"] == sorted(ROLE_ADMIN_TOOLS)  # the server-wide rule allows them
+    listed_admin = sorted(set(ROLE_ADMIN_TOOLS) - {"agent_link_tools"})  # the ones the fake listing (conftest) has
+    assert claude["roleAdmin"]["allowed"] == listed_admin  # the server-wide rule allows them
     assert run("approvals", "check", "--real-claude", "--project", project).exit_code == 1
 
 
@@ -334,11 +336,13 @@ def test_the_running_server_lists_what_this_installation_registers(monkeypatch: 
     monkeypatch.delenv("AGENT_LINK_DISABLE_PLUGINS")
     app = App.create()
     try:
-        assert listed == tools_of_app(app)
+        assert listed == tools_of_app(app, "codex")  # a host's server lists its default profile
     finally:
         app.close()
     names = {t.name for t in listed}
-    assert set(ROLE_ADMIN_TOOLS) <= names and {"list_agents", "message_agent"} <= names
+    # the role-admin tools are not listed to a host by default; agent_link_tools (held back too) reaches them
+    assert "agent_link_tools" in names and not (set(ROLE_ADMIN_TOOLS) - {"agent_link_tools"}) & names
+    assert {"list_agents", "message_agent"} <= names
     assert all(t.open_world is False for t in listed)
     assert {t.name for t in listed if t.is_read_only} >= {"list_agents", "agent_link_health"}
     assert not any(t.is_read_only for t in listed if t.name in ("message_agent", "reply_agent_link_message"))

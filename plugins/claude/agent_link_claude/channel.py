@@ -31,7 +31,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-
 from agent_link_core.budget import oversized_notice
 from agent_link_core.harness import HANDSHAKE, STATELESS, McpPeer, PeerGone
 from agent_link_core.json_files import read_json_object

@@ -40,8 +40,6 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import anyio
-
 from agent_link_core.harness import Delivery, Harness, McpPeer, OutputBudget, SessionListing
 from agent_link_core.hook import last_runs
 from agent_link_core.json_files import read_json_object
@@ -49,7 +47,6 @@ from agent_link_core.mailbox import iso
 from agent_link_core.procs import lineage
 from agent_link_core.model import Caller, Session
 
-from agent_link_claude import native
 from agent_link_claude.channel import (
     CAPABILITY,
     CHANNEL_BUDGET_BYTES,
@@ -74,6 +71,8 @@ from agent_link_claude.sessions import (
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
+
+    from agent_link_claude import native  # annotations only: native loads in the methods that push
 
 T = TypeVar("T")
 NAME = "claude"
@@ -101,6 +100,13 @@ def _env_session_id(env: Mapping[str, str]) -> str | None:
 
 
 IDLE_CHECK_S = 2.0  # how often a wait looks whether a running session has stopped
+
+
+async def _to_thread(fn: Callable[[], T]) -> T:
+    """``anyio.to_thread.run_sync`` (anyio loads when a harness method first does I/O)."""
+    import anyio.to_thread
+
+    return await anyio.to_thread.run_sync(fn)
 
 
 class ClaudeHarness(Harness):
@@ -214,7 +220,7 @@ class ClaudeHarness(Harness):
             with self._lock:  # the index caches are not thread-safe
                 return fn()
 
-        return await anyio.to_thread.run_sync(locked)
+        return await _to_thread(locked)
 
     async def list_sessions(self, *, include_archived: bool = False, limit: int = 200) -> SessionListing:
         """Every Claude session; the newest ``limit`` transcripts are read for titles and cwd,
@@ -244,6 +250,8 @@ class ClaudeHarness(Harness):
         message_claude_session. Asking for ``channel`` when the target has none adds a
         ``channel_unavailable`` warning; the message is queued either way.
         """
+        from agent_link_claude import native
+
         ident = message["recipient"].split(":", 1)[1]
         preference = options.get("deliveryPreference", "auto")
         self.confirm_late()
@@ -251,7 +259,7 @@ class ClaudeHarness(Harness):
         claude_meta = (message.get("metadata") or {}).get("claude")
         mailbox_only = preference == "mailbox" or (isinstance(claude_meta, dict) and claude_meta.get("push") is False)
         if not mailbox_only and session is not None and session.loaded and self.inbox_enabled():
-            inbox = await anyio.to_thread.run_sync(lambda: native.find_inbox(self.index.config_dir, session.id))
+            inbox = await _to_thread(lambda: native.find_inbox(self.index.config_dir, session.id))
             if inbox is not None:
                 return await self._deliver_inbox(message, envelope, inbox)
         if preference == "mailbox":
@@ -276,6 +284,8 @@ class ClaudeHarness(Harness):
         only now (their send reported ``unknown``, or ``held`` and someone approved it in the
         session since); returns how many. Cheap when there are none:
         one query. Called at every send to a Claude session and by health."""
+        from agent_link_claude import native
+
         if self.app is None:
             return 0
         rows = self.app.mailbox.awaiting_late_evidence("claude", limit)
@@ -297,20 +307,22 @@ class ClaudeHarness(Harness):
         claim, and a push that an earlier attempt may have made (its process died holding
         the claim, or it ended without evidence) is looked for in the session first
         (:meth:`_earlier_push`)."""
+        from agent_link_claude import native
+
         wait_ms = self.app.config.get("AGENT_LINK_CLAUDE_INBOX_WAIT_MS") if self.app is not None else None
         wait_s = (wait_ms if isinstance(wait_ms, int) else 20000) / 1000
         cfg = self.index.config_dir
         fields = {"inbox": {"name": inbox.name, "status": inbox.status}}
         mailbox = self.app.mailbox if self.app is not None else None
         if mailbox is not None:
-            earlier = await anyio.to_thread.run_sync(lambda: self._earlier_push(mailbox, cfg, inbox, message, wait_s))
+            earlier = await _to_thread(lambda: self._earlier_push(mailbox, cfg, inbox, message, wait_s))
             if earlier is not None:
                 return earlier
         # settled however the push ends (an error: perhaps written, so a resend looks first);
         # only a killed process leaves its claim open
         state = "pushed"
         try:
-            outcome = await anyio.to_thread.run_sync(lambda: native.push_native(
+            outcome = await _to_thread(lambda: native.push_native(
                 cfg, inbox, envelope, message["id"], message.get("anticipation") or "fyi", wait_s))
             state = outcome.state
         finally:
@@ -333,6 +345,8 @@ class ClaudeHarness(Harness):
 
         Blocking (runs in a worker thread).
         """
+        from agent_link_claude import native
+
         mid = message["id"]
         pushed_before = mailbox.has_event(mid, "push_claimed")
         if pushed_before:
@@ -431,6 +445,8 @@ class ClaudeHarness(Harness):
     async def serve(self, app: App, peer: McpPeer) -> None:
         """Run the channel bridge from server start (only when the capability was declared);
         it pushes once the connection can carry a channel notification (:func:`connection_gate`)."""
+        from agent_link_claude import native
+
         if not self.channel_declared:
             self.bridge.gate = GateState(False, "channel_disabled" if app.config.get("AGENT_LINK_DISABLE_CHANNEL")
                                          else "channel_not_declared")
@@ -500,6 +516,8 @@ class ClaudeHarness(Harness):
     def _session_paths(self, cfg: str, channels: frozenset[str]) -> list[dict[str, Any]] | dict[str, str]:
         """Per live Claude session: which path agent-link mail takes (``native-inbox``,
         ``channel``, ``hook-only``) and why."""
+        from agent_link_claude import native
+
         try:
             out = []
             for record in native.live_records(cfg):

@@ -39,8 +39,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Self
 
-import psutil
-from ulid import ULID
 
 from agent_link_core.json_files import read_json_object
 from agent_link_core.procs import lineage, socket_peer_pid
@@ -296,6 +294,8 @@ def shared_listener(directory: str) -> Iterator[ReceiptListener | None]:
 def wire_id(message_id: str) -> str:
     """The frame's ``msg_id`` for an agent-link message id: the host echoes only UUIDs in its
     receipts (``orig_msg_id``), so the ULID is written as the UUID with the same 128 bits."""
+    from ulid import ULID  # only a push writes frames
+
     try:
         return str(ULID.from_str(message_id).to_uuid())
     except ValueError:
@@ -419,6 +419,8 @@ def path_of(record: dict[str, Any], *, disabled: bool, channel: bool) -> tuple[s
         version = record.get("version") if isinstance(record.get("version"), str) else None
         parsed = _version_tuple(version)
         gate = None
+        import psutil  # only here: every other command of this process goes without it
+
         with contextlib.suppress(psutil.Error, OSError, TypeError, ValueError):
             gate = psutil.Process(int(record["pid"])).environ().get(GATE_ENV)
         if parsed is not None and parsed < INBOX_SINCE:

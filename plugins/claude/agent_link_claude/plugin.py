@@ -44,13 +44,21 @@ def agent_link_register_harnesses(register: Callable[[Harness], None]) -> None:
 def agent_link_register_commands(cli: click.Group) -> None:
     """``agent-link claude-peers`` (:mod:`agent_link_claude.cli`); ``agent-link install claude``
     and ``agent-link uninstall claude`` (:mod:`agent_link_claude.install`)."""
-    from agent_link_claude.cli import claude_peers
-    from agent_link_claude.install import install_claude, uninstall_claude
+    from agent_link_core.contribute import command
     from agent_link_core.host_install import install_group, uninstall_group
 
-    cli.add_command(claude_peers)
-    install_group(cli).add_command(install_claude)
-    uninstall_group(cli).add_command(uninstall_claude)
+    cli.add_command(command(
+        "claude-peers", "agent_link_claude.cli:claude_peers",
+        "Publish agents so Claude Code sessions (2.1.224+) list them in ListAgents and reach them"
+        " with SendMessage; each such message becomes an agent-link message from the sending session"
+        " (identified by the kernel's peer credentials). Runs until interrupted; prints one JSON line"
+        " per forwarded message. Records are removed when this command ends."))
+    install_group(cli).add_command(command(
+        "claude", "agent_link_claude.install:install_claude",
+        "Install agent-link as a Claude Code plugin (MCP tools, hooks, live delivery)."))
+    uninstall_group(cli).add_command(command(
+        "claude", "agent_link_claude.install:uninstall_claude",
+        "Remove the agent-link Claude Code plugin (your messages stay in the state directory)."))
 
 
 @hookimpl

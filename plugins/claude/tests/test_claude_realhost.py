@@ -112,7 +112,9 @@ def test_message_agent_reaches_another_session_and_shows_in_its_next_prompt(
     proj_b, proj_a = project(tmp_path, "b"), project(tmp_path, "a")
     b = new_session(claude, stub, proj_b)
     [first] = stub.main_requests
-    assert tool("message_agent") in first.tool_names() and tool("message_claude_session") in first.tool_names()
+    # a host's default tool list: the messaging tools, the Claude tools through agent_link_tools
+    assert tool("message_agent") in first.tool_names() and tool("agent_link_tools") in first.tool_names()
+    assert tool("message_claude_session") not in first.tool_names()
     assert "peer message" not in first.text()  # no mail: the hooks printed nothing
     health = app.health()["harnesses"]["claude"]
     assert set(health["hooks"]["lastRun"]) == {"SessionStart", "UserPromptSubmit", "Stop"}  # the hooks ran

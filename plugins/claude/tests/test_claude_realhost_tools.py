@@ -84,9 +84,10 @@ def test_a_send_to_a_role_returns_receipt_and_procedure_and_listings_show_roles(
     (isolated_env / "roles" / "reviewer.md").write_text("Answer review requests within the hour.")
 
     stub.enqueue(
-        Reply.tool_use(tool("message_claude_session"), {"sessionId": "role:reviewer", "message": "Please review PR 7.",
-                                                        "anticipation": "reply", "allowTargetOverride": True,
-                                                        "receipt": {"purpose": "review request"}}),
+        # message_claude_session is not in the host's default list: reached through agent_link_tools
+        Reply.tool_use(tool("agent_link_tools"), {"name": "message_claude_session", "arguments": {
+            "sessionId": "role:reviewer", "message": "Please review PR 7.", "anticipation": "reply",
+            "allowTargetOverride": True, "receipt": {"purpose": "review request"}}}),
         Reply.tool_use(tool("list_agents"), {"harness": "claude"}),
         Reply.tool_use(tool("agent_link_health"), {}),
         "Done.",
@@ -96,7 +97,7 @@ def test_a_send_to_a_role_returns_receipt_and_procedure_and_listings_show_roles(
     a = claude.session_of(done, cwd=proj_a).session_id
     send_req, list_req, health_req = stub.main_requests[-3:]
 
-    sent = tool_result(send_req)
+    sent = tool_result(send_req)["result"]
     assert sent["ok"] and sent["target"]["address"] == f"claude:{b}" and sent["via"] == "role:reviewer", sent
     assert sent["roleProcedure"]["name"] == "reviewer" and sent["roleProcedure"]["textIncluded"] is True
     assert sent["receipt"]["record"] is True and sent["receipt"]["recorded"] is True and sent["receipt"]["id"]

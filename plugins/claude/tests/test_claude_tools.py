@@ -259,7 +259,7 @@ async def test_message_with_wait_for_reply(app: App) -> None:
 async def test_tools_over_real_mcp_stdio(fake_claude) -> None:
     fake_claude.write_transcript(ME, "/work/me", title="My own session")
     fake_claude.write_transcript(PEER, "/work/parser", title="Parser rewrite")
-    async with agent_link_mcp({"CLAUDE_CODE_SESSION_ID": ME, "AGENT_LINK_HOST": "claude"}) as me:
+    async with agent_link_mcp({"CLAUDE_CODE_SESSION_ID": ME, "AGENT_LINK_HOST": "claude", "AGENT_LINK_TOOLS": "all"}) as me:
         tools = await me.tools()
         for spec in CLAUDE_TOOLS:
             listed = tools[spec.name]
@@ -274,7 +274,7 @@ async def test_tools_over_real_mcp_stdio(fake_claude) -> None:
         assert (await me.call("get_claude_session", {"sessionId": "claude:zzz"}))["error"]["code"] == "not_found"
         sent = await me.call("message_claude_session", {"sessionId": PEER, "message": "over stdio", "anticipation": "reply"})
         assert sent["ok"] and sent["delivery"] == "queued-offline"
-        async with agent_link_mcp({"CLAUDE_CODE_SESSION_ID": PEER, "AGENT_LINK_HOST": "claude"}) as peer:
+        async with agent_link_mcp({"CLAUDE_CODE_SESSION_ID": PEER, "AGENT_LINK_HOST": "claude", "AGENT_LINK_TOOLS": "all"}) as peer:
             inbox = await peer.call("read_agent_link_inbox", {})
             assert "over stdio" in inbox["renderedBlock"] and inbox["markedDelivered"] == [sent["messageId"]]
             assert (await peer.call("reply_agent_link_message", {"messageId": sent["messageId"], "message": "got it"}))["ok"]
@@ -295,7 +295,7 @@ async def test_session_lists_page_with_a_working_cursor_over_real_mcp(fake_claud
     for n, sid in enumerate(ids):
         fake_claude.write_transcript(sid, f"/work/p{n}", title=f"session {n}", mtime=1_767_000_000 - n)
     fake_claude.write_live(os.getpid(), ids[3])
-    async with agent_link_mcp({"CLAUDE_CODE_SESSION_ID": ids[0], "AGENT_LINK_HOST": "claude"}) as me:
+    async with agent_link_mcp({"CLAUDE_CODE_SESSION_ID": ids[0], "AGENT_LINK_HOST": "claude", "AGENT_LINK_TOOLS": "all"}) as me:
         seen, pages, cursor = [], [], None
         while True:
             page = await me.call("list_claude_sessions", {"limit": 2, **({"cursor": cursor} if cursor else {})})
@@ -323,12 +323,12 @@ async def test_a_session_id_with_no_such_session_signs_unverified(fake_claude) -
     stored unverified and the send says so (issue 18, "Identity")."""
     fake_claude.write_transcript(PEER, "/work/parser", title="Parser rewrite")
     ghost = "eeeeeeee-0000-4000-8000-00000000000e"
-    async with agent_link_mcp({"CLAUDE_CODE_SESSION_ID": ghost, "AGENT_LINK_HOST": "claude"}) as me:
+    async with agent_link_mcp({"CLAUDE_CODE_SESSION_ID": ghost, "AGENT_LINK_HOST": "claude", "AGENT_LINK_TOOLS": "all"}) as me:
         sent = await me.call("message_agent", {"to": f"claude:{PEER}", "message": "who am I?"})
         assert sent["ok"] is True
         [warning] = [w for w in sent["warnings"] if w["code"] == "sender_unverified"]
         assert warning["details"] == {"address": f"claude:{ghost}", "namedBy": "env", "reason": "no_such_session"}
-    async with agent_link_mcp({"CLAUDE_CODE_SESSION_ID": PEER, "AGENT_LINK_HOST": "claude"}) as peer:
+    async with agent_link_mcp({"CLAUDE_CODE_SESSION_ID": PEER, "AGENT_LINK_HOST": "claude", "AGENT_LINK_TOOLS": "all"}) as peer:
         inbox = await peer.call("read_agent_link_inbox", {})
         [view] = inbox["messages"]
         assert view["from"] == f"claude:{ghost}" and view["fromVerified"] is False
@@ -346,7 +346,7 @@ async def test_a_session_id_with_no_such_session_signs_unverified(fake_claude) -
 async def test_a_discover_first_client_gets_the_revision_the_channel_needs(
     fake_claude, extra: dict[str, str], era: str, version: str, refused: bool, reason: str
 ) -> None:
-    env = {"CLAUDE_CODE_SESSION_ID": ME, "AGENT_LINK_HOST": "claude", **extra}
+    env = {"CLAUDE_CODE_SESSION_ID": ME, "AGENT_LINK_HOST": "claude", "AGENT_LINK_TOOLS": "all", **extra}
     async with agent_link_mcp(env, revision="auto") as me:
         assert me.discover_refused is refused
         health = await me.call("agent_link_health", {})

@@ -38,8 +38,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapp
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from websockets.asyncio.client import ClientConnection, connect, unix_connect
-from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
 
 if TYPE_CHECKING:
     from agent_link_core.errors import AgentLinkError
@@ -58,6 +56,9 @@ __all__ = [
     "Subscription",
     "refusal_for",
 ]
+
+if TYPE_CHECKING:  # websockets loads with the first connection, not with the harness
+    from websockets.asyncio.client import ClientConnection
 
 log = logging.getLogger(__name__)
 
@@ -411,6 +412,9 @@ class AppServerClient:
         :raises AppServerUnavailable: ``open-failed`` (missing/refused socket, handshake
             error) or ``open-timeout``.
         """
+        from websockets.asyncio.client import unix_connect
+        from websockets.exceptions import InvalidHandshake, InvalidURI
+
         endpoint = f"unix://{os.fspath(path)}"
         real = os.path.realpath(os.fspath(path))
         try:
@@ -445,6 +449,9 @@ class AppServerClient:
         :raises AppServerUnavailable: ``open-failed`` (refused, bad URL, HTTP 401 for a wrong
             token, ...) or ``open-timeout``.
         """
+        from websockets.asyncio.client import connect
+        from websockets.exceptions import InvalidHandshake, InvalidURI
+
         headers = {"Authorization": f"Bearer {token}"} if token else None
         try:
             ws = await connect(
@@ -552,6 +559,8 @@ class AppServerClient:
         :raises ConnectionLost: the connection ended before the answer or was already closed.
         :raises TypeError: ``params`` is not JSON-serialisable.
         """
+        from websockets.exceptions import ConnectionClosed
+
         if self.closed:
             raise self._lost_error(method=method)
         request_id = f"{self._id_prefix}{next(self._ids)}"
@@ -591,6 +600,8 @@ class AppServerClient:
 
         :raises ConnectionLost: the connection has ended.
         """
+        from websockets.exceptions import ConnectionClosed
+
         if self.closed:
             raise self._lost_error(method=method)
         message: dict[str, Any] = {"method": method}
@@ -614,6 +625,8 @@ class AppServerClient:
         await self._send_reply({"id": request_id, "error": error})
 
     async def _send_reply(self, message: dict[str, Any]) -> None:
+        from websockets.exceptions import ConnectionClosed
+
         if self.closed:
             raise self._lost_error()
         try:
@@ -674,6 +687,8 @@ class AppServerClient:
 
     # reader ------------------------------------------------------------------------------------
     async def _read_loop(self) -> None:
+        from websockets.exceptions import ConnectionClosed
+
         detail = ""
         try:
             async for raw in self._ws:
@@ -766,6 +781,8 @@ class AppServerClient:
         await self._reply_quietly(reply)
 
     async def _reply_quietly(self, reply: dict[str, Any]) -> None:
+        from websockets.exceptions import ConnectionClosed
+
         with contextlib.suppress(ConnectionClosed, ConnectionLost):
             await self._send_reply(reply)
 
@@ -829,6 +846,8 @@ def _params(message: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _describe(exc: BaseException) -> str:
+    from websockets.exceptions import InvalidStatus
+
     if isinstance(exc, InvalidStatus):
         return f"HTTP {exc.response.status_code} during the WebSocket handshake"
     text = str(exc)

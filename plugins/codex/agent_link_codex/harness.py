@@ -23,7 +23,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_link_core.callmeta import meta_text
 from agent_link_core.envelope import envelope_title, iso_ms
@@ -34,15 +34,14 @@ from agent_link_core.reminders import DueReminders
 from agent_link_core.store import Store, now_ms
 from agent_link_core.tools.schemas import PATH
 
-from agent_link_codex import rollouts
-from agent_link_codex.appserver import AppServerError, AppServerUnavailable
-from agent_link_codex.delivery import MCP_READY_MS, STALE_CLAIM_MS, VIA, Deliverer, PushClaims
 from agent_link_codex.endpoints import EndpointRegistry, explicit
-from agent_link_codex.managed import ManagedError, find_codex, reap_orphans
 from agent_link_codex.proof import Prover
-from agent_link_codex.overrides import THREAD_FIELDS, Launches, turn_params
-from agent_link_codex.service import SOURCE_KINDS, CodexService, Link, is_not_found
 from agent_link_codex.settings import VERIFIED_CODEX_VERSION, codex_home
+
+if TYPE_CHECKING:  # annotations only: these modules load in the methods that use them
+    from agent_link_codex.delivery import Deliverer, PushClaims
+    from agent_link_codex.overrides import Launches
+    from agent_link_codex.service import CodexService, Link
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +99,8 @@ def is_archived_thread(thread: Mapping[str, Any]) -> bool:
 
 def session_from_thread(thread: Mapping[str, Any], link: Link | None, *, loaded: bool | None = None) -> Session:
     """A Codex thread object (app-server or rollout summary) as an agent-link Session."""
+    from agent_link_codex.delivery import VIA
+
     tid = str(thread["id"])
     status = status_of(thread)
     archived = is_archived_thread(thread)
@@ -293,6 +294,8 @@ class CodexHarness(Harness):
     @property
     def service(self) -> CodexService:
         """Connections and the private app-server (created on first use)."""
+        from agent_link_codex.service import CodexService
+
         if self._service is None:
             self._bound()
             assert self._state_dir is not None
@@ -304,6 +307,8 @@ class CodexHarness(Harness):
     @property
     def deliverer(self) -> Deliverer:
         """The turn pusher (created on first use)."""
+        from agent_link_codex.delivery import Deliverer, MCP_READY_MS, PushClaims
+
         if self._deliverer is None:
             self._deliverer = Deliverer(self.service, PushClaims(self.store),
                                         desktop_push=self.values.get("AGENT_LINK_CODEX_DESKTOP_PUSH") or "mailbox-only",
@@ -316,11 +321,15 @@ class CodexHarness(Harness):
 
     def _confirmed_late(self, message_id: str, evidence: dict[str, Any]) -> None:
         """The echo of an accepted push arrived: the message is delivered now."""
+        from agent_link_codex.delivery import VIA
+
         self.app.mailbox.mark_delivered(message_id, VIA, evidence)
 
     @property
     def launches(self) -> Launches:
         """The ``codex_launches`` table (who launched which thread)."""
+        from agent_link_codex.overrides import Launches
+
         return Launches(self.store)
 
     def thread_settings(self, thread_id: str) -> tuple[dict[str, Any], str | None]:
@@ -328,6 +337,8 @@ class CodexHarness(Harness):
         this process applied, then the thread object (open connections' trackers, then the
         last :meth:`get_session` lookup), then what its launch recorded. Missing values are
         absent (unknown)."""
+        from agent_link_codex.overrides import THREAD_FIELDS
+
         thread: dict[str, Any] = {}
         status: str | None = None
         if self._service is not None:
@@ -420,6 +431,9 @@ class CodexHarness(Harness):
         ``thread/list`` pages). The listing is incomplete when an endpoint did not answer, a
         page failed, or threads were left beyond ``limit``.
         """
+        from agent_link_codex import rollouts
+        from agent_link_codex.service import SOURCE_KINDS
+
         links, error = await self.links_or_error()
         if links:
             # Every source kind (interactive, app-server, exec, sub-agents): a thread started by
@@ -461,6 +475,8 @@ class CodexHarness(Harness):
 
     async def get_session(self, session_id: str) -> Session | None:
         """One thread by id, archived ones included; None when nobody knows it."""
+        from agent_link_codex import rollouts
+
         if not ID_RE.match(session_id):
             return None
         links, _ = await self.links_or_error()
@@ -485,6 +501,9 @@ class CodexHarness(Harness):
     # delivery --------------------------------------------------------------------------
     async def deliver(self, message: dict[str, Any], envelope: str, options: Mapping[str, Any]) -> Delivery:
         """Push a stored message into its thread as a turn (see :mod:`agent_link_codex.delivery`)."""
+        from agent_link_codex.appserver import AppServerError, AppServerUnavailable
+        from agent_link_codex.overrides import turn_params
+
         thread_id = str(message["recipient"]).split(":", 1)[1]
         try:
             text = await self.model_text(message, envelope)
@@ -544,6 +563,9 @@ class CodexHarness(Harness):
             ``codex_unavailable`` (none answers), ``upstream_error`` (Codex refused it; details
             ``method``, ``rpcCode``, ``rpcMessage``).
         """
+        from agent_link_codex.appserver import AppServerError, AppServerUnavailable
+        from agent_link_codex.service import is_not_found
+
         links, error = await self.links_or_error()
         if not links:
             assert error is not None
@@ -590,6 +612,8 @@ class CodexHarness(Harness):
         ``[{turnId, total, last, modelContextWindow}]`` as :func:`agent_link_codex.rollouts.token_counts`
         gives them; ``[]`` when the rollout cannot be read. Reads a file: call it off the loop
         for big threads (``asyncio.to_thread``)."""
+        from agent_link_codex import rollouts
+
         path = thread.get("path")
         found = Path(path) if isinstance(path, str) and path else rollouts.find_rollout(codex_home(self.env), str(thread.get("id")))
         return rollouts.token_counts(found) if found is not None else []
@@ -597,6 +621,8 @@ class CodexHarness(Harness):
         """Look for the echo of an earlier push of ``message`` that Codex accepted (or whose
         answer was lost): the trackers, the thread's items on a reachable app-server, then the
         rollout file. Never pushes and never starts an app-server."""
+        from agent_link_codex.delivery import VIA
+
         claim = self.claims.get(message["id"])
         if claim is None or claim["state"] not in ("accepted", "unknown", "pushing"):
             return None
@@ -613,6 +639,9 @@ class CodexHarness(Harness):
         """Background delivery while the MCP client is connected (the App's ``aclose`` then
         stops what this harness holds). Starts by reaping private app-servers whose
         agent-link owner died."""
+        from agent_link_codex.appserver import AppServerError, AppServerUnavailable
+        from agent_link_codex.managed import reap_orphans
+
         managed = self.service.managed
         if managed.directory.is_dir():
             managed.last_reap = await asyncio.to_thread(reap_orphans, managed.directory)
@@ -644,6 +673,8 @@ class CodexHarness(Harness):
 
         :returns: counts ``{pushed, rechecked}``.
         """
+        from agent_link_codex.delivery import STALE_CLAIM_MS, VIA
+
         counts = {"pushed": 0, "rechecked": 0}
         links = self.service.live_links()
         if not links:
@@ -696,6 +727,8 @@ class CodexHarness(Harness):
         return True
 
     async def _recheck(self, app: Any, links: list[Link], older_than_ms: int) -> int:
+        from agent_link_codex.delivery import VIA
+
         checked = 0
         for row in self.claims.stale(older_than_ms):
             message = app.mailbox.get_row(row["message_id"])
@@ -788,6 +821,8 @@ class CodexHarness(Harness):
         }
 
     def _health(self) -> dict[str, Any]:
+        from agent_link_codex.managed import ManagedError, find_codex
+
         values = self.values
         service = self.service
         candidates, problems = service.candidates()
@@ -832,6 +867,8 @@ def probe_version(values: Mapping[str, Any], env: Mapping[str, str]) -> dict[str
     """``<codex> --version`` of the Codex agent-link would run: ``{probed, installed, path,
     source, reason}``; ``installed`` is None when it cannot be told (no binary, an
     ``AGENT_LINK_CODEX_APP_SERVER_BIN`` program, no version in the output)."""
+    from agent_link_codex.managed import ManagedError, find_codex
+
     import subprocess
 
     try:
@@ -854,6 +891,8 @@ def probe_version(values: Mapping[str, Any], env: Mapping[str, str]) -> dict[str
 def holder_check_view() -> dict[str, Any]:
     """How this platform can tell whether another process holds a thread's transcript:
     ``{method: psutil|lsof|None, platform, available}`` (see :func:`rollouts.rollout_holders`)."""
+    from agent_link_codex import rollouts
+
     import shutil
     import sys
 
@@ -927,6 +966,8 @@ def prompt_hook_view(listed: list[dict[str, Any]], last_run_ms: int | None) -> d
 
 def source_kinds(include_exec: bool, include_subagents: bool) -> tuple[str, ...]:
     """The ``sourceKinds`` to list: interactive kinds, plus exec and sub-agents on request."""
+    from agent_link_codex.service import SOURCE_KINDS
+
     kinds = list(DEFAULT_KINDS)
     if include_exec:
         kinds.append("exec")

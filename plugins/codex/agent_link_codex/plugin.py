@@ -104,13 +104,18 @@ def agent_link_on_event(event: Any, app: App) -> None:
 def agent_link_register_commands(cli: click.Group) -> None:
     """``agent-link endpoints add|list|remove``, ``--socket PATH`` on ``sessions`` and ``send``, and
     ``agent-link install codex`` / ``uninstall codex`` (:mod:`agent_link_codex.install`)."""
-    from agent_link_codex.cli import add_socket_option, endpoints
-    from agent_link_codex.install import install_codex, uninstall_codex
+    from agent_link_codex.cli import add_socket_option
+    from agent_link_core.contribute import command
     from agent_link_core.host_install import install_group, uninstall_group
 
-    cli.add_command(endpoints)
-    install_group(cli).add_command(install_codex)
-    uninstall_group(cli).add_command(uninstall_codex)
+    cli.add_command(command("endpoints", "agent_link_codex.cli:endpoints",
+                            "Codex app-servers to use besides the default ones (a registry only you can read)."))
+    install_group(cli).add_command(command(
+        "codex", "agent_link_codex.install:install_codex",
+        "Install agent-link as a Codex plugin (MCP tools and the prompt hook)."))
+    uninstall_group(cli).add_command(command(
+        "codex", "agent_link_codex.install:uninstall_codex",
+        "Remove the agent-link Codex plugin (your messages stay in the state directory)."))
     add_socket_option(cli)
 
 

@@ -59,7 +59,9 @@ async def test_codex_thread_replies_through_agent_link_tools(stub: ResponsesStub
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     # the Codex home: Codex does not pass its own to MCP servers, and the calling thread is
     # proved from its transcripts there (fromVerified) when no app-server is reachable
+    # AGENT_LINK_TOOLS=all: a host's default lists the messaging tools only (agent_link_tools reaches the rest)
     server_env = {"AGENT_LINK_STATE_DIR": str(isolated_env), "AGENT_LINK_HOST": "codex", "AGENT_LINK_CODEX_AUTOSTART": "0",
+                  "AGENT_LINK_TOOLS": "all",
                   "AGENT_LINK_DISABLE_PLUGINS": OTHER_PLUGINS, "CODEX_HOME": str(tmp_path / "codex" / "codex-home")}
     servers = {"agent-link": McpServerConfig(command=sys.executable, args=["-m", "agent_link_core", "mcp"], env=server_env,
                                              startup_timeout_sec=30)}

@@ -66,7 +66,9 @@ def stub() -> Iterator[ResponsesStub]:
 
 
 def agent_link_server(state_dir: Path) -> dict[str, McpServerConfig]:
+    # AGENT_LINK_TOOLS=all: a host's default lists the messaging tools only (agent_link_tools reaches the rest)
     env = {"AGENT_LINK_STATE_DIR": str(state_dir), "AGENT_LINK_HOST": "codex", "AGENT_LINK_CODEX_AUTOSTART": "0",
+           "AGENT_LINK_TOOLS": "all",
            "AGENT_LINK_DISABLE_PLUGINS": OTHER_PLUGINS}
     return {"agent-link": McpServerConfig(command=sys.executable, args=["-m", "agent_link_core", "mcp"], env=env,
                                           startup_timeout_sec=60)}

@@ -86,9 +86,10 @@ def agent_link_server_tasks(app: App) -> list[Callable[[], Awaitable[None]]]:
 @hookimpl
 def agent_link_register_commands(cli: click.Group) -> None:
     """``agent-link forks list|show``."""
-    from agent_link_forks.cli import forks
+    from agent_link_core.contribute import command
 
-    cli.add_command(forks)
+    cli.add_command(command("forks", "agent_link_forks.cli:forks",
+                            "Fork jobs: tasks run on a fork of a Codex thread (fork_codex_thread)."))
 
 
 @hookimpl

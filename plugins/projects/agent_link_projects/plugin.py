@@ -4,26 +4,22 @@ every thread; without the roles plugin role assignments are not consulted)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agent_link_core import hookimpl
-from agent_link_core.tools.registry import ToolSpec
-from agent_link_projects.peers import roles_api
-from agent_link_projects.tools import PROJECT_TOOLS
+from agent_link_core.contribute import registers
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
 
-
-@hookimpl
-def agent_link_register_tools(register: Callable[[ToolSpec], None]) -> None:
-    for spec in PROJECT_TOOLS:
-        register(spec)
+#: the project tools (their module is imported only when tools are listed)
+agent_link_register_tools = registers("agent_link_projects.tools:PROJECT_TOOLS")
 
 
 @hookimpl
 def agent_link_health(app: App) -> tuple[str, dict[str, Any]]:
+    from agent_link_projects.peers import roles_api
+
     codex = "codex" in app.harnesses
     roles = roles_api(app) is not None
     receipts = "receipts" in app.plugin_report.loaded

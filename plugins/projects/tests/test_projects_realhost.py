@@ -49,7 +49,9 @@ def text_input(value: str) -> list[dict[str, Any]]:
 def host_for(stub: ResponsesStub, root: Path, state: Path) -> CodexAppServer:
     """A real app-server whose threads have agent-link (all plugins but claude) as MCP server."""
     socket = root / "app-server.sock"
+    # AGENT_LINK_TOOLS=all: a host's default lists the messaging tools only (agent_link_tools reaches the rest)
     server_env = {"AGENT_LINK_STATE_DIR": str(state), "AGENT_LINK_HOST": "codex", "AGENT_LINK_CODEX_AUTOSTART": "0",
+                  "AGENT_LINK_TOOLS": "all",
                   "AGENT_LINK_CODEX_SOCK": str(socket), "CODEX_HOME": str(root / "codex-home"),
                   "AGENT_LINK_DISABLE_PLUGINS": "claude"}
     servers = {"agent-link": McpServerConfig(command=sys.executable, args=["-m", "agent_link_core", "mcp"], env=server_env,

@@ -49,11 +49,12 @@ def _visibility(app: App, everyone: bool) -> Visibility:
     return visibility
 
 
-def register(cli: click.Group) -> None:
-    """Add the ``receipts`` group to the root ``agent-link`` group."""
+def command_group() -> click.Group:
+    """The ``agent-link receipts`` group (built when the command runs: the plugin declares it
+    with :func:`agent_link_core.contribute.command`)."""
     from agent_link_core.cli import EXIT_HELP, WholeRange, emit, get_app
 
-    @cli.group("receipts", invoke_without_command=True, epilog=EXIT_HELP)
+    @click.group("receipts", invoke_without_command=True, epilog=EXIT_HELP)
     @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
     @click.option("--limit", type=WholeRange(1, 500), default=50, show_default=True)
     @click.option("--action", type=click.Choice(ACTIONS), help="Only this action.")
@@ -92,3 +93,5 @@ def register(cli: click.Group) -> None:
         app = get_app(ctx)
         for receipt in export_receipts(from_app(app).store, visibility=_visibility(app, everyone)):
             click.echo(json.dumps(receipt, ensure_ascii=False))
+
+    return receipts

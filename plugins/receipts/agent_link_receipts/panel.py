@@ -32,3 +32,5 @@ def render(app: App) -> PanelView:
 
 
 PANEL = Panel("receipts", "Receipts", render, order=50)
+#: what ``agent_link_register_panels`` registers (named by the entry module, imported when panels are listed)
+PANELS = (PANEL,)

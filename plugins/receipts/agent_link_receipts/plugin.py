@@ -29,34 +29,29 @@ import click
 
 from agent_link_core import hookimpl
 from agent_link_core.contribute import migrations, registers
-from agent_link_core.mailbox import Event, OutgoingMessage, SendContext
 
-from agent_link_receipts import cli as receipts_cli
-from agent_link_receipts.build import send_fields
 from agent_link_receipts.context import INFER_SETTING, LOG_SETTING, MIGRATIONS, SETTINGS
-from agent_link_receipts.ledger import append_log
-from agent_link_receipts.origin import compute_origin
-from agent_link_receipts.panel import PANEL
-from agent_link_receipts.recording import record, repair
-from agent_link_receipts.tools import RECEIPT_TOOLS
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
+    from agent_link_core.mailbox import Event, OutgoingMessage, SendContext
 
 log = logging.getLogger(__name__)
 
 
 agent_link_register_settings = registers(SETTINGS)
 agent_link_schema = migrations(MIGRATIONS)
-agent_link_register_tools = registers(RECEIPT_TOOLS)
-
-
-agent_link_register_panels = registers([PANEL])
+#: the list tool and the web page's Receipts section: their modules load when they are listed
+agent_link_register_tools = registers("agent_link_receipts.tools:RECEIPT_TOOLS")
+agent_link_register_panels = registers("agent_link_receipts.panel:PANELS")
 
 
 @hookimpl
 def agent_link_register_commands(cli: click.Group) -> None:
-    receipts_cli.register(cli)
+    from agent_link_core.contribute import command
+
+    cli.add_command(command("receipts", "agent_link_receipts.cli:command_group",
+                            "List audit receipts of what you sent or received, newest first."))
 
 
 @hookimpl
@@ -66,6 +61,9 @@ def agent_link_before_send(message: OutgoingMessage, context: SendContext, app: 
         message.metadata["receipt"] = {"record": False}
         context.result["receipt"] = {"record": False, "recorded": False, "id": None}
         return None
+    from agent_link_receipts.build import send_fields
+    from agent_link_receipts.origin import compute_origin
+
     fields = send_fields(context.arguments)
     fields["origin"] = compute_origin(given, message.sender, context.meta, app.env,
                                       infer_from_env=bool(app.config.get(INFER_SETTING)))
@@ -80,6 +78,8 @@ def agent_link_before_send(message: OutgoingMessage, context: SendContext, app: 
 @hookimpl
 def agent_link_record_event(event: Event, app: App) -> None:
     # In the transaction of the change: a crash can never leave a message without its receipt.
+    from agent_link_receipts.recording import record
+
     stored = record(app, event)
     if stored and event.result is not None and isinstance(event.result.get("receipt"), dict):
         # a send in progress, or a harness action (launch, archive) waiting for its receipt id
@@ -96,6 +96,8 @@ def agent_link_on_event(event: Event, app: App) -> None:
     stored = event.notes.get("receipts")
     log_path = app.config.get(LOG_SETTING)
     if stored and log_path:
+        from agent_link_receipts.ledger import append_log
+
         try:
             append_log(log_path, stored)
         except OSError as exc:  # the database already holds the receipt; the copy is a convenience
@@ -105,6 +107,8 @@ def agent_link_on_event(event: Event, app: App) -> None:
 
 @hookimpl
 def agent_link_health(app: App) -> tuple[str, dict[str, Any]]:
+    from agent_link_receipts.recording import repair
+
     repair(app)
     count = app.store.conn.execute("SELECT COUNT(*) FROM receipts").fetchone()[0]
     return "receipts", {

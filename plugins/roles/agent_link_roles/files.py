@@ -15,7 +15,6 @@ import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
-from filelock import FileLock, Timeout
 
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.store import ensure_private_dir, state_io_error
@@ -66,6 +65,8 @@ def locked(path: Path, state_dir: Path) -> Iterator[None]:
     """
     ensure_private_dir(path.parent)
     lock_path = path.with_name(path.name + ".lock")
+    from filelock import FileLock, Timeout  # only writers lock: readers of the table go without it
+
     # preserve_lock_file: deleting the lock file on release lets a waiter lock a dead inode.
     lock = FileLock(lock_path, timeout=LOCK_TIMEOUT_S, mode=0o600, poll_interval=LOCK_POLL_S, preserve_lock_file=True)
     try:

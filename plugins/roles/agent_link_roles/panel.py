@@ -33,3 +33,5 @@ def render(app: App) -> PanelView:
 
 
 PANEL = Panel("roles", "Roles", render, order=10)
+#: what ``agent_link_register_panels`` registers (named by the entry module, imported when panels are listed)
+PANELS = (PANEL,)

@@ -25,38 +25,32 @@ from typing import TYPE_CHECKING, Any
 
 from agent_link_core import hookimpl
 from agent_link_core.contribute import migrations, registers
-from agent_link_core.envelope import render_element
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.mailbox import EnvelopeContribution, Event, OutgoingMessage, SendContext
-from agent_link_core.model import Caller
 
 from agent_link_roles.context import MIGRATIONS, SETTINGS, from_app
-from agent_link_roles.enforcement import check_send, enforcement_mode
-from agent_link_roles.handover import apply_handover
-from agent_link_roles.panel import PANEL
-from agent_link_roles.policy import evaluate_override
-from agent_link_roles.procedures import claim_text, read_procedure, record_version, text_for
-from agent_link_roles.table import load_table, table_path
-from agent_link_roles.tools import ADMIN_SETTING, ROLE_TOOLS
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
+    from agent_link_core.mailbox import EnvelopeContribution, Event, OutgoingMessage, SendContext
+    from agent_link_core.model import Caller
 
 log = logging.getLogger(__name__)
 
 
 agent_link_register_settings = registers(SETTINGS)
 agent_link_schema = migrations(MIGRATIONS)
-agent_link_register_tools = registers(ROLE_TOOLS)
-
-
-agent_link_register_panels = registers([PANEL])
+#: the role tools and the web page's Roles section: their modules load when they are listed
+agent_link_register_tools = registers("agent_link_roles.tools:ROLE_TOOLS")
+agent_link_register_panels = registers("agent_link_roles.panel:PANELS")
 
 
 @hookimpl
 def agent_link_resolve_address(address: str, caller_address: str, app: App) -> dict[str, Any] | None:
     if not address.startswith("role:"):
         return None
+    from agent_link_roles.handover import apply_handover
+    from agent_link_roles.table import load_table
+
     name = address[5:]
     table = load_table(from_app(app).state_dir)
     # A hand edit of roles.json takes effect here too; resolving is also a read (resolve_agent),
@@ -77,6 +71,10 @@ def agent_link_resolve_address(address: str, caller_address: str, app: App) -> d
 
 @hookimpl
 def agent_link_before_send(message: OutgoingMessage, context: SendContext, app: App) -> list[dict[str, Any]] | None:
+    from agent_link_roles.enforcement import check_send, enforcement_mode
+    from agent_link_roles.procedures import read_procedure, record_version
+    from agent_link_roles.table import load_table
+
     ctx = from_app(app)
     try:
         table = load_table(ctx.state_dir)
@@ -97,6 +95,8 @@ def agent_link_before_send(message: OutgoingMessage, context: SendContext, app: 
 
 @hookimpl
 def agent_link_on_event(event: Event, app: App) -> None:
+    from agent_link_roles.procedures import claim_text
+
     if event.kind != "sent" or event.message_id is None:
         return
     row = app.mailbox.get_row(event.message_id)
@@ -112,6 +112,9 @@ def agent_link_on_event(event: Event, app: App) -> None:
 
 @hookimpl
 def agent_link_render_envelope(message: dict[str, Any], app: App) -> EnvelopeContribution | None:
+    from agent_link_core.envelope import render_element
+    from agent_link_core.mailbox import EnvelopeContribution
+
     role = message.get("metadata", {}).get("role")
     if not isinstance(role, dict) or not role.get("name"):
         return None
@@ -121,6 +124,8 @@ def agent_link_render_envelope(message: dict[str, Any], app: App) -> EnvelopeCon
     if not procedure.get("version"):
         return contribution
     contribution.attributes["procedure"] = f"{name}@{procedure['version']}"
+    from agent_link_roles.procedures import text_for
+
     try:
         text = text_for(app.store, name, message["recipient"], procedure["sha256"], message["id"])
     except Exception:  # a missing text must never stop the message itself from rendering
@@ -137,6 +142,8 @@ def agent_link_check_override(
 ) -> dict[str, Any]:
     """May ``sender`` change ``setting`` of the existing session ``target`` to ``value``?
     See :func:`agent_link_roles.policy.evaluate_override` for the decision's shape."""
+    from agent_link_roles.policy import evaluate_override
+
     return evaluate_override(from_app(app).state_dir, target, sender.address, setting, value, context,
                              sender_verified=sender.verified)
 
@@ -145,6 +152,8 @@ def agent_link_check_override(
 def agent_link_session_roles(addresses: list[str], app: App) -> dict[str, list[str]] | None:
     """The roles each listed session holds (directly or for a project), from ``roles.json``;
     None when the table cannot be read (listings then show no roles rather than fail)."""
+    from agent_link_roles.table import load_table
+
     try:
         table = load_table(from_app(app).state_dir)
     except AgentLinkError:
@@ -159,6 +168,10 @@ def agent_link_session_roles(addresses: list[str], app: App) -> dict[str, list[s
 
 @hookimpl
 def agent_link_health(app: App) -> tuple[str, dict[str, Any]]:
+    from agent_link_roles.enforcement import enforcement_mode
+    from agent_link_roles.table import load_table, table_path
+    from agent_link_roles.tools import ADMIN_SETTING
+
     ctx = from_app(app)
     path = table_path(ctx.state_dir)
     section: dict[str, Any] = {"path": str(path), "exists": path.exists(), "admin": bool(ctx.config.get(ADMIN_SETTING))}

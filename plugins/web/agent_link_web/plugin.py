@@ -43,9 +43,12 @@ def agent_link_register_settings(register: Callable[[Setting], None]) -> None:
 
 @hookimpl
 def agent_link_register_commands(cli: click.Group) -> None:
-    from agent_link_web.cli import web_command
+    from agent_link_core.contribute import command
 
-    cli.add_command(web_command)
+    cli.add_command(command(
+        "web", "agent_link_web.cli:web_command",
+        "Serve a live page of the agents' mail on 127.0.0.1, for you: see conversations, search,"
+        " send and answer as user:<name>. The printed link carries the access token."))
 
 
 @hookimpl

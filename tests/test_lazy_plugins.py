@@ -1,0 +1,148 @@
+"""A plugin declares what it contributes; the code behind it loads when used
+(docs/plugins.md, section 1; :mod:`agent_link_core.contribute`).
+
+* A plugin whose heavy module raises on import loses only its own command and tool: the
+  root ``--help``, ``tools/list`` and health still name them, everything else works.
+* ``agent-link send`` and ``agent-link inbox`` (text output, every installed plugin) import
+  none of the heavy modules: checked in a subprocess through ``sys.modules``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent_link_testing.dists import install_dist
+from agent_link_testing.mcp_client import agent_link_mcp
+
+PLUGIN = '''
+from agent_link_core.contribute import command, commands, lazy_handler, registers
+from agent_link_core.tools.registry import ToolSpec
+
+agent_link_register_commands = commands(
+    command("heavy-report", "agent_link_heavy.heavy:report", "Print the heavy report."),
+)
+agent_link_register_tools = registers([
+    ToolSpec("heavy_report", "The heavy report.", {"type": "object", "properties": {}, "additionalProperties": False},
+             {"count": {"type": "integer"}}, lazy_handler("agent_link_heavy.heavy:report_tool"), read_only=True),
+])
+'''
+HEAVY = '''
+raise ImportError("No module named 'enormous_dependency'")
+'''
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Path:
+    install_dist(tmp_path / "site", "agent_link_heavy", {"plugin.py": PLUGIN, "heavy.py": HEAVY}, entry_name="heavy",
+                 entry_module="agent_link_heavy.plugin")
+    return tmp_path / "site"
+
+
+def cli(site: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(site), AGENT_LINK_LOAD_PLUGINS="heavy", AGENT_LINK_ADDRESS="test:alice")
+    return subprocess.run([sys.executable, "-m", "agent_link_core", *args], capture_output=True, text=True, env=env,
+                          timeout=120, check=False)
+
+
+def test_a_declared_command_whose_module_fails_breaks_only_itself(site: Path) -> None:
+    helped = cli(site, "--help")
+    assert helped.returncode == 0, helped.stderr
+    assert "heavy-report" in helped.stdout and "Print the heavy report." in helped.stdout
+
+    ran = cli(site, "heavy-report")
+    assert ran.returncode == 1
+    lines = ran.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in ran.stderr, ran.stderr
+    assert "'heavy'" in lines[0] and "enormous_dependency" in lines[0] and "AGENT_LINK_DISABLE_PLUGINS=heavy" in lines[0]
+
+    sent = cli(site, "send", "test:bob", "still works")  # the core's commands are untouched
+    assert sent.returncode == 0, sent.stderr
+    health = cli(site, "health", "--json")
+    assert health.returncode == 0, health.stderr
+    assert "heavy" in json.loads(health.stdout)["plugins"]["loaded"]
+
+
+@pytest.mark.anyio
+async def test_a_declared_tool_whose_module_fails_is_listed_and_answers_an_error(site: Path) -> None:
+    env = {"PYTHONPATH": str(site), "AGENT_LINK_LOAD_PLUGINS": "heavy", "AGENT_LINK_ADDRESS": "test:alice"}
+    async with agent_link_mcp(env) as client:
+        tools = await client.tools()
+        assert "heavy_report" in tools and "message_agent" in tools
+        result = await client.call("heavy_report")
+        assert result["ok"] is False
+        assert result["error"]["code"] == "internal_error"
+        assert result["error"]["details"] == {"cause": "ImportError"}
+        assert "AGENT_LINK_DISABLE_PLUGINS=heavy" in result["error"]["hint"]
+        sent = await client.call("message_agent", {"to": "test:bob", "message": "hi"})
+        assert sent["ok"] is True, sent
+        health = await client.call("agent_link_health")
+        assert "heavy" in health["plugins"]["loaded"]
+        problems = [p for p in health["plugins"]["problems"] if p["plugin"] == "heavy"]
+        assert [p["hook"] for p in problems] == ["tool handler agent_link_heavy.heavy:report_tool"]
+        assert not problems[0]["disabled"]
+
+
+#: modules a plain send or inbox never needs (the MCP SDK, schema validation, tables, the
+#: web page, host clients)
+HEAVY_MODULES = ("mcp", "pydantic", "jsonschema", "rich", "jinja2", "starlette", "websockets", "psutil", "filelock",
+                 "anyio", "agent_link_core.legacy", "agent_link_core.tools.core_tools", "agent_link_web.server")
+
+PROBE = '''
+import json, sys
+watched = json.loads(sys.argv.pop())
+from agent_link_core.entry import main
+code = 0
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+heavy = sorted(m for m in watched if m in sys.modules)
+print("HEAVY=" + json.dumps(heavy), file=sys.stderr)
+sys.exit(code)
+'''
+
+
+@pytest.mark.installed_plugins
+@pytest.mark.parametrize("args", [("send", "test:bob", "hello"), ("inbox",)], ids=["send", "inbox"])
+def test_send_and_inbox_import_no_heavy_module(tmp_path: Path, args: tuple[str, ...]) -> None:
+    """Every installed plugin loads (no AGENT_LINK_LOAD_PLUGINS): what they declare must not
+    pull the code behind it into a plain command."""
+    env = {k: v for k, v in os.environ.items() if k != "AGENT_LINK_LOAD_PLUGINS"}
+    env["AGENT_LINK_ADDRESS"] = "test:alice"
+    probe = tmp_path / "probe.py"
+    probe.write_text(PROBE)
+    subprocess.run([sys.executable, "-m", "agent_link_core", "send", "test:alice", "so the inbox has mail"],
+                   env=dict(env, AGENT_LINK_ADDRESS="test:bob"), check=True, capture_output=True, timeout=120)
+    done = subprocess.run([sys.executable, str(probe), *args, json.dumps(HEAVY_MODULES)], env=env, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    heavy = json.loads(done.stderr.rsplit("HEAVY=", 1)[1])
+    assert heavy == []
+
+
+@pytest.mark.installed_plugins
+def test_every_declared_command_matches_the_command_it_names() -> None:
+    """A declaration cannot drift from its command: same name, and the declared help is the
+    first paragraph of the real command's help (what the root ``--help`` shortens)."""
+    import click
+
+    from agent_link_core.cli import build_cli
+    from agent_link_core.contribute import LazyCommand
+
+    cli = build_cli()
+    ctx = click.Context(cli)
+    groups = [cli] + [cli.get_command(ctx, name) for name in ("install", "uninstall")]
+    declared = [cmd for group in groups if isinstance(group, click.Group)
+                for cmd in (group.get_command(ctx, n) for n in group.list_commands(ctx)) if isinstance(cmd, LazyCommand)]
+    assert {c.name for c in declared} >= {"endpoints", "web", "approvals", "receipts", "forks", "claude-peers", "codex", "claude"}
+    for lazy in declared:
+        real = lazy.load(ctx)
+        assert real.name == lazy.name, lazy.target
+        first = " ".join((real.help or "").split("\n\n")[0].split())
+        assert " ".join((lazy.help or "").split()) == first, lazy.target
