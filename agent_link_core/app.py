@@ -572,16 +572,21 @@ class App:
     async def reply(
         self, *, caller: Caller, message_id: str, resolution: str = "reply", message: str | None = None,
         anticipation: str | None = None, reply_by: str | None = None, arguments: Mapping[str, Any] | None = None,
-        meta: Mapping[str, Any] | None = None, metadata: Mapping[str, Any] | None = None,
+        meta: Mapping[str, Any] | None = None, metadata: Mapping[str, Any] | None = None, reply_id: str | None = None,
     ) -> dict[str, Any]:
         """Resolve a message addressed to the caller, sending the reply back to its sender.
 
         ``reply`` and ``decline`` need ``message`` (for decline: the reason); ``done`` takes
         an optional note, sent back only when given. ``metadata`` is stored with the note
         (e.g. ``envelopeFormat``, see :func:`agent_link_core.api.send_reliably`).
+        ``reply_id`` (a ULID) is the id the answer is stored under and makes a retry safe:
+        when the caller already resolved the message this way with this id and the same
+        content, the first result comes back with ``duplicate: true`` (nothing stored or
+        pushed again); other content under it is refused naming what differs.
 
         :raises AgentLinkError: ``not_found``, ``wrong_recipient``, ``already_resolved``,
-            ``invalid_arguments``, ``body_too_large``, ``no_current_session``.
+            ``invalid_arguments`` (rule ``idempotency`` for a reused ``reply_id``),
+            ``body_too_large``, ``no_current_session``.
         """
         self.require_caller(caller)
         row = self.mailbox.require(message_id)
@@ -598,12 +603,15 @@ class App:
         if message is not None and message.strip():
             label, reply_by_ms = check_labels(anticipation, reply_by, False, now_ms())
             reply_msg = OutgoingMessage(
-                id=new_message_id(), sender=caller, to=row["from_addr"], recipient=row["from_addr"],
+                id=reply_id or new_message_id(), sender=caller, to=row["from_addr"], recipient=row["from_addr"],
                 body=check_body(message), anticipation=label, reply_by_ms=reply_by_ms, reply_to=message_id,
                 metadata={**(metadata or {}), "resolution": resolution},
             )
-            if caller.address == row["recipient"]:
-                warnings += self.hooks.before_send(reply_msg, context)
+        if reply_id is not None and self._answered_before(caller, row, reply_id, resolution, reply_msg):
+            return {**self._reply_result(row, self.mailbox.get_row(reply_id), None, context.result), "duplicate": True,
+                    **({"warnings": warnings} if warnings else {})}
+        if reply_msg is not None and caller.address == row["recipient"]:
+            warnings += self.hooks.before_send(reply_msg, context)
         res, reply_row = self.mailbox.resolve(
             # The reason as sanitized for the note (lone surrogates of undecodable input never reach disk).
             message_id, caller, resolution, reason=reply_msg.body if reply_msg is not None and resolution != "reply" else None,
@@ -613,23 +621,62 @@ class App:
         delivery = await self.push(reply_row, {}) if reply_row is not None else None
         if reply_row is not None:
             reply_row = self.mailbox.get_row(reply_row["id"])
-        state = self.mailbox.state(self.mailbox.stored(message_id))
-        out = {
-            "messageId": reply_row["id"] if reply_row is not None else None,
-            "replyToMessageId": message_id,
-            "target": {"address": row["from_addr"], "harness": address_scheme(row["from_addr"])},
-            "delivery": _delivery_word(reply_row, delivery),
-            "resolution": res,
-            "status": state.status,
-            "late": res["late"],
-            "anticipation": reply_row["anticipation"] if reply_row is not None else None,
-            **context.result,
-        }
+        out = self._reply_result(row, reply_row, delivery, context.result)
+        if reply_id is not None:
+            out["duplicate"] = False
         if delivery is not None and delivery.warnings:
             warnings += delivery.warnings
         if warnings:
             out["warnings"] = warnings
         return out
+
+    def _reply_result(self, row: Any, reply_row: Any, delivery: Delivery | None, extra: Mapping[str, Any]) -> dict[str, Any]:
+        """What :meth:`reply` returns for the resolved message ``row`` and its answer ``reply_row`` (or None)."""
+        state = self.mailbox.state(self.mailbox.stored(row["id"]))
+        res = state.resolution or {}
+        return {
+            "messageId": reply_row["id"] if reply_row is not None else None,
+            "replyToMessageId": row["id"],
+            "target": {"address": row["from_addr"], "harness": address_scheme(row["from_addr"])},
+            "delivery": _delivery_word(reply_row, delivery),
+            "resolution": state.resolution,
+            "status": state.status,
+            "late": bool(res.get("late")),
+            "anticipation": reply_row["anticipation"] if reply_row is not None else None,
+            **extra,
+        }
+
+    def _answered_before(self, caller: Caller, row: Any, reply_id: str, kind: str, reply: OutgoingMessage | None) -> bool:
+        """Whether an earlier call already resolved ``row`` as this one asks, under ``reply_id``
+        (a retry: True). False when nothing was stored under ``reply_id`` yet.
+
+        :raises AgentLinkError: ``invalid_arguments`` (rule ``idempotency``, ``details.differs``)
+            when ``reply_id`` holds another message or another answer than this one.
+        """
+        from agent_link_core.mailbox import differing_fields
+
+        stored = self.mailbox.get_row(reply_id)
+        resolution = self.mailbox.state(row).resolution
+        if stored is None:
+            # a done without a note stores no message: the same resolution by the same caller is the retry
+            return (reply is None and resolution is not None and resolution["kind"] == kind and resolution["by"] == caller.address
+                    and resolution["replyMessageId"] is None)
+        if reply is None:
+            differs = ["message"]
+        else:
+            differs = differing_fields(stored, reply)
+        earlier = json.loads(stored["metadata"] or "{}").get("resolution")
+        if earlier != kind:
+            differs.insert(0, "resolution")
+        if not differs and (resolution is None or resolution["replyMessageId"] != reply_id):
+            differs = ["replyToMessageId"]  # the same words stored as another message's answer
+        if differs:
+            what = f"its {', '.join(differs)} {'differs' if len(differs) == 1 else 'differ'}"
+            raise invalid_arguments(
+                [{"path": "replyMessageId", "rule": "idempotency", "expected": "the same answer as the first call with this id"}],
+                f"Message id {reply_id} was already used for a different message: {what}.", differs=differs,
+            )
+        return True
 
     # -- reading -----------------------------------------------------------------------
 
@@ -1074,7 +1121,7 @@ def _private(path: str) -> bool:
 def _delivery_word(reply_row: Any, delivery: Delivery | None) -> str:
     if reply_row is None:
         return "none"
-    if delivery is not None and delivery.delivered:
+    if (delivery is not None and delivery.delivered) or reply_row["first_delivered_at"] is not None:
         return "delivered"
     return "queued"
 
