@@ -933,3 +933,26 @@ async def test_plain_addresses_find_each_other_and_typos_are_caught() -> None:
         assert replied["replyToMessageId"] == mid
         waited = await alice.ok("wait_for_agent", {"agent": "team:bob", "replyToMessageId": mid.lower(), "timeoutMs": 0})
         assert waited["outcome"] == "reply"
+
+
+async def test_a_retried_send_and_reply_are_stored_once() -> None:
+    """issue 29: a model that calls message_agent again after a host tool timeout passes the
+    same messageId; reply_agent_link_message the same replyMessageId. Each retry returns the
+    first message (duplicate: true), other content under the key is refused naming what
+    differs, and the mailbox holds one message each."""
+    async with peers("test:alice", "test:bob") as (alice, bob):
+        key = "01J00000000000000000000007"
+        first = await alice.send("test:bob", "ship it?", anticipation="reply", messageId=key)
+        again = await alice.send("test:bob", "ship it?", anticipation="reply", messageId=key)
+        assert (first["duplicate"], again["duplicate"], again["messageId"]) == (False, True, key)
+        error = await alice.fail("message_agent", {"to": "test:bob", "message": "ship it now", "messageId": key}, "invalid_arguments")
+        assert error["details"]["differs"] == ["message", "anticipation"] and error["details"]["errors"][0]["rule"] == "idempotency"
+        await alice.invalid("message_agent", {"to": "test:bob", "message": "x", "messageId": "7-not-an-id"}, "messageId", "pattern")
+        answer = {"messageId": key, "message": "yes", "replyMessageId": "01J00000000000000000000008"}
+        replied = await bob.ok("reply_agent_link_message", answer)
+        retried = await bob.ok("reply_agent_link_message", answer)
+        assert (replied["duplicate"], retried["duplicate"], retried["messageId"]) == (False, True, replied["messageId"])
+        error = await bob.fail("reply_agent_link_message", {**answer, "message": "no"}, "invalid_arguments")
+        assert error["details"]["differs"] == ["message"]
+        assert [m["id"] for m in (await alice.inbox())["messages"]] == [replied["messageId"]]
+        assert len((await alice.ok("agent_link_mailbox_inspect"))["messages"]) == 2
