@@ -444,6 +444,10 @@ class App:
             recipient, via, target_meta = await self.target_address(to, caller, allow_archived=allow_archived)
         unseen = None
         if message_id is None or self.mailbox.get_row(message_id) is None:
+            from agent_link_core.loops import check_send
+
+            check_send(self.store, self.config, sender=caller.address, recipient=recipient, body=clean, anticipation=label,
+                       reply_to=reply_to, now_ms=now, known_sender=caller.known)
             unseen = self._unseen_recipient(recipient, require_known)
         if via:
             target_meta["via"] = via
@@ -819,10 +823,14 @@ class App:
     async def wait(
         self, *, caller: Caller, agent: str, reply_to: str | None = None, timeout_ms: int = 60_000, poll_ms: int = 1000,
         progress: Progress | None = None, activity: Callable[[], Awaitable[dict[str, Any] | None]] | None = None,
+        mark: bool = True,
     ) -> dict[str, Any]:
         """Wait for the resolution of ``reply_to`` (or, without it, for the oldest unread message
         from ``agent`` to the caller, else the next one to arrive). A timeout is a normal outcome.
 
+        :param mark: mark the returned reply delivered (via ``wait``) as it is returned; False
+            for a caller that marks it itself once the reply reached its reader (the CLI, after
+            its output was written: :meth:`mark_taken`).
         :param progress: the tool call's progress reporter (the client sent a progress
             token): the wait reports progress every :data:`PROGRESS_EVERY_MS` and runs up to
             ``timeout_ms``. Without one a call waits at most :data:`MAX_WAIT_PER_CALL_MS`
@@ -857,7 +865,7 @@ class App:
         self.waiting[key] = self.waiting.get(key, 0) + 1
         try:
             while True:
-                result = self._wait_check(caller, target, reply_to, since)
+                result = self._wait_check(caller, target, reply_to, since, mark)
                 if result is None and activity is not None and not reply_to:
                     result = await activity()
                 waited = int((time.monotonic() - start) * 1000)
@@ -891,7 +899,7 @@ class App:
         return (int(self.config.get("AGENT_LINK_WAIT_CAP_MS") or MAX_WAIT_PER_CALL_MS),
                 int(self.config.get("AGENT_LINK_WAIT_PROGRESS_MS") or PROGRESS_EVERY_MS))
 
-    def _wait_check(self, caller: Caller, target: str, reply_to: str | None, since: int) -> dict[str, Any] | None:
+    def _wait_check(self, caller: Caller, target: str, reply_to: str | None, since: int, mark: bool = True) -> dict[str, Any] | None:
         if reply_to:
             row = self.mailbox.stored(reply_to)
             state = self.mailbox.state(row)
@@ -900,7 +908,7 @@ class App:
                 out: dict[str, Any] = {"outcome": outcome, "resolution": state.resolution}
                 reply_id = state.resolution.get("replyMessageId")
                 if reply_id:
-                    out["reply"] = self._take_reply(caller, reply_id)
+                    out["reply"] = self._take_reply(caller, reply_id, mark)
                 return out
             if state.status in ("unresolved", "expired"):
                 self.mailbox.note_transition(row, state)
@@ -917,17 +925,26 @@ class App:
         ).fetchone()
         if row is None:
             return None
-        return {"outcome": "reply", "reply": self._take_reply(caller, row["id"]), "arrivedBeforeWait": row["sent_at"] < since}
+        return {"outcome": "reply", "reply": self._take_reply(caller, row["id"], mark), "arrivedBeforeWait": row["sent_at"] < since}
 
-    def _take_reply(self, caller: Caller, reply_id: str) -> dict[str, Any]:
-        """A reply returned by a wait reaches the caller here: it counts as delivered."""
+    def _take_reply(self, caller: Caller, reply_id: str, mark: bool = True) -> dict[str, Any]:
+        """A reply returned by a wait reaches the caller here: it counts as delivered (unless
+        ``mark`` is False: then :meth:`mark_taken` does it once the caller showed it)."""
         row = self.mailbox.stored(reply_id)
-        if caller.known and row["recipient"] == caller.address:
-            self.mailbox.mark_delivered(reply_id, "wait")
+        if mark and self.mark_taken(caller, reply_id):
             row = self.mailbox.stored(reply_id)
         view = self.mailbox.to_view(row)
         view["envelope"] = self.mailbox.envelope(row)
         return view
+
+    def mark_taken(self, caller: Caller, reply_id: str) -> bool:
+        """Mark a reply a wait returned delivered (via ``wait``) when ``caller`` is its recipient.
+
+        :returns: True when it became delivered now.
+        :raises AgentLinkError: ``state_busy`` / ``state_io_error`` when the write fails.
+        """
+        row = self.mailbox.stored(reply_id)
+        return caller.known and row["recipient"] == caller.address and self.mailbox.mark_delivered(reply_id, "wait")
 
     # -- health ------------------------------------------------------------------------
 
