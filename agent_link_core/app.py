@@ -186,8 +186,13 @@ class App:
         self.store.close()
 
     def held_by_wait(self, row: Any) -> bool:
-        """True when a wait running in this process is about to return this message."""
-        return f"reply:{row['reply_to']}" in self.waiting or f"from:{row['from_addr']}" in self.waiting
+        """True when a running wait of the message's recipient, in this process or another
+        (:mod:`agent_link_core.handoff`), is about to return this message."""
+        from agent_link_core import handoff
+
+        if f"reply:{row['reply_to']}" in self.waiting or f"from:{row['from_addr']}" in self.waiting:
+            return True
+        return handoff.held(self.store, row)
 
     # -- identity ----------------------------------------------------------------------
 
@@ -494,11 +499,19 @@ class App:
         return presence.live_sessions(self.store, skip_schemes=set(self.harnesses), only=only)
 
     async def push(self, row: Any, options: Mapping[str, Any]) -> Delivery | None:
-        """Offer a stored message to its recipient's harness; record delivery on evidence."""
+        """Offer a stored message to its recipient's harness; record delivery on evidence.
+
+        A message a running wait of the recipient is about to return (:meth:`held_by_wait`)
+        is not pushed: the wait hands it over, and pushes it when it ends without taking it."""
+        from agent_link_core.handoff import HELD_EVENT
+
         scheme = address_scheme(row["recipient"])
         harness = self.harnesses.get(scheme)
         if harness is None:
             return None
+        if self.held_by_wait(row):
+            self.mailbox.record_event(row["id"], HELD_EVENT, row["recipient"], None, {})
+            return Delivery(state="held_for_wait", note="the recipient's running wait returns it")
         envelope = self.mailbox.envelope(row)
         limit = harness.output_budget.push_bytes if harness.output_budget is not None else None
         size = len(envelope.encode("utf-8"))
@@ -863,6 +876,11 @@ class App:
         since = now_ms()
         key = f"reply:{reply_to}" if reply_to else f"from:{target}"
         self.waiting[key] = self.waiting.get(key, 0) + 1
+        from agent_link_core import handoff
+
+        noted = handoff.begin(self.store, caller.address, key) if caller.known else None
+        taken: str | None = None
+        push_left = caller.known
         try:
             while True:
                 result = self._wait_check(caller, target, reply_to, since, mark)
@@ -879,6 +897,7 @@ class App:
                         out["messageStatus"] = self.mailbox.state(self.mailbox.stored(reply_to)).status
                     if warnings:
                         out["warnings"] = warnings
+                    taken = (out.get("reply") or {}).get("id")
                     return out
                 if progress is not None and waited >= next_progress:
                     await progress(waited, budget, "waiting")
@@ -887,10 +906,25 @@ class App:
                 if progress is not None:
                     sleep_ms = min(sleep_ms, max(next_progress - waited, 1))
                 await asyncio.sleep(sleep_ms / 1000)
+        except asyncio.CancelledError:
+            push_left = False  # cancelled: what it held stays queued for the next read, push or reminder
+            raise
         finally:
             self.waiting[key] -= 1
             if not self.waiting[key]:
                 del self.waiting[key]
+            handoff.end(self.store, noted)
+            if push_left:
+                await self._push_left_by_wait(caller.address, taken)
+
+    async def _push_left_by_wait(self, address: str, taken: str | None) -> None:
+        """Push the mail pushes left to a wait of ``address`` that this wait did not take
+        (``taken``: the message it returned), unless another running wait holds it still."""
+        from agent_link_core.handoff import HELD_EVENT
+
+        for row in self.mailbox.open_for(address, 50, undelivered_only=True):
+            if row["id"] != taken and self.mailbox.has_event(row["id"], HELD_EVENT) and not self.held_by_wait(row):
+                await self.push(row, {})
 
     def wait_limits(self) -> tuple[int, int]:
         """``(cap, progress interval)`` in ms: ``AGENT_LINK_WAIT_CAP_MS`` (default
@@ -931,10 +965,15 @@ class App:
         """A reply returned by a wait reaches the caller here: it counts as delivered (unless
         ``mark`` is False: then :meth:`mark_taken` does it once the caller showed it)."""
         row = self.mailbox.stored(reply_id)
+        shown = row["delivered_via"] if row["first_delivered_at"] is not None and row["delivered_via"] not in (None, "wait") else None
         if mark and self.mark_taken(caller, reply_id):
             row = self.mailbox.stored(reply_id)
         view = self.mailbox.to_view(row)
-        view["envelope"] = self.mailbox.envelope(row)
+        if shown is not None and caller.known and row["recipient"] == caller.address:
+            # it already reached the caller another way (a push, an inbox read): said, not repeated
+            view["alreadyDelivered"] = {"via": shown, "note": f"This message already reached you ({shown}); it is not repeated here."}
+        else:
+            view["envelope"] = self.mailbox.envelope(row)
         return view
 
     def mark_taken(self, caller: Caller, reply_id: str) -> bool:
