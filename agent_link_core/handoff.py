@@ -2,7 +2,7 @@
 
 A wait (``wait_for_agent``, ``waitForReply``, ``agent-link wait``) returns the message it
 waited for in its own result, which the agent reads. The recipient's host may at the same
-time be pushed that message by another process (the replier's server steering the running
+time be pushed that message by another process (the replier's server adding it to the running
 work of the waiting session), and the agent would then get it twice. So every wait is noted
 in the ``active_waits`` table (who waits, for what, in which process) while it runs, and a
 push, in any process, first asks :func:`held` whether a live wait of the recipient is about to
