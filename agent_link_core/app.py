@@ -922,9 +922,12 @@ class App:
         (``taken``: the message it returned), unless another running wait holds it still."""
         from agent_link_core.handoff import HELD_EVENT
 
-        for row in self.mailbox.open_for(address, 50, undelivered_only=True):
-            if row["id"] != taken and self.mailbox.has_event(row["id"], HELD_EVENT) and not self.held_by_wait(row):
-                await self.push(row, {})
+        try:
+            for row in self.mailbox.open_for(address, 50, undelivered_only=True):
+                if row["id"] != taken and self.mailbox.has_event(row["id"], HELD_EVENT) and not self.held_by_wait(row):
+                    await self.push(row, {})
+        except AgentLinkError as exc:  # the wait's own answer stands; the mail stays queued for the next read or push
+            log.warning("could not push the mail a wait of %s left: %s", address, exc.message)
 
     def wait_limits(self) -> tuple[int, int]:
         """``(cap, progress interval)`` in ms: ``AGENT_LINK_WAIT_CAP_MS`` (default
