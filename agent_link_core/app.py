@@ -969,7 +969,9 @@ class App:
         ``mark`` is False: then :meth:`mark_taken` does it once the caller showed it)."""
         row = self.mailbox.stored(reply_id)
         shown = row["delivered_via"] if row["first_delivered_at"] is not None and row["delivered_via"] not in (None, "wait") else None
-        if mark and self.mark_taken(caller, reply_id):
+        if shown is None and self.mailbox.push_outcome(reply_id) == "accepted":
+            shown = "accepted push"  # the host took a push and shows it in its own time: it is on its way
+        if shown is None and mark and self.mark_taken(caller, reply_id):
             row = self.mailbox.stored(reply_id)
         view = self.mailbox.to_view(row)
         if shown is not None and caller.known and row["recipient"] == caller.address:

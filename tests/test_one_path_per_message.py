@@ -110,3 +110,19 @@ async def test_a_reply_already_delivered_is_not_repeated_by_the_wait(apps: Any) 
     got = await waiter.wait(caller=ALICE, agent="team:carol", reply_to=asked.message["id"], timeout_ms=0)
     assert got["outcome"] == "reply" and "envelope" not in got["reply"]
     assert got["reply"]["alreadyDelivered"]["via"] == "stub-push"
+
+
+async def test_a_reply_a_host_accepted_is_not_repeated_by_the_wait(apps: Any) -> None:
+    """A push the host took but shows later (behind a running tool call) is on its way: the
+    wait says so instead of handing the reply over a second time."""
+    waiter, sender = apps
+    sender.harnesses["stub"].deliver = accept  # type: ignore[method-assign]
+    asked = await waiter.send(caller=ALICE, to="team:carol", body="ready?", anticipation="reply")
+    answered = await sender.reply(caller=CAROL, message_id=asked.message["id"], message="yes")
+    got = await waiter.wait(caller=ALICE, agent="team:carol", reply_to=asked.message["id"], timeout_ms=0)
+    assert "envelope" not in got["reply"] and got["reply"]["alreadyDelivered"]["via"] == "accepted push"
+    assert waiter.mailbox.stored(answered["messageId"])["first_delivered_at"] is None  # the host's echo marks it
+
+
+async def accept(message: dict[str, Any], envelope: str, options: Any) -> Delivery:
+    return Delivery(accepted=True)
