@@ -41,6 +41,10 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / ".claude"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    # The loop guard (agent_link_core/loops.py) is off unless a test turns it on (as
+    # tests/test_loop_guard.py does): tests exchange mail faster and more alike than agents do.
+    monkeypatch.setenv("AGENT_LINK_PAIR_RATE", "0")
+    monkeypatch.setenv("AGENT_LINK_REPEAT_WINDOW_MS", "0")
     return state
 
 

@@ -188,8 +188,13 @@ class App:
         self.store.close()
 
     def held_by_wait(self, row: Any) -> bool:
-        """True when a wait running in this process is about to return this message."""
-        return f"reply:{row['reply_to']}" in self.waiting or f"from:{row['from_addr']}" in self.waiting
+        """True when a running wait of the message's recipient, in this process or another
+        (:mod:`agent_link_core.handoff`), is about to return this message."""
+        from agent_link_core import handoff
+
+        if f"reply:{row['reply_to']}" in self.waiting or f"from:{row['from_addr']}" in self.waiting:
+            return True
+        return handoff.held(self.store, row)
 
     # -- identity ----------------------------------------------------------------------
 
@@ -440,6 +445,10 @@ class App:
             recipient, via, target_meta = await self.target_address(to, caller, allow_archived=allow_archived)
         unseen = None
         if message_id is None or self.mailbox.get_row(message_id) is None:
+            from agent_link_core.loops import check_send
+
+            check_send(self.store, self.config, sender=caller.address, recipient=recipient, body=clean, anticipation=label,
+                       reply_to=reply_to, now_ms=now, known_sender=caller.known)
             unseen = self._unseen_recipient(recipient, require_known)
         if via:
             target_meta["via"] = via
@@ -486,11 +495,19 @@ class App:
         return presence.live_sessions(self.store, skip_schemes=set(self.harnesses), only=only)
 
     async def push(self, row: Any, options: Mapping[str, Any]) -> Delivery | None:
-        """Offer a stored message to its recipient's harness; record delivery on evidence."""
+        """Offer a stored message to its recipient's harness; record delivery on evidence.
+
+        A message a running wait of the recipient is about to return (:meth:`held_by_wait`)
+        is not pushed: the wait hands it over, and pushes it when it ends without taking it."""
+        from agent_link_core.handoff import HELD_EVENT
+
         scheme = address_scheme(row["recipient"])
         harness = self.harnesses.get(scheme)
         if harness is None:
             return None
+        if self.held_by_wait(row):
+            self.mailbox.record_event(row["id"], HELD_EVENT, row["recipient"], None, {})
+            return Delivery(state="held_for_wait", note="the recipient's running wait returns it")
         envelope = self.mailbox.envelope(row)
         limit = harness.output_budget.push_bytes if harness.output_budget is not None else None
         size = len(envelope.encode("utf-8"))
@@ -574,16 +591,21 @@ class App:
     async def reply(
         self, *, caller: Caller, message_id: str, resolution: str = "reply", message: str | None = None,
         anticipation: str | None = None, reply_by: str | None = None, arguments: Mapping[str, Any] | None = None,
-        meta: Mapping[str, Any] | None = None, metadata: Mapping[str, Any] | None = None,
+        meta: Mapping[str, Any] | None = None, metadata: Mapping[str, Any] | None = None, reply_id: str | None = None,
     ) -> dict[str, Any]:
         """Resolve a message addressed to the caller, sending the reply back to its sender.
 
         ``reply`` and ``decline`` need ``message`` (for decline: the reason); ``done`` takes
         an optional note, sent back only when given. ``metadata`` is stored with the note
         (e.g. ``envelopeFormat``, see :func:`agent_link_core.api.send_reliably`).
+        ``reply_id`` (a ULID) is the id the answer is stored under and makes a retry safe:
+        when the caller already resolved the message this way with this id and the same
+        content, the first result comes back with ``duplicate: true`` (nothing stored or
+        pushed again); other content under it is refused naming what differs.
 
         :raises AgentLinkError: ``not_found``, ``wrong_recipient``, ``already_resolved``,
-            ``invalid_arguments``, ``body_too_large``, ``no_current_session``.
+            ``invalid_arguments`` (rule ``idempotency`` for a reused ``reply_id``),
+            ``body_too_large``, ``no_current_session``.
         """
         self.require_caller(caller)
         row = self.mailbox.require(message_id)
@@ -600,12 +622,15 @@ class App:
         if message is not None and message.strip():
             label, reply_by_ms = check_labels(anticipation, reply_by, False, now_ms())
             reply_msg = OutgoingMessage(
-                id=new_message_id(), sender=caller, to=row["from_addr"], recipient=row["from_addr"],
+                id=reply_id or new_message_id(), sender=caller, to=row["from_addr"], recipient=row["from_addr"],
                 body=check_body(message), anticipation=label, reply_by_ms=reply_by_ms, reply_to=message_id,
                 metadata={**(metadata or {}), "resolution": resolution},
             )
-            if caller.address == row["recipient"]:
-                warnings += self.hooks.before_send(reply_msg, context)
+        if reply_id is not None and self._answered_before(caller, row, reply_id, resolution, reply_msg):
+            return {**self._reply_result(row, self.mailbox.get_row(reply_id), None, context.result), "duplicate": True,
+                    **({"warnings": warnings} if warnings else {})}
+        if reply_msg is not None and caller.address == row["recipient"]:
+            warnings += self.hooks.before_send(reply_msg, context)
         res, reply_row = self.mailbox.resolve(
             # The reason as sanitized for the note (lone surrogates of undecodable input never reach disk).
             message_id, caller, resolution, reason=reply_msg.body if reply_msg is not None and resolution != "reply" else None,
@@ -615,23 +640,62 @@ class App:
         delivery = await self.push(reply_row, {}) if reply_row is not None else None
         if reply_row is not None:
             reply_row = self.mailbox.get_row(reply_row["id"])
-        state = self.mailbox.state(self.mailbox.stored(message_id))
-        out = {
-            "messageId": reply_row["id"] if reply_row is not None else None,
-            "replyToMessageId": message_id,
-            "target": {"address": row["from_addr"], "harness": address_scheme(row["from_addr"])},
-            "delivery": _delivery_word(reply_row, delivery),
-            "resolution": res,
-            "status": state.status,
-            "late": res["late"],
-            "anticipation": reply_row["anticipation"] if reply_row is not None else None,
-            **context.result,
-        }
+        out = self._reply_result(row, reply_row, delivery, context.result)
+        if reply_id is not None:
+            out["duplicate"] = False
         if delivery is not None and delivery.warnings:
             warnings += delivery.warnings
         if warnings:
             out["warnings"] = warnings
         return out
+
+    def _reply_result(self, row: Any, reply_row: Any, delivery: Delivery | None, extra: Mapping[str, Any]) -> dict[str, Any]:
+        """What :meth:`reply` returns for the resolved message ``row`` and its answer ``reply_row`` (or None)."""
+        state = self.mailbox.state(self.mailbox.stored(row["id"]))
+        res = state.resolution or {}
+        return {
+            "messageId": reply_row["id"] if reply_row is not None else None,
+            "replyToMessageId": row["id"],
+            "target": {"address": row["from_addr"], "harness": address_scheme(row["from_addr"])},
+            "delivery": _delivery_word(reply_row, delivery),
+            "resolution": state.resolution,
+            "status": state.status,
+            "late": bool(res.get("late")),
+            "anticipation": reply_row["anticipation"] if reply_row is not None else None,
+            **extra,
+        }
+
+    def _answered_before(self, caller: Caller, row: Any, reply_id: str, kind: str, reply: OutgoingMessage | None) -> bool:
+        """Whether an earlier call already resolved ``row`` as this one asks, under ``reply_id``
+        (a retry: True). False when nothing was stored under ``reply_id`` yet.
+
+        :raises AgentLinkError: ``invalid_arguments`` (rule ``idempotency``, ``details.differs``)
+            when ``reply_id`` holds another message or another answer than this one.
+        """
+        from agent_link_core.mailbox import differing_fields
+
+        stored = self.mailbox.get_row(reply_id)
+        resolution = self.mailbox.state(row).resolution
+        if stored is None:
+            # a done without a note stores no message: the same resolution by the same caller is the retry
+            return (reply is None and resolution is not None and resolution["kind"] == kind and resolution["by"] == caller.address
+                    and resolution["replyMessageId"] is None)
+        if reply is None:
+            differs = ["message"]
+        else:
+            differs = differing_fields(stored, reply)
+        earlier = json.loads(stored["metadata"] or "{}").get("resolution")
+        if earlier != kind:
+            differs.insert(0, "resolution")
+        if not differs and (resolution is None or resolution["replyMessageId"] != reply_id):
+            differs = ["replyToMessageId"]  # the same words stored as another message's answer
+        if differs:
+            what = f"its {', '.join(differs)} {'differs' if len(differs) == 1 else 'differ'}"
+            raise invalid_arguments(
+                [{"path": "replyMessageId", "rule": "idempotency", "expected": "the same answer as the first call with this id"}],
+                f"Message id {reply_id} was already used for a different message: {what}.", differs=differs,
+            )
+        return True
 
     # -- reading -----------------------------------------------------------------------
 
@@ -771,10 +835,14 @@ class App:
     async def wait(
         self, *, caller: Caller, agent: str, reply_to: str | None = None, timeout_ms: int = 60_000, poll_ms: int = 1000,
         progress: Progress | None = None, activity: Callable[[], Awaitable[dict[str, Any] | None]] | None = None,
+        mark: bool = True,
     ) -> dict[str, Any]:
         """Wait for the resolution of ``reply_to`` (or, without it, for the oldest unread message
         from ``agent`` to the caller, else the next one to arrive). A timeout is a normal outcome.
 
+        :param mark: mark the returned reply delivered (via ``wait``) as it is returned; False
+            for a caller that marks it itself once the reply reached its reader (the CLI, after
+            its output was written: :meth:`mark_taken`).
         :param progress: the tool call's progress reporter (the client sent a progress
             token): the wait reports progress every :data:`PROGRESS_EVERY_MS` and runs up to
             ``timeout_ms``. Without one a call waits at most :data:`MAX_WAIT_PER_CALL_MS`
@@ -807,12 +875,17 @@ class App:
         since = now_ms()
         key = f"reply:{reply_to}" if reply_to else f"from:{target}"
         self.waiting[key] = self.waiting.get(key, 0) + 1
+        from agent_link_core import handoff
+
+        noted = handoff.begin(self.store, caller.address, key) if caller.known else None
+        taken: str | None = None
+        push_left = caller.known
         # Armed before the first check: a commit after that check wakes the wait at once (a
         # commit before it, the check sees); poll_ms stays the fallback re-check.
         wakeup = Wakeup(self.store.path)
         try:
             while True:
-                result = self._wait_check(caller, target, reply_to, since)
+                result = self._wait_check(caller, target, reply_to, since, mark)
                 if result is None and activity is not None and not reply_to:
                     result = await activity()
                 waited = int((time.monotonic() - start) * 1000)
@@ -826,6 +899,7 @@ class App:
                         out["messageStatus"] = self.mailbox.state(self.mailbox.stored(reply_to)).status
                     if warnings:
                         out["warnings"] = warnings
+                    taken = (out.get("reply") or {}).get("id")
                     return out
                 if progress is not None and waited >= next_progress:
                     await progress(waited, budget, "waiting")
@@ -834,11 +908,29 @@ class App:
                 if progress is not None:
                     sleep_ms = min(sleep_ms, max(next_progress - waited, 1))
                 await wakeup.wait(sleep_ms / 1000)
+        except asyncio.CancelledError:
+            push_left = False  # cancelled: what it held stays queued for the next read, push or reminder
+            raise
         finally:
             wakeup.close()
             self.waiting[key] -= 1
             if not self.waiting[key]:
                 del self.waiting[key]
+            handoff.end(self.store, noted)
+            if push_left:
+                await self._push_left_by_wait(caller.address, taken)
+
+    async def _push_left_by_wait(self, address: str, taken: str | None) -> None:
+        """Push the mail pushes left to a wait of ``address`` that this wait did not take
+        (``taken``: the message it returned), unless another running wait holds it still."""
+        from agent_link_core.handoff import HELD_EVENT
+
+        try:
+            for row in self.mailbox.open_for(address, 50, undelivered_only=True):
+                if row["id"] != taken and self.mailbox.has_event(row["id"], HELD_EVENT) and not self.held_by_wait(row):
+                    await self.push(row, {})
+        except AgentLinkError as exc:  # the wait's own answer stands; the mail stays queued for the next read or push
+            log.warning("could not push the mail a wait of %s left: %s", address, exc.message)
 
     def wait_limits(self) -> tuple[int, int]:
         """``(cap, progress interval)`` in ms: ``AGENT_LINK_WAIT_CAP_MS`` (default
@@ -847,7 +939,7 @@ class App:
         return (int(self.config.get("AGENT_LINK_WAIT_CAP_MS") or MAX_WAIT_PER_CALL_MS),
                 int(self.config.get("AGENT_LINK_WAIT_PROGRESS_MS") or PROGRESS_EVERY_MS))
 
-    def _wait_check(self, caller: Caller, target: str, reply_to: str | None, since: int) -> dict[str, Any] | None:
+    def _wait_check(self, caller: Caller, target: str, reply_to: str | None, since: int, mark: bool = True) -> dict[str, Any] | None:
         if reply_to:
             row = self.mailbox.stored(reply_to)
             state = self.mailbox.state(row)
@@ -856,7 +948,7 @@ class App:
                 out: dict[str, Any] = {"outcome": outcome, "resolution": state.resolution}
                 reply_id = state.resolution.get("replyMessageId")
                 if reply_id:
-                    out["reply"] = self._take_reply(caller, reply_id)
+                    out["reply"] = self._take_reply(caller, reply_id, mark)
                 return out
             if state.status in ("unresolved", "expired"):
                 self.mailbox.note_transition(row, state)
@@ -873,17 +965,33 @@ class App:
         ).fetchone()
         if row is None:
             return None
-        return {"outcome": "reply", "reply": self._take_reply(caller, row["id"]), "arrivedBeforeWait": row["sent_at"] < since}
+        return {"outcome": "reply", "reply": self._take_reply(caller, row["id"], mark), "arrivedBeforeWait": row["sent_at"] < since}
 
-    def _take_reply(self, caller: Caller, reply_id: str) -> dict[str, Any]:
-        """A reply returned by a wait reaches the caller here: it counts as delivered."""
+    def _take_reply(self, caller: Caller, reply_id: str, mark: bool = True) -> dict[str, Any]:
+        """A reply returned by a wait reaches the caller here: it counts as delivered (unless
+        ``mark`` is False: then :meth:`mark_taken` does it once the caller showed it)."""
         row = self.mailbox.stored(reply_id)
-        if caller.known and row["recipient"] == caller.address:
-            self.mailbox.mark_delivered(reply_id, "wait")
+        shown = row["delivered_via"] if row["first_delivered_at"] is not None and row["delivered_via"] not in (None, "wait") else None
+        if shown is None and self.mailbox.push_outcome(reply_id) == "accepted":
+            shown = "accepted push"  # the host took a push and shows it in its own time: it is on its way
+        if shown is None and mark and self.mark_taken(caller, reply_id):
             row = self.mailbox.stored(reply_id)
         view = self.mailbox.to_view(row)
-        view["envelope"] = self.mailbox.envelope(row)
+        if shown is not None and caller.known and row["recipient"] == caller.address:
+            # it already reached the caller another way (a push, an inbox read): said, not repeated
+            view["alreadyDelivered"] = {"via": shown, "note": f"This message already reached you ({shown}); it is not repeated here."}
+        else:
+            view["envelope"] = self.mailbox.envelope(row)
         return view
+
+    def mark_taken(self, caller: Caller, reply_id: str) -> bool:
+        """Mark a reply a wait returned delivered (via ``wait``) when ``caller`` is its recipient.
+
+        :returns: True when it became delivered now.
+        :raises AgentLinkError: ``state_busy`` / ``state_io_error`` when the write fails.
+        """
+        row = self.mailbox.stored(reply_id)
+        return caller.known and row["recipient"] == caller.address and self.mailbox.mark_delivered(reply_id, "wait")
 
     # -- health ------------------------------------------------------------------------
 
@@ -1082,7 +1190,7 @@ def _private(path: str) -> bool:
 def _delivery_word(reply_row: Any, delivery: Delivery | None) -> str:
     if reply_row is None:
         return "none"
-    if delivery is not None and delivery.delivered:
+    if (delivery is not None and delivery.delivered) or reply_row["first_delivered_at"] is not None:
         return "delivered"
     return "queued"
 

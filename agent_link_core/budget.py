@@ -223,9 +223,11 @@ def _page(app: App, caller: Caller, row: Any, budget: OutputBudget | None, offse
 
 
 def held_by_waits(app: App, address: str) -> set[str]:
-    """Ids of ``address``'s undelivered mail that a wait running in this process is about to
-    return (:meth:`App.held_by_wait`); empty when no wait runs."""
-    if not app.waiting:
+    """Ids of ``address``'s undelivered mail that a wait running in this process or another is
+    about to return (:meth:`App.held_by_wait`); empty when no wait of ``address`` runs."""
+    from agent_link_core import handoff
+
+    if not app.waiting and not handoff.any_live(app.store, address):
         return set()
     return {row["id"] for row in app.mailbox.open_for(address, HELD_SCAN, undelivered_only=True) if app.held_by_wait(row)}
 

@@ -101,6 +101,38 @@ class FiniteRange(click.FloatRange):
         return number
 
 
+def output_lost(exc: OSError, what: str = "") -> NoReturn:
+    """End a command whose stdout could not be written (a closed pipe, a full disk): one
+    stderr line saying so (``what`` adds what was left undone), exit 1. Stdout is pointed at
+    the null device first, so the interpreter's last flush of the unwritten rest adds nothing."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no file descriptor (a test runner's stream)
+        pass
+    reason = exc.strerror or type(exc).__name__
+    click.echo(f"agent-link: could not write the output ({reason}){'; ' + what if what else ''}.", err=True)
+    sys.exit(1)
+
+
+def show_then_mark(show: Any, mark: Any, what: str) -> Any:
+    """Print a read (``show()``), make sure it reached stdout, and only then call ``mark()``
+    (what marks the shown mail read): output that never reached its reader marks nothing.
+
+    :param what: what stays undone when the output is lost, for the error line.
+    :returns: what ``mark()`` returns.
+    """
+    try:
+        show()
+        sys.stdout.flush()
+    except OSError as exc:
+        output_lost(exc, what)
+    return mark()
+
+
 def run_async(coro: Any) -> Any:
     """Run a coroutine of the typed API, turning an AgentLinkError into a one-line exit 1."""
     import asyncio
@@ -376,6 +408,45 @@ def build_cli() -> click.Group:
             else:
                 click.echo("\n".join(message_lines(view, row["body"])))
 
+    def shown_unread(app: App, data: dict[str, Any]) -> list[str]:
+        """Ids of the unread messages an inbox read shows whole (a paged message: only with its
+        last page), which the read marks delivered once its output is written."""
+        page = data.get("page")
+        if page is not None:
+            row = app.mailbox.get_row(page["messageId"])
+            return [row["id"]] if page["nextOffset"] is None and row is not None and row["delivered_at"] is None else []
+        return [m["id"] for m in data["messages"] if m.get("deliveredAt") is None]
+
+    def as_read(app: App, data: dict[str, Any], ids: list[str]) -> dict[str, Any]:
+        """An inbox read made without marking, shown as it stands once ``ids`` are marked
+        delivered by it: their views, ``markedDelivered``, the open and remaining counts."""
+        from agent_link_core.store import now_ms
+
+        data = {**data, "markedDelivered": list(ids)}
+        if not ids:
+            return data
+        at, marked = now_ms(), set(ids)
+        views = []
+        for view in data["messages"]:
+            if view["id"] in marked:
+                row = dict(app.mailbox.stored(view["id"]))
+                row.update(delivered_at=at, first_delivered_at=row["first_delivered_at"] or at, delivered_via="inbox")
+                state = app.mailbox.state(row)  # type: ignore[arg-type]
+                fresh = app.mailbox.to_view(row, state)  # type: ignore[arg-type]
+                if "open" in view:
+                    fresh["open"] = state.status in ("pending", "unresolved", "expired") if row["anticipation"] != "fyi" else False
+                view = {**view, **fresh}
+            views.append(view)
+        data["messages"] = views
+        if "openCount" in data:
+            data["openCount"] = sum(1 for v in views if v.get("open"))
+        if data.get("page") is None and "remainingCount" in data:
+            data["remainingCount"] = max(data["remainingCount"] - len(ids), 0)
+            if "more" in data:
+                left = data["remainingCount"]
+                data["more"] = f"{left} more message(s) wait: call read_agent_link_inbox again to read them." if left else None
+        return data
+
     envelope_opt = click.option("--envelope", "show_envelope", is_flag=True,
                                 help="Print each message inside its <agent-link-message> envelope (what a model sees).")
 
@@ -406,22 +477,25 @@ def build_cli() -> click.Group:
             raise click.UsageError("choose one of --message-id and --all")
         app = get_app(ctx)
         caller = as_caller(app, as_address)
+        # Read without marking, print, and mark only what the output showed once it was
+        # written: mail whose output never reached its reader stays unread.
         try:
+            app.require_caller(caller)
+            mark, warnings = app.begin_inbox_read(caller, not peek)
             if all_mail:
-                data = app.inbox(caller, limit=limit, mark=not peek)
-            else:
-                app.require_caller(caller)
-                mark, warnings = app.begin_inbox_read(caller, not peek)
-                data = budget.inbox(app, caller, budget.caller_budget(app, caller), limit=limit, mark=mark,
-                                    include_open=True, message_id=message_id, offset=offset or 0)
-                if warnings:
-                    data["warnings"] = warnings
-            if all_mail:
+                data = app.inbox(caller, limit=limit, mark=False)
                 rows = app.store.conn.execute(
                     "SELECT * FROM messages WHERE recipient = ? ORDER BY sent_at DESC, id DESC LIMIT ?", (caller.address, limit)
                 ).fetchall()
                 data["messages"] = app.mailbox.to_views(rows)
                 data["renderedBlock"] = "\n".join(app.mailbox.envelope(r) for r in rows)
+            else:
+                data = budget.inbox(app, caller, budget.caller_budget(app, caller), limit=limit, mark=False,
+                                    include_open=True, message_id=message_id, offset=offset or 0)
+            if warnings:
+                data["warnings"] = warnings
+            to_mark = shown_unread(app, data) if mark else []
+            data = as_read(app, data, to_mark)
         except AgentLinkError as exc:
             fail(exc)
 
@@ -443,7 +517,14 @@ def build_cli() -> click.Group:
                 click.echo(f"{d['remainingCount']} more message(s) wait: run agent-link inbox again.")
             click.echo("Answer one with: agent-link reply MESSAGE_ID TEXT [--decline | --done]")
 
-        emit(data, as_json, human, ndjson)
+        def mark_shown() -> None:
+            try:
+                for mid in to_mark:
+                    app.mailbox.mark_delivered(mid, "inbox")
+            except AgentLinkError as exc:
+                fail(exc)
+
+        show_then_mark(lambda: emit(data, as_json, human, ndjson), mark_shown, "nothing was marked read")
 
     @cli.command(epilog=EXIT_HELP)
     @click.option("--search", help="Only sessions matching these words (title, id, folder).")
@@ -495,13 +576,21 @@ def build_cli() -> click.Group:
         deadline = time.monotonic() + timeout_ms / 1000
         while True:
             left = max(0, int((deadline - time.monotonic()) * 1000))
-            data = run_async(app.wait(caller=caller, agent=message_id, reply_to=message_id, timeout_ms=left))
+            data = run_async(app.wait(caller=caller, agent=message_id, reply_to=message_id, timeout_ms=left, mark=False))
             data["warnings"] = [w for w in data.get("warnings", []) if w.get("code") != "wait_capped"]
             if not data["warnings"]:
                 del data["warnings"]
             if data["outcome"] != "timeout" or time.monotonic() >= deadline:
                 data["waitedMs"] = timeout_ms - left + data["waitedMs"]
                 return data
+
+    def mark_reply(app: App, me: Any, data: dict[str, Any]) -> None:
+        """Mark the reply a wait returned delivered (:meth:`App.mark_taken`), once it was shown."""
+        if data.get("reply"):
+            try:
+                app.mark_taken(me, data["reply"]["id"])
+            except AgentLinkError as exc:
+                fail(exc)
 
     def print_wait(app: App, d: dict[str, Any], show_envelope: bool) -> None:
         click.echo(f"{d['outcome']} after {d['waitedMs']} ms")
@@ -612,7 +701,8 @@ def build_cli() -> click.Group:
         if (as_json or ndjson) and data.get("warnings"):
             for w in data["warnings"]:  # scripts read stdout; people still see warnings
                 click.echo(f"warning: {cli_words(w['message'], 'send')}", err=True)
-        emit(data, as_json, human, ndjson)
+        show_then_mark(lambda: emit(data, as_json, human, ndjson), lambda: mark_reply(app, me, data.get("wait") or {}),
+                       "the reply stays unread")
         if "wait" in data and data["wait"]["outcome"] == "timeout":
             sys.exit(EXIT_TIMEOUT)
         if require_delivered and result.outcome in ("accepted", "queued"):
@@ -693,7 +783,8 @@ def build_cli() -> click.Group:
             except KeyboardInterrupt:
                 click.echo(f"stopped waiting for {message_id}; `agent-link wait {message_id}` waits again", err=True)
                 sys.exit(130)
-        emit(data, as_json, lambda d: print_wait(app, d, show_envelope), ndjson)
+        show_then_mark(lambda: emit(data, as_json, lambda d: print_wait(app, d, show_envelope), ndjson),
+                       lambda: mark_reply(app, me, data), "the reply stays unread")
         if data["outcome"] == "timeout":
             sys.exit(EXIT_TIMEOUT)
 
@@ -967,6 +1058,14 @@ def main() -> None:
         build_cli()(prog_name="agent-link")
     except KeyboardInterrupt:  # `watch` and long waits end this way; no traceback for it
         sys.exit(130)
+    except OSError as exc:
+        import errno
+
+        # commands report their own file errors as messages: what reaches here with these is
+        # stdout failing (a closed pipe, a full disk or quota)
+        if exc.errno in (errno.EPIPE, errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EIO):
+            output_lost(exc)
+        raise_internal(exc)
     except AgentLinkError as exc:  # raised outside a command's own handling (who is calling; a write the store refused)
         fail(exc)
     except sqlite3.DatabaseError as exc:
@@ -981,9 +1080,14 @@ def main() -> None:
             record_damage(path, None, str(exc))
         fail(database_error(path, exc))
     except Exception as exc:  # a bug must still read as one line, not a traceback
-        import logging
+        raise_internal(exc)
 
-        logging.getLogger(__name__).exception("agent-link failed")
-        fail(AgentLinkError("internal_error", f"agent-link failed unexpectedly ({type(exc).__name__}).",
-                            {"cause": type(exc).__name__},
-                            hint="Rerun with AGENT_LINK_DEBUG=1 (the log names the cause) and report it."))
+
+def raise_internal(exc: BaseException) -> NoReturn:
+    """Report an unexpected exception as one ``internal_error`` line (the traceback goes to the log)."""
+    import logging
+
+    logging.getLogger(__name__).exception("agent-link failed", exc_info=exc)
+    fail(AgentLinkError("internal_error", f"agent-link failed unexpectedly ({type(exc).__name__}).",
+                        {"cause": type(exc).__name__},
+                        hint="Rerun with AGENT_LINK_DEBUG=1 (the log names the cause) and report it."))

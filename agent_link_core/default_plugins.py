@@ -19,11 +19,12 @@ if TYPE_CHECKING:  # pragma: no cover
 
 @hookimpl
 def agent_link_schema() -> list[Migration]:
+    from agent_link_core.handoff import MIGRATIONS as HANDOFF_MIGRATIONS
     from agent_link_core.legacy_schema import LEGACY_MIGRATIONS
     from agent_link_core.presence import PRESENCE_MIGRATIONS
     from agent_link_core.search import SEARCH_MIGRATIONS
 
-    return [*CORE_MIGRATIONS, *SEARCH_MIGRATIONS, *PRESENCE_MIGRATIONS, *LEGACY_MIGRATIONS]
+    return [*CORE_MIGRATIONS, *SEARCH_MIGRATIONS, *PRESENCE_MIGRATIONS, *LEGACY_MIGRATIONS, *HANDOFF_MIGRATIONS]
 
 
 @hookimpl

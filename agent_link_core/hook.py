@@ -70,6 +70,9 @@ class HookContext:
         self.config = config
         self._mailbox: Mailbox | None = None
         self._opened = False
+        #: reminders this hook claimed, ``(message id, n, address)``: given back when its
+        #: output cannot be written (:func:`main`), so a reminder nobody saw is not counted
+        self.claimed: list[tuple[str, int, str]] = []
 
     @property
     def mailbox(self) -> Mailbox | None:
@@ -103,7 +106,10 @@ class HookContext:
             return None
         due = due_for(box, address)
         claimed = due.claim(via, wait=False) if due is not None else None  # busy: left for the next prompt
-        return claimed.text() if claimed is not None else None
+        if claimed is None:
+            return None
+        self.claimed += [(mid, n, address) for mid, n, _ in claimed.items]
+        return claimed.text()
 
     def stop_block_reason(self, address: str, via: str, stop_hook_active: bool) -> str | None:
         """The reminder text to block a session's stop with, at most once per interval.
@@ -166,12 +172,13 @@ def last_runs(state_dir: str | os.PathLike[str]) -> dict[str, int]:
     return out
 
 
-def run(host: str, event: str, raw: str) -> str:
+def run(host: str, event: str, raw: str, contexts: list[HookContext] | None = None) -> str:
     """Compute the hook's stdout for ``raw`` stdin; raises on any failure (``main`` hides it).
 
     :param host: the harness name whose adapter answers (``[a-z][a-z0-9-]{0,31}``).
     :param event: the host's event name.
     :param raw: the host's hook JSON (an object; anything else prints nothing).
+    :param contexts: the adapter's :class:`HookContext` is appended here (what it claimed).
     """
     if not HARNESS_RE.match(host) or not EVENT_RE.match(event):
         return ""
@@ -185,6 +192,8 @@ def run(host: str, event: str, raw: str) -> str:
     if module is None:
         return ""
     ctx = HookContext(config)
+    if contexts is not None:
+        contexts.append(ctx)
     previous = _bound(ADAPTER_BUDGET_S)
     try:  # the plugin's adapter: bounded, so a hanging one never holds the host's prompt
         result = importlib.import_module(module).handle(event, payload, ctx)
@@ -230,12 +239,39 @@ def main(argv: list[str]) -> int:
     if len(argv) != 2:
         sys.stderr.write("usage: agent-link hook <host> <event>  (reads the host's hook JSON on stdin)\n")
         return 0
+    contexts: list[HookContext] = []
     try:
         raw = sys.stdin.read(MAX_STDIN_BYTES)
-        out = run(argv[0], argv[1], raw)
+        out = run(argv[0], argv[1], raw, contexts)
     except BaseException as exc:  # fail open (a plugin's SystemExit too): the prompt goes on without our note
         sys.stderr.write(f"agent-link hook: {type(exc).__name__}: {exc}\n")
         return 0
     if out:
-        sys.stdout.write(out)
+        try:
+            sys.stdout.write(out)
+            sys.stdout.flush()
+        except OSError as exc:  # the host never got the note: what it claimed is due again
+            _unclaim(contexts)
+            _drop_stdout()
+            sys.stderr.write(f"agent-link hook: could not write the output ({exc.strerror or type(exc).__name__})\n")
     return 0
+
+
+def _unclaim(contexts: list[HookContext]) -> None:
+    for ctx in contexts:
+        box = ctx.mailbox
+        for message_id, n, address in ctx.claimed if box is not None else ():
+            try:
+                box.release_reminder(message_id, n, address)
+            except Exception:  # fail open: at worst the reminder counts as shown, as before
+                pass
+
+
+def _drop_stdout() -> None:
+    """Point stdout at the null device, so the interpreter's last flush adds no error."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass

@@ -888,6 +888,18 @@ class Mailbox:
         self._publish(staged)
         return True
 
+    def release_reminder(self, message_id: str, n: int, to: str) -> None:
+        """Give back reminder number ``n`` that :meth:`record_reminder` claimed but whose text
+        never reached the session (the hook's output could not be written): it is due again,
+        and a ``reminder_unshown`` event says why the count went back.
+
+        :raises AgentLinkError: ``state_busy`` / ``state_io_error`` when the write fails.
+        """
+        with self.store.write(wait=False) as conn:
+            cur = conn.execute("DELETE FROM reminders WHERE message_id = ? AND n = ? AND to_addr = ?", (message_id, n, to))
+            if cur.rowcount == 1:
+                self._event(conn, message_id, "reminder_unshown", now_ms(), to, None, {"n": n})
+
     def claim_nudge_block(self, recipient: str, now: int | None = None, *, wait: bool = True) -> bool:
         """Claim the one blocking nudge (e.g. a Stop-hook block) allowed per interval.
 

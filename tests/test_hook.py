@@ -192,3 +192,22 @@ def test_a_prompt_never_waits_for_another_writer_and_the_reminder_it_skips_comes
     assert box.state(box.get_row(mid)).reminder_count == 0  # nothing was claimed, so nothing is lost
     again = json.loads(run_hook(adapter_path, "test-host", "Prompt", {"address": "test:bob"}, slow).stdout)["context"]
     assert "remind" in again.lower() and box.state(box.get_row(mid)).reminder_count == 1  # the next prompt shows it
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+def test_a_reminder_whose_note_could_not_be_written_is_due_again(adapter_path: Path) -> None:
+    """issue 29: the hook claims a reminder, then cannot write its note (the host went away, a
+    full disk): the claim is given back, so the reminder is shown, and counted, next time."""
+    box = seed(1)
+    mid = box.open_for("test:bob", 1)[0]["id"]
+    box.mark_delivered(mid, "test-push")
+    # Pretend the delivery happened 31 s ago so a reminder is due now.
+    box.store.conn.execute("UPDATE messages SET first_delivered_at = first_delivered_at - 31000 WHERE id = ?", (mid,))
+    env = dict(os.environ, PYTHONPATH=str(adapter_path))
+    with open("/dev/full", "w") as full:
+        lost = subprocess.run([sys.executable, "-m", "agent_link_core", "hook", "test-host", "Prompt"], input='{"address": "test:bob"}',
+                              stdout=full, stderr=subprocess.PIPE, text=True, env=env, timeout=30)
+    assert lost.returncode == 0 and lost.stderr == "agent-link hook: could not write the output (No space left on device)\n"
+    assert box.state(box.get_row(mid)).reminder_count == 0 and box.has_event(mid, "reminder_unshown")
+    shown = run_hook(adapter_path, "test-host", "Prompt", {"address": "test:bob"})
+    assert "remind" in shown.stdout.lower() and box.state(box.get_row(mid)).reminder_count == 1

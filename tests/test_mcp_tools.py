@@ -215,6 +215,20 @@ async def peers(*specs: str | None | tuple[str | None, Mapping[str, str]]) -> As
         raise failure
 
 
+async def mail_from(sender: str, to: str, body: str, **labels: Any) -> str:
+    """Store a message from ``sender``, an address no server of the test serves (nobody may
+    message itself), into the test's mailbox; returns its id."""
+    from agent_link_core.app import App
+    from agent_link_core.model import Caller
+
+    app = App.create()
+    try:
+        outcome = await app.send(caller=Caller(sender, "config", sender.split(":", 1)[0]), to=to, body=body, **labels)
+        return str(outcome.message["id"])
+    finally:
+        await app.aclose()
+
+
 def error_paths(error: Mapping[str, Any]) -> dict[str, set[str]]:
     """``{path: {rules}}`` of an invalid_arguments error."""
     paths: dict[str, set[str]] = {}
@@ -307,8 +321,8 @@ async def test_tools_list_schemas_and_annotations(isolated_env: Path) -> None:
 
 async def test_argument_validation_rules() -> None:
     async with peers("test:alice") as (alice,):
-        # A queued message to ourselves: proves that refused calls never reach a handler.
-        m0 = (await alice.send("test:alice", "keep me queued", anticipation="reply"))["messageId"]
+        # A queued message to alice: proves that refused calls never reach a handler.
+        m0 = await mail_from("test:carol", "test:alice", "keep me queued", anticipation="reply")
 
         # Unknown properties, on every tool.
         for name, args in MINIMAL_ARGS.items():
@@ -941,3 +955,26 @@ async def test_plain_addresses_find_each_other_and_typos_are_caught() -> None:
         assert replied["replyToMessageId"] == mid
         waited = await alice.ok("wait_for_agent", {"agent": "team:bob", "replyToMessageId": mid.lower(), "timeoutMs": 0})
         assert waited["outcome"] == "reply"
+
+
+async def test_a_retried_send_and_reply_are_stored_once() -> None:
+    """issue 29: a model that calls message_agent again after a host tool timeout passes the
+    same messageId; reply_agent_link_message the same replyMessageId. Each retry returns the
+    first message (duplicate: true), other content under the key is refused naming what
+    differs, and the mailbox holds one message each."""
+    async with peers("test:alice", "test:bob") as (alice, bob):
+        key = "01J00000000000000000000007"
+        first = await alice.send("test:bob", "ship it?", anticipation="reply", messageId=key)
+        again = await alice.send("test:bob", "ship it?", anticipation="reply", messageId=key)
+        assert (first["duplicate"], again["duplicate"], again["messageId"]) == (False, True, key)
+        error = await alice.fail("message_agent", {"to": "test:bob", "message": "ship it now", "messageId": key}, "invalid_arguments")
+        assert error["details"]["differs"] == ["message", "anticipation"] and error["details"]["errors"][0]["rule"] == "idempotency"
+        await alice.invalid("message_agent", {"to": "test:bob", "message": "x", "messageId": "7-not-an-id"}, "messageId", "pattern")
+        answer = {"messageId": key, "message": "yes", "replyMessageId": "01J00000000000000000000008"}
+        replied = await bob.ok("reply_agent_link_message", answer)
+        retried = await bob.ok("reply_agent_link_message", answer)
+        assert (replied["duplicate"], retried["duplicate"], retried["messageId"]) == (False, True, replied["messageId"])
+        error = await bob.fail("reply_agent_link_message", {**answer, "message": "no"}, "invalid_arguments")
+        assert error["details"]["differs"] == ["message"]
+        assert [m["id"] for m in (await alice.inbox())["messages"]] == [replied["messageId"]]
+        assert len((await alice.ok("agent_link_mailbox_inspect"))["messages"]) == 2

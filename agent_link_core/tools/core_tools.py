@@ -56,6 +56,39 @@ SEND_RESULT: dict[str, Any] = {
     "target": OBJ, "receipt": OBJ, "roleProcedure": NOBJ, "evidence": OBJ, "deliveryNote": STR,
 }
 MESSAGE_VIEW_FIELDS = ("messages", "scope", "callerAddress", "note")
+#: The caller's own id for what a send tool stores: its idempotency key (the CLI's
+#: ``--message-id``). A ULID, or a UUID (stored under the ULID with the same 128 bits).
+MESSAGE_ID: dict[str, Any] = {
+    "type": "string",
+    "pattern": "^([0-7][0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25}|[0-9A-Fa-f]{8}-?[0-9A-Fa-f]{4}-?[0-9A-Fa-f]{4}-?[0-9A-Fa-f]{4}-?[0-9A-Fa-f]{12})$",
+    "description": "Your id for this message (a ULID or a UUID), so that retrying is safe: the same messageId with the same "
+                   "content stores and pushes nothing new and returns the first message (duplicate: true); other content "
+                   "under the same messageId is refused (invalid_arguments, rule idempotency) naming what differs.",
+}
+
+
+def idempotency_key(args: dict[str, Any], path: str = "messageId") -> tuple[str | None, dict[str, Any]]:
+    """The message id a send tool stores under, from its :data:`MESSAGE_ID` argument.
+
+    :param args: the tool's validated arguments.
+    :param path: the argument's name.
+    :returns: ``(ULID or None, fingerprint)``: the fingerprint (``{"clientMessageId": uuid}``
+        for a UUID, else empty) goes into the message's ``metadata["fingerprint"]``, which the
+        idempotency comparison includes, as the CLI's ``send --message-id`` does.
+    :raises AgentLinkError: ``invalid_arguments`` for a value that is neither a ULID nor a UUID.
+    """
+    from agent_link_core.mailbox import ulid_of_uuid
+    from agent_link_core.model import is_ulid
+
+    given = args.get(path)
+    if given is None:
+        return None, {}
+    if is_ulid(given.upper()):
+        return given.upper(), {}
+    converted = ulid_of_uuid(given)
+    if converted is None:
+        raise invalid_arguments([{"path": path, "rule": "pattern", "expected": "a ULID (26 characters) or a UUID"}])
+    return converted, {"clientMessageId": given.lower()}
 
 
 def declared_send_options(app: App) -> dict[str, SendOption]:
@@ -180,14 +213,17 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool:
     others = [k for k in options if k not in supported]
     if others:
         raise invalid_arguments([{"path": k, "rule": "unsupported_for_target", "expected": "omit it for this target"} for k in others])
-    message_id = new_message_id() if args.get("waitForReply") else None
+    message_id, fingerprint = idempotency_key(args)
+    if message_id is None and args.get("waitForReply"):
+        message_id = new_message_id()  # the answer of a push that outlasts the call names it
     sending = app.send(
         caller=call.caller, to=args["to"], body=args["message"], anticipation=args.get("anticipation"),
         reply_by=args.get("replyBy"), wait_for_reply=args.get("waitForReply", False),
         reply_to=args.get("replyToMessageId"), tool=tool, arguments=args, options=options, meta=call.meta,
         message_id=message_id, allow_archived=allow_archived, require_known=args.get("requireKnown", False),
+        metadata={"fingerprint": fingerprint} if fingerprint else None,
     )
-    if message_id is None:
+    if not args.get("waitForReply"):
         outcome = await sending
     else:
         # waitForReply promises a bound for the whole call: a push that outlasts it goes on in
@@ -283,10 +319,11 @@ async def read_inbox(app: App, args: dict[str, Any], call: ToolCall) -> dict[str
 
 async def reply_message(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
     """Handler of ``reply_agent_link_message``: validated arguments in, success fields out (AgentLinkError to fail)."""
+    reply_id, fingerprint = idempotency_key(args, "replyMessageId")
     return await app.reply(
         caller=call.caller, message_id=args["messageId"], resolution=args.get("resolution", "reply"),
         message=args.get("message"), anticipation=args.get("anticipation"), reply_by=args.get("replyBy"), arguments=args,
-        meta=call.meta,
+        meta=call.meta, reply_id=reply_id, metadata={"fingerprint": fingerprint} if fingerprint else None,
     )
 
 
@@ -358,6 +395,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
             "waitForReply": {"type": "boolean", "default": False, "description": "Wait for the recipient's resolution (implies anticipation reply)."},
             "timeoutMs": TIMEOUT_MS, "pollIntervalMs": POLL_MS, "receipt": RECEIPT,
             "requireKnown": {"type": "boolean", "default": False, "description": "Refuse (not_found, with suggestions) a plain address no process has ever served, instead of queueing with an unknown_address warning."},
+            "messageId": MESSAGE_ID,
         }, ("to", "message")),
         output_fields=SEND_RESULT,
         handler=message_agent, removed={"body": "message", "latestMessageId": "replyToMessageId"},
@@ -392,9 +430,14 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         description="Resolve a message another agent sent you through agent-link: resolution reply (with your answer), decline (with a reason) or done (optional note). The answer goes back to the sender through agent-link.",
         input_schema=_obj({"messageId": ULID, "resolution": {"type": "string", "enum": ["reply", "decline", "done"], "default": "reply"},
                            "message": {"type": "string", "description": "The reply, the decline reason, or an optional note for done."},
-                           "anticipation": ANTICIPATION, "replyBy": REPLY_BY}, ("messageId",)),
+                           "anticipation": ANTICIPATION, "replyBy": REPLY_BY,
+                           "replyMessageId": {**MESSAGE_ID, "description": "Your id for the answer sent back (a ULID or a UUID), so "
+                                              "that retrying is safe: the same replyMessageId with the same resolution and text "
+                                              "returns the first result (duplicate: true) instead of already_resolved; other "
+                                              "content under it is refused (invalid_arguments, rule idempotency) naming what differs."}},
+                          ("messageId",)),
         output_fields={"messageId": NSTR, "replyToMessageId": STR, "target": OBJ, "delivery": STR, "resolution": NOBJ,
-                       "status": NSTR, "late": BOOL, "anticipation": NSTR, "receipt": OBJ},
+                       "status": NSTR, "late": BOOL, "anticipation": NSTR, "receipt": OBJ, "duplicate": BOOL},
         handler=reply_message, removed={"body": "message"},
     ),
     ToolSpec(

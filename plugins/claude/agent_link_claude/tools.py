@@ -17,7 +17,7 @@ from agent_link_core.app import message_summary
 from agent_link_core.directory import session_view
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.model import Caller, Session, address_scheme, is_address
-from agent_link_core.tools.core_tools import ANTICIPATION, POLL_MS, RECEIPT, REPLY_BY, TIMEOUT_MS
+from agent_link_core.tools.core_tools import ANTICIPATION, MESSAGE_ID, POLL_MS, RECEIPT, REPLY_BY, TIMEOUT_MS, idempotency_key
 from agent_link_core.tools.schemas import BOOL, CURSOR, LISTING_PAGE, NOBJ, NSTR, OBJ, PATH, RESOLVE_RESULT, STR, ULID
 from agent_link_core.tools.registry import ToolCall, ToolSpec
 
@@ -244,11 +244,12 @@ async def message_claude_session(app: App, args: dict[str, Any], call: ToolCall)
                              {"query": to, "candidates": [{"address": recipient}]},
                              hint="Use message_agent for agents of other hosts.")
     options = {"deliveryPreference": args.get("deliveryPreference", "auto")}
+    message_id, fingerprint = idempotency_key(args)
     outcome = await app.send(
         caller=call.caller, to=to, body=args["message"], anticipation=args.get("anticipation"),
         reply_by=args.get("replyBy"), wait_for_reply=args.get("waitForReply", False),
         reply_to=args.get("replyToMessageId"), tool="message_claude_session", arguments=args, options=options,
-        allow_archived=exact,
+        allow_archived=exact, message_id=message_id, metadata={"fingerprint": fingerprint} if fingerprint else None,
     )
     summary = message_summary(app, outcome)
     delivery = outcome.delivery
@@ -355,6 +356,7 @@ CLAUDE_TOOLS: tuple[ToolSpec, ...] = (
             "effort": {"type": "string", "description": "Not supported for Claude sessions."},
             "cwd": {**PATH, "description": "Not supported for Claude sessions."},
             "allowTargetOverride": {"type": "boolean", "description": "Deprecated; no effect (Claude sessions take no overrides)."},
+            "messageId": MESSAGE_ID,
         }, ("message",)),
         output_fields={
             "messageId": STR, "delivery": {"type": "string", "enum": list(DELIVERY_STATES)}, "messageDelivery": STR,

@@ -182,12 +182,11 @@ async def test_own_writes_wake_the_bridge_too(app: App) -> None:
     async with anyio.create_task_group() as tg:
         tg.start_soon(b.run, app, peer)
         await anyio.sleep(0.5)
-        # a sender its host proved (Caller.evidence) signs verified, and the channel says so
-        me = Caller(ADDR, "current_session", "claude", evidence="the host's own record names this process")
-        mid = (await app.send(caller=me, to=ADDR, body="note to self")).message["id"]
+        # a send by this very process (nobody may message itself: a peer's address, written here)
+        mid = (await app.send(caller=Caller("test:peer", "config", "test"), to=ADDR, body="from this process")).message["id"]
         await until(lambda: len(peer.sent) == 1)
         tg.cancel_scope.cancel()
-    assert peer.sent[0][1]["meta"]["from_verified"] == "true" and peer.sent[0][1]["meta"]["message_id"] == mid
+    assert peer.sent[0][1]["meta"]["from_session_id"] == "test:peer" and peer.sent[0][1]["meta"]["message_id"] == mid
 
 
 @pytest.mark.anyio

@@ -11,6 +11,10 @@ from typing import Any
 
 import pytest
 
+from agent_link_core.config import load_config
+from agent_link_core.mailbox import Mailbox, OutgoingMessage, new_message_id
+from agent_link_core.model import Caller
+from agent_link_core.store import Store
 from agent_link_testing.mcp_client import agent_link_mcp
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
@@ -57,8 +61,12 @@ async def test_message_claude_session_fields_receipt_and_listings(env: dict[str,
         health = await me.call("agent_link_health", {})
         mailbox = health["harnesses"]["claude"]["mailbox"]
         assert (mailbox["session"], mailbox["queued"], mailbox["open"]) == (f"claude:{ME}", 0, 0)
-        note = await me.call("message_agent", {"to": f"claude:{ME}", "message": "note to self", "anticipation": "reply"})
-        assert note["ok"], note
+        # mail from a peer (nobody may message itself), stored as the peer's process would
+        config = load_config()
+        box = Mailbox(Store(config.db_path), config)
+        box.store_message(OutgoingMessage(new_message_id(), Caller(f"claude:{PEER}", "env", "claude"), f"claude:{ME}", f"claude:{ME}",
+                                          "a question", "reply", None, None))
+        box.store.close()
         mailbox = (await me.call("agent_link_health", {}))["harnesses"]["claude"]["mailbox"]
         assert (mailbox["queued"], mailbox["open"]) == (1, 1)
         assert health["hostDetection"] == {"host": "claude", "source": "environment", "variable": "CLAUDE_CODE_SESSION_ID"}

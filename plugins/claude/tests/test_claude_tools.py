@@ -355,3 +355,17 @@ async def test_a_discover_first_client_gets_the_revision_the_channel_needs(
         assert channel["protocolVersion"] == version and channel["bridge"]["gate"]["reason"] == reason
         # the bridge started with the server, whatever the revision (it waits for its gate)
         assert channel["bridge"]["running"] is (not extra)
+
+
+@pytest.mark.anyio
+async def test_a_retried_send_with_its_message_id_is_stored_once(app: App) -> None:
+    """issue 29: a model that retries after a host tool timeout sends the same messageId; it
+    gets the first message back (duplicate), and other content under it is refused."""
+    assert SPECS["message_claude_session"].input_schema["properties"]["messageId"]["pattern"]
+    key = "01J00000000000000000000001"
+    first = await call(app, "message_claude_session", {"sessionId": PEER, "message": "please review", "messageId": key})
+    again = await call(app, "message_claude_session", {"sessionId": PEER, "message": "please review", "messageId": key.lower()})
+    assert first["messageId"] == again["messageId"] == key and (first["duplicate"], again["duplicate"]) == (False, True)
+    changed = await call(app, "message_claude_session", {"sessionId": PEER, "message": "please merge", "messageId": key})
+    assert code(changed) == "invalid_arguments" and changed["error"]["details"]["differs"] == ["message"]
+    assert app.store.conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 1

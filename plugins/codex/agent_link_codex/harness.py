@@ -686,7 +686,8 @@ class CodexHarness(Harness):
                     continue
                 address = f"codex:{thread_id}"
                 rows = [r for r in app.mailbox.open_for(address, 20, undelivered_only=True)
-                        if QUEUED_MIN_AGE_MS <= now - r["sent_at"] <= QUEUED_MAX_AGE_MS and self.claims.reclaimable(r["id"])]
+                        if QUEUED_MIN_AGE_MS <= now - r["sent_at"] <= QUEUED_MAX_AGE_MS and self.claims.reclaimable(r["id"])
+                        and not app.held_by_wait(r)]  # a running wait returns it: never both
                 if rows:
                     row = rows[0]
                     # Overrides the policy granted at send time travel with the queued message.

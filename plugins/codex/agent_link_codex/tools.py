@@ -641,8 +641,13 @@ async def _observe(harness: CodexHarness, links: list[Link], tid: str) -> dict[s
 async def launch_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
     """Tool handler: start a thread (named), optionally with a first message."""
     harness = harness_of(app)
-    if args.get("message") is None and ("anticipation" in args or "replyBy" in args):
-        raise invalid_arguments([{"path": "anticipation", "rule": "requires_message", "expected": "a message to label"}])
+    if args.get("message") is None and ("anticipation" in args or "replyBy" in args or "messageId" in args):
+        path = next(k for k in ("anticipation", "replyBy", "messageId") if k in args)
+        raise invalid_arguments([{"path": path, "rule": "requires_message", "expected": "a message to label"}])
+    key, _ = core_tools.idempotency_key(args)
+    earlier = app.mailbox.get_row(key) if key is not None else None
+    if earlier is not None:
+        return await _launched_before(app, args, call, earlier)
     links = await harness.service.connect(spawn=True)
     link = links[0]
     params: dict[str, Any] = {k: args[k] for k in ("cwd", "model", "modelProvider", "serviceTier", "ephemeral") if k in args}
@@ -683,7 +688,7 @@ async def launch_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) ->
                            "delivery": None, "deliveredVia": None, "turnId": None, "turn": None, "peerMessage": None}
     if args.get("message") is not None:
         result = await core_tools.message_agent(app, {"to": f"codex:{tid}", "message": args["message"],
-                                                      **{k: args[k] for k in ("anticipation", "replyBy") if k in args}}, call)
+                                                      **{k: args[k] for k in ("anticipation", "replyBy", "messageId") if k in args}}, call)
         out.update({"messageId": result["messageId"], "delivery": result["delivery"], "deliveredVia": result["deliveredVia"],
                     "turnId": result.get("turnId"), "anticipation": result["anticipation"], "replyBy": result["replyBy"],
                     "turn": result.get("turn"), "peerMessage": result.get("peerMessage")})
@@ -700,6 +705,19 @@ async def launch_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) ->
         details={"launchedBy": call.caller.address, "model": thread.get("model"), "effort": thread.get("reasoningEffort"),
                  "endpoint": link.endpoint.id})
     return out
+
+
+async def _launched_before(app: Any, args: dict[str, Any], call: ToolCall, earlier: Any) -> dict[str, Any]:
+    """A retried launch (its ``messageId`` is stored): no new thread; the first message's
+    thread and state, ``duplicate: true``, or the idempotency refusal naming what differs."""
+    result = await core_tools.message_agent(app, {"to": earlier["recipient"], "message": args["message"],
+                                                  **{k: args[k] for k in ("anticipation", "replyBy", "messageId") if k in args}}, call)
+    tid = earlier["recipient"].split(":", 1)[1]
+    return {"source": "agent-link", "action": "duplicate", "duplicate": True, "threadId": tid, "address": earlier["recipient"],
+            "endpoint": None, "thread": None, "nameUpdate": None, "messageId": result["messageId"], "delivery": result["delivery"],
+            "deliveredVia": result["deliveredVia"], "turnId": None, "turn": None, "peerMessage": None,
+            "anticipation": result["anticipation"], "replyBy": result["replyBy"],
+            "gui": {"opened": False, "attempted": False, "deepLink": deep_link(tid)}, "receipt": None}
 
 
 def deep_link(thread_id: str) -> str:
@@ -909,9 +927,12 @@ TOOLS: tuple[ToolSpec, ...] = (
             "openInGui": {"type": "boolean", "default": False,
                           "description": "Also show it in the Codex desktop app (macOS). The result's gui.deepLink opens it either way."},
             "receipt": core_tools.RECEIPT,
+            "messageId": {**core_tools.MESSAGE_ID, "description": "Your id for the first message (a ULID or a UUID), so that "
+                          "retrying is safe: a launch retried with the same messageId and message starts no second thread and "
+                          "returns the first one (duplicate: true); another message under it is refused naming what differs."},
         }),
         output_fields=_fields("source", "action", "threadId", "address", "endpoint", "thread", "nameUpdate", "messageId", "delivery",
-                              "deliveredVia", "turnId", "turn", "peerMessage", "anticipation", "replyBy", "gui", "receipt"),
+                              "deliveredVia", "turnId", "turn", "peerMessage", "anticipation", "replyBy", "gui", "receipt", "duplicate"),
         handler=launch_codex_thread,
     ),
     ToolSpec(
@@ -932,6 +953,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "waitForReply": {"type": "boolean", "default": False}, "timeoutMs": core_tools.TIMEOUT_MS,
             "pollIntervalMs": core_tools.POLL_MS, "receipt": core_tools.RECEIPT, **SEND_OPTIONS,
             "recentItems": {"type": "integer", "minimum": 0, "maximum": 100, "description": "Deprecated and ignored (a warning says so)."},
+            "messageId": core_tools.MESSAGE_ID,
         }, ("threadId", "message")),
         output_fields={**core_tools.SEND_RESULT, **CodexHarness.send_result_fields},
         handler=message_codex_thread, removed={"body": "message", "latestMessageId": "replyToMessageId"},

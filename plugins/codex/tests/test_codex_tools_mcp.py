@@ -141,6 +141,28 @@ async def test_messages_without_app_server(alice: AgentLinkClient, codex_home: P
     assert (row["id"], row["to"], row["delivery"]) == (sent["messageId"], f"codex:{T1}", "queued")
 
 
+async def test_retries_with_a_message_id_send_and_launch_once(alice: AgentLinkClient, codex_home: Path) -> None:
+    """issue 29: a model retrying after a host timeout passes the same messageId. The retry
+    returns the first message (duplicate); a retried launch starts no second thread (no
+    app-server is reachable here, so anything but the stored answer would fail)."""
+    tools = await alice.tools()
+    for name in ("message_codex_thread", "launch_codex_thread"):
+        assert "messageId" in tools[name].input_schema["properties"], name
+    key = "01J00000000000000000000005"
+    first = await ok(alice, "message_codex_thread", {"threadId": T1, "message": "hello", "messageId": key})
+    again = await ok(alice, "message_codex_thread", {"threadId": T1, "message": "hello", "messageId": key})
+    assert (first["messageId"], first["duplicate"], again["messageId"], again["duplicate"]) == (key, False, key, True)
+    error = await fail(alice, "message_codex_thread", {"threadId": T2, "message": "hello", "messageId": key}, "invalid_arguments")
+    assert error["details"]["differs"] == ["to"]
+    relaunched = await ok(alice, "launch_codex_thread", {"message": "hello", "messageId": key})
+    assert (relaunched["duplicate"], relaunched["threadId"], relaunched["messageId"]) == (True, T1, key)
+    error = await fail(alice, "launch_codex_thread", {"message": "bye", "messageId": key}, "invalid_arguments")
+    assert error["details"]["differs"] == ["message"]
+    error = await fail(alice, "launch_codex_thread", {"messageId": key}, "invalid_arguments")
+    assert error["details"]["errors"][0] == {"path": "messageId", "rule": "requires_message", "expected": "a message to label"}
+    assert len((await ok(alice, "agent_link_mailbox_inspect"))["messages"]) == 1
+
+
 async def test_transcript_fallback_listing(alice: AgentLinkClient, codex_home: Path) -> None:
     listed = await ok(alice, "list_codex_threads")
     assert listed["source"] == "local-jsonl-fallback" and listed["appServerError"]["code"] == "codex_unavailable"

@@ -54,6 +54,9 @@ INPUT_SCHEMA: dict[str, Any] = {
         "timeoutMs": {"type": "integer", "minimum": 1000, "maximum": MAX_WAIT_MS, "default": DEFAULT_WAIT_MS,
                       "description": "How long waitForResult waits, in ms (your client may cut tool calls sooner)."},
         "receipt": core_tools.RECEIPT,
+        "messageId": {**core_tools.MESSAGE_ID, "description": "Your id for this fork (a ULID or a UUID; it becomes forkJobId), so "
+                      "that retrying is safe: a retry with the same messageId and arguments starts no second fork and returns the "
+                      "first job (duplicate: true); other arguments under it are refused naming what differs."},
     },
     "required": ["message"],
     "additionalProperties": False,
@@ -63,6 +66,7 @@ OUTPUT_FIELDS: dict[str, Any] = {
     "forkJobId": STR, "status": {"type": "string", "enum": ["running", "completed", "failed", "interrupted", "aborted"]},
     "original": {"type": "object"}, "fork": NOBJ, "lastTurnId": STR, "turn": NOBJ, "compaction": NOBJ, "reconcile": NOBJ,
     "output": {"type": ["string", "null"]}, "tokenUsage": NOBJ, "archived": {"type": "boolean"}, "timedOut": {"type": "boolean"},
+    "duplicate": {"type": "boolean"},
 }
 
 
@@ -125,20 +129,25 @@ async def fork_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) -> d
     threads = rt.threads
     thread_id = await original_thread(app, args, call)
     address = f"codex:{thread_id}"
-    thread = await threads.read(thread_id)
-    if is_archived(thread):
-        raise refuse_archived(address)
-    last_turn_id = await threads.completed_turn(thread_id, args.get("lastTurnId"))
-    if args.get("cwd") is not None:
-        check_cwd(args["cwd"], thread.get("cwd"), address)
     caller = call.caller
-    job_id = new_message_id()
     request = {
         "message": message, **{k: args.get(k) for k in ("model", "modelProvider", "serviceTier", "effort", "cwd")},
         "compactFork": args.get("compactFork", "auto"), "archiveFork": args.get("archiveFork", True),
         "reconcile": {"anticipation": anticipation, "replyByMs": reply_by_ms}, "waitForResult": args.get("waitForResult", False),
         "receipt": args.get("receipt") or {},
     }
+    key, _ = core_tools.idempotency_key(args)
+    earlier = rt.jobs.get(key) if key is not None else None
+    if earlier is not None:  # a retry of a fork the first call started: no second fork
+        return {**result_view(rt, forked_before(earlier, caller.address, thread_id, args.get("lastTurnId"), request)),
+                "duplicate": True}
+    thread = await threads.read(thread_id)
+    if is_archived(thread):
+        raise refuse_archived(address)
+    last_turn_id = await threads.completed_turn(thread_id, args.get("lastTurnId"))
+    if args.get("cwd") is not None:
+        check_cwd(args["cwd"], thread.get("cwd"), address)
+    job_id = key or new_message_id()
     rt.jobs.create(job_id, original_thread=thread_id, created_by=caller.address, caller_source=caller.source, request=request,
                    last_turn_id=last_turn_id, owner=rt.owner, lease_ms=rt.lease_ms)
     self_wait = bool(args.get("waitForResult")) and caller.address == address
@@ -180,6 +189,28 @@ async def fork_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) -> d
     if args.get("waitForResult"):
         out["timedOut"] = timed_out
     return out
+
+
+def forked_before(job: dict[str, Any], caller: str, thread_id: str, last_turn_id: str | None, request: dict[str, Any]) -> str:
+    """The id of ``job``, started earlier under the ``messageId`` a call gives again, when that
+    call asks for the same fork (same caller, thread, ``lastTurnId`` when given, and request).
+
+    :raises AgentLinkError: ``invalid_arguments`` (rule ``idempotency``, ``details.differs``
+        naming the arguments that differ) otherwise.
+    """
+    before = job.get("request") or {}
+    differs = [name for name, was, now in (("from", job["created_by"], caller), ("threadId", job["original_thread"], thread_id))
+               if was != now]
+    if last_turn_id is not None and job["last_turn_id"] != last_turn_id:
+        differs.append("lastTurnId")
+    differs += [name for name in request if before.get(name) != request[name]]
+    if differs:
+        what = f"its {', '.join(differs)} {'differs' if len(differs) == 1 else 'differ'}"
+        raise invalid_arguments(
+            [{"path": "messageId", "rule": "idempotency", "expected": "the same fork as the first call with this id"}],
+            f"Message id {job['id']} was already used for a different fork: {what}.", differs=differs,
+        )
+    return str(job["id"])
 
 
 def result_view(rt: Any, job_id: str) -> dict[str, Any]:

@@ -165,6 +165,26 @@ async def test_tool_argument_errors(make_app: Callable[..., App]) -> None:
     assert await code({"threadId": ORIGINAL, "message": "x"}, without_codex) == "unsupported"
 
 
+async def test_a_retried_fork_starts_no_second_fork(make_app: Callable[..., App]) -> None:
+    """issue 29: the same messageId (the fork job's id) and arguments return the first job
+    (duplicate) without asking Codex (unreachable here); other arguments are refused."""
+    app = make_app()
+    key = "01J00000000000000000000009"
+    request = {"message": "task", "model": None, "modelProvider": None, "serviceTier": None, "effort": None, "cwd": None,
+               "compactFork": "auto", "archiveFork": True, "reconcile": {"anticipation": "fyi", "replyByMs": None},
+               "waitForResult": False, "receipt": {}}
+    runtime(app).jobs.create(key, original_thread=ORIGINAL, created_by="test:alice", caller_source="config", request=request,
+                             last_turn_id="t1", owner="me", lease_ms=60_000)
+    out = await call_tool(app, "fork_codex_thread", {"threadId": ORIGINAL, "message": "task", "messageId": key.lower()}, ALICE)
+    assert out["ok"] and out["duplicate"] is True and out["forkJobId"] == key, out
+    out = await call_tool(app, "fork_codex_thread", {"threadId": ORIGINAL, "message": "another task", "effort": "high",
+                                                     "messageId": key}, ALICE)
+    assert out["error"]["code"] == "invalid_arguments" and out["error"]["details"]["differs"] == ["message", "effort"]
+    out = await call_tool(app, "fork_codex_thread", {"threadId": ORIGINAL, "message": "task", "lastTurnId": "t2", "messageId": key}, ALICE)
+    assert out["error"]["details"]["differs"] == ["lastTurnId"]
+    assert [job["id"] for job in runtime(app).jobs.recent()] == [key]
+
+
 def test_forks_cli(make_app: Callable[..., App], monkeypatch: pytest.MonkeyPatch) -> None:
     app = make_app()
     jobs = Jobs(app.store)

@@ -71,7 +71,7 @@ TARGET: dict[str, Any] = {
 TURN_OPTIONS: dict[str, Any] = {
     "anticipation": core_tools.ANTICIPATION, "replyBy": core_tools.REPLY_BY,
     "waitForReply": {"type": "boolean", "default": False}, "timeoutMs": core_tools.TIMEOUT_MS, "pollIntervalMs": core_tools.POLL_MS,
-    "receipt": core_tools.RECEIPT,
+    "receipt": core_tools.RECEIPT, "messageId": core_tools.MESSAGE_ID,
     **{k: core_tools.DELIVERY_OPTIONS[k] for k in ("mode", "resumeIfNeeded", "expectedTurnId", "model", "effort")},
 }
 SEND_KEYS = tuple(TURN_OPTIONS)
@@ -154,6 +154,16 @@ async def launch_project_worker(app: App, args: dict[str, Any], call: ToolCall) 
     prompt = worker_prompt(role=role_label, orchestrator_thread_id=orchestrator, project_root=root, project_id=pid,
                            policy_version=binding.get("policyVersion"), task=args["task"], instructions=args.get("instructions"))
     name = args.get("name") or (f"{role_label}: {inert(pid)}" if inert(pid) else role_label)
+    key, _ = core_tools.idempotency_key(args)
+    earlier = app.mailbox.get_row(key) if key is not None else None
+    if earlier is not None:  # a retry: the worker was launched and given its task by the first call
+        task_args = {"to": earlier["recipient"], "message": prompt, "anticipation": "action", "messageId": args["messageId"]}
+        sent = await core_tools.message_agent(app, task_args, call)
+        worker = earlier["recipient"].split(":", 1)[1]
+        return {"source": "project-worker", "action": "duplicate", "resolution": resolution, "workerPrompt": prompt,
+                "workerThreadId": worker, "taskMessageId": sent["messageId"], "duplicate": True,
+                "launchResult": {"threadId": worker, "address": earlier["recipient"], "messageId": sent["messageId"],
+                                 "delivery": sent["delivery"], "deliveredVia": sent.get("deliveredVia"), "taskMessage": sent}}
     launch: dict[str, Any] = {"name": name[:200], "ephemeral": args.get("ephemeral", False), "openInGui": False}
     launch.update({k: args[k] for k in ("model", "modelProvider", "serviceTier") if k in args})
     if root:
@@ -162,7 +172,8 @@ async def launch_project_worker(app: App, args: dict[str, Any], call: ToolCall) 
                              ["project-worker", *([str(pid)] if pid else [])])
     launched = await run_tool(app, "launch_codex_thread", {**launch, "receipt": receipt}, call)
     worker = launched["threadId"]
-    task = {"to": f"codex:{worker}", "message": prompt, "anticipation": "action", "receipt": receipt}
+    task = {"to": f"codex:{worker}", "message": prompt, "anticipation": "action", "receipt": receipt,
+            **({"messageId": args["messageId"]} if key is not None else {})}
     if args.get("effort"):
         task["effort"] = args["effort"]
     sent = await core_tools.message_agent(app, task, call)
@@ -170,6 +181,18 @@ async def launch_project_worker(app: App, args: dict[str, Any], call: ToolCall) 
                      "turnId": sent.get("turnId"), "taskMessage": sent})
     return {"source": "project-worker", "action": "launched_worker", "resolution": resolution, "workerPrompt": prompt,
             "workerThreadId": worker, "taskMessageId": sent["messageId"], "launchResult": launched}
+
+
+def _returned_at(row: Any) -> str | None:
+    """The ``returnedAt`` of a result message sent earlier under the same ``messageId`` (a
+    retry carries the first call's time, so its content is the same), or None."""
+    if row is None or not row["body"].startswith(RESULT_HEADING):
+        return None
+    try:
+        value = json.loads(row["body"][len(RESULT_HEADING):]).get("returnedAt")
+    except (ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) else None
 
 
 def result_message(fields: dict[str, Any]) -> str:
@@ -190,12 +213,14 @@ async def return_project_work_result(app: App, args: dict[str, Any], call: ToolC
     task = app.mailbox.require(args["replyToMessageId"]) if args.get("replyToMessageId") else None
     resolution = await resolve_orchestrator(app, _target_args(args), call)
     orchestrator = require_resolved(resolution)
+    key, _ = core_tools.idempotency_key(args)
+    earlier = app.mailbox.get_row(key) if key is not None else None  # a retry: the first call sent it
     fields = {
         "status": status, "workerThreadId": worker, "projectId": resolution.get("projectId"),
         "projectRoot": resolution.get("projectRoot"), "summary": args.get("summary") or args.get("result") or "",
         "changedPaths": args.get("changedPaths", []), "testsRun": args.get("testsRun", []), "blockers": args.get("blockers", []),
         "nextSteps": args.get("nextSteps", []), "details": args.get("details", {}),
-        "returnedAt": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "returnedAt": _returned_at(earlier) or datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
     }
     text = result_message(fields)
     receipt = _merge_receipt(args.get("receipt"), "project_work_result", "review_before_archive",
@@ -204,12 +229,14 @@ async def return_project_work_result(app: App, args: dict[str, Any], call: ToolC
     out: dict[str, Any] = {"source": "project-worker-result", "resolution": resolution, "message": text, "result": fields}
     if task is not None and task["from_addr"] == f"codex:{orchestrator}":
         answered = await app.reply(caller=call.caller, message_id=task["id"], resolution="done", message=text,
-                                   arguments={"receipt": receipt}, meta=call.meta)
+                                   arguments={"receipt": receipt}, meta=call.meta, reply_id=key)
         return {**out, "action": "resolved_task_done_with_result", "messageResult": answered, "taskResolution": answered["resolution"]}
-    if task is not None:
+    if task is not None and earlier is None:
         # resolve first: a wrong recipient or an already resolved task sends nothing
         done = await app.reply(caller=call.caller, message_id=task["id"], resolution="done", meta=call.meta)
         out["taskResolution"] = done["resolution"]
+    elif task is not None:  # a retry: the first call resolved it
+        out["taskResolution"] = app.mailbox.state(task).resolution
     result = await core_tools.message_agent(app, {**send, "to": _recipient(resolution), "message": text}, call,
                                             tool="return_project_work_result")
     return {**out, "action": "sent_result" + ("+resolved_task_done" if task is not None else ""), "messageResult": result}
@@ -446,8 +473,13 @@ PROJECT_TOOLS: tuple[ToolSpec, ...] = (
                            "role": {"type": "string", "minLength": 1, "maxLength": 200, "description": "Same as workerRole."},
                            "task": {"type": "string", "minLength": 1}, "instructions": STR, "model": STR, "modelProvider": STR,
                            "serviceTier": STR, "effort": core_tools.DELIVERY_OPTIONS["effort"],
-                           "ephemeral": {"type": "boolean", "default": False}, "receipt": core_tools.RECEIPT}, ("task",)),
-        output_fields=_fields("source", "action", "resolution", "workerPrompt", "workerThreadId", "taskMessageId", "launchResult"),
+                           "ephemeral": {"type": "boolean", "default": False}, "receipt": core_tools.RECEIPT,
+                           "messageId": {**core_tools.MESSAGE_ID, "description": "Your id for the task message (a ULID or a UUID), "
+                                         "so that retrying is safe: a retry with the same messageId and task launches no second "
+                                         "worker and returns the first (duplicate: true); another task under it is refused."}},
+                          ("task",)),
+        output_fields=_fields("source", "action", "resolution", "workerPrompt", "workerThreadId", "taskMessageId", "launchResult",
+                              "duplicate"),
         handler=launch_project_worker,
     ),
     ToolSpec(

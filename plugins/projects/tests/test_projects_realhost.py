@@ -130,11 +130,16 @@ async def test_worker_returns_its_result_to_the_orchestrator_thread(tmp_path: Pa
                 # effort travels on the first turn, granted to the launcher
                 assert first.body["reasoning"]["effort"] == "low"
                 assert launched["launchResult"]["taskMessage"]["switches"][0]["grantedBy"] == "launcher"
-                # the task message ends done, and its note is the structured result
-                waited = await app.wait(caller=as_orchestrator, agent=f"codex:{worker}", reply_to=task_id, timeout_ms=WAIT_MS, poll_ms=250)
-                assert waited["outcome"] == "done", waited
-                assert waited["resolution"]["by"] == f"codex:{worker}"
-                assert app.status(as_orchestrator, task_id)["status"] == "done"
+                # the task message ends done, and its note is the structured result; watched through its
+                # status, not a wait: a wait of the orchestrator would take the note itself (read there,
+                # so never also pushed as a turn: tests/test_one_path_per_message.py)
+                status = app.status(as_orchestrator, task_id)
+                for _ in range(int(WAIT_S * 10)):
+                    if status["status"] != "pending":
+                        break
+                    await asyncio.sleep(0.1)
+                    status = app.status(as_orchestrator, task_id)
+                assert status["status"] == "done" and status["resolution"]["by"] == f"codex:{worker}", status
                 # the orchestrator thread got the result as a turn
                 seen = await asyncio.to_thread(stub.wait_for, lambda r: r.thread_id == orchestrator and r.contains("Project worker result"),
                                                WAIT_S)

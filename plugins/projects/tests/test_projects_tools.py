@@ -251,3 +251,45 @@ async def test_message_orchestrator_can_answer_a_message(app: Any, run: Any, h: 
     assert answered["ok"], answered
     assert answered["messageResult"]["inReplyTo"] == question["messageId"]
     assert app.status(h.codex_caller(h.ORCH), question["messageId"])["status"] == "replied"
+
+
+# retries (issue 29) ---------------------------------------------------------------------------
+def _count(app: Any) -> int:
+    return int(app.store.conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0])
+
+
+async def test_every_send_tool_takes_the_idempotency_key(app: Any, fake: Any, run: Any, h: Any, bound: Path) -> None:
+    """A model that retries a project tool after a host timeout gives the same messageId: the
+    retry returns the first message (duplicate), launches no second worker and sends nothing
+    new; other content under the key is refused naming what differs."""
+    tools = app.hooks.tools()
+    for name in ("message_project_orchestrator", "launch_project_worker", "return_project_work_result", "register_dependency_handoff"):
+        assert "messageId" in tools[name].input_schema["properties"], name
+    orch, worker = h.codex_caller(h.ORCH), h.codex_caller(h.WORKER)
+    ask = {"projectRoot": str(bound), "message": "status?", "anticipation": "reply", "messageId": "01J00000000000000000000001"}
+    first = await run(app, "message_project_orchestrator", ask)
+    again = await run(app, "message_project_orchestrator", ask)
+    assert again["messageResult"]["duplicate"] is True and again["messageResult"]["messageId"] == first["messageResult"]["messageId"]
+    changed = await run(app, "message_project_orchestrator", {**ask, "message": "status now?"})
+    assert changed["error"]["details"]["differs"] == ["message"]
+
+    launch = {"projectRoot": str(bound), "task": "Write the exporter.", "messageId": "01J00000000000000000000002"}
+    launched = await run(app, "launch_project_worker", launch, orch)
+    relaunched = await run(app, "launch_project_worker", launch, orch)
+    assert relaunched["ok"] and relaunched["duplicate"] is True and relaunched["workerThreadId"] == launched["workerThreadId"]
+    assert len([n for n, _ in fake.calls if n == "launch_codex_thread"]) == 1
+    other_task = await run(app, "launch_project_worker", {**launch, "task": "Write the importer."}, orch)
+    assert other_task["error"]["details"]["differs"] == ["message"]
+
+    done = {"threadId": h.ORCH, "resultStatus": "done", "replyToMessageId": launched["taskMessageId"],
+            "messageId": "01J00000000000000000000003"}
+    returned = await run(app, "return_project_work_result", done, worker)
+    retried = await run(app, "return_project_work_result", done, worker)
+    assert returned["ok"] and retried["ok"], retried
+    assert retried["messageResult"]["duplicate"] is True and retried["message"] == returned["message"]
+
+    handoff = {**HANDOFF, "targetThreadId": h.ORCH, "messageId": "01J00000000000000000000004"}
+    sent = await run(app, "register_dependency_handoff", handoff, worker)
+    resent = await run(app, "register_dependency_handoff", handoff, worker)
+    assert resent["messageResult"]["duplicate"] is True and resent["messageResult"]["messageId"] == sent["messageResult"]["messageId"]
+    assert _count(app) == 4

@@ -1,0 +1,84 @@
+"""The loop guard: what stops two agents (or one agent and itself) from messaging each other
+without end, each message costing the recipient's model another request.
+
+Checked before a new message is stored (:meth:`agent_link_core.app.App.send`, so every tool,
+command and plugin that sends gets it); a retry under a used message id is not a new message
+and is not checked. Three rules, each refusal naming what to change:
+
+* a message to one's own address is refused (``invalid_arguments``, path ``to``, rule
+  ``self``): it would come back to the sender as new work;
+* a message identical to one the same sender sent the same recipient within
+  ``AGENT_LINK_REPEAT_WINDOW_MS`` (same body, same anticipation, answering the same message)
+  is refused (``permission_denied``, reason ``repeated_message``): agents that acknowledge
+  each other's acknowledgements repeat themselves;
+* more than ``AGENT_LINK_PAIR_RATE`` messages between two addresses (both ways counted)
+  within ``AGENT_LINK_PAIR_WINDOW_MS`` is refused (``permission_denied``, reason ``send_rate``).
+
+``AGENT_LINK_REPEAT_WINDOW_MS`` or ``AGENT_LINK_PAIR_RATE`` at 0 switches its rule off.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agent_link_core.errors import AgentLinkError, invalid_arguments
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent_link_core.config import Config
+    from agent_link_core.store import Store
+
+def check_send(store: Store, config: Config, *, sender: str, recipient: str, body: str, anticipation: str,
+               reply_to: str | None, now_ms: int, known_sender: bool) -> None:
+    """Refuse a new message that would start or feed a loop (the module's three rules).
+
+    :param sender: the sender's address; ``known_sender`` False (an unidentified caller,
+        ``external``) skips the self rule, since it has no mailbox of its own.
+    :param body: the stored (checked) body; ``anticipation`` its label; ``reply_to`` the
+        message it answers, or None.
+    :param now_ms: the send's time, epoch ms.
+    :raises AgentLinkError: ``invalid_arguments`` (path ``to``, rule ``self``);
+        ``permission_denied`` with ``details.reason`` ``repeated_message`` or ``send_rate``,
+        ``details.setting`` naming the variable that allows more.
+    """
+    if known_sender and sender == recipient:
+        raise invalid_arguments(
+            [{"path": "to", "rule": "self", "expected": f"another agent's address ({recipient} is your own)"}],
+            f"{recipient} is your own address: a message to yourself would only come back to you as new work.",
+        )
+    window_ms = int(config.get("AGENT_LINK_REPEAT_WINDOW_MS"))
+    if window_ms:
+        earlier = store.conn.execute(
+            "SELECT id, sent_at FROM messages WHERE from_addr = ? AND sent_at >= ? AND recipient = ? AND body = ?"
+            " AND anticipation = ? AND reply_to IS ? ORDER BY sent_at DESC LIMIT 1",
+            (sender, now_ms - window_ms, recipient, body, anticipation, reply_to),
+        ).fetchone()
+        if earlier is not None:
+            ago_s = max(now_ms - earlier["sent_at"], 0) / 1000
+            raise AgentLinkError(
+                "permission_denied",
+                f"You sent {recipient} this same message {ago_s:.1f} s ago ({earlier['id']}); repeating it looks like a "
+                f"loop of agents answering each other, so it was not sent.",
+                {"reason": "repeated_message", "setting": "AGENT_LINK_REPEAT_WINDOW_MS", "windowMs": window_ms,
+                 "earlierMessageId": earlier["id"]},
+                hint=f"Nothing more needs saying if it only acknowledges. To repeat it on purpose, wait {window_ms // 1000} s or "
+                     "change the words; AGENT_LINK_REPEAT_WINDOW_MS sets the window (0 allows repeats).",
+            )
+    limit = int(config.get("AGENT_LINK_PAIR_RATE"))
+    if limit:
+        rate_window_ms = int(config.get("AGENT_LINK_PAIR_WINDOW_MS"))
+        since = now_ms - rate_window_ms
+        count = store.conn.execute(
+            "SELECT (SELECT COUNT(*) FROM messages WHERE from_addr = ? AND sent_at >= ? AND recipient = ?)"
+            " + (SELECT COUNT(*) FROM messages WHERE from_addr = ? AND sent_at >= ? AND recipient = ?)",
+            (sender, since, recipient, recipient, since, sender),
+        ).fetchone()[0]
+        if count >= limit:
+            raise AgentLinkError(
+                "permission_denied",
+                f"{count} messages went between {sender} and {recipient} in the last {rate_window_ms // 1000} s, the most "
+                f"AGENT_LINK_PAIR_RATE allows; a runaway exchange costs the recipient's model a request per message, so this one was not sent.",
+                {"reason": "send_rate", "setting": "AGENT_LINK_PAIR_RATE", "limit": limit, "windowMs": rate_window_ms,
+                 "count": count},
+                hint=f"Stop answering acknowledgements, or send again in {rate_window_ms // 1000} s; raise AGENT_LINK_PAIR_RATE "
+                     "(0 switches the limit off) if such bursts are meant.",
+            )

@@ -1,0 +1,139 @@
+"""The loop guard (agent_link_core/loops.py, issue 29): a message to oneself is refused, and so
+are runaway exchanges: an identical message repeated within AGENT_LINK_REPEAT_WINDOW_MS, and
+more than AGENT_LINK_PAIR_RATE messages between two addresses within AGENT_LINK_PAIR_WINDOW_MS. Each refusal names the
+setting; raising it (or 0) lets the messages through. Through a real MCP client session too."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_link_core.app import App
+from agent_link_core.config import CORE_SETTINGS
+from agent_link_core.mailbox import new_message_id
+from agent_link_core.model import Caller
+from agent_link_core.tools.registry import run_tool
+from agent_link_testing.mcp_client import agent_link_mcp
+
+pytestmark = pytest.mark.anyio
+
+BOB = Caller("team:bob", "config", "team")
+
+
+@pytest.fixture(autouse=True)
+def guard_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The guard as shipped (the root conftest turns it off for every other test)."""
+    for name in ("AGENT_LINK_PAIR_RATE", "AGENT_LINK_REPEAT_WINDOW_MS"):
+        monkeypatch.delenv(name)
+
+
+@pytest.fixture
+def app(monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setenv("AGENT_LINK_ADDRESS", "team:alice")
+    application = App.create()
+    yield application
+    application.close()
+
+
+async def send(app: App, to: str, message: str, **args: Any) -> dict[str, Any]:
+    return await run_tool(app, app.hooks.tools()["message_agent"], {"to": to, "message": message, **args}, {})
+
+
+def count(app: App) -> int:
+    return int(app.store.conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0])
+
+
+def test_the_settings_are_registered_and_documented() -> None:
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    names = {s.name: s for s in CORE_SETTINGS}
+    for name in ("AGENT_LINK_REPEAT_WINDOW_MS", "AGENT_LINK_PAIR_RATE", "AGENT_LINK_PAIR_WINDOW_MS"):
+        assert names[name].kind == "int"
+        assert f"| `{name}` | {names[name].default} |" in readme
+
+
+async def test_a_message_to_oneself_is_refused(app: App) -> None:
+    out = await send(app, "team:alice", "note to self")
+    assert out["error"]["code"] == "invalid_arguments"
+    assert out["error"]["details"]["errors"] == [{"path": "to", "rule": "self", "expected": "another agent's address (team:alice is your own)"}]
+    assert "your own address" in out["error"]["message"] and count(app) == 0
+    with pytest.raises(Exception) as raised:  # the typed API and every plugin send through App.send
+        await app.send(caller=BOB, to="team:bob", body="me again")
+    assert raised.value.code == "invalid_arguments"  # type: ignore[attr-defined]
+
+
+async def test_an_identical_message_is_refused_naming_the_setting(app: App) -> None:
+    first = await send(app, "team:bob", "ack")
+    assert first["ok"]
+    again = await send(app, "team:bob", "ack")
+    error = again["error"]
+    assert error["code"] == "permission_denied" and error["details"]["reason"] == "repeated_message"
+    assert error["details"]["setting"] == "AGENT_LINK_REPEAT_WINDOW_MS" and error["details"]["earlierMessageId"] == first["messageId"]
+    assert "AGENT_LINK_REPEAT_WINDOW_MS" in error["hint"] and count(app) == 1
+    # other words, another label, or answering another message are not repeats
+    assert (await send(app, "team:bob", "ack", anticipation="reply"))["ok"]
+    assert (await send(app, "team:bob", "ack!"))["ok"]
+    asked = await app.send(caller=BOB, to="team:alice", body="q1", anticipation="reply")
+    asked2 = await app.send(caller=BOB, to="team:alice", body="q2", anticipation="reply")
+    assert (await send(app, "team:bob", "yes", replyToMessageId=asked.message["id"]))["ok"]
+    assert (await send(app, "team:bob", "yes", replyToMessageId=asked2.message["id"]))["ok"]
+    # a retry under its message id is not a new message
+    mid = new_message_id()
+    assert (await send(app, "team:carol", "hello", messageId=mid))["ok"]
+    assert (await send(app, "team:carol", "hello", messageId=mid))["duplicate"] is True
+
+
+async def test_repeats_are_allowed_when_the_window_is_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_LINK_ADDRESS", "team:alice")
+    monkeypatch.setenv("AGENT_LINK_REPEAT_WINDOW_MS", "0")
+    app = App.create()
+    try:
+        assert (await send(app, "team:bob", "ack"))["ok"] and (await send(app, "team:bob", "ack"))["ok"]
+    finally:
+        app.close()
+
+
+async def test_a_runaway_exchange_is_stopped_both_ways(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_LINK_ADDRESS", "team:alice")
+    monkeypatch.setenv("AGENT_LINK_PAIR_RATE", "4")
+    monkeypatch.setenv("AGENT_LINK_PAIR_WINDOW_MS", "3600000")
+    app = App.create()
+    try:
+        for n in range(2):  # two each way: the pair has used its 4
+            assert (await send(app, "team:bob", f"ack {n}"))["ok"]
+            await app.send(caller=BOB, to="team:alice", body=f"ack back {n}")
+        out = await send(app, "team:bob", "ack 2")
+        error = out["error"]
+        assert error["code"] == "permission_denied" and error["details"]["reason"] == "send_rate"
+        assert (error["details"]["setting"], error["details"]["limit"], error["details"]["count"]) == ("AGENT_LINK_PAIR_RATE", 4, 4)
+        assert "AGENT_LINK_PAIR_RATE" in error["message"] and "AGENT_LINK_PAIR_RATE" in error["hint"]
+        with pytest.raises(Exception) as raised:
+            await app.send(caller=BOB, to="team:alice", body="ack back 2")
+        assert raised.value.details["reason"] == "send_rate"  # type: ignore[attr-defined]
+        # other pairs are not held back
+        assert (await send(app, "team:carol", "hello"))["ok"]
+        assert count(app) == 5
+    finally:
+        app.close()
+    monkeypatch.setenv("AGENT_LINK_PAIR_RATE", "0")
+    app = App.create()
+    try:
+        assert (await send(app, "team:bob", "ack 2"))["ok"]
+    finally:
+        app.close()
+
+
+async def test_the_guard_through_a_real_mcp_client_session(isolated_env: Any) -> None:
+    env = {"AGENT_LINK_ADDRESS": "test:alice", "AGENT_LINK_PAIR_RATE": "3", "AGENT_LINK_PAIR_WINDOW_MS": "3600000"}
+    async with agent_link_mcp(env) as alice:
+        refused = await alice.call("message_agent", {"to": "test:alice", "message": "hi me"})
+        assert refused["error"]["details"]["errors"][0]["rule"] == "self"
+        assert (await alice.call("message_agent", {"to": "test:bob", "message": "ack"}))["ok"]
+        repeated = await alice.call("message_agent", {"to": "test:bob", "message": "ack"})
+        assert repeated["error"]["details"]["reason"] == "repeated_message"
+        for n in range(2):
+            assert (await alice.call("message_agent", {"to": "test:bob", "message": f"ack {n}"}))["ok"]
+        runaway = await alice.call("message_agent", {"to": "test:bob", "message": "ack 3"})
+        assert runaway["error"]["details"] == {"reason": "send_rate", "setting": "AGENT_LINK_PAIR_RATE", "limit": 3,
+                                               "windowMs": 3600000, "count": 3}

@@ -1,0 +1,141 @@
+"""A message reaches its agent one way only (issue 29): one a running wait of the recipient is
+about to return is not pushed as well, whichever process pushes (agent_link_core/handoff.py);
+what the wait did not take is pushed when it ends; a reply that already reached the agent
+another way is not repeated in the wait's result. (Real host: plugins/codex/tests.)"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from agent_link_core import hookimpl
+from agent_link_core.app import App
+from agent_link_core.harness import Delivery, Harness
+from agent_link_core.model import Caller, Session
+
+pytestmark = pytest.mark.anyio
+
+ALICE = Caller("stub:alice", "runtime_context", "stub")
+CAROL = Caller("team:carol", "config", "team")
+
+
+class Stub(Harness):
+    """A host whose sessions take every push (and remember it)."""
+
+    name = "stub"
+
+    def __init__(self) -> None:
+        self.pushed: list[str] = []
+
+    async def get_session(self, session_id: str) -> Session | None:
+        return Session(f"stub:{session_id}", "stub", session_id)
+
+    async def deliver(self, message: dict[str, Any], envelope: str, options: Any) -> Delivery:
+        self.pushed.append(message["id"])
+        return Delivery(delivered=True, via="stub-push")
+
+
+class Plugin:
+    def __init__(self) -> None:
+        self.stub = Stub()
+
+    @hookimpl
+    def agent_link_register_harnesses(self, register: Any) -> None:
+        register(self.stub)
+
+
+@pytest.fixture
+def plugin() -> Plugin:
+    return Plugin()
+
+
+@pytest.fixture
+def apps(plugin: Plugin) -> Any:
+    """The waiting agent's server and another process's (the sender's): two Apps, one mailbox."""
+    waiter, sender = App.create(extra_plugins=(("stub", plugin),)), App.create(extra_plugins=(("stub", Plugin()),))
+    yield waiter, sender
+    waiter.close()
+    sender.close()
+
+
+async def waiting(app: App, key: str) -> None:
+    """Until the wait task runs (a bound for a hang, not a speed expectation)."""
+    async with asyncio.timeout(30):
+        while key not in app.waiting:
+            await asyncio.sleep(0.01)
+
+
+async def test_a_reply_a_wait_returns_is_not_pushed_as_well(apps: Any, plugin: Plugin) -> None:
+    waiter, sender = apps
+    asked = await waiter.send(caller=ALICE, to="team:carol", body="ready?", anticipation="reply")
+    question = asked.message["id"]
+    task = asyncio.ensure_future(waiter.wait(caller=ALICE, agent="team:carol", reply_to=question, timeout_ms=20_000, poll_ms=200))
+    await waiting(waiter, f"reply:{question}")
+    answered = await sender.reply(caller=CAROL, message_id=question, message="yes")  # the replier's process pushes
+    got = await task
+    assert got["outcome"] == "reply" and got["reply"]["id"] == answered["messageId"] and "yes" in got["reply"]["envelope"]
+    assert plugin.stub.pushed == [] and sender.harnesses["stub"].pushed == []  # type: ignore[attr-defined]
+    assert waiter.mailbox.stored(answered["messageId"])["delivered_via"] == "wait"
+    assert waiter.store.conn.execute("SELECT COUNT(*) FROM active_waits").fetchone()[0] == 0
+
+
+async def test_what_a_wait_did_not_take_is_pushed_when_it_ends(apps: Any, plugin: Plugin) -> None:
+    waiter, sender = apps
+    task = asyncio.ensure_future(waiter.wait(caller=ALICE, agent="team:carol", timeout_ms=20_000, poll_ms=1000))
+    await waiting(waiter, "from:team:carol")
+    first = await sender.send(caller=CAROL, to="stub:alice", body="one")
+    second = await sender.send(caller=CAROL, to="stub:alice", body="two")
+    assert first.delivery is not None and first.delivery.state == "held_for_wait" and not first.delivery.delivered
+    got = await task
+    assert got["reply"]["id"] == first.message["id"]
+    # the second was held for the wait too; the wait did not return it, so its end pushed it
+    assert plugin.stub.pushed == [second.message["id"]]
+    assert [waiter.mailbox.stored(m.message["id"])["delivered_via"] for m in (first, second)] == ["wait", "stub-push"]
+
+
+async def test_without_a_wait_the_push_goes_ahead(apps: Any) -> None:
+    _, sender = apps
+    sent = await sender.send(caller=CAROL, to="stub:alice", body="hello")
+    assert sent.delivery is not None and sent.delivery.delivered
+    assert sender.harnesses["stub"].pushed == [sent.message["id"]]  # type: ignore[attr-defined]
+
+
+async def test_a_reply_already_delivered_is_not_repeated_by_the_wait(apps: Any) -> None:
+    waiter, sender = apps
+    asked = await waiter.send(caller=ALICE, to="team:carol", body="ready?", anticipation="reply")
+    answered = await sender.reply(caller=CAROL, message_id=asked.message["id"], message="yes")  # pushed: no wait ran
+    assert waiter.mailbox.stored(answered["messageId"])["delivered_via"] == "stub-push"
+    got = await waiter.wait(caller=ALICE, agent="team:carol", reply_to=asked.message["id"], timeout_ms=0)
+    assert got["outcome"] == "reply" and "envelope" not in got["reply"]
+    assert got["reply"]["alreadyDelivered"]["via"] == "stub-push"
+
+
+async def test_a_reply_a_host_accepted_is_not_repeated_by_the_wait(apps: Any) -> None:
+    """A push the host took but shows later (behind a running tool call) is on its way: the
+    wait says so instead of handing the reply over a second time."""
+    waiter, sender = apps
+    sender.harnesses["stub"].deliver = accept  # type: ignore[method-assign]
+    asked = await waiter.send(caller=ALICE, to="team:carol", body="ready?", anticipation="reply")
+    answered = await sender.reply(caller=CAROL, message_id=asked.message["id"], message="yes")
+    got = await waiter.wait(caller=ALICE, agent="team:carol", reply_to=asked.message["id"], timeout_ms=0)
+    assert "envelope" not in got["reply"] and got["reply"]["alreadyDelivered"]["via"] == "accepted push"
+    assert waiter.mailbox.stored(answered["messageId"])["first_delivered_at"] is None  # the host's echo marks it
+
+
+async def accept(message: dict[str, Any], envelope: str, options: Any) -> Delivery:
+    return Delivery(accepted=True)
+
+
+async def test_an_inbox_read_in_another_process_leaves_a_waits_mail_to_it(apps: Any) -> None:
+    from agent_link_core import budget
+
+    waiter, reader = apps
+    task = asyncio.ensure_future(waiter.wait(caller=ALICE, agent="team:carol", timeout_ms=20_000, poll_ms=10_000))
+    await waiting(waiter, "from:team:carol")
+    sent = await reader.send(caller=CAROL, to="stub:alice", body="for the wait")
+    read = budget.inbox(reader, ALICE, None, limit=10, mark=True, include_open=False)  # this process runs no wait
+    assert [m["id"] for m in read["messages"]] == [] and not reader.waiting
+    got = await task
+    assert got["reply"]["id"] == sent.message["id"]
