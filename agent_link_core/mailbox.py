@@ -567,6 +567,21 @@ class Mailbox:
             sql += " AND delivered_at IS NULL"
         return self.store.conn.execute(sql + " ORDER BY sent_at, id LIMIT ?", (recipient, limit)).fetchall()
 
+    def open_expectations(self, visibility: Visibility, limit: int) -> list[sqlite3.Row]:
+        """Open reply/action mail (not fyi) that ``visibility`` may read, oldest first, at most
+        ``limit`` rows: what every agent waits on.
+
+        No index starts with ``open``, so it walks the recipients on the (recipient, open,
+        sent_at) index, one seek each, then reads only their open mail: the cost follows the
+        recipients and the open mail, not every message ever stored."""
+        where, params = visibility.sql("m")
+        return self.store.conn.execute(
+            "WITH RECURSIVE who(r) AS (SELECT (SELECT MIN(recipient) FROM messages)"
+            " UNION ALL SELECT (SELECT MIN(recipient) FROM messages WHERE recipient > who.r) FROM who WHERE who.r IS NOT NULL)"
+            " SELECT m.* FROM who JOIN messages m ON m.recipient = who.r AND m.open = 1"
+            f" WHERE m.anticipation != 'fyi' AND {where} ORDER BY m.sent_at, m.id LIMIT ?",
+            (*params, limit)).fetchall()
+
     def awaiting_late_evidence(self, scheme: str, limit: int) -> list[sqlite3.Row]:
         """Undelivered messages to ``<scheme>:…`` whose last push outcome was unknown, or that a
         session held (``inbox_held``), newest first: what a harness may still find evidence for.

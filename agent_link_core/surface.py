@@ -101,6 +101,9 @@ class PluginMailbox(Protocol):
     def open_for(self, recipient: str, limit: int, *, undelivered_only: bool = False) -> list[sqlite3.Row]:
         """Open mail of ``recipient``, oldest first."""
 
+    def open_expectations(self, visibility: Any, limit: int) -> list[sqlite3.Row]:
+        """Open reply/action mail ``visibility`` may read, oldest first: what agents wait on."""
+
     def count_open(self, recipient: str, *, undelivered_only: bool = False) -> int:
         """How much open mail ``recipient`` has."""
 
@@ -195,7 +198,7 @@ SURFACE: dict[str, tuple[str, ...]] = {
         "resolve_agent", "target_address"),
     "config": ("sources", "get", "state_dir", "db_path", "reminder_limit", "reminder_interval_ms"),
     "store": ("path", "conn", "write"),
-    "mailbox": ("get_row", "require", "state", "to_view", "envelope", "row_dict", "rows", "states", "to_views", "open_for", "count_open", "open_addressed_to", "recent_correspondents", "has_event",
+    "mailbox": ("get_row", "require", "state", "to_view", "envelope", "row_dict", "rows", "states", "to_views", "open_for", "open_expectations", "count_open", "open_addressed_to", "recent_correspondents", "has_event",
                 "mark_delivered", "due_reminders", "record_reminder", "reassign", "record_event", "push_outcome"),
     "hooks": ("check_override", "tools"),
 }

@@ -199,16 +199,7 @@ def waiting(app: App, person: str, limit: int = WAITING_LIMIT) -> list[dict[str,
     ``{id, from (who waits), to (who owes the answer), anticipation, status, sentAt, ago,
     replyBy, due (words: "due in 5 min", "overdue by 2 h", None without a deadline),
     overdue (bool), preview}``."""
-    where, params = person_view(app, person).sql("m")
-    # No index starts with ``open``: walk the recipients on the (recipient, open, sent_at) index
-    # one seek each, then read only their open mail, so the cost follows the recipients and the
-    # open mail, not every message ever stored.
-    rows = app.store.conn.execute(
-        "WITH RECURSIVE who(r) AS (SELECT (SELECT MIN(recipient) FROM messages)"
-        " UNION ALL SELECT (SELECT MIN(recipient) FROM messages WHERE recipient > who.r) FROM who WHERE who.r IS NOT NULL)"
-        f" SELECT m.* FROM who JOIN messages m ON m.recipient = who.r AND m.open = 1"
-        f" WHERE m.anticipation != 'fyi' AND {where} ORDER BY m.sent_at, m.id LIMIT ?",
-        (*params, limit)).fetchall()
+    rows = app.mailbox.open_expectations(person_view(app, person), limit)
     now = now_ms()
     out = []
     for r, state in zip(rows, app.mailbox.states(rows, now), strict=True):
