@@ -36,7 +36,8 @@ def edit_targets(payload: dict[str, Any]) -> list[str]:
     given = payload.get("tool_input")
     if not keys or not isinstance(given, dict):
         return []
-    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else os.getcwd()
+    given_cwd = payload.get("cwd")
+    cwd = given_cwd if isinstance(given_cwd, str) else os.getcwd()
     out = []
     for key in keys:
         value = given.get(key)
