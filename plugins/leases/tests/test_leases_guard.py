@@ -25,7 +25,7 @@ def call(tool: str, repo: str, **tool_input: Any) -> dict[str, Any]:
 def leased(app: App, repo: str) -> App:
     root = Project(repo, False)
     claim(app.store, ALICE, root, ["src/pkg"], exclusive=True, reason="moving modules", ttl_ms=60_000, now=now_ms())
-    claim(app.store, ALICE, root, ["docs/*.md"], exclusive=False, reason=None, ttl_ms=60_000, now=now_ms())
+    claim(app.store, ALICE, root, ["guide/*.md"], exclusive=False, reason=None, ttl_ms=60_000, now=now_ms())
     return app
 
 
@@ -44,7 +44,7 @@ def test_an_edit_of_anothers_exclusive_lease_is_denied(leased: App, repo: str) -
 @pytest.mark.parametrize(("tool", "path", "caller"), [
     ("Read", "src/pkg/mod.py", BOB),  # reads are never blocked
     ("Edit", "src/pkg/mod.py", ALICE),  # the holder's own calls pass
-    ("Edit", "docs/x.md", BOB),  # a shared lease
+    ("Edit", "guide/x.md", BOB),  # a shared lease
     ("Edit", "src/a.py", BOB),  # not leased
     ("Edit", "../outside.py", BOB),  # outside every project root
 ])

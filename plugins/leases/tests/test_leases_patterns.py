@@ -49,7 +49,7 @@ PAIRS = [
     ("**/*.md", "file:src/a.md", True),
     ("file:src/a.py", "file:src/a.py", True),
     ("file:src/a.py", "src", True),
-    ("**/*.md", "docs/x.md", True),
+    ("**/*.md", "guide/x.md", True),
     ("**/*.md", "file:docs/x.py", False),
     ("src/**/test_*.py", "src/**/*_test.py", True),
     ("a/**/b/*.py", "a/*/c/*.py", True),  # a/x/c/y.py/b/z.py
@@ -117,7 +117,7 @@ def root(tmp_path: Path) -> str:
 NORMALISED = [
     ("src/a.py", "src/a.py"),
     ("./src//a.py", "src/a.py"),
-    ("src/../docs/x.md", "docs/x.md"),
+    ("src/../guide/x.md", "guide/x.md"),
     ("src/pkg/../../docs", "docs"),
     ("link/mod.py", "src/pkg/mod.py"),  # a symlink in the fixed prefix is resolved
     ("link/*.py", "src/pkg/*.py"),
