@@ -37,13 +37,16 @@ MIGRATIONS: tuple[Migration, ...] = (
             pattern_key TEXT NOT NULL,      -- pattern as compared (case folded when fold)
             fold INTEGER NOT NULL,          -- root's file system ignores case
             below INTEGER NOT NULL,         -- also covers what is below it
+            anchor TEXT NOT NULL,           -- the literal names before the first wildcard, "/"-joined
+                                            -- (folded when fold): only leases whose anchors are
+                                            -- prefixes of one another can overlap (see anchor())
             exclusive INTEGER NOT NULL,
             reason TEXT,
             created_at INTEGER NOT NULL,    -- epoch ms of the first claim
             expires_at INTEGER NOT NULL,    -- epoch ms
             UNIQUE (holder, root, pattern_key)
         );
-        CREATE INDEX leases_by_root ON leases (root, expires_at);
+        CREATE INDEX leases_by_anchor ON leases (root, anchor);
         CREATE INDEX leases_by_holder ON leases (holder, expires_at);
         """,
     ),
@@ -111,6 +114,35 @@ def patterns(root: Project, typed: list[str], argument: str = "paths") -> list[P
     return out
 
 
+def anchor(pattern: Pattern) -> str:
+    """The names of ``pattern``'s leading literal segments, ``/``-joined ("" for none).
+
+    A path matching two patterns starts with both anchors, so of two overlapping patterns one
+    anchor is a segment prefix of the other: a conflict check reads only the leases whose
+    anchor is a prefix of the claim's or lies below it (two index lookups per depth), not
+    every lease under the root.
+    """
+    names: list[str] = []
+    for segment in pattern.segments:
+        if isinstance(segment, str) or any(isinstance(t, str) or len(t) != 1 or t[0][0] != t[0][1] for t in segment):
+            break
+        names.append("".join(chr(t[0][0]) for t in segment if not isinstance(t, str)))
+    return "/".join(names)
+
+
+def _candidates(conn: sqlite3.Connection, holder: str, root: Project, pattern: Pattern, now: int) -> list[sqlite3.Row]:
+    """Others' active leases under ``root`` that may overlap ``pattern`` (by :func:`anchor`)."""
+    mine = anchor(pattern)
+    parts = mine.split("/") if mine else []
+    prefixes = ["/".join(parts[:k]) for k in range(len(parts) + 1)]
+    marks = ", ".join("?" for _ in prefixes)
+    below = "anchor > ? AND anchor < ?" if mine else "1"  # "0" is the character after "/"
+    bounds = [mine + "/", mine + "0"] if mine else []
+    return conn.execute(
+        f"SELECT * FROM leases WHERE root = ? AND (anchor IN ({marks}) OR ({below})) AND holder != ? AND expires_at > ?",
+        (root.path, *prefixes, *bounds, holder, now)).fetchall()
+
+
 def _row_pattern(row: sqlite3.Row) -> Pattern:
     return parse(row["pattern"], bool(row["fold"]), bool(row["below"]))
 
@@ -131,9 +163,10 @@ def conflicts(conn: sqlite3.Connection, holder: str, root: Project, wanted: list
     overlapping, and one side or both exclusive. One entry per holder, reason and expiry:
     ``{holder, paths, exclusive, reason, expiresAt, requested, message}``, ``message`` a text
     the claimant can send the holder to ask for them."""
-    rows = conn.execute(
-        "SELECT * FROM leases WHERE root = ? AND holder != ? AND expires_at > ? ORDER BY id",
-        (root.path, holder, now)).fetchall()
+    found: dict[int, sqlite3.Row] = {}
+    for _, pattern in wanted:
+        found.update((r["id"], r) for r in _candidates(conn, holder, root, pattern, now))
+    rows = [found[i] for i in sorted(found)]
     grouped: dict[tuple[Any, ...], dict[str, Any]] = {}
     for row in rows:
         if not (exclusive or row["exclusive"]):
@@ -191,10 +224,10 @@ def claim(store: Store, holder: str, root: Project, typed: list[str], *, exclusi
                 ids.append(old["id"])
             else:
                 cur = conn.execute(
-                    "INSERT INTO leases (holder, root, pattern, pattern_key, fold, below, exclusive, reason, created_at, expires_at)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (holder, root.path, pattern.text, pattern.key, int(pattern.fold), int(pattern.below), int(exclusive),
-                     reason, now, expires))
+                    "INSERT INTO leases (holder, root, pattern, pattern_key, fold, below, anchor, exclusive, reason,"
+                    " created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (holder, root.path, pattern.text, pattern.key, int(pattern.fold), int(pattern.below), anchor(pattern),
+                     int(exclusive), reason, now, expires))
                 ids.append(int(cur.lastrowid or 0))
         rows = [conn.execute("SELECT * FROM leases WHERE id = ?", (i,)).fetchone() for i in dict.fromkeys(ids)]
     return {"projectRoot": root.path, "leases": [view(r, now) for r in rows], "renewed": renewed}

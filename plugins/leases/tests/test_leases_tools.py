@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from agent_link_core.app import App
+from agent_link_core.errors import AgentLinkError
 from agent_link_core.model import Caller
 from agent_link_core.store import now_ms
 from agent_link_leases.table import Project, active, claim
@@ -124,9 +125,9 @@ def test_a_lease_ends_when_it_expires(app: App, repo: str) -> None:
     root = Project(repo, False)
     start = now_ms()
     claim(app.store, ALICE.address, root, ["src"], exclusive=True, reason=None, ttl_ms=1000, now=start)
-    with pytest.raises(Exception) as refused:
+    with pytest.raises(AgentLinkError) as refused:
         claim(app.store, BOB.address, root, ["src/a.py"], exclusive=True, reason=None, ttl_ms=1000, now=start + 999)
-    assert getattr(refused.value, "code", None) == "lease_conflict"
+    assert refused.value.code == "lease_conflict"
     assert active(app.store, start + 1000) == []
     later = claim(app.store, BOB.address, root, ["src/a.py"], exclusive=True, reason=None, ttl_ms=1000, now=start + 1000)
     assert [x["holder"] for x in later["leases"]] == ["test:bob"]
@@ -147,3 +148,35 @@ def test_health_section(app: App, repo: str) -> None:
     section = app.hooks.health_sections()["leases"]
     assert (section["active"], section["exclusive"], section["holders"], section["roots"]) == (2, 2, 1, 1)
     assert "not tracked" in section["sessionEnd"]
+
+
+ANCHORS = [("src/pkg/*.py", "src/pkg"), ("src/**", "src"), ("**/x", ""), (".", ""), ("src/[a]b/c", "src/ab/c"), ("a\\*b/c", "a*b/c")]
+
+
+@pytest.mark.parametrize(("text", "expected"), ANCHORS)
+def test_anchor(text: str, expected: str) -> None:
+    from agent_link_leases.patterns import parse
+    from agent_link_leases.table import anchor
+
+    assert anchor(parse(text)) == expected
+
+
+@pytest.mark.parametrize(("held", "wanted", "clash"), [
+    ("src/pkg/a.py", "src", True),  # held below the claim
+    ("src", "src/pkg/a.py", True),  # held above the claim
+    ("**/*.py", "src/pkg/a.py", True),  # held with no anchor
+    ("src/pkg/a.py", "**/a.py", True),  # claimed with no anchor
+    (".", "docs/x", True),
+    ("src/pkg/a.py", "src/pkgs", False),  # a sibling whose name extends the anchor
+    ("src/pkg0/a.py", "src/pkg", False),  # "0" sorts right after "/"
+    ("src/pkg-1/a.py", "src/pkg", False),
+])
+def test_conflicts_found_through_the_anchor_index(app: App, repo: str, held: str, wanted: str, clash: bool) -> None:
+    root = Project(repo, False)
+    claim(app.store, ALICE.address, root, [held], exclusive=True, reason=None, ttl_ms=60_000, now=now_ms())
+    if not clash:
+        assert claim(app.store, BOB.address, root, [wanted], exclusive=True, reason=None, ttl_ms=60_000, now=now_ms())["leases"]
+        return
+    with pytest.raises(AgentLinkError) as refused:
+        claim(app.store, BOB.address, root, [wanted], exclusive=True, reason=None, ttl_ms=60_000, now=now_ms())
+    assert refused.value.code == "lease_conflict"
