@@ -276,6 +276,7 @@ SECTIONS: dict[str, Callable[[Path], None]] = {
     "codex": lambda tmp: __import__("codex_bench").bench_codex(tmp),  # Codex delivery vs a bare turn/start
     "projects": lambda tmp: __import__("projects_bench").bench_projects(),  # the obligation classifier
     "readpath": lambda tmp: __import__("readpath_bench").bench_readpath(tmp, line),  # MCP reads by size, send/read p50
+    "leases": lambda tmp: __import__("leases_bench").bench_leases(tmp, line),  # a lease conflict check, 10,000 vs 10 leases
 }
 
 

@@ -135,12 +135,12 @@ def _candidates(conn: sqlite3.Connection, holder: str, root: Project, pattern: P
     mine = anchor(pattern)
     parts = mine.split("/") if mine else []
     prefixes = ["/".join(parts[:k]) for k in range(len(parts) + 1)]
-    marks = ", ".join("?" for _ in prefixes)
-    below = "anchor > ? AND anchor < ?" if mine else "1"  # "0" is the character after "/"
-    bounds = [mine + "/", mine + "0"] if mine else []
-    return conn.execute(
-        f"SELECT * FROM leases WHERE root = ? AND (anchor IN ({marks}) OR ({below})) AND holder != ? AND expires_at > ?",
-        (root.path, *prefixes, *bounds, holder, now)).fetchall()
+    # Two indexed reads (an OR of both would make SQLite scan every lease of the root).
+    where = "root = ? AND holder != ? AND expires_at > ?"
+    rows = conn.execute(f"SELECT * FROM leases WHERE {where} AND anchor IN ({', '.join('?' for _ in prefixes)})",
+                        (root.path, holder, now, *prefixes)).fetchall()
+    below = ("anchor > ? AND anchor < ?", (mine + "/", mine + "0")) if mine else ("anchor != ''", ())  # "0" follows "/"
+    return rows + conn.execute(f"SELECT * FROM leases WHERE {where} AND {below[0]}", (root.path, holder, now, *below[1])).fetchall()
 
 
 def _row_pattern(row: sqlite3.Row) -> Pattern:
