@@ -57,24 +57,33 @@ def _relative(path: str, root: str, fold: bool) -> str | None:
 def holders_of(conn: sqlite3.Connection, path: str, caller: str, now: int) -> list[sqlite3.Row]:
     """Others' active exclusive leases covering ``path`` (absolute, resolved), oldest first.
 
+    Reads only the leases of the roots holding ``path`` whose anchor (literal prefix, see
+    :func:`agent_link_leases.table.anchor`) is a prefix of ``path``: one indexed read per root.
+
     :param now: epoch ms.
     :raises sqlite3.Error: as the query does (no ``leases`` table yet, a lock).
     """
-    rows = conn.execute(
-        "SELECT * FROM leases WHERE exclusive = 1 AND holder != ? AND expires_at > ?"
-        " AND (lower(?) = lower(root) OR lower(substr(?, 1, length(root) + 1)) = lower(root || '/')) ORDER BY id",
-        (caller, now, path, path)).fetchall()
     out = []
-    for row in rows:
-        rel = _relative(path, row["root"], bool(row["fold"]))
+    roots = conn.execute("SELECT DISTINCT root, fold FROM leases").fetchall()
+    for root, fold in roots:
+        rel = _relative(path, root, bool(fold))
         if rel is None:
             continue
-        try:
-            target = parse("/".join(escape(n) for n in rel.split("/")) if rel != "." else ".", bool(row["fold"]), below=False)
-            if overlap(target, parse(row["pattern"], bool(row["fold"]), bool(row["below"]))):
-                out.append(row)
-        except PatternError:
-            continue  # a stored pattern is always well formed; a hand edit is skipped, not fatal
+        parts = [] if rel == "." else rel.split("/")
+        prefixes = ["/".join(parts[:k]) for k in range(len(parts) + 1)]
+        rows = conn.execute(
+            f"SELECT * FROM leases WHERE root = ? AND anchor IN ({', '.join('?' for _ in prefixes)})"
+            " AND exclusive = 1 AND holder != ? AND expires_at > ? ORDER BY id",
+            (root, *prefixes, caller, now)).fetchall()
+        if not rows:
+            continue
+        target = parse("/".join(escape(n) for n in parts) or ".", bool(fold), below=False)
+        for row in rows:
+            try:
+                if overlap(target, parse(row["pattern"], bool(row["fold"]), bool(row["below"]))):
+                    out.append(row)
+            except PatternError:
+                continue  # a stored pattern is always well formed; a hand edit is skipped, not fatal
     return out
 
 

@@ -2,7 +2,8 @@
 
 Hooks: the ``leases`` table (schema), the ``AGENT_LINK_LEASE_TTL_MS`` setting, the tools
 ``lease_paths``, ``release_paths`` and ``list_leases``, the ``lease``/``release``/``leases``
-commands and the ``leases`` health section.
+commands, the ``leases`` health section, and the ``leases`` prompt-hook adapter (the
+``PreToolUse`` edit guard, :mod:`agent_link_leases.hook`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import click
 from agent_link_core import hookimpl
 from agent_link_core.config import Setting
 from agent_link_core.contribute import migrations, registers
+from agent_link_core.records import PromptHook
 from agent_link_core.store import now_ms
 
 from agent_link_leases.table import DEFAULT_TTL_MS, MAX_TTL_MS, MIGRATIONS, TTL_SETTING
@@ -29,6 +31,8 @@ SETTINGS: tuple[Setting, ...] = (
 agent_link_register_settings = registers(SETTINGS)
 agent_link_schema = migrations(MIGRATIONS)
 agent_link_register_tools = registers("agent_link_leases.tools:LEASE_TOOLS")
+# `agent-link hook leases PreToolUse`: the edit guard (agent_link_leases.hook)
+agent_link_register_prompt_hooks = registers([PromptHook("leases", "agent_link_leases.hook")])
 
 
 @hookimpl
