@@ -277,6 +277,7 @@ SECTIONS: dict[str, Callable[[Path], None]] = {
     "projects": lambda tmp: __import__("projects_bench").bench_projects(),  # the obligation classifier
     "readpath": lambda tmp: __import__("readpath_bench").bench_readpath(tmp, line),  # MCP reads by size, send/read p50
     "leases": lambda tmp: __import__("leases_bench").bench_leases(tmp, line),  # a lease conflict check, 10,000 vs 10 leases
+    "leases_hook": lambda tmp: __import__("leases_bench").bench_leases_hook(tmp, line, interleaved_medians),  # the edit guard
 }
 
 
