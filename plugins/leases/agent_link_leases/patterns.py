@@ -363,15 +363,20 @@ def normalise(pattern: str, root: str, *, fold: bool) -> Pattern:
         raise PatternError("empty", "An empty pattern names nothing; give a file, directory or glob.")
     if "\0" in pattern:
         raise PatternError("nul", f"{pattern!r}: a path cannot contain a NUL character.")
-    full = pattern if os.path.isabs(pattern) else os.path.join(root, pattern)
-    parts = [p for p in full.split("/") if p]
+    # Only what the caller typed below the root is read as a glob: the root's own name may hold
+    # glob characters ("/tmp/a[1]/proj").
+    base, typed = root, pattern
+    if os.path.isabs(pattern):
+        under = root.rstrip("/") + "/"
+        base, typed = (root, pattern[len(under):]) if pattern.startswith(under) else ("/", pattern)
+    parts = [p for p in typed.split("/") if p]
     first_magic = next((k for k, p in enumerate(parts) if _is_magic(p)), len(parts))
     rest = [p for p in parts[first_magic:] if p != "."]
     if ".." in rest:
         raise PatternError("dotdot_after_wildcard", f"{pattern!r}: '..' after a wildcard cannot be resolved; write the path without it.")
     for part in parts[:first_magic]:
         parse_segment(part, fold, pattern)  # a malformed escape is refused, not guessed at
-    fixed = os.path.realpath("/" + "/".join(_unescape(p) for p in parts[:first_magic]))
+    fixed = os.path.realpath(os.path.join(base, *(_unescape(p) for p in parts[:first_magic])))
     rel = os.path.relpath(fixed, root)
     if fold and _escapes(rel):  # the same directory spelt in another case
         rel = os.path.relpath(fixed.lower(), root.lower())

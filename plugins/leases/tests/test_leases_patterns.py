@@ -181,3 +181,14 @@ def test_case_insensitive_root_spelt_otherwise(root: str) -> None:
     assert normalise(root.upper() + "/SRC/x", root, fold=True).text == "src/x"
     with pytest.raises(PatternError):
         normalise(root.upper() + "/SRC/x", root, fold=False)
+
+
+def test_a_root_whose_name_holds_glob_characters(tmp_path: Path) -> None:
+    project = tmp_path / "a[1]*" / "proj"
+    (project / "src").mkdir(parents=True)
+    root = os.path.realpath(project)
+    assert normalise("src/*.py", root, fold=False).text == "src/*.py"
+    assert normalise(os.path.join(root, "src", "x.py"), root, fold=False).text == "src/x.py"
+    with pytest.raises(PatternError) as caught:
+        normalise(str(tmp_path / "a[1]*" / "other"), root, fold=False)
+    assert caught.value.reason == "outside_root"
