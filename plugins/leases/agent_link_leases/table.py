@@ -205,9 +205,9 @@ def claim(store: Store, holder: str, root: Project, typed: list[str], *, exclusi
     with store.write() as conn:
         clashes = conflicts(conn, holder, root, wanted, exclusive, now)
         if clashes:
-            names = ", ".join(sorted({c["holder"] for c in clashes}))
+            names = sorted({c["holder"] for c in clashes})
             raise AgentLinkError(
-                "lease_conflict", f"Nothing was leased: {names} hold{'s' if len(clashes) == 1 else ''} overlapping paths.",
+                "lease_conflict", f"Nothing was leased: {', '.join(names)} hold{'s' if len(names) == 1 else ''} overlapping paths.",
                 {"conflicts": clashes},
                 hint="Send each holder its conflicts[].message (message_agent), or claim paths nobody holds.")
         conn.execute("DELETE FROM leases WHERE expires_at <= ?", (now,))
