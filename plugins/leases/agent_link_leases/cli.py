@@ -2,7 +2,8 @@
 terminal or a script, as the caller the CLI identifies (its session or ``AGENT_LINK_ADDRESS``).
 
 * ``agent-link lease PATH... [--shared] [--ttl-ms N] [--reason TEXT] [--project-root DIR]``;
-* ``agent-link release PATH... | --all [--project-root DIR]``;
+* ``agent-link release PATH... | --all [--project-root DIR] [--holder ADDR]``: ``--holder``
+  ends another holder's (stale) leases and needs ``AGENT_LINK_LEASE_ADMIN=1``;
 * ``agent-link leases [--path P] [--holder ADDR] [--project-root DIR]``.
 
 Each prints a line per lease for people and the tool's JSON object with ``--json``; a refused
@@ -19,7 +20,7 @@ import click
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.store import now_ms
 
-from agent_link_leases.table import DEFAULT_TTL_MS, MAX_TTL_MS, TTL_SETTING, active, claim, project, release
+from agent_link_leases.table import ADMIN_SETTING, DEFAULT_TTL_MS, MAX_TTL_MS, TTL_SETTING, active, claim, project, release
 
 
 def _line(lease: dict[str, Any]) -> str:
@@ -68,18 +69,24 @@ def register(cli: click.Group) -> None:
     @cli.command("release", epilog=EXIT_HELP)
     @click.argument("paths", nargs=-1)
     @click.option("--all", "everything", is_flag=True, help="Release every lease you hold.")
+    @click.option("--holder", help=f"Release this holder's leases instead of yours (a stale one; needs {ADMIN_SETTING}=1).")
     @root_option
     @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
     @click.pass_context
-    def release_cmd(ctx: click.Context, paths: tuple[str, ...], everything: bool, root: str | None, as_json: bool) -> None:
+    def release_cmd(ctx: click.Context, paths: tuple[str, ...], everything: bool, holder: str | None, root: str | None,
+                    as_json: bool) -> None:
         """Release the given leases (as leased), or all of yours with --all."""
         if bool(paths) == everything:
             raise click.UsageError("give the paths to release, or --all (not both)")
         app = get_app(ctx)
         try:
-            caller = app.require_caller(app.caller())
+            if holder is not None and not app.config.get(ADMIN_SETTING):
+                raise AgentLinkError("permission_denied", "Releasing another holder's leases is turned off.",
+                                     {"reason": "lease_admin_disabled"},
+                                     hint=f"A person can turn it on for one command: {ADMIN_SETTING}=1 agent-link release --holder ...")
+            owner = holder if holder is not None else app.require_caller(app.caller()).address
             where = project(os.path.abspath(root) if root else None, os.getcwd()) if paths else None
-            data = release(app.store, caller.address, where, list(paths) if paths else None, now_ms())
+            data = release(app.store, owner, where, list(paths) if paths else None, now_ms())
         except AgentLinkError as exc:
             fail(exc)
 

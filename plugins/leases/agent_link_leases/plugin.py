@@ -18,7 +18,7 @@ from agent_link_core.contribute import migrations, registers
 from agent_link_core.records import PromptHook
 from agent_link_core.store import now_ms
 
-from agent_link_leases.table import DEFAULT_TTL_MS, MAX_TTL_MS, MIGRATIONS, TTL_SETTING
+from agent_link_leases.table import ADMIN_SETTING, DEFAULT_TTL_MS, MAX_TTL_MS, MIGRATIONS, TTL_SETTING
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
 SETTINGS: tuple[Setting, ...] = (
     Setting(TTL_SETTING, "int", DEFAULT_TTL_MS, minimum=1000, maximum=MAX_TTL_MS,
             doc="a lease's time to live (ms) when the claim gives none"),
+    Setting(ADMIN_SETTING, "flag", False, doc="lets `agent-link release --holder` end another holder's (stale) leases"),
 )
 
 agent_link_register_settings = registers(SETTINGS)

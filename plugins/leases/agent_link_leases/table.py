@@ -21,6 +21,7 @@ from agent_link_leases.patterns import Pattern, PatternError, case_insensitive, 
 
 OWNER = "leases"
 TTL_SETTING = "AGENT_LINK_LEASE_TTL_MS"
+ADMIN_SETTING = "AGENT_LINK_LEASE_ADMIN"
 DEFAULT_TTL_MS = 60 * 60_000
 MAX_TTL_MS = 7 * 24 * 60 * 60_000
 

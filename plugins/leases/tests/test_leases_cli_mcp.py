@@ -79,3 +79,19 @@ def test_lease_commands(isolated_env: Path, repo: str, monkeypatch: pytest.Monke
     monkeypatch.setenv("AGENT_LINK_ADDRESS", "test:alice")
     assert "released src" in cli("release", "src/").output
     assert "No active leases." in cli("leases").output
+
+
+def test_a_person_releases_a_stale_lease(isolated_env: Path, repo: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "leases")
+    monkeypatch.chdir(repo)
+    monkeypatch.setenv("AGENT_LINK_ADDRESS", "codex:gone")
+    assert cli("lease", "src", "docs").exit_code == 0
+    monkeypatch.setenv("AGENT_LINK_ADDRESS", "test:alice")
+    refused = cli("release", "--holder", "codex:gone", "--all")
+    assert refused.exit_code == 1 and "AGENT_LINK_LEASE_ADMIN=1" in refused.output and "Traceback" not in refused.output
+    monkeypatch.setenv("AGENT_LINK_LEASE_ADMIN", "1")
+    assert "released src" in cli("release", "--holder", "codex:gone", "src").output
+    assert [x["path"] for x in json.loads(cli("leases", "--json").output)["leases"]] == ["docs"]
+    monkeypatch.delenv("AGENT_LINK_ADDRESS")  # a person's shell: no address needed with --holder
+    assert "released docs" in cli("release", "--holder", "codex:gone", "--all").output
+    assert "No active leases." in cli("leases").output
