@@ -201,7 +201,11 @@ def claim(store: Store, holder: str, root: Project, typed: list[str], *, exclusi
         ``lease_conflict`` with ``details.conflicts`` (:func:`conflicts`) when any overlaps
         another's lease, and then nothing is stored.
     """
-    wanted = list(zip(typed, patterns(root, typed), strict=True))
+    # one entry per stored pattern: "src" and "./src/" name one lease
+    unique: dict[str, tuple[str, Pattern]] = {}
+    for text, pattern in zip(typed, patterns(root, typed), strict=True):
+        unique.setdefault(pattern.key, (text, pattern))
+    wanted = list(unique.values())
     expires = now + ttl_ms
     with store.write() as conn:
         clashes = conflicts(conn, holder, root, wanted, exclusive, now)

@@ -180,3 +180,9 @@ def test_conflicts_found_through_the_anchor_index(app: App, repo: str, held: str
     with pytest.raises(AgentLinkError) as refused:
         claim(app.store, BOB.address, root, [wanted], exclusive=True, reason=None, ttl_ms=60_000, now=now_ms())
     assert refused.value.code == "lease_conflict"
+
+
+def test_two_spellings_of_one_path_are_one_lease(app: App, repo: str) -> None:
+    got = claim(app.store, ALICE.address, Project(repo, False), ["src", "./src/", "docs"], exclusive=True, reason=None,
+                ttl_ms=10_000, now=now_ms())
+    assert [x["path"] for x in got["leases"]] == ["src", "docs"] and got["renewed"] == []
