@@ -27,6 +27,7 @@ ERROR_CODES: tuple[str, ...] = (
     "body_too_large",  # details: limitBytes, actualBytes
     "permission_denied",  # details: reason
     "active_turn_conflict",  # details: status, activeTurnId
+    "lease_conflict",  # details: conflicts[{holder, paths, exclusive, reason, expiresAt, ...}]
     "upstream_error",  # details: method, rpcCode, rpcMessage
     "unsupported",  # details: capability
     "state_io_error",  # details: path (relative to the state dir), errno, reason?
@@ -52,6 +53,7 @@ DEFAULT_HINTS: dict[str, str] = {
     "body_too_large": "Send at most 64 KiB of UTF-8: split the text, or send a file path instead.",
     "permission_denied": "details.reason names the rule that refused it; whoever set the rule can change it.",
     "active_turn_conflict": "Wait for the running work to finish (wait_for_agent), then send again.",
+    "lease_conflict": "Others hold some of these paths (details.conflicts): message them to ask, or claim other paths.",
     "upstream_error": "The host answered with an error: agent_link_health shows whether it is reachable; try again.",
     "unsupported": "This host or release cannot do it; agent_link_health shows what it offers.",
     "state_io_error": "Check that agent-link's state dir (agent_link_health: stateDir) exists, is yours and has space.",

@@ -343,6 +343,8 @@ SECTIONS: dict[str, Callable[[Path], None]] = {
     "readpath": lambda tmp: __import__("readpath_bench").bench_readpath(tmp, line),  # MCP reads by size, send/read p50
     "fresh_start": lambda tmp: __import__("fresh_start_bench").bench_fresh_start(tmp, line),  # fresh vs warm state dir
     "waits": lambda tmp: __import__("waits_bench").bench_waits(tmp, line),  # bench/waits_bench.py: reply -> waiter wakes
+    "leases": lambda tmp: __import__("leases_bench").bench_leases(tmp, line),  # a lease conflict check, 10,000 vs 10 leases
+    "leases_hook": lambda tmp: __import__("leases_bench").bench_leases_hook(tmp, line, interleaved_medians),  # the edit guard
 }
 
 

@@ -76,6 +76,10 @@ def tool_calls(ids: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
         ("message_project_orchestrator", {"message": "status?"}),
         ("launch_project_worker", {"task": "look around"}),
         ("register_dependency_handoff", {"dependencyName": "api", "readinessContract": "tests pass"}),
+        # The leases plugin's tools (no mail in leases; a bad root is refused before anything).
+        ("lease_paths", {"paths": ["src"], "projectRoot": "/nonexistent-root"}),
+        ("release_paths", {}),
+        ("list_leases", {}),
     ]
     for message_id in ids.values():
         calls += [
@@ -124,7 +128,8 @@ def test_a_third_party_reads_nothing_through_the_cli(app: App, monkeypatch: pyte
                      ["reply", message_id, "--done"], ["receipts", "--json", "--message", message_id]]
     commands += [["send", "test:alice", "hello from eve"], ["endpoints", "list"], ["approvals", "check"],
                  ["search", "SECRET", "--json"], ["forks", "list"], ["filehost"], ["config", "list"],
-                 ["import-legacy", "--dry-run", "--json"]]
+                 ["import-legacy", "--dry-run", "--json"], ["leases", "--json"], ["release", "--all"],
+                 ["lease", "src", "--project-root", "/nonexistent-root"]]
     for message_id in ids.values():
         commands += [["show", message_id], ["show", message_id, "--thread"]]
     for args in commands:

@@ -1,0 +1,123 @@
+"""``agent-link lease``, ``agent-link release`` and ``agent-link leases``: the lease tools from a
+terminal or a script, as the caller the CLI identifies (its session or ``AGENT_LINK_ADDRESS``).
+
+* ``agent-link lease PATH... [--shared] [--ttl-ms N] [--reason TEXT] [--project-root DIR]``;
+* ``agent-link release PATH... | --all [--project-root DIR] [--holder ADDR]``: ``--holder``
+  ends another holder's (stale) leases and needs ``AGENT_LINK_LEASE_ADMIN=1``;
+* ``agent-link leases [--path P] [--holder ADDR] [--project-root DIR]``.
+
+Each prints a line per lease for people and the tool's JSON object with ``--json``; a refused
+claim prints one line per conflicting holder on stderr and exits 1.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import click
+
+from agent_link_core.errors import AgentLinkError
+from agent_link_core.store import now_ms
+
+from agent_link_leases.table import ADMIN_SETTING, DEFAULT_TTL_MS, MAX_TTL_MS, TTL_SETTING, active, claim, project, release
+
+
+def _line(lease: dict[str, Any]) -> str:
+    kind = "exclusive" if lease["exclusive"] else "shared"
+    reason = f"  ({lease['reason']})" if lease.get("reason") else ""
+    return f"{lease['path']:<40} {kind:<9} {lease['holder']:<32} until {lease['expiresAt']}{reason}"
+
+
+def register(cli: click.Group) -> None:
+    """Add ``lease``, ``release`` and ``leases`` to the root ``agent-link`` group."""
+    from agent_link_core.cli import EXIT_HELP, emit, fail, get_app
+
+    root_option = click.option("--project-root", "root", type=click.Path(file_okay=False),
+                               help="Project root (default: the git top level of the current directory).")
+
+    @cli.command("lease", epilog=EXIT_HELP)
+    @click.argument("paths", nargs=-1, required=True)
+    @click.option("--shared", is_flag=True, help="A shared lease (only exclusive leases clash with it).")
+    @click.option("--ttl-ms", type=click.IntRange(1000, MAX_TTL_MS), help=f"Time to live in ms (default {TTL_SETTING}).")
+    @click.option("--reason", help="Why: shown to anyone the lease stops.")
+    @root_option
+    @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+    @click.pass_context
+    def lease(ctx: click.Context, paths: tuple[str, ...], shared: bool, ttl_ms: int | None, reason: str | None,
+              root: str | None, as_json: bool) -> None:
+        """Claim (or renew) files, directories or globs; refused whole if another holds any of them."""
+        app = get_app(ctx)
+        try:
+            caller = app.require_caller(app.caller())
+            where = project(os.path.abspath(root) if root else None, os.getcwd())
+            ttl = ttl_ms or app.config.get(TTL_SETTING) or DEFAULT_TTL_MS
+            data = claim(app.store, caller.address, where, list(paths), exclusive=not shared, reason=reason or None,
+                         ttl_ms=int(ttl), now=now_ms())
+        except AgentLinkError as exc:
+            for c in exc.details.get("conflicts", []) if exc.code == "lease_conflict" else []:
+                why = f" ({c['reason']})" if c.get("reason") else ""
+                click.echo(f"held by {c['holder']}: {', '.join(c['paths'])}"
+                           f" {'exclusive' if c['exclusive'] else 'shared'} until {c['expiresAt']}{why}", err=True)
+            fail(exc)
+        def human(d: dict[str, Any]) -> None:
+            for x in d["leases"]:
+                click.echo(_line(x))
+
+        emit(data, as_json, human)
+
+    @cli.command("release", epilog=EXIT_HELP)
+    @click.argument("paths", nargs=-1)
+    @click.option("--all", "everything", is_flag=True, help="Release every lease you hold.")
+    @click.option("--holder", help=f"Release this holder's leases instead of yours (a stale one; needs {ADMIN_SETTING}=1).")
+    @root_option
+    @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+    @click.pass_context
+    def release_cmd(ctx: click.Context, paths: tuple[str, ...], everything: bool, holder: str | None, root: str | None,
+                    as_json: bool) -> None:
+        """Release the given leases (as leased), or all of yours with --all."""
+        if bool(paths) == everything:
+            raise click.UsageError("give the paths to release, or --all (not both)")
+        app = get_app(ctx)
+        try:
+            if holder is not None and not app.config.get(ADMIN_SETTING):
+                raise AgentLinkError("permission_denied", "Releasing another holder's leases is turned off.",
+                                     {"reason": "lease_admin_disabled"},
+                                     hint=f"A person can turn it on for one command: {ADMIN_SETTING}=1 agent-link release --holder ...")
+            owner = holder if holder is not None else app.require_caller(app.caller()).address
+            where = project(os.path.abspath(root) if root else None, os.getcwd()) if paths else None
+            data = release(app.store, owner, where, list(paths) if paths else None, now_ms())
+        except AgentLinkError as exc:
+            fail(exc)
+
+        def human(d: dict[str, Any]) -> None:
+            for x in d["released"]:
+                click.echo(f"released {x['path']}")
+            for text in d["notHeld"]:
+                click.echo(f"not held: {text}", err=True)
+
+        emit(data, as_json, human)
+
+    @cli.command("leases", epilog=EXIT_HELP)
+    @click.option("--path", help="Only leases overlapping this file, directory or glob.")
+    @click.option("--holder", help="Only this holder's leases.")
+    @root_option
+    @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+    @click.pass_context
+    def leases(ctx: click.Context, path: str | None, holder: str | None, root: str | None, as_json: bool) -> None:
+        """List active leases: who holds what, until when, why."""
+        app = get_app(ctx)
+        try:
+            where = project(os.path.abspath(root) if root else None, os.getcwd()) if (root or path) else None
+            data = {"projectRoot": where.path if where else None,
+                    "leases": active(app.store, now_ms(), root=where, path=path, holder=holder)}
+        except AgentLinkError as exc:
+            fail(exc)
+
+        def human(d: dict[str, Any]) -> None:
+            if not d["leases"]:
+                click.echo("No active leases.")
+            for x in d["leases"]:
+                click.echo(_line(x))
+
+        emit(data, as_json, human)

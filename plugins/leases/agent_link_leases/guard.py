@@ -1,0 +1,120 @@
+"""The edit guard: refuse a Claude Code ``PreToolUse`` edit of a path another session holds
+exclusively (standard library and the core's fast-path modules only, like the prompt hook).
+
+:func:`check` takes the hook's stdin object and the calling session's address and returns
+the hook's JSON answer: a ``deny`` naming the holder, why and until when, and how to ask for
+the path; or None (print nothing) when the call may go ahead. Only edit and write tools are
+checked (reads are never blocked); shared leases and the caller's own leases let it pass.
+Whatever cannot be read (no database yet, no ``leases`` table, a malformed payload) lets the
+call pass: the guard refuses only on a lease it has found.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+
+from agent_link_core.mailbox import iso
+from agent_link_core.store import Store
+
+from agent_link_leases.patterns import PatternError, escape, overlap, parse
+
+TYPE_CHECKING = False  # keep typing out of the fast path
+if TYPE_CHECKING:
+    from typing import Any
+
+#: Claude Code's editing tools and the ``tool_input`` keys naming the file each one writes.
+EDIT_TOOLS: dict[str, tuple[str, ...]] = {
+    "Edit": ("file_path",), "MultiEdit": ("file_path",), "Write": ("file_path",), "NotebookEdit": ("notebook_path",),
+}
+
+
+def edit_targets(payload: dict[str, Any]) -> list[str]:
+    """The absolute paths an edit tool call writes (relative ones read against ``cwd``); [] for
+    any other tool or a malformed call."""
+    keys = EDIT_TOOLS.get(str(payload.get("tool_name")), ())
+    given = payload.get("tool_input")
+    if not keys or not isinstance(given, dict):
+        return []
+    given_cwd = payload.get("cwd")
+    cwd = given_cwd if isinstance(given_cwd, str) else os.getcwd()
+    out = []
+    for key in keys:
+        value = given.get(key)
+        if isinstance(value, str) and value and "\0" not in value:
+            out.append(os.path.realpath(os.path.join(cwd, value)))
+    return out
+
+
+def _relative(path: str, root: str, fold: bool) -> str | None:
+    if fold:
+        path, root = path.lower(), root.lower()
+    if path == root:
+        return "."
+    return path[len(root) + 1:] if path.startswith(root.rstrip("/") + "/") else None
+
+
+def holders_of(conn: sqlite3.Connection, path: str, caller: str, now: int) -> list[sqlite3.Row]:
+    """Others' active exclusive leases covering ``path`` (absolute, resolved), oldest first.
+
+    Reads only the leases of the roots holding ``path`` whose anchor (literal prefix, see
+    :func:`agent_link_leases.table.anchor`) is a prefix of ``path``: one indexed read per root.
+
+    :param now: epoch ms.
+    :raises sqlite3.Error: as the query does (no ``leases`` table yet, a lock).
+    """
+    out = []
+    roots = conn.execute("SELECT DISTINCT root, fold FROM leases").fetchall()
+    for root, fold in roots:
+        rel = _relative(path, root, bool(fold))
+        if rel is None:
+            continue
+        parts = [] if rel == "." else rel.split("/")
+        prefixes = ["/".join(parts[:k]) for k in range(len(parts) + 1)]
+        rows = conn.execute(
+            f"SELECT * FROM leases WHERE root = ? AND anchor IN ({', '.join('?' for _ in prefixes)})"
+            " AND exclusive = 1 AND holder != ? AND expires_at > ? ORDER BY id",
+            (root, *prefixes, caller, now)).fetchall()
+        if not rows:
+            continue
+        target = parse("/".join(escape(n) for n in parts) or ".", bool(fold), below=False)
+        for row in rows:
+            try:
+                if overlap(target, parse(row["pattern"], bool(row["fold"]), bool(row["below"]))):
+                    out.append(row)
+            except PatternError:
+                continue  # a stored pattern is always well formed; a hand edit is skipped, not fatal
+    return out
+
+
+def deny_reason(path: str, rows: list[sqlite3.Row]) -> str:
+    """The text shown to the model: who holds ``path``, why, until when, and what to do."""
+    held = "; ".join(
+        f"{r['holder']} holds {r['pattern']} (under {r['root']}) until {iso(r['expires_at'])}"
+        + (f" because: {r['reason']}" if r["reason"] else "") for r in rows)
+    first = rows[0]["holder"]
+    return (f"agent-link: {path} is leased exclusively by another session: {held}. Do not edit it now: ask the holder "
+            f"to release it (message_agent to {first}), or work on other files; list_leases shows every lease.")
+
+
+def check(payload: dict[str, Any], caller: str, store: Store | None, now: int) -> dict[str, Any] | None:
+    """The ``PreToolUse`` answer for one tool call.
+
+    :param payload: the hook's stdin object (``tool_name``, ``tool_input``, ``cwd``).
+    :param caller: the calling session's address (its own leases never stop it).
+    :param store: the state database, or None when none exists yet.
+    :param now: epoch ms.
+    :returns: ``{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision":
+        "deny", "permissionDecisionReason": text}}``, or None to let the call go ahead.
+    """
+    if store is None:
+        return None
+    for path in edit_targets(payload):
+        try:
+            rows = holders_of(store.conn, path, caller, now)
+        except sqlite3.Error:
+            return None  # no leases table yet, or the database is busy: never block on doubt
+        if rows:
+            return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                           "permissionDecisionReason": deny_reason(path, rows)}}
+    return None

@@ -1,0 +1,57 @@
+"""Entry point of the agent-link leases plugin, registered under the ``agent_link`` group.
+
+Hooks: the ``leases`` table (schema), the ``AGENT_LINK_LEASE_TTL_MS`` setting, the tools
+``lease_paths``, ``release_paths`` and ``list_leases``, the ``lease``/``release``/``leases``
+commands, the ``leases`` health section, and the ``leases`` prompt-hook adapter (the
+``PreToolUse`` edit guard, :mod:`agent_link_leases.hook`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from agent_link_core import hookimpl
+from agent_link_core.config import Setting
+from agent_link_core.contribute import migrations, registers
+from agent_link_core.records import PromptHook
+from agent_link_core.store import now_ms
+
+from agent_link_leases.table import ADMIN_SETTING, DEFAULT_TTL_MS, MAX_TTL_MS, MIGRATIONS, TTL_SETTING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent_link_core.app import App
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting(TTL_SETTING, "int", DEFAULT_TTL_MS, minimum=1000, maximum=MAX_TTL_MS,
+            doc="a lease's time to live (ms) when the claim gives none"),
+    Setting(ADMIN_SETTING, "flag", False, doc="lets `agent-link release --holder` end another holder's (stale) leases"),
+)
+
+agent_link_register_settings = registers(SETTINGS)
+agent_link_schema = migrations(MIGRATIONS)
+agent_link_register_tools = registers("agent_link_leases.tools:LEASE_TOOLS")
+# `agent-link hook leases PreToolUse`: the edit guard (agent_link_leases.hook)
+agent_link_register_prompt_hooks = registers([PromptHook("leases", "agent_link_leases.hook")])
+
+
+@hookimpl
+def agent_link_register_commands(cli: click.Group) -> None:
+    from agent_link_leases import cli as leases_cli
+
+    leases_cli.register(cli)
+
+
+@hookimpl
+def agent_link_health(app: App) -> tuple[str, dict[str, Any]]:
+    """``leases``: ``{active, exclusive, holders, roots, ttlMs, sessionEnd}``; ``sessionEnd``
+    says that a holder's session ending does not release its leases (they expire)."""
+    row = app.store.conn.execute(
+        "SELECT COUNT(*), COALESCE(SUM(exclusive), 0), COUNT(DISTINCT holder), COUNT(DISTINCT root)"
+        " FROM leases WHERE expires_at > ?", (now_ms(),)).fetchone()
+    return "leases", {
+        "active": int(row[0]), "exclusive": int(row[1]), "holders": int(row[2]), "roots": int(row[3]),
+        "ttlMs": app.config.get(TTL_SETTING),
+        "sessionEnd": "not tracked: the core has no session-ended signal, so a lease ends when released or expired",
+    }

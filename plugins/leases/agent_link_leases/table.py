@@ -1,0 +1,284 @@
+"""The ``leases`` table: claims, releases and listings, each one transaction.
+
+A lease row is one normalised pattern held by one address under one project root, exclusive
+or shared, with a reason and an expiry (epoch ms). Claiming a pattern its holder already
+holds renews it (new expiry, exclusivity and reason). A lease ends when released or when it
+expires; expired rows are ignored by every read and deleted by the next write.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from agent_link_core.errors import AgentLinkError, invalid_arguments
+from agent_link_core.mailbox import iso
+from agent_link_core.store import Migration, Store
+
+from agent_link_leases.patterns import Pattern, PatternError, case_insensitive, normalise, overlap, parse
+
+OWNER = "leases"
+TTL_SETTING = "AGENT_LINK_LEASE_TTL_MS"
+ADMIN_SETTING = "AGENT_LINK_LEASE_ADMIN"
+DEFAULT_TTL_MS = 60 * 60_000
+MAX_TTL_MS = 7 * 24 * 60 * 60_000
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        OWNER,
+        1,
+        """
+        CREATE TABLE leases (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            holder TEXT NOT NULL,           -- the address that claimed it
+            root TEXT NOT NULL,             -- the project root, resolved (realpath)
+            pattern TEXT NOT NULL,          -- normalised, relative to root (patterns.normalise)
+            pattern_key TEXT NOT NULL,      -- pattern as compared (case folded when fold)
+            fold INTEGER NOT NULL,          -- root's file system ignores case
+            below INTEGER NOT NULL,         -- also covers what is below it
+            anchor TEXT NOT NULL,           -- the literal names before the first wildcard, "/"-joined
+                                            -- (folded when fold): only leases whose anchors are
+                                            -- prefixes of one another can overlap (see anchor())
+            exclusive INTEGER NOT NULL,
+            reason TEXT,
+            created_at INTEGER NOT NULL,    -- epoch ms of the first claim
+            expires_at INTEGER NOT NULL,    -- epoch ms
+            UNIQUE (holder, root, pattern_key)
+        );
+        CREATE INDEX leases_by_anchor ON leases (root, anchor);
+        CREATE INDEX leases_by_holder ON leases (holder, expires_at);
+        """,
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Project:
+    """A project root: ``path`` resolved, ``fold`` when its file system ignores case."""
+
+    path: str
+    fold: bool
+
+
+def git_top_level(cwd: str) -> str | None:
+    """The nearest directory at or above ``cwd`` holding ``.git`` (a directory, or the file of a
+    worktree or submodule), as ``git rev-parse --show-toplevel`` finds it; None outside a repo."""
+    here = os.path.realpath(cwd)
+    while True:
+        if os.path.exists(os.path.join(here, ".git")):
+            return here
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
+def project(given: str | None, cwd: str) -> Project:
+    """The project root a call is about: ``given`` (absolute, an existing directory), else the
+    git top level of ``cwd``.
+
+    :raises AgentLinkError: ``invalid_arguments`` (path ``projectRoot``) for a relative or
+        missing directory, or when ``cwd`` is in no git repository and none was given.
+    """
+    if given is None:
+        top = git_top_level(cwd)
+        if top is None:
+            raise invalid_arguments(
+                [{"path": "projectRoot", "rule": "required", "expected": "an absolute project root (the caller's directory is in no git repository)"}],
+                f"{cwd} is not inside a git repository, so there is no default project root; pass projectRoot.")
+        return Project(top, case_insensitive(top))
+    if not os.path.isabs(given) or not os.path.isdir(given):
+        raise invalid_arguments([{"path": "projectRoot", "rule": "directory", "expected": "an absolute path of an existing directory"}],
+                                f"projectRoot {given!r} is not an absolute path of an existing directory.")
+    path = os.path.realpath(given)
+    return Project(path, case_insensitive(path))
+
+
+def patterns(root: Project, typed: list[str], argument: str = "paths") -> list[Pattern]:
+    """Normalise each typed pattern (:func:`agent_link_leases.patterns.normalise`).
+
+    :raises AgentLinkError: ``invalid_arguments`` naming every bad one (``paths.<i>``, rule
+        the :class:`PatternError` reason).
+    """
+    out: list[Pattern] = []
+    errors: list[dict[str, Any]] = []
+    for i, text in enumerate(typed):
+        try:
+            out.append(normalise(text, root.path, fold=root.fold))
+        except PatternError as exc:
+            where = f"{argument}.{i}" if argument == "paths" else argument
+            errors.append({"path": where, "rule": exc.reason, "expected": exc.message.rstrip(".")})
+    if errors:
+        raise invalid_arguments(errors, "These paths cannot be leased.")
+    return out
+
+
+def anchor(pattern: Pattern) -> str:
+    """The names of ``pattern``'s leading literal segments, ``/``-joined ("" for none).
+
+    A path matching two patterns starts with both anchors, so of two overlapping patterns one
+    anchor is a segment prefix of the other: a conflict check reads only the leases whose
+    anchor is a prefix of the claim's or lies below it (two index lookups per depth), not
+    every lease under the root.
+    """
+    names: list[str] = []
+    for segment in pattern.segments:
+        if isinstance(segment, str) or any(isinstance(t, str) or len(t) != 1 or t[0][0] != t[0][1] for t in segment):
+            break
+        names.append("".join(chr(t[0][0]) for t in segment if not isinstance(t, str)))
+    return "/".join(names)
+
+
+def _candidates(conn: sqlite3.Connection, holder: str, root: Project, pattern: Pattern, now: int) -> list[sqlite3.Row]:
+    """Others' active leases under ``root`` that may overlap ``pattern`` (by :func:`anchor`)."""
+    mine = anchor(pattern)
+    parts = mine.split("/") if mine else []
+    prefixes = ["/".join(parts[:k]) for k in range(len(parts) + 1)]
+    # Two indexed reads (an OR of both would make SQLite scan every lease of the root).
+    where = "root = ? AND holder != ? AND expires_at > ?"
+    rows = conn.execute(f"SELECT * FROM leases WHERE {where} AND anchor IN ({', '.join('?' for _ in prefixes)})",
+                        (root.path, holder, now, *prefixes)).fetchall()
+    below = ("anchor > ? AND anchor < ?", (mine + "/", mine + "0")) if mine else ("anchor != ''", ())  # "0" follows "/"
+    return rows + conn.execute(f"SELECT * FROM leases WHERE {where} AND {below[0]}", (root.path, holder, now, *below[1])).fetchall()
+
+
+def _row_pattern(row: sqlite3.Row) -> Pattern:
+    return parse(row["pattern"], bool(row["fold"]), bool(row["below"]))
+
+
+def view(row: sqlite3.Row, now: int) -> dict[str, Any]:
+    """One lease as tools show it: ``{id, holder, projectRoot, path, exclusive, reason,
+    createdAt, expiresAt (ISO 8601), expiresInMs}``."""
+    return {
+        "id": row["id"], "holder": row["holder"], "projectRoot": row["root"], "path": row["pattern"],
+        "exclusive": bool(row["exclusive"]), "reason": row["reason"], "createdAt": iso(row["created_at"]),
+        "expiresAt": iso(row["expires_at"]), "expiresInMs": max(0, row["expires_at"] - now),
+    }
+
+
+def conflicts(conn: sqlite3.Connection, holder: str, root: Project, wanted: list[tuple[str, Pattern]],
+              exclusive: bool, now: int) -> list[dict[str, Any]]:
+    """Others' active leases under ``root`` that clash with ``wanted`` (typed text, pattern):
+    overlapping, and one side or both exclusive. One entry per holder, reason and expiry:
+    ``{holder, paths, exclusive, reason, expiresAt, requested, message}``, ``message`` a text
+    the claimant can send the holder to ask for them."""
+    found: dict[int, sqlite3.Row] = {}
+    for _, pattern in wanted:
+        found.update((r["id"], r) for r in _candidates(conn, holder, root, pattern, now))
+    rows = [found[i] for i in sorted(found)]
+    grouped: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for row in rows:
+        if not (exclusive or row["exclusive"]):
+            continue
+        held = _row_pattern(row)
+        hits = [typed for typed, pattern in wanted if overlap(pattern, held)]
+        if not hits:
+            continue
+        key = (row["holder"], bool(row["exclusive"]), row["reason"], row["expires_at"])
+        entry = grouped.setdefault(key, {
+            "holder": row["holder"], "paths": [], "exclusive": bool(row["exclusive"]), "reason": row["reason"],
+            "expiresAt": iso(row["expires_at"]), "requested": [],
+        })
+        entry["paths"].append(row["pattern"])
+        entry["requested"].extend(h for h in hits if h not in entry["requested"])
+    for entry in grouped.values():
+        entry["message"] = (f"{holder} needs {', '.join(entry['requested'])} under {root.path}, which overlaps your lease of "
+                            f"{', '.join(entry['paths'])}. Could you call release_paths for them when you are done, and tell me?")
+    return list(grouped.values())
+
+
+def claim(store: Store, holder: str, root: Project, typed: list[str], *, exclusive: bool, reason: str | None,
+          ttl_ms: int, now: int) -> dict[str, Any]:
+    """Claim (or renew) every typed pattern for ``holder``, or none of them.
+
+    :param ttl_ms: time to live from ``now`` (ms).
+    :param reason: why; a renewal without one keeps the lease's reason.
+    :returns: ``{projectRoot, leases: [view], renewed: [path]}`` (``renewed``: patterns the
+        holder already held, now extended).
+    :raises AgentLinkError: ``invalid_arguments`` for bad patterns (:func:`patterns`);
+        ``lease_conflict`` with ``details.conflicts`` (:func:`conflicts`) when any overlaps
+        another's lease, and then nothing is stored.
+    """
+    # one entry per stored pattern: "src" and "./src/" name one lease
+    unique: dict[str, tuple[str, Pattern]] = {}
+    for text, pattern in zip(typed, patterns(root, typed), strict=True):
+        unique.setdefault(pattern.key, (text, pattern))
+    wanted = list(unique.values())
+    expires = now + ttl_ms
+    with store.write() as conn:
+        clashes = conflicts(conn, holder, root, wanted, exclusive, now)
+        if clashes:
+            names = sorted({c["holder"] for c in clashes})
+            raise AgentLinkError(
+                "lease_conflict", f"Nothing was leased: {', '.join(names)} hold{'s' if len(names) == 1 else ''} overlapping paths.",
+                {"conflicts": clashes},
+                hint="Send each holder its conflicts[].message (message_agent), or claim paths nobody holds.")
+        conn.execute("DELETE FROM leases WHERE expires_at <= ?", (now,))
+        renewed: list[str] = []
+        ids: list[int] = []
+        for _, pattern in wanted:
+            old = conn.execute("SELECT id FROM leases WHERE holder = ? AND root = ? AND pattern_key = ?",
+                               (holder, root.path, pattern.key)).fetchone()
+            if old is not None:
+                renewed.append(pattern.text)
+                conn.execute("UPDATE leases SET pattern = ?, below = ?, exclusive = ?, reason = COALESCE(?, reason), expires_at = ?"
+                             " WHERE id = ?",
+                             (pattern.text, int(pattern.below), int(exclusive), reason, expires, old["id"]))
+                ids.append(old["id"])
+            else:
+                cur = conn.execute(
+                    "INSERT INTO leases (holder, root, pattern, pattern_key, fold, below, anchor, exclusive, reason,"
+                    " created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (holder, root.path, pattern.text, pattern.key, int(pattern.fold), int(pattern.below), anchor(pattern),
+                     int(exclusive), reason, now, expires))
+                ids.append(int(cur.lastrowid or 0))
+        rows = [conn.execute("SELECT * FROM leases WHERE id = ?", (i,)).fetchone() for i in dict.fromkeys(ids)]
+    return {"projectRoot": root.path, "leases": [view(r, now) for r in rows], "renewed": renewed}
+
+
+def release(store: Store, holder: str, root: Project | None, typed: list[str] | None, now: int) -> dict[str, Any]:
+    """Release ``holder``'s leases: those of the typed patterns under ``root``, or all of them
+    (every root) when ``typed`` is None.
+
+    :returns: ``{released: [view], notHeld: [typed]}``.
+    :raises AgentLinkError: ``invalid_arguments`` for bad patterns.
+    """
+    with store.write() as conn:
+        if typed is None or root is None:
+            rows = conn.execute("SELECT * FROM leases WHERE holder = ? AND expires_at > ? ORDER BY id", (holder, now)).fetchall()
+            conn.execute("DELETE FROM leases WHERE holder = ?", (holder,))
+            return {"released": [view(r, now) for r in rows], "notHeld": []}
+        released: list[sqlite3.Row] = []
+        not_held: list[str] = []
+        for text, pattern in zip(typed, patterns(root, typed), strict=True):
+            row = conn.execute("SELECT * FROM leases WHERE holder = ? AND root = ? AND pattern_key = ? AND expires_at > ?",
+                               (holder, root.path, pattern.key, now)).fetchone()
+            if row is None:
+                not_held.append(text)
+                continue
+            conn.execute("DELETE FROM leases WHERE id = ?", (row["id"],))
+            released.append(row)
+        conn.execute("DELETE FROM leases WHERE expires_at <= ?", (now,))
+    return {"released": [view(r, now) for r in released], "notHeld": not_held}
+
+
+def active(store: Store, now: int, *, root: Project | None = None, path: str | None = None,
+           holder: str | None = None) -> list[dict[str, Any]]:
+    """Active leases, oldest first: under ``root`` when given, overlapping ``path`` (a pattern
+    normalised against ``root``, which it then needs), of ``holder`` when given.
+
+    :raises AgentLinkError: ``invalid_arguments`` (path ``path``) for a bad pattern.
+    """
+    sql = "SELECT * FROM leases WHERE expires_at > ?"
+    params: list[object] = [now]
+    if root is not None:
+        sql, params = sql + " AND root = ?", [*params, root.path]
+    if holder is not None:
+        sql, params = sql + " AND holder = ?", [*params, holder]
+    rows = store.conn.execute(sql + " ORDER BY id", params).fetchall()
+    if path is not None and root is not None:
+        wanted = patterns(root, [path], "path")[0]
+        rows = [r for r in rows if overlap(wanted, _row_pattern(r))]
+    return [view(r, now) for r in rows]

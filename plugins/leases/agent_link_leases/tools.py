@@ -1,0 +1,119 @@
+"""The lease MCP tools: ``lease_paths``, ``release_paths``, ``list_leases``.
+
+The default project root is the git top level of this server's working directory (a host
+starts its MCP server in the session's directory).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from agent_link_core.store import now_ms
+from agent_link_core.tools.registry import ToolCall, ToolSpec
+from agent_link_core.tools.schemas import ADDRESS, BOOL, PATH
+
+from agent_link_leases.table import DEFAULT_TTL_MS, MAX_TTL_MS, TTL_SETTING, active, claim, project, release
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent_link_core.app import App
+
+MAX_PATHS = 100
+PATTERN = {**PATH, "maxLength": 4096}
+PATTERNS = {"type": "array", "minItems": 1, "maxItems": MAX_PATHS, "items": PATTERN,
+            "description": "Files, directories or globs (* and ? within a segment, ** across segments, [a-z] classes), relative to the project root or absolute inside it. A directory covers what is below it."}
+ROOT = {**PATH, "maxLength": 4096,
+        "description": "Absolute project root; default: the git top level of this server's working directory."}
+LEASE = {"type": "object", "properties": {
+    "id": {"type": "integer"}, "holder": {"type": "string"}, "projectRoot": {"type": "string"},
+    "path": {"type": "string"}, "exclusive": {"type": "boolean"}, "reason": {"type": ["string", "null"]},
+    "createdAt": {"type": "string"}, "expiresAt": {"type": "string"}, "expiresInMs": {"type": "integer"},
+}, "required": ["id", "holder", "projectRoot", "path", "exclusive", "reason", "createdAt", "expiresAt", "expiresInMs"]}
+LEASES = {"type": "array", "items": LEASE}
+
+LEASE_INPUT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "paths": PATTERNS,
+        "exclusive": {**BOOL, "default": True, "description": "true: nobody else may lease an overlapping path; false: shared with other shared leases."},
+        "ttlMs": {"type": "integer", "minimum": 1000, "maximum": MAX_TTL_MS,
+                  "description": f"Time to live in ms (default {TTL_SETTING}, one hour unless set); claim again to renew."},
+        "reason": {"type": "string", "minLength": 1, "maxLength": 500, "description": "Why: shown to anyone your lease stops."},
+        "projectRoot": ROOT,
+    },
+    "required": ["paths"],
+    "additionalProperties": False,
+}
+RELEASE_INPUT: dict[str, Any] = {
+    "type": "object",
+    "properties": {"paths": {**PATTERNS, "description": "The patterns to release, as leased; none: every lease you hold."},
+                   "projectRoot": ROOT},
+    "additionalProperties": False,
+}
+LIST_INPUT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "path": {**PATTERN, "description": "Only leases overlapping this file, directory or glob (of the project root)."},
+        "holder": {**ADDRESS, "description": "Only this holder's leases."},
+        "projectRoot": {**ROOT, "description": "Only leases under this absolute root (default with path: the git top level of this server's working directory; else every root)."},
+    },
+    "additionalProperties": False,
+}
+
+
+async def lease_paths(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    """Tool ``lease_paths``: claim or renew every path, or none (:func:`agent_link_leases.table.claim`)."""
+    caller = app.require_caller(call.caller)
+    root = project(args.get("projectRoot"), os.getcwd())
+    ttl = args.get("ttlMs") or app.config.get(TTL_SETTING) or DEFAULT_TTL_MS
+    return claim(app.store, caller.address, root, list(args["paths"]), exclusive=args.get("exclusive", True),
+                 reason=args.get("reason"), ttl_ms=int(ttl), now=now_ms())
+
+
+async def release_paths(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    """Tool ``release_paths``: release the given patterns, or every lease of the caller."""
+    caller = app.require_caller(call.caller)
+    typed = args.get("paths")
+    root = project(args.get("projectRoot"), os.getcwd()) if typed is not None else None
+    out = release(app.store, caller.address, root, typed, now_ms())
+    if out["notHeld"]:
+        call.warnings.append({"code": "not_held", "message": f"You held no lease of {', '.join(out['notHeld'])}.",
+                              "details": {"paths": out["notHeld"]}})
+    return out
+
+
+async def list_leases(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    """Tool ``list_leases``: active leases (who holds what, until when, why), oldest first."""
+    path = args.get("path")
+    given = args.get("projectRoot")
+    root = project(given, os.getcwd()) if (given is not None or path is not None) else None
+    return {"projectRoot": root.path if root else None,
+            "leases": active(app.store, now_ms(), root=root, path=path, holder=args.get("holder"))}
+
+
+LEASE_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="lease_paths",
+        title="Lease paths",
+        description="Before editing files other agents may touch, claim them: files, directories or globs under the project root, exclusive (default) or shared, with a reason and a time to live. Claiming again renews. A claim overlapping another agent's lease is refused whole (error lease_conflict): details.conflicts names each holder, their paths, reason and expiry, and a message you can send them.",
+        input_schema=LEASE_INPUT,
+        output_fields={"projectRoot": {"type": "string"}, "leases": LEASES, "renewed": {"type": "array", "items": {"type": "string"}}},
+        handler=lease_paths,
+    ),
+    ToolSpec(
+        name="release_paths",
+        title="Release leased paths",
+        description="Release leases you hold: the given paths (as you leased them), or all of yours when none are given. Release as soon as you are done editing.",
+        input_schema=RELEASE_INPUT,
+        output_fields={"released": LEASES, "notHeld": {"type": "array", "items": {"type": "string"}}},
+        handler=release_paths, idempotent=True,
+    ),
+    ToolSpec(
+        name="list_leases",
+        title="List leases",
+        description="Who holds which paths, exclusive or shared, until when and why; filter by a path (leases overlapping it) or a holder.",
+        input_schema=LIST_INPUT,
+        output_fields={"projectRoot": {"type": ["string", "null"]}, "leases": LEASES},
+        handler=list_leases, read_only=True, idempotent=True,
+    ),
+)

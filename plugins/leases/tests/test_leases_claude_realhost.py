@@ -1,0 +1,48 @@
+"""The edit guard in a real Claude Code session (``claude -p``, stub model): a Write into a
+path a Codex thread holds exclusively is refused naming the holder, and goes through once the
+lease is released. The hook is declared in the user's settings as the plugin README says."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from agent_link_core.app import App
+from agent_link_core.store import now_ms
+from agent_link_leases.table import Project, claim, release
+from agent_link_testing.claude_host import ClaudeHost, agent_link_bin
+from agent_link_testing.messages_stub import MessagesStub, Reply
+
+pytestmark = [pytest.mark.realhost, pytest.mark.timeout(240)]
+
+RUN_TIMEOUT_S = 90.0
+
+
+def test_claude_write_refused_until_released(app: App, repo: str) -> None:
+    target = Path(repo, "src", "pkg", "new.py")
+    root = Project(repo, False)
+    claim(app.store, "codex:thread-1", root, ["src/pkg"], exclusive=True, reason="splitting the module", ttl_ms=600_000, now=now_ms())
+    with MessagesStub() as stub:
+        host = ClaudeHost.create(Path(os.environ["HOME"]), stub=stub)
+        host.add_hook("PreToolUse", f"{agent_link_bin()} hook leases PreToolUse", matcher="Edit|MultiEdit|Write|NotebookEdit", timeout_s=10)
+        host.allow_tools("Write")
+        write = {"file_path": str(target), "content": "print('hi')\n"}
+
+        stub.enqueue(Reply.tool_use("Write", write, id="toolu_w1"), "It is leased.")
+        done = host.run_p("write the file", cwd=repo, timeout_s=RUN_TIMEOUT_S)
+        assert done.returncode == 0, done.stderr
+        _, second = stub.wait_for_main(2, timeout_s=5)
+        [result] = second.tool_results()
+        text = json.dumps(result["content"])
+        assert result["tool_use_id"] == "toolu_w1" and "codex:thread-1" in text and "splitting the module" in text
+        assert not target.exists()
+
+        release(app.store, "codex:thread-1", root, ["src/pkg"], now_ms())
+        stub.enqueue(Reply.tool_use("Write", write, id="toolu_w2"), "Written.")
+        done = host.run_p("write the file", cwd=repo, timeout_s=RUN_TIMEOUT_S)
+        assert done.returncode == 0, done.stderr
+        assert target.read_text() == "print('hi')\n"
+        assert not stub.unscripted

@@ -1,0 +1,97 @@
+"""The lease tools through real MCP client sessions (two ``agent-link mcp`` processes), and the
+``lease``/``release``/``leases`` commands through the CLI."""
+
+from __future__ import annotations
+
+import json
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from agent_link_core.cli import build_cli
+from agent_link_testing.mcp_client import agent_link_mcp
+
+
+def env(address: str) -> dict[str, str]:
+    return {"AGENT_LINK_ADDRESS": address, "AGENT_LINK_LOAD_PLUGINS": "leases"}
+
+
+@pytest.mark.anyio
+async def test_leases_over_mcp(isolated_env: Path, repo: str) -> None:
+    async with AsyncExitStack() as stack:
+        alice = await stack.enter_async_context(agent_link_mcp(env("test:alice")))
+        bob = await stack.enter_async_context(agent_link_mcp(env("test:bob")))
+        tools = await alice.tools()
+        assert {"lease_paths", "release_paths", "list_leases"} <= set(tools)
+        assert tools["list_leases"].annotations.read_only_hint is True
+        assert tools["lease_paths"].input_schema["properties"]["exclusive"]["default"] is True
+
+        got = await alice.call("lease_paths", {"paths": ["src"], "reason": "moving modules", "ttlMs": 60_000, "projectRoot": repo})
+        assert got["ok"] and got["leases"][0]["path"] == "src" and got["leases"][0]["expiresInMs"] <= 60_000
+
+        refused = await bob.call("lease_paths", {"paths": ["src/a.py", "docs"], "projectRoot": repo})
+        assert refused["ok"] is False and refused["error"]["code"] == "lease_conflict"
+        [conflict] = refused["error"]["details"]["conflicts"]
+        assert {k: conflict[k] for k in ("holder", "paths", "exclusive", "reason", "expiresAt")} == {
+            "holder": "test:alice", "paths": ["src"], "exclusive": True, "reason": "moving modules",
+            "expiresAt": got["leases"][0]["expiresAt"]}
+        assert refused["error"]["hint"]
+        bad = await bob.call("lease_paths", {"paths": ["/etc/passwd"], "projectRoot": repo})
+        assert bad["error"]["code"] == "invalid_arguments" and bad["error"]["details"]["errors"][0]["rule"] == "outside_root"
+
+        listed = await bob.call("list_leases", {"path": "src/a.py", "projectRoot": repo})
+        assert [(x["holder"], x["path"]) for x in listed["leases"]] == [("test:alice", "src")]
+
+        not_held = await bob.call("release_paths", {"paths": ["src"], "projectRoot": repo})
+        assert not_held["released"] == [] and not_held["warnings"][0]["code"] == "not_held"
+        released = await alice.call("release_paths")
+        assert [x["path"] for x in released["released"]] == ["src"]
+        assert (await bob.call("lease_paths", {"paths": ["src/a.py"], "projectRoot": repo}))["ok"]
+        health = await alice.call("agent_link_health")
+        assert health["sections"]["leases"]["active"] == 1
+
+
+def cli(*args: str) -> Any:
+    return CliRunner().invoke(build_cli(), list(args))
+
+
+def test_lease_commands(isolated_env: Path, repo: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "leases")
+    monkeypatch.chdir(repo)
+    monkeypatch.setenv("AGENT_LINK_ADDRESS", "test:alice")
+    got = cli("lease", "src", "--reason", "refactor", "--json")
+    assert got.exit_code == 0, got.output
+    assert json.loads(got.output)["leases"][0]["path"] == "src"
+    assert "src" in cli("leases").output and "refactor" in cli("leases").output
+
+    monkeypatch.setenv("AGENT_LINK_ADDRESS", "test:bob")
+    refused = cli("lease", "src/**/*.py")
+    assert refused.exit_code == 1
+    assert "held by test:alice: src exclusive" in refused.output and "(refactor)" in refused.output
+    outside = cli("lease", "../elsewhere")
+    assert outside.exit_code == 2 and "outside the project root" in outside.output and "Traceback" not in outside.output
+    assert cli("release").exit_code == 2  # paths or --all
+    assert json.loads(cli("leases", "--json", "--holder", "test:bob").output)["leases"] == []
+
+    monkeypatch.setenv("AGENT_LINK_ADDRESS", "test:alice")
+    assert "released src" in cli("release", "src/").output
+    assert "No active leases." in cli("leases").output
+
+
+def test_a_person_releases_a_stale_lease(isolated_env: Path, repo: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "leases")
+    monkeypatch.chdir(repo)
+    monkeypatch.setenv("AGENT_LINK_ADDRESS", "codex:gone")
+    assert cli("lease", "src", "docs").exit_code == 0
+    monkeypatch.setenv("AGENT_LINK_ADDRESS", "test:alice")
+    refused = cli("release", "--holder", "codex:gone", "--all")
+    assert refused.exit_code == 1 and "AGENT_LINK_LEASE_ADMIN=1" in refused.output and "Traceback" not in refused.output
+    monkeypatch.setenv("AGENT_LINK_LEASE_ADMIN", "1")
+    assert "released src" in cli("release", "--holder", "codex:gone", "src").output
+    assert [x["path"] for x in json.loads(cli("leases", "--json").output)["leases"]] == ["docs"]
+    monkeypatch.delenv("AGENT_LINK_ADDRESS")  # a person's shell: no address needed with --holder
+    assert "released docs" in cli("release", "--holder", "codex:gone", "--all").output
+    assert "No active leases." in cli("leases").output

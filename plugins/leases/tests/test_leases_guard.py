@@ -1,0 +1,74 @@
+"""The PreToolUse edit guard: an edit or write of a path another session holds exclusively is
+refused naming the holder; reads, shared leases, own leases and unleased paths pass."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_link_core.app import App
+from agent_link_core.store import Store, now_ms
+from agent_link_leases.guard import check, edit_targets
+from agent_link_leases.table import Project, claim
+
+ALICE, BOB = "test:alice", "test:bob"
+
+
+def call(tool: str, repo: str, **tool_input: Any) -> dict[str, Any]:
+    return {"hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": tool_input, "cwd": repo}
+
+
+@pytest.fixture
+def leased(app: App, repo: str) -> App:
+    root = Project(repo, False)
+    claim(app.store, ALICE, root, ["src/pkg"], exclusive=True, reason="moving modules", ttl_ms=60_000, now=now_ms())
+    claim(app.store, ALICE, root, ["guide/*.md"], exclusive=False, reason=None, ttl_ms=60_000, now=now_ms())
+    return app
+
+
+def test_an_edit_of_anothers_exclusive_lease_is_denied(leased: App, repo: str) -> None:
+    for tool, key in (("Edit", "file_path"), ("Write", "file_path"), ("MultiEdit", "file_path"), ("NotebookEdit", "notebook_path")):
+        out = check(call(tool, repo, **{key: "src/pkg/mod.py"}), BOB, leased.store, now_ms())
+        assert out is not None, tool
+        hook = out["hookSpecificOutput"]
+        assert hook["hookEventName"] == "PreToolUse" and hook["permissionDecision"] == "deny"
+        reason = hook["permissionDecisionReason"]
+        assert "test:alice holds src/pkg" in reason and "moving modules" in reason and "message_agent" in reason
+    absolute = check(call("Write", repo, file_path=os.path.join(repo, "src", "pkg", "new.py")), BOB, leased.store, now_ms())
+    assert absolute is not None
+
+
+@pytest.mark.parametrize(("tool", "path", "caller"), [
+    ("Read", "src/pkg/mod.py", BOB),  # reads are never blocked
+    ("Edit", "src/pkg/mod.py", ALICE),  # the holder's own calls pass
+    ("Edit", "guide/x.md", BOB),  # a shared lease
+    ("Edit", "src/a.py", BOB),  # not leased
+    ("Edit", "../outside.py", BOB),  # outside every project root
+])
+def test_what_passes(leased: App, repo: str, tool: str, path: str, caller: str) -> None:
+    assert check(call(tool, repo, file_path=path), caller, leased.store, now_ms()) is None
+
+
+def test_a_symlinked_spelling_is_caught(leased: App, repo: str) -> None:
+    os.symlink(Path(repo, "src", "pkg"), Path(repo, "alias"))
+    assert check(call("Edit", repo, file_path="alias/mod.py"), BOB, leased.store, now_ms()) is not None
+
+
+def test_an_expired_lease_no_longer_blocks(leased: App, repo: str) -> None:
+    assert check(call("Edit", repo, file_path="src/pkg/mod.py"), BOB, leased.store, now_ms() + 60_001) is None
+
+
+def test_no_database_or_no_table_lets_it_pass(repo: str, tmp_path: Path) -> None:
+    assert check(call("Edit", repo, file_path="src/pkg/mod.py"), BOB, None, now_ms()) is None
+    bare = Store(tmp_path / "bare.db")  # a database no leases plugin has opened
+    assert check(call("Edit", repo, file_path="src/pkg/mod.py"), BOB, bare, now_ms()) is None
+    bare.close()
+
+
+def test_malformed_calls_name_no_target(repo: str) -> None:
+    assert edit_targets({"tool_name": "Edit", "tool_input": "x"}) == []
+    assert edit_targets({"tool_name": "Edit", "tool_input": {"file_path": 3}}) == []
+    assert edit_targets({"tool_name": "Edit", "tool_input": {"file_path": "a\0b"}, "cwd": repo}) == []

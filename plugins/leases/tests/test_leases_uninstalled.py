@@ -1,0 +1,13 @@
+"""The rest of agent-link works without the leases plugin: the core's plugin-facing suites, the
+codex unit tests and the receipts plugin's suite pass in a subprocess where agent-link-leases
+looks uninstalled (entry point dropped, package unimportable, in every process it starts)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent_link_testing.plugin_suites import check_suites_without
+
+
+def test_suites_pass_with_leases_uninstalled(tmp_path: Path) -> None:
+    check_suites_without("leases", "receipts", tmp_path)
