@@ -121,3 +121,24 @@ def register(cli: click.Group) -> None:
                 click.echo(_line(x))
 
         emit(data, as_json, human)
+
+
+def _built(name: str) -> click.Command:
+    group = click.Group()
+    register(group)
+    return group.commands[name]
+
+
+def lease_command() -> click.Command:
+    """``agent-link lease`` (built when it runs: the plugin declares it, agent_link_core.contribute)."""
+    return _built("lease")
+
+
+def release_command() -> click.Command:
+    """``agent-link release`` (built when it runs)."""
+    return _built("release")
+
+
+def leases_command() -> click.Command:
+    """``agent-link leases`` (built when it runs)."""
+    return _built("leases")

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import click
-
 from agent_link_core import hookimpl
 from agent_link_core.config import Setting
-from agent_link_core.contribute import migrations, registers
+from agent_link_core.contribute import command, commands, migrations, registers
 from agent_link_core.records import PromptHook
 from agent_link_core.store import now_ms
 
@@ -36,11 +34,13 @@ agent_link_register_tools = registers("agent_link_leases.tools:LEASE_TOOLS")
 agent_link_register_prompt_hooks = registers([PromptHook("leases", "agent_link_leases.hook")])
 
 
-@hookimpl
-def agent_link_register_commands(cli: click.Group) -> None:
-    from agent_link_leases import cli as leases_cli
-
-    leases_cli.register(cli)
+# declared here, imported when run (docs/plugins.md, "Declare now, import when used")
+agent_link_register_commands = commands(
+    command("lease", "agent_link_leases.cli:lease_command",
+            "Claim (or renew) files, directories or globs; refused whole if another holds any of them."),
+    command("release", "agent_link_leases.cli:release_command", "Release the given leases (as leased), or all of yours with --all."),
+    command("leases", "agent_link_leases.cli:leases_command", "List active leases: who holds what, until when, why."),
+)
 
 
 @hookimpl
