@@ -670,11 +670,11 @@ def build_cli() -> click.Group:
                 fail(exc)
             if anticipation is None:
                 anticipation = "reply"
-        app = get_app(ctx)
-        me = who_am_i(app, from_address, named)
-        policy = api.RetryPolicy(retry_count, retry_delay_ms, retry_backoff, retry_jitter)
         if wait_reply and anticipation == "fyi":
             raise click.UsageError("--wait expects an answer; it cannot go with --anticipation fyi")
+        app = get_app(ctx)
+        me = who_am_i(app, from_address, named, reading=wait_reply)  # --wait shows the answer: a read, checked before sending
+        policy = api.RetryPolicy(retry_count, retry_delay_ms, retry_backoff, retry_jitter)
         if wait_reply and anticipation is None:
             anticipation = "reply"
         result = run_async(api.send_reliably(app, target, body, sender=me, message_id=message_id, ttl_ms=ttl_ms,

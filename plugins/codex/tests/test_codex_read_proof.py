@@ -55,6 +55,12 @@ def test_a_thread_id_set_by_hand_reads_nothing_the_proved_thread_reads(
         assert len(lines) == 1 and lines[0].startswith("agent-link:") and f"codex:{REAL}" in lines[0], (args, done.stderr)
         assert "did not prove that this process belongs to that session" in lines[0], (args, lines)
 
+    # send --wait shows the answer, which goes to the thread: refused before anything is stored
+    waited = cli("send", "test:bob", "answer me", "--wait", "--timeout-ms", "0", "--json", CODEX_THREAD_ID=REAL)
+    assert waited.returncode == 1 and waited.stdout == "" and len(waited.stderr.strip().splitlines()) == 1, waited
+    everyone = cli("search", "answer", "--json", AGENT_LINK_INSPECT_ALL="1")
+    assert everyone.returncode == 0 and json.loads(everyone.stdout)["results"] == [], everyone.stderr
+
     with HostProgram(tmp_path / "bin", "codex") as codex:
         refused = codex.run([*CLI, "inbox", "--json"], env_of(CODEX_THREAD_ID=REAL))  # a Codex process without the thread
         assert refused["rc"] == 1 and len(refused["stderr"].strip().splitlines()) == 1, refused

@@ -41,10 +41,13 @@ def _visibility(app: App, everyone: bool) -> Visibility:
     receipts are repaired first."""
     from agent_link_core.cli import fail, run_async
     from agent_link_core.identity import prove_reader
+    from agent_link_core.model import RUNTIME_SOURCES
 
     me = app.caller()
     try:
-        if me.known and not everyone:  # --all is the inspect-all setting's own check
+        # a host's session needs its host's proof (a plain AGENT_LINK_ADDRESS does not); --all
+        # is the inspect-all setting's own check
+        if me.source in RUNTIME_SOURCES and not everyone:
             run_async(prove_reader(app, me.address))
         visibility = app.mailbox.visible_to(me.address, all_mail=everyone)
     except AgentLinkError as exc:
