@@ -356,8 +356,8 @@ def build_cli() -> click.Group:
 
     def who_am_i(app: App, from_address: str | None, named: dict[str, Any], *, reading: bool = False) -> Any:
         """The caller a command acts as: ``--from`` / a harness's sender options, else the
-        current session. With ``reading`` (the command shows mail) a named reader must be
-        proved, as ``--as`` is (:func:`agent_link_core.identity.prove_reader`)."""
+        current session. With ``reading`` (the command shows mail) the reader, named or not,
+        must be proved, as ``--as`` is (:func:`agent_link_core.identity.prove_reader`)."""
         from agent_link_core import api
 
         if from_address is not None and not from_address.strip():
@@ -375,26 +375,32 @@ def build_cli() -> click.Group:
             me = api.sender(app, explicit=from_address, named=given or None)
         except AgentLinkError as exc:
             fail(exc)
-        if reading and (from_address is not None or given):
+        if reading and me.known:  # named or not, the reader must be proved (identity.prove_reader)
             from agent_link_core.identity import prove_reader
 
-            run_async(prove_reader(app, me.address))
+            run_async(prove_reader(app, me.address))  # refused: one line, exit 1
         return me
 
     def as_caller(app: App, as_address: str | None) -> Any:
-        """``--as ADDRESS`` (checked, and proved: only that address itself or a process with
-        ``AGENT_LINK_INSPECT_ALL`` reads as it) or the current session."""
+        """The reader of a command that shows mail: ``--as ADDRESS`` (checked) or the current
+        session, proved either way (:func:`agent_link_core.identity.prove_reader`: only that
+        address itself or a process with ``AGENT_LINK_INSPECT_ALL`` reads as it; a one-line
+        error and exit otherwise)."""
         from agent_link_core.cli_text import address_error
         from agent_link_core.identity import prove_reader
         from agent_link_core.model import Caller, address_scheme
 
         if as_address is None:
-            return app.caller()
-        problem = address_error(as_address, "as")
-        if problem is not None:
-            fail(problem)
-        run_async(prove_reader(app, as_address))
-        return Caller(as_address, "cli", address_scheme(as_address))
+            me = app.caller()
+            address = me.address if me.known else None
+        else:
+            problem = address_error(as_address, "as")
+            if problem is not None:
+                fail(problem)
+            me, address = Caller(as_address, "cli", address_scheme(as_address)), as_address
+        if address is not None:
+            run_async(prove_reader(app, address))  # refused: one line, exit 1
+        return me
 
     def print_messages(app: App, views: list[dict[str, Any]], show_envelope: bool) -> None:
         """Messages for people (header, then the terminal-safe body), or their envelopes."""
@@ -664,11 +670,11 @@ def build_cli() -> click.Group:
                 fail(exc)
             if anticipation is None:
                 anticipation = "reply"
-        app = get_app(ctx)
-        me = who_am_i(app, from_address, named)
-        policy = api.RetryPolicy(retry_count, retry_delay_ms, retry_backoff, retry_jitter)
         if wait_reply and anticipation == "fyi":
             raise click.UsageError("--wait expects an answer; it cannot go with --anticipation fyi")
+        app = get_app(ctx)
+        me = who_am_i(app, from_address, named, reading=wait_reply)  # --wait shows the answer: a read, checked before sending
+        policy = api.RetryPolicy(retry_count, retry_delay_ms, retry_backoff, retry_jitter)
         if wait_reply and anticipation is None:
             anticipation = "reply"
         result = run_async(api.send_reliably(app, target, body, sender=me, message_id=message_id, ttl_ms=ttl_ms,

@@ -96,35 +96,48 @@ async def prove_sender(app: App, caller: Caller) -> tuple[Caller, list[dict[str,
 
 
 async def prove_reader(app: App, address: str) -> None:
-    """Refuse to read the mail of ``address`` for a process that is not it.
+    """Refuse to read the mail of ``address`` for a process that is not proved to be it.
 
     The one read rule (:class:`~agent_link_core.mailbox.Visibility`) lets a reader see what
-    it sent or received. A command that names the reader itself (``--as``, or ``--from`` on
-    a read) could otherwise read anyone's mail, so naming an address is allowed only when
-    the machine's user turned ``AGENT_LINK_INSPECT_ALL`` on, or when this process already is
-    that address: the runtime names it (:meth:`App.caller`: the host's session variables or
-    ``AGENT_LINK_ADDRESS``) and, for a host's session, its harness finds that session.
+    it sent or received, so who the reader is must hold up as well as a signature does. A
+    process reads as ``address`` (its own session's by default, ``--as``, or ``--from`` on a
+    read) only when one of these holds:
+
+    * the machine's user turned ``AGENT_LINK_INSPECT_ALL`` on;
+    * the runtime names this process ``address`` (:meth:`App.caller`) through
+      ``AGENT_LINK_ADDRESS``: a plain address is the user's own choice, not a host's session;
+    * the runtime names this process ``address`` as a host's session and the host proved it,
+      the same proof that signs ``fromVerified="true"`` (:func:`prove_sender`). A session
+      variable set by hand to another session's id names that session but proves nothing.
 
     :param app: the running application.
     :param address: the address the command reads as (already checked to be well formed).
     :raises AgentLinkError: ``permission_denied`` with ``details.reason`` ``not_proven``
-        (``details.address``, ``details.caller``).
+        (``details.address``, ``details.caller``; ``details.namedBy`` when a host's session
+        was named but not proved).
     """
     if app.config.get("AGENT_LINK_INSPECT_ALL"):
         return
     me = app.caller()
+    details: dict[str, Any] = {"reason": "not_proven", "address": address, "caller": me.address}
     if me.known and me.address == address:
-        # reading keeps the older, weaker rule (the named session exists), not the proof of
-        # prove_sender: `agent-link inbox` run where the host's ancestry cannot be seen must
-        # still read its session's mail
-        if me.source == "config" or (me.source in RUNTIME_SOURCES and await _session_exists(app, me)):
+        if me.source == "config":
             return
-        why = f"it is named by {me.source}, but {me.host or 'no host'} has no such session"
+        if me.source in RUNTIME_SOURCES:
+            proved, warnings = await prove_sender(app, me)
+            if proved.verified:
+                return
+            host = me.host or "no host"
+            cause = warnings[0]["details"]["reason"] if warnings else "not_proven"
+            why = (f"it is named by {me.source}, but {host} has no such session" if cause == "no_such_session" else
+                   f"it is named by {me.source}, but {host} did not prove that this process belongs to that session")
+            details["namedBy"] = me.source
+        else:
+            why = f"it is named by {me.source}, which proves nothing"
     else:
         why = f"this process is {me.address}" if me.known else "this process has no address of its own"
     raise AgentLinkError(
-        "permission_denied", f"Only {address} may read its mail here: {why}.",
-        {"reason": "not_proven", "address": address, "caller": me.address},
+        "permission_denied", f"Only {address} may read its mail here: {why}.", details,
         hint=f"Run the command inside {address}'s session (or in a process whose AGENT_LINK_ADDRESS is {address}), "
              "or have the machine's user set AGENT_LINK_INSPECT_ALL=1 to read every mailbox.",
     )

@@ -372,7 +372,8 @@ def test_show_any_message_you_sent_or_received_even_read_ones() -> None:
 
 
 def test_interrupting_send_wait_still_says_what_was_sent(isolated_env: Path) -> None:
-    env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS}
+    # a script of team:alice: --wait reads alice's mail, so the process must be alice
+    env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS, "AGENT_LINK_ADDRESS": "team:alice"}
     sender = subprocess.Popen([AGENT_LINK, "send", "team:bob", "waiting for you", "--from", "team:alice", "--wait",
                                "--timeout-ms", "600000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
                               preexec_fn=ctrl_c_works)

@@ -36,12 +36,20 @@ def _line(receipt: dict[str, Any]) -> str:
 
 def _visibility(app: App, everyone: bool) -> Visibility:
     """The CLI caller's view (its session or AGENT_LINK_ADDRESS; unidentified: nothing); ``--all``
-    needs the inspect-all setting (a one-line error otherwise). Missing receipts are repaired
-    first."""
-    from agent_link_core.cli import fail
+    needs the inspect-all setting, and a session's view its host's proof
+    (:func:`agent_link_core.identity.prove_reader`): a one-line error otherwise. Missing
+    receipts are repaired first."""
+    from agent_link_core.cli import fail, run_async
+    from agent_link_core.identity import prove_reader
+    from agent_link_core.model import RUNTIME_SOURCES
 
+    me = app.caller()
     try:
-        visibility = app.mailbox.visible_to(app.caller().address, all_mail=everyone)
+        # a host's session needs its host's proof (a plain AGENT_LINK_ADDRESS does not); --all
+        # is the inspect-all setting's own check
+        if me.source in RUNTIME_SOURCES and not everyone:
+            run_async(prove_reader(app, me.address))
+        visibility = app.mailbox.visible_to(me.address, all_mail=everyone)
     except AgentLinkError as exc:
         fail(exc)
         raise
