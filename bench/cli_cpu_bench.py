@@ -65,6 +65,6 @@ def bench_cli_cpu(tmp: Path, fill: Callable[..., None], line: Callable[..., None
     send_ms, base_ms = interleaved_cpu([exe, "send", "bench:other{i}", "hello from the bench {i}"], env)
     line(f"CLI send ({STORED:,} stored), CPU", send_ms, "ms", "python -c pass", base_ms, "<= 5")
     for i in range(20):
-        cpu_ms([exe, "send", "bench:me", f"to read {i}", "--from", "bench:other2"], env)
+        cpu_ms([exe, "send", "bench:me", f"to read {i}", "--from", f"bench:from{i}"], env)
     inbox_ms, base_ms = interleaved_cpu([exe, "inbox", "--peek"], env)
     line(f"CLI inbox ({STORED:,} stored), CPU", inbox_ms, "ms", "python -c pass", base_ms, "<= 5")
