@@ -2,7 +2,8 @@
 
 ``agent-link hook ...`` is dispatched before anything heavy is imported: hosts run it on
 every prompt, so it must not pay for click, pluggy, mcp or pydantic. ``agent-link mcp`` starts
-its start-up front (:mod:`agent_link_core.fastfront`) first for the same reason.
+its start-up front (:mod:`agent_link_core.fastfront`) first for the same reason. Every other
+command reads the installed plugins from the entry-point cache (:mod:`agent_link_core.discovery`).
 """
 
 import os
@@ -27,6 +28,9 @@ def main() -> None:
 
         presence.record_at_start()
         fastfront.start()
+    from agent_link_core import discovery
+
+    discovery.USE_CACHE = True  # a whole process of its own: entry points come from the checked cache
     from agent_link_core.cli import main as cli_main
 
     cli_main()

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import importlib.metadata
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -25,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import pluggy
 
-from agent_link_core import hookspecs
+from agent_link_core import discovery, hookspecs
 from agent_link_core.aio import run_blocking
 from agent_link_core.boundary import (
     Boundary,
@@ -81,7 +80,8 @@ class PluginReport:
     loaded: list[str] = field(default_factory=list)
     blocked: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
-    #: each entry-point plugin's distribution (``importlib.metadata.Distribution``)
+    #: each entry-point plugin's distribution (``importlib.metadata.Distribution``, or its
+    #: cached version: :class:`agent_link_core.discovery.CachedDist`)
     dists: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     boundary: Boundary | None = field(default=None, repr=False, compare=False)
 
@@ -141,7 +141,7 @@ def build_plugin_manager(
     for name in sorted(blocked):
         pm.set_blocked(name)
         report.blocked.append(name)
-    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+    for ep in discovery.entry_points(ENTRY_POINT_GROUP, env):
         if ep.name in blocked or pm.has_plugin(ep.name) or (only is not None and ep.name not in only):
             continue
         # a broken plugin (SystemExit at import included) must never take agent-link down

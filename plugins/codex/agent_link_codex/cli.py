@@ -8,9 +8,7 @@ Socket paths and URLs are printed only with ``--show-paths``.
 
 from __future__ import annotations
 
-import functools
 import sys
-from collections.abc import Callable
 from typing import Any
 
 import click
@@ -94,48 +92,3 @@ def remove(ctx: click.Context, endpoint_id: str, as_json: bool) -> None:
     except AgentLinkError as exc:
         fail(exc)
     emit(data, as_json, lambda d: click.echo(f"removed {d['removed']['id']}"))
-
-
-SOCKET_COMMANDS = ("sessions", "send")
-
-
-def add_socket_option(cli: click.Group) -> None:
-    """Give the core's ``sessions`` and ``send`` a ``--socket PATH`` option (Codex only):
-    the command then talks to that one app-server and no other, and a socket that answers
-    is registered for later commands (``registration``/``endpointRegistration`` in the
-    JSON: added, updated or registry-full, as agent-session-intercom reports it)."""
-    for name in SOCKET_COMMANDS:
-        command = cli.commands.get(name)
-        if command is None or command.callback is None or any(p.name == "socket" for p in command.params):
-            continue
-        command.params.append(click.Option(
-            ["--socket"], help="Use only the Codex app-server at this Unix socket; once it answers it is registered."))
-        command.callback = _with_socket(command.callback)
-
-
-def _with_socket(callback: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(callback)
-    def run(*args: Any, socket: str | None = None, **kwargs: Any) -> Any:
-        if socket is not None:
-            use_only_socket(click.get_current_context(), socket)
-        return callback(*args, **kwargs)
-
-    return run
-
-
-def use_only_socket(ctx: click.Context, path: str) -> None:
-    """Restrict this process's Codex harness to the app-server at ``path`` after checking
-    that it answers, and register it (a full registry only warns: the socket still works)."""
-    from agent_link_codex import api
-    from agent_link_codex.endpoints import EndpointRegistry
-
-    app = get_app(ctx)
-    data = run_async(api.add_endpoint(app, path))
-    harness = api.codex_harness(app)
-    try:
-        harness.service.only = EndpointRegistry.prepare(path)
-    except AgentLinkError as exc:
-        fail(exc)
-    harness.endpoint_registration = data["registration"]
-    if data["registration"] == "registry-full":
-        click.echo(f"warning: the endpoint registry is full; {data['endpoint']['id']} is used now but not remembered.", err=True)

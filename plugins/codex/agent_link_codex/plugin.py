@@ -103,8 +103,9 @@ def agent_link_on_event(event: Any, app: App) -> None:
 @hookimpl
 def agent_link_register_commands(cli: click.Group) -> None:
     """``agent-link endpoints add|list|remove``, ``--socket PATH`` on ``sessions`` and ``send``, and
-    ``agent-link install codex`` / ``uninstall codex`` (:mod:`agent_link_codex.install`)."""
-    from agent_link_codex.cli import add_socket_option
+    ``agent-link install codex`` / ``uninstall codex`` (:mod:`agent_link_codex.install`); ``--socket``
+    is :mod:`agent_link_codex.socket_option`."""
+    from agent_link_codex.socket_option import add_socket_option
     from agent_link_core.contribute import command
     from agent_link_core.host_install import install_group, uninstall_group
 

@@ -72,7 +72,6 @@ def agent_link_resolve_address(address: str, caller_address: str, app: App) -> d
 @hookimpl
 def agent_link_before_send(message: OutgoingMessage, context: SendContext, app: App) -> list[dict[str, Any]] | None:
     from agent_link_roles.enforcement import check_send, enforcement_mode
-    from agent_link_roles.procedures import read_procedure, record_version
     from agent_link_roles.table import load_table
 
     ctx = from_app(app)
@@ -84,7 +83,9 @@ def agent_link_before_send(message: OutgoingMessage, context: SendContext, app: 
     if table is not None:
         warnings = check_send(message, context, table, enforcement_mode(ctx.config, table)["mode"])
     role = message.metadata.get("role")
-    if isinstance(role, dict) and role.get("name"):
+    if isinstance(role, dict) and role.get("name"):  # only a send through a role reads its procedure
+        from agent_link_roles.procedures import read_procedure, record_version
+
         proc = read_procedure(ctx.state_dir, role["name"])
         if proc.present:
             role["procedure"] = record_version(ctx.store, role["name"], proc)
@@ -95,8 +96,6 @@ def agent_link_before_send(message: OutgoingMessage, context: SendContext, app: 
 
 @hookimpl
 def agent_link_on_event(event: Event, app: App) -> None:
-    from agent_link_roles.procedures import claim_text
-
     if event.kind != "sent" or event.message_id is None:
         return
     row = app.mailbox.get_row(event.message_id)
@@ -105,6 +104,8 @@ def agent_link_on_event(event: Event, app: App) -> None:
     role = json.loads(row["metadata"] or "{}").get("role") or {}
     procedure = role.get("procedure") or {}
     if procedure.get("sha256"):
+        from agent_link_roles.procedures import claim_text
+
         included = claim_text(app.store, role["name"], row["recipient"], procedure["sha256"], event.message_id)
         if event.result is not None and "roleProcedure" in event.result:
             event.result["roleProcedure"]["textIncluded"] = included

@@ -1,0 +1,161 @@
+"""The ``agent_link`` entry points, read from a small cache instead of scanning every distribution.
+
+Every ``agent-link`` process looks up which plugins are installed. :mod:`importlib.metadata`
+imports about forty modules and reads the metadata of every distribution on ``sys.path`` to
+answer that, a large share of a short CLI command's CPU. The console script
+(:mod:`agent_link_core.entry`) therefore turns on :data:`USE_CACHE`: the group's entry points
+are kept in ``$XDG_CACHE_HOME/agent-link/entry-points/<environment key>.json`` (default
+``~/.cache/...``), one file per Python environment, and read from there while nothing that
+decides them changed.
+
+The cache is never trusted blindly. It records a fingerprint (:func:`fingerprint`): the
+interpreter prefix, every directory on ``sys.path`` with its modification time (installing,
+upgrading or removing a distribution adds or removes a ``*.dist-info`` folder in one of
+them, which changes that time), and the modification time of each cached plugin's
+``entry_points.txt``. When it differs, the entry points are scanned with
+:mod:`importlib.metadata` as before and the cache is rewritten. The same rule keeps the prompt
+hooks' registry current (:mod:`agent_link_core.prompt_hooks`).
+
+In-process callers (tests, programs embedding agent-link) leave :data:`USE_CACHE` off and
+always scan, so what they install or patch into :mod:`importlib.metadata` is seen at once.
+Standard modules only: this runs before anything heavy is imported.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+import zlib
+from functools import reduce
+
+from agent_link_core.json_files import read_json_object
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+#: the cache file's format; a file of another format is rebuilt
+FORMAT = 1
+#: read the entry points from the cache (the console script sets it; in-process callers scan)
+USE_CACHE = False
+
+
+class CachedDist:
+    """The part of a distribution a plugin report shows (its version), as cached.
+
+    :param version: the distribution's version string.
+    """
+
+    __slots__ = ("version",)
+
+    def __init__(self, version: str) -> None:
+        self.version = version
+
+
+class CachedEntryPoint:
+    """An entry point read from the cache, loaded as :meth:`importlib.metadata.EntryPoint.load` does.
+
+    :param name: the plugin name (the entry point's name).
+    :param value: ``"package.module"`` or ``"package.module:attribute.path"``.
+    :param version: its distribution's version (``dist.version``); None when it had none.
+    """
+
+    def __init__(self, name: str, value: str, version: str | None) -> None:
+        self.name = name
+        self.value = value
+        self.dist = CachedDist(version) if version is not None else None
+
+    def load(self) -> Any:
+        """The module (or the attribute) the value names, imported now.
+
+        :raises Exception: whatever importing raises; ``AttributeError`` for a missing attribute.
+        """
+        module, _, attrs = self.value.partition(":")
+        return reduce(getattr, [a for a in attrs.strip().split(".") if a], importlib.import_module(module.strip()))
+
+
+def cache_path(env: Mapping[str, str] | None = None) -> str:
+    """The cache file of this Python environment and search path."""
+    env = os.environ if env is None else env
+    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    # one file per interpreter and search path: ``agent-link`` and ``python -m`` differ in sys.path[0]
+    where = "\0".join([sys.prefix, *sys.path]).encode("utf-8", "surrogateescape")
+    key = f"{zlib.crc32(where):08x}"
+    return os.path.join(base, "agent-link", "entry-points", f"{key}.json")
+
+
+def _mtime(path: str) -> int | None:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return None
+
+
+def fingerprint(files: list[str]) -> list[Any]:
+    """What decides the group's entry points, as JSON-comparable lists (see the module doc).
+
+    :param files: the ``entry_points.txt`` files the cached entry points came from.
+    """
+    dirs = [[entry, _mtime(entry or ".")] for entry in sys.path]
+    return [FORMAT, sys.prefix, dirs, [[f, _mtime(f)] for f in files]]
+
+
+def entry_points(group: str, env: Mapping[str, str] | None = None) -> list[Any]:
+    """The entry points of ``group``, each with ``name``, ``dist`` (``.version``) and ``load()``.
+
+    With :data:`USE_CACHE` off, exactly :func:`importlib.metadata.entry_points`; with it on,
+    the cached list while its fingerprint holds, else a fresh scan that rewrites the cache
+    (a cache that cannot be read or written only costs the scan).
+    """
+    if not USE_CACHE:
+        import importlib.metadata
+
+        return list(importlib.metadata.entry_points(group=group))
+    path = cache_path(env)
+    data = read_json_object(path)
+    if data is not None and isinstance(data.get(group), dict):
+        cached = data[group]
+        files = cached.get("files")
+        if isinstance(files, list) and cached.get("fingerprint") == fingerprint(files):
+            try:
+                return [CachedEntryPoint(str(n), str(v), None if ver is None else str(ver))
+                        for n, v, ver in cached["entry_points"]]
+            except (KeyError, TypeError, ValueError):
+                pass  # a damaged file: scan and rewrite it
+    return _scan_and_write(group, path)
+
+
+def _scan_and_write(group: str, path: str) -> list[Any]:
+    import importlib.metadata
+
+    found = list(importlib.metadata.entry_points(group=group))
+    records: list[list[Any]] = []
+    files: list[str] = []
+    for ep in found:
+        dist = ep.dist
+        records.append([ep.name, ep.value, dist.version if dist is not None else None])
+        location = getattr(dist, "_path", None)  # PathDistribution: its dist-info folder
+        if location is not None:
+            files.append(os.path.join(str(location), "entry_points.txt"))
+    files = sorted(set(files))
+    _write(path, {group: {"fingerprint": fingerprint(files), "files": files, "entry_points": records}})
+    return found
+
+
+def _write(path: str, data: dict[str, Any]) -> None:
+    """Write the cache atomically, private to the user; a failure only means the next run scans."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh)
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
