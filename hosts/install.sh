@@ -2,7 +2,7 @@
 # Install the real host CLIs the real-host tests run, each folder from its package-lock.json:
 #   hosts/node      Node.js >= 22 from the npm registry's `node` package (Claude Code 2.1.332
 #                   declares engines node >= 22; many machines carry an older Node)
-#   hosts           the current pins (Codex, Claude Code)
+#   hosts           the current pins (Codex, Claude Code, opencode)
 #   hosts/previous  the previous pins, kept passing by a second real-host run
 # npm itself may run on any Node; the host folders are installed with the registry Node first
 # on PATH, so engine checks and install scripts see Node >= 22. One line per step, and npm's
@@ -40,7 +40,7 @@ for folder in . previous; do
     label=$( [ "$folder" = . ] && echo "hosts" || echo "hosts/$folder" )
     versions=$(node -e '
         const l = require(process.argv[1]).packages;
-        console.log(["@openai/codex", "@anthropic-ai/claude-code"].map(p => p.split("/")[1] + " " + l["node_modules/" + p].version).join(", "));
+        console.log(["@openai/codex", "@anthropic-ai/claude-code", "opencode-ai"].map(p => p.split("/").pop() + " " + l["node_modules/" + p].version).join(", "));
     ' "$PWD/$folder/package-lock.json")
     echo "hosts: $versions into $label (Node $(node --version))"
     (cd "$folder" && npm ci "${NPM_FLAGS[@]}")

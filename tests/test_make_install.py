@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from agent_link_testing.hosts import claude_version, codex_version, opencode_version
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -32,6 +33,10 @@ def test_host_installs_run_npm_without_its_update_notice(tmp_path: Path) -> None
     assert done.returncode == 0, done.stderr
     calls = log.read_text().splitlines()
     assert len(calls) == 3 and all(c.startswith("false ci ") for c in calls), calls
+    # each host folder's line names the three pinned hosts, read from its lock file
+    for folder, label in ((ROOT / "hosts", "hosts"), (ROOT / "hosts" / "previous", "hosts/previous")):
+        pins = f"codex {codex_version(folder)}, claude-code {claude_version(folder)}, opencode-ai {opencode_version(folder)}"
+        assert f"hosts: {pins} into {label} " in done.stdout, done.stdout
 
 
 def test_the_browser_step_keeps_apt_output_in_a_log(tmp_path: Path) -> None:
