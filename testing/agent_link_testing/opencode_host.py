@@ -27,8 +27,10 @@ Facts this module relies on (checked on opencode 1.18.33 by
   machine. The one attempt seen is a background ``npm install`` of ``@opencode-ai/plugin`` into
   the config folder (``$XDG_CONFIG_HOME/opencode``, for plugins kept there); its failure is
   only logged, and ``OPENCODE_PURE=1`` does not stop it.
-* ``opencode serve --port 0`` takes 4096 when it is free, else a free port, and prints
-  ``opencode server listening on http://127.0.0.1:<port>`` on stdout; it is ready when
+* ``opencode serve --port 0`` takes 4096 (opencode's default, where a person's own server
+  listens and where the ``opencode`` harness looks by default) when it is free, so the launcher
+  passes a free port of its own. It prints ``opencode server listening on
+  http://127.0.0.1:<port>`` on stdout; it is ready when
   ``GET /global/health`` answers 200 (about 12 s on a loaded 2-core machine).
 * ``OPENCODE_SERVER_PASSWORD`` turns on HTTP basic auth (user ``opencode``).
 """
@@ -41,6 +43,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -77,6 +80,12 @@ _QUIET_ENV = {
     "OPENCODE_DISABLE_CLAUDE_CODE": "1",
     "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
 }
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 class OpencodeHostError(RuntimeError):
@@ -311,7 +320,7 @@ class OpencodeServer:
         if self.password is not None:
             env["OPENCODE_SERVER_PASSWORD"] = self.password
         env.update(self.extra_env)
-        cmd = [str(self.binary), "serve", "--hostname", "127.0.0.1", "--port", "0", *self.extra_args]
+        cmd = [str(self.binary), "serve", "--hostname", "127.0.0.1", "--port", str(_free_port()), *self.extra_args]
         with open(self.root / "serve.stdout", "wb") as out, open(self.root / "serve.stderr", "wb") as err:
             self.process = subprocess.Popen(
                 cmd, cwd=self.workdir, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True
