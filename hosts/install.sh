@@ -4,6 +4,9 @@
 #                   declares engines node >= 22; many machines carry an older Node)
 #   hosts           the current pins (Codex, Claude Code, opencode)
 #   hosts/previous  the previous pins, kept passing by a second real-host run
+# opencode-ai names one optional platform package per system; the lock files list each of them
+# (npm ci refuses a lock missing one), those of other systems without an integrity hash where
+# the registry the locks were made with did not serve them (only this machine's are installed).
 # npm itself may run on any Node; the host folders are installed with the registry Node first
 # on PATH, so engine checks and install scripts see Node >= 22. One line per step, and npm's
 # warnings are shown, not hidden.

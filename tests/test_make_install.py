@@ -4,6 +4,7 @@ stand-ins that record how they were called."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -57,3 +58,13 @@ def test_the_browser_step_keeps_apt_output_in_a_log(tmp_path: Path) -> None:
     failed = subprocess.run(args, capture_output=True, text=True, env={**env, "FAIL_APT": "1"}, timeout=120)
     assert failed.returncode != 0 and "E: Unable to locate package" in failed.stdout + failed.stderr
     assert (failed.stdout + failed.stderr).count("Selecting") <= 40
+
+
+@pytest.mark.parametrize("folder", ["hosts", "hosts/previous"])
+def test_host_locks_list_every_optional_platform_package(folder: str) -> None:
+    # `npm ci` refuses a lock that misses an optional dependency of a locked package (opencode-ai
+    # names one platform package per system), even one it would never install on this machine
+    packages = json.loads((ROOT / folder / "package-lock.json").read_text())["packages"]
+    missing = [f"{name} (of {key})" for key, entry in packages.items() if key
+               for name in entry.get("optionalDependencies", {}) if f"node_modules/{name}" not in packages]
+    assert missing == []
