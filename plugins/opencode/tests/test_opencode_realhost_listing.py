@@ -1,6 +1,6 @@
 """The opencode harness lists the sessions of a real opencode server (pinned; AGENT_LINK_HOSTS_DIR
-picks the folder) with their busy state, through the password the server asks for, and reports
-a server that is gone.
+picks the folder) with their busy state, through the password the server asks for, leaves out
+archived ones unless asked, and reports a server that is gone.
 
 If the program is missing this test fails with "run `make hosts`" -- it never skips.
 """
@@ -46,6 +46,12 @@ async def test_opencode_sessions_of_a_real_server_are_listed_busy_then_idle(monk
             server.wait_for_reply(busy["id"], timeout_s=60)
             again = await harness.get_session(busy["id"])
             assert again is not None and again.extra["status"] == "idle"
+
+            # an archived session (time.archived set) is left out unless asked for
+            server.request("PATCH", f"/session/{quiet['id']}", {"time": {"archived": 1}})
+            assert quiet["id"] not in {s.id for s in (await harness.list_sessions()).sessions}
+            archived = await harness.get_session(quiet["id"])
+            assert archived is not None and archived.archived
 
             server.stop()
             gone = await harness.list_sessions()
