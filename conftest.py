@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-_HOST_PREFIXES = ("AGENT_LINK_", "CODEX_", "CLAUDE_", "ANTHROPIC_", "OPENAI_")
+_HOST_PREFIXES = ("AGENT_LINK_", "CODEX_", "CLAUDE_", "ANTHROPIC_", "OPENAI_", "OPENCODE_")
 # the test kit's choice of real host folder for the whole run (agent_link_testing.hosts)
 _KEEP = ("AGENT_LINK_HOSTS_DIR",)
 # Real hosts are whole programs whose timing under a loaded 2-core CI machine varies (a first

@@ -2,8 +2,11 @@
 # Install the real host CLIs the real-host tests run, each folder from its package-lock.json:
 #   hosts/node      Node.js >= 22 from the npm registry's `node` package (Claude Code 2.1.332
 #                   declares engines node >= 22; many machines carry an older Node)
-#   hosts           the current pins (Codex, Claude Code)
+#   hosts           the current pins (Codex, Claude Code, opencode)
 #   hosts/previous  the previous pins, kept passing by a second real-host run
+# opencode-ai names one optional platform package per system; the lock files list each of them
+# (npm ci refuses a lock missing one), those of other systems without an integrity hash where
+# the registry the locks were made with did not serve them (only this machine's are installed).
 # npm itself may run on any Node; the host folders are installed with the registry Node first
 # on PATH, so engine checks and install scripts see Node >= 22. One line per step, and npm's
 # warnings are shown, not hidden.
@@ -40,7 +43,7 @@ for folder in . previous; do
     label=$( [ "$folder" = . ] && echo "hosts" || echo "hosts/$folder" )
     versions=$(node -e '
         const l = require(process.argv[1]).packages;
-        console.log(["@openai/codex", "@anthropic-ai/claude-code"].map(p => p.split("/")[1] + " " + l["node_modules/" + p].version).join(", "));
+        console.log(["@openai/codex", "@anthropic-ai/claude-code", "opencode-ai"].map(p => p.split("/").pop() + " " + l["node_modules/" + p].version).join(", "));
     ' "$PWD/$folder/package-lock.json")
     echo "hosts: $versions into $label (Node $(node --version))"
     (cd "$folder" && npm ci "${NPM_FLAGS[@]}")

@@ -4,12 +4,14 @@ stand-ins that record how they were called."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from agent_link_testing.hosts import claude_version, codex_version, opencode_version
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -32,6 +34,10 @@ def test_host_installs_run_npm_without_its_update_notice(tmp_path: Path) -> None
     assert done.returncode == 0, done.stderr
     calls = log.read_text().splitlines()
     assert len(calls) == 3 and all(c.startswith("false ci ") for c in calls), calls
+    # each host folder's line names the three pinned hosts, read from its lock file
+    for folder, label in ((ROOT / "hosts", "hosts"), (ROOT / "hosts" / "previous", "hosts/previous")):
+        pins = f"codex {codex_version(folder)}, claude-code {claude_version(folder)}, opencode-ai {opencode_version(folder)}"
+        assert f"hosts: {pins} into {label} " in done.stdout, done.stdout
 
 
 def test_the_browser_step_keeps_apt_output_in_a_log(tmp_path: Path) -> None:
@@ -52,3 +58,13 @@ def test_the_browser_step_keeps_apt_output_in_a_log(tmp_path: Path) -> None:
     failed = subprocess.run(args, capture_output=True, text=True, env={**env, "FAIL_APT": "1"}, timeout=120)
     assert failed.returncode != 0 and "E: Unable to locate package" in failed.stdout + failed.stderr
     assert (failed.stdout + failed.stderr).count("Selecting") <= 40
+
+
+@pytest.mark.parametrize("folder", ["hosts", "hosts/previous"])
+def test_host_locks_list_every_optional_platform_package(folder: str) -> None:
+    # `npm ci` refuses a lock that misses an optional dependency of a locked package (opencode-ai
+    # names one platform package per system), even one it would never install on this machine
+    packages = json.loads((ROOT / folder / "package-lock.json").read_text())["packages"]
+    missing = [f"{name} (of {key})" for key, entry in packages.items() if key
+               for name in entry.get("optionalDependencies", {}) if f"node_modules/{name}" not in packages]
+    assert missing == []

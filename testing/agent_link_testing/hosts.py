@@ -12,7 +12,8 @@
 ``AGENT_LINK_HOSTS_DIR`` (absolute, or relative to the repository) selects another host folder
 for a whole test run: ``hosts/previous`` for the previous pins, or the scratch folder of
 ``make test-latest``. Every real-host launcher (:mod:`agent_link_testing.claude_host`,
-:mod:`agent_link_testing.codex_host`) asks :func:`hosts_dir`, and tests that depend on what a
+:mod:`agent_link_testing.codex_host`, :mod:`agent_link_testing.opencode_host`) asks
+:func:`hosts_dir`, and tests that depend on what a
 host release can do ask :func:`host_version` instead of naming a version.
 """
 
@@ -26,6 +27,7 @@ from pathlib import Path
 __all__ = [
     "CLAUDE_PACKAGE",
     "CODEX_PACKAGE",
+    "OPENCODE_PACKAGE",
     "REPO_ROOT",
     "HostsMissing",
     "claude_version",
@@ -33,6 +35,7 @@ __all__ = [
     "host_version",
     "hosts_dir",
     "node_binary",
+    "opencode_version",
     "version_at_least",
     "with_host_node",
 ]
@@ -40,6 +43,7 @@ __all__ = [
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CLAUDE_PACKAGE = "@anthropic-ai/claude-code"
 CODEX_PACKAGE = "@openai/codex"
+OPENCODE_PACKAGE = "opencode-ai"
 NODE_DIR = REPO_ROOT / "hosts" / "node"
 NODE_MIN_MAJOR = 22
 
@@ -78,6 +82,11 @@ def claude_version(root: Path | None = None) -> str:
 def codex_version(root: Path | None = None) -> str:
     """The Codex CLI version of the host folder (e.g. ``"0.171.0"``)."""
     return host_version(CODEX_PACKAGE, root)
+
+
+def opencode_version(root: Path | None = None) -> str:
+    """The opencode version (npm ``opencode-ai``) of the host folder (e.g. ``"1.18.33"``)."""
+    return host_version(OPENCODE_PACKAGE, root)
 
 
 def version_at_least(version: str, minimum: str) -> bool:

@@ -1,0 +1,175 @@
+"""The ``opencode`` harness: sessions of running opencode servers (docs/plugins.md §5).
+
+How it finds servers: opencode keeps its sessions behind an HTTP server, ``opencode serve``
+(and the one the TUI runs), listening on 127.0.0.1 port 4096 by default. The harness asks each
+base URL of ``AGENT_LINK_OPENCODE_SERVERS`` (comma-separated; default
+``http://127.0.0.1:4096``) for ``GET /session`` (id, title, directory, time) and
+``GET /session/status`` (``{"<id>": {"type": "busy"}}`` for sessions in a turn; idle ones are
+absent), with HTTP basic auth (user ``opencode``) when ``AGENT_LINK_OPENCODE_PASSWORD`` is set
+(the servers' ``OPENCODE_SERVER_PASSWORD``). Finding servers on other ports by themselves (the
+processes' listening sockets) is not done yet.
+
+A server that does not answer, refuses the password or answers something else than JSON makes
+the listing incomplete with a provider report naming it, never an empty list. A session two
+servers list (servers sharing one data folder) is listed once, from the first server named.
+
+Not done yet: identity, delivery (``receive.push`` is None: mail waits in the inbox).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import re
+import urllib.error
+import urllib.request
+from typing import Any
+from urllib.parse import urlsplit
+
+from agent_link_core.harness import Harness, SessionListing
+from agent_link_core.model import Session
+
+NAME = "opencode"
+SESSION_ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+#: seconds one HTTP call to a server may take (the core bounds a whole listing at 20 s)
+REQUEST_TIMEOUT_S = 5.0
+SERVER_USER = "opencode"
+
+
+class ServerError(Exception):
+    """One server could not be read; ``reason`` is the provider report's code."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason, self.detail = reason, detail
+
+
+def parse_servers(raw: str | None) -> tuple[list[str], list[str]]:
+    """Split ``AGENT_LINK_OPENCODE_SERVERS`` into base URLs.
+
+    :param raw: comma-separated ``http(s)://host:port`` URLs (a trailing ``/`` is dropped).
+    :returns: ``(urls, bad)``: the usable URLs in order without repeats, and the entries that
+        are not an http(s) URL with a host.
+    """
+    urls: list[str] = []
+    bad: list[str] = []
+    for entry in (raw or "").split(","):
+        entry = entry.strip().rstrip("/")
+        if not entry:
+            continue
+        parts = urlsplit(entry)
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.path or parts.query:
+            bad.append(entry)
+        elif entry not in urls:
+            urls.append(entry)
+    return urls, bad
+
+
+def fetch_json(base_url: str, path: str, password: str | None, timeout_s: float = REQUEST_TIMEOUT_S) -> Any:
+    """``GET base_url + path`` without any proxy, decoded as JSON.
+
+    :param password: sent as basic auth (user ``opencode``) when not None.
+    :param timeout_s: socket timeout in seconds.
+    :raises ServerError: ``unauthorized`` (HTTP 401), ``http_error`` (other non-2xx),
+        ``unreachable`` (connection refused, timeout) or ``bad_answer`` (not JSON).
+    """
+    request = urllib.request.Request(base_url + path, headers={"Accept": "application/json"})
+    if password is not None:
+        token = base64.b64encode(f"{SERVER_USER}:{password}".encode()).decode()
+        request.add_header("Authorization", f"Basic {token}")
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(request, timeout=timeout_s) as answer:
+            raw = answer.read()
+    except urllib.error.HTTPError as exc:
+        raise ServerError("unauthorized" if exc.code == 401 else "http_error", f"GET {path}: HTTP {exc.code}") from None
+    except (OSError, ValueError) as exc:
+        raise ServerError("unreachable", f"GET {path}: {exc}") from None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        raise ServerError("bad_answer", f"GET {path}: not JSON") from None
+
+
+def read_server(base_url: str, password: str | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """One server's sessions and their status (blocking; run it in a thread).
+
+    :returns: ``(sessions, statuses)``: the ``GET /session`` entries and the
+        ``GET /session/status`` map (session id -> ``{"type": "busy" | ...}``).
+    :raises ServerError: as :func:`fetch_json`, or ``bad_answer`` when the shapes are not a
+        list and an object.
+    """
+    sessions = fetch_json(base_url, "/session", password)
+    statuses = fetch_json(base_url, "/session/status", password)
+    if not isinstance(sessions, list) or not isinstance(statuses, dict):
+        raise ServerError("bad_answer", "GET /session is not a list or GET /session/status not an object")
+    return [s for s in sessions if isinstance(s, dict)], statuses
+
+
+def to_session(entry: dict[str, Any], status: Any, server: str) -> Session | None:
+    """A :class:`Session` from one ``GET /session`` entry; None when its id is unusable.
+
+    :param status: the session's ``/session/status`` value (absent: idle).
+    :param server: the base URL that listed it (``extra["server"]``).
+    """
+    sid = entry.get("id")
+    if not isinstance(sid, str) or not SESSION_ID_RE.match(sid):
+        return None
+    times = entry.get("time") if isinstance(entry.get("time"), dict) else {}
+    updated = times.get("updated", times.get("created"))
+    state = status.get("type") if isinstance(status, dict) and isinstance(status.get("type"), str) else "idle"
+    extra = {"server": server, "status": state}
+    for key in ("slug", "projectID", "version", "parentID"):
+        if isinstance(entry.get(key), str):
+            extra[key] = entry[key]
+    return Session(
+        address=f"{NAME}:{sid}", harness=NAME, id=sid,
+        title=entry["title"] if isinstance(entry.get("title"), str) else None,
+        cwd=entry["directory"] if isinstance(entry.get("directory"), str) else None,
+        surface=("server",), loaded=True, archived=bool(times.get("archived")),
+        last_activity_ms=updated if isinstance(updated, int) else None,
+        receive={"push": None, "nudge": None, "pull": True}, extra=extra,
+    )
+
+
+class OpencodeHarness(Harness):
+    """Sessions listed by the opencode servers named in ``AGENT_LINK_OPENCODE_SERVERS``."""
+
+    name = NAME
+    session_kind = "opencode_session"
+
+    def _servers(self) -> tuple[list[str], list[str]]:
+        return parse_servers(self.app.config.get("AGENT_LINK_OPENCODE_SERVERS"))
+
+    async def list_sessions(self, *, include_archived: bool = False, limit: int = 200) -> SessionListing:
+        urls, bad = self._servers()
+        password = self.app.config.get("AGENT_LINK_OPENCODE_PASSWORD")
+        answers = await asyncio.gather(*(asyncio.to_thread(read_server, url, password) for url in urls), return_exceptions=True)
+        found: dict[str, Session] = {}
+        servers: list[dict[str, Any]] = [{"url": entry, "available": False, "reason": "bad_url"} for entry in bad]
+        for url, answer in zip(urls, answers):
+            if isinstance(answer, ServerError):
+                servers.append({"url": url, "available": False, "reason": answer.reason, "error": answer.detail})
+                continue
+            if isinstance(answer, BaseException):
+                raise answer
+            entries, statuses = answer
+            servers.append({"url": url, "available": True, "reason": None, "sessions": len(entries)})
+            for entry in entries:
+                session = to_session(entry, statuses.get(str(entry.get("id"))), url)
+                if session is not None and session.id not in found and (include_archived or not session.archived):
+                    found[session.id] = session
+        failed = [s for s in servers if not s["available"]]
+        sessions = sorted(found.values(), key=lambda s: -(s.last_activity_ms or 0))
+        reason = "no_server_configured" if not servers else (failed[0]["reason"] if failed else None)
+        provider = {"available": len(failed) < len(servers), "reason": reason, "source": "opencode server API", "servers": servers}
+        return SessionListing(sessions[:limit], provider, complete=not failed and bool(servers) and len(sessions) <= limit)
+
+    async def get_session(self, session_id: str) -> Session | None:
+        listing = await self.list_sessions(include_archived=True, limit=100_000)
+        return next((s for s in listing.sessions if s.id == session_id), None)
+
+    def health(self) -> dict[str, Any]:
+        urls, bad = self._servers()
+        return {"servers": urls, "badServers": bad, "passwordSet": self.app.config.get("AGENT_LINK_OPENCODE_PASSWORD") is not None}

@@ -1,0 +1,40 @@
+"""The hook implementations of the opencode plugin (entry point ``opencode``).
+
+Imports stay light: this module is imported by every ``agent-link`` command and MCP server,
+so the harness module loads only when harnesses are registered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from agent_link_core import hookimpl
+from agent_link_core.config import Setting
+from agent_link_core.contribute import registers
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent_link_core.harness import Harness
+
+#: The plugin's name: its entry point's name and its address scheme.
+NAME = "opencode"
+#: opencode's own default server port (``opencode serve`` and the TUI take it when free).
+DEFAULT_SERVERS = "http://127.0.0.1:4096"
+
+SERVERS_SETTING = Setting(
+    "AGENT_LINK_OPENCODE_SERVERS", "str", DEFAULT_SERVERS,
+    doc="comma-separated base URLs of the opencode servers whose sessions are listed (default http://127.0.0.1:4096)",
+)
+PASSWORD_SETTING = Setting(
+    "AGENT_LINK_OPENCODE_PASSWORD", "str", None,
+    doc="the OPENCODE_SERVER_PASSWORD of those servers, sent as HTTP basic auth (user opencode)",
+)
+
+agent_link_register_settings = registers([SERVERS_SETTING, PASSWORD_SETTING])
+
+
+@hookimpl
+def agent_link_register_harnesses(register: Callable[[Harness], None]) -> None:
+    from agent_link_opencode.harness import OpencodeHarness
+
+    register(OpencodeHarness())
