@@ -17,10 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import sqlite3
-import threading
-import time
 
 from agent_link_core.addresses import ANTICIPATIONS, EXTERNAL, is_address, is_ulid
 from agent_link_core.envelope import MAX_BODY_BYTES, EnvelopeMessage, escape_text, render_envelope, sanitize_text
@@ -57,31 +54,11 @@ STATE_BATCH = 500
 STATUS_BY_KIND = {"reply": "replied", "decline": "declined", "done": "done"}
 
 
-#: Crockford's base-32 alphabet, the ULID text encoding (https://github.com/ulid/spec)
-CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-_last_id: list[int] = [0, 0]  # (ms, randomness) of this process's newest id
-_id_lock = threading.Lock()
-
-
 def new_message_id() -> str:
-    """A new ULID (26 Crockford base-32 characters): 48 bits of Unix time in ms, then 80
-    random bits; within one millisecond a process's ids increase (the randomness of the
-    previous id plus one), as the ULID spec's monotonic generator and python-ulid do.
+    """A new ULID (26 Crockford base-32 characters)."""
+    from ulid import ULID
 
-    Written here rather than with python-ulid, which reads its own version through
-    :mod:`importlib.metadata` when imported: that import was an eighth of a CLI ``send``'s CPU.
-    """
-    with _id_lock:
-        ms = time.time_ns() // 1_000_000
-        if ms <= _last_id[0]:  # the same millisecond (or the clock went back): keep the order
-            ms, randomness = _last_id[0], _last_id[1] + 1
-            if randomness >> 80:  # 2**80 ids in one ms: take the next millisecond
-                ms, randomness = ms + 1, int.from_bytes(os.urandom(10), "big")
-        else:
-            randomness = int.from_bytes(os.urandom(10), "big")
-        _last_id[0], _last_id[1] = ms, randomness
-    value = (ms << 80) | randomness
-    return "".join(CROCKFORD[(value >> shift) & 31] for shift in range(125, -1, -5))
+    return str(ULID())
 
 
 def ulid_of_uuid(value: str) -> str | None:
