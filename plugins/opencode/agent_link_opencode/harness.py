@@ -148,7 +148,13 @@ class OpencodeHarness(Harness):
         answers = await asyncio.gather(*(asyncio.to_thread(read_server, url, password) for url in urls), return_exceptions=True)
         found: dict[str, Session] = {}
         servers: list[dict[str, Any]] = [{"url": entry, "available": False, "reason": "bad_url"} for entry in bad]
+        # Nothing listening at the default address nobody configured is no opencode running, not
+        # a failure: people without opencode must not see a broken listing everywhere.
+        unset = self.app.config.sources.get("AGENT_LINK_OPENCODE_SERVERS", "default") == "default"
         for url, answer in zip(urls, answers):
+            if isinstance(answer, ServerError) and unset and answer.reason == "unreachable":
+                servers.append({"url": url, "available": True, "reason": "not_running", "sessions": 0})
+                continue
             if isinstance(answer, ServerError):
                 servers.append({"url": url, "available": False, "reason": answer.reason, "error": answer.detail})
                 continue

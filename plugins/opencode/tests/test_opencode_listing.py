@@ -169,3 +169,27 @@ def test_opencode_is_a_plugin_and_its_sessions_are_listed_by_the_cli(fake: Any) 
     listed = run("sessions", "--json")
     assert listed.returncode == 0, listed.stderr
     assert "opencode:ses_cli" in listed.stdout and "From the CLI" in listed.stdout
+
+
+@pytest.mark.anyio
+async def test_nothing_at_the_default_address_is_no_opencode_running(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_link_core.app import App
+
+    from agent_link_opencode import harness as module
+
+    def refused(url: str, password: str | None) -> Any:
+        raise module.ServerError("unreachable", "connection refused")
+
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "opencode")
+    monkeypatch.delenv("AGENT_LINK_OPENCODE_SERVERS", raising=False)
+    monkeypatch.setattr(module, "read_server", refused)
+    for configured, complete in ((None, True), ("http://127.0.0.1:4096", False)):  # named by the person: reported
+        if configured:
+            monkeypatch.setenv("AGENT_LINK_OPENCODE_SERVERS", configured)
+        app = App.create()
+        try:
+            listing = await app.harnesses["opencode"].list_sessions()
+        finally:
+            app.close()
+        assert listing.sessions == [] and listing.complete is complete, listing.provider
+        assert listing.provider["servers"][0]["reason"] == ("not_running" if complete else "unreachable")
