@@ -68,31 +68,41 @@ async def test_a_reply_ends_a_wait_with_progress(isolated_env: Path) -> None:
 
 
 async def test_the_inbox_counts_mail_a_running_wait_holds(isolated_env: Path) -> None:
-    """Through real MCP sessions: while Alice's wait for Bob's reply runs, her inbox leaves the
-    reply to it (heldByActiveWait) and does not mark it delivered. The wait polls every 10 s;
-    a round where the wait ended first (it saw the reply at once, or a slow machine let it poll
-    again) proves nothing and is tried again."""
+    """Through real MCP sessions: while Alice's wait for Bob's reply runs in one server, her
+    inbox read through another leaves the reply to it (heldByActiveWait) and does not mark it
+    delivered. A wait wakes on the reply's commit, so the waiting server is stopped (SIGSTOP)
+    while the reply is written and read, and let go after."""
+    import os
+    import signal
+    import sqlite3
+
     env = {**ONLY_CORE}
     async with agent_link_mcp({**env, "AGENT_LINK_ADDRESS": "test:alice"}) as alice, \
+            agent_link_mcp({**env, "AGENT_LINK_ADDRESS": "test:alice"}) as reader, \
             agent_link_mcp({**env, "AGENT_LINK_ADDRESS": "test:bob"}) as bob:
-        tools = await alice.tools()
+        tools = await reader.tools()
         assert "heldByActiveWait" in tools["read_agent_link_inbox"].output_schema["properties"]
-        assert (await alice.call("read_agent_link_inbox"))["heldByActiveWait"] == 0
-        for _ in range(3):
-            sent = await alice.call("message_agent", {"to": "test:bob", "message": "ready?", "anticipation": "reply"})
-            waiting = asyncio.create_task(alice.call("wait_for_agent", {"agent": "test:bob", "replyToMessageId": sent["messageId"],
-                                                                        "timeoutMs": 20000, "pollIntervalMs": 10000}))
-            await asyncio.sleep(0.5)
+        assert (await reader.call("read_agent_link_inbox"))["heldByActiveWait"] == 0
+        sent = await alice.call("message_agent", {"to": "test:bob", "message": "ready?", "anticipation": "reply"})
+        waiting = asyncio.create_task(alice.call("wait_for_agent", {"agent": "test:bob", "replyToMessageId": sent["messageId"],
+                                                                    "timeoutMs": 30000}))
+        db = sqlite3.connect(isolated_env / "agent-link.db")
+        try:
+            async with asyncio.timeout(30):  # until the wait runs (a bound for a hang)
+                while not (row := db.execute("SELECT pid FROM active_waits WHERE address = 'test:alice'").fetchone()):
+                    await asyncio.sleep(0.05)
+        finally:
+            db.close()
+        os.kill(row[0], signal.SIGSTOP)
+        try:
             replied = await bob.call("reply_agent_link_message", {"messageId": sent["messageId"], "message": "yes"})
-            peek = await alice.call("read_agent_link_inbox", {"markAsDelivered": False})
-            got = await waiting
-            assert got["outcome"] == "reply" and got["reply"]["id"] == replied["messageId"]
-            if peek["heldByActiveWait"] == 1:
-                assert replied["messageId"] not in [m["id"] for m in peek["messages"]] and peek["remainingCount"] == 0
-                break
-            assert got["waitedMs"] < 500 or got["waitedMs"] >= 10000, (peek, got)  # the wait was not running then
-        else:
-            pytest.fail("no round had the wait running while the inbox was read")
+            peek = await reader.call("read_agent_link_inbox", {"markAsDelivered": False})
+        finally:
+            os.kill(row[0], signal.SIGCONT)
+        assert peek["heldByActiveWait"] == 1, peek
+        assert replied["messageId"] not in [m["id"] for m in peek["messages"]] and peek["remainingCount"] == 0
+        got = await waiting
+        assert got["outcome"] == "reply" and got["reply"]["id"] == replied["messageId"]
 
 
 @pytest.mark.installed_plugins  # host detection is the harnesses' declaration

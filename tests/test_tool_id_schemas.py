@@ -1,5 +1,7 @@
 """Every tool argument that holds a message id, an address or a harness name uses the core's
-one schema for it (agent_link_core.tools.schemas), whichever plugin declares the tool."""
+one schema for it (agent_link_core.tools.schemas), whichever plugin declares the tool. A
+``messageId`` of a send tool is the sender's idempotency key (``schemas.IDEMPOTENCY_KEY``: a
+ULID or a UUID); every other names a stored message (``schemas.ULID``)."""
 
 from __future__ import annotations
 
@@ -48,6 +50,6 @@ def test_every_plugin_tool_takes_message_ids_by_the_core_schema(isolated_env: Pa
             kind = prop.get("items", prop) if prop.get("type") == "array" else prop
             if ULID_ARGUMENT.match(leaf):
                 checked += 1
-                if kind.get("pattern") != schemas.ULID["pattern"]:
+                if kind.get("pattern") not in (schemas.ULID["pattern"], schemas.IDEMPOTENCY_KEY["pattern"]):
                     wrong.append(f"{owners[name]} {name}.{path}: {kind.get('pattern')!r}")
     assert checked >= 5 and not wrong, wrong

@@ -23,7 +23,7 @@ from agent_link_core.mailbox import new_message_id
 from agent_link_core.tools.legacy_options import DELIVERY_OPTIONS, TURN_OVERRIDES  # noqa: F401 - kept for plugins
 from agent_link_core.model import is_address
 from agent_link_core.tools.registry import ToolCall, ToolSpec
-from agent_link_core.tools.schemas import ANY, ARR, BOOL, CURSOR, INT, LISTING_PAGE, NOBJ, NSTR, OBJ, RESOLVE_RESULT, STR, ULID  # noqa: F401 - re-exported
+from agent_link_core.tools.schemas import ANY, ARR, BOOL, CURSOR, IDEMPOTENCY_KEY, INT, LISTING_PAGE, NOBJ, NSTR, OBJ, RESOLVE_RESULT, STR, ULID  # noqa: F401 - re-exported
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
@@ -59,8 +59,7 @@ MESSAGE_VIEW_FIELDS = ("messages", "scope", "callerAddress", "note")
 #: The caller's own id for what a send tool stores: its idempotency key (the CLI's
 #: ``--message-id``). A ULID, or a UUID (stored under the ULID with the same 128 bits).
 MESSAGE_ID: dict[str, Any] = {
-    "type": "string",
-    "pattern": "^([0-7][0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25}|[0-9A-Fa-f]{8}-?[0-9A-Fa-f]{4}-?[0-9A-Fa-f]{4}-?[0-9A-Fa-f]{4}-?[0-9A-Fa-f]{12})$",
+    **IDEMPOTENCY_KEY,
     "description": "Your id for this message (a ULID or a UUID), so that retrying is safe: the same messageId with the same "
                    "content stores and pushes nothing new and returns the first message (duplicate: true); other content "
                    "under the same messageId is refused (invalid_arguments, rule idempotency) naming what differs.",

@@ -19,6 +19,12 @@ INT: dict[str, Any] = {"type": "integer"}
 # Ids are case-insensitive: a lower-case copy of an id finds the stored upper-case one.
 # Every tool argument holding a message id uses this one (ULID_RE, either case).
 ULID: dict[str, Any] = {"type": "string", "pattern": "^[0-7][0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25}$"}
+#: A send's idempotency key, the id the sender gives its message: a ULID (either case) or a
+#: UUID (with or without hyphens), as the CLI's ``send --message-id`` takes it.
+IDEMPOTENCY_KEY: dict[str, Any] = {
+    "type": "string",
+    "pattern": "^([0-7][0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25}|[0-9A-Fa-f]{8}-?[0-9A-Fa-f]{4}-?[0-9A-Fa-f]{4}-?[0-9A-Fa-f]{4}-?[0-9A-Fa-f]{12})$",
+}
 #: A pattern that refuses NUL, which no file path can hold (the OS would raise on it).
 NO_NUL = "^[^\\u0000]*$"
 #: A filesystem path argument (a directory or file; absolute where the tool says so).
