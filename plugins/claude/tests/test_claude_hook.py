@@ -178,9 +178,14 @@ def test_launcher_fails_open_without_agent_link(tmp_path: Path) -> None:
     done = subprocess.run(["sh", str(LAUNCHER), "hook", "claude", "Stop"], input='{"session_id":"x"}', capture_output=True,
                           text=True, timeout=30, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CLAUDE_PLUGIN_ROOT": str(empty_root)})
     assert (done.returncode, done.stdout) == (0, "")
-    server = subprocess.run(["sh", str(LAUNCHER), "mcp"], capture_output=True, text=True, timeout=30,
+    # the MCP server stands in with no tools, so the session starts without agent-link
+    opening = '{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}\n'
+    server = subprocess.run(["sh", str(LAUNCHER), "mcp"], input=opening, capture_output=True, text=True, timeout=30,
                             env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CLAUDE_PLUGIN_ROOT": str(empty_root)})
-    assert server.returncode == 127 and "AGENT_LINK_BIN" in server.stderr
+    assert server.returncode == 0 and json.loads(server.stdout.splitlines()[0])["id"] == 1 and "AGENT_LINK_BIN" in server.stderr
+    other = subprocess.run(["sh", str(LAUNCHER), "health"], capture_output=True, text=True, timeout=30,
+                           env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CLAUDE_PLUGIN_ROOT": str(empty_root)})
+    assert other.returncode == 127 and "AGENT_LINK_BIN" in other.stderr
 
 
 def test_launcher_prefers_agent_link_bin(tmp_path: Path) -> None:
