@@ -172,7 +172,14 @@ def has_command(*words: str) -> bool:
         return False
     root = ctx.find_root()
     command: click.Command | None = root.command
+    from agent_link_core.contribute import LazyCommand
+
     for word in words:
+        if isinstance(command, LazyCommand):  # a plugin's declared command: its code says what is under it
+            try:
+                command = command.load(root)
+            except SystemExit:  # it cannot load (already reported): as good as not installed
+                return False
         if not isinstance(command, click.Group):
             return False
         command = command.get_command(root, word)
