@@ -87,5 +87,7 @@ GATEWAY_TOOL = ToolSpec(
             "outputSchema": {"type": "object"}}, "required": ["name", "description", "inputSchema"]},
         "result": {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]},
     },
-    handler=handle,
+    # It can call any tool, the role-admin ones included: a host that asks before destructive
+    # tools (Codex's default) must ask before this one too.
+    handler=handle, destructive=True,
 )

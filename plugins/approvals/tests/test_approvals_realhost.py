@@ -7,12 +7,13 @@
 
   1. the config as ``codex plugin add`` leaves it: ``check`` says complete, and for each tool
      it reports, real Codex agrees (read-only and non-destructive tools run, the role-admin
-     tool ``set_agent_role`` fails under ``approval_policy = "never"``);
+     gateway ``agent_link_tools``, through which a model reaches ``set_agent_role``, fails under
+     ``approval_policy = "never"``);
   2. the user asks to be prompted for the server (``default_tools_approval_mode =
      "prompt"``): ``check`` exits 1, ``apply`` appends the read-only tables; a read-only tool
      then runs with no approval request, while ``message_agent`` still fails under ``never``
      and raises an elicitation request under ``on-request``;
-  3. ``apply --all``: ``message_agent`` runs, ``set_agent_role`` still asks.
+  3. ``apply --all``: ``message_agent`` runs, ``agent_link_tools`` still asks.
 
 * Claude Code: the plugin installed in a temporary HOME with no permission rules; ``apply
   --claude-settings`` on that HOME's user settings; ``claude -p`` (no ``--allowedTools``)
@@ -47,7 +48,11 @@ pytestmark = [pytest.mark.realhost, pytest.mark.anyio, pytest.mark.timeout(900)]
 WAIT_MS = 120_000
 APPROVAL_ERROR = "MCP tool call requires approval, but approval policy is never"
 CLAUDE_RULE = "mcp__plugin_agent-link_codex-agent-link"
-ARGS = {"message_agent": {"to": "team:bob", "message": "hello"}, "set_agent_role": {"role": "router", "agent": "team:bob"}}
+# A host's server lists the messaging tools and agent_link_tools (docs/plugins.md), the gateway
+# through which a model reaches the role-admin tools: it is the one that must keep asking.
+ADMIN = "agent_link_tools"
+ARGS = {"message_agent": {"to": "team:bob", "message": "hello"},
+        ADMIN: {"name": "set_agent_role", "arguments": {"role": "router", "agent": "team:bob"}}}
 
 
 def approvals(*args: str | Path) -> tuple[int, dict[str, Any]]:
@@ -143,9 +148,9 @@ async def test_codex_approvals_check_and_apply_match_the_real_codex(short_root: 
             code, report = await asyncio.to_thread(approvals, "check", "--codex-config", config)
             assert code == 0 and report["complete"], report
             said = {t["tool"]: t["approved"] for t in report["codex"]["tools"]}
-            assert said["list_agents"] and said["message_agent"] and not said["set_agent_role"]
+            assert said["list_agents"] and said["message_agent"] and not said[ADMIN]
             thread = await turns.thread()
-            for tool in ("list_agents", "message_agent", "set_agent_role"):
+            for tool in ("list_agents", "message_agent", ADMIN):
                 item = await turns.call(thread, tool)
                 assert (ran(item), asked(item)) == (said[tool], not said[tool]), (tool, item)
 
@@ -170,10 +175,10 @@ async def test_codex_approvals_check_and_apply_match_the_real_codex(short_root: 
 
             # 3. --all: side-effecting tools run too, the role-admin tools still ask
             code, report = await asyncio.to_thread(approvals, "apply", "--codex-config", config, "--all")
-            assert code == 0 and "set_agent_role" not in report["codex"]["appended"], report
+            assert code == 0 and ADMIN not in report["codex"]["appended"], report
             thread = await turns.thread()
             assert ran(await turns.call(thread, "message_agent"))
-            assert asked(await turns.call(thread, "set_agent_role"))
+            assert asked(await turns.call(thread, ADMIN))
 
 
 def test_claude_apply_allows_read_only_tools_and_keeps_side_effecting_ones_denied(tmp_path: Path) -> None:
