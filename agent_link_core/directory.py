@@ -80,7 +80,9 @@ async def gather_listings(
         if len(listing.sessions) > limit:  # bounded by what was asked for, whatever the harness sends
             if on_error is not None:
                 on_error(harness, ValueError(f"list_sessions returned {len(listing.sessions)} sessions; at most {limit} were asked for"))
-            return SessionListing(list(listing.sessions[:limit]), listing.provider, complete=False)
+            # the newest, as a page needs them: "newest first" is only what a harness is asked for
+            newest = sorted(listing.sessions, key=lambda s: -(s.last_activity_ms or 0))[:limit]
+            return SessionListing(newest, listing.provider, complete=False)
         return listing
 
     chosen = {n: h for n, h in harnesses.items() if only in (None, "all", n)}

@@ -429,7 +429,8 @@ class CodexHarness(Harness):
         The provider is ``{available, reason, source, endpoints: [{id, label, source,
         reachable, reason}], errors?}`` (:meth:`endpoint_states`; ``errors`` are failed
         ``thread/list`` pages). The listing is incomplete when an endpoint did not answer, a
-        page failed, or threads were left beyond ``limit``.
+        page failed, or threads were left beyond ``limit``. At most ``limit`` sessions, the
+        newest.
         """
         from agent_link_codex import rollouts
         from agent_link_codex.service import SOURCE_KINDS
@@ -446,13 +447,18 @@ class CodexHarness(Harness):
             loaded = await self.service.loaded_ids(links)
             threads += await self.service.loaded_unlisted(links, {t["id"] for _, t in threads}, loaded)  # blank threads
             sessions = [session_from_thread(t, loaded.get(t["id"], link), loaded=t["id"] in loaded) for link, t in threads]
+            # at most ``limit``, the newest (the core reports more as this plugin's fault): thread/list
+            # answers in whole pages from every endpoint, and archived and blank threads come besides
+            over = len(sessions) > limit
+            if over:
+                sessions = sorted(sessions, key=lambda s: -(s.last_activity_ms or 0))[:limit]
             states = self.endpoint_states()
             provider = {"available": True, "reason": None, "source": "app-server", "endpoints": states, "errors": paging["errors"]}
             if self.endpoint_registration is not None:
                 provider["registration"] = self.endpoint_registration
             # stopping at ``limit`` with more threads left is an incomplete scan too, and so is
             # one that could not ask every endpoint
-            complete = paging["complete"] and not paging["nextCursor"] and all(s["reachable"] for s in states)
+            complete = paging["complete"] and not paging["nextCursor"] and not over and all(s["reachable"] for s in states)
             return SessionListing(sessions, provider, complete)
         home = codex_home(self.env)
         files = await asyncio.to_thread(rollouts.rollout_files, home, "all" if include_archived else "active")

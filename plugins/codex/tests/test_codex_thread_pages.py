@@ -122,6 +122,9 @@ async def test_list_agents_and_the_sessions_command_page_with_working_cursors(sh
             assert [s["id"] for p in pages for s in p["sessions"]] == IDS
             assert pages[0]["filters"] == {"harness": "codex", "loaded": None, "surface": None, "includeArchived": False}
             assert pages[0]["filteredOut"] == {"archived": 0}
+            # Codex answers in whole thread/list pages; the harness keeps to the depth it was asked for
+            problems = (await client.call("agent_link_health"))["plugins"]["problems"]
+            assert not [p for p in problems if p["plugin"] == "codex"], problems
 
             # a filter that leaves everything out still pages on through what the source holds
             running, cursor = [], None
@@ -171,8 +174,18 @@ async def test_list_agents_and_the_sessions_command_page_with_working_cursors(sh
         assert seen == IDS
         human = await sessions("--limit", "100")
         assert human.returncode == 0 and "more: --cursor " in human.stdout, human.stdout[-500:]
-        source = json.loads((await sessions("--limit", "500", "--source", "exec", "--json")).stdout)
-        assert len(source["sessions"]) == COUNT // 10 and source["filteredOut"] == {"archived": 0, "source": COUNT - COUNT // 10}
+        # a page looks limit + 1 sessions deep: the exec runs among the rest follow on the next page
+        exec_runs, left_out, cursor = [], 0, None
+        while True:
+            done = await sessions("--limit", "500", "--source", "exec", "--json", *(("--cursor", cursor) if cursor else ()))
+            assert done.returncode == 0 and "failed" not in done.stderr, done.stderr  # no plugin fault reported
+            page = json.loads(done.stdout)
+            exec_runs += [s["id"] for s in page["sessions"]]
+            left_out += page["filteredOut"]["source"]
+            cursor = page["nextCursor"]
+            if cursor is None:
+                break
+        assert exec_runs == IDS[::10] and left_out == COUNT - COUNT // 10
         refused = await sessions("--cursor", "nonsense")
         assert refused.returncode != 0 and "cursor" in refused.stderr and "Traceback" not in refused.stderr, refused.stderr
 
