@@ -63,6 +63,8 @@ class FileHostHarness(Harness):
     """Sessions from a JSON file; mail appended to a file per session."""
 
     name = NAME
+    #: what a send to a filehost session adds to ``message_agent``'s result (``Delivery.fields``)
+    send_result_fields = {"inboxFile": {"type": "string", "description": "The file under <dir>/inbox the envelope was appended to."}}
 
     def identify_caller(self, meta: Mapping[str, Any], env: Mapping[str, str]) -> Caller | None:
         from_meta = meta.get("filehostSession") if meta else None

@@ -49,6 +49,7 @@ async def test_filehost_sessions_send_deliver_and_reply(isolated_env: Path) -> N
 
         sent = await alice.call("message_agent", {"to": "filehost:bob", "message": "Is the build green?", "anticipation": "reply"})
         assert sent["ok"] and sent["delivery"] == "delivered" and sent["deliveredVia"] == "filehost-file", sent
+        assert sent["inboxFile"] == "bob.txt"  # a result field the harness declares
         inbox_file = isolated_env / "filehost" / "inbox" / "bob.txt"
         text = inbox_file.read_text()
         assert f'<agent-link-message id="{sent["messageId"]}" from="filehost:alice"' in text
@@ -60,12 +61,18 @@ async def test_filehost_sessions_send_deliver_and_reply(isolated_env: Path) -> N
             assert replied["ok"] and replied["delivery"] == "delivered", replied
 
         waited = await alice.call("wait_for_agent", {"agent": "filehost:bob", "replyToMessageId": sent["messageId"], "timeoutMs": 30000})
-        assert waited["outcome"] == "reply" and "Yes, green." in waited["reply"]["envelope"]
+        # the reply was appended to alice's file already: the wait names it, and does not repeat it
+        assert waited["outcome"] == "reply" and waited["reply"]["id"] == replied["messageId"], waited
+        assert waited["reply"]["alreadyDelivered"]["via"] == "filehost-file" and "envelope" not in waited["reply"]
         assert "Yes, green." in (isolated_env / "filehost" / "inbox" / "alice.txt").read_text()
         health = await alice.call("agent_link_health")
         assert health["address"] == "filehost:alice" and health["sections"]["filehost"]["delivered"] == 2
 
-    status = cli("status", sent["messageId"], "--json", FILEHOST_SESSION="alice")
+    # the CLI reads mail only as a proved session: a variable names alice but proves nothing
+    refused = cli("status", sent["messageId"], "--json", FILEHOST_SESSION="alice")
+    assert refused.returncode != 0 and "Only filehost:alice may read its mail here" in refused.stderr, refused.stderr
+    assert "Traceback" not in refused.stderr
+    status = cli("status", sent["messageId"], "--json", AGENT_LINK_ADDRESS="filehost:alice")  # the user's own choice
     assert status.returncode == 0 and json.loads(status.stdout)["status"] == "replied", status.stdout + status.stderr
 
 
