@@ -88,6 +88,6 @@ GATEWAY_TOOL = ToolSpec(
         "result": {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]},
     },
     # It can call any tool, the role-admin ones included: a host that asks before destructive
-    # tools (Codex's default) must ask before this one too.
+    # tools (as some do by default) must ask before this one too.
     handler=handle, destructive=True,
 )
