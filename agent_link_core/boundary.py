@@ -652,10 +652,12 @@ class Boundary:
         """``{plugin: {hook: {calls, lastMs, maxMs}}}`` of the calls made in this process."""
         return {plugin: {hook: t.to_dict() for hook, t in hooks.items()} for plugin, hooks in self.timings.items()}
 
-    def _timed(self, plugin: str, hook: str, started: float) -> None:
+    def _timed(self, plugin: str, hook: str, started: float, *, blocking: bool = True) -> None:
+        """Record a call's time; a slow one is logged once when it held the caller
+        (``blocking``): an awaited call that waits (a wait tool, a host's answer) holds nothing."""
         ms = (time.perf_counter() - started) * 1000
         timing = self.timings.setdefault(plugin, {}).setdefault(hook, Timing())
-        if ms > SLOW_MS and timing.max_ms <= SLOW_MS:
+        if blocking and ms > SLOW_MS and timing.max_ms <= SLOW_MS:
             log.warning("agent-link plugin %r took %d ms in %s (slow). %s", plugin, ms, hook, disable_hint(plugin))
         timing.calls += 1
         timing.last_ms = ms
@@ -747,7 +749,7 @@ class Boundary:
             return default
         finally:
             _PLUGIN.reset(token)
-            self._timed(plugin, hook, started)
+            self._timed(plugin, hook, started, blocking=False)
         problem = check(result, plugin) if check is not None and result is not None else None
         if problem is not None:
             self.fault(plugin, hook, problem)

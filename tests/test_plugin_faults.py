@@ -595,3 +595,24 @@ async def test_a_tool_of_a_plugin_disabled_while_serving_is_refused_naming_it(mo
     finally:
         await app.aclose()
 
+
+
+def test_only_a_call_that_holds_its_caller_is_reported_slow(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """A wait tool awaiting its answer for seconds holds nothing; a synchronous hook as long does."""
+    import time
+
+    from agent_link_core import boundary as module
+
+    monkeypatch.setattr(module, "SLOW_MS", 50)
+    guard = module.Boundary(timeout_ms=0)
+
+    async def waits() -> int:
+        await asyncio.sleep(0.1)
+        return 1
+
+    with caplog.at_level("WARNING", logger="agent_link_core.plugins"):
+        assert asyncio.run(guard.acall("waiter", "tool wait", waits, bound_s=None)) == 1
+        assert "(slow)" not in caplog.text
+        assert guard.call("sleeper", "agent_link_health", time.sleep, 0.1) is None
+        assert "'sleeper' took" in caplog.text and "(slow)" in caplog.text
+    assert guard.timing_report()["waiter"]["tool wait"]["calls"] == 1
