@@ -62,7 +62,6 @@ SCHEMA_MIGRATIONS_SQL = (
     " owner TEXT NOT NULL, version INTEGER NOT NULL, applied_at INTEGER NOT NULL,"
     " PRIMARY KEY (owner, version))"
 )
-SQLITE_HEADER = b"SQLite format 3\x00"
 # SQLite primary result codes (https://www.sqlite.org/rescode.html).
 SQLITE_BUSY, SQLITE_LOCKED, SQLITE_READONLY, SQLITE_IOERR, SQLITE_CORRUPT, SQLITE_FULL, SQLITE_NOTADB = 5, 6, 8, 10, 11, 13, 26
 STORAGE_FAILURES = frozenset({SQLITE_BUSY, SQLITE_LOCKED, SQLITE_READONLY, SQLITE_IOERR, SQLITE_CORRUPT, SQLITE_FULL, SQLITE_NOTADB})
@@ -395,12 +394,7 @@ class Store:
             self.identity = (st.st_dev, st.st_ino)
             self.conn.row_factory = sqlite3.Row
             self.conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
-            try:
-                self._check_ours()
-            except sqlite3.DatabaseError as exc:
-                if _result_code(exc) != SQLITE_NOTADB:
-                    raise
-                raise not_ours_error(self.path, "SQLite cannot read it as a database") from exc
+            self._check_ours()
             if (st.st_mode & 0o777) != 0o600:
                 os.chmod(self.path, 0o600)  # ours: it may have been created by an older version
             self.conn.execute("PRAGMA journal_mode = WAL")
@@ -458,16 +452,27 @@ class Store:
                     os.unlink(name)
 
     def _check_file(self) -> None:
-        """Refuse a path that is not a regular file starting with SQLite's header."""
+        """Refuse a path that is not a regular, non-empty file (by ``stat`` alone).
+
+        The header is left to SQLite (:meth:`_check_ours`): opening and closing the file
+        here would drop every POSIX lock this process holds on it (``close`` releases them
+        all, https://www.sqlite.org/howtocorrupt.html section 2.2), so another process
+        closing its last connection would take this one's WAL for unused and delete it,
+        and the commits of this process's open connections would go to a deleted file.
+        """
         if not os.path.isfile(self.path):
             raise not_ours_error(self.path, "it is a directory or a special file")
-        with open(self.path, "rb") as f:
-            header = f.read(len(SQLITE_HEADER))
-        if header != SQLITE_HEADER:
-            raise not_ours_error(self.path, "it is empty" if not header else "it is not an SQLite file")
+        if os.path.getsize(self.path) == 0:
+            raise not_ours_error(self.path, "it is empty")
 
     def _check_ours(self) -> None:
-        row = self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").fetchone()
+        try:
+            row = self.conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").fetchone()
+        except sqlite3.DatabaseError as exc:
+            if _result_code(exc) != SQLITE_NOTADB:
+                raise
+            raise not_ours_error(self.path, "SQLite cannot read it as a database") from exc
         if row is None:
             raise not_ours_error(self.path, "an SQLite file without agent-link's tables")
 
@@ -502,7 +507,7 @@ class Store:
             for params in ("?mode=ro", "?mode=ro&immutable=1"):
                 store.conn = sqlite3.connect(uri + params, uri=True, isolation_level=None, check_same_thread=False)
                 try:
-                    store.conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                    store._check_ours()
                     break
                 except sqlite3.OperationalError:
                     store.conn.close()
@@ -510,7 +515,6 @@ class Store:
                         raise
             store.conn.row_factory = sqlite3.Row
             store.identity = (st.st_dev, st.st_ino)
-            store._check_ours()
         except AgentLinkError:
             store._close_quietly()
             raise

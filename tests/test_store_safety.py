@@ -7,6 +7,8 @@ import json
 import os
 import sqlite3
 import stat
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -290,6 +292,26 @@ def test_wal_stays_bounded_under_a_writer_that_never_pauses(isolated_env: Path) 
     assert biggest <= 2 * limit
     assert store.check_health()["walBytes"] <= 2 * limit
     store.close()
+
+
+@pytest.mark.anyio
+async def test_a_second_opening_in_one_process_keeps_its_commits_visible(app: Any, isolated_env: Path) -> None:
+    """Two Stores of one process (bench/waits_bench.py's sender and replier) and another process that
+    opens and closes the database: what the first Store commits afterwards reaches other processes.
+    Opening the file a second time once dropped the process's SQLite locks, so that other process's
+    close took the WAL for unused and deleted it, and later commits went to the deleted file."""
+    a = app()
+    app()
+    db = a.store.path
+    opened = subprocess.run([sys.executable, "-c", "import sys; from agent_link_core.store import Store; Store(sys.argv[1]).close()", db],
+                            capture_output=True, text=True, timeout=60)
+    assert opened.returncode == 0, opened.stderr
+    assert os.path.exists(db + "-wal")
+    assert (await send(a, "after the other process closed"))["ok"]
+    counted = subprocess.run([sys.executable, "-c", "import sqlite3, sys; "
+                              "print(sqlite3.connect(sys.argv[1]).execute('SELECT COUNT(*) FROM messages').fetchone()[0])", db],
+                             capture_output=True, text=True, timeout=60)
+    assert counted.stdout.strip() == "1", counted.stderr
 
 
 @pytest.mark.parametrize("content", [b"", b"my notes\n", b"SQLite format 3\x00" + b"\x00" * 100, "sqlite-other", "dir"])
