@@ -138,12 +138,13 @@ def cli_rounds(state: Path) -> list[float]:
 
 def bench_waits(tmp: Path, line) -> None:  # type: ignore[no-untyped-def]
     """Print the two p95 lines (``line`` is bench/run.py's printer)."""
-    polled = tmp / "waits-polled"
-    polled.mkdir()
-    # A file where the waiters folder would be: no waiter can arm, every wait polls as before.
-    (polled / "agent-link.db-waiters").write_text("wake-ups off")
     for name, rounds in (("wait_for_agent", mcp_rounds), ("send --wait", cli_rounds)):
+        # A state dir per waiter: both send "ping N", which the loop guard refuses as a repeat.
         woken = rounds(tmp / f"waits-{name.replace(' ', '')}")
+        polled = tmp / f"waits-{name.replace(' ', '')}-polled"
+        polled.mkdir()
+        # A file where the waiters folder would be: no waiter can arm, every wait polls as before.
+        (polled / "agent-link.db-waiters").write_text("wake-ups off")
         polling = rounds(polled)
         line(f"reply -> {name} returns, p95 of {ROUNDS}", p95(woken), "ms", "polling", p95(polling), "p95 <= 50 ms")
         print(f"  median {sorted(woken)[len(woken) // 2]:.1f} ms woken, {sorted(polling)[len(polling) // 2]:.1f} ms polling")
