@@ -147,14 +147,17 @@ def _scan_and_write(group: str, path: str) -> list[Any]:
 
 def _write(path: str, data: dict[str, Any]) -> None:
     """Write the cache atomically, private to the user; a failure only means the next run scans."""
+    from agent_link_core.errors import AgentLinkError
+    from agent_link_core.store import ensure_private_dir
+
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        ensure_private_dir(os.path.dirname(path))  # parents too, 0700 whatever the umask
         fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(data, fh)
         os.replace(tmp, path)
-    except OSError:
+    except (OSError, AgentLinkError):
         try:
             os.unlink(tmp)
         except OSError:
