@@ -22,8 +22,6 @@ import asyncio
 import base64
 import json
 import re
-import urllib.error
-import urllib.request
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -74,6 +72,9 @@ def fetch_json(base_url: str, path: str, password: str | None, timeout_s: float 
     :raises ServerError: ``unauthorized`` (HTTP 401), ``http_error`` (other non-2xx),
         ``unreachable`` (connection refused, timeout) or ``bad_answer`` (not JSON).
     """
+    import urllib.error  # the HTTP client (and the email package it pulls in) only when a listing asks
+    import urllib.request
+
     request = urllib.request.Request(base_url + path, headers={"Accept": "application/json"})
     if password is not None:
         token = base64.b64encode(f"{SERVER_USER}:{password}".encode()).decode()
