@@ -90,11 +90,11 @@ def _codex(host_bin: str | None, dry_run: bool) -> str:
 @_host_bin
 @_dry_run
 def install_codex(host_bin: str | None, dry_run: bool) -> None:
-    """Install agent-link as a Codex plugin (MCP tools and the prompt hook)."""
+    """Install agent-link as a Codex plugin (MCP tools, the prompt hook and the lease guard hook)."""
     host_install.carry_out(
         lambda: install_steps(_codex(host_bin, dry_run), host_install.plugin_dir("codex"), host_install.agent_link_executable()),
         dry_run=dry_run,
-        done=f"Done. Restart Codex (new threads load it). Trust the prompt hook with /hooks, and approve the tools: "
+        done=f"Done. Restart Codex (new threads load it). Trust its hooks with /hooks (the prompt hook, and the lease guard when agent-link-leases is installed), and approve the tools: "
              f"{approve_hint()}")
 
 

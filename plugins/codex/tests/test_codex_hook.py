@@ -118,11 +118,17 @@ def test_shipped_declarations() -> None:
     manifest = json.loads((folder / ".codex-plugin" / "plugin.json").read_text())
     assert manifest["name"] == "codex-agent-link" and manifest["hooks"] == "./hooks/codex-hooks.json"
     hooks = json.loads((folder / manifest["hooks"]).read_text())["hooks"]
-    assert set(hooks) == {"UserPromptSubmit"}
+    assert set(hooks) == {"UserPromptSubmit", "PreToolUse"}
     [group] = hooks["UserPromptSubmit"]
     [hook] = group["hooks"]
     assert hook["type"] == "command" and hook["timeout"] == 5
     assert hook["command"] == 'sh "${PLUGIN_ROOT}/hooks/agent-link.sh" hook codex UserPromptSubmit'
+    # the lease guard (agent-link-leases; silent when that plugin is not installed): patches
+    # and shell commands only, never reads
+    [guard_group] = hooks["PreToolUse"]
+    [guard] = guard_group["hooks"]
+    assert guard_group["matcher"] == "^(apply_patch|Bash)$" and guard["timeout"] == 5
+    assert guard["command"] == 'sh "${PLUGIN_ROOT}/hooks/agent-link.sh" hook leases CodexPreToolUse'
     mcp = json.loads((folder / manifest["mcpServers"]).read_text())["mcpServers"]
     assert mcp["codex-agent-link"]["args"] == ["./hooks/agent-link.sh", "mcp"] and mcp["codex-agent-link"]["env"] == {"AGENT_LINK_HOST": "codex"}
     market = json.loads((REPO_ROOT / ".agents" / "plugins" / "marketplace.json").read_text())

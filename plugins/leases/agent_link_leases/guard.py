@@ -1,10 +1,14 @@
-"""The edit guard: refuse a Claude Code ``PreToolUse`` edit of a path another session holds
-exclusively (standard library and the core's fast-path modules only, like the prompt hook).
+"""The edit guard: refuse a ``PreToolUse`` edit of a path another session holds exclusively
+(Claude Code's and Codex's hooks; standard library and the core's fast-path modules only,
+like the prompt hook).
 
 :func:`check` takes the hook's stdin object and the calling session's address and returns
 the hook's JSON answer: a ``deny`` naming the holder, why and until when, and how to ask for
 the path; or None (print nothing) when the call may go ahead. Only edit and write tools are
-checked (reads are never blocked); shared leases and the caller's own leases let it pass.
+checked (reads are never blocked): Claude Code's ``Edit``, ``MultiEdit``, ``Write`` and
+``NotebookEdit``, Codex's ``apply_patch`` (every file the patch names, both names of a move)
+and shell commands (``Bash``: what :func:`agent_link_leases.writes.shell_targets` sees them
+write). Shared leases and the caller's own leases let it pass.
 Whatever cannot be read (no database yet, no ``leases`` table, a malformed payload) lets the
 call pass: the guard refuses only on a lease it has found.
 """
@@ -18,6 +22,7 @@ from agent_link_core.mailbox import iso
 from agent_link_core.store import Store
 
 from agent_link_leases.patterns import PatternError, escape, overlap, parse
+from agent_link_leases.writes import patch_targets, shell_targets
 
 TYPE_CHECKING = False  # keep typing out of the fast path
 if TYPE_CHECKING:
@@ -27,23 +32,31 @@ if TYPE_CHECKING:
 EDIT_TOOLS: dict[str, tuple[str, ...]] = {
     "Edit": ("file_path",), "MultiEdit": ("file_path",), "Write": ("file_path",), "NotebookEdit": ("notebook_path",),
 }
+#: Codex's tools whose ``tool_input.command`` is a patch or a shell command line (Codex 0.171
+#: names its exec tools ``Bash`` in hook payloads; Claude Code's ``Bash`` has the same shape)
+PATCH_TOOLS = frozenset({"apply_patch"})
+SHELL_TOOLS = frozenset({"Bash"})
 
 
 def edit_targets(payload: dict[str, Any]) -> list[str]:
-    """The absolute paths an edit tool call writes (relative ones read against ``cwd``); [] for
-    any other tool or a malformed call."""
-    keys = EDIT_TOOLS.get(str(payload.get("tool_name")), ())
+    """The absolute, resolved paths a tool call writes (relative ones read against ``cwd``);
+    [] for a tool that writes nothing known, or a malformed call."""
+    tool = str(payload.get("tool_name"))
     given = payload.get("tool_input")
-    if not keys or not isinstance(given, dict):
+    if not isinstance(given, dict):
         return []
     given_cwd = payload.get("cwd")
     cwd = given_cwd if isinstance(given_cwd, str) else os.getcwd()
-    out = []
-    for key in keys:
+    found: list[str] = []
+    if tool in PATCH_TOOLS or tool in SHELL_TOOLS:
+        command = given.get("command")
+        if isinstance(command, str) and "\0" not in command:
+            found = patch_targets(command, cwd) if tool in PATCH_TOOLS else shell_targets(command, cwd)
+    for key in EDIT_TOOLS.get(tool, ()):
         value = given.get(key)
         if isinstance(value, str) and value and "\0" not in value:
-            out.append(os.path.realpath(os.path.join(cwd, value)))
-    return out
+            found.append(os.path.join(cwd, value))
+    return list(dict.fromkeys(os.path.realpath(p) for p in found))
 
 
 def _relative(path: str, root: str, fold: bool) -> str | None:
@@ -55,10 +68,12 @@ def _relative(path: str, root: str, fold: bool) -> str | None:
 
 
 def holders_of(conn: sqlite3.Connection, path: str, caller: str, now: int) -> list[sqlite3.Row]:
-    """Others' active exclusive leases covering ``path`` (absolute, resolved), oldest first.
+    """Others' active exclusive leases overlapping ``path`` (absolute, resolved), oldest first;
+    an existing directory counts with what is below it (``rm -r dir``, ``mv dir x``).
 
     Reads only the leases of the roots holding ``path`` whose anchor (literal prefix, see
-    :func:`agent_link_leases.table.anchor`) is a prefix of ``path``: one indexed read per root.
+    :func:`agent_link_leases.table.anchor`) is a prefix of ``path`` (for a directory, also
+    those below it): one or two indexed reads per root.
 
     :param now: epoch ms.
     :raises sqlite3.Error: as the query does (no ``leases`` table yet, a lock).
@@ -71,20 +86,26 @@ def holders_of(conn: sqlite3.Connection, path: str, caller: str, now: int) -> li
             continue
         parts = [] if rel == "." else rel.split("/")
         prefixes = ["/".join(parts[:k]) for k in range(len(parts) + 1)]
+        others = "exclusive = 1 AND holder != ? AND expires_at > ?"
         rows = conn.execute(
-            f"SELECT * FROM leases WHERE root = ? AND anchor IN ({', '.join('?' for _ in prefixes)})"
-            " AND exclusive = 1 AND holder != ? AND expires_at > ? ORDER BY id",
+            f"SELECT * FROM leases WHERE root = ? AND anchor IN ({', '.join('?' for _ in prefixes)}) AND {others} ORDER BY id",
             (root, *prefixes, caller, now)).fetchall()
+        below = os.path.isdir(path)
+        if below:
+            mine = "/".join(parts)
+            under = ("anchor > ? AND anchor < ?", (mine + "/", mine + "0")) if mine else ("anchor != ''", ())  # "0" follows "/"
+            rows += conn.execute(f"SELECT * FROM leases WHERE root = ? AND {under[0]} AND {others} ORDER BY id",
+                                 (root, *under[1], caller, now)).fetchall()
         if not rows:
             continue
-        target = parse("/".join(escape(n) for n in parts) or ".", bool(fold), below=False)
+        target = parse("/".join(escape(n) for n in parts) or ".", bool(fold), below=below)
         for row in rows:
             try:
                 if overlap(target, parse(row["pattern"], bool(row["fold"]), bool(row["below"]))):
                     out.append(row)
             except PatternError:
                 continue  # a stored pattern is always well formed; a hand edit is skipped, not fatal
-    return out
+    return sorted(out, key=lambda r: int(r["id"]))
 
 
 def deny_reason(path: str, rows: list[sqlite3.Row]) -> str:

@@ -13,6 +13,7 @@ from agent_link_core.app import App
 from agent_link_core.store import Store, now_ms
 from agent_link_leases.guard import check, edit_targets
 from agent_link_leases.table import Project, claim
+from agent_link_leases.writes import patch_targets, shell_targets
 
 ALICE, BOB = "test:alice", "test:bob"
 
@@ -72,3 +73,50 @@ def test_malformed_calls_name_no_target(repo: str) -> None:
     assert edit_targets({"tool_name": "Edit", "tool_input": "x"}) == []
     assert edit_targets({"tool_name": "Edit", "tool_input": {"file_path": 3}}) == []
     assert edit_targets({"tool_name": "Edit", "tool_input": {"file_path": "a\0b"}, "cwd": repo}) == []
+
+
+def test_codex_patches_and_shell_writes_are_denied(leased: App, repo: str) -> None:
+    patch = "*** Begin Patch\n*** Update File: src/a.py\n*** Move to: src/pkg/a.py\n@@\n-x\n+y\n*** End Patch\n"
+    for tool, command in (("apply_patch", patch),  # a move into the lease: both names count
+                          ("apply_patch", "*** Begin Patch\n*** Delete File: src/pkg/mod.py\n*** End Patch\n"),
+                          ("Bash", "echo x > src/pkg/out.txt"),
+                          ("Bash", "cd src && mv a.py pkg/b.py"),
+                          ("Bash", "rm -rf src"),  # a directory holding the lease
+                          ("Bash", "sed -i s/a/b/ src/pkg/mod.py")):
+        out = check(call(tool, repo, command=command), BOB, leased.store, now_ms())
+        assert out is not None and "test:alice holds src/pkg" in out["hookSpecificOutput"]["permissionDecisionReason"], command
+    passing: tuple[tuple[str, object], ...] = (
+        ("Bash", "cat src/pkg/mod.py | grep x"), ("Bash", "ls src > listing.txt"),
+        ("apply_patch", "*** Begin Patch\n*** Add File: src/b.py\n+x\n*** End Patch\n"), ("Bash", 3))
+    for tool, given in passing:
+        assert check(call(tool, repo, command=given), BOB, leased.store, now_ms()) is None, given
+
+
+@pytest.mark.parametrize(("command", "written"), [
+    ("echo hi > a.txt", ["a.txt"]),
+    ("echo hi >> b.txt 2>&1", ["b.txt"]),
+    ("cat x | tee -a c.txt d.txt", ["c.txt", "d.txt"]),
+    ("cd src && rm -rf pkg; mv a b", ["src/pkg", "src/a", "src/b"]),
+    ("cp a b c/", ["c"]),
+    ("sed -i s/a/b/ f.py g.py", ["f.py", "g.py"]),
+    ("sed -i -e s/a/b/ f.py", ["f.py"]),
+    ("perl -pi -e s/a/b/ f.py", ["f.py"]),
+    ("git mv a b", ["a", "b"]),
+    ("FOO=1 mkdir -p d/e", ["d/e"]),
+    ("dd if=/dev/zero of=disk.img", ["disk.img"]),
+    ("cat <in.txt >out.txt", ["out.txt"]),
+    ("ls &> all.log", ["all.log"]),
+    ("echo 1\necho 2 > two", ["two"]),
+    ("ls -la; cat foo", []),
+    ('echo "a > b"', []),  # quoted: no redirection
+    ("echo $X > $Y", []),  # unknowable target
+    ("echo hi >/dev/null", []),
+    ("echo 'unclosed", []),
+])
+def test_shell_targets(command: str, written: list[str]) -> None:
+    assert shell_targets(command, "/r") == [f"/r/{w}" for w in written]
+
+
+def test_patch_targets() -> None:
+    patch = "*** Begin Patch\n*** Add File: n.py\n+x\n*** Update File: a.py\n*** Move to: d/b.py\n@@\n-x\n+y\n*** Delete File: c.py\n*** End Patch"
+    assert patch_targets(patch, "/r") == ["/r/n.py", "/r/a.py", "/r/d/b.py", "/r/c.py"]

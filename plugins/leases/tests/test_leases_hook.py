@@ -15,6 +15,7 @@ import pytest
 
 from agent_link_core.app import App
 from agent_link_core.store import now_ms
+from agent_link_leases.guard import EDIT_TOOLS, PATCH_TOOLS, SHELL_TOOLS
 from agent_link_leases.table import Project, claim
 
 SESSION = "0f9e8d7c-aaaa-bbbb-cccc-000000000001"
@@ -82,3 +83,57 @@ def test_the_hook_imports_stay_light(leased: str) -> None:
 def test_no_state_means_silence(repo: str, isolated_env: Path) -> None:
     assert run_hook(edit(repo, "src/pkg/mod.py")).stdout == ""
     assert not (isolated_env / "agent-link.db").exists()
+
+
+def test_the_codex_event_names_a_codex_thread(leased: str, app: App) -> None:
+    thread = "01a232e1-ab89-7803-80e1-8bdc290e105a"
+    patch = {"session_id": thread, "turn_id": "t1", "hook_event_name": "PreToolUse", "tool_name": "apply_patch", "cwd": leased,
+             "tool_input": {"command": "*** Begin Patch\n*** Add File: src/pkg/new.py\n+x\n*** End Patch\n"}}
+    out = subprocess.run([sys.executable, "-m", "agent_link_core", "hook", "leases", "CodexPreToolUse"], input=json.dumps(patch),
+                         capture_output=True, text=True, timeout=60)
+    assert "codex:thread-1 holds src/pkg" in json.loads(out.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
+    # the holder itself: its own Codex thread passes
+    claim(app.store, f"codex:{thread}", Project(leased, False), ["src/mine"], exclusive=True, reason=None, ttl_ms=600_000, now=now_ms())
+    claim(app.store, "claude:other", Project(leased, False), ["src/theirs"], exclusive=True, reason=None, ttl_ms=600_000, now=now_ms())
+    own = {**patch, "tool_name": "Bash", "tool_input": {"command": "touch src/mine/x"}}
+    assert subprocess.run([sys.executable, "-m", "agent_link_core", "hook", "leases", "CodexPreToolUse"], input=json.dumps(own),
+                          capture_output=True, text=True, timeout=60).stdout == ""
+    # an unknown event on the command line is not answered
+    out = subprocess.run([sys.executable, "-m", "agent_link_core", "hook", "leases", "PostToolUse"], input=json.dumps(patch),
+                         capture_output=True, text=True, timeout=60)
+    assert (out.returncode, out.stdout) == (0, "")
+
+
+HOST_PLUGINS = Path(__file__).resolve().parents[2]
+LAUNCHERS = {"claude": HOST_PLUGINS / "claude" / "agent_link_claude" / "host_plugin",
+             "codex": HOST_PLUGINS / "codex" / "agent_link_codex" / "host_plugin"}
+
+
+def test_the_host_plugins_declare_the_guard_for_the_edit_tools() -> None:
+    claude = json.loads((LAUNCHERS["claude"] / "hooks" / "hooks.json").read_text())["hooks"]["PreToolUse"]
+    assert [g["matcher"] for g in claude] == ["|".join(EDIT_TOOLS)]
+    codex = json.loads((LAUNCHERS["codex"] / "hooks" / "codex-hooks.json").read_text())["hooks"]["PreToolUse"]
+    assert [g["matcher"] for g in codex] == [f"^({'|'.join([*sorted(PATCH_TOOLS), *sorted(SHELL_TOOLS)])})$"]
+
+
+@pytest.mark.parametrize("host", ["claude", "codex"])
+def test_the_launcher_never_stops_the_host(leased: str, tmp_path: Path, host: str) -> None:
+    """Through the host plugin's launcher: a deny with agent-link working; with agent-link
+    crashing, missing, or the leases plugin disabled, exit 0 and nothing printed (allowed)."""
+    launcher = LAUNCHERS[host] / "hooks" / "agent-link.sh"
+    event = "PreToolUse" if host == "claude" else "CodexPreToolUse"
+    payload = json.dumps(edit(leased, "src/pkg/mod.py", tool="Write" if host == "claude" else "Edit"))
+    if host == "codex":
+        payload = json.dumps({**json.loads(payload), "tool_name": "Bash", "tool_input": {"command": "echo x > src/pkg/mod.py"}})
+    crash = tmp_path / "crash"
+    crash.write_text("#!/bin/sh\necho boom >&2\nexit 3\n")
+    crash.chmod(0o755)
+    good = str(Path(sys.executable).with_name("agent-link"))
+    cases = {"working": {"AGENT_LINK_BIN": good}, "crashing": {"AGENT_LINK_BIN": str(crash)},
+             "missing": {"AGENT_LINK_BIN": str(tmp_path / "gone"), "PATH": "/usr/bin:/bin"},
+             "disabled": {"AGENT_LINK_BIN": good, "AGENT_LINK_DISABLE_PLUGINS": "leases"}}
+    for case, env in cases.items():
+        done = subprocess.run(["sh", str(launcher), "hook", "leases", event], input=payload, capture_output=True, text=True,
+                              env={**os.environ, **env}, timeout=60)
+        assert done.returncode == 0, case
+        assert ("deny" in done.stdout) == (case == "working"), (case, done.stdout)

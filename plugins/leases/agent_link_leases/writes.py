@@ -1,0 +1,152 @@
+"""Which files a Codex ``apply_patch`` or a shell command is about to write (standard library
+only: the hook fast path uses it).
+
+* :func:`patch_targets`: the files an ``apply_patch`` patch adds, updates, deletes or moves
+  (both names of a move), read from its ``*** Add File:``, ``*** Update File:``, ``*** Delete
+  File:`` and ``*** Move to:`` lines (the patch format Codex documents in its
+  ``apply_patch`` tool description).
+* :func:`shell_targets`: the paths a shell command writes, as far as its text shows them:
+  output redirections (``>``, ``>>``, ``>|``, ``&>``), and the operands of common file
+  commands (``tee``, ``touch``, ``rm``, ``rmdir``, ``mkdir``, ``truncate``, ``shred``,
+  ``unlink``, ``mv``, ``cp``, ``install``, ``ln``, ``dd of=``, ``sed -i``, ``perl -i``,
+  ``git mv``/``git rm``), following ``cd`` between commands. What a program writes on its
+  own (``python script.py``) cannot be seen from the command line and is not reported; nor
+  are operands holding a variable, a command substitution or a glob.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+
+#: apply_patch header lines naming a file the patch writes
+PATCH_MARKS = ("*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: ")
+REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<>"})
+#: commands whose every non-option operand is written (created, changed or removed)
+ALL_OPERANDS = frozenset({"tee", "touch", "rm", "rmdir", "mkdir", "truncate", "shred", "unlink", "mv"})
+#: commands whose last operand (the destination) is written
+LAST_OPERAND = frozenset({"cp", "install", "ln", "rsync"})
+#: words that run the command after them (their own options skipped)
+WRAPPERS = frozenset({"sudo", "env", "command", "nohup", "time", "nice", "exec", "builtin"})
+SEPARATOR_CHARS = frozenset(";&|()\n")
+UNKNOWABLE = ("$", "`", "*", "?", "[")
+
+
+def patch_targets(patch: str, cwd: str) -> list[str]:
+    """Absolute paths (``os.path.join(cwd, name)``, normalised) an ``apply_patch`` patch writes."""
+    out: list[str] = []
+    for line in patch.splitlines():
+        for mark in PATCH_MARKS:
+            if line.startswith(mark):
+                name = line[len(mark):].strip()
+                if name and "\0" not in name:
+                    out.append(os.path.normpath(os.path.join(cwd, name)))
+    return out
+
+
+def _words(command: str) -> list[str] | None:
+    """Shell words and operator tokens (newlines kept as separators); None when unparsable."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|()<>\n")
+    lexer.whitespace = " \t\r"
+    lexer.commenters = "#"
+    try:
+        return list(lexer)
+    except ValueError:  # an unclosed quote: not a command the shell would run either
+        return None
+
+
+def _operands(args: list[str]) -> list[str]:
+    out: list[str] = []
+    ended = False
+    for arg in args:
+        if not ended and arg == "--":
+            ended = True
+        elif ended or not arg.startswith("-") or arg == "-":
+            out.append(arg)
+    return out
+
+
+def _written(name: str, args: list[str]) -> list[str]:
+    """The operands of one simple command (``name`` and ``args``, wrappers removed) it writes."""
+    if name in ALL_OPERANDS:
+        return _operands(args)
+    if name in LAST_OPERAND:
+        given = _operands(args)
+        return given[-1:] if len(given) > 1 else []
+    if name == "dd":
+        return [a[3:] for a in args if a.startswith("of=")]
+    if name == "git" and args[:1] in (["mv"], ["rm"]):
+        return _operands(args[1:])
+    if name in ("sed", "perl"):
+        in_place = any(a.startswith("-i") or a.startswith("--in-place") or (name == "perl" and a.startswith("-") and "i" in a[1:])
+                       for a in args)
+        if not in_place:
+            return []
+        operands: list[str] = []
+        script_given = False
+        skip = False
+        for arg in args:
+            if skip:
+                skip = False
+            elif arg in ("-e", "--expression", "-f", "--file") or (name == "perl" and arg.startswith("-") and arg.endswith("e")):
+                script_given = skip = True
+            elif not arg.startswith("-"):
+                operands.append(arg)
+        return operands if script_given else operands[1:]
+    return []
+
+
+def shell_targets(command: str, cwd: str) -> list[str]:
+    """Absolute, normalised paths ``command`` (one shell command line, run in ``cwd``) writes;
+    see the module docstring for what is recognised. ``/dev/*`` targets are left out."""
+    words = _words(command)
+    if words is None:
+        return []
+    out: list[str] = []
+    here = cwd
+    simple: list[str] = []
+
+    def finish() -> None:
+        nonlocal here
+        args = list(simple)
+        simple.clear()
+        while args and "=" in args[0] and not args[0].startswith("="):  # VAR=value prefixes
+            args.pop(0)
+        while args and args[0] in WRAPPERS:
+            args.pop(0)
+            while args and (args[0].startswith("-") or "=" in args[0]):
+                args.pop(0)
+        if not args:
+            return
+        name, rest = os.path.basename(args[0]), args[1:]
+        if name == "cd":
+            target = _operands(rest)
+            if len(target) == 1 and not any(c in target[0] for c in UNKNOWABLE):
+                here = os.path.normpath(os.path.join(here, os.path.expanduser(target[0])))
+            return
+        out.extend(_path(here, a) for a in _written(name, rest))
+
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word in REDIRECTS or (word.startswith(">") and set(word) <= {">", "|"}):
+            if i + 1 < len(words) and not words[i + 1].startswith("&"):
+                out.append(_path(here, words[i + 1]))
+            i += 2
+            continue
+        if word.startswith((">&", "<")) or word == "&>&":
+            i += 2 if word in ("<", "<<", "<<<") else 1  # an input or a descriptor: nothing written
+            continue
+        if set(word) <= SEPARATOR_CHARS:
+            finish()
+        else:
+            simple.append(word)
+        i += 1
+    finish()
+    return [p for p in out if p and not p.startswith("/dev/")]
+
+
+def _path(cwd: str, word: str) -> str:
+    if not word or "\0" in word or any(c in word for c in UNKNOWABLE):
+        return ""
+    return os.path.normpath(os.path.join(cwd, os.path.expanduser(word)))
