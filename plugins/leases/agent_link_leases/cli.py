@@ -12,6 +12,7 @@ claim prints one line per conflicting holder on stderr and exits 1.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from typing import Any
 
@@ -20,7 +21,8 @@ import click
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.store import now_ms
 
-from agent_link_leases.table import ADMIN_SETTING, DEFAULT_TTL_MS, MAX_TTL_MS, TTL_SETTING, active, claim, project, release
+from agent_link_leases.liveness import claim_ending_gone
+from agent_link_leases.table import ADMIN_SETTING, DEFAULT_TTL_MS, MAX_TTL_MS, TTL_SETTING, active, project, release
 
 
 def _line(lease: dict[str, Any]) -> str:
@@ -52,8 +54,8 @@ def register(cli: click.Group) -> None:
             caller = app.require_caller(app.caller())
             where = project(os.path.abspath(root) if root else None, os.getcwd())
             ttl = ttl_ms or app.config.get(TTL_SETTING) or DEFAULT_TTL_MS
-            data = claim(app.store, caller.address, where, list(paths), exclusive=not shared, reason=reason or None,
-                         ttl_ms=int(ttl), now=now_ms())
+            data = asyncio.run(claim_ending_gone(app, caller.address, where, list(paths), exclusive=not shared,
+                                                 reason=reason or None, ttl_ms=int(ttl)))
         except AgentLinkError as exc:
             for c in exc.details.get("conflicts", []) if exc.code == "lease_conflict" else []:
                 why = f" ({c['reason']})" if c.get("reason") else ""
@@ -61,6 +63,8 @@ def register(cli: click.Group) -> None:
                            f" {'exclusive' if c['exclusive'] else 'shared'} until {c['expiresAt']}{why}", err=True)
             fail(exc)
         def human(d: dict[str, Any]) -> None:
+            for gone in d["ended"]:
+                click.echo(f"ended {gone['holder']}'s leases ({gone['why']}): {', '.join(gone['paths'])}", err=True)
             for x in d["leases"]:
                 click.echo(_line(x))
 

@@ -115,7 +115,8 @@ def deny_reason(path: str, rows: list[sqlite3.Row]) -> str:
         + (f" because: {r['reason']}" if r["reason"] else "") for r in rows)
     first = rows[0]["holder"]
     return (f"agent-link: {path} is leased exclusively by another session: {held}. Do not edit it now: ask the holder "
-            f"to release it (message_agent to {first}), or work on other files; list_leases shows every lease.")
+            f"to release it (message_agent to {first}), or work on other files; list_leases shows every lease. If the holder's "
+            f"session has ended, lease_paths for the path ends its leases.")
 
 
 def check(payload: dict[str, Any], caller: str, store: Store | None, now: int) -> dict[str, Any] | None:

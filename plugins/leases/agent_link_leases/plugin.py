@@ -46,12 +46,12 @@ agent_link_register_commands = commands(
 @hookimpl
 def agent_link_health(app: App) -> tuple[str, dict[str, Any]]:
     """``leases``: ``{active, exclusive, holders, roots, ttlMs, sessionEnd}``; ``sessionEnd``
-    says that a holder's session ending does not release its leases (they expire)."""
+    says when a holder's session ending ends its leases."""
     row = app.store.conn.execute(
         "SELECT COUNT(*), COALESCE(SUM(exclusive), 0), COUNT(DISTINCT holder), COUNT(DISTINCT root)"
         " FROM leases WHERE expires_at > ?", (now_ms(),)).fetchone()
     return "leases", {
         "active": int(row[0]), "exclusive": int(row[1]), "holders": int(row[2]), "roots": int(row[3]),
         "ttlMs": app.config.get(TTL_SETTING),
-        "sessionEnd": "not tracked: the core has no session-ended signal, so a lease ends when released or expired",
+        "sessionEnd": "checked when a claim clashes: a holder whose session is not running (or whose plain address is no longer served) loses its leases",
     }

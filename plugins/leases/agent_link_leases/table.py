@@ -2,8 +2,9 @@
 
 A lease row is one normalised pattern held by one address under one project root, exclusive
 or shared, with a reason and an expiry (epoch ms). Claiming a pattern its holder already
-holds renews it (new expiry, exclusivity and reason). A lease ends when released or when it
-expires; expired rows are ignored by every read and deleted by the next write.
+holds renews it (new expiry, exclusivity and reason). A lease ends when released, when it
+expires (expired rows are ignored by every read and deleted by the next write), or when a
+clashing claim finds its holder gone (:mod:`agent_link_leases.liveness`).
 """
 
 from __future__ import annotations
@@ -190,13 +191,17 @@ def conflicts(conn: sqlite3.Connection, holder: str, root: Project, wanted: list
 
 
 def claim(store: Store, holder: str, root: Project, typed: list[str], *, exclusive: bool, reason: str | None,
-          ttl_ms: int, now: int) -> dict[str, Any]:
+          ttl_ms: int, now: int, ended: dict[str, str] | None = None) -> dict[str, Any]:
     """Claim (or renew) every typed pattern for ``holder``, or none of them.
 
     :param ttl_ms: time to live from ``now`` (ms).
     :param reason: why; a renewal without one keeps the lease's reason.
-    :returns: ``{projectRoot, leases: [view], renewed: [path]}`` (``renewed``: patterns the
-        holder already held, now extended).
+    :param ended: ``{holder: why}`` of holders known gone
+        (:func:`agent_link_leases.liveness.gone_holders`): all their leases end first, in the
+        same transaction (nothing ends when the claim is refused).
+    :returns: ``{projectRoot, leases: [view], renewed: [path], ended: [{holder, why, paths}]}``
+        (``renewed``: patterns the holder already held, now extended; ``ended``: the leases of
+        gone holders this claim ended).
     :raises AgentLinkError: ``invalid_arguments`` for bad patterns (:func:`patterns`);
         ``lease_conflict`` with ``details.conflicts`` (:func:`conflicts`) when any overlaps
         another's lease, and then nothing is stored.
@@ -208,6 +213,12 @@ def claim(store: Store, holder: str, root: Project, typed: list[str], *, exclusi
     wanted = list(unique.values())
     expires = now + ttl_ms
     with store.write() as conn:
+        gone: list[dict[str, Any]] = []
+        for who, why in (ended or {}).items():
+            rows = conn.execute("SELECT pattern FROM leases WHERE holder = ? AND expires_at > ? ORDER BY id", (who, now)).fetchall()
+            if rows and who != holder:
+                conn.execute("DELETE FROM leases WHERE holder = ?", (who,))
+                gone.append({"holder": who, "why": why, "paths": [r["pattern"] for r in rows]})
         clashes = conflicts(conn, holder, root, wanted, exclusive, now)
         if clashes:
             names = sorted({c["holder"] for c in clashes})
@@ -235,7 +246,7 @@ def claim(store: Store, holder: str, root: Project, typed: list[str], *, exclusi
                      int(exclusive), reason, now, expires))
                 ids.append(int(cur.lastrowid or 0))
         rows = [conn.execute("SELECT * FROM leases WHERE id = ?", (i,)).fetchone() for i in dict.fromkeys(ids)]
-    return {"projectRoot": root.path, "leases": [view(r, now) for r in rows], "renewed": renewed}
+    return {"projectRoot": root.path, "leases": [view(r, now) for r in rows], "renewed": renewed, "ended": gone}
 
 
 def release(store: Store, holder: str, root: Project | None, typed: list[str] | None, now: int) -> dict[str, Any]:

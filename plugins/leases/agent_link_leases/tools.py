@@ -13,7 +13,8 @@ from agent_link_core.store import now_ms
 from agent_link_core.tools.registry import ToolCall, ToolSpec
 from agent_link_core.tools.schemas import ADDRESS, BOOL, PATH
 
-from agent_link_leases.table import DEFAULT_TTL_MS, MAX_TTL_MS, TTL_SETTING, active, claim, project, release
+from agent_link_leases.liveness import claim_ending_gone
+from agent_link_leases.table import DEFAULT_TTL_MS, MAX_TTL_MS, TTL_SETTING, active, project, release
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
@@ -30,6 +31,11 @@ LEASE = {"type": "object", "properties": {
     "createdAt": {"type": "string"}, "expiresAt": {"type": "string"}, "expiresInMs": {"type": "integer"},
 }, "required": ["id", "holder", "projectRoot", "path", "exclusive", "reason", "createdAt", "expiresAt", "expiresInMs"]}
 LEASES = {"type": "array", "items": LEASE}
+#: a gone holder whose leases a claim ended (agent_link_leases.liveness)
+ENDED = {"type": "object", "properties": {
+    "holder": {"type": "string"}, "why": {"type": "string", "enum": ["session_not_running", "session_archived", "presence_expired"]},
+    "paths": {"type": "array", "items": {"type": "string"}},
+}, "required": ["holder", "why", "paths"]}
 
 LEASE_INPUT: dict[str, Any] = {
     "type": "object",
@@ -62,12 +68,18 @@ LIST_INPUT: dict[str, Any] = {
 
 
 async def lease_paths(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
-    """Tool ``lease_paths``: claim or renew every path, or none (:func:`agent_link_leases.table.claim`)."""
+    """Tool ``lease_paths``: claim or renew every path, or none; the leases of a clashing holder
+known gone end first (:func:`agent_link_leases.liveness.claim_ending_gone`, warning
+``lease_holder_gone``)."""
     caller = app.require_caller(call.caller)
     root = project(args.get("projectRoot"), os.getcwd())
     ttl = args.get("ttlMs") or app.config.get(TTL_SETTING) or DEFAULT_TTL_MS
-    return claim(app.store, caller.address, root, list(args["paths"]), exclusive=args.get("exclusive", True),
-                 reason=args.get("reason"), ttl_ms=int(ttl), now=now_ms())
+    out = await claim_ending_gone(app, caller.address, root, list(args["paths"]), exclusive=args.get("exclusive", True),
+                                  reason=args.get("reason"), ttl_ms=int(ttl))
+    for gone in out["ended"]:
+        call.warnings.append({"code": "lease_holder_gone", "details": gone,
+                              "message": f"{gone['holder']} is gone ({gone['why']}): its leases of {', '.join(gone['paths'])} ended."})
+    return out
 
 
 async def release_paths(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
@@ -95,9 +107,10 @@ LEASE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="lease_paths",
         title="Lease paths",
-        description="Before editing files other agents may touch, claim them: files, directories or globs under the project root, exclusive (default) or shared, with a reason and a time to live. Claiming again renews. A claim overlapping another agent's lease is refused whole (error lease_conflict): details.conflicts names each holder, their paths, reason and expiry, and a message you can send them.",
+        description="Before editing files other agents may touch, claim them: files, directories or globs under the project root, exclusive (default) or shared, with a reason and a time to live. Claiming again renews. A claim overlapping another agent's lease is refused whole (error lease_conflict), unless that agent's session has ended (its leases end then, warning lease_holder_gone): details.conflicts names each holder, their paths, reason and expiry, and a message you can send them.",
         input_schema=LEASE_INPUT,
-        output_fields={"projectRoot": {"type": "string"}, "leases": LEASES, "renewed": {"type": "array", "items": {"type": "string"}}},
+        output_fields={"projectRoot": {"type": "string"}, "leases": LEASES, "renewed": {"type": "array", "items": {"type": "string"}},
+                       "ended": {"type": "array", "items": ENDED}},
         handler=lease_paths,
     ),
     ToolSpec(

@@ -147,7 +147,7 @@ def test_health_section(app: App, repo: str) -> None:
     claim(app.store, ALICE.address, Project(repo, False), ["src", "docs"], exclusive=True, reason=None, ttl_ms=10_000, now=now_ms())
     section = app.hooks.health_sections()["leases"]
     assert (section["active"], section["exclusive"], section["holders"], section["roots"]) == (2, 2, 1, 1)
-    assert "not tracked" in section["sessionEnd"]
+    assert "not running" in section["sessionEnd"]
 
 
 ANCHORS = [("src/pkg/*.py", "src/pkg"), ("src/**", "src"), ("**/x", ""), (".", ""), ("src/[a]b/c", "src/ab/c"), ("a\\*b/c", "a*b/c")]

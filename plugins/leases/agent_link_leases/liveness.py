@@ -1,0 +1,95 @@
+"""Whether a lease's holder is known gone, so that its leases end with its session.
+
+Asked at conflict time (a claim that clashes, :func:`agent_link_leases.tools.lease_paths`
+and ``agent-link lease``), never on every read: a holder is gone when
+
+* its harness (the address's scheme names an installed one) finds the session and says it
+  is archived or not running (``Session.archived``, ``Session.loaded is False``: a Claude
+  Code session with no live process, a Codex thread no app-server has loaded); or
+* it is a plain address (no harness) whose presence expired: no running MCP server serves
+  it and no process has read its inbox for :data:`agent_link_core.presence.RECENT_MS`.
+
+Whatever cannot be told (no harness answer in :data:`CHECK_TIMEOUT_S`, a session the harness
+does not know, an address never served, a harness error) counts as alive: a lease is never
+ended on doubt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from agent_link_core.addresses import address_scheme
+from agent_link_core.errors import AgentLinkError
+from agent_link_core.store import now_ms
+
+from agent_link_leases.table import Project, claim
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent_link_core.app import App
+
+#: the longest (s) one harness may take to say whether a holder's session runs
+CHECK_TIMEOUT_S = 5.0
+log = logging.getLogger(__name__)
+
+
+def presence_expired(app: App, address: str, now: int) -> bool:
+    """True when ``address`` was served once and is served no more (see the module docstring).
+
+    :param now: epoch ms.
+    """
+    from agent_link_core.presence import RECENT_MS
+    from agent_link_core.procs import pid_alive
+
+    row = app.store.conn.execute("SELECT last_seen, pid FROM presence WHERE address = ?", (address,)).fetchone()
+    return row is not None and not (row["pid"] and pid_alive(int(row["pid"]))) and now - int(row["last_seen"]) > RECENT_MS
+
+
+async def _why_gone(app: App, holder: str, now: int) -> str | None:
+    scheme = address_scheme(holder)
+    harness = app.harnesses.get(scheme) if scheme else None
+    if harness is None:
+        return "presence_expired" if presence_expired(app, holder, now) else None
+    try:
+        session = await asyncio.wait_for(harness.get_session(holder.split(":", 1)[1]), CHECK_TIMEOUT_S)
+    except Exception as exc:  # a harness that cannot tell (a timeout too): the holder counts as alive
+        log.debug("leases: could not tell whether %s runs: %s", holder, exc)
+        return None
+    if session is None:
+        return None
+    if session.archived:
+        return "session_archived"
+    return "session_not_running" if session.loaded is False else None
+
+
+async def gone_holders(app: App, holders: Iterable[str], now: int) -> dict[str, str]:
+    """``{holder: why}`` for each of ``holders`` known gone; why is ``session_not_running``,
+    ``session_archived`` or ``presence_expired``. Holders are checked concurrently.
+
+    :param now: epoch ms.
+    """
+    unique = list(dict.fromkeys(holders))
+    reasons = await asyncio.gather(*(_why_gone(app, h, now) for h in unique))
+    return {h: why for h, why in zip(unique, reasons, strict=True) if why is not None}
+
+
+async def claim_ending_gone(app: App, holder: str, root: Project, typed: list[str], *, exclusive: bool,
+                            reason: str | None, ttl_ms: int) -> dict[str, Any]:
+    """:func:`agent_link_leases.table.claim`; when it clashes, the clashing holders known gone
+    (:func:`gone_holders`) lose all their leases and the claim is tried once more.
+
+    :returns: the claim's result (``ended`` lists what ended).
+    :raises AgentLinkError: as :func:`~agent_link_leases.table.claim` (``lease_conflict``
+        naming only live holders, or holders that cannot be told apart from live ones).
+    """
+    try:
+        return claim(app.store, holder, root, typed, exclusive=exclusive, reason=reason, ttl_ms=ttl_ms, now=now_ms())
+    except AgentLinkError as exc:
+        if exc.code != "lease_conflict":
+            raise
+        gone = await gone_holders(app, [c["holder"] for c in exc.details.get("conflicts", [])], now_ms())
+        if not gone:
+            raise
+    return claim(app.store, holder, root, typed, exclusive=exclusive, reason=reason, ttl_ms=ttl_ms, now=now_ms(), ended=gone)

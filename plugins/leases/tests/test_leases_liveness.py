@@ -1,0 +1,117 @@
+"""A lease ends when its holder's session ends: a clashing claim finds the holder gone (its
+harness says the session is not running or archived, or a plain address is served no more),
+ends all the holder's leases and goes through; a holder that cannot be told gone keeps them."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from agent_link_core import hookimpl
+from agent_link_core.app import App
+from agent_link_core.harness import Harness
+from agent_link_core.model import Caller, Session
+from agent_link_core.presence import RECENT_MS
+from agent_link_core.store import now_ms
+from agent_link_leases.liveness import gone_holders
+from agent_link_leases.table import Project, active, claim
+from agent_link_testing.plugin_suites import call_tool
+
+pytestmark = pytest.mark.anyio
+
+BOB = Caller("test:bob", "config", "test")
+
+
+class Hosts(Harness):
+    """Sessions ``live``, ``gone`` (not running), ``old`` (archived); ``broken`` raises,
+    ``slow`` never answers, any other id is unknown."""
+
+    name = "host"
+
+    async def get_session(self, session_id: str) -> Session | None:
+        if session_id == "broken":
+            raise RuntimeError("the host is down")
+        if session_id == "slow":
+            await asyncio.sleep(3600)
+        states = {"live": (True, False), "gone": (False, False), "old": (None, True)}
+        if session_id not in states:
+            return None
+        loaded, archived = states[session_id]
+        return Session(f"host:{session_id}", "host", session_id, loaded=loaded, archived=archived)
+
+
+class Plugin:
+    @hookimpl
+    def agent_link_register_harnesses(self, register: Any) -> None:
+        register(Hosts())
+
+
+@pytest.fixture
+def app(isolated_env: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[App]:
+    monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", "codex claude")
+    application = App.create(extra_plugins=(("host", Plugin()),))
+    yield application
+    application.close()
+
+
+def serve(app: App, address: str, pid: int | None, age_ms: int) -> None:
+    at = now_ms() - age_ms
+    with app.store.write() as conn:
+        conn.execute("INSERT INTO presence (address, first_seen, last_seen, pid, source) VALUES (?, ?, ?, ?, ?)",
+                     (address, at, at, pid, "mcp" if pid else "inbox"))
+
+
+def dead_pid() -> int:
+    done = subprocess.Popen([sys.executable, "-c", "pass"])
+    done.wait()
+    return done.pid
+
+
+async def test_who_counts_as_gone(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("agent_link_leases.liveness.CHECK_TIMEOUT_S", 0.2)
+    serve(app, "team:served", os.getpid(), RECENT_MS * 2)  # a running server, however old its record
+    serve(app, "team:recent", None, 1000)  # read a moment ago
+    serve(app, "team:left", dead_pid(), RECENT_MS + 60_000)  # its server died, nobody read since
+    holders = ["host:live", "host:gone", "host:old", "host:unknown", "host:broken", "host:slow",
+               "team:served", "team:recent", "team:left", "team:never-served"]
+    assert await gone_holders(app, holders, now_ms()) == {
+        "host:gone": "session_not_running", "host:old": "session_archived", "team:left": "presence_expired"}
+
+
+async def test_a_clashing_claim_ends_a_gone_holders_leases(app: App, repo: str) -> None:
+    root = Project(repo, False)
+    claim(app.store, "host:gone", root, ["src/a.py", "docs"], exclusive=True, reason="old work", ttl_ms=600_000, now=now_ms())
+    claim(app.store, "host:live", root, ["src/pkg"], exclusive=True, reason=None, ttl_ms=600_000, now=now_ms())
+    refused = await call_tool(app, "lease_paths", {"paths": ["src/pkg"], "projectRoot": repo}, BOB)
+    # the live holder still clashes: nothing is granted and nothing of the gone holder ends
+    assert refused["error"]["code"] == "lease_conflict"
+    assert [c["holder"] for c in refused["error"]["details"]["conflicts"]] == ["host:live"]
+    assert {x["holder"] for x in active(app.store, now_ms())} == {"host:gone", "host:live"}
+
+    got = await call_tool(app, "lease_paths", {"paths": ["src/a.py"], "projectRoot": repo}, BOB)
+    assert got["ok"] and got["ended"] == [{"holder": "host:gone", "why": "session_not_running", "paths": ["src/a.py", "docs"]}]
+    assert {x["holder"] for x in active(app.store, now_ms())} == {"host:live", "test:bob"}
+
+
+async def test_a_holder_that_cannot_be_told_gone_keeps_its_leases(app: App, repo: str) -> None:
+    claim(app.store, "host:broken", Project(repo, False), ["src"], exclusive=True, reason=None, ttl_ms=600_000, now=now_ms())
+    refused = await call_tool(app, "lease_paths", {"paths": ["src"], "projectRoot": repo}, BOB)
+    assert refused["error"]["code"] == "lease_conflict"
+
+
+def test_the_cli_ends_a_gone_holders_leases(app: App, repo: str) -> None:
+    from click.testing import CliRunner
+
+    from agent_link_core.cli import build_cli
+
+    serve(app, "team:left", dead_pid(), RECENT_MS + 60_000)
+    claim(app.store, "team:left", Project(repo, False), ["src"], exclusive=True, reason=None, ttl_ms=600_000, now=now_ms())
+    done = CliRunner().invoke(build_cli(), ["lease", "src/a.py", "--project-root", repo], env={"AGENT_LINK_ADDRESS": "test:bob"})
+    assert done.exit_code == 0, done.output
+    assert "ended team:left's leases (presence_expired): src" in done.output
