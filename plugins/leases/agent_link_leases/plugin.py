@@ -2,7 +2,7 @@
 
 Hooks: the ``leases`` table (schema), the ``AGENT_LINK_LEASE_TTL_MS`` setting, the tools
 ``lease_paths``, ``release_paths`` and ``list_leases``, the ``lease``/``release``/``leases``
-commands, the ``leases`` health section, and the ``leases`` prompt-hook adapter (the
+commands, ``lease-git-hook`` (:mod:`agent_link_leases.githook`), the ``leases`` health section, and the ``leases`` prompt-hook adapter (the
 ``PreToolUse`` edit guard, :mod:`agent_link_leases.hook`).
 """
 
@@ -40,6 +40,8 @@ agent_link_register_commands = commands(
             "Claim (or renew) files, directories or globs; refused whole if another holds any of them."),
     command("release", "agent_link_leases.cli:release_command", "Release the given leases (as leased), or all of yours with --all."),
     command("leases", "agent_link_leases.cli:leases_command", "List active leases: who holds what, until when, why."),
+    command("lease-git-hook", "agent_link_leases.githook:git_hook_command",
+            "An optional git pre-commit hook refusing commits that touch another session's exclusive lease."),
 )
 
 
