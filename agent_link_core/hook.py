@@ -4,7 +4,8 @@ Reads the host's hook JSON on stdin, asks the host's adapter what to print, prin
 host's hook JSON on stdout, and exits 0 whatever happens: a hook must never block a prompt.
 It imports no mcp, pydantic, click or pluggy, nor typing, dataclasses, logging or pathlib:
 only light standard modules and the core's modules written for this path (config, store,
-mailbox, envelope, addresses).
+addresses; mailbox, envelope and reminders when an adapter first touches the mailbox, so an
+adapter that never does, like an edit guard, does not load them).
 
 A harness plugin declares its host's adapter with ``agent_link_register_prompt_hooks``: a
 module with ``handle(event: str, payload: dict, ctx: HookContext) -> dict | None``; the
@@ -25,12 +26,8 @@ import re
 import sys
 
 from agent_link_core.config import load_config
-from agent_link_core.envelope import pending_notice
-from agent_link_core.errors import AgentLinkError
-from agent_link_core.mailbox import Mailbox
 from agent_link_core.addresses import is_address
 from agent_link_core.prompt_hooks import HARNESS_RE, adapter_module
-from agent_link_core.reminders import due_for
 from agent_link_core.store import Store, ensure_private_dir, now_ms
 
 EVENT_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
@@ -50,6 +47,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from agent_link_core.config import Config
+    from agent_link_core.mailbox import Mailbox
 
 
 class HookContext:
@@ -82,6 +80,8 @@ class HookContext:
             wait_ms = min(HOOK_BUSY_TIMEOUT_MS, int(self.config.get("AGENT_LINK_BUSY_TIMEOUT_MS")))
             store = Store.open_existing(self.config.db_path, busy_timeout_ms=wait_ms)
             if store is not None:
+                from agent_link_core.mailbox import Mailbox  # only a hook that reads mail pays for it
+
                 self._mailbox = Mailbox(store, self.config)
         return self._mailbox
 
@@ -94,6 +94,8 @@ class HookContext:
         if count == 0:
             return None
         rows = box.open_for(address, 200, undelivered_only=True)
+        from agent_link_core.envelope import pending_notice
+
         return pending_notice(count, _senders(r["from_addr"] for r in rows))
 
     def due_reminder_note(self, address: str, via: str) -> str | None:
@@ -104,6 +106,8 @@ class HookContext:
         box = self.mailbox
         if box is None or not is_address(address):
             return None
+        from agent_link_core.reminders import due_for
+
         due = due_for(box, address)
         claimed = due.claim(via, wait=False) if due is not None else None  # busy: left for the next prompt
         if claimed is None:
@@ -123,6 +127,8 @@ class HookContext:
         due = box.due_reminders(address)
         if not due or box.blocked_recently(address):
             return None
+        from agent_link_core.errors import AgentLinkError
+
         try:
             if not box.claim_nudge_block(address, wait=False):
                 return None

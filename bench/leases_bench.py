@@ -6,8 +6,10 @@ run. The leases are other holders' files spread over 100 directories of one proj
 few globs; the claim is a new file in one of those directories. Target: <= 1.5x.
 
 The ``PreToolUse`` edit guard as Claude Code runs it (``agent-link hook leases PreToolUse``,
-an Edit of a file nobody holds) with 1,000 active leases, against ``node -e 0``, alternated.
-Target: <= 0.47x.
+an Edit of a file nobody holds) with 1,000 active leases, against ``node -e 0``, alternated,
+with bytecode compiled as an installed package has it. Target: <= 0.47x. Its path loads
+neither the mailbox nor ``shlex`` (edit tools), the same modules as the prompt hook: what is
+left is the interpreter's start, ``json``, ``re`` and ``sqlite3``.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -75,7 +78,12 @@ def bench_leases_hook(tmp: Path, line: Callable[..., None], medians: Callable[..
     payload = json.dumps({"session_id": "0f3c1d7e-0000-4000-8000-000000000001", "hook_event_name": "PreToolUse",
                           "tool_name": "Edit", "cwd": str(project),
                           "tool_input": {"file_path": "src/m7/new.py", "old_string": "a", "new_string": "b"}})
+    # Installed packages have bytecode; editable sources may not (PYTHONDONTWRITEBYTECODE).
+    root = Path(__file__).resolve().parent.parent
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(root / "agent_link_core"), str(root / "plugins")],
+                   check=False, capture_output=True)
     env = dict(os.environ, HOME=str(tmp), AGENT_LINK_STATE_DIR=str(state))
     hook = [str(Path(sys.executable).with_name("agent-link")), "hook", "leases", "PreToolUse"]
+    subprocess.run(hook, input="{}", env=env, capture_output=True, text=True, check=False)  # builds the prompt-hook registry
     node_ms, hook_ms = medians([shutil.which("node") or "node", "-e", "0"], hook, env, payload)
     line("PreToolUse lease guard, 1,000 leases", hook_ms, "ms", "node -e 0", node_ms, "<= 0.47")

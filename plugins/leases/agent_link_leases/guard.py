@@ -18,15 +18,13 @@ from __future__ import annotations
 import os
 import sqlite3
 
-from agent_link_core.mailbox import iso
-from agent_link_core.store import Store
-
 from agent_link_leases.patterns import PatternError, escape, overlap, parse
-from agent_link_leases.writes import patch_targets, shell_targets
 
 TYPE_CHECKING = False  # keep typing out of the fast path
 if TYPE_CHECKING:
     from typing import Any
+
+    from agent_link_core.store import Store
 
 #: Claude Code's editing tools and the ``tool_input`` keys naming the file each one writes.
 EDIT_TOOLS: dict[str, tuple[str, ...]] = {
@@ -51,6 +49,8 @@ def edit_targets(payload: dict[str, Any]) -> list[str]:
     if tool in PATCH_TOOLS or tool in SHELL_TOOLS:
         command = given.get("command")
         if isinstance(command, str) and "\0" not in command:
+            from agent_link_leases.writes import patch_targets, shell_targets  # shlex: only for these tools
+
             found = patch_targets(command, cwd) if tool in PATCH_TOOLS else shell_targets(command, cwd)
     for key in EDIT_TOOLS.get(tool, ()):
         value = given.get(key)
@@ -110,6 +110,7 @@ def holders_of(conn: sqlite3.Connection, path: str, caller: str, now: int) -> li
 
 def deny_reason(path: str, rows: list[sqlite3.Row]) -> str:
     """The text shown to the model: who holds ``path``, why, until when, and what to do."""
+    from agent_link_core.mailbox import iso  # the deny path only: an allowed call does not load the mailbox
     held = "; ".join(
         f"{r['holder']} holds {r['pattern']} (under {r['root']}) until {iso(r['expires_at'])}"
         + (f" because: {r['reason']}" if r["reason"] else "") for r in rows)
