@@ -2,7 +2,8 @@
 
 A plugin contributes a :class:`Panel` through ``agent_link_register_panels``. A panel
 renders *data*, never markup: a table of plain values (:class:`PanelView`), optional links
-to conversations (:class:`PanelLink`) and labels shown beside agents (roles held, for
+to conversations (:class:`PanelLink`), buttons (:class:`PanelAction`, run by the panel's
+``act`` as the person at the page) and labels shown beside agents (roles held, for
 instance). The view escapes every value, so a panel cannot put script or markup on the page
 whatever text it carries (a fork job's prompt, a project name, a thread title).
 """
@@ -55,7 +56,16 @@ class PanelLink:
     message_id: str
 
 
-Cell = str | int | float | bool | None | PanelLink
+@dataclass(frozen=True)
+class PanelAction:
+    """A cell holding a button showing ``label``: pressing it calls the panel's ``act`` with
+    ``key`` (an id the panel chose, e.g. a row's id; at most 200 characters)."""
+
+    label: str
+    key: str
+
+
+Cell = str | int | float | bool | None | PanelLink | PanelAction
 
 
 @dataclass
@@ -89,12 +99,18 @@ class Panel:
         :func:`panel_viewer` (the reader's visibility). An exception is shown as "this
         section failed" in place of the panel, never breaking the page.
     :param order: sections are shown by ascending order, then name.
+    :param act: ``(app, key, person) -> str`` (or an awaitable of one): what a
+        :class:`PanelAction` of this panel does when the person at the page (``person``, their
+        address, e.g. ``user:ana``) presses it; returns one sentence saying what was done.
+        It raises :class:`~agent_link_core.errors.AgentLinkError` to refuse (its message is
+        shown). None: the panel has no buttons.
     """
 
     name: str
     title: str
     render: Callable[[App], PanelView | Awaitable[PanelView]]
     order: int = 100
+    act: Callable[[App, str, str], str | Awaitable[str]] | None = None
 
     def __post_init__(self) -> None:
         if not PANEL_NAME_RE.match(self.name):

@@ -2,7 +2,7 @@
 
 Hooks: the ``leases`` table (schema), the ``AGENT_LINK_LEASE_TTL_MS`` setting, the tools
 ``lease_paths``, ``release_paths`` and ``list_leases``, the ``lease``/``release``/``leases``
-commands, ``lease-git-hook`` (:mod:`agent_link_leases.githook`), the ``leases`` health section, and the ``leases`` prompt-hook adapter (the
+commands, the web page's File leases panel, ``lease-git-hook`` (:mod:`agent_link_leases.githook`), the ``leases`` health section, and the ``leases`` prompt-hook adapter (the
 ``PreToolUse`` edit guard, :mod:`agent_link_leases.hook`).
 """
 
@@ -32,6 +32,8 @@ agent_link_schema = migrations(MIGRATIONS)
 agent_link_register_tools = registers("agent_link_leases.tools:LEASE_TOOLS")
 # `agent-link hook leases PreToolUse`: the edit guard (agent_link_leases.hook)
 agent_link_register_prompt_hooks = registers([PromptHook("leases", "agent_link_leases.hook")])
+# the File leases section of the web page, with a Release button per lease (agent_link_leases.panel)
+agent_link_register_panels = registers("agent_link_leases.panel:PANELS")
 
 
 # declared here, imported when run (docs/plugins.md, "Declare now, import when used")

@@ -275,6 +275,19 @@ def release(store: Store, holder: str, root: Project | None, typed: list[str] | 
     return {"released": [view(r, now) for r in released], "notHeld": not_held}
 
 
+def release_by_id(store: Store, lease_id: int, now: int) -> dict[str, Any] | None:
+    """End one active lease by its id, whoever holds it (a person ending a stale one).
+
+    :returns: the lease as it was (:func:`view`), or None when no active lease has that id.
+    """
+    with store.write() as conn:
+        row = conn.execute("SELECT * FROM leases WHERE id = ? AND expires_at > ?", (lease_id, now)).fetchone()
+        if row is None:
+            return None
+        conn.execute("DELETE FROM leases WHERE id = ?", (lease_id,))
+    return view(row, now)
+
+
 def active(store: Store, now: int, *, root: Project | None = None, path: str | None = None,
            holder: str | None = None) -> list[dict[str, Any]]:
     """Active leases, oldest first: under ``root`` when given, overlapping ``path`` (a pattern

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import inspect
 import logging
 import secrets
 import socket
@@ -199,6 +200,7 @@ def build_web_app(app: App, config: WebConfig) -> ASGIApp:
     async def overview(request: Request) -> Response:
         panels = app.hooks.panels()
         return page("overview.html", panels=panels, error=request.query_params.get("error"),
+                    notice=request.query_params.get("notice"),
                     to=request.query_params.get("to", ""), agents_data=await views.agents(app, config.person),
                     inbox_data=views.inbox(app, config.person), waiting_data=waiting_on_others(),
                     conversations_data=views.conversations(app, config.person),
@@ -351,6 +353,22 @@ def build_web_app(app: App, config: WebConfig) -> ASGIApp:
             return back(f"/c/{row['id']}", error=exc.message)
         return back(f"/c/{row['id']}")
 
+    @posted
+    async def panel_action(values: dict[str, str]) -> Response:
+        """A plugin panel's button (:class:`agent_link_core.panels.PanelAction`): its ``act``
+        runs as the page's person; what it says, or its refusal, is shown on the overview."""
+        wanted, key = values.get("panel", ""), values.get("key", "")
+        found = [p for p in app.hooks.panels() if p.name == wanted and p.act is not None]
+        if not found or not key or len(key) > 200:
+            return back("/", error="No such button (the section may have changed): reload the page.")
+        try:
+            with as_person() as me:
+                result = found[0].act(app, key, me.address)  # type: ignore[misc]
+                said = await result if inspect.isawaitable(result) else result
+        except AgentLinkError as exc:
+            return back("/", error=exc.message)
+        return back("/", notice=str(said))
+
     async def message_redirect(request: Request) -> Response:
         return back(f"/c/{request.path_params['message_id']}")
 
@@ -366,6 +384,7 @@ def build_web_app(app: App, config: WebConfig) -> ASGIApp:
         Route("/send", send, methods=["POST"]),
         Route("/answer", answer, methods=["POST"]),
         Route("/act", act, methods=["POST"]),
+        Route("/panel-action", panel_action, methods=["POST"]),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
     return Guard(Starlette(routes=routes), config)

@@ -14,7 +14,7 @@ from typing import Any
 from agent_link_core.app import App
 from agent_link_core.conversation import conversation, recent_conversations, conversation_ids
 from agent_link_core.mailbox import Visibility, iso
-from agent_link_core.panels import Panel, PanelLink, PanelView, drawing_for
+from agent_link_core.panels import Panel, PanelAction, PanelLink, PanelView, drawing_for
 from agent_link_core.search import search, session_titles
 from agent_link_core.store import now_ms
 from agent_link_web.context import AUTHOR_KEY, ORIGIN, may_act_for
@@ -56,7 +56,7 @@ async def render_panels(app: App, visibility: Visibility) -> list[dict[str, Any]
 
 async def render_panel(app: App, panel: Panel, visibility: Visibility) -> dict[str, Any]:
     """One panel as template data, drawn for ``visibility`` (:func:`agent_link_core.panels.panel_viewer`):
-    ``{name, title, view?: PanelView, rows (cells as {text, messageId?}), error?}``."""
+    ``{name, title, view?: PanelView, rows (cells as {text, messageId?, action?}), error?}``."""
     try:
         with drawing_for(visibility):
             result = panel.render(app)
@@ -66,12 +66,14 @@ async def render_panel(app: App, panel: Panel, visibility: Visibility) -> dict[s
     except Exception as exc:  # a plugin's bug must not take the page down
         log.exception("panel %s failed", panel.name)
         return {"name": panel.name, "title": panel.title, "error": type(exc).__name__}
-    rows = [[_cell(c) for c in row] for row in view.rows]
+    rows = [[_cell(c, panel) for c in row] for row in view.rows]
     return {"name": panel.name, "title": panel.title, "columns": view.columns, "rows": rows, "empty": view.empty,
             "note": view.note, "labels": view.agent_labels}
 
 
-def _cell(value: Any) -> dict[str, Any]:
+def _cell(value: Any, panel: Panel) -> dict[str, Any]:
+    if isinstance(value, PanelAction):  # a button only where the panel can act on it
+        return {"text": value.label, "action": value.key} if panel.act is not None else {"text": ""}
     if isinstance(value, PanelLink):
         return {"text": value.text, "messageId": value.message_id}
     if value is None:

@@ -84,7 +84,7 @@ def routes(app: App, ids: dict[str, str]) -> list[str]:
 
 
 WALKED = {"/", "/c/{message_id:str}", "/m/{message_id:str}", "/search", "/fragment/c/{message_id:str}", "/fragment/panel/{name:str}",
-          "/fragment/{name:str}", "/send", "/answer", "/act",
+          "/fragment/{name:str}", "/send", "/answer", "/act", "/panel-action",
           "/events",  # test_the_live_stream_announces_only_the_persons_own_changes
           "/static"}  # the script and the style sheet: no mail
 
@@ -118,6 +118,10 @@ def test_a_person_without_inspect_all_reads_only_their_own_mail_on_every_route(o
     assert status == 303 and not leaks(text)
     status, text = post(server, "/send", {"to": "test:bob", "message": "hello bob"})
     assert status == 303 and not leaks(text)
+    # a panel's button: whatever it answers (done, refused, no such button) carries no mail
+    for name in sorted({p.name for p in app.hooks.panels()} | {"no-such-panel"}):
+        status, text = post(server, "/panel-action", {"panel": name, "key": "1"})
+        assert status == 303 and not leaks(text), name
 
 
 def test_the_persons_own_open_mail_to_an_agent_shows_whom_they_wait_on(own_page: Any) -> None:

@@ -1,0 +1,89 @@
+"""The File leases section of the ``agent-link web`` page in a real headless Chromium: it
+lists who holds what, and a person releases a stale lease with its button (the lease ends,
+the page says so); a button whose lease has ended already, and a post without the page's
+CSRF token, change nothing."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from agent_link_core.app import App
+from agent_link_core.store import now_ms
+from agent_link_leases.table import Project, active, claim
+from agent_link_testing.web_page import CHROMIUM_FLAGS, HOST_PLUGINS, START_BOUND_S, STEP_BOUND_MS, PageServer, chromium_path, read_url
+
+
+@pytest.fixture
+def server(isolated_env: Path) -> Iterator[PageServer]:
+    """``agent-link web --port 0`` (person ``user:tester``) in a subprocess."""
+    env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": HOST_PLUGINS, "AGENT_LINK_WEB_USER": "tester"}
+    process = subprocess.Popen([sys.executable, "-m", "agent_link_core", "web", "--port", "0"], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = read_url(process)
+        split = urlsplit(url)
+        yield PageServer(url, split.query.removeprefix("token="), int(split.port or 0))
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
+
+
+@pytest.fixture
+def page() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS, headless=True,
+                                             timeout=START_BOUND_S * 1000)
+        try:
+            tab = browser.new_context().new_page()
+            tab.set_default_timeout(STEP_BOUND_MS)
+            yield tab
+        finally:
+            browser.close()
+
+
+def test_a_person_releases_a_stale_lease_on_the_page(app: App, repo: str, server: PageServer, page: Any) -> None:
+    root = Project(repo, False)
+    claim(app.store, "codex:gone-thread", root, ["src/pkg"], exclusive=True, reason="<b>split</b> the module", ttl_ms=600_000,
+          now=now_ms())
+    claim(app.store, "team:alice", root, ["docs"], exclusive=False, reason=None, ttl_ms=600_000, now=now_ms())
+    page.goto(f"{server.base}/?token={server.token}")
+    section = page.locator("[data-live='/fragment/panel/leases']")
+    row = section.locator("tr", has_text="codex:gone-thread")
+    assert "src/pkg" in row.inner_text() and "exclusive" in row.inner_text() and "<b>split</b> the module" in row.inner_text()
+    assert section.locator("tr", has_text="team:alice").inner_text().count("shared") == 1
+    stale_form = row.locator("form.panel-action").evaluate("f => f.outerHTML")
+
+    row.locator("button", has_text="Release").click()
+    page.wait_for_selector("p.notice")
+    assert "user:tester released codex:gone-thread's lease of src/pkg" in page.inner_text("p.notice")
+    assert [x["holder"] for x in active(app.store, now_ms())] == ["team:alice"]
+    assert section.locator("tr", has_text="codex:gone-thread").count() == 0
+
+    # the same button again (a page not reloaded yet): the lease has ended, nothing else changes
+    page.evaluate("html => { document.body.insertAdjacentHTML('beforeend', html); document.forms[document.forms.length - 1].submit(); }",
+                  stale_form)
+    page.wait_for_selector("p.error")
+    assert "ended already" in page.inner_text("p.error")
+    assert [x["holder"] for x in active(app.store, now_ms())] == ["team:alice"]
+
+
+def test_a_release_without_the_csrf_token_is_refused(app: App, repo: str, server: PageServer) -> None:
+    lease = claim(app.store, "codex:t", Project(repo, False), ["src"], exclusive=True, reason=None, ttl_ms=600_000, now=now_ms())
+    key = str(lease["leases"][0]["id"])
+    answer = server.request("POST", "/panel-action", body=f"panel=leases&key={key}".encode(),
+                            headers={"Content-Type": "application/x-www-form-urlencoded", "Cookie": server.cookie()})
+    assert answer.status == 403
+    assert len(active(app.store, now_ms())) == 1
