@@ -127,7 +127,8 @@ async def test_prompt_hook_trusted_through_config_api_reaches_the_model(stub: Re
     # The shipped declaration, with ${PLUGIN_ROOT} pointing at this checkout (a user-level
     # hooks.json has no plugin root; Codex sets PLUGIN_ROOT only for installed plugins).
     folder = REPO_ROOT / "plugins" / "codex" / "agent_link_codex" / "host_plugin"
-    shipped = json.loads((folder / "hooks" / "codex-hooks.json").read_text())
+    # the prompt hook alone (the lease guard's PreToolUse declaration: plugins/leases/tests)
+    shipped = {"hooks": {"UserPromptSubmit": json.loads((folder / "hooks" / "codex-hooks.json").read_text())["hooks"]["UserPromptSubmit"]}}
     [group] = shipped["hooks"]["UserPromptSubmit"]
     command = group["hooks"][0]["command"].replace("${PLUGIN_ROOT}", str(folder))
     group["hooks"][0]["command"] = command
