@@ -4,8 +4,10 @@ Asked at conflict time (a claim that clashes, :func:`agent_link_leases.tools.lea
 and ``agent-link lease``), never on every read: a holder is gone when
 
 * its harness (the address's scheme names an installed one) finds the session and says it
-  is archived or not running (``Session.archived``, ``Session.loaded is False``: a Claude
-  Code session with no live process, a Codex thread no app-server has loaded); or
+  is archived (``Session.archived``), or not running (``Session.loaded is False``: a Claude
+  Code session with no live process, a Codex thread no reachable app-server has loaded) with
+  no activity for :data:`QUIET_MS` (a host agent-link cannot reach, such as a desktop app's
+  private app-server, shows as not loaded while its session works); or
 * it is a plain address (no harness) whose presence expired: no running MCP server serves
   it and no process has read its inbox for :data:`agent_link_core.presence.RECENT_MS`.
 
@@ -32,6 +34,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: the longest (s) one harness may take to say whether a holder's session runs
 CHECK_TIMEOUT_S = 5.0
+#: how long (ms) a session its harness reports not running must have been quiet to count as gone
+QUIET_MS = 10 * 60_000
 log = logging.getLogger(__name__)
 
 
@@ -61,7 +65,12 @@ async def _why_gone(app: App, holder: str, now: int) -> str | None:
         return None
     if session.archived:
         return "session_archived"
-    return "session_not_running" if session.loaded is False else None
+    if session.loaded is not False:
+        return None
+    # Not running for its harness, and quiet for a while: a host agent-link cannot reach (a
+    # desktop app's own app-server) still writes its session's activity
+    last = session.last_activity_ms
+    return "session_not_running" if last is None or now - last > QUIET_MS else None
 
 
 async def gone_holders(app: App, holders: Iterable[str], now: int) -> dict[str, str]:

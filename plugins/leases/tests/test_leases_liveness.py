@@ -1,5 +1,5 @@
 """A lease ends when its holder's session ends: a clashing claim finds the holder gone (its
-harness says the session is not running or archived, or a plain address is served no more),
+harness says the session is archived, or not running and quiet for a while, or a plain address is served no more),
 ends all the holder's leases and goes through; a holder that cannot be told gone keeps them."""
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ BOB = Caller("test:bob", "config", "test")
 
 
 class Hosts(Harness):
-    """Sessions ``live``, ``gone`` (not running), ``old`` (archived); ``broken`` raises,
-    ``slow`` never answers, any other id is unknown."""
+    """Sessions ``live``, ``gone`` (not running, quiet for an hour), ``stopping`` (not
+    running, active a minute ago), ``old`` (archived); ``broken`` raises, ``slow`` never
+    answers, any other id is unknown."""
 
     name = "host"
 
@@ -39,11 +40,13 @@ class Hosts(Harness):
             raise RuntimeError("the host is down")
         if session_id == "slow":
             await asyncio.sleep(3600)
-        states = {"live": (True, False), "gone": (False, False), "old": (None, True)}
+        states = {"live": (True, False, 0), "gone": (False, False, 3_600_000), "stopping": (False, False, 60_000),
+                  "old": (None, True, 0)}
         if session_id not in states:
             return None
-        loaded, archived = states[session_id]
-        return Session(f"host:{session_id}", "host", session_id, loaded=loaded, archived=archived)
+        loaded, archived, quiet_ms = states[session_id]
+        return Session(f"host:{session_id}", "host", session_id, loaded=loaded, archived=archived,
+                       last_activity_ms=now_ms() - quiet_ms)
 
 
 class Plugin:
@@ -78,7 +81,7 @@ async def test_who_counts_as_gone(app: App, monkeypatch: pytest.MonkeyPatch) -> 
     serve(app, "team:served", os.getpid(), RECENT_MS * 2)  # a running server, however old its record
     serve(app, "team:recent", None, 1000)  # read a moment ago
     serve(app, "team:left", dead_pid(), RECENT_MS + 60_000)  # its server died, nobody read since
-    holders = ["host:live", "host:gone", "host:old", "host:unknown", "host:broken", "host:slow",
+    holders = ["host:live", "host:gone", "host:stopping", "host:old", "host:unknown", "host:broken", "host:slow",
                "team:served", "team:recent", "team:left", "team:never-served"]
     assert await gone_holders(app, holders, now_ms()) == {
         "host:gone": "session_not_running", "host:old": "session_archived", "team:left": "presence_expired"}
