@@ -9,7 +9,8 @@ only: the hook fast path uses it).
   output redirections (``>``, ``>>``, ``>|``, ``&>``), and the operands of common file
   commands (``tee``, ``touch``, ``rm``, ``rmdir``, ``mkdir``, ``truncate``, ``shred``,
   ``unlink``, ``mv``, ``cp``, ``install``, ``ln``, ``dd of=``, ``sed -i``, ``perl -i``,
-  ``git mv``/``git rm``), following ``cd`` between commands. What a program writes on its
+  ``git mv``/``git rm``), following ``cd`` between commands; here-document bodies are data,
+  not commands. What a program writes on its
   own (``python script.py``) cannot be seen from the command line and is not reported; nor
   are operands holding a variable, a command substitution or a glob.
 """
@@ -17,6 +18,7 @@ only: the hook fast path uses it).
 from __future__ import annotations
 
 import os
+import re
 import shlex
 
 #: apply_patch header lines naming a file the patch writes
@@ -30,6 +32,8 @@ LAST_OPERAND = frozenset({"cp", "install", "ln", "rsync"})
 WRAPPERS = frozenset({"sudo", "env", "command", "nohup", "time", "nice", "exec", "builtin"})
 SEPARATOR_CHARS = frozenset(";&|()\n")
 UNKNOWABLE = ("$", "`", "*", "?", "[")
+#: a here-document's start: ``<<WORD``, ``<<-WORD``, ``<<'WORD'``, ``<< "WORD"`` (not ``<<<``)
+HEREDOC_RE = re.compile(r"(?<!<)<<(-?)\s*['\"]?([A-Za-z_][A-Za-z0-9_]*)['\"]?")
 
 
 def patch_targets(patch: str, cwd: str) -> list[str]:
@@ -44,9 +48,24 @@ def patch_targets(patch: str, cwd: str) -> list[str]:
     return out
 
 
+def _without_heredocs(command: str) -> str:
+    """``command`` with the bodies of its here-documents removed (``<<WORD`` ... ``WORD``):
+    their lines are data, not commands (and may hold an odd quote)."""
+    out: list[str] = []
+    ends: list[str] = []
+    for line in command.split("\n"):
+        if ends:
+            if (line.lstrip("\t") if ends[0].startswith("-") else line) == ends[0].lstrip("-"):
+                ends.pop(0)
+            continue
+        out.append(line)
+        ends = [dash + word for dash, word in HEREDOC_RE.findall(line)]
+    return "\n".join(out)
+
+
 def _words(command: str) -> list[str] | None:
     """Shell words and operator tokens (newlines kept as separators); None when unparsable."""
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|()<>\n")
+    lexer = shlex.shlex(_without_heredocs(command), posix=True, punctuation_chars=";&|()<>\n")
     lexer.whitespace = " \t\r"
     lexer.commenters = "#"
     try:

@@ -112,6 +112,8 @@ def test_codex_patches_and_shell_writes_are_denied(leased: App, repo: str) -> No
     ("echo $X > $Y", []),  # unknowable target
     ("echo hi >/dev/null", []),
     ("echo 'unclosed", []),
+    ("cat > x.py <<'EOF'\nprint(\"it's\")\nrm -rf data\nEOF\ntouch y", ["x.py", "y"]),  # a here-document's body is data
+    ("cat <<-END >> log\n\tmv a b\n\tEND", ["log"]),
 ])
 def test_shell_targets(command: str, written: list[str]) -> None:
     assert shell_targets(command, "/r") == [f"/r/{w}" for w in written]
