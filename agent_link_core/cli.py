@@ -30,7 +30,7 @@ Exit codes:
   5  find: several matches
   6  wait, send --wait: timed out before an answer
   7  send --require-delivered: not delivered (accepted or queued)
-  130  wait, send --wait: Ctrl-C stopped the wait (stderr says how to wait again)"""
+  130  Ctrl-C stopped the command (wait, send --wait: stderr says how to wait again)"""
 EXIT_UNKNOWN, EXIT_NONE, EXIT_MANY, EXIT_TIMEOUT, EXIT_UNDELIVERED = 3, 4, 5, 6, 7
 JSON_FORMAT_VERSION = 1
 
