@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -14,6 +13,8 @@ def run_blocking(factory: Callable[[], Awaitable[T]]) -> T:
     """Run ``factory()`` to completion on a new event loop in a worker thread and return its
     result (or raise its exception). Usable with or without a running loop in the caller,
     which is blocked meanwhile: keep ``factory`` bounded."""
+    import asyncio
+
     box: dict[str, Any] = {}
 
     async def main() -> T:

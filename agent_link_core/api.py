@@ -133,7 +133,7 @@ def sender(app: App, *, explicit: str | None = None, named: Mapping[str, str] | 
             found = harness.identify_caller(dict(named), {})
             if found is not None and found.known:
                 return Caller(found.address, "explicit", found.host)
-        flags = [o.flag for h in app.harnesses.values() for o in h.sender_options if o.key in named] or sorted(named)
+        flags = [o.flag for h in app.harnesses.declared().values() for o in h.sender_options if o.key in named] or sorted(named)
         raise invalid_arguments([{"path": flags[0].lstrip("-"), "rule": "unknown",
                                   "expected": "a sender an installed harness recognises"}])
     return app.caller()

@@ -6,7 +6,6 @@ Both entry points call these methods, so an MCP tool and its CLI command cannot 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import os
@@ -25,7 +24,7 @@ from agent_link_core.config import Config, load_config
 from agent_link_core.directory import gather_listings, providers_view, rank, session_view, split_address
 from agent_link_core.envelope import MAX_ENVELOPE_BODY_CHARS, MAX_ESCAPED_CHARS, escape_text, render_inbox
 from agent_link_core.errors import AgentLinkError, invalid_arguments
-from agent_link_core.harness import Delivery, Harness, McpPeer
+from agent_link_core.harness import Delivery, Harness, HarnessDeclaration, HarnessTable, McpPeer
 from agent_link_core.identity import prove_sender
 from agent_link_core.mailbox import (
     Mailbox,
@@ -100,7 +99,8 @@ class App:
             report.boundary = hooks.boundary
             hooks.report = report
         hooks.boundary.sink = partial(problem_log.append, config.state_dir)
-        self.harnesses: dict[str, Harness] = dict(hooks.harnesses())
+        #: harnesses by name; a declared one is built (its host's modules imported) when first used
+        self.harnesses = HarnessTable(hooks.harnesses(), self._build_harness)
         #: why this App only reads (its state dir is not writable), else None: see ``read_only_ok``
         self.read_only: AgentLinkError | None = None
         try:
@@ -117,10 +117,32 @@ class App:
         self.waiting: dict[str, int] = {}
         # the MCP client connection when this process is an MCP server (set by the server)
         self.mcp_peer: McpPeer | None = None
-        for harness in list(self.harnesses.values()):
-            plugin = hooks.owner("harness", harness.name)
-            if not hooks.guard_harness(harness, "attach", partial(_attach, harness, self), False) and plugin:
-                hooks.boundary.fault(plugin, f"harness.{harness.name}.attach", "the harness could not attach", disable=True)
+        for harness in self.harnesses.built():
+            self._attach_harness(harness)
+
+    def _attach_harness(self, harness: Harness) -> bool:
+        """Attach a harness to this App; one that cannot attach leaves its plugin out (reported)."""
+        plugin = self.hooks.owner("harness", harness.name)
+        if not self.hooks.guard_harness(harness, "attach", partial(_attach, harness, self), False) and plugin:
+            self.hooks.boundary.fault(plugin, f"harness.{harness.name}.attach", "the harness could not attach", disable=True)
+            return False
+        return True
+
+    def _build_harness(self, declared: HarnessDeclaration) -> Harness | None:
+        """Build and attach a declared harness (its module imported now); None when it cannot
+        be built (reported as its plugin's problem: the harness is gone from this process, the
+        plugin's other contributions stay) or attached (its plugin is left out, as for a
+        registered harness)."""
+        plugin = self.hooks.owner("harness", declared.name) or f"harness {declared.name}"
+        try:
+            harness = declared.build()
+        except (Exception, SystemExit) as exc:  # the plugin's fault: its harness is gone, the rest stays
+            from agent_link_core.boundary import describe
+
+            self.hooks.boundary.fault(plugin, f"harness.{declared.name}.build", f"cannot load: {describe(exc)}",
+                                      exc=exc if isinstance(exc, Exception) else None)
+            return None
+        return harness if self._attach_harness(harness) else None
 
     def _open_store(self, path: str, migrations: list[Any]) -> Store:
         """Open the database with the core's migrations, then each plugin's: a plugin whose
@@ -169,7 +191,7 @@ class App:
 
     async def aclose(self) -> None:
         """Shut the harnesses down (each failure logged), then close the database."""
-        for harness in self.harnesses.values():
+        for harness in self.harnesses.built():
             try:
                 await harness.aclose()
             except Exception:
@@ -179,6 +201,11 @@ class App:
     def close(self) -> None:
         """:meth:`aclose` for code without a running event loop (the CLI, scripts). Inside a
         running loop it can only close the database: await :meth:`aclose` there."""
+        if not self.harnesses.built():  # nothing to shut down: no event loop (nor asyncio) needed
+            self.store.close()
+            return
+        import asyncio
+
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -203,8 +230,13 @@ class App:
         ``AGENT_LINK_ADDRESS``, else ``external``."""
         meta = meta or {}
         preferred = self.config.get("AGENT_LINK_HOST")
-        ordered = sorted(self.harnesses.values(), key=lambda h: (h.name != preferred, h.name))
-        for harness in ordered:
+        for name in sorted(self.harnesses, key=lambda n: (n != preferred, n)):
+            entry = self.harnesses.declared().get(name)
+            if isinstance(entry, HarnessDeclaration) and not entry.may_identify(meta, self.env):
+                continue  # it could not name the caller: not built for nothing
+            harness = self.harnesses.get(name)
+            if harness is None:
+                continue
             # A harness that fails here loses its own callers only (reported); the next one is asked.
             found = self.hooks.guard_harness(harness, "identify_caller", partial(harness.identify_caller, meta, self.env))
             if found is not None and not isinstance(found, Caller):
@@ -227,7 +259,7 @@ class App:
         configured = self.config.get("AGENT_LINK_HOST")
         if configured:
             return {"host": configured, "source": "AGENT_LINK_HOST", "variable": "AGENT_LINK_HOST"}
-        for harness in sorted(self.harnesses.values(), key=lambda h: (h.host_priority, h.name)):
+        for harness in sorted(self.harnesses.declared().values(), key=lambda h: (h.host_priority, h.name)):
             for variable in harness.host_variables:
                 if self.env.get(variable):
                     return {"host": harness.name, "source": "environment", "variable": variable}
@@ -319,8 +351,9 @@ class App:
         out: dict[str, Any] = {"query": query, "best": None, "candidates": [], "via": None}
         if is_address(query):
             scheme, ident = split_address(query)
-            if scheme in self.harnesses:
-                session = await self._get_session(self.harnesses[scheme], ident)
+            owner = self.harnesses.get(scheme)  # None too when its harness cannot be built (reported)
+            if owner is not None:
+                session = await self._get_session(owner, ident)
                 if session is None:
                     return {**out, "status": "not_found"}
                 view = session_view(session)
@@ -341,6 +374,8 @@ class App:
             # An address of a harness nobody installed: mail to it still works.
             best = {"address": query, "harness": scheme, "known": False}
             return {**out, "status": "resolved", "best": best, "candidates": [best]}
+        import asyncio
+
         chosen = [h for h in self.harnesses.values() if harness in ("all", h.name)]
         direct = [s for s in await asyncio.gather(*(self._get_session(h, query) for h in chosen)) if s is not None]
         if len(direct) == 1:  # one lookup beats scanning listings that may be capped
@@ -374,8 +409,9 @@ class App:
         """
         if is_address(to):
             scheme, ident = split_address(to)
-            if scheme in self.harnesses:
-                session = await self._get_session(self.harnesses[scheme], ident)
+            owner = self.harnesses.get(scheme)  # None too when its harness cannot be built (reported)
+            if owner is not None:
+                session = await self._get_session(owner, ident)
                 if session is None:
                     raise AgentLinkError("not_found", f"No session {to} is known.", {"query": to, "candidates": []})
                 if session.archived and not allow_archived:
@@ -513,6 +549,8 @@ class App:
         size = len(envelope.encode("utf-8"))
         bound_s = PUSH_BUDGETS * self.hooks.boundary.timeout_ms / 1000 or None
         sigints = interrupts()
+        import asyncio
+
         try:
             # asyncio.timeout, not wait_for: the plugin's coroutine runs in this task, so its
             # SystemExit or KeyboardInterrupt is caught below instead of stopping the event loop
@@ -882,6 +920,8 @@ class App:
         push_left = caller.known
         # Armed before the first check: a commit after that check wakes the wait at once (a
         # commit before it, the check sees); poll_ms stays the fallback re-check.
+        import asyncio
+
         wakeup = Wakeup(self.store.path)
         try:
             while True:

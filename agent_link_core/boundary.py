@@ -28,13 +28,13 @@ Records a plugin contributes through ``register`` callbacks are checked here too
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import inspect
 import json
 import logging
 import re
 import signal
+import sys
 import threading
 import time
 import types
@@ -313,15 +313,23 @@ RESULT_CHECKS: dict[str, Callable[[Any, str], str | None]] = {
 
 
 def check_harness(record: Any) -> None:
-    """Refuse a harness that is not a :class:`~agent_link_core.harness.Harness` with a valid name."""
-    from agent_link_core.harness import Harness
+    """Refuse a harness that is not a :class:`~agent_link_core.harness.Harness` (or a
+    :class:`~agent_link_core.harness.HarnessDeclaration` with a ``module:attribute`` target)
+    with a valid name."""
+    from agent_link_core.harness import Harness, HarnessDeclaration
 
-    if not isinstance(record, Harness):
+    if not isinstance(record, (Harness, HarnessDeclaration)):
         raise Refused(f"registered a {type(record).__name__}, not a Harness", "Subclass agent_link_core.harness.Harness.")
     name = getattr(record, "name", None)
     if not isinstance(name, str) or not HARNESS_NAME_RE.match(name):
         raise Refused(f"registered a harness named {name!r}",
                       "A harness name is its address scheme: 1-32 of a-z 0-9 -, starting with a letter.")
+    if isinstance(record, HarnessDeclaration):
+        module, sep, attribute = record.target.partition(":") if isinstance(record.target, str) else ("", "", "")
+        if not (module and sep and attribute):
+            raise Refused(f"declared harness {name!r} with target {record.target!r}",
+                          "Give the harness class as 'package.module:ClassName'.")
+        return
     options: Any = getattr(record, "send_options", frozenset())
     if not isinstance(options, (set, frozenset)) or not all(isinstance(o, str) for o in options):
         raise Refused(f"harness {name!r} declares send_options that are not a set of strings",
@@ -539,7 +547,8 @@ def plugin_fault(exc: BaseException, sigints_before: int) -> bool:
     the usual way in is :meth:`Boundary.call` / :meth:`Boundary.acall`."""
     if _real_interrupt(exc, sigints_before):
         return False
-    if isinstance(exc, asyncio.CancelledError):
+    asyncio = sys.modules.get("asyncio")  # never imported: no task was cancelled
+    if asyncio is not None and isinstance(exc, asyncio.CancelledError):
         try:
             task = asyncio.current_task()
         except RuntimeError:
@@ -729,6 +738,8 @@ class Boundary:
         """
         if plugin in self.disabled:
             return default
+        import asyncio
+
         sigints = _sigints
         token = _PLUGIN.set(plugin)
         started = time.perf_counter()

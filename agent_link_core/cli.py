@@ -30,7 +30,7 @@ Exit codes:
   5  find: several matches
   6  wait, send --wait: timed out before an answer
   7  send --require-delivered: not delivered (accepted or queued)
-  130  wait, send --wait: Ctrl-C stopped the wait (stderr says how to wait again)"""
+  130  Ctrl-C stopped the command (wait, send --wait: stderr says how to wait again)"""
 EXIT_UNKNOWN, EXIT_NONE, EXIT_MANY, EXIT_TIMEOUT, EXIT_UNDELIVERED = 3, 4, 5, 6, 7
 JSON_FORMAT_VERSION = 1
 
@@ -220,10 +220,29 @@ def _print_health(h: dict[str, Any]) -> None:
                    + (f" ({legacy['hint']})" if legacy.get("hint") else ""))
 
 
+def interrupted(command: str | None = None) -> NoReturn:
+    """End a command stopped by Ctrl-C: one stderr line, exit 130 (what a shell reports for
+    SIGINT), as the waiting commands do. Click's own handling would print "Aborted!" and exit 1.
+
+    :param command: the command's path after ``agent-link`` (``send``, ``install codex``), if known.
+    """
+    where = f"agent-link {command}" if command else "agent-link"
+    click.echo(f"{where}: stopped by Ctrl-C (what it had finished stays done).", err=True)
+    sys.exit(130)
+
+
 class AgentLinkGroup(click.Group):
     """Root group: loads plugin commands lazily, the first time a command is looked up."""
 
     _plugins_loaded = False
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; Ctrl-C ends it with :func:`interrupted` (the waiting commands say
+        more themselves, as they catch it first)."""
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            interrupted(ctx.invoked_subcommand)
 
     def _load_plugin_commands(self, ctx: click.Context, for_health: bool = False) -> None:
         if self._plugins_loaded:
@@ -258,7 +277,7 @@ def sender_options(app: App) -> list[Any]:
     """The sender options (:class:`~agent_link_core.harness.SenderOption`) of every harness,
     one per flag (the first harness by name declaring a flag defines it)."""
     seen: dict[str, Any] = {}
-    for _, harness in sorted(app.harnesses.items()):
+    for _, harness in sorted(app.harnesses.declared().items()):  # declared: no harness is built for its flags
         for option in harness.sender_options:
             seen.setdefault(option.flag, option)
     return list(seen.values())
@@ -376,9 +395,10 @@ def build_cli() -> click.Group:
         except AgentLinkError as exc:
             fail(exc)
         if reading and me.known:  # named or not, the reader must be proved (identity.prove_reader)
-            from agent_link_core.identity import prove_reader
+            from agent_link_core.identity import prove_reader, reader_proved_here
 
-            run_async(prove_reader(app, me.address))  # refused: one line, exit 1
+            if not reader_proved_here(app, me.address):
+                run_async(prove_reader(app, me.address))  # refused: one line, exit 1
         return me
 
     def as_caller(app: App, as_address: str | None) -> Any:
@@ -387,7 +407,7 @@ def build_cli() -> click.Group:
         address itself or a process with ``AGENT_LINK_INSPECT_ALL`` reads as it; a one-line
         error and exit otherwise)."""
         from agent_link_core.cli_text import address_error
-        from agent_link_core.identity import prove_reader
+        from agent_link_core.identity import prove_reader, reader_proved_here
         from agent_link_core.model import Caller, address_scheme
 
         if as_address is None:
@@ -398,7 +418,7 @@ def build_cli() -> click.Group:
             if problem is not None:
                 fail(problem)
             me, address = Caller(as_address, "cli", address_scheme(as_address)), as_address
-        if address is not None:
+        if address is not None and not reader_proved_here(app, address):
             run_async(prove_reader(app, address))  # refused: one line, exit 1
         return me
 
@@ -1062,8 +1082,8 @@ def main() -> None:
 
     try:
         build_cli()(prog_name="agent-link")
-    except KeyboardInterrupt:  # `watch` and long waits end this way; no traceback for it
-        sys.exit(130)
+    except KeyboardInterrupt:  # before or after a command ran (starting up, parsing): no traceback for it
+        interrupted()
     except OSError as exc:
         import errno
 

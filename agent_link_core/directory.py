@@ -7,7 +7,6 @@ than a guess, and a harness that could not be read is reported in ``providers``.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import json
@@ -54,6 +53,7 @@ async def gather_listings(
         answered with something other than a :class:`SessionListing` (the App reports it as
         that harness's plugin's problem).
     """
+    import asyncio
 
     async def one(harness: Harness) -> SessionListing:
         sigints = interrupts()
@@ -85,7 +85,8 @@ async def gather_listings(
             return SessionListing(newest, listing.provider, complete=False)
         return listing
 
-    chosen = {n: h for n, h in harnesses.items() if only in (None, "all", n)}
+    # by name first: asking one harness builds only that one (a declared harness is built on access)
+    chosen = {n: h for n in list(harnesses) if only in (None, "all", n) and (h := harnesses.get(n)) is not None}
     results = await asyncio.gather(*(one(h) for h in chosen.values()))
     return dict(zip(chosen, results))
 

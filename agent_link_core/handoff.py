@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from agent_link_core.procs import pid_alive
 from agent_link_core.store import Migration, now_ms
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -106,4 +105,6 @@ def held(store: Store, row: Any) -> bool:
 
 
 def _live(wait: Any) -> bool:
+    from agent_link_core.procs import pid_alive  # socket and psutil: only once a wait is on record
+
     return now_ms() - int(wait["started_at"]) <= MAX_WAIT_MS and pid_alive(int(wait["pid"]))

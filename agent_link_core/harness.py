@@ -8,7 +8,7 @@ async; none may block the event loop.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -178,6 +178,121 @@ class SenderOption:
     def param(self) -> str:
         """The click parameter name (``--from-x`` -> ``from_x``)."""
         return self.flag.lstrip("-").replace("-", "_")
+
+
+@dataclass(frozen=True)
+class HarnessDeclaration:
+    """A harness registered by what the core reads without its code; the harness itself is
+    built from ``target`` the first time a command needs it (discovery, delivery, a caller
+    only its host can name). Register one instead of an instance to keep the host's modules
+    out of processes that never talk to that host (``agent-link inbox``, a send to a plain
+    address).
+
+    Every field but ``target`` and ``caller_variables`` must equal the built harness's
+    attribute of the same name (a plugin's test should compare them).
+
+    :param name: the address scheme, as :attr:`Harness.name`.
+    :param target: ``"package.module:attribute"`` of the :class:`Harness` subclass (or of a
+        function without arguments returning the harness).
+    :param session_kind: as :attr:`Harness.session_kind`.
+    :param host_variables: as :attr:`Harness.host_variables`.
+    :param host_priority: as :attr:`Harness.host_priority`.
+    :param sender_options: as :attr:`Harness.sender_options`.
+    :param caller_variables: environment variables without which (and without a request's
+        ``_meta``) :meth:`Harness.identify_caller` answers None: the harness is not built just
+        to be asked who is calling when none of them is set.
+    """
+
+    name: str
+    target: str
+    session_kind: str = ""
+    host_variables: tuple[str, ...] = ()
+    host_priority: int = 100
+    sender_options: tuple[SenderOption, ...] = ()
+    caller_variables: tuple[str, ...] = ()
+
+    def may_identify(self, meta: Mapping[str, Any], env: Mapping[str, str]) -> bool:
+        """Whether the harness could name the caller from ``meta`` and ``env`` (so must be built)."""
+        return bool(meta) or any((env.get(v) or "").strip() for v in self.caller_variables)
+
+    def build(self) -> Harness:
+        """The harness, its module imported now.
+
+        :raises Exception: whatever importing or building it raises; ``TypeError`` when the
+            target is not a :class:`Harness` named :attr:`name`.
+        """
+        import importlib
+
+        module, _, attribute = self.target.partition(":")
+        made = getattr(importlib.import_module(module), attribute)()
+        if not isinstance(made, Harness) or made.name != self.name:
+            raise TypeError(f"{self.target} built a {type(made).__name__} named {getattr(made, 'name', None)!r}, "
+                            f"not the Harness {self.name!r} it declares")
+        return made
+
+
+class HarnessTable(MutableMapping[str, "Harness"]):
+    """The harnesses of an App by name: declared ones are built on first access.
+
+    Membership, ``len`` and iteration over the names never build anything; ``[name]``,
+    ``get``, ``values()`` and ``items()`` build what they return. :meth:`declared` gives
+    what the core reads without building (a :class:`Harness` or a
+    :class:`HarnessDeclaration` per name).
+
+    :param entries: ``{name: Harness | HarnessDeclaration}``.
+    :param build: ``(declaration) -> Harness | None``: builds and attaches one (None when it
+        failed; the builder reports the failure and may drop the name from this table).
+    """
+
+    def __init__(self, entries: Mapping[str, Harness | HarnessDeclaration],
+                 build: Callable[[HarnessDeclaration], Harness | None]) -> None:
+        self._entries: dict[str, Harness | HarnessDeclaration] = dict(entries)
+        self._build = build
+
+    def __getitem__(self, name: str) -> Harness:
+        entry = self._entries[name]
+        if isinstance(entry, HarnessDeclaration):
+            built = self._build(entry)
+            if built is None or self._entries.get(name) is not entry:  # failed, or left out meanwhile
+                self._entries.pop(name, None)
+                raise KeyError(name)
+            self._entries[name] = entry = built
+        return entry
+
+    def __setitem__(self, name: str, harness: Harness) -> None:
+        self._entries[name] = harness
+
+    def __delitem__(self, name: str) -> None:
+        del self._entries[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._entries))
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def pop(self, name: str, *default: Any) -> Any:  # type: ignore[override]
+        """Remove ``name`` without building it; its entry (built or declared), or ``default``."""
+        return self._entries.pop(name, *default)
+
+    def items(self) -> list[tuple[str, Harness]]:  # type: ignore[override]
+        """``[(name, harness)]``, each built now; one that cannot be built is left out."""
+        return [(name, h) for name in list(self._entries) if (h := self.get(name)) is not None]
+
+    def values(self) -> list[Harness]:  # type: ignore[override]
+        """Every harness, each built now; one that cannot be built is left out."""
+        return [h for _, h in self.items()]
+
+    def declared(self) -> dict[str, Harness | HarnessDeclaration]:
+        """``{name: harness or declaration}``, nothing built."""
+        return dict(self._entries)
+
+    def built(self) -> list[Harness]:
+        """The harnesses built so far (registered instances included)."""
+        return [h for h in self._entries.values() if isinstance(h, Harness)]
 
 
 class Harness:

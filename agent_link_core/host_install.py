@@ -19,16 +19,17 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
-import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from agent_link_core.errors import AgentLinkError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pathlib import Path
 
 #: The launcher line :func:`stage_folder` fills in (the plugin's copy leaves it empty).
 LAUNCHER = "hooks/agent-link.sh"
@@ -59,6 +60,8 @@ class Step:
 def plugin_dir(host: str, env: Mapping[str, str] | None = None) -> Path:
     """Where ``agent-link install <host>`` keeps the folder the host runs:
     ``$XDG_DATA_HOME/agent-link/host-plugins/<host>`` (default ``~/.local/share/...``)."""
+    from pathlib import Path
+
     env = os.environ if env is None else env
     base = env.get("XDG_DATA_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".local", "share")
     return Path(base) / "agent-link" / "host-plugins" / host
@@ -71,6 +74,9 @@ def agent_link_executable() -> Path:
     :raises AgentLinkError: ``internal_error`` when neither exists (agent-link was started some
         other way, e.g. ``python -m agent_link_core``).
     """
+    import shutil
+    from pathlib import Path
+
     beside = Path(sys.executable).with_name("agent-link")
     if beside.is_file() and os.access(beside, os.X_OK):
         return beside.absolute()
@@ -88,6 +94,8 @@ def stage_folder(source: Path, dest: Path, executable: Path, extra: Mapping[str,
 
     :raises AgentLinkError: ``internal_error`` when ``source`` has no launcher with that line.
     """
+    import shutil
+
     launcher = source / LAUNCHER
     text = launcher.read_text(encoding="utf-8") if launcher.is_file() else ""
     if LAUNCHER_LINE not in text.splitlines():
@@ -107,6 +115,8 @@ def stage_folder(source: Path, dest: Path, executable: Path, extra: Mapping[str,
 
 def remove_folder(path: Path) -> None:
     """Remove ``path`` and then its parents up to ``agent-link`` while they are empty."""
+    import shutil
+
     shutil.rmtree(path, ignore_errors=True)
     for parent in path.parents:
         try:
@@ -128,6 +138,8 @@ def run_steps(steps: Sequence[Step], *, dry_run: bool, echo: Callable[[str], Non
     :raises AgentLinkError: ``upstream_error`` naming the failed step, with the command's
         last output lines in ``details.output``.
     """
+    import subprocess
+
     for n, step in enumerate(steps, 1):
         command = f"  $ {shlex.join(step.argv)}" if step.argv is not None else ""
         echo(f"{n}. {step.text}" + ("" if not command else "\n" + command))
@@ -197,6 +209,8 @@ def host_command(harness: str, name: str, explicit: str | None, env: Mapping[str
 
     :raises AgentLinkError: ``<harness>_unavailable`` when it is not there (not for a dry run).
     """
+    import shutil
+
     found = explicit if explicit and os.access(explicit, os.X_OK) else None
     if not explicit:
         found = shutil.which(name, path=(os.environ if env is None else env).get("PATH"))

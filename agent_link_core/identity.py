@@ -95,6 +95,16 @@ async def prove_sender(app: App, caller: Caller) -> tuple[Caller, list[dict[str,
     return dataclasses.replace(caller, proven=False), [warning]
 
 
+def reader_proved_here(app: App, address: str) -> bool:
+    """True when :func:`prove_reader` lets this process read as ``address`` without asking a
+    host (``AGENT_LINK_INSPECT_ALL``, or ``AGENT_LINK_ADDRESS`` names it): a command then
+    needs no event loop for the check. False means: await :func:`prove_reader`."""
+    if app.config.get("AGENT_LINK_INSPECT_ALL"):
+        return True
+    me = app.caller()
+    return me.known and me.address == address and me.source == "config"
+
+
 async def prove_reader(app: App, address: str) -> None:
     """Refuse to read the mail of ``address`` for a process that is not proved to be it.
 

@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sqlite3
+import threading
+import time
 
 from agent_link_core.addresses import ANTICIPATIONS, EXTERNAL, is_address, is_ulid
 from agent_link_core.envelope import MAX_BODY_BYTES, EnvelopeMessage, escape_text, render_envelope, sanitize_text
@@ -54,11 +57,26 @@ STATE_BATCH = 500
 STATUS_BY_KIND = {"reply": "replied", "decline": "declined", "done": "done"}
 
 
-def new_message_id() -> str:
-    """A new ULID (26 Crockford base-32 characters)."""
-    from ulid import ULID
+#: ULID's alphabet (Crockford's base 32)
+CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+_last_id = [0, 0]  # (epoch ms, 80-bit randomness) of the newest id this process made
+_id_lock = threading.Lock()
 
-    return str(ULID())
+
+def new_message_id() -> str:
+    """A new ULID (26 Crockford base-32 characters: 48 bits of epoch ms, 80 random bits),
+    increasing within the process as python-ulid's ``ULID()`` is (the same millisecond, or a
+    clock that went back, adds one to the last id's randomness). Made here because importing
+    python-ulid reads package metadata (``importlib.metadata``), a large share of a CLI send."""
+    with _id_lock:
+        ms, rand = time.time_ns() // 1_000_000, int.from_bytes(os.urandom(10), "big")
+        if ms <= _last_id[0]:
+            ms, rand = _last_id[0], _last_id[1] + 1
+            if rand >> 80:  # 2**80 ids in one millisecond: borrow the next one
+                ms, rand = ms + 1, 0
+        _last_id[:] = [ms, rand]
+    value = (ms << 80) | rand
+    return "".join(CROCKFORD[(value >> shift) & 31] for shift in range(125, -1, -5))
 
 
 def ulid_of_uuid(value: str) -> str | None:

@@ -364,7 +364,13 @@ class Hooks:
         First checks each harness's send options and result fields, which become part of
         ``message_agent``: a harness whose declarations are refused leaves its plugin out."""
         if "tool" not in self._records:
-            for name, harness in list(self.harnesses().items()):
+            from agent_link_core.harness import HarnessDeclaration
+
+            # the built harnesses: what a declared one declares for message_agent is in its code
+            harnesses = self.app.harnesses if self.app is not None else self.harnesses()
+            for name, harness in list(harnesses.items()):
+                if harness is None or isinstance(harness, HarnessDeclaration):
+                    continue
                 try:
                     check_send_declarations(harness)
                 except Refused as exc:

@@ -12,7 +12,6 @@ so two MCP clients without a host plugin can find each other.
 
 from __future__ import annotations
 
-import difflib
 import logging
 import os
 from collections.abc import Collection, Mapping
@@ -173,6 +172,8 @@ def suggestions(store: Store, address: str, extra: list[str] | None = None, harn
     """
     pool = sorted(set(reachable_addresses(store, harnesses)) | set(extra or []))
     pool = [a for a in pool if a != address]
+    import difflib  # only when there is an address to suggest for
+
     close = difflib.get_close_matches(address, pool, n=MAX_SUGGESTIONS, cutoff=0.6)
     if not close:  # a wrong harness with the right id ("tema:bob") still finds "team:bob"
         ident = address.split(":", 1)[-1]

@@ -424,3 +424,32 @@ def test_from_on_commands_that_show_mail_says_the_rule_it_is_held_to() -> None:
     assert bare.returncode == 1 and "Only team:alice may read its mail here" in bare.stderr
     assert "AGENT_LINK_INSPECT_ALL=1" in bare.stderr
     assert run("status", mid, "--from", "team:alice").returncode == 0  # inside team:alice's session
+
+
+def test_interrupting_a_command_that_does_not_wait_is_one_line_and_exit_130(isolated_env: Path) -> None:
+    """Ctrl-C of any other command (here a send reading its text from stdin) ends as the waits
+    do: exit 130 and one line naming the command, never click's "Aborted!" with exit 1."""
+    import time
+
+    import psutil
+
+    env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS, "AGENT_LINK_ADDRESS": "team:alice"}
+    sender = subprocess.Popen([AGENT_LINK, "send", "team:bob", "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, env=env, text=True, preexec_fn=ctrl_c_works)
+    try:
+        child = psutil.Process(sender.pid)
+        deadline = time.monotonic() + RUN_BOUND_S  # a bound for a hung start, never a speed expectation
+        # the command runs once it has opened the database; then it sleeps only reading stdin
+        while not (any(f.path.endswith(".db") for f in child.open_files()) and child.status() == psutil.STATUS_SLEEPING):
+            assert time.monotonic() < deadline and sender.poll() is None, "the send never started reading stdin"
+            time.sleep(0.02)
+        sender.send_signal(signal.SIGINT)
+        out, err = sender.communicate(timeout=RUN_BOUND_S)
+    finally:
+        if sender.poll() is None:
+            sender.kill()
+            sender.wait()
+    assert sender.returncode == 130, err
+    assert err.splitlines() == ["agent-link send: stopped by Ctrl-C (what it had finished stays done)."], err
+    assert out == ""
+    assert json.loads(run("inbox", "--as", "team:bob", "--all", "--json").stdout)["messages"] == []  # nothing was sent

@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any
 from agent_link_core import hookimpl
 from agent_link_core.contribute import migrations, registers
 from agent_link_core.config import Setting
+from agent_link_core.harness import HarnessDeclaration
 from agent_link_core.store import Migration
 
 if TYPE_CHECKING:  # pragma: no cover
     import click
 
-    from agent_link_core.harness import Harness
     from agent_link_core.surface import PluginApp
 
 #: The plugin's name: its entry point's name, its migrations' owner, its address scheme.
@@ -38,11 +38,16 @@ MIGRATIONS = (
 )
 
 
-@hookimpl
-def agent_link_register_harnesses(register: Callable[[Harness], None]) -> None:
-    from agent_link_filehost.harness import FileHostHarness
+#: The harness, declared by what the core reads without its code (the name, the variable
+#: naming the caller): :mod:`agent_link_filehost.harness` is imported the first time a
+#: command lists, resolves or delivers to filehost sessions, or runs inside one. A command
+#: that only reads the mailbox never imports it.
+HARNESS = HarnessDeclaration(NAME, "agent_link_filehost.harness:FileHostHarness", caller_variables=("FILEHOST_SESSION",))
 
-    register(FileHostHarness())
+
+@hookimpl
+def agent_link_register_harnesses(register: Callable[[HarnessDeclaration], None]) -> None:
+    register(HARNESS)
 
 
 # Fixed records: one line each (agent_link_core.contribute); the tool's module is imported

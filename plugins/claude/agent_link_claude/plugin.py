@@ -15,10 +15,10 @@ import click
 from agent_link_core import hookimpl
 from agent_link_core.contribute import registers
 from agent_link_core.config import Setting
+from agent_link_core.harness import HarnessDeclaration
 from agent_link_core.records import PromptHook
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agent_link_core.harness import Harness
     from agent_link_core.mailbox import OutgoingMessage, SendContext
 
 SETTINGS = (
@@ -33,11 +33,20 @@ SETTINGS = (
 )
 
 
-@hookimpl
-def agent_link_register_harnesses(register: Callable[[Harness], None]) -> None:
-    from agent_link_claude.harness import ClaudeHarness
+#: the ``claude`` harness as the core reads it without its code (transcripts, the inbox
+#: socket, channels): built when a command talks to Claude Code or runs inside a session
+#: (``identify_caller`` needs a session variable: ``agent_link_claude.harness._env_session_id``)
+HARNESS = HarnessDeclaration(
+    "claude", "agent_link_claude.harness:ClaudeHarness", session_kind="claude_session",
+    host_variables=("CLAUDE_PROJECT_DIR", "CLAUDE_PLUGIN_ROOT", "CLAUDE_SESSION_ID", "CLAUDE_CODE_SESSION_ID"),
+    host_priority=10, caller_variables=("CLAUDE_CODE_SESSION_ID", "CLAUDE_SESSION_ID"),
+)
 
-    register(ClaudeHarness())
+
+@hookimpl
+def agent_link_register_harnesses(register: Callable[[HarnessDeclaration], None]) -> None:
+    """The ``claude`` harness (declared: :data:`HARNESS`)."""
+    register(HARNESS)
 
 
 @hookimpl

@@ -76,3 +76,34 @@ def test_claude_runs_without_agent_link_after_install(tmp_path: Path) -> None:
         agent_link.write_bytes(script)
         agent_link.chmod(0o755)
         assert any(SERVER_RULE in name for name in answer("back again", "Back."))
+
+
+SLOW_S = 40  # longer than Claude Code's MCP connect timeout (30 s, "Starting connection with timeout of 30000ms")
+
+
+def test_claude_answers_without_waiting_for_a_slow_agent_link(tmp_path: Path) -> None:
+    """agent-link slow to start (here: 40 s before ``agent-link mcp`` even runs, longer than
+    Claude Code's connect timeout) never holds ``claude -p`` up: it answers the prompt without
+    agent-link's tools, and its MCP log says it gave the connection up. Measured on the pinned
+    Claude Code: ``claude -p`` never waits for a plugin's MCP server to build its first request."""
+    agent_link = agent_link_elsewhere(tmp_path / "elsewhere")
+    slow = tmp_path / "slow-agent-link"
+    slow.write_text(f'#!/bin/sh\nif [ "$1" = mcp ]; then sleep {SLOW_S}; fi\nexec "{agent_link}" "$@"\n')
+    slow.chmod(0o755)
+    venv_bin = Path(sys.executable).parent.resolve()
+    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if Path(p).resolve() != venv_bin)
+    cwd = tmp_path / "project"
+    cwd.mkdir()
+    with MessagesStub() as stub:
+        host = ClaudeHost.create(tmp_path / "home", stub=stub, env={"PATH": path, "AGENT_LINK_BIN": str(slow),
+                                                                    "AGENT_LINK_STATE_DIR": str(tmp_path / "state")})
+        done = subprocess.run([str(agent_link), "install", "claude", "--host-bin", str(host.binary)], env=host.environ(),
+                              cwd=cwd, capture_output=True, text=True, timeout=BOUND_S, check=False)
+        assert done.returncode == 0, done.stderr[-4000:]
+        stub.enqueue("Answered while agent-link starts.")
+        ran = host.run_p("are you there?", cwd=cwd, timeout_s=BOUND_S)
+        assert ran.returncode == 0, ran.stderr[-4000:]
+        assert "Answered while agent-link starts." in ran.stdout, ran.stdout[-2000:]
+        assert not any(SERVER_RULE in name for name in stub.main_requests[-1].tool_names())
+        log = mcp_log(tmp_path / "home")
+        assert "Starting connection" in log and "Successfully connected" not in log, log[-3000:]

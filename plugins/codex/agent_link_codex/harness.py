@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from agent_link_core.callmeta import meta_text
 from agent_link_core.envelope import envelope_title, iso_ms
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.harness import Delivery, Harness, McpPeer, OutputBudget, SendOption, SenderOption, SessionListing
+from agent_link_core.harness import Delivery, Harness, McpPeer, OutputBudget, SendOption, SessionListing
 from agent_link_core.model import RAW_TITLE_CHARS, Caller, Session
 from agent_link_core.reminders import DueReminders
 from agent_link_core.store import Store, now_ms
@@ -36,6 +36,7 @@ from agent_link_core.tools.schemas import PATH
 
 from agent_link_codex.endpoints import EndpointRegistry, explicit
 from agent_link_codex.proof import Prover
+from agent_link_codex.plugin import SENDER_OPTIONS
 from agent_link_codex.settings import VERIFIED_CODEX_VERSION, codex_home
 
 if TYPE_CHECKING:  # annotations only: these modules load in the methods that use them
@@ -214,11 +215,7 @@ class CodexHarness(Harness):
                               "allowParallelTurn", "allowTargetOverride"})
     send_option_specs = SEND_OPTION_SPECS
     # `agent-link send --from-thread T [--from-endpoint E]`: identify_caller gets exactly these keys
-    sender_options = (
-        SenderOption("--from-thread", "threadId", "Act as this Codex thread (unverified), when not inside one."),
-        SenderOption("--from-endpoint", "endpointId", "The Codex app-server endpoint of --from-thread, when several know it.",
-                     requires="--from-thread"),
-    )
+    sender_options = SENDER_OPTIONS
     send_result_fields = {"turnId": {"type": ["string", "null"]}, "threadId": {"type": "string"}, "switches": {"type": "array"},
                           "switchReceipts": {"type": "array"},
                           # the separate facts of a send (send_facets)

@@ -7,14 +7,12 @@ so the harness module loads only when harnesses are registered.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+
 
 from agent_link_core import hookimpl
 from agent_link_core.config import Setting
 from agent_link_core.contribute import registers
-
-if TYPE_CHECKING:  # pragma: no cover
-    from agent_link_core.harness import Harness
+from agent_link_core.harness import HarnessDeclaration
 
 #: The plugin's name: its entry point's name and its address scheme.
 NAME = "opencode"
@@ -33,8 +31,12 @@ PASSWORD_SETTING = Setting(
 agent_link_register_settings = registers([SERVERS_SETTING, PASSWORD_SETTING])
 
 
-@hookimpl
-def agent_link_register_harnesses(register: Callable[[Harness], None]) -> None:
-    from agent_link_opencode.harness import OpencodeHarness
+#: the ``opencode`` harness as the core reads it without its code: built when a command lists,
+#: resolves or delivers to opencode sessions (it never names the caller)
+HARNESS = HarnessDeclaration(NAME, "agent_link_opencode.harness:OpencodeHarness", session_kind="opencode_session")
 
-    register(OpencodeHarness())
+
+@hookimpl
+def agent_link_register_harnesses(register: Callable[[HarnessDeclaration], None]) -> None:
+    """The ``opencode`` harness (declared: :data:`HARNESS`)."""
+    register(HARNESS)

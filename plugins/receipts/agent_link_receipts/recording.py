@@ -38,7 +38,7 @@ def record(app: App, event: Event) -> list[dict[str, Any]]:
     row = None
     if event.message_id is not None and (event.kind == "sent" or event.kind in LIFECYCLE_KINDS):
         row = app.mailbox.get_row(event.message_id)  # the same connection: sees an uncommitted row
-    kinds = {name: h.session_kind or name for name, h in app.harnesses.items()}
+    kinds = {name: h.session_kind or name for name, h in app.harnesses.declared().items()}  # none built for this
     if row is None and "caller" in event.data:
         event = _with_origin(event, app)
     receipt = message_receipt(event, Mailbox.row_dict(row), host, kinds) if row is not None else harness_receipt(event, host, kinds)
