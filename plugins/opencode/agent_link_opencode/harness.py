@@ -13,7 +13,8 @@ A server that does not answer, refuses the password or answers something else th
 the listing incomplete with a provider report naming it, never an empty list. A session two
 servers list (servers sharing one data folder) is listed once, from the first server named.
 
-Not done yet: identity, delivery (``receive.push`` is None: mail waits in the inbox).
+Delivery: :mod:`agent_link_opencode.delivery` (``prompt_async``, delivered on the session's
+own record of the user message).
 """
 
 from __future__ import annotations
@@ -25,8 +26,11 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
-from agent_link_core.harness import Harness, SessionListing
+from agent_link_core.errors import AgentLinkError
+from agent_link_core.harness import Delivery, Harness, SessionListing
 from agent_link_core.model import Session
+
+VIA = "opencode-prompt"
 
 NAME = "opencode"
 SESSION_ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
@@ -64,18 +68,24 @@ def parse_servers(raw: str | None) -> tuple[list[str], list[str]]:
     return urls, bad
 
 
-def fetch_json(base_url: str, path: str, password: str | None, timeout_s: float = REQUEST_TIMEOUT_S) -> Any:
-    """``GET base_url + path`` without any proxy, decoded as JSON.
+def call_api(base_url: str, method: str, path: str, body: Any, password: str | None,
+             timeout_s: float = REQUEST_TIMEOUT_S) -> Any:
+    """``method base_url + path`` without any proxy, the answer decoded as JSON.
 
+    :param body: a JSON-able request body, or None for none.
     :param password: sent as basic auth (user ``opencode``) when not None.
     :param timeout_s: socket timeout in seconds.
+    :returns: the decoded answer; None for an empty one (``204``).
     :raises ServerError: ``unauthorized`` (HTTP 401), ``http_error`` (other non-2xx),
         ``unreachable`` (connection refused, timeout) or ``bad_answer`` (not JSON).
     """
     import urllib.error  # the HTTP client (and the email package it pulls in) only when a listing asks
     import urllib.request
 
-    request = urllib.request.Request(base_url + path, headers={"Accept": "application/json"})
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(base_url + path, data=data, method=method, headers={"Accept": "application/json"})
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
     if password is not None:
         token = base64.b64encode(f"{SERVER_USER}:{password}".encode()).decode()
         request.add_header("Authorization", f"Basic {token}")
@@ -84,13 +94,26 @@ def fetch_json(base_url: str, path: str, password: str | None, timeout_s: float 
         with opener.open(request, timeout=timeout_s) as answer:
             raw = answer.read()
     except urllib.error.HTTPError as exc:
-        raise ServerError("unauthorized" if exc.code == 401 else "http_error", f"GET {path}: HTTP {exc.code}") from None
+        raise ServerError("unauthorized" if exc.code == 401 else "http_error", f"{method} {path}: HTTP {exc.code}") from None
     except (OSError, ValueError) as exc:
-        raise ServerError("unreachable", f"GET {path}: {exc}") from None
+        raise ServerError("unreachable", f"{method} {path}: {exc}") from None
+    if not raw.strip():
+        return None
     try:
         return json.loads(raw)
     except ValueError:
-        raise ServerError("bad_answer", f"GET {path}: not JSON") from None
+        raise ServerError("bad_answer", f"{method} {path}: not JSON") from None
+
+
+def fetch_json(base_url: str, path: str, password: str | None, timeout_s: float = REQUEST_TIMEOUT_S) -> Any:
+    """``GET base_url + path`` (:func:`call_api`); an empty answer is ``bad_answer``.
+
+    :raises ServerError: as :func:`call_api`.
+    """
+    answer = call_api(base_url, "GET", path, None, password, timeout_s)
+    if answer is None:
+        raise ServerError("bad_answer", f"GET {path}: empty")
+    return answer
 
 
 def read_server(base_url: str, password: str | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -130,7 +153,7 @@ def to_session(entry: dict[str, Any], status: Any, server: str) -> Session | Non
         cwd=entry["directory"] if isinstance(entry.get("directory"), str) else None,
         surface=("server",), loaded=True, archived=bool(times.get("archived")),
         last_activity_ms=updated if isinstance(updated, int) else None,
-        receive={"push": None, "nudge": None, "pull": True}, extra=extra,
+        receive={"push": None if times.get("archived") else VIA, "nudge": None, "pull": True}, extra=extra,
     )
 
 
@@ -139,6 +162,8 @@ class OpencodeHarness(Harness):
 
     name = NAME
     session_kind = "opencode_session"
+    send_result_fields = {"opencodeUserMessageId": {
+        "type": "string", "description": "opencode's id of the user message that holds the pushed envelope"}}
 
     def _servers(self) -> tuple[list[str], list[str]]:
         return parse_servers(self.app.config.get("AGENT_LINK_OPENCODE_SERVERS"))
@@ -176,6 +201,40 @@ class OpencodeHarness(Harness):
     async def get_session(self, session_id: str) -> Session | None:
         listing = await self.list_sessions(include_archived=True, limit=100_000)
         return next((s for s in listing.sessions if s.id == session_id), None)
+
+    def _pusher(self) -> Any:
+        from agent_link_opencode.delivery import PushClaims, Pusher
+
+        pusher = getattr(self, "_pusher_obj", None)
+        if pusher is None:
+            password = self.app.config.get("AGENT_LINK_OPENCODE_PASSWORD")
+            pusher = self._pusher_obj = Pusher(
+                lambda url, method, path, body: call_api(url, method, path, body, password), PushClaims(self.app.store))
+        return pusher
+
+    async def deliver(self, message: dict[str, Any], envelope: str, options: Any) -> Delivery:
+        """Push the envelope as a user prompt (:mod:`agent_link_opencode.delivery`).
+
+        :raises AgentLinkError: ``not_found`` (no configured server lists the session),
+            ``archived``.
+        """
+        session_id = str(message["recipient"]).split(":", 1)[1]
+        session = await self.get_session(session_id)
+        if session is None:
+            raise AgentLinkError("not_found", f"No opencode server lists session {session_id}.", {"query": message["recipient"]})
+        if session.archived:
+            raise AgentLinkError("archived", f"{message['recipient']} is archived.", {"address": message["recipient"]})
+        pusher = self._pusher()
+        delivery: Delivery = await pusher.deliver(message["id"], session_id, session.extra["server"], envelope)
+        return delivery
+
+    async def recheck(self, message: dict[str, Any]) -> Delivery | None:
+        """Late evidence for an accepted push (the model was handed the queued message)."""
+        row = self._pusher().claims.get(message["id"])
+        if row is None or row["state"] not in ("accepted", "unknown"):
+            return None
+        found: Delivery | None = await self._pusher().recheck(message["id"], row["session_id"], row["server"])
+        return found
 
     def health(self) -> dict[str, Any]:
         urls, bad = self._servers()

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from agent_link_core import hookimpl
 from agent_link_core.config import Setting
-from agent_link_core.contribute import registers
+from agent_link_core.contribute import migrations, registers
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.harness import Harness
@@ -31,6 +31,7 @@ PASSWORD_SETTING = Setting(
 )
 
 agent_link_register_settings = registers([SERVERS_SETTING, PASSWORD_SETTING])
+agent_link_schema = migrations("agent_link_opencode.schema:MIGRATIONS")
 
 
 @hookimpl
