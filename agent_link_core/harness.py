@@ -222,6 +222,12 @@ class Harness:
     send_result_fields: Mapping[str, dict[str, Any]] = {}
     #: command-line options naming a sender this harness recognises (see SenderOption)
     sender_options: tuple[SenderOption, ...] = ()
+    #: tool-call argument names that the host's side (a host plugin agent-link installs, never
+    #: the model) adds to every call of agent-link's tools to name the calling session, for hosts
+    #: whose MCP requests carry no caller: the core moves them out of the arguments into the
+    #: ``meta`` that :meth:`identify_caller` receives before the arguments are validated.
+    #: Start them with ``_`` so they cannot clash with a tool's own arguments.
+    caller_arguments: tuple[str, ...] = ()
 
     def accepted_send_options(self) -> frozenset[str]:
         """Every ``message_agent`` option this harness honours (:attr:`send_options` and the

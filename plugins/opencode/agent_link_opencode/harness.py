@@ -23,12 +23,13 @@ import asyncio
 import base64
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.harness import Delivery, Harness, SessionListing
-from agent_link_core.model import Session
+from agent_link_core.model import Caller, Session
 
 VIA = "opencode-prompt"
 
@@ -36,6 +37,8 @@ NAME = "opencode"
 SESSION_ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 #: seconds one HTTP call to a server may take (the core bounds a whole listing at 20 s)
 REQUEST_TIMEOUT_S = 5.0
+#: seconds the identity check may wait for the server (it runs inline on every tool call)
+PROOF_TIMEOUT_S = 2.0
 SERVER_USER = "opencode"
 
 
@@ -162,11 +165,15 @@ class OpencodeHarness(Harness):
 
     name = NAME
     session_kind = "opencode_session"
+    #: added to every call of agent-link's tools by agent-link's opencode plugin (:mod:`agent_link_opencode.proof`)
+    caller_arguments = ("_agentLinkCaller",)
     send_result_fields = {"opencodeUserMessageId": {
         "type": "string", "description": "opencode's id of the user message that holds the pushed envelope"}}
 
     def _servers(self) -> tuple[list[str], list[str]]:
-        return parse_servers(self.app.config.get("AGENT_LINK_OPENCODE_SERVERS"))
+        urls, bad = parse_servers(self.app.config.get("AGENT_LINK_OPENCODE_SERVERS"))
+        # a server proven to be the opencode process running this one (any port) is listed too
+        return urls + [u for u in getattr(self, "_proven_servers", []) if u not in urls], bad
 
     async def list_sessions(self, *, include_archived: bool = False, limit: int = 200) -> SessionListing:
         urls, bad = self._servers()
@@ -201,6 +208,22 @@ class OpencodeHarness(Harness):
     async def get_session(self, session_id: str) -> Session | None:
         listing = await self.list_sessions(include_archived=True, limit=100_000)
         return next((s for s in listing.sessions if s.id == session_id), None)
+
+    def identify_caller(self, meta: Mapping[str, Any], env: Mapping[str, str]) -> Caller | None:
+        """The session named by agent-link's opencode plugin in the call's arguments, with
+        evidence only when opencode proves it (:mod:`agent_link_opencode.proof`); None when the
+        call names no opencode session (``OPENCODE=1`` alone never names one)."""
+        from agent_link_opencode import proof
+
+        named = proof.claimed(meta)
+        if named is None:
+            return None
+        password = self.app.config.get("AGENT_LINK_OPENCODE_PASSWORD")
+        found = proof.evidence(meta, lambda url, path: fetch_json(url, path, password, timeout_s=PROOF_TIMEOUT_S))
+        proven: list[str] = self.__dict__.setdefault("_proven_servers", [])
+        if found is not None and named[2] not in proven:
+            proven.append(named[2])
+        return Caller(f"{NAME}:{named[0]}", "runtime_context", NAME, evidence=found)
 
     def _pusher(self) -> Any:
         from agent_link_opencode.delivery import PushClaims, Pusher
