@@ -260,5 +260,22 @@ class OpencodeHarness(Harness):
         return found
 
     def health(self) -> dict[str, Any]:
+        """The configured servers, the ones proven by callers, and whether ``agent-link install
+        opencode`` is in opencode's config (its MCP server and the plugin that proves callers)."""
+        from agent_link_core.json_files import read_json_object
+
+        from agent_link_opencode.install import PLUGIN_FILE, SERVER_NAME, config_path
+
         urls, bad = self._servers()
-        return {"servers": urls, "badServers": bad, "passwordSet": self.app.config.get("AGENT_LINK_OPENCODE_PASSWORD") is not None}
+        path = config_path(self.app.env)
+        config = read_json_object(path) or {}
+        mcp = config.get("mcp")
+        plugins = config.get("plugin")
+        mcp = mcp if isinstance(mcp, dict) else {}
+        plugins = plugins if isinstance(plugins, list) else []
+        return {
+            "servers": urls, "badServers": bad, "passwordSet": self.app.config.get("AGENT_LINK_OPENCODE_PASSWORD") is not None,
+            "provenServers": list(getattr(self, "_proven_servers", [])),
+            "install": {"config": str(path), "mcpServer": SERVER_NAME in mcp,
+                        "callerPlugin": any(isinstance(p, str) and p.endswith("/" + PLUGIN_FILE) for p in plugins)},
+        }

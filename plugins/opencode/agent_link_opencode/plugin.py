@@ -14,6 +14,8 @@ from agent_link_core.config import Setting
 from agent_link_core.contribute import migrations, registers
 
 if TYPE_CHECKING:  # pragma: no cover
+    import click
+
     from agent_link_core.harness import Harness
 
 #: The plugin's name: its entry point's name and its address scheme.
@@ -32,6 +34,20 @@ PASSWORD_SETTING = Setting(
 
 agent_link_register_settings = registers([SERVERS_SETTING, PASSWORD_SETTING])
 agent_link_schema = migrations("agent_link_opencode.schema:MIGRATIONS")
+
+
+@hookimpl
+def agent_link_register_commands(cli: click.Group) -> None:
+    """``agent-link install opencode`` / ``uninstall opencode`` (:mod:`agent_link_opencode.install`)."""
+    from agent_link_core.contribute import command
+    from agent_link_core.host_install import install_group, uninstall_group
+
+    install_group(cli).add_command(command(
+        "opencode", "agent_link_opencode.install:install_opencode",
+        "Install agent-link into opencode (its MCP tools, and the plugin that proves who calls them)."))
+    uninstall_group(cli).add_command(command(
+        "opencode", "agent_link_opencode.install:uninstall_opencode",
+        "Remove agent-link from opencode's config (your messages stay in the state directory)."))
 
 
 @hookimpl
