@@ -11,10 +11,13 @@ The message row already exists (the core stores it first). Then:
 4. ``POST /session/{id}/prompt_async {"parts": [{"type": "text", "text": envelope}]}`` (opencode
    answers 204 and stores the user message; into a busy session it waits behind the running
    turn and reaches the model with its next request);
-5. poll the session's messages until the user message holding the envelope shows:
+5. poll the session's messages until the user message holding the envelope shows, and judge
+   from the messages before it (the session's own record, not a status read a moment earlier):
 
-   * the session was idle when pushed: the message starts a turn, ``delivered``;
-   * it was busy: ``accepted`` (``accepted_queued_in_session``), and delivered once the model was
+   * the session was idle (every earlier assistant message completed, none of the earlier
+     prompts still waiting): the message starts a turn, ``delivered``;
+   * it was busy (an earlier assistant message not completed, or an earlier prompt not yet
+     answered): ``accepted`` (``accepted_queued_in_session``), and delivered once the model was
      handed it: an assistant message whose ``parentID`` is that user message, or the session
      idle again (:meth:`Pusher.recheck`);
    * it never shows: ``unknown`` (rechecked later, never pushed blindly again).
@@ -47,8 +50,12 @@ def envelope_prefix(message_id: str) -> str:
 
 def find_pushed(messages: list[Any], message_id: str) -> dict[str, Any] | None:
     """The user message of a ``GET /session/{id}/message`` answer whose text part holds the
-    envelope of ``message_id``, as ``{"id", "index", "answered"}`` (``answered``: an assistant
-    message names it as ``parentID``, i.e. the model was handed it); None when absent."""
+    envelope of ``message_id``, as ``{"id", "answered", "queued"}``; None when absent.
+
+    ``answered``: an assistant message names it as ``parentID`` (the model was handed it);
+    ``queued``: it arrived while the session was busy (an earlier assistant message is not
+    completed, or the message just before it is another prompt still waiting).
+    """
     prefix = envelope_prefix(message_id)
     for index, entry in enumerate(messages):
         info = entry.get("info") if isinstance(entry, dict) else None
@@ -56,11 +63,12 @@ def find_pushed(messages: list[Any], message_id: str) -> dict[str, Any] | None:
             continue
         parts = entry.get("parts") if isinstance(entry.get("parts"), list) else []
         if any(isinstance(p, dict) and p.get("type") == "text" and str(p.get("text", "")).lstrip().startswith(prefix) for p in parts):
-            answered = any(
-                isinstance(m, dict) and isinstance(m.get("info"), dict) and m["info"].get("role") == "assistant"
-                and m["info"].get("parentID") == info.get("id") for m in messages
-            )
-            return {"id": info.get("id"), "index": index, "answered": answered}
+            infos = [m["info"] for m in messages if isinstance(m, dict) and isinstance(m.get("info"), dict)]
+            before = [m["info"] for m in messages[:index] if isinstance(m, dict) and isinstance(m.get("info"), dict)]
+            answered = any(i.get("role") == "assistant" and i.get("parentID") == info.get("id") for i in infos)
+            running = any(i.get("role") == "assistant" and "completed" not in (i.get("time") or {}) for i in before)
+            queued = running or bool(before and before[-1].get("role") == "user")
+            return {"id": info.get("id"), "answered": answered, "queued": queued}
     return None
 
 
@@ -156,30 +164,26 @@ class Pusher:
     async def deliver(self, message_id: str, session_id: str, server: str, envelope: str) -> Delivery:
         """Push ``envelope`` (of stored message ``message_id``) into ``session_id`` on ``server``.
 
-        :returns: the :class:`Delivery` (module docstring for the states).
-        The host's failures become warnings and outcomes, never exceptions.
+        :returns: the :class:`Delivery` (module docstring for the states). The host's failures
+            become warnings and outcomes, never exceptions.
         """
         from agent_link_opencode.harness import ServerError
 
-        try:
-            earlier = find_pushed(await self._messages(server, session_id), message_id)
-        except ServerError as exc:
-            return Delivery(retryable=exc.reason == "unreachable", warnings=[_warning(
-                "opencode_unavailable", f"The opencode server could not be read ({exc.reason}); the message waits in the mailbox.",
-                reason=exc.reason)])
-        if earlier is not None:  # an earlier push landed: never a second copy
+        if self.claims.get(message_id) is not None:  # pushed before (every push is claimed): look first
             try:
-                busy = await self._busy(server, session_id)
-            except ServerError:
-                busy = True  # unknown: the weaker claim
-            return await self._judge(message_id, earlier, session_id, server, busy=busy)
+                earlier = find_pushed(await self._messages(server, session_id), message_id)
+            except ServerError as exc:
+                return Delivery(retryable=exc.reason == "unreachable", warnings=[_warning(
+                    "opencode_unavailable", f"The opencode server could not be read ({exc.reason}); the message waits in the mailbox.",
+                    reason=exc.reason)])
+            if earlier is not None:  # an earlier push landed: never a second copy
+                return self._judge(message_id, earlier, session_id, server)
         if not self.claims.claim(message_id, session_id, server):
             row = self.claims.get(message_id)
             return Delivery(unknown=row is not None and row["state"] in ("pushing", "unknown"), warnings=[_warning(
                 "opencode_push_open", "An earlier push of this message is still open; it is not pushed again.",
                 state=row["state"] if row is not None else None)])
         try:
-            busy = await self._busy(server, session_id)
             await self._call(server, "POST", f"/session/{session_id}/prompt_async", {"parts": [{"type": "text", "text": envelope}]})
         except ServerError as exc:
             if exc.reason == "unreachable" and "timed out" not in exc.detail:
@@ -200,7 +204,7 @@ class Pusher:
             except ServerError:
                 found = None
             if found is not None:
-                return await self._judge(message_id, found, session_id, server, busy=busy)
+                return self._judge(message_id, found, session_id, server)
             if time.monotonic() >= deadline:
                 self.claims.settle(message_id, "unknown", error="the pushed message did not show in the session")
                 return Delivery(unknown=True, warnings=[_warning(
@@ -209,9 +213,9 @@ class Pusher:
                     "whether it arrived is unknown, so it is not pushed again blindly.")])
             await asyncio.sleep(CONFIRM_POLL_S)
 
-    async def _judge(self, message_id: str, found: dict[str, Any], session_id: str, server: str, *, busy: bool) -> Delivery:
-        """Delivered or accepted for a user message the session holds."""
-        if found["answered"] or not busy:
+    def _judge(self, message_id: str, found: dict[str, Any], session_id: str, server: str) -> Delivery:
+        """Delivered or accepted for a user message the session holds (:func:`find_pushed`)."""
+        if found["answered"] or not found["queued"]:
             self.claims.settle(message_id, "confirmed", user_message_id=found["id"])
             return self._delivered(found, session_id, server, "answered" if found["answered"] else "started_turn")
         self.claims.settle(message_id, "accepted", user_message_id=found["id"])

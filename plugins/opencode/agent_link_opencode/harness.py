@@ -23,6 +23,7 @@ import asyncio
 import base64
 import json
 import re
+import time
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -39,6 +40,8 @@ SESSION_ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 REQUEST_TIMEOUT_S = 5.0
 #: seconds the identity check may wait for the server (it runs inline on every tool call)
 PROOF_TIMEOUT_S = 2.0
+#: seconds a session's server, as a listing or push found it, is pushed to without a new look-up
+LOCATED_TTL_S = 30.0
 SERVER_USER = "opencode"
 
 
@@ -170,10 +173,19 @@ class OpencodeHarness(Harness):
     send_result_fields = {"opencodeUserMessageId": {
         "type": "string", "description": "opencode's id of the user message that holds the pushed envelope"}}
 
+    def attach(self, app: Any) -> None:
+        """Keep ``app``; start with no servers proven by callers and no sessions located."""
+        super().attach(app)
+        #: servers a caller's proof showed to be the opencode process running this one
+        self._proven_servers: list[str] = []
+        #: session id -> (server, time.monotonic() when found there, not archived)
+        self._located: dict[str, tuple[str, float]] = {}
+        self._pusher_obj: Any = None
+
     def _servers(self) -> tuple[list[str], list[str]]:
         urls, bad = parse_servers(self.app.config.get("AGENT_LINK_OPENCODE_SERVERS"))
         # a server proven to be the opencode process running this one (any port) is listed too
-        return urls + [u for u in getattr(self, "_proven_servers", []) if u not in urls], bad
+        return urls + [u for u in self._proven_servers if u not in urls], bad
 
     async def list_sessions(self, *, include_archived: bool = False, limit: int = 200) -> SessionListing:
         urls, bad = self._servers()
@@ -197,8 +209,10 @@ class OpencodeHarness(Harness):
             servers.append({"url": url, "available": True, "reason": None, "sessions": len(entries)})
             for entry in entries:
                 session = to_session(entry, statuses.get(str(entry.get("id"))), url)
-                if session is not None and session.id not in found and (include_archived or not session.archived):
-                    found[session.id] = session
+                if session is not None and session.id not in found:
+                    self._remember(session, url)
+                    if include_archived or not session.archived:
+                        found[session.id] = session
         failed = [s for s in servers if not s["available"]]
         sessions = sorted(found.values(), key=lambda s: -(s.last_activity_ms or 0))
         reason = "no_server_configured" if not servers else (failed[0]["reason"] if failed else None)
@@ -206,8 +220,9 @@ class OpencodeHarness(Harness):
         return SessionListing(sessions[:limit], provider, complete=not failed and bool(servers) and len(sessions) <= limit)
 
     async def get_session(self, session_id: str) -> Session | None:
-        listing = await self.list_sessions(include_archived=True, limit=100_000)
-        return next((s for s in listing.sessions if s.id == session_id), None)
+        """The session from the first configured server that has it (archived ones too)."""
+        located = await self._locate(session_id) if SESSION_ID_RE.match(session_id) else None
+        return located[0] if located is not None else None
 
     def identify_caller(self, meta: Mapping[str, Any], env: Mapping[str, str]) -> Caller | None:
         """The session named by agent-link's opencode plugin in the call's arguments, with
@@ -220,35 +235,75 @@ class OpencodeHarness(Harness):
             return None
         password = self.app.config.get("AGENT_LINK_OPENCODE_PASSWORD")
         found = proof.evidence(meta, lambda url, path: fetch_json(url, path, password, timeout_s=PROOF_TIMEOUT_S))
-        proven: list[str] = self.__dict__.setdefault("_proven_servers", [])
-        if found is not None and named[2] not in proven:
-            proven.append(named[2])
+        if found is not None and named[2] not in self._proven_servers:
+            self._proven_servers.append(named[2])
         return Caller(f"{NAME}:{named[0]}", "runtime_context", NAME, evidence=found)
 
     def _pusher(self) -> Any:
         from agent_link_opencode.delivery import PushClaims, Pusher
 
-        pusher = getattr(self, "_pusher_obj", None)
+        pusher = self._pusher_obj
         if pusher is None:
             password = self.app.config.get("AGENT_LINK_OPENCODE_PASSWORD")
             pusher = self._pusher_obj = Pusher(
                 lambda url, method, path, body: call_api(url, method, path, body, password), PushClaims(self.app.store))
         return pusher
 
+    async def _locate(self, session_id: str) -> tuple[Session, str] | None:
+        """The session and the first configured server that has it: every server is asked for
+        ``GET /session/{id}`` and ``GET /session/status`` at once (no whole listing)."""
+        urls, _bad = self._servers()
+        password = self.app.config.get("AGENT_LINK_OPENCODE_PASSWORD")
+
+        def ask(url: str, path: str) -> Any:
+            try:
+                return call_api(url, "GET", path, None, password)
+            except ServerError:
+                return None
+
+        answers = await asyncio.gather(*(asyncio.to_thread(ask, url, path) for url in urls
+                                         for path in (f"/session/{session_id}", "/session/status")))
+        for n, url in enumerate(urls):
+            entry, statuses = answers[2 * n], answers[2 * n + 1]
+            if isinstance(entry, dict) and entry.get("id") == session_id:
+                session = to_session(entry, statuses.get(session_id) if isinstance(statuses, dict) else None, url)
+                if session is not None:
+                    self._remember(session, url)
+                    return session, url
+        return None
+
+    def _remember(self, session: Session, server: str) -> None:
+        if session.archived:
+            self._located.pop(session.id, None)
+        else:
+            self._located[session.id] = (server, time.monotonic())
+
     async def deliver(self, message: dict[str, Any], envelope: str, options: Any) -> Delivery:
         """Push the envelope as a user prompt (:mod:`agent_link_opencode.delivery`).
 
-        :raises AgentLinkError: ``not_found`` (no configured server lists the session),
+        The session's server is the one a listing or push of this process found it on in the
+        last :data:`LOCATED_TTL_S` seconds (not archived then), else it is looked up; a push
+        refused there is tried once more after a fresh look-up.
+
+        :raises AgentLinkError: ``not_found`` (no configured server has the session),
             ``archived``.
         """
         session_id = str(message["recipient"]).split(":", 1)[1]
-        session = await self.get_session(session_id)
-        if session is None:
-            raise AgentLinkError("not_found", f"No opencode server lists session {session_id}.", {"query": message["recipient"]})
-        if session.archived:
-            raise AgentLinkError("archived", f"{message['recipient']} is archived.", {"address": message["recipient"]})
-        pusher = self._pusher()
-        delivery: Delivery = await pusher.deliver(message["id"], session_id, session.extra["server"], envelope)
+        known = self._located.get(session_id)
+        cached = known is not None and time.monotonic() - known[1] < LOCATED_TTL_S
+        if known is not None and cached:
+            server = known[0]
+        else:
+            located = await self._locate(session_id) if SESSION_ID_RE.match(session_id) else None
+            if located is None:
+                raise AgentLinkError("not_found", f"No opencode server has session {session_id}.", {"query": message["recipient"]})
+            session, server = located
+            if session.archived:
+                raise AgentLinkError("archived", f"{message['recipient']} is archived.", {"address": message["recipient"]})
+        delivery: Delivery = await self._pusher().deliver(message["id"], session_id, server, envelope)
+        if cached and any(w["code"] == "opencode_push_refused" for w in delivery.warnings):
+            self._located.pop(session_id, None)  # moved or gone: nothing was accepted, look again
+            return await self.deliver(message, envelope, options)
         return delivery
 
     async def recheck(self, message: dict[str, Any]) -> Delivery | None:
@@ -275,7 +330,7 @@ class OpencodeHarness(Harness):
         plugins = plugins if isinstance(plugins, list) else []
         return {
             "servers": urls, "badServers": bad, "passwordSet": self.app.config.get("AGENT_LINK_OPENCODE_PASSWORD") is not None,
-            "provenServers": list(getattr(self, "_proven_servers", [])),
+            "provenServers": list(self._proven_servers),
             "install": {"config": str(path), "mcpServer": SERVER_NAME in mcp,
                         "callerPlugin": any(isinstance(p, str) and p.endswith("/" + PLUGIN_FILE) for p in plugins)},
         }

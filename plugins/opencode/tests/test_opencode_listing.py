@@ -57,6 +57,9 @@ def fake() -> Iterator[Any]:
                     self.end_headers()
                     return
                 body = {"/session": server.sessions, "/session/status": server.status}.get(self.path)
+                if body is None and self.path.startswith("/session/") and isinstance(server.sessions, list):
+                    wanted = self.path[len("/session/"):]
+                    body = next((e for e in server.sessions if isinstance(e, dict) and e.get("id") == wanted), None)
                 data = server.raw if server.raw is not None else json.dumps(body).encode()
                 self.send_response(200 if body is not None else 404)
                 self.send_header("Content-Type", "application/json")
