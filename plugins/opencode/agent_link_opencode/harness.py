@@ -6,15 +6,17 @@ base URL of ``AGENT_LINK_OPENCODE_SERVERS`` (comma-separated; default
 ``http://127.0.0.1:4096``) for ``GET /session`` (id, title, directory, time) and
 ``GET /session/status`` (``{"<id>": {"type": "busy"}}`` for sessions in a turn; idle ones are
 absent), with HTTP basic auth (user ``opencode``) when ``AGENT_LINK_OPENCODE_PASSWORD`` is set
-(the servers' ``OPENCODE_SERVER_PASSWORD``). Finding servers on other ports by themselves (the
-processes' listening sockets) is not done yet.
+(the servers' ``OPENCODE_SERVER_PASSWORD``). A server that a caller's proof showed to be the
+opencode process running this MCP server (:mod:`agent_link_opencode.proof`) is asked too,
+whatever its port; finding other servers on other ports by themselves is not done yet.
 
 A server that does not answer, refuses the password or answers something else than JSON makes
 the listing incomplete with a provider report naming it, never an empty list. A session two
 servers list (servers sharing one data folder) is listed once, from the first server named.
 
-Delivery: :mod:`agent_link_opencode.delivery` (``prompt_async``, delivered on the session's
-own record of the user message).
+Identity: :mod:`agent_link_opencode.proof` (the argument agent-link's opencode plugin adds,
+proven by the opencode server). Delivery: :mod:`agent_link_opencode.delivery` (``prompt_async``,
+delivered on the session's own record of the user message).
 """
 
 from __future__ import annotations
