@@ -334,6 +334,10 @@ def check_harness(record: Any) -> None:
     if not isinstance(options, (set, frozenset)) or not all(isinstance(o, str) for o in options):
         raise Refused(f"harness {name!r} declares send_options that are not a set of strings",
                       "Set send_options = frozenset({'option', ...}).")
+    named: Any = getattr(record, "caller_arguments", ())
+    if not isinstance(named, tuple) or not all(isinstance(a, str) and len(a) > 1 and a.startswith("_") for a in named):
+        raise Refused(f"harness {name!r} declares caller_arguments that are not a tuple of names starting with '_'",
+                      "Set caller_arguments = ('_hostCaller', ...): names no tool uses as an argument.")
 
 
 def check_send_declarations(harness: Any) -> None:

@@ -201,6 +201,7 @@ class HarnessDeclaration:
     :param caller_variables: environment variables without which (and without a request's
         ``_meta``) :meth:`Harness.identify_caller` answers None: the harness is not built just
         to be asked who is calling when none of them is set.
+    :param caller_arguments: as :attr:`Harness.caller_arguments`.
     """
 
     name: str
@@ -210,6 +211,7 @@ class HarnessDeclaration:
     host_priority: int = 100
     sender_options: tuple[SenderOption, ...] = ()
     caller_variables: tuple[str, ...] = ()
+    caller_arguments: tuple[str, ...] = ()
 
     def may_identify(self, meta: Mapping[str, Any], env: Mapping[str, str]) -> bool:
         """Whether the harness could name the caller from ``meta`` and ``env`` (so must be built)."""
@@ -337,6 +339,12 @@ class Harness:
     send_result_fields: Mapping[str, dict[str, Any]] = {}
     #: command-line options naming a sender this harness recognises (see SenderOption)
     sender_options: tuple[SenderOption, ...] = ()
+    #: tool-call argument names that the host's side (a host plugin agent-link installs, never
+    #: the model) adds to every call of agent-link's tools to name the calling session, for hosts
+    #: whose MCP requests carry no caller: the core moves them out of the arguments into the
+    #: ``meta`` that :meth:`identify_caller` receives before the arguments are validated.
+    #: Start them with ``_`` so they cannot clash with a tool's own arguments.
+    caller_arguments: tuple[str, ...] = ()
 
     def accepted_send_options(self) -> frozenset[str]:
         """Every ``message_agent`` option this harness honours (:attr:`send_options` and the

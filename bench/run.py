@@ -339,6 +339,7 @@ SECTIONS: dict[str, Callable[[Path], None]] = {
     "visible": bench_visible,
     "insert": bench_insert_with_index,
     "codex": lambda tmp: __import__("codex_bench").bench_codex(tmp),  # Codex delivery vs a bare turn/start
+    "opencode": lambda tmp: __import__("opencode_bench").bench_opencode(tmp),  # opencode delivery vs a bare prompt_async
     "projects": lambda tmp: __import__("projects_bench").bench_projects(),  # the obligation classifier
     "readpath": lambda tmp: __import__("readpath_bench").bench_readpath(tmp, line),  # MCP reads by size, send/read p50
     "fresh_start": lambda tmp: __import__("fresh_start_bench").bench_fresh_start(tmp, line),  # fresh vs warm state dir

@@ -172,7 +172,7 @@ def test_every_declared_harness_matches_the_harness_it_builds() -> None:
         assert app.harnesses.built() == []  # nothing was built to create the App
         for name, declaration in declared.items():
             harness = app.harnesses[name]
-            for field in ("session_kind", "host_variables", "host_priority", "sender_options"):
+            for field in ("session_kind", "host_variables", "host_priority", "sender_options", "caller_arguments"):
                 assert getattr(harness, field) == getattr(declaration, field), (name, field)
             env = {k: v for k, v in os.environ.items() if k not in declaration.caller_variables}
             assert harness.identify_caller({}, env) is None, name

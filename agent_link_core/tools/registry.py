@@ -244,6 +244,26 @@ async def run_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | None
     return result if result.get("ok") else visible_data(result)
 
 
+def caller_arguments(app: App, arguments: Mapping[str, Any] | None,
+                     meta: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, Mapping[str, Any]]:
+    """Move the arguments a harness declared as naming the caller
+    (:attr:`~agent_link_core.harness.Harness.caller_arguments`, added to every call by the host's
+    side, not by the model) out of a tool call's arguments into the meta that
+    ``identify_caller`` receives, so no tool's schema has to know them.
+
+    :returns: ``(arguments, meta)``, unchanged when none is present (or the arguments are not an
+        object: validation reports that).
+    """
+    if not isinstance(arguments, Mapping):
+        return arguments, meta
+    # declared entries: a tool call must not build every host's harness to learn these names
+    keys = {key for entry in app.harnesses.declared().values() for key in entry.caller_arguments}
+    found = {key: arguments[key] for key in keys & arguments.keys()}
+    if not found:
+        return arguments, meta
+    return {k: v for k, v in arguments.items() if k not in found}, {**meta, **found}
+
+
 async def call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | None, meta: Mapping[str, Any],
                     progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None) -> dict[str, Any]:
     """Validate, call the handler and wrap the outcome in the result contract.
@@ -263,6 +283,7 @@ async def call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | Non
             f"{app.hooks.boundary.disabled[plugin]}"[:500], {"capability": spec.name, "plugin": plugin},
             hint="agent_link_health lists it under plugins.problems; the other tools still work.").to_dict()}
     try:
+        arguments, meta = caller_arguments(app, arguments, meta)
         args, warnings = validate_arguments(spec, arguments)
         call = ToolCall(meta=meta, caller=app.caller(meta), warnings=warnings, progress=progress)
         # The plugin's handler runs through the boundary's guard: SystemExit, KeyboardInterrupt

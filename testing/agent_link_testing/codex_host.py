@@ -29,8 +29,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import tempfile
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
@@ -38,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent_link_testing.host_process import free_port, make_root, spawn, stop_group, wait_ready
 from agent_link_testing.hosts import HostsMissing, codex_version
 from agent_link_testing.hosts import hosts_dir as current_hosts_dir
 
@@ -177,12 +176,6 @@ def write_codex_config(
     return path
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class CodexAppServer:
     """``codex app-server --listen unix://<path>`` against a stub model, as a context manager.
 
@@ -286,12 +279,7 @@ class CodexAppServer:
     # lifecycle ------------------------------------------------------------------------------
     def start(self) -> CodexAppServer:
         """Write the config, spawn, and wait until the socket accepts connections."""
-        if self._given_root is not None:
-            self.root = self._given_root
-            self.root.mkdir(parents=True, exist_ok=True)
-        else:
-            self.root = Path(tempfile.mkdtemp(prefix="codex-host-"))
-            self._owns_root = True
+        self.root, self._owns_root = make_root(self._given_root, "codex-host-")
         for d in (self.home, self.codex_home, self.workdir):
             d.mkdir(parents=True, exist_ok=True)
         write_codex_config(self.codex_home, self.base_url, mcp_servers=self.mcp_servers, extra=self.config_extra)
@@ -312,7 +300,7 @@ class CodexAppServer:
         if self.strict_config:
             cmd.append("--strict-config")
         if self.transport == "ws-token":
-            port = _free_port()
+            port = free_port()
             token_file = self.root / "ws.token"
             self.ws_token = secrets.token_hex(32)
             token_file.write_text(self.ws_token)
@@ -322,18 +310,13 @@ class CodexAppServer:
         else:
             cmd += ["--listen", f"unix://{self.socket_path}"]
         cmd += self.extra_args
-        with open(self.root / "app-server.stdout", "wb") as out, open(self.root / "app-server.stderr", "wb") as err:
-            self.process = subprocess.Popen(
-                cmd,
-                cwd=self.workdir,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=err,
-                start_new_session=True,
-            )
+        self.process = spawn(cmd, cwd=self.workdir, env=env, stdout=self.root / "app-server.stdout",
+                             stderr=self.root / "app-server.stderr")
         try:
-            self._wait_ready()
+            wait_ready(self.process, self._ready, timeout_s=self.startup_timeout_s, poll_s=0.02,
+                       failed=lambda why: CodexHostError(
+                           f"codex app-server {why} (accepting on {self.ws_url or self.socket_path}); "
+                           f"stderr: {self.stderr_text()[-2000:]}"))
         except BaseException:
             self.stop()
             raise
@@ -361,25 +344,6 @@ class CodexAppServer:
                 return True
         return False
 
-    def _wait_ready(self) -> None:
-        assert self.process is not None and self.socket_path is not None
-        deadline = time.monotonic() + self.startup_timeout_s
-        while True:
-            if self.process.poll() is not None:
-                raise CodexHostError(
-                    f"codex app-server exited with {self.process.returncode} before listening; "
-                    f"stderr: {self.stderr_text()[-2000:]}"
-                )
-            if self._ready():
-                return
-            where = self.ws_url or self.socket_path
-            if time.monotonic() >= deadline:
-                raise CodexHostError(
-                    f"codex app-server not accepting on {where} within {self.startup_timeout_s}s; "
-                    f"stderr: {self.stderr_text()[-2000:]}"
-                )
-            time.sleep(0.02)
-
     def kill(self) -> None:
         """SIGKILL the whole process group now (simulates a crash); leftovers stay until stop()."""
         if self.process is not None and self.process.poll() is None:
@@ -391,25 +355,7 @@ class CodexAppServer:
 
     def stop(self) -> None:
         """SIGTERM the process group, SIGKILL after the grace period, remove leftovers."""
-        proc = self.process
-        if proc is not None:
-            for sig, wait_s in ((signal.SIGTERM, self.grace_s), (signal.SIGKILL, 10.0)):
-                try:
-                    os.killpg(proc.pid, sig)
-                except ProcessLookupError:
-                    break
-                try:
-                    proc.wait(wait_s)
-                    # the leader is gone; make sure no group member (e.g. an MCP server) lingers
-                    try:
-                        os.killpg(proc.pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
-            if proc.poll() is None:
-                proc.wait(10)
+        stop_group(self.process, self.grace_s)
         # SIGTERM makes Codex remove its socket, symlink and lock; after SIGKILL they remain
         leftovers = [self.real_socket_path, self.socket_path]
         if self.real_socket_path is not None:

@@ -42,16 +42,14 @@ import json
 import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
-import tempfile
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
 
+from agent_link_testing.host_process import free_port, make_root, spawn, stop_group, wait_ready
 from agent_link_testing.hosts import OPENCODE_PACKAGE, HostsMissing, hosts_dir, opencode_version
 
 __all__ = [
@@ -80,12 +78,6 @@ _QUIET_ENV = {
     "OPENCODE_DISABLE_CLAUDE_CODE": "1",
     "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
 }
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class OpencodeHostError(RuntimeError):
@@ -295,12 +287,7 @@ class OpencodeServer:
     # lifecycle ------------------------------------------------------------------------------
     def start(self) -> OpencodeServer:
         """Write the config, spawn, and wait until the health endpoint answers 200."""
-        if self._given_root is not None:
-            self.root = self._given_root
-            self.root.mkdir(parents=True, exist_ok=True)
-        else:
-            self.root = Path(tempfile.mkdtemp(prefix="opencode-host-"))
-            self._owns_root = True
+        self.root, self._owns_root = make_root(self._given_root, "opencode-host-")
         xdg = {name: self.root / "xdg" / name.split("_")[1].lower() for name in
                ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME")}
         for d in (self.home, self.workdir, *xdg.values()):
@@ -320,13 +307,11 @@ class OpencodeServer:
         if self.password is not None:
             env["OPENCODE_SERVER_PASSWORD"] = self.password
         env.update(self.extra_env)
-        cmd = [str(self.binary), "serve", "--hostname", "127.0.0.1", "--port", str(_free_port()), *self.extra_args]
-        with open(self.root / "serve.stdout", "wb") as out, open(self.root / "serve.stderr", "wb") as err:
-            self.process = subprocess.Popen(
-                cmd, cwd=self.workdir, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True
-            )
+        cmd = [str(self.binary), "serve", "--hostname", "127.0.0.1", "--port", str(free_port()), *self.extra_args]
+        self.process = spawn(cmd, cwd=self.workdir, env=env, stdout=self.root / "serve.stdout", stderr=self.root / "serve.stderr")
         try:
-            self._wait_ready()
+            wait_ready(self.process, self._ready, timeout_s=self.startup_timeout_s, poll_s=0.1,
+                       failed=lambda why: OpencodeHostError(f"opencode serve {why} (GET /global/health); log: {self.log_text()[-2000:]}"))
         except BaseException:
             self.stop()
             raise
@@ -348,44 +333,9 @@ class OpencodeServer:
             return False
         return True
 
-    def _wait_ready(self) -> None:
-        assert self.process is not None
-        deadline = time.monotonic() + self.startup_timeout_s
-        while True:
-            if self.process.poll() is not None:
-                raise OpencodeHostError(
-                    f"opencode serve exited with {self.process.returncode} before it was ready; log: {self.log_text()[-2000:]}"
-                )
-            if self._ready():
-                return
-            if time.monotonic() >= deadline:
-                raise OpencodeHostError(
-                    f"opencode serve not ready (GET /global/health) within {self.startup_timeout_s}s; "
-                    f"log: {self.log_text()[-2000:]}"
-                )
-            time.sleep(0.1)
-
     def stop(self) -> None:
         """SIGTERM the process group, SIGKILL after the grace period, remove the root it made."""
-        proc = self.process
-        if proc is not None:
-            for sig, wait_s in ((signal.SIGTERM, self.grace_s), (signal.SIGKILL, 10.0)):
-                try:
-                    os.killpg(proc.pid, sig)
-                except ProcessLookupError:
-                    break
-                try:
-                    proc.wait(wait_s)
-                    # the leader is gone; make sure no group member (e.g. an MCP server) lingers
-                    try:
-                        os.killpg(proc.pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
-            if proc.poll() is None:
-                proc.wait(10)
+        stop_group(self.process, self.grace_s)
         self.url = None
         if self._owns_root and self.root is not None:
             shutil.rmtree(self.root, ignore_errors=True)

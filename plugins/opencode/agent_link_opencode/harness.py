@@ -6,14 +6,17 @@ base URL of ``AGENT_LINK_OPENCODE_SERVERS`` (comma-separated; default
 ``http://127.0.0.1:4096``) for ``GET /session`` (id, title, directory, time) and
 ``GET /session/status`` (``{"<id>": {"type": "busy"}}`` for sessions in a turn; idle ones are
 absent), with HTTP basic auth (user ``opencode``) when ``AGENT_LINK_OPENCODE_PASSWORD`` is set
-(the servers' ``OPENCODE_SERVER_PASSWORD``). Finding servers on other ports by themselves (the
-processes' listening sockets) is not done yet.
+(the servers' ``OPENCODE_SERVER_PASSWORD``). A server that a caller's proof showed to be the
+opencode process running this MCP server (:mod:`agent_link_opencode.proof`) is asked too,
+whatever its port; finding other servers on other ports by themselves is not done yet.
 
 A server that does not answer, refuses the password or answers something else than JSON makes
 the listing incomplete with a provider report naming it, never an empty list. A session two
 servers list (servers sharing one data folder) is listed once, from the first server named.
 
-Not done yet: identity, delivery (``receive.push`` is None: mail waits in the inbox).
+Identity: :mod:`agent_link_opencode.proof` (the argument agent-link's opencode plugin adds,
+proven by the opencode server). Delivery: :mod:`agent_link_opencode.delivery` (``prompt_async``,
+delivered on the session's own record of the user message).
 """
 
 from __future__ import annotations
@@ -22,16 +25,25 @@ import asyncio
 import base64
 import json
 import re
+import time
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from agent_link_core.harness import Harness, SessionListing
-from agent_link_core.model import Session
+from agent_link_core.errors import AgentLinkError
+from agent_link_core.harness import Delivery, Harness, SessionListing
+from agent_link_core.model import Caller, Session
+
+VIA = "opencode-prompt"
 
 NAME = "opencode"
 SESSION_ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 #: seconds one HTTP call to a server may take (the core bounds a whole listing at 20 s)
 REQUEST_TIMEOUT_S = 5.0
+#: seconds the identity check may wait for the server (it runs inline on every tool call)
+PROOF_TIMEOUT_S = 2.0
+#: seconds a session's server, as a listing or push found it, is pushed to without a new look-up
+LOCATED_TTL_S = 30.0
 SERVER_USER = "opencode"
 
 
@@ -64,18 +76,24 @@ def parse_servers(raw: str | None) -> tuple[list[str], list[str]]:
     return urls, bad
 
 
-def fetch_json(base_url: str, path: str, password: str | None, timeout_s: float = REQUEST_TIMEOUT_S) -> Any:
-    """``GET base_url + path`` without any proxy, decoded as JSON.
+def call_api(base_url: str, method: str, path: str, body: Any, password: str | None,
+             timeout_s: float = REQUEST_TIMEOUT_S) -> Any:
+    """``method base_url + path`` without any proxy, the answer decoded as JSON.
 
+    :param body: a JSON-able request body, or None for none.
     :param password: sent as basic auth (user ``opencode``) when not None.
     :param timeout_s: socket timeout in seconds.
+    :returns: the decoded answer; None for an empty one (``204``).
     :raises ServerError: ``unauthorized`` (HTTP 401), ``http_error`` (other non-2xx),
         ``unreachable`` (connection refused, timeout) or ``bad_answer`` (not JSON).
     """
     import urllib.error  # the HTTP client (and the email package it pulls in) only when a listing asks
     import urllib.request
 
-    request = urllib.request.Request(base_url + path, headers={"Accept": "application/json"})
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(base_url + path, data=data, method=method, headers={"Accept": "application/json"})
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
     if password is not None:
         token = base64.b64encode(f"{SERVER_USER}:{password}".encode()).decode()
         request.add_header("Authorization", f"Basic {token}")
@@ -84,13 +102,26 @@ def fetch_json(base_url: str, path: str, password: str | None, timeout_s: float 
         with opener.open(request, timeout=timeout_s) as answer:
             raw = answer.read()
     except urllib.error.HTTPError as exc:
-        raise ServerError("unauthorized" if exc.code == 401 else "http_error", f"GET {path}: HTTP {exc.code}") from None
+        raise ServerError("unauthorized" if exc.code == 401 else "http_error", f"{method} {path}: HTTP {exc.code}") from None
     except (OSError, ValueError) as exc:
-        raise ServerError("unreachable", f"GET {path}: {exc}") from None
+        raise ServerError("unreachable", f"{method} {path}: {exc}") from None
+    if not raw.strip():
+        return None
     try:
         return json.loads(raw)
     except ValueError:
-        raise ServerError("bad_answer", f"GET {path}: not JSON") from None
+        raise ServerError("bad_answer", f"{method} {path}: not JSON") from None
+
+
+def fetch_json(base_url: str, path: str, password: str | None, timeout_s: float = REQUEST_TIMEOUT_S) -> Any:
+    """``GET base_url + path`` (:func:`call_api`); an empty answer is ``bad_answer``.
+
+    :raises ServerError: as :func:`call_api`.
+    """
+    answer = call_api(base_url, "GET", path, None, password, timeout_s)
+    if answer is None:
+        raise ServerError("bad_answer", f"GET {path}: empty")
+    return answer
 
 
 def read_server(base_url: str, password: str | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -130,7 +161,7 @@ def to_session(entry: dict[str, Any], status: Any, server: str) -> Session | Non
         cwd=entry["directory"] if isinstance(entry.get("directory"), str) else None,
         surface=("server",), loaded=True, archived=bool(times.get("archived")),
         last_activity_ms=updated if isinstance(updated, int) else None,
-        receive={"push": None, "nudge": None, "pull": True}, extra=extra,
+        receive={"push": None if times.get("archived") else VIA, "nudge": None, "pull": True}, extra=extra,
     )
 
 
@@ -139,9 +170,24 @@ class OpencodeHarness(Harness):
 
     name = NAME
     session_kind = "opencode_session"
+    #: added to every call of agent-link's tools by agent-link's opencode plugin (:mod:`agent_link_opencode.proof`)
+    caller_arguments = ("_agentLinkCaller",)
+    send_result_fields = {"opencodeUserMessageId": {
+        "type": "string", "description": "opencode's id of the user message that holds the pushed envelope"}}
+
+    def attach(self, app: Any) -> None:
+        """Keep ``app``; start with no servers proven by callers and no sessions located."""
+        super().attach(app)
+        #: servers a caller's proof showed to be the opencode process running this one
+        self._proven_servers: list[str] = []
+        #: session id -> (server, time.monotonic() when found there, not archived)
+        self._located: dict[str, tuple[str, float]] = {}
+        self._pusher_obj: Any = None
 
     def _servers(self) -> tuple[list[str], list[str]]:
-        return parse_servers(self.app.config.get("AGENT_LINK_OPENCODE_SERVERS"))
+        urls, bad = parse_servers(self.app.config.get("AGENT_LINK_OPENCODE_SERVERS"))
+        # a server proven to be the opencode process running this one (any port) is listed too
+        return urls + [u for u in self._proven_servers if u not in urls], bad
 
     async def list_sessions(self, *, include_archived: bool = False, limit: int = 200) -> SessionListing:
         urls, bad = self._servers()
@@ -165,8 +211,10 @@ class OpencodeHarness(Harness):
             servers.append({"url": url, "available": True, "reason": None, "sessions": len(entries)})
             for entry in entries:
                 session = to_session(entry, statuses.get(str(entry.get("id"))), url)
-                if session is not None and session.id not in found and (include_archived or not session.archived):
-                    found[session.id] = session
+                if session is not None and session.id not in found:
+                    self._remember(session, url)
+                    if include_archived or not session.archived:
+                        found[session.id] = session
         failed = [s for s in servers if not s["available"]]
         sessions = sorted(found.values(), key=lambda s: -(s.last_activity_ms or 0))
         reason = "no_server_configured" if not servers else (failed[0]["reason"] if failed else None)
@@ -174,9 +222,117 @@ class OpencodeHarness(Harness):
         return SessionListing(sessions[:limit], provider, complete=not failed and bool(servers) and len(sessions) <= limit)
 
     async def get_session(self, session_id: str) -> Session | None:
-        listing = await self.list_sessions(include_archived=True, limit=100_000)
-        return next((s for s in listing.sessions if s.id == session_id), None)
+        """The session from the first configured server that has it (archived ones too)."""
+        located = await self._locate(session_id) if SESSION_ID_RE.match(session_id) else None
+        return located[0] if located is not None else None
+
+    def identify_caller(self, meta: Mapping[str, Any], env: Mapping[str, str]) -> Caller | None:
+        """The session named by agent-link's opencode plugin in the call's arguments, with
+        evidence only when opencode proves it (:mod:`agent_link_opencode.proof`); None when the
+        call names no opencode session (``OPENCODE=1`` alone never names one)."""
+        from agent_link_opencode import proof
+
+        named = proof.claimed(meta)
+        if named is None:
+            return None
+        password = self.app.config.get("AGENT_LINK_OPENCODE_PASSWORD")
+        found = proof.evidence(meta, lambda url, path: fetch_json(url, path, password, timeout_s=PROOF_TIMEOUT_S))
+        if found is not None and named[2] not in self._proven_servers:
+            self._proven_servers.append(named[2])
+        return Caller(f"{NAME}:{named[0]}", "runtime_context", NAME, evidence=found)
+
+    def _pusher(self) -> Any:
+        from agent_link_opencode.delivery import PushClaims, Pusher
+
+        pusher = self._pusher_obj
+        if pusher is None:
+            password = self.app.config.get("AGENT_LINK_OPENCODE_PASSWORD")
+            pusher = self._pusher_obj = Pusher(
+                lambda url, method, path, body: call_api(url, method, path, body, password), PushClaims(self.app.store))
+        return pusher
+
+    async def _locate(self, session_id: str) -> tuple[Session, str] | None:
+        """The session and the first configured server that has it: every server is asked for
+        ``GET /session/{id}`` and ``GET /session/status`` at once (no whole listing)."""
+        urls, _bad = self._servers()
+        password = self.app.config.get("AGENT_LINK_OPENCODE_PASSWORD")
+
+        def ask(url: str, path: str) -> Any:
+            try:
+                return call_api(url, "GET", path, None, password)
+            except ServerError:
+                return None
+
+        answers = await asyncio.gather(*(asyncio.to_thread(ask, url, path) for url in urls
+                                         for path in (f"/session/{session_id}", "/session/status")))
+        for n, url in enumerate(urls):
+            entry, statuses = answers[2 * n], answers[2 * n + 1]
+            if isinstance(entry, dict) and entry.get("id") == session_id:
+                session = to_session(entry, statuses.get(session_id) if isinstance(statuses, dict) else None, url)
+                if session is not None:
+                    self._remember(session, url)
+                    return session, url
+        return None
+
+    def _remember(self, session: Session, server: str) -> None:
+        if session.archived:
+            self._located.pop(session.id, None)
+        else:
+            self._located[session.id] = (server, time.monotonic())
+
+    async def deliver(self, message: dict[str, Any], envelope: str, options: Any) -> Delivery:
+        """Push the envelope as a user prompt (:mod:`agent_link_opencode.delivery`).
+
+        The session's server is the one a listing or push of this process found it on in the
+        last :data:`LOCATED_TTL_S` seconds (not archived then), else it is looked up; a push
+        refused there is tried once more after a fresh look-up.
+
+        :raises AgentLinkError: ``not_found`` (no configured server has the session),
+            ``archived``.
+        """
+        session_id = str(message["recipient"]).split(":", 1)[1]
+        known = self._located.get(session_id)
+        cached = known is not None and time.monotonic() - known[1] < LOCATED_TTL_S
+        if known is not None and cached:
+            server = known[0]
+        else:
+            located = await self._locate(session_id) if SESSION_ID_RE.match(session_id) else None
+            if located is None:
+                raise AgentLinkError("not_found", f"No opencode server has session {session_id}.", {"query": message["recipient"]})
+            session, server = located
+            if session.archived:
+                raise AgentLinkError("archived", f"{message['recipient']} is archived.", {"address": message["recipient"]})
+        delivery: Delivery = await self._pusher().deliver(message["id"], session_id, server, envelope)
+        if cached and any(w["code"] == "opencode_push_refused" for w in delivery.warnings):
+            self._located.pop(session_id, None)  # moved or gone: nothing was accepted, look again
+            return await self.deliver(message, envelope, options)
+        return delivery
+
+    async def recheck(self, message: dict[str, Any]) -> Delivery | None:
+        """Late evidence for an accepted push (the model was handed the queued message)."""
+        row = self._pusher().claims.get(message["id"])
+        if row is None or row["state"] not in ("accepted", "unknown"):
+            return None
+        found: Delivery | None = await self._pusher().recheck(message["id"], row["session_id"], row["server"])
+        return found
 
     def health(self) -> dict[str, Any]:
+        """The configured servers, the ones proven by callers, and whether ``agent-link install
+        opencode`` is in opencode's config (its MCP server and the plugin that proves callers)."""
+        from agent_link_core.json_files import read_json_object
+
+        from agent_link_opencode.install import PLUGIN_FILE, SERVER_NAME, config_path
+
         urls, bad = self._servers()
-        return {"servers": urls, "badServers": bad, "passwordSet": self.app.config.get("AGENT_LINK_OPENCODE_PASSWORD") is not None}
+        path = config_path(self.app.env)
+        config = read_json_object(path) or {}
+        mcp = config.get("mcp")
+        plugins = config.get("plugin")
+        mcp = mcp if isinstance(mcp, dict) else {}
+        plugins = plugins if isinstance(plugins, list) else []
+        return {
+            "servers": urls, "badServers": bad, "passwordSet": self.app.config.get("AGENT_LINK_OPENCODE_PASSWORD") is not None,
+            "provenServers": list(self._proven_servers),
+            "install": {"config": str(path), "mcpServer": SERVER_NAME in mcp,
+                        "callerPlugin": any(isinstance(p, str) and p.endswith("/" + PLUGIN_FILE) for p in plugins)},
+        }

@@ -1,18 +1,21 @@
 """The hook implementations of the opencode plugin (entry point ``opencode``).
 
 Imports stay light: this module is imported by every ``agent-link`` command and MCP server,
-so the harness module loads only when harnesses are registered.
+so the harness module loads only when a command talks to opencode (:data:`HARNESS`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-
+from typing import TYPE_CHECKING
 
 from agent_link_core import hookimpl
 from agent_link_core.config import Setting
-from agent_link_core.contribute import registers
+from agent_link_core.contribute import migrations, registers
 from agent_link_core.harness import HarnessDeclaration
+
+if TYPE_CHECKING:  # pragma: no cover
+    import click
 
 #: The plugin's name: its entry point's name and its address scheme.
 NAME = "opencode"
@@ -29,11 +32,28 @@ PASSWORD_SETTING = Setting(
 )
 
 agent_link_register_settings = registers([SERVERS_SETTING, PASSWORD_SETTING])
+agent_link_schema = migrations("agent_link_opencode.schema:MIGRATIONS")
+
+
+@hookimpl
+def agent_link_register_commands(cli: click.Group) -> None:
+    """``agent-link install opencode`` / ``uninstall opencode`` (:mod:`agent_link_opencode.install`)."""
+    from agent_link_core.contribute import command
+    from agent_link_core.host_install import install_group, uninstall_group
+
+    install_group(cli).add_command(command(
+        "opencode", "agent_link_opencode.install:install_opencode",
+        "Install agent-link into opencode (its MCP tools, and the plugin that proves who calls them)."))
+    uninstall_group(cli).add_command(command(
+        "opencode", "agent_link_opencode.install:uninstall_opencode",
+        "Remove agent-link from opencode's config (your messages stay in the state directory)."))
 
 
 #: the ``opencode`` harness as the core reads it without its code: built when a command lists,
-#: resolves or delivers to opencode sessions (it never names the caller)
-HARNESS = HarnessDeclaration(NAME, "agent_link_opencode.harness:OpencodeHarness", session_kind="opencode_session")
+#: resolves or delivers to opencode sessions, or a tool call carries the caller argument that
+#: agent-link's opencode plugin adds (:mod:`agent_link_opencode.proof`)
+HARNESS = HarnessDeclaration(NAME, "agent_link_opencode.harness:OpencodeHarness", session_kind="opencode_session",
+                             caller_arguments=("_agentLinkCaller",))
 
 
 @hookimpl

@@ -57,6 +57,9 @@ def fake() -> Iterator[Any]:
                     self.end_headers()
                     return
                 body = {"/session": server.sessions, "/session/status": server.status}.get(self.path)
+                if body is None and self.path.startswith("/session/") and isinstance(server.sessions, list):
+                    wanted = self.path[len("/session/"):]
+                    body = next((e for e in server.sessions if isinstance(e, dict) and e.get("id") == wanted), None)
                 data = server.raw if server.raw is not None else json.dumps(body).encode()
                 self.send_response(200 if body is not None else 404)
                 self.send_header("Content-Type", "application/json")
@@ -116,9 +119,9 @@ async def test_sessions_of_two_servers_with_status_newest_first_and_one_copy_eac
     assert by_id["ses_a1"].extra["status"] == "busy" and by_id["ses_b1"].extra["status"] == "idle"
     assert by_id["ses_shared"].extra["server"] == a.url and by_id["ses_b1"].extra["server"] == b.url
     assert by_id["ses_b1"].cwd == "/work/q" and by_id["ses_b1"].title == "Beta" and by_id["ses_b1"].last_activity_ms == 2000
-    assert by_id["ses_a1"].receive == {"push": None, "nudge": None, "pull": True}
+    assert by_id["ses_a1"].receive == {"push": "opencode-prompt", "nudge": None, "pull": True}
     with_archived = await harness(monkeypatch, f"{a.url},{b.url}").list_sessions(include_archived=True)
-    assert "ses_old" in {s.id for s in with_archived.sessions}
+    assert {s.id: s.receive["push"] for s in with_archived.sessions}["ses_old"] is None  # archived: mail waits
     assert (await harness(monkeypatch, b.url).get_session("ses_old")) is not None
     assert (await harness(monkeypatch, b.url).get_session("ses_none")) is None
 

@@ -1,0 +1,117 @@
+"""Push delivery into REAL opencode sessions (the pinned ``opencode serve``, stub Messages API).
+
+One server serves the whole module (it takes 12-13 s to get ready); each test makes its own
+sessions and its own agent-link App (sender ``test:alice``) that knows only that server.
+
+* into an idle session the envelope is delivered on the session's own record (a user message
+  whose text is the envelope) and reaches the model; pushing the same message again adds
+  nothing;
+* into a busy session it is only ``accepted`` (stored in the session, queued behind the
+  running turn), never pushed twice, and delivered once the model was handed it.
+
+If the program is missing these tests fail with "run `make hosts`" -- they never skip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+
+from agent_link_core.app import App
+from agent_link_core.model import Caller
+from agent_link_opencode.delivery import envelope_prefix
+from agent_link_testing.messages_stub import MessagesStub, Reply
+from agent_link_testing.opencode_host import OpencodeServer
+
+pytestmark = [pytest.mark.realhost, pytest.mark.anyio, pytest.mark.timeout(180)]
+
+ALICE = Caller("test:alice", "config", "test")
+TURN_TIMEOUT_S = 60.0
+
+
+@pytest.fixture(scope="module")
+def stub() -> Iterator[MessagesStub]:
+    with MessagesStub() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def server(stub: MessagesStub) -> Iterator[OpencodeServer]:
+    with OpencodeServer(stub.base_url) as running:
+        yield running
+
+
+@pytest.fixture
+async def app(server: OpencodeServer, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[App]:
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "opencode")
+    monkeypatch.setenv("AGENT_LINK_OPENCODE_SERVERS", str(server.url))
+    application = App.create()
+    try:
+        yield application
+    finally:
+        await application.aclose()
+
+
+def copies(server: OpencodeServer, session_id: str, message_id: str) -> list[dict[str, Any]]:
+    """The session's user messages holding the envelope of ``message_id``."""
+    prefix = envelope_prefix(message_id)
+    return [m for m in server.session_messages(session_id) if m["info"]["role"] == "user"
+            and any(p.get("type") == "text" and p["text"].startswith(prefix) for p in m["parts"])]
+
+
+async def test_opencode_push_into_an_idle_session_is_delivered_once_on_the_sessions_record(
+        app: App, server: OpencodeServer, stub: MessagesStub) -> None:
+    session = server.request("POST", "/session", {"title": "idle one"})
+    stub.enqueue("got it")
+    before = len(stub.main_requests)
+    outcome = await app.send(caller=ALICE, to=f"opencode:{session['id']}", body="please look at the build")
+    message_id = outcome.message["id"]
+    delivery = outcome.delivery
+    assert delivery is not None and delivery.delivered and delivery.via == "opencode-prompt", delivery
+    [held] = copies(server, session["id"], message_id)
+    assert delivery.evidence["userMessageId"] == held["info"]["id"] == delivery.fields["opencodeUserMessageId"]
+    assert app.mailbox.state(app.mailbox.require(message_id)).delivery == "delivered"
+    # the model was handed the envelope itself (never the raw body alone)
+    seen = stub.wait_for_main(before + 1, timeout_s=TURN_TIMEOUT_S)
+    assert any(r.locate(envelope_prefix(message_id)) and r.locate("please look at the build") for r in seen[before:])
+    server.wait_for_reply(session["id"], timeout_s=TURN_TIMEOUT_S)
+
+    # the same message pushed again (a resend, another process's push loop): no second copy
+    again = await app.harnesses["opencode"].deliver(app.mailbox.row_dict(app.mailbox.require(message_id)),
+                                                    app.mailbox.envelope(app.mailbox.require(message_id)), {})
+    assert again.delivered and again.evidence["userMessageId"] == held["info"]["id"]
+    assert len(copies(server, session["id"], message_id)) == 1
+
+
+async def test_opencode_push_into_a_busy_session_is_accepted_then_delivered_never_twice(
+        app: App, server: OpencodeServer, stub: MessagesStub) -> None:
+    session = server.request("POST", "/session", {"title": "busy one"})
+    before = len(stub.main_requests)
+    stub.enqueue(Reply.text("slow answer", delay_s=6.0), "answered the mail")
+    server.request("POST", f"/session/{session['id']}/prompt_async", {"parts": [{"type": "text", "text": "work a while"}]})
+    stub.wait_for_main(before + 1, timeout_s=TURN_TIMEOUT_S)
+
+    outcome = await app.send(caller=ALICE, to=f"opencode:{session['id']}", body="when you are free")
+    message_id = outcome.message["id"]
+    delivery = outcome.delivery
+    assert delivery is not None and not delivery.delivered and delivery.accepted, delivery
+    assert delivery.state == "accepted_queued_in_session"
+    assert [w["code"] for w in delivery.warnings] == ["opencode_push_queued"]
+    assert app.mailbox.state(app.mailbox.require(message_id)).delivery == "accepted"
+    assert len(copies(server, session["id"], message_id)) == 1
+    # a second push while it waits adds nothing and stays honest
+    row = app.mailbox.require(message_id)
+    again = await app.harnesses["opencode"].deliver(app.mailbox.row_dict(row), app.mailbox.envelope(row), {})
+    assert again.accepted and not again.delivered
+    assert len(copies(server, session["id"], message_id)) == 1
+    assert not await app.refresh_delivery(message_id)  # the model has not been handed it yet
+
+    # the running turn ends, the queued message goes to the model with the next request
+    seen = stub.wait_for_main(before + 2, timeout_s=TURN_TIMEOUT_S)
+    assert any(r.locate(envelope_prefix(message_id)) for r in seen[before + 1:])
+    server.wait_for_reply(session["id"], timeout_s=TURN_TIMEOUT_S)
+    assert await app.refresh_delivery(message_id)
+    assert app.mailbox.state(app.mailbox.require(message_id)).delivery == "delivered"
+    assert len(copies(server, session["id"], message_id)) == 1

@@ -1,0 +1,51 @@
+"""What ``agent-link install opencode`` writes works in a REAL opencode (pinned ``opencode
+serve``, stub model): the server loads agent-link's MCP server and its JS plugin from those
+entries, and a session's call of ``message_agent`` is signed as that session, proven.
+
+If the program is missing this test fails with "run `make hosts`" -- it never skips.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent_link_core.app import App
+from agent_link_testing.messages_stub import MessagesStub, Reply
+from agent_link_testing.opencode_host import OpencodeServer
+
+pytestmark = [pytest.mark.realhost, pytest.mark.anyio, pytest.mark.timeout(240)]
+
+AGENT_LINK = str(Path(sys.executable).with_name("agent-link"))
+
+
+async def test_opencode_installed_config_loads_the_tools_and_proves_the_caller(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "opencode.json"
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "XDG_DATA_HOME": str(tmp_path / "data")}
+    done = subprocess.run([AGENT_LINK, "install", "opencode", "--config", str(config)], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    installed = json.loads(config.read_text())
+    state = tmp_path / "state"
+    with MessagesStub() as stub, OpencodeServer(stub.base_url, mcp=installed["mcp"], config_extra={"plugin": installed["plugin"]},
+                                                env={"AGENT_LINK_STATE_DIR": str(state), "AGENT_LINK_PAIR_RATE": "0"}) as server:
+        session = server.request("POST", "/session", {"title": "installed"})
+        stub.enqueue(Reply.tool_use("agent-link_message_agent", {"to": "test:bob", "message": "from an installed opencode"}), "sent")
+        server.request("POST", f"/session/{session['id']}/prompt_async", {"parts": [{"type": "text", "text": "write to bob"}]})
+        server.wait_for_reply(session["id"], timeout_s=90)
+        assert "agent-link_message_agent" in stub.main_requests[0].tool_names()
+
+    monkeypatch.setenv("AGENT_LINK_STATE_DIR", str(state))
+    app = App.create()
+    try:
+        rows = app.store.conn.execute("SELECT * FROM messages WHERE from_addr = ?", (f"opencode:{session['id']}",)).fetchall()
+        [message] = [app.mailbox.row_dict(r) for r in rows]
+        assert message["body"] == "from an installed opencode"
+        assert message["metadata"]["sender"] == {"source": "runtime_context", "verified": True}
+    finally:
+        await app.aclose()
