@@ -126,7 +126,7 @@ def agent_link_register_commands(cli: click.Group) -> None:
                             "Codex app-servers to use besides the default ones (a registry only you can read)."))
     install_group(cli).add_command(command(
         "codex", "agent_link_codex.install:install_codex",
-        "Install agent-link as a Codex plugin (MCP tools and the prompt hook)."))
+        "Install agent-link as a Codex plugin (MCP tools, the prompt hook and the lease guard hook)."))
     uninstall_group(cli).add_command(command(
         "codex", "agent_link_codex.install:uninstall_codex",
         "Remove the agent-link Codex plugin (your messages stay in the state directory)."))
