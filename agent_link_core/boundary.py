@@ -490,9 +490,10 @@ def check_setting(record: Any, core_names: frozenset[str]) -> None:
 _sigints = 0  # real SIGINTs this process received, counted by _on_sigint
 
 
-@dataclass
+@dataclass(eq=False, slots=True)
 class _Frame:
-    """A synchronous plugin call running on the main thread, interrupted after ``deadline``."""
+    """A synchronous plugin call running on the main thread, interrupted after ``deadline``
+    (compared by identity: two calls armed at the same instant are two frames)."""
 
     started: float
     deadline: float
@@ -562,9 +563,13 @@ def plugin_fault(exc: BaseException, sigints_before: int) -> bool:
 
 
 def _arm(budget_s: float) -> _Frame | None:
-    """Bound the synchronous call about to run (main thread, SIGALRM ours), else None."""
-    if budget_s <= 0 or threading.current_thread() is not threading.main_thread() \
-            or signal.getsignal(signal.SIGALRM) is not _on_alarm:
+    """Bound the synchronous call about to run (main thread, SIGALRM ours), else None.
+
+    A call nested in an armed one (a hook run by a tool's handler, once per message of a read)
+    costs a frame on a list: the outermost call checked the handler and started the timer."""
+    if budget_s <= 0 or threading.current_thread() is not threading.main_thread():
+        return None
+    if not _frames and signal.getsignal(signal.SIGALRM) is not _on_alarm:  # getsignal costs ~3 us
         return None
     now = time.monotonic()
     frame = _Frame(now, now + budget_s)
@@ -575,10 +580,15 @@ def _arm(budget_s: float) -> _Frame | None:
 
 
 def _disarm(frame: _Frame | None) -> None:
+    """End ``frame`` (idempotent: a call that faulted may end its frame twice)."""
     if frame is None:
         return
-    if frame in _frames:
+    if _frames and _frames[-1] is frame:
+        _frames.pop()
+    elif frame in _frames:
         _frames.remove(frame)
+    else:
+        return
     if not _frames:
         signal.setitimer(signal.ITIMER_REAL, 0)
         return
@@ -590,7 +600,7 @@ def _disarm(frame: _Frame | None) -> None:
 # -- the guard -----------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(slots=True)
 class Timing:
     """How long one plugin's implementation of one hook took: calls, last and slowest (ms)."""
 
@@ -669,12 +679,18 @@ class Boundary:
         """Record a call's time; a slow one is logged once when it held the caller
         (``blocking``): an awaited call that waits (a wait tool, a host's answer) holds nothing."""
         ms = (time.perf_counter() - started) * 1000
-        timing = self.timings.setdefault(plugin, {}).setdefault(hook, Timing())
+        hooks = self.timings.get(plugin)
+        if hooks is None:
+            hooks = self.timings[plugin] = {}
+        timing = hooks.get(hook)
+        if timing is None:
+            timing = hooks[hook] = Timing()
         if blocking and ms > SLOW_MS and timing.max_ms <= SLOW_MS:
             log.warning("agent-link plugin %r took %d ms in %s (slow). %s", plugin, ms, hook, disable_hint(plugin))
         timing.calls += 1
         timing.last_ms = ms
-        timing.max_ms = max(timing.max_ms, ms)
+        if ms > timing.max_ms:
+            timing.max_ms = ms
 
     def contain(self, exc: BaseException, plugin: str, hook: str, sigints_before: int, *,
                 frame: _Frame | None = None, passing: tuple[type[BaseException], ...] = (), disable: bool = False,
@@ -709,6 +725,15 @@ class Boundary:
         :param prefix: put before the error of a fault (``"import failed: "``).
         :raises KeyboardInterrupt: a real Ctrl-C. :raises: the ``passing`` types.
         """
+        return self.call_args(plugin, hook, fn, args, kwargs, default, check, passing, disable, prefix)
+
+    def call_args(self, plugin: str, hook: str, fn: Callable[..., Any], args: tuple[Any, ...],
+                  kwargs: Mapping[str, Any] | None = None, default: Any = None,
+                  check: Callable[[Any, str], str | None] | None = None, passing: tuple[type[BaseException], ...] = (),
+                  disable: bool = False, prefix: str = "") -> Any:
+        """:meth:`call` with the arguments of ``fn`` as a tuple and a mapping (None: none): the
+        form hook implementations are called in, once per message on a read (no keyword
+        arguments to pack and unpack for the guard's own options)."""
         if plugin in self.disabled:
             return default
         sigints = _sigints
@@ -716,7 +741,7 @@ class Boundary:
         started = time.perf_counter()
         frame = _arm(self.timeout_ms / 1000)
         try:
-            result = fn(*args, **kwargs)
+            result = fn(*args, **kwargs) if kwargs else fn(*args)
         except BaseException as exc:
             _disarm(frame)
             if not self.contain(exc, plugin, hook, sigints, frame=frame, passing=passing, disable=disable, prefix=prefix):
@@ -824,9 +849,10 @@ def _guarded(boundary: Boundary, impl: Any, plugin: str, hook: str) -> Callable[
     passing = (AgentLinkError,) if hook in REFUSING_HOOKS else ()
     registering, awaitable = hook in REGISTRATION_HOOKS, hook in AWAITABLE_HOOKS
 
+    sync_check = None if awaitable else check
+
     def guarded(*args: Any) -> Any:
-        result = boundary.call(plugin, hook, func, *args, check=None if awaitable else check,
-                               passing=passing, disable=registering)
+        result = boundary.call_args(plugin, hook, func, args, None, None, sync_check, passing, registering)
         if awaitable and inspect.isawaitable(result):
             answer = result
             result = boundary.acall(plugin, hook, lambda: answer, bound_s=boundary.timeout_ms / 1000 or None,

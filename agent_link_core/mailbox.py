@@ -547,24 +547,27 @@ class Mailbox:
 
     def envelope(self, row: sqlite3.Row) -> str:
         """Render the ``<agent-link-message>`` envelope for a stored message."""
-        meta = json.loads(row["metadata"] or "{}")
+        message = self.row_dict(row) if self.hooks is not None else None
+        meta = message["metadata"] if message is not None else json.loads(row["metadata"] or "{}")
+        # read before the hooks see the message: what a plugin does to its metadata stays its own
+        verified, meta_via = bool(meta.get("sender", {}).get("verified")), meta.get("via")
         attributes: dict[str, str] = {}
         elements: list[str] = []
-        if self.hooks is not None:
-            for contribution in self.hooks.render_envelope(self.row_dict(row)):
+        if message is not None and self.hooks is not None:
+            for contribution in self.hooks.render_envelope(message):
                 attributes.update(contribution.attributes)
                 elements.extend(contribution.elements)
         msg = EnvelopeMessage(
             id=row["id"],
             from_address=row["from_addr"],
-            from_verified=bool(meta.get("sender", {}).get("verified")),
+            from_verified=verified,
             to_address=row["recipient"],
             sent_at_ms=row["sent_at"],
             anticipation=row["anticipation"],
             body=row["body"],
             reply_by_ms=row["reply_by"],
             in_reply_to=row["reply_to"],
-            via=attributes.get("via") or meta.get("via"),
+            via=attributes.get("via") or meta_via,
             procedure=attributes.get("procedure"),
         )
         return render_envelope(msg, elements=elements)
@@ -572,7 +575,7 @@ class Mailbox:
     @staticmethod
     def row_dict(row: sqlite3.Row) -> dict[str, Any]:
         """A stored message as a plain dict (``metadata`` decoded)."""
-        out = {k: row[k] for k in row.keys()}
+        out = dict(zip(row.keys(), row))
         out["metadata"] = json.loads(row["metadata"] or "{}")
         out["from"] = row["from_addr"]
         out["to"] = row["to_addr"]

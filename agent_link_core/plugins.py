@@ -232,6 +232,8 @@ class Hooks:
         boundary.on_disable = self._disable
         self._records: dict[str, dict[str, tuple[str, Any]]] = {}
         self._owners: dict[tuple[str, str], str] = {}  # (kind, record name) -> plugin, kept when it is left out
+        #: {hook: (its implementations, what _plain_impls made of them)}
+        self._plain: dict[str, tuple[list[Any], list[Any] | None]] = {}
 
     # -- plumbing
 
@@ -482,8 +484,35 @@ class Hooks:
         return warnings
 
     def render_envelope(self, message: dict[str, Any]) -> list[EnvelopeContribution]:
-        """Every plugin's envelope contribution for a stored message (a failing one is left out)."""
-        return [c for c in self._call("agent_link_render_envelope", message=message, app=self.app) if c]
+        """Every plugin's envelope contribution for a stored message (a failing one is left out).
+
+        Called once per message of a read, so the implementations are called one after the
+        other as pluggy would (:meth:`_plain_impls`), each through its guard, without pluggy's
+        own per-call machinery."""
+        plain = self._plain_impls("agent_link_render_envelope")
+        if plain is None:
+            return [c for c in self._call("agent_link_render_envelope", message=message, app=self.app) if c]
+        given = {"message": message, "app": self.app}
+        _, token = hook_call("agent_link_render_envelope")
+        try:
+            return [c for impl in plain if (c := impl.function(*[given[name] for name in impl.argnames]))]
+        finally:
+            end_call(token)
+
+    def _plain_impls(self, hook_name: str) -> list[Any] | None:
+        """The implementations (pluggy ``HookImpl``: ``function``, ``argnames``) of
+        ``hook_name`` in the order pluggy calls them, when calling each ``function`` with the
+        arguments it names is all pluggy would do: no wrapper among them and no hook call
+        tracing (``AGENT_LINK_DEBUG``); else None (call through pluggy)."""
+        if getattr(self._pm, "agent_link_traced", False):
+            return None
+        impls = getattr(self._pm.hook, hook_name).get_hookimpls()
+        known = self._plain.get(hook_name)
+        if known is not None and known[0] == impls:  # the same implementations as last time
+            return known[1]
+        plain = None if any(impl.hookwrapper or impl.wrapper for impl in impls) else impls[::-1]
+        self._plain[hook_name] = (impls, plain)
+        return plain
 
     def check_override(
         self, target: str, sender: Caller, setting: str, value: str, context: dict[str, Any]
@@ -572,4 +601,11 @@ def trace_hook_calls(pm: pluggy.PluginManager, sink: Callable[[str], None]) -> C
     def after(outcome: Any, hook_name: str, hook_impls: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
         return None
 
-    return pm.add_hookcall_monitoring(before, after)
+    undo = pm.add_hookcall_monitoring(before, after)
+    pm.agent_link_traced = True  # type: ignore[attr-defined]  # Hooks' direct calls go through pluggy then
+
+    def untrace() -> None:
+        pm.agent_link_traced = False  # type: ignore[attr-defined]
+        undo()
+
+    return untrace

@@ -32,13 +32,45 @@ def visible(text: str, keep: str = "\n\t") -> str:
     return "".join(c if c in keep or unicodedata.category(c)[0] != "C" else f"\\u{{{ord(c):04X}}}" for c in text)
 
 
+#: values :func:`visible_data` keeps as they are, by exact type (JSON numbers, booleans, null)
+_KEPT = frozenset({int, float, bool, type(None)})
+
+
 def visible_data(value: Any) -> Any:
     """``value`` (JSON-shaped: dicts, lists, strings, numbers, booleans, None) with
-    :func:`visible` applied to every string in it, keys included; other values unchanged."""
-    if isinstance(value, str):
+    :func:`visible` applied to every string in it, keys included; tuples become lists, other
+    values are unchanged.
+
+    Every MCP tool result goes through here, so the walk is linear with a small constant: a
+    plain ``str`` that :meth:`str.isprintable` passes (no category-``C`` character, no line
+    break) is kept without a call, and numbers, booleans and None without one either; anything
+    else (a ``str`` subclass, a nested container) takes the general path."""
+    kind = type(value)
+    if kind is dict:
+        return {k if type(k) is str and k.isprintable() else _visible_key(k):
+                v if ((t := type(v)) is str and v.isprintable()) or t in _KEPT else _visible_item(v)
+                for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return [v if ((t := type(v)) is str and v.isprintable()) or t in _KEPT else _visible_item(v) for v in value]
+    return _visible_item(value)
+
+
+def _visible_item(value: Any) -> Any:
+    kind = type(value)
+    if kind is str:
+        return value if value.isprintable() else visible(value)
+    if kind in _KEPT:
+        return value
+    if kind is dict or kind is list or kind is tuple:
+        return visible_data(value)
+    if isinstance(value, str):  # a subclass (an enum's value): the rule as for any string
         return visible(value)
     if isinstance(value, dict):
-        return {visible(k) if isinstance(k, str) else k: visible_data(v) for k, v in value.items()}
+        return {_visible_key(k): _visible_item(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [visible_data(v) for v in value]
+        return [_visible_item(v) for v in value]
     return value
+
+
+def _visible_key(key: Any) -> Any:
+    return visible(key) if isinstance(key, str) else key

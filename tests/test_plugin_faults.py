@@ -616,3 +616,30 @@ def test_only_a_call_that_holds_its_caller_is_reported_slow(monkeypatch: pytest.
         assert guard.call("sleeper", "agent_link_health", time.sleep, 0.1) is None
         assert "'sleeper' took" in caplog.text and "(slow)" in caplog.text
     assert guard.timing_report()["waiter"]["tool wait"]["calls"] == 1
+
+
+@pytest.mark.timeout(300, method="thread")  # SIGALRM stays the boundary's, as in the MCP server
+def test_a_nested_plugin_call_that_faults_hands_its_time_to_the_outer_call_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hook called inside a tool call (an envelope hook, once per message of a read) is armed
+    as a nested frame; when it faults, its frame ends once and the outer call's deadline moves
+    by the time the hook took, not twice that."""
+    from agent_link_core import boundary
+
+    boundary.watch_interrupts()
+    clock = [1000.0]
+    monkeypatch.setattr(boundary.time, "monotonic", lambda: clock[0])
+    guard = boundary.Boundary(timeout_ms=60_000)
+    outer = boundary._arm(60)
+    if outer is None:
+        pytest.skip("another handler owns SIGALRM in this process")
+    try:
+        def failing() -> None:
+            clock[0] += 5
+            raise RuntimeError("bad hook")
+
+        assert guard.call("bad", "agent_link_render_envelope", failing, default="fallback") == "fallback"
+        assert boundary._frames == [outer]
+        assert outer.deadline == 1000.0 + 60 + 5
+    finally:
+        boundary._disarm(outer)
+    assert boundary._frames == []

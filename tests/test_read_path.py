@@ -6,7 +6,9 @@
   for every prefix of a read, for each JSON layout a host may declare;
 * every list (inbox, inspect, conversation, search, recent conversations, the web page's
   sections) runs as many SQL statements for many messages as for a few;
-* escaping skips only text it would leave as it is.
+* escaping skips only text it would leave as it is;
+* the envelope hook, called per message without pluggy's machinery, gives the contributions
+  in pluggy's order (and goes through pluggy when a wrapper is registered).
 """
 
 from __future__ import annotations
@@ -256,3 +258,47 @@ def test_the_cli_prints_a_conversation_s_envelopes_rendering_each_once(counting:
     assert shown.exit_code == 0, shown.output
     assert shown.output.count("<agent-link-message ") == 9
     assert counting.calls == Counter({i: 1 for i in ids})
+
+
+def contributing(name: str, *, tryfirst: bool = False) -> object:
+    """A plugin contributing ``via`` and one element, both naming ``name``."""
+
+    class Via:
+        @hookimpl(tryfirst=tryfirst)
+        def agent_link_render_envelope(self, message: dict[str, Any], app: App) -> EnvelopeContribution:
+            from agent_link_core.envelope import render_element
+
+            assert app is not None and message["id"]
+            return EnvelopeContribution({"via": f"role:{name}"}, [render_element("note", [("by", name)])])
+
+    return Via()
+
+
+class Wrapping:
+    """A wrapper around the envelope hook (pluggy runs those; the direct path steps aside)."""
+
+    def __init__(self) -> None:
+        self.seen = 0
+
+    @hookimpl(wrapper=True)
+    def agent_link_render_envelope(self, message: dict[str, Any]) -> Any:
+        self.seen += 1
+        return (yield)
+
+
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_envelope_contributions_come_in_pluggy_s_order_whichever_way_they_are_called(wrapped: bool) -> None:
+    plugins = [contributing("first"), contributing("second"), contributing("eager", tryfirst=True)]
+    wrapper = Wrapping()
+    application = App.create(extra_plugins=(*plugins, *([wrapper] if wrapped else [])))
+    try:
+        [message_id] = store(application, 1)
+        message = application.mailbox.row_dict(application.mailbox.require(message_id))
+        direct = application.hooks.render_envelope(message)
+        through_pluggy = [c for c in application.hooks._call("agent_link_render_envelope", message=message,
+                                                              app=application) if c]
+        assert [c.elements for c in direct] == [c.elements for c in through_pluggy]
+        assert [c.attributes["via"] for c in direct][0] == "role:eager"  # tryfirst runs first
+        assert wrapper.seen == (2 if wrapped else 0)
+    finally:
+        application.close()

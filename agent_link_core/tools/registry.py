@@ -193,9 +193,12 @@ def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> t
                 value = value == "true"
                 warnings.append(_coerced(key, "boolean"))
         args[key] = value
-    from jsonschema import Draft202012Validator
+    cached = _INPUT_VALIDATORS.get(id(spec))
+    if cached is None or cached[0] is not spec or cached[1] is not schema:  # kept with its spec, as below
+        from jsonschema import Draft202012Validator
 
-    validator = Draft202012Validator(schema)
+        cached = _INPUT_VALIDATORS[id(spec)] = (spec, schema, Draft202012Validator(schema))
+    validator = cached[2]
     for err in sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path)):
         if err.validator == "additionalProperties":
             for extra in sorted(set(args) - set(props)):
@@ -331,6 +334,8 @@ async def call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | Non
 
 
 _RESULT_VALIDATORS: dict[int, tuple[ToolSpec, Draft202012Validator]] = {}
+#: each tool's input validator, made on its first call (making one costs about as much as using it)
+_INPUT_VALIDATORS: dict[int, tuple[ToolSpec, Mapping[str, Any], Draft202012Validator]] = {}
 _FAULTED = object()  # a handler's answer when the boundary contained its fault
 
 

@@ -113,12 +113,12 @@ def agent_link_on_event(event: Event, app: App) -> None:
 
 @hookimpl
 def agent_link_render_envelope(message: dict[str, Any], app: App) -> EnvelopeContribution | None:
+    role = message.get("metadata", {}).get("role")
+    if not isinstance(role, dict) or not role.get("name"):
+        return None  # most mail: decided before any import (this runs once per message of a read)
     from agent_link_core.envelope import render_element
     from agent_link_core.mailbox import EnvelopeContribution
 
-    role = message.get("metadata", {}).get("role")
-    if not isinstance(role, dict) or not role.get("name"):
-        return None
     name = role["name"]
     contribution = EnvelopeContribution({"via": f"role:{name}"})
     procedure = role.get("procedure") or {}
