@@ -96,3 +96,20 @@ def test_a_start_record_that_was_not_the_servers_identity_is_taken_back(app: App
     presence.undo_start_record(app.store)
     assert tuple(app.store.conn.execute("SELECT * FROM presence WHERE address = 'team:me'").fetchone()) == before
     presence.undo_start_record(app.store)  # nothing left to take back
+
+
+def test_known_senders_are_read_by_index_seeks_not_a_scan_of_every_message(app: App) -> None:
+    """Each distinct sender costs one seek of the ``messages_from`` index: the statement reads
+    every message nowhere (a send to a never-served address asks this on a growing table)."""
+    for sender in ("team:a", "team:b", "team:a", "team:c", "team:b"):
+        signed(app, sender)
+    assert {"team:a", "team:b", "team:c"} <= set(presence.known_addresses(app.store))
+    statements: list[str] = []
+    app.store.conn.set_trace_callback(statements.append)
+    try:
+        presence.known_addresses(app.store)
+    finally:
+        app.store.conn.set_trace_callback(None)
+    senders = next(s for s in statements if "from_addr" in s)
+    plan = " ".join(str(row[-1]) for row in app.store.conn.execute("EXPLAIN QUERY PLAN " + senders))
+    assert "SCAN messages" not in plan, plan
