@@ -63,36 +63,53 @@ _I = re.IGNORECASE
 _OS_THREAD = r"(?:main|ui|worker|background|render(?:ing)?|io|event|daemon|child|spawned|new|separate)"
 # "the docs thread", "the other Codex thread", "the thread that owns", "owner thread"; not an OS thread
 _AGENT_THREAD = (
-    r"(?:\bthread\s+(?:codex:)?[0-9a-f]{8,}"
-    r"|\b(?:codex|claude|orchestrator|owner|sibling|peer|other\s+codex)\s+thread\b"
-    r"|\bthread\s+(?:that|which|who)\s+owns\b"
-    r"|\b(?:the|a|its)\s+(?!" + _OS_THREAD + r"\b)[\w'-]+(?:\s+(?!" + _OS_THREAD + r"\b)[\w'-]+)?\s+thread\b(?!\s+(?:pool|dump|safety|title|id|local|count|stack))"
+    r"\b(?:thread\s+(?:codex:)?[0-9a-f]{8,}"
+    r"|(?:codex|claude|orchestrator|owner|sibling|peer|other\s+codex)\s+thread\b"
+    r"|session\s+(?:ses_\w+|[0-9a-f]{8,})"
+    r"|the\s+thread\s+(?:working\s+on|handling|in\s+charge|responsible|assigned|doing\s+the\s+\w+\s+(?:work|refactor|migration|port))\b"
+    r"|thread\s+(?:that|which|who)\s+owns\b"
+    r"|(?:the|a|its)\s+(?!" + _OS_THREAD + r"\b)[\w'-]+(?:\s+(?!" + _OS_THREAD + r"\b)[\w'-]+)?\s+thread\b(?!\s+(?:pool|dump|safety|title|id|local|count|stack))"
     r")"
 )
 _OTHER_SESSION = (r"(?:browser|database|db|login|user|http|https|ssh|tmux|terminal|shell|web|sql|orm|redis|current|same|next|new|"
                   r"previous|last|first|interactive|debug|remote|test|training|live|whole|entire|chat|screen|vpn|tls|ssl|auth|"
                   r"payment|checkout|admin|practice|planning|q&a|recording|video|zoom|meeting|tutoring|study)")
 _AGENT_NOUN = (
-    r"(?:(?<!user\s)\bagents?\b(?!\s+(?:config|binary|field|process|string|file|processes|class|loop)\b)"
-    r"|\borchestrator\b(?!\s+(?:module|container|service|node|job)s?\b)"
-    r"|\bworkstreams?\b|\bteammates?\b"
-    r"|(?<!ci\s)(?<!build\s)\bworkers?\b(?!\s+(?:thread|threads|pool|process|processes|node|nodes)\b)"
-    r"|\b(?:claude|codex|other|peer|infrastructure|network\s+team's|\w+\s+team's)\s+session\b"
-    r"|\bowner\s+of\s+the\b|\bagent\s+(?:that|which|owning)\b"
+    r"\b(?:(?<!user\s)agents?\b(?!\s+(?:config|binary|field|process|string|file|processes|class|loop)\b)"
+    r"|orchestrator\b(?!\s+(?:module|container|service|node|job)s?\b)"
+    r"|workstreams?\b|teammates?\b"
+    r"|(?<!ci\s)(?<!build\s)workers?\b(?!\s+(?:thread|threads|pool|process|processes|node|nodes)\b)"
+    r"|(?:claude|codex|other|peer|infrastructure|network\s+team's|\w+\s+team's)\s+session\b"
+    r"|owner\s+of\s+the\b|agent\s+(?:that|which|owning)\b"
     # "the docs session", "the UI session": a session named by its work; not a browser, login or shell session
-    r"|\bthe\s+(?!" + _OTHER_SESSION + r"\b)[\w-]+\s+session\b(?!\s+(?:cookie|id|token|key|storage|store|data|timeout|expires|variable|state)s?\b)"
-    r"|\bsub-?agents?\b"
+    r"|the\s+(?!" + _OTHER_SESSION + r"\s)[\w-]+(?:\s+(?!" + _OTHER_SESSION + r"\s)[\w-]+)?\s+session\b(?!\s+(?:cookie|id|token|key|storage|store|data|timeout|expires|variable|state)s?\b)"
+    r"|sub-?agents?\b"
+    # a forked agent ("a fork on the faster model"); not a git fork ("fork the repo", "my fork of"), fork()
+    r"|fork(?<!my\sfork)(?<!your\sfork)(?<!own\sfork)(?<!github\sfork)(?<!git\sfork)s?\b(?![\s(]*\)|\s*\(|\s+(?:of|the|it|this|a|on\s+github|repos?|repository|button|bomb|point|join|exec|call)\b)"
+    # a helper or copy the writer started ("the helper I spawned"), a host's instance ("the Codex instance")
+    r"|(?:helper|assistant|copy|clone|instance)s?\s+(?:i|we)\s+(?:spawned|started|launched|kicked\s+off|forked|opened)\b"
+    r"|(?:spawned|forked)\s+(?:helper|assistant|instance|copy)s?\b|(?:spawned|started|launched)\s+an?\s+(?:helper|assistant)\b"
+    r"|my\s+helper\s+(?:is|has|will|should)\b"
+    r"|(?:codex|claude(?:\s+code)?|opencode)\s+(?:instance|run|tab|window|agent|worker)s?\b"
+    r"|(?:another|second|other|parallel)\s+(?:instance|copy)\s+of\b|the\s+other\s+(?:codex|claude|opencode|instance)\b"
+    # the host named alone where it acts as a party ("until Codex finishes", "Claude (the docs session)"), not the
+    # product ("Codex reads config.toml", "we default to codex")
+    # (lookbehinds after the name: they run only where a name is)
+    r"|(?:codex|claude|opencode|gemini)\b(?:" + "|".join(rf"(?<={w}\s{host})" for w in ("until", "after", "once", "while", "for", "from", "asked",
+                                                                                          "ping", "told", "before")
+                                                      for host in ("codex", "claude", "opencode", "gemini")) + r")(?![:/.-]\w)"
+    r"|(?:codex|claude|opencode|gemini)(?=\s+\(|\s+(?:is|are)\s+(?:still\s+)?\w+ing\b)"
     # roles an agent is given (role:<name> addresses, the roles plugin); not a code reviewer's comment list
-    r"|\b(?:reviewer|tester|planner|implementer|coordinator)s?\b(?!\s+(?:module|function|class|comments?|list|field|tool|role)s?\b)"
+    r"|(?:reviewer|tester|planner|implementer|coordinator|architect|researcher|auditor|verifier|critic|grader|evaluator|summari[sz]er|triager)s?\b(?!\s+(?:module|function|class|comments?|list|field|tool|role)s?\b)"
     # another session of an agent host; not a browser or database session
-    r"|\b(?:the\s+other|another|that|this\s+other|(?:writer|reviewer|helper|sibling|second|parallel)|claude\s+code)\s+session\b"
+    r"|(?:the\s+other|another|that|this\s+other|(?:writer|reviewer|helper|sibling|second|parallel)|claude\s+code)\s+session\b"
     r"(?!\s+(?:cookie|id|token|key|storage|store|data|timeout|expires|variable|state)s?\b)"
     r")"
 )
 #: an agent-link address ``<harness>:<id>`` of an agent (``codex:019a...``, ``claude:review-7``,
 #: ``role:backend``, ``team:db-owner``); codex/claude ids need a digit or a hyphen so config keys
-#: (``codex:model``) do not count
-_ADDRESS = (r"(?<![\w/.-])(?:(?:codex|claude):(?=[\w.-]*[\d-])[a-z0-9][\w.-]*|(?:role|team|mcp|agent):[a-z0-9][\w.-]*)"
+#: (``codex:model``) do not count; opencode session ids (``opencode:ses_a1``) may have an underscore instead
+_ADDRESS = (r"(?<![\w/.-])(?:(?:codex|claude):(?=[\w.-]*[\d-])[a-z0-9][\w.-]*|opencode:(?=[\w.-]*[\d_-])[a-z0-9][\w.-]*|(?:role|team|mcp|agent):[a-z0-9][\w.-]*)"
             r"(?<![.-])")
 #: any reference to another agent (address, agent noun or role, agent thread); :func:`analyse`
 #: replaces each with :data:`_MARK` once, so the relational phrases ("once <agent> ...",
@@ -102,6 +119,9 @@ _MARK = "\x00"
 #: references next to each other ("the reviewer agent") become one mark, so no phrase rescans a run
 _MARK_RUN_RE = re.compile(r"\x00(?:\s*\x00)+")
 _AGENT_REF = r"\x00"
+#: a verb in the past tense (regular, or one of the common irregular ones)
+_PAST = (r"(?:\w+ed|sent|built|kept|did|wrote|made|ran|put|took|gave|chose|picked|got|went|set|left|read|came\s+back|found|told|"
+         r"began|brought|bought|held|led|lost|met|paid|said|saw|shut|sold|spent|stood|struck|swept|taught|thought|threw|won|wound)\b")
 #: up to three words between a connective and the agent it names ("once the security reviewer")
 _GAP = r"(?:[\w'@-]+\s+){0,3}?"
 
@@ -135,7 +155,14 @@ PHRASES: tuple[Phrase, ...] = (
     _p("blocked-on", r"\b(?:blocked|gated)(?:\s+(?:on|by|until)|:|\s*[.!]\s)", 0.45, "dependency"),
     _p("waiting-for", r"\b(?:wait|waiting|waits)\s+(?:for|on|until)\b|\bawait(?:s|ing)?\b", 0.3, "dependency"),
     _p("depends-on", r"\b(?:depends?|depending|dependent|relying|rely)\s+on\b|\bdependency:", 0.3, "dependency"),
-    _p("until-once-after", r"\b(?:until|once|as soon as|after|when|then\s+(?:i|we))\b", 0.25, "dependency"),
+    _p("until-once-after", r"\b(?:until|once|as soon as|after|when|then\s+(?:i|we)|afterwards|only\s+then)\b", 0.25, "dependency"),
+    _p("cannot-proceed", r"\b(?:can't|cannot|unable\s+to)\s+(?:go\s+(?:any\s+)?further|proceed|continue|move\s+on|progress|make\s+progress)\b"
+                         r"|\b(?:nothing|not\s+much)\s+(?:left\s+)?(?:to\s+do|i\s+can\s+do)\s+(?:until|before|till)\b|\bidle\s+until\b|\bsit(?:ting)?\s+tight\b"
+                         r"|^(?:open|outstanding|todo|pending|waiting|blocked|remaining)\s*:|\b(?:precondition|prerequisite|blocker)s?\s*:|^not\s+\w+ing\b[^.;]{0,40}?\byet\b", 0.3, "dependency"),
+    _p("held-state", r"\b(?:stays?|remains?|sits?|kept|keeping|left|leaving|stay)\s+(?:\w+\s+)?(?:stubbed|idle|a\s+draft|as\s+(?:it\s+)?is|open|untouched|"
+                     r"unchanged|on\s+hold|in\s+draft|parked|disabled|behind\s+a\s+flag)\b|\bplaceholders?\s+until\b", 0.3, "dependency"),
+    _p("hinges-on", r"\b(?:hinges?|hinging|contingent|conditional|queued|sequenced|stuck|held\s+up|gated)\s+(?:on|behind|by|upon)\b"
+                    r"|\b(?:blocked|waiting|parked|stuck)\s+behind\b|\bholding\s+pattern\b|\boutstanding\b", 0.3, "dependency"),
     _p("pending-hold", r"\bpending\b|\bon hold\b|\bhold(?:ing)?\s+(?:off|the)\b|\bhold:|\bparked\b|\bpaused\b|\bmeanwhile\b"
                        r"|\bin\s+the\s+meantime\b", 0.3, "dependency"),
     _p("needs-first", r"\b(?:need|needs|have to|has to|must)\b.{0,60}\b(?:before|first|to)\b", 0.2, "dependency"),
@@ -156,37 +183,60 @@ PHRASES: tuple[Phrase, ...] = (
                           r"(?:\w+\s+)?(?:responds?|repl(?:y|ies)|answers?|finish(?:es|ed)?|done|reports?|comes?\s+back|gets\s+back|sends?|"
                           r"hands?|tells?|wraps?\s+up|completes?|completed)\b"
                           r"|\b(?:once|when|after|until)\s+(?:it|they)\s+(?:has|have)\s+\w+"
-                          r"|\b(?:once|until|till|as soon as)\s+it\s+(?!is\b|was\b|has\b|does\b)\w+s\b"
+                          r"|\b(?:once|until|till|as soon as|after|before|when|the\s+(?:moment|minute|second))\s+it\s+(?!is\b|was\b|has\b|does\b|goes\b|says\b)\w+s\b"
+                          r"|\b(?:once|when|after|until|as soon as)\s+(?:it|they)\s*(?:arrives?|comes?\s+in|lands?|shows?\s+up|(?:\s+is|\s+are|'s|'re)\s+(?:ready|in|posted|there|through|up))\b"
                           r"|\b(?:once|when|after|until)\s+(?:its|their)\s+\w+|\b(?:after|once|until)\s+they\s+(?!are\b|were\b|do\b|did\b)\w+|\b(?:once|when)\s+received\b"
                           r"|\b(?:after|once|when)\s+that(?:'s|\s+is)?(?:\s+(?:done|finished|in))?\s*(?:[.;,]|$)"
                           r"|\b(?:after|once|when)\s+that(?:'s|\s+is|\s+has)\s+(?:been\s+)?(?:merged|landed|through|ready|pushed|published)\b", 0.4, "callback"),
+    _p("output-decides", r"\b(?:its|their)\s+\w+\s+(?:determines|decides|drives|dictates|settles|shapes|will\s+(?:decide|determine|settle)|"
+                         r"(?:goes|go|feeds?|flows?)\s+(?:straight\s+|directly\s+)?into)\b"
+                         r"|\bexpect(?:s|ing)?\b[^.;]{0,40}?\bback\b", 0.35, "callback"),
     _p("its-answer", r"\b(?:its|their)\s+(?:reply|response|verdict|review|comments|findings|decision|feedback|output|patch|draft|numbers|approval|version|report)\b"
-                     r"|\bwhat\s+it\s+(?:says|decides|finds|reports)\b", 0.2, "callback"),
+                     r"|\bwhat\s+it\s+(?:says|decides|finds|reports)\b|\b(?:from|using|based\s+on)\s+(?:its|their)\s+(?!own\b)\w+"
+                     r"|\bwhat(?:ever)?\s+(?:it|they)\s+(?!is\b|was\b|has\b|does\b|did\b|had\b|means\b|takes\b)\w+s\b", 0.2, "callback"),
     # the writer gave the question or the work to the other agent
-    _p("asked-other", r"(?:^|\b(?:i|we)(?:\s+have|'ve)?\s+|^have\s+)(?:asked|messaged|pinged|put\s+the\s+(?:\w+\s+)?question\s+to)\b", 0.3, "dependency"),
-    _p("handed-to", r"\b(?:delegat(?:e|ed|ing)|hand(?:ed|ing)?(?:\s+off)?|pass(?:ed|ing)|gave|giving|assign(?:ed|ing)|sent|went)\b[^.;]{0,60}?\bto\b"
+    _p("asked-other", r"(?:^|\b(?:i|we)(?:\s+have|'ve)?\s+|^have\s+)(?:asked|messaged|pinged|consulted|queried|checked\s+with|raised\s+(?:it|this)\s+with)\b"
+                     r"|\bput\s+(?:the|a|my|our)\s+(?:\w+\s+)?questions?\b[^.;]{0,50}?\bto\b", 0.3, "dependency"),
+    _p("handed-to", r"\b(?:delegat(?:e|ed|ing)|hand(?:ed|ing)?(?:\s+off)?|pass(?:ed|ing)|gave|giving|assign(?:ed|ing)|sent|went|farm(?:ed|ing)\s+out|"
+                    r"offload(?:ed|ing)?|dispatch(?:ed|ing)|forward(?:ed|ing)|escalat(?:ed|ing)|rout(?:ed|ing)|outsourc(?:ed|ing))\b[^.;]{0,60}?\bto\b"
                     r"|\bput\s+in\s+a\s+request\b", 0.25, "dependency"),
     _p("check-back", r"\b(?:check|checks|checking)\s+(?:back|in)\s+with\b|\bfollow(?:ing)?\s+up\s+with\b|\bknow i'm waiting\b", 0.35, "callback"),
     # the other agent in a relation to the writer's next step (issue 30, second round)
-    _p("agent-condition", r"\b(?:once|when|whenever|after|until|till|if|unless|as soon as|before)\s+" + _GAP + _AGENT_REF, 0.4, "callback"),
-    _p("wait-on-agent", r"\b(?:wait|waits|waiting|awaits?|awaiting|blocked|gated|holding|depends?|depending|dependent|relying|rely|standing\s+by)\s+"
-                        r"(?:on|for|until|by|to\s+hear\s+from)\s+" + _GAP + _AGENT_REF
+    _p("agent-condition", r"\b(?:once|when|whenever|after|until|till|if|unless|as soon as|before|the\s+(?:moment|minute|second))\s+(?!(?:a|an|any|each|every)\s)" + _GAP + _AGENT_REF, 0.4, "callback"),
+    _p("wait-on-agent", r"\b(?:wait|waits|waiting|awaits?|awaiting|blocked|gated|holding|depends?|depending|dependent|relying|rely|standing\s+by|on\s+standby|standby|"
+                        r"hinges?|contingent|conditional|queued|sequenced|stuck|held\s+up|parked|deferred|deferring)\s+"
+                        r"(?:on|for|until|by|behind|upon|to\s+hear\s+from)\s+(?!(?:a|an|any|each|every)\s)" + _GAP + _AGENT_REF
+                        # the agent goes first, then the writer: "the docs agent runs the matrix first, then I ..."
+                        + r"|" + _AGENT_REF + r"[^.;]{0,60}?\bfirst\b[^.]{0,60}?\b(?:then|after|before|afterwards|and\s+will)\b"
+                        + r"|\bfirst\b[^.;]{0,20}?" + _AGENT_REF + r"[^.]{0,80}?\bthen\s+(?:i|we)\b"
+                        + r"|" + _AGENT_REF + r"[^.]{0,80}?[,;]\s+(?:and\s+)?then\s+(?:i|we)\s+(?!\w+ed\b)"
+                        + r"|" + _AGENT_REF + r"\s+(?!is\b|was\b|has\b|does\b|uses\b|runs\b)\w+s\b[^.;]{0,40}?,\s+(?:then\s+)?(?:i|we)\s+(?!\w+ed\b)\w+"
                         + r"|\b(?:hold|holding|keeping|parking|parked)\s+[^.;]{0,30}?\b(?:for|until)\s+" + _GAP + _AGENT_REF, 0.35, "callback"),
     _p("from-agent", r"\b(?:need|needs|expecting|expect|awaits?|awaiting|get|got|requested|hear|heard|go-ahead|yes|ok|okay|word|approval|sign-off|input|"
+                     r"outstanding|owed|due|go/no-go|thumbs-up|ping|signal|nod|confirmation|handoff|"
                      r"decision|answer|reply|response|verdict|review|report)\b"
                      r"[^.;:]{0,40}?\bfrom\s+" + _GAP + _AGENT_REF, 0.4, "callback"),
     _p("agent-possessive", _AGENT_REF + r"(?:'s|’s)\s+(?:\w+\s+)?(?:answer|reply|response|decision|verdict|sign-off|approval|review|pass|"
                            r"go-ahead|numbers|results?|findings|diagnosis|version|patch|fix|migration|schema|input|ok|call)\b", 0.3, "callback"),
     _p("agent-delivers", _AGENT_REF + r"\s+(?:\w+\s+)?(?:chooses|picks|decides|says|comes\s+back|finds|flags|suggests|points|approves|confirms|"
                          r"replies|responds|answers|reports|publishes|pushes|sends|signs\s+off|finishes|lands|tells|owes)\b", 0.3, "callback"),
-    _p("agent-at-work", _AGENT_REF + r"\s+(?:is|are)\s+(?:still\s+|now\s+)?\w+ing\b|\b(?:is|are|lies|sits)\s+with\s+" + _GAP + _AGENT_REF
-       + r"|\b(?:belongs\s+to|is\s+up\s+to|in\s+the\s+hands\s+of)\s+" + _GAP + _AGENT_REF
+    _p("agent-at-work", _AGENT_REF + r"\s+(?:[^.;,\x00]{0,40}?\s)?(?:is|are)\s+(?:still\s+|now\s+)?\w+ing\b|\b(?:is|are|lies|sits)\s+with\s+" + _GAP + _AGENT_REF
+       + r"|\b(?:belongs\s+to|is\s+up\s+to|in\s+the\s+hands\s+of|owned\s+by|decided\s+by|(?:'s|is)\s+(?:the\s+)?(?:call|decision)\s+of)\s+" + _GAP + _AGENT_REF
+       + r"|" + _AGENT_REF + r"(?:'s|’s)\s+(?:call|decision|to\s+decide)\b|" + _AGENT_REF + r"\s+(?:owns|holds|has\s+the\s+lock)\b"
        + r"|\bin\s+(?:the\s+)?" + _AGENT_REF + r"(?:'s|’s)?\s+(?:hands|court)\b|\bbeing\s+\w+\s+by\s+" + _GAP + _AGENT_REF
-       + r"|\b(?:let|letting)\s+(?:it|them|" + _AGENT_REF + r")\s+(?:\w+\s+){1,2}?first\b",
+       + r"|\b(?:let|letting)\s+(?:it|them|" + _AGENT_REF + r")\s+(?:\w+\s+){1,2}?first\b"
+       + r"|\b(?:let|letting)\s+" + _AGENT_REF + r"\s+(?:[\w'-]+\s+){0,4}?(?:decide|choose|pick|settle|work\s+out)\b",
        0.25, "dependency"),
-    _p("needs-agent", r"\b(?:need|needs|needed|require|requires|expecting|pending)\s+" + _GAP + _AGENT_REF, 0.35, "dependency"),
+    _p("needs-agent", r"(?<!n't\s)(?<!not\s)\b(?:need|needs|require|requires|expecting|pending|without|missing)\s+(?!(?:a|an|any)\s)[^.;]{0,40}?" + _AGENT_REF
+                      + r"(?!\s+(?:is|was|has|had)\s+(?:done|finished|closed|gone))", 0.35, "dependency"),
+    # an open item of the writer's plan or checklist tied to an agent: "[ ] get the security agent's approval",
+    # "(1) ask the data agent for the row counts", "Asking codex:x to rerun"
+    _p("plan-ask", r"\[\s\][^\n\]]{0,80}?" + _AGENT_REF + r"|" + _AGENT_REF + r"\s*,\s*(?:requested|asked|pinged)\b|" + _AGENT_REF + r"[^.;\n]{0,30}?\(\s*(?:requested|asked|pending)\b"
+                   + r"|" + _AGENT_REF + r"\s+(?:is|are)\s+on\s+(?:it|this|that)\b"
+                   + r"|(?:^|[\n(:;,.]\s*|\d[.)]\s*|\b(?:to|then|and|first)\s+)(?:ask|asking|get|request|requesting)\s+"
+                   + _GAP + _AGENT_REF, 0.35, "dependency"),
     # the other agent promised something: "it should come back with", "codex:x said it would send"
-    _p("agent-promised", _AGENT_REF + r"\s+(?:must|has\s+to|needs\s+to|is\s+supposed\s+to|is\s+due\s+to|is\s+expected\s+to)\s+\w+"
+    _p("agent-promised", _AGENT_REF + r"\s+(?:still\s+)?(?:must|has\s+to|needs\s+to|is\s+supposed\s+to|is\s+due\s+to|is\s+expected\s+to)\s+\w+"
                          r"|\b(?:it|they)\s+(?:would|will|should|is\s+going\s+to|promised\s+to)\s+(?:\w+\s+)?(?:send|come\s+back|report|"
                          r"reply|answer|return|hand|deliver|push|publish|finish|tell|confirm|ping|call|get\s+back)\b", 0.35, "callback"),
     _p("question-for", r"\bquestions?\s+(?:for|to)\s+" + _GAP + _AGENT_REF + r"|^@|\bover to you\b|\b(?:can|could|would)\s+you\b", 0.3, "dependency"),
@@ -195,10 +245,17 @@ PHRASES: tuple[Phrase, ...] = (
                         r"|\b(?:based\s+on|according\s+to|depending\s+on|act\s+on)\s+(?:its|their|what|the\s+outcome)\b"
                         r"|\b(?:whatever|whichever)\s+(?:\w+\s+)?(?:it|they)\s+\w+"
                         # the writer's future step uses the other's output: "I'll write the patch from its findings"
-                        r"|\b(?:i'll|i\s+will|we'll|we\s+will|then\s+i)\b[^.;]{0,50}?\b(?:its|their)\s+"
-                        r"(?:findings|results?|report|answer|output|numbers|notes|analysis|fix|patch|changes|review|verdict)\b", 0.3, "callback"),
+                        r"|\b(?:i'll|i\s+will|we'll|we\s+will|then|i\s+can't|i\s+cannot|needs)\b[^.;]{0,50}?\b(?:its|their)\s+(?!own\b)\w+"
+                        # something the agent will produce, as the object of the writer's step
+                        r"|\b(?:i'll|i\s+will|we'll|then\s+i|and\s+then)\b[^.;]{0,40}?\b(?:whatever|whichever|the\s+ones?|the\s+\w+)\s+(?:it|they|\x00)\s+"
+                        r"(?!is\b|was\b|has\b|does\b|did\b|had\b)(?:\w+s|ends\s+up\s+with|settles\s+on|lands\s+on|comes\s+up\s+with)\b"
+                        r"|\b(?:i'll|i\s+will|then\s+i)\s+\w+\s+(?:up\s+)?(?:anything|everything|whatever)\s+(?:it|they)\b"
+                        r"|\b(?:whatever|whichever)\s+(?:\w+\s+){0,3}\x00\s+(?:\w+\s+)?(?:\w+s|settles\s+on|lands\s+on|ends\s+up\s+with)\b"
+                        r"|\bthe\s+(?:ones?|\w+)\s+(?:it|they)\s+(?:suggests?|proposes?|recommends?|identifies|picks?|chooses?|returns?)\b"
+                        # comparing or choosing between what comes back
+                        r"|\b(?:i'll|i\s+will|then\s+i|and\s+will)\s+(?:pick|keep|take|choose|compare|merge)\s+(?:whichever|the\s+better|both)\b", 0.3, "callback"),
     _p("not-yet-heard", r"\b(?:haven't|hasn't|have\s+not|has\s+not|not\s+yet)\s+(?:heard|shared|delivered|posted|come\s+back|got\s+back|gotten\s+back|returned|reported|answered|replied|sent|chosen|decided|"
-                        r"confirmed|responded|pushed|published|finished)\b", 0.35, "callback"),
+                        r"confirmed|responded|pushed|published|finished)\b|\bnot\s+(?:back|in)\s+yet\b", 0.35, "callback"),
     _p("take-from-there", r"\btake\s+over\s+(?:again\s+)?(?:once|when|after|from)\b"
                           r"|\b(?:take|taking|pick|picking)\s+(?:it\s+|over\s+|up\s+)?(?:up\s+)?from\s+there\b|\bstanding\s+by\b"
                           r"|"
@@ -208,21 +265,60 @@ PHRASES: tuple[Phrase, ...] = (
     # no dependency after all: negated, the other side waits on the writer, or an offer
     _p("negated", r"\bno\s+(?:need|longer)\b|\b(?:don't|doesn't|do\s+not|does\s+not|never)\s+(?:need\s+to\s+)?(?:wait|waits|block|blocks)\b|"
                   r"\bnothing\b[^.;]{0,20}\b(?:waits?|depends?|blocks?|blocked)\b"
-                  r"|\band\s+(?:i|we)\s+(?:already\s+)?\w+ed\s+(?:it|them)\b|\bwithout\s+waiting\b"
-                  r"|\b(?:is|are)\s+waiting\s+(?:on|for)\s+me\b|"
+                  r"|\band\s+(?:i|we)\s+(?:already\s+)?" + _PAST + r"\s+(?:it|them)\b|\bwithout\s+waiting\b"
+                  r"|\b(?:is|are)\s+(?:waiting|on\s+standby|standing\s+by|blocked)\s+(?:on|for|by)\s+(?:me|my|us|our)\b|"
+                  r"\bnot\s+[^.;]{0,25}\b(?:i|we)\s+(?:wait|depend|rely)\s+on\b|"
                   r"\bif\s+you\s+want\s+me\s+to\b|\bnothing\s+changes\b|\b(?:doesn't|does\s+not|won't)\s+affect\s+(?:me|my)\b"
-                  r"|\b(?:it|they)\s+(?:said|replied|answered|confirmed|approved|reported)\b"
+                  r"|\b(?:it|they)\s+(?:said|replied|answered|confirmed|approved|reported)\b(?!\s+(?:(?:it|they)\s+)?(?:would|will|'d)\b)"
+                  r"|\bno\s+\w+\s+is\s+(?:pending|outstanding|needed)\b|\bnothing\s+(?:else\s+)?(?:is\s+)?(?:pending|outstanding|needed|required|external)\b"
+                  r"|\b(?:don't|doesn't|didn't|do\s+not|does\s+not)\s+(?:need|require)\b[^.;]{0,30}?\b(?:approval|sign-off|review|input|go-ahead|answer|permission)\b"
+                  r"|\b(?:i'm|i\s+am)\s+not\s+(?:one\s+of|part\s+of|involved|affected)\b|\b(?:doesn't|does\s+not)\s+involve\s+me\b"
+                  r"|\b(?:regardless|independently)\s+of\b|\b(?:not|isn't|aren't|i'm\s+no\s+longer)\s+(?:blocked|waiting|gated)\s+(?:on|by|for)\s+(?:anyone|anybody|anything|it|them)\b"
+                  r"|\bthat\s+was\s+(?:about|for)\s+(?:a\s+)?(?:different|another|the\s+old)\b|\bdone\s+on\s+my\s+side\b"
+                  r"|\b(?:doesn't|does\s+not|didn't|don't)\s+need\s+anything\b|\bhaven't\s+needed\b|\bwasn't\s+needed\b"
+                  r"|\b(?:doesn't|does\s+not|no\s+longer)\s+appl(?:y|ies)\b|\bwas\s+the\s+old\b|\bthe\s+(?:docs?|readme|guide|manual)\s+(?:says?|recommends?)\b"
+                  r"|\bif\s+\S+(?:\s+\S+)?\s+(?:ever|were)\b|\b(?:could|might)\s+(?:\w+\s+)?but\b|\bi\s+won't\s+ask\b"
                   r"|\bi(?:'ll|\s+will)\s+(?:answer|reply\s+to|respond\s+to)\b"
                   r"|\band\s+(?:it|they)\s+(?:did|said|\w+ed)\b", -1.0, "negation"),
+    # finished before the text was written, or the other side depends on the writer, or agents in general
+    _p("resolved-condition", r"\b(?:once|after|when|as\s+soon\s+as)\s+" + _GAP + r"(?:" + _AGENT_REF + r"|it|they)\s+(?:had\s+|already\s+)?"
+                             + _PAST + r"[^.;]{0,80}?,\s+(?:i|we)\s+" + _PAST, -0.8, "negation"),
+    _p("resolved", _AGENT_REF + r"(?:\s+[^.;,\x00]{0,40}?)?\s+(?:already\s+)?" + _PAST + r"[^.;]{0,80}?"
+                   r"\b(?:and|so)\s+(?:i|i've|we)\s+(?:already\s+)?" + _PAST
+                   + r"|\b(?:i|we)\s+(?:already\s+)?(?:merged|applied|integrated|used|took|pulled|adopted|included|incorporated|kept|accepted)\s+" + _AGENT_REF
+                   + r"|[,;]\s+so\s+(?:i|we)\s+(?:already\s+)?" + _PAST + r"(?:\s+\w+){0,3}\s*(?:[.;]|$)"
+                   r"|\b(?:it|they|" + _AGENT_REF + r")\s+(?!waits\b)\w+s\b[^.;]{0,40}?\b(?:when|once|after)\s+(?:i|we)\s+(?!hear\b|get\b|have\b)"
+                   r"|" + _AGENT_REF + r"\s+asked\s+(?:me|whether|if)\b|\bif\s+" + _GAP + _AGENT_REF + r"\s+asks\b"
+                   + r"|\b(?:lets|allows|enables)\s+(?:an?|one|each|any)\s+" + _AGENT_REF
+                   + r"|\b(?:an?|one|each|every|any)\s+" + _AGENT_REF + r"(?:\s+(?:that|which|who)\s[^.;]{0,40}?)?\s+(?:should|can|may|must|waits|runs|uses)\b"
+                   r"|\bshould\s+always\b|\b(?:in|per)\s+the\s+(?:design\s+doc|docs|spec|rfc|readme|guide)\b", -0.6, "negation"),
     # the writer commits
     _p("self", r"\b(?:i|i'm|i'll|i'd|i've|my|me|we|we're|we'll)\b", 0.15, "self"),
     _p("next-step", r"^(?:next( step)?:?|next I|the rest|the remaining|this step|this can't|not done yet|not yet possible)", 0.15, "self"),
     # programming senses take weight away
     _p("code-context", r"\b(?:function|promise|socket|mutex|lock|handlers|event loop|http|firewall|port \d+|packets?|onclick|"
-                       r"condition variable|process exits|buffer|probe|kubernetes|containers?|graphviz|cookie|smtp|heartbeats?)\b"
-                       r"|\bevery\s+\d+\s*(?:ms|s|sec|seconds?|minutes?)\b", -0.4, "code"),
+                       r"condition variable|process exits|buffer|probe|kubernetes|containers?|graphviz|cookie|smtp|heartbeats?|thread\s+pool|job\s+queue|pre-commit)\b"
+                       r"|\bevery\s+\d+\s*(?:ms|s|sec|seconds?|minutes?)\b"
+                       # routine behaviour, not one pending step
+                       r"|\bon\s+(?:every|each)\s+(?:release|commit|push|run|build)\b|\bevery\s+time\b|\bautomat(?:ed|ically)\b"
+                       # a git fork
+                       r"|\bforked\s+the\s+(?:repo|repository|project|codebase)\b|\bfork\s+of\s+the\b|\bto\s+(?:the|my)\s+fork\b", -0.4, "code"),
 )
 _AGENT_KINDS = ("agent",)
+#: a quoted span, and the words around it that make it a mention ("the docs say "...", "I wrote "..." in the old
+#: ticket", "Example: "...""); a message quoted as sent ("I told codex:x "ping me when done"") stays
+_QUOTE_RE = re.compile(r'["“]([^"”\n]{6,300})["”]')
+_MENTION_BEFORE_RE = re.compile(r"\b(?:example|e\.g\.|wrote|write|said|says|say|rule|phrase|sentence|like|such\s+as|reads|text|wording|comment|docs?|readme|title|line)\s*:?\s*$")
+_MENTION_AFTER_RE = re.compile(r"^\s*(?:is\b|was\b|in\s+the\b|means\b|should\b|would\b|reads\b|appears\b|has\s+been\b|but\b)")
+
+
+def _unquote(lowered: str) -> str:
+    """``lowered`` with each quoted span that is mentioned rather than meant emptied (the
+    quotes stay), so a rule or an example quoted in the text does not count as the writer's."""
+    def keep_or_empty(m: re.Match[str]) -> str:
+        before, after = lowered[max(0, m.start() - 30):m.start()], lowered[m.end():m.end() + 20]
+        return '""' if _MENTION_BEFORE_RE.search(before) or _MENTION_AFTER_RE.match(after) else m.group(0)
+    return _QUOTE_RE.sub(keep_or_empty, lowered)
 
 
 def slug(name: str) -> str:
@@ -248,7 +344,7 @@ def analyse(text: str) -> dict[str, Any]:
     """
     score = agent_score = 0.0
     matched: list[str] = []
-    lowered = text.lower()
+    lowered = _unquote(text.lower())
     plain = [phrase for phrase in PHRASES if not phrase.marked and phrase.pattern.search(lowered)]
     hits = plain
     if any(phrase.kind in _AGENT_KINDS for phrase in plain):
