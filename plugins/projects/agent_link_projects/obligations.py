@@ -157,7 +157,7 @@ PHRASES: tuple[Phrase, ...] = (
     _p("depends-on", r"\b(?:depends?|depending|dependent|relying|rely)\s+on\b|\bdependency:", 0.3, "dependency"),
     _p("until-once-after", r"\b(?:until|once|as soon as|after|when|then\s+(?:i|we)|afterwards|only\s+then)\b", 0.25, "dependency"),
     _p("cannot-proceed", r"\b(?:can't|cannot|unable\s+to)\s+(?:go\s+(?:any\s+)?further|proceed|continue|move\s+on|progress|make\s+progress)\b"
-                         r"|\b(?:nothing|not\s+much)\s+(?:left\s+)?(?:to\s+do|i\s+can\s+do)\s+(?:until|before|till)\b|\bidle\s+until\b|\bsit(?:ting)?\s+tight\b"
+                         r"|\b(?:nothing|not\s+much)\s+(?:left\s+)?(?:to\s+do|i\s+can\s+do)\s+(?:until|before|till)\b|\bidle\s+until\b|\b(?:i'll|i\s+will|i'm|i\s+am)\s+(?:be\s+)?idle\b|\bsit(?:ting)?\s+tight\b"
                          r"|^(?:open|outstanding|todo|pending|waiting|blocked|remaining)\s*:|\b(?:precondition|prerequisite|blocker)s?\s*:|^not\s+\w+ing\b[^.;]{0,40}?\byet\b", 0.3, "dependency"),
     _p("held-state", r"\b(?:stays?|remains?|sits?|kept|keeping|left|leaving|stay)\s+(?:\w+\s+)?(?:stubbed|idle|a\s+draft|as\s+(?:it\s+)?is|open|untouched|"
                      r"unchanged|on\s+hold|in\s+draft|parked|disabled|behind\s+a\s+flag)\b|\bplaceholders?\s+until\b", 0.3, "dependency"),
@@ -179,7 +179,8 @@ PHRASES: tuple[Phrase, ...] = (
     _p("callback-with-thread", r"\b(?:callback|handoff)\s+(?:with|from|to|so)\b", 0.45, "callback"),
     # the other agent answers: "once it responds", "until I hear back", "its verdict"
     _p("hear-back", r"\b(?:hear|heard|hears|hearing)\s+back\b|\b(?:response|answer|verdict|feedback)\s+(?:from|arrives|comes)\b", 0.45, "callback"),
-    _p("when-it-answers", r"\b(?:once|when|after|until|till|as soon as)\s+(?:it|they|both|each|that\s+(?:thread|session|agent))(?:'s|\s+(?:is|are|has|have))?\s+"
+    _p("when-it-answers", r"\b(?:if|unless)\s+(?:it|they)\s+(?:says?|decides?|agrees?|approves?|confirms?|disagrees?|objects?|thinks?)\b"
+                          r"|\b(?:once|when|after|until|till|as soon as)\s+(?:it|they|both|each|that\s+(?:thread|session|agent))(?:'s|\s+(?:is|are|has|have))?\s+"
                           r"(?:\w+\s+)?(?:responds?|repl(?:y|ies)|answers?|finish(?:es|ed)?|done|reports?|comes?\s+back|gets\s+back|sends?|"
                           r"hands?|tells?|wraps?\s+up|completes?|completed)\b"
                           r"|\b(?:once|when|after|until)\s+(?:it|they)\s+(?:has|have)\s+\w+"
@@ -196,6 +197,7 @@ PHRASES: tuple[Phrase, ...] = (
                      r"|\bwhat(?:ever)?\s+(?:it|they)\s+(?!is\b|was\b|has\b|does\b|did\b|had\b|means\b|takes\b)\w+s\b", 0.2, "callback"),
     # the writer gave the question or the work to the other agent
     _p("asked-other", r"(?:^|\b(?:i|we)(?:\s+have|'ve)?\s+|^have\s+)(?:asked|messaged|pinged|consulted|queried|checked\s+with|raised\s+(?:it|this)\s+with)\b"
+                     r"|\b(?:filed|raised|logged|opened)\s+(?:it|this|that|a\s+\w+)\s+with\b"
                      r"|\bput\s+(?:the|a|my|our)\s+(?:\w+\s+)?questions?\b[^.;]{0,50}?\bto\b", 0.3, "dependency"),
     _p("handed-to", r"\b(?:delegat(?:e|ed|ing)|hand(?:ed|ing)?(?:\s+off)?|pass(?:ed|ing)|gave|giving|assign(?:ed|ing)|sent|went|farm(?:ed|ing)\s+out|"
                     r"offload(?:ed|ing)?|dispatch(?:ed|ing)|forward(?:ed|ing)|escalat(?:ed|ing)|rout(?:ed|ing)|outsourc(?:ed|ing))\b[^.;]{0,60}?\bto\b"
@@ -222,6 +224,7 @@ PHRASES: tuple[Phrase, ...] = (
                          r"replies|responds|answers|reports|publishes|pushes|sends|signs\s+off|finishes|lands|tells|owes)\b", 0.3, "callback"),
     _p("agent-at-work", _AGENT_REF + r"\s+(?:[^.;,\x00]{0,40}?\s)?(?:is|are)\s+(?:still\s+|now\s+)?\w+ing\b|\b(?:is|are|lies|sits)\s+with\s+" + _GAP + _AGENT_REF
        + r"|\b(?:belongs\s+to|is\s+up\s+to|in\s+the\s+hands\s+of|owned\s+by|decided\s+by|(?:'s|is)\s+(?:the\s+)?(?:call|decision)\s+of)\s+" + _GAP + _AGENT_REF
+       + r"|" + _AGENT_REF + r"\s+(?:has|holds)\s+[^.;]{0,30}?\b(?:locked|checked\s+out|claimed|reserved)\b"
        + r"|" + _AGENT_REF + r"(?:'s|’s)\s+(?:call|decision|to\s+decide)\b|" + _AGENT_REF + r"\s+(?:owns|holds|has\s+the\s+lock)\b"
        + r"|\bin\s+(?:the\s+)?" + _AGENT_REF + r"(?:'s|’s)?\s+(?:hands|court)\b|\bbeing\s+\w+\s+by\s+" + _GAP + _AGENT_REF
        + r"|\b(?:let|letting)\s+(?:it|them|" + _AGENT_REF + r")\s+(?:\w+\s+){1,2}?first\b"
@@ -236,7 +239,7 @@ PHRASES: tuple[Phrase, ...] = (
                    + r"|(?:^|[\n(:;,.]\s*|\d[.)]\s*|\b(?:to|then|and|first)\s+)(?:ask|asking|get|request|requesting)\s+"
                    + _GAP + _AGENT_REF, 0.35, "dependency"),
     # the other agent promised something: "it should come back with", "codex:x said it would send"
-    _p("agent-promised", _AGENT_REF + r"\s+(?:still\s+)?(?:must|has\s+to|needs\s+to|is\s+supposed\s+to|is\s+due\s+to|is\s+expected\s+to)\s+\w+"
+    _p("agent-promised", _AGENT_REF + r"\s+(?:has\s+)?(?:promised|committed\s+to|said\s+it\s+would|said\s+it'd)\b|" + _AGENT_REF + r"\s+(?:still\s+)?(?:must|has\s+to|needs\s+to|is\s+supposed\s+to|is\s+due\s+to|is\s+expected\s+to)\s+\w+"
                          r"|\b(?:it|they)\s+(?:would|will|should|is\s+going\s+to|promised\s+to)\s+(?:\w+\s+)?(?:send|come\s+back|report|"
                          r"reply|answer|return|hand|deliver|push|publish|finish|tell|confirm|ping|call|get\s+back)\b", 0.35, "callback"),
     _p("question-for", r"\bquestions?\s+(?:for|to)\s+" + _GAP + _AGENT_REF + r"|^@|\bover to you\b|\b(?:can|could|would)\s+you\b", 0.3, "dependency"),
@@ -273,6 +276,8 @@ PHRASES: tuple[Phrase, ...] = (
                   r"|\bno\s+\w+\s+is\s+(?:pending|outstanding|needed)\b|\bnothing\s+(?:else\s+)?(?:is\s+)?(?:pending|outstanding|needed|required|external)\b"
                   r"|\b(?:don't|doesn't|didn't|do\s+not|does\s+not)\s+(?:need|require)\b[^.;]{0,30}?\b(?:approval|sign-off|review|input|go-ahead|answer|permission)\b"
                   r"|\b(?:i'm|i\s+am)\s+not\s+(?:one\s+of|part\s+of|involved|affected)\b|\b(?:doesn't|does\s+not)\s+involve\s+me\b"
+                  r"|\b(?:doesn't|does\s+not|don't|do\s+not)\s+need\s+to\s+(?:reply|respond|answer|get\s+back|do\s+anything)\b|\bfor\s+the\s+record\b"
+                  r"|\bno\s+(?:reply|response|answer)\s+(?:is\s+)?(?:needed|required|expected)\b"
                   r"|\b(?:regardless|independently)\s+of\b|\b(?:not|isn't|aren't|i'm\s+no\s+longer)\s+(?:blocked|waiting|gated)\s+(?:on|by|for)\s+(?:anyone|anybody|anything|it|them)\b"
                   r"|\bthat\s+was\s+(?:about|for)\s+(?:a\s+)?(?:different|another|the\s+old)\b|\bdone\s+on\s+my\s+side\b"
                   r"|\b(?:doesn't|does\s+not|didn't|don't)\s+need\s+anything\b|\bhaven't\s+needed\b|\bwasn't\s+needed\b"
@@ -281,6 +286,10 @@ PHRASES: tuple[Phrase, ...] = (
                   r"|\bi(?:'ll|\s+will)\s+(?:answer|reply\s+to|respond\s+to)\b"
                   r"|\band\s+(?:it|they)\s+(?:did|said|\w+ed)\b", -1.0, "negation"),
     # finished before the text was written, or the other side depends on the writer, or agents in general
+    _p("resolved-after", r"\b(?:i|we)\s+(?:already\s+)?(?!asked|told|pinged|messaged|requested)" + _PAST
+                         + r"[^.;]{0,60}?\b(?:after|once|when|as\s+soon\s+as)\s+[^.;]{0,40}?(?<!is\s)(?<!be\s)(?<!are\s)(?<!been\s)(?<!has\s)(?<!have\s)\b"
+                         + _PAST,
+       -0.8, "negation"),
     _p("resolved-condition", r"\b(?:once|after|when|as\s+soon\s+as)\s+" + _GAP + r"(?:" + _AGENT_REF + r"|it|they)\s+(?:had\s+|already\s+)?"
                              + _PAST + r"[^.;]{0,80}?,\s+(?:i|we)\s+" + _PAST, -0.8, "negation"),
     _p("resolved", _AGENT_REF + r"(?:\s+[^.;,\x00]{0,40}?)?\s+(?:already\s+)?" + _PAST + r"[^.;]{0,80}?"
