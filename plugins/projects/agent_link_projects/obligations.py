@@ -67,7 +67,7 @@ _AGENT_THREAD = (
     r"|(?:codex|claude|orchestrator|owner|sibling|peer|other\s+codex)\s+thread\b"
     r"|session\s+(?:ses_\w+|[0-9a-f]{8,})"
     r"|the\s+thread\s+(?:working\s+on|handling|in\s+charge|responsible|assigned|doing\s+the\s+\w+\s+(?:work|refactor|migration|port))\b"
-    r"|thread\s+(?:that|which|who)\s+owns\b"
+    r"|thread\s+(?:that|which|who)\s+owns\b|threads\s+working\s+on\b"
     r"|(?:the|a|its)\s+(?!" + _OS_THREAD + r"\b)[\w'-]+(?:\s+(?!" + _OS_THREAD + r"\b)[\w'-]+)?\s+thread\b(?!\s+(?:pool|dump|safety|title|id|local|count|stack))"
     r")"
 )
@@ -180,7 +180,7 @@ PHRASES: tuple[Phrase, ...] = (
     # the other agent answers: "once it responds", "until I hear back", "its verdict"
     _p("hear-back", r"\b(?:hear|heard|hears|hearing)\s+back\b|\b(?:response|answer|verdict|feedback)\s+(?:from|arrives|comes)\b", 0.45, "callback"),
     _p("when-it-answers", r"\b(?:if|unless)\s+(?:it|they)\s+(?:says?|decides?|agrees?|approves?|confirms?|disagrees?|objects?|thinks?)\b"
-                          r"|\b(?:once|when|after|until|till|as soon as)\s+(?:it|they|both|each|that\s+(?:thread|session|agent))(?:'s|\s+(?:is|are|has|have))?\s+"
+                          r"|\b(?:once|when|after|until|till|as soon as|if|unless)\s+(?:it|they|both|each|that\s+(?:thread|session|agent))(?:'s|\s+(?:is|are|has|have))?\s+"
                           r"(?:\w+\s+)?(?:responds?|repl(?:y|ies)|answers?|finish(?:es|ed)?|done|reports?|comes?\s+back|gets\s+back|sends?|"
                           r"hands?|tells?|wraps?\s+up|completes?|completed)\b"
                           r"|\b(?:once|when|after|until)\s+(?:it|they)\s+(?:has|have)\s+\w+"
@@ -227,7 +227,7 @@ PHRASES: tuple[Phrase, ...] = (
        + r"|" + _AGENT_REF + r"\s+(?:has|holds)\s+[^.;]{0,30}?\b(?:locked|checked\s+out|claimed|reserved)\b"
        + r"|" + _AGENT_REF + r"(?:'s|’s)\s+(?:call|decision|to\s+decide)\b|" + _AGENT_REF + r"\s+(?:owns|holds|has\s+the\s+lock)\b"
        + r"|\bin\s+(?:the\s+)?" + _AGENT_REF + r"(?:'s|’s)?\s+(?:hands|court)\b|\bbeing\s+\w+\s+by\s+" + _GAP + _AGENT_REF
-       + r"|\b(?:let|letting)\s+(?:it|them|" + _AGENT_REF + r")\s+(?:\w+\s+){1,2}?first\b"
+       + r"|\b(?:let|letting)\s+(?:it|them|" + _GAP + _AGENT_REF + r")\s+(?:\w+\s+){1,2}?first\b"
        + r"|\b(?:let|letting)\s+" + _AGENT_REF + r"\s+(?:[\w'-]+\s+){0,4}?(?:decide|choose|pick|settle|work\s+out)\b",
        0.25, "dependency"),
     _p("needs-agent", r"(?<!n't\s)(?<!not\s)\b(?:need|needs|require|requires|expecting|pending|without|missing)\s+(?!(?:a|an|any)\s)[^.;]{0,40}?" + _AGENT_REF
@@ -239,7 +239,8 @@ PHRASES: tuple[Phrase, ...] = (
                    + r"|(?:^|[\n(:;,.]\s*|\d[.)]\s*|\b(?:to|then|and|first)\s+)(?:ask|asking|get|request|requesting)\s+"
                    + _GAP + _AGENT_REF, 0.35, "dependency"),
     # the other agent promised something: "it should come back with", "codex:x said it would send"
-    _p("agent-promised", _AGENT_REF + r"\s+(?:has\s+)?(?:promised|committed\s+to|said\s+it\s+would|said\s+it'd)\b|" + _AGENT_REF + r"\s+(?:still\s+)?(?:must|has\s+to|needs\s+to|is\s+supposed\s+to|is\s+due\s+to|is\s+expected\s+to)\s+\w+"
+    _p("agent-promised", _AGENT_REF + r"\s+(?:has\s+)?(?:promised|committed\s+to|said\s+it\s+would|said\s+it'd)\b|"
+                         + _AGENT_REF + r"\s+(?:will|is\s+going\s+to|is\s+about\s+to)\s+(?!be\b|not\b|never\b|probably\b|also\b)\w+|" + _AGENT_REF + r"\s+(?:still\s+)?(?:must|has\s+to|needs\s+to|is\s+supposed\s+to|is\s+due\s+to|is\s+expected\s+to)\s+\w+"
                          r"|\b(?:it|they)\s+(?:would|will|should|is\s+going\s+to|promised\s+to)\s+(?:\w+\s+)?(?:send|come\s+back|report|"
                          r"reply|answer|return|hand|deliver|push|publish|finish|tell|confirm|ping|call|get\s+back)\b", 0.35, "callback"),
     _p("question-for", r"\bquestions?\s+(?:for|to)\s+" + _GAP + _AGENT_REF + r"|^@|\bover to you\b|\b(?:can|could|would)\s+you\b", 0.3, "dependency"),
@@ -253,6 +254,10 @@ PHRASES: tuple[Phrase, ...] = (
                         r"|\b(?:i'll|i\s+will|we'll|then\s+i|and\s+then)\b[^.;]{0,40}?\b(?:whatever|whichever|the\s+ones?|the\s+\w+)\s+(?:it|they|\x00)\s+"
                         r"(?!is\b|was\b|has\b|does\b|did\b|had\b)(?:\w+s|ends\s+up\s+with|settles\s+on|lands\s+on|comes\s+up\s+with)\b"
                         r"|\b(?:i'll|i\s+will|then\s+i)\s+\w+\s+(?:up\s+)?(?:anything|everything|whatever)\s+(?:it|they)\b"
+                        # the writer's work is built on the agent's: "my queries compile against its types"
+                        r"|\bmy\s+[\w-]+(?:\s+[\w-]+)?\s+(?:\w+\s+)?(?:compiles?|builds?|depends?|rel(?:y|ies)|runs?|follows?|match(?:es)?|uses?|consumes?|"
+                        r"wraps?|extends?|imports?|calls?|needs?|waits?|is\s+based)\b[^.;]{0,30}?\b(?:its|their|that|whatever|whichever)\b"
+                        r"|\b(?:i'll|i\s+will|then\s+i)\b[^.;]{0,40}?\b(?:from|against|on\s+top\s+of|into)\s+(?:it|them)\b"
                         r"|\b(?:whatever|whichever)\s+(?:\w+\s+){0,3}\x00\s+(?:\w+\s+)?(?:\w+s|settles\s+on|lands\s+on|ends\s+up\s+with)\b"
                         r"|\bthe\s+(?:ones?|\w+)\s+(?:it|they)\s+(?:suggests?|proposes?|recommends?|identifies|picks?|chooses?|returns?)\b"
                         # comparing or choosing between what comes back
