@@ -27,7 +27,8 @@ TRIGGERS = re.compile(r"\b(?:blocked|waiting|wait|callback|handoff|agent|thread|
 def corpus() -> list[tuple[bool, str, str]]:
     text = resources.files("agent_link_projects").joinpath("data/obligation_corpus.tsv").read_text(encoding="utf-8")
     rows = [line.split("\t") for line in text.splitlines() if line and not line.startswith("#")]
-    return [(label == "1", split, sentence) for label, split, sentence in rows]
+    # a literal \n in a sentence is a line break (multi-line texts)
+    return [(label == "1", split, sentence.replace("\\n", "\n")) for label, split, sentence in rows]
 
 
 def held_out_by_lead() -> list[tuple[bool, str, str]]:

@@ -158,11 +158,12 @@ PHRASES: tuple[Phrase, ...] = (
     _p("until-once-after", r"\b(?:until|once|as soon as|after|when|then\s+(?:i|we)|afterwards|only\s+then)\b", 0.25, "dependency"),
     _p("cannot-proceed", r"\b(?:can't|cannot|unable\s+to)\s+(?:go\s+(?:any\s+)?further|proceed|continue|move\s+on|progress|make\s+progress)\b"
                          r"|\b(?:nothing|not\s+much)\s+(?:left\s+)?(?:to\s+do|i\s+can\s+do)\s+(?:until|before|till)\b|\bidle\s+until\b|\b(?:i'll|i\s+will|i'm|i\s+am)\s+(?:be\s+)?idle\b|\bsit(?:ting)?\s+tight\b"
-                         r"|^(?:open|outstanding|todo|pending|waiting|blocked|remaining)\s*:|\b(?:precondition|prerequisite|blocker)s?\s*:|^not\s+\w+ing\b[^.;]{0,40}?\byet\b", 0.3, "dependency"),
+                         r"|\b(?:can't|cannot|won't)\b[^.;]{0,40}?\bwithout\s+(?:it|them|its|their)\b"
+                         r"|^(?:open|outstanding|todo|pending|waiting(?:[- ]on)?|blocked(?:[- ]by)?|depends[- ]on|remaining)\s*:|\b(?:precondition|prerequisite|blocker)s?\s*:|^not\s+\w+ing\b[^.;]{0,40}?\byet\b", 0.3, "dependency"),
     _p("held-state", r"\b(?:stays?|remains?|sits?|kept|keeping|left|leaving|stay)\s+(?:\w+\s+)?(?:stubbed|idle|a\s+draft|as\s+(?:it\s+)?is|open|untouched|"
                      r"unchanged|on\s+hold|in\s+draft|parked|disabled|behind\s+a\s+flag)\b|\bplaceholders?\s+until\b", 0.3, "dependency"),
     _p("hinges-on", r"\b(?:hinges?|hinging|contingent|conditional|queued|sequenced|stuck|held\s+up|gated)\s+(?:on|behind|by|upon)\b"
-                    r"|\b(?:blocked|waiting|parked|stuck)\s+behind\b|\bholding\s+pattern\b|\boutstanding\b", 0.3, "dependency"),
+                    r"|\b(?:blocked|waiting|parked|stuck)\s+behind\b|\bholding\s+pattern\b|\boutstanding\b|\b(?:last|next)\s+in\s+line\b|\bthen\s+me\b", 0.3, "dependency"),
     _p("pending-hold", r"\bpending\b|\bon hold\b|\bhold(?:ing)?\s+(?:off|the)\b|\bhold:|\bparked\b|\bpaused\b|\bmeanwhile\b"
                        r"|\bin\s+the\s+meantime\b", 0.3, "dependency"),
     _p("needs-first", r"\b(?:need|needs|have to|has to|must)\b.{0,60}\b(?:before|first|to)\b", 0.2, "dependency"),
@@ -209,7 +210,7 @@ PHRASES: tuple[Phrase, ...] = (
                         r"hinges?|contingent|conditional|queued|sequenced|stuck|held\s+up|parked|deferred|deferring)\s+"
                         r"(?:on|for|until|by|behind|upon|to\s+hear\s+from)\s+(?!(?:a|an|any|each|every)\s)" + _GAP + _AGENT_REF
                         # the agent goes first, then the writer: "the docs agent runs the matrix first, then I ..."
-                        + r"|" + _AGENT_REF + r"[^.;]{0,60}?\bfirst\b[^.]{0,60}?\b(?:then|after|before|afterwards|and\s+will)\b"
+                        + r"|" + _AGENT_REF + r"[^.;]{0,60}?\bfirst\b[^.]{0,60}?\b(?:then|after|before|afterwards|and\s+will|meanwhile|in\s+the\s+meantime|until\s+then)\b"
                         + r"|\bfirst\b[^.;]{0,20}?" + _AGENT_REF + r"[^.]{0,80}?\bthen\s+(?:i|we)\b"
                         + r"|" + _AGENT_REF + r"[^.]{0,80}?[,;]\s+(?:and\s+)?then\s+(?:i|we)\s+(?!\w+ed\b)"
                         + r"|" + _AGENT_REF + r"\s+(?!is\b|was\b|has\b|does\b|uses\b|runs\b)\w+s\b[^.;]{0,40}?,\s+(?:then\s+)?(?:i|we)\s+(?!\w+ed\b)\w+"
@@ -223,7 +224,7 @@ PHRASES: tuple[Phrase, ...] = (
     _p("agent-delivers", _AGENT_REF + r"\s+(?:\w+\s+)?(?:chooses|picks|decides|says|comes\s+back|finds|flags|suggests|points|approves|confirms|"
                          r"replies|responds|answers|reports|publishes|pushes|sends|signs\s+off|finishes|lands|tells|owes)\b", 0.3, "callback"),
     _p("agent-at-work", _AGENT_REF + r"\s+(?:[^.;,\x00]{0,40}?\s)?(?:is|are)\s+(?:still\s+|now\s+)?\w+ing\b|\b(?:is|are|lies|sits)\s+with\s+" + _GAP + _AGENT_REF
-       + r"|\b(?:belongs\s+to|is\s+up\s+to|in\s+the\s+hands\s+of|owned\s+by|decided\s+by|(?:'s|is)\s+(?:the\s+)?(?:call|decision)\s+of)\s+" + _GAP + _AGENT_REF
+       + r"|\b(?:belongs\s+to|is\s+up\s+to|in\s+the\s+hands\s+of|owned\s+by|owed\s+by|due\s+from|decided\s+by|(?:'s|is)\s+(?:the\s+)?(?:call|decision)\s+of)\s+" + _GAP + _AGENT_REF
        + r"|" + _AGENT_REF + r"\s+(?:has|holds)\s+[^.;]{0,30}?\b(?:locked|checked\s+out|claimed|reserved)\b"
        + r"|" + _AGENT_REF + r"(?:'s|’s)\s+(?:call|decision|to\s+decide)\b|" + _AGENT_REF + r"\s+(?:owns|holds|has\s+the\s+lock)\b"
        + r"|\bin\s+(?:the\s+)?" + _AGENT_REF + r"(?:'s|’s)?\s+(?:hands|court)\b|\bbeing\s+\w+\s+by\s+" + _GAP + _AGENT_REF
@@ -273,7 +274,7 @@ PHRASES: tuple[Phrase, ...] = (
     # no dependency after all: negated, the other side waits on the writer, or an offer
     _p("negated", r"\bno\s+(?:need|longer)\b|\b(?:don't|doesn't|do\s+not|does\s+not|never)\s+(?:need\s+to\s+)?(?:wait|waits|block|blocks)\b|"
                   r"\bnothing\b[^.;]{0,20}\b(?:waits?|depends?|blocks?|blocked)\b"
-                  r"|\band\s+(?:i|we)\s+(?:already\s+)?" + _PAST + r"\s+(?:it|them)\b|\bwithout\s+waiting\b"
+                  r"|\band\s+(?:i|we)\s+(?:already\s+)?" + _PAST + r"\s+(?:it|them)(?:\s*[.;,]|\s+(?:already|yesterday|earlier|too)\b|\s*$)|\bwithout\s+waiting\b"
                   r"|\b(?:is|are)\s+(?:waiting|on\s+standby|standing\s+by|blocked)\s+(?:on|for|by)\s+(?:me|my|us|our)\b|"
                   r"\bnot\s+[^.;]{0,25}\b(?:i|we)\s+(?:wait|depend|rely)\s+on\b|"
                   r"\bif\s+you\s+want\s+me\s+to\b|\bnothing\s+changes\b|\b(?:doesn't|does\s+not|won't)\s+affect\s+(?:me|my)\b"

@@ -12,7 +12,8 @@ from agent_link_projects.obligations import analyse, referenced_thread_ids, slug
 def corpus() -> list[tuple[bool, str, str]]:
     text = resources.files("agent_link_projects").joinpath("data/obligation_corpus.tsv").read_text(encoding="utf-8")
     rows = [line.split("\t") for line in text.splitlines() if line and not line.startswith("#")]
-    return [(label == "1", split, sentence) for label, split, sentence in rows]
+    # a literal \n in a sentence is a line break (multi-line texts)
+    return [(label == "1", split, sentence.replace("\\n", "\n")) for label, split, sentence in rows]
 
 
 def test_corpus_shape() -> None:
