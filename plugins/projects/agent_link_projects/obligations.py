@@ -122,6 +122,22 @@ _AGENT_REF = r"\x00"
 #: a verb in the past tense (regular, or one of the common irregular ones)
 _PAST = (r"(?:\w+ed|sent|built|kept|did|wrote|made|ran|put|took|gave|chose|picked|got|went|set|left|read|came\s+back|found|told|"
          r"began|brought|bought|held|led|lost|met|paid|said|saw|shut|sold|spent|stood|struck|swept|taught|thought|threw|won|wound)\b")
+#: something still ahead in the text: a future, a wait in the present, a condition on a present-tense event, an
+#: open item ("still", "yet", "[ ]"); a text with none of these and a past event is a report of what happened
+_AHEAD = (r"\b(?:i'll|we'll|it'll|they'll|will|won't|shall|going\s+to|about\s+to|can't|cannot|yet|still|pending|next|unless|"
+          r"need|needs|require|requires|wait|waits|awaits?|depends?|hinges?|stays?|remains?|follows?|wants?|want|owes?|owed|outstanding|"
+          r"meanwhile|whatever|whichever|before\s+(?:i|\w+ing)|then\s+i|(?:i'm|i\s+am|we're|we\s+are)\s+\w+ing|let\s+me|would|expect|until\s+then|till\s+then|for\s+now|"
+          r"expecting|awaiting|asap|todo)\b|^(?:open|remaining)\s*:"
+          r"|(?<!was\s)(?<!were\s)\b(?:waiting|holding|blocked|parked|stuck|paused|gated|on\s+hold)\b"
+          # a condition on an event still to come: its first verb is in the present ("once it lands", "when it's done"), not
+          # the past ("once it had returned", "after it merged")
+          r"|\b(?:once|when|after|as\s+soon\s+as|if|until|till)\s+(?:(?!(?:had|was|were|did|\w+ed)\b)[\w:-]+\s+){0,6}?"
+          r"(?:(?!(?:this|its|his|us|yes|less|always|perhaps|plus|as|thus|status|process|access|progress)\b)(?:\w+s|is|are|has|have|do|does)\b"
+          r"|[\w:-]+'(?:s|re)\b)"
+          r"|\[\s\]|\?|:\s*$")
+_BEHIND = (r"\b(?:i|we|i've|we've)\s+(?:already\s+|just\s+|then\s+)?" + _PAST + r"|\b(?:was|were|had)\b"
+           r"|\b(?:yesterday|ago|last\s+(?:week|night|sprint|month)|this\s+morning|at\s+noon|earlier\s+today)\b"
+           r"|\b(?:came\s+in|arrived|is\s+(?:done|finished|complete|published|green|merged|out|set|live|in)|are\s+(?:done|set|green|in|merged|published))\b")
 #: up to three words between a connective and the agent it names ("once the security reviewer")
 _GAP = r"(?:[\w'@-]+\s+){0,3}?"
 
@@ -206,7 +222,9 @@ PHRASES: tuple[Phrase, ...] = (
     _p("check-back", r"\b(?:check|checks|checking)\s+(?:back|in)\s+with\b|\bfollow(?:ing)?\s+up\s+with\b|\bknow i'm waiting\b", 0.35, "callback"),
     # the other agent in a relation to the writer's next step (issue 30, second round)
     _p("agent-condition", r"\b(?:once|when|whenever|after|until|till|if|unless|as soon as|before|the\s+(?:moment|minute|second))\s+(?!(?:a|an|any|each|every)\s)" + _GAP + _AGENT_REF, 0.4, "callback"),
-    _p("wait-on-agent", r"\b(?:wait|waits|waiting|awaits?|awaiting|blocked|gated|holding|depends?|depending|dependent|relying|rely|standing\s+by|on\s+standby|standby|"
+    _p("wait-on-agent", r"\b(?:wait|waits|waiting)\s+(?:on|for)\s+(?:it|them)\s+to\s+(?:review|reply|respond|answer|finish|confirm|approve|report|send|"
+                        r"decide|hand|tell|get\s+back|come\s+back|merge|publish|push)\b|"
+                        r"\b(?:wait|waits|waiting|awaits?|awaiting|blocked|gated|holding|depends?|depending|dependent|relying|rely|standing\s+by|on\s+standby|standby|"
                         r"hinges?|contingent|conditional|queued|sequenced|stuck|held\s+up|parked|deferred|deferring)\s+"
                         r"(?:on|for|until|by|behind|upon|to\s+hear\s+from)\s+(?!(?:a|an|any|each|every)\s)" + _GAP + _AGENT_REF
                         # the agent goes first, then the writer: "the docs agent runs the matrix first, then I ..."
@@ -274,7 +292,7 @@ PHRASES: tuple[Phrase, ...] = (
     # no dependency after all: negated, the other side waits on the writer, or an offer
     _p("negated", r"\bno\s+(?:need|longer)\b|\b(?:don't|doesn't|do\s+not|does\s+not|never)\s+(?:need\s+to\s+)?(?:wait|waits|block|blocks)\b|"
                   r"\bnothing\b[^.;]{0,20}\b(?:waits?|depends?|blocks?|blocked)\b"
-                  r"|\band\s+(?:i|we)\s+(?:already\s+)?" + _PAST + r"\s+(?:it|them)(?:\s*[.;,]|\s+(?:already|yesterday|earlier|too)\b|\s*$)|\bwithout\s+waiting\b"
+                  r"|\bwithout\s+waiting\b|\bno\s+(?:other\s+)?dependenc(?:y|ies)\b"
                   r"|\b(?:is|are)\s+(?:waiting|on\s+standby|standing\s+by|blocked)\s+(?:on|for|by)\s+(?:me|my|us|our)\b|"
                   r"\bnot\s+[^.;]{0,25}\b(?:i|we)\s+(?:wait|depend|rely)\s+on\b|"
                   r"\bif\s+you\s+want\s+me\s+to\b|\bnothing\s+changes\b|\b(?:doesn't|does\s+not|won't)\s+affect\s+(?:me|my)\b"
@@ -291,18 +309,22 @@ PHRASES: tuple[Phrase, ...] = (
                   r"|\bif\s+\S+(?:\s+\S+)?\s+(?:ever|were)\b|\b(?:could|might)\s+(?:\w+\s+)?but\b|\bi\s+won't\s+ask\b"
                   r"|\bi(?:'ll|\s+will)\s+(?:answer|reply\s+to|respond\s+to)\b"
                   r"|\band\s+(?:it|they)\s+(?:did|said|\w+ed)\b", -1.0, "negation"),
-    # finished before the text was written, or the other side depends on the writer, or agents in general
+    # only past events and nothing ahead: the dependency, if any, is over
+    _p("all-past", r"^(?![\s\S]*(?:" + _AHEAD + r"))[\s\S]*?(?:" + _BEHIND + r")", -1.0, "negation"),
+    # finished before the text was written (weaker than all-past: a text may report one step done and wait on the next)
     _p("resolved-after", r"\b(?:i|we)\s+(?:already\s+)?(?!asked|told|pinged|messaged|requested)" + _PAST
                          + r"[^.;]{0,60}?\b(?:after|once|when|as\s+soon\s+as)\s+[^.;]{0,40}?(?<!is\s)(?<!be\s)(?<!are\s)(?<!been\s)(?<!has\s)(?<!have\s)\b"
                          + _PAST,
-       -0.8, "negation"),
+       -0.4, "negation"),
     _p("resolved-condition", r"\b(?:once|after|when|as\s+soon\s+as)\s+" + _GAP + r"(?:" + _AGENT_REF + r"|it|they)\s+(?:had\s+|already\s+)?"
-                             + _PAST + r"[^.;]{0,80}?,\s+(?:i|we)\s+" + _PAST, -0.8, "negation"),
-    _p("resolved", _AGENT_REF + r"(?:\s+[^.;,\x00]{0,40}?)?\s+(?:already\s+)?" + _PAST + r"[^.;]{0,80}?"
+                             + _PAST + r"[^.;]{0,80}?,\s+(?:i|we)\s+" + _PAST, -0.4, "negation"),
+    _p("resolved", r"\band\s+(?:i|we)\s+(?:already\s+)?" + _PAST + r"\s+(?:it|them)(?:\s*[.;,]|\s+(?:already|yesterday|earlier|too)\b|\s*$)|"
+                   + _AGENT_REF + r"(?:\s+[^.;,\x00]{0,40}?)?\s+(?:already\s+)?" + _PAST + r"[^.;]{0,80}?"
                    r"\b(?:and|so)\s+(?:i|i've|we)\s+(?:already\s+)?" + _PAST
                    + r"|\b(?:i|we)\s+(?:already\s+)?(?:merged|applied|integrated|used|took|pulled|adopted|included|incorporated|kept|accepted)\s+" + _AGENT_REF
-                   + r"|[,;]\s+so\s+(?:i|we)\s+(?:already\s+)?" + _PAST + r"(?:\s+\w+){0,3}\s*(?:[.;]|$)"
-                   r"|\b(?:it|they|" + _AGENT_REF + r")\s+(?!waits\b)\w+s\b[^.;]{0,40}?\b(?:when|once|after)\s+(?:i|we)\s+(?!hear\b|get\b|have\b)"
+                   + r"|[,;]\s+so\s+(?:i|we)\s+(?:already\s+)?" + _PAST + r"(?:\s+\w+){0,3}\s*(?:[.;]|$)", -0.3, "negation"),
+    # the other side depends on the writer, agents in general, a rule or a design described
+    _p("reversed-or-generic", r"\b(?:it|they|" + _AGENT_REF + r")\s+(?!waits\b)\w+s\b[^.;]{0,40}?\b(?:when|once|after)\s+(?:i|we)\s+(?!hear\b|get\b|have\b)"
                    r"|" + _AGENT_REF + r"\s+asked\s+(?:me|whether|if)\b|\bif\s+" + _GAP + _AGENT_REF + r"\s+asks\b"
                    + r"|\b(?:lets|allows|enables)\s+(?:an?|one|each|any)\s+" + _AGENT_REF
                    + r"|\b(?:an?|one|each|every|any)\s+" + _AGENT_REF + r"(?:\s+(?:that|which|who)\s[^.;]{0,40}?)?\s+(?:should|can|may|must|waits|runs|uses)\b"
