@@ -75,7 +75,7 @@ _OTHER_SESSION = (r"(?:browser|database|db|login|user|http|https|ssh|tmux|termin
                   r"previous|last|first|interactive|debug|remote|test|training|live|whole|entire|chat|screen|vpn|tls|ssl|auth|"
                   r"payment|checkout|admin|practice|planning|q&a|recording|video|zoom|meeting|tutoring|study)")
 _AGENT_NOUN = (
-    r"\b(?:(?<!user\s)agents?\b(?!\s+(?:config|binary|field|process|string|file|processes|class|loop)\b)"
+    r"\b(?:(?<!user\s)agents?\b(?![./]\w|[-_]link\b|\s+(?:config|binary|field|process|string|file|processes|class|loop)\b)"
     r"|orchestrator\b(?!\s+(?:module|container|service|node|job)s?\b)"
     r"|workstreams?\b|teammates?\b"
     r"|(?<!ci\s)(?<!build\s)workers?\b(?!\s+(?:thread|threads|pool|process|processes|node|nodes)\b)"
@@ -133,11 +133,12 @@ _AHEAD = (r"\b(?:i'll|we'll|it'll|they'll|will|won't|shall|going\s+to|about\s+to
           # the past ("once it had returned", "after it merged")
           r"|\b(?:once|when|after|as\s+soon\s+as|if|until|till)\s+(?:(?!(?:had|was|were|did|\w+ed)\b)[\w:-]+\s+){0,6}?"
           r"(?:(?!(?:this|its|his|us|yes|less|always|perhaps|plus|as|thus|status|process|access|progress)\b)(?:\w+s|is|are|has|have|do|does)\b"
+          r"(?!\s+(?:agent|session|thread|worker|team|bot)s?\b)"
           r"|[\w:-]+'(?:s|re)\b)"
-          r"|\[\s\]|\?|:\s*$")
+          r"|\b(?:after|until|once)\s+(?:it|that|them)\s*(?:[.;,]|$)|\[\s\]|\?|:\s*$")
 _BEHIND = (r"\b(?:i|we|i've|we've)\s+(?:already\s+|just\s+|then\s+)?" + _PAST + r"|\b(?:was|were|had)\b"
            r"|\b(?:yesterday|ago|last\s+(?:week|night|sprint|month)|this\s+morning|at\s+noon|earlier\s+today)\b"
-           r"|\b(?:came\s+in|arrived|is\s+(?:done|finished|complete|published|green|merged|out|set|live|in)|are\s+(?:done|set|green|in|merged|published))\b")
+           r"|\b(?:came\s+in|arrived|(?:is|are)\s+(?:now\s+)?(?:done|finished|complete|published|green|merged|out|set|live|in))(?=\s*(?:[.;,]|$)|\s+(?:and|now|already|too)\b)")
 #: up to three words between a connective and the agent it names ("once the security reviewer")
 _GAP = r"(?:[\w'@-]+\s+){0,3}?"
 
@@ -241,7 +242,7 @@ PHRASES: tuple[Phrase, ...] = (
                            r"go-ahead|numbers|results?|findings|diagnosis|version|patch|fix|migration|schema|input|ok|call)\b", 0.3, "callback"),
     _p("agent-delivers", _AGENT_REF + r"\s+(?:\w+\s+)?(?:chooses|picks|decides|says|comes\s+back|finds|flags|suggests|points|approves|confirms|"
                          r"replies|responds|answers|reports|publishes|pushes|sends|signs\s+off|finishes|lands|tells|owes)\b", 0.3, "callback"),
-    _p("agent-at-work", _AGENT_REF + r"\s+(?:[^.;,\x00]{0,40}?\s)?(?:is|are)\s+(?:still\s+|now\s+)?\w+ing\b|\b(?:is|are|lies|sits)\s+with\s+" + _GAP + _AGENT_REF
+    _p("agent-at-work", _AGENT_REF + r"\s+(?:[^.;,\x00]{0,40}?\s)?(?:is|are)\s+(?:still\s+|now\s+)?\w+ing\b|\bwhile\s+" + _GAP + _AGENT_REF + r"|\b(?:is|are|lies|sits)\s+with\s+" + _GAP + _AGENT_REF
        + r"|\b(?:belongs\s+to|is\s+up\s+to|in\s+the\s+hands\s+of|owned\s+by|owed\s+by|due\s+from|decided\s+by|(?:'s|is)\s+(?:the\s+)?(?:call|decision)\s+of)\s+" + _GAP + _AGENT_REF
        + r"|" + _AGENT_REF + r"\s+(?:has|holds)\s+[^.;]{0,30}?\b(?:locked|checked\s+out|claimed|reserved)\b"
        + r"|" + _AGENT_REF + r"(?:'s|’s)\s+(?:call|decision|to\s+decide)\b|" + _AGENT_REF + r"\s+(?:owns|holds|has\s+the\s+lock)\b"
@@ -323,12 +324,13 @@ PHRASES: tuple[Phrase, ...] = (
                    r"\b(?:and|so)\s+(?:i|i've|we)\s+(?:already\s+)?" + _PAST
                    + r"|\b(?:i|we)\s+(?:already\s+)?(?:merged|applied|integrated|used|took|pulled|adopted|included|incorporated|kept|accepted)\s+" + _AGENT_REF
                    + r"|[,;]\s+so\s+(?:i|we)\s+(?:already\s+)?" + _PAST + r"(?:\s+\w+){0,3}\s*(?:[.;]|$)", -0.3, "negation"),
-    # the other side depends on the writer, agents in general, a rule or a design described
+    # the other side depends on the writer, a rule or a design described; agents in general
     _p("reversed-or-generic", r"\b(?:it|they|" + _AGENT_REF + r")\s+(?!waits\b)\w+s\b[^.;]{0,40}?\b(?:when|once|after)\s+(?:i|we)\s+(?!hear\b|get\b|have\b)"
                    r"|" + _AGENT_REF + r"\s+asked\s+(?:me|whether|if)\b|\bif\s+" + _GAP + _AGENT_REF + r"\s+asks\b"
-                   + r"|\b(?:lets|allows|enables)\s+(?:an?|one|each|any)\s+" + _AGENT_REF
-                   + r"|\b(?:an?|one|each|every|any)\s+" + _AGENT_REF + r"(?:\s+(?:that|which|who)\s[^.;]{0,40}?)?\s+(?:should|can|may|must|waits|runs|uses)\b"
-                   r"|\bshould\s+always\b|\b(?:in|per)\s+the\s+(?:design\s+doc|docs|spec|rfc|readme|guide)\b", -0.6, "negation"),
+                   + r"|\bshould\s+always\b|\b(?:in|per)\s+the\s+(?:design\s+doc|docs|spec|rfc|readme|guide)\b", -0.6, "negation"),
+    _p("generic-agent", r"\b(?:lets|allows|enables)\s+(?:an?|one|each|any)\s+" + _AGENT_REF
+                        + r"|\b(?:an?|one|each|every|any)\s+" + _AGENT_REF + r"(?:\s+(?:that|which|who)\s[^.;]{0,40}?)?\s+(?:should|can|may|must|waits|runs|uses)\b",
+       -1.5, "negation"),
     # the writer commits
     _p("self", r"\b(?:i|i'm|i'll|i'd|i've|my|me|we|we're|we'll)\b", 0.15, "self"),
     _p("next-step", r"^(?:next( step)?:?|next I|the rest|the remaining|this step|this can't|not done yet|not yet possible)", 0.15, "self"),

