@@ -227,7 +227,8 @@ PHRASES: tuple[Phrase, ...] = (
                           r"hands?|tells?|wraps?\s+up|completes?|completed)\b"
                           r"|\b(?:once|when|after|until)\s+(?:it|they)\s+(?:has|have)\s+\w+"
                           r"|\b(?:once|until|till|as soon as|after|before|when|the\s+(?:moment|minute|second))\s+it\s+(?!is\b|was\b|has\b|does\b|goes\b|says\b)\w+s\b"
-                          r"|\b(?:once|when|after|until|as soon as)\s+(?:it|they)\s*(?:arrives?|comes?\s+in|lands?|shows?\s+up|(?:\s+is|\s+are|'s|'re)\s+(?:ready|in|posted|there|through|up))\b"
+                          r"|\b(?:once|when|after|until|as soon as)\s+(?:it|they)\s*(?:arrives?|comes?\s+in|lands?|shows?\s+up|(?:\s+is|\s+are|'s|'re)\s+(?:ready|in|posted|there|through|up|merged|landed|pushed|"
+                          r"published|deployed|done|finished|available|live|out))\b"
                           r"|\b(?:once|when|after|until)\s+(?:its|their)\s+\w+|\b(?:after|once|until)\s+they\s+(?!are\b|were\b|do\b|did\b)\w+|\b(?:once|when)\s+received\b"
                           r"|\b(?:after|once|when)\s+that(?:'s|\s+is)?(?:\s+(?:done|finished|in))?\s*(?:[.;,]|$)"
                           r"|\b(?:after|once|when)\s+that(?:'s|\s+is|\s+has)\s+(?:been\s+)?(?:merged|landed|through|ready|pushed|published)\b", 0.4, "callback"),
@@ -247,7 +248,7 @@ PHRASES: tuple[Phrase, ...] = (
     _p("check-back", r"\b(?:check|checks|checking)\s+(?:back|in)\s+with\b|\bfollow(?:ing)?\s+up\s+with\b|\bknow i'm waiting\b", 0.35, "callback"),
     # the other agent in a relation to the writer's next step (issue 30, second round)
     _p("agent-condition", r"\b(?:once|when|whenever|after|until|till|if|unless|as soon as|before|the\s+(?:moment|minute|second))\s+(?!(?:a|an|any|each|every)\s)" + _GAP + _AGENT_REF, 0.4, "callback"),
-    _p("wait-on-agent", r"\b(?:wait|waits|waiting)\s+(?:on|for)\s+(?:it|them)\s+to\s+(?:review|reply|respond|answer|finish|confirm|approve|report|send|"
+    _p("wait-on-agent", r"\b(?:wait|waits|waiting)\s+(?:on|for)\s+(?:its|their)\b|\b(?:wait|waits|waiting)\s+(?:on|for)\s+(?:it|them)\s+to\s+(?:review|reply|respond|answer|finish|confirm|approve|report|send|"
                         r"decide|hand|tell|get\s+back|come\s+back|merge|publish|push)\b|"
                         r"\b(?:wait|waits|waiting|awaits?|awaiting|blocked|gated|holding|depends?|depending|dependent|relying|rely|standing\s+by|on\s+standby|standby|"
                         r"hinges?|contingent|conditional|queued|sequenced|stuck|held\s+up|parked|deferred|deferring)\s+"
@@ -304,6 +305,7 @@ PHRASES: tuple[Phrase, ...] = (
                         r"|\b(?:i'll|i\s+will|then\s+i)\b[^.;]{0,40}?\b(?:from|against|on\s+top\s+of|into)\s+(?:it|them)\b"
                         r"|\b(?:whatever|whichever)\s+(?:\w+\s+){0,3}\x00\s+(?:\w+\s+)?(?:\w+s|settles\s+on|lands\s+on|ends\s+up\s+with)\b"
                         r"|\bthe\s+(?:ones?|\w+)\s+(?:it|they)\s+(?:suggests?|proposes?|recommends?|identifies|picks?|chooses?|returns?)\b"
+                        r"|\b(?:at|on|against|to|with|from|into)\s+(?:the|whatever|whichever)\s+(?:[\w-]+\s+){0,2}(?:it|they)\s+(?!is\b|was\b|has\b|does\b)\w+s\b"
                         # comparing or choosing between what comes back
                         r"|\b(?:i'll|i\s+will|then\s+i|and\s+will)\s+(?:pick|keep|take|choose|compare|merge)\s+(?:whichever|the\s+better|both)\b", 0.3, "callback"),
     _p("not-yet-heard", r"\b(?:haven't|hasn't|have\s+not|has\s+not|not\s+yet)\s+(?:heard|shared|delivered|posted|come\s+back|got\s+back|gotten\s+back|returned|reported|answered|replied|sent|chosen|decided|"
@@ -331,7 +333,7 @@ PHRASES: tuple[Phrase, ...] = (
                   r"|\bthat\s+was\s+(?:about|for)\s+(?:a\s+)?(?:different|another|the\s+old)\b|\bdone\s+on\s+my\s+side\b"
                   r"|\b(?:doesn't|does\s+not|didn't|don't)\s+need\s+anything\b|\bhaven't\s+needed\b|\bwasn't\s+needed\b"
                   r"|\b(?:doesn't|does\s+not|no\s+longer)\s+appl(?:y|ies)\b|\bwas\s+the\s+old\b|\bthe\s+(?:docs?|readme|guide|manual)\s+(?:says?|recommends?)\b"
-                  r"|\bif\s+\S+(?:\s+\S+)?\s+(?:ever|were)\b|\b(?:could|might)\s+(?:\w+\s+)?but\b|\bi\s+won't\s+ask\b"
+                  r"|\bif\s+(?:\S+\s+){1,4}?(?:ever|were)\b|\b(?:could|might)\s+(?:\w+\s+)?but\b|\bi\s+won't\s+ask\b"
                   r"|\bi(?:'ll|\s+will)\s+(?:answer|reply\s+to|respond\s+to)\b"
                   r"|\band\s+(?:it|they)\s+(?:did|said|\w+ed)\b", -1.0, "negation"),
     # only past events and nothing ahead: the dependency, if any, is over
