@@ -359,7 +359,9 @@ PHRASES: tuple[Phrase, ...] = (
        -1.5, "negation"),
     # the writer commits
     _p("self", r"\b(?:i|i'm|i'll|i'd|i've|my|me|we|we're|we'll)\b", 0.15, "self"),
-    _p("next-step", r"^(?:next( step)?:?|next I|the rest|the remaining|this step|this can't|not done yet|not yet possible)", 0.15, "self"),
+    # a note with the writer left out: "Holding for role:release.", "Stalled until ..."
+    _p("next-step", r"^(?:next( step)?:?|next i|the rest|the remaining|this step|this can't|not done yet|not yet possible|blocked|waiting|"
+                    r"holding|stalled|paused|parked|on\s+hold|need|needs|depends|will\s+(?:continue|resume|proceed)|pending|awaiting)\b", 0.15, "self"),
     # programming senses take weight away
     _p("code-context", r"\b(?:function|promise|socket|mutex|lock|handlers|event loop|http|firewall|port \d+|packets?|onclick|"
                        r"condition variable|process exits|buffer|probe|kubernetes|containers?|graphviz|cookie|smtp|heartbeats?|thread\s+pool|job\s+queue|pre-commit)\b"
