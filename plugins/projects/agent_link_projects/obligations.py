@@ -149,7 +149,7 @@ _PAST = (r"(?:\w+ed|sent|built|kept|did|wrote|made|ran|put|took|gave|chose|picke
 #: something still ahead in the text: a future, a wait in the present, a condition on a present-tense event, an
 #: open item ("still", "yet", "[ ]"); a text with none of these and a past event is a report of what happened
 _AHEAD = (r"\b(?:i'll|we'll|it'll|they'll|will|won't|shall|going\s+to|about\s+to|can't|cannot|yet|still|pending|next|unless|"
-          r"need|needs|require|requires|wait|waits|awaits?|depends?|hinges?|stays?|remains?|follows?|wants?|want|owes?|owed|outstanding|"
+          r"need|needs|require|requires|wait|waits|awaits?|starts?|begins?|depends?|hinges?|stays?|remains?|follows?|wants?|want|owes?|owed|outstanding|"
           r"meanwhile|whatever|whichever|before\s+(?:i|\w+ing)|then\s+i|(?:i'm|i\s+am|we're|we\s+are)\s+\w+ing|let\s+me|would|expect|until\s+then|till\s+then|for\s+now|"
           r"expecting|awaiting|asap|todo)\b|^(?:open|remaining)\s*:"
           r"|(?<!was\s)(?<!were\s)\b(?:waiting|holding|blocked|parked|stuck|paused|gated|on\s+hold)\b"
@@ -234,7 +234,7 @@ PHRASES: tuple[Phrase, ...] = (
                           r"|\b(?:after|once|when)\s+that(?:'s|\s+is|\s+has)\s+(?:been\s+)?(?:merged|landed|through|ready|pushed|published)\b", 0.4, "callback"),
     _p("output-decides", r"\b(?:its|their)\s+\w+\s+(?:determines|decides|drives|dictates|settles|shapes|will\s+(?:decide|determine|settle)|"
                          r"(?:goes|go|feeds?|flows?)\s+(?:straight\s+|directly\s+)?into)\b"
-                         r"|\bexpect(?:s|ing)?\b[^.;]{0,40}?\bback\b", 0.35, "callback"),
+                         r"|\b(?:expect(?:s|ing)?|asked\s+for|requested)\b[^.;]{0,40}?\bback\b", 0.35, "callback"),
     _p("its-answer", r"\b(?:its|their)\s+(?:reply|response|verdict|review|comments|findings|decision|feedback|output|patch|draft|numbers|approval|version|report)\b"
                      r"|\bwhat\s+it\s+(?:says|decides|finds|reports)\b|\b(?:from|using|based\s+on)\s+(?:its|their)\s+(?!own\b)\w+"
                      r"|\bwhat(?:ever)?\s+(?:it|they)\s+(?!is\b|was\b|has\b|does\b|did\b|had\b|means\b|takes\b)\w+s\b", 0.2, "callback"),
@@ -361,7 +361,9 @@ PHRASES: tuple[Phrase, ...] = (
     _p("self", r"\b(?:i|i'm|i'll|i'd|i've|my|me|we|we're|we'll)\b", 0.15, "self"),
     # a note with the writer left out: "Holding for role:release.", "Stalled until ..."
     _p("next-step", r"^(?:next( step)?:?|next i|the rest|the remaining|this step|this can't|not done yet|not yet possible|blocked|waiting|"
-                    r"holding|stalled|paused|parked|on\s+hold|need|needs|depends|will\s+(?:continue|resume|proceed)|pending|awaiting)\b", 0.15, "self"),
+                    r"holding|stalled|paused|parked|on\s+hold|need|needs|depends|will\s+(?:continue|resume|proceed)|pending|awaiting)\b"
+                    # an open checklist item is the writer's to do
+                    r"|\[\s\]", 0.15, "self"),
     # programming senses take weight away
     _p("code-context", r"\b(?:function|promise|socket|mutex|lock|handlers|event loop|http|firewall|port \d+|packets?|onclick|"
                        r"condition variable|process exits|buffer|probe|kubernetes|containers?|graphviz|cookie|smtp|heartbeats?|thread\s+pool|job\s+queue|pre-commit)\b"
