@@ -38,8 +38,9 @@ its weight once; the text carries an obligation when the sum reaches :data:`THRE
   the text names an address (that leaves no programming sense); *negation* takes more away,
   address or not: "no need to wait", "never blocks", "the reviewer is waiting on me", "I'll
   answer X's question", "and it did", "regardless of", "not something I wait on", a
-  hypothetical ("if X were"), a rule or design described ("the docs say"); agents in general
-  ("lets an agent wait", "an agent should") most;
+  hypothetical ("if X were", "would have had to"), "I'm not blocked on X", a rule or design
+  described ("the docs say"); agents in general ("lets an agent wait", "an agent should") and a
+  system described (an agent the subject at the start, no first person anywhere) most;
 * *finished dependencies*: a text with a past event and nothing still ahead (no future, no
   wait in the present, no open item, no condition on a present-tense event: ``_AHEAD``) is a
   report of what happened ("After X merged, I rebased and CI is green"); narrower past-tense
@@ -60,7 +61,7 @@ bench`` prints precision and recall on each. At the third round's end: outside s
 1.000 and 1.000 / 1.000 (0.975 / 0.929 and 1.000 / 0.789 before it; their misses were read for
 the kinds of commitment missed, so they are no longer blind), dev-classifier2 0.967 / 0.967
 (0.906 / 0.967 when first measured); on the round's fresh batches, each measured before it
-was tuned on, precision 0.77 to 1.00 (0.43 on a batch made to hold finished dependencies) and
+was tuned on, precision 0.77 to 1.00 (0.43 and 0.40 on batches made of hard negatives) and
 recall 0.75 to 0.93. Text written by someone other than the table's author is the measure.
 
 **Satisfaction** (:func:`matching_receipts`): only receipts tagged ``dependency-handoff``
@@ -200,7 +201,7 @@ PHRASES: tuple[Phrase, ...] = (
     _p("until-once-after", r"\b(?:until|once|as soon as|after|when|then\s+(?:i|we)|afterwards|only\s+then)\b", 0.25, "dependency"),
     _p("cannot-proceed", r"\b(?:can't|cannot|unable\s+to)\s+(?:go\s+(?:any\s+)?further|proceed|continue|move\s+on|progress|make\s+progress)\b"
                          r"|\b(?:nothing|not\s+much)\s+(?:left\s+)?(?:to\s+do|i\s+can\s+do)\s+(?:until|before|till)\b|\bidle\s+until\b|\b(?:i'll|i\s+will|i'm|i\s+am)\s+(?:be\s+)?idle\b|\bsit(?:ting)?\s+tight\b"
-                         r"|\b(?:can't|cannot|won't)\b[^.;]{0,40}?\bwithout\s+(?:it|them|its|their)\b"
+                         r"|\b(?:can't|cannot|won't)\b[^.;]{0,40}?\bwithout\s+(?:it|them|its|their)\b|\bnot\s+\w+ing\s+(?:before|until|till)\b"
                          r"|^(?:open|outstanding|todo|pending|waiting(?:[- ]on)?|blocked(?:[- ]by)?|depends[- ]on|remaining)\s*:|\b(?:precondition|prerequisite|blocker)s?\s*:|^not\s+\w+ing\b[^.;]{0,40}?\byet\b", 0.3, "dependency"),
     _p("held-state", r"\b(?:stays?|remains?|sits?|kept|keeping|left|leaving|stay)\s+(?:\w+\s+)?(?:stubbed|idle|a\s+draft|as\s+(?:it\s+)?is|open|untouched|"
                      r"unchanged|on\s+hold|in\s+draft|parked|disabled|behind\s+a\s+flag)\b|\bplaceholders?\s+until\b", 0.3, "dependency"),
@@ -222,7 +223,8 @@ PHRASES: tuple[Phrase, ...] = (
     _p("callback-with-thread", r"\b(?:callback|handoff)\s+(?:with|from|to|so)\b", 0.45, "callback"),
     # the other agent answers: "once it responds", "until I hear back", "its verdict"
     _p("hear-back", r"\b(?:hear|heard|hears|hearing)\s+back\b|\b(?:response|answer|verdict|feedback)\s+(?:from|arrives|comes)\b", 0.45, "callback"),
-    _p("when-it-answers", r"\b(?:if|unless)\s+(?:it|they)\s+(?:says?|decides?|agrees?|approves?|confirms?|disagrees?|objects?|thinks?)\b"
+    _p("when-it-answers", r"\b(?:before|until|till|once|after|when)\s+(?:it|they)\s+(?:does|do|has|have)\s*(?:[.;,]|$)"
+                          r"|\b(?:if|unless)\s+(?:it|they)\s+(?:says?|decides?|agrees?|approves?|confirms?|disagrees?|objects?|thinks?)\b"
                           r"|\b(?:once|when|after|until|till|as soon as|if|unless)\s+(?:it|they|both|each|that\s+(?:thread|session|agent))(?:'s|\s+(?:is|are|has|have))?\s+"
                           r"(?:\w+\s+)?(?:responds?|repl(?:y|ies)|answers?|finish(?:es|ed)?|done|reports?|comes?\s+back|gets\s+back|sends?|"
                           r"hands?|tells?|wraps?\s+up|completes?|completed)\b"
@@ -285,7 +287,7 @@ PHRASES: tuple[Phrase, ...] = (
                    + r"|(?:^|[\n(:;,.]\s*|\d[.)]\s*|\b(?:to|then|and|first)\s+)(?:ask|asking|get|request|requesting)\s+"
                    + _GAP + _AGENT_REF, 0.35, "dependency"),
     # the other agent promised something: "it should come back with", "codex:x said it would send"
-    _p("agent-promised", _AGENT_REF + r"\s+(?:has\s+)?(?:promised|committed\s+to|said\s+it\s+would|said\s+it'd)\b|"
+    _p("agent-promised", _AGENT_REF + r"\s+(?:has\s+)?(?:promised|committed\s+to|(?:said|says)\s+it(?:\s+would|'d|\s+will|'ll))\b|"
                          + _AGENT_REF + r"\s+(?:will|is\s+going\s+to|is\s+about\s+to)\s+(?!be\b|not\b|never\b|probably\b|also\b)\w+|" + _AGENT_REF + r"\s+(?:still\s+)?(?:must|has\s+to|needs\s+to|is\s+supposed\s+to|is\s+due\s+to|is\s+expected\s+to)\s+\w+"
                          r"|\b(?:it|they)\s+(?:would|will|should|is\s+going\s+to|promised\s+to)\s+(?:\w+\s+)?(?:send|come\s+back|report|"
                          r"reply|answer|return|hand|deliver|push|publish|finish|tell|confirm|ping|call|get\s+back)\b", 0.35, "callback"),
@@ -330,6 +332,9 @@ PHRASES: tuple[Phrase, ...] = (
                   r"|\b(?:i'm|i\s+am)\s+not\s+(?:one\s+of|part\s+of|involved|affected)\b|\b(?:doesn't|does\s+not)\s+involve\s+me\b"
                   r"|\b(?:doesn't|does\s+not|don't|do\s+not)\s+need\s+to\s+(?:reply|respond|answer|get\s+back|do\s+anything)\b|\bfor\s+the\s+record\b"
                   r"|\bno\s+(?:reply|response|answer)\s+(?:is\s+)?(?:needed|required|expected)\b"
+                  r"|\b(?:i'm\s+not|i\s+am\s+not|we're\s+not|isn't|aren't|won't|will\s+not|don't|do\s+not|never)\s+(?:be\s+)?"
+                  r"(?:blocked|waiting|wait|depending|depend|gated|relying|rely)\s+(?:on|for|by)\b"
+                  r"|\bhypothetical(?:ly)?\b|\bwould\s+have\s+(?:had|been|\w+ed)\b|\bif\s+(?:i|we)\s+had\s+\w+ed\b|\bshould\s+(?:\S+\s+){1,4}?ever\b"
                   r"|\b(?:regardless|independently)\s+of\b|\b(?:not|isn't|aren't|i'm\s+no\s+longer)\s+(?:blocked|waiting|gated)\s+(?:on|by|for)\s+(?:anyone|anybody|anything|it|them)\b"
                   r"|\bthat\s+was\s+(?:about|for)\s+(?:a\s+)?(?:different|another|the\s+old)\b|\bdone\s+on\s+my\s+side\b"
                   r"|\b(?:doesn't|does\s+not|didn't|don't)\s+need\s+anything\b|\bhaven't\s+needed\b|\bwasn't\s+needed\b"
@@ -355,6 +360,8 @@ PHRASES: tuple[Phrase, ...] = (
     _p("reversed-or-generic", r"\b(?:it|they|" + _AGENT_REF + r")\s+(?!waits\b)\w+s\b[^.;]{0,40}?\b(?:when|once|after)\s+(?:i|we)\s+(?!hear\b|get\b|have\b)"
                    r"|" + _AGENT_REF + r"\s+asked\s+(?:me|whether|if)\b|\bif\s+" + _GAP + _AGENT_REF + r"\s+asks\b"
                    + r"|\bshould\s+always\b|\b(?:in|per)\s+the\s+(?:design\s+doc|docs|spec|rfc|readme|guide)\b", -0.6, "negation"),
+    _p("described", r"^(?![\s\S]*\b(?:i|i'm|i'll|i've|i'd|me|my|mine|we|we're|we'll|our|us)\b)(?:the\s+|our\s+|a\s+)?(?:(?!(?:when|once|after|until|till|if|unless|before|as)\s)[\w-]+\s+)?" + _AGENT_REF
+                    + r"\s+(?!(?:is|are|has|was|were|had|will|must|should|needs|owes|still|does)\b)\w+s\b", -1.0, "negation"),
     _p("generic-agent", r"\b(?:lets|allows|enables)\s+(?:an?|one|each|any)\s+" + _AGENT_REF
                         + r"|\b(?:an?|one|each|every|any)\s+" + _AGENT_REF + r"(?:\s+(?:that|which|who)\s[^.;]{0,40}?)?\s+(?:should|can|may|must|waits|runs|uses)\b",
        -1.5, "negation"),
