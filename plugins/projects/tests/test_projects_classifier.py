@@ -168,6 +168,10 @@ def test_commitments_in_third_round_phrasings(text: str) -> None:
     # reversed: the other agent waits on the writer
     "codex:6b7c8d9e0f is on standby for my schema; it starts its migration when I push.",
     "I sent the numbers to the planner agent for the record; it doesn't need to reply.",
+    # negated and hypothetical waits, a system described with no first person
+    "I'm not waiting on claude:fmt-2 any more; I formatted the files myself.",
+    "Had the schema session still been running, I would have had to wait for it.",
+    "The coordinator agent collects every worker's result before it writes the summary.",
 ])
 def test_finished_generic_or_reversed_dependencies_do_not_commit(text: str) -> None:
     result = analyse(text)
