@@ -158,7 +158,7 @@ _AHEAD = (r"\b(?:i'll|we'll|it'll|they'll|will|won't|shall|going\s+to|about\s+to
           # a condition on an event still to come: its first verb is in the present ("once it lands", "when it's done"), not
           # the past ("once it had returned", "after it merged")
           r"|\b(?:once|when|after|as\s+soon\s+as|if|until|till)\s+(?:(?!(?:had|was|were|did|\w+ed)\b)[\w:-]+\s+){0,6}?"
-          r"(?:(?!(?:this|its|his|us|yes|less|always|perhaps|plus|as|thus|status|process|access|progress)\b)(?:\w+s|is|are|has|have|do|does)\b"
+          r"(?:(?!(?:was|this|its|his|us|yes|less|always|perhaps|plus|as|thus|status|process|access|progress)\b)(?:\w+s|is|are|has|have|do|does)\b"
           r"(?!\s+(?:agent|session|thread|worker|team|bot)s?\b)"
           r"|[\w:-]+'(?:s|re)\b)"
           r"|\b(?:after|until|once)\s+(?:it|that|them)\s*(?:[.;,]|$)|\[\s\]|\?|:\s*$")
@@ -201,7 +201,7 @@ PHRASES: tuple[Phrase, ...] = (
     _p("until-once-after", r"\b(?:until|once|as soon as|after|when|then\s+(?:i|we)|afterwards|only\s+then)\b", 0.25, "dependency"),
     _p("cannot-proceed", r"\b(?:can't|cannot|unable\s+to)\s+(?:go\s+(?:any\s+)?further|proceed|continue|move\s+on|progress|make\s+progress)\b"
                          r"|\b(?:nothing|not\s+much)\s+(?:left\s+)?(?:to\s+do|i\s+can\s+do)\s+(?:until|before|till)\b|\bidle\s+until\b|\b(?:i'll|i\s+will|i'm|i\s+am)\s+(?:be\s+)?idle\b|\bsit(?:ting)?\s+tight\b"
-                         r"|\b(?:can't|cannot|won't)\b[^.;]{0,40}?\bwithout\s+(?:it|them|its|their)\b|\bnot\s+\w+ing\s+(?:before|until|till)\b"
+                         r"|\b(?:can't|cannot|won't)\b[^.;]{0,40}?\bwithout\s+(?:it|them|its|their)\b|\bnot\s+\w+ing\s+(?:before|until|till)\b|\bbefore\s+(?:i|we)\s+can\b"
                          r"|^(?:open|outstanding|todo|pending|waiting(?:[- ]on)?|blocked(?:[- ]by)?|depends[- ]on|remaining)\s*:|\b(?:precondition|prerequisite|blocker)s?\s*:|^not\s+\w+ing\b[^.;]{0,40}?\byet\b", 0.3, "dependency"),
     _p("held-state", r"\b(?:stays?|remains?|sits?|kept|keeping|left|leaving|stay)\s+(?:\w+\s+)?(?:stubbed|idle|a\s+draft|as\s+(?:it\s+)?is|open|untouched|"
                      r"unchanged|on\s+hold|in\s+draft|parked|disabled|behind\s+a\s+flag)\b|\bplaceholders?\s+until\b", 0.3, "dependency"),
@@ -250,7 +250,8 @@ PHRASES: tuple[Phrase, ...] = (
                     r"|\bput\s+in\s+a\s+request\b", 0.25, "dependency"),
     _p("check-back", r"\b(?:check|checks|checking)\s+(?:back|in)\s+with\b|\bfollow(?:ing)?\s+up\s+with\b|\bknow i'm waiting\b", 0.35, "callback"),
     # the other agent in a relation to the writer's next step (issue 30, second round)
-    _p("agent-condition", r"\b(?:once|when|whenever|after|until|till|if|unless|as soon as|before|the\s+(?:moment|minute|second))\s+(?!(?:a|an|any|each|every)\s)" + _GAP + _AGENT_REF, 0.4, "callback"),
+    _p("agent-condition", r"\b(?:once|when|whenever|after|until|till|if|unless|as soon as|before|the\s+(?:moment|minute|second)|provided(?:\s+that)?|"
+                          r"as\s+long\s+as|so\s+long\s+as|assuming(?:\s+that)?)\s+(?!(?:a|an|any|each|every)\s)" + _GAP + _AGENT_REF, 0.4, "callback"),
     _p("wait-on-agent", r"\b(?:wait|waits|waiting)\s+(?:on|for)\s+(?:its|their)\b|\b(?:wait|waits|waiting)\s+(?:on|for)\s+(?:it|them)\s+to\s+(?:review|reply|respond|answer|finish|confirm|approve|report|send|"
                         r"decide|hand|tell|get\s+back|come\s+back|merge|publish|push)\b|"
                         r"\b(?:wait|waits|waiting|awaits?|awaiting|blocked|gated|holding|depends?|depending|dependent|relying|rely|standing\s+by|on\s+standby|standby|"
@@ -287,8 +288,8 @@ PHRASES: tuple[Phrase, ...] = (
                    + r"|(?:^|[\n(:;,.]\s*|\d[.)]\s*|\b(?:to|then|and|first)\s+)(?:ask|asking|get|request|requesting)\s+"
                    + _GAP + _AGENT_REF, 0.35, "dependency"),
     # the other agent promised something: "it should come back with", "codex:x said it would send"
-    _p("agent-promised", _AGENT_REF + r"\s+(?:has\s+)?(?:promised|committed\s+to|(?:said|says)\s+it(?:\s+would|'d|\s+will|'ll))\b|"
-                         + _AGENT_REF + r"\s+(?:will|is\s+going\s+to|is\s+about\s+to)\s+(?!be\b|not\b|never\b|probably\b|also\b)\w+|" + _AGENT_REF + r"\s+(?:still\s+)?(?:must|has\s+to|needs\s+to|is\s+supposed\s+to|is\s+due\s+to|is\s+expected\s+to)\s+\w+"
+    _p("agent-promised", r"\b(?:need|needs|want|wants)\s+(?:it|them)\s+to\s+\w+|" + _AGENT_REF + r"\s+(?:has\s+)?(?:promised|committed\s+to|(?:said|says)\s+it(?:\s+would|'d|\s+will|'ll))\b|"
+                         + _AGENT_REF + r"\s+(?:will|is\s+going\s+to|is\s+about\s+to)\s+(?!be\b|not\b|never\b|probably\b|also\b)\w+|" + _AGENT_REF + r"\)?\s+(?:still\s+)?(?:must|has\s+to|needs\s+to|is\s+supposed\s+to|is\s+due\s+to|is\s+expected\s+to)\s+\w+"
                          r"|\b(?:it|they)\s+(?:would|will|should|is\s+going\s+to|promised\s+to)\s+(?:\w+\s+)?(?:send|come\s+back|report|"
                          r"reply|answer|return|hand|deliver|push|publish|finish|tell|confirm|ping|call|get\s+back)\b", 0.35, "callback"),
     _p("question-for", r"\bquestions?\s+(?:for|to)\s+" + _GAP + _AGENT_REF + r"|^@|\bover to you\b|\b(?:can|could|would)\s+you\b", 0.3, "dependency"),
