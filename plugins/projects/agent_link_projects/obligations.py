@@ -154,7 +154,8 @@ _AHEAD = (r"\b(?:i'll|we'll|it'll|they'll|will|won't|shall|going\s+to|about\s+to
           r"need|needs|require|requires|wait|waits|awaits?|starts?|begins?|depends?|hinges?|stays?|remains?|follows?|wants?|want|owes?|owed|outstanding|"
           r"meanwhile|whatever|whichever|before\s+(?:i|\w+ing)|then\s+i|(?:i'm|i\s+am|we're|we\s+are)\s+\w+ing|let\s+me|would|expect|until\s+then|till\s+then|for\s+now|"
           r"expecting|awaiting|asap|todo)\b|^(?:open|remaining)\s*:"
-          r"|(?<!was\s)(?<!were\s)\b(?:waiting|holding|blocked|parked|stuck|paused|gated|on\s+hold)\b"
+          # not a wait that is over ("was blocked on X", "Previously blocked on X, but it delivered")
+          r"|(?<!was\s)(?<!were\s)(?<!been\s)(?<!previously\s)(?<!formerly\s)(?<!earlier\s)\b(?:waiting|holding|blocked|parked|stuck|paused|gated|on\s+hold)\b"
           # a condition on an event still to come: its first verb is in the present ("once it lands", "when it's done"), not
           # the past ("once it had returned", "after it merged")
           r"|\b(?:once|when|after|as\s+soon\s+as|if|until|till)\s+(?:(?!(?:had|was|were|did|\w+ed)\b)[\w:-]+\s+){0,6}?"
@@ -165,6 +166,22 @@ _AHEAD = (r"\b(?:i'll|we'll|it'll|they'll|will|won't|shall|going\s+to|about\s+to
 _BEHIND = (r"\b(?:i|we|i've|we've)\s+(?:already\s+|just\s+|then\s+)?" + _PAST + r"|\b(?:was|were|had)\b"
            r"|\b(?:yesterday|ago|last\s+(?:week|night|sprint|month)|this\s+morning|at\s+noon|earlier\s+today)\b"
            r"|\b(?:came\s+in|arrived|(?:is|are)\s+(?:now\s+)?(?:done|finished|complete|published|green|merged|out|set|live|in))(?=\s*(?:[.;,]|$)|\s+(?:and|now|already|too)\b)")
+#: the writer still has a step of its own ahead, or still waits: a hand-off or a finished part does not end its obligation
+_WRITER_AHEAD = (r"\b(?:i'll|i\s+will|we'll|we\s+will|i'd|we'd|i\s+would|will\s+(?:\w+\s+)?(?:resume|continue|retry|merge|verify|pick|review|apply|"
+                 r"integrate|wire|rebase|check|fix|run|finish)|(?:i'm|i\s+am|we're)\s+(?:still\s+)?(?:waiting|staying|holding|blocked)|then\s+(?:i|we)|"
+                 r"before\s+(?:i|we)|(?:i|we)\s+(?:still\s+)?(?:need|have\s+to|must|can't|cannot)|let\s+me\s+know|(?:ping|tell|call|notify)\s+me|"
+                 r"get\s+back\s+to\s+me|hear\s+back|reports?\s+back|until|pending|on\s+hold|parked|resum\w+|my\s+next|next\s+i|"
+                 r"(?:after|once|when|as\s+soon\s+as)\s+(?:it|they|that(?!\s*(?:[.;]|$))|this|the|its|their)|waits?\s+(?:for|on)|waiting|needs?|depends?|still)\b")
+#: the writer is done and disengaged: its part complete, the work handed over for good, moving on ("my part is complete",
+#: "that's entirely its task now", "I'm off this task", "won't be revisiting", "the docs agent takes it from here")
+_WRITER_DONE = (r"\bmy\s+(?:part|share|portion|piece|side|bit|half|work)\s+(?:of\s+\w+\s+)?(?:is|'s)\s+(?:now\s+|all\s+)?(?:complete|completed|done|finished|over|wrapped\s+up)\b(?!\s+(?:except|but|apart|save|other\s+than)\b)"
+                r"|\b(?:entirely|fully|completely|wholly|now)\s+(?:its|their|\w+'s)\s+(?:task|job|problem|responsibility|work|area)\b"
+                r"|\b(?:i'm|i\s+am|we're)\s+(?:now\s+)?(?:off|done\s+with|finished\s+with|out\s+of)\s+(?:this|it|that)\b|\b(?:i'm|i\s+am|we're)\s+moving\s+on\b"
+                r"|\bwon't\s+be\s+(?:revisiting|checking|coming\s+back|following\s+up|looking\s+at\s+it)\b|\bwon't\s+(?:revisit|check\s+back|follow\s+up|come\s+back\s+to)\b"
+                r"|\boff\s+my\s+plate\b|\b(?:not|no\s+longer)\s+my\s+(?:task|job|concern|problem|area)\b|\bfire[- ]and[- ]forget\b"
+                r"|\bnot\s+expecting\s+(?:anything|a\s+reply|a\s+response|to\s+hear)\b|\bno\s+(?:follow-?up|callback)\s+(?:is\s+)?(?:needed|required|expected)\b"
+                r"|\bnothing\s+(?:left\s+|more\s+|else\s+)?(?:for\s+me\s+)?to\s+wait\s+(?:for|on)\b|\bnothing\s+(?:left|more|else)\s+for\s+me\b"
+                r"|\b(?:takes?|taking|owns?)\s+(?:it|this|that|over)\s+from\s+here\b|\bpicks?\s+(?:it|this)\s+up\s+from\s+here\b")
 #: up to three words between a connective and the agent it names ("once the security reviewer")
 _GAP = r"(?:[\w'@-]+\s+){0,3}?"
 
@@ -298,7 +315,7 @@ PHRASES: tuple[Phrase, ...] = (
                         r"|\b(?:based\s+on|according\s+to|depending\s+on|act\s+on)\s+(?:its|their|what|the\s+outcome)\b"
                         r"|\b(?:whatever|whichever)\s+(?:\w+\s+)?(?:it|they)\s+\w+"
                         # the writer's future step uses the other's output: "I'll write the patch from its findings"
-                        r"|\b(?:i'll|i\s+will|we'll|we\s+will|then|i\s+can't|i\s+cannot|needs)\b[^.;]{0,50}?\b(?:its|their)\s+(?!own\b)\w+"
+                        r"|\b(?:i'll|i\s+will|we'll|we\s+will|then|i\s+can't|i\s+cannot|needs|(?:i|we)\s+(?:still\s+)?need)\b[^.;]{0,50}?\b(?:its|their)\s+(?!own\b)\w+"
                         # something the agent will produce, as the object of the writer's step
                         r"|\b(?:i'll|i\s+will|we'll|then\s+i|and\s+then)\b[^.;]{0,40}?\b(?:whatever|whichever|the\s+ones?|the\s+\w+)\s+(?:it|they|\x00)\s+"
                         r"(?!is\b|was\b|has\b|does\b|did\b|had\b)(?:\w+s|ends\s+up\s+with|settles\s+on|lands\s+on|comes\s+up\s+with)\b"
@@ -357,6 +374,13 @@ PHRASES: tuple[Phrase, ...] = (
                    r"\b(?:and|so)\s+(?:i|i've|we)\s+(?:already\s+)?" + _PAST
                    + r"|\b(?:i|we)\s+(?:already\s+)?(?:merged|applied|integrated|used|took|pulled|adopted|included|incorporated|kept|accepted)\s+" + _AGENT_REF
                    + r"|[,;]\s+so\s+(?:i|we)\s+(?:already\s+)?" + _PAST + r"(?:\s+\w+){0,3}\s*(?:[.;]|$)", -0.3, "negation"),
+    # the writer's part is done and it has let go (nothing of its own ahead): another agent may do a later step,
+    # but the writer does not wait for it
+    _p("writer-done", r"^(?![\s\S]*" + _WRITER_AHEAD + r")[\s\S]*?(?:" + _WRITER_DONE + r")", -1.0, "negation"),
+    # the other agent comes after the writer ("after I push, codex:x rebases onto it"), nothing of the writer's ahead
+    _p("downstream", r"^(?![\s\S]*" + _WRITER_AHEAD + r")[\s\S]*?(?:\b(?:after|once|when|as\s+soon\s+as)\s+(?:i|we|my|our)\s[^.;]{0,60}?" + _AGENT_REF
+                     + r"\s+(?:will\s+|can\s+|is\s+going\s+to\s+)?\w+|" + _AGENT_REF + r"\s+(?:will\s+|can\s+)?(?:\w+\s+){1,6}?(?:after|once|when)\s+(?:i|we|my|our)\s)",
+       -0.6, "negation"),
     # the other side depends on the writer, a rule or a design described; agents in general
     _p("reversed-or-generic", r"\b(?:it|they|" + _AGENT_REF + r")\s+(?!waits\b)\w+s\b[^.;]{0,40}?\b(?:when|once|after)\s+(?:i|we)\s+(?!hear\b|get\b|have\b)"
                    r"|" + _AGENT_REF + r"\s+asked\s+(?:me|whether|if)\b|\bif\s+" + _GAP + _AGENT_REF + r"\s+asks\b"
@@ -386,16 +410,36 @@ _AGENT_KINDS = ("agent",)
 #: a quoted span, and the words around it that make it a mention ("the docs say "...", "I wrote "..." in the old
 #: ticket", "Example: "...""); a message quoted as sent ("I told codex:x "ping me when done"") stays
 _QUOTE_RE = re.compile(r'["“]([^"”\n]{6,300})["”]')
-_MENTION_BEFORE_RE = re.compile(r"\b(?:example|e\.g\.|wrote|write|said|says|say|rule|phrase|sentence|like|such\s+as|reads|text|wording|comment|docs?|readme|title|line)\s*:?\s*$")
-_MENTION_AFTER_RE = re.compile(r"^\s*(?:is\b|was\b|in\s+the\b|means\b|should\b|would\b|reads\b|appears\b|has\s+been\b|but\b)")
+_MENTION_BEFORE_RE = re.compile(r"\b(?:example|e\.g\.|wrote|write|said|says|say|rule|phrase|sentence|like|such\s+as|reads|text|wording|comment|docs?|readme|title|line|"
+                                r"replied|answered|posted|quote|quoting)\s*:?\s*$")
+#: framing anywhere earlier in the quote's sentence: "Example from the README, quoted for reference: "...""
+_FRAMED_BEFORE_RE = re.compile(r"\b(?:examples?|e\.g\.|for\s+instance|quoted|quoting|verbatim|for\s+reference|readme|documentation|the\s+docs|"
+                               r"template|sample|transcript|(?:its|their|(?:agent|session|thread|worker|reviewer)'s)\s+(?:message|reply|answer|note))\b")
+_MENTION_AFTER_RE = re.compile(r"^\s*(?:is\b|was\b|in\s+the\b|means\b|should\b|would\b|reads\b|appears\b|has\s+been\b|but\b"
+                               r"|[.,;]?\s*(?:that's|that\s+is|this\s+is|which\s+is)\s+(?:the|an?|just\s+an?)\s+(?:pattern|example|format|template|wording|rule|sample)\b)")
+#: a quote that opens with a speaker's label other than the writer ("agent A: I'll merge once ..."): a line of a dialogue
+_SPEAKER_RE = re.compile(r"^\s*([\w@.-]+(?::[\w.-]+)?(?:\s+[\w@.-]+)?)\s*:\s")
+_SPEAKERS_RE = re.compile(r"^(?:user|human|assistant|bot|model)$|^(?:agent|worker|session|thread)\s+\w+$|^\w+\s+(?:agent|worker|session|thread)$"
+                          r"|^(?:codex|claude|opencode|role|team|agent):[\w.-]+$")
+#: struck-through text (markdown ``~~...~~``, html ``<del>``/``<s>``) and checked checklist items (``[x] ...`` up to the
+#: next item or line end) are done: they are dropped before the analysis
+_DONE_RE = re.compile(r"~~[^~\n]{1,300}~~|<(?:del|s)>[^<\n]{1,300}</(?:del|s)>|\[x\][^\[\n]{0,300}")
 
 
 def _unquote(lowered: str) -> str:
     """``lowered`` with each quoted span that is mentioned rather than meant emptied (the
-    quotes stay), so a rule or an example quoted in the text does not count as the writer's."""
+    quotes stay), so a rule, an example or another party's quoted line does not count as the
+    writer's; struck-through text and checked checklist items are dropped (they are done)."""
+    lowered = _DONE_RE.sub(" ", lowered)
+
     def keep_or_empty(m: re.Match[str]) -> str:
-        before, after = lowered[max(0, m.start() - 30):m.start()], lowered[m.end():m.end() + 20]
-        return '""' if _MENTION_BEFORE_RE.search(before) or _MENTION_AFTER_RE.match(after) else m.group(0)
+        before, after = lowered[max(0, m.start() - 30):m.start()], lowered[m.end():m.end() + 60]
+        # the quote's own sentence up to it (at most 100 characters back)
+        sentence = re.split(r"[.!?\n]\s", lowered[max(0, m.start() - 100):m.start()])[-1]
+        speaker = _SPEAKER_RE.match(m.group(1))
+        mentioned = (_MENTION_BEFORE_RE.search(before) or _FRAMED_BEFORE_RE.search(sentence) or _MENTION_AFTER_RE.match(after)
+                     or speaker is not None and _SPEAKERS_RE.match(speaker.group(1)))
+        return '""' if mentioned else m.group(0)
     return _QUOTE_RE.sub(keep_or_empty, lowered)
 
 
