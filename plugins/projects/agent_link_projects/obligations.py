@@ -376,11 +376,20 @@ PHRASES: tuple[Phrase, ...] = (
                    + r"|[,;]\s+so\s+(?:i|we)\s+(?:already\s+)?" + _PAST + r"(?:\s+\w+){0,3}\s*(?:[.;]|$)", -0.3, "negation"),
     # the writer's part is done and it has let go (nothing of its own ahead): another agent may do a later step,
     # but the writer does not wait for it
-    _p("writer-done", r"^(?![\s\S]*" + _WRITER_AHEAD + r")[\s\S]*?(?:" + _WRITER_DONE + r")", -1.0, "negation"),
-    # the other agent comes after the writer ("after I push, codex:x rebases onto it"), nothing of the writer's ahead
-    _p("downstream", r"^(?![\s\S]*" + _WRITER_AHEAD + r")[\s\S]*?(?:\b(?:after|once|when|as\s+soon\s+as)\s+(?:i|we|my|our)\s[^.;]{0,60}?" + _AGENT_REF
-                     + r"\s+(?:will\s+|can\s+|is\s+going\s+to\s+)?\w+|" + _AGENT_REF + r"\s+(?:will\s+|can\s+)?(?:\w+\s+){1,6}?(?:after|once|when)\s+(?:i|we|my|our)\s)",
+    # (the guard on what is ahead runs only where the rest matched: both are anchored at the start, so each runs once)
+    _p("writer-done", r"^(?=[\s\S]*?(?:" + _WRITER_DONE + r"))(?![\s\S]*" + _WRITER_AHEAD + r")", -1.0, "negation"),
+    # a block with its resolution after it: "Blocked on X — resolved: it ...", "Previously blocked on X, but it delivered them"
+    _p("block-resolved", r"\b(?:blocked|waiting|gated|stuck|held\s+up|parked)\b[^.\n]{0,80}?(?:[—–:(]\s*|\s-\s|\b(?:but|and|since)\s+(?:it|they|that|\x00)\s+(?:has\s+|have\s+)?|\bnow\s+)"
+                         r"(?:resolved|unblocked|cleared|sorted|delivered|arrived|landed|came\s+through|granted|released|shipped|published|sent)\b",
        -0.6, "negation"),
+    # (the word first, what precedes it in lookbehinds: a literal start is found fast)
+    _p("marked-resolved", r"(?:resolved|unblocked)\b(?:(?<=[—–:(]resolved)|(?<=[—–:(]\sresolved)|(?<=\s-\sresolved)|(?<=now\sresolved)|(?<=since\sresolved)"
+                          r"|(?<=been\sresolved)|(?<=update:\sresolved)|(?<=i'm\sunblocked)|(?<=now\sunblocked)|(?<=am\sunblocked)|(?=\s+me\b)(?<=unblocked))"
+                          r"(?!\s+(?:once|when|after|if|by)\b)", -0.6, "negation"),
+    # the other agent comes after the writer ("after I push, codex:x rebases onto it"), nothing of the writer's ahead
+    _p("downstream", r"^(?=[\s\S]*?(?:\b(?:after|once|when|as\s+soon\s+as)\s+(?:i|we|my|our)\s[^.;]{0,60}?" + _AGENT_REF
+                     + r"\s+(?:will\s+|can\s+|is\s+going\s+to\s+)?\w+|" + _AGENT_REF + r"\s+(?:will\s+|can\s+)?(?:\w+\s+){1,6}?(?:after|once|when)\s+(?:i|we|my|our)\s))"
+                     + r"(?![\s\S]*" + _WRITER_AHEAD + r")", -0.6, "negation"),
     # the other side depends on the writer, a rule or a design described; agents in general
     _p("reversed-or-generic", r"\b(?:it|they|" + _AGENT_REF + r")\s+(?!waits\b)\w+s\b[^.;]{0,40}?\b(?:when|once|after)\s+(?:i|we)\s+(?!hear\b|get\b|have\b)"
                    r"|" + _AGENT_REF + r"\s+asked\s+(?:me|whether|if)\b|\bif\s+" + _GAP + _AGENT_REF + r"\s+asks\b"
@@ -410,8 +419,8 @@ _AGENT_KINDS = ("agent",)
 #: a quoted span, and the words around it that make it a mention ("the docs say "...", "I wrote "..." in the old
 #: ticket", "Example: "...""); a message quoted as sent ("I told codex:x "ping me when done"") stays
 _QUOTE_RE = re.compile(r'["“]([^"”\n]{6,300})["”]')
-_MENTION_BEFORE_RE = re.compile(r"\b(?:example|e\.g\.|wrote|write|said|says|say|rule|phrase|sentence|like|such\s+as|reads|text|wording|comment|docs?|readme|title|line|"
-                                r"replied|answered|posted|quote|quoting)\s*:?\s*$")
+_MENTION_BEFORE_RE = re.compile(r"\b(?:(?:wrote|write|said|says|say|replied|answered|posted)(?:\s+back)?(?:\s+to\s+me)?|example|e\.g\.|rule|phrase|sentence|like|"
+                                r"such\s+as|reads|text|wording|comment|docs?|readme|title|line|quote|quoting)\s*:?\s*$")
 #: framing anywhere earlier in the quote's sentence: "Example from the README, quoted for reference: "...""
 _FRAMED_BEFORE_RE = re.compile(r"\b(?:examples?|e\.g\.|for\s+instance|quoted|quoting|verbatim|for\s+reference|readme|documentation|the\s+docs|"
                                r"template|sample|transcript|(?:its|their|(?:agent|session|thread|worker|reviewer)'s)\s+(?:message|reply|answer|note))\b")
