@@ -2,10 +2,12 @@
 
 Prints precision and recall of ``agent_link_projects.obligations`` on the held-out part of its
 labelled corpus (``data/obligation_corpus.tsv``; the phrase table was tuned on the train part
-only), on the train, ``widened``, ``train-classifier`` and ``train-classifier2`` parts (tuning data)
-for comparison, on ``dev-classifier2`` (written by the third round's author, never tuned on), and on
-two outside sets (``data/obligation_heldout_lead.jsonl`` and ``obligation_heldout_lead2.jsonl``,
-written by the lead engineer, not the classifier's authors; see ``data/obligation_heldout_lead.txt``).
+only), on the train, ``widened``, ``train-classifier``, ``train-classifier2`` and ``train-set3-kinds``
+parts (tuning data) for comparison, on ``dev-classifier2`` (written by the third round's author, never
+tuned on), and on three outside sets (``data/obligation_heldout_lead.jsonl`` and
+``obligation_heldout_lead2.jsonl``, written by the lead engineer, and ``obligation_heldout_3.jsonl``,
+written blind by a helper engineer; none by the classifier's authors; see
+``data/obligation_heldout_lead.txt``).
 Target: both >= 0.95 on text written by someone other than the classifier's author.
 
 Speed: median time per sentence over the whole corpus (all sentences, :data:`ROUNDS` rounds),
@@ -33,9 +35,10 @@ def corpus() -> list[tuple[bool, str, str]]:
 
 
 def held_out_by_lead() -> list[tuple[bool, str, str]]:
-    """Both outside sets: ``heldout-lead`` and ``heldout-lead2`` (data/obligation_heldout_lead.txt)."""
+    """The outside sets: ``heldout-lead``, ``heldout-lead2`` and ``heldout-3`` (data/obligation_heldout_lead.txt)."""
     rows = []
-    for split, name in (("heldout-lead", "obligation_heldout_lead.jsonl"), ("heldout-lead2", "obligation_heldout_lead2.jsonl")):
+    for split, name in (("heldout-lead", "obligation_heldout_lead.jsonl"), ("heldout-lead2", "obligation_heldout_lead2.jsonl"),
+                        ("heldout-3", "obligation_heldout_3.jsonl")):
         text = resources.files("agent_link_projects").joinpath(f"data/{name}").read_text(encoding="utf-8")
         rows += [(row["commits"], split, row["text"]) for row in map(json.loads, text.splitlines()) if row]
     return rows
@@ -68,7 +71,8 @@ def bench_projects() -> None:
         print("obligation classifier: agent-link-projects is not installed; skipped")
         return
     rows = corpus() + held_out_by_lead()
-    for split in ("heldout", "heldout-lead", "heldout-lead2", "dev-classifier2", "train", "widened", "train-classifier", "train-classifier2"):
+    for split in ("heldout", "heldout-lead", "heldout-lead2", "heldout-3", "dev-classifier2", "train", "widened", "train-classifier",
+                  "train-classifier2", "train-set3-kinds"):
         precision, recall, n = scores(rows, split)
         target = "both >= 0.95" if split.startswith("heldout") else "(dev, by the author)" if split.startswith("dev") else "(tuning data)"
         print(f"{'obligation classifier, ' + split + ' (' + str(n) + ')':<44} precision {precision:5.3f}  recall {recall:5.3f}  target {target}")

@@ -46,7 +46,7 @@ def _scores(split: str) -> tuple[float, float]:
     return _measure([(label, s) for label, sp, s in corpus() if sp == split])
 
 
-@pytest.mark.parametrize("split", ["train", "heldout", "widened", "train-classifier", "train-classifier2"])
+@pytest.mark.parametrize("split", ["train", "heldout", "widened", "train-classifier", "train-classifier2", "train-set3-kinds"])
 def test_precision_and_recall(split: str) -> None:
     precision, recall = _scores(split)
     assert precision >= 0.95 and recall >= 0.95, (precision, recall)
@@ -69,6 +69,15 @@ def test_second_outside_held_out_set_keeps_its_measured_figures() -> None:
     # read for their kinds, as for the first set)
     rows = held_out_by_lead("obligation_heldout_lead2.jsonl")
     assert len(rows) == 73 and sum(label for label, _ in rows) == 38
+    precision, recall = _measure(rows)
+    assert precision >= 0.98 and recall >= 0.98, (precision, recall)
+
+
+def test_third_outside_held_out_set_keeps_its_measured_figures() -> None:
+    # written blind by a helper engineer; 0.900 / 1.000 when first measured (commit 45ae89e), 1.000 / 1.000
+    # after the fourth round, which covered the kinds of its five false positives (obligation_heldout_lead.txt)
+    rows = held_out_by_lead("obligation_heldout_3.jsonl")
+    assert len(rows) == 90 and sum(label for label, _ in rows) == 45
     precision, recall = _measure(rows)
     assert precision >= 0.98 and recall >= 0.98, (precision, recall)
 
@@ -176,6 +185,42 @@ def test_commitments_in_third_round_phrasings(text: str) -> None:
 def test_finished_generic_or_reversed_dependencies_do_not_commit(text: str) -> None:
     result = analyse(text)
     assert result["hasObligation"] is False, result
+
+
+@pytest.mark.parametrize("text", [
+    # a past block resolved: "previously/was blocked ... but it delivered", a block marked resolved
+    "Previously blocked on the frontend thread for the TS types, but it delivered them this morning. Fetch wrappers are updated.",
+    "Blocked on role:dba — resolved: it granted the read replica and the report runs nightly now.",
+    # struck through or checked off: done
+    "~~Blocked on the infra agent to rotate staging creds~~ Done: it rotated them at 14:10. Deploy script tested and working.",
+    "- [x] get the security agent's sign-off\n- [x] merge\n- [ ] write the release note (me)",
+    # a hand-off let go, the writer's part done with another agent downstream
+    "Handed off the docs cleanup to worker 2. That's entirely its task now; I'm moving on to the parser and won't be revisiting the docs.",
+    "The search thread will do the final merge of the index shards. I've written shards 0-7 and my part is complete.",
+    "After I push the schema, the API agent regenerates the client. My part ends at the push.",
+    # quoted as an example, or another party's line
+    'Example from the README, quoted for reference: "agent A: I\'ll merge once agent B finishes the schema." That\'s the pattern.',
+    'The reviewer session wrote back: "I\'ll hold the merge until the docs agent finishes." Good to know for the schedule.',
+    'Sample transcript line: "assistant: I\'ll resume once the sub-agent returns its findings."',
+])
+def test_resolved_let_go_or_quoted_dependencies_do_not_commit(text: str) -> None:
+    result = analyse(text)
+    assert result["hasObligation"] is False, result
+
+
+@pytest.mark.parametrize("text", [
+    # the same kinds with something still ahead for the writer
+    "Was blocked on codex:4e5f6a7b8c for the types, but it delivered them; now I'm waiting on it for the client stubs too.",
+    "~~Blocked on the docs session~~ Now blocked on the schema agent instead: it has to publish the column types before I can write the importer.",
+    "- [x] draft endpoint\n- [ ] merge once claude:sec-2 approves the auth change",
+    "Passed the triage to role:qa. I'm moving on to the parser meanwhile, and will merge its fixes once it reports back.",
+    "My part is done; I'm staying on the ticket until the QA session confirms the repro is gone.",
+    "After I push the schema, the API agent regenerates the client, then I run the e2e suite against it.",
+    'I said to codex:ab12cd34ef: "Let me know when the fixtures are regenerated." Holding the snapshot update till then.',
+])
+def test_the_same_kinds_with_a_step_still_ahead_commit(text: str) -> None:
+    result = analyse(text)
+    assert result["hasObligation"] is True, result
 
 
 def test_a_quoted_message_to_the_agent_still_counts() -> None:
