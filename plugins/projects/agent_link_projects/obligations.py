@@ -186,12 +186,13 @@ _WRITER_AHEAD = (r"\b(?:i'll|i\s+will|we'll|we\s+will|i'd|we'd|i\s+would|will\s+
 #: "that's entirely its task now", "I'm off this task", "won't be revisiting", "the docs agent takes it from here")
 _WRITER_DONE = (r"\bmy\s+(?:part|share|portion|piece|side|bit|half|work)\s+(?:of\s+\w+\s+)?(?:is|'s)\s+(?:now\s+|all\s+)?(?:complete|completed|done|finished|over|wrapped\s+up)\b(?!\s+(?:except|but|apart|save|other\s+than)\b)"
                 r"|\b(?:entirely|fully|completely|wholly|now)\s+(?:its|their|\w+'s)\s+(?:task|job|problem|responsibility|work|area)\b"
-                r"|\b(?:i'm|i\s+am|we're)\s+(?:now\s+)?(?:off|done\s+with|finished\s+with|out\s+of)\s+(?:this|it|that)\b|\b(?:i'm|i\s+am|we're)\s+moving\s+on\b"
+                r"|\b(?:i'm|i\s+am|we're)\s+(?:now\s+)?(?:off|done\s+with|finished\s+with|out\s+of)\s+(?:this|it|that)\b|\b(?:i'm|i\s+am|we're|and)\s+moving\s+on\b|\b(?:done|finished)\s+with\s+my\s+(?:part|share|bit|side|half)\b"
                 r"|\bwon't\s+be\s+(?:revisiting|checking|coming\s+back|following\s+up|looking\s+at\s+it)\b|\bwon't\s+(?:revisit|check\s+back|follow\s+up|come\s+back\s+to)\b"
                 r"|\boff\s+my\s+plate\b|\b(?:not|no\s+longer)\s+my\s+(?:task|job|concern|problem|area)\b|\bfire[- ]and[- ]forget\b"
                 r"|\bnot\s+expecting\s+(?:anything|a\s+reply|a\s+response|to\s+hear)\b|\bno\s+(?:follow-?up|callback)\s+(?:is\s+)?(?:needed|required|expected)\b"
                 r"|\bnothing\s+(?:left\s+|more\s+|else\s+)?(?:for\s+me\s+)?to\s+wait\s+(?:for|on)\b|\bnothing\s+(?:left|more|else)\s+for\s+me\b"
-                r"|\b(?:takes?|taking|owns?)\s+(?:it|this|that|over)\s+from\s+here\b|\bpicks?\s+(?:it|this)\s+up\s+from\s+here\b")
+                r"|\b(?:takes?|taking|owns?|handles?)\s+(?:[\w-]+\s+){0,3}?from\s+here\b|\bpicks?\s+(?:it|this)\s+up\s+from\s+here\b"
+                r"|\bnothing\s+(?:else\s+)?(?:involves|needs|requires)\s+me\b")
 #: up to three words between a connective and the agent it names ("once the security reviewer")
 _GAP = r"(?:[\w'@-]+\s+){0,3}?"
 
@@ -432,8 +433,8 @@ _QUOTE_RE = re.compile(r'["“]([^"”\n]{6,300})["”]')
 _MENTION_BEFORE_RE = re.compile(r"\b(?:(?:wrote|write|said|says|say|replied|answered|posted)(?:\s+back)?(?:\s+to\s+me)?|example|e\.g\.|rule|phrase|sentence|like|"
                                 r"such\s+as|reads|text|wording|comment|docs?|readme|title|line|quote|quoting)\s*:?\s*$")
 #: framing anywhere earlier in the quote's sentence: "Example from the README, quoted for reference: "...""
-_FRAMED_BEFORE_RE = re.compile(r"\b(?:examples?|e\.g\.|for\s+instance|quoted|quoting|verbatim|for\s+reference|readme|documentation|the\s+docs|"
-                               r"template|sample|transcript|(?:its|their|(?:agent|session|thread|worker|reviewer)'s)\s+(?:message|reply|answer|note))\b")
+_FRAMED_BEFORE_RE = re.compile(r"\b(?:examples?|e\.g\.|for\s+instance|quoted|quoting|verbatim|for\s+reference|(?:readme|documentation|the\s+docs|"
+                               r"template|sample|transcript)\b(?!'|\s+(?:agent|session|thread|worker|team|writer|bot)s?\b)|(?:its|their|(?:agent|session|thread|worker|reviewer)'s)\s+(?:message|reply|answer|note))\b")
 _MENTION_AFTER_RE = re.compile(r"^\s*(?:is\b|was\b|in\s+the\b|means\b|should\b|would\b|reads\b|appears\b|has\s+been\b|but\b"
                                r"|[.,;]?\s*(?:that's|that\s+is|this\s+is|which\s+is)\s+(?:the|an?|just\s+an?)\s+(?:pattern|example|format|template|wording|rule|sample)\b)")
 #: a quote that opens with a speaker's label other than the writer ("agent A: I'll merge once ..."): a line of a dialogue
