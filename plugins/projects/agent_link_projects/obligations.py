@@ -166,6 +166,7 @@ _AHEAD = (r"\b(?:i'll|we'll|it'll|they'll|will|won't|shall|going\s+to|about\s+to
           r"expecting|awaiting|asap|todo)\b|^(?:open|remaining)\s*:"
           # not a wait that is over ("was blocked on X", "Previously blocked on X, but it delivered")
           r"|(?<!was\s)(?<!were\s)(?<!been\s)(?<!previously\s)(?<!formerly\s)(?<!earlier\s)\b(?:waiting|holding|blocked|parked|stuck|paused|gated|on\s+hold)\b"
+          r"(?![^.;]{0,40}?\b(?:earlier|previously|before\s+(?:that|this|now)|yesterday|this\s+morning|last\s+(?:week|night))\b)"
           # a condition on an event still to come: its first verb is in the present ("once it lands", "when it's done"), not
           # the past ("once it had returned", "after it merged")
           r"|\b(?:once|when|after|as\s+soon\s+as|if|until|till)\s+(?:(?!(?:had|was|were|did|\w+ed)\b)[\w:-]+\s+){0,6}?"
@@ -177,11 +178,13 @@ _BEHIND = (r"\b(?:i|we|i've|we've)\s+(?:already\s+|just\s+|then\s+)?" + _PAST + 
            r"|\b(?:yesterday|ago|last\s+(?:week|night|sprint|month)|this\s+morning|at\s+noon|earlier\s+today)\b"
            r"|\b(?:came\s+in|arrived|(?:is|are)\s+(?:now\s+)?(?:done|finished|complete|published|green|merged|out|set|live|in))(?=\s*(?:[.;,]|$)|\s+(?:and|now|already|too)\b)")
 #: the writer still has a step of its own ahead, or still waits: a hand-off or a finished part does not end its obligation
-_WRITER_AHEAD = (r"\b(?:i'll|i\s+will|we'll|we\s+will|i'd|we'd|i\s+would|will\s+(?:\w+\s+)?(?:resume|continue|retry|merge|verify|pick|review|apply|"
+#: ("Will resume ..." with the writer left out, not "the QA agent will run ..."; not "nothing I need back")
+_WRITER_AHEAD = (r"\b(?:i'll|i\s+will|we'll|we\s+will|i'd|we'd|i\s+would|(?<!\w\s)will\s+(?:\w+\s+)?(?:resume|continue|retry|merge|verify|pick|review|apply|"
                  r"integrate|wire|rebase|check|fix|run|finish)|(?:i'm|i\s+am|we're)\s+(?:still\s+)?(?:waiting|staying|holding|blocked)|then\s+(?:i|we)|"
-                 r"before\s+(?:i|we)|(?:i|we)\s+(?:still\s+)?(?:need|have\s+to|must|can't|cannot)|let\s+me\s+know|(?:ping|tell|call|notify)\s+me|"
+                 r"before\s+(?:i|we)|(?<!nothing\s)(?:i|we)\s+(?:still\s+)?(?:need|have\s+to|must|can't|cannot)|let\s+me\s+know|(?:ping|tell|call|notify)\s+me|"
                  r"get\s+back\s+to\s+me|hear\s+back|reports?\s+back|until|pending|on\s+hold|parked|resum\w+|my\s+next|next\s+i|"
-                 r"(?:after|once|when|as\s+soon\s+as)\s+(?:it|they|that(?!\s*(?:[.;]|$))|this|the|its|their)|waits?\s+(?:for|on)|waiting|needs?|depends?|still)\b")
+                 r"(?:after|once|when|as\s+soon\s+as)\s+(?:it|they|that(?!\s*(?:[.;]|$))|this|the|its|their)|waits?\s+(?:for|on)|waiting|"
+                 r"(?<!nothing\si\s)(?<!nothing\swe\s)needs?|depends?|still)\b")
 #: the writer is done and disengaged: its part complete, the work handed over for good, moving on ("my part is complete",
 #: "that's entirely its task now", "I'm off this task", "won't be revisiting", "the docs agent takes it from here")
 _WRITER_DONE = (r"\bmy\s+(?:part|share|portion|piece|side|bit|half|work)\s+(?:of\s+\w+\s+)?(?:is|'s)\s+(?:now\s+|all\s+)?(?:complete|completed|done|finished|over|wrapped\s+up)\b(?!\s+(?:except|but|apart|save|other\s+than)\b)"
@@ -192,7 +195,8 @@ _WRITER_DONE = (r"\bmy\s+(?:part|share|portion|piece|side|bit|half|work)\s+(?:of
                 r"|\bnot\s+expecting\s+(?:anything|a\s+reply|a\s+response|to\s+hear)\b|\bno\s+(?:follow-?up|callback)\s+(?:is\s+)?(?:needed|required|expected)\b"
                 r"|\bnothing\s+(?:left\s+|more\s+|else\s+)?(?:for\s+me\s+)?to\s+wait\s+(?:for|on)\b|\bnothing\s+(?:left|more|else)\s+for\s+me\b"
                 r"|\b(?:takes?|taking|owns?|handles?)\s+(?:[\w-]+\s+){0,3}?from\s+here\b|\bpicks?\s+(?:it|this)\s+up\s+from\s+here\b"
-                r"|\bnothing\s+(?:else\s+)?(?:involves|needs|requires)\s+me\b")
+                r"|\bnothing\s+(?:else\s+)?(?:involves|needs|requires)\s+me\b|\bfor\s+good\b(?!\s+measure)|\bnothing\s+(?:i|we)\s+need\s+back\b"
+                r"|\b(?:closing|closed)\s+(?:this|my)\s+(?:session|ticket|task|issue)\b")
 #: up to three words between a connective and the agent it names ("once the security reviewer")
 _GAP = r"(?:[\w'@-]+\s+){0,3}?"
 

@@ -198,6 +198,9 @@ def test_finished_generic_or_reversed_dependencies_do_not_commit(text: str) -> N
     "Handed off the docs cleanup to worker 2. That's entirely its task now; I'm moving on to the parser and won't be revisiting the docs.",
     "The search thread will do the final merge of the index shards. I've written shards 0-7 and my part is complete.",
     "After I push the schema, the API agent regenerates the client. My part ends at the push.",
+    "Handing the release notes over to claude:notes-2 for good. It writes and publishes them itself; there is nothing I need back.",
+    "The QA agent will run the exploratory pass after my release goes out; I'm closing this session.",
+    "Blocked on codex:6f7e8d9c0b earlier for the lockfile; it regenerated it, I rebased, and CI is green.",
     # quoted as an example, or another party's line
     'Example from the README, quoted for reference: "agent A: I\'ll merge once agent B finishes the schema." That\'s the pattern.',
     'The reviewer session wrote back: "I\'ll hold the merge until the docs agent finishes." Good to know for the schedule.',
@@ -216,6 +219,8 @@ def test_resolved_let_go_or_quoted_dependencies_do_not_commit(text: str) -> None
     "Passed the triage to role:qa. I'm moving on to the parser meanwhile, and will merge its fixes once it reports back.",
     "My part is done; I'm staying on the ticket until the QA session confirms the repro is gone.",
     "After I push the schema, the API agent regenerates the client, then I run the e2e suite against it.",
+    "Handing the release notes to claude:notes-2; I need its draft back before I can tag the release.",
+    "The QA agent is doing an exploratory pass on my release; I'm keeping the session open to fix whatever it reports.",
     'I said to codex:ab12cd34ef: "Let me know when the fixtures are regenerated." Holding the snapshot update till then.',
 ])
 def test_the_same_kinds_with_a_step_still_ahead_commit(text: str) -> None:
