@@ -2,10 +2,13 @@
 
 Prints precision and recall of ``agent_link_projects.obligations`` on the held-out part of its
 labelled corpus (``data/obligation_corpus.tsv``; the phrase table was tuned on the train part
-only), on the train, ``widened`` and ``train-classifier`` parts (tuning data) for comparison, and on an outside
-held-out set (``data/obligation_heldout_lead.jsonl``, written by the lead engineer, not the
-classifier's author; see ``data/obligation_heldout_lead.txt``). Target: both >= 0.95 on the
-held-out sets.
+only), on the train, ``widened``, ``train-classifier``, ``train-classifier2`` and ``train-set3-kinds``
+parts (tuning data) for comparison, on ``dev-classifier2`` (written by the third round's author, never
+tuned on), and on three outside sets (``data/obligation_heldout_lead.jsonl`` and
+``obligation_heldout_lead2.jsonl``, written by the lead engineer, and ``obligation_heldout_3.jsonl``,
+written blind by a helper engineer; none by the classifier's authors; see
+``data/obligation_heldout_lead.txt``).
+Target: both >= 0.95 on text written by someone other than the classifier's author.
 
 Speed: median time per sentence over the whole corpus (all sentences, :data:`ROUNDS` rounds),
 against a baseline measured in the same run: one compiled regular expression (the bare
@@ -27,13 +30,15 @@ TRIGGERS = re.compile(r"\b(?:blocked|waiting|wait|callback|handoff|agent|thread|
 def corpus() -> list[tuple[bool, str, str]]:
     text = resources.files("agent_link_projects").joinpath("data/obligation_corpus.tsv").read_text(encoding="utf-8")
     rows = [line.split("\t") for line in text.splitlines() if line and not line.startswith("#")]
-    return [(label == "1", split, sentence) for label, split, sentence in rows]
+    # a literal \n in a sentence is a line break (multi-line texts)
+    return [(label == "1", split, sentence.replace("\\n", "\n")) for label, split, sentence in rows]
 
 
 def held_out_by_lead() -> list[tuple[bool, str, str]]:
-    """Both outside sets: ``heldout-lead`` and ``heldout-lead2`` (data/obligation_heldout_lead.txt)."""
+    """The outside sets: ``heldout-lead``, ``heldout-lead2`` and ``heldout-3`` (data/obligation_heldout_lead.txt)."""
     rows = []
-    for split, name in (("heldout-lead", "obligation_heldout_lead.jsonl"), ("heldout-lead2", "obligation_heldout_lead2.jsonl")):
+    for split, name in (("heldout-lead", "obligation_heldout_lead.jsonl"), ("heldout-lead2", "obligation_heldout_lead2.jsonl"),
+                        ("heldout-3", "obligation_heldout_3.jsonl")):
         text = resources.files("agent_link_projects").joinpath(f"data/{name}").read_text(encoding="utf-8")
         rows += [(row["commits"], split, row["text"]) for row in map(json.loads, text.splitlines()) if row]
     return rows
@@ -66,9 +71,10 @@ def bench_projects() -> None:
         print("obligation classifier: agent-link-projects is not installed; skipped")
         return
     rows = corpus() + held_out_by_lead()
-    for split in ("heldout", "heldout-lead", "heldout-lead2", "train", "widened", "train-classifier"):
+    for split in ("heldout", "heldout-lead", "heldout-lead2", "heldout-3", "dev-classifier2", "train", "widened", "train-classifier",
+                  "train-classifier2", "train-set3-kinds"):
         precision, recall, n = scores(rows, split)
-        target = "both >= 0.95" if split.startswith("heldout") else "(tuning data)"
+        target = "both >= 0.95" if split.startswith("heldout") else "(dev, by the author)" if split.startswith("dev") else "(tuning data)"
         print(f"{'obligation classifier, ' + split + ' (' + str(n) + ')':<44} precision {precision:5.3f}  recall {recall:5.3f}  target {target}")
     sentences = [s for _, _, s in rows]
     mine = per_sentence_us(analyse, sentences)
