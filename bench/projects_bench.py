@@ -35,10 +35,11 @@ def corpus() -> list[tuple[bool, str, str]]:
 
 
 def held_out_by_lead() -> list[tuple[bool, str, str]]:
-    """The outside sets: ``heldout-lead``, ``heldout-lead2`` and ``heldout-3`` (data/obligation_heldout_lead.txt)."""
+    """The outside sets: ``heldout-lead``, ``heldout-lead2``, ``heldout-3`` and the blind ``heldout-4``
+    (data/obligation_heldout_lead.txt)."""
     rows = []
     for split, name in (("heldout-lead", "obligation_heldout_lead.jsonl"), ("heldout-lead2", "obligation_heldout_lead2.jsonl"),
-                        ("heldout-3", "obligation_heldout_3.jsonl")):
+                        ("heldout-3", "obligation_heldout_3.jsonl"), ("heldout-4", "obligation_heldout_4.jsonl")):
         text = resources.files("agent_link_projects").joinpath(f"data/{name}").read_text(encoding="utf-8")
         rows += [(row["commits"], split, row["text"]) for row in map(json.loads, text.splitlines()) if row]
     return rows
@@ -71,7 +72,7 @@ def bench_projects() -> None:
         print("obligation classifier: agent-link-projects is not installed; skipped")
         return
     rows = corpus() + held_out_by_lead()
-    for split in ("heldout", "heldout-lead", "heldout-lead2", "heldout-3", "dev-classifier2", "train", "widened", "train-classifier",
+    for split in ("heldout", "heldout-lead", "heldout-lead2", "heldout-3", "heldout-4", "dev-classifier2", "train", "widened", "train-classifier",
                   "train-classifier2", "train-set3-kinds"):
         precision, recall, n = scores(rows, split)
         target = "both >= 0.95" if split.startswith("heldout") else "(dev, by the author)" if split.startswith("dev") else "(tuning data)"

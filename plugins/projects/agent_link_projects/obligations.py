@@ -66,7 +66,9 @@ labelled corpus ``data/obligation_corpus.tsv`` (tuning parts, a held-out part, a
 round's ``dev-classifier2``) and three outside sets, two written by the lead engineer
 (``data/obligation_heldout_lead.jsonl``, ``obligation_heldout_lead2.jsonl``) and one blind by a
 helper engineer (``obligation_heldout_3.jsonl``: 0.900 / 1.000 when first measured, 1.000 / 1.000
-after the fourth round covered the kinds of its false positives), measure it; ``make bench``
+after the fourth round covered the kinds of its false positives) and a fourth written blind and
+never read by the table's authors (``obligation_heldout_4.jsonl``: 0.824 / 0.840, below the 0.95
+target), measure it; ``make bench``
 prints precision and recall on each. At the third round's end: outside sets 1.000 /
 1.000 and 1.000 / 1.000 (0.975 / 0.929 and 1.000 / 0.789 before it; their misses were read for
 the kinds of commitment missed, so they are no longer blind), dev-classifier2 0.967 / 0.967

@@ -82,6 +82,16 @@ def test_third_outside_held_out_set_keeps_its_measured_figures() -> None:
     assert precision >= 0.98 and recall >= 0.98, (precision, recall)
 
 
+def test_blind_fourth_set_keeps_its_measured_figures() -> None:
+    # written blind by a helper engineer and never read by the classifier's authors: 0.706 / 0.720
+    # before the third round, 0.824 / 0.840 after the fourth (target 0.95, not met); a floor against
+    # regression, not the target (obligation_heldout_lead.txt)
+    rows = held_out_by_lead("obligation_heldout_4.jsonl")
+    assert len(rows) == 100 and sum(label for label, _ in rows) == 50
+    precision, recall = _measure(rows)
+    assert precision >= 0.82 and recall >= 0.84, (precision, recall)
+
+
 def test_third_round_dev_set_keeps_its_measured_figures() -> None:
     # dev-classifier2: written by the third round's author after its ninth batch, never tuned on;
     # 0.906 / 0.967 when first measured, 0.967 / 0.967 when the round was final (obligation_corpus.tsv)
