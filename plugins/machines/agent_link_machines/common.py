@@ -124,7 +124,10 @@ def machine_of(config: Any, address: str) -> str | None:
     directory = read_directory(config)
     if not directory:
         return None
-    own = machine_name(config)
+    try:
+        own = machine_name(config)
+    except ValueError:
+        return None
     found: list[tuple[int, str]] = []
     for name, entry in (directory.get("machines") or {}).items():
         if name == own or not isinstance(entry, dict):

@@ -90,11 +90,10 @@ def agent_link_record_event(event: Event, conn: sqlite3.Connection, app: PluginA
 def agent_link_resolve_address(address: str, app: PluginApp) -> dict[str, Any] | None:
     if not _configured(app) or address.startswith("role:"):
         return None
-    from agent_link_core import presence
-
     from agent_link_machines.common import machine_of
 
-    if presence.seen(app.store, address):  # served on this machine: local mail
+    # served on this machine (agent_link_core.presence): local mail
+    if app.store.conn.execute("SELECT 1 FROM presence WHERE address = ?", (address,)).fetchone() is not None:
         return None
     machine = machine_of(app.config, address)
     if machine is None:

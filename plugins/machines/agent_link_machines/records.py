@@ -60,7 +60,10 @@ def outgoing_records(
     if row is None:
         return
     meta = _meta(row)
-    own = machine_name(config)
+    try:
+        own = machine_name(config)
+    except ValueError:  # a bad AGENT_LINK_MACHINE: health says so; mail stays on this machine meanwhile
+        return
     origin = (meta.get("machines") or {}).get("origin")
     if kind == "sent":
         if origin:
@@ -75,8 +78,8 @@ def outgoing_records(
             if answered_origin and answered is not None and row["recipient"] == answered["from_addr"]:
                 target = target or answered_origin
         if not target:
-            scheme_taken = conn.execute("SELECT 1 FROM presence WHERE address = ?", (row["recipient"],)).fetchone()
-            target = None if scheme_taken else machine_of(config, row["recipient"])
+            served_here = conn.execute("SELECT 1 FROM presence WHERE address = ?", (row["recipient"],)).fetchone()
+            target = None if served_here else machine_of(config, row["recipient"])
         if target and target != own:
             yield row["id"], target, {"type": "message", "message": message_record(row, own)}
     elif kind == "resolved" and origin and origin != own:

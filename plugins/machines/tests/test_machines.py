@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -76,3 +75,111 @@ def test_round_trip_between_plain_addresses(machines: Callable[..., Machine]) ->
     for m in (a, b):
         assert rows(m, "SELECT COUNT(*) FROM messages")[0][0] == 2
         until(lambda m=m: rows(m, "SELECT COUNT(*) FROM machines_outbox WHERE sent_at IS NULL")[0][0] == 0, 30, "empty outbox")
+
+
+def test_engine_killed_mid_stream_loses_and_doubles_nothing(machines: Callable[..., Machine], engine: Engine) -> None:
+    import asyncio
+
+    from agent_link_core.app import App
+
+    a, b = pair(machines)
+    total, kill_at = 1000, 300
+
+    async def send_all() -> list[str]:
+        app = App.create(env={**a.env, "AGENT_LINK_ADDRESS": "team:alice"})
+        try:
+            caller = app.caller()
+            ids = []
+            for n in range(total):
+                if n == kill_at:
+                    engine.kill()
+                outcome = await app.send(caller=caller, to="team:bob", body=f"message {n}")
+                ids.append(outcome.message["id"])
+            # everything was accepted while the engine was down; some of it waits here
+            assert rows(a, "SELECT COUNT(*) FROM machines_outbox WHERE sent_at IS NULL")[0][0] > 0
+            return ids
+        finally:
+            await app.aclose()
+            app.close()
+
+    ids = asyncio.run(send_all())
+    until(lambda: not a.status().get("reachable"), 30, "alpha's relay to see the engine gone")
+    engine.start()
+    until(lambda: rows(b, "SELECT COUNT(*) FROM messages WHERE from_addr = 'team:alice'")[0][0] >= total, 120,
+          "every message on beta")
+    got = rows(b, "SELECT id, body FROM messages WHERE from_addr = 'team:alice'")
+    assert len(got) == total and {r[0] for r in got} == set(ids)
+    assert sorted(r[1] for r in got) == sorted(f"message {n}" for n in range(total))
+    until(lambda: rows(a, "SELECT COUNT(*) FROM machines_outbox WHERE sent_at IS NULL")[0][0] == 0, 30, "alpha's outbox empty")
+    assert a.relay is not None and a.relay.poll() is None and b.relay is not None and b.relay.poll() is None
+
+
+def test_a_machine_name_taken_by_another_machine_is_refused(machines: Callable[..., Machine]) -> None:
+    first = machines("gamma")
+    first.start_relay()
+    first.wait_connected()
+    second = machines("gamma", "machine-gamma-2")
+    relay = second.start_relay()
+    assert relay.wait(60) == 1
+    err = second.relay_error().strip()
+    assert len(err.splitlines()) == 1 and "machine name 'gamma' is already used by another machine" in err, err
+    assert "AGENT_LINK_MACHINE" in err
+    # the first keeps its name across restarts (same state dir, same instance)
+    first.stop()
+    first.start_relay()
+    first.wait_connected()
+
+
+@pytest.mark.parametrize(("url", "says"), [
+    ("http://127.0.0.1:4222", "is not a NATS URL"),
+    ("WRONG_CREDS", "refused the credentials"),
+])
+def test_a_wrong_url_or_credentials_stop_the_relay_with_one_line(machines: Callable[..., Machine], engine: Engine, url: str, says: str) -> None:
+    m = machines("delta")
+    m.env["AGENT_LINK_ENGINE_URL"] = engine.url.replace("s3cret", "wrong") if url == "WRONG_CREDS" else url
+    relay = m.start_relay()
+    assert relay.wait(60) == 1
+    err = m.relay_error().strip()
+    assert len(err.splitlines()) == 1 and says in err, err
+    assert "wrong" not in err and "s3cret" not in err  # no credentials in the message
+
+
+def test_an_unreachable_engine_keeps_sends_accepted_and_says_so(machines: Callable[..., Machine], tmp_path: Path) -> None:
+    from agent_link_machines.testkit import free_port
+
+    m = machines("epsilon")
+    m.env["AGENT_LINK_ENGINE_URL"] = f"nats://127.0.0.1:{free_port()}"
+    relay = m.start_relay()
+    until(lambda: m.status().get("error"), 30, "the relay to report the engine unreachable")
+    assert relay.poll() is None  # it keeps trying
+    health = m.json("machines", "status")
+    assert health["relayRunning"] is True and health["reachable"] is False
+    assert health["problem"].startswith("the engine is unreachable")
+    # a local send still works while the engine is away
+    m.cli("inbox", address="team:carol")
+    m.cli("send", "team:carol", "local mail", address="team:dave")
+    assert rows(m, "SELECT COUNT(*) FROM messages WHERE recipient = 'team:carol'")[0][0] == 1
+    assert health["outboxDepth"] == 0
+
+
+def test_not_configured_the_machine_works_alone(tmp_path: Path) -> None:
+    import asyncio
+
+    from agent_link_core.app import App
+
+    async def check() -> None:
+        app = App.create(env={"AGENT_LINK_STATE_DIR": str(tmp_path / "state"), "HOME": str(tmp_path), "AGENT_LINK_LOAD_PLUGINS": "machines",
+                              "AGENT_LINK_ADDRESS": "team:solo"})
+        try:
+            outcome = await app.send(caller=app.caller(), to="team:other", body="hello")
+            assert outcome.message["recipient"] == "team:other"
+            assert app.store.conn.execute("SELECT COUNT(*) FROM machines_outbox").fetchone()[0] == 0
+            health = app.health()
+            assert health["sections"]["machines"] == {"configured": False, "note": "AGENT_LINK_ENGINE_URL is unset: this machine works alone."}
+            listing = await app.list_agents(harness="machines")
+            assert listing["sessions"] == [] and listing["complete"] is True
+        finally:
+            await app.aclose()
+            app.close()
+
+    asyncio.run(check())
