@@ -183,3 +183,62 @@ def test_not_configured_the_machine_works_alone(tmp_path: Path) -> None:
             app.close()
 
     asyncio.run(check())
+
+
+def test_a_machine_gone_quiet_is_marked_stale_never_dropped(machines: Callable[..., Machine]) -> None:
+    a, b = pair(machines)
+    b.stop()
+
+    def stale() -> dict[str, Any] | None:
+        out = a.json("sessions", "--harness", "machines")
+        bob = next((s for s in out["sessions"] if s["address"] == "team:bob"), None)
+        return out if bob is not None and bob["machineStale"] else None
+
+    out = until(stale, 30, "beta's listing to turn stale on alpha")
+    assert out["complete"] is False
+    provider = out["providers"]["machines"]
+    assert provider["reason"] == "machines_stale" and provider["machines"]["beta"]["stale"] is True
+    health = a.json("machines", "status")
+    assert health["reachable"] is True and [m["stale"] for m in health["machinesSeen"] if m["name"] == "beta"] == [True]
+    # this machine's own relay stopped: everything it lists is stale, and health says why
+    a.stop()
+    out = until(lambda: (o := a.json("sessions", "--harness", "machines"))["providers"]["machines"]["reason"].startswith("relay_not_running") and o,
+                30, "alpha to notice its relay stopped")
+    assert out["complete"] is False and all(s["machineStale"] for s in out["sessions"]) and out["sessions"]
+    health = json.loads(a.cli("health", "--json").stdout)["sections"]["machines"]
+    assert health["relayRunning"] is False and health["problem"].startswith("the relay is not running")
+
+
+def test_through_mcp_list_resolve_send_and_wait_across_machines(machines: Callable[..., Machine]) -> None:
+    import anyio
+
+    from agent_link_testing.mcp_client import agent_link_mcp
+
+    a, b = pair(machines)
+
+    async def scenario() -> None:
+        async with agent_link_mcp({**a.env, "AGENT_LINK_ADDRESS": "team:alice"}) as client:
+            listed = await client.call("list_agents", {"harness": "machines"})
+            bob = next(s for s in listed["sessions"] if s["address"] == "team:bob")
+            assert bob["machine"] == "beta" and listed["complete"] is True
+            resolved = await client.call("resolve_agent", {"query": "bob"})
+            assert resolved["status"] == "resolved" and resolved["best"]["address"] == "team:bob"
+            assert resolved["best"]["machine"] == "beta"
+            sent = await client.call("message_agent", {"to": "team:bob", "message": "over MCP", "anticipation": "reply"})
+            message_id = sent["messageId"]
+
+            def answer() -> None:
+                until(lambda: any(m["id"] == message_id for m in b.json("inbox", "--peek", address="team:bob")["messages"]), 30,
+                      "the message on beta")
+                b.cli("reply", message_id, "answered on beta", address="team:bob")
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(anyio.to_thread.run_sync, answer)
+                waited = await client.call("wait_for_agent", {"agent": "team:bob", "replyToMessageId": message_id, "timeoutMs": 45000})
+            assert waited["outcome"] == "reply" and "answered on beta" in waited["reply"]["envelope"], waited
+            health = await client.call("agent_link_health", {})
+            section = health["sections"]["machines"]
+            assert section["machine"] == "alpha" and section["reachable"] is True and section["outboxDepth"] == 0
+            assert [m["name"] for m in section["machinesSeen"]] == ["alpha", "beta"]
+
+    anyio.run(scenario)
