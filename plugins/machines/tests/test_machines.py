@@ -100,7 +100,6 @@ def test_engine_killed_mid_stream_loses_and_doubles_nothing(machines: Callable[.
             return ids
         finally:
             await app.aclose()
-            app.close()
 
     ids = asyncio.run(send_all())
     until(lambda: not a.status().get("reachable"), 30, "alpha's relay to see the engine gone")
@@ -180,7 +179,6 @@ def test_not_configured_the_machine_works_alone(tmp_path: Path) -> None:
             assert listing["sessions"] == [] and listing["complete"] is True
         finally:
             await app.aclose()
-            app.close()
 
     asyncio.run(check())
 
