@@ -8,6 +8,9 @@ Two "machines" (separate state dirs, each with its relay process) on one real na
   addresses of one machine (stored → visible to the reader). Target p95 <= 100 ms.
 * reply on B (``App.reply``) → ``App.wait`` on A returns it, p95; same baseline kind (a
   reply and a wait on one machine). Target p95 <= 100 ms.
+* 4 sender processes on 2 machines (2 each, to the other machine): messages per second from
+  the first send until the last is stored on its recipient's machine, and how many were lost.
+  Target >= 1,000 msg/s, 0 lost.
 * one machine's own mail with the engine configured (a send between two local plain
   addresses, with ``AGENT_LINK_ENGINE_URL`` set) against the same without it, medians of
   interleaved rounds. Target <= 1.2x.
@@ -24,9 +27,11 @@ import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROUNDS = 60
 LOCAL_SENDS = 200
+BURST = 500  # messages per sender process
 
 
 def _p(values: list[float], q: float) -> float:
@@ -126,7 +131,58 @@ def bench_machines(tmp: Path, line: Callable[..., None]) -> None:
             with_engine.append(asyncio.run(_local_send_ms(a.env, LOCAL_SENDS // 5)))
             without.append(asyncio.run(_local_send_ms(alone, LOCAL_SENDS // 5)))
         line("machines: own mail, engine configured", statistics.median(with_engine), "ms", "no engine", statistics.median(without), "<= 1.2x")
+        rate, stored, sent = bench_throughput(tmp, a, b, BURST)
+        print(f"{'machines: 4 senders on 2 machines':<44} {rate:9.1f} msg/s  stored {stored} of {sent} (lost {sent - stored})  target >= 1000 msg/s, 0 lost")
     finally:
         for m in made:
             m.stop()
         engine.kill()
+
+
+SENDER = """
+import asyncio, sys
+from agent_link_core.app import App
+
+async def main(count, to):
+    app = App.create()
+    try:
+        caller = app.caller()
+        for n in range(count):
+            await app.send(caller=caller, to=to, body=f"burst {n}")
+    finally:
+        await app.aclose()
+
+asyncio.run(main(int(sys.argv[1]), sys.argv[2]))
+"""
+
+
+def bench_throughput(tmp: Path, a: Any, b: Any, per_sender: int) -> tuple[float, int, int]:
+    """4 sender processes, 2 on each machine, each sending ``per_sender`` messages to the other
+    machine's plain address. Returns (messages/s from the first send to the last stored,
+    stored, sent)."""
+    import subprocess
+    import sys
+
+    from agent_link_machines.testkit import until
+
+    def stored() -> int:
+        total = 0
+        for m, sender in ((a, "team:b-sender%"), (b, "team:a-sender%")):
+            conn = sqlite3.connect(m.state / "agent-link.db")
+            try:
+                total += conn.execute("SELECT COUNT(*) FROM messages WHERE from_addr LIKE ? AND body LIKE 'burst %'", (sender,)).fetchone()[0]
+            finally:
+                conn.close()
+        return total
+
+    senders = [(a, "team:a-sender1", "team:bob"), (a, "team:a-sender2", "team:bob"),
+               (b, "team:b-sender1", "team:alice"), (b, "team:b-sender2", "team:alice")]
+    start = time.perf_counter()
+    procs = [subprocess.Popen([sys.executable, "-c", SENDER, str(per_sender), to], env={**m.env, "AGENT_LINK_ADDRESS": who})
+             for m, who, to in senders]
+    for p in procs:
+        p.wait(300)
+    expected = per_sender * len(senders)
+    until(lambda: stored() >= expected, 300, "every burst message stored", every_s=0.01)
+    elapsed = time.perf_counter() - start
+    return expected / elapsed, stored(), expected

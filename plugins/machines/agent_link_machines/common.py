@@ -102,9 +102,26 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
+# (path, mtime ns, size) -> parsed directory.json: every send of a long-lived process asks
+# it, and the relay rewrites it only once a heartbeat
+_directory_cache: tuple[tuple[str, int, int], dict[str, Any] | None] | None = None
+
+
 def read_directory(config: Any) -> dict[str, Any] | None:
-    """``directory.json``, or None when the relay never wrote one."""
-    return read_json_object(plugin_dir(config) / "directory.json")
+    """``directory.json``, or None when the relay never wrote one (parsed again only when the
+    file changed)."""
+    global _directory_cache
+    path = plugin_dir(config) / "directory.json"
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    key = (str(path), st.st_mtime_ns, st.st_size)
+    if _directory_cache is not None and _directory_cache[0] == key:
+        return _directory_cache[1]
+    found = read_json_object(path)
+    _directory_cache = (key, found)
+    return found
 
 
 def read_status(config: Any) -> dict[str, Any] | None:

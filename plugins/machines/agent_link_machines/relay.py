@@ -331,7 +331,7 @@ class Relay:
             (OUTBOX_BATCH,)).fetchall()
 
     async def outbox_loop(self) -> None:
-        """Publish the outbox in order; a row is marked sent once the server acknowledged it."""
+        """Publish the outbox, a batch at a time; a row is marked sent once the server acknowledged it."""
         wakeup = Wakeup(self.app.store.path)
         try:
             while True:
@@ -339,22 +339,24 @@ class Relay:
                 if not rows:
                     await wakeup.wait(self.heartbeat_s)
                     continue
-                done: list[int] = []
-                try:
-                    for row in rows:
-                        await self.js.publish(SUBJECT_PREFIX + row["machine"], row["payload"].encode("utf-8"),
-                                              headers={"Nats-Msg-Id": row["record_id"]})
-                        done.append(row["seq"])
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:  # down or slow: what was not acknowledged goes again (the server drops repeats)
-                    self._set(False, _describe(exc))
-                    await asyncio.sleep(RETRY_S)
+                # the whole batch in flight at once; records do not depend on each other's order,
+                # so the acknowledged ones are marked even when others failed
+                acks = await asyncio.gather(*(
+                    self.js.publish(SUBJECT_PREFIX + row["machine"], row["payload"].encode("utf-8"), headers={"Nats-Msg-Id": row["record_id"]})
+                    for row in rows), return_exceptions=True)
+                done = [row["seq"] for row, ack in zip(rows, acks) if not isinstance(ack, BaseException)]
+                failed = next((ack for ack in acks if isinstance(ack, BaseException)), None)
+                if isinstance(failed, asyncio.CancelledError):
+                    raise failed
+                if failed is not None:  # down or slow: what was not acknowledged goes again (the server drops repeats)
+                    self._set(False, _describe(failed))
                 if done:
                     at = now_ms()
                     with self.app.store.write() as conn:
                         conn.executemany("UPDATE machines_outbox SET sent_at = ? WHERE seq = ?", [(at, s) for s in done])
                     self.sent += len(done)
+                if failed is not None:
+                    await asyncio.sleep(RETRY_S)
         finally:
             wakeup.close()
 
