@@ -43,7 +43,7 @@ class Engine:
     """One nats-server with JetStream in ``root``; survives :meth:`kill` + :meth:`start`
     (same port, same store)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, jetstream: bool = True) -> None:
         self.root = root
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
@@ -51,8 +51,8 @@ class Engine:
         # sync_interval always: an acknowledged publish is on disk, so kill -9 loses nothing acknowledged
         (root / "server.conf").write_text(
             f'listen: "127.0.0.1:{self.port}"\n'
-            f'jetstream {{ store_dir: "{root / "js"}", sync_interval: always }}\n'
-            f'authorization {{ user: {USER}, password: {PASSWORD} }}\n', encoding="utf-8")
+            + (f'jetstream {{ store_dir: "{root / "js"}", sync_interval: always }}\n' if jetstream else "")
+            + f'authorization {{ user: {USER}, password: {PASSWORD} }}\n', encoding="utf-8")
 
     @property
     def url(self) -> str:

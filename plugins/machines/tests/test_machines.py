@@ -49,7 +49,7 @@ def test_round_trip_between_plain_addresses(machines: Callable[..., Machine]) ->
     assert bob is not None and bob["machine"] == "beta" and bob["machineStale"] is False
 
     sent = a.json("send", "team:bob", "ping from alpha", "--anticipation", "reply", address="team:alice")
-    message_id = sent["messageId"] if "messageId" in sent else sent["message"]["id"]
+    message_id = sent["messageId"]
 
     def arrived() -> dict[str, Any] | None:
         inbox = b.json("inbox", address="team:bob")
@@ -127,6 +127,43 @@ def test_a_machine_name_taken_by_another_machine_is_refused(machines: Callable[.
     first.stop()
     first.start_relay()
     first.wait_connected()
+    # a machine that is gone: its name is released, and another may take it
+    first.stop()
+    assert second.cli("machines", "release", "gamma").stdout.strip() == "released gamma"
+    second.start_relay()
+    second.wait_connected()
+    assert first.start_relay().wait(60) == 1 and "already used by another machine" in first.relay_error()
+
+
+def test_an_engine_without_jetstream_is_refused_with_one_line(machines: Callable[..., Machine], tmp_path: Path) -> None:
+    from agent_link_machines.testkit import Engine as Server
+
+    plain = Server(tmp_path / "plain-engine", jetstream=False)
+    plain.start()
+    try:
+        m = machines("zeta")
+        m.env["AGENT_LINK_ENGINE_URL"] = plain.url
+        assert m.start_relay().wait(60) == 1
+        err = m.relay_error().strip()
+        assert len(err.splitlines()) == 1 and "has no JetStream" in err, err
+    finally:
+        plain.kill()
+
+
+def test_decline_and_done_travel_back_and_wake_the_waiter(machines: Callable[..., Machine]) -> None:
+    a, b = pair(machines)
+    outcomes = {}
+    for how in ("--decline", "--done"):
+        message_id = a.json("send", "team:bob", f"please {how}", "--anticipation", "action", address="team:alice")["messageId"]
+        until(lambda message_id=message_id: any(m["id"] == message_id for m in b.json("inbox", address="team:bob")["messages"]), 30,
+              "the message on beta")
+        b.cli("reply", message_id, how, *(["not today"] if how == "--decline" else []), address="team:bob")
+        waited = json.loads(a.cli("wait", message_id, "--timeout-ms", "30000", "--json", address="team:alice").stdout)
+        outcomes[how] = waited["outcome"]
+        # resolved once on each machine, by bob
+        for m in (a, b):
+            assert rows(m, "SELECT kind, by_addr FROM resolutions WHERE message_id = ?", message_id) == [(how[2:], "team:bob")]
+    assert outcomes == {"--decline": "declined", "--done": "done"}
 
 
 @pytest.mark.parametrize(("url", "says"), [
