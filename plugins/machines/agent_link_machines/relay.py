@@ -264,10 +264,24 @@ class Relay:
     # -- loops ---------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Connect, then run the three loops until cancelled or a :class:`MachinesError`."""
-        await self.connect()
-        tasks = [asyncio.create_task(c) for c in (self.directory_loop(), self.outbox_loop(), self.inbound_loop())]
+        """Connect, then run the three loops until cancelled or a :class:`MachinesError`. Any
+        other failure (the engine went away while the stream or consumer was being set up)
+        closes the connection and starts over after :data:`RETRY_S`: mail waits meanwhile."""
+        while True:
+            try:
+                await self._session()
+            except (MachinesError, asyncio.CancelledError):
+                raise
+            except Exception as exc:
+                log.warning("relay lost the engine (%s); starting over", _describe(exc))
+                self._set(False, _describe(exc))
+                await asyncio.sleep(RETRY_S)
+
+    async def _session(self) -> None:
+        tasks: list[asyncio.Task[None]] = []
         try:
+            await self.connect()
+            tasks = [asyncio.create_task(c) for c in (self.directory_loop(), self.outbox_loop(), self.inbound_loop())]
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
             for task in done:
                 task.result()
@@ -278,6 +292,7 @@ class Relay:
             if self.nc is not None:
                 with contextlib.suppress(Exception):
                     await self.nc.close()
+                self.nc = None
 
     async def local_listing(self) -> dict[str, Any]:
         """This machine's directory entry: its harnesses' sessions (not the other machines'

@@ -113,7 +113,7 @@ def test_engine_killed_mid_stream_loses_and_doubles_nothing(machines: Callable[.
     assert a.relay is not None and a.relay.poll() is None and b.relay is not None and b.relay.poll() is None
 
 
-def test_a_machine_name_taken_by_another_machine_is_refused(machines: Callable[..., Machine]) -> None:
+def test_a_machine_name_taken_by_another_machine_is_refused(machines: Callable[..., Machine], engine: Engine) -> None:
     first = machines("gamma")
     first.start_relay()
     first.wait_connected()
@@ -123,6 +123,10 @@ def test_a_machine_name_taken_by_another_machine_is_refused(machines: Callable[.
     err = second.relay_error().strip()
     assert len(err.splitlines()) == 1 and "machine name 'gamma' is already used by another machine" in err, err
     assert "AGENT_LINK_MACHINE" in err
+    # one relay per state dir
+    again = Machine(first.root, "gamma", engine)
+    assert again.start_relay().wait(60) == 1 and "another relay of this state dir" in again.relay_error()
+    again.stop()
     # the first keeps its name across restarts (same state dir, same instance)
     first.stop()
     first.start_relay()
