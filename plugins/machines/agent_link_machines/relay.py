@@ -142,6 +142,7 @@ class Relay:
         self.kv: Any = None
         self.sent = 0
         self.applied = 0
+        self.machines_seen: list[str] = []
 
     # -- connection ----------------------------------------------------------------------
 
@@ -252,10 +253,11 @@ class Relay:
         self._write_status()
 
     def _write_status(self, machines: list[str] | None = None) -> None:
-        data = {"at": now_ms(), "machine": self.machine, "engine": redact(",".join(self.servers)), "reachable": self.reachable,
-                "lastContactMs": self.last_contact, "error": self.error, "pid": os.getpid(), "sent": self.sent, "applied": self.applied}
         if machines is not None:
-            data["machinesSeen"] = machines
+            self.machines_seen = machines
+        data = {"at": now_ms(), "machine": self.machine, "engine": redact(",".join(self.servers)), "reachable": self.reachable,
+                "lastContactMs": self.last_contact, "error": self.error, "pid": os.getpid(), "sent": self.sent, "applied": self.applied,
+                "machinesSeen": self.machines_seen}
         try:
             write_json(plugin_dir(self.config) / "status.json", data)
         except OSError as exc:
@@ -267,15 +269,28 @@ class Relay:
         """Connect, then run the three loops until cancelled or a :class:`MachinesError`. Any
         other failure (the engine went away while the stream or consumer was being set up)
         closes the connection and starts over after :data:`RETRY_S`: mail waits meanwhile."""
+        beat = asyncio.create_task(self.status_loop())
+        try:
+            while True:
+                try:
+                    await self._session()
+                except (MachinesError, asyncio.CancelledError):
+                    raise
+                except Exception as exc:
+                    log.warning("relay lost the engine (%s); starting over", _describe(exc))
+                    self._set(False, _describe(exc))
+                    await asyncio.sleep(RETRY_S)
+        finally:
+            beat.cancel()
+            await asyncio.gather(beat, return_exceptions=True)
+
+    async def status_loop(self) -> None:
+        """Rewrite ``status.json`` every heartbeat, whatever the engine does: its age tells
+        the machine's other processes that the relay runs (a call to a dead engine may hang
+        for seconds)."""
         while True:
-            try:
-                await self._session()
-            except (MachinesError, asyncio.CancelledError):
-                raise
-            except Exception as exc:
-                log.warning("relay lost the engine (%s); starting over", _describe(exc))
-                self._set(False, _describe(exc))
-                await asyncio.sleep(RETRY_S)
+            self._write_status()
+            await asyncio.sleep(self.heartbeat_s)
 
     async def _session(self) -> None:
         tasks: list[asyncio.Task[None]] = []

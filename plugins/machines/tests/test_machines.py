@@ -281,3 +281,22 @@ def test_through_mcp_list_resolve_send_and_wait_across_machines(machines: Callab
             assert [m["name"] for m in section["machinesSeen"]] == ["alpha", "beta"]
 
     anyio.run(scenario)
+
+
+def test_engine_down_30_s_sends_accepted_then_all_delivered(machines: Callable[..., Machine], engine: Engine) -> None:
+    import time
+
+    a, b = pair(machines)
+    engine.kill()
+    down_at = time.monotonic()
+    until(lambda: not a.status().get("reachable"), 30, "alpha's relay to see the engine gone")
+    ids = [a.json("send", "team:bob", f"while down {n}", address="team:alice")["messageId"] for n in range(20)]
+    health = a.json("machines", "status")
+    assert health["reachable"] is False and health["outboxDepth"] == 20 and health["problem"].startswith("the engine is unreachable")
+    time.sleep(max(0.0, 30 - (time.monotonic() - down_at)))  # the outage the issue names: 30 s
+    assert a.relay is not None and a.relay.poll() is None and b.relay is not None and b.relay.poll() is None
+    engine.start()
+    until(lambda: len(rows(b, f"SELECT id FROM messages WHERE id IN ({','.join('?' * len(ids))})", *ids)) == len(ids), 60,
+          "every message sent while the engine was down, on beta")
+    until(lambda: a.json("machines", "status")["outboxDepth"] == 0, 30, "alpha's outbox empty")
+    assert rows(b, "SELECT COUNT(*) FROM messages WHERE body LIKE 'while down %'")[0][0] == 20
