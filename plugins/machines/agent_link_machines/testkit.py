@@ -82,7 +82,7 @@ class Engine:
 class Machine:
     """One "machine": its own HOME and state dir, its CLI, its relay process."""
 
-    def __init__(self, root: Path, name: str, engine: Engine, heartbeat_ms: int = 200) -> None:
+    def __init__(self, root: Path, name: str, engine: Engine, heartbeat_ms: int = 500) -> None:
         self.name, self.root = name, root
         home = root / "home"
         home.mkdir(parents=True, exist_ok=True)

@@ -300,3 +300,26 @@ def test_engine_down_30_s_sends_accepted_then_all_delivered(machines: Callable[.
           "every message sent while the engine was down, on beta")
     until(lambda: a.json("machines", "status")["outboxDepth"] == 0, 30, "alpha's outbox empty")
     assert rows(b, "SELECT COUNT(*) FROM messages WHERE body LIKE 'while down %'")[0][0] == 20
+
+
+def test_a_bad_machine_name_is_one_line_and_a_health_problem(machines: Callable[..., Machine]) -> None:
+    m = machines("eta")
+    m.env["AGENT_LINK_MACHINE"] = "two words"
+    assert m.start_relay().wait(60) == 1
+    err = m.relay_error().strip()
+    assert len(err.splitlines()) == 1 and "AGENT_LINK_MACHINE='two words' is not a machine name" in err, err
+    health = m.json("machines", "status")
+    assert health["machine"] is None and health["problem"].startswith("AGENT_LINK_MACHINE='two words' is not a machine name")
+    # mail on the machine itself still works
+    m.cli("inbox", address="team:x")
+    m.cli("send", "team:x", "local", address="team:y")
+    assert rows(m, "SELECT COUNT(*) FROM messages")[0][0] == 1 and rows(m, "SELECT COUNT(*) FROM machines_outbox")[0][0] == 0
+
+
+def test_credentials_never_reach_status_or_health(machines: Callable[..., Machine], engine: Engine) -> None:
+    a = machines("theta")
+    a.start_relay()
+    a.wait_connected()
+    assert "s3cret" not in json.dumps(a.status()) and "s3cret" not in a.cli("machines", "status", "--json").stdout
+    assert "s3cret" not in a.cli("health", "--json").stdout
+    assert "s3cret" in engine.url  # the machine did use it
