@@ -49,6 +49,7 @@ OUTBOX_BATCH = 256
 FETCH_BATCH = 128
 PUBLISH_TIMEOUT_S = 2.0
 RETRY_S = 0.5
+SENT_KEPT_MS = 24 * 3600_000  # how long an acknowledged outbox row stays in the table
 #: JetStream 2.10 is the oldest server with the stream and KV features used here
 MIN_SERVER = (2, 10)
 SCHEMES = ("nats", "tls", "ws", "wss")
@@ -347,6 +348,8 @@ class Relay:
                         if isinstance(value, dict):
                             machines[key.removeprefix("dir.")] = value
                 write_json(plugin_dir(self.config) / "directory.json", {"at": now_ms(), "machines": machines})
+                with self.app.store.write() as conn:  # sent rows are kept a day, for inspection
+                    conn.execute("DELETE FROM machines_outbox WHERE sent_at IS NOT NULL AND sent_at < ?", (now_ms() - SENT_KEPT_MS,))
                 self._set(True, None)
                 self._write_status(sorted(machines))
             except asyncio.CancelledError:
