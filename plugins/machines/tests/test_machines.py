@@ -47,6 +47,11 @@ def test_round_trip_between_plain_addresses(machines: Callable[..., Machine]) ->
     a, b = pair(machines)
     bob = listed_on(a, "team:bob")
     assert bob is not None and bob["machine"] == "beta" and bob["machineStale"] is False
+    # people see the machine too
+    for command in ("sessions", "who"):
+        table = a.cli(command).stdout.splitlines()
+        assert table[0].split()[-1] == "MACHINE" and any(line.split()[0] in ("team:bob",) and line.split()[-1] == "beta"
+                                                         for line in table[1:] if line.split()), table
 
     sent = a.json("send", "team:bob", "ping from alpha", "--anticipation", "reply", address="team:alice")
     message_id = sent["messageId"]
