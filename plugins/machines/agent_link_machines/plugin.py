@@ -98,7 +98,7 @@ def agent_link_resolve_address(address: str, app: PluginApp) -> dict[str, Any] |
     machine = machine_of(app.config, address)
     if machine is None:
         return None
-    return {"address": address, "via": None, "metadata": {"machines": {"to": machine}}}
+    return {"address": address, "via": None, "metadata": {"machines": {"to": machine}}, "served": True}
 
 
 @hookimpl

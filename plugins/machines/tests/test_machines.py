@@ -53,7 +53,10 @@ def test_round_trip_between_plain_addresses(machines: Callable[..., Machine]) ->
         assert table[0].split()[-1] == "MACHINE" and any(line.split()[0] in ("team:bob",) and line.split()[-1] == "beta"
                                                          for line in table[1:] if line.split()), table
 
-    sent = a.json("send", "team:bob", "ping from alpha", "--anticipation", "reply", address="team:alice")
+    # served on beta: no unknown_address warning, and --require-known accepts it
+    done = a.cli("send", "team:bob", "ping from alpha", "--anticipation", "reply", "--require-known", "--json", address="team:alice")
+    assert done.stderr == "" and "warnings" not in json.loads(done.stdout), done
+    sent = json.loads(done.stdout)
     message_id = sent["messageId"]
 
     def arrived() -> dict[str, Any] | None:
