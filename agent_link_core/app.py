@@ -115,6 +115,8 @@ class App:
         # "reply:<message id>" / "from:<address>" -> waits running in this process, so push
         # loops can leave a message to the wait that is about to return it.
         self.waiting: dict[str, int] = {}
+        # plain addresses a plugin's resolve_address said are served elsewhere ("served": true)
+        self.served_elsewhere: set[str] = set()
         # the MCP client connection when this process is an MCP server (set by the server)
         self.mcp_peer: McpPeer | None = None
         for harness in self.harnesses.built():
@@ -419,6 +421,8 @@ class App:
                 return session.address, None, {}
             routed = await self.hooks.aresolve_address(to, caller.address)
             if routed is not None:
+                if routed.get("served") is True:
+                    self.served_elsewhere.add(routed["address"])
                 return routed["address"], routed.get("via"), dict(routed.get("metadata") or {})
             if scheme == "role":
                 raise AgentLinkError("not_found", f"No plugin resolves {to}.", {"role": to, "candidates": []},
@@ -455,8 +459,8 @@ class App:
         With ``reply_to`` from that message's recipient, the send also resolves it as a
         reply (docs/behaviour.md §8). ``message_id`` makes the send idempotent: the same id with
         the same content returns the first outcome; with other content it is refused.
-        A plain address (no harness lists it) that no process has ever served gets an
-        ``unknown_address`` warning naming the closest known addresses; with
+        A plain address (no harness lists it) that no process has ever served (and no
+        plugin's ``resolve_address`` says is served elsewhere) gets an ``unknown_address`` warning naming the closest known addresses; with
         ``require_known`` it is refused (``not_found``) instead. ``metadata`` is stored with
         the message; its ``fingerprint`` entry takes part in the idempotency comparison.
 
@@ -511,7 +515,8 @@ class App:
         from agent_link_core import presence
 
         scheme = address_scheme(recipient)
-        if scheme in self.harnesses or scheme == "role" or not is_address(recipient) or presence.seen(self.store, recipient):
+        if (scheme in self.harnesses or scheme == "role" or not is_address(recipient) or recipient in self.served_elsewhere
+                or presence.seen(self.store, recipient)):
             return None
         warning = presence.unseen_warning(self.store, recipient, set(self.harnesses))
         if require_known:

@@ -213,6 +213,8 @@ def _check_resolution(result: Any, plugin: str) -> str | None:
         return "returned a resolution whose 'via' is not a string"
     if result.get("metadata") is not None and not isinstance(result["metadata"], Mapping):
         return "returned a resolution whose 'metadata' is not a dict"
+    if result.get("served") is not None and not isinstance(result["served"], bool):
+        return "returned a resolution whose 'served' is not a boolean"
     return None
 
 

@@ -143,6 +143,15 @@ def run_async(coro: Any) -> Any:
         fail(exc)
 
 
+def machine_column(sessions: list[dict[str, Any]]) -> list[str] | None:
+    """The MACHINE cells of a session table when a plugin listed sessions of other machines
+    (their ``machine`` field; ``(stale)`` after a listing too old to trust), else None: a
+    machine on its own shows no such column."""
+    if not any(s.get("machine") for s in sessions):
+        return None
+    return [f"{s.get('machine') or ''}{' (stale)' if s.get('machineStale') else ''}" for s in sessions]
+
+
 def printable(value: Any) -> str:
     """A cell for a terminal: control, format and bidi characters (which could drive the
     terminal or disguise text), line breaks and tabs included, become visible escapes
@@ -580,9 +589,11 @@ def build_cli() -> click.Group:
 
         def human(d: dict[str, Any]) -> None:
             if d["sessions"]:
-                table(["ADDRESS", "TITLE", "FOLDER", "LAST ACTIVE", "LOADED"],
+                elsewhere = machine_column(d["sessions"])
+                table(["ADDRESS", "TITLE", "FOLDER", "LAST ACTIVE", "LOADED"] + (["MACHINE"] if elsewhere else []),
                       [[s["address"], (s.get("title") or "")[:60], s.get("cwd"), s.get("lastActivityAt"),
-                        {True: "yes", False: "no"}.get(s.get("loaded"), "?")] for s in d["sessions"]])
+                        {True: "yes", False: "no"}.get(s.get("loaded"), "?")] + ([m] if elsewhere else [])
+                       for s, m in zip(d["sessions"], elsewhere or d["sessions"])])
             else:
                 click.echo("No sessions found.")
             left = {k: v for k, v in d["filteredOut"].items() if v}
@@ -881,9 +892,12 @@ def build_cli() -> click.Group:
         data = run_async(api.who(get_app(ctx), source=source))
 
         def human(d: dict[str, Any]) -> None:
-            table(["ALIAS", "ADDRESS", "TITLE", "FOLDER"],
-                  [[s.get("alias"), s["address"], (s.get("title") or "")[:60], s.get("cwd")] for s in d["sessions"]]
-                  + [[c["alias"], c["address"], "(not seen now)", c.get("project")] for c in d["offlineContacts"]])
+            elsewhere = machine_column(d["sessions"])
+            extra = [""] if elsewhere else []
+            table(["ALIAS", "ADDRESS", "TITLE", "FOLDER"] + (["MACHINE"] if elsewhere else []),
+                  [[s.get("alias"), s["address"], (s.get("title") or "")[:60], s.get("cwd")] + ([m] if elsewhere else [])
+                   for s, m in zip(d["sessions"], elsewhere or d["sessions"])]
+                  + [[c["alias"], c["address"], "(not seen now)", c.get("project")] + extra for c in d["offlineContacts"]])
 
         provider_lines(data["providers"])
         emit(data, as_json, human, ndjson)

@@ -151,8 +151,10 @@ def agent_link_resolve_address(address: str, caller_address: str, app: App) -> d
         mailbox); optional in implementations (pluggy passes only the arguments they take).
     :returns: ``None`` when this plugin does not handle the address, otherwise
         ``{"address": <concrete address>, "via": <the indirect address>, "metadata": {...}}``;
-        ``metadata`` is stored with the message (e.g. a role procedure reference).
-        A plugin that must ask a host first (I/O) returns an awaitable of that answer instead;
+        ``metadata`` is stored with the message (e.g. a role procedure reference); an
+        optional ``"served": true`` says the plugin knows a process serves the address
+        elsewhere (another machine), so a send to it carries no ``unknown_address`` warning and
+        ``requireKnown`` accepts it. A plugin that must ask a host first (I/O) returns an awaitable of that answer instead;
         the core awaits it on its event loop, within the hook budget. Being non-``None``, an
         awaitable always wins, so return one only for addresses the plugin owns.
     :raises AgentLinkError: ``not_found`` / ``ambiguous`` when the plugin owns the address

@@ -346,6 +346,7 @@ SECTIONS: dict[str, Callable[[Path], None]] = {
     "waits": lambda tmp: __import__("waits_bench").bench_waits(tmp, line),  # bench/waits_bench.py: reply -> waiter wakes
     "leases": lambda tmp: __import__("leases_bench").bench_leases(tmp, line),  # a lease conflict check, 10,000 vs 10 leases
     "leases_hook": lambda tmp: __import__("leases_bench").bench_leases_hook(tmp, line, interleaved_medians),  # the edit guard
+    "machines": lambda tmp: __import__("machines_bench").bench_machines(tmp, line),  # bench/machines_bench.py: two machines, one engine
 }
 
 

@@ -109,6 +109,8 @@ class Recorder:
             return {"address": "fake:one", "via": "role:lead", "metadata": {"roleName": "lead"}}
         if address == "role:nobody":
             raise AgentLinkError("not_found", "nobody holds role:nobody", {"role": "role:nobody"})
+        if address == "team:elsewhere":  # served by a process this plugin knows of, not on this machine
+            return {"address": address, "metadata": {}, "served": True}
         return None
 
     @hookimpl
@@ -245,6 +247,22 @@ async def test_resolve_address_errors_propagate(app: App) -> None:
     assert e.value.code == "not_found"
     verdict = await app.resolve_agent("role:nobody")  # a verdict from the resolve tool, not an error
     assert verdict["status"] == "not_found" and verdict["via"] == "role:nobody"
+
+
+@pytest.mark.anyio
+async def test_resolve_address_served_elsewhere_is_not_unknown(app: App) -> None:
+    caller = app.caller({"fakeSession": "two"})
+    unknown = await app.send(caller=caller, to="team:nowhere", body="hi")
+    assert unknown.address_warning is not None and unknown.address_warning["code"] == "unknown_address"
+    served = await app.send(caller=caller, to="team:elsewhere", body="hi", require_known=True)
+    assert served.address_warning is None and served.message["recipient"] == "team:elsewhere"
+    with pytest.raises(AgentLinkError) as e:
+        await app.send(caller=caller, to="team:nowhere", body="hi again", require_known=True)
+    assert e.value.code == "not_found"
+    from agent_link_core.boundary import _check_resolution  # the answer's shape, as the boundary checks it
+
+    assert _check_resolution({"address": "team:x", "served": "yes"}, "p") == "returned a resolution whose 'served' is not a boolean"
+    assert _check_resolution({"address": "team:x", "served": False}, "p") is None
 
 
 @pytest.mark.anyio

@@ -1,0 +1,1 @@
+"""agent-link across machines through a NATS JetStream server (README.md)."""

@@ -1,0 +1,93 @@
+"""``agent-link machines run | status | release NAME``."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from typing import Any
+
+import click
+
+from agent_link_core.cli import EXIT_HELP, emit, get_app
+
+
+def _die(message: str) -> None:
+    click.echo(f"agent-link machines: {message}", err=True)
+    sys.exit(1)
+
+
+@click.group("machines", epilog=EXIT_HELP)
+def machines() -> None:
+    """Agents on several machines: run this machine's relay to the engine, show the link."""
+
+
+@machines.command("run", epilog=EXIT_HELP)
+@click.pass_context
+def run(ctx: click.Context) -> None:
+    """Run this machine's relay in the foreground until stopped (SIGTERM or Ctrl-C).
+
+    One relay per state dir: it publishes this machine's sessions, sends the outbox to the
+    engine and delivers what other machines sent here. Exits 1 with one line for a wrong
+    URL, refused credentials, an engine without JetStream or a machine name already taken;
+    while the engine is only unreachable it keeps trying (mail waits in the outbox).
+    """
+    from agent_link_machines.relay import MachinesError, Relay, take_lock
+
+    app = get_app(ctx)
+    try:
+        take_lock(app.config)
+        relay = Relay(app)
+    except (MachinesError, ValueError) as exc:
+        _die(str(exc))
+
+    async def main() -> None:
+        task = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, task.cancel)  # type: ignore[union-attr]
+        await relay.run()
+
+    try:
+        asyncio.run(main())
+    except asyncio.CancelledError:
+        pass
+    except MachinesError as exc:
+        _die(str(exc))
+
+
+@machines.command("status", epilog=EXIT_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_context
+def status(ctx: click.Context, as_json: bool) -> None:
+    """Show the link: engine, relay, reachable, last contact, outbox depth, machines seen."""
+    from agent_link_machines.status import health_section
+
+    data = health_section(get_app(ctx))
+
+    def human(d: dict[str, Any]) -> None:
+        if not d["configured"]:
+            click.echo(d["note"])
+            return
+        click.echo(f"machine {d['machine']}  engine {d['engine']}  relay {'running' if d['relayRunning'] else 'not running'}"
+                   f"  reachable {'yes' if d['reachable'] else 'no'}  outbox {d['outboxDepth']}")
+        for m in d["machinesSeen"]:
+            click.echo(f"  {m['name']}: {m['sessions']} sessions{'  (stale)' if m['stale'] else ''}")
+        if d.get("problem"):
+            click.echo(f"problem: {d['problem']}")
+
+    emit(data, as_json, human)
+
+
+@machines.command("release", epilog=EXIT_HELP)
+@click.argument("name")
+@click.pass_context
+def release_(ctx: click.Context, name: str) -> None:
+    """Free machine name NAME (claimed by a machine that is gone) so another may take it."""
+    from agent_link_machines.relay import MachinesError, release
+
+    try:
+        removed = asyncio.run(release(get_app(ctx), name))
+    except (MachinesError, ConnectionError) as exc:
+        _die(str(exc))
+    click.echo(f"released {name}" if removed else f"no machine claims {name}")

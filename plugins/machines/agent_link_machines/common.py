@@ -1,0 +1,160 @@
+"""What the plugin's parts share: its settings, this machine's name, the files under
+``<state>/machines/`` and the routing decision. Standard library and the core only: the
+hooks that use it run in every agent-link process.
+
+Files (written only by the relay, ``agent-link machines run``; read by every process):
+
+* ``directory.json``: ``{"at": ms, "machines": {name: {"at": ms, "instance": str,
+  "sessions": [session view, ...], "served": [address, ...]}}}``, the other machines'
+  listings as the relay last read them from the engine;
+* ``status.json``: ``{"at": ms, "engine": url without credentials, "reachable": bool,
+  "lastContactMs": ms|None, "error": str|None, "machine": name}``;
+* ``instance``: a random id naming this state dir, which claims the machine name;
+* ``relay.lock``: held (``flock``) by the running relay.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+from agent_link_core.config import Setting
+from agent_link_core.json_files import read_json_object
+from agent_link_core.store import now_ms
+
+NAME = "machines"
+URL_SETTING = "AGENT_LINK_ENGINE_URL"
+CREDS_SETTING = "AGENT_LINK_ENGINE_CREDS"
+MACHINE_SETTING = "AGENT_LINK_MACHINE"
+HEARTBEAT_SETTING = "AGENT_LINK_MACHINES_HEARTBEAT_MS"
+DEFAULT_HEARTBEAT_MS = 5000
+#: a machine whose listing is older than this many heartbeats is shown as stale
+STALE_HEARTBEATS = 3
+
+SETTINGS = (
+    Setting(URL_SETTING, "str", None,
+            doc="the NATS JetStream server every machine shares, nats://[user:password@|token@]host:4222 (comma-separated for a cluster)"),
+    Setting(CREDS_SETTING, "path", None, doc="a NATS credentials file (.creds: JWT and NKey seed) for the engine"),
+    Setting(MACHINE_SETTING, "str", None, doc="this machine's name among the machines (default: the host name's first label)"),
+    Setting(HEARTBEAT_SETTING, "int", DEFAULT_HEARTBEAT_MS, minimum=100, maximum=600_000, warning="machines_heartbeat_ignored",
+            doc="how often the relay publishes this machine's sessions, ms; a listing 3 beats old is stale"),
+)
+
+#: a machine name: a NATS subject token and a KV key part
+MACHINE_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+# JetStream names (docs: README.md "How it is stored")
+STREAM = "AGENT_LINK_MAIL"
+SUBJECT_PREFIX = "agent_link.mail."
+BUCKET = "agent_link_machines"
+
+
+def machine_name(config: Any) -> str:
+    """This machine's name: ``AGENT_LINK_MACHINE``, else the host name's first label with
+    characters a name cannot hold replaced by ``-``.
+
+    :raises ValueError: when ``AGENT_LINK_MACHINE`` is not 1-64 of ``A-Z a-z 0-9 _ -``.
+    """
+    explicit = config.get(MACHINE_SETTING)
+    if explicit:
+        if not MACHINE_RE.match(explicit):
+            raise ValueError(f"{MACHINE_SETTING}={explicit!r} is not a machine name (1-64 of A-Z a-z 0-9 _ -)")
+        return str(explicit)
+    host = socket.gethostname().split(".", 1)[0] or "machine"
+    return re.sub(r"[^A-Za-z0-9_-]", "-", host)[:64]
+
+
+def plugin_dir(config: Any) -> Path:
+    """``<state dir>/machines``."""
+    return Path(config.state_dir) / NAME
+
+
+def heartbeat_ms(config: Any) -> int:
+    """``AGENT_LINK_MACHINES_HEARTBEAT_MS`` (ms)."""
+    return int(config.get(HEARTBEAT_SETTING) or DEFAULT_HEARTBEAT_MS)
+
+
+def redact(url: str | None) -> str | None:
+    """The engine URL(s) without user, password or token, for health and errors."""
+    if not url:
+        return url
+    shown = []
+    for part in url.split(","):
+        parsed = urllib.parse.urlsplit(part.strip())
+        host = parsed.hostname or ""
+        netloc = f"{host}:{parsed.port}" if parsed.port else host
+        shown.append(urllib.parse.urlunsplit((parsed.scheme, netloc, parsed.path, "", "")))
+    return ",".join(shown)
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    """Replace ``path`` atomically (readers never see half a file), 0600 in a 0700 folder."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(data, f, ensure_ascii=False)
+    os.replace(tmp, path)
+
+
+# (path, mtime ns, size) -> parsed directory.json: every send of a long-lived process asks
+# it, and the relay rewrites it only once a heartbeat
+_directory_cache: tuple[tuple[str, int, int], dict[str, Any] | None] | None = None
+
+
+def read_directory(config: Any) -> dict[str, Any] | None:
+    """``directory.json``, or None when the relay never wrote one (parsed again only when the
+    file changed)."""
+    global _directory_cache
+    path = plugin_dir(config) / "directory.json"
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    key = (str(path), st.st_mtime_ns, st.st_size)
+    if _directory_cache is not None and _directory_cache[0] == key:
+        return _directory_cache[1]
+    found = read_json_object(path)
+    _directory_cache = (key, found)
+    return found
+
+
+def read_status(config: Any) -> dict[str, Any] | None:
+    """``status.json``, or None when the relay never wrote one."""
+    return read_json_object(plugin_dir(config) / "status.json")
+
+
+def stale_after_ms(config: Any) -> int:
+    """Age (ms) beyond which a machine's listing, or the relay's copy of the directory, is stale."""
+    return STALE_HEARTBEATS * heartbeat_ms(config)
+
+
+def machine_of(config: Any, address: str) -> str | None:
+    """The other machine whose listing holds ``address`` (a session or a served plain address),
+    or None when no other machine lists it. The newest listing wins when several do.
+    Reads ``directory.json``: no network."""
+    directory = read_directory(config)
+    if not directory:
+        return None
+    try:
+        own = machine_name(config)
+    except ValueError:
+        return None
+    found: list[tuple[int, str]] = []
+    for name, entry in (directory.get("machines") or {}).items():
+        if name == own or not isinstance(entry, dict):
+            continue
+        served = set(entry.get("served") or ()) | {s.get("address") for s in entry.get("sessions") or () if isinstance(s, dict)}
+        if address in served:
+            found.append((int(entry.get("at") or 0), name))
+    return max(found)[1] if found else None
+
+
+def age_ms(at: Any) -> int | None:
+    """Milliseconds since ``at`` (epoch ms), or None."""
+    return now_ms() - int(at) if isinstance(at, int) else None

@@ -1,0 +1,120 @@
+"""The hook implementations of the machines plugin (entry point ``machines``).
+
+Every agent-link process of a machine imports this module; with ``AGENT_LINK_ENGINE_URL``
+unset every hook returns at once and the machine works alone, as without the plugin. With it
+set, the hooks only touch the local database and the relay's files (no network):
+
+* ``agent_link_record_event`` writes what another machine must learn (a message to one of
+  its sessions, the resolution or delivery of a message that came from one) into the
+  outbox table, in the same transaction as the change, so nothing acknowledged is lost
+  between the commit and the engine; the relay (:mod:`agent_link_machines.relay`) sends it;
+* ``agent_link_resolve_address`` pins a plain address listed by another machine to that
+  machine (stored with the message as ``metadata.machines.to``);
+* the ``machines`` harness lists the other machines' sessions (:mod:`.harness`);
+* ``agent_link_render_envelope`` names the machine a message came from;
+* ``agent_link_health`` shows the link.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from agent_link_core import hookimpl
+from agent_link_core.contribute import migrations, registers
+from agent_link_core.store import Migration, now_ms
+
+from agent_link_machines.common import NAME, SETTINGS, URL_SETTING
+
+if TYPE_CHECKING:  # pragma: no cover
+    import click
+
+    from agent_link_core.harness import Harness
+    from agent_link_core.records import EnvelopeContribution, Event
+    from agent_link_core.surface import PluginApp
+
+MIGRATIONS = (
+    Migration(NAME, 1, """
+        CREATE TABLE machines_outbox (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            record_id TEXT NOT NULL UNIQUE, -- the engine's Nats-Msg-Id: one record, one id
+            machine TEXT NOT NULL,          -- the machine it is for
+            payload TEXT NOT NULL,          -- JSON (agent_link_machines.records)
+            created_at INTEGER NOT NULL,    -- epoch ms
+            sent_at INTEGER                 -- epoch ms the engine acknowledged it; NULL: still to send
+        );
+        CREATE INDEX machines_outbox_unsent ON machines_outbox (seq) WHERE sent_at IS NULL;
+    """),
+)
+
+agent_link_register_settings = registers(SETTINGS)
+agent_link_schema = migrations(MIGRATIONS)
+
+
+def _configured(app: Any) -> bool:
+    return bool(app.config.get(URL_SETTING))
+
+
+@hookimpl
+def agent_link_register_harnesses(register: Callable[[Harness], None]) -> None:
+    from agent_link_machines.harness import MachinesHarness
+
+    register(MachinesHarness())
+
+
+@hookimpl
+def agent_link_register_commands(cli: click.Group) -> None:
+    """``agent-link machines run|status|release``: declared here, imported when run."""
+    from agent_link_core.contribute import command
+
+    cli.add_command(command("machines", "agent_link_machines.cli:machines",
+                            "Agents on several machines: run this machine's relay to the engine, show the link."))
+
+
+@hookimpl
+def agent_link_record_event(event: Event, conn: sqlite3.Connection, app: PluginApp) -> None:
+    if not _configured(app) or event.message_id is None or event.kind not in ("sent", "resolved", "delivered"):
+        return
+    from agent_link_machines.records import outgoing_records
+
+    for record_id, machine, payload in outgoing_records(event.kind, event.message_id, event.data, conn, app.config):
+        conn.execute(
+            "INSERT OR IGNORE INTO machines_outbox (record_id, machine, payload, created_at) VALUES (?, ?, ?, ?)",
+            (record_id, machine, json.dumps(payload, ensure_ascii=False), now_ms()),
+        )
+
+
+@hookimpl
+def agent_link_resolve_address(address: str, app: PluginApp) -> dict[str, Any] | None:
+    if not _configured(app) or address.startswith("role:"):
+        return None
+    from agent_link_machines.common import machine_of
+
+    # served on this machine (agent_link_core.presence): local mail
+    if app.store.conn.execute("SELECT 1 FROM presence WHERE address = ?", (address,)).fetchone() is not None:
+        return None
+    machine = machine_of(app.config, address)
+    if machine is None:
+        return None
+    return {"address": address, "via": None, "metadata": {"machines": {"to": machine}}, "served": True}
+
+
+@hookimpl
+def agent_link_render_envelope(message: dict[str, Any], app: PluginApp) -> EnvelopeContribution | None:
+    origin = ((message.get("metadata") or {}).get("machines") or {}).get("origin")
+    if not origin:
+        return None
+    from agent_link_core.envelope import render_element
+    from agent_link_core.records import EnvelopeContribution
+
+    # fromVerified is what the sending machine attested; this says which machine that was
+    return EnvelopeContribution(elements=[render_element("machine", [("from", str(origin))])])
+
+
+@hookimpl
+def agent_link_health(app: PluginApp) -> tuple[str, dict[str, Any]]:
+    from agent_link_machines.status import health_section
+
+    return NAME, health_section(app)

@@ -1,0 +1,166 @@
+"""The records machines exchange, and how each is decided and applied.
+
+Three record types travel, each under an id the engine de-duplicates on (``Nats-Msg-Id``)
+and the receiving machine applies at most once:
+
+* ``message`` (id: the message id): a message to a session another machine lists;
+* ``resolution`` (id: ``<message id>.resolved``): the recipient resolved a message that came
+  from another machine; carries the reply or decline note (if any), which the sending machine
+  stores *and* resolves with in one transaction, as a local reply does (waits there wake);
+* ``delivered`` (id: ``<message id>.delivered``): a message that came from another machine
+  reached its recipient (status and receipts on the sender's machine say so).
+
+A message that arrived from another machine carries ``metadata.machines.origin``; it is
+never sent on again (the loop stops there).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from agent_link_core.model import Caller
+from agent_link_core.records import OutgoingMessage
+
+from agent_link_machines.common import machine_name, machine_of
+
+log = logging.getLogger(__name__)
+
+
+def _meta(row: sqlite3.Row) -> dict[str, Any]:
+    try:
+        meta = json.loads(row["metadata"] or "{}")
+    except ValueError:
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def message_record(row: sqlite3.Row, own: str) -> dict[str, Any]:
+    """A stored message as the ``message`` record's body (the sender's attestation included)."""
+    meta = _meta(row)
+    sender = meta.get("sender") or {}
+    return {
+        "id": row["id"], "from": row["from_addr"], "source": sender.get("source") or row["from_source"],
+        "verified": bool(sender.get("verified")), "to": row["to_addr"], "recipient": row["recipient"],
+        "body": row["body"], "anticipation": row["anticipation"], "replyBy": row["reply_by"], "replyTo": row["reply_to"],
+        "metadata": {k: v for k, v in meta.items() if k not in ("sender", "machines")}, "origin": own,
+    }
+
+
+def outgoing_records(
+    kind: str, message_id: str, data: Mapping[str, Any], conn: sqlite3.Connection, config: Any,
+) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """What another machine must learn of one mailbox event, as ``(record id, machine,
+    payload)``; nothing for local mail. Runs inside the event's write transaction (reads see
+    the change); reads only the database and ``directory.json``."""
+    row = conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
+    if row is None:
+        return
+    meta = _meta(row)
+    try:
+        own = machine_name(config)
+    except ValueError:  # a bad AGENT_LINK_MACHINE: health says so; mail stays on this machine meanwhile
+        return
+    origin = (meta.get("machines") or {}).get("origin")
+    if kind == "sent":
+        if origin:
+            return  # arrived from another machine: it is not sent on
+        target = (meta.get("machines") or {}).get("to")
+        if row["reply_to"]:
+            answered = conn.execute("SELECT * FROM messages WHERE id = ?", (row["reply_to"],)).fetchone()
+            res = conn.execute("SELECT reply_message_id FROM resolutions WHERE message_id = ?", (row["reply_to"],)).fetchone()
+            if res is not None and res["reply_message_id"] == row["id"]:
+                return  # the answer that resolves it travels with the resolution record
+            answered_origin = (_meta(answered).get("machines") or {}).get("origin") if answered is not None else None
+            if answered_origin and answered is not None and row["recipient"] == answered["from_addr"]:
+                target = target or answered_origin
+        if not target:
+            served_here = conn.execute("SELECT 1 FROM presence WHERE address = ?", (row["recipient"],)).fetchone()
+            target = None if served_here else machine_of(config, row["recipient"])
+        if target and target != own:
+            yield row["id"], target, {"type": "message", "message": message_record(row, own)}
+    elif kind == "resolved" and origin and origin != own:
+        res = conn.execute("SELECT * FROM resolutions WHERE message_id = ?", (message_id,)).fetchone()
+        if res is None:
+            return
+        reply = None
+        if res["reply_message_id"]:
+            reply_row = conn.execute("SELECT * FROM messages WHERE id = ?", (res["reply_message_id"],)).fetchone()
+            reply = message_record(reply_row, own) if reply_row is not None else None
+        yield f"{message_id}.resolved", origin, {
+            "type": "resolution", "messageId": message_id, "kind": res["kind"], "by": res["by_addr"],
+            "reason": res["reason"], "reply": reply, "origin": own,
+        }
+    elif kind == "delivered" and origin and origin != own:
+        yield f"{message_id}.delivered", origin, {
+            "type": "delivered", "messageId": message_id, "via": data.get("via"), "origin": own,
+        }
+
+
+def _outgoing(record: Mapping[str, Any]) -> OutgoingMessage:
+    """The stored form of a ``message`` record: the sender as its own machine attested it."""
+    sender = Caller(address=record["from"], source=str(record.get("source") or "fallback"),
+                    proven=True if record.get("verified") else None)
+    return OutgoingMessage(
+        id=record["id"], sender=sender, to=record["to"], recipient=record["recipient"], body=record["body"],
+        anticipation=record["anticipation"], reply_by_ms=record.get("replyBy"), reply_to=record.get("replyTo"),
+        metadata={**(record.get("metadata") or {}), "machines": {"origin": record["origin"]}},
+    )
+
+
+async def apply(app: Any, payload: Mapping[str, Any]) -> str:
+    """Apply one record from another machine to this machine's mailbox, at most once: a record
+    already applied changes nothing. A new message is then pushed through this machine's own
+    harness of its recipient, as a local send is.
+
+    :returns: what happened: ``stored``, ``resolved``, ``delivered``, ``duplicate`` or ``ignored``.
+    :raises AgentLinkError: when the database cannot be written (the record is not
+        acknowledged and comes again).
+    """
+    from agent_link_core.errors import AgentLinkError
+
+    kind = payload.get("type")
+    if kind == "message":
+        record = payload["message"]
+        if app.mailbox.get_row(record["id"]) is not None:
+            return "duplicate"
+        row, created = app.mailbox.store_message(_outgoing(record))
+        if created:
+            await app.push(row, {})
+        return "stored" if created else "duplicate"
+    if kind == "resolution":
+        reply = payload.get("reply")
+        target = app.mailbox.get_row(payload["messageId"])
+        if target is None or app.mailbox.state(target).resolution is not None:
+            if reply is None or app.mailbox.get_row(reply["id"]) is not None:
+                return "duplicate"
+            row, _ = app.mailbox.store_message(_outgoing(reply))
+            await app.push(row, {})
+            return "stored"
+        by = Caller(address=str(payload["by"]), source=str((reply or {}).get("source") or "fallback"),
+                    proven=True if (reply or {}).get("verified") else None)
+        stored_reply = _outgoing(reply) if reply is not None and app.mailbox.get_row(reply["id"]) is None else None
+        try:
+            _, reply_row = app.mailbox.resolve(target["id"], by, str(payload["kind"]), reason=payload.get("reason"), reply=stored_reply)
+        except AgentLinkError as exc:
+            if exc.code not in ("already_resolved", "wrong_recipient"):
+                raise
+            # resolved here meanwhile, or handed to another recipient: keep the answer as mail
+            log.warning("resolution of %s from %s not applied: %s", target["id"], payload.get("origin"), exc.message)
+            if stored_reply is None:
+                return "duplicate"
+            reply_row, _ = app.mailbox.store_message(stored_reply)
+        if reply_row is not None:
+            await app.push(reply_row, {})
+        return "resolved"
+    if kind == "delivered":
+        if app.mailbox.get_row(payload["messageId"]) is None:
+            return "ignored"
+        marked = app.mailbox.mark_delivered(payload["messageId"], f"machine:{payload.get('origin')}",
+                                            {"machine": payload.get("origin"), "via": payload.get("via")})
+        return "delivered" if marked else "duplicate"
+    log.warning("unknown record type %r from %s ignored", kind, payload.get("origin"))
+    return "ignored"

@@ -1,0 +1,461 @@
+"""The relay: the one process per machine (``agent-link machines run``) that talks to the engine.
+
+It holds ``<state>/machines/relay.lock`` (``flock``), so a second relay of the same state
+dir refuses to start, and runs three loops over one NATS connection (nats-py reconnects
+by itself after the server went away):
+
+* **directory**: every heartbeat it puts this machine's listing (every local harness's
+  sessions and the plain addresses served here) under ``dir.<machine>`` in the KV bucket
+  ``agent_link_machines``, reads the other machines' entries and writes
+  ``directory.json`` / ``status.json`` for the other processes of the machine;
+* **outbox**: it publishes the unsent rows of ``machines_outbox`` (written by the plugin's
+  ``agent_link_record_event`` in the same transaction as the mail) to
+  ``agent_link.mail.<machine>`` of the stream ``AGENT_LINK_MAIL``, with ``Nats-Msg-Id`` set
+  to the record id so the server drops a repeat; a row is marked sent only once the server
+  acknowledged it, so an engine that is down keeps everything queued here;
+* **inbound**: it pulls from its durable consumer ``machine_<machine>`` (explicit acks),
+  applies each record to the local mailbox (:func:`agent_link_machines.records.apply`,
+  idempotent on the id), and acknowledges it only after the local commit: a crash between
+  the two brings the record again, and applying it again changes nothing.
+
+At start it claims its machine name: ``claim.<machine>`` in the bucket is created with this
+state dir's instance id, and a name claimed by another instance is refused
+(:class:`MachinesError`), so two machines can never share one name and one subject.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import secrets
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+from agent_link_core.store import now_ms
+from agent_link_core.wake import Wakeup
+
+from agent_link_machines.common import (
+    BUCKET, CREDS_SETTING, NAME, STREAM, SUBJECT_PREFIX, URL_SETTING, heartbeat_ms, machine_name, plugin_dir, redact, write_json,
+)
+from agent_link_machines.records import apply
+
+log = logging.getLogger(__name__)
+OUTBOX_BATCH = 256
+FETCH_BATCH = 128
+PUBLISH_TIMEOUT_S = 2.0
+RETRY_S = 0.5
+SENT_KEPT_MS = 24 * 3600_000  # how long an acknowledged outbox row stays in the table
+#: JetStream 2.10 is the oldest server with the stream and KV features used here
+MIN_SERVER = (2, 10)
+SCHEMES = ("nats", "tls", "ws", "wss")
+
+
+class MachinesError(Exception):
+    """A problem the relay cannot get past by waiting (a wrong URL, wrong credentials, a
+    name taken, an engine too old); ``str()`` is one line for the person."""
+
+
+def check_url(url: str | None) -> list[str]:
+    """The server URLs of ``AGENT_LINK_ENGINE_URL``.
+
+    :raises MachinesError: unset, or an entry that is not ``nats|tls|ws|wss://host[:port]``.
+    """
+    if not url:
+        raise MachinesError(f"{URL_SETTING} is not set: point it at the NATS server, e.g. nats://user:password@host:4222.")
+    servers = [u.strip() for u in url.split(",") if u.strip()]
+    for server in servers:
+        try:
+            parsed = urllib.parse.urlsplit(server)
+            parsed.port  # noqa: B018 - raises ValueError for a port that is not a number
+        except ValueError:
+            parsed = None
+        if parsed is None or parsed.scheme not in SCHEMES or not parsed.hostname:
+            raise MachinesError(f"{URL_SETTING}={redact(server)!r} is not a NATS URL (nats://[user:password@]host:4222).")
+    return servers
+
+
+def instance_id(config: Any) -> str:
+    """This state dir's random instance id (made once, kept in ``<state>/machines/instance``)."""
+    path = plugin_dir(config) / "instance"
+    with contextlib.suppress(OSError):
+        found = path.read_text(encoding="utf-8").strip()
+        if found:
+            return found
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    made = secrets.token_hex(12)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(made)
+    return made
+
+
+def take_lock(config: Any) -> int:
+    """Hold ``relay.lock`` for this process's life; returns its fd.
+
+    :raises MachinesError: another relay of this state dir runs.
+    """
+    path = plugin_dir(config) / "relay.lock"
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise MachinesError(f"another relay of this state dir ({path.parent.parent}) is running.") from None
+    os.ftruncate(fd, 0)
+    os.write(fd, str(os.getpid()).encode())
+    return fd
+
+
+def _describe(exc: BaseException | None) -> str:
+    if exc is None:
+        return "no answer"
+    text = str(exc).strip() or type(exc).__name__
+    return text.removeprefix("nats: ").strip("'")
+
+
+class Relay:
+    """This machine's link to the engine (see the module docstring).
+
+    :param app: the :class:`~agent_link_core.app.App` of this process (its state dir and database).
+    :raises MachinesError: ``AGENT_LINK_ENGINE_URL`` unset or not a NATS URL, a creds file that is not one.
+    :raises ValueError: ``AGENT_LINK_MACHINE`` is not a machine name.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.config = app.config
+        self.machine = machine_name(self.config)
+        self.servers = check_url(self.config.get(URL_SETTING))
+        self.creds = self.config.get(CREDS_SETTING)
+        if self.creds and not Path(self.creds).is_file():
+            raise MachinesError(f"{CREDS_SETTING}={self.creds} is not a readable credentials file.")
+        self.heartbeat_s = heartbeat_ms(self.config) / 1000
+        self.instance = instance_id(self.config)
+        self.reachable = False
+        self.last_contact: int | None = None
+        self.error: str | None = None
+        self.nc: Any = None
+        self.js: Any = None
+        self.kv: Any = None
+        self.sent = 0
+        self.applied = 0
+        self.machines_seen: list[str] = []
+
+    # -- connection ----------------------------------------------------------------------
+
+    def _options(self) -> dict[str, Any]:
+        opts: dict[str, Any] = {"servers": self.servers, "name": f"agent-link {self.machine}", "connect_timeout": 2}
+        if self.creds:
+            opts["user_credentials"] = self.creds
+        return opts
+
+    async def probe(self) -> None:
+        """One connection attempt per server, no retries.
+
+        :raises MachinesError: credentials refused, or an engine without JetStream or too old.
+        :raises ConnectionError: nothing answered (the caller retries).
+        """
+        import nats
+
+        errors: list[BaseException] = []
+
+        async def note(exc: BaseException) -> None:
+            errors.append(exc)
+
+        try:
+            nc = await nats.connect(**self._options(), allow_reconnect=False, max_reconnect_attempts=1,
+                                    reconnect_time_wait=0.1, error_cb=note)
+        except Exception as exc:  # nats-py raises its own errors, OSErrors and timeouts here
+            last = errors[-1] if errors else exc
+            text = _describe(last)
+            if "authorization" in text.lower() or "authentication" in text.lower():
+                raise MachinesError(f"the engine at {redact(','.join(self.servers))} refused the credentials ({text}).") from None
+            raise ConnectionError(f"cannot reach the engine at {redact(','.join(self.servers))}: {text}") from None
+        try:
+            version = tuple(int(p) for p in (nc.connected_server_version.major, nc.connected_server_version.minor))
+            if version < MIN_SERVER:
+                raise MachinesError(f"the engine is NATS {nc.connected_server_version}; agent-link needs {MIN_SERVER[0]}.{MIN_SERVER[1]} or later.")
+            js = nc.jetstream()
+            try:
+                await js.account_info()
+            except Exception as exc:
+                raise MachinesError(f"the engine at {redact(','.join(self.servers))} has no JetStream ({_describe(exc)}); "
+                                    "start nats-server with -js (or a jetstream block).") from None
+        finally:
+            await nc.close()
+
+    async def connect(self) -> None:
+        """Probe until the engine answers, then open the lasting connection and set up the
+        stream, the bucket, the name claim and the consumer.
+
+        :raises MachinesError: what waiting cannot fix (see :meth:`probe`, :meth:`claim`).
+        """
+        import nats
+
+        while True:
+            try:
+                await self.probe()
+                break
+            except ConnectionError as exc:
+                self._set(False, str(exc))
+                await asyncio.sleep(RETRY_S)
+
+        async def on_error(exc: BaseException) -> None:
+            self.error = _describe(exc)
+
+        async def on_disconnect() -> None:
+            self._set(False, "disconnected")
+
+        async def on_reconnect() -> None:
+            self._set(True, None)
+
+        self.nc = await nats.connect(**self._options(), allow_reconnect=True, max_reconnect_attempts=-1, reconnect_time_wait=RETRY_S,
+                                     error_cb=on_error, disconnected_cb=on_disconnect, reconnected_cb=on_reconnect)
+        from nats.js.api import RetentionPolicy, StorageType, StreamConfig
+
+        self.js = self.nc.jetstream(timeout=PUBLISH_TIMEOUT_S)
+        # work-queue retention: a record leaves the stream once its machine acknowledged it
+        await self.js.add_stream(StreamConfig(name=STREAM, subjects=[SUBJECT_PREFIX + ">"], storage=StorageType.FILE,
+                                              retention=RetentionPolicy.WORK_QUEUE, duplicate_window=120.0))
+        self.kv = await self.js.create_key_value(bucket=BUCKET, history=1)
+        await self.claim()
+        self._set(True, None)
+
+    async def claim(self) -> None:
+        """Claim the machine name for this state dir's instance.
+
+        :raises MachinesError: another instance holds the name.
+        """
+        from nats.js.errors import KeyWrongLastSequenceError
+
+        key = f"claim.{self.machine}"
+        try:
+            await self.kv.create(key, self.instance.encode())
+            return
+        except KeyWrongLastSequenceError:
+            entry = await self.kv.get(key)
+        holder = (entry.value or b"").decode("utf-8", "replace")
+        if holder != self.instance:
+            raise MachinesError(
+                f"machine name {self.machine!r} is already used by another machine (instance {holder[:8]}…); "
+                f"set AGENT_LINK_MACHINE to another name, or run "
+                f"`agent-link machines release {self.machine}` on the machine that holds it.")
+
+    def _set(self, reachable: bool, error: str | None) -> None:
+        self.reachable = reachable
+        if reachable:
+            self.last_contact = now_ms()
+        if error is not None or reachable:
+            self.error = error
+        self._write_status()
+
+    def _write_status(self, machines: list[str] | None = None) -> None:
+        if machines is not None:
+            self.machines_seen = machines
+        data = {"at": now_ms(), "machine": self.machine, "engine": redact(",".join(self.servers)), "reachable": self.reachable,
+                "lastContactMs": self.last_contact, "error": self.error, "pid": os.getpid(), "sent": self.sent, "applied": self.applied,
+                "machinesSeen": self.machines_seen}
+        try:
+            write_json(plugin_dir(self.config) / "status.json", data)
+        except OSError as exc:
+            log.warning("cannot write status.json: %s", exc)
+
+    # -- loops ---------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Connect, then run the three loops until cancelled or a :class:`MachinesError`. Any
+        other failure (the engine went away while the stream or consumer was being set up)
+        closes the connection and starts over after :data:`RETRY_S`: mail waits meanwhile."""
+        beat = asyncio.create_task(self.status_loop())
+        try:
+            while True:
+                try:
+                    await self._session()
+                except (MachinesError, asyncio.CancelledError):
+                    raise
+                except Exception as exc:
+                    log.warning("relay lost the engine (%s); starting over", _describe(exc))
+                    self._set(False, _describe(exc))
+                    await asyncio.sleep(RETRY_S)
+        finally:
+            beat.cancel()
+            await asyncio.gather(beat, return_exceptions=True)
+
+    async def status_loop(self) -> None:
+        """Rewrite ``status.json`` every heartbeat, whatever the engine does: its age tells
+        the machine's other processes that the relay runs (a call to a dead engine may hang
+        for seconds)."""
+        while True:
+            self._write_status()
+            await asyncio.sleep(self.heartbeat_s)
+
+    async def _session(self) -> None:
+        tasks: list[asyncio.Task[None]] = []
+        try:
+            await self.connect()
+            tasks = [asyncio.create_task(c) for c in (self.directory_loop(), self.outbox_loop(), self.inbound_loop())]
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            for task in done:
+                task.result()
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            if self.nc is not None:
+                with contextlib.suppress(Exception):
+                    await self.nc.close()
+                self.nc = None
+
+    async def local_listing(self) -> dict[str, Any]:
+        """This machine's directory entry: its harnesses' sessions (not the other machines'
+        this plugin lists) and its plain addresses."""
+        from agent_link_core.directory import gather_listings, session_view
+
+        local = {n: h for n, h in self.app.harnesses.items() if n != NAME}
+        listings = await gather_listings(local, limit=200)
+        sessions = [s for listing in listings.values() for s in listing.sessions] + self.app.present_sessions()
+        views = []
+        for s in sessions:
+            view = session_view(s)
+            view["lastActivityMs"] = s.last_activity_ms
+            views.append(view)
+        served = [r[0] for r in self.app.store.conn.execute("SELECT address FROM presence ORDER BY last_seen DESC LIMIT 1000")]
+        incomplete = sorted(n for n, listing in listings.items() if not listing.complete)
+        return {"at": now_ms(), "machine": self.machine, "instance": self.instance, "sessions": views, "served": served,
+                "incomplete": incomplete}
+
+    async def directory_loop(self) -> None:
+        """Publish this machine's listing and copy the others' every heartbeat."""
+        from nats.js.errors import NoKeysError
+
+        while True:
+            try:
+                entry = await self.local_listing()
+                await self.kv.put(f"dir.{self.machine}", json.dumps(entry, ensure_ascii=False).encode())
+                machines: dict[str, Any] = {}
+                try:
+                    keys = await self.kv.keys()
+                except NoKeysError:
+                    keys = []
+                for key in (k for k in keys if k.startswith("dir.")):
+                    got = await self.kv.get(key)
+                    with contextlib.suppress(ValueError, TypeError):
+                        value = json.loads(got.value or b"{}")
+                        if isinstance(value, dict):
+                            machines[key.removeprefix("dir.")] = value
+                write_json(plugin_dir(self.config) / "directory.json", {"at": now_ms(), "machines": machines})
+                with self.app.store.write() as conn:  # sent rows are kept a day, for inspection
+                    conn.execute("DELETE FROM machines_outbox WHERE sent_at IS NOT NULL AND sent_at < ?", (now_ms() - SENT_KEPT_MS,))
+                self._set(True, None)
+                self._write_status(sorted(machines))
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the engine is away: the listing stays as last read, marked stale by age
+                self._set(False, _describe(exc))
+            await asyncio.sleep(self.heartbeat_s)
+
+    def _unsent(self) -> list[Any]:
+        return self.app.store.conn.execute(
+            "SELECT seq, record_id, machine, payload FROM machines_outbox WHERE sent_at IS NULL ORDER BY seq LIMIT ?",
+            (OUTBOX_BATCH,)).fetchall()
+
+    async def outbox_loop(self) -> None:
+        """Publish the outbox, a batch at a time; a row is marked sent once the server acknowledged it."""
+        wakeup = Wakeup(self.app.store.path)
+        try:
+            while True:
+                rows = self._unsent()
+                if not rows:
+                    await wakeup.wait(self.heartbeat_s)
+                    continue
+                # the whole batch in flight at once; records do not depend on each other's order,
+                # so the acknowledged ones are marked even when others failed
+                acks = await asyncio.gather(*(
+                    self.js.publish(SUBJECT_PREFIX + row["machine"], row["payload"].encode("utf-8"), headers={"Nats-Msg-Id": row["record_id"]})
+                    for row in rows), return_exceptions=True)
+                done = [row["seq"] for row, ack in zip(rows, acks) if not isinstance(ack, BaseException)]
+                failed = next((ack for ack in acks if isinstance(ack, BaseException)), None)
+                if isinstance(failed, asyncio.CancelledError):
+                    raise failed
+                if failed is not None:  # down or slow: what was not acknowledged goes again (the server drops repeats)
+                    self._set(False, _describe(failed))
+                if done:
+                    at = now_ms()
+                    with self.app.store.write() as conn:
+                        conn.executemany("UPDATE machines_outbox SET sent_at = ? WHERE seq = ?", [(at, s) for s in done])
+                    self.sent += len(done)
+                if failed is not None:
+                    await asyncio.sleep(RETRY_S)
+        finally:
+            wakeup.close()
+
+    async def inbound_loop(self) -> None:
+        """Apply what other machines sent here, acknowledging each record after its commit."""
+        from nats.errors import TimeoutError as NatsTimeout
+        from nats.js.api import AckPolicy, ConsumerConfig
+
+        subject = SUBJECT_PREFIX + self.machine
+        sub = await self.js.pull_subscribe(subject, durable=f"machine_{self.machine}", stream=STREAM,
+                                           config=ConsumerConfig(ack_policy=AckPolicy.EXPLICIT, ack_wait=30))
+        while True:
+            try:
+                msgs = await sub.fetch(FETCH_BATCH, timeout=self.heartbeat_s)
+            except (NatsTimeout, asyncio.TimeoutError):
+                continue
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self._set(False, _describe(exc))
+                await asyncio.sleep(RETRY_S)
+                continue
+            for msg in msgs:
+                try:
+                    payload = json.loads(msg.data)
+                except ValueError:
+                    log.warning("a record that is not JSON on %s was dropped", subject)
+                    await msg.term()
+                    continue
+                try:
+                    await apply(self.app, payload)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:  # not applied (a busy or read-only database): not acknowledged, it comes again
+                    log.exception("record %s not applied; the engine delivers it again", msg.header and msg.header.get("Nats-Msg-Id"))
+                    with contextlib.suppress(Exception):
+                        await msg.nak(delay=RETRY_S)
+                    continue
+                self.applied += 1
+                with contextlib.suppress(Exception):  # an ack lost: the record comes again and changes nothing
+                    await msg.ack()
+
+
+async def release(app: Any, machine: str) -> bool:
+    """Free a machine name claimed by a machine that is gone (``agent-link machines release``).
+
+    :returns: True when a claim was removed.
+    :raises MachinesError: as :meth:`Relay.probe`; ConnectionError when the engine does not answer.
+    """
+    import nats
+
+    relay = Relay(app)
+    await relay.probe()
+    nc = await nats.connect(**relay._options(), allow_reconnect=False)
+    try:
+        kv = await nc.jetstream().create_key_value(bucket=BUCKET, history=1)
+        from nats.js.errors import KeyNotFoundError
+
+        try:
+            await kv.get(f"claim.{machine}")
+        except KeyNotFoundError:
+            return False
+        await kv.purge(f"claim.{machine}")
+        await kv.purge(f"dir.{machine}")
+        return True
+    finally:
+        await nc.close()

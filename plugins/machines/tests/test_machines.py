@@ -1,0 +1,333 @@
+"""Two or three "machines" (separate HOMEs, state dirs and processes on this box) sharing one
+real NATS JetStream server: directory, round trips, engine crash, name clash, bad settings."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_link_machines.testkit import Engine, Machine, until
+
+pytestmark = [pytest.mark.machines, pytest.mark.timeout(240)]
+
+
+def listed_on(m: Machine, address: str) -> dict[str, Any] | None:
+    out = m.json("sessions", "--harness", "machines")
+    return next((s for s in out["sessions"] if s["address"] == address), None)
+
+
+def rows(m: Machine, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(m.state / "agent-link.db")
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
+
+
+def pair(machines: Callable[..., Machine]) -> tuple[Machine, Machine]:
+    a, b = machines("alpha"), machines("beta")
+    for m in (a, b):
+        m.start_relay()
+    for m in (a, b):
+        m.wait_connected()
+    # bob and alice are plain addresses: an inbox read serves them on their machine
+    b.cli("inbox", address="team:bob")
+    a.cli("inbox", address="team:alice")
+    until(lambda: listed_on(a, "team:bob"), 30, "alpha to list team:bob")
+    until(lambda: listed_on(b, "team:alice"), 30, "beta to list team:alice")
+    return a, b
+
+
+def test_round_trip_between_plain_addresses(machines: Callable[..., Machine]) -> None:
+    a, b = pair(machines)
+    bob = listed_on(a, "team:bob")
+    assert bob is not None and bob["machine"] == "beta" and bob["machineStale"] is False
+    # people see the machine too
+    for command in ("sessions", "who"):
+        table = a.cli(command).stdout.splitlines()
+        assert table[0].split()[-1] == "MACHINE" and any(line.split()[0] in ("team:bob",) and line.split()[-1] == "beta"
+                                                         for line in table[1:] if line.split()), table
+
+    # served on beta: no unknown_address warning, and --require-known accepts it
+    done = a.cli("send", "team:bob", "ping from alpha", "--anticipation", "reply", "--require-known", "--json", address="team:alice")
+    assert done.stderr == "" and "warnings" not in json.loads(done.stdout), done
+    sent = json.loads(done.stdout)
+    message_id = sent["messageId"]
+
+    def arrived() -> dict[str, Any] | None:
+        inbox = b.json("inbox", address="team:bob")
+        return inbox if any(m["id"] == message_id for m in inbox["messages"]) else None
+
+    inbox = until(arrived, 30, "the message on beta")
+    got = next(m for m in inbox["messages"] if m["id"] == message_id)
+    assert got["from"] == "team:alice" and got["fromVerified"] is False
+    # the envelope names the machine that attested the sender
+    assert '<machine from="alpha" />' in inbox["renderedBlock"]
+
+    b.cli("reply", message_id, "pong from beta", address="team:bob")
+    waited = json.loads(a.cli("wait", message_id, "--timeout-ms", "30000", "--json", address="team:alice").stdout)
+    assert waited["outcome"] == "reply", waited
+    assert "pong from beta" in waited["reply"]["envelope"]
+    assert waited["reply"]["from"] == "team:bob"
+    # the original, on alpha: resolved by bob; its delivery on beta was reported back
+    status = a.json("status", message_id, address="team:alice")
+    assert status["resolution"]["kind"] == "reply" and status["resolution"]["by"] == "team:bob", status
+    until(lambda: rows(a, "SELECT delivered_via FROM messages WHERE id = ?", message_id)[0][0] == "machine:beta", 30,
+          "beta's delivery report on alpha")
+    # one copy of each message on each machine, nothing left to send
+    for m in (a, b):
+        assert rows(m, "SELECT COUNT(*) FROM messages")[0][0] == 2
+        until(lambda m=m: rows(m, "SELECT COUNT(*) FROM machines_outbox WHERE sent_at IS NULL")[0][0] == 0, 30, "empty outbox")
+
+
+def test_engine_killed_mid_stream_loses_and_doubles_nothing(machines: Callable[..., Machine], engine: Engine) -> None:
+    import asyncio
+
+    from agent_link_core.app import App
+
+    a, b = pair(machines)
+    total, kill_at = 1000, 300
+
+    async def send_all() -> list[str]:
+        app = App.create(env={**a.env, "AGENT_LINK_ADDRESS": "team:alice"})
+        try:
+            caller = app.caller()
+            ids = []
+            for n in range(total):
+                if n == kill_at:
+                    engine.kill()
+                outcome = await app.send(caller=caller, to="team:bob", body=f"message {n}")
+                ids.append(outcome.message["id"])
+            # everything was accepted while the engine was down; some of it waits here
+            assert rows(a, "SELECT COUNT(*) FROM machines_outbox WHERE sent_at IS NULL")[0][0] > 0
+            return ids
+        finally:
+            await app.aclose()
+
+    ids = asyncio.run(send_all())
+    until(lambda: not a.status().get("reachable"), 30, "alpha's relay to see the engine gone")
+    engine.start()
+    until(lambda: rows(b, "SELECT COUNT(*) FROM messages WHERE from_addr = 'team:alice'")[0][0] >= total, 120,
+          "every message on beta")
+    got = rows(b, "SELECT id, body FROM messages WHERE from_addr = 'team:alice'")
+    assert len(got) == total and {r[0] for r in got} == set(ids)
+    assert sorted(r[1] for r in got) == sorted(f"message {n}" for n in range(total))
+    until(lambda: rows(a, "SELECT COUNT(*) FROM machines_outbox WHERE sent_at IS NULL")[0][0] == 0, 30, "alpha's outbox empty")
+    assert a.relay is not None and a.relay.poll() is None and b.relay is not None and b.relay.poll() is None
+
+
+def test_a_machine_name_taken_by_another_machine_is_refused(machines: Callable[..., Machine], engine: Engine) -> None:
+    first = machines("gamma")
+    first.start_relay()
+    first.wait_connected()
+    second = machines("gamma", "machine-gamma-2")
+    relay = second.start_relay()
+    assert relay.wait(60) == 1
+    err = second.relay_error().strip()
+    assert len(err.splitlines()) == 1 and "machine name 'gamma' is already used by another machine" in err, err
+    assert "AGENT_LINK_MACHINE" in err
+    # one relay per state dir
+    again = Machine(first.root, "gamma", engine)
+    assert again.start_relay().wait(60) == 1 and "another relay of this state dir" in again.relay_error()
+    again.stop()
+    # the first keeps its name across restarts (same state dir, same instance)
+    first.stop()
+    first.start_relay()
+    first.wait_connected()
+    # a machine that is gone: its name is released, and another may take it
+    first.stop()
+    assert second.cli("machines", "release", "gamma").stdout.strip() == "released gamma"
+    second.start_relay()
+    second.wait_connected()
+    assert first.start_relay().wait(60) == 1 and "already used by another machine" in first.relay_error()
+
+
+def test_an_engine_without_jetstream_is_refused_with_one_line(machines: Callable[..., Machine], tmp_path: Path) -> None:
+    from agent_link_machines.testkit import Engine as Server
+
+    plain = Server(tmp_path / "plain-engine", jetstream=False)
+    plain.start()
+    try:
+        m = machines("zeta")
+        m.env["AGENT_LINK_ENGINE_URL"] = plain.url
+        assert m.start_relay().wait(60) == 1
+        err = m.relay_error().strip()
+        assert len(err.splitlines()) == 1 and "has no JetStream" in err, err
+    finally:
+        plain.kill()
+
+
+def test_decline_and_done_travel_back_and_wake_the_waiter(machines: Callable[..., Machine]) -> None:
+    a, b = pair(machines)
+    outcomes = {}
+    for how in ("--decline", "--done"):
+        message_id = a.json("send", "team:bob", f"please {how}", "--anticipation", "action", address="team:alice")["messageId"]
+        until(lambda message_id=message_id: any(m["id"] == message_id for m in b.json("inbox", address="team:bob")["messages"]), 30,
+              "the message on beta")
+        b.cli("reply", message_id, how, *(["not today"] if how == "--decline" else []), address="team:bob")
+        waited = json.loads(a.cli("wait", message_id, "--timeout-ms", "30000", "--json", address="team:alice").stdout)
+        outcomes[how] = waited["outcome"]
+        # resolved once on each machine, by bob
+        for m in (a, b):
+            assert rows(m, "SELECT kind, by_addr FROM resolutions WHERE message_id = ?", message_id) == [(how[2:], "team:bob")]
+    assert outcomes == {"--decline": "declined", "--done": "done"}
+
+
+@pytest.mark.parametrize(("url", "says"), [
+    ("http://127.0.0.1:4222", "is not a NATS URL"),
+    ("WRONG_CREDS", "refused the credentials"),
+])
+def test_a_wrong_url_or_credentials_stop_the_relay_with_one_line(machines: Callable[..., Machine], engine: Engine, url: str, says: str) -> None:
+    m = machines("delta")
+    m.env["AGENT_LINK_ENGINE_URL"] = engine.url.replace("s3cret", "wrong") if url == "WRONG_CREDS" else url
+    relay = m.start_relay()
+    assert relay.wait(60) == 1
+    err = m.relay_error().strip()
+    assert len(err.splitlines()) == 1 and says in err, err
+    assert "wrong" not in err and "s3cret" not in err  # no credentials in the message
+
+
+def test_an_unreachable_engine_keeps_sends_accepted_and_says_so(machines: Callable[..., Machine], tmp_path: Path) -> None:
+    from agent_link_machines.testkit import free_port
+
+    m = machines("epsilon")
+    m.env["AGENT_LINK_ENGINE_URL"] = f"nats://127.0.0.1:{free_port()}"
+    relay = m.start_relay()
+    until(lambda: m.status().get("error"), 30, "the relay to report the engine unreachable")
+    assert relay.poll() is None  # it keeps trying
+    health = m.json("machines", "status")
+    assert health["relayRunning"] is True and health["reachable"] is False
+    assert health["problem"].startswith("the engine is unreachable")
+    # a local send still works while the engine is away
+    m.cli("inbox", address="team:carol")
+    m.cli("send", "team:carol", "local mail", address="team:dave")
+    assert rows(m, "SELECT COUNT(*) FROM messages WHERE recipient = 'team:carol'")[0][0] == 1
+    assert health["outboxDepth"] == 0
+
+
+def test_not_configured_the_machine_works_alone(tmp_path: Path) -> None:
+    import asyncio
+
+    from agent_link_core.app import App
+
+    async def check() -> None:
+        app = App.create(env={"AGENT_LINK_STATE_DIR": str(tmp_path / "state"), "HOME": str(tmp_path), "AGENT_LINK_LOAD_PLUGINS": "machines",
+                              "AGENT_LINK_ADDRESS": "team:solo"})
+        try:
+            outcome = await app.send(caller=app.caller(), to="team:other", body="hello")
+            assert outcome.message["recipient"] == "team:other"
+            assert app.store.conn.execute("SELECT COUNT(*) FROM machines_outbox").fetchone()[0] == 0
+            health = app.health()
+            assert health["sections"]["machines"] == {"configured": False, "note": "AGENT_LINK_ENGINE_URL is unset: this machine works alone."}
+            listing = await app.list_agents(harness="machines")
+            assert listing["sessions"] == [] and listing["complete"] is True
+        finally:
+            await app.aclose()
+
+    asyncio.run(check())
+
+
+def test_a_machine_gone_quiet_is_marked_stale_never_dropped(machines: Callable[..., Machine]) -> None:
+    a, b = pair(machines)
+    b.stop()
+
+    def stale() -> dict[str, Any] | None:
+        out = a.json("sessions", "--harness", "machines")
+        bob = next((s for s in out["sessions"] if s["address"] == "team:bob"), None)
+        return out if bob is not None and bob["machineStale"] else None
+
+    out = until(stale, 30, "beta's listing to turn stale on alpha")
+    assert out["complete"] is False
+    provider = out["providers"]["machines"]
+    assert provider["reason"] == "machines_stale" and provider["machines"]["beta"]["stale"] is True
+    health = a.json("machines", "status")
+    assert health["reachable"] is True and [m["stale"] for m in health["machinesSeen"] if m["name"] == "beta"] == [True]
+    # this machine's own relay stopped: everything it lists is stale, and health says why
+    a.stop()
+    out = until(lambda: (o := a.json("sessions", "--harness", "machines"))["providers"]["machines"]["reason"].startswith("relay_not_running") and o,
+                30, "alpha to notice its relay stopped")
+    assert out["complete"] is False and all(s["machineStale"] for s in out["sessions"]) and out["sessions"]
+    health = json.loads(a.cli("health", "--json").stdout)["sections"]["machines"]
+    assert health["relayRunning"] is False and health["problem"].startswith("the relay is not running")
+
+
+def test_through_mcp_list_resolve_send_and_wait_across_machines(machines: Callable[..., Machine]) -> None:
+    import anyio
+
+    from agent_link_testing.mcp_client import agent_link_mcp
+
+    a, b = pair(machines)
+
+    async def scenario() -> None:
+        async with agent_link_mcp({**a.env, "AGENT_LINK_ADDRESS": "team:alice"}) as client:
+            listed = await client.call("list_agents", {"harness": "machines"})
+            bob = next(s for s in listed["sessions"] if s["address"] == "team:bob")
+            assert bob["machine"] == "beta" and listed["complete"] is True
+            resolved = await client.call("resolve_agent", {"query": "bob"})
+            assert resolved["status"] == "resolved" and resolved["best"]["address"] == "team:bob"
+            assert resolved["best"]["machine"] == "beta"
+            sent = await client.call("message_agent", {"to": "team:bob", "message": "over MCP", "anticipation": "reply"})
+            message_id = sent["messageId"]
+
+            def answer() -> None:
+                until(lambda: any(m["id"] == message_id for m in b.json("inbox", "--peek", address="team:bob")["messages"]), 30,
+                      "the message on beta")
+                b.cli("reply", message_id, "answered on beta", address="team:bob")
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(anyio.to_thread.run_sync, answer)
+                waited = await client.call("wait_for_agent", {"agent": "team:bob", "replyToMessageId": message_id, "timeoutMs": 45000})
+            assert waited["outcome"] == "reply" and "answered on beta" in waited["reply"]["envelope"], waited
+            health = await client.call("agent_link_health", {})
+            section = health["sections"]["machines"]
+            assert section["machine"] == "alpha" and section["reachable"] is True and section["outboxDepth"] == 0
+            assert [m["name"] for m in section["machinesSeen"]] == ["alpha", "beta"]
+
+    anyio.run(scenario)
+
+
+def test_engine_down_30_s_sends_accepted_then_all_delivered(machines: Callable[..., Machine], engine: Engine) -> None:
+    import time
+
+    a, b = pair(machines)
+    engine.kill()
+    down_at = time.monotonic()
+    until(lambda: not a.status().get("reachable"), 30, "alpha's relay to see the engine gone")
+    ids = [a.json("send", "team:bob", f"while down {n}", address="team:alice")["messageId"] for n in range(20)]
+    health = a.json("machines", "status")
+    assert health["reachable"] is False and health["outboxDepth"] == 20 and health["problem"].startswith("the engine is unreachable")
+    time.sleep(max(0.0, 30 - (time.monotonic() - down_at)))  # the outage the issue names: 30 s
+    assert a.relay is not None and a.relay.poll() is None and b.relay is not None and b.relay.poll() is None
+    engine.start()
+    until(lambda: len(rows(b, f"SELECT id FROM messages WHERE id IN ({','.join('?' * len(ids))})", *ids)) == len(ids), 60,
+          "every message sent while the engine was down, on beta")
+    until(lambda: a.json("machines", "status")["outboxDepth"] == 0, 30, "alpha's outbox empty")
+    assert rows(b, "SELECT COUNT(*) FROM messages WHERE body LIKE 'while down %'")[0][0] == 20
+
+
+def test_a_bad_machine_name_is_one_line_and_a_health_problem(machines: Callable[..., Machine]) -> None:
+    m = machines("eta")
+    m.env["AGENT_LINK_MACHINE"] = "two words"
+    assert m.start_relay().wait(60) == 1
+    err = m.relay_error().strip()
+    assert len(err.splitlines()) == 1 and "AGENT_LINK_MACHINE='two words' is not a machine name" in err, err
+    health = m.json("machines", "status")
+    assert health["machine"] is None and health["problem"].startswith("AGENT_LINK_MACHINE='two words' is not a machine name")
+    # mail on the machine itself still works
+    m.cli("inbox", address="team:x")
+    m.cli("send", "team:x", "local", address="team:y")
+    assert rows(m, "SELECT COUNT(*) FROM messages")[0][0] == 1 and rows(m, "SELECT COUNT(*) FROM machines_outbox")[0][0] == 0
+
+
+def test_credentials_never_reach_status_or_health(machines: Callable[..., Machine], engine: Engine) -> None:
+    a = machines("theta")
+    a.start_relay()
+    a.wait_connected()
+    assert "s3cret" not in json.dumps(a.status()) and "s3cret" not in a.cli("machines", "status", "--json").stdout
+    assert "s3cret" not in a.cli("health", "--json").stdout
+    assert "s3cret" in engine.url  # the machine did use it
