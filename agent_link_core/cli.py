@@ -1048,11 +1048,10 @@ def build_cli() -> click.Group:
 
         sys.exit(hook_main([host, event]))
 
-    from agent_link_core import config_cli, host_install, legacy_cli
+    from agent_link_core import config_cli, legacy_cli
 
     config_cli.register(cli, fail)
     legacy_cli.register(cli, fail, get_app, emit)
-    host_install.register(cli)
     return cli
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from agent_link_core.procs import pid_alive
 from agent_link_core.store import Migration, now_ms
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -105,5 +104,18 @@ def held(store: Store, row: Any) -> bool:
     return any(_live(w) for w in found)
 
 
+def _pid_alive(pid: int) -> bool:
+    """True when ``pid`` runs: a zombie does not, a process of another user does (psutil,
+    imported here: the hook fast path never pays for it)."""
+    import psutil
+
+    try:
+        return pid > 0 and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.AccessDenied:
+        return True
+    except psutil.Error:
+        return False
+
+
 def _live(wait: Any) -> bool:
-    return now_ms() - int(wait["started_at"]) <= MAX_WAIT_MS and pid_alive(int(wait["pid"]))
+    return now_ms() - int(wait["started_at"]) <= MAX_WAIT_MS and _pid_alive(int(wait["pid"]))
