@@ -233,6 +233,11 @@ class Hooks:
         self._records: dict[str, dict[str, tuple[str, Any]]] = {}
         self._owners: dict[tuple[str, str], str] = {}  # (kind, record name) -> plugin, kept when it is left out
 
+    @property
+    def pm(self) -> pluggy.PluginManager:
+        """The plugin manager these hooks call."""
+        return self._pm
+
     # -- plumbing
 
     def _disable(self, plugin: str, reason: str) -> None:
@@ -567,3 +572,16 @@ def trace_hook_calls(pm: pluggy.PluginManager, sink: Callable[[str], None]) -> C
         return None
 
     return pm.add_hookcall_monitoring(before, after)
+
+
+def load_plugins(env: Mapping[str, str] | None = None, extra_plugins: tuple[Any, ...] = ()) -> Hooks:
+    """The plugins of ``env`` (default: the process environment, with the settings file's
+    values filled in), loaded without opening the database.
+
+    :raises AgentLinkError: ``invalid_arguments`` for a settings file that cannot be read.
+    """
+    from agent_link_core.settings_file import with_settings
+
+    env = with_settings(dict(os.environ if env is None else env))
+    pm, report = build_plugin_manager(env=env, extra_plugins=extra_plugins)
+    return Hooks(pm, report)
