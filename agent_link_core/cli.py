@@ -69,14 +69,22 @@ def open_app(ctx: click.Context) -> App:
     """
     root = ctx.find_root()
     if "app" not in root.meta:
-        root.meta["app"] = App.create(read_only_ok=bool(root.meta.get("read_only_ok")), hooks=root.meta.get("hooks"))
+        options: dict[str, Any] = {"read_only_ok": True} if root.meta.get("read_only_ok") else {}
+        if "hooks" in root.meta:  # loaded before, for a command that opens no database
+            options["hooks"] = root.meta["hooks"]
+        root.meta["app"] = App.create(**options)
         root.call_on_close(root.meta["app"].close)
     return root.meta["app"]
 
 
+#: plugin commands that must open no database: looked up with the plugins loaded alone
+#: (``config``, the settings plugin's, may be about to say where the database lives)
+STATELESS_COMMANDS = ("config",)
+
+
 def plugin_hooks(ctx: click.Context) -> Hooks:
-    """The plugins of this invocation, loaded without opening the database (a plugin's command
-    may run without one, as ``config`` does); the App opened later reuses them.
+    """The plugins of this invocation, loaded without opening the database (for
+    :data:`STATELESS_COMMANDS`); an App opened later reuses them.
 
     :raises AgentLinkError: the settings file cannot be read.
     """
@@ -245,12 +253,12 @@ class AgentLinkGroup(click.Group):
 
     _plugins_loaded = False
 
-    def _load_plugin_commands(self, ctx: click.Context, for_health: bool = False) -> None:
+    def _load_plugin_commands(self, ctx: click.Context, for_health: bool = False, stateless: bool = False) -> None:
         if self._plugins_loaded:
             return
         self._plugins_loaded = True
         try:
-            plugin_hooks(ctx).register_commands(self)
+            (plugin_hooks(ctx) if stateless else open_app(ctx).hooks).register_commands(self)
         except AgentLinkError as exc:
             if not for_health:  # health (a core command) reports a state that does not open itself
                 fail(exc)
@@ -258,12 +266,10 @@ class AgentLinkGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         # Plugins may also add options to core commands (e.g. a harness's endpoint choice),
         # so they load for every command but the two that must start fast on their own.
-        # Loading them opens no database: a plugin's command may run without one (``config``
-        # may be about to say where the database lives).
         if cmd_name == "health":  # health reports what it can read in a state dir it cannot write
             ctx.find_root().meta["read_only_ok"] = True
         if cmd_name not in self.commands or cmd_name not in ("mcp", "hook"):
-            self._load_plugin_commands(ctx, for_health=cmd_name == "health")
+            self._load_plugin_commands(ctx, for_health=cmd_name == "health", stateless=cmd_name in STATELESS_COMMANDS)
         command = super().get_command(ctx, cmd_name)
         if command is not None and getattr(command.callback, "__agent_link_sender_options__", False):
             _add_sender_options(command, get_app(ctx))
