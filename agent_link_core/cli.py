@@ -1074,9 +1074,6 @@ def build_cli() -> click.Group:
 
         sys.exit(hook_main([host, event]))
 
-    from agent_link_core import legacy_cli
-
-    legacy_cli.register(cli, fail, get_app, emit)
     return cli
 
 

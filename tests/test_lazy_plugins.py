@@ -91,7 +91,7 @@ async def test_a_declared_tool_whose_module_fails_is_listed_and_answers_an_error
 #: modules a plain send or inbox never needs (the MCP SDK, schema validation, tables, the
 #: web page, host clients)
 HEAVY_MODULES = ("mcp", "pydantic", "jsonschema", "rich", "jinja2", "starlette", "websockets", "psutil", "filelock",
-                 "anyio", "urllib.request", "agent_link_core.legacy", "agent_link_core.tools.core_tools", "agent_link_web.server")
+                 "anyio", "urllib.request", "agent_link_core.legacy", "agent_link_legacy.engine", "agent_link_core.tools.core_tools", "agent_link_web.server")
 
 PROBE = '''
 import json, sys

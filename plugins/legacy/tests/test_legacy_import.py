@@ -17,7 +17,8 @@ from click.testing import CliRunner
 from agent_link_core import hookimpl
 from agent_link_core.app import App
 from agent_link_core.cli import build_cli
-from agent_link_core.legacy import LegacyContext, LegacyImporter, LegacyOutcome, import_legacy
+from agent_link_core.legacy import LegacyContext, LegacyImporter, LegacyOutcome
+from agent_link_legacy.engine import import_legacy
 from agent_link_testing.legacy_files import T0, message, state, write_lines
 
 
