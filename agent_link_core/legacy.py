@@ -329,4 +329,6 @@ def legacy_state(app: App) -> dict[str, Any]:
     out: dict[str, Any] = {"sourceDir": source, "files": files, "pending": len(pending)}
     if pending:
         out["hint"] = "Run `agent-link import-legacy --dry-run`, then `agent-link import-legacy`, to fold them into the database."
+        if "legacy" not in app.plugin_report.loaded:  # the command is the legacy plugin's
+            out["hint"] = "Install the legacy plugin (agent-link-legacy, plugins/legacy); then " + out["hint"][0].lower() + out["hint"][1:]
     return out

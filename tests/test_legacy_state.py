@@ -40,6 +40,7 @@ def test_health_names_the_originals_files_an_importer_knows(isolated_env: Path) 
         assert state["files"] == [{"importer": "notes", "path": str(isolated_env / "notes.jsonl"), "bytes": 12,
                                    "imported": False, "changedSinceImport": False}]
         assert state["pending"] == 1 and "agent-link import-legacy" in state["hint"]
+        assert state["hint"].startswith("Install the legacy plugin (agent-link-legacy, plugins/legacy); then run `agent-link")
     finally:
         app.close()
 
