@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-PLUGINS := codex claude roles receipts projects approvals web forks leases opencode machines
+PLUGINS := hostkit legacy codex claude roles receipts projects approvals web forks leases opencode settings machines
 # example plugins (docs/plugins.md): installed and tested like the others
 EXAMPLES := filehost
 
@@ -57,11 +57,13 @@ test-previous:
 test-latest:
 	hosts/latest.sh
 
-# Static checks (config in pyproject.toml) on the core, every plugin, testing/ and examples/.
+# Static checks (config in pyproject.toml) on the core, every plugin, testing/ and examples/;
+# then the code's shape against the design's targets and the allowance scripts/shape_allowance.json.
 lint:
-	$(VENV)/bin/ruff check agent_link_core plugins testing examples tests bench
-	$(VENV)/bin/mypy agent_link_core testing/agent_link_testing bench/run.py \
+	$(VENV)/bin/ruff check agent_link_core plugins testing examples tests bench scripts
+	$(VENV)/bin/mypy agent_link_core testing/agent_link_testing bench/run.py scripts/check_shape.py \
 		$(foreach p,$(PLUGINS),plugins/$(p)/agent_link_$(p)) $(foreach p,$(EXAMPLES),examples/$(p)/agent_link_$(p))
+	$(PY) scripts/check_shape.py
 
 # every section; `make bench SECTIONS="reads hook"` runs only those (names: bench/run.py SECTIONS)
 bench:

@@ -77,6 +77,8 @@ class SendOutcome:
 PUSH_BUDGETS = 4
 
 
+
+
 class App:
     """One agent-link process's view of the world.
 
@@ -172,18 +174,21 @@ class App:
 
     @classmethod
     def create(cls, env: Mapping[str, str] | None = None, extra_plugins: tuple[Any, ...] = (),
-               read_only_ok: bool = False) -> App:
+               read_only_ok: bool = False, hooks: Hooks | None = None) -> App:
         """Load plugins and settings and open the database.
 
         :param read_only_ok: when the database exists but its state dir is not writable, open it
             read-only instead of failing (``health``: report what can be read); ``read_only``
             then holds the refusal, and every write fails.
+        :param hooks: plugins already loaded by :func:`~agent_link_core.plugins.load_plugins` for the same ``env``
+            (the CLI looks its plugin commands up before it opens the database).
         :raises AgentLinkError: ``invalid_arguments`` for a bad setting (naming the
             variable), ``state_io_error`` when the state dir or database is unusable.
         """
         env = with_settings(dict(os.environ if env is None else env))
-        pm, report = build_plugin_manager(env=env, extra_plugins=extra_plugins)
-        hooks = Hooks(pm, report)
+        if hooks is None:
+            hooks = Hooks(*build_plugin_manager(env=env, extra_plugins=extra_plugins))
+        report, pm = hooks.report, hooks.pm
         config = load_config(env, hooks.settings())
         state_dirs.record(config.state_dir, env)
         configure_logging(config)

@@ -20,6 +20,10 @@ from agent_link_core import __version__
 from agent_link_core.app import App
 from agent_link_core.errors import AgentLinkError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from agent_link_core.plugins import Hooks
+
 EXIT_HELP = """\b
 Exit codes:
   0  success (send: delivered, accepted or queued; find: exactly one match)
@@ -65,9 +69,33 @@ def open_app(ctx: click.Context) -> App:
     """
     root = ctx.find_root()
     if "app" not in root.meta:
-        root.meta["app"] = App.create(read_only_ok=True) if root.meta.get("read_only_ok") else App.create()
+        options: dict[str, Any] = {"read_only_ok": True} if root.meta.get("read_only_ok") else {}
+        if "hooks" in root.meta:  # loaded before, for a command that opens no database
+            options["hooks"] = root.meta["hooks"]
+        root.meta["app"] = App.create(**options)
         root.call_on_close(root.meta["app"].close)
     return root.meta["app"]
+
+
+#: plugin commands that must open no database: looked up with the plugins loaded alone
+#: (``config``, the settings plugin's, may be about to say where the database lives)
+STATELESS_COMMANDS = ("config",)
+
+
+def plugin_hooks(ctx: click.Context) -> Hooks:
+    """The plugins of this invocation, loaded without opening the database (for
+    :data:`STATELESS_COMMANDS`); an App opened later reuses them.
+
+    :raises AgentLinkError: the settings file cannot be read.
+    """
+    root = ctx.find_root()
+    if "app" in root.meta:
+        return root.meta["app"].hooks
+    if "hooks" not in root.meta:
+        from agent_link_core.plugins import load_plugins
+
+        root.meta["hooks"] = load_plugins()
+    return root.meta["hooks"]
 
 
 def emit(data: Any, as_json: bool, human: Any, ndjson: bool = False) -> None:
@@ -253,25 +281,23 @@ class AgentLinkGroup(click.Group):
         except KeyboardInterrupt:
             interrupted(ctx.invoked_subcommand)
 
-    def _load_plugin_commands(self, ctx: click.Context, for_health: bool = False) -> None:
+    def _load_plugin_commands(self, ctx: click.Context, for_health: bool = False, stateless: bool = False) -> None:
         if self._plugins_loaded:
             return
         self._plugins_loaded = True
         try:
-            open_app(ctx).hooks.register_commands(self)
+            (plugin_hooks(ctx) if stateless else open_app(ctx).hooks).register_commands(self)
         except AgentLinkError as exc:
             if not for_health:  # health (a core command) reports a state that does not open itself
                 fail(exc)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         # Plugins may also add options to core commands (e.g. a harness's endpoint choice),
-        # so they load for every command but the two that must start fast on their own and
-        # ``config``, which reads the plugins' settings itself and must open no database
-        # (it may be about to say where the database lives).
+        # so they load for every command but the two that must start fast on their own.
         if cmd_name == "health":  # health reports what it can read in a state dir it cannot write
             ctx.find_root().meta["read_only_ok"] = True
-        if cmd_name not in self.commands or cmd_name not in ("mcp", "hook", "config"):
-            self._load_plugin_commands(ctx, for_health=cmd_name == "health")
+        if cmd_name not in self.commands or cmd_name not in ("mcp", "hook"):
+            self._load_plugin_commands(ctx, for_health=cmd_name == "health", stateless=cmd_name in STATELESS_COMMANDS)
         command = super().get_command(ctx, cmd_name)
         if command is not None and getattr(command.callback, "__agent_link_sender_options__", False):
             _add_sender_options(command, get_app(ctx))
@@ -1082,11 +1108,6 @@ def build_cli() -> click.Group:
 
         sys.exit(hook_main([host, event]))
 
-    from agent_link_core import config_cli, host_install, legacy_cli
-
-    config_cli.register(cli, fail)
-    legacy_cli.register(cli, fail, get_app, emit)
-    host_install.register(cli)
     return cli
 
 

@@ -84,9 +84,10 @@ def import_target(target: str) -> Any:
 
 
 def _owner_of(ctx: click.Context | None, target: str) -> tuple[Any, str]:
-    """The running App's hooks (or None) and the plugin whose package holds ``target``."""
-    app = ctx.find_root().meta.get("app") if ctx is not None else None
-    hooks = getattr(app, "hooks", None)
+    """The invocation's hooks (the App's, or those the CLI loaded before opening it; or None)
+    and the plugin whose package holds ``target``."""
+    meta = ctx.find_root().meta if ctx is not None else {}
+    hooks = getattr(meta.get("app"), "hooks", None) or meta.get("hooks")
     plugin = hooks.plugin_of_module(target.partition(":")[0]) if hooks is not None else None
     return hooks, plugin or target.partition(".")[0]
 

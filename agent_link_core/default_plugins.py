@@ -14,24 +14,15 @@ from agent_link_core.store import CORE_MIGRATIONS, Migration
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.tools.registry import ToolSpec
     from agent_link_core.app import App
-    from agent_link_core.legacy import LegacyImporter
 
 
 @hookimpl
 def agent_link_schema() -> list[Migration]:
     from agent_link_core.handoff import MIGRATIONS as HANDOFF_MIGRATIONS
-    from agent_link_core.legacy_schema import LEGACY_MIGRATIONS
     from agent_link_core.presence import PRESENCE_MIGRATIONS
     from agent_link_core.search import SEARCH_MIGRATIONS
 
-    return [*CORE_MIGRATIONS, *SEARCH_MIGRATIONS, *PRESENCE_MIGRATIONS, *LEGACY_MIGRATIONS, *HANDOFF_MIGRATIONS]
-
-
-@hookimpl
-def agent_link_register_legacy_importers(register: Callable[[LegacyImporter], None]) -> None:
-    from agent_link_core.legacy import MailboxImporter, core_mailbox_paths
-
-    register(MailboxImporter("mailbox", core_mailbox_paths, order=20))
+    return [*CORE_MIGRATIONS, *SEARCH_MIGRATIONS, *PRESENCE_MIGRATIONS, *HANDOFF_MIGRATIONS]
 
 
 @hookimpl

@@ -104,7 +104,18 @@ def held(store: Store, row: Any) -> bool:
     return any(_live(w) for w in found)
 
 
-def _live(wait: Any) -> bool:
-    from agent_link_core.procs import pid_alive  # socket and psutil: only once a wait is on record
+def _pid_alive(pid: int) -> bool:
+    """True when ``pid`` runs: a zombie does not, a process of another user does (psutil,
+    imported here: the hook fast path never pays for it)."""
+    import psutil
 
-    return now_ms() - int(wait["started_at"]) <= MAX_WAIT_MS and pid_alive(int(wait["pid"]))
+    try:
+        return pid > 0 and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.AccessDenied:
+        return True
+    except psutil.Error:
+        return False
+
+
+def _live(wait: Any) -> bool:
+    return now_ms() - int(wait["started_at"]) <= MAX_WAIT_MS and _pid_alive(int(wait["pid"]))

@@ -235,6 +235,11 @@ class Hooks:
         #: {hook: (its implementations, what _plain_impls made of them)}
         self._plain: dict[str, tuple[list[Any], list[Any] | None]] = {}
 
+    @property
+    def pm(self) -> pluggy.PluginManager:
+        """The plugin manager these hooks call."""
+        return self._pm
+
     # -- plumbing
 
     def _disable(self, plugin: str, reason: str) -> None:
@@ -609,3 +614,16 @@ def trace_hook_calls(pm: pluggy.PluginManager, sink: Callable[[str], None]) -> C
         undo()
 
     return untrace
+
+
+def load_plugins(env: Mapping[str, str] | None = None, extra_plugins: tuple[Any, ...] = ()) -> Hooks:
+    """The plugins of ``env`` (default: the process environment, with the settings file's
+    values filled in), loaded without opening the database.
+
+    :raises AgentLinkError: ``invalid_arguments`` for a settings file that cannot be read.
+    """
+    from agent_link_core.settings_file import with_settings
+
+    env = with_settings(dict(os.environ if env is None else env))
+    pm, report = build_plugin_manager(env=env, extra_plugins=extra_plugins)
+    return Hooks(pm, report)

@@ -92,9 +92,9 @@ async def test_a_declared_tool_whose_module_fails_is_listed_and_answers_an_error
 #: web page, host clients, the hosts' harnesses: declared, built when a command talks to a
 #: host; python-ulid, whose import reads package metadata; the process tools)
 HEAVY_MODULES = ("mcp", "pydantic", "jsonschema", "rich", "jinja2", "starlette", "websockets", "psutil", "filelock",
-                 "anyio", "urllib.request", "agent_link_core.legacy", "agent_link_core.tools.core_tools", "agent_link_web.server",
+                 "anyio", "urllib.request", "agent_link_core.legacy", "agent_link_legacy.engine", "agent_link_core.tools.core_tools", "agent_link_web.server",
                  "agent_link_codex.harness", "agent_link_claude.harness", "agent_link_opencode.harness",
-                 "agent_link_filehost.harness", "ulid", "agent_link_core.procs", "shutil")
+                 "agent_link_filehost.harness", "ulid", "agent_link_hostkit.procs", "shutil")
 #: and what an inbox read never needs: nothing in it is asynchronous
 INBOX_HEAVY_MODULES = ("asyncio", "ssl", "agent_link_core.api")
 

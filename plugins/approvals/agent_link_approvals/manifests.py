@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import agent_link_core
-from agent_link_core import host_install
+from agent_link_hostkit import host_install
 
 CODEX_MANIFEST = ".codex-plugin/plugin.json"
 CODEX_MARKETPLACE = ".agents/plugins/marketplace.json"
@@ -82,7 +82,7 @@ def default_plugin_root() -> Path:
 def _default_root(host: str, marketplace: str) -> Path:
     """The checkout when it has ``host``'s marketplace file; else, for an installation without
     a checkout (pipx, ``uv tool``), the marketplace ``agent-link install <host>`` made
-    (:func:`agent_link_core.host_install.plugin_dir`) when it exists; else the checkout
+    (:func:`agent_link_hostkit.host_install.plugin_dir`) when it exists; else the checkout
     (whose missing file is then reported)."""
     checkout = default_plugin_root()
     if (checkout / marketplace).is_file():

@@ -44,7 +44,7 @@ from agent_link_core.harness import Delivery, Harness, McpPeer, OutputBudget, Se
 from agent_link_core.hook import last_runs
 from agent_link_core.json_files import read_json_object
 from agent_link_core.mailbox import iso
-from agent_link_core.procs import lineage
+from agent_link_hostkit.procs import lineage
 from agent_link_core.model import Caller, Session
 
 from agent_link_claude.channel import (

@@ -3,7 +3,7 @@ registered, and removed again, through ``claude plugin ...``.
 
 Install copies the plugin folder this package ships (``host_plugin/``: manifest, hook
 declarations, launcher; a few KB) to ``~/.local/share/agent-link/host-plugins/claude/``
-(:func:`agent_link_core.host_install.plugin_dir`), adds a marketplace manifest naming it, and
+(:func:`agent_link_hostkit.host_install.plugin_dir`), adds a marketplace manifest naming it, and
 runs ``claude plugin marketplace add`` and ``claude plugin install agent-link@agent-link``
 (user scope). Claude Code runs a directory marketplace's plugin from that folder, so the
 folder stays until uninstall. An earlier registration under the same names (a checkout's
@@ -23,8 +23,8 @@ from pathlib import Path
 
 import click
 
-from agent_link_core import host_install
-from agent_link_core.host_install import Step
+from agent_link_hostkit import host_install
+from agent_link_hostkit.host_install import Step
 
 from agent_link_claude import channel, sessions
 

@@ -41,7 +41,7 @@ from typing import Any, Self
 
 
 from agent_link_core.json_files import read_json_object
-from agent_link_core.procs import lineage, socket_peer_pid
+from agent_link_hostkit.procs import lineage, socket_peer_pid
 
 from agent_link_claude.procs import same_process
 

@@ -54,7 +54,7 @@ def agent_link_register_commands(cli: click.Group) -> None:
     """``agent-link claude-peers`` (:mod:`agent_link_claude.cli`); ``agent-link install claude``
     and ``agent-link uninstall claude`` (:mod:`agent_link_claude.install`)."""
     from agent_link_core.contribute import command
-    from agent_link_core.host_install import install_group, uninstall_group
+    from agent_link_hostkit.host_install import install_group, uninstall_group
 
     cli.add_command(command(
         "claude-peers", "agent_link_claude.cli:claude_peers",

@@ -1,11 +1,11 @@
 """Process facts the claude harness needs: is a pid alive, when did it start, who is its parent,
-what is its command line (through :mod:`agent_link_core.procs`, which uses psutil).
+what is its command line (through :mod:`agent_link_hostkit.procs`, which uses psutil).
 
 Claude Code writes ``procStart`` into ``<config dir>/sessions/<pid>.json`` so that a reused pid
 is not mistaken for the session's process. On Linux that value is field 22 (``starttime``, clock
 ticks since boot) of ``/proc/<pid>/stat``, as a decimal string; elsewhere it is the output of
 ``ps -o lstart= -p <pid>`` run with ``LC_ALL=C TZ=UTC`` (see docs/hosts/claude-code.md).
-:func:`agent_link_core.procs.start_stamp` computes the same value so the two can be compared.
+:func:`agent_link_hostkit.procs.start_stamp` computes the same value so the two can be compared.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 
-from agent_link_core import procs
+from agent_link_hostkit import procs
 
 proc_start = procs.start_stamp
 pid_alive = procs.pid_alive

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agent_link_core.app import App
-from agent_link_core.legacy import import_legacy
+from agent_link_legacy.engine import import_legacy
 from agent_link_testing.legacy_files import T0, message, state, write_lines
 
 SESSION = "0f8fad5b-d9cb-469f-a165-70867728950e"

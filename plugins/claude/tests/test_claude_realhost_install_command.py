@@ -29,7 +29,7 @@ from agent_link_testing.claude_host import ClaudeHost
 from agent_link_testing.dists import agent_link_elsewhere
 from agent_link_testing.messages_stub import MessagesStub, Reply
 
-from agent_link_core.host_install import folder_size, plugin_dir
+from agent_link_hostkit.host_install import folder_size, plugin_dir
 
 pytestmark = [pytest.mark.realhost, pytest.mark.timeout(600)]
 

@@ -3,7 +3,7 @@ and removed again, through ``codex plugin ...``.
 
 Install copies the plugin folder this package ships (``host_plugin/``: manifests, hook
 declaration, launcher; a few KB) to ``~/.local/share/agent-link/host-plugins/codex/``
-(:func:`agent_link_core.host_install.plugin_dir`), adds a marketplace manifest naming it
+(:func:`agent_link_hostkit.host_install.plugin_dir`), adds a marketplace manifest naming it
 (``.agents/plugins/marketplace.json``), and runs ``codex plugin marketplace add`` and
 ``codex plugin add codex-agent-link@agent-link``; Codex copies the plugin into
 ``$CODEX_HOME/plugins/cache``. An earlier registration under the same names (a checkout's
@@ -23,8 +23,8 @@ from pathlib import Path
 
 import click
 
-from agent_link_core import host_install
-from agent_link_core.host_install import Step
+from agent_link_hostkit import host_install
+from agent_link_hostkit.host_install import Step
 
 from agent_link_codex.settings import codex_home
 

@@ -15,7 +15,7 @@ Lifecycle (docs/behaviour.md §16.2, adapted to Codex 0.169.0):
 * stopped with SIGTERM to the group, then SIGKILL after a grace period; the record, socket,
   token, stderr log and any daemon leftovers (the real socket and its ``.lock``) are removed.
 
-Process facts come from psutil (:mod:`agent_link_core.procs`).
+Process facts come from psutil (:mod:`agent_link_hostkit.procs`).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_link_core import procs
+from agent_link_hostkit import procs
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.store import ensure_private_dir, now_ms
 
@@ -130,7 +130,7 @@ def find_codex(values: Mapping[str, Any], env: Mapping[str, str]) -> Launcher:
     raise ManagedError("codex-binary-not-found", "no codex program found", searched)
 
 
-# process facts (psutil, through agent_link_core.procs) -----------------------------------------
+# process facts (psutil, through agent_link_hostkit.procs) -----------------------------------------
 def process_start(pid: int) -> str | None:
     """An opaque start-time token of ``pid`` (defeats pid reuse), or None when unknown."""
     return procs.start_stamp(pid)

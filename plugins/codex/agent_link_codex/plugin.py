@@ -120,7 +120,7 @@ def agent_link_register_commands(cli: click.Group) -> None:
     is :mod:`agent_link_codex.socket_option`."""
     from agent_link_codex.socket_option import add_socket_option
     from agent_link_core.contribute import command
-    from agent_link_core.host_install import install_group, uninstall_group
+    from agent_link_hostkit.host_install import install_group, uninstall_group
 
     cli.add_command(command("endpoints", "agent_link_codex.cli:endpoints",
                             "Codex app-servers to use besides the default ones (a registry only you can read)."))

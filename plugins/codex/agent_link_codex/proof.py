@@ -19,7 +19,7 @@ import os
 import re
 import time
 
-from agent_link_core.procs import executable, lineage, open_paths, start_stamp
+from agent_link_hostkit.procs import executable, lineage, open_paths, start_stamp
 
 #: the native Codex program (``codex``, ``codex.exe``); the npm ``codex.js`` wrapper only starts it
 PROGRAM_RE = re.compile(r"(?:^|[/\\])codex(?:\.exe)?$")

@@ -26,7 +26,7 @@ from agent_link_testing.codex_host import STUB_KEY_ENV, codex_binary, write_code
 from agent_link_testing.dists import agent_link_elsewhere
 from agent_link_testing.responses_stub import ResponsesStub, mcp_tool_call, text
 
-from agent_link_core.host_install import folder_size, plugin_dir
+from agent_link_hostkit.host_install import folder_size, plugin_dir
 
 pytestmark = [pytest.mark.realhost, pytest.mark.timeout(900)]
 

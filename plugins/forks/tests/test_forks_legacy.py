@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agent_link_core.app import App
-from agent_link_core.legacy import import_legacy
+from agent_link_legacy.engine import import_legacy
 from agent_link_forks.jobs import Jobs
 from agent_link_testing.legacy_files import T0, fork_event, write_lines
 from agent_link_testing.plugin_suites import app_factory

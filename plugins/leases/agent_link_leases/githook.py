@@ -134,7 +134,7 @@ def git_hook_command() -> click.Command:
     @click.option("--force", is_flag=True, help="Replace a pre-commit hook agent-link did not write.")
     def install_cmd(repo: str, force: bool) -> None:
         """Install the pre-commit hook into this repository."""
-        from agent_link_core.host_install import agent_link_executable
+        from agent_link_hostkit.host_install import agent_link_executable
 
         try:
             click.echo(f"installed {install(repo, str(agent_link_executable()), force)}")

@@ -45,7 +45,7 @@ def presence_expired(app: App, address: str, now: int) -> bool:
     :param now: epoch ms.
     """
     from agent_link_core.presence import RECENT_MS
-    from agent_link_core.procs import pid_alive
+    from agent_link_hostkit.procs import pid_alive
 
     row = app.store.conn.execute("SELECT last_seen, pid FROM presence WHERE address = ?", (address,)).fetchone()
     return row is not None and not (row["pid"] and pid_alive(int(row["pid"]))) and now - int(row["last_seen"]) > RECENT_MS

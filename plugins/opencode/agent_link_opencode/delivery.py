@@ -36,6 +36,8 @@ from typing import Any
 from agent_link_core.harness import Delivery
 from agent_link_core.store import Store, now_ms
 
+from agent_link_opencode.client import ServerError
+
 VIA = "opencode-prompt"
 #: how long a push waits for the session to show the pushed user message (ms)
 CONFIRM_MS = 10_000
@@ -122,7 +124,7 @@ class Pusher:
     """Pushes envelopes into sessions of one harness's servers.
 
     :param request: ``(base_url, method, path, body) -> answer`` (blocking; raises
-        :class:`agent_link_opencode.harness.ServerError`); run in a thread here.
+        :class:`agent_link_opencode.client.ServerError`); run in a thread here.
     :param claims: the claim table.
     :param confirm_ms: how long to wait for the pushed user message to show (ms).
     """
@@ -167,8 +169,6 @@ class Pusher:
         :returns: the :class:`Delivery` (module docstring for the states). The host's failures
             become warnings and outcomes, never exceptions.
         """
-        from agent_link_opencode.harness import ServerError
-
         if self.claims.get(message_id) is not None:  # pushed before (every push is claimed): look first
             try:
                 earlier = find_pushed(await self._messages(server, session_id), message_id)
@@ -225,8 +225,6 @@ class Pusher:
         """Late evidence for an accepted or unknown push: delivered when the session holds the
         user message and the model was handed it (an assistant message answers it, or the
         session is idle again). Never pushes; None without new evidence."""
-        from agent_link_opencode.harness import ServerError
-
         try:
             found = find_pushed(await self._messages(server, session_id), message_id)
             if found is None:

@@ -7,7 +7,7 @@ opencode has no command for adding either, so this edits its global config file:
 
 * copies the JS plugin this package ships (``host_plugin/agent-link.js``, which names the calling
   session in each call of agent-link's tools, :mod:`agent_link_opencode.proof`) to
-  ``~/.local/share/agent-link/host-plugins/opencode/`` (:func:`agent_link_core.host_install.plugin_dir`);
+  ``~/.local/share/agent-link/host-plugins/opencode/`` (:func:`agent_link_hostkit.host_install.plugin_dir`);
 * sets ``mcp["agent-link"]`` to a local server running this installation's ``agent-link mcp``
   with ``AGENT_LINK_HOST=opencode``, and adds that file's URL to the ``plugin`` list (after
   removing earlier agent-link entries, so running it again changes nothing).
@@ -28,9 +28,9 @@ from typing import Any
 
 import click
 
-from agent_link_core import host_install
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.host_install import Step
+from agent_link_hostkit import host_install
+from agent_link_hostkit.host_install import Step
 
 SOURCE = Path(__file__).with_name("host_plugin") / "agent-link.js"
 #: the MCP server's name in opencode's config (opencode names its tools ``agent-link_<tool>``,

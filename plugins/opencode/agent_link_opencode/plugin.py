@@ -39,7 +39,7 @@ agent_link_schema = migrations("agent_link_opencode.schema:MIGRATIONS")
 def agent_link_register_commands(cli: click.Group) -> None:
     """``agent-link install opencode`` / ``uninstall opencode`` (:mod:`agent_link_opencode.install`)."""
     from agent_link_core.contribute import command
-    from agent_link_core.host_install import install_group, uninstall_group
+    from agent_link_hostkit.host_install import install_group, uninstall_group
 
     install_group(cli).add_command(command(
         "opencode", "agent_link_opencode.install:install_opencode",

@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from agent_link_core.procs import executable, lineage
+from agent_link_hostkit.procs import executable, lineage
 
 #: the tool-call argument the opencode plugin adds (``Harness.caller_arguments``)
 CALLER_ARGUMENT = "_agentLinkCaller"

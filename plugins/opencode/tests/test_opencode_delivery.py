@@ -14,7 +14,7 @@ import pytest
 
 from agent_link_core.app import App
 from agent_link_opencode.delivery import PushClaims, Pusher, envelope_prefix, find_pushed
-from agent_link_opencode.harness import call_api
+from agent_link_opencode.client import call_api
 
 pytestmark = pytest.mark.anyio
 

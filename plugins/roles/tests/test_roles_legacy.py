@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from agent_link_core.app import App
-from agent_link_core.legacy import import_legacy
+from agent_link_legacy.engine import import_legacy
 from agent_link_roles.procedures import latest_version
 
 PROCEDURE = "# Reviewer\nRead the diff, answer within the hour.\n"

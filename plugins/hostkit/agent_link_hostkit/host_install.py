@@ -1,9 +1,10 @@
 """``agent-link install <host>`` and ``agent-link uninstall <host>``: registering agent-link with
 a host application through the host's own CLI.
 
-The core owns the two command groups and what every host shares; each host plugin adds a
-subcommand to both groups from its ``agent_link_register_commands`` (through
-:func:`install_group` / :func:`uninstall_group`) and describes what it does as a list of
+This helper package (``agent-link-hostkit``, no plugin of its own) holds what every host
+shares; each host plugin adds a subcommand to both groups from its
+``agent_link_register_commands`` (through :func:`install_group` / :func:`uninstall_group`,
+which add the groups when the first host plugin asks) and describes what it does as a list of
 :class:`Step`. ``--dry-run`` prints the steps and changes nothing.
 
 What a host installs is a small folder (manifests, hook declarations and the launcher
@@ -224,29 +225,26 @@ def host_command(harness: str, name: str, explicit: str | None, env: Mapping[str
     raise AgentLinkError(f"{harness}_unavailable", where, details={"command": explicit or name}, hint=fix)
 
 
-def register(cli: click.Group) -> None:
-    """Add the empty ``install`` and ``uninstall`` groups that host plugins fill."""
-
-    @cli.group()
-    def install() -> None:
-        """Register agent-link with a host application (the host plugins add one subcommand
-        each); --dry-run prints the steps."""
-
-    @cli.group()
-    def uninstall() -> None:
-        """Remove agent-link from a host application; --dry-run prints the steps."""
+def _group(cli: click.Group, name: str, doc: str) -> click.Group:
+    """The group ``name`` of ``cli``, added (empty, with help ``doc``) by the first host plugin asking."""
+    group = cli.commands.get(name)
+    if group is None:
+        group = click.Group(name, help=doc)
+        cli.add_command(group)
+    if not isinstance(group, click.Group):
+        raise TypeError(f"agent-link {name} is a {type(group).__name__}, not a command group")
+    return group
 
 
 def install_group(cli: click.Group) -> click.Group:
     """The ``install`` group a host plugin adds its subcommand to (from
-    ``agent_link_register_commands``)."""
-    group = cli.commands["install"]
-    assert isinstance(group, click.Group)
-    return group
+    ``agent_link_register_commands``); the first host plugin asking adds it to ``cli``.
+
+    :raises TypeError: ``cli`` has an ``install`` command that is not a group.
+    """
+    return _group(cli, "install", "Register agent-link with a host application (the host plugins add one subcommand each); --dry-run prints the steps.")
 
 
 def uninstall_group(cli: click.Group) -> click.Group:
-    """The ``uninstall`` group a host plugin adds its subcommand to."""
-    group = cli.commands["uninstall"]
-    assert isinstance(group, click.Group)
-    return group
+    """The ``uninstall`` group a host plugin adds its subcommand to (added like :func:`install_group`)."""
+    return _group(cli, "uninstall", "Remove agent-link from a host application; --dry-run prints the steps.")

@@ -1,13 +1,14 @@
 """``agent-link import-legacy [--dry-run] [--from DIR]``: fold the original's files into the
-database (:mod:`agent_link_core.legacy`, docs/legacy.md)."""
+database (:mod:`agent_link_legacy.engine`, docs/legacy.md)."""
 
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable, NoReturn
+from typing import Any
 
 import click
 
+from agent_link_core.cli import emit, fail, get_app
 from agent_link_core.errors import AgentLinkError
 
 
@@ -40,26 +41,22 @@ def _human(report: dict[str, Any]) -> None:
         click.echo(f"failed: {', '.join(report['failed'])} (the others were imported; run again once fixed)")
 
 
-def register(cli: click.Group, fail: Callable[[AgentLinkError], NoReturn], get_app: Callable[[click.Context], Any],
-             emit: Callable[..., None]) -> None:
-    """Add ``import-legacy`` to the root group."""
+@click.command("import-legacy")
+@click.option("--dry-run", is_flag=True, help="Count what would be imported; write nothing.")
+@click.option("--from", "source_dir", type=str, default=None,
+              help="The directory the original kept its files in (default: the state dir).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_context
+def import_legacy_command(ctx: click.Context, dry_run: bool, source_dir: str | None, as_json: bool) -> None:
+    """Fold the original Agent Link's mailbox, receipts, roles and fork log into the
+    database, once: records already there are left alone, the original files are kept.
+    Exit 1 when an importer failed."""
+    from agent_link_legacy.engine import import_legacy as run
 
-    @cli.command("import-legacy")
-    @click.option("--dry-run", is_flag=True, help="Count what would be imported; write nothing.")
-    @click.option("--from", "source_dir", type=str, default=None,
-                  help="The directory the original kept its files in (default: the state dir).")
-    @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-    @click.pass_context
-    def import_legacy(ctx: click.Context, dry_run: bool, source_dir: str | None, as_json: bool) -> None:
-        """Fold the original Agent Link's mailbox, receipts, roles and fork log into the
-        database, once: records already there are left alone, the original files are kept.
-        Exit 1 when an importer failed."""
-        from agent_link_core.legacy import import_legacy as run
-
-        try:
-            report = run(get_app(ctx), dry_run=dry_run, source_dir=source_dir)
-        except AgentLinkError as exc:
-            fail(exc)
-        emit(report, as_json, _human)
-        if report["failed"]:
-            sys.exit(1)
+    try:
+        report = run(get_app(ctx), dry_run=dry_run, source_dir=source_dir)
+    except AgentLinkError as exc:
+        fail(exc)
+    emit(report, as_json, _human)
+    if report["failed"]:
+        sys.exit(1)

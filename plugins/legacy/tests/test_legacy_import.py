@@ -17,7 +17,8 @@ from click.testing import CliRunner
 from agent_link_core import hookimpl
 from agent_link_core.app import App
 from agent_link_core.cli import build_cli
-from agent_link_core.legacy import LegacyContext, LegacyImporter, LegacyOutcome, import_legacy
+from agent_link_core.legacy import LegacyContext, LegacyImporter, LegacyOutcome
+from agent_link_legacy.engine import import_legacy
 from agent_link_testing.legacy_files import T0, message, state, write_lines
 
 
@@ -199,7 +200,7 @@ def test_health_says_which_legacy_files_exist_and_whether_imported(isolated_env:
     path = original_mailbox(isolated_env)
     legacy = app.health()["legacyState"]
     assert legacy["pending"] == 1 and legacy["files"][0]["path"] == str(path) and legacy["files"][0]["imported"] is False
-    assert "import-legacy" in legacy["hint"]
+    assert legacy["hint"].startswith("Run `agent-link import-legacy --dry-run`")  # the plugin is loaded: no install step
     import_legacy(app, dry_run=True)
     assert app.health()["legacyState"]["files"][0]["imported"] is False
     import_legacy(app)

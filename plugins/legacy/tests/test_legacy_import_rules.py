@@ -15,7 +15,8 @@ from agent_link_core import hookimpl
 from agent_link_core.app import App
 from agent_link_core.cli import build_cli
 from agent_link_core.envelope import MAX_BODY_BYTES
-from agent_link_core.legacy import LegacyContext, LegacyImporter, LegacyOutcome, import_legacy
+from agent_link_core.legacy import LegacyContext, LegacyImporter, LegacyOutcome
+from agent_link_legacy.engine import import_legacy
 from agent_link_testing.legacy_files import T0, message, state, write_lines
 
 M1, M2 = "01HF0000000000000000000001", "01HF0000000000000000000002"
@@ -234,7 +235,7 @@ def test_a_message_in_two_mailboxes_adds_up(isolated_env: Path, tmp_path: Path) 
         order = 5
 
         def run(self, ctx: LegacyContext, outcome: LegacyOutcome) -> None:
-            from agent_link_core.legacy import MailboxImporter
+            from agent_link_legacy.engine import MailboxImporter
 
             MailboxImporter("older", lambda _ctx: [str(tmp_path / "older.jsonl")]).run(ctx, outcome)
 

@@ -1,8 +1,9 @@
 """The table ``agent-link import-legacy`` keeps (what it imported), apart from the importer.
 
-Every process that opens the database applies the core's migrations; this module holds the
+Every process that opens the database applies the plugins' migrations; this module holds the
 legacy table's alone so that opening the database does not import the importer
-(:mod:`agent_link_core.legacy`).
+(:mod:`agent_link_legacy.engine`). Health's ``legacyState`` (:func:`agent_link_core.legacy.legacy_state`)
+reads it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The core's part of ``agent-link install|uninstall <host>`` (:mod:`agent_link_core.host_install`):
+"""What the host plugins share of ``agent-link install|uninstall <host>`` (:mod:`agent_link_hostkit.host_install`):
 staging a plugin folder with the executable written into its launcher, running steps (dry run,
 failures, steps with nothing to do), and the groups host plugins fill."""
 
@@ -14,9 +14,9 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from agent_link_core import host_install
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.host_install import LAUNCHER_LINE, Step
+from agent_link_hostkit import host_install
+from agent_link_hostkit.host_install import LAUNCHER_LINE, Step
 
 
 def plugin_source(root: Path) -> Path:
@@ -114,18 +114,28 @@ def test_the_executable_is_the_one_beside_this_interpreter() -> None:
     assert exe == Path(sys.executable).with_name("agent-link").absolute() and os.access(exe, os.X_OK)
 
 
-def test_groups_exist_for_host_plugins_to_fill() -> None:
+def test_the_first_host_plugin_asking_adds_the_groups_the_next_ones_share() -> None:
     cli = click.Group()
-    host_install.register(cli)
+    assert "install" not in cli.commands
     host_install.install_group(cli).add_command(click.Command("h", callback=lambda: click.echo("installed h")))
+    host_install.install_group(cli).add_command(click.Command("g", callback=lambda: click.echo("installed g")))
     assert CliRunner().invoke(cli, ["install", "h"]).output == "installed h\n"
+    assert CliRunner().invoke(cli, ["install", "g"]).output == "installed g\n"
+    assert "Register agent-link with a host application" in CliRunner().invoke(cli, ["--help"]).output
     assert host_install.uninstall_group(cli).commands == {}
+
+
+def test_an_install_command_that_is_not_a_group_is_refused() -> None:
+    cli = click.Group()
+    cli.add_command(click.Command("install"))
+    with pytest.raises(TypeError, match="not a command group"):
+        host_install.install_group(cli)
 
 
 def test_every_host_plugin_carries_the_same_launcher() -> None:
     """Each host plugin's package carries its own copy of the launcher (a wheel must hold
     it); hooks/ links them, and they must not drift apart."""
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[3]
     launchers = sorted((root / "hooks").glob("*/agent-link.sh"))
     assert len(launchers) >= 2, launchers
     assert len({launcher.read_bytes() for launcher in launchers}) == 1, launchers

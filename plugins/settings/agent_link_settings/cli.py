@@ -1,6 +1,7 @@
 """``agent-link config get|set|unset|list``: read and edit the settings file.
 
-The file and its rules are described in :mod:`agent_link_core.settings_file`. ``set`` accepts
+The file and its rules are described in :mod:`agent_link_core.settings_file` (the core reads
+it in every process; this plugin only edits it). ``set`` accepts
 only declared settings (the core's and the installed plugins') and a value the setting
 accepts, so a typo fails here rather than silently in some later process. Writing keeps the
 document's other keys and tables (tomli-w; comments are lost) and leaves the file 0600.
@@ -14,6 +15,7 @@ from typing import Any
 
 import click
 
+from agent_link_core.cli import fail
 from agent_link_core.config import CORE_SETTINGS, Setting, load_config
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.settings_file import SettingsEnv, read_file, settings_path, variable_name
@@ -87,85 +89,86 @@ def write_document(path: str, document: dict[str, Any]) -> None:
         raise state_io_error(path, exc) from exc
 
 
-def register(cli: click.Group, fail: Any) -> None:
-    """Add the ``config`` group to ``cli``; ``fail`` prints an AgentLinkError and exits."""
+@click.group()
+def config() -> None:
+    """Read and edit the settings file every agent-link process reads (the environment
+    overrides it)."""
 
-    @cli.group()
-    def config() -> None:
-        """Read and edit the settings file every agent-link process reads (the environment
-        overrides it)."""
 
-    @config.command("list")
-    @click.option("--json", "as_json", is_flag=True, help="print JSON")
-    def list_(as_json: bool) -> None:
-        """Every setting: its value, where it came from, and what it does."""
-        try:
-            settings = declared_settings()
-            cfg = load_config(None, tuple(s for s in settings.values() if s not in CORE_SETTINGS))
-        except AgentLinkError as exc:
-            fail(exc)
-        rows = [{"name": n, "value": cfg.values.get(n), "source": cfg.sources.get(n), "doc": s.doc}
-                for n, s in settings.items()]
-        if as_json:
-            click.echo(json.dumps({"settingsFile": cfg.settings_file, "settings": rows}, indent=2))
-            return
-        click.echo(f"settings file: {cfg.settings_file}")
-        for row in rows:
-            click.echo(f"{row['name']:<38} {json.dumps(row['value']):<28} {row['source']}")
+@config.command("list")
+@click.option("--json", "as_json", is_flag=True, help="print JSON")
+def list_(as_json: bool) -> None:
+    """Every setting: its value, where it came from, and what it does."""
+    try:
+        settings = declared_settings()
+        cfg = load_config(None, tuple(s for s in settings.values() if s not in CORE_SETTINGS))
+    except AgentLinkError as exc:
+        fail(exc)
+    rows = [{"name": n, "value": cfg.values.get(n), "source": cfg.sources.get(n), "doc": s.doc}
+            for n, s in settings.items()]
+    if as_json:
+        click.echo(json.dumps({"settingsFile": cfg.settings_file, "settings": rows}, indent=2))
+        return
+    click.echo(f"settings file: {cfg.settings_file}")
+    for row in rows:
+        click.echo(f"{row['name']:<38} {json.dumps(row['value']):<28} {row['source']}")
 
-    @config.command()
-    @click.argument("name")
-    @click.option("--json", "as_json", is_flag=True, help="print JSON")
-    def get(name: str, as_json: bool) -> None:
-        """The value of one setting (NAME: AGENT_LINK_STATE_DIR or state_dir) and its source."""
-        try:
-            settings = declared_settings()
-            setting = _setting(name, settings)
-            cfg = load_config(None, tuple(s for s in settings.values() if s not in CORE_SETTINGS))
-        except AgentLinkError as exc:
-            fail(exc)
-        value, source = cfg.values.get(setting.name), cfg.sources.get(setting.name)
-        if as_json:
-            click.echo(json.dumps({"name": setting.name, "value": value, "source": source}))
-        else:
-            click.echo(f"{'' if value is None else value}\t({source})")
 
-    @config.command("set")
-    @click.argument("name")
-    @click.argument("value")
-    def set_(name: str, value: str) -> None:
-        """Write a setting to the settings file."""
-        path = settings_path()
-        try:
-            setting = _setting(name, declared_settings())
-            typed = _typed(setting, value)
-            document = read_file(path)
-        except AgentLinkError as exc:
-            fail(exc)
-        keys = _keys_for(document, setting.name)
-        for key in keys[1:]:
-            del document[key]
-        document[keys[0] if keys else setting.name.removeprefix("AGENT_LINK_").lower()] = typed
-        write_document(path, document)
-        click.echo(f"{setting.name} = {json.dumps(typed)} written to {path}")
-        if os.environ.get(setting.name):
-            click.echo(f"note: {setting.name} is set in this environment, which overrides the file", err=True)
+@config.command()
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="print JSON")
+def get(name: str, as_json: bool) -> None:
+    """The value of one setting (NAME: AGENT_LINK_STATE_DIR or state_dir) and its source."""
+    try:
+        settings = declared_settings()
+        setting = _setting(name, settings)
+        cfg = load_config(None, tuple(s for s in settings.values() if s not in CORE_SETTINGS))
+    except AgentLinkError as exc:
+        fail(exc)
+    value, source = cfg.values.get(setting.name), cfg.sources.get(setting.name)
+    if as_json:
+        click.echo(json.dumps({"name": setting.name, "value": value, "source": source}))
+    else:
+        click.echo(f"{'' if value is None else value}\t({source})")
 
-    @config.command()
-    @click.argument("name")
-    def unset(name: str) -> None:
-        """Remove a setting from the settings file."""
-        path = settings_path()
-        try:
-            setting = _setting(name, declared_settings())
-            document = read_file(path)
-        except AgentLinkError as exc:
-            fail(exc)
-        keys = _keys_for(document, setting.name)
-        if not keys:
-            click.echo(f"{setting.name} is not in {path}")
-            return
-        for key in keys:
-            del document[key]
-        write_document(path, document)
-        click.echo(f"{setting.name} removed from {path}")
+
+@config.command("set")
+@click.argument("name")
+@click.argument("value")
+def set_(name: str, value: str) -> None:
+    """Write a setting to the settings file."""
+    path = settings_path()
+    try:
+        setting = _setting(name, declared_settings())
+        typed = _typed(setting, value)
+        document = read_file(path)
+    except AgentLinkError as exc:
+        fail(exc)
+    keys = _keys_for(document, setting.name)
+    for key in keys[1:]:
+        del document[key]
+    document[keys[0] if keys else setting.name.removeprefix("AGENT_LINK_").lower()] = typed
+    write_document(path, document)
+    click.echo(f"{setting.name} = {json.dumps(typed)} written to {path}")
+    if os.environ.get(setting.name):
+        click.echo(f"note: {setting.name} is set in this environment, which overrides the file", err=True)
+
+
+@config.command()
+@click.argument("name")
+def unset(name: str) -> None:
+    """Remove a setting from the settings file."""
+    path = settings_path()
+    try:
+        setting = _setting(name, declared_settings())
+        document = read_file(path)
+    except AgentLinkError as exc:
+        fail(exc)
+    keys = _keys_for(document, setting.name)
+    if not keys:
+        click.echo(f"{setting.name} is not in {path}")
+        return
+    for key in keys:
+        del document[key]
+    write_document(path, document)
+    click.echo(f"{setting.name} removed from {path}")

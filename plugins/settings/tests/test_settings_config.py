@@ -1,0 +1,63 @@
+"""``agent-link config get|set|unset|list`` (agent_link_settings.cli): edits the settings file
+the core reads, refuses what no process would accept, and keeps the document's other keys."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent_link_core.settings_file import settings_path
+
+AGENT_LINK = str(Path(sys.executable).with_name("agent-link"))
+
+
+@pytest.fixture
+def settings(monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.delenv("AGENT_LINK_STATE_DIR")
+    path = Path(settings_path())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([AGENT_LINK, *args], check=False, capture_output=True, text=True, timeout=120, env=env or dict(os.environ))
+
+
+def test_config_set_get_unset_keep_the_rest(settings: Path, tmp_path: Path) -> None:
+    settings.write_text("[mine]\nkeep = 1\n")
+    box = tmp_path / "box"
+    assert cli("config", "set", "state_dir", str(box)).returncode == 0
+    assert cli("config", "set", "AGENT_LINK_INSPECT_ALL", "yes").returncode == 0
+    text = settings.read_text()
+    assert f'state_dir = "{box}"' in text and "inspect_all = true" in text and "[mine]" in text and "keep = 1" in text
+    assert oct(settings.stat().st_mode & 0o777) == "0o600"
+    got = json.loads(cli("config", "get", "state_dir", "--json").stdout)
+    assert got == {"name": "AGENT_LINK_STATE_DIR", "value": str(box), "source": "settings-file"}
+    listed = json.loads(cli("config", "list", "--json").stdout)
+    assert {"AGENT_LINK_STATE_DIR", "AGENT_LINK_TOOLS"} <= {row["name"] for row in listed["settings"]}
+    assert cli("config", "unset", "inspect_all").returncode == 0
+    assert "inspect_all" not in settings.read_text() and "keep = 1" in settings.read_text()
+    # config says where the database lives; it opens none (no state dir at the default place)
+    assert not (Path(os.environ["HOME"]) / ".agent-link").exists() and not box.exists()
+    # the CLI uses it: a message sent lands in the file's state dir
+    assert cli("send", "team:bob", "hi", env={**os.environ, "AGENT_LINK_ADDRESS": "team:alice"}).returncode == 0
+    assert (box / "agent-link.db").exists()
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (("set", "no_such_thing", "1"), "no agent-link setting"),
+    (("set", "state_dir", "relative/path"), "absolute path"),
+    (("set", "reminder_limit", "99"), "not a valid value for AGENT_LINK_REMINDER_LIMIT"),
+    (("set", "inspect_all", "maybe"), "1/true/yes/on"),
+    (("get", "nope"), "no agent-link setting"),
+])
+def test_config_refuses_what_no_process_would_accept(settings: Path, args: tuple[str, ...], needle: str) -> None:
+    done = cli("config", *args)
+    assert done.returncode != 0 and needle in done.stderr and "Traceback" not in done.stderr
+    assert "expected ." not in done.stderr and "`agent-link config list`" in done.stderr or "Nothing was written" in done.stderr
+    assert not settings.exists() and not (Path(os.environ["HOME"]) / ".agent-link").exists()
