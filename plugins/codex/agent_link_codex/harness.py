@@ -36,7 +36,7 @@ from agent_link_core.tools.schemas import PATH
 
 from agent_link_codex.endpoints import EndpointRegistry, explicit
 from agent_link_codex.proof import Prover
-from agent_link_codex.plugin import SENDER_OPTIONS
+from agent_link_codex.settings import SENDER_OPTIONS
 from agent_link_codex.settings import VERIFIED_CODEX_VERSION, codex_home
 
 if TYPE_CHECKING:  # annotations only: these modules load in the methods that use them

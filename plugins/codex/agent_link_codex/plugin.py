@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from agent_link_core import hookimpl
 from agent_link_core.contribute import migrations, registers
-from agent_link_core.harness import HarnessDeclaration, SenderOption
+from agent_link_core.harness import HarnessDeclaration
 
 from agent_link_codex.schema import MIGRATIONS
-from agent_link_codex.settings import SETTINGS
+from agent_link_codex.settings import SENDER_OPTIONS, SETTINGS
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
@@ -28,12 +28,6 @@ if TYPE_CHECKING:
     from agent_link_core.reminders import DueReminders
 
 
-# `agent-link send --from-thread T [--from-endpoint E]`: identify_caller gets exactly these keys
-SENDER_OPTIONS = (
-    SenderOption("--from-thread", "threadId", "Act as this Codex thread (unverified), when not inside one."),
-    SenderOption("--from-endpoint", "endpointId", "The Codex app-server endpoint of --from-thread, when several know it.",
-                 requires="--from-thread"),
-)
 #: the ``codex`` harness as the core reads it without its code (websockets, the app-server
 #: client): built when a command talks to Codex or runs inside a Codex thread
 HARNESS = HarnessDeclaration(

@@ -15,6 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from agent_link_core.config import Setting
+from agent_link_core.harness import SenderOption
+
+#: `agent-link send --from-thread T [--from-endpoint E]`: identify_caller gets exactly these keys
+SENDER_OPTIONS = (
+    SenderOption("--from-thread", "threadId", "Act as this Codex thread (unverified), when not inside one."),
+    SenderOption("--from-endpoint", "endpointId", "The Codex app-server endpoint of --from-thread, when several know it.",
+                 requires="--from-thread"),
+)
 
 DEFAULT_IDLE_MS = 300_000
 #: the Codex release this agent-link was verified against (the pinned host of its real-host
