@@ -261,7 +261,7 @@ def interrupted(command: str | None = None) -> NoReturn:
     """End a command stopped by Ctrl-C: one stderr line, exit 130 (what a shell reports for
     SIGINT), as the waiting commands do. Click's own handling would print "Aborted!" and exit 1.
 
-    :param command: the command's path after ``agent-link`` (``send``, ``install codex``), if known.
+    :param command: the command's path after ``agent-link`` (``send``, ``install <host>``), if known.
     """
     where = f"agent-link {command}" if command else "agent-link"
     click.echo(f"{where}: stopped by Ctrl-C (what it had finished stays done).", err=True)

@@ -31,11 +31,11 @@ def agent_link(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess
 
 @pytest.fixture
 def project(tmp_path: Path, app: App) -> Path:
-    """A git repository with one commit (src/a.py, src/pkg/mod.py, docs/guide.md) and the hook installed."""
+    """A git repository with one commit (src/a.py, src/pkg/mod.py, notes/guide.txt) and the hook installed."""
     repo = tmp_path / "project"
     (repo / "src" / "pkg").mkdir(parents=True)
-    (repo / "docs").mkdir()
-    for name in ("src/a.py", "src/pkg/mod.py", "docs/guide.md"):
+    (repo / "notes").mkdir()
+    for name in ("src/a.py", "src/pkg/mod.py", "notes/guide.txt"):
         (repo / name).write_text("x\n")
     assert git(repo, "init", "-q").returncode == 0
     git(repo, "add", ".")
@@ -45,7 +45,7 @@ def project(tmp_path: Path, app: App) -> Path:
     assert done.stdout.strip() == f"installed {repo.resolve() / '.git' / 'hooks' / 'pre-commit'}"
     root = Project(os.path.realpath(repo), False)
     claim(app.store, "codex:thread-1", root, ["src/pkg"], exclusive=True, reason="splitting it", ttl_ms=600_000, now=now_ms())
-    claim(app.store, "team:shared", root, ["docs"], exclusive=False, reason=None, ttl_ms=600_000, now=now_ms())
+    claim(app.store, "team:shared", root, ["notes"], exclusive=False, reason=None, ttl_ms=600_000, now=now_ms())
     return repo
 
 
@@ -71,7 +71,7 @@ def test_a_rename_into_or_out_of_a_lease_is_refused(project: Path) -> None:
 
 def test_unleased_and_shared_paths_commit(project: Path) -> None:
     (project / "src" / "a.py").write_text("changed\n")
-    (project / "docs" / "guide.md").write_text("changed\n")
+    (project / "notes" / "guide.txt").write_text("changed\n")
     git(project, "add", "-A")
     done = git(project, "commit", "-qm", "free")
     assert done.returncode == 0, done.stderr

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_link_core import hookimpl
 from agent_link_core.contribute import migrations, registers
+from agent_link_core.harness import HarnessDeclaration
 from agent_link_core.store import Migration, now_ms
 
 from agent_link_machines.common import NAME, SETTINGS, URL_SETTING
@@ -31,7 +32,6 @@ from agent_link_machines.common import NAME, SETTINGS, URL_SETTING
 if TYPE_CHECKING:  # pragma: no cover
     import click
 
-    from agent_link_core.harness import Harness
     from agent_link_core.records import EnvelopeContribution, Event
     from agent_link_core.surface import PluginApp
 
@@ -57,11 +57,15 @@ def _configured(app: Any) -> bool:
     return bool(app.config.get(URL_SETTING))
 
 
-@hookimpl
-def agent_link_register_harnesses(register: Callable[[Harness], None]) -> None:
-    from agent_link_machines.harness import MachinesHarness
+#: the ``machines`` harness as the core reads it without its code: built when a command lists
+#: or resolves sessions (it never names the caller and delivers nothing itself)
+HARNESS = HarnessDeclaration(NAME, "agent_link_machines.harness:MachinesHarness")
 
-    register(MachinesHarness())
+
+@hookimpl
+def agent_link_register_harnesses(register: Callable[[HarnessDeclaration], None]) -> None:
+    """The ``machines`` harness (declared: :data:`HARNESS`)."""
+    register(HARNESS)
 
 
 @hookimpl
