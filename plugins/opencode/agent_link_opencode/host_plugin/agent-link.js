@@ -11,10 +11,10 @@
 //    `agent-link hook leases OpencodeToolBefore` (plugins/leases/agent_link_leases/hook.py) and
 //    throws its refusal, which opencode hands the model as the tool's error: who holds the
 //    path, why, until when and how to ask. Reads are never checked.
-// 3. Mail. Before each model request of a session's turn this runs
+// 3. Mail. Before the first model request of a session's turn this runs
 //    `agent-link hook opencode MessagesTransform` (plugins/opencode/agent_link_opencode/hook.py)
-//    and adds its note (unread mail, reminders due; never a message body) to the turn's last
-//    user message, for that request only (nothing is stored in the session).
+//    and adds its note (unread mail, reminders due; never a message body) to the turn's user
+//    message, for that request only (nothing is stored in the session).
 // Whatever goes wrong with agent-link (missing, crashing, slow) lets opencode go on unchanged.
 import { spawn } from "node:child_process";
 
@@ -22,6 +22,8 @@ import { spawn } from "node:child_process";
 const AGENT_LINK = "agent-link";
 const PREFIX = "agent-link_";
 const WRITING_TOOLS = new Set(["edit", "write", "apply_patch", "bash"]);
+// how an agent-link envelope starts (plugins/opencode/agent_link_opencode/delivery.py)
+const ENVELOPE = "<agent-link-message ";
 // the longest (ms) opencode waits for the agent-link command before going on without it
 const HOOK_TIMEOUT_MS = 5000;
 
@@ -83,9 +85,13 @@ export const AgentLinkCaller = async ({ serverUrl, directory }) => ({
   "experimental.chat.messages.transform": async (_input, output) => {
     const messages = output?.messages;
     if (!Array.isArray(messages)) return;
-    const last = messages.findLast((m) => m?.info?.role === "user");
+    // the turn's first request only (its last message is the user's): once per prompt, as the
+    // Claude Code and Codex prompt hooks give it; not for a pushed agent-link message, which the
+    // model is reading right then
+    const last = messages.at(-1);
     const sessionID = last?.info?.sessionID;
-    if (typeof sessionID !== "string" || !Array.isArray(last.parts)) return;
+    if (last?.info?.role !== "user" || typeof sessionID !== "string" || !Array.isArray(last.parts)) return;
+    if (last.parts.some((p) => typeof p?.text === "string" && p.text.includes(ENVELOPE))) return;
     const answer = await hook("opencode", "MessagesTransform", { session_id: sessionID });
     const note = answer?.note;
     if (typeof note !== "string" || !note) return;
