@@ -2,7 +2,8 @@
 opencode plugin as ``agent-link install opencode`` writes it (``stage_plugin``: the JS plugin
 running this installation's ``agent-link``): a ``write`` into a path another session holds
 exclusively is refused with the holder, the reason and how to ask; a ``read`` of it passes;
-the session's own lease lets it write; the ``write`` goes through once the lease is released.
+the session's own lease lets it write; the ``write`` goes through once the lease is released;
+with the agent-link program gone, opencode goes on unchanged (fail-open).
 
 If the program is missing these tests fail with "run `make hosts`" -- they never skip.
 """
@@ -40,9 +41,19 @@ def stub() -> Iterator[MessagesStub]:
 
 
 @pytest.fixture(scope="module")
-def server(stub: MessagesStub, state_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OpencodeServer]:
+def launcher(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The program the staged plugin runs: this installation's agent-link, through a script a
+    test can remove."""
+    path = tmp_path_factory.mktemp("bin") / "agent-link"
+    path.write_text(f'#!/bin/sh\nexec "{Path(sys.executable).with_name("agent-link")}" "$@"\n')
+    path.chmod(0o755)
+    return path
+
+
+@pytest.fixture(scope="module")
+def server(stub: MessagesStub, state_dir: Path, launcher: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OpencodeServer]:
     plugin = tmp_path_factory.mktemp("host-plugin") / "agent-link.js"
-    stage_plugin(plugin, Path(sys.executable).with_name("agent-link"))
+    stage_plugin(plugin, launcher)
     with OpencodeServer(stub.base_url, config_extra={"plugin": [plugin.as_uri()]},
                         env={"AGENT_LINK_STATE_DIR": str(state_dir)}) as running:
         yield running
@@ -91,3 +102,16 @@ def test_opencode_write_refused_until_released(server: OpencodeServer, stub: Mes
     turn(server, stub, session["id"], "write", write, "toolu_w3")
     assert target.read_text() == "print('hi')\n"
     assert not stub.unscripted
+
+
+def test_opencode_without_agent_link_the_write_goes_ahead(server: OpencodeServer, stub: MessagesStub, app: App,
+                                                           launcher: Path) -> None:
+    repo = str(server.workdir.resolve())
+    claim(app.store, "codex:thread-2", Project(repo, False), ["held"], exclusive=True, reason="mine", ttl_ms=600_000, now=now_ms())
+    session = server.request("POST", "/session", {"title": "no agent-link"})
+    target = Path(repo, "held", "x.py")
+    refused = json.dumps(turn(server, stub, session["id"], "write", {"filePath": str(target), "content": "1\n"}, "toolu_f1"))
+    assert "codex:thread-2" in refused and not target.exists()
+    launcher.unlink()  # the program the plugin runs is gone: opencode goes on as without agent-link
+    turn(server, stub, session["id"], "write", {"filePath": str(target), "content": "1\n"}, "toolu_f2")
+    assert target.read_text() == "1\n"
