@@ -1,6 +1,7 @@
 """The edit guard: refuse a ``PreToolUse`` edit of a path another session holds exclusively
-(Claude Code's and Codex's hooks; standard library and the core's fast-path modules only,
-like the prompt hook).
+(Claude Code's and Codex's hooks, and opencode's through agent-link's opencode plugin, whose
+tool calls :func:`agent_link_leases.hook.from_opencode` reads in these terms; standard library
+and the core's fast-path modules only, like the prompt hook).
 
 :func:`check` takes the hook's stdin object and the calling session's address and returns
 the hook's JSON answer: a ``deny`` naming the holder, why and until when, and how to ask for

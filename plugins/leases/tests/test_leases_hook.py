@@ -137,3 +137,60 @@ def test_the_launcher_never_stops_the_host(leased: str, tmp_path: Path, host: st
                               env={**os.environ, **env}, timeout=60)
         assert done.returncode == 0, case
         assert ("deny" in done.stdout) == (case == "working"), (case, done.stdout)
+
+
+OPENCODE_SESSION = "ses_0123456789abcdefABCDEF"
+#: runs agent-link's opencode plugin's ``tool.execute.before`` for one call, as opencode would;
+#: prints ``allowed`` or ``refused: <message>``
+OPENCODE_DRIVER = """
+const [plugin, call] = [process.argv[1], JSON.parse(process.argv[2])];
+const { AgentLinkCaller } = await import(plugin);
+const hooks = await AgentLinkCaller({ serverUrl: new URL("http://127.0.0.1:1"), directory: call.directory });
+try {
+  await hooks["tool.execute.before"]({ tool: call.tool, sessionID: call.session, callID: "c1" }, { args: call.args });
+  console.log("allowed");
+} catch (error) {
+  console.log("refused: " + error.message);
+}
+"""
+
+
+def run_opencode_plugin(tmp_path: Path, executable: Path, tool: str, args: dict[str, Any], directory: str,
+                        session: str = OPENCODE_SESSION, **env: str) -> str:
+    from agent_link_opencode.install import stage_plugin
+    from agent_link_testing.hosts import node_binary
+
+    plugin = tmp_path / "agent-link.js"
+    stage_plugin(plugin, executable)
+    call = {"tool": tool, "args": args, "directory": directory, "session": session}
+    done = subprocess.run([str(node_binary()), "--input-type=module", "-e", OPENCODE_DRIVER, plugin.as_uri(), json.dumps(call)],
+                          capture_output=True, text=True, env={**os.environ, **env}, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_the_opencode_plugin_refuses_writes_and_fails_open(leased: str, tmp_path: Path, app: App) -> None:
+    """agent-link's opencode plugin (``tool.execute.before``): opencode's writing tools on a
+    leased path are refused with the holder named; reads, the holder's own paths and
+    everything with agent-link crashing or missing go ahead."""
+    good = Path(sys.executable).with_name("agent-link")
+    crash = tmp_path / "crash"
+    crash.write_text("#!/bin/sh\necho boom >&2\nexit 3\n")
+    crash.chmod(0o755)
+    patch = "*** Begin Patch\n*** Add File: src/pkg/new.py\n+x\n*** End Patch\n"
+    writes = {"write": {"filePath": f"{leased}/src/pkg/mod.py", "content": "x"},
+              "edit": {"filePath": "src/pkg/mod.py", "oldString": "a", "newString": "b"},
+              "apply_patch": {"patchText": patch},
+              "bash": {"command": "touch mod.py", "workdir": "src/pkg"}}
+    for tool, args in writes.items():
+        answer = run_opencode_plugin(tmp_path, good, tool, args, leased)
+        assert answer.startswith("refused: agent-link:") and "codex:thread-1 holds src/pkg" in answer, (tool, answer)
+        assert "splitting the module" in answer and "message_agent" in answer
+    assert run_opencode_plugin(tmp_path, good, "read", {"filePath": "src/pkg/mod.py"}, leased) == "allowed"
+    assert run_opencode_plugin(tmp_path, good, "bash", {"command": "cat src/pkg/mod.py"}, leased) == "allowed"
+    claim(app.store, f"opencode:{OPENCODE_SESSION}", Project(leased, False), ["src/mine"], exclusive=True, reason=None,
+          ttl_ms=600_000, now=now_ms())
+    assert run_opencode_plugin(tmp_path, good, "write", {"filePath": "src/mine/a.py", "content": "x"}, leased) == "allowed"
+    for broken in (crash, tmp_path / "gone"):
+        assert run_opencode_plugin(tmp_path, broken, "write", writes["write"], leased) == "allowed", broken
+    assert run_opencode_plugin(tmp_path, good, "write", writes["write"], leased, AGENT_LINK_DISABLE_PLUGINS="leases") == "allowed"

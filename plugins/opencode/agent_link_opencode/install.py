@@ -5,9 +5,11 @@ opencode has no command for adding either, so this edits its global config file:
 ``$OPENCODE_CONFIG`` when set, else ``$XDG_CONFIG_HOME/opencode/opencode.json`` (default
 ``~/.config/opencode``), or the file given with ``--config``. Install
 
-* copies the JS plugin this package ships (``host_plugin/agent-link.js``, which names the calling
-  session in each call of agent-link's tools, :mod:`agent_link_opencode.proof`) to
-  ``~/.local/share/agent-link/host-plugins/opencode/`` (:func:`agent_link_hostkit.host_install.plugin_dir`);
+* writes the JS plugin this package ships (``host_plugin/agent-link.js``: it names the calling
+  session in each call of agent-link's tools, :mod:`agent_link_opencode.proof`; refuses edits of
+  paths another session leased; adds the mail note) to
+  ``~/.local/share/agent-link/host-plugins/opencode/`` (:func:`agent_link_hostkit.host_install.plugin_dir`),
+  naming this installation's ``agent-link`` for the hooks it runs;
 * sets ``mcp["agent-link"]`` to a local server running this installation's ``agent-link mcp``
   with ``AGENT_LINK_HOST=opencode``, and adds that file's URL to the ``plugin`` list (after
   removing earlier agent-link entries, so running it again changes nothing).
@@ -124,9 +126,22 @@ def _check_shapes(config: dict[str, Any], path: Path) -> None:
                              {"path": str(path)}, hint="Fix the file by hand; opencode would refuse it too.")
 
 
-def _stage(plugin_file: Path) -> None:
+#: the line of the JS plugin naming the agent-link command it runs (its hooks)
+EXECUTABLE_LINE = 'const AGENT_LINK = "agent-link";'
+
+
+def stage_plugin(plugin_file: Path, executable: Path) -> None:
+    """Write the JS plugin to ``plugin_file`` running ``executable`` for its hooks (the file
+    ships running ``agent-link`` from ``PATH``, which opencode's environment may not have).
+
+    :raises OSError: as writing the file does.
+    """
+    text = SOURCE.read_text(encoding="utf-8")
+    if EXECUTABLE_LINE not in text:  # the packaged file and this module disagree: a packaging bug
+        raise RuntimeError(f"{SOURCE} lacks the line {EXECUTABLE_LINE!r}")
+    text = text.replace(EXECUTABLE_LINE, f"const AGENT_LINK = {json.dumps(str(executable))};", 1)
     plugin_file.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(SOURCE, plugin_file)
+    plugin_file.write_text(text, encoding="utf-8")
 
 
 def install_steps(path: Path, folder: Path, executable: Path) -> list[Step]:
@@ -140,7 +155,8 @@ def install_steps(path: Path, folder: Path, executable: Path) -> list[Step]:
         if updated != config:
             write_config(path, updated)
 
-    return [Step(f"copy agent-link's opencode plugin to {plugin_file}", action=lambda: _stage(plugin_file)),
+    return [Step(f"write agent-link's opencode plugin (running {executable}) to {plugin_file}",
+                 action=lambda: stage_plugin(plugin_file, executable)),
             Step(f"add the MCP server {SERVER_NAME!r} ({executable} mcp) and {plugin_file.as_uri()} to {path}", action=edit)]
 
 

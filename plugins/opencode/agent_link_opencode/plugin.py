@@ -13,6 +13,7 @@ from agent_link_core import hookimpl
 from agent_link_core.config import Setting
 from agent_link_core.contribute import migrations, registers
 from agent_link_core.harness import HarnessDeclaration
+from agent_link_core.records import PromptHook
 
 if TYPE_CHECKING:  # pragma: no cover
     import click
@@ -33,6 +34,9 @@ PASSWORD_SETTING = Setting(
 
 agent_link_register_settings = registers([SERVERS_SETTING, PASSWORD_SETTING])
 agent_link_schema = migrations("agent_link_opencode.schema:MIGRATIONS")
+# `agent-link hook opencode MessagesTransform`: the mail note agent-link's opencode plugin adds
+# to a turn's model request (agent_link_opencode.hook)
+agent_link_register_prompt_hooks = registers([PromptHook(NAME, "agent_link_opencode.hook")])
 
 
 @hookimpl

@@ -35,7 +35,9 @@ def test_opencode_install_is_idempotent_and_uninstall_leaves_the_rest(tmp_path: 
     assert installed["mcp"]["agent-link"] == {"type": "local", "command": [AGENT_LINK, "mcp"],
                                               "environment": {"AGENT_LINK_HOST": "opencode"}, "enabled": True}
     assert installed["plugin"] == ["opencode-wakatime", plugin_file.as_uri()]
-    assert "tool.execute.before" in plugin_file.read_text()
+    staged = plugin_file.read_text()
+    # the JS plugin runs this installation's agent-link for its hooks (lease guard, mail note)
+    assert "tool.execute.before" in staged and f"const AGENT_LINK = {json.dumps(AGENT_LINK)};" in staged
     assert {k: v for k, v in installed.items() if k not in ("mcp", "plugin")} == {k: v for k, v in USER_CONFIG.items() if k not in ("mcp", "plugin")}
     assert installed["mcp"]["mine"] == USER_CONFIG["mcp"]["mine"]
 
