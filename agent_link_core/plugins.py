@@ -18,6 +18,7 @@ import importlib
 import inspect
 import logging
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
@@ -466,9 +467,13 @@ class Hooks:
 
     async def aresolve_address(self, address: str, caller_address: str) -> dict[str, Any] | None:
         """:meth:`resolve_address` for async code: an awaitable answer (a plugin doing I/O) is
-        awaited on the caller's loop, which is never blocked by it."""
+        awaited on the caller's loop, which is never blocked by it; stepped without a loop
+        (:func:`agent_link_core.aio.run_inline`), on a loop of its own in a worker thread."""
         answer = self._call("agent_link_resolve_address", address=address, caller_address=caller_address, app=self.app)
         if inspect.isawaitable(answer):
+            asyncio = sys.modules.get("asyncio")
+            if asyncio is None or asyncio._get_running_loop() is None:  # stepped without a loop (aio.run_inline)
+                return run_blocking(lambda: answer)
             return await answer
         return answer
 
