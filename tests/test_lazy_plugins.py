@@ -91,11 +91,11 @@ async def test_a_declared_tool_whose_module_fails_is_listed_and_answers_an_error
 #: modules a plain send or inbox never needs (the MCP SDK, schema validation, tables, the
 #: web page, host clients, the hosts' harnesses: declared, built when a command talks to a
 #: host; python-ulid, whose import reads package metadata; the process tools; secrets, which
-#: only a role file's write uses)
+#: only a role file's write uses; getpass, for the web page's login name)
 HEAVY_MODULES = ("mcp", "pydantic", "jsonschema", "rich", "jinja2", "starlette", "websockets", "psutil", "filelock",
                  "anyio", "urllib.request", "agent_link_core.legacy", "agent_link_core.tools.core_tools", "agent_link_web.server",
                  "agent_link_codex.harness", "agent_link_claude.harness", "agent_link_opencode.harness",
-                 "agent_link_filehost.harness", "ulid", "agent_link_core.procs", "shutil", "secrets")
+                 "agent_link_filehost.harness", "ulid", "agent_link_core.procs", "shutil", "secrets", "getpass")
 #: nor does either need an event loop: a send to a plain address awaits no harness
 #: (agent_link_core.aio.run_inline), and nothing in an inbox read is asynchronous
 LOOP_MODULES = ("asyncio", "ssl")
