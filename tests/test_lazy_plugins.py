@@ -99,8 +99,10 @@ HEAVY_MODULES = ("mcp", "pydantic", "jsonschema", "rich", "jinja2", "starlette",
 #: nor does either need an event loop: a send to a plain address awaits no harness
 #: (agent_link_core.aio.run_inline), and nothing in an inbox read is asynchronous
 LOOP_MODULES = ("asyncio", "ssl")
-#: nor the typed API nor pathlib (a role check in a send makes paths; no plugin load does)
-INBOX_HEAVY_MODULES = ("agent_link_core.api", "pathlib")
+#: nor the role table's code (no roles.json in a fresh state dir) nor pathlib (no plugin's
+#: load makes a path)
+UNUSED_MODULES = ("agent_link_roles.table", "pathlib")
+INBOX_HEAVY_MODULES = ("agent_link_core.api",)
 
 PROBE = '''
 import json, sys
@@ -124,7 +126,7 @@ def test_send_and_inbox_import_no_heavy_module(tmp_path: Path, args: tuple[str, 
     pull the code behind it into a plain command. The probe runs twice: the first run of a
     new search path scans the entry points (importlib.metadata), the console script's
     later runs read them from the cache (agent_link_core.discovery)."""
-    watched = HEAVY_MODULES + LOOP_MODULES + (INBOX_HEAVY_MODULES if args[0] == "inbox" else ())
+    watched = HEAVY_MODULES + LOOP_MODULES + UNUSED_MODULES + (INBOX_HEAVY_MODULES if args[0] == "inbox" else ())
     env = {k: v for k, v in os.environ.items() if k != "AGENT_LINK_LOAD_PLUGINS"}
     env["AGENT_LINK_ADDRESS"] = "test:alice"
     probe = tmp_path / "probe.py"

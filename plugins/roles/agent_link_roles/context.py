@@ -18,6 +18,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
 
 OWNER = "roles"
+#: the role table's file in the state dir (here, so a send can see there is none without loading the table code)
+TABLE_FILE = "roles.json"
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("AGENT_LINK_ROLE_ADMIN", "flag", False,
