@@ -19,6 +19,7 @@ import inspect
 import logging
 import os
 import sys
+import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
@@ -116,6 +117,22 @@ def load_only_names(env: Mapping[str, str] | None = None) -> set[str] | None:
     return {part.strip() for part in raw.replace(",", " ").split() if part.strip()}
 
 
+#: what pluggy can take for a hook implementation (``pluggy._manager._static_hook_attr``)
+_HOOKABLE = (types.FunctionType, types.MethodType, staticmethod, classmethod)
+
+
+class _PluginManager(pluggy.PluginManager):
+    """pluggy's manager, skipping a plugin module's other names (its imports, classes and
+    constants) without pluggy's per-name descriptor-safe lookup: every process registers every
+    plugin, and most names a module holds could never be a hook."""
+
+    def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
+        """None for a module attribute that is no function; else pluggy's answer."""
+        if isinstance(plugin, types.ModuleType) and name in plugin.__dict__ and not isinstance(plugin.__dict__[name], _HOOKABLE):
+            return None
+        return super().parse_hookimpl_opts(plugin, name)
+
+
 def build_plugin_manager(
     *, env: Mapping[str, str] | None = None, extra_plugins: tuple[Any, ...] = ()
 ) -> tuple[pluggy.PluginManager, PluginReport]:
@@ -129,7 +146,7 @@ def build_plugin_manager(
         plugin's fault: it is in the report.
     """
     env = os.environ if env is None else env
-    pm = pluggy.PluginManager(hookspecs.PROJECT)
+    pm = _PluginManager(hookspecs.PROJECT)
     pm.add_hookspecs(hookspecs)
     boundary = Boundary(timeout_from_env(env))
     report = PluginReport(boundary=boundary)
