@@ -56,11 +56,11 @@ class RetryPolicy:
 
     def delays_ms(self) -> list[float]:
         """The delays before each retry, jitter applied."""
+        import random  # here: a send without retries never needs it
+
         out = []
         for k in range(self.count):
             base = self.delay_ms * (self.backoff**k)
-            import random
-
             out.append(max(0.0, base * (1 + random.uniform(-self.jitter, self.jitter))))
         return out
 
