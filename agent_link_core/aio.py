@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Awaitable, Callable
+import types
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -32,3 +33,45 @@ def run_blocking(factory: Callable[[], Awaitable[T]]) -> T:
     if "error" in box:
         raise box["error"]
     return box["value"]  # type: ignore[no-any-return]
+
+
+def run_inline(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` to its end on this thread, without an event loop while it never suspends.
+
+    For a call its caller knows awaits no I/O (a CLI send to a plain address: no harness and
+    no plugin is asked anything over the wire): the coroutine is stepped directly, so the
+    process never imports :mod:`asyncio` (the largest single import of a short CLI command).
+    Should it suspend after all (it awaited something that waits), the rest of it runs under
+    :func:`asyncio.run`, so the result is the same. It must not call a loop-only function
+    (``asyncio.get_running_loop``, ``asyncio.timeout``) before its first suspension: such
+    a call raises RuntimeError here, so only coroutines that reach no harness and no
+    plugin's awaitable are given to it.
+
+    :returns: what the coroutine returns; raises what it raises.
+    """
+    try:
+        first = coro.send(None)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
+    import asyncio
+
+    async def rest() -> T:
+        return await _resume(coro, first)  # type: ignore[no-any-return]
+
+    return asyncio.run(rest())
+
+
+@types.coroutine
+def _resume(coro: Coroutine[Any, Any, T], pending: Any) -> Generator[Any, Any, T]:
+    """Hand a coroutine already suspended on ``pending`` to the running loop (what
+    ``await`` does, from the middle): each value the loop sends or throws goes on to it."""
+    while True:
+        try:
+            try:
+                sent = yield pending
+            except BaseException as exc:  # cancellation, a failed future: the coroutine decides
+                pending = coro.throw(exc)
+            else:
+                pending = coro.send(sent)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]

@@ -21,9 +21,7 @@ lost; it is never pushed again unless asked with ``retry_unknown``).
 
 from __future__ import annotations
 
-import asyncio
 import os
-import random
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -58,6 +56,8 @@ class RetryPolicy:
 
     def delays_ms(self) -> list[float]:
         """The delays before each retry, jitter applied."""
+        import random  # here: a send without retries never needs it
+
         out = []
         for k in range(self.count):
             base = self.delay_ms * (self.backoff**k)
@@ -207,6 +207,23 @@ async def resolve_target(app: App, target: str, caller: Caller) -> str:
     return matches[0].address
 
 
+def awaits_nothing(app: App, target: str, sender: Caller) -> bool:
+    """True when :func:`send_reliably` to ``target`` reaches no harness: a plain address
+    (``team:bob``; no harness owns its scheme, not a role) from a sender no harness proves.
+    Such a send only stores the message, so it can run without an event loop
+    (:func:`agent_link_core.aio.run_inline`); a plugin's awaitable address answer is then
+    awaited on a loop of its own (:meth:`agent_link_core.plugins.Hooks.aresolve_address`).
+
+    :param target: the stripped CLI target.
+    """
+    if not is_address(target):
+        return False
+    scheme = address_scheme(target)
+    owners = app.harnesses
+    return scheme != "role" and scheme not in owners and address_scheme(sender.address) not in owners \
+        and (sender.host or "") not in owners
+
+
 async def send_reliably(
     app: App, target: str, text: str, *, sender: Caller, message_id: str | None = None, ttl_ms: int | None = None,
     reply_by: str | None = None, anticipation: str | None = None, retry: RetryPolicy = RetryPolicy(),
@@ -291,6 +308,8 @@ async def send_reliably(
     for delay in retry.delays_ms():
         if delivery is None or not delivery.retryable or (expires_at is not None and now_ms() + delay > expires_at):
             break
+        import asyncio  # only a retry waits: a plain send never imports it
+
         await asyncio.sleep(delay / 1000)
         delivery = await app.push(row, {})
         attempts += 1

@@ -161,11 +161,19 @@ def show_then_mark(show: Any, mark: Any, what: str) -> Any:
     return mark()
 
 
-def run_async(coro: Any) -> Any:
-    """Run a coroutine of the typed API, turning an AgentLinkError into a one-line exit 1."""
-    import asyncio
+def run_async(coro: Any, inline: bool = False) -> Any:
+    """Run a coroutine of the typed API, turning an AgentLinkError into a one-line exit 1.
 
+    :param inline: the call awaits no I/O (see :func:`agent_link_core.aio.run_inline`): run
+        it without starting (or importing) asyncio.
+    """
     try:
+        if inline:
+            from agent_link_core.aio import run_inline
+
+            return run_inline(coro)
+        import asyncio
+
         return asyncio.run(coro)
     except AgentLinkError as exc:
         fail(exc)
@@ -739,7 +747,8 @@ def build_cli() -> click.Group:
                                              retry_unknown=retry_unknown, require_known=require_known,
                                              correlation_id=correlation_id, sender_project=from_project,
                                              sender_label=sender_label,
-                                             envelope_format=None if envelope_format == "agent-link" else envelope_format))
+                                             envelope_format=None if envelope_format == "agent-link" else envelope_format),
+                           inline=api.awaits_nothing(app, target.strip(), me))
         data = result.to_dict()
         if wait_reply and result.outcome in ("delivered", "accepted", "queued") and result.message_id:
             try:

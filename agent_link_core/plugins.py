@@ -18,6 +18,8 @@ import importlib
 import inspect
 import logging
 import os
+import sys
+import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
@@ -115,6 +117,22 @@ def load_only_names(env: Mapping[str, str] | None = None) -> set[str] | None:
     return {part.strip() for part in raw.replace(",", " ").split() if part.strip()}
 
 
+#: what pluggy can take for a hook implementation (``pluggy._manager._static_hook_attr``)
+_HOOKABLE = (types.FunctionType, types.MethodType, staticmethod, classmethod)
+
+
+class _PluginManager(pluggy.PluginManager):
+    """pluggy's manager, skipping a plugin module's other names (its imports, classes and
+    constants) without pluggy's per-name descriptor-safe lookup: every process registers every
+    plugin, and most names a module holds could never be a hook."""
+
+    def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
+        """None for a module attribute that is no function; else pluggy's answer."""
+        if isinstance(plugin, types.ModuleType) and name in plugin.__dict__ and not isinstance(plugin.__dict__[name], _HOOKABLE):
+            return None
+        return super().parse_hookimpl_opts(plugin, name)
+
+
 def build_plugin_manager(
     *, env: Mapping[str, str] | None = None, extra_plugins: tuple[Any, ...] = ()
 ) -> tuple[pluggy.PluginManager, PluginReport]:
@@ -128,7 +146,7 @@ def build_plugin_manager(
         plugin's fault: it is in the report.
     """
     env = os.environ if env is None else env
-    pm = pluggy.PluginManager(hookspecs.PROJECT)
+    pm = _PluginManager(hookspecs.PROJECT)
     pm.add_hookspecs(hookspecs)
     boundary = Boundary(timeout_from_env(env))
     report = PluginReport(boundary=boundary)
@@ -471,9 +489,13 @@ class Hooks:
 
     async def aresolve_address(self, address: str, caller_address: str) -> dict[str, Any] | None:
         """:meth:`resolve_address` for async code: an awaitable answer (a plugin doing I/O) is
-        awaited on the caller's loop, which is never blocked by it."""
+        awaited on the caller's loop, which is never blocked by it; stepped without a loop
+        (:func:`agent_link_core.aio.run_inline`), on a loop of its own in a worker thread."""
         answer = self._call("agent_link_resolve_address", address=address, caller_address=caller_address, app=self.app)
         if inspect.isawaitable(answer):
+            asyncio = sys.modules.get("asyncio")
+            if asyncio is None or asyncio._get_running_loop() is None:  # stepped without a loop (aio.run_inline)
+                return run_blocking(lambda: answer)
             return await answer
         return answer
 

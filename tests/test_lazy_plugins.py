@@ -90,13 +90,19 @@ async def test_a_declared_tool_whose_module_fails_is_listed_and_answers_an_error
 
 #: modules a plain send or inbox never needs (the MCP SDK, schema validation, tables, the
 #: web page, host clients, the hosts' harnesses: declared, built when a command talks to a
-#: host; python-ulid, whose import reads package metadata; the process tools)
+#: host; python-ulid, whose import reads package metadata; the process tools; secrets, which
+#: only a role file's write uses; getpass, for the web page's login name)
 HEAVY_MODULES = ("mcp", "pydantic", "jsonschema", "rich", "jinja2", "starlette", "websockets", "psutil", "filelock",
                  "anyio", "urllib.request", "agent_link_core.legacy", "agent_link_legacy.engine", "agent_link_core.tools.core_tools", "agent_link_web.server",
                  "agent_link_codex.harness", "agent_link_claude.harness", "agent_link_opencode.harness",
-                 "agent_link_filehost.harness", "ulid", "agent_link_hostkit.procs", "shutil")
-#: and what an inbox read never needs: nothing in it is asynchronous
-INBOX_HEAVY_MODULES = ("asyncio", "ssl", "agent_link_core.api")
+                 "agent_link_filehost.harness", "ulid", "agent_link_hostkit.procs", "agent_link_machines.harness", "shutil", "secrets", "getpass")
+#: nor does either need an event loop: a send to a plain address awaits no harness
+#: (agent_link_core.aio.run_inline), and nothing in an inbox read is asynchronous
+LOOP_MODULES = ("asyncio", "ssl")
+#: nor the role table's code (no roles.json in a fresh state dir) nor pathlib (no plugin's
+#: load makes a path)
+UNUSED_MODULES = ("agent_link_roles.table", "pathlib")
+INBOX_HEAVY_MODULES = ("agent_link_core.api",)
 
 PROBE = '''
 import json, sys
@@ -120,7 +126,7 @@ def test_send_and_inbox_import_no_heavy_module(tmp_path: Path, args: tuple[str, 
     pull the code behind it into a plain command. The probe runs twice: the first run of a
     new search path scans the entry points (importlib.metadata), the console script's
     later runs read them from the cache (agent_link_core.discovery)."""
-    watched = HEAVY_MODULES + (INBOX_HEAVY_MODULES if args[0] == "inbox" else ())
+    watched = HEAVY_MODULES + LOOP_MODULES + UNUSED_MODULES + (INBOX_HEAVY_MODULES if args[0] == "inbox" else ())
     env = {k: v for k, v in os.environ.items() if k != "AGENT_LINK_LOAD_PLUGINS"}
     env["AGENT_LINK_ADDRESS"] = "test:alice"
     probe = tmp_path / "probe.py"

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -63,6 +62,7 @@ def _section(check: Callable[[], Any], fix: str) -> dict[str, Any]:
 @hookimpl
 def agent_link_health(app: App) -> tuple[str, dict[str, Any]]:
     import shlex
+    from pathlib import Path  # here, not at import: every command loads this plugin
 
     from agent_link_approvals import claude, service
     from agent_link_approvals.manifests import read_claude_plugin, read_codex_plugin

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agent_link_core.config import Setting
+
+if TYPE_CHECKING:  # pathlib is imported where a path is made, not by every command's plugin load
+    from pathlib import Path
 
 CODEX_CONFIG = "AGENT_LINK_CODEX_CONFIG"
 CHECK_REAL_CONFIG = "AGENT_LINK_CHECK_REAL_CONFIG"
@@ -27,6 +30,8 @@ SETTINGS: tuple[Setting, ...] = (
 
 def codex_config_path(env: Mapping[str, str]) -> Path:
     """The real Codex config: ``$CODEX_HOME/config.toml``, default ``~/.codex/config.toml``."""
+    from pathlib import Path
+
     home = env.get("CODEX_HOME")
     if home:
         return Path(os.path.expanduser(home)) / "config.toml"

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_link_core.config import Setting
 from agent_link_core.harness import SenderOption
@@ -23,6 +22,9 @@ SENDER_OPTIONS = (
     SenderOption("--from-endpoint", "endpointId", "The Codex app-server endpoint of --from-thread, when several know it.",
                  requires="--from-thread"),
 )
+
+if TYPE_CHECKING:  # pathlib is imported by the functions using it, not by every command's plugin load
+    from pathlib import Path
 
 DEFAULT_IDLE_MS = 300_000
 #: the Codex release this agent-link was verified against (the pinned host of its real-host
@@ -104,6 +106,8 @@ SETTINGS: tuple[Setting, ...] = (
 
 def codex_home(env: Mapping[str, str]) -> Path:
     """``$CODEX_HOME``, else ``~/.codex`` (``HOME`` from ``env``)."""
+    from pathlib import Path
+
     explicit = env.get("CODEX_HOME")
     if explicit:
         return Path(os.path.expanduser(explicit))
@@ -118,5 +122,7 @@ def control_socket(env: Mapping[str, str]) -> Path:
 
 def managed_dir(values: Mapping[str, Any], state_dir: Path) -> Path:
     """Where private app-server records and sockets live."""
+    from pathlib import Path
+
     explicit = values.get("AGENT_LINK_MANAGED_DIR")
     return Path(explicit) if explicit else state_dir / "managed-app-servers"

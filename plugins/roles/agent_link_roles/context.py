@@ -7,16 +7,19 @@ parts this plugin uses (settings as read when the server started, the state fold
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agent_link_core.config import Config, Setting
 from agent_link_core.store import Migration, Store
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pathlib import Path
+
     from agent_link_core.app import App
 
 OWNER = "roles"
+#: the role table's file in the state dir (here, so a send can see there is none without loading the table code)
+TABLE_FILE = "roles.json"
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("AGENT_LINK_ROLE_ADMIN", "flag", False,
@@ -72,6 +75,8 @@ class RolesContext:
     @property
     def state_dir(self) -> Path:
         """The state directory (roles.json and roles/ live here)."""
+        from pathlib import Path  # only a role lookup needs it, not every command's plugin load
+
         return Path(self.config.state_dir)
 
 

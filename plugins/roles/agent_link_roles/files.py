@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import errno as errno_mod
 import os
-import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,6 +32,8 @@ def atomic_write(path: Path, data: bytes, state_dir: Path) -> None:
 
     :raises AgentLinkError: ``state_io_error`` (path relative to ``state_dir``, errno name).
     """
+    import secrets  # (with hashlib and hmac) only a write needs it, never a send's role check
+
     ensure_private_dir(path.parent)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from typing import TYPE_CHECKING, Any
 
 from agent_link_core import hookimpl
 from agent_link_core.contribute import migrations, registers
 from agent_link_core.errors import AgentLinkError
 
-from agent_link_roles.context import MIGRATIONS, SETTINGS, from_app
+from agent_link_roles.context import MIGRATIONS, SETTINGS, TABLE_FILE, from_app
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
@@ -71,10 +72,13 @@ def agent_link_resolve_address(address: str, caller_address: str, app: App) -> d
 
 @hookimpl
 def agent_link_before_send(message: OutgoingMessage, context: SendContext, app: App) -> list[dict[str, Any]] | None:
+    ctx = from_app(app)
+    role = message.metadata.get("role")
+    if not (isinstance(role, dict) and role.get("name")) and not os.path.lexists(os.path.join(ctx.config.state_dir, TABLE_FILE)):
+        return []  # no role table: nobody holds a role, so nothing to check (and nothing to import for it)
     from agent_link_roles.enforcement import check_send, enforcement_mode
     from agent_link_roles.table import load_table
 
-    ctx = from_app(app)
     try:
         table = load_table(ctx.state_dir)
     except AgentLinkError:
@@ -82,7 +86,6 @@ def agent_link_before_send(message: OutgoingMessage, context: SendContext, app: 
     warnings: list[dict[str, Any]] = []
     if table is not None:
         warnings = check_send(message, context, table, enforcement_mode(ctx.config, table)["mode"])
-    role = message.metadata.get("role")
     if isinstance(role, dict) and role.get("name"):  # only a send through a role reads its procedure
         from agent_link_roles.procedures import read_procedure, record_version
 

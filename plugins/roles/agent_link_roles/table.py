@@ -33,9 +33,9 @@ from typing import Any, TypeVar
 
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.model import ROLE_NAME_RE, is_address
+from agent_link_roles.context import TABLE_FILE
 from agent_link_roles.files import atomic_write, io_error, locked, os_error, relative
 
-TABLE_FILE = "roles.json"
 TABLE_VERSION = 1
 ENFORCEMENT_MODES = ("off", "warn", "enforce")
 POLICY_SETTINGS = ("model", "effort", "cwd")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextvars
 import fnmatch
-import getpass
 import re
 
 from agent_link_core.errors import AgentLinkError
@@ -26,6 +25,8 @@ def person_address(name: str | None) -> str:
         ``A-Z a-z 0-9 _ . -``.
     """
     if name is None:
+        import getpass  # (and termios) only the page needs a login name, not every command's plugin load
+
         try:
             login = getpass.getuser()
         except (KeyError, OSError):
