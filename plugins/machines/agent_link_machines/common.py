@@ -18,14 +18,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
-import urllib.parse
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_link_core.config import Setting
 from agent_link_core.json_files import read_json_object
 from agent_link_core.store import now_ms
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pathlib import Path
 
 NAME = "machines"
 URL_SETTING = "AGENT_LINK_ENGINE_URL"
@@ -65,12 +65,16 @@ def machine_name(config: Any) -> str:
         if not MACHINE_RE.match(explicit):
             raise ValueError(f"{MACHINE_SETTING}={explicit!r} is not a machine name (1-64 of A-Z a-z 0-9 _ -)")
         return str(explicit)
+    import socket  # every process loads this module; only a machine's name needs it
+
     host = socket.gethostname().split(".", 1)[0] or "machine"
     return re.sub(r"[^A-Za-z0-9_-]", "-", host)[:64]
 
 
 def plugin_dir(config: Any) -> Path:
     """``<state dir>/machines``."""
+    from pathlib import Path
+
     return Path(config.state_dir) / NAME
 
 
@@ -83,6 +87,8 @@ def redact(url: str | None) -> str | None:
     """The engine URL(s) without user, password or token, for health and errors."""
     if not url:
         return url
+    import urllib.parse
+
     shown = []
     for part in url.split(","):
         parsed = urllib.parse.urlsplit(part.strip())
