@@ -36,6 +36,8 @@ def meta_text(meta: Mapping[str, Any], keys: tuple[str, ...], namespaces: tuple[
     :returns: a string or number (never a boolean), sanitized, trimmed and cut to
         :data:`MAX_META_CHARS` characters; None when no key gives one.
     """
+    if not meta:  # a client that sends no _meta: nothing to look in, on every send's path
+        return None
     scopes = [meta] + [meta[ns] for ns in namespaces if isinstance(meta.get(ns), Mapping)]
     for key in keys:
         for scope in scopes:

@@ -281,3 +281,36 @@ def test_calls_under_way_are_answered_after_the_client_closes_its_input() -> Non
     answers = {a["id"]: a for a in map(json.loads, done.stdout.splitlines()) if "id" in a}
     result = answers[1]["result"]["structuredContent"]
     assert result["ok"] is True and result["messageId"], answers[1]
+
+
+def test_answers_go_to_a_pipe_directly_only_when_that_cannot_block() -> None:
+    """An answer of at most PIPE_BUF bytes goes straight into a pipe with room (no worker
+    thread); a longer one, a full pipe or a stream that is not a pipe are left to the worker
+    (False, nothing written), so a client that stops reading never stops the event loop."""
+    import io
+    import os
+    import select
+
+    read_fd, write_fd = os.pipe()
+    try:
+        os.set_blocking(read_fd, False)
+        sink = os.fdopen(write_fd, "wb")
+        fd = stdio_transport._pipe_fd(sink)
+        assert fd == write_fd
+        assert stdio_transport._write_now(sink, fd, b'{"id":1}\n') is True
+        assert os.read(read_fd, 100) == b'{"id":1}\n'
+        assert stdio_transport._write_now(sink, fd, b"x" * (select.PIPE_BUF + 1)) is False
+        os.set_blocking(write_fd, False)
+        try:  # fill the pipe to the brim
+            while True:
+                os.write(write_fd, b"y" * 4096)
+        except BlockingIOError:
+            pass
+        os.set_blocking(write_fd, True)
+        assert stdio_transport._write_now(sink, fd, b'{"id":2}\n') is False  # returned: it would have blocked
+        sink.close()
+    finally:
+        os.close(read_fd)
+    memory = io.BytesIO()
+    assert stdio_transport._pipe_fd(memory) is None
+    assert stdio_transport._write_now(memory, None, b"{}\n") is False and memory.getvalue() == b""

@@ -200,6 +200,10 @@ def switch_events(event: Any, app: Any) -> list[Any]:
 
     if event.kind != "sent" or event.message_id is None:
         return []
+    if not str(event.data.get("to", "")).startswith("codex:"):
+        # check_send grants switches to Codex recipients only (the "sent" event names the
+        # recipient): any other send skips reading its row back, on every send's hot path
+        return []
     row = app.mailbox.get_row(event.message_id)
     if row is None:
         return []

@@ -309,3 +309,26 @@ async def test_switch_receipts_are_written_in_the_transaction_of_the_send(make_a
         assert [(r[0], r[1]) for r in rows if r[0] == "model_switch"] == [("model_switch", slot["id"])]
     finally:
         await app.aclose()
+
+
+async def test_switch_events_read_no_row_for_a_send_to_another_harness(make_app: Any, thread: Thread) -> None:
+    """Only a Codex recipient can be granted switches, so the ``sent`` event of any other send
+    gets none without its row being read back (a send's hot path); a Codex send still does."""
+    from agent_link_core.records import Event
+
+    app = make_app()
+    try:
+        reads: list[str] = []
+        real_get_row = app.mailbox.get_row
+
+        def get_row(message_id: str) -> Any:
+            reads.append(message_id)
+            return real_get_row(message_id)
+
+        app.mailbox.get_row = get_row  # type: ignore[method-assign]
+        other = Event("sent", "01M8SH0PPZP75F0SSZA6JFDPMN", 1, BOB.address, {"to": "team:bob"})
+        assert overrides.switch_events(other, app) == [] and reads == []
+        codex = Event("sent", "01M8SH0PPZP75F0SSZA6JFDPMN", 1, BOB.address, {"to": ADDRESS})
+        assert overrides.switch_events(codex, app) == [] and reads == ["01M8SH0PPZP75F0SSZA6JFDPMN"]
+    finally:
+        await app.aclose()
