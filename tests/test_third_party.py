@@ -129,7 +129,7 @@ def test_a_third_party_reads_nothing_through_the_cli(app: App, monkeypatch: pyte
     commands += [["send", "test:alice", "hello from eve"], ["endpoints", "list"], ["approvals", "check"],
                  ["search", "SECRET", "--json"], ["forks", "list"], ["filehost"], ["config", "list"],
                  ["import-legacy", "--dry-run", "--json"], ["leases", "--json"], ["release", "--all"],
-                 ["lease", "src", "--project-root", "/nonexistent-root"], ["machines", "status", "--json"]]
+                 ["lease", "src", "--project-root", "/nonexistent-root"], ["lease-git-hook", "check"], ["machines", "status", "--json"]]
     for message_id in ids.values():
         commands += [["show", message_id], ["show", message_id, "--thread"]]
     for args in commands:

@@ -158,7 +158,7 @@ class Pusher:
             evidence={"sessionId": session_id, "server": server, "userMessageId": found["id"]},
             fields={"opencodeUserMessageId": found["id"]},
             warnings=[_warning(
-                "opencode_push_queued",
+                "opencode_session_busy",
                 "The opencode session is running a turn: the message is stored in the session and reaches the model with "
                 "its next request. It is not pushed again and counts as delivered once the model was handed it.")],
         )

@@ -76,6 +76,8 @@ class OpencodeHarness(Harness):
     session_kind = "opencode_session"
     #: added to every call of agent-link's tools by agent-link's opencode plugin (:mod:`agent_link_opencode.proof`)
     caller_arguments = ("_agentLinkCaller",)
+    #: opencode's config file, which install and health read (agent_link_opencode.install)
+    env_variables = ("OPENCODE_CONFIG",)
     send_result_fields = {"opencodeUserMessageId": {
         "type": "string", "description": "opencode's id of the user message that holds the pushed envelope"}}
 

@@ -105,7 +105,7 @@ async def test_opencode_push_behind_a_running_turn_is_accepted_then_delivered_wh
     url = fake(session)
     queued = await pusher(claims).deliver(MID, SID, url, ENVELOPE)
     assert queued.accepted and not queued.delivered and queued.state == "accepted_queued_in_session"
-    assert [w["code"] for w in queued.warnings] == ["opencode_push_queued"]
+    assert [w["code"] for w in queued.warnings] == ["opencode_session_busy"]
     session.messages.append(assistant("msg_3", "msg_2", False))  # the model was handed it
     late = await pusher(claims).recheck(MID, SID, url)
     assert late is not None and late.delivered and late.evidence["how"] == "answered"

@@ -98,7 +98,7 @@ async def test_opencode_push_into_a_busy_session_is_accepted_then_delivered_neve
     delivery = outcome.delivery
     assert delivery is not None and not delivery.delivered and delivery.accepted, delivery
     assert delivery.state == "accepted_queued_in_session"
-    assert [w["code"] for w in delivery.warnings] == ["opencode_push_queued"]
+    assert [w["code"] for w in delivery.warnings] == ["opencode_session_busy"]
     assert app.mailbox.state(app.mailbox.require(message_id)).delivery == "accepted"
     assert len(copies(server, session["id"], message_id)) == 1
     # a second push while it waits adds nothing and stays honest
