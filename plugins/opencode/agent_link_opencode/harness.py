@@ -89,6 +89,24 @@ class OpencodeHarness(Harness):
         #: session id -> (server, time.monotonic() when found there, not archived)
         self._located: dict[str, tuple[str, float]] = {}
         self._pusher_obj: Any = None
+        #: base URL -> its event stream (agent_link_opencode.watch), opened on first use
+        self._watches: dict[str, Any] = {}
+
+    async def aclose(self) -> None:
+        """Stop following the servers' event streams."""
+        for watch in self._watches.values():
+            watch.close()
+        self._watches.clear()
+
+    def _watch(self, url: str) -> Any:
+        """The event stream of ``url``, started on first use (:mod:`agent_link_opencode.watch`)."""
+        from agent_link_opencode.watch import ServerWatch
+
+        watch = self._watches.get(url)
+        if watch is None:
+            watch = self._watches[url] = ServerWatch(url, self.app.config.get("AGENT_LINK_OPENCODE_PASSWORD"))
+        watch.start()
+        return watch
 
     def _servers(self) -> tuple[list[str], list[str]]:
         urls, bad = parse_servers(self.app.config.get("AGENT_LINK_OPENCODE_SERVERS"))
@@ -98,13 +116,14 @@ class OpencodeHarness(Harness):
     async def list_sessions(self, *, include_archived: bool = False, limit: int = 200) -> SessionListing:
         urls, bad = self._servers()
         password = self.app.config.get("AGENT_LINK_OPENCODE_PASSWORD")
+        marks = [self._watch(url).mark() for url in urls]
         answers = await asyncio.gather(*(asyncio.to_thread(read_server, url, password) for url in urls), return_exceptions=True)
         found: dict[str, Session] = {}
         servers: list[dict[str, Any]] = [{"url": entry, "available": False, "reason": "bad_url"} for entry in bad]
         # Nothing listening at the default address nobody configured is no opencode running, not
         # a failure: people without opencode must not see a broken listing everywhere.
         unset = self.app.config.sources.get("AGENT_LINK_OPENCODE_SERVERS", "default") == "default"
-        for url, answer in zip(urls, answers):
+        for url, mark, answer in zip(urls, marks, answers):
             if isinstance(answer, ServerError) and unset and answer.reason == "unreachable":
                 servers.append({"url": url, "available": True, "reason": "not_running", "sessions": 0})
                 continue
@@ -117,6 +136,8 @@ class OpencodeHarness(Harness):
             servers.append({"url": url, "available": True, "reason": None, "sessions": len(entries)})
             for entry in entries:
                 session = to_session(entry, statuses.get(str(entry.get("id"))), url)
+                if session is not None:
+                    self._watches[url].seed(mark, entry, str(session.extra["status"]))
                 if session is not None and session.id not in found:
                     self._remember(session, url)
                     if include_archived or not session.archived:
@@ -128,8 +149,20 @@ class OpencodeHarness(Harness):
         return SessionListing(sessions[:limit], provider, complete=not failed and bool(servers) and len(sessions) <= limit)
 
     async def get_session(self, session_id: str) -> Session | None:
-        """The session from the first configured server that has it (archived ones too)."""
-        located = await self._locate(session_id) if SESSION_ID_RE.match(session_id) else None
+        """The session from the first configured server that has it (archived ones too):
+        from a server's event stream when that knows it (:mod:`agent_link_opencode.watch`),
+        else asked for."""
+        if not SESSION_ID_RE.match(session_id):
+            return None
+        for url in self._servers()[0]:
+            watch = self._watches.get(url)
+            known = watch.get(session_id) if watch is not None else None
+            if known is not None:
+                session = to_session(known[0], {"type": known[1]}, url)
+                if session is not None:
+                    self._remember(session, url)
+                    return session
+        located = await self._locate(session_id)
         return located[0] if located is not None else None
 
     def identify_caller(self, meta: Mapping[str, Any], env: Mapping[str, str]) -> Caller | None:
@@ -169,6 +202,7 @@ class OpencodeHarness(Harness):
             except ServerError:
                 return None
 
+        marks = [self._watch(url).mark() for url in urls]  # a look-up while a stream is open teaches it
         answers = await asyncio.gather(*(asyncio.to_thread(ask, url, path) for url in urls
                                          for path in (f"/session/{session_id}", "/session/status")))
         for n, url in enumerate(urls):
@@ -176,6 +210,7 @@ class OpencodeHarness(Harness):
             if isinstance(entry, dict) and entry.get("id") == session_id:
                 session = to_session(entry, statuses.get(session_id) if isinstance(statuses, dict) else None, url)
                 if session is not None:
+                    self._watches[url].seed(marks[n], entry, str(session.extra["status"]))
                     self._remember(session, url)
                     return session, url
         return None

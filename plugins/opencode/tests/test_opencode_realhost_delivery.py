@@ -7,19 +7,24 @@ sessions and its own agent-link App (sender ``test:alice``) that knows only that
   whose text is the envelope) and reaches the model; pushing the same message again adds
   nothing;
 * into a busy session it is only ``accepted`` (stored in the session, queued behind the
-  running turn), never pushed twice, and delivered once the model was handed it.
+  running turn), never pushed twice, and delivered once the model was handed it;
+* while the server's event stream is followed a send pushes without looking the session up
+  first, and a session archived in opencode meanwhile is still refused.
 
 If the program is missing these tests fail with "run `make hosts`" -- they never skip.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
 
 from agent_link_core.app import App
+from agent_link_core.errors import AgentLinkError
 from agent_link_core.model import Caller
 from agent_link_opencode.delivery import envelope_prefix
 from agent_link_testing.messages_stub import MessagesStub, Reply
@@ -115,3 +120,55 @@ async def test_opencode_push_into_a_busy_session_is_accepted_then_delivered_neve
     assert await app.refresh_delivery(message_id)
     assert app.mailbox.state(app.mailbox.require(message_id)).delivery == "delivered"
     assert len(copies(server, session["id"], message_id)) == 1
+
+
+async def until(check: Any, what: str, timeout_s: float = 30.0) -> Any:
+    """Poll ``check()`` (every 0.1 s, up to ``timeout_s`` s) until it is truthy; its value."""
+    deadline = time.monotonic() + timeout_s
+    while not (value := await check()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not so within {timeout_s} s: {what}")
+        await asyncio.sleep(0.1)
+    return value
+
+
+async def test_opencode_send_needs_no_look_up_while_the_event_stream_runs_and_an_archive_still_refuses(
+        app: App, server: OpencodeServer, stub: MessagesStub, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_link_opencode import harness as module
+
+    session = server.request("POST", "/session", {"title": "watched"})
+    harness = app.harnesses["opencode"]
+    await harness.list_sessions()  # opens the server's event stream
+    watch = harness._watches[str(server.url)]
+
+    async def connected() -> bool:
+        return watch.connected
+
+    await until(connected, "the event stream is open")
+    await harness.list_sessions()  # read while the stream is open: known from here on
+    asked: list[str] = []
+    real = module.call_api
+
+    def counting(url: str, method: str, path: str, body: Any, password: Any, *rest: Any) -> Any:
+        asked.append(f"{method} {path}")
+        return real(url, method, path, body, password, *rest)
+
+    monkeypatch.setattr(module, "call_api", counting)
+    stub.enqueue("ok")
+    outcome = await app.send(caller=ALICE, to=f"opencode:{session['id']}", body="no look-up first")
+    assert outcome.delivery is not None and outcome.delivery.delivered, outcome.delivery
+    assert f"GET /session/{session['id']}" not in asked and asked[0] == f"POST /session/{session['id']}/prompt_async", asked
+    server.wait_for_reply(session["id"], timeout_s=TURN_TIMEOUT_S)
+
+    # archived in opencode meanwhile: the stream tells, and the next send is refused before storing
+    server.request("PATCH", f"/session/{session['id']}", {"time": {"archived": int(time.time() * 1000)}})
+
+    async def archived() -> bool:
+        found = await harness.get_session(session["id"])
+        return found is not None and found.archived
+
+    await until(archived, "the archive reached the event stream")
+    with pytest.raises(AgentLinkError) as refused:
+        await app.send(caller=ALICE, to=f"opencode:{session['id']}", body="too late")
+    assert refused.value.code == "archived"
+    assert len([m for m in server.session_messages(session["id"]) if m["info"]["role"] == "user"]) == 1

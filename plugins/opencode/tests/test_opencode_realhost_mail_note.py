@@ -17,6 +17,7 @@ import pytest
 
 from agent_link_core.app import App
 from agent_link_core.model import Caller
+from agent_link_core.store import now_ms
 from agent_link_opencode.install import stage_plugin
 from agent_link_testing.messages_stub import MessagesStub
 from agent_link_testing.opencode_host import OpencodeServer
@@ -83,3 +84,23 @@ async def test_opencode_waiting_mail_is_noted_in_the_next_model_request(server: 
     stored = [p.get("text", "") for m in server.session_messages(session["id"]) for p in m["parts"]]
     assert not any(NOTE in t for t in stored), stored
     assert not stub.unscripted
+
+
+async def test_opencode_due_reminder_is_in_the_turns_first_model_request_once(server: OpencodeServer, stub: MessagesStub,
+                                                                             app: App) -> None:
+    session = server.request("POST", "/session", {"title": "owes a reply"})
+    outcome = await app.send(caller=ALICE, to=f"opencode:{session['id']}", body="the reminded body", anticipation="reply")
+    # delivered a minute ago and still unanswered: reminder 1 is due (the interval is 30 s)
+    at = now_ms() - 60_000
+    with app.store.write() as conn:
+        conn.execute("UPDATE messages SET sent_at = ?, delivered_at = ?, first_delivered_at = ? WHERE id = ?",
+                     (at, at, at, outcome.message["id"]))
+    seen = prompt(server, stub, session["id"], "a prompt while a reply is owed")
+    assert "reminder 1 of 3" in seen and "test:alice" in seen, seen
+    assert "the reminded body" not in seen
+    rows = app.store.conn.execute("SELECT n, via, to_addr FROM reminders WHERE message_id = ?", (outcome.message["id"],)).fetchall()
+    assert [tuple(r) for r in rows] == [(1, "opencode-plugin", f"opencode:{session['id']}")]
+    # claimed once: the next turn is not reminded again
+    assert "reminder 1 of 3" not in prompt(server, stub, session["id"], "the next prompt")
+    stored = [p.get("text", "") for m in server.session_messages(session["id"]) for p in m["parts"]]
+    assert not any("reminder 1 of 3" in t for t in stored), stored
