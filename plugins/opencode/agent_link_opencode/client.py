@@ -15,6 +15,15 @@ REQUEST_TIMEOUT_S = 5.0
 SERVER_USER = "opencode"
 
 
+def auth_header(auth: str | tuple[str, str] | None) -> str | None:
+    """The basic-auth ``Authorization`` header value for ``auth``: a password (user
+    ``opencode``) or ``(username, password)``; None for None."""
+    if auth is None:
+        return None
+    user, password = (SERVER_USER, auth) if isinstance(auth, str) else auth
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+
 class ServerError(Exception):
     """One server could not be read; ``reason`` is the provider report's code."""
 
@@ -44,12 +53,13 @@ def parse_servers(raw: str | None) -> tuple[list[str], list[str]]:
     return urls, bad
 
 
-def call_api(base_url: str, method: str, path: str, body: Any, password: str | None,
+def call_api(base_url: str, method: str, path: str, body: Any, password: str | tuple[str, str] | None,
              timeout_s: float = REQUEST_TIMEOUT_S) -> Any:
     """``method base_url + path`` without any proxy, the answer decoded as JSON.
 
     :param body: a JSON-able request body, or None for none.
-    :param password: sent as basic auth (user ``opencode``) when not None.
+    :param password: basic auth when not None: the password (user ``opencode``) or
+        ``(username, password)``.
     :param timeout_s: socket timeout in seconds.
     :returns: the decoded answer; None for an empty one (``204``).
     :raises ServerError: ``unauthorized`` (HTTP 401), ``http_error`` (other non-2xx),
@@ -62,9 +72,9 @@ def call_api(base_url: str, method: str, path: str, body: Any, password: str | N
     request = urllib.request.Request(base_url + path, data=data, method=method, headers={"Accept": "application/json"})
     if data is not None:
         request.add_header("Content-Type", "application/json")
-    if password is not None:
-        token = base64.b64encode(f"{SERVER_USER}:{password}".encode()).decode()
-        request.add_header("Authorization", f"Basic {token}")
+    header = auth_header(password)
+    if header is not None:
+        request.add_header("Authorization", header)
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
         with opener.open(request, timeout=timeout_s) as answer:
@@ -81,7 +91,7 @@ def call_api(base_url: str, method: str, path: str, body: Any, password: str | N
         raise ServerError("bad_answer", f"{method} {path}: not JSON") from None
 
 
-def fetch_json(base_url: str, path: str, password: str | None, timeout_s: float = REQUEST_TIMEOUT_S) -> Any:
+def fetch_json(base_url: str, path: str, password: str | tuple[str, str] | None, timeout_s: float = REQUEST_TIMEOUT_S) -> Any:
     """``GET base_url + path`` (:func:`call_api`); an empty answer is ``bad_answer``.
 
     :raises ServerError: as :func:`call_api`.
@@ -92,7 +102,7 @@ def fetch_json(base_url: str, path: str, password: str | None, timeout_s: float 
     return answer
 
 
-def read_server(base_url: str, password: str | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def read_server(base_url: str, password: str | tuple[str, str] | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """One server's sessions and their status (blocking; run it in a thread).
 
     :returns: ``(sessions, statuses)``: the ``GET /session`` entries and the

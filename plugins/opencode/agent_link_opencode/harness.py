@@ -5,10 +5,12 @@ How it finds servers: opencode keeps its sessions behind an HTTP server, ``openc
 base URL of ``AGENT_LINK_OPENCODE_SERVERS`` (comma-separated; default
 ``http://127.0.0.1:4096``) for ``GET /session`` (id, title, directory, time) and
 ``GET /session/status`` (``{"<id>": {"type": "busy"}}`` for sessions in a turn; idle ones are
-absent), with HTTP basic auth (user ``opencode``) when ``AGENT_LINK_OPENCODE_PASSWORD`` is set
-(the servers' ``OPENCODE_SERVER_PASSWORD``). A server that a caller's proof showed to be the
-opencode process running this MCP server (:mod:`agent_link_opencode.proof`) is asked too,
-whatever its port; finding other servers on other ports by themselves is not done yet.
+absent). A server that a caller's proof showed to be the opencode process running this MCP
+server (:mod:`agent_link_opencode.proof`) is asked too, whatever its port, and so is every
+opencode server running as this user with this ``HOME`` (:mod:`agent_link_opencode.discover`;
+``AGENT_LINK_OPENCODE_DISCOVER=0`` turns that off). Basic auth (:meth:`OpencodeHarness._auth`):
+the ``OPENCODE_SERVER_PASSWORD`` of the server's own process when it could be read, else
+``AGENT_LINK_OPENCODE_PASSWORD``, else this process's ``OPENCODE_SERVER_PASSWORD``.
 
 A server that does not answer, refuses the password or answers something else than JSON makes
 the listing incomplete with a provider report naming it, never an empty list. A session two
@@ -77,7 +79,7 @@ class OpencodeHarness(Harness):
     #: added to every call of agent-link's tools by agent-link's opencode plugin (:mod:`agent_link_opencode.proof`)
     caller_arguments = ("_agentLinkCaller",)
     #: opencode's config file, which install and health read (agent_link_opencode.install)
-    env_variables = ("OPENCODE_CONFIG",)
+    env_variables = ("OPENCODE_CONFIG", "OPENCODE_SERVER_PASSWORD", "OPENCODE_SERVER_USERNAME")
     send_result_fields = {"opencodeUserMessageId": {
         "type": "string", "description": "opencode's id of the user message that holds the pushed envelope"}}
 
@@ -86,11 +88,16 @@ class OpencodeHarness(Harness):
         super().attach(app)
         #: servers a caller's proof showed to be the opencode process running this one
         self._proven_servers: list[str] = []
+        #: their basic auth, from the opencode process's own environment
+        self._proven_auth: dict[str, tuple[str, str]] = {}
         #: session id -> (server, time.monotonic() when found there, not archived)
         self._located: dict[str, tuple[str, float]] = {}
         self._pusher_obj: Any = None
         #: base URL -> its event stream (agent_link_opencode.watch), opened on first use
         self._watches: dict[str, Any] = {}
+        #: running servers found by their processes (agent_link_opencode.discover)
+        self._scanner: Any = None
+        self._found: dict[str, Any] = {}
 
     async def aclose(self) -> None:
         """Stop following the servers' event streams."""
@@ -104,26 +111,60 @@ class OpencodeHarness(Harness):
 
         watch = self._watches.get(url)
         if watch is None:
-            watch = self._watches[url] = ServerWatch(url, self.app.config.get("AGENT_LINK_OPENCODE_PASSWORD"))
+            watch = self._watches[url] = ServerWatch(url, self._auth(url))
         watch.start()
         return watch
 
     def _servers(self) -> tuple[list[str], list[str]]:
+        """``(urls, bad)``: the configured servers, then the ones callers proved, then the ones
+        found running (:mod:`agent_link_opencode.discover`, unless
+        ``AGENT_LINK_OPENCODE_DISCOVER`` is off); ``bad`` the unusable configured entries."""
         urls, bad = parse_servers(self.app.config.get("AGENT_LINK_OPENCODE_SERVERS"))
         # a server proven to be the opencode process running this one (any port) is listed too
-        return urls + [u for u in self._proven_servers if u not in urls], bad
+        urls += [u for u in self._proven_servers if u not in urls]
+        if self.app.config.get("AGENT_LINK_OPENCODE_DISCOVER"):
+            from agent_link_opencode.discover import Scanner
+
+            self._scanner = self._scanner or Scanner(self.app.env.get("HOME"))
+            self._found = {f.url: f for f in self._scanner.servers()}
+            urls += [u for u in self._found if u not in urls]
+        return urls, bad
+
+    def _discovered_only(self, url: str) -> bool:
+        """True for a server known only from the process table (neither configured nor proven)."""
+        configured, _ = parse_servers(self.app.config.get("AGENT_LINK_OPENCODE_SERVERS"))
+        return url in self._found and url not in configured and url not in self._proven_servers
+
+    def _auth(self, url: str) -> str | tuple[str, str] | None:
+        """The basic auth for ``url``: the server's own ``OPENCODE_SERVER_USERNAME`` /
+        ``OPENCODE_SERVER_PASSWORD`` when its process was found (or proven a caller's) with
+        one, else
+        ``AGENT_LINK_OPENCODE_PASSWORD``, else ``OPENCODE_SERVER_PASSWORD`` of this process's
+        environment (user its ``OPENCODE_SERVER_USERNAME``, default ``opencode``); None for none."""
+        found = self._found.get(url)
+        if found is not None and found.password is not None:
+            return found.username, found.password
+        if url in self._proven_auth:
+            return self._proven_auth[url]
+        password = self.app.config.get("AGENT_LINK_OPENCODE_PASSWORD") or self.app.env.get("OPENCODE_SERVER_PASSWORD") or None
+        if password is None:
+            return None
+        return self.app.env.get("OPENCODE_SERVER_USERNAME") or "opencode", str(password)
 
     async def list_sessions(self, *, include_archived: bool = False, limit: int = 200) -> SessionListing:
         urls, bad = self._servers()
-        password = self.app.config.get("AGENT_LINK_OPENCODE_PASSWORD")
         marks = [self._watch(url).mark() for url in urls]
-        answers = await asyncio.gather(*(asyncio.to_thread(read_server, url, password) for url in urls), return_exceptions=True)
+        answers = await asyncio.gather(*(asyncio.to_thread(read_server, url, self._auth(url)) for url in urls), return_exceptions=True)
         found: dict[str, Session] = {}
         servers: list[dict[str, Any]] = [{"url": entry, "available": False, "reason": "bad_url"} for entry in bad]
         # Nothing listening at the default address nobody configured is no opencode running, not
         # a failure: people without opencode must not see a broken listing everywhere.
         unset = self.app.config.sources.get("AGENT_LINK_OPENCODE_SERVERS", "default") == "default"
         for url, mark, answer in zip(urls, marks, answers):
+            if isinstance(answer, ServerError) and self._discovered_only(url) and answer.reason != "unauthorized":
+                # a port opencode's process listens on that is not its API (or it just stopped)
+                servers.append({"url": url, "available": True, "reason": "not_opencode_api", "discovered": True, "sessions": 0})
+                continue
             if isinstance(answer, ServerError) and unset and answer.reason == "unreachable":
                 servers.append({"url": url, "available": True, "reason": "not_running", "sessions": 0})
                 continue
@@ -133,7 +174,8 @@ class OpencodeHarness(Harness):
             if isinstance(answer, BaseException):
                 raise answer
             entries, statuses = answer
-            servers.append({"url": url, "available": True, "reason": None, "sessions": len(entries)})
+            servers.append({"url": url, "available": True, "reason": None, "sessions": len(entries),
+                            **({"discovered": True} if url in self._found else {})})
             for entry in entries:
                 session = to_session(entry, statuses.get(str(entry.get("id"))), url)
                 if session is not None:
@@ -154,9 +196,8 @@ class OpencodeHarness(Harness):
         else asked for."""
         if not SESSION_ID_RE.match(session_id):
             return None
-        for url in self._servers()[0]:
-            watch = self._watches.get(url)
-            known = watch.get(session_id) if watch is not None else None
+        for url, watch in list(self._watches.items()):  # no process scan on this path
+            known = watch.get(session_id)
             if known is not None:
                 session = to_session(known[0], {"type": known[1]}, url)
                 if session is not None:
@@ -174,10 +215,20 @@ class OpencodeHarness(Harness):
         named = proof.claimed(meta)
         if named is None:
             return None
-        password = self.app.config.get("AGENT_LINK_OPENCODE_PASSWORD")
-        found = proof.evidence(meta, lambda url, path: fetch_json(url, path, password, timeout_s=PROOF_TIMEOUT_S))
+        from agent_link_opencode.discover import credentials
+
+        own: dict[str, tuple[str, str] | None] = {}
+
+        def fetch(url: str, path: str, pid: int) -> Any:
+            own[url] = credentials(pid)  # the password of the opencode process listening there
+            return fetch_json(url, path, own[url] or self._auth(url), timeout_s=PROOF_TIMEOUT_S)
+
+        found = proof.evidence(meta, fetch)
         if found is not None and named[2] not in self._proven_servers:
             self._proven_servers.append(named[2])
+        auth = own.get(named[2])
+        if found is not None and auth is not None:
+            self._proven_auth[named[2]] = auth
         return Caller(f"{NAME}:{named[0]}", "runtime_context", NAME, evidence=found)
 
     def _pusher(self) -> Any:
@@ -185,20 +236,18 @@ class OpencodeHarness(Harness):
 
         pusher = self._pusher_obj
         if pusher is None:
-            password = self.app.config.get("AGENT_LINK_OPENCODE_PASSWORD")
             pusher = self._pusher_obj = Pusher(
-                lambda url, method, path, body: call_api(url, method, path, body, password), PushClaims(self.app.store))
+                lambda url, method, path, body: call_api(url, method, path, body, self._auth(url)), PushClaims(self.app.store))
         return pusher
 
     async def _locate(self, session_id: str) -> tuple[Session, str] | None:
         """The session and the first configured server that has it: every server is asked for
         ``GET /session/{id}`` and ``GET /session/status`` at once (no whole listing)."""
         urls, _bad = self._servers()
-        password = self.app.config.get("AGENT_LINK_OPENCODE_PASSWORD")
 
         def ask(url: str, path: str) -> Any:
             try:
-                return call_api(url, "GET", path, None, password)
+                return call_api(url, "GET", path, None, self._auth(url))
             except ServerError:
                 return None
 
@@ -273,6 +322,7 @@ class OpencodeHarness(Harness):
         plugins = plugins if isinstance(plugins, list) else []
         return {
             "servers": urls, "badServers": bad, "passwordSet": self.app.config.get("AGENT_LINK_OPENCODE_PASSWORD") is not None,
+            "discovered": [{"url": f.url, "pid": f.pid, "passwordFromProcess": f.password is not None} for f in self._found.values()],
             "provenServers": list(self._proven_servers),
             "install": {"config": str(path), "mcpServer": SERVER_NAME in mcp,
                         "callerPlugin": any(isinstance(p, str) and p.endswith("/" + PLUGIN_FILE) for p in plugins)},

@@ -29,10 +29,15 @@ SERVERS_SETTING = Setting(
 )
 PASSWORD_SETTING = Setting(
     "AGENT_LINK_OPENCODE_PASSWORD", "str", None,
-    doc="the OPENCODE_SERVER_PASSWORD of those servers, sent as HTTP basic auth (user opencode)",
+    doc="the OPENCODE_SERVER_PASSWORD of servers whose process cannot be read (default: OPENCODE_SERVER_PASSWORD), HTTP basic auth",
 )
 
-agent_link_register_settings = registers([SERVERS_SETTING, PASSWORD_SETTING])
+DISCOVER_SETTING = Setting(
+    "AGENT_LINK_OPENCODE_DISCOVER", "flag", True,
+    doc="also list the opencode servers running as this user with this HOME, on any port, with the password from their environment",
+)
+
+agent_link_register_settings = registers([SERVERS_SETTING, PASSWORD_SETTING, DISCOVER_SETTING])
 agent_link_schema = migrations("agent_link_opencode.schema:MIGRATIONS")
 # `agent-link hook opencode MessagesTransform`: the mail note agent-link's opencode plugin adds
 # to a turn's model request (agent_link_opencode.hook)

@@ -19,9 +19,10 @@ The argument only names a session. opencode proves it when all of these hold:
   holds a tool part with ``callID`` that is pending or running: the session is making this
   call right now.
 
-Not proved: anything against a process of the same user that drives the opencode process itself
-(its HTTP API can start a turn in any of its sessions), and calls while opencode's server asks
-for a password this process does not know (``AGENT_LINK_OPENCODE_PASSWORD``).
+The server is asked with the password in that opencode process's own environment
+(``OPENCODE_SERVER_PASSWORD``, :func:`agent_link_opencode.discover.credentials`), else the
+configured one. Not proved: anything against a process of the same user that drives the opencode
+process itself (its HTTP API can start a turn in any of its sessions).
 """
 
 from __future__ import annotations
@@ -95,12 +96,12 @@ def running_call(messages: Any, call_id: str) -> bool:
     return False
 
 
-def evidence(meta: Mapping[str, Any], fetch: Callable[[str, str], Any]) -> str | None:
+def evidence(meta: Mapping[str, Any], fetch: Callable[[str, str, int], Any]) -> str | None:
     """The sentence for ``Caller.evidence`` when opencode proves the session named in ``meta``
     (module docstring), else None.
 
-    :param fetch: ``(base_url, path) -> decoded JSON`` (blocking, bounded); any exception it
-        raises proves nothing.
+    :param fetch: ``(base_url, path, pid of the opencode process listening there) -> decoded
+        JSON`` (blocking, bounded); any exception it raises proves nothing.
     """
     named = claimed(meta)
     if named is None:
@@ -111,7 +112,7 @@ def evidence(meta: Mapping[str, Any], fetch: Callable[[str, str], Any]) -> str |
     if pid is None:
         return None
     try:
-        messages = fetch(server, f"/session/{sid}/message?limit={NEWEST_MESSAGES}")
+        messages = fetch(server, f"/session/{sid}/message?limit={NEWEST_MESSAGES}", pid)
     except Exception:  # an unreadable server proves nothing
         return None
     if not running_call(messages, call):

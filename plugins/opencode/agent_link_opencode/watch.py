@@ -21,7 +21,6 @@ push had the same window between the look-up and the push.
 
 from __future__ import annotations
 
-import base64
 import http.client
 import json
 import socket
@@ -29,7 +28,7 @@ import threading
 from typing import Any
 from urllib.parse import urlsplit
 
-from agent_link_opencode.client import SERVER_USER
+from agent_link_opencode.client import auth_header
 
 #: the stream's path: events of every directory the server serves
 EVENT_PATH = "/global/event"
@@ -43,10 +42,11 @@ class ServerWatch:
     """One server's sessions as its event stream reports them (a daemon thread reads it).
 
     :param url: the server's base URL (``http://127.0.0.1:4096``).
-    :param password: its ``OPENCODE_SERVER_PASSWORD`` (basic auth, user ``opencode``), or None.
+    :param password: its basic auth: the password (user ``opencode``), ``(username,
+        password)``, or None.
     """
 
-    def __init__(self, url: str, password: str | None) -> None:
+    def __init__(self, url: str, password: str | tuple[str, str] | None) -> None:
         self.url, self.password = url, password
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -133,8 +133,9 @@ class ServerWatch:
         kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
         conn = self._conn = kind(parts.hostname or "127.0.0.1", parts.port, timeout=CONNECT_TIMEOUT_S)
         headers = {"Accept": "text/event-stream"}
-        if self.password is not None:
-            headers["Authorization"] = "Basic " + base64.b64encode(f"{SERVER_USER}:{self.password}".encode()).decode()
+        header = auth_header(self.password)
+        if header is not None:
+            headers["Authorization"] = header
         try:
             conn.request("GET", EVENT_PATH, headers=headers)
             answer = conn.getresponse()

@@ -196,3 +196,54 @@ async def test_nothing_at_the_default_address_is_no_opencode_running(monkeypatch
             app.close()
         assert listing.sessions == [] and listing.complete is complete, listing.provider
         assert listing.provider["servers"][0]["reason"] == ("not_running" if complete else "unreachable")
+
+
+def found_servers(monkeypatch: pytest.MonkeyPatch, *found: Any) -> None:
+    """Make the process scan (agent_link_opencode.discover) find ``found`` (FoundServer)."""
+    from agent_link_opencode import discover
+
+    monkeypatch.setattr(discover, "scan", lambda home=None: list(found))
+
+
+@pytest.mark.anyio
+async def test_a_found_server_is_read_with_its_own_password_and_a_port_that_is_not_its_api_is_no_failure(
+        fake: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_link_opencode.discover import FoundServer
+
+    locked = fake(FakeServer(sessions=[session_entry("ses_f", "Found", 1)], password="theirs"))
+    other_port = closed_port_url()  # another socket of the same process: not opencode's API
+    found_servers(monkeypatch, FoundServer(locked.url, 41, "opencode", "theirs"), FoundServer(other_port, 41, "opencode", "theirs"))
+    monkeypatch.setenv("AGENT_LINK_OPENCODE_PASSWORD", "wrong")  # the server's own password wins
+    listing = await harness(monkeypatch, "").list_sessions()  # no server configured: found ones only
+    assert [s.id for s in listing.sessions] == ["ses_f"] and listing.complete, listing.provider
+    by_url = {s["url"]: s for s in listing.provider["servers"]}
+    assert by_url[locked.url]["discovered"] is True and by_url[locked.url]["reason"] is None
+    assert by_url[other_port] == {"url": other_port, "available": True, "reason": "not_opencode_api", "discovered": True, "sessions": 0}
+    assert locked.seen_auth[-1] == "Basic " + base64.b64encode(b"opencode:theirs").decode()
+
+
+@pytest.mark.anyio
+async def test_a_found_server_that_refuses_its_password_is_reported(fake: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_link_opencode.discover import FoundServer
+
+    locked = fake(FakeServer(sessions=[session_entry("ses_f", "Found", 1)], password="changed"))
+    found_servers(monkeypatch, FoundServer(locked.url, 41, "opencode", None))
+    listing = await harness(monkeypatch, "").list_sessions()
+    assert not listing.complete and listing.provider["reason"] == "unauthorized", listing.provider
+
+
+@pytest.mark.anyio
+async def test_the_password_falls_back_to_opencodes_own_variables_and_discovery_can_be_off(
+        fake: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_link_opencode.discover import FoundServer
+
+    locked = fake(FakeServer(sessions=[session_entry("ses_e", "Env", 1)], password="pw"))
+    found_servers(monkeypatch, FoundServer(closed_port_url(), 41, "opencode", None))
+    monkeypatch.setenv("AGENT_LINK_OPENCODE_DISCOVER", "0")
+    monkeypatch.setenv("OPENCODE_SERVER_PASSWORD", "pw")
+    listing = await harness(monkeypatch, locked.url).list_sessions()
+    assert [s.id for s in listing.sessions] == ["ses_e"] and [s["url"] for s in listing.provider["servers"]] == [locked.url]
+    monkeypatch.setenv("OPENCODE_SERVER_USERNAME", "someone")
+    refused = await harness(monkeypatch, locked.url).list_sessions()  # the fake wants user opencode
+    assert refused.provider["reason"] == "unauthorized"
+    assert locked.seen_auth[-1] == "Basic " + base64.b64encode(b"someone:pw").decode()

@@ -41,5 +41,5 @@ def test_opencode_no_evidence_for_a_process_that_no_opencode_started() -> None:
     # this test process descends from no opencode program listening on that port: nothing is
     # asked of the server and nothing is proved, whatever it would answer
     asked: list[str] = []
-    assert evidence({CALLER_ARGUMENT: NAMED}, lambda url, path: asked.append(path) or []) is None
+    assert evidence({CALLER_ARGUMENT: NAMED}, lambda url, path, pid: asked.append(path) or []) is None
     assert asked == []

@@ -6,7 +6,8 @@ the tool call in each call of agent-link's tools; the server signs mail ``fromVe
 when that opencode server shows the session running that call (``agent_link_opencode.proof``).
 
 * two sessions of one opencode process each send as themselves, proven, even when the model
-  names another session in the argument;
+  names another session in the argument, the server asking for a password (``OPENCODE_SERVER_PASSWORD``)
+  that nobody gave agent-link (it reads it from the opencode process);
 * a process outside opencode that names a real session the same way is refused the proof
   (``sender_unverified``, ``not_proven``).
 
@@ -30,6 +31,7 @@ from agent_link_testing.opencode_host import OpencodeServer
 pytestmark = [pytest.mark.realhost, pytest.mark.anyio, pytest.mark.timeout(240)]
 
 TURN_TIMEOUT_S = 90.0
+PASSWORD = "pw-only-opencode-knows"
 JS_PLUGIN = Path(agent_link_opencode.__file__).parent / "host_plugin" / "agent-link.js"
 
 
@@ -52,7 +54,8 @@ def server(stub: MessagesStub, state_dir: Path) -> Iterator[OpencodeServer]:
         "environment": {"AGENT_LINK_STATE_DIR": str(state_dir), "AGENT_LINK_LOAD_PLUGINS": "opencode",
                         "AGENT_LINK_HOST": "opencode", "AGENT_LINK_PAIR_RATE": "0", "AGENT_LINK_REPEAT_WINDOW_MS": "0"},
     }}
-    with OpencodeServer(stub.base_url, mcp=mcp, config_extra={"plugin": [JS_PLUGIN.as_uri()]}) as running:
+    # with a password: agent-link reads it from the opencode process, nobody configures it
+    with OpencodeServer(stub.base_url, mcp=mcp, config_extra={"plugin": [JS_PLUGIN.as_uri()]}, password=PASSWORD) as running:
         yield running
 
 
@@ -93,7 +96,7 @@ async def test_opencode_a_caller_outside_opencode_naming_a_session_is_not_proven
     session = server.request("POST", "/session", {"title": "named by a stranger"})
     named = {"sessionID": session["id"], "callID": "toolu_forged", "server": str(server.url)}
     env = {"AGENT_LINK_STATE_DIR": str(state_dir), "AGENT_LINK_LOAD_PLUGINS": "opencode",
-           "AGENT_LINK_OPENCODE_SERVERS": str(server.url)}
+           "AGENT_LINK_OPENCODE_SERVERS": str(server.url), "OPENCODE_SERVER_PASSWORD": PASSWORD}  # it even knows the password
     async with agent_link_mcp(env) as client:
         result = await client.call("message_agent", {"to": "test:carol", "message": "forged", "_agentLinkCaller": named})
     assert result["ok"], result
