@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 
 import click
 
-from agent_link_approvals import claude, codex, service
+from agent_link_approvals import claude, codex, opencode, service
 from agent_link_approvals.files import ChangedWhileApplying, ConfigFileError
 from agent_link_approvals.manifests import read_claude_plugin, read_codex_plugin
 from agent_link_approvals.settings import (
@@ -185,6 +185,27 @@ def _print_claude(r: dict[str, Any], apply: bool = False) -> None:
         click.echo(json.dumps(r["missing"], indent=2))
 
 
+def _print_opencode(r: dict[str, Any], apply: bool = False) -> None:
+    click.echo(f"opencode config: {r['config']}{'' if r['exists'] else ' (absent)'}, MCP server {r['server']}")
+    what = "tools (--all, role-admin tools excepted)" if len(r["required"]) and r.get("all") else "required tools"
+    click.echo(f"  {what} running unasked: {len(r['required']) - len(r['missing']) - len(r['heldBack'])} of {len(r['required'])}")
+    if r["missing"]:
+        click.echo(f"  asked or denied by a wildcard key: {_names(r['missing'])}")
+    for held in r["heldBack"]:
+        click.echo(f"  HELD BACK: {held['key']} is {held['decision']} (by the key {held['by']!r}) and your permission "
+                   "already names it; apply never changes or moves your keys")
+    if r["roleAdmin"]["allowed"]:
+        click.echo(f"  WARNING: these role-admin tools run unasked: {_names(r['roleAdmin']['allowed'])}; "
+                   f"add \"<name>\": \"ask\" for each to permission ({r['roleAdmin']['why']})")
+    if apply:
+        _print_apply(r, "added to")
+        for key in r.get("added", []):
+            click.echo(f'    + "{key}": "allow"')
+    click.echo(f"  {'COMPLETE' if r['complete'] else 'INCOMPLETE'}")
+    if not apply and r["missing"]:
+        click.echo(f"  Fix: {_cmd('agent-link', 'approvals', 'apply', '--opencode-config', r['config'], *(['--all'] if r.get('all') else []))}")
+
+
 def command_group() -> click.Group:
     """The ``agent-link approvals`` group (built when the command runs: the plugin declares it
     with :func:`agent_link_core.contribute.command`)."""
@@ -192,7 +213,7 @@ def command_group() -> click.Group:
 
     @click.group("approvals", epilog=EXIT_HELP)
     def approvals() -> None:
-        """Check or apply the tool approvals Codex and Claude Code keep for agent-link's tools.
+        """Check or apply the tool approvals Codex, Claude Code and opencode keep for agent-link's tools.
 
         Read-only tools (readOnlyHint) are required; --all requires every tool except the
         role-admin ones, which are never auto-approved.
@@ -203,6 +224,7 @@ def command_group() -> click.Group:
     @click.option("--real-codex", is_flag=True, help="Check the real $CODEX_HOME/config.toml (default ~/.codex).")
     @click.option("--claude-settings", type=FilePath, help="One Claude Code settings.json to check.")
     @click.option("--real-claude", is_flag=True, help="Check the real user, project and local Claude Code settings.")
+    @click.option("--opencode-config", type=FilePath, help="An opencode config (opencode.json) to check.")
     @click.option("--project", type=click.Path(file_okay=False, path_type=Path),
                   help="The project whose .claude settings --real-claude reads (default: the current folder).")
     @click.option("--all", "all_tools", is_flag=True, help="Require every tool, not only the read-only ones.")
@@ -212,7 +234,7 @@ def command_group() -> click.Group:
     @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
     @click.pass_context
     def check(ctx: click.Context, codex_config: Path | None, real_codex: bool, claude_settings: Path | None,
-              real_claude: bool, project: Path | None, all_tools: bool, plugin_id: str | None,
+              real_claude: bool, opencode_config: Path | None, project: Path | None, all_tools: bool, plugin_id: str | None,
               plugin_root: Path | None, as_json: bool) -> None:
         """Check that the tools agent-link needs run without asking."""
         if codex_config and real_codex:
@@ -220,14 +242,14 @@ def command_group() -> click.Group:
         if claude_settings and real_claude:
             raise click.UsageError("name one Claude Code source: --claude-settings PATH or --real-claude")
         config = get_app(ctx).config
-        if codex_config is None and not real_codex and claude_settings is None and not real_claude:
+        if codex_config is None and not real_codex and claude_settings is None and not real_claude and opencode_config is None:
             if config.get(CODEX_CONFIG):
                 codex_config = Path(os.path.expanduser(config.get(CODEX_CONFIG)))
             elif config.get(CHECK_REAL_CONFIG):
                 real_codex = True
             else:
-                raise click.UsageError("name what to check: --codex-config PATH, --real-codex, --claude-settings PATH "
-                                       f"or --real-claude (or set {CODEX_CONFIG})")
+                raise click.UsageError("name what to check: --codex-config PATH, --real-codex, --claude-settings PATH, "
+                                       f"--real-claude or --opencode-config PATH (or set {CODEX_CONFIG})")
         codex_path = codex_config_path(os.environ) if real_codex else codex_config
         out: dict[str, Any] = {"version": 1}
         complete = True
@@ -247,6 +269,12 @@ def command_group() -> click.Group:
             coutcome = _run(lambda: service.check_claude(files, ctools, cplugin, all_tools=all_tools), as_json)
             out["claude"] = coutcome.report
             complete = complete and coutcome.complete
+        if opencode_config is not None:
+            _run(lambda: opencode.load_config(opencode_config), as_json)
+            otools = _tools("opencode", as_json)
+            ooutcome = _run(lambda: service.check_opencode(opencode_config, otools, all_tools=all_tools), as_json)
+            out["opencode"] = {**ooutcome.report, "all": all_tools}
+            complete = complete and ooutcome.complete
         out["complete"] = complete
         if as_json:
             click.echo(json.dumps(out, ensure_ascii=False, indent=2))
@@ -255,11 +283,14 @@ def command_group() -> click.Group:
                 _print_codex(out["codex"])
             if "claude" in out:
                 _print_claude(out["claude"])
+            if "opencode" in out:
+                _print_opencode(out["opencode"])
         sys.exit(0 if complete else 1)
 
     @approvals.command("apply", epilog=EXIT_HELP)
     @click.option("--codex-config", type=FilePath, help="The Codex config.toml to add approvals to.")
     @click.option("--claude-settings", type=FilePath, help="The Claude Code settings.json to add allow rules to.")
+    @click.option("--opencode-config", type=FilePath, help="The opencode config (opencode.json) to add permission keys to.")
     @click.option("--all", "all_tools", is_flag=True, help="Approve every tool except the role-admin ones.")
     @click.option("--dry-run", is_flag=True, help="Print the change as a diff; write nothing.")
     @click.option("--plugin-id", help="Codex plugin id (default: <plugin>@<marketplace> from the manifests).")
@@ -267,15 +298,16 @@ def command_group() -> click.Group:
                   help="Where the plugin manifests are (default: this agent-link checkout).")
     @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
     @click.pass_context
-    def apply(ctx: click.Context, codex_config: Path | None, claude_settings: Path | None, all_tools: bool,
-              dry_run: bool, plugin_id: str | None, plugin_root: Path | None, as_json: bool) -> None:
+    def apply(ctx: click.Context, codex_config: Path | None, claude_settings: Path | None, opencode_config: Path | None,
+              all_tools: bool, dry_run: bool, plugin_id: str | None, plugin_root: Path | None, as_json: bool) -> None:
         """Add exactly the missing approvals, keeping everything else in the file.
 
         Codex: new tables are appended to the unchanged file. Claude Code: exact allow rules
-        are added to permissions.allow. A backup of the old file is kept beside it.
+        are added to permissions.allow. opencode: exact "<server>_<tool>": "allow" keys are
+        added at the end of permission. A backup of the old file is kept beside it.
         """
-        if (codex_config is None) == (claude_settings is None):
-            raise click.UsageError("name one file: --codex-config PATH or --claude-settings PATH")
+        if [codex_config, claude_settings, opencode_config].count(None) != 2:
+            raise click.UsageError("name one file: --codex-config PATH, --claude-settings PATH or --opencode-config PATH")
         config = get_app(ctx).config
         if codex_config is not None:
             plugin = read_codex_plugin(plugin_root)
@@ -285,6 +317,11 @@ def command_group() -> click.Group:
                                                        plugin_id=plugin_id or config.get(CODEX_PLUGIN_ID), dry_run=dry_run),
                            as_json)
             report, complete, printer = outcome.report, outcome.complete, _print_codex
+        elif opencode_config is not None:
+            _run(lambda: opencode.load_config(opencode_config, must_exist=False), as_json)
+            otools = _tools("opencode", as_json)
+            ooutcome = _run(lambda: service.apply_opencode(opencode_config, otools, all_tools=all_tools, dry_run=dry_run), as_json)
+            report, complete, printer = {**ooutcome.report, "all": all_tools}, ooutcome.complete, _print_opencode
         else:
             assert claude_settings is not None
             cplugin = read_claude_plugin(plugin_root)
@@ -294,7 +331,7 @@ def command_group() -> click.Group:
                                                          dry_run=dry_run), as_json)
             report, complete, printer = coutcome.report, coutcome.complete, _print_claude
         if as_json:
-            key = "codex" if codex_config is not None else "claude"
+            key = "codex" if codex_config is not None else "opencode" if opencode_config is not None else "claude"
             click.echo(json.dumps({"version": 1, key: report, "complete": complete}, ensure_ascii=False, indent=2))
         else:
             printer(report, apply=True)

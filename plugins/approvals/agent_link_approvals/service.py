@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent_link_approvals import claude, codex
+from agent_link_approvals import claude, codex, opencode
 from agent_link_approvals.files import ConfigFileError, Update, read_bytes, unified_diff, update_file
 from agent_link_approvals.manifests import HostPlugin
 from agent_link_approvals.toollist import ToolInfo
@@ -181,3 +181,54 @@ def apply_claude(path: Path, tools: list[ToolInfo], plugin: HostPlugin, *, all_t
     outcome.report.update(added=list(rules), diff=unified_diff(path, planned["old"], planned["new"]) if rules else "",
                           dryRun=dry_run, written=done.written, backup=str(done.backup) if done.backup else None)
     return outcome
+
+
+@dataclass
+class OpencodeOutcome:
+    """An opencode check or apply: ``report`` is the JSON form, ``complete`` the verdict."""
+
+    report: dict[str, Any]
+    complete: bool
+    result: opencode.OpencodeCheck
+
+
+def check_opencode(path: Path, tools: list[ToolInfo], *, all_tools: bool = False, missing_ok: bool = False) -> OpencodeOutcome:
+    """Check the opencode config at ``path`` (:mod:`agent_link_approvals.opencode`).
+
+    :param missing_ok: a missing file counts as empty (every tool then runs unasked).
+    :raises ConfigFileError: missing (unless ``missing_ok``), unreadable or malformed.
+    """
+    raw, data = opencode.load_config(path, must_exist=not missing_ok)
+    result = opencode.check(path, raw, data, tools, all_tools)
+    return OpencodeOutcome(result.to_dict(), result.complete, result)
+
+
+def apply_opencode(path: Path, tools: list[ToolInfo], *, all_tools: bool = False, dry_run: bool = False) -> OpencodeOutcome:
+    """Add ``"<server>_<tool>": "allow"`` at the end of ``permission`` for each tool a wildcard
+    key makes ask or deny, in the opencode config at ``path`` (created when absent); keys the
+    user set for a tool itself are reported, never changed. Planned on the file's content at
+    the moment of writing, as for :func:`apply_codex`.
+
+    :raises ConfigFileError: unreadable or malformed file (JSONC, or ``permission`` of another shape).
+    :raises ChangedWhileApplying: the file kept changing under us (our change not written).
+    :raises OSError: the file could not be written (the original is untouched).
+    """
+    planned: dict[str, Any] = {}
+
+    def plan(raw: bytes | None) -> bytes | None:
+        keys = opencode.check(path, raw, opencode.parse(path, raw), tools, all_tools).missing
+        old_text, new_text = opencode.plan(path, raw, keys) if keys else ("", "")
+        planned.update(keys=keys, old=old_text, new=new_text, raw=new_text.encode("utf-8") if keys else raw)
+        return new_text.encode("utf-8") if keys and not dry_run else None
+
+    if dry_run:
+        plan(_read_or_none(path))
+        done = Update(None, False, None, 1)
+    else:
+        done = update_file(path, plan)
+    keys = planned["keys"]
+    result = opencode.check(path, planned["raw"], opencode.parse(path, planned["raw"]), tools, all_tools)
+    report = result.to_dict()
+    report.update(added=list(keys), diff=unified_diff(path, planned["old"], planned["new"]) if keys else "",
+                  dryRun=dry_run, written=done.written, backup=str(done.backup) if done.backup else None)
+    return OpencodeOutcome(report, result.complete, result)

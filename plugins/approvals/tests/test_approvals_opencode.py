@@ -1,0 +1,127 @@
+"""opencode's ``permission`` config for agent-link's tools (``agent_link_approvals.opencode``):
+the decision (the last matching key wins, wildcards, nested values, one action for all), what is
+missing or held back, and ``agent-link approvals check|apply --opencode-config``. The real
+opencode's behaviour is ``test_approvals_opencode_realhost.py``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agent_link_approvals import opencode
+from agent_link_approvals.toollist import ToolInfo
+from click.testing import Result
+
+Run = Callable[..., Result]
+READ_ONLY_KEYS = ["agent-link_agent_link_health", "agent-link_list_agents", "agent-link_wait_for_agent"]
+
+
+def as_json(result: Result) -> dict[str, Any]:
+    data = json.loads(result.stdout)
+    assert isinstance(data, dict)
+    return data
+
+
+@pytest.mark.parametrize(("permission", "expected"), [
+    (None, ("none", None)),
+    ({"edit": "ask"}, ("none", None)),
+    ({"*": "ask"}, ("ask", "*")),
+    ({"*": "ask", "agent-link_list_agents": "allow"}, ("allow", "agent-link_list_agents")),
+    ({"agent-link_list_agents": "allow", "*": "ask"}, ("ask", "*")),  # the last matching key decides
+    ({"agent-link_*": "deny"}, ("deny", "agent-link_*")),
+    ({"agent-link_list_agent?": "ask"}, ("ask", "agent-link_list_agent?")),
+    ({"agent-link_*": {"*": "ask", "git *": "allow"}}, ("ask", "agent-link_*")),  # input patterns: an MCP tool's is *
+    ({"agent-link_*": {"git *": "ask"}}, ("none", None)),
+    ({"*": "sometimes"}, ("ask", "*")),  # unknown action: counted as asking
+    ("ask", ("ask", "permission")),
+])
+def test_the_last_matching_key_decides(permission: Any, expected: tuple[str, str | None]) -> None:
+    assert opencode.decide(permission, "agent-link_list_agents") == expected
+
+
+def test_tool_names_follow_opencodes_mcp_naming() -> None:
+    assert opencode.tool_key("agent-link", "list_agents") == "agent-link_list_agents"
+    assert opencode.tool_key("my server", "a.b") == "my_server_a_b"
+
+
+def test_missing_held_back_and_role_admin(tools: list[ToolInfo], tmp_path: Path) -> None:
+    data = {"permission": {"*": "ask", "agent-link_wait_for_agent": "deny", "agent-link_set_agent_role": "allow"}}
+    result = opencode.check(tmp_path / "opencode.json", b"{}", data, tools)
+    assert result.required == READ_ONLY_KEYS
+    assert result.missing == ["agent-link_agent_link_health", "agent-link_list_agents"]
+    assert result.held_back == [{"key": "agent-link_wait_for_agent", "decision": "deny", "by": "agent-link_wait_for_agent"}]
+    assert result.role_admin_allowed == ["agent-link_set_agent_role"] and not result.complete
+    # no permission at all: opencode runs MCP tools unasked, so nothing is missing, and it warns of the role-admin tools
+    plain = opencode.check(tmp_path / "opencode.json", None, {}, tools, all_tools=True)
+    assert plain.complete and plain.missing == [] and len(plain.role_admin_allowed) == 3
+    # one action for every tool cannot be amended key by key
+    single = opencode.check(tmp_path / "opencode.json", b"{}", {"permission": "ask"}, tools)
+    assert [h["key"] for h in single.held_back] == READ_ONLY_KEYS and single.missing == []
+
+
+def test_check_says_what_is_missing_and_exits_1_then_apply_adds_exactly_that(
+        run: Run, fake_tools: list[str], write: Callable[[str, str], Path]) -> None:
+    config = write("opencode.json", json.dumps({"$schema": "https://opencode.ai/config.json", "model": "m/x",
+                                                "permission": {"*": "ask", "edit": "allow"}}, indent=4) + "\n")
+    before = config.read_text()
+    checked = run("approvals", "check", "--opencode-config", config)
+    assert checked.exit_code == 1 and "agent-link_list_agents" in checked.stdout and "--opencode-config" in checked.stdout
+    assert fake_tools == ["opencode"]
+
+    dry = run("approvals", "apply", "--opencode-config", config, "--dry-run", "--json")
+    assert dry.exit_code == 0 and as_json(dry)["opencode"]["added"] == READ_ONLY_KEYS and config.read_text() == before
+
+    applied = run("approvals", "apply", "--opencode-config", config, "--json")
+    report = as_json(applied)["opencode"]
+    assert applied.exit_code == 0 and report["written"] and report["complete"] and report["added"] == READ_ONLY_KEYS
+    data = json.loads(config.read_text())
+    assert list(data) == ["$schema", "model", "permission"] and data["model"] == "m/x"
+    assert list(data["permission"].items()) == [("*", "ask"), ("edit", "allow"), *[(k, "allow") for k in READ_ONLY_KEYS]]
+    assert config.read_text().startswith('{\n    "$schema"')  # the file's indentation is kept
+    assert Path(report["backup"]).read_text() == before
+
+    assert run("approvals", "check", "--opencode-config", config).exit_code == 0
+    again = run("approvals", "apply", "--opencode-config", config, "--json")
+    assert again.exit_code == 0 and as_json(again)["opencode"]["added"] == [] and not as_json(again)["opencode"]["written"]
+
+
+def test_apply_never_changes_the_users_own_key_and_stays_incomplete(run: Run, fake_tools: list[str],
+                                                                   write: Callable[[str, str], Path]) -> None:
+    config = write("opencode.json", json.dumps({"permission": {"agent-link_list_agents": "ask", "*": "ask"}}))
+    applied = run("approvals", "apply", "--opencode-config", config, "--json")
+    report = as_json(applied)["opencode"]
+    assert applied.exit_code == 1 and not report["complete"]
+    assert report["heldBack"] == [{"key": "agent-link_list_agents", "decision": "ask", "by": "*"}]
+    assert report["added"] == ["agent-link_agent_link_health", "agent-link_wait_for_agent"]
+    assert json.loads(config.read_text())["permission"]["agent-link_list_agents"] == "ask"
+    human = run("approvals", "check", "--opencode-config", config)
+    assert human.exit_code == 1 and "HELD BACK" in human.stdout
+
+
+def test_a_missing_config_is_created_only_when_something_is_needed(run: Run, fake_tools: list[str], tmp_path: Path) -> None:
+    path = tmp_path / "new" / "opencode.json"
+    assert run("approvals", "check", "--opencode-config", path).exit_code == 2  # check needs the file
+    path.parent.mkdir()
+    applied = run("approvals", "apply", "--opencode-config", path, "--json")
+    assert applied.exit_code == 0 and as_json(applied)["opencode"]["added"] == [] and not path.exists()
+
+
+@pytest.mark.parametrize("text", ['{"permission": {} // mine\n}', "[1]", '{"permission": ["ask"]}'])
+def test_jsonc_and_wrong_shapes_are_refused_with_exit_2_and_nothing_written(
+        text: str, run: Run, fake_tools: list[str], write: Callable[[str, str], Path]) -> None:
+    config = write("opencode.json", text)
+    result = run("approvals", "apply", "--opencode-config", config, "--all", "--json")
+    if text.startswith('{"permission": ['):  # a list is no permission object: every tool still runs unasked
+        assert result.exit_code == 0 and not as_json(result)["opencode"]["written"]
+    else:
+        assert result.exit_code == 2 and as_json(result)["error"]["kind"] == "malformed", result.stdout
+    assert config.read_text() == text
+
+
+def test_one_file_per_apply(run: Run, fake_tools: list[str], write: Callable[[str, str], Path]) -> None:
+    a = write("opencode.json", "{}")
+    result = run("approvals", "apply", "--opencode-config", a, "--claude-settings", a)
+    assert result.exit_code == 2 and "--opencode-config" in result.stderr
