@@ -23,8 +23,9 @@ config whose ``permission`` is one action for every tool. Per-agent ``agent.<nam
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,16 @@ from agent_link_approvals.toollist import ROLE_ADMIN_REASON, ToolInfo
 #: the MCP server name ``agent-link install opencode`` writes (agent_link_opencode.install.SERVER_NAME)
 SERVER = "agent-link"
 ACTIONS = ("allow", "ask", "deny")
+
+
+def config_path(env: Mapping[str, str]) -> Path:
+    """opencode's global config file: ``$OPENCODE_CONFIG``, else
+    ``$XDG_CONFIG_HOME/opencode/opencode.json`` (default ``~/.config``), as
+    ``agent-link install opencode`` writes it."""
+    if env.get("OPENCODE_CONFIG"):
+        return Path(env["OPENCODE_CONFIG"])
+    base = env.get("XDG_CONFIG_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".config")
+    return Path(base) / "opencode" / "opencode.json"
 
 
 def tool_key(server: str, tool: str) -> str:

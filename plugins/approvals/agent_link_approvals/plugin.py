@@ -38,7 +38,7 @@ def agent_link_register_commands(cli: click.Group) -> None:
     from agent_link_core.contribute import command
 
     cli.add_command(command("approvals", "agent_link_approvals.cli:command_group",
-                            "Check or apply the tool approvals Codex and Claude Code keep for agent-link's tools."))
+                            "Check or apply the tool approvals Codex, Claude Code and opencode keep for agent-link's tools."))
 
 
 def _section(check: Callable[[], Any], fix: str) -> dict[str, Any]:
@@ -52,9 +52,10 @@ def _section(check: Callable[[], Any], fix: str) -> dict[str, Any]:
     except CannotCheck as exc:
         return {"status": "unknown", "message": str(exc), "fix": None}
     report = outcome.report
-    # Codex reports (server, tool) pairs, Claude Code the rules to add; health names the tools
+    # Codex reports (server, tool) pairs, Claude Code the rules to add, opencode its tool keys
     missing = sorted({m["tool"] if isinstance(m, dict) else m.rsplit("__", 1)[-1] for m in report["missing"]})
-    held = sorted({o["tool"] for o in report.get("overridden", [])} | {k["tool"] for k in report.get("keptByYou", [])})
+    held = sorted({o["tool"] for o in report.get("overridden", [])} | {k["tool"] for k in report.get("keptByYou", [])}
+                  | {h["key"] for h in report.get("heldBack", [])})
     return {"status": "complete" if outcome.complete else "incomplete", "missing": missing, "heldBack": held,
             "fix": None if outcome.complete else fix}
 
@@ -64,7 +65,7 @@ def agent_link_health(app: App) -> tuple[str, dict[str, Any]]:
     import shlex
     from pathlib import Path  # here, not at import: every command loads this plugin
 
-    from agent_link_approvals import claude, service
+    from agent_link_approvals import claude, opencode, service
     from agent_link_approvals.manifests import read_claude_plugin, read_codex_plugin
     from agent_link_approvals.settings import CODEX_PLUGIN_ID, codex_config_path
     from agent_link_approvals.toollist import tools_of_app
@@ -83,4 +84,9 @@ def agent_link_health(app: App) -> tuple[str, dict[str, Any]]:
         out["claude"] = {"settings": str(user_settings), **_section(
             lambda: service.check_claude(claude.real_settings(env, Path.cwd()), tools_of_app(app, "claude"), cplugin),
             f"agent-link approvals apply --claude-settings {shlex.quote(str(user_settings))}")}
+    opencode_path = opencode.config_path(env)
+    if opencode_path.exists():
+        out["opencode"] = {"config": str(opencode_path), **_section(
+            lambda: service.check_opencode(opencode_path, tools_of_app(app, "opencode")),
+            f"agent-link approvals apply --opencode-config {shlex.quote(str(opencode_path))}")}
     return "approvals", out

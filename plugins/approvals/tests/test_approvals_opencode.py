@@ -125,3 +125,17 @@ def test_one_file_per_apply(run: Run, fake_tools: list[str], write: Callable[[st
     a = write("opencode.json", "{}")
     result = run("approvals", "apply", "--opencode-config", a, "--claude-settings", a)
     assert result.exit_code == 2 and "--opencode-config" in result.stderr
+
+
+def test_health_checks_opencodes_config_when_there_is_one(run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "oc" / "opencode.json"
+    monkeypatch.setenv("OPENCODE_CONFIG", str(config))
+    assert "opencode" not in as_json(run("health", "--json"))["sections"]["approvals"]
+    config.parent.mkdir()
+    config.write_text(json.dumps({"permission": {"*": "ask", "agent-link_wait_for_agent": "deny"}}))
+    section = as_json(run("health", "--json"))["sections"]["approvals"]["opencode"]
+    assert section["status"] == "incomplete" and "agent-link_list_agents" in section["missing"]
+    assert section["heldBack"] == ["agent-link_wait_for_agent"]
+    assert section["fix"] == f"agent-link approvals apply --opencode-config {config}"
+    config.write_text("{ // mine\n}")
+    assert as_json(run("health", "--json"))["sections"]["approvals"]["opencode"]["status"] == "unreadable"

@@ -1,0 +1,74 @@
+"""``agent-link approvals`` for opencode against the REAL pinned ``opencode serve`` (stub model).
+
+The config is what ``agent-link install opencode`` writes, plus a user's ``"permission": {"*":
+"ask"}`` (opencode asks before every tool). ``check --opencode-config`` exits 1 naming the
+read-only tools; ``apply`` adds their exact keys with ``"allow"``; an opencode started with the
+result runs a read-only agent-link tool with no permission request, while ``message_agent`` is
+still held for the user's answer (``GET /permission`` lists the request).
+
+A missing host binary fails these tests ("run `make hosts`"); they never skip.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agent_link_testing.messages_stub import MessagesStub, Reply
+from agent_link_testing.opencode_host import OpencodeServer
+
+pytestmark = [pytest.mark.realhost, pytest.mark.timeout(300)]
+
+AGENT_LINK = str(Path(sys.executable).with_name("agent-link"))
+TURN_TIMEOUT_S = 90.0
+
+
+def agent_link(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([AGENT_LINK, *args], capture_output=True, text=True, timeout=180)
+
+
+def tool_call_outcome(server: OpencodeServer, stub: MessagesStub, tool: str) -> tuple[str, list[Any]]:
+    """A new session whose model calls ``tool``: ``(the tool part's status, pending permission
+    requests)`` once the call completed or a permission request for it showed."""
+    session = server.request("POST", "/session", {"title": tool})["id"]
+    stub.enqueue(Reply.tool_use(tool, {}), "done")
+    server.request("POST", f"/session/{session}/prompt_async", {"parts": [{"type": "text", "text": "go"}]})
+    deadline = time.monotonic() + TURN_TIMEOUT_S
+    while True:
+        asked = [p for p in server.request("GET", "/permission") or [] if p.get("sessionID") == session]
+        parts = [p for m in server.session_messages(session) for p in m["parts"] if p.get("type") == "tool"]
+        status = parts[0]["state"]["status"] if parts else "none"
+        if asked or status in ("completed", "error"):
+            return status, asked
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{tool}: neither done nor asked within {TURN_TIMEOUT_S} s (status {status})")
+        time.sleep(0.2)
+
+
+def test_opencode_apply_lets_read_only_tools_run_unasked_and_others_still_ask(tmp_path: Path) -> None:
+    config = tmp_path / "opencode.json"
+    installed = agent_link("install", "opencode", "--config", str(config))
+    assert installed.returncode == 0, installed.stderr
+    data = json.loads(config.read_text())
+    config.write_text(json.dumps({**data, "permission": {"*": "ask"}}, indent=2) + "\n")
+
+    checked = agent_link("approvals", "check", "--opencode-config", str(config), "--json")
+    report = json.loads(checked.stdout)["opencode"]
+    assert checked.returncode == 1 and "agent-link_list_agents" in report["missing"], checked.stdout
+    assert "agent-link_message_agent" not in report["required"]
+    applied = agent_link("approvals", "apply", "--opencode-config", str(config), "--json")
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    data = json.loads(config.read_text())
+    assert data["permission"]["agent-link_list_agents"] == "allow" and list(data["permission"])[0] == "*"
+
+    extra = {"plugin": data["plugin"], "permission": data["permission"]}
+    with MessagesStub() as stub, OpencodeServer(stub.base_url, mcp=data["mcp"], config_extra=extra) as server:
+        status, asked = tool_call_outcome(server, stub, "agent-link_list_agents")
+        assert status == "completed" and asked == [], (status, asked)
+        status, asked = tool_call_outcome(server, stub, "agent-link_message_agent")
+        assert [a["permission"] for a in asked] == ["agent-link_message_agent"] and status != "completed", (status, asked)
