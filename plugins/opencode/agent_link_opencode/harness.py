@@ -105,8 +105,15 @@ class OpencodeHarness(Harness):
             watch.close()
         self._watches.clear()
 
+    def _mark(self, url: str) -> tuple[int, int] | None:
+        """Where the event stream of ``url`` is (``ServerWatch.mark``); None before it was started."""
+        watch = self._watches.get(url)
+        return watch.mark() if watch is not None else None
+
     def _watch(self, url: str) -> Any:
-        """The event stream of ``url``, started on first use (:mod:`agent_link_opencode.watch`)."""
+        """The event stream of ``url``, started on first use (:mod:`agent_link_opencode.watch`):
+        when the server first answered with a session, so no stream is opened to a port that is
+        not an opencode server."""
         from agent_link_opencode.watch import ServerWatch
 
         watch = self._watches.get(url)
@@ -153,7 +160,7 @@ class OpencodeHarness(Harness):
 
     async def list_sessions(self, *, include_archived: bool = False, limit: int = 200) -> SessionListing:
         urls, bad = self._servers()
-        marks = [self._watch(url).mark() for url in urls]
+        marks = [self._mark(url) for url in urls]
         answers = await asyncio.gather(*(asyncio.to_thread(read_server, url, self._auth(url)) for url in urls), return_exceptions=True)
         found: dict[str, Session] = {}
         servers: list[dict[str, Any]] = [{"url": entry, "available": False, "reason": "bad_url"} for entry in bad]
@@ -179,7 +186,7 @@ class OpencodeHarness(Harness):
             for entry in entries:
                 session = to_session(entry, statuses.get(str(entry.get("id"))), url)
                 if session is not None:
-                    self._watches[url].seed(mark, entry, str(session.extra["status"]))
+                    self._watch(url).seed(mark, entry, str(session.extra["status"]))
                 if session is not None and session.id not in found:
                     self._remember(session, url)
                     if include_archived or not session.archived:
@@ -251,7 +258,7 @@ class OpencodeHarness(Harness):
             except ServerError:
                 return None
 
-        marks = [self._watch(url).mark() for url in urls]  # a look-up while a stream is open teaches it
+        marks = [self._mark(url) for url in urls]  # a look-up while a stream is open teaches it
         answers = await asyncio.gather(*(asyncio.to_thread(ask, url, path) for url in urls
                                          for path in (f"/session/{session_id}", "/session/status")))
         for n, url in enumerate(urls):
@@ -259,7 +266,7 @@ class OpencodeHarness(Harness):
             if isinstance(entry, dict) and entry.get("id") == session_id:
                 session = to_session(entry, statuses.get(session_id) if isinstance(statuses, dict) else None, url)
                 if session is not None:
-                    self._watches[url].seed(marks[n], entry, str(session.extra["status"]))
+                    self._watch(url).seed(marks[n], entry, str(session.extra["status"]))
                     self._remember(session, url)
                     return session, url
         return None
