@@ -247,3 +247,12 @@ async def test_the_password_falls_back_to_opencodes_own_variables_and_discovery_
     refused = await harness(monkeypatch, locked.url).list_sessions()  # the fake wants user opencode
     assert refused.provider["reason"] == "unauthorized"
     assert locked.seen_auth[-1] == "Basic " + base64.b64encode(b"someone:pw").decode()
+
+
+def test_found_servers_are_named_by_a_loopback_url_unless_they_listen_elsewhere() -> None:
+    from agent_link_opencode import discover
+
+    assert [discover._url(h, 4096) for h in ("0.0.0.0", "::", "::1", "127.0.0.1", "10.1.2.3", "fd00::1")] == [
+        "http://127.0.0.1:4096"] * 4 + ["http://10.1.2.3:4096", "http://[fd00::1]:4096"]
+    assert discover.scan(home="/nonexistent-home") == []  # no opencode of that HOME runs
+    assert discover.credentials(2**22 + 12345) is None  # no such process: no password, no error

@@ -1,6 +1,8 @@
 """What ``agent-link install opencode`` writes works in a REAL opencode (pinned ``opencode
 serve``, stub model): the server loads agent-link's MCP server and its JS plugin from those
-entries, and a session's call of ``message_agent`` is signed as that session, proven.
+entries, and a session's call of ``message_agent`` is signed as that session, proven, though the
+server asks for a password (``OPENCODE_SERVER_PASSWORD``) that only opencode was given: agent-link
+reads it from the opencode process, install stores none.
 
 If the program is missing this test fails with "run `make hosts`" -- it never skips.
 """
@@ -33,7 +35,8 @@ async def test_opencode_installed_config_loads_the_tools_and_proves_the_caller(t
     installed = json.loads(config.read_text())
     state = tmp_path / "state"
     with MessagesStub() as stub, OpencodeServer(stub.base_url, mcp=installed["mcp"], config_extra={"plugin": installed["plugin"]},
-                                                env={"AGENT_LINK_STATE_DIR": str(state), "AGENT_LINK_PAIR_RATE": "0"}) as server:
+                                                env={"AGENT_LINK_STATE_DIR": str(state), "AGENT_LINK_PAIR_RATE": "0"},
+                                                password="set-only-for-opencode") as server:
         session = server.request("POST", "/session", {"title": "installed"})
         stub.enqueue(Reply.tool_use("agent-link_message_agent", {"to": "test:bob", "message": "from an installed opencode"}), "sent")
         server.request("POST", f"/session/{session['id']}/prompt_async", {"parts": [{"type": "text", "text": "write to bob"}]})
