@@ -60,6 +60,8 @@ WHERE_STATE_LIVES = frozenset({"AGENT_LINK_STATE_DIR", "AGENT_LINK_MAILBOX_PATH"
 #: what a launcher hands over to the process it exec'ed (module docstring); never in the key
 HANDOVER_VARIABLES = frozenset({"AGENT_LINK_MCP_OPENED", "AGENT_LINK_MCP_OPENED_AT", "AGENT_LINK_MCP_LAUNCHER_CACHE"})
 LATE_S = 2  # a server up this long (s) after its launcher answered says so on stderr
+#: the characters of a protocol revision the launcher reads answers for (others it hands on)
+REVISION_CHARS = frozenset("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-")
 
 _current: Front | None = None
 
@@ -230,9 +232,12 @@ class Front:
     def keep_for_launcher(self, key: str, answer: dict[str, Any]) -> None:
         """Keep the server's opening ``answer`` (``key`` as in the cache) in the launcher's
         folder, when there is one and it holds something else (atomically, private)."""
-        if not self.learning or not self.launcher_cache or "result" not in answer:
+        name = key.replace("/", "-")
+        revision = name.removeprefix("initialize-").removeprefix("tools-list-")
+        if (not self.learning or not self.launcher_cache or "result" not in answer or revision == name
+                or not revision or not set(revision) <= REVISION_CHARS):
             return
-        path = os.path.join(self.launcher_cache, key.replace("/", "-"))
+        path = os.path.join(self.launcher_cache, name)
         text = json.dumps(answer, ensure_ascii=True, separators=(",", ":"))[1:-1]
         try:
             with open(path, encoding="utf-8") as handle:

@@ -387,3 +387,13 @@ def test_a_fresh_state_dir_is_answered_from_the_cache_another_one_filled(tmp_pat
 def test_a_cache_file_that_is_not_ours_is_no_cache(tmp_path: Path, content: bytes) -> None:
     (tmp_path / "cache.json").write_bytes(content)
     assert load_answers(str(tmp_path / "cache.json")) is None
+
+
+def test_a_revision_the_launcher_cannot_read_is_not_kept_for_it(tmp_path: Path) -> None:
+    launcher = tmp_path / "launcher"
+    with rig(tmp_path, None, [], launcher) as r:
+        r.client_sends(_initialize(1, revision="../x\u0000"))
+        r.server_reads.readline()
+        r.server_sends(_line({"jsonrpc": "2.0", "id": 1, **INIT_ANSWER}))
+        r.from_front.readline()
+    assert not launcher.exists()

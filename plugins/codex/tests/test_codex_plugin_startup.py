@@ -176,7 +176,7 @@ def test_with_kept_answers_the_launcher_answers_the_opening_and_hands_the_lines_
     assert [json.loads(line) for line in recorder.with_suffix(".rest").read_text().splitlines()] == [PING]
 
 
-@pytest.mark.parametrize("case", ["other-revision", "other-request", "tools-list-page"])
+@pytest.mark.parametrize("case", ["other-revision", "other-request", "no-method", "tools-list-page"])
 def test_what_the_launcher_cannot_answer_is_handed_on_unanswered(tmp_path: Path, case: str) -> None:
     folder = kept_folder(tmp_path)
     keep(folder, "initialize-2025-06-18", KEPT_INIT)
@@ -186,6 +186,10 @@ def test_what_the_launcher_cannot_answer_is_handed_on_unanswered(tmp_path: Path,
         lines, expected_answers, expected_opened = [first, INITIALIZED], [], [("0", first)]
     elif case == "other-request":
         lines, expected_answers, expected_opened = [PING, INIT], [], [("0", PING)]
+    elif case == "no-method":  # a line without a method (a response) after the answered initialize
+        odd = {"jsonrpc": "2.0", "id": 5, "result": {}}
+        lines, expected_answers = [INIT, odd, LISTING], [{"jsonrpc": "2.0", "id": "s-1", **KEPT_INIT}]
+        expected_opened = [("1", INIT), ("0", odd)]
     else:  # a later page of tools/list: the server's
         page = {**LISTING, "params": {"cursor": "2"}}
         lines, expected_answers = [INIT, INITIALIZED, page], [{"jsonrpc": "2.0", "id": "s-1", **KEPT_INIT}]

@@ -135,7 +135,8 @@ open_from_cache() {
         fi
         fields=$(printf '%s\n' "$line" | awk "$json_lib"'{
             v = str("protocolVersion", $0); if (v == "" || v ~ /[^0-9A-Za-z.-]/) v = "-"
-            print method_of($0) "\t" v "\t" (index($0, "\"cursor\"") ? 1 : 0) "\t" request_id($0) }')
+            m = method_of($0); if (m == "") m = "-"  # no empty field: a tab IFS would fold it away
+            print m "\t" v "\t" (index($0, "\"cursor\"") ? 1 : 0) "\t" request_id($0) }')
         IFS='	' read -r method version cursor id <<FIELDS
 $fields
 FIELDS
