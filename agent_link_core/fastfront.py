@@ -21,6 +21,16 @@ imported, :func:`start` puts this front between the wire and the full server:
 Lines the front does not answer (anything but those two requests, lines it cannot parse,
 lines over :data:`MAX_PARSE_BYTES`) pass through untouched for the server's transport to
 judge. Only the standard library is imported here (start-up time is the point).
+
+A host plugin's launcher (``hooks/agent-link.sh``) may have read and answered the opening
+before it exec'ed this process (a host that fails a session whose server is slow to answer).
+It hands over what it read in :data:`HANDOVER_VARIABLES`: ``AGENT_LINK_MCP_OPENED`` holds the
+lines, one per line, each after ``1 `` (answered by the launcher) or ``0 `` (not answered);
+``AGENT_LINK_MCP_OPENED_AT`` when (epoch seconds); ``AGENT_LINK_MCP_LAUNCHER_CACHE`` the
+folder the launcher answers from. The front feeds those lines to the server first, drops the
+server's answers to the ones the launcher answered, and keeps the server's opening answers in
+that folder (``initialize-<revision>`` / ``tools-list-<revision>``, each the answer's
+``"result":{...}`` member) for the launcher's next start.
 """
 
 from __future__ import annotations
@@ -47,6 +57,11 @@ DRAIN_BOUND_S = 5.0  # how long exit waits for the writer thread to pass on the 
 PROTOCOL_VERSION_META = "io.modelcontextprotocol/protocolVersion"  # the stateless revision's _meta key
 END_MARK = b"\x00agent-link-front-end\n"
 WHERE_STATE_LIVES = frozenset({"AGENT_LINK_STATE_DIR", "AGENT_LINK_MAILBOX_PATH"})  # in the key by name only  # written by this process only, after the server ended
+#: what a launcher hands over to the process it exec'ed (module docstring); never in the key
+HANDOVER_VARIABLES = frozenset({"AGENT_LINK_MCP_OPENED", "AGENT_LINK_MCP_OPENED_AT", "AGENT_LINK_MCP_LAUNCHER_CACHE"})
+LATE_S = 2  # a server up this long (s) after its launcher answered says so on stderr
+#: the characters of a protocol revision the launcher reads answers for (others it hands on)
+REVISION_CHARS = frozenset("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-")
 
 _current: Front | None = None
 
@@ -94,6 +109,8 @@ def cache_key(env: Mapping[str, str] | None = None) -> str:
         if not dists:  # a source folder an editable install put on the path: its code may change
             parts.append(f"src:{_newest_source(entry or '.')}")
     for name in sorted(env):
+        if name in HANDOVER_VARIABLES:
+            continue
         keyed = name.startswith("AGENT_LINK_") and name not in WHERE_STATE_LIVES
         parts.append(f"{name}={env[name]}" if keyed else name)
     from agent_link_core.settings_file import settings_path
@@ -175,13 +192,20 @@ class Front:
     :param server_in: fd the server reads its stdin from (the front writes to it).
     :param server_out: a binary reader of what the server writes.
     :param cache_file: where the answers live; :param answers: what it held at start.
+    :param opened: the lines a launcher read before this process, each with whether the
+        launcher answered it (:func:`opened_lines`); :param launcher_cache: the folder the
+        launcher answers from, or None.
     """
 
     def __init__(self, wire_in: BinaryIO, wire_out: BinaryIO, server_in: int, server_out: BinaryIO,
-                 cache_file: str, answers: dict[str, Any] | None) -> None:
+                 cache_file: str, answers: dict[str, Any] | None,
+                 opened: list[tuple[bool, bytes]] | None = None, launcher_cache: str | None = None) -> None:
         self.wire_in, self.wire_out, self.server_in, self.server_out = wire_in, wire_out, server_in, server_out
         self.cache_file = cache_file
         self.answers = answers
+        self.opened = opened or []
+        self.launcher_cache = launcher_cache
+        self.launcher_given: dict[str, tuple[str, dict[str, Any] | None]] = {}  # request id -> (key, launcher's answer)
         self.revision: str | None = None
         self.given: dict[str, tuple[str, dict[str, Any]]] = {}  # request id (JSON) -> (key, answer given)
         self.wanted: dict[str, str] = {}  # request id (JSON) -> cache key the server's answer fills
@@ -205,9 +229,58 @@ class Front:
 
     # -- the two threads ---------------------------------------------------------------------
 
-    def pump_in(self) -> None:
-        """Copy the wire's lines to the server, answering what the cache holds."""
+    def keep_for_launcher(self, key: str, answer: dict[str, Any]) -> None:
+        """Keep the server's opening ``answer`` (``key`` as in the cache) in the launcher's
+        folder, when there is one and it holds something else (atomically, private)."""
+        name = key.replace("/", "-")
+        revision = name.removeprefix("initialize-").removeprefix("tools-list-")
+        if (not self.learning or not self.launcher_cache or "result" not in answer or revision == name
+                or not revision or not set(revision) <= REVISION_CHARS):
+            return
+        path = os.path.join(self.launcher_cache, name)
+        text = json.dumps(answer, ensure_ascii=True, separators=(",", ":"))[1:-1]
         try:
+            with open(path, encoding="utf-8") as handle:
+                if handle.read() == text:
+                    return
+        except OSError:
+            pass
+        from agent_link_core.errors import AgentLinkError
+        from agent_link_core.store import ensure_private_dir
+
+        tmp = f"{path}.{os.getpid()}.tmp"
+        try:
+            ensure_private_dir(self.launcher_cache)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            os.replace(tmp, path)
+        except (OSError, AgentLinkError) as exc:
+            log.warning("could not keep the launcher's MCP answers in %s: %s", self.launcher_cache, exc)
+
+    def launcher_answer(self, key: str) -> dict[str, Any] | None:
+        """What the launcher answered for ``key`` (its file read again), or None."""
+        if not self.launcher_cache:
+            return None
+        try:
+            with open(os.path.join(self.launcher_cache, key.replace("/", "-")), encoding="utf-8") as handle:
+                answer = json.loads("{" + handle.read() + "}")
+        except (OSError, ValueError):
+            return None
+        return answer if isinstance(answer, dict) else None
+
+    def pump_in(self) -> None:
+        """Copy the wire's lines to the server, answering what the cache holds; the lines a
+        launcher handed over go first."""
+        try:
+            for answered, line in self.opened:
+                opening = self._opening(line) if answered else None
+                if opening is not None:
+                    request_id, key = opening
+                    self.launcher_given[request_id] = (key, self.launcher_answer(key))
+                elif not answered and len(line) <= MAX_PARSE_BYTES:
+                    self._answer(line)
+                _write_all(self.server_in, line)
             partial = False
             while True:
                 line = self.wire_in.readline(CHUNK_BYTES)
@@ -232,7 +305,7 @@ class Front:
                 line = self.server_out.readline()
                 if not line or line == END_MARK:
                     return
-                if (self.given or self.wanted) and not self._pass_on(line):
+                if (self.given or self.wanted or self.launcher_given) and not self._pass_on(line):
                     continue
                 with self._lock:
                     self.wire_out.write(line)
@@ -251,25 +324,43 @@ class Front:
     def _answer(self, line: bytes) -> None:
         """Answer ``line`` from the cache when it is an opening request the cache holds; note
         which cache key the server's answer fills when it is one the cache lacks."""
+        opening = self._opening(line)
+        if opening is None:
+            return
+        request_id, key = opening
+        answer = (self.answers or {}).get(key)
+        if not isinstance(answer, dict):
+            self.wanted[request_id] = key
+            return
+        self.given[request_id] = (key, answer)
+        data = {"jsonrpc": "2.0", "id": json.loads(request_id), **answer}
+        with self._lock:
+            self.wire_out.write(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n")
+            self.wire_out.flush()
+        self.answered += 1
+
+    def _opening(self, line: bytes) -> tuple[str, str] | None:
+        """``(request id as JSON, cache key)`` when ``line`` is an opening request (``initialize``,
+        a first-page ``tools/list``), else None; an ``initialize`` sets the revision."""
         try:
             message = json.loads(line)
         except (ValueError, RecursionError):  # nested too deeply: the server's transport answers it
-            return
+            return None
         # Only a well-formed JSON-RPC 2.0 request is answered here; anything else goes to the
         # server's transport, whose answer (an error) is then the only one.
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or not isinstance(message.get("method"), str):
-            return
+            return None
         if not isinstance(message.get("id"), (int, str)) or isinstance(message.get("id"), bool):
-            return
+            return None
         raw_params = message.get("params", {})
         if not isinstance(raw_params, dict):
-            return
+            return None
         params: dict[str, Any] = raw_params
         method = message["method"]
         if method == "initialize":
             revision = params.get("protocolVersion")
             if not isinstance(revision, str):
-                return
+                return None
             key = f"initialize/{revision}"
             self.revision = revision
         elif method == "tools/list" and "cursor" not in params:
@@ -277,21 +368,11 @@ class Front:
             revision = meta.get(PROTOCOL_VERSION_META) if isinstance(meta, dict) else None
             revision = revision if isinstance(revision, str) else self.revision
             if revision is None:
-                return
+                return None
             key = f"tools/list/{revision}"
         else:
-            return
-        request_id = json.dumps(message["id"])
-        answer = (self.answers or {}).get(key)
-        if not isinstance(answer, dict):
-            self.wanted[request_id] = key
-            return
-        self.given[request_id] = (key, answer)
-        data = {"jsonrpc": "2.0", "id": message["id"], **answer}
-        with self._lock:
-            self.wire_out.write(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n")
-            self.wire_out.flush()
-        self.answered += 1
+            return None
+        return json.dumps(message["id"]), key
 
     def _pass_on(self, line: bytes) -> bool:
         """Whether the server's ``line`` goes to the client: not when the front already gave
@@ -308,7 +389,17 @@ class Front:
         wanted = self.wanted.pop(request_id, None)
         if wanted is not None:
             self.learn(wanted, answer)
+            self.keep_for_launcher(wanted, answer)
             return True
+        launcher = self.launcher_given.pop(request_id, None)
+        if launcher is not None:
+            key, launcher_answer = launcher
+            if answer != launcher_answer:
+                self.mismatches.append(key)
+                log.warning("the launcher answered %s with other answers than the server's (this connection keeps "
+                            "them); kept the server's for the next start", key)
+            self.keep_for_launcher(key, answer)
+            return False
         given = self.given.pop(request_id, None)
         if given is None:
             return True
@@ -318,6 +409,7 @@ class Front:
             self.answers = None  # answer nothing more from a cache found wrong
             log.warning("the MCP start-up cache's %s differed from the server's answer; relearnt", key)
             self.learn(key, answer, fresh=True)
+        self.keep_for_launcher(key, answer)
         return False
 
 
@@ -339,15 +431,56 @@ def current() -> Front | None:
     return _current
 
 
+def opened_lines(env: Mapping[str, str]) -> list[tuple[bool, bytes]]:
+    """The lines a launcher handed over in ``AGENT_LINK_MCP_OPENED`` (module docstring), as
+    ``(answered by the launcher, line with its newline)``; ``[]`` when there are none."""
+    lines = []
+    for entry in env.get("AGENT_LINK_MCP_OPENED", "").split("\n"):
+        mark, _, line = entry.partition(" ")
+        if mark in ("0", "1") and line:
+            lines.append((mark == "1", line.encode("utf-8", "surrogateescape") + b"\n"))
+    return lines
+
+
+def say_if_late(env: Mapping[str, str], opened: list[tuple[bool, bytes]], now_s: float) -> str | None:
+    """The line saying this server came up late (also written to stderr, the host's log of
+    the server), when a launcher answered the opening :data:`LATE_S` or more seconds before
+    ``now_s`` (epoch seconds); else None."""
+    if not any(answered for answered, _ in opened):
+        return None
+    try:
+        late = now_s - int(env.get("AGENT_LINK_MCP_OPENED_AT", ""))
+    except ValueError:
+        return None
+    if late < LATE_S:
+        return None
+    said = (f"agent-link: the server started {late:.0f} s after the host opened the connection; the launcher had "
+            f"answered its opening with the last known tools ({env.get('AGENT_LINK_MCP_LAUNCHER_CACHE', '')}), "
+            "so the session went on without waiting; tool calls made meanwhile waited for the server")
+    try:
+        sys.stderr.write(said + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    return said
+
+
 def start(env: Mapping[str, str] | None = None) -> Front | None:
     """Put the front between fd 0/1 and the rest of this process (module docstring).
 
     Call before the MCP server is imported. Returns None (and changes nothing) when
-    ``AGENT_LINK_MCP_FRONT`` is ``0`` or the descriptors cannot be rearranged.
+    ``AGENT_LINK_MCP_FRONT`` is ``0`` and no launcher handed lines over, or the descriptors
+    cannot be rearranged. With ``AGENT_LINK_MCP_FRONT=0`` and lines handed over, the front
+    only replays them (it answers nothing from its cache).
     """
     global _current
+    import time
+
     env = os.environ if env is None else env
-    if env.get("AGENT_LINK_MCP_FRONT", "1").strip().lower() in ("0", "false", "no", "off"):
+    opened = opened_lines(env)
+    say_if_late(env, opened, time.time())
+    off = env.get("AGENT_LINK_MCP_FRONT", "1").strip().lower() in ("0", "false", "no", "off")
+    if off and not opened:
         return None
     import fcntl
 
@@ -365,7 +498,7 @@ def start(env: Mapping[str, str] | None = None) -> Front | None:
     os.close(out_w)
     path = cache_path(env)
     front = Front(os.fdopen(wire_in_fd, "rb"), os.fdopen(wire_out_fd, "wb"), in_w, os.fdopen(out_r, "rb"),
-                  path, load_answers(path))
+                  path, None if off else load_answers(path), opened, env.get("AGENT_LINK_MCP_LAUNCHER_CACHE") or None)
     threading.Thread(target=front.pump_in, name="agent-link-front-in", daemon=True).start()
     threading.Thread(target=front.pump_out, name="agent-link-front-out", daemon=True).start()
     _current = front

@@ -3,6 +3,10 @@
 * spawn to ``tools/list`` answered: ``agent-link mcp`` (its start-up cache filled by one
   earlier start) against a minimal MCP-SDK server (one tool, the SDK's stdio transport), run
   alternately in the same run; target ratio <= 0.25;
+* the same through the Codex plugin's launcher (``hooks/agent-link.sh``, ``AGENT_LINK_HOST=codex``),
+  which answers the opening from the answers an earlier server kept for it, against
+  ``agent-link mcp`` run directly with the same environment, alternately; target ratio <= 1.0
+  (the launcher must not make a Codex thread wait longer than agent-link itself would);
 * the ``tools/list`` answer's size in bytes for each tool profile (``AGENT_LINK_TOOLS``), and
   (section ``tools_list``) the default one each host receives.
 """
@@ -79,6 +83,17 @@ def bench_mcp_start(tmp: Path, line) -> None:  # type: ignore[no-untyped-def]
         theirs.append(opening_ms(baseline, env)[0])
     line("agent-link mcp: spawn to tools/list answered", statistics.median(ours), "ms",
          "minimal MCP-SDK server", statistics.median(theirs), "<= 0.25")
+    launcher = ["sh", str(Path(__file__).resolve().parents[1] / "plugins" / "codex" / "agent_link_codex" / "host_plugin"
+                          / "hooks" / "agent-link.sh"), "mcp"]
+    codex_env = dict(env, AGENT_LINK_HOST="codex", AGENT_LINK_BIN=agent_link[0])
+    opening_ms(launcher, codex_env)  # the first start keeps the opening answers for the launcher
+    opening_ms(agent_link, codex_env)
+    through, direct = [], []
+    for _ in range(RUNS):
+        through.append(opening_ms(launcher, codex_env)[0])
+        direct.append(opening_ms(agent_link, codex_env)[0])
+    line("Codex launcher: spawn to tools/list answered", statistics.median(through), "ms",
+         "agent-link mcp", statistics.median(direct), "<= 1.0")
     for profile in ("all", "codex", "claude", "messaging"):
         size = opening_ms(agent_link, dict(env, AGENT_LINK_TOOLS=profile))[1]
         print(f"tools/list bytes, AGENT_LINK_TOOLS={profile:<10} {size:9d} bytes")

@@ -41,13 +41,15 @@ def _initialize(request_id: Any, revision: str = "2025-06-18") -> bytes:
 class Rig:
     """A Front on pipes: ``client`` writes the wire's lines, ``server`` plays the server."""
 
-    def __init__(self, cache_file: Path, answers: dict[str, Any] | None) -> None:
+    def __init__(self, cache_file: Path, answers: dict[str, Any] | None,
+                 opened: list[tuple[bool, bytes]] | None = None, launcher_cache: Path | None = None) -> None:
         wire_in_r, self.client_w = os.pipe()
         self.client_r, wire_out_w = os.pipe()
         self.server_r, server_in_w = os.pipe()
         server_out_r, self.server_w = os.pipe()
         self.front = Front(os.fdopen(wire_in_r, "rb"), os.fdopen(wire_out_w, "wb"), server_in_w,
-                           os.fdopen(server_out_r, "rb"), str(cache_file), answers)
+                           os.fdopen(server_out_r, "rb"), str(cache_file), answers, opened,
+                           None if launcher_cache is None else str(launcher_cache))
         self.from_front = os.fdopen(self.client_r, "rb")
         self.server_reads = os.fdopen(self.server_r, "rb")
         self.threads = [threading.Thread(target=self.front.pump_in, daemon=True),
@@ -69,8 +71,9 @@ class Rig:
 
 
 @contextmanager
-def rig(tmp_path: Path, answers: dict[str, Any] | None) -> Iterator[Rig]:
-    r = Rig(tmp_path / "cache.json", answers)
+def rig(tmp_path: Path, answers: dict[str, Any] | None, opened: list[tuple[bool, bytes]] | None = None,
+        launcher_cache: Path | None = None) -> Iterator[Rig]:
+    r = Rig(tmp_path / "cache.json", answers, opened, launcher_cache)
     try:
         yield r
     finally:
@@ -129,6 +132,107 @@ def test_without_a_cache_the_server_answers_and_is_learnt(tmp_path: Path) -> Non
     assert r.front.answered == 0
     assert load_answers(str(tmp_path / "cache.json")) == {"initialize/2025-06-18": INIT_ANSWER,
                                                          "tools/list/2026-07-28": LIST_ANSWER}
+
+
+# -- the lines a launcher answered before exec'ing the server (hooks/agent-link.sh) ------------
+
+def kept(folder: Path, name: str) -> dict[str, Any]:
+    """An answer as the launcher keeps it: the ``"result":{...}`` member without braces."""
+    return json.loads("{" + (folder / name).read_text() + "}")
+
+
+def keep(folder: Path, name: str, answer: dict[str, Any]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(json.dumps(answer)[1:-1])
+
+
+def test_handed_over_lines_reach_the_server_first_and_its_answers_to_them_are_dropped(tmp_path: Path) -> None:
+    launcher = tmp_path / "launcher"
+    keep(launcher, "initialize-2025-06-18", INIT_ANSWER)
+    keep(launcher, "tools-list-2025-06-18", LIST_ANSWER)
+    initialized = _line({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    listing = _line({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    opened = [(True, _initialize(1)), (False, initialized), (True, listing)]
+    with rig(tmp_path, None, opened, launcher) as r:
+        assert [r.server_reads.readline() for _ in opened] == [line for _, line in opened]
+        r.client_sends(_line({"jsonrpc": "2.0", "id": 3, "method": "ping"}))
+        assert json.loads(r.server_reads.readline())["id"] == 3
+        r.server_sends(_line({"jsonrpc": "2.0", "id": 1, **INIT_ANSWER}))
+        r.server_sends(_line({"jsonrpc": "2.0", "id": 2, **LIST_ANSWER}))
+        r.server_sends(_line({"jsonrpc": "2.0", "id": 3, "result": {}}))
+        assert json.loads(r.from_front.readline()) == {"jsonrpc": "2.0", "id": 3, "result": {}}
+    assert r.front.answered == 0 and r.front.mismatches == []
+    assert kept(launcher, "tools-list-2025-06-18") == LIST_ANSWER
+
+
+def test_the_server_keeps_its_opening_answers_for_the_launcher(tmp_path: Path) -> None:
+    launcher = tmp_path / "cache" / "launcher" / "123-45"  # made on the first answer, private
+    with rig(tmp_path, None, [], launcher) as r:
+        r.client_sends(_initialize(1))
+        r.server_reads.readline()
+        r.server_sends(_line({"jsonrpc": "2.0", "id": 1, **INIT_ANSWER}))
+        r.from_front.readline()
+        r.client_sends(_line({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
+        r.server_reads.readline()
+        r.server_sends(_line({"jsonrpc": "2.0", "id": 2, **LIST_ANSWER}))
+        r.from_front.readline()
+    assert sorted(p.name for p in launcher.iterdir()) == ["initialize-2025-06-18", "tools-list-2025-06-18"]
+    assert kept(launcher, "initialize-2025-06-18") == INIT_ANSWER and kept(launcher, "tools-list-2025-06-18") == LIST_ANSWER
+    assert "\n" not in (launcher / "tools-list-2025-06-18").read_text()
+    assert (launcher.stat().st_mode & 0o777) == 0o700 and ((launcher / "initialize-2025-06-18").stat().st_mode & 0o777) == 0o600
+
+
+def test_what_the_launcher_answered_differently_is_replaced_for_the_next_start(tmp_path: Path) -> None:
+    launcher = tmp_path / "launcher"
+    keep(launcher, "initialize-2025-06-18", INIT_ANSWER)
+    keep(launcher, "tools-list-2025-06-18", {"result": {"tools": []}})
+    opened = [(True, _initialize(1)), (True, _line({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))]
+    with rig(tmp_path, None, opened, launcher) as r:
+        r.server_sends(_line({"jsonrpc": "2.0", "id": 1, **INIT_ANSWER}))
+        r.server_sends(_line({"jsonrpc": "2.0", "id": 2, **LIST_ANSWER}))
+        r.server_sends(_line({"jsonrpc": "2.0", "id": 3, "result": {}}))
+        assert json.loads(r.from_front.readline())["id"] == 3  # the two answers were not passed on
+    assert r.front.mismatches == ["tools/list/2025-06-18"]
+    assert kept(launcher, "tools-list-2025-06-18") == LIST_ANSWER
+
+
+def test_a_degraded_server_keeps_nothing_for_the_launcher(tmp_path: Path) -> None:
+    launcher = tmp_path / "launcher"
+    keep(launcher, "tools-list-2025-06-18", LIST_ANSWER)
+    opened = [(True, _initialize(1)), (True, _line({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))]
+    with rig(tmp_path, None, opened, launcher) as r:
+        fastfront._current = r.front
+        try:
+            fastfront.stop_learning()
+        finally:
+            fastfront._current = None
+        r.server_sends(_line({"jsonrpc": "2.0", "id": 2, "result": {"tools": []}}))
+        r.server_sends(_line({"jsonrpc": "2.0", "id": 3, "result": {}}))
+        r.from_front.readline()
+    assert kept(launcher, "tools-list-2025-06-18") == LIST_ANSWER
+
+
+def test_handed_over_lines_are_read_with_their_marks() -> None:
+    env = {"AGENT_LINK_MCP_OPENED": '1 {"id":1}\n0 {"method":"n"}\nx junk\n1 '}
+    assert fastfront.opened_lines(env) == [(True, b'{"id":1}\n'), (False, b'{"method":"n"}\n')]
+    assert fastfront.opened_lines({}) == []
+
+
+def test_a_server_up_late_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    env = {"AGENT_LINK_MCP_OPENED_AT": "1000", "AGENT_LINK_MCP_LAUNCHER_CACHE": "/c/launcher/1-2"}
+    answered = [(True, b"{}\n")]
+    said = fastfront.say_if_late(env, answered, 1040.4)
+    assert said is not None and "started 40 s after the host opened the connection" in said and "/c/launcher/1-2" in said
+    assert said in capsys.readouterr().err
+    assert fastfront.say_if_late(env, answered, 1001.0) is None  # on time
+    assert fastfront.say_if_late(env, [(False, b"{}\n")], 1040.0) is None  # the launcher answered nothing
+    assert fastfront.say_if_late({**env, "AGENT_LINK_MCP_OPENED_AT": "soon"}, answered, 1040.0) is None
+
+
+def test_the_hand_over_is_not_in_the_cache_key() -> None:
+    base = {"AGENT_LINK_HOST": "codex"}
+    handed = {**base, **{name: "x" for name in fastfront.HANDOVER_VARIABLES}}
+    assert fastfront.cache_key(base) == fastfront.cache_key(handed)
 
 
 def test_a_degraded_server_teaches_nothing(tmp_path: Path) -> None:
@@ -283,3 +387,13 @@ def test_a_fresh_state_dir_is_answered_from_the_cache_another_one_filled(tmp_pat
 def test_a_cache_file_that_is_not_ours_is_no_cache(tmp_path: Path, content: bytes) -> None:
     (tmp_path / "cache.json").write_bytes(content)
     assert load_answers(str(tmp_path / "cache.json")) is None
+
+
+def test_a_revision_the_launcher_cannot_read_is_not_kept_for_it(tmp_path: Path) -> None:
+    launcher = tmp_path / "launcher"
+    with rig(tmp_path, None, [], launcher) as r:
+        r.client_sends(_initialize(1, revision="../x\u0000"))
+        r.server_reads.readline()
+        r.server_sends(_line({"jsonrpc": "2.0", "id": 1, **INIT_ANSWER}))
+        r.from_front.readline()
+    assert not launcher.exists()

@@ -22,6 +22,7 @@ import pytest
 
 from agent_link_core.app import App
 from agent_link_core.config import CORE_ENV_VARIABLES, CORE_SETTINGS
+from agent_link_core.fastfront import HANDOVER_VARIABLES
 
 REPO = Path(__file__).resolve().parents[1]
 CODEX_DECLARATION = REPO / "plugins" / "codex" / "agent_link_codex" / "host_plugin" / ".codex-plugin" / "mcp.json"
@@ -68,7 +69,9 @@ def test_every_variable_a_plugin_reads_reaches_every_hosts_server() -> None:
 
     codex = json.loads(CODEX_DECLARATION.read_text())["mcpServers"]["codex-agent-link"]
     passed = set(codex["env_vars"])
-    wanted = (declared | {v for v in reads if v.startswith("AGENT_LINK_")}) - set(codex.get("env", {})) - CODEX_DEFAULTS
+    # the launcher sets its hand-over variables itself for the process it execs; a host never passes them
+    wanted = ((declared | {v for v in reads if v.startswith("AGENT_LINK_")}) - set(codex.get("env", {})) - CODEX_DEFAULTS
+              - HANDOVER_VARIABLES)
     missing = sorted(wanted - passed)
     assert not missing, f"add to {CODEX_DECLARATION.relative_to(REPO)} env_vars: {missing}"
     assert {"CLAUDE_CONFIG_DIR", "CODEX_HOME"} <= passed  # the example

@@ -53,6 +53,7 @@ def agent_link_elsewhere(dest: Path) -> Path:
     ours = sysconfig.get_path("purelib")  # addsitedir also runs its .pth files (the editable installs)
     Path(purelib, "agent_link_tests_elsewhere.pth").write_text(f"import site; site.addsitedir({ours!r})\n")
     script = dest / "bin" / "agent-link"
-    script.write_text(f"#!{python}\nimport sys\nfrom agent_link_core.cli import main\nsys.exit(main())\n")
+    # what pip writes for pyproject.toml's [project.scripts] entry
+    script.write_text(f"#!{python}\nimport sys\nfrom agent_link_core.entry import main\nsys.exit(main())\n")
     script.chmod(0o755)
     return script

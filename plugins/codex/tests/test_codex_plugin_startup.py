@@ -112,3 +112,138 @@ def test_a_usable_agent_link_is_run(tmp_path: Path) -> None:
                           capture_output=True, text=True, env={"PATH": BARE_PATH, "HOME": str(tmp_path)}, timeout=60,
                           check=False)
     assert done.returncode == 0 and done.stdout.strip(), done.stderr
+
+
+# -- the launcher when agent-link is slow: the opening answered from the kept answers ---------
+
+RECORDER = """#!/bin/sh
+printf '%s' "${AGENT_LINK_MCP_OPENED-unset}" >"$0.opened"
+printf '%s' "${AGENT_LINK_MCP_LAUNCHER_CACHE-unset}" >"$0.cache"
+cat >"$0.rest"
+"""
+INIT = {"jsonrpc": "2.0", "id": "s-1", "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "probe", "version": "1"}}}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+LISTING = {"method": "tools/list", "params": {"_meta": {"id": 3}}, "jsonrpc": "2.0", "id": 41}
+PING = {"jsonrpc": "2.0", "id": -2, "method": "ping"}
+KEPT_INIT = {"result": {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}}, "serverInfo": {"name": "agent-link", "version": "9"}}}
+KEPT_LIST = {"result": {"tools": [{"name": "list_agents", "inputSchema": {"type": "object"}}]}}
+
+
+def run_recorded(tmp_path: Path, lines: list[dict[str, Any]], host: str = "codex") -> tuple[list[dict[str, Any]], Path]:
+    """Run the launcher for ``mcp`` with a recording agent-link; its answers and the recorder."""
+    recorder = tmp_path / "bin" / "agent-link"
+    recorder.parent.mkdir(exist_ok=True)
+    recorder.write_text(RECORDER)
+    recorder.chmod(0o755)
+    done = subprocess.run(["sh", str(launcher_copy(tmp_path, str(recorder))), "mcp"],
+                          input="".join(json.dumps(m) + "\n" for m in lines), capture_output=True, text=True,
+                          env={"PATH": BARE_PATH, "HOME": str(tmp_path / "home"), "AGENT_LINK_HOST": host},
+                          timeout=60, check=True)
+    return [json.loads(line) for line in done.stdout.splitlines()], recorder
+
+
+def kept_folder(tmp_path: Path) -> Path:
+    """The folder the launcher answers from for these settings (a first run names it)."""
+    answers, recorder = run_recorded(tmp_path, [])
+    assert answers == []
+    folder = Path(recorder.with_suffix(".cache").read_text())
+    assert folder.parent == tmp_path / "home" / ".cache" / "agent-link" / "launcher"
+    return folder
+
+
+def keep(folder: Path, name: str, answer: dict[str, Any]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(json.dumps(answer)[1:-1])
+
+
+def test_without_kept_answers_agent_link_gets_the_whole_connection(tmp_path: Path) -> None:
+    kept_folder(tmp_path)
+    answers, recorder = run_recorded(tmp_path, [INIT, INITIALIZED, LISTING])
+    assert answers == [] and recorder.with_suffix(".opened").read_text() == "unset"
+    assert [json.loads(line) for line in recorder.with_suffix(".rest").read_text().splitlines()] == [INIT, INITIALIZED, LISTING]
+
+
+def test_with_kept_answers_the_launcher_answers_the_opening_and_hands_the_lines_on(tmp_path: Path) -> None:
+    folder = kept_folder(tmp_path)
+    keep(folder, "initialize-2025-06-18", KEPT_INIT)
+    keep(folder, "tools-list-2025-06-18", KEPT_LIST)
+    answers, recorder = run_recorded(tmp_path, [INIT, INITIALIZED, LISTING, PING])
+    assert answers == [{"jsonrpc": "2.0", "id": "s-1", **KEPT_INIT}, {"jsonrpc": "2.0", "id": 41, **KEPT_LIST}]
+    opened = recorder.with_suffix(".opened").read_text().split("\n")
+    assert [(mark, json.loads(line)) for mark, _, line in (o.partition(" ") for o in opened)] == [
+        ("1", INIT), ("0", INITIALIZED), ("1", LISTING)]
+    assert [json.loads(line) for line in recorder.with_suffix(".rest").read_text().splitlines()] == [PING]
+
+
+@pytest.mark.parametrize("case", ["other-revision", "other-request", "no-method", "tools-list-page"])
+def test_what_the_launcher_cannot_answer_is_handed_on_unanswered(tmp_path: Path, case: str) -> None:
+    folder = kept_folder(tmp_path)
+    keep(folder, "initialize-2025-06-18", KEPT_INIT)
+    keep(folder, "tools-list-2025-06-18", KEPT_LIST)
+    if case == "other-revision":
+        first = {**INIT, "params": {**INIT["params"], "protocolVersion": "2025-11-25"}}
+        lines, expected_answers, expected_opened = [first, INITIALIZED], [], [("0", first)]
+    elif case == "other-request":
+        lines, expected_answers, expected_opened = [PING, INIT], [], [("0", PING)]
+    elif case == "no-method":  # a line without a method (a response) after the answered initialize
+        odd = {"jsonrpc": "2.0", "id": 5, "result": {}}
+        lines, expected_answers = [INIT, odd, LISTING], [{"jsonrpc": "2.0", "id": "s-1", **KEPT_INIT}]
+        expected_opened = [("1", INIT), ("0", odd)]
+    else:  # a later page of tools/list: the server's
+        page = {**LISTING, "params": {"cursor": "2"}}
+        lines, expected_answers = [INIT, INITIALIZED, page], [{"jsonrpc": "2.0", "id": "s-1", **KEPT_INIT}]
+        expected_opened = [("1", INIT), ("0", INITIALIZED), ("0", page)]
+    answers, recorder = run_recorded(tmp_path, lines)
+    assert answers == expected_answers
+    opened = recorder.with_suffix(".opened").read_text().split("\n")
+    assert [(mark, json.loads(line)) for mark, _, line in (o.partition(" ") for o in opened)] == expected_opened
+    rest = [json.loads(line) for line in recorder.with_suffix(".rest").read_text().splitlines()]
+    assert rest == lines[len(expected_opened):]
+
+
+def test_only_codex_gets_answers_from_the_launcher(tmp_path: Path) -> None:
+    # Claude Code does not wait for its servers: agent-link answers the whole connection itself
+    folder = kept_folder(tmp_path)
+    keep(folder, "initialize-2025-06-18", KEPT_INIT)
+    keep(folder, "tools-list-2025-06-18", KEPT_LIST)
+    answers, recorder = run_recorded(tmp_path, [INIT, INITIALIZED, LISTING], host="claude")
+    assert answers == [] and recorder.with_suffix(".opened").read_text() == "unset"
+    assert recorder.with_suffix(".cache").read_text() == "unset"
+
+
+@pytest.mark.anyio
+async def test_a_slow_agent_link_behind_the_launcher_answers_a_real_client_session(tmp_path: Path) -> None:
+    """The real agent-link through the launcher and an MCP SDK client: a first start keeps its
+    opening answers; a second, slowed by 3 s, has the opening answered by the launcher, its
+    tool call answered by agent-link once it is up, and says it was late on stderr."""
+    agent_link = Path(sys.executable).with_name("agent-link")
+    slow = tmp_path / "slow-agent-link"
+    slow.write_text(f'#!/bin/sh\nsleep 3\nexec "{agent_link}" "$@"\n')
+    slow.chmod(0o755)
+    launcher = launcher_copy(tmp_path, str(agent_link))
+    env = {"PATH": BARE_PATH, "HOME": str(tmp_path / "home"), "AGENT_LINK_HOST": "codex",
+           "AGENT_LINK_STATE_DIR": str(tmp_path / "state")}
+
+    async def session(extra: dict[str, str], errlog: Any) -> tuple[Any, Any, Any]:
+        params = StdioServerParameters(command="sh", args=[str(launcher), "mcp"], env={**env, **extra})
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as client:
+            init = await client.initialize()
+            listed = await client.list_tools()
+            health = await client.call_tool("agent_link_health", {})
+            return init, listed, health
+
+    with (tmp_path / "stderr").open("w+") as errlog:
+        first = await session({}, errlog)
+        kept = list((tmp_path / "home" / ".cache" / "agent-link" / "launcher").iterdir())
+        assert [sorted(p.name for p in folder.iterdir()) for folder in kept] == [
+            [f"initialize-{first[0].protocol_version}", f"tools-list-{first[0].protocol_version}"]]
+        errlog.seek(0)
+        errlog.truncate()
+        second = await session({"AGENT_LINK_BIN": str(slow)}, errlog)
+        errlog.seek(0)
+        logged = errlog.read()
+    assert second[0].server_info == first[0].server_info and second[0].instructions == first[0].instructions
+    assert [t.name for t in second[1].tools] == [t.name for t in first[1].tools]
+    assert not second[2].is_error and '"ok": true' in second[2].content[0].text
+    assert "agent-link: the server started" in logged and "after the host opened the connection" in logged, logged

@@ -5,8 +5,8 @@ checkout, no ``.venv``: the launcher finds ``agent-link`` on PATH) is registered
 ``codex plugin marketplace add`` and installed with ``codex plugin add``. Then:
 
 * 20 consecutive ``codex exec`` runs against the stub model: the first model request of every
-  run carries the agent-link tools (the server is declared ``required`` and its start-up front
-  answers from its cache);
+  run carries the agent-link tools (the server is declared ``required``; the first run's server
+  keeps its opening answers, from which the launcher answers every later run's opening);
 * a run whose model calls ``agent_link_health`` through the installed plugin gets its result,
   and the server used ``AGENT_LINK_STATE_DIR`` from Codex's environment (``env_vars``);
 * with the state directory set only in the settings file (``agent-link config set``), a message
@@ -97,6 +97,9 @@ def test_installed_plugin_tools_are_in_every_first_request(root: Path) -> None:
             first = requests[seen]
             assert has_agent_link_tools(first.tool_names()), (run, first.tool_names())
             seen = len(requests)
+        # what the launcher answered the later runs' openings from (hooks/agent-link.sh)
+        kept = sorted(p.name for p in (home / ".cache" / "agent-link" / "launcher").glob("*/*"))
+        assert len(kept) == 2 and kept[0].startswith("initialize-") and kept[1].startswith("tools-list-"), kept
 
         stub.enqueue(mcp_tool_call("codex_agent_link", "agent_link_health", {}), text("done"))
         codex(["exec", "--skip-git-repo-check", "health please"], env, root)

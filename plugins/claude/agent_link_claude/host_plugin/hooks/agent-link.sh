@@ -20,6 +20,14 @@
 # not start. When no usable agent-link is found, this file answers the MCP opening itself with no
 # tools (awk, POSIX), says why on stderr (the host's MCP log) and in the server's `instructions`,
 # and the session runs without agent-link.
+# A slow agent-link must not fail a Codex thread either: Codex gives a required server its
+# start-up timeout to answer `initialize` and `tools/list`, then fails the thread. So for Codex
+# this file answers those two requests itself with what the last healthy agent-link server
+# answered under the same `AGENT_LINK_*` values (the server keeps it in
+# $XDG_CACHE_HOME/agent-link/launcher/), then execs agent-link and hands it the lines it read
+# (AGENT_LINK_MCP_OPENED): the server replays them, drops its own answers to the requests
+# answered here, and says on stderr when it came up late. Tool calls made before it is up wait
+# for it. Without such answers (the first start) agent-link is exec'ed at once, as before.
 
 installed_bin=''
 bin=
@@ -61,7 +69,103 @@ if [ "${1:-}" = hook ]; then
     exit 0
 fi
 
+# awk functions reading one JSON-RPC line: a string member, the request id (as written: a
+# number or a quoted string; "" for a notification), the method.
+json_lib='
+function str(name, text,   v) {
+    if (!match(text, "\"" name "\"[ \t]*:[ \t]*\"[^\"]*\"")) return ""
+    v = substr(text, RSTART, RLENGTH)
+    sub(/^"[^"]*"[ \t]*:[ \t]*"/, "", v)
+    sub(/"$/, "", v)
+    return v
+}
+function request_id(text,   idpat, at, head, rest, id) {
+    idpat = "\"id\"[ \t]*:[ \t]*(\"[^\"]*\"|-?[0-9]+)"
+    at = index(text, "\"params\"")
+    head = at ? substr(text, 1, at - 1) : text
+    id = ""
+    if (match(head, idpat)) {
+        id = substr(head, RSTART, RLENGTH)
+    } else if (at) {  # the id after the params: the last one
+        rest = substr(text, at)
+        while (match(rest, idpat)) {
+            id = substr(rest, RSTART, RLENGTH)
+            rest = substr(rest, RSTART + RLENGTH)
+        }
+    }
+    sub(/^"id"[ \t]*:[ \t]*/, "", id)
+    return id
+}
+function method_of(text,   at, m) {
+    at = index(text, "\"params\"")
+    m = at ? str("method", substr(text, 1, at - 1)) : ""
+    return m != "" ? m : str("method", text)
+}
+'
+nl='
+'
+
+# One answer: the JSON-RPC envelope around a kept `"result":{...}` (a file without a newline).
+answer_from() {
+    printf '{"jsonrpc":"2.0","id":%s,' "$1"
+    cat "$2" 2>/dev/null || printf '"error":{"code":-32603,"message":"agent-link: %s is gone"}' "$2"
+    printf '}\n'
+}
+
+# Answers the opening (initialize, then the first page of tools/list) from the kept answers for
+# the client's protocol revision, when there are some; every line read is handed on, marked 1
+# when it was answered here.
+open_from_cache() {
+    key=$(env | grep '^AGENT_LINK_' | grep -v -e '^AGENT_LINK_BIN=' -e '^AGENT_LINK_STATE_DIR=' \
+          -e '^AGENT_LINK_MAILBOX_PATH=' | LC_ALL=C sort | cksum | tr -c '0-9\n' -)
+    cache=${XDG_CACHE_HOME:-${HOME:-/nonexistent}/.cache}/agent-link/launcher/$key
+    AGENT_LINK_MCP_LAUNCHER_CACHE=$cache  # where the server keeps its answers for the next start
+    export AGENT_LINK_MCP_LAUNCHER_CACHE
+    for known in "$cache"/tools-list-*; do
+        [ -f "$known" ] || return 0
+        break
+    done
+    opened=
+    revision=
+    while :; do
+        line=
+        if ! IFS= read -r line; then
+            [ -n "$line" ] && opened=$opened${opened:+$nl}0\ $line
+            break
+        fi
+        fields=$(printf '%s\n' "$line" | awk "$json_lib"'{
+            v = str("protocolVersion", $0); if (v == "" || v ~ /[^0-9A-Za-z.-]/) v = "-"
+            m = method_of($0); if (m == "") m = "-"  # no empty field: a tab IFS would fold it away
+            print m "\t" v "\t" (index($0, "\"cursor\"") ? 1 : 0) "\t" request_id($0) }')
+        IFS='	' read -r method version cursor id <<FIELDS
+$fields
+FIELDS
+        if [ -z "$revision" ] && [ "$method" = initialize ] && [ -n "$id" ] && [ "$version" != - ] \
+            && [ -f "$cache/initialize-$version" ] && [ -f "$cache/tools-list-$version" ]; then
+            answer_from "$id" "$cache/initialize-$version"
+            revision=$version
+            opened=$opened${opened:+$nl}1\ $line
+        elif [ -n "$revision" ] && [ "$method" = tools/list ] && [ -n "$id" ] && [ "$cursor" = 0 ]; then
+            answer_from "$id" "$cache/tools-list-$revision"
+            opened=$opened${opened:+$nl}1\ $line
+            break
+        else
+            opened=$opened${opened:+$nl}0\ $line
+            # a notification after an answered initialize (notifications/initialized): read on
+            [ -n "$revision" ] && [ -z "$id" ] || break
+        fi
+    done
+    AGENT_LINK_MCP_OPENED=$opened
+    AGENT_LINK_MCP_OPENED_AT=$(date +%s)
+    export AGENT_LINK_MCP_OPENED AGENT_LINK_MCP_OPENED_AT
+}
+
 if [ -n "$bin" ]; then
+    unset AGENT_LINK_MCP_OPENED AGENT_LINK_MCP_OPENED_AT AGENT_LINK_MCP_LAUNCHER_CACHE
+    # only for Codex: Claude Code does not wait for its servers (it starts without their tools)
+    if [ "$#" -eq 1 ] && [ "$1" = mcp ] && [ "${AGENT_LINK_HOST:-}" = codex ]; then
+        open_from_cache
+    fi
     exec "$bin" "$@"
 fi
 if [ "${1:-}" != mcp ]; then
@@ -74,36 +178,15 @@ why=$(printf '%s' "agent-link is unavailable in this session: $why" | tr -d '"\\
 # The stand-in MCP server: one JSON-RPC request per line; answers the opening with no tools,
 # anything else with "method not found"; notifications get no answer. The shell reads the lines
 # (one awk per line): awk may wait to fill a buffer from a pipe (mawk does) before it answers.
-stand_in='
-function str(name, text,   v) {
-    if (!match(text, "\"" name "\"[ \t]*:[ \t]*\"[^\"]*\"")) return ""
-    v = substr(text, RSTART, RLENGTH)
-    sub(/^"[^"]*"[ \t]*:[ \t]*"/, "", v)
-    sub(/"$/, "", v)
-    return v
-}
+stand_in=$json_lib'
 function reply(id, result) {
     printf "{\"jsonrpc\":\"2.0\",\"id\":%s,%s}\n", id, result
     fflush()
 }
 {
-    idpat = "\"id\"[ \t]*:[ \t]*(\"[^\"]*\"|-?[0-9]+)"
-    at = index($0, "\"params\"")
-    head = at ? substr($0, 1, at - 1) : $0
-    id = ""
-    if (match(head, idpat)) {
-        id = substr(head, RSTART, RLENGTH)
-    } else if (at) {  # the id after the params: the last one
-        rest = substr($0, at)
-        while (match(rest, idpat)) {
-            id = substr(rest, RSTART, RLENGTH)
-            rest = substr(rest, RSTART + RLENGTH)
-        }
-    }
+    id = request_id($0)
     if (id == "") next
-    sub(/^"id"[ \t]*:[ \t]*/, "", id)
-    method = str("method", head != $0 ? head : $0)
-    if (method == "") method = str("method", $0)
+    method = method_of($0)
     if (method == "initialize") {
         version = str("protocolVersion", $0)
         if (version == "") version = "2025-06-18"
