@@ -107,7 +107,7 @@ LEASE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="lease_paths",
         title="Lease paths",
-        description="Before editing files other agents may touch, claim them: files, directories or globs under the project root, exclusive (default) or shared, with a reason and a time to live. Claiming again renews. A claim overlapping another agent's lease is refused whole (error lease_conflict), unless that agent's session has ended (its leases end then, warning lease_holder_gone): details.conflicts names each holder, their paths, reason and expiry, and a message you can send them.",
+        description="Before editing files other agents may touch, claim them: files, directories or globs under the project root, exclusive (default) or shared, with a reason and a time to live. Claiming again renews. A claim overlapping another agent's lease is refused whole (error lease_conflict), unless that agent's session has ended (its leases end then, warning lease_holder_gone): details.conflicts names each holder, their paths, reason and expiry, and a message you can send them. While you hold a lease, other sessions' edit tools and the shell writes visible in a command's text (redirections, rm, mv, sed -i...) are refused on those paths; what a program writes on its own (python x.py, make) is not seen.",
         input_schema=LEASE_INPUT,
         output_fields={"projectRoot": {"type": "string"}, "leases": LEASES, "renewed": {"type": "array", "items": {"type": "string"}},
                        "ended": {"type": "array", "items": ENDED}},
