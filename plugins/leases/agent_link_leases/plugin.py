@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
 SETTINGS: tuple[Setting, ...] = (
     Setting(TTL_SETTING, "int", DEFAULT_TTL_MS, minimum=1000, maximum=MAX_TTL_MS,
             doc="a lease's time to live (ms) when the claim gives none"),
-    Setting(ADMIN_SETTING, "flag", False, doc="lets `agent-link release --holder` end another holder's (stale) leases"),
+    Setting(ADMIN_SETTING, "flag", False, doc="lets `agent-link release --holder` and the web page's Release buttons end another holder's (stale) leases"),
 )
 
 agent_link_register_settings = registers(SETTINGS)
