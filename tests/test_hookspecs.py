@@ -4,6 +4,7 @@ core is driven through the App so each hook really gets called."""
 from __future__ import annotations
 
 import inspect
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -346,6 +347,8 @@ class Claims:
     def agent_link_claim_paths(self, holder: str, paths: list[str], project_root: str, reason: str | None, ttl_ms: int | None,
                                until_resolved: str | None, check_only: bool, app: App) -> Any:
         async def run() -> dict[str, Any]:
+            if "crash.py" in paths:
+                raise RuntimeError("a failing claims plugin must not fail its caller")
             if any(p.startswith("held/") for p in paths):
                 raise AgentLinkError("lease_conflict", "held", {"conflicts": [{"holder": "fake:two"}]})
             if not check_only:
@@ -371,6 +374,9 @@ async def test_claim_paths_hook_is_awaited_and_its_refusal_raised(monkeypatch: p
         with pytest.raises(AgentLinkError) as refused:
             await keeper.hooks.claim_paths(holder="fake:one", paths=["held/b.py"], project_root=str(tmp_path))
         assert refused.value.code == "lease_conflict"
+        # any other failure is the plugin's: reported, answered as "no plugin claims files"
+        assert await keeper.hooks.claim_paths(holder="fake:one", paths=["crash.py"], project_root=str(tmp_path)) is None
+        assert any(p.get("plugin") == "claims" and "failing claims plugin" in json.dumps(p) for p in keeper.hooks.problems())
     finally:
         nobody.close()
         keeper.close()

@@ -173,8 +173,8 @@ async def launch_project_worker(app: App, args: dict[str, Any], call: ToolCall) 
                  "ttl_ms": args.get("leaseTtlMs")}
         if await app.hooks.claim_paths(holder="", check_only=True, **lease) is None:
             raise invalid_arguments([{"path": "leasePaths", "rule": "plugin", "expected": "agent-link-leases installed and enabled"}],
-                                    "leasePaths needs the leases plugin (agent-link-leases), which is not installed or is disabled; "
-                                    "nothing was launched.")
+                                    "leasePaths needs the leases plugin (agent-link-leases), which is not installed, is disabled "
+                                    "or failed (agent-link health lists plugin problems); nothing was launched.")
     launch: dict[str, Any] = {"name": name[:200], "ephemeral": args.get("ephemeral", False), "openInGui": False}
     launch.update({k: args[k] for k in ("model", "modelProvider", "serviceTier") if k in args})
     if root:
