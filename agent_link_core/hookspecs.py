@@ -336,7 +336,7 @@ def agent_link_claim_paths(
     :param until_resolved: a message id: the claim ends when that message is resolved (the
         worker's task), or None.
     :param check_only: True: claim nothing, only raise when the claim would clash now (asked
-        before the session exists; ``holder`` may then name nobody yet).
+        before the session exists; ``holder`` then describes it for the conflicts' messages).
     :param app: the :class:`~agent_link_core.app.App` of this process.
     :returns: None when no plugin claims files; else an awaitable of
         ``{"projectRoot", "leases": [...]}`` (``leases`` empty with ``check_only``). Awaiting

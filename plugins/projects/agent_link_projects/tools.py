@@ -171,7 +171,9 @@ async def launch_project_worker(app: App, args: dict[str, Any], call: ToolCall) 
         # asked before launching, so that a clash launches nothing
         lease = {"paths": wanted, "project_root": _lease_root(root), "reason": f"project worker ({role_label}): {inert(args['task'])}",
                  "ttl_ms": args.get("leaseTtlMs")}
-        if await app.hooks.claim_paths(holder="", check_only=True, **lease) is None:
+        # the holder named in conflicts' messages to the holders (the worker has no address yet)
+        launching = f"a project worker {call.caller.address if call.caller.known else 'someone'} is launching"
+        if await app.hooks.claim_paths(holder=launching, check_only=True, **lease) is None:
             raise invalid_arguments([{"path": "leasePaths", "rule": "plugin", "expected": "agent-link-leases installed and enabled"}],
                                     "leasePaths needs the leases plugin (agent-link-leases), which is not installed, is disabled "
                                     "or failed (agent-link health lists plugin problems); nothing was launched.")
@@ -509,7 +511,7 @@ PROJECT_TOOLS: tuple[ToolSpec, ...] = (
                                           "leased exclusively for it until its task message is resolved (needs agent-link-leases). "
                                           "A clash with another session's lease launches nothing (error lease_conflict)."},
                            "leaseTtlMs": {"type": "integer", "minimum": 1000, "maximum": 7 * 24 * 60 * 60_000,
-                                          "description": "The leases' time to live in ms (default: the leases plugin's)."},
+                                          "description": "With leasePaths: their time to live in ms (default: the leases plugin's)."},
                            "ephemeral": {"type": "boolean", "default": False}, "receipt": core_tools.RECEIPT,
                            "messageId": {**core_tools.MESSAGE_ID, "description": "Your id for the task message (a ULID or a UUID), "
                                          "so that retrying is safe: a retry with the same messageId and task launches no second "

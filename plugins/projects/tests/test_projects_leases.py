@@ -72,7 +72,9 @@ async def test_a_clash_launches_nothing(app: App, leases_loaded: None, fake: Any
                         h.codex_caller(h.ORCH))
     conflict = refused["error"]
     assert conflict["code"] == "lease_conflict"
-    assert conflict["details"]["conflicts"][0]["holder"] == h.ALICE.address and conflict["details"]["conflicts"][0]["reason"] == "mine"
+    [clash] = conflict["details"]["conflicts"]
+    assert clash["holder"] == h.ALICE.address and clash["reason"] == "mine"
+    assert clash["message"].startswith(f"a project worker codex:{h.ORCH} is launching needs src/*.py under {bound}")
     assert _launched(fake) == 0 and app.store.conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 0
     assert _holders(app) == [(h.ALICE.address, "src/a.py", None)]
 
