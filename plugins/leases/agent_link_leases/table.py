@@ -160,11 +160,12 @@ def _row_pattern(row: sqlite3.Row) -> Pattern:
 
 def view(row: sqlite3.Row, now: int) -> dict[str, Any]:
     """One lease as tools show it: ``{id, holder, projectRoot, path, exclusive, reason,
-    createdAt, expiresAt (ISO 8601), expiresInMs}``."""
+    createdAt, expiresAt (ISO 8601), expiresInMs, untilResolved}`` (``untilResolved``: the
+    message whose resolution ends it, a worker's task, or None)."""
     return {
         "id": row["id"], "holder": row["holder"], "projectRoot": row["root"], "path": row["pattern"],
         "exclusive": bool(row["exclusive"]), "reason": row["reason"], "createdAt": iso(row["created_at"]),
-        "expiresAt": iso(row["expires_at"]), "expiresInMs": max(0, row["expires_at"] - now),
+        "expiresAt": iso(row["expires_at"]), "expiresInMs": max(0, row["expires_at"] - now), "untilResolved": row["until_resolved"],
     }
 
 

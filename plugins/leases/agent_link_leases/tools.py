@@ -29,7 +29,8 @@ LEASE = {"type": "object", "properties": {
     "id": {"type": "integer"}, "holder": {"type": "string"}, "projectRoot": {"type": "string"},
     "path": {"type": "string"}, "exclusive": {"type": "boolean"}, "reason": {"type": ["string", "null"]},
     "createdAt": {"type": "string"}, "expiresAt": {"type": "string"}, "expiresInMs": {"type": "integer"},
-}, "required": ["id", "holder", "projectRoot", "path", "exclusive", "reason", "createdAt", "expiresAt", "expiresInMs"]}
+    "untilResolved": {"type": ["string", "null"], "description": "The message whose resolution ends this lease (a project worker's task)."},
+}, "required": ["id", "holder", "projectRoot", "path", "exclusive", "reason", "createdAt", "expiresAt", "expiresInMs", "untilResolved"]}
 LEASES = {"type": "array", "items": LEASE}
 #: a gone holder whose leases a claim ended (agent_link_leases.liveness)
 ENDED = {"type": "object", "properties": {

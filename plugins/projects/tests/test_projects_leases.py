@@ -45,7 +45,7 @@ async def test_worker_paths_are_leased_for_it_until_its_task_is_resolved(app: Ap
     worker = f"codex:{h.WORKER}"
     task = result["taskMessageId"]
     assert _holders(app) == [(worker, "src/export.py", task), (worker, "docs/*.md", task)]
-    assert [lease["holder"] for lease in result["leases"]] == [worker, worker]
+    assert [(lease["holder"], lease["untilResolved"]) for lease in result["leases"]] == [(worker, task), (worker, task)]
     assert "Leased for you (exclusive, until this task message is resolved): src/export.py, docs/*.md." in result["workerPrompt"]
     # another session is told who holds it
     clash = await run(app, "lease_paths", {"paths": ["src"], "projectRoot": str(bound)}, h.ALICE)
