@@ -210,9 +210,10 @@ def _paths(cwd: str, word: str, assigned: dict[str, str]) -> list[str]:
     word = _expand(word, assigned)
     if not word or "\0" in word or any(c in word for c in UNKNOWABLE):
         return []
-    path = os.path.normpath(os.path.join(cwd, os.path.expanduser(word)))
+    word = os.path.expanduser(word)
     if any(c in word for c in GLOB_CHARS):
         import glob  # only for a glob operand: the hook's fast path stays light
 
-        return [os.path.normpath(p) for p in sorted(glob.glob(path))]
-    return [path]
+        # root_dir: the working directory's own name is no pattern (it may hold "[")
+        return [os.path.normpath(os.path.join(cwd, p)) for p in sorted(glob.glob(word, root_dir=cwd))]
+    return [os.path.normpath(os.path.join(cwd, word))]

@@ -132,14 +132,18 @@ def test_shell_targets(command: str, written: list[str], monkeypatch: pytest.Mon
 
 
 def test_globs_expand_against_existing_files(tmp_path: Path) -> None:
+    here = str(tmp_path / "dir[1]")  # the working directory's name is no pattern
     for name in ("a.py", "b.py", "c.txt", ".hidden.py", "sub/d.py"):
-        (tmp_path / name).parent.mkdir(exist_ok=True)
-        (tmp_path / name).write_text("")
-    here = str(tmp_path)
+        Path(here, name).parent.mkdir(parents=True, exist_ok=True)
+        Path(here, name).write_text("")
     assert shell_targets("rm *.py", here) == [f"{here}/a.py", f"{here}/b.py"]  # as the shell: no dot files
     assert shell_targets("sed -i s/a/b/ sub/?.py [ab].py", here) == [f"{here}/sub/d.py", f"{here}/a.py", f"{here}/b.py"]
     assert shell_targets("touch *.rs", here) == []  # matches nothing: nothing known is written
     assert shell_targets("cat *.py > all.txt", here) == [f"{here}/all.txt"]  # a glob read, not written
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "e.py").write_text("")
+    assert shell_targets(f"rm {plain}/*.py", here) == [f"{plain}/e.py"]  # an absolute glob
 
 
 def test_patch_targets() -> None:
