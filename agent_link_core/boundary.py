@@ -47,7 +47,7 @@ from agent_link_core.errors import AgentLinkError
 log = logging.getLogger("agent_link_core.plugins")
 
 #: Hooks whose implementations may refuse by raising AgentLinkError (documented in hookspecs).
-REFUSING_HOOKS = frozenset({"agent_link_resolve_address", "agent_link_before_send", "agent_link_check_override"})
+REFUSING_HOOKS = frozenset({"agent_link_resolve_address", "agent_link_before_send", "agent_link_check_override", "agent_link_claim_paths"})
 #: Hooks whose failures disable the plugin: a plugin that cannot register cleanly is left out whole.
 REGISTRATION_HOOKS = frozenset({
     "agent_link_register_harnesses", "agent_link_register_tools", "agent_link_register_settings",
@@ -56,7 +56,7 @@ REGISTRATION_HOOKS = frozenset({
 })
 #: Hooks whose implementations may answer with an awaitable (for I/O); the core awaits it on
 #: the caller's event loop, so the loop is never blocked while the plugin waits.
-AWAITABLE_HOOKS = frozenset({"agent_link_resolve_address", "agent_link_push_reminders"})
+AWAITABLE_HOOKS = frozenset({"agent_link_resolve_address", "agent_link_push_reminders", "agent_link_claim_paths"})
 DEFAULT_TIMEOUT_MS = 30_000
 TIMEOUT_ENV = "AGENT_LINK_HOOK_TIMEOUT_MS"
 CORE_PLUGIN = "agent_link_core.default_plugins"

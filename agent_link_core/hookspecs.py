@@ -321,6 +321,34 @@ def agent_link_check_override(
     """
 
 
+@_hookspec(firstresult=True)
+def agent_link_claim_paths(
+    holder: str, paths: list[str], project_root: str, reason: str | None, ttl_ms: int | None,
+    until_resolved: str | None, check_only: bool, app: App,
+) -> Awaitable[dict[str, Any]] | None:
+    """Claim files exclusively for a session another plugin starts (a project's worker).
+
+    :param holder: the address the claim is for (the worker's session).
+    :param paths: files, directories or globs, relative to ``project_root`` or absolute inside it.
+    :param project_root: the absolute project root.
+    :param reason: why, shown to anyone the claim stops.
+    :param ttl_ms: time to live (ms), or None for the plugin's default.
+    :param until_resolved: a message id: the claim ends when that message is resolved (the
+        worker's task), or None.
+    :param check_only: True: claim nothing, only raise when the claim would clash now (asked
+        before the session exists; ``holder`` then describes it for the conflicts' messages).
+    :param app: the :class:`~agent_link_core.app.App` of this process.
+    :returns: None when no plugin claims files; else an awaitable of
+        ``{"projectRoot", "leases": [...]}`` (``leases`` empty with ``check_only``). Awaiting
+        it raises :class:`~agent_link_core.errors.AgentLinkError` (``lease_conflict`` with
+        ``details.conflicts``, ``invalid_arguments`` for a bad path) and claims nothing then.
+
+    Called by a plugin that starts a session with files to own, once with ``check_only``
+    before starting it and once after. ``firstresult``; write the implementation as a plain
+    function returning a coroutine (see ``agent_link_push_reminders``).
+    """
+
+
 @_hookspec
 def agent_link_server_tasks(app: App) -> list[Callable[[], Awaitable[None]]] | None:
     """Contribute background work that runs inside every ``agent-link mcp`` server.

@@ -548,6 +548,20 @@ class Hooks:
         return self._call("agent_link_check_override", target=target, sender=sender, setting=setting,
                           value=value, context=context, app=self.app)
 
+    async def claim_paths(self, *, holder: str, paths: list[str], project_root: str, reason: str | None = None,
+                          ttl_ms: int | None = None, until_resolved: str | None = None,
+                          check_only: bool = False) -> dict[str, Any] | None:
+        """Ask the plugin that keeps file claims to claim ``paths`` for ``holder``
+        (``agent_link_claim_paths``); None when no plugin does.
+
+        :raises AgentLinkError: as the plugin's answer does (``lease_conflict``, ...).
+        """
+        result = self._call("agent_link_claim_paths", holder=holder, paths=list(paths), project_root=project_root,
+                            reason=reason, ttl_ms=ttl_ms, until_resolved=until_resolved, check_only=check_only, app=self.app)
+        if inspect.isawaitable(result):
+            result = await result
+        return result if isinstance(result, dict) else None
+
     def record_event(self, event: Event) -> None:
         """Let observers write their records in the transaction of the change ``event``
         describes. Each observer runs in a savepoint: one that fails is logged and its

@@ -87,3 +87,9 @@ def bench_leases_hook(tmp: Path, line: Callable[..., None], medians: Callable[..
     subprocess.run(hook, input="{}", env=env, capture_output=True, text=True, check=False)  # builds the prompt-hook registry
     node_ms, hook_ms = medians([shutil.which("node") or "node", "-e", "0"], hook, env, payload)
     line("PreToolUse lease guard, 1,000 leases", hook_ms, "ms", "node -e 0", node_ms, "<= 0.47")
+    # Codex and Claude Code run the guard before every shell command, reads included: a
+    # read-only pipeline with a glob and a variable goes through the whole shell reading
+    shell = json.dumps({**json.loads(payload), "tool_name": "Bash",
+                        "tool_input": {"command": "cd src && OUT=/dev/null; grep -rn todo m7/*.py | sort > $OUT; git status"}})
+    node_ms, hook_ms = medians([shutil.which("node") or "node", "-e", "0"], hook, env, shell)
+    line("PreToolUse lease guard, a shell command, 1,000 leases", hook_ms, "ms", "node -e 0", node_ms, "<= 0.47")

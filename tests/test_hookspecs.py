@@ -4,6 +4,7 @@ core is driven through the App so each hook really gets called."""
 from __future__ import annotations
 
 import inspect
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -334,3 +335,48 @@ async def test_list_and_resolve_show_roles(app: App) -> None:
     assert {s["address"]: s["roles"] for s in listed["sessions"]} == {"fake:one": ["lead"], "fake:two": []}
     resolved = await core_tools.resolve_agent(app, {"query": "fake:one"}, call)
     assert resolved["best"]["roles"] == ["lead"]
+
+
+class Claims:
+    """Keeps file claims (as the leases plugin does): refuses anything under ``held/``."""
+
+    def __init__(self) -> None:
+        self.claimed: list[tuple[str, list[str], str | None, bool]] = []
+
+    @hookimpl
+    def agent_link_claim_paths(self, holder: str, paths: list[str], project_root: str, reason: str | None, ttl_ms: int | None,
+                               until_resolved: str | None, check_only: bool, app: App) -> Any:
+        async def run() -> dict[str, Any]:
+            if "crash.py" in paths:
+                raise RuntimeError("a failing claims plugin must not fail its caller")
+            if any(p.startswith("held/") for p in paths):
+                raise AgentLinkError("lease_conflict", "held", {"conflicts": [{"holder": "fake:two"}]})
+            if not check_only:
+                self.claimed.append((holder, paths, until_resolved, app is not None))
+            return {"projectRoot": project_root, "leases": [] if check_only else [{"holder": holder, "path": p} for p in paths]}
+
+        return run()
+
+
+@pytest.mark.anyio
+async def test_claim_paths_hook_is_awaited_and_its_refusal_raised(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", "codex claude roles receipts leases")
+    claims = Claims()
+    nobody = App.create()
+    keeper = App.create(extra_plugins=(("claims", claims),))
+    try:
+        assert await nobody.hooks.claim_paths(holder="fake:one", paths=["a.py"], project_root=str(tmp_path)) is None
+        checked = await keeper.hooks.claim_paths(holder="", paths=["a.py"], project_root=str(tmp_path), check_only=True)
+        assert checked == {"projectRoot": str(tmp_path), "leases": []} and claims.claimed == []
+        got = await keeper.hooks.claim_paths(holder="fake:one", paths=["a.py"], project_root=str(tmp_path), until_resolved="M1")
+        assert got["leases"] == [{"holder": "fake:one", "path": "a.py"}]
+        assert claims.claimed == [("fake:one", ["a.py"], "M1", True)]
+        with pytest.raises(AgentLinkError) as refused:
+            await keeper.hooks.claim_paths(holder="fake:one", paths=["held/b.py"], project_root=str(tmp_path))
+        assert refused.value.code == "lease_conflict"
+        # any other failure is the plugin's: reported, answered as "no plugin claims files"
+        assert await keeper.hooks.claim_paths(holder="fake:one", paths=["crash.py"], project_root=str(tmp_path)) is None
+        assert any(p.get("plugin") == "claims" and "failing claims plugin" in json.dumps(p) for p in keeper.hooks.problems())
+    finally:
+        nobody.close()
+        keeper.close()

@@ -45,9 +45,9 @@ def test_mcp_server_runs_through_the_launcher_as_host_claude() -> None:
 def test_hooks_run_the_adapter_for_each_declared_event() -> None:
     hooks = load("hooks", "hooks.json")["hooks"]
     # the lease guard (agent-link-leases; silent when that plugin is not installed): edit and
-    # write tools only, never reads
+    # write tools, and Bash (the guard passes a command whose text shows no write); never reads
     [guard_group] = hooks.pop("PreToolUse")
-    assert guard_group["matcher"] == "Edit|MultiEdit|Write|NotebookEdit"
+    assert guard_group["matcher"] == "Edit|MultiEdit|Write|NotebookEdit|Bash"
     assert guard_group["hooks"] == [{"type": "command", "command": f'sh "{LAUNCHER}" hook leases PreToolUse', "timeout": 5}]
     assert set(hooks) == {"SessionStart", "UserPromptSubmit", "Stop"}
     for event, groups in hooks.items():

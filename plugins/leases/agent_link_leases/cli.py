@@ -28,7 +28,8 @@ from agent_link_leases.table import ADMIN_SETTING, DEFAULT_TTL_MS, MAX_TTL_MS, T
 def _line(lease: dict[str, Any]) -> str:
     kind = "exclusive" if lease["exclusive"] else "shared"
     reason = f"  ({lease['reason']})" if lease.get("reason") else ""
-    return f"{lease['path']:<40} {kind:<9} {lease['holder']:<32} until {lease['expiresAt']}{reason}"
+    task = f" or message {lease['untilResolved']} is resolved" if lease.get("untilResolved") else ""
+    return f"{lease['path']:<40} {kind:<9} {lease['holder']:<32} until {lease['expiresAt']}{task}{reason}"
 
 
 def register(cli: click.Group) -> None:

@@ -8,8 +8,10 @@ the hook's JSON answer: a ``deny`` naming the holder, why and until when, and ho
 the path; or None (print nothing) when the call may go ahead. Only edit and write tools are
 checked (reads are never blocked): Claude Code's ``Edit``, ``MultiEdit``, ``Write`` and
 ``NotebookEdit``, Codex's ``apply_patch`` (every file the patch names, both names of a move)
-and shell commands (``Bash``: what :func:`agent_link_leases.writes.shell_targets` sees them
-write). Shared leases and the caller's own leases let it pass.
+and both hosts' shell commands (``Bash``: what :func:`agent_link_leases.writes.shell_targets`
+sees them write in the command's text; what a program writes on its own, ``python x.py``, or a
+target behind a command substitution or an unknown variable is not seen and passes). Shared
+leases and the caller's own leases let it pass.
 Whatever cannot be read (no database yet, no ``leases`` table, a malformed payload) lets the
 call pass: the guard refuses only on a lease it has found.
 """
@@ -32,7 +34,8 @@ EDIT_TOOLS: dict[str, tuple[str, ...]] = {
     "Edit": ("file_path",), "MultiEdit": ("file_path",), "Write": ("file_path",), "NotebookEdit": ("notebook_path",),
 }
 #: Codex's tools whose ``tool_input.command`` is a patch or a shell command line (Codex 0.171
-#: names its exec tools ``Bash`` in hook payloads; Claude Code's ``Bash`` has the same shape)
+#: names its exec tools ``Bash`` in hook payloads; Claude Code's ``Bash`` has the same shape
+#: and is checked the same way)
 PATCH_TOOLS = frozenset({"apply_patch"})
 SHELL_TOOLS = frozenset({"Bash"})
 

@@ -4,7 +4,7 @@
 
 Registered as the prompt-hook adapter named ``leases``, so the core's hook fast path runs it
 without loading plugins (and never once the plugin is disabled or removed). The Claude Code
-plugin declares the first (``hooks/hooks.json``, matcher ``Edit|MultiEdit|Write|NotebookEdit``),
+plugin declares the first (``hooks/hooks.json``, matcher ``Edit|MultiEdit|Write|NotebookEdit|Bash``),
 the Codex plugin the second (``hooks/codex-hooks.json``, matcher ``apply_patch|Bash``). Both
 hosts send the same payload shape (``hook_event_name`` ``PreToolUse``); the command line's
 event names the host, so the caller is ``claude:<session_id>`` or ``codex:<session_id>`` (a

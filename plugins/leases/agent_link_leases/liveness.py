@@ -85,20 +85,23 @@ async def gone_holders(app: App, holders: Iterable[str], now: int) -> dict[str, 
 
 
 async def claim_ending_gone(app: App, holder: str, root: Project, typed: list[str], *, exclusive: bool,
-                            reason: str | None, ttl_ms: int) -> dict[str, Any]:
+                            reason: str | None, ttl_ms: int, until_resolved: str | None = None,
+                            check_only: bool = False) -> dict[str, Any]:
     """:func:`agent_link_leases.table.claim`; when it clashes, the clashing holders known gone
-    (:func:`gone_holders`) lose all their leases and the claim is tried once more.
+    (:func:`gone_holders`) lose all their leases and the claim is tried once more (with
+    ``check_only``: gone holders are not counted, and nothing ends).
 
     :returns: the claim's result (``ended`` lists what ended).
     :raises AgentLinkError: as :func:`~agent_link_leases.table.claim` (``lease_conflict``
         naming only live holders, or holders that cannot be told apart from live ones).
     """
+    given: dict[str, Any] = {"exclusive": exclusive, "reason": reason, "ttl_ms": ttl_ms, "until_resolved": until_resolved, "check_only": check_only}
     try:
-        return claim(app.store, holder, root, typed, exclusive=exclusive, reason=reason, ttl_ms=ttl_ms, now=now_ms())
+        return claim(app.store, holder, root, typed, now=now_ms(), **given)
     except AgentLinkError as exc:
         if exc.code != "lease_conflict":
             raise
         gone = await gone_holders(app, [c["holder"] for c in exc.details.get("conflicts", [])], now_ms())
         if not gone:
             raise
-    return claim(app.store, holder, root, typed, exclusive=exclusive, reason=reason, ttl_ms=ttl_ms, now=now_ms(), ended=gone)
+    return claim(app.store, holder, root, typed, now=now_ms(), ended=gone, **given)

@@ -2,12 +2,14 @@
 
 Hooks: the ``leases`` table (schema), the ``AGENT_LINK_LEASE_TTL_MS`` setting, the tools
 ``lease_paths``, ``release_paths`` and ``list_leases``, the ``lease``/``release``/``leases``
-commands, the web page's File leases panel, ``lease-git-hook`` (:mod:`agent_link_leases.githook`), the ``leases`` health section, and the ``leases`` prompt-hook adapter (the
+commands, claims for sessions other plugins start (``agent_link_claim_paths``: a project
+worker's ``leasePaths``, ended when its task message is resolved), the web page's File leases panel, ``lease-git-hook`` (:mod:`agent_link_leases.githook`), the ``leases`` health section, and the ``leases`` prompt-hook adapter (the
 ``PreToolUse`` edit guard, :mod:`agent_link_leases.hook`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from agent_link_core import hookimpl
@@ -19,12 +21,15 @@ from agent_link_core.store import now_ms
 from agent_link_leases.table import ADMIN_SETTING, DEFAULT_TTL_MS, MAX_TTL_MS, MIGRATIONS, TTL_SETTING
 
 if TYPE_CHECKING:  # pragma: no cover
+    import sqlite3
+
     from agent_link_core.app import App
+    from agent_link_core.records import Event
 
 SETTINGS: tuple[Setting, ...] = (
     Setting(TTL_SETTING, "int", DEFAULT_TTL_MS, minimum=1000, maximum=MAX_TTL_MS,
             doc="a lease's time to live (ms) when the claim gives none"),
-    Setting(ADMIN_SETTING, "flag", False, doc="lets `agent-link release --holder` end another holder's (stale) leases"),
+    Setting(ADMIN_SETTING, "flag", False, doc="lets `agent-link release --holder` and the web page's Release buttons end another holder's (stale) leases"),
 )
 
 agent_link_register_settings = registers(SETTINGS)
@@ -59,3 +64,34 @@ def agent_link_health(app: App) -> tuple[str, dict[str, Any]]:
         "ttlMs": app.config.get(TTL_SETTING),
         "sessionEnd": "checked when a claim clashes: a holder whose session is not running (or whose plain address is no longer served) loses its leases",
     }
+
+
+@hookimpl
+def agent_link_claim_paths(holder: str, paths: list[str], project_root: str, reason: str | None, ttl_ms: int | None,
+                           until_resolved: str | None, check_only: bool, app: App) -> Awaitable[dict[str, Any]]:
+    """Exclusive leases of ``paths`` for ``holder`` (a worker another plugin starts), ending
+    when ``until_resolved`` is resolved; a plain function returning the coroutine (firstresult).
+
+    :returns: an awaitable of :func:`agent_link_leases.liveness.claim_ending_gone`'s result;
+        awaiting it raises ``lease_conflict`` or ``invalid_arguments`` as ``lease_paths`` does.
+    """
+    from agent_link_leases.liveness import claim_ending_gone
+    from agent_link_leases.table import project
+
+    async def run() -> dict[str, Any]:
+        root = project(project_root, project_root)
+        ttl = ttl_ms or app.config.get(TTL_SETTING) or DEFAULT_TTL_MS
+        return await claim_ending_gone(app, holder, root, list(paths), exclusive=True, reason=reason, ttl_ms=int(ttl),
+                                       until_resolved=until_resolved, check_only=check_only)
+
+    return run()
+
+
+@hookimpl
+def agent_link_record_event(event: Event, conn: sqlite3.Connection) -> None:
+    """A resolved message ends the leases claimed until it is resolved (a worker's task done),
+    in the resolution's own transaction."""
+    if event.kind == "resolved" and event.message_id:
+        from agent_link_leases.table import end_with_message
+
+        end_with_message(conn, event.message_id)

@@ -52,6 +52,15 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX leases_by_holder ON leases (holder, expires_at);
         """,
     ),
+    Migration(
+        OWNER,
+        2,
+        """
+        -- a message id: the lease ends when that message is resolved (a project worker's task)
+        ALTER TABLE leases ADD COLUMN until_resolved TEXT;
+        CREATE INDEX leases_by_task ON leases (until_resolved) WHERE until_resolved IS NOT NULL;
+        """,
+    ),
 )
 
 
@@ -151,11 +160,12 @@ def _row_pattern(row: sqlite3.Row) -> Pattern:
 
 def view(row: sqlite3.Row, now: int) -> dict[str, Any]:
     """One lease as tools show it: ``{id, holder, projectRoot, path, exclusive, reason,
-    createdAt, expiresAt (ISO 8601), expiresInMs}``."""
+    createdAt, expiresAt (ISO 8601), expiresInMs, untilResolved}`` (``untilResolved``: the
+    message whose resolution ends it, a worker's task, or None)."""
     return {
         "id": row["id"], "holder": row["holder"], "projectRoot": row["root"], "path": row["pattern"],
         "exclusive": bool(row["exclusive"]), "reason": row["reason"], "createdAt": iso(row["created_at"]),
-        "expiresAt": iso(row["expires_at"]), "expiresInMs": max(0, row["expires_at"] - now),
+        "expiresAt": iso(row["expires_at"]), "expiresInMs": max(0, row["expires_at"] - now), "untilResolved": row["until_resolved"],
     }
 
 
@@ -191,11 +201,14 @@ def conflicts(conn: sqlite3.Connection, holder: str, root: Project, wanted: list
 
 
 def claim(store: Store, holder: str, root: Project, typed: list[str], *, exclusive: bool, reason: str | None,
-          ttl_ms: int, now: int, ended: dict[str, str] | None = None) -> dict[str, Any]:
+          ttl_ms: int, now: int, ended: dict[str, str] | None = None, until_resolved: str | None = None,
+          check_only: bool = False) -> dict[str, Any]:
     """Claim (or renew) every typed pattern for ``holder``, or none of them.
 
     :param ttl_ms: time to live from ``now`` (ms).
     :param reason: why; a renewal without one keeps the lease's reason.
+    :param until_resolved: a message id whose resolution ends these leases (:func:`end_with_message`).
+    :param check_only: raise as a claim would, but store and end nothing (``leases`` is then []).
     :param ended: ``{holder: why}`` of holders known gone
         (:func:`agent_link_leases.liveness.gone_holders`): all their leases end first, in the
         same transaction (nothing ends when the claim is refused).
@@ -212,6 +225,12 @@ def claim(store: Store, holder: str, root: Project, typed: list[str], *, exclusi
         unique.setdefault(pattern.key, (text, pattern))
     wanted = list(unique.values())
     expires = now + ttl_ms
+    if check_only:
+        clashes = conflicts(store.conn, holder, root, wanted, exclusive, now)
+        clashes = [c for c in clashes if c["holder"] not in (ended or {})]
+        if clashes:
+            raise _conflict_error(clashes)
+        return {"projectRoot": root.path, "leases": [], "renewed": [], "ended": []}
     with store.write() as conn:
         gone: list[dict[str, Any]] = []
         for who, why in (ended or {}).items():
@@ -221,11 +240,7 @@ def claim(store: Store, holder: str, root: Project, typed: list[str], *, exclusi
                 gone.append({"holder": who, "why": why, "paths": [r["pattern"] for r in rows]})
         clashes = conflicts(conn, holder, root, wanted, exclusive, now)
         if clashes:
-            names = sorted({c["holder"] for c in clashes})
-            raise AgentLinkError(
-                "lease_conflict", f"Nothing was leased: {', '.join(names)} hold{'s' if len(names) == 1 else ''} overlapping paths.",
-                {"conflicts": clashes},
-                hint="Send each holder its conflicts[].message (message_agent), or claim paths nobody holds.")
+            raise _conflict_error(clashes)
         conn.execute("DELETE FROM leases WHERE expires_at <= ?", (now,))
         renewed: list[str] = []
         ids: list[int] = []
@@ -234,19 +249,33 @@ def claim(store: Store, holder: str, root: Project, typed: list[str], *, exclusi
                                (holder, root.path, pattern.key)).fetchone()
             if old is not None:
                 renewed.append(pattern.text)
-                conn.execute("UPDATE leases SET pattern = ?, below = ?, exclusive = ?, reason = COALESCE(?, reason), expires_at = ?"
-                             " WHERE id = ?",
-                             (pattern.text, int(pattern.below), int(exclusive), reason, expires, old["id"]))
+                conn.execute("UPDATE leases SET pattern = ?, below = ?, exclusive = ?, reason = COALESCE(?, reason), expires_at = ?,"
+                             " until_resolved = ? WHERE id = ?",
+                             (pattern.text, int(pattern.below), int(exclusive), reason, expires, until_resolved, old["id"]))
                 ids.append(old["id"])
             else:
                 cur = conn.execute(
                     "INSERT INTO leases (holder, root, pattern, pattern_key, fold, below, anchor, exclusive, reason,"
-                    " created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " created_at, expires_at, until_resolved) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (holder, root.path, pattern.text, pattern.key, int(pattern.fold), int(pattern.below), anchor(pattern),
-                     int(exclusive), reason, now, expires))
+                     int(exclusive), reason, now, expires, until_resolved))
                 ids.append(int(cur.lastrowid or 0))
         rows = [conn.execute("SELECT * FROM leases WHERE id = ?", (i,)).fetchone() for i in dict.fromkeys(ids)]
     return {"projectRoot": root.path, "leases": [view(r, now) for r in rows], "renewed": renewed, "ended": gone}
+
+
+def _conflict_error(clashes: list[dict[str, Any]]) -> AgentLinkError:
+    names = sorted({c["holder"] for c in clashes})
+    return AgentLinkError(
+        "lease_conflict", f"Nothing was leased: {', '.join(names)} hold{'s' if len(names) == 1 else ''} overlapping paths.",
+        {"conflicts": clashes},
+        hint="Send each holder its conflicts[].message (message_agent), or claim paths nobody holds.")
+
+
+def end_with_message(conn: sqlite3.Connection, message_id: str) -> int:
+    """Delete the leases claimed until ``message_id`` is resolved (inside the resolution's
+    transaction); the number deleted."""
+    return conn.execute("DELETE FROM leases WHERE until_resolved = ?", (message_id,)).rowcount
 
 
 def release(store: Store, holder: str, root: Project | None, typed: list[str] | None, now: int) -> dict[str, Any]:

@@ -29,7 +29,8 @@ LEASE = {"type": "object", "properties": {
     "id": {"type": "integer"}, "holder": {"type": "string"}, "projectRoot": {"type": "string"},
     "path": {"type": "string"}, "exclusive": {"type": "boolean"}, "reason": {"type": ["string", "null"]},
     "createdAt": {"type": "string"}, "expiresAt": {"type": "string"}, "expiresInMs": {"type": "integer"},
-}, "required": ["id", "holder", "projectRoot", "path", "exclusive", "reason", "createdAt", "expiresAt", "expiresInMs"]}
+    "untilResolved": {"type": ["string", "null"], "description": "The message whose resolution ends this lease (a project worker's task)."},
+}, "required": ["id", "holder", "projectRoot", "path", "exclusive", "reason", "createdAt", "expiresAt", "expiresInMs", "untilResolved"]}
 LEASES = {"type": "array", "items": LEASE}
 #: a gone holder whose leases a claim ended (agent_link_leases.liveness)
 ENDED = {"type": "object", "properties": {
@@ -107,7 +108,7 @@ LEASE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="lease_paths",
         title="Lease paths",
-        description="Before editing files other agents may touch, claim them: files, directories or globs under the project root, exclusive (default) or shared, with a reason and a time to live. Claiming again renews. A claim overlapping another agent's lease is refused whole (error lease_conflict), unless that agent's session has ended (its leases end then, warning lease_holder_gone): details.conflicts names each holder, their paths, reason and expiry, and a message you can send them.",
+        description="Before editing files other agents may touch, claim them: files, directories or globs under the project root, exclusive (default) or shared, with a reason and a time to live. Claiming again renews. A claim overlapping another agent's lease is refused whole (error lease_conflict), unless that agent's session has ended (its leases end then, warning lease_holder_gone): details.conflicts names each holder, their paths, reason and expiry, and a message you can send them. While you hold a lease, other sessions' edit tools and the shell writes visible in a command's text (redirections, rm, mv, sed -i...) are refused on those paths; what a program writes on its own (python x.py, make) is not seen.",
         input_schema=LEASE_INPUT,
         output_fields={"projectRoot": {"type": "string"}, "leases": LEASES, "renewed": {"type": "array", "items": {"type": "string"}},
                        "ended": {"type": "array", "items": ENDED}},

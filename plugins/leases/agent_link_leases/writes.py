@@ -9,10 +9,17 @@ only: the hook fast path uses it).
   output redirections (``>``, ``>>``, ``>|``, ``&>``), and the operands of common file
   commands (``tee``, ``touch``, ``rm``, ``rmdir``, ``mkdir``, ``truncate``, ``shred``,
   ``unlink``, ``mv``, ``cp``, ``install``, ``ln``, ``dd of=``, ``sed -i``, ``perl -i``,
-  ``git mv``/``git rm``), following ``cd`` between commands; here-document bodies are data,
-  not commands. What a program writes on its
-  own (``python script.py``) cannot be seen from the command line and is not reported; nor
-  are operands holding a variable, a command substitution or a glob.
+  ``git mv``/``git rm``, ``git checkout``/``git restore`` of paths), following ``cd``
+  between commands; here-document bodies are data, not commands. A glob operand is expanded
+  against the files that exist, as the shell does (a glob matching nothing writes nothing
+  known); ``$NAME``/``${NAME}`` are expanded from the command's own earlier assignments
+  (``NAME=value``, ``export NAME=value``) and the hook's environment.
+
+What the command text cannot show is not reported, so the guard lets it pass (it refuses
+only on a lease it has found): what a program writes on its own (``python script.py``,
+``make``, ``npm install``, ``xargs rm``), a target holding a command substitution
+(``$(...)``, backticks) or a variable set nowhere it can see (one set by an earlier command
+of the session, ``read``, a loop), and files a glob would match only once they exist.
 """
 
 from __future__ import annotations
@@ -31,7 +38,12 @@ LAST_OPERAND = frozenset({"cp", "install", "ln", "rsync"})
 #: words that run the command after them (their own options skipped)
 WRAPPERS = frozenset({"sudo", "env", "command", "nohup", "time", "nice", "exec", "builtin"})
 SEPARATOR_CHARS = frozenset(";&|()\n")
-UNKNOWABLE = ("$", "`", "*", "?", "[")
+#: what leaves a word unknowable once variables are expanded: a substitution or expansion left
+UNKNOWABLE = ("$", "`")
+GLOB_CHARS = ("*", "?", "[")
+#: ``$NAME`` or ``${NAME}``
+VARIABLE_RE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+ASSIGNMENT_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", re.DOTALL)
 #: a here-document's start: ``<<WORD``, ``<<-WORD``, ``<<'WORD'``, ``<< "WORD"`` (not ``<<<``)
 HEREDOC_RE = re.compile(r"(?<!<)<<(-?)\s*['\"]?([A-Za-z_][A-Za-z0-9_]*)['\"]?")
 
@@ -67,6 +79,7 @@ def _words(command: str) -> list[str] | None:
     """Shell words and operator tokens (newlines kept as separators); None when unparsable."""
     lexer = shlex.shlex(_without_heredocs(command), posix=True, punctuation_chars=";&|()<>\n")
     lexer.whitespace = " \t\r"
+    lexer.wordchars += "${}[]!@%+:,^"  # keep ``$NAME``, ``${NAME}`` and ``[a-z]`` classes in their word
     lexer.commenters = "#"
     try:
         return list(lexer)
@@ -94,8 +107,10 @@ def _written(name: str, args: list[str]) -> list[str]:
         return given[-1:] if len(given) > 1 else []
     if name == "dd":
         return [a[3:] for a in args if a.startswith("of=")]
-    if name == "git" and args[:1] in (["mv"], ["rm"]):
+    if name == "git" and args[:1] in (["mv"], ["rm"], ["restore"]):
         return _operands(args[1:])
+    if name == "git" and args[:1] == ["checkout"] and "--" in args:  # `git checkout [rev] -- paths`
+        return args[args.index("--") + 1:]
     if name in ("sed", "perl"):
         in_place = any(a.startswith("-i") or a.startswith("--in-place") or (name == "perl" and a.startswith("-") and "i" in a[1:])
                        for a in args)
@@ -124,13 +139,23 @@ def shell_targets(command: str, cwd: str) -> list[str]:
     out: list[str] = []
     here = cwd
     simple: list[str] = []
+    assigned: dict[str, str] = {}
 
     def finish() -> None:
         nonlocal here
         args = list(simple)
         simple.clear()
-        while args and "=" in args[0] and not args[0].startswith("="):  # VAR=value prefixes
+        prefix: list[re.Match[str]] = []
+        while args and (match := ASSIGNMENT_RE.fullmatch(args[0])):  # VAR=value prefixes
+            prefix.append(match)
             args.pop(0)
+        if args[:1] == ["export"]:  # export NAME=value sets NAME as a plain assignment does
+            prefix += [m for m in map(ASSIGNMENT_RE.fullmatch, args[1:]) if m]
+            args = []
+        if not args:  # assignments alone set shell variables for the commands after them
+            for match in prefix:
+                assigned[match.group(1)] = _expand(match.group(2), assigned)
+            return
         while args and args[0] in WRAPPERS:
             args.pop(0)
             while args and (args[0].startswith("-") or "=" in args[0]):
@@ -140,23 +165,25 @@ def shell_targets(command: str, cwd: str) -> list[str]:
         name, rest = os.path.basename(args[0]), args[1:]
         if name == "cd":
             target = _operands(rest)
-            if len(target) == 1 and not any(c in target[0] for c in UNKNOWABLE):
-                here = os.path.normpath(os.path.join(here, os.path.expanduser(target[0])))
+            where = _expand(target[0], assigned) if len(target) == 1 else "$"
+            if not any(c in where for c in (*UNKNOWABLE, *GLOB_CHARS)):
+                here = os.path.normpath(os.path.join(here, os.path.expanduser(where)))
             return
-        out.extend(_path(here, a) for a in _written(name, rest))
+        for word in _written(name, rest):
+            out.extend(_paths(here, word, assigned))
 
     i = 0
     while i < len(words):
         word = words[i]
         if word in REDIRECTS or (word.startswith(">") and set(word) <= {">", "|"}):
             if i + 1 < len(words) and not words[i + 1].startswith("&"):
-                out.append(_path(here, words[i + 1]))
+                out.extend(_paths(here, words[i + 1], assigned))
             i += 2
             continue
         if word.startswith((">&", "<")) or word == "&>&":
             i += 2 if word in ("<", "<<", "<<<") else 1  # an input or a descriptor: nothing written
             continue
-        if set(word) <= SEPARATOR_CHARS:
+        if set(word) <= SEPARATOR_CHARS or word in ("{", "}", "!"):  # a group's braces and a negation run what follows
             finish()
         else:
             simple.append(word)
@@ -165,7 +192,28 @@ def shell_targets(command: str, cwd: str) -> list[str]:
     return [p for p in out if p and not p.startswith("/dev/")]
 
 
-def _path(cwd: str, word: str) -> str:
+def _expand(word: str, assigned: dict[str, str]) -> str:
+    """``word`` with each ``$NAME``/``${NAME}`` replaced by its value (assigned earlier in
+    the command, else the environment's); one set nowhere is left as it is (unknowable)."""
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1) or match.group(2)
+        found = assigned.get(name, os.environ.get(name))
+        return match.group(0) if found is None else found
+
+    return VARIABLE_RE.sub(value, word) if "$" in word else word
+
+
+def _paths(cwd: str, word: str, assigned: dict[str, str]) -> list[str]:
+    """The absolute, normalised paths one target word names in ``cwd``: its variables
+    expanded, ``~`` too, a glob expanded against existing files ([] when it matches none);
+    [] for a word still holding a substitution or an unknown variable."""
+    word = _expand(word, assigned)
     if not word or "\0" in word or any(c in word for c in UNKNOWABLE):
-        return ""
-    return os.path.normpath(os.path.join(cwd, os.path.expanduser(word)))
+        return []
+    word = os.path.expanduser(word)
+    if any(c in word for c in GLOB_CHARS):
+        import glob  # only for a glob operand: the hook's fast path stays light
+
+        # root_dir: the working directory's own name is no pattern (it may hold "[")
+        return [os.path.normpath(os.path.join(cwd, p)) for p in sorted(glob.glob(word, root_dir=cwd))]
+    return [os.path.normpath(os.path.join(cwd, word))]

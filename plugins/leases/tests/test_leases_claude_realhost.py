@@ -53,3 +53,38 @@ def test_claude_write_refused_until_released(app: App, repo: str, tmp_path: Path
         assert done.returncode == 0, done.stderr
         assert target.read_text() == "print('hi')\n"
         assert not stub.unscripted
+
+
+def test_claude_bash_write_refused_until_released(app: App, repo: str, tmp_path: Path) -> None:
+    """A Bash command writing into a Codex thread's lease is refused naming the holder; a
+    read-only command of the same file runs; the write runs once the lease is released."""
+    Path(repo, "src", "pkg", "old.py").write_text("x = 1\n")
+    root = Project(repo, False)
+    claim(app.store, "codex:thread-1", root, ["src/pkg"], exclusive=True, reason="splitting the module", ttl_ms=600_000, now=now_ms())
+    write = {"command": "cd src && echo 'y = 2' >> pkg/old.py", "description": "append a line"}
+    with MessagesStub() as stub:
+        host = ClaudeHost.create(Path(os.environ["HOME"]), stub=stub, env={"AGENT_LINK_BIN": str(agent_link_bin())})
+        host.install_plugin(stage_plugin(tmp_path / "plugin"), "agent-link@agent-link")
+        host.allow_tools("Bash")
+
+        stub.enqueue(Reply.tool_use("Bash", write, id="toolu_b1"), "It is leased.")
+        done = host.run_p("append to the file", cwd=repo, timeout_s=RUN_TIMEOUT_S)
+        assert done.returncode == 0, done.stderr
+        [result] = stub.main_requests[-1].tool_results()
+        text = json.dumps(result["content"])
+        assert result["tool_use_id"] == "toolu_b1" and "codex:thread-1" in text and "splitting the module" in text
+        assert Path(repo, "src", "pkg", "old.py").read_text() == "x = 1\n"
+
+        read = {"command": "grep -c x src/pkg/old.py > /dev/null && cat src/pkg/old.py", "description": "read it"}
+        stub.enqueue(Reply.tool_use("Bash", read, id="toolu_b2"), "Read it.")
+        done = host.run_p("read the file", cwd=repo, timeout_s=RUN_TIMEOUT_S)
+        assert done.returncode == 0, done.stderr
+        [shown] = stub.main_requests[-1].tool_results()
+        assert shown["tool_use_id"] == "toolu_b2" and "x = 1" in json.dumps(shown["content"])
+
+        release(app.store, "codex:thread-1", root, ["src/pkg"], now_ms())
+        stub.enqueue(Reply.tool_use("Bash", write, id="toolu_b3"), "Appended.")
+        done = host.run_p("append to the file", cwd=repo, timeout_s=RUN_TIMEOUT_S)
+        assert done.returncode == 0, done.stderr
+        assert Path(repo, "src", "pkg", "old.py").read_text() == "x = 1\ny = 2\n"
+        assert not stub.unscripted

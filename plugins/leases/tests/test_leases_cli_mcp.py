@@ -95,3 +95,19 @@ def test_a_person_releases_a_stale_lease(isolated_env: Path, repo: str, monkeypa
     monkeypatch.delenv("AGENT_LINK_ADDRESS")  # a person's shell: no address needed with --holder
     assert "released docs" in cli("release", "--holder", "codex:gone", "--all").output
     assert "No active leases." in cli("leases").output
+
+
+def test_a_workers_lease_shows_the_task_that_ends_it(isolated_env: Path, repo: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_link_core.app import App
+    from agent_link_core.store import now_ms
+    from agent_link_leases.table import Project, claim
+
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "leases")
+    app = App.create()
+    try:
+        claim(app.store, "codex:worker", Project(repo, False), ["src"], exclusive=True, reason="task", ttl_ms=600_000, now=now_ms(),
+              until_resolved="01JZ0000000000000000000001")
+    finally:
+        app.close()
+    shown = cli("leases").output
+    assert "codex:worker" in shown and "or message 01JZ0000000000000000000001 is resolved  (task)" in shown

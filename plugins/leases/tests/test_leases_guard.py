@@ -110,13 +110,40 @@ def test_codex_patches_and_shell_writes_are_denied(leased: App, repo: str) -> No
     ("ls -la; cat foo", []),
     ('echo "a > b"', []),  # quoted: no redirection
     ("echo $X > $Y", []),  # unknowable target
+    ("echo hi > $(mktemp)", []),
+    ("OUT=logs/run.txt; echo hi > $OUT", ["logs/run.txt"]),
+    ("export D=src && touch ${D}/n.py", ["src/n.py"]),
+    ("D=a cd $D; touch x", ["x"]),  # a prefix assignment is not set for the command's own words
+    ("echo > $AGENT_LINK_TEST_TARGET/x", ["from-env/x"]),
+    ("cd $NOWHERE_SET && touch x", ["x"]),  # an unknown cd: the directory stays
+    ("git checkout main -- a.py b.py", ["a.py", "b.py"]),
+    ("git restore --staged a.py", ["a.py"]),
+    ("git checkout main", []),
+    ("{ rm a; } && ! touch b", ["a", "b"]),
     ("echo hi >/dev/null", []),
     ("echo 'unclosed", []),
     ("cat > x.py <<'EOF'\nprint(\"it's\")\nrm -rf data\nEOF\ntouch y", ["x.py", "y"]),  # a here-document's body is data
     ("cat <<-END >> log\n\tmv a b\n\tEND", ["log"]),
 ])
-def test_shell_targets(command: str, written: list[str]) -> None:
+def test_shell_targets(command: str, written: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_LINK_TEST_TARGET", "from-env")
+    monkeypatch.delenv("NOWHERE_SET", raising=False)
     assert shell_targets(command, "/r") == [f"/r/{w}" for w in written]
+
+
+def test_globs_expand_against_existing_files(tmp_path: Path) -> None:
+    here = str(tmp_path / "dir[1]")  # the working directory's name is no pattern
+    for name in ("a.py", "b.py", "c.txt", ".hidden.py", "sub/d.py"):
+        Path(here, name).parent.mkdir(parents=True, exist_ok=True)
+        Path(here, name).write_text("")
+    assert shell_targets("rm *.py", here) == [f"{here}/a.py", f"{here}/b.py"]  # as the shell: no dot files
+    assert shell_targets("sed -i s/a/b/ sub/?.py [ab].py", here) == [f"{here}/sub/d.py", f"{here}/a.py", f"{here}/b.py"]
+    assert shell_targets("touch *.rs", here) == []  # matches nothing: nothing known is written
+    assert shell_targets("cat *.py > all.txt", here) == [f"{here}/all.txt"]  # a glob read, not written
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "e.py").write_text("")
+    assert shell_targets(f"rm {plain}/*.py", here) == [f"{plain}/e.py"]  # an absolute glob
 
 
 def test_patch_targets() -> None:

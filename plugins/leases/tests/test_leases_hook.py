@@ -111,7 +111,7 @@ LAUNCHERS = {"claude": HOST_PLUGINS / "claude" / "agent_link_claude" / "host_plu
 
 def test_the_host_plugins_declare_the_guard_for_the_edit_tools() -> None:
     claude = json.loads((LAUNCHERS["claude"] / "hooks" / "hooks.json").read_text())["hooks"]["PreToolUse"]
-    assert [g["matcher"] for g in claude] == ["|".join(EDIT_TOOLS)]
+    assert [g["matcher"] for g in claude] == ["|".join([*EDIT_TOOLS, *sorted(SHELL_TOOLS)])]
     codex = json.loads((LAUNCHERS["codex"] / "hooks" / "codex-hooks.json").read_text())["hooks"]["PreToolUse"]
     assert [g["matcher"] for g in codex] == [f"^({'|'.join([*sorted(PATCH_TOOLS), *sorted(SHELL_TOOLS)])})$"]
 

@@ -1,7 +1,9 @@
 """The File leases section of the ``agent-link web`` page in a real headless Chromium: it
 lists who holds what, and a person releases a stale lease with its button (the lease ends,
 the page says so); a button whose lease has ended already, and a post without the page's
-CSRF token, change nothing."""
+CSRF token, change nothing. As with ``agent-link release --holder``, the buttons need
+``AGENT_LINK_LEASE_ADMIN=1`` (in ``agent-link web``'s environment): without it the page
+shows none and refuses a forged one, except for the person's own lease."""
 
 from __future__ import annotations
 
@@ -21,10 +23,12 @@ from agent_link_leases.table import Project, active, claim
 from agent_link_testing.web_page import CHROMIUM_FLAGS, HOST_PLUGINS, START_BOUND_S, STEP_BOUND_MS, PageServer, chromium_path, read_url
 
 
-@pytest.fixture
-def server(isolated_env: Path) -> Iterator[PageServer]:
-    """``agent-link web --port 0`` (person ``user:tester``) in a subprocess."""
-    env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": HOST_PLUGINS, "AGENT_LINK_WEB_USER": "tester"}
+@pytest.fixture(params=[True])
+def server(isolated_env: Path, request: pytest.FixtureRequest) -> Iterator[PageServer]:
+    """``agent-link web --port 0`` (person ``user:tester``) in a subprocess, with
+    ``AGENT_LINK_LEASE_ADMIN=1`` unless parametrized ``False``."""
+    env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": HOST_PLUGINS, "AGENT_LINK_WEB_USER": "tester",
+           "AGENT_LINK_LEASE_ADMIN": "1" if request.param else "0"}
     process = subprocess.Popen([sys.executable, "-m", "agent_link_core", "web", "--port", "0"], env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -87,3 +91,39 @@ def test_a_release_without_the_csrf_token_is_refused(app: App, repo: str, server
                             headers={"Content-Type": "application/x-www-form-urlencoded", "Cookie": server.cookie()})
     assert answer.status == 403
     assert len(active(app.store, now_ms())) == 1
+
+
+@pytest.mark.parametrize("server", [False], indirect=True)
+def test_without_the_admin_setting_the_page_has_no_release_button(app: App, repo: str, server: PageServer, page: Any) -> None:
+    root = Project(repo, False)
+    claim(app.store, "codex:gone-thread", root, ["src/pkg"], exclusive=True, reason="split", ttl_ms=600_000, now=now_ms())
+    claim(app.store, "user:tester", root, ["docs"], exclusive=True, reason="mine", ttl_ms=600_000, now=now_ms())
+    ids = {x["holder"]: x["id"] for x in active(app.store, now_ms())}
+    page.goto(f"{server.base}/?token={server.token}")
+    section = page.locator("[data-live='/fragment/panel/leases']")
+    assert "src/pkg" in section.locator("tr", has_text="codex:gone-thread").inner_text()
+    assert section.locator("button", has_text="Release").count() == 0
+    assert "AGENT_LINK_LEASE_ADMIN=1" in section.inner_text()
+
+    def post(lease_id: int) -> None:
+        """A Release button forged with the page's own CSRF token, as a stale or hand-made form would be."""
+        page.evaluate("""([key]) => {
+            const form = document.createElement('form');
+            form.method = 'post'; form.action = '/panel-action';
+            const csrf = document.querySelector("input[name='csrf']").value;
+            for (const [name, value] of [['panel', 'leases'], ['key', key], ['csrf', csrf]]) {
+                const input = document.createElement('input');
+                input.type = 'hidden'; input.name = name; input.value = value; form.appendChild(input);
+            }
+            document.body.appendChild(form); form.submit();
+        }""", [str(lease_id)])
+
+    post(ids["codex:gone-thread"])
+    page.wait_for_selector("p.error")
+    assert "Releasing codex:gone-thread's lease is turned off" in page.inner_text("p.error")
+    assert sorted(x["holder"] for x in active(app.store, now_ms())) == ["codex:gone-thread", "user:tester"]
+    # the person's own lease: as agent-link release of one's own, no setting needed
+    post(ids["user:tester"])
+    page.wait_for_selector("p.notice")
+    assert "user:tester released user:tester's lease of docs" in page.inner_text("p.notice")
+    assert [x["holder"] for x in active(app.store, now_ms())] == ["codex:gone-thread"]

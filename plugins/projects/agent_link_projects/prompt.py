@@ -31,12 +31,14 @@ def inert(value: str | None) -> str | None:
 
 
 def worker_prompt(*, role: str, orchestrator_thread_id: str, project_root: str | None, project_id: str | None,
-                  policy_version: str | None, task: str, instructions: str | None) -> str:
+                  policy_version: str | None, task: str, instructions: str | None,
+                  leased: list[str] | None = None) -> str:
     """The first message of a worker thread.
 
     :param role: the worker role label (made inert here).
     :param orchestrator_thread_id: where results go (a bare Codex thread id).
     :param project_id / policy_version: made inert here; None gives the placeholders.
+    :param leased: the paths claimed for the worker (``leasePaths``, each made inert), or None.
     """
     label = inert(role) or DEFAULT_ROLE
     pid = inert(project_id)
@@ -61,6 +63,8 @@ def worker_prompt(*, role: str, orchestrator_thread_id: str, project_root: str |
         f"- Project root: {project_root or 'not supplied'}",
         f"- Project id: {pid or 'not supplied'}",
         f"- Policy version: {policy}",
+        *([f"- Leased for you (exclusive, until this task message is resolved): {', '.join(inert(p) or '?' for p in leased)}. "
+           "Other sessions' edits of them are refused; call release_paths for any you finish with early."] if leased else []),
         "",
         "Task:",
         task,

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from agent_link_core.errors import AgentLinkError, invalid_arguments
-from agent_link_core.mailbox import parse_iso_ms
+from agent_link_core.mailbox import new_message_id, parse_iso_ms
 from agent_link_core.tools import core_tools
 from agent_link_core.tools.registry import ToolCall, ToolSpec
 from agent_link_core.tools.schemas import PATH, PATHS
@@ -151,8 +151,10 @@ async def launch_project_worker(app: App, args: dict[str, Any], call: ToolCall) 
     role_label = inert(args.get("workerRole") or args.get("role")) or DEFAULT_ROLE
     root = resolution.get("projectRoot")
     pid = resolution.get("projectId")
+    wanted = args.get("leasePaths")
     prompt = worker_prompt(role=role_label, orchestrator_thread_id=orchestrator, project_root=root, project_id=pid,
-                           policy_version=binding.get("policyVersion"), task=args["task"], instructions=args.get("instructions"))
+                           policy_version=binding.get("policyVersion"), task=args["task"], instructions=args.get("instructions"),
+                           leased=wanted)
     name = args.get("name") or (f"{role_label}: {inert(pid)}" if inert(pid) else role_label)
     key, _ = core_tools.idempotency_key(args)
     earlier = app.mailbox.get_row(key) if key is not None else None
@@ -164,6 +166,17 @@ async def launch_project_worker(app: App, args: dict[str, Any], call: ToolCall) 
                 "workerThreadId": worker, "taskMessageId": sent["messageId"], "duplicate": True,
                 "launchResult": {"threadId": worker, "address": earlier["recipient"], "messageId": sent["messageId"],
                                  "delivery": sent["delivery"], "deliveredVia": sent.get("deliveredVia"), "taskMessage": sent}}
+    lease = None
+    if wanted:
+        # asked before launching, so that a clash launches nothing
+        lease = {"paths": wanted, "project_root": _lease_root(root), "reason": f"project worker ({role_label}): {inert(args['task'])}",
+                 "ttl_ms": args.get("leaseTtlMs")}
+        # the holder named in conflicts' messages to the holders (the worker has no address yet)
+        launching = f"a project worker {call.caller.address if call.caller.known else 'someone'} is launching"
+        if await app.hooks.claim_paths(holder=launching, check_only=True, **lease) is None:
+            raise invalid_arguments([{"path": "leasePaths", "rule": "plugin", "expected": "agent-link-leases installed and enabled"}],
+                                    "leasePaths needs the leases plugin (agent-link-leases), which is not installed, is disabled "
+                                    "or failed (agent-link health lists plugin problems); nothing was launched.")
     launch: dict[str, Any] = {"name": name[:200], "ephemeral": args.get("ephemeral", False), "openInGui": False}
     launch.update({k: args[k] for k in ("model", "modelProvider", "serviceTier") if k in args})
     if root:
@@ -174,13 +187,33 @@ async def launch_project_worker(app: App, args: dict[str, Any], call: ToolCall) 
     worker = launched["threadId"]
     task = {"to": f"codex:{worker}", "message": prompt, "anticipation": "action", "receipt": receipt,
             **({"messageId": args["messageId"]} if key is not None else {})}
+    leases = None
+    if lease is not None:
+        # claimed before the task arrives, ending with the task message's resolution (its id chosen here)
+        task.setdefault("messageId", new_message_id())
+        try:
+            claimed = await app.hooks.claim_paths(holder=f"codex:{worker}", until_resolved=key or task["messageId"], **lease)
+            leases = claimed["leases"] if claimed else None
+        except AgentLinkError as exc:  # a claim made between the check and now: the worker runs without the leases
+            call.warnings.append({"code": "worker_paths_not_leased", "message": f"{exc.message} The worker was launched without them.",
+                                  "details": {"error": exc.code, **exc.details}})
     if args.get("effort"):
         task["effort"] = args["effort"]
     sent = await core_tools.message_agent(app, task, call)
     launched.update({"messageId": sent["messageId"], "delivery": sent["delivery"], "deliveredVia": sent.get("deliveredVia"),
                      "turnId": sent.get("turnId"), "taskMessage": sent})
     return {"source": "project-worker", "action": "launched_worker", "resolution": resolution, "workerPrompt": prompt,
-            "workerThreadId": worker, "taskMessageId": sent["messageId"], "launchResult": launched}
+            "workerThreadId": worker, "taskMessageId": sent["messageId"], "launchResult": launched,
+            **({"leases": leases} if lease is not None else {})}
+
+
+def _lease_root(root: str | None) -> str:
+    """The project root ``leasePaths`` are read against: the resolved one; there must be one."""
+    if not root:
+        raise invalid_arguments([{"path": "leasePaths", "rule": "requires_project_root",
+                                  "expected": "a project root (projectRoot, or one the orchestrator's binding names)"}],
+                                "leasePaths are read against the project root, and none was given or resolved.")
+    return root
 
 
 def _returned_at(row: Any) -> str | None:
@@ -473,13 +506,19 @@ PROJECT_TOOLS: tuple[ToolSpec, ...] = (
                            "role": {"type": "string", "minLength": 1, "maxLength": 200, "description": "Same as workerRole."},
                            "task": {"type": "string", "minLength": 1}, "instructions": STR, "model": STR, "modelProvider": STR,
                            "serviceTier": STR, "effort": core_tools.DELIVERY_OPTIONS["effort"],
+                           "leasePaths": {"type": "array", "minItems": 1, "maxItems": 100, "items": {**PATH, "maxLength": 4096},
+                                          "description": "Files, directories or globs (relative to the project root) the worker owns: "
+                                          "leased exclusively for it until its task message is resolved (needs agent-link-leases). "
+                                          "A clash with another session's lease launches nothing (error lease_conflict)."},
+                           "leaseTtlMs": {"type": "integer", "minimum": 1000, "maximum": 7 * 24 * 60 * 60_000,
+                                          "description": "With leasePaths: their time to live in ms (default: the leases plugin's)."},
                            "ephemeral": {"type": "boolean", "default": False}, "receipt": core_tools.RECEIPT,
                            "messageId": {**core_tools.MESSAGE_ID, "description": "Your id for the task message (a ULID or a UUID), "
                                          "so that retrying is safe: a retry with the same messageId and task launches no second "
                                          "worker and returns the first (duplicate: true); another task under it is refused."}},
                           ("task",)),
         output_fields=_fields("source", "action", "resolution", "workerPrompt", "workerThreadId", "taskMessageId", "launchResult",
-                              "duplicate"),
+                              "duplicate", "leases"),
         handler=launch_project_worker,
     ),
     ToolSpec(

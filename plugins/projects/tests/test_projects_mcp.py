@@ -29,6 +29,9 @@ async def test_schemas_and_annotations() -> None:
             Draft202012Validator.check_schema(tool.input_schema)
             Draft202012Validator.check_schema(tool.output_schema)
         assert tools["launch_project_worker"].input_schema["required"] == ["task"]
+        lease_paths = tools["launch_project_worker"].input_schema["properties"]["leasePaths"]
+        assert lease_paths["type"] == "array" and lease_paths["minItems"] == 1 and lease_paths["items"]["type"] == "string"
+        assert "leases" in tools["launch_project_worker"].output_schema["properties"]
         assert tools["register_dependency_handoff"].input_schema["required"] == ["dependencyName", "readinessContract"]
         # the one free-form object: a worker's details
         assert "additionalProperties" not in tools["return_project_work_result"].input_schema["properties"]["details"]
@@ -59,6 +62,7 @@ async def test_calls_and_errors_over_mcp(tmp_path: Path, h: Any) -> None:
         for name, args, path in (
             ("message_project_orchestrator", {"query": "x"}, "message"),
             ("launch_project_worker", {"query": "x"}, "task"),
+            ("launch_project_worker", {"query": "x", "task": "T", "leasePaths": []}, "leasePaths"),
             ("return_project_work_result", {"threadId": h.ORCH, "resultStatus": "maybe"}, "resultStatus"),
             ("register_dependency_handoff", {"dependencyName": "d", "readinessContract": "r", "callbackThreadId": h.ORCH}, "targetThreadId"),
             ("check_coordination_obligations", {"text": "x", "bogus": 1}, "bogus"),

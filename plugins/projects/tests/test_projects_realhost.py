@@ -5,7 +5,8 @@
   requested effort; its stub model calls
   ``return_project_work_result`` through agent-link's MCP server (configured in that
   CODEX_HOME, the caller known from ``_meta`` only); the orchestrator thread receives the
-  structured result as a turn, and the task message ends ``done``.
+  structured result as a turn, and the task message ends ``done``; the worker's
+  ``leasePaths`` are leased for its thread until then, and end with the task.
 * A real Codex thread registers a dependency handoff (callback = its runtime thread); the
   receipt carries the handoff tags, and ``check_coordination_obligations`` says
   ``needs_handoff`` before and ``satisfied`` after.
@@ -116,17 +117,20 @@ async def test_worker_returns_its_result_to_the_orchestrator_thread(tmp_path: Pa
                 as_orchestrator = Caller(f"codex:{orchestrator}", "runtime_context", "codex")
                 launched = await call_tool(app, "launch_project_worker", {
                     "projectRoot": str(project), "task": "Add an export endpoint.", "workerRole": "export worker",
-                    "instructions": "Keep it small.", "effort": "low",
+                    "instructions": "Keep it small.", "effort": "low", "leasePaths": ["src/export.py"],
                 }, as_orchestrator)
                 assert launched["ok"], launched
                 assert launched["resolution"]["source"] == "binding" and launched["resolution"]["threadId"] == orchestrator
                 worker, task_id = launched["workerThreadId"], launched["taskMessageId"]
                 assert launched["launchResult"]["delivery"] == "delivered", launched["launchResult"]
                 assert launched["launchResult"]["thread"]["cwd"] == str(project)
+                # its file is leased for it (the leases plugin, through agent_link_claim_paths) until its task is resolved
+                assert [(x["holder"], x["path"]) for x in launched["leases"]] == [(f"codex:{worker}", "src/export.py")]
                 # the worker's model saw the prompt, with the return path naming the orchestrator
                 first = await asyncio.to_thread(stub.wait_for, lambda r: r.thread_id == worker and r.contains("Return path:"), WAIT_S)
                 assert first.contains(f"Orchestrator thread: {orchestrator}") and first.contains("Task:\nAdd an export endpoint.")
                 assert first.contains(f'projectId "shop", projectRoot "{project}"')
+                assert first.contains("Leased for you (exclusive, until this task message is resolved): src/export.py.")
                 # effort travels on the first turn, granted to the launcher
                 assert first.body["reasoning"]["effort"] == "low"
                 assert launched["launchResult"]["taskMessage"]["switches"][0]["grantedBy"] == "launcher"
@@ -140,6 +144,8 @@ async def test_worker_returns_its_result_to_the_orchestrator_thread(tmp_path: Pa
                     await asyncio.sleep(0.1)
                     status = app.status(as_orchestrator, task_id)
                 assert status["status"] == "done" and status["resolution"]["by"] == f"codex:{worker}", status
+                # resolved by the worker's own agent-link MCP server: its leases ended with the task
+                assert app.store.conn.execute("SELECT COUNT(*) FROM leases").fetchone()[0] == 0
                 # the orchestrator thread got the result as a turn
                 seen = await asyncio.to_thread(stub.wait_for, lambda r: r.thread_id == orchestrator and r.contains("Project worker result"),
                                                WAIT_S)
