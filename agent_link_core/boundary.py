@@ -308,6 +308,7 @@ RESULT_CHECKS: dict[str, Callable[[Any, str], str | None]] = {
     "agent_link_push_reminders": _check_pushed,
     "agent_link_server_tasks": _check_tasks,
     "agent_link_session_roles": _check_roles,
+    "agent_link_sessions_listed": _check_observer,
 }
 
 

@@ -294,6 +294,24 @@ def agent_link_session_roles(addresses: list[str], app: App) -> dict[str, list[s
     """
 
 
+@_hookspec
+def agent_link_sessions_listed(sessions: list[dict[str, Any]], app: App) -> None:
+    """Observe the sessions a listing found (``list_agents``), e.g. to remember their titles.
+
+    :param sessions: ``[{"address": "harness:id", "title": str}]``, the listed sessions the
+        harnesses gave a title (every page's sessions before filters and paging), plain data
+        the implementation may keep.
+    :param app: the :class:`~agent_link_core.app.App` of this process; optional in
+        implementations (pluggy passes only the arguments they take).
+
+    Called once per listing that found a titled session, after the harnesses answered and
+    outside any transaction; must be cheap (the listing waits for it) and never wait on the
+    database's writer (``app.store.write(wait=False)``). An exception is reported and never
+    fails the listing. The search plugin keeps titles here so mail is found by its sessions'
+    titles.
+    """
+
+
 @_hookspec(firstresult=True)
 def agent_link_check_override(
     target: str, sender: Caller, setting: str, value: str, context: dict[str, Any], app: App

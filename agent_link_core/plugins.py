@@ -583,6 +583,11 @@ class Hooks:
                     merged.setdefault(address, set()).update(names)
         return {address: sorted(names) for address, names in merged.items()}
 
+    def sessions_listed(self, sessions: list[dict[str, Any]]) -> None:
+        """Tell ``agent_link_sessions_listed`` observers what a listing found
+        (``[{"address", "title"}]``); an observer's failure is reported, never raised."""
+        self._call("agent_link_sessions_listed", sessions=sessions, app=self.app)
+
     def on_event(self, event: Event) -> None:
         """Notify observers; an observer's failure is reported, never raised."""
         self._call("agent_link_on_event", event=event, app=self.app)

@@ -74,6 +74,7 @@ class Recorder:
     def __init__(self) -> None:
         self.calls: list[str] = []
         self.events: list[Any] = []
+        self.listed: list[list[dict[str, Any]]] = []
         self.harness = EchoHarness()
 
     @hookimpl
@@ -143,6 +144,12 @@ class Recorder:
         if "fake:broken" in addresses:
             raise RuntimeError("a roles plugin failing must not fail the listing")
         return {"fake:one": ["lead"]} if "fake:one" in addresses else None
+
+    @hookimpl
+    def agent_link_sessions_listed(self, sessions: list[dict[str, Any]]) -> None:
+        self.listed.append(sessions)
+        if any(s["address"] == "fake:two" for s in sessions) and len(self.listed) > 1:
+            raise RuntimeError("an observer of listings failing must not fail the listing")
 
     @hookimpl
     def agent_link_server_tasks(self, app: App) -> list[Any]:
@@ -316,6 +323,16 @@ async def test_waits_mark_what_they_hold(app: App) -> None:
     assert app.held_by_wait({"reply_to": sent.message["id"], "from_addr": "fake:one"})
     await task
     assert app.waiting == {}
+
+
+@pytest.mark.anyio
+async def test_sessions_listed_observers_get_the_titles_and_cannot_fail_the_listing(app: App, recorder: Recorder) -> None:
+    for _ in range(2):  # the second time the observer raises: the listing stands, the fault is reported
+        listing = await app.list_agents()
+        assert [s["address"] for s in listing["sessions"]] == ["fake:one", "fake:two"]
+    assert recorder.listed[0] == [{"address": "fake:one", "title": "First fake"}, {"address": "fake:two", "title": "Second fake"}]
+    assert len(recorder.listed) == 2
+    assert any(p["hook"] == "agent_link_sessions_listed" for p in app.hooks.boundary.report())
 
 
 def test_session_roles_are_merged_and_failures_contained(app: App) -> None:

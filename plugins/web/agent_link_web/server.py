@@ -392,7 +392,7 @@ def build_web_app(app: App, config: WebConfig) -> ASGIApp:
 
 def views_statuses() -> tuple[str, ...]:
     """The statuses the search form offers."""
-    from agent_link_core.search import STATUSES
+    from agent_link_search.index import STATUSES
 
     return STATUSES
 

@@ -15,7 +15,7 @@ from agent_link_core.app import App
 from agent_link_core.conversation import conversation, recent_conversations, conversation_ids
 from agent_link_core.mailbox import Visibility, iso
 from agent_link_core.panels import Panel, PanelAction, PanelLink, PanelView, drawing_for
-from agent_link_core.search import search, session_titles
+from agent_link_search.index import search, session_titles
 from agent_link_core.store import now_ms
 from agent_link_web.context import AUTHOR_KEY, ORIGIN, may_act_for
 
@@ -261,7 +261,7 @@ def message_card(app: App, view: dict[str, Any], row: Any, person: str, act_for:
     its audit trail (delivery evidence), who may answer it here.
 
     :param titles: ``{address: session title}`` already read for a list of cards
-        (:func:`agent_link_core.search.session_titles`); None reads this card's two.
+        (:func:`agent_link_search.index.session_titles`); None reads this card's two.
     :param trail: the message's events already read (``Mailbox.events_of``); None reads them.
     """
     if titles is None:
