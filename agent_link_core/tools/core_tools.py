@@ -20,7 +20,6 @@ from agent_link_core.app import MAX_WAIT_PER_CALL_MS, message_summary
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import SendOption
 from agent_link_core.mailbox import new_message_id
-from agent_link_core.tools.legacy_options import DELIVERY_OPTIONS, TURN_OVERRIDES  # noqa: F401 - kept for plugins
 from agent_link_core.model import is_address
 from agent_link_core.tools.registry import ToolCall, ToolSpec
 from agent_link_core.tools.schemas import ANY, ARR, BOOL, CURSOR, IDEMPOTENCY_KEY, INT, LISTING_PAGE, NOBJ, NSTR, OBJ, RESOLVE_RESULT, STR, ULID  # noqa: F401 - re-exported
