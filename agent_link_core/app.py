@@ -1054,9 +1054,6 @@ class App:
         }
         self.hooks.tools()  # a refused tool is a plugin problem health must show
         out["plugins"] = self.plugins_view()
-        from agent_link_core.legacy import legacy_state
-
-        out["legacyState"] = legacy_state(self)  # the original's files, and whether import-legacy took them
         if out["stateDir"]["exists"] and not out["stateDir"]["private"]:
             # left as it is (it may be shared on purpose), but said, with the command that fixes it
             out["stateDir"]["warning"] = {

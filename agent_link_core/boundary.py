@@ -417,21 +417,6 @@ def check_panel(record: Any) -> None:
                       "A panel has a title and render(app) -> PanelView.")
 
 
-def check_legacy_importer(record: Any) -> None:
-    """Refuse a legacy importer that is not a :class:`~agent_link_core.legacy.LegacyImporter`
-    with a lower-case name and an integer order."""
-    from agent_link_core.legacy import LegacyImporter
-
-    if not isinstance(record, LegacyImporter):
-        raise Refused(f"registered a {type(record).__name__}, not a LegacyImporter",
-                      "Subclass agent_link_core.legacy.LegacyImporter.")
-    if not isinstance(record.name, str) or not HARNESS_NAME_RE.match(record.name):
-        raise Refused(f"registered a legacy importer named {record.name!r}",
-                      "Importer names are 1-32 of a-z 0-9 -, starting with a letter.")
-    if not isinstance(record.order, int) or isinstance(record.order, bool):
-        raise Refused(f"legacy importer {record.name!r} has order {record.order!r}", "The order is an integer.")
-
-
 def check_tool(record: Any) -> None:
     """Refuse a tool that is not a well-formed :class:`~agent_link_core.tools.registry.ToolSpec`
     (name, async handler, input and output schemas valid against the JSON Schema meta-schema)."""

@@ -259,7 +259,7 @@ def _print_health(h: dict[str, Any]) -> None:
     for w in h["reminders"]["warnings"]:
         click.echo(f"  warning: {w['message']}")
     click.echo(f"  reminders:  limit {h['reminders']['limit']}, every {h['reminders']['intervalMs']} ms")
-    legacy = h.get("legacyState") or {}
+    legacy = (h.get("sections") or {}).get("legacyState") or {}  # the legacy plugin's section
     if legacy.get("files"):
         click.echo(f"  original's files: {len(legacy['files'])}, {legacy.get('pending', 0)} not imported"
                    + (f" ({legacy['hint']})" if legacy.get("hint") else ""))

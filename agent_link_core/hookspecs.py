@@ -31,7 +31,6 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from agent_link_core.app import App
     from agent_link_core.config import Setting
     from agent_link_core.harness import Harness
-    from agent_link_core.legacy import LegacyImporter
     from agent_link_core.model import Caller
     from agent_link_core.panels import Panel
     from agent_link_core.records import EnvelopeContribution, Event, OutgoingMessage, SendContext
@@ -355,15 +354,17 @@ def agent_link_server_tasks(app: App) -> list[Callable[[], Awaitable[None]]] | N
 
 
 @_hookspec
-def agent_link_register_legacy_importers(register: Callable[[LegacyImporter], None]) -> None:
+def agent_link_register_legacy_importers(register: Callable[[Any], None]) -> None:
     """Contribute importers of the original Agent Link's files (``agent-link import-legacy``).
 
-    :param register: call it with a :class:`~agent_link_core.legacy.LegacyImporter` per kind
+    :param register: call it with an ``agent_link_legacy.contract.LegacyImporter`` per kind
         of the original's state this plugin owns (its ``name``: ``mailbox``, ``receipts``,
-        ...). Two plugins registering the same name is an error naming both.
+        ...). Two plugins registering the same name is an error naming both. The type is the
+        legacy plugin's, which alone calls this hook: import it inside the implementation, so
+        that a plugin loads without the legacy plugin installed.
 
-    Called when ``agent-link import-legacy`` or health (``legacyState``) first needs the
-    importers. Not ``firstresult``: every plugin is asked. The importer's ``run`` writes the
+    Called by the legacy plugin when ``agent-link import-legacy`` or health (its ``legacy``
+    section) first needs the importers. Not ``firstresult``: every plugin is asked. The importer's ``run`` writes the
     plugin's own records through the import's transaction, which it may not end (commit,
     rollback and its own savepoints are refused); one that raises anything, tries to end it or
     leaves counts that are not integers is undone alone and reported, the other importers
