@@ -403,20 +403,6 @@ def check_prompt_hook(record: Any) -> None:
         raise Refused(f"registered a prompt hook with module {record.module!r}", "The module is a dotted module path.")
 
 
-def check_panel(record: Any) -> None:
-    """Refuse a panel that is not a :class:`~agent_link_core.panels.Panel` with a title and a
-    callable ``render``."""
-    from agent_link_core.panels import PANEL_NAME_RE, Panel
-
-    if not isinstance(record, Panel):
-        raise Refused(f"registered a {type(record).__name__}, not a Panel", "Register agent_link_core.panels.Panel records.")
-    if not isinstance(record.name, str) or not PANEL_NAME_RE.match(record.name):
-        raise Refused(f"registered a panel named {record.name!r}", "Panel names are a-z 0-9 -, starting with a letter, at most 48.")
-    if not isinstance(record.title, str) or not record.title.strip() or not callable(record.render):
-        raise Refused(f"panel {record.name!r} has no title or a render that is not callable",
-                      "A panel has a title and render(app) -> PanelView.")
-
-
 def check_tool(record: Any) -> None:
     """Refuse a tool that is not a well-formed :class:`~agent_link_core.tools.registry.ToolSpec`
     (name, async handler, input and output schemas valid against the JSON Schema meta-schema)."""

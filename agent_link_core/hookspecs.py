@@ -32,7 +32,6 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from agent_link_core.config import Setting
     from agent_link_core.harness import Harness
     from agent_link_core.model import Caller
-    from agent_link_core.panels import Panel
     from agent_link_core.records import EnvelopeContribution, Event, OutgoingMessage, SendContext
     from agent_link_core.records import PromptHook
     from agent_link_core.reminders import DueReminders
@@ -86,16 +85,19 @@ def agent_link_register_settings(register: Callable[[Setting], None]) -> None:
 
 
 @_hookspec
-def agent_link_register_panels(register: Callable[[Panel], None]) -> None:
+def agent_link_register_panels(register: Callable[[Any], None]) -> None:
     """Contribute sections to the views people read (the ``agent-link web`` page).
 
-    :param register: call it with a :class:`~agent_link_core.panels.Panel` (name, title,
+    :param register: call it with an ``agent_link_web.panels.Panel`` (name, title,
         ``render(app) -> PanelView``, order). A panel returns data (rows of plain values,
         conversation links, labels for agents), never markup; the page escapes all of it.
-        Two plugins registering the same name is an error naming both.
+        Two plugins registering the same name is an error naming both. The type is the web
+        plugin's, which alone calls this hook: import it inside the implementation (or
+        register ``"module:attribute"`` with ``agent_link_core.contribute.registers``), so
+        that a plugin loads without the web plugin installed.
 
-    Called each time a view builds its list of sections (every page load and live refresh
-    of the web page). Not ``firstresult``: every plugin is asked.
+    Called by the web plugin each time a view builds its list of sections (every page load
+    and live refresh). Not ``firstresult``: every plugin is asked.
     """
 
 

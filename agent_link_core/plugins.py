@@ -34,7 +34,6 @@ from agent_link_core.boundary import (
     CallState,
     Refused,
     check_harness,
-    check_panel,
     check_prompt_hook,
     check_send_declarations,
     check_setting,
@@ -53,7 +52,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
     from agent_link_core.harness import Harness
     from agent_link_core.model import Caller
-    from agent_link_core.panels import Panel
     from agent_link_core.records import EnvelopeContribution, Event, OutgoingMessage, SendContext
     from agent_link_core.records import PromptHook
     from agent_link_core.reminders import DueReminders
@@ -287,7 +285,7 @@ class Hooks:
         """Run a ``register``-style hook once; ``{record name: record}`` of accepted records.
 
         Also for a plugin that consumes a core hook whose record type is its own (the legacy
-        plugin's importers): the hook stays in the core so that its implementers load without
+        plugin's importers, the web plugin's panels): the hook stays in the core so that its implementers load without
         the consumer, and the consumer checks each record.
 
         :param kind: what the records are, in reports and :meth:`owner` (``legacy importer``).
@@ -424,12 +422,6 @@ class Hooks:
 
         core = frozenset(n for s in CORE_SETTINGS for n in (s.name, *s.aliases))
         return tuple(self.collect("setting", "agent_link_register_settings", lambda r: check_setting(r, core)).values())
-
-    def panels(self) -> list[Panel]:
-        """Every plugin's panels, by ascending ``order`` then name (duplicate names are an
-        error naming both plugins)."""
-        found = self.collect("panel", "agent_link_register_panels", check_panel).values()
-        return sorted(found, key=lambda p: (p.order, p.name))
 
     def prompt_hooks(self) -> dict[str, tuple[PromptHook, str]]:
         """Prompt-hook adapters by harness name, each with the plugin that registered it.

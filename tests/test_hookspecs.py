@@ -351,3 +351,40 @@ async def test_list_and_resolve_show_roles(app: App) -> None:
     assert {s["address"]: s["roles"] for s in listed["sessions"]} == {"fake:one": ["lead"], "fake:two": []}
     resolved = await core_tools.resolve_agent(app, {"query": "fake:one"}, call)
     assert resolved["best"]["roles"] == ["lead"]
+
+
+class Importers:
+    """Implements a hook whose record type is its consumer's (the legacy plugin's importers;
+    the web plugin's panels are alike): the core runs it only for a consumer."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    @hookimpl
+    def agent_link_register_legacy_importers(self, register: Any) -> None:
+        self.asked += 1
+        register(type("Notes", (), {"name": "notes"})())
+        register("not a record the consumer takes")
+
+
+def test_a_consumer_collects_a_core_hooks_records_with_its_own_check(isolated_env: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_link_core.boundary import Refused
+
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "")
+    importers = Importers()
+    app = App.create(extra_plugins=(("importers", importers),))
+    try:
+        app.health()  # nothing in the core asks for importers: the implementer just loads
+        assert importers.asked == 0 and "importers" in app.plugin_report.loaded
+
+        def check(record: Any) -> None:
+            if not hasattr(record, "name"):
+                raise Refused(f"registered a {type(record).__name__}", "Register importers.")
+
+        assert app.hooks.collect("legacy importer", "agent_link_register_legacy_importers", check) == {}
+        (problem,) = app.plugin_report.problems()  # the refused record leaves its plugin out
+        assert problem["plugin"] == "importers" and "registered a str" in problem["error"]
+        assert importers.asked == 1
+    finally:
+        app.close()
