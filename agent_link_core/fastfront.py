@@ -23,8 +23,8 @@ lines over :data:`MAX_PARSE_BYTES`) pass through untouched for the server's tran
 judge. Only the standard library is imported here (start-up time is the point).
 
 Why it stays (issue 31 asks for the SDK's transport wherever no host behaviour forces
-otherwise): a host builds an agent's turn without an optional server's tools when they are
-not listed within about a second (README.md, the host plugins' start-up notes, with the host
+otherwise): a host goes on without an optional server's tools when they are not listed
+within about a second (README.md, the host plugins' start-up notes, with the host
 version it was checked on), and the SDK, pydantic and the plugins take longer than that to
 import on a loaded machine. ``AGENT_LINK_MCP_FRONT=0`` turns the front off; the bench section
 ``mcp_start`` measures the opening against a plain SDK server (bench/mcp_start_bench.py).
