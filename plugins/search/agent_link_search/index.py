@@ -196,11 +196,17 @@ def session_titles(conn: sqlite3.Connection, addresses: list[str]) -> dict[str, 
 
 
 def _with_titles(conn: sqlite3.Connection, expression: str) -> str:
-    """Widen the expression to the mail of sessions whose title matches it."""
-    addresses = [r[0] for r in conn.execute(
-        "SELECT address FROM session_titles WHERE session_titles MATCH ? LIMIT ?",
-        ("{title} : (" + expression + ")", MAX_TITLE_ADDRESSES),
-    )]
+    """Widen the expression to the mail of sessions whose title matches it (unchanged in a
+    database without the titles table: the search itself then says the index is missing)."""
+    try:
+        addresses = [r[0] for r in conn.execute(
+            "SELECT address FROM session_titles WHERE session_titles MATCH ? LIMIT ?",
+            ("{title} : (" + expression + ")", MAX_TITLE_ADDRESSES),
+        )]
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return expression
+        raise
     if not addresses:
         return expression
     alternatives = " OR ".join("{from_addr to_addr recipient} : " + _phrase(a) for a in addresses)
@@ -260,7 +266,9 @@ def search(
         delivery, status, snippet, pieces}], "nextCursor": str | None}``; ``pieces`` are the
         raw snippet parts ``[(text, is_hit)]`` for callers that escape for another medium
         (a web page) and must be removed before the result reaches a model.
-    :raises AgentLinkError: ``invalid_arguments`` for an unreadable query or cursor.
+    :raises AgentLinkError: ``invalid_arguments`` for an unreadable query or cursor;
+        ``unsupported`` in a database without the index (the plugin never opened it: a caller
+        such as the web page where the plugin is turned off).
     """
     expression = _with_titles(mailbox.store.conn, fts_query(query))
     where, params = visibility.sql("m")
@@ -293,6 +301,11 @@ def search(
                 sql, [_MARK_OPEN, _MARK_CLOSE, SNIPPET_TOKENS, *values, below if below is not None else 2**63 - 1, batch]
             ).fetchall()
         except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):  # a caller that searches where this plugin is turned off
+                raise AgentLinkError("unsupported", "Search is off here: the search plugin is not loaded.",
+                                     {"capability": "search"},
+                                     hint="Install agent-link-search (plugins/search), or remove it from "
+                                          "AGENT_LINK_DISABLE_PLUGINS.") from None
             if "fts5" in str(exc) or "no such column" in str(exc) or "syntax" in str(exc):
                 raise _query_error("fts", "it uses a form the index cannot evaluate.") from None
             raise

@@ -283,6 +283,9 @@ def test_without_the_plugin_no_titles_are_known_and_nothing_fails(isolated_env: 
     bare = App.create({**os.environ, "AGENT_LINK_LOAD_PLUGINS": ""})
     try:
         assert session_titles(bare.store.conn, ["team:bob"]) == {}
+        with pytest.raises(AgentLinkError) as caught:  # e.g. the web page's search box where the plugin is off
+            search_messages(bare, ALICE, "anything")
+        assert caught.value.code == "unsupported" and caught.value.details == {"capability": "search"}
     finally:
         bare.close()
 
