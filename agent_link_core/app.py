@@ -332,15 +332,9 @@ class App:
         if surface:
             filters.append(("surface", lambda s: surface in s.surface))
         page = page_of(sessions, position, limit, filters, cut=was_cut(listings, depth))
-        from agent_link_core.search import note_session_titles
-
-        titled = [(s.address, s.title) for listing in listings.values() for s in listing.sessions if s.title]
+        titled = [{"address": s.address, "title": s.title} for listing in listings.values() for s in listing.sessions if s.title]
         if titled:
-            try:
-                with self.store.write(wait=False) as conn:  # a listing never waits on a writer for this cache
-                    note_session_titles(conn, titled)
-            except AgentLinkError:
-                pass  # busy, damaged or replaced: titles are a search aid, noted at the next listing
+            self.hooks.sessions_listed(titled)
         providers = providers_view(listings)
         return {
             "sessions": [session_view(s) for s in page.sessions], "providers": providers,
@@ -840,35 +834,6 @@ class App:
                 view["envelope"] = self.mailbox.envelope(row)
         return {"scope": scope, "callerAddress": caller.address if caller.known else None, "messages": messages}
 
-    def search(
-        self, caller: Caller, query: str, *, from_address: str | None = None, to_address: str | None = None,
-        since: str | None = None, until: str | None = None, status: str | None = None, limit: int = 20,
-        cursor: str | None = None,
-    ) -> dict[str, Any]:
-        """Full-text search over the mail the caller sent or received (every message with
-        ``AGENT_LINK_INSPECT_ALL``), newest first; see :mod:`agent_link_core.search`.
-
-        :returns: ``{"query", "scope": "caller" | "all", "callerAddress", "results", "nextCursor"}``;
-            each result carries an escaped ``snippet``, never the body.
-        :raises AgentLinkError: ``no_current_session`` for an unidentified caller (without
-            the setting), ``invalid_arguments`` for a bad query, time or cursor.
-        """
-        from agent_link_core.search import search
-
-        everything = bool(self.config.get("AGENT_LINK_INSPECT_ALL"))
-        if not everything:
-            self.require_caller(caller)
-        visibility = self.mailbox.visible_to(caller.address, all_mail=everything)
-        found = search(
-            self.mailbox, visibility, query, from_address=from_address, to_address=to_address,
-            since_ms=parse_iso_ms(since, "since") if since else None, until_ms=parse_iso_ms(until, "until") if until else None,
-            status=status, limit=limit, cursor=cursor,
-        )
-        for result in found["results"]:
-            result.pop("pieces")
-        return {"query": query, "scope": "all" if everything else "caller",
-                "callerAddress": caller.address if caller.known else None, **found}
-
     def conversation(self, caller: Caller, message_id: str) -> dict[str, Any]:
         """The conversation of a message the caller sent or received (any message with
         ``AGENT_LINK_INSPECT_ALL``), oldest first, each message with its envelope.
@@ -1089,9 +1054,6 @@ class App:
         }
         self.hooks.tools()  # a refused tool is a plugin problem health must show
         out["plugins"] = self.plugins_view()
-        from agent_link_core.legacy import legacy_state
-
-        out["legacyState"] = legacy_state(self)  # the original's files, and whether import-legacy took them
         if out["stateDir"]["exists"] and not out["stateDir"]["private"]:
             # left as it is (it may be shared on purpose), but said, with the command that fixes it
             out["stateDir"]["warning"] = {

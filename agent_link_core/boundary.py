@@ -308,6 +308,7 @@ RESULT_CHECKS: dict[str, Callable[[Any, str], str | None]] = {
     "agent_link_push_reminders": _check_pushed,
     "agent_link_server_tasks": _check_tasks,
     "agent_link_session_roles": _check_roles,
+    "agent_link_sessions_listed": _check_observer,
 }
 
 
@@ -400,35 +401,6 @@ def check_prompt_hook(record: Any) -> None:
                       "The harness is a harness name: 1-32 of a-z 0-9 -, starting with a letter.")
     if not isinstance(record.module, str) or not MODULE_RE.match(record.module):
         raise Refused(f"registered a prompt hook with module {record.module!r}", "The module is a dotted module path.")
-
-
-def check_panel(record: Any) -> None:
-    """Refuse a panel that is not a :class:`~agent_link_core.panels.Panel` with a title and a
-    callable ``render``."""
-    from agent_link_core.panels import PANEL_NAME_RE, Panel
-
-    if not isinstance(record, Panel):
-        raise Refused(f"registered a {type(record).__name__}, not a Panel", "Register agent_link_core.panels.Panel records.")
-    if not isinstance(record.name, str) or not PANEL_NAME_RE.match(record.name):
-        raise Refused(f"registered a panel named {record.name!r}", "Panel names are a-z 0-9 -, starting with a letter, at most 48.")
-    if not isinstance(record.title, str) or not record.title.strip() or not callable(record.render):
-        raise Refused(f"panel {record.name!r} has no title or a render that is not callable",
-                      "A panel has a title and render(app) -> PanelView.")
-
-
-def check_legacy_importer(record: Any) -> None:
-    """Refuse a legacy importer that is not a :class:`~agent_link_core.legacy.LegacyImporter`
-    with a lower-case name and an integer order."""
-    from agent_link_core.legacy import LegacyImporter
-
-    if not isinstance(record, LegacyImporter):
-        raise Refused(f"registered a {type(record).__name__}, not a LegacyImporter",
-                      "Subclass agent_link_core.legacy.LegacyImporter.")
-    if not isinstance(record.name, str) or not HARNESS_NAME_RE.match(record.name):
-        raise Refused(f"registered a legacy importer named {record.name!r}",
-                      "Importer names are 1-32 of a-z 0-9 -, starting with a letter.")
-    if not isinstance(record.order, int) or isinstance(record.order, bool):
-        raise Refused(f"legacy importer {record.name!r} has order {record.order!r}", "The order is an integer.")
 
 
 def check_tool(record: Any) -> None:

@@ -259,7 +259,7 @@ def _print_health(h: dict[str, Any]) -> None:
     for w in h["reminders"]["warnings"]:
         click.echo(f"  warning: {w['message']}")
     click.echo(f"  reminders:  limit {h['reminders']['limit']}, every {h['reminders']['intervalMs']} ms")
-    legacy = h.get("legacyState") or {}
+    legacy = (h.get("sections") or {}).get("legacyState") or {}  # the legacy plugin's section
     if legacy.get("files"):
         click.echo(f"  original's files: {len(legacy['files'])}, {legacy.get('pending', 0)} not imported"
                    + (f" ({legacy['hint']})" if legacy.get("hint") else ""))
@@ -961,46 +961,6 @@ def build_cli() -> click.Group:
 
         emit(data, as_json, human, ndjson)
         sys.exit({"one": 0, "none": EXIT_NONE}.get(data["verdict"], EXIT_MANY))
-
-    @cli.command(epilog=EXIT_HELP)
-    @click.argument("query")
-    @click.option("--sent-by", help="Only messages sent by this address.")
-    @click.option("--sent-to", help="Only messages addressed or handed to this address.")
-    @click.option("--since", help="Only messages sent at or after this time (ISO 8601 with a zone).")
-    @click.option("--until", help="Only messages sent before this time (ISO 8601 with a zone).")
-    @click.option("--status", type=click.Choice(["pending", "replied", "declined", "done", "unresolved", "expired"]))
-    @click.option("--limit", type=WholeRange(1, 100), default=20, show_default=True)
-    @click.option("--cursor", help="Continue after a previous page (its nextCursor).")
-    @with_reader_from
-    @json_opt
-    @ndjson_opt
-    @click.pass_context
-    def search(ctx: click.Context, query: str, sent_by: str | None, sent_to: str | None, since: str | None,
-               until: str | None, status: str | None, limit: int, cursor: str | None, from_address: str | None,
-               as_json: bool, ndjson: bool, **named: Any) -> None:
-        """Search the messages you sent or received (all with AGENT_LINK_INSPECT_ALL=1).
-
-        QUERY: words (all must match), "exact phrases", OR, NOT, parentheses, prefix*.
-        """
-        app = get_app(ctx)
-        me = who_am_i(app, from_address, named, reading=True)
-        try:
-            data = app.search(me, query, from_address=sent_by, to_address=sent_to, since=since, until=until,
-                              status=status, limit=limit, cursor=cursor)
-        except AgentLinkError as exc:
-            fail(exc)
-
-        def human(d: dict[str, Any]) -> None:
-            if not d["results"]:
-                click.echo("No messages match.")
-                return
-            table(["ID", "SENT", "FROM", "TO", "STATUS", "SNIPPET"],
-                  [[r["id"], r["sentAt"], r["from"], r["to"], r["status"] or r["delivery"],
-                    r["snippet"].replace("\n", " ")] for r in d["results"]])
-            if d["nextCursor"]:
-                click.echo(f"more: --cursor {d['nextCursor']}")
-
-        emit(data, as_json, human, ndjson)
 
     @cli.command(epilog=EXIT_HELP)
     @click.argument("message_id")

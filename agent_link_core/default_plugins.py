@@ -20,19 +20,16 @@ if TYPE_CHECKING:  # pragma: no cover
 def agent_link_schema() -> list[Migration]:
     from agent_link_core.handoff import MIGRATIONS as HANDOFF_MIGRATIONS
     from agent_link_core.presence import PRESENCE_MIGRATIONS
-    from agent_link_core.search import SEARCH_MIGRATIONS
 
-    return [*CORE_MIGRATIONS, *SEARCH_MIGRATIONS, *PRESENCE_MIGRATIONS, *HANDOFF_MIGRATIONS]
+    return [*CORE_MIGRATIONS, *PRESENCE_MIGRATIONS, *HANDOFF_MIGRATIONS]
 
 
 @hookimpl
 def agent_link_register_tools(register: Callable[[ToolSpec], None], app: App | None) -> None:
     from agent_link_core.tools.core_tools import CORE_TOOLS, health_spec, message_agent_spec, wait_for_agent_spec
-
     from agent_link_core.tools.gateway import GATEWAY_TOOL
-    from agent_link_core.tools.search_tools import SEARCH_TOOLS
 
-    for spec in (*CORE_TOOLS, *SEARCH_TOOLS):
+    for spec in CORE_TOOLS:
         builders = {"message_agent": message_agent_spec, "wait_for_agent": wait_for_agent_spec, "agent_link_health": health_spec}
         register(builders[spec.name](app) if spec.name in builders else spec)
     register(GATEWAY_TOOL)  # the tools a host's profile leaves out of tools/list, on request

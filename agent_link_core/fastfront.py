@@ -22,6 +22,13 @@ Lines the front does not answer (anything but those two requests, lines it canno
 lines over :data:`MAX_PARSE_BYTES`) pass through untouched for the server's transport to
 judge. Only the standard library is imported here (start-up time is the point).
 
+Why it stays (issue 31 asks for the SDK's transport wherever no host behaviour forces
+otherwise): a host goes on without an optional server's tools when they are not listed
+within about a second (README.md, the host plugins' start-up notes, with the host
+version it was checked on), and the SDK, pydantic and the plugins take longer than that to
+import on a loaded machine. ``AGENT_LINK_MCP_FRONT=0`` turns the front off; the bench section
+``mcp_start`` measures the opening against a plain SDK server (bench/mcp_start_bench.py).
+
 A host plugin's launcher (``hooks/agent-link.sh``) may have read and answered the opening
 before it exec'ed this process (a host that fails a session whose server is slow to answer).
 It hands over what it read in :data:`HANDOVER_VARIABLES`: ``AGENT_LINK_MCP_OPENED`` holds the

@@ -104,9 +104,13 @@ def held(store: Store, row: Any) -> bool:
     return any(_live(w) for w in found)
 
 
-def _pid_alive(pid: int) -> bool:
-    """True when ``pid`` runs: a zombie does not, a process of another user does (psutil,
-    imported here: the hook fast path never pays for it)."""
+def pid_alive(pid: int) -> bool:
+    """True when ``pid`` runs: a zombie does not, a process of another user does, a pid of 0
+    or below never does (psutil, imported here: the hook fast path never pays for it).
+
+    The one copy of this check: the core needs it for a wait's process, and host plugins
+    reach it through ``agent_link_hostkit.procs.pid_alive``.
+    """
     import psutil
 
     try:
@@ -118,4 +122,4 @@ def _pid_alive(pid: int) -> bool:
 
 
 def _live(wait: Any) -> bool:
-    return now_ms() - int(wait["started_at"]) <= MAX_WAIT_MS and _pid_alive(int(wait["pid"]))
+    return now_ms() - int(wait["started_at"]) <= MAX_WAIT_MS and pid_alive(int(wait["pid"]))

@@ -21,6 +21,14 @@ between the stdio transport and the SDK, at the JSON-RPC message level (no SDK i
   ``server/discover`` with "method not found" before the SDK sees it, as a server that predates
   the stateless revision would; clients then fall back to ``initialize``;
 * writes notifications for harnesses straight to the transport.
+
+Why it is not left to the SDK (issue 31): the SDK serves the stateless revision to a client
+that probes for it, and a host that supports it refuses its live-channel feature on such a
+connection (docs/mcp-revisions.md, verified end to end there); a harness that pushes outside
+requests needs the handshake revisions, which only a refused probe gets. tests/test_handshake.py
+holds the cases. Of this module, the refusal alone could move onto the SDK: mcp 2.3.0 lets a
+server replace its ``server/discover`` handler (``Server.add_request_handler``); that move
+waits for the real-host channel test of docs/mcp-revisions.md to run against it.
 """
 
 from __future__ import annotations

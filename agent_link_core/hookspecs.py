@@ -31,9 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from agent_link_core.app import App
     from agent_link_core.config import Setting
     from agent_link_core.harness import Harness
-    from agent_link_core.legacy import LegacyImporter
     from agent_link_core.model import Caller
-    from agent_link_core.panels import Panel
     from agent_link_core.records import EnvelopeContribution, Event, OutgoingMessage, SendContext
     from agent_link_core.records import PromptHook
     from agent_link_core.reminders import DueReminders
@@ -87,16 +85,19 @@ def agent_link_register_settings(register: Callable[[Setting], None]) -> None:
 
 
 @_hookspec
-def agent_link_register_panels(register: Callable[[Panel], None]) -> None:
+def agent_link_register_panels(register: Callable[[Any], None]) -> None:
     """Contribute sections to the views people read (the ``agent-link web`` page).
 
-    :param register: call it with a :class:`~agent_link_core.panels.Panel` (name, title,
+    :param register: call it with an ``agent_link_web.panels.Panel`` (name, title,
         ``render(app) -> PanelView``, order). A panel returns data (rows of plain values,
         conversation links, labels for agents), never markup; the page escapes all of it.
-        Two plugins registering the same name is an error naming both.
+        Two plugins registering the same name is an error naming both. The type is the web
+        plugin's, which alone calls this hook: import it inside the implementation (or
+        register ``"module:attribute"`` with ``agent_link_core.contribute.registers``), so
+        that a plugin loads without the web plugin installed.
 
-    Called each time a view builds its list of sections (every page load and live refresh
-    of the web page). Not ``firstresult``: every plugin is asked.
+    Called by the web plugin each time a view builds its list of sections (every page load
+    and live refresh). Not ``firstresult``: every plugin is asked.
     """
 
 
@@ -294,6 +295,24 @@ def agent_link_session_roles(addresses: list[str], app: App) -> dict[str, list[s
     """
 
 
+@_hookspec
+def agent_link_sessions_listed(sessions: list[dict[str, Any]], app: App) -> None:
+    """Observe the sessions a listing found (``list_agents``), e.g. to remember their titles.
+
+    :param sessions: ``[{"address": "harness:id", "title": str}]``, the listed sessions the
+        harnesses gave a title (every page's sessions before filters and paging), plain data
+        the implementation may keep.
+    :param app: the :class:`~agent_link_core.app.App` of this process; optional in
+        implementations (pluggy passes only the arguments they take).
+
+    Called once per listing that found a titled session, after the harnesses answered and
+    outside any transaction; must be cheap (the listing waits for it) and never wait on the
+    database's writer (``app.store.write(wait=False)``). An exception is reported and never
+    fails the listing. The search plugin keeps titles here so mail is found by its sessions'
+    titles.
+    """
+
+
 @_hookspec(firstresult=True)
 def agent_link_check_override(
     target: str, sender: Caller, setting: str, value: str, context: dict[str, Any], app: App
@@ -365,15 +384,17 @@ def agent_link_server_tasks(app: App) -> list[Callable[[], Awaitable[None]]] | N
 
 
 @_hookspec
-def agent_link_register_legacy_importers(register: Callable[[LegacyImporter], None]) -> None:
+def agent_link_register_legacy_importers(register: Callable[[Any], None]) -> None:
     """Contribute importers of the original Agent Link's files (``agent-link import-legacy``).
 
-    :param register: call it with a :class:`~agent_link_core.legacy.LegacyImporter` per kind
+    :param register: call it with an ``agent_link_legacy.contract.LegacyImporter`` per kind
         of the original's state this plugin owns (its ``name``: ``mailbox``, ``receipts``,
-        ...). Two plugins registering the same name is an error naming both.
+        ...). Two plugins registering the same name is an error naming both. The type is the
+        legacy plugin's, which alone calls this hook: import it inside the implementation, so
+        that a plugin loads without the legacy plugin installed.
 
-    Called when ``agent-link import-legacy`` or health (``legacyState``) first needs the
-    importers. Not ``firstresult``: every plugin is asked. The importer's ``run`` writes the
+    Called by the legacy plugin when ``agent-link import-legacy`` or health (its ``legacy``
+    section) first needs the importers. Not ``firstresult``: every plugin is asked. The importer's ``run`` writes the
     plugin's own records through the import's transaction, which it may not end (commit,
     rollback and its own savepoints are refused); one that raises anything, tries to end it or
     leaves counts that are not integers is undone alone and reported, the other importers

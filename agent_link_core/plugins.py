@@ -34,8 +34,6 @@ from agent_link_core.boundary import (
     CallState,
     Refused,
     check_harness,
-    check_legacy_importer,
-    check_panel,
     check_prompt_hook,
     check_send_declarations,
     check_setting,
@@ -53,9 +51,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.config import Setting
     from agent_link_core.app import App
     from agent_link_core.harness import Harness
-    from agent_link_core.legacy import LegacyImporter
     from agent_link_core.model import Caller
-    from agent_link_core.panels import Panel
     from agent_link_core.records import EnvelopeContribution, Event, OutgoingMessage, SendContext
     from agent_link_core.records import PromptHook
     from agent_link_core.reminders import DueReminders
@@ -285,8 +281,20 @@ class Hooks:
         """One hook call through pluggy; its answer."""
         return self._run(hook_name, **kwargs)[0]
 
-    def _collect(self, kind: str, hook_name: str, check: Callable[[Any], None]) -> dict[str, Any]:
-        """Run a ``register``-style hook once; ``{record name: record}`` of accepted records."""
+    def collect(self, kind: str, hook_name: str, check: Callable[[Any], None]) -> dict[str, Any]:
+        """Run a ``register``-style hook once; ``{record name: record}`` of accepted records.
+
+        Also for a plugin that consumes a core hook whose record type is its own (the legacy
+        plugin's importers, the web plugin's panels): the hook stays in the core so that its implementers load without
+        the consumer, and the consumer checks each record.
+
+        :param kind: what the records are, in reports and :meth:`owner` (``legacy importer``).
+        :param hook_name: the hook, called with ``register`` (and ``app`` for tools).
+        :param check: raises :class:`~agent_link_core.boundary.Refused` for a record it refuses;
+            the plugin that registered it is then left out and reported.
+        :returns: the accepted records by their ``name`` attribute (two of one name: the later
+            plugin is left out); the same answer for every later call with this ``kind``.
+        """
         if kind not in self._records:
             offered: list[tuple[str, Any]] = []
 
@@ -381,7 +389,7 @@ class Hooks:
 
     def harnesses(self) -> dict[str, Harness]:
         """All accepted harnesses by name (address scheme)."""
-        return self._collect("harness", "agent_link_register_harnesses", check_harness)
+        return self.collect("harness", "agent_link_register_harnesses", check_harness)
 
     def tools(self) -> dict[str, ToolSpec]:
         """All accepted MCP tools by name (schemas checked against the JSON Schema meta-schema).
@@ -401,7 +409,7 @@ class Hooks:
                 except Refused as exc:
                     plugin = self.owner("harness", name) or f"harness {name}"
                     self.boundary.fault(plugin, "agent_link_register_harnesses", str(exc), fix=exc.fix, disable=True)
-        return self._collect("tool", "agent_link_register_tools", check_tool)
+        return self.collect("tool", "agent_link_register_tools", check_tool)
 
     def tool_owners(self) -> dict[str, str]:
         """``{tool name: name of the plugin that registered it}`` (the core's own tools are
@@ -413,13 +421,7 @@ class Hooks:
         from agent_link_core.config import CORE_SETTINGS
 
         core = frozenset(n for s in CORE_SETTINGS for n in (s.name, *s.aliases))
-        return tuple(self._collect("setting", "agent_link_register_settings", lambda r: check_setting(r, core)).values())
-
-    def panels(self) -> list[Panel]:
-        """Every plugin's panels, by ascending ``order`` then name (duplicate names are an
-        error naming both plugins)."""
-        found = self._collect("panel", "agent_link_register_panels", check_panel).values()
-        return sorted(found, key=lambda p: (p.order, p.name))
+        return tuple(self.collect("setting", "agent_link_register_settings", lambda r: check_setting(r, core)).values())
 
     def prompt_hooks(self) -> dict[str, tuple[PromptHook, str]]:
         """Prompt-hook adapters by harness name, each with the plugin that registered it.
@@ -427,12 +429,8 @@ class Hooks:
         :raises AgentLinkError: ``internal_error`` when a record is malformed (harness name,
             module path) or two plugins claim one harness.
         """
-        records = self._collect("prompt hook", "agent_link_register_prompt_hooks", check_prompt_hook)
+        records = self.collect("prompt hook", "agent_link_register_prompt_hooks", check_prompt_hook)
         return {name: (rec, self.owner("prompt hook", name) or "?") for name, rec in records.items()}
-
-    def legacy_importers(self) -> dict[str, LegacyImporter]:
-        """Every accepted importer of the original's files by name (``agent-link import-legacy``)."""
-        return self._collect("legacy importer", "agent_link_register_legacy_importers", check_legacy_importer)
 
     async def push_reminders(self, due: DueReminders) -> bool:
         """Offer one session's due reminders to the plugin that pushes for its harness.
@@ -596,6 +594,11 @@ class Hooks:
                 for address, names in answer.items():
                     merged.setdefault(address, set()).update(names)
         return {address: sorted(names) for address, names in merged.items()}
+
+    def sessions_listed(self, sessions: list[dict[str, Any]]) -> None:
+        """Tell ``agent_link_sessions_listed`` observers what a listing found
+        (``[{"address", "title"}]``); an observer's failure is reported, never raised."""
+        self._call("agent_link_sessions_listed", sessions=sessions, app=self.app)
 
     def on_event(self, event: Event) -> None:
         """Notify observers; an observer's failure is reported, never raised."""

@@ -18,7 +18,7 @@ A test (``tests/test_surface.py``) checks that the App really has every member l
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -146,6 +146,10 @@ class PluginHooks(Protocol):
     def tools(self) -> dict[str, ToolSpec]:
         """Every accepted MCP tool by name."""
 
+    def collect(self, kind: str, hook_name: str, check: Callable[[Any], None]) -> dict[str, Any]:
+        """Run a core ``register``-style hook whose record type is the calling plugin's (the
+        web plugin's panels, the legacy plugin's importers); ``check`` raises ``Refused``."""
+
 
 class PluginApp(Protocol):
     """What a plugin may use on the App (see the module docstring)."""
@@ -200,6 +204,6 @@ SURFACE: dict[str, tuple[str, ...]] = {
     "store": ("path", "conn", "write"),
     "mailbox": ("get_row", "require", "state", "to_view", "envelope", "row_dict", "rows", "states", "to_views", "open_for", "open_expectations", "count_open", "open_addressed_to", "recent_correspondents", "has_event",
                 "mark_delivered", "due_reminders", "record_reminder", "reassign", "record_event", "push_outcome"),
-    "hooks": ("check_override", "tools"),
+    "hooks": ("check_override", "tools", "collect"),
 }
 

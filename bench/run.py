@@ -55,7 +55,7 @@ def fill(state: Path, count: int, recipient_prefix: str = "bench:other", body: C
     os.environ["AGENT_LINK_STATE_DIR"] = str(state)
     from agent_link_core.config import load_config
     from agent_link_core.mailbox import content_hash, new_message_id
-    from agent_link_core.search import SEARCH_MIGRATIONS
+    from agent_link_search.schema import SEARCH_MIGRATIONS
     from agent_link_core.store import CORE_MIGRATIONS, Store, now_ms
 
     store = Store(load_config().db_path, (*CORE_MIGRATIONS, *SEARCH_MIGRATIONS) if search_index else CORE_MIGRATIONS)
@@ -236,6 +236,7 @@ def bench_search(tmp: Path) -> None:
     same search with 1,000; as the sender of every message, so visibility keeps them all."""
     from agent_link_core.app import App
     from agent_link_core.model import Caller
+    from agent_link_search.index import search_messages
 
     results = {}
     me = Caller("bench:sender", "config", "bench")
@@ -244,11 +245,11 @@ def bench_search(tmp: Path) -> None:
         _search_db(state, count)
         app = App.create()
         for query in ("needle", "w0042 OR needle", "bench:other7"):
-            app.search(me, query)  # warm the page cache
+            search_messages(app, me, query)  # warm the page cache
         reps = 100
         start = time.perf_counter()
         for i in range(reps):
-            app.search(me, ("needle", "w0042 OR needle", "bench:other7")[i % 3], limit=20)
+            search_messages(app, me, ("needle", "w0042 OR needle", "bench:other7")[i % 3], limit=20)
         results[count] = (time.perf_counter() - start) * 1000 / reps
         app.close()
     line("search, one page (100,000 stored)", results[100_000], "ms", "1,000 stored", results[1_000], "<= 3")
@@ -261,7 +262,7 @@ def _insert_rate(path: Path, with_index: bool, count: int, start_at: int) -> flo
     from agent_link_core.config import load_config
     from agent_link_core.mailbox import Mailbox, OutgoingMessage, new_message_id
     from agent_link_core.model import Caller
-    from agent_link_core.search import SEARCH_MIGRATIONS
+    from agent_link_search.schema import SEARCH_MIGRATIONS
     from agent_link_core.store import CORE_MIGRATIONS, Store
 
     rng = random.Random(start_at)

@@ -75,6 +75,7 @@ class Recorder:
     def __init__(self) -> None:
         self.calls: list[str] = []
         self.events: list[Any] = []
+        self.listed: list[list[dict[str, Any]]] = []
         self.harness = EchoHarness()
 
     @hookimpl
@@ -144,6 +145,12 @@ class Recorder:
         if "fake:broken" in addresses:
             raise RuntimeError("a roles plugin failing must not fail the listing")
         return {"fake:one": ["lead"]} if "fake:one" in addresses else None
+
+    @hookimpl
+    def agent_link_sessions_listed(self, sessions: list[dict[str, Any]]) -> None:
+        self.listed.append(sessions)
+        if any(s["address"] == "fake:two" for s in sessions) and len(self.listed) > 1:
+            raise RuntimeError("an observer of listings failing must not fail the listing")
 
     @hookimpl
     def agent_link_server_tasks(self, app: App) -> list[Any]:
@@ -319,6 +326,16 @@ async def test_waits_mark_what_they_hold(app: App) -> None:
     assert app.waiting == {}
 
 
+@pytest.mark.anyio
+async def test_sessions_listed_observers_get_the_titles_and_cannot_fail_the_listing(app: App, recorder: Recorder) -> None:
+    for _ in range(2):  # the second time the observer raises: the listing stands, the fault is reported
+        listing = await app.list_agents()
+        assert [s["address"] for s in listing["sessions"]] == ["fake:one", "fake:two"]
+    assert recorder.listed[0] == [{"address": "fake:one", "title": "First fake"}, {"address": "fake:two", "title": "Second fake"}]
+    assert len(recorder.listed) == 2
+    assert any(p["hook"] == "agent_link_sessions_listed" for p in app.hooks.boundary.report())
+
+
 def test_session_roles_are_merged_and_failures_contained(app: App) -> None:
     assert app.hooks.session_roles(["fake:one", "fake:two"]) == {"fake:one": ["lead"]}
     assert app.hooks.session_roles(["fake:broken"]) == {}
@@ -380,3 +397,40 @@ async def test_claim_paths_hook_is_awaited_and_its_refusal_raised(monkeypatch: p
     finally:
         nobody.close()
         keeper.close()
+
+
+class Importers:
+    """Implements a hook whose record type is its consumer's (the legacy plugin's importers;
+    the web plugin's panels are alike): the core runs it only for a consumer."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    @hookimpl
+    def agent_link_register_legacy_importers(self, register: Any) -> None:
+        self.asked += 1
+        register(type("Notes", (), {"name": "notes"})())
+        register("not a record the consumer takes")
+
+
+def test_a_consumer_collects_a_core_hooks_records_with_its_own_check(isolated_env: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_link_core.boundary import Refused
+
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "")
+    importers = Importers()
+    app = App.create(extra_plugins=(("importers", importers),))
+    try:
+        app.health()  # nothing in the core asks for importers: the implementer just loads
+        assert importers.asked == 0 and "importers" in app.plugin_report.loaded
+
+        def check(record: Any) -> None:
+            if not hasattr(record, "name"):
+                raise Refused(f"registered a {type(record).__name__}", "Register importers.")
+
+        assert app.hooks.collect("legacy importer", "agent_link_register_legacy_importers", check) == {}
+        (problem,) = app.plugin_report.problems()  # the refused record leaves its plugin out
+        assert problem["plugin"] == "importers" and "registered a str" in problem["error"]
+        assert importers.asked == 1
+    finally:
+        app.close()

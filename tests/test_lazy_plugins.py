@@ -93,7 +93,7 @@ async def test_a_declared_tool_whose_module_fails_is_listed_and_answers_an_error
 #: host; python-ulid, whose import reads package metadata; the process tools; secrets, which
 #: only a role file's write uses; getpass, for the web page's login name)
 HEAVY_MODULES = ("mcp", "pydantic", "jsonschema", "rich", "jinja2", "starlette", "websockets", "psutil", "filelock",
-                 "anyio", "urllib.request", "agent_link_core.legacy", "agent_link_legacy.engine", "agent_link_core.tools.core_tools", "agent_link_web.server",
+                 "anyio", "urllib.request", "agent_link_legacy.contract", "agent_link_legacy.state", "agent_link_legacy.engine", "agent_link_core.tools.core_tools", "agent_link_web.server",
                  "agent_link_codex.harness", "agent_link_claude.harness", "agent_link_opencode.harness",
                  "agent_link_filehost.harness", "ulid", "agent_link_hostkit.procs", "agent_link_machines.harness", "shutil", "secrets", "getpass")
 #: nor does either need an event loop: a send to a plain address awaits no harness

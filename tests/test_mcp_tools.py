@@ -56,8 +56,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90)]
 
 RO_TOOLS = {
     "agent_link_health", "list_agents", "resolve_agent", "wait_for_agent",
-    "get_agent_link_message_status", "agent_link_mailbox_inspect",
-    "search_agent_link_messages", "get_agent_link_conversation",
+    "get_agent_link_message_status", "agent_link_mailbox_inspect", "get_agent_link_conversation",
 }
 # agent_link_tools: not read-only, since it calls the tools a host's list leaves out
 WRITE_TOOLS = {"message_agent", "read_agent_link_inbox", "reply_agent_link_message", "agent_link_tools"}
@@ -78,7 +77,6 @@ MINIMAL_ARGS: dict[str, dict[str, Any]] = {
     "reply_agent_link_message": {"messageId": UNKNOWN_ULID},
     "get_agent_link_message_status": {"messageId": UNKNOWN_ULID},
     "agent_link_mailbox_inspect": {},
-    "search_agent_link_messages": {"query": "keep"},
     "get_agent_link_conversation": {"messageId": UNKNOWN_ULID},
     "agent_link_tools": {},
 }

@@ -9,6 +9,7 @@ import asyncio
 import json
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import click
@@ -17,12 +18,12 @@ from click.testing import CliRunner
 
 from agent_link_core import hookimpl, reminders
 from agent_link_core.app import App
+from agent_link_core.boundary import Refused
 from agent_link_core.config import Setting
 from agent_link_core.envelope import render_element
 from agent_link_core.harness import Delivery, Harness, SessionListing
 from agent_link_core.mailbox import EnvelopeContribution
 from agent_link_core.model import Caller, Session
-from agent_link_core.panels import Panel, PanelView
 from agent_link_core.records import PromptHook
 from agent_link_core.server import tool_definition
 from agent_link_core.store import Migration
@@ -136,7 +137,7 @@ class Good:
 
     @hookimpl
     def agent_link_register_panels(self, register: Any) -> None:
-        register(Panel("good-things", "Good things", lambda app: PanelView(["thing"], [["one"]])))
+        register(Section("good-things"))
 
     @hookimpl
     def agent_link_push_reminders(self, due: Any) -> bool | None:
@@ -146,6 +147,24 @@ class Good:
         if claimed is not None:
             self.reminded.append(claimed.text())
         return claimed is not None
+
+
+@dataclass(frozen=True)
+class Section:
+    """A record of a core hook whose type belongs to the plugin consuming it (the web plugin's
+    panels): the core only runs the hook and settles names; the consumer checks the records."""
+
+    name: str
+
+
+def consume_sections(app: App) -> list[str]:
+    """What a consumer of ``agent_link_register_panels`` gets, with its own check."""
+
+    def check(record: Any) -> None:
+        if not isinstance(record, Section):
+            raise Refused(f"registered a {type(record).__name__}, not a Section", "Register Section records.")
+
+    return list(app.hooks.collect("panel", "agent_link_register_panels", check))
 
 
 class Gate:
@@ -308,7 +327,7 @@ async def assert_core_serves(app: App, good: Good) -> None:
     assert app.store.conn.execute("SELECT COUNT(*) FROM good_things").fetchone()[0] == 0
     assert app.config.state_dir.endswith(".agent-link")
     assert app.hooks.prompt_hooks()["good"][0].module == "agent_link_good.hook"
-    assert [p.name for p in app.hooks.panels()] == ["good-things"]
+    assert consume_sections(app) == ["good-things"]
     assert app.hooks.server_tasks() == [("good", good.background)]
     with app.store.write() as conn:  # delivered long enough ago for reminder 1 to be due
         conn.execute("UPDATE messages SET first_delivered_at = first_delivered_at - 31000 WHERE id = ?", (sent.message["id"],))

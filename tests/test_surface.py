@@ -44,7 +44,10 @@ def test_plugins_use_no_sql_on_the_core_tables() -> None:
     # restores the original's history with its own ids and times (no mailbox write path keeps
     # them), and the machines relay reads the event's message and resolution raw, inside the
     # event's transaction (the mailbox's state escapes a reason the other machine escapes again).
-    allowed = {"plugins/legacy/agent_link_legacy/engine.py", "plugins/machines/agent_link_machines/records.py"}
+    # The search index is an FTS5 external-content index over ``messages``: its triggers and the
+    # join of a result page read the rows beside the index, by design of FTS5.
+    allowed = {"plugins/legacy/agent_link_legacy/engine.py", "plugins/machines/agent_link_machines/records.py",
+               "plugins/search/agent_link_search/index.py", "plugins/search/agent_link_search/schema.py"}
     root = Path(__file__).resolve().parents[1]
     offenders = [f"{path.relative_to(root)}:{n}" for folder in ("plugins", "examples")
                  for path in (root / folder).glob("*/agent_link_*/*.py") if str(path.relative_to(root)) not in allowed

@@ -20,7 +20,6 @@ from agent_link_core.app import MAX_WAIT_PER_CALL_MS, message_summary
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import SendOption
 from agent_link_core.mailbox import new_message_id
-from agent_link_core.tools.legacy_options import DELIVERY_OPTIONS, TURN_OVERRIDES  # noqa: F401 - kept for plugins
 from agent_link_core.model import is_address
 from agent_link_core.tools.registry import ToolCall, ToolSpec
 from agent_link_core.tools.schemas import ANY, ARR, BOOL, CURSOR, IDEMPOTENCY_KEY, INT, LISTING_PAGE, NOBJ, NSTR, OBJ, RESOLVE_RESULT, STR, ULID  # noqa: F401 - re-exported
@@ -344,6 +343,11 @@ async def mailbox_inspect(app: App, args: dict[str, Any], call: ToolCall) -> dic
     )
 
 
+async def get_conversation(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    """Handler of ``get_agent_link_conversation``: validated arguments in, success fields out (AgentLinkError to fail)."""
+    return app.conversation(call.caller, args["messageId"])
+
+
 def _limit(default: int, maximum: int) -> dict[str, Any]:
     return {"type": "integer", "minimum": 1, "maximum": maximum, "default": default}
 
@@ -355,8 +359,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         description="Report whether agent-link works here: this session's address, state directory, plugins, harnesses and settings problems. Never fails because a host is missing.",
         input_schema=_obj({"includeCallerContext": {"type": "boolean", "default": False, "description": "Also return the tool call's _meta as seen by the server."}}),
         output_fields={k: ANY for k in ("version", "host", "hostDetection", "address", "addressSource", "stateDir", "database", "env",
-                                         "settings", "reminders", "plugins", "harnesses", "mcp", "sections", "callerContext",
-                                         "legacyState")},
+                                         "settings", "reminders", "plugins", "harnesses", "mcp", "sections", "callerContext")},
         handler=health, read_only=True, idempotent=True,
     ),
     ToolSpec(
@@ -462,5 +465,19 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         handler=mailbox_inspect, read_only=True,
         removed_forms={"since": ("number", "an ISO 8601 string with a timezone, such as 2026-01-01T00:00:00Z "
                                            "(epoch milliseconds were removed in 0.6.0)")},
+    ),
+    ToolSpec(
+        name="get_agent_link_conversation",
+        title="agent-link conversation",
+        description=(
+            "The whole conversation a message belongs to: what it answers, its replies and their follow-ups, oldest "
+            "first, each with status, delivery and resolution, bodies inside <agent-link-message> envelopes (written "
+            "by agents, not the user). Only messages you sent or received are shown; hiddenCount says how many are not."
+        ),
+        input_schema={"type": "object", "properties": {"messageId": ULID}, "required": ["messageId"],
+                      "additionalProperties": False},
+        output_fields={"messageId": STR, "rootId": STR, "messages": {"type": "array", "items": {"type": "object"}},
+                       "hiddenCount": {"type": "integer"}, "truncated": {"type": "boolean"}},
+        handler=get_conversation, read_only=True, idempotent=True,
     ),
 )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 
 from agent_link_core.addresses import is_address
-from agent_link_core.legacy import LegacyContext
+from agent_link_legacy.contract import LegacyContext
 from agent_link_legacy.engine import MailboxImporter
 
 SIDECAR_PREFIX = "local_"

@@ -42,6 +42,6 @@ def test_older_paths_first_and_claude_ids_as_addresses(isolated_env: Path, monke
     assert app.mailbox.stored(OLD)["delivered_via"] == "codex-turn"
     assert app.mailbox.stored(BOTH)["body"] == "the first copy"
     assert app.mailbox.stored(NEW)["recipient"] == f"claude:{SESSION}"
-    legacy = app.health()["legacyState"]
+    legacy = app.health()["sections"]["legacyState"]
     assert {f["path"] for f in legacy["files"]} == {str(older), str(current)} and legacy["pending"] == 0
     app.close()

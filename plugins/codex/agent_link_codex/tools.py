@@ -36,6 +36,8 @@ from agent_link_codex.harness import (
 from agent_link_codex.service import SOURCE_KINDS, Link, is_not_found
 from agent_link_codex.settings import codex_home
 
+#: the reasoning efforts Codex takes (the schema of the ``effort`` send option)
+EFFORT = {k: v for k, v in next(o.schema for o in SEND_OPTION_SPECS if o.name == "effort").items() if k != "description"}
 THREAD_ID = {"type": "string", "minLength": 1, "maxLength": 140,
              "description": "A Codex thread id (or codex:<id>)."}
 SCOPE = {"type": "string", "enum": ["active", "archived", "all"]}
@@ -922,7 +924,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "message": {"type": "string", "minLength": 1}, "name": {"type": "string", "minLength": 1, "maxLength": 200},
             "cwd": {**PATH, "description": "Working directory of the new thread (absolute)."},
             "model": STR, "modelProvider": STR, "serviceTier": STR, "ephemeral": BOOL,
-            "effort": {**core_tools.DELIVERY_OPTIONS["effort"], "description": "Reasoning effort of the new thread."},
+            "effort": {**EFFORT, "description": "Reasoning effort of the new thread."},
             "anticipation": core_tools.ANTICIPATION, "replyBy": core_tools.REPLY_BY,
             "openInGui": {"type": "boolean", "default": False,
                           "description": "Also show it in the Codex desktop app (macOS). The result's gui.deepLink opens it either way."},

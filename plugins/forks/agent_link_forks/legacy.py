@@ -18,7 +18,7 @@ import sqlite3
 from typing import Any
 
 from agent_link_core.addresses import address_scheme, is_address
-from agent_link_core.legacy import ID_CHARS_RE_TEXT, LegacyContext, LegacyImporter, LegacyOutcome, existing, ulid_upper
+from agent_link_legacy.contract import ID_CHARS_RE_TEXT, LegacyContext, LegacyImporter, LegacyOutcome, existing, ulid_upper
 
 EVENT_TYPES = ("created", "forked", "compacted", "turn-started", "completed", "failed", "interrupted",
                "reconcile-written", "reconciled", "archived", "aborted")

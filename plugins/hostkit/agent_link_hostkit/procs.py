@@ -15,6 +15,9 @@ import struct
 import sys
 import time
 
+# the core's check, one copy: host plugins import it from here with the other process facts
+from agent_link_core.handoff import pid_alive as pid_alive
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import psutil
@@ -45,21 +48,6 @@ def start_stamp(pid: int) -> str | None:
     if sys.platform.startswith("linux"):
         return str(round((created - psutil.boot_time()) * os.sysconf("SC_CLK_TCK")))
     return time.strftime("%a %b %e %H:%M:%S %Y", time.gmtime(created))
-
-
-def pid_alive(pid: int) -> bool:
-    """True when ``pid`` runs (a zombie does not; a process of another user does)."""
-    import psutil
-
-    proc = _process(pid)
-    if proc is None:
-        return False
-    try:
-        return proc.status() != psutil.STATUS_ZOMBIE
-    except psutil.AccessDenied:
-        return True
-    except psutil.Error:
-        return False
 
 
 def parent_pid(pid: int) -> int | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.panels import Cell, Panel, PanelAction, PanelView
+from agent_link_web.panels import Cell, Panel, PanelAction, PanelView
 from agent_link_core.store import now_ms
 
 from agent_link_leases.table import ADMIN_SETTING, active, release_by_id

@@ -1,9 +1,8 @@
 """The import itself: ``agent-link import-legacy`` folds the original Agent Link's files into
 the database (docs/legacy.md).
 
-The importers' contract (:class:`~agent_link_core.legacy.LegacyImporter`, the context and
-the outcome they fill) and health's ``legacyState`` are the core's
-(:mod:`agent_link_core.legacy`); this plugin holds the importer of the original's own
+The importers' contract (:class:`~agent_link_legacy.contract.LegacyImporter`, the context and
+the outcome they fill) is :mod:`agent_link_legacy.contract`; this module holds the importer of the original's own
 mailbox (:class:`MailboxImporter`, which harness plugins reuse for their host's older paths)
 and :func:`import_legacy`, which drives every plugin's importers:
 
@@ -27,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from agent_link_core.addresses import ANTICIPATIONS, EXTERNAL, is_address
 from agent_link_core.envelope import MAX_BODY_BYTES
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.legacy import (
+from agent_link_legacy.contract import (
     RESOLUTION_KINDS,
     SENDER_SOURCES,
     LegacyContext,

@@ -2,13 +2,14 @@
 
 Hooks: the ``legacy_imports`` table (schema, owner ``legacy``), the importer of the
 original's own mailbox (``mailbox``, order 20: before the plugins' records that refer to its
-messages) and the ``import-legacy`` command, declared here and imported when run
-(docs/plugins.md, "Declare now, import when used").
+messages), the ``import-legacy`` command, declared here and imported when run
+(docs/plugins.md, "Declare now, import when used"), and health's ``legacyState`` section
+(:mod:`agent_link_legacy.state`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from agent_link_core import hookimpl
 from agent_link_core.contribute import command, commands, migrations
@@ -16,7 +17,9 @@ from agent_link_core.contribute import command, commands, migrations
 from agent_link_legacy.schema import LEGACY_MIGRATIONS
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agent_link_core.legacy import LegacyImporter
+    from agent_link_core.app import App
+
+    from agent_link_legacy.contract import LegacyImporter
 
 agent_link_schema = migrations(LEGACY_MIGRATIONS)
 
@@ -33,3 +36,12 @@ def agent_link_register_legacy_importers(register: Callable[[LegacyImporter], No
     from agent_link_legacy.engine import MailboxImporter, core_mailbox_paths
 
     register(MailboxImporter("mailbox", core_mailbox_paths, order=20))
+
+
+@hookimpl
+def agent_link_health(app: App) -> tuple[str, dict[str, Any]]:
+    """``legacyState``: the original's files that exist and whether each is imported
+    (:func:`agent_link_legacy.state.legacy_state`)."""
+    from agent_link_legacy.state import legacy_state
+
+    return "legacyState", legacy_state(app)

@@ -2,7 +2,7 @@
 
 Every process that opens the database applies the plugins' migrations; this module holds the
 legacy table's alone so that opening the database does not import the importer
-(:mod:`agent_link_legacy.engine`). Health's ``legacyState`` (:func:`agent_link_core.legacy.legacy_state`)
+(:mod:`agent_link_legacy.engine`). Health's ``legacyState`` (:func:`agent_link_legacy.state.legacy_state`)
 reads it.
 """
 

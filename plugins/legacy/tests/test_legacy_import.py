@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from agent_link_core import hookimpl
 from agent_link_core.app import App
 from agent_link_core.cli import build_cli
-from agent_link_core.legacy import LegacyContext, LegacyImporter, LegacyOutcome
+from agent_link_legacy.contract import LegacyContext, LegacyImporter, LegacyOutcome
 from agent_link_legacy.engine import import_legacy
 from agent_link_testing.legacy_files import T0, message, state, write_lines
 
@@ -169,7 +169,7 @@ def test_a_failing_importer_harms_only_itself(isolated_env: Path) -> None:
     assert broken["ok"] is False and "the broken importer gave up" in broken["error"] and "brokenplug" in broken["notes"][0]
     assert only(report, "mailbox")["imported"] == 4
     assert app.store.conn.execute("SELECT 1 FROM contacts WHERE alias = 'ghost'").fetchone() is None
-    legacy = app.health()["legacyState"]
+    legacy = app.health()["sections"]["legacyState"]
     assert {f["importer"]: f["imported"] for f in legacy["files"]} == {"broken": False, "mailbox": True}
     app.close()
 
@@ -196,19 +196,19 @@ def test_a_malformed_importer_is_refused_and_the_rest_import(isolated_env: Path)
 
 def test_health_says_which_legacy_files_exist_and_whether_imported(isolated_env: Path) -> None:
     app = App.create()
-    assert app.health()["legacyState"]["files"] == [] and "hint" not in app.health()["legacyState"]
+    assert app.health()["sections"]["legacyState"]["files"] == [] and "hint" not in app.health()["sections"]["legacyState"]
     path = original_mailbox(isolated_env)
-    legacy = app.health()["legacyState"]
+    legacy = app.health()["sections"]["legacyState"]
     assert legacy["pending"] == 1 and legacy["files"][0]["path"] == str(path) and legacy["files"][0]["imported"] is False
     assert legacy["hint"].startswith("Run `agent-link import-legacy --dry-run`")  # the plugin is loaded: no install step
     import_legacy(app, dry_run=True)
-    assert app.health()["legacyState"]["files"][0]["imported"] is False
+    assert app.health()["sections"]["legacyState"]["files"][0]["imported"] is False
     import_legacy(app)
-    done = app.health()["legacyState"]
+    done = app.health()["sections"]["legacyState"]
     assert done["pending"] == 0 and done["files"][0]["imported"] is True and done["files"][0]["importedAt"]
     with path.open("a") as fh:  # the original wrote more after the import
         fh.write(json.dumps(message(ulid(20), "team:a", "team:b", "later")) + "\n")
-    changed = app.health()["legacyState"]["files"][0]
+    changed = app.health()["sections"]["legacyState"]["files"][0]
     assert changed["imported"] is False and changed["changedSinceImport"] is True
     import_legacy(app)
     assert app.mailbox.stored(ulid(20))["body"] == "later"
@@ -222,12 +222,12 @@ def test_a_file_with_nothing_readable_is_not_listed_as_imported(isolated_env: Pa
     try:
         report = import_legacy(app)
         assert only(report, "mailbox")["unreadable"] == len([x for x in lines if x != ""])
-        legacy = app.health()["legacyState"]
+        legacy = app.health()["sections"]["legacyState"]
         assert legacy["files"][0]["path"] == str(path) and legacy["files"][0]["imported"] is False and legacy["pending"] == 1
         with path.open("a") as fh:  # one readable line: the file's content is imported now
             fh.write(json.dumps(message(ulid(30), "team:a", "team:b", "readable")) + "\n")
         import_legacy(app)
-        assert app.health()["legacyState"]["files"][0]["imported"] is True
+        assert app.health()["sections"]["legacyState"]["files"][0]["imported"] is True
     finally:
         app.close()
 

@@ -15,7 +15,7 @@ from agent_link_core import hookimpl
 from agent_link_core.app import App
 from agent_link_core.cli import build_cli
 from agent_link_core.envelope import MAX_BODY_BYTES
-from agent_link_core.legacy import LegacyContext, LegacyImporter, LegacyOutcome
+from agent_link_legacy.contract import LegacyContext, LegacyImporter, LegacyOutcome
 from agent_link_legacy.engine import import_legacy
 from agent_link_testing.legacy_files import T0, message, state, write_lines
 
@@ -279,7 +279,7 @@ def test_the_database_named_by_the_mailbox_path_is_never_read_as_a_mailbox(
     database, which can then sit where the original's mailbox was."""
     monkeypatch.setenv("AGENT_LINK_MAILBOX_PATH", str(isolated_env / "mailbox.jsonl"))
     app = App.create()
-    legacy = app.health()["legacyState"]
+    legacy = app.health()["sections"]["legacyState"]
     assert [f.get("writtenByAgentLink") for f in legacy["files"]] == [True] and legacy["pending"] == 0
     item = only(import_legacy(app), "mailbox")
     assert (item["imported"], item["unreadable"], item["files"]) == (0, 0, [])

@@ -57,6 +57,15 @@ def _obj(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str
     return schema
 
 
+#: how a message to a Codex thread is delivered: the send options these tools pass on (the
+#: codex plugin's harness declares the same options for ``message_agent``)
+DELIVERY_OPTIONS: dict[str, Any] = {
+    "mode": {"type": "string", "enum": ["auto", "start_turn", "steer_active"], "description": "How to deliver into a turn-based session."},
+    "resumeIfNeeded": {"type": "boolean", "description": "Resume an unloaded session first (default true)."},
+    "expectedTurnId": {"type": "string"},
+    "model": {"type": "string", "description": "Model change request (subject to the override policy)."},
+    "effort": {"type": "string", "enum": ["minimal", "low", "medium", "high", "xhigh"]},
+}
 TARGET: dict[str, Any] = {
     "projectRoot": {**PATH, "description": "The project's root directory (absolute)."},
     "projectId": {"type": "string", "minLength": 1, "maxLength": 200},
@@ -72,7 +81,7 @@ TURN_OPTIONS: dict[str, Any] = {
     "anticipation": core_tools.ANTICIPATION, "replyBy": core_tools.REPLY_BY,
     "waitForReply": {"type": "boolean", "default": False}, "timeoutMs": core_tools.TIMEOUT_MS, "pollIntervalMs": core_tools.POLL_MS,
     "receipt": core_tools.RECEIPT, "messageId": core_tools.MESSAGE_ID,
-    **{k: core_tools.DELIVERY_OPTIONS[k] for k in ("mode", "resumeIfNeeded", "expectedTurnId", "model", "effort")},
+    **DELIVERY_OPTIONS,
 }
 SEND_KEYS = tuple(TURN_OPTIONS)
 
@@ -505,7 +514,7 @@ PROJECT_TOOLS: tuple[ToolSpec, ...] = (
                            "workerRole": {"type": "string", "minLength": 1, "maxLength": 200},
                            "role": {"type": "string", "minLength": 1, "maxLength": 200, "description": "Same as workerRole."},
                            "task": {"type": "string", "minLength": 1}, "instructions": STR, "model": STR, "modelProvider": STR,
-                           "serviceTier": STR, "effort": core_tools.DELIVERY_OPTIONS["effort"],
+                           "serviceTier": STR, "effort": DELIVERY_OPTIONS["effort"],
                            "leasePaths": {"type": "array", "minItems": 1, "maxItems": 100, "items": {**PATH, "maxLength": 4096},
                                           "description": "Files, directories or globs (relative to the project root) the worker owns: "
                                           "leased exclusively for it until its task message is resolved (needs agent-link-leases). "

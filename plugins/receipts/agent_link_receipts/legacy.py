@@ -15,7 +15,7 @@ import sqlite3
 from typing import Any
 
 from agent_link_core.addresses import address_scheme, is_address
-from agent_link_core.legacy import LegacyContext, LegacyImporter, LegacyOutcome, existing
+from agent_link_legacy.contract import LegacyContext, LegacyImporter, LegacyOutcome, existing
 
 from agent_link_receipts.build import search_text
 from agent_link_receipts.context import LOG_SETTING

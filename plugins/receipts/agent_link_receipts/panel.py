@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agent_link_core.model import is_ulid
-from agent_link_core.panels import Cell, Panel, PanelLink, PanelView, panel_viewer
+from agent_link_web.panels import Cell, Panel, PanelLink, PanelView, panel_viewer
 from agent_link_receipts.ledger import list_receipts
 
 if TYPE_CHECKING:  # pragma: no cover

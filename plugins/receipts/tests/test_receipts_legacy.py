@@ -61,9 +61,9 @@ async def test_the_log_this_plugin_appends_to_is_never_pending_in_health(tmp_pat
     log = tmp_path / "logs" / "receipts.jsonl"
     app = make_app(AGENT_LINK_RECEIPT_LOG=str(log))
     await app.send(caller=Caller("test:alice", "config", "test"), to="test:bob", body="one")
-    legacy = app.health()["legacyState"]
+    legacy = app.health()["sections"]["legacyState"]
     assert [(f["path"], f.get("writtenByAgentLink")) for f in legacy["files"]] == [(str(log), True)] and legacy["pending"] == 0
     item = next(i for i in import_legacy(app)["importers"] if i["name"] == "receipts")
     assert (item["imported"], item["alreadyPresent"]) == (0, 1)  # its own receipt is stored already
     await app.send(caller=Caller("test:alice", "config", "test"), to="test:bob", body="two")
-    assert app.health()["legacyState"]["pending"] == 0
+    assert app.health()["sections"]["legacyState"]["pending"] == 0

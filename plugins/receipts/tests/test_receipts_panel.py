@@ -9,12 +9,14 @@ import pytest
 
 from agent_link_core.app import App
 from agent_link_core.model import Caller
-from agent_link_core.panels import PanelLink, drawing_for
+
+pytest.importorskip("agent_link_web")  # the panel's types and its one consumer are the web plugin's
+from agent_link_web.panels import PanelLink, drawing_for, panels
 
 
 @pytest.mark.anyio
 async def test_receipts_panel_shows_newest_first_with_links(app: App, run_tool: Any) -> None:
-    panel = next(p for p in app.hooks.panels() if p.name == "receipts")
+    panel = next(p for p in panels(app) if p.name == "receipts")
     with drawing_for(app.mailbox.visible_to("test:bob")):
         assert panel.render(app).rows == []
         sent = await run_tool(app, "message_agent", {"to": "test:bob", "message": "hello <b>bob</b>"})
@@ -27,7 +29,7 @@ async def test_receipts_panel_shows_newest_first_with_links(app: App, run_tool: 
 
 @pytest.mark.anyio
 async def test_receipts_panel_shows_a_reader_only_the_receipts_of_their_mail(app: App, run_tool: Any) -> None:
-    panel = next(p for p in app.hooks.panels() if p.name == "receipts")
+    panel = next(p for p in panels(app) if p.name == "receipts")
     await run_tool(app, "message_agent", {"to": "test:bob", "message": "hello bob"})
     mine = await app.send(caller=Caller("test:carol", "config", "test"), to="user:ana", body="for ana", anticipation="fyi")
     with drawing_for(app.mailbox.visible_to("user:ana")):

@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from agent_link_core.legacy import LegacyContext, LegacyImporter, LegacyOutcome
+from agent_link_legacy.contract import LegacyContext, LegacyImporter, LegacyOutcome
 from agent_link_core.model import ROLE_NAME_RE
 from agent_link_core.store import now_ms
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agent_link_core.panels import Cell, Panel, PanelView
+from agent_link_web.panels import Cell, Panel, PanelView
 from agent_link_roles.context import from_app
 from agent_link_roles.table import load_table
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from agent_link_core.app import App
+from agent_link_legacy.contract import importers
 from agent_link_legacy.engine import import_legacy
 from agent_link_roles.procedures import latest_version
 
@@ -69,7 +70,7 @@ def test_role_table_from_another_directory_is_copied_once(isolated_env: Path, tm
 
 
 def test_roles_importer_is_registered(make_app: Callable[..., App]) -> None:
-    assert "roles" in make_app().hooks.legacy_importers()
+    assert "roles" in [importer.name for _, importer in importers(make_app())]
 
 
 @pytest.mark.anyio
@@ -81,16 +82,16 @@ async def test_the_role_table_agent_link_writes_is_never_pending_in_health(isola
     original_roles(old)
     (old / "role-state.json").unlink()
     import_legacy(app, source_dir=str(old))
-    legacy = app.health()["legacyState"]
+    legacy = app.health()["sections"]["legacyState"]
     table = next(f for f in legacy["files"] if f["path"] == str(isolated_env / "roles.json"))
     assert table["writtenByAgentLink"] is True and legacy["pending"] == 0
     out = await run_tool(app, "set_agent_role", {"role": "builder", "agent": "test:bob"})
     assert out["ok"] is True, out
-    assert app.health()["legacyState"]["pending"] == 0
+    assert app.health()["sections"]["legacyState"]["pending"] == 0
 
 
 @pytest.mark.anyio
 async def test_a_role_table_set_before_any_import_is_not_pending(isolated_env: Path, app: App, run_tool: Any) -> None:
     assert (await run_tool(app, "set_agent_role", {"role": "builder", "agent": "test:bob"}))["ok"] is True
-    legacy = app.health()["legacyState"]
+    legacy = app.health()["sections"]["legacyState"]
     assert [f["writtenByAgentLink"] for f in legacy["files"]] == [True] and legacy["pending"] == 0

@@ -8,10 +8,13 @@ import pytest
 
 from agent_link_core.app import App
 
+pytest.importorskip("agent_link_web")  # the panel's types and its one consumer are the web plugin's
+from agent_link_web.panels import panels
+
 
 @pytest.mark.anyio
 async def test_roles_panel_lists_holders_and_labels_them(app: App, run_tool: Any) -> None:
-    panel = next(p for p in app.hooks.panels() if p.name == "roles")
+    panel = next(p for p in panels(app) if p.name == "roles")
     empty = panel.render(app)
     assert empty.rows == [] and empty.empty == "No roles are assigned."
     await run_tool(app, "set_agent_role", {"role": "builder", "agent": "test:bob"})

@@ -50,6 +50,7 @@ from agent_link_core.app import App
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.model import Caller
 from agent_link_web import views
+from agent_link_web.panels import panels
 from agent_link_web.context import page_person
 
 log = logging.getLogger(__name__)
@@ -198,13 +199,13 @@ def build_web_app(app: App, config: WebConfig) -> ASGIApp:
         return [w for w in views.waiting(app, config.person) if w["to"] != config.person]
 
     async def overview(request: Request) -> Response:
-        panels = app.hooks.panels()
-        return page("overview.html", panels=panels, error=request.query_params.get("error"),
+        drawn = panels(app)
+        return page("overview.html", panels=drawn, error=request.query_params.get("error"),
                     notice=request.query_params.get("notice"),
                     to=request.query_params.get("to", ""), agents_data=await views.agents(app, config.person),
                     inbox_data=views.inbox(app, config.person), waiting_data=waiting_on_others(),
                     conversations_data=views.conversations(app, config.person),
-                    panel_data={p.name: await views.render_panel(app, p, visibility) for p in panels})
+                    panel_data={p.name: await views.render_panel(app, p, visibility) for p in drawn})
 
     async def conversation_page(request: Request) -> Response:
         message_id = request.path_params["message_id"].upper()
@@ -244,7 +245,7 @@ def build_web_app(app: App, config: WebConfig) -> ASGIApp:
 
     async def panel_fragment(request: Request) -> Response:
         wanted = request.path_params["name"]
-        for panel in app.hooks.panels():
+        for panel in panels(app):
             if panel.name == wanted:
                 return page("_panel.html", panel=await views.render_panel(app, panel, visibility))
         return _plain(404, "No such panel.")
@@ -355,10 +356,10 @@ def build_web_app(app: App, config: WebConfig) -> ASGIApp:
 
     @posted
     async def panel_action(values: dict[str, str]) -> Response:
-        """A plugin panel's button (:class:`agent_link_core.panels.PanelAction`): its ``act``
+        """A plugin panel's button (:class:`agent_link_web.panels.PanelAction`): its ``act``
         runs as the page's person; what it says, or its refusal, is shown on the overview."""
         wanted, key = values.get("panel", ""), values.get("key", "")
-        found = [p for p in app.hooks.panels() if p.name == wanted and p.act is not None]
+        found = [p for p in panels(app) if p.name == wanted and p.act is not None]
         if not found or not key or len(key) > 200:
             return back("/", error="No such button (the section may have changed): reload the page.")
         try:
@@ -392,7 +393,7 @@ def build_web_app(app: App, config: WebConfig) -> ASGIApp:
 
 def views_statuses() -> tuple[str, ...]:
     """The statuses the search form offers."""
-    from agent_link_core.search import STATUSES
+    from agent_link_search.index import STATUSES
 
     return STATUSES
 

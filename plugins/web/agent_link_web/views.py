@@ -14,8 +14,8 @@ from typing import Any
 from agent_link_core.app import App
 from agent_link_core.conversation import conversation, recent_conversations, conversation_ids
 from agent_link_core.mailbox import Visibility, iso
-from agent_link_core.panels import Panel, PanelAction, PanelLink, PanelView, drawing_for
-from agent_link_core.search import search, session_titles
+from agent_link_web.panels import Panel, PanelAction, PanelLink, PanelView, drawing_for, panels
+from agent_link_search.index import search, session_titles
 from agent_link_core.store import now_ms
 from agent_link_web.context import AUTHOR_KEY, ORIGIN, may_act_for
 
@@ -49,13 +49,13 @@ def person_view(app: App, address: str) -> Visibility:
 async def render_panels(app: App, visibility: Visibility) -> list[dict[str, Any]]:
     """Every plugin panel, rendered for a reader; a failing one becomes ``{"error": ...}``."""
     out = []
-    for panel in app.hooks.panels():
+    for panel in panels(app):
         out.append(await render_panel(app, panel, visibility))
     return out
 
 
 async def render_panel(app: App, panel: Panel, visibility: Visibility) -> dict[str, Any]:
-    """One panel as template data, drawn for ``visibility`` (:func:`agent_link_core.panels.panel_viewer`):
+    """One panel as template data, drawn for ``visibility`` (:func:`agent_link_web.panels.panel_viewer`):
     ``{name, title, view?: PanelView, rows (cells as {text, messageId?, action?}), error?}``."""
     try:
         with drawing_for(visibility):
@@ -261,7 +261,7 @@ def message_card(app: App, view: dict[str, Any], row: Any, person: str, act_for:
     its audit trail (delivery evidence), who may answer it here.
 
     :param titles: ``{address: session title}`` already read for a list of cards
-        (:func:`agent_link_core.search.session_titles`); None reads this card's two.
+        (:func:`agent_link_search.index.session_titles`); None reads this card's two.
     :param trail: the message's events already read (``Mailbox.events_of``); None reads them.
     """
     if titles is None:

@@ -26,7 +26,7 @@ from agent_link_core import hookimpl
 from agent_link_core.app import App
 from agent_link_core.harness import Delivery, Harness, SessionListing
 from agent_link_core.model import Caller, Session
-from agent_link_core.panels import Panel, PanelLink, PanelView
+from agent_link_web.panels import Panel, PanelLink, PanelView
 
 CORPUS = json.loads((Path(__file__).parent / "hostile_corpus.json").read_text(encoding="utf-8"))["payloads"]
 # What the page itself contains; anything else in the DOM after rendering the corpus was injected.

@@ -15,7 +15,7 @@ from agent_link_web import views
 from agent_link_core.app import App
 from agent_link_core.mailbox import OutgoingMessage
 from agent_link_core.model import Caller
-from agent_link_core.search import note_session_titles
+from agent_link_search.index import note_session_titles
 
 PERSON = Caller("user:me", "explicit", "user")
 _IDS = itertools.count(1)

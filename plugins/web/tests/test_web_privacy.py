@@ -20,6 +20,7 @@ from agent_link_testing.third_party import ALICE, SECRETS
 from agent_link_testing.web_page import ThreadServer, read_url, run_in_thread
 
 from agent_link_core.app import App
+from agent_link_web.panels import panels
 
 PERSON = "user:tester"
 STREAM_BOUND_S = 60.0  # a bound for a stuck stream, never a speed expectation
@@ -73,7 +74,7 @@ def post(server: ThreadServer, path: str, data: dict[str, str]) -> tuple[int, st
 def routes(app: App, ids: dict[str, str]) -> list[str]:
     """Every GET route of the page, aimed at alice's and bob's mail."""
     paths = ["/", "/fragment/agents", "/fragment/inbox", "/fragment/waiting", "/fragment/conversations"]
-    paths += [f"/fragment/panel/{p.name}" for p in app.hooks.panels()]
+    paths += [f"/fragment/panel/{p.name}" for p in panels(app)]
     for query in ("SECRET", "alpha", "beta", "gamma", "delta", "eps", "test", "SECRET*"):
         paths += [f"/search?{urlencode({'q': query})}", f"/search?{urlencode({'q': query, 'from': 'test:alice'})}",
                   f"/search?{urlencode({'q': query, 'to': 'test:bob', 'status': 'replied'})}"]
@@ -96,7 +97,7 @@ def test_a_person_without_inspect_all_reads_only_their_own_mail_on_every_route(o
     guard = build_web_app(app, server.config)
     routes_served = {getattr(r, "path", "") for r in guard.inner.routes}  # type: ignore[attr-defined]
     assert routes_served == WALKED, f"walk the new routes as a third party too: {sorted(routes_served - WALKED)}"
-    assert {p.name for p in app.hooks.panels()} >= {"receipts"}, "walk the receipts panel too"
+    assert {p.name for p in panels(app)} >= {"receipts"}, "walk the receipts panel too"
     for path in routes(app, ids):
         status, text = get(server, path)
         assert not leaks(text), (path, leaks(text))
@@ -119,7 +120,7 @@ def test_a_person_without_inspect_all_reads_only_their_own_mail_on_every_route(o
     status, text = post(server, "/send", {"to": "test:bob", "message": "hello bob"})
     assert status == 303 and not leaks(text)
     # a panel's button: whatever it answers (done, refused, no such button) carries no mail
-    for name in sorted({p.name for p in app.hooks.panels()} | {"no-such-panel"}):
+    for name in sorted({p.name for p in panels(app)} | {"no-such-panel"}):
         status, text = post(server, "/panel-action", {"panel": name, "key": "1"})
         assert status == 303 and not leaks(text), name
 

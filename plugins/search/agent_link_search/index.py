@@ -1,21 +1,19 @@
 """Full-text search over the mailbox (SQLite FTS5).
 
-The index (migrations of owner ``search``, contributed by the core's default plugin):
-
-* ``message_fts``: an FTS5 *external-content* index over ``messages`` (columns ``body``,
-  ``from_addr``, ``to_addr``, ``recipient``; its rowid is the message's rowid). Triggers on
-  ``messages`` keep it in step inside the transaction that changes the row, in every process
-  (the triggers live in the database file), so a message is searchable exactly when it is
-  stored. Migration 1 rebuilds it, so a database created before search existed is indexed
-  when it is first opened by a version that has it.
-* ``session_titles``: the titles sessions were last listed with (an FTS5 table of its own,
-  filled by :func:`note_session_titles` whenever agents are listed). A query matching a
-  session's title finds the messages that session sent or received.
+The index is :mod:`agent_link_search.schema` (``message_fts`` over the core's messages, kept in
+step by triggers; ``session_titles``, filled by :func:`note_session_titles` from the core's
+``agent_link_sessions_listed`` hook whenever agents are listed). A query matching a session's
+title finds the messages that session sent or received.
 
 Query language (:func:`fts_query`), meant for people and models rather than FTS5's own
 syntax: words (all must match), ``"exact phrases"``, ``OR``, ``NOT``, ``AND``, parentheses and
 ``prefix*``. Punctuation inside a word is fine (``team:alice``, ``e-mail``). A query that
 cannot be read gets ``invalid_arguments`` saying why, never SQLite's error text.
+
+The index reads the core's ``messages`` table (its triggers, the join of a result page and the
+``resolutions`` of a status filter): an FTS5 external-content index lives beside the rows it
+indexes, inside the database, so the rule that plugins reach core tables only through the
+mailbox names this module as an exception (tests/test_surface.py).
 
 Results come newest first (by rowid, i.e. storage order), ``limit`` at a time, with an opaque
 ``cursor`` for the next page. Reading the FTS index in rowid order keeps a page's cost nearly
@@ -27,45 +25,16 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_link_core.envelope import escape_text
 from agent_link_core.errors import AgentLinkError, invalid_arguments
-from agent_link_core.mailbox import Mailbox, Visibility, iso
-from agent_link_core.store import Migration, now_ms
+from agent_link_core.mailbox import Mailbox, Visibility, iso, parse_iso_ms
+from agent_link_core.model import Caller
+from agent_link_core.store import now_ms
 
-SEARCH_MIGRATIONS: tuple[Migration, ...] = (
-    Migration(
-        "search",
-        1,
-        """
-        CREATE VIRTUAL TABLE message_fts USING fts5(
-            body, from_addr, to_addr, recipient,
-            content = 'messages', content_rowid = 'rowid', columnsize = 0,
-            tokenize = 'unicode61 remove_diacritics 2'
-        );
-        INSERT INTO message_fts (message_fts, rank) VALUES ('automerge', 16);
-        CREATE TRIGGER message_fts_insert AFTER INSERT ON messages BEGIN
-            INSERT INTO message_fts (rowid, body, from_addr, to_addr, recipient)
-            VALUES (new.rowid, new.body, new.from_addr, new.to_addr, new.recipient);
-        END;
-        CREATE TRIGGER message_fts_delete AFTER DELETE ON messages BEGIN
-            INSERT INTO message_fts (message_fts, rowid, body, from_addr, to_addr, recipient)
-            VALUES ('delete', old.rowid, old.body, old.from_addr, old.to_addr, old.recipient);
-        END;
-        CREATE TRIGGER message_fts_update AFTER UPDATE OF body, from_addr, to_addr, recipient ON messages BEGIN
-            INSERT INTO message_fts (message_fts, rowid, body, from_addr, to_addr, recipient)
-            VALUES ('delete', old.rowid, old.body, old.from_addr, old.to_addr, old.recipient);
-            INSERT INTO message_fts (rowid, body, from_addr, to_addr, recipient)
-            VALUES (new.rowid, new.body, new.from_addr, new.to_addr, new.recipient);
-        END;
-        INSERT INTO message_fts (message_fts) VALUES ('rebuild');
-        CREATE VIRTUAL TABLE session_titles USING fts5(
-            address UNINDEXED, title, seen_at UNINDEXED, tokenize = 'unicode61 remove_diacritics 2'
-        );
-        """,
-    ),
-)
+if TYPE_CHECKING:  # pragma: no cover
+    from agent_link_core.app import App
 
 STATUSES = ("pending", "replied", "declined", "done", "unresolved", "expired")
 RESOLVED_KIND = {"replied": "reply", "declined": "decline", "done": "done"}
@@ -215,17 +184,29 @@ def session_titles(conn: sqlite3.Connection, addresses: list[str]) -> dict[str, 
     for start in range(0, len(unique), 500):
         chunk = unique[start:start + 500]
         marks = ", ".join("?" for _ in chunk)
-        for row in conn.execute(f"SELECT address, title FROM session_titles WHERE address IN ({marks})", chunk):
+        try:
+            rows = conn.execute(f"SELECT address, title FROM session_titles WHERE address IN ({marks})", chunk).fetchall()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):  # a database this plugin never opened (turned off): no titles known
+                return {}
+            raise
+        for row in rows:
             titles.setdefault(str(row[0]), str(row[1]))  # the first row of an address, as fetchone took it
     return titles
 
 
 def _with_titles(conn: sqlite3.Connection, expression: str) -> str:
-    """Widen the expression to the mail of sessions whose title matches it."""
-    addresses = [r[0] for r in conn.execute(
-        "SELECT address FROM session_titles WHERE session_titles MATCH ? LIMIT ?",
-        ("{title} : (" + expression + ")", MAX_TITLE_ADDRESSES),
-    )]
+    """Widen the expression to the mail of sessions whose title matches it (unchanged in a
+    database without the titles table: the search itself then says the index is missing)."""
+    try:
+        addresses = [r[0] for r in conn.execute(
+            "SELECT address FROM session_titles WHERE session_titles MATCH ? LIMIT ?",
+            ("{title} : (" + expression + ")", MAX_TITLE_ADDRESSES),
+        )]
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return expression
+        raise
     if not addresses:
         return expression
     alternatives = " OR ".join("{from_addr to_addr recipient} : " + _phrase(a) for a in addresses)
@@ -285,7 +266,9 @@ def search(
         delivery, status, snippet, pieces}], "nextCursor": str | None}``; ``pieces`` are the
         raw snippet parts ``[(text, is_hit)]`` for callers that escape for another medium
         (a web page) and must be removed before the result reaches a model.
-    :raises AgentLinkError: ``invalid_arguments`` for an unreadable query or cursor.
+    :raises AgentLinkError: ``invalid_arguments`` for an unreadable query or cursor;
+        ``unsupported`` in a database without the index (the plugin never opened it: a caller
+        such as the web page where the plugin is turned off).
     """
     expression = _with_titles(mailbox.store.conn, fts_query(query))
     where, params = visibility.sql("m")
@@ -318,6 +301,11 @@ def search(
                 sql, [_MARK_OPEN, _MARK_CLOSE, SNIPPET_TOKENS, *values, below if below is not None else 2**63 - 1, batch]
             ).fetchall()
         except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):  # a caller that searches where this plugin is turned off
+                raise AgentLinkError("unsupported", "Search is off here: the search plugin is not loaded.",
+                                     {"capability": "search"},
+                                     hint="Install agent-link-search (plugins/search), or remove it from "
+                                          "AGENT_LINK_DISABLE_PLUGINS.") from None
             if "fts5" in str(exc) or "no such column" in str(exc) or "syntax" in str(exc):
                 raise _query_error("fts", "it uses a form the index cannot evaluate.") from None
             raise
@@ -340,3 +328,32 @@ def search(
         below = rows[-1]["rid"]
     more = len(results) > limit
     return {"results": results[:limit], "nextCursor": encode_cursor(last_rowid) if more and last_rowid else None}
+
+
+def search_messages(
+    app: App, caller: Caller, query: str, *, from_address: str | None = None, to_address: str | None = None,
+    since: str | None = None, until: str | None = None, status: str | None = None, limit: int = 20,
+    cursor: str | None = None,
+) -> dict[str, Any]:
+    """Full-text search over the mail ``caller`` sent or received (every message with
+    ``AGENT_LINK_INSPECT_ALL``), newest first: what the tool and the ``search`` command answer.
+
+    :param since / until: ISO 8601 times with a zone (``until`` excluded).
+    :returns: ``{"query", "scope": "caller" | "all", "callerAddress", "results", "nextCursor"}``;
+        each result carries an escaped ``snippet``, never the body.
+    :raises AgentLinkError: ``no_current_session`` for an unidentified caller (without
+        the setting), ``invalid_arguments`` for a bad query, time or cursor.
+    """
+    everything = bool(app.config.get("AGENT_LINK_INSPECT_ALL"))
+    if not everything:
+        app.require_caller(caller)
+    visibility = app.mailbox.visible_to(caller.address, all_mail=everything)
+    found = search(
+        app.mailbox, visibility, query, from_address=from_address, to_address=to_address,
+        since_ms=parse_iso_ms(since, "since") if since else None, until_ms=parse_iso_ms(until, "until") if until else None,
+        status=status, limit=limit, cursor=cursor,
+    )
+    for result in found["results"]:
+        result.pop("pieces")
+    return {"query": query, "scope": "all" if everything else "caller",
+            "callerAddress": caller.address if caller.known else None, **found}

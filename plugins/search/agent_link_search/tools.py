@@ -1,18 +1,19 @@
-"""MCP tools for finding mail: full-text search and conversations.
+"""The search plugin's MCP tool: ``search_agent_link_messages``, full-text search over mail.
 
-Both read only what the caller sent or received (every message with
-``AGENT_LINK_INSPECT_ALL``), through :meth:`agent_link_core.mailbox.Mailbox.visible_to`.
-Search results carry a short escaped snippet; a body reaches a model only inside its
-``<agent-link-message>`` envelope (the conversation tool).
+It reads only what the caller sent or received (every message with ``AGENT_LINK_INSPECT_ALL``),
+through :meth:`agent_link_core.mailbox.Mailbox.visible_to`. Results carry a short escaped
+snippet; a body reaches a model only inside its ``<agent-link-message>`` envelope (the core's
+``get_agent_link_conversation``).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agent_link_core.search import STATUSES
-from agent_link_core.tools.core_tools import ANY, STR, ULID
 from agent_link_core.tools.registry import ToolCall, ToolSpec
+from agent_link_core.tools.schemas import ANY, STR
+
+from agent_link_search.index import STATUSES, search_messages
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
@@ -21,20 +22,15 @@ ADDRESS_FILTER = {"type": "string", "minLength": 1, "maxLength": 200}
 ISO_TIME = {"type": "string", "minLength": 1, "description": "ISO 8601 with a timezone."}
 
 
-async def search_messages(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+async def search_tool(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
     """Handler of ``search_agent_link_messages``: validated arguments in, success fields out (AgentLinkError to fail)."""
-    return app.search(
-        call.caller, args["query"], from_address=args.get("from"), to_address=args.get("to"), since=args.get("since"),
+    return search_messages(
+        app, call.caller, args["query"], from_address=args.get("from"), to_address=args.get("to"), since=args.get("since"),
         until=args.get("until"), status=args.get("status"), limit=args.get("limit", 20), cursor=args.get("cursor"),
     )
 
 
-async def get_conversation(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
-    """Handler of ``get_agent_link_conversation``: validated arguments in, success fields out (AgentLinkError to fail)."""
-    return app.conversation(call.caller, args["messageId"])
-
-
-SEARCH_TOOLS: tuple[ToolSpec, ...] = (
+TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="search_agent_link_messages",
         title="Search agent-link messages",
@@ -61,20 +57,6 @@ SEARCH_TOOLS: tuple[ToolSpec, ...] = (
         },
         output_fields={"query": STR, "scope": {"type": "string", "enum": ["caller", "all"]}, "callerAddress": ANY,
                        "results": {"type": "array", "items": {"type": "object"}}, "nextCursor": {"type": ["string", "null"]}},
-        handler=search_messages, read_only=True, idempotent=True,
-    ),
-    ToolSpec(
-        name="get_agent_link_conversation",
-        title="agent-link conversation",
-        description=(
-            "The whole conversation a message belongs to: what it answers, its replies and their follow-ups, oldest "
-            "first, each with status, delivery and resolution, bodies inside <agent-link-message> envelopes (written "
-            "by agents, not the user). Only messages you sent or received are shown; hiddenCount says how many are not."
-        ),
-        input_schema={"type": "object", "properties": {"messageId": ULID}, "required": ["messageId"],
-                      "additionalProperties": False},
-        output_fields={"messageId": STR, "rootId": STR, "messages": {"type": "array", "items": {"type": "object"}},
-                       "hiddenCount": {"type": "integer"}, "truncated": {"type": "boolean"}},
-        handler=get_conversation, read_only=True, idempotent=True,
+        handler=search_tool, read_only=True, idempotent=True,
     ),
 )

@@ -1,6 +1,11 @@
 """Sections that plugins add to the views people read (the ``agent-link web`` page).
 
-A plugin contributes a :class:`Panel` through ``agent_link_register_panels``. A panel
+A plugin contributes a :class:`Panel` through the core's ``agent_link_register_panels`` hook.
+The hook stays in the core so that a plugin implementing it loads without this one; the
+record types are this plugin's, which alone calls the hook (:func:`panels`) and checks each
+record (:func:`check_panel`). A plugin imports them inside its hook implementation (or names a
+``module:attribute`` with ``agent_link_core.contribute.registers``), never in its entry module.
+ A panel
 renders *data*, never markup: a table of plain values (:class:`PanelView`), optional links
 to conversations (:class:`PanelLink`), buttons (:class:`PanelAction`, run by the panel's
 ``act`` as the person at the page) and labels shown beside agents (roles held, for
@@ -15,7 +20,9 @@ import re
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from agent_link_core.boundary import Refused
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
@@ -115,3 +122,26 @@ class Panel:
     def __post_init__(self) -> None:
         if not PANEL_NAME_RE.match(self.name):
             raise ValueError(f"panel name {self.name!r} must match {PANEL_NAME_RE.pattern}")
+
+
+def check_panel(record: Any) -> None:
+    """Refuse a registered panel that is not a :class:`Panel` with a title and a callable
+    ``render`` (the plugin that registered it is then left out and reported).
+
+    :raises Refused: naming what is wrong and how to fix it.
+    """
+    if not isinstance(record, Panel):
+        raise Refused(f"registered a {type(record).__name__}, not a Panel", "Register agent_link_web.panels.Panel records.")
+    if not isinstance(record.name, str) or not PANEL_NAME_RE.match(record.name):
+        raise Refused(f"registered a panel named {record.name!r}", "Panel names are a-z 0-9 -, starting with a letter, at most 48.")
+    if not isinstance(record.title, str) or not record.title.strip() or not callable(record.render):
+        raise Refused(f"panel {record.name!r} has no title or a render that is not callable",
+                      "A panel has a title and render(app) -> PanelView.")
+
+
+def panels(app: App) -> list[Panel]:
+    """Every plugin's panels (``agent_link_register_panels``), by ascending ``order`` then name;
+    a record :func:`check_panel` refuses, or a second panel of one name, leaves its plugin out
+    (reported, naming both plugins for a clash)."""
+    found = app.hooks.collect("panel", "agent_link_register_panels", check_panel).values()
+    return sorted(found, key=lambda p: (p.order, p.name))

@@ -1,10 +1,10 @@
-"""Search over the mail (FTS5) and conversations: the index, the query language, the
-visibility rule, snippets, the MCP tools through a real client, and the CLI."""
+"""Search over the mail (FTS5): the index, the query language, the visibility rule, snippets,
+titles kept from listings, the MCP tool through a real client, the CLI, and a page's cost."""
 
 from __future__ import annotations
 
 import asyncio
-import importlib.metadata
+import functools
 import json
 import os
 import sqlite3
@@ -19,13 +19,13 @@ from click.testing import CliRunner
 from agent_link_core.app import App
 from agent_link_core.cli import build_cli
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.mailbox import Visibility
 from agent_link_core.model import Caller
-from agent_link_core.search import fts_query, note_session_titles
 from agent_link_core.store import CORE_MIGRATIONS, Store
 from agent_link_testing.cli_identity import named_address_env
 
-ALL_PLUGINS = " ".join(sorted(ep.name for ep in importlib.metadata.entry_points(group="agent_link")))
+from agent_link_search.index import fts_query, note_session_titles, search_messages
+
+ONLY_SEARCH = {"AGENT_LINK_LOAD_PLUGINS": "search"}
 ALICE = Caller("team:alice", "config", "team")
 BOB = Caller("team:bob", "config", "team")
 CAROL = Caller("team:carol", "config", "team")
@@ -33,7 +33,7 @@ SQL_WORDS = ("fts5", "syntax error", "no such column", "sqlite", "MATCH", "unter
 
 
 def make_app(**extra: str) -> App:
-    return App.create({**os.environ, "AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS, **extra})
+    return App.create({**os.environ, **ONLY_SEARCH, **extra})
 
 
 @pytest.fixture
@@ -80,7 +80,7 @@ def test_fts_query_quotes_every_word(query: str, expected: str) -> None:
 def test_malformed_queries_get_a_clear_error_never_sql_text(app: App, query: str, reason: str) -> None:
     send(app, ALICE, "team:bob", "hello")
     with pytest.raises(AgentLinkError) as caught:
-        app.search(ALICE, query)
+        search_messages(app, ALICE, query)
     error = caught.value.to_dict()
     assert error["code"] == "invalid_arguments"
     assert error["details"]["reason"] == reason
@@ -91,10 +91,10 @@ def test_malformed_queries_get_a_clear_error_never_sql_text(app: App, query: str
 def test_punctuation_that_breaks_raw_fts5_just_searches(app: App) -> None:
     mid = send(app, ALICE, "team:bob", "The e-mail to codex:0199 isn't sent; c++ build & <tags>")
     for query in ("e-mail", "codex:0199", "isn't", "c++ build", "<tags>", "e-mail*"):
-        assert ids(app.search(BOB, query)) == [mid], query
+        assert ids(search_messages(app, BOB, query)) == [mid], query
     # a NUL would end FTS5's reading of the expression inside a quoted word: it separates words
     for query in ("build\x00tags", '"c++\x00build"', "\x00sent"):
-        assert ids(app.search(BOB, query)) == [mid], repr(query)
+        assert ids(search_messages(app, BOB, query)) == [mid], repr(query)
 
 
 # -- the index -------------------------------------------------------------------------------
@@ -102,11 +102,11 @@ def test_punctuation_that_breaks_raw_fts5_just_searches(app: App) -> None:
 
 def test_index_follows_inserts_and_handover_in_the_same_transaction(app: App) -> None:
     mid = send(app, ALICE, "role-less:x", "please rotate the signing keys")
-    assert ids(app.search(ALICE, "signing keys")) == [mid]
+    assert ids(search_messages(app, ALICE, "signing keys")) == [mid]
     assert app.mailbox.reassign(mid, "team:dave", "test")
     # the index moved with the row: the new holder finds it by its own address, the old one no longer
-    assert ids(app.search(Caller("team:dave", "config", "team"), "team:dave")) == [mid]
-    assert ids(app.search(Caller("role-less:x", "config", "role-less"), "rotate")) == [mid]  # still to_addr
+    assert ids(search_messages(app, Caller("team:dave", "config", "team"), "team:dave")) == [mid]
+    assert ids(search_messages(app, Caller("role-less:x", "config", "role-less"), "rotate")) == [mid]  # still to_addr
     rows = app.store.conn.execute("SELECT rowid FROM message_fts WHERE message_fts MATCH '\"role-less:x\"'").fetchall()
     assert len(rows) == 1
     integrity = app.store.conn.execute("INSERT INTO message_fts (message_fts, rank) VALUES ('integrity-check', 1)")
@@ -134,9 +134,9 @@ def test_migration_indexes_a_database_made_before_search(isolated_env: Path) -> 
     old.close()
     app = make_app()
     try:
-        found = app.search(BOB, "legacy")
+        found = search_messages(app, BOB, "legacy")
         assert ids(found) == [f"01J00000000000000000000AA{i}" for i in (2, 1, 0)]
-        assert ids(app.search(BOB, "number1")) == ["01J00000000000000000000AA1"]
+        assert ids(search_messages(app, BOB, "number1")) == ["01J00000000000000000000AA1"]
     finally:
         app.close()
 
@@ -147,14 +147,14 @@ def test_migration_indexes_a_database_made_before_search(isolated_env: Path) -> 
 def test_a_caller_sees_only_what_it_sent_or_received(app: App) -> None:
     ab = send(app, ALICE, "team:bob", "shared secret plan")
     bc = send(app, BOB, "team:carol", "secret plan for carol")
-    assert set(ids(app.search(ALICE, "secret"))) == {ab}
-    assert set(ids(app.search(BOB, "secret"))) == {ab, bc}
-    assert set(ids(app.search(CAROL, "secret"))) == {bc}
-    assert ids(app.search(Caller("team:eve", "config", "team"), "secret")) == []
+    assert set(ids(search_messages(app, ALICE, "secret"))) == {ab}
+    assert set(ids(search_messages(app, BOB, "secret"))) == {ab, bc}
+    assert set(ids(search_messages(app, CAROL, "secret"))) == {bc}
+    assert ids(search_messages(app, Caller("team:eve", "config", "team"), "secret")) == []
     with pytest.raises(AgentLinkError) as caught:
-        app.search(Caller(), "secret")
+        search_messages(app, Caller(), "secret")
     assert caught.value.code == "no_current_session"
-    assert app.search(ALICE, "secret")["scope"] == "caller"
+    assert search_messages(app, ALICE, "secret")["scope"] == "caller"
 
 
 def test_inspect_all_sees_everything(isolated_env: Path) -> None:
@@ -162,30 +162,16 @@ def test_inspect_all_sees_everything(isolated_env: Path) -> None:
     try:
         a = send(app, ALICE, "team:bob", "alpha words")
         b = send(app, BOB, "team:carol", "alpha words again")
-        found = app.search(Caller("team:eve", "config", "team"), "alpha")
+        found = search_messages(app, Caller("team:eve", "config", "team"), "alpha")
         assert found["scope"] == "all" and set(ids(found)) == {a, b}
-        assert set(ids(app.search(Caller(), "alpha"))) == {a, b}
+        assert set(ids(search_messages(app, Caller(), "alpha"))) == {a, b}
     finally:
         app.close()
 
 
-def test_visible_to_is_one_rule_for_sql_and_rows(app: App) -> None:
-    send(app, ALICE, "team:bob", "one")
-    send(app, BOB, "team:carol", "two")
-    rows = app.store.conn.execute("SELECT * FROM messages").fetchall()
-    for vis in (app.mailbox.visible_to("team:alice"), app.mailbox.visible_to("team:carol"), app.mailbox.visible_to(None),
-                app.mailbox.visible_to("not an address"), Visibility.everything_for("user:me", "person")):
-        where, params = vis.sql("messages")
-        by_sql = {r[0] for r in app.store.conn.execute(f"SELECT id FROM messages WHERE {where}", params)}
-        assert by_sql == {r["id"] for r in rows if vis.allows(r)}
-    with pytest.raises(AgentLinkError) as caught:
-        app.mailbox.visible_to("team:alice", all_mail=True)
-    assert caught.value.code == "permission_denied" and caught.value.details["reason"] == "inspect_all_disabled"
-
-
 def test_snippets_are_escaped_and_mark_hits(app: App) -> None:
     send(app, ALICE, "team:bob", 'look: <script>alert("x")</script> \u202e reversed & done')
-    result = app.search(BOB, "alert")["results"][0]
+    result = search_messages(app, BOB, "alert")["results"][0]
     snippet = result["snippet"]
     assert "<script>" not in snippet and "\u202e" not in snippet
     assert "&lt;script&gt;<hit>alert</hit>" in snippet
@@ -198,23 +184,23 @@ def test_filters_status_time_and_pages(app: App) -> None:
     second = send(app, ALICE, "team:bob", "report two", anticipation="reply")
     third = send(app, BOB, "team:alice", "report three")
     asyncio.run(app.reply(caller=BOB, message_id=first, message="report answered"))
-    assert ids(app.search(BOB, "report", status="replied")) == [first]
-    assert ids(app.search(BOB, "report", status="pending")) == [second]
-    assert third in ids(app.search(BOB, "report", from_address="team:bob"))
-    assert first not in ids(app.search(BOB, "report", from_address="team:bob"))
-    assert set(ids(app.search(BOB, "report", to_address="team:bob"))) == {first, second}
-    assert ids(app.search(BOB, "report", since="2999-01-01T00:00:00Z")) == []
-    assert len(ids(app.search(BOB, "report", until="2999-01-01T00:00:00Z"))) == 4
-    page1 = app.search(BOB, "report", limit=3)
+    assert ids(search_messages(app, BOB, "report", status="replied")) == [first]
+    assert ids(search_messages(app, BOB, "report", status="pending")) == [second]
+    assert third in ids(search_messages(app, BOB, "report", from_address="team:bob"))
+    assert first not in ids(search_messages(app, BOB, "report", from_address="team:bob"))
+    assert set(ids(search_messages(app, BOB, "report", to_address="team:bob"))) == {first, second}
+    assert ids(search_messages(app, BOB, "report", since="2999-01-01T00:00:00Z")) == []
+    assert len(ids(search_messages(app, BOB, "report", until="2999-01-01T00:00:00Z"))) == 4
+    page1 = search_messages(app, BOB, "report", limit=3)
     assert len(page1["results"]) == 3 and page1["nextCursor"]
-    page2 = app.search(BOB, "report", limit=3, cursor=page1["nextCursor"])
+    page2 = search_messages(app, BOB, "report", limit=3, cursor=page1["nextCursor"])
     assert page2["nextCursor"] is None
     assert len(set(ids(page1)) | set(ids(page2))) == 4
     with pytest.raises(AgentLinkError) as caught:
-        app.search(BOB, "report", cursor="; DROP TABLE messages")
+        search_messages(app, BOB, "report", cursor="; DROP TABLE messages")
     assert caught.value.details["errors"][0]["path"] == "cursor"
     with pytest.raises(AgentLinkError) as caught:
-        app.search(BOB, "report", since="yesterday")
+        search_messages(app, BOB, "report", since="yesterday")
     assert caught.value.details["errors"][0]["path"] == "since"
 
 
@@ -223,50 +209,24 @@ def test_session_titles_find_the_mail_of_those_sessions(app: App) -> None:
     send(app, ALICE, "team:carol", "nor here")
     assert note_session_titles(app.store.conn, [("team:bob", "Payment refactor"), ("team:zed", None)]) == 1
     assert note_session_titles(app.store.conn, [("team:bob", "Payment refactor")]) == 0
-    assert ids(app.search(ALICE, "payment")) == [mid]
+    assert ids(search_messages(app, ALICE, "payment")) == [mid]
     note_session_titles(app.store.conn, [("team:bob", "Docs cleanup")])
-    assert ids(app.search(ALICE, "payment")) == []
-    assert ids(app.search(ALICE, "docs AND cleanup")) == [mid]
-
-
-# -- conversations -----------------------------------------------------------------------------
-
-
-def test_conversation_is_the_whole_chain_oldest_first(app: App) -> None:
-    root = send(app, ALICE, "team:bob", "question?", anticipation="reply")
-    answer = asyncio.run(app.reply(caller=BOB, message_id=root, message="answer", anticipation="reply"))["messageId"]
-    follow = asyncio.run(app.reply(caller=ALICE, message_id=answer, message="follow-up"))["messageId"]
-    aside = send(app, BOB, "team:carol", "by the way", reply_to=follow)
-    send(app, ALICE, "team:bob", "another conversation")
-    for start in (root, answer, follow):
-        conv = app.conversation(ALICE, start)
-        assert conv["rootId"] == root
-        assert [m["id"] for m in conv["messages"]] == [root, answer, follow]
-        assert conv["hiddenCount"] == 1  # bob's aside to carol is not alice's to see
-        assert all(m["envelope"].startswith("<agent-link-message") and "body" not in m for m in conv["messages"])
-    assert [m["id"] for m in app.conversation(BOB, aside)["messages"]] == [root, answer, follow, aside]
-    assert app.conversation(CAROL, aside)["hiddenCount"] == 3
-    with pytest.raises(AgentLinkError) as caught:
-        app.conversation(CAROL, root)
-    assert caught.value.code == "permission_denied"
-    with pytest.raises(AgentLinkError) as caught:
-        app.conversation(ALICE, "01J0000000000000000000ZZZZ")
-    assert caught.value.code == "not_found"
+    assert ids(search_messages(app, ALICE, "payment")) == []
+    assert ids(search_messages(app, ALICE, "docs AND cleanup")) == [mid]
 
 
 # -- the MCP tools through a real client --------------------------------------------------------
 
 
 @pytest.mark.anyio
-async def test_search_and_conversation_tools_over_mcp(isolated_env: Path) -> None:
-    env = {"AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS}
+async def test_search_tool_over_mcp(isolated_env: Path) -> None:
+    env = ONLY_SEARCH
     async with agent_link_mcp({**env, "AGENT_LINK_ADDRESS": "team:alice"}) as alice, \
             agent_link_mcp({**env, "AGENT_LINK_ADDRESS": "team:carol"}) as carol, \
             agent_link_mcp(env) as nobody:
         tools = await alice.tools()
-        for name in ("search_agent_link_messages", "get_agent_link_conversation"):
-            assert tools[name].output_schema["properties"]["ok"] == {"type": "boolean"}
-            assert tools[name].annotations.read_only_hint is True
+        assert tools["search_agent_link_messages"].output_schema["properties"]["ok"] == {"type": "boolean"}
+        assert tools["search_agent_link_messages"].annotations.read_only_hint is True
         assert tools["search_agent_link_messages"].input_schema["required"] == ["query"]
         sent = await alice.call("message_agent", {"to": "team:bob", "message": "deploy <b>staging</b> now", "anticipation": "reply"})
         mid = sent["messageId"]
@@ -274,29 +234,21 @@ async def test_search_and_conversation_tools_over_mcp(isolated_env: Path) -> Non
         assert found["ok"] and [r["id"] for r in found["results"]] == [mid]
         assert "&lt;b&gt;<hit>staging</hit>&lt;/b&gt;" in found["results"][0]["snippet"]
         assert (await carol.call("search_agent_link_messages", {"query": "staging"}))["results"] == []
-        conv = await alice.call("get_agent_link_conversation", {"messageId": mid})
-        assert conv["ok"] and conv["messages"][0]["envelope"].count("&lt;b&gt;staging") == 1
-        # every error each tool can return
+        # every error the tool can return
         bad = await alice.call("search_agent_link_messages", {"query": '"open'})
         assert bad["error"]["code"] == "invalid_arguments" and "quote" in bad["error"]["message"]
         assert (await alice.call("search_agent_link_messages", {"query": "x", "cursor": "zzz"}))["error"]["code"] == "invalid_arguments"
         assert (await alice.call("search_agent_link_messages", {"query": "x", "limit": 101}))["error"]["code"] == "invalid_arguments"
         assert (await alice.call("search_agent_link_messages", {"query": "x", "status": "lost"}))["error"]["code"] == "invalid_arguments"
         assert (await nobody.call("search_agent_link_messages", {"query": "x"}))["error"]["code"] == "no_current_session"
-        assert (await carol.call("get_agent_link_conversation", {"messageId": mid}))["error"]["code"] == "permission_denied"
-        missing = await alice.call("get_agent_link_conversation", {"messageId": "01J0000000000000000000ZZZZ"})
-        assert missing["error"]["code"] == "not_found"
-        assert (await alice.call("get_agent_link_conversation", {"messageId": "nope"}))["error"]["code"] == "invalid_arguments"
 
 
 # -- the CLI -------------------------------------------------------------------------------------
 
 
-def test_cli_search_and_show(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", ALL_PLUGINS)
+def test_cli_search(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     app = make_app()
     root = send(app, ALICE, "team:bob", "ship the <release> today", anticipation="reply")
-    reply = asyncio.run(app.reply(caller=BOB, message_id=root, message="shipped"))["messageId"]
     app.close()
     runner = CliRunner()
 
@@ -310,13 +262,58 @@ def test_cli_search_and_show(isolated_env: Path, monkeypatch: pytest.MonkeyPatch
     assert root in table.output and "&lt;<hit>release</hit>&gt;" in table.output
     bad = invoke(["search", "(release", "--from", "team:bob"])
     assert bad.exit_code == 2 and "parenthesis" in bad.output and "fts5" not in bad.output
-    shown = invoke(["show", reply, "--thread", "--from", "team:alice"])
-    assert shown.exit_code == 0, shown.output
-    assert shown.output.index(root) < shown.output.index(reply) and "<agent-link-message" not in shown.output
-    assert "  ship the <release> today" in shown.output  # for people: the text itself
-    enveloped = invoke(["show", reply, "--thread", "--envelope", "--from", "team:alice"])
-    assert "<agent-link-message" in enveloped.output and "&lt;release&gt;" in enveloped.output
-    one = invoke(["show", root, "--from", "team:bob", "--json"])
-    assert json.loads(one.output)["message"]["id"] == root
-    denied = invoke(["show", root, "--from", "team:carol"])
-    assert denied.exit_code == 1 and "sender or the recipient" in denied.output
+    assert invoke(["search", "release", "--from", " "]).exit_code == 2
+    denied = invoke(["search", "release", "--status", "lost", "--from", "team:bob"])
+    assert denied.exit_code == 2 and "lost" in denied.output
+
+
+# -- titles from listings, a page's cost ---------------------------------------------------------
+
+
+def test_listed_titles_reach_the_index_through_the_hook(app: App) -> None:
+    mid = send(app, ALICE, "team:bob", "nothing about the title here")
+    app.hooks.sessions_listed([{"address": "team:bob", "title": "Quarterly migration"}])
+    assert ids(search_messages(app, ALICE, "quarterly")) == [mid]
+    assert app.hooks.boundary.report() == []
+
+
+def test_without_the_plugin_no_titles_are_known_and_nothing_fails(isolated_env: Path) -> None:
+    from agent_link_search.index import session_titles
+
+    bare = App.create({**os.environ, "AGENT_LINK_LOAD_PLUGINS": ""})
+    try:
+        assert session_titles(bare.store.conn, ["team:bob"]) == {}
+        with pytest.raises(AgentLinkError) as caught:  # e.g. the web page's search box where the plugin is off
+            search_messages(bare, ALICE, "anything")
+        assert caught.value.code == "unsupported" and caught.value.details == {"capability": "search"}
+    finally:
+        bare.close()
+
+
+def _statements(app: App, fn: Any) -> int:
+    """SQL statements agent-link runs (not those SQLite runs inside a virtual table: ``-- ...``)."""
+    seen: list[str] = []
+    app.store.conn.set_trace_callback(seen.append)
+    try:
+        fn()
+    finally:
+        app.store.conn.set_trace_callback(None)
+    return sum(not sql.startswith("--") for sql in seen)
+
+
+def test_a_page_runs_as_many_statements_for_many_messages_as_for_few(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    counts = []
+    for n, tag in ((3, "few"), (24, "batch")):
+        monkeypatch.setenv("AGENT_LINK_STATE_DIR", str(isolated_env / tag))
+        app = make_app()
+        try:
+            for i in range(n):
+                mid = send(app, BOB if i % 4 == 3 else ALICE, "team:alice" if i % 4 == 3 else "team:bob", f"{tag} {i}",
+                           anticipation=("reply", "action", "fyi")[i % 3])
+                if i % 3 == 0 and i % 4 != 3:  # some answered, so a status is computed from a resolution
+                    asyncio.run(app.reply(caller=BOB, message_id=mid, message="answered"))
+            search_messages(app, ALICE, "batch OR few", limit=100)  # the first call may prepare what later ones reuse
+            counts.append(_statements(app, functools.partial(search_messages, app, ALICE, "batch OR few", limit=100)))
+        finally:
+            app.close()
+    assert counts[0] == counts[1], counts

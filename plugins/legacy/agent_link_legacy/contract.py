@@ -1,17 +1,18 @@
-"""The original Agent Link's files: the importers' contract and what health says of them.
+"""The original Agent Link's files: the importers' contract.
 
 The original kept its state as files in its state directory (``AGENT_LINK_STATE_DIR``, else
 ``~/.agent-link``, the same directory agent-link uses): a JSONL mailbox, receipts, the role
 table and a fork log, plus a few older paths. docs/legacy.md describes every format.
 
 Each kind is imported by a :class:`LegacyImporter` that a plugin contributes through the
-``agent_link_register_legacy_importers`` hook: the legacy plugin imports the mailbox, the
+core's ``agent_link_register_legacy_importers`` hook: this plugin imports the mailbox, the
 receipts, roles and forks plugins import their own records, and a harness plugin may add the
 older paths of its host and say what its host's legacy session ids are as addresses
-(:meth:`LegacyImporter.legacy_address`). The legacy plugin's ``agent-link import-legacy``
-(``agent_link_legacy.engine.import_legacy``) drives them, and records each file it read in
-full (path, size, mtime) in its ``legacy_imports`` table; :func:`legacy_state` is health's
-``legacyState``, read from that table (no table: nothing imported yet).
+(:meth:`LegacyImporter.legacy_address`). The hook stays in the core so that those plugins load
+without this one; the record type is this plugin's, checked here (:func:`check_importer`), and
+their importer modules are imported only when this plugin asks for them.
+``agent-link import-legacy`` (:func:`agent_link_legacy.engine.import_legacy`) drives them;
+:mod:`agent_link_legacy.state` is health's ``legacy`` section.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agent_link_core.addresses import EXTERNAL, ULID_RE, is_address
+from agent_link_core.boundary import HARNESS_NAME_RE, Refused
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
@@ -276,59 +278,25 @@ def ulid_upper(value: object) -> str | None:
     return upper if ULID_RE.fullmatch(upper) else None
 
 
+def check_importer(record: Any) -> None:
+    """Refuse a registered importer that is not a :class:`LegacyImporter` with a lower-case
+    name and an integer order (the plugin that registered it is then left out).
+
+    :raises Refused: naming what is wrong and how to fix it.
+    """
+    if not isinstance(record, LegacyImporter):
+        raise Refused(f"registered a {type(record).__name__}, not a LegacyImporter",
+                      "Subclass agent_link_legacy.contract.LegacyImporter.")
+    if not isinstance(record.name, str) or not HARNESS_NAME_RE.match(record.name):
+        raise Refused(f"registered a legacy importer named {record.name!r}",
+                      "Importer names are 1-32 of a-z 0-9 -, starting with a letter.")
+    if not isinstance(record.order, int) or isinstance(record.order, bool):
+        raise Refused(f"legacy importer {record.name!r} has order {record.order!r}", "The order is an integer.")
+
+
 def importers(app: App) -> list[tuple[str, LegacyImporter]]:
-    """``[(plugin, importer)]`` of every accepted importer, in run order."""
-    found = app.hooks.legacy_importers()
+    """``[(plugin, importer)]`` of every accepted importer, in run order (the core's
+    ``agent_link_register_legacy_importers`` hook, each record checked by :func:`check_importer`)."""
+    found = app.hooks.collect("legacy importer", "agent_link_register_legacy_importers", check_importer)
     ordered = sorted(found.values(), key=lambda i: (i.order, i.name))
     return [(app.hooks.owner("legacy importer", i.name) or "?", i) for i in ordered]
-
-
-def legacy_state(app: App) -> dict[str, Any]:
-    """Health's ``legacyState``: the original's files that exist and whether each is imported.
-
-    ``files[]``: ``{importer, path, bytes, imported, importedAt?, changedSinceImport,
-    writtenByAgentLink?}``; ``pending``: files never imported or changed since, except those
-    agent-link writes itself (:meth:`LegacyImporter.own_paths`); then ``hint`` names the command.
-    Cheap: a few ``stat`` calls and one query.
-    """
-    from agent_link_core.mailbox import iso
-
-    source = app.config.state_dir
-    try:
-        plugged = importers(app)
-    except Exception as exc:  # noqa: BLE001 - health reports, never raises
-        return {"error": f"{type(exc).__name__}: {exc}"[:200]}
-    ctx = LegacyContext(app, source, app.store.conn, [i for _, i in plugged])
-    files: list[dict[str, Any]] = []
-    for _, importer in plugged:
-        try:
-            paths = existing(importer.paths(ctx))
-            own = {os.path.realpath(p) for p in importer.own_paths(ctx)}
-        except Exception:  # noqa: BLE001 - one importer's failure leaves only its files out
-            continue
-        for path in paths:
-            try:
-                st = os.stat(path)
-            except OSError:  # vanished since
-                continue
-            try:
-                rows = app.store.conn.execute(
-                    "SELECT size, mtime_ns, imported_at FROM legacy_imports WHERE importer = ? AND path = ?"
-                    " ORDER BY imported_at DESC", (importer.name, path)).fetchall()
-            except Exception:  # noqa: BLE001 - no table (the legacy plugin never opened this database, or read-only)
-                rows = []
-            same = [r for r in rows if r["size"] == st.st_size and r["mtime_ns"] == st.st_mtime_ns]
-            entry: dict[str, Any] = {"importer": importer.name, "path": path, "bytes": st.st_size, "imported": bool(same),
-                                     "changedSinceImport": bool(rows) and not same}
-            if rows:
-                entry["importedAt"] = iso(rows[0]["imported_at"])
-            if os.path.realpath(path) in own:
-                entry["writtenByAgentLink"] = True
-            files.append(entry)
-    pending = [f["path"] for f in files if not f["imported"] and not f.get("writtenByAgentLink")]
-    out: dict[str, Any] = {"sourceDir": source, "files": files, "pending": len(pending)}
-    if pending:
-        out["hint"] = "Run `agent-link import-legacy --dry-run`, then `agent-link import-legacy`, to fold them into the database."
-        if "legacy" not in app.plugin_report.loaded:  # the command is the legacy plugin's
-            out["hint"] = "Install the legacy plugin (agent-link-legacy, plugins/legacy); then " + out["hint"][0].lower() + out["hint"][1:]
-    return out

@@ -11,7 +11,7 @@ import pytest
 
 from agent_link_core import hookimpl
 from agent_link_core.app import App
-from agent_link_core.panels import Panel, PanelLink, PanelView
+from agent_link_web.panels import Panel, PanelLink, PanelView, panels
 
 ALL_PLUGINS = " ".join(sorted(ep.name for ep in importlib.metadata.entry_points(group="agent_link")))
 
@@ -42,9 +42,9 @@ def make(*plugins: Any) -> App:
 def test_panels_come_sorted_by_order_then_name(isolated_env: Path) -> None:
     app = make(JobsPlugin())
     try:
-        panels = app.hooks.panels()
-        assert [p.name for p in panels] == ["early", "alpha", "jobs"]
-        view = panels[-1].render(app)
+        found = panels(app)
+        assert [p.name for p in found] == ["early", "alpha", "jobs"]
+        view = found[-1].render(app)
         assert isinstance(view, PanelView) and view.agent_labels == {"team:bob": ["role:reviewer"]}
     finally:
         app.close()
@@ -53,7 +53,7 @@ def test_panels_come_sorted_by_order_then_name(isolated_env: Path) -> None:
 def test_duplicate_panel_names_name_both_plugins(isolated_env: Path) -> None:
     app = make(JobsPlugin(), Clash())
     try:
-        assert [p.name for p in app.hooks.panels()] == ["early", "alpha", "jobs"]  # the later plugin is refused, not both
+        assert [p.name for p in panels(app)] == ["early", "alpha", "jobs"]  # the later plugin is refused, not both
         (problem,) = app.plugin_report.problems()
         assert problem["plugin"] == "Clash" and "'jobs', which plugin 'JobsPlugin' already registered" in problem["error"]
     finally:
@@ -64,3 +64,20 @@ def test_duplicate_panel_names_name_both_plugins(isolated_env: Path) -> None:
 def test_panel_names_are_url_safe(name: str) -> None:
     with pytest.raises(ValueError):
         Panel(name, "t", jobs_view)
+
+
+class NotAPanel:
+    @hookimpl
+    def agent_link_register_panels(self, register: Any) -> None:
+        register({"name": "raw", "title": "Raw", "render": None})
+
+
+def test_a_record_that_is_not_a_panel_leaves_its_plugin_out(isolated_env: Path) -> None:
+    app = make(JobsPlugin(), NotAPanel())
+    try:
+        assert [p.name for p in panels(app)] == ["early", "alpha", "jobs"]
+        (problem,) = app.plugin_report.problems()
+        assert problem["plugin"] == "NotAPanel" and "not a Panel" in problem["error"]
+        assert "agent_link_web.panels.Panel" in problem["fix"]
+    finally:
+        app.close()
