@@ -316,15 +316,7 @@ class App:
         :raises AgentLinkError: ``invalid_arguments`` (path ``cursor``) for a cursor this
             method did not give.
         """
-        from agent_link_core.directory import (
-            decode_cursor,
-            gather_listings,
-            listing_depth,
-            page_of,
-            providers_view,
-            session_view,
-            was_cut,
-        )
+        from agent_link_core.directory import decode_cursor, gather_listings, listing_depth, page_of, providers_view, session_view, was_cut
 
         position = decode_cursor(cursor, "list_agents")
         depth = listing_depth(position, limit)
@@ -361,7 +353,6 @@ class App:
         """Resolve an address, a bare id or fuzzy text; ``status`` is resolved, ambiguous or
         not_found (a verdict, not an error)."""
         from agent_link_core.directory import gather_listings, providers_view, rank, session_view, split_address
-
         caller = caller or Caller()
         query = query.strip()
         out: dict[str, Any] = {"query": query, "best": None, "candidates": [], "via": None}

@@ -240,21 +240,21 @@ def interrupted(command: str | None = None) -> NoReturn:
 #: The core's commands: name -> ``"module:attribute"`` of the click command, imported when
 #: the command runs or a help lists it.
 CORE_COMMANDS = {
-    "contacts": "agent_link_core.commands.contacts:contacts",
+    "contacts": "agent_link_core.commands.sessions:contacts",
     "find": "agent_link_core.commands.sessions:find",
     "health": "agent_link_core.commands.health:health",
-    "hook": "agent_link_core.commands.serve:hook",
+    "hook": "agent_link_core.commands.health:hook",
     "inbox": "agent_link_core.commands.inbox:inbox",
-    "mcp": "agent_link_core.commands.serve:mcp",
+    "mcp": "agent_link_core.commands.health:mcp",
     "plugins": "agent_link_core.commands.health:plugins",
-    "reply": "agent_link_core.commands.reply:reply",
+    "reply": "agent_link_core.commands.message:reply",
     "search": "agent_link_core.cli:search",
     "send": "agent_link_core.commands.send:send",
     "sessions": "agent_link_core.commands.sessions:sessions",
     "show": "agent_link_core.commands.message:show",
     "status": "agent_link_core.commands.message:status",
     "wait": "agent_link_core.commands.message:wait",
-    "watch": "agent_link_core.commands.watch:watch",
+    "watch": "agent_link_core.commands.message:watch",
     "who": "agent_link_core.commands.sessions:who",
 }
 #: commands that start on their own: no plugin is loaded to look them up

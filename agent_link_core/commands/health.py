@@ -1,6 +1,6 @@
-"""``agent-link health`` and ``agent-link plugins``: whether agent-link works here, and its plugins."""
-
-from __future__ import annotations
+"""``agent-link health`` and ``plugins`` (whether agent-link works here, and its plugins), ``mcp``
+and ``hook`` (what hosts start: the console script starts both before click loads,
+:mod:`agent_link_core.entry`; these serve their ``--help`` and a call through click)."""
 
 import sys
 from typing import Any
@@ -103,3 +103,26 @@ def plugins(ctx: click.Context, as_json: bool, ndjson: bool) -> None:
             click.echo("no plugins installed")
 
     emit(data, as_json, human, ndjson)
+
+
+@click.command(epilog=EXIT_HELP)
+def mcp() -> None:
+    """Serve the agent-link MCP tools over stdio (hosts start this)."""
+    from agent_link_core.server import main as serve_main
+
+    try:
+        serve_main()
+    except AgentLinkError as exc:
+        fail(exc)
+
+@click.command(context_settings={"ignore_unknown_options": True}, epilog=EXIT_HELP)
+@click.argument("host")
+@click.argument("event")
+def hook(host: str, event: str) -> None:
+    """Run a host hook: reads the host's hook JSON on stdin, prints the host's hook JSON.
+
+    Always exits 0, so a failing hook never blocks a prompt.
+    """
+    from agent_link_core.hook import main as hook_main
+
+    sys.exit(hook_main([host, event]))

@@ -1,29 +1,12 @@
 """``agent-link send``: send a message, optionally waiting for its answer."""
 
-from __future__ import annotations
-
 import sys
 from typing import Any
 
 import click
 
-from agent_link_core.cli import (
-    EXIT_HELP,
-    EXIT_TIMEOUT,
-    EXIT_UNDELIVERED,
-    EXIT_UNKNOWN,
-    FiniteRange,
-    WholeRange,
-    emit,
-    fail,
-    get_app,
-    json_opt,
-    ndjson_opt,
-    run_async,
-    show_then_mark,
-    who_am_i,
-    with_from,
-)
+from agent_link_core.cli import (EXIT_HELP, EXIT_TIMEOUT, EXIT_UNDELIVERED, EXIT_UNKNOWN, FiniteRange, WholeRange, emit, fail, get_app, json_opt,
+                                 ndjson_opt, run_async, show_then_mark, who_am_i, with_from)
 from agent_link_core.commands.mail import mark_reply, message_text, print_wait, wait_all
 from agent_link_core.errors import AgentLinkError
 
