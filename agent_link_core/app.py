@@ -21,7 +21,6 @@ from typing import Any
 from agent_link_core import __version__, problem_log, state_dirs
 from agent_link_core.boundary import MAX_HEALTH_BYTES, interrupts, oversize, plugin_fault
 from agent_link_core.config import Config, load_config
-from agent_link_core.directory import gather_listings, providers_view, rank, session_view, split_address
 from agent_link_core.envelope import MAX_ENVELOPE_BODY_CHARS, MAX_ESCAPED_CHARS, escape_text, render_inbox
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import Delivery, Harness, HarnessDeclaration, HarnessTable, McpPeer
@@ -317,7 +316,7 @@ class App:
         :raises AgentLinkError: ``invalid_arguments`` (path ``cursor``) for a cursor this
             method did not give.
         """
-        from agent_link_core.directory import decode_cursor, listing_depth, page_of, was_cut
+        from agent_link_core.directory import decode_cursor, gather_listings, listing_depth, page_of, providers_view, session_view, was_cut
 
         position = decode_cursor(cursor, "list_agents")
         depth = listing_depth(position, limit)
@@ -347,6 +346,7 @@ class App:
     async def resolve_agent(self, query: str, *, harness: str = "all", limit: int = 10, caller: Caller | None = None) -> dict[str, Any]:
         """Resolve an address, a bare id or fuzzy text; ``status`` is resolved, ambiguous or
         not_found (a verdict, not an error)."""
+        from agent_link_core.directory import gather_listings, providers_view, rank, session_view, split_address
         caller = caller or Caller()
         query = query.strip()
         out: dict[str, Any] = {"query": query, "best": None, "candidates": [], "via": None}
@@ -409,7 +409,7 @@ class App:
         :raises AgentLinkError: ``not_found`` / ``ambiguous`` with candidates, ``archived``.
         """
         if is_address(to):
-            scheme, ident = split_address(to)
+            scheme, _, ident = to.partition(":")  # a well-formed address has one colon (no directory import for a send)
             owner = self.harnesses.get(scheme)  # None too when its harness cannot be built (reported)
             if owner is not None:
                 session = await self._get_session(owner, ident)

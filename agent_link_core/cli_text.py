@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import IO, Any
 
-from agent_link_core.addresses import ADDRESS_RE, is_address
+from agent_link_core.addresses import is_address
 from agent_link_core.envelope import MAX_BODY_BYTES
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.visible import visible
@@ -175,8 +175,3 @@ def message_lines(view: dict[str, Any], body: str | None) -> list[str]:
         lines += ["  " + line for line in terminal_safe(body).split("\n")]
     lines.append("")
     return lines
-
-
-def is_harness_name(value: str) -> bool:
-    """True for a well-formed harness name (the part before ``:`` of an address)."""
-    return bool(ADDRESS_RE.fullmatch(f"{value}:x"))

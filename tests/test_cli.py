@@ -9,14 +9,17 @@ import sys
 from pathlib import Path
 
 import pytest
+import click
 from click.testing import CliRunner
 
+from agent_link_core import hookimpl
 from agent_link_core.cli import build_cli
 from agent_link_core.config import load_config
 from agent_link_core.mailbox import Mailbox, OutgoingMessage, new_message_id
 from agent_link_core.model import Caller
 from agent_link_core.store import Store
 from agent_link_testing.cli_identity import named_address_env
+from agent_link_testing.cli_plugins import add_cli_plugins
 
 
 def invoke(*args: str, env: dict[str, str] | None = None) -> object:
@@ -169,3 +172,32 @@ def test_corrupt_database_is_one_clear_line(isolated_env: Path) -> None:
                             env=dict(os.environ, AGENT_LINK_ADDRESS="test:bob"))
     if health.returncode == 0:
         assert json.loads(health.stdout)["database"]["integrity"] != "ok"
+
+
+class Flagger:
+    """A plugin giving the core's ``send`` an option of its own, as a harness plugin may."""
+
+    @hookimpl
+    def agent_link_register_commands(self, cli: click.Group) -> None:
+        send = cli.commands["send"]
+        if send.callback is not None:  # the command being run; the others are placeholders
+            send.params.append(click.Option(["--flagger-only"], help="Added by the flagger plugin."))
+
+
+def test_a_plugin_option_stays_with_the_invocation_that_loaded_the_plugin(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Core commands are module-level; each root group gets its own copy, so an option a
+    plugin adds does not outlive that invocation's plugins."""
+    with monkeypatch.context() as patch:
+        add_cli_plugins(patch, ("flagger", Flagger()))
+        assert "--flagger-only" in CliRunner().invoke(build_cli(), ["send", "--help"]).output
+    again = CliRunner().invoke(build_cli(), ["send", "--help"])
+    assert again.exit_code == 0 and "--flagger-only" not in again.output
+
+
+def test_a_command_imports_only_its_own_module() -> None:
+    """The root group imports a core command's module when that command is looked up."""
+    code = ("import sys; from click.testing import CliRunner; from agent_link_core.cli import build_cli;"
+            "CliRunner().invoke(build_cli(), ['contacts', '--help']);"
+            "print(sorted(m for m in sys.modules if m.startswith('agent_link_core.commands.')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert done.stdout.strip() == "['agent_link_core.commands.sessions']"

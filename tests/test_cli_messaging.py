@@ -16,6 +16,7 @@ from agent_link_core.harness import Delivery, Harness, SessionListing
 from agent_link_core.model import Caller, Session
 from agent_link_core.mailbox import new_message_id
 from agent_link_testing.cli_identity import named_address_env
+from agent_link_testing.cli_plugins import add_cli_plugins
 
 
 class ScriptedHarness(Harness):
@@ -68,9 +69,7 @@ def harness(monkeypatch: pytest.MonkeyPatch) -> ScriptedHarness:
     h = ScriptedHarness("sx", ("ok", "busy", "lost", "quiet", "same"))
     other = ScriptedHarness("sy", ("same", "only-y"))
     monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", "codex claude roles receipts")
-    real_create = App.create
-    plugin = Plugin(h, other)
-    monkeypatch.setattr(cli_mod.App, "create", classmethod(lambda cls, env=None, extra_plugins=(): real_create(env, (plugin,))))
+    add_cli_plugins(monkeypatch, Plugin(h, other))
     return h
 
 
@@ -97,8 +96,7 @@ def test_sessions_json_hides_paths_and_reports_providers(harness: ScriptedHarnes
 def test_partial_listing_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
     broken = ScriptedHarness("sz", ("x",), complete=False)
     monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", "codex claude roles receipts")
-    real_create = App.create
-    monkeypatch.setattr(cli_mod.App, "create", classmethod(lambda cls, env=None, extra_plugins=(): real_create(env, (Plugin(broken),))))
+    add_cli_plugins(monkeypatch, Plugin(broken))
     result = run("sessions")
     assert "sz: not fully listed" in result.stderr
 

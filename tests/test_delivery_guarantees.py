@@ -25,6 +25,7 @@ from agent_link_core.harness import Delivery, Harness, OutputBudget
 from agent_link_core.mailbox import OutgoingMessage, new_message_id
 from agent_link_core.model import Caller, Session
 from agent_link_testing.cli_identity import named_address_env
+from agent_link_testing.cli_plugins import add_cli_plugins
 
 ME = Caller("team:me", "explicit", "team")
 
@@ -71,8 +72,7 @@ class Plugin:
 def host(monkeypatch: pytest.MonkeyPatch) -> Host:
     harness = Host()
     monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", "codex claude roles receipts")
-    real_create = App.create
-    monkeypatch.setattr(cli_mod.App, "create", classmethod(lambda cls, env=None, extra_plugins=(): real_create(env, (Plugin(harness),))))
+    add_cli_plugins(monkeypatch, Plugin(harness))
     return harness
 
 

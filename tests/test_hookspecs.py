@@ -209,10 +209,10 @@ async def test_server_tasks_hook_runs_guarded(app: App, recorder: Recorder, capl
 
 def test_register_commands_hook(recorder: Recorder, monkeypatch: pytest.MonkeyPatch) -> None:
     from agent_link_core import cli as cli_mod
+    from agent_link_testing.cli_plugins import add_cli_plugins
 
     monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", "codex claude roles receipts")
-    real_create = App.create
-    monkeypatch.setattr(cli_mod.App, "create", classmethod(lambda cls: real_create(extra_plugins=(("fake", recorder),))))
+    add_cli_plugins(monkeypatch, ("fake", recorder))
     result = CliRunner().invoke(cli_mod.build_cli(), ["fake-hello"])
     assert result.exit_code == 0 and "hello from the fake plugin" in result.output
 

@@ -102,7 +102,18 @@ LOOP_MODULES = ("asyncio", "ssl")
 #: nor the role table's code (no roles.json in a fresh state dir) nor pathlib (no plugin's
 #: load makes a path)
 UNUSED_MODULES = ("agent_link_roles.table", "pathlib")
-INBOX_HEAVY_MODULES = ("agent_link_core.api",)
+#: an inbox read lists no sessions and sends nothing
+INBOX_HEAVY_MODULES = ("agent_link_core.api", "agent_link_core.directory")
+
+
+def other_commands(command: str) -> tuple[str, ...]:
+    """The modules of every core command but ``command`` (the root group imports a command's
+    module only when it runs or a help lists it)."""
+    from agent_link_core.cli import CORE_COMMANDS
+
+    own = CORE_COMMANDS[command].partition(":")[0]
+    return tuple({t.partition(":")[0] for t in CORE_COMMANDS.values()} - {own, "agent_link_core.cli"})
+
 
 PROBE = '''
 import json, sys
@@ -126,7 +137,8 @@ def test_send_and_inbox_import_no_heavy_module(tmp_path: Path, args: tuple[str, 
     pull the code behind it into a plain command. The probe runs twice: the first run of a
     new search path scans the entry points (importlib.metadata), the console script's
     later runs read them from the cache (agent_link_core.discovery)."""
-    watched = HEAVY_MODULES + LOOP_MODULES + UNUSED_MODULES + (INBOX_HEAVY_MODULES if args[0] == "inbox" else ())
+    watched = (HEAVY_MODULES + LOOP_MODULES + UNUSED_MODULES + other_commands(args[0])
+               + (INBOX_HEAVY_MODULES if args[0] == "inbox" else ()))
     env = {k: v for k, v in os.environ.items() if k != "AGENT_LINK_LOAD_PLUGINS"}
     env["AGENT_LINK_ADDRESS"] = "test:alice"
     probe = tmp_path / "probe.py"

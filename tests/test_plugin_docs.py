@@ -72,13 +72,13 @@ async def test_plugins_json_lists_each_plugins_hooks_and_their_timings(monkeypat
             return "watcher", {"ok": True}
 
     from agent_link_core import cli as cli_mod
+    from agent_link_testing.cli_plugins import use_app_in_cli
 
     monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "")
     app = App.create(extra_plugins=(("watcher", Watcher()),))
     try:
         app.hooks.on_event(Event("sent", None, 1))
-        monkeypatch.setattr(cli_mod.App, "create", classmethod(lambda cls, *a, **k: app))
-        monkeypatch.setattr(app, "close", lambda: None)
+        use_app_in_cli(monkeypatch, app)
         result = CliRunner().invoke(cli_mod.build_cli(), ["plugins", "--json"])
         assert result.exit_code == 0, result.output
         hooks = json.loads(result.output)["hooks"]

@@ -341,11 +341,11 @@ def assert_reported(app: App, hook: str) -> None:
     assert any(hook in p["hook"] for p in problems), problems
     assert all("AGENT_LINK_DISABLE_PLUGINS=bad" in p["fix"] for p in problems)
     from agent_link_core import cli as cli_mod
+    from agent_link_testing.cli_plugins import use_app_in_cli
 
     runner = CliRunner()
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(cli_mod.App, "create", classmethod(lambda cls, *a, **k: app))
-        mp.setattr(app, "close", lambda: None)
+        use_app_in_cli(mp, app)
         for command in (["health"], ["plugins"]):
             result = runner.invoke(cli_mod.build_cli(), command)
             assert result.exit_code == 0, result.output
@@ -355,10 +355,10 @@ def assert_reported(app: App, hook: str) -> None:
 def trigger_commands(app: App) -> None:
     """Build the CLI's plugin commands (the only trigger of agent_link_register_commands)."""
     from agent_link_core import cli as cli_mod
+    from agent_link_testing.cli_plugins import use_app_in_cli
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(cli_mod.App, "create", classmethod(lambda cls, *a, **k: app))
-        mp.setattr(app, "close", lambda: None)
+        use_app_in_cli(mp, app)
         result = CliRunner().invoke(cli_mod.build_cli(), ["good-hello"])
     assert result.exit_code == 0 and "hello from good" in result.output, result.output
 

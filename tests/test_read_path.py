@@ -243,10 +243,10 @@ def test_the_cli_prints_a_conversation_s_envelopes_rendering_each_once(counting:
 
     from agent_link_core import cli as cli_mod
     from agent_link_testing.cli_identity import named_address_env
+    from agent_link_testing.cli_plugins import add_cli_plugins
 
-    real_create = App.create
-    monkeypatch.setattr(cli_mod.App, "create", classmethod(lambda cls, env=None, extra_plugins=(), **kw: real_create(env, (counting,), **kw)))
-    app = real_create(None, (counting,))
+    add_cli_plugins(monkeypatch, counting)
+    app = App.create()  # with the counting plugin (add_cli_plugins)
     try:
         ids = _mail(app, 9, "cli")
     finally:

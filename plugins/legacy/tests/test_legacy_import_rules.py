@@ -17,6 +17,7 @@ from agent_link_core.cli import build_cli
 from agent_link_core.envelope import MAX_BODY_BYTES
 from agent_link_legacy.contract import LegacyContext, LegacyImporter, LegacyOutcome
 from agent_link_legacy.engine import import_legacy
+from agent_link_testing.cli_plugins import add_cli_plugins
 from agent_link_testing.legacy_files import T0, message, state, write_lines
 
 M1, M2 = "01HF0000000000000000000001", "01HF0000000000000000000002"
@@ -97,11 +98,8 @@ def test_a_dry_run_through_the_cli_says_the_truth_about_an_ender(isolated_env: P
     app = App.create(extra_plugins=(("enderplug", plugin_of(Ender("commit()"))),))
     before = db_rows(app)
     app.close()
-    import agent_link_core.app as app_module
-
     real_create = App.create
-    monkeypatch.setattr(app_module.App, "create", classmethod(
-        lambda cls, *a, **k: real_create(*a, **{**k, "extra_plugins": (("enderplug", plugin_of(Ender("commit()"))),)})))
+    add_cli_plugins(monkeypatch, ("enderplug", plugin_of(Ender("commit()"))))
     result = CliRunner().invoke(build_cli(), ["import-legacy", "--dry-run"])
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert "ender: FAILED, nothing imported: it tried to end the import's transaction (COMMIT)" in result.output
@@ -151,11 +149,7 @@ def test_any_exception_or_a_bad_outcome_fails_that_importer_alone(isolated_env: 
 
 def test_cli_reports_a_bad_outcome_without_a_traceback(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     mailbox(isolated_env)
-    import agent_link_core.app as app_module
-
-    real_create = App.create
-    monkeypatch.setattr(app_module.App, "create", classmethod(
-        lambda cls, *a, **k: real_create(*a, **{**k, "extra_plugins": (("leaverplug", plugin_of(Leaver("text"))),)})))
+    add_cli_plugins(monkeypatch, ("leaverplug", plugin_of(Leaver("text"))))
     for args in (["import-legacy"], ["import-legacy", "--json"]):
         result = CliRunner().invoke(build_cli(), args)
         assert result.exit_code == 1 and result.exception is None or isinstance(result.exception, SystemExit), result.output
@@ -263,11 +257,7 @@ class GuardBreaker(LegacyImporter):
 def test_an_importer_that_takes_the_guard_off_stops_the_run_with_a_clear_error(
         isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     mailbox(isolated_env)
-    import agent_link_core.app as app_module
-
-    real_create = App.create
-    monkeypatch.setattr(app_module.App, "create", classmethod(
-        lambda cls, *a, **k: real_create(*a, **{**k, "extra_plugins": (("breakerplug", plugin_of(GuardBreaker())),)})))
+    add_cli_plugins(monkeypatch, ("breakerplug", plugin_of(GuardBreaker())))
     result = CliRunner().invoke(build_cli(), ["import-legacy", "--dry-run"])
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert "the breaker legacy importer (breakerplug plugin) ended the import's transaction" in result.output

@@ -265,6 +265,12 @@ def test_cli_search(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None
     assert invoke(["search", "release", "--from", " "]).exit_code == 2
     denied = invoke(["search", "release", "--status", "lost", "--from", "team:bob"])
     assert denied.exit_code == 2 and "lost" in denied.output
+    since = invoke(["search", "x", "--since", "yesterday", "--from", "team:bob"])
+    assert since.exit_code != 0 and "Traceback" not in since.output
+    # --from on a command that shows mail states the rule it is held to, as the core's do
+    help_text = " ".join(invoke(["search", "--help"]).output.split())
+    assert "Read as this address: only inside that address's own session" in help_text
+    assert "(unverified)" not in help_text
 
 
 # -- titles from listings, a page's cost ---------------------------------------------------------

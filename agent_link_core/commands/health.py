@@ -1,0 +1,128 @@
+"""``agent-link health`` and ``plugins`` (whether agent-link works here, and its plugins), ``mcp``
+and ``hook`` (what hosts start: the console script starts both before click loads,
+:mod:`agent_link_core.entry`; these serve their ``--help`` and a call through click)."""
+
+import sys
+from typing import Any
+
+import click
+
+from agent_link_core.cli import EXIT_HELP, emit, fail, get_app, open_app
+from agent_link_core.errors import AgentLinkError
+
+
+def _print_health(h: dict[str, Any]) -> None:
+    click.echo(f"agent-link {h['version']}")
+    click.echo(f"  address:    {h['address']} ({h['addressSource']})")
+    click.echo(f"  host:       {h['host'] or 'unknown'}")
+    click.echo(f"  state dir:  {h['stateDir']['path']} ({'exists' if h['stateDir']['exists'] else 'missing'})")
+    if h["stateDir"].get("warning"):
+        click.echo(f"  warning: {h['stateDir']['warning']['message']}. {h['stateDir']['warning']['hint']}")
+    settings = h.get("settings") or {}
+    click.echo(f"  settings:   {settings.get('file')}"
+               + "".join(f"\n    {n} from {src}" for n, src in (settings.get("sources") or {}).items()))
+    for other in settings.get("otherStateDirs") or []:
+        click.echo(f"  warning: another agent-link process recently used the state dir {other['path']}: a separate mailbox"
+                   " (set AGENT_LINK_STATE_DIR alike everywhere: `agent-link config set state_dir ...`)")
+    db = h["database"]
+    click.echo(f"  database:   {db['path']} ({'ok' if db.get('ok', True) else 'REFUSING WRITES'}, WAL {db.get('walBytes', 0)} bytes)")
+    if db.get("problem"):
+        click.echo(f"  problem:    {db['problem']['message']}")
+        click.echo(f"  to fix:     {db['problem'].get('hint', '')}")
+    elif db["integrity"] != "ok":
+        click.echo(f"  integrity:  {db['integrity']}")
+    click.echo(f"  plugins:    {', '.join(h['plugins']['loaded']) or 'none'}")
+    for name, reason in h["plugins"]["failed"].items():
+        click.echo(f"  BROKEN plugin {name}: {reason} (AGENT_LINK_DISABLE_PLUGINS={name} silences it)")
+    for problem in h["plugins"].get("problems", []):
+        if not problem["disabled"]:
+            click.echo(f"  plugin problem: {problem['plugin']}: {problem['hook']}: {problem['error']} ({problem['count']}x)")
+            click.echo(f"    {problem['fix']}")
+    for problem in h["plugins"].get("elsewhere", []):
+        click.echo(f"  plugin problem in process {problem['pid']}: {problem['plugin']}: {problem['hook']}: {problem['error']}")
+        click.echo(f"    {problem['fix']}")
+    for dep in h["env"]["deprecated"]:
+        click.echo(f"  deprecated variable {dep['name']}: use {dep['canonical']}")
+    for c in h["env"]["conflicts"]:
+        click.echo(f"  conflict: {c['ignored']} ignored, {c['winner']} wins")
+    for w in h["reminders"]["warnings"]:
+        click.echo(f"  warning: {w['message']}")
+    click.echo(f"  reminders:  limit {h['reminders']['limit']}, every {h['reminders']['intervalMs']} ms")
+    legacy = (h.get("sections") or {}).get("legacyState") or {}  # the legacy plugin's section
+    if legacy.get("files"):
+        click.echo(f"  original's files: {len(legacy['files'])}, {legacy.get('pending', 0)} not imported"
+                   + (f" ({legacy['hint']})" if legacy.get("hint") else ""))
+
+
+@click.command(epilog=EXIT_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--ndjson", is_flag=True, help="Print the same JSON object on one line.")
+@click.pass_context
+def health(ctx: click.Context, as_json: bool, ndjson: bool) -> None:
+    """Show whether agent-link works here and what it sees (exit 1 when the database
+    refuses writes: damaged, replaced, or a state dir this user cannot write)."""
+    if as_json or ndjson:
+        try:
+            open_app(ctx)
+        except AgentLinkError as exc:  # still one JSON object: health's answer is that agent-link cannot start here
+            emit({"ok": False, "error": exc.to_dict()}, as_json, _print_health, ndjson)
+            fail(exc)
+    data = get_app(ctx).health()
+    emit(data, as_json, _print_health, ndjson)
+    if not data["database"].get("ok", True):
+        sys.exit(1)
+
+@click.command(epilog=EXIT_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--ndjson", is_flag=True, help="Print the same JSON object on one line.")
+@click.pass_context
+def plugins(ctx: click.Context, as_json: bool, ndjson: bool) -> None:
+    """List loaded, blocked and broken plugins (--json: with each plugin's hooks and the
+    time each took in this process)."""
+    app = get_app(ctx)
+    app.hooks.tools()  # check every plugin's tools too: a refused one is a problem to show
+    data = app.plugins_view()
+    data["hooks"] = app.hooks.hook_view()
+
+    def human(d: dict[str, Any]) -> None:
+        for name in d["loaded"]:
+            click.echo(f"{name} {d['versions'].get(name, '')}".rstrip())
+        for name in d["blocked"]:
+            click.echo(f"{name} (disabled by AGENT_LINK_DISABLE_PLUGINS)")
+        for name, reason in d["failed"].items():
+            click.echo(f"{name} BROKEN: {reason}")
+            click.echo(f"  turn it off: AGENT_LINK_DISABLE_PLUGINS={name}")
+        for problem in d["problems"]:
+            if not problem["disabled"]:
+                click.echo(f"{problem['plugin']} problem in {problem['hook']}: {problem['error']} ({problem['count']}x)")
+                click.echo(f"  {problem['fix']}")
+        for problem in d["elsewhere"]:
+            click.echo(f"{problem['plugin']} problem in {problem['hook']} (process {problem['pid']}): {problem['error']}")
+            click.echo(f"  {problem['fix']}")
+        if not any(d[k] for k in ("loaded", "blocked", "failed")):
+            click.echo("no plugins installed")
+
+    emit(data, as_json, human, ndjson)
+
+
+@click.command(epilog=EXIT_HELP)
+def mcp() -> None:
+    """Serve the agent-link MCP tools over stdio (hosts start this)."""
+    from agent_link_core.server import main as serve_main
+
+    try:
+        serve_main()
+    except AgentLinkError as exc:
+        fail(exc)
+
+@click.command(context_settings={"ignore_unknown_options": True}, epilog=EXIT_HELP)
+@click.argument("host")
+@click.argument("event")
+def hook(host: str, event: str) -> None:
+    """Run a host hook: reads the host's hook JSON on stdin, prints the host's hook JSON.
+
+    Always exits 0, so a failing hook never blocks a prompt.
+    """
+    from agent_link_core.hook import main as hook_main
+
+    sys.exit(hook_main([host, event]))

@@ -1,0 +1,133 @@
+"""``agent-link inbox``: read the messages other agents sent to this session."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from agent_link_core.cli import EXIT_HELP, WholeRange, as_caller, emit, envelope_opt, fail, get_app, json_opt, ndjson_opt, show_then_mark
+from agent_link_core.commands.mail import print_messages
+from agent_link_core.errors import AgentLinkError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from agent_link_core.app import App
+
+
+def shown_unread(app: App, data: dict[str, Any]) -> list[str]:
+    """Ids of the unread messages an inbox read shows whole (a paged message: only with its
+    last page), which the read marks delivered once its output is written."""
+    page = data.get("page")
+    if page is not None:
+        row = app.mailbox.get_row(page["messageId"])
+        return [row["id"]] if page["nextOffset"] is None and row is not None and row["delivered_at"] is None else []
+    return [m["id"] for m in data["messages"] if m.get("deliveredAt") is None]
+
+
+def as_read(app: App, data: dict[str, Any], ids: list[str]) -> dict[str, Any]:
+    """An inbox read made without marking, shown as it stands once ``ids`` are marked
+    delivered by it: their views, ``markedDelivered``, the open and remaining counts."""
+    from agent_link_core.store import now_ms
+
+    data = {**data, "markedDelivered": list(ids)}
+    if not ids:
+        return data
+    at, marked = now_ms(), set(ids)
+    views = []
+    for view in data["messages"]:
+        if view["id"] in marked:
+            row = dict(app.mailbox.stored(view["id"]))
+            row.update(delivered_at=at, first_delivered_at=row["first_delivered_at"] or at, delivered_via="inbox")
+            state = app.mailbox.state(row)  # type: ignore[arg-type]
+            fresh = app.mailbox.to_view(row, state)  # type: ignore[arg-type]
+            if "open" in view:
+                fresh["open"] = state.status in ("pending", "unresolved", "expired") if row["anticipation"] != "fyi" else False
+            view = {**view, **fresh}
+        views.append(view)
+    data["messages"] = views
+    if "openCount" in data:
+        data["openCount"] = sum(1 for v in views if v.get("open"))
+    if data.get("page") is None and "remainingCount" in data:
+        data["remainingCount"] = max(data["remainingCount"] - len(ids), 0)
+        if "more" in data:
+            left = data["remainingCount"]
+            data["more"] = f"{left} more message(s) wait: call read_agent_link_inbox again to read them." if left else None
+    return data
+
+
+@click.command(epilog=EXIT_HELP)
+@click.option("--as", "as_address", help="Read the mailbox of this address (default: the current session).")
+@click.option("--limit", type=WholeRange(1, 100), default=20, show_default=True)
+@click.option("--peek", is_flag=True, help="Do not mark the messages delivered.")
+@click.option("--all", "all_mail", is_flag=True, help="Also list messages already read or resolved (newest first).")
+@click.option("--message-id", "message_id", help="Read this one message in pages (one too large for one read).")
+@click.option("--offset", type=WholeRange(0, 1_000_000), help="With --message-id: where the page starts (characters).")
+@envelope_opt
+@json_opt
+@ndjson_opt
+@click.pass_context
+def inbox(ctx: click.Context, as_address: str | None, limit: int, peek: bool, all_mail: bool, message_id: str | None,
+          offset: int | None, show_envelope: bool, as_json: bool, ndjson: bool) -> None:
+    """Read the messages other agents sent to this session (open ones; --all: every one).
+
+    One read returns what fits AGENT_LINK_READ_BYTES (or the calling host's own limit);
+    a message larger than that comes in pages: follow the printed --offset.
+    """
+    from agent_link_core import budget
+    from agent_link_core.cli_text import terminal_safe
+
+    if offset is not None and message_id is None:
+        raise click.UsageError("--offset needs --message-id")
+    if message_id is not None and all_mail:
+        raise click.UsageError("choose one of --message-id and --all")
+    app = get_app(ctx)
+    caller = as_caller(app, as_address)
+    # Read without marking, print, and mark only what the output showed once it was
+    # written: mail whose output never reached its reader stays unread.
+    try:
+        app.require_caller(caller)
+        mark, warnings = app.begin_inbox_read(caller, not peek)
+        if all_mail:
+            data = app.inbox(caller, limit=limit, mark=False)
+            rows = app.store.conn.execute(
+                "SELECT * FROM messages WHERE recipient = ? ORDER BY sent_at DESC, id DESC LIMIT ?", (caller.address, limit)
+            ).fetchall()
+            data["messages"] = app.mailbox.to_views(rows)
+            data["renderedBlock"] = "\n".join(app.mailbox.envelope(r) for r in rows)
+        else:
+            data = budget.inbox(app, caller, budget.caller_budget(app, caller), limit=limit, mark=False,
+                                include_open=True, message_id=message_id, offset=offset or 0)
+        if warnings:
+            data["warnings"] = warnings
+        to_mark = shown_unread(app, data) if mark else []
+        data = as_read(app, data, to_mark)
+    except AgentLinkError as exc:
+        fail(exc)
+
+    def human(d: dict[str, Any]) -> None:
+        page = d.get("page")
+        if page is not None:  # one message too large for one read: a part of its envelope
+            end = page["nextOffset"] if page["nextOffset"] is not None else page["totalChars"]
+            click.echo(f"message {page['messageId']}, characters {page['offset']}-{end} of {page['totalChars']} of its envelope:")
+            click.echo(terminal_safe(d["renderedBlock"]))
+            if page["nextOffset"] is not None:
+                who = f" --as {d['address']}" if as_address else ""
+                click.echo(f"Read on with: agent-link inbox{who} --message-id {page['messageId']} --offset {page['nextOffset']}")
+            return
+        if not d["messages"]:
+            click.echo(f"No {'' if all_mail else 'open '}messages for {d['address']}.")
+            return
+        print_messages(app, d["messages"], show_envelope)
+        if d.get("more"):
+            click.echo(f"{d['remainingCount']} more message(s) wait: run agent-link inbox again.")
+        click.echo("Answer one with: agent-link reply MESSAGE_ID TEXT [--decline | --done]")
+
+    def mark_shown() -> None:
+        try:
+            for mid in to_mark:
+                app.mailbox.mark_delivered(mid, "inbox")
+        except AgentLinkError as exc:
+            fail(exc)
+
+    show_then_mark(lambda: emit(data, as_json, human, ndjson), mark_shown, "nothing was marked read")

@@ -1,0 +1,70 @@
+"""What the commands that show or wait for messages share: printing messages for people,
+waiting for an answer for a whole timeout, reading a message's text."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from agent_link_core.cli import fail, run_async
+from agent_link_core.errors import AgentLinkError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from agent_link_core.app import App
+
+
+def print_messages(app: App, views: list[dict[str, Any]], show_envelope: bool) -> None:
+    """Messages for people (header, then the terminal-safe body), or their envelopes."""
+    from agent_link_core.cli_text import message_lines
+
+    rows = {row["id"]: row for row in app.mailbox.rows([view["id"] for view in views])}  # one query, not one per message
+    for view in views:
+        row = rows[view["id"]]
+        if show_envelope:  # the envelope the read already rendered (conversation, wait), else rendered now
+            click.echo(view.get("envelope") or app.mailbox.envelope(row))
+        else:
+            click.echo("\n".join(message_lines(view, row["body"])))
+
+
+def wait_all(app: App, caller: Any, message_id: str, timeout_ms: int) -> dict[str, Any]:
+    """Wait for a resolution for the whole ``timeout_ms``: one App.wait call stops at
+    its per-call cap, so the CLI keeps calling until the answer or the deadline."""
+    import time
+
+    deadline = time.monotonic() + timeout_ms / 1000
+    while True:
+        left = max(0, int((deadline - time.monotonic()) * 1000))
+        data = run_async(app.wait(caller=caller, agent=message_id, reply_to=message_id, timeout_ms=left, mark=False))
+        data["warnings"] = [w for w in data.get("warnings", []) if w.get("code") != "wait_capped"]
+        if not data["warnings"]:
+            del data["warnings"]
+        if data["outcome"] != "timeout" or time.monotonic() >= deadline:
+            data["waitedMs"] = timeout_ms - left + data["waitedMs"]
+            return data
+
+
+def mark_reply(app: App, me: Any, data: dict[str, Any]) -> None:
+    """Mark the reply a wait returned delivered (:meth:`App.mark_taken`), once it was shown."""
+    if data.get("reply"):
+        try:
+            app.mark_taken(me, data["reply"]["id"])
+        except AgentLinkError as exc:
+            fail(exc)
+
+
+def print_wait(app: App, d: dict[str, Any], show_envelope: bool) -> None:
+    click.echo(f"{d['outcome']} after {d['waitedMs']} ms")
+    if d.get("reply"):
+        print_messages(app, [d["reply"]], show_envelope)
+
+
+def message_text(text: str | None, file: str | None) -> str:
+    from agent_link_core.cli_text import read_body
+
+    try:
+        return read_body(text, file, sys.stdin.buffer)
+    except AgentLinkError as exc:
+        fail(exc)

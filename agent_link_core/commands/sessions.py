@@ -1,0 +1,171 @@
+"""``agent-link sessions``, ``who``, ``find`` and ``contacts``: the agent sessions on this machine
+and short aliases for them."""
+
+import sys
+from typing import Any
+
+import click
+
+from agent_link_core.cli import (EXIT_HELP, EXIT_MANY, EXIT_NONE, WholeRange, emit, fail, get_app, json_opt, machine_column, ndjson_opt, printable,
+                                 provider_lines, run_async, table)
+from agent_link_core.errors import AgentLinkError
+
+
+@click.command(epilog=EXIT_HELP)
+@click.option("--search", help="Only sessions matching these words (title, id, folder).")
+@click.option("--cwd", type=click.Path(file_okay=False), help="Only sessions working in this directory.")
+@click.option("--harness", help="Only this harness (e.g. one of the installed plugins).")
+@click.option("--limit", type=WholeRange(1, 500), default=50, show_default=True)
+@click.option("--source", help="Only sessions of this source kind (e.g. how a thread was started: cli, exec, subAgent...).")
+@click.option("--show-paths", is_flag=True, help="Show full working directories.")
+@click.option("--cursor", help="The page after an earlier answer (its nextCursor).")
+@json_opt
+@ndjson_opt
+@click.pass_context
+def sessions(ctx: click.Context, source: str | None, search: str | None, cwd: str | None, harness: str | None, limit: int,
+             show_paths: bool, cursor: str | None, as_json: bool, ndjson: bool) -> None:
+    """List every agent session on this machine, newest first."""
+    import os
+
+    from agent_link_core import api
+
+    app = get_app(ctx)
+    try:
+        data = run_async(api.list_sessions(app, search=search, cwd=os.path.abspath(cwd) if cwd else None,
+                                           harness=harness or "all", limit=limit, show_paths=show_paths, source=source,
+                                           cursor=cursor))
+    except AgentLinkError as exc:
+        fail(exc)
+
+    def human(d: dict[str, Any]) -> None:
+        if d["sessions"]:
+            elsewhere = machine_column(d["sessions"])
+            table(["ADDRESS", "TITLE", "FOLDER", "LAST ACTIVE", "LOADED"] + (["MACHINE"] if elsewhere else []),
+                  [[s["address"], (s.get("title") or "")[:60], s.get("cwd"), s.get("lastActivityAt"),
+                    {True: "yes", False: "no"}.get(s.get("loaded"), "?")] + ([m] if elsewhere else [])
+                   for s, m in zip(d["sessions"], elsewhere or d["sessions"])])
+        else:
+            click.echo("No sessions found.")
+        left = {k: v for k, v in d["filteredOut"].items() if v}
+        if left:
+            click.echo("left out: " + ", ".join(f"{v} by {k}" for k, v in left.items()))
+        if d["nextCursor"]:
+            click.echo(f"more: --cursor {d['nextCursor']}")
+
+    provider_lines(data["providers"])
+    emit(data, as_json, human, ndjson)
+
+
+@click.command(epilog=EXIT_HELP)
+@click.option("--source", help="Only sessions of this source kind (e.g. how a thread was started: cli, exec, subAgent...).")
+@json_opt
+@ndjson_opt
+@click.pass_context
+def who(ctx: click.Context, source: str | None, as_json: bool, ndjson: bool) -> None:
+    """Live sessions merged with your contacts."""
+    from agent_link_core import api
+
+    data = run_async(api.who(get_app(ctx), source=source))
+
+    def human(d: dict[str, Any]) -> None:
+        elsewhere = machine_column(d["sessions"])
+        extra = [""] if elsewhere else []
+        table(["ALIAS", "ADDRESS", "TITLE", "FOLDER"] + (["MACHINE"] if elsewhere else []),
+              [[s.get("alias"), s["address"], (s.get("title") or "")[:60], s.get("cwd")] + ([m] if elsewhere else [])
+               for s, m in zip(d["sessions"], elsewhere or d["sessions"])]
+              + [[c["alias"], c["address"], "(not seen now)", c.get("project")] + extra for c in d["offlineContacts"]])
+
+    provider_lines(data["providers"])
+    emit(data, as_json, human, ndjson)
+
+
+@click.command(epilog=EXIT_HELP)
+@click.argument("query")
+@click.option("--source", help="Only sessions of this source kind (e.g. how a thread was started: cli, exec, subAgent...).")
+@click.option("--show-paths", is_flag=True, help="Show full working directories.")
+@json_opt
+@ndjson_opt
+@click.pass_context
+def find(ctx: click.Context, query: str, source: str | None, show_paths: bool, as_json: bool, ndjson: bool) -> None:
+    """Find an agent by alias, project, title or id: answers none, one or many."""
+    from agent_link_core import api
+
+    if not query.strip():
+        from agent_link_core.errors import invalid_arguments
+
+        fail(invalid_arguments([{"path": "query", "rule": "minLength", "expected": "an alias, project, title or id to look for"}]))
+    data = run_async(api.find(get_app(ctx), query, show_paths=show_paths, source=source))
+
+    def human(d: dict[str, Any]) -> None:
+        click.echo(d["verdict"])
+        for m in d["matches"]:
+            click.echo(f"  {m.get('alias') or '-'}  {m['address']}  {printable(m.get('title') or '')}".rstrip())
+
+    emit(data, as_json, human, ndjson)
+    sys.exit({"one": 0, "none": EXIT_NONE}.get(data["verdict"], EXIT_MANY))
+
+
+@click.group(epilog=EXIT_HELP)
+def contacts() -> None:
+    """Short aliases for sessions (trimmed, lower case, unique, one per session)."""
+
+@contacts.command("add")
+@click.argument("alias")
+@click.argument("target")
+@json_opt
+@ndjson_opt
+@click.pass_context
+def contacts_add(ctx: click.Context, alias: str, target: str, as_json: bool, ndjson: bool) -> None:
+    """Bind ALIAS to TARGET (an address, or any form `send` accepts)."""
+    from agent_link_core import api
+
+    app = get_app(ctx)
+    address = run_async(api.resolve_target(app, target, app.caller()))
+    try:
+        data = api.add_contact(app, alias, address)
+    except AgentLinkError as exc:
+        fail(exc)
+    emit(data, as_json, lambda d: click.echo(f"{d['alias']} -> {d['address']}"), ndjson)
+
+@contacts.command("rename")
+@click.argument("old")
+@click.argument("new")
+@json_opt
+@ndjson_opt
+@click.pass_context
+def contacts_rename(ctx: click.Context, old: str, new: str, as_json: bool, ndjson: bool) -> None:
+    """Rename alias OLD to NEW."""
+    from agent_link_core import api
+
+    try:
+        data = api.rename_contact(get_app(ctx), old, new)
+    except AgentLinkError as exc:
+        fail(exc)
+    emit(data, as_json, lambda d: click.echo(f"{d['alias']} -> {d['address']}"), ndjson)
+
+@contacts.command("remove")
+@click.argument("alias")
+@json_opt
+@ndjson_opt
+@click.pass_context
+def contacts_remove(ctx: click.Context, alias: str, as_json: bool, ndjson: bool) -> None:
+    """Forget ALIAS."""
+    from agent_link_core import api
+
+    try:
+        data = api.remove_contact(get_app(ctx), alias)
+    except AgentLinkError as exc:
+        fail(exc)
+    emit(data, as_json, lambda d: click.echo(f"removed {d['alias']} ({d['address']})"), ndjson)
+
+@contacts.command("list")
+@json_opt
+@ndjson_opt
+@click.pass_context
+def contacts_list(ctx: click.Context, as_json: bool, ndjson: bool) -> None:
+    """List contacts."""
+    from agent_link_core import api
+
+    data = {"version": 1, "contacts": api.list_contacts(get_app(ctx))}
+    emit(data, as_json, lambda d: table(["ALIAS", "ADDRESS", "PROJECT", "LAST SEEN"],
+                                        [[c["alias"], c["address"], c["project"], c["lastSeen"]] for c in d["contacts"]]), ndjson)
