@@ -38,7 +38,8 @@ import sys
 import threading
 import time
 import types
-from collections.abc import Awaitable, Callable, Generator, Mapping
+from functools import partial
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -502,6 +503,7 @@ class _Frame:
 
 
 _frames: list[_Frame] = []  # the main thread's running plugin calls, innermost last
+_MAIN_THREAD = threading.main_thread().ident
 
 
 def _on_sigint(signum: int, frame: Any) -> None:
@@ -569,7 +571,7 @@ def _arm(budget_s: float) -> _Frame | None:
 
     A call nested in an armed one (a hook run by a tool's handler, once per message of a read)
     costs a frame on a list: the outermost call checked the handler and started the timer."""
-    if budget_s <= 0 or threading.current_thread() is not threading.main_thread():
+    if budget_s <= 0 or threading.get_ident() != _MAIN_THREAD:
         return None
     if not _frames and signal.getsignal(signal.SIGALRM) is not _on_alarm:  # getsignal costs ~3 us
         return None
@@ -581,22 +583,25 @@ def _arm(budget_s: float) -> _Frame | None:
     return frame
 
 
-def _disarm(frame: _Frame | None) -> None:
-    """End ``frame`` (idempotent: a call that faulted may end its frame twice)."""
+def _disarm(frame: _Frame | None) -> float:
+    """End ``frame`` (idempotent: a call that faulted may end its frame twice); the time it
+    ended (``time.monotonic``)."""
+    now = time.monotonic()
     if frame is None:
-        return
+        return now
     if _frames and _frames[-1] is frame:
         _frames.pop()
     elif frame in _frames:
         _frames.remove(frame)
     else:
-        return
+        return now
     if not _frames:
         signal.setitimer(signal.ITIMER_REAL, 0)
-        return
-    spent = time.monotonic() - frame.started
+        return now
+    spent = now - frame.started
     for outer in _frames:  # time spent in an inner call is that call's, not its callers'
         outer.deadline += spent
+    return now
 
 
 # -- the guard -----------------------------------------------------------------------------
@@ -677,16 +682,13 @@ class Boundary:
         """``{plugin: {hook: {calls, lastMs, maxMs}}}`` of the calls made in this process."""
         return {plugin: {hook: t.to_dict() for hook, t in hooks.items()} for plugin, hooks in self.timings.items()}
 
-    def _timed(self, plugin: str, hook: str, started: float, *, blocking: bool = True) -> None:
-        """Record a call's time; a slow one is logged once when it held the caller
-        (``blocking``): an awaited call that waits (a wait tool, a host's answer) holds nothing."""
-        ms = (time.perf_counter() - started) * 1000
+    def _timed(self, plugin: str, hook: str, ms: float, *, blocking: bool = True) -> None:
+        """Record a call of ``ms`` milliseconds; a slow one is logged once when it held the
+        caller (``blocking``): an awaited call that waits (a wait tool, a host's answer) holds nothing."""
         hooks = self.timings.get(plugin)
-        if hooks is None:
-            hooks = self.timings[plugin] = {}
-        timing = hooks.get(hook)
+        timing = hooks.get(hook) if hooks is not None else None
         if timing is None:
-            timing = hooks[hook] = Timing()
+            timing = self.timings.setdefault(plugin, {})[hook] = Timing()
         if blocking and ms > SLOW_MS and timing.max_ms <= SLOW_MS:
             log.warning("agent-link plugin %r took %d ms in %s (slow). %s", plugin, ms, hook, disable_hint(plugin))
         timing.calls += 1
@@ -727,37 +729,76 @@ class Boundary:
         :param prefix: put before the error of a fault (``"import failed: "``).
         :raises KeyboardInterrupt: a real Ctrl-C. :raises: the ``passing`` types.
         """
-        return self.call_args(plugin, hook, fn, args, kwargs, default, check, passing, disable, prefix)
+        return self._call(plugin, hook, partial(fn, **kwargs) if kwargs else fn, args, default, check, passing, disable, prefix)
 
-    def call_args(self, plugin: str, hook: str, fn: Callable[..., Any], args: tuple[Any, ...],
-                  kwargs: Mapping[str, Any] | None = None, default: Any = None,
-                  check: Callable[[Any, str], str | None] | None = None, passing: tuple[type[BaseException], ...] = (),
-                  disable: bool = False, prefix: str = "") -> Any:
-        """:meth:`call` with the arguments of ``fn`` as a tuple and a mapping (None: none): the
-        form hook implementations are called in, once per message on a read (no keyword
-        arguments to pack and unpack for the guard's own options)."""
+    def _call(self, plugin: str, hook: str, fn: Callable[..., Any], args: tuple[Any, ...], default: Any,
+              check: Callable[[Any, str], str | None] | None, passing: tuple[type[BaseException], ...],
+              disable: bool, prefix: str = "") -> Any:
+        """:meth:`call` with positional options (the form a hook implementation is called in)."""
         if plugin in self.disabled:
             return default
         sigints = _sigints
         token = _PLUGIN.set(plugin)
-        started = time.perf_counter()
         frame = _arm(self.timeout_ms / 1000)
+        started = time.monotonic() if frame is None else frame.started
         try:
-            result = fn(*args, **kwargs) if kwargs else fn(*args)
+            result = fn(*args)
         except BaseException as exc:
             _disarm(frame)
             if not self.contain(exc, plugin, hook, sigints, frame=frame, passing=passing, disable=disable, prefix=prefix):
                 raise
             return default
         finally:
-            _disarm(frame)
+            self._timed(plugin, hook, (_disarm(frame) - started) * 1000)
             _PLUGIN.reset(token)
-            self._timed(plugin, hook, started)
         problem = check(result, plugin) if check is not None and result is not None else None
         if problem is not None:
             self.fault(plugin, hook, problem, disable=disable)
             return default
         return result
+
+    def each(self, hook: str, impls: Sequence[Any], offered: Mapping[str, Any]) -> list[Any]:
+        """The non-None answers of ``impls`` (pluggy ``HookImpl`` of ``hook`` in the order pluggy
+        calls them, as :func:`guard_plugin` left them) to the arguments each names from
+        ``offered``: the form of a hook called once per item of a list (an envelope hook, once
+        per message of a read).
+
+        Nested in an armed call on the main thread (a tool's handler), each implementation runs
+        under a frame of its own, contained, checked and timed as by :meth:`call`, without what
+        the enclosing call already did (the thread and signal checks, the timer); anywhere else
+        each goes through :meth:`call`."""
+        budget_s = self.timeout_ms / 1000
+        nested = _frames and budget_s > 0 and hook not in AWAITABLE_HOOKS and threading.get_ident() == _MAIN_THREAD
+        answers = []
+        check = RESULT_CHECKS.get(hook)
+        passing = (AgentLinkError,) if hook in REFUSING_HOOKS else ()
+        for impl in impls:
+            guarded = getattr(impl.function, "_agent_link_guarded", None)
+            if not nested or not isinstance(guarded, tuple):
+                if (answer := impl.function(*[offered[n] for n in impl.argnames])) is not None:
+                    answers.append(answer)
+                continue
+            plugin, func = guarded
+            if plugin in self.disabled:
+                continue
+            sigints = _sigints
+            now = time.monotonic()
+            frame = _Frame(now, now + budget_s)
+            _frames.append(frame)
+            try:
+                answer = func(*[offered[n] for n in impl.argnames])
+            except BaseException as exc:
+                _disarm(frame)
+                if not self.contain(exc, plugin, hook, sigints, frame=frame, passing=passing):
+                    raise
+                continue
+            finally:
+                self._timed(plugin, hook, (_disarm(frame) - now) * 1000)
+            if answer is not None and (problem := check(answer, plugin) if check is not None else None):
+                self.fault(plugin, hook, problem)
+            elif answer is not None:
+                answers.append(answer)
+        return answers
 
     async def acall(self, plugin: str, hook: str, make: Callable[[], Awaitable[Any]], *, bound_s: float | None,
                     default: Any = None, check: Callable[[Any, str], str | None] | None = None,
@@ -773,13 +814,13 @@ class Boundary:
 
         sigints = _sigints
         token = _PLUGIN.set(plugin)
-        started = time.perf_counter()
+        started = time.monotonic()
         try:
             async with asyncio.timeout(bound_s) as scope:
                 result = await _stepped(make(), self.timeout_ms / 1000)
         except BaseException as exc:
             if isinstance(exc, asyncio.CancelledError) and not plugin_fault(exc, sigints):
-                waited_ms = (time.perf_counter() - started) * 1000
+                waited_ms = (time.monotonic() - started) * 1000
                 if self.timeout_ms and waited_ms > self.timeout_ms:  # given up on, not a fault raised
                     self.fault(plugin, hook, f"was still running when its caller gave up after {waited_ms:.0f} ms")
                 raise  # the caller is cancelled: not the plugin's doing
@@ -791,7 +832,7 @@ class Boundary:
             return default
         finally:
             _PLUGIN.reset(token)
-            self._timed(plugin, hook, started, blocking=False)
+            self._timed(plugin, hook, (time.monotonic() - started) * 1000, blocking=False)
         problem = check(result, plugin) if check is not None and result is not None else None
         if problem is not None:
             self.fault(plugin, hook, problem)
@@ -840,7 +881,6 @@ def guard_plugin(boundary: Boundary, pm: Any, plugin: object, plugin_name: str) 
         for impl in caller.get_hookimpls():
             if impl.plugin is plugin and not getattr(impl.function, "_agent_link_guarded", False):
                 impl.function = _guarded(boundary, impl, plugin_name, caller.name)
-                impl.function._agent_link_guarded = True
 
 
 def _guarded(boundary: Boundary, impl: Any, plugin: str, hook: str) -> Callable[..., Any]:
@@ -854,7 +894,7 @@ def _guarded(boundary: Boundary, impl: Any, plugin: str, hook: str) -> Callable[
     sync_check = None if awaitable else check
 
     def guarded(*args: Any) -> Any:
-        result = boundary.call_args(plugin, hook, func, args, None, None, sync_check, passing, registering)
+        result = boundary._call(plugin, hook, func, args, None, sync_check, passing, registering)
         if awaitable and inspect.isawaitable(result):
             answer = result
             result = boundary.acall(plugin, hook, lambda: answer, bound_s=boundary.timeout_ms / 1000 or None,
@@ -867,6 +907,7 @@ def _guarded(boundary: Boundary, impl: Any, plugin: str, hook: str) -> Callable[
             call.answers.append((plugin, result))
         return result
 
+    guarded._agent_link_guarded = (plugin, func)  # type: ignore[attr-defined]  # what Boundary.each calls
     return guarded
 
 
