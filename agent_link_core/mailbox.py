@@ -23,7 +23,7 @@ import threading
 import time
 
 from agent_link_core.addresses import ANTICIPATIONS, EXTERNAL, is_address, is_ulid
-from agent_link_core.envelope import MAX_BODY_BYTES, EnvelopeMessage, escape_text, render_envelope, sanitize_text
+from agent_link_core.envelope import MAX_BODY_BYTES, EnvelopeMessage, escape_text, iso_ms, render_envelope, sanitize_text
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.store import now_ms
 
@@ -1121,8 +1121,4 @@ def harness_of(address: str) -> str:
 
 def iso(ms: int | None) -> str | None:
     """Epoch ms as ISO 8601 UTC with milliseconds (``2026-01-02T03:04:05.678Z``)."""
-    if ms is None:
-        return None
-    from agent_link_core.envelope import iso_ms
-
-    return iso_ms(ms)
+    return None if ms is None else iso_ms(ms)

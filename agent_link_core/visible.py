@@ -15,6 +15,8 @@ every string in every MCP tool result (:func:`visible_data`, applied by
 
 from __future__ import annotations
 
+import json
+import re
 import unicodedata
 from typing import Any
 
@@ -74,3 +76,24 @@ def _visible_item(value: Any) -> Any:
 
 def _visible_key(key: Any) -> Any:
     return visible(key) if isinstance(key, str) else key
+
+
+#: how ``json.dumps`` writes a control character other than LF and TAB (``\\r``, ``\\u001b``
+#: ...); a backslash of the data followed by one of these letters matches too (then the walk runs)
+_ESCAPED_CONTROL = re.compile(r"\\(?:[bfr]|u00)")
+
+
+def plain_json(value: Any) -> str | None:
+    """``json.dumps(value, ensure_ascii=False)`` when :func:`visible_data` would leave every
+    string of ``value`` as it is, else None (also for a value that is not JSON).
+
+    One serialisation and two scans of its text, in C, instead of a walk: the text holds every
+    string and key, each character either as itself (so :meth:`str.isprintable` finds the
+    category-``C`` ones the rule shows, surrogates included) or, for controls below U+0020, as a
+    JSON escape; LF and TAB, which the rule keeps, are the only escapes allowed. A result whose
+    text this refuses only costs the walk (:func:`visible_data`)."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    return text if text.isprintable() and _ESCAPED_CONTROL.search(text) is None else None

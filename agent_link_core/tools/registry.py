@@ -18,6 +18,7 @@ registered the tool (:func:`result_mismatch`), and the plugin problem shows in h
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import sqlite3
@@ -32,7 +33,7 @@ from agent_link_core.boundary import MAX_RESULT_BYTES, disable_hint, oversize
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.tools.schemas import NO_NUL
 from agent_link_core.model import Caller
-from agent_link_core.visible import visible_data
+from agent_link_core.visible import plain_json, visible_data
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
@@ -242,9 +243,24 @@ def _coerced(key: str, kind: str) -> dict[str, Any]:
 async def run_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | None, meta: Mapping[str, Any],
                    progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None) -> dict[str, Any]:
     """:func:`call_tool`, with every string of an error result made visible too (a success's
-    strings already are: they are checked against the output schema as the model gets them)."""
-    result = await call_tool(app, spec, arguments, meta, progress)
-    return result if result.get("ok") else visible_data(result)
+    strings already are: they are checked against the output schema as the model gets them).
+    A success the visible rule leaves as it is comes back as the handler gave it (its tuples
+    too, which JSON sends as arrays)."""
+    return (await answer_tool(app, spec, arguments, meta, progress))[0]
+
+
+async def answer_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | None, meta: Mapping[str, Any],
+                      progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None
+                      ) -> tuple[dict[str, Any], str]:
+    """:func:`run_tool`'s result and its JSON text (``json.dumps(result, ensure_ascii=False)``,
+    what the MCP server sends as the text content), serialised once for both the size bound
+    and the answer."""
+    result, text = await _call_tool(app, spec, arguments, meta, progress)
+    if text is None:
+        if not result.get("ok"):
+            result = visible_data(result)
+        text = json.dumps(result, ensure_ascii=False)
+    return result, text
 
 
 def caller_arguments(app: App, arguments: Mapping[str, Any] | None,
@@ -279,12 +295,19 @@ async def call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | Non
     becomes ``internal_error`` naming only the exception class; a success result that its
     output schema refuses becomes ``internal_error`` naming the plugin (:func:`result_mismatch`).
     """
+    return (await _call_tool(app, spec, arguments, meta, progress))[0]
+
+
+async def _call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | None, meta: Mapping[str, Any],
+                     progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None
+                     ) -> tuple[dict[str, Any], str | None]:
+    """:func:`call_tool`'s result and, for a success, its JSON text (None: not made yet)."""
     plugin = app.hooks.owner("tool", spec.name) or "?"
     if plugin in app.hooks.boundary.disabled:  # left out while this server runs: say so, never KeyError
         return {"ok": False, "error": AgentLinkError(
             "unsupported", f"{spec.name} belongs to the plugin {plugin}, which was disabled: "
             f"{app.hooks.boundary.disabled[plugin]}"[:500], {"capability": spec.name, "plugin": plugin},
-            hint="agent_link_health lists it under plugins.problems; the other tools still work.").to_dict()}
+            hint="agent_link_health lists it under plugins.problems; the other tools still work.").to_dict()}, None
     try:
         arguments, meta = caller_arguments(app, arguments, meta)
         args, warnings = validate_arguments(spec, arguments)
@@ -297,27 +320,24 @@ async def call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | Non
         if fields is _FAULTED:
             raise _PluginFault()
     except AgentLinkError as exc:
-        return {"ok": False, "error": exc.to_dict()}
+        return {"ok": False, "error": exc.to_dict()}, None
     except sqlite3.DatabaseError as exc:
         error = app.store.failure(exc)  # records corruption, so every process stops writing
         if error.code != "state_busy":
             logging.getLogger(__name__).warning("tool %s: %s", spec.name, error.message)
-        return {"ok": False, "error": error.to_dict()}
+        return {"ok": False, "error": error.to_dict()}, None
     except _PluginFault:
         return {"ok": False, "error": {"code": "internal_error", "message": f"{spec.name} (plugin {plugin}) failed unexpectedly.",
                                         "details": {"cause": "plugin_fault", "plugin": plugin},
-                                        "hint": f"agent_link_health lists the failure under plugins.problems. {disable_hint(plugin)}"}}
+                                        "hint": f"agent_link_health lists the failure under plugins.problems. {disable_hint(plugin)}"}}, None
     except Exception as exc:  # the contract promises a result object, never a crash
         logging.getLogger(__name__).exception("tool %s failed", spec.name)
         return {"ok": False, "error": {"code": "internal_error", "message": f"{spec.name} failed unexpectedly.",
                                         "details": {"cause": type(exc).__name__},
-                                        "hint": "This is a bug in agent-link or a plugin; the server's log (stderr) has the traceback."}}
+                                        "hint": "This is a bug in agent-link or a plugin; the server's log (stderr) has the traceback."}}, None
     declared = spec.output_fields
     if not isinstance(fields, dict):  # a plugin's handler broke its contract
-        return _withheld(app, spec, [{"path": "", "rule": "type"}])
-    too_big = oversize(fields, MAX_RESULT_BYTES)
-    if too_big is not None:  # checked before the schema: validating 20 MB would hold the server
-        return _withheld(app, spec, [{"path": "", "rule": "maxBytes"}], too_big)
+        return _withheld(app, spec, [{"path": "", "rule": "type"}]), None
     extra = [k for k in fields if k not in declared and k != "warnings"]
     if extra:  # the output schema is closed: an undeclared field would break strict clients
         logging.getLogger(__name__).warning("tool %s dropped undeclared result fields %s", spec.name, extra)
@@ -328,9 +348,24 @@ async def call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | Non
     if all_warnings:
         result["warnings"] = all_warnings
     # titles, bodies and names from other agents and hosts reach the model here: one rule for
-    # every string of every tool's result (agent_link_core.visible)
-    result = visible_data(result)
-    return result_mismatch(app, spec, result) or result
+    # every string of every tool's result (agent_link_core.visible); a result the rule leaves
+    # as it is (most) is serialised once, for its size and for the answer
+    text = plain_json(result)
+    too_big = oversize(fields, MAX_RESULT_BYTES) if text is None else _too_big(text)
+    if too_big is not None:  # checked before the schema: validating 20 MB would hold the server
+        return _withheld(app, spec, [{"path": "", "rule": "maxBytes"}], too_big), None
+    if text is None:
+        result = visible_data(result)
+    mismatch = result_mismatch(app, spec, result)
+    return (mismatch, None) if mismatch is not None else (result, text)
+
+
+def _too_big(text: str) -> str | None:
+    """Why a result of JSON ``text`` cannot cross the boundary (over :data:`MAX_RESULT_BYTES`), else None."""
+    if len(text) * 4 <= MAX_RESULT_BYTES:  # no character takes more than 4 bytes
+        return None
+    size = len(text.encode("utf-8"))
+    return None if size <= MAX_RESULT_BYTES else f"returned {size} bytes of JSON; at most {MAX_RESULT_BYTES} may cross"
 
 
 _RESULT_VALIDATORS: dict[int, tuple[ToolSpec, Draft202012Validator]] = {}
@@ -352,9 +387,12 @@ def result_mismatch(app: App, spec: ToolSpec, result: dict[str, Any]) -> dict[st
     hold mail); the fault is recorded as a plugin problem (not disabling the plugin)."""
     cached = _RESULT_VALIDATORS.get(id(spec))
     if cached is None or cached[0] is not spec:  # the spec is kept with its validator, so its id stays its own
-        from jsonschema import Draft202012Validator
+        from jsonschema import Draft202012Validator, validators
 
-        cached = _RESULT_VALIDATORS[id(spec)] = (spec, Draft202012Validator(output_schema(spec)))
+        # a tuple is sent as a JSON array (a result the visible rule leaves as it is keeps its tuples)
+        checker = Draft202012Validator.TYPE_CHECKER.redefine("array", lambda _, value: isinstance(value, (list, tuple)))
+        validator = validators.extend(Draft202012Validator, type_checker=checker)(output_schema(spec))
+        cached = _RESULT_VALIDATORS[id(spec)] = (spec, validator)
     errors = sorted(cached[1].iter_errors(result), key=lambda e: [str(p) for p in e.absolute_path])
     if not errors:
         return None
