@@ -22,8 +22,9 @@ server task, the import and registration of a plugin) is called through one guar
 * an awaitable is bounded by a deadline (``asyncio.timeout``), and each of its synchronous
   steps by the budget as above, so an async method blocking the event loop is interrupted too.
 
-Records a plugin contributes through ``register`` callbacks are checked here too
-(:func:`check_harness`, :func:`check_tool`, ...).
+Records a plugin contributes through ``register`` callbacks are checked by a function beside
+each record's type (:func:`agent_link_core.harness.check_harness`,
+:func:`agent_link_core.tools.registry.check_tool`, ...), which raises :class:`Refused`.
 """
 
 from __future__ import annotations
@@ -32,13 +33,11 @@ import contextvars
 import inspect
 import json
 import logging
-import re
 import signal
 import sys
 import threading
 import time
 import types
-from functools import partial
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,11 +69,6 @@ MAX_CONTRIBUTION_CHARS = 4096
 #: the largest health section (bytes of JSON) one plugin or harness may give
 MAX_HEALTH_BYTES = 64 << 10
 
-HARNESS_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
-TOOL_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
-SETTING_NAME_RE = re.compile(r"^AGENT_LINK_[A-Z0-9_]{1,64}$")
-OPTION_NAME_RE = re.compile(r"^[a-z][A-Za-z0-9]{0,63}$")
-ALIAS_NAME_RE = re.compile(r"^[A-Z][A-Z0-9_]{0,80}$")
 ENVELOPE_ATTRIBUTES = frozenset({"via", "procedure"})
 
 
@@ -108,11 +102,6 @@ class Problem:
         return {"plugin": self.plugin, "hook": self.hook, "error": self.error, "fix": self.fix,
                 "disabled": self.disabled, "count": self.count}
 
-    def line(self) -> str:
-        """One line for people: plugin, hook, error and the way out."""
-        state = "disabled" if self.disabled else f"{self.count}x"
-        return f"{self.plugin}: {self.hook}: {self.error} ({state}). {self.fix}"
-
 
 class Refused(Exception):
     """A contribution the core refuses (raised by a ``register`` callback once the refusal is
@@ -134,13 +123,14 @@ def describe(exc: BaseException) -> str:
     return text[:300]
 
 
-def oversize(value: Any, limit: int = MAX_RESULT_BYTES) -> str | None:
+def oversize(value: Any, limit: int = MAX_RESULT_BYTES, text: str | None = None) -> str | None:
     """Why ``value`` cannot cross the boundary as JSON (not serialisable, or over ``limit``
-    bytes of UTF-8), else None. Serialising stops early for containers far over the limit."""
+    bytes of UTF-8), else None. Serialising stops early for containers far over the limit;
+    ``text``: ``json.dumps(value, ensure_ascii=False)`` when made already."""
     if isinstance(value, (list, tuple, dict)) and len(value) > limit // 2:
         return f"returned {len(value)} items; at most {limit} bytes of JSON may cross"
     try:
-        size = len(json.dumps(value, ensure_ascii=False).encode("utf-8"))
+        size = len((json.dumps(value, ensure_ascii=False) if text is None else text).encode("utf-8"))
     except (TypeError, ValueError, RecursionError) as exc:
         return f"returned something that is not JSON ({describe(exc)})"
     return None if size <= limit else f"returned {size} bytes of JSON; at most {limit} may cross"
@@ -257,235 +247,37 @@ def _check_health(result: Any, plugin: str) -> str | None:
     return f"{why} (health section)" if why else None
 
 
-def _check_override(result: Any, plugin: str) -> str | None:
-    if not isinstance(result, Mapping) or not isinstance(result.get("allowed"), bool):
-        return f"returned {type(result).__name__}; expected None or a dict with a boolean 'allowed'"
-    return None
+def _expect(ok: Callable[[Any], bool], expected: str) -> Callable[[Any, str], str | None]:
+    """A check refusing an answer that ``ok`` refuses as ``returned <type>; <expected>``."""
+    return lambda result, plugin: None if ok(result) else f"returned {type(result).__name__}; {expected}"
 
 
-def _check_nothing(result: Any, plugin: str) -> str | None:
-    return f"returned {type(result).__name__}; this hook returns nothing (call register(...) instead)"
+def _role_table(result: Any) -> bool:
+    return isinstance(result, dict) and all(isinstance(k, str) and isinstance(v, list) and all(isinstance(n, str) for n in v)
+                                            for k, v in result.items())
 
 
-def _check_tasks(result: Any, plugin: str) -> str | None:
-    if not isinstance(result, (list, tuple)) or not all(callable(t) for t in result):
-        return f"returned {type(result).__name__}; expected None or a list of coroutine functions"
-    return None
-
-
-def _check_pushed(result: Any, plugin: str) -> str | None:
-    if not isinstance(result, bool):
-        return f"returned {type(result).__name__}; expected None, True/False or an awaitable of it"
-    return None
-
-
-def _check_roles(result: Any, plugin: str) -> str | None:
-    if isinstance(result, dict) and all(isinstance(k, str) and isinstance(v, list) and all(isinstance(n, str) for n in v)
-                                        for k, v in result.items()):
-        return None
-    return f"returned {type(result).__name__}; expected {{address: [role name, ...]}}"
-
-
-def _check_observer(result: Any, plugin: str) -> str | None:
-    return f"returned {type(result).__name__}; observers return nothing"
+_NOTHING = _expect(lambda result: False, "this hook returns nothing (call register(...) instead)")
 
 
 #: How each hook's non-None answer is checked; a hook absent here may return anything.
 RESULT_CHECKS: dict[str, Callable[[Any, str], str | None]] = {
-    "agent_link_register_harnesses": _check_nothing,
-    "agent_link_register_tools": _check_nothing,
-    "agent_link_register_settings": _check_nothing,
-    "agent_link_register_commands": _check_nothing,
+    **dict.fromkeys(("agent_link_register_harnesses", "agent_link_register_tools", "agent_link_register_settings",
+                     "agent_link_register_commands", "agent_link_register_prompt_hooks", "agent_link_register_panels",
+                     "agent_link_register_legacy_importers"), _NOTHING),
     "agent_link_schema": _check_migrations,
     "agent_link_resolve_address": _check_resolution,
     "agent_link_before_send": _check_warnings,
     "agent_link_render_envelope": _check_contribution,
     "agent_link_health": _check_health,
-    "agent_link_check_override": _check_override,
-    "agent_link_on_event": _check_observer,
-    "agent_link_register_prompt_hooks": _check_nothing,
-    "agent_link_register_panels": _check_nothing,
-    "agent_link_register_legacy_importers": _check_nothing,
-    "agent_link_push_reminders": _check_pushed,
-    "agent_link_server_tasks": _check_tasks,
-    "agent_link_session_roles": _check_roles,
+    "agent_link_check_override": _expect(lambda r: isinstance(r, Mapping) and isinstance(r.get("allowed"), bool),
+                                         "expected None or a dict with a boolean 'allowed'"),
+    "agent_link_on_event": _expect(lambda result: False, "observers return nothing"),
+    "agent_link_push_reminders": _expect(lambda r: isinstance(r, bool), "expected None, True/False or an awaitable of it"),
+    "agent_link_server_tasks": _expect(lambda r: isinstance(r, (list, tuple)) and all(callable(t) for t in r),
+                                       "expected None or a list of coroutine functions"),
+    "agent_link_session_roles": _expect(_role_table, "expected {address: [role name, ...]}"),
 }
-
-
-# -- record checks (register callbacks) -------------------------------------------------
-
-
-def check_harness(record: Any) -> None:
-    """Refuse a harness that is not a :class:`~agent_link_core.harness.Harness` (or a
-    :class:`~agent_link_core.harness.HarnessDeclaration` with a ``module:attribute`` target)
-    with a valid name."""
-    from agent_link_core.harness import Harness, HarnessDeclaration
-
-    if not isinstance(record, (Harness, HarnessDeclaration)):
-        raise Refused(f"registered a {type(record).__name__}, not a Harness", "Subclass agent_link_core.harness.Harness.")
-    name = getattr(record, "name", None)
-    if not isinstance(name, str) or not HARNESS_NAME_RE.match(name):
-        raise Refused(f"registered a harness named {name!r}",
-                      "A harness name is its address scheme: 1-32 of a-z 0-9 -, starting with a letter.")
-    if isinstance(record, HarnessDeclaration):
-        module, sep, attribute = record.target.partition(":") if isinstance(record.target, str) else ("", "", "")
-        if not (module and sep and attribute):
-            raise Refused(f"declared harness {name!r} with target {record.target!r}",
-                          "Give the harness class as 'package.module:ClassName'.")
-        return
-    options: Any = getattr(record, "send_options", frozenset())
-    if not isinstance(options, (set, frozenset)) or not all(isinstance(o, str) for o in options):
-        raise Refused(f"harness {name!r} declares send_options that are not a set of strings",
-                      "Set send_options = frozenset({'option', ...}).")
-    named: Any = getattr(record, "caller_arguments", ())
-    if not isinstance(named, tuple) or not all(isinstance(a, str) and len(a) > 1 and a.startswith("_") for a in named):
-        raise Refused(f"harness {name!r} declares caller_arguments that are not a tuple of names starting with '_'",
-                      "Set caller_arguments = ('_hostCaller', ...): names no tool uses as an argument.")
-
-
-def check_send_declarations(harness: Any) -> None:
-    """A harness's declared send options and result fields: names and JSON schemas.
-
-    Checked when the tools are collected (``Hooks.tools``: the MCP server, ``agent-link
-    plugins``, health), where they become part of ``message_agent``: a CLI command that lists
-    no tools does not load jsonschema for them.
-
-    :raises Refused: a declaration of the wrong type, a name the core uses, an invalid schema.
-    """
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import SchemaError
-
-    from agent_link_core.harness import SendOption
-    from agent_link_core.tools.core_tools import CORE_TOOLS
-
-    base = next(spec for spec in CORE_TOOLS if spec.name == "message_agent")
-    specs = getattr(harness, "send_option_specs", ())
-    fields = getattr(harness, "send_result_fields", {})
-    if not isinstance(specs, (tuple, list)) or not isinstance(fields, Mapping):
-        raise Refused(f"harness {harness.name!r} declares send_option_specs or send_result_fields of the wrong type",
-                      "send_option_specs is a tuple of SendOption; send_result_fields a dict of JSON schemas.")
-    named: list[tuple[str, Any]] = []
-    for option in specs:
-        if not isinstance(option, SendOption) or not isinstance(option.name, str) or not OPTION_NAME_RE.match(option.name):
-            raise Refused(f"harness {harness.name!r} declares a send option that is not a SendOption with a camelCase name",
-                          "Declare SendOption('name', {json schema}).")
-        if option.name in base.input_schema["properties"]:
-            raise Refused(f"harness {harness.name!r} declares send option {option.name!r}, which is message_agent's own argument",
-                          "Name the option something of your own.")
-        named.append((f"send option {option.name!r}", option.schema))
-    for field_name, schema in fields.items():
-        if field_name in base.output_fields or field_name in ("ok", "error", "warnings"):
-            raise Refused(f"harness {harness.name!r} declares result field {field_name!r}, which the core declares already",
-                          "Name the field something of your own.")
-        named.append((f"result field {field_name!r}", schema))
-    for what, schema in named:
-        try:
-            if not isinstance(schema, Mapping):
-                raise SchemaError("not an object")
-            Draft202012Validator.check_schema(schema)
-        except SchemaError as exc:
-            raise Refused(f"harness {harness.name!r} declares {what} with an invalid JSON schema: {exc.message[:200]}",
-                          "Fix the schema (JSON Schema draft 2020-12).") from None
-
-
-def check_prompt_hook(record: Any) -> None:
-    """Refuse a prompt-hook record that is not a :class:`~agent_link_core.records.PromptHook`
-    with a harness name and a dotted module path."""
-    from agent_link_core.prompt_hooks import HARNESS_RE, MODULE_RE
-    from agent_link_core.records import PromptHook
-
-    if not isinstance(record, PromptHook):
-        raise Refused(f"registered a {type(record).__name__}, not a PromptHook", "Register agent_link_core.records.PromptHook records.")
-    if not isinstance(record.harness, str) or not HARNESS_RE.match(record.harness):
-        raise Refused(f"registered a prompt hook for harness {record.harness!r}",
-                      "The harness is a harness name: 1-32 of a-z 0-9 -, starting with a letter.")
-    if not isinstance(record.module, str) or not MODULE_RE.match(record.module):
-        raise Refused(f"registered a prompt hook with module {record.module!r}", "The module is a dotted module path.")
-
-
-def check_panel(record: Any) -> None:
-    """Refuse a panel that is not a :class:`~agent_link_core.panels.Panel` with a title and a
-    callable ``render``."""
-    from agent_link_core.panels import PANEL_NAME_RE, Panel
-
-    if not isinstance(record, Panel):
-        raise Refused(f"registered a {type(record).__name__}, not a Panel", "Register agent_link_core.panels.Panel records.")
-    if not isinstance(record.name, str) or not PANEL_NAME_RE.match(record.name):
-        raise Refused(f"registered a panel named {record.name!r}", "Panel names are a-z 0-9 -, starting with a letter, at most 48.")
-    if not isinstance(record.title, str) or not record.title.strip() or not callable(record.render):
-        raise Refused(f"panel {record.name!r} has no title or a render that is not callable",
-                      "A panel has a title and render(app) -> PanelView.")
-
-
-def check_legacy_importer(record: Any) -> None:
-    """Refuse a legacy importer that is not a :class:`~agent_link_core.legacy.LegacyImporter`
-    with a lower-case name and an integer order."""
-    from agent_link_core.legacy import LegacyImporter
-
-    if not isinstance(record, LegacyImporter):
-        raise Refused(f"registered a {type(record).__name__}, not a LegacyImporter",
-                      "Subclass agent_link_core.legacy.LegacyImporter.")
-    if not isinstance(record.name, str) or not HARNESS_NAME_RE.match(record.name):
-        raise Refused(f"registered a legacy importer named {record.name!r}",
-                      "Importer names are 1-32 of a-z 0-9 -, starting with a letter.")
-    if not isinstance(record.order, int) or isinstance(record.order, bool):
-        raise Refused(f"legacy importer {record.name!r} has order {record.order!r}", "The order is an integer.")
-
-
-def check_tool(record: Any) -> None:
-    """Refuse a tool that is not a well-formed :class:`~agent_link_core.tools.registry.ToolSpec`
-    (name, async handler, input and output schemas valid against the JSON Schema meta-schema)."""
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import SchemaError
-
-    from agent_link_core.tools.registry import ToolSpec, output_schema
-
-    if not isinstance(record, ToolSpec):
-        raise Refused(f"registered a {type(record).__name__}, not a ToolSpec", "Register agent_link_core.tools.registry.ToolSpec records.")
-    if not isinstance(record.name, str) or not TOOL_NAME_RE.match(record.name):
-        raise Refused(f"registered a tool named {record.name!r}", "Tool names are snake_case: a-z 0-9 _, starting with a letter, at most 64.")
-    if not isinstance(record.description, str) or not record.description.strip():
-        raise Refused(f"tool {record.name!r} has no description", "Describe what the tool does; models read it.")
-    handler = record.handler
-    if not callable(handler) or not (inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(type(handler).__call__)):
-        raise Refused(f"tool {record.name!r} has a handler that is not an async function",
-                      "The handler is `async def handler(app, arguments, call) -> dict`.")
-    if not isinstance(record.input_schema, Mapping) or record.input_schema.get("type") != "object":
-        raise Refused(f"tool {record.name!r} has an input schema that is not a JSON schema of type object",
-                      "input_schema must be {'type': 'object', 'properties': {...}, 'additionalProperties': False}.")
-    if not isinstance(record.output_fields, Mapping) or not all(isinstance(v, Mapping) for v in record.output_fields.values()):
-        raise Refused(f"tool {record.name!r} has output_fields that are not a dict of JSON schemas",
-                      "output_fields maps each success field to its JSON schema.")
-    for which, schema in (("input", record.input_schema), ("output", output_schema(record))):
-        try:
-            Draft202012Validator.check_schema(schema)
-        except SchemaError as exc:
-            where = "/".join(str(p) for p in exc.path) or "(root)"
-            raise Refused(f"tool {record.name!r} has an invalid {which} schema at {where}: {exc.message[:200]}",
-                          "Fix the schema (it is checked against JSON Schema draft 2020-12).") from None
-
-
-def check_setting(record: Any, core_names: frozenset[str]) -> None:
-    """Refuse a setting that is not a :class:`~agent_link_core.config.Setting`, is badly named,
-    or would shadow one of the core's settings (its name or an alias)."""
-    from agent_link_core.config import Setting
-
-    if not isinstance(record, Setting):
-        raise Refused(f"registered a {type(record).__name__}, not a Setting", "Register agent_link_core.config.Setting records.")
-    if not isinstance(record.name, str) or not SETTING_NAME_RE.match(record.name):
-        raise Refused(f"registered a setting named {record.name!r}", "Setting names are AGENT_LINK_ followed by A-Z 0-9 _.")
-    if record.name in core_names:
-        raise Refused(f"registered {record.name}, which is the core's own setting",
-                      "A plugin cannot redefine a core setting; name yours AGENT_LINK_<PLUGIN>_...")
-    for alias in record.aliases:
-        if not isinstance(alias, str) or not ALIAS_NAME_RE.match(alias):
-            raise Refused(f"setting {record.name} has an alias {alias!r} that is not an environment variable name",
-                          "Aliases are upper-case variable names.")
-        if alias in core_names:
-            raise Refused(f"setting {record.name} takes {alias} as an alias, which is the core's own setting",
-                          "A plugin cannot read a core setting as its own.")
-
-
 
 
 # -- interrupts ----------------------------------------------------------------------------
@@ -729,12 +521,6 @@ class Boundary:
         :param prefix: put before the error of a fault (``"import failed: "``).
         :raises KeyboardInterrupt: a real Ctrl-C. :raises: the ``passing`` types.
         """
-        return self._call(plugin, hook, partial(fn, **kwargs) if kwargs else fn, args, default, check, passing, disable, prefix)
-
-    def _call(self, plugin: str, hook: str, fn: Callable[..., Any], args: tuple[Any, ...], default: Any,
-              check: Callable[[Any, str], str | None] | None, passing: tuple[type[BaseException], ...],
-              disable: bool, prefix: str = "") -> Any:
-        """:meth:`call` with positional options (the form a hook implementation is called in)."""
         if plugin in self.disabled:
             return default
         sigints = _sigints
@@ -742,7 +528,7 @@ class Boundary:
         frame = _arm(self.timeout_ms / 1000)
         started = time.monotonic() if frame is None else frame.started
         try:
-            result = fn(*args)
+            result = fn(*args, **kwargs)
         except BaseException as exc:
             _disarm(frame)
             if not self.contain(exc, plugin, hook, sigints, frame=frame, passing=passing, disable=disable, prefix=prefix):
@@ -758,45 +544,35 @@ class Boundary:
         return result
 
     def each(self, hook: str, impls: Sequence[Any], offered: Mapping[str, Any]) -> list[Any]:
-        """The non-None answers of ``impls`` (pluggy ``HookImpl`` of ``hook`` in the order pluggy
-        calls them, as :func:`guard_plugin` left them) to the arguments each names from
-        ``offered``: the form of a hook called once per item of a list (an envelope hook, once
-        per message of a read).
-
-        Nested in an armed call on the main thread (a tool's handler), each implementation runs
-        under a frame of its own, contained, checked and timed as by :meth:`call`, without what
-        the enclosing call already did (the thread and signal checks, the timer); anywhere else
-        each goes through :meth:`call`."""
-        budget_s = self.timeout_ms / 1000
-        nested = _frames and budget_s > 0 and hook not in AWAITABLE_HOOKS and threading.get_ident() == _MAIN_THREAD
-        answers = []
-        check = RESULT_CHECKS.get(hook)
-        passing = (AgentLinkError,) if hook in REFUSING_HOOKS else ()
+        """The non-None answers of ``impls`` (pluggy ``HookImpl`` of a synchronous ``hook``, in the
+        order pluggy calls them, guarded by :func:`guard_plugin`) to the arguments each names from
+        ``offered``: a hook called once per item of a list (an envelope hook per message of a read).
+        Inside an armed call of the main thread (a tool's handler), each runs in a frame of its own,
+        contained, checked and timed as by :meth:`call` without the set-up the enclosing call did."""
+        budget_s, answers, check = self.timeout_ms / 1000, [], RESULT_CHECKS.get(hook)
+        nested = bool(_frames) and budget_s > 0 and threading.get_ident() == _MAIN_THREAD
         for impl in impls:
-            guarded = getattr(impl.function, "_agent_link_guarded", None)
+            args, guarded = [offered[n] for n in impl.argnames], getattr(impl.function, "_agent_link_guarded", None)
             if not nested or not isinstance(guarded, tuple):
-                if (answer := impl.function(*[offered[n] for n in impl.argnames])) is not None:
-                    answers.append(answer)
-                continue
-            plugin, func = guarded
-            if plugin in self.disabled:
-                continue
-            sigints = _sigints
-            now = time.monotonic()
-            frame = _Frame(now, now + budget_s)
-            _frames.append(frame)
-            try:
-                answer = func(*[offered[n] for n in impl.argnames])
-            except BaseException as exc:
-                _disarm(frame)
-                if not self.contain(exc, plugin, hook, sigints, frame=frame, passing=passing):
-                    raise
-                continue
-            finally:
-                self._timed(plugin, hook, (_disarm(frame) - now) * 1000)
-            if answer is not None and (problem := check(answer, plugin) if check is not None else None):
-                self.fault(plugin, hook, problem)
-            elif answer is not None:
+                answer = impl.function(*args)
+            elif (plugin := guarded[0]) not in self.disabled:
+                sigints, now = _sigints, time.monotonic()
+                _frames.append(frame := _Frame(now, now + budget_s))
+                try:
+                    answer = guarded[1](*args)
+                    if answer is not None and check is not None and (problem := check(answer, plugin)):
+                        self.fault(plugin, hook, problem)
+                        answer = None
+                except BaseException as exc:
+                    _disarm(frame)
+                    if not self.contain(exc, plugin, hook, sigints, frame=frame):
+                        raise
+                    answer = None
+                finally:
+                    self._timed(plugin, hook, (_disarm(frame) - now) * 1000)
+            else:
+                answer = None
+            if answer is not None:
                 answers.append(answer)
         return answers
 
@@ -894,7 +670,7 @@ def _guarded(boundary: Boundary, impl: Any, plugin: str, hook: str) -> Callable[
     sync_check = None if awaitable else check
 
     def guarded(*args: Any) -> Any:
-        result = boundary._call(plugin, hook, func, args, None, sync_check, passing, registering)
+        result = boundary.call(plugin, hook, func, *args, check=sync_check, passing=passing, disable=registering)
         if awaitable and inspect.isawaitable(result):
             answer = result
             result = boundary.acall(plugin, hook, lambda: answer, bound_s=boundary.timeout_ms / 1000 or None,

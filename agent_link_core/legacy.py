@@ -332,3 +332,19 @@ def legacy_state(app: App) -> dict[str, Any]:
         if "legacy" not in app.plugin_report.loaded:  # the command is the legacy plugin's
             out["hint"] = "Install the legacy plugin (agent-link-legacy, plugins/legacy); then " + out["hint"][0].lower() + out["hint"][1:]
     return out
+
+
+def check_legacy_importer(record: Any) -> None:
+    """Refuse a legacy importer that is not a :class:`~agent_link_core.legacy.LegacyImporter`
+    with a lower-case name and an integer order."""
+    from agent_link_core.boundary import Refused
+    from agent_link_core.harness import HARNESS_NAME_RE
+
+    if not isinstance(record, LegacyImporter):
+        raise Refused(f"registered a {type(record).__name__}, not a LegacyImporter",
+                      "Subclass agent_link_core.legacy.LegacyImporter.")
+    if not isinstance(record.name, str) or not HARNESS_NAME_RE.match(record.name):
+        raise Refused(f"registered a legacy importer named {record.name!r}",
+                      "Importer names are 1-32 of a-z 0-9 -, starting with a letter.")
+    if not isinstance(record.order, int) or isinstance(record.order, bool):
+        raise Refused(f"legacy importer {record.name!r} has order {record.order!r}", "The order is an integer.")

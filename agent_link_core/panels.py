@@ -15,7 +15,7 @@ import re
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
@@ -115,3 +115,17 @@ class Panel:
     def __post_init__(self) -> None:
         if not PANEL_NAME_RE.match(self.name):
             raise ValueError(f"panel name {self.name!r} must match {PANEL_NAME_RE.pattern}")
+
+
+def check_panel(record: Any) -> None:
+    """Refuse a panel that is not a :class:`~agent_link_core.panels.Panel` with a title and a
+    callable ``render``."""
+    from agent_link_core.boundary import Refused
+
+    if not isinstance(record, Panel):
+        raise Refused(f"registered a {type(record).__name__}, not a Panel", "Register agent_link_core.panels.Panel records.")
+    if not isinstance(record.name, str) or not PANEL_NAME_RE.match(record.name):
+        raise Refused(f"registered a panel named {record.name!r}", "Panel names are a-z 0-9 -, starting with a letter, at most 48.")
+    if not isinstance(record.title, str) or not record.title.strip() or not callable(record.render):
+        raise Refused(f"panel {record.name!r} has no title or a render that is not callable",
+                      "A panel has a title and render(app) -> PanelView.")

@@ -28,18 +28,16 @@ import pluggy
 
 from agent_link_core import discovery, hookspecs
 from agent_link_core.aio import run_blocking
+from agent_link_core.config import check_setting
+from agent_link_core.harness import check_harness
+from agent_link_core.legacy import check_legacy_importer
+from agent_link_core.panels import check_panel
+from agent_link_core.prompt_hooks import check_prompt_hook
 from agent_link_core.boundary import (
     Boundary,
     CORE_PLUGIN,
     CallState,
     Refused,
-    check_harness,
-    check_legacy_importer,
-    check_panel,
-    check_prompt_hook,
-    check_send_declarations,
-    check_setting,
-    check_tool,
     current_plugin,
     end_call,
     guard_plugin,
@@ -390,6 +388,7 @@ class Hooks:
         ``message_agent``: a harness whose declarations are refused leaves its plugin out."""
         if "tool" not in self._records:
             from agent_link_core.harness import HarnessDeclaration
+            from agent_link_core.tools.core_tools import check_send_declarations
 
             # the built harnesses: what a declared one declares for message_agent is in its code
             harnesses = self.app.harnesses if self.app is not None else self.harnesses()
@@ -401,6 +400,8 @@ class Hooks:
                 except Refused as exc:
                     plugin = self.owner("harness", name) or f"harness {name}"
                     self.boundary.fault(plugin, "agent_link_register_harnesses", str(exc), fix=exc.fix, disable=True)
+        from agent_link_core.tools.registry import check_tool
+
         return self._collect("tool", "agent_link_register_tools", check_tool)
 
     def tool_owners(self) -> dict[str, str]:

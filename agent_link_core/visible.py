@@ -85,13 +85,10 @@ _ESCAPED_CONTROL = re.compile(r"\\(?:[bfr]|u00)")
 
 def plain_json(value: Any) -> str | None:
     """``json.dumps(value, ensure_ascii=False)`` when :func:`visible_data` would leave every
-    string of ``value`` as it is, else None (also for a value that is not JSON).
-
-    One serialisation and two scans of its text, in C, instead of a walk: the text holds every
-    string and key, each character either as itself (so :meth:`str.isprintable` finds the
-    category-``C`` ones the rule shows, surrogates included) or, for controls below U+0020, as a
-    JSON escape; LF and TAB, which the rule keeps, are the only escapes allowed. A result whose
-    text this refuses only costs the walk (:func:`visible_data`)."""
+    string of ``value`` as it is, else None (also for a value that is not JSON): one serialisation
+    and two scans in C instead of a walk. The text shows each character as itself (so
+    :meth:`str.isprintable` finds the category-``C`` ones) or, below U+0020, as a JSON escape, of
+    which only LF and TAB (kept by the rule) may appear; a refused text only costs the walk."""
     try:
         text = json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError, RecursionError):

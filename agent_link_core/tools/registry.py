@@ -18,6 +18,7 @@ registered the tool (:func:`result_mismatch`), and the plugin problem shows in h
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import re
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # jsonschema loads at the first call that validates (not for the CLI's commands)
     from jsonschema import Draft202012Validator
 
-from agent_link_core.boundary import MAX_RESULT_BYTES, disable_hint, oversize
+from agent_link_core.boundary import MAX_RESULT_BYTES, Refused, disable_hint, oversize
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.tools.schemas import NO_NUL
 from agent_link_core.model import Caller
@@ -39,6 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
 
 INT_RE = re.compile(r"^-?[0-9]+$")
+TOOL_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 
 @dataclass
@@ -121,6 +123,39 @@ def output_schema(spec: ToolSpec) -> dict[str, Any]:
         **spec.output_fields,
     }
     return {"type": "object", "properties": properties, "required": ["ok"], "additionalProperties": False}
+
+
+def check_tool(record: Any) -> None:
+    """Refuse a tool that is not a well-formed :class:`~agent_link_core.tools.registry.ToolSpec`
+    (name, async handler, input and output schemas valid against the JSON Schema meta-schema).
+
+    :raises Refused: naming what is wrong and how to fix it (``agent_link_register_tools``)."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    if not isinstance(record, ToolSpec):
+        raise Refused(f"registered a {type(record).__name__}, not a ToolSpec", "Register agent_link_core.tools.registry.ToolSpec records.")
+    if not isinstance(record.name, str) or not TOOL_NAME_RE.match(record.name):
+        raise Refused(f"registered a tool named {record.name!r}", "Tool names are snake_case: a-z 0-9 _, starting with a letter, at most 64.")
+    if not isinstance(record.description, str) or not record.description.strip():
+        raise Refused(f"tool {record.name!r} has no description", "Describe what the tool does; models read it.")
+    handler = record.handler
+    if not callable(handler) or not (inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(type(handler).__call__)):
+        raise Refused(f"tool {record.name!r} has a handler that is not an async function",
+                      "The handler is `async def handler(app, arguments, call) -> dict`.")
+    if not isinstance(record.input_schema, Mapping) or record.input_schema.get("type") != "object":
+        raise Refused(f"tool {record.name!r} has an input schema that is not a JSON schema of type object",
+                      "input_schema must be {'type': 'object', 'properties': {...}, 'additionalProperties': False}.")
+    if not isinstance(record.output_fields, Mapping) or not all(isinstance(v, Mapping) for v in record.output_fields.values()):
+        raise Refused(f"tool {record.name!r} has output_fields that are not a dict of JSON schemas",
+                      "output_fields maps each success field to its JSON schema.")
+    for which, schema in (("input", record.input_schema), ("output", output_schema(record))):
+        try:
+            Draft202012Validator.check_schema(schema)
+        except SchemaError as exc:
+            where = "/".join(str(p) for p in exc.path) or "(root)"
+            raise Refused(f"tool {record.name!r} has an invalid {which} schema at {where}: {exc.message[:200]}",
+                          "Fix the schema (it is checked against JSON Schema draft 2020-12).") from None
 
 
 def _types(schema: Mapping[str, Any]) -> set[str]:
@@ -242,7 +277,7 @@ def _coerced(key: str, kind: str) -> dict[str, Any]:
 
 async def run_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | None, meta: Mapping[str, Any],
                    progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None) -> dict[str, Any]:
-    """:func:`call_tool`, with every string of an error result made visible too (a success's
+    """:func:`call_tool`'s result, with every string of an error result made visible too (a success's
     strings already are: they are checked against the output schema as the model gets them).
     A success the visible rule leaves as it is comes back as the handler gave it (its tuples
     too, which JSON sends as arrays)."""
@@ -255,7 +290,7 @@ async def answer_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | N
     """:func:`run_tool`'s result and its JSON text (``json.dumps(result, ensure_ascii=False)``,
     what the MCP server sends as the text content), serialised once for both the size bound
     and the answer."""
-    result, text = await _call_tool(app, spec, arguments, meta, progress)
+    result, text = await call_tool(app, spec, arguments, meta, progress)
     if text is None:
         if not result.get("ok"):
             result = visible_data(result)
@@ -284,8 +319,10 @@ def caller_arguments(app: App, arguments: Mapping[str, Any] | None,
 
 
 async def call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | None, meta: Mapping[str, Any],
-                    progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None) -> dict[str, Any]:
-    """Validate, call the handler and wrap the outcome in the result contract.
+                    progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None
+                    ) -> tuple[dict[str, Any], str | None]:
+    """Validate, call the handler and wrap the outcome in the result contract: ``(result, its
+    JSON text)``, the text None when not made yet (an error, a result the visible rule changed).
 
     :param progress: the call's progress reporter when the client sent a progress token.
 
@@ -295,13 +332,6 @@ async def call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | Non
     becomes ``internal_error`` naming only the exception class; a success result that its
     output schema refuses becomes ``internal_error`` naming the plugin (:func:`result_mismatch`).
     """
-    return (await _call_tool(app, spec, arguments, meta, progress))[0]
-
-
-async def _call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | None, meta: Mapping[str, Any],
-                     progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None
-                     ) -> tuple[dict[str, Any], str | None]:
-    """:func:`call_tool`'s result and, for a success, its JSON text (None: not made yet)."""
     plugin = app.hooks.owner("tool", spec.name) or "?"
     if plugin in app.hooks.boundary.disabled:  # left out while this server runs: say so, never KeyError
         return {"ok": False, "error": AgentLinkError(
@@ -351,21 +381,13 @@ async def _call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | No
     # every string of every tool's result (agent_link_core.visible); a result the rule leaves
     # as it is (most) is serialised once, for its size and for the answer
     text = plain_json(result)
-    too_big = oversize(fields, MAX_RESULT_BYTES) if text is None else _too_big(text)
+    too_big = oversize(fields, MAX_RESULT_BYTES) if text is None else oversize(result, MAX_RESULT_BYTES, text)
     if too_big is not None:  # checked before the schema: validating 20 MB would hold the server
         return _withheld(app, spec, [{"path": "", "rule": "maxBytes"}], too_big), None
     if text is None:
         result = visible_data(result)
     mismatch = result_mismatch(app, spec, result)
     return (mismatch, None) if mismatch is not None else (result, text)
-
-
-def _too_big(text: str) -> str | None:
-    """Why a result of JSON ``text`` cannot cross the boundary (over :data:`MAX_RESULT_BYTES`), else None."""
-    if len(text) * 4 <= MAX_RESULT_BYTES:  # no character takes more than 4 bytes
-        return None
-    size = len(text.encode("utf-8"))
-    return None if size <= MAX_RESULT_BYTES else f"returned {size} bytes of JSON; at most {MAX_RESULT_BYTES} may cross"
 
 
 _RESULT_VALIDATORS: dict[int, tuple[ToolSpec, Draft202012Validator]] = {}
