@@ -38,7 +38,7 @@ import sys
 import threading
 import time
 import types
-from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -543,39 +543,6 @@ class Boundary:
             return default
         return result
 
-    def each(self, hook: str, impls: Sequence[Any], offered: Mapping[str, Any]) -> list[Any]:
-        """The non-None answers of ``impls`` (pluggy ``HookImpl`` of a synchronous ``hook``, in the
-        order pluggy calls them, guarded by :func:`guard_plugin`) to the arguments each names from
-        ``offered``: a hook called once per item of a list (an envelope hook per message of a read).
-        Inside an armed call of the main thread (a tool's handler), each runs in a frame of its own,
-        contained, checked and timed as by :meth:`call` without the set-up the enclosing call did."""
-        budget_s, answers, check = self.timeout_ms / 1000, [], RESULT_CHECKS.get(hook)
-        nested = bool(_frames) and budget_s > 0 and threading.get_ident() == _MAIN_THREAD
-        for impl in impls:
-            args, guarded = [offered[n] for n in impl.argnames], getattr(impl.function, "_agent_link_guarded", None)
-            if not nested or not isinstance(guarded, tuple):
-                answer = impl.function(*args)
-            elif (plugin := guarded[0]) not in self.disabled:
-                sigints, now = _sigints, time.monotonic()
-                _frames.append(frame := _Frame(now, now + budget_s))
-                try:
-                    answer = guarded[1](*args)
-                    if answer is not None and check is not None and (problem := check(answer, plugin)):
-                        self.fault(plugin, hook, problem)
-                        answer = None
-                except BaseException as exc:
-                    _disarm(frame)
-                    if not self.contain(exc, plugin, hook, sigints, frame=frame):
-                        raise
-                    answer = None
-                finally:
-                    self._timed(plugin, hook, (_disarm(frame) - now) * 1000)
-            else:
-                answer = None
-            if answer is not None:
-                answers.append(answer)
-        return answers
-
     async def acall(self, plugin: str, hook: str, make: Callable[[], Awaitable[Any]], *, bound_s: float | None,
                     default: Any = None, check: Callable[[Any, str], str | None] | None = None,
                     passing: tuple[type[BaseException], ...] = ()) -> Any:
@@ -683,7 +650,7 @@ def _guarded(boundary: Boundary, impl: Any, plugin: str, hook: str) -> Callable[
             call.answers.append((plugin, result))
         return result
 
-    guarded._agent_link_guarded = (plugin, func)  # type: ignore[attr-defined]  # what Boundary.each calls
+    guarded._agent_link_guarded = True  # type: ignore[attr-defined]
     return guarded
 
 

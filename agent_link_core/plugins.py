@@ -515,14 +515,15 @@ class Hooks:
         """Every plugin's envelope contribution for a stored message (a failing one is left out).
 
         Called once per message of a read, so the implementations are called one after the
-        other as pluggy would (:meth:`_plain_impls`), each guarded by :meth:`Boundary.each`,
-        without pluggy's own per-call machinery."""
+        other as pluggy would (:meth:`_plain_impls`), each through its guard (nested in the tool
+        call's armed frame: no per-call signal or thread set-up), without pluggy's own machinery."""
         plain = self._plain_impls("agent_link_render_envelope")
         if plain is None:
             return [c for c in self._call("agent_link_render_envelope", message=message, app=self.app) if c]
         _, token = hook_call("agent_link_render_envelope")
         try:
-            return [c for c in self.boundary.each("agent_link_render_envelope", plain, {"message": message, "app": self.app}) if c]
+            given = {"message": message, "app": self.app}
+            return [c for impl in plain if (c := impl.function(*[given[name] for name in impl.argnames]))]
         finally:
             end_call(token)
 

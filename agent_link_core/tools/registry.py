@@ -19,7 +19,6 @@ registered the tool (:func:`result_mismatch`), and the plugin problem shows in h
 from __future__ import annotations
 
 import inspect
-import json
 import logging
 import re
 import sqlite3
@@ -281,21 +280,8 @@ async def run_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | None
     strings already are: they are checked against the output schema as the model gets them).
     A success the visible rule leaves as it is comes back as the handler gave it (its tuples
     too, which JSON sends as arrays)."""
-    return (await answer_tool(app, spec, arguments, meta, progress))[0]
-
-
-async def answer_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | None, meta: Mapping[str, Any],
-                      progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None
-                      ) -> tuple[dict[str, Any], str]:
-    """:func:`run_tool`'s result and its JSON text (``json.dumps(result, ensure_ascii=False)``,
-    what the MCP server sends as the text content), serialised once for both the size bound
-    and the answer."""
-    result, text = await call_tool(app, spec, arguments, meta, progress)
-    if text is None:
-        if not result.get("ok"):
-            result = visible_data(result)
-        text = json.dumps(result, ensure_ascii=False)
-    return result, text
+    result, _ = await call_tool(app, spec, arguments, meta, progress)
+    return result if result.get("ok") else visible_data(result)
 
 
 def caller_arguments(app: App, arguments: Mapping[str, Any] | None,
