@@ -30,7 +30,6 @@ from agent_link_core import discovery, hookspecs
 from agent_link_core.aio import run_blocking
 from agent_link_core.config import check_setting
 from agent_link_core.harness import check_harness
-from agent_link_core.legacy import check_legacy_importer
 from agent_link_core.panels import check_panel
 from agent_link_core.prompt_hooks import check_prompt_hook
 from agent_link_core.boundary import (
@@ -433,6 +432,7 @@ class Hooks:
 
     def legacy_importers(self) -> dict[str, LegacyImporter]:
         """Every accepted importer of the original's files by name (``agent-link import-legacy``)."""
+        from agent_link_core.legacy import check_legacy_importer  # not on a send's or a read's path
         return self._collect("legacy importer", "agent_link_register_legacy_importers", check_legacy_importer)
 
     async def push_reminders(self, due: DueReminders) -> bool:
