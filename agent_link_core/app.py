@@ -451,7 +451,7 @@ class App:
         wait_for_reply: bool = False, reply_to: str | None = None, message_id: str | None = None,
         tool: str = "message_agent", arguments: Mapping[str, Any] | None = None, options: Mapping[str, Any] | None = None,
         meta: Mapping[str, Any] | None = None, allow_archived: bool = False, require_known: bool = False,
-        metadata: Mapping[str, Any] | None = None,
+        metadata: Mapping[str, Any] | None = None, target: tuple[str, str | None, dict[str, Any]] | None = None,
     ) -> SendOutcome:
         """Store a message, then try to push it to its recipient.
 
@@ -460,8 +460,8 @@ class App:
         the same content returns the first outcome; with other content it is refused.
         A plain address (no harness lists it) that no process has ever served (and no
         plugin's ``resolve_address`` says is served elsewhere) gets an ``unknown_address`` warning naming the closest known addresses; with
-        ``require_known`` it is refused (``not_found``) instead. ``metadata`` is stored with
-        the message; its ``fingerprint`` entry takes part in the idempotency comparison.
+        ``require_known`` it is refused (``not_found``) instead. ``metadata`` is stored with the message; its ``fingerprint`` entry takes part in
+        the idempotency comparison. ``target``: :meth:`target_address`'s answer for ``to`` and ``caller`` if known (used while the sender keeps it).
 
         :raises AgentLinkError: ``invalid_arguments``, ``body_too_large``, ``not_found``,
             ``ambiguous``, ``archived``, or what a ``before_send`` hook refuses with.
@@ -473,7 +473,7 @@ class App:
             message_id = message_id.upper()
         if message_id is not None and not is_ulid(message_id):
             raise invalid_arguments([{"path": "messageId", "rule": "pattern", "expected": "a 26-character ULID"}])
-        caller, proof_warnings = await prove_sender(self, caller)
+        caller, proof_warnings = await prove_sender(self, asked := caller)
         proof_warnings += escaped_size_warnings(clean)
         answered = self.mailbox.require(reply_to) if reply_to else None
         reply_to = answered["id"] if answered is not None else None
@@ -481,7 +481,7 @@ class App:
         if message_id is not None and self.mailbox.get_row(message_id) is not None:
             recipient, via, target_meta = self.mailbox.stored(message_id)["recipient"], None, {}
         else:
-            recipient, via, target_meta = await self.target_address(to, caller, allow_archived=allow_archived)
+            recipient, via, target_meta = target if target and caller.address == asked.address else await self.target_address(to, caller, allow_archived=allow_archived)
         unseen = None
         if message_id is None or self.mailbox.get_row(message_id) is None:
             from agent_link_core.loops import check_send

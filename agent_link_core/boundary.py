@@ -22,8 +22,9 @@ server task, the import and registration of a plugin) is called through one guar
 * an awaitable is bounded by a deadline (``asyncio.timeout``), and each of its synchronous
   steps by the budget as above, so an async method blocking the event loop is interrupted too.
 
-Records a plugin contributes through ``register`` callbacks are checked here too
-(:func:`check_harness`, :func:`check_tool`, ...).
+Records a plugin contributes through ``register`` callbacks are checked by a function beside
+each record's type (:func:`agent_link_core.harness.check_harness`,
+:func:`agent_link_core.tools.registry.check_tool`, ...), which raises :class:`Refused`.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ import contextvars
 import inspect
 import json
 import logging
-import re
 import signal
 import sys
 import threading
@@ -69,11 +69,6 @@ MAX_CONTRIBUTION_CHARS = 4096
 #: the largest health section (bytes of JSON) one plugin or harness may give
 MAX_HEALTH_BYTES = 64 << 10
 
-HARNESS_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
-TOOL_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
-SETTING_NAME_RE = re.compile(r"^AGENT_LINK_[A-Z0-9_]{1,64}$")
-OPTION_NAME_RE = re.compile(r"^[a-z][A-Za-z0-9]{0,63}$")
-ALIAS_NAME_RE = re.compile(r"^[A-Z][A-Z0-9_]{0,80}$")
 ENVELOPE_ATTRIBUTES = frozenset({"via", "procedure"})
 
 
@@ -107,11 +102,6 @@ class Problem:
         return {"plugin": self.plugin, "hook": self.hook, "error": self.error, "fix": self.fix,
                 "disabled": self.disabled, "count": self.count}
 
-    def line(self) -> str:
-        """One line for people: plugin, hook, error and the way out."""
-        state = "disabled" if self.disabled else f"{self.count}x"
-        return f"{self.plugin}: {self.hook}: {self.error} ({state}). {self.fix}"
-
 
 class Refused(Exception):
     """A contribution the core refuses (raised by a ``register`` callback once the refusal is
@@ -133,13 +123,14 @@ def describe(exc: BaseException) -> str:
     return text[:300]
 
 
-def oversize(value: Any, limit: int = MAX_RESULT_BYTES) -> str | None:
+def oversize(value: Any, limit: int = MAX_RESULT_BYTES, text: str | None = None) -> str | None:
     """Why ``value`` cannot cross the boundary as JSON (not serialisable, or over ``limit``
-    bytes of UTF-8), else None. Serialising stops early for containers far over the limit."""
+    bytes of UTF-8), else None. Serialising stops early for containers far over the limit;
+    ``text``: ``json.dumps(value, ensure_ascii=False)`` when made already."""
     if isinstance(value, (list, tuple, dict)) and len(value) > limit // 2:
         return f"returned {len(value)} items; at most {limit} bytes of JSON may cross"
     try:
-        size = len(json.dumps(value, ensure_ascii=False).encode("utf-8"))
+        size = len((json.dumps(value, ensure_ascii=False) if text is None else text).encode("utf-8"))
     except (TypeError, ValueError, RecursionError) as exc:
         return f"returned something that is not JSON ({describe(exc)})"
     return None if size <= limit else f"returned {size} bytes of JSON; at most {limit} may cross"
@@ -256,207 +247,37 @@ def _check_health(result: Any, plugin: str) -> str | None:
     return f"{why} (health section)" if why else None
 
 
-def _check_override(result: Any, plugin: str) -> str | None:
-    if not isinstance(result, Mapping) or not isinstance(result.get("allowed"), bool):
-        return f"returned {type(result).__name__}; expected None or a dict with a boolean 'allowed'"
-    return None
+def _expect(ok: Callable[[Any], bool], expected: str) -> Callable[[Any, str], str | None]:
+    """A check refusing an answer that ``ok`` refuses as ``returned <type>; <expected>``."""
+    return lambda result, plugin: None if ok(result) else f"returned {type(result).__name__}; {expected}"
 
 
-def _check_nothing(result: Any, plugin: str) -> str | None:
-    return f"returned {type(result).__name__}; this hook returns nothing (call register(...) instead)"
+def _role_table(result: Any) -> bool:
+    return isinstance(result, dict) and all(isinstance(k, str) and isinstance(v, list) and all(isinstance(n, str) for n in v)
+                                            for k, v in result.items())
 
 
-def _check_tasks(result: Any, plugin: str) -> str | None:
-    if not isinstance(result, (list, tuple)) or not all(callable(t) for t in result):
-        return f"returned {type(result).__name__}; expected None or a list of coroutine functions"
-    return None
-
-
-def _check_pushed(result: Any, plugin: str) -> str | None:
-    if not isinstance(result, bool):
-        return f"returned {type(result).__name__}; expected None, True/False or an awaitable of it"
-    return None
-
-
-def _check_roles(result: Any, plugin: str) -> str | None:
-    if isinstance(result, dict) and all(isinstance(k, str) and isinstance(v, list) and all(isinstance(n, str) for n in v)
-                                        for k, v in result.items()):
-        return None
-    return f"returned {type(result).__name__}; expected {{address: [role name, ...]}}"
-
-
-def _check_observer(result: Any, plugin: str) -> str | None:
-    return f"returned {type(result).__name__}; observers return nothing"
+_NOTHING = _expect(lambda result: False, "this hook returns nothing (call register(...) instead)")
 
 
 #: How each hook's non-None answer is checked; a hook absent here may return anything.
 RESULT_CHECKS: dict[str, Callable[[Any, str], str | None]] = {
-    "agent_link_register_harnesses": _check_nothing,
-    "agent_link_register_tools": _check_nothing,
-    "agent_link_register_settings": _check_nothing,
-    "agent_link_register_commands": _check_nothing,
+    **dict.fromkeys(("agent_link_register_harnesses", "agent_link_register_tools", "agent_link_register_settings",
+                     "agent_link_register_commands", "agent_link_register_prompt_hooks", "agent_link_register_panels",
+                     "agent_link_register_legacy_importers"), _NOTHING),
     "agent_link_schema": _check_migrations,
     "agent_link_resolve_address": _check_resolution,
     "agent_link_before_send": _check_warnings,
     "agent_link_render_envelope": _check_contribution,
     "agent_link_health": _check_health,
-    "agent_link_check_override": _check_override,
-    "agent_link_on_event": _check_observer,
-    "agent_link_register_prompt_hooks": _check_nothing,
-    "agent_link_register_panels": _check_nothing,
-    "agent_link_register_legacy_importers": _check_nothing,
-    "agent_link_push_reminders": _check_pushed,
-    "agent_link_server_tasks": _check_tasks,
-    "agent_link_session_roles": _check_roles,
-    "agent_link_sessions_listed": _check_observer,
+    "agent_link_check_override": _expect(lambda r: isinstance(r, Mapping) and isinstance(r.get("allowed"), bool),
+                                         "expected None or a dict with a boolean 'allowed'"),
+    **dict.fromkeys(("agent_link_on_event", "agent_link_sessions_listed"), _expect(lambda result: False, "observers return nothing")),
+    "agent_link_push_reminders": _expect(lambda r: isinstance(r, bool), "expected None, True/False or an awaitable of it"),
+    "agent_link_server_tasks": _expect(lambda r: isinstance(r, (list, tuple)) and all(callable(t) for t in r),
+                                       "expected None or a list of coroutine functions"),
+    "agent_link_session_roles": _expect(_role_table, "expected {address: [role name, ...]}"),
 }
-
-
-# -- record checks (register callbacks) -------------------------------------------------
-
-
-def check_harness(record: Any) -> None:
-    """Refuse a harness that is not a :class:`~agent_link_core.harness.Harness` (or a
-    :class:`~agent_link_core.harness.HarnessDeclaration` with a ``module:attribute`` target)
-    with a valid name."""
-    from agent_link_core.harness import Harness, HarnessDeclaration
-
-    if not isinstance(record, (Harness, HarnessDeclaration)):
-        raise Refused(f"registered a {type(record).__name__}, not a Harness", "Subclass agent_link_core.harness.Harness.")
-    name = getattr(record, "name", None)
-    if not isinstance(name, str) or not HARNESS_NAME_RE.match(name):
-        raise Refused(f"registered a harness named {name!r}",
-                      "A harness name is its address scheme: 1-32 of a-z 0-9 -, starting with a letter.")
-    if isinstance(record, HarnessDeclaration):
-        module, sep, attribute = record.target.partition(":") if isinstance(record.target, str) else ("", "", "")
-        if not (module and sep and attribute):
-            raise Refused(f"declared harness {name!r} with target {record.target!r}",
-                          "Give the harness class as 'package.module:ClassName'.")
-        return
-    options: Any = getattr(record, "send_options", frozenset())
-    if not isinstance(options, (set, frozenset)) or not all(isinstance(o, str) for o in options):
-        raise Refused(f"harness {name!r} declares send_options that are not a set of strings",
-                      "Set send_options = frozenset({'option', ...}).")
-    named: Any = getattr(record, "caller_arguments", ())
-    if not isinstance(named, tuple) or not all(isinstance(a, str) and len(a) > 1 and a.startswith("_") for a in named):
-        raise Refused(f"harness {name!r} declares caller_arguments that are not a tuple of names starting with '_'",
-                      "Set caller_arguments = ('_hostCaller', ...): names no tool uses as an argument.")
-
-
-def check_send_declarations(harness: Any) -> None:
-    """A harness's declared send options and result fields: names and JSON schemas.
-
-    Checked when the tools are collected (``Hooks.tools``: the MCP server, ``agent-link
-    plugins``, health), where they become part of ``message_agent``: a CLI command that lists
-    no tools does not load jsonschema for them.
-
-    :raises Refused: a declaration of the wrong type, a name the core uses, an invalid schema.
-    """
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import SchemaError
-
-    from agent_link_core.harness import SendOption
-    from agent_link_core.tools.core_tools import CORE_TOOLS
-
-    base = next(spec for spec in CORE_TOOLS if spec.name == "message_agent")
-    specs = getattr(harness, "send_option_specs", ())
-    fields = getattr(harness, "send_result_fields", {})
-    if not isinstance(specs, (tuple, list)) or not isinstance(fields, Mapping):
-        raise Refused(f"harness {harness.name!r} declares send_option_specs or send_result_fields of the wrong type",
-                      "send_option_specs is a tuple of SendOption; send_result_fields a dict of JSON schemas.")
-    named: list[tuple[str, Any]] = []
-    for option in specs:
-        if not isinstance(option, SendOption) or not isinstance(option.name, str) or not OPTION_NAME_RE.match(option.name):
-            raise Refused(f"harness {harness.name!r} declares a send option that is not a SendOption with a camelCase name",
-                          "Declare SendOption('name', {json schema}).")
-        if option.name in base.input_schema["properties"]:
-            raise Refused(f"harness {harness.name!r} declares send option {option.name!r}, which is message_agent's own argument",
-                          "Name the option something of your own.")
-        named.append((f"send option {option.name!r}", option.schema))
-    for field_name, schema in fields.items():
-        if field_name in base.output_fields or field_name in ("ok", "error", "warnings"):
-            raise Refused(f"harness {harness.name!r} declares result field {field_name!r}, which the core declares already",
-                          "Name the field something of your own.")
-        named.append((f"result field {field_name!r}", schema))
-    for what, schema in named:
-        try:
-            if not isinstance(schema, Mapping):
-                raise SchemaError("not an object")
-            Draft202012Validator.check_schema(schema)
-        except SchemaError as exc:
-            raise Refused(f"harness {harness.name!r} declares {what} with an invalid JSON schema: {exc.message[:200]}",
-                          "Fix the schema (JSON Schema draft 2020-12).") from None
-
-
-def check_prompt_hook(record: Any) -> None:
-    """Refuse a prompt-hook record that is not a :class:`~agent_link_core.records.PromptHook`
-    with a harness name and a dotted module path."""
-    from agent_link_core.prompt_hooks import HARNESS_RE, MODULE_RE
-    from agent_link_core.records import PromptHook
-
-    if not isinstance(record, PromptHook):
-        raise Refused(f"registered a {type(record).__name__}, not a PromptHook", "Register agent_link_core.records.PromptHook records.")
-    if not isinstance(record.harness, str) or not HARNESS_RE.match(record.harness):
-        raise Refused(f"registered a prompt hook for harness {record.harness!r}",
-                      "The harness is a harness name: 1-32 of a-z 0-9 -, starting with a letter.")
-    if not isinstance(record.module, str) or not MODULE_RE.match(record.module):
-        raise Refused(f"registered a prompt hook with module {record.module!r}", "The module is a dotted module path.")
-
-
-def check_tool(record: Any) -> None:
-    """Refuse a tool that is not a well-formed :class:`~agent_link_core.tools.registry.ToolSpec`
-    (name, async handler, input and output schemas valid against the JSON Schema meta-schema)."""
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import SchemaError
-
-    from agent_link_core.tools.registry import ToolSpec, output_schema
-
-    if not isinstance(record, ToolSpec):
-        raise Refused(f"registered a {type(record).__name__}, not a ToolSpec", "Register agent_link_core.tools.registry.ToolSpec records.")
-    if not isinstance(record.name, str) or not TOOL_NAME_RE.match(record.name):
-        raise Refused(f"registered a tool named {record.name!r}", "Tool names are snake_case: a-z 0-9 _, starting with a letter, at most 64.")
-    if not isinstance(record.description, str) or not record.description.strip():
-        raise Refused(f"tool {record.name!r} has no description", "Describe what the tool does; models read it.")
-    handler = record.handler
-    if not callable(handler) or not (inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(type(handler).__call__)):
-        raise Refused(f"tool {record.name!r} has a handler that is not an async function",
-                      "The handler is `async def handler(app, arguments, call) -> dict`.")
-    if not isinstance(record.input_schema, Mapping) or record.input_schema.get("type") != "object":
-        raise Refused(f"tool {record.name!r} has an input schema that is not a JSON schema of type object",
-                      "input_schema must be {'type': 'object', 'properties': {...}, 'additionalProperties': False}.")
-    if not isinstance(record.output_fields, Mapping) or not all(isinstance(v, Mapping) for v in record.output_fields.values()):
-        raise Refused(f"tool {record.name!r} has output_fields that are not a dict of JSON schemas",
-                      "output_fields maps each success field to its JSON schema.")
-    for which, schema in (("input", record.input_schema), ("output", output_schema(record))):
-        try:
-            Draft202012Validator.check_schema(schema)
-        except SchemaError as exc:
-            where = "/".join(str(p) for p in exc.path) or "(root)"
-            raise Refused(f"tool {record.name!r} has an invalid {which} schema at {where}: {exc.message[:200]}",
-                          "Fix the schema (it is checked against JSON Schema draft 2020-12).") from None
-
-
-def check_setting(record: Any, core_names: frozenset[str]) -> None:
-    """Refuse a setting that is not a :class:`~agent_link_core.config.Setting`, is badly named,
-    or would shadow one of the core's settings (its name or an alias)."""
-    from agent_link_core.config import Setting
-
-    if not isinstance(record, Setting):
-        raise Refused(f"registered a {type(record).__name__}, not a Setting", "Register agent_link_core.config.Setting records.")
-    if not isinstance(record.name, str) or not SETTING_NAME_RE.match(record.name):
-        raise Refused(f"registered a setting named {record.name!r}", "Setting names are AGENT_LINK_ followed by A-Z 0-9 _.")
-    if record.name in core_names:
-        raise Refused(f"registered {record.name}, which is the core's own setting",
-                      "A plugin cannot redefine a core setting; name yours AGENT_LINK_<PLUGIN>_...")
-    for alias in record.aliases:
-        if not isinstance(alias, str) or not ALIAS_NAME_RE.match(alias):
-            raise Refused(f"setting {record.name} has an alias {alias!r} that is not an environment variable name",
-                          "Aliases are upper-case variable names.")
-        if alias in core_names:
-            raise Refused(f"setting {record.name} takes {alias} as an alias, which is the core's own setting",
-                          "A plugin cannot read a core setting as its own.")
-
-
 
 
 # -- interrupts ----------------------------------------------------------------------------
@@ -474,6 +295,7 @@ class _Frame:
 
 
 _frames: list[_Frame] = []  # the main thread's running plugin calls, innermost last
+_MAIN_THREAD = threading.main_thread().ident
 
 
 def _on_sigint(signum: int, frame: Any) -> None:
@@ -541,7 +363,7 @@ def _arm(budget_s: float) -> _Frame | None:
 
     A call nested in an armed one (a hook run by a tool's handler, once per message of a read)
     costs a frame on a list: the outermost call checked the handler and started the timer."""
-    if budget_s <= 0 or threading.current_thread() is not threading.main_thread():
+    if budget_s <= 0 or threading.get_ident() != _MAIN_THREAD:
         return None
     if not _frames and signal.getsignal(signal.SIGALRM) is not _on_alarm:  # getsignal costs ~3 us
         return None
@@ -553,22 +375,25 @@ def _arm(budget_s: float) -> _Frame | None:
     return frame
 
 
-def _disarm(frame: _Frame | None) -> None:
-    """End ``frame`` (idempotent: a call that faulted may end its frame twice)."""
+def _disarm(frame: _Frame | None) -> float:
+    """End ``frame`` (idempotent: a call that faulted may end its frame twice); the time it
+    ended (``time.monotonic``)."""
+    now = time.monotonic()
     if frame is None:
-        return
+        return now
     if _frames and _frames[-1] is frame:
         _frames.pop()
     elif frame in _frames:
         _frames.remove(frame)
     else:
-        return
+        return now
     if not _frames:
         signal.setitimer(signal.ITIMER_REAL, 0)
-        return
-    spent = time.monotonic() - frame.started
+        return now
+    spent = now - frame.started
     for outer in _frames:  # time spent in an inner call is that call's, not its callers'
         outer.deadline += spent
+    return now
 
 
 # -- the guard -----------------------------------------------------------------------------
@@ -649,16 +474,13 @@ class Boundary:
         """``{plugin: {hook: {calls, lastMs, maxMs}}}`` of the calls made in this process."""
         return {plugin: {hook: t.to_dict() for hook, t in hooks.items()} for plugin, hooks in self.timings.items()}
 
-    def _timed(self, plugin: str, hook: str, started: float, *, blocking: bool = True) -> None:
-        """Record a call's time; a slow one is logged once when it held the caller
-        (``blocking``): an awaited call that waits (a wait tool, a host's answer) holds nothing."""
-        ms = (time.perf_counter() - started) * 1000
+    def _timed(self, plugin: str, hook: str, ms: float, *, blocking: bool = True) -> None:
+        """Record a call of ``ms`` milliseconds; a slow one is logged once when it held the
+        caller (``blocking``): an awaited call that waits (a wait tool, a host's answer) holds nothing."""
         hooks = self.timings.get(plugin)
-        if hooks is None:
-            hooks = self.timings[plugin] = {}
-        timing = hooks.get(hook)
+        timing = hooks.get(hook) if hooks is not None else None
         if timing is None:
-            timing = hooks[hook] = Timing()
+            timing = self.timings.setdefault(plugin, {})[hook] = Timing()
         if blocking and ms > SLOW_MS and timing.max_ms <= SLOW_MS:
             log.warning("agent-link plugin %r took %d ms in %s (slow). %s", plugin, ms, hook, disable_hint(plugin))
         timing.calls += 1
@@ -699,32 +521,22 @@ class Boundary:
         :param prefix: put before the error of a fault (``"import failed: "``).
         :raises KeyboardInterrupt: a real Ctrl-C. :raises: the ``passing`` types.
         """
-        return self.call_args(plugin, hook, fn, args, kwargs, default, check, passing, disable, prefix)
-
-    def call_args(self, plugin: str, hook: str, fn: Callable[..., Any], args: tuple[Any, ...],
-                  kwargs: Mapping[str, Any] | None = None, default: Any = None,
-                  check: Callable[[Any, str], str | None] | None = None, passing: tuple[type[BaseException], ...] = (),
-                  disable: bool = False, prefix: str = "") -> Any:
-        """:meth:`call` with the arguments of ``fn`` as a tuple and a mapping (None: none): the
-        form hook implementations are called in, once per message on a read (no keyword
-        arguments to pack and unpack for the guard's own options)."""
         if plugin in self.disabled:
             return default
         sigints = _sigints
         token = _PLUGIN.set(plugin)
-        started = time.perf_counter()
         frame = _arm(self.timeout_ms / 1000)
+        started = time.monotonic() if frame is None else frame.started
         try:
-            result = fn(*args, **kwargs) if kwargs else fn(*args)
+            result = fn(*args, **kwargs)
         except BaseException as exc:
             _disarm(frame)
             if not self.contain(exc, plugin, hook, sigints, frame=frame, passing=passing, disable=disable, prefix=prefix):
                 raise
             return default
         finally:
-            _disarm(frame)
+            self._timed(plugin, hook, (_disarm(frame) - started) * 1000)
             _PLUGIN.reset(token)
-            self._timed(plugin, hook, started)
         problem = check(result, plugin) if check is not None and result is not None else None
         if problem is not None:
             self.fault(plugin, hook, problem, disable=disable)
@@ -745,13 +557,13 @@ class Boundary:
 
         sigints = _sigints
         token = _PLUGIN.set(plugin)
-        started = time.perf_counter()
+        started = time.monotonic()
         try:
             async with asyncio.timeout(bound_s) as scope:
                 result = await _stepped(make(), self.timeout_ms / 1000)
         except BaseException as exc:
             if isinstance(exc, asyncio.CancelledError) and not plugin_fault(exc, sigints):
-                waited_ms = (time.perf_counter() - started) * 1000
+                waited_ms = (time.monotonic() - started) * 1000
                 if self.timeout_ms and waited_ms > self.timeout_ms:  # given up on, not a fault raised
                     self.fault(plugin, hook, f"was still running when its caller gave up after {waited_ms:.0f} ms")
                 raise  # the caller is cancelled: not the plugin's doing
@@ -763,7 +575,7 @@ class Boundary:
             return default
         finally:
             _PLUGIN.reset(token)
-            self._timed(plugin, hook, started, blocking=False)
+            self._timed(plugin, hook, (time.monotonic() - started) * 1000, blocking=False)
         problem = check(result, plugin) if check is not None and result is not None else None
         if problem is not None:
             self.fault(plugin, hook, problem)
@@ -812,7 +624,6 @@ def guard_plugin(boundary: Boundary, pm: Any, plugin: object, plugin_name: str) 
         for impl in caller.get_hookimpls():
             if impl.plugin is plugin and not getattr(impl.function, "_agent_link_guarded", False):
                 impl.function = _guarded(boundary, impl, plugin_name, caller.name)
-                impl.function._agent_link_guarded = True
 
 
 def _guarded(boundary: Boundary, impl: Any, plugin: str, hook: str) -> Callable[..., Any]:
@@ -826,7 +637,7 @@ def _guarded(boundary: Boundary, impl: Any, plugin: str, hook: str) -> Callable[
     sync_check = None if awaitable else check
 
     def guarded(*args: Any) -> Any:
-        result = boundary.call_args(plugin, hook, func, args, None, None, sync_check, passing, registering)
+        result = boundary.call(plugin, hook, func, *args, check=sync_check, passing=passing, disable=registering)
         if awaitable and inspect.isawaitable(result):
             answer = result
             result = boundary.acall(plugin, hook, lambda: answer, bound_s=boundary.timeout_ms / 1000 or None,
@@ -839,6 +650,7 @@ def _guarded(boundary: Boundary, impl: Any, plugin: str, hook: str) -> Callable[
             call.answers.append((plugin, result))
         return result
 
+    guarded._agent_link_guarded = True  # type: ignore[attr-defined]
     return guarded
 
 

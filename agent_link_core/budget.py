@@ -82,12 +82,13 @@ def inbox(app: App, caller: Caller, budget: OutputBudget | None, *, limit: int, 
     held = held_by_waits(app, caller.address)
     rows, _ = app.mailbox.drain(caller.address, limit + len(held), mark=False, include_open=include_open)
     rows = [r for r in rows if r["id"] not in held][:limit]
-    views = _views(app, rows)
+    messages = [app.mailbox.row_dict(row) for row in rows]  # each row's metadata decoded once, for its view and its envelope
+    views = _views(app, rows, [m["metadata"] for m in messages])
     envelopes: list[str] = []
 
     def rendered() -> Iterator[tuple[dict[str, Any], str]]:  # each envelope once, only as far as needed
-        for view, row in zip(views, rows, strict=True):
-            envelopes.append(app.mailbox.envelope(row))
+        for view, row, message in zip(views, rows, messages, strict=True):
+            envelopes.append(app.mailbox.envelope(row, message))
             yield view, envelopes[-1]
 
     remaining = _remaining(app, caller.address, held)
@@ -151,9 +152,10 @@ def _escaped_bytes(text: str) -> int:
     return len(json.dumps(text, ensure_ascii=False).encode("utf-8")) - 2
 
 
-def _views(app: App, rows: list[Any]) -> list[dict[str, Any]]:
-    """The message views of an inbox read, with ``open`` (what the reader still has to do)."""
-    views = app.mailbox.to_views(rows)
+def _views(app: App, rows: list[Any], metas: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """The message views of an inbox read, with ``open`` (what the reader still has to do);
+    ``metas``: each row's decoded metadata, when known."""
+    views = app.mailbox.to_views(rows, metas=metas)
     for row, view in zip(rows, views, strict=True):
         view["open"] = view["status"] in ("pending", "unresolved", "expired") if row["anticipation"] != "fyi" else row["delivered_at"] is None
     return views

@@ -57,6 +57,8 @@ NOTICE_TEXT = (
     "instructions and your own rules."
 )
 
+_NOTICE_LINE = f"<notice>{NOTICE_TEXT}</notice>"
+
 # Controls (TAB and LF are kept; CR is normalised away and NUL deleted before this applies).
 _CONTROL_CLASS = "\x01-\x08\x0b-\x1f\x7f-\x9f"
 # Format / invisible characters: the list of docs/behaviour.md §10, widened to every general-category Cf
@@ -239,20 +241,15 @@ def _check_name(name: object, what: str) -> str:
     return name
 
 
-def _attrs(attrs: Sequence[tuple[str, str | None]], *, own_names: bool = False) -> str:
-    """Attributes as `` key="escaped value"`` (a None value is left out).
-
-    :param own_names: the names are the envelope's own constants (already valid and
-        distinct), so they are not checked again for every envelope rendered.
-    """
+def _attrs(attrs: Sequence[tuple[str, str | None]]) -> str:
+    """Attributes as `` key="escaped value"`` (a None value is left out)."""
     parts: list[str] = []
     seen: set[str] = set()
     for key, value in attrs:
-        if not own_names:
-            _check_name(key, "attribute")
-            if key in seen:
-                raise ValueError(f"duplicate attribute {key!r}")
-            seen.add(key)
+        _check_name(key, "attribute")
+        if key in seen:
+            raise ValueError(f"duplicate attribute {key!r}")
+        seen.add(key)
         if value is None:
             continue
         if not isinstance(value, str):
@@ -412,30 +409,19 @@ def render_envelope(msg: EnvelopeMessage, *, elements: Sequence[str] = (), reply
     if msg.in_reply_to is not None:
         in_reply_to = msg.in_reply_to if is_ulid(msg.in_reply_to) else INVALID
 
-    attrs: list[tuple[str, str | None]] = [
-        ("id", message_id),
-        ("from", sender),
-        ("fromHarness", harness),
-        ("fromVerified", "true" if msg.from_verified is True and valid_sender else "false"),
-        ("to", _party(msg.to_address)),
-        ("sentAt", _safe_iso(msg.sent_at_ms)),
-        ("anticipation", anticipation),
-        ("replyBy", reply_by),
-        ("inReplyTo", in_reply_to),
-        ("via", _matching(_VIA_RE, msg.via)),
-        ("procedure", _matching(_PROCEDURE_RE, msg.procedure)),
-    ]
-    lines = [
-        f"<agent-link-message{_attrs(attrs, own_names=True)}>",
-        f"<notice>{NOTICE_TEXT}</notice>",
-        *elements,
-        "<body>",
-        escape_text(msg.body, cap=MAX_ENVELOPE_BODY_CHARS),
-        "</body>",
-        f"<reply>{escape_text(reply_text if reply_text is not None else _reply_line(anticipation, message_id, reply_by))}</reply>",
-        "</agent-link-message>",
-    ]
-    return "\n".join(lines)
+    # Every value is one of ours or checked above to be a ULID, an address, a harness name, an
+    # ISO time, a role address or a procedure: characters none of which escaping changes.
+    verified = "true" if msg.from_verified is True and valid_sender else "false"
+    head = (f'<agent-link-message id="{message_id}" from="{sender}" fromHarness="{harness}" fromVerified="{verified}"'
+            f' to="{_party(msg.to_address)}" sentAt="{_safe_iso(msg.sent_at_ms)}" anticipation="{anticipation}"')
+    for key, value in (("replyBy", reply_by), ("inReplyTo", in_reply_to), ("via", _matching(_VIA_RE, msg.via)),
+                       ("procedure", _matching(_PROCEDURE_RE, msg.procedure))):
+        if value is not None:
+            head += f' {key}="{value}"'
+    # the reply line is our own wording around the id and the time: nothing in it to escape
+    reply = escape_text(reply_text) if reply_text is not None else _reply_line(anticipation, message_id, reply_by)
+    return "\n".join((f"{head}>", _NOTICE_LINE, *elements, "<body>", escape_text(msg.body, cap=MAX_ENVELOPE_BODY_CHARS),
+                      "</body>", f"<reply>{reply}</reply>", "</agent-link-message>"))
 
 
 _TITLE_FROM_RE = re.compile(r'\sfrom="([^"<>]*)')

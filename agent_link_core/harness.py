@@ -8,11 +8,15 @@ async; none may block the event loop.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from agent_link_core.model import Caller, Session
+
+#: a harness name, its address scheme
+HARNESS_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
 
 
 class PeerGone(Exception):
@@ -440,3 +444,34 @@ class Harness:
     def health(self) -> dict[str, Any]:
         """This harness's health section (cheap, never raises)."""
         return {}
+
+
+def check_harness(record: Any) -> None:
+    """Refuse a harness that is not a :class:`~agent_link_core.harness.Harness` (or a
+    :class:`~agent_link_core.harness.HarnessDeclaration` with a ``module:attribute`` target)
+    with a valid name.
+
+    :raises Refused: naming what is wrong and how to fix it.
+    """
+    from agent_link_core.boundary import Refused
+
+    if not isinstance(record, (Harness, HarnessDeclaration)):
+        raise Refused(f"registered a {type(record).__name__}, not a Harness", "Subclass agent_link_core.harness.Harness.")
+    name = getattr(record, "name", None)
+    if not isinstance(name, str) or not HARNESS_NAME_RE.match(name):
+        raise Refused(f"registered a harness named {name!r}",
+                      "A harness name is its address scheme: 1-32 of a-z 0-9 -, starting with a letter.")
+    if isinstance(record, HarnessDeclaration):
+        module, sep, attribute = record.target.partition(":") if isinstance(record.target, str) else ("", "", "")
+        if not (module and sep and attribute):
+            raise Refused(f"declared harness {name!r} with target {record.target!r}",
+                          "Give the harness class as 'package.module:ClassName'.")
+        return
+    options: Any = getattr(record, "send_options", frozenset())
+    if not isinstance(options, (set, frozenset)) or not all(isinstance(o, str) for o in options):
+        raise Refused(f"harness {name!r} declares send_options that are not a set of strings",
+                      "Set send_options = frozenset({'option', ...}).")
+    named: Any = getattr(record, "caller_arguments", ())
+    if not isinstance(named, tuple) or not all(isinstance(a, str) and len(a) > 1 and a.startswith("_") for a in named):
+        raise Refused(f"harness {name!r} declares caller_arguments that are not a tuple of names starting with '_'",
+                      "Set caller_arguments = ('_hostCaller', ...): names no tool uses as an argument.")

@@ -23,7 +23,7 @@ import threading
 import time
 
 from agent_link_core.addresses import ANTICIPATIONS, EXTERNAL, is_address, is_ulid
-from agent_link_core.envelope import MAX_BODY_BYTES, EnvelopeMessage, escape_text, render_envelope, sanitize_text
+from agent_link_core.envelope import MAX_BODY_BYTES, EnvelopeMessage, escape_text, iso_ms, render_envelope, sanitize_text
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.store import now_ms
 
@@ -499,10 +499,11 @@ class Mailbox:
             times.append((row["reply_by"], "expired"))
         return times
 
-    def to_view(self, row: sqlite3.Row, state: MessageState | None = None, *, body: bool = False) -> dict[str, Any]:
-        """The public, body-free description of a message (inbox, status, inspect)."""
+    def to_view(self, row: sqlite3.Row, state: MessageState | None = None, *, body: bool = False,
+                meta: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The public, body-free description of a message (inbox, status, inspect); ``meta``: its decoded metadata, if known."""
         state = state or self.state(row)
-        meta = json.loads(row["metadata"] or "{}")
+        meta = json.loads(row["metadata"] or "{}") if meta is None else meta
         view: dict[str, Any] = {
             "id": row["id"],
             "from": row["from_addr"],
@@ -532,10 +533,12 @@ class Mailbox:
             view["body"] = row["body"]
         return view
 
-    def to_views(self, rows: Sequence[sqlite3.Row], *, body: bool = False, now: int | None = None) -> list[dict[str, Any]]:
+    def to_views(self, rows: Sequence[sqlite3.Row], *, body: bool = False, now: int | None = None,
+                 metas: Sequence[dict[str, Any] | None] | None = None) -> list[dict[str, Any]]:
         """:meth:`to_view` of every row, in order, their states read together (:meth:`states`;
-        ``now`` in epoch ms, default the clock)."""
-        return [self.to_view(row, state, body=body) for row, state in zip(rows, self.states(rows, now), strict=True)]
+        ``now`` in epoch ms, default the clock; ``metas``: each row's decoded metadata, if known)."""
+        metas = [None] * len(rows) if metas is None else metas
+        return [self.to_view(row, state, body=body, meta=meta) for row, state, meta in zip(rows, self.states(rows, now), metas, strict=True)]
 
     def _reminder_view(self, state: MessageState) -> dict[str, Any]:
         return {
@@ -545,9 +548,9 @@ class Mailbox:
             "nextDueAt": iso(state.next_due_at) if state.next_due_at else None,
         }
 
-    def envelope(self, row: sqlite3.Row) -> str:
-        """Render the ``<agent-link-message>`` envelope for a stored message."""
-        message = self.row_dict(row) if self.hooks is not None else None
+    def envelope(self, row: sqlite3.Row, message: dict[str, Any] | None = None) -> str:
+        """Render the ``<agent-link-message>`` envelope for a stored message (``message``: its :meth:`row_dict`, if made)."""
+        message = self.row_dict(row) if message is None and self.hooks is not None else message
         meta = message["metadata"] if message is not None else json.loads(row["metadata"] or "{}")
         # read before the hooks see the message: what a plugin does to its metadata stays its own
         verified, meta_via = bool(meta.get("sender", {}).get("verified")), meta.get("via")
@@ -1121,8 +1124,4 @@ def harness_of(address: str) -> str:
 
 def iso(ms: int | None) -> str | None:
     """Epoch ms as ISO 8601 UTC with milliseconds (``2026-01-02T03:04:05.678Z``)."""
-    if ms is None:
-        return None
-    from agent_link_core.envelope import iso_ms
-
-    return iso_ms(ms)
+    return None if ms is None else iso_ms(ms)

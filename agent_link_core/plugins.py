@@ -28,16 +28,14 @@ import pluggy
 
 from agent_link_core import discovery, hookspecs
 from agent_link_core.aio import run_blocking
+from agent_link_core.config import check_setting
+from agent_link_core.harness import check_harness
+from agent_link_core.prompt_hooks import check_prompt_hook
 from agent_link_core.boundary import (
     Boundary,
     CORE_PLUGIN,
     CallState,
     Refused,
-    check_harness,
-    check_prompt_hook,
-    check_send_declarations,
-    check_setting,
-    check_tool,
     current_plugin,
     end_call,
     guard_plugin,
@@ -398,6 +396,7 @@ class Hooks:
         ``message_agent``: a harness whose declarations are refused leaves its plugin out."""
         if "tool" not in self._records:
             from agent_link_core.harness import HarnessDeclaration
+            from agent_link_core.tools.core_tools import check_send_declarations
 
             # the built harnesses: what a declared one declares for message_agent is in its code
             harnesses = self.app.harnesses if self.app is not None else self.harnesses()
@@ -409,6 +408,8 @@ class Hooks:
                 except Refused as exc:
                     plugin = self.owner("harness", name) or f"harness {name}"
                     self.boundary.fault(plugin, "agent_link_register_harnesses", str(exc), fix=exc.fix, disable=True)
+        from agent_link_core.tools.registry import check_tool
+
         return self.collect("tool", "agent_link_register_tools", check_tool)
 
     def tool_owners(self) -> dict[str, str]:
@@ -512,14 +513,14 @@ class Hooks:
         """Every plugin's envelope contribution for a stored message (a failing one is left out).
 
         Called once per message of a read, so the implementations are called one after the
-        other as pluggy would (:meth:`_plain_impls`), each through its guard, without pluggy's
-        own per-call machinery."""
+        other as pluggy would (:meth:`_plain_impls`), each through its guard (nested in the tool
+        call's armed frame: no per-call signal or thread set-up), without pluggy's own machinery."""
         plain = self._plain_impls("agent_link_render_envelope")
         if plain is None:
             return [c for c in self._call("agent_link_render_envelope", message=message, app=self.app) if c]
-        given = {"message": message, "app": self.app}
         _, token = hook_call("agent_link_render_envelope")
         try:
+            given = {"message": message, "app": self.app}
             return [c for impl in plain if (c := impl.function(*[given[name] for name in impl.argnames]))]
         finally:
             end_call(token)

@@ -33,7 +33,8 @@ from agent_link_core.harness import McpPeer, PeerGone
 from agent_link_core.stdio_transport import stdio_server
 from agent_link_core.tool_profiles import effective_profile, select_tools
 from agent_link_core.tools.core_tools import CORE_TOOLS
-from agent_link_core.tools.registry import ToolSpec, output_schema, run_tool, unknown_tool
+from agent_link_core.tools.registry import ToolSpec, call_tool, output_schema, unknown_tool
+from agent_link_core.visible import visible_data
 
 log = logging.getLogger(__name__)
 SHUTDOWN_BUDGET_S = 4.0
@@ -66,10 +67,13 @@ def tool_definition(spec: ToolSpec) -> types.Tool:
     )
 
 
-def to_call_result(result: Mapping[str, Any]) -> types.CallToolResult:
-    """Wrap a result object: text content + structuredContent, isError iff not ok."""
+def to_call_result(result: Mapping[str, Any], text: str | None = None) -> types.CallToolResult:
+    """Wrap a result object: text content + structuredContent, isError iff not ok.
+
+    :param text: ``json.dumps(result, ensure_ascii=False)`` when the caller has it already
+        (:func:`~agent_link_core.tools.registry.call_tool`)."""
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False))],
+        content=[types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False) if text is None else text)],
         structured_content=dict(result),
         is_error=not result.get("ok", False),
     )
@@ -110,7 +114,8 @@ def build_server(app: App) -> Server[Any]:
         # the SDK hands _meta over either as sent or with its model's field names
         token = meta.get("progressToken", meta.get("progress_token"))
         progress = ctx.session.report_progress if token is not None else None
-        return to_call_result(await run_tool(app, spec, params.arguments, meta, progress))
+        result, text = await call_tool(app, spec, params.arguments, meta, progress)  # text: None unless made already
+        return to_call_result(result if text is not None or result.get("ok") else visible_data(result), text)
 
     return Server(
         "agent-link",

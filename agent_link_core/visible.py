@@ -15,6 +15,8 @@ every string in every MCP tool result (:func:`visible_data`, applied by
 
 from __future__ import annotations
 
+import json
+import re
 import unicodedata
 from typing import Any
 
@@ -74,3 +76,21 @@ def _visible_item(value: Any) -> Any:
 
 def _visible_key(key: Any) -> Any:
     return visible(key) if isinstance(key, str) else key
+
+
+#: how ``json.dumps`` writes a control character other than LF and TAB (``\\r``, ``\\u001b``
+#: ...); a backslash of the data followed by one of these letters matches too (then the walk runs)
+_ESCAPED_CONTROL = re.compile(r"\\(?:[bfr]|u00)")
+
+
+def plain_json(value: Any) -> str | None:
+    """``json.dumps(value, ensure_ascii=False)`` when :func:`visible_data` would leave every
+    string of ``value`` as it is, else None (also for a value that is not JSON): one serialisation
+    and two scans in C instead of a walk. The text shows each character as itself (so
+    :meth:`str.isprintable` finds the category-``C`` ones) or, below U+0020, as a JSON escape, of
+    which only LF and TAB (kept by the rule) may appear; a refused text only costs the walk."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    return text if text.isprintable() and _ESCAPED_CONTROL.search(text) is None else None

@@ -5,12 +5,13 @@ gives what applying :func:`visible` to every string of the result gives."""
 from __future__ import annotations
 
 import enum
+import json
 from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent_link_core.visible import visible, visible_data
+from agent_link_core.visible import plain_json, visible, visible_data
 
 
 class Kind(str, enum.Enum):
@@ -68,3 +69,18 @@ def test_hidden_characters_in_values_and_keys_are_shown_and_the_rest_is_kept() -
 def test_printable_strings_come_back_as_they_are() -> None:
     text = "Réparer le parseur des titres"
     assert visible_data({"title": text})["title"] is text
+
+
+@given(VALUES)
+def test_a_result_serialised_once_is_one_the_rule_leaves_as_it_is(value: Any) -> None:
+    text = plain_json(value)
+    if text is not None:  # the text stands for the result: the walk would change none of its strings
+        assert json.dumps(visible_data(value), ensure_ascii=False) == text == json.dumps(value, ensure_ascii=False)
+
+
+def test_plain_results_are_serialised_once_and_the_others_walked() -> None:
+    plain = {"ok": True, "title": "Réparer 字 \"quoted\" \\ back", "body": "line\nnext\tcol", "items": ["a", 2.5, None]}
+    assert plain_json(plain) == json.dumps(plain, ensure_ascii=False)
+    for hidden in ("\x1b[31m", "line\r\n", "\u202e", "\ufeff", "\ud800", "\x7f", "\x08", "\x0c"):
+        assert plain_json({"ok": True, "title": hidden}) is None, hidden
+    assert plain_json({"ok": True, "set": {1, 2}}) is None  # not JSON: the caller's checks say so

@@ -12,11 +12,14 @@ from functools import partial
 
 import asyncio
 import logging
+import re
 import time
 from dataclasses import replace
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from agent_link_core.app import MAX_WAIT_PER_CALL_MS, message_summary
+from agent_link_core.boundary import Refused
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import SendOption
 from agent_link_core.mailbox import new_message_id
@@ -27,6 +30,7 @@ from agent_link_core.tools.schemas import ANY, ARR, BOOL, CURSOR, IDEMPOTENCY_KE
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
 
+OPTION_NAME_RE = re.compile(r"^[a-z][A-Za-z0-9]{0,63}$")
 ANTICIPATION = {"type": "string", "enum": ["reply", "action", "fyi"],
                 "description": "What the sender expects: reply (an answer), action (something done), fyi (nothing)."}
 REPLY_BY = {"type": "string", "minLength": 1,
@@ -115,6 +119,48 @@ def message_agent_spec(app: App | None) -> ToolSpec:
     return replace(base, input_schema=schema, output_fields={**fields, **base.output_fields})
 
 
+def check_send_declarations(harness: Any) -> None:
+    """A harness's declared send options and result fields: names and JSON schemas.
+
+    Checked when the tools are collected (``Hooks.tools``: the MCP server, ``agent-link
+    plugins``, health), where they become part of ``message_agent``: a CLI command that lists
+    no tools does not load jsonschema for them.
+
+    :raises Refused: a declaration of the wrong type, a name the core uses, an invalid schema.
+    """
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    base = next(spec for spec in CORE_TOOLS if spec.name == "message_agent")
+    specs = getattr(harness, "send_option_specs", ())
+    fields = getattr(harness, "send_result_fields", {})
+    if not isinstance(specs, (tuple, list)) or not isinstance(fields, Mapping):
+        raise Refused(f"harness {harness.name!r} declares send_option_specs or send_result_fields of the wrong type",
+                      "send_option_specs is a tuple of SendOption; send_result_fields a dict of JSON schemas.")
+    named: list[tuple[str, Any]] = []
+    for option in specs:
+        if not isinstance(option, SendOption) or not isinstance(option.name, str) or not OPTION_NAME_RE.match(option.name):
+            raise Refused(f"harness {harness.name!r} declares a send option that is not a SendOption with a camelCase name",
+                          "Declare SendOption('name', {json schema}).")
+        if option.name in base.input_schema["properties"]:
+            raise Refused(f"harness {harness.name!r} declares send option {option.name!r}, which is message_agent's own argument",
+                          "Name the option something of your own.")
+        named.append((f"send option {option.name!r}", option.schema))
+    for field_name, schema in fields.items():
+        if field_name in base.output_fields or field_name in ("ok", "error", "warnings"):
+            raise Refused(f"harness {harness.name!r} declares result field {field_name!r}, which the core declares already",
+                          "Name the field something of your own.")
+        named.append((f"result field {field_name!r}", schema))
+    for what, schema in named:
+        try:
+            if not isinstance(schema, Mapping):
+                raise SchemaError("not an object")
+            Draft202012Validator.check_schema(schema)
+        except SchemaError as exc:
+            raise Refused(f"harness {harness.name!r} declares {what} with an invalid JSON schema: {exc.message[:200]}",
+                          "Fix the schema (JSON Schema draft 2020-12).") from None
+
+
 def health_spec(app: App | None) -> ToolSpec:
     """``agent_link_health`` with the arguments the App's harnesses declare (``Harness.health_options``)."""
     base = next(spec for spec in CORE_TOOLS if spec.name == "agent_link_health")
@@ -198,7 +244,8 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool:
     named = app.harnesses.get(args["to"].split(":", 1)[0]) if is_address(args["to"]) else None
     # an exact address may name an archived session of a harness whose archived sessions take mail
     allow_archived = named is not None and named.archived_sessions_take_mail
-    recipient, _, _ = await app.target_address(args["to"], call.caller, allow_archived=allow_archived)
+    target = await app.target_address(args["to"], call.caller, allow_archived=allow_archived)
+    recipient = target[0]
     harness = app.harnesses.get(recipient.split(":", 1)[0])
     supported = harness.accepted_send_options() if harness is not None else frozenset()
     lacking = [k for k in options if k not in supported and declared[k].capability]
@@ -219,7 +266,7 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool:
         reply_by=args.get("replyBy"), wait_for_reply=args.get("waitForReply", False),
         reply_to=args.get("replyToMessageId"), tool=tool, arguments=args, options=options, meta=call.meta,
         message_id=message_id, allow_archived=allow_archived, require_known=args.get("requireKnown", False),
-        metadata={"fingerprint": fingerprint} if fingerprint else None,
+        metadata={"fingerprint": fingerprint} if fingerprint else None, target=(recipient, target[1], dict(target[2])),
     )
     if not args.get("waitForReply"):
         outcome = await sending

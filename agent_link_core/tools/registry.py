@@ -18,6 +18,7 @@ registered the tool (:func:`result_mismatch`), and the plugin problem shows in h
 
 from __future__ import annotations
 
+import inspect
 import logging
 import re
 import sqlite3
@@ -28,16 +29,17 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # jsonschema loads at the first call that validates (not for the CLI's commands)
     from jsonschema import Draft202012Validator
 
-from agent_link_core.boundary import MAX_RESULT_BYTES, disable_hint, oversize
+from agent_link_core.boundary import MAX_RESULT_BYTES, Refused, disable_hint, oversize
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.tools.schemas import NO_NUL
 from agent_link_core.model import Caller
-from agent_link_core.visible import visible_data
+from agent_link_core.visible import plain_json, visible_data
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
 
 INT_RE = re.compile(r"^-?[0-9]+$")
+TOOL_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 
 @dataclass
@@ -120,6 +122,39 @@ def output_schema(spec: ToolSpec) -> dict[str, Any]:
         **spec.output_fields,
     }
     return {"type": "object", "properties": properties, "required": ["ok"], "additionalProperties": False}
+
+
+def check_tool(record: Any) -> None:
+    """Refuse a tool that is not a well-formed :class:`~agent_link_core.tools.registry.ToolSpec`
+    (name, async handler, input and output schemas valid against the JSON Schema meta-schema).
+
+    :raises Refused: naming what is wrong and how to fix it (``agent_link_register_tools``)."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    if not isinstance(record, ToolSpec):
+        raise Refused(f"registered a {type(record).__name__}, not a ToolSpec", "Register agent_link_core.tools.registry.ToolSpec records.")
+    if not isinstance(record.name, str) or not TOOL_NAME_RE.match(record.name):
+        raise Refused(f"registered a tool named {record.name!r}", "Tool names are snake_case: a-z 0-9 _, starting with a letter, at most 64.")
+    if not isinstance(record.description, str) or not record.description.strip():
+        raise Refused(f"tool {record.name!r} has no description", "Describe what the tool does; models read it.")
+    handler = record.handler
+    if not callable(handler) or not (inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(type(handler).__call__)):
+        raise Refused(f"tool {record.name!r} has a handler that is not an async function",
+                      "The handler is `async def handler(app, arguments, call) -> dict`.")
+    if not isinstance(record.input_schema, Mapping) or record.input_schema.get("type") != "object":
+        raise Refused(f"tool {record.name!r} has an input schema that is not a JSON schema of type object",
+                      "input_schema must be {'type': 'object', 'properties': {...}, 'additionalProperties': False}.")
+    if not isinstance(record.output_fields, Mapping) or not all(isinstance(v, Mapping) for v in record.output_fields.values()):
+        raise Refused(f"tool {record.name!r} has output_fields that are not a dict of JSON schemas",
+                      "output_fields maps each success field to its JSON schema.")
+    for which, schema in (("input", record.input_schema), ("output", output_schema(record))):
+        try:
+            Draft202012Validator.check_schema(schema)
+        except SchemaError as exc:
+            where = "/".join(str(p) for p in exc.path) or "(root)"
+            raise Refused(f"tool {record.name!r} has an invalid {which} schema at {where}: {exc.message[:200]}",
+                          "Fix the schema (it is checked against JSON Schema draft 2020-12).") from None
 
 
 def _types(schema: Mapping[str, Any]) -> set[str]:
@@ -241,9 +276,11 @@ def _coerced(key: str, kind: str) -> dict[str, Any]:
 
 async def run_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | None, meta: Mapping[str, Any],
                    progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None) -> dict[str, Any]:
-    """:func:`call_tool`, with every string of an error result made visible too (a success's
-    strings already are: they are checked against the output schema as the model gets them)."""
-    result = await call_tool(app, spec, arguments, meta, progress)
+    """:func:`call_tool`'s result, with every string of an error result made visible too (a success's
+    strings already are: they are checked against the output schema as the model gets them).
+    A success the visible rule leaves as it is comes back as the handler gave it (its tuples
+    too, which JSON sends as arrays)."""
+    result, _ = await call_tool(app, spec, arguments, meta, progress)
     return result if result.get("ok") else visible_data(result)
 
 
@@ -268,8 +305,10 @@ def caller_arguments(app: App, arguments: Mapping[str, Any] | None,
 
 
 async def call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | None, meta: Mapping[str, Any],
-                    progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None) -> dict[str, Any]:
-    """Validate, call the handler and wrap the outcome in the result contract.
+                    progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None
+                    ) -> tuple[dict[str, Any], str | None]:
+    """Validate, call the handler and wrap the outcome in the result contract: ``(result, its
+    JSON text)``, the text None when not made yet (an error, a result the visible rule changed).
 
     :param progress: the call's progress reporter when the client sent a progress token.
 
@@ -284,7 +323,7 @@ async def call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | Non
         return {"ok": False, "error": AgentLinkError(
             "unsupported", f"{spec.name} belongs to the plugin {plugin}, which was disabled: "
             f"{app.hooks.boundary.disabled[plugin]}"[:500], {"capability": spec.name, "plugin": plugin},
-            hint="agent_link_health lists it under plugins.problems; the other tools still work.").to_dict()}
+            hint="agent_link_health lists it under plugins.problems; the other tools still work.").to_dict()}, None
     try:
         arguments, meta = caller_arguments(app, arguments, meta)
         args, warnings = validate_arguments(spec, arguments)
@@ -297,27 +336,24 @@ async def call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | Non
         if fields is _FAULTED:
             raise _PluginFault()
     except AgentLinkError as exc:
-        return {"ok": False, "error": exc.to_dict()}
+        return {"ok": False, "error": exc.to_dict()}, None
     except sqlite3.DatabaseError as exc:
         error = app.store.failure(exc)  # records corruption, so every process stops writing
         if error.code != "state_busy":
             logging.getLogger(__name__).warning("tool %s: %s", spec.name, error.message)
-        return {"ok": False, "error": error.to_dict()}
+        return {"ok": False, "error": error.to_dict()}, None
     except _PluginFault:
         return {"ok": False, "error": {"code": "internal_error", "message": f"{spec.name} (plugin {plugin}) failed unexpectedly.",
                                         "details": {"cause": "plugin_fault", "plugin": plugin},
-                                        "hint": f"agent_link_health lists the failure under plugins.problems. {disable_hint(plugin)}"}}
+                                        "hint": f"agent_link_health lists the failure under plugins.problems. {disable_hint(plugin)}"}}, None
     except Exception as exc:  # the contract promises a result object, never a crash
         logging.getLogger(__name__).exception("tool %s failed", spec.name)
         return {"ok": False, "error": {"code": "internal_error", "message": f"{spec.name} failed unexpectedly.",
                                         "details": {"cause": type(exc).__name__},
-                                        "hint": "This is a bug in agent-link or a plugin; the server's log (stderr) has the traceback."}}
+                                        "hint": "This is a bug in agent-link or a plugin; the server's log (stderr) has the traceback."}}, None
     declared = spec.output_fields
     if not isinstance(fields, dict):  # a plugin's handler broke its contract
-        return _withheld(app, spec, [{"path": "", "rule": "type"}])
-    too_big = oversize(fields, MAX_RESULT_BYTES)
-    if too_big is not None:  # checked before the schema: validating 20 MB would hold the server
-        return _withheld(app, spec, [{"path": "", "rule": "maxBytes"}], too_big)
+        return _withheld(app, spec, [{"path": "", "rule": "type"}]), None
     extra = [k for k in fields if k not in declared and k != "warnings"]
     if extra:  # the output schema is closed: an undeclared field would break strict clients
         logging.getLogger(__name__).warning("tool %s dropped undeclared result fields %s", spec.name, extra)
@@ -328,9 +364,16 @@ async def call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | Non
     if all_warnings:
         result["warnings"] = all_warnings
     # titles, bodies and names from other agents and hosts reach the model here: one rule for
-    # every string of every tool's result (agent_link_core.visible)
-    result = visible_data(result)
-    return result_mismatch(app, spec, result) or result
+    # every string of every tool's result (agent_link_core.visible); a result the rule leaves
+    # as it is (most) is serialised once, for its size and for the answer
+    text = plain_json(result)
+    too_big = oversize(fields, MAX_RESULT_BYTES) if text is None else oversize(result, MAX_RESULT_BYTES, text)
+    if too_big is not None:  # checked before the schema: validating 20 MB would hold the server
+        return _withheld(app, spec, [{"path": "", "rule": "maxBytes"}], too_big), None
+    if text is None:
+        result = visible_data(result)
+    mismatch = result_mismatch(app, spec, result)
+    return (mismatch, None) if mismatch is not None else (result, text)
 
 
 _RESULT_VALIDATORS: dict[int, tuple[ToolSpec, Draft202012Validator]] = {}
@@ -352,9 +395,12 @@ def result_mismatch(app: App, spec: ToolSpec, result: dict[str, Any]) -> dict[st
     hold mail); the fault is recorded as a plugin problem (not disabling the plugin)."""
     cached = _RESULT_VALIDATORS.get(id(spec))
     if cached is None or cached[0] is not spec:  # the spec is kept with its validator, so its id stays its own
-        from jsonschema import Draft202012Validator
+        from jsonschema import Draft202012Validator, validators
 
-        cached = _RESULT_VALIDATORS[id(spec)] = (spec, Draft202012Validator(output_schema(spec)))
+        # a tuple is sent as a JSON array (a result the visible rule leaves as it is keeps its tuples)
+        checker = Draft202012Validator.TYPE_CHECKER.redefine("array", lambda _, value: isinstance(value, (list, tuple)))
+        validator = validators.extend(Draft202012Validator, type_checker=checker)(output_schema(spec))
+        cached = _RESULT_VALIDATORS[id(spec)] = (spec, validator)
     errors = sorted(cached[1].iter_errors(result), key=lambda e: [str(p) for p in e.absolute_path])
     if not errors:
         return None

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agent_link_core.addresses import EXTERNAL, ULID_RE, is_address
-from agent_link_core.boundary import HARNESS_NAME_RE, Refused
+from agent_link_core.boundary import Refused
+from agent_link_core.harness import HARNESS_NAME_RE
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
