@@ -167,13 +167,13 @@ class PluginApp(Protocol):
         """True when a wait in this process is about to return this message (leave it be)."""
 
     async def send(self, **kwargs: Any) -> Any:
-        """Store and push a message (:meth:`agent_link_core.app.App.send`)."""
+        """Store and push a message (:meth:`agent_link_core.sending.Outbox.send`)."""
 
     async def reply(self, **kwargs: Any) -> dict[str, Any]:
-        """Resolve a message (:meth:`agent_link_core.app.App.reply`)."""
+        """Resolve a message (:meth:`agent_link_core.sending.Outbox.reply`)."""
 
     async def wait(self, **kwargs: Any) -> dict[str, Any]:
-        """Wait for a resolution or a message (:meth:`agent_link_core.app.App.wait`)."""
+        """Wait for a resolution or a message (:meth:`agent_link_core.waits.Waits.wait`)."""
 
     def inbox(self, caller: Caller, *, limit: int = 20, mark: bool = True, include_open: bool = True) -> dict[str, Any]:
         """The caller's open mail with envelopes."""

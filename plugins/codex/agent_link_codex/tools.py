@@ -16,7 +16,7 @@ import sys
 import time
 from typing import Any
 
-from agent_link_core.app import wait_capped_warning
+from agent_link_core.waits import wait_capped_warning
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.tools import core_tools
 from agent_link_core.tools.registry import ToolCall, ToolSpec
