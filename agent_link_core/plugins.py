@@ -33,6 +33,13 @@ from agent_link_core.boundary import (
     CORE_PLUGIN,
     CallState,
     Refused,
+    current_plugin,
+    end_call,
+    guard_plugin,
+    hook_call,
+    timeout_from_env,
+)
+from agent_link_core.record_checks import (
     check_harness,
     check_legacy_importer,
     check_panel,
@@ -40,11 +47,6 @@ from agent_link_core.boundary import (
     check_send_declarations,
     check_setting,
     check_tool,
-    current_plugin,
-    end_call,
-    guard_plugin,
-    hook_call,
-    timeout_from_env,
 )
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import zlib
 
+from agent_link_core.addresses import MODULE_RE
 from agent_link_core.json_files import read_json_object
 
 TYPE_CHECKING = False  # keep typing out of the fast path
@@ -34,10 +34,6 @@ if TYPE_CHECKING:
 
 #: the registry file's format version; a file of another version is rebuilt
 FORMAT = 1
-#: a harness name (the address scheme): lower case, digits and hyphens
-HARNESS_RE = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
-#: a dotted, importable module path
-MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
 def disabled_names(env: Any = None) -> list[str]:
