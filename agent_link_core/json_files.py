@@ -1,5 +1,5 @@
 """Small files of the state dir: private folders (:func:`ensure_private_dir`) and JSON files
-that must hold one object (records, registries, caches).
+that hold one object (records, registries, caches), read leniently and written atomically.
 
 Many files agent-link reads are advisory or written by other programs (a host's session
 records, a registry another process keeps): a missing, half-written or foreign file is not an
@@ -10,15 +10,16 @@ Imports only the standard library: the hook fast path uses it.
 
 from __future__ import annotations
 
+import contextlib
 import errno as errno_mod
 import json
 import os
 
-from agent_link_core.errors import AgentLinkError
-
 TYPE_CHECKING = False  # typing stays out of the hook fast path
 if TYPE_CHECKING:
     from typing import Any
+
+    from agent_link_core.errors import AgentLinkError
 
 
 def read_json_object(path: str | os.PathLike[str]) -> dict[str, Any] | None:
@@ -73,6 +74,8 @@ def ensure_private_dir(path: str | os.PathLike[str]) -> None:
 
 def state_io_error(path: str | os.PathLike[str], exc: OSError, state_dir: str | None = None) -> AgentLinkError:
     """An ``AgentLinkError(state_io_error)`` with ``path`` relative to the state dir."""
+    from agent_link_core.errors import AgentLinkError  # only when failing: importing this module loads no other
+
     shown = os.fspath(path)
     if state_dir is not None and shown.startswith(state_dir.rstrip("/") + "/"):
         shown = os.path.relpath(shown, state_dir)
@@ -82,3 +85,23 @@ def state_io_error(path: str | os.PathLike[str], exc: OSError, state_dir: str | 
         f"Could not use agent-link state at {shown}: {exc.strerror or exc}.",
         {"path": shown, "errno": code},
     )
+
+
+def write_json_object(path: str, data: dict[str, Any]) -> None:
+    """Write ``data`` to ``path`` as JSON atomically (a temporary file renamed over it),
+    private to the user: the file 0600, missing folders 0700 (:func:`ensure_private_dir`).
+
+    :raises OSError: when it cannot be written (the temporary file is removed).
+    :raises AgentLinkError: ``state_io_error`` when its folder cannot be created.
+    """
+    ensure_private_dir(os.path.dirname(path))
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

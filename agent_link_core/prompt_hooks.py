@@ -20,7 +20,6 @@ Imported by the hook fast path: standard modules only, annotations stay strings.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import zlib
@@ -128,19 +127,10 @@ def refresh(state_dir: str, hooks: Any, env: Any = None) -> None:
 
 def write(path: str, data: dict[str, Any]) -> bool:
     """Write the registry atomically, private to the user; False when it cannot be written."""
-    from agent_link_core.store import ensure_private_dir
+    from agent_link_core.json_files import write_json_object
 
-    tmp = f"{path}.{os.getpid()}.tmp"
     try:
-        ensure_private_dir(os.path.dirname(path))
-        fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh)
-        os.replace(tmp, path)
+        write_json_object(path, data)
         return True
     except Exception:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
         return False
