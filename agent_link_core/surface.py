@@ -25,9 +25,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:  # pragma: no cover
     import sqlite3
 
+    from agent_link_core.directory import Directory
     from agent_link_core.harness import Harness
     from agent_link_core.model import Caller
+    from agent_link_core.sending import Outbox
     from agent_link_core.tools.registry import ToolSpec
+    from agent_link_core.waits import Waits
 
 
 class PluginConfig(Protocol):
@@ -156,6 +159,10 @@ class PluginApp(Protocol):
     mailbox: PluginMailbox
     hooks: PluginHooks
     harnesses: dict[str, Harness]
+    #: the operations as objects (their methods below are the same bound methods)
+    directory: Directory
+    outbox: Outbox
+    waits: Waits
 
     def caller(self, meta: Mapping[str, Any] | None = None) -> Caller:
         """Who is calling (harnesses first, then ``AGENT_LINK_ADDRESS``, else external)."""
