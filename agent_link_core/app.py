@@ -1,7 +1,10 @@
-"""The application object: settings, plugins, database, harnesses, and the operations that
-the MCP tools and the CLI share (send, reply, wait, inbox, status, list, resolve, health).
+"""The application object: settings, plugins, database, harnesses, the caller's identity and
+the reads; the other operations the MCP tools and the CLI share live in the objects it holds:
+:class:`~agent_link_core.directory.Directory` (list, resolve), :class:`~agent_link_core.sending.Outbox`
+(send, reply, push), :class:`~agent_link_core.waits.Waits` (wait) and
+:func:`agent_link_core.health.report` (health).
 
-Both entry points call these methods, so an MCP tool and its CLI command cannot drift apart.
+Both entry points call these, so an MCP tool and its CLI command cannot drift apart.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from agent_link_core.store import now_ms
 if TYPE_CHECKING:
     from agent_link_core.app import App
 
-log = logging.getLogger("agent_link_core.app")
+log = logging.getLogger("agent_link_core.app")  # the App's operations log under its name, as before the split
 
 
 #: What status says of a push the host accepted but has not shown the model yet.
@@ -52,8 +52,6 @@ class SendOutcome:
 #: A push may take this many hook budgets (AGENT_LINK_HOOK_TIMEOUT_MS, 30 s by default) before
 #: its outcome counts as unknown: pushes wait on a host, which may be slow but must not hang a send.
 PUSH_BUDGETS = 4
-
-
 
 
 class Outbox:

@@ -21,10 +21,7 @@ from agent_link_core.wake import Wakeup
 if TYPE_CHECKING:
     from agent_link_core.app import App
 
-log = logging.getLogger("agent_link_core.app")
-
-
-log = logging.getLogger(__name__)
+log = logging.getLogger("agent_link_core.app")  # the App's operations log under its name, as before the split
 
 # MCP clients cut tool calls at 60 s or more (hosts have used 60, 120 and 300 s); a single
 # wait never holds a call longer than this, and says so, so the caller can simply wait again.
