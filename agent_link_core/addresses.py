@@ -8,6 +8,10 @@ validation (never delivered to, never verified). Message ids are ULIDs.
 
 import re
 
+#: a harness name: its address scheme
+HARNESS_RE = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
+#: a dotted module path (a prompt hook's adapter)
+MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 ADDRESS_RE = re.compile(r"^([a-z][a-z0-9-]{0,31}):([A-Za-z0-9_.-]{1,128})$")
 ROLE_NAME_RE = re.compile(r"^[a-z0-9-]{1,40}$")
 # 128 bits in 26 base-32 digits: the first digit carries only 3 of them, so it is 0-7

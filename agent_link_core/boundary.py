@@ -42,7 +42,7 @@ from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_link_core.errors import AgentLinkError
+from agent_link_core.errors import AgentLinkError, Refused
 
 log = logging.getLogger("agent_link_core.plugins")
 
@@ -101,15 +101,6 @@ class Problem:
         """JSON form for health and ``agent-link plugins --json``."""
         return {"plugin": self.plugin, "hook": self.hook, "error": self.error, "fix": self.fix,
                 "disabled": self.disabled, "count": self.count}
-
-
-class Refused(Exception):
-    """A contribution the core refuses (raised by a ``register`` callback once the refusal is
-    recorded, so a plugin that swallows it is still left out)."""
-
-    def __init__(self, message: str, fix: str = "") -> None:
-        super().__init__(message)
-        self.fix = fix
 
 
 class Overran(BaseException):

@@ -12,13 +12,16 @@ import binascii
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_link_core.boundary import interrupts, plugin_fault
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import Harness, SessionListing
 from agent_link_core.mailbox import iso
-from agent_link_core.model import ADDRESS_RE, Session, is_address
+from agent_link_core.model import ADDRESS_RE, Caller, Session, address_scheme, is_address
+
+if TYPE_CHECKING:
+    from agent_link_core.app import App
 
 LIST_TIMEOUT_S = 20.0
 # Field weights for ranking (after the original's thread search, docs/behaviour.md §16.9).
@@ -253,3 +256,168 @@ def split_address(address: str) -> tuple[str, str]:
     if not m or not is_address(address):
         raise ValueError(address)
     return m.group(1), m.group(2)
+
+
+class Directory:
+    """The agents every harness knows, for one App: listing, resolving, addressing.
+
+    One per :class:`~agent_link_core.app.App` (``app.directory``); ``app.list_agents``,
+    ``app.resolve_agent``, ``app.target_address`` and ``app.present_sessions`` are its methods.
+
+    :param app: the App whose harnesses, hooks and database it reads.
+    """
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self.hooks, self.store, self.harnesses = app.hooks, app.store, app.harnesses
+        # plain addresses a plugin's resolve_address said are served elsewhere ("served": true)
+        self.served_elsewhere: set[str] = set()
+
+    async def list_agents(
+        self, *, harness: str = "all", loaded: bool | None = None, surface: str | None = None,
+        include_archived: bool = False, limit: int = 20, cursor: str | None = None,
+    ) -> dict[str, Any]:
+        """Sessions of every harness, newest first, filtered, one page at a time; with
+        provider reports.
+
+        ``complete`` is true only when this answer holds every session the sources hold for
+        the filters given (every provider complete, the first page and nothing after it); a
+        page with more after it says ``hasMore`` and gives ``nextCursor`` (pass it back as
+        ``cursor``). ``filters`` names the filters applied and ``filteredOut`` counts what
+        each left out (``archived``: archived sessions a harness listed anyway).
+
+        :raises AgentLinkError: ``invalid_arguments`` (path ``cursor``) for a cursor this
+            method did not give.
+        """
+        from agent_link_core.directory import decode_cursor, listing_depth, page_of, was_cut
+
+        position = decode_cursor(cursor, "list_agents")
+        depth = listing_depth(position, limit)
+        listings = await gather_listings(self.harnesses, only=harness, include_archived=include_archived,
+                                         limit=depth, on_error=self.app._harness_failed)
+        sessions = [s for listing in listings.values() for s in listing.sessions] + self.present_sessions(harness)
+        filters: list[tuple[str, Callable[[Session], bool]]] = []
+        if not include_archived:
+            filters.append(("archived", lambda s: not s.archived))
+        if loaded is not None:
+            filters.append(("loaded", lambda s: bool(s.loaded) == loaded))
+        if surface:
+            filters.append(("surface", lambda s: surface in s.surface))
+        page = page_of(sessions, position, limit, filters, cut=was_cut(listings, depth))
+        titled = [{"address": s.address, "title": s.title} for listing in listings.values() for s in listing.sessions if s.title]
+        if titled:
+            self.app.hooks.sessions_listed(titled)
+        providers = providers_view(listings)
+        return {
+            "sessions": [session_view(s) for s in page.sessions], "providers": providers,
+            "complete": page.first and not page.has_more and all(p["complete"] for p in providers.values()),
+            "hasMore": page.has_more, "nextCursor": page.next_cursor,
+            "filters": {"harness": harness, "loaded": loaded, "surface": surface, "includeArchived": include_archived},
+            "filteredOut": page.filtered_out,
+        }
+
+    async def resolve_agent(self, query: str, *, harness: str = "all", limit: int = 10, caller: Caller | None = None) -> dict[str, Any]:
+        """Resolve an address, a bare id or fuzzy text; ``status`` is resolved, ambiguous or
+        not_found (a verdict, not an error)."""
+        caller = caller or Caller()
+        query = query.strip()
+        out: dict[str, Any] = {"query": query, "best": None, "candidates": [], "via": None}
+        if is_address(query):
+            scheme, ident = split_address(query)
+            owner = self.harnesses.get(scheme)  # None too when its harness cannot be built (reported)
+            if owner is not None:
+                session = await self.app._get_session(owner, ident)
+                if session is None:
+                    return {**out, "status": "not_found"}
+                view = session_view(session)
+                return {**out, "status": "resolved", "best": view, "candidates": [view]}
+            try:
+                routed = await self.hooks.aresolve_address(query, caller.address)
+            except AgentLinkError as exc:
+                # "Not found" from a resolve tool is a verdict, not an error (docs/behaviour.md §3).
+                if exc.code not in ("not_found", "ambiguous"):
+                    raise
+                return {**out, "status": exc.code, "candidates": exc.details.get("candidates", []),
+                        "via": query if scheme == "role" else None}
+            if routed is not None:
+                best = {"address": routed["address"], "harness": address_scheme(routed["address"])}
+                return {**out, "status": "resolved", "best": best, "candidates": [best], "via": routed.get("via")}
+            if scheme == "role":
+                return {**out, "status": "not_found"}
+            # An address of a harness nobody installed: mail to it still works.
+            best = {"address": query, "harness": scheme, "known": False}
+            return {**out, "status": "resolved", "best": best, "candidates": [best]}
+        import asyncio
+
+        chosen = [h for h in self.harnesses.values() if harness in ("all", h.name)]
+        direct = [s for s in await asyncio.gather(*(self.app._get_session(h, query) for h in chosen)) if s is not None]
+        if len(direct) == 1:  # one lookup beats scanning listings that may be capped
+            view = session_view(direct[0])
+            return {**out, "status": "resolved", "best": view, "candidates": [view]}
+        listings = await gather_listings(self.harnesses, only=harness, include_archived=True, on_error=self.app._harness_failed)
+        sessions = [s for listing in listings.values() for s in listing.sessions]
+        exact = [s for s in sessions if s.id == query or query in s.aliases]
+        providers = providers_view(listings)
+        if len(exact) == 1:
+            view = session_view(exact[0])
+            return {**out, "status": "resolved", "best": view, "candidates": [view], "providers": providers}
+        if len(exact) > 1:
+            views = [session_view(s) for s in exact]
+            return {**out, "status": "ambiguous", "candidates": views, "providers": providers,
+                    "selection": {"ambiguous": True, "tiedCount": len(views), "matchReasons": ["id:exact"]}}
+        candidates, ambiguous, tied = rank(sessions, query, limit)
+        status = "not_found" if not candidates else ("ambiguous" if ambiguous else "resolved")
+        return {
+            **out, "status": status, "best": candidates[0] if status == "resolved" else None,
+            "candidates": candidates, "providers": providers,
+            "selection": {"ambiguous": ambiguous, "tiedCount": tied, "matchReasons": candidates[0]["matchReasons"] if candidates else []},
+        }
+
+    async def target_address(self, to: str, caller: Caller, *, allow_archived: bool = False) -> tuple[str, str | None, dict[str, Any]]:
+        """Turn a ``to`` argument into ``(recipient address, via, metadata)``.
+
+        :param allow_archived: an exact address may name an archived session (its mail
+            waits in the mailbox); fuzzy queries never pick archived ones.
+        :raises AgentLinkError: ``not_found`` / ``ambiguous`` with candidates, ``archived``.
+        """
+        if is_address(to):
+            scheme, ident = split_address(to)
+            owner = self.harnesses.get(scheme)  # None too when its harness cannot be built (reported)
+            if owner is not None:
+                session = await self.app._get_session(owner, ident)
+                if session is None:
+                    raise AgentLinkError("not_found", f"No session {to} is known.", {"query": to, "candidates": []})
+                if session.archived and not allow_archived:
+                    raise AgentLinkError("archived", f"{to} is archived and cannot receive mail.", {"address": to})
+                return session.address, None, {}
+            routed = await self.hooks.aresolve_address(to, caller.address)
+            if routed is not None:
+                if routed.get("served") is True:
+                    self.served_elsewhere.add(routed["address"])
+                return routed["address"], routed.get("via"), dict(routed.get("metadata") or {})
+            if scheme == "role":
+                raise AgentLinkError("not_found", f"No plugin resolves {to}.", {"role": to, "candidates": []},
+                                     hint="Install the roles plugin (agent-link-roles) to address roles.")
+            return to, None, {}
+        verdict = await self.resolve_agent(to, caller=caller)
+        if verdict["status"] == "resolved":
+            best = verdict["best"]
+            if best.get("archived"):
+                raise AgentLinkError("archived", f"{best['address']} is archived and cannot receive mail.", {"address": best["address"]})
+            return best["address"], None, {}
+        short = [{"address": c["address"], "title": c.get("title")} for c in verdict["candidates"][:5]]
+        if verdict["status"] == "ambiguous":
+            raise AgentLinkError("ambiguous", f"{to!r} matches several agents.", {"query": to, "candidates": short},
+                                 hint="Use one of the candidates' addresses.")
+        head, sep, rest = to.strip().partition(":")
+        if sep and head != head.lower() and is_address(f"{head.lower()}:{rest}"):
+            hint = f"Harness names are lower case: {head.lower()}:{rest}."
+        else:
+            hint = "List agents with list_agents, or give an address such as <harness>:<id>."
+        raise AgentLinkError("not_found", f"No agent matches {to!r}.", {"query": to, "candidates": short}, hint=hint)
+
+    def present_sessions(self, only: str | None = None) -> list[Any]:
+        """Live plain-address agents (:func:`agent_link_core.presence.live_sessions`)."""
+        from agent_link_core import presence
+
+        return presence.live_sessions(self.store, skip_schemes=set(self.harnesses), only=only)

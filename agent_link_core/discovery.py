@@ -24,7 +24,6 @@ Standard modules only: this runs before anything heavy is imported.
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import sys
 import zlib
@@ -148,17 +147,9 @@ def _scan_and_write(group: str, path: str) -> list[Any]:
 def _write(path: str, data: dict[str, Any]) -> None:
     """Write the cache atomically, private to the user; a failure only means the next run scans."""
     from agent_link_core.errors import AgentLinkError
-    from agent_link_core.store import ensure_private_dir
+    from agent_link_core.json_files import write_json_object
 
-    tmp = f"{path}.{os.getpid()}.tmp"
     try:
-        ensure_private_dir(os.path.dirname(path))  # parents too, 0700 whatever the umask
-        fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh)
-        os.replace(tmp, path)
+        write_json_object(path, data)
     except (OSError, AgentLinkError):
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        pass

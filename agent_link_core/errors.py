@@ -120,3 +120,12 @@ def invalid_arguments(errors: list[dict[str, Any]], message: str | None = None, 
         {"errors": errors, **extra},
         hint=f"Expected {expected}.",
     )
+
+
+class Refused(Exception):
+    """A plugin's contribution the core refuses (raised by a ``register`` callback once the refusal is
+    recorded, so a plugin that swallows it is still left out)."""
+
+    def __init__(self, message: str, fix: str = "") -> None:
+        super().__init__(message)
+        self.fix = fix

@@ -7,7 +7,7 @@ work of the waiting session), and the agent would then get it twice. So every wa
 in the ``active_waits`` table (who waits, for what, in which process) while it runs, and a
 push, in any process, first asks :func:`held` whether a live wait of the recipient is about to
 return the message; if so the push is left out and the wait hands it over. When a wait ends
-without taking what it held, its process pushes it then (:meth:`App.wait`).
+without taking what it held, its process pushes it then (:meth:`agent_link_core.waits.Waits.wait`).
 
 A wait whose process died leaves a row behind; it is ignored (the process is gone, or the row
 is older than any wait may run) and removed by the next wait of the same address.

@@ -27,7 +27,8 @@ import sys
 
 from agent_link_core.config import load_config
 from agent_link_core.addresses import is_address
-from agent_link_core.prompt_hooks import HARNESS_RE, adapter_module
+from agent_link_core.addresses import HARNESS_RE
+from agent_link_core.prompt_hooks import adapter_module
 from agent_link_core.store import Store, ensure_private_dir, now_ms
 
 EVENT_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")

@@ -1,4 +1,5 @@
-"""Reading small JSON files that must hold one object (records, registries, caches).
+"""Small files of the state dir: private folders (:func:`ensure_private_dir`) and JSON files
+that hold one object (records, registries, caches), read leniently and written atomically.
 
 Many files agent-link reads are advisory or written by other programs (a host's session
 records, a registry another process keeps): a missing, half-written or foreign file is not an
@@ -9,12 +10,16 @@ Imports only the standard library: the hook fast path uses it.
 
 from __future__ import annotations
 
+import contextlib
+import errno as errno_mod
 import json
+import os
 
 TYPE_CHECKING = False  # typing stays out of the hook fast path
 if TYPE_CHECKING:
-    import os
     from typing import Any
+
+    from agent_link_core.errors import AgentLinkError
 
 
 def read_json_object(path: str | os.PathLike[str]) -> dict[str, Any] | None:
@@ -32,3 +37,71 @@ def read_json_object(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     except (OSError, ValueError, RecursionError):  # ValueError: not UTF-8 / not JSON; RecursionError: nested too deeply
         return None
     return data if isinstance(data, dict) else None
+
+
+def ensure_private_dir(path: str | os.PathLike[str]) -> None:
+    """Create ``path`` (and parents) with mode 0700 when missing.
+
+    An existing directory is left as it is: it may be shared on purpose (a home directory,
+    ``/tmp``), and health reports a state dir others can read.
+
+    :raises AgentLinkError: ``state_io_error`` when it cannot be created.
+    """
+    try:
+        if os.path.isdir(path):
+            return
+        # Every directory created here is 0700, parents included (os.makedirs would give
+        # the missing parents 0777 minus the umask).
+        missing = []
+        current = os.path.abspath(path)
+        while not os.path.isdir(current):
+            missing.append(current)
+            parent = os.path.dirname(current)
+            if parent == current:
+                break
+            current = parent
+        for directory in reversed(missing):
+            try:
+                os.mkdir(directory, 0o700)
+            except FileExistsError:
+                if not os.path.isdir(directory):
+                    raise
+                continue  # another process made it meanwhile: theirs, left as it is
+            os.chmod(directory, 0o700)  # whatever the umask
+    except OSError as exc:
+        raise state_io_error(path, exc) from exc
+
+
+def state_io_error(path: str | os.PathLike[str], exc: OSError, state_dir: str | None = None) -> AgentLinkError:
+    """An ``AgentLinkError(state_io_error)`` with ``path`` relative to the state dir."""
+    from agent_link_core.errors import AgentLinkError  # only when failing: importing this module loads no other
+
+    shown = os.fspath(path)
+    if state_dir is not None and shown.startswith(state_dir.rstrip("/") + "/"):
+        shown = os.path.relpath(shown, state_dir)
+    code = errno_mod.errorcode.get(exc.errno or 0, str(exc.errno)) if exc.errno else type(exc).__name__
+    return AgentLinkError(
+        "state_io_error",
+        f"Could not use agent-link state at {shown}: {exc.strerror or exc}.",
+        {"path": shown, "errno": code},
+    )
+
+
+def write_json_object(path: str, data: dict[str, Any]) -> None:
+    """Write ``data`` to ``path`` as JSON atomically (a temporary file renamed over it),
+    private to the user: the file 0600, missing folders 0700 (:func:`ensure_private_dir`).
+
+    :raises OSError: when it cannot be written (the temporary file is removed).
+    :raises AgentLinkError: ``state_io_error`` when its folder cannot be created.
+    """
+    ensure_private_dir(os.path.dirname(path))
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

@@ -1,7 +1,7 @@
 """The loop guard: what stops two agents (or one agent and itself) from messaging each other
 without end, each message costing the recipient's model another request.
 
-Checked before a new message is stored (:meth:`agent_link_core.app.App.send`, so every tool,
+Checked before a new message is stored (:meth:`agent_link_core.sending.Outbox.send`, so every tool,
 command and plugin that sends gets it); a retry under a used message id is not a new message
 and is not checked. Three rules, each refusal naming what to change:
 

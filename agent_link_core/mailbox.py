@@ -25,7 +25,10 @@ import time
 from agent_link_core.addresses import ANTICIPATIONS, EXTERNAL, is_address, is_ulid
 from agent_link_core.envelope import MAX_BODY_BYTES, EnvelopeMessage, escape_text, iso_ms, render_envelope, sanitize_text
 from agent_link_core.errors import AgentLinkError, invalid_arguments
+from agent_link_core.mail_events import PUSH_EVENT_KINDS
+from agent_link_core.mail_followup import STATUS_BY_KIND, MailFollowUp
 from agent_link_core.store import now_ms
+from agent_link_core.visibility import Visibility
 
 TYPE_CHECKING = False  # no typing/dataclasses at run time: the hook fast path imports this
 if TYPE_CHECKING:
@@ -33,7 +36,6 @@ if TYPE_CHECKING:
     from typing import Any
 
     from agent_link_core.config import Config
-    from agent_link_core.model import Caller
     from agent_link_core.plugins import Hooks
     from agent_link_core.records import Event, OutgoingMessage
     from agent_link_core.store import Store
@@ -50,11 +52,8 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 MIN_REPLY_BY_LEAD_MS = 30_000
-#: the events that say how a push stands (the newest one decides ``accepted``), as SQL
-PUSH_EVENT_KINDS = "('delivery_unknown', 'delivery_accepted', 'delivery_settled', 'delivered', 'released')"
 #: ids per query when :meth:`Mailbox.states` / :meth:`Mailbox.rows` read many messages
 STATE_BATCH = 500
-STATUS_BY_KIND = {"reply": "replied", "decline": "declined", "done": "done"}
 
 
 #: ULID's alphabet (Crockford's base 32)
@@ -239,69 +238,7 @@ class MessageState:
         self.delivery_note = delivery_note
 
 
-class Visibility:
-    """Which stored messages one reader may see: the one visibility rule of every read path.
-
-    A reader with an address sees the messages it sent (``from_addr``) or that were
-    addressed or handed to it (``to_addr``, ``recipient``); nothing else. ``everything``
-    sees all mail, only when ``AGENT_LINK_INSPECT_ALL`` is on (for agents, the CLI and the
-    web page's person alike). Build one with :meth:`Mailbox.visible_to`
-    (:meth:`Visibility.everything_for` for a reader already allowed everything); use
-    :meth:`sql` in queries and :meth:`allows` on rows already read, so both apply the same rule.
-
-    :param address: the reader's address (None: an unidentified reader, who sees nothing).
-    :param everything: True when the reader may see every message.
-    :param reason: why: ``participant``, ``inspect_all`` or ``person``.
-    """
-
-    __slots__ = ("address", "everything", "reason")
-
-    def __init__(self, address: str | None, everything: bool = False, reason: str = "participant") -> None:
-        self.address, self.everything, self.reason = address, everything, reason
-
-    @classmethod
-    def everything_for(cls, address: str | None, reason: str) -> Visibility:
-        """All mail, for a reader allowed to see it (``reason`` says why, e.g. ``person``)."""
-        return cls(address, True, reason)
-
-    def sql(self, table: str = "messages") -> tuple[str, list[Any]]:
-        """A WHERE fragment and its parameters for rows of ``messages`` named ``table``.
-
-        :returns: e.g. ``("(m.from_addr = ? OR m.to_addr = ? OR m.recipient = ?)", [a, a, a])``;
-            ``("1", [])`` for everything, ``("0", [])`` for an unidentified reader.
-        """
-        if self.everything:
-            return "1", []
-        if not self.address:
-            return "0", []
-        return f"({table}.from_addr = ? OR {table}.to_addr = ? OR {table}.recipient = ?)", [self.address] * 3
-
-    def allows(self, row: Any) -> bool:
-        """True when this reader may see the message ``row`` (a row or dict of ``messages``)."""
-        if self.everything:
-            return True
-        return bool(self.address) and self.address in (row["from_addr"], row["to_addr"], row["recipient"])
-
-    def ids_sql(self, table: str = "m") -> tuple[str, list[Any]]:
-        """A subquery of the ids of the messages this reader sees, and its parameters, for
-        plugins that join their own rows to messages (``message_id IN (<subquery>)``)."""
-        where, params = self.sql(table)
-        return f"SELECT {table}.id FROM messages {table} WHERE {where}", params
-
-    def require(self, row: Any, what: str = "this message") -> None:
-        """Refuse unless :meth:`allows` ``row``.
-
-        :param what: how the refusal names what was asked for (``the status of <id>``).
-        :raises AgentLinkError: ``permission_denied`` (reason ``not_participant``).
-        """
-        if not self.allows(row):
-            raise AgentLinkError(
-                "permission_denied", f"Only the sender or the recipient may read {what}.", {"reason": "not_participant"},
-                hint=f"You are {self.address or 'unidentified'}; ask as the sender or the recipient.",
-            )
-
-
-class Mailbox:
+class Mailbox(MailFollowUp):
     """Message operations over one :class:`~agent_link_core.store.Store`.
 
     :param store: the open database.
@@ -753,10 +690,6 @@ class Mailbox:
         )
         self._event(conn, row["id"], "delivered", at, row["recipient"], via, {"evidence": evidence or {}})
 
-    @staticmethod
-    def _resolved(conn: sqlite3.Connection, message_id: str) -> bool:
-        return conn.execute("SELECT 1 FROM resolutions WHERE message_id = ?", (message_id,)).fetchone() is not None
-
     def drain(self, recipient: str, limit: int, *, mark: bool, include_open: bool) -> tuple[list[sqlite3.Row], list[str]]:
         """Take up to ``limit`` messages for an inbox read.
 
@@ -791,81 +724,6 @@ class Mailbox:
         self._publish(*staged)
         return rows, marked
 
-    def resolve(
-        self,
-        message_id: str,
-        caller: Caller,
-        kind: str,
-        *,
-        reason: str | None = None,
-        reply: OutgoingMessage | None = None,
-        result: dict[str, Any] | None = None,
-    ) -> tuple[dict[str, Any], sqlite3.Row | None]:
-        """Resolve a message exactly once, by its recipient; optionally store the reply.
-
-        The resolution row and the reply message are written in one transaction, so a
-        reply without a resolution (or the reverse) can never be stored.
-
-        :param kind: ``reply``, ``decline`` or ``done``.
-        :param reason: the decline reason or the note of ``done``.
-        :param reply: the reply message to store with it (for ``reply`` / ``decline``).
-        :param result: the reply's send-result fields, handed to observers of its ``sent`` event.
-        :returns: ``(resolution view, reply row or None)``.
-        :raises AgentLinkError: ``not_found``; ``wrong_recipient`` when ``caller`` is not the
-            current recipient; ``already_resolved`` for a second resolution.
-        """
-        row = self.require(message_id)
-        if caller.address != row["recipient"]:
-            raise AgentLinkError(
-                "wrong_recipient",
-                f"Only {row['recipient']} can resolve message {message_id}.",
-                {"messageId": message_id, "expected": row["recipient"], "caller": caller.address},
-                hint="Resolve only messages addressed to you; check read_agent_link_inbox.",
-            )
-        at = now_ms()
-        before = self.state(row, at)
-        late = before.status in ("unresolved", "expired")
-        reply_row = None
-        with self.store.write() as conn:
-            existing = conn.execute("SELECT * FROM resolutions WHERE message_id = ?", (message_id,)).fetchone()
-            if existing is not None:
-                raise AgentLinkError(
-                    "already_resolved",
-                    f"Message {message_id} was already resolved ({existing['kind']}).",
-                    {"messageId": message_id, "status": STATUS_BY_KIND[existing["kind"]], "resolvedAt": iso(existing["at"])},
-                    hint="A message is resolved once; send a new message to add something.",
-                )
-            current = conn.execute("SELECT recipient FROM messages WHERE id = ?", (message_id,)).fetchone()
-            if current["recipient"] != caller.address:  # handed over while we were deciding
-                raise AgentLinkError(
-                    "wrong_recipient",
-                    f"Only {current['recipient']} can resolve message {message_id}.",
-                    {"messageId": message_id, "expected": current["recipient"], "caller": caller.address},
-                )
-            if reply is not None:
-                reply_row = self._insert_reply(conn, reply, at)
-            conn.execute(
-                "INSERT INTO resolutions (message_id, kind, by_addr, at, late, reason, reply_message_id)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (message_id, kind, caller.address, at, int(late), reason, reply.id if reply else None),
-            )
-            conn.execute(
-                # Resolving is itself evidence the recipient saw the message.
-                "UPDATE messages SET open = 0, first_delivered_at = COALESCE(first_delivered_at, ?),"
-                " delivered_at = COALESCE(delivered_at, ?), acknowledged_at = COALESCE(acknowledged_at, ?)"
-                " WHERE id = ?",
-                (at, at, at, message_id),
-            )
-            self._event(conn, message_id, "resolved", at, caller.address, None, {"kind": kind, "late": late})
-            staged = [
-                self._stage("sent", reply_row["id"], at, caller.address, {"to": reply_row["recipient"], "inReplyTo": message_id},
-                            result) if reply_row is not None else None,
-                self._stage("resolved", message_id, at, caller.address, {"kind": kind, "late": late, "status": STATUS_BY_KIND[kind]}),
-            ]
-        resolution = {"kind": kind, "by": caller.address, "at": iso(at), "late": late, "replyMessageId": reply.id if reply else None}
-        self._publish(*staged)
-        return resolution, reply_row
-
     def _insert_reply(self, conn: sqlite3.Connection, reply: OutgoingMessage, at: int) -> sqlite3.Row:
         meta = dict(reply.metadata)
         meta["sender"] = {"source": reply.sender.source, "verified": reply.sender.verified}
@@ -887,232 +745,6 @@ class Mailbox:
         )
         self._event(conn, msg.id, "sent", at, msg.sender.address, None, {"to": msg.recipient})
         return conn.execute("SELECT * FROM messages WHERE id = ?", (msg.id,)).fetchone()
-
-    # -- reminders and nudges ----------------------------------------------------------
-
-    def due_reminders(self, recipient: str, now: int | None = None) -> list[tuple[sqlite3.Row, MessageState]]:
-        """Delivered, unresolved reply/action messages of ``recipient`` whose reminder is due."""
-        now = now_ms() if now is None else now
-        rows = self.store.conn.execute(
-            "SELECT * FROM messages WHERE recipient = ? AND open = 1 AND delivered_at IS NOT NULL"
-            " AND anticipation != 'fyi' ORDER BY sent_at",
-            (recipient,),
-        ).fetchall()
-        return [(row, st) for row, st in zip(rows, self.states(rows, now), strict=True) if st.due]
-
-    def reminder_recipients(self) -> list[str]:
-        """Recipients holding delivered, open reply/action mail (candidates for reminders)."""
-        rows = self.store.conn.execute(
-            "SELECT DISTINCT recipient FROM messages WHERE open = 1 AND delivered_at IS NOT NULL"
-            " AND anticipation != 'fyi' ORDER BY recipient"
-        ).fetchall()
-        return [r[0] for r in rows]
-
-    def record_reminder(self, message_id: str, n: int, via: str, to: str, *, wait: bool = True) -> bool:
-        """Claim reminder number ``n`` for a message; True only for the one process that wins.
-
-        :param wait: False on a path that must not wait for another writer (a host's prompt
-            hook): ``state_busy`` is raised at once when the write lock is taken.
-        """
-        at = now_ms()
-        with self.store.write(wait=wait) as conn:
-            cur = conn.execute(
-                "INSERT OR IGNORE INTO reminders (message_id, n, at, via, to_addr) VALUES (?, ?, ?, ?, ?)",
-                (message_id, n, at, via, to),
-            )
-            if cur.rowcount != 1:
-                return False
-            self._event(conn, message_id, "reminded", at, to, via, {"n": n})
-            staged = self._stage("reminded", message_id, at, to, {"n": n, "via": via})
-        self._publish(staged)
-        return True
-
-    def release_reminder(self, message_id: str, n: int, to: str) -> None:
-        """Give back reminder number ``n`` that :meth:`record_reminder` claimed but whose text
-        never reached the session (the hook's output could not be written): it is due again,
-        and a ``reminder_unshown`` event says why the count went back.
-
-        :raises AgentLinkError: ``state_busy`` / ``state_io_error`` when the write fails.
-        """
-        with self.store.write(wait=False) as conn:
-            cur = conn.execute("DELETE FROM reminders WHERE message_id = ? AND n = ? AND to_addr = ?", (message_id, n, to))
-            if cur.rowcount == 1:
-                self._event(conn, message_id, "reminder_unshown", now_ms(), to, None, {"n": n})
-
-    def claim_nudge_block(self, recipient: str, now: int | None = None, *, wait: bool = True) -> bool:
-        """Claim the one blocking nudge (e.g. a Stop-hook block) allowed per interval.
-
-        Refused when any block for ``recipient`` happened less than one interval ago, so
-        two processes racing at a bucket boundary still produce one block.
-
-        :param wait: False to raise ``state_busy`` at once instead of waiting for another
-            writer's lock (the hook path).
-        """
-        now = now_ms() if now is None else now
-        interval = self.config.reminder_interval_ms
-        with self.store.write(wait=wait) as conn:
-            recent = conn.execute(
-                "SELECT 1 FROM nudge_blocks WHERE recipient = ? AND at > ?", (recipient, now - interval)
-            ).fetchone()
-            if recent:
-                return False
-            cur = conn.execute(
-                "INSERT OR IGNORE INTO nudge_blocks (recipient, bucket, at) VALUES (?, ?, ?)",
-                (recipient, now // interval, now),
-            )
-            return cur.rowcount == 1
-
-    def blocked_recently(self, recipient: str, now: int | None = None) -> bool:
-        """True when a blocking nudge for ``recipient`` happened within one interval."""
-        now = now_ms() if now is None else now
-        return self.store.conn.execute(
-            "SELECT 1 FROM nudge_blocks WHERE recipient = ? AND at > ?",
-            (recipient, now - self.config.reminder_interval_ms),
-        ).fetchone() is not None
-
-    def reassign(self, message_id: str, new_recipient: str, actor: str, *, wait: bool = True) -> bool:
-        """Move an open message to another recipient (role handover); returns True if moved.
-
-        The delivery clock is kept (reminder count is inherited, so the cap is not reset),
-        but the new holder sees it as new mail: it is undelivered for them until evidence.
-
-        :param wait: False on a read path: ``state_busy`` at once while another process
-            holds the write lock, instead of waiting for it.
-        """
-        at = now_ms()
-        with self.store.write(wait=wait) as conn:
-            row = conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
-            if row is None or row["recipient"] == new_recipient or self._resolved(conn, message_id):
-                return False
-            conn.execute(
-                "UPDATE messages SET recipient = ?, delivered_at = NULL, delivered_via = NULL, open = 1 WHERE id = ?",
-                (new_recipient, message_id),
-            )
-            self._event(conn, message_id, "released", at, actor, None, {"from": row["recipient"], "to": new_recipient})
-            staged = self._stage("released", message_id, at, actor, {"from": row["recipient"], "to": new_recipient})
-        self._publish(staged)
-        return True
-
-    def record_event(self, message_id: str, kind: str, actor: str | None, via: str | None, data: dict[str, Any]) -> None:
-        """Append an audit event that changes no message state (e.g. ``delivery_unknown``)."""
-        with self.store.write() as conn:
-            self._event(conn, message_id, kind, now_ms(), actor, via, data)
-
-    def note_transition(self, row: sqlite3.Row, state: MessageState) -> None:
-        """Record, once across all processes, that a message became unresolved or expired
-        (statuses are computed on read, so the first reader to see it records it)."""
-        if state.status not in ("unresolved", "expired"):
-            return
-        if self.store.conn.execute(
-            "SELECT 1 FROM status_transitions WHERE message_id = ? AND status = ?", (row["id"], state.status)
-        ).fetchone():
-            return  # recorded already: a read takes no write lock for it
-        at = now_ms()
-        try:
-            with self.store.write(wait=False) as conn:  # a read never waits on a writer for this note
-                cur = conn.execute(
-                    "INSERT OR IGNORE INTO status_transitions (message_id, status, at) VALUES (?, ?, ?)",
-                    (row["id"], state.status, at),
-                )
-                if cur.rowcount != 1:
-                    return
-                self._event(conn, row["id"], "status_changed", at, None, None, {"status": state.status})
-                staged = self._stage("status_changed", row["id"], at, None, {"status": state.status})
-        except AgentLinkError:
-            # Busy, damaged or replaced: a read must not fail for this note; the next reader
-            # of a writable database records it.
-            return
-        self._publish(staged)
-
-    def push_outcome(self, message_id: str) -> str:
-        """How delivery stands for a sender: ``delivered``, ``accepted`` (the host took the
-        push and will show it; never pushed again), ``unknown`` (the last push may have
-        landed, unconfirmed) or ``queued``."""
-        row = self.get_row(message_id)
-        if row is not None and row["first_delivered_at"] is not None:
-            return "delivered"
-        last = self._last_push_event(message_id)
-        kind = last["kind"] if last is not None else None
-        return {"delivery_unknown": "unknown", "delivery_accepted": "accepted"}.get(kind or "", "queued")
-
-    def _last_push_event(self, message_id: str) -> sqlite3.Row | None:
-        return self.store.conn.execute(
-            f"SELECT kind, data FROM message_events WHERE message_id = ? AND kind IN {PUSH_EVENT_KINDS} ORDER BY seq DESC LIMIT 1",
-            (message_id,),
-        ).fetchone()
-
-    def claim_push(self, message_id: str, holder: dict[str, Any], *, replacing: int | None = None) -> dict[str, Any] | None:
-        """Take the message's push claim before a harness writes it to its host, so that two
-        processes (or a resend after a crash) never push it at the same time.
-
-        Atomic across processes: one write transaction looks at the last ``push_claimed`` /
-        ``push_settled`` event and appends ``push_claimed`` with ``holder`` (JSON-able: who
-        pushes, e.g. ``{"pid", "procStart", ...}``) only when no claim is open, or when the
-        open claim is the one ``replacing`` names (its ``seq``: a claim whose process died,
-        which the caller has checked; it is settled as ``orphaned`` first).
-
-        :returns: None when the claim is now ours; else the open claim's ``{"seq", "at" (ms),
-            "holder"}`` (a push in progress, or one whose process died before settling it:
-            the caller decides from ``holder`` which).
-        """
-        with self.store.write() as conn:
-            last = conn.execute(
-                "SELECT seq, kind, at, data FROM message_events WHERE message_id = ?"
-                " AND kind IN ('push_claimed', 'push_settled') ORDER BY seq DESC LIMIT 1", (message_id,)).fetchone()
-            at = now_ms()
-            if last is not None and last["kind"] == "push_claimed":
-                if replacing is None or last["seq"] != replacing:
-                    return {"seq": last["seq"], "at": last["at"], "holder": json.loads(last["data"] or "{}")}
-                self._event(conn, message_id, "push_settled", at, None, None, {"outcome": "orphaned", "claim": replacing})
-            self._event(conn, message_id, "push_claimed", at, None, None, holder)
-        return None
-
-    def settle_push(self, message_id: str, outcome: str, data: dict[str, Any] | None = None) -> None:
-        """Close the open push claim with what the push came to (``outcome``: a harness's
-        word, e.g. ``delivered``, ``pushed``, ``failed``, ``held``); a later
-        :meth:`claim_push` may take it again."""
-        self.record_event(message_id, "push_settled", None, None, {"outcome": outcome, **(data or {})})
-
-    def last_push_settled(self, message_id: str) -> dict[str, Any] | None:
-        """The data of the message's newest ``push_settled`` event (``{"outcome", ...}``), or
-        None when no push of it was ever settled."""
-        row = self.store.conn.execute(
-            "SELECT data FROM message_events WHERE message_id = ? AND kind = 'push_settled' ORDER BY seq DESC LIMIT 1",
-            (message_id,)).fetchone()
-        return json.loads(row["data"] or "{}") if row is not None else None
-
-    # -- internals ---------------------------------------------------------------------
-
-    @staticmethod
-    def _event(
-        conn: sqlite3.Connection, message_id: str, kind: str, at: int, actor: str | None, via: str | None, data: dict[str, Any]
-    ) -> None:
-        conn.execute(
-            "INSERT INTO message_events (message_id, kind, at, actor, via, data) VALUES (?, ?, ?, ?, ?, ?)",
-            (message_id, kind, at, actor, via, json.dumps(data, ensure_ascii=False)),
-        )
-
-    def _stage(
-        self, kind: str, message_id: str | None, at_ms: int, actor: str | None, data: dict[str, Any],
-        result: dict[str, Any] | None = None,
-    ) -> Event | None:
-        """Inside a write transaction: build the event of the change being made and let the
-        ``agent_link_record_event`` observers write their records in the same transaction
-        (nobody listens on the hook path)."""
-        if self.hooks is None:
-            return None
-        from agent_link_core.records import Event
-
-        event = Event(kind, message_id, at_ms, actor, data, result)
-        self.hooks.record_event(event)
-        return event
-
-    def _publish(self, *events: Event | None) -> None:
-        """After the commit: tell the ``agent_link_on_event`` observers about staged events."""
-        if self.hooks is not None:
-            for event in events:
-                if event is not None:
-                    self.hooks.on_event(event)
 
 
 def harness_of(address: str) -> str:

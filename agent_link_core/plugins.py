@@ -30,7 +30,7 @@ from agent_link_core import discovery, hookspecs
 from agent_link_core.aio import run_blocking
 from agent_link_core.config import check_setting
 from agent_link_core.harness import check_harness
-from agent_link_core.prompt_hooks import check_prompt_hook
+from agent_link_core.records import check_prompt_hook
 from agent_link_core.boundary import (
     Boundary,
     CORE_PLUGIN,

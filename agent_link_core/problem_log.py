@@ -9,13 +9,11 @@ see itself. Best effort: losing an entry to a concurrent writer only loses a dia
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from typing import Any
 
-from agent_link_core.json_files import read_json_object
-from agent_link_core.store import ensure_private_dir
+from agent_link_core.json_files import read_json_object, write_json_object
 
 FILE_NAME = "plugin-problems.json"
 KEEP = 50
@@ -39,12 +37,7 @@ def append(state_dir: str, problem: dict[str, Any]) -> None:
     entries = read(state_dir)
     entries.append({**{k: problem[k] for k in ("plugin", "hook", "error", "fix", "disabled")},
                     "at": int(time.time()), "pid": os.getpid()})
-    ensure_private_dir(state_dir)
-    tmp = f"{_path(state_dir)}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump({"problems": entries[-KEEP:]}, fh)
-    os.replace(tmp, _path(state_dir))
+    write_json_object(_path(state_dir), {"problems": entries[-KEEP:]})
 
 
 def recent_elsewhere(state_dir: str, seen_here: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -20,12 +20,11 @@ Imported by the hook fast path: standard modules only, annotations stay strings.
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import sys
 import zlib
 
+from agent_link_core.addresses import MODULE_RE
 from agent_link_core.json_files import read_json_object
 
 TYPE_CHECKING = False  # keep typing out of the fast path
@@ -34,10 +33,6 @@ if TYPE_CHECKING:
 
 #: the registry file's format version; a file of another version is rebuilt
 FORMAT = 1
-#: a harness name (the address scheme): lower case, digits and hyphens
-HARNESS_RE = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
-#: a dotted, importable module path
-MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
 def disabled_names(env: Any = None) -> list[str]:
@@ -132,34 +127,10 @@ def refresh(state_dir: str, hooks: Any, env: Any = None) -> None:
 
 def write(path: str, data: dict[str, Any]) -> bool:
     """Write the registry atomically, private to the user; False when it cannot be written."""
-    from agent_link_core.store import ensure_private_dir
+    from agent_link_core.json_files import write_json_object
 
-    tmp = f"{path}.{os.getpid()}.tmp"
     try:
-        ensure_private_dir(os.path.dirname(path))
-        fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh)
-        os.replace(tmp, path)
+        write_json_object(path, data)
         return True
     except Exception:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
         return False
-
-
-def check_prompt_hook(record: Any) -> None:
-    """Refuse a prompt-hook record that is not a :class:`~agent_link_core.records.PromptHook`
-    with a harness name and a dotted module path."""
-    from agent_link_core.boundary import Refused
-    from agent_link_core.records import PromptHook
-
-    if not isinstance(record, PromptHook):
-        raise Refused(f"registered a {type(record).__name__}, not a PromptHook", "Register agent_link_core.records.PromptHook records.")
-    if not isinstance(record.harness, str) or not HARNESS_RE.match(record.harness):
-        raise Refused(f"registered a prompt hook for harness {record.harness!r}",
-                      "The harness is a harness name: 1-32 of a-z 0-9 -, starting with a letter.")
-    if not isinstance(record.module, str) or not MODULE_RE.match(record.module):
-        raise Refused(f"registered a prompt hook with module {record.module!r}", "The module is a dotted module path.")

@@ -24,7 +24,7 @@ import anyio
 import mcp_types as types
 from mcp.server import Server
 
-from agent_link_core import __version__, entry, fastfront, prompt_hooks, reminders
+from agent_link_core import __version__, fastfront, prompt_hooks, reminders
 from agent_link_core.app import App
 from agent_link_core.boundary import interrupts, plugin_fault
 from agent_link_core.errors import AgentLinkError
@@ -215,7 +215,8 @@ async def _exit_on_signal(app: App | None) -> None:
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, leave)
-    parent = entry.PARENT_PID if "agent_link_core.entry" in sys.modules else os.getppid()
+    # the console script read its parent first thing (entry.PARENT_PID); not imported: entry leads here
+    parent = getattr(sys.modules.get("agent_link_core.entry"), "PARENT_PID", None) or os.getppid()
 
     def watch_parent() -> None:
         while os.getppid() == parent:

@@ -9,7 +9,6 @@ minute per directory, and a lost race only drops one entry until the next use.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Mapping
@@ -41,16 +40,10 @@ def record(state_dir: str, env: Mapping[str, str] | None = None, now_ms: int | N
         return
     known[state_dir] = now
     from agent_link_core.errors import AgentLinkError
-    from agent_link_core.store import ensure_private_dir
+    from agent_link_core.json_files import write_json_object
 
     try:
-        ensure_private_dir(os.path.dirname(path))  # private like every file agent-link makes, whatever the umask
-        tmp = f"{path}.{os.getpid()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(known, handle)
-        os.replace(tmp, path)
+        write_json_object(path, known)  # private like every file agent-link makes, whatever the umask
     except (OSError, AgentLinkError):
         pass
 

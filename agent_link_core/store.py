@@ -49,6 +49,7 @@ import time
 
 from agent_link_core import wake
 from agent_link_core.errors import AgentLinkError
+from agent_link_core.json_files import ensure_private_dir, state_io_error
 
 TYPE_CHECKING = False  # no typing/pathlib/dataclasses at run time: the hook path imports this
 if TYPE_CHECKING:
@@ -189,52 +190,6 @@ CORE_MIGRATIONS: tuple[Migration, ...] = (
 def now_ms() -> int:
     """Wall-clock time in epoch milliseconds."""
     return time.time_ns() // 1_000_000
-
-
-def ensure_private_dir(path: str | os.PathLike[str]) -> None:
-    """Create ``path`` (and parents) with mode 0700 when missing.
-
-    An existing directory is left as it is: it may be shared on purpose (a home directory,
-    ``/tmp``), and health reports a state dir others can read.
-
-    :raises AgentLinkError: ``state_io_error`` when it cannot be created.
-    """
-    try:
-        if os.path.isdir(path):
-            return
-        # Every directory created here is 0700, parents included (os.makedirs would give
-        # the missing parents 0777 minus the umask).
-        missing = []
-        current = os.path.abspath(path)
-        while not os.path.isdir(current):
-            missing.append(current)
-            parent = os.path.dirname(current)
-            if parent == current:
-                break
-            current = parent
-        for directory in reversed(missing):
-            try:
-                os.mkdir(directory, 0o700)
-            except FileExistsError:
-                if not os.path.isdir(directory):
-                    raise
-                continue  # another process made it meanwhile: theirs, left as it is
-            os.chmod(directory, 0o700)  # whatever the umask
-    except OSError as exc:
-        raise state_io_error(path, exc) from exc
-
-
-def state_io_error(path: str | os.PathLike[str], exc: OSError, state_dir: str | None = None) -> AgentLinkError:
-    """An ``AgentLinkError(state_io_error)`` with ``path`` relative to the state dir."""
-    shown = os.fspath(path)
-    if state_dir is not None and shown.startswith(state_dir.rstrip("/") + "/"):
-        shown = os.path.relpath(shown, state_dir)
-    code = errno_mod.errorcode.get(exc.errno or 0, str(exc.errno)) if exc.errno else type(exc).__name__
-    return AgentLinkError(
-        "state_io_error",
-        f"Could not use agent-link state at {shown}: {exc.strerror or exc}.",
-        {"path": shown, "errno": code},
-    )
 
 
 def recovery_step(path: str) -> str:

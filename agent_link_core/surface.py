@@ -25,9 +25,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:  # pragma: no cover
     import sqlite3
 
+    from agent_link_core.directory import Directory
     from agent_link_core.harness import Harness
     from agent_link_core.model import Caller
+    from agent_link_core.sending import Outbox
     from agent_link_core.tools.registry import ToolSpec
+    from agent_link_core.waits import Waits
 
 
 class PluginConfig(Protocol):
@@ -160,6 +163,10 @@ class PluginApp(Protocol):
     mailbox: PluginMailbox
     hooks: PluginHooks
     harnesses: dict[str, Harness]
+    #: the operations as objects (their methods below are the same bound methods)
+    directory: Directory
+    outbox: Outbox
+    waits: Waits
 
     def caller(self, meta: Mapping[str, Any] | None = None) -> Caller:
         """Who is calling (harnesses first, then ``AGENT_LINK_ADDRESS``, else external)."""
@@ -171,13 +178,13 @@ class PluginApp(Protocol):
         """True when a wait in this process is about to return this message (leave it be)."""
 
     async def send(self, **kwargs: Any) -> Any:
-        """Store and push a message (:meth:`agent_link_core.app.App.send`)."""
+        """Store and push a message (:meth:`agent_link_core.sending.Outbox.send`)."""
 
     async def reply(self, **kwargs: Any) -> dict[str, Any]:
-        """Resolve a message (:meth:`agent_link_core.app.App.reply`)."""
+        """Resolve a message (:meth:`agent_link_core.sending.Outbox.reply`)."""
 
     async def wait(self, **kwargs: Any) -> dict[str, Any]:
-        """Wait for a resolution or a message (:meth:`agent_link_core.app.App.wait`)."""
+        """Wait for a resolution or a message (:meth:`agent_link_core.waits.Waits.wait`)."""
 
     def inbox(self, caller: Caller, *, limit: int = 20, mark: bool = True, include_open: bool = True) -> dict[str, Any]:
         """The caller's open mail with envelopes."""

@@ -107,7 +107,7 @@ class Wakeup:
         folder = waiters_dir(db_path)
         tmp = os.path.join(folder, f".{os.getpid()}-{os.urandom(6).hex()}.tmp")
         try:
-            from agent_link_core.store import ensure_private_dir
+            from agent_link_core.json_files import ensure_private_dir
 
             ensure_private_dir(folder)
             os.mkfifo(tmp, 0o600)

@@ -19,7 +19,8 @@ from click.testing import CliRunner
 
 from agent_link_core import api, budget, hookimpl
 from agent_link_core import cli as cli_mod
-from agent_link_core.app import App, message_summary
+from agent_link_core.app import App
+from agent_link_core.sending import message_summary
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.harness import Delivery, Harness, OutputBudget
 from agent_link_core.mailbox import OutgoingMessage, new_message_id

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from agent_link_core import mail_events, mail_followup
 from agent_link_core import mailbox as mailbox_mod
 from agent_link_core.config import load_config
 from agent_link_core.errors import AgentLinkError
@@ -33,7 +34,8 @@ class Clock:
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     c = Clock()
-    monkeypatch.setattr(mailbox_mod, "now_ms", c)
+    for module in (mailbox_mod, mail_followup, mail_events):  # the mailbox and its bases
+        monkeypatch.setattr(module, "now_ms", c)
     return c
 
 

@@ -126,7 +126,7 @@ async def test_what_the_tools_say_while_a_message_waits() -> None:
     try:
         alice, bob = Caller("team:alice", "config", "team"), Caller("team:bob", "config", "team")
         sent = await app.send(caller=alice, to="team:bob", body="ping", anticipation="reply")
-        from agent_link_core.app import message_summary
+        from agent_link_core.sending import message_summary
 
         summary = message_summary(app, sent)
         assert summary["delivery"] == "queued" and summary["deliveryState"] == "queued"

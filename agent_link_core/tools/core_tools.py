@@ -18,7 +18,8 @@ from dataclasses import replace
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from agent_link_core.app import MAX_WAIT_PER_CALL_MS, message_summary
+from agent_link_core.sending import message_summary
+from agent_link_core.waits import MAX_WAIT_PER_CALL_MS
 from agent_link_core.boundary import Refused
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import SendOption
@@ -327,7 +328,7 @@ def _push_finished(task: asyncio.Future[Any]) -> None:
 
 def wait_shortened_warning(message_id: str, requested_ms: int, spent_ms: int, left_ms: int) -> dict[str, Any]:
     """The ``wait_shortened`` warning of a ``waitForReply`` whose wait got only what the
-    send left of :data:`~agent_link_core.app.MAX_WAIT_PER_CALL_MS` (all values in ms)."""
+    send left of :data:`~agent_link_core.waits.MAX_WAIT_PER_CALL_MS` (all values in ms)."""
     return {
         "code": "wait_shortened",
         "message": f"Sending took {spent_ms} ms, so the wait got {left_ms} ms of the {MAX_WAIT_PER_CALL_MS} ms one call may take; "

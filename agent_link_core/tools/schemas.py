@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent_link_core.addresses import ADDRESS_RE
-from agent_link_core.prompt_hooks import HARNESS_RE
+from agent_link_core.addresses import HARNESS_RE
 
 ANY: dict[str, Any] = {}
 STR: dict[str, Any] = {"type": "string"}
@@ -33,7 +33,7 @@ PATH: dict[str, Any] = {"type": "string", "minLength": 1, "pattern": NO_NUL}
 PATHS: dict[str, Any] = {"anyOf": [PATH, {"type": "array", "items": PATH}]}
 #: an address argument, ``<harness>:<id>`` (addresses.ADDRESS_RE)
 ADDRESS: dict[str, Any] = {"type": "string", "pattern": ADDRESS_RE.pattern}
-#: a harness name argument (prompt_hooks.HARNESS_RE)
+#: a harness name argument (addresses.HARNESS_RE)
 HARNESS: dict[str, Any] = {"type": "string", "pattern": HARNESS_RE.pattern}
 #: The result of a resolve tool (resolve_agent and a harness's own): a verdict, not an error.
 RESOLVE_RESULT: dict[str, Any] = {

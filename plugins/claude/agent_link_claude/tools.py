@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from agent_link_core.app import message_summary
+from agent_link_core.sending import message_summary
 from agent_link_core.directory import session_view
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.model import Caller, Session, address_scheme, is_address

@@ -5,7 +5,7 @@
   asked), :func:`remove_endpoint`;
 * ``ep_...:<thread>`` targets: :func:`resolve_composite` (what ``agent-link send`` and
   ``contacts add`` accept through ``agent_link_resolve_address``);
-* named senders: :func:`named_sender` (``--from-thread T [--from-endpoint E]``, through the
+* named senders: :func:`agent_link_codex.lookup.named_sender` (``--from-thread T [--from-endpoint E]``, through the
   codex harness's ``identify_caller``).
 
 Every function takes the App (``App.create()``) or its codex harness and raises
@@ -31,11 +31,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.model import Caller
 
-from agent_link_codex import lookup, rollouts
+from agent_link_codex import lookup
+from agent_link_codex.lookup import candidate_endpoint, unreachable
 from agent_link_codex.endpoints import REGISTRY_CAPACITY, Endpoint, EndpointRegistry
-from agent_link_codex.settings import codex_home
 
 if TYPE_CHECKING:
     from agent_link_core.app import App
@@ -43,7 +42,6 @@ if TYPE_CHECKING:
     from agent_link_codex.harness import CodexHarness
 
 ENDPOINTS_FORMAT_VERSION = 1
-LIST_HINT = "See them with `agent-link endpoints list`; add one with `agent-link endpoints add PATH`."
 
 
 def codex_harness(app: App) -> CodexHarness:
@@ -130,23 +128,8 @@ def remove_endpoint(app: App, key: str) -> dict[str, Any]:
     ep = registry.get(key.strip())
     if ep is None or not registry.remove(ep.id):
         raise AgentLinkError("not_found", f"No registered endpoint {key.strip()}.", {"id": key.strip(), "candidates": []},
-                             hint=LIST_HINT)
+                             hint=lookup.LIST_HINT)
     return {"version": ENDPOINTS_FORMAT_VERSION, "removed": {"id": ep.id, "label": ep.label}}
-
-
-def _candidate(harness: CodexHarness, endpoint_id: str, what: str) -> Endpoint:
-    candidates, _ = harness.service.candidates()
-    for ep in candidates:
-        if ep.id == endpoint_id:
-            return ep
-    raise AgentLinkError("not_found", f"No Codex endpoint {endpoint_id} is known here ({what}).",
-                         {"query": endpoint_id, "candidates": []}, hint=LIST_HINT)
-
-
-def _unreachable(seen: lookup.Sighting, what: str) -> AgentLinkError:
-    return AgentLinkError("codex_unavailable", f"Codex endpoint {seen.endpoint.id} did not answer ({seen.reason}), so {what} cannot be checked.",
-                          {"endpoint": seen.endpoint.id, "reason": seen.reason, "searched": [seen.endpoint.id]},
-                          hint="Start that app-server again, or use codex:<thread id> to reach the thread wherever it runs.")
 
 
 def resolve_composite(harness: CodexHarness, endpoint_id: str, thread_id: str) -> str:
@@ -166,55 +149,16 @@ async def aresolve_composite(harness: CodexHarness, endpoint_id: str, thread_id:
     from agent_link_codex.harness import is_archived_thread
 
     composite = f"{endpoint_id}:{thread_id}"
-    ep = _candidate(harness, endpoint_id, composite)
+    ep = candidate_endpoint(harness, endpoint_id, composite)
     [seen] = await lookup.probe_all([ep], thread_id)
     if not seen.checked:
-        raise _unreachable(seen, composite)
+        raise unreachable(seen, composite)
     if seen.thread is None:
         raise AgentLinkError("not_found", f"Codex endpoint {endpoint_id} has no thread {thread_id}.",
                              {"query": composite, "candidates": []}, hint="List sessions with `agent-link sessions`.")
     if is_archived_thread(seen.thread):
         raise AgentLinkError("archived", f"codex:{thread_id} is archived and cannot receive mail.", {"address": f"codex:{thread_id}"})
     return f"codex:{thread_id}"
-
-
-def named_sender(harness: CodexHarness, thread_id: str, endpoint_id: str | None) -> Caller | None:
-    """The Codex thread a ``--from-thread`` names, checked against the app-servers.
-
-    With ``endpoint_id`` the thread must be on that endpoint. Without it, the thread must be
-    on the app-servers of exactly one ``CODEX_HOME`` (servers sharing a home serve the same
-    threads); when nothing reachable knows it, a rollout in this ``CODEX_HOME`` counts.
-    Blocks while it asks (see :mod:`lookup`).
-
-    :returns: the caller ``codex:<thread_id>``, or None when Codex does not know the thread
-        (another harness may).
-    :raises AgentLinkError: ``not_found`` (unknown endpoint, or the thread is not on it),
-        ``codex_unavailable`` (the named endpoint did not answer), ``ambiguous`` (the thread
-        is on several homes' app-servers: name one with ``--from-endpoint``).
-    """
-    caller = Caller(f"codex:{thread_id}", "explicit", "codex")
-    if endpoint_id is not None:
-        ep = _candidate(harness, endpoint_id, "--from-endpoint")
-        [seen] = lookup.run_blocking(lambda: lookup.probe_all([ep], thread_id))
-        if not seen.checked:
-            raise _unreachable(seen, f"thread {thread_id}")
-        if seen.thread is None:
-            raise AgentLinkError("not_found", f"Codex endpoint {endpoint_id} has no thread {thread_id}.",
-                                 {"query": thread_id, "candidates": []}, hint="Check --from-thread and --from-endpoint.")
-        return caller
-    candidates, _ = harness.service.candidates()
-    sightings = lookup.run_blocking(lambda: lookup.probe_all(candidates, thread_id))
-    homes: dict[str, list[str]] = {}
-    for seen in sightings:
-        if seen.thread is not None:
-            homes.setdefault(seen.codex_home or seen.endpoint.id, []).append(seen.endpoint.id)
-    if len(homes) > 1:
-        raise AgentLinkError("ambiguous", f"Thread {thread_id} is on several Codex app-servers with different homes.",
-                             {"query": thread_id, "candidates": [{"address": f"{ids[0]}:{thread_id}"} for ids in homes.values()]},
-                             hint="Name the one you mean with --from-endpoint.")
-    if homes or rollouts.find_rollout(codex_home(harness.env), thread_id) is not None:
-        return caller
-    return None
 
 
 # -- for scripts written against agent-session-intercom -----------------------------------------

@@ -369,7 +369,7 @@ class CodexHarness(Harness):
 
         ``meta`` of exactly ``{"threadId"[, "endpointId"]}`` is the CLI's ``--from-thread
         [--from-endpoint]`` (``agent_link_core.api.sender``): that thread is checked against
-        the app-servers first (:func:`agent_link_codex.api.named_sender`, which may raise
+        the app-servers first (:func:`agent_link_codex.lookup.named_sender`, which may raise
         ``not_found``, ``ambiguous`` or ``codex_unavailable``). Codex's own tool calls always
         carry more keys (``callId``, turn metadata).
         """
@@ -390,7 +390,7 @@ class CodexHarness(Harness):
             return None
         if endpoint is not None and not (isinstance(endpoint, str) and endpoint.startswith("ep_")):
             return None  # another harness's endpoint naming
-        from agent_link_codex.api import named_sender
+        from agent_link_codex.lookup import named_sender
 
         if endpoint is None:  # the intercom variable picks the source endpoint when several know the thread
             endpoint = self.values.get("AGENT_LINK_CODEX_SOURCE_ENDPOINT") or None
@@ -773,7 +773,7 @@ class CodexHarness(Harness):
         """wait_for_agent without replyToMessageId on a thread: the rule of
         wait_for_codex_thread (``turn_completed`` once a turn seen running is over, ``idle``
         when none runs), checked every poll through the app-server or the transcript."""
-        from agent_link_codex.tools import thread_activity
+        from agent_link_codex.activity import thread_activity
 
         return thread_activity(self, session_id)
 

@@ -2,7 +2,7 @@
 
 The endpoint registry checks a socket before saving it (``agent-link endpoints add``), and the
 CLI's ``ep_...:<thread>`` targets and ``--from-thread`` senders are checked against the
-app-servers. The core asks for the last two synchronously (``agent_link_resolve_address``,
+app-servers (:func:`named_sender`: the codex harness's ``identify_caller``). The core asks for the last two synchronously (``agent_link_resolve_address``,
 ``Harness.identify_caller``), so :func:`run_blocking` runs a check on a private event loop in a
 worker thread. Each check uses connections of its own, closed when it ends: the service's
 connections belong to the caller's event loop and are left alone.
@@ -19,17 +19,25 @@ import contextlib
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from agent_link_core import __version__, aio
+from agent_link_core.errors import AgentLinkError
+from agent_link_core.model import Caller
 
 from agent_link_codex.appserver import AppServerClient, AppServerError, AppServerUnavailable
 from agent_link_codex.endpoints import Endpoint, read_token
+from agent_link_codex import rollouts
 from agent_link_codex.service import CLIENT_NAME, CLIENT_TITLE, is_not_found
+from agent_link_codex.settings import codex_home
+
+if TYPE_CHECKING:
+    from agent_link_codex.harness import CodexHarness
 
 OPEN_MS = 2_000
 INIT_MS = 3_000
 READ_MS = 3_000
+LIST_HINT = "See them with `agent-link endpoints list`; add one with `agent-link endpoints add PATH`."
 
 T = TypeVar("T")
 
@@ -121,3 +129,61 @@ def run_blocking(factory: Callable[[], Awaitable[T]]) -> T:
     """Run ``factory()`` on a private event loop in a worker thread and return its result
     (:func:`agent_link_core.aio.run_blocking`); the caller is blocked meanwhile."""
     return aio.run_blocking(factory)
+
+
+def candidate_endpoint(harness: CodexHarness, endpoint_id: str, what: str) -> Endpoint:
+    """The known endpoint ``endpoint_id`` (``what`` names the argument that gave it).
+
+    :raises AgentLinkError: ``not_found`` when no endpoint of that id is known here.
+    """
+    candidates, _ = harness.service.candidates()
+    for ep in candidates:
+        if ep.id == endpoint_id:
+            return ep
+    raise AgentLinkError("not_found", f"No Codex endpoint {endpoint_id} is known here ({what}).",
+                         {"query": endpoint_id, "candidates": []}, hint=LIST_HINT)
+
+
+def unreachable(seen: Sighting, what: str) -> AgentLinkError:
+    return AgentLinkError("codex_unavailable", f"Codex endpoint {seen.endpoint.id} did not answer ({seen.reason}), so {what} cannot be checked.",
+                          {"endpoint": seen.endpoint.id, "reason": seen.reason, "searched": [seen.endpoint.id]},
+                          hint="Start that app-server again, or use codex:<thread id> to reach the thread wherever it runs.")
+
+
+def named_sender(harness: CodexHarness, thread_id: str, endpoint_id: str | None) -> Caller | None:
+    """The Codex thread a ``--from-thread`` names, checked against the app-servers.
+
+    With ``endpoint_id`` the thread must be on that endpoint. Without it, the thread must be
+    on the app-servers of exactly one ``CODEX_HOME`` (servers sharing a home serve the same
+    threads); when nothing reachable knows it, a rollout in this ``CODEX_HOME`` counts.
+    Blocks while it asks (see :func:`probe_all`).
+
+    :returns: the caller ``codex:<thread_id>``, or None when Codex does not know the thread
+        (another harness may).
+    :raises AgentLinkError: ``not_found`` (unknown endpoint, or the thread is not on it),
+        ``codex_unavailable`` (the named endpoint did not answer), ``ambiguous`` (the thread
+        is on several homes' app-servers: name one with ``--from-endpoint``).
+    """
+    caller = Caller(f"codex:{thread_id}", "explicit", "codex")
+    if endpoint_id is not None:
+        ep = candidate_endpoint(harness, endpoint_id, "--from-endpoint")
+        [seen] = run_blocking(lambda: probe_all([ep], thread_id))
+        if not seen.checked:
+            raise unreachable(seen, f"thread {thread_id}")
+        if seen.thread is None:
+            raise AgentLinkError("not_found", f"Codex endpoint {endpoint_id} has no thread {thread_id}.",
+                                 {"query": thread_id, "candidates": []}, hint="Check --from-thread and --from-endpoint.")
+        return caller
+    candidates, _ = harness.service.candidates()
+    sightings = run_blocking(lambda: probe_all(candidates, thread_id))
+    homes: dict[str, list[str]] = {}
+    for seen in sightings:
+        if seen.thread is not None:
+            homes.setdefault(seen.codex_home or seen.endpoint.id, []).append(seen.endpoint.id)
+    if len(homes) > 1:
+        raise AgentLinkError("ambiguous", f"Thread {thread_id} is on several Codex app-servers with different homes.",
+                             {"query": thread_id, "candidates": [{"address": f"{ids[0]}:{thread_id}"} for ids in homes.values()]},
+                             hint="Name the one you mean with --from-endpoint.")
+    if homes or rollouts.find_rollout(codex_home(harness.env), thread_id) is not None:
+        return caller
+    return None

@@ -16,13 +16,14 @@ import sys
 import time
 from typing import Any
 
-from agent_link_core.app import wait_capped_warning
+from agent_link_core.waits import wait_capped_warning
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.tools import core_tools
 from agent_link_core.tools.registry import ToolCall, ToolSpec
 from agent_link_core.tools.schemas import ANY, BOOL, PATH, PATHS, STR
 
 from agent_link_codex import rollouts
+from agent_link_codex.activity import observe, thread_links
 from agent_link_codex.appserver import AppServerError
 from agent_link_codex.harness import (
     ID_RE,
@@ -91,13 +92,6 @@ def thread_view(thread: dict[str, Any], link: Link | None, loaded: bool | None =
     }
 
 
-async def _links(harness: CodexHarness, use_fallback: bool) -> tuple[list[Link], dict[str, Any] | None]:
-    links, error = await harness.links_or_error()
-    if not links and (error is not None and not use_fallback):
-        raise error
-    return links, error.to_dict() if error is not None else None
-
-
 def _local_threads(harness: CodexHarness, scope: str, cwd: Any, limit: int | None) -> tuple[list[dict[str, Any]], int]:
     home = codex_home(harness.env)
     files = rollouts.rollout_files(home, scope)
@@ -157,7 +151,7 @@ async def list_codex_threads(app: Any, args: dict[str, Any], call: ToolCall) -> 
     scope = _scope(args, "active")
     if "archived" in args:
         call.warnings.append({"code": "deprecated_argument", "message": "archived is deprecated; use archiveScope."})
-    links, error = await _links(harness, args.get("useLocalFallback", True))
+    links, error = await thread_links(harness, args.get("useLocalFallback", True))
     kinds = source_kinds(args.get("includeExec", False), args.get("includeSubagents", False))
     page_fields = {"filteredSourceKinds": [k for k in SOURCE_KINDS if k not in kinds]}
     if links:
@@ -282,7 +276,7 @@ async def resolve_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) -
     query = args["query"].strip()
     limit = args.get("limit", 10)
     scope = _scope(args, "all")
-    links, error = await _links(harness, args.get("useLocalFallback", True))
+    links, error = await thread_links(harness, args.get("useLocalFallback", True))
     kinds = source_kinds(True, True)
     if links:
         pairs, paging = await _app_server_threads(harness, links, scope, query=None, cwd=args.get("cwd"), kinds=kinds,
@@ -398,7 +392,7 @@ async def get_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) -> di
     harness = harness_of(app)
     tid = bare_id(args["threadId"])
     recent = args.get("recentItems", 20)
-    links, error = await _links(harness, args.get("useLocalFallback", True))
+    links, error = await thread_links(harness, args.get("useLocalFallback", True))
     if links:
         location = await harness.service.locate(tid, links, fresh=True)
         if location is None:
@@ -510,13 +504,13 @@ async def wait_for_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) 
     if capped:
         call.warnings.append(wait_capped_warning(timeout_ms, cap_ms))
         timeout_ms = cap_ms
-    links, error = await _links(harness, True)
+    links, error = await thread_links(harness, True)
     start = time.monotonic()
     seen_active: set[str] = set()
     polls = 0
     next_progress = every_ms
     while True:
-        observed = await _observe(harness, links, tid)
+        observed = await observe(harness, links, tid)
         polls += 1
         status, turn = observed["status"], observed["turn"]
         waited = int((time.monotonic() - start) * 1000)
@@ -568,75 +562,6 @@ async def _recent_items(link: Link, tid: str, recent: int) -> list[dict[str, Any
         return []
     page = await link.call("thread/items/list", {"threadId": tid, "limit": recent, "sortDirection": "desc"})
     return [{**(e.get("item") or {}), "turnId": e.get("turnId")} for e in reversed(page.get("data") or [])]
-
-
-def thread_activity(harness: CodexHarness, tid: str) -> Any:
-    """A poll-by-poll check for wait_for_agent: ``{"outcome": "turn_completed"|"idle",
-    "turn": {turnId, status, completedAt}}`` once the thread's turn is over (never the turn's
-    text: that is not an answer), None while a turn runs or the status is unknown."""
-    state: dict[str, Any] = {"links": None, "active": False}
-
-    async def check() -> dict[str, Any] | None:
-        if state["links"] is None:
-            state["links"], _ = await _links(harness, True)
-        status, turn, _ = await _thread_state(harness, state["links"], tid)
-        if status == "active":
-            state["active"] = True
-            return None
-        if status is None:
-            return None
-        brief = {k: (turn or {}).get(k) for k in ("turnId", "status", "completedAt")}
-        return {"outcome": "turn_completed" if state["active"] else "idle", "turn": brief}
-
-    return check
-
-
-async def _thread_state(harness: CodexHarness, links: list[Link], tid: str) -> tuple[str | None, dict[str, Any] | None, str]:
-    """``(status, last turn, source)``; status None while unknown (rollout without lifecycle)."""
-    observed = await _observe(harness, links, tid)
-    return observed["status"], observed["turn"], observed["source"]
-
-
-async def _observe(harness: CodexHarness, links: list[Link], tid: str) -> dict[str, Any]:
-    """One read of a thread for the waits: ``status`` (None while unknown: a rollout without
-    lifecycle events), ``turn`` (the last turn: ``turnId``, ``status``, ``completedAt``,
-    ``finalResponse``), ``source``, ``thread`` (the raw thread or rollout summary), ``link``
-    (the app-server read from, or None), ``loaded_on`` (the link that has it loaded) and
-    ``path`` (the rollout, transcript reads only).
-
-    :raises AgentLinkError: ``not_found`` when no app-server or transcript knows the thread.
-    """
-    if links:
-        location = await harness.service.locate(tid, links, fresh=True)
-        if location is None:
-            raise AgentLinkError("not_found", f"No Codex thread {tid} is known.", {"id": tid, "candidates": []})
-        link = location.link or location.readers[0]
-        page = await link.call("thread/turns/list", {"threadId": tid, "limit": 1, "itemsView": "full"})
-        turns = page.get("data") or []
-        turn = None
-        if turns:
-            last = turns[0]
-            texts = [i.get("text") for i in last.get("items") or [] if i.get("type") == "agentMessage"]
-            last_status = last.get("status")
-            if last_status == "interrupted" and location.status == "active":
-                last_status = "inProgress"  # a just-started turn is listed interrupted for a moment (docs/hosts/codex.md §6)
-            turn = {"turnId": last.get("id"), "status": last_status, "completedAt": last.get("completedAt"),
-                    "finalResponse": texts[-1] if texts and last_status != "inProgress" else None}
-        status = location.status
-        if status == "notLoaded":
-            status = "idle" if not turns or turns[0].get("status") != "inProgress" else "active"
-        thread = {**location.thread, "archived": True} if location.archived else location.thread
-        return {"status": status, "turn": turn, "source": "app-server", "thread": thread, "link": link,
-                "loaded_on": location.link, "path": None}
-    home = codex_home(harness.env)
-    path = rollouts.find_rollout(home, tid)
-    summary = rollouts.summary(home, path) if path is not None else None
-    if summary is None:
-        raise AgentLinkError("not_found", f"No Codex thread {tid} is known.", {"id": tid, "candidates": []})
-    status = summary["status"]["type"]
-    turn = {"turnId": None, "status": None, "completedAt": None, "finalResponse": summary.get("lastAgentMessage") if status == "idle" else None}
-    return {"status": None if status == "unknown" else status, "turn": turn, "source": "local-jsonl-fallback", "thread": summary,
-            "link": None, "loaded_on": None, "path": path}
 
 
 # launch / archive / message -------------------------------------------------------------------
@@ -779,7 +704,7 @@ async def _archive(app: Any, args: dict[str, Any], call: ToolCall) -> dict[str, 
     tid = bare_id(args["threadId"]) if args.get("threadId") else own
     assert tid is not None
     base = {"threadId": tid, "address": f"codex:{tid}", "reason": args.get("reason")}
-    links, error = await _links(harness, args.get("useLocalFallback", True))
+    links, error = await thread_links(harness, args.get("useLocalFallback", True))
     if links:
         location = await harness.service.locate(tid, links, fresh=True)
         if location is None:

@@ -23,7 +23,8 @@ from agent_link_codex.appserver import AppServerClient
 from agent_link_testing.codex_host import CodexAppServer, McpServerConfig
 from agent_link_testing.responses_stub import ResponsesStub, mcp_tool_call, text
 
-from agent_link_core.app import App, message_summary
+from agent_link_core.app import App
+from agent_link_core.sending import message_summary
 from agent_link_core.model import Caller
 
 pytestmark = [pytest.mark.realhost, pytest.mark.anyio, pytest.mark.timeout(240)]

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from agent_link_core.app import App, message_summary
+from agent_link_core.app import App
+from agent_link_core.sending import message_summary
 from agent_link_core.mailbox import Event
 from agent_link_core.model import Caller
 from agent_link_receipts.ledger import list_receipts

@@ -1,0 +1,101 @@
+"""``agent_link_health`` and ``agent-link health``: everything a person needs to tell whether
+agent-link works here (settings, state dir, database, harnesses, plugins and their problems).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sqlite3
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from agent_link_core import __version__, problem_log, state_dirs
+from agent_link_core.boundary import MAX_HEALTH_BYTES, oversize
+from agent_link_core.tool_profiles import settings_warnings
+
+if TYPE_CHECKING:
+    from agent_link_core.app import App
+    from agent_link_core.harness import Harness
+
+
+def report(app: App, meta: Mapping[str, Any] | None = None, include_caller_context: bool = False) -> dict[str, Any]:
+    """Everything a person needs to tell whether agent-link works here."""
+    caller = app.caller(meta)
+    try:
+        pending = app.mailbox.count_open(caller.address, undelivered_only=True) if caller.known else 0
+    except sqlite3.DatabaseError:  # reported by the integrity line below
+        pending = None
+    detection = app.host_detection(caller)
+    out: dict[str, Any] = {
+        "version": __version__,
+        "host": detection["host"],
+        "hostDetection": detection,
+        "address": caller.address,
+        "addressSource": caller.source,
+        "stateDir": {
+            "path": app.config.state_dir,
+            "source": app.config.sources["AGENT_LINK_STATE_DIR"],
+            "exists": os.path.isdir(app.config.state_dir),
+            "private": _private(app.config.state_dir),
+            "writable": os.access(app.config.state_dir, os.W_OK | os.X_OK),
+        },
+        # ok, integrity, walBytes, walLimitBytes, and the refusal with its recovery step when not ok.
+        "database": {"path": app.config.db_path, "pendingForCaller": pending, **app.store.check_health(),
+                     **({"ok": False, "readOnly": True, "problem": app.read_only.to_dict()} if app.read_only else {})},
+        "env": app.config.env_report(),
+        "settings": {
+            "file": app.config.settings_file,
+            # where each setting not at its default came from: a variable's name or settings-file
+            "sources": {name: src for name, src in app.config.sources.items() if src != "default"},
+            "otherStateDirs": state_dirs.others(app.config.state_dir, app.env),
+            "warnings": settings_warnings(app.hooks.tools(), app.hooks.tool_owners(), app.config.get("AGENT_LINK_TOOLS")),
+        },
+        "reminders": {
+            "limit": app.config.reminder_limit,
+            "intervalMs": app.config.reminder_interval_ms,
+            "warnings": list(app.config.warnings),
+        },
+        "harnesses": {name: _harness_health(app, h) for name, h in list(app.harnesses.items())},
+        # the negotiated MCP revision and client; None outside an MCP server
+        "mcp": app.mcp_peer.view() if app.mcp_peer is not None else None,
+        "sections": app.hooks.health_sections(),
+    }
+    app.hooks.tools()  # a refused tool is a plugin problem health must show
+    out["plugins"] = plugins_view(app)
+    if out["stateDir"]["exists"] and not out["stateDir"]["private"]:
+        # left as it is (it may be shared on purpose), but said, with the command that fixes it
+        out["stateDir"]["warning"] = {
+            "code": "state_dir_not_private", "message": "other users can open the state dir, where the mailbox is",
+            "hint": f"Run `chmod 700 {shlex.quote(app.config.state_dir)}` unless it is shared on purpose."}
+    if include_caller_context:
+        out["callerContext"] = {"meta": json.loads(json.dumps(meta or {}, default=str)), "source": caller.source}
+    return out
+
+
+def plugins_view(app: App) -> dict[str, Any]:
+    """What loading found and every plugin problem: this process's (``problems``) and
+    those other agent-link processes met in the last day (``elsewhere``)."""
+    view = app.plugin_report.as_dict()
+    view["elsewhere"] = problem_log.recent_elsewhere(app.config.state_dir, view["problems"])
+    return view
+
+def _harness_health(app: App, harness: Harness) -> dict[str, Any]:
+    marker = object()
+    section = app.hooks.guard_harness(harness, "health", harness.health, marker)
+    if section is marker:
+        return {"error": "this harness's health failed; see plugins.problems"}
+    why = f"returned {type(section).__name__}, not a dict" if not isinstance(section, dict) else oversize(section, MAX_HEALTH_BYTES)
+    if why is not None:  # not JSON, or too big to travel: it would break everyone's health
+        app._harness_failed(harness, TypeError(why), "health")
+        return {"error": "this harness's health failed; see plugins.problems"}
+    return section
+
+
+def _private(path: str) -> bool:
+    """True when only the owner can enter ``path`` (no group or other permission bits)."""
+    try:
+        return os.stat(path).st_mode & 0o077 == 0
+    except OSError:
+        return False

@@ -1,0 +1,242 @@
+"""What happens to a message after delivery: its one resolution (a reply, a decline,
+done), reminders and nudges, a handover to another recipient, and the status transitions
+readers notice (docs/behaviour.md §8). A base of :class:`~agent_link_core.mailbox.Mailbox`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from agent_link_core.envelope import iso_ms
+from agent_link_core.errors import AgentLinkError
+from agent_link_core.mail_events import MailEvents
+from agent_link_core.store import now_ms
+
+TYPE_CHECKING = False  # no typing at run time: the hook fast path imports this (via the mailbox)
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from agent_link_core.mailbox import MessageState
+    from agent_link_core.model import Caller
+    from agent_link_core.records import OutgoingMessage
+
+STATUS_BY_KIND = {"reply": "replied", "decline": "declined", "done": "done"}
+
+
+class MailFollowUp(MailEvents):
+    """Resolutions, reminders, nudges, handovers and status transitions; not used alone."""
+
+    if TYPE_CHECKING:
+        def require(self, message_id: str) -> sqlite3.Row: ...
+        def state(self, row: sqlite3.Row, now: int | None = None) -> MessageState: ...
+        def states(self, rows: Sequence[sqlite3.Row], now: int | None = None) -> list[MessageState]: ...
+        def _insert_reply(self, conn: sqlite3.Connection, reply: OutgoingMessage, at: int) -> sqlite3.Row: ...
+
+
+    def resolve(
+        self,
+        message_id: str,
+        caller: Caller,
+        kind: str,
+        *,
+        reason: str | None = None,
+        reply: OutgoingMessage | None = None,
+        result: dict[str, Any] | None = None,
+    ) -> tuple[dict[str, Any], sqlite3.Row | None]:
+        """Resolve a message exactly once, by its recipient; optionally store the reply.
+
+        The resolution row and the reply message are written in one transaction, so a
+        reply without a resolution (or the reverse) can never be stored.
+
+        :param kind: ``reply``, ``decline`` or ``done``.
+        :param reason: the decline reason or the note of ``done``.
+        :param reply: the reply message to store with it (for ``reply`` / ``decline``).
+        :param result: the reply's send-result fields, handed to observers of its ``sent`` event.
+        :returns: ``(resolution view, reply row or None)``.
+        :raises AgentLinkError: ``not_found``; ``wrong_recipient`` when ``caller`` is not the
+            current recipient; ``already_resolved`` for a second resolution.
+        """
+        row = self.require(message_id)
+        if caller.address != row["recipient"]:
+            raise AgentLinkError(
+                "wrong_recipient",
+                f"Only {row['recipient']} can resolve message {message_id}.",
+                {"messageId": message_id, "expected": row["recipient"], "caller": caller.address},
+                hint="Resolve only messages addressed to you; check read_agent_link_inbox.",
+            )
+        at = now_ms()
+        before = self.state(row, at)
+        late = before.status in ("unresolved", "expired")
+        reply_row = None
+        with self.store.write() as conn:
+            existing = conn.execute("SELECT * FROM resolutions WHERE message_id = ?", (message_id,)).fetchone()
+            if existing is not None:
+                raise AgentLinkError(
+                    "already_resolved",
+                    f"Message {message_id} was already resolved ({existing['kind']}).",
+                    {"messageId": message_id, "status": STATUS_BY_KIND[existing["kind"]], "resolvedAt": iso_ms(existing["at"])},
+                    hint="A message is resolved once; send a new message to add something.",
+                )
+            current = conn.execute("SELECT recipient FROM messages WHERE id = ?", (message_id,)).fetchone()
+            if current["recipient"] != caller.address:  # handed over while we were deciding
+                raise AgentLinkError(
+                    "wrong_recipient",
+                    f"Only {current['recipient']} can resolve message {message_id}.",
+                    {"messageId": message_id, "expected": current["recipient"], "caller": caller.address},
+                )
+            if reply is not None:
+                reply_row = self._insert_reply(conn, reply, at)
+            conn.execute(
+                "INSERT INTO resolutions (message_id, kind, by_addr, at, late, reason, reply_message_id)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (message_id, kind, caller.address, at, int(late), reason, reply.id if reply else None),
+            )
+            conn.execute(
+                # Resolving is itself evidence the recipient saw the message.
+                "UPDATE messages SET open = 0, first_delivered_at = COALESCE(first_delivered_at, ?),"
+                " delivered_at = COALESCE(delivered_at, ?), acknowledged_at = COALESCE(acknowledged_at, ?)"
+                " WHERE id = ?",
+                (at, at, at, message_id),
+            )
+            self._event(conn, message_id, "resolved", at, caller.address, None, {"kind": kind, "late": late})
+            staged = [
+                self._stage("sent", reply_row["id"], at, caller.address, {"to": reply_row["recipient"], "inReplyTo": message_id},
+                            result) if reply_row is not None else None,
+                self._stage("resolved", message_id, at, caller.address, {"kind": kind, "late": late, "status": STATUS_BY_KIND[kind]}),
+            ]
+        resolution = {"kind": kind, "by": caller.address, "at": iso_ms(at), "late": late, "replyMessageId": reply.id if reply else None}
+        self._publish(*staged)
+        return resolution, reply_row
+
+
+    # -- reminders and nudges ----------------------------------------------------------
+
+    def due_reminders(self, recipient: str, now: int | None = None) -> list[tuple[sqlite3.Row, MessageState]]:
+        """Delivered, unresolved reply/action messages of ``recipient`` whose reminder is due."""
+        now = now_ms() if now is None else now
+        rows = self.store.conn.execute(
+            "SELECT * FROM messages WHERE recipient = ? AND open = 1 AND delivered_at IS NOT NULL"
+            " AND anticipation != 'fyi' ORDER BY sent_at",
+            (recipient,),
+        ).fetchall()
+        return [(row, st) for row, st in zip(rows, self.states(rows, now), strict=True) if st.due]
+
+    def reminder_recipients(self) -> list[str]:
+        """Recipients holding delivered, open reply/action mail (candidates for reminders)."""
+        rows = self.store.conn.execute(
+            "SELECT DISTINCT recipient FROM messages WHERE open = 1 AND delivered_at IS NOT NULL"
+            " AND anticipation != 'fyi' ORDER BY recipient"
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def record_reminder(self, message_id: str, n: int, via: str, to: str, *, wait: bool = True) -> bool:
+        """Claim reminder number ``n`` for a message; True only for the one process that wins.
+
+        :param wait: False on a path that must not wait for another writer (a host's prompt
+            hook): ``state_busy`` is raised at once when the write lock is taken.
+        """
+        at = now_ms()
+        with self.store.write(wait=wait) as conn:
+            cur = conn.execute(
+                "INSERT OR IGNORE INTO reminders (message_id, n, at, via, to_addr) VALUES (?, ?, ?, ?, ?)",
+                (message_id, n, at, via, to),
+            )
+            if cur.rowcount != 1:
+                return False
+            self._event(conn, message_id, "reminded", at, to, via, {"n": n})
+            staged = self._stage("reminded", message_id, at, to, {"n": n, "via": via})
+        self._publish(staged)
+        return True
+
+    def release_reminder(self, message_id: str, n: int, to: str) -> None:
+        """Give back reminder number ``n`` that :meth:`record_reminder` claimed but whose text
+        never reached the session (the hook's output could not be written): it is due again,
+        and a ``reminder_unshown`` event says why the count went back.
+
+        :raises AgentLinkError: ``state_busy`` / ``state_io_error`` when the write fails.
+        """
+        with self.store.write(wait=False) as conn:
+            cur = conn.execute("DELETE FROM reminders WHERE message_id = ? AND n = ? AND to_addr = ?", (message_id, n, to))
+            if cur.rowcount == 1:
+                self._event(conn, message_id, "reminder_unshown", now_ms(), to, None, {"n": n})
+
+    def claim_nudge_block(self, recipient: str, now: int | None = None, *, wait: bool = True) -> bool:
+        """Claim the one blocking nudge (e.g. a Stop-hook block) allowed per interval.
+
+        Refused when any block for ``recipient`` happened less than one interval ago, so
+        two processes racing at a bucket boundary still produce one block.
+
+        :param wait: False to raise ``state_busy`` at once instead of waiting for another
+            writer's lock (the hook path).
+        """
+        now = now_ms() if now is None else now
+        interval = self.config.reminder_interval_ms
+        with self.store.write(wait=wait) as conn:
+            recent = conn.execute(
+                "SELECT 1 FROM nudge_blocks WHERE recipient = ? AND at > ?", (recipient, now - interval)
+            ).fetchone()
+            if recent:
+                return False
+            cur = conn.execute(
+                "INSERT OR IGNORE INTO nudge_blocks (recipient, bucket, at) VALUES (?, ?, ?)",
+                (recipient, now // interval, now),
+            )
+            return cur.rowcount == 1
+
+    def blocked_recently(self, recipient: str, now: int | None = None) -> bool:
+        """True when a blocking nudge for ``recipient`` happened within one interval."""
+        now = now_ms() if now is None else now
+        return self.store.conn.execute(
+            "SELECT 1 FROM nudge_blocks WHERE recipient = ? AND at > ?",
+            (recipient, now - self.config.reminder_interval_ms),
+        ).fetchone() is not None
+
+    def reassign(self, message_id: str, new_recipient: str, actor: str, *, wait: bool = True) -> bool:
+        """Move an open message to another recipient (role handover); returns True if moved.
+
+        The delivery clock is kept (reminder count is inherited, so the cap is not reset),
+        but the new holder sees it as new mail: it is undelivered for them until evidence.
+
+        :param wait: False on a read path: ``state_busy`` at once while another process
+            holds the write lock, instead of waiting for it.
+        """
+        at = now_ms()
+        with self.store.write(wait=wait) as conn:
+            row = conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
+            if row is None or row["recipient"] == new_recipient or self._resolved(conn, message_id):
+                return False
+            conn.execute(
+                "UPDATE messages SET recipient = ?, delivered_at = NULL, delivered_via = NULL, open = 1 WHERE id = ?",
+                (new_recipient, message_id),
+            )
+            self._event(conn, message_id, "released", at, actor, None, {"from": row["recipient"], "to": new_recipient})
+            staged = self._stage("released", message_id, at, actor, {"from": row["recipient"], "to": new_recipient})
+        self._publish(staged)
+        return True
+
+    def note_transition(self, row: sqlite3.Row, state: MessageState) -> None:
+        """Record, once across all processes, that a message became unresolved or expired
+        (statuses are computed on read, so the first reader to see it records it)."""
+        if state.status not in ("unresolved", "expired"):
+            return
+        if self.store.conn.execute(
+            "SELECT 1 FROM status_transitions WHERE message_id = ? AND status = ?", (row["id"], state.status)
+        ).fetchone():
+            return  # recorded already: a read takes no write lock for it
+        at = now_ms()
+        try:
+            with self.store.write(wait=False) as conn:  # a read never waits on a writer for this note
+                cur = conn.execute(
+                    "INSERT OR IGNORE INTO status_transitions (message_id, status, at) VALUES (?, ?, ?)",
+                    (row["id"], state.status, at),
+                )
+                if cur.rowcount != 1:
+                    return
+                self._event(conn, row["id"], "status_changed", at, None, None, {"status": state.status})
+                staged = self._stage("status_changed", row["id"], at, None, {"status": state.status})
+        except AgentLinkError:
+            # Busy, damaged or replaced: a read must not fail for this note; the next reader
+            # of a writable database records it.
+            return
+        self._publish(staged)

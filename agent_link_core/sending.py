@@ -1,0 +1,411 @@
+"""Sending and answering: store a message, push it to its recipient's harness, resolve a
+message with a reply (the operations behind ``message_agent``, ``reply_agent_link_message``
+and their CLI commands).
+
+One :class:`Outbox` per :class:`~agent_link_core.app.App` (``app.outbox``); ``app.send``,
+``app.reply``, ``app.push`` and ``app.refresh_delivery`` are its methods.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agent_link_core.boundary import interrupts, plugin_fault
+from agent_link_core.envelope import MAX_ENVELOPE_BODY_CHARS, MAX_ESCAPED_CHARS, escape_text
+from agent_link_core.errors import AgentLinkError, invalid_arguments
+from agent_link_core.harness import Delivery, Harness
+from agent_link_core.identity import prove_sender
+from agent_link_core.mailbox import check_body, check_labels, iso, new_message_id
+from agent_link_core.model import Caller, address_scheme, is_address, is_ulid
+from agent_link_core.records import OutgoingMessage, SendContext
+from agent_link_core.store import now_ms
+
+if TYPE_CHECKING:
+    from agent_link_core.app import App
+
+log = logging.getLogger("agent_link_core.app")  # the App's operations log under its name, as before the split
+
+
+#: What status says of a push the host accepted but has not shown the model yet.
+ACCEPTED_NOTE = "accepted, awaiting the session"
+
+
+@dataclass
+class SendOutcome:
+    """What a send did: the stored row, whether it is new, the push attempt, warnings."""
+
+    message: dict[str, Any]
+    created: bool
+    delivery: Delivery | None
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    via: str | None = None
+    result_fields: dict[str, Any] = field(default_factory=dict)
+    # ``unknown_address`` for a never-served plain address; kept apart from the plugins'
+    # warnings, added to the result's ``warnings`` by :func:`message_summary` and the CLI.
+    address_warning: dict[str, Any] | None = None
+
+
+#: A push may take this many hook budgets (AGENT_LINK_HOOK_TIMEOUT_MS, 30 s by default) before
+#: its outcome counts as unknown: pushes wait on a host, which may be slow but must not hang a send.
+PUSH_BUDGETS = 4
+
+
+class Outbox:
+    """Sends, replies and pushes of one App (its mailbox, hooks and harnesses).
+
+    :param app: the App whose mailbox and harnesses it uses.
+    """
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self.mailbox, self.hooks, self.store, self.config, self.harnesses = app.mailbox, app.hooks, app.store, app.config, app.harnesses
+
+    async def send(
+        self, *, caller: Caller, to: str, body: str, anticipation: str | None = None, reply_by: str | None = None,
+        wait_for_reply: bool = False, reply_to: str | None = None, message_id: str | None = None,
+        tool: str = "message_agent", arguments: Mapping[str, Any] | None = None, options: Mapping[str, Any] | None = None,
+        meta: Mapping[str, Any] | None = None, allow_archived: bool = False, require_known: bool = False,
+        metadata: Mapping[str, Any] | None = None, target: tuple[str, str | None, dict[str, Any]] | None = None,
+    ) -> SendOutcome:
+        """Store a message, then try to push it to its recipient.
+
+        With ``reply_to`` from that message's recipient, the send also resolves it as a
+        reply (docs/behaviour.md §8). ``message_id`` makes the send idempotent: the same id with
+        the same content returns the first outcome; with other content it is refused.
+        A plain address (no harness lists it) that no process has ever served (and no
+        plugin's ``resolve_address`` says is served elsewhere) gets an ``unknown_address`` warning naming the closest known addresses; with
+        ``require_known`` it is refused (``not_found``) instead. ``metadata`` is stored with
+        the message; its ``fingerprint`` entry takes part in the idempotency comparison.
+        ``target``: :meth:`~agent_link_core.directory.Directory.target_address`'s answer for
+        ``to`` and ``caller`` if known (used while the proven sender keeps that address).
+
+        :raises AgentLinkError: ``invalid_arguments``, ``body_too_large``, ``not_found``,
+            ``ambiguous``, ``archived``, or what a ``before_send`` hook refuses with.
+        """
+        now = now_ms()
+        clean = check_body(body)
+        label, reply_by_ms = check_labels(anticipation, reply_by, wait_for_reply, now)
+        if isinstance(message_id, str) and is_ulid(message_id.upper()):
+            message_id = message_id.upper()
+        if message_id is not None and not is_ulid(message_id):
+            raise invalid_arguments([{"path": "messageId", "rule": "pattern", "expected": "a 26-character ULID"}])
+        caller, proof_warnings = await prove_sender(self.app, asked := caller)
+        proof_warnings += escaped_size_warnings(clean)
+        answered = self.mailbox.require(reply_to) if reply_to else None
+        reply_to = answered["id"] if answered is not None else None
+        target_meta: dict[str, Any]
+        if message_id is not None and self.mailbox.get_row(message_id) is not None:
+            recipient, via, target_meta = self.mailbox.stored(message_id)["recipient"], None, {}
+        else:
+            recipient, via, target_meta = (target if target and caller.address == asked.address
+                                           else await self.app.directory.target_address(to, caller, allow_archived=allow_archived))
+        unseen = None
+        if message_id is None or self.mailbox.get_row(message_id) is None:
+            from agent_link_core.loops import check_send
+
+            check_send(self.store, self.config, sender=caller.address, recipient=recipient, body=clean, anticipation=label,
+                       reply_to=reply_to, now_ms=now, known_sender=caller.known)
+            unseen = self._unseen_recipient(recipient, require_known)
+        if via:
+            target_meta["via"] = via
+        target_meta.update(metadata or {})
+        msg = OutgoingMessage(
+            id=message_id or new_message_id(), sender=caller, to=to if is_address(to) else recipient,
+            recipient=recipient, body=clean, anticipation=label, reply_by_ms=reply_by_ms, reply_to=reply_to, metadata=target_meta,
+        )
+        is_reply = answered is not None and answered["recipient"] == caller.address
+        context = SendContext(tool, dict(arguments or {}), via, is_reply, dict(meta or {}))
+        warnings = proof_warnings + self.hooks.before_send(msg, context)
+        if answered is not None and is_reply and self.mailbox.state(answered).resolution is None:
+            _, row = self.mailbox.resolve(answered["id"], caller, "reply", reply=msg, result=context.result)
+            created = True
+        else:
+            row, created = self.mailbox.store_message(msg, context.result)
+        delivery = await self.push(row, options or {}) if created else None
+        return SendOutcome(self.mailbox.row_dict(self.mailbox.stored(row["id"])), created, delivery, warnings, via,
+                           context.result, unseen)
+
+    def _unseen_recipient(self, recipient: str, require_known: bool) -> dict[str, Any] | None:
+        """The ``unknown_address`` warning for a plain address nobody ever served (None when
+        a harness owns the address, it is a role, or it was seen); raises with ``require_known``."""
+        from agent_link_core import presence
+
+        scheme = address_scheme(recipient)
+        if (scheme in self.harnesses or scheme == "role" or not is_address(recipient) or recipient in self.app.directory.served_elsewhere
+                or presence.seen(self.store, recipient)):
+            return None
+        warning = presence.unseen_warning(self.store, recipient, set(self.harnesses))
+        if require_known:
+            close = warning["details"]["suggestions"]
+            raise AgentLinkError(
+                "not_found", f"No process has ever served {recipient}, and requireKnown refuses unknown addresses.",
+                {"query": recipient, "candidates": [{"address": a} for a in close]},
+                hint=(f"Did you mean {' or '.join(close)}? " if close else "")
+                + "Check the address, or send without requireKnown to leave the message for whoever reads it later.",
+            )
+        return warning
+
+    async def push(self, row: Any, options: Mapping[str, Any]) -> Delivery | None:
+        """Offer a stored message to its recipient's harness; record delivery on evidence.
+
+        A message a running wait of the recipient is about to return (:meth:`held_by_wait`)
+        is not pushed: the wait hands it over, and pushes it when it ends without taking it."""
+        from agent_link_core.handoff import HELD_EVENT
+
+        scheme = address_scheme(row["recipient"])
+        harness = self.harnesses.get(scheme)
+        if harness is None:
+            return None
+        if self.app.waits.held_by_wait(row):
+            self.mailbox.record_event(row["id"], HELD_EVENT, row["recipient"], None, {})
+            return Delivery(state="held_for_wait", note="the recipient's running wait returns it")
+        envelope = self.mailbox.envelope(row)
+        limit = harness.output_budget.push_bytes if harness.output_budget is not None else None
+        size = len(envelope.encode("utf-8"))
+        bound_s = PUSH_BUDGETS * self.hooks.boundary.timeout_ms / 1000 or None
+        sigints = interrupts()
+        import asyncio
+
+        try:
+            # asyncio.timeout, not wait_for: the plugin's coroutine runs in this task, so its
+            # SystemExit or KeyboardInterrupt is caught below instead of stopping the event loop
+            async with asyncio.timeout(bound_s):
+                if limit is not None and size > limit:
+                    return await self._announce(harness, row, size, options)
+                delivery = await harness.deliver(self.mailbox.row_dict(row), envelope, options)
+        except AgentLinkError as exc:
+            return Delivery(warnings=[{"code": exc.code, "message": exc.message, "details": exc.details}])
+        except TimeoutError as exc:
+            # A push that never ends must not hold the sender's call: whether it arrived is
+            # unknown, so it is remembered as such and not pushed again blindly.
+            self.app._harness_failed(harness, exc, "deliver")
+            delivery = Delivery(unknown=True, warnings=[{
+                "code": "push_timed_out",
+                "message": f"{harness.name} did not finish the push within {bound_s:g} s; whether it arrived is unknown.",
+            }])
+        except BaseException as exc:  # the row is stored: report the failure (SystemExit too), the message stays queued
+            if not plugin_fault(exc, sigints):
+                raise
+            self.app._harness_failed(harness, exc, "deliver")
+            return Delivery(warnings=[{"code": "internal_error", "message": f"{harness.name} could not push: {type(exc).__name__}"}])
+        if not isinstance(delivery, Delivery):
+            self.app._harness_failed(harness, TypeError(f"deliver returned {type(delivery).__name__}, not a Delivery"), "deliver")
+            return Delivery(warnings=[{"code": "internal_error", "message": f"{harness.name} could not push: bad answer"}])
+        if delivery.delivered and delivery.via:
+            self.mailbox.mark_delivered(row["id"], delivery.via, delivery.evidence)
+        elif delivery.accepted:
+            # Remembered so status says so and nothing pushes it again; evidence comes later.
+            self.mailbox.record_event(row["id"], "delivery_accepted", row["recipient"], None,
+                                      {**delivery.evidence, "note": delivery.note or ACCEPTED_NOTE})
+        elif delivery.unknown:
+            # Remembered so a resend with the same id reports "unknown" and is not pushed blindly.
+            self.mailbox.record_event(row["id"], "delivery_unknown", row["recipient"], None, delivery.evidence)
+        elif self.mailbox.push_outcome(row["id"]) == "unknown":
+            # A retry proved the earlier push absent: the outcome is known again (queued).
+            self.mailbox.record_event(row["id"], "delivery_settled", row["recipient"], None, delivery.evidence)
+        return delivery
+
+    async def _announce(self, harness: Harness, row: Any, size: int, options: Mapping[str, Any]) -> Delivery:
+        """Push a short notice instead of an envelope the host would cut: the model is told
+        to read the message from its inbox, in pages; it stays queued until then."""
+        from agent_link_core.budget import oversized_notice
+
+        pushed = await harness.deliver(self.mailbox.row_dict(row), oversized_notice(row, size), options)
+        if pushed.delivered:
+            self.mailbox.record_event(row["id"], "announced", row["recipient"], pushed.via, {**pushed.evidence, "bytes": size})
+        warning = {"code": "too_large_to_push",
+                   "message": f"The message ({size} bytes) is larger than the recipient's host shows in one piece; "
+                              "it is announced instead of pushed, and the recipient reads it from its inbox in pages.",
+                   "details": {"bytes": size, "announced": pushed.delivered}}
+        return Delivery(state="announced" if pushed.delivered else pushed.state, fields=pushed.fields,
+                        warnings=[warning, *pushed.warnings], unknown=pushed.unknown, retryable=pushed.retryable)
+
+    async def refresh_delivery(self, message_id: str) -> bool:
+        """Ask the recipient's harness for late evidence of a push the host accepted (or
+        whose answer was lost), and record delivery when it has some. Never pushes.
+
+        :returns: True when the message became delivered now.
+        """
+        row = self.mailbox.get_row(message_id)
+        if row is None or row["first_delivered_at"] is not None or self.mailbox.push_outcome(message_id) not in ("accepted", "unknown"):
+            return False
+        harness = self.harnesses.get(address_scheme(row["recipient"]))
+        if harness is None:
+            return False
+        try:
+            found = await harness.recheck(self.mailbox.row_dict(row))
+        except Exception:  # a check that failed proves nothing; the outcome stays as it was
+            log.exception("harness %s failed to recheck %s", harness.name, message_id)
+            return False
+        if found is None or not found.delivered or not found.via:
+            return False
+        return self.mailbox.mark_delivered(message_id, found.via, found.evidence)
+
+    async def reply(
+        self, *, caller: Caller, message_id: str, resolution: str = "reply", message: str | None = None,
+        anticipation: str | None = None, reply_by: str | None = None, arguments: Mapping[str, Any] | None = None,
+        meta: Mapping[str, Any] | None = None, metadata: Mapping[str, Any] | None = None, reply_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Resolve a message addressed to the caller, sending the reply back to its sender.
+
+        ``reply`` and ``decline`` need ``message`` (for decline: the reason); ``done`` takes
+        an optional note, sent back only when given. ``metadata`` is stored with the note
+        (e.g. ``envelopeFormat``, see :func:`agent_link_core.api.send_reliably`).
+        ``reply_id`` (a ULID) is the id the answer is stored under and makes a retry safe:
+        when the caller already resolved the message this way with this id and the same
+        content, the first result comes back with ``duplicate: true`` (nothing stored or
+        pushed again); other content under it is refused naming what differs.
+
+        :raises AgentLinkError: ``not_found``, ``wrong_recipient``, ``already_resolved``,
+            ``invalid_arguments`` (rule ``idempotency`` for a reused ``reply_id``),
+            ``body_too_large``, ``no_current_session``.
+        """
+        self.app.require_caller(caller)
+        row = self.mailbox.require(message_id)
+        message_id = row["id"]  # ids are case-insensitive; the stored form is canonical
+        if resolution in ("reply", "decline") and (message is None or not message.strip()):
+            what = "a reason" if resolution == "decline" else "the reply text"
+            raise invalid_arguments([{"path": "message", "rule": "required", "expected": f"{what} for resolution {resolution}"}])
+        reply_msg = None
+        caller, warnings = await prove_sender(self.app, caller)
+        context = SendContext("reply_agent_link_message", dict(arguments or {}), None, True, dict(meta or {}))
+        if (message is None or not message.strip()) and (anticipation is not None or reply_by is not None):
+            raise invalid_arguments([{"path": "anticipation" if anticipation is not None else "replyBy", "rule": "requires_message",
+                                      "expected": "a note in message, since labels describe the note sent back"}])
+        if message is not None and message.strip():
+            label, reply_by_ms = check_labels(anticipation, reply_by, False, now_ms())
+            reply_msg = OutgoingMessage(
+                id=reply_id or new_message_id(), sender=caller, to=row["from_addr"], recipient=row["from_addr"],
+                body=check_body(message), anticipation=label, reply_by_ms=reply_by_ms, reply_to=message_id,
+                metadata={**(metadata or {}), "resolution": resolution},
+            )
+        if reply_id is not None and self._answered_before(caller, row, reply_id, resolution, reply_msg):
+            return {**self._reply_result(row, self.mailbox.get_row(reply_id), None, context.result), "duplicate": True,
+                    **({"warnings": warnings} if warnings else {})}
+        if reply_msg is not None and caller.address == row["recipient"]:
+            warnings += self.hooks.before_send(reply_msg, context)
+        res, reply_row = self.mailbox.resolve(
+            # The reason as sanitized for the note (lone surrogates of undecodable input never reach disk).
+            message_id, caller, resolution, reason=reply_msg.body if reply_msg is not None and resolution != "reply" else None,
+            reply=reply_msg,
+            result=context.result,
+        )
+        delivery = await self.push(reply_row, {}) if reply_row is not None else None
+        if reply_row is not None:
+            reply_row = self.mailbox.get_row(reply_row["id"])
+        out = self._reply_result(row, reply_row, delivery, context.result)
+        if reply_id is not None:
+            out["duplicate"] = False
+        if delivery is not None and delivery.warnings:
+            warnings += delivery.warnings
+        if warnings:
+            out["warnings"] = warnings
+        return out
+
+    def _reply_result(self, row: Any, reply_row: Any, delivery: Delivery | None, extra: Mapping[str, Any]) -> dict[str, Any]:
+        """What :meth:`reply` returns for the resolved message ``row`` and its answer ``reply_row`` (or None)."""
+        state = self.mailbox.state(self.mailbox.stored(row["id"]))
+        res = state.resolution or {}
+        return {
+            "messageId": reply_row["id"] if reply_row is not None else None,
+            "replyToMessageId": row["id"],
+            "target": {"address": row["from_addr"], "harness": address_scheme(row["from_addr"])},
+            "delivery": _delivery_word(reply_row, delivery),
+            "resolution": state.resolution,
+            "status": state.status,
+            "late": bool(res.get("late")),
+            "anticipation": reply_row["anticipation"] if reply_row is not None else None,
+            **extra,
+        }
+
+    def _answered_before(self, caller: Caller, row: Any, reply_id: str, kind: str, reply: OutgoingMessage | None) -> bool:
+        """Whether an earlier call already resolved ``row`` as this one asks, under ``reply_id``
+        (a retry: True). False when nothing was stored under ``reply_id`` yet.
+
+        :raises AgentLinkError: ``invalid_arguments`` (rule ``idempotency``, ``details.differs``)
+            when ``reply_id`` holds another message or another answer than this one.
+        """
+        from agent_link_core.mailbox import differing_fields
+
+        stored = self.mailbox.get_row(reply_id)
+        resolution = self.mailbox.state(row).resolution
+        if stored is None:
+            # a done without a note stores no message: the same resolution by the same caller is the retry
+            return (reply is None and resolution is not None and resolution["kind"] == kind and resolution["by"] == caller.address
+                    and resolution["replyMessageId"] is None)
+        if reply is None:
+            differs = ["message"]
+        else:
+            differs = differing_fields(stored, reply)
+        earlier = json.loads(stored["metadata"] or "{}").get("resolution")
+        if earlier != kind:
+            differs.insert(0, "resolution")
+        if not differs and (resolution is None or resolution["replyMessageId"] != reply_id):
+            differs = ["replyToMessageId"]  # the same words stored as another message's answer
+        if differs:
+            what = f"its {', '.join(differs)} {'differs' if len(differs) == 1 else 'differ'}"
+            raise invalid_arguments(
+                [{"path": "replyMessageId", "rule": "idempotency", "expected": "the same answer as the first call with this id"}],
+                f"Message id {reply_id} was already used for a different message: {what}.", differs=differs,
+            )
+        return True
+
+
+def escaped_size_warnings(body: str) -> list[dict[str, Any]]:
+    """``[body_escapes_large]`` when ``body``'s escaped form (its envelope text) is longer than
+    :data:`~agent_link_core.envelope.MAX_ESCAPED_CHARS`: it reaches the recipient whole, but a
+    reader may get it in pages (``read_agent_link_inbox`` with ``messageId`` and ``offset``)."""
+    escaped = len(escape_text(body, cap=MAX_ENVELOPE_BODY_CHARS))
+    if escaped <= MAX_ESCAPED_CHARS:
+        return []
+    return [{"code": "body_escapes_large",
+             "message": f"The body escapes to {escaped} characters in its envelope (characters such as < and & take several), "
+                        f"more than the {MAX_ESCAPED_CHARS} one read may show: nothing is cut, but the recipient may read it in pages.",
+             "details": {"bodyBytes": len(body.encode("utf-8")), "escapedChars": escaped, "limitChars": MAX_ESCAPED_CHARS}}]
+
+
+
+def _delivery_word(reply_row: Any, delivery: Delivery | None) -> str:
+    if reply_row is None:
+        return "none"
+    if (delivery is not None and delivery.delivered) or reply_row["first_delivered_at"] is not None:
+        return "delivered"
+    return "queued"
+
+
+def message_summary(app: App, outcome: SendOutcome) -> dict[str, Any]:
+    """The common result fields of a send (message_agent, CLI send)."""
+    row = app.mailbox.stored(outcome.message["id"])
+    state = app.mailbox.state(row)
+    delivery = outcome.delivery
+    out: dict[str, Any] = {
+        "messageId": row["id"],
+        "to": row["recipient"],
+        "harness": address_scheme(row["recipient"]),
+        "delivery": state.delivery if state.delivery != "acknowledged" else "delivered",
+        "deliveredVia": row["delivered_via"],
+        "deliveryState": delivery.state if delivery is not None else ("delivered" if row["first_delivered_at"] else "queued"),
+        "anticipation": row["anticipation"],
+        "replyBy": iso(row["reply_by"]) if row["reply_by"] else None,
+        "inReplyTo": row["reply_to"],
+        "messageStatus": state.status,
+        "duplicate": not outcome.created,
+        "via": outcome.via,
+    }
+    if state.delivery_note:
+        out["deliveryNote"] = state.delivery_note
+    out.update(outcome.result_fields)
+    if delivery is not None:
+        out.update(delivery.fields)
+        if delivery.unknown:
+            out["deliveryState"] = "unknown"
+    warnings = list(outcome.warnings) + (list(delivery.warnings) if delivery is not None else [])
+    if outcome.address_warning is not None:
+        warnings.append(outcome.address_warning)
+    if warnings:
+        out["warnings"] = warnings
+    return out

@@ -1,0 +1,227 @@
+"""Waiting for an answer: the operation behind ``wait_for_agent`` and ``agent-link wait``,
+and the hand-over between a running wait and the pushes that would deliver the same message.
+
+One :class:`Waits` per :class:`~agent_link_core.app.App` (``app.waits``); ``app.wait``,
+``app.held_by_wait``, ``app.mark_taken``, ``app.wait_limits`` and ``app.waiting`` are its members.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from agent_link_core.errors import AgentLinkError
+from agent_link_core.mailbox import Visibility
+from agent_link_core.model import Caller, address_scheme
+from agent_link_core.store import now_ms
+from agent_link_core.wake import Wakeup
+
+if TYPE_CHECKING:
+    from agent_link_core.app import App
+
+log = logging.getLogger("agent_link_core.app")  # the App's operations log under its name, as before the split
+
+# MCP clients cut tool calls at 60 s or more (hosts have used 60, 120 and 300 s); a single
+# wait never holds a call longer than this, and says so, so the caller can simply wait again.
+MAX_WAIT_PER_CALL_MS = 50_000
+#: ``async (progress, total, message) -> None``: sends one MCP progress notification for
+#: the tool call being served (progress and total in ms for waits)
+Progress = Callable[[float, "float | None", "str | None"], Awaitable[None]]
+#: how often a wait whose client sent a progress token reports progress (keeps the call alive)
+PROGRESS_EVERY_MS = 10_000
+
+
+class Waits:
+    """The waits running in one App, and what they hold.
+
+    :param app: the App whose mailbox, directory and outbox the waits use.
+    """
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self.mailbox, self.store, self.config = app.mailbox, app.store, app.config
+        # "reply:<message id>" / "from:<address>" -> waits running in this process, so push
+        # loops can leave a message to the wait that is about to return it.
+        self.waiting: dict[str, int] = {}
+
+    def held_by_wait(self, row: Any) -> bool:
+        """True when a running wait of the message's recipient, in this process or another
+        (:mod:`agent_link_core.handoff`), is about to return this message."""
+        from agent_link_core import handoff
+
+        if f"reply:{row['reply_to']}" in self.waiting or f"from:{row['from_addr']}" in self.waiting:
+            return True
+        return handoff.held(self.store, row)
+
+    async def wait(
+        self, *, caller: Caller, agent: str, reply_to: str | None = None, timeout_ms: int = 60_000, poll_ms: int = 1000,
+        progress: Progress | None = None, activity: Callable[[], Awaitable[dict[str, Any] | None]] | None = None,
+        mark: bool = True,
+    ) -> dict[str, Any]:
+        """Wait for the resolution of ``reply_to`` (or, without it, for the oldest unread message
+        from ``agent`` to the caller, else the next one to arrive). A timeout is a normal outcome.
+
+        :param mark: mark the returned reply delivered (via ``wait``) as it is returned; False
+            for a caller that marks it itself once the reply reached its reader (the CLI, after
+            its output was written: :meth:`mark_taken`).
+        :param progress: the tool call's progress reporter (the client sent a progress
+            token): the wait reports progress every :data:`PROGRESS_EVERY_MS` and runs up to
+            ``timeout_ms``. Without one a call waits at most :data:`MAX_WAIT_PER_CALL_MS`
+            (clients cut tool calls after about a minute), and the result says ``capped``.
+        :param activity: without ``reply_to``, a check called every poll that may end the
+            wait with the target's own outcome (``turn_completed``, ``idle``; a harness's
+            ``activity_check``).
+        :returns: ``outcome`` reply | declined | done | unresolved | expired | turn_completed |
+            idle | timeout, the reply (enveloped) when there is one, ``capped`` and
+            ``requestedTimeoutMs`` when the cap applied.
+        """
+        start = time.monotonic()
+        warnings = []
+        budget = timeout_ms
+        cap_ms, every_ms = self.wait_limits()
+        capped = progress is None and budget > cap_ms
+        if capped:
+            budget = cap_ms
+            warnings.append(wait_capped_warning(timeout_ms, cap_ms))
+        next_progress = every_ms
+        if not reply_to:
+            self.app.require_caller(caller)  # only mail addressed to the caller could end this wait
+        target, _, _ = await self.app.directory.target_address(agent, caller) if not reply_to else (agent, None, {})
+        if reply_to:
+            row = self.mailbox.require(reply_to)
+            reply_to = row["id"]
+            # An unidentified caller is "external": it may wait only on mail sent as external.
+            Visibility(caller.address).require(row, f"the answer to {reply_to}")
+            target = row["recipient"]
+        since = now_ms()
+        key = f"reply:{reply_to}" if reply_to else f"from:{target}"
+        self.waiting[key] = self.waiting.get(key, 0) + 1
+        from agent_link_core import handoff
+
+        noted = handoff.begin(self.store, caller.address, key) if caller.known else None
+        taken: str | None = None
+        push_left = caller.known
+        # Armed before the first check: a commit after that check wakes the wait at once (a
+        # commit before it, the check sees); poll_ms stays the fallback re-check.
+        import asyncio
+
+        wakeup = Wakeup(self.store.path)
+        try:
+            while True:
+                result = self._wait_check(caller, target, reply_to, since, mark)
+                if result is None and activity is not None and not reply_to:
+                    result = await activity()
+                waited = int((time.monotonic() - start) * 1000)
+                if result is not None or waited >= budget:
+                    out = result or {"outcome": "timeout"}
+                    out.update({"waitedMs": waited, "timedOut": result is None, "target": {"address": target},
+                                "harness": address_scheme(target)})
+                    if capped:
+                        out.update(capped=True, requestedTimeoutMs=timeout_ms)
+                    if reply_to:
+                        out["messageStatus"] = self.mailbox.state(self.mailbox.stored(reply_to)).status
+                    if warnings:
+                        out["warnings"] = warnings
+                    taken = (out.get("reply") or {}).get("id")
+                    return out
+                if progress is not None and waited >= next_progress:
+                    await progress(waited, budget, "waiting")
+                    next_progress = waited + every_ms
+                sleep_ms = min(poll_ms, budget - waited)
+                if progress is not None:
+                    sleep_ms = min(sleep_ms, max(next_progress - waited, 1))
+                await wakeup.wait(sleep_ms / 1000)
+        except asyncio.CancelledError:
+            push_left = False  # cancelled: what it held stays queued for the next read, push or reminder
+            raise
+        finally:
+            wakeup.close()
+            self.waiting[key] -= 1
+            if not self.waiting[key]:
+                del self.waiting[key]
+            handoff.end(self.store, noted)
+            if push_left:
+                await self._push_left_by_wait(caller.address, taken)
+
+    async def _push_left_by_wait(self, address: str, taken: str | None) -> None:
+        """Push the mail pushes left to a wait of ``address`` that this wait did not take
+        (``taken``: the message it returned), unless another running wait holds it still."""
+        from agent_link_core.handoff import HELD_EVENT
+
+        try:
+            for row in self.mailbox.open_for(address, 50, undelivered_only=True):
+                if row["id"] != taken and self.mailbox.has_event(row["id"], HELD_EVENT) and not self.held_by_wait(row):
+                    await self.app.outbox.push(row, {})
+        except AgentLinkError as exc:  # the wait's own answer stands; the mail stays queued for the next read or push
+            log.warning("could not push the mail a wait of %s left: %s", address, exc.message)
+
+    def wait_limits(self) -> tuple[int, int]:
+        """``(cap, progress interval)`` in ms: ``AGENT_LINK_WAIT_CAP_MS`` (default
+        :data:`MAX_WAIT_PER_CALL_MS`) and ``AGENT_LINK_WAIT_PROGRESS_MS`` (default
+        :data:`PROGRESS_EVERY_MS`)."""
+        return (int(self.config.get("AGENT_LINK_WAIT_CAP_MS") or MAX_WAIT_PER_CALL_MS),
+                int(self.config.get("AGENT_LINK_WAIT_PROGRESS_MS") or PROGRESS_EVERY_MS))
+
+    def _wait_check(self, caller: Caller, target: str, reply_to: str | None, since: int, mark: bool = True) -> dict[str, Any] | None:
+        if reply_to:
+            row = self.mailbox.stored(reply_to)
+            state = self.mailbox.state(row)
+            if state.resolution is not None:
+                outcome = {"reply": "reply", "decline": "declined", "done": "done"}[state.resolution["kind"]]
+                out: dict[str, Any] = {"outcome": outcome, "resolution": state.resolution}
+                reply_id = state.resolution.get("replyMessageId")
+                if reply_id:
+                    out["reply"] = self._take_reply(caller, reply_id, mark)
+                return out
+            if state.status in ("unresolved", "expired"):
+                self.mailbox.note_transition(row, state)
+                return {"outcome": state.status}
+            return None
+        if not caller.known:
+            return None
+        # Unread mail from the target first (it may have arrived while this server was down or
+        # between two waits), then anything that arrives during the wait, oldest first.
+        row = self.store.conn.execute(
+            "SELECT id, sent_at FROM messages WHERE from_addr = ? AND recipient = ? AND (delivered_at IS NULL OR sent_at >= ?)"
+            " ORDER BY sent_at, id LIMIT 1",
+            (target, caller.address, since),
+        ).fetchone()
+        if row is None:
+            return None
+        return {"outcome": "reply", "reply": self._take_reply(caller, row["id"], mark), "arrivedBeforeWait": row["sent_at"] < since}
+
+    def _take_reply(self, caller: Caller, reply_id: str, mark: bool = True) -> dict[str, Any]:
+        """A reply returned by a wait reaches the caller here: it counts as delivered (unless
+        ``mark`` is False: then :meth:`mark_taken` does it once the caller showed it)."""
+        row = self.mailbox.stored(reply_id)
+        shown = row["delivered_via"] if row["first_delivered_at"] is not None and row["delivered_via"] not in (None, "wait") else None
+        if shown is None and self.mailbox.push_outcome(reply_id) == "accepted":
+            shown = "accepted push"  # the host took a push and shows it in its own time: it is on its way
+        if shown is None and mark and self.mark_taken(caller, reply_id):
+            row = self.mailbox.stored(reply_id)
+        view = self.mailbox.to_view(row)
+        if shown is not None and caller.known and row["recipient"] == caller.address:
+            # it already reached the caller another way (a push, an inbox read): said, not repeated
+            view["alreadyDelivered"] = {"via": shown, "note": f"This message already reached you ({shown}); it is not repeated here."}
+        else:
+            view["envelope"] = self.mailbox.envelope(row)
+        return view
+
+    def mark_taken(self, caller: Caller, reply_id: str) -> bool:
+        """Mark a reply a wait returned delivered (via ``wait``) when ``caller`` is its recipient.
+
+        :returns: True when it became delivered now.
+        :raises AgentLinkError: ``state_busy`` / ``state_io_error`` when the write fails.
+        """
+        row = self.mailbox.stored(reply_id)
+        return caller.known and row["recipient"] == caller.address and self.mailbox.mark_delivered(reply_id, "wait")
+
+
+
+def wait_capped_warning(requested_ms: int, cap_ms: int = MAX_WAIT_PER_CALL_MS) -> dict[str, Any]:
+    """The ``wait_capped`` warning of a wait cut to ``cap_ms``."""
+    return {"code": "wait_capped", "details": {"requestedTimeoutMs": requested_ms, "waitedAtMostMs": cap_ms},
+            "message": f"Without a progress token one call waits at most {cap_ms} ms; call again to keep waiting "
+                       "(or send a progress token to wait up to timeoutMs)."}
