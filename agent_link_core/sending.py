@@ -163,6 +163,10 @@ class Outbox:
         if self.app.waits.held_by_wait(row):
             self.mailbox.record_event(row["id"], HELD_EVENT, row["recipient"], None, {})
             return Delivery(state="held_for_wait", note="the recipient's running wait returns it")
+        # A wait that took it marked it delivered before it ended its hold (Waits.wait): so once
+        # no wait holds it, a delivered mark here means a wait returned it; never push a copy.
+        if self.mailbox.get_row(row["id"])["delivered_via"] is not None:
+            return Delivery(state="delivered", note="already delivered (a wait of the recipient returned it)")
         envelope = self.mailbox.envelope(row)
         limit = harness.output_budget.push_bytes if harness.output_budget is not None else None
         size = len(envelope.encode("utf-8"))

@@ -58,7 +58,7 @@ class Waits:
     async def wait(
         self, *, caller: Caller, agent: str, reply_to: str | None = None, timeout_ms: int = 60_000, poll_ms: int = 1000,
         progress: Progress | None = None, activity: Callable[[], Awaitable[dict[str, Any] | None]] | None = None,
-        mark: bool = True,
+        mark: bool = True, held: int | None = None,
     ) -> dict[str, Any]:
         """Wait for the resolution of ``reply_to`` (or, without it, for the oldest unread message
         from ``agent`` to the caller, else the next one to arrive). A timeout is a normal outcome.
@@ -73,6 +73,9 @@ class Waits:
         :param activity: without ``reply_to``, a check called every poll that may end the
             wait with the target's own outcome (``turn_completed``, ``idle``; a harness's
             ``activity_check``).
+        :param held: the row :func:`agent_link_core.handoff.begin` noted for this wait before
+            the awaited message was stored (so an answer that came at once was held for it);
+            the wait takes it over and ends it.
         :returns: ``outcome`` reply | declined | done | unresolved | expired | turn_completed |
             idle | timeout, the reply (enveloped) when there is one, ``capped`` and
             ``requestedTimeoutMs`` when the cap applied.
@@ -100,7 +103,7 @@ class Waits:
         self.waiting[key] = self.waiting.get(key, 0) + 1
         from agent_link_core import handoff
 
-        noted = handoff.begin(self.store, caller.address, key) if caller.known else None
+        noted = held if held is not None else handoff.begin(self.store, caller.address, key) if caller.known else None
         taken: str | None = None
         push_left = caller.known
         # Armed before the first check: a commit after that check wakes the wait at once (a

@@ -139,3 +139,54 @@ async def test_an_inbox_read_in_another_process_leaves_a_waits_mail_to_it(apps: 
     assert [m["id"] for m in read["messages"]] == [] and not reader.waiting
     got = await task
     assert got["reply"]["id"] == sent.message["id"]
+
+
+async def test_a_reply_before_the_senders_wait_starts_is_held_for_it(plugin: Plugin) -> None:
+    """message_agent with waitForReply notes its wait before the question is stored: an answer
+    that comes between the store and the wait's start is held for the wait, never pushed."""
+    import os
+
+    from agent_link_core.tools.core_tools import CORE_TOOLS
+    from agent_link_core.tools.registry import run_tool
+
+    waiter = App.create({**os.environ, "AGENT_LINK_ADDRESS": "stub:alice"}, extra_plugins=(("stub", plugin),))
+    sender = App.create(extra_plugins=(("stub", Plugin()),))
+    real_wait, early = waiter.wait, {}
+
+    async def answered_first(**kwargs: Any) -> dict[str, Any]:  # the answer lands before the wait runs
+        early.update(await sender.reply(caller=CAROL, message_id=kwargs["reply_to"], message="at once"))
+        return await real_wait(**kwargs)
+
+    waiter.wait = answered_first  # type: ignore[method-assign]
+    try:
+        spec = next(s for s in CORE_TOOLS if s.name == "message_agent")
+        got = await run_tool(waiter, spec, {"to": "team:carol", "message": "ready?", "waitForReply": True, "timeoutMs": 20_000}, {})
+        assert got["ok"] and got["wait"]["outcome"] == "reply" and got["wait"]["reply"]["id"] == early["messageId"], got
+        assert plugin.stub.pushed == [] and sender.harnesses["stub"].pushed == []  # type: ignore[attr-defined]
+        assert sender.mailbox.has_event(early["messageId"], "held_for_wait")
+        assert waiter.store.conn.execute("SELECT COUNT(*) FROM active_waits").fetchone()[0] == 0
+    finally:
+        waiter.close()
+        sender.close()
+
+
+async def test_a_reply_a_wait_already_returned_is_not_pushed(apps: Any, plugin: Plugin) -> None:
+    """The replier's push comes after the wait took the reply and ended its hold: the message
+    is delivered (via the wait) by then, so no copy is pushed."""
+    waiter, sender = apps
+    asked = await waiter.send(caller=ALICE, to="team:carol", body="ready?", anticipation="reply")
+    reply_row = None
+
+    real_push = sender.outbox.push
+
+    async def push_after_the_wait(row: Any, options: Any) -> Any:
+        nonlocal reply_row
+        reply_row = row
+        got = await waiter.wait(caller=ALICE, agent="team:carol", reply_to=asked.message["id"], timeout_ms=5_000, poll_ms=100)
+        assert got["outcome"] == "reply"
+        return await real_push(row, options)
+
+    sender.outbox.push = push_after_the_wait  # type: ignore[method-assign]
+    answered = await sender.reply(caller=CAROL, message_id=asked.message["id"], message="yes")
+    assert reply_row is not None and plugin.stub.pushed == [] and sender.harnesses["stub"].pushed == []  # type: ignore[attr-defined]
+    assert answered["delivery"] == "delivered"

@@ -262,58 +262,72 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool:
     message_id, fingerprint = idempotency_key(args)
     if message_id is None and args.get("waitForReply"):
         message_id = new_message_id()  # the answer of a push that outlasts the call names it
-    sending = app.send(
-        caller=call.caller, to=args["to"], body=args["message"], anticipation=args.get("anticipation"),
-        reply_by=args.get("replyBy"), wait_for_reply=args.get("waitForReply", False),
-        reply_to=args.get("replyToMessageId"), tool=tool, arguments=args, options=options, meta=call.meta,
-        message_id=message_id, allow_archived=allow_archived, require_known=args.get("requireKnown", False),
-        metadata={"fingerprint": fingerprint} if fingerprint else None, target=(recipient, target[1], dict(target[2])),
-    )
-    if not args.get("waitForReply"):
-        outcome = await sending
-    else:
-        # waitForReply promises a bound for the whole call: a push that outlasts it goes on in
-        # the background and the answer returns now, with the message id to wait on.
-        task = asyncio.ensure_future(sending)
-        left_s = max(MAX_WAIT_PER_CALL_MS - (time.monotonic() - started) * 1000, 0) / 1000
-        done, _ = await asyncio.wait({task}, timeout=left_s)
-        if not done:
-            _PUSHING.add(task)
-            task.add_done_callback(_push_finished)
-            spent_ms = int((time.monotonic() - started) * 1000)
-            call.warnings.append({
-                "code": "push_still_running",
-                "message": f"Pushing took longer than the {MAX_WAIT_PER_CALL_MS} ms this call may take; it goes on. "
-                           f"Call wait_for_agent with replyToMessageId {message_id} for the answer.",
-                "details": {"messageId": message_id, "sendMs": spent_ms},
-            })
-            return {"messageId": message_id, "to": recipient, "harness": recipient.split(":", 1)[0], "delivery": "queued",
-                    "deliveryState": "pushing", "anticipation": "reply",
-                    "wait": {"outcome": "timeout", "timedOut": True, "waitedMs": 0, "sendMs": spent_ms}}
-        outcome = task.result()
-    result = message_summary(app, outcome)
-    if args.get("replyToMessageId") and outcome.message.get("reply_to"):
-        answered_id = outcome.message["reply_to"]
-        answered = app.mailbox.state(app.mailbox.stored(answered_id))
-        if answered.resolution and answered.resolution.get("replyMessageId") == result["messageId"]:
-            result["resolved"] = {"messageId": answered_id, "kind": "reply", "late": answered.resolution["late"]}
-    if args.get("waitForReply"):
-        # The whole call keeps the bound a wait promises: what storing and pushing took (a
-        # slow host can take most of it) comes off the wait, so no client cuts the call
-        # before the model learns the message id.
-        spent_ms = int((time.monotonic() - started) * 1000)
-        requested = args.get("timeoutMs", 60000)
-        left = max(MAX_WAIT_PER_CALL_MS - spent_ms, 0)
-        result["wait"] = await app.wait(
-            caller=call.caller, agent=result["to"], reply_to=result["messageId"],
-            timeout_ms=requested if call.progress is not None else min(requested, left),
-            poll_ms=args.get("pollIntervalMs", 1000), progress=call.progress,
+    held = None
+    if args.get("waitForReply") and call.caller.known:
+        from agent_link_core import handoff
+
+        # noted before the question is stored: a reply that comes before the wait below starts
+        # is held for that wait, never also pushed into the sender's running turn
+        held = handoff.begin(app.store, call.caller.address, f"reply:{message_id}")
+    try:
+        sending = app.send(
+            caller=call.caller, to=args["to"], body=args["message"], anticipation=args.get("anticipation"),
+            reply_by=args.get("replyBy"), wait_for_reply=args.get("waitForReply", False),
+            reply_to=args.get("replyToMessageId"), tool=tool, arguments=args, options=options, meta=call.meta,
+            message_id=message_id, allow_archived=allow_archived, require_known=args.get("requireKnown", False),
+            metadata={"fingerprint": fingerprint} if fingerprint else None, target=(recipient, target[1], dict(target[2])),
         )
-        result["wait"]["sendMs"] = spent_ms
-        if call.progress is None and requested > left:
-            call.warnings.append(wait_shortened_warning(result["messageId"], requested, spent_ms, left))
-        call.warnings.extend(result["wait"].pop("warnings", []))
-    return result
+        if not args.get("waitForReply"):
+            outcome = await sending
+        else:
+            # waitForReply promises a bound for the whole call: a push that outlasts it goes on in
+            # the background and the answer returns now, with the message id to wait on.
+            task = asyncio.ensure_future(sending)
+            left_s = max(MAX_WAIT_PER_CALL_MS - (time.monotonic() - started) * 1000, 0) / 1000
+            done, _ = await asyncio.wait({task}, timeout=left_s)
+            if not done:
+                _PUSHING.add(task)
+                task.add_done_callback(_push_finished)
+                spent_ms = int((time.monotonic() - started) * 1000)
+                call.warnings.append({
+                    "code": "push_still_running",
+                    "message": f"Pushing took longer than the {MAX_WAIT_PER_CALL_MS} ms this call may take; it goes on. "
+                               f"Call wait_for_agent with replyToMessageId {message_id} for the answer.",
+                    "details": {"messageId": message_id, "sendMs": spent_ms},
+                })
+                return {"messageId": message_id, "to": recipient, "harness": recipient.split(":", 1)[0], "delivery": "queued",
+                        "deliveryState": "pushing", "anticipation": "reply",
+                        "wait": {"outcome": "timeout", "timedOut": True, "waitedMs": 0, "sendMs": spent_ms}}
+            outcome = task.result()
+        result = message_summary(app, outcome)
+        if args.get("replyToMessageId") and outcome.message.get("reply_to"):
+            answered_id = outcome.message["reply_to"]
+            answered = app.mailbox.state(app.mailbox.stored(answered_id))
+            if answered.resolution and answered.resolution.get("replyMessageId") == result["messageId"]:
+                result["resolved"] = {"messageId": answered_id, "kind": "reply", "late": answered.resolution["late"]}
+        if args.get("waitForReply"):
+            # The whole call keeps the bound a wait promises: what storing and pushing took (a
+            # slow host can take most of it) comes off the wait, so no client cuts the call
+            # before the model learns the message id.
+            spent_ms = int((time.monotonic() - started) * 1000)
+            requested = args.get("timeoutMs", 60000)
+            left = max(MAX_WAIT_PER_CALL_MS - spent_ms, 0)
+            result["wait"] = await app.wait(
+                caller=call.caller, agent=result["to"], reply_to=result["messageId"],
+                timeout_ms=requested if call.progress is not None else min(requested, left),
+                poll_ms=args.get("pollIntervalMs", 1000), progress=call.progress, held=held,
+            )
+            held = None  # the wait ended it
+            result["wait"]["sendMs"] = spent_ms
+            if call.progress is None and requested > left:
+                call.warnings.append(wait_shortened_warning(result["messageId"], requested, spent_ms, left))
+            call.warnings.extend(result["wait"].pop("warnings", []))
+        return result
+    finally:
+        if held is not None:
+            from agent_link_core import handoff
+
+            handoff.end(app.store, held)
 
 
 # pushes of waitForReply sends that outlasted their call (kept referenced until they end)

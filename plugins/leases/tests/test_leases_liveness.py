@@ -132,7 +132,7 @@ async def test_a_workers_claim_checks_past_a_gone_holder_and_then_ends_its_lease
     got = await app.hooks.claim_paths(holder="host:live", paths=["src"], project_root=repo, reason="worker", until_resolved="M1")
     assert got is not None and got["ended"] == [{"holder": "host:gone", "why": "session_not_running", "paths": ["src/a.py"]}]
     assert [(x["holder"], x["path"], x["reason"]) for x in active(app.store, now_ms())] == [("host:live", "src", "worker")]
-    claim(app.store, "host:stopping", root, ["docs"], exclusive=True, reason=None, ttl_ms=600_000, now=now_ms())
+    claim(app.store, "host:stopping", root, ["notes"], exclusive=True, reason=None, ttl_ms=600_000, now=now_ms())
     with pytest.raises(AgentLinkError) as clash:  # a holder that may still work clashes, checked or not
-        await app.hooks.claim_paths(holder="", paths=["docs/x.md"], project_root=repo, check_only=True)
+        await app.hooks.claim_paths(holder="", paths=["notes/x.md"], project_root=repo, check_only=True)
     assert clash.value.code == "lease_conflict" and clash.value.details["conflicts"][0]["holder"] == "host:stopping"
