@@ -14,30 +14,21 @@ its ``tmp_path``, servers listen on ports the system picks, and nothing here is 
 """
 
 import os
-import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from agent_link_testing.dists import repo_plugin_names
+
 _HOST_PREFIXES = ("AGENT_LINK_", "CODEX_", "CLAUDE_", "ANTHROPIC_", "OPENAI_", "OPENCODE_")
 # the test kit's choice of real host folder for the whole run (agent_link_testing.hosts)
 _KEEP = ("AGENT_LINK_HOSTS_DIR",)
-_REPO = Path(__file__).resolve().parent
-
-
-def _repo_plugin_names() -> tuple[str, ...]:
-    """The ``agent_link`` entry point names that plugins/*/ and examples/*/ declare."""
-    names: set[str] = set()
-    for pyproject in sorted([*_REPO.glob("plugins/*/pyproject.toml"), *_REPO.glob("examples/*/pyproject.toml")]):
-        with pyproject.open("rb") as f:
-            names.update(tomllib.load(f).get("project", {}).get("entry-points", {}).get("agent_link", {}))
-    return tuple(sorted(names))
 
 
 #: the plugins this repository ships, the only ones its plugin suites load
-REPO_PLUGINS = _repo_plugin_names()
+REPO_PLUGINS = repo_plugin_names()
 
 
 def _frozen(value: Any) -> Any:
