@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ from click.testing import CliRunner
 from agent_link_core.app import App
 from agent_link_core.cli import build_cli
 from agent_link_testing.mcp_client import agent_link_mcp
+from agent_link_testing.output import said
 
 NO_HOSTS = {"AGENT_LINK_DISABLE_PLUGINS": "codex claude"}
 
@@ -27,16 +27,6 @@ def run(*args: str, env: dict[str, str] | None = None, stdin: str = "") -> subpr
     """``agent-link ARGS`` in a child process (its own logging set-up, real stderr)."""
     return subprocess.run([sys.executable, "-m", "agent_link_core", *args], env={**os.environ, **NO_HOSTS, **(env or {})},
                           input=stdin, capture_output=True, text=True, timeout=120)
-
-
-# the boundary's timing note (agent_link_core/boundary.py SLOW_MS): any hook is slow on a
-# loaded machine; these tests are about what a bad setting prints, not about speed
-SLOW_HOOK = re.compile(r"agent-link plugin '[^']+' took \d+ ms in \w+ \(slow\)")
-
-
-def said(stderr: str) -> list[str]:
-    """The non-blank lines of ``stderr`` other than a slow-hook note."""
-    return [line for line in stderr.splitlines() if line.strip() and not SLOW_HOOK.search(line)]
 
 
 def one_line_error(done: subprocess.CompletedProcess[str], *needles: str) -> None:
