@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from agent_link_testing.cli_identity import named_address_env
+from agent_link_testing.output import said_text
 
 AGENT_LINK = str(Path(sys.executable).parent / "agent-link")
 ALL_PLUGINS = " ".join(sorted(ep.name for ep in importlib.metadata.entry_points(group="agent_link")))
@@ -38,7 +39,7 @@ def to_full(*args: str) -> subprocess.CompletedProcess[str]:
 
 def lost_one_line(proc: subprocess.CompletedProcess[str], undone: str) -> None:
     assert proc.returncode == 1
-    assert proc.stderr == f"agent-link: could not write the output (No space left on device); {undone}.\n", proc.stderr
+    assert said_text(proc.stderr) == f"agent-link: could not write the output (No space left on device); {undone}.\n", proc.stderr
 
 
 def send(*args: str) -> str:
@@ -77,7 +78,7 @@ def test_a_closed_pipe_marks_nothing_either() -> None:
     proc.stdout.close()  # the reader went away before anything was read
     err = proc.stderr.read().decode()
     assert proc.wait(RUN_BOUND_S) == 1 and "Traceback" not in err
-    assert err == "agent-link: could not write the output (Broken pipe); nothing was marked read.\n"
+    assert said_text(err) == "agent-link: could not write the output (Broken pipe); nothing was marked read.\n"
     assert delivery(mid, "team:alice") == "queued"
 
 
@@ -97,4 +98,4 @@ def test_other_commands_say_one_line_too() -> None:
     send("team:bob", "hello", "--from", "team:alice")
     for args in (("sessions",), ("health",), ("search", "hello", "--from", "team:alice")):
         proc = to_full(*args)
-        assert proc.returncode == 1 and proc.stderr == "agent-link: could not write the output (No space left on device).\n", (args, proc.stderr)
+        assert proc.returncode == 1 and said_text(proc.stderr) == "agent-link: could not write the output (No space left on device).\n", (args, proc.stderr)

@@ -19,6 +19,7 @@ import pytest
 
 from agent_link_testing.dists import install_dist
 from agent_link_testing.mcp_client import agent_link_mcp
+from agent_link_testing.output import said
 
 PLUGIN = '''
 from agent_link_core.contribute import command, commands, lazy_handler, registers
@@ -57,7 +58,7 @@ def test_a_declared_command_whose_module_fails_breaks_only_itself(site: Path) ->
 
     ran = cli(site, "heavy-report")
     assert ran.returncode == 1
-    lines = ran.stderr.strip().splitlines()
+    lines = said(ran.stderr)
     assert len(lines) == 1 and "Traceback" not in ran.stderr, ran.stderr
     assert "'heavy'" in lines[0] and "enormous_dependency" in lines[0] and "AGENT_LINK_DISABLE_PLUGINS=heavy" in lines[0]
 

@@ -5,8 +5,6 @@ settings plugin's (plugins/settings/tests)."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,21 +13,13 @@ from agent_link_core import state_dirs
 from agent_link_core.app import App
 from agent_link_core.config import load_config
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.settings_file import settings_path, with_settings
-
-AGENT_LINK = str(Path(sys.executable).with_name("agent-link"))
+from agent_link_core.settings_file import with_settings
+from agent_link_testing.settings_file import cli, settings_file
 
 
 @pytest.fixture
 def settings(monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.delenv("AGENT_LINK_STATE_DIR")
-    path = Path(settings_path())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([AGENT_LINK, *args], check=False, capture_output=True, text=True, timeout=120, env=env or dict(os.environ))
+    return settings_file(monkeypatch)
 
 
 def test_file_values_fill_in_and_the_environment_wins(settings: Path, tmp_path: Path) -> None:

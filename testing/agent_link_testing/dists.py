@@ -3,13 +3,27 @@
 A test that puts the folder on ``PYTHONPATH`` of a subprocess gets a real ``agent_link`` entry
 point, found by :mod:`importlib.metadata` exactly as an installed plugin is; deleting the
 returned ``dist-info`` folder uninstalls it (the package files may stay, as after a careless
-uninstall).
+uninstall). :func:`repo_plugin_names` names the plugins this repository ships, the only ones its
+plugin suites load (the root conftest.py).
 """
 
 from __future__ import annotations
 
 import textwrap
+import tomllib
 from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def repo_plugin_names(repo: Path = REPO) -> tuple[str, ...]:
+    """The ``agent_link`` entry point names that ``plugins/*/pyproject.toml`` and
+    ``examples/*/pyproject.toml`` declare, sorted."""
+    names: set[str] = set()
+    for pyproject in [*repo.glob("plugins/*/pyproject.toml"), *repo.glob("examples/*/pyproject.toml")]:
+        with pyproject.open("rb") as f:
+            names.update(tomllib.load(f).get("project", {}).get("entry-points", {}).get("agent_link", {}))
+    return tuple(sorted(names))
 
 
 def install_dist(site: Path, package: str, files: dict[str, str], *, entry_name: str, entry_module: str) -> Path:

@@ -220,6 +220,17 @@ class RecordedRequest:
         return found
 
 
+def tool_result(request: RecordedRequest) -> dict[str, Any]:
+    """The JSON object of the single tool result in ``request`` (an agent-link tool's answer).
+
+    :raises ValueError: the request carries no tool result or more than one.
+    :raises json.JSONDecodeError: the result's text is not JSON.
+    """
+    [block] = request.tool_results()
+    content = block["content"]
+    return json.loads(content if isinstance(content, str) else "".join(c.get("text", "") for c in content))
+
+
 def default_is_main(request: RecordedRequest) -> bool:
     """The main-conversation rule: ``POST /v1/messages`` offering tools or carrying ``context_management``."""
     body = request.body

@@ -17,6 +17,8 @@ from agent_link_core.model import Caller
 from agent_link_core.tools.registry import ToolCall, validate_arguments
 
 REPO = Path(__file__).resolve().parents[2]
+#: the marker expression of the unit tests (the Makefile's UNIT): no real host, no NATS server
+UNIT_TESTS = "not realhost and not machines"
 
 # A sitecustomize module: agent-link plugins named in AGENTLINK_TEST_UNINSTALLED lose their
 # entry point and become unimportable, in the process and in every process it starts.
@@ -79,12 +81,13 @@ def loaded_plugins(env: dict[str, str], plugin: str) -> tuple[list[str], bool]:
 
 def run_suites(env: dict[str, str], suites: tuple[str, ...], basetemp: Path, deselect: tuple[str, ...] = (),
                ignore: tuple[str, ...] = (), timeout_s: float = 900) -> tuple[int, int, str]:
-    """Run pytest on ``suites`` under ``env``; returns ``(exit code, tests passed, output tail)``.
+    """Run pytest on ``suites`` under ``env``, their unit tests only (:data:`UNIT_TESTS`: the
+    nested run is part of ``make test-unit``); returns ``(exit code, tests passed, output tail)``.
 
     ``basetemp`` keeps the nested run's temporary files apart: left to itself, pytest would
     prune the oldest numbered temp dirs, which may be the outer run's own.
     """
-    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--basetemp={basetemp}",
+    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--basetemp={basetemp}", "-m", UNIT_TESTS,
             *[s for s in suites if (REPO / s).exists()]]
     args += [f"--deselect={d}" for d in deselect] + [f"--ignore={i}" for i in ignore]
     run = subprocess.run(args, env=env, cwd=REPO, capture_output=True, text=True, timeout=timeout_s)

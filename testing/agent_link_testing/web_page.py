@@ -1,6 +1,7 @@
 """Helpers for tests of the agent-link web page: the page server (the real command or a
 thread around an App), MCP agents in other processes driven synchronously, the system
-Chromium, and where screenshots go. The fixtures live in plugins/web/tests/conftest.py."""
+Chromium and a page in it, and where screenshots go. The web plugin's fixtures
+(plugins/web/tests/conftest.py) are built on these; other plugins' page tests use them too."""
 
 from __future__ import annotations
 
@@ -11,11 +12,15 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import threading
 import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -95,6 +100,67 @@ def read_url(process: subprocess.Popen[str]) -> str:
         process.kill()
         _, err = process.communicate(timeout=15)
         raise RuntimeError(f"agent-link web did not start: {err[-2000:]}") from None
+
+
+@contextmanager
+def serve_cli(env: Mapping[str, str]) -> Iterator[PageServer]:
+    """``agent-link web --port 0`` in a subprocess with ``env`` until the block ends; then
+    SIGTERM, SIGKILL after 15 s.
+
+    :raises RuntimeError: the command ended, or printed no URL within :data:`START_BOUND_S`.
+    """
+    process = subprocess.Popen([sys.executable, "-m", "agent_link_core", "web", "--port", "0"], env=dict(env),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = read_url(process)
+        split = urlsplit(url)
+        yield PageServer(url, split.query.removeprefix("token="), int(split.port or 0))
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=15)
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
+
+
+@contextmanager
+def chromium() -> Iterator[Any]:
+    """A headless system Chromium under Playwright (a ``playwright.sync_api.Browser``), closed
+    when the block ends; a test failure naming the install command when there is none."""
+    executable = chromium_path()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS, headless=True,
+                                              timeout=START_BOUND_S * 1000)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@contextmanager
+def browser_page(browser: Any) -> Iterator[Any]:
+    """A fresh context and page of ``browser`` (1440x1000, each wait bounded by
+    :data:`STEP_BOUND_MS`); dialogs are recorded in ``page.dialogs`` and dismissed."""
+    context = browser.new_context(viewport={"width": 1440, "height": 1000})
+    tab = context.new_page()
+    tab.set_default_timeout(STEP_BOUND_MS)
+    tab.dialogs = []
+
+    def on_dialog(dialog: Any) -> None:
+        tab.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    tab.on("dialog", on_dialog)
+    try:
+        yield tab
+    finally:
+        context.close()
 
 
 class ThreadServer:

@@ -25,6 +25,7 @@ from agent_link_approvals.toollist import (
 from click.testing import Result
 
 from agent_link_core.app import App
+from agent_link_testing.output import said
 
 PID = "codex-agent-link@agent-link"
 SRV = "codex-agent-link"
@@ -71,7 +72,7 @@ def test_unreadable_and_malformed_files_exit_2_with_one_line(run: Run, tmp_path:
     bad.write_text('a = "unterminated\n')
     result = run("approvals", "check", "--codex-config", bad)
     assert result.exit_code == 2 and "line 1" in result.stderr and "Traceback" not in result.output
-    assert len(result.stderr.strip().splitlines()) == 1
+    assert len(said(result.stderr)) == 1
     bad_json = tmp_path / "bad.json"
     bad_json.write_text('{"permissions": ')
     result = run("approvals", "apply", "--claude-settings", bad_json)
@@ -85,7 +86,7 @@ def test_a_config_nested_thousands_deep_is_one_line_and_exit_2(run: Run, tmp_pat
     for command in ("check", "apply"):
         result = run("approvals", command, "--codex-config", deep)
         assert result.exit_code == 2 and "nested too deeply" in result.stderr and "Traceback" not in result.output
-        assert len(result.stderr.strip().splitlines()) == 1
+        assert len(said(result.stderr)) == 1
     result = run("approvals", "apply", "--codex-config", deep, "--json")
     assert result.exit_code == 2 and as_json(result)["error"]["kind"] == "malformed"
 
@@ -131,7 +132,7 @@ def test_apply_json_is_one_object_also_when_the_write_fails(run: Run, tmp_path: 
     data = as_json(result)
     assert data["complete"] is False and data["error"]["kind"] == "write"
     assert "No space left on device" in data["error"]["message"]
-    assert len(result.stderr.strip().splitlines()) == 1
+    assert len(said(result.stderr)) == 1
 
 
 # -- codex ------------------------------------------------------------------------------------

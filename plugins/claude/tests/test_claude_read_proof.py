@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from agent_link_testing.host_program import HostProgram
+from agent_link_testing.output import said
 
 pytestmark = pytest.mark.timeout(120)
 A = "44444444-4444-4444-8444-444444444444"
@@ -43,7 +44,7 @@ def test_a_session_id_set_by_hand_reads_nothing_the_proved_session_reads(fake_cl
     for variable in ("CLAUDE_CODE_SESSION_ID", "CLAUDE_SESSION_ID"):
         forged = cli("inbox", "--json", **{variable: A})
         assert forged.returncode == 1 and forged.stdout == "", forged
-        lines = forged.stderr.strip().splitlines()
+        lines = said(forged.stderr)
         assert len(lines) == 1 and f"claude:{A}" in lines[0] and "did not prove" in lines[0], forged.stderr
         assert cli("show", mid, CLAUDE_CODE_SESSION_ID=A).returncode == 1
     assert json.loads(cli("status", mid, "--json", AGENT_LINK_ADDRESS="test:bob").stdout)["delivery"] != "delivered"

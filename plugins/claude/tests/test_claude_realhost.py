@@ -30,7 +30,7 @@ from agent_link_testing.claude_host import ClaudeHost
 from agent_link_testing.hosts import claude_version, version_at_least
 from agent_link_testing.locks import hold_write_lock
 from agent_link_testing.mcp_client import agent_link_mcp
-from agent_link_testing.messages_stub import MessagesStub, RecordedRequest, Reply
+from agent_link_testing.messages_stub import MessagesStub, RecordedRequest, Reply, tool_result
 
 pytestmark = [pytest.mark.realhost, pytest.mark.timeout(240)]
 
@@ -78,14 +78,6 @@ def project(tmp_path: Path, name: str) -> Path:
     path = tmp_path / name
     path.mkdir()
     return path
-
-
-def tool_result(request: RecordedRequest) -> dict[str, Any]:
-    """The JSON object of the single agent-link tool result in ``request``."""
-    [block] = request.tool_results()
-    content = block["content"]
-    text = content if isinstance(content, str) else "".join(c.get("text", "") for c in content)
-    return json.loads(text)
 
 
 def new_session(claude: ClaudeHost, stub: MessagesStub, cwd: Path, prompt: str = "hello") -> str:

@@ -24,7 +24,7 @@ import pytest
 
 from agent_link_testing.claude_host import ClaudeHost
 from agent_link_testing.mcp_client import agent_link_mcp
-from agent_link_testing.messages_stub import MessagesStub, RecordedRequest, Reply
+from agent_link_testing.messages_stub import MessagesStub, RecordedRequest, Reply, tool_result
 
 pytestmark = [pytest.mark.realhost, pytest.mark.timeout(240)]
 
@@ -34,14 +34,6 @@ RUN_TIMEOUT_S = 90.0
 
 def tool(name: str) -> str:
     return f"{SERVER_RULE}__{name}"
-
-
-def tool_result(request: RecordedRequest) -> dict[str, Any]:
-    """The JSON object of the single agent-link tool result in ``request``."""
-    [block] = request.tool_results()
-    content = block["content"]
-    text = content if isinstance(content, str) else "".join(c.get("text", "") for c in content)
-    return json.loads(text)
 
 
 @pytest.fixture

@@ -78,7 +78,8 @@ def test_only_the_newest_limit_transcripts_are_read_and_summaries_are_cached(fak
     assert idx.stats.transcripts_read == 6
 
 
-def test_thousands_of_transcripts_list_fast(fake_claude) -> None:
+def test_thousands_of_transcripts_list_reading_only_the_page(fake_claude) -> None:
+    # what makes the listing fast is the work it does, counted here (timings belong in bench/)
     root = fake_claude.config_dir() / "projects"
     for p in range(40):
         d = root / f"-proj-{p}"
@@ -87,14 +88,10 @@ def test_thousands_of_transcripts_list_fast(fake_claude) -> None:
             (d / f"{p:04d}{i:04d}-0000-4000-8000-000000000000.jsonl").write_text(
                 '{"type":"user","cwd":"/proj","message":{"role":"user","content":"hello"}}\n' + "x" * 2000 + "\n")
     idx = index()
-    started = time.monotonic()
     assert len(idx.sessions(limit=200)) == 3000
-    cold = time.monotonic() - started
-    started = time.monotonic()
+    assert idx.stats.transcripts_read == 200  # the page's transcripts, not all 3,000
     idx.sessions(limit=200)
-    warm = time.monotonic() - started
-    assert idx.stats.transcripts_read == 200
-    assert cold < 3.0 and warm < 1.0, (cold, warm)
+    assert idx.stats.transcripts_read == 200  # the second listing reads none again
 
 
 def test_live_session_counts_only_while_its_process_runs(fake_claude) -> None:

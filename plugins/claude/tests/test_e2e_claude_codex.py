@@ -18,12 +18,8 @@ next request.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import re
-import sqlite3
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,72 +27,23 @@ from typing import Any
 import anyio
 import pytest
 
-from agent_link_codex.appserver import AppServerClient
 from agent_link_core.app import App
-from agent_link_testing.claude_host import agent_link_bin
-from agent_link_testing.codex_host import CodexAppServer, McpServerConfig
-from agent_link_testing.messages_stub import MessagesStub, RecordedRequest, Reply
-from agent_link_testing.responses_stub import ResponsesStub, StubRequest, mcp_tool_call, text
+from agent_link_testing.codex_host import CodexAppServer
+from agent_link_testing.messages_stub import MessagesStub, Reply, tool_result
+from agent_link_testing.responses_stub import ResponsesStub
+from agent_link_testing.round_trip import ANSWER, QUESTION, CodexReplier, codex_mcp_servers, codex_thread, wait_for_the_reply
 
 pytestmark = [pytest.mark.realhost, pytest.mark.anyio, pytest.mark.timeout(240)]
 
 SERVER_RULE = "mcp__plugin_agent-link_codex-agent-link"
 RUN_TIMEOUT_S = 120.0
 WAIT_MS = 30_000
-QUESTION = "Which port does the staging build listen on?"
-ANSWER = "Port 8443, per deploy/staging.toml."
-ENVELOPE_ID = re.compile(r'<agent-link-message id="([0-9A-HJKMNP-TV-Z]{26})"')
 # both agent-link processes load the two host harnesses; the roles and receipts plugins play no part
 PLUGINS_OFF = "roles receipts"
 
 
 def tool(name: str) -> str:
     return f"{SERVER_RULE}__{name}"
-
-
-def tool_result(request: RecordedRequest) -> dict[str, Any]:
-    """The JSON object of the single agent-link tool result in a Claude stub request."""
-    [block] = request.tool_results()
-    content = block["content"]
-    return json.loads(content if isinstance(content, str) else "".join(c.get("text", "") for c in content))
-
-
-class CodexModel:
-    """The Codex stub model: answers an agent-link envelope through agent-link's reply tool,
-    then ends the turn once it has the tool's result.
-
-    Like a real model it takes a moment before answering: until the sender's agent-link has
-    recorded the delivery (at most :data:`THINK_S`). Answering faster than that loses the
-    delivery record (notes/core-requests-e2e.md, item 1); this test is about the round trip.
-    """
-
-    THINK_S = 10.0
-
-    def __init__(self, db_path: str) -> None:
-        self.db_path = db_path
-
-    def _delivery_recorded(self, message_id: str) -> None:
-        deadline = time.monotonic() + self.THINK_S
-        while time.monotonic() < deadline:
-            try:
-                with contextlib.closing(sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True, timeout=1)) as db:
-                    row = db.execute("SELECT delivered_via FROM messages WHERE id = ?", (message_id,)).fetchone()
-                if row and row[0]:
-                    return
-            except sqlite3.Error:
-                pass
-            time.sleep(0.05)
-
-    def __call__(self, request: StubRequest) -> Any:
-        last = request.last_input
-        if last is not None and last.get("type") == "function_call_output":
-            return text("Answered the Claude session.")
-        for chunk in request.user_texts():
-            found = ENVELOPE_ID.search(chunk)
-            if found:
-                self._delivery_recorded(found.group(1))
-                return mcp_tool_call("agent_link", "reply_agent_link_message", {"messageId": found.group(1), "message": ANSWER})
-        return None
 
 
 def processes_with(needle: str) -> list[tuple[int, str]]:
@@ -118,7 +65,7 @@ def processes_with(needle: str) -> list[tuple[int, str]]:
 
 @pytest.fixture
 def responses(isolated_env: Path) -> Iterator[ResponsesStub]:
-    with ResponsesStub(responder=CodexModel(str(isolated_env / "agent-link.db"))) as server:
+    with ResponsesStub(responder=CodexReplier(isolated_env / "agent-link.db", "Answered the Claude session.")) as server:
         yield server
 
 
@@ -137,10 +84,9 @@ async def test_claude_session_messages_a_codex_thread_and_gets_its_reply(
     # thread from that home's transcripts when it reaches no app-server
     codex_side = {"AGENT_LINK_STATE_DIR": state, "AGENT_LINK_HOST": "codex", "AGENT_LINK_CODEX_AUTOSTART": "0",
                   "AGENT_LINK_DISABLE_PLUGINS": PLUGINS_OFF, "CODEX_HOME": str(tmp_path / "codex" / "codex-home")}
-    servers = {"agent-link": McpServerConfig(command=str(agent_link_bin()), args=["mcp"], env=codex_side, startup_timeout_sec=30)}
     project = tmp_path / "proj"
     project.mkdir()
-    with CodexAppServer(responses.base_url, root=tmp_path / "codex", mcp_servers=servers) as codex:
+    with CodexAppServer(responses.base_url, root=tmp_path / "codex", mcp_servers=codex_mcp_servers(codex_side)) as codex:
         # what claude -p passes on to the plugin's MCP server and hooks: the shared mailbox and
         # the way to the Codex app-server
         claude_side = {"AGENT_LINK_STATE_DIR": state, "AGENT_LINK_CODEX_SOCK": str(codex.socket_path),
@@ -150,25 +96,11 @@ async def test_claude_session_messages_a_codex_thread_and_gets_its_reply(
         for name, value in {**claude_side, "CLAUDE_CONFIG_DIR": str(claude.config_dir)}.items():
             monkeypatch.setenv(name, value)  # this process's App reads the same mailbox afterwards
 
-        async with await AppServerClient.connect_unix(codex.socket_path, refuse_server_requests=True) as raw:
-            await raw.initialize("someone-else", "0.0.1", timeout_ms=WAIT_MS)
-            async with raw.subscription() as startup:
-                thread_id = (await raw.request("thread/start", {}, timeout_ms=WAIT_MS))["thread"]["id"]
-                await startup.wait_for(lambda n: n.method == "mcpServer/startupStatus/updated"
-                                       and n.params.get("name") == "agent-link" and n.params.get("status") == "ready",
-                                       timeout_ms=WAIT_MS)
+        async with codex_thread(codex.socket_path, WAIT_MS) as (raw, thread_id):
             codex_address = f"codex:{thread_id}"
-
-            def wait_for_the_reply(request: RecordedRequest) -> Reply | str:
-                sent = tool_result(request)
-                if not sent.get("ok"):
-                    return f"message_agent failed: {json.dumps(sent)[:2000]}"
-                return Reply.tool_use(tool("wait_for_agent"), {"agent": codex_address, "replyToMessageId": sent["messageId"],
-                                                               "timeoutMs": 45_000})
-
             messages.enqueue(
                 Reply.tool_use(tool("message_agent"), {"to": codex_address, "message": QUESTION, "anticipation": "reply"}),
-                wait_for_the_reply,
+                wait_for_the_reply(tool("wait_for_agent"), codex_address, 45_000),
                 "Codex says the staging build listens on 8443.",
             )
             async with raw.subscription(thread_id=thread_id) as items:

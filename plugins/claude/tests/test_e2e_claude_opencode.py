@@ -18,11 +18,7 @@ returns the reply.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import re
-import sqlite3
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,33 +26,24 @@ from typing import Any
 import anyio
 import pytest
 
-import agent_link_opencode
 from agent_link_core.app import App
-from agent_link_testing.claude_host import agent_link_bin
-from agent_link_testing.messages_stub import MessagesStub, RecordedRequest, Reply
+from agent_link_testing.messages_stub import MessagesStub, RecordedRequest, Reply, tool_result
 from agent_link_testing.opencode_host import OpencodeServer
+from agent_link_testing.round_trip import (
+    ANSWER,
+    OPENCODE_JS_PLUGIN,
+    QUESTION,
+    messages_replier,
+    opencode_mcp,
+    strings,
+    wait_for_the_reply,
+)
 
 pytestmark = [pytest.mark.realhost, pytest.mark.anyio, pytest.mark.timeout(300)]
 
 SERVER_RULE = "mcp__plugin_agent-link_codex-agent-link"
 RUN_TIMEOUT_S = 150.0
-QUESTION = "Which port does the staging build listen on?"
-ANSWER = "Port 8443, per deploy/staging.toml."
-ENVELOPE_ID = re.compile(r'<agent-link-message id="([0-9A-HJKMNP-TV-Z]{26})"')
-JS_PLUGIN = Path(agent_link_opencode.__file__).parent / "host_plugin" / "agent-link.js"
 PLUGINS = "claude opencode"
-
-
-def strings(node: Any) -> Iterator[str]:
-    """Every string in a JSON value (the texts a request carries, unescaped)."""
-    if isinstance(node, str):
-        yield node
-    elif isinstance(node, dict):
-        for value in node.values():
-            yield from strings(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from strings(value)
 
 
 def envelope_of(request: RecordedRequest, message_id: str) -> str | None:
@@ -66,43 +53,6 @@ def envelope_of(request: RecordedRequest, message_id: str) -> str | None:
 
 def tool(name: str) -> str:
     return f"{SERVER_RULE}__{name}"
-
-
-def tool_result(request: RecordedRequest) -> dict[str, Any]:
-    """The JSON object of the single agent-link tool result in a Claude stub request."""
-    [block] = request.tool_results()
-    content = block["content"]
-    return json.loads(content if isinstance(content, str) else "".join(c.get("text", "") for c in content))
-
-
-class OpencodeModel:
-    """The opencode stub model's first answer: a reply through agent-link's reply tool to the
-    envelope in its request, once the sender's agent-link recorded the delivery (a model takes
-    a moment; at most :data:`THINK_S`)."""
-
-    THINK_S = 10.0
-
-    def __init__(self, db_path: Path) -> None:
-        self.db_path = db_path
-
-    def _delivery_recorded(self, message_id: str) -> None:
-        deadline = time.monotonic() + self.THINK_S
-        while time.monotonic() < deadline:
-            try:
-                with contextlib.closing(sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True, timeout=1)) as db:
-                    row = db.execute("SELECT delivered_via FROM messages WHERE id = ?", (message_id,)).fetchone()
-                if row and row[0]:
-                    return
-            except sqlite3.Error:
-                pass
-            time.sleep(0.05)
-
-    def __call__(self, request: RecordedRequest) -> Reply | str:
-        found = next((m for m in map(ENVELOPE_ID.search, strings(request.messages)) if m), None)
-        if found is None:
-            return "no agent-link envelope in this request"
-        self._delivery_recorded(found.group(1))
-        return Reply.tool_use("agent-link_reply_agent_link_message", {"messageId": found.group(1), "message": ANSWER})
 
 
 @pytest.fixture
@@ -123,11 +73,12 @@ async def test_claude_session_messages_an_opencode_session_and_gets_its_reply(
 ) -> None:
     state = str(isolated_env)
     opencode_side = {"AGENT_LINK_STATE_DIR": state, "AGENT_LINK_HOST": "opencode", "AGENT_LINK_LOAD_PLUGINS": PLUGINS}
-    mcp = {"agent-link": {"type": "local", "enabled": True, "command": [str(agent_link_bin()), "mcp"], "environment": opencode_side}}
     project = tmp_path / "proj"
     project.mkdir()
-    opencode_model.enqueue(OpencodeModel(isolated_env / "agent-link.db"), "Answered the Claude session.")
-    with OpencodeServer(opencode_model.base_url, mcp=mcp, config_extra={"plugin": [JS_PLUGIN.as_uri()]}) as opencode:
+    opencode_model.enqueue(messages_replier(isolated_env / "agent-link.db", "agent-link_reply_agent_link_message"),
+                           "Answered the Claude session.")
+    with OpencodeServer(opencode_model.base_url, mcp=opencode_mcp(opencode_side),
+                        config_extra={"plugin": [OPENCODE_JS_PLUGIN.as_uri()]}) as opencode:
         session = opencode.request("POST", "/session", {"title": "staging questions"})
         opencode_address = f"opencode:{session['id']}"
         claude_side = {"AGENT_LINK_STATE_DIR": state, "AGENT_LINK_OPENCODE_SERVERS": str(opencode.url),
@@ -136,16 +87,9 @@ async def test_claude_session_messages_an_opencode_session_and_gets_its_reply(
         for name, value in {**claude_side, "CLAUDE_CONFIG_DIR": str(claude.config_dir)}.items():
             monkeypatch.setenv(name, value)  # this process's App reads the same mailbox afterwards
 
-        def wait_for_the_reply(request: RecordedRequest) -> Reply | str:
-            sent = tool_result(request)
-            if not sent.get("ok"):
-                return f"message_agent failed: {json.dumps(sent)[:2000]}"
-            return Reply.tool_use(tool("wait_for_agent"), {"agent": opencode_address, "replyToMessageId": sent["messageId"],
-                                                           "timeoutMs": 60_000})
-
         claude_model.enqueue(
             Reply.tool_use(tool("message_agent"), {"to": opencode_address, "message": QUESTION, "anticipation": "reply"}),
-            wait_for_the_reply,
+            wait_for_the_reply(tool("wait_for_agent"), opencode_address, 60_000),
             "opencode says the staging build listens on 8443.",
         )
         done = await anyio.to_thread.run_sync(

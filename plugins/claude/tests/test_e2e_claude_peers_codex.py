@@ -19,49 +19,33 @@ from __future__ import annotations
 import json
 import os
 import queue
-import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
 
 from agent_link_claude.peers import PeerPublisher, forward
-from agent_link_codex.appserver import AppServerClient
 from agent_link_core.app import App
-from agent_link_testing.claude_host import ClaudeHost, agent_link_bin
-from agent_link_testing.codex_host import CodexAppServer, McpServerConfig
+from agent_link_testing.claude_host import ClaudeHost
+from agent_link_testing.codex_host import CodexAppServer
 from agent_link_testing.hosts import claude_version, version_at_least
 from agent_link_testing.messages_stub import MessagesStub, Reply
-from agent_link_testing.responses_stub import ResponsesStub, StubRequest, mcp_tool_call, text
+from agent_link_testing.responses_stub import ResponsesStub
+from agent_link_testing.round_trip import ANSWER, QUESTION, CodexReplier, codex_mcp_servers, codex_thread
 
 pytestmark = [pytest.mark.realhost, pytest.mark.timeout(300)]
 
 RUN_TIMEOUT_S = 120.0
 WAIT_MS = 30_000
-QUESTION = "Which port does the staging build listen on?"
-ANSWER = "Port 8443, per deploy/staging.toml."
-ENVELOPE_ID = re.compile(r'<agent-link-message id="([0-9A-HJKMNP-TV-Z]{26})"')
 PLUGINS_OFF = "roles receipts"
 PEER_NAME = "staging-codex"
 
 
-def codex_model(request: StubRequest) -> Any:
-    last = request.last_input
-    if last is not None and last.get("type") == "function_call_output":
-        return text("Answered the Claude session.")
-    for chunk in request.user_texts():
-        found = ENVELOPE_ID.search(chunk)
-        if found:
-            return mcp_tool_call("agent_link", "reply_agent_link_message", {"messageId": found.group(1), "message": ANSWER})
-    return None
-
-
 @pytest.fixture
-def responses() -> Iterator[ResponsesStub]:
-    with ResponsesStub(responder=codex_model) as server:
+def responses(isolated_env: Path) -> Iterator[ResponsesStub]:
+    with ResponsesStub(responder=CodexReplier(isolated_env / "agent-link.db", "Answered the Claude session.")) as server:
         yield server
 
 
@@ -79,23 +63,16 @@ def test_send_message_to_a_published_codex_thread_and_its_reply_comes_back(
     cfg = str(claude.config_dir)
     codex_side = {"AGENT_LINK_STATE_DIR": state, "AGENT_LINK_HOST": "codex", "AGENT_LINK_CODEX_AUTOSTART": "0",
                   "AGENT_LINK_DISABLE_PLUGINS": PLUGINS_OFF, "CLAUDE_CONFIG_DIR": cfg}
-    servers = {"agent-link": McpServerConfig(command=str(agent_link_bin()), args=["mcp"], env=codex_side, startup_timeout_sec=30)}
     project = tmp_path / "proj"
     project.mkdir()
-    with CodexAppServer(responses.base_url, root=tmp_path / "codex", mcp_servers=servers) as codex:
+    with CodexAppServer(responses.base_url, root=tmp_path / "codex", mcp_servers=codex_mcp_servers(codex_side)) as codex:
         for name, value in {"AGENT_LINK_CODEX_SOCK": str(codex.socket_path), "AGENT_LINK_CODEX_AUTOSTART": "0",
                             "CODEX_HOME": str(codex.codex_home), "AGENT_LINK_DISABLE_PLUGINS": PLUGINS_OFF,
                             "CLAUDE_CONFIG_DIR": cfg, "AGENT_LINK_CLAUDE_INBOX_WAIT_MS": "60000"}.items():
             monkeypatch.setenv(name, value)
 
         async def start_thread() -> str:
-            async with await AppServerClient.connect_unix(codex.socket_path, refuse_server_requests=True) as raw:
-                await raw.initialize("someone-else", "0.0.1", timeout_ms=WAIT_MS)
-                async with raw.subscription() as startup:
-                    thread_id = (await raw.request("thread/start", {}, timeout_ms=WAIT_MS))["thread"]["id"]
-                    await startup.wait_for(lambda n: n.method == "mcpServer/startupStatus/updated"
-                                           and n.params.get("name") == "agent-link" and n.params.get("status") == "ready",
-                                           timeout_ms=WAIT_MS)
+            async with codex_thread(codex.socket_path, WAIT_MS) as (_, thread_id):
                 return str(thread_id)
 
         codex_address = f"codex:{anyio.run(start_thread)}"

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from agent_link_testing.host_program import HostProgram
+from agent_link_testing.output import said
 
 pytestmark = pytest.mark.timeout(120)
 REAL = "01a22a93-0000-7000-8000-000000000002"
@@ -51,19 +52,19 @@ def test_a_thread_id_set_by_hand_reads_nothing_the_proved_thread_reads(
         done = cli(*args, CODEX_THREAD_ID=REAL)
         assert done.returncode == 1, (args, done.stdout, done.stderr)
         assert done.stdout == "" and "vault" not in done.stderr, args
-        lines = done.stderr.strip().splitlines()
+        lines = said(done.stderr)
         assert len(lines) == 1 and lines[0].startswith("agent-link:") and f"codex:{REAL}" in lines[0], (args, done.stderr)
         assert "did not prove that this process belongs to that session" in lines[0], (args, lines)
 
     # send --wait shows the answer, which goes to the thread: refused before anything is stored
     waited = cli("send", "test:bob", "answer me", "--wait", "--timeout-ms", "0", "--json", CODEX_THREAD_ID=REAL)
-    assert waited.returncode == 1 and waited.stdout == "" and len(waited.stderr.strip().splitlines()) == 1, waited
+    assert waited.returncode == 1 and waited.stdout == "" and len(said(waited.stderr)) == 1, waited
     everyone = cli("search", "answer", "--json", AGENT_LINK_INSPECT_ALL="1")
     assert everyone.returncode == 0 and json.loads(everyone.stdout)["results"] == [], everyone.stderr
 
     with HostProgram(tmp_path / "bin", "codex") as codex:
         refused = codex.run([*CLI, "inbox", "--json"], env_of(CODEX_THREAD_ID=REAL))  # a Codex process without the thread
-        assert refused["rc"] == 1 and len(refused["stderr"].strip().splitlines()) == 1, refused
+        assert refused["rc"] == 1 and len(said(refused["stderr"])) == 1, refused
         codex.hold(rollout)
         inside = codex.run([*CLI, "inbox", "--json"], env_of(CODEX_THREAD_ID=REAL))
         assert inside["rc"] == 0, inside["stderr"]

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from agent_link_testing.plugin_suites import (
     ASSUME_ALL_INSTALLED,
     CORE_SUITES,
@@ -16,6 +18,7 @@ from agent_link_testing.plugin_suites import (
 )
 
 
+@pytest.mark.timeout(900)  # a nested pytest run of several suites, serial
 def test_suites_pass_with_forks_uninstalled(tmp_path: Path) -> None:
     env = uninstalled_env(tmp_path, "forks")
     loaded, hidden = loaded_plugins(env, "forks")

@@ -8,19 +8,16 @@ shows none and refuses a forged one, except for the person's own lease."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 
 from agent_link_core.app import App
 from agent_link_core.store import now_ms
 from agent_link_leases.table import Project, active, claim
-from agent_link_testing.web_page import CHROMIUM_FLAGS, HOST_PLUGINS, START_BOUND_S, STEP_BOUND_MS, PageServer, chromium_path, read_url
+from agent_link_testing.web_page import HOST_PLUGINS, PageServer, browser_page, chromium, serve_cli
 
 
 @pytest.fixture(params=[True])
@@ -29,33 +26,15 @@ def server(isolated_env: Path, request: pytest.FixtureRequest) -> Iterator[PageS
     ``AGENT_LINK_LEASE_ADMIN=1`` unless parametrized ``False``."""
     env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": HOST_PLUGINS, "AGENT_LINK_WEB_USER": "tester",
            "AGENT_LINK_LEASE_ADMIN": "1" if request.param else "0"}
-    process = subprocess.Popen([sys.executable, "-m", "agent_link_core", "web", "--port", "0"], env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        url = read_url(process)
-        split = urlsplit(url)
-        yield PageServer(url, split.query.removeprefix("token="), int(split.port or 0))
-    finally:
-        process.terminate()
-        process.wait(timeout=15)
-        for stream in (process.stdout, process.stderr):
-            if stream is not None:
-                stream.close()
+    with serve_cli(env) as page_server:
+        yield page_server
 
 
 @pytest.fixture
 def page() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS, headless=True,
-                                             timeout=START_BOUND_S * 1000)
-        try:
-            tab = browser.new_context().new_page()
-            tab.set_default_timeout(STEP_BOUND_MS)
-            yield tab
-        finally:
-            browser.close()
+    """A page of its own browser (this module's only browser test)."""
+    with chromium() as browser, browser_page(browser) as tab:
+        yield tab
 
 
 def test_a_person_releases_a_stale_lease_on_the_page(app: App, repo: str, server: PageServer, page: Any) -> None:

@@ -1,4 +1,4 @@
-"""This plugin's whole suite (real-host tests included) passes where the roles plugin is not
+"""This plugin's unit suite passes where the roles plugin is not
 installed (entry point dropped, package unimportable, in every process it starts): role steps
 then report that roles are unavailable."""
 
@@ -12,7 +12,7 @@ from agent_link_testing.plugin_suites import loaded_plugins, run_suites, uninsta
 HERE = "plugins/projects/tests"
 
 
-@pytest.mark.timeout(900)  # the nested run includes the real-host tests
+@pytest.mark.timeout(900)  # a nested pytest run of this suite, serial
 def test_suite_passes_with_roles_uninstalled(tmp_path: Path) -> None:
     env = uninstalled_env(tmp_path, "roles")
     loaded, hidden = loaded_plugins(env, "roles")

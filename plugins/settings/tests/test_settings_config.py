@@ -5,27 +5,16 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from agent_link_core.settings_file import settings_path
-
-AGENT_LINK = str(Path(sys.executable).with_name("agent-link"))
+from agent_link_testing.settings_file import cli, settings_file
 
 
 @pytest.fixture
 def settings(monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.delenv("AGENT_LINK_STATE_DIR")
-    path = Path(settings_path())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([AGENT_LINK, *args], check=False, capture_output=True, text=True, timeout=120, env=env or dict(os.environ))
+    return settings_file(monkeypatch)
 
 
 def test_config_set_get_unset_keep_the_rest(settings: Path, tmp_path: Path) -> None:
