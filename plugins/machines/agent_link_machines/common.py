@@ -117,12 +117,13 @@ def read_directory(config: Any) -> dict[str, Any] | None:
     """``directory.json``, or None when the relay never wrote one (parsed again only when the
     file changed)."""
     global _directory_cache
-    path = plugin_dir(config) / "directory.json"
+    # a string path, not plugin_dir(): this runs on every send of every process
+    path = os.path.join(config.state_dir, NAME, "directory.json")
     try:
         st = os.stat(path)
     except OSError:
         return None
-    key = (str(path), st.st_mtime_ns, st.st_size)
+    key = (path, st.st_mtime_ns, st.st_size)
     if _directory_cache is not None and _directory_cache[0] == key:
         return _directory_cache[1]
     found = read_json_object(path)

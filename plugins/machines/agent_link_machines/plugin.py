@@ -96,11 +96,11 @@ def agent_link_resolve_address(address: str, app: PluginApp) -> dict[str, Any] |
         return None
     from agent_link_machines.common import machine_of
 
-    # served on this machine (agent_link_core.presence): local mail
-    if app.store.conn.execute("SELECT 1 FROM presence WHERE address = ?", (address,)).fetchone() is not None:
-        return None
-    machine = machine_of(app.config, address)
+    machine = machine_of(app.config, address)  # no other machine lists it: local mail, no query
     if machine is None:
+        return None
+    # served on this machine too (agent_link_core.presence): local mail
+    if app.store.conn.execute("SELECT 1 FROM presence WHERE address = ?", (address,)).fetchone() is not None:
         return None
     return {"address": address, "via": None, "metadata": {"machines": {"to": machine}}, "served": True}
 
