@@ -32,6 +32,7 @@ URL_SETTING = "AGENT_LINK_ENGINE_URL"
 CREDS_SETTING = "AGENT_LINK_ENGINE_CREDS"
 MACHINE_SETTING = "AGENT_LINK_MACHINE"
 HEARTBEAT_SETTING = "AGENT_LINK_MACHINES_HEARTBEAT_MS"
+AUTOSTART_SETTING = "AGENT_LINK_MACHINES_AUTOSTART"
 DEFAULT_HEARTBEAT_MS = 5000
 #: a machine whose listing is older than this many heartbeats is shown as stale
 STALE_HEARTBEATS = 3
@@ -43,6 +44,8 @@ SETTINGS = (
     Setting(MACHINE_SETTING, "str", None, doc="this machine's name among the machines (default: the host name's first label)"),
     Setting(HEARTBEAT_SETTING, "int", DEFAULT_HEARTBEAT_MS, minimum=100, maximum=600_000, warning="machines_heartbeat_ignored",
             doc="how often the relay publishes this machine's sessions, ms; a listing 3 beats old is stale"),
+    Setting(AUTOSTART_SETTING, "flag", True,
+            doc="MCP servers start this machine's relay when none runs (off: run `agent-link machines run` yourself)"),
 )
 
 #: a machine name: a NATS subject token and a KV key part
