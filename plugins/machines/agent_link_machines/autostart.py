@@ -11,8 +11,9 @@ that start one at the same moment, the second relay finds the lock taken and exi
 The relay lives as long as the server that started it (it is stopped with SIGTERM when the
 server stops); another server of the state dir then starts one within :data:`CHECK_S`. A
 relay that exits with an error (wrong credentials, a name taken: its one line is in
-``relay.log`` and in ``agent-link machines status``) is not started again before
-:data:`FAILED_BACKOFF_S`, so a wrong setting does not spawn a process every few seconds.
+``relay.log``) is not started again before :data:`FAILED_BACKOFF_S`, so a wrong setting does
+not spawn a process every few seconds; one stopped by a signal is started again at the next
+check.
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ async def keep_relay(app: Any) -> None:
         while True:
             if proc is not None and proc.poll() is not None:
                 code, proc = proc.returncode, None
-                if code != 0:
+                if code > 0:  # its own error exit (one line in relay.log); a signal (< 0) is not one
                     log.warning("the relay exited %s (see %s); not started again for %.0f s",
                                 code, plugin_dir(app.config) / "relay.log", FAILED_BACKOFF_S)
                     await asyncio.sleep(FAILED_BACKOFF_S)

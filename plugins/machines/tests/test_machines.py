@@ -4,6 +4,8 @@ real NATS JetStream server: directory, round trips, engine crash, name clash, ba
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -367,6 +369,10 @@ def test_mcp_servers_keep_one_relay_running_and_stop_it(machines: Callable[..., 
         pid = until(lambda: lock_holder(a), 60, "the MCP server to start alpha's relay")
         assert parent_of(pid) == first.pid
         until(lambda: a.status().get("reachable") and a.status().get("pid") == pid, 60, "the started relay to reach the engine")
+        # a relay that dies (kill -9, as a crash) is started again by the same server
+        os.kill(pid, signal.SIGKILL)
+        pid = until(lambda: (h := lock_holder(a)) not in (None, pid) and h, 60, "the server to start the relay again")
+        assert parent_of(pid) == first.pid
         # a second server of the same state dir: the lock keeps it to that one relay
         second = mcp_server(a)
         # the first server stops: its relay stops with it, and the second server starts its own
