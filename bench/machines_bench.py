@@ -13,7 +13,8 @@ Two "machines" (separate state dirs, each with its relay process) on one real na
   Target >= 1,000 msg/s, 0 lost.
 * one machine's own mail with the engine configured (a send between two local plain
   addresses, with ``AGENT_LINK_ENGINE_URL`` set) against the same without it, medians of
-  interleaved rounds. Target <= 1.2x.
+  interleaved rounds. Target <= 1.2x. Also the same with the engine set but no relay running
+  for that state dir: what the plugin's hooks alone add to a local send.
 
 Needs the machines plugin and its test extra (``pip install -e 'plugins/machines[test]'``);
 without them the section says so and measures nothing.
@@ -126,11 +127,15 @@ def bench_machines(tmp: Path, line: Callable[..., None]) -> None:
         line("machines: reply on B -> waiter on A, p95", _p(replies, 0.95), "ms", "one machine", _p(local_replies, 0.95), "p95 <= 100 ms")
 
         alone = {**a.env, "AGENT_LINK_STATE_DIR": str(tmp / "machine-alone"), "AGENT_LINK_ENGINE_URL": ""}
-        with_engine, without = [], []
+        # the plugin's hooks alone: the same state dir as `alone`, the engine set, no relay of it running
+        hooks_only = {**alone, "AGENT_LINK_ENGINE_URL": a.env["AGENT_LINK_ENGINE_URL"]}
+        with_engine, without, hooks = [], [], []
         for _ in range(5):  # interleaved, so load from elsewhere weighs on both alike
             with_engine.append(asyncio.run(_local_send_ms(a.env, LOCAL_SENDS // 5)))
             without.append(asyncio.run(_local_send_ms(alone, LOCAL_SENDS // 5)))
+            hooks.append(asyncio.run(_local_send_ms(hooks_only, LOCAL_SENDS // 5)))
         line("machines: own mail, engine configured", statistics.median(with_engine), "ms", "no engine", statistics.median(without), "<= 1.2x")
+        line("machines: own mail, engine set, no relay", statistics.median(hooks), "ms", "no engine", statistics.median(without), "-")
         rate, local_rate, stored, sent = bench_throughput(tmp, a, b, BURST)
         print(f"{'machines: 4 senders on 2 machines':<44} {rate:9.1f} msg/s  stored {stored} of {sent} (lost {sent - stored})"
               f"  senders alone {local_rate:.1f} msg/s  target >= 1000 msg/s, 0 lost")

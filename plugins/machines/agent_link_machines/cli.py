@@ -23,11 +23,13 @@ def machines() -> None:
 
 
 @machines.command("run", epilog=EXIT_HELP)
+@click.option("--if-none", is_flag=True, help="Exit 0 at once, silently, when another relay of this state dir runs (how MCP servers start it).")
 @click.pass_context
-def run(ctx: click.Context) -> None:
+def run(ctx: click.Context, if_none: bool) -> None:
     """Run this machine's relay in the foreground until stopped (SIGTERM or Ctrl-C).
 
-    One relay per state dir: it publishes this machine's sessions, sends the outbox to the
+    One relay per state dir (MCP servers start one when none runs: see
+    agent_link_machines.autostart): it publishes this machine's sessions, sends the outbox to the
     engine and delivers what other machines sent here. Exits 1 with one line for a wrong
     URL, refused credentials, an engine without JetStream or a machine name already taken;
     while the engine is only unreachable it keeps trying (mail waits in the outbox).
@@ -37,6 +39,11 @@ def run(ctx: click.Context) -> None:
     app = get_app(ctx)
     try:
         take_lock(app.config)
+    except MachinesError as exc:
+        if if_none:
+            return
+        _die(str(exc))
+    try:
         relay = Relay(app)
     except (MachinesError, ValueError) as exc:
         _die(str(exc))

@@ -32,6 +32,7 @@ URL_SETTING = "AGENT_LINK_ENGINE_URL"
 CREDS_SETTING = "AGENT_LINK_ENGINE_CREDS"
 MACHINE_SETTING = "AGENT_LINK_MACHINE"
 HEARTBEAT_SETTING = "AGENT_LINK_MACHINES_HEARTBEAT_MS"
+AUTOSTART_SETTING = "AGENT_LINK_MACHINES_AUTOSTART"
 DEFAULT_HEARTBEAT_MS = 5000
 #: a machine whose listing is older than this many heartbeats is shown as stale
 STALE_HEARTBEATS = 3
@@ -43,6 +44,8 @@ SETTINGS = (
     Setting(MACHINE_SETTING, "str", None, doc="this machine's name among the machines (default: the host name's first label)"),
     Setting(HEARTBEAT_SETTING, "int", DEFAULT_HEARTBEAT_MS, minimum=100, maximum=600_000, warning="machines_heartbeat_ignored",
             doc="how often the relay publishes this machine's sessions, ms; a listing 3 beats old is stale"),
+    Setting(AUTOSTART_SETTING, "flag", True,
+            doc="MCP servers start this machine's relay when none runs (off: run `agent-link machines run` yourself)"),
 )
 
 #: a machine name: a NATS subject token and a KV key part
@@ -117,12 +120,13 @@ def read_directory(config: Any) -> dict[str, Any] | None:
     """``directory.json``, or None when the relay never wrote one (parsed again only when the
     file changed)."""
     global _directory_cache
-    path = plugin_dir(config) / "directory.json"
+    # a string path, not plugin_dir(): this runs on every send of every process
+    path = os.path.join(config.state_dir, NAME, "directory.json")
     try:
         st = os.stat(path)
     except OSError:
         return None
-    key = (str(path), st.st_mtime_ns, st.st_size)
+    key = (path, st.st_mtime_ns, st.st_size)
     if _directory_cache is not None and _directory_cache[0] == key:
         return _directory_cache[1]
     found = read_json_object(path)

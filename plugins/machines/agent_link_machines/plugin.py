@@ -12,14 +12,16 @@ set, the hooks only touch the local database and the relay's files (no network):
   machine (stored with the message as ``metadata.machines.to``);
 * the ``machines`` harness lists the other machines' sessions (:mod:`.harness`);
 * ``agent_link_render_envelope`` names the machine a message came from;
-* ``agent_link_health`` shows the link.
+* ``agent_link_health`` shows the link;
+* ``agent_link_server_tasks``: every MCP server keeps one relay running for its state dir
+  (:mod:`.autostart`), unless ``AGENT_LINK_MACHINES_AUTOSTART`` is off.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from agent_link_core import hookimpl
@@ -27,7 +29,7 @@ from agent_link_core.contribute import migrations, registers
 from agent_link_core.harness import HarnessDeclaration
 from agent_link_core.store import Migration, now_ms
 
-from agent_link_machines.common import NAME, SETTINGS, URL_SETTING
+from agent_link_machines.common import AUTOSTART_SETTING, NAME, SETTINGS, URL_SETTING
 
 if TYPE_CHECKING:  # pragma: no cover
     import click
@@ -96,11 +98,11 @@ def agent_link_resolve_address(address: str, app: PluginApp) -> dict[str, Any] |
         return None
     from agent_link_machines.common import machine_of
 
-    # served on this machine (agent_link_core.presence): local mail
-    if app.store.conn.execute("SELECT 1 FROM presence WHERE address = ?", (address,)).fetchone() is not None:
-        return None
-    machine = machine_of(app.config, address)
+    machine = machine_of(app.config, address)  # no other machine lists it: local mail, no query
     if machine is None:
+        return None
+    # served on this machine too (agent_link_core.presence): local mail
+    if app.store.conn.execute("SELECT 1 FROM presence WHERE address = ?", (address,)).fetchone() is not None:
         return None
     return {"address": address, "via": None, "metadata": {"machines": {"to": machine}}, "served": True}
 
@@ -122,3 +124,14 @@ def agent_link_health(app: PluginApp) -> tuple[str, dict[str, Any]]:
     from agent_link_machines.status import health_section
 
     return NAME, health_section(app)
+
+
+@hookimpl
+def agent_link_server_tasks(app: PluginApp) -> list[Callable[[], Awaitable[None]]] | None:
+    """With the engine configured and autostart on: keep this state dir's relay running
+    while the server runs (:func:`agent_link_machines.autostart.keep_relay`)."""
+    if not _configured(app) or not app.config.get(AUTOSTART_SETTING):
+        return None
+    from agent_link_machines.autostart import keep_relay
+
+    return [lambda: keep_relay(app)]

@@ -78,8 +78,9 @@ def outgoing_records(
             if answered_origin and answered is not None and row["recipient"] == answered["from_addr"]:
                 target = target or answered_origin
         if not target:
-            served_here = conn.execute("SELECT 1 FROM presence WHERE address = ?", (row["recipient"],)).fetchone()
-            target = None if served_here else machine_of(config, row["recipient"])
+            target = machine_of(config, row["recipient"])  # no query for local mail
+            if target and conn.execute("SELECT 1 FROM presence WHERE address = ?", (row["recipient"],)).fetchone() is not None:
+                target = None  # served on this machine too: local mail
         if target and target != own:
             yield row["id"], target, {"type": "message", "message": message_record(row, own)}
     elif kind == "resolved" and origin and origin != own:
@@ -111,12 +112,15 @@ def _outgoing(record: Mapping[str, Any]) -> OutgoingMessage:
     )
 
 
-async def apply(app: Any, payload: Mapping[str, Any]) -> str:
-    """Apply one record from another machine to this machine's mailbox, at most once: a record
-    already applied changes nothing. A new message is then pushed through this machine's own
-    harness of its recipient, as a local send is.
+def store_record(app: Any, payload: Mapping[str, Any]) -> tuple[str, list[Any]]:
+    """Write one record from another machine into this machine's mailbox, at most once: a
+    record already applied changes nothing. The relay calls it inside one write transaction
+    per fetched batch (each record a savepoint of it); it pushes nothing: the caller offers the
+    returned rows to their recipients' harnesses after its commit, as a local send does.
 
-    :returns: what happened: ``stored``, ``resolved``, ``delivered``, ``duplicate`` or ``ignored``.
+    :returns: ``(outcome, rows to push)``; outcome ``stored``, ``resolved``, ``delivered``,
+        ``duplicate`` or ``ignored``; rows are new messages (``sqlite3.Row``) for their
+        recipient's harness.
     :raises AgentLinkError: when the database cannot be written (the record is not
         acknowledged and comes again).
     """
@@ -126,20 +130,17 @@ async def apply(app: Any, payload: Mapping[str, Any]) -> str:
     if kind == "message":
         record = payload["message"]
         if app.mailbox.get_row(record["id"]) is not None:
-            return "duplicate"
+            return "duplicate", []
         row, created = app.mailbox.store_message(_outgoing(record))
-        if created:
-            await app.push(row, {})
-        return "stored" if created else "duplicate"
+        return ("stored", [row]) if created else ("duplicate", [])
     if kind == "resolution":
         reply = payload.get("reply")
         target = app.mailbox.get_row(payload["messageId"])
         if target is None or app.mailbox.state(target).resolution is not None:
             if reply is None or app.mailbox.get_row(reply["id"]) is not None:
-                return "duplicate"
+                return "duplicate", []
             row, _ = app.mailbox.store_message(_outgoing(reply))
-            await app.push(row, {})
-            return "stored"
+            return "stored", [row]
         by = Caller(address=str(payload["by"]), source=str((reply or {}).get("source") or "fallback"),
                     proven=True if (reply or {}).get("verified") else None)
         stored_reply = _outgoing(reply) if reply is not None and app.mailbox.get_row(reply["id"]) is None else None
@@ -151,16 +152,15 @@ async def apply(app: Any, payload: Mapping[str, Any]) -> str:
             # resolved here meanwhile, or handed to another recipient: keep the answer as mail
             log.warning("resolution of %s from %s not applied: %s", target["id"], payload.get("origin"), exc.message)
             if stored_reply is None:
-                return "duplicate"
+                return "duplicate", []
             reply_row, _ = app.mailbox.store_message(stored_reply)
-        if reply_row is not None:
-            await app.push(reply_row, {})
-        return "resolved"
+        return "resolved", [reply_row] if reply_row is not None else []
     if kind == "delivered":
         if app.mailbox.get_row(payload["messageId"]) is None:
-            return "ignored"
+            return "ignored", []
         marked = app.mailbox.mark_delivered(payload["messageId"], f"machine:{payload.get('origin')}",
                                             {"machine": payload.get("origin"), "via": payload.get("via")})
-        return "delivered" if marked else "duplicate"
+        return ("delivered" if marked else "duplicate"), []
     log.warning("unknown record type %r from %s ignored", kind, payload.get("origin"))
-    return "ignored"
+    return "ignored", []
+

@@ -14,8 +14,8 @@ by itself after the server went away):
   to the record id so the server drops a repeat; a row is marked sent only once the server
   acknowledged it, so an engine that is down keeps everything queued here;
 * **inbound**: it pulls from its durable consumer ``machine_<machine>`` (explicit acks),
-  applies each record to the local mailbox (:func:`agent_link_machines.records.apply`,
-  idempotent on the id), and acknowledges it only after the local commit: a crash between
+  stores each fetched batch in one local transaction (:func:`agent_link_machines.records.store_record`,
+  idempotent on the id), and acknowledges its records only after that commit: a crash between
   the two brings the record again, and applying it again changes nothing.
 
 At start it claims its machine name: ``claim.<machine>`` in the bucket is created with this
@@ -42,7 +42,7 @@ from agent_link_core.wake import Wakeup
 from agent_link_machines.common import (
     BUCKET, CREDS_SETTING, NAME, STREAM, SUBJECT_PREFIX, URL_SETTING, heartbeat_ms, machine_name, plugin_dir, redact, write_json,
 )
-from agent_link_machines.records import apply
+from agent_link_machines.records import store_record
 
 log = logging.getLogger(__name__)
 OUTBOX_BATCH = 256
@@ -414,26 +414,47 @@ class Relay:
                 self._set(False, _describe(exc))
                 await asyncio.sleep(RETRY_S)
                 continue
-            for msg in msgs:
-                try:
-                    payload = json.loads(msg.data)
-                except ValueError:
-                    log.warning("a record that is not JSON on %s was dropped", subject)
-                    await msg.term()
-                    continue
-                try:
-                    await apply(self.app, payload)
-                except asyncio.CancelledError:
-                    raise
-                except Exception:  # not applied (a busy or read-only database): not acknowledged, it comes again
-                    log.exception("record %s not applied; the engine delivers it again", msg.header and msg.header.get("Nats-Msg-Id"))
-                    with contextlib.suppress(Exception):
-                        await msg.nak(delay=RETRY_S)
-                    continue
-                self.applied += 1
-                with contextlib.suppress(Exception):  # an ack lost: the record comes again and changes nothing
-                    await msg.ack()
+            await self.apply_batch(msgs, subject)
 
+    async def apply_batch(self, msgs: list[Any], subject: str) -> None:
+        """Store a fetched batch in one write transaction (each record a savepoint of it, so
+        one that fails leaves the others), then push the new messages and acknowledge: a
+        record is acknowledged only once its commit is done; one not stored is nak'ed and
+        comes again. A commit that fails stores none and acknowledges none."""
+        records: list[tuple[Any, dict[str, Any]]] = []
+        for msg in msgs:
+            try:
+                payload = json.loads(msg.data)
+            except ValueError:
+                payload = None
+            if not isinstance(payload, dict):
+                log.warning("a record that is not a JSON object on %s was dropped", subject)
+                await msg.term()
+                continue
+            records.append((msg, payload))
+        stored: list[tuple[Any, list[Any]]] = []
+        failed: list[Any] = []
+        try:
+            with self.app.store.write():
+                for msg, payload in records:
+                    try:
+                        with self.app.store.write():
+                            stored.append((msg, store_record(self.app, payload)[1]))
+                    except Exception:  # not stored (a bad record, a refusal): not acknowledged, it comes again
+                        log.exception("record %s not applied; the engine delivers it again", msg.header and msg.header.get("Nats-Msg-Id"))
+                        failed.append(msg)
+        except Exception as exc:  # busy, read-only, I/O: nothing of the batch was committed
+            log.warning("a batch of %d records was not stored (%s); the engine delivers it again", len(records), _describe(exc))
+            stored, failed = [], [msg for msg, _ in records]
+        for msg in failed:
+            with contextlib.suppress(Exception):
+                await msg.nak(delay=RETRY_S)
+        for msg, rows in stored:
+            for row in rows:
+                await self.app.push(row, {})
+            self.applied += 1
+            with contextlib.suppress(Exception):  # an ack lost: the record comes again and changes nothing
+                await msg.ack()
 
 async def release(app: Any, machine: str) -> bool:
     """Free a machine name claimed by a machine that is gone (``agent-link machines release``).

@@ -4,6 +4,8 @@ real NATS JetStream server: directory, round trips, engine crash, name clash, ba
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -331,3 +333,84 @@ def test_credentials_never_reach_status_or_health(machines: Callable[..., Machin
     assert "s3cret" not in json.dumps(a.status()) and "s3cret" not in a.cli("machines", "status", "--json").stdout
     assert "s3cret" not in a.cli("health", "--json").stdout
     assert "s3cret" in engine.url  # the machine did use it
+
+
+def lock_holder(m: Machine) -> int | None:
+    """The pid in ``relay.lock`` while a process holds it, else None."""
+    from types import SimpleNamespace
+
+    from agent_link_machines.autostart import relay_running
+
+    if not relay_running(SimpleNamespace(state_dir=str(m.state))):
+        return None
+    text = (m.state / "machines" / "relay.lock").read_text().strip()
+    return int(text) if text else None
+
+
+def parent_of(pid: int) -> int:
+    # /proc/<pid>/stat: "pid (comm) state ppid ..."; comm may hold spaces, so split after ")"
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def mcp_server(m: Machine, **extra: str) -> Any:
+    import subprocess
+
+    from agent_link_machines.testkit import BIN
+
+    return subprocess.Popen([str(BIN / "agent-link"), "mcp"], env={**m.env, "AGENT_LINK_ADDRESS": "team:alice", **extra},
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def test_mcp_servers_keep_one_relay_running_and_stop_it(machines: Callable[..., Machine]) -> None:
+    a = machines("alpha")
+    first = mcp_server(a)
+    second = None
+    try:
+        pid = until(lambda: lock_holder(a), 60, "the MCP server to start alpha's relay")
+        assert parent_of(pid) == first.pid
+        until(lambda: a.status().get("reachable") and a.status().get("pid") == pid, 60, "the started relay to reach the engine")
+        # a relay that dies (kill -9, as a crash) is started again by the same server
+        os.kill(pid, signal.SIGKILL)
+        pid = until(lambda: (h := lock_holder(a)) not in (None, pid) and h, 60, "the server to start the relay again")
+        assert parent_of(pid) == first.pid
+        # a second server of the same state dir: the lock keeps it to that one relay
+        second = mcp_server(a)
+        # the first server stops: its relay stops with it, and the second server starts its own
+        first.stdin.close()  # type: ignore[union-attr]
+        first.wait(30)
+        taken = until(lambda: (h := lock_holder(a)) not in (None, pid) and h, 60, "the second server to start a relay")
+        assert parent_of(taken) == second.pid
+        assert "another relay" not in (a.state / "machines" / "relay.log").read_text()
+    finally:
+        for server in (first, second):
+            if server is not None and server.poll() is None:
+                server.stdin.close()  # type: ignore[union-attr]
+                server.wait(30)
+    assert lock_holder(a) is None  # no relay left behind
+
+
+def test_autostart_off_starts_no_relay_and_if_none_exits_quietly(machines: Callable[..., Machine]) -> None:
+    import asyncio
+
+    from agent_link_core.app import App
+    from agent_link_machines.plugin import agent_link_server_tasks
+
+    a = machines("alpha")
+    for value, tasks in (("off", 0), ("on", 1), (None, 1)):  # None: the default
+        env = {**a.env, "AGENT_LINK_MACHINES_AUTOSTART": value} if value else a.env
+        app = App.create(env=env)
+        try:
+            assert len(agent_link_server_tasks(app=app) or ()) == tasks, value
+        finally:
+            asyncio.run(app.aclose())
+    no_engine = App.create(env={**a.env, "AGENT_LINK_ENGINE_URL": ""})
+    try:
+        assert agent_link_server_tasks(app=no_engine) is None
+    finally:
+        asyncio.run(no_engine.aclose())
+    a.start_relay()
+    a.wait_connected()
+    quiet = a.cli("machines", "run", "--if-none", check=False)
+    assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "")
+    loud = a.cli("machines", "run", check=False)
+    assert loud.returncode == 1 and loud.stderr.strip().startswith("agent-link machines: another relay of this state dir")
