@@ -15,13 +15,12 @@ import shlex
 import sqlite3
 import sys
 from collections.abc import Mapping
-from functools import partial
-from typing import Any
+from functools import cached_property, partial
+from typing import TYPE_CHECKING, Any
 
 from agent_link_core import health as health_report
 from agent_link_core import problem_log, state_dirs
 from agent_link_core.config import Config, load_config
-from agent_link_core.directory import Directory
 from agent_link_core.envelope import render_inbox
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.harness import Harness, HarnessDeclaration, HarnessTable, McpPeer
@@ -32,6 +31,9 @@ from agent_link_core.sending import Outbox
 from agent_link_core.settings_file import with_settings
 from agent_link_core.store import Store, ensure_private_dir
 from agent_link_core.waits import Waits
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent_link_core.directory import Directory
 
 log = logging.getLogger(__name__)
 
@@ -71,15 +73,12 @@ class App:
             self.store = Store.open_read_only(config.db_path)
             self.read_only = read_only_error(state_dir)
         self.mailbox = Mailbox(self.store, config, hooks)
-        #: the operations, one object each (docs/plugins.md §4): the agents of every harness,
-        #: sends and replies, waits
-        self.directory = Directory(self)
+        #: the operations, one object each (docs/plugins.md §4): sends and replies, waits; the
+        #: agents of every harness (:attr:`directory`) when first asked (an inbox read lists none)
         self.outbox = Outbox(self)
         self.waits = Waits(self)
         # ... and the same bound methods on the App, where plugins and tools have called them
-        directory, outbox, waits = self.directory, self.outbox, self.waits
-        self.list_agents, self.resolve_agent, self.target_address = directory.list_agents, directory.resolve_agent, directory.target_address
-        self.present_sessions, self.served_elsewhere = directory.present_sessions, directory.served_elsewhere
+        outbox, waits = self.outbox, self.waits
         self.send, self.reply, self.push, self.refresh_delivery = outbox.send, outbox.reply, outbox.push, outbox.refresh_delivery
         self.wait, self.held_by_wait, self.mark_taken, self.wait_limits = waits.wait, waits.held_by_wait, waits.mark_taken, waits.wait_limits
         self.waiting = waits.waiting
@@ -87,6 +86,35 @@ class App:
         self.mcp_peer: McpPeer | None = None
         for harness in self.harnesses.built():
             self._attach_harness(harness)
+
+    @cached_property
+    def directory(self) -> Directory:
+        """The agents every harness knows (:class:`~agent_link_core.directory.Directory`),
+        built the first time a call lists, resolves or addresses one."""
+        from agent_link_core.directory import Directory
+
+        return Directory(self)
+
+    async def list_agents(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """:meth:`Directory.list_agents <agent_link_core.directory.Directory.list_agents>`."""
+        return await self.directory.list_agents(*args, **kwargs)
+
+    async def resolve_agent(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """:meth:`Directory.resolve_agent <agent_link_core.directory.Directory.resolve_agent>`."""
+        return await self.directory.resolve_agent(*args, **kwargs)
+
+    async def target_address(self, *args: Any, **kwargs: Any) -> tuple[str, str | None, dict[str, Any]]:
+        """:meth:`Directory.target_address <agent_link_core.directory.Directory.target_address>`."""
+        return await self.directory.target_address(*args, **kwargs)
+
+    def present_sessions(self, only: str | None = None) -> list[Any]:
+        """:meth:`Directory.present_sessions <agent_link_core.directory.Directory.present_sessions>`."""
+        return self.directory.present_sessions(only)
+
+    @property
+    def served_elsewhere(self) -> set[str]:
+        """Plain addresses a plugin said are served elsewhere (:class:`~agent_link_core.directory.Directory`)."""
+        return self.directory.served_elsewhere
 
     def _attach_harness(self, harness: Harness) -> bool:
         """Attach a harness to this App; one that cannot attach leaves its plugin out (reported)."""

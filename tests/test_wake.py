@@ -96,7 +96,7 @@ async def test_a_commit_between_the_check_and_the_sleep_is_not_missed(apps: dict
     apps["alice"] = alice = make_app("test:alice")
     sent = await call(alice, "message_agent", to="test:bob", message="ping")
     looks = []
-    original = alice._wait_check
+    original = alice.waits._wait_check
 
     def reply_elsewhere() -> None:  # another connection, committed before the check returns
         bob = make_app("test:bob")
@@ -115,7 +115,7 @@ async def test_a_commit_between_the_check_and_the_sleep_is_not_missed(apps: dict
             replier.join()
         return found
 
-    monkeypatch.setattr(alice, "_wait_check", check_then_reply)
+    monkeypatch.setattr(alice.waits, "_wait_check", check_then_reply)
     got = await alice.wait(caller=alice.caller(), agent="test:bob", reply_to=sent["messageId"], timeout_ms=WAIT_MS,
                            poll_ms=NEVER_MS)
     assert got["outcome"] == "reply" and got["waitedMs"] < WAIT_MS

@@ -267,7 +267,7 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool:
         from agent_link_core import handoff
 
         # noted before the question is stored: a reply that comes before the wait below starts
-        # is held for that wait, never also pushed into the sender's running turn
+        # is held for that wait, never also pushed to the sender while it waits
         held = handoff.begin(app.store, call.caller.address, f"reply:{message_id}")
     try:
         sending = app.send(
