@@ -88,8 +88,19 @@ def delivering_request(stub: ResponsesStub, message_id: str) -> StubRequest:
 
 
 async def tool_call_items(client: AppServerClient, thread_id: str) -> list[dict[str, Any]]:
-    page = await client.request("thread/items/list", {"threadId": thread_id, "limit": 100}, timeout_ms=WAIT_MS)
-    return [e["item"] for e in page["data"] if e["item"]["type"] == "mcpToolCall"]
+    """The thread's MCP tool-call items, once one is stored and none runs (bounded by ``WAIT_S``).
+
+    The reply lands in agent-link while the tool call is still running; Codex stores the item
+    only after the call returns, so a read right after the reply can find none yet.
+    """
+    deadline = asyncio.get_running_loop().time() + WAIT_S
+    while True:
+        page = await client.request("thread/items/list", {"threadId": thread_id, "limit": 100}, timeout_ms=WAIT_MS)
+        calls = [e["item"] for e in page["data"] if e["item"]["type"] == "mcpToolCall"]
+        settled = calls and all(c.get("status") != "inProgress" for c in calls)
+        if settled or asyncio.get_running_loop().time() > deadline:
+            return calls
+        await asyncio.sleep(0.2)
 
 
 async def test_mail_to_an_unloaded_thread_arrives_in_a_turn_with_agent_link_tools(
