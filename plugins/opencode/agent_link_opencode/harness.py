@@ -39,8 +39,10 @@ VIA = "opencode-prompt"
 
 NAME = "opencode"
 SESSION_ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
-#: seconds the identity check may wait for the server (it runs inline on every tool call)
-PROOF_TIMEOUT_S = 2.0
+#: seconds the identity check may wait for the server (it runs inline on every tool call; an
+#: opencode server busy with a turn on a loaded machine answered after 2 s, and a late answer
+#: leaves a true caller unproven)
+PROOF_TIMEOUT_S = 5.0
 #: seconds a session's server, as a listing or push found it, is pushed to without a new look-up
 LOCATED_TTL_S = 30.0
 
