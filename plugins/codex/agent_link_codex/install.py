@@ -61,7 +61,16 @@ def install_steps(codex: str, folder: Path, executable: Path) -> list[Step]:
         *_forget_steps(codex),
         Step(f"register {folder} as the {MARKETPLACE} marketplace", [codex, "plugin", "marketplace", "add", str(folder)]),
         Step(f"install {plugin_name()}@{MARKETPLACE}", [codex, "plugin", "add", f"{plugin_name()}@{MARKETPLACE}"]),
+        Step("start agent-link's MCP server once, so the launcher can answer the first thread's opening",
+             action=lambda: _keep_opening(folder)),
     ]
+
+
+def _keep_opening(folder: Path) -> None:
+    from agent_link_codex.opening import keep_opening_answers
+
+    if not keep_opening_answers(folder):  # the first thread then starts the server the slow way
+        click.echo("   (the server did not answer; `agent-link health` says why)", err=True)
 
 
 def _remove_if_empty(path: Path) -> None:

@@ -49,6 +49,14 @@ def test_install_runs_the_host_cli_in_order_and_stages_the_folder(tmp_path: Path
     assert (folder / ".codex-plugin" / "mcp.json").is_file()
     assert f"installed_bin={AGENT_LINK}" in (folder / "hooks" / "agent-link.sh").read_text()
     assert "Restart Codex" in done.stdout and "/hooks" in done.stdout
+    # the launcher can answer the first thread's opening at every handshake revision (opening.py)
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+    cache_home = Path(os.environ.get("XDG_CACHE_HOME") or tmp_path / "home" / ".cache")
+    [kept] = (cache_home / "agent-link" / "launcher").iterdir()
+    for revision in HANDSHAKE_PROTOCOL_VERSIONS:
+        assert json.loads("{" + (kept / f"tools-list-{revision}").read_text() + "}")["result"]["tools"]
+        assert (kept / f"initialize-{revision}").is_file()
 
 
 def test_dry_run_changes_nothing(tmp_path: Path) -> None:
