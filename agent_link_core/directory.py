@@ -328,7 +328,11 @@ class Directory:
             if owner is not None:
                 session = await self.app._get_session(owner, ident)
                 if session is None:
-                    return {**out, "status": "not_found"}
+                    claimed = self.hooks.resolve_elsewhere(query)
+                    if claimed is None:
+                        return {**out, "status": "not_found"}
+                    best = {"address": query, "harness": scheme, **(claimed.get("session") or {})}
+                    return {**out, "status": "resolved", "best": best, "candidates": [best]}
                 view = session_view(session)
                 return {**out, "status": "resolved", "best": view, "candidates": [view]}
             try:
@@ -386,6 +390,9 @@ class Directory:
             if owner is not None:
                 session = await self.app._get_session(owner, ident)
                 if session is None:
+                    claimed = self.elsewhere(to)
+                    if claimed is not None:
+                        return to, None, claimed
                     raise AgentLinkError("not_found", f"No session {to} is known.", {"query": to, "candidates": []})
                 if session.archived and not allow_archived:
                     raise AgentLinkError("archived", f"{to} is archived and cannot receive mail.", {"address": to})
@@ -404,7 +411,9 @@ class Directory:
             best = verdict["best"]
             if best.get("archived"):
                 raise AgentLinkError("archived", f"{best['address']} is archived and cannot receive mail.", {"address": best["address"]})
-            return best["address"], None, {}
+            # a session another plugin listed for an installed harness (served elsewhere)
+            claimed = self.elsewhere(best["address"]) if address_scheme(best["address"]) in self.harnesses else None
+            return best["address"], None, claimed or {}
         short = [{"address": c["address"], "title": c.get("title")} for c in verdict["candidates"][:5]]
         if verdict["status"] == "ambiguous":
             raise AgentLinkError("ambiguous", f"{to!r} matches several agents.", {"query": to, "candidates": short},
@@ -415,6 +424,15 @@ class Directory:
         else:
             hint = "List agents with list_agents, or give an address such as <harness>:<id>."
         raise AgentLinkError("not_found", f"No agent matches {to!r}.", {"query": to, "candidates": short}, hint=hint)
+
+    def elsewhere(self, address: str) -> dict[str, Any] | None:
+        """The metadata a message to ``address`` is stored with when a plugin's
+        ``agent_link_resolve_elsewhere`` says another place serves it (``elsewhere: true``
+        added: :meth:`agent_link_core.sending.Outbox.push` leaves it to that plugin), else None."""
+        claimed = self.hooks.resolve_elsewhere(address)
+        if claimed is None:
+            return None
+        return {**(claimed.get("metadata") or {}), "elsewhere": True}
 
     def present_sessions(self, only: str | None = None) -> list[Any]:
         """Live plain-address agents (:func:`agent_link_core.presence.live_sessions`)."""

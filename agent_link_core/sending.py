@@ -160,6 +160,9 @@ class Outbox:
         harness = self.harnesses.get(scheme)
         if harness is None:
             return None
+        if '"elsewhere"' in (row["metadata"] or "") and json.loads(row["metadata"]).get("elsewhere") is True:
+            # served elsewhere (Directory.elsewhere): the plugin that claimed it carries it there
+            return Delivery()
         if self.app.waits.held_by_wait(row):
             self.mailbox.record_event(row["id"], HELD_EVENT, row["recipient"], None, {})
             return Delivery(state="held_for_wait", note="the recipient's running wait returns it")

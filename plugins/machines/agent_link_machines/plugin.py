@@ -9,7 +9,9 @@ set, the hooks only touch the local database and the relay's files (no network):
   outbox table, in the same transaction as the change, so nothing acknowledged is lost
   between the commit and the engine; the relay (:mod:`agent_link_machines.relay`) sends it;
 * ``agent_link_resolve_address`` pins a plain address listed by another machine to that
-  machine (stored with the message as ``metadata.machines.to``);
+  machine (stored with the message as ``metadata.machines.to``), and
+  ``agent_link_resolve_elsewhere`` does the same for a session of a harness installed here
+  too (a Codex thread on another machine), which the local harness then leaves alone;
 * the ``machines`` harness lists the other machines' sessions (:mod:`.harness`);
 * ``agent_link_render_envelope`` names the machine a message came from;
 * ``agent_link_health`` shows the link;
@@ -105,6 +107,22 @@ def agent_link_resolve_address(address: str, app: PluginApp) -> dict[str, Any] |
     if app.store.conn.execute("SELECT 1 FROM presence WHERE address = ?", (address,)).fetchone() is not None:
         return None
     return {"address": address, "via": None, "metadata": {"machines": {"to": machine}}, "served": True}
+
+
+@hookimpl
+def agent_link_resolve_elsewhere(address: str, app: PluginApp) -> dict[str, Any] | None:
+    """A session of a harness installed here that another machine lists (a Codex thread, a
+    Claude Code session over there): pinned to that machine; the relay carries it and that
+    machine's harness delivers it."""
+    if not _configured(app):
+        return None
+    from agent_link_machines.common import listed_session
+
+    found = listed_session(app.config, address)
+    if found is None:
+        return None
+    machine, view = found
+    return {"metadata": {"machines": {"to": machine}}, "session": view}
 
 
 @hookimpl
