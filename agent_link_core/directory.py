@@ -289,8 +289,6 @@ class Directory:
         :raises AgentLinkError: ``invalid_arguments`` (path ``cursor``) for a cursor this
             method did not give.
         """
-        from agent_link_core.directory import decode_cursor, listing_depth, page_of, was_cut
-
         position = decode_cursor(cursor, "list_agents")
         depth = listing_depth(position, limit)
         listings = await gather_listings(self.harnesses, only=harness, include_archived=include_archived,
@@ -328,8 +326,7 @@ class Directory:
             if owner is not None:
                 session = await self.app._get_session(owner, ident)
                 if session is None:
-                    claimed = self.hooks.resolve_elsewhere(query)
-                    if claimed is None:
+                    if (claimed := self.hooks.resolve_elsewhere(query)) is None:
                         return {**out, "status": "not_found"}
                     best = {"address": query, "harness": scheme, **(claimed.get("session") or {})}
                     return {**out, "status": "resolved", "best": best, "candidates": [best]}
@@ -390,8 +387,7 @@ class Directory:
             if owner is not None:
                 session = await self.app._get_session(owner, ident)
                 if session is None:
-                    claimed = self.elsewhere(to)
-                    if claimed is not None:
+                    if (claimed := self.elsewhere(to)) is not None:
                         return to, None, claimed
                     raise AgentLinkError("not_found", f"No session {to} is known.", {"query": to, "candidates": []})
                 if session.archived and not allow_archived:
@@ -411,9 +407,8 @@ class Directory:
             best = verdict["best"]
             if best.get("archived"):
                 raise AgentLinkError("archived", f"{best['address']} is archived and cannot receive mail.", {"address": best["address"]})
-            # a session another plugin listed for an installed harness (served elsewhere)
-            claimed = self.elsewhere(best["address"]) if address_scheme(best["address"]) in self.harnesses else None
-            return best["address"], None, claimed or {}
+            # a session of an installed harness that another plugin listed (served elsewhere)
+            return best["address"], None, (self.elsewhere(best["address"]) if address_scheme(best["address"]) in self.harnesses else None) or {}
         short = [{"address": c["address"], "title": c.get("title")} for c in verdict["candidates"][:5]]
         if verdict["status"] == "ambiguous":
             raise AgentLinkError("ambiguous", f"{to!r} matches several agents.", {"query": to, "candidates": short},
@@ -426,13 +421,9 @@ class Directory:
         raise AgentLinkError("not_found", f"No agent matches {to!r}.", {"query": to, "candidates": short}, hint=hint)
 
     def elsewhere(self, address: str) -> dict[str, Any] | None:
-        """The metadata a message to ``address`` is stored with when a plugin's
-        ``agent_link_resolve_elsewhere`` says another place serves it (``elsewhere: true``
-        added: :meth:`agent_link_core.sending.Outbox.push` leaves it to that plugin), else None."""
+        """A message's metadata when a plugin claims ``address`` (``agent_link_resolve_elsewhere``), else None."""
         claimed = self.hooks.resolve_elsewhere(address)
-        if claimed is None:
-            return None
-        return {**(claimed.get("metadata") or {}), "elsewhere": True}
+        return None if claimed is None else {**(claimed.get("metadata") or {}), "elsewhere": True}
 
     def present_sessions(self, only: str | None = None) -> list[Any]:
         """Live plain-address agents (:func:`agent_link_core.presence.live_sessions`)."""

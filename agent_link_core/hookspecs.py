@@ -170,28 +170,17 @@ def agent_link_resolve_address(address: str, caller_address: str, app: App) -> d
 
 @_hookspec(firstresult=True)
 def agent_link_resolve_elsewhere(address: str, app: App) -> dict[str, Any] | None:
-    """Claim an address of an installed harness whose session is served elsewhere (e.g. a
-    session of the same host on another machine), so mail to it goes there instead of being
-    refused here.
+    """Claim a session that an installed harness does not know here but another place serves
+    (e.g. the same host on another machine), from local state only (no network).
 
-    :param address: ``<harness>:<id>`` whose harness is installed here but does not know the
-        session (or the address a fuzzy query resolved to through another plugin's listing).
-    :param app: the :class:`~agent_link_core.app.App` of this process (settings, database,
-        mailbox); optional in implementations (pluggy passes only the arguments they take).
-    :returns: ``None`` when this plugin does not serve the address, otherwise
-        ``{"metadata": {...}, "session": {...}?}``: ``metadata`` is stored with the message,
-        to which the core adds ``"elsewhere": true``; the local harness never pushes such a
-        message (the claiming plugin carries it, e.g. from its ``agent_link_record_event``),
-        and the send answers ``queued``. ``session`` is how ``resolve_agent`` shows the
-        session (a session view as ``list_agents`` gives one: ``address``, ``harness``, ``id``,
-        ``title``, ... and the plugin's own fields); without it ``resolve_agent`` shows
-        ``{"address", "harness"}``.
+    :param address: ``<harness>:<id>`` whose harness is installed but does not know the session.
+    :param app: the :class:`~agent_link_core.app.App` of this process; optional in implementations.
+    :returns: None, or ``{"metadata": {...}, "session": {...}?}``: a message to it is stored
+        with ``metadata`` plus ``"elsewhere": true``, never pushed by the local harness (the
+        plugin carries it), and ``resolve_agent`` shows ``session`` (a session view) for it.
 
-    Called when a message is sent to, or resolve_agent is asked about, such an address, after
-    the local harness said it does not know the session; it must answer from local state (no
-    network: it runs on every such send). ``firstresult``: the first plugin returning a dict
-    wins. An exception or a malformed answer is reported as this plugin's problem and the next
-    plugin is asked; with no answer the address stays ``not_found``.
+    Called by a send or resolve_agent after the local harness did not find the session.
+    ``firstresult``; a failure or a malformed answer is reported and the next plugin asked.
     """
 
 

@@ -499,8 +499,7 @@ class Hooks:
         return answer
 
     def resolve_elsewhere(self, address: str) -> dict[str, Any] | None:
-        """The first plugin's claim that ``address`` (of an installed harness that does not
-        know its session) is served elsewhere: ``{"metadata", "session"?}`` or None."""
+        """The first plugin's claim ``{"metadata", "session"?}`` on ``address`` (hookspecs), or None."""
         return self._call("agent_link_resolve_elsewhere", address=address, app=self.app)
 
     def before_send(self, message: OutgoingMessage, context: SendContext) -> list[dict[str, Any]]:

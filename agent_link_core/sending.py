@@ -375,7 +375,6 @@ def escaped_size_warnings(body: str) -> list[dict[str, Any]]:
              "details": {"bodyBytes": len(body.encode("utf-8")), "escapedChars": escaped, "limitChars": MAX_ESCAPED_CHARS}}]
 
 
-
 def _delivery_word(reply_row: Any, delivery: Delivery | None) -> str:
     if reply_row is None:
         return "none"
