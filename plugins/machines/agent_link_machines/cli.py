@@ -1,4 +1,4 @@
-"""``agent-link machines run | status | release NAME``."""
+"""``agent-link machines run | status | release NAME | permissions NAME``."""
 
 from __future__ import annotations
 
@@ -98,3 +98,19 @@ def release_(ctx: click.Context, name: str) -> None:
     except (MachinesError, ConnectionError) as exc:
         _die(str(exc))
     click.echo(f"released {name}" if removed else f"no machine claims {name}")
+
+
+@machines.command("permissions", epilog=EXIT_HELP)
+@click.argument("name")
+def permissions(name: str) -> None:
+    """Print the NATS permissions of machine NAME's user (JSON, which the server's config
+    accepts as the user's `permissions:` value): it may send mail to every machine but read
+    only its own, and write only its own directory entry (agent_link_machines.permissions)."""
+    import json
+
+    from agent_link_machines.permissions import machine_permissions
+
+    try:
+        click.echo(json.dumps(machine_permissions(name), indent=1))
+    except ValueError as exc:
+        _die(str(exc))
