@@ -24,8 +24,10 @@ def machines() -> None:
 
 @machines.command("run", epilog=EXIT_HELP)
 @click.option("--if-none", is_flag=True, help="Exit 0 at once, silently, when another relay of this state dir runs (how MCP servers start it).")
+@click.option("--until-idle", type=click.FloatRange(min=1), default=None, metavar="SECONDS",
+              help="Stop once the outbox is empty and nothing was sent or received for SECONDS (how a send from the CLI starts it).")
 @click.pass_context
-def run(ctx: click.Context, if_none: bool) -> None:
+def run(ctx: click.Context, if_none: bool, until_idle: float | None) -> None:
     """Run this machine's relay in the foreground until stopped (SIGTERM or Ctrl-C).
 
     One relay per state dir (MCP servers start one when none runs: see
@@ -44,7 +46,7 @@ def run(ctx: click.Context, if_none: bool) -> None:
             return
         _die(str(exc))
     try:
-        relay = Relay(app)
+        relay = Relay(app, idle_exit_s=until_idle)
     except (MachinesError, ValueError) as exc:
         _die(str(exc))
 

@@ -16,7 +16,8 @@ set, the hooks only touch the local database and the relay's files (no network):
 * ``agent_link_render_envelope`` names the machine a message came from;
 * ``agent_link_health`` shows the link;
 * ``agent_link_server_tasks``: every MCP server keeps one relay running for its state dir
-  (:mod:`.autostart`), unless ``AGENT_LINK_MACHINES_AUTOSTART`` is off.
+  (:mod:`.autostart`), unless ``AGENT_LINK_MACHINES_AUTOSTART`` is off; ``agent_link_on_event``
+  starts one, when none runs, after a change that wrote the outbox (the CLI alone).
 """
 
 from __future__ import annotations
@@ -57,6 +58,10 @@ agent_link_register_settings = registers(SETTINGS)
 agent_link_schema = migrations(MIGRATIONS)
 
 
+#: ``event.notes`` key: this event wrote the outbox (agent_link_record_event -> agent_link_on_event)
+OUTBOX_NOTE = "machines.outbox"
+
+
 def _configured(app: Any) -> bool:
     return bool(app.config.get(URL_SETTING))
 
@@ -92,6 +97,17 @@ def agent_link_record_event(event: Event, conn: sqlite3.Connection, app: PluginA
             "INSERT OR IGNORE INTO machines_outbox (record_id, machine, payload, created_at) VALUES (?, ?, ?, ?)",
             (record_id, machine, json.dumps(payload, ensure_ascii=False), now_ms()),
         )
+        event.notes[OUTBOX_NOTE] = True
+
+
+@hookimpl
+def agent_link_on_event(event: Event, app: PluginApp) -> None:
+    """Once a change that wrote the outbox is committed: with autostart on, start a relay if
+    none runs (:func:`agent_link_machines.autostart.nudge_relay`: mail from the CLI alone goes out)."""
+    if event.notes.get(OUTBOX_NOTE) and app.config.get(AUTOSTART_SETTING):
+        from agent_link_machines.autostart import nudge_relay
+
+        nudge_relay(app.config)
 
 
 @hookimpl

@@ -110,6 +110,8 @@ class Machine:
             "XDG_CONFIG_HOME": str(home / ".config"), "AGENT_LINK_LOAD_PLUGINS": "machines",
             "AGENT_LINK_ENGINE_URL": engine.url, "AGENT_LINK_MACHINE": name,
             "AGENT_LINK_MACHINES_HEARTBEAT_MS": str(heartbeat_ms), "AGENT_LINK_PAIR_RATE": "0", "AGENT_LINK_REPEAT_WINDOW_MS": "0",
+            # the test starts and stops the relay (start_relay); a test of autostart turns it on
+            "AGENT_LINK_MACHINES_AUTOSTART": "off",
         }
         self.relay: subprocess.Popen[bytes] | None = None
 
