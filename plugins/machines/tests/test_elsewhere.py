@@ -56,6 +56,7 @@ def app(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[App]:
     monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "machines")
     monkeypatch.setenv("AGENT_LINK_ENGINE_URL", "nats://127.0.0.1:1")  # configured; nothing is contacted
     monkeypatch.setenv("AGENT_LINK_MACHINE", "alpha")
+    monkeypatch.setenv("AGENT_LINK_MACHINES_AUTOSTART", "off")  # a send writing the outbox would start a relay
     application = App.create(extra_plugins=(("fakehost", FakeHost()),))
     view = {"address": FAR, "harness": "fake", "id": "far-thread", "title": "Far thread", "surface": [], "loaded": True,
             "archived": False, "lastActivityAt": None, "receive": {}, "lastActivityMs": now_ms()}
@@ -78,15 +79,21 @@ async def test_a_send_to_another_machines_session_of_a_local_harness_goes_to_its
     # beta stores it as its own harness's mail: the routing marks do not travel
     assert machine == "beta" and record["recipient"] == FAR and record["origin"] == "alpha"
     assert "elsewhere" not in record["metadata"] and "machines" not in record["metadata"]
+    # autostart off: the send started no relay (test_machines.py has one a send starts)
+    assert not (Path(app.config.state_dir) / "machines" / "nudged").exists()
 
     verdict = await app.resolve_agent(FAR)
     assert verdict["status"] == "resolved"
     assert (verdict["best"]["machine"], verdict["best"]["title"], verdict["best"]["machineStale"]) == ("beta", "Far thread", False)
 
+    # found by words of its title (the machines harness lists it): claimed the same way
+    by_title = await app.send(caller=sender, to="Far thread", body="found by its title")
+    assert by_title.message["recipient"] == FAR and by_title.message["metadata"]["elsewhere"] is True and harness.pushed == []
+
     # a session the local harness knows stays local mail; one nobody lists stays not_found
     near = await app.send(caller=sender, to="fake:near", body="hello here")
     assert harness.pushed == [near.message["id"]] and "elsewhere" not in near.message["metadata"]
-    assert app.store.conn.execute("SELECT COUNT(*) FROM machines_outbox").fetchone()[0] == 1
+    assert app.store.conn.execute("SELECT COUNT(*) FROM machines_outbox").fetchone()[0] == 2
     with pytest.raises(AgentLinkError) as e:
         await app.send(caller=sender, to="fake:nowhere", body="hi")
     assert e.value.code == "not_found"
