@@ -24,7 +24,6 @@ import pluggy
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import sqlite3
-    from collections.abc import Awaitable
 
     import click
 
@@ -32,8 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from agent_link_core.config import Setting
     from agent_link_core.harness import Harness
     from agent_link_core.model import Caller
-    from agent_link_core.records import EnvelopeContribution, Event, OutgoingMessage, SendContext
-    from agent_link_core.records import PromptHook
+    from agent_link_core.records import EnvelopeContribution, Event, OutgoingMessage, PromptHook, SendContext
     from agent_link_core.reminders import DueReminders
     from agent_link_core.store import Migration
     from agent_link_core.tools.registry import ToolSpec
