@@ -258,6 +258,8 @@ RESULT_CHECKS: dict[str, Callable[[Any, str], str | None]] = {
                      "agent_link_register_legacy_importers"), _NOTHING),
     "agent_link_schema": _check_migrations,
     "agent_link_resolve_address": _check_resolution,
+    "agent_link_resolve_elsewhere": _expect(lambda r: isinstance(r, Mapping) and all(isinstance(r.get(k, {}), Mapping) for k in ("metadata", "session")),
+                                            "expected None or {'metadata': dict, 'session'?: dict}"),
     "agent_link_before_send": _check_warnings,
     "agent_link_render_envelope": _check_contribution,
     "agent_link_health": _check_health,

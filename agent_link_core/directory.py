@@ -289,8 +289,6 @@ class Directory:
         :raises AgentLinkError: ``invalid_arguments`` (path ``cursor``) for a cursor this
             method did not give.
         """
-        from agent_link_core.directory import decode_cursor, listing_depth, page_of, was_cut
-
         position = decode_cursor(cursor, "list_agents")
         depth = listing_depth(position, limit)
         listings = await gather_listings(self.harnesses, only=harness, include_archived=include_archived,
@@ -328,7 +326,10 @@ class Directory:
             if owner is not None:
                 session = await self.app._get_session(owner, ident)
                 if session is None:
-                    return {**out, "status": "not_found"}
+                    if (claimed := self.hooks.resolve_elsewhere(query)) is None:
+                        return {**out, "status": "not_found"}
+                    best = {"address": query, "harness": scheme, **(claimed.get("session") or {})}
+                    return {**out, "status": "resolved", "best": best, "candidates": [best]}
                 view = session_view(session)
                 return {**out, "status": "resolved", "best": view, "candidates": [view]}
             try:
@@ -386,6 +387,8 @@ class Directory:
             if owner is not None:
                 session = await self.app._get_session(owner, ident)
                 if session is None:
+                    if (claimed := self.elsewhere(to)) is not None:
+                        return to, None, claimed
                     raise AgentLinkError("not_found", f"No session {to} is known.", {"query": to, "candidates": []})
                 if session.archived and not allow_archived:
                     raise AgentLinkError("archived", f"{to} is archived and cannot receive mail.", {"address": to})
@@ -404,7 +407,8 @@ class Directory:
             best = verdict["best"]
             if best.get("archived"):
                 raise AgentLinkError("archived", f"{best['address']} is archived and cannot receive mail.", {"address": best["address"]})
-            return best["address"], None, {}
+            # a session of an installed harness that another plugin listed (served elsewhere)
+            return best["address"], None, (self.elsewhere(best["address"]) if address_scheme(best["address"]) in self.harnesses else None) or {}
         short = [{"address": c["address"], "title": c.get("title")} for c in verdict["candidates"][:5]]
         if verdict["status"] == "ambiguous":
             raise AgentLinkError("ambiguous", f"{to!r} matches several agents.", {"query": to, "candidates": short},
@@ -415,6 +419,11 @@ class Directory:
         else:
             hint = "List agents with list_agents, or give an address such as <harness>:<id>."
         raise AgentLinkError("not_found", f"No agent matches {to!r}.", {"query": to, "candidates": short}, hint=hint)
+
+    def elsewhere(self, address: str) -> dict[str, Any] | None:
+        """A message's metadata when a plugin claims ``address`` (``agent_link_resolve_elsewhere``), else None."""
+        claimed = self.hooks.resolve_elsewhere(address)
+        return None if claimed is None else {**(claimed.get("metadata") or {}), "elsewhere": True}
 
     def present_sessions(self, only: str | None = None) -> list[Any]:
         """Live plain-address agents (:func:`agent_link_core.presence.live_sessions`)."""

@@ -24,7 +24,6 @@ import pluggy
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import sqlite3
-    from collections.abc import Awaitable
 
     import click
 
@@ -32,8 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from agent_link_core.config import Setting
     from agent_link_core.harness import Harness
     from agent_link_core.model import Caller
-    from agent_link_core.records import EnvelopeContribution, Event, OutgoingMessage, SendContext
-    from agent_link_core.records import PromptHook
+    from agent_link_core.records import EnvelopeContribution, Event, OutgoingMessage, PromptHook, SendContext
     from agent_link_core.reminders import DueReminders
     from agent_link_core.store import Migration
     from agent_link_core.tools.registry import ToolSpec
@@ -165,6 +163,22 @@ def agent_link_resolve_address(address: str, caller_address: str, app: App) -> d
     scheme no harness owns. ``firstresult``: the first plugin returning a dict wins. Another
     exception, a malformed answer or a hang is reported as this plugin's problem and the
     next plugin is asked.
+    """
+
+
+@_hookspec(firstresult=True)
+def agent_link_resolve_elsewhere(address: str, app: App) -> dict[str, Any] | None:
+    """Claim a session that an installed harness does not know here but another place serves
+    (e.g. the same host on another machine), from local state only (no network).
+
+    :param address: ``<harness>:<id>`` whose harness is installed but does not know the session.
+    :param app: the :class:`~agent_link_core.app.App` of this process; optional in implementations.
+    :returns: None, or ``{"metadata": {...}, "session": {...}?}``: a message to it is stored
+        with ``metadata`` plus ``"elsewhere": true``, never pushed by the local harness (the
+        plugin carries it), and ``resolve_agent`` shows ``session`` (a session view) for it.
+
+    Called by a send or resolve_agent after the local harness did not find the session.
+    ``firstresult``; a failure or a malformed answer is reported and the next plugin asked.
     """
 
 

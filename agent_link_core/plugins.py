@@ -498,6 +498,10 @@ class Hooks:
             return await answer
         return answer
 
+    def resolve_elsewhere(self, address: str) -> dict[str, Any] | None:
+        """The first plugin's claim ``{"metadata", "session"?}`` on ``address`` (hookspecs), or None."""
+        return self._call("agent_link_resolve_elsewhere", address=address, app=self.app)
+
     def before_send(self, message: OutgoingMessage, context: SendContext) -> list[dict[str, Any]]:
         """Run every ``before_send`` check; returns their warnings (a refusal raises AgentLinkError).
         A plugin that fails here adds a ``plugin_failed`` warning; the send goes on without it."""

@@ -160,6 +160,9 @@ class Outbox:
         harness = self.harnesses.get(scheme)
         if harness is None:
             return None
+        if '"elsewhere"' in (row["metadata"] or "") and json.loads(row["metadata"]).get("elsewhere") is True:
+            # served elsewhere (Directory.elsewhere): the plugin that claimed it carries it there
+            return Delivery()
         if self.app.waits.held_by_wait(row):
             self.mailbox.record_event(row["id"], HELD_EVENT, row["recipient"], None, {})
             return Delivery(state="held_for_wait", note="the recipient's running wait returns it")
@@ -370,7 +373,6 @@ def escaped_size_warnings(body: str) -> list[dict[str, Any]]:
              "message": f"The body escapes to {escaped} characters in its envelope (characters such as < and & take several), "
                         f"more than the {MAX_ESCAPED_CHARS} one read may show: nothing is cut, but the recipient may read it in pages.",
              "details": {"bodyBytes": len(body.encode("utf-8")), "escapedChars": escaped, "limitChars": MAX_ESCAPED_CHARS}}]
-
 
 
 def _delivery_word(reply_row: Any, delivery: Delivery | None) -> str:

@@ -116,6 +116,14 @@ class Recorder:
         return None
 
     @hookimpl
+    def agent_link_resolve_elsewhere(self, address: str, app: App) -> Any:
+        if address == "fake:far":  # a session of the fake host that another place serves
+            return {"metadata": {"farAway": "box2"}, "session": {"title": "Far fake", "place": "box2"}}
+        if address == "fake:garbled":
+            return ["not", "a", "claim"]
+        return None
+
+    @hookimpl
     def agent_link_before_send(self, message: Any, context: Any, app: App) -> list[dict[str, Any]] | None:
         if message.body == "forbidden":
             raise AgentLinkError("permission_denied", "refused by policy", {"reason": "test_policy"})
@@ -271,6 +279,32 @@ async def test_resolve_address_served_elsewhere_is_not_unknown(app: App) -> None
 
     assert _check_resolution({"address": "team:x", "served": "yes"}, "p") == "returned a resolution whose 'served' is not a boolean"
     assert _check_resolution({"address": "team:x", "served": False}, "p") is None
+
+
+@pytest.mark.anyio
+async def test_resolve_elsewhere_claims_a_session_the_harness_does_not_know(app: App, recorder: Recorder) -> None:
+    caller = app.caller({"fakeSession": "two"})
+    pushed = len(recorder.harness.pushed)
+    out = await app.send(caller=caller, to="fake:far", body="to the far one", anticipation="reply")
+    # stored for the claiming plugin to carry, with its metadata; the local harness pushed nothing
+    assert out.message["recipient"] == "fake:far" and out.address_warning is None
+    assert out.message["metadata"]["farAway"] == "box2" and out.message["metadata"]["elsewhere"] is True
+    assert len(recorder.harness.pushed) == pushed and out.delivery is not None and out.delivery.state == "queued"
+    assert not out.delivery.warnings and app.mailbox.get_row(out.message["id"])["delivered_via"] is None
+    # a later push (a wait ending, a retry) leaves it alone too
+    assert (await app.push(app.mailbox.get_row(out.message["id"]), {})).state == "queued"
+    assert len(recorder.harness.pushed) == pushed
+    verdict = await app.resolve_agent("fake:far")
+    assert verdict["status"] == "resolved"
+    assert verdict["best"] == {"address": "fake:far", "harness": "fake", "title": "Far fake", "place": "box2"}
+    # a session the local harness knows is never asked about; an unclaimed unknown one stays not_found
+    assert "elsewhere" not in (await app.send(caller=caller, to="fake:one", body="near")).message["metadata"]
+    assert (await app.resolve_agent("fake:missing"))["status"] == "not_found"
+    # a malformed claim is the plugin's problem, reported; the address stays not_found
+    with pytest.raises(AgentLinkError) as e:
+        await app.send(caller=caller, to="fake:garbled", body="hi")
+    assert e.value.code == "not_found"
+    assert any(p.get("plugin") == "fake" and "agent_link_resolve_elsewhere" in json.dumps(p) for p in app.hooks.problems())
 
 
 @pytest.mark.anyio

@@ -14,6 +14,10 @@ relay that exits with an error (wrong credentials, a name taken: its one line is
 ``relay.log``) is not started again before :data:`FAILED_BACKOFF_S`, so a wrong setting does
 not spawn a process every few seconds; one stopped by a signal is started again at the next
 check.
+
+Without an MCP server (the CLI alone), a process that wrote the outbox starts a relay itself
+(:func:`nudge_relay`, from the plugin's ``agent_link_on_event``): detached, it stops once it
+has been idle for :data:`NUDGED_IDLE_S`, replies to what it sent included if they come in time.
 """
 
 from __future__ import annotations
@@ -24,12 +28,15 @@ import logging
 import os
 import subprocess
 import sys
+import time
 from typing import Any
 
 from agent_link_machines.common import plugin_dir
 
 log = logging.getLogger(__name__)
 CHECK_S = 5.0
+#: how long a relay started by a send from the CLI (:func:`nudge_relay`) stays idle before it stops, s
+NUDGED_IDLE_S = 120
 FAILED_BACKOFF_S = 300.0
 STOP_S = 10.0
 
@@ -50,9 +57,10 @@ def relay_running(config: Any) -> bool:
     return False
 
 
-def start_relay(config: Any) -> subprocess.Popen[bytes]:
-    """Start ``agent-link machines run --if-none`` for this state dir as a child of this process,
-    its output appended to ``<state>/machines/relay.log``.
+def start_relay(config: Any, *extra: str, detached: bool = False) -> subprocess.Popen[bytes]:
+    """Start ``agent-link machines run --if-none EXTRA`` for this state dir, its output
+    appended to ``<state>/machines/relay.log``: a child of this process, or with ``detached``
+    one in a session of its own that outlives it.
 
     :raises OSError: the log or the process cannot be made.
     """
@@ -61,10 +69,37 @@ def start_relay(config: Any) -> subprocess.Popen[bytes]:
     fd = os.open(folder / "relay.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
         # the running interpreter's own CLI: the same installation as this server
-        return subprocess.Popen([sys.executable, "-m", "agent_link_core", "machines", "run", "--if-none"],
-                                stdin=subprocess.DEVNULL, stdout=fd, stderr=fd, env=dict(os.environ, AGENT_LINK_STATE_DIR=config.state_dir))
+        return subprocess.Popen([sys.executable, "-m", "agent_link_core", "machines", "run", "--if-none", *extra],
+                                stdin=subprocess.DEVNULL, stdout=fd, stderr=fd, env=dict(os.environ, AGENT_LINK_STATE_DIR=config.state_dir),
+                                start_new_session=detached)
     finally:
         os.close(fd)
+
+
+def nudge_relay(config: Any) -> bool:
+    """After this process wrote the outbox (a CLI send, a reply): when no relay of the state
+    dir runs, start one detached that stops once idle for :data:`NUDGED_IDLE_S` (its outbox
+    sent, nothing arriving), so mail goes out with no MCP server running. At most one start
+    per :data:`CHECK_S` (a relay that fails at once is not started on every send).
+
+    :returns: True when a relay was started.
+    """
+    if relay_running(config):
+        return False
+    mark = plugin_dir(config) / "nudged"
+    try:
+        if time.time() - mark.stat().st_mtime < CHECK_S:
+            return False
+    except OSError:
+        pass  # never nudged
+    try:
+        mark.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        mark.touch(mode=0o600)
+        start_relay(config, "--until-idle", str(NUDGED_IDLE_S), detached=True)
+    except OSError as exc:  # the send stands; health says no relay runs
+        log.warning("cannot start the relay: %s", exc)
+        return False
+    return True
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:

@@ -1,4 +1,4 @@
-"""``agent-link machines run | status | release NAME``."""
+"""``agent-link machines run | status | release NAME | permissions NAME``."""
 
 from __future__ import annotations
 
@@ -24,8 +24,10 @@ def machines() -> None:
 
 @machines.command("run", epilog=EXIT_HELP)
 @click.option("--if-none", is_flag=True, help="Exit 0 at once, silently, when another relay of this state dir runs (how MCP servers start it).")
+@click.option("--until-idle", type=click.FloatRange(min=1), default=None, metavar="SECONDS",
+              help="Stop once the outbox is empty and nothing was sent or received for SECONDS (how a send from the CLI starts it).")
 @click.pass_context
-def run(ctx: click.Context, if_none: bool) -> None:
+def run(ctx: click.Context, if_none: bool, until_idle: float | None) -> None:
     """Run this machine's relay in the foreground until stopped (SIGTERM or Ctrl-C).
 
     One relay per state dir (MCP servers start one when none runs: see
@@ -44,7 +46,7 @@ def run(ctx: click.Context, if_none: bool) -> None:
             return
         _die(str(exc))
     try:
-        relay = Relay(app)
+        relay = Relay(app, idle_exit_s=until_idle)
     except (MachinesError, ValueError) as exc:
         _die(str(exc))
 
@@ -98,3 +100,19 @@ def release_(ctx: click.Context, name: str) -> None:
     except (MachinesError, ConnectionError) as exc:
         _die(str(exc))
     click.echo(f"released {name}" if removed else f"no machine claims {name}")
+
+
+@machines.command("permissions", epilog=EXIT_HELP)
+@click.argument("name")
+def permissions(name: str) -> None:
+    """Print the NATS permissions of machine NAME's user (JSON, which the server's config
+    accepts as the user's `permissions:` value): it may send mail to every machine but read
+    only its own, and write only its own directory entry (agent_link_machines.permissions)."""
+    import json
+
+    from agent_link_machines.permissions import machine_permissions
+
+    try:
+        click.echo(json.dumps(machine_permissions(name), indent=1))
+    except ValueError as exc:
+        _die(str(exc))

@@ -165,6 +165,23 @@ def machine_of(config: Any, address: str) -> str | None:
     return max(found)[1] if found else None
 
 
+def listed_session(config: Any, address: str) -> tuple[str, dict[str, Any]] | None:
+    """``(machine, session view)`` of the other machine whose listing holds the session
+    ``address`` (the newest listing when several do), the view marked with ``machine``,
+    ``machineStale`` and ``machineAgeMs`` as the ``machines`` harness lists it; None when no
+    other machine lists such a session. Reads ``directory.json``: no network."""
+    machine = machine_of(config, address)
+    entry = ((read_directory(config) or {}).get("machines") or {}).get(machine) if machine else None
+    if machine is None or not isinstance(entry, dict):
+        return None
+    view = next((s for s in entry.get("sessions") or () if isinstance(s, dict) and s.get("address") == address), None)
+    if view is None:
+        return None
+    age = age_ms(entry.get("at"))
+    shown = {k: v for k, v in view.items() if k != "lastActivityMs"}
+    return machine, {**shown, "machine": machine, "machineStale": age is None or age > stale_after_ms(config), "machineAgeMs": age}
+
+
 def age_ms(at: Any) -> int | None:
     """Milliseconds since ``at`` (epoch ms), or None."""
     return now_ms() - int(at) if isinstance(at, int) else None

@@ -9,12 +9,15 @@ set, the hooks only touch the local database and the relay's files (no network):
   outbox table, in the same transaction as the change, so nothing acknowledged is lost
   between the commit and the engine; the relay (:mod:`agent_link_machines.relay`) sends it;
 * ``agent_link_resolve_address`` pins a plain address listed by another machine to that
-  machine (stored with the message as ``metadata.machines.to``);
+  machine (stored with the message as ``metadata.machines.to``), and
+  ``agent_link_resolve_elsewhere`` does the same for a session of a harness installed here
+  too (a Codex thread on another machine), which the local harness then leaves alone;
 * the ``machines`` harness lists the other machines' sessions (:mod:`.harness`);
 * ``agent_link_render_envelope`` names the machine a message came from;
 * ``agent_link_health`` shows the link;
 * ``agent_link_server_tasks``: every MCP server keeps one relay running for its state dir
-  (:mod:`.autostart`), unless ``AGENT_LINK_MACHINES_AUTOSTART`` is off.
+  (:mod:`.autostart`), unless ``AGENT_LINK_MACHINES_AUTOSTART`` is off; ``agent_link_on_event``
+  starts one, when none runs, after a change that wrote the outbox (the CLI alone).
 """
 
 from __future__ import annotations
@@ -55,6 +58,10 @@ agent_link_register_settings = registers(SETTINGS)
 agent_link_schema = migrations(MIGRATIONS)
 
 
+#: ``event.notes`` key: this event wrote the outbox (agent_link_record_event -> agent_link_on_event)
+OUTBOX_NOTE = "machines.outbox"
+
+
 def _configured(app: Any) -> bool:
     return bool(app.config.get(URL_SETTING))
 
@@ -90,6 +97,17 @@ def agent_link_record_event(event: Event, conn: sqlite3.Connection, app: PluginA
             "INSERT OR IGNORE INTO machines_outbox (record_id, machine, payload, created_at) VALUES (?, ?, ?, ?)",
             (record_id, machine, json.dumps(payload, ensure_ascii=False), now_ms()),
         )
+        event.notes[OUTBOX_NOTE] = True
+
+
+@hookimpl
+def agent_link_on_event(event: Event, app: PluginApp) -> None:
+    """Once a change that wrote the outbox is committed: with autostart on, start a relay if
+    none runs (:func:`agent_link_machines.autostart.nudge_relay`: mail from the CLI alone goes out)."""
+    if event.notes.get(OUTBOX_NOTE) and app.config.get(AUTOSTART_SETTING):
+        from agent_link_machines.autostart import nudge_relay
+
+        nudge_relay(app.config)
 
 
 @hookimpl
@@ -105,6 +123,22 @@ def agent_link_resolve_address(address: str, app: PluginApp) -> dict[str, Any] |
     if app.store.conn.execute("SELECT 1 FROM presence WHERE address = ?", (address,)).fetchone() is not None:
         return None
     return {"address": address, "via": None, "metadata": {"machines": {"to": machine}}, "served": True}
+
+
+@hookimpl
+def agent_link_resolve_elsewhere(address: str, app: PluginApp) -> dict[str, Any] | None:
+    """A session of a harness installed here that another machine lists (a Codex thread, a
+    Claude Code session over there): pinned to that machine; the relay carries it and that
+    machine's harness delivers it."""
+    if not _configured(app):
+        return None
+    from agent_link_machines.common import listed_session
+
+    found = listed_session(app.config, address)
+    if found is None:
+        return None
+    machine, view = found
+    return {"metadata": {"machines": {"to": machine}}, "session": view}
 
 
 @hookimpl

@@ -46,7 +46,7 @@ def message_record(row: sqlite3.Row, own: str) -> dict[str, Any]:
         "id": row["id"], "from": row["from_addr"], "source": sender.get("source") or row["from_source"],
         "verified": bool(sender.get("verified")), "to": row["to_addr"], "recipient": row["recipient"],
         "body": row["body"], "anticipation": row["anticipation"], "replyBy": row["reply_by"], "replyTo": row["reply_to"],
-        "metadata": {k: v for k, v in meta.items() if k not in ("sender", "machines")}, "origin": own,
+        "metadata": {k: v for k, v in meta.items() if k not in ("sender", "machines", "elsewhere")}, "origin": own,
     }
 
 

@@ -32,6 +32,7 @@ import json
 import logging
 import os
 import secrets
+import time
 import urllib.parse
 from pathlib import Path
 from typing import Any
@@ -123,12 +124,16 @@ class Relay:
     """This machine's link to the engine (see the module docstring).
 
     :param app: the :class:`~agent_link_core.app.App` of this process (its state dir and database).
+    :param idle_exit_s: stop (return from :meth:`run`) once the outbox is empty and nothing
+        was sent or applied for this many seconds; None: run until cancelled.
     :raises MachinesError: ``AGENT_LINK_ENGINE_URL`` unset or not a NATS URL, a creds file that is not one.
     :raises ValueError: ``AGENT_LINK_MACHINE`` is not a machine name.
     """
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, idle_exit_s: float | None = None) -> None:
         self.app = app
+        self.idle_exit_s = idle_exit_s
+        self.last_work = time.monotonic()  # the last record sent or applied
         self.config = app.config
         self.machine = machine_name(self.config)
         self.servers = check_url(self.config.get(URL_SETTING))
@@ -269,10 +274,12 @@ class Relay:
     # -- loops ---------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Connect, then run the three loops until cancelled or a :class:`MachinesError`. Any
+        """Connect, then run the three loops until cancelled (by :meth:`idle_watch` too) or a :class:`MachinesError`. Any
         other failure (the engine went away while the stream or consumer was being set up)
         closes the connection and starts over after :data:`RETRY_S`: mail waits meanwhile."""
-        beat = asyncio.create_task(self.status_loop())
+        helpers = [asyncio.create_task(self.status_loop())]
+        if self.idle_exit_s is not None:
+            helpers.append(asyncio.create_task(self.idle_watch(asyncio.current_task())))
         try:
             while True:
                 try:
@@ -284,8 +291,19 @@ class Relay:
                     self._set(False, _describe(exc))
                     await asyncio.sleep(RETRY_S)
         finally:
-            beat.cancel()
-            await asyncio.gather(beat, return_exceptions=True)
+            for helper in helpers:
+                helper.cancel()
+            await asyncio.gather(*helpers, return_exceptions=True)
+
+    async def idle_watch(self, main: asyncio.Task[Any] | None) -> None:
+        """Cancel ``main`` (the task running :meth:`run`) once the outbox is empty and nothing
+        was sent or applied for :attr:`idle_exit_s` seconds."""
+        assert self.idle_exit_s is not None and main is not None
+        while True:
+            await asyncio.sleep(min(1.0, self.idle_exit_s))
+            if time.monotonic() - self.last_work >= self.idle_exit_s and not self._unsent():
+                main.cancel()
+                return
 
     async def status_loop(self) -> None:
         """Rewrite ``status.json`` every heartbeat, whatever the engine does: its age tells
@@ -390,6 +408,7 @@ class Relay:
                     with self.app.store.write() as conn:
                         conn.executemany("UPDATE machines_outbox SET sent_at = ? WHERE seq = ?", [(at, s) for s in done])
                     self.sent += len(done)
+                    self.last_work = time.monotonic()
                 if failed is not None:
                     await asyncio.sleep(RETRY_S)
         finally:
@@ -453,6 +472,7 @@ class Relay:
             for row in rows:
                 await self.app.push(row, {})
             self.applied += 1
+            self.last_work = time.monotonic()
             with contextlib.suppress(Exception):  # an ack lost: the record comes again and changes nothing
                 await msg.ack()
 

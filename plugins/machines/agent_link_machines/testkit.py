@@ -43,21 +43,36 @@ class Engine:
     """One nats-server with JetStream in ``root``; survives :meth:`kill` + :meth:`start`
     (same port, same store)."""
 
-    def __init__(self, root: Path, jetstream: bool = True) -> None:
+    def __init__(self, root: Path, jetstream: bool = True, users: dict[str, dict[str, Any]] | None = None) -> None:
+        """:param users: ``{user: NATS permissions}``: one user per machine (password
+        :meth:`password_of`) instead of the one shared user without limits."""
         self.root = root
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
         root.mkdir(parents=True, exist_ok=True)
+        if users:  # the server's config format accepts JSON values
+            entries = [{"user": name, "password": self.password_of(name), "permissions": perms} for name, perms in users.items()]
+            auth = f"authorization {{ users: {json.dumps(entries)} }}\n"
+        else:
+            auth = f"authorization {{ user: {USER}, password: {PASSWORD} }}\n"
         # sync_interval always: an acknowledged publish is on disk, so kill -9 loses nothing acknowledged
         (root / "server.conf").write_text(
             f'listen: "127.0.0.1:{self.port}"\n'
-            + (f'jetstream {{ store_dir: "{root / "js"}", sync_interval: always }}\n' if jetstream else "")
-            + f'authorization {{ user: {USER}, password: {PASSWORD} }}\n', encoding="utf-8")
+            + (f'jetstream {{ store_dir: "{root / "js"}", sync_interval: always }}\n' if jetstream else "") + auth, encoding="utf-8")
+
+    @staticmethod
+    def password_of(user: str) -> str:
+        """The password of ``user`` when the engine has one user per machine."""
+        return f"{user}-{PASSWORD}"
 
     @property
     def url(self) -> str:
         """``nats://user:password@127.0.0.1:<port>``."""
         return f"nats://{USER}:{PASSWORD}@127.0.0.1:{self.port}"
+
+    def url_for(self, user: str) -> str:
+        """The URL with ``user``'s own credentials (an engine made with ``users``)."""
+        return f"nats://{user}:{self.password_of(user)}@127.0.0.1:{self.port}"
 
     def start(self) -> None:
         """Start the server (again) and wait until it listens (at most START_S seconds)."""
@@ -95,6 +110,8 @@ class Machine:
             "XDG_CONFIG_HOME": str(home / ".config"), "AGENT_LINK_LOAD_PLUGINS": "machines",
             "AGENT_LINK_ENGINE_URL": engine.url, "AGENT_LINK_MACHINE": name,
             "AGENT_LINK_MACHINES_HEARTBEAT_MS": str(heartbeat_ms), "AGENT_LINK_PAIR_RATE": "0", "AGENT_LINK_REPEAT_WINDOW_MS": "0",
+            # the test starts and stops the relay (start_relay); a test of autostart turns it on
+            "AGENT_LINK_MACHINES_AUTOSTART": "off",
         }
         self.relay: subprocess.Popen[bytes] | None = None
 

@@ -357,7 +357,8 @@ def mcp_server(m: Machine, **extra: str) -> Any:
 
     from agent_link_machines.testkit import BIN
 
-    return subprocess.Popen([str(BIN / "agent-link"), "mcp"], env={**m.env, "AGENT_LINK_ADDRESS": "team:alice", **extra},
+    return subprocess.Popen([str(BIN / "agent-link"), "mcp"], env={**m.env, "AGENT_LINK_ADDRESS": "team:alice",
+                                                                 "AGENT_LINK_MACHINES_AUTOSTART": "on", **extra},
                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -397,7 +398,7 @@ def test_autostart_off_starts_no_relay_and_if_none_exits_quietly(machines: Calla
 
     a = machines("alpha")
     for value, tasks in (("off", 0), ("on", 1), (None, 1)):  # None: the default
-        env = {**a.env, "AGENT_LINK_MACHINES_AUTOSTART": value} if value else a.env
+        env = {k: v for k, v in a.env.items() if k != "AGENT_LINK_MACHINES_AUTOSTART"} | ({"AGENT_LINK_MACHINES_AUTOSTART": value} if value else {})
         app = App.create(env=env)
         try:
             assert len(agent_link_server_tasks(app=app) or ()) == tasks, value
@@ -414,3 +415,40 @@ def test_autostart_off_starts_no_relay_and_if_none_exits_quietly(machines: Calla
     assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "")
     loud = a.cli("machines", "run", check=False)
     assert loud.returncode == 1 and loud.stderr.strip().startswith("agent-link machines: another relay of this state dir")
+
+
+def test_a_send_from_the_cli_alone_starts_a_relay_that_stops_when_idle(machines: Callable[..., Machine]) -> None:
+    a, b = pair(machines)
+    a.stop()  # no relay on alpha now, and no MCP server: the CLI alone
+    until(lambda: lock_holder(a) is None, 30, "alpha's relay to stop")
+    cli_only = {**a.env, "AGENT_LINK_MACHINES_AUTOSTART": "on"}
+    nudged = None
+    try:
+        sent = json.loads(subprocess_cli(cli_only, "send", "team:bob", "from the CLI alone", "--anticipation", "reply", "--json",
+                                         address="team:alice"))
+        nudged = until(lambda: lock_holder(a), 30, "the send to start alpha's relay")
+        until(lambda: any(m["id"] == sent["messageId"] for m in b.json("inbox", address="team:bob")["messages"]), 30,
+              "the message on beta")
+        b.cli("reply", sent["messageId"], "answered", address="team:bob")
+        # the relay the send started brings the reply back
+        waited = json.loads(a.cli("wait", sent["messageId"], "--timeout-ms", "30000", "--json", address="team:alice").stdout)
+        assert waited["outcome"] == "reply", waited
+        assert lock_holder(a) == nudged  # one relay, the one the send started
+    finally:
+        if nudged is not None:
+            os.kill(nudged, signal.SIGTERM)
+    until(lambda: lock_holder(a) is None, 30, "the started relay to stop")
+    # a relay told to stop when idle does so once its outbox is empty and nothing comes
+    idle = a.cli("machines", "run", "--until-idle", "1", check=False, timeout=120)
+    assert (idle.returncode, idle.stderr) == (0, ""), idle
+
+
+def subprocess_cli(env: dict[str, str], *args: str, address: str) -> str:
+    import subprocess
+
+    from agent_link_machines.testkit import BIN
+
+    done = subprocess.run([str(BIN / "agent-link"), *args], env={**env, "AGENT_LINK_ADDRESS": address}, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout

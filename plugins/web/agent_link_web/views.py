@@ -116,7 +116,9 @@ async def agents(app: App, person: str) -> dict[str, Any]:
         known.add(s["address"])
         rows.append({"address": s["address"], "harness": s["harness"], "title": s.get("title"), "cwd": s.get("cwd"),
                      "live": s.get("loaded"), "lastActivityAt": s.get("lastActivityAt"), "labels": labels.get(s["address"], []),
-                     "mailOnly": False, "activity": activity(s)})
+                     "mailOnly": False, "activity": activity(s),
+                     # a session another machine lists (the machines plugin): which one, and whether its listing is stale
+                     "machine": s.get("machine"), "machineStale": bool(s.get("machineStale"))})
     correspondents = app.mailbox.recent_correspondents(MAIL_ADDRESS_SCAN, visibility)
     titles = session_titles(app.store.conn, [r["address"] for r in correspondents if r["address"] not in known])
     for r in correspondents:
@@ -125,11 +127,12 @@ async def agents(app: App, person: str) -> dict[str, Any]:
         known.add(r["address"])
         rows.append({"address": r["address"], "harness": r["address"].split(":", 1)[0], "title": titles.get(r["address"]),
                      "cwd": None, "live": None, "lastActivityAt": iso(r["at"]), "labels": labels.get(r["address"], []),
-                     "mailOnly": True, "activity": "unknown"})
+                     "mailOnly": True, "activity": "unknown", "machine": None, "machineStale": False})
     for address, names in labels.items():
         if address not in known and address != person:
             rows.append({"address": address, "harness": address.split(":", 1)[0], "title": None, "cwd": None, "live": None,
-                         "lastActivityAt": None, "labels": names, "mailOnly": True, "activity": "unknown"})
+                         "lastActivityAt": None, "labels": names, "mailOnly": True, "activity": "unknown", "machine": None,
+                         "machineStale": False})
     waits_on: dict[str, list[str]] = {}
     owes: dict[str, list[str]] = {}
     for w in waiting(app, person):

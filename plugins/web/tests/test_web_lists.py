@@ -89,3 +89,39 @@ def test_cards_carry_the_titles_and_the_conversations_their_roots(tmp_path: Path
         assert {(a["address"], a["title"]) for a in agents} == {(f"team:a{k}", f"agent {k}") for k in range(6)}
     finally:
         app.close()
+
+
+def test_agents_of_another_machine_show_the_machine_and_a_stale_listing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_link_core import hookimpl
+    from agent_link_core.harness import Harness, SessionListing
+    from agent_link_core.model import Session
+    from agent_link_web.server import templates
+
+    class Far(Harness):
+        name = "far"
+
+        async def list_sessions(self, *, include_archived: bool = False, limit: int = 200) -> SessionListing:
+            return SessionListing([Session("codex:t1", "codex", "t1", title="Thread on beta", extra={"machine": "beta", "machineStale": True}),
+                                   Session("far:here", "far", "here", title="Local one")])
+
+        async def get_session(self, session_id: str) -> Session | None:
+            return None
+
+    class FarPlugin:
+        @hookimpl
+        def agent_link_register_harnesses(self, register: Any) -> None:
+            register(Far())
+
+    monkeypatch.setenv("AGENT_LINK_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "")
+    app = App.create(extra_plugins=(("farhost", FarPlugin()),))
+    try:
+        data = asyncio.run(views.agents(app, PERSON.address))
+    finally:
+        app.close()
+    rows = {a["address"]: a for a in data["agents"]}
+    assert (rows["codex:t1"]["machine"], rows["codex:t1"]["machineStale"]) == ("beta", True)
+    assert (rows["far:here"]["machine"], rows["far:here"]["machineStale"]) == (None, False)
+    html = templates().get_template("_agents.html").render(data=data, person=PERSON.address)
+    assert 'on <span class="machine">beta</span> <span class="warn">(listing stale)</span>' in html
+    assert html.count('class="machine"') == 1

@@ -1,0 +1,109 @@
+"""A session of a harness installed on this machine too, listed by another machine: the
+plugin's ``agent_link_resolve_elsewhere`` claims it from the relay's copy of the directory,
+so a send goes into the outbox for that machine and the local harness pushes nothing (no
+engine here: the relay's files are written by the test)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_link_core import hookimpl
+from agent_link_core.app import App
+from agent_link_core.errors import AgentLinkError
+from agent_link_core.harness import Delivery, Harness, SessionListing
+from agent_link_core.model import Caller, Session
+from agent_link_core.store import now_ms
+from agent_link_machines.common import write_json
+
+FAR = "fake:far-thread"
+
+
+class LocalHarness(Harness):
+    """The fake host on this machine: it knows ``fake:near`` only, and records its pushes."""
+
+    name = "fake"
+
+    def __init__(self) -> None:
+        self.pushed: list[str] = []
+
+    async def list_sessions(self, *, include_archived: bool = False, limit: int = 200) -> SessionListing:
+        return SessionListing([Session("fake:near", "fake", "near", last_activity_ms=1)])
+
+    async def get_session(self, session_id: str) -> Session | None:
+        return Session("fake:near", "fake", "near") if session_id == "near" else None
+
+    async def deliver(self, message: dict[str, Any], envelope: str, options: Any) -> Delivery:
+        self.pushed.append(message["id"])
+        return Delivery(delivered=True, via="fake-push", state="pushed")
+
+
+class FakeHost:
+    def __init__(self) -> None:
+        self.harness = LocalHarness()
+
+    @hookimpl
+    def agent_link_register_harnesses(self, register: Any) -> None:
+        register(self.harness)
+
+
+@pytest.fixture
+def app(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[App]:
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "machines")
+    monkeypatch.setenv("AGENT_LINK_ENGINE_URL", "nats://127.0.0.1:1")  # configured; nothing is contacted
+    monkeypatch.setenv("AGENT_LINK_MACHINE", "alpha")
+    monkeypatch.setenv("AGENT_LINK_MACHINES_AUTOSTART", "off")  # a send writing the outbox would start a relay
+    application = App.create(extra_plugins=(("fakehost", FakeHost()),))
+    view = {"address": FAR, "harness": "fake", "id": "far-thread", "title": "Far thread", "surface": [], "loaded": True,
+            "archived": False, "lastActivityAt": None, "receive": {}, "lastActivityMs": now_ms()}
+    write_json(Path(application.config.state_dir) / "machines" / "directory.json",
+               {"at": now_ms(), "machines": {"beta": {"at": now_ms(), "sessions": [view], "served": []}}})
+    yield application
+    application.close()
+
+
+@pytest.mark.anyio
+async def test_a_send_to_another_machines_session_of_a_local_harness_goes_to_its_outbox(app: App) -> None:
+    harness = app.harnesses["fake"]
+    sender = Caller("team:alice", "env")
+    out = await app.send(caller=sender, to=FAR, body="hello over there", anticipation="reply")
+    meta = out.message["metadata"]
+    assert meta["machines"] == {"to": "beta"} and meta["elsewhere"] is True
+    assert harness.pushed == [] and out.delivery is not None and out.delivery.state == "queued"
+    [(machine, payload)] = app.store.conn.execute("SELECT machine, payload FROM machines_outbox").fetchall()
+    record = json.loads(payload)["message"]
+    # beta stores it as its own harness's mail: the routing marks do not travel
+    assert machine == "beta" and record["recipient"] == FAR and record["origin"] == "alpha"
+    assert "elsewhere" not in record["metadata"] and "machines" not in record["metadata"]
+    # autostart off: the send started no relay (test_machines.py has one a send starts)
+    assert not (Path(app.config.state_dir) / "machines" / "nudged").exists()
+
+    verdict = await app.resolve_agent(FAR)
+    assert verdict["status"] == "resolved"
+    assert (verdict["best"]["machine"], verdict["best"]["title"], verdict["best"]["machineStale"]) == ("beta", "Far thread", False)
+
+    # found by words of its title (the machines harness lists it): claimed the same way
+    by_title = await app.send(caller=sender, to="Far thread", body="found by its title")
+    assert by_title.message["recipient"] == FAR and by_title.message["metadata"]["elsewhere"] is True and harness.pushed == []
+
+    # a session the local harness knows stays local mail; one nobody lists stays not_found
+    near = await app.send(caller=sender, to="fake:near", body="hello here")
+    assert harness.pushed == [near.message["id"]] and "elsewhere" not in near.message["metadata"]
+    assert app.store.conn.execute("SELECT COUNT(*) FROM machines_outbox").fetchone()[0] == 2
+    with pytest.raises(AgentLinkError) as e:
+        await app.send(caller=sender, to="fake:nowhere", body="hi")
+    assert e.value.code == "not_found"
+
+
+@pytest.mark.anyio
+async def test_without_the_engine_configured_nothing_is_claimed(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AGENT_LINK_ENGINE_URL")
+    alone = App.create(extra_plugins=(("fakehost", FakeHost()),))
+    try:
+        assert (await alone.resolve_agent(FAR))["status"] == "not_found"
+    finally:
+        alone.close()

@@ -1,0 +1,106 @@
+"""A machine receives only the mail addressed to its sessions, enforced by the engine: each
+machine's NATS user has the permissions of :func:`agent_link_machines.permissions.machine_permissions`;
+the machines work with them, and alpha's credentials cannot read beta's mail by any route
+(a plain subscription, a consumer of its own, beta's consumer, a direct read) nor write
+beta's directory entry."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_link_machines.common import BUCKET, STREAM, SUBJECT_PREFIX
+from agent_link_machines.permissions import machine_permissions
+from agent_link_machines.testkit import Engine, Machine, until
+
+pytestmark = [pytest.mark.machines, pytest.mark.timeout(240)]
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[Engine]:
+    server = Engine(tmp_path / "engine", users={name: machine_permissions(name) for name in ("alpha", "beta")})
+    server.start()
+    try:
+        yield server
+    finally:
+        server.kill()
+
+
+def served(m: Machine, address: str) -> bool:
+    return any(s["address"] == address for s in m.json("sessions", "--harness", "machines")["sessions"])
+
+
+async def attempts_as(engine: Engine, user: str) -> dict[str, str]:
+    """What each way of reading beta's mail (or writing its entry) answered ``user``'s connection."""
+    import nats
+    from nats.js.api import ConsumerConfig
+
+    errors: list[str] = []
+
+    async def note(exc: BaseException) -> None:
+        errors.append(str(exc))
+
+    nc = await nats.connect(engine.url_for(user), error_cb=note, allow_reconnect=False)
+    js = nc.jetstream(timeout=2)
+    out: dict[str, str] = {}
+
+    async def attempt(name: str, call: Any) -> None:
+        before = len(errors)
+        try:
+            await call
+            await nc.flush(timeout=2)
+            await asyncio.sleep(0.3)  # a refused subscription comes back as an asynchronous error
+            out[name] = "; ".join(errors[before:]) or "allowed"
+        except Exception as exc:  # a refused request is never answered: nats-py times out
+            out[name] = "; ".join(errors[before:]) or f"{type(exc).__name__}: {exc}"
+
+    try:
+        await attempt("subscribe", nc.subscribe(SUBJECT_PREFIX + "beta"))
+        await attempt("own consumer", js.add_consumer(STREAM, ConsumerConfig(name="spy", filter_subject=SUBJECT_PREFIX + "beta")))
+        await attempt("beta's consumer", js.pull_subscribe(SUBJECT_PREFIX + "beta", durable="machine_beta", stream=STREAM))
+        await attempt("direct read", js.get_msg(STREAM, seq=1))
+        kv = await js.key_value(BUCKET)
+        await attempt("beta's entry", kv.put("dir.beta", b"{}"))
+        await attempt("own entry", kv.put(f"dir.{user}", json.dumps({"at": 0, "sessions": []}).encode()))
+    finally:
+        await nc.close()
+    return out
+
+
+def test_a_machines_credentials_read_only_its_own_mail(engine: Engine, tmp_path: Path) -> None:
+    alpha, beta = (Machine(tmp_path / f"machine-{n}", n, engine) for n in ("alpha", "beta"))
+    try:
+        for m in (alpha, beta):
+            m.env["AGENT_LINK_ENGINE_URL"] = engine.url_for(m.name)
+            m.start_relay()
+        for m in (alpha, beta):
+            m.wait_connected()
+        # the machines work with these permissions: a round trip
+        beta.cli("inbox", address="team:bob")
+        alpha.cli("inbox", address="team:alice")
+        until(lambda: served(alpha, "team:bob") and served(beta, "team:alice"), 30, "each machine to list the other's address")
+        sent = json.loads(alpha.cli("send", "team:bob", "only for beta", "--anticipation", "reply", "--json", address="team:alice").stdout)
+        until(lambda: any(m["id"] == sent["messageId"] for m in beta.json("inbox", address="team:bob")["messages"]), 30,
+              "the message on beta")
+        beta.cli("reply", sent["messageId"], "seen on beta", address="team:bob")
+        waited = json.loads(alpha.cli("wait", sent["messageId"], "--timeout-ms", "30000", "--json", address="team:alice").stdout)
+        assert waited["outcome"] == "reply", waited
+        # beta's mail waits on the engine while its relay is away: alpha still cannot read it
+        beta.stop()
+        alpha.cli("send", "team:bob", "still only for beta", address="team:alice")
+        until(lambda: alpha.json("machines", "status")["outboxDepth"] == 0, 30, "alpha's outbox to reach the engine")
+    finally:
+        for m in (alpha, beta):
+            m.stop()
+
+    # the relays never asked for anything their permissions refuse
+    assert "Violation" not in (engine.root / "server.log").read_text(encoding="utf-8")
+    tried = asyncio.run(attempts_as(engine, "alpha"))
+    for route in ("subscribe", "own consumer", "beta's consumer", "direct read", "beta's entry"):
+        assert "permissions violation" in tried[route].lower(), (route, tried)
+    assert tried["own entry"] == "allowed", tried
