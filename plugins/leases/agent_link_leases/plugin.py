@@ -55,13 +55,16 @@ agent_link_register_commands = commands(
 
 @hookimpl
 def agent_link_health(app: App) -> tuple[str, dict[str, Any]]:
-    """``leases``: ``{active, exclusive, holders, roots, ttlMs, sessionEnd}``; ``sessionEnd``
-    says when a holder's session ending ends its leases."""
+    """``leases``: ``{active, exclusive, holders, roots, forRoles, forTasks, ttlMs, sessionEnd}``
+    (``forRoles``: leases a role's holder got with the role; ``forTasks``: leases ending with a
+    project worker's task); ``sessionEnd`` says when a holder's session ending ends its leases."""
     row = app.store.conn.execute(
-        "SELECT COUNT(*), COALESCE(SUM(exclusive), 0), COUNT(DISTINCT holder), COUNT(DISTINCT root)"
+        "SELECT COUNT(*), COALESCE(SUM(exclusive), 0), COUNT(DISTINCT holder), COUNT(DISTINCT root),"
+        " COUNT(CASE WHEN claim_key LIKE 'role:%' THEN 1 END), COUNT(until_resolved)"
         " FROM leases WHERE expires_at > ?", (now_ms(),)).fetchone()
     return "leases", {
         "active": int(row[0]), "exclusive": int(row[1]), "holders": int(row[2]), "roots": int(row[3]),
+        "forRoles": int(row[4]), "forTasks": int(row[5]),
         "ttlMs": app.config.get(TTL_SETTING),
         "sessionEnd": "checked when a claim clashes: a holder whose session is not running (or whose plain address is no longer served) loses its leases",
     }

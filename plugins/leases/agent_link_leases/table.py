@@ -116,22 +116,34 @@ def project(given: str | None, cwd: str) -> Project:
     return Project(path, case_insensitive(path))
 
 
+#: what a pattern refused for each :class:`PatternError` reason should be instead
+EXPECTED = {
+    "empty": "a file, directory or glob (not empty)", "nul": "a path without NUL characters",
+    "dotdot_after_wildcard": "no '..' after a wildcard", "unclosed_class": "every '[' closed by ']'",
+    "unsupported_class": "the characters listed in [...] (no [:alpha:] classes)", "trailing_escape": "no '\\' at the end",
+}
+
+
 def patterns(root: Project, typed: list[str], argument: str = "paths") -> list[Pattern]:
     """Normalise each typed pattern (:func:`agent_link_leases.patterns.normalise`).
 
     :raises AgentLinkError: ``invalid_arguments`` naming every bad one (``paths.<i>``, rule
-        the :class:`PatternError` reason).
+        the :class:`PatternError` reason, ``expected`` what it should be), its message the
+        patterns' faults.
     """
     out: list[Pattern] = []
     errors: list[dict[str, Any]] = []
+    faults: list[str] = []
     for i, text in enumerate(typed):
         try:
             out.append(normalise(text, root.path, fold=root.fold))
         except PatternError as exc:
             where = f"{argument}.{i}" if argument == "paths" else argument
-            errors.append({"path": where, "rule": exc.reason, "expected": exc.message.rstrip(".")})
+            expected = EXPECTED.get(exc.reason, f"a path inside the project root {root.path}")
+            errors.append({"path": where, "rule": exc.reason, "expected": expected})
+            faults.append(exc.message)
     if errors:
-        raise invalid_arguments(errors, "These paths cannot be leased.")
+        raise invalid_arguments(errors, f"Bad path{'s' if len(faults) > 1 else ''}: {' '.join(faults)}")
     return out
 
 
