@@ -153,3 +153,34 @@ def test_unusable_lease_entries_are_problems(isolated_env: Path) -> None:
         ("roles.a.leasePaths", "type"), ("roles.b.leaseRoot", "absolute_path"), ("roles.c.leaseRoot", "absolute_path")]
     assert table.roles["a"].address == "test:bob" and table.roles["a"].lease_paths == ()
     assert (table.roles["d"].lease_paths, table.roles["d"].lease_root) == (("src", "docs"), "/p")
+
+
+async def test_role_leases_over_mcp(leases_loaded: None, isolated_env: Path, repo: str) -> None:
+    """Through real MCP client sessions: the admin's server assigns a role that owns files, a
+    peer's edit claim is refused naming the holder, and a clashing assignment changes nothing."""
+    from contextlib import AsyncExitStack
+
+    from agent_link_testing.mcp_client import agent_link_mcp
+
+    def env(address: str, admin: bool = False) -> dict[str, str]:
+        return {"AGENT_LINK_ADDRESS": address, "AGENT_LINK_DISABLE_PLUGINS": "codex claude",
+                **({"AGENT_LINK_ROLE_ADMIN": "1"} if admin else {})}
+
+    async with AsyncExitStack() as stack:
+        admin = await stack.enter_async_context(agent_link_mcp(env("test:admin", admin=True)))
+        peer = await stack.enter_async_context(agent_link_mcp(env("test:peer")))
+        schema = (await admin.tools())["set_agent_role"].input_schema["properties"]
+        assert {"leasePaths", "leaseRoot", "leaseTtlMs"} <= set(schema)
+        got = await admin.call("set_agent_role", {"role": "builder", "agent": "test:bob", "leasePaths": ["src"], "leaseRoot": repo})
+        assert got["ok"] and [x["holder"] for x in got["leases"]] == ["test:bob"], got
+        refused = await peer.call("lease_paths", {"paths": ["src/a.py"], "projectRoot": repo})
+        assert refused["error"]["code"] == "lease_conflict"
+        assert refused["error"]["details"]["conflicts"][0]["holder"] == "test:bob"
+        assert (await peer.call("lease_paths", {"paths": ["docs"], "projectRoot": repo}))["ok"]
+        clash = await admin.call("set_agent_role", {"role": "builder", "agent": "test:carol", "leasePaths": ["src", "docs"],
+                                                    "leaseRoot": repo})
+        assert clash["error"]["code"] == "lease_conflict" and clash["error"]["details"]["conflicts"][0]["holder"] == "test:peer"
+        assert (await peer.call("get_agent_role", {"role": "builder"}))["role"]["address"] == "test:bob"
+        cleared = await admin.call("clear_agent_role", {"role": "builder"})
+        assert [x["path"] for x in cleared["releasedLeases"]] == ["src"]
+        assert (await peer.call("lease_paths", {"paths": ["src/a.py"], "projectRoot": repo}))["ok"]
