@@ -34,6 +34,10 @@ def _holders(app: App) -> list[tuple[str, str, str | None]]:
     return [(r["holder"], r["pattern"], r["until_resolved"]) for r in app.store.conn.execute("SELECT * FROM leases ORDER BY id")]
 
 
+def _warned(result: dict[str, Any]) -> list[str]:
+    return [w["code"] for w in result.get("warnings", [])]
+
+
 def _launched(fake: Any) -> int:
     return len([n for n, _ in fake.calls if n == "launch_codex_thread"])
 
@@ -71,7 +75,7 @@ async def test_nobody_takes_the_paths_while_the_worker_launches(app: App, leases
     fake.on_launch = alice_claims
     result = await run(app, "launch_project_worker", {"projectRoot": str(bound), "task": "T", "leasePaths": ["src"]},
                        h.codex_caller(h.ORCH))
-    assert result["ok"] and not result.get("warnings"), result
+    assert result["ok"] and "worker_paths_not_leased" not in _warned(result), result
     [refused] = seen
     assert refused["error"]["code"] == "lease_conflict"
     [held] = refused["error"]["details"]["conflicts"]
@@ -100,7 +104,7 @@ async def test_of_two_launches_at_once_on_the_same_paths_one_launches(app: App, 
             second_answered.set()
 
     first, other = await asyncio.gather(run(app, "launch_project_worker", args, h.codex_caller(h.ORCH)), second())
-    assert first["ok"] and not first.get("warnings"), first
+    assert first["ok"] and "worker_paths_not_leased" not in _warned(first), first
     assert other["error"]["code"] == "lease_conflict", other
     assert _launched(fake) == 1
     assert _holders(app) == [(f"codex:{h.WORKER}", "src/*.py", first["taskMessageId"])]
