@@ -357,28 +357,50 @@ def agent_link_check_override(
 @_hookspec(firstresult=True)
 def agent_link_claim_paths(
     holder: str, paths: list[str], project_root: str, reason: str | None, ttl_ms: int | None,
-    until_resolved: str | None, check_only: bool, app: App,
+    until_resolved: str | None, key: str | None, app: App,
 ) -> Awaitable[dict[str, Any]] | None:
-    """Claim files exclusively for a session another plugin starts (a project's worker).
+    """Claim files exclusively for a session another plugin starts or assigns work to (a
+    project's worker, a role's holder).
 
-    :param holder: the address the claim is for (the worker's session).
+    :param holder: the address the claim is for (the session), or a name that stands for a
+        session not started yet (shown to anyone the claim stops; hand the claim to the
+        session later with the same ``key``).
     :param paths: files, directories or globs, relative to ``project_root`` or absolute inside it.
     :param project_root: the absolute project root.
     :param reason: why, shown to anyone the claim stops.
     :param ttl_ms: time to live (ms), or None for the plugin's default.
     :param until_resolved: a message id: the claim ends when that message is resolved (the
         worker's task), or None.
-    :param check_only: True: claim nothing, only raise when the claim would clash now (asked
-        before the session exists; ``holder`` then describes it for the conflicts' messages).
+    :param key: names the claim (``role:<name>``, a task's message id), or None: a claim with a
+        key replaces, in the same transaction, whatever was claimed under that key before,
+        whoever holds it (so a claim moves to another holder with no moment where a third
+        party could take the paths), and :func:`agent_link_release_claims` ends it.
     :param app: the :class:`~agent_link_core.app.App` of this process.
     :returns: None when no plugin claims files; else an awaitable of
-        ``{"projectRoot", "leases": [...]}`` (``leases`` empty with ``check_only``). Awaiting
-        it raises :class:`~agent_link_core.errors.AgentLinkError` (``lease_conflict`` with
+        ``{"projectRoot", "leases": [...]}``. Awaiting it raises
+        :class:`~agent_link_core.errors.AgentLinkError` (``lease_conflict`` with
         ``details.conflicts``, ``invalid_arguments`` for a bad path) and claims nothing then.
 
-    Called by a plugin that starts a session with files to own, once with ``check_only``
-    before starting it and once after. ``firstresult``; write the implementation as a plain
-    function returning a coroutine (see ``agent_link_push_reminders``).
+    Called by a plugin that starts a session with files to own (claim first, under a stand-in
+    holder and a key, then start the session and claim again for it with the same key: a
+    clash then starts nothing) or that gives a session work (a role). ``firstresult``; write
+    the implementation as a plain function returning a coroutine (see
+    ``agent_link_push_reminders``).
+    """
+
+
+@_hookspec(firstresult=True)
+def agent_link_release_claims(key: str, app: App) -> dict[str, Any] | None:
+    """End what :func:`agent_link_claim_paths` claimed under ``key`` (a role given up, a
+    worker that could not be started).
+
+    :param key: the claim's key.
+    :param app: the :class:`~agent_link_core.app.App` of this process.
+    :returns: None when no plugin claims files; else ``{"released": [lease, ...]}`` (empty
+        when nothing was held under ``key``).
+
+    Called by a plugin whose claim ends before its own end comes (a worker whose launch or
+    task failed, a role cleared). ``firstresult``.
     """
 
 

@@ -553,16 +553,24 @@ class Hooks:
 
     async def claim_paths(self, *, holder: str, paths: list[str], project_root: str, reason: str | None = None,
                           ttl_ms: int | None = None, until_resolved: str | None = None,
-                          check_only: bool = False) -> dict[str, Any] | None:
+                          key: str | None = None) -> dict[str, Any] | None:
         """Ask the plugin that keeps file claims to claim ``paths`` for ``holder``
-        (``agent_link_claim_paths``); None when no plugin does.
+        (``agent_link_claim_paths``; ``key`` replaces what was claimed under it); None when no
+        plugin does.
 
         :raises AgentLinkError: as the plugin's answer does (``lease_conflict``, ...).
         """
         result = self._call("agent_link_claim_paths", holder=holder, paths=list(paths), project_root=project_root,
-                            reason=reason, ttl_ms=ttl_ms, until_resolved=until_resolved, check_only=check_only, app=self.app)
+                            reason=reason, ttl_ms=ttl_ms, until_resolved=until_resolved, key=key, app=self.app)
         if inspect.isawaitable(result):
             result = await result
+        return result if isinstance(result, dict) else None
+
+    def release_claims(self, key: str) -> dict[str, Any] | None:
+        """End what was claimed under ``key`` (``agent_link_release_claims``):
+        ``{"released": [...]}``, or None when no plugin keeps file claims (or it failed:
+        reported in :meth:`problems`)."""
+        result = self._call("agent_link_release_claims", key=key, app=self.app)
         return result if isinstance(result, dict) else None
 
     def record_event(self, event: Event) -> None:

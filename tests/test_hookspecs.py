@@ -392,21 +392,28 @@ class Claims:
     """Keeps file claims (as the leases plugin does): refuses anything under ``held/``."""
 
     def __init__(self) -> None:
-        self.claimed: list[tuple[str, list[str], str | None, bool]] = []
+        self.claimed: list[tuple[str, list[str], str | None, str | None, bool]] = []
 
     @hookimpl
     def agent_link_claim_paths(self, holder: str, paths: list[str], project_root: str, reason: str | None, ttl_ms: int | None,
-                               until_resolved: str | None, check_only: bool, app: App) -> Any:
+                               until_resolved: str | None, key: str | None, app: App) -> Any:
         async def run() -> dict[str, Any]:
             if "crash.py" in paths:
                 raise RuntimeError("a failing claims plugin must not fail its caller")
             if any(p.startswith("held/") for p in paths):
                 raise AgentLinkError("lease_conflict", "held", {"conflicts": [{"holder": "fake:two"}]})
-            if not check_only:
-                self.claimed.append((holder, paths, until_resolved, app is not None))
-            return {"projectRoot": project_root, "leases": [] if check_only else [{"holder": holder, "path": p} for p in paths]}
+            self.claimed.append((holder, paths, until_resolved, key, app is not None))
+            return {"projectRoot": project_root, "leases": [{"holder": holder, "path": p} for p in paths]}
 
         return run()
+
+    @hookimpl
+    def agent_link_release_claims(self, key: str, app: App) -> dict[str, Any]:
+        if key == "crash":
+            raise RuntimeError("a failing release must not fail its caller")
+        ended = [c for c in self.claimed if c[3] == key]
+        self.claimed = [c for c in self.claimed if c[3] != key]
+        return {"released": [{"holder": c[0], "path": p} for c in ended for p in c[1]]}
 
 
 @pytest.mark.anyio
@@ -417,17 +424,20 @@ async def test_claim_paths_hook_is_awaited_and_its_refusal_raised(monkeypatch: p
     keeper = App.create(extra_plugins=(("claims", claims),))
     try:
         assert await nobody.hooks.claim_paths(holder="fake:one", paths=["a.py"], project_root=str(tmp_path)) is None
-        checked = await keeper.hooks.claim_paths(holder="", paths=["a.py"], project_root=str(tmp_path), check_only=True)
-        assert checked == {"projectRoot": str(tmp_path), "leases": []} and claims.claimed == []
-        got = await keeper.hooks.claim_paths(holder="fake:one", paths=["a.py"], project_root=str(tmp_path), until_resolved="M1")
+        assert nobody.hooks.release_claims("K1") is None
+        got = await keeper.hooks.claim_paths(holder="fake:one", paths=["a.py"], project_root=str(tmp_path), until_resolved="M1", key="K1")
         assert got["leases"] == [{"holder": "fake:one", "path": "a.py"}]
-        assert claims.claimed == [("fake:one", ["a.py"], "M1", True)]
+        assert claims.claimed == [("fake:one", ["a.py"], "M1", "K1", True)]
         with pytest.raises(AgentLinkError) as refused:
             await keeper.hooks.claim_paths(holder="fake:one", paths=["held/b.py"], project_root=str(tmp_path))
         assert refused.value.code == "lease_conflict"
         # any other failure is the plugin's: reported, answered as "no plugin claims files"
         assert await keeper.hooks.claim_paths(holder="fake:one", paths=["crash.py"], project_root=str(tmp_path)) is None
         assert any(p.get("plugin") == "claims" and "failing claims plugin" in json.dumps(p) for p in keeper.hooks.problems())
+        assert keeper.hooks.release_claims("K1") == {"released": [{"holder": "fake:one", "path": "a.py"}]}
+        assert keeper.hooks.release_claims("K1") == {"released": []} and claims.claimed == []
+        assert keeper.hooks.release_claims("crash") is None
+        assert any("failing release" in json.dumps(p) for p in keeper.hooks.problems())
     finally:
         nobody.close()
         keeper.close()

@@ -32,6 +32,19 @@ def _line(lease: dict[str, Any]) -> str:
     return f"{lease['path']:<40} {kind:<9} {lease['holder']:<32} until {lease['expiresAt']}{task}{reason}"
 
 
+def _holder(holder: str | None) -> None:
+    """Refuse a ``--holder`` that is no address, as the tools' schema does.
+
+    :raises AgentLinkError: ``invalid_arguments`` (path ``holder``).
+    """
+    from agent_link_core.errors import invalid_arguments
+    from agent_link_core.model import is_address
+
+    if holder is not None and not is_address(holder):
+        raise invalid_arguments([{"path": "holder", "rule": "address", "expected": "an address such as codex:<thread id> or team:<name>"}],
+                                f"--holder {holder!r} is not an address.")
+
+
 def register(cli: click.Group) -> None:
     """Add ``lease``, ``release`` and ``leases`` to the root ``agent-link`` group."""
     from agent_link_core.cli import EXIT_HELP, emit, fail, get_app
@@ -85,6 +98,7 @@ def register(cli: click.Group) -> None:
             raise click.UsageError("give the paths to release, or --all (not both)")
         app = get_app(ctx)
         try:
+            _holder(holder)
             if holder is not None and not app.config.get(ADMIN_SETTING):
                 raise AgentLinkError("permission_denied", "Releasing another holder's leases is turned off.",
                                      {"reason": "lease_admin_disabled"},
@@ -113,6 +127,7 @@ def register(cli: click.Group) -> None:
         """List active leases: who holds what, until when, why."""
         app = get_app(ctx)
         try:
+            _holder(holder)
             where = project(os.path.abspath(root) if root else None, os.getcwd()) if (root or path) else None
             data = {"projectRoot": where.path if where else None,
                     "leases": active(app.store, now_ms(), root=where, path=path, holder=holder)}

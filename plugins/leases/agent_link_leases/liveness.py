@@ -86,16 +86,15 @@ async def gone_holders(app: App, holders: Iterable[str], now: int) -> dict[str, 
 
 async def claim_ending_gone(app: App, holder: str, root: Project, typed: list[str], *, exclusive: bool,
                             reason: str | None, ttl_ms: int, until_resolved: str | None = None,
-                            check_only: bool = False) -> dict[str, Any]:
+                            key: str | None = None) -> dict[str, Any]:
     """:func:`agent_link_leases.table.claim`; when it clashes, the clashing holders known gone
-    (:func:`gone_holders`) lose all their leases and the claim is tried once more (with
-    ``check_only``: gone holders are not counted, and nothing ends).
+    (:func:`gone_holders`) lose all their leases and the claim is tried once more.
 
     :returns: the claim's result (``ended`` lists what ended).
     :raises AgentLinkError: as :func:`~agent_link_leases.table.claim` (``lease_conflict``
         naming only live holders, or holders that cannot be told apart from live ones).
     """
-    given: dict[str, Any] = {"exclusive": exclusive, "reason": reason, "ttl_ms": ttl_ms, "until_resolved": until_resolved, "check_only": check_only}
+    given: dict[str, Any] = {"exclusive": exclusive, "reason": reason, "ttl_ms": ttl_ms, "until_resolved": until_resolved, "key": key}
     try:
         return claim(app.store, holder, root, typed, now=now_ms(), **given)
     except AgentLinkError as exc:

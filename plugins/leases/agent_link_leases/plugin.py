@@ -2,8 +2,9 @@
 
 Hooks: the ``leases`` table (schema), the ``AGENT_LINK_LEASE_TTL_MS`` setting, the tools
 ``lease_paths``, ``release_paths`` and ``list_leases``, the ``lease``/``release``/``leases``
-commands, claims for sessions other plugins start (``agent_link_claim_paths``: a project
-worker's ``leasePaths``, ended when its task message is resolved), the web page's File leases panel, ``lease-git-hook`` (:mod:`agent_link_leases.githook`), the ``leases`` health section, and the ``leases`` prompt-hook adapter (the
+commands, claims for sessions other plugins start or give work (``agent_link_claim_paths``: a
+project worker's ``leasePaths``, ended when its task message is resolved; a role's
+``leasePaths``; ``agent_link_release_claims`` ends them early), the web page's File leases panel, ``lease-git-hook`` (:mod:`agent_link_leases.githook`), the ``leases`` health section, and the ``leases`` prompt-hook adapter (the
 ``PreToolUse`` edit guard, :mod:`agent_link_leases.hook`).
 """
 
@@ -54,13 +55,16 @@ agent_link_register_commands = commands(
 
 @hookimpl
 def agent_link_health(app: App) -> tuple[str, dict[str, Any]]:
-    """``leases``: ``{active, exclusive, holders, roots, ttlMs, sessionEnd}``; ``sessionEnd``
-    says when a holder's session ending ends its leases."""
+    """``leases``: ``{active, exclusive, holders, roots, forRoles, forTasks, ttlMs, sessionEnd}``
+    (``forRoles``: leases a role's holder got with the role; ``forTasks``: leases ending with a
+    project worker's task); ``sessionEnd`` says when a holder's session ending ends its leases."""
     row = app.store.conn.execute(
-        "SELECT COUNT(*), COALESCE(SUM(exclusive), 0), COUNT(DISTINCT holder), COUNT(DISTINCT root)"
+        "SELECT COUNT(*), COALESCE(SUM(exclusive), 0), COUNT(DISTINCT holder), COUNT(DISTINCT root),"
+        " COUNT(CASE WHEN claim_key LIKE 'role:%' THEN 1 END), COUNT(until_resolved)"
         " FROM leases WHERE expires_at > ?", (now_ms(),)).fetchone()
     return "leases", {
         "active": int(row[0]), "exclusive": int(row[1]), "holders": int(row[2]), "roots": int(row[3]),
+        "forRoles": int(row[4]), "forTasks": int(row[5]),
         "ttlMs": app.config.get(TTL_SETTING),
         "sessionEnd": "checked when a claim clashes: a holder whose session is not running (or whose plain address is no longer served) loses its leases",
     }
@@ -68,9 +72,10 @@ def agent_link_health(app: App) -> tuple[str, dict[str, Any]]:
 
 @hookimpl
 def agent_link_claim_paths(holder: str, paths: list[str], project_root: str, reason: str | None, ttl_ms: int | None,
-                           until_resolved: str | None, check_only: bool, app: App) -> Awaitable[dict[str, Any]]:
-    """Exclusive leases of ``paths`` for ``holder`` (a worker another plugin starts), ending
-    when ``until_resolved`` is resolved; a plain function returning the coroutine (firstresult).
+                           until_resolved: str | None, key: str | None, app: App) -> Awaitable[dict[str, Any]]:
+    """Exclusive leases of ``paths`` for ``holder`` (a worker another plugin starts, a role's
+    holder), ending when ``until_resolved`` is resolved, replacing what was claimed under
+    ``key``; a plain function returning the coroutine (firstresult).
 
     :returns: an awaitable of :func:`agent_link_leases.liveness.claim_ending_gone`'s result;
         awaiting it raises ``lease_conflict`` or ``invalid_arguments`` as ``lease_paths`` does.
@@ -82,9 +87,17 @@ def agent_link_claim_paths(holder: str, paths: list[str], project_root: str, rea
         root = project(project_root, project_root)
         ttl = ttl_ms or app.config.get(TTL_SETTING) or DEFAULT_TTL_MS
         return await claim_ending_gone(app, holder, root, list(paths), exclusive=True, reason=reason, ttl_ms=int(ttl),
-                                       until_resolved=until_resolved, check_only=check_only)
+                                       until_resolved=until_resolved, key=key)
 
     return run()
+
+
+@hookimpl
+def agent_link_release_claims(key: str, app: App) -> dict[str, Any]:
+    """End the leases claimed under ``key`` (:func:`agent_link_leases.table.release_key`)."""
+    from agent_link_leases.table import release_key
+
+    return release_key(app.store, key, now_ms())
 
 
 @hookimpl

@@ -61,6 +61,16 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX leases_by_task ON leases (until_resolved) WHERE until_resolved IS NOT NULL;
         """,
     ),
+    Migration(
+        OWNER,
+        3,
+        """
+        -- what another plugin claimed it for (role:<name>, a worker's task message id): a claim
+        -- under the same key replaces it, agent_link_release_claims ends it
+        ALTER TABLE leases ADD COLUMN claim_key TEXT;
+        CREATE INDEX leases_by_key ON leases (claim_key) WHERE claim_key IS NOT NULL;
+        """,
+    ),
 )
 
 
@@ -106,22 +116,34 @@ def project(given: str | None, cwd: str) -> Project:
     return Project(path, case_insensitive(path))
 
 
+#: what a pattern refused for each :class:`PatternError` reason should be instead
+EXPECTED = {
+    "empty": "a file, directory or glob (not empty)", "nul": "a path without NUL characters",
+    "dotdot_after_wildcard": "no '..' after a wildcard", "unclosed_class": "every '[' closed by ']'",
+    "unsupported_class": "the characters listed in [...] (no [:alpha:] classes)", "trailing_escape": "no '\\' at the end",
+}
+
+
 def patterns(root: Project, typed: list[str], argument: str = "paths") -> list[Pattern]:
     """Normalise each typed pattern (:func:`agent_link_leases.patterns.normalise`).
 
     :raises AgentLinkError: ``invalid_arguments`` naming every bad one (``paths.<i>``, rule
-        the :class:`PatternError` reason).
+        the :class:`PatternError` reason, ``expected`` what it should be), its message the
+        patterns' faults.
     """
     out: list[Pattern] = []
     errors: list[dict[str, Any]] = []
+    faults: list[str] = []
     for i, text in enumerate(typed):
         try:
             out.append(normalise(text, root.path, fold=root.fold))
         except PatternError as exc:
             where = f"{argument}.{i}" if argument == "paths" else argument
-            errors.append({"path": where, "rule": exc.reason, "expected": exc.message.rstrip(".")})
+            expected = EXPECTED.get(exc.reason, f"a path inside the project root {root.path}")
+            errors.append({"path": where, "rule": exc.reason, "expected": expected})
+            faults.append(exc.message)
     if errors:
-        raise invalid_arguments(errors, "These paths cannot be leased.")
+        raise invalid_arguments(errors, f"Bad path{'s' if len(faults) > 1 else ''}: {' '.join(faults)}")
     return out
 
 
@@ -160,12 +182,14 @@ def _row_pattern(row: sqlite3.Row) -> Pattern:
 
 def view(row: sqlite3.Row, now: int) -> dict[str, Any]:
     """One lease as tools show it: ``{id, holder, projectRoot, path, exclusive, reason,
-    createdAt, expiresAt (ISO 8601), expiresInMs, untilResolved}`` (``untilResolved``: the
-    message whose resolution ends it, a worker's task, or None)."""
+    createdAt, expiresAt (ISO 8601), expiresInMs, untilResolved, claimKey}`` (``untilResolved``:
+    the message whose resolution ends it, a worker's task, or None; ``claimKey``: what another
+    plugin claimed it for, ``role:<name>`` or a worker's task message id, or None)."""
     return {
         "id": row["id"], "holder": row["holder"], "projectRoot": row["root"], "path": row["pattern"],
         "exclusive": bool(row["exclusive"]), "reason": row["reason"], "createdAt": iso(row["created_at"]),
         "expiresAt": iso(row["expires_at"]), "expiresInMs": max(0, row["expires_at"] - now), "untilResolved": row["until_resolved"],
+        "claimKey": row["claim_key"],
     }
 
 
@@ -202,13 +226,17 @@ def conflicts(conn: sqlite3.Connection, holder: str, root: Project, wanted: list
 
 def claim(store: Store, holder: str, root: Project, typed: list[str], *, exclusive: bool, reason: str | None,
           ttl_ms: int, now: int, ended: dict[str, str] | None = None, until_resolved: str | None = None,
-          check_only: bool = False) -> dict[str, Any]:
+          key: str | None = None) -> dict[str, Any]:
     """Claim (or renew) every typed pattern for ``holder``, or none of them.
 
     :param ttl_ms: time to live from ``now`` (ms).
     :param reason: why; a renewal without one keeps the lease's reason.
     :param until_resolved: a message id whose resolution ends these leases (:func:`end_with_message`).
-    :param check_only: raise as a claim would, but store and end nothing (``leases`` is then []).
+        A renewal without one keeps the lease's, and so does it keep its ``key``.
+    :param key: what the claim is for (``role:<name>``, a task message id): the leases stored
+        under it before, whoever holds them, are replaced by this claim in its transaction
+        (those it does not renew end; a refused claim changes nothing), and
+        :func:`release_key` ends them.
     :param ended: ``{holder: why}`` of holders known gone
         (:func:`agent_link_leases.liveness.gone_holders`): all their leases end first, in the
         same transaction (nothing ends when the claim is refused).
@@ -225,13 +253,11 @@ def claim(store: Store, holder: str, root: Project, typed: list[str], *, exclusi
         unique.setdefault(pattern.key, (text, pattern))
     wanted = list(unique.values())
     expires = now + ttl_ms
-    if check_only:
-        clashes = conflicts(store.conn, holder, root, wanted, exclusive, now)
-        clashes = [c for c in clashes if c["holder"] not in (ended or {})]
-        if clashes:
-            raise _conflict_error(clashes)
-        return {"projectRoot": root.path, "leases": [], "renewed": [], "ended": []}
     with store.write() as conn:
+        if key is not None:  # what was claimed under the key makes way (rolled back with a refusal)
+            keep = [p.key for _, p in wanted]
+            conn.execute(f"DELETE FROM leases WHERE claim_key = ? AND NOT (holder = ? AND root = ? AND pattern_key IN"
+                         f" ({', '.join('?' for _ in keep)}))", (key, holder, root.path, *keep))
         gone: list[dict[str, Any]] = []
         for who, why in (ended or {}).items():
             rows = conn.execute("SELECT pattern FROM leases WHERE holder = ? AND expires_at > ? ORDER BY id", (who, now)).fetchall()
@@ -250,15 +276,15 @@ def claim(store: Store, holder: str, root: Project, typed: list[str], *, exclusi
             if old is not None:
                 renewed.append(pattern.text)
                 conn.execute("UPDATE leases SET pattern = ?, below = ?, exclusive = ?, reason = COALESCE(?, reason), expires_at = ?,"
-                             " until_resolved = ? WHERE id = ?",
-                             (pattern.text, int(pattern.below), int(exclusive), reason, expires, until_resolved, old["id"]))
+                             " until_resolved = COALESCE(?, until_resolved), claim_key = COALESCE(?, claim_key) WHERE id = ?",
+                             (pattern.text, int(pattern.below), int(exclusive), reason, expires, until_resolved, key, old["id"]))
                 ids.append(old["id"])
             else:
                 cur = conn.execute(
                     "INSERT INTO leases (holder, root, pattern, pattern_key, fold, below, anchor, exclusive, reason,"
-                    " created_at, expires_at, until_resolved) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " created_at, expires_at, until_resolved, claim_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (holder, root.path, pattern.text, pattern.key, int(pattern.fold), int(pattern.below), anchor(pattern),
-                     int(exclusive), reason, now, expires, until_resolved))
+                     int(exclusive), reason, now, expires, until_resolved, key))
                 ids.append(int(cur.lastrowid or 0))
         rows = [conn.execute("SELECT * FROM leases WHERE id = ?", (i,)).fetchone() for i in dict.fromkeys(ids)]
     return {"projectRoot": root.path, "leases": [view(r, now) for r in rows], "renewed": renewed, "ended": gone}
@@ -276,6 +302,17 @@ def end_with_message(conn: sqlite3.Connection, message_id: str) -> int:
     """Delete the leases claimed until ``message_id`` is resolved (inside the resolution's
     transaction); the number deleted."""
     return conn.execute("DELETE FROM leases WHERE until_resolved = ?", (message_id,)).rowcount
+
+
+def release_key(store: Store, key: str, now: int) -> dict[str, Any]:
+    """End every lease claimed under ``key`` (:func:`claim`), whoever holds it.
+
+    :returns: ``{released: [view]}`` (the active ones that ended).
+    """
+    with store.write() as conn:
+        rows = conn.execute("SELECT * FROM leases WHERE claim_key = ? AND expires_at > ? ORDER BY id", (key, now)).fetchall()
+        conn.execute("DELETE FROM leases WHERE claim_key = ?", (key,))
+    return {"released": [view(r, now) for r in rows]}
 
 
 def release(store: Store, holder: str, root: Project | None, typed: list[str] | None, now: int) -> dict[str, Any]:

@@ -30,7 +30,8 @@ LEASE = {"type": "object", "properties": {
     "path": {"type": "string"}, "exclusive": {"type": "boolean"}, "reason": {"type": ["string", "null"]},
     "createdAt": {"type": "string"}, "expiresAt": {"type": "string"}, "expiresInMs": {"type": "integer"},
     "untilResolved": {"type": ["string", "null"], "description": "The message whose resolution ends this lease (a project worker's task)."},
-}, "required": ["id", "holder", "projectRoot", "path", "exclusive", "reason", "createdAt", "expiresAt", "expiresInMs", "untilResolved"]}
+    "claimKey": {"type": ["string", "null"], "description": "What another plugin claimed it for: role:<name> (ends when the role is cleared) or a project worker's task message id."},
+}, "required": ["id", "holder", "projectRoot", "path", "exclusive", "reason", "createdAt", "expiresAt", "expiresInMs", "untilResolved", "claimKey"]}
 LEASES = {"type": "array", "items": LEASE}
 #: a gone holder whose leases a claim ended (agent_link_leases.liveness)
 ENDED = {"type": "object", "properties": {

@@ -73,6 +73,13 @@ def test_lease_commands(isolated_env: Path, repo: str, monkeypatch: pytest.Monke
     assert "held by test:alice: src exclusive" in refused.output and "(refactor)" in refused.output
     outside = cli("lease", "../elsewhere")
     assert outside.exit_code == 2 and "outside the project root" in outside.output and "Traceback" not in outside.output
+    several = cli("lease", "../elsewhere", "", "src/[a")
+    assert several.exit_code == 2 and "Traceback" not in several.output
+    assert "Bad paths: '../elsewhere' is outside the project root" in several.output and "An empty pattern" in several.output
+    assert "expected every '[' closed by ']'" in several.output
+    for command in (("leases", "--holder", "not an address"), ("release", "--all", "--holder", "nobody")):
+        bad = cli(*command)
+        assert bad.exit_code == 2 and "is not an address" in bad.output and "Traceback" not in bad.output
     assert cli("release").exit_code == 2  # paths or --all
     assert json.loads(cli("leases", "--json", "--holder", "test:bob").output)["leases"] == []
 

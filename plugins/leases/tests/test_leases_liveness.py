@@ -121,18 +121,16 @@ def test_the_cli_ends_a_gone_holders_leases(app: App, repo: str) -> None:
     assert "ended team:left's leases (presence_expired): src" in done.output
 
 
-async def test_a_workers_claim_checks_past_a_gone_holder_and_then_ends_its_leases(app: App, repo: str) -> None:
-    """``agent_link_claim_paths`` (a project worker's leasePaths): the check before launching
-    ends nothing and does not count a gone holder; the claim then ends the gone holder's leases."""
+async def test_a_workers_claim_ends_a_gone_holders_leases_and_clashes_with_a_live_one(app: App, repo: str) -> None:
+    """``agent_link_claim_paths`` (a project worker's leasePaths, claimed under a stand-in
+    holder before the launch): a gone holder's leases end, a holder that may still work clashes."""
     root = Project(repo, False)
     claim(app.store, "host:gone", root, ["src/a.py"], exclusive=True, reason="old work", ttl_ms=600_000, now=now_ms())
-    checked = await app.hooks.claim_paths(holder="", paths=["src"], project_root=repo, check_only=True)
-    assert checked is not None and checked["leases"] == []
-    assert [x["holder"] for x in active(app.store, now_ms())] == ["host:gone"]
-    got = await app.hooks.claim_paths(holder="host:live", paths=["src"], project_root=repo, reason="worker", until_resolved="M1")
+    got = await app.hooks.claim_paths(holder="a worker launching", paths=["src"], project_root=repo, reason="worker",
+                                      until_resolved="M1", key="M1")
     assert got is not None and got["ended"] == [{"holder": "host:gone", "why": "session_not_running", "paths": ["src/a.py"]}]
-    assert [(x["holder"], x["path"], x["reason"]) for x in active(app.store, now_ms())] == [("host:live", "src", "worker")]
+    assert [(x["holder"], x["path"], x["reason"]) for x in active(app.store, now_ms())] == [("a worker launching", "src", "worker")]
     claim(app.store, "host:stopping", root, ["notes"], exclusive=True, reason=None, ttl_ms=600_000, now=now_ms())
-    with pytest.raises(AgentLinkError) as clash:  # a holder that may still work clashes, checked or not
-        await app.hooks.claim_paths(holder="", paths=["notes/x.md"], project_root=repo, check_only=True)
+    with pytest.raises(AgentLinkError) as clash:
+        await app.hooks.claim_paths(holder="another launching", paths=["notes/x.md"], project_root=repo, key="M2")
     assert clash.value.code == "lease_conflict" and clash.value.details["conflicts"][0]["holder"] == "host:stopping"

@@ -145,8 +145,13 @@ def test_roots_do_not_mix(app: App, repo: str, tmp_path: Path) -> None:
 
 def test_health_section(app: App, repo: str) -> None:
     claim(app.store, ALICE.address, Project(repo, False), ["src", "docs"], exclusive=True, reason=None, ttl_ms=10_000, now=now_ms())
+    claim(app.store, BOB.address, Project(repo, False), ["README.md"], exclusive=True, reason=None, ttl_ms=10_000, now=now_ms(),
+          key="role:writer")
+    claim(app.store, "codex:worker", Project(repo, False), ["tests"], exclusive=True, reason=None, ttl_ms=10_000, now=now_ms(),
+          key="M1", until_resolved="M1")
     section = app.hooks.health_sections()["leases"]
-    assert (section["active"], section["exclusive"], section["holders"], section["roots"]) == (2, 2, 1, 1)
+    assert (section["active"], section["exclusive"], section["holders"], section["roots"]) == (4, 4, 3, 1)
+    assert (section["forRoles"], section["forTasks"]) == (1, 1)
     assert "not running" in section["sessionEnd"]
 
 

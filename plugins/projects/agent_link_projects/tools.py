@@ -175,14 +175,15 @@ async def launch_project_worker(app: App, args: dict[str, Any], call: ToolCall) 
                 "workerThreadId": worker, "taskMessageId": sent["messageId"], "duplicate": True,
                 "launchResult": {"threadId": worker, "address": earlier["recipient"], "messageId": sent["messageId"],
                                  "delivery": sent["delivery"], "deliveredVia": sent.get("deliveredVia"), "taskMessage": sent}}
+    task_id = key or new_message_id()  # the task message's stored id (a UUID messageId is stored as a ULID)
     lease = None
     if wanted:
-        # asked before launching, so that a clash launches nothing
+        # Claimed before launching, under a stand-in holder and the task's id, so that a clash
+        # launches nothing and nobody can take the paths while the worker starts.
         lease = {"paths": wanted, "project_root": _lease_root(root), "reason": f"project worker ({role_label}): {inert(args['task'])}",
-                 "ttl_ms": args.get("leaseTtlMs")}
-        # the holder named in conflicts' messages to the holders (the worker has no address yet)
-        launching = f"a project worker {call.caller.address if call.caller.known else 'someone'} is launching"
-        if await app.hooks.claim_paths(holder=launching, check_only=True, **lease) is None:
+                 "ttl_ms": args.get("leaseTtlMs"), "until_resolved": task_id, "key": task_id}
+        launching = f"a project worker {call.caller.address if call.caller.known else 'someone'} is launching (task {task_id})"
+        if await app.hooks.claim_paths(holder=launching, **lease) is None:
             raise invalid_arguments([{"path": "leasePaths", "rule": "plugin", "expected": "agent-link-leases installed and enabled"}],
                                     "leasePaths needs the leases plugin (agent-link-leases), which is not installed, is disabled "
                                     "or failed (agent-link health lists plugin problems); nothing was launched.")
@@ -192,23 +193,35 @@ async def launch_project_worker(app: App, args: dict[str, Any], call: ToolCall) 
         launch["cwd"] = root
     receipt = _merge_receipt(args.get("receipt"), "project_worker_launch", "review_before_archive",
                              ["project-worker", *([str(pid)] if pid else [])])
-    launched = await run_tool(app, "launch_codex_thread", {**launch, "receipt": receipt}, call)
+    try:
+        launched = await run_tool(app, "launch_codex_thread", {**launch, "receipt": receipt}, call)
+    except BaseException:
+        if lease is not None:
+            app.hooks.release_claims(task_id)
+        raise
     worker = launched["threadId"]
     task = {"to": f"codex:{worker}", "message": prompt, "anticipation": "action", "receipt": receipt,
-            **({"messageId": args["messageId"]} if key is not None else {})}
+            **({"messageId": args["messageId"]} if key is not None else {"messageId": task_id} if lease is not None else {})}
     leases = None
     if lease is not None:
-        # claimed before the task arrives, ending with the task message's resolution (its id chosen here)
-        task.setdefault("messageId", new_message_id())
+        # handed to the worker's session (same key: one transaction), before its task arrives
         try:
-            claimed = await app.hooks.claim_paths(holder=f"codex:{worker}", until_resolved=key or task["messageId"], **lease)
+            claimed = await app.hooks.claim_paths(holder=f"codex:{worker}", **lease)
             leases = claimed["leases"] if claimed else None
-        except AgentLinkError as exc:  # a claim made between the check and now: the worker runs without the leases
+        except AgentLinkError as exc:
+            # only when a person ended the stand-in's lease during the launch (agent-link release --holder)
+            # and another session took the paths: the worker runs, told nothing is leased
+            app.hooks.release_claims(task_id)
             call.warnings.append({"code": "worker_paths_not_leased", "message": f"{exc.message} The worker was launched without them.",
                                   "details": {"error": exc.code, **exc.details}})
     if args.get("effort"):
         task["effort"] = args["effort"]
-    sent = await core_tools.message_agent(app, task, call)
+    try:
+        sent = await core_tools.message_agent(app, task, call)
+    except BaseException:  # no task message, so nothing would resolve (and end) the leases
+        if lease is not None:
+            app.hooks.release_claims(task_id)
+        raise
     launched.update({"messageId": sent["messageId"], "delivery": sent["delivery"], "deliveredVia": sent.get("deliveredVia"),
                      "turnId": sent.get("turnId"), "taskMessage": sent})
     return {"source": "project-worker", "action": "launched_worker", "resolution": resolution, "workerPrompt": prompt,

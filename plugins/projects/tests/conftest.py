@@ -10,7 +10,7 @@ the scheme). The real-host tests (``test_projects_realhost.py``) use the real co
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,8 @@ class FakeCodex:
         for the rest).
     :attr search: ``resolve_codex_thread`` answers by query (default: not_found).
     :attr calls: ``[(tool, arguments)]`` in call order.
+    :attr on_launch: awaited inside each ``launch_codex_thread`` (after it is counted in
+        ``launched``), to act while a launch is under way or fail it by raising; None: nothing.
     """
 
     def __init__(self) -> None:
@@ -42,6 +44,7 @@ class FakeCodex:
         self.search: dict[str, dict[str, Any]] = {}
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.launched = 0
+        self.on_launch: Callable[[], Awaitable[None]] | None = None
 
     def add(self, tid: str, name: str = "", cwd: str = "/work") -> dict[str, Any]:
         view = {"id": tid, "address": f"codex:{tid}", "name": name, "cwd": cwd, "preview": None}
@@ -71,6 +74,8 @@ class FakeCodex:
     async def _launch(self, app: Any, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
         self.calls.append(("launch_codex_thread", args))
         self.launched += 1
+        if self.on_launch is not None:
+            await self.on_launch()
         tid = WORKER if self.launched == 1 else f"{WORKER[:-4]}{self.launched:04d}"
         self.add(tid, args.get("name", ""), args.get("cwd", "/work"))
         return {"source": "app-server", "action": "started_thread+named_thread", "threadId": tid, "address": f"codex:{tid}"}

@@ -5,7 +5,8 @@ Format (version 1)::
     {"version": 1,
      "enforcement": "off" | "warn" | "enforce",
      "roles": {"<name>": {"address": "<harness>:<id>", "assignedAt": "<ISO 8601>",
-                          "projects": {"<absolute project root>": "<address>"}}},
+                          "projects": {"<absolute project root>": "<address>"},
+                          "leasePaths": ["<file, directory or glob>", ...], "leaseRoot": "<absolute project root>"}},
      "overridePolicy": {"role:<name>" | "<address>": {"model": [...], "effort": [...], "cwd": [...]}}}
 
 Rules:
@@ -16,6 +17,8 @@ Rules:
 * a hand-edited list of addresses as a role's ``address`` is kept as several holders, which
   makes ``role:<name>`` ambiguous rather than picking one;
 * ``projects`` is accepted on the ``orchestrator`` role only;
+* ``leasePaths`` (with ``leaseRoot``) are the files the role owns: ``set_agent_role`` leases
+  them for the holder (``agent_link_roles.tools``); the table only records them;
 * writers (:func:`update_table`) hold the lock, re-read the file, change only the keys they own,
   keep everything else (unknown keys, even invalid entries of other roles) and refuse a file
   whose ``version`` is not 1.
@@ -40,6 +43,8 @@ TABLE_VERSION = 1
 ENFORCEMENT_MODES = ("off", "warn", "enforce")
 POLICY_SETTINGS = ("model", "effort", "cwd")
 MAX_POLICY_ENTRIES = 50
+#: the most paths a role may own (as many as one lease_paths call takes)
+MAX_LEASE_PATHS = 100
 ORCHESTRATOR = "orchestrator"
 # roles.json is a small config file; refusing huge ones keeps a bad edit from eating memory.
 MAX_TABLE_BYTES = 1024 * 1024
@@ -91,12 +96,17 @@ class Role:
         a list (then the role is ambiguous and resolves to nobody).
     :param assigned_at: ISO 8601 time the current holder was assigned, when recorded.
     :param projects: ``{absolute project root: address}`` (orchestrator role only).
+    :param lease_paths: the files, directories or globs the role owns (relative to
+        ``lease_root`` or absolute inside it); ``()`` for none.
+    :param lease_root: the absolute project root of ``lease_paths`` (None without them).
     """
 
     name: str
     holders: tuple[str, ...] = ()
     assigned_at: str | None = None
     projects: dict[str, str] = field(default_factory=dict)
+    lease_paths: tuple[str, ...] = ()
+    lease_root: str | None = None
 
     @property
     def address(self) -> str | None:
@@ -274,7 +284,23 @@ def _validate_role(name: str, entry: Any, problems: list[dict[str, str]]) -> Rol
                     _problem(problems, f"{where}.projects.{root}", "address", "A project holder must be a session address; ignored.")
                 else:
                     projects[os.path.normpath(root)] = holder
-    return Role(name, holders, assigned_at, projects)
+    lease_paths, lease_root = _validate_lease(entry, where, problems)
+    return Role(name, holders, assigned_at, projects, lease_paths, lease_root)
+
+
+def _validate_lease(entry: dict[str, Any], where: str, problems: list[dict[str, str]]) -> tuple[tuple[str, ...], str | None]:
+    """A role's ``leasePaths`` and ``leaseRoot``, or ``((), None)`` with a problem when unusable."""
+    if "leasePaths" not in entry and "leaseRoot" not in entry:
+        return (), None
+    paths, root = entry.get("leasePaths"), entry.get("leaseRoot")
+    if not (isinstance(paths, list) and 0 < len(paths) <= MAX_LEASE_PATHS and all(isinstance(p, str) and p for p in paths)):
+        _problem(problems, f"{where}.leasePaths", "type",
+                 f"leasePaths must be a list of 1 to {MAX_LEASE_PATHS} non-empty paths; the role owns no files.")
+        return (), None
+    if not (isinstance(root, str) and os.path.isabs(root)):
+        _problem(problems, f"{where}.leaseRoot", "absolute_path", "leaseRoot must be an absolute path; the role owns no files.")
+        return (), None
+    return tuple(paths), os.path.normpath(root)
 
 
 def _validate_policy(target: str, settings: Any, problems: list[dict[str, str]]) -> dict[str, tuple[str, ...]]:

@@ -24,6 +24,7 @@ from agent_link_roles.handover import apply_handover
 from agent_link_roles.policy import effective_policy
 from agent_link_roles.procedures import encode_procedure, procedure_view, read_procedure, record_version, write_procedure
 from agent_link_roles.table import (
+    MAX_LEASE_PATHS,
     MAX_POLICY_ENTRIES,
     ORCHESTRATOR,
     POLICY_SETTINGS,
@@ -45,6 +46,12 @@ if TYPE_CHECKING:  # pragma: no cover
 ADMIN_SETTING = "AGENT_LINK_ROLE_ADMIN"
 ROLE_ARG = {"type": "string", "pattern": "^(role:)?[a-z0-9-]{1,40}$", "description": "Role name, or role:<name>."}
 PROJECT_ROOT = {**PATH, "description": "Absolute project root (orchestrator role only)."}
+LEASE_PATHS = {"type": "array", "maxItems": MAX_LEASE_PATHS, "items": {**PATH, "maxLength": 4096},
+               "description": "Files, directories or globs the role owns, relative to leaseRoot: leased exclusively for the holder "
+                              "(needs agent-link-leases), moved to each new holder, released by clear_agent_role. [] clears them."}
+LEASE_ROOT = {**PATH, "maxLength": 4096, "description": "Absolute project root of leasePaths (needed with them)."}
+LEASE_TTL = {"type": "integer", "minimum": 1000, "maximum": 7 * 24 * 60 * 60_000,
+             "description": "Time to live (ms) of the role's leases from now (default: the leases plugin's); set the role again to renew."}
 POLICY_TARGET = {"type": "string", "minLength": 1, "description": "role:<name> or a session address."}
 POLICY_LIST = {
     "type": "array", "maxItems": MAX_POLICY_ENTRIES, "items": {"type": "string", "minLength": 1},
@@ -85,6 +92,8 @@ def role_view(ctx: RolesContext, role: Role, *, include_text: bool = False) -> d
     }
     if role.projects:
         view["projects"] = dict(role.projects)
+    if role.lease_paths:
+        view["leasePaths"], view["leaseRoot"] = list(role.lease_paths), role.lease_root
     if len(role.holders) > 1:
         view["holders"] = list(role.holders)
     return view
@@ -114,27 +123,88 @@ async def _holder(app: App, agent: str, call: ToolCall) -> dict[str, Any]:
     return {"address": address, "harness": scheme, "title": session.title if session is not None else None}
 
 
+def _lease_args(args: dict[str, Any], root: str | None) -> tuple[list[str], str] | None:
+    """The ``leasePaths`` and ``leaseRoot`` given ([] and "" to clear), or None when not given.
+
+    :raises AgentLinkError: ``invalid_arguments``: lease arguments with ``projectRoot`` (a
+        project's orchestrator owns no files), ``leaseRoot`` missing, relative or alone.
+    """
+    given = [k for k in ("leasePaths", "leaseRoot", "leaseTtlMs") if k in args]
+    if given and root is not None:
+        raise invalid_arguments([{"path": given[0], "rule": "not_with_project_root",
+                                  "expected": "leasePaths for the role's holder, not with projectRoot"}])
+    if "leasePaths" not in args:
+        if "leaseRoot" in args:
+            raise invalid_arguments([{"path": "leaseRoot", "rule": "requires_lease_paths", "expected": "leaseRoot with leasePaths"}])
+        return None
+    paths = list(dict.fromkeys(args["leasePaths"]))
+    if not paths:
+        return [], ""
+    lease_root = args.get("leaseRoot")
+    if lease_root is None:
+        raise invalid_arguments([{"path": "leaseRoot", "rule": "required", "expected": "the absolute project root of leasePaths"}])
+    if not os.path.isabs(lease_root):
+        raise invalid_arguments([{"path": "leaseRoot", "rule": "absolute_path", "expected": "an absolute path"}])
+    return paths, os.path.normpath(lease_root)
+
+
+async def _claim_role_paths(app: App, name: str, address: str, paths: list[str], lease_root: str,
+                            ttl_ms: int | None) -> dict[str, Any] | None:
+    """Lease ``paths`` for ``address`` under the key ``role:<name>`` (replacing the role's
+    earlier claim, whoever held it, in one transaction); None when no plugin keeps leases.
+
+    :raises AgentLinkError: ``lease_conflict`` (nothing claimed), ``invalid_arguments``.
+    """
+    return await app.hooks.claim_paths(holder=address, paths=paths, project_root=lease_root, reason=f"role:{name}",
+                                       ttl_ms=ttl_ms, key=f"role:{name}")
+
+
 async def set_agent_role(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
     """Tool ``set_agent_role``: make ``agent`` the holder (or a project's orchestrator), optionally
-    replace the procedure, record its version and hand open role mail over.
+    replace the procedure, record its version, hand open role mail over, and lease the files
+    the role owns (``leasePaths``, given now or earlier) for the holder.
 
-    :raises AgentLinkError: ``permission_denied`` (not admin), ``invalid_arguments``,
-        ``not_found`` / ``archived`` (agent), ``body_too_large`` (procedure), ``state_io_error``.
+    The leases are claimed before roles.json is written, so a clash changes nothing; when the
+    write then fails the role's earlier leases are claimed back for its earlier holder.
+
+    :raises AgentLinkError: ``permission_denied`` (not admin), ``invalid_arguments`` (also
+        ``leasePaths`` without agent-link-leases: rule ``plugin``), ``lease_conflict`` (another
+        session holds some of the role's paths: nothing changes), ``not_found`` / ``archived``
+        (agent), ``body_too_large`` (procedure), ``state_io_error``.
     """
     require_admin(app)
     ctx = from_app(app)
     name = parse_role_name(args["role"])
     root = _project_root(args, name)
+    given = _lease_args(args, root)
     holder = await _holder(app, args["agent"], call)
     address = holder["address"]
     procedure = encode_procedure(args["procedure"]) if "procedure" in args else None
     path = table_path(ctx.state_dir)
+    before = load_table(ctx.state_dir).roles.get(name)
+    owned = given if given is not None else (list(before.lease_paths), before.lease_root or "") if before and root is None else None
+    claimed = None
+    if owned and owned[0]:
+        claimed = await _claim_role_paths(app, name, address, owned[0], owned[1], args.get("leaseTtlMs"))
+        if claimed is None and given is not None:
+            raise invalid_arguments([{"path": "leasePaths", "rule": "plugin", "expected": "agent-link-leases installed and enabled"}],
+                                    "leasePaths needs the leases plugin (agent-link-leases), which is not installed, is disabled "
+                                    "or failed (agent-link health lists plugin problems); the role was not changed.")
+        if claimed is None:
+            call.warnings.append({"code": "role_paths_not_leased", "details": {"paths": owned[0]},
+                                  "message": f"role:{name} owns {', '.join(owned[0])}, but no plugin keeps leases "
+                                             "(agent-link-leases): the holder was given the role without them."})
 
     def mutate(raw: dict[str, Any]) -> Any:
         roles = owned_object(raw, "roles", path, ctx.state_dir)
         entry = roles.get(name)
         if not isinstance(entry, dict):
             entry = roles[name] = {}
+        if given is not None and given[0]:
+            entry["leasePaths"], entry["leaseRoot"] = given
+        elif given is not None:
+            entry.pop("leasePaths", None)
+            entry.pop("leaseRoot", None)
         if root is not None:
             projects = entry.get("projects")
             if not isinstance(projects, dict):
@@ -148,7 +218,14 @@ async def set_agent_role(app: App, args: dict[str, Any], call: ToolCall) -> dict
             entry["assignedAt"] = iso(now_ms())
         return previous
 
-    previous = update_table(ctx.state_dir, mutate)  # first: an unusable table must leave everything as it was
+    try:
+        previous = update_table(ctx.state_dir, mutate)  # an unusable table leaves the role (and its leases) as they were
+    except AgentLinkError:
+        if claimed is not None:
+            await _restore_role_paths(app, name, before)
+        raise
+    if given is not None and not given[0]:
+        app.hooks.release_claims(f"role:{name}")
     if procedure is not None:
         write_procedure(ctx.state_dir, name, procedure)
     proc = read_procedure(ctx.state_dir, name)
@@ -163,12 +240,25 @@ async def set_agent_role(app: App, args: dict[str, Any], call: ToolCall) -> dict
         "projectRoot": root,
         "path": str(path),
         "handedOver": moved.get(name, []),
+        "leases": claimed["leases"] if claimed is not None else None,
     }
+
+
+async def _restore_role_paths(app: App, name: str, before: Role | None) -> None:
+    """Give the role's leases back to its earlier holder (or end them) after a failed write."""
+    if before is not None and before.address and before.lease_paths and before.lease_root:
+        try:
+            await _claim_role_paths(app, name, before.address, list(before.lease_paths), before.lease_root, None)
+            return
+        except AgentLinkError:
+            pass  # the earlier holder's paths were taken meanwhile: they end below
+    app.hooks.release_claims(f"role:{name}")
 
 
 async def clear_agent_role(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
     """Tool ``clear_agent_role``: remove the holder (or one project's orchestrator); the procedure
-    file stays. ``cleared`` is False when there was nothing to clear.
+    file and the role's ``leasePaths`` stay, the holder's leases of them end
+    (``releasedLeases``). ``cleared`` is False when there was nothing to clear.
 
     :raises AgentLinkError: ``permission_denied`` (not admin), ``invalid_arguments``, ``state_io_error``.
     """
@@ -194,11 +284,13 @@ async def clear_agent_role(app: App, args: dict[str, Any], call: ToolCall) -> di
         return previous is not None, previous
 
     cleared, previous = update_table(ctx.state_dir, mutate)
+    # the holder gives the role up, and with it the role's leases (its leasePaths stay declared)
+    ended = app.hooks.release_claims(f"role:{name}") if cleared and root is None else None
     table = load_table(ctx.state_dir)
     apply_handover(app, table, call.caller.address)
     role = table.roles.get(name)
     return {"cleared": cleared, "previousAddress": previous, "role": role_view(ctx, role) if role else None,
-            "projectRoot": root, "path": str(table.path)}
+            "projectRoot": root, "path": str(table.path), "releasedLeases": ended["released"] if ended else []}
 
 
 def _table_or_error(ctx: RolesContext) -> tuple[RoleTable | None, dict[str, Any] | None]:
@@ -313,29 +405,34 @@ async def get_agent_override_policy(app: App, args: dict[str, Any], call: ToolCa
     return out
 
 
-ROLE_VIEW_NOTE = "Each role: role, roleAddress, address (holder), assignedAt, procedure {name, version, sha256, updatedAt, present, pending}."
+ROLE_VIEW_NOTE = "Each role: role, roleAddress, address (holder), assignedAt, procedure {name, version, sha256, updatedAt, present, pending}, and leasePaths/leaseRoot when it owns files."
 
 ROLE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="set_agent_role",
         title="Set an agent role",
-        description="Give a session a role (router, builder...) so agents can write to role:<name>. Open reply/action messages sent to the role move to the new holder. Optionally replace the role's procedure text. Needs AGENT_LINK_ROLE_ADMIN=1 in this server's environment.",
+        description="Give a session a role (router, builder...) so agents can write to role:<name>. Open reply/action messages sent to the role move to the new holder. Optionally replace the role's procedure text. The files the role owns (leasePaths, kept with the role) are leased exclusively for the holder (another session's lease of any of them refuses the whole call: lease_conflict, nothing changed). Needs AGENT_LINK_ROLE_ADMIN=1 in this server's environment.",
         input_schema=_obj({
             "role": ROLE_ARG,
             "agent": {"type": "string", "minLength": 1, "description": "The new holder: a session address or id."},
             "procedure": {"type": "string", "minLength": 1, "description": "How the holder should handle work sent to the role (at most 64 KiB); shown to the holder, never run."},
             "projectRoot": PROJECT_ROOT,
+            "leasePaths": LEASE_PATHS,
+            "leaseRoot": LEASE_ROOT,
+            "leaseTtlMs": LEASE_TTL,
         }, ("role", "agent")),
         output_fields={"role": OBJ, "previousAddress": ANY, "holder": OBJ, "projectRoot": NSTR, "path": STR,
-                       "handedOver": {"type": "array", "items": STR}},
+                       "handedOver": {"type": "array", "items": STR},
+                       "leases": {"type": ["array", "null"], "items": OBJ, "description": "The holder's leases of the role's paths; null when the role owns none (or no plugin keeps leases)."}},
         handler=set_agent_role, destructive=True,
     ),
     ToolSpec(
         name="clear_agent_role",
         title="Clear an agent role",
-        description="Remove a role's holder (or one project's orchestrator); the procedure is kept. Mail already sent stays where it is. Needs AGENT_LINK_ROLE_ADMIN=1 in this server's environment.",
+        description="Remove a role's holder (or one project's orchestrator); the procedure and the role's leasePaths are kept, the holder's leases of them end. Mail already sent stays where it is. Needs AGENT_LINK_ROLE_ADMIN=1 in this server's environment.",
         input_schema=_obj({"role": ROLE_ARG, "projectRoot": PROJECT_ROOT}, ("role",)),
-        output_fields={"cleared": BOOL, "previousAddress": ANY, "role": NOBJ, "projectRoot": NSTR, "path": STR},
+        output_fields={"cleared": BOOL, "previousAddress": ANY, "role": NOBJ, "projectRoot": NSTR, "path": STR,
+                       "releasedLeases": {"type": "array", "items": OBJ}},
         handler=clear_agent_role, destructive=True,
     ),
     ToolSpec(

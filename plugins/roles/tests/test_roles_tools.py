@@ -102,7 +102,7 @@ async def test_clear_keeps_the_procedure_and_unknown_roles_are_reported(app: App
     assert (await run_tool(app, "clear_agent_role", {"role": "builder"}))["cleared"] is False
     assert (await run_tool(app, "clear_agent_role", {"role": "nobody"})) == {
         "ok": True, "cleared": False, "previousAddress": None, "role": None, "projectRoot": None,
-        "path": str(table_path(Path(app.config.state_dir)))}
+        "path": str(table_path(Path(app.config.state_dir))), "releasedLeases": []}
 
 
 @pytest.mark.anyio
