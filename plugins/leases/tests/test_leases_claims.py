@@ -34,12 +34,12 @@ async def test_a_claim_under_a_key_moves_to_its_new_holder_in_one_step(app: App,
 
 
 async def test_a_refused_claim_under_a_key_leaves_the_earlier_one(app: App, repo: str) -> None:
-    claim(app.store, "test:alice", Project(repo, False), ["docs"], exclusive=True, reason=None, ttl_ms=600_000, now=now_ms())
+    claim(app.store, "test:alice", Project(repo, False), ["notes"], exclusive=True, reason=None, ttl_ms=600_000, now=now_ms())
     await app.hooks.claim_paths(holder="test:bob", paths=["src"], project_root=repo, key="role:build")
     with pytest.raises(AgentLinkError) as clash:
-        await app.hooks.claim_paths(holder="test:carol", paths=["src", "docs/x.md"], project_root=repo, key="role:build")
+        await app.hooks.claim_paths(holder="test:carol", paths=["src", "notes/x.md"], project_root=repo, key="role:build")
     assert [c["holder"] for c in clash.value.details["conflicts"]] == ["test:alice"]
-    assert _held(app) == [("test:alice", "docs", None), ("test:bob", "src", "role:build")]
+    assert _held(app) == [("test:alice", "notes", None), ("test:bob", "src", "role:build")]
 
 
 async def test_release_claims_ends_only_that_key(app: App, repo: str, run_tool: Any) -> None:

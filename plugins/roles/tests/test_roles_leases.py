@@ -24,7 +24,7 @@ ADMIN = Caller("test:admin", "config", "test")
 @pytest.fixture
 def repo(tmp_path: Path) -> str:
     project = tmp_path / "repo"
-    for sub in (".git", "src", "docs"):
+    for sub in (".git", "src", "docs", "notes"):
         (project / sub).mkdir(parents=True)
     return os.path.realpath(project)
 
@@ -68,16 +68,16 @@ async def test_the_holder_leases_the_roles_files_and_the_next_holder_gets_them(
 
 async def test_a_clash_changes_nothing(app: App, leases_loaded: None, run_tool: Any, repo: str, isolated_env: Path) -> None:
     await run_tool(app, "set_agent_role", {"role": "builder", "agent": "test:bob", "leasePaths": ["src"], "leaseRoot": repo})
-    mine = await run_tool(app, "lease_paths", {"paths": ["docs/a.md"], "projectRoot": repo, "reason": "mine"}, ALICE)
+    mine = await run_tool(app, "lease_paths", {"paths": ["notes/a.md"], "projectRoot": repo, "reason": "mine"}, ALICE)
     assert mine["ok"], mine
     before = table_path(isolated_env).read_text()
-    refused = await run_tool(app, "set_agent_role", {"role": "builder", "agent": "test:carol", "leasePaths": ["src", "docs"],
+    refused = await run_tool(app, "set_agent_role", {"role": "builder", "agent": "test:carol", "leasePaths": ["src", "notes"],
                                                      "leaseRoot": repo})
     assert refused["error"]["code"] == "lease_conflict"
     [clash] = refused["error"]["details"]["conflicts"]
-    assert (clash["holder"], clash["paths"], clash["reason"], clash["requested"]) == ("test:alice", ["docs/a.md"], "mine", ["docs"])
+    assert (clash["holder"], clash["paths"], clash["reason"], clash["requested"]) == ("test:alice", ["notes/a.md"], "mine", ["notes"])
     assert table_path(isolated_env).read_text() == before
-    assert _held(app) == [("test:bob", "src", "role:builder"), ("test:alice", "docs/a.md", None)]
+    assert _held(app) == [("test:bob", "src", "role:builder"), ("test:alice", "notes/a.md", None)]
 
 
 async def test_empty_lease_paths_give_the_files_up(app: App, leases_loaded: None, run_tool: Any, repo: str, isolated_env: Path) -> None:
