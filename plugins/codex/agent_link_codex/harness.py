@@ -48,7 +48,7 @@ log = logging.getLogger(__name__)
 
 ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 META_NAMESPACES = ("openai/codex", "codex")
-#: ``_meta`` keys of a sender named on the command line (``agent_link_core.api.sender``).
+#: ``_meta`` keys of a sender named on the command line (``agent_link_core.identity.named_sender``).
 NAMED_SENDER_KEYS = frozenset({"threadId", "endpointId"})
 THREAD_KEYS = ("callerThreadId", "caller.thread.id", "threadId", "thread_id", "codexThreadId", "thread.id", "originThreadId")
 TURN_KEYS = ("callerTurnId", "caller.turn.id", "turnId", "turn_id", "codexTurnId", "turn.id", "originTurnId",
@@ -368,7 +368,7 @@ class CodexHarness(Harness):
         (:class:`agent_link_codex.proof.Prover`).
 
         ``meta`` of exactly ``{"threadId"[, "endpointId"]}`` is the CLI's ``--from-thread
-        [--from-endpoint]`` (``agent_link_core.api.sender``): that thread is checked against
+        [--from-endpoint]`` (``agent_link_core.identity.named_sender``): that thread is checked against
         the app-servers first (:func:`agent_link_codex.lookup.named_sender`, which may raise
         ``not_found``, ``ambiguous`` or ``codex_unavailable``). Codex's own tool calls always
         carry more keys (``callId``, turn metadata).
