@@ -15,7 +15,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agent_link_core.boundary import interrupts, plugin_fault
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import Harness, SessionListing
 from agent_link_core.mailbox import iso
@@ -50,49 +49,41 @@ def session_view(session: Session) -> dict[str, Any]:
 
 
 async def gather_listings(
-    harnesses: Mapping[str, Harness], *, only: str | None = None, include_archived: bool = False, limit: int = 200,
-    on_error: Callable[[Harness, BaseException], None] | None = None,
+    app: App, *, harnesses: Mapping[str, Harness] | None = None, only: str | None = None, include_archived: bool = False,
+    limit: int = 200,
 ) -> dict[str, SessionListing]:
-    """Ask every harness (or only ``only``) concurrently; a failure becomes a provider report.
-
-    :param on_error: told of a harness that raised something other than AgentLinkError or
-        answered with something other than a :class:`SessionListing` (the App reports it as
-        that harness's plugin's problem).
-    """
+    """Ask every harness of ``app`` (or of ``harnesses``, or only ``only``) concurrently, each
+    through the plugin boundary within :data:`LIST_TIMEOUT_S`; a failure becomes a provider
+    report. A harness that raises something other than AgentLinkError, answers with something
+    other than a :class:`SessionListing`, or lists more than ``limit`` sessions is reported as
+    its plugin's problem (:meth:`~agent_link_core.boundary.Boundary.acall`)."""
     import asyncio
 
+    boundary = app.hooks.boundary
+
+    def checked(listing: Any, plugin: str) -> str | None:
+        return None if isinstance(listing, SessionListing) else f"returned {type(listing).__name__}, not a SessionListing"
+
     async def one(harness: Harness) -> SessionListing:
-        sigints = interrupts()
+        plugin, hook = app.hooks.owner("harness", harness.name) or f"harness {harness.name}", f"harness.{harness.name}.list_sessions"
         try:
-            # asyncio.timeout, not wait_for: the plugin's coroutine runs in this task, so its
-            # SystemExit or KeyboardInterrupt is caught below instead of stopping the event loop
-            async with asyncio.timeout(LIST_TIMEOUT_S):
-                listing = await harness.list_sessions(include_archived=include_archived, limit=limit)
+            listing = await boundary.acall(
+                plugin, hook, lambda: harness.list_sessions(include_archived=include_archived, limit=limit), bound_s=LIST_TIMEOUT_S,
+                default=SessionListing(provider={"available": False, "reason": "harness_failed"}, complete=False),
+                check=checked, passing=(AgentLinkError,),
+                on_timeout=lambda: SessionListing(provider={"available": False, "reason": "timeout"}, complete=False))
         except AgentLinkError as exc:
             return SessionListing(provider={"available": False, "reason": exc.code, "error": exc.to_dict()}, complete=False)
-        except TimeoutError:
-            return SessionListing(provider={"available": False, "reason": "timeout"}, complete=False)
-        except BaseException as exc:  # one harness's bug (SystemExit too) never hides the others' sessions
-            if not plugin_fault(exc, sigints):
-                raise
-            if on_error is not None:
-                on_error(harness, exc)
-            return SessionListing(provider={"available": False, "reason": "harness_failed", "error": type(exc).__name__},
-                                  complete=False)
-        if not isinstance(listing, SessionListing):
-            if on_error is not None:
-                on_error(harness, TypeError(f"list_sessions returned {type(listing).__name__}, not a SessionListing"))
-            return SessionListing(provider={"available": False, "reason": "harness_failed"}, complete=False)
         if len(listing.sessions) > limit:  # bounded by what was asked for, whatever the harness sends
-            if on_error is not None:
-                on_error(harness, ValueError(f"list_sessions returned {len(listing.sessions)} sessions; at most {limit} were asked for"))
+            boundary.fault(plugin, hook, f"returned {len(listing.sessions)} sessions; at most {limit} were asked for")
             # the newest, as a page needs them: "newest first" is only what a harness is asked for
             newest = sorted(listing.sessions, key=lambda s: -(s.last_activity_ms or 0))[:limit]
             return SessionListing(newest, listing.provider, complete=False)
         return listing
 
+    chosen_from = app.harnesses if harnesses is None else harnesses
     # by name first: asking one harness builds only that one (a declared harness is built on access)
-    chosen = {n: h for n in list(harnesses) if only in (None, "all", n) and (h := harnesses.get(n)) is not None}
+    chosen = {n: h for n in list(chosen_from) if only in (None, "all", n) and (h := chosen_from.get(n)) is not None}
     results = await asyncio.gather(*(one(h) for h in chosen.values()))
     return dict(zip(chosen, results))
 
@@ -296,8 +287,7 @@ class Directory:
 
         position = decode_cursor(cursor, "list_agents")
         depth = listing_depth(position, limit)
-        listings = await gather_listings(self.harnesses, only=harness, include_archived=include_archived,
-                                         limit=depth, on_error=self.app._harness_failed)
+        listings = await gather_listings(self.app, only=harness, include_archived=include_archived, limit=depth)
         sessions = [s for listing in listings.values() for s in listing.sessions] + self.present_sessions(harness)
         filters: list[tuple[str, Callable[[Session], bool]]] = []
         if not include_archived:
@@ -357,7 +347,7 @@ class Directory:
         if len(direct) == 1:  # one lookup beats scanning listings that may be capped
             view = session_view(direct[0])
             return {**out, "status": "resolved", "best": view, "candidates": [view]}
-        listings = await gather_listings(self.harnesses, only=harness, include_archived=True, on_error=self.app._harness_failed)
+        listings = await gather_listings(self.app, only=harness, include_archived=True)
         sessions = [s for listing in listings.values() for s in listing.sessions]
         exact = [s for s in sessions if s.id == query or query in s.aliases]
         providers = providers_view(listings)
@@ -445,7 +435,7 @@ class Directory:
         routed = await self.hooks.aresolve_address(target, caller.address)
         if routed is not None:
             return routed["address"]
-        listings = await gather_listings(self.harnesses, include_archived=True, limit=100_000)
+        listings = await gather_listings(self.app, include_archived=True, limit=100_000)
         matches = [s for listing in listings.values() for s in listing.sessions if s.id == target or target in s.aliases]
         incomplete = [name for name, listing in listings.items() if not listing.complete]
         if not matches and not incomplete:  # a listing may leave a session out (one not listed yet): ask by exact id
@@ -499,7 +489,7 @@ class Directory:
 
         position = decode_cursor(cursor, "sessions")
         depth = listing_depth(position, limit)
-        listings = await gather_listings(self.harnesses, only=harness, limit=depth)
+        listings = await gather_listings(self.app, only=harness, limit=depth)
         sessions = [s for listing in listings.values() for s in listing.sessions] + self.present_sessions(harness)
         want = (cwd or "").rstrip("/")
         wanted = (("archived", True, lambda s: not s.archived), ("source", source, lambda s: of_source(s, source or "")),
@@ -545,7 +535,7 @@ class Directory:
         row = self.store.conn.execute("SELECT * FROM contacts WHERE alias = ?", (norm,)).fetchone()
         if row is not None:
             return {"version": 1, "verdict": "one", "matches": [{**_contact_view(row), "matchedBy": "alias"}]}
-        listings = await gather_listings(self.harnesses, limit=100_000)
+        listings = await gather_listings(self.app, limit=100_000)
         incomplete = [n for n, listing in listings.items() if not listing.complete]
         if incomplete:
             raise AgentLinkError(f"{incomplete[0]}_unavailable", f"Could not list every {incomplete[0]} session, so the search would be incomplete.",

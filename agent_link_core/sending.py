@@ -30,7 +30,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agent_link_core.boundary import interrupts, plugin_fault
 from agent_link_core.envelope import MAX_ENVELOPE_BODY_CHARS, MAX_ESCAPED_CHARS, escape_text
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import Delivery, Harness
@@ -361,34 +360,28 @@ class Outbox:
         limit = harness.output_budget.push_bytes if harness.output_budget is not None else None
         size = len(envelope.encode("utf-8"))
         bound_s = PUSH_BUDGETS * self.hooks.boundary.timeout_ms / 1000 or None
-        sigints = interrupts()
-        import asyncio
 
-        try:
-            # asyncio.timeout, not wait_for: the plugin's coroutine runs in this task, so its
-            # SystemExit or KeyboardInterrupt is caught below instead of stopping the event loop
-            async with asyncio.timeout(bound_s):
-                if limit is not None and size > limit:
-                    return await self._announce(harness, row, size, options)
-                delivery = await harness.deliver(self.mailbox.row_dict(row), envelope, options)
-        except AgentLinkError as exc:
-            return Delivery(warnings=[{"code": exc.code, "message": exc.message, "details": exc.details}])
-        except TimeoutError as exc:
+        def timed_out() -> Delivery:
             # A push that never ends must not hold the sender's call: whether it arrived is
             # unknown, so it is remembered as such and not pushed again blindly.
-            self.app._harness_failed(harness, exc, "deliver")
-            delivery = Delivery(unknown=True, warnings=[{
+            self.hooks.boundary.fault(plugin, f"harness.{harness.name}.deliver", f"did not finish the push within {bound_s:g} s")
+            return Delivery(unknown=True, warnings=[{
                 "code": "push_timed_out",
                 "message": f"{harness.name} did not finish the push within {bound_s:g} s; whether it arrived is unknown.",
             }])
-        except BaseException as exc:  # the row is stored: report the failure (SystemExit too), the message stays queued
-            if not plugin_fault(exc, sigints):
-                raise
-            self.app._harness_failed(harness, exc, "deliver")
-            return Delivery(warnings=[{"code": "internal_error", "message": f"{harness.name} could not push: {type(exc).__name__}"}])
-        if not isinstance(delivery, Delivery):
-            self.app._harness_failed(harness, TypeError(f"deliver returned {type(delivery).__name__}, not a Delivery"), "deliver")
-            return Delivery(warnings=[{"code": "internal_error", "message": f"{harness.name} could not push: bad answer"}])
+
+        plugin = self.hooks.owner("harness", harness.name) or f"harness {harness.name}"
+        try:  # the row is stored: a failure (SystemExit too) is reported, the message stays queued
+            delivery = await self.hooks.boundary.acall(
+                plugin, f"harness.{harness.name}.deliver",
+                lambda: self._announce(harness, row, size, options) if limit is not None and size > limit
+                else harness.deliver(self.mailbox.row_dict(row), envelope, options),
+                bound_s=bound_s, check=lambda d, _: None if isinstance(d, Delivery) else f"returned {type(d).__name__}, not a Delivery",
+                passing=(AgentLinkError,), on_timeout=timed_out)
+        except AgentLinkError as exc:
+            return Delivery(warnings=[{"code": exc.code, "message": exc.message, "details": exc.details}])
+        if delivery is None:
+            return Delivery(warnings=[{"code": "internal_error", "message": f"{harness.name} could not push (see `agent-link plugins`)"}])
         if delivery.delivered and delivery.via:
             self.mailbox.mark_delivered(row["id"], delivery.via, delivery.evidence)
         elif delivery.accepted:
