@@ -30,6 +30,7 @@ each record's type (:func:`agent_link_core.harness.check_harness`,
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import inspect
 import json
 import logging
@@ -99,8 +100,7 @@ class Problem:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form for health and ``agent-link plugins --json``."""
-        return {"plugin": self.plugin, "hook": self.hook, "error": self.error, "fix": self.fix,
-                "disabled": self.disabled, "count": self.count}
+        return dataclasses.asdict(self)
 
 
 class Overran(BaseException):
@@ -392,19 +392,6 @@ def _disarm(frame: _Frame | None) -> float:
 # -- the guard -----------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class Timing:
-    """How long one plugin's implementation of one hook took: calls, last and slowest (ms)."""
-
-    calls: int = 0
-    last_ms: float = 0.0
-    max_ms: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        """``{calls, lastMs, maxMs}`` for ``agent-link plugins --json``."""
-        return {"calls": self.calls, "lastMs": round(self.last_ms, 3), "maxMs": round(self.max_ms, 3)}
-
-
 class Boundary:
     """The one guard every plugin implementation is called through, with the fault bookkeeping
     of one plugin manager.
@@ -421,8 +408,8 @@ class Boundary:
         self.on_disable: Callable[[str, str], None] | None = None
         #: told of each new problem (the App keeps them for other processes to see)
         self.sink: Callable[[dict[str, Any]], None] | None = None
-        #: ``{plugin: {hook: Timing}}`` of every guarded call
-        self.timings: dict[str, dict[str, Timing]] = {}
+        #: ``{plugin: {hook: [calls, last ms, slowest ms]}}`` of every guarded call
+        self.timings: dict[str, dict[str, list[float]]] = {}
         watch_interrupts()
 
     # -- bookkeeping
@@ -465,21 +452,16 @@ class Boundary:
 
     def timing_report(self) -> dict[str, dict[str, dict[str, Any]]]:
         """``{plugin: {hook: {calls, lastMs, maxMs}}}`` of the calls made in this process."""
-        return {plugin: {hook: t.to_dict() for hook, t in hooks.items()} for plugin, hooks in self.timings.items()}
+        return {plugin: {hook: {"calls": int(n), "lastMs": round(last, 3), "maxMs": round(most, 3)} for hook, (n, last, most) in hooks.items()}
+                for plugin, hooks in self.timings.items()}
 
     def _timed(self, plugin: str, hook: str, ms: float, *, blocking: bool = True) -> None:
         """Record a call of ``ms`` milliseconds; a slow one is logged once when it held the
         caller (``blocking``): an awaited call that waits (a wait tool, a host's answer) holds nothing."""
-        hooks = self.timings.get(plugin)
-        timing = hooks.get(hook) if hooks is not None else None
-        if timing is None:
-            timing = self.timings.setdefault(plugin, {})[hook] = Timing()
-        if blocking and ms > SLOW_MS and timing.max_ms <= SLOW_MS:
+        timing = self.timings.setdefault(plugin, {}).setdefault(hook, [0, 0.0, 0.0])
+        if blocking and ms > SLOW_MS and timing[2] <= SLOW_MS:
             log.warning("agent-link plugin %r took %d ms in %s (slow). %s", plugin, ms, hook, disable_hint(plugin))
-        timing.calls += 1
-        timing.last_ms = ms
-        if ms > timing.max_ms:
-            timing.max_ms = ms
+        timing[:] = timing[0] + 1, ms, max(ms, timing[2])
 
     def contain(self, exc: BaseException, plugin: str, hook: str, sigints_before: int, *,
                 frame: _Frame | None = None, passing: tuple[type[BaseException], ...] = (), disable: bool = False,
@@ -538,9 +520,12 @@ class Boundary:
 
     async def acall(self, plugin: str, hook: str, make: Callable[[], Awaitable[Any]], *, bound_s: float | None,
                     default: Any = None, check: Callable[[Any, str], str | None] | None = None,
-                    passing: tuple[type[BaseException], ...] = ()) -> Any:
+                    passing: tuple[type[BaseException], ...] = (), on_timeout: Callable[[], Any] | None = None) -> Any:
         """Await ``make()``, asynchronous code of ``plugin``, within ``bound_s`` seconds (None:
         unbounded); each synchronous step of it is bounded like :meth:`call`.
+
+        :param on_timeout: makes the answer to a call that outlived ``bound_s`` (the caller
+            reports it its own way), instead of a fault and ``default``.
 
         :raises asyncio.CancelledError: when the calling task is cancelled.
         """
@@ -561,6 +546,8 @@ class Boundary:
                     self.fault(plugin, hook, f"was still running when its caller gave up after {waited_ms:.0f} ms")
                 raise  # the caller is cancelled: not the plugin's doing
             if isinstance(exc, TimeoutError) and scope.expired():
+                if on_timeout is not None:
+                    return on_timeout()
                 self.fault(plugin, hook, f"did not finish within {bound_s:g} s",
                            fix="Bound the plugin's own waits below that.")
             elif not self.contain(exc, plugin, hook, sigints, passing=passing):

@@ -404,7 +404,7 @@ def who_am_i(app: App, from_address: str | None, named: dict[str, Any], *, readi
     """The caller a command acts as: ``--from`` / a harness's sender options, else the
     current session. With ``reading`` (the command shows mail) the reader, named or not,
     must be proved, as ``--as`` is (:func:`agent_link_core.identity.prove_reader`)."""
-    from agent_link_core import api
+    from agent_link_core.identity import named_sender
 
     if from_address is not None and not from_address.strip():
         raise click.UsageError("--from is empty: give an address such as team:alice, or leave the option out")
@@ -418,7 +418,7 @@ def who_am_i(app: App, from_address: str | None, named: dict[str, Any], *, readi
             raise click.UsageError(f"{option.flag} needs {option.requires}")
         given[option.key] = value
     try:
-        me = api.sender(app, explicit=from_address, named=given or None)
+        me = named_sender(app, explicit=from_address, named=given or None)
     except AgentLinkError as exc:
         fail(exc)
     if reading and me.known:  # named or not, the reader must be proved (identity.prove_reader)

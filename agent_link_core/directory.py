@@ -10,15 +10,16 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agent_link_core.boundary import interrupts, plugin_fault
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import Harness, SessionListing
 from agent_link_core.mailbox import iso
 from agent_link_core.model import ADDRESS_RE, Caller, Session, address_scheme, is_address
+from agent_link_core.store import now_ms
 
 if TYPE_CHECKING:
     from agent_link_core.app import App
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 LIST_TIMEOUT_S = 20.0
 # Field weights for ranking (after the original's thread search, docs/behaviour.md §16.9).
 WEIGHTS = (("id", 120), ("title", 90), ("address", 60), ("cwd", 30))
+ALIAS_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 
 
 def session_view(session: Session) -> dict[str, Any]:
@@ -47,49 +49,41 @@ def session_view(session: Session) -> dict[str, Any]:
 
 
 async def gather_listings(
-    harnesses: Mapping[str, Harness], *, only: str | None = None, include_archived: bool = False, limit: int = 200,
-    on_error: Callable[[Harness, BaseException], None] | None = None,
+    app: App, *, harnesses: Mapping[str, Harness] | None = None, only: str | None = None, include_archived: bool = False,
+    limit: int = 200,
 ) -> dict[str, SessionListing]:
-    """Ask every harness (or only ``only``) concurrently; a failure becomes a provider report.
-
-    :param on_error: told of a harness that raised something other than AgentLinkError or
-        answered with something other than a :class:`SessionListing` (the App reports it as
-        that harness's plugin's problem).
-    """
+    """Ask every harness of ``app`` (or of ``harnesses``, or only ``only``) concurrently, each
+    through the plugin boundary within :data:`LIST_TIMEOUT_S`; a failure becomes a provider
+    report. A harness that raises something other than AgentLinkError, answers with something
+    other than a :class:`SessionListing`, or lists more than ``limit`` sessions is reported as
+    its plugin's problem (:meth:`~agent_link_core.boundary.Boundary.acall`)."""
     import asyncio
 
+    boundary = app.hooks.boundary
+
+    def checked(listing: Any, plugin: str) -> str | None:
+        return None if isinstance(listing, SessionListing) else f"returned {type(listing).__name__}, not a SessionListing"
+
     async def one(harness: Harness) -> SessionListing:
-        sigints = interrupts()
+        plugin, hook = app.hooks.owner("harness", harness.name) or f"harness {harness.name}", f"harness.{harness.name}.list_sessions"
         try:
-            # asyncio.timeout, not wait_for: the plugin's coroutine runs in this task, so its
-            # SystemExit or KeyboardInterrupt is caught below instead of stopping the event loop
-            async with asyncio.timeout(LIST_TIMEOUT_S):
-                listing = await harness.list_sessions(include_archived=include_archived, limit=limit)
+            listing = await boundary.acall(
+                plugin, hook, lambda: harness.list_sessions(include_archived=include_archived, limit=limit), bound_s=LIST_TIMEOUT_S,
+                default=SessionListing(provider={"available": False, "reason": "harness_failed"}, complete=False),
+                check=checked, passing=(AgentLinkError,),
+                on_timeout=lambda: SessionListing(provider={"available": False, "reason": "timeout"}, complete=False))
         except AgentLinkError as exc:
             return SessionListing(provider={"available": False, "reason": exc.code, "error": exc.to_dict()}, complete=False)
-        except TimeoutError:
-            return SessionListing(provider={"available": False, "reason": "timeout"}, complete=False)
-        except BaseException as exc:  # one harness's bug (SystemExit too) never hides the others' sessions
-            if not plugin_fault(exc, sigints):
-                raise
-            if on_error is not None:
-                on_error(harness, exc)
-            return SessionListing(provider={"available": False, "reason": "harness_failed", "error": type(exc).__name__},
-                                  complete=False)
-        if not isinstance(listing, SessionListing):
-            if on_error is not None:
-                on_error(harness, TypeError(f"list_sessions returned {type(listing).__name__}, not a SessionListing"))
-            return SessionListing(provider={"available": False, "reason": "harness_failed"}, complete=False)
         if len(listing.sessions) > limit:  # bounded by what was asked for, whatever the harness sends
-            if on_error is not None:
-                on_error(harness, ValueError(f"list_sessions returned {len(listing.sessions)} sessions; at most {limit} were asked for"))
+            boundary.fault(plugin, hook, f"returned {len(listing.sessions)} sessions; at most {limit} were asked for")
             # the newest, as a page needs them: "newest first" is only what a harness is asked for
             newest = sorted(listing.sessions, key=lambda s: -(s.last_activity_ms or 0))[:limit]
             return SessionListing(newest, listing.provider, complete=False)
         return listing
 
+    chosen_from = app.harnesses if harnesses is None else harnesses
     # by name first: asking one harness builds only that one (a declared harness is built on access)
-    chosen = {n: h for n in list(harnesses) if only in (None, "all", n) and (h := harnesses.get(n)) is not None}
+    chosen = {n: h for n in list(chosen_from) if only in (None, "all", n) and (h := chosen_from.get(n)) is not None}
     results = await asyncio.gather(*(one(h) for h in chosen.values()))
     return dict(zip(chosen, results))
 
@@ -291,8 +285,7 @@ class Directory:
         """
         position = decode_cursor(cursor, "list_agents")
         depth = listing_depth(position, limit)
-        listings = await gather_listings(self.harnesses, only=harness, include_archived=include_archived,
-                                         limit=depth, on_error=self.app._harness_failed)
+        listings = await gather_listings(self.app, only=harness, include_archived=include_archived, limit=depth)
         sessions = [s for listing in listings.values() for s in listing.sessions] + self.present_sessions(harness)
         filters: list[tuple[str, Callable[[Session], bool]]] = []
         if not include_archived:
@@ -355,7 +348,7 @@ class Directory:
         if len(direct) == 1:  # one lookup beats scanning listings that may be capped
             view = session_view(direct[0])
             return {**out, "status": "resolved", "best": view, "candidates": [view]}
-        listings = await gather_listings(self.harnesses, only=harness, include_archived=True, on_error=self.app._harness_failed)
+        listings = await gather_listings(self.app, only=harness, include_archived=True)
         sessions = [s for listing in listings.values() for s in listing.sessions]
         exact = [s for s in sessions if s.id == query or query in s.aliases]
         providers = providers_view(listings)
@@ -430,3 +423,232 @@ class Directory:
         from agent_link_core import presence
 
         return presence.live_sessions(self.store, skip_schemes=set(self.harnesses), only=only)
+
+    async def resolve_target(self, target: str, caller: Caller) -> str:
+        """Turn a CLI target into a recipient address.
+
+        Order: a contact alias; an address (``harness:id``, ``role:name``); a form a plugin
+        understands (e.g. an endpoint composite) through ``agent_link_resolve_address``; a bare
+        id found by a complete scan of every harness. A scan that could not finish, or that
+        finds the id more than once, refuses instead of guessing.
+
+        :raises AgentLinkError: ``not_found``, ``ambiguous``, ``archived``, or the harness's
+            ``<harness>_unavailable`` when a scan was incomplete.
+        """
+        target = target.strip()
+        contact = self.store.conn.execute("SELECT address FROM contacts WHERE alias = ?", (target.lower(),)).fetchone()
+        if contact is not None:
+            return contact["address"]
+        if is_address(target):
+            return (await self.target_address(target, caller))[0]
+        routed = await self.hooks.aresolve_address(target, caller.address)
+        if routed is not None:
+            return routed["address"]
+        listings = await gather_listings(self.app, include_archived=True, limit=100_000)
+        matches = [s for listing in listings.values() for s in listing.sessions if s.id == target or target in s.aliases]
+        incomplete = [name for name, listing in listings.items() if not listing.complete]
+        if not matches and not incomplete:  # a listing may leave a session out (one not listed yet): ask by exact id
+            for harness in self.harnesses.values():
+                try:
+                    found = await self.app._get_session(harness, target)  # a plugin's failure is reported there
+                except AgentLinkError:
+                    found = None
+                if found is not None and found.id == target:
+                    matches.append(found)
+        if len(matches) > 1:
+            raise AgentLinkError("ambiguous", f"{target} is known to several harnesses or endpoints.",
+                                 {"query": target, "candidates": [{"address": s.address} for s in matches[:5]]},
+                                 hint="Use the full address or a contact alias.")
+        if incomplete:
+            raise AgentLinkError(f"{incomplete[0]}_unavailable",
+                                 f"Could not finish listing {incomplete[0]} sessions, so {target} cannot be resolved safely.",
+                                 {"searched": incomplete}, hint="Use the full address, or retry when every endpoint answers.")
+        if not matches:
+            from agent_link_core.presence import suggestions
+
+            close = suggestions(self.store, target, harnesses=self.harnesses)  # "teambob" finds team:bob
+            raise AgentLinkError("not_found", f"No session has the id {target}, and no contact has that alias.",
+                                 {"query": target, "candidates": [{"address": a} for a in close]},
+                                 hint=(f"Did you mean {' or '.join(close)}? " if close else "")
+                                 + "An address is harness:id (for example team:bob, or <harness>:<session id>); "
+                                   "list sessions with `agent-link sessions`.")
+        if matches[0].archived:
+            raise AgentLinkError("archived", f"{matches[0].address} is archived.", {"address": matches[0].address})
+        return matches[0].address
+
+    async def sessions(
+        self, *, search: str | None = None, cwd: str | None = None, harness: str = "all", limit: int = 50,
+        show_paths: bool = False, source: str | None = None, cursor: str | None = None,
+    ) -> dict[str, Any]:
+        """Every agent session on the machine, newest first, one page at a time (``agent-link
+        sessions``; ``limit`` 1-500, checked first). ``source`` keeps sessions of one source
+        kind (a harness's ``source`` field, e.g. how the session was started, or one of its
+        surfaces).
+
+        :param cursor: the ``nextCursor`` of an earlier answer: the page after it.
+        :returns: ``{"version": 1, "sessions": [...], "providers": {...}, "complete", "hasMore",
+            "nextCursor", "filters", "filteredOut"}``, as :meth:`list_agents` (archived sessions
+            are always left out). Without ``show_paths`` each session's cwd is reduced to its
+            folder name and the providers' folders are home-relative.
+        :raises AgentLinkError: ``invalid_arguments`` for a bad limit or cursor.
+        """
+        if not 1 <= limit <= 500:
+            raise invalid_arguments([{"path": "limit", "rule": "range", "expected": "1-500"}])
+        import os
+
+        position = decode_cursor(cursor, "sessions")
+        depth = listing_depth(position, limit)
+        listings = await gather_listings(self.app, only=harness, limit=depth)
+        sessions = [s for listing in listings.values() for s in listing.sessions] + self.present_sessions(harness)
+        want = (cwd or "").rstrip("/")
+        wanted = (("archived", True, lambda s: not s.archived), ("source", source, lambda s: of_source(s, source or "")),
+                  ("cwd", cwd, lambda s: (s.cwd or "").rstrip("/") == want),
+                  ("search", search, lambda s: score(s, search or "")[0] > 0))
+        page = page_of(sessions, position, limit, [(name, keep) for name, value, keep in wanted if value],
+                       cut=was_cut(listings, depth))
+        providers = providers_view(listings)
+        if not show_paths:  # a provider's report names the folders it searched: home-relative then
+            providers = home_relative(providers, self.app.env.get("HOME") or os.path.expanduser("~"))
+        return {"version": 1, "sessions": [public_view(s, show_paths) for s in page.sessions], "providers": providers,
+                "complete": page.first and not page.has_more and all(p["complete"] for p in providers.values()),
+                "hasMore": page.has_more, "nextCursor": page.next_cursor,
+                "filters": {"harness": harness, "includeArchived": False, "source": source, "cwd": cwd, "search": search},
+                "filteredOut": page.filtered_out}
+
+    async def who(self, *, source: str | None = None) -> dict[str, Any]:
+        """Live sessions merged with contacts (``agent-link who``); refreshes a contact's
+        project, label, last seen. ``source`` keeps one source kind (:meth:`sessions`)."""
+        listing = await self.sessions(limit=500, source=source)
+        by_address = {s["address"]: s for s in listing["sessions"]}
+        with self.store.write() as conn:
+            for row in conn.execute("SELECT * FROM contacts").fetchall():
+                live = by_address.get(row["address"])
+                if live is not None:
+                    conn.execute("UPDATE contacts SET project = ?, label = ?, last_seen = ? WHERE alias = ?",
+                                 (live.get("cwd"), live.get("title"), now_ms(), row["alias"]))
+        contacts = {c["address"]: c for c in self.contacts()}
+        agents = [{**s, "alias": contacts.get(s["address"], {}).get("alias")} for s in listing["sessions"]]
+        offline = [c for a, c in contacts.items() if a not in by_address]
+        return {"version": 1, "sessions": agents, "offlineContacts": offline, "providers": listing["providers"]}
+
+    async def find(self, query: str, *, show_paths: bool = False, source: str | None = None) -> dict[str, Any]:
+        """``none`` / ``one`` / ``many`` agents matching ``query`` (``agent-link find``): an
+        exact alias wins without any discovery; otherwise alias, project, title and id are
+        searched over complete listings and the live plain addresses. Without ``show_paths`` a
+        match's cwd is its folder name.
+
+        :raises AgentLinkError: ``<harness>_unavailable`` when a listing could not be completed
+            (a possibly wrong "none" or "one" is never returned).
+        """
+        norm = query.strip().lower()
+        row = self.store.conn.execute("SELECT * FROM contacts WHERE alias = ?", (norm,)).fetchone()
+        if row is not None:
+            return {"version": 1, "verdict": "one", "matches": [{**_contact_view(row), "matchedBy": "alias"}]}
+        listings = await gather_listings(self.app, limit=100_000)
+        incomplete = [n for n, listing in listings.items() if not listing.complete]
+        if incomplete:
+            raise AgentLinkError(f"{incomplete[0]}_unavailable", f"Could not list every {incomplete[0]} session, so the search would be incomplete.",
+                                 {"searched": incomplete}, hint="Retry when every endpoint answers.")
+        contacts = {c["address"]: c for c in self.contacts()}
+        matches = []
+        for s in [s for listing in listings.values() for s in listing.sessions] + self.present_sessions():
+            alias = contacts.get(s.address, {}).get("alias") or ""
+            if (not source or of_source(s, source)) and (norm in alias or score(s, query)[0] > 0):
+                matches.append({**public_view(s, show_paths), "alias": alias or None})
+        for address, c in contacts.items():
+            if norm in c["alias"] and all(m["address"] != address for m in matches):
+                matches.append({**c, "matchedBy": "alias"})
+        return {"version": 1, "verdict": "none" if not matches else ("one" if len(matches) == 1 else "many"), "matches": matches}
+
+    # -- contacts: short aliases for sessions (trimmed, lower case, unique, one per session) --
+
+    def add_contact(self, alias: str, address: str) -> dict[str, Any]:
+        """Bind ``alias`` to a session address; returns the contact.
+
+        :raises AgentLinkError: ``invalid_arguments`` for a bad alias or address, an alias bound
+            elsewhere, or a session that already has an alias (rename that one instead).
+        """
+        norm = normalise_alias(alias)
+        if not is_address(address):
+            raise invalid_arguments([{"path": "address", "rule": "pattern", "expected": "an address such as <harness>:<id>"}])
+        with self.store.write() as conn:
+            taken = conn.execute("SELECT address FROM contacts WHERE alias = ?", (norm,)).fetchone()
+            if taken is not None and taken["address"] != address:
+                raise invalid_arguments([{"path": "alias", "rule": "unique", "expected": f"an alias not already bound (to {taken['address']})"}])
+            other = conn.execute("SELECT alias FROM contacts WHERE address = ? AND alias != ?", (address, norm)).fetchone()
+            if other is not None:
+                raise invalid_arguments([{"path": "address", "rule": "one_alias",
+                                          "expected": f"a session without an alias (it is {other['alias']!r}; rename it)"}])
+            conn.execute("INSERT INTO contacts (alias, address, created_at) VALUES (?, ?, ?) ON CONFLICT (alias) DO NOTHING",
+                         (norm, address, now_ms()))
+        return self.contact(norm)
+
+    def rename_contact(self, old: str, new: str) -> dict[str, Any]:
+        """Rename an alias; raises ``not_found`` / ``invalid_arguments`` (new alias taken)."""
+        old_n, new_n = normalise_alias(old), normalise_alias(new)
+        with self.store.write() as conn:
+            self.contact(old_n)
+            if old_n != new_n and conn.execute("SELECT 1 FROM contacts WHERE alias = ?", (new_n,)).fetchone():
+                raise invalid_arguments([{"path": "new", "rule": "unique", "expected": "an alias not already bound"}])
+            conn.execute("UPDATE contacts SET alias = ? WHERE alias = ?", (new_n, old_n))
+        return self.contact(new_n)
+
+    def remove_contact(self, alias: str) -> dict[str, Any]:
+        """Drop an alias; raises ``not_found``. Returns the removed contact."""
+        gone = self.contact(norm := normalise_alias(alias))
+        with self.store.write() as conn:
+            conn.execute("DELETE FROM contacts WHERE alias = ?", (norm,))
+        return gone
+
+    def contact(self, alias: str) -> dict[str, Any]:
+        """One contact by its (normalised) alias; raises ``not_found``."""
+        row = self.store.conn.execute("SELECT * FROM contacts WHERE alias = ?", (alias,)).fetchone()
+        if row is None:
+            raise AgentLinkError("not_found", f"There is no contact {alias!r}.", {"query": alias, "candidates": []})
+        return _contact_view(row)
+
+    def contacts(self) -> list[dict[str, Any]]:
+        """All contacts, by alias."""
+        return [_contact_view(r) for r in self.store.conn.execute("SELECT * FROM contacts ORDER BY alias")]
+
+
+def normalise_alias(alias: str) -> str:
+    """Trim and lower-case an alias; raises ``invalid_arguments`` when it is not usable."""
+    norm = alias.strip().lower()
+    if not ALIAS_RE.match(norm):
+        raise invalid_arguments([{"path": "alias", "rule": "pattern", "expected": "1-64 of a-z 0-9 . _ -, starting with a letter or digit"}])
+    return norm
+
+
+def _contact_view(row: Any) -> dict[str, Any]:
+    return {"alias": row["alias"], "address": row["address"], "project": row["project"], "label": row["label"],
+            "lastSeen": iso(row["last_seen"]) if row["last_seen"] else None}
+
+
+def home_relative(value: Any, home: str) -> Any:
+    """``value`` (JSON-shaped: dicts, lists, strings, ...) with every string that is the home
+    folder ``home`` or a path under it written ``~`` / ``~/...``; default output carries no
+    absolute home paths."""
+    home = home.rstrip("/")
+    if isinstance(value, str):
+        return "~" + value[len(home):] if home and (value == home or value.startswith(home + "/")) else value
+    if isinstance(value, dict):
+        return {k: home_relative(v, home) for k, v in value.items()}
+    if isinstance(value, list):
+        return [home_relative(v, home) for v in value]
+    return value
+
+
+def of_source(session: Session, source: str) -> bool:
+    """True when ``session`` has the source kind ``source`` (its ``source`` field or a surface)."""
+    return session.extra.get("source") == source or source in session.surface
+
+
+def public_view(session: Session, show_paths: bool) -> dict[str, Any]:
+    """A session's view for output: without ``show_paths`` the cwd is only its folder name
+    and path-like fields are left out."""
+    view = session_view(session)
+    if not show_paths:
+        view["cwd"] = (session.cwd or "").rstrip("/").rsplit("/", 1)[-1] or None
+        view = {k: v for k, v in view.items() if k not in ("path", "transcriptPath", "socketPath", "rolloutPath")}
+    return view

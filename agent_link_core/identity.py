@@ -31,10 +31,11 @@ from __future__ import annotations
 import dataclasses
 import logging
 import weakref
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from agent_link_core.errors import AgentLinkError
-from agent_link_core.model import RUNTIME_SOURCES, Caller
+from agent_link_core.errors import AgentLinkError, invalid_arguments
+from agent_link_core.model import RUNTIME_SOURCES, Caller, address_scheme, is_address
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
@@ -43,6 +44,32 @@ log = logging.getLogger(__name__)
 # Sessions found once per process: a session that existed keeps its address (archived
 # sessions still exist), so a long-lived server asks its host once per sender.
 _existing: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+
+
+def named_sender(app: App, *, explicit: str | None = None, named: Mapping[str, str] | None = None) -> Caller:
+    """Who sends from the command line: an explicit ``--from`` address, else a sender named in
+    a harness's own terms (its :class:`~agent_link_core.harness.SenderOption` values,
+    ``{key: value}``) for the harnesses to recognise, else :meth:`App.caller
+    <agent_link_core.app.App.caller>` (the current session, ``AGENT_LINK_ADDRESS``, or
+    unverified ``external``). A session named only by the environment is proved when it signs
+    something (:func:`prove_sender`).
+
+    :raises AgentLinkError: ``invalid_arguments`` for a malformed ``explicit`` address, or a
+        named sender no harness recognises (the path names the option).
+    """
+    if explicit:
+        if not is_address(explicit):
+            raise invalid_arguments([{"path": "from", "rule": "pattern", "expected": "an address such as <harness>:<id>"}])
+        return Caller(explicit, "explicit", address_scheme(explicit))
+    if named:
+        for harness in app.harnesses.values():
+            found = harness.identify_caller(dict(named), {})
+            if found is not None and found.known:
+                return Caller(found.address, "explicit", found.host)
+        flags = [o.flag for h in app.harnesses.declared().values() for o in h.sender_options if o.key in named] or sorted(named)
+        raise invalid_arguments([{"path": flags[0].lstrip("-"), "rule": "unknown",
+                                  "expected": "a sender an installed harness recognises"}])
+    return app.caller()
 
 
 async def _session_exists(app: App, caller: Caller) -> bool:

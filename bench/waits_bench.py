@@ -40,9 +40,7 @@ def _env(state: Path, address: str) -> dict[str, str]:
 
 
 def _reply(replier: Any, message_id: str) -> None:
-    from agent_link_core import api
-
-    asyncio.run(api.reply(replier, message_id, "pong", sender=replier.caller()))
+    asyncio.run(replier.reply(caller=replier.caller(), message_id=message_id, message="pong"))
 
 
 def _latest_from_waiter(replier: Any, after: set[str]) -> str | None:
@@ -77,8 +75,6 @@ def mcp_rounds(state: Path) -> list[float]:
             if got.get("id") == request_id:
                 return got
 
-    from agent_link_core import api
-
     times = []
     try:
         send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
@@ -86,7 +82,7 @@ def mcp_rounds(state: Path) -> list[float]:
         answer(0)
         send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         for n in range(1, ROUNDS + 1):
-            sent = asyncio.run(api.send_reliably(sender, REPLIER, f"ping {n}", sender=sender.caller(), anticipation="reply"))
+            sent = asyncio.run(sender.outbox.send_reliably(REPLIER, f"ping {n}", sender=sender.caller(), anticipation="reply"))
             send({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": "wait_for_agent", "arguments": {
                 "agent": REPLIER, "replyToMessageId": sent.message_id, "timeoutMs": BOUND_S * 1000, "pollIntervalMs": 1000}}})
             time.sleep(SETTLE_S)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from agent_link_core import api, hookimpl
+from agent_link_core import hookimpl
 from agent_link_core import cli as cli_mod
 from agent_link_core.app import App
 from agent_link_core.harness import Delivery, Harness, SessionListing
@@ -124,7 +124,7 @@ async def test_incomplete_scan_refuses_a_bare_id(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", "codex claude roles receipts")
     app = App.create(extra_plugins=(Plugin(ScriptedHarness("sz", ("x",), complete=False)),))
     try:
-        result = await api.send_reliably(app, "y", "hi", sender=Caller("team:me", "explicit"))
+        result = await app.outbox.send_reliably("y", "hi", sender=Caller("team:me", "explicit"))
         assert result.outcome == "rejected" and result.error["code"] == "sz_unavailable"
     finally:
         app.close()
@@ -259,7 +259,7 @@ def test_find_verdicts_and_who(harness: ScriptedHarness) -> None:
     assert out_json(run("contacts", "list", "--json"))["contacts"][0]["lastSeen"] is not None
 
 
-def test_readme_typed_api_example_runs(tmp_path: Any) -> None:
+def test_readme_python_example_runs(tmp_path: Any) -> None:
     import os
     import re
     import subprocess
@@ -267,7 +267,7 @@ def test_readme_typed_api_example_runs(tmp_path: Any) -> None:
     from pathlib import Path
 
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    block = re.search(r"### Typed API.*?```python\n(.*?)```", readme, re.S).group(1)
+    block = re.search(r"### From Python.*?```python\n(.*?)```", readme, re.S).group(1)
     script = tmp_path / "example.py"
     script.write_text(block)
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, env=dict(os.environ))
@@ -281,7 +281,7 @@ async def test_a_retry_that_proves_absence_settles_unknown(harness: ScriptedHarn
     app = App.create()
     try:
         me = Caller("team:me", "explicit")
-        first = await api.send_reliably(app, "sx:lost", "x", sender=me)
+        first = await app.outbox.send_reliably("sx:lost", "x", sender=me)
         assert first.outcome == "unknown"
 
         async def queued(*args: Any) -> Any:
@@ -290,7 +290,7 @@ async def test_a_retry_that_proves_absence_settles_unknown(harness: ScriptedHarn
             return Delivery()
 
         harness.deliver = queued  # type: ignore[method-assign]
-        again = await api.send_reliably(app, "sx:lost", "x", sender=me, message_id=first.message_id, retry_unknown=True)
+        again = await app.outbox.send_reliably("sx:lost", "x", sender=me, message_id=first.message_id, retry_unknown=True)
         assert again.outcome == "queued" and again.attempts == 1
     finally:
         await app.aclose()

@@ -25,7 +25,6 @@ HOST_CONCEPTS = re.compile(
 # (file, text on the line): kept on purpose.
 ALLOWED = {
     ("model.py", "turn_id: str | None = None"): "Caller.turn_id is public API plugins fill and read",
-    ("api.py", 'LEGACY_NAMED_KEYS = ("threadId", "endpointId")'): "sender(thread=, endpoint=) keeps working for existing callers",
     ("errors.py", '"active_turn_conflict",'): "the closed list of error codes is the original contract's, host codes included",
     ("core_tools.py", '"originThreadId": STR, "originTurnId": STR'): "the receipts plugin's receipt argument: only "
     "harnesses can declare message_agent arguments so far",

@@ -104,7 +104,7 @@ LOOP_MODULES = ("asyncio", "ssl")
 #: load makes a path)
 UNUSED_MODULES = ("agent_link_roles.table", "pathlib")
 #: an inbox read lists no sessions and sends nothing
-INBOX_HEAVY_MODULES = ("agent_link_core.api", "agent_link_core.directory")
+INBOX_HEAVY_MODULES = ("agent_link_core.directory",)
 
 
 def other_commands(command: str) -> tuple[str, ...]:

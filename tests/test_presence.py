@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_link_core import api, presence
+from agent_link_core import presence
 from agent_link_core.app import App
 from agent_link_core.mailbox import OutgoingMessage, new_message_id
 from agent_link_core.model import Caller
@@ -31,7 +31,7 @@ def test_only_served_addresses_and_harness_sessions_are_suggested(app: App) -> N
     presence.record(app.store, "team:bob", "inbox")
     signed(app, "team:bobby")  # only ever a sender
     signed(app, "sx:bobby")  # a session of an installed harness: the harness delivers to it
-    api.add_contact(app, "robert", "team:boby")  # a contact nobody ever served
+    app.directory.add_contact("robert", "team:boby")  # a contact nobody ever served
     assert set(presence.known_addresses(app.store)) >= {"team:bob", "team:bobby", "sx:bobby", "team:boby"}
     assert presence.reachable_addresses(app.store) == ["team:bob"]
     assert presence.reachable_addresses(app.store, {"sx"}) == ["sx:bobby", "team:bob"]

@@ -35,10 +35,9 @@ def reply(ctx: click.Context, message_id: str, text: str | None, file: str | Non
     body = message_text(text, file) if (text is not None or file is not None) else None
     app = get_app(ctx)
     me = who_am_i(app, from_address, named)
-    from agent_link_core import api
-
-    data = run_async(api.reply(app, message_id, body, sender=me, kind=kind or "reply",
-                               envelope_format=None if envelope_format == "agent-link" else envelope_format))
+    fmt = None if envelope_format == "agent-link" else envelope_format
+    data = run_async(app.reply(caller=me, message_id=message_id, resolution=kind or "reply", message=body,
+                               metadata={"envelopeFormat": fmt} if fmt else None))
     def human(d: dict[str, Any]) -> None:
         sent = f"reply {d['messageId']} {d['delivery']}" if d["messageId"] else "no reply message sent"
         click.echo(f"{d['resolution']['kind']}: {d['replyToMessageId']} ({d['status']}); {sent}")

@@ -49,7 +49,6 @@ def send(ctx: click.Context, target: str, text: str | None, file: str | None, me
     The outcome is exactly one of delivered, accepted (the host took it and shows it
     later; never pushed again), queued, rejected, unknown.
     """
-    from agent_link_core import api
     from agent_link_core.cli_text import (
         address_error,
         cli_words,
@@ -74,16 +73,18 @@ def send(ctx: click.Context, target: str, text: str | None, file: str | None, me
         raise click.UsageError("--wait expects an answer; it cannot go with --anticipation fyi")
     app = get_app(ctx)
     me = who_am_i(app, from_address, named, reading=wait_reply)  # --wait shows the answer: a read, checked before sending
-    policy = api.RetryPolicy(retry_count, retry_delay_ms, retry_backoff, retry_jitter)
+    from agent_link_core.sending import RetryPolicy
+
+    policy = RetryPolicy(retry_count, retry_delay_ms, retry_backoff, retry_jitter)
     if wait_reply and anticipation is None:
         anticipation = "reply"
-    result = run_async(api.send_reliably(app, target, body, sender=me, message_id=message_id, ttl_ms=ttl_ms,
-                                         reply_by=reply_by, anticipation=anticipation, retry=policy,
-                                         retry_unknown=retry_unknown, require_known=require_known,
-                                         correlation_id=correlation_id, sender_project=from_project,
-                                         sender_label=sender_label,
-                                         envelope_format=None if envelope_format == "agent-link" else envelope_format),
-                       inline=api.awaits_nothing(app, target.strip(), me))
+    result = run_async(app.outbox.send_reliably(target, body, sender=me, message_id=message_id, ttl_ms=ttl_ms,
+                                                reply_by=reply_by, anticipation=anticipation, retry=policy,
+                                                retry_unknown=retry_unknown, require_known=require_known,
+                                                correlation_id=correlation_id, sender_project=from_project,
+                                                sender_label=sender_label,
+                                                envelope_format=None if envelope_format == "agent-link" else envelope_format),
+                       inline=app.outbox.reaches_no_harness(target.strip(), me))
     data = result.to_dict()
     if wait_reply and result.outcome in ("delivered", "accepted", "queued") and result.message_id:
         try:

@@ -27,13 +27,11 @@ def sessions(ctx: click.Context, source: str | None, search: str | None, cwd: st
     """List every agent session on this machine, newest first."""
     import os
 
-    from agent_link_core import api
-
     app = get_app(ctx)
     try:
-        data = run_async(api.list_sessions(app, search=search, cwd=os.path.abspath(cwd) if cwd else None,
-                                           harness=harness or "all", limit=limit, show_paths=show_paths, source=source,
-                                           cursor=cursor))
+        data = run_async(app.directory.sessions(search=search, cwd=os.path.abspath(cwd) if cwd else None,
+                                                harness=harness or "all", limit=limit, show_paths=show_paths, source=source,
+                                                cursor=cursor))
     except AgentLinkError as exc:
         fail(exc)
 
@@ -63,9 +61,7 @@ def sessions(ctx: click.Context, source: str | None, search: str | None, cwd: st
 @click.pass_context
 def who(ctx: click.Context, source: str | None, as_json: bool, ndjson: bool) -> None:
     """Live sessions merged with your contacts."""
-    from agent_link_core import api
-
-    data = run_async(api.who(get_app(ctx), source=source))
+    data = run_async(get_app(ctx).directory.who(source=source))
 
     def human(d: dict[str, Any]) -> None:
         elsewhere = machine_column(d["sessions"])
@@ -88,13 +84,11 @@ def who(ctx: click.Context, source: str | None, as_json: bool, ndjson: bool) -> 
 @click.pass_context
 def find(ctx: click.Context, query: str, source: str | None, show_paths: bool, as_json: bool, ndjson: bool) -> None:
     """Find an agent by alias, project, title or id: answers none, one or many."""
-    from agent_link_core import api
-
     if not query.strip():
         from agent_link_core.errors import invalid_arguments
 
         fail(invalid_arguments([{"path": "query", "rule": "minLength", "expected": "an alias, project, title or id to look for"}]))
-    data = run_async(api.find(get_app(ctx), query, show_paths=show_paths, source=source))
+    data = run_async(get_app(ctx).directory.find(query, show_paths=show_paths, source=source))
 
     def human(d: dict[str, Any]) -> None:
         click.echo(d["verdict"])
@@ -117,12 +111,10 @@ def contacts() -> None:
 @click.pass_context
 def contacts_add(ctx: click.Context, alias: str, target: str, as_json: bool, ndjson: bool) -> None:
     """Bind ALIAS to TARGET (an address, or any form `send` accepts)."""
-    from agent_link_core import api
-
     app = get_app(ctx)
-    address = run_async(api.resolve_target(app, target, app.caller()))
+    address = run_async(app.directory.resolve_target(target, app.caller()))
     try:
-        data = api.add_contact(app, alias, address)
+        data = app.directory.add_contact(alias, address)
     except AgentLinkError as exc:
         fail(exc)
     emit(data, as_json, lambda d: click.echo(f"{d['alias']} -> {d['address']}"), ndjson)
@@ -135,10 +127,8 @@ def contacts_add(ctx: click.Context, alias: str, target: str, as_json: bool, ndj
 @click.pass_context
 def contacts_rename(ctx: click.Context, old: str, new: str, as_json: bool, ndjson: bool) -> None:
     """Rename alias OLD to NEW."""
-    from agent_link_core import api
-
     try:
-        data = api.rename_contact(get_app(ctx), old, new)
+        data = get_app(ctx).directory.rename_contact(old, new)
     except AgentLinkError as exc:
         fail(exc)
     emit(data, as_json, lambda d: click.echo(f"{d['alias']} -> {d['address']}"), ndjson)
@@ -150,10 +140,8 @@ def contacts_rename(ctx: click.Context, old: str, new: str, as_json: bool, ndjso
 @click.pass_context
 def contacts_remove(ctx: click.Context, alias: str, as_json: bool, ndjson: bool) -> None:
     """Forget ALIAS."""
-    from agent_link_core import api
-
     try:
-        data = api.remove_contact(get_app(ctx), alias)
+        data = get_app(ctx).directory.remove_contact(alias)
     except AgentLinkError as exc:
         fail(exc)
     emit(data, as_json, lambda d: click.echo(f"removed {d['alias']} ({d['address']})"), ndjson)
@@ -164,8 +152,6 @@ def contacts_remove(ctx: click.Context, alias: str, as_json: bool, ndjson: bool)
 @click.pass_context
 def contacts_list(ctx: click.Context, as_json: bool, ndjson: bool) -> None:
     """List contacts."""
-    from agent_link_core import api
-
-    data = {"version": 1, "contacts": api.list_contacts(get_app(ctx))}
+    data = {"version": 1, "contacts": get_app(ctx).directory.contacts()}
     emit(data, as_json, lambda d: table(["ALIAS", "ADDRESS", "PROJECT", "LAST SEEN"],
                                         [[c["alias"], c["address"], c["project"], c["lastSeen"]] for c in d["contacts"]]), ndjson)

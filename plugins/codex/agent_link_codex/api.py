@@ -146,7 +146,7 @@ def resolve_composite(harness: CodexHarness, endpoint_id: str, thread_id: str) -
 async def aresolve_composite(harness: CodexHarness, endpoint_id: str, thread_id: str) -> str:
     """:func:`resolve_composite` on the caller's event loop (the probe uses connections of its
     own, every step bounded), so an MCP server answering other calls meanwhile is never blocked."""
-    from agent_link_codex.harness import is_archived_thread
+    from agent_link_codex.threads import is_archived_thread
 
     composite = f"{endpoint_id}:{thread_id}"
     ep = candidate_endpoint(harness, endpoint_id, composite)

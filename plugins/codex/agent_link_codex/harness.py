@@ -19,17 +19,13 @@ import atexit
 import contextlib
 import json
 import logging
-import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent_link_core.callmeta import meta_text
-from agent_link_core.envelope import envelope_title, iso_ms
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.harness import Delivery, Harness, McpPeer, OutputBudget, SendOption, SessionListing
-from agent_link_core.model import RAW_TITLE_CHARS, Caller, Session
+from agent_link_core.model import Caller, Session
 from agent_link_core.reminders import DueReminders
 from agent_link_core.store import Store, now_ms
 from agent_link_core.tools.schemas import PATH
@@ -37,7 +33,18 @@ from agent_link_core.tools.schemas import PATH
 from agent_link_codex.endpoints import EndpointRegistry, explicit
 from agent_link_codex.proof import Prover
 from agent_link_codex.settings import SENDER_OPTIONS
-from agent_link_codex.settings import VERIFIED_CODEX_VERSION, codex_home
+from agent_link_codex.settings import codex_home
+from agent_link_codex.threads import (
+    CALL_KEYS,
+    ID_RE,
+    NAMED_SENDER_KEYS,
+    THREAD_KEYS,
+    TURN_KEYS,
+    meta_value,
+    send_facets,
+    session_from_thread,
+    status_of,
+)
 
 if TYPE_CHECKING:  # annotations only: these modules load in the methods that use them
     from agent_link_codex.delivery import Deliverer, PushClaims
@@ -46,134 +53,10 @@ if TYPE_CHECKING:  # annotations only: these modules load in the methods that us
 
 log = logging.getLogger(__name__)
 
-ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
-META_NAMESPACES = ("openai/codex", "codex")
-#: ``_meta`` keys of a sender named on the command line (``agent_link_core.api.sender``).
-NAMED_SENDER_KEYS = frozenset({"threadId", "endpointId"})
-THREAD_KEYS = ("callerThreadId", "caller.thread.id", "threadId", "thread_id", "codexThreadId", "thread.id", "originThreadId")
-TURN_KEYS = ("callerTurnId", "caller.turn.id", "turnId", "turn_id", "codexTurnId", "turn.id", "originTurnId",
-             "x-codex-turn-metadata.turn_id")
-CALL_KEYS = ("callerToolCallId", "caller.toolCall.id", "callId", "toolCallId", "tool_call_id", "originToolCallId")
-#: Interactive thread kinds listed by default (exec runs and sub-agents only on request).
-DEFAULT_KINDS = ("cli", "vscode", "appServer", "unknown")
 BACKGROUND_INTERVAL_S = 5.0
 QUEUED_MIN_AGE_MS = 5_000
 QUEUED_MAX_AGE_MS = 3_600_000
 REMINDER_VIA = "codex-turn"
-
-
-def meta_value(meta: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
-    """The first usable value for ``keys`` in ``_meta`` (top level, then the Codex namespaces)."""
-    return meta_text(meta, keys, META_NAMESPACES)
-
-
-def source_kind(thread: Mapping[str, Any]) -> str:
-    """A thread's source as one word (``vscode``, ``exec``, ``subAgent``, ...)."""
-    source = thread.get("source")
-    if isinstance(source, str):
-        return source
-    if isinstance(source, Mapping) and source:
-        return str(next(iter(source)))
-    return "unknown"
-
-
-def surface_of(kind: str) -> tuple[str, ...]:
-    """The agent-link surface of a Codex source kind."""
-    return ("cli",) if kind in ("cli", "exec") else ("app",)
-
-
-def status_of(thread: Mapping[str, Any]) -> str:
-    """``thread.status.type`` (idle, active, notLoaded, ...), or ``unknown``."""
-    status = thread.get("status")
-    if isinstance(status, Mapping) and isinstance(status.get("type"), str):
-        return status["type"]
-    return "unknown"
-
-
-def is_archived_thread(thread: Mapping[str, Any]) -> bool:
-    """Archived threads live in ``archived_sessions`` (Codex 0.169.0 has no archived flag)."""
-    if thread.get("archived") is True:
-        return True
-    path = thread.get("path")
-    return isinstance(path, str) and "/archived_sessions/" in path.replace(os.sep, "/")
-
-
-def session_from_thread(thread: Mapping[str, Any], link: Link | None, *, loaded: bool | None = None) -> Session:
-    """A Codex thread object (app-server or rollout summary) as an agent-link Session."""
-    from agent_link_codex.delivery import VIA
-
-    tid = str(thread["id"])
-    status = status_of(thread)
-    archived = is_archived_thread(thread)
-    # A transcript read from disk (no app-server answered) says nothing about whether anyone
-    # has the thread loaded: never present it as live.
-    transcript_only = link is None and (bool(thread.get("localOnly")) or (thread.get("status") or {}).get("source") == "local-jsonl")
-    is_loaded = False if transcript_only else loaded if loaded is not None else status not in ("notLoaded", "unknown")
-    title = thread.get("name") or thread.get("preview")
-    preview = thread.get("preview")
-    raw_title = title if isinstance(title, str) else None
-    if isinstance(title, str) and envelope_title(title) is not None:
-        # a thread agent-link started is named after its envelope: the Session shows sender and
-        # first words, from the whole first message when Codex cut its name short
-        title = preview.strip() if isinstance(preview, str) and envelope_title(preview) is not None and len(preview) > len(title) else title
-    elif isinstance(title, str):
-        title = title.strip().splitlines()[0][:120] if title.strip() else None
-    activity = thread.get("recencyAt") or thread.get("updatedAt")
-    kind = source_kind(thread)
-    extra: dict[str, Any] = {"threadId": tid, "status": status, "source": kind}
-    if link is not None:
-        extra["endpoint"] = link.endpoint.id
-        extra["endpointAddress"] = f"{link.endpoint.id}:{tid}"  # the ep_...:<thread> form send accepts
-    if thread.get("localOnly"):
-        extra["localOnly"] = True
-    if raw_title is not None and envelope_title(raw_title) is not None:
-        extra["rawTitle"] = raw_title[:RAW_TITLE_CHARS]
-    return Session(
-        address=f"codex:{tid}", harness="codex", id=tid, title=title if isinstance(title, str) else None,
-        cwd=thread.get("cwd") if isinstance(thread.get("cwd"), str) else None, surface=surface_of(kind),
-        loaded=is_loaded, archived=archived, last_activity_ms=int(activity) * 1000 if isinstance(activity, (int, float)) else None,
-        receive={"push": None if archived or transcript_only else VIA, "nudge": "codex-hook", "pull": True}, extra=extra,
-    )
-
-
-def stored_verified(message: Mapping[str, Any]) -> bool:
-    """The verdict stored with a message (``metadata.sender.verified``, set once by
-    :func:`agent_link_core.identity.prove_sender`); never recomputed from its source."""
-    meta = message.get("metadata")
-    sender = meta.get("sender") if isinstance(meta, Mapping) else None
-    return isinstance(sender, Mapping) and sender.get("verified") is True
-
-
-def send_facets(message: Mapping[str, Any], delivery: Delivery) -> dict[str, Any]:
-    """The separate facts of a send to a thread (reference §5.3): ``runtimeState`` (was it
-    loaded, its status before, the endpoint, whether it was resumed), ``archiveState`` (a push
-    to an archived thread is refused, so ``active``), ``desktopVisibility`` (agent-link cannot
-    see the desktop app: ``unknown``, or ``held_elsewhere`` when another process holds the
-    thread), ``peerMessage`` (the envelope's header) and ``turn`` (the turn started or steered,
-    else null)."""
-    fields = delivery.fields
-    target = fields.get("target") or {}
-    action = str(fields.get("action") or "")
-    held = any(w.get("code") == "codex_desktop_push_disabled" for w in delivery.warnings)
-    steered = "steered" in action
-    started = action.endswith("started_turn")
-    turn_id = fields.get("turnId") or (delivery.evidence or {}).get("turnId")
-    sender = str(message.get("from") or message.get("sender") or "")
-    return {
-        "runtimeState": {"previousStatus": target.get("previousStatus"), "loaded": target.get("previousStatus") not in (None, "notLoaded"),
-                         "resumed": action.startswith("resumed+"), "endpoint": target.get("endpoint"),
-                         "state": delivery.state},
-        "archiveState": "active",
-        "desktopVisibility": {"status": "held_elsewhere" if held else "unknown",
-                              "note": "A started or steered turn proves the app-server took the message, not that the thread "
-                                      "is visible, selected or unarchived in the Codex desktop app."},
-        "peerMessage": {"messageId": message.get("id"), "from": sender or None,
-                        "fromHarness": sender.split(":", 1)[0] if ":" in sender else None,
-                        "fromVerified": bool(sender) and stored_verified(message),
-                        "sentAt": iso_ms(message["sent_at"]) if isinstance(message.get("sent_at"), int) else None, "enveloped": True},
-        "turn": {"turnId": turn_id, "action": "steered" if steered else "started", "status": "inProgress"}
-        if (steered or started) and turn_id else None,
-    }
 
 
 #: The message_agent options a Codex thread understands (declared here, not in the core).
@@ -368,7 +251,7 @@ class CodexHarness(Harness):
         (:class:`agent_link_codex.proof.Prover`).
 
         ``meta`` of exactly ``{"threadId"[, "endpointId"]}`` is the CLI's ``--from-thread
-        [--from-endpoint]`` (``agent_link_core.api.sender``): that thread is checked against
+        [--from-endpoint]`` (``agent_link_core.identity.named_sender``): that thread is checked against
         the app-servers first (:func:`agent_link_codex.lookup.named_sender`, which may raise
         ``not_found``, ``ambiguous`` or ``codex_unavailable``). Codex's own tool calls always
         carry more keys (``callId``, turn metadata).
@@ -596,6 +479,8 @@ class CodexHarness(Harness):
         thread)``, each None when unknown (no recorded token counts; no live connection or
         no version in its ``userAgent``). Reads the thread's rollout (see
         :meth:`thread_token_usage`)."""
+        from agent_link_codex.health import VERSION_RE
+
         thread: Mapping[str, Any] = self._seen.get(thread_id, {})
         version: str | None = None
         if self._service is not None:
@@ -764,8 +649,10 @@ class CodexHarness(Harness):
     def health(self) -> dict[str, Any]:
         """Endpoints (last probe), connections, the private app-server, the prompt hook's
         trust (from ``hooks/list`` on an open connection) and last run; never raises."""
+        from agent_link_codex.health import health_view
+
         try:
-            return self._health()
+            return health_view(self)
         except Exception as exc:  # health must always answer
             return {"error": f"{type(exc).__name__}: {exc}"[:300]}
 
@@ -786,6 +673,8 @@ class CodexHarness(Harness):
         if start is False:
             self._version_probe = {"probed": False, "installed": None, "reason": "startAppServer_false"}
             return
+        from agent_link_codex.health import probe_version
+
         self._version_probe = await asyncio.to_thread(probe_version, self.values, self.env)
         if start is True:
             try:
@@ -794,187 +683,3 @@ class CodexHarness(Harness):
                 self._health_connect_error = None
             except Exception as exc:  # health reports, never fails
                 self._health_connect_error = f"{type(exc).__name__}: {exc}"[:300]
-
-    def desktop_push_view(self, installed: str | None) -> dict[str, Any]:
-        """``desktopPush``: the push mode for threads another program holds, the versions it
-        was verified on, what the holder check can do on this platform, and ``rolloutChecks``
-        (how the checks before pushes in this process went, see :class:`Deliverer`)."""
-        values = self.values
-        mode = values.get("AGENT_LINK_CODEX_DESKTOP_PUSH") or "mailbox-only"
-        refused = mode == "shared-daemon" and not explicit(values)
-        warnings = []
-        if installed is not None and installed != VERIFIED_CODEX_VERSION:
-            warnings.append({"code": "codex_version_differs",
-                             "message": f"Codex {installed} is installed; agent-link was verified against {VERIFIED_CODEX_VERSION}, "
-                                        "so delivery into threads another program holds is unverified here."})
-        if refused:
-            warnings.append({"code": "desktop_push_override_refused",
-                             "message": "AGENT_LINK_CODEX_DESKTOP_PUSH=shared-daemon needs AGENT_LINK_CODEX_URL or _SOCK; mailbox-only applies."})
-        return {
-            "mode": "mailbox-only" if refused else mode,
-            "requested": mode,
-            "source": self.app.config.sources.get("AGENT_LINK_CODEX_DESKTOP_PUSH", "default") if self.app is not None else "default",
-            "refused": refused,
-            "verifiedCodexVersion": VERIFIED_CODEX_VERSION,
-            "installedCodexVersion": installed,
-            "heldSignal": "rollout-open-elsewhere",
-            "turnCompletedMethod": "turn/completed",
-            "holderCheck": holder_check_view(),
-            "rolloutChecks": {**self.deliverer.rollout_checks, "skipped": dict(self.deliverer.rollout_checks["skipped"])},
-            "warnings": warnings,
-        }
-
-    def _health(self) -> dict[str, Any]:
-        from agent_link_codex.managed import ManagedError, find_codex
-
-        values = self.values
-        service = self.service
-        candidates, problems = service.candidates()
-        try:
-            launcher = find_codex(values, self.env)
-            binary: dict[str, Any] = {"found": True, "path": launcher.path, "source": launcher.source}
-        except ManagedError as exc:
-            binary = {"found": False, "reason": exc.reason, "searched": exc.searched}
-        from agent_link_core.hook import last_runs
-
-        last = last_runs(self._state_dir) if self._state_dir else {}
-        probe = self._version_probe or {"probed": False, "installed": None, "reason": "not_probed"}
-        desktop = self.desktop_push_view(probe.get("installed"))
-        return {
-            "codexHome": str(codex_home(self.env)),
-            "autoStart": bool(values.get("AGENT_LINK_CODEX_AUTOSTART", True)),
-            "explicitEndpoint": explicit(values),
-            "transport": values.get("AGENT_LINK_CODEX_TRANSPORT"),
-            "idleMs": values.get("AGENT_LINK_CODEX_IDLE_MS"),
-            "version": {**probe, "verified": VERIFIED_CODEX_VERSION},
-            "versionProbed": bool(probe.get("probed")),
-            "startAppServer": (self._health_options or {}).get("startAppServer"),
-            "connectError": self._health_connect_error,
-            "desktopPush": desktop,
-            "warnings": list(desktop["warnings"]),
-            "reminderTurns": bool(values.get("AGENT_LINK_CODEX_REMINDERS", True)),
-            "endpoints": {"candidates": [ep.view() for ep in candidates], "lastProbe": service.endpoint_reports(),
-                          "problems": problems},
-            "connections": [ln.view() for ln in service.live_links()],
-            "managed": {**service.managed.view(), "lastError": service.managed_error,
-                        "failureCached": _cached(service)},
-            "binary": binary,
-            "promptHook": prompt_hook_view(fresh_hooks(candidates), last.get("codex-UserPromptSubmit")),
-        }
-
-
-VERSION_RE = re.compile(r"(\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?)")
-VERSION_TIMEOUT_S = 10.0
-
-
-def probe_version(values: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
-    """``<codex> --version`` of the Codex agent-link would run: ``{probed, installed, path,
-    source, reason}``; ``installed`` is None when it cannot be told (no binary, an
-    ``AGENT_LINK_CODEX_APP_SERVER_BIN`` program, no version in the output)."""
-    from agent_link_codex.managed import ManagedError, find_codex
-
-    import subprocess
-
-    try:
-        launcher = find_codex(values, env)
-    except ManagedError as exc:
-        return {"probed": False, "installed": None, "path": None, "source": None, "reason": exc.reason}
-    base = {"path": launcher.path, "source": launcher.source}
-    if launcher.source == "AGENT_LINK_CODEX_APP_SERVER_BIN":
-        return {**base, "probed": False, "installed": None, "reason": "app_server_bin_has_no_version_flag"}
-    try:
-        done = subprocess.run([launcher.path, "--version"], capture_output=True, text=True, timeout=VERSION_TIMEOUT_S, check=False,
-                              env=dict(env), stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return {**base, "probed": True, "installed": None, "reason": type(exc).__name__}
-    found = VERSION_RE.search(done.stdout or "")
-    return {**base, "probed": True, "installed": found.group(1) if found else None,
-            "reason": None if found else "no_version_in_output"}
-
-
-def holder_check_view() -> dict[str, Any]:
-    """How this platform can tell whether another process holds a thread's transcript:
-    ``{method: psutil|lsof|None, platform, available}`` (see :func:`rollouts.rollout_holders`)."""
-    from agent_link_codex import rollouts
-
-    import shutil
-    import sys
-
-    import psutil
-
-    method: str | None = None
-    try:
-        psutil.Process().open_files()
-        method = "psutil"
-    except (psutil.Error, OSError, NotImplementedError):
-        if any(shutil.which(p) for p in rollouts.LSOF_PATHS):
-            method = "lsof"
-    return {"method": method, "platform": sys.platform, "available": method is not None}
-
-
-def _cached(service: CodexService) -> dict[str, str] | None:
-    failure = service.managed.cached_failure(service.managed.directory)
-    return {"reason": failure[0], "detail": failure[1][:300]} if failure else None
-
-
-# the shipped hook runs `... hook codex UserPromptSubmit` (hooks/codex-hooks.json); Codex lists
-# plugin hook commands with ${PLUGIN_ROOT} already expanded
-HOOK_COMMAND_MARK = "hook codex UserPromptSubmit"
-
-
-def fresh_hooks(candidates: list[Any]) -> list[dict[str, Any]]:
-    """``hooks/list`` answers asked now of every reachable candidate endpoint, each on a
-    connection of its own (:mod:`agent_link_codex.lookup`; nothing is started): trust changes
-    (a hook trusted, or reported modified after a reinstall) show at once, not once per
-    connection. Blocks up to a few seconds when an endpoint hangs."""
-    from agent_link_codex import lookup
-
-    if not candidates:
-        return []
-    cwd = os.getcwd()
-    sightings = lookup.run_blocking(lambda: lookup.probe_all(candidates, hooks_cwd=cwd))
-    return [s.hooks for s in sightings if s.hooks is not None]
-
-
-def prompt_hook_view(listed: list[dict[str, Any]], last_run_ms: int | None) -> dict[str, Any]:
-    """The prompt hook as Codex sees it: declared (found by ``hooks/list``), its trust state
-    (trusted, untrusted, modified, managed; not_installed; unknown when no app-server answered).
-
-    :param listed: ``hooks/list`` answers, one per app-server asked (:func:`fresh_hooks`).
-    """
-    view: dict[str, Any] = {"declared": False, "trust": "unknown", "entries": [], "lastRunAt": last_run_ms,
-                            "readAt": now_ms() if listed else None, "trustSource": None, "source": None, "pluginId": None,
-                            "enabled": None, "event": "UserPromptSubmit"}
-    if not listed:
-        view["hint"] = "Trust is read from Codex (hooks/list) when a Codex app-server answers; none did."
-        return view
-    for answer in listed:
-        for entry in answer.get("data") or []:
-            for hook in entry.get("hooks") or []:
-                if hook.get("eventName") == "userPromptSubmit" and HOOK_COMMAND_MARK in str(hook.get("command") or ""):
-                    view["entries"].append({k: hook.get(k) for k in ("key", "source", "pluginId", "enabled", "trustStatus", "sourcePath")})
-    if not view["entries"]:
-        view["trust"] = "not_installed"
-        view["hint"] = "Install the agent-link Codex plugin (`agent-link install codex`) and trust its hook with /hooks in Codex."
-        return view
-    view["declared"] = True
-    view["trustSource"] = "hooks/list"  # what Codex itself reports, not a guess from files
-    first = view["entries"][0]
-    view.update(source=first.get("source"), pluginId=first.get("pluginId"), enabled=first.get("enabled"))
-    states = [e["trustStatus"] for e in view["entries"]]
-    view["trust"] = "trusted" if "trusted" in states else "managed" if "managed" in states else states[0] or "unknown"
-    if view["trust"] in ("untrusted", "modified"):
-        view["hint"] = "Codex skips untrusted hooks silently: review and trust the agent-link hook with /hooks in Codex."
-    return view
-
-
-def source_kinds(include_exec: bool, include_subagents: bool) -> tuple[str, ...]:
-    """The ``sourceKinds`` to list: interactive kinds, plus exec and sub-agents on request."""
-    from agent_link_codex.service import SOURCE_KINDS
-
-    kinds = list(DEFAULT_KINDS)
-    if include_exec:
-        kinds.append("exec")
-    if include_subagents:
-        kinds += [k for k in SOURCE_KINDS if k.startswith("subAgent")]
-    return tuple(kinds)

@@ -24,7 +24,7 @@ from agent_link_codex.delivery import Deliverer, PushClaims
 from agent_link_codex.endpoints import REGISTRY_CAPACITY, parse_composite, socket_endpoint
 from agent_link_codex.schema import MIGRATIONS
 from agent_link_codex.service import CodexService
-from agent_link_core import api
+from agent_link_core.identity import named_sender
 from agent_link_core.app import App
 from agent_link_core.cli import EXIT_UNKNOWN, build_cli
 from agent_link_core.errors import AgentLinkError
@@ -209,23 +209,23 @@ async def test_named_sender_needs_an_endpoint_when_homes_disagree(short_tmp: Pat
         app = App.create()
         try:
             with pytest.raises(AgentLinkError) as info:
-                await asyncio.to_thread(api.sender, app, thread=TID)
+                await asyncio.to_thread(lambda: named_sender(app, named={"threadId": TID}))
             assert info.value.code == "ambiguous"
             assert {c["address"] for c in info.value.details["candidates"]} == {f"{ep_id(a.path)}:{TID}", f"{ep_id(b.path)}:{TID}"}
-            chosen = await asyncio.to_thread(api.sender, app, thread=TID, endpoint=ep_id(b.path))
+            chosen = await asyncio.to_thread(lambda: named_sender(app, named={"threadId": TID, "endpointId": ep_id(b.path)}))
             assert (chosen.address, chosen.source) == (f"codex:{TID}", "explicit")
-            assert (await asyncio.to_thread(api.sender, app, thread=ONLY_A)).address == f"codex:{ONLY_A}"
+            assert (await asyncio.to_thread(lambda: named_sender(app, named={"threadId": ONLY_A}))).address == f"codex:{ONLY_A}"
             with pytest.raises(AgentLinkError) as info:
-                await asyncio.to_thread(api.sender, app, thread=ONLY_A, endpoint=ep_id(b.path))
+                await asyncio.to_thread(lambda: named_sender(app, named={"threadId": ONLY_A, "endpointId": ep_id(b.path)}))
             assert info.value.code == "not_found"
             with pytest.raises(AgentLinkError) as info:
-                await asyncio.to_thread(api.sender, app, thread=TID, endpoint="ep_0000000000000000")
+                await asyncio.to_thread(lambda: named_sender(app, named={"threadId": TID, "endpointId": "ep_0000000000000000"}))
             assert info.value.code == "not_found"
             with pytest.raises(AgentLinkError) as info:  # nobody knows it: no harness recognises it
-                await asyncio.to_thread(api.sender, app, thread=NOWHERE)
+                await asyncio.to_thread(lambda: named_sender(app, named={"threadId": NOWHERE}))
             assert info.value.code == "invalid_arguments"
             make_rollout(Path(os.environ["CODEX_HOME"]), NOWHERE)  # a local transcript is enough
-            assert (await asyncio.to_thread(api.sender, app, thread=NOWHERE)).address == f"codex:{NOWHERE}"
+            assert (await asyncio.to_thread(lambda: named_sender(app, named={"threadId": NOWHERE}))).address == f"codex:{NOWHERE}"
         finally:
             await app.aclose()
         # on the command line: one line saying what to do

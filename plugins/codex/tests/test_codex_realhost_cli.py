@@ -441,11 +441,11 @@ async def test_envelope_intercom_v2_reaches_the_thread(stub: ResponsesStub, serv
         await raw.close()
 
 
-async def test_typed_api_resolve_source_and_reply(server_a: CodexAppServer, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_python_resolve_source_send_and_reply(server_a: CodexAppServer, monkeypatch: pytest.MonkeyPatch) -> None:
     from agent_link_codex.api import resolve_source
 
-    from agent_link_core import api
     from agent_link_core.app import App
+    from agent_link_core.identity import named_sender
 
     raw = await connect(server_a)
     try:
@@ -462,9 +462,9 @@ async def test_typed_api_resolve_source_and_reply(server_a: CodexAppServer, monk
             with pytest.raises(AgentLinkError) as err:
                 await resolve_source(app, bad_thread, bad_ep)
             assert err.value.code == "not_found"
-        me, peer = api.sender(app, explicit="team:me"), api.sender(app, explicit=f"codex:{thread}")
-        sent = await api.send_reliably(app, f"codex:{thread}", "question?", sender=me, anticipation="reply")
-        answered = await api.reply(app, sent.message_id.lower(), "answer", sender=peer)
+        me, peer = named_sender(app, explicit="team:me"), named_sender(app, explicit=f"codex:{thread}")
+        sent = await app.outbox.send_reliably(f"codex:{thread}", "question?", sender=me, anticipation="reply")
+        answered = await app.reply(caller=peer, message_id=sent.message_id.lower(), message="answer")
         assert answered["replyToMessageId"] == sent.message_id and answered["target"]["address"] == "team:me"
     finally:
         await app.aclose()

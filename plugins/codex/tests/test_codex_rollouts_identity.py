@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 from agent_link_codex import rollouts
-from agent_link_codex.harness import CodexHarness, session_from_thread
+from agent_link_codex.harness import CodexHarness
+from agent_link_codex.threads import session_from_thread
 
 TID = "01a22a93-0000-7000-8000-000000000011"
 PARENT = "01a22a93-0000-7000-8000-000000000012"

@@ -240,7 +240,7 @@ async def test_caller_identity_from_meta_and_health(alice: AgentLinkClient) -> N
 
 
 def test_sidebar_membership_needs_the_renderer_model() -> None:
-    from agent_link_codex.tools import sidebar_membership
+    from agent_link_codex.thread_reads import sidebar_membership
 
     state = {"authority": "rendererSidebarModel",
              "sections": [{"key": "pinned", "itemKeys": [f"local:{T1}", "remote:abc"]},
@@ -252,8 +252,8 @@ def test_sidebar_membership_needs_the_renderer_model() -> None:
 
 def test_a_transcript_search_that_cannot_read_says_so(codex_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from agent_link_codex import rollouts
-    from agent_link_codex.harness import source_kinds
-    from agent_link_codex.tools import _local_matches
+    from agent_link_codex.threads import source_kinds
+    from agent_link_codex.thread_reads import _local_matches
 
     harness = type("H", (), {"env": {"CODEX_HOME": str(codex_home)}})()
     kinds = source_kinds(False, False)

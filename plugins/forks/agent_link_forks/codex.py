@@ -41,8 +41,8 @@ def codex_harness(app: Any) -> CodexHarness:
 
 
 def is_archived(thread: dict[str, Any]) -> bool:
-    """Whether Codex keeps the thread archived (:func:`agent_link_codex.harness.is_archived_thread`)."""
-    from agent_link_codex.harness import is_archived_thread
+    """Whether Codex keeps the thread archived (:func:`agent_link_codex.threads.is_archived_thread`)."""
+    from agent_link_codex.threads import is_archived_thread
 
     return is_archived_thread(thread)
 

@@ -336,7 +336,7 @@ class Relay:
         from agent_link_core.directory import gather_listings, session_view
 
         local = {n: h for n, h in self.app.harnesses.items() if n != NAME}
-        listings = await gather_listings(local, limit=200)
+        listings = await gather_listings(self.app, harnesses=local, limit=200)
         sessions = [s for listing in listings.values() for s in listing.sessions] + self.app.present_sessions()
         views = []
         for s in sessions:

@@ -48,6 +48,7 @@ from starlette.staticfiles import StaticFiles
 
 from agent_link_core.app import App
 from agent_link_core.errors import AgentLinkError
+from agent_link_core.visibility import Visibility
 from agent_link_core.model import Caller
 from agent_link_web import views
 from agent_link_web.panels import panels
@@ -283,6 +284,34 @@ def build_web_app(app: App, config: WebConfig) -> ASGIApp:
 
         return StreamingResponse(stream(), media_type="text/event-stream", headers={"X-Accel-Buffering": "no"})
 
+    async def message_redirect(request: Request) -> Response:
+        return _back(f"/c/{request.path_params['message_id']}")
+
+    routes = [
+        Route("/", overview),
+        Route("/c/{message_id:str}", conversation_page),
+        Route("/m/{message_id:str}", message_redirect),
+        Route("/search", search_page),
+        Route("/fragment/c/{message_id:str}", conversation_fragment),
+        Route("/fragment/panel/{name:str}", panel_fragment),
+        Route("/fragment/{name:str}", fragment),
+        Route("/events", events),
+        *_form_routes(app, config, visibility),
+        Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+    ]
+    return Guard(Starlette(routes=routes), config)
+
+
+def _back(path: str, **params: str) -> RedirectResponse:
+    """A 303 redirect to ``path`` with ``params`` as its query (after a form POST)."""
+    return RedirectResponse(path + ("?" + urlencode(params) if params else ""), status_code=303)
+
+
+def _form_routes(app: App, config: WebConfig, visibility: Visibility) -> list[Route]:
+    """The page's form POSTs (send, answer, act for an agent, a panel's button), each checked
+    for the page's CSRF token before it runs; ``visibility`` is the person's view
+    (:func:`views.person_view`)."""
+
     def posted(handler: Callable[[dict[str, str]], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
         """A form POST endpoint: ``handler`` gets the form's text fields once its CSRF token
         checks out; a wrong or missing token is refused (403) before anything runs."""
@@ -303,9 +332,6 @@ def build_web_app(app: App, config: WebConfig) -> ASGIApp:
         finally:
             page_person.reset(token)
 
-    def back(path: str, **params: str) -> RedirectResponse:
-        return RedirectResponse(path + ("?" + urlencode(params) if params else ""), status_code=303)
-
     @posted
     async def send(values: dict[str, str]) -> Response:
         try:
@@ -313,21 +339,21 @@ def build_web_app(app: App, config: WebConfig) -> ASGIApp:
                 outcome = await app.send(caller=me, to=values.get("to", "").strip(), body=values.get("message", ""),
                                          anticipation=values.get("anticipation") or None, tool=WEB_TOOL)
         except AgentLinkError as exc:
-            return back("/", error=exc.message, to=values.get("to", ""))
-        return back(f"/c/{outcome.message['id']}")
+            return _back("/", error=exc.message, to=values.get("to", ""))
+        return _back(f"/c/{outcome.message['id']}")
 
     @posted
     async def answer(values: dict[str, str]) -> Response:
         message_id = values.get("messageId", "")
         kind = values.get("resolution", "reply")
         if kind not in ("reply", "decline", "done"):
-            return back(f"/c/{message_id}", error="Choose reply, decline or done.")
+            return _back(f"/c/{message_id}", error="Choose reply, decline or done.")
         try:
             with as_person() as me:
                 await app.reply(caller=me, message_id=message_id, resolution=kind, message=values.get("message") or None)
         except AgentLinkError as exc:
-            return back(f"/c/{message_id}", error=exc.message)
-        return back(f"/c/{message_id}")
+            return _back(f"/c/{message_id}", error=exc.message)
+        return _back(f"/c/{message_id}")
 
     @posted
     async def act(values: dict[str, str]) -> Response:
@@ -337,11 +363,11 @@ def build_web_app(app: App, config: WebConfig) -> ASGIApp:
             row = app.mailbox.require(message_id)
             visibility.require(row, f"message {row['id']}")  # acting for an agent needs seeing its mail
         except AgentLinkError as exc:
-            return back("/", error=exc.message)
+            return _back("/", error=exc.message)
         if kind not in ("decline", "done"):
-            return back(f"/c/{row['id']}", error="On an agent's behalf the page can only decline or mark done.")
+            return _back(f"/c/{row['id']}", error="On an agent's behalf the page can only decline or mark done.")
         if not views.may_act_for(config.act_for, row["recipient"]):
-            return back(f"/c/{row['id']}", error=f"The owner has not allowed resolving mail of {row['recipient']} here "
+            return _back(f"/c/{row['id']}", error=f"The owner has not allowed resolving mail of {row['recipient']} here "
                                                  "(AGENT_LINK_WEB_ACT_FOR).")
         note = (values.get("message") or "").strip()
         text = f"{'Declined' if kind == 'decline' else 'Marked done'} by {config.person} on the agent-link web page, on behalf of {row['recipient']}."
@@ -351,8 +377,8 @@ def build_web_app(app: App, config: WebConfig) -> ASGIApp:
             await app.reply(caller=Caller(row["recipient"], "web-page", row["recipient"].split(":", 1)[0]),
                             message_id=row["id"], resolution=kind, message=text)
         except AgentLinkError as exc:
-            return back(f"/c/{row['id']}", error=exc.message)
-        return back(f"/c/{row['id']}")
+            return _back(f"/c/{row['id']}", error=exc.message)
+        return _back(f"/c/{row['id']}")
 
     @posted
     async def panel_action(values: dict[str, str]) -> Response:
@@ -361,34 +387,17 @@ def build_web_app(app: App, config: WebConfig) -> ASGIApp:
         wanted, key = values.get("panel", ""), values.get("key", "")
         found = [p for p in panels(app) if p.name == wanted and p.act is not None]
         if not found or not key or len(key) > 200:
-            return back("/", error="No such button (the section may have changed): reload the page.")
+            return _back("/", error="No such button (the section may have changed): reload the page.")
         try:
             with as_person() as me:
                 result = found[0].act(app, key, me.address)  # type: ignore[misc]
                 said = await result if inspect.isawaitable(result) else result
         except AgentLinkError as exc:
-            return back("/", error=exc.message)
-        return back("/", notice=str(said))
+            return _back("/", error=exc.message)
+        return _back("/", notice=str(said))
 
-    async def message_redirect(request: Request) -> Response:
-        return back(f"/c/{request.path_params['message_id']}")
-
-    routes = [
-        Route("/", overview),
-        Route("/c/{message_id:str}", conversation_page),
-        Route("/m/{message_id:str}", message_redirect),
-        Route("/search", search_page),
-        Route("/fragment/c/{message_id:str}", conversation_fragment),
-        Route("/fragment/panel/{name:str}", panel_fragment),
-        Route("/fragment/{name:str}", fragment),
-        Route("/events", events),
-        Route("/send", send, methods=["POST"]),
-        Route("/answer", answer, methods=["POST"]),
-        Route("/act", act, methods=["POST"]),
-        Route("/panel-action", panel_action, methods=["POST"]),
-        Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
-    ]
-    return Guard(Starlette(routes=routes), config)
+    return [Route("/send", send, methods=["POST"]), Route("/answer", answer, methods=["POST"]),
+            Route("/act", act, methods=["POST"]), Route("/panel-action", panel_action, methods=["POST"])]
 
 
 def views_statuses() -> tuple[str, ...]:
