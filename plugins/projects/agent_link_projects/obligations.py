@@ -127,8 +127,13 @@ _AGENT_NOUN = (
     # a helper or copy the writer started ("the helper I spawned"), a host's instance ("the Codex instance")
     r"|(?:helper|assistant|copy|clone|instance)s?\s+(?:i|we)\s+(?:spawned|started|launched|kicked\s+off|forked|opened)\b"
     r"|(?:spawned|forked)\s+(?:helper|assistant|instance|copy)s?\b|(?:spawned|started|launched)\s+an?\s+(?:helper|assistant)\b"
-    r"|my\s+helper\s+(?:is|has|will|should)\b"
+    # a helper agent ("my helper", "the load-test helper", "three helpers", "helper 2"); not a helper function or script
+    r"|(?<!this\s)(?<![^-]test\s)(?<!a\s)helpers?\b(?!\s+(?:functions?|methods?|class(?:es)?|scripts?|modules?|files?|utils?|utilities|librar(?:y|ies)|libs?|fns?|"
+    r"binar(?:y|ies)|commands?|macros?|text|that|which)\b|\()"
+    # a numbered or lettered agent ("agent-7", "worker 3", "session #2")
+    r"|(?:agent|helper|worker|session|bot)[- #]?\d+\b"
     r"|(?:codex|claude(?:\s+code)?|opencode)\s+(?:instance|run|tab|window|agent|worker)s?\b"
+    r"|(?:copy|copies|clone|clones|instance|instances|fork|forks)\s+of\s+(?:myself|me|itself)\b"
     r"|(?:another|second|other|parallel)\s+(?:instance|copy)\s+of\b|the\s+other\s+(?:codex|claude|opencode|instance)\b"
     # the host named alone where it acts as a party ("until Codex finishes", "Claude (the docs session)"), not the
     # product ("Codex reads config.toml", "we default to codex")
@@ -147,7 +152,7 @@ _AGENT_NOUN = (
 #: an agent-link address ``<harness>:<id>`` of an agent (``codex:019a...``, ``claude:review-7``,
 #: ``role:backend``, ``team:db-owner``); codex/claude ids need a digit or a hyphen so config keys
 #: (``codex:model``) do not count; opencode session ids (``opencode:ses_a1``) may have an underscore instead
-_ADDRESS = (r"(?<![\w/.-])(?:(?:codex|claude):(?=[\w.-]*[\d-])[a-z0-9][\w.-]*|opencode:(?=[\w.-]*[\d_-])[a-z0-9][\w.-]*|(?:role|team|mcp|agent):[a-z0-9][\w.-]*)"
+_ADDRESS = (r"(?<![\w/.-])(?:(?:codex|claude):(?=[\w.-]*[\d-])[a-z0-9][\w.-]*|opencode:(?=[\w.-]*[\d_-])[a-z0-9][\w.-]*|(?:role|team|mcp|agent):[a-z0-9][\w.-]*|[a-z][\w-]*@[a-z][\w-]*(?![\w.@-]))"
             r"(?<![.-])")
 #: any reference to another agent (address, agent noun or role, agent thread); :func:`analyse`
 #: replaces each with :data:`_MARK` once, so the relational phrases ("once <agent> ...",
@@ -187,6 +192,9 @@ _WRITER_AHEAD = (r"\b(?:i'll|i\s+will|we'll|we\s+will|i'd|we'd|i\s+would|(?<!\w\
                  r"get\s+back\s+to\s+me|hear\s+back|reports?\s+back|until|pending|on\s+hold|parked|resum\w+|my\s+next|next\s+i|"
                  r"(?:after|once|when|as\s+soon\s+as)\s+(?:it|they|that(?!\s*(?:[.;]|$))|this|the|its|their)|waits?\s+(?:for|on)|waiting|"
                  r"(?<!nothing\si\s)(?<!nothing\swe\s)needs?|depends?|still)\b")
+#: the writer itself waits, holds or resumes, or asks to be told: "someone else waits" does not cancel a text with one of these
+_WRITER_WAITS = (r"\b(?:i|we)(?:'m|'ll|'d|'re|\s+am|\s+will|\s+are|\s+would|\s+can't|\s+cannot)?\s+(?:still\s+|also\s+|now\s+|just\s+)?(?:wait|waiting|hold|holding|blocked|block|pause|paused|"
+                 r"stop|stopping|resume|idle|staying|stay|need|depend|pick\s+(?:it\s+)?up)\b|\bthen\s+(?:i|we)\b|\b(?:ping|tell|call|notify)\s+me\b|\bhear\s+back\b|\bmy\s+(?:next|own)\b")
 #: the writer is done and disengaged: its part complete, the work handed over for good, moving on ("my part is complete",
 #: "that's entirely its task now", "I'm off this task", "won't be revisiting", "the docs agent takes it from here")
 _WRITER_DONE = (r"\bmy\s+(?:part|share|portion|piece|side|bit|half|work)\s+(?:of\s+\w+\s+)?(?:is|'s)\s+(?:now\s+|all\s+)?(?:complete|completed|done|finished|over|wrapped\s+up)\b(?!\s+(?:except|but|apart|save|other\s+than)\b)"
@@ -198,6 +206,7 @@ _WRITER_DONE = (r"\bmy\s+(?:part|share|portion|piece|side|bit|half|work)\s+(?:of
                 r"|\bnothing\s+(?:left\s+|more\s+|else\s+)?(?:for\s+me\s+)?to\s+wait\s+(?:for|on)\b|\bnothing\s+(?:left|more|else)\s+for\s+me\b"
                 r"|\b(?:takes?|taking|owns?|handles?)\s+(?:[\w-]+\s+){0,3}?from\s+here\b|\bpicks?\s+(?:it|this)\s+up\s+from\s+here\b"
                 r"|\bnothing\s+(?:else\s+)?(?:involves|needs|requires)\s+me\b|\bfor\s+good\b(?!\s+measure)|\bnothing\s+(?:i|we)\s+need\s+back\b"
+                r"|\b(?:i|we)\s+have\s+nothing\s+(?:else\s+)?(?:queued|waiting|pending|blocked|depending|riding|stacked)\b|\b(?:it|they)\s+owns?\s+(?:that|this|it)\s+now\b"
                 r"|\b(?:closing|closed)\s+(?:this|my)\s+(?:session|ticket|task|issue)\b")
 #: up to three words between a connective and the agent it names ("once the security reviewer")
 _GAP = r"(?:[\w'@-]+\s+){0,3}?"
@@ -259,7 +268,7 @@ PHRASES: tuple[Phrase, ...] = (
     _p("hear-back", r"\b(?:hear|heard|hears|hearing)\s+back\b|\b(?:response|answer|verdict|feedback)\s+(?:from|arrives|comes)\b", 0.45, "callback"),
     _p("when-it-answers", r"\b(?:before|until|till|once|after|when)\s+(?:it|they)\s+(?:does|do|has|have)\s*(?:[.;,]|$)"
                           r"|\b(?:if|unless)\s+(?:it|they)\s+(?:says?|decides?|agrees?|approves?|confirms?|disagrees?|objects?|thinks?)\b"
-                          r"|\b(?:once|when|after|until|till|as soon as|if|unless)\s+(?:it|they|both|each|that\s+(?:thread|session|agent))(?:'s|\s+(?:is|are|has|have))?\s+"
+                          r"|\b(?:once|when|after|until|till|as soon as|if|unless|before)\s+(?:it|they|both|each|all\s+(?:of\s+them|two|three|four|five|\d+)|that\s+(?:thread|session|agent))(?:'s|\s+(?:is|are|has|have))?\s+"
                           r"(?:\w+\s+)?(?:responds?|repl(?:y|ies)|answers?|finish(?:es|ed)?|done|reports?|comes?\s+back|gets\s+back|sends?|"
                           r"hands?|tells?|wraps?\s+up|completes?|completed)\b"
                           r"|\b(?:once|when|after|until)\s+(?:it|they)\s+(?:has|have)\s+\w+"
@@ -301,6 +310,8 @@ PHRASES: tuple[Phrase, ...] = (
                      r"outstanding|owed|due|go/no-go|thumbs-up|ping|signal|nod|confirmation|handoff|"
                      r"decision|answer|reply|response|verdict|review|report)\b"
                      r"[^.;:]{0,40}?\bfrom\s+" + _GAP + _AGENT_REF, 0.4, "callback"),
+    # the writer's step is built on the agent's output: "Bo writes repositories against Ada's draft"
+    _p("built-on-agent", r"\b(?:against|on\s+top\s+of|from|using|based\s+on|onto|into|with)\s+" + _GAP + _AGENT_REF + r"(?:'s|’s)\s+(?:[\w-]+\s+)?[\w-]+", 0.35, "callback"),
     _p("agent-possessive", _AGENT_REF + r"(?:'s|’s)\s+(?:\w+\s+)?(?:answer|reply|response|decision|verdict|sign-off|approval|review|pass|"
                            r"go-ahead|numbers|results?|findings|diagnosis|version|patch|fix|migration|schema|input|ok|call)\b", 0.3, "callback"),
     _p("agent-delivers", _AGENT_REF + r"\s+(?:\w+\s+)?(?:chooses|picks|decides|says|comes\s+back|finds|flags|suggests|points|approves|confirms|"
@@ -319,7 +330,7 @@ PHRASES: tuple[Phrase, ...] = (
     # "(1) ask the data agent for the row counts", "Asking codex:x to rerun"
     _p("plan-ask", r"\[\s\][^\n\]]{0,80}?" + _AGENT_REF + r"|" + _AGENT_REF + r"\s*,\s*(?:requested|asked|pinged)\b|" + _AGENT_REF + r"[^.;\n]{0,30}?\(\s*(?:requested|asked|pending)\b"
                    + r"|" + _AGENT_REF + r"\s+(?:is|are)\s+on\s+(?:it|this|that)\b"
-                   + r"|(?:^|[\n(:;,.]\s*|\d[.)]\s*|\b(?:to|then|and|first)\s+)(?:ask|asking|get|request|requesting)\s+"
+                   + r"|(?:^|[\n(:;,.]\s*|\d[.)]\s*|\b(?:to|then|and|first)\s+)(?:ask|asking|get|request|requesting|ping|pinging|message|messaging|query|querying|consult|consulting)\s+"
                    + _GAP + _AGENT_REF, 0.35, "dependency"),
     # the other agent promised something: "it should come back with", "codex:x said it would send"
     _p("agent-promised", r"\b(?:need|needs|want|wants)\s+(?:it|them)\s+to\s+\w+|" + _AGENT_REF + r"\s+(?:has\s+)?(?:promised|committed\s+to|(?:said|says)\s+it(?:\s+would|'d|\s+will|'ll))\b|"
@@ -394,6 +405,18 @@ PHRASES: tuple[Phrase, ...] = (
     # the writer's part is done and it has let go (nothing of its own ahead): another agent may do a later step,
     # but the writer does not wait for it
     # (the guard on what is ahead runs only where the rest matched: both are anchored at the start, so each runs once)
+    # the writer does not wait after all (issue 30, fifth round), by kind:
+    # a question to itself answered no ("Should I wait for X? No - ..."); a plan given up or a lesson for later ("I was going to
+    # ask X ..., but", "Lesson for next time: ask X first")
+    _p("not-after-all", r"\?\s*(?:no|nope|not\s+really|not\s+needed)\b|\b(?:i|we)\s+(?:was|were)\s+going\s+to\b|\b(?:i|we)\s+(?:had\s+)?(?:planned|meant|intended|considered|thought\s+about)\b[^.;]{0,80}?\bbut\b"
+                        r"|\blessons?\s+(?:for|learned|learnt)\b|\bfor\s+next\s+time\b|\bneither\b[^.;]{0,30}?\b(?:wait|waits|block|blocks|depends?|needs?\s+to\s+wait)\b", -1.0, "negation"),
+    # the writer goes ahead now: "so I'm proceeding", "so I'm writing the tests now"
+    _p("proceeding", r"\bso\s+(?:i'm|i\s+am|we're|we\s+are)\s+(?:now\s+)?(?:proceeding|continuing|going\s+ahead|moving\s+on|unblocked"
+                     r"|(?!waiting|holding|pausing|stopping|parking|idling|staying|blocked)\w+ing\b[^.;]{0,40}?\bnow\b)", -1.0, "negation"),
+    # someone else waits (another agent, or the writer is the one waited on), and nothing of the writer's waits:
+    # "The orchestrator is waiting on all three helpers. I'm helper 2", "the migration agent said it will wait for ..."
+    _p("others-wait", r"^(?=[\s\S]*?" + _AGENT_REF + r"(?:\s+(?!(?:and|then|so|but|i|we)\b)[\w-]+){0,2}?\s+(?:is|are|will\s+be|will|(?:said|says)\s+(?:it|they)(?:\s+will|'ll|\s+would|'d)(?:\s+be)?)\s+(?:still\s+|also\s+)?"
+                      r"(?:wait|waiting|blocked|holding|block)\b)(?![\s\S]*" + _WRITER_WAITS + r")", -1.5, "negation"),
     _p("writer-done", r"^(?=[\s\S]*?(?:" + _WRITER_DONE + r"))(?![\s\S]*" + _WRITER_AHEAD + r")", -1.0, "negation"),
     # a block with its resolution after it: "Blocked on X — resolved: it ...", "Previously blocked on X, but it delivered them"
     _p("block-resolved", r"\b(?:blocked|waiting|gated|stuck|held\s+up|parked)\b[^.\n]{0,80}?(?:[—–:(]\s*|\s-\s|\b(?:but|and|since)\s+(?:it|they|that|\x00)\s+(?:has\s+|have\s+)?|\bnow\s+)"
@@ -439,7 +462,7 @@ _QUOTE_RE = re.compile(r'["“]([^"”\n]{6,300})["”]')
 _MENTION_BEFORE_RE = re.compile(r"\b(?:(?:wrote|write|said|says|say|replied|answered|posted)(?:\s+back)?(?:\s+to\s+me)?|example|e\.g\.|rule|phrase|sentence|like|"
                                 r"such\s+as|reads|text|wording|comment|docs?|readme|title|line|quote|quoting)\s*:?\s*$")
 #: framing anywhere earlier in the quote's sentence: "Example from the README, quoted for reference: "...""
-_FRAMED_BEFORE_RE = re.compile(r"\b(?:examples?|e\.g\.|for\s+instance|quoted|quoting|verbatim|for\s+reference|(?:readme|documentation|the\s+docs|"
+_FRAMED_BEFORE_RE = re.compile(r"\b(?:examples?|excerpts?|log(?:\s+(?:line|entry))?\s+from|logged|e\.g\.|for\s+instance|quoted|quoting|verbatim|for\s+reference|(?:readme|documentation|the\s+docs|"
                                r"template|sample|transcript)\b(?!'|\s+(?:agent|session|thread|worker|team|writer|bot)s?\b)|(?:its|their|(?:agent|session|thread|worker|reviewer)'s)\s+(?:message|reply|answer|note))\b")
 _MENTION_AFTER_RE = re.compile(r"^\s*(?:is\b|was\b|in\s+the\b|means\b|should\b|would\b|reads\b|appears\b|has\s+been\b|but\b"
                                r"|[.,;]?\s*(?:that's|that\s+is|this\s+is|which\s+is)\s+(?:the|an?|just\s+an?)\s+(?:pattern|example|format|template|wording|rule|sample)\b)")
@@ -483,6 +506,42 @@ def referenced_thread_ids(text: str) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
+#: a nickname the text gives an agent: "Scout (my research helper)", "Scout, my research helper", "a helper (call it Scout)",
+#: "the reviewer agent, Kai,"; a plan's cast "agents: Ada = schema, Bo = me" names the other agents and the writer
+_AGENT_WORD = r"(?:helper|agent|sub-?agent|session|worker|thread|assistant|reviewer|fork)s?\b"
+_NICKNAME_RES = (
+    re.compile(r"\b([A-Z][a-z]\w*)\s*(?:\(|,|\s[—–-])\s*(?:my|our|the|a|an)\s+(?:[\w-]+\s+){0,3}?" + _AGENT_WORD),
+    re.compile(_AGENT_WORD + r"[^.;\n]{0,20}?\b(?:call(?:ed)?\s+it|named|nicknamed|dubbed|aka)\s+[\"'“]?([A-Z][a-z]\w*)"),
+    re.compile(r"\b(?:the\s+)?(?:[\w-]+\s+)?" + _AGENT_WORD + r",?\s+([A-Z][a-z]\w*)(?=\s*[,)]|\s+\()"),
+)
+_CAST_RE = re.compile(r"\b(?:agents|helpers|workers|sessions|cast|roles|who)\s*:\s*([^)\n]{3,160})", re.IGNORECASE)
+_CAST_PAIR_RE = re.compile(r"\b([A-Z][a-z]\w*)\s*(?:=|:|->|→|is)\s*([\w-]+)")
+_NOT_A_NAME = frozenset({"the", "my", "our", "step", "plan", "next", "then", "once", "after", "when", "status", "note", "todo", "agent", "agents", "i"})
+
+
+def _nicknames(text: str) -> tuple[set[str], set[str]]:
+    """The names ``text`` gives to other agents and to its writer (lower case), from the forms in
+    :data:`_NICKNAME_RES` and a plan's cast ("agents: Ada = schema, Bo = me")."""
+    agents: set[str] = set()
+    writer: set[str] = set()
+    for pattern in _NICKNAME_RES:
+        agents.update(m.group(1).lower() for m in pattern.finditer(text))
+    for cast in _CAST_RE.finditer(text):
+        for name, role in _CAST_PAIR_RE.findall(cast.group(1)):
+            (writer if role.lower() in ("me", "myself", "i", "writer", "this-session", "self") else agents).add(name.lower())
+    return agents - _NOT_A_NAME - writer, writer - _NOT_A_NAME
+
+
+def _resolve_nicknames(text: str, lowered: str) -> str:
+    """``lowered`` with each agent's nickname read as "the <name> agent" and the writer's as "i"."""
+    agents, writer = _nicknames(text)
+    for name in agents:
+        lowered = re.sub(rf"\b{re.escape(name)}\b(?!\s+agent\b)", f"the {name} agent", lowered)
+    for name in writer:
+        lowered = re.sub(rf"\b{re.escape(name)}\b", "i", lowered)
+    return lowered
+
+
 def analyse(text: str) -> dict[str, Any]:
     """The obligation analysis of ``text``.
 
@@ -492,7 +551,7 @@ def analyse(text: str) -> dict[str, Any]:
     """
     score = agent_score = 0.0
     matched: list[str] = []
-    lowered = _unquote(text.lower())
+    lowered = _unquote(_resolve_nicknames(text, text.lower()))
     plain = [phrase for phrase in PHRASES if not phrase.marked and phrase.pattern.search(lowered)]
     hits = plain
     if any(phrase.kind in _AGENT_KINDS for phrase in plain):
