@@ -194,7 +194,7 @@ _WRITER_AHEAD = (r"\b(?:i'll|i\s+will|we'll|we\s+will|i'd|we'd|i\s+would|(?<!\w\
                  r"(?<!nothing\si\s)(?<!nothing\swe\s)needs?|depends?|still)\b")
 #: the writer itself waits, holds or resumes, or asks to be told: "someone else waits" does not cancel a text with one of these
 _WRITER_WAITS = (r"\b(?:i|we)(?:'m|'ll|'d|'re|\s+am|\s+will|\s+are|\s+would|\s+can't|\s+cannot)?\s+(?:still\s+|also\s+|now\s+|just\s+)?(?:wait|waiting|hold|holding|blocked|block|pause|paused|"
-                 r"stop|stopping|resume|idle|staying|stay|need|depend|pick\s+(?:it\s+)?up)\b|\bthen\s+(?:i|we)\b|\b(?:ping|tell|call|notify)\s+me\b|\bhear\s+back\b|\bmy\s+(?:next|own)\b")
+                 r"stop|stopping|resume|idle|staying|stay|need|depend|pick\s+(?:it\s+)?up)\b|\bthen\s+(?:i|we)\b|^(?:paused|parked|parking|holding|on\s+hold|blocked)\b|\bresuming\b|\b(?:ping|tell|call|notify)\s+me\b|\bhear\s+back\b|\bmy\s+(?:next|own)\b")
 #: the writer is done and disengaged: its part complete, the work handed over for good, moving on ("my part is complete",
 #: "that's entirely its task now", "I'm off this task", "won't be revisiting", "the docs agent takes it from here")
 _WRITER_DONE = (r"\bmy\s+(?:part|share|portion|piece|side|bit|half|work)\s+(?:of\s+\w+\s+)?(?:is|'s)\s+(?:now\s+|all\s+)?(?:complete|completed|done|finished|over|wrapped\s+up)\b(?!\s+(?:except|but|apart|save|other\s+than)\b)"
@@ -245,9 +245,9 @@ PHRASES: tuple[Phrase, ...] = (
     _p("cannot-proceed", r"\b(?:can't|cannot|unable\s+to)\s+(?:go\s+(?:any\s+)?further|proceed|continue|move\s+on|progress|make\s+progress)\b"
                          r"|\b(?:nothing|not\s+much)\s+(?:left\s+)?(?:to\s+do|i\s+can\s+do)\s+(?:until|before|till)\b|\bidle\s+until\b|\b(?:i'll|i\s+will|i'm|i\s+am)\s+(?:be\s+)?idle\b|\bsit(?:ting)?\s+tight\b"
                          r"|\b(?:can't|cannot|won't)\b[^.;]{0,40}?\bwithout\s+(?:it|them|its|their)\b|\bnot\s+\w+ing\s+(?:before|until|till)\b|\bbefore\s+(?:i|we)\s+can\b"
-                         r"|^(?:open|outstanding|todo|pending|waiting(?:[- ]on)?|blocked(?:[- ]by)?|depends[- ]on|remaining)\s*:|\b(?:precondition|prerequisite|blocker)s?\s*:|^not\s+\w+ing\b[^.;]{0,40}?\byet\b", 0.3, "dependency"),
-    _p("held-state", r"\b(?:stays?|remains?|sits?|kept|keeping|left|leaving|stay)\s+(?:\w+\s+)?(?:stubbed|idle|a\s+draft|as\s+(?:it\s+)?is|open|untouched|"
-                     r"unchanged|on\s+hold|in\s+draft|parked|disabled|behind\s+a\s+flag)\b|\bplaceholders?\s+until\b", 0.3, "dependency"),
+                         r"|^(?:open|outstanding|todo|pending|waiting(?:[- ]on)?|blocked(?:[- ]by)?|depends[- ]on|remaining)\s*:|\b(?:precondition|prerequisite|blocker)s?\s*:|^not\s+\w+ing\b[^.;]{0,40}?\byet\b|\b(?:can't|cannot)\s+\w+\b[^.;:]{0,40}?\byet\b", 0.3, "dependency"),
+    _p("held-state", r"\b(?:stays?|remains?|sits?|kept|keeping|left|leaving|stay)\s+(?:[\w-]+\s+){0,3}?(?:stubbed|idle|a\s+draft|unmerged|unreleased|unpublished|un-?shipped|as\s+(?:it\s+)?is|open|untouched|"
+                     r"unchanged|on\s+hold|in\s+draft|parked|disabled|behind\s+a\s+flag)\b|\bplaceholders?\s+until\b|\bin\s+case\s+(?:it|they)\s+(?:needs?|wants?|asks?|finds?|changes?)\b", 0.3, "dependency"),
     _p("hinges-on", r"\b(?:hinges?|hinging|contingent|conditional|queued|sequenced|stuck|held\s+up|gated)\s+(?:on|behind|by|upon)\b"
                     r"|\b(?:blocked|waiting|parked|stuck)\s+behind\b|\bholding\s+pattern\b|\boutstanding\b|\b(?:last|next)\s+in\s+line\b|\bthen\s+me\b", 0.3, "dependency"),
     _p("pending-hold", r"\bpending\b|\bon hold\b|\bhold(?:ing)?\s+(?:off|the)\b|\bhold:|\bparked\b|\bpaused\b|\bmeanwhile\b"
@@ -281,7 +281,7 @@ PHRASES: tuple[Phrase, ...] = (
     _p("output-decides", r"\b(?:its|their)\s+\w+\s+(?:determines|decides|drives|dictates|settles|shapes|will\s+(?:decide|determine|settle)|"
                          r"(?:goes|go|feeds?|flows?)\s+(?:straight\s+|directly\s+)?into)\b"
                          r"|\b(?:expect(?:s|ing)?|asked\s+for|requested)\b[^.;]{0,40}?\bback\b", 0.35, "callback"),
-    _p("its-answer", r"\b(?:its|their)\s+(?:reply|response|verdict|review|comments|findings|decision|feedback|output|patch|draft|numbers|approval|version|report)\b"
+    _p("its-answer", r"\b(?:its|their)\s+(?:reply|response|verdict|review|comments|findings|decision|feedback|output|patch|draft|numbers|approval|version|report|pick|choice|answer|proposal|recommendation|results?|list|plan)\b"
                      r"|\bwhat\s+it\s+(?:says|decides|finds|reports)\b|\b(?:from|using|based\s+on)\s+(?:its|their)\s+(?!own\b)\w+"
                      r"|\bwhat(?:ever)?\s+(?:it|they)\s+(?!is\b|was\b|has\b|does\b|did\b|had\b|means\b|takes\b)\w+s\b", 0.2, "callback"),
     # the writer gave the question or the work to the other agent
@@ -290,7 +290,7 @@ PHRASES: tuple[Phrase, ...] = (
                      r"|\bput\s+(?:the|a|my|our)\s+(?:\w+\s+)?questions?\b[^.;]{0,50}?\bto\b", 0.3, "dependency"),
     _p("handed-to", r"\b(?:delegat(?:e|ed|ing)|hand(?:ed|ing)?(?:\s+off)?|pass(?:ed|ing)|gave|giving|assign(?:ed|ing)|sent|went|farm(?:ed|ing)\s+out|"
                     r"offload(?:ed|ing)?|dispatch(?:ed|ing)|forward(?:ed|ing)|escalat(?:ed|ing)|rout(?:ed|ing)|outsourc(?:ed|ing))\b[^.;]{0,60}?\bto\b"
-                    r"|\bput\s+in\s+a\s+request\b", 0.25, "dependency"),
+                    r"|\bput\s+in\s+a\s+request\b|(?:^|[.;:]\s+)over\s+to\s+(?!you\b)", 0.25, "dependency"),
     _p("check-back", r"\b(?:check|checks|checking)\s+(?:back|in)\s+with\b|\bfollow(?:ing)?\s+up\s+with\b|\bknow i'm waiting\b", 0.35, "callback"),
     # the other agent in a relation to the writer's next step (issue 30, second round)
     _p("agent-condition", r"\b(?:once|when|whenever|after|until|till|if|unless|as soon as|before|the\s+(?:moment|minute|second)|provided(?:\s+that)?|"
@@ -310,6 +310,9 @@ PHRASES: tuple[Phrase, ...] = (
                      r"outstanding|owed|due|go/no-go|thumbs-up|ping|signal|nod|confirmation|handoff|"
                      r"decision|answer|reply|response|verdict|review|report)\b"
                      r"[^.;:]{0,40}?\bfrom\s+" + _GAP + _AGENT_REF, 0.4, "callback"),
+    # an enumerated plan where the agent's step comes before the writer's: "(a) the indexer session rebuilds, (b) I rerun"
+    _p("plan-order", r"(?:^|[\s(])(?:\d{1,2}|[a-h])[.)]\s+(?:[^\n]{0,80}?\s)?" + _AGENT_REF + r"[^\n]{0,120}?(?:\n|[,;]\s+)\(?(?:\d{1,2}|[a-h])[.)]\s+(?:then\s+)?(?:i|we)\b",
+       0.4, "callback"),
     # the writer's step is built on the agent's output: "Bo writes repositories against Ada's draft"
     _p("built-on-agent", r"\b(?:against|on\s+top\s+of|from|using|based\s+on|onto|into|with)\s+" + _GAP + _AGENT_REF + r"(?:'s|’s)\s+(?:[\w-]+\s+)?[\w-]+", 0.35, "callback"),
     _p("agent-possessive", _AGENT_REF + r"(?:'s|’s)\s+(?:\w+\s+)?(?:answer|reply|response|decision|verdict|sign-off|approval|review|pass|"
@@ -343,9 +346,9 @@ PHRASES: tuple[Phrase, ...] = (
                         r"|\b(?:based\s+on|according\s+to|depending\s+on|act\s+on)\s+(?:its|their|what|the\s+outcome)\b"
                         r"|\b(?:whatever|whichever)\s+(?:\w+\s+)?(?:it|they)\s+\w+"
                         # the writer's future step uses the other's output: "I'll write the patch from its findings"
-                        r"|\b(?:i'll|i\s+will|we'll|we\s+will|then|i\s+can't|i\s+cannot|needs|(?:i|we)\s+(?:still\s+)?need)\b[^.;]{0,50}?\b(?:its|their)\s+(?!own\b)\w+"
+                        r"|\b(?:i'll|i\s+will|we'll|we\s+will|and\s+will|then|i\s+can't|i\s+cannot|needs|(?:i|we)\s+(?:still\s+)?need)\b[^.;]{0,50}?\b(?:its|their)\s+(?!own\b)\w+"
                         # something the agent will produce, as the object of the writer's step
-                        r"|\b(?:i'll|i\s+will|we'll|then\s+i|and\s+then)\b[^.;]{0,40}?\b(?:whatever|whichever|the\s+ones?|the\s+\w+)\s+(?:it|they|\x00)\s+"
+                        r"|\b(?:i'll|i\s+will|we'll|then\s+i|and\s+then)\b[^.;]{0,40}?\b(?:whatever|whichever|the\s+ones?|the\s+(?:[\w-]+\s+){0,2}[\w-]+)\s+(?:it|they|\x00)\s+"
                         r"(?!is\b|was\b|has\b|does\b|did\b|had\b)(?:\w+s|ends\s+up\s+with|settles\s+on|lands\s+on|comes\s+up\s+with)\b"
                         r"|\b(?:i'll|i\s+will|then\s+i)\s+\w+\s+(?:up\s+)?(?:anything|everything|whatever)\s+(?:it|they)\b"
                         # the writer's work is built on the agent's: "my queries compile against its types"
@@ -356,7 +359,7 @@ PHRASES: tuple[Phrase, ...] = (
                         r"|\bthe\s+(?:ones?|\w+)\s+(?:it|they)\s+(?:suggests?|proposes?|recommends?|identifies|picks?|chooses?|returns?)\b"
                         r"|\b(?:at|on|against|to|with|from|into)\s+(?:the|whatever|whichever)\s+(?:[\w-]+\s+){0,2}(?:it|they)\s+(?!is\b|was\b|has\b|does\b)\w+s\b"
                         # comparing or choosing between what comes back
-                        r"|\b(?:i'll|i\s+will|then\s+i|and\s+will)\s+(?:pick|keep|take|choose|compare|merge)\s+(?:whichever|the\s+better|both)\b", 0.3, "callback"),
+                        r"|\b(?:i'll|i\s+will|then\s+i|and\s+will)\s+(?:pick|keep|take|choose|compare|merge|use)\s+(?:whichever|the\s+better|both|the\s+one\s+(?:whose|that|which))\b", 0.3, "callback"),
     _p("not-yet-heard", r"\b(?:haven't|hasn't|have\s+not|has\s+not|not\s+yet)\s+(?:heard|shared|delivered|posted|come\s+back|got\s+back|gotten\s+back|returned|reported|answered|replied|sent|chosen|decided|"
                         r"confirmed|responded|pushed|published|finished)\b|\bnot\s+(?:back|in)\s+yet\b", 0.35, "callback"),
     _p("take-from-there", r"\btake\s+over\s+(?:again\s+)?(?:once|when|after|from)\b"
@@ -378,7 +381,7 @@ PHRASES: tuple[Phrase, ...] = (
                   r"|\b(?:i'm|i\s+am)\s+not\s+(?:one\s+of|part\s+of|involved|affected)\b|\b(?:doesn't|does\s+not)\s+involve\s+me\b"
                   r"|\b(?:doesn't|does\s+not|don't|do\s+not)\s+need\s+to\s+(?:reply|respond|answer|get\s+back|do\s+anything)\b|\bfor\s+the\s+record\b"
                   r"|\bno\s+(?:reply|response|answer)\s+(?:is\s+)?(?:needed|required|expected)\b"
-                  r"|\b(?:i'm\s+not|i\s+am\s+not|we're\s+not|isn't|aren't|won't|will\s+not|don't|do\s+not|never)\s+(?:be\s+)?"
+                  r"|\b(?:i'm\s+not|i\s+am\s+not|we're\s+not|isn't|aren't|won't|will\s+not|don't|do\s+not|doesn't|does\s+not|never)\s+(?:be\s+)?"
                   r"(?:blocked|waiting|wait|depending|depend|gated|relying|rely)\s+(?:on|for|by)\b"
                   r"|\bhypothetical(?:ly)?\b|\bwould\s+have\s+(?:had|been|\w+ed)\b|\bif\s+(?:i|we)\s+had\s+\w+ed\b|\bshould\s+(?:\S+\s+){1,4}?ever\b"
                   r"|\b(?:regardless|independently)\s+of\b|\b(?:not|isn't|aren't|i'm\s+no\s+longer)\s+(?:blocked|waiting|gated)\s+(?:on|by|for)\s+(?:anyone|anybody|anything|it|them)\b"
@@ -408,15 +411,17 @@ PHRASES: tuple[Phrase, ...] = (
     # the writer does not wait after all (issue 30, fifth round), by kind:
     # a question to itself answered no ("Should I wait for X? No - ..."); a plan given up or a lesson for later ("I was going to
     # ask X ..., but", "Lesson for next time: ask X first")
-    _p("not-after-all", r"\?\s*(?:no|nope|not\s+really|not\s+needed)\b|\b(?:i|we)\s+(?:was|were)\s+going\s+to\b|\b(?:i|we)\s+(?:had\s+)?(?:planned|meant|intended|considered|thought\s+about)\b[^.;]{0,80}?\bbut\b"
-                        r"|\blessons?\s+(?:for|learned|learnt)\b|\bfor\s+next\s+time\b|\bneither\b[^.;]{0,30}?\b(?:wait|waits|block|blocks|depends?|needs?\s+to\s+wait)\b", -1.0, "negation"),
+    _p("not-after-all", r"\?\s*(?:no|nope|not\s+(?:really|needed|here|now|this\s+time|for\s+this(?:\s+one)?))\b|\b(?:i|we)\s+(?:was|were)\s+going\s+to\b|\b(?:i|we)\s+(?:had\s+)?(?:planned|meant|intended|considered|thought\s+about)\b[^.;]{0,80}?\bbut\b"
+                        r"|\b(?:suggested|proposed|recommended)\b[^.;]{0,80}?\bbut\b|\b(?:i|we)\s+(?:could|might)\b[^.;]{0,80}?\bbut\b(?![^.;]{0,40}?\b(?:wait|waiting|hold|holding|until|once)\b)|\blessons?\s+(?:for|learned|learnt)\b|\bfor\s+next\s+time\b|\bneither\b[^.;]{0,30}?\b(?:wait|waits|block|blocks|depends?|needs?\s+to\s+wait)\b", -1.0, "negation"),
     # the writer goes ahead now: "so I'm proceeding", "so I'm writing the tests now"
+    _p("went-ahead", r"^(?=[\s\S]*?\bso\s+(?:i|we)\s+(?:just\s+|went\s+ahead\s+and\s+)?(?:shipped|merged|proceeded|pushed|released|deployed|decided|went\s+ahead)\b)"
+                     r"(?![\s\S]*" + _WRITER_WAITS + r")", -0.6, "negation"),
     _p("proceeding", r"\bso\s+(?:i'm|i\s+am|we're|we\s+are)\s+(?:now\s+)?(?:proceeding|continuing|going\s+ahead|moving\s+on|unblocked"
                      r"|(?!waiting|holding|pausing|stopping|parking|idling|staying|blocked)\w+ing\b[^.;]{0,40}?\bnow\b)", -1.0, "negation"),
     # someone else waits (another agent, or the writer is the one waited on), and nothing of the writer's waits:
     # "The orchestrator is waiting on all three helpers. I'm helper 2", "the migration agent said it will wait for ..."
-    _p("others-wait", r"^(?=[\s\S]*?" + _AGENT_REF + r"(?:\s+(?!(?:and|then|so|but|i|we)\b)[\w-]+){0,2}?\s+(?:is|are|will\s+be|will|(?:said|says)\s+(?:it|they)(?:\s+will|'ll|\s+would|'d)(?:\s+be)?)\s+(?:still\s+|also\s+)?"
-                      r"(?:wait|waiting|blocked|holding|block)\b)(?![\s\S]*" + _WRITER_WAITS + r")", -1.5, "negation"),
+    _p("others-wait", r"^(?=[\s\S]*?" + _AGENT_REF + r"(?:,?\s+(?:which|that|who))?(?:\s+(?!(?:and|then|so|but|i|we)\b)[\w-]+){0,2}?\s+(?:(?:is|are|will\s+be|will|(?:said|says)\s+(?:it|they)(?:\s+will|'ll|\s+would|'d)(?:\s+be)?)\s+(?:still\s+|also\s+)?"
+                      r"(?:wait|waiting|blocked|holding|block)|waits\s+(?:for|on|until))\b)(?![\s\S]*" + _WRITER_WAITS + r")", -1.5, "negation"),
     _p("writer-done", r"^(?=[\s\S]*?(?:" + _WRITER_DONE + r"))(?![\s\S]*" + _WRITER_AHEAD + r")", -1.0, "negation"),
     # a block with its resolution after it: "Blocked on X — resolved: it ...", "Previously blocked on X, but it delivered them"
     _p("block-resolved", r"\b(?:blocked|waiting|gated|stuck|held\s+up|parked)\b[^.\n]{0,80}?(?:[—–:(]\s*|\s-\s|\b(?:but|and|since)\s+(?:it|they|that|\x00)\s+(?:has\s+|have\s+)?|\bnow\s+)"
@@ -428,16 +433,16 @@ PHRASES: tuple[Phrase, ...] = (
                           r"(?!\s+(?:once|when|after|if|by)\b)", -0.6, "negation"),
     # the other agent comes after the writer ("after I push, codex:x rebases onto it"), nothing of the writer's ahead
     _p("downstream", r"^(?=[\s\S]*?(?:\b(?:after|once|when|as\s+soon\s+as)\s+(?:i|we|my|our)\s[^.;]{0,60}?" + _AGENT_REF
-                     + r"\s+(?:will\s+|can\s+|is\s+going\s+to\s+)?\w+|" + _AGENT_REF + r"\s+(?:will\s+|can\s+)?(?:\w+\s+){1,6}?(?:after|once|when)\s+(?:i|we|my|our)\s))"
+                     + r"\s+(?:will\s+|can\s+|is\s+going\s+to\s+)?\w+|" + _AGENT_REF + r"\s+(?:will\s+|can\s+)?(?:[^\s.;]+\s+){1,6}?(?:after|once|when)\s+(?:i|we|my|our)\s))"
                      + r"(?![\s\S]*" + _WRITER_AHEAD + r")", -0.6, "negation"),
     # the other side depends on the writer, a rule or a design described; agents in general
-    _p("reversed-or-generic", r"\b(?:it|they|" + _AGENT_REF + r")\s+(?!waits\b)\w+s\b[^.;]{0,40}?\b(?:when|once|after)\s+(?:i|we)\s+(?!hear\b|get\b|have\b)"
+    _p("reversed-or-generic", _AGENT_REF + r"\s+(?:wants|needs|is\s+waiting\s+for|asked\s+for|requested)\s+(?:my|our)\b|\b(?:it|they|" + _AGENT_REF + r")\s+(?!waits\b)\w+s\b[^.;]{0,40}?\b(?:when|once|after)\s+(?:i|we)\s+(?!hear\b|get\b|have\b)"
                    r"|" + _AGENT_REF + r"\s+asked\s+(?:me|whether|if)\b|\bif\s+" + _GAP + _AGENT_REF + r"\s+asks\b"
                    + r"|\bshould\s+always\b|\b(?:in|per)\s+the\s+(?:design\s+doc|docs|spec|rfc|readme|guide)\b", -0.6, "negation"),
     _p("described", r"^(?![\s\S]*\b(?:i|i'm|i'll|i've|i'd|me|my|mine|we|we're|we'll|our|us)\b)(?:the\s+|our\s+|a\s+)?(?:(?!(?:when|once|after|until|till|if|unless|before|as)\s)[\w-]+\s+)?" + _AGENT_REF
                     + r"\s+(?!(?:is|are|has|was|were|had|will|must|should|needs|owes|still|does)\b)\w+s\b", -1.0, "negation"),
     _p("generic-agent", r"\b(?:lets|allows|enables)\s+(?:an?|one|each|any)\s+" + _AGENT_REF
-                        + r"|\b(?:an?|one|each|every|any)\s+" + _AGENT_REF + r"(?:\s+(?:that|which|who)\s[^.;]{0,40}?)?\s+(?:should|can|may|must|waits|runs|uses)\b",
+                        + r"|\b(?:an?|one|each|every|any)\s+" + _AGENT_REF + r"(?:\s+(?:that|which|who)\s[^.;]{0,40}?)?(?:\s+(?:typically|usually|normally|often|always|generally))?\s+(?:should|can|may|must|would|waits|runs|uses)\b",
        -1.5, "negation"),
     # the writer commits
     _p("self", r"\b(?:i|i'm|i'll|i'd|i've|my|me|we|we're|we'll)\b", 0.15, "self"),
@@ -542,6 +547,23 @@ def _resolve_nicknames(text: str, lowered: str) -> str:
     return lowered
 
 
+def matched_phrases(text: str) -> list[Phrase]:
+    """The rows of :data:`PHRASES` that match ``text``, in table order: plain phrases on the
+    lower-cased text (nicknames resolved, mentioned quotes emptied), relational phrases on its
+    marked copy only when another agent is referenced; programming-context rows are left out
+    when the text names an agent-link address."""
+    lowered = _unquote(_resolve_nicknames(text, text.lower()))
+    hits = [phrase for phrase in PHRASES if not phrase.marked and phrase.pattern.search(lowered)]
+    if any(phrase.kind in _AGENT_KINDS for phrase in hits):
+        # relational phrases only matter when another agent is referenced at all
+        marked = _MARK_RUN_RE.sub(_MARK, _AGENT_REF_RE.sub(_MARK, lowered.replace(_MARK, " ")))
+        hits += [phrase for phrase in PHRASES if phrase.marked and phrase.pattern.search(marked)]
+    if any(phrase.name == "address" for phrase in hits):
+        # a harness:id address leaves no programming sense to discount
+        hits = [phrase for phrase in hits if phrase.kind != "code"]
+    return hits
+
+
 def analyse(text: str) -> dict[str, Any]:
     """The obligation analysis of ``text``.
 
@@ -549,33 +571,17 @@ def analyse(text: str) -> dict[str, Any]:
         10 names), referencedThreadIds, note}``. Without an agent reference the text never
         carries an obligation, whatever else it says.
     """
-    score = agent_score = 0.0
-    matched: list[str] = []
-    lowered = _unquote(_resolve_nicknames(text, text.lower()))
-    plain = [phrase for phrase in PHRASES if not phrase.marked and phrase.pattern.search(lowered)]
-    hits = plain
-    if any(phrase.kind in _AGENT_KINDS for phrase in plain):
-        # relational phrases only matter when another agent is referenced at all
-        marked = _MARK_RUN_RE.sub(_MARK, _AGENT_REF_RE.sub(_MARK, lowered.replace(_MARK, " ")))
-        hits = plain + [phrase for phrase in PHRASES if phrase.marked and phrase.pattern.search(marked)]
-    addressed = any(phrase.name == "address" for phrase in hits)
-    for phrase in hits:
-        if phrase.kind == "code" and addressed:
-            continue  # a harness:id address leaves no programming sense to discount
-        matched.append(phrase.name)
-        if phrase.kind in _AGENT_KINDS:
-            agent_score += phrase.weight
-        else:
-            score += phrase.weight
+    hits = matched_phrases(text)
+    agent_score = sum(phrase.weight for phrase in hits if phrase.kind in _AGENT_KINDS)
     agent = agent_score > 0
     # naming the other agent twice is still one signal: the rest must come from what it does
-    score += min(agent_score, AGENT_CAP)
+    score = sum(phrase.weight for phrase in hits if phrase.kind not in _AGENT_KINDS) + min(agent_score, AGENT_CAP)
     score = round(score, 3)
     has = agent and score >= THRESHOLD
     note = ("commits to waiting on or hearing back from another agent" if has else
             "no other agent is referenced" if not agent else "mentions another agent without a dependency on it")
-    return {"hasObligation": has, "score": score, "threshold": THRESHOLD, "matchedPhraseCount": len(matched),
-            "matchedPhrases": matched[:10], "referencedThreadIds": referenced_thread_ids(text), "note": note}
+    return {"hasObligation": has, "score": score, "threshold": THRESHOLD, "matchedPhraseCount": len(hits),
+            "matchedPhrases": [phrase.name for phrase in hits][:10], "referencedThreadIds": referenced_thread_ids(text), "note": note}
 
 
 def has_obligation(text: str) -> bool:
