@@ -2,7 +2,28 @@
 by, another agent, and has it registered a dependency handoff for that?
 
 **The analysis** is a weighted phrase table (:data:`PHRASES`): each pattern that matches adds
-its weight once; the text carries an obligation when the sum reaches :data:`THRESHOLD`.
+its weight once; the text carries an obligation when the sum reaches :data:`THRESHOLD`. Each
+phrase belongs to one of three families (:data:`FAMILIES`, reported by :func:`analyse`): *who*
+the other agent is, what of the writer's *depends* on it, and what *cancels* that dependency.
+The fifth round of issue 30 widened each family by kind, not by phrase:
+
+* who: an address ``name@project`` (not an e-mail: its domain has no dot), a helper ("my
+  helper", "the load-test helper", "three helpers"; not a helper function or script), a
+  numbered agent ("worker-3", "helper 2"), "a copy of myself", and a nickname the text gives
+  ("Scout (my research helper)", "Riley, the reviewer agent", "a helper (call it Pip)"; a
+  plan's cast "agents: Ada = schema, Bo = me" names the others and the writer), which
+  :func:`_resolve_nicknames` rewrites to "the <name> agent" (the writer's to "i");
+* depends: asking or pinging the agent as a plan step, several agents as the subject ("before
+  all three report back"), the writer's step built on the agent's output ("against Ada's
+  draft", "the hot path it shows me", "the one whose tests pass"), the agent's step before
+  the writer's in an enumerated plan, the writer's work held back ("keeping the patch
+  unmerged", "in case it needs ...");
+* cancels: a question answered no ("Should I wait for X? No -"), a plan given up or a
+  suggestion turned down ("I was going to ask X, but", "I could wait for X, but"), a lesson for
+  next time, "neither of us waits", someone else waiting ("the orchestrator is waiting on all
+  helpers", "X said it will wait", "X wants my refactor") when nothing of the writer's waits
+  (:data:`_WRITER_WAITS`), going ahead now ("so I'm proceeding", "so I shipped it"), work let
+  go ("I have nothing queued behind it", "it owns that now"), a quoted log excerpt.
 
 * an *agent reference* (another agent, worker, orchestrator, workstream, a peer session, a
   Codex thread named by purpose or id, "the thread that owns ...") is the core signal; words
@@ -67,9 +88,14 @@ round's ``dev-classifier2``) and three outside sets, two written by the lead eng
 (``data/obligation_heldout_lead.jsonl``, ``obligation_heldout_lead2.jsonl``) and one blind by a
 helper engineer (``obligation_heldout_3.jsonl``: 0.900 / 1.000 when first measured, 1.000 / 1.000
 after the fourth round covered the kinds of its false positives) and a fourth written blind and
-never read by the table's authors (``obligation_heldout_4.jsonl``: 0.824 / 0.840, below the 0.95
-target), measure it; ``make bench``
-prints precision and recall on each. At the third round's end: outside sets 1.000 /
+never read by the table's authors until the fifth round (``obligation_heldout_4.jsonl``: 0.824 /
+0.840, below the 0.95 target; 1.000 / 1.000 after the fifth round, which read its errors, so it is
+not blind any more) measure it; ``make bench`` prints precision and recall on each, and
+cross-validates the phrase weights by outside set (fitted on the corpus and three sets, scored
+on the fourth). The fifth round's own batches (``train-classifier5``), each measured before it
+was tuned on, scored 0.923 / 0.960, 0.842 / 0.800 and 0.826 / 0.950 (the table as the round found
+it: 0.880 / 0.880, 0.800 / 0.800, 0.842 / 0.800): recall generalises better than precision, whose
+misses are cancellations in wordings not seen before. At the third round's end: outside sets 1.000 /
 1.000 and 1.000 / 1.000 (0.975 / 0.929 and 1.000 / 0.789 before it; their misses were read for
 the kinds of commitment missed, so they are no longer blind), dev-classifier2 0.967 / 0.967
 (0.906 / 0.967 when first measured); on the round's fresh batches, each measured before it
@@ -358,6 +384,8 @@ PHRASES: tuple[Phrase, ...] = (
                         r"|\b(?:whatever|whichever)\s+(?:\w+\s+){0,3}\x00\s+(?:\w+\s+)?(?:\w+s|settles\s+on|lands\s+on|ends\s+up\s+with)\b"
                         r"|\bthe\s+(?:ones?|\w+)\s+(?:it|they)\s+(?:suggests?|proposes?|recommends?|identifies|picks?|chooses?|returns?)\b"
                         r"|\b(?:at|on|against|to|with|from|into)\s+(?:the|whatever|whichever)\s+(?:[\w-]+\s+){0,2}(?:it|they)\s+(?!is\b|was\b|has\b|does\b)\w+s\b"
+                        # what the agent produces is what the writer acts on: "the frame it points at is what I fix"
+                        r"|\b(?:it|they)\s+(?!is\b|was\b|has\b|does\b|did\b)\w+s\b[^.;]{0,30}?\b(?:is|are)\s+what\s+(?:i|we)\b"
                         # comparing or choosing between what comes back
                         r"|\b(?:i'll|i\s+will|then\s+i|and\s+will)\s+(?:pick|keep|take|choose|compare|merge|use)\s+(?:whichever|the\s+better|both|the\s+one\s+(?:whose|that|which))\b", 0.3, "callback"),
     _p("not-yet-heard", r"\b(?:haven't|hasn't|have\s+not|has\s+not|not\s+yet)\s+(?:heard|shared|delivered|posted|come\s+back|got\s+back|gotten\s+back|returned|reported|answered|replied|sent|chosen|decided|"
@@ -461,6 +489,10 @@ PHRASES: tuple[Phrase, ...] = (
                        r"|\bforked\s+the\s+(?:repo|repository|project|codebase)\b|\bfork\s+of\s+the\b|\bto\s+(?:the|my)\s+fork\b", -0.4, "code"),
 )
 _AGENT_KINDS = ("agent",)
+#: the three families a phrase's kind belongs to: who the other agent is, what of the writer's depends on it, and what
+#: cancels that dependency (``analyse`` reports the phrase names of each)
+FAMILIES = {"agent": "agent", "dependency": "dependency", "delivery": "dependency", "callback": "dependency", "self": "dependency",
+            "code": "cancel", "negation": "cancel"}
 #: a quoted span, and the words around it that make it a mention ("the docs say "...", "I wrote "..." in the old
 #: ticket", "Example: "...""); a message quoted as sent ("I told codex:x "ping me when done"") stays
 _QUOTE_RE = re.compile(r'["“]([^"”\n]{6,300})["”]')
@@ -568,7 +600,9 @@ def analyse(text: str) -> dict[str, Any]:
     """The obligation analysis of ``text``.
 
     :returns: ``{hasObligation, score, threshold, matchedPhraseCount, matchedPhrases (at most
-        10 names), referencedThreadIds, note}``. Without an agent reference the text never
+        10 names), kinds ({agent, dependency, cancel}: the names of the phrases that matched, by
+        family, see :data:`FAMILIES`), referencedThreadIds, note}``; the note names the
+        cancelling phrases when another agent is referenced but no obligation found. Without an agent reference the text never
         carries an obligation, whatever else it says.
     """
     hits = matched_phrases(text)
@@ -578,10 +612,16 @@ def analyse(text: str) -> dict[str, Any]:
     score = sum(phrase.weight for phrase in hits if phrase.kind not in _AGENT_KINDS) + min(agent_score, AGENT_CAP)
     score = round(score, 3)
     has = agent and score >= THRESHOLD
+    kinds: dict[str, list[str]] = {family: [] for family in ("agent", "dependency", "cancel")}
+    for phrase in hits:
+        kinds[FAMILIES[phrase.kind]].append(phrase.name)
     note = ("commits to waiting on or hearing back from another agent" if has else
-            "no other agent is referenced" if not agent else "mentions another agent without a dependency on it")
+            "no other agent is referenced" if not agent else
+            f"mentions another agent, but the dependency is cancelled ({', '.join(kinds['cancel'])})" if kinds["cancel"] else
+            "mentions another agent without a dependency on it")
     return {"hasObligation": has, "score": score, "threshold": THRESHOLD, "matchedPhraseCount": len(hits),
-            "matchedPhrases": [phrase.name for phrase in hits][:10], "referencedThreadIds": referenced_thread_ids(text), "note": note}
+            "matchedPhrases": [phrase.name for phrase in hits][:10], "kinds": kinds,
+            "referencedThreadIds": referenced_thread_ids(text), "note": note}
 
 
 def has_obligation(text: str) -> bool:
