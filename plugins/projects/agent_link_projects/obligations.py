@@ -547,13 +547,20 @@ def referenced_thread_ids(text: str) -> list[str]:
 #: "the reviewer agent, Kai,"; a plan's cast "agents: Ada = schema, Bo = me" names the other agents and the writer
 _AGENT_WORD = r"(?:helper|agent|sub-?agent|session|worker|thread|assistant|reviewer|fork)s?\b"
 _NICKNAME_RES = (
-    re.compile(r"\b([A-Z][a-z]\w*)\s*(?:\(|,|\s[—–-])\s*(?:my|our|the|a|an)\s+(?:[\w-]+\s+){0,3}?" + _AGENT_WORD),
+    # apposition in parentheses or after a dash: "Scout (my research helper ...)", "Nova - the sub-agent I forked"
+    re.compile(r"\b([A-Z][a-z]\w*)\s*(?:\(|\s[—–-])\s*(?:my|our|the|a|an)\s+(?:[\w-]+\s+){0,3}?" + _AGENT_WORD),
+    # apposition between commas: "Scout, my research helper, ..."
+    re.compile(r"\b([A-Z][a-z]\w*),\s*(?:my|our)\s+(?:[\w-]+\s+){0,3}?" + _AGENT_WORD + r"\s*[,)]"),
     re.compile(_AGENT_WORD + r"[^.;\n]{0,20}?\b(?:call(?:ed)?\s+it|named|nicknamed|dubbed|aka)\s+[\"'“]?([A-Z][a-z]\w*)"),
-    re.compile(r"\b(?:the\s+)?(?:[\w-]+\s+)?" + _AGENT_WORD + r",?\s+([A-Z][a-z]\w*)(?=\s*[,)]|\s+\()"),
+    # the name after the noun: "the reviewer agent, Kai, ...", "my helper (Pip)"
+    re.compile(r"\b(?:the|my|our|a|an)\s+(?:[\w-]+\s+)?" + _AGENT_WORD + r"(?:,\s*([A-Z][a-z]\w*)\s*[,.;]|\s*\(\s*([A-Z][a-z]\w*)\s*\))"),
 )
 _CAST_RE = re.compile(r"\b(?:agents|helpers|workers|sessions|cast|roles|who)\s*:\s*([^)\n]{3,160})", re.IGNORECASE)
 _CAST_PAIR_RE = re.compile(r"\b([A-Z][a-z]\w*)\s*(?:=|:|->|→|is)\s*([\w-]+)")
-_NOT_A_NAME = frozenset({"the", "my", "our", "step", "plan", "next", "then", "once", "after", "when", "status", "note", "todo", "agent", "agents", "i"})
+_NOT_A_NAME = frozenset({"the", "my", "our", "step", "plan", "next", "then", "once", "after", "when", "status", "note", "todo", "agent", "agents", "i",
+                         "yesterday", "today", "tomorrow", "however", "also", "meanwhile", "here", "there", "this", "that", "it", "update", "done"})
+#: at most this many nicknames of one text are resolved (each is one pass over the text)
+MAX_NICKNAMES = 8
 
 
 def _nicknames(text: str) -> tuple[set[str], set[str]]:
@@ -562,7 +569,7 @@ def _nicknames(text: str) -> tuple[set[str], set[str]]:
     agents: set[str] = set()
     writer: set[str] = set()
     for pattern in _NICKNAME_RES:
-        agents.update(m.group(1).lower() for m in pattern.finditer(text))
+        agents.update((m.group(1) or m.group(m.lastindex or 1)).lower() for m in pattern.finditer(text))
     for cast in _CAST_RE.finditer(text):
         for name, role in _CAST_PAIR_RE.findall(cast.group(1)):
             (writer if role.lower() in ("me", "myself", "i", "writer", "this-session", "self") else agents).add(name.lower())
@@ -572,9 +579,9 @@ def _nicknames(text: str) -> tuple[set[str], set[str]]:
 def _resolve_nicknames(text: str, lowered: str) -> str:
     """``lowered`` with each agent's nickname read as "the <name> agent" and the writer's as "i"."""
     agents, writer = _nicknames(text)
-    for name in agents:
+    for name in sorted(agents)[:MAX_NICKNAMES]:
         lowered = re.sub(rf"\b{re.escape(name)}\b(?!\s+agent\b)", f"the {name} agent", lowered)
-    for name in writer:
+    for name in sorted(writer)[:MAX_NICKNAMES]:
         lowered = re.sub(rf"\b{re.escape(name)}\b", "i", lowered)
     return lowered
 

@@ -292,6 +292,9 @@ def test_nicknames_a_text_gives() -> None:
     text = "Plan (agents: Ada = schema, Bo = me). Scout (my research helper) reads the docs; a helper (call it Pip) runs tests."
     assert _nicknames(text) == ({"ada", "scout", "pip"}, {"bo"})
     assert _nicknames("The Step (a plan) has no agents.") == (set(), set())
+    assert _nicknames("Riley, my review helper, has it; the docs agent, Kai, too.") == ({"riley", "kai"}, set())
+    # a sentence's opening word before an agent is not its name
+    assert _nicknames("Yesterday, the reviewer agent approved it. However, my helper said no.") == (set(), set())
 
 
 def test_a_quoted_message_to_the_agent_still_counts() -> None:
