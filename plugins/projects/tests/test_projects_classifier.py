@@ -280,6 +280,31 @@ def test_fifth_round_cancellations_do_not_commit(text: str, cancel: str | None) 
         assert cancel in result["kinds"]["cancel"] and cancel in result["note"], result
 
 
+@pytest.mark.parametrize("text,commits", [
+    ("| step | owner | blocked by |\n|---|---|---|\n| schema | data agent | - |\n| loaders | me | schema |", True),
+    ("| step | owner | blocked by |\n|---|---|---|\n| schema | me | - |\n| loaders | data agent | schema |", False),
+    ("| Item | Who | Status |\n|--|--|--|\n| Fixtures | team:qa-bot | running |\n| Snapshot tests | me | waiting for fixtures |", True),
+    ("| Item | Who | Status |\n|--|--|--|\n| Fixtures | team:qa-bot | done |\n| Snapshot tests | me | done |", False),
+])
+def test_tables_are_read_row_by_row(text: str, commits: bool) -> None:
+    assert analyse(text)["hasObligation"] is commits, analyse(text)
+
+
+def test_tables_without_an_owner_column_stay_as_they_are() -> None:
+    from agent_link_projects.obligations import _tables_as_sentences
+
+    table = "| a | b |\n| 1 | 2 |"
+    assert _tables_as_sentences(table) == table
+
+
+@pytest.mark.parametrize("text", [
+    "The mapping helper's report is in docs/map.md; schema updated to match.",
+    "Message from the build session, pasted verbatim: \"Waiting on role:infra before I deploy.\"",
+])
+def test_arrived_output_and_pasted_notes_do_not_commit(text: str) -> None:
+    assert analyse(text)["hasObligation"] is False, analyse(text)
+
+
 @pytest.mark.parametrize("text", [
     "The helper function retries the socket until the agent process exits.",
     "Mail alice@example.com the report once CI is green.",
