@@ -100,6 +100,13 @@ def test_third_round_dev_set_keeps_its_measured_figures() -> None:
     assert precision >= 0.96 and recall >= 0.93, (precision, recall)
 
 
+def test_fifth_round_dev_set_keeps_its_measured_figures() -> None:
+    # dev-classifier5: written by the fifth round's author after its fourth batch, never tuned on; 0.909 / 1.000
+    # when measured (the table before the round: 0.870 / 1.000; obligation_corpus.tsv)
+    precision, recall = _scores("dev-classifier5")
+    assert precision >= 0.9 and recall >= 0.95, (precision, recall)
+
+
 @pytest.mark.parametrize("text", [
     "Once codex:019b7c2e-1a4d-7e20-9c1f-3d5e6f708192 finishes, I'll merge its branch into mine.",
     "I asked the reviewer to look at the diff and will apply its comments once it responds.",
