@@ -260,6 +260,8 @@ def test_the_same_kinds_with_a_step_still_ahead_commit(text: str) -> None:
     "Three helpers are scanning the services; the summary waits until all three report back.",
     "Sent the crash dump to the triage session. The hot frame it points at is what I fix.",
     "Forwarded the ticket to the billing agent; keeping my refund patch unmerged in case it needs a schema change.",
+    "Blocked until @schema-bot regenerates the models.",
+    "Started two Claude sessions on the two drafts and I'm collecting their diffs before picking one.",
 ])
 def test_fifth_round_kinds_commit(text: str) -> None:
     result = analyse(text)
@@ -315,6 +317,7 @@ def test_arrived_output_and_pasted_notes_do_not_commit(text: str) -> None:
 @pytest.mark.parametrize("text", [
     "The helper function retries the socket until the agent process exits.",
     "Mail alice@example.com the report once CI is green.",
+    "The @pytest.mark.slow tests wait for the fixture server until it answers.",
 ])
 def test_helper_functions_and_email_addresses_are_not_agents(text: str) -> None:
     assert analyse(text)["hasObligation"] is False
