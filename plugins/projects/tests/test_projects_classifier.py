@@ -262,6 +262,8 @@ def test_the_same_kinds_with_a_step_still_ahead_commit(text: str) -> None:
     "Forwarded the ticket to the billing agent; keeping my refund patch unmerged in case it needs a schema change.",
     "Blocked until @schema-bot regenerates the models.",
     "Started two Claude sessions on the two drafts and I'm collecting their diffs before picking one.",
+    "Blocked by:\n- the nightly build\n- role:perf for the baseline numbers",
+    "Reviewer: role:api-review. Status: in review. My next step: fold in its comments.",
 ])
 def test_fifth_round_kinds_commit(text: str) -> None:
     result = analyse(text)
@@ -309,8 +311,9 @@ def test_tables_without_an_owner_column_stay_as_they_are() -> None:
 @pytest.mark.parametrize("text", [
     "The mapping helper's report is in docs/map.md; schema updated to match.",
     "Message from the build session, pasted verbatim: \"Waiting on role:infra before I deploy.\"",
+    "Blocked by:\n- the nightly build\n- [x] role:perf for the baseline numbers",
 ])
-def test_arrived_output_and_pasted_notes_do_not_commit(text: str) -> None:
+def test_arrived_output_pasted_notes_and_checked_items_do_not_commit(text: str) -> None:
     assert analyse(text)["hasObligation"] is False, analyse(text)
 
 
