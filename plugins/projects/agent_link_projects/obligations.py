@@ -8,7 +8,9 @@ the other agent is, what of the writer's *depends* on it, and what *cancels* tha
 The fifth round of issue 30 widened each family by kind, not by phrase:
 
 * who: an address ``name@project`` (not an e-mail: its domain has no dot) or an ``@handle``
-  (not a decorator), Codex or Claude threads and sessions in the plural, a helper ("my
+  (not a decorator), Codex or Claude threads and sessions in the plural, a thread or session
+  the writer pairs itself with ("the UI thread and I") or asks to do work ("the auth session to
+  expose ..."), the agent addressed in the second person ("your pick"), a helper ("my
   helper", "the load-test helper", "three helpers"; not a helper function or script), a
   numbered agent ("worker-3", "helper 2"), "a copy of myself", and a nickname the text gives
   ("Scout (my research helper)", "Riley, the reviewer agent", "a helper (call it Pip)"; a
@@ -103,7 +105,7 @@ on the fourth). The fifth round's own batches (``train-classifier5``), each meas
 was tuned on, scored 0.923 / 0.960, 0.842 / 0.800, 0.826 / 0.950 and 0.870 / 1.000 (the table as
 the round found it: 0.880 / 0.880, 0.800 / 0.800, 0.842 / 0.800, 0.864 / 0.950), then
 ``dev-classifier5``, never tuned on, 0.909 / 1.000 (0.870 / 1.000), and two more batches 1.000 / 0.867
-(0.929 / 0.867) and 1.000 / 0.700 (1.000 / 0.700): each batch's misses were kinds in wordings not seen before (cancellations for
+(0.929 / 0.867), 1.000 / 0.700 (1.000 / 0.700) and 0.923 / 0.800 (0.923 / 0.800): each batch's misses were kinds in wordings not seen before (cancellations for
 false positives, agents named in new ways for misses). At the third round's end: outside sets 1.000 /
 1.000 and 1.000 / 1.000 (0.975 / 0.929 and 1.000 / 0.789 before it; their misses were read for
 the kinds of commitment missed, so they are no longer blind), dev-classifier2 0.967 / 0.967
@@ -138,6 +140,8 @@ _OS_THREAD = r"(?:main|ui|worker|background|render(?:ing)?|io|event|daemon|child
 _AGENT_THREAD = (
     r"\b(?:thread\s+(?:codex:)?[0-9a-f]{8,}"
     r"|(?:codex|claude|orchestrator|owner|sibling|peer|other\s+codex)\s+thread\b|(?:codex|claude|opencode)\s+(?:threads|sessions)\b"
+    # a thread or session the writer pairs itself with is a peer, whatever its name ("the UI thread and I both need ...")
+    r"|\b(?:the|a)\s+[\w-]+\s+(?:thread|session)\s+and\s+(?:i|me)\b(?!/)"
     r"|session\s+(?:ses_\w+|[0-9a-f]{8,})"
     r"|the\s+thread\s+(?:working\s+on|handling|in\s+charge|responsible|assigned|doing\s+the\s+\w+\s+(?:work|refactor|migration|port))\b"
     r"|thread\s+(?:that|which|who)\s+owns\b|threads\s+working\s+on\b"
@@ -157,6 +161,9 @@ _AGENT_NOUN = (
     # "the docs session", "the UI session": a session named by its work; not a browser, login or shell session
     r"|the\s+(?!" + _OTHER_SESSION + r"\s)[\w-]+(?:\s+(?!" + _OTHER_SESSION + r"\s)[\w-]+)?\s+session\b(?!\s+(?:cookie|id|token|key|storage|store|data|timeout|expires|variable|state)s?\b)"
     r"|sub-?agents?\b"
+    # a session asked to do work is an agent's, whatever its name ("I need the auth session to expose get_user()")
+    r"|(?:the|a)\s+[\w-]+\s+session(?=\s+to\s+(?:expose|send|finish|publish|review|confirm|push|fix|write|add|implement|merge|deliver|provide|ship|"
+    r"answer|reply|decide|regenerate|update|release|land|rebase|migrate)\b)"
     # a forked agent ("a fork on the faster model"); not a git fork ("fork the repo", "my fork of"), fork()
     r"|fork(?<!my\sfork)(?<!your\sfork)(?<!own\sfork)(?<!github\sfork)(?<!git\sfork)s?\b(?![\s(]*\)|\s*\(|\s+(?:of|the|it|this|a|on\s+github|repos?|repository|button|bomb|point|join|exec|call)\b)"
     # a helper or copy the writer started ("the helper I spawned"), a host's instance ("the Codex instance")
@@ -220,6 +227,7 @@ _AHEAD = (r"\b(?:i'll|we'll|it'll|they'll|will|won't|shall|going\s+to|about\s+to
           r"|\b(?:after|until|once)\s+(?:it|that|them)\s*(?:[.;,]|$)|\[\s\]|\?|:\s*$")
 _BEHIND = (r"\b(?:i|we|i've|we've)\s+(?:already\s+|just\s+|then\s+)?" + _PAST + r"|\b(?:was|were|had)\b"
            r"|\b(?:yesterday|ago|last\s+(?:week|night|sprint|month)|this\s+morning|at\s+noon|earlier\s+today)\b"
+           r"|\b(?:ran|landed|merged|finished|applied|shipped|completed|went)\s+(?:first|already)\b|\b(?:both|all|everything)\s+(?:\w+ed|done|in)(?=\s*(?:[.;]|$))"
            r"|\b(?:came\s+in|arrived|(?:is|are)\s+(?:now\s+)?(?:done|finished|complete|published|green|merged|out|set|live|in))(?=\s*(?:[.;,]|$)|\s+(?:and|now|already|too)\b)")
 #: the writer still has a step of its own ahead, or still waits: a hand-off or a finished part does not end its obligation
 #: ("Will resume ..." with the writer left out, not "the QA agent will run ..."; not "nothing I need back")
@@ -390,7 +398,8 @@ PHRASES: tuple[Phrase, ...] = (
                         r"|\b(?:based\s+on|according\s+to|depending\s+on|act\s+on)\s+(?:its|their|what|the\s+outcome)\b"
                         r"|\b(?:whatever|whichever)\s+(?:\w+\s+)?(?:it|they)\s+\w+"
                         # the writer's future step uses the other's output: "I'll write the patch from its findings"
-                        r"|\b(?:i'll|i\s+will|we'll|we\s+will|and\s+will|then|i\s+can't|i\s+cannot|needs|(?:i|we)\s+(?:still\s+)?need)\b[^.;]{0,50}?\b(?:its|their)\s+(?!own\b)\w+"
+                        r"|\b(?:i'll|i\s+will|we'll|we\s+will|and\s+will|then|i\s+can't|i\s+cannot|needs|(?:i|we)\s+(?:still\s+)?need)\b[^.;]{0,50}?\b(?:its|their|your)\s+(?!own\b)\w+"
+                        r"|\byour\s+(?:move|turn|call)\b"
                         # something the agent will produce, as the object of the writer's step
                         r"|\b(?:i'll|i\s+will|we'll|then\s+i|and\s+then)\b[^.;]{0,40}?\b(?:whatever|whichever|the\s+ones?|the\s+(?:[\w-]+\s+){0,2}[\w-]+)\s+(?:it|they|\x00)\s+"
                         r"(?!is\b|was\b|has\b|does\b|did\b|had\b)(?:\w+s|ends\s+up\s+with|settles\s+on|lands\s+on|comes\s+up\s+with)\b"

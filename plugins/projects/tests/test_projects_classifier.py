@@ -264,6 +264,9 @@ def test_the_same_kinds_with_a_step_still_ahead_commit(text: str) -> None:
     "Started two Claude sessions on the two drafts and I'm collecting their diffs before picking one.",
     "Blocked by:\n- the nightly build\n- role:perf for the baseline numbers",
     "Reviewer: role:api-review. Status: in review. My next step: fold in its comments.",
+    "The search thread and I share the index format; it's drafting it and I'll code against it when it's pushed.",
+    "Still need the billing session to publish the invoice events before my consumer can run.",
+    "Your turn, claude:ux-2: choose the palette and I'll theme the app with your choice.",
 ])
 def test_fifth_round_kinds_commit(text: str) -> None:
     result = analyse(text)
@@ -321,6 +324,7 @@ def test_arrived_output_pasted_notes_and_checked_items_do_not_commit(text: str) 
     "The helper function retries the socket until the agent process exits.",
     "Mail alice@example.com the report once CI is green.",
     "The @pytest.mark.slow tests wait for the fixture server until it answers.",
+    "The UI thread and I/O thread both wait on the event queue until it drains.",
 ])
 def test_helper_functions_and_email_addresses_are_not_agents(text: str) -> None:
     assert analyse(text)["hasObligation"] is False
