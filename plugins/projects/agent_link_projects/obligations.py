@@ -105,7 +105,7 @@ on the fourth). The fifth round's own batches (``train-classifier5``), each meas
 was tuned on, scored 0.923 / 0.960, 0.842 / 0.800, 0.826 / 0.950 and 0.870 / 1.000 (the table as
 the round found it: 0.880 / 0.880, 0.800 / 0.800, 0.842 / 0.800, 0.864 / 0.950), then
 ``dev-classifier5``, never tuned on, 0.909 / 1.000 (0.870 / 1.000), and two more batches 1.000 / 0.867
-(0.929 / 0.867), 1.000 / 0.700 (1.000 / 0.700) and 0.923 / 0.800 (0.923 / 0.800): each batch's misses were kinds in wordings not seen before (cancellations for
+(0.929 / 0.867), 1.000 / 0.700 (1.000 / 0.700), 0.923 / 0.800 (0.923 / 0.800) and 0.947 / 0.900 (0.947 / 0.900): each batch's misses were kinds in wordings not seen before (cancellations for
 false positives, agents named in new ways for misses). At the third round's end: outside sets 1.000 /
 1.000 and 1.000 / 1.000 (0.975 / 0.929 and 1.000 / 0.789 before it; their misses were read for
 the kinds of commitment missed, so they are no longer blind), dev-classifier2 0.967 / 0.967
@@ -295,7 +295,7 @@ PHRASES: tuple[Phrase, ...] = (
                      r"unchanged|on\s+hold|in\s+draft|parked|disabled|behind\s+a\s+flag)\b|\bplaceholders?\s+until\b|\bin\s+case\s+(?:it|they)\s+(?:needs?|wants?|asks?|finds?|changes?)\b", 0.3, "dependency"),
     _p("hinges-on", r"\b(?:hinges?|hinging|contingent|conditional|queued|sequenced|stuck|held\s+up|gated)\s+(?:on|behind|by|upon)\b"
                     r"|\b(?:blocked|waiting|parked|stuck)\s+behind\b|\bholding\s+pattern\b|\boutstanding\b|\b(?:last|next)\s+in\s+line\b|\bthen\s+me\b", 0.3, "dependency"),
-    _p("pending-hold", r"\bpending\b|\bon hold\b|\bhold(?:ing)?\s+(?:off|the)\b|\bhold:|\bparked\b|\bpaused\b|\bmeanwhile\b"
+    _p("pending-hold", r"\bpending\b|\bon hold\b|\bput\s+(?:a\s+)?hold\s+on\b|\bhold(?:ing)?\s+(?:off|the)\b|\bhold:|\bparked\b|\bpaused\b|\bmeanwhile\b"
                        r"|\bin\s+the\s+meantime\b", 0.3, "dependency"),
     _p("needs-first", r"\b(?:need|needs|have to|has to|must)\b.{0,60}\b(?:before|first|to)\b", 0.2, "dependency"),
     _p("cannot-until", r"\b(?:can't|cannot|can only|won't|not yet|hasn't|haven't|isn't)\b", 0.15, "dependency"),
@@ -411,6 +411,8 @@ PHRASES: tuple[Phrase, ...] = (
                         r"|\b(?:whatever|whichever)\s+(?:\w+\s+){0,3}\x00\s+(?:\w+\s+)?(?:\w+s|settles\s+on|lands\s+on|ends\s+up\s+with)\b"
                         r"|\bthe\s+(?:ones?|\w+)\s+(?:it|they)\s+(?:suggests?|proposes?|recommends?|identifies|picks?|chooses?|returns?)\b"
                         r"|\b(?:at|on|against|to|with|from|into)\s+(?:the|whatever|whichever)\s+(?:[\w-]+\s+){0,2}(?:it|they)\s+(?!is\b|was\b|has\b|does\b)\w+s\b"
+                        # the writer's step uses what the agent is producing: "I'll write the notes from the changelog the release agent is compiling"
+                        r"|\b(?:i'll|i\s+will|then\s+i)\b[^.;]{0,40}?\b(?:from|with|using|on|against|into|onto)\s+the\s+(?:[\w-]+\s+){0,2}?[\w-]+\s+(?:that\s+)?(?:the\s+)?(?:[\w-]+\s+)?\x00\s+(?:is|are)\s+(?:still\s+)?\w+ing\b"
                         # the agents' outputs gathered before the writer's next step: "gathering their patches before opening a PR"
                         r"|\b(?:gather|gathering|collect|collecting|combine|combining|merge|merging)\s+(?:all\s+)?(?:their|its)\s+[\w-]+(?:\s+[\w-]+)?,?\s+(?:before|then|and\s+then)\b"
                         # what the agent produces is what the writer acts on: "the frame it points at is what I fix"
@@ -436,7 +438,7 @@ PHRASES: tuple[Phrase, ...] = (
                   r"|\bno\s+\w+\s+is\s+(?:pending|outstanding|needed)\b|\bnothing\s+(?:else\s+)?(?:is\s+)?(?:pending|outstanding|needed|required|external)\b"
                   r"|\b(?:don't|doesn't|didn't|do\s+not|does\s+not)\s+(?:need|require)\b[^.;]{0,30}?\b(?:approval|sign-off|review|input|go-ahead|answer|permission)\b"
                   r"|\b(?:i'm|i\s+am)\s+not\s+(?:one\s+of|part\s+of|involved|affected)\b|\b(?:doesn't|does\s+not)\s+involve\s+me\b"
-                  r"|\b(?:doesn't|does\s+not|don't|do\s+not)\s+need\s+to\s+(?:reply|respond|answer|get\s+back|do\s+anything)\b|\bfor\s+the\s+record\b"
+                  r"|\b(?:doesn't|does\s+not|don't|do\s+not)\s+need\s+to\s+(?:reply|respond|answer|get\s+back|do\s+anything|report(?:\s+back)?|send\s+(?:it|them|anything)|ping\s+me|message\s+me|tell\s+me)\b|\bfor\s+the\s+record\b"
                   r"|\bno\s+(?:reply|response|answer)\s+(?:is\s+)?(?:needed|required|expected)\b"
                   r"|\b(?:i'm\s+not|i\s+am\s+not|we're\s+not|isn't|aren't|won't|will\s+not|don't|do\s+not|doesn't|does\s+not|never)\s+(?:be\s+)?"
                   r"(?:blocked|waiting|wait|depending|depend|gated|relying|rely)\s+(?:on|for|by)\b"
