@@ -105,7 +105,7 @@ on the fourth). The fifth round's own batches (``train-classifier5``), each meas
 was tuned on, scored 0.923 / 0.960, 0.842 / 0.800, 0.826 / 0.950 and 0.870 / 1.000 (the table as
 the round found it: 0.880 / 0.880, 0.800 / 0.800, 0.842 / 0.800, 0.864 / 0.950), then
 ``dev-classifier5``, never tuned on, 0.909 / 1.000 (0.870 / 1.000), and two more batches 1.000 / 0.867
-(0.929 / 0.867), 1.000 / 0.700 (1.000 / 0.700), 0.923 / 0.800 (0.923 / 0.800) and 0.947 / 0.900 (0.947 / 0.900): each batch's misses were kinds in wordings not seen before (cancellations for
+(0.929 / 0.867), 1.000 / 0.700 (1.000 / 0.700), 0.923 / 0.800 (0.923 / 0.800), 0.947 / 0.900 (0.947 / 0.900) and 1.000 / 0.700 (0.875 / 0.700): each batch's misses were kinds in wordings not seen before (cancellations for
 false positives, agents named in new ways for misses). At the third round's end: outside sets 1.000 /
 1.000 and 1.000 / 1.000 (0.975 / 0.929 and 1.000 / 0.789 before it; their misses were read for
 the kinds of commitment missed, so they are no longer blind), dev-classifier2 0.967 / 0.967
@@ -350,7 +350,11 @@ PHRASES: tuple[Phrase, ...] = (
                         + r"|\bfirst\b[^.;]{0,20}?" + _AGENT_REF + r"[^.]{0,80}?\bthen\s+(?:i|we)\b"
                         + r"|" + _AGENT_REF + r"[^.]{0,80}?[,;]\s+(?:and\s+)?then\s+(?:i|we)\s+(?!\w+ed\b)"
                         + r"|" + _AGENT_REF + r"\s+(?!is\b|was\b|has\b|does\b|uses\b|runs\b)\w+s\b[^.;]{0,40}?,\s+(?:then\s+)?(?:i|we)\s+(?!\w+ed\b)\w+"
-                        + r"|\b(?:hold|holding|keeping|parking|parked)\s+[^.;]{0,30}?\b(?:for|until)\s+" + _GAP + _AGENT_REF, 0.35, "callback"),
+                        + r"|\b(?:hold|holding|keeping|parking|parked)\s+[^.;]{0,30}?\b(?:for|until)\s+" + _GAP + _AGENT_REF
+                        # an aside between the wait and the agent ("I'm waiting, as the orchestrator is, for X"), or the agent in a
+                        # correction ("not blocked by CI any more, but by X")
+                        + r"|\b(?:wait|waiting|blocked|held\s+up)\s*,[^,.;]{0,40},\s*(?:on|for|by)\s+" + _GAP + _AGENT_REF
+                        + r"|\b(?:blocked|waiting|held\s+up|gated)\b[^.;]{0,40}?\bbut\s+(?:on|by|for)\s+" + _GAP + _AGENT_REF, 0.35, "callback"),
     _p("from-agent", r"\b(?:need|needs|expecting|expect|awaits?|awaiting|get|got|requested|hear|heard|go-ahead|yes|ok|okay|word|approval|sign-off|input|"
                      r"outstanding|owed|due|go/no-go|thumbs-up|ping|signal|nod|confirmation|handoff|"
                      r"decision|answer|reply|response|verdict|review|report)\b"
@@ -374,7 +378,7 @@ PHRASES: tuple[Phrase, ...] = (
     _p("agent-at-work", _AGENT_REF + r"\s+(?:[^.;,\x00]{0,40}?\s)?(?:is|are)\s+(?:still\s+|now\s+)?\w+ing\b|\bwhile\s+" + _GAP + _AGENT_REF + r"|\b(?:is|are|lies|sits)\s+with\s+" + _GAP + _AGENT_REF
        + r"|\b(?:belongs\s+to|is\s+up\s+to|in\s+the\s+hands\s+of|owned\s+by|owed\s+by|due\s+from|decided\s+by|(?:'s|is)\s+(?:the\s+)?(?:call|decision)\s+of)\s+" + _GAP + _AGENT_REF
        + r"|" + _AGENT_REF + r"\s+(?:has|holds)\s+[^.;]{0,30}?\b(?:locked|checked\s+out|claimed|reserved)\b"
-       + r"|" + _AGENT_REF + r"(?:'s|’s)\s+(?:call|decision|to\s+decide)\b|" + _AGENT_REF + r"\s+(?:owns|holds|has\s+the\s+lock)\b"
+       + r"|" + _AGENT_REF + r"(?:'s|’s)\s+(?:call|decision|to\s+decide)\b|" + _AGENT_REF + r"(?:,?\s+(?:which|that|who))?(?:\s+still)?\s+(?:owns|holds|has\s+the\s+lock)\b"
        + r"|\bin\s+(?:the\s+)?" + _AGENT_REF + r"(?:'s|’s)?\s+(?:hands|court)\b|\bbeing\s+\w+\s+by\s+" + _GAP + _AGENT_REF
        + r"|\b(?:let|letting)\s+(?:it|them|" + _GAP + _AGENT_REF + r")\s+(?:\w+\s+){1,2}?first\b"
        + r"|\b(?:let|letting)\s+" + _AGENT_REF + r"\s+(?:[\w'-]+\s+){0,4}?(?:decide|choose|pick|settle|work\s+out)\b",
@@ -442,7 +446,7 @@ PHRASES: tuple[Phrase, ...] = (
                   r"|\bno\s+(?:reply|response|answer)\s+(?:is\s+)?(?:needed|required|expected)\b"
                   r"|\b(?:i'm\s+not|i\s+am\s+not|we're\s+not|isn't|aren't|won't|will\s+not|don't|do\s+not|doesn't|does\s+not|never)\s+(?:be\s+)?"
                   r"(?:blocked|waiting|wait|depending|depend|gated|relying|rely)\s+(?:on|for|by)\b"
-                  r"|\bhypothetical(?:ly)?\b|\bwould\s+have\s+(?:had|been|\w+ed)\b|\bif\s+(?:i|we)\s+had\s+\w+ed\b|\bshould\s+(?:\S+\s+){1,4}?ever\b"
+                  r"|\bhypothetical(?:ly)?\b(?!\s+\w+\s+aside\b)|\bwould\s+have\s+(?:had|been|\w+ed)\b|\bif\s+(?:i|we)\s+had\s+\w+ed\b|\bshould\s+(?:\S+\s+){1,4}?ever\b"
                   r"|\b(?:regardless|independently)\s+of\b|\b(?:not|isn't|aren't|i'm\s+no\s+longer)\s+(?:blocked|waiting|gated)\s+(?:on|by|for)\s+(?:anyone|anybody|anything|it|them)\b"
                   r"|\bthat\s+was\s+(?:about|for)\s+(?:a\s+)?(?:different|another|the\s+old)\b|\bdone\s+on\s+my\s+side\b"
                   r"|\b(?:doesn't|does\s+not|didn't|don't)\s+need\s+anything\b|\bhaven't\s+needed\b|\bwasn't\s+needed\b"
