@@ -267,6 +267,7 @@ def test_the_same_kinds_with_a_step_still_ahead_commit(text: str) -> None:
     "The search thread and I share the index format; it's drafting it and I'll code against it when it's pushed.",
     "Still need the billing session to publish the invoice events before my consumer can run.",
     "Your turn, claude:ux-2: choose the palette and I'll theme the app with your choice.",
+    "The minute thread 7a8b9c0d1e2f is done, I run the load test.",
 ])
 def test_fifth_round_kinds_commit(text: str) -> None:
     result = analyse(text)
