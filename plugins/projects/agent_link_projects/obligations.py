@@ -220,7 +220,7 @@ _AHEAD = (r"\b(?:i'll|we'll|it'll|they'll|will|won't|shall|going\s+to|about\s+to
           r"(?![^.;]{0,40}?\b(?:earlier|previously|before\s+(?:that|this|now)|yesterday|this\s+morning|last\s+(?:week|night))\b)"
           # a condition on an event still to come: its first verb is in the present ("once it lands", "when it's done"), not
           # the past ("once it had returned", "after it merged")
-          r"|\b(?:once|when|after|as\s+soon\s+as|if|until|till)\s+(?:(?!(?:had|was|were|did|\w+ed)\b)[\w:-]+\s+){0,6}?"
+          r"|\b(?:once|when|after|as\s+soon\s+as|if|until|till|the\s+(?:moment|minute|second|instant))\s+(?:(?!(?:had|was|were|did|\w+ed)\b)[\w:-]+\s+){0,6}?"
           r"(?:(?!(?:was|this|its|his|us|yes|less|always|perhaps|plus|as|thus|status|process|access|progress)\b)(?:\w+s|is|are|has|have|do|does)\b"
           r"(?!\s+(?:agent|session|thread|worker|team|bot)s?\b)"
           r"|[\w:-]+'(?:s|re)\b)"
