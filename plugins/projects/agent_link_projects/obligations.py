@@ -105,7 +105,7 @@ on the fourth). The fifth round's own batches (``train-classifier5``), each meas
 was tuned on, scored 0.923 / 0.960, 0.842 / 0.800, 0.826 / 0.950 and 0.870 / 1.000 (the table as
 the round found it: 0.880 / 0.880, 0.800 / 0.800, 0.842 / 0.800, 0.864 / 0.950), then
 ``dev-classifier5``, never tuned on, 0.909 / 1.000 (0.870 / 1.000), and two more batches 1.000 / 0.867
-(0.929 / 0.867), 1.000 / 0.700 (1.000 / 0.700), 0.923 / 0.800 (0.923 / 0.800), 0.947 / 0.900 (0.947 / 0.900), 1.000 / 0.700 (0.875 / 0.700), 1.000 / 0.917 (1.000 / 0.750) and 1.000 / 0.800 (1.000 / 0.800): each batch's misses were kinds in wordings not seen before (cancellations for
+(0.929 / 0.867), 1.000 / 0.700 (1.000 / 0.700), 0.923 / 0.800 (0.923 / 0.800), 0.947 / 0.900 (0.947 / 0.900), 1.000 / 0.700 (0.875 / 0.700), 1.000 / 0.917 (1.000 / 0.750), 1.000 / 0.800 (1.000 / 0.800) and 0.833 / 1.000 (0.714 / 1.000): each batch's misses were kinds in wordings not seen before (cancellations for
 false positives, agents named in new ways for misses). At the third round's end: outside sets 1.000 /
 1.000 and 1.000 / 1.000 (0.975 / 0.929 and 1.000 / 0.789 before it; their misses were read for
 the kinds of commitment missed, so they are no longer blind), dev-classifier2 0.967 / 0.967
@@ -509,7 +509,12 @@ PHRASES: tuple[Phrase, ...] = (
                    r"|" + _AGENT_REF + r"\s+asked\s+(?:me|whether|if)\b|\bif\s+" + _GAP + _AGENT_REF + r"\s+asks\b"
                    + r"|\bshould\s+always\b|\b(?:in|per)\s+the\s+(?:design\s+doc|docs|spec|rfc|readme|guide)\b", -0.6, "negation"),
     _p("described", r"^(?![\s\S]*\b(?:i|i'm|i'll|i've|i'd|me|my|mine|we|we're|we'll|our|us)\b)(?:the\s+|our\s+|a\s+)?(?:(?!(?:when|once|after|until|till|if|unless|before|as)\s)[\w-]+\s+)?" + _AGENT_REF
-                    + r"\s+(?!(?:is|are|has|was|were|had|will|must|should|needs|owes|still|does)\b)\w+s\b", -1.0, "negation"),
+                    + r"\s+(?!(?:is|are|has|was|were|had|will|must|should|needs|owes|still|does)\b)\w+s\b"
+                    # a condition on the agent whose main clause is a system's routine, no first person: "After the reviewer
+                    # bot approves, GitHub auto-merges the PR"
+                    + r"|^(?![\s\S]*\b(?:i|i'm|i'll|i've|i'd|me|my|mine|we|we're|we'll|our|us|you|your)\b)(?:after|once|when|whenever)\s+[^,.;]{0,80}?"
+                    + _AGENT_REF + r"[^,.;]{0,40},\s+(?:the\s+)?(?!(?:then|it|they|this|that|there|work|nothing)\b)[\w-]+\s+(?:auto-)?(?!(?:is|has|was|needs|waits|stays|remains)\b)\w+s\b",
+       -1.0, "negation"),
     _p("generic-agent", r"\b(?:lets|allows|enables)\s+(?:an?|one|each|any)\s+" + _AGENT_REF
                         + r"|\b(?:an?|one|each|every|any)\s+" + _AGENT_REF + r"(?:\s+(?:that|which|who)\s[^.;]{0,40}?)?(?:\s+(?:typically|usually|normally|often|always|generally))?\s+(?:should|can|may|must|would|waits|runs|uses)\b",
        -1.5, "negation"),
