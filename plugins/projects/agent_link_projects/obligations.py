@@ -105,7 +105,7 @@ on the fourth). The fifth round's own batches (``train-classifier5``), each meas
 was tuned on, scored 0.923 / 0.960, 0.842 / 0.800, 0.826 / 0.950 and 0.870 / 1.000 (the table as
 the round found it: 0.880 / 0.880, 0.800 / 0.800, 0.842 / 0.800, 0.864 / 0.950), then
 ``dev-classifier5``, never tuned on, 0.909 / 1.000 (0.870 / 1.000), and two more batches 1.000 / 0.867
-(0.929 / 0.867), 1.000 / 0.700 (1.000 / 0.700), 0.923 / 0.800 (0.923 / 0.800), 0.947 / 0.900 (0.947 / 0.900), 1.000 / 0.700 (0.875 / 0.700), 1.000 / 0.917 (1.000 / 0.750), 1.000 / 0.800 (1.000 / 0.800) and 0.833 / 1.000 (0.714 / 1.000): each batch's misses were kinds in wordings not seen before (cancellations for
+(0.929 / 0.867), 1.000 / 0.700 (1.000 / 0.700), 0.923 / 0.800 (0.923 / 0.800), 0.947 / 0.900 (0.947 / 0.900), 1.000 / 0.700 (0.875 / 0.700), 1.000 / 0.917 (1.000 / 0.750), 1.000 / 0.800 (1.000 / 0.800), 0.833 / 1.000 (0.714 / 1.000) and 1.000 / 0.700 (1.000 / 0.700): each batch's misses were kinds in wordings not seen before (cancellations for
 false positives, agents named in new ways for misses). At the third round's end: outside sets 1.000 /
 1.000 and 1.000 / 1.000 (0.975 / 0.929 and 1.000 / 0.789 before it; their misses were read for
 the kinds of commitment missed, so they are no longer blind), dev-classifier2 0.967 / 0.967
@@ -380,7 +380,9 @@ PHRASES: tuple[Phrase, ...] = (
     _p("agent-at-work", _AGENT_REF + r"\s+(?:[^.;,\x00]{0,40}?\s)?(?:is|are)\s+(?:still\s+|now\s+)?\w+ing\b|\bwhile\s+" + _GAP + _AGENT_REF + r"|\b(?:is|are|lies|sits)\s+with\s+" + _GAP + _AGENT_REF
        + r"|\b(?:belongs\s+to|is\s+up\s+to|in\s+the\s+hands\s+of|owned\s+by|owed\s+by|due\s+from|decided\s+by|(?:'s|is)\s+(?:the\s+)?(?:call|decision)\s+of)\s+" + _GAP + _AGENT_REF
        + r"|" + _AGENT_REF + r"\s+(?:has|holds)\s+[^.;]{0,30}?\b(?:locked|checked\s+out|claimed|reserved)\b"
-       + r"|" + _AGENT_REF + r"(?:'s|’s)\s+(?:call|decision|to\s+decide)\b|" + _AGENT_REF + r"(?:,?\s+(?:which|that|who))?(?:\s+still)?\s+(?:owns|holds|has\s+the\s+lock)\b"
+       + r"|" + _AGENT_REF + r"(?:'s|’s)\s+(?:call|decision|to\s+decide)\b|\b(?:is|are)\s+(?:the\s+)?(?:[\w-]+\s+)?" + _AGENT_REF + r"(?:'s|’s)\s*(?:[;.,:]|$)"
+       # work given to the agent and still open: "two tickets are assigned to the infra agent and are still open"
+       + r"|\b(?:assigned|given|handed|delegated)\s+to\s+" + _GAP + _AGENT_REF + r"[^.;]{0,30}?\bstill\s+(?:open|pending|in\s+progress|running|outstanding|unfinished|unresolved)\b|" + _AGENT_REF + r"(?:,?\s+(?:which|that|who))?(?:\s+still)?\s+(?:owns|holds|has\s+the\s+lock)\b"
        + r"|\bin\s+(?:the\s+)?" + _AGENT_REF + r"(?:'s|’s)?\s+(?:hands|court)\b|\bbeing\s+\w+\s+by\s+" + _GAP + _AGENT_REF
        + r"|\b(?:let|letting)\s+(?:it|them|" + _GAP + _AGENT_REF + r")\s+(?:\w+\s+){1,2}?first\b"
        + r"|\b(?:let|letting)\s+" + _AGENT_REF + r"\s+(?:[\w'-]+\s+){0,4}?(?:decide|choose|pick|settle|work\s+out)\b",
@@ -417,6 +419,10 @@ PHRASES: tuple[Phrase, ...] = (
                         r"|\b(?:whatever|whichever)\s+(?:\w+\s+){0,3}\x00\s+(?:\w+\s+)?(?:\w+s|settles\s+on|lands\s+on|ends\s+up\s+with)\b"
                         r"|\bthe\s+(?:ones?|\w+)\s+(?:it|they)\s+(?:suggests?|proposes?|recommends?|identifies|picks?|chooses?|returns?)\b"
                         r"|\b(?:at|on|against|to|with|from|into)\s+(?:the|whatever|whichever)\s+(?:[\w-]+\s+){0,2}(?:it|they)\s+(?!is\b|was\b|has\b|does\b)\w+s\b"
+                        # the writer's work done to the agent's output, in the passive: "my loader will be written against its design";
+                        # acting on its word: "I flip the switch on its word"
+                        r"|\bmy\s+[\w-]+(?:\s+[\w-]+)?\s+(?:will\s+be|is\s+going\s+to\s+be|gets?|is\s+to\s+be)\s+\w+\s+(?:against|from|on|with|using|around|onto|into|to\s+match)\s+(?:its|their)\b"
+                        r"|\b(?:on|at|upon)\s+(?:its|their)\s+(?:word|say-?so|signal|go|ok|okay|command|cue|green\s+light)\b"
                         # the writer's step uses what the agent is producing: "I'll write the notes from the changelog the release agent is compiling"
                         r"|\b(?:i'll|i\s+will|then\s+i)\b[^.;]{0,40}?\b(?:from|with|using|on|against|into|onto)\s+the\s+(?:[\w-]+\s+){0,2}?[\w-]+\s+(?:that\s+)?(?:the\s+)?(?:[\w-]+\s+)?\x00\s+(?:is|are)\s+(?:still\s+)?\w+ing\b"
                         # the agents' outputs gathered before the writer's next step: "gathering their patches before opening a PR"
