@@ -3,8 +3,8 @@
 Prints precision and recall of ``agent_link_projects.obligations`` on the held-out part of its
 labelled corpus (``data/obligation_corpus.tsv``; the phrase table was tuned on the train part
 only), on the train, ``widened``, ``train-classifier``, ``train-classifier2``, ``train-set3-kinds`` and
-``train-classifier5`` parts (tuning data) for comparison, on ``dev-classifier2`` and ``dev-classifier5``
-(written by the third and fifth rounds' authors, never tuned on), and on four outside sets
+``train-classifier5`` parts (tuning data) for comparison, on ``dev-classifier2``, ``dev-classifier5`` and
+``dev-classifier5b`` (written by the third and fifth rounds' authors, never tuned on), and on four outside sets
 (``data/obligation_heldout_lead.jsonl`` and ``obligation_heldout_lead2.jsonl``, written by the lead
 engineer, ``obligation_heldout_3.jsonl`` and ``obligation_heldout_4.jsonl``, written blind by helper
 engineers; none by the classifier's authors; see ``data/obligation_heldout_lead.txt``).
@@ -119,7 +119,7 @@ def bench_projects() -> None:
         print("obligation classifier: agent-link-projects is not installed; skipped")
         return
     rows = corpus() + held_out_by_lead()
-    for split in ("heldout", "heldout-lead", "heldout-lead2", "heldout-3", "heldout-4", "dev-classifier2", "dev-classifier5", "train", "widened",
+    for split in ("heldout", "heldout-lead", "heldout-lead2", "heldout-3", "heldout-4", "dev-classifier2", "dev-classifier5", "dev-classifier5b", "train", "widened",
                   "train-classifier", "train-classifier2", "train-set3-kinds", "train-classifier5"):
         precision, recall, n = scores(rows, split)
         target = "both >= 0.95" if split.startswith("heldout") else "(dev, by the author)" if split.startswith("dev") else "(tuning data)"

@@ -105,7 +105,8 @@ on the fourth). The fifth round's own batches (``train-classifier5``), each meas
 was tuned on, scored 0.923 / 0.960, 0.842 / 0.800, 0.826 / 0.950 and 0.870 / 1.000 (the table as
 the round found it: 0.880 / 0.880, 0.800 / 0.800, 0.842 / 0.800, 0.864 / 0.950), then
 ``dev-classifier5``, never tuned on, 0.909 / 1.000 (0.870 / 1.000), and two more batches 1.000 / 0.867
-(0.929 / 0.867), 1.000 / 0.700 (1.000 / 0.700), 0.923 / 0.800 (0.923 / 0.800), 0.947 / 0.900 (0.947 / 0.900), 1.000 / 0.700 (0.875 / 0.700), 1.000 / 0.917 (1.000 / 0.750), 1.000 / 0.800 (1.000 / 0.800), 0.833 / 1.000 (0.714 / 1.000) and 1.000 / 0.700 (1.000 / 0.700): each batch's misses were kinds in wordings not seen before (cancellations for
+(0.929 / 0.867), 1.000 / 0.700 (1.000 / 0.700), 0.923 / 0.800 (0.923 / 0.800), 0.947 / 0.900 (0.947 / 0.900), 1.000 / 0.700 (0.875 / 0.700), 1.000 / 0.917 (1.000 / 0.750), 1.000 / 0.800 (1.000 / 0.800), 0.833 / 1.000 (0.714 / 1.000) and 1.000 / 0.700 (1.000 / 0.700), and ``dev-classifier5b``, written when the table was final and never tuned on,
+0.938 / 1.000 (0.933 / 0.933): each batch's misses were kinds in wordings not seen before (cancellations for
 false positives, agents named in new ways for misses). At the third round's end: outside sets 1.000 /
 1.000 and 1.000 / 1.000 (0.975 / 0.929 and 1.000 / 0.789 before it; their misses were read for
 the kinds of commitment missed, so they are no longer blind), dev-classifier2 0.967 / 0.967
