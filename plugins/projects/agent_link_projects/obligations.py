@@ -105,8 +105,8 @@ on the fourth). The fifth round's own batches (``train-classifier5``), each meas
 was tuned on, scored 0.923 / 0.960, 0.842 / 0.800, 0.826 / 0.950 and 0.870 / 1.000 (the table as
 the round found it: 0.880 / 0.880, 0.800 / 0.800, 0.842 / 0.800, 0.864 / 0.950), then
 ``dev-classifier5``, never tuned on, 0.909 / 1.000 (0.870 / 1.000), and two more batches 1.000 / 0.867
-(0.929 / 0.867), 1.000 / 0.700 (1.000 / 0.700), 0.923 / 0.800 (0.923 / 0.800), 0.947 / 0.900 (0.947 / 0.900), 1.000 / 0.700 (0.875 / 0.700), 1.000 / 0.917 (1.000 / 0.750), 1.000 / 0.800 (1.000 / 0.800), 0.833 / 1.000 (0.714 / 1.000) and 1.000 / 0.700 (1.000 / 0.700), and ``dev-classifier5b``, written when the table was final and never tuned on,
-0.938 / 1.000 (0.933 / 0.933): each batch's misses were kinds in wordings not seen before (cancellations for
+(0.929 / 0.867), 1.000 / 0.700 (1.000 / 0.700), 0.923 / 0.800 (0.923 / 0.800), 0.947 / 0.900 (0.947 / 0.900), 1.000 / 0.700 (0.875 / 0.700), 1.000 / 0.917 (1.000 / 0.750), 1.000 / 0.800 (1.000 / 0.800), 0.833 / 1.000 (0.714 / 1.000) and 1.000 / 0.700 (1.000 / 0.700), ``dev-classifier5b``, written after that batch and never tuned on,
+0.938 / 1.000 (0.933 / 0.933), and a last batch 1.000 / 0.800 (1.000 / 0.800): each batch's misses were kinds in wordings not seen before (cancellations for
 false positives, agents named in new ways for misses). At the third round's end: outside sets 1.000 /
 1.000 and 1.000 / 1.000 (0.975 / 0.929 and 1.000 / 0.789 before it; their misses were read for
 the kinds of commitment missed, so they are no longer blind), dev-classifier2 0.967 / 0.967
@@ -298,7 +298,7 @@ PHRASES: tuple[Phrase, ...] = (
                      r"unchanged|on\s+hold|in\s+draft|parked|disabled|behind\s+a\s+flag)\b|\bplaceholders?\s+until\b|\bin\s+case\s+(?:it|they)\s+(?:needs?|wants?|asks?|finds?|changes?)\b", 0.3, "dependency"),
     _p("hinges-on", r"\b(?:hinges?|hinging|contingent|conditional|queued|sequenced|stuck|held\s+up|gated)\s+(?:on|behind|by|upon)\b"
                     r"|\b(?:blocked|waiting|parked|stuck)\s+behind\b|\bholding\s+pattern\b|\boutstanding\b|\b(?:last|next)\s+in\s+line\b|\bthen\s+me\b", 0.3, "dependency"),
-    _p("pending-hold", r"\bpending\b|\bon hold\b|\bput\s+(?:a\s+)?hold\s+on\b|\bhold(?:ing)?\s+(?:off|the)\b|\bhold:|\bparked\b|\bpaused\b|\bmeanwhile\b"
+    _p("pending-hold", r"\bpending\b|\bon hold\b|\bon\s+pause\b|\bput\s+(?:a\s+)?hold\s+on\b|\bhold(?:ing)?\s+(?:off|the)\b|\bhold:|\bparked\b|\bpaused\b|\bmeanwhile\b"
                        r"|\bin\s+the\s+meantime\b", 0.3, "dependency"),
     _p("needs-first", r"\b(?:need|needs|have to|has to|must)\b.{0,60}\b(?:before|first|to)\b", 0.2, "dependency"),
     _p("cannot-until", r"\b(?:can't|cannot|can only|won't|not yet|hasn't|haven't|isn't)\b", 0.15, "dependency"),
@@ -337,7 +337,7 @@ PHRASES: tuple[Phrase, ...] = (
                      r"|\b(?:filed|raised|logged|opened)\s+(?:it|this|that|a\s+\w+)\s+with\b"
                      r"|\bput\s+(?:the|a|my|our)\s+(?:\w+\s+)?questions?\b[^.;]{0,50}?\bto\b|\bput\s+(?:it|them|both|this|that|(?:the|my|our)\s+[\w-]+(?:\s+[\w-]+)?)\s+to\s+(?:the|a|an|role:|team:|codex:|claude:)", 0.3, "dependency"),
     _p("handed-to", r"\b(?:delegat(?:e|ed|ing)|hand(?:ed|ing)?(?:\s+off)?|pass(?:ed|ing)|gave|giving|assign(?:ed|ing)|sent|went|farm(?:ed|ing)\s+out|"
-                    r"offload(?:ed|ing)?|dispatch(?:ed|ing)|forward(?:ed|ing)|escalat(?:ed|ing)|rout(?:ed|ing)|outsourc(?:ed|ing))\b[^.;]{0,60}?\bto\b"
+                    r"offload(?:ed|ing)?|dispatch(?:ed|ing)|forward(?:ed|ing)|escalat(?:ed|ing)|rout(?:ed|ing)|outsourc(?:ed|ing)|subcontract(?:ed|ing)?|left|leaving)\b[^.;]{0,60}?\bto\b"
                     r"|\bput\s+in\s+a\s+request\b|(?:^|[.;:]\s+)over\s+to\s+(?!you\b)", 0.25, "dependency"),
     _p("check-back", r"\b(?:check|checks|checking)\s+(?:back|in)\s+with\b|\bfollow(?:ing)?\s+up\s+with\b|\bknow i'm waiting\b", 0.35, "callback"),
     # the other agent in a relation to the writer's next step (issue 30, second round)
@@ -415,7 +415,7 @@ PHRASES: tuple[Phrase, ...] = (
                         r"|\b(?:i'll|i\s+will|then\s+i)\s+\w+\s+(?:up\s+)?(?:anything|everything|whatever)\s+(?:it|they)\b"
                         # the writer's work is built on the agent's: "my queries compile against its types"
                         r"|\bmy\s+[\w-]+(?:\s+[\w-]+)?\s+(?:\w+\s+)?(?:compiles?|builds?|depends?|rel(?:y|ies)|runs?|follows?|match(?:es)?|uses?|consumes?|"
-                        r"wraps?|extends?|imports?|calls?|needs?|waits?|is\s+based)\b[^.;]{0,30}?\b(?:its|their|that|whatever|whichever)\b"
+                        r"wraps?|extends?|imports?|calls?|needs?|waits?|is\s+based|reads?|loads?|parses?|mirrors?|tests?|renders?|reuses?)\b[^.;]{0,30}?\b(?:its|their|that|whatever|whichever)\b"
                         r"|\b(?:i'll|i\s+will|then\s+i)\b[^.;]{0,40}?\b(?:from|against|on\s+top\s+of|into)\s+(?:it|them)\b"
                         r"|\b(?:whatever|whichever)\s+(?:\w+\s+){0,3}\x00\s+(?:\w+\s+)?(?:\w+s|settles\s+on|lands\s+on|ends\s+up\s+with)\b"
                         r"|\bthe\s+(?:ones?|\w+)\s+(?:it|they)\s+(?:suggests?|proposes?|recommends?|identifies|picks?|chooses?|returns?)\b"
