@@ -106,7 +106,7 @@ was tuned on, scored 0.923 / 0.960, 0.842 / 0.800, 0.826 / 0.950 and 0.870 / 1.0
 the round found it: 0.880 / 0.880, 0.800 / 0.800, 0.842 / 0.800, 0.864 / 0.950), then
 ``dev-classifier5``, never tuned on, 0.909 / 1.000 (0.870 / 1.000), and two more batches 1.000 / 0.867
 (0.929 / 0.867), 1.000 / 0.700 (1.000 / 0.700), 0.923 / 0.800 (0.923 / 0.800), 0.947 / 0.900 (0.947 / 0.900), 1.000 / 0.700 (0.875 / 0.700), 1.000 / 0.917 (1.000 / 0.750), 1.000 / 0.800 (1.000 / 0.800), 0.833 / 1.000 (0.714 / 1.000) and 1.000 / 0.700 (1.000 / 0.700), ``dev-classifier5b``, written after that batch and never tuned on,
-0.938 / 1.000 (0.933 / 0.933), and a last batch 1.000 / 0.800 (1.000 / 0.800): each batch's misses were kinds in wordings not seen before (cancellations for
+0.938 / 1.000 (0.933 / 0.933), and two last batches 1.000 / 0.800 (1.000 / 0.800) and 0.750 / 0.600 (0.571 / 0.800): each batch's misses were kinds in wordings not seen before (cancellations for
 false positives, agents named in new ways for misses). At the third round's end: outside sets 1.000 /
 1.000 and 1.000 / 1.000 (0.975 / 0.929 and 1.000 / 0.789 before it; their misses were read for
 the kinds of commitment missed, so they are no longer blind), dev-classifier2 0.967 / 0.967
@@ -242,7 +242,7 @@ _WRITER_AHEAD = (r"\b(?:i'll|i\s+will|we'll|we\s+will|i'd|we'd|i\s+would|(?<!\w\
                  r"(?<!nothing\si\s)(?<!nothing\swe\s)needs?|depends?|still)\b")
 #: the writer itself waits, holds or resumes, or asks to be told: "someone else waits" does not cancel a text with one of these
 _WRITER_WAITS = (r"\b(?:i|we)(?:'m|'ll|'d|'re|\s+am|\s+will|\s+are|\s+would|\s+can't|\s+cannot)?\s+(?:still\s+|also\s+|now\s+|just\s+)?(?:wait|waiting|hold|holding|blocked|block|pause|paused|"
-                 r"stop|stopping|resume|idle|staying|stay|need|depend|pick\s+(?:it\s+)?up)\b|\bthen\s+(?:i|we)\b|^(?:paused|parked|parking|holding|on\s+hold|blocked)\b|\bresuming\b|\b(?:ping|tell|call|notify)\s+me\b|\bhear\s+back\b|\bmy\s+(?:next|own)\b")
+                 r"stop|stopping|resume|idle|staying|stay|need|depend|stuck|pick\s+(?:it\s+)?up)\b|\bthen\s+(?:i|we)\b|\bmy\s+[\w-]+(?:\s+[\w-]+)?\s+(?:needs|waits|depends|is\s+blocked|is\s+stuck)\b|^(?:paused|parked|parking|holding|on\s+hold|blocked)\b|\bresuming\b|\b(?:ping|tell|call|notify)\s+me\b|\bhear\s+back\b|\bmy\s+(?:next|own)\b")
 #: the writer is done and disengaged: its part complete, the work handed over for good, moving on ("my part is complete",
 #: "that's entirely its task now", "I'm off this task", "won't be revisiting", "the docs agent takes it from here")
 _WRITER_DONE = (r"\bmy\s+(?:part|share|portion|piece|side|bit|half|work)\s+(?:of\s+\w+\s+)?(?:is|'s)\s+(?:now\s+|all\s+)?(?:complete|completed|done|finished|over|wrapped\s+up)\b(?!\s+(?:except|but|apart|save|other\s+than)\b)"
@@ -401,7 +401,8 @@ PHRASES: tuple[Phrase, ...] = (
                          + _AGENT_REF + r"\s+(?:will|is\s+going\s+to|is\s+about\s+to)\s+(?!be\b|not\b|never\b|probably\b|also\b)\w+|" + _AGENT_REF + r"\)?\s+(?:still\s+)?(?:must|has\s+to|needs\s+to|is\s+supposed\s+to|is\s+due\s+to|is\s+expected\s+to)\s+\w+"
                          r"|\b(?:it|they)\s+(?:would|will|should|is\s+going\s+to|promised\s+to)\s+(?:\w+\s+)?(?:send|come\s+back|report|"
                          r"reply|answer|return|hand|deliver|push|publish|finish|tell|confirm|ping|call|get\s+back)\b", 0.35, "callback"),
-    _p("question-for", r"\bquestions?\s+(?:for|to)\s+" + _GAP + _AGENT_REF + r"|^@|\bover to you\b|\b(?:can|could|would)\s+you\b", 0.3, "dependency"),
+    _p("question-for", r"\bquestions?\s+(?:for|to)\s+" + _GAP + _AGENT_REF + r"|^@|\bover to you\b|\b(?:can|could|would)\s+you\b"
+                         r"|\bplease\s+(?:confirm|send|tell|let\s+me\s+know|review|check|approve|reply|report)\b", 0.3, "dependency"),
     _p("what-it-finds", r"\b(?:what|whatever|whichever|the\s+\w+)\s+(?:it|they)\s+(?:says?|decides?|finds?|reports?|flags?|picks?|chooses?|"
                         r"suggests?|points?\s+to|comes?\s+back\s+with|returns?|produces?|sends?)\b"
                         r"|\b(?:based\s+on|according\s+to|depending\s+on|act\s+on)\s+(?:its|their|what|the\s+outcome)\b"
@@ -423,7 +424,7 @@ PHRASES: tuple[Phrase, ...] = (
                         # the writer's work done to the agent's output, in the passive: "my loader will be written against its design";
                         # acting on its word: "I flip the switch on its word"
                         r"|\bmy\s+[\w-]+(?:\s+[\w-]+)?\s+(?:will\s+be|is\s+going\s+to\s+be|gets?|is\s+to\s+be)\s+\w+\s+(?:against|from|on|with|using|around|onto|into|to\s+match)\s+(?:its|their)\b"
-                        r"|\b(?:on|at|upon)\s+(?:its|their)\s+(?:word|say-?so|signal|go|ok|okay|command|cue|green\s+light)\b"
+                        r"|\b(?:on|at|upon)\s+(?:its|their|your)\s+(?:word|say-?so|signal|go|ok|okay|command|cue|green\s+light|confirmation|approval|go-ahead|sign-off|answer|reply)\b"
                         # the writer's step uses what the agent is producing: "I'll write the notes from the changelog the release agent is compiling"
                         r"|\b(?:i'll|i\s+will|then\s+i)\b[^.;]{0,40}?\b(?:from|with|using|on|against|into|onto)\s+the\s+(?:[\w-]+\s+){0,2}?[\w-]+\s+(?:that\s+)?(?:the\s+)?(?:[\w-]+\s+)?\x00\s+(?:is|are)\s+(?:still\s+)?\w+ing\b"
                         # the agents' outputs gathered before the writer's next step: "gathering their patches before opening a PR"
@@ -445,6 +446,7 @@ PHRASES: tuple[Phrase, ...] = (
                   r"\bnothing\b[^.;]{0,20}\b(?:waits?|depends?|blocks?|blocked)\b"
                   r"|\bwithout\s+waiting\b|\bno\s+(?:other\s+)?dependenc(?:y|ies)\b"
                   r"|\b(?:is|are)\s+(?:waiting|on\s+standby|standing\s+by|blocked)\s+(?:on|for|by)\s+(?:me|my|us|our)\b|"
+                  r"\b(?:should|must|will|has\s+to|needs\s+to|is\s+to)\s+wait\s+(?:for|on)\s+(?:me|us)\b|"
                   r"\bnot\s+[^.;]{0,25}\b(?:i|we)\s+(?:wait|depend|rely)\s+on\b|"
                   r"\bif\s+you\s+want\s+me\s+to\b|\bnothing\s+changes\b|\b(?:doesn't|does\s+not|won't)\s+affect\s+(?:me|my)\b"
                   r"|\b(?:it|they)\s+(?:said|replied|answered|confirmed|approved|reported)\b(?!\s+(?:(?:it|they)\s+)?(?:would|will|'d)\b)"
