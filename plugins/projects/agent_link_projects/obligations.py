@@ -106,7 +106,8 @@ was tuned on, scored 0.923 / 0.960, 0.842 / 0.800, 0.826 / 0.950 and 0.870 / 1.0
 the round found it: 0.880 / 0.880, 0.800 / 0.800, 0.842 / 0.800, 0.864 / 0.950), then
 ``dev-classifier5``, never tuned on, 0.909 / 1.000 (0.870 / 1.000), and two more batches 1.000 / 0.867
 (0.929 / 0.867), 1.000 / 0.700 (1.000 / 0.700), 0.923 / 0.800 (0.923 / 0.800), 0.947 / 0.900 (0.947 / 0.900), 1.000 / 0.700 (0.875 / 0.700), 1.000 / 0.917 (1.000 / 0.750), 1.000 / 0.800 (1.000 / 0.800), 0.833 / 1.000 (0.714 / 1.000) and 1.000 / 0.700 (1.000 / 0.700), ``dev-classifier5b``, written after that batch and never tuned on,
-0.938 / 1.000 (0.933 / 0.933), and two last batches 1.000 / 0.800 (1.000 / 0.800) and 0.750 / 0.600 (0.571 / 0.800): each batch's misses were kinds in wordings not seen before (cancellations for
+0.938 / 1.000 (0.933 / 0.933), and three last batches 1.000 / 0.800 (1.000 / 0.800), 0.750 / 0.600 (0.571 / 0.800) and 0.750 / 0.900
+(0.818 / 0.900): each batch's misses were kinds in wordings not seen before (cancellations for
 false positives, agents named in new ways for misses). At the third round's end: outside sets 1.000 /
 1.000 and 1.000 / 1.000 (0.975 / 0.929 and 1.000 / 0.789 before it; their misses were read for
 the kinds of commitment missed, so they are no longer blind), dev-classifier2 0.967 / 0.967
@@ -230,6 +231,7 @@ _AHEAD = (r"\b(?:i'll|we'll|it'll|they'll|will|won't|shall|going\s+to|about\s+to
           r"|\b(?:once|when|after|until|till|as\s+soon\s+as)\s+(?:they|these|those|both|all)\s+(?!(?:had|were|did|was|\w+ed)\b)\w+\b")
 _BEHIND = (r"\b(?:i|we|i've|we've)\s+(?:already\s+|just\s+|then\s+)?" + _PAST + r"|\b(?:was|were|had)\b"
            r"|\b(?:yesterday|ago|last\s+(?:week|night|sprint|month)|this\s+morning|at\s+noon|earlier\s+today)\b"
+           r"|\b(?:it|they)\s+(?:already\s+|just\s+)?(?:sent|delivered|posted|published|pushed|merged|finished|replied|answered|confirmed|approved)\b"
            r"|\b(?:ran|landed|merged|finished|applied|shipped|completed|went)\s+(?:first|already)\b|\b(?:both|all|everything)\s+(?:\w+ed|done|in)(?=\s*(?:[.;]|$))"
            r"|\b(?:came\s+in|arrived|(?:is|are)\s+(?:now\s+)?(?:done|finished|complete|published|green|merged|out|set|live|in))(?=\s*(?:[.;,]|$)|\s+(?:and|now|already|too)\b)")
 #: the writer still has a step of its own ahead, or still waits: a hand-off or a finished part does not end its obligation
@@ -292,7 +294,7 @@ PHRASES: tuple[Phrase, ...] = (
     _p("until-once-after", r"\b(?:until|once|as soon as|after|when|then\s+(?:i|we)|afterwards|only\s+then)\b", 0.25, "dependency"),
     _p("cannot-proceed", r"\b(?:can't|cannot|unable\s+to)\s+(?:go\s+(?:any\s+)?further|proceed|continue|move\s+on|progress|make\s+progress)\b"
                          r"|\b(?:nothing|not\s+much)\s+(?:left\s+)?(?:to\s+do|i\s+can\s+do)\s+(?:until|before|till)\b|\bidle\s+until\b|\b(?:i'll|i\s+will|i'm|i\s+am)\s+(?:be\s+)?idle\b|\bsit(?:ting)?\s+tight\b"
-                         r"|\b(?:can't|cannot|won't)\b[^.;]{0,40}?\bwithout\s+(?:it|them|its|their)\b|\bnot\s+\w+ing\s+(?:before|until|till)\b|\bbefore\s+(?:i|we)\s+can\b"
+                         r"|\b(?:can't|cannot|won't)\b[^.;]{0,40}?\bwithout\s+(?:it|them|its|their)\b|\bnot\s+\w+ing\b(?:\s+[^.;\s]+){0,5}?\s+(?:before|until|till)\b|\bbefore\s+(?:i|we)\s+can\b"
                          r"|^(?:open|outstanding|todo|pending|waiting(?:[- ]on)?|blocked(?:[- ]by)?|depends[- ]on|remaining)\s*:|\b(?:precondition|prerequisite|blocker)s?\s*:|^not\s+\w+ing\b[^.;]{0,40}?\byet\b|\b(?:can't|cannot)\s+\w+\b[^.;:]{0,40}?\byet\b", 0.3, "dependency"),
     _p("held-state", r"\b(?:stays?|remains?|sits?|kept|keeping|left|leaving|stay)\s+(?:[\w-]+\s+){0,3}?(?:stubbed|idle|a\s+draft|unmerged|unreleased|unpublished|un-?shipped|as\s+(?:it\s+)?is|open|untouched|"
                      r"unchanged|on\s+hold|in\s+draft|parked|disabled|behind\s+a\s+flag)\b|\bplaceholders?\s+until\b|\bin\s+case\s+(?:it|they)\s+(?:needs?|wants?|asks?|finds?|changes?)\b", 0.3, "dependency"),
@@ -321,7 +323,7 @@ PHRASES: tuple[Phrase, ...] = (
                           r"hands?|tells?|wraps?\s+up|completes?|completed)\b"
                           r"|\b(?:once|when|after|until)\s+(?:it|they)\s+(?:has|have)\s+\w+"
                           r"|\b(?:once|until|till|as soon as|after|before|when|the\s+(?:moment|minute|second))\s+it\s+(?!is\b|was\b|has\b|does\b|goes\b|says\b)\w+s\b"
-                          r"|\b(?:once|when|after|until|as soon as)\s+(?:it|they)\s*(?:arrives?|comes?\s+in|lands?|shows?\s+up|(?:\s+is|\s+are|'s|'re)\s+(?:ready|in|posted|there|through|up|merged|landed|pushed|"
+                          r"|\b(?:once|when|after|until|till|as soon as)\s+(?:it|they)\s*(?:arrives?|comes?\s+in|lands?|shows?\s+up|(?:\s+is|\s+are|'s|'re)\s+(?:ready|in|back|posted|there|through|up|merged|landed|pushed|"
                           r"published|deployed|done|finished|available|live|out))\b"
                           r"|\b(?:once|when|after|until)\s+(?:its|their)\s+\w+|\b(?:after|once|until)\s+they\s+(?!are\b|were\b|do\b|did\b)\w+|\b(?:once|when)\s+received\b"
                           r"|\b(?:after|once|when)\s+that(?:'s|\s+is)?(?:\s+(?:done|finished|in))?\s*(?:[.;,]|$)"
@@ -514,7 +516,7 @@ PHRASES: tuple[Phrase, ...] = (
                      + r"\s+(?:will\s+|can\s+|is\s+going\s+to\s+)?\w+|" + _AGENT_REF + r"\s+(?:will\s+|can\s+)?(?:[^\s.;]+\s+){1,6}?(?:after|once|when)\s+(?:i|we|my|our)\s))"
                      + r"(?![\s\S]*" + _WRITER_AHEAD + r")", -0.6, "negation"),
     # the other side depends on the writer, a rule or a design described; agents in general
-    _p("reversed-or-generic", _AGENT_REF + r"\s+(?:wants|needs|is\s+waiting\s+for|asked\s+for|requested)\s+(?:my|our)\b|\b(?:it|they|" + _AGENT_REF + r")\s+(?!waits\b)\w+s\b[^.;]{0,40}?\b(?:when|once|after)\s+(?:i|we)\s+(?!hear\b|get\b|have\b)"
+    _p("reversed-or-generic", r"\b(?:i|we)\s+owe\s+(?!nothing\b)|\bwithout\s+(?:mine|ours)\b|\b(?:i'm|i\s+am|we're)\s+(?:now\s+)?(?:work(?:ing)?\s+on|on|busy\s+with|moving\s+to)\s+(?:a\s+separate|another|something\s+else|an?\s+unrelated|unrelated)\b|" + _AGENT_REF + r"\s+(?:wants|needs|is\s+waiting\s+for|asked\s+for|requested)\s+(?:my|our)\b|\b(?:it|they|" + _AGENT_REF + r")\s+(?!waits\b)\w+s\b[^.;]{0,40}?\b(?:when|once|after)\s+(?:i|we)\s+(?!hear\b|get\b|have\b)"
                    r"|" + _AGENT_REF + r"\s+asked\s+(?:me|whether|if)\b|\bif\s+" + _GAP + _AGENT_REF + r"\s+asks\b"
                    + r"|\bshould\s+always\b|\b(?:in|per)\s+the\s+(?:design\s+doc|docs|spec|rfc|readme|guide)\b", -0.6, "negation"),
     _p("described", r"^(?![\s\S]*\b(?:i|i'm|i'll|i've|i'd|me|my|mine|we|we're|we'll|our|us)\b)(?:the\s+|our\s+|a\s+)?(?:(?!(?:when|once|after|until|till|if|unless|before|as)\s)[\w-]+\s+)?" + _AGENT_REF
