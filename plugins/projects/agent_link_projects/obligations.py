@@ -106,8 +106,8 @@ was tuned on, scored 0.923 / 0.960, 0.842 / 0.800, 0.826 / 0.950 and 0.870 / 1.0
 the round found it: 0.880 / 0.880, 0.800 / 0.800, 0.842 / 0.800, 0.864 / 0.950), then
 ``dev-classifier5``, never tuned on, 0.909 / 1.000 (0.870 / 1.000), and two more batches 1.000 / 0.867
 (0.929 / 0.867), 1.000 / 0.700 (1.000 / 0.700), 0.923 / 0.800 (0.923 / 0.800), 0.947 / 0.900 (0.947 / 0.900), 1.000 / 0.700 (0.875 / 0.700), 1.000 / 0.917 (1.000 / 0.750), 1.000 / 0.800 (1.000 / 0.800), 0.833 / 1.000 (0.714 / 1.000) and 1.000 / 0.700 (1.000 / 0.700), ``dev-classifier5b``, written after that batch and never tuned on,
-0.938 / 1.000 (0.933 / 0.933), and three last batches 1.000 / 0.800 (1.000 / 0.800), 0.750 / 0.600 (0.571 / 0.800) and 0.750 / 0.900
-(0.818 / 0.900): each batch's misses were kinds in wordings not seen before (cancellations for
+0.938 / 1.000 (0.933 / 0.933), and four last batches 1.000 / 0.800 (1.000 / 0.800), 0.750 / 0.600 (0.571 / 0.800), 0.750 / 0.900
+(0.818 / 0.900) and 0.889 / 1.000 (0.889 / 1.000): each batch's misses were kinds in wordings not seen before (cancellations for
 false positives, agents named in new ways for misses). At the third round's end: outside sets 1.000 /
 1.000 and 1.000 / 1.000 (0.975 / 0.929 and 1.000 / 0.789 before it; their misses were read for
 the kinds of commitment missed, so they are no longer blind), dev-classifier2 0.967 / 0.967
@@ -516,7 +516,7 @@ PHRASES: tuple[Phrase, ...] = (
                      + r"\s+(?:will\s+|can\s+|is\s+going\s+to\s+)?\w+|" + _AGENT_REF + r"\s+(?:will\s+|can\s+)?(?:[^\s.;]+\s+){1,6}?(?:after|once|when)\s+(?:i|we|my|our)\s))"
                      + r"(?![\s\S]*" + _WRITER_AHEAD + r")", -0.6, "negation"),
     # the other side depends on the writer, a rule or a design described; agents in general
-    _p("reversed-or-generic", r"\b(?:i|we)\s+owe\s+(?!nothing\b)|\bwithout\s+(?:mine|ours)\b|\b(?:i'm|i\s+am|we're)\s+(?:now\s+)?(?:work(?:ing)?\s+on|on|busy\s+with|moving\s+to)\s+(?:a\s+separate|another|something\s+else|an?\s+unrelated|unrelated)\b|" + _AGENT_REF + r"\s+(?:wants|needs|is\s+waiting\s+for|asked\s+for|requested)\s+(?:my|our)\b|\b(?:it|they|" + _AGENT_REF + r")\s+(?!waits\b)\w+s\b[^.;]{0,40}?\b(?:when|once|after)\s+(?:i|we)\s+(?!hear\b|get\b|have\b)"
+    _p("reversed-or-generic", r"\b(?:i|we)\s+owe\s+(?!nothing\b)|" + _AGENT_REF + r"\s+(?:to\s+)?(?:hold(?:\s+off)?|wait|pause|stand\s+by)\s+(?:until|till|for)\s+(?:i|we|me|us|my|our)\b|\bwithout\s+(?:mine|ours)\b|\b(?:i'm|i\s+am|we're)\s+(?:now\s+)?(?:work(?:ing)?\s+on|on|busy\s+with|moving\s+to)\s+(?:a\s+separate|another|something\s+else|an?\s+unrelated|unrelated)\b|" + _AGENT_REF + r"\s+(?:wants|needs|is\s+waiting\s+for|asked\s+for|requested)\s+(?:my|our)\b|\b(?:it|they|" + _AGENT_REF + r")\s+(?!waits\b)\w+s\b[^.;]{0,40}?\b(?:when|once|after)\s+(?:i|we)\s+(?!hear\b|get\b|have\b)"
                    r"|" + _AGENT_REF + r"\s+asked\s+(?:me|whether|if)\b|\bif\s+" + _GAP + _AGENT_REF + r"\s+asks\b"
                    + r"|\bshould\s+always\b|\b(?:in|per)\s+the\s+(?:design\s+doc|docs|spec|rfc|readme|guide)\b", -0.6, "negation"),
     _p("described", r"^(?![\s\S]*\b(?:i|i'm|i'll|i've|i'd|me|my|mine|we|we're|we'll|our|us)\b)(?:the\s+|our\s+|a\s+)?(?:(?!(?:when|once|after|until|till|if|unless|before|as)\s)[\w-]+\s+)?" + _AGENT_REF
