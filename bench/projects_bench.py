@@ -4,10 +4,10 @@ Prints precision and recall of ``agent_link_projects.obligations`` on the held-o
 labelled corpus (``data/obligation_corpus.tsv``; the phrase table was tuned on the train part
 only), on the train, ``widened``, ``train-classifier``, ``train-classifier2``, ``train-set3-kinds`` and
 ``train-classifier5`` parts (tuning data) for comparison, on ``dev-classifier2``, ``dev-classifier5`` and
-``dev-classifier5b`` (written by the third and fifth rounds' authors, never tuned on), and on four outside sets
-(``data/obligation_heldout_lead.jsonl`` and ``obligation_heldout_lead2.jsonl``, written by the lead
-engineer, ``obligation_heldout_3.jsonl`` and ``obligation_heldout_4.jsonl``, written blind by helper
-engineers; none by the classifier's authors; see ``data/obligation_heldout_lead.txt``).
+``dev-classifier5b`` (written by the third and fifth rounds' authors, never tuned on), and on five outside sets
+(``data/obligation_heldout_lead.jsonl``, ``obligation_heldout_lead2.jsonl`` and ``obligation_heldout_5.jsonl``,
+written by the lead engineer, ``obligation_heldout_3.jsonl`` and ``obligation_heldout_4.jsonl``, written blind by
+helper engineers; none by the classifier's authors; see ``data/obligation_heldout_lead.txt``).
 Target: both >= 0.95 on text written by someone other than the classifier's author. Then
 cross-validation by outside set (:func:`cross_validate`): phrase weights refitted on the corpus and
 three sets, the fourth scored.
@@ -38,11 +38,12 @@ def corpus() -> list[tuple[bool, str, str]]:
 
 
 def held_out_by_lead() -> list[tuple[bool, str, str]]:
-    """The outside sets: ``heldout-lead``, ``heldout-lead2``, ``heldout-3`` and the blind ``heldout-4``
-    (data/obligation_heldout_lead.txt)."""
+    """The outside sets: ``heldout-lead``, ``heldout-lead2``, ``heldout-3``, ``heldout-4`` and
+    ``heldout-5`` (data/obligation_heldout_lead.txt)."""
     rows = []
     for split, name in (("heldout-lead", "obligation_heldout_lead.jsonl"), ("heldout-lead2", "obligation_heldout_lead2.jsonl"),
-                        ("heldout-3", "obligation_heldout_3.jsonl"), ("heldout-4", "obligation_heldout_4.jsonl")):
+                        ("heldout-3", "obligation_heldout_3.jsonl"), ("heldout-4", "obligation_heldout_4.jsonl"),
+                        ("heldout-5", "obligation_heldout_5.jsonl")):
         text = resources.files("agent_link_projects").joinpath(f"data/{name}").read_text(encoding="utf-8")
         rows += [(row["commits"], split, row["text"]) for row in map(json.loads, text.splitlines()) if row]
     return rows
@@ -119,7 +120,7 @@ def bench_projects() -> None:
         print("obligation classifier: agent-link-projects is not installed; skipped")
         return
     rows = corpus() + held_out_by_lead()
-    for split in ("heldout", "heldout-lead", "heldout-lead2", "heldout-3", "heldout-4", "dev-classifier2", "dev-classifier5", "dev-classifier5b", "train", "widened",
+    for split in ("heldout", "heldout-lead", "heldout-lead2", "heldout-3", "heldout-4", "heldout-5", "dev-classifier2", "dev-classifier5", "dev-classifier5b", "train", "widened",
                   "train-classifier", "train-classifier2", "train-set3-kinds", "train-classifier5"):
         precision, recall, n = scores(rows, split)
         target = "both >= 0.95" if split.startswith("heldout") else "(dev, by the author)" if split.startswith("dev") else "(tuning data)"
