@@ -161,7 +161,7 @@ def test_every_declared_command_matches_the_command_it_names() -> None:
     import click
 
     from agent_link_core.cli import build_cli
-    from agent_link_core.contribute import LazyCommand
+    from agent_link_core.lazy_command import LazyCommand
 
     cli = build_cli()
     ctx = click.Context(cli)

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import click
 
 from agent_link_core import hookimpl
 from agent_link_core.contribute import registers
@@ -19,6 +18,7 @@ from agent_link_core.harness import HarnessDeclaration
 from agent_link_core.records import PromptHook
 
 if TYPE_CHECKING:  # pragma: no cover
+    import click
     from agent_link_core.mailbox import OutgoingMessage, SendContext
 
 SETTINGS = (

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_link_core import hookimpl
 from agent_link_core.config import Setting
-from agent_link_core.contribute import command, commands, migrations, registers
+from agent_link_core.contribute import commands, migrations, registers
 from agent_link_core.records import PromptHook
 from agent_link_core.store import now_ms
 
@@ -43,12 +43,12 @@ agent_link_register_panels = registers("agent_link_leases.panel:PANELS")
 
 # declared here, imported when run (docs/plugins.md, "Declare now, import when used")
 agent_link_register_commands = commands(
-    command("lease", "agent_link_leases.cli:lease_command",
-            "Claim (or renew) files, directories or globs; refused whole if another holds any of them."),
-    command("release", "agent_link_leases.cli:release_command", "Release the given leases (as leased), or all of yours with --all."),
-    command("leases", "agent_link_leases.cli:leases_command", "List active leases: who holds what, until when, why."),
-    command("lease-git-hook", "agent_link_leases.githook:git_hook_command",
-            "An optional git pre-commit hook refusing commits that touch another session's exclusive lease."),
+    ("lease", "agent_link_leases.cli:lease_command",
+     "Claim (or renew) files, directories or globs; refused whole if another holds any of them."),
+    ("release", "agent_link_leases.cli:release_command", "Release the given leases (as leased), or all of yours with --all."),
+    ("leases", "agent_link_leases.cli:leases_command", "List active leases: who holds what, until when, why."),
+    ("lease-git-hook", "agent_link_leases.githook:git_hook_command",
+     "An optional git pre-commit hook refusing commits that touch another session's exclusive lease."),
 )
 
 

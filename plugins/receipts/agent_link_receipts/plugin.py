@@ -25,7 +25,6 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-import click
 
 from agent_link_core import hookimpl
 from agent_link_core.contribute import migrations, registers
@@ -33,6 +32,7 @@ from agent_link_core.contribute import migrations, registers
 from agent_link_receipts.context import INFER_SETTING, LOG_SETTING, MIGRATIONS, SETTINGS
 
 if TYPE_CHECKING:  # pragma: no cover
+    import click
     from agent_link_core.app import App
     from agent_link_core.mailbox import Event, OutgoingMessage, SendContext
 

@@ -16,15 +16,16 @@ Hooks:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
-
-import click
+from typing import TYPE_CHECKING, Any
 
 from agent_link_core import hookimpl
 from agent_link_core.config import Setting
 from agent_link_core.envelope import render_element
 from agent_link_core.mailbox import EnvelopeContribution, OutgoingMessage, SendContext
 from agent_link_web.context import AUTHOR_KEY, ORIGIN, page_person
+
+if TYPE_CHECKING:  # pragma: no cover
+    import click
 
 SETTINGS = (
     Setting("AGENT_LINK_WEB_USER", "str", None,
