@@ -22,12 +22,12 @@ receipts are next read (:mod:`agent_link_receipts.recording`).
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING, Any
 
 
 from agent_link_core import hookimpl
 from agent_link_core.contribute import migrations, registers
+from agent_link_core.lazy_log import LazyLogger
 
 from agent_link_receipts.context import INFER_SETTING, LOG_SETTING, MIGRATIONS, SETTINGS
 
@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
     from agent_link_core.mailbox import Event, OutgoingMessage, SendContext
 
-log = logging.getLogger(__name__)
+log = LazyLogger(__name__)
 
 
 agent_link_register_settings = registers(SETTINGS)
