@@ -9,13 +9,12 @@ worker's ``leasePaths``, ended when its task message is resolved), the web page'
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from agent_link_core import hookimpl
 from agent_link_core.config import Setting
 from agent_link_core.contribute import commands, migrations, registers
-from agent_link_core.records import PromptHook
 from agent_link_core.store import now_ms
 
 from agent_link_leases.table import ADMIN_SETTING, DEFAULT_TTL_MS, MAX_TTL_MS, MIGRATIONS, TTL_SETTING
@@ -36,7 +35,12 @@ agent_link_register_settings = registers(SETTINGS)
 agent_link_schema = migrations(MIGRATIONS)
 agent_link_register_tools = registers("agent_link_leases.tools:LEASE_TOOLS")
 # `agent-link hook leases PreToolUse`: the edit guard (agent_link_leases.hook)
-agent_link_register_prompt_hooks = registers([PromptHook("leases", "agent_link_leases.hook")])
+@hookimpl
+def agent_link_register_prompt_hooks(register: Callable[[Any], None]) -> None:
+    """``agent-link hook leases PreToolUse`` runs :mod:`agent_link_leases.hook`."""
+    from agent_link_core.records import PromptHook
+
+    register(PromptHook("leases", "agent_link_leases.hook"))
 # the File leases section of the web page, with a Release button per lease (agent_link_leases.panel)
 agent_link_register_panels = registers("agent_link_leases.panel:PANELS")
 
