@@ -22,7 +22,7 @@ from agent_link_core import problem_log, state_dirs
 from agent_link_core.config import Config, load_config
 from agent_link_core.envelope import render_inbox
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.harness import Harness, HarnessDeclaration, HarnessTable, McpPeer
+from agent_link_core.harness_decl import HarnessDeclaration, HarnessTable
 from agent_link_core.mailbox import Mailbox, Visibility, parse_iso_ms
 from agent_link_core.model import EXTERNAL, Caller, Session, address_scheme, is_ulid
 from agent_link_core.plugins import Hooks, PluginReport, build_plugin_manager, trace_hook_calls
@@ -31,6 +31,7 @@ from agent_link_core.store import Store, ensure_private_dir
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.directory import Directory
+    from agent_link_core.harness import Harness, McpPeer
     from agent_link_core.sending import Outbox
     from agent_link_core.waits import Waits
 

@@ -385,7 +385,7 @@ class Hooks:
 
     def harnesses(self) -> dict[str, Harness]:
         """All accepted harnesses by name (address scheme)."""
-        from agent_link_core.harness import check_harness
+        from agent_link_core.harness_decl import check_harness
 
         return self.collect("harness", "agent_link_register_harnesses", check_harness)
 
@@ -395,7 +395,7 @@ class Hooks:
         First checks each harness's send options and result fields, which become part of
         ``message_agent``: a harness whose declarations are refused leaves its plugin out."""
         if "tool" not in self._records:
-            from agent_link_core.harness import HarnessDeclaration
+            from agent_link_core.harness_decl import HarnessDeclaration
             from agent_link_core.tools.core_tools import check_send_declarations
 
             # the built harnesses: what a declared one declares for message_agent is in its code

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from agent_link_core import hookimpl
 from agent_link_core.contribute import registers
 from agent_link_core.config import Setting
-from agent_link_core.harness import HarnessDeclaration
+from agent_link_core.harness_decl import HarnessDeclaration
 
 if TYPE_CHECKING:  # pragma: no cover
     import click

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from agent_link_core import hookimpl
 from agent_link_core.contribute import migrations, registers
-from agent_link_core.harness import HarnessDeclaration
+from agent_link_core.harness_decl import HarnessDeclaration
 
 from agent_link_codex.schema import MIGRATIONS
 from agent_link_codex.settings import SENDER_OPTIONS, SETTINGS
