@@ -17,7 +17,7 @@ from agent_link_core.config import Setting
 from agent_link_core.contribute import commands, migrations, registers
 from agent_link_core.store import now_ms
 
-from agent_link_leases.table import ADMIN_SETTING, DEFAULT_TTL_MS, MAX_TTL_MS, MIGRATIONS, TTL_SETTING
+from agent_link_leases.schema import ADMIN_SETTING, DEFAULT_TTL_MS, MAX_TTL_MS, MIGRATIONS, TTL_SETTING
 
 if TYPE_CHECKING:  # pragma: no cover
     import sqlite3
