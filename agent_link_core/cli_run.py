@@ -124,8 +124,9 @@ class Context:
     ``info_name``, ``parent``, ``command_path``, ``meta``, ``find_root()``, ``call_on_close()``."""
 
     def __init__(self, info_name: str, parent: Context | None = None, usage: str = "") -> None:
-        self.info_name, self.parent, self.usage, self.meta = info_name, parent, usage, {}
-        self.command_path = f"{parent.command_path} {info_name}" if parent is not None else info_name
+        self.info_name, self.parent, self.usage = info_name, parent, usage
+        self.meta: dict[str, Any] = {}
+        self.command_path: str = f"{parent.command_path} {info_name}" if parent is not None else info_name
         self.closers: list[Callable[[], Any]] = []
 
     def find_root(self) -> Context:
