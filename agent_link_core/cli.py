@@ -228,8 +228,8 @@ def click_param(p: Param) -> click.Parameter:
     """Click's parameter for a declared one (:class:`agent_link_core.cli_run.Param`)."""
     if p.argument:
         return click.Argument([p.name], required=p.required)
-    whole = (lambda n: None if n is None else int(n))
-    kind: Any = {"whole": lambda: WholeRange(whole(p.low), whole(p.high)), "finite": lambda: FiniteRange(p.low, p.high),
+    low, high = (None if n is None else int(n) for n in (p.low, p.high))
+    kind: Any = {"whole": lambda: WholeRange(low, high), "finite": lambda: FiniteRange(p.low, p.high),
                  "choice": lambda: click.Choice(list(p.choices)), "file": lambda: click.Path(dir_okay=False),
                  }.get(p.kind or "", lambda: None)()
     return click.Option([*p.decls, p.name], type=kind, is_flag=p.flag, default=p.default, help=p.help,
