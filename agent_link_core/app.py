@@ -96,8 +96,8 @@ class App:
 
     @property
     def waiting(self) -> dict[str, int]:
-        """:attr:`Waits.waiting <agent_link_core.waits.Waits.waiting>` (empty while no wait ran here)."""
-        return self.waits.waiting if "waits" in self.__dict__ else {}
+        """:attr:`Waits.waiting <agent_link_core.waits.Waits.waiting>`: the waits running in this process."""
+        return self.waits.waiting
 
     def __getattr__(self, name: str) -> Any:
         """The outbox's and the waits' operations on the App, where plugins and tools have called

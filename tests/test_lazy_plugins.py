@@ -106,9 +106,9 @@ UNUSED_MODULES = ("agent_link_roles.table", "pathlib")
 #: the hot commands parse their arguments without click (agent_link_core.cli_run.run_fast);
 #: logging is imported only when something is logged (agent_link_core.lazy_log)
 CLI_MODULES = ("click", "logging")
-#: an inbox read lists no sessions, sends nothing, waits for nothing and checks no health
-INBOX_HEAVY_MODULES = ("agent_link_core.api", "agent_link_core.directory", "agent_link_core.sending", "agent_link_core.waits",
-                       "agent_link_core.health", "agent_link_core.records")
+#: an inbox read lists no sessions, sends nothing and checks no health
+INBOX_HEAVY_MODULES = ("agent_link_core.api", "agent_link_core.directory", "agent_link_core.sending", "agent_link_core.health",
+                       "agent_link_core.records", "agent_link_core.harness")
 
 
 def other_commands(command: str) -> tuple[str, ...]:
