@@ -10,7 +10,6 @@ Both entry points call these, so an MCP tool and its CLI command cannot drift ap
 from __future__ import annotations
 
 import os
-import shlex
 import sqlite3
 import sys
 from collections.abc import Mapping
@@ -485,11 +484,13 @@ def configure_logging(config: Config) -> None:
 
 def read_only_error(state_dir: str) -> AgentLinkError:
     """The refusal of a state dir this process can read but not write (``health`` reports it)."""
+    from shlex import quote
+
     return AgentLinkError(
         "state_io_error",
         f"The state dir {state_dir} is not writable: mail can be read, but nothing can be sent, marked read or recorded.",
         {"path": ".", "errno": "EACCES", "reason": "read_only"},
-        hint=f"Make it writable for this user (`chmod u+w {shlex.quote(state_dir)}`, or remount it read-write), "
+        hint=f"Make it writable for this user (`chmod u+w {quote(state_dir)}`, or remount it read-write), "
              "or point AGENT_LINK_STATE_DIR at a writable directory.",
     )
 
