@@ -9,33 +9,32 @@ Both entry points call these, so an MCP tool and its CLI command cannot drift ap
 
 from __future__ import annotations
 
-import logging
 import os
-import shlex
 import sqlite3
 import sys
 from collections.abc import Mapping
 from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any
 
-from agent_link_core import health as health_report
+from agent_link_core.lazy_log import LazyLogger
 from agent_link_core import problem_log, state_dirs
 from agent_link_core.config import Config, load_config
 from agent_link_core.envelope import render_inbox
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.harness import Harness, HarnessDeclaration, HarnessTable, McpPeer
+from agent_link_core.harness_decl import HarnessDeclaration, HarnessTable
 from agent_link_core.mailbox import Mailbox, Visibility, parse_iso_ms
 from agent_link_core.model import EXTERNAL, Caller, Session, address_scheme, is_ulid
 from agent_link_core.plugins import Hooks, PluginReport, build_plugin_manager, trace_hook_calls
-from agent_link_core.sending import Outbox
 from agent_link_core.settings_file import with_settings
 from agent_link_core.store import Store, ensure_private_dir
-from agent_link_core.waits import Waits
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.directory import Directory
+    from agent_link_core.harness import Harness, McpPeer
+    from agent_link_core.sending import Outbox
+    from agent_link_core.waits import Waits
 
-log = logging.getLogger(__name__)
+log = LazyLogger(__name__)
 
 
 class App:
@@ -73,19 +72,40 @@ class App:
             self.store = Store.open_read_only(config.db_path)
             self.read_only = read_only_error(state_dir)
         self.mailbox = Mailbox(self.store, config, hooks)
-        #: the operations, one object each (docs/plugins.md §4): sends and replies, waits; the
-        #: agents of every harness (:attr:`directory`) when first asked (an inbox read lists none)
-        self.outbox = Outbox(self)
-        self.waits = Waits(self)
-        # ... and the same bound methods on the App, where plugins and tools have called them
-        outbox, waits = self.outbox, self.waits
-        self.send, self.reply, self.push, self.refresh_delivery = outbox.send, outbox.reply, outbox.push, outbox.refresh_delivery
-        self.wait, self.held_by_wait, self.mark_taken, self.wait_limits = waits.wait, waits.held_by_wait, waits.mark_taken, waits.wait_limits
-        self.waiting = waits.waiting
+        # the operations, one object each (docs/plugins.md §4), built when first used (an inbox
+        # read sends, waits and lists nothing): :attr:`outbox`, :attr:`waits`, :attr:`directory`
         # the MCP client connection when this process is an MCP server (set by the server)
         self.mcp_peer: McpPeer | None = None
         for harness in self.harnesses.built():
             self._attach_harness(harness)
+
+    @cached_property
+    def outbox(self) -> Outbox:
+        """Sends and replies (:class:`~agent_link_core.sending.Outbox`), built when first used."""
+        from agent_link_core.sending import Outbox
+
+        return Outbox(self)
+
+    @cached_property
+    def waits(self) -> Waits:
+        """Waits (:class:`~agent_link_core.waits.Waits`), built when first used."""
+        from agent_link_core.waits import Waits
+
+        return Waits(self)
+
+    @property
+    def waiting(self) -> dict[str, int]:
+        """:attr:`Waits.waiting <agent_link_core.waits.Waits.waiting>`: the waits running in this process."""
+        return self.waits.waiting
+
+    def __getattr__(self, name: str) -> Any:
+        """The outbox's and the waits' operations on the App, where plugins and tools have called
+        them (``app.send``, ``app.wait``, ...): the object is built on first use."""
+        if name in ("send", "reply", "push", "refresh_delivery"):
+            return getattr(self.outbox, name)
+        if name in ("wait", "held_by_wait", "mark_taken", "wait_limits"):
+            return getattr(self.waits, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @cached_property
     def directory(self) -> Directory:
@@ -391,10 +411,14 @@ class App:
     def health(self, meta: Mapping[str, Any] | None = None, include_caller_context: bool = False) -> dict[str, Any]:
         """Everything a person needs to tell whether agent-link works here
         (:func:`agent_link_core.health.report`)."""
+        from agent_link_core import health as health_report
+
         return health_report.report(self, meta, include_caller_context)
 
     def plugins_view(self) -> dict[str, Any]:
         """What loading found and every plugin problem (:func:`agent_link_core.health.plugins_view`)."""
+        from agent_link_core import health as health_report
+
         return health_report.plugins_view(self)
 
     def mcp_capabilities(self) -> dict[str, dict[str, Any]]:
@@ -413,7 +437,7 @@ def _check_session(result: Any, plugin: str) -> str | None:
     return None if isinstance(result, Session) else f"returned {type(result).__name__}; expected a Session or None"
 
 
-LOG_LEVELS = {"error": logging.ERROR, "warn": logging.WARNING, "info": logging.INFO, "debug": logging.DEBUG}
+LOG_LEVELS = {"error": "ERROR", "warn": "WARNING", "info": "INFO", "debug": "DEBUG"}
 
 
 
@@ -426,8 +450,12 @@ def configure_logging(config: Config) -> None:
     only warnings reach stderr. Never stdout: that is the MCP transport.
     """
     level_name = "debug" if config.get("AGENT_LINK_DEBUG") else config.get("AGENT_LINK_LOG_LEVEL")
+    if level_name is None:  # nothing to set up: logging is imported when something is logged
+        return
+    import logging
+
     logger = logging.getLogger("agent_link_core")
-    if level_name is None or any(getattr(h, "_agent_link", False) for h in logger.handlers):
+    if any(getattr(h, "_agent_link", False) for h in logger.handlers):
         return
     path = config.get("AGENT_LINK_LOG_FILE") or os.path.join(config.state_dir, "logs", "agent-link.log")
     handler: logging.Handler
@@ -456,11 +484,13 @@ def configure_logging(config: Config) -> None:
 
 def read_only_error(state_dir: str) -> AgentLinkError:
     """The refusal of a state dir this process can read but not write (``health`` reports it)."""
+    from shlex import quote
+
     return AgentLinkError(
         "state_io_error",
         f"The state dir {state_dir} is not writable: mail can be read, but nothing can be sent, marked read or recorded.",
         {"path": ".", "errno": "EACCES", "reason": "read_only"},
-        hint=f"Make it writable for this user (`chmod u+w {shlex.quote(state_dir)}`, or remount it read-write), "
+        hint=f"Make it writable for this user (`chmod u+w {quote(state_dir)}`, or remount it read-write), "
              "or point AGENT_LINK_STATE_DIR at a writable directory.",
     )
 

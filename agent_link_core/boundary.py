@@ -33,7 +33,6 @@ import contextvars
 import dataclasses
 import inspect
 import json
-import logging
 import signal
 import sys
 import threading
@@ -44,8 +43,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_link_core.errors import AgentLinkError, Refused
+from agent_link_core.lazy_log import LazyLogger
 
-log = logging.getLogger("agent_link_core.plugins")
+log = LazyLogger("agent_link_core.plugins")
 
 #: Hooks whose implementations may refuse by raising AgentLinkError (documented in hookspecs).
 REFUSING_HOOKS = frozenset({"agent_link_resolve_address", "agent_link_before_send", "agent_link_check_override", "agent_link_claim_paths"})

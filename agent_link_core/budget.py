@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_link_core.envelope import render_inbox
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.harness import OutputBudget
+from agent_link_core.harness_decl import OutputBudget
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from agent_link_core.app import App

@@ -6,112 +6,35 @@ outcomes a script branches on). ``--json`` prints one versioned JSON object on s
 scripts, ``--ndjson`` the same object on one line; errors are one stderr line in the CLI's
 own words (:mod:`agent_link_core.cli_text`), never a traceback.
 
-The core's commands are module-level click commands in :mod:`agent_link_core.commands`,
-named in :data:`CORE_COMMANDS` and imported only when one runs or a help lists it (click's
-"lazy loading subcommands" pattern): ``agent-link inbox`` imports the inbox's code alone.
+The core's commands are declared once as data in :mod:`agent_link_core.commands`
+(:func:`agent_link_core.cli_run.command`), named in :data:`CORE_COMMANDS` and imported only
+when one runs or a help lists it (click's "lazy loading subcommands" pattern): ``agent-link
+inbox`` imports the inbox's code alone. The hot ones run without click
+(:func:`agent_link_core.cli_run.run_fast`); here :func:`click_command` builds click's command
+from the same declaration, for help, usage errors and whatever the fast path leaves to click.
 Plugins add commands through ``agent_link_register_commands``, with the plugins loaded
 apart from the database (:func:`plugin_hooks`); the group is built per invocation, never
-mutated at import time.
+mutated at import time. What the commands share without click is re-exported from
+:mod:`agent_link_core.cli_run` (plugins import it from here).
 """
 
 from __future__ import annotations
 
-import json
-import sys
-from typing import Any, NoReturn
+from typing import Any, Callable
 
 import click
 
 from agent_link_core import __version__
+from agent_link_core.cli_run import (EXIT_HELP, EXIT_MANY, EXIT_NONE, EXIT_TIMEOUT, EXIT_UNDELIVERED, EXIT_UNKNOWN, FROM,  # noqa: F401
+                                     ENVELOPE, JSON, NDJSON,
+                                     JSON_FORMAT_VERSION, READER_FROM, Command, Param, as_caller, emit, fail, get_app, guarded,
+                                     interrupted, open_app, output_lost, plugin_hooks, run_async, sender_options,
+                                     show_then_mark, who_am_i)
 from agent_link_core.errors import AgentLinkError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from agent_link_core.app import App
-    from agent_link_core.plugins import Hooks
-
-EXIT_HELP = """\b
-Exit codes:
-  0  success (send: delivered, accepted or queued; find: exactly one match)
-  1  agent-link refused or failed (stderr says why and what to do); send: rejected
-  2  bad usage (unknown option, missing argument)
-  3  send: outcome unknown (not resent; see --retry-unknown)
-  4  find: no match
-  5  find: several matches
-  6  wait, send --wait: timed out before an answer
-  7  send --require-delivered: not delivered (accepted or queued)
-  130  Ctrl-C stopped the command (wait, send --wait: stderr says how to wait again)"""
-EXIT_UNKNOWN, EXIT_NONE, EXIT_MANY, EXIT_TIMEOUT, EXIT_UNDELIVERED = 3, 4, 5, 6, 7
-JSON_FORMAT_VERSION = 1
-
-
-def fail(exc: AgentLinkError) -> NoReturn:
-    """Print an AgentLinkError as one stderr line (plus its hint) and exit: 2 for bad
-    arguments (usage), 1 for everything else (a bad setting included)."""
-    from agent_link_core.cli_text import error_line
-
-    ctx = click.get_current_context(silent=True)
-    # at the root (a setting every command reads) there is no command to point at
-    command = ctx.info_name if ctx is not None and ctx.parent is not None else None
-    path = " ".join(ctx.command_path.split()[1:]) if command is not None and ctx is not None else None
-    click.echo(error_line(exc, command, path or None), err=True)
-    paths = [e.get("path", "") for e in exc.details.get("errors", [])] if exc.code == "invalid_arguments" else []
-    sys.exit(2 if paths and not any(p.startswith(("env.", "file.")) for p in paths) else 1)
-
-
-def get_app(ctx: click.Context) -> App:
-    """The App for this invocation, created on first use and closed at exit; a state that
-    cannot be opened ends the command with :func:`fail`."""
-    try:
-        return open_app(ctx)
-    except AgentLinkError as exc:
-        fail(exc)
-
-
-def open_app(ctx: click.Context) -> App:
-    """Like :func:`get_app`, for a command that reports the failure itself. The App reuses
-    the plugins :func:`plugin_hooks` loaded for the command lookup.
-
-    :raises AgentLinkError: the settings file, the state dir or the database cannot be read.
-    """
-    root = ctx.find_root()
-    if "app" not in root.meta:
-        from agent_link_core.app import App
-
-        options: dict[str, Any] = {"read_only_ok": True} if root.meta.get("read_only_ok") else {}
-        root.meta["app"] = App.create(hooks=plugin_hooks(ctx), **options)
-        root.call_on_close(root.meta["app"].close)
-    return root.meta["app"]
-
-
-def plugin_hooks(ctx: click.Context) -> Hooks:
-    """The plugins of this invocation, loaded once without opening the database (a command
-    that opens none, such as a plugin's settings command, never needs one); the App opened
-    later reuses them.
-
-    :raises AgentLinkError: the settings file cannot be read.
-    """
-    root = ctx.find_root()
-    if "app" in root.meta:
-        return root.meta["app"].hooks
-    if "hooks" not in root.meta:
-        from agent_link_core import plugins
-
-        root.meta["hooks"] = plugins.load_plugins()
-    return root.meta["hooks"]
-
-
-def emit(data: Any, as_json: bool, human: Any, ndjson: bool = False) -> None:
-    """Print ``data`` as JSON (``--json`` indented, ``--ndjson`` one line) or call ``human(data)``.
-    A JSON object without a ``version`` field gets ``version`` :data:`JSON_FORMAT_VERSION`."""
-    if (as_json or ndjson) and isinstance(data, dict) and "version" not in data:
-        data = {"version": JSON_FORMAT_VERSION, **data}
-    if ndjson:
-        click.echo(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
-    elif as_json:
-        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
-    else:
-        human(data)
 
 
 class WholeRange(click.IntRange):
@@ -130,56 +53,6 @@ class FiniteRange(click.FloatRange):
         if number != number:
             self.fail(f"{value!r} is not a number.", param, ctx)
         return number
-
-
-def output_lost(exc: OSError, what: str = "") -> NoReturn:
-    """End a command whose stdout could not be written (a closed pipe, a full disk): one
-    stderr line saying so (``what`` adds what was left undone), exit 1. Stdout is pointed at
-    the null device first, so the interpreter's last flush of the unwritten rest adds nothing."""
-    import os
-
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError):  # no file descriptor (a test runner's stream)
-        pass
-    reason = exc.strerror or type(exc).__name__
-    click.echo(f"agent-link: could not write the output ({reason}){'; ' + what if what else ''}.", err=True)
-    sys.exit(1)
-
-
-def show_then_mark(show: Any, mark: Any, what: str) -> Any:
-    """Print a read (``show()``), make sure it reached stdout, and only then call ``mark()``
-    (what marks the shown mail read): output that never reached its reader marks nothing.
-
-    :param what: what stays undone when the output is lost, for the error line.
-    :returns: what ``mark()`` returns.
-    """
-    try:
-        show()
-        sys.stdout.flush()
-    except OSError as exc:
-        output_lost(exc, what)
-    return mark()
-
-
-def run_async(coro: Any, inline: bool = False) -> Any:
-    """Run a coroutine of the typed API, turning an AgentLinkError into a one-line exit 1.
-
-    :param inline: the call awaits no I/O (see :func:`agent_link_core.aio.run_inline`): run
-        it without starting (or importing) asyncio.
-    """
-    try:
-        if inline:
-            from agent_link_core.aio import run_inline
-
-            return run_inline(coro)
-        import asyncio
-
-        return asyncio.run(coro)
-    except AgentLinkError as exc:
-        fail(exc)
 
 
 def machine_column(sessions: list[dict[str, Any]]) -> list[str] | None:
@@ -224,17 +97,6 @@ def provider_lines(providers: dict[str, Any]) -> None:
             if not ep.get("reachable", True):
                 click.echo(f"agent-link: {name} endpoint {ep.get('id')} ({ep.get('source')}) is unreachable", err=True)
 
-
-
-def interrupted(command: str | None = None) -> NoReturn:
-    """End a command stopped by Ctrl-C: one stderr line, exit 130 (what a shell reports for
-    SIGINT), as the waiting commands do. Click's own handling would print "Aborted!" and exit 1.
-
-    :param command: the command's path after ``agent-link`` (``send``, ``install <host>``), if known.
-    """
-    where = f"agent-link {command}" if command else "agent-link"
-    click.echo(f"{where}: stopped by Ctrl-C (what it had finished stays done).", err=True)
-    sys.exit(130)
 
 
 #: The core's commands: name -> ``"module:attribute"`` of the click command, imported when
@@ -303,7 +165,11 @@ class AgentLinkGroup(click.Group):
         placeholder = self.commands.get(name)
         if not isinstance(placeholder, CoreCommand):
             return
-        command = copy.copy(import_target(placeholder.target))
+        declared = import_target(placeholder.target)
+        if isinstance(declared, Command):
+            self.commands[name] = click_command(declared)
+            return
+        command = copy.copy(declared)
         command.params = list(command.params)
         self.commands[name] = command
 
@@ -337,21 +203,6 @@ class AgentLinkGroup(click.Group):
         return super().list_commands(ctx)
 
 
-def sender_options(app: App) -> list[Any]:
-    """The sender options (:class:`~agent_link_core.harness.SenderOption`) of every harness,
-    one per flag (the first harness by name declaring a flag defines it)."""
-    seen: dict[str, Any] = {}
-    for _, harness in sorted(app.harnesses.declared().items()):  # declared: no harness is built for its flags
-        for option in harness.sender_options:
-            seen.setdefault(option.flag, option)
-    return list(seen.values())
-
-
-def option_param(flag: str) -> str:
-    """The click parameter name of ``--a-flag`` (``a_flag``)."""
-    return flag.lstrip("-").replace("-", "_")
-
-
 def _add_sender_options(command: click.Command, app: App) -> None:
     """Give a sending command (send, reply, status, wait) the harnesses' sender options."""
     present = {p.name for p in command.params}
@@ -373,122 +224,46 @@ def build_cli() -> click.Group:
     return cli
 
 
-# -- what the commands share -----------------------------------------------------------------
-
-#: ``--json``, ``--ndjson`` and ``--envelope`` (a read's messages as a model sees them)
-json_opt = click.option("--json", "as_json", is_flag=True, help="Print one JSON object (indented).")
-ndjson_opt = click.option("--ndjson", is_flag=True, help="Print the same JSON object on one line.")
-envelope_opt = click.option("--envelope", "show_envelope", is_flag=True,
-                            help="Print each message inside its <agent-link-message> envelope (what a model sees).")
-
-
-def with_from(f: Any) -> Any:
-    """``--from ADDRESS``, plus the sender options the installed harnesses declare
-    (added when the command is looked up: :meth:`AgentLinkGroup.get_command`)."""
-    f = click.option("--from", "from_address", help="Act as this address (unverified).")(f)
-    f.__agent_link_sender_options__ = True
-    return f
+def click_param(p: Param) -> click.Parameter:
+    """Click's parameter for a declared one (:class:`agent_link_core.cli_run.Param`)."""
+    if p.argument:
+        return click.Argument([p.name], required=p.required)
+    low, high = (None if n is None else int(n) for n in (p.low, p.high))
+    kind: Any = {"whole": lambda: WholeRange(low, high), "finite": lambda: FiniteRange(p.low, p.high),
+                 "choice": lambda: click.Choice(list(p.choices)), "file": lambda: click.Path(dir_okay=False),
+                 }.get(p.kind or "", lambda: None)()
+    return click.Option([*p.decls, p.name], type=kind, is_flag=p.flag, default=p.default, help=p.help,
+                        show_default=p.show_default)
 
 
-def with_reader_from(f: Any) -> Any:
-    """``--from ADDRESS`` for a command that shows mail: the address must be proved, as
-    for ``--as`` (the help says so; :func:`who_am_i` with ``reading``)."""
-    f = click.option("--from", "from_address",
-                     help="Read as this address: only inside that address's own session (its AGENT_LINK_ADDRESS), "
-                          "or where the machine's user set AGENT_LINK_INSPECT_ALL=1.")(f)
-    f.__agent_link_sender_options__ = True
-    return f
+def click_command(declared: Command) -> click.Command:
+    """A fresh click command for a declared core command (plugins and sender options may add
+    options to it, never to the declaration)."""
+    command = click.command(declared.name, epilog=declared.epilog)(click.pass_context(declared.callback))
+    command.params = [click_param(p) for p in declared.params]
+    command.callback.__agent_link_sender_options__ = declared.sender  # type: ignore[union-attr]
+    return command
 
 
-def who_am_i(app: App, from_address: str | None, named: dict[str, Any], *, reading: bool = False) -> Any:
-    """The caller a command acts as: ``--from`` / a harness's sender options, else the
-    current session. With ``reading`` (the command shows mail) the reader, named or not,
-    must be proved, as ``--as`` is (:func:`agent_link_core.identity.prove_reader`)."""
-    from agent_link_core.identity import named_sender
+def declared_option(declared: Param) -> Callable[[Any], Any]:
+    """A click option decorator for a declared flag or text option (for plugins' click commands);
+    ``--from`` (:data:`~agent_link_core.cli_run.FROM`, ``READER_FROM``) brings the sender
+    options the installed harnesses declare (added when the command is looked up:
+    :meth:`AgentLinkGroup.get_command`)."""
+    def add(f: Any) -> Any:
+        f = click.option(*declared.decls, declared.name, is_flag=declared.flag, help=declared.help)(f)
+        if declared in (FROM, READER_FROM):
+            f.__agent_link_sender_options__ = True
+        return f
 
-    if from_address is not None and not from_address.strip():
-        raise click.UsageError("--from is empty: give an address such as team:alice, or leave the option out")
-
-    given: dict[str, str] = {}
-    for option in sender_options(app):
-        value = named.get(option.param)
-        if value is None:
-            continue
-        if option.requires and named.get(option_param(option.requires)) is None:
-            raise click.UsageError(f"{option.flag} needs {option.requires}")
-        given[option.key] = value
-    try:
-        me = named_sender(app, explicit=from_address, named=given or None)
-    except AgentLinkError as exc:
-        fail(exc)
-    if reading and me.known:  # named or not, the reader must be proved (identity.prove_reader)
-        from agent_link_core.identity import prove_reader, reader_proved_here
-
-        if not reader_proved_here(app, me.address):
-            run_async(prove_reader(app, me.address))  # refused: one line, exit 1
-    return me
+    return add
 
 
-def as_caller(app: App, as_address: str | None) -> Any:
-    """The reader of a command that shows mail: ``--as ADDRESS`` (checked) or the current
-    session, proved either way (:func:`agent_link_core.identity.prove_reader`: only that
-    address itself or a process with ``AGENT_LINK_INSPECT_ALL`` reads as it; a one-line
-    error and exit otherwise)."""
-    from agent_link_core.cli_text import address_error
-    from agent_link_core.identity import prove_reader, reader_proved_here
-    from agent_link_core.model import Caller, address_scheme
-
-    if as_address is None:
-        me = app.caller()
-        address = me.address if me.known else None
-    else:
-        problem = address_error(as_address, "as")
-        if problem is not None:
-            fail(problem)
-        me, address = Caller(as_address, "cli", address_scheme(as_address)), as_address
-    if address is not None and not reader_proved_here(app, address):
-        run_async(prove_reader(app, address))  # refused: one line, exit 1
-    return me
+#: ``--json``, ``--ndjson``, ``--envelope`` (a read's messages as a model sees them), ``--from``
+#: and ``--from`` for a command that shows mail (proved as ``--as`` is: :func:`who_am_i` with ``reading``)
+json_opt, ndjson_opt, envelope_opt, with_from, with_reader_from = map(declared_option, (JSON, NDJSON, ENVELOPE, FROM, READER_FROM))
 
 
 def main() -> None:
     """Entry point of the ``agent-link`` command (everything but the hook fast path)."""
-    import sqlite3
-
-    try:
-        build_cli()(prog_name="agent-link")
-    except KeyboardInterrupt:  # before or after a command ran (starting up, parsing): no traceback for it
-        interrupted()
-    except OSError as exc:
-        import errno
-
-        # commands report their own file errors as messages: what reaches here with these is
-        # stdout failing (a closed pipe, a full disk or quota)
-        if exc.errno in (errno.EPIPE, errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EIO):
-            output_lost(exc)
-        raise_internal(exc)
-    except AgentLinkError as exc:  # raised outside a command's own handling (who is calling; a write the store refused)
-        fail(exc)
-    except sqlite3.DatabaseError as exc:
-        from agent_link_core.config import load_config
-        from agent_link_core.store import database_error, is_corruption, record_damage
-
-        try:
-            path = load_config().db_path
-        except AgentLinkError:
-            path = "agent-link.db"
-        if is_corruption(exc):
-            record_damage(path, None, str(exc))
-        fail(database_error(path, exc))
-    except Exception as exc:  # a bug must still read as one line, not a traceback
-        raise_internal(exc)
-
-
-def raise_internal(exc: BaseException) -> NoReturn:
-    """Report an unexpected exception as one ``internal_error`` line (the traceback goes to the log)."""
-    import logging
-
-    logging.getLogger(__name__).exception("agent-link failed", exc_info=exc)
-    fail(AgentLinkError("internal_error", f"agent-link failed unexpectedly ({type(exc).__name__}).",
-                        {"cause": type(exc).__name__},
-                        hint="Rerun with AGENT_LINK_DEBUG=1 (the log names the cause) and report it."))
+    guarded(lambda: build_cli()(prog_name="agent-link"))

@@ -12,19 +12,23 @@ the same loop in every plugin::
 pluggy finds them by the module attribute's name, like any hook implementation.
 
 Commands and tool handlers are declared here and imported when used
-(:class:`LazyCommand`, :func:`lazy_handler`; the plugin guide, docs/plugins.md, section 1).
+(:class:`~agent_link_core.lazy_command.LazyCommand`, :func:`lazy_handler`; the plugin guide, docs/plugins.md, section 1).
 """
 
 from __future__ import annotations
 
 import importlib
-import sys
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-import click
-
+from agent_link_core.cli_run import import_target
 from agent_link_core.hookspecs import hookimpl
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import click
+
+    from agent_link_core.lazy_command import LazyCommand
 
 Records = Iterable[Any] | str
 
@@ -70,97 +74,23 @@ def migrations(records: Records) -> Callable[[], list[Any]]:
 # name what the plugin declared.
 
 
-def import_target(target: str) -> Any:
-    """The object ``"package.module:attribute"`` names (the module imported now).
-
-    :raises ValueError: ``target`` has no ``:``.
-    :raises Exception: whatever importing the module raises (``ImportError``, or the
-        module's own failure), and ``AttributeError`` for a missing attribute.
-    """
-    module, sep, attribute = target.partition(":")
-    if not sep or not module or not attribute:
-        raise ValueError(f"{target!r} is not 'package.module:attribute'")
-    return getattr(importlib.import_module(module), attribute)
-
-
-def _owner_of(ctx: click.Context | None, target: str) -> tuple[Any, str]:
-    """The invocation's hooks (the App's, or those the CLI loaded before opening it; or None)
-    and the plugin whose package holds ``target``."""
-    meta = ctx.find_root().meta if ctx is not None else {}
-    hooks = getattr(meta.get("app"), "hooks", None) or meta.get("hooks")
-    plugin = hooks.plugin_of_module(target.partition(":")[0]) if hooks is not None else None
-    return hooks, plugin or target.partition(".")[0]
-
-
-class LazyCommand(click.Command):
-    """A click command declared by name and help; its code is imported when it runs.
-
-    ``agent-link --help`` lists it from the declaration; ``agent-link NAME ...`` (and
-    ``NAME --help``) imports ``target`` and runs the real command in its place. A target
-    that cannot be imported ends that command alone with one stderr line naming the plugin
-    and exit 1, and is reported as the plugin's problem (``agent-link plugins``, health).
-
-    :param name: the command's name (``endpoints``, ``web``).
-    :param target: ``"package.module:attribute"`` of the real :class:`click.Command`, or of
-        a function without arguments returning it.
-    :param help: the first paragraph of its help (the root ``--help`` shortens it as it
-        would the real command's).
-    """
-
-    def __init__(self, name: str, target: str, help: str) -> None:
-        super().__init__(name, help=help, add_help_option=False)
-        self.target = target
-        self._loaded: click.Command | None = None
-
-    def load(self, ctx: click.Context | None = None) -> click.Command:
-        """The real command (imported on first use).
-
-        :raises SystemExit: exit 1 after one stderr line when it cannot be imported.
-        """
-        if self._loaded is not None:
-            return self._loaded
-        try:
-            command = import_target(self.target)
-            if not isinstance(command, click.Command) and callable(command):  # a factory building it
-                command = command()
-            if not isinstance(command, click.Command):
-                raise TypeError(f"{self.target} is a {type(command).__name__}, not a click command")
-        except (Exception, SystemExit) as exc:  # the plugin's fault: only this command is lost
-            from agent_link_core.boundary import describe
-
-            hooks, plugin = _owner_of(ctx, self.target)
-            error = f"command {self.name!r} cannot load: {describe(exc)}"
-            if hooks is not None:  # reported like any plugin failure: one log line on stderr, health, plugins
-                hooks.boundary.fault(plugin, f"command {self.name}", error, exc=exc if isinstance(exc, Exception) else None)
-            else:
-                click.echo(f"agent-link {self.name}: the {plugin} plugin's {error}. Reinstall the plugin, or turn it off: "
-                           f"AGENT_LINK_DISABLE_PLUGINS={plugin}", err=True)
-            sys.exit(1)
-        self._loaded = command
-        return command
-
-    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
-                     **extra: Any) -> click.Context:
-        """Parse ``args`` with the real command (which then runs in this one's place)."""
-        return self.load(parent).make_context(info_name, args, parent=parent, **extra)
-
-    def invoke(self, ctx: click.Context) -> Any:
-        """Run the real command (for callers that invoke a declared command directly)."""
-        return self.load(ctx).invoke(ctx)
-
-
 def command(name: str, target: str, help: str) -> LazyCommand:
-    """A :class:`LazyCommand` for ``cli.add_command(...)`` in ``agent_link_register_commands``."""
+    """A :class:`~agent_link_core.lazy_command.LazyCommand` for ``cli.add_command(...)`` in
+    ``agent_link_register_commands`` (click is imported then, never to register a plugin)."""
+    from agent_link_core.lazy_command import LazyCommand
+
     return LazyCommand(name, target, help)
 
 
-def commands(*declared: LazyCommand) -> Callable[[click.Group], None]:
-    """An ``agent_link_register_commands`` implementation adding each declared command."""
+def commands(*declared: LazyCommand | tuple[str, str, str]) -> Callable[[click.Group], None]:
+    """An ``agent_link_register_commands`` implementation adding each declared command: a
+    :func:`command`, or its ``(name, target, help)`` (made into one when the hook runs, so a
+    plugin module declaring its commands at import imports no click)."""
 
     @hookimpl
     def register_commands(cli: click.Group) -> None:
         for cmd in declared:
-            cli.add_command(cmd)
+            cli.add_command(command(*cmd) if isinstance(cmd, tuple) else cmd)
 
     return register_commands
 

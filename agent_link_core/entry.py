@@ -3,7 +3,9 @@
 ``agent-link hook ...`` is dispatched before anything heavy is imported: hosts run it on
 every prompt, so it must not pay for click, pluggy, mcp or pydantic. ``agent-link mcp`` starts
 its start-up front (:mod:`agent_link_core.fastfront`) first for the same reason. Every other
-command reads the installed plugins from the entry-point cache (:mod:`agent_link_core.discovery`).
+command reads the installed plugins from the entry-point cache (:mod:`agent_link_core.discovery`);
+the hot ones (``inbox``, ``send``, ``reply``...) run without click when their arguments parse
+(:func:`agent_link_core.cli_run.run_fast`).
 """
 
 import os
@@ -31,6 +33,10 @@ def main() -> None:
     from agent_link_core import discovery
 
     discovery.USE_CACHE = True  # a whole process of its own: entry points come from the checked cache
+    from agent_link_core import cli_run
+
+    if cli_run.guarded(lambda: cli_run.run_fast(argv)):  # the hot commands, without click
+        return
     from agent_link_core.cli import main as cli_main
 
     cli_main()

@@ -29,18 +29,18 @@ itself (a debugger, or running the host program to make it write its own records
 from __future__ import annotations
 
 import dataclasses
-import logging
 import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from agent_link_core.errors import AgentLinkError, invalid_arguments
+from agent_link_core.lazy_log import LazyLogger
 from agent_link_core.model import RUNTIME_SOURCES, Caller, address_scheme, is_address
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
 
-log = logging.getLogger(__name__)
+log = LazyLogger(__name__)
 # Sessions found once per process: a session that existed keeps its address (archived
 # sessions still exist), so a long-lived server asks its host once per sender.
 _existing: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()

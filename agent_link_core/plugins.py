@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import logging
 import os
 import sys
 import types
@@ -26,11 +25,10 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import pluggy
 
+from agent_link_core.lazy_log import LazyLogger
 from agent_link_core import discovery, hookspecs
 from agent_link_core.aio import run_blocking
 from agent_link_core.config import check_setting
-from agent_link_core.harness import check_harness
-from agent_link_core.records import check_prompt_hook
 from agent_link_core.boundary import (
     Boundary,
     CORE_PLUGIN,
@@ -56,7 +54,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.store import Migration
     from agent_link_core.tools.registry import ToolSpec
 
-log = logging.getLogger(__name__)
+log = LazyLogger(__name__)
 
 ENTRY_POINT_GROUP = "agent_link"
 DEFAULT_PLUGINS = ("agent_link_core.default_plugins",)
@@ -387,6 +385,8 @@ class Hooks:
 
     def harnesses(self) -> dict[str, Harness]:
         """All accepted harnesses by name (address scheme)."""
+        from agent_link_core.harness_decl import check_harness
+
         return self.collect("harness", "agent_link_register_harnesses", check_harness)
 
     def tools(self) -> dict[str, ToolSpec]:
@@ -395,7 +395,7 @@ class Hooks:
         First checks each harness's send options and result fields, which become part of
         ``message_agent``: a harness whose declarations are refused leaves its plugin out."""
         if "tool" not in self._records:
-            from agent_link_core.harness import HarnessDeclaration
+            from agent_link_core.harness_decl import HarnessDeclaration
             from agent_link_core.tools.core_tools import check_send_declarations
 
             # the built harnesses: what a declared one declares for message_agent is in its code
@@ -430,6 +430,8 @@ class Hooks:
         :raises AgentLinkError: ``internal_error`` when a record is malformed (harness name,
             module path) or two plugins claim one harness.
         """
+        from agent_link_core.records import check_prompt_hook
+
         records = self.collect("prompt hook", "agent_link_register_prompt_hooks", check_prompt_hook)
         return {name: (rec, self.owner("prompt hook", name) or "?") for name, rec in records.items()}
 

@@ -12,11 +12,11 @@ so two MCP clients without a host plugin can find each other.
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from agent_link_core.lazy_log import LazyLogger
 from agent_link_core.addresses import address_scheme, is_address
 from agent_link_core.model import Session
 from agent_link_core.store import Migration, Store, now_ms
@@ -45,7 +45,7 @@ _started: tuple[str, tuple[Any, ...] | None] | None = None
 # An address read by a short-lived process (a CLI inbox read) counts as live this long.
 RECENT_MS = 10 * 60_000
 MAX_SUGGESTIONS = 3
-log = logging.getLogger(__name__)
+log = LazyLogger(__name__)
 
 
 def record(store: Store, address: str, source: str, pid: int | None = None) -> None:

@@ -25,7 +25,6 @@ push may have landed but its answer was lost; it is never pushed again unless as
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -34,6 +33,7 @@ from agent_link_core.envelope import MAX_ENVELOPE_BODY_CHARS, MAX_ESCAPED_CHARS,
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import Delivery, Harness
 from agent_link_core.identity import prove_sender
+from agent_link_core.lazy_log import LazyLogger
 from agent_link_core.mailbox import check_body, check_labels, iso, new_message_id
 from agent_link_core.model import Caller, address_scheme, is_address, is_ulid
 from agent_link_core.records import OutgoingMessage, SendContext
@@ -42,7 +42,7 @@ from agent_link_core.store import now_ms
 if TYPE_CHECKING:
     from agent_link_core.app import App
 
-log = logging.getLogger("agent_link_core.app")  # the App's operations log under its name, as before the split
+log = LazyLogger("agent_link_core.app")  # the App's operations log under its name, as before the split
 
 
 #: What status says of a push the host accepted but has not shown the model yet.

@@ -24,11 +24,12 @@ other client gets every tool.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-log = logging.getLogger(__name__)
+from agent_link_core.lazy_log import LazyLogger
+
+log = LazyLogger(__name__)
 
 ALL = "all"
 MESSAGING = "messaging"

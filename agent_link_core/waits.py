@@ -7,12 +7,12 @@ One :class:`Waits` per :class:`~agent_link_core.app.App` (``app.waits``); ``app.
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from agent_link_core.errors import AgentLinkError
+from agent_link_core.lazy_log import LazyLogger
 from agent_link_core.mailbox import Visibility
 from agent_link_core.model import Caller, address_scheme
 from agent_link_core.store import now_ms
@@ -21,7 +21,7 @@ from agent_link_core.wake import Wakeup
 if TYPE_CHECKING:
     from agent_link_core.app import App
 
-log = logging.getLogger("agent_link_core.app")  # the App's operations log under its name, as before the split
+log = LazyLogger("agent_link_core.app")  # the App's operations log under its name, as before the split
 
 # MCP clients cut tool calls at 60 s or more (hosts have used 60, 120 and 300 s); a single
 # wait never holds a call longer than this, and says so, so the caller can simply wait again.

@@ -103,8 +103,12 @@ LOOP_MODULES = ("asyncio", "ssl")
 #: nor the role table's code (no roles.json in a fresh state dir) nor pathlib (no plugin's
 #: load makes a path)
 UNUSED_MODULES = ("agent_link_roles.table", "pathlib")
-#: an inbox read lists no sessions and sends nothing
-INBOX_HEAVY_MODULES = ("agent_link_core.directory",)
+#: the hot commands parse their arguments without click (agent_link_core.cli_run.run_fast);
+#: logging is imported only when something is logged (agent_link_core.lazy_log)
+CLI_MODULES = ("click", "logging")
+#: an inbox read lists no sessions, sends nothing and checks no health
+INBOX_HEAVY_MODULES = ("agent_link_core.directory", "agent_link_core.sending", "agent_link_core.health",
+                       "agent_link_core.records", "agent_link_core.harness")
 
 
 def other_commands(command: str) -> tuple[str, ...]:
@@ -138,7 +142,7 @@ def test_send_and_inbox_import_no_heavy_module(tmp_path: Path, args: tuple[str, 
     pull the code behind it into a plain command. The probe runs twice: the first run of a
     new search path scans the entry points (importlib.metadata), the console script's
     later runs read them from the cache (agent_link_core.discovery)."""
-    watched = (HEAVY_MODULES + LOOP_MODULES + UNUSED_MODULES + other_commands(args[0])
+    watched = (HEAVY_MODULES + LOOP_MODULES + UNUSED_MODULES + CLI_MODULES + other_commands(args[0])
                + (INBOX_HEAVY_MODULES if args[0] == "inbox" else ()))
     env = {k: v for k, v in os.environ.items() if k != "AGENT_LINK_LOAD_PLUGINS"}
     env["AGENT_LINK_ADDRESS"] = "test:alice"
@@ -161,7 +165,7 @@ def test_every_declared_command_matches_the_command_it_names() -> None:
     import click
 
     from agent_link_core.cli import build_cli
-    from agent_link_core.contribute import LazyCommand
+    from agent_link_core.lazy_command import LazyCommand
 
     cli = build_cli()
     ctx = click.Context(cli)

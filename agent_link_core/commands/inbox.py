@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import click
-
-from agent_link_core.cli import EXIT_HELP, WholeRange, as_caller, emit, envelope_opt, fail, get_app, json_opt, ndjson_opt, show_then_mark
+from agent_link_core.cli_run import ENVELOPE, JSON, NDJSON, as_caller, command, echo, emit, fail, get_app, option, show_then_mark, usage_error
 from agent_link_core.commands.mail import print_messages
 from agent_link_core.errors import AgentLinkError
 
@@ -56,18 +54,15 @@ def as_read(app: App, data: dict[str, Any], ids: list[str]) -> dict[str, Any]:
     return data
 
 
-@click.command(epilog=EXIT_HELP)
-@click.option("--as", "as_address", help="Read the mailbox of this address (default: the current session).")
-@click.option("--limit", type=WholeRange(1, 100), default=20, show_default=True)
-@click.option("--peek", is_flag=True, help="Do not mark the messages delivered.")
-@click.option("--all", "all_mail", is_flag=True, help="Also list messages already read or resolved (newest first).")
-@click.option("--message-id", "message_id", help="Read this one message in pages (one too large for one read).")
-@click.option("--offset", type=WholeRange(0, 1_000_000), help="With --message-id: where the page starts (characters).")
-@envelope_opt
-@json_opt
-@ndjson_opt
-@click.pass_context
-def inbox(ctx: click.Context, as_address: str | None, limit: int, peek: bool, all_mail: bool, message_id: str | None,
+@command(
+    option("--as", "as_address", help="Read the mailbox of this address (default: the current session)."),
+    option("--limit", kind="whole", low=1, high=100, default=20, show_default=True),
+    option("--peek", flag=True, help="Do not mark the messages delivered."),
+    option("--all", "all_mail", flag=True, help="Also list messages already read or resolved (newest first)."),
+    option("--message-id", "message_id", help="Read this one message in pages (one too large for one read)."),
+    option("--offset", kind="whole", low=0, high=1_000_000, help="With --message-id: where the page starts (characters)."),
+    ENVELOPE, JSON, NDJSON)
+def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, all_mail: bool, message_id: str | None,
           offset: int | None, show_envelope: bool, as_json: bool, ndjson: bool) -> None:
     """Read the messages other agents sent to this session (open ones; --all: every one).
 
@@ -78,9 +73,9 @@ def inbox(ctx: click.Context, as_address: str | None, limit: int, peek: bool, al
     from agent_link_core.cli_text import terminal_safe
 
     if offset is not None and message_id is None:
-        raise click.UsageError("--offset needs --message-id")
+        usage_error("--offset needs --message-id")
     if message_id is not None and all_mail:
-        raise click.UsageError("choose one of --message-id and --all")
+        usage_error("choose one of --message-id and --all")
     app = get_app(ctx)
     caller = as_caller(app, as_address)
     # Read without marking, print, and mark only what the output showed once it was
@@ -109,19 +104,19 @@ def inbox(ctx: click.Context, as_address: str | None, limit: int, peek: bool, al
         page = d.get("page")
         if page is not None:  # one message too large for one read: a part of its envelope
             end = page["nextOffset"] if page["nextOffset"] is not None else page["totalChars"]
-            click.echo(f"message {page['messageId']}, characters {page['offset']}-{end} of {page['totalChars']} of its envelope:")
-            click.echo(terminal_safe(d["renderedBlock"]))
+            echo(f"message {page['messageId']}, characters {page['offset']}-{end} of {page['totalChars']} of its envelope:")
+            echo(terminal_safe(d["renderedBlock"]))
             if page["nextOffset"] is not None:
                 who = f" --as {d['address']}" if as_address else ""
-                click.echo(f"Read on with: agent-link inbox{who} --message-id {page['messageId']} --offset {page['nextOffset']}")
+                echo(f"Read on with: agent-link inbox{who} --message-id {page['messageId']} --offset {page['nextOffset']}")
             return
         if not d["messages"]:
-            click.echo(f"No {'' if all_mail else 'open '}messages for {d['address']}.")
+            echo(f"No {'' if all_mail else 'open '}messages for {d['address']}.")
             return
         print_messages(app, d["messages"], show_envelope)
         if d.get("more"):
-            click.echo(f"{d['remainingCount']} more message(s) wait: run agent-link inbox again.")
-        click.echo("Answer one with: agent-link reply MESSAGE_ID TEXT [--decline | --done]")
+            echo(f"{d['remainingCount']} more message(s) wait: run agent-link inbox again.")
+        echo("Answer one with: agent-link reply MESSAGE_ID TEXT [--decline | --done]")
 
     def mark_shown() -> None:
         try:

@@ -6,9 +6,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-import click
-
-from agent_link_core.cli import fail, run_async
+from agent_link_core.cli_run import echo, fail, run_async
 from agent_link_core.errors import AgentLinkError
 
 TYPE_CHECKING = False
@@ -24,9 +22,9 @@ def print_messages(app: App, views: list[dict[str, Any]], show_envelope: bool) -
     for view in views:
         row = rows[view["id"]]
         if show_envelope:  # the envelope the read already rendered (conversation, wait), else rendered now
-            click.echo(view.get("envelope") or app.mailbox.envelope(row))
+            echo(view.get("envelope") or app.mailbox.envelope(row))
         else:
-            click.echo("\n".join(message_lines(view, row["body"])))
+            echo("\n".join(message_lines(view, row["body"])))
 
 
 def wait_all(app: App, caller: Any, message_id: str, timeout_ms: int) -> dict[str, Any]:
@@ -56,7 +54,7 @@ def mark_reply(app: App, me: Any, data: dict[str, Any]) -> None:
 
 
 def print_wait(app: App, d: dict[str, Any], show_envelope: bool) -> None:
-    click.echo(f"{d['outcome']} after {d['waitedMs']} ms")
+    echo(f"{d['outcome']} after {d['waitedMs']} ms")
     if d.get("reply"):
         print_messages(app, [d["reply"]], show_envelope)
 

@@ -3,42 +3,37 @@
 import sys
 from typing import Any
 
-import click
-
-from agent_link_core.cli import (EXIT_HELP, EXIT_TIMEOUT, EXIT_UNDELIVERED, EXIT_UNKNOWN, FiniteRange, WholeRange, emit, fail, get_app, json_opt,
-                                 ndjson_opt, run_async, show_then_mark, who_am_i, with_from)
+from agent_link_core.cli_run import (EXIT_TIMEOUT, EXIT_UNDELIVERED, EXIT_UNKNOWN, FROM, JSON, NDJSON, argument, command, echo, emit, fail,
+                                     get_app, option, run_async, show_then_mark, usage_error, who_am_i)
 from agent_link_core.commands.mail import mark_reply, message_text, print_wait, wait_all
 from agent_link_core.errors import AgentLinkError
 
 
-@click.command(epilog=EXIT_HELP)
-@click.argument("target")
-@click.argument("text", required=False)
-@click.option("--file", "file", type=click.Path(dir_okay=False), help="Read the text from this file (at most 64 KiB).")
-@click.option("--message-id", help="A ULID or UUID making retries idempotent (same id + same message = no resend).")
-@click.option("--ttl-ms", type=WholeRange(1, None), help="Give up pushing this long after the first attempt.")
-@click.option("--reply-by", help="Deadline for an answer (ISO 8601 with a zone); implies --anticipation reply.")
-@click.option("--anticipation", type=click.Choice(["reply", "action", "fyi"]))
-@click.option("--wait", "wait_reply", is_flag=True, help="Wait for the recipient's resolution (implies reply).")
-@click.option("--timeout-ms", type=WholeRange(0, 600000), default=60000, show_default=True, help="With --wait (at most 600000).")
-@click.option("--retry-count", type=WholeRange(0, 20), default=0, show_default=True)
-@click.option("--retry-delay-ms", type=WholeRange(0, 60000), default=500, show_default=True)
-@click.option("--retry-backoff", type=FiniteRange(1.0, 10.0), default=2.0, show_default=True)
-@click.option("--retry-jitter", type=FiniteRange(0.0, 1.0), default=0.1, show_default=True)
-@click.option("--retry-unknown", is_flag=True, help="Push again a message whose earlier outcome was unknown.")
-@click.option("--require-known", is_flag=True, help="Refuse an address no process has ever served (typo guard).")
-@click.option("--require-delivered", is_flag=True, help=f"Exit {EXIT_UNDELIVERED} unless the outcome is delivered.")
-@click.option("--correlation-id", help="Your id tying this message to others (stored, part of the idempotency check).")
-@click.option("--from-project", help="The sender's project name (stored with the message).")
-@click.option("--label", "sender_label", help="A label for the sender, e.g. its role (stored with the message).")
-@click.option("--envelope", "envelope_format", type=click.Choice(["agent-link", "intercom-v2"]), default="agent-link",
-              show_default=True, help="What the recipient's model reads: agent-link's envelope, or agent-session-intercom's v2"
-              " text (for harnesses that support it).")
-@with_from
-@json_opt
-@ndjson_opt
-@click.pass_context
-def send(ctx: click.Context, target: str, text: str | None, file: str | None, message_id: str | None, ttl_ms: int | None,
+@command(
+    argument("target"),
+    argument("text", required=False),
+    option("--file", "file", kind="file", help="Read the text from this file (at most 64 KiB)."),
+    option("--message-id", help="A ULID or UUID making retries idempotent (same id + same message = no resend)."),
+    option("--ttl-ms", kind="whole", low=1, help="Give up pushing this long after the first attempt."),
+    option("--reply-by", help="Deadline for an answer (ISO 8601 with a zone); implies --anticipation reply."),
+    option("--anticipation", kind="choice", choices=("reply", "action", "fyi")),
+    option("--wait", "wait_reply", flag=True, help="Wait for the recipient's resolution (implies reply)."),
+    option("--timeout-ms", kind="whole", low=0, high=600000, default=60000, show_default=True, help="With --wait (at most 600000)."),
+    option("--retry-count", kind="whole", low=0, high=20, default=0, show_default=True),
+    option("--retry-delay-ms", kind="whole", low=0, high=60000, default=500, show_default=True),
+    option("--retry-backoff", kind="finite", low=1.0, high=10.0, default=2.0, show_default=True),
+    option("--retry-jitter", kind="finite", low=0.0, high=1.0, default=0.1, show_default=True),
+    option("--retry-unknown", flag=True, help="Push again a message whose earlier outcome was unknown."),
+    option("--require-known", flag=True, help="Refuse an address no process has ever served (typo guard)."),
+    option("--require-delivered", flag=True, help=f"Exit {EXIT_UNDELIVERED} unless the outcome is delivered."),
+    option("--correlation-id", help="Your id tying this message to others (stored, part of the idempotency check)."),
+    option("--from-project", help="The sender's project name (stored with the message)."),
+    option("--label", "sender_label", help="A label for the sender, e.g. its role (stored with the message)."),
+    option("--envelope", "envelope_format", kind="choice", choices=("agent-link", "intercom-v2"), default="agent-link",
+           show_default=True, help="What the recipient's model reads: agent-link's envelope, or agent-session-intercom's v2"
+           " text (for harnesses that support it)."),
+    FROM, JSON, NDJSON)
+def send(ctx: Any, target: str, text: str | None, file: str | None, message_id: str | None, ttl_ms: int | None,
          reply_by: str | None, anticipation: str | None, wait_reply: bool, timeout_ms: int, retry_count: int,
          retry_delay_ms: int, retry_backoff: float, retry_jitter: float, retry_unknown: bool, require_known: bool,
          require_delivered: bool, correlation_id: str | None, from_project: str | None, sender_label: str | None,
@@ -58,7 +53,7 @@ def send(ctx: click.Context, target: str, text: str | None, file: str | None, me
 
     body = message_text(text, file)
     if not target.strip():
-        raise click.UsageError("TARGET is empty: give an address, a contact alias or a session id")
+        usage_error("TARGET is empty: give an address, a contact alias or a session id")
     problem = address_error(target.strip(), "to") if looks_like_bad_address(target.strip()) else None
     if problem is not None:
         fail(problem)
@@ -70,7 +65,7 @@ def send(ctx: click.Context, target: str, text: str | None, file: str | None, me
         if anticipation is None:
             anticipation = "reply"
     if wait_reply and anticipation == "fyi":
-        raise click.UsageError("--wait expects an answer; it cannot go with --anticipation fyi")
+        usage_error("--wait expects an answer; it cannot go with --anticipation fyi")
     app = get_app(ctx)
     me = who_am_i(app, from_address, named, reading=wait_reply)  # --wait shows the answer: a read, checked before sending
     from agent_link_core.sending import RetryPolicy
@@ -88,27 +83,27 @@ def send(ctx: click.Context, target: str, text: str | None, file: str | None, me
     data = result.to_dict()
     if wait_reply and result.outcome in ("delivered", "accepted", "queued") and result.message_id:
         try:
-            click.echo(f"{result.outcome}: {result.message_id}; waiting up to {timeout_ms / 1000:g} s for the answer "
+            echo(f"{result.outcome}: {result.message_id}; waiting up to {timeout_ms / 1000:g} s for the answer "
                        "(Ctrl-C stops waiting)", err=True)
             data["wait"] = wait_all(app, me, result.message_id, timeout_ms)
         except KeyboardInterrupt:  # the message is sent: its id must not be lost with the wait
-            click.echo(f"{result.outcome}: {result.message_id} to {data['to'] or target} "
+            echo(f"{result.outcome}: {result.message_id} to {data['to'] or target} "
                        f"(stopped waiting; `agent-link wait {result.message_id}` waits again)", err=True)
             sys.exit(130)
 
     def human(d: dict[str, Any]) -> None:
         line = f"{d['outcome']}: {d['messageId'] or '-'} to {d['to'] or target}"
-        click.echo(line + (" (already sent; nothing resent)" if d["duplicate"] else ""))
+        echo(line + (" (already sent; nothing resent)" if d["duplicate"] else ""))
         if d.get("error"):
-            click.echo(f"agent-link: {cli_words(d['error']['message'], 'send')} {cli_words(d['error'].get('hint') or '', 'send')}".rstrip(), err=True)
+            echo(f"agent-link: {cli_words(d['error']['message'], 'send')} {cli_words(d['error'].get('hint') or '', 'send')}".rstrip(), err=True)
         for w in d.get("warnings", []):
-            click.echo(f"warning: {cli_words(w['message'], 'send')}", err=True)
+            echo(f"warning: {cli_words(w['message'], 'send')}", err=True)
         if "wait" in d:
             print_wait(app, d["wait"], False)
 
     if (as_json or ndjson) and data.get("warnings"):
         for w in data["warnings"]:  # scripts read stdout; people still see warnings
-            click.echo(f"warning: {cli_words(w['message'], 'send')}", err=True)
+            echo(f"warning: {cli_words(w['message'], 'send')}", err=True)
     show_then_mark(lambda: emit(data, as_json, human, ndjson), lambda: mark_reply(app, me, data.get("wait") or {}),
                    "the reply stays unread")
     if "wait" in data and data["wait"]["outcome"] == "timeout":

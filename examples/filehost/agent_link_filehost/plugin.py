@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from agent_link_core import hookimpl
 from agent_link_core.contribute import migrations, registers
 from agent_link_core.config import Setting
-from agent_link_core.harness import HarnessDeclaration
+from agent_link_core.harness_decl import HarnessDeclaration
 from agent_link_core.store import Migration
 
 if TYPE_CHECKING:  # pragma: no cover

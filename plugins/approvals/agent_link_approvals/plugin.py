@@ -16,12 +16,12 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import click
 
 from agent_link_core import hookimpl
 from agent_link_core.config import Setting
 
 if TYPE_CHECKING:  # pragma: no cover
+    import click
     from agent_link_core.app import App
 
 

@@ -10,15 +10,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import click
 
 from agent_link_core import hookimpl
 from agent_link_core.contribute import registers
 from agent_link_core.config import Setting
-from agent_link_core.harness import HarnessDeclaration
-from agent_link_core.records import PromptHook
+from agent_link_core.harness_decl import HarnessDeclaration
 
 if TYPE_CHECKING:  # pragma: no cover
+    import click
+
+    from agent_link_core.records import PromptHook
     from agent_link_core.mailbox import OutgoingMessage, SendContext
 
 SETTINGS = (
@@ -73,6 +74,8 @@ def agent_link_register_commands(cli: click.Group) -> None:
 @hookimpl
 def agent_link_register_prompt_hooks(register: Callable[[PromptHook], None]) -> None:
     """``agent-link hook claude <SessionStart|UserPromptSubmit|Stop>`` runs :mod:`agent_link_claude.hook`."""
+    from agent_link_core.records import PromptHook
+
     register(PromptHook("claude", "agent_link_claude.hook"))
 
 

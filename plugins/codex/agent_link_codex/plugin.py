@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from agent_link_core import hookimpl
 from agent_link_core.contribute import migrations, registers
-from agent_link_core.harness import HarnessDeclaration
+from agent_link_core.harness_decl import HarnessDeclaration
 
 from agent_link_codex.schema import MIGRATIONS
 from agent_link_codex.settings import SENDER_OPTIONS, SETTINGS
@@ -72,11 +72,13 @@ def agent_link_before_send(message: Any, context: Any, app: App) -> list[dict[st
     """Turn overrides (model, effort, cwd) aimed at a Codex thread: checked against the
     override policy before anything is stored (:func:`agent_link_codex.overrides.check_send`);
     an intercom v2 send must go from a Codex thread to a Codex thread."""
-    from agent_link_codex.intercom import FORMAT, check_sendable
     from agent_link_codex.overrides import check_send
 
-    if message.metadata.get("envelopeFormat") == FORMAT:
-        check_sendable(message.sender.address, message.recipient)
+    if message.metadata.get("envelopeFormat") is not None:  # the intercom module only for a send that names a format
+        from agent_link_codex.intercom import FORMAT, check_sendable
+
+        if message.metadata["envelopeFormat"] == FORMAT:
+            check_sendable(message.sender.address, message.recipient)
     return check_send(message, context, app)
 
 

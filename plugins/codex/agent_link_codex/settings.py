@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from agent_link_core.config import Setting
-from agent_link_core.harness import SenderOption
+from agent_link_core.harness_decl import SenderOption
 
 #: `agent-link send --from-thread T [--from-endpoint E]`: identify_caller gets exactly these keys
 SENDER_OPTIONS = (

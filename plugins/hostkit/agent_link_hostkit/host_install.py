@@ -185,7 +185,7 @@ def has_command(*words: str) -> bool:
         return False
     root = ctx.find_root()
     command: click.Command | None = root.command
-    from agent_link_core.contribute import LazyCommand
+    from agent_link_core.lazy_command import LazyCommand
 
     for word in words:
         if isinstance(command, LazyCommand):  # a plugin's declared command: its code says what is under it

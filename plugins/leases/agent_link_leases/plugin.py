@@ -10,16 +10,15 @@ project worker's ``leasePaths``, ended when its task message is resolved; a role
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from agent_link_core import hookimpl
 from agent_link_core.config import Setting
-from agent_link_core.contribute import command, commands, migrations, registers
-from agent_link_core.records import PromptHook
+from agent_link_core.contribute import commands, migrations, registers
 from agent_link_core.store import now_ms
 
-from agent_link_leases.table import ADMIN_SETTING, DEFAULT_TTL_MS, MAX_TTL_MS, MIGRATIONS, TTL_SETTING
+from agent_link_leases.schema import ADMIN_SETTING, DEFAULT_TTL_MS, MAX_TTL_MS, MIGRATIONS, TTL_SETTING
 
 if TYPE_CHECKING:  # pragma: no cover
     import sqlite3
@@ -37,19 +36,24 @@ agent_link_register_settings = registers(SETTINGS)
 agent_link_schema = migrations(MIGRATIONS)
 agent_link_register_tools = registers("agent_link_leases.tools:LEASE_TOOLS")
 # `agent-link hook leases PreToolUse`: the edit guard (agent_link_leases.hook)
-agent_link_register_prompt_hooks = registers([PromptHook("leases", "agent_link_leases.hook")])
+@hookimpl
+def agent_link_register_prompt_hooks(register: Callable[[Any], None]) -> None:
+    """``agent-link hook leases PreToolUse`` runs :mod:`agent_link_leases.hook`."""
+    from agent_link_core.records import PromptHook
+
+    register(PromptHook("leases", "agent_link_leases.hook"))
 # the File leases section of the web page, with a Release button per lease (agent_link_leases.panel)
 agent_link_register_panels = registers("agent_link_leases.panel:PANELS")
 
 
 # declared here, imported when run (docs/plugins.md, "Declare now, import when used")
 agent_link_register_commands = commands(
-    command("lease", "agent_link_leases.cli:lease_command",
-            "Claim (or renew) files, directories or globs; refused whole if another holds any of them."),
-    command("release", "agent_link_leases.cli:release_command", "Release the given leases (as leased), or all of yours with --all."),
-    command("leases", "agent_link_leases.cli:leases_command", "List active leases: who holds what, until when, why."),
-    command("lease-git-hook", "agent_link_leases.githook:git_hook_command",
-            "An optional git pre-commit hook refusing commits that touch another session's exclusive lease."),
+    ("lease", "agent_link_leases.cli:lease_command",
+     "Claim (or renew) files, directories or globs; refused whole if another holds any of them."),
+    ("release", "agent_link_leases.cli:release_command", "Release the given leases (as leased), or all of yours with --all."),
+    ("leases", "agent_link_leases.cli:leases_command", "List active leases: who holds what, until when, why."),
+    ("lease-git-hook", "agent_link_leases.githook:git_hook_command",
+     "An optional git pre-commit hook refusing commits that touch another session's exclusive lease."),
 )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from agent_link_core import hookimpl
-from agent_link_core.contribute import command, commands, migrations
+from agent_link_core.contribute import commands, migrations
 
 from agent_link_legacy.schema import LEGACY_MIGRATIONS
 
@@ -24,9 +24,9 @@ if TYPE_CHECKING:  # pragma: no cover
 agent_link_schema = migrations(LEGACY_MIGRATIONS)
 
 agent_link_register_commands = commands(
-    command("import-legacy", "agent_link_legacy.cli:import_legacy_command",
-            "Fold the original Agent Link's mailbox, receipts, roles and fork log into the database, once: records already"
-            " there are left alone, the original files are kept. Exit 1 when an importer failed."),
+    ("import-legacy", "agent_link_legacy.cli:import_legacy_command",
+     "Fold the original Agent Link's mailbox, receipts, roles and fork log into the database, once: records already"
+     " there are left alone, the original files are kept. Exit 1 when an importer failed."),
 )
 
 

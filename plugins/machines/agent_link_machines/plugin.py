@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_link_core import hookimpl
 from agent_link_core.contribute import migrations, registers
-from agent_link_core.harness import HarnessDeclaration
+from agent_link_core.harness_decl import HarnessDeclaration
 from agent_link_core.store import Migration, now_ms
 
 from agent_link_machines.common import AUTOSTART_SETTING, NAME, SETTINGS, URL_SETTING

@@ -7,13 +7,12 @@ so the harness module loads only when a command talks to opencode (:data:`HARNES
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agent_link_core import hookimpl
 from agent_link_core.config import Setting
 from agent_link_core.contribute import migrations, registers
-from agent_link_core.harness import HarnessDeclaration
-from agent_link_core.records import PromptHook
+from agent_link_core.harness_decl import HarnessDeclaration
 
 if TYPE_CHECKING:  # pragma: no cover
     import click
@@ -41,7 +40,12 @@ agent_link_register_settings = registers([SERVERS_SETTING, PASSWORD_SETTING, DIS
 agent_link_schema = migrations("agent_link_opencode.schema:MIGRATIONS")
 # `agent-link hook opencode MessagesTransform`: the mail note agent-link's opencode plugin adds
 # to a turn's model request (agent_link_opencode.hook)
-agent_link_register_prompt_hooks = registers([PromptHook(NAME, "agent_link_opencode.hook")])
+@hookimpl
+def agent_link_register_prompt_hooks(register: Callable[[Any], None]) -> None:
+    """``agent-link hook opencode MessagesTransform`` runs :mod:`agent_link_opencode.hook`."""
+    from agent_link_core.records import PromptHook
+
+    register(PromptHook(NAME, "agent_link_opencode.hook"))
 
 
 @hookimpl

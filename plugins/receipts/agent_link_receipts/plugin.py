@@ -22,21 +22,21 @@ receipts are next read (:mod:`agent_link_receipts.recording`).
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING, Any
 
-import click
 
 from agent_link_core import hookimpl
 from agent_link_core.contribute import migrations, registers
+from agent_link_core.lazy_log import LazyLogger
 
 from agent_link_receipts.context import INFER_SETTING, LOG_SETTING, MIGRATIONS, SETTINGS
 
 if TYPE_CHECKING:  # pragma: no cover
+    import click
     from agent_link_core.app import App
     from agent_link_core.mailbox import Event, OutgoingMessage, SendContext
 
-log = logging.getLogger(__name__)
+log = LazyLogger(__name__)
 
 
 agent_link_register_settings = registers(SETTINGS)

@@ -10,10 +10,10 @@ health always see every receipt.
 from __future__ import annotations
 
 import json
-import logging
 from typing import TYPE_CHECKING, Any
 
 from agent_link_core.errors import AgentLinkError
+from agent_link_core.lazy_log import LazyLogger
 from agent_link_core.mailbox import STATUS_BY_KIND, Event, Mailbox
 from agent_link_core.model import Caller, address_scheme, is_address
 
@@ -25,7 +25,7 @@ from agent_link_receipts.origin import compute_origin
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
 
-log = logging.getLogger(__name__)
+log = LazyLogger(__name__)
 
 # Event kinds whose receipts carry an event key (see build.event_key): safe to write again.
 REPAIRABLE_KINDS = ("sent", "resolved", "reminded", "status_changed")

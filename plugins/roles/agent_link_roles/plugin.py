@@ -20,13 +20,13 @@ Hooks:
 from __future__ import annotations
 
 import json
-import logging
 import os
 from typing import TYPE_CHECKING, Any
 
 from agent_link_core import hookimpl
 from agent_link_core.contribute import migrations, registers
 from agent_link_core.errors import AgentLinkError
+from agent_link_core.lazy_log import LazyLogger
 
 from agent_link_roles.context import MIGRATIONS, SETTINGS, TABLE_FILE, from_app
 
@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.mailbox import EnvelopeContribution, Event, OutgoingMessage, SendContext
     from agent_link_core.model import Caller
 
-log = logging.getLogger(__name__)
+log = LazyLogger(__name__)
 
 
 agent_link_register_settings = registers(SETTINGS)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agent_link_core import hookimpl
-from agent_link_core.contribute import command, commands, migrations, registers
+from agent_link_core.contribute import commands, migrations, registers
 from agent_link_core.errors import AgentLinkError
 
 from agent_link_search.schema import SEARCH_MIGRATIONS
@@ -22,8 +22,8 @@ if TYPE_CHECKING:  # pragma: no cover
 agent_link_schema = migrations(SEARCH_MIGRATIONS)
 agent_link_register_tools = registers("agent_link_search.tools:TOOLS")
 agent_link_register_commands = commands(
-    command("search", "agent_link_search.cli:search_command",
-            "Search the messages you sent or received (all with AGENT_LINK_INSPECT_ALL=1)."),
+    ("search", "agent_link_search.cli:search_command",
+     "Search the messages you sent or received (all with AGENT_LINK_INSPECT_ALL=1)."),
 )
 
 

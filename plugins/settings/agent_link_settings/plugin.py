@@ -6,9 +6,9 @@ imported when run (docs/plugins.md, "Declare now, import when used").
 
 from __future__ import annotations
 
-from agent_link_core.contribute import command, commands
+from agent_link_core.contribute import commands
 
 agent_link_register_commands = commands(
-    command("config", "agent_link_settings.cli:config",
-            "Read and edit the settings file every agent-link process reads (the environment overrides it)."),
+    ("config", "agent_link_settings.cli:config",
+     "Read and edit the settings file every agent-link process reads (the environment overrides it)."),
 )

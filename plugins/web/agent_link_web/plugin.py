@@ -16,15 +16,17 @@ Hooks:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
-
-import click
+from typing import TYPE_CHECKING, Any
 
 from agent_link_core import hookimpl
 from agent_link_core.config import Setting
 from agent_link_core.envelope import render_element
-from agent_link_core.mailbox import EnvelopeContribution, OutgoingMessage, SendContext
 from agent_link_web.context import AUTHOR_KEY, ORIGIN, page_person
+
+if TYPE_CHECKING:  # pragma: no cover
+    import click
+
+    from agent_link_core.records import EnvelopeContribution, OutgoingMessage, SendContext
 
 SETTINGS = (
     Setting("AGENT_LINK_WEB_USER", "str", None,
@@ -66,4 +68,6 @@ def agent_link_render_envelope(message: dict[str, Any]) -> EnvelopeContribution 
         return None
     text = (f"A person ({message['from_addr']}) wrote this on the agent-link web page of this machine; "
             "it did not come from another agent.")
+    from agent_link_core.records import EnvelopeContribution
+
     return EnvelopeContribution(elements=[render_element("origin", [("kind", "person"), ("through", "web-page")], text)])

@@ -1,0 +1,488 @@
+"""What the ``agent-link`` commands share, without click: running a core command on the fast
+path, the App of an invocation, one-line errors, output.
+
+A core command is declared once as data (:func:`command`, with :func:`option` and
+:func:`argument`). :func:`run_fast` parses the hot commands' arguments with that declaration
+and runs them without importing click; anything it does not take as it stands (``--help``,
+an unknown option, a bad value, a missing argument) goes to the click command
+:func:`agent_link_core.cli.click_command` builds from the same declaration, which words the
+usage error as before. Both paths run the same command function: same output, same exit codes.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+from typing import Any, Callable, NoReturn
+
+from agent_link_core.errors import AgentLinkError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from agent_link_core.app import App
+    from agent_link_core.plugins import Hooks
+
+EXIT_HELP = """\b
+Exit codes:
+  0  success (send: delivered, accepted or queued; find: exactly one match)
+  1  agent-link refused or failed (stderr says why and what to do); send: rejected
+  2  bad usage (unknown option, missing argument)
+  3  send: outcome unknown (not resent; see --retry-unknown)
+  4  find: no match
+  5  find: several matches
+  6  wait, send --wait: timed out before an answer
+  7  send --require-delivered: not delivered (accepted or queued)
+  130  Ctrl-C stopped the command (wait, send --wait: stderr says how to wait again)"""
+EXIT_UNKNOWN, EXIT_NONE, EXIT_MANY, EXIT_TIMEOUT, EXIT_UNDELIVERED = 3, 4, 5, 6, 7
+JSON_FORMAT_VERSION = 1
+#: the core commands :func:`run_fast` runs: name -> ``"module:attribute"`` of a :class:`Command`
+FAST_COMMANDS = {
+    "inbox": "agent_link_core.commands.inbox:inbox", "send": "agent_link_core.commands.send:send",
+    "reply": "agent_link_core.commands.message:reply", "status": "agent_link_core.commands.message:status",
+    "wait": "agent_link_core.commands.message:wait", "show": "agent_link_core.commands.message:show",
+}
+_BAD = object()  # a value the fast parser does not take: click words the refusal
+
+
+class Param:
+    """One option or argument of a core command, as :func:`option` and :func:`argument` declare it.
+
+    :param decls: the option's flags (``--as``) and, optionally, its parameter name without dashes.
+    :param kind: ``whole`` / ``finite`` (with ``low``, ``high``: an int / a non-nan float in that
+        closed range, None = open), ``choice`` (``choices``), ``file`` (a path that is no
+        directory), else text.
+    """
+
+    def __init__(self, decls: tuple[str, ...], *, argument: bool = False, flag: bool = False, kind: str | None = None,
+                 low: float | None = None, high: float | None = None, choices: tuple[str, ...] = (),
+                 default: Any = None, required: bool = True, help: str | None = None, show_default: bool = False) -> None:
+        self.decls = tuple(d for d in decls if d.startswith("-")) if not argument else ()
+        named = [d for d in decls if not d.startswith("-")]
+        self.name = named[0] if named else self.decls[0].lstrip("-").replace("-", "_")
+        self.argument, self.flag, self.kind, self.low, self.high, self.choices = argument, flag, kind, low, high, choices
+        self.default = False if flag and default is None else default
+        self.required, self.help, self.show_default = required, help, show_default
+
+    def convert(self, text: str) -> Any:
+        """``text`` as this parameter's value, or :data:`_BAD` (click then refuses it in its words)."""
+        if self.kind in ("whole", "finite"):
+            try:
+                value: Any = int(text) if self.kind == "whole" else float(text)
+            except ValueError:
+                return _BAD
+            if value != value or (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
+                return _BAD
+            return value
+        if self.kind == "choice":
+            return text if text in self.choices else _BAD
+        if self.kind == "file" and os.path.exists(text) and (os.path.isdir(text) or not os.access(text, os.R_OK)):
+            return _BAD
+        return text
+
+
+def option(*decls: str, **kwargs: Any) -> Param:
+    """An option (``--flag`` or ``--name VALUE``); keywords as :class:`Param`'s."""
+    return Param(decls, **kwargs)
+
+
+def argument(name: str, required: bool = True) -> Param:
+    """A positional argument (``required=False``: may be left out)."""
+    return Param((name,), argument=True, required=required)
+
+
+JSON = option("--json", "as_json", flag=True, help="Print one JSON object (indented).")
+NDJSON = option("--ndjson", flag=True, help="Print the same JSON object on one line.")
+ENVELOPE = option("--envelope", "show_envelope", flag=True,
+                  help="Print each message inside its <agent-link-message> envelope (what a model sees).")
+#: ``--from``: plus the sender options the installed harnesses declare (``Command.sender``)
+FROM = option("--from", "from_address", help="Act as this address (unverified).")
+#: ``--from`` for a command that shows mail: the address must be proved, as for ``--as``
+READER_FROM = option("--from", "from_address",
+                     help="Read as this address: only inside that address's own session (its AGENT_LINK_ADDRESS), "
+                          "or where the machine's user set AGENT_LINK_INSPECT_ALL=1.")
+
+
+class Command:
+    """A core command declared once: its function (called with the invocation's context and
+    every parameter by name), its :class:`Param` list, and whether it takes the harnesses'
+    sender options (``sender``: it has ``--from``; they arrive in ``**named``)."""
+
+    def __init__(self, callback: Callable[..., Any], params: list[Param], sender: bool, epilog: str) -> None:
+        self.callback, self.params, self.sender, self.epilog = callback, params, sender, epilog
+        self.name = callback.__name__
+
+
+def command(*params: Param, epilog: str = EXIT_HELP) -> Callable[[Callable[..., Any]], Command]:
+    """Declare a core command (the decorated function's name and docstring are its name and help)."""
+    return lambda callback: Command(callback, list(params), any(p in (FROM, READER_FROM) for p in params), epilog)
+
+
+class Context:
+    """What a command reads of its invocation on the fast path (click's ``Context`` on the other):
+    ``info_name``, ``parent``, ``command_path``, ``meta``, ``find_root()``, ``call_on_close()``."""
+
+    def __init__(self, info_name: str, parent: Context | None = None, usage: str = "") -> None:
+        self.info_name, self.parent, self.usage = info_name, parent, usage
+        self.meta: dict[str, Any] = {}
+        self.command_path: str = f"{parent.command_path} {info_name}" if parent is not None else info_name
+        self.closers: list[Callable[[], Any]] = []
+
+    def find_root(self) -> Context:
+        return self if self.parent is None else self.parent.find_root()
+
+    def call_on_close(self, closer: Callable[[], Any]) -> None:
+        self.closers.append(closer)
+
+
+#: the fast path's current context (None on click's path: click's own is current there)
+_current: Context | None = None
+
+
+def parse(params: list[Param], args: list[str]) -> dict[str, Any] | None:
+    """``{parameter name: value}`` of ``args`` as click would parse them, or None for anything
+    the fast path leaves to click (``--help``, an unknown or short option, a bad value, a
+    missing or extra argument, an option value starting with ``-``)."""
+    longs = {decl: p for p in params for decl in p.decls}
+    positional = [p for p in params if p.argument]
+    values = {p.name: p.default for p in params}
+    given: list[str] = []
+    rest = list(args)
+    while rest:
+        token = rest.pop(0)
+        if token == "--":
+            given += rest
+            break
+        if not token.startswith("-") or token == "-":
+            given.append(token)
+            continue
+        flag, eq, text = token.partition("=")
+        p = longs.get(flag)
+        if p is None or (p.flag and eq):
+            return None
+        if p.flag:
+            values[p.name] = True
+            continue
+        if not eq:
+            if not rest or (rest[0].startswith("-") and rest[0] != "-"):
+                return None
+            text = rest.pop(0)
+        value = p.convert(text)
+        if value is _BAD:
+            return None
+        values[p.name] = value
+    if len(given) > len(positional) or any(p.required for p in positional[len(given):]):
+        return None
+    values.update((p.name, text) for p, text in zip(positional, given))
+    return values
+
+
+def run_fast(argv: list[str]) -> bool:
+    """Run a command of :data:`FAST_COMMANDS` without click; False (nothing done) when
+    ``argv`` is not one it takes as it stands: click's path runs it then."""
+    global _current
+    if not argv or argv[0] not in FAST_COMMANDS or "--help" in argv:
+        return False
+    spec: Command = import_target(FAST_COMMANDS[argv[0]])
+    args = [p for p in spec.params if p.argument]
+    usage = " ".join(["[OPTIONS]", *(p.name.upper() if p.required else f"[{p.name.upper()}]" for p in args)])
+    root = _current = Context("agent-link")
+    try:
+        params = spec.params
+        if spec.sender:  # as click's path does, the App opens first: the harnesses name the sender options
+            params = params + [option(o.flag, o.param, help=o.help) for o in sender_options(get_app(root))
+                               if o.param not in {p.name for p in params}]
+        else:
+            try:
+                plugin_hooks(root)
+            except AgentLinkError as exc:
+                fail(exc)
+        values = parse(params, argv[1:])
+        if values is None:
+            return False
+        _current = Context(argv[0], root, usage)
+        try:
+            spec.callback(_current, **values)
+        except KeyboardInterrupt:
+            interrupted(argv[0])
+        return True
+    finally:
+        _current = None
+        for closer in reversed(root.closers):
+            closer()
+
+
+def import_target(target: str) -> Any:
+    """The object ``"package.module:attribute"`` names (the module imported now).
+
+    :raises ValueError: ``target`` has no ``:``.
+    :raises Exception: whatever importing the module raises (``ImportError``, or the
+        module's own failure), and ``AttributeError`` for a missing attribute.
+    """
+    module, sep, attribute = target.partition(":")
+    if not sep or not module or not attribute:
+        raise ValueError(f"{target!r} is not 'package.module:attribute'")
+    return getattr(importlib.import_module(module), attribute)
+
+
+def usage_error(message: str) -> NoReturn:
+    """Refuse the command's arguments: click's usage error (its three lines on stderr, exit 2)."""
+    ctx = _current
+    if ctx is None or ctx.parent is None:
+        import click
+
+        raise click.UsageError(message)
+    echo(f"Usage: {ctx.command_path} {ctx.usage}\nTry '{ctx.command_path} --help' for help.\n\nError: {message}", err=True)
+    sys.exit(2)
+
+
+def echo(message: Any = "", err: bool = False) -> None:
+    """Print one line (``message`` and a newline) on stdout, or stderr with ``err``, flushed."""
+    stream = sys.stderr if err else sys.stdout
+    stream.write(f"{message}\n")
+    stream.flush()
+
+
+def _context() -> Any:
+    click = sys.modules.get("click")
+    ctx = click.get_current_context(silent=True) if click is not None else None
+    return ctx if ctx is not None else _current
+
+
+def fail(exc: AgentLinkError) -> NoReturn:
+    """Print an AgentLinkError as one stderr line (plus its hint) and exit: 2 for bad
+    arguments (usage), 1 for everything else (a bad setting included)."""
+    from agent_link_core.cli_text import error_line
+
+    ctx = _context()
+    # at the root (a setting every command reads) there is no command to point at
+    command = ctx.info_name if ctx is not None and ctx.parent is not None else None
+    path = " ".join(ctx.command_path.split()[1:]) if command is not None and ctx is not None else None
+    echo(error_line(exc, command, path or None), err=True)
+    paths = [e.get("path", "") for e in exc.details.get("errors", [])] if exc.code == "invalid_arguments" else []
+    sys.exit(2 if paths and not any(p.startswith(("env.", "file.")) for p in paths) else 1)
+
+
+def get_app(ctx: Any) -> App:
+    """The App for this invocation (``ctx``: click's context or :class:`Context`), created on
+    first use and closed at exit; a state that cannot be opened ends the command with :func:`fail`."""
+    try:
+        return open_app(ctx)
+    except AgentLinkError as exc:
+        fail(exc)
+
+
+def open_app(ctx: Any) -> App:
+    """Like :func:`get_app`, for a command that reports the failure itself. The App reuses
+    the plugins :func:`plugin_hooks` loaded for the command lookup.
+
+    :raises AgentLinkError: the settings file, the state dir or the database cannot be read.
+    """
+    root = ctx.find_root()
+    if "app" not in root.meta:
+        from agent_link_core.app import App
+
+        options: dict[str, Any] = {"read_only_ok": True} if root.meta.get("read_only_ok") else {}
+        root.meta["app"] = App.create(hooks=plugin_hooks(ctx), **options)
+        root.call_on_close(root.meta["app"].close)
+    return root.meta["app"]
+
+
+def plugin_hooks(ctx: Any) -> Hooks:
+    """The plugins of this invocation, loaded once without opening the database (a command
+    that opens none, such as a plugin's settings command, never needs one); the App opened
+    later reuses them.
+
+    :raises AgentLinkError: the settings file cannot be read.
+    """
+    root = ctx.find_root()
+    if "app" in root.meta:
+        return root.meta["app"].hooks
+    if "hooks" not in root.meta:
+        from agent_link_core import plugins
+
+        root.meta["hooks"] = plugins.load_plugins()
+    return root.meta["hooks"]
+
+
+def emit(data: Any, as_json: bool, human: Any, ndjson: bool = False) -> None:
+    """Print ``data`` as JSON (``--json`` indented, ``--ndjson`` one line) or call ``human(data)``.
+    A JSON object without a ``version`` field gets ``version`` :data:`JSON_FORMAT_VERSION`."""
+    if (as_json or ndjson) and isinstance(data, dict) and "version" not in data:
+        data = {"version": JSON_FORMAT_VERSION, **data}
+    if ndjson:
+        echo(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
+    elif as_json:
+        echo(json.dumps(data, ensure_ascii=False, indent=2))
+    else:
+        human(data)
+
+
+def output_lost(exc: OSError, what: str = "") -> NoReturn:
+    """End a command whose stdout could not be written (a closed pipe, a full disk): one
+    stderr line saying so (``what`` adds what was left undone), exit 1. Stdout is pointed at
+    the null device first, so the interpreter's last flush of the unwritten rest adds nothing."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no file descriptor (a test runner's stream)
+        pass
+    reason = exc.strerror or type(exc).__name__
+    echo(f"agent-link: could not write the output ({reason}){'; ' + what if what else ''}.", err=True)
+    sys.exit(1)
+
+
+def show_then_mark(show: Any, mark: Any, what: str) -> Any:
+    """Print a read (``show()``), make sure it reached stdout, and only then call ``mark()``
+    (what marks the shown mail read): output that never reached its reader marks nothing.
+
+    :param what: what stays undone when the output is lost, for the error line.
+    :returns: what ``mark()`` returns.
+    """
+    try:
+        show()
+        sys.stdout.flush()
+    except OSError as exc:
+        output_lost(exc, what)
+    return mark()
+
+
+def run_async(coro: Any, inline: bool = False) -> Any:
+    """Run a coroutine of the typed API, turning an AgentLinkError into a one-line exit 1.
+
+    :param inline: the call awaits no I/O (see :func:`agent_link_core.aio.run_inline`): run
+        it without starting (or importing) asyncio.
+    """
+    try:
+        if inline:
+            from agent_link_core.aio import run_inline
+
+            return run_inline(coro)
+        import asyncio
+
+        return asyncio.run(coro)
+    except AgentLinkError as exc:
+        fail(exc)
+
+
+def interrupted(command: str | None = None) -> NoReturn:
+    """End a command stopped by Ctrl-C: one stderr line, exit 130 (what a shell reports for
+    SIGINT), as the waiting commands do. Click's own handling would print "Aborted!" and exit 1.
+
+    :param command: the command's path after ``agent-link`` (``send``, ``install <host>``), if known.
+    """
+    where = f"agent-link {command}" if command else "agent-link"
+    echo(f"{where}: stopped by Ctrl-C (what it had finished stays done).", err=True)
+    sys.exit(130)
+
+
+def sender_options(app: App) -> list[Any]:
+    """The sender options (:class:`~agent_link_core.harness.SenderOption`) of every harness,
+    one per flag (the first harness by name declaring a flag defines it)."""
+    seen: dict[str, Any] = {}
+    for _, harness in sorted(app.harnesses.declared().items()):  # declared: no harness is built for its flags
+        for option_ in harness.sender_options:
+            seen.setdefault(option_.flag, option_)
+    return list(seen.values())
+
+
+def option_param(flag: str) -> str:
+    """The click parameter name of ``--a-flag`` (``a_flag``)."""
+    return flag.lstrip("-").replace("-", "_")
+
+
+def who_am_i(app: App, from_address: str | None, named: dict[str, Any], *, reading: bool = False) -> Any:
+    """The caller a command acts as: ``--from`` / a harness's sender options, else the
+    current session. With ``reading`` (the command shows mail) the reader, named or not,
+    must be proved, as ``--as`` is (:func:`agent_link_core.identity.prove_reader`)."""
+    from agent_link_core.identity import named_sender
+
+    if from_address is not None and not from_address.strip():
+        usage_error("--from is empty: give an address such as team:alice, or leave the option out")
+
+    given: dict[str, str] = {}
+    for option_ in sender_options(app):
+        value = named.get(option_.param)
+        if value is None:
+            continue
+        if option_.requires and named.get(option_param(option_.requires)) is None:
+            usage_error(f"{option_.flag} needs {option_.requires}")
+        given[option_.key] = value
+    try:
+        me = named_sender(app, explicit=from_address, named=given or None)
+    except AgentLinkError as exc:
+        fail(exc)
+    if reading and me.known:  # named or not, the reader must be proved (identity.prove_reader)
+        from agent_link_core.identity import prove_reader, reader_proved_here
+
+        if not reader_proved_here(app, me.address):
+            run_async(prove_reader(app, me.address))  # refused: one line, exit 1
+    return me
+
+
+def as_caller(app: App, as_address: str | None) -> Any:
+    """The reader of a command that shows mail: ``--as ADDRESS`` (checked) or the current
+    session, proved either way (:func:`agent_link_core.identity.prove_reader`: only that
+    address itself or a process with ``AGENT_LINK_INSPECT_ALL`` reads as it; a one-line
+    error and exit otherwise)."""
+    from agent_link_core.cli_text import address_error
+    from agent_link_core.identity import prove_reader, reader_proved_here
+    from agent_link_core.model import Caller, address_scheme
+
+    if as_address is None:
+        me = app.caller()
+        address = me.address if me.known else None
+    else:
+        problem = address_error(as_address, "as")
+        if problem is not None:
+            fail(problem)
+        me, address = Caller(as_address, "cli", address_scheme(as_address)), as_address
+    if address is not None and not reader_proved_here(app, address):
+        run_async(prove_reader(app, address))  # refused: one line, exit 1
+    return me
+
+
+def guarded(run: Callable[[], Any]) -> Any:
+    """``run()``, with what escapes a command as one stderr line and an exit code: Ctrl-C
+    (130), stdout lost (1), an AgentLinkError, a database error, any other exception (a bug)."""
+    import sqlite3
+
+    try:
+        return run()
+    except KeyboardInterrupt:  # before or after a command ran (starting up, parsing): no traceback for it
+        interrupted()
+    except OSError as exc:
+        import errno
+
+        # commands report their own file errors as messages: what reaches here with these is
+        # stdout failing (a closed pipe, a full disk or quota)
+        if exc.errno in (errno.EPIPE, errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EIO):
+            output_lost(exc)
+        raise_internal(exc)
+    except AgentLinkError as exc:  # raised outside a command's own handling (who is calling; a write the store refused)
+        fail(exc)
+    except sqlite3.DatabaseError as exc:
+        from agent_link_core.config import load_config
+        from agent_link_core.store import database_error, is_corruption, record_damage
+
+        try:
+            path = load_config().db_path
+        except AgentLinkError:
+            path = "agent-link.db"
+        if is_corruption(exc):
+            record_damage(path, None, str(exc))
+        fail(database_error(path, exc))
+    except Exception as exc:  # a bug must still read as one line, not a traceback
+        raise_internal(exc)
+
+
+def raise_internal(exc: BaseException) -> NoReturn:
+    """Report an unexpected exception as one ``internal_error`` line (the traceback goes to the log)."""
+    import logging
+
+    logging.getLogger("agent_link_core.cli").exception("agent-link failed", exc_info=exc)
+    fail(AgentLinkError("internal_error", f"agent-link failed unexpectedly ({type(exc).__name__}).",
+                        {"cause": type(exc).__name__},
+                        hint="Rerun with AGENT_LINK_DEBUG=1 (the log names the cause) and report it."))

@@ -1,0 +1,78 @@
+"""A plugin's command declared by name and help, its code imported when it runs
+(:func:`agent_link_core.contribute.command`); apart from :mod:`agent_link_core.contribute`
+so that registering a plugin never imports click."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from agent_link_core.cli_run import import_target
+
+
+def _owner_of(ctx: click.Context | None, target: str) -> tuple[Any, str]:
+    """The invocation's hooks (the App's, or those the CLI loaded before opening it; or None)
+    and the plugin whose package holds ``target``."""
+    meta = ctx.find_root().meta if ctx is not None else {}
+    hooks = getattr(meta.get("app"), "hooks", None) or meta.get("hooks")
+    plugin = hooks.plugin_of_module(target.partition(":")[0]) if hooks is not None else None
+    return hooks, plugin or target.partition(".")[0]
+
+
+class LazyCommand(click.Command):
+    """A click command declared by name and help; its code is imported when it runs.
+
+    ``agent-link --help`` lists it from the declaration; ``agent-link NAME ...`` (and
+    ``NAME --help``) imports ``target`` and runs the real command in its place. A target
+    that cannot be imported ends that command alone with one stderr line naming the plugin
+    and exit 1, and is reported as the plugin's problem (``agent-link plugins``, health).
+
+    :param name: the command's name (``endpoints``, ``web``).
+    :param target: ``"package.module:attribute"`` of the real :class:`click.Command`, or of
+        a function without arguments returning it.
+    :param help: the first paragraph of its help (the root ``--help`` shortens it as it
+        would the real command's).
+    """
+
+    def __init__(self, name: str, target: str, help: str) -> None:
+        super().__init__(name, help=help, add_help_option=False)
+        self.target = target
+        self._loaded: click.Command | None = None
+
+    def load(self, ctx: click.Context | None = None) -> click.Command:
+        """The real command (imported on first use).
+
+        :raises SystemExit: exit 1 after one stderr line when it cannot be imported.
+        """
+        if self._loaded is not None:
+            return self._loaded
+        try:
+            command = import_target(self.target)
+            if not isinstance(command, click.Command) and callable(command):  # a factory building it
+                command = command()
+            if not isinstance(command, click.Command):
+                raise TypeError(f"{self.target} is a {type(command).__name__}, not a click command")
+        except (Exception, SystemExit) as exc:  # the plugin's fault: only this command is lost
+            from agent_link_core.boundary import describe
+
+            hooks, plugin = _owner_of(ctx, self.target)
+            error = f"command {self.name!r} cannot load: {describe(exc)}"
+            if hooks is not None:  # reported like any plugin failure: one log line on stderr, health, plugins
+                hooks.boundary.fault(plugin, f"command {self.name}", error, exc=exc if isinstance(exc, Exception) else None)
+            else:
+                click.echo(f"agent-link {self.name}: the {plugin} plugin's {error}. Reinstall the plugin, or turn it off: "
+                           f"AGENT_LINK_DISABLE_PLUGINS={plugin}", err=True)
+            sys.exit(1)
+        self._loaded = command
+        return command
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        """Parse ``args`` with the real command (which then runs in this one's place)."""
+        return self.load(parent).make_context(info_name, args, parent=parent, **extra)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the real command (for callers that invoke a declared command directly)."""
+        return self.load(ctx).invoke(ctx)

@@ -1,0 +1,137 @@
+"""The hot commands' fast path (agent_link_core.cli_run.run_fast, no click) and click's path
+(the command agent_link_core.cli.click_command builds from the same declaration) behave
+alike: same stdout, same stderr, same exit code, for good input and for bad input (a usage
+error in click's three lines, a refusal in one line). What the fast parser does not take as
+it stands goes to click untouched."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from agent_link_core import cli_run
+from agent_link_core.cli import build_cli
+from agent_link_core.config import load_config
+from agent_link_core.mailbox import Mailbox, OutgoingMessage, new_message_id
+from agent_link_core.model import Caller
+from agent_link_core.store import Store
+
+ULID = re.compile(r"\b[0-9A-HJKMNP-TV-Z]{26}\b")
+TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z|\b\d+ ms\b|\"waitedMs\": ?\d+|\b1\d{12}\b")
+
+
+def seed(to: str = "test:bob", body: str = "hello <bob>") -> str:
+    config = load_config()
+    box = Mailbox(Store(config.db_path), config)
+    mid = new_message_id()
+    box.store_message(OutgoingMessage(mid, Caller("test:alice", "config", "test"), to, to, body, "reply", None, None))
+    return mid
+
+
+def fast(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[bool, int, str, str]:
+    """Run ``argv`` on the fast path: (taken, exit code, stdout, stderr)."""
+    capsys.readouterr()
+    code = 0
+    try:
+        taken = cli_run.guarded(lambda: cli_run.run_fast(argv))
+    except SystemExit as exc:
+        taken, code = True, exc.code if isinstance(exc.code, int) else 1
+    out, err = capsys.readouterr()
+    return bool(taken), code, out, err
+
+
+def slow(argv: list[str]) -> tuple[int, str, str]:
+    """Run ``argv`` through click: (exit code, stdout, stderr)."""
+    result = CliRunner().invoke(build_cli(), argv, prog_name="agent-link")
+    return result.exit_code, result.stdout, result.stderr
+
+
+def same(text: str) -> str:
+    """``text`` with message ids, times and waits masked (two runs make two of each)."""
+    return TIME.sub("<time>", ULID.sub("<id>", text))
+
+
+@pytest.fixture
+def mail(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    monkeypatch.setenv("AGENT_LINK_ADDRESS", "test:bob")
+    return {"mid": seed(), "sent": seed(to="test:carol")}
+
+
+READS = [
+    ["inbox", "--peek"], ["inbox", "--peek", "--json"], ["inbox", "--peek", "--ndjson", "--limit=5"],
+    ["inbox", "--peek", "--envelope"], ["inbox", "--peek", "--all", "--limit", "3"],
+    ["status", "{mid}"], ["status", "{mid}", "--json"], ["show", "{mid}"], ["show", "--thread", "{mid}", "--json"],
+    ["wait", "{mid}", "--timeout-ms", "0"], ["wait", "{mid}", "--timeout-ms=0", "--json"],
+]
+REFUSED = [
+    ["inbox", "--offset", "3"],  # a usage error the command finds: click's three lines, exit 2
+    ["inbox", "--message-id", "{mid}", "--all"],
+    ["inbox", "--as", "not an address"],  # a refusal: one line
+    ["status", "nope"], ["show", "01J00000000000000000000000"],
+    ["reply", "{mid}", "x", "--decline", "--done"],
+    ["reply", "{sent}", "not mine"],
+    ["send", "", "hi"], ["send", "test:carol", "hi", "--anticipation", "fyi", "--wait"],
+    ["send", "test:carol", "hi", "--from", " "], ["send", "bad address!", "hi"],
+    ["send", "test:carol", "hi", "--reply-by", "tomorrow"],
+]
+LEFT_TO_CLICK = [
+    ["inbox", "--help"], ["inbox", "--limit", "0"], ["inbox", "--limit", "x"], ["inbox", "--bogus"], ["inbox", "extra"],
+    ["inbox", "--peek=yes"], ["inbox", "--as"], ["inbox", "--as", "--peek"], ["send"], ["send", "a", "b", "c"],
+    ["send", "test:carol", "hi", "--retry-backoff", "nan"], ["send", "test:carol", "hi", "--anticipation", "maybe"],
+    ["send", "test:carol", "--file", "."], ["reply"], ["wait", "{mid}", "--timeout-ms", "-1"], ["status", "-x"],
+]
+
+
+def filled(argv: list[str], mail: dict[str, Any]) -> list[str]:
+    return [a.format(**mail) for a in argv]
+
+
+@pytest.mark.parametrize("argv", READS + REFUSED, ids=lambda a: " ".join(a))
+def test_both_paths_print_and_exit_alike(argv: list[str], mail: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    argv = filled(argv, mail)
+    taken, code, out, err = fast(argv, capsys)
+    assert taken
+    slow_code, slow_out, slow_err = slow(argv)
+    assert (code, same(out), same(err)) == (slow_code, same(slow_out), same(slow_err))
+
+
+@pytest.mark.parametrize("argv", LEFT_TO_CLICK, ids=lambda a: " ".join(a))
+def test_what_the_fast_parser_does_not_take_goes_to_click(argv: list[str], mail: dict[str, Any],
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    taken, code, out, err = fast(filled(argv, mail), capsys)
+    assert (taken, code, out, err) == (False, 0, "", "")
+
+
+def test_a_usage_error_reads_as_clicks(mail: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    _, code, _, err = fast(["inbox", "--offset", "3"], capsys)
+    assert code == 2
+    assert err == ("Usage: agent-link inbox [OPTIONS]\nTry 'agent-link inbox --help' for help.\n\n"
+                   "Error: --offset needs --message-id\n")
+
+
+def test_sends_and_replies_alike(mail: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in (["send", "test:carol", "hi {n}"], ["send", "test:carol", "hi {n}", "--json", "--correlation-id", "c"],
+                 ["send", "test:carol", "--ttl-ms", "5000", "--retry-count", "2", "--retry-backoff", "1.5", "--", "-{n}-"]):
+        _, code, out, err = fast([a.replace("{n}", "fast") for a in argv], capsys)
+        assert (code, same(out).replace("fast", "N"), err) == \
+            (lambda r: (r[0], same(r[1]).replace("slow", "N"), r[2]))(slow([a.replace("{n}", "slow") for a in argv]))
+    first = seed(body="one")
+    second = seed(body="two")
+    _, code, out, err = fast(["reply", first, "fine", "--done"], capsys)
+    slow_code, slow_out, slow_err = slow(["reply", second, "fine", "--done"])
+    assert (code, same(out), err) == (slow_code, same(slow_out), slow_err)
+    assert code == 0 and out.startswith("done: ")
+
+
+@pytest.mark.installed_plugins
+def test_a_harness_sender_option_is_parsed_on_the_fast_path(mail: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    """Sender options come from the harnesses' declarations (Codex's ``--from-thread``), on both paths."""
+    argv = ["send", "test:carol", "hi", "--from-thread", "not-a-thread", "--from", "test:bob"]
+    taken, code, out, err = fast(argv, capsys)
+    assert taken and code == 0
+    slow_code, slow_out, slow_err = slow(argv)
+    assert (code, same(out), err) == (slow_code, same(slow_out), slow_err)
