@@ -20,7 +20,15 @@ The message row already exists (the core stores it first). Then:
      answered): ``accepted`` (``accepted_queued_in_session``), and delivered once the model was
      handed it: an assistant message whose ``parentID`` is that user message, or the session
      idle again (:meth:`Pusher.recheck`);
-   * it never shows: ``unknown`` (rechecked later, never pushed blindly again).
+   * it never shows: ``unknown`` (rechecked later, never pushed blindly again);
+
+6. alongside that polling, ``GET /session/{id}`` asked once the push was answered: the session
+   as it was when the prompt landed, or later (``evidence.sessionArchived``). opencode stores and
+   runs a prompt pushed into an archived session, and the event that says a session was archived
+   may come after a send read it from memory (:mod:`agent_link_opencode.watch`): this tells such
+   a send (``OpencodeHarness._archived_after``). Asked at once, not after, so it costs no wait;
+   the event stream itself was measured to carry a push's own ``message.updated`` 50-110 ms after
+   the session showed the message, too late to wait for.
 
 Only a push that verifiably never reached the server (connection refused) is ``retryable``;
 its claim is given back.
@@ -197,6 +205,7 @@ class Pusher:
                     "opencode_push_refused", f"The opencode server refused the push ({exc.detail}); the message waits in the mailbox.",
                     reason=exc.reason)])
             # bad_answer to a 204 or a timeout: the server may have taken it; check below
+        look = asyncio.ensure_future(self._call(server, "GET", f"/session/{session_id}"))
         deadline = time.monotonic() + self.confirm_ms / 1000
         while True:
             try:
@@ -204,8 +213,17 @@ class Pusher:
             except ServerError:
                 found = None
             if found is not None:
-                return self._judge(message_id, found, session_id, server)
+                judged = self._judge(message_id, found, session_id, server)
+                try:
+                    record = await look
+                except ServerError:
+                    return judged  # unknown: the harness looks again
+                times = record.get("time") if isinstance(record, dict) and isinstance(record.get("time"), dict) else None
+                if times is not None:
+                    judged.evidence["sessionArchived"] = bool(times.get("archived"))
+                return judged
             if time.monotonic() >= deadline:
+                look.cancel()
                 self.claims.settle(message_id, "unknown", error="the pushed message did not show in the session")
                 return Delivery(unknown=True, warnings=[_warning(
                     "opencode_push_unconfirmed",

@@ -43,8 +43,6 @@ SESSION_ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 PROOF_TIMEOUT_S = 2.0
 #: seconds a session's server, as a listing or push found it, is pushed to without a new look-up
 LOCATED_TTL_S = 30.0
-#: seconds a push waits for the event stream to carry its user message before looking the session up
-SEEN_WAIT_S = 1.0
 
 
 def to_session(entry: dict[str, Any], status: Any, server: str) -> Session | None:
@@ -312,35 +310,30 @@ class OpencodeHarness(Harness):
         opencode archiving it and the event saying so, :mod:`agent_link_opencode.watch`).
 
         opencode stores a prompt into an archived session and runs its turn, so a push that
-        landed stays delivered (or accepted), with the warning ``opencode_session_archived`` and
-        ``evidence.sessionArchived``. Whether the session was archived is read from the event
-        stream once it carried the pushed user message (so it carried any archive made before),
-        else from ``GET /session/{id}`` asked after the push. A push that did not land is
-        looked at again: an archived session raises ``archived`` (the message waits in the
-        mailbox, as for a send refused before storing).
+        landed stays delivered (or accepted), with the warning ``opencode_session_archived``.
+        Whether the session was archived is the push's own look after it landed
+        (``evidence.sessionArchived``, :mod:`agent_link_opencode.delivery`), else (that look
+        failed, or an earlier push was found) ``GET /session/{id}`` now. A push that did not
+        land is looked at again: an archived session raises ``archived`` (the message waits in
+        the mailbox, as for a send refused before storing).
 
         :raises AgentLinkError: ``archived``, for a push that did not land into a session now archived.
         """
         landed = delivery.delivered or delivery.accepted
-        user_message = delivery.fields.get("opencodeUserMessageId")
-        watch = self._watches.get(server)
-        archived: bool | None = None
-        if landed and watch is not None and isinstance(user_message, str):
-            deadline = time.monotonic() + SEEN_WAIT_S
-            while not watch.seen(user_message) and watch.connected and time.monotonic() < deadline:
-                await asyncio.sleep(0.01)
-            known = watch.get(session_id) if watch.seen(user_message) else None
-            if known is not None:
-                archived = bool((known[0].get("time") or {}).get("archived"))
+        archived = delivery.evidence.get("sessionArchived") if landed else None
         if archived is None:
             located = await self._locate(session_id)
             archived = located is not None and located[0].archived
+            if landed:
+                delivery.evidence["sessionArchived"] = archived
         if not archived:
             return delivery
         self._located.pop(session_id, None)
+        watch = self._watches.get(server)
+        if watch is not None:
+            watch.forget(session_id)  # the stream has not said so yet: the next send looks it up
         if not landed:
             raise AgentLinkError("archived", f"{message['recipient']} is archived.", {"address": message["recipient"]})
-        delivery.evidence["sessionArchived"] = True
         delivery.warnings.append({"code": "opencode_session_archived", "message": (
             f"{message['recipient']} was archived in opencode just before the push. opencode still stored the message and "
             "runs the session's turn, but an archived session is out of its user's sight: message another session, "

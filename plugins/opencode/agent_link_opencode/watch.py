@@ -15,12 +15,11 @@ stream was already open and overtaken by no event about that session: whatever c
 came through the stream. The stream closing forgets everything (it is opened again, with a
 growing pause, and look-ups fill it anew).
 
-What remains is the stream's own delay (the event follows opencode's write): a send in the window
-between opencode archiving a session and the event saying so pushes into the archived session.
-The stream also carries ``message.updated`` for the user message a push stored
-(:meth:`ServerWatch.seen`); the events come in opencode's order, so once that one arrived, an
-archive made before the push has arrived too, and the harness judges the push on it
-(``OpencodeHarness._archived_after``).
+What remains is the stream's own delay (the event follows opencode's write, by 50-110 ms as
+measured: opencode sends its events in batches): a send in that window between opencode archiving
+a session and the event saying so pushes into the archived session. The push looks at the
+session once it landed and the harness says so (``OpencodeHarness._archived_after``), and
+:meth:`ServerWatch.forget` drops the stale record until the event comes.
 """
 
 from __future__ import annotations
@@ -40,8 +39,6 @@ EVENT_PATH = "/global/event"
 RETRY_S = (1.0, 2.0, 5.0, 15.0, 30.0)
 #: seconds to connect and to get the answer's head
 CONNECT_TIMEOUT_S = 5.0
-#: user message ids kept for :meth:`ServerWatch.seen` (the newest)
-SEEN_KEPT = 512
 
 
 class ServerWatch:
@@ -67,8 +64,6 @@ class ServerWatch:
         #: session id -> the event count of the last event about it
         self._touched: dict[str, int] = {}
         self._status: dict[str, str] = {}
-        #: ids of the user messages whose ``message.updated`` came while the stream was open
-        self._seen: dict[str, None] = {}
         #: why the stream is closed ("refused", "http 404", ...), for health
         self.error: str | None = None
 
@@ -115,17 +110,17 @@ class ServerWatch:
                 return None
             return self._sessions[session_id][0], self._status.get(session_id, "idle")
 
-    def seen(self, message_id: str) -> bool:
-        """True when the stream, open since, carried ``message.updated`` for user message
-        ``message_id``: every event opencode sent before it has arrived too."""
+    def forget(self, session_id: str) -> None:
+        """Drop what the stream said of ``session_id`` (found stale by a look-up); its next
+        event, or a look-up started after it, teaches it again."""
         with self._lock:
-            return self.connected and message_id in self._seen
+            self._sessions.pop(session_id, None)
+            self._touched[session_id] = self.seq
 
     # the reading thread ----------------------------------------------------------------------
     def _forget(self, error: str | None) -> None:
         with self._lock:
             self.connected = False
-            self._seen.clear()
             self._sessions.clear()
             self._touched.clear()
             self._status.clear()
@@ -186,11 +181,6 @@ class ServerWatch:
                 self.connected, self.generation, self.error = True, self.generation + 1, None
             self.seq += 1
             info = props.get("info")
-            if kind == "message.updated" and isinstance(info, dict) and info.get("role") == "user" and isinstance(info.get("id"), str):
-                self._seen[info["id"]] = None
-                if len(self._seen) > SEEN_KEPT:
-                    del self._seen[next(iter(self._seen))]
-                return
             sid = props.get("sessionID", info.get("id") if isinstance(info, dict) else None)
             if not isinstance(sid, str):
                 return

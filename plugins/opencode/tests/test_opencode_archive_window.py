@@ -1,8 +1,8 @@
 """A send in the window between opencode archiving a session and the event saying so
 (``OpencodeHarness._archived_after``): opencode still stores the prompt and runs the turn, so a
 push that landed stays delivered with the warning ``opencode_session_archived``; a push that did
-not land into a session now archived is ``archived``. Judged from the event stream once it
-carried the pushed user message, else from a look-up after the push. The real server's window:
+not land into a session now archived is ``archived``. Judged on the push's own look at the session
+after it landed (``evidence.sessionArchived``), else on a look-up then. The real server's window:
 ``test_opencode_realhost_delivery.py``."""
 
 from __future__ import annotations
@@ -24,18 +24,13 @@ MESSAGE = {"id": "01ARZ3NDEKTSV4RRFFQ69G5FAV", "recipient": "opencode:ses_w"}
 
 
 class FakeWatch:
-    """What a server's event stream knows: the user messages it carried and session records."""
+    """A server's event stream that still holds a session's old record."""
 
-    def __init__(self, seen: set[str], records: dict[str, dict[str, Any]]) -> None:
-        self.connected = True
-        self._seen, self.records = seen, records
+    def __init__(self) -> None:
+        self.forgotten: list[str] = []
 
-    def seen(self, message_id: str) -> bool:
-        return message_id in self._seen
-
-    def get(self, session_id: str) -> tuple[dict[str, Any], str] | None:
-        record = self.records.get(session_id)
-        return (record, "busy") if record is not None else None
+    def forget(self, session_id: str) -> None:
+        self.forgotten.append(session_id)
 
 
 def session(archived: bool) -> Session:
@@ -63,43 +58,38 @@ def looked_up(monkeypatch: pytest.MonkeyPatch, harness: OpencodeHarness, archive
     return asked
 
 
-def landed() -> Delivery:
-    return Delivery(delivered=True, via="opencode-prompt", state="delivered", evidence={"userMessageId": "msg_u"},
+def landed(**evidence: Any) -> Delivery:
+    return Delivery(delivered=True, via="opencode-prompt", state="delivered", evidence={"userMessageId": "msg_u", **evidence},
                     fields={"opencodeUserMessageId": "msg_u"})
 
 
-async def test_the_stream_that_carried_the_push_tells_the_archive_without_a_look_up(
+async def test_the_pushs_own_look_tells_the_archive_and_the_stale_record_is_dropped(
         harness: OpencodeHarness, monkeypatch: pytest.MonkeyPatch) -> None:
     asked = looked_up(monkeypatch, harness, archived=False)
-    harness._watches[URL] = FakeWatch({"msg_u"}, {"ses_w": {"id": "ses_w", "time": {"created": 1, "archived": 5}}})
+    harness._watches[URL] = watch = FakeWatch()
     harness._located["ses_w"] = (URL, 0.0)
-    delivery = await harness._archived_after(landed(), MESSAGE, "ses_w", URL)
+    delivery = await harness._archived_after(landed(sessionArchived=True), MESSAGE, "ses_w", URL)
     assert delivery.delivered and delivery.evidence["sessionArchived"] is True
     assert [w["code"] for w in delivery.warnings] == ["opencode_session_archived"]
-    assert asked == [] and "ses_w" not in harness._located  # the next send looks the session up
+    assert asked == []  # no second look
+    assert "ses_w" not in harness._located and watch.forgotten == ["ses_w"]  # the next send looks the session up
 
 
-async def test_a_session_the_stream_shows_live_after_the_push_is_left_as_delivered(
-        harness: OpencodeHarness, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_session_live_after_the_push_is_left_as_delivered(harness: OpencodeHarness, monkeypatch: pytest.MonkeyPatch) -> None:
     asked = looked_up(monkeypatch, harness, archived=True)
-    harness._watches[URL] = FakeWatch({"msg_u"}, {"ses_w": {"id": "ses_w", "time": {"created": 1}}})
-    delivery = await harness._archived_after(landed(), MESSAGE, "ses_w", URL)
-    assert delivery.delivered and delivery.warnings == [] and "sessionArchived" not in delivery.evidence and asked == []
+    harness._watches[URL] = watch = FakeWatch()
+    delivery = await harness._archived_after(landed(sessionArchived=False), MESSAGE, "ses_w", URL)
+    assert delivery.delivered and delivery.warnings == [] and asked == [] and watch.forgotten == []
 
 
-@pytest.mark.parametrize("watch", ["none", "not_seen", "closed"])
-async def test_without_the_streams_word_the_session_is_looked_up_after_the_push(
-        watch: str, harness: OpencodeHarness, monkeypatch: pytest.MonkeyPatch) -> None:
-    from agent_link_opencode import harness as module
-
-    monkeypatch.setattr(module, "SEEN_WAIT_S", 0.05)
-    asked = looked_up(monkeypatch, harness, archived=True)
-    if watch != "none":  # a stream that never carried the push, or closed: its records are not trusted
-        harness._watches[URL] = fake = FakeWatch(set(), {"ses_w": {"id": "ses_w", "time": {"created": 1}}})
-        fake.connected = watch != "closed"
-    delivery = await harness._archived_after(landed(), MESSAGE, "ses_w", URL)
-    assert asked == ["ses_w"] and delivery.delivered and delivery.evidence["sessionArchived"] is True
-    assert [w["code"] for w in delivery.warnings] == ["opencode_session_archived"]
+@pytest.mark.parametrize("archived", [True, False])
+async def test_without_the_pushs_look_the_session_is_looked_up_then(
+        archived: bool, harness: OpencodeHarness, monkeypatch: pytest.MonkeyPatch) -> None:
+    asked = looked_up(monkeypatch, harness, archived=archived)
+    accepted = Delivery(accepted=True, state="accepted_queued_in_session", evidence={"userMessageId": "msg_u"})
+    delivery = await harness._archived_after(accepted, MESSAGE, "ses_w", URL)
+    assert asked == ["ses_w"] and delivery.accepted and delivery.evidence["sessionArchived"] is archived
+    assert [w["code"] for w in delivery.warnings] == (["opencode_session_archived"] if archived else [])
 
 
 async def test_a_push_that_did_not_land_into_a_session_now_archived_is_archived(
@@ -117,4 +107,4 @@ async def test_a_push_that_did_not_land_into_a_live_or_gone_session_keeps_its_ou
     asked = looked_up(monkeypatch, harness, archived=archived)
     unknown = Delivery(unknown=True, warnings=[{"code": "opencode_push_unconfirmed", "message": "not shown"}])
     assert await harness._archived_after(unknown, MESSAGE, "ses_w", URL) is unknown and asked == ["ses_w"]
-    assert [w["code"] for w in unknown.warnings] == ["opencode_push_unconfirmed"]
+    assert [w["code"] for w in unknown.warnings] == ["opencode_push_unconfirmed"] and "sessionArchived" not in unknown.evidence

@@ -94,7 +94,6 @@ def test_sessions_come_from_created_updated_deleted_and_status_events(stream: An
         fake.send("session.updated", sessionID="ses_a", info=record("ses_a", archived=5))
         until(lambda: (watch.get("ses_a") or ({}, ""))[0].get("time", {}).get("archived") == 5, "archived")
         fake.send("message.updated", sessionID="ses_a", info={"id": "msg_1", "role": "user"})  # not a session record
-        until(lambda: watch.seen("msg_1"), "the user message seen")
         fake.send("session.deleted", sessionID="ses_a", info=record("ses_a"))
         until(lambda: watch.get("ses_a") is None, "deleted")
     finally:
@@ -137,23 +136,23 @@ def test_a_server_without_the_stream_is_left_to_look_ups(stream: Any) -> None:
     assert not watch._thread.is_alive() and watch.mark() is None
 
 
-def test_user_messages_are_seen_in_the_streams_order_and_forgotten_when_it_closes(stream: Any) -> None:
+def test_a_session_found_stale_is_forgotten_until_its_event_or_a_newer_look_up(stream: Any) -> None:
     fake = stream()
     watch = ServerWatch(fake.url, None)
     watch.start()
     try:
         until(lambda: watch.connected, "connected")
-        # opencode archives the session, then a push stores its user message: once the message
-        # is seen, the archive before it is known
-        fake.send("session.updated", sessionID="ses_a", info=record("ses_a", archived=7))
-        fake.send("message.updated", sessionID="ses_a", info={"id": "msg_a", "sessionID": "ses_a", "role": "user"})
-        fake.send("message.updated", sessionID="ses_a", info={"id": "msg_b", "sessionID": "ses_a", "role": "assistant"})
-        until(lambda: watch.seen("msg_a"), "seen")
-        assert (watch.get("ses_a") or ({}, ""))[0]["time"]["archived"] == 7
-        assert not watch.seen("msg_b")  # an assistant message is no push
-        assert watch.get("msg_a") is None  # a message is no session
-        fake.events.put(None)
-        until(lambda: not watch.connected, "closed")
-        assert not watch.seen("msg_a")
+        before = watch.mark()
+        fake.send("session.created", sessionID="ses_a", info=record("ses_a"))
+        until(lambda: watch.get("ses_a"), "created")
+        watch.forget("ses_a")  # a push found it archived before the stream said so
+        assert watch.get("ses_a") is None
+        watch.seed(before, record("ses_a"), "idle")  # a look-up older than the forgetting teaches nothing
+        assert watch.get("ses_a") is None
+        watch.seed(watch.mark(), record("ses_a", archived=3), "idle")  # one started after it does
+        assert (watch.get("ses_a") or ({}, ""))[0]["time"]["archived"] == 3
+        watch.forget("ses_a")
+        fake.send("session.updated", sessionID="ses_a", info=record("ses_a", archived=4))  # the late event
+        until(lambda: watch.get("ses_a"), "the event teaches it again")
     finally:
         watch.close()
