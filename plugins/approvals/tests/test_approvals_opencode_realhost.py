@@ -7,7 +7,9 @@ result runs a read-only agent-link tool with no permission request, while ``mess
 still held for the user's answer (``GET /permission`` lists the request). An agent with a
 permission table of its own (``agent.<name>.permission``) is decided by that table first:
 ``apply`` extends it, and an agent whose own ``"*": "ask"`` came after the apply still asks
-for a tool the top level allows.
+for a tool the top level allows; so does a markdown agent (``agent/<name>.md`` in opencode's
+config folder) whose front matter says ``"*": ask`` (``check`` holds it back naming the file),
+while one whose file allows the tool after that runs it unasked.
 
 A missing host binary fails these tests ("run `make hosts`"); they never skip.
 """
@@ -102,4 +104,35 @@ def test_opencode_apply_covers_an_agent_with_its_own_permission_table(tmp_path: 
         status, asked = tool_call_outcome(server, stub, "agent-link_list_agents", agent="review")
         assert status == "completed" and asked == [], (status, asked)
         status, asked = tool_call_outcome(server, stub, "agent-link_list_agents", agent="strict")
+        assert [a["permission"] for a in asked] == ["agent-link_list_agents"] and status != "completed", (status, asked)
+
+
+def test_opencode_a_markdown_agents_own_table_decides_and_check_names_its_file(tmp_path: Path) -> None:
+    root = tmp_path / "oc"
+    folder = root / "xdg" / "config" / "opencode"  # opencode's global config folder under the test's XDG_CONFIG_HOME
+    (folder / "agent").mkdir(parents=True)
+    config = folder / "opencode.json"
+    installed = agent_link("install", "opencode", "--config", str(config))
+    assert installed.returncode == 0, installed.stderr
+    data = json.loads(config.read_text())
+    config.write_text(json.dumps({**data, "permission": {"*": "ask"}}, indent=2) + "\n")
+    strict = folder / "agent" / "mdstrict.md"
+    strict.write_text('---\ndescription: asks\nmode: primary\npermission:\n  "*": ask\n---\nYou ask.\n')
+    (folder / "agent" / "mdopen.md").write_text('---\ndescription: opens\nmode: primary\npermission:\n  "*": ask\n'
+                                                '  agent-link_list_agents: allow\n---\nYou open.\n')
+    applied = agent_link("approvals", "apply", "--opencode-config", str(config), "--json")
+    report = json.loads(applied.stdout)["opencode"]
+    assert applied.returncode == 1 and "agent-link_list_agents" in report["added"], report  # the top level is fixed
+    agents = {a["agent"]: a for a in report["agents"]}
+    assert ("agent-link_list_agents", str(strict)) in [(h["key"], h["file"]) for h in agents["mdstrict"]["heldBack"]]
+    assert "agent-link_list_agents" not in [h["key"] for h in agents["mdopen"]["heldBack"]]
+    data = json.loads(config.read_text())
+
+    extra = {"plugin": data["plugin"], "permission": data["permission"]}
+    with MessagesStub() as stub, OpencodeServer(stub.base_url, mcp=data["mcp"], config_extra=extra, root=root) as server:
+        status, asked = tool_call_outcome(server, stub, "agent-link_list_agents")  # opencode's own agent: the top level
+        assert status == "completed" and asked == [], (status, asked)
+        status, asked = tool_call_outcome(server, stub, "agent-link_list_agents", agent="mdopen")
+        assert status == "completed" and asked == [], (status, asked)
+        status, asked = tool_call_outcome(server, stub, "agent-link_list_agents", agent="mdstrict")
         assert [a["permission"] for a in asked] == ["agent-link_list_agents"] and status != "completed", (status, asked)
