@@ -22,13 +22,14 @@ The message row already exists (the core stores it first). Then:
      idle again (:meth:`Pusher.recheck`);
    * it never shows: ``unknown`` (rechecked later, never pushed blindly again);
 
-6. alongside that polling, ``GET /session/{id}`` asked once the push was answered: the session
-   as it was when the prompt landed, or later (``evidence.sessionArchived``). opencode stores and
-   runs a prompt pushed into an archived session, and the event that says a session was archived
-   may come after a send read it from memory (:mod:`agent_link_opencode.watch`): this tells such
-   a send (``OpencodeHarness._archived_after``). Asked at once, not after, so it costs no wait;
-   the event stream itself was measured to carry a push's own ``message.updated`` 50-110 ms after
-   the session showed the message, too late to wait for.
+6. together with the push, ``GET /session/{id}``: the session as it was when the push was sent
+   (``evidence.sessionArchived``). opencode stores and runs a prompt pushed into an archived
+   session, and the event that says a session was archived may come after a send read the
+   session from memory (:mod:`agent_link_opencode.watch`): this tells such a send
+   (``OpencodeHarness._archived_after``). An archive during the push's own flight races with it,
+   as one right after it would. Asked together with the push, it is answered before the push is
+   confirmed: no wait added (asked after the push, it cost the benchmark 15-50 ms at load 12, and
+   the event stream carries a push's own events 50-110 ms late).
 
 Only a push that verifiably never reached the server (connection refused) is ``retryable``;
 its claim is given back.
@@ -191,6 +192,8 @@ class Pusher:
             return Delivery(unknown=row is not None and row["state"] in ("pushing", "unknown"), warnings=[_warning(
                 "opencode_push_open", "An earlier push of this message is still open; it is not pushed again.",
                 state=row["state"] if row is not None else None)])
+        look = asyncio.ensure_future(self._call(server, "GET", f"/session/{session_id}"))
+        look.add_done_callback(lambda done: done.cancelled() or done.exception())  # a failed look is no error
         try:
             await self._call(server, "POST", f"/session/{session_id}/prompt_async", {"parts": [{"type": "text", "text": envelope}]})
         except ServerError as exc:
@@ -205,7 +208,6 @@ class Pusher:
                     "opencode_push_refused", f"The opencode server refused the push ({exc.detail}); the message waits in the mailbox.",
                     reason=exc.reason)])
             # bad_answer to a 204 or a timeout: the server may have taken it; check below
-        look = asyncio.ensure_future(self._call(server, "GET", f"/session/{session_id}"))
         deadline = time.monotonic() + self.confirm_ms / 1000
         while True:
             try:

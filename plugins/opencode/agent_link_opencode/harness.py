@@ -311,7 +311,7 @@ class OpencodeHarness(Harness):
 
         opencode stores a prompt into an archived session and runs its turn, so a push that
         landed stays delivered (or accepted), with the warning ``opencode_session_archived``.
-        Whether the session was archived is the push's own look after it landed
+        Whether the session was archived is the push's own look, asked together with it
         (``evidence.sessionArchived``, :mod:`agent_link_opencode.delivery`), else (that look
         failed, or an earlier push was found) ``GET /session/{id}`` now. A push that did not
         land is looked at again: an archived session raises ``archived`` (the message waits in
