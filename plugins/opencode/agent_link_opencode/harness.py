@@ -1,7 +1,7 @@
 """The ``opencode`` harness: sessions of running opencode servers (docs/plugins.md §5).
 
 How it finds servers: opencode keeps its sessions behind an HTTP server, ``opencode serve``
-(and the one the TUI runs), listening on 127.0.0.1 port 4096 by default. The harness asks each
+(and the one the TUI runs when started with ``--port``), listening on 127.0.0.1 port 4096 by default. The harness asks each
 base URL of ``AGENT_LINK_OPENCODE_SERVERS`` (comma-separated; default
 ``http://127.0.0.1:4096``) for ``GET /session`` (id, title, directory, time) and
 ``GET /session/status`` (``{"<id>": {"type": "busy"}}`` for sessions in a turn; idle ones are
