@@ -267,3 +267,14 @@ def test_an_edit_made_while_apply_writes_an_agents_keys_is_kept(run: Run, fake_t
     assert data["agent"]["new"]["permission"]["*"] == "deny"  # the other edit is kept, and planned on
     assert report["addedToAgents"] == {"review": READ_ONLY_KEYS, "new": READ_ONLY_KEYS}
     assert all(data["agent"][name]["permission"][k] == "allow" for name in ("review", "new") for k in READ_ONLY_KEYS)
+
+
+def test_health_names_the_agent_a_missing_or_held_back_key_is_for(run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "oc" / "opencode.json"
+    config.parent.mkdir()
+    config.write_text(json.dumps({"agent": {"review": {"permission": {"*": "ask", "agent-link_list_agents": "deny"}}}}))
+    monkeypatch.setenv("OPENCODE_CONFIG", str(config))
+    section = as_json(run("health", "--json"))["sections"]["approvals"]["opencode"]
+    assert section["status"] == "incomplete"
+    assert "agent-link_wait_for_agent (agent review)" in section["missing"]
+    assert section["heldBack"] == ["agent-link_list_agents (agent review)"]
