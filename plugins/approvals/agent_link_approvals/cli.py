@@ -194,6 +194,18 @@ def _print_opencode(r: dict[str, Any], apply: bool = False) -> None:
     for held in r["heldBack"]:
         click.echo(f"  HELD BACK: {held['key']} is {held['decision']} (by the key {held['by']!r}) and your permission "
                    "already names it; apply never changes or moves your keys")
+    for agent in r["agents"]:
+        where = f"agent {agent['agent']}" + (f" ({agent['file']})" if agent["file"] else "")
+        if agent["missing"]:
+            click.echo(f"  {where}: asked or denied by a wildcard key of agent.{agent['agent']}.permission: {_names(agent['missing'])}")
+        for held in agent["heldBack"]:
+            if held["file"]:
+                click.echo(f"  HELD BACK: {held['key']} is {held['decision']} for {where} (by the key {held['by']!r} of "
+                           f"that file); apply edits opencode.json only: add \"{held['key']}: allow\" at the end of "
+                           "the file's permission")
+            else:
+                click.echo(f"  HELD BACK: {held['key']} is {held['decision']} for {where} (by the key {held['by']!r}) and "
+                           f"agent.{agent['agent']}.permission already names it; apply never changes or moves your keys")
     if r["roleAdmin"]["allowed"]:
         click.echo(f"  WARNING: these role-admin tools run unasked: {_names(r['roleAdmin']['allowed'])}; "
                    f"add \"<name>\": \"ask\" for each to permission ({r['roleAdmin']['why']})")
@@ -201,8 +213,11 @@ def _print_opencode(r: dict[str, Any], apply: bool = False) -> None:
         _print_apply(r, "added to")
         for key in r.get("added", []):
             click.echo(f'    + "{key}": "allow"')
+        for name, keys in r.get("addedToAgents", {}).items():
+            for key in keys:
+                click.echo(f'    + agent.{name}.permission "{key}": "allow"')
     click.echo(f"  {'COMPLETE' if r['complete'] else 'INCOMPLETE'}")
-    if not apply and r["missing"]:
+    if not apply and (r["missing"] or any(a["missing"] for a in r["agents"])):
         click.echo(f"  Fix: {_cmd('agent-link', 'approvals', 'apply', '--opencode-config', r['config'], *(['--all'] if r.get('all') else []))}")
 
 

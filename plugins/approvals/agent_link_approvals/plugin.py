@@ -56,6 +56,9 @@ def _section(check: Callable[[], Any], fix: str) -> dict[str, Any]:
     missing = sorted({m["tool"] if isinstance(m, dict) else m.rsplit("__", 1)[-1] for m in report["missing"]})
     held = sorted({o["tool"] for o in report.get("overridden", [])} | {k["tool"] for k in report.get("keptByYou", [])}
                   | {h["key"] for h in report.get("heldBack", [])})
+    for agent in report.get("agents", []):  # opencode's agents with a permission table of their own
+        missing += [f"{key} (agent {agent['agent']})" for key in agent["missing"]]
+        held += [f"{h['key']} (agent {agent['agent']})" for h in agent["heldBack"]]
     return {"status": "complete" if outcome.complete else "incomplete", "missing": missing, "heldBack": held,
             "fix": None if outcome.complete else fix}
 

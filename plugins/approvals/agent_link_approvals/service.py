@@ -204,8 +204,9 @@ def check_opencode(path: Path, tools: list[ToolInfo], *, all_tools: bool = False
 
 
 def apply_opencode(path: Path, tools: list[ToolInfo], *, all_tools: bool = False, dry_run: bool = False) -> OpencodeOutcome:
-    """Add ``"<server>_<tool>": "allow"`` at the end of ``permission`` for each tool a wildcard
-    key makes ask or deny, in the opencode config at ``path`` (created when absent); keys the
+    """Add ``"<server>_<tool>": "allow"`` at the end of ``permission`` (or of an agent's
+    ``agent.<name>.permission``) for each tool a wildcard key of that table makes ask or deny,
+    in the opencode config at ``path`` (created when absent); keys the
     user set for a tool itself are reported, never changed. Planned on the file's content at
     the moment of writing, as for :func:`apply_codex`.
 
@@ -216,10 +217,13 @@ def apply_opencode(path: Path, tools: list[ToolInfo], *, all_tools: bool = False
     planned: dict[str, Any] = {}
 
     def plan(raw: bytes | None) -> bytes | None:
-        keys = opencode.check(path, raw, opencode.parse(path, raw), tools, all_tools).missing
-        old_text, new_text = opencode.plan(path, raw, keys) if keys else ("", "")
-        planned.update(keys=keys, old=old_text, new=new_text, raw=new_text.encode("utf-8") if keys else raw)
-        return new_text.encode("utf-8") if keys and not dry_run else None
+        checked = opencode.check(path, raw, opencode.parse(path, raw), tools, all_tools)
+        keys, agent_keys = checked.missing, checked.agent_missing()
+        change = bool(keys or agent_keys)
+        old_text, new_text = opencode.plan(path, raw, keys, agent_keys) if change else ("", "")
+        planned.update(keys=keys, agent_keys=agent_keys, change=change, old=old_text, new=new_text,
+                       raw=new_text.encode("utf-8") if change else raw)
+        return new_text.encode("utf-8") if change and not dry_run else None
 
     if dry_run:
         plan(_read_or_none(path))
@@ -229,6 +233,7 @@ def apply_opencode(path: Path, tools: list[ToolInfo], *, all_tools: bool = False
     keys = planned["keys"]
     result = opencode.check(path, planned["raw"], opencode.parse(path, planned["raw"]), tools, all_tools)
     report = result.to_dict()
-    report.update(added=list(keys), diff=unified_diff(path, planned["old"], planned["new"]) if keys else "",
+    report.update(added=list(keys), addedToAgents=planned["agent_keys"],
+                  diff=unified_diff(path, planned["old"], planned["new"]) if planned["change"] else "",
                   dryRun=dry_run, written=done.written, backup=str(done.backup) if done.backup else None)
     return OpencodeOutcome(report, result.complete, result)

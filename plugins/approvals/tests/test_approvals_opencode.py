@@ -139,3 +139,142 @@ def test_health_checks_opencodes_config_when_there_is_one(run: Run, tmp_path: Pa
     assert section["fix"] == f"agent-link approvals apply --opencode-config {config}"
     config.write_text("{ // mine\n}")
     assert as_json(run("health", "--json"))["sections"]["approvals"]["opencode"]["status"] == "unreadable"
+
+
+# --- agents with a permission table of their own: their rules come after the top-level ones ---
+
+AGENTS_CONFIG = {
+    "permission": {"agent-link_*": "allow"},
+    "agent": {
+        "review": {"model": "m/x", "permission": {"*": "ask", "edit": "deny"}},  # its own wildcard decides
+        "build": {"permission": {"edit": "deny"}},  # no key for our tools: follows the top level
+        "off": {"disable": True, "permission": {"*": "deny"}},
+        "mine": {"permission": {"*": "ask", "agent-link_list_agents": "deny"}},
+        "one": {"permission": "ask"},
+        "plain": {"model": "m/x"},
+        "opener": {"permission": {"agent-link_*": "allow"}},
+    },
+}
+
+
+def test_an_agents_own_wildcard_decides_for_it_whatever_the_top_level_says(tools: list[ToolInfo], tmp_path: Path) -> None:
+    result = opencode.check(tmp_path / "opencode.json", b"{}", json.loads(json.dumps(AGENTS_CONFIG)), tools)
+    assert result.missing == [] and result.held_back == []  # the top level allows every tool
+    agents = {a["agent"]: a for a in result.agents}
+    assert sorted(agents) == ["build", "mine", "one", "opener", "review"]  # disabled and table-less agents left out
+    assert agents["review"]["missing"] == READ_ONLY_KEYS and agents["review"]["heldBack"] == []
+    assert agents["build"]["missing"] == [] and agents["build"]["heldBack"] == []
+    assert agents["mine"]["missing"] == ["agent-link_agent_link_health", "agent-link_wait_for_agent"]
+    assert agents["mine"]["heldBack"] == [{"key": "agent-link_list_agents", "decision": "deny",
+                                           "by": "agent-link_list_agents", "file": None}]
+    assert [h["key"] for h in agents["one"]["heldBack"]] == READ_ONLY_KEYS and agents["one"]["missing"] == []
+    assert not result.complete
+    assert result.agent_missing() == {"review": READ_ONLY_KEYS, "mine": ["agent-link_agent_link_health", "agent-link_wait_for_agent"]}
+    listed = next(t for t in result.tools if t["tool"] == "list_agents")
+    assert listed["decision"] == "allow" and listed["agents"] == {"review": "ask", "mine": "deny", "one": "ask", "opener": "allow"}
+    # the role-admin tools: the top level and the opener agent let them run unasked
+    assert "agent-link_set_agent_role (agent opener)" in result.role_admin_allowed
+    assert "agent-link_set_agent_role" in result.role_admin_allowed
+
+
+def test_apply_extends_each_agents_own_table_and_never_its_keys(run: Run, fake_tools: list[str],
+                                                                write: Callable[[str, str], Path]) -> None:
+    config = write("opencode.json", json.dumps(AGENTS_CONFIG, indent=2) + "\n")
+    checked = run("approvals", "check", "--opencode-config", config)
+    assert checked.exit_code == 1
+    assert "agent review: asked or denied by a wildcard key of agent.review.permission" in checked.stdout
+    assert "HELD BACK: agent-link_list_agents is deny for agent mine" in checked.stdout
+
+    applied = run("approvals", "apply", "--opencode-config", config, "--json")
+    report = as_json(applied)["opencode"]
+    assert applied.exit_code == 1 and report["written"] and not report["complete"]  # mine and one stay held back
+    assert report["added"] == [] and report["addedToAgents"] == {
+        "review": READ_ONLY_KEYS, "mine": ["agent-link_agent_link_health", "agent-link_wait_for_agent"]}
+    data = json.loads(config.read_text())
+    assert list(data["agent"]["review"]["permission"].items()) == [("*", "ask"), ("edit", "deny"), *[(k, "allow") for k in READ_ONLY_KEYS]]
+    assert data["agent"]["review"]["model"] == "m/x"
+    assert list(data["agent"]["mine"]["permission"]) == ["*", "agent-link_list_agents", "agent-link_agent_link_health",
+                                                         "agent-link_wait_for_agent"]
+    assert data["agent"]["mine"]["permission"]["agent-link_list_agents"] == "deny"
+    assert data["agent"]["one"]["permission"] == "ask" and data["agent"]["off"] == AGENTS_CONFIG["agent"]["off"]
+    assert data["agent"]["build"] == AGENTS_CONFIG["agent"]["build"] and data["permission"] == AGENTS_CONFIG["permission"]
+
+    again = run("approvals", "apply", "--opencode-config", config, "--json")
+    assert not as_json(again)["opencode"]["written"] and as_json(again)["opencode"]["addedToAgents"] == {}
+    human = run("approvals", "apply", "--opencode-config", config, "--dry-run")
+    assert "+ agent." not in human.stdout and "INCOMPLETE" in human.stdout
+
+
+def test_a_markdown_agents_table_is_merged_over_the_configs_and_never_rewritten(
+        tools: list[ToolInfo], run: Run, fake_tools: list[str], write: Callable[[str, str], Path]) -> None:
+    config = write("opencode.json", json.dumps({"agent": {"review": {"permission": {"edit": "allow", "*": "allow"}},
+                                                          "docs": {"permission": {"*": "ask"}}}}))
+    folder = config.parent
+    (folder / "agent" / "team").mkdir(parents=True)
+    review = folder / "agent" / "review.md"
+    review.write_text("---\ndescription: reviews\npermission:\n  \"*\": ask\n  bash: deny\n---\nYou review.\n")
+    (folder / "agent" / "team" / "lead.md").write_text("---\npermission: deny\n---\nLead.\n")
+    (folder / "modes").mkdir()
+    (folder / "modes" / "quiet.md").write_text("---\ndisable: true\npermission:\n  \"*\": deny\n---\n")
+    (folder / "agents").mkdir()
+    (folder / "agents" / "broken.md").write_text("---\npermission: [unclosed\n---\n")  # opencode skips it too
+    (folder / "agents" / "docs.md").write_text("---\ndescription: no permission here\n---\n")
+    before = review.read_text()
+
+    result = opencode.check(config, b"{}", json.loads(config.read_text()), tools)
+    agents = {a["agent"]: a for a in result.agents}
+    assert sorted(agents) == ["docs", "review", "team/lead"]
+    # the file's "*" takes the config's place (before "*": allow's old spot) and decides: held back, naming the file
+    assert agents["review"]["file"] == str(review) and agents["review"]["missing"] == []
+    assert [(h["key"], h["by"], h["file"]) for h in agents["review"]["heldBack"]] == [(k, "*", str(review)) for k in READ_ONLY_KEYS]
+    assert [h["decision"] for h in agents["team/lead"]["heldBack"]] == ["deny"] * 3
+    assert agents["docs"]["missing"] == READ_ONLY_KEYS and agents["docs"]["file"] is None  # its file has no table
+
+    applied = run("approvals", "apply", "--opencode-config", config, "--json")
+    report = as_json(applied)["opencode"]
+    assert applied.exit_code == 1 and report["addedToAgents"] == {"docs": READ_ONLY_KEYS}
+    assert review.read_text() == before
+    human = run("approvals", "check", "--opencode-config", config)
+    assert f"is ask for agent review ({review})" in human.stdout and "add \"agent-link_list_agents: allow\"" in human.stdout
+
+
+def test_merge_tables_keeps_the_configs_order_as_opencode_does() -> None:
+    merged = opencode.merge_tables({"a": "allow", "*": "allow", "n": {"x": "ask"}}, {"*": "ask", "n": {"y": "deny"}, "b": "deny"})
+    assert list(merged.items()) == [("a", "allow"), ("*", "ask"), ("n", {"x": "ask", "y": "deny"}), ("b", "deny")]
+    assert opencode.merge_tables({"*": "allow"}, "ask") == "ask" and opencode.merge_tables("ask", {"a": "allow"}) == {"a": "allow"}
+    assert opencode.front_matter("no front matter") is None and opencode.front_matter("---\n- a list\n---\n") is None
+
+
+def test_an_edit_made_while_apply_writes_an_agents_keys_is_kept(run: Run, fake_tools: list[str], write: Callable[[str, str], Path],
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_link_approvals import files
+
+    config = write("opencode.json", json.dumps({"agent": {"review": {"permission": {"*": "ask"}}}}))
+    real, done = files._current, []
+
+    def current(target: Path) -> bytes | None:
+        if not done:  # opencode's own UI saves a new agent just before our swap
+            done.append(1)
+            target.write_text(json.dumps({"agent": {"review": {"permission": {"*": "ask"}},
+                                                    "new": {"permission": {"*": "deny"}}}}))
+        return real(target)
+
+    monkeypatch.setattr(files, "_current", current)
+    applied = run("approvals", "apply", "--opencode-config", config, "--json")
+    report = as_json(applied)["opencode"]
+    assert applied.exit_code == 0 and report["complete"], applied.stdout
+    data = json.loads(config.read_text())
+    assert data["agent"]["new"]["permission"]["*"] == "deny"  # the other edit is kept, and planned on
+    assert report["addedToAgents"] == {"review": READ_ONLY_KEYS, "new": READ_ONLY_KEYS}
+    assert all(data["agent"][name]["permission"][k] == "allow" for name in ("review", "new") for k in READ_ONLY_KEYS)
+
+
+def test_health_names_the_agent_a_missing_or_held_back_key_is_for(run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "oc" / "opencode.json"
+    config.parent.mkdir()
+    config.write_text(json.dumps({"agent": {"review": {"permission": {"*": "ask", "agent-link_list_agents": "deny"}}}}))
+    monkeypatch.setenv("OPENCODE_CONFIG", str(config))
+    section = as_json(run("health", "--json"))["sections"]["approvals"]["opencode"]
+    assert section["status"] == "incomplete"
+    assert "agent-link_wait_for_agent (agent review)" in section["missing"]
+    assert section["heldBack"] == ["agent-link_list_agents (agent review)"]

@@ -4,7 +4,12 @@ The config is what ``agent-link install opencode`` writes, plus a user's ``"perm
 "ask"}`` (opencode asks before every tool). ``check --opencode-config`` exits 1 naming the
 read-only tools; ``apply`` adds their exact keys with ``"allow"``; an opencode started with the
 result runs a read-only agent-link tool with no permission request, while ``message_agent`` is
-still held for the user's answer (``GET /permission`` lists the request).
+still held for the user's answer (``GET /permission`` lists the request). An agent with a
+permission table of its own (``agent.<name>.permission``) is decided by that table first:
+``apply`` extends it, and an agent whose own ``"*": "ask"`` came after the apply still asks
+for a tool the top level allows; so does a markdown agent (``agent/<name>.md`` in opencode's
+config folder) whose front matter says ``"*": ask`` (``check`` holds it back naming the file),
+while one whose file allows the tool after that runs it unasked.
 
 A missing host binary fails these tests ("run `make hosts`"); they never skip.
 """
@@ -32,12 +37,14 @@ def agent_link(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([AGENT_LINK, *args], capture_output=True, text=True, timeout=180)
 
 
-def tool_call_outcome(server: OpencodeServer, stub: MessagesStub, tool: str) -> tuple[str, list[Any]]:
-    """A new session whose model calls ``tool``: ``(the tool part's status, pending permission
-    requests)`` once the call completed or a permission request for it showed."""
+def tool_call_outcome(server: OpencodeServer, stub: MessagesStub, tool: str, agent: str | None = None) -> tuple[str, list[Any]]:
+    """A new session whose model (running as ``agent``, default opencode's own) calls ``tool``:
+    ``(the tool part's status, pending permission requests)`` once the call completed or a
+    permission request for it showed."""
     session = server.request("POST", "/session", {"title": tool})["id"]
     stub.enqueue(Reply.tool_use(tool, {}), "done")
-    server.request("POST", f"/session/{session}/prompt_async", {"parts": [{"type": "text", "text": "go"}]})
+    body: dict[str, Any] = {"parts": [{"type": "text", "text": "go"}], **({"agent": agent} if agent else {})}
+    server.request("POST", f"/session/{session}/prompt_async", body)
     deadline = time.monotonic() + TURN_TIMEOUT_S
     while True:
         asked = [p for p in server.request("GET", "/permission") or [] if p.get("sessionID") == session]
@@ -72,3 +79,60 @@ def test_opencode_apply_lets_read_only_tools_run_unasked_and_others_still_ask(tm
         assert status == "completed" and asked == [], (status, asked)
         status, asked = tool_call_outcome(server, stub, "agent-link_message_agent")
         assert [a["permission"] for a in asked] == ["agent-link_message_agent"] and status != "completed", (status, asked)
+
+
+def test_opencode_apply_covers_an_agent_with_its_own_permission_table(tmp_path: Path) -> None:
+    config = tmp_path / "opencode.json"
+    installed = agent_link("install", "opencode", "--config", str(config))
+    assert installed.returncode == 0, installed.stderr
+    data = json.loads(config.read_text())
+    agents = {"review": {"description": "reviews", "mode": "primary", "permission": {"*": "ask", "edit": "deny"}}}
+    config.write_text(json.dumps({**data, "permission": {"*": "ask"}, "agent": agents}, indent=2) + "\n")
+
+    checked = json.loads(agent_link("approvals", "check", "--opencode-config", str(config), "--json").stdout)["opencode"]
+    review = next(a for a in checked["agents"] if a["agent"] == "review")
+    assert "agent-link_list_agents" in review["missing"] and "agent-link_list_agents" in checked["missing"], checked
+    applied = agent_link("approvals", "apply", "--opencode-config", str(config), "--json")
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    data = json.loads(config.read_text())
+    assert data["agent"]["review"]["permission"]["agent-link_list_agents"] == "allow"
+    # an agent added afterwards with its own wildcard: the top level's allow does not reach it
+    data["agent"]["strict"] = {"description": "asks", "mode": "primary", "permission": {"*": "ask"}}
+
+    extra = {"plugin": data["plugin"], "permission": data["permission"], "agent": data["agent"]}
+    with MessagesStub() as stub, OpencodeServer(stub.base_url, mcp=data["mcp"], config_extra=extra) as server:
+        status, asked = tool_call_outcome(server, stub, "agent-link_list_agents", agent="review")
+        assert status == "completed" and asked == [], (status, asked)
+        status, asked = tool_call_outcome(server, stub, "agent-link_list_agents", agent="strict")
+        assert [a["permission"] for a in asked] == ["agent-link_list_agents"] and status != "completed", (status, asked)
+
+
+def test_opencode_a_markdown_agents_own_table_decides_and_check_names_its_file(tmp_path: Path) -> None:
+    root = tmp_path / "oc"
+    folder = root / "xdg" / "config" / "opencode"  # opencode's global config folder under the test's XDG_CONFIG_HOME
+    (folder / "agent").mkdir(parents=True)
+    config = folder / "opencode.json"
+    installed = agent_link("install", "opencode", "--config", str(config))
+    assert installed.returncode == 0, installed.stderr
+    data = json.loads(config.read_text())
+    config.write_text(json.dumps({**data, "permission": {"*": "ask"}}, indent=2) + "\n")
+    strict = folder / "agent" / "mdstrict.md"
+    strict.write_text('---\ndescription: asks\nmode: primary\npermission:\n  "*": ask\n---\nYou ask.\n')
+    (folder / "agent" / "mdopen.md").write_text('---\ndescription: opens\nmode: primary\npermission:\n  "*": ask\n'
+                                                '  agent-link_list_agents: allow\n---\nYou open.\n')
+    applied = agent_link("approvals", "apply", "--opencode-config", str(config), "--json")
+    report = json.loads(applied.stdout)["opencode"]
+    assert applied.returncode == 1 and "agent-link_list_agents" in report["added"], report  # the top level is fixed
+    agents = {a["agent"]: a for a in report["agents"]}
+    assert ("agent-link_list_agents", str(strict)) in [(h["key"], h["file"]) for h in agents["mdstrict"]["heldBack"]]
+    assert "agent-link_list_agents" not in [h["key"] for h in agents["mdopen"]["heldBack"]]
+    data = json.loads(config.read_text())
+
+    extra = {"plugin": data["plugin"], "permission": data["permission"]}
+    with MessagesStub() as stub, OpencodeServer(stub.base_url, mcp=data["mcp"], config_extra=extra, root=root) as server:
+        status, asked = tool_call_outcome(server, stub, "agent-link_list_agents")  # opencode's own agent: the top level
+        assert status == "completed" and asked == [], (status, asked)
+        status, asked = tool_call_outcome(server, stub, "agent-link_list_agents", agent="mdopen")
+        assert status == "completed" and asked == [], (status, asked)
+        status, asked = tool_call_outcome(server, stub, "agent-link_list_agents", agent="mdstrict")
+        assert [a["permission"] for a in asked] == ["agent-link_list_agents"] and status != "completed", (status, asked)

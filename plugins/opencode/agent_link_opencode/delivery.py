@@ -20,7 +20,16 @@ The message row already exists (the core stores it first). Then:
      answered): ``accepted`` (``accepted_queued_in_session``), and delivered once the model was
      handed it: an assistant message whose ``parentID`` is that user message, or the session
      idle again (:meth:`Pusher.recheck`);
-   * it never shows: ``unknown`` (rechecked later, never pushed blindly again).
+   * it never shows: ``unknown`` (rechecked later, never pushed blindly again);
+
+6. together with the push, ``GET /session/{id}``: the session as it was when the push was sent
+   (``evidence.sessionArchived``). opencode stores and runs a prompt pushed into an archived
+   session, and the event that says a session was archived may come after a send read the
+   session from memory (:mod:`agent_link_opencode.watch`): this tells such a send
+   (``OpencodeHarness._archived_after``). An archive during the push's own flight races with it,
+   as one right after it would. Asked together with the push, it is answered before the push is
+   confirmed: no wait added (asked after the push, it cost the benchmark 15-50 ms at load 12, and
+   the event stream carries a push's own events 50-110 ms late).
 
 Only a push that verifiably never reached the server (connection refused) is ``retryable``;
 its claim is given back.
@@ -183,6 +192,8 @@ class Pusher:
             return Delivery(unknown=row is not None and row["state"] in ("pushing", "unknown"), warnings=[_warning(
                 "opencode_push_open", "An earlier push of this message is still open; it is not pushed again.",
                 state=row["state"] if row is not None else None)])
+        look = asyncio.ensure_future(self._call(server, "GET", f"/session/{session_id}"))
+        look.add_done_callback(lambda done: done.cancelled() or done.exception())  # a failed look is no error
         try:
             await self._call(server, "POST", f"/session/{session_id}/prompt_async", {"parts": [{"type": "text", "text": envelope}]})
         except ServerError as exc:
@@ -204,8 +215,17 @@ class Pusher:
             except ServerError:
                 found = None
             if found is not None:
-                return self._judge(message_id, found, session_id, server)
+                judged = self._judge(message_id, found, session_id, server)
+                try:
+                    record = await look
+                except ServerError:
+                    return judged  # unknown: the harness looks again
+                times = record.get("time") if isinstance(record, dict) and isinstance(record.get("time"), dict) else None
+                if times is not None:
+                    judged.evidence["sessionArchived"] = bool(times.get("archived"))
+                return judged
             if time.monotonic() >= deadline:
+                look.cancel()
                 self.claims.settle(message_id, "unknown", error="the pushed message did not show in the session")
                 return Delivery(unknown=True, warnings=[_warning(
                     "opencode_push_unconfirmed",

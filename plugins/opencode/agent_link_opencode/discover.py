@@ -1,7 +1,9 @@
 """Finding the running opencode servers of this user, on any port, and their passwords.
 
-``opencode serve`` and the server the TUI runs listen on a port of their choosing (4096 unless
-told otherwise, ``--port 0`` a free one). Every process of this user whose program is opencode's
+``opencode serve`` listens on a port of its choosing (4096 unless told otherwise, ``--port 0``
+4096 when free, else a free one); the TUI (opencode 1.18.33) opens a port only when started
+with ``--port`` (a config's ``server.port`` is ``opencode serve``'s), so a TUI started without it
+cannot be found or reached (``tests/test_opencode_realhost_tui.py``). Every process of this user whose program is opencode's
 (:data:`agent_link_opencode.proof.PROGRAM_RE`) and whose ``HOME`` is this process's ``HOME``
 (the same user's opencode, not one a test or another account runs with a home of its own) is
 asked for its listening TCP sockets (:mod:`psutil`, as :mod:`agent_link_hostkit.procs` does);

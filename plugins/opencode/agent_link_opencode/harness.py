@@ -1,7 +1,7 @@
 """The ``opencode`` harness: sessions of running opencode servers (docs/plugins.md §5).
 
 How it finds servers: opencode keeps its sessions behind an HTTP server, ``opencode serve``
-(and the one the TUI runs), listening on 127.0.0.1 port 4096 by default. The harness asks each
+(and the one the TUI runs when started with ``--port``), listening on 127.0.0.1 port 4096 by default. The harness asks each
 base URL of ``AGENT_LINK_OPENCODE_SERVERS`` (comma-separated; default
 ``http://127.0.0.1:4096``) for ``GET /session`` (id, title, directory, time) and
 ``GET /session/status`` (``{"<id>": {"type": "busy"}}`` for sessions in a turn; idle ones are
@@ -305,6 +305,41 @@ class OpencodeHarness(Harness):
         if cached and any(w["code"] == "opencode_push_refused" for w in delivery.warnings):
             self._located.pop(session_id, None)  # moved or gone: nothing was accepted, look again
             return await self.deliver(message, envelope, options)
+        return await self._archived_after(delivery, message, session_id, server)
+
+    async def _archived_after(self, delivery: Delivery, message: dict[str, Any], session_id: str, server: str) -> Delivery:
+        """The push judged again for a session archived just before it (the window between
+        opencode archiving it and the event saying so, :mod:`agent_link_opencode.watch`).
+
+        opencode stores a prompt into an archived session and runs its turn, so a push that
+        landed stays delivered (or accepted), with the warning ``opencode_session_archived``.
+        Whether the session was archived is the push's own look, asked together with it
+        (``evidence.sessionArchived``, :mod:`agent_link_opencode.delivery`), else (that look
+        failed, or an earlier push was found) ``GET /session/{id}`` now. A push that did not
+        land is looked at again: an archived session raises ``archived`` (the message waits in
+        the mailbox, as for a send refused before storing).
+
+        :raises AgentLinkError: ``archived``, for a push that did not land into a session now archived.
+        """
+        landed = delivery.delivered or delivery.accepted
+        archived = delivery.evidence.get("sessionArchived") if landed else None
+        if archived is None:
+            located = await self._locate(session_id)
+            archived = located is not None and located[0].archived
+            if landed:
+                delivery.evidence["sessionArchived"] = archived
+        if not archived:
+            return delivery
+        self._located.pop(session_id, None)
+        watch = self._watches.get(server)
+        if watch is not None:
+            watch.forget(session_id)  # the stream has not said so yet: the next send looks it up
+        if not landed:
+            raise AgentLinkError("archived", f"{message['recipient']} is archived.", {"address": message["recipient"]})
+        delivery.warnings.append({"code": "opencode_session_archived", "message": (
+            f"{message['recipient']} was archived in opencode just before the push. opencode still stored the message and "
+            "runs the session's turn, but an archived session is out of its user's sight: message another session, "
+            "or unarchive this one."), "details": {"address": message["recipient"]}})
         return delivery
 
     async def recheck(self, message: dict[str, Any]) -> Delivery | None:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: The plugin's name: its entry point's name and its address scheme.
 NAME = "opencode"
-#: opencode's own default server port (``opencode serve`` and the TUI take it when free).
+#: opencode's own default server port (``opencode serve``, and the TUI started with ``--port``, take it when free).
 DEFAULT_SERVERS = "http://127.0.0.1:4096"
 
 SERVERS_SETTING = Setting(

@@ -15,8 +15,11 @@ stream was already open and overtaken by no event about that session: whatever c
 came through the stream. The stream closing forgets everything (it is opened again, with a
 growing pause, and look-ups fill it anew).
 
-What remains is the stream's own delay (the event follows opencode's write); a look-up before the
-push had the same window between the look-up and the push.
+What remains is the stream's own delay (the event follows opencode's write, by 50-110 ms as
+measured: opencode sends its events in batches): a send in that window between opencode archiving
+a session and the event saying so pushes into the archived session. The push looks at the
+session once it landed and the harness says so (``OpencodeHarness._archived_after``), and
+:meth:`ServerWatch.forget` drops the stale record until the event comes.
 """
 
 from __future__ import annotations
@@ -106,6 +109,13 @@ class ServerWatch:
             if not self.connected or session_id not in self._sessions:
                 return None
             return self._sessions[session_id][0], self._status.get(session_id, "idle")
+
+    def forget(self, session_id: str) -> None:
+        """Drop what the stream said of ``session_id`` (found stale by a look-up); its next
+        event, or a look-up started after it, teaches it again."""
+        with self._lock:
+            self._sessions.pop(session_id, None)
+            self._touched[session_id] = self.seq
 
     # the reading thread ----------------------------------------------------------------------
     def _forget(self, error: str | None) -> None:

@@ -27,10 +27,14 @@ class FakeSession:
     """One session's messages; ``post_status`` answers prompt_async, ``store`` says whether a
     prompt is kept in the messages."""
 
-    def __init__(self, messages: list[dict[str, Any]] | None = None, post_status: int = 204, store: bool = True) -> None:
+    def __init__(self, messages: list[dict[str, Any]] | None = None, post_status: int = 204, store: bool = True,
+                 record: dict[str, Any] | None = None) -> None:
         self.messages = list(messages or [])
         self.post_status, self.store = post_status, store
         self.posts: list[Any] = []
+        #: the ``GET /session/{id}`` answer (None: 404)
+        self.record = record
+        self.looks: list[int] = []  # how many posts there were at each GET /session/{id}
 
 
 @pytest.fixture
@@ -52,6 +56,9 @@ def fake() -> Iterator[Any]:
             def do_GET(self) -> None:  # noqa: N802
                 if self.path.startswith(f"/session/{SID}/message"):
                     return self._send(200, session.messages)
+                if self.path == f"/session/{SID}" and session.record is not None:
+                    session.looks.append(len(session.posts))
+                    return self._send(200, session.record)
                 self._send(404, {"error": "no"})
 
             def do_POST(self) -> None:  # noqa: N802
@@ -98,6 +105,17 @@ async def test_opencode_push_into_an_idle_session_is_delivered_and_never_posted_
     again = await pusher(claims).deliver(MID, SID, url, ENVELOPE)
     assert again.delivered and len(session.posts) == 1
     assert claims.get(MID)["state"] == "confirmed"
+    assert "sessionArchived" not in first.evidence  # the server did not answer the look: the harness looks again
+
+
+@pytest.mark.parametrize("archived", [None, 1700000000000])
+async def test_opencode_push_looks_at_the_session_it_is_sent_to(archived: int | None, fake: Any, claims: PushClaims) -> None:
+    times = {"created": 1, **({"archived": archived} if archived else {})}
+    session = FakeSession(record={"id": SID, "title": "t", "time": times})
+    delivery = await pusher(claims).deliver(MID, SID, fake(session), ENVELOPE)
+    # opencode runs a prompt pushed into an archived session: it lands, and the push says what it found
+    assert delivery.delivered and delivery.evidence["sessionArchived"] is bool(archived)
+    assert len(session.looks) == 1  # asked once, together with the push
 
 
 async def test_opencode_push_behind_a_running_turn_is_accepted_then_delivered_when_answered(fake: Any, claims: PushClaims) -> None:

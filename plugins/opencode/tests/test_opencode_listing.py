@@ -1,7 +1,8 @@
 """The opencode harness's discovery against fake opencode servers (a standard-library HTTP
 server answering ``GET /session`` and ``GET /session/status`` as opencode 1.18 does): sessions
 with their busy state, basic auth, servers that are down, refuse or answer garbage, bad URLs in
-the setting, and the listing through the CLI."""
+the setting, and the listing through the CLI, ``list_agents`` of a real MCP client session and
+the web page."""
 
 from __future__ import annotations
 
@@ -172,6 +173,28 @@ def test_opencode_is_a_plugin_and_its_sessions_are_listed_by_the_cli(fake: Any) 
     listed = run("sessions", "--json")
     assert listed.returncode == 0, listed.stderr
     assert "opencode:ses_cli" in listed.stdout and "From the CLI" in listed.stdout
+
+
+def test_opencode_sessions_are_listed_by_list_agents_and_on_the_web_page(fake: Any) -> None:
+    import anyio
+    from agent_link_testing.mcp_client import agent_link_mcp
+    from agent_link_testing.web_page import serve_cli
+
+    server = fake(FakeServer(sessions=[session_entry("ses_seen", "Seen everywhere", 5)], status={"ses_seen": {"type": "busy"}}))
+    env = {**os.environ, "AGENT_LINK_LOAD_PLUGINS": "opencode,web", "AGENT_LINK_OPENCODE_SERVERS": server.url,
+           "AGENT_LINK_OPENCODE_DISCOVER": "0", "AGENT_LINK_WEB_USER": "tester", "AGENT_LINK_INSPECT_ALL": "1"}
+
+    async def listed() -> dict[str, Any]:
+        async with agent_link_mcp(env) as client:
+            return await client.call("list_agents", {})
+
+    result = anyio.run(listed)
+    [agent] = [a for a in result["sessions"] if a["address"] == "opencode:ses_seen"]
+    assert agent["title"] == "Seen everywhere" and agent["status"] == "busy" and result["providers"]["opencode"]["complete"]
+    with serve_cli(env) as page:
+        answer = page.request("GET", "/fragment/agents", headers={"Cookie": page.cookie()})
+        html = answer.body.decode()  # type: ignore[attr-defined]
+    assert answer.status == 200 and "Seen everywhere" in html and "opencode:ses_seen" in html, html[-2000:]
 
 
 @pytest.mark.anyio

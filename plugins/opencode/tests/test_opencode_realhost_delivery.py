@@ -9,7 +9,11 @@ sessions and its own agent-link App (sender ``test:alice``) that knows only that
 * into a busy session it is only ``accepted`` (stored in the session, queued behind the
   running turn), never pushed twice, and delivered once the model was handed it;
 * while the server's event stream is followed a send pushes without looking the session up
-  first, and a session archived in opencode meanwhile is still refused.
+  first, and a session archived in opencode meanwhile is still refused;
+* a send in the window between opencode archiving a session and the event saying so (the
+  stream held back until the push stored its user message) lands, as opencode runs it, and says
+  so: delivered with the warning ``opencode_session_archived`` (the push's own look at the
+  session, asked with it); the next send is refused.
 
 If the program is missing these tests fail with "run `make hosts`" -- they never skip.
 """
@@ -157,7 +161,10 @@ async def test_opencode_send_needs_no_look_up_while_the_event_stream_runs_and_an
     stub.enqueue("ok")
     outcome = await app.send(caller=ALICE, to=f"opencode:{session['id']}", body="no look-up first")
     assert outcome.delivery is not None and outcome.delivery.delivered, outcome.delivery
-    assert f"GET /session/{session['id']}" not in asked and asked[0] == f"POST /session/{session['id']}/prompt_async", asked
+    # no look-up (GET /session/{id} and /session/status) before the push: only the push's own look, asked with it
+    assert asked.count(f"GET /session/{session['id']}") == 1 and "GET /session/status" not in asked, asked
+    assert f"POST /session/{session['id']}/prompt_async" in asked
+    assert outcome.delivery.evidence["sessionArchived"] is False  # the push's own look, asked with it
     server.wait_for_reply(session["id"], timeout_s=TURN_TIMEOUT_S)
 
     # archived in opencode meanwhile: the stream tells, and the next send is refused before storing
@@ -172,3 +179,54 @@ async def test_opencode_send_needs_no_look_up_while_the_event_stream_runs_and_an
         await app.send(caller=ALICE, to=f"opencode:{session['id']}", body="too late")
     assert refused.value.code == "archived"
     assert len([m for m in server.session_messages(session["id"]) if m["info"]["role"] == "user"]) == 1
+
+
+async def test_opencode_send_in_the_window_before_the_archive_event_says_the_session_was_archived(
+        app: App, server: OpencodeServer, stub: MessagesStub, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+    import threading
+
+    session = server.request("POST", "/session", {"title": "archived meanwhile"})
+    harness = app.harnesses["opencode"]
+    await harness.list_sessions()
+    watch = harness._watches[str(server.url)]
+
+    async def connected() -> bool:
+        return watch.connected
+
+    await until(connected, "the event stream is open")
+    await harness.list_sessions()  # known from the stream from here on
+    # the stream's delay, made long: events wait until the push's user message comes, then all
+    # arrive in opencode's order (the archive first)
+    held: list[str] = []
+    holding = threading.Event()
+    holding.set()
+    real_event = watch._event
+
+    def delayed(data: str) -> None:
+        if not holding.is_set():
+            real_event(data)
+            return
+        held.append(data)
+        event = json.loads(data)
+        event = event.get("payload", event)  # the global stream wraps each event
+        info = (event.get("properties") or {}).get("info") or {}
+        if event.get("type") == "message.updated" and info.get("role") == "user":
+            holding.clear()
+            for line in held:
+                real_event(line)
+
+    monkeypatch.setattr(watch, "_event", delayed)
+    server.request("PATCH", f"/session/{session['id']}", {"time": {"archived": int(time.time() * 1000)}})
+    stale = await harness.get_session(session["id"])
+    assert stale is not None and not stale.archived  # the window: agent-link does not know yet
+
+    stub.enqueue("ok")
+    outcome = await app.send(caller=ALICE, to=f"opencode:{session['id']}", body="in the window")
+    delivery = outcome.delivery
+    assert delivery is not None and delivery.delivered and delivery.evidence["sessionArchived"] is True, delivery
+    assert [w["code"] for w in delivery.warnings] == ["opencode_session_archived"]
+    assert len(copies(server, session["id"], outcome.message["id"])) == 1  # opencode stored it (and runs the turn)
+    with pytest.raises(AgentLinkError) as refused:
+        await app.send(caller=ALICE, to=f"opencode:{session['id']}", body="after the window")
+    assert refused.value.code == "archived"

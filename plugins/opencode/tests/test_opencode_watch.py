@@ -134,3 +134,25 @@ def test_a_server_without_the_stream_is_left_to_look_ups(stream: Any) -> None:
     assert watch._thread is not None
     watch._thread.join(5)
     assert not watch._thread.is_alive() and watch.mark() is None
+
+
+def test_a_session_found_stale_is_forgotten_until_its_event_or_a_newer_look_up(stream: Any) -> None:
+    fake = stream()
+    watch = ServerWatch(fake.url, None)
+    watch.start()
+    try:
+        until(lambda: watch.connected, "connected")
+        before = watch.mark()
+        fake.send("session.created", sessionID="ses_a", info=record("ses_a"))
+        until(lambda: watch.get("ses_a"), "created")
+        watch.forget("ses_a")  # a push found it archived before the stream said so
+        assert watch.get("ses_a") is None
+        watch.seed(before, record("ses_a"), "idle")  # a look-up older than the forgetting teaches nothing
+        assert watch.get("ses_a") is None
+        watch.seed(watch.mark(), record("ses_a", archived=3), "idle")  # one started after it does
+        assert (watch.get("ses_a") or ({}, ""))[0]["time"]["archived"] == 3
+        watch.forget("ses_a")
+        fake.send("session.updated", sessionID="ses_a", info=record("ses_a", archived=4))  # the late event
+        until(lambda: watch.get("ses_a"), "the event teaches it again")
+    finally:
+        watch.close()
