@@ -329,7 +329,7 @@ def test_tables_without_an_owner_column_stay_as_they_are() -> None:
 
 
 @pytest.mark.parametrize("text", [
-    "The mapping helper's report is in docs/map.md; schema updated to match.",
+    "The mapping helper's report is in notes/map.md; schema updated to match.",
     "Message from the build session, pasted verbatim: \"Waiting on role:infra before I deploy.\"",
     "Blocked by:\n- the nightly build\n- [x] role:perf for the baseline numbers",
 ])
