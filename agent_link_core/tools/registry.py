@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # jsonschema loads at the first call that validates (not for 
 
 from agent_link_core.boundary import MAX_RESULT_BYTES, Refused, disable_hint, oversize
 from agent_link_core.errors import AgentLinkError, invalid_arguments
+from agent_link_core.json_files import ensure_private_dir
 from agent_link_core.tools.schemas import NO_NUL
 from agent_link_core.model import Caller
 from agent_link_core.visible import plain_json, visible_data
@@ -230,14 +231,17 @@ def check_schema(schema: Any) -> None:
     _VALID_SCHEMAS.add(key)
     if path is not None:
         try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
+            ensure_private_dir(os.path.dirname(path))
             # one short append per schema (O_APPEND: parallel processes' lines stay whole)
             start_over = len(_READ_FILES[path]) >= MAX_REMEMBERED_SCHEMAS
-            with open(path, "w" if start_over else "a", encoding="ascii") as f:
-                f.write(key + "\n")
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if start_over else os.O_APPEND), 0o600)
+            try:
+                os.write(fd, (key + "\n").encode("ascii"))
+            finally:
+                os.close(fd)
             if start_over:
                 _READ_FILES[path] = {key}
-        except OSError:
+        except (OSError, AgentLinkError):
             pass
 
 
