@@ -17,8 +17,9 @@ from agent_link_core.model import Caller
 from agent_link_core.tools.registry import ToolCall, validate_arguments
 
 REPO = Path(__file__).resolve().parents[2]
-#: the marker expression of the unit tests (the Makefile's UNIT): no real host, no NATS server
-UNIT_TESTS = "not realhost and not machines"
+#: the marker expression of the unit tests (the Makefile's UNIT): no real host, no NATS server,
+#: no nested run (the runs here are marked ``nested_suites``: ``make test-realhost`` runs them)
+UNIT_TESTS = "not realhost and not machines and not nested_suites"
 
 # A sitecustomize module: agent-link plugins named in AGENTLINK_TEST_UNINSTALLED lose their
 # entry point and become unimportable, in the process and in every process it starts.
@@ -86,8 +87,8 @@ CAN_SEE_PLUGINS = "not no_installed_plugins"
 
 def run_suites(env: dict[str, str], suites: tuple[str, ...], basetemp: Path, deselect: tuple[str, ...] = (),
                ignore: tuple[str, ...] = (), timeout_s: float = 900) -> tuple[int, int, str]:
-    """Run pytest on ``suites`` under ``env``, their unit tests only (:data:`UNIT_TESTS`: the
-    nested run is part of ``make test-unit``) that can see which plugins are installed
+    """Run pytest on ``suites`` under ``env``, their unit tests only (:data:`UNIT_TESTS`) that
+    can see which plugins are installed
     (:data:`CAN_SEE_PLUGINS`); returns ``(exit code, tests passed, output tail)``.
 
     ``basetemp`` keeps the nested run's temporary files apart: left to itself, pytest would
