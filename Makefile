@@ -54,7 +54,7 @@ WORKERS ?= auto
 # PYTHONDONTWRITEBYTECODE would have every worker and every `agent-link` process a test starts
 # compile everything again.
 PYTEST := env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -q --dist worksteal
-UNIT := not realhost and not machines
+UNIT := not realhost and not machines and not nested_suites
 test: lint
 	$(MAKE) --no-print-directory test-unit
 	$(MAKE) --no-print-directory test-realhost
@@ -65,9 +65,10 @@ test-unit:
 	$(PYTEST) -n $(WORKERS) -m "$(UNIT)"
 
 # The real-host tests (each starts its hosts in its own temporary HOME, stub models on ports
-# the system picks) and the machines plugin's NATS tests, on the current pins.
+# the system picks), the machines plugin's NATS tests and the nested runs of suites with a
+# plugin uninstalled (agent_link_testing.plugin_suites), on the current pins.
 test-realhost:
-	$(PYTEST) -n $(WORKERS) -m "realhost or machines"
+	$(PYTEST) -n $(WORKERS) -m "realhost or machines or nested_suites"
 
 # The real-host tests against the previous pins (hosts/previous).
 test-previous:

@@ -7,6 +7,18 @@ from pathlib import Path
 
 import pytest
 
+_HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each core test that loads no installed plugin (every one not marked
+    ``installed_plugins``: :func:`only_named_plugins`) ``no_installed_plugins``: such a test cannot
+    see whether a plugin is installed, so the nested runs with one plugin uninstalled
+    (:mod:`agent_link_testing.plugin_suites`) leave it out."""
+    for item in items:
+        if _HERE in item.path.parents and item.get_closest_marker("installed_plugins") is None:
+            item.add_marker(pytest.mark.no_installed_plugins)
+
 
 @pytest.fixture(autouse=True)
 def only_named_plugins(request: pytest.FixtureRequest, isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 from agent_link_testing.dists import install_dist
+from agent_link_testing.schema_cache import share_valid_schemas
 
 # Signals interrupt hung hooks in the subprocesses; this file's own time limit runs on a thread.
 pytestmark = pytest.mark.timeout(600, method="thread")
@@ -182,7 +183,10 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def environment(site: Path, home: Path, where: str, kind: str) -> dict[str, str]:
+def environment(site: Path, home: Path, where: str, kind: str, valid_schemas: Path) -> dict[str, str]:
+    """The processes' environment: their own HOME and caches (the valid schemas' shared,
+    agent_link_testing.schema_cache), only the plugin ``faulty``, faulting at ``where`` in ``kind``."""
+    share_valid_schemas(home / ".cache", valid_schemas)
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_LINK_")}
     env.update(HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"), AGENT_LINK_LOAD_PLUGINS="faulty",
                AGENT_LINK_HOOK_TIMEOUT_MS=BUDGET_MS, AGENT_LINK_ADDRESS="team:alice",
@@ -284,8 +288,8 @@ def check_mcp(env: dict[str, str], where: str, kind: str) -> list[dict[str, Any]
 
 
 @pytest.mark.parametrize(("where", "kind"), CASES, ids=[f"{w}-{k}" for w, k in CASES])
-def test_a_fault_stays_in_its_plugin(where: str, kind: str, site: Path, tmp_path: Path) -> None:
-    env = environment(site, tmp_path, where, kind)
+def test_a_fault_stays_in_its_plugin(where: str, kind: str, site: Path, tmp_path: Path, valid_schemas_dir: Path) -> None:
+    env = environment(site, tmp_path, where, kind, valid_schemas_dir)
     problems = check_mcp(env, where, kind)
     if where in CLI_SEND:
         out = cli(env, "send", "team:bob", "hello from the CLI")
@@ -310,10 +314,10 @@ def test_a_fault_stays_in_its_plugin(where: str, kind: str, site: Path, tmp_path
         assert reported(problems), problems
 
 
-def test_sigterm_ends_the_server_while_a_hook_holds_its_loop(site: Path, tmp_path: Path) -> None:
+def test_sigterm_ends_the_server_while_a_hook_holds_its_loop(site: Path, tmp_path: Path, valid_schemas_dir: Path) -> None:
     """A hook that blocks the event loop for ten minutes (a budget longer than that) does not
     keep the server alive after SIGTERM: it exits 0 within its shutdown bound."""
-    env = {**environment(site, tmp_path, "health", "hang"), "AGENT_LINK_HOOK_TIMEOUT_MS": "0"}
+    env = {**environment(site, tmp_path, "health", "hang", valid_schemas_dir), "AGENT_LINK_HOOK_TIMEOUT_MS": "0"}
     session = McpSession(env)
     try:
         session.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
@@ -328,10 +332,10 @@ def test_sigterm_ends_the_server_while_a_hook_holds_its_loop(site: Path, tmp_pat
             session.proc.kill()
 
 
-def test_a_server_whose_client_died_exits_even_with_its_stdin_open(site: Path, tmp_path: Path) -> None:
+def test_a_server_whose_client_died_exits_even_with_its_stdin_open(site: Path, tmp_path: Path, valid_schemas_dir: Path) -> None:
     """The client (the server's parent) dies once the server answered it, while something else
     still holds the server's stdin open: the server notices its parent is gone and exits."""
-    env = environment(site, tmp_path, "", "")
+    env = environment(site, tmp_path, "", "", valid_schemas_dir)
     read_end, write_end = os.pipe()  # this test keeps the write end: the server never reads EOF
     client = ("import subprocess, sys; p = subprocess.Popen([sys.executable, '-m', 'agent_link_core', 'mcp'], "
               f"stdin={read_end}, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, pass_fds=({read_end},)); "

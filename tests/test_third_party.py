@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -231,6 +232,7 @@ def modes(root: Path) -> dict[str, int]:
 @pytest.mark.anyio
 async def test_everything_agent_link_creates_is_private_whatever_the_umask(isolated_env: Path) -> None:
     assert not isolated_env.exists()
+    shutil.rmtree(isolated_env.parent / ".cache")  # the test kit's shared schema cache link: agent-link makes its own
     env = {"AGENT_LINK_DISABLE_PLUGINS": "codex claude", "AGENT_LINK_DEBUG": "1",
            "AGENT_LINK_RECEIPT_LOG": str(isolated_env / "audit" / "receipts.jsonl"),
            "AGENT_LINK_ROLE_ADMIN": "1"}
@@ -257,5 +259,6 @@ async def test_everything_agent_link_creates_is_private_whatever_the_umask(isola
     del found["."]  # the home itself is the test's
     assert {".agent-link/agent-link.db", ".agent-link/roles.json", ".agent-link/logs/agent-link.log",
             ".agent-link/audit/receipts.jsonl", ".cache/agent-link/state-dirs.json", ".config/agent-link/config.toml"} <= set(found)
+    assert any(path.startswith(".cache/agent-link/valid-schemas/") for path in found)  # the schemas found valid
     shared = {path: oct(mode) for path, mode in found.items() if mode & 0o077}
     assert not shared, f"readable by others: {shared}"

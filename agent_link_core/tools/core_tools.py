@@ -25,7 +25,7 @@ from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import SendOption
 from agent_link_core.mailbox import new_message_id
 from agent_link_core.model import is_address
-from agent_link_core.tools.registry import ToolCall, ToolSpec
+from agent_link_core.tools.registry import ToolCall, ToolSpec, check_schema
 from agent_link_core.tools.schemas import ANY, ARR, BOOL, CURSOR, IDEMPOTENCY_KEY, INT, LISTING_PAGE, NOBJ, NSTR, OBJ, RESOLVE_RESULT, STR, ULID  # noqa: F401 - re-exported
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -129,7 +129,6 @@ def check_send_declarations(harness: Any) -> None:
 
     :raises Refused: a declaration of the wrong type, a name the core uses, an invalid schema.
     """
-    from jsonschema import Draft202012Validator
     from jsonschema.exceptions import SchemaError
 
     base = next(spec for spec in CORE_TOOLS if spec.name == "message_agent")
@@ -156,7 +155,7 @@ def check_send_declarations(harness: Any) -> None:
         try:
             if not isinstance(schema, Mapping):
                 raise SchemaError("not an object")
-            Draft202012Validator.check_schema(schema)
+            check_schema(schema)
         except SchemaError as exc:
             raise Refused(f"harness {harness.name!r} declares {what} with an invalid JSON schema: {exc.message[:200]}",
                           "Fix the schema (JSON Schema draft 2020-12).") from None

@@ -18,10 +18,14 @@ registered the tool (:func:`result_mismatch`), and the plugin problem shows in h
 
 from __future__ import annotations
 
+import hashlib
 import inspect
+import json
 import logging
+import os
 import re
 import sqlite3
+import sys
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -31,6 +35,7 @@ if TYPE_CHECKING:  # jsonschema loads at the first call that validates (not for 
 
 from agent_link_core.boundary import MAX_RESULT_BYTES, Refused, disable_hint, oversize
 from agent_link_core.errors import AgentLinkError, invalid_arguments
+from agent_link_core.json_files import ensure_private_dir
 from agent_link_core.tools.schemas import NO_NUL
 from agent_link_core.model import Caller
 from agent_link_core.visible import plain_json, visible_data
@@ -129,7 +134,6 @@ def check_tool(record: Any) -> None:
     (name, async handler, input and output schemas valid against the JSON Schema meta-schema).
 
     :raises Refused: naming what is wrong and how to fix it (``agent_link_register_tools``)."""
-    from jsonschema import Draft202012Validator
     from jsonschema.exceptions import SchemaError
 
     if not isinstance(record, ToolSpec):
@@ -150,11 +154,103 @@ def check_tool(record: Any) -> None:
                       "output_fields maps each success field to its JSON schema.")
     for which, schema in (("input", record.input_schema), ("output", output_schema(record))):
         try:
-            Draft202012Validator.check_schema(schema)
+            check_schema(schema)
         except SchemaError as exc:
             where = "/".join(str(p) for p in exc.path) or "(root)"
             raise Refused(f"tool {record.name!r} has an invalid {which} schema at {where}: {exc.message[:200]}",
                           "Fix the schema (it is checked against JSON Schema draft 2020-12).") from None
+
+
+#: schemas found valid in this process, by :func:`_schema_key`
+_VALID_SCHEMAS: set[str] = set()
+#: the cache files read in this process (read once each) and the keys they held
+_READ_FILES: dict[str, set[str]] = {}
+#: a cache file holding more keys than this starts over (schemas that changed leave old keys)
+MAX_REMEMBERED_SCHEMAS = 4096
+
+
+def _schema_key(schema: Any) -> str | None:
+    """The SHA-256 of ``schema``'s exact JSON text (keys sorted, ``1``, ``1.0`` and ``true``
+    apart); None when it holds anything but dicts with str keys, lists, str, int, float, bool
+    and None (a tuple is no array to the meta-schema), which is never remembered."""
+    def plain(value: Any) -> bool:
+        if type(value) is dict:
+            return all(type(k) is str and plain(v) for k, v in value.items())
+        if type(value) is list:
+            return all(plain(v) for v in value)
+        return value is None or type(value) in (str, int, float, bool)
+
+    try:
+        return hashlib.sha256(json.dumps(schema, sort_keys=True).encode()).hexdigest() if plain(schema) else None
+    except (RecursionError, ValueError):
+        return None
+
+
+def _remembered_path() -> str | None:
+    """``$XDG_CACHE_HOME/agent-link/valid-schemas/<jsonschema's code>``: one file per
+    installed jsonschema (the path and modification time of its validators module)."""
+    validators = sys.modules.get("jsonschema.validators")
+    try:
+        code = os.stat(validators.__file__ or "") if validators is not None else None
+    except OSError:
+        code = None
+    if code is None or validators is None:
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    key = hashlib.sha256(f"{validators.__file__}\0{code.st_mtime_ns}".encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return os.path.join(base, "agent-link", "valid-schemas", key)
+
+
+def check_schema(schema: Any) -> None:
+    """Check ``schema`` against the JSON Schema draft 2020-12 meta-schema, as
+    ``Draft202012Validator.check_schema`` does, remembering the schemas found valid.
+
+    Every process that lists the tools checks some 90 schemas (about half a second of CPU),
+    the same ones at every start. A valid schema's key (:func:`_schema_key`) is kept for the
+    process and appended to the cache file :func:`_remembered_path`, and a schema whose key is
+    there is not checked again. An invalid schema, or one that is not plain JSON, is checked
+    every time. A cache file that cannot be read or written only costs the check.
+
+    :param schema: the schema (a JSON object as Python dicts and lists).
+    :raises jsonschema.exceptions.SchemaError: the schema is invalid.
+    """
+    from jsonschema import Draft202012Validator
+
+    key = _schema_key(schema)
+    if key is not None and key in _VALID_SCHEMAS:
+        return
+    path = _remembered_path() if key is not None else None
+    if path is not None and path not in _READ_FILES:
+        _READ_FILES[path] = _read_keys(path)
+        _VALID_SCHEMAS.update(_READ_FILES[path])
+        if key in _VALID_SCHEMAS:
+            return
+    Draft202012Validator.check_schema(schema)
+    if key is None:
+        return
+    _VALID_SCHEMAS.add(key)
+    if path is not None:
+        try:
+            ensure_private_dir(os.path.dirname(path))
+            # one short append per schema (O_APPEND: parallel processes' lines stay whole)
+            start_over = len(_READ_FILES[path]) >= MAX_REMEMBERED_SCHEMAS
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if start_over else os.O_APPEND), 0o600)
+            try:
+                os.write(fd, (key + "\n").encode("ascii"))
+            finally:
+                os.close(fd)
+            if start_over:
+                _READ_FILES[path] = {key}
+        except (OSError, AgentLinkError):
+            pass
+
+
+def _read_keys(path: str) -> set[str]:
+    try:
+        with open(path, encoding="ascii", errors="replace") as f:
+            return set(f.read().split())
+    except OSError:
+        return set()
 
 
 def _types(schema: Mapping[str, Any]) -> set[str]:

@@ -17,8 +17,9 @@ from agent_link_core.model import Caller
 from agent_link_core.tools.registry import ToolCall, validate_arguments
 
 REPO = Path(__file__).resolve().parents[2]
-#: the marker expression of the unit tests (the Makefile's UNIT): no real host, no NATS server
-UNIT_TESTS = "not realhost and not machines"
+#: the marker expression of the unit tests (the Makefile's UNIT): no real host, no NATS server,
+#: no nested run (the runs here are marked ``nested_suites``: ``make test-realhost`` runs them)
+UNIT_TESTS = "not realhost and not machines and not nested_suites"
 
 # A sitecustomize module: agent-link plugins named in AGENTLINK_TEST_UNINSTALLED lose their
 # entry point and become unimportable, in the process and in every process it starts.
@@ -79,16 +80,22 @@ def loaded_plugins(env: dict[str, str], plugin: str) -> tuple[list[str], bool]:
     return lines[0].split(","), lines[-1] == "hidden"
 
 
+#: what a nested run leaves out besides :data:`UNIT_TESTS`: the core tests that load no installed
+#: plugin (tests/conftest.py marks them), which pass or fail alike whatever is installed
+CAN_SEE_PLUGINS = "not no_installed_plugins"
+
+
 def run_suites(env: dict[str, str], suites: tuple[str, ...], basetemp: Path, deselect: tuple[str, ...] = (),
                ignore: tuple[str, ...] = (), timeout_s: float = 900) -> tuple[int, int, str]:
-    """Run pytest on ``suites`` under ``env``, their unit tests only (:data:`UNIT_TESTS`: the
-    nested run is part of ``make test-unit``); returns ``(exit code, tests passed, output tail)``.
+    """Run pytest on ``suites`` under ``env``, their unit tests only (:data:`UNIT_TESTS`) that
+    can see which plugins are installed
+    (:data:`CAN_SEE_PLUGINS`); returns ``(exit code, tests passed, output tail)``.
 
     ``basetemp`` keeps the nested run's temporary files apart: left to itself, pytest would
     prune the oldest numbered temp dirs, which may be the outer run's own.
     """
-    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--basetemp={basetemp}", "-m", UNIT_TESTS,
-            *[s for s in suites if (REPO / s).exists()]]
+    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--basetemp={basetemp}",
+            "-m", f"({UNIT_TESTS}) and {CAN_SEE_PLUGINS}", *[s for s in suites if (REPO / s).exists()]]
     args += [f"--deselect={d}" for d in deselect] + [f"--ignore={i}" for i in ignore]
     run = subprocess.run(args, env=env, cwd=REPO, capture_output=True, text=True, timeout=timeout_s)
     tail = run.stdout[-3000:] + run.stderr[-2000:]
@@ -118,7 +125,7 @@ def check_suites_without(plugin: str, other: str, tmp_path: Path) -> None:
     code, passed, tail = run_suites(env, (*CORE_SUITES, f"plugins/{other}/tests"), tmp_path / "nested",
                                     ASSUME_ALL_INSTALLED, ignore=(f"plugins/{other}/tests/test_{other}_uninstalled.py",))
     assert code == 0, tail
-    assert passed >= 100, tail
+    assert passed >= 80, tail
 
 
 @contextmanager

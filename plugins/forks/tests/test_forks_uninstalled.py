@@ -18,6 +18,7 @@ from agent_link_testing.plugin_suites import (
 )
 
 
+@pytest.mark.nested_suites
 @pytest.mark.timeout(900)  # a nested pytest run of several suites, serial
 def test_suites_pass_with_forks_uninstalled(tmp_path: Path) -> None:
     env = uninstalled_env(tmp_path, "forks")

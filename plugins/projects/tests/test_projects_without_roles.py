@@ -12,6 +12,7 @@ from agent_link_testing.plugin_suites import loaded_plugins, run_suites, uninsta
 HERE = "plugins/projects/tests"
 
 
+@pytest.mark.nested_suites
 @pytest.mark.timeout(900)  # a nested pytest run of this suite, serial
 def test_suite_passes_with_roles_uninstalled(tmp_path: Path) -> None:
     env = uninstalled_env(tmp_path, "roles")
