@@ -349,6 +349,8 @@ class Front:
     def _opening(self, line: bytes) -> tuple[str, str] | None:
         """``(request id as JSON, cache key)`` when ``line`` is an opening request (``initialize``,
         a first-page ``tools/list``), else None; an ``initialize`` sets the revision."""
+        if b'"initialize"' not in line and b'"tools/list"' not in line:
+            return None  # not parsed: every tool call passes here (a method spelt with escapes goes on to the server)
         try:
             message = json.loads(line)
         except (ValueError, RecursionError):  # nested too deeply: the server's transport answers it

@@ -61,6 +61,8 @@ log = logging.getLogger(__name__)
 MAX_LINE_BYTES = 8 * 1024 * 1024
 # How long calls under way may still run once the client has closed its input (seconds).
 DRAIN_BOUND_S = 60.0
+# How much of a pipe is read at once when the event loop reads it (bytes).
+PIPE_CHUNK_BYTES = 1 << 16
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
@@ -269,20 +271,67 @@ def _read_line(stream: BinaryIO) -> tuple[bytes, bool] | None:
             return head, True
 
 
+class _PipeLines:
+    """The lines of a pipe or socket, read on the event loop when data is there (no worker
+    thread per line: a call's answer then waits for no thread to be scheduled, which on a
+    loaded machine costs more than the call itself). Same lines as :func:`_read_line`.
+
+    :param fd: a descriptor :func:`_pipe_fd` accepted; it is read with ``os.read`` only after
+        the loop saw it readable, so it never blocks the loop (its mode is left as it is).
+    """
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buffer = bytearray()
+        self.head: bytes | None = None  # the start of a too-long line whose rest is skipped
+        self.ended = False
+
+    async def next(self) -> tuple[bytes, bool] | None:
+        """The next line (newline stripped) and whether it was too long; None at end of input."""
+        while True:
+            end = self.buffer.find(b"\n")
+            if self.head is not None:  # skipping the rest of a too-long line
+                if end >= 0 or self.ended:
+                    del self.buffer[:end + 1 if end >= 0 else len(self.buffer)]
+                    head, self.head = self.head, None
+                    return head, True
+                self.buffer.clear()
+            elif end > MAX_LINE_BYTES or (end < 0 and len(self.buffer) > MAX_LINE_BYTES):
+                self.head = bytes(self.buffer[:4096])
+                continue
+            elif end >= 0:
+                line = bytes(self.buffer[:end])
+                del self.buffer[:end + 1]
+                return line.rstrip(b"\r"), False
+            elif self.ended:
+                if not self.buffer:
+                    return None
+                line = bytes(self.buffer)  # the last line, without a newline
+                self.buffer.clear()
+                return line, False
+            await anyio.wait_readable(self.fd)
+            chunk = os.read(self.fd, PIPE_CHUNK_BYTES)
+            if chunk:
+                self.buffer += chunk
+            else:
+                self.ended = True
+
+
 def _write(stream: BinaryIO, data: bytes) -> None:
     stream.write(data)
     stream.flush()
 
 
-def _pipe_fd(stream: BinaryIO) -> int | None:
+def _pipe_fd(stream: BinaryIO, *, sockets: bool = False) -> int | None:
     """The descriptor of ``stream`` when it is a pipe (what hosts and the start-up front give
-    the server), else None (a file, a terminal, a socket, an in-memory stream, or a system
-    without ``poll``, such as Windows)."""
+    the server) or, with ``sockets``, a socket; else None (a file, a terminal, an in-memory
+    stream, or a system without ``poll``, such as Windows)."""
     if not hasattr(select, "poll"):
         return None
     try:
         fd = stream.fileno()
-        return fd if stat.S_ISFIFO(os.fstat(fd).st_mode) else None
+        mode = os.fstat(fd).st_mode
+        return fd if stat.S_ISFIFO(mode) or (sockets and stat.S_ISSOCK(mode)) else None
     except (OSError, ValueError):  # io.UnsupportedOperation is both
         return None
 
@@ -340,10 +389,16 @@ async def stdio_server(stdin: BinaryIO | None = None, stdout: BinaryIO | None = 
         answers, out = lines_in.clone(), lines_in.clone()
         lines_in.close()  # the two clones keep the writer open while their tasks run
 
+        source_pipe = _pipe_fd(source, sockets=True) if source is not getattr(sys.stdin, "buffer", None) else None
+        pipe_lines = _PipeLines(source_pipe) if source_pipe is not None else None
+
         async def read_lines() -> None:
             async with reader_in, answers:
                 while True:
-                    got = await anyio.to_thread.run_sync(_read_line, source, abandon_on_cancel=True)
+                    if pipe_lines is not None:
+                        got = await pipe_lines.next()
+                    else:  # a file or an in-memory stream: one worker thread per line
+                        got = await anyio.to_thread.run_sync(_read_line, source, abandon_on_cancel=True)
                     if got is None:
                         # A client that closes its input after its last request (a pipe) still
                         # reads the answers: calls under way finish first, within a bound.
