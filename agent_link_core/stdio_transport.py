@@ -39,7 +39,7 @@ import re
 import select
 import stat
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
@@ -52,6 +52,7 @@ from mcp.server import stdio as sdk_stdio
 from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
 
+from agent_link_core import fastfront
 from agent_link_core.envelope import sanitize_text
 
 log = logging.getLogger(__name__)
@@ -278,10 +279,14 @@ class _PipeLines:
 
     :param fd: a descriptor :func:`_pipe_fd` accepted; it is read with ``os.read`` only after
         the loop saw it readable, so it never blocks the loop (its mode is left as it is).
+    :param then: asked at the end of ``fd``: ``(next fd, bytes already read of it)`` to go on
+        reading (the start-up front handing the client's wire over,
+        :meth:`agent_link_core.fastfront.Front.take_input`), or None when the input ended.
     """
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, then: Callable[[], tuple[int, bytes] | None] | None = None) -> None:
         self.fd = fd
+        self.then = then
         self.buffer = bytearray()
         self.head: bytes | None = None  # the start of a too-long line whose rest is skipped
         self.ended = False
@@ -297,7 +302,7 @@ class _PipeLines:
                     return head, True
                 self.buffer.clear()
             elif end > MAX_LINE_BYTES or (end < 0 and len(self.buffer) > MAX_LINE_BYTES):
-                self.head = bytes(self.buffer[:4096])
+                self.head = bytes(self.buffer[:min(4096, MAX_LINE_BYTES + 1)])  # as _read_line keeps it
                 continue
             elif end >= 0:
                 line = bytes(self.buffer[:end])
@@ -313,8 +318,13 @@ class _PipeLines:
             chunk = os.read(self.fd, PIPE_CHUNK_BYTES)
             if chunk:
                 self.buffer += chunk
-            else:
+                continue
+            handed, self.then = (self.then() if self.then is not None else None), None
+            if handed is None:
                 self.ended = True
+            else:
+                self.fd = handed[0]
+                self.buffer += handed[1]
 
 
 def _write(stream: BinaryIO, data: bytes) -> None:
@@ -371,6 +381,8 @@ async def stdio_server(stdin: BinaryIO | None = None, stdout: BinaryIO | None = 
     the SDK does (children read EOF, stray prints go to stderr) and restores them on exit.
     """
     restore: list[Any] = []
+    # the start-up front's wire, taken over once the opening is over (claimed streams only)
+    front = fastfront.current() if stdin is None and stdout is None else None
     try:
         if stdin is None:
             # The SDK's fd claim (private, mcp 2.x): children read EOF, stray prints miss the wire.
@@ -391,6 +403,13 @@ async def stdio_server(stdin: BinaryIO | None = None, stdout: BinaryIO | None = 
 
         source_pipe = _pipe_fd(source, sockets=True) if source is not getattr(sys.stdin, "buffer", None) else None
         pipe_lines = _PipeLines(source_pipe) if source_pipe is not None else None
+        if front is not None and pipe_lines is not None and _pipe_fd(front.wire_in, sockets=True) is not None:
+            # the front stops copying the client's lines after the opening: each later request
+            # and answer then crosses no thread (fastfront.Front.take_input / output_free)
+            front.taker = True
+            pipe_lines.then = front.take_input
+        else:
+            front = None
 
         async def read_lines() -> None:
             async with reader_in, answers:
@@ -439,11 +458,18 @@ async def stdio_server(stdin: BinaryIO | None = None, stdout: BinaryIO | None = 
                     await out.send(text.encode("utf-8") + b"\n")
 
         async def write_lines() -> None:
-            sink_pipe = _pipe_fd(sink)
+            to, to_pipe, handing = sink, _pipe_fd(sink), front
             async with lines_out:
                 async for data in lines_out:
-                    if not _write_now(sink, sink_pipe, data):
-                        await anyio.to_thread.run_sync(_write, sink, data)
+                    if handing is not None and handing.output_free():
+                        # the front's writer passes on what came before the mark, then stops
+                        await anyio.to_thread.run_sync(_write, to, fastfront.HANDOVER_MARK)
+                        await anyio.to_thread.run_sync(handing.wait_drained)
+                        if handing.handed_out.is_set():
+                            to, to_pipe = handing.wire_out, _pipe_fd(handing.wire_out)
+                        handing = None
+                    if not _write_now(to, to_pipe, data):
+                        await anyio.to_thread.run_sync(_write, to, data)
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(write_lines)

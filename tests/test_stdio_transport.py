@@ -314,3 +314,32 @@ def test_answers_go_to_a_pipe_directly_only_when_that_cannot_block() -> None:
     memory = io.BytesIO()
     assert stdio_transport._pipe_fd(memory) is None
     assert stdio_transport._write_now(memory, None, b"{}\n") is False and memory.getvalue() == b""
+
+
+@pytest.mark.anyio
+async def test_a_pipe_is_read_on_the_event_loop_line_by_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reader of a pipe gives the same lines as the reader of a stream (``_read_line``): a
+    line over the limit as its head and True, the last line without its newline; at the end
+    of the pipe it goes on with the fd and bytes ``then`` hands over (the start-up front's wire)."""
+    import os
+
+    monkeypatch.setattr(stdio_transport, "MAX_LINE_BYTES", 100)
+    data = b'{"a":1}\r\n\n' + b"x" * 150 + b"\n" + b"y" * 5000 + b'\n{"b":2}\n'
+    first_r, first_w = os.pipe()
+    second_r, second_w = os.pipe()
+    try:
+        os.write(first_w, data)
+        os.close(first_w)
+        os.write(second_w, b'2}\n{"d":')
+        os.close(second_w)
+        lines = stdio_transport._PipeLines(first_r, then=lambda: (second_r, b'{"c":'))
+        got = []
+        while (line := await lines.next()) is not None:
+            got.append(line)
+        assert got == [(b'{"a":1}', False), (b"", False), (b"x" * 101, True), (b"y" * 101, True), (b'{"b":2}', False),
+                       (b'{"c":2}', False), (b'{"d":', False)]
+        reference = __import__("io").BytesIO(data)
+        assert [stdio_transport._read_line(reference) for _ in range(5)] == got[:5]
+    finally:
+        os.close(first_r)
+        os.close(second_r)
