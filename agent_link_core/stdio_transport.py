@@ -346,30 +346,32 @@ def _pipe_fd(stream: BinaryIO, *, sockets: bool = False) -> int | None:
         return None
 
 
-def _write_now(stream: BinaryIO, fd: int | None, data: bytes) -> bool:
-    """Write ``data`` to ``stream`` on the calling thread when that cannot block, and say so.
+def _writable(fd: int) -> bool:
+    """Whether the pipe ``fd`` polls writable now."""
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    ready = poller.poll(0)
+    return bool(ready) and bool(ready[0][1] & select.POLLOUT)
+
+
+async def _write_pipe(fd: int, data: bytes) -> None:
+    """Write ``data`` to the pipe ``fd`` on the event loop, never blocking it.
 
     A pipe that polls writable has room for a write of at most ``PIPE_BUF`` bytes (POSIX: such
     a write is atomic, and poll reports a pipe writable only with that much room), and only
-    this process writes to it. Anything else returns False untouched: the caller hands it to
-    a worker thread, since a client that stops reading must not stop the event loop. Most
-    answers (a send's result is about 1.4 KB) so skip a thread hand-off on their way out.
+    this process writes to it: so ``data`` goes in pieces of ``PIPE_BUF`` bytes, each once the
+    pipe polls writable (the loop serves other work while a client reads slowly). No answer,
+    however long, waits for a worker thread to be scheduled.
 
-    :param fd: :func:`_pipe_fd` of ``stream``.
+    :param fd: :func:`_pipe_fd` of the stream (whose buffer is empty: every write is flushed).
     :raises OSError: as the write would (``BrokenPipeError`` when the client left).
     """
-    if fd is None or len(data) > select.PIPE_BUF:
-        return False
-    try:
-        poller = select.poll()
-        poller.register(fd, select.POLLOUT)
-        ready = poller.poll(0)
-    except (OSError, ValueError):
-        return False
-    if not ready or not ready[0][1] & select.POLLOUT:
-        return False
-    _write(stream, data)
-    return True
+    view = memoryview(data)
+    while view:
+        if not _writable(fd):
+            await anyio.wait_writable(fd)
+            continue
+        view = view[os.write(fd, view[:select.PIPE_BUF]):]
 
 
 @asynccontextmanager
@@ -468,7 +470,9 @@ async def stdio_server(stdin: BinaryIO | None = None, stdout: BinaryIO | None = 
                         if handing.handed_out.is_set():
                             to, to_pipe = handing.wire_out, _pipe_fd(handing.wire_out)
                         handing = None
-                    if not _write_now(to, to_pipe, data):
+                    if to_pipe is not None:
+                        await _write_pipe(to_pipe, data)
+                    else:  # a file, a socket or an in-memory stream: a worker thread may block
                         await anyio.to_thread.run_sync(_write, to, data)
 
         async with anyio.create_task_group() as tg:
