@@ -62,8 +62,8 @@ log = logging.getLogger(__name__)
 MAX_LINE_BYTES = 8 * 1024 * 1024
 # How long calls under way may still run once the client has closed its input (seconds).
 DRAIN_BOUND_S = 60.0
-# How much of a pipe is read at once when the event loop reads it (bytes).
-PIPE_CHUNK_BYTES = 1 << 16
+# How much of the input is read at once (bytes).
+READ_CHUNK_BYTES = 1 << 16
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
@@ -256,43 +256,28 @@ def add_warnings(response: dict[str, Any], warnings: list[dict[str, Any]]) -> di
     return response
 
 
-def _read_line(stream: BinaryIO) -> tuple[bytes, bool] | None:
-    """One line (newline stripped) and whether it was too long; None at end of input."""
-    line = stream.readline(MAX_LINE_BYTES + 1)
-    if not line:
-        return None
-    if line.endswith(b"\n"):
-        return line[:-1].rstrip(b"\r"), False
-    if len(line) <= MAX_LINE_BYTES:
-        return line, False  # the last line, without a newline
-    head = line[:4096]
-    while True:  # skip the rest of the line without keeping it
-        rest = stream.readline(1 << 20)
-        if not rest or rest.endswith(b"\n"):
-            return head, True
+class _Lines:
+    """The lines of the client's input: a pipe or socket is read on the event loop once it is
+    readable (no worker thread per request, which on a loaded machine costs more than the call
+    itself); anything else (a file, an in-memory stream) in a worker thread.
 
-
-class _PipeLines:
-    """The lines of a pipe or socket, read on the event loop when data is there (no worker
-    thread per line: a call's answer then waits for no thread to be scheduled, which on a
-    loaded machine costs more than the call itself). Same lines as :func:`_read_line`.
-
-    :param fd: a descriptor :func:`_pipe_fd` accepted; it is read with ``os.read`` only after
-        the loop saw it readable, so it never blocks the loop (its mode is left as it is).
-    :param then: asked at the end of ``fd``: ``(next fd, bytes already read of it)`` to go on
+    :param stream: the input; a pipe's or socket's fd is read with ``os.read`` only when the
+        loop saw it readable, so the loop never blocks (the fd's mode is left as it is).
+    :param then: asked when the input ends: ``(next fd, bytes already read of it)`` to go on
         reading (the start-up front handing the client's wire over,
-        :meth:`agent_link_core.fastfront.Front.take_input`), or None when the input ended.
+        :meth:`agent_link_core.fastfront.Front.take_input`), or None.
     """
 
-    def __init__(self, fd: int, then: Callable[[], tuple[int, bytes] | None] | None = None) -> None:
-        self.fd = fd
-        self.then = then
+    def __init__(self, stream: BinaryIO, then: Callable[[], tuple[int, bytes] | None] | None = None) -> None:
+        self.stream, self.then = stream, then
+        self.fd = _pipe_fd(stream, sockets=True) if stream is not getattr(sys.stdin, "buffer", None) else None
         self.buffer = bytearray()
         self.head: bytes | None = None  # the start of a too-long line whose rest is skipped
         self.ended = False
 
     async def next(self) -> tuple[bytes, bool] | None:
-        """The next line (newline stripped) and whether it was too long; None at end of input."""
+        """The next line (newline stripped; a line over :data:`MAX_LINE_BYTES` as its first
+        4096 bytes and True, its rest skipped unread); None at the end of the input."""
         while True:
             end = self.buffer.find(b"\n")
             if self.head is not None:  # skipping the rest of a too-long line
@@ -302,29 +287,28 @@ class _PipeLines:
                     return head, True
                 self.buffer.clear()
             elif end > MAX_LINE_BYTES or (end < 0 and len(self.buffer) > MAX_LINE_BYTES):
-                self.head = bytes(self.buffer[:min(4096, MAX_LINE_BYTES + 1)])  # as _read_line keeps it
+                self.head = bytes(self.buffer[:min(4096, MAX_LINE_BYTES + 1)])
                 continue
             elif end >= 0:
                 line = bytes(self.buffer[:end])
                 del self.buffer[:end + 1]
                 return line.rstrip(b"\r"), False
             elif self.ended:
-                if not self.buffer:
-                    return None
-                line = bytes(self.buffer)  # the last line, without a newline
-                self.buffer.clear()
-                return line, False
-            await anyio.wait_readable(self.fd)
-            chunk = os.read(self.fd, PIPE_CHUNK_BYTES)
+                line, self.buffer = bytes(self.buffer), bytearray()  # the last line, without a newline
+                return (line, False) if line else None
+            if self.fd is not None:
+                await anyio.wait_readable(self.fd)
+                chunk = os.read(self.fd, READ_CHUNK_BYTES)
+            else:
+                read = getattr(self.stream, "read1", self.stream.read)
+                chunk = await anyio.to_thread.run_sync(read, READ_CHUNK_BYTES, abandon_on_cancel=True)
             if chunk:
                 self.buffer += chunk
                 continue
             handed, self.then = (self.then() if self.then is not None else None), None
-            if handed is None:
-                self.ended = True
-            else:
-                self.fd = handed[0]
-                self.buffer += handed[1]
+            self.ended = handed is None
+            if handed is not None:
+                self.fd, self.buffer = handed[0], self.buffer + handed[1]
 
 
 def _write(stream: BinaryIO, data: bytes) -> None:
@@ -403,23 +387,18 @@ async def stdio_server(stdin: BinaryIO | None = None, stdout: BinaryIO | None = 
         answers, out = lines_in.clone(), lines_in.clone()
         lines_in.close()  # the two clones keep the writer open while their tasks run
 
-        source_pipe = _pipe_fd(source, sockets=True) if source is not getattr(sys.stdin, "buffer", None) else None
-        pipe_lines = _PipeLines(source_pipe) if source_pipe is not None else None
-        if front is not None and pipe_lines is not None and _pipe_fd(front.wire_in, sockets=True) is not None:
+        lines = _Lines(source)
+        if front is not None and lines.fd is not None and _pipe_fd(front.wire_in, sockets=True) is not None:
             # the front stops copying the client's lines after the opening: each later request
             # and answer then crosses no thread (fastfront.Front.take_input / output_free)
-            front.taker = True
-            pipe_lines.then = front.take_input
+            front.taker, lines.then = True, front.take_input
         else:
             front = None
 
         async def read_lines() -> None:
             async with reader_in, answers:
                 while True:
-                    if pipe_lines is not None:
-                        got = await pipe_lines.next()
-                    else:  # a file or an in-memory stream: one worker thread per line
-                        got = await anyio.to_thread.run_sync(_read_line, source, abandon_on_cancel=True)
+                    got = await lines.next()
                     if got is None:
                         # A client that closes its input after its last request (a pipe) still
                         # reads the answers: calls under way finish first, within a bound.

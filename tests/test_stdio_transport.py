@@ -321,28 +321,30 @@ async def test_answers_go_to_a_pipe_on_the_event_loop_without_blocking_it() -> N
 
 @pytest.mark.anyio
 async def test_a_pipe_is_read_on_the_event_loop_line_by_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The reader of a pipe gives the same lines as the reader of a stream (``_read_line``): a
-    line over the limit as its head and True, the last line without its newline; at the end
-    of the pipe it goes on with the fd and bytes ``then`` hands over (the start-up front's wire)."""
+    """A pipe (read on the event loop) and an in-memory stream (read in a worker thread) give
+    the same lines: a line over the limit as its head and True, the last line without its
+    newline; at the end of the pipe the reader goes on with the fd and bytes ``then`` hands
+    over (the start-up front's wire)."""
+    import io
     import os
 
     monkeypatch.setattr(stdio_transport, "MAX_LINE_BYTES", 100)
     data = b'{"a":1}\r\n\n' + b"x" * 150 + b"\n" + b"y" * 5000 + b'\n{"b":2}\n'
     first_r, first_w = os.pipe()
     second_r, second_w = os.pipe()
-    try:
-        os.write(first_w, data)
-        os.close(first_w)
-        os.write(second_w, b'2}\n{"d":')
-        os.close(second_w)
-        lines = stdio_transport._PipeLines(first_r, then=lambda: (second_r, b'{"c":'))
+    os.write(first_w, data)
+    os.close(first_w)
+    os.write(second_w, b'2}\n{"d":')
+    os.close(second_w)
+
+    async def read_all(lines: Any) -> list[tuple[bytes, bool]]:
         got = []
         while (line := await lines.next()) is not None:
             got.append(line)
-        assert got == [(b'{"a":1}', False), (b"", False), (b"x" * 101, True), (b"y" * 101, True), (b'{"b":2}', False),
-                       (b'{"c":2}', False), (b'{"d":', False)]
-        reference = __import__("io").BytesIO(data)
-        assert [stdio_transport._read_line(reference) for _ in range(5)] == got[:5]
-    finally:
-        os.close(first_r)
-        os.close(second_r)
+        return got
+
+    with os.fdopen(first_r, "rb", buffering=0) as first, os.fdopen(second_r, "rb") as second:
+        piped = await read_all(stdio_transport._Lines(first, then=lambda: (second.fileno(), b'{"c":')))
+    assert piped == [(b'{"a":1}', False), (b"", False), (b"x" * 101, True), (b"y" * 101, True), (b'{"b":2}', False),
+                     (b'{"c":2}', False), (b'{"d":', False)]
+    assert await read_all(stdio_transport._Lines(io.BytesIO(data))) == piped[:5]
