@@ -32,6 +32,7 @@ opening through it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -64,6 +65,8 @@ MAX_LINE_BYTES = 8 * 1024 * 1024
 DRAIN_BOUND_S = 60.0
 # How much of the input is read at once (bytes).
 READ_CHUNK_BYTES = 1 << 16
+# The pipe size asked for the output (bytes; Linux's default pipe-max-size).
+PIPE_BYTES = 1 << 20
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
@@ -330,32 +333,36 @@ def _pipe_fd(stream: BinaryIO, *, sockets: bool = False) -> int | None:
         return None
 
 
-def _writable(fd: int) -> bool:
-    """Whether the pipe ``fd`` polls writable now."""
-    poller = select.poll()
-    poller.register(fd, select.POLLOUT)
-    ready = poller.poll(0)
-    return bool(ready) and bool(ready[0][1] & select.POLLOUT)
+def _nonblocking(fd: int | None, on: bool = True) -> int | None:
+    """Set the pipe ``fd`` non-blocking (``on``) or back; ``fd`` itself (None: nothing done).
+    Turning it on also asks for a pipe of :data:`PIPE_BYTES` where the system allows (Linux),
+    so a long answer (an inbox read of 30 messages is about 75 KB) goes in one write and the
+    client wakes once, not once per 64 KiB of the default pipe."""
+    if fd is not None:  # a pipe: a POSIX system, so fcntl is there
+        import fcntl
+
+        os.set_blocking(fd, not on)
+        if on and hasattr(fcntl, "F_SETPIPE_SZ"):
+            with contextlib.suppress(OSError):  # above the system's pipe-max-size: the default stays
+                fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    return fd
 
 
 async def _write_pipe(fd: int, data: bytes) -> None:
-    """Write ``data`` to the pipe ``fd`` on the event loop, never blocking it.
+    """Write ``data`` to the pipe ``fd`` (non-blocking: the transport sets it so while it
+    serves, as asyncio's own pipe transports do) on the event loop: as much as the pipe takes
+    at once, the rest when it has room again (the loop serves other work while a client reads
+    slowly). One write per answer that fits, so the client wakes once; no answer, however
+    long, waits for a worker thread to be scheduled.
 
-    A pipe that polls writable has room for a write of at most ``PIPE_BUF`` bytes (POSIX: such
-    a write is atomic, and poll reports a pipe writable only with that much room), and only
-    this process writes to it: so ``data`` goes in pieces of ``PIPE_BUF`` bytes, each once the
-    pipe polls writable (the loop serves other work while a client reads slowly). No answer,
-    however long, waits for a worker thread to be scheduled.
-
-    :param fd: :func:`_pipe_fd` of the stream (whose buffer is empty: every write is flushed).
     :raises OSError: as the write would (``BrokenPipeError`` when the client left).
     """
     view = memoryview(data)
     while view:
-        if not _writable(fd):
+        try:
+            view = view[os.write(fd, view):]
+        except BlockingIOError:
             await anyio.wait_writable(fd)
-            continue
-        view = view[os.write(fd, view[:select.PIPE_BUF]):]
 
 
 @asynccontextmanager
@@ -439,20 +446,27 @@ async def stdio_server(stdin: BinaryIO | None = None, stdout: BinaryIO | None = 
                     await out.send(text.encode("utf-8") + b"\n")
 
         async def write_lines() -> None:
-            to, to_pipe, handing = sink, _pipe_fd(sink), front
-            async with lines_out:
-                async for data in lines_out:
-                    if handing is not None and handing.output_free():
-                        # the front's writer passes on what came before the mark, then stops
-                        await anyio.to_thread.run_sync(_write, to, fastfront.HANDOVER_MARK)
-                        await anyio.to_thread.run_sync(handing.wait_drained)
-                        if handing.handed_out.is_set():
-                            to, to_pipe = handing.wire_out, _pipe_fd(handing.wire_out)
-                        handing = None
-                    if to_pipe is not None:
-                        await _write_pipe(to_pipe, data)
-                    else:  # a file, a socket or an in-memory stream: a worker thread may block
-                        await anyio.to_thread.run_sync(_write, to, data)
+            to, to_pipe, handing = sink, _nonblocking(_pipe_fd(sink)), front
+
+            async def put(data: bytes) -> None:
+                if to_pipe is not None:
+                    await _write_pipe(to_pipe, data)
+                else:  # a file, a socket or an in-memory stream: a worker thread may block
+                    await anyio.to_thread.run_sync(_write, to, data)
+
+            try:
+                async with lines_out:
+                    async for data in lines_out:
+                        if handing is not None and handing.output_free():
+                            await put(fastfront.HANDOVER_MARK)  # the front passes on what came before it, then stops
+                            await anyio.to_thread.run_sync(handing.wait_drained)
+                            if handing.handed_out.is_set():
+                                _nonblocking(to_pipe, False)
+                                to, to_pipe = handing.wire_out, _nonblocking(_pipe_fd(handing.wire_out))
+                            handing = None
+                        await put(data)
+            finally:
+                _nonblocking(to_pipe, False)  # whoever writes to it next expects a blocking pipe
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(write_lines)

@@ -285,19 +285,21 @@ def test_calls_under_way_are_answered_after_the_client_closes_its_input() -> Non
 
 @pytest.mark.anyio
 async def test_answers_go_to_a_pipe_on_the_event_loop_without_blocking_it() -> None:
-    """An answer goes into a pipe in pieces of at most PIPE_BUF bytes, each when the pipe has
-    room: a full pipe (a client that stops reading) makes the write wait while the loop goes
-    on; it ends once the client reads, with every byte in order."""
+    """An answer goes into a (non-blocking) pipe at once when it fits; a full pipe (a client
+    that stops reading) makes the write wait while the loop goes on; it ends once the client
+    reads, with every byte in order. The pipe is left blocking again."""
     import io
     import os
+    import select
 
     read_fd, write_fd = os.pipe()
     try:
         with os.fdopen(os.dup(write_fd), "wb") as sink:
             assert stdio_transport._pipe_fd(sink) is not None
+        assert stdio_transport._nonblocking(write_fd) == write_fd and not os.get_blocking(write_fd)
         await stdio_transport._write_pipe(write_fd, b'{"id":1}\n')
         assert os.read(read_fd, 100) == b'{"id":1}\n'
-        data = bytes(range(256)) * 1024  # 256 KiB: more than the pipe holds
+        data = bytes(range(256)) * 8192  # 2 MiB: more than the pipe holds, even enlarged
         ticks = 0
         got = bytearray()
         async with anyio.create_task_group() as tg:
@@ -305,7 +307,7 @@ async def test_answers_go_to_a_pipe_on_the_event_loop_without_blocking_it() -> N
             while ticks < 5:  # the loop still runs while the write waits for room
                 await anyio.sleep(0.01)
                 ticks += 1
-            assert not stdio_transport._writable(write_fd)
+            assert select.select([], [write_fd], [], 0)[1] == []  # the pipe is full
             os.set_blocking(read_fd, False)
             while len(got) < len(data):
                 try:
@@ -313,10 +315,12 @@ async def test_answers_go_to_a_pipe_on_the_event_loop_without_blocking_it() -> N
                 except BlockingIOError:
                     await anyio.sleep(0.001)
         assert bytes(got) == data
+        stdio_transport._nonblocking(write_fd, False)
+        assert os.get_blocking(write_fd)
     finally:
         os.close(read_fd)
         os.close(write_fd)
-    assert stdio_transport._pipe_fd(io.BytesIO()) is None
+    assert stdio_transport._pipe_fd(io.BytesIO()) is None and stdio_transport._nonblocking(None) is None
 
 
 @pytest.mark.anyio
