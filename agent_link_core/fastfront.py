@@ -22,13 +22,9 @@ Lines the front does not answer (anything but those two requests, lines it canno
 lines over :data:`MAX_PARSE_BYTES`) pass through untouched for the server's transport to
 judge. Only the standard library is imported here (start-up time is the point).
 
-Once the opening is over (a first-page ``tools/list`` went by) and the server's transport can
-read the wire itself (:mod:`agent_link_core.stdio_transport`, when the wire is a pipe or a
-socket), the front hands the wire over: the reader thread stops after a whole line and ends
-the server's input pipe, the transport reads on from the wire (:meth:`Front.take_input`); the
-transport's writer, once every opening answer went through (:meth:`Front.output_free`), writes
-:data:`HANDOVER_MARK`, the writer thread passes on what came before it and stops, and the
-transport writes to the wire itself. Each tool call then crosses no thread of the front.
+Once the opening is over (a first-page ``tools/list`` went by), the front hands the wire to
+the server's transport when it can take it (:mod:`agent_link_core.stdio_transport`: a pipe or
+a socket): :meth:`Front.take_input`, :meth:`Front.output_free`; later calls cross no thread.
 
 Why it stays (issue 31 asks for the SDK's transport wherever no host behaviour forces
 otherwise): a host goes on without an optional server's tools when they are not listed
@@ -363,12 +359,9 @@ class Front:
         return True
 
     def take_input(self) -> tuple[int, bytes] | None:
-        """For the server's transport, at the end of its input pipe: ``(the wire's fd, the bytes
-        the front read of it and did not pass on)`` when the front handed the wire over (the
-        transport reads it from there on), None when the input really ended."""
-        if self.handed_in is None:
-            return None
-        return self.wire_in.fileno(), self.handed_in
+        """At the end of the server's input pipe: ``(the wire's fd, bytes read of it and not
+        passed on)`` when the front handed the wire over, else None (the input ended)."""
+        return None if self.handed_in is None else (self.wire_in.fileno(), self.handed_in)
 
     def output_free(self) -> bool:
         """Whether the server's writer may hand its output over (write :data:`HANDOVER_MARK`, wait

@@ -260,15 +260,11 @@ def add_warnings(response: dict[str, Any], warnings: list[dict[str, Any]]) -> di
 
 
 class _Lines:
-    """The lines of the client's input: a pipe or socket is read on the event loop once it is
-    readable (no worker thread per request, which on a loaded machine costs more than the call
-    itself); anything else (a file, an in-memory stream) in a worker thread.
-
-    :param stream: the input; a pipe's or socket's fd is read with ``os.read`` only when the
-        loop saw it readable, so the loop never blocks (the fd's mode is left as it is).
-    :param then: asked when the input ends: ``(next fd, bytes already read of it)`` to go on
-        reading (the start-up front handing the client's wire over,
-        :meth:`agent_link_core.fastfront.Front.take_input`), or None.
+    """The lines of the client's input: a pipe or socket read on the event loop when readable
+    (no worker thread per request: on a loaded machine that costs more than the call), anything
+    else (a file, an in-memory stream) in a worker thread. ``then``: asked when the input ends,
+    ``(next fd, bytes already read of it)`` to go on with (the start-up front handing the wire
+    over, :meth:`agent_link_core.fastfront.Front.take_input`), or None.
     """
 
     def __init__(self, stream: BinaryIO, then: Callable[[], tuple[int, bytes] | None] | None = None) -> None:
