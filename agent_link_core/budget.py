@@ -59,8 +59,10 @@ def inbox(app: App, caller: Caller, budget: OutputBudget | None, *, limit: int, 
     """An inbox read cut to ``budget`` (None: everything up to ``limit``; tools and the CLI pass
     :func:`caller_budget`).
 
-    Each message's view and envelope are made once per read; what fits is decided from their
-    sizes (:func:`prefix_bytes`), so a read costs in proportion to what it returns.
+    Each message's view and envelope are made once per read; what fits is decided from the
+    whole result measured once when every message may fit (their bodies do), else from their
+    sizes one prefix after the other (:func:`prefix_bytes`), so a read costs in proportion to
+    what it returns.
 
     :param message_id: read this message's envelope from ``offset`` (characters) instead: a
         page as large as fits; the message is marked delivered (with ``mark``) when the page
@@ -87,13 +89,22 @@ def inbox(app: App, caller: Caller, budget: OutputBudget | None, *, limit: int, 
     envelopes: list[str] = []
 
     def rendered() -> Iterator[tuple[dict[str, Any], str]]:  # each envelope once, only as far as needed
-        for view, row, message in zip(views, rows, messages, strict=True):
-            envelopes.append(app.mailbox.envelope(row, message))
-            yield view, envelopes[-1]
+        for k, (view, row, message) in enumerate(zip(views, rows, messages, strict=True)):
+            if k == len(envelopes):
+                envelopes.append(app.mailbox.envelope(row, message))
+            yield view, envelopes[k]
 
     remaining = _remaining(app, caller.address, held)
-    if budget is None:
-        count = len(list(rendered()))
+    whole = None  # the result holding every message, when that is what the read returns
+    if budget is None or sum(row["body_bytes"] for row in rows) + RESERVE_BYTES <= budget.tool_result_bytes:
+        # all may fit (the bodies alone do): measure the whole result once, not each prefix
+        for _ in rendered():  # renders every envelope into `envelopes`
+            pass
+        whole = _assemble(caller.address, [], views, remaining, len(held), render_inbox(envelopes), None)
+        if budget is not None and not fits(whole, budget, len(rows)):
+            whole = None
+    if whole is not None or budget is None:
+        count = len(rows)
     else:
         skeleton = _assemble(caller.address, [], [], remaining, len(held), "", None)
         count = 0
@@ -113,6 +124,8 @@ def inbox(app: App, caller: Caller, budget: OutputBudget | None, *, limit: int, 
         # marking changed what remains (held mail is never chosen, nor marked)
         held = held_by_waits(app, caller.address) - {row["id"] for row in chosen}
         remaining = _remaining(app, caller.address, held)
+    elif whole is not None:
+        return whole
     return _assemble(caller.address, marked, views[:count], remaining, len(held), render_inbox(envelopes[:count]), None)
 
 

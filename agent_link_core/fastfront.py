@@ -22,6 +22,10 @@ Lines the front does not answer (anything but those two requests, lines it canno
 lines over :data:`MAX_PARSE_BYTES`) pass through untouched for the server's transport to
 judge. Only the standard library is imported here (start-up time is the point).
 
+Once the opening is over (a first-page ``tools/list`` went by), the front hands the wire to
+the server's transport when it can take it (:mod:`agent_link_core.stdio_transport`: a pipe or
+a socket): :meth:`Front.take_input`, :meth:`Front.output_free`; later calls cross no thread.
+
 Why it stays (issue 31 asks for the SDK's transport wherever no host behaviour forces
 otherwise): a host goes on without an optional server's tools when they are not listed
 within about a second (README.md, the host plugins' start-up notes, with the host
@@ -62,8 +66,9 @@ MAX_PARSE_BYTES = 64 * 1024  # opening requests are small; longer lines are only
 CHUNK_BYTES = 1 << 20
 DRAIN_BOUND_S = 5.0  # how long exit waits for the writer thread to pass on the last output
 PROTOCOL_VERSION_META = "io.modelcontextprotocol/protocolVersion"  # the stateless revision's _meta key
-END_MARK = b"\x00agent-link-front-end\n"
-WHERE_STATE_LIVES = frozenset({"AGENT_LINK_STATE_DIR", "AGENT_LINK_MAILBOX_PATH"})  # in the key by name only  # written by this process only, after the server ended
+END_MARK = b"\x00agent-link-front-end\n"  # written by this process only, after the server ended
+HANDOVER_MARK = b"\x00agent-link-front-handover\n"  # the server writes it when it takes the wire's output
+WHERE_STATE_LIVES = frozenset({"AGENT_LINK_STATE_DIR", "AGENT_LINK_MAILBOX_PATH"})  # in the key by name only
 #: what a launcher hands over to the process it exec'ed (module docstring); never in the key
 HANDOVER_VARIABLES = frozenset({"AGENT_LINK_MCP_OPENED", "AGENT_LINK_MCP_OPENED_AT", "AGENT_LINK_MCP_LAUNCHER_CACHE"})
 LATE_S = 2  # a server up this long (s) after its launcher answered says so on stderr
@@ -219,6 +224,10 @@ class Front:
         self.learning = True
         self.answered = 0
         self.mismatches: list[str] = []
+        self.listed = False  # a first-page tools/list went by: the opening is over
+        self.taker = False  # the server's transport can read and write the wire itself
+        self.handed_in: bytes | None = None  # once the wire's input is the transport's: what was read of it already
+        self.handed_out = threading.Event()  # the writer thread stopped at HANDOVER_MARK
         self._lock = threading.Lock()
         self._drained = threading.Event()
 
@@ -288,15 +297,29 @@ class Front:
                 elif not answered and len(line) <= MAX_PARSE_BYTES:
                     self._answer(line)
                 _write_all(self.server_in, line)
-            partial = False
-            while True:
-                line = self.wire_in.readline(CHUNK_BYTES)
-                if not line:
+            read = getattr(self.wire_in, "read1", self.wire_in.read)  # what is there, up to CHUNK_BYTES
+            pending = b""  # read from the wire, not passed on yet (the start of a line)
+            partial = False  # what was passed on last ended inside a line
+            while not self._hand_over(pending):
+                chunk = read(CHUNK_BYTES)
+                if not chunk:
+                    _write_all(self.server_in, pending)
                     return
-                if not partial and len(line) <= MAX_PARSE_BYTES and line.endswith(b"\n"):
-                    self._answer(line)
-                partial = not line.endswith(b"\n")
-                _write_all(self.server_in, line)
+                pending += chunk
+                start = 0
+                while (end := pending.find(b"\n", start)) >= 0:
+                    line = pending[start:end + 1]
+                    start = end + 1
+                    if not partial and len(line) <= MAX_PARSE_BYTES:
+                        self._answer(line)
+                    partial = False
+                    _write_all(self.server_in, line)
+                    if self._hand_over(pending[start:]):
+                        return
+                pending = pending[start:]
+                if len(pending) >= CHUNK_BYTES:  # a long line goes on in pieces, never parsed
+                    _write_all(self.server_in, pending)
+                    pending, partial = b"", True
         except OSError as exc:  # the server is gone: nothing left to feed
             log.debug("front reader stopped: %s", exc)
         finally:
@@ -312,6 +335,9 @@ class Front:
                 line = self.server_out.readline()
                 if not line or line == END_MARK:
                     return
+                if line == HANDOVER_MARK:  # the server's transport writes to the wire itself from here
+                    self.handed_out.set()
+                    return
                 if (self.given or self.wanted or self.launcher_given) and not self._pass_on(line):
                     continue
                 with self._lock:
@@ -321,6 +347,27 @@ class Front:
             log.debug("front writer stopped: %s", exc)
         finally:
             self._drained.set()
+
+    # -- handing the wire over -----------------------------------------------------------------
+
+    def _hand_over(self, rest: bytes) -> bool:
+        """Stop copying the wire's input once the opening is over and the server's transport
+        takes the wire (:meth:`take_input`); ``rest``: bytes read after the last line passed on."""
+        if not (self.listed and self.taker):
+            return False
+        self.handed_in = rest
+        return True
+
+    def take_input(self) -> tuple[int, bytes] | None:
+        """At the end of the server's input pipe: ``(the wire's fd, bytes read of it and not
+        passed on)`` when the front handed the wire over, else None (the input ended)."""
+        return None if self.handed_in is None else (self.wire_in.fileno(), self.handed_in)
+
+    def output_free(self) -> bool:
+        """Whether the server's writer may hand its output over (write :data:`HANDOVER_MARK`, wait
+        for :attr:`handed_out`, then write to :attr:`wire_out`): the input was handed over and
+        every answer to an opening request went through the writer thread."""
+        return self.handed_in is not None and not (self.given or self.wanted or self.launcher_given)
 
     def wait_drained(self, bound_s: float = DRAIN_BOUND_S) -> None:
         """Wait until the writer thread passed on everything up to :data:`END_MARK`."""
@@ -349,6 +396,8 @@ class Front:
     def _opening(self, line: bytes) -> tuple[str, str] | None:
         """``(request id as JSON, cache key)`` when ``line`` is an opening request (``initialize``,
         a first-page ``tools/list``), else None; an ``initialize`` sets the revision."""
+        if b'"initialize"' not in line and b'"tools/list"' not in line:
+            return None  # not parsed: every tool call passes here (a method spelt with escapes goes on to the server)
         try:
             message = json.loads(line)
         except (ValueError, RecursionError):  # nested too deeply: the server's transport answers it
@@ -379,6 +428,8 @@ class Front:
             key = f"tools/list/{revision}"
         else:
             return None
+        if method == "tools/list":
+            self.listed = True
         return json.dumps(message["id"]), key
 
     def _pass_on(self, line: bytes) -> bool:
@@ -504,7 +555,8 @@ def start(env: Mapping[str, str] | None = None) -> Front | None:
     os.close(in_r)
     os.close(out_w)
     path = cache_path(env)
-    front = Front(os.fdopen(wire_in_fd, "rb"), os.fdopen(wire_out_fd, "wb"), in_w, os.fdopen(out_r, "rb"),
+    # unbuffered: what the reader thread read and did not pass on is all in hand at a handover
+    front = Front(os.fdopen(wire_in_fd, "rb", buffering=0), os.fdopen(wire_out_fd, "wb"), in_w, os.fdopen(out_r, "rb"),
                   path, None if off else load_answers(path), opened, env.get("AGENT_LINK_MCP_LAUNCHER_CACHE") or None)
     threading.Thread(target=front.pump_in, name="agent-link-front-in", daemon=True).start()
     threading.Thread(target=front.pump_out, name="agent-link-front-out", daemon=True).start()
@@ -515,7 +567,7 @@ def start(env: Mapping[str, str] | None = None) -> Front | None:
 def finish() -> None:
     """After the server ended: let the writer thread pass on the server's last output."""
     front = _current
-    if front is None:
+    if front is None or front.handed_out.is_set():  # handed over: the server wrote to the wire itself
         return
     try:
         sys.stdout.flush()

@@ -196,8 +196,9 @@ async def _reminder_loop(app: App) -> None:
 
 async def _exit_on_signal(app: App | None) -> None:
     """On SIGTERM/SIGINT/SIGHUP, or when the parent process (the client) is gone: release what
-    harnesses hold, then exit at once. The SDK reads stdin in a worker thread that no
-    cancellation can interrupt, so a clean unwind would wait for the client's next line.
+    harnesses hold, then exit at once. The transport may read stdin in a worker thread (a
+    file, not a pipe) that no cancellation can interrupt, and plugin code may hold the loop,
+    so a clean unwind could wait for the client's next line.
 
     The signal handlers are Python's own (not the event loop's), so they run even while plugin
     code holds the loop, and they start a timer that ends the process after

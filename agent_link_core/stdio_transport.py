@@ -32,6 +32,7 @@ opening through it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -39,7 +40,7 @@ import re
 import select
 import stat
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
@@ -52,6 +53,7 @@ from mcp.server import stdio as sdk_stdio
 from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
 
+from agent_link_core import fastfront
 from agent_link_core.envelope import sanitize_text
 
 log = logging.getLogger(__name__)
@@ -61,6 +63,10 @@ log = logging.getLogger(__name__)
 MAX_LINE_BYTES = 8 * 1024 * 1024
 # How long calls under way may still run once the client has closed its input (seconds).
 DRAIN_BOUND_S = 60.0
+# How much of the input is read at once (bytes).
+READ_CHUNK_BYTES = 1 << 16
+# The pipe size asked for the output (bytes; Linux's default pipe-max-size).
+PIPE_BYTES = 1 << 20
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
@@ -253,20 +259,55 @@ def add_warnings(response: dict[str, Any], warnings: list[dict[str, Any]]) -> di
     return response
 
 
-def _read_line(stream: BinaryIO) -> tuple[bytes, bool] | None:
-    """One line (newline stripped) and whether it was too long; None at end of input."""
-    line = stream.readline(MAX_LINE_BYTES + 1)
-    if not line:
-        return None
-    if line.endswith(b"\n"):
-        return line[:-1].rstrip(b"\r"), False
-    if len(line) <= MAX_LINE_BYTES:
-        return line, False  # the last line, without a newline
-    head = line[:4096]
-    while True:  # skip the rest of the line without keeping it
-        rest = stream.readline(1 << 20)
-        if not rest or rest.endswith(b"\n"):
-            return head, True
+class _Lines:
+    """The lines of the client's input: a pipe or socket read on the event loop when readable
+    (no worker thread per request: on a loaded machine that costs more than the call), anything
+    else (a file, an in-memory stream) in a worker thread. ``then``: asked when the input ends,
+    ``(next fd, bytes already read of it)`` to go on with (the start-up front handing the wire
+    over, :meth:`agent_link_core.fastfront.Front.take_input`), or None.
+    """
+
+    def __init__(self, stream: BinaryIO, then: Callable[[], tuple[int, bytes] | None] | None = None) -> None:
+        self.stream, self.then = stream, then
+        self.fd = _pipe_fd(stream, sockets=True) if stream is not getattr(sys.stdin, "buffer", None) else None
+        self.buffer = bytearray()
+        self.head: bytes | None = None  # the start of a too-long line whose rest is skipped
+        self.ended = False
+
+    async def next(self) -> tuple[bytes, bool] | None:
+        """The next line (newline stripped; a line over :data:`MAX_LINE_BYTES` as its first
+        4096 bytes and True, its rest skipped unread); None at the end of the input."""
+        while True:
+            end = self.buffer.find(b"\n")
+            if self.head is not None:  # skipping the rest of a too-long line
+                if end >= 0 or self.ended:
+                    del self.buffer[:end + 1 if end >= 0 else len(self.buffer)]
+                    head, self.head = self.head, None
+                    return head, True
+                self.buffer.clear()
+            elif end > MAX_LINE_BYTES or (end < 0 and len(self.buffer) > MAX_LINE_BYTES):
+                self.head = bytes(self.buffer[:min(4096, MAX_LINE_BYTES + 1)])
+                continue
+            elif end >= 0:
+                line = bytes(self.buffer[:end])
+                del self.buffer[:end + 1]
+                return line.rstrip(b"\r"), False
+            elif self.ended:
+                line, self.buffer = bytes(self.buffer), bytearray()  # the last line, without a newline
+                return (line, False) if line else None
+            if self.fd is not None:
+                await anyio.wait_readable(self.fd)
+                chunk = os.read(self.fd, READ_CHUNK_BYTES)
+            else:
+                read = getattr(self.stream, "read1", self.stream.read)
+                chunk = await anyio.to_thread.run_sync(read, READ_CHUNK_BYTES, abandon_on_cancel=True)
+            if chunk:
+                self.buffer += chunk
+                continue
+            handed, self.then = (self.then() if self.then is not None else None), None
+            self.ended = handed is None
+            if handed is not None:
+                self.fd, self.buffer = handed[0], self.buffer + handed[1]
 
 
 def _write(stream: BinaryIO, data: bytes) -> None:
@@ -274,43 +315,50 @@ def _write(stream: BinaryIO, data: bytes) -> None:
     stream.flush()
 
 
-def _pipe_fd(stream: BinaryIO) -> int | None:
+def _pipe_fd(stream: BinaryIO, *, sockets: bool = False) -> int | None:
     """The descriptor of ``stream`` when it is a pipe (what hosts and the start-up front give
-    the server), else None (a file, a terminal, a socket, an in-memory stream, or a system
-    without ``poll``, such as Windows)."""
+    the server) or, with ``sockets``, a socket; else None (a file, a terminal, an in-memory
+    stream, or a system without ``poll``, such as Windows)."""
     if not hasattr(select, "poll"):
         return None
     try:
         fd = stream.fileno()
-        return fd if stat.S_ISFIFO(os.fstat(fd).st_mode) else None
+        mode = os.fstat(fd).st_mode
+        return fd if stat.S_ISFIFO(mode) or (sockets and stat.S_ISSOCK(mode)) else None
     except (OSError, ValueError):  # io.UnsupportedOperation is both
         return None
 
 
-def _write_now(stream: BinaryIO, fd: int | None, data: bytes) -> bool:
-    """Write ``data`` to ``stream`` on the calling thread when that cannot block, and say so.
+def _nonblocking(fd: int | None, on: bool = True) -> int | None:
+    """Set the pipe ``fd`` non-blocking (``on``) or back; ``fd`` itself (None: nothing done).
+    Turning it on also asks for a pipe of :data:`PIPE_BYTES` where the system allows (Linux),
+    so a long answer (an inbox read of 30 messages is about 75 KB) goes in one write and the
+    client wakes once, not once per 64 KiB of the default pipe."""
+    if fd is not None:  # a pipe: a POSIX system, so fcntl is there
+        import fcntl
 
-    A pipe that polls writable has room for a write of at most ``PIPE_BUF`` bytes (POSIX: such
-    a write is atomic, and poll reports a pipe writable only with that much room), and only
-    this process writes to it. Anything else returns False untouched: the caller hands it to
-    a worker thread, since a client that stops reading must not stop the event loop. Most
-    answers (a send's result is about 1.4 KB) so skip a thread hand-off on their way out.
+        os.set_blocking(fd, not on)
+        if on and hasattr(fcntl, "F_SETPIPE_SZ"):
+            with contextlib.suppress(OSError):  # above the system's pipe-max-size: the default stays
+                fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    return fd
 
-    :param fd: :func:`_pipe_fd` of ``stream``.
+
+async def _write_pipe(fd: int, data: bytes) -> None:
+    """Write ``data`` to the pipe ``fd`` (non-blocking: the transport sets it so while it
+    serves, as asyncio's own pipe transports do) on the event loop: as much as the pipe takes
+    at once, the rest when it has room again (the loop serves other work while a client reads
+    slowly). One write per answer that fits, so the client wakes once; no answer, however
+    long, waits for a worker thread to be scheduled.
+
     :raises OSError: as the write would (``BrokenPipeError`` when the client left).
     """
-    if fd is None or len(data) > select.PIPE_BUF:
-        return False
-    try:
-        poller = select.poll()
-        poller.register(fd, select.POLLOUT)
-        ready = poller.poll(0)
-    except (OSError, ValueError):
-        return False
-    if not ready or not ready[0][1] & select.POLLOUT:
-        return False
-    _write(stream, data)
-    return True
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view):]
+        except BlockingIOError:
+            await anyio.wait_writable(fd)
 
 
 @asynccontextmanager
@@ -322,6 +370,8 @@ async def stdio_server(stdin: BinaryIO | None = None, stdout: BinaryIO | None = 
     the SDK does (children read EOF, stray prints go to stderr) and restores them on exit.
     """
     restore: list[Any] = []
+    # the start-up front's wire, taken over once the opening is over (claimed streams only)
+    front = fastfront.current() if stdin is None and stdout is None else None
     try:
         if stdin is None:
             # The SDK's fd claim (private, mcp 2.x): children read EOF, stray prints miss the wire.
@@ -340,10 +390,18 @@ async def stdio_server(stdin: BinaryIO | None = None, stdout: BinaryIO | None = 
         answers, out = lines_in.clone(), lines_in.clone()
         lines_in.close()  # the two clones keep the writer open while their tasks run
 
+        lines = _Lines(source)
+        if front is not None and lines.fd is not None and _pipe_fd(front.wire_in, sockets=True) is not None:
+            # the front stops copying the client's lines after the opening: each later request
+            # and answer then crosses no thread (fastfront.Front.take_input / output_free)
+            front.taker, lines.then = True, front.take_input
+        else:
+            front = None
+
         async def read_lines() -> None:
             async with reader_in, answers:
                 while True:
-                    got = await anyio.to_thread.run_sync(_read_line, source, abandon_on_cancel=True)
+                    got = await lines.next()
                     if got is None:
                         # A client that closes its input after its last request (a pipe) still
                         # reads the answers: calls under way finish first, within a bound.
@@ -384,11 +442,27 @@ async def stdio_server(stdin: BinaryIO | None = None, stdout: BinaryIO | None = 
                     await out.send(text.encode("utf-8") + b"\n")
 
         async def write_lines() -> None:
-            sink_pipe = _pipe_fd(sink)
-            async with lines_out:
-                async for data in lines_out:
-                    if not _write_now(sink, sink_pipe, data):
-                        await anyio.to_thread.run_sync(_write, sink, data)
+            to, to_pipe, handing = sink, _nonblocking(_pipe_fd(sink)), front
+
+            async def put(data: bytes) -> None:
+                if to_pipe is not None:
+                    await _write_pipe(to_pipe, data)
+                else:  # a file, a socket or an in-memory stream: a worker thread may block
+                    await anyio.to_thread.run_sync(_write, to, data)
+
+            try:
+                async with lines_out:
+                    async for data in lines_out:
+                        if handing is not None and handing.output_free():
+                            await put(fastfront.HANDOVER_MARK)  # the front passes on what came before it, then stops
+                            await anyio.to_thread.run_sync(handing.wait_drained)
+                            if handing.handed_out.is_set():
+                                _nonblocking(to_pipe, False)
+                                to, to_pipe = handing.wire_out, _nonblocking(_pipe_fd(handing.wire_out))
+                            handing = None
+                        await put(data)
+            finally:
+                _nonblocking(to_pipe, False)  # whoever writes to it next expects a blocking pipe
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(write_lines)

@@ -397,3 +397,70 @@ def test_a_revision_the_launcher_cannot_read_is_not_kept_for_it(tmp_path: Path) 
         r.server_sends(_line({"jsonrpc": "2.0", "id": 1, **INIT_ANSWER}))
         r.from_front.readline()
     assert not launcher.exists()
+
+
+# -- handing the wire over to the server's transport ---------------------------------------
+
+
+def test_after_the_opening_the_front_hands_the_wire_over(tmp_path: Path) -> None:
+    """Once a first-page tools/list went by and the server's transport takes the wire, the
+    reader thread stops after a whole line (the server's pipe ends; what it read after that
+    line is handed over with the wire's fd); the writer thread passes on the server's lines up
+    to the handover mark, drops the mark and stops, once every opening answer went through."""
+    answers = {"initialize/2025-06-18": INIT_ANSWER}
+    store_answers(str(tmp_path / "cache.json"), answers)
+    with rig(tmp_path, answers) as r:
+        r.front.taker = True
+        r.client_sends(_initialize(1) + _line({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}) + b'{"jsonrpc":')
+        assert json.loads(r.from_front.readline()) == {"jsonrpc": "2.0", "id": 1, **INIT_ANSWER}
+        assert [json.loads(r.server_reads.readline())["id"] for _ in range(2)] == [1, 2]
+        assert r.server_reads.readline() == b""  # the server's input pipe ended: handed over
+        assert r.front.take_input() == (r.front.wire_in.fileno(), b'{"jsonrpc":')
+        assert not r.front.output_free()  # tools/list (not in the cache) is not answered yet
+        r.server_sends(_line({"jsonrpc": "2.0", "id": 1, **INIT_ANSWER}) + _line({"jsonrpc": "2.0", "id": 2, **LIST_ANSWER}))
+        assert json.loads(r.from_front.readline()) == {"jsonrpc": "2.0", "id": 2, **LIST_ANSWER}
+        assert r.front.output_free()
+        r.server_sends(_line({"jsonrpc": "2.0", "method": "notifications/x"}) + fastfront.HANDOVER_MARK)
+        assert json.loads(r.from_front.readline())["method"] == "notifications/x"
+        r.threads[1].join(BOUND_S)
+        assert r.front.handed_out.is_set() and not r.threads[0].is_alive() and not r.threads[1].is_alive()
+    assert load_answers(str(tmp_path / "cache.json")) == {**answers, "tools/list/2025-06-18": LIST_ANSWER}
+
+
+def test_the_front_keeps_copying_when_nothing_takes_the_wire(tmp_path: Path) -> None:
+    with rig(tmp_path, None) as r:
+        r.client_sends(_line({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}) + _line({"jsonrpc": "2.0", "id": 3, "method": "x"}))
+        assert [json.loads(r.server_reads.readline())["id"] for _ in range(2)] == [2, 3]
+        assert r.front.take_input() is None and r.threads[0].is_alive()
+
+
+def test_a_real_server_takes_the_wire_over_and_answers_as_before() -> None:
+    """Through ``agent-link mcp`` with its front: after the opening, tool calls, a malformed
+    line and a long call are answered as without the front, and the process ends when the
+    client closes its input."""
+    script = (_initialize(1) + _line({"jsonrpc": "2.0", "method": "notifications/initialized"})
+              + _line({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
+    calls = [_line({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "agent_link_health", "arguments": {}}})
+             for i in range(3, 8)]
+    long_call = _line({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                       "params": {"name": "message_agent", "arguments": {"to": "team:bob", "message": "x" * 300_000}}})
+    proc = subprocess.Popen([AGENT_LINK, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            env=dict(os.environ, AGENT_LINK_ADDRESS="team:alice"))
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write(script)
+        proc.stdin.flush()
+        assert [json.loads(proc.stdout.readline())["id"] for _ in range(2)] == [1, 2]
+        proc.stdin.write(b"".join(calls) + b"not json\n" + long_call)
+        proc.stdin.flush()
+        answers = [json.loads(proc.stdout.readline()) for _ in range(len(calls) + 2)]
+        proc.stdin.close()
+        assert proc.wait(BOUND_S) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(BOUND_S)
+    by_id = {a["id"]: a for a in answers}
+    assert all(by_id[i]["result"]["structuredContent"]["ok"] for i in range(3, 8))
+    assert by_id[None]["error"]["code"] == -32700
+    assert by_id[9]["result"]["isError"] is True  # the body is over the size limit: refused, answered

@@ -283,34 +283,72 @@ def test_calls_under_way_are_answered_after_the_client_closes_its_input() -> Non
     assert result["ok"] is True and result["messageId"], answers[1]
 
 
-def test_answers_go_to_a_pipe_directly_only_when_that_cannot_block() -> None:
-    """An answer of at most PIPE_BUF bytes goes straight into a pipe with room (no worker
-    thread); a longer one, a full pipe or a stream that is not a pipe are left to the worker
-    (False, nothing written), so a client that stops reading never stops the event loop."""
+@pytest.mark.anyio
+async def test_answers_go_to_a_pipe_on_the_event_loop_without_blocking_it() -> None:
+    """An answer goes into a (non-blocking) pipe at once when it fits; a full pipe (a client
+    that stops reading) makes the write wait while the loop goes on; it ends once the client
+    reads, with every byte in order. The pipe is left blocking again."""
     import io
     import os
     import select
 
     read_fd, write_fd = os.pipe()
     try:
-        os.set_blocking(read_fd, False)
-        sink = os.fdopen(write_fd, "wb")
-        fd = stdio_transport._pipe_fd(sink)
-        assert fd == write_fd
-        assert stdio_transport._write_now(sink, fd, b'{"id":1}\n') is True
+        with os.fdopen(os.dup(write_fd), "wb") as sink:
+            assert stdio_transport._pipe_fd(sink) is not None
+        assert stdio_transport._nonblocking(write_fd) == write_fd and not os.get_blocking(write_fd)
+        await stdio_transport._write_pipe(write_fd, b'{"id":1}\n')
         assert os.read(read_fd, 100) == b'{"id":1}\n'
-        assert stdio_transport._write_now(sink, fd, b"x" * (select.PIPE_BUF + 1)) is False
-        os.set_blocking(write_fd, False)
-        try:  # fill the pipe to the brim
-            while True:
-                os.write(write_fd, b"y" * 4096)
-        except BlockingIOError:
-            pass
-        os.set_blocking(write_fd, True)
-        assert stdio_transport._write_now(sink, fd, b'{"id":2}\n') is False  # returned: it would have blocked
-        sink.close()
+        data = bytes(range(256)) * 8192  # 2 MiB: more than the pipe holds, even enlarged
+        ticks = 0
+        got = bytearray()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(stdio_transport._write_pipe, write_fd, data)
+            while ticks < 5:  # the loop still runs while the write waits for room
+                await anyio.sleep(0.01)
+                ticks += 1
+            assert select.select([], [write_fd], [], 0)[1] == []  # the pipe is full
+            os.set_blocking(read_fd, False)
+            while len(got) < len(data):
+                try:
+                    got += os.read(read_fd, 1 << 16)
+                except BlockingIOError:
+                    await anyio.sleep(0.001)
+        assert bytes(got) == data
+        stdio_transport._nonblocking(write_fd, False)
+        assert os.get_blocking(write_fd)
     finally:
         os.close(read_fd)
-    memory = io.BytesIO()
-    assert stdio_transport._pipe_fd(memory) is None
-    assert stdio_transport._write_now(memory, None, b"{}\n") is False and memory.getvalue() == b""
+        os.close(write_fd)
+    assert stdio_transport._pipe_fd(io.BytesIO()) is None and stdio_transport._nonblocking(None) is None
+
+
+@pytest.mark.anyio
+async def test_a_pipe_is_read_on_the_event_loop_line_by_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pipe (read on the event loop) and an in-memory stream (read in a worker thread) give
+    the same lines: a line over the limit as its head and True, the last line without its
+    newline; at the end of the pipe the reader goes on with the fd and bytes ``then`` hands
+    over (the start-up front's wire)."""
+    import io
+    import os
+
+    monkeypatch.setattr(stdio_transport, "MAX_LINE_BYTES", 100)
+    data = b'{"a":1}\r\n\n' + b"x" * 150 + b"\n" + b"y" * 5000 + b'\n{"b":2}\n'
+    first_r, first_w = os.pipe()
+    second_r, second_w = os.pipe()
+    os.write(first_w, data)
+    os.close(first_w)
+    os.write(second_w, b'2}\n{"d":')
+    os.close(second_w)
+
+    async def read_all(lines: Any) -> list[tuple[bytes, bool]]:
+        got = []
+        while (line := await lines.next()) is not None:
+            got.append(line)
+        return got
+
+    with os.fdopen(first_r, "rb", buffering=0) as first, os.fdopen(second_r, "rb") as second:
+        piped = await read_all(stdio_transport._Lines(first, then=lambda: (second.fileno(), b'{"c":')))
+    assert piped == [(b'{"a":1}', False), (b"", False), (b"x" * 101, True), (b"y" * 101, True), (b'{"b":2}', False),
+                     (b'{"c":2}', False), (b'{"d":', False)]
+    assert await read_all(stdio_transport._Lines(io.BytesIO(data))) == piped[:5]
