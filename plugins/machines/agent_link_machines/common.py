@@ -5,11 +5,12 @@ hooks that use it run in every agent-link process.
 Files (written only by the relay, ``agent-link machines run``; read by every process):
 
 * ``directory.json``: ``{"at": ms, "machines": {name: {"at": ms, "instance": str,
-  "sessions": [session view, ...], "served": [address, ...]}}}``, the other machines'
-  listings as the relay last read them from the engine;
+  "sessions": [session view, ...], "served": [address, ...], "roles": {role name: [holder,
+  ...]}}}}``, the other machines' listings as the relay last read them from the engine;
 * ``status.json``: ``{"at": ms, "engine": url without credentials, "reachable": bool,
   "lastContactMs": ms|None, "error": str|None, "machine": name}``;
 * ``instance``: a random id naming this state dir, which claims the machine name;
+* ``outbox-waiters/``: the relay's wake-up FIFO (:func:`outbox_signal`);
 * ``relay.lock``: held (``flock``) by the running relay.
 """
 
@@ -79,6 +80,13 @@ def plugin_dir(config: Any) -> Path:
     from pathlib import Path
 
     return Path(config.state_dir) / NAME
+
+
+def outbox_signal(config: Any) -> str:
+    """The path whose wake-up FIFOs (:mod:`agent_link_core.wake`, folder ``<path>-waiters``)
+    the relay's outbox loop waits on: a process that wrote the outbox pokes them after its
+    commit, so the relay wakes for mail to another machine only, not for every local commit."""
+    return os.path.join(config.state_dir, NAME, "outbox")
 
 
 def heartbeat_ms(config: Any) -> int:
@@ -185,3 +193,42 @@ def listed_session(config: Any, address: str) -> tuple[str, dict[str, Any]] | No
 def age_ms(at: Any) -> int | None:
     """Milliseconds since ``at`` (epoch ms), or None."""
     return now_ms() - int(at) if isinstance(at, int) else None
+
+
+#: the roles plugin's entry-point name (its public API, agent_link_roles.api, says who holds a role here)
+ROLES_PLUGIN = "roles"
+
+
+def local_roles(app: Any) -> dict[str, list[str]]:
+    """``{role name: [holder, ...]}`` as this machine's roles plugin resolves ``role:<name>``
+    (``agent_link_roles.api.role_holders``); ``{}`` when that plugin is not loaded here or its
+    table cannot be read (health and the role tools say so; no role is published meanwhile)."""
+    from agent_link_core.errors import AgentLinkError
+
+    if ROLES_PLUGIN not in app.plugin_report.loaded:
+        return {}
+    try:
+        from agent_link_roles import api  # type: ignore[import-untyped,unused-ignore]
+
+        return dict(api.role_holders(app))
+    except (ImportError, AgentLinkError):
+        return {}
+
+
+def role_elsewhere(config: Any, name: str) -> list[tuple[str, str]]:
+    """``[(machine, holder), ...]`` for every holder another machine's listing gives the role
+    ``name`` (its entry's ``roles``), sorted; ``[]`` when no other machine lists a holder.
+    Reads ``directory.json``: no network."""
+    directory = read_directory(config)
+    if not directory:
+        return []
+    try:
+        own = machine_name(config)
+    except ValueError:
+        return []
+    found: set[tuple[str, str]] = set()
+    for machine, entry in (directory.get("machines") or {}).items():
+        if machine == own or not isinstance(entry, dict) or not isinstance(entry.get("roles"), dict):
+            continue
+        found.update((machine, h) for h in entry["roles"].get(name) or () if isinstance(h, str))
+    return sorted(found)
