@@ -215,20 +215,27 @@ def local_roles(app: Any) -> dict[str, list[str]]:
         return {}
 
 
+def roles_of_others(config: Any) -> dict[str, dict[str, list[str]]]:
+    """``{machine: {role name: [holder, ...]}}`` from the other machines' listings in
+    ``directory.json`` (their entries' ``roles``); ``{}`` when there are none. No network."""
+    directory = read_directory(config)
+    if not directory:
+        return {}
+    try:
+        own = machine_name(config)
+    except ValueError:
+        return {}
+    out: dict[str, dict[str, list[str]]] = {}
+    for machine, entry in (directory.get("machines") or {}).items():
+        if machine == own or not isinstance(entry, dict) or not isinstance(entry.get("roles"), dict):
+            continue
+        out[machine] = {str(name): [h for h in holders if isinstance(h, str)]
+                        for name, holders in entry["roles"].items() if isinstance(holders, list)}
+    return out
+
+
 def role_elsewhere(config: Any, name: str) -> list[tuple[str, str]]:
     """``[(machine, holder), ...]`` for every holder another machine's listing gives the role
     ``name`` (its entry's ``roles``), sorted; ``[]`` when no other machine lists a holder.
     Reads ``directory.json``: no network."""
-    directory = read_directory(config)
-    if not directory:
-        return []
-    try:
-        own = machine_name(config)
-    except ValueError:
-        return []
-    found: set[tuple[str, str]] = set()
-    for machine, entry in (directory.get("machines") or {}).items():
-        if machine == own or not isinstance(entry, dict) or not isinstance(entry.get("roles"), dict):
-            continue
-        found.update((machine, h) for h in entry["roles"].get(name) or () if isinstance(h, str))
-    return sorted(found)
+    return sorted((machine, h) for machine, roles in roles_of_others(config).items() for h in roles.get(name) or ())

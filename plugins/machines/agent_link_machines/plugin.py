@@ -14,6 +14,7 @@ set, the hooks only touch the local database and the relay's files (no network):
   ``agent_link_resolve_elsewhere`` does the same for a session of a harness installed here
   too (a Codex thread on another machine), which the local harness then leaves alone;
 * the ``machines`` harness lists the other machines' sessions (:mod:`.harness`);
+* ``agent_link_session_roles`` adds the roles other machines' sessions hold there;
 * ``agent_link_render_envelope`` names the machine a message came from;
 * ``agent_link_health`` shows the link;
 * ``agent_link_server_tasks``: every MCP server keeps one relay running for its state dir
@@ -163,6 +164,25 @@ def _role_elsewhere(address: str, app: PluginApp) -> dict[str, Any] | None:
     if address_scheme(holder) in app.harnesses:
         metadata["elsewhere"] = True  # a session of a harness installed here too: that harness leaves it alone
     return {"address": holder, "via": address, "metadata": metadata, "served": True}
+
+
+@hookimpl
+def agent_link_session_roles(addresses: list[str], app: PluginApp) -> dict[str, list[str]] | None:
+    """The roles other machines say the listed sessions hold there (their directory entries),
+    so a listing here shows the roles of another machine's sessions too; None when the engine
+    is not configured."""
+    if not _configured(app):
+        return None
+    from agent_link_machines.common import roles_of_others
+
+    wanted = set(addresses)
+    held: dict[str, list[str]] = {}
+    for roles in roles_of_others(app.config).values():
+        for name, holders in roles.items():
+            for holder in holders:
+                if holder in wanted:
+                    held.setdefault(holder, []).append(name)
+    return {address: sorted(set(names)) for address, names in held.items()}
 
 
 @hookimpl

@@ -153,6 +153,8 @@ async def test_a_role_held_on_another_machine_goes_to_its_outbox(with_roles: Pat
                    if m == "beta"]
         # the role travels with the message: beta's envelope names it
         assert [r["message"]["metadata"]["role"]["name"] for r in records] == ["reviewer", "builder"]
+        # listings here show the roles beta's sessions hold there (list_agents' "roles")
+        assert app.hooks.session_roles([FAR, "team:bob", "fake:near"]) == {FAR: ["builder"], "team:bob": ["reviewer"]}
         verdict = await app.resolve_agent("role:reviewer")
         assert (verdict["status"], verdict["best"]["address"], verdict["via"]) == ("resolved", "team:bob", "role:reviewer")
         # a role nobody holds anywhere: the roles plugin's not_found, as on one machine
