@@ -122,6 +122,8 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
 # (path, mtime ns, size) -> parsed directory.json: every send of a long-lived process asks
 # it, and the relay rewrites it only once a heartbeat
 _directory_cache: tuple[tuple[str, int, int], dict[str, Any] | None] | None = None
+#: machine_of's index of one parsed directory: (that directory object, own name, {address: machine})
+_where_cache: tuple[dict[str, Any], str, dict[str, str]] | None = None
 
 
 def read_directory(config: Any) -> dict[str, Any] | None:
@@ -155,7 +157,9 @@ def stale_after_ms(config: Any) -> int:
 def machine_of(config: Any, address: str) -> str | None:
     """The other machine whose listing holds ``address`` (a session or a served plain address),
     or None when no other machine lists it. The newest listing wins when several do.
-    Reads ``directory.json``: no network."""
+    Reads ``directory.json``: no network (an index built once per change of the file, so a
+    send costs one ``stat`` however many sessions the machines list)."""
+    global _where_cache
     directory = read_directory(config)
     if not directory:
         return None
@@ -163,14 +167,18 @@ def machine_of(config: Any, address: str) -> str | None:
         own = machine_name(config)
     except ValueError:
         return None
-    found: list[tuple[int, str]] = []
-    for name, entry in (directory.get("machines") or {}).items():
-        if name == own or not isinstance(entry, dict):
-            continue
-        served = set(entry.get("served") or ()) | {s.get("address") for s in entry.get("sessions") or () if isinstance(s, dict)}
-        if address in served:
-            found.append((int(entry.get("at") or 0), name))
-    return max(found)[1] if found else None
+    if _where_cache is None or _where_cache[0] is not directory or _where_cache[1] != own:
+        newest: dict[str, tuple[int, str]] = {}
+        for name, entry in (directory.get("machines") or {}).items():
+            if name == own or not isinstance(entry, dict):
+                continue
+            at = int(entry.get("at") or 0)
+            served = set(entry.get("served") or ()) | {s.get("address") for s in entry.get("sessions") or () if isinstance(s, dict)}
+            for listed in served:
+                if isinstance(listed, str) and (listed not in newest or newest[listed] < (at, name)):
+                    newest[listed] = (at, name)
+        _where_cache = (directory, own, {a: m for a, (_, m) in newest.items()})
+    return _where_cache[2].get(address)
 
 
 def listed_session(config: Any, address: str) -> tuple[str, dict[str, Any]] | None:
