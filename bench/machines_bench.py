@@ -12,8 +12,8 @@ Two "machines" (separate state dirs, each with its relay process) on one real na
   the first send until the last is stored on its recipient's machine, and how many were lost.
   Target >= 1,000 msg/s, 0 lost.
 * one machine's own mail with the engine configured (a send between two local plain
-  addresses, with ``AGENT_LINK_ENGINE_URL`` set) against the same without it, medians of
-  interleaved rounds. Target <= 1.2x. Also the same with the engine set but no relay running
+  addresses, with ``AGENT_LINK_ENGINE_URL`` set) against the same without it, into a copy of
+  the same mailbox, medians of interleaved rounds. Target <= 1.2x. Also the same with the engine set but no relay running
   for that state dir: what the plugin's hooks alone add to a local send.
 
 Needs the machines plugin and its test extra (``pip install -e 'plugins/machines[test]'``);
@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any
 
 ROUNDS = 60
-LOCAL_SENDS = 200
+LOCAL_SENDS = 600
+LOCAL_ROUNDS = 15  # medians of many short interleaved rounds: one round on a loaded box varies 3x
 BURST = 500  # messages per sender process
 
 
@@ -127,13 +128,18 @@ def bench_machines(tmp: Path, line: Callable[..., None]) -> None:
         line("machines: reply on B -> waiter on A, p95", _p(replies, 0.95), "ms", "one machine", _p(local_replies, 0.95), "p95 <= 100 ms")
 
         alone = {**a.env, "AGENT_LINK_STATE_DIR": str(tmp / "machine-alone"), "AGENT_LINK_ENGINE_URL": ""}
+        # the baseline starts from a copy of A's mailbox (its messages, the addresses it has
+        # served), so both sides send into the same data; only the machines files are left out
+        (tmp / "machine-alone").mkdir(mode=0o700)
+        with sqlite3.connect(a.state / "agent-link.db") as src, sqlite3.connect(tmp / "machine-alone" / "agent-link.db") as dst:
+            src.backup(dst)
         # the plugin's hooks alone: the same state dir as `alone`, the engine set, no relay of it running
         hooks_only = {**alone, "AGENT_LINK_ENGINE_URL": a.env["AGENT_LINK_ENGINE_URL"]}
         with_engine, without, hooks = [], [], []
-        for _ in range(5):  # interleaved, so load from elsewhere weighs on both alike
-            with_engine.append(asyncio.run(_local_send_ms(a.env, LOCAL_SENDS // 5)))
-            without.append(asyncio.run(_local_send_ms(alone, LOCAL_SENDS // 5)))
-            hooks.append(asyncio.run(_local_send_ms(hooks_only, LOCAL_SENDS // 5)))
+        for _ in range(LOCAL_ROUNDS):  # interleaved, so load from elsewhere weighs on all alike
+            with_engine.append(asyncio.run(_local_send_ms(a.env, LOCAL_SENDS // LOCAL_ROUNDS)))
+            without.append(asyncio.run(_local_send_ms(alone, LOCAL_SENDS // LOCAL_ROUNDS)))
+            hooks.append(asyncio.run(_local_send_ms(hooks_only, LOCAL_SENDS // LOCAL_ROUNDS)))
         line("machines: own mail, engine configured", statistics.median(with_engine), "ms", "no engine", statistics.median(without), "<= 1.2x")
         line("machines: own mail, engine set, no relay", statistics.median(hooks), "ms", "no engine", statistics.median(without), "-")
         rate, local_rate, stored, sent = bench_throughput(tmp, a, b, BURST)

@@ -5,11 +5,12 @@ hooks that use it run in every agent-link process.
 Files (written only by the relay, ``agent-link machines run``; read by every process):
 
 * ``directory.json``: ``{"at": ms, "machines": {name: {"at": ms, "instance": str,
-  "sessions": [session view, ...], "served": [address, ...]}}}``, the other machines'
-  listings as the relay last read them from the engine;
+  "sessions": [session view, ...], "served": [address, ...], "roles": {role name: [holder,
+  ...]}}}}``, the other machines' listings as the relay last read them from the engine;
 * ``status.json``: ``{"at": ms, "engine": url without credentials, "reachable": bool,
   "lastContactMs": ms|None, "error": str|None, "machine": name}``;
 * ``instance``: a random id naming this state dir, which claims the machine name;
+* ``outbox-waiters/``: the relay's wake-up FIFO (:func:`outbox_signal`);
 * ``relay.lock``: held (``flock``) by the running relay.
 """
 
@@ -81,6 +82,13 @@ def plugin_dir(config: Any) -> Path:
     return Path(config.state_dir) / NAME
 
 
+def outbox_signal(config: Any) -> str:
+    """The path whose wake-up FIFOs (:mod:`agent_link_core.wake`, folder ``<path>-waiters``)
+    the relay's outbox loop waits on: a process that wrote the outbox pokes them after its
+    commit, so the relay wakes for mail to another machine only, not for every local commit."""
+    return os.path.join(config.state_dir, NAME, "outbox")
+
+
 def heartbeat_ms(config: Any) -> int:
     """``AGENT_LINK_MACHINES_HEARTBEAT_MS`` (ms)."""
     return int(config.get(HEARTBEAT_SETTING) or DEFAULT_HEARTBEAT_MS)
@@ -114,6 +122,8 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
 # (path, mtime ns, size) -> parsed directory.json: every send of a long-lived process asks
 # it, and the relay rewrites it only once a heartbeat
 _directory_cache: tuple[tuple[str, int, int], dict[str, Any] | None] | None = None
+#: machine_of's index of one parsed directory: (that directory object, own name, {address: machine})
+_where_cache: tuple[dict[str, Any], str, dict[str, str]] | None = None
 
 
 def read_directory(config: Any) -> dict[str, Any] | None:
@@ -147,7 +157,9 @@ def stale_after_ms(config: Any) -> int:
 def machine_of(config: Any, address: str) -> str | None:
     """The other machine whose listing holds ``address`` (a session or a served plain address),
     or None when no other machine lists it. The newest listing wins when several do.
-    Reads ``directory.json``: no network."""
+    Reads ``directory.json``: no network (an index built once per change of the file, so a
+    send costs one ``stat`` however many sessions the machines list)."""
+    global _where_cache
     directory = read_directory(config)
     if not directory:
         return None
@@ -155,14 +167,18 @@ def machine_of(config: Any, address: str) -> str | None:
         own = machine_name(config)
     except ValueError:
         return None
-    found: list[tuple[int, str]] = []
-    for name, entry in (directory.get("machines") or {}).items():
-        if name == own or not isinstance(entry, dict):
-            continue
-        served = set(entry.get("served") or ()) | {s.get("address") for s in entry.get("sessions") or () if isinstance(s, dict)}
-        if address in served:
-            found.append((int(entry.get("at") or 0), name))
-    return max(found)[1] if found else None
+    if _where_cache is None or _where_cache[0] is not directory or _where_cache[1] != own:
+        newest: dict[str, tuple[int, str]] = {}
+        for name, entry in (directory.get("machines") or {}).items():
+            if name == own or not isinstance(entry, dict):
+                continue
+            at = int(entry.get("at") or 0)
+            served = set(entry.get("served") or ()) | {s.get("address") for s in entry.get("sessions") or () if isinstance(s, dict)}
+            for listed in served:
+                if isinstance(listed, str) and (listed not in newest or newest[listed] < (at, name)):
+                    newest[listed] = (at, name)
+        _where_cache = (directory, own, {a: m for a, (_, m) in newest.items()})
+    return _where_cache[2].get(address)
 
 
 def listed_session(config: Any, address: str) -> tuple[str, dict[str, Any]] | None:
@@ -185,3 +201,49 @@ def listed_session(config: Any, address: str) -> tuple[str, dict[str, Any]] | No
 def age_ms(at: Any) -> int | None:
     """Milliseconds since ``at`` (epoch ms), or None."""
     return now_ms() - int(at) if isinstance(at, int) else None
+
+
+#: the roles plugin's entry-point name (its public API, agent_link_roles.api, says who holds a role here)
+ROLES_PLUGIN = "roles"
+
+
+def local_roles(app: Any) -> dict[str, list[str]]:
+    """``{role name: [holder, ...]}`` as this machine's roles plugin resolves ``role:<name>``
+    (``agent_link_roles.api.role_holders``); ``{}`` when that plugin is not loaded here or its
+    table cannot be read (health and the role tools say so; no role is published meanwhile)."""
+    from agent_link_core.errors import AgentLinkError
+
+    if ROLES_PLUGIN not in app.plugin_report.loaded:
+        return {}
+    try:
+        from agent_link_roles import api  # type: ignore[import-untyped,unused-ignore]
+
+        return dict(api.role_holders(app))
+    except (ImportError, AgentLinkError):
+        return {}
+
+
+def roles_of_others(config: Any) -> dict[str, dict[str, list[str]]]:
+    """``{machine: {role name: [holder, ...]}}`` from the other machines' listings in
+    ``directory.json`` (their entries' ``roles``); ``{}`` when there are none. No network."""
+    directory = read_directory(config)
+    if not directory:
+        return {}
+    try:
+        own = machine_name(config)
+    except ValueError:
+        return {}
+    out: dict[str, dict[str, list[str]]] = {}
+    for machine, entry in (directory.get("machines") or {}).items():
+        if machine == own or not isinstance(entry, dict) or not isinstance(entry.get("roles"), dict):
+            continue
+        out[machine] = {str(name): [h for h in holders if isinstance(h, str)]
+                        for name, holders in entry["roles"].items() if isinstance(holders, list)}
+    return out
+
+
+def role_elsewhere(config: Any, name: str) -> list[tuple[str, str]]:
+    """``[(machine, holder), ...]`` for every holder another machine's listing gives the role
+    ``name`` (its entry's ``roles``), sorted; ``[]`` when no other machine lists a holder.
+    Reads ``directory.json``: no network."""
+    return sorted((machine, h) for machine, roles in roles_of_others(config).items() for h in roles.get(name) or ())

@@ -9,10 +9,12 @@ set, the hooks only touch the local database and the relay's files (no network):
   outbox table, in the same transaction as the change, so nothing acknowledged is lost
   between the commit and the engine; the relay (:mod:`agent_link_machines.relay`) sends it;
 * ``agent_link_resolve_address`` pins a plain address listed by another machine to that
-  machine (stored with the message as ``metadata.machines.to``), and
+  machine (stored with the message as ``metadata.machines.to``), and a ``role:<name>`` that
+  only another machine's session holds to that machine and holder,
   ``agent_link_resolve_elsewhere`` does the same for a session of a harness installed here
   too (a Codex thread on another machine), which the local harness then leaves alone;
 * the ``machines`` harness lists the other machines' sessions (:mod:`.harness`);
+* ``agent_link_session_roles`` adds the roles other machines' sessions hold there;
 * ``agent_link_render_envelope`` names the machine a message came from;
 * ``agent_link_health`` shows the link;
 * ``agent_link_server_tasks``: every MCP server keeps one relay running for its state dir
@@ -102,18 +104,28 @@ def agent_link_record_event(event: Event, conn: sqlite3.Connection, app: PluginA
 
 @hookimpl
 def agent_link_on_event(event: Event, app: PluginApp) -> None:
-    """Once a change that wrote the outbox is committed: with autostart on, start a relay if
-    none runs (:func:`agent_link_machines.autostart.nudge_relay`: mail from the CLI alone goes out)."""
-    if event.notes.get(OUTBOX_NOTE) and app.config.get(AUTOSTART_SETTING):
+    """Once a change that wrote the outbox is committed: wake the relay's outbox loop (it
+    waits on :func:`agent_link_machines.common.outbox_signal`, not on every commit of the
+    database) and, with autostart on, start a relay if none runs
+    (:func:`agent_link_machines.autostart.nudge_relay`: mail from the CLI alone goes out)."""
+    if not event.notes.get(OUTBOX_NOTE):
+        return
+    from agent_link_core.wake import notify
+    from agent_link_machines.common import outbox_signal
+
+    notify(outbox_signal(app.config))
+    if app.config.get(AUTOSTART_SETTING):
         from agent_link_machines.autostart import nudge_relay
 
         nudge_relay(app.config)
 
 
-@hookimpl
+@hookimpl(tryfirst=True)  # before the roles plugin, which refuses a role nobody holds here
 def agent_link_resolve_address(address: str, app: PluginApp) -> dict[str, Any] | None:
-    if not _configured(app) or address.startswith("role:"):
+    if not _configured(app):
         return None
+    if address.startswith("role:"):
+        return _role_elsewhere(address, app)
     from agent_link_machines.common import machine_of
 
     machine = machine_of(app.config, address)  # no other machine lists it: local mail, no query
@@ -123,6 +135,54 @@ def agent_link_resolve_address(address: str, app: PluginApp) -> dict[str, Any] |
     if app.store.conn.execute("SELECT 1 FROM presence WHERE address = ?", (address,)).fetchone() is not None:
         return None
     return {"address": address, "via": None, "metadata": {"machines": {"to": machine}}, "served": True}
+
+
+def _role_elsewhere(address: str, app: PluginApp) -> dict[str, Any] | None:
+    """``role:<name>`` held by a session of another machine and by none here: pinned to that
+    machine as a send to the holder would be, with the role in the metadata as the roles
+    plugin stores it (the envelope there names the role). A role held here stays the roles
+    plugin's (None).
+
+    :raises AgentLinkError: ``ambiguous`` when other machines list several holders.
+    """
+    from agent_link_machines.common import local_roles, role_elsewhere
+
+    name = address[5:]
+    remote = role_elsewhere(app.config, name)
+    if not remote or local_roles(app).get(name):
+        return None
+    if len(remote) > 1:
+        from agent_link_core.errors import AgentLinkError
+
+        raise AgentLinkError("ambiguous", f"Several machines list holders of {address}.",
+                             {"query": address, "candidates": [{"address": h, "machine": m} for m, h in remote]},
+                             hint="Send to one of the candidates, or have the user keep a single holder of the role.")
+    [(machine, holder)] = remote
+    from agent_link_core.addresses import address_scheme
+
+    metadata: dict[str, Any] = {"role": {"name": name, "holder": holder}, "machines": {"to": machine}}
+    if address_scheme(holder) in app.harnesses:
+        metadata["elsewhere"] = True  # a session of a harness installed here too: that harness leaves it alone
+    return {"address": holder, "via": address, "metadata": metadata, "served": True}
+
+
+@hookimpl
+def agent_link_session_roles(addresses: list[str], app: PluginApp) -> dict[str, list[str]] | None:
+    """The roles other machines say the listed sessions hold there (their directory entries),
+    so a listing here shows the roles of another machine's sessions too; None when the engine
+    is not configured."""
+    if not _configured(app):
+        return None
+    from agent_link_machines.common import roles_of_others
+
+    wanted = set(addresses)
+    held: dict[str, list[str]] = {}
+    for roles in roles_of_others(app.config).values():
+        for name, holders in roles.items():
+            for holder in holders:
+                if holder in wanted:
+                    held.setdefault(holder, []).append(name)
+    return {address: sorted(set(names)) for address, names in held.items()}
 
 
 @hookimpl

@@ -5,7 +5,7 @@ dir refuses to start, and runs three loops over one NATS connection (nats-py rec
 by itself after the server went away):
 
 * **directory**: every heartbeat it puts this machine's listing (every local harness's
-  sessions and the plain addresses served here) under ``dir.<machine>`` in the KV bucket
+  sessions, the plain addresses served here, who holds each role here) under ``dir.<machine>`` in the KV bucket
   ``agent_link_machines``, reads the other machines' entries and writes
   ``directory.json`` / ``status.json`` for the other processes of the machine;
 * **outbox**: it publishes the unsent rows of ``machines_outbox`` (written by the plugin's
@@ -41,7 +41,8 @@ from agent_link_core.store import now_ms
 from agent_link_core.wake import Wakeup
 
 from agent_link_machines.common import (
-    BUCKET, CREDS_SETTING, NAME, STREAM, SUBJECT_PREFIX, URL_SETTING, heartbeat_ms, machine_name, plugin_dir, redact, write_json,
+    BUCKET, CREDS_SETTING, NAME, STREAM, SUBJECT_PREFIX, URL_SETTING, heartbeat_ms, local_roles, machine_name, outbox_signal, plugin_dir,
+    redact, write_json,
 )
 from agent_link_machines.records import store_record
 
@@ -332,7 +333,8 @@ class Relay:
 
     async def local_listing(self) -> dict[str, Any]:
         """This machine's directory entry: its harnesses' sessions (not the other machines'
-        this plugin lists) and its plain addresses."""
+        this plugin lists), its plain addresses and who holds each role here (another
+        machine's send to ``role:<name>`` comes here when no session there holds it)."""
         from agent_link_core.directory import gather_listings, session_view
 
         local = {n: h for n, h in self.app.harnesses.items() if n != NAME}
@@ -346,7 +348,7 @@ class Relay:
         served = [r[0] for r in self.app.store.conn.execute("SELECT address FROM presence ORDER BY last_seen DESC LIMIT 1000")]
         incomplete = sorted(n for n, listing in listings.items() if not listing.complete)
         return {"at": now_ms(), "machine": self.machine, "instance": self.instance, "sessions": views, "served": served,
-                "incomplete": incomplete}
+                "incomplete": incomplete, "roles": local_roles(self.app)}
 
     async def directory_loop(self) -> None:
         """Publish this machine's listing and copy the others' every heartbeat."""
@@ -385,7 +387,7 @@ class Relay:
 
     async def outbox_loop(self) -> None:
         """Publish the outbox, a batch at a time; a row is marked sent once the server acknowledged it."""
-        wakeup = Wakeup(self.app.store.path)
+        wakeup = Wakeup(outbox_signal(self.app.config))  # poked by the writers of the outbox only (plugin.agent_link_on_event)
         try:
             while True:
                 rows = self._unsent()

@@ -107,3 +107,81 @@ async def test_without_the_engine_configured_nothing_is_claimed(app: App, monkey
         assert (await alone.resolve_agent(FAR))["status"] == "not_found"
     finally:
         alone.close()
+
+
+def roles_app(roles: dict[str, list[str]], here: dict[str, Any] | None = None,
+              other: dict[str, list[str]] | None = None) -> App:
+    """alpha with the roles plugin, beta listing ``roles`` (and ``FAR``, ``team:bob``), and a
+    third machine gamma listing ``other`` when given; ``here``: alpha's own roles.json roles."""
+    application = App.create(extra_plugins=(("fakehost", FakeHost()),))
+    assert "roles" in application.plugin_report.loaded
+    if here is not None:
+        (Path(application.config.state_dir) / "roles.json").write_text(json.dumps({"version": 1, "roles": here}))
+    view = {"address": FAR, "harness": "fake", "id": "far-thread", "surface": [], "archived": False, "lastActivityMs": now_ms()}
+    machines = {"beta": {"at": now_ms(), "sessions": [view], "served": ["team:bob"], "roles": roles}}
+    if other is not None:
+        machines["gamma"] = {"at": now_ms(), "sessions": [], "served": ["team:carol"], "roles": other}
+    write_json(Path(application.config.state_dir) / "machines" / "directory.json", {"at": now_ms(), "machines": machines})
+    return application
+
+
+@pytest.fixture
+def with_roles(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """alpha's settings (no engine is contacted), with the roles plugin loaded."""
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "machines roles")
+    monkeypatch.setenv("AGENT_LINK_ENGINE_URL", "nats://127.0.0.1:1")
+    monkeypatch.setenv("AGENT_LINK_MACHINE", "alpha")
+    monkeypatch.setenv("AGENT_LINK_MACHINES_AUTOSTART", "off")
+    return isolated_env
+
+
+@pytest.mark.anyio
+async def test_a_role_held_on_another_machine_goes_to_its_outbox(with_roles: Path) -> None:
+    app = roles_app({"reviewer": ["team:bob"], "builder": [FAR]})
+    try:
+        sender = Caller("team:alice", "env")
+        out = await app.send(caller=sender, to="role:reviewer", body="please review", anticipation="reply")
+        meta = out.message["metadata"]
+        assert out.message["recipient"] == "team:bob" and out.message["to"] == "role:reviewer"
+        assert meta["role"] == {"name": "reviewer", "holder": "team:bob"} and meta["machines"] == {"to": "beta"}
+        assert out.address_warning is None  # served on beta: no unknown_address warning
+        # a role held by a session of a harness installed here too: that harness pushes nothing
+        far = await app.send(caller=sender, to="role:builder", body="build it")
+        assert far.message["recipient"] == FAR and far.message["metadata"]["elsewhere"] is True
+        assert app.harnesses["fake"].pushed == []
+        records = [json.loads(p) for m, p in app.store.conn.execute("SELECT machine, payload FROM machines_outbox ORDER BY seq")
+                   if m == "beta"]
+        # the role travels with the message: beta's envelope names it
+        assert [r["message"]["metadata"]["role"]["name"] for r in records] == ["reviewer", "builder"]
+        # listings here show the roles beta's sessions hold there (list_agents' "roles")
+        assert app.hooks.session_roles([FAR, "team:bob", "fake:near"]) == {FAR: ["builder"], "team:bob": ["reviewer"]}
+        verdict = await app.resolve_agent("role:reviewer")
+        assert (verdict["status"], verdict["best"]["address"], verdict["via"]) == ("resolved", "team:bob", "role:reviewer")
+        # a role nobody holds anywhere: the roles plugin's not_found, as on one machine
+        with pytest.raises(AgentLinkError) as e:
+            await app.send(caller=sender, to="role:nobody", body="hi")
+        assert e.value.code == "not_found"
+    finally:
+        await app.aclose()
+
+
+@pytest.mark.anyio
+async def test_a_role_held_here_stays_local_and_two_remote_holders_are_ambiguous(with_roles: Path) -> None:
+    app = roles_app({"reviewer": ["team:bob"]}, here={"reviewer": {"address": "team:dora"}},
+                    other={"tester": ["team:carol"]})
+    try:
+        sender = Caller("team:alice", "env")
+        out = await app.send(caller=sender, to="role:reviewer", body="local first")
+        assert out.message["recipient"] == "team:dora" and "machines" not in out.message["metadata"]
+        assert app.store.conn.execute("SELECT COUNT(*) FROM machines_outbox").fetchone()[0] == 0
+    finally:
+        await app.aclose()
+    app = roles_app({"tester": ["team:bob"]}, here={}, other={"tester": ["team:carol"]})
+    try:
+        with pytest.raises(AgentLinkError) as e:
+            await app.send(caller=Caller("team:alice", "env"), to="role:tester", body="which one?")
+        assert e.value.code == "ambiguous"
+        assert {(c["address"], c["machine"]) for c in e.value.details["candidates"]} == {("team:bob", "beta"), ("team:carol", "gamma")}
+        assert (await app.resolve_agent("role:tester"))["status"] == "ambiguous"
+    finally:
+        await app.aclose()

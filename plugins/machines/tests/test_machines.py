@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from agent_link_machines.testkit import Engine, Machine, until
@@ -259,7 +260,6 @@ def test_a_machine_gone_quiet_is_marked_stale_never_dropped(machines: Callable[.
 
 
 def test_through_mcp_list_resolve_send_and_wait_across_machines(machines: Callable[..., Machine]) -> None:
-    import anyio
 
     from agent_link_testing.mcp_client import agent_link_mcp
 
@@ -452,3 +452,53 @@ def subprocess_cli(env: dict[str, str], *args: str, address: str) -> str:
                           timeout=60)
     assert done.returncode == 0, done.stderr
     return done.stdout
+
+
+async def app_send(m: Machine, sender: str, to: str, body: str) -> Any:
+    """``App.send`` in this process as machine ``m``'s ``sender`` (an ``anticipation="reply"``
+    message), the way the MCP tool ``message_agent`` sends; returns its outcome."""
+    from agent_link_core.app import App
+
+    app = App.create(env={**m.env, "AGENT_LINK_ADDRESS": sender})
+    try:
+        return await app.send(caller=app.caller(), to=to, body=body, anticipation="reply")
+    finally:
+        await app.aclose()
+
+
+def test_a_role_held_on_another_machine_reaches_its_holder_there(machines: Callable[..., Machine]) -> None:
+    a, b = machines("alpha"), machines("beta")
+    for m in (a, b):
+        m.env["AGENT_LINK_LOAD_PLUGINS"] = "machines roles"
+    # the user gave bob the reviewer role on beta (beta's own roles.json)
+    b.state.mkdir(parents=True, exist_ok=True)
+    (b.state / "roles.json").write_text(json.dumps({"version": 1, "roles": {"reviewer": {"address": "team:bob"}}}), encoding="utf-8")
+    b.cli("inbox", address="team:bob")
+    for m in (a, b):
+        m.start_relay()
+    for m in (a, b):
+        m.wait_connected()
+
+    def listed() -> bool:
+        try:
+            directory = json.loads((a.state / "machines" / "directory.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return False
+        return bool(directory["machines"].get("beta", {}).get("roles", {}).get("reviewer") == ["team:bob"])
+
+    until(listed, 30, "alpha to learn that bob holds role:reviewer on beta")
+    # as an MCP tool sends (the CLI's send passes on the holder's address alone, without the role)
+    sent = anyio.run(lambda: app_send(a, "team:alice", "role:reviewer", "please review the release notes"))
+    message_id = sent.message["id"]
+    assert (sent.message["recipient"], sent.address_warning) == ("team:bob", None), sent
+
+    def arrived() -> dict[str, Any] | None:
+        inbox = b.json("inbox", address="team:bob")
+        return inbox if any(m["id"] == message_id for m in inbox["messages"]) else None
+
+    inbox = until(arrived, 30, "the role's message on beta")
+    # beta's envelope says it came through the role, from alpha
+    assert 'via="role:reviewer"' in inbox["renderedBlock"] and '<machine from="alpha" />' in inbox["renderedBlock"]
+    b.cli("reply", message_id, "reviewed", address="team:bob")
+    waited = a.json("wait", message_id, "--timeout-ms", "30000", address="team:alice")
+    assert waited["outcome"] == "reply" and waited["reply"]["from"] == "team:bob", waited

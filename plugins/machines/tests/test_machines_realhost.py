@@ -12,6 +12,14 @@ and gets its reply, through one real NATS server.
 
 The Codex stub model answers the envelope through ``reply_agent_link_message``; the resolution
 travels back, and the Claude stub model's ``wait_for_agent`` on alpha returns the reply.
+
+The other way round: the Codex thread on beta asks a Claude Code session on alpha (a
+long-running stream-json ``claude -p`` with the plugin, idle after its first turn). Beta has no
+Claude harness, so the machines plugin pins the address from alpha's listing; alpha's relay,
+whose Claude harness lists that session, pushes the message into it as the plugin pushes local
+mail (through the session's own inbox socket: a new turn), the Claude stub model replies with
+``reply_agent_link_message``, and the reply travels back to the thread's ``message_agent``
+wait on beta.
 """
 
 from __future__ import annotations
@@ -27,10 +35,13 @@ import pytest
 
 from agent_link_machines.testkit import Machine, until
 from agent_link_testing.claude_host import ClaudeHost, agent_link_bin, stage_plugin
-from agent_link_testing.codex_host import CodexAppServer
+from agent_link_testing.codex_host import CodexAppServer, McpServerConfig
+from agent_link_testing.hosts import claude_version, version_at_least
 from agent_link_testing.messages_stub import MessagesStub, Reply, tool_result
-from agent_link_testing.responses_stub import ResponsesStub
-from agent_link_testing.round_trip import ANSWER, QUESTION, CodexReplier, codex_mcp_servers, codex_thread, wait_for_the_reply
+from agent_link_testing.responses_stub import ResponsesStub, mcp_tool_call, text
+from agent_link_testing.round_trip import (
+    ANSWER, QUESTION, CodexReplier, codex_mcp_servers, codex_thread, messages_replier, strings, wait_for_the_reply,
+)
 
 pytestmark = [pytest.mark.machines, pytest.mark.realhost, pytest.mark.timeout(300)]
 
@@ -38,6 +49,12 @@ PLUGIN = "agent-link@agent-link"
 SERVER_RULE = "mcp__plugin_agent-link_codex-agent-link"
 RUN_TIMEOUT_S = 150.0
 WAIT_MS = 30_000
+#: the Claude Code release that first has a session inbox socket (plugins/claude/tests/test_claude_native_realhost.py)
+INBOX_SINCE = "2.1.224"
+#: every agent-link process of a machine: the engine, its name, its plugins
+MACHINE_VARS = ("AGENT_LINK_STATE_DIR", "AGENT_LINK_ENGINE_URL", "AGENT_LINK_MACHINE", "AGENT_LINK_MACHINES_HEARTBEAT_MS",
+                "AGENT_LINK_MACHINES_AUTOSTART", "AGENT_LINK_CODEX_AUTOSTART", "AGENT_LINK_DISABLE_PLUGINS",
+                "AGENT_LINK_LOAD_PLUGINS")
 
 
 def tool(name: str) -> str:
@@ -71,23 +88,27 @@ def messages() -> Iterator[MessagesStub]:
         yield server
 
 
-def test_a_claude_session_on_alpha_messages_a_codex_thread_on_beta_and_gets_its_reply(
-    machines: Callable[..., Machine], claude_home: tuple[Path, dict[str, str]], messages: MessagesStub, tmp_path: Path,
-) -> None:
+def alpha_and_beta(machines: Callable[..., Machine]) -> tuple[Machine, Machine]:
+    """alpha with the Claude and Codex plugins, beta with Codex only; relays started by the
+    test, not by MCP servers."""
     alpha, beta = machines("alpha"), machines("beta")
-    # every agent-link process of a machine: the engine, its name; relays started below, not by MCP servers
     for m in (alpha, beta):
         m.env.update(AGENT_LINK_MACHINES_AUTOSTART="off", AGENT_LINK_CODEX_AUTOSTART="0", AGENT_LINK_DISABLE_PLUGINS="roles receipts",
                      CODEX_HOME=str(m.root / "codex-home"))
     alpha.env["AGENT_LINK_LOAD_PLUGINS"] = "claude codex machines"
     beta.env["AGENT_LINK_LOAD_PLUGINS"] = "codex machines"
-    machine_vars = ("AGENT_LINK_STATE_DIR", "AGENT_LINK_ENGINE_URL", "AGENT_LINK_MACHINE", "AGENT_LINK_MACHINES_HEARTBEAT_MS",
-                    "AGENT_LINK_MACHINES_AUTOSTART", "AGENT_LINK_CODEX_AUTOSTART", "AGENT_LINK_DISABLE_PLUGINS",
-                    "AGENT_LINK_LOAD_PLUGINS")
+    return alpha, beta
 
-    def own(m: Machine) -> dict[str, str]:
-        return {k: m.env[k] for k in machine_vars}
 
+def own(m: Machine) -> dict[str, str]:
+    """What every agent-link process of machine ``m`` is started with (:data:`MACHINE_VARS`)."""
+    return {k: m.env[k] for k in MACHINE_VARS}
+
+
+def test_a_claude_session_on_alpha_messages_a_codex_thread_on_beta_and_gets_its_reply(
+    machines: Callable[..., Machine], claude_home: tuple[Path, dict[str, str]], messages: MessagesStub, tmp_path: Path,
+) -> None:
+    alpha, beta = alpha_and_beta(machines)
     project = tmp_path / "proj"
     project.mkdir()
     with ResponsesStub(responder=CodexReplier(beta.state / "agent-link.db", "Answered the Claude session.")) as responses:
@@ -152,3 +173,73 @@ def test_a_claude_session_on_alpha_messages_a_codex_thread_on_beta_and_gets_its_
     assert status["status"] == "replied", status
     # beta reported the delivery before the resolution (one relay's outbox goes out in order)
     assert on_alpha["delivered_via"] == "machine:beta", dict(on_alpha)
+
+
+def test_a_codex_thread_on_beta_messages_a_claude_session_on_alpha_and_gets_its_reply(
+    machines: Callable[..., Machine], claude_home: tuple[Path, dict[str, str]], messages: MessagesStub, tmp_path: Path,
+) -> None:
+    if not version_at_least(claude_version(), INBOX_SINCE):
+        pytest.skip(f"Claude Code before {INBOX_SINCE} has no inbox socket: such a session gets its mail through the hooks")
+    alpha, beta = alpha_and_beta(machines)
+    project = tmp_path / "proj"
+    project.mkdir()
+    claude = ClaudeHost.create(claude_home[0], stub=messages, env={**claude_home[1], **own(alpha), "CODEX_HOME": alpha.env["CODEX_HOME"]})
+    # alpha's relay lists and pushes into the sessions of that Claude Code installation
+    alpha.env.update(CLAUDE_CONFIG_DIR=str(claude.config_dir), AGENT_LINK_CLAUDE_INBOX_WAIT_MS="60000")
+    messages.enqueue("Ready.", messages_replier(alpha.state / "agent-link.db", tool("reply_agent_link_message")),
+                     "Answered the Codex thread on beta.")
+    with ResponsesStub() as responses, claude.start_stream(cwd=project) as stream:
+        stream.send("hello")
+        session_id = str(stream.wait_results(1, RUN_TIMEOUT_S)[0]["session_id"])
+        claude_address = f"claude:{session_id}"
+        codex_side = {**own(beta), "AGENT_LINK_HOST": "codex", "CODEX_HOME": str(tmp_path / "codex" / "codex-home")}
+        servers = {"agent-link": McpServerConfig(command=str(agent_link_bin()), args=["mcp"], env=codex_side,
+                                                 startup_timeout_sec=30, tool_timeout_sec=RUN_TIMEOUT_S)}
+        with CodexAppServer(responses.base_url, root=tmp_path / "codex", mcp_servers=servers) as codex:
+            beta.env.update(AGENT_LINK_CODEX_SOCK=str(codex.socket_path), CODEX_HOME=str(codex.codex_home))
+            for m in (alpha, beta):
+                m.start_relay()
+            for m in (alpha, beta):
+                m.wait_connected()
+            until(lambda: any(s["address"] == claude_address for s in beta.json("sessions", "--harness", "machines")["sessions"]),
+                  60, "beta to list the Claude session of alpha")
+            responses.enqueue(mcp_tool_call("agent_link", "message_agent", {
+                "to": claude_address, "message": QUESTION, "anticipation": "reply", "waitForReply": True,
+                "timeoutMs": 90_000, "pollIntervalMs": 250}), text("Claude on alpha says the staging build listens on 8443."))
+
+            async def scenario() -> tuple[str, dict[str, Any]]:
+                async with codex_thread(codex.socket_path, WAIT_MS) as (raw, thread_id), raw.subscription(thread_id=thread_id) as items:
+                    await raw.request("turn/start", {"threadId": thread_id, "input": [{"type": "text", "text": "ask the Claude session"}]},
+                                      timeout_ms=WAIT_MS)
+                    tool_call = await items.wait_for(lambda n: n.method == "item/completed" and n.params["item"]["type"] == "mcpToolCall",
+                                                     timeout_ms=int(RUN_TIMEOUT_S * 1000))
+                    await items.wait_for(lambda n: n.method == "turn/completed", timeout_ms=WAIT_MS)
+                    return thread_id, tool_call.params["item"]["result"]["structuredContent"]
+
+            thread_id, result = anyio.run(scenario)
+        # the pushed message made a second turn of the Claude session, which replied
+        results = stream.wait_results(2, RUN_TIMEOUT_S)
+    codex_address = f"codex:{thread_id}"
+
+    # 1. beta pinned the Claude session to alpha; the thread's wait returned the reply
+    assert result["ok"] and result["to"] == claude_address, result
+    mid = result["messageId"]
+    assert result["wait"]["outcome"] == "reply", result
+    assert (result["wait"]["reply"]["from"], result["wait"]["reply"]["fromVerified"]) == (claude_address, True)
+    assert ANSWER in result["wait"]["reply"]["envelope"]
+    on_beta = row(beta, mid)
+    assert on_beta is not None and json.loads(on_beta["metadata"])["machines"] == {"to": "alpha"}
+    assert on_beta["delivered_via"] == "machine:alpha", dict(on_beta)
+
+    # 2. alpha's relay pushed it into the Claude session through its inbox socket; the model
+    # saw the envelope from the Codex thread, attested by beta, and replied through agent-link
+    on_alpha = row(alpha, mid)
+    assert on_alpha is not None and (on_alpha["from_addr"], on_alpha["recipient"], on_alpha["delivered_via"]) == (
+        codex_address, claude_address, "claude-inbox")
+    assert (results[1]["session_id"], results[1]["result"]) == (session_id, "Answered the Codex thread on beta.")
+    [envelope] = [t for t in strings(messages.main_requests[1].messages) if f'<agent-link-message id="{mid}"' in t]
+    assert QUESTION in envelope and f'from="{codex_address}"' in envelope and 'fromVerified="true"' in envelope
+    assert '<machine from="beta" />' in envelope
+    replied = tool_result(messages.main_requests[2])
+    assert replied["ok"], replied
+    assert alpha.json("status", mid, address=claude_address)["status"] == "replied"

@@ -177,3 +177,18 @@ def test_project_orchestrator_api(make_app: Any, isolated_env: Path) -> None:
     with pytest.raises(AgentLinkError) as caught:
         api.project_orchestrator(app, "/p/app")
     assert caught.value.code == "state_io_error"
+
+
+def test_role_holders_api(make_app: Any, isolated_env: Path) -> None:
+    from agent_link_roles import api
+
+    app = make_app()
+    assert api.role_holders(app) == {}  # no table: nobody holds a role
+    roles_file(isolated_env, {"builder": {"address": "test:bob"}, "tester": {"address": ["test:alice", "test:bob"]},
+                              "orchestrator": {"projects": {"/p/app": "test:bob"}}})
+    # direct holders only (a project assignment is not role:<name>); a hand-edited list stays several
+    assert api.role_holders(app) == {"builder": ["test:bob"], "tester": ["test:alice", "test:bob"]}
+    table_path(isolated_env).write_text("{broken")
+    with pytest.raises(AgentLinkError) as caught:
+        api.role_holders(app)
+    assert caught.value.code == "state_io_error"
