@@ -248,8 +248,10 @@ class Outbox:
                                          ("senderLabel", sender_label), ("clientMessageId", client_id),
                                          ("envelopeFormat", envelope_format)) if v is not None}
         try:
-            recipient = await self.app.directory.resolve_target(target, sender)
-            self._check_format(envelope_format, recipient, "a target")
+            resolved = await self.app.directory.resolve_target(target, sender)
+            self._check_format(envelope_format, resolved, "a target")
+            # a role stays the recipient: the send finds its holder and keeps the role (``via``)
+            recipient = target.strip() if address_scheme(target.strip()) == "role" else resolved
             # the expiry is stored before the first push, so the envelope the target reads says it
             # (a resend keeps the stored one: it is fixed by the first attempt, never extended)
             first = message_id is None or self.mailbox.get_row(message_id) is None

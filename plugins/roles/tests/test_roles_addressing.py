@@ -37,6 +37,16 @@ async def test_role_address_resolves_to_its_holder(app: App, isolated_env: Path)
 
 
 @pytest.mark.anyio
+async def test_a_cli_send_to_a_role_keeps_the_role(app: App, isolated_env: Path) -> None:
+    # `agent-link send role:builder` (Outbox.send_reliably) stored the holder's address alone
+    roles_file(isolated_env, {"builder": {"address": "test:bob"}})
+    sent = await app.outbox.send_reliably("role:builder", "hi", sender=ALICE)
+    row = app.mailbox.get_row(sent.message_id)
+    assert (sent.to, row["recipient"], row["to_addr"]) == ("test:bob", "test:bob", "role:builder")
+    assert app.status(ALICE, sent.message_id)["via"] == "role:builder"
+
+
+@pytest.mark.anyio
 @pytest.mark.parametrize("roles", [{}, {"builder": {}}, {"builder": {"address": "bad"}}])
 async def test_a_role_nobody_holds_is_not_found(app: App, isolated_env: Path, roles: dict[str, Any]) -> None:
     roles_file(isolated_env, roles)
