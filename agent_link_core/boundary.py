@@ -17,8 +17,10 @@ server task, the import and registration of a plugin) is called through one guar
   :data:`SLOW_MS` is logged. On the main thread a call still running after the hook budget
   (``AGENT_LINK_HOOK_TIMEOUT_MS``) is interrupted (SIGALRM raises :class:`Overran` inside it),
   so a hanging hook costs its caller one budget and then answers the default; nothing is
-  replayed and the plugin stays loaded. Off the main thread, or when another handler owns
-  SIGALRM (a test runner's timeout), the call is only timed;
+  replayed and the plugin stays loaded, but that hook of that plugin is not called again in
+  this process (it would cost every later call the budget too: a server answers nothing else
+  meanwhile). Off the main thread, or when another handler owns SIGALRM (a test runner's
+  timeout), the call is only timed;
 * an awaitable is bounded by a deadline (``asyncio.timeout``), and each of its synchronous
   steps by the budget as above, so an async method blocking the event loop is interrupted too.
 
@@ -404,6 +406,8 @@ class Boundary:
         self.timeout_ms = timeout_ms
         self.problems: dict[tuple[str, str, str], Problem] = {}
         self.disabled: dict[str, str] = {}
+        #: ``(plugin, hook)`` interrupted after the budget: skipped for the rest of the process
+        self.hung: set[tuple[str, str]] = set()
         #: called with ``(plugin, reason)`` when a plugin must be left out
         self.on_disable: Callable[[str, str], None] | None = None
         #: told of each new problem (the App keeps them for other processes to see)
@@ -476,8 +480,9 @@ class Boundary:
         if isinstance(exc, Refused):
             return True  # recorded by the register callback, which left the plugin out
         if isinstance(exc, Overran):
-            self.fault(plugin, hook, f"did not return within {self.timeout_ms} ms and was interrupted",
-                       fix="A hook must return quickly; do I/O in a harness's async methods.", disable=disable)
+            self.hung.add((plugin, hook))
+            self.fault(plugin, hook, f"did not return within {self.timeout_ms} ms and was interrupted; not called again "
+                       "in this process", fix="A hook must return quickly; do I/O in a harness's async methods.", disable=disable)
         else:
             self.fault(plugin, hook, prefix + describe(exc), disable=disable, exc=exc)
         return True
@@ -496,7 +501,7 @@ class Boundary:
         :param prefix: put before the error of a fault (``"import failed: "``).
         :raises KeyboardInterrupt: a real Ctrl-C. :raises: the ``passing`` types.
         """
-        if plugin in self.disabled:
+        if plugin in self.disabled or (plugin, hook) in self.hung:
             return default
         sigints = _sigints
         token = _PLUGIN.set(plugin)
@@ -529,7 +534,7 @@ class Boundary:
 
         :raises asyncio.CancelledError: when the calling task is cancelled.
         """
-        if plugin in self.disabled:
+        if plugin in self.disabled or (plugin, hook) in self.hung:
             return default
         import asyncio
 

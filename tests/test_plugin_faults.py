@@ -662,3 +662,31 @@ def test_a_nested_plugin_call_that_faults_hands_its_time_to_the_outer_call_once(
     finally:
         boundary._disarm(outer)
     assert boundary._frames == []
+
+
+@pytest.mark.timeout(300, method="thread")  # SIGALRM stays the boundary's, as in the MCP server
+def test_a_hook_interrupted_after_its_budget_is_not_called_again_in_the_process() -> None:
+    """A hung hook costs one budget, not one per later call (a server answers nothing else
+    while a sync hook runs); the plugin's other hooks are still called."""
+    import time
+
+    from agent_link_core import boundary
+
+    boundary.watch_interrupts()
+    guard = boundary.Boundary(timeout_ms=200)
+    calls: list[str] = []
+
+    def hang() -> str:
+        calls.append("hang")
+        time.sleep(30)
+        return "never"
+
+    if boundary._arm(60) is None:
+        pytest.skip("another handler owns SIGALRM in this process")
+    boundary._disarm(boundary._frames[-1])
+    assert guard.call("bad", "agent_link_on_event", hang, default="fallback") == "fallback"
+    assert guard.call("bad", "agent_link_on_event", hang, default="fallback") == "fallback"
+    assert calls == ["hang"]
+    assert guard.call("bad", "agent_link_health", lambda: "ok") == "ok"
+    [problem] = guard.problems.values()
+    assert "not called again" in problem.error
