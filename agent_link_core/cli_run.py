@@ -250,16 +250,20 @@ def _context() -> Any:
     return ctx if ctx is not None else _current
 
 
-def fail(exc: AgentLinkError) -> NoReturn:
+def fail(exc: AgentLinkError, names: dict[str, str] | None = None) -> NoReturn:
     """Print an AgentLinkError as one stderr line (plus its hint) and exit: 2 for bad
-    arguments (usage), 1 for everything else (a bad setting included)."""
+    arguments (usage), 1 for everything else (a bad setting included).
+
+    :param names: the command's own ``{tool argument: CLI option or ARGUMENT}``
+        (:func:`agent_link_core.cli_text.error_line`): a plugin's command whose errors come
+        from its tools' code names the options a person typed."""
     from agent_link_core.cli_text import error_line
 
     ctx = _context()
     # at the root (a setting every command reads) there is no command to point at
     command = ctx.info_name if ctx is not None and ctx.parent is not None else None
     path = " ".join(ctx.command_path.split()[1:]) if command is not None and ctx is not None else None
-    echo(error_line(exc, command, path or None), err=True)
+    echo(error_line(exc, command, path or None, names), err=True)
     paths = [e.get("path", "") for e in exc.details.get("errors", [])] if exc.code == "invalid_arguments" else []
     sys.exit(2 if paths and not any(p.startswith(("env.", "file.")) for p in paths) else 1)
 

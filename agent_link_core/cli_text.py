@@ -35,46 +35,63 @@ TOOL_COMMANDS = {
 EXAMPLES = {"format": " (e.g. 2030-01-31T17:00:00Z)", "timezone": " (e.g. 2030-01-31T17:00:00+01:00)"}
 
 
-def _names(command: str | None) -> dict[str, str]:
-    return {**FIELD_NAMES, **COMMAND_FIELDS.get(command or "", {})}
+def _names(command: str | None, own: dict[str, str] | None = None) -> dict[str, str]:
+    return {**FIELD_NAMES, **COMMAND_FIELDS.get(command or "", {}), **(own or {})}
 
 
-def cli_words(text: str, command: str | None = None) -> str:
-    """``text`` with tool argument and tool names replaced by option and command names."""
-    names = _names(command)
+def _field(path: str, names: dict[str, str]) -> str:
+    """The CLI's name of an error's argument path: ``names`` of it, of its array (``paths.1``
+    is the second ``PATH``: ``PATH #2``), an ``env.`` variable's name, else ``--path``."""
+    if path.startswith("env."):
+        return path[4:]
+    if path in names:
+        return names[path]
+    array, _, index = path.rpartition(".")
+    if index.isdigit() and array in names:
+        return f"{names[array]} #{int(index) + 1}"
+    return f"--{path}" if path else "arguments"
+
+
+def cli_words(text: str, command: str | None = None, names: dict[str, str] | None = None) -> str:
+    """``text`` with tool argument and tool names replaced by option and command names.
+
+    :param names: the command's own ``{tool argument: CLI option or ARGUMENT}`` (a plugin's
+        command), over the core's tables.
+    """
+    names = _names(command, names)
     for tool, cmd in TOOL_COMMANDS.items():
         text = text.replace(tool, cmd)
     return re.sub(r"(?<![\w`-])([a-z]+[A-Z][A-Za-z]*)\b", lambda m: names.get(m.group(1), m.group(1)), text)
 
 
-def error_line(exc: AgentLinkError, command: str | None = None, command_path: str | None = None) -> str:
+def error_line(exc: AgentLinkError, command: str | None = None, command_path: str | None = None,
+               names: dict[str, str] | None = None) -> str:
     """One line for stderr: what went wrong, in CLI terms, then what to do.
 
     :param command: the command's own name (``send``), for its option names.
     :param command_path: the words after ``agent-link`` that run it (``config set``), for the
         help pointer; defaults to ``command``.
+    :param names: the command's own ``{tool argument: CLI option or ARGUMENT}`` (a plugin's
+        command naming what its tools' errors call ``projectRoot`` or ``paths.0``).
     """
     if exc.code == "invalid_arguments" and exc.details.get("errors"):
-        names = _names(command)
+        table = _names(command, names)
         parts = []
         for e in exc.details["errors"]:
-            path = e.get("path") or ""
-            name = names.get(path, path if path.startswith("env.") else f"--{path}" if path else "arguments")
-            if path.startswith("env."):
-                name = path[4:]
-            parts.append(f"{name}: expected {cli_words(str(e.get('expected', '')), command)}{EXAMPLES.get(e.get('rule', ''), '')}")
+            expected = cli_words(str(e.get("expected", "")), command, names)
+            parts.append(f"{_field(e.get('path') or '', table)}: expected {expected}{EXAMPLES.get(e.get('rule', ''), '')}")
         line = "agent-link: " + "; ".join(parts) + "."
         if exc.message and all(str(e.get("expected", "")) in exc.message for e in exc.details["errors"]):
             # the message already says what each value should be (a setting's error): no list
             # of options to repeat it, no --help to point at
-            return f"agent-link: {cli_words(exc.message, command)}" + (f" {exc.hint}" if exc.hint else "")
+            return f"agent-link: {cli_words(exc.message, command, names)}" + (f" {cli_words(exc.hint, command, names)}" if exc.hint else "")
         if exc.message and not exc.message.startswith("Invalid arguments"):
-            line = f"agent-link: {cli_words(exc.message, command)} " + line[len("agent-link: "):]
+            line = f"agent-link: {cli_words(exc.message, command, names)} " + line[len("agent-link: "):]
         where = command_path or command
         return line + (" See `agent-link " + where + " --help`." if where else "")
-    line = f"agent-link: {cli_words(exc.message, command)}"
+    line = f"agent-link: {cli_words(exc.message, command, names)}"
     if exc.hint:
-        line += f" {cli_words(exc.hint, command)}"
+        line += f" {cli_words(exc.hint, command, names)}"
     return line
 
 

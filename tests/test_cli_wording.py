@@ -8,7 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from agent_link_core.cli_text import message_lines
+from agent_link_core.cli_text import error_line, message_lines
+from agent_link_core.errors import invalid_arguments
 
 AGENT_LINK = str(Path(sys.executable).with_name("agent-link"))
 
@@ -65,3 +66,13 @@ def test_home_relative_rewrites_only_paths_under_home() -> None:
     data = {"searched": ["/home/u/.claude", "/home/u", "/home/user2/x", "/etc/x"], "n": 3, "nested": [{"p": "/home/u/a b"}]}
     assert home_relative(data, "/home/u/") == {"searched": ["~/.claude", "~", "/home/user2/x", "/etc/x"], "n": 3,
                                                "nested": [{"p": "~/a b"}]}
+
+
+def test_a_commands_own_names_replace_its_tools_argument_names() -> None:
+    exc = invalid_arguments([{"path": "projectRoot", "rule": "required", "expected": "a root"},
+                             {"path": "paths.1", "rule": "empty", "expected": "a path"}, {"path": "holder", "rule": "x", "expected": "an address"}],
+                            "No default root; pass projectRoot.")
+    own = error_line(exc, "lease", names={"projectRoot": "--project-root", "paths": "PATH"})
+    assert own == ("agent-link: No default root; pass --project-root. --project-root: expected a root; PATH #2: expected a path;"
+                   " --holder: expected an address. See `agent-link lease --help`.")
+    assert "--paths.1: expected" in error_line(exc, "lease") and "pass projectRoot." in error_line(exc, "lease")

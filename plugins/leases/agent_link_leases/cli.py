@@ -7,14 +7,16 @@ terminal or a script, as the caller the CLI identifies (its session or ``AGENT_L
 * ``agent-link leases [--path P] [--holder ADDR] [--project-root DIR]``.
 
 Each prints a line per lease for people and the tool's JSON object with ``--json``; a refused
-claim prints one line per conflicting holder on stderr and exits 1.
+claim prints one line per conflicting holder on stderr and exits 1, and so does a release of
+paths another holds (one line per holder, nothing of theirs released). Errors name the
+commands' options (:data:`OPTION_NAMES`), not the tools' arguments.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -22,7 +24,20 @@ from agent_link_core.errors import AgentLinkError
 from agent_link_core.store import now_ms
 
 from agent_link_leases.liveness import claim_ending_gone
-from agent_link_leases.table import ADMIN_SETTING, DEFAULT_TTL_MS, MAX_TTL_MS, TTL_SETTING, active, project, release
+from agent_link_leases.table import (
+    ADMIN_SETTING,
+    DEFAULT_TTL_MS,
+    MAX_TTL_MS,
+    TTL_SETTING,
+    active,
+    check_reason,
+    project,
+    project_warnings,
+    release,
+)
+
+#: the tools' argument names (in their errors) -> what a person types to these commands
+OPTION_NAMES = {"projectRoot": "--project-root", "paths": "PATH", "ttlMs": "--ttl-ms"}
 
 
 def _line(lease: dict[str, Any]) -> str:
@@ -30,6 +45,13 @@ def _line(lease: dict[str, Any]) -> str:
     reason = f"  ({lease['reason']})" if lease.get("reason") else ""
     task = f" or message {lease['untilResolved']} is resolved" if lease.get("untilResolved") else ""
     return f"{lease['path']:<40} {kind:<9} {lease['holder']:<32} until {lease['expiresAt']}{task}{reason}"
+
+
+def _fail(exc: AgentLinkError) -> NoReturn:
+    """:func:`agent_link_core.cli.fail` in these commands' option names."""
+    from agent_link_core.cli import fail
+
+    fail(exc, OPTION_NAMES)
 
 
 def _holder(holder: str | None) -> None:
@@ -47,7 +69,7 @@ def _holder(holder: str | None) -> None:
 
 def register(cli: click.Group) -> None:
     """Add ``lease``, ``release`` and ``leases`` to the root ``agent-link`` group."""
-    from agent_link_core.cli import EXIT_HELP, emit, fail, get_app
+    from agent_link_core.cli import EXIT_HELP, emit, get_app
 
     root_option = click.option("--project-root", "root", type=click.Path(file_okay=False),
                                help="Project root (default: the git top level of the current directory).")
@@ -65,6 +87,7 @@ def register(cli: click.Group) -> None:
         """Claim (or renew) files, directories or globs; refused whole if another holds any of them."""
         app = get_app(ctx)
         try:
+            check_reason(reason)
             caller = app.require_caller(app.caller())
             where = project(os.path.abspath(root) if root else None, os.getcwd())
             ttl = ttl_ms or app.config.get(TTL_SETTING) or DEFAULT_TTL_MS
@@ -75,13 +98,19 @@ def register(cli: click.Group) -> None:
                 why = f" ({c['reason']})" if c.get("reason") else ""
                 click.echo(f"held by {c['holder']}: {', '.join(c['paths'])}"
                            f" {'exclusive' if c['exclusive'] else 'shared'} until {c['expiresAt']}{why}", err=True)
-            fail(exc)
+            _fail(exc)
+
         def human(d: dict[str, Any]) -> None:
             for gone in d["ended"]:
                 click.echo(f"ended {gone['holder']}'s leases ({gone['why']}): {', '.join(gone['paths'])}", err=True)
             for x in d["leases"]:
                 click.echo(_line(x))
+            for w in d.get("warnings", []):
+                click.echo(f"warning: {w['message']}", err=True)
 
+        warnings = project_warnings(data)
+        if warnings:  # as the tool's result carries them
+            data["warnings"] = warnings
         emit(data, as_json, human)
 
     @cli.command("release", epilog=EXIT_HELP)
@@ -107,15 +136,22 @@ def register(cli: click.Group) -> None:
             where = project(os.path.abspath(root) if root else None, os.getcwd()) if paths else None
             data = release(app.store, owner, where, list(paths) if paths else None, now_ms())
         except AgentLinkError as exc:
-            fail(exc)
+            _fail(exc)
 
         def human(d: dict[str, Any]) -> None:
             for x in d["released"]:
                 click.echo(f"released {x['path']}")
+            others = {o["path"] for o in d["heldByOthers"]}
             for text in d["notHeld"]:
-                click.echo(f"not held: {text}", err=True)
+                if text not in others:
+                    click.echo(f"not held: {text}", err=True)
+            for o in d["heldByOthers"]:
+                click.echo(f"held by {o['holder']}, not by {holder or 'you'}: {o['path']} (their lease of {', '.join(o['paths'])},"
+                           f" until {o['expiresAt']}); not released", err=True)
 
         emit(data, as_json, human)
+        if data["heldByOthers"]:
+            ctx.exit(1)
 
     @cli.command("leases", epilog=EXIT_HELP)
     @click.option("--path", help="Only leases overlapping this file, directory or glob.")
@@ -132,7 +168,7 @@ def register(cli: click.Group) -> None:
             data = {"projectRoot": where.path if where else None,
                     "leases": active(app.store, now_ms(), root=where, path=path, holder=holder)}
         except AgentLinkError as exc:
-            fail(exc)
+            _fail(exc)
 
         def human(d: dict[str, Any]) -> None:
             if not d["leases"]:

@@ -35,6 +35,10 @@ ANY: Intervals = ((1, SLASH - 1), (SLASH + 1, MAX_CODE))
 STAR = "*"  # a segment token: any run of characters (zero included)
 DOUBLE_STAR = "**"  # a whole segment: any number of segments (zero included)
 MAGIC = frozenset("*?[")
+#: the longest pattern (UTF-8 bytes) and path segment (a file name) a lease may name: Linux's
+#: PATH_MAX and NAME_MAX (<linux/limits.h>), the longest path and file name it can open
+MAX_PATTERN_BYTES = 4096
+MAX_SEGMENT_BYTES = 255
 # The largest class range folded character by character; wider ranges (rare: a class spanning
 # thousands of code points) are kept as written, and also folded at their ASCII part.
 FOLD_RANGE_LIMIT = 4096
@@ -46,7 +50,7 @@ Segment = str | tuple[Token, ...]  # DOUBLE_STAR, or a segment glob's tokens
 class PatternError(ValueError):
     """A pattern that cannot be leased.
 
-    :param reason: ``empty``, ``nul``, ``outside_root``, ``dotdot_after_wildcard``,
+    :param reason: ``empty``, ``nul``, ``too_long``, ``segment_too_long``, ``outside_root``, ``dotdot_after_wildcard``,
         ``unclosed_class``, ``unsupported_class`` or ``trailing_escape``.
     :param message: one sentence naming the pattern and what is wrong with it.
     """
@@ -355,7 +359,9 @@ def normalise(pattern: str, root: str, *, fold: bool) -> Pattern:
     A plain path that names an existing file covers only that file; anything else also covers
     what is below it (see the module docstring).
 
-    :raises PatternError: ``empty`` (blank), ``nul``, ``outside_root`` (``..`` climbing out,
+    :raises PatternError: ``empty`` (blank), ``nul``, ``too_long`` (over
+        :data:`MAX_PATTERN_BYTES`), ``segment_too_long`` (a segment over
+        :data:`MAX_SEGMENT_BYTES`), ``outside_root`` (``..`` climbing out,
         an absolute path elsewhere, a symlink leading out), ``dotdot_after_wildcard`` (``..``
         after a wildcard segment cannot be resolved), or a malformed glob (:func:`parse_segment`).
     """
@@ -363,6 +369,13 @@ def normalise(pattern: str, root: str, *, fold: bool) -> Pattern:
         raise PatternError("empty", "An empty pattern names nothing; give a file, directory or glob.")
     if "\0" in pattern:
         raise PatternError("nul", f"{pattern!r}: a path cannot contain a NUL character.")
+    size = _size(pattern)
+    if size > MAX_PATTERN_BYTES:
+        raise PatternError("too_long", f"{_short(pattern)!r} is {size} bytes long; a path is at most {MAX_PATTERN_BYTES} bytes.")
+    longest = max(pattern.split("/"), key=_size)
+    if _size(longest) > MAX_SEGMENT_BYTES:
+        raise PatternError("segment_too_long", f"{_short(pattern)!r} has a name of {_size(longest)} bytes;"
+                                               f" a file or directory name is at most {MAX_SEGMENT_BYTES} bytes.")
     # Only what the caller typed below the root is read as a glob: the root's own name may hold
     # glob characters ("/tmp/a[1]/proj").
     base, typed = root, pattern
@@ -387,6 +400,27 @@ def normalise(pattern: str, root: str, *, fold: bool) -> Pattern:
     # a plain path naming an existing file has nothing below it
     below = first_magic < len(parts) or not os.path.lexists(fixed) or os.path.isdir(fixed)
     return parse("/".join(segments) if segments else ".", fold, below)
+
+
+def _size(text: str) -> int:
+    """``text``'s length in bytes as a file name: UTF-8, an undecodable argv byte (PEP 383's
+    lone surrogate) one byte, any other lone surrogate as UTF-8 would spell it (three)."""
+    try:
+        return len(text.encode("utf-8", "surrogateescape"))
+    except UnicodeEncodeError:
+        return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _short(text: str) -> str:
+    """``text`` cut to 60 characters for an error message (a refused path may be huge)."""
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def covers_project(pattern: Pattern) -> bool:
+    """True when ``pattern`` covers every file of its project: ``.``, ``**``, ``*``, ``**/*``
+    (segments that are ``**``, and at most one that matches any name)."""
+    names = [s for s in pattern.segments if s != DOUBLE_STAR]
+    return pattern.below and len(names) <= 1 and all(all(t == STAR for t in s) for s in names)
 
 
 def _escapes(rel: str) -> bool:

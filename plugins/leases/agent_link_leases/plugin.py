@@ -18,7 +18,7 @@ from agent_link_core.config import Setting
 from agent_link_core.contribute import commands, migrations, registers
 from agent_link_core.store import now_ms
 
-from agent_link_leases.schema import ADMIN_SETTING, DEFAULT_TTL_MS, MAX_TTL_MS, MIGRATIONS, TTL_SETTING
+from agent_link_leases.schema import ADMIN_SETTING, DEFAULT_TTL_MS, MAX_REASON_CHARS, MAX_TTL_MS, MIGRATIONS, TTL_SETTING
 
 if TYPE_CHECKING:  # pragma: no cover
     import sqlite3
@@ -79,7 +79,9 @@ def agent_link_claim_paths(holder: str, paths: list[str], project_root: str, rea
                            until_resolved: str | None, key: str | None, app: App) -> Awaitable[dict[str, Any]]:
     """Exclusive leases of ``paths`` for ``holder`` (a worker another plugin starts, a role's
     holder), ending when ``until_resolved`` is resolved, replacing what was claimed under
-    ``key``; a plain function returning the coroutine (firstresult).
+    ``key``; a plain function returning the coroutine (firstresult). A ``reason`` over
+    :data:`~agent_link_leases.schema.MAX_REASON_CHARS` characters (a worker's whole task) is
+    cut to that length, ending in "...".
 
     :returns: an awaitable of :func:`agent_link_leases.liveness.claim_ending_gone`'s result;
         awaiting it raises ``lease_conflict`` or ``invalid_arguments`` as ``lease_paths`` does.
@@ -90,7 +92,8 @@ def agent_link_claim_paths(holder: str, paths: list[str], project_root: str, rea
     async def run() -> dict[str, Any]:
         root = project(project_root, project_root)
         ttl = ttl_ms or app.config.get(TTL_SETTING) or DEFAULT_TTL_MS
-        return await claim_ending_gone(app, holder, root, list(paths), exclusive=True, reason=reason, ttl_ms=int(ttl),
+        said = reason if reason is None or len(reason) <= MAX_REASON_CHARS else reason[:MAX_REASON_CHARS - 3] + "..."
+        return await claim_ending_gone(app, holder, root, list(paths), exclusive=True, reason=said, ttl_ms=int(ttl),
                                        until_resolved=until_resolved, key=key)
 
     return run()

@@ -11,6 +11,8 @@ TTL_SETTING = "AGENT_LINK_LEASE_TTL_MS"
 ADMIN_SETTING = "AGENT_LINK_LEASE_ADMIN"
 DEFAULT_TTL_MS = 60 * 60_000
 MAX_TTL_MS = 7 * 24 * 60 * 60_000
+#: the longest reason (characters) a lease may carry: shown in every conflict and listing
+MAX_REASON_CHARS = 1000
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(

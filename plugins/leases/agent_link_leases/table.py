@@ -18,11 +18,22 @@ from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.mailbox import iso
 from agent_link_core.store import Store
 
-from agent_link_leases.patterns import Pattern, PatternError, case_insensitive, normalise, overlap, parse
+from agent_link_leases.patterns import (
+    MAX_PATTERN_BYTES,
+    MAX_SEGMENT_BYTES,
+    Pattern,
+    PatternError,
+    case_insensitive,
+    covers_project,
+    normalise,
+    overlap,
+    parse,
+)
 
 from agent_link_leases.schema import (  # noqa: F401 - re-exported for the plugin's other modules
     ADMIN_SETTING,
     DEFAULT_TTL_MS,
+    MAX_REASON_CHARS,
     MAX_TTL_MS,
     MIGRATIONS,
     OWNER,
@@ -77,7 +88,34 @@ EXPECTED = {
     "empty": "a file, directory or glob (not empty)", "nul": "a path without NUL characters",
     "dotdot_after_wildcard": "no '..' after a wildcard", "unclosed_class": "every '[' closed by ']'",
     "unsupported_class": "the characters listed in [...] (no [:alpha:] classes)", "trailing_escape": "no '\\' at the end",
+    "too_long": f"a path of at most {MAX_PATTERN_BYTES} bytes", "segment_too_long": f"file and directory names of at most {MAX_SEGMENT_BYTES} bytes",
 }
+
+
+def check_reason(reason: str | None, argument: str = "reason") -> None:
+    """Refuse a lease reason over :data:`MAX_REASON_CHARS` characters (it is shown wherever
+    the lease is: conflicts, listings, the web page).
+
+    :raises AgentLinkError: ``invalid_arguments`` (path ``argument``, rule ``maxLength``).
+    """
+    if reason is not None and len(reason) > MAX_REASON_CHARS:
+        raise invalid_arguments([{"path": argument, "rule": "maxLength", "expected": f"at most {MAX_REASON_CHARS} characters"}],
+                                f"The reason is {len(reason)} characters long; give at most {MAX_REASON_CHARS}.")
+
+
+def project_warnings(out: dict[str, Any]) -> list[dict[str, Any]]:
+    """Warnings for a claim's result (:func:`claim`): ``lease_covers_project`` for each lease
+    that covers the whole project (``.``, ``**``...), which holds every file of it from
+    everyone else: ``{code, message, details: {path, projectRoot, exclusive}}``."""
+    found = []
+    for lease in out["leases"]:
+        if covers_project(parse(lease["path"])):  # "." and wildcards always cover what is below them
+            whom = "any other session" if lease["exclusive"] else "an exclusive lease by anyone else"
+            found.append({"code": "lease_covers_project", "details": {"path": lease["path"], "projectRoot": out["projectRoot"],
+                                                                     "exclusive": lease["exclusive"]},
+                          "message": f"Your lease of {lease['path']} covers the whole project {out['projectRoot']}: it keeps {whom}"
+                                     " from every file in it until you release it. Lease only the files you edit."})
+    return found
 
 
 def patterns(root: Project, typed: list[str], argument: str = "paths") -> list[Pattern]:
@@ -273,28 +311,35 @@ def release_key(store: Store, key: str, now: int) -> dict[str, Any]:
 
 def release(store: Store, holder: str, root: Project | None, typed: list[str] | None, now: int) -> dict[str, Any]:
     """Release ``holder``'s leases: those of the typed patterns under ``root``, or all of them
-    (every root) when ``typed`` is None.
+    (every root) when ``typed`` is None. Others' leases are never released.
 
-    :returns: ``{released: [view], notHeld: [typed]}``.
+    :returns: ``{released: [view], notHeld: [typed], heldByOthers: [{path, holder, paths,
+        exclusive, expiresAt}]}``: ``notHeld`` the typed patterns ``holder`` held no lease of;
+        ``heldByOthers`` one entry per such pattern and other holder whose active leases
+        overlap it (``path`` as typed, ``paths`` their leased patterns).
     :raises AgentLinkError: ``invalid_arguments`` for bad patterns.
     """
     with store.write() as conn:
         if typed is None or root is None:
             rows = conn.execute("SELECT * FROM leases WHERE holder = ? AND expires_at > ? ORDER BY id", (holder, now)).fetchall()
             conn.execute("DELETE FROM leases WHERE holder = ?", (holder,))
-            return {"released": [view(r, now) for r in rows], "notHeld": []}
+            return {"released": [view(r, now) for r in rows], "notHeld": [], "heldByOthers": []}
         released: list[sqlite3.Row] = []
         not_held: list[str] = []
+        others: list[dict[str, Any]] = []
         for text, pattern in zip(typed, patterns(root, typed), strict=True):
             row = conn.execute("SELECT * FROM leases WHERE holder = ? AND root = ? AND pattern_key = ? AND expires_at > ?",
                                (holder, root.path, pattern.key, now)).fetchone()
             if row is None:
                 not_held.append(text)
+                # shared or exclusive alike: whoever holds it, it is not the caller's to release
+                others.extend({"path": text, "holder": c["holder"], "paths": c["paths"], "exclusive": c["exclusive"],
+                               "expiresAt": c["expiresAt"]} for c in conflicts(conn, holder, root, [(text, pattern)], True, now))
                 continue
             conn.execute("DELETE FROM leases WHERE id = ?", (row["id"],))
             released.append(row)
         conn.execute("DELETE FROM leases WHERE expires_at <= ?", (now,))
-    return {"released": [view(r, now) for r in released], "notHeld": not_held}
+    return {"released": [view(r, now) for r in released], "notHeld": not_held, "heldByOthers": others}
 
 
 def release_by_id(store: Store, lease_id: int, now: int) -> dict[str, Any] | None:

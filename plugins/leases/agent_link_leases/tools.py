@@ -14,7 +14,16 @@ from agent_link_core.tools.registry import ToolCall, ToolSpec
 from agent_link_core.tools.schemas import ADDRESS, BOOL, PATH
 
 from agent_link_leases.liveness import claim_ending_gone
-from agent_link_leases.table import DEFAULT_TTL_MS, MAX_TTL_MS, TTL_SETTING, active, project, release
+from agent_link_leases.table import (
+    DEFAULT_TTL_MS,
+    MAX_REASON_CHARS,
+    MAX_TTL_MS,
+    TTL_SETTING,
+    active,
+    project,
+    project_warnings,
+    release,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
@@ -34,6 +43,12 @@ LEASE = {"type": "object", "properties": {
 }, "required": ["id", "holder", "projectRoot", "path", "exclusive", "reason", "createdAt", "expiresAt", "expiresInMs", "untilResolved", "claimKey"]}
 LEASES = {"type": "array", "items": LEASE}
 #: a gone holder whose leases a claim ended (agent_link_leases.liveness)
+#: another holder's lease overlapping a pattern the caller asked to release (left as it is)
+HELD_BY_OTHER = {"type": "object", "properties": {
+    "path": {"type": "string", "description": "The pattern as you gave it."}, "holder": {"type": "string"},
+    "paths": {"type": "array", "items": {"type": "string"}, "description": "The holder's leased patterns overlapping it."},
+    "exclusive": {"type": "boolean"}, "expiresAt": {"type": "string"},
+}, "required": ["path", "holder", "paths", "exclusive", "expiresAt"]}
 ENDED = {"type": "object", "properties": {
     "holder": {"type": "string"}, "why": {"type": "string", "enum": ["session_not_running", "session_archived", "presence_expired"]},
     "paths": {"type": "array", "items": {"type": "string"}},
@@ -46,7 +61,7 @@ LEASE_INPUT: dict[str, Any] = {
         "exclusive": {**BOOL, "default": True, "description": "true: nobody else may lease an overlapping path; false: shared with other shared leases."},
         "ttlMs": {"type": "integer", "minimum": 1000, "maximum": MAX_TTL_MS,
                   "description": f"Time to live in ms (default {TTL_SETTING}, one hour unless set); claim again to renew."},
-        "reason": {"type": "string", "minLength": 1, "maxLength": 500, "description": "Why: shown to anyone your lease stops."},
+        "reason": {"type": "string", "minLength": 1, "maxLength": MAX_REASON_CHARS, "description": "Why: shown to anyone your lease stops."},
         "projectRoot": ROOT,
     },
     "required": ["paths"],
@@ -72,7 +87,8 @@ LIST_INPUT: dict[str, Any] = {
 async def lease_paths(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
     """Tool ``lease_paths``: claim or renew every path, or none; the leases of a clashing holder
 known gone end first (:func:`agent_link_leases.liveness.claim_ending_gone`, warning
-``lease_holder_gone``)."""
+``lease_holder_gone``); a lease of the whole project is granted with warning
+``lease_covers_project``."""
     caller = app.require_caller(call.caller)
     root = project(args.get("projectRoot"), os.getcwd())
     ttl = args.get("ttlMs") or app.config.get(TTL_SETTING) or DEFAULT_TTL_MS
@@ -81,11 +97,15 @@ known gone end first (:func:`agent_link_leases.liveness.claim_ending_gone`, warn
     for gone in out["ended"]:
         call.warnings.append({"code": "lease_holder_gone", "details": gone,
                               "message": f"{gone['holder']} is gone ({gone['why']}): its leases of {', '.join(gone['paths'])} ended."})
+    call.warnings.extend(project_warnings(out))
     return out
 
 
 async def release_paths(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
-    """Tool ``release_paths``: release the given patterns, or every lease of the caller."""
+    """Tool ``release_paths``: release the given patterns, or every lease of the caller; a
+    pattern the caller holds no lease of is named in ``notHeld`` (warning ``not_held``), and
+    in ``heldByOthers`` when others' leases overlap it (left as they are, warning
+    ``held_by_others``)."""
     caller = app.require_caller(call.caller)
     typed = args.get("paths")
     root = project(args.get("projectRoot"), os.getcwd()) if typed is not None else None
@@ -93,6 +113,10 @@ async def release_paths(app: App, args: dict[str, Any], call: ToolCall) -> dict[
     if out["notHeld"]:
         call.warnings.append({"code": "not_held", "message": f"You held no lease of {', '.join(out['notHeld'])}.",
                               "details": {"paths": out["notHeld"]}})
+    for other in out["heldByOthers"]:
+        call.warnings.append({"code": "held_by_others", "details": other,
+                              "message": f"{other['path']} is held by {other['holder']} (its lease of {', '.join(other['paths'])}), not by you:"
+                                         " it was not released. Ask them to release it (message_agent)."})
     return out
 
 
@@ -118,9 +142,10 @@ LEASE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="release_paths",
         title="Release leased paths",
-        description="Release leases you hold: the given paths (as you leased them), or all of yours when none are given. Release as soon as you are done editing.",
+        description="Release leases you hold: the given paths (as you leased them), or all of yours when none are given. Release as soon as you are done editing. Another agent's lease is never released: heldByOthers names who holds what you asked for.",
         input_schema=RELEASE_INPUT,
-        output_fields={"released": LEASES, "notHeld": {"type": "array", "items": {"type": "string"}}},
+        output_fields={"released": LEASES, "notHeld": {"type": "array", "items": {"type": "string"}},
+                       "heldByOthers": {"type": "array", "items": HELD_BY_OTHER}},
         handler=release_paths, idempotent=True,
     ),
     ToolSpec(

@@ -59,3 +59,13 @@ async def test_a_keyed_lease_is_listed_with_its_key(app: App, repo: str, run_too
     await app.hooks.claim_paths(holder="test:bob", paths=["src"], project_root=repo, key="role:build")
     listed = await run_tool(app, "list_leases", {"holder": "test:bob"})
     assert [(x["path"], x["claimKey"], x["untilResolved"]) for x in listed["leases"]] == [("src", "role:build", None)]
+
+
+async def test_a_claims_long_reason_is_cut_to_the_limit(app: App, repo: str) -> None:
+    from agent_link_leases.schema import MAX_REASON_CHARS
+
+    task = "project worker (build): " + "t" * 5000  # a worker's whole task as its reason
+    got = await app.hooks.claim_paths(holder="codex:worker", paths=["src"], project_root=repo, reason=task, key="01JZ0000000000000000000002")
+    assert got is not None
+    reason = got["leases"][0]["reason"]
+    assert len(reason) == MAX_REASON_CHARS and reason.startswith("project worker (build): ttt") and reason.endswith("...")

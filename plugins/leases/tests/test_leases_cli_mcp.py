@@ -77,6 +77,12 @@ def test_lease_commands(isolated_env: Path, repo: str, monkeypatch: pytest.Monke
     assert several.exit_code == 2 and "Traceback" not in several.output
     assert "Bad paths: '../elsewhere' is outside the project root" in several.output and "An empty pattern" in several.output
     assert "expected every '[' closed by ']'" in several.output
+    # the commands' own names, never the tools' (PATH #n, --project-root)
+    assert "PATH #1: expected a path inside the project root" in several.output and "PATH #3: expected every '['" in several.output
+    assert "paths" not in several.output.replace("Bad paths", "")
+    missing = cli("lease", "src", "--project-root", str(Path(repo) / "missing"))
+    assert missing.exit_code == 2 and "--project-root '" in missing.output and "Expected --project-root:" in missing.output
+    assert "projectRoot" not in missing.output
     for command in (("leases", "--holder", "not an address"), ("release", "--all", "--holder", "nobody")):
         bad = cli(*command)
         assert bad.exit_code == 2 and "is not an address" in bad.output and "Traceback" not in bad.output
@@ -118,3 +124,54 @@ def test_a_workers_lease_shows_the_task_that_ends_it(isolated_env: Path, repo: s
         app.close()
     shown = cli("leases").output
     assert "codex:worker" in shown and "or message 01JZ0000000000000000000001 is resolved  (task)" in shown
+
+
+def test_errors_name_the_commands_options(isolated_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "leases")
+    monkeypatch.setenv("AGENT_LINK_ADDRESS", "team:alice")
+    nowhere = tmp_path / "nogit"
+    nowhere.mkdir()
+    monkeypatch.chdir(nowhere)
+    for command in (("lease", "a.txt"), ("release", "a.txt"), ("leases", "--path", "a.txt")):
+        got = cli(*command)
+        assert got.exit_code == 2 and "pass --project-root." in got.output and "--project-root: expected" in got.output, got.output
+        assert "projectRoot" not in got.output and "Traceback" not in got.output
+
+
+def test_releasing_anothers_lease_says_who_holds_it(isolated_env: Path, repo: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "leases")
+    monkeypatch.chdir(repo)
+    monkeypatch.setenv("AGENT_LINK_ADDRESS", "team:alice")
+    assert cli("lease", "a.txt").exit_code == 0
+    monkeypatch.setenv("AGENT_LINK_ADDRESS", "team:bob")
+    got = cli("release", "a.txt", "b.txt")
+    assert got.exit_code == 1
+    assert "held by team:alice, not by you: a.txt" in got.output and "not released" in got.output
+    assert "not held: b.txt" in got.output and "not held: a.txt" not in got.output
+    data = json.loads(cli("release", "a.txt", "--json").output)
+    assert data["notHeld"] == ["a.txt"] and [o["holder"] for o in data["heldByOthers"]] == ["team:alice"]
+    assert [x["holder"] for x in json.loads(cli("leases", "--json").output)["leases"]] == ["team:alice"]  # still held
+    nobody = cli("release", "b.txt")
+    assert nobody.exit_code == 0 and "not held: b.txt" in nobody.output
+
+
+def test_size_limits_and_a_lease_of_the_whole_project(isolated_env: Path, repo: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "leases")
+    monkeypatch.chdir(repo)
+    monkeypatch.setenv("AGENT_LINK_ADDRESS", "team:alice")
+    for typed, said in (("a" * 5000, "is 5000 bytes long; a path is at most 4096 bytes"),
+                        ("src/" + "n" * 256, "has a name of 256 bytes; a file or directory name is at most 255 bytes")):
+        got = cli("lease", typed)
+        assert got.exit_code == 2 and said in got.output and "PATH #1: expected" in got.output
+        assert len(got.output.strip().splitlines()) == 1 and "a" * 100 not in got.output
+    long_reason = cli("lease", "src", "--reason", "r" * 100_000)
+    assert long_reason.exit_code == 2 and len(long_reason.output.strip().splitlines()) == 1
+    assert "--reason: expected at most 1000 characters" in long_reason.output and "r" * 1001 not in long_reason.output
+    assert cli("leases").output.strip() == "No active leases."
+
+    whole = cli("lease", ".")
+    assert whole.exit_code == 0 and whole.output.startswith(".")
+    assert "warning: Your lease of . covers the whole project" in whole.output
+    data = json.loads(cli("lease", ".", "--json").output)
+    assert [w["code"] for w in data["warnings"]] == ["lease_covers_project"]
+    assert "warning" not in cli("lease", "src/a.py").output

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_link_leases.patterns import Pattern, PatternError, normalise, overlap, parse
+from agent_link_leases.patterns import MAX_PATTERN_BYTES, MAX_SEGMENT_BYTES, Pattern, PatternError, covers_project, normalise, overlap, parse
 
 # (a, b, overlap?): every pair is checked both ways round (the rule is symmetric). "file:"
 # marks a plain path naming an existing file, which covers nothing below it.
@@ -167,6 +167,10 @@ BAD = [
     ("src/[ab", "unclosed_class"),
     ("src/[[:alpha:]]", "unsupported_class"),
     ("src/x\\", "trailing_escape"),
+    ("a" * 5000, "too_long"),  # longer than PATH_MAX, and its one name than NAME_MAX
+    ("a/" * 2100, "too_long"),
+    ("src/" + "b" * (MAX_SEGMENT_BYTES + 1) + "/x", "segment_too_long"),
+    ("src/" + "é" * 128, "segment_too_long"),  # 256 bytes in UTF-8, 128 characters
 ]
 
 
@@ -192,3 +196,21 @@ def test_a_root_whose_name_holds_glob_characters(tmp_path: Path) -> None:
     with pytest.raises(PatternError) as caught:
         normalise(str(tmp_path / "a[1]*" / "other"), root, fold=False)
     assert caught.value.reason == "outside_root"
+
+
+def test_the_longest_path_and_name_pass(root: str) -> None:
+    name = "n" * MAX_SEGMENT_BYTES
+    assert normalise(f"src/{name}", root, fold=False).text == f"src/{name}"
+    deep = "/".join([name] * (MAX_PATTERN_BYTES // (MAX_SEGMENT_BYTES + 1)))
+    assert normalise(deep, root, fold=False).text == deep
+    with pytest.raises(PatternError) as caught:
+        normalise("x" * 9000, root, fold=False)
+    assert "9000 bytes" in caught.value.message and len(caught.value.message) < 200  # the path is not repeated whole
+
+
+@pytest.mark.parametrize(("text", "whole"), [
+    (".", True), ("**", True), ("*", True), ("**/*", True), ("*/**", True),
+    ("src", False), ("*/*", False), ("*.py", False), ("**/*.py", False), ("src/**", False), ("?", False),
+])
+def test_covers_project(text: str, whole: bool) -> None:
+    assert covers_project(parse(text)) is whole

@@ -13,6 +13,7 @@ from agent_link_core.app import App
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.model import Caller
 from agent_link_core.store import now_ms
+from agent_link_core.tools.registry import ToolCall, validate_arguments
 from agent_link_leases.table import Project, active, claim
 
 ALICE = Caller("test:alice", "config", "test")
@@ -42,6 +43,8 @@ BAD_ARGUMENTS = [
     ("lease_paths", {"paths": ["a"], "ttlMs": 10}, "ttlMs"),
     ("lease_paths", {"paths": ["a"], "exclusive": "maybe"}, "exclusive"),
     ("lease_paths", {"paths": ["a"], "bogus": 1}, "bogus"),
+    ("lease_paths", {"paths": ["a"], "reason": "r" * 1001}, "reason"),
+    ("lease_paths", {"paths": ["a" * 5000]}, "paths.0"),
     ("release_paths", {"paths": []}, "paths"),
     ("list_leases", {"holder": "not an address"}, "holder"),
 ]
@@ -119,6 +122,52 @@ async def test_bad_input_errors(app: App, run_tool: Any, repo: str, tmp_path: Pa
     assert no_root["error"]["code"] == "invalid_arguments" and "projectRoot" in no_root["error"]["message"]
     anonymous = await run_tool(app, "lease_paths", {"paths": ["a"], "projectRoot": repo}, Caller())
     assert anonymous["error"]["code"] == "no_current_session"
+
+
+async def test_size_limits(app: App, run_tool: Any, repo: str) -> None:
+    long_name = await run_tool(app, "lease_paths", {"paths": ["src/a.py", "src/" + "n" * 256], "projectRoot": repo})
+    assert [(e["path"], e["rule"]) for e in long_name["error"]["details"]["errors"]] == [("paths.1", "segment_too_long")]
+    assert "255 bytes" in long_name["error"]["details"]["errors"][0]["expected"]
+    long_path = await run_tool(app, "lease_paths", {"paths": [("é" * 100 + "/") * 21], "projectRoot": repo})  # 2121 characters, 4221 bytes
+    assert [(e["path"], e["rule"]) for e in long_path["error"]["details"]["errors"]] == [("paths.0", "too_long")]
+    listed = await run_tool(app, "list_leases", {"path": "é/" * 1400, "projectRoot": repo})  # 2800 characters, 4200 bytes
+    assert [(e["path"], e["rule"]) for e in listed["error"]["details"]["errors"]] == [("path", "too_long")]
+    released = await run_tool(app, "release_paths", {"paths": ["n" * 256], "projectRoot": repo})
+    assert released["error"]["details"]["errors"][0]["path"] == "paths.0"
+    assert (await run_tool(app, "lease_paths", {"paths": ["src"], "reason": "r" * 1000, "projectRoot": repo}))["ok"]
+    assert (await run_tool(app, "list_leases", {}))["leases"][0]["reason"] == "r" * 1000
+
+
+async def warned(app: App, name: str, args: dict[str, Any], caller: Caller = ALICE) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A tool's fields and the warnings it reported (``run_tool`` returns the fields alone)."""
+    spec = app.hooks.tools()[name]
+    call = ToolCall({}, caller, [])
+    return await spec.handler(app, validate_arguments(spec, args)[0], call), call.warnings
+
+
+async def test_a_lease_of_the_whole_project_is_granted_with_a_warning(app: App, run_tool: Any, repo: str) -> None:
+    whole, warnings = await warned(app, "lease_paths", {"paths": ["."], "projectRoot": repo})
+    assert whole["leases"][0]["path"] == "."
+    [warning] = warnings
+    assert warning["code"] == "lease_covers_project" and warning["details"] == {"path": ".", "projectRoot": repo, "exclusive": True}
+    assert "whole project" in warning["message"]
+    assert (await run_tool(app, "lease_paths", {"paths": ["**"], "projectRoot": repo}, BOB))["error"]["code"] == "lease_conflict"
+    part, warnings = await warned(app, "lease_paths", {"paths": ["src/*"], "projectRoot": repo})
+    assert part["leases"][0]["path"] == "src/*" and warnings == []
+
+
+async def test_releasing_anothers_lease_names_the_holder_and_leaves_it(app: App, run_tool: Any, repo: str) -> None:
+    await run_tool(app, "lease_paths", {"paths": ["src/a.py", "docs"], "exclusive": False, "projectRoot": repo})
+    out, warnings = await warned(app, "release_paths", {"paths": ["src/a.py", "docs/x.md", "README.md"], "projectRoot": repo}, BOB)
+    assert out["released"] == [] and out["notHeld"] == ["src/a.py", "docs/x.md", "README.md"]
+    assert [(o["path"], o["holder"], o["paths"], o["exclusive"]) for o in out["heldByOthers"]] == [
+        ("src/a.py", "test:alice", ["src/a.py"], False), ("docs/x.md", "test:alice", ["docs"], False)]
+    assert [w["code"] for w in warnings] == ["not_held", "held_by_others", "held_by_others"]
+    assert "held by test:alice" in warnings[1]["message"] and warnings[1]["details"] == out["heldByOthers"][0]
+    assert [x["path"] for x in (await run_tool(app, "list_leases", {}))["leases"]] == ["src/a.py", "docs"]  # still alice's
+    mine = await run_tool(app, "release_paths", {"paths": ["src/a.py"], "projectRoot": repo})
+    assert [x["path"] for x in mine["released"]] == ["src/a.py"] and mine["heldByOthers"] == [] and mine["notHeld"] == []
+    assert (await run_tool(app, "release_paths", {}))["heldByOthers"] == []
 
 
 def test_a_lease_ends_when_it_expires(app: App, repo: str) -> None:
