@@ -31,6 +31,10 @@ def _print_health(h: dict[str, Any]) -> None:
         click.echo(f"  to fix:     {db['problem'].get('hint', '')}")
     elif db["integrity"] != "ok":
         click.echo(f"  integrity:  {db['integrity']}")
+    for problem in h.get("problems") or []:  # what a plugin's section says needs the person
+        click.echo(f"  problem in {problem['section']}: {problem['message']}")
+        if problem.get("hint"):
+            click.echo(f"    to fix: {problem['hint']}")
     click.echo(f"  plugins:    {', '.join(h['plugins']['loaded']) or 'none'}")
     for name, reason in h["plugins"]["failed"].items():
         click.echo(f"  BROKEN plugin {name}: {reason} (AGENT_LINK_DISABLE_PLUGINS={name} silences it)")
@@ -60,7 +64,8 @@ def _print_health(h: dict[str, Any]) -> None:
 @click.pass_context
 def health(ctx: click.Context, as_json: bool, ndjson: bool) -> None:
     """Show whether agent-link works here and what it sees (exit 1 when the database
-    refuses writes: damaged, replaced, or a state dir this user cannot write)."""
+    refuses writes: damaged, replaced, or a state dir this user cannot write; or when a
+    plugin's section reports a problem, such as a roles file that does not parse)."""
     if as_json or ndjson:
         try:
             open_app(ctx)
@@ -69,7 +74,7 @@ def health(ctx: click.Context, as_json: bool, ndjson: bool) -> None:
             fail(exc)
     data = get_app(ctx).health()
     emit(data, as_json, _print_health, ndjson)
-    if not data["database"].get("ok", True):
+    if not data["database"].get("ok", True) or data.get("problems"):
         sys.exit(1)
 
 @click.command(epilog=EXIT_HELP)
