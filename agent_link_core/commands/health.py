@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from agent_link_core import boundary
 from agent_link_core.cli import EXIT_HELP, emit, fail, get_app, open_app
 from agent_link_core.errors import AgentLinkError
 
@@ -104,6 +105,10 @@ def plugins(ctx: click.Context, as_json: bool, ndjson: bool) -> None:
         for problem in d["elsewhere"]:
             click.echo(f"{problem['plugin']} problem in {problem['hook']} (process {problem['pid']}): {problem['error']}")
             click.echo(f"  {problem['fix']}")
+        for name, hooks in d["hooks"].items():  # slow is no failure (a busy machine): said here, not on stderr
+            for hook, timing in hooks.items():
+                if timing and timing["maxMs"] > boundary.SLOW_MS:
+                    click.echo(f"{name} slow in {hook}: {timing['maxMs']:.0f} ms in this process. {boundary.slow_hint(name)}")
         if not any(d[k] for k in ("loaded", "blocked", "failed")):
             click.echo("no plugins installed")
 
