@@ -227,3 +227,27 @@ def test_a_command_imports_only_its_own_module() -> None:
             "print(sorted(m for m in sys.modules if m.startswith('agent_link_core.commands.')))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert done.stdout.strip() == "['agent_link_core.commands.sessions']"
+
+
+@pytest.mark.installed_plugins
+def test_sessions_refuses_an_unknown_harness_naming_the_known_ones() -> None:
+    result = invoke("sessions", "--harness", "nosuch")
+    assert result.exit_code == 2 and "--harness: expected all or one of" in result.output and "codex" in result.output
+    assert invoke("sessions", "--harness", "codex").exit_code == 0
+
+
+def test_a_bad_cursor_is_not_given_a_timestamp_example() -> None:
+    result = invoke("sessions", "--cursor", "garbage!!")
+    assert result.exit_code == 2 and "the nextCursor of an earlier sessions answer." in result.output
+    assert "2030" not in result.output
+
+
+def test_a_bad_timestamp_keeps_its_example() -> None:
+    from agent_link_core.cli_text import error_line
+    from agent_link_core.errors import AgentLinkError
+    from agent_link_core.mailbox import parse_iso_ms
+
+    for value, example in (("soon", "2030-01-31T17:00:00Z"), ("2030-01-31T17:00:00", "2030-01-31T17:00:00+01:00")):
+        with pytest.raises(AgentLinkError) as caught:
+            parse_iso_ms(value, "since")
+        assert f"--since: expected ISO 8601 date-time with a timezone (e.g. {example})." in error_line(caught.value, "wait")
