@@ -13,14 +13,14 @@ server task, the import and registration of a plugin) is called through one guar
   the caller's default (``None`` for a hook implementation);
 * an answer of the wrong type or over its size bound is a fault the same way;
 * synchronous code runs inline on the caller's thread (no hand-off), timed: each plugin's last
-  and slowest time per hook is kept for ``agent-link plugins --json`` and a call slower than
-  :data:`SLOW_MS` is logged. On the main thread a call still running after the hook budget
-  (``AGENT_LINK_HOOK_TIMEOUT_MS``) is interrupted (SIGALRM raises :class:`Overran` inside it),
-  so a hanging hook costs its caller one budget and then answers the default; nothing is
-  replayed and the plugin stays loaded, but that hook of that plugin is not called again in
-  this process (it would cost every later call the budget too: a server answers nothing else
-  meanwhile). Off the main thread, or when another handler owns SIGALRM (a test runner's
-  timeout), the call is only timed;
+  and slowest time per hook is kept for ``agent-link plugins`` and a call slower than
+  :data:`SLOW_MS` is logged at info level (the log file, not stderr). On the main thread a
+  call still running after the hook budget (``AGENT_LINK_HOOK_TIMEOUT_MS``) is interrupted
+  (SIGALRM raises :class:`Overran` inside it), so a hanging hook costs its caller one budget
+  and then answers the default; nothing is replayed and the plugin stays loaded, but that hook
+  of that plugin is not called again in this process (it would cost every later call the
+  budget too: a server answers nothing else meanwhile). Off the main thread, or when another
+  handler owns SIGALRM (a test runner's timeout), the call is only timed;
 * an awaitable is bounded by a deadline (``asyncio.timeout``), and each of its synchronous
   steps by the budget as above, so an async method blocking the event loop is interrupted too.
 
@@ -63,7 +63,8 @@ AWAITABLE_HOOKS = frozenset({"agent_link_resolve_address", "agent_link_push_remi
 DEFAULT_TIMEOUT_MS = 30_000
 TIMEOUT_ENV = "AGENT_LINK_HOOK_TIMEOUT_MS"
 CORE_PLUGIN = "agent_link_core.default_plugins"
-#: a synchronous plugin call slower than this (ms) is logged as slow (once per plugin and hook)
+#: a synchronous plugin call slower than this (ms) is slow: logged (info, once per plugin and
+#: hook) and listed by ``agent-link plugins``
 SLOW_MS = 1_000
 #: the largest JSON answer (bytes, UTF-8) a hook, a harness's health or a tool may give
 MAX_RESULT_BYTES = 1 << 20
@@ -76,8 +77,19 @@ ENVELOPE_ATTRIBUTES = frozenset({"via", "procedure"})
 
 
 def disable_hint(plugin: str) -> str:
-    """The one-line way out for a broken plugin."""
+    """The one-line way out for a broken plugin; for the core's own hooks, which
+    ``AGENT_LINK_DISABLE_PLUGINS`` cannot turn off, where to report it."""
+    if plugin == CORE_PLUGIN:
+        return "This is agent-link's own code: report it (AGENT_LINK_DEBUG=1 logs the cause)."
     return f"Fix or update the plugin, or turn it off with AGENT_LINK_DISABLE_PLUGINS={plugin}."
+
+
+def slow_hint(plugin: str) -> str:
+    """What to do about a slow call of ``plugin``: the core's own hooks cannot be turned off,
+    so for them the likely cause is said instead of the way out."""
+    if plugin == CORE_PLUGIN:
+        return "agent-link's own hooks: the machine is likely busy; nothing to turn off."
+    return f"If it stays slow on an idle machine, update the plugin or turn it off with AGENT_LINK_DISABLE_PLUGINS={plugin}."
 
 
 @dataclass
@@ -88,7 +100,8 @@ class Problem:
     :param hook: the hook (``agent_link_*``), a harness method (``harness.<name>.<method>``),
         a tool (``tool <name>``) or ``load`` (import and registration).
     :param error: what went wrong, one line.
-    :param fix: what to do about it (always names ``AGENT_LINK_DISABLE_PLUGINS=<plugin>``).
+    :param fix: what to do about it (names ``AGENT_LINK_DISABLE_PLUGINS=<plugin>``, except
+        for the core's own hooks).
     :param disabled: True when the plugin was left out for the rest of the process.
     :param count: how many times it happened in this process.
     """
@@ -464,7 +477,10 @@ class Boundary:
         caller (``blocking``): an awaited call that waits (a wait tool, a host's answer) holds nothing."""
         timing = self.timings.setdefault(plugin, {}).setdefault(hook, [0, 0.0, 0.0])
         if blocking and ms > SLOW_MS and timing[2] <= SLOW_MS:
-            log.warning("agent-link plugin %r took %d ms in %s (slow). %s", plugin, ms, hook, disable_hint(plugin))
+            # Info, not a warning: slowness is no failure (a busy machine slows every hook) and a
+            # line on stderr of every command is noise for scripts. The timings stay in
+            # ``agent-link plugins``; the log file has the line (AGENT_LINK_LOG_LEVEL=info, AGENT_LINK_DEBUG).
+            log.info("agent-link plugin %r took %d ms in %s (slow). %s", plugin, ms, hook, slow_hint(plugin))
         timing[:] = timing[0] + 1, ms, max(ms, timing[2])
 
     def contain(self, exc: BaseException, plugin: str, hook: str, sigints_before: int, *,

@@ -32,7 +32,6 @@ TOOL_COMMANDS = {
     "reply_agent_link_message": "`agent-link reply`", "wait_for_agent": "`agent-link wait`",
     "get_agent_link_message_status": "`agent-link status`", "agent_link_health": "`agent-link health`",
 }
-EXAMPLES = {"format": " (e.g. 2030-01-31T17:00:00Z)", "timezone": " (e.g. 2030-01-31T17:00:00+01:00)"}
 
 
 def _names(command: str | None, own: dict[str, str] | None = None) -> dict[str, str]:
@@ -79,7 +78,9 @@ def error_line(exc: AgentLinkError, command: str | None = None, command_path: st
         parts = []
         for e in exc.details["errors"]:
             expected = cli_words(str(e.get("expected", "")), command, names)
-            parts.append(f"{_field(e.get('path') or '', table)}: expected {expected}{EXAMPLES.get(e.get('rule', ''), '')}")
+            # the error's own example (a rule such as ``format`` is shared by timestamps and cursors)
+            example = f" (e.g. {e['example']})" if e.get("example") else ""
+            parts.append(f"{_field(e.get('path') or '', table)}: expected {expected}{example}")
         line = "agent-link: " + "; ".join(parts) + "."
         if exc.message and all(str(e.get("expected", "")) in exc.message for e in exc.details["errors"]):
             # the message already says what each value should be (a setting's error): no list

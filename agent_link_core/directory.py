@@ -490,16 +490,23 @@ class Directory:
             "nextCursor", "filters", "filteredOut"}``, as :meth:`list_agents` (archived sessions
             are always left out). Without ``show_paths`` each session's cwd is reduced to its
             folder name and the providers' folders are home-relative.
-        :raises AgentLinkError: ``invalid_arguments`` for a bad limit or cursor.
+        :raises AgentLinkError: ``invalid_arguments`` for a bad limit or cursor, or a
+            ``harness`` that is neither installed nor the scheme of a live plain address.
         """
         if not 1 <= limit <= 500:
             raise invalid_arguments([{"path": "limit", "rule": "range", "expected": "1-500"}])
         import os
 
         position = decode_cursor(cursor, "sessions")
+        present = self.present_sessions(harness)
+        if harness != "all" and harness not in self.harnesses and not present:
+            # an unknown name would list nothing, as if no session ran: say which exist
+            known = sorted({*self.harnesses, *(s.harness for s in self.present_sessions())})
+            raise invalid_arguments([{"path": "harness", "rule": "enum",
+                                      "expected": f"all or one of {', '.join(known) or 'no harness (none is installed)'}"}])
         depth = listing_depth(position, limit)
         listings = await gather_listings(self.app, only=harness, limit=depth)
-        sessions = [s for listing in listings.values() for s in listing.sessions] + self.present_sessions(harness)
+        sessions = [s for listing in listings.values() for s in listing.sessions] + present
         want = (cwd or "").rstrip("/")
         wanted = (("archived", True, lambda s: not s.archived), ("source", source, lambda s: of_source(s, source or "")),
                   ("cwd", cwd, lambda s: (s.cwd or "").rstrip("/") == want),

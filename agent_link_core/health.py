@@ -62,6 +62,7 @@ def report(app: App, meta: Mapping[str, Any] | None = None, include_caller_conte
         "mcp": app.mcp_peer.view() if app.mcp_peer is not None else None,
         "sections": app.hooks.health_sections(),
     }
+    out["problems"] = section_problems(out["sections"])
     app.hooks.tools()  # a refused tool is a plugin problem health must show
     out["plugins"] = plugins_view(app)
     if out["stateDir"]["exists"] and not out["stateDir"]["private"]:
@@ -71,6 +72,28 @@ def report(app: App, meta: Mapping[str, Any] | None = None, include_caller_conte
             "hint": f"Run `chmod 700 {shlex.quote(app.config.state_dir)}` unless it is shared on purpose."}
     if include_caller_context:
         out["callerContext"] = {"meta": json.loads(json.dumps(meta or {}, default=str)), "source": caller.source}
+    return out
+
+
+def section_problems(sections: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """What the plugins' health sections say needs the person: ``[{section, message, hint}]``.
+
+    A section reports one with ``problem`` (a line, or ``{message, hint}``) or with ``error``
+    holding an error object (``{code, message, hint}``: the part it checks cannot work, as a
+    roles file that does not parse). A plain ``error`` string is a health hook that failed,
+    already listed under ``plugins.problems``; other ``error`` values (a count, a remote's last
+    answer) are the section's data, not a problem of its own.
+    """
+    out: list[dict[str, Any]] = []
+    for name, section in sections.items():
+        if not isinstance(section, dict):
+            continue
+        problem, error = section.get("problem"), section.get("error")
+        if isinstance(problem, str) and problem:
+            out.append({"section": name, "message": problem, "hint": None})
+        for found in (problem, error):
+            if isinstance(found, dict) and isinstance(found.get("message"), str):
+                out.append({"section": name, "message": found["message"], "hint": found.get("hint")})
     return out
 
 

@@ -97,7 +97,8 @@ def parse_iso_ms(value: str, path: str) -> int:
     """Parse an ISO 8601 timestamp that carries a timezone into epoch ms.
 
     :param path: the argument's name, for the error.
-    :raises AgentLinkError: ``invalid_arguments`` (rule ``format`` or ``timezone``).
+    :raises AgentLinkError: ``invalid_arguments`` (rule ``format`` or ``timezone``, with an
+        ``example`` of a valid value).
     """
     from datetime import datetime
 
@@ -105,9 +106,9 @@ def parse_iso_ms(value: str, path: str) -> int:
     try:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
-        raise invalid_arguments([{"path": path, "rule": "format", "expected": expected}]) from None
+        raise invalid_arguments([{"path": path, "rule": "format", "expected": expected, "example": "2030-01-31T17:00:00Z"}]) from None
     if parsed.tzinfo is None:
-        raise invalid_arguments([{"path": path, "rule": "timezone", "expected": expected}])
+        raise invalid_arguments([{"path": path, "rule": "timezone", "expected": expected, "example": "2030-01-31T17:00:00+01:00"}])
     return int(parsed.timestamp() * 1000)
 
 

@@ -43,6 +43,32 @@ def test_health_json_is_one_object(isolated_env: Path) -> None:
     assert {"codex", "claude", "roles", "receipts"} <= set(data["plugins"]["loaded"])
 
 
+@pytest.mark.installed_plugins
+def test_health_names_a_section_problem_and_exits_1(isolated_env: Path) -> None:
+    """A roles file that does not parse breaks every send to role:...: health must say so."""
+    isolated_env.mkdir(parents=True, exist_ok=True)
+    (isolated_env / "roles.json").write_text('{"roles": [ broken\n')
+    result = invoke("health")
+    assert result.exit_code == 1 and "problem in roles: roles.json is not valid JSON" in result.output
+    as_json = invoke("health", "--json")
+    assert as_json.exit_code == 1
+    assert [p["section"] for p in json.loads(as_json.output)["problems"]] == ["roles"]
+
+
+def test_section_problems_reads_problem_lines_and_error_objects_only() -> None:
+    from agent_link_core.health import section_problems
+
+    found = section_problems({
+        "roles": {"error": {"code": "state_io_error", "message": "bad file", "hint": "fix it"}},
+        "machines": {"problem": "the relay is not running", "error": "timed out"},  # error: the relay's last answer
+        "forkJobs": {"error": 2},  # a count of failed jobs, not a problem of the section
+        "broken": {"error": "RuntimeError: boom", "fix": "..."},  # a failed hook: listed as a plugin problem
+        "fine": {"error": None},
+    })
+    assert found == [{"section": "roles", "message": "bad file", "hint": "fix it"},
+                     {"section": "machines", "message": "the relay is not running", "hint": None}]
+
+
 def test_health_human_names_bad_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AGENT_LINK_REMINDER_LIMIT", "99")
     result = invoke("health")
@@ -201,3 +227,27 @@ def test_a_command_imports_only_its_own_module() -> None:
             "print(sorted(m for m in sys.modules if m.startswith('agent_link_core.commands.')))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert done.stdout.strip() == "['agent_link_core.commands.sessions']"
+
+
+@pytest.mark.installed_plugins
+def test_sessions_refuses_an_unknown_harness_naming_the_known_ones() -> None:
+    result = invoke("sessions", "--harness", "nosuch")
+    assert result.exit_code == 2 and "--harness: expected all or one of" in result.output and "codex" in result.output
+    assert invoke("sessions", "--harness", "codex").exit_code == 0
+
+
+def test_a_bad_cursor_is_not_given_a_timestamp_example() -> None:
+    result = invoke("sessions", "--cursor", "garbage!!")
+    assert result.exit_code == 2 and "the nextCursor of an earlier sessions answer." in result.output
+    assert "2030" not in result.output
+
+
+def test_a_bad_timestamp_keeps_its_example() -> None:
+    from agent_link_core.cli_text import error_line
+    from agent_link_core.errors import AgentLinkError
+    from agent_link_core.mailbox import parse_iso_ms
+
+    for value, example in (("soon", "2030-01-31T17:00:00Z"), ("2030-01-31T17:00:00", "2030-01-31T17:00:00+01:00")):
+        with pytest.raises(AgentLinkError) as caught:
+            parse_iso_ms(value, "since")
+        assert f"--since: expected ISO 8601 date-time with a timezone (e.g. {example})." in error_line(caught.value, "wait")

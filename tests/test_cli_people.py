@@ -196,6 +196,11 @@ def test_body_from_stdin_and_file_within_the_limit(tmp_path: Path) -> None:
     # the same bytes as the TEXT argument (os.fsdecode keeps them as the process receives them)
     argv_bytes = run("send", "team:bob", os.fsdecode(b"ab\xffcd"), "--from", "team:alice")
     assert argv_bytes.returncode == 2 and "UTF-8" in argv_bytes.stderr, argv_bytes.stderr
+    # and from --file: refused with the offset, nothing queued (the whole message, not escapes)
+    (tmp_path / "latin").write_bytes(b"ab\xff\xfecd")
+    from_file = run("send", "team:bob", "--file", str(tmp_path / "latin"), "--from", "team:alice")
+    assert from_file.returncode == 2 and "invalid byte at offset 2" in from_file.stderr, from_file.stderr
+    assert len(from_file.stderr.strip().splitlines()) == 1
 
 
 # -- mail readable -----------------------------------------------------------------------

@@ -368,8 +368,10 @@ async def test_argument_validation_rules() -> None:
         listed = await alice.ok("list_agents", {"limit": "20"})
         assert [w["code"] for w in listed["warnings"]] == ["coerced_argument"]
         assert listed["warnings"][0]["details"] == {"argument": "limit"}
+        assert listed["warnings"][0]["message"] == "limit was given as a string and read as an integer."
         health = await alice.ok("agent_link_health", {"includeCallerContext": "true"})
         assert "callerContext" in health and health["warnings"][0]["code"] == "coerced_argument"
+        assert health["warnings"][0]["message"].endswith("read as a boolean.")
         health = await alice.ok("agent_link_health", {"includeCallerContext": "false"})
         assert "callerContext" not in health and health["warnings"][0]["details"] == {"argument": "includeCallerContext"}
         peek = await alice.inbox(markAsDelivered="false", limit="5")

@@ -629,12 +629,46 @@ def test_only_a_call_that_holds_its_caller_is_reported_slow(monkeypatch: pytest.
         await asyncio.sleep(0.1)
         return 1
 
-    with caplog.at_level("WARNING", logger="agent_link_core.plugins"):
+    with caplog.at_level("INFO", logger="agent_link_core.plugins"):
         assert asyncio.run(guard.acall("waiter", "tool wait", waits, bound_s=None)) == 1
         assert "(slow)" not in caplog.text
         assert guard.call("sleeper", "agent_link_health", time.sleep, 0.1) is None
         assert "'sleeper' took" in caplog.text and "(slow)" in caplog.text
     assert guard.timing_report()["waiter"]["tool wait"]["calls"] == 1
+
+
+def test_a_slow_call_is_no_warning_and_never_blames_the_core(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """A busy machine slows every hook: the note is info (the log file; warnings reach every
+    command's stderr), and the core's own hooks, which AGENT_LINK_DISABLE_PLUGINS cannot turn
+    off, are never offered that way out."""
+    import time
+
+    from agent_link_core import boundary as module
+
+    monkeypatch.setattr(module, "SLOW_MS", 50)
+    guard = module.Boundary(timeout_ms=0)
+    with caplog.at_level("INFO", logger="agent_link_core.plugins"):
+        guard.call(module.CORE_PLUGIN, "agent_link_register_tools", time.sleep, 0.1)
+        guard.call("sleeper", "agent_link_register_tools", time.sleep, 0.1)
+    assert [r.levelname for r in caplog.records] == ["INFO", "INFO"]
+    core, other = (r.getMessage() for r in caplog.records)
+    assert "(slow)" in core and "AGENT_LINK_DISABLE_PLUGINS" not in core and "machine is likely busy" in core
+    assert other.endswith("AGENT_LINK_DISABLE_PLUGINS=sleeper.")
+    # a failure of the core's own code is a bug to report, not a plugin to turn off
+    assert "AGENT_LINK_DISABLE_PLUGINS" not in guard.fault(module.CORE_PLUGIN, "agent_link_health", "boom").fix
+
+
+def test_plugins_lists_slow_hooks_of_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from agent_link_core import boundary as module
+    from agent_link_core.cli import build_cli
+
+    monkeypatch.setattr(module, "SLOW_MS", -1)  # every call counts as slow
+    result = CliRunner().invoke(build_cli(), ["plugins"], catch_exceptions=False)
+    assert result.exit_code == 0
+    core = [line for line in result.output.splitlines() if line.startswith(f"{module.CORE_PLUGIN} slow in ")]
+    assert core and all("nothing to turn off" in line and "AGENT_LINK_DISABLE_PLUGINS" not in line for line in core)
 
 
 @pytest.mark.timeout(300, method="thread")  # SIGALRM stays the boundary's, as in the MCP server

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from agent_link_core import boundary
 from agent_link_core.cli import EXIT_HELP, emit, fail, get_app, open_app
 from agent_link_core.errors import AgentLinkError
 
@@ -31,6 +32,10 @@ def _print_health(h: dict[str, Any]) -> None:
         click.echo(f"  to fix:     {db['problem'].get('hint', '')}")
     elif db["integrity"] != "ok":
         click.echo(f"  integrity:  {db['integrity']}")
+    for problem in h.get("problems") or []:  # what a plugin's section says needs the person
+        click.echo(f"  problem in {problem['section']}: {problem['message']}")
+        if problem.get("hint"):
+            click.echo(f"    to fix: {problem['hint']}")
     click.echo(f"  plugins:    {', '.join(h['plugins']['loaded']) or 'none'}")
     for name, reason in h["plugins"]["failed"].items():
         click.echo(f"  BROKEN plugin {name}: {reason} (AGENT_LINK_DISABLE_PLUGINS={name} silences it)")
@@ -60,7 +65,8 @@ def _print_health(h: dict[str, Any]) -> None:
 @click.pass_context
 def health(ctx: click.Context, as_json: bool, ndjson: bool) -> None:
     """Show whether agent-link works here and what it sees (exit 1 when the database
-    refuses writes: damaged, replaced, or a state dir this user cannot write)."""
+    refuses writes: damaged, replaced, or a state dir this user cannot write; or when a
+    plugin's section reports a problem, such as a roles file that does not parse)."""
     if as_json or ndjson:
         try:
             open_app(ctx)
@@ -69,7 +75,7 @@ def health(ctx: click.Context, as_json: bool, ndjson: bool) -> None:
             fail(exc)
     data = get_app(ctx).health()
     emit(data, as_json, _print_health, ndjson)
-    if not data["database"].get("ok", True):
+    if not data["database"].get("ok", True) or data.get("problems"):
         sys.exit(1)
 
 @click.command(epilog=EXIT_HELP)
@@ -99,6 +105,10 @@ def plugins(ctx: click.Context, as_json: bool, ndjson: bool) -> None:
         for problem in d["elsewhere"]:
             click.echo(f"{problem['plugin']} problem in {problem['hook']} (process {problem['pid']}): {problem['error']}")
             click.echo(f"  {problem['fix']}")
+        for name, hooks in d["hooks"].items():  # slow is no failure (a busy machine): said here, not on stderr
+            for hook, timing in hooks.items():
+                if timing and timing["maxMs"] > boundary.SLOW_MS:
+                    click.echo(f"{name} slow in {hook}: {timing['maxMs']:.0f} ms in this process. {boundary.slow_hint(name)}")
         if not any(d[k] for k in ("loaded", "blocked", "failed")):
             click.echo("no plugins installed")
 

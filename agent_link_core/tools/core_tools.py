@@ -420,7 +420,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         description="Report whether agent-link works here: this session's address, state directory, plugins, harnesses and settings problems. Never fails because a host is missing.",
         input_schema=_obj({"includeCallerContext": {"type": "boolean", "default": False, "description": "Also return the tool call's _meta as seen by the server."}}),
         output_fields={k: ANY for k in ("version", "host", "hostDetection", "address", "addressSource", "stateDir", "database", "env",
-                                         "settings", "reminders", "plugins", "harnesses", "mcp", "sections", "callerContext")},
+                                         "settings", "reminders", "plugins", "harnesses", "mcp", "sections", "problems", "callerContext")},
         handler=health, read_only=True, idempotent=True,
     ),
     ToolSpec(

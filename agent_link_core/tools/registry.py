@@ -351,7 +351,7 @@ def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> t
         more: dict[str, Any] = {"removed": removed} if removed else {}
         exc = invalid_arguments(errors, **more)
         if removed:
-            exc.hint = "; ".join(f"{r['argument']} as a {r['form']} was removed: give {r['replacement']}" if "form" in r
+            exc.hint = "; ".join(f"{r['argument']} as {_a(r['form'])} was removed: give {r['replacement']}" if "form" in r
                                  else f"{r['argument']} was replaced by {r['replacement']}" for r in removed)
         raise exc
     return args, warnings
@@ -366,8 +366,13 @@ def _json_type(value: Any) -> str:
     return {str: "string", list: "array", dict: "object", type(None): "null"}.get(type(value), "object")
 
 
+def _a(noun: str) -> str:
+    """``noun`` with its indefinite article (``an integer``, ``a boolean``)."""
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
+
+
 def _coerced(key: str, kind: str) -> dict[str, Any]:
-    return {"code": "coerced_argument", "message": f"{key} was given as a string and read as a {kind}.", "details": {"argument": key}}
+    return {"code": "coerced_argument", "message": f"{key} was given as a string and read as {_a(kind)}.", "details": {"argument": key}}
 
 
 async def run_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | None, meta: Mapping[str, Any],

@@ -255,8 +255,10 @@ def test_a_machine_gone_quiet_is_marked_stale_never_dropped(machines: Callable[.
     out = until(lambda: (o := a.json("sessions", "--harness", "machines"))["providers"]["machines"]["reason"].startswith("relay_not_running") and o,
                 30, "alpha to notice its relay stopped")
     assert out["complete"] is False and all(s["machineStale"] for s in out["sessions"]) and out["sessions"]
-    health = json.loads(a.cli("health", "--json").stdout)["sections"]["machines"]
+    done = a.cli("health", "--json", check=False)
+    health = json.loads(done.stdout)["sections"]["machines"]
     assert health["relayRunning"] is False and health["problem"].startswith("the relay is not running")
+    assert done.returncode == 1 and json.loads(done.stdout)["problems"][0]["section"] == "machines"  # a problem: exit 1
 
 
 def test_through_mcp_list_resolve_send_and_wait_across_machines(machines: Callable[..., Machine]) -> None:
