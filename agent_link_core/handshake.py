@@ -71,6 +71,9 @@ class LinkStreams:
         self.refuse_discover = refuse_discover
         self.peer = McpPeer(self.notify)
         self._initialize_ids: set[Any] = set()
+        #: ``notifications/initialized`` read before the answer to ``initialize`` went out (a
+        #: client sends both at once; the reader can be ahead of the writer)
+        self._initialized_early = False
         self._closed = False
         self.reader = _Inbound(self)
         self.writer = _Outbound(self)
@@ -115,8 +118,11 @@ class LinkStreams:
                     info = meta.get(types.CLIENT_INFO_META_KEY)
                     if isinstance(info, Mapping):
                         peer.client_info = dict(info)
-        elif isinstance(message, types.JSONRPCNotification) and message.method == INITIALIZED and peer.era == HANDSHAKE:
-            peer.initialized = True
+        elif isinstance(message, types.JSONRPCNotification) and message.method == INITIALIZED:
+            if peer.era == HANDSHAKE:
+                peer.initialized = True
+            elif self._initialize_ids:
+                self._initialized_early = True
         return True
 
     def _outbound(self, item: Any) -> None:
@@ -128,6 +134,7 @@ class LinkStreams:
             version = message.result.get("protocolVersion") if isinstance(message.result, Mapping) else None
             if isinstance(version, str):
                 self.peer.era, self.peer.protocol_version = HANDSHAKE, version
+                self.peer.initialized = self.peer.initialized or self._initialized_early
         elif isinstance(message, types.JSONRPCError):
             self._initialize_ids.discard(message.id)
 

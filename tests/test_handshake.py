@@ -171,3 +171,21 @@ async def test_link_streams_record_the_stateless_envelope() -> None:
     assert isinstance(await link.reader.receive(), ValueError)
     assert link.peer.view() == {"era": STATELESS, "protocolVersion": "2026-07-28", "initialized": False,
                                 "discoverRefused": False, "client": {"name": "new", "version": "2"}}
+
+
+async def test_initialized_read_before_the_initialize_answer_went_out_still_counts() -> None:
+    """A client may send ``notifications/initialized`` right behind ``initialize``; the reader
+    can see it before the SDK's answer passes the writer (the event-loop reader does), and the
+    peer must still count as initialized (Claude Code's channel gate reads it)."""
+    to_link, link_reads = anyio.create_memory_object_stream[Any](4)
+    link_writes, answers = anyio.create_memory_object_stream[Any](4)
+    link = LinkStreams(link_reads, link_writes)
+    await to_link.send(request(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                                 "clientInfo": {"name": "fast", "version": "1"}}))
+    await to_link.send(SessionMessage(types.JSONRPCNotification(jsonrpc="2.0", method="notifications/initialized")))
+    await link.reader.receive()
+    await link.reader.receive()
+    assert not link.peer.initialized  # the answer has not gone out yet
+    await link.writer.send(SessionMessage(types.JSONRPCResponse(jsonrpc="2.0", id=1, result={"protocolVersion": "2025-06-18"})))
+    await answers.receive()
+    assert (link.peer.era, link.peer.initialized) == (HANDSHAKE, True)

@@ -74,8 +74,10 @@ def health(ctx: click.Context, as_json: bool, ndjson: bool) -> None:
             emit({"ok": False, "error": exc.to_dict()}, as_json, _print_health, ndjson)
             fail(exc)
     data = get_app(ctx).health()
-    emit(data, as_json, _print_health, ndjson)
-    if not data["database"].get("ok", True) or data.get("problems"):
+    failing = not data["database"].get("ok", True) or bool(data.get("problems"))
+    # `ok` as every failing command's JSON says it (the exit status: 1 when False)
+    emit({"ok": not failing, **data}, as_json, _print_health, ndjson)
+    if failing:
         sys.exit(1)
 
 @click.command(epilog=EXIT_HELP)

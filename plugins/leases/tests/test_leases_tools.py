@@ -157,14 +157,14 @@ async def test_a_lease_of_the_whole_project_is_granted_with_a_warning(app: App, 
 
 
 async def test_releasing_anothers_lease_names_the_holder_and_leaves_it(app: App, run_tool: Any, repo: str) -> None:
-    await run_tool(app, "lease_paths", {"paths": ["src/a.py", "docs"], "exclusive": False, "projectRoot": repo})
-    out, warnings = await warned(app, "release_paths", {"paths": ["src/a.py", "docs/x.md", "README.md"], "projectRoot": repo}, BOB)
-    assert out["released"] == [] and out["notHeld"] == ["src/a.py", "docs/x.md", "README.md"]
+    await run_tool(app, "lease_paths", {"paths": ["src/a.py", "notes"], "exclusive": False, "projectRoot": repo})
+    out, warnings = await warned(app, "release_paths", {"paths": ["src/a.py", "notes/x.md", "README.md"], "projectRoot": repo}, BOB)
+    assert out["released"] == [] and out["notHeld"] == ["src/a.py", "notes/x.md", "README.md"]
     assert [(o["path"], o["holder"], o["paths"], o["exclusive"]) for o in out["heldByOthers"]] == [
-        ("src/a.py", "test:alice", ["src/a.py"], False), ("docs/x.md", "test:alice", ["docs"], False)]
+        ("src/a.py", "test:alice", ["src/a.py"], False), ("notes/x.md", "test:alice", ["notes"], False)]
     assert [w["code"] for w in warnings] == ["not_held", "held_by_others", "held_by_others"]
     assert "held by test:alice" in warnings[1]["message"] and warnings[1]["details"] == out["heldByOthers"][0]
-    assert [x["path"] for x in (await run_tool(app, "list_leases", {}))["leases"]] == ["src/a.py", "docs"]  # still alice's
+    assert [x["path"] for x in (await run_tool(app, "list_leases", {}))["leases"]] == ["src/a.py", "notes"]  # still alice's
     mine = await run_tool(app, "release_paths", {"paths": ["src/a.py"], "projectRoot": repo})
     assert [x["path"] for x in mine["released"]] == ["src/a.py"] and mine["heldByOthers"] == [] and mine["notHeld"] == []
     assert (await run_tool(app, "release_paths", {}))["heldByOthers"] == []
