@@ -149,7 +149,7 @@ async def test_launch_with_a_message_starts_a_turn_with_agent_link_tools(
         assert launched["ok"] and launched["delivery"] == "delivered", launched
         message_id, thread_id = launched["messageId"], launched["threadId"]
         first_request = await asyncio.to_thread(delivering_request, stub, message_id)
-        assert REPLY_TOOL in first_request.tool_names(), (first_request.tool_names(), launched.get("warnings"), host.stderr_text()[-2000:])
+        assert REPLY_TOOL in first_request.tool_names(), (launched.get("warnings"), host.stderr_text()[-2000:], first_request.tool_names())
         assert not [w for w in launched.get("warnings", []) if w["code"] == "codex_tools_not_ready"], launched
         app = App.create()
         try:
