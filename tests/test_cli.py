@@ -46,6 +46,7 @@ def test_health_json_is_one_object(isolated_env: Path) -> None:
 @pytest.mark.installed_plugins
 def test_health_names_a_section_problem_and_exits_1(isolated_env: Path) -> None:
     """A roles file that does not parse breaks every send to role:...: health must say so."""
+    pytest.importorskip("agent_link_roles")  # the nested run without the roles plugin
     isolated_env.mkdir(parents=True, exist_ok=True)
     (isolated_env / "roles.json").write_text('{"roles": [ broken\n')
     result = invoke("health")

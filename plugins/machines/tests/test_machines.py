@@ -287,8 +287,12 @@ def test_through_mcp_list_resolve_send_and_wait_across_machines(machines: Callab
                 tg.start_soon(anyio.to_thread.run_sync, answer)
                 waited = await client.call("wait_for_agent", {"agent": "team:bob", "replyToMessageId": message_id, "timeoutMs": 45000})
             assert waited["outcome"] == "reply" and "answered on beta" in waited["reply"]["envelope"], waited
-            health = await client.call("agent_link_health", {})
-            section = health["sections"]["machines"]
+            # the wait's own record of the reply (read by alice) may still be on its way out
+            for _ in range(60):
+                section = (await client.call("agent_link_health", {}))["sections"]["machines"]
+                if section["outboxDepth"] == 0:
+                    break
+                await anyio.sleep(0.5)
             assert section["machine"] == "alpha" and section["reachable"] is True and section["outboxDepth"] == 0
             assert [m["name"] for m in section["machinesSeen"]] == ["alpha", "beta"]
 
