@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -188,6 +189,10 @@ def test_what_the_launcher_answered_differently_is_replaced_for_the_next_start(t
     keep(launcher, "tools-list-2025-06-18", {"result": {"tools": []}})
     opened = [(True, _initialize(1)), (True, _line({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))]
     with rig(tmp_path, None, opened, launcher) as r:
+        # a real server answers a line only after the front passed it on (and noted it): wait for that
+        deadline = time.monotonic() + 10
+        while len(r.front.launcher_given) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
         r.server_sends(_line({"jsonrpc": "2.0", "id": 1, **INIT_ANSWER}))
         r.server_sends(_line({"jsonrpc": "2.0", "id": 2, **LIST_ANSWER}))
         r.server_sends(_line({"jsonrpc": "2.0", "id": 3, "result": {}}))
