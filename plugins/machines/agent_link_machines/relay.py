@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import hashlib
 import json
 import logging
 import os
@@ -47,8 +48,11 @@ from agent_link_machines.common import (
 from agent_link_machines.records import store_record
 
 log = logging.getLogger(__name__)
-OUTBOX_BATCH = 256
-FETCH_BATCH = 128
+OUTBOX_BATCH = 1024  # outbox rows read and published per round
+#: records per engine message at most (:func:`pack_rows`), and its bytes at most
+PACK_RECORDS = 64
+PACK_BYTES = 256 * 1024
+FETCH_BATCH = 32  # engine messages per pull: at most FETCH_BATCH * PACK_RECORDS records in one local transaction
 PUBLISH_TIMEOUT_S = 2.0
 RETRY_S = 0.5
 SENT_KEPT_MS = 24 * 3600_000  # how long an acknowledged outbox row stays in the table
@@ -119,6 +123,40 @@ def _describe(exc: BaseException | None) -> str:
         return "no answer"
     text = str(exc).strip() or type(exc).__name__
     return text.removeprefix("nats: ").strip("'")
+
+
+def pack_rows(rows: list[Any], limit_bytes: int = PACK_BYTES) -> list[tuple[list[Any], str, bytes, str]]:
+    """Outbox rows (mappings with ``record_id``, ``machine``, ``payload``: JSON text) as engine
+    messages ``(rows, subject, data, Nats-Msg-Id)``, in the rows' order. A row alone is its
+    record under its record id, as it always was; consecutive rows for the same machine go
+    together as one ``{"type": "batch", "records": [...]}`` of at most :data:`PACK_RECORDS`
+    records and ``limit_bytes`` bytes of records (a larger record goes alone), under the id
+    ``batch.<sha256 of their record ids>``. The engine writes (with ``sync_interval:
+    always``: syncs) once per message, so a burst costs it one write per pack instead of one
+    per record. Rows published again in another grouping get another id, so the engine's
+    de-duplication does not catch that repeat: the receiving machine does, as it applies each
+    record at most once (:func:`agent_link_machines.records.store_record`)."""
+    groups: list[list[Any]] = []
+    size = 0
+    for row in rows:
+        need = len(row["payload"]) + 2
+        current = groups[-1] if groups else None
+        if current is None or current[0]["machine"] != row["machine"] or len(current) >= PACK_RECORDS or size + need > limit_bytes:
+            groups.append([row])
+            size = need
+        else:
+            current.append(row)
+            size += need
+    packs = []
+    for group in groups:
+        subject = SUBJECT_PREFIX + group[0]["machine"]
+        if len(group) == 1:
+            packs.append((group, subject, group[0]["payload"].encode("utf-8"), str(group[0]["record_id"])))
+            continue
+        data = '{"type": "batch", "records": [' + ", ".join(r["payload"] for r in group) + "]}"
+        digest = hashlib.sha256("\n".join(r["record_id"] for r in group).encode("utf-8")).hexdigest()[:32]
+        packs.append((group, subject, data.encode("utf-8"), f"batch.{digest}"))
+    return packs
 
 
 class Relay:
@@ -386,7 +424,8 @@ class Relay:
             (OUTBOX_BATCH,)).fetchall()
 
     async def outbox_loop(self) -> None:
-        """Publish the outbox, a batch at a time; a row is marked sent once the server acknowledged it."""
+        """Publish the outbox, a batch of rows at a time in packs (:func:`pack_rows`); a row is
+        marked sent once the server acknowledged its pack."""
         wakeup = Wakeup(outbox_signal(self.app.config))  # poked by the writers of the outbox only (plugin.agent_link_on_event)
         try:
             while True:
@@ -394,16 +433,18 @@ class Relay:
                 if not rows:
                     await wakeup.wait(self.heartbeat_s)
                     continue
-                # the whole batch in flight at once; records do not depend on each other's order,
+                limit = min(PACK_BYTES, int(getattr(self.nc, "max_payload", 0) or PACK_BYTES) // 2)
+                packs = pack_rows(rows, limit)
+                # every pack in flight at once; records do not depend on each other's order,
                 # so the acknowledged ones are marked even when others failed
                 acks = await asyncio.gather(*(
-                    self.js.publish(SUBJECT_PREFIX + row["machine"], row["payload"].encode("utf-8"), headers={"Nats-Msg-Id": row["record_id"]})
-                    for row in rows), return_exceptions=True)
-                done = [row["seq"] for row, ack in zip(rows, acks) if not isinstance(ack, BaseException)]
+                    self.js.publish(subject, data, headers={"Nats-Msg-Id": msg_id}) for _, subject, data, msg_id in packs),
+                    return_exceptions=True)
+                done = [row["seq"] for (group, *_), ack in zip(packs, acks) if not isinstance(ack, BaseException) for row in group]
                 failed = next((ack for ack in acks if isinstance(ack, BaseException)), None)
                 if isinstance(failed, asyncio.CancelledError):
                     raise failed
-                if failed is not None:  # down or slow: what was not acknowledged goes again (the server drops repeats)
+                if failed is not None:  # down or slow: what was not acknowledged goes again (applied at most once there)
                     self._set(False, _describe(failed))
                 if done:
                     at = now_ms()
@@ -439,44 +480,71 @@ class Relay:
 
     async def apply_batch(self, msgs: list[Any], subject: str) -> None:
         """Store a fetched batch in one write transaction (each record a savepoint of it, so
-        one that fails leaves the others), then push the new messages and acknowledge: a
-        record is acknowledged only once its commit is done; one not stored is nak'ed and
-        comes again. A commit that fails stores none and acknowledges none."""
-        records: list[tuple[Any, dict[str, Any]]] = []
+        one that fails leaves the others), then push the new messages and acknowledge: an
+        engine message (one record, or a pack of them: :func:`pack_rows`) is acknowledged only
+        once its records' commit is done; one with a record not stored is nak'ed and comes
+        again (its stored records then change nothing). A commit that fails stores none and
+        acknowledges none."""
+        entries: list[tuple[Any, list[dict[str, Any]]]] = []
         for msg in msgs:
-            try:
-                payload = json.loads(msg.data)
-            except ValueError:
-                payload = None
-            if not isinstance(payload, dict):
+            records = records_of(msg.data)
+            if records is None:
                 log.warning("a record that is not a JSON object on %s was dropped", subject)
                 await msg.term()
                 continue
-            records.append((msg, payload))
+            entries.append((msg, records))
         stored: list[tuple[Any, list[Any]]] = []
-        failed: list[Any] = []
+        failed: list[tuple[Any, list[Any]]] = []
+        applied = 0
         try:
             with self.app.store.write():
-                for msg, payload in records:
-                    try:
-                        with self.app.store.write():
-                            stored.append((msg, store_record(self.app, payload)[1]))
-                    except Exception:  # not stored (a bad record, a refusal): not acknowledged, it comes again
-                        log.exception("record %s not applied; the engine delivers it again", msg.header and msg.header.get("Nats-Msg-Id"))
-                        failed.append(msg)
+                for msg, records in entries:
+                    rows: list[Any] = []
+                    complete = True
+                    for payload in records:
+                        try:
+                            with self.app.store.write():
+                                rows += store_record(self.app, payload)[1]
+                        except Exception:  # not stored (a bad record, a refusal): not acknowledged, it comes again
+                            log.exception("record %s not applied; the engine delivers it again",
+                                          msg.header and msg.header.get("Nats-Msg-Id"))
+                            complete = False
+                    (stored if complete else failed).append((msg, rows))
+                    if complete:
+                        applied += len(records)
         except Exception as exc:  # busy, read-only, I/O: nothing of the batch was committed
-            log.warning("a batch of %d records was not stored (%s); the engine delivers it again", len(records), _describe(exc))
-            stored, failed = [], [msg for msg, _ in records]
-        for msg in failed:
+            log.warning("a batch of %d engine messages was not stored (%s); the engine delivers it again", len(entries), _describe(exc))
+            stored, failed, applied = [], [(msg, []) for msg, _ in entries], 0
+        self.applied += applied
+        for msg, rows in failed:
+            for row in rows:  # committed: a repeat of its pack finds them stored and pushes nothing
+                await self.app.push(row, {})
             with contextlib.suppress(Exception):
                 await msg.nak(delay=RETRY_S)
         for msg, rows in stored:
             for row in rows:
                 await self.app.push(row, {})
-            self.applied += 1
             self.last_work = time.monotonic()
             with contextlib.suppress(Exception):  # an ack lost: the record comes again and changes nothing
                 await msg.ack()
+
+
+def records_of(data: bytes) -> list[dict[str, Any]] | None:
+    """The records of one engine message: itself, or a pack's ``records``; None when it is
+    not a JSON object, or a pack whose records are not all objects."""
+    try:
+        payload = json.loads(data)
+    except ValueError:
+        return None
+    if not isinstance(payload, dict):
+        return None
+    if payload.get("type") != "batch":
+        return [payload]
+    records = payload.get("records")
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        return None
+    return records
+
 
 async def release(app: Any, machine: str) -> bool:
     """Free a machine name claimed by a machine that is gone (``agent-link machines release``).
