@@ -91,8 +91,9 @@ async def _rounds(a_env: dict[str, str], b_env: dict[str, str], b_db: Path, to: 
 
 async def _local_send_ms(envs: list[dict[str, str]], rounds: int, sends: int) -> tuple[list[list[float]], list[float]]:
     """ms per local send (team:carol → team:dave) for each of ``envs``: one App each, all in
-    this process, ``rounds`` interleaved rounds of ``sends`` sends (a first round per App
-    warms it and is not counted), so load from elsewhere weighs on every variant alike.
+    this process, ``rounds`` interleaved rounds of ``sends`` sends, each variant first in
+    turn (a first round per App warms it and is not counted), so load from elsewhere weighs
+    on every variant alike.
     Returns (per env: ``rounds`` wall-clock figures; per env: this process's CPU ms per send
     over all its rounds, which the box's other load hardly moves)."""
     from agent_link_core.app import App
@@ -103,7 +104,8 @@ async def _local_send_ms(envs: list[dict[str, str]], rounds: int, sends: int) ->
     try:
         callers = [app.caller() for app in apps]
         for n in range(rounds + 1):
-            for i, (app, caller, sink) in enumerate(zip(apps, callers, out)):
+            for i in [(n + k) % len(apps) for k in range(len(apps))]:  # each variant first in turn
+                app, caller, sink = apps[i], callers[i], out[i]
                 start, start_cpu = time.perf_counter(), time.process_time()
                 for k in range(sends):
                     await app.send(caller=caller, to="team:dave", body=f"local {n}.{k}")

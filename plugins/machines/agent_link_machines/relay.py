@@ -10,9 +10,10 @@ by itself after the server went away):
   ``directory.json`` / ``status.json`` for the other processes of the machine;
 * **outbox**: it publishes the unsent rows of ``machines_outbox`` (written by the plugin's
   ``agent_link_record_event`` in the same transaction as the mail) to
-  ``agent_link.mail.<machine>`` of the stream ``AGENT_LINK_MAIL``, with ``Nats-Msg-Id`` set
-  to the record id so the server drops a repeat; a row is marked sent only once the server
-  acknowledged it, so an engine that is down keeps everything queued here;
+  ``agent_link.mail.<machine>`` of the stream ``AGENT_LINK_MAIL``, consecutive rows for one
+  machine packed into one engine message (:func:`pack_rows`), with ``Nats-Msg-Id`` set so
+  the server drops a repeat; a row is marked sent only once the server acknowledged its
+  message, so an engine that is down keeps everything queued here;
 * **inbound**: it pulls from its durable consumer ``machine_<machine>`` (explicit acks),
   stores each fetched batch in one local transaction (:func:`agent_link_machines.records.store_record`,
   idempotent on the id), and acknowledges its records only after that commit: a crash between
