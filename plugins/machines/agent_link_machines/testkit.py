@@ -115,13 +115,15 @@ class Machine:
         }
         self.relay: subprocess.Popen[bytes] | None = None
 
-    def cli(self, *args: str, address: str | None = None, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-        """Run ``agent-link ARGS`` as this machine (as ``address`` when given); with ``check``
-        a non-zero exit fails with its stderr. ``timeout`` in seconds."""
+    def cli(self, *args: str, address: str | None = None, check: bool = True, timeout: float = 60,
+            stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        """Run ``agent-link ARGS`` as this machine (as ``address`` when given, ``stdin`` as its
+        input); with ``check`` a non-zero exit fails with its stderr. ``timeout`` in seconds."""
         env = dict(self.env)
         if address:
             env["AGENT_LINK_ADDRESS"] = address
-        done = subprocess.run([str(BIN / "agent-link"), *args], env=env, capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run([str(BIN / "agent-link"), *args], env=env, capture_output=True, text=True, timeout=timeout,
+                              input=stdin)
         if check:
             assert done.returncode == 0, f"{self.name}: agent-link {' '.join(args)} exited {done.returncode}: {done.stderr}"
         return done

@@ -52,7 +52,8 @@ class FakeMsg:
     """An engine message as the relay's pull subscription hands it over (acks recorded)."""
 
     def __init__(self, data: bytes, msg_id: str) -> None:
-        self.data, self.header, self.acks = data, {"Nats-Msg-Id": msg_id}, []
+        self.data, self.header = data, {"Nats-Msg-Id": msg_id}
+        self.acks: list[str] = []
 
     async def ack(self) -> None:
         self.acks.append("ack")
