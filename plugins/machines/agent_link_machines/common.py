@@ -16,6 +16,7 @@ Files (written only by the relay, ``agent-link machines run``; read by every pro
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -64,7 +65,13 @@ def machine_name(config: Any) -> str:
 
     :raises ValueError: when ``AGENT_LINK_MACHINE`` is not 1-64 of ``A-Z a-z 0-9 _ -``.
     """
-    explicit = config.get(MACHINE_SETTING)
+    return _checked_name(config.get(MACHINE_SETTING) or None)
+
+
+@functools.lru_cache(maxsize=8)
+def _checked_name(explicit: str | None) -> str:
+    """:func:`machine_name` of one ``AGENT_LINK_MACHINE`` value (None: the host name), kept:
+    every send of a process with the engine configured asks it up to three times."""
     if explicit:
         if not MACHINE_RE.match(explicit):
             raise ValueError(f"{MACHINE_SETTING}={explicit!r} is not a machine name (1-64 of A-Z a-z 0-9 _ -)")
