@@ -19,7 +19,7 @@ Two "machines" (separate state dirs, each with its relay process) on one real na
   the same mailbox: one App per variant in one process, LOCAL_ROUNDS interleaved rounds of
   LOCAL_SENDS sends, medians, and the per-round ratios' median and range. Target <= 1.2x.
   The same in CPU time (the sending process, plus all its relay used meanwhile), which the
-  box's other load hardly moves: what the engine costs a machine's own mail.
+  box's other load moves less: what the engine costs a machine's own mail.
   Also the same with the engine set but no relay running for that state dir: what the
   plugin's hooks alone add to a local send.
 
@@ -95,7 +95,7 @@ async def _local_send_ms(envs: list[dict[str, str]], rounds: int, sends: int) ->
     turn (a first round per App warms it and is not counted), so load from elsewhere weighs
     on every variant alike.
     Returns (per env: ``rounds`` wall-clock figures; per env: this process's CPU ms per send
-    over all its rounds, which the box's other load hardly moves)."""
+    over all its rounds, which the box's other load moves less)."""
     from agent_link_core.app import App
 
     apps = [App.create(env={**env, "AGENT_LINK_ADDRESS": "team:carol"}) for env in envs]
