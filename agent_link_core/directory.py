@@ -490,8 +490,9 @@ class Directory:
             "nextCursor", "filters", "filteredOut"}``, as :meth:`list_agents` (archived sessions
             are always left out). Without ``show_paths`` each session's cwd is reduced to its
             folder name and the providers' folders are home-relative.
-        :raises AgentLinkError: ``invalid_arguments`` for a bad limit or cursor, or a
-            ``harness`` that is neither installed nor the scheme of a live plain address.
+        :raises AgentLinkError: ``invalid_arguments`` for a bad limit or cursor, a
+            ``harness`` that is neither installed nor the scheme of a live plain address, or a
+            ``source`` that is not a known source kind (:meth:`check_source`).
         """
         if not 1 <= limit <= 500:
             raise invalid_arguments([{"path": "limit", "rule": "range", "expected": "1-500"}])
@@ -507,6 +508,8 @@ class Directory:
         depth = listing_depth(position, limit)
         listings = await gather_listings(self.app, only=harness, limit=depth)
         sessions = [s for listing in listings.values() for s in listing.sessions] + present
+        if source:
+            self.check_source(source, listings, sessions)
         want = (cwd or "").rstrip("/")
         wanted = (("archived", True, lambda s: not s.archived), ("source", source, lambda s: of_source(s, source or "")),
                   ("cwd", cwd, lambda s: (s.cwd or "").rstrip("/") == want),
@@ -521,6 +524,25 @@ class Directory:
                 "hasMore": page.has_more, "nextCursor": page.next_cursor,
                 "filters": {"harness": harness, "includeArchived": False, "source": source, "cwd": cwd, "search": search},
                 "filteredOut": page.filtered_out}
+
+    def check_source(self, source: str, listings: Mapping[str, SessionListing], sessions: list[Session]) -> None:
+        """Refuse a ``source`` filter that would keep nothing because no such kind exists, as
+        an unknown ``harness`` is refused: known are the ``source_kinds`` the listed harnesses
+        declare, and the source kinds and surfaces of the ``sessions`` listed (a harness that
+        declares none, a remote machine's).
+
+        :raises AgentLinkError: ``invalid_arguments`` (``path`` ``source``, rule ``enum``)
+            naming the known kinds.
+        """
+        known = {"address"}  # the surface of a live plain address (presence.py)
+        known.update(kind for name in listings if name in self.harnesses for kind in self.harnesses[name].source_kinds)
+        for s in sessions:
+            known.update(s.surface)
+            if isinstance(s.extra.get("source"), str):
+                known.add(s.extra["source"])
+        if source not in known:
+            raise invalid_arguments([{"path": "source", "rule": "enum",
+                                      "expected": f"one of {', '.join(sorted(known)) or 'no source kind (no session is listed)'}"}])
 
     async def who(self, *, source: str | None = None) -> dict[str, Any]:
         """Live sessions merged with contacts (``agent-link who``); refreshes a contact's
@@ -558,7 +580,10 @@ class Directory:
                                  {"searched": incomplete}, hint="Retry when every endpoint answers.")
         contacts = {c["address"]: c for c in self.contacts()}
         matches = []
-        for s in [s for listing in listings.values() for s in listing.sessions] + self.present_sessions():
+        listed = [s for listing in listings.values() for s in listing.sessions] + self.present_sessions()
+        if source:
+            self.check_source(source, listings, listed)
+        for s in listed:
             alias = contacts.get(s.address, {}).get("alias") or ""
             if (not source or of_source(s, source)) and (norm in alias or score(s, query)[0] > 0):
                 matches.append({**public_view(s, show_paths), "alias": alias or None})
