@@ -571,19 +571,20 @@ class Directory:
         """
         norm = query.strip().lower()
         row = self.store.conn.execute("SELECT * FROM contacts WHERE alias = ?", (norm,)).fetchone()
-        if row is not None:
+        if row is not None and not source:
             return {"version": 1, "verdict": "one", "matches": [{**_contact_view(row), "matchedBy": "alias"}]}
         listings = await gather_listings(self.app, limit=100_000)
+        if source:  # checked before an exact alias answers too: a typo is never silently ignored
+            self.check_source(source, listings, [s for listing in listings.values() for s in listing.sessions] + self.present_sessions())
+        if row is not None:
+            return {"version": 1, "verdict": "one", "matches": [{**_contact_view(row), "matchedBy": "alias"}]}
         incomplete = [n for n, listing in listings.items() if not listing.complete]
         if incomplete:
             raise AgentLinkError(f"{incomplete[0]}_unavailable", f"Could not list every {incomplete[0]} session, so the search would be incomplete.",
                                  {"searched": incomplete}, hint="Retry when every endpoint answers.")
         contacts = {c["address"]: c for c in self.contacts()}
         matches = []
-        listed = [s for listing in listings.values() for s in listing.sessions] + self.present_sessions()
-        if source:
-            self.check_source(source, listings, listed)
-        for s in listed:
+        for s in [s for listing in listings.values() for s in listing.sessions] + self.present_sessions():
             alias = contacts.get(s.address, {}).get("alias") or ""
             if (not source or of_source(s, source)) and (norm in alias or score(s, query)[0] > 0):
                 matches.append({**public_view(s, show_paths), "alias": alias or None})

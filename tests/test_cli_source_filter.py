@@ -29,6 +29,9 @@ class KindsHarness(Harness):
                                Session("kx:two", "kx", "two", title="two", surface=("app",), extra={"source": "newKind"})],
                               {"available": True, "reason": None})
 
+    async def get_session(self, session_id: str) -> Session | None:
+        return next((s for s in (await self.list_sessions()).sessions if s.id == session_id), None)
+
 
 class Plugin:
     @hookimpl
@@ -64,3 +67,10 @@ def test_a_known_source_filters() -> None:
     assert empty.exit_code == 0 and "No sessions found." in empty.stdout
     assert run("find", "one", "--source", "cli").exit_code == 0
     assert run("who", "--source", "cli").exit_code == 0
+
+
+def test_find_checks_the_source_before_an_exact_alias_answers() -> None:
+    assert run("contacts", "add", "first", "kx:one").exit_code == 0
+    assert run("find", "first", "--source", "cli").exit_code == 0
+    refused = run("find", "first", "--source", "nosuch")
+    assert refused.exit_code == 2 and "--source: expected one of" in refused.stderr
