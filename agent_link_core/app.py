@@ -59,7 +59,7 @@ class App:
             report.boundary = hooks.boundary
             hooks.report = report
         hooks.boundary.sink = lambda problem: problem_log.append(config.state_dir, problem,
-                                                                 self.plugin_report.version_of(problem["plugin"]))
+                                                                 self.plugin_report.installed(env).get(problem["plugin"]))
         #: harnesses by name; a declared one is built (its host's modules imported) when first used
         self.harnesses = HarnessTable(hooks.harnesses(), self._build_harness)
         #: why this App only reads (its state dir is not writable), else None: see ``read_only_ok``

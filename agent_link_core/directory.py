@@ -526,20 +526,13 @@ class Directory:
                 "filteredOut": page.filtered_out}
 
     def check_source(self, source: str, listings: Mapping[str, SessionListing], sessions: list[Session]) -> None:
-        """Refuse a ``source`` filter that would keep nothing because no such kind exists, as
-        an unknown ``harness`` is refused: known are the ``source_kinds`` the listed harnesses
-        declare, and the source kinds and surfaces of the ``sessions`` listed (a harness that
-        declares none, a remote machine's).
+        """Refuse a ``source`` no listed harness declares (``source_kinds``) and no listed session
+        has (its ``extra["source"]`` or a surface; ``address``: a live plain address's).
 
-        :raises AgentLinkError: ``invalid_arguments`` (``path`` ``source``, rule ``enum``)
-            naming the known kinds.
+        :raises AgentLinkError: ``invalid_arguments`` (``source``, rule ``enum``) naming the known kinds.
         """
-        known = {"address"}  # the surface of a live plain address (presence.py)
-        known.update(kind for name in listings if name in self.harnesses for kind in self.harnesses[name].source_kinds)
-        for s in sessions:
-            known.update(s.surface)
-            if isinstance(s.extra.get("source"), str):
-                known.add(s.extra["source"])
+        known = {"address", *(k for n in listings if n in self.harnesses for k in self.harnesses[n].source_kinds),
+                 *(k for s in sessions for k in (*s.surface, s.extra.get("source")) if isinstance(k, str))}
         if source not in known:
             raise invalid_arguments([{"path": "source", "rule": "enum",
                                       "expected": f"one of {', '.join(sorted(known)) or 'no source kind (no session is listed)'}"}])

@@ -85,27 +85,13 @@ class PluginReport:
         one's metadata, so only reports that show versions pay for it)."""
         return {name: dist.version for name, dist in self.dists.items()}
 
-    def version_of(self, name: str) -> str | None:
-        """The version of plugin ``name``: its distribution's for an entry-point plugin, the
-        core's for the core's own; None when not known (a plugin object given in code)."""
-        if name in self.dists:
-            return str(self.dists[name].version)
-        if name in DEFAULT_PLUGINS:
-            from agent_link_core import __version__
-
-            return __version__
-        return None
-
     def installed(self, env: Mapping[str, str] | None = None) -> dict[str, str | None]:
-        """``{name: version or None}`` of every plugin installed now, whether this process
-        loaded it or not (left out by ``AGENT_LINK_DISABLE_PLUGINS`` or
-        ``AGENT_LINK_LOAD_PLUGINS``, failed): the entry points of :data:`ENTRY_POINT_GROUP`
-        (read from ``env``'s cache settings), the core's own and those this process loaded."""
-        out: dict[str, str | None] = {ep.name: (str(ep.dist.version) if ep.dist is not None else None)
-                                      for ep in discovery.entry_points(ENTRY_POINT_GROUP, env)}
-        for name in (*DEFAULT_PLUGINS, *self.loaded, *self.failed):
-            out.setdefault(name, self.version_of(name))
-        return out
+        """``{name: version or None (a plugin given in code)}`` of every plugin installed, loaded
+        here or not: the entry points (``env``: for their cache), the core's own, those loaded."""
+        from agent_link_core import __version__
+
+        return {**dict.fromkeys((*self.loaded, *self.failed)), **dict.fromkeys(DEFAULT_PLUGINS, __version__),
+                **{ep.name: ep.dist and str(ep.dist.version) for ep in discovery.entry_points(ENTRY_POINT_GROUP, env)}}
 
     def problems(self) -> list[dict[str, Any]]:
         """Every plugin failure so far: ``{plugin, hook, error, fix, disabled, count}``."""
