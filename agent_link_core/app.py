@@ -58,7 +58,8 @@ class App:
         if hooks.report is not report:  # one report: what loading found and what failed since
             report.boundary = hooks.boundary
             hooks.report = report
-        hooks.boundary.sink = partial(problem_log.append, config.state_dir)
+        hooks.boundary.sink = lambda problem: problem_log.append(config.state_dir, problem,
+                                                                 self.plugin_report.installed(env).get(problem["plugin"]))
         #: harnesses by name; a declared one is built (its host's modules imported) when first used
         self.harnesses = HarnessTable(hooks.harnesses(), self._build_harness)
         #: why this App only reads (its state dir is not writable), else None: see ``read_only_ok``

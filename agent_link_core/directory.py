@@ -490,8 +490,9 @@ class Directory:
             "nextCursor", "filters", "filteredOut"}``, as :meth:`list_agents` (archived sessions
             are always left out). Without ``show_paths`` each session's cwd is reduced to its
             folder name and the providers' folders are home-relative.
-        :raises AgentLinkError: ``invalid_arguments`` for a bad limit or cursor, or a
-            ``harness`` that is neither installed nor the scheme of a live plain address.
+        :raises AgentLinkError: ``invalid_arguments`` for a bad limit or cursor, a
+            ``harness`` that is neither installed nor the scheme of a live plain address, or a
+            ``source`` that is not a known source kind (:meth:`check_source`).
         """
         if not 1 <= limit <= 500:
             raise invalid_arguments([{"path": "limit", "rule": "range", "expected": "1-500"}])
@@ -507,6 +508,8 @@ class Directory:
         depth = listing_depth(position, limit)
         listings = await gather_listings(self.app, only=harness, limit=depth)
         sessions = [s for listing in listings.values() for s in listing.sessions] + present
+        if source:
+            self.check_source(source, listings, sessions)
         want = (cwd or "").rstrip("/")
         wanted = (("archived", True, lambda s: not s.archived), ("source", source, lambda s: of_source(s, source or "")),
                   ("cwd", cwd, lambda s: (s.cwd or "").rstrip("/") == want),
@@ -521,6 +524,18 @@ class Directory:
                 "hasMore": page.has_more, "nextCursor": page.next_cursor,
                 "filters": {"harness": harness, "includeArchived": False, "source": source, "cwd": cwd, "search": search},
                 "filteredOut": page.filtered_out}
+
+    def check_source(self, source: str, listings: Mapping[str, SessionListing], sessions: list[Session]) -> None:
+        """Refuse a ``source`` no listed harness declares (``source_kinds``) and no listed session
+        has (its ``extra["source"]`` or a surface; ``address``: a live plain address's).
+
+        :raises AgentLinkError: ``invalid_arguments`` (``source``, rule ``enum``) naming the known kinds.
+        """
+        known = {"address", *(k for n in listings if n in self.harnesses for k in self.harnesses[n].source_kinds),
+                 *(k for s in sessions for k in (*s.surface, s.extra.get("source")) if isinstance(k, str))}
+        if source not in known:
+            raise invalid_arguments([{"path": "source", "rule": "enum",
+                                      "expected": f"one of {', '.join(sorted(known)) or 'no source kind (no session is listed)'}"}])
 
     async def who(self, *, source: str | None = None) -> dict[str, Any]:
         """Live sessions merged with contacts (``agent-link who``); refreshes a contact's
@@ -549,9 +564,13 @@ class Directory:
         """
         norm = query.strip().lower()
         row = self.store.conn.execute("SELECT * FROM contacts WHERE alias = ?", (norm,)).fetchone()
-        if row is not None:
+        if row is not None and not source:
             return {"version": 1, "verdict": "one", "matches": [{**_contact_view(row), "matchedBy": "alias"}]}
         listings = await gather_listings(self.app, limit=100_000)
+        if source:  # checked before an exact alias answers too: a typo is never silently ignored
+            self.check_source(source, listings, [s for listing in listings.values() for s in listing.sessions] + self.present_sessions())
+        if row is not None:
+            return {"version": 1, "verdict": "one", "matches": [{**_contact_view(row), "matchedBy": "alias"}]}
         incomplete = [n for n, listing in listings.items() if not listing.complete]
         if incomplete:
             raise AgentLinkError(f"{incomplete[0]}_unavailable", f"Could not list every {incomplete[0]} session, so the search would be incomplete.",

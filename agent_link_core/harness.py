@@ -157,6 +157,10 @@ class Harness:
     #: what one of its sessions is called in audit receipts (``target.kind``), e.g.
     #: ``<host>_thread``; empty means the harness name
     session_kind: str = ""
+    #: every source kind its sessions can have (the ``extra["source"]`` values and the
+    #: ``surface`` entries it sets): ``agent-link sessions|who|find --source`` refuses a value
+    #: that no listed harness declares and no listed session has
+    source_kinds: tuple[str, ...] = ()
     #: environment variables the host sets in processes it starts: one of them present means
     #: this process runs inside the host (health's ``hostDetection``)
     host_variables: tuple[str, ...] = ()

@@ -99,9 +99,11 @@ def section_problems(sections: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def plugins_view(app: App) -> dict[str, Any]:
     """What loading found and every plugin problem: this process's (``problems``) and
-    those other agent-link processes met in the last day (``elsewhere``)."""
+    those other agent-link processes met in the last day (``elsewhere``) with plugins still
+    installed at that version (:func:`agent_link_core.problem_log.recent_elsewhere`)."""
     view = app.plugin_report.as_dict()
-    view["elsewhere"] = problem_log.recent_elsewhere(app.config.state_dir, view["problems"])
+    view["elsewhere"] = problem_log.recent_elsewhere(app.config.state_dir, view["problems"],
+                                                     app.plugin_report.installed(app.env))
     return view
 
 def _harness_health(app: App, harness: Harness) -> dict[str, Any]:

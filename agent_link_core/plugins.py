@@ -85,6 +85,14 @@ class PluginReport:
         one's metadata, so only reports that show versions pay for it)."""
         return {name: dist.version for name, dist in self.dists.items()}
 
+    def installed(self, env: Mapping[str, str] | None = None) -> dict[str, str | None]:
+        """``{name: version or None (a plugin given in code)}`` of every plugin installed, loaded
+        here or not: the entry points (``env``: for their cache), the core's own, those loaded."""
+        from agent_link_core import __version__
+
+        return {**dict.fromkeys((*self.loaded, *self.failed)), **dict.fromkeys(DEFAULT_PLUGINS, __version__),
+                **{ep.name: ep.dist and str(ep.dist.version) for ep in discovery.entry_points(ENTRY_POINT_GROUP, env)}}
+
     def problems(self) -> list[dict[str, Any]]:
         """Every plugin failure so far: ``{plugin, hook, error, fix, disabled, count}``."""
         return self.boundary.report() if self.boundary is not None else []

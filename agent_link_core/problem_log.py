@@ -3,14 +3,16 @@
 A hook that fails inside an MCP server is logged there, but ``agent-link health`` and
 ``agent-link plugins`` run in a process of their own where that hook may never run. Each
 process therefore appends its runtime plugin problems (the first occurrence of each) to
-``<state dir>/plugin-problems.json``, and health lists those of the last day that it did not
-see itself. Best effort: losing an entry to a concurrent writer only loses a diagnostic.
+``<state dir>/plugin-problems.json`` (with the plugin's version), and health lists those of
+the last day it did not see itself, of plugins still installed at that version (an uninstalled
+or upgraded plugin's are left out). Best effort: losing an entry only loses a diagnostic.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from agent_link_core.json_files import read_json_object, write_json_object
@@ -25,25 +27,34 @@ def _path(state_dir: str) -> str:
 
 
 def read(state_dir: str) -> list[dict[str, Any]]:
-    """Every kept entry (``{plugin, hook, error, fix, disabled, at (epoch s), pid}``)."""
+    """Every kept entry (``{plugin, hook, error, fix, disabled, at (epoch s), pid, version?}``)."""
     entries = (read_json_object(_path(state_dir)) or {}).get("problems")
     return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
 
 
-def append(state_dir: str, problem: dict[str, Any]) -> None:
-    """Add one problem (stamped with the time and this pid); keeps the newest :data:`KEEP`."""
+def append(state_dir: str, problem: dict[str, Any], version: str | None = None) -> None:
+    """Add one problem (stamped with the time, this pid and the plugin's ``version`` unless
+    None); keeps the newest :data:`KEEP`."""
     if not os.path.isdir(state_dir):
         return
     entries = read(state_dir)
-    entries.append({**{k: problem[k] for k in ("plugin", "hook", "error", "fix", "disabled")},
-                    "at": int(time.time()), "pid": os.getpid()})
+    entries.append({**{k: problem[k] for k in ("plugin", "hook", "error", "fix", "disabled")}, "at": int(time.time()),
+                    "pid": os.getpid(), **({"version": version} if version is not None else {})})
     write_json_object(_path(state_dir), {"problems": entries[-KEEP:]})
 
 
-def recent_elsewhere(state_dir: str, seen_here: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Entries of the last day from other processes that this process has not seen itself."""
+def recent_elsewhere(state_dir: str, seen_here: list[dict[str, Any]],
+                     installed: Mapping[str, str | None]) -> list[dict[str, Any]]:
+    """Entries of the last day from other processes that this process has not seen itself, of
+    plugins still installed at the version that had the problem.
+
+    :param installed: ``{plugin name: version or None (not known)}`` of every plugin installed
+        now, loaded or not; an entry or a plugin without a version matches any version.
+    """
     mine = {(p["plugin"], p["hook"], p["error"]) for p in seen_here}
     cutoff = time.time() - RECENT_S
     return [e for e in read(state_dir)
             if e.get("pid") != os.getpid() and isinstance(e.get("at"), int) and e["at"] >= cutoff
-            and (e.get("plugin"), e.get("hook"), e.get("error")) not in mine]
+            and (e.get("plugin"), e.get("hook"), e.get("error")) not in mine
+            and isinstance(e.get("plugin"), str) and e["plugin"] in installed
+            and e.get("version") in (None, installed[e["plugin"]] or e.get("version"))]  # either unknown, or equal

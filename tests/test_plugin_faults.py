@@ -535,7 +535,8 @@ def test_pluggy_ordering_applies_to_guarded_hooks(monkeypatch: pytest.MonkeyPatc
 @pytest.mark.anyio
 async def test_a_fault_inside_one_process_shows_in_the_health_of_another(gate: Gate, monkeypatch: pytest.MonkeyPatch) -> None:
     """A hook failing inside an MCP server is listed by a later `agent-link health` (which
-    never runs that hook itself), with the plugin and the way out."""
+    never runs that hook itself), with the plugin and the way out, while that plugin is
+    installed: a health without it (uninstalled since) leaves its problem out."""
     import subprocess
     import sys
 
@@ -544,10 +545,18 @@ async def test_a_fault_inside_one_process_shows_in_the_health_of_another(gate: G
         await assert_core_serves(app, good)
     finally:
         await app.aclose()
-    out = subprocess.run([sys.executable, "-m", "agent_link_core", "health"], capture_output=True, text=True, timeout=120)
+    # the health process has a plugin named "bad" too (given in code, as this test's is)
+    with_bad = ("import sys; from agent_link_core import plugins; from agent_link_core.cli import main; "
+                "load = plugins.build_plugin_manager; "
+                "plugins.build_plugin_manager = lambda *, env=None, extra_plugins=(): load(env=env, extra_plugins=(*extra_plugins, ('bad', type('Bad', (), {})())));"
+                "sys.argv = ['agent-link', 'health']; main()")
+    out = subprocess.run([sys.executable, "-c", with_bad], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "plugin problem in process" in out.stdout and "bad: agent_link_render_envelope" in out.stdout
     assert "AGENT_LINK_DISABLE_PLUGINS=bad" in out.stdout
+    without = subprocess.run([sys.executable, "-m", "agent_link_core", "health"], capture_output=True, text=True, timeout=120)
+    assert without.returncode == 0, without.stderr
+    assert "agent_link_render_envelope" not in without.stdout
 
 
 @pytest.mark.anyio

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent_link_core.cli_run import ENVELOPE, JSON, NDJSON, as_caller, command, echo, emit, fail, get_app, option, show_then_mark, usage_error
-from agent_link_core.commands.mail import print_messages
+from agent_link_core.commands.mail import not_marked, print_messages
 from agent_link_core.errors import AgentLinkError
 
 TYPE_CHECKING = False
@@ -119,10 +119,10 @@ def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, all_mail: bo
         echo("Answer one with: agent-link reply MESSAGE_ID TEXT [--decline | --done]")
 
     def mark_shown() -> None:
-        try:
-            for mid in to_mark:
-                app.mailbox.mark_delivered(mid, "inbox")
+        try:  # one transaction: a busy database leaves every message shown unread, not some
+            app.mailbox.mark_many_delivered(to_mark, "inbox")
         except AgentLinkError as exc:
-            fail(exc)
+            shown = "the message shown was" if len(to_mark) == 1 else f"the {len(to_mark)} messages shown were"
+            not_marked(exc, f"{shown} not marked read (the next inbox read shows {'it' if len(to_mark) == 1 else 'them'} again)")
 
     show_then_mark(lambda: emit(data, as_json, human, ndjson), mark_shown, "nothing was marked read")

@@ -4,7 +4,7 @@ waiting for an answer for a whole timeout, reading a message's text."""
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 from agent_link_core.cli_run import echo, fail, run_async
 from agent_link_core.errors import AgentLinkError
@@ -44,13 +44,22 @@ def wait_all(app: App, caller: Any, message_id: str, timeout_ms: int) -> dict[st
             return data
 
 
+def not_marked(exc: AgentLinkError, undone: str) -> NoReturn:
+    """End a read whose output was written but whose marking failed (the database busy past
+    its timeout, or refusing writes): one stderr line saying what stays unread, then exit 1.
+
+    :param undone: what was shown and stays unread, and when it shows again.
+    """
+    fail(AgentLinkError(exc.code, f"{undone}: {exc.message[:1].lower()}{exc.message[1:]}", exc.details, exc.hint))
+
+
 def mark_reply(app: App, me: Any, data: dict[str, Any]) -> None:
     """Mark the reply a wait returned delivered (:meth:`App.mark_taken`), once it was shown."""
     if data.get("reply"):
         try:
             app.mark_taken(me, data["reply"]["id"])
         except AgentLinkError as exc:
-            fail(exc)
+            not_marked(exc, "the reply shown was not marked read (the next wait for it shows it again)")
 
 
 def print_wait(app: App, d: dict[str, Any], show_envelope: bool) -> None:

@@ -63,6 +63,7 @@ class FileHostHarness(Harness):
     """Sessions from a JSON file; mail appended to a file per session."""
 
     name = NAME
+    source_kinds = ("file",)
     #: what a send to a filehost session adds to ``message_agent``'s result (``Delivery.fields``)
     send_result_fields = {"inboxFile": {"type": "string", "description": "The file under <dir>/inbox the envelope was appended to."}}
 

@@ -1,12 +1,17 @@
-"""Reading a user's config file, and replacing it safely.
+"""Reading a user's config file, and changing it safely.
 
-A replacement is atomic: the new bytes go to a temporary file in the same directory, are
-fsync'ed and given the original's permission bits (and owner, when allowed), then renamed over
-the original, and the directory is fsync'ed. A symlinked config is replaced at its target, so
-the link stays. A copy of the old bytes is kept beside it first (``<name>.agent-link-<UTC
-stamp>.bak``, same permission bits). Hosts and people edit these files while agent-link runs:
-a change made since the file was read, up to the moment of the swap, is never overwritten
-(:func:`update_file` plans again on top of it, or gives up and leaves it).
+A change that only adds bytes at the end (the Codex tables) is appended in place, into the
+same file: another process that opened the file earlier and appends to it later (a shell's
+``>>``, an editor's append) writes into the file agent-link changed, never into a replaced
+copy nobody reads again. Any other change is a replacement, which is atomic: the new bytes go
+to a temporary file in the same directory, are fsync'ed and given the original's permission
+bits (and owner, when allowed), then swapped with the original, and the directory is
+fsync'ed. A symlinked config is changed at its target, so the link stays. A copy of the old
+bytes is kept beside it first (``<name>.agent-link-<UTC stamp>.bak``, same permission bits).
+Hosts and people edit these files while agent-link runs: a change made since the file was
+read, up to the moment of the write, is never overwritten (:func:`update_file` plans again on
+top of it, or gives up and leaves it). agent-link processes changing the same file take turns
+(an exclusive ``flock`` on it, released by the kernel if the holder dies).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import ctypes
 import datetime as _dt
 import difflib
 import errno
+import fcntl
 import os
 import stat
 import sys
@@ -169,14 +175,17 @@ def update_file(path: Path, plan: Callable[[bytes | None], bytes | None], *,
                 attempts: int = UPDATE_ATTEMPTS) -> Update:
     """Change ``path`` to what ``plan`` makes of its current bytes, never losing a concurrent edit.
 
-    Each round reads the file, asks ``plan`` for the new bytes, writes them to a temporary
-    file (fsync'ed, with the original's permission bits and owner) and a backup of the old
-    bytes, then reads the file again just before swapping the new one in. The swap exchanges
-    the two files in one step, so agent-link sees what it displaced: if that is not the file it
-    read, still holding exactly the bytes planned from (another process replaced the file, or
-    wrote into it, in the moment between), the displaced file is swapped back and the round
-    starts again on the new content. A file that keeps changing for ``attempts`` rounds is left
-    as the other process made it.
+    Each round opens the file and takes its ``flock`` (another agent-link process changing it
+    goes first), reads it and asks ``plan`` for the new bytes. New bytes that only add to the
+    end are appended in place once the file is checked to still hold what was planned from
+    (see :func:`_append_in_place`), after a backup of the old bytes. Any other change is
+    swapped in: the new bytes go to a temporary file (fsync'ed, with the original's permission
+    bits and owner) and a backup of the old bytes, then the file is read again just before the
+    swap. The swap exchanges the two files in one step, so agent-link sees what it displaced:
+    if that is not the file it read, still holding exactly the bytes planned from (another
+    process replaced the file, or wrote into it, in the moment between), the displaced file is
+    swapped back. Either way, a file that changed starts a new round on the new content; one
+    that keeps changing for ``attempts`` rounds is left as the other process made it.
 
     :param plan: ``plan(current bytes or None) -> new bytes``, or None when nothing needs to
         change; may raise (e.g. :class:`ConfigFileError` for a malformed file), which ends
@@ -195,11 +204,18 @@ def update_file(path: Path, plan: Callable[[bytes | None], bytes | None], *,
             st = os.fstat(held) if held is not None else None
             if st is not None and not stat.S_ISREG(st.st_mode):
                 raise ConfigFileError("unreadable", f"{path} is not a regular file")
+            if held is not None:
+                # Another agent-link process changing this file finishes first (blocks until
+                # then); a file it replaced meanwhile fails the check before the write below.
+                fcntl.flock(held, fcntl.LOCK_EX)
             base = _read_fd(held) if held is not None else None
             new = plan(base)
             if new is None or new == base:
                 return Update(base, False, None, attempt)
-            swapped, backup = _swap_in(target, new, base, held, st)
+            if base is not None and st is not None and held is not None and new.startswith(base):
+                swapped, backup = _append_in_place(target, new[len(base):], base, held, st)
+            else:
+                swapped, backup = _swap_in(target, new, base, held, st)
         finally:
             if held is not None:
                 os.close(held)
@@ -210,20 +226,74 @@ def update_file(path: Path, plan: Callable[[bytes | None], bytes | None], *,
                                "not written and the other change was kept. Run it again.")
 
 
+def _write_backup(target: Path, base: bytes, mode: int) -> Path:
+    """Keep ``base`` beside ``target`` as ``<name>.agent-link-<UTC stamp>.bak`` (fsync'ed, ``mode``)."""
+    backup = target.with_name(f"{target.name}.agent-link-{_stamp()}.bak")
+    fd = os.open(backup, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(base)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.chmod(backup, mode)  # the umask may have removed bits from the requested mode
+    return backup
+
+
+def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def _names(target: Path, st: os.stat_result) -> bool:
+    """Whether ``target`` still names the file ``st`` describes (not one renamed over it)."""
+    try:
+        return _same_file(os.stat(target), st)
+    except FileNotFoundError:
+        return False
+
+
+def _append_in_place(target: Path, suffix: bytes, base: bytes, held: int,
+                     st: os.stat_result) -> tuple[bool, Path | None]:
+    """One round of :func:`update_file` for a change that only appends ``suffix``: written into
+    the same file (``O_APPEND``), so a process that opened it before and writes into it after
+    loses nothing. ``(True, backup)`` once appended; ``(False, None)`` when the file changed
+    first (it is then as the other process left it).
+
+    A line another process appends between the check and the write (microseconds) lands just
+    before ``suffix``; nothing is lost. A crash in the middle of the write can leave part of
+    ``suffix``: the backup holds the file as it was.
+    """
+    if _current(target) != base or not _names(target, st):  # changed while we planned
+        return False, None
+    backup = _write_backup(target, base, stat.S_IMODE(st.st_mode))
+    try:
+        fd = os.open(target, os.O_WRONLY | os.O_APPEND)
+    except FileNotFoundError:
+        _unlink(backup)
+        return False, None
+    try:
+        if not _same_file(os.fstat(fd), st) or _read_fd(held) != base:
+            _unlink(backup)
+            return False, None
+        view = memoryview(suffix)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    except BaseException:
+        _unlink(backup)
+        raise
+    finally:
+        os.close(fd)
+    if not _names(target, st):  # replaced by another process in the moment of the write
+        _unlink(backup)
+        return False, None
+    return True, backup
+
+
 def _swap_in(target: Path, new: bytes, base: bytes | None, held: int | None,
              st: os.stat_result | None) -> tuple[bool, Path | None]:
     """One round of :func:`update_file`: ``(True, backup)`` once ``new`` is in place, ``(False,
     None)`` when the file changed under us (it is then as the other process left it)."""
     mode = stat.S_IMODE(st.st_mode) if st is not None else NEW_FILE_MODE
-    backup: Path | None = None
-    if st is not None and base is not None:
-        backup = target.with_name(f"{target.name}.agent-link-{_stamp()}.bak")
-        fd = os.open(backup, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(base)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(backup, mode)  # the umask may have removed bits from the requested mode
+    backup = _write_backup(target, base, mode) if st is not None and base is not None else None
     tmp: Path | None = None
     swapped = False
     try:

@@ -56,6 +56,11 @@ def append_line(line: str) -> Callable[[Path], None]:
     return edit
 
 
+def put_first(current: bytes | None) -> bytes:
+    """A change that is not an append (so the file is replaced, not appended to)."""
+    return b"ours = 3\n" + (current or b"")
+
+
 def add_ours(current: bytes | None) -> bytes:
     return json.dumps({**json.loads(current or b"{}"), "ours": 1}).encode()
 
@@ -100,8 +105,8 @@ def test_a_replacement_at_the_moment_of_the_swap_is_swapped_back(tmp_path: Path,
 
 
 def test_a_write_into_the_old_file_right_after_the_swap_is_swapped_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A process that opened the config before the swap writes into it after: the line would
-    land in the file agent-link displaced and be lost."""
+    """A process that opened the config before the swap writes into it right after: the line
+    would land in the file agent-link displaced and be lost (a change that replaces the file)."""
     path = tmp_path / "config.toml"
     path.write_text("a = 1\n")
     real_exchange = files._exchange
@@ -115,8 +120,8 @@ def test_a_write_into_the_old_file_right_after_the_swap_is_swapped_back(tmp_path
         return swapped
 
     monkeypatch.setattr(files, "_exchange", exchange)
-    done = update_file(path, lambda cur: (cur or b"") + b"ours = 3\n")
-    assert path.read_text() == "a = 1\nlate = 2\nours = 3\n" and done.attempts == 2
+    done = update_file(path, put_first)
+    assert path.read_text() == "ours = 3\na = 1\nlate = 2\n" and done.attempts == 2
     assert leftovers(tmp_path) == [done.backup.name] if done.backup else False
 
 
@@ -139,8 +144,51 @@ def test_without_an_exchange_a_write_into_the_old_file_is_put_back(tmp_path: Pat
         calls.append(1)
 
     monkeypatch.setattr(os, "replace", replace)
+    done = update_file(path, put_first)
+    assert path.read_text() == "ours = 3\na = 1\nlate = 2\n" and done.attempts == 2
+
+
+def test_a_writer_that_opened_the_file_before_an_append_keeps_its_late_line(tmp_path: Path) -> None:
+    """A process opens the config, agent-link appends its tables, and only then the process
+    writes its line (a shell's ``>>`` paused between open and write on a loaded machine): the
+    line lands in the config, after agent-link's, since agent-link appended into the same
+    file instead of swapping in a copy."""
+    path = tmp_path / "config.toml"
+    path.write_text("a = 1\n")
+    late = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        done = update_file(path, lambda cur: (cur or b"") + b"ours = 3\n")
+        os.write(late, b"late = 2\n")
+    finally:
+        os.close(late)
+    assert path.read_text() == "a = 1\nours = 3\nlate = 2\n" and done.written and done.attempts == 1
+    assert done.backup is not None and done.backup.read_text() == "a = 1\n"
+    assert leftovers(tmp_path) == [done.backup.name]
+
+
+def test_an_append_keeps_the_files_identity_and_mode(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text("a = 1\n")
+    path.chmod(0o640)
+    before = path.stat()
+    update_file(path, lambda cur: (cur or b"") + b"ours = 3\n")
+    after = path.stat()
+    assert (after.st_ino, after.st_mode) == (before.st_ino, before.st_mode)
+
+
+def test_an_append_to_a_file_replaced_meanwhile_is_planned_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another process renames its own file over the config while agent-link plans its append."""
+    path = tmp_path / "config.toml"
+    path.write_text("a = 1\n")
+
+    def replace(target: Path) -> None:
+        other = tmp_path / "theirs.tmp"
+        other.write_text("a = 1\n")  # the same bytes: only the file's identity tells
+        os.replace(other, target)
+
+    edit_once(monkeypatch, replace)
     done = update_file(path, lambda cur: (cur or b"") + b"ours = 3\n")
-    assert path.read_text() == "a = 1\nlate = 2\nours = 3\n" and done.attempts == 2
+    assert path.read_text() == "a = 1\nours = 3\n" and done.attempts == 2
 
 
 def test_a_file_appearing_meanwhile_is_not_replaced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -203,8 +251,10 @@ WRITER = r"""
 import os, sys, time
 path, mode, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
 for i in range(count):
-    if mode == "append":  # open, append one line, close: how people and shells edit
+    if mode.startswith("append"):  # open, append one line, close: how people and shells edit
         fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        if mode == "append-paused":  # the pause a loaded machine may put between open and write
+            time.sleep(0.01)
         os.write(fd, f"# w{i}\n".encode())
         os.close(fd)
     else:  # read, modify, replace: how Claude Code rewrites settings.json
@@ -267,4 +317,58 @@ def test_a_real_concurrent_writer_loses_nothing(tmp_path: Path, host: str) -> No
         data = json.loads(text)
         assert {k for k in data if k.startswith("w")} == {f"w{i}" for i in range(count)}
     assert outcomes and "nothing" not in outcomes
+    assert [p for p in leftovers(tmp_path) if not p.endswith(".bak")] == []
+
+
+APPLIER = r"""
+import json, sys
+from pathlib import Path
+from agent_link_approvals import service
+from agent_link_approvals.files import ChangedWhileApplying
+from agent_link_approvals.manifests import read_codex_plugin
+from agent_link_approvals.toollist import ToolInfo
+
+path, name, count = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+tools = [ToolInfo("list_agents", True, False, False), ToolInfo("message_agent", False, False, False)]
+plugin = read_codex_plugin()
+outcomes = {}
+for n in range(count):
+    pid = f"{name}-{n}@m"
+    try:
+        out = service.apply_codex(path, tools, plugin, plugin_id=pid)
+        outcomes[pid] = "written" if out.report["written"] else "nothing"
+    except ChangedWhileApplying:
+        outcomes[pid] = "refused"
+print(json.dumps(outcomes))
+"""
+
+
+def test_many_processes_appending_at_once_lose_no_line(tmp_path: Path) -> None:
+    """Several processes append lines to a Codex config while several ``apply`` processes
+    append their tables to it, all at once: every line of every writer is in the file once and
+    in its order, every table an apply reports written is there, and the file parses. The
+    writers pause between open and write, as a loaded machine may make them."""
+    writers, lines, appliers, applies = 6, 60, 3, 15
+    path = tmp_path / "config.toml"
+    path.write_text("# start\n")
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER.replace("# w{i}", f"# w{w}-{{i}}"), str(path), "append-paused",
+                               str(lines)]) for w in range(writers)]
+    applying = [subprocess.Popen([sys.executable, "-c", APPLIER, str(path), f"a{a}", str(applies)], stdout=subprocess.PIPE,
+                                 text=True) for a in range(appliers)]
+    outcomes: dict[str, str] = {}
+    try:
+        for proc in applying:
+            out, _ = proc.communicate(timeout=600)
+            assert proc.returncode == 0
+            outcomes.update(json.loads(out))
+    finally:
+        assert all(proc.wait(timeout=600) == 0 for proc in procs)
+    text = path.read_text()
+    for w in range(writers):
+        mine = [line for line in text.splitlines() if line.startswith(f"# w{w}-")]
+        assert mine == [f"# w{w}-{i}" for i in range(lines)], f"writer {w}: {len(mine)} of {lines} lines"
+    data = tomllib.loads(text)
+    written = [pid for pid, outcome in outcomes.items() if outcome == "written"]
+    assert written and all(pid in data["plugins"] for pid in written)
+    assert len(outcomes) == appliers * applies and "nothing" not in outcomes.values()
     assert [p for p in leftovers(tmp_path) if not p.endswith(".bak")] == []

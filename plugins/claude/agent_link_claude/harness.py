@@ -129,6 +129,8 @@ class ClaudeHarness(Harness):
 
     name = NAME
     session_kind = "claude_session"
+    #: the surfaces of :data:`agent_link_claude.sessions.SIDECAR_DIRS`
+    source_kinds = ("desktop", "code")
     # Claude Code sets CLAUDE_PROJECT_DIR in every process it starts (hooks, MCP servers)
     host_variables = ("CLAUDE_PROJECT_DIR", "CLAUDE_PLUGIN_ROOT", "CLAUDE_SESSION_ID", "CLAUDE_CODE_SESSION_ID")
     host_priority = 10

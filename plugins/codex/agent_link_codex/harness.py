@@ -84,6 +84,10 @@ class CodexHarness(Harness):
 
     name = "codex"
     session_kind = "codex_thread"
+    #: the thread source kinds of ``agent_link_codex.service.SOURCE_KINDS`` and the surfaces of
+    #: :func:`agent_link_codex.threads.surface_of` (a test keeps them equal)
+    source_kinds = ("cli", "vscode", "exec", "appServer", "subAgent", "subAgentReview", "subAgentCompact",
+                    "subAgentThreadSpawn", "subAgentOther", "unknown", "app")
     host_variables = ("CODEX_THREAD_ID",)
     host_priority = 20
     env_variables = ("CODEX_HOME",)  # transcripts, config, the app-server's control socket

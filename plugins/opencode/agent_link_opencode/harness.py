@@ -78,6 +78,7 @@ class OpencodeHarness(Harness):
 
     name = NAME
     session_kind = "opencode_session"
+    source_kinds = ("server",)
     #: added to every call of agent-link's tools by agent-link's opencode plugin (:mod:`agent_link_opencode.proof`)
     caller_arguments = ("_agentLinkCaller",)
     #: opencode's config file, which install and health read (agent_link_opencode.install)

@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from agent_link_core.cli import fail
+from agent_link_core.boundary import CORE_PLUGIN as CORE_PLUGIN_NAME
 from agent_link_core.config import CORE_SETTINGS, Setting, load_config
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.settings_file import SettingsEnv, read_file, settings_path, variable_name
@@ -61,6 +62,47 @@ def _typed(setting: Setting, raw: str) -> Any:
     if setting.kind == "int":
         return int(cfg.values[setting.name])
     return raw.strip()
+
+
+#: settings naming plugins (comma or space separated)
+PLUGIN_LISTS = ("AGENT_LINK_DISABLE_PLUGINS", "AGENT_LINK_LOAD_PLUGINS")
+
+
+def _check_known(setting: Setting, value: str) -> None:
+    """Refuse a value naming what is not installed: a plugin in the plugin lists, a harness in
+    ``AGENT_LINK_HOST``, an item of ``AGENT_LINK_TOOLS`` that is neither a profile, a plugin
+    nor a tool (each would be ignored by every process, silently or with a health warning).
+
+    :raises AgentLinkError: ``invalid_arguments`` naming the unknown items and the known values.
+    """
+    from agent_link_core import discovery, tool_profiles
+    from agent_link_core.plugins import ENTRY_POINT_GROUP, Hooks, build_plugin_manager
+
+    # every installed plugin, whatever this process's plugin lists leave out: the value is
+    # for every process, and the lists themselves may be what is being set
+    def every_plugin() -> Hooks:
+        return Hooks(build_plugin_manager(env={k: v for k, v in os.environ.items() if k not in PLUGIN_LISTS})[0])
+
+    if setting.name in PLUGIN_LISTS:
+        known = sorted({ep.name for ep in discovery.entry_points(ENTRY_POINT_GROUP)})
+        unknown = [i for i in value.replace(",", " ").split() if i not in known]
+    elif setting.name == "AGENT_LINK_HOST":
+        known = sorted(every_plugin().harnesses())
+        unknown = [value] if value and value not in known else []
+    elif setting.name == "AGENT_LINK_TOOLS":
+        hooks = every_plugin()
+        tools, owners = hooks.tools(), hooks.tool_owners()
+        # the tool names are too many for one line
+        known = [tool_profiles.ALL, tool_profiles.MESSAGING, *sorted(set(owners.values()) - {CORE_PLUGIN_NAME}),
+                 f"or a tool's name ({len(tools)} tools)"]
+        unknown = tool_profiles.unmatched(tools, owners, value)
+    else:
+        return
+    if unknown:
+        raise AgentLinkError("invalid_arguments", f"{setting.name} cannot name {', '.join(map(repr, unknown))}: "
+                             f"expected {'' if setting.name == 'AGENT_LINK_HOST' else 'items of '}"
+                             f"{', '.join(known) or 'nothing (none is installed)'}.",
+                             {"setting": setting.name, "unknown": unknown}, hint="Nothing was written.")
 
 
 def _keys_for(document: dict[str, Any], variable: str) -> list[str]:
@@ -141,6 +183,7 @@ def set_(name: str, value: str) -> None:
     try:
         setting = _setting(name, declared_settings())
         typed = _typed(setting, value)
+        _check_known(setting, str(typed))
         document = read_file(path)
     except AgentLinkError as exc:
         fail(exc)

@@ -50,3 +50,27 @@ def test_config_refuses_what_no_process_would_accept(settings: Path, args: tuple
     assert done.returncode != 0 and needle in done.stderr and "Traceback" not in done.stderr
     assert "expected ." not in done.stderr and "`agent-link config list`" in done.stderr or "Nothing was written" in done.stderr
     assert not settings.exists() and not (Path(os.environ["HOME"]) / ".agent-link").exists()
+
+
+@pytest.mark.parametrize(("name", "value", "needle"), [
+    ("AGENT_LINK_DISABLE_PLUGINS", "codex,nosuch", "AGENT_LINK_DISABLE_PLUGINS cannot name 'nosuch': expected items of "),
+    ("load_plugins", "nosuch", "AGENT_LINK_LOAD_PLUGINS cannot name 'nosuch': expected items of "),
+    ("host", "nosuch", "AGENT_LINK_HOST cannot name 'nosuch': expected "),
+    ("tools", "messaging nosuch", "AGENT_LINK_TOOLS cannot name 'nosuch': expected items of all, messaging, "),
+])
+def test_config_set_refuses_a_name_nothing_installed_has(settings: Path, name: str, value: str, needle: str) -> None:
+    """A plugin, host or tool profile that is not installed would be ignored by every process:
+    one line naming the known values (every installed plugin's, whatever
+    AGENT_LINK_LOAD_PLUGINS leaves out), exit 1, nothing written."""
+    pytest.importorskip("agent_link_codex")
+    done = cli("config", "set", name, value)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1 and needle in done.stderr, done.stderr
+    assert "codex" in done.stderr and done.stderr.rstrip().endswith("Nothing was written.")
+    assert not settings.exists()
+
+
+@pytest.mark.parametrize(("name", "value"), [("disable_plugins", "codex web"), ("load_plugins", ""), ("host", "codex"),
+                                             ("tools", "messaging,codex,list_agents")])
+def test_config_set_takes_installed_names(settings: Path, name: str, value: str) -> None:
+    pytest.importorskip("agent_link_codex")
+    assert cli("config", "set", name, value).returncode == 0
