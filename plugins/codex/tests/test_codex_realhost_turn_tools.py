@@ -139,8 +139,6 @@ async def test_mail_to_an_unloaded_thread_arrives_in_a_turn_with_agent_link_tool
             await app.aclose()
 
 
-@pytest.mark.skip(reason="flaky: the delivering turn's first request sometimes lacks agent-link's tools with no "
-                         "codex_tools_not_ready warning (4 of about 50 runs, 2 workers), cause not found; issue 25")
 async def test_launch_with_a_message_starts_a_turn_with_agent_link_tools(
     stub: ResponsesStub, tmp_path: Path, isolated_env: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
