@@ -315,8 +315,6 @@ class AppServerClient:
         :raises ConnectionLost: the connection ended before the answer or was already closed.
         :raises TypeError: ``params`` is not JSON-serialisable.
         """
-        from websockets.exceptions import ConnectionClosed
-
         if self.closed:
             raise self._lost_error(method=method)
         request_id = f"{self._id_prefix}{next(self._ids)}"
@@ -328,13 +326,7 @@ class AppServerClient:
         self._pending[request_id] = (method, future)
         timeout = self.default_timeout_ms if timeout_ms is None else timeout_ms
         try:
-            try:
-                await self._ws.send(payload)
-            except ConnectionClosed as exc:
-                await self._closed_soon()
-                raise self._lost_error(_describe(exc), method) from exc
-            except Exception as exc:
-                raise AppServerUnavailable("send-failed", self.endpoint, _describe(exc), method) from exc
+            await self._write(payload, method)
             try:
                 async with asyncio.timeout(timeout / 1000):
                     return await asyncio.shield(future)
@@ -355,41 +347,45 @@ class AppServerClient:
         """Send a client→server notification ``{method, params?}``.
 
         :raises ConnectionLost: the connection has ended.
+        :raises AppServerUnavailable: ``send-failed`` (another transport failure).
         """
+        message: dict[str, Any] = {"method": method}
+        if params is not None:
+            message["params"] = dict(params)
+        await self._write(json.dumps(message), method)
+
+    async def respond(self, request_id: str | int, result: Any) -> None:
+        """Answer server request ``request_id`` with ``result``.
+
+        :raises ConnectionLost: closed. :raises AppServerUnavailable: ``send-failed``.
+        """
+        await self._write(json.dumps({"id": request_id, "result": result}))
+
+    async def respond_error(self, request_id: str | int, code: int, message: str, data: Any = None) -> None:
+        """Answer server request ``request_id`` with an error.
+
+        :raises ConnectionLost: closed. :raises AppServerUnavailable: ``send-failed``.
+        """
+        error: dict[str, Any] = {"code": code, "message": message}
+        if data is not None:
+            error["data"] = data
+        await self._write(json.dumps({"id": request_id, "error": error}))
+
+    async def _write(self, payload: str, method: str | None = None) -> None:
+        """The one writer of every message this client sends (``method``: the request or
+        notification it belongs to, for errors). :raises ConnectionLost: the connection has
+        ended or ends during the send. :raises AppServerUnavailable: ``send-failed``."""
         from websockets.exceptions import ConnectionClosed
 
         if self.closed:
             raise self._lost_error(method=method)
-        message: dict[str, Any] = {"method": method}
-        if params is not None:
-            message["params"] = dict(params)
         try:
-            await self._ws.send(json.dumps(message))
+            await self._ws.send(payload)
         except ConnectionClosed as exc:
             await self._closed_soon()
             raise self._lost_error(_describe(exc), method) from exc
-
-    async def respond(self, request_id: str | int, result: Any) -> None:
-        """Answer server request ``request_id`` with ``result``. :raises ConnectionLost: closed."""
-        await self._send_reply({"id": request_id, "result": result})
-
-    async def respond_error(self, request_id: str | int, code: int, message: str, data: Any = None) -> None:
-        """Answer server request ``request_id`` with an error. :raises ConnectionLost: closed."""
-        error: dict[str, Any] = {"code": code, "message": message}
-        if data is not None:
-            error["data"] = data
-        await self._send_reply({"id": request_id, "error": error})
-
-    async def _send_reply(self, message: dict[str, Any]) -> None:
-        from websockets.exceptions import ConnectionClosed
-
-        if self.closed:
-            raise self._lost_error()
-        try:
-            await self._ws.send(json.dumps(message))
-        except ConnectionClosed as exc:
-            await self._closed_soon()
-            raise self._lost_error(_describe(exc)) from exc
+        except Exception as exc:
+            raise AppServerUnavailable("send-failed", self.endpoint, _describe(exc), method) from exc
 
     async def _closed_soon(self) -> None:
         # the reader notices a dropped connection right after a send fails; give it a moment
@@ -537,10 +533,8 @@ class AppServerClient:
         await self._reply_quietly(reply)
 
     async def _reply_quietly(self, reply: dict[str, Any]) -> None:
-        from websockets.exceptions import ConnectionClosed
-
-        with contextlib.suppress(ConnectionClosed, ConnectionLost):
-            await self._send_reply(reply)
+        with contextlib.suppress(AppServerUnavailable):  # the connection is gone or going: nobody to answer
+            await self._write(json.dumps(reply))
 
     def _spawn(self, coro: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(coro)

@@ -272,6 +272,7 @@ class Deliverer:
             except AppServerUnavailable as exc:
                 raise exc.to_agent_link_error() from None
             link.tracker.remember(result.get("thread") or {"id": thread_id, "status": {"type": "idle"}}, subscribed=True)
+            link.tracker.expect_mcp_reports(thread_id)
             resumed = True
         elif thread_id not in link.tracker.subscribed:
             # Only subscribers get item notifications: resuming a loaded thread subscribes us.
@@ -335,16 +336,18 @@ class Deliverer:
 
     async def _tools_ready(self, link: Link, thread_id: str) -> list[dict[str, Any]]:
         """Before a turn is started: wait (up to ``mcp_ready_ms``) while agent-link's MCP
-        server is still starting on the thread. Codex builds a turn's tools from the servers
-        ready when it starts, so a turn started during start-up (right after a resume or a
-        ``thread/start``) could not reply through agent-link. Returns warnings."""
+        server is still starting on the thread, or its start-up report is still on its way
+        after a resume or a ``thread/start`` (:meth:`ThreadTracker.wait_mcp_started`). Codex
+        builds a turn's tools from the servers ready when it starts, so a turn started during
+        start-up could not reply through agent-link. Returns warnings."""
         seen = await link.tracker.wait_mcp_started(thread_id, self.mcp_servers, self.mcp_ready_ms)
         stuck = {name: state for name, state in seen.items() if state != "ready"}
         if not stuck:
             return []
         return [warning("codex_tools_not_ready",
-                        "agent-link's MCP server was not ready on the thread when the turn started; the model may not be "
-                        "able to reply with agent-link's tools in this turn (read_agent_link_inbox still works later).",
+                        "agent-link's MCP server was not ready on the thread when the turn started (still starting, failed, or "
+                        "never reported: perhaps not configured in this Codex); the model may not be able to reply with "
+                        "agent-link's tools in this turn (read_agent_link_inbox still works later).",
                         servers=stuck, waitedMs=self.mcp_ready_ms)]
 
     async def _confirm(self, link: Link, thread_id: str, message_id: str) -> dict[str, Any] | None:

@@ -58,6 +58,14 @@ LOCATION_TTL_S = 1.0
 SOURCE_KINDS = ("cli", "vscode", "exec", "appServer", "subAgent", "subAgentReview", "subAgentCompact",
                 "subAgentThreadSpawn", "subAgentOther", "unknown")
 LIST_PAGE = 100
+#: How long (ms) a turn on a thread this connection just started or resumed waits for Codex's
+#: first start-up report of agent-link's MCP server. Codex sends those reports from the thread's
+#: event listener, a task of its own, so they can arrive after the start/resume answer (seen on
+#: 0.171.0 under load: 115 ms after it, when a turn started at once was already built without
+#: the server's tools).
+MCP_REPORT_MS = 3_000
+#: the status :meth:`ThreadTracker.wait_mcp_started` gives servers an expected report never came for
+UNREPORTED = "unreported"
 LIST_MAX_PAGES = 100  # per endpoint: the membership-scan bound agent-session-intercom specifies
 
 
@@ -77,6 +85,11 @@ class ThreadTracker:
     :ivar threads: thread id → the last thread object seen (without turns).
     :ivar mcp_status: thread id → {MCP server name → its last start-up status} from
         ``mcpServer/startupStatus/updated`` (``starting``, ``ready``, or a failure state).
+    :ivar mcp_expected: threads this connection started, or resumed while not loaded: Codex
+        starts their MCP servers and reports each one's start-up here (:meth:`expect_mcp_reports`).
+    :ivar mcp_silent: MCP server names a wait on an expected thread got no report of within
+        :data:`MCP_REPORT_MS` (likely not configured in this Codex); later waits do not wait for
+        their first report again until one of them is reported.
     """
 
     def __init__(self, on_idle: Callable[[str], None] | None = None) -> None:
@@ -86,6 +99,8 @@ class ThreadTracker:
         self.seen_idle: set[str] = set()
         self.threads: dict[str, dict[str, Any]] = {}
         self.mcp_status: dict[str, dict[str, str]] = {}
+        self.mcp_expected: set[str] = set()
+        self.mcp_silent: set[str] = set()
         self._echoes: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._waiters: dict[str, list[asyncio.Future[dict[str, Any]]]] = {}
         self._mcp_changed: asyncio.Event | None = None
@@ -117,6 +132,7 @@ class ThreadTracker:
             self.active_turn.pop(tid, None)
             self.seen_idle.discard(tid)
             self.mcp_status.pop(tid, None)  # a later resume starts its MCP servers afresh
+            self.mcp_expected.discard(tid)
 
     def handle(self, note: Notification) -> None:
         """Update state from one notification."""
@@ -146,6 +162,7 @@ class ThreadTracker:
             name, status = p.get("name"), p.get("status")
             if isinstance(name, str) and isinstance(status, str):
                 self.mcp_status.setdefault(tid, {})[name] = status
+                self.mcp_silent.discard(name)
                 if self._mcp_changed is not None:
                     self._mcp_changed.set()
         elif method == "thread/name/updated" and tid in self.threads:
@@ -156,25 +173,49 @@ class ThreadTracker:
             if item.get("type") == "userMessage" and isinstance(cid, str):
                 self._echo(cid, {"threadId": tid, "turnId": p.get("turnId"), "itemId": item.get("id")})
 
-    async def wait_mcp_started(self, thread_id: str, names: frozenset[str], timeout_ms: int) -> dict[str, str]:
-        """Wait up to ``timeout_ms`` until none of the MCP servers ``names`` is ``starting`` on
-        ``thread_id`` any more (Codex reports each server's start-up to the connection that
-        started or resumed the thread, ``starting`` first, before that request's answer).
+    def expect_mcp_reports(self, thread_id: str) -> None:
+        """Note that this connection just started ``thread_id``, or resumed it while it was not
+        loaded: Codex starts the thread's MCP servers and reports each one's start-up here,
+        ``starting`` first, possibly only after the start/resume answer."""
+        self.mcp_expected.add(thread_id)
 
-        :returns: ``{name: last status}`` of those servers seen on the thread (empty when none
-            was reported, e.g. the thread was loaded before and its servers already run).
+    async def wait_mcp_started(self, thread_id: str, names: frozenset[str], timeout_ms: int,
+                               report_ms: int = MCP_REPORT_MS) -> dict[str, str]:
+        """Wait up to ``timeout_ms`` until none of the MCP servers ``names`` is ``starting`` on
+        ``thread_id`` any more.
+
+        On a thread of :meth:`expect_mcp_reports` that has no report of any of ``names`` yet,
+        the reports may still be on their way: wait for the first one too, at most ``report_ms``
+        (within ``timeout_ms``), unless an earlier such wait on this connection got none
+        (:attr:`mcp_silent`).
+
+        :returns: ``{name: last status}`` of those servers seen on the thread; on an expected
+            thread none of them was reported for, ``{name: "unreported"}`` for each of ``names``;
+            empty when no report was expected (e.g. the thread was loaded before this
+            connection resumed it, so its servers already run).
         """
-        deadline = time.monotonic() + timeout_ms / 1000
+        start = time.monotonic()
+        deadline = start + timeout_ms / 1000
+        report_by = start + min(report_ms, timeout_ms) / 1000
+        expected = thread_id in self.mcp_expected
+        wait_report = expected and not names <= self.mcp_silent
         if self._mcp_changed is None:
             self._mcp_changed = asyncio.Event()
         while True:
             self._mcp_changed.clear()  # before reading, so no update between read and wait is missed
             seen = {n: st for n, st in self.mcp_status.get(thread_id, {}).items() if n in names}
-            left = deadline - time.monotonic()
-            if "starting" not in seen.values() or left <= 0:
+            now = time.monotonic()
+            if not seen and expected:
+                if not wait_report or now >= report_by:
+                    self.mcp_silent |= names
+                    return dict.fromkeys(sorted(names), UNREPORTED)
+                until = report_by
+            elif "starting" in seen.values() and now < deadline:
+                until = deadline
+            else:
                 return seen
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._mcp_changed.wait(), left)
+                await asyncio.wait_for(self._mcp_changed.wait(), until - now)
 
     def _echo(self, client_id: str, evidence: dict[str, Any]) -> None:
         self._echoes[client_id] = evidence

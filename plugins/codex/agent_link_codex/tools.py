@@ -87,6 +87,7 @@ async def launch_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) ->
         if thread.get(field) is None and isinstance(started.get(key), str):
             thread[field] = started[key]
     link.tracker.remember(thread, subscribed=True)
+    link.tracker.expect_mcp_reports(tid)
     # the launcher may later change the thread's effort (override policy, docs/behaviour.md §19)
     harness.launches.record(tid, call.caller.address, model=thread.get("model"), effort=thread.get("reasoningEffort"),
                             cwd=thread.get("cwd"))

@@ -82,7 +82,10 @@ class MiniAppServer:
         self.codex_home = codex_home
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.connections: list[ServerConnection] = []
+        #: MCP start-up reports sent, ``(thread id, server name, status)`` in order
+        self.mcp_reports: list[tuple[str, str, str]] = []
         self._server: Any = None
+        self._tasks: set[asyncio.Task[None]] = set()
 
     async def __aenter__(self) -> MiniAppServer:
         self._server = await unix_serve(self._serve, str(self.path), compression=None)
@@ -99,6 +102,20 @@ class MiniAppServer:
                 await conn.send(json.dumps({"method": method, "params": params}))
             except ConnectionClosed:
                 continue
+
+    def report_mcp_startup(self, thread_id: str, name: str = "agent-link", after_s: float = 0.05) -> None:
+        """From a handler: send the start-up reports of MCP server ``name`` on ``thread_id``
+        (``starting``, then ``ready``) ``after_s`` seconds later, so after the handler's answer,
+        as Codex can (its thread listener sends them, a task apart from the request's)."""
+        async def report() -> None:
+            await asyncio.sleep(after_s)
+            for status in ("starting", "ready"):
+                self.mcp_reports.append((thread_id, name, status))
+                await self.notify("mcpServer/startupStatus/updated", {"threadId": thread_id, "name": name, "status": status, "error": None})
+
+        task = asyncio.ensure_future(report())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _serve(self, conn: ServerConnection) -> None:
         self.connections.append(conn)

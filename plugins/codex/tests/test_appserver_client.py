@@ -238,6 +238,25 @@ async def test_close_fails_pending_with_client_closed(fake: FakeAppServer) -> No
         await c.request("echo")
 
 
+async def test_every_send_fails_alike_when_the_transport_does(client: AppServerClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Requests, notifications and answers to server requests share one writer: a transport
+    failure other than a closed connection is ``send-failed`` for each, naming the method."""
+    async def broken(payload: str) -> None:
+        raise OSError("broken pipe")
+
+    monkeypatch.setattr(client._ws, "send", broken)
+    with pytest.raises(AppServerUnavailable) as info:
+        await client.request("echo", timeout_ms=1000)
+    assert (info.value.reason, info.value.method) == ("send-failed", "echo") and client.pending_count == 0
+    with pytest.raises(AppServerUnavailable) as info:
+        await client.notify("initialized")
+    assert (info.value.reason, info.value.method) == ("send-failed", "initialized")
+    for answer in (client.respond(1, {}), client.respond_error(2, -32601, "no")):
+        with pytest.raises(AppServerUnavailable) as info:
+            await answer
+        assert (info.value.reason, info.value.method) == ("send-failed", None)
+
+
 def note(method: str, thread_id: str | None = None, **extra: Any) -> dict[str, Any]:
     params: dict[str, Any] = dict(extra)
     if thread_id is not None:

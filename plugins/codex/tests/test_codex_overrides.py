@@ -3,8 +3,9 @@ get_codex_thread's receipts, against a scripted app-server.
 
 Each rule of :mod:`agent_link_codex.overrides`: no policy plugin (launcher may change effort,
 nothing else), a fake policy plugin's grants and refusals, unchanged values asking nobody,
-overrides refused for a running turn, launchers recorded by launch_codex_thread; and
-``includeReceipts`` with and without the receipts plugin.
+overrides refused for a running turn, launchers recorded by launch_codex_thread (whose first
+message's turn waits for agent-link's MCP server start-up, reported after the thread/start
+answer); and ``includeReceipts`` with and without the receipts plugin.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ class Thread:
         return {"thread": {**self.obj, "status": {"type": self.status}}}
 
     def thread_start(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        self.mini.report_mcp_startup(TID)
         return {"thread": {**self.obj, "cwd": params.get("cwd", "/w/proj")}, "model": "gpt-a", "reasoningEffort": "low"}
 
     async def start(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -332,3 +334,23 @@ async def test_switch_events_read_no_row_for_a_send_to_another_harness(make_app:
         assert overrides.switch_events(codex, app) == [] and reads == ["01M8SH0PPZP75F0SSZA6JFDPMN"]
     finally:
         await app.aclose()
+
+
+async def test_a_launch_with_a_message_starts_its_turn_once_agent_link_is_ready(make_app: Any, thread: Thread, mini: Any) -> None:
+    reports_at_turn: list[list[tuple[str, str, str]]] = []
+    start = thread.start
+
+    async def turn_start(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        reports_at_turn.append(list(mini.mcp_reports))
+        return await start(method, params)
+
+    mini.handlers["turn/start"] = turn_start
+    app = make_app()
+    try:
+        call = ToolCall(meta={}, caller=ALICE)
+        launched = await codex_tools.launch_codex_thread(app, {"message": "m"}, call)
+    finally:
+        await app.aclose()
+    assert launched["delivery"] == "delivered" and launched["action"] == "started_thread+started_turn"
+    assert "codex_tools_not_ready" not in [w["code"] for w in call.warnings]
+    assert reports_at_turn == [[(TID, "agent-link", "starting"), (TID, "agent-link", "ready")]]
