@@ -97,6 +97,35 @@ def test_codex_runs_without_agent_link_after_install(tmp_path: Path) -> None:
     shutil.rmtree(tmp_path / "elsewhere", ignore_errors=True)
 
 
+def test_first_turn_of_ten_fresh_threads_has_agent_link_tools(tmp_path: Path) -> None:
+    """With agent-link healthy, each of 10 freshly started Codex threads (``codex exec``: a new
+    thread and its first turn, each with its own new ``agent-link mcp``, half of them on a state
+    dir nobody has used yet) sends its first model request with agent-link's tools: the earlier
+    problem of turns built before the server answered must not come back (issue 25)."""
+    agent_link = agent_link_elsewhere(tmp_path / "elsewhere")
+    codex = str(codex_binary())
+    home = tmp_path / "home"
+    venv_bin = str(Path(sys.executable).parent)
+    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if Path(p).resolve() != Path(venv_bin).resolve())
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "AGENT_LINK_", "CLAUDE_", "XDG_"))}
+    env.update(HOME=str(home), CODEX_HOME=str(home / ".codex"), PATH=path, AGENT_LINK_STATE_DIR=str(tmp_path / "state"),
+               **{STUB_KEY_ENV: "stub-key"})
+    with ResponsesStub(default=text("answered")) as stub:
+        write_codex_config(home / ".codex", stub.base_url)
+        run([str(agent_link), "install", "codex", "--host-bin", codex], env, tmp_path)
+        missing = []
+        for i in range(10):
+            seen = len(stub.responses_requests())
+            state = {"AGENT_LINK_STATE_DIR": str(tmp_path / f"state-{i}")} if i % 2 else {}
+            done = run([codex, "exec", "--skip-git-repo-check", f"thread {i}"], {**env, **state}, tmp_path)
+            assert "answered" in done.stdout, (i, done.stdout[-2000:], done.stderr[-4000:])
+            first = stub.responses_requests()[seen]
+            if not has_agent_link_tools(first.tool_names()):
+                missing.append((i, first.tool_names()))
+        assert missing == [], missing
+    shutil.rmtree(tmp_path / "elsewhere", ignore_errors=True)
+
+
 SLOW_S = 32  # longer than the pinned Codex's start-up timeout for a required server (30 s: "timed out handshaking ... after 29.99s")
 
 
