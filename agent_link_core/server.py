@@ -24,17 +24,23 @@ import anyio
 import mcp_types as types
 from mcp.server import Server
 
-from agent_link_core import __version__, fastfront, prompt_hooks, reminders
+from agent_link_core import __version__, prompt_hooks, reminders
 from agent_link_core.app import App
 from agent_link_core.boundary import interrupts, plugin_fault
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.handshake import LinkStreams
 from agent_link_core.harness import McpPeer, PeerGone
-from agent_link_core.stdio_transport import stdio_server
 from agent_link_core.tool_profiles import effective_profile, select_tools
 from agent_link_core.tools.core_tools import CORE_TOOLS
 from agent_link_core.tools.registry import ToolSpec, call_tool, output_schema, unknown_tool
 from agent_link_core.visible import visible_data
+
+try:  # the host kit's front and transport that answers every line (plugins/hostkit/README.md)
+    from agent_link_hostkit import fastfront
+    from agent_link_hostkit.stdio_transport import stdio_server
+except ImportError:  # the core alone: the MCP SDK's transport, no front
+    fastfront = None  # type: ignore[assignment]
+    from mcp.server.stdio import stdio_server  # type: ignore[assignment]
 
 log = logging.getLogger(__name__)
 SHUTDOWN_BUDGET_S = 4.0
@@ -127,9 +133,9 @@ def build_server(app: App) -> Server[Any]:
 
 
 async def serve(app: App) -> None:
-    """Serve MCP over stdio until stdin closes (calls under way are answered first, for at most
-    :data:`~agent_link_core.stdio_transport.DRAIN_BOUND_S`), SIGTERM/SIGINT/SIGHUP arrives or
-    the client process is gone (:func:`_exit_on_signal`)."""
+    """Serve MCP over stdio until stdin closes (with the host kit's transport, calls under way
+    are answered first, for at most :data:`~agent_link_hostkit.stdio_transport.DRAIN_BOUND_S`),
+    SIGTERM/SIGINT/SIGHUP arrives or the client process is gone (:func:`_exit_on_signal`)."""
     async with anyio.create_task_group() as tg:
         tg.start_soon(_exit_on_signal, app)
         async with stdio_server() as (read_stream, write_stream):
@@ -289,9 +295,10 @@ def main() -> None:
         app = App.create()
     except AgentLinkError as exc:
         log.error("agent-link cannot start: %s", exc.message)
-        fastfront.stop_learning()  # these answers are not the ones a working server gives
+        if fastfront is not None:
+            fastfront.stop_learning()  # these answers are not the ones a working server gives
         anyio.run(serve_unavailable, exc)
+    else:
+        anyio.run(serve, app)
+    if fastfront is not None:
         fastfront.finish()
-        return
-    anyio.run(serve, app)
-    fastfront.finish()

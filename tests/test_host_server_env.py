@@ -22,7 +22,7 @@ import pytest
 
 from agent_link_core.app import App
 from agent_link_core.config import CORE_ENV_VARIABLES, CORE_SETTINGS
-from agent_link_core.fastfront import HANDOVER_VARIABLES
+from agent_link_hostkit.fastfront import HANDOVER_VARIABLES
 
 REPO = Path(__file__).resolve().parents[1]
 CODEX_DECLARATION = REPO / "plugins" / "codex" / "agent_link_codex" / "host_plugin" / ".codex-plugin" / "mcp.json"

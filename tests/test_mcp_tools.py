@@ -21,7 +21,7 @@ Two SDK facts these tests rely on or document (MCP Python SDK 2.3.0):
   sends the request (and skips its own output-schema check on ``isError`` results), so
   ``unknown_tool`` is tested with a plain ``call_tool``.
 * The SDK client cannot send a lone surrogate (pydantic refuses to serialise it). agent-link's
-  own stdio transport (``agent_link_core.stdio_transport``) replaces a lone ``\\ud800`` escape
+  own stdio transport (``agent_link_hostkit.stdio_transport``) replaces a lone ``\\ud800`` escape
   with U+FFFD, processes the call and adds a ``lone_surrogate_replaced`` warning; invalid UTF-8
   bytes become U+FFFD with an ``invalid_utf8_replaced`` warning. So a lone surrogate never
   reaches a tool or the disk, and the client always gets an answer:

@@ -3,7 +3,7 @@
 The plugin's launcher (``host_plugin/hooks/agent-link.sh``) answers Codex's ``initialize`` and
 first ``tools/list`` from what the last healthy agent-link server answered under the same
 ``AGENT_LINK_*`` values (a slow agent-link then cannot fail the thread); a server started
-through the launcher keeps those answers (:mod:`agent_link_core.fastfront`). Before any thread
+through the launcher keeps those answers (:mod:`agent_link_hostkit.fastfront`). Before any thread
 ran there are none, so ``agent-link install codex`` starts the installed launcher once per MCP
 revision that opens with ``initialize``, in the environment Codex will give it: the variables
 the server declaration (``host_plugin/.codex-plugin/mcp.json``) passes through and sets.

@@ -1,5 +1,7 @@
 """What the host plugins (codex, claude, opencode, a third party's) share: registering
 agent-link with a host through its CLI (:mod:`agent_link_hostkit.host_install`) and the
 process facts a harness needs to tie a caller to a host session
-(:mod:`agent_link_hostkit.procs`). A library the host plugins depend on, not a plugin: it
-has no entry point and no hooks, and the core never imports it."""
+(:mod:`agent_link_hostkit.procs`), and the start-up front and stdio transport of
+``agent-link mcp`` that hosts' behaviour asks for (:mod:`agent_link_hostkit.fastfront`,
+:mod:`agent_link_hostkit.stdio_transport`). A library the host plugins depend on, not a
+plugin: it has no entry point and no hooks; the core imports only those two, when installed."""

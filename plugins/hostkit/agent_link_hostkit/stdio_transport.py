@@ -26,7 +26,8 @@ forces otherwise): hosts pass on what a model wrote, and a model writes lone sur
 host that gets no answer waits for it until its own tool timeout, and the agent with it. The SDK still answers nothing to a line it cannot validate (mcp 2.3.0,
 ``mcp/server/stdio.py``: ``stdin_reader`` sends the validation exception into the session,
 which only logs it), so the replacement stays until the SDK answers such lines itself.
-tests/test_stdio_transport.py holds each case; the bench section ``mcp_start`` times the whole
+``agent-link mcp`` uses it when the host kit is installed; the core alone uses the SDK's.
+plugins/hostkit/tests/test_hostkit_stdio_transport.py holds each case; the bench section ``mcp_start`` times the whole
 opening through it.
 """
 
@@ -53,7 +54,7 @@ from mcp.server import stdio as sdk_stdio
 from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
 
-from agent_link_core import fastfront
+from agent_link_hostkit import fastfront
 from agent_link_core.envelope import sanitize_text
 
 log = logging.getLogger(__name__)
@@ -264,7 +265,7 @@ class _Lines:
     (no worker thread per request: on a loaded machine that costs more than the call), anything
     else (a file, an in-memory stream) in a worker thread. ``then``: asked when the input ends,
     ``(next fd, bytes already read of it)`` to go on with (the start-up front handing the wire
-    over, :meth:`agent_link_core.fastfront.Front.take_input`), or None.
+    over, :meth:`agent_link_hostkit.fastfront.Front.take_input`), or None.
     """
 
     def __init__(self, stream: BinaryIO, then: Callable[[], tuple[int, bytes] | None] | None = None) -> None:

@@ -23,7 +23,7 @@ lines over :data:`MAX_PARSE_BYTES`) pass through untouched for the server's tran
 judge. Only the standard library is imported here (start-up time is the point).
 
 Once the opening is over (a first-page ``tools/list`` went by), the front hands the wire to
-the server's transport when it can take it (:mod:`agent_link_core.stdio_transport`: a pipe or
+the server's transport when it can take it (:mod:`agent_link_hostkit.stdio_transport`: a pipe or
 a socket): :meth:`Front.take_input`, :meth:`Front.output_free`; later calls cross no thread.
 
 Why it stays (issue 31 asks for the SDK's transport wherever no host behaviour forces
@@ -32,6 +32,9 @@ within about a second (README.md, the host plugins' start-up notes, with the hos
 version it was checked on), and the SDK, pydantic and the plugins take longer than that to
 import on a loaded machine. ``AGENT_LINK_MCP_FRONT=0`` turns the front off; the bench section
 ``mcp_start`` measures the opening against a plain SDK server (bench/mcp_start_bench.py).
+It is the host kit's because a host's behaviour is its reason: ``agent-link mcp`` starts it
+when the host kit is installed (every host plugin depends on it); the core alone serves
+without a front.
 
 A host plugin's launcher (``hooks/agent-link.sh``) may have read and answered the opening
 before it exec'ed this process (a host that fails a session whose server is slow to answer).

@@ -1,4 +1,4 @@
-"""The start-up front of ``agent-link mcp`` (agent_link_core.fastfront).
+"""The start-up front of ``agent-link mcp`` (agent_link_hostkit.fastfront).
 
 In process: a :class:`Front` between pipes standing for the wire and the server. Through a
 subprocess: under every protocol revision the SDK serves, the front's cached opening answers
@@ -22,8 +22,8 @@ import pytest
 from mcp_types import PROTOCOL_VERSION_META_KEY
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
-from agent_link_core import fastfront
-from agent_link_core.fastfront import Front, load_answers, store_answers
+from agent_link_hostkit import fastfront
+from agent_link_hostkit.fastfront import Front, load_answers, store_answers
 
 BOUND_S = 120.0  # a bound on a wait, never a speed assertion
 AGENT_LINK = str(Path(sys.executable).with_name("agent-link"))

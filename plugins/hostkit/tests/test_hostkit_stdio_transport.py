@@ -1,4 +1,4 @@
-"""Malformed input never hangs a client: ``agent_link_core.stdio_transport``.
+"""Malformed input never hangs a client: ``agent_link_hostkit.stdio_transport``.
 
 Unit tests of the line parser, then a fuzz run against a real ``agent-link mcp`` subprocess
 over raw stdio: every request line (bad UTF-8, bad JSON, huge lines, lone surrogates,
@@ -21,8 +21,8 @@ import mcp_types as types
 import pytest
 from agent_link_testing.mcp_client import server_env
 
-from agent_link_core import stdio_transport
-from agent_link_core.stdio_transport import (
+from agent_link_hostkit import stdio_transport
+from agent_link_hostkit.stdio_transport import (
     INVALID_REQUEST,
     MAX_LINE_BYTES,
     PARSE_ERROR,
@@ -249,7 +249,7 @@ async def test_every_malformed_request_line_is_answered_and_the_server_keeps_ser
 
 @pytest.mark.anyio
 async def test_a_malformed_opening_request_gets_one_answer_also_from_the_start_up_cache() -> None:
-    """The second server starts with the start-up cache (agent_link_core.fastfront) warm: it
+    """The second server starts with the start-up cache (agent_link_hostkit.fastfront) warm: it
     must not answer a request the full server refuses, so each gets exactly one answer."""
     for _ in range(2):
         async with raw_server("test:mallory") as raw:
