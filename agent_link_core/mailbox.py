@@ -251,6 +251,9 @@ class Mailbox(MailFollowUp):
         self.store = store
         self.config = config
         self.hooks = hooks
+        # (id, row) of the message being stored while its ``sent`` observers run: they read
+        # the row it just wrote, which is known without asking the database again
+        self._storing: tuple[str, sqlite3.Row] | None = None
 
     # -- reading ---------------------------------------------------------------------
 
@@ -317,6 +320,9 @@ class Mailbox(MailFollowUp):
 
     def get_row(self, message_id: str) -> sqlite3.Row | None:
         """The stored message ``message_id`` (exact id), or None."""
+        storing = self._storing
+        if storing is not None and storing[0] == message_id:
+            return storing[1]
         return self.store.conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
 
     def rows(self, ids: Sequence[str]) -> list[sqlite3.Row]:
@@ -359,6 +365,11 @@ class Mailbox(MailFollowUp):
     def state(self, row: sqlite3.Row, now: int | None = None) -> MessageState:
         """Compute status, delivery state and reminder schedule for a message row."""
         return self.states([row], now)[0]
+
+    def new_state(self, row: sqlite3.Row) -> MessageState:
+        """:meth:`state` of a message this process has just stored, before anything else
+        happened to it (no resolution, reminder or push yet): known without a query."""
+        return self._state_of(row, None, 0, None, None, now_ms())
 
     def states(self, rows: Sequence[sqlite3.Row], now: int | None = None) -> list[MessageState]:
         """:meth:`state` of every row (in order) at one moment ``now`` (epoch ms, default
@@ -634,21 +645,25 @@ class Mailbox(MailFollowUp):
         if msg.tags:
             meta["tags"] = list(msg.tags)
         at = now_ms()
-        with self.store.write() as conn:
-            existing = conn.execute("SELECT * FROM messages WHERE id = ?", (msg.id,)).fetchone()
-            if existing is not None:
-                if existing["content_hash"] != digest:
-                    differs = differing_fields(existing, msg)
-                    what = f"its {', '.join(differs)} {'differs' if len(differs) == 1 else 'differ'}" if differs else "its content differs"
-                    raise invalid_arguments(
-                        [{"path": "messageId", "rule": "idempotency", "expected": "the same content as the first send with this id"}],
-                        f"Message id {msg.id} was already used for a different message: {what}.",
-                        differs=differs,
-                    )
-                return existing, False
-            row = self._insert_row(conn, msg, at, digest, meta)
-            staged = self._stage("sent", msg.id, at, msg.sender.address, {"to": msg.recipient, "addressedTo": msg.to}, result)
-        self._publish(staged)
+        try:
+            with self.store.write() as conn:
+                row = self._insert_row(conn, msg, at, digest, meta, if_new=True)
+                if row is None:  # the id exists: an identical resend, or a refusal
+                    existing = conn.execute("SELECT * FROM messages WHERE id = ?", (msg.id,)).fetchone()
+                    if existing["content_hash"] != digest:
+                        differs = differing_fields(existing, msg)
+                        what = f"its {', '.join(differs)} {'differs' if len(differs) == 1 else 'differ'}" if differs else "its content differs"
+                        raise invalid_arguments(
+                            [{"path": "messageId", "rule": "idempotency", "expected": "the same content as the first send with this id"}],
+                            f"Message id {msg.id} was already used for a different message: {what}.",
+                            differs=differs,
+                        )
+                    return existing, False
+                self._storing = (msg.id, row)
+                staged = self._stage("sent", msg.id, at, msg.sender.address, {"to": msg.recipient, "addressedTo": msg.to}, result)
+            self._publish(staged)
+        finally:
+            self._storing = None
         return row, True
 
     def mark_delivered(self, message_id: str, via: str, evidence: dict[str, Any] | None = None) -> bool:
@@ -729,23 +744,31 @@ class Mailbox(MailFollowUp):
         meta = dict(reply.metadata)
         meta["sender"] = {"source": reply.sender.source, "verified": reply.sender.verified}
         digest = content_hash(reply.sender.address, reply.to, reply.body, reply.anticipation, reply.reply_by_ms, reply.reply_to)
-        return self._insert_row(conn, reply, at, digest, meta)
+        row = self._insert_row(conn, reply, at, digest, meta)
+        if row is None:  # not without if_new (the insert raises then); said for the type checker
+            raise sqlite3.IntegrityError(f"message {reply.id} was not stored")
+        return row
 
-    def _insert_row(self, conn: sqlite3.Connection, msg: OutgoingMessage, at: int, digest: str, meta: dict[str, Any]) -> sqlite3.Row:
+    def _insert_row(self, conn: sqlite3.Connection, msg: OutgoingMessage, at: int, digest: str, meta: dict[str, Any], *,
+                    if_new: bool = False) -> sqlite3.Row | None:
         """The one place a message row is written (inside the caller's transaction), with its
-        ``sent`` event; returns the stored row."""
-        conn.execute(
+        ``sent`` event; returns the stored row (one statement: ``RETURNING``, no read back).
+        With ``if_new`` an existing id writes nothing and gives None (the caller compares)."""
+        row = conn.execute(
             "INSERT INTO messages (id, from_addr, from_source, to_addr, recipient, body, body_bytes,"
             " content_hash, metadata, sent_at, anticipation, reply_by, reply_to, open)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)",
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)"
+            + (" ON CONFLICT(id) DO NOTHING" if if_new else "") + " RETURNING *",
             (
                 msg.id, msg.sender.address, msg.sender.source, msg.to, msg.recipient, msg.body,
                 len(msg.body.encode("utf-8")), digest, json.dumps(meta, ensure_ascii=False), at,
                 msg.anticipation, msg.reply_by_ms, msg.reply_to,
             ),
-        )
+        ).fetchall()  # all of it: a statement left unfinished would hold the transaction open
+        if not row:
+            return None
         self._event(conn, msg.id, "sent", at, msg.sender.address, None, {"to": msg.recipient})
-        return conn.execute("SELECT * FROM messages WHERE id = ?", (msg.id,)).fetchone()
+        return row[0]
 
 
 def harness_of(address: str) -> str:

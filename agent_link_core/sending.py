@@ -34,7 +34,7 @@ from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import Delivery, Harness
 from agent_link_core.identity import prove_sender
 from agent_link_core.lazy_log import LazyLogger
-from agent_link_core.mailbox import check_body, check_labels, iso, new_message_id
+from agent_link_core.mailbox import MessageState, check_body, check_labels, iso, new_message_id
 from agent_link_core.model import Caller, address_scheme, is_address, is_ulid
 from agent_link_core.records import OutgoingMessage, SendContext
 from agent_link_core.store import now_ms
@@ -62,6 +62,10 @@ class SendOutcome:
     # ``unknown_address`` for a never-served plain address; kept apart from the plugins'
     # warnings, added to the result's ``warnings`` by :func:`message_summary` and the CLI.
     address_warning: dict[str, Any] | None = None
+    # The stored row as ``message`` holds it, and its state when the send itself knows it (a
+    # new message nothing was pushed): :func:`message_summary` reads neither again.
+    row: Any = None
+    state: MessageState | None = None
 
 
 @dataclass(frozen=True)
@@ -170,13 +174,14 @@ class Outbox:
         answered = self.mailbox.require(reply_to) if reply_to else None
         reply_to = answered["id"] if answered is not None else None
         target_meta: dict[str, Any]
-        if message_id is not None and self.mailbox.get_row(message_id) is not None:
-            recipient, via, target_meta = self.mailbox.stored(message_id)["recipient"], None, {}
+        earlier = self.mailbox.get_row(message_id) if message_id is not None else None  # a resend: its first row
+        if earlier is not None:
+            recipient, via, target_meta = earlier["recipient"], None, {}
         else:
             recipient, via, target_meta = (target if target and caller.address == asked.address
                                            else await self.app.directory.target_address(to, caller, allow_archived=allow_archived))
         unseen = None
-        if message_id is None or self.mailbox.get_row(message_id) is None:
+        if earlier is None:
             from agent_link_core.loops import check_send
 
             check_send(self.store, self.config, sender=caller.address, recipient=recipient, body=clean, anticipation=label,
@@ -198,8 +203,12 @@ class Outbox:
         else:
             row, created = self.mailbox.store_message(msg, context.result)
         delivery = await self.push(row, options or {}) if created else None
-        return SendOutcome(self.mailbox.row_dict(self.mailbox.stored(row["id"])), created, delivery, warnings, via,
-                           context.result, unseen)
+        # A push may have changed the row (delivered, accepted): read it again then; else it is
+        # as this send stored (or found) it.
+        state = self.mailbox.new_state(row) if created and delivery is None else None
+        if delivery is not None:
+            row = self.mailbox.stored(row["id"])
+        return SendOutcome(self.mailbox.row_dict(row), created, delivery, warnings, via, context.result, unseen, row, state)
 
     async def send_reliably(
         self, target: str, text: str, *, sender: Caller, message_id: str | None = None, ttl_ms: int | None = None,
@@ -572,8 +581,8 @@ def _delivery_word(reply_row: Any, delivery: Delivery | None) -> str:
 
 def message_summary(app: App, outcome: SendOutcome) -> dict[str, Any]:
     """The common result fields of a send (message_agent, CLI send)."""
-    row = app.mailbox.stored(outcome.message["id"])
-    state = app.mailbox.state(row)
+    row = outcome.row if outcome.row is not None else app.mailbox.stored(outcome.message["id"])
+    state = outcome.state if outcome.state is not None else app.mailbox.state(row)
     delivery = outcome.delivery
     out: dict[str, Any] = {
         "messageId": row["id"],
