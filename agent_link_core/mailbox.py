@@ -200,6 +200,14 @@ IDENTITY_FIELDS = (
 )
 
 
+def idempotency_refusal(message_id: str, differs: list[str], path: str, expected: str) -> AgentLinkError:
+    """The ``invalid_arguments`` error (rule ``idempotency``, ``details.differs``) for an id
+    already used for another message, naming the fields that differ (``differs``; may be empty)."""
+    what = f"its {', '.join(differs)} {'differs' if len(differs) == 1 else 'differ'}" if differs else "its content differs"
+    return invalid_arguments([{"path": path, "rule": "idempotency", "expected": expected}],
+                             f"Message id {message_id} was already used for a different message: {what}.", differs=differs)
+
+
 def differing_fields(row: sqlite3.Row, msg: OutgoingMessage) -> list[str]:
     """Which fields of ``msg`` differ from the stored message ``row`` with the same id: names
     of :data:`IDENTITY_FIELDS`, then fingerprint keys (``ttlMs``, ``correlationId``,
@@ -251,8 +259,7 @@ class Mailbox(MailFollowUp):
         self.store = store
         self.config = config
         self.hooks = hooks
-        # (id, row) of the message being stored while its ``sent`` observers run: they read
-        # the row it just wrote, which is known without asking the database again
+        # (id, row) of the message being stored while its ``sent`` observers run (they read it)
         self._storing: tuple[str, sqlite3.Row] | None = None
 
     # -- reading ---------------------------------------------------------------------
@@ -651,13 +658,8 @@ class Mailbox(MailFollowUp):
                 if row is None:  # the id exists: an identical resend, or a refusal
                     existing = conn.execute("SELECT * FROM messages WHERE id = ?", (msg.id,)).fetchone()
                     if existing["content_hash"] != digest:
-                        differs = differing_fields(existing, msg)
-                        what = f"its {', '.join(differs)} {'differs' if len(differs) == 1 else 'differ'}" if differs else "its content differs"
-                        raise invalid_arguments(
-                            [{"path": "messageId", "rule": "idempotency", "expected": "the same content as the first send with this id"}],
-                            f"Message id {msg.id} was already used for a different message: {what}.",
-                            differs=differs,
-                        )
+                        raise idempotency_refusal(msg.id, differing_fields(existing, msg), "messageId",
+                                                  "the same content as the first send with this id")
                     return existing, False
                 self._storing = (msg.id, row)
                 staged = self._stage("sent", msg.id, at, msg.sender.address, {"to": msg.recipient, "addressedTo": msg.to}, result)
@@ -680,9 +682,9 @@ class Mailbox(MailFollowUp):
         marked: list[str] = []
         staged: list[Event | None] = []
         with self.store.write() as conn:
-            for message_id in message_ids:
-                row = conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
-                if row is None or (row["delivered_at"] is not None and row["delivered_via"] is not None):
+            for row in self.rows(list(dict.fromkeys(message_ids))):  # each read once, in one query
+                message_id = row["id"]
+                if row["delivered_at"] is not None and row["delivered_via"] is not None:
                     continue
                 marked.append(message_id)
                 if row["delivered_at"] is not None:
@@ -735,19 +737,15 @@ class Mailbox(MailFollowUp):
                         self._set_delivered(conn, row, at, "inbox", None)
                         marked.append(row["id"])
                         staged.append(self._stage("delivered", row["id"], at, recipient, {"via": "inbox"}))
-                ids = [r["id"] for r in rows]
-                rows = [conn.execute("SELECT * FROM messages WHERE id = ?", (i,)).fetchone() for i in ids]
+                rows = self.rows([r["id"] for r in rows])  # as marked: one query, not one per row
         self._publish(*staged)
         return rows, marked
 
-    def _insert_reply(self, conn: sqlite3.Connection, reply: OutgoingMessage, at: int) -> sqlite3.Row:
+    def _insert_reply(self, conn: sqlite3.Connection, reply: OutgoingMessage, at: int) -> sqlite3.Row | None:
         meta = dict(reply.metadata)
         meta["sender"] = {"source": reply.sender.source, "verified": reply.sender.verified}
         digest = content_hash(reply.sender.address, reply.to, reply.body, reply.anticipation, reply.reply_by_ms, reply.reply_to)
-        row = self._insert_row(conn, reply, at, digest, meta)
-        if row is None:  # not without if_new (the insert raises then); said for the type checker
-            raise sqlite3.IntegrityError(f"message {reply.id} was not stored")
-        return row
+        return self._insert_row(conn, reply, at, digest, meta)
 
     def _insert_row(self, conn: sqlite3.Connection, msg: OutgoingMessage, at: int, digest: str, meta: dict[str, Any], *,
                     if_new: bool = False) -> sqlite3.Row | None:

@@ -3,16 +3,7 @@ message with a reply (the operations behind ``message_agent``, ``reply_agent_lin
 and their CLI commands).
 
 One :class:`Outbox` per :class:`~agent_link_core.app.App` (``app.outbox``); ``app.send``,
-``app.reply``, ``app.push`` and ``app.refresh_delivery`` are its methods. From Python::
-
-    import asyncio
-    from agent_link_core.app import App
-    from agent_link_core.identity import named_sender
-
-    app = App.create()
-    me = named_sender(app, explicit="team:alice")
-    sent = asyncio.run(app.outbox.send(caller=me, to="team:bob", body="Build is green."))
-    print(sent.message["id"], sent.created)      # 01J... True
+``app.reply``, ``app.push`` and ``app.refresh_delivery`` are its methods.
 
 A send has exactly one outcome: ``delivered`` (the recipient's host confirmed it),
 ``accepted`` (the host took it and will show it, e.g. after a running tool call; it is never
@@ -35,7 +26,7 @@ from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import Delivery, Harness
 from agent_link_core.identity import prove_sender
 from agent_link_core.lazy_log import LazyLogger
-from agent_link_core.mailbox import MessageState, check_body, check_labels, iso, new_message_id
+from agent_link_core.mailbox import MessageState, check_body, check_labels, idempotency_refusal, iso, new_message_id
 from agent_link_core.model import Caller, address_scheme, is_address, is_ulid
 from agent_link_core.records import OutgoingMessage, SendContext
 from agent_link_core.store import now_ms
@@ -141,6 +132,7 @@ class Outbox:
         is_reply = answered is not None and answered["recipient"] == caller.address
         context = SendContext(tool, dict(arguments or {}), via, is_reply, dict(meta or {}))
         warnings = proof_warnings + self.hooks.before_send(msg, context)
+        row: Any  # the stored row (the answer of a resolution that sends one is never None)
         if answered is not None and is_reply and self.mailbox.state(answered).resolution is None:
             _, row = self.mailbox.resolve(answered["id"], caller, "reply", reply=msg, result=context.result)
             created = True
@@ -382,11 +374,7 @@ class Outbox:
         if not differs and (resolution is None or resolution["replyMessageId"] != reply_id):
             differs = ["replyToMessageId"]  # the same words stored as another message's answer
         if differs:
-            what = f"its {', '.join(differs)} {'differs' if len(differs) == 1 else 'differ'}"
-            raise invalid_arguments(
-                [{"path": "replyMessageId", "rule": "idempotency", "expected": "the same answer as the first call with this id"}],
-                f"Message id {reply_id} was already used for a different message: {what}.", differs=differs,
-            )
+            raise idempotency_refusal(reply_id, differs, "replyMessageId", "the same answer as the first call with this id")
         return True
 
 

@@ -23,6 +23,9 @@ SEND_STATEMENTS = 7
 #: statements of one inbox read that does not mark (core only): the running-wait check, the
 #: unread and the open rows, their states (3), what is left unread
 READ_STATEMENTS = 7
+#: what a read that marks adds beyond the peek and two statements per message: BEGIN, the rows
+#: to mark, COMMIT, then the marked rows, their states (2 queries), the running-wait check, the count
+MARKING_STATEMENTS = 8
 ROW_READ = "SELECT * FROM messages WHERE id"
 
 pytestmark = pytest.mark.anyio
@@ -63,6 +66,19 @@ async def test_a_send_and_a_read_stay_within_their_statement_counts() -> None:
         inbox = await _call(bob, "read_agent_link_inbox", {"markAsDelivered": False})
     assert [m["id"] for m in inbox["messages"]][-1] == result["messageId"]
     assert len(read) <= READ_STATEMENTS, read
+
+
+async def test_a_marking_read_reads_its_rows_in_batches_not_one_query_each() -> None:
+    alice, bob = _app("team:alice"), _app("team:bob")
+    for n in range(3):
+        await _call(alice, "message_agent", {"to": "team:bob", "message": f"note {n}"})
+    with statements(bob) as read:
+        inbox = await _call(bob, "read_agent_link_inbox", {})
+    assert len(inbox["messages"]) == 3 and len(inbox["markedDelivered"]) == 3
+    # the rows to mark in one query inside the write, the marked rows in one after it
+    assert len([s for s in read if s.startswith("SELECT * FROM messages WHERE id")]) <= 2, read
+    # per message marked: its UPDATE and its ``delivered`` event; the rest does not grow with it
+    assert len(read) <= READ_STATEMENTS + 3 * 2 + MARKING_STATEMENTS, read
 
 
 class RowReader:

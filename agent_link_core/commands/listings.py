@@ -1,7 +1,5 @@
-"""The listings behind ``agent-link sessions``, ``who``, ``find`` and ``contacts``: every agent
-session on the machine a page at a time, live sessions merged with contacts, a search that
-never guesses, and the contacts (short aliases for sessions: trimmed, lower case, unique, one
-per session). CLI code: the MCP tools list and resolve through
+"""The listings behind ``agent-link sessions``, ``who``, ``find`` and ``contacts`` (short aliases
+for sessions: trimmed, lower case, unique, one per session): CLI code, apart from the tools'
 :class:`~agent_link_core.directory.Directory`."""
 
 from __future__ import annotations
@@ -9,8 +7,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from agent_link_core.directory import (decode_cursor, gather_listings, listing_depth, page_of, providers_view, score,
-                                       session_view, was_cut)
+from agent_link_core.directory import decode_cursor, gather_listings, listing_depth, page_of, providers_view, score, session_view, was_cut
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.mailbox import iso
 from agent_link_core.model import Session, is_address

@@ -1,16 +1,6 @@
 """``agent-link send``: send a message, optionally waiting for its answer, with one honest
-outcome (:func:`send_reliably`: retries, a time to live, idempotent on a message id). From Python::
-
-    import asyncio
-    from agent_link_core.app import App
-    from agent_link_core.commands.send import send_reliably
-    from agent_link_core.identity import named_sender
-
-    app = App.create()
-    me = named_sender(app, explicit="team:alice")
-    result = asyncio.run(send_reliably(app, "team:bob", "Build is green.", sender=me))
-    print(result.outcome, result.message_id)      # queued 01J...
-"""
+outcome (:func:`send_reliably`: retries, a time to live, idempotent on a message id; the
+README shows it called from Python)."""
 
 from __future__ import annotations
 
@@ -223,7 +213,13 @@ async def send_reliably(
     """
     if ttl_ms is not None and ttl_ms <= 0:
         raise invalid_arguments([{"path": "ttl-ms", "rule": "minimum", "expected": "a positive number of ms"}])
-    client_id, message_id = _client_id(message_id)
+    client_id = None
+    if message_id is not None and not is_ulid(message_id.upper()) and ulid_of_uuid(message_id):
+        client_id, message_id = message_id.lower(), ulid_of_uuid(message_id)
+    elif message_id is not None:
+        if not is_ulid(message_id.upper()):
+            raise invalid_arguments([{"path": "message-id", "rule": "pattern", "expected": "a ULID (26 characters) or a UUID"}])
+        message_id = message_id.upper()
     for path, value in (("correlation-id", correlation_id), ("from-project", sender_project), ("label", sender_label)):
         if value is not None and not (0 < len(value.strip()) <= 256):
             raise invalid_arguments([{"path": path, "rule": "length", "expected": "1-256 characters, not only spaces"}])
@@ -251,20 +247,6 @@ async def send_reliably(
                         warnings=list(outcome.warnings) + ([outcome.address_warning] if outcome.address_warning else []))
     result.fields.update({k: v for k, v in fingerprint.items() if k in ("correlationId", "clientMessageId")})
     return await _push_until_settled(app, outcome, result, retry, retry_unknown)
-
-
-def _client_id(message_id: str | None) -> tuple[str | None, str | None]:
-    """``(the UUID as given, lower case, or None; the message's ULID or None)`` of a ``--message-id``.
-
-    :raises AgentLinkError: ``invalid_arguments`` (path ``message-id``) for neither a ULID nor a UUID.
-    """
-    if message_id is None:
-        return None, None
-    if not is_ulid(message_id.upper()) and (ulid := ulid_of_uuid(message_id)):
-        return message_id.lower(), ulid
-    if not is_ulid(message_id.upper()):
-        raise invalid_arguments([{"path": "message-id", "rule": "pattern", "expected": "a ULID (26 characters) or a UUID"}])
-    return None, message_id.upper()
 
 
 async def _push_until_settled(app: App, outcome: SendOutcome, result: SendResult, retry: RetryPolicy,
