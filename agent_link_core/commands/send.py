@@ -172,14 +172,9 @@ class SendResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object the CLI prints (``version`` 1)."""
-        out = {"version": 1, "outcome": self.outcome, "messageId": self.message_id, "to": self.to,
-               "duplicate": self.duplicate, "attempts": self.attempts, "expiresAt": self.expires_at}
-        if self.warnings:
-            out["warnings"] = self.warnings
-        if self.error:
-            out["error"] = self.error
-        out.update(self.fields)
-        return out
+        return {"version": 1, "outcome": self.outcome, "messageId": self.message_id, "to": self.to, "duplicate": self.duplicate,
+                "attempts": self.attempts, "expiresAt": self.expires_at, **({"warnings": self.warnings} if self.warnings else {}),
+                **({"error": self.error} if self.error else {}), **self.fields}
 
 
 async def send_reliably(
