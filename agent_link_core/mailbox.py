@@ -200,6 +200,14 @@ IDENTITY_FIELDS = (
 )
 
 
+def idempotency_refusal(message_id: str, differs: list[str], path: str, expected: str) -> AgentLinkError:
+    """The ``invalid_arguments`` error (rule ``idempotency``, ``details.differs``) for an id
+    already used for another message, naming the fields that differ (``differs``; may be empty)."""
+    what = f"its {', '.join(differs)} {'differs' if len(differs) == 1 else 'differ'}" if differs else "its content differs"
+    return invalid_arguments([{"path": path, "rule": "idempotency", "expected": expected}],
+                             f"Message id {message_id} was already used for a different message: {what}.", differs=differs)
+
+
 def differing_fields(row: sqlite3.Row, msg: OutgoingMessage) -> list[str]:
     """Which fields of ``msg`` differ from the stored message ``row`` with the same id: names
     of :data:`IDENTITY_FIELDS`, then fingerprint keys (``ttlMs``, ``correlationId``,
@@ -251,6 +259,8 @@ class Mailbox(MailFollowUp):
         self.store = store
         self.config = config
         self.hooks = hooks
+        # (id, row) of the message being stored while its ``sent`` observers run (they read it)
+        self._storing: tuple[str, sqlite3.Row] | None = None
 
     # -- reading ---------------------------------------------------------------------
 
@@ -317,6 +327,9 @@ class Mailbox(MailFollowUp):
 
     def get_row(self, message_id: str) -> sqlite3.Row | None:
         """The stored message ``message_id`` (exact id), or None."""
+        storing = self._storing
+        if storing is not None and storing[0] == message_id:
+            return storing[1]
         return self.store.conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
 
     def rows(self, ids: Sequence[str]) -> list[sqlite3.Row]:
@@ -359,6 +372,11 @@ class Mailbox(MailFollowUp):
     def state(self, row: sqlite3.Row, now: int | None = None) -> MessageState:
         """Compute status, delivery state and reminder schedule for a message row."""
         return self.states([row], now)[0]
+
+    def new_state(self, row: sqlite3.Row) -> MessageState:
+        """:meth:`state` of a message this process has just stored, before anything else
+        happened to it (no resolution, reminder or push yet): known without a query."""
+        return self._state_of(row, None, 0, None, None, now_ms())
 
     def states(self, rows: Sequence[sqlite3.Row], now: int | None = None) -> list[MessageState]:
         """:meth:`state` of every row (in order) at one moment ``now`` (epoch ms, default
@@ -634,21 +652,20 @@ class Mailbox(MailFollowUp):
         if msg.tags:
             meta["tags"] = list(msg.tags)
         at = now_ms()
-        with self.store.write() as conn:
-            existing = conn.execute("SELECT * FROM messages WHERE id = ?", (msg.id,)).fetchone()
-            if existing is not None:
-                if existing["content_hash"] != digest:
-                    differs = differing_fields(existing, msg)
-                    what = f"its {', '.join(differs)} {'differs' if len(differs) == 1 else 'differ'}" if differs else "its content differs"
-                    raise invalid_arguments(
-                        [{"path": "messageId", "rule": "idempotency", "expected": "the same content as the first send with this id"}],
-                        f"Message id {msg.id} was already used for a different message: {what}.",
-                        differs=differs,
-                    )
-                return existing, False
-            row = self._insert_row(conn, msg, at, digest, meta)
-            staged = self._stage("sent", msg.id, at, msg.sender.address, {"to": msg.recipient, "addressedTo": msg.to}, result)
-        self._publish(staged)
+        try:
+            with self.store.write() as conn:
+                row = self._insert_row(conn, msg, at, digest, meta, if_new=True)
+                if row is None:  # the id exists: an identical resend, or a refusal
+                    existing = conn.execute("SELECT * FROM messages WHERE id = ?", (msg.id,)).fetchone()
+                    if existing["content_hash"] != digest:
+                        raise idempotency_refusal(msg.id, differing_fields(existing, msg), "messageId",
+                                                  "the same content as the first send with this id")
+                    return existing, False
+                self._storing = (msg.id, row)
+                staged = self._stage("sent", msg.id, at, msg.sender.address, {"to": msg.recipient, "addressedTo": msg.to}, result)
+            self._publish(staged)
+        finally:
+            self._storing = None
         return row, True
 
     def mark_delivered(self, message_id: str, via: str, evidence: dict[str, Any] | None = None) -> bool:
@@ -665,9 +682,9 @@ class Mailbox(MailFollowUp):
         marked: list[str] = []
         staged: list[Event | None] = []
         with self.store.write() as conn:
-            for message_id in message_ids:
-                row = conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
-                if row is None or (row["delivered_at"] is not None and row["delivered_via"] is not None):
+            for row in self.rows(list(dict.fromkeys(message_ids))):  # each read once, in one query
+                message_id = row["id"]
+                if row["delivered_at"] is not None and row["delivered_via"] is not None:
                     continue
                 marked.append(message_id)
                 if row["delivered_at"] is not None:
@@ -720,32 +737,36 @@ class Mailbox(MailFollowUp):
                         self._set_delivered(conn, row, at, "inbox", None)
                         marked.append(row["id"])
                         staged.append(self._stage("delivered", row["id"], at, recipient, {"via": "inbox"}))
-                ids = [r["id"] for r in rows]
-                rows = [conn.execute("SELECT * FROM messages WHERE id = ?", (i,)).fetchone() for i in ids]
+                rows = self.rows([r["id"] for r in rows])  # as marked: one query, not one per row
         self._publish(*staged)
         return rows, marked
 
-    def _insert_reply(self, conn: sqlite3.Connection, reply: OutgoingMessage, at: int) -> sqlite3.Row:
+    def _insert_reply(self, conn: sqlite3.Connection, reply: OutgoingMessage, at: int) -> sqlite3.Row | None:
         meta = dict(reply.metadata)
         meta["sender"] = {"source": reply.sender.source, "verified": reply.sender.verified}
         digest = content_hash(reply.sender.address, reply.to, reply.body, reply.anticipation, reply.reply_by_ms, reply.reply_to)
         return self._insert_row(conn, reply, at, digest, meta)
 
-    def _insert_row(self, conn: sqlite3.Connection, msg: OutgoingMessage, at: int, digest: str, meta: dict[str, Any]) -> sqlite3.Row:
+    def _insert_row(self, conn: sqlite3.Connection, msg: OutgoingMessage, at: int, digest: str, meta: dict[str, Any], *,
+                    if_new: bool = False) -> sqlite3.Row | None:
         """The one place a message row is written (inside the caller's transaction), with its
-        ``sent`` event; returns the stored row."""
-        conn.execute(
+        ``sent`` event; returns the stored row (one statement: ``RETURNING``, no read back).
+        With ``if_new`` an existing id writes nothing and gives None (the caller compares)."""
+        row = conn.execute(
             "INSERT INTO messages (id, from_addr, from_source, to_addr, recipient, body, body_bytes,"
             " content_hash, metadata, sent_at, anticipation, reply_by, reply_to, open)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)",
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)"
+            + (" ON CONFLICT(id) DO NOTHING" if if_new else "") + " RETURNING *",
             (
                 msg.id, msg.sender.address, msg.sender.source, msg.to, msg.recipient, msg.body,
                 len(msg.body.encode("utf-8")), digest, json.dumps(meta, ensure_ascii=False), at,
                 msg.anticipation, msg.reply_by_ms, msg.reply_to,
             ),
-        )
+        ).fetchall()  # all of it: a statement left unfinished would hold the transaction open
+        if not row:
+            return None
         self._event(conn, msg.id, "sent", at, msg.sender.address, None, {"to": msg.recipient})
-        return conn.execute("SELECT * FROM messages WHERE id = ?", (msg.id,)).fetchone()
+        return row[0]
 
 
 def harness_of(address: str) -> str:

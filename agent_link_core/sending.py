@@ -3,23 +3,15 @@ message with a reply (the operations behind ``message_agent``, ``reply_agent_lin
 and their CLI commands).
 
 One :class:`Outbox` per :class:`~agent_link_core.app.App` (``app.outbox``); ``app.send``,
-``app.reply``, ``app.push`` and ``app.refresh_delivery`` are its methods. From Python::
-
-    import asyncio
-    from agent_link_core.app import App
-    from agent_link_core.identity import named_sender
-
-    app = App.create()
-    me = named_sender(app, explicit="team:alice")
-    result = asyncio.run(app.outbox.send_reliably("team:bob", "Build is green.", sender=me))
-    print(result.outcome, result.message_id)      # queued 01J...
+``app.reply``, ``app.push`` and ``app.refresh_delivery`` are its methods.
 
 A send has exactly one outcome: ``delivered`` (the recipient's host confirmed it),
 ``accepted`` (the host took it and will show it, e.g. after a running tool call; it is never
 pushed again and becomes delivered on evidence), ``queued`` (stored; the recipient gets it
 from its inbox or a later push), ``rejected`` (refused, nothing delivered) or ``unknown`` (a
 push may have landed but its answer was lost; it is never pushed again unless asked with
-``retry_unknown``).
+``retry_unknown``). ``agent-link send`` adds retries and a time to live
+(:func:`agent_link_core.commands.send.send_reliably`).
 """
 
 from __future__ import annotations
@@ -34,7 +26,7 @@ from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import Delivery, Harness
 from agent_link_core.identity import prove_sender
 from agent_link_core.lazy_log import LazyLogger
-from agent_link_core.mailbox import check_body, check_labels, iso, new_message_id
+from agent_link_core.mailbox import MessageState, check_body, check_labels, idempotency_refusal, iso, new_message_id
 from agent_link_core.model import Caller, address_scheme, is_address, is_ulid
 from agent_link_core.records import OutgoingMessage, SendContext
 from agent_link_core.store import now_ms
@@ -62,63 +54,10 @@ class SendOutcome:
     # ``unknown_address`` for a never-served plain address; kept apart from the plugins'
     # warnings, added to the result's ``warnings`` by :func:`message_summary` and the CLI.
     address_warning: dict[str, Any] | None = None
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Automatic retries of a push that failed before the host accepted anything.
-
-    :param count: extra attempts (0 = none).
-    :param delay_ms: wait before the first retry, in ms.
-    :param backoff: multiplier applied to the delay after each retry (>= 1).
-    :param jitter: random fraction (0-1) added to or taken from each delay.
-    """
-
-    count: int = 0
-    delay_ms: int = 500
-    backoff: float = 2.0
-    jitter: float = 0.1
-
-    def delays_ms(self) -> list[float]:
-        """The delays before each retry, jitter applied."""
-        import random  # here: a send without retries never needs it
-
-        return [max(0.0, self.delay_ms * self.backoff**k * (1 + random.uniform(-self.jitter, self.jitter)))
-                for k in range(self.count)]
-
-
-@dataclass
-class SendResult:
-    """The outcome of :meth:`Outbox.send_reliably`.
-
-    :param outcome: ``delivered``, ``accepted``, ``queued``, ``rejected`` or ``unknown``.
-    :param message_id: the message's ULID (None when rejected before storing).
-    :param to: the recipient address.
-    :param duplicate: True when the same id and content was sent before (nothing resent).
-    :param attempts: push attempts made by this call.
-    :param error: the refusal, for ``rejected``.
-    """
-
-    outcome: str
-    message_id: str | None
-    to: str | None
-    duplicate: bool = False
-    attempts: int = 0
-    expires_at: str | None = None
-    warnings: list[dict[str, Any]] = field(default_factory=list)
-    error: dict[str, Any] | None = None
-    fields: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON object the CLI prints (``version`` 1)."""
-        out = {"version": 1, "outcome": self.outcome, "messageId": self.message_id, "to": self.to,
-               "duplicate": self.duplicate, "attempts": self.attempts, "expiresAt": self.expires_at}
-        if self.warnings:
-            out["warnings"] = self.warnings
-        if self.error:
-            out["error"] = self.error
-        out.update(self.fields)
-        return out
+    # The stored row as ``message`` holds it, and its state when the send itself knows it (a
+    # new message nothing was pushed): :func:`message_summary` reads neither again.
+    row: Any = None
+    state: MessageState | None = None
 
 
 #: A push may take this many hook budgets (AGENT_LINK_HOOK_TIMEOUT_MS, 30 s by default) before
@@ -170,13 +109,14 @@ class Outbox:
         answered = self.mailbox.require(reply_to) if reply_to else None
         reply_to = answered["id"] if answered is not None else None
         target_meta: dict[str, Any]
-        if message_id is not None and self.mailbox.get_row(message_id) is not None:
-            recipient, via, target_meta = self.mailbox.stored(message_id)["recipient"], None, {}
+        earlier = self.mailbox.get_row(message_id) if message_id is not None else None  # a resend: its first row
+        if earlier is not None:
+            recipient, via, target_meta = earlier["recipient"], None, {}
         else:
             recipient, via, target_meta = (target if target and caller.address == asked.address
                                            else await self.app.directory.target_address(to, caller, allow_archived=allow_archived))
         unseen = None
-        if message_id is None or self.mailbox.get_row(message_id) is None:
+        if earlier is None:
             from agent_link_core.loops import check_send
 
             check_send(self.store, self.config, sender=caller.address, recipient=recipient, body=clean, anticipation=label,
@@ -192,128 +132,21 @@ class Outbox:
         is_reply = answered is not None and answered["recipient"] == caller.address
         context = SendContext(tool, dict(arguments or {}), via, is_reply, dict(meta or {}))
         warnings = proof_warnings + self.hooks.before_send(msg, context)
+        row: Any  # the stored row (the answer of a resolution that sends one is never None)
         if answered is not None and is_reply and self.mailbox.state(answered).resolution is None:
             _, row = self.mailbox.resolve(answered["id"], caller, "reply", reply=msg, result=context.result)
             created = True
         else:
             row, created = self.mailbox.store_message(msg, context.result)
         delivery = await self.push(row, options or {}) if created else None
-        return SendOutcome(self.mailbox.row_dict(self.mailbox.stored(row["id"])), created, delivery, warnings, via,
-                           context.result, unseen)
-
-    async def send_reliably(
-        self, target: str, text: str, *, sender: Caller, message_id: str | None = None, ttl_ms: int | None = None,
-        reply_by: str | None = None, anticipation: str | None = None, retry: RetryPolicy = RetryPolicy(),
-        retry_unknown: bool = False, require_known: bool = False, correlation_id: str | None = None,
-        sender_project: str | None = None, sender_label: str | None = None, envelope_format: str | None = None,
-    ) -> SendResult:
-        """Send with one honest outcome, idempotent on ``message_id`` (``agent-link send``).
-
-        ``target`` is what the CLI accepts (:meth:`~agent_link_core.directory.Directory.resolve_target`).
-        The same id with the same content is never stored twice: a message already delivered or
-        accepted is not pushed again, one still queued is offered to its harness again (which
-        first checks whether an earlier, interrupted push landed), an ``unknown`` one only with
-        ``retry_unknown``; with other content it is rejected.
-        ``ttl_ms`` counts from the first attempt: past it, nothing is pushed any more.
-        Only pushes that failed before the host accepted them are retried automatically.
-        ``require_known`` refuses a plain address no process has ever served (``rejected``
-        with ``not_found`` and suggestions) instead of queueing it with a warning.
-
-        ``message_id`` is a ULID or a UUID (any case); a UUID is stored as the ULID with the same
-        128 bits and echoed as ``clientMessageId``. What defines the message for idempotency:
-        sender, target, text, labels, ``ttl_ms``, ``correlation_id`` and the sender metadata
-        (``sender_project``, ``sender_label``); changing any of them under the same id is
-        ``rejected``. ``envelope_format`` names another model-visible form than agent-link's
-        envelope, one the recipient's harness lists in its ``envelope_formats`` (else
-        ``rejected``, nothing stored).
-
-        :raises AgentLinkError: never for a refusal (that is ``rejected``); only for bad
-            arguments (``invalid_arguments``) and an unusable state dir (``state_io_error``).
-        """
-        if ttl_ms is not None and ttl_ms <= 0:
-            raise invalid_arguments([{"path": "ttl-ms", "rule": "minimum", "expected": "a positive number of ms"}])
-        from agent_link_core.mailbox import ulid_of_uuid
-
-        client_id = None
-        if message_id is not None and not is_ulid(message_id.upper()) and ulid_of_uuid(message_id):
-            client_id, message_id = message_id.lower(), ulid_of_uuid(message_id)
-        elif message_id is not None:
-            if not is_ulid(message_id.upper()):
-                raise invalid_arguments([{"path": "message-id", "rule": "pattern", "expected": "a ULID (26 characters) or a UUID"}])
-            message_id = message_id.upper()
-        for path, value in (("correlation-id", correlation_id), ("from-project", sender_project), ("label", sender_label)):
-            if value is not None and not (0 < len(value.strip()) <= 256):
-                raise invalid_arguments([{"path": path, "rule": "length", "expected": "1-256 characters, not only spaces"}])
-        fingerprint = {k: v for k, v in (("ttlMs", ttl_ms), ("correlationId", correlation_id), ("senderProject", sender_project),
-                                         ("senderLabel", sender_label), ("clientMessageId", client_id),
-                                         ("envelopeFormat", envelope_format)) if v is not None}
-        try:
-            resolved = await self.app.directory.resolve_target(target, sender)
-            self._check_format(envelope_format, resolved, "a target")
-            # a role stays the recipient: the send finds its holder and keeps the role (``via``)
-            recipient = target.strip() if address_scheme(target.strip()) == "role" else resolved
-            # the expiry is stored before the first push, so the envelope the target reads says it
-            # (a resend keeps the stored one: it is fixed by the first attempt, never extended)
-            first = message_id is None or self.mailbox.get_row(message_id) is None
-            expiry = {"expiresAt": now_ms() + ttl_ms} if ttl_ms is not None and first else {}
-            outcome = await self.send(caller=sender, to=recipient, body=text, anticipation=anticipation, reply_by=reply_by,
-                                      message_id=message_id, tool="cli send", options={}, require_known=require_known,
-                                      metadata={**({"fingerprint": fingerprint} if fingerprint else {}), **expiry,
-                                                **({"envelopeFormat": envelope_format} if envelope_format else {})} or None)
-        except AgentLinkError as exc:
-            if exc.code == "invalid_arguments" and exc.details.get("errors", [{}])[0].get("rule") != "idempotency":
-                raise
-            return SendResult("rejected", message_id, None, error=exc.to_dict(),
-                              fields={"clientMessageId": client_id} if client_id else {})
-        row = self.mailbox.get_row(outcome.message["id"])
-        expires_at = json.loads(row["metadata"] or "{}").get("expiresAt")
-        result = SendResult("queued", row["id"], row["recipient"], duplicate=not outcome.created, expires_at=iso(expires_at),
-                            warnings=list(outcome.warnings) + ([outcome.address_warning] if outcome.address_warning else []))
-        result.fields.update({k: v for k, v in fingerprint.items() if k in ("correlationId", "clientMessageId")})
-        delivery = outcome.delivery
-        attempts = 1 if outcome.created and delivery is not None else 0
-        # A resend with the same id finishes what an earlier attempt left: a message still queued
-        # (that attempt died after storing it, or its push found the session unable to take it)
-        # is offered again, and an unknown outcome on request. The harness checks whether an
-        # earlier push landed before it sends anything, so nothing is pushed twice.
-        previous = self.mailbox.push_outcome(row["id"]) if not outcome.created else None
-        if previous == "queued" or (previous == "unknown" and retry_unknown):
-            if expires_at is not None and now_ms() > expires_at:
-                return SendResult("rejected", row["id"], row["recipient"], duplicate=True, expires_at=result.expires_at,
-                                  error={"code": "invalid_arguments", "message": "The message's time to live has passed."})
-            delivery = await self.push(row, {})
-            attempts += 1
-        for delay in retry.delays_ms():
-            if delivery is None or not delivery.retryable or (expires_at is not None and now_ms() + delay > expires_at):
-                break
-            import asyncio  # only a retry waits: a plain send never imports it
-
-            await asyncio.sleep(delay / 1000)
-            delivery = await self.push(row, {})
-            attempts += 1
-        result.attempts = attempts
-        result.outcome = self.mailbox.push_outcome(row["id"])
+        # A push may have changed the row (delivered, accepted): read it again then; else it is
+        # as this send stored (or found) it.
+        state = self.mailbox.new_state(row) if created and delivery is None else None
         if delivery is not None:
-            result.warnings += delivery.warnings
-            result.fields.update(delivery.fields)
-        return result
+            row = self.mailbox.stored(row["id"])
+        return SendOutcome(self.mailbox.row_dict(row), created, delivery, warnings, via, context.result, unseen, row, state)
 
-    def reaches_no_harness(self, target: str, sender: Caller) -> bool:
-        """True when :meth:`send_reliably` to ``target`` reaches no harness: a plain address
-        (``team:bob``; no harness owns its scheme, not a role) from a sender no harness proves.
-        Such a send only stores the message, so it can run without an event loop
-        (:func:`agent_link_core.aio.run_inline`); a plugin's awaitable address answer is then
-        awaited on a loop of its own (:meth:`agent_link_core.plugins.Hooks.aresolve_address`).
-
-        :param target: the stripped CLI target.
-        """
-        if not is_address(target):
-            return False
-        scheme, owners = address_scheme(target), self.harnesses
-        return scheme != "role" and scheme not in owners and address_scheme(sender.address) not in owners \
-            and (sender.host or "") not in owners
-
-    def _check_format(self, envelope_format: str | None, address: str, whose: str) -> None:
+    def check_format(self, envelope_format: str | None, address: str, whose: str) -> None:
         """Refuse an ``envelope_format`` the harness of ``address`` does not list
         (``invalid_arguments``, path ``envelope``); None (agent-link's envelope) always passes."""
         if envelope_format is not None and envelope_format not in getattr(self.harnesses.get(address_scheme(address)), "envelope_formats", ()):
@@ -446,7 +279,7 @@ class Outbox:
 
         ``reply`` and ``decline`` need ``message`` (for decline: the reason); ``done`` takes
         an optional note, sent back only when given. ``metadata`` is stored with the note; its
-        ``envelopeFormat`` (as in :meth:`send_reliably`) must be one the original sender's
+        ``envelopeFormat`` (as in :func:`~agent_link_core.commands.send.send_reliably`) must be one the original sender's
         harness lists.
         ``reply_id`` (a ULID) is the id the answer is stored under and makes a retry safe:
         when the caller already resolved the message this way with this id and the same
@@ -459,7 +292,7 @@ class Outbox:
         """
         self.app.require_caller(caller)
         row = self.mailbox.require(message_id)
-        self._check_format((metadata or {}).get("envelopeFormat"), row["from_addr"], "a message from a sender")
+        self.check_format((metadata or {}).get("envelopeFormat"), row["from_addr"], "a message from a sender")
         message_id = row["id"]  # ids are case-insensitive; the stored form is canonical
         if resolution in ("reply", "decline") and (message is None or not message.strip()):
             what = "a reason" if resolution == "decline" else "the reply text"
@@ -541,11 +374,7 @@ class Outbox:
         if not differs and (resolution is None or resolution["replyMessageId"] != reply_id):
             differs = ["replyToMessageId"]  # the same words stored as another message's answer
         if differs:
-            what = f"its {', '.join(differs)} {'differs' if len(differs) == 1 else 'differ'}"
-            raise invalid_arguments(
-                [{"path": "replyMessageId", "rule": "idempotency", "expected": "the same answer as the first call with this id"}],
-                f"Message id {reply_id} was already used for a different message: {what}.", differs=differs,
-            )
+            raise idempotency_refusal(reply_id, differs, "replyMessageId", "the same answer as the first call with this id")
         return True
 
 
@@ -572,8 +401,8 @@ def _delivery_word(reply_row: Any, delivery: Delivery | None) -> str:
 
 def message_summary(app: App, outcome: SendOutcome) -> dict[str, Any]:
     """The common result fields of a send (message_agent, CLI send)."""
-    row = app.mailbox.stored(outcome.message["id"])
-    state = app.mailbox.state(row)
+    row = outcome.row if outcome.row is not None else app.mailbox.stored(outcome.message["id"])
+    state = outcome.state if outcome.state is not None else app.mailbox.state(row)
     delivery = outcome.delivery
     out: dict[str, Any] = {
         "messageId": row["id"],

@@ -54,6 +54,7 @@ def _latest_from_waiter(replier: Any, after: set[str]) -> str | None:
 def mcp_rounds(state: Path) -> list[float]:
     """ms from the reply's return to ``wait_for_agent``'s answer in an MCP server process."""
     from agent_link_core.app import App
+    from agent_link_core.commands.send import send_reliably
 
     os.environ["AGENT_LINK_STATE_DIR"] = str(state)
     sender = App.create(_env(state, WAITER))
@@ -82,7 +83,7 @@ def mcp_rounds(state: Path) -> list[float]:
         answer(0)
         send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         for n in range(1, ROUNDS + 1):
-            sent = asyncio.run(sender.outbox.send_reliably(REPLIER, f"ping {n}", sender=sender.caller(), anticipation="reply"))
+            sent = asyncio.run(send_reliably(sender, REPLIER, f"ping {n}", sender=sender.caller(), anticipation="reply"))
             send({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": "wait_for_agent", "arguments": {
                 "agent": REPLIER, "replyToMessageId": sent.message_id, "timeoutMs": BOUND_S * 1000, "pollIntervalMs": 1000}}})
             time.sleep(SETTLE_S)

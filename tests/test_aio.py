@@ -86,13 +86,14 @@ class AwaitingRouter:
 
 def test_a_send_stepped_inline_awaits_a_plugins_awaitable_answer_on_a_loop_of_its_own() -> None:
     from agent_link_core.app import App
+    from agent_link_core.commands.send import reaches_no_harness, send_reliably
     from agent_link_core.model import Caller
 
     app = App.create(extra_plugins=(("router", AwaitingRouter()),))
     try:
         me = Caller(address="desk:me")
-        assert app.outbox.reaches_no_harness("desk:front", me)
-        result = run_inline(app.outbox.send_reliably("desk:front", "hello", sender=me))
+        assert reaches_no_harness(app, "desk:front", me)
+        result = run_inline(send_reliably(app, "desk:front", "hello", sender=me))
         assert (result.outcome, result.to) == ("queued", "desk:clerk")
     finally:
         app.close()

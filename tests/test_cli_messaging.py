@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from agent_link_core import hookimpl
 from agent_link_core import cli as cli_mod
 from agent_link_core.app import App
+from agent_link_core.commands.send import send_reliably
 from agent_link_core.harness import Delivery, Harness, SessionListing
 from agent_link_core.model import Caller, Session
 from agent_link_core.mailbox import new_message_id
@@ -124,7 +125,7 @@ async def test_incomplete_scan_refuses_a_bare_id(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", "codex claude roles receipts")
     app = App.create(extra_plugins=(Plugin(ScriptedHarness("sz", ("x",), complete=False)),))
     try:
-        result = await app.outbox.send_reliably("y", "hi", sender=Caller("team:me", "explicit"))
+        result = await send_reliably(app, "y", "hi", sender=Caller("team:me", "explicit"))
         assert result.outcome == "rejected" and result.error["code"] == "sz_unavailable"
     finally:
         app.close()
@@ -281,7 +282,7 @@ async def test_a_retry_that_proves_absence_settles_unknown(harness: ScriptedHarn
     app = App.create()
     try:
         me = Caller("team:me", "explicit")
-        first = await app.outbox.send_reliably("sx:lost", "x", sender=me)
+        first = await send_reliably(app, "sx:lost", "x", sender=me)
         assert first.outcome == "unknown"
 
         async def queued(*args: Any) -> Any:
@@ -290,7 +291,7 @@ async def test_a_retry_that_proves_absence_settles_unknown(harness: ScriptedHarn
             return Delivery()
 
         harness.deliver = queued  # type: ignore[method-assign]
-        again = await app.outbox.send_reliably("sx:lost", "x", sender=me, message_id=first.message_id, retry_unknown=True)
+        again = await send_reliably(app, "sx:lost", "x", sender=me, message_id=first.message_id, retry_unknown=True)
         assert again.outcome == "queued" and again.attempts == 1
     finally:
         await app.aclose()

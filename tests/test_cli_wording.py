@@ -61,7 +61,7 @@ def test_sessions_json_carries_no_absolute_home_path_by_default(isolated_env: Pa
 
 
 def test_home_relative_rewrites_only_paths_under_home() -> None:
-    from agent_link_core.directory import home_relative
+    from agent_link_core.commands.listings import home_relative
 
     data = {"searched": ["/home/u/.claude", "/home/u", "/home/user2/x", "/etc/x"], "n": 3, "nested": [{"p": "/home/u/a b"}]}
     assert home_relative(data, "/home/u/") == {"searched": ["~/.claude", "~", "/home/user2/x", "/etc/x"], "n": 3,

@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from agent_link_core import budget, hookimpl
 from agent_link_core import cli as cli_mod
 from agent_link_core.app import App
+from agent_link_core.commands.send import send_reliably
 from agent_link_core.sending import message_summary
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.harness import Delivery, Harness, OutputBudget
@@ -98,7 +99,7 @@ async def test_an_accepted_push_is_never_pushed_again_and_is_delivered_on_late_e
     status = app.status(ME, mid)
     assert (status["delivery"], status["deliveryNote"], status["deliveredAt"]) == ("accepted", "accepted, awaiting the hx session", None)
     # the same id again pushes nothing; nor does a resend asking to retry unknown outcomes
-    again = await app.outbox.send_reliably("hx:steer", "please look", sender=ME, message_id=mid, anticipation="reply",
+    again = await send_reliably(app, "hx:steer", "please look", sender=ME, message_id=mid, anticipation="reply",
                                     retry_unknown=True)
     assert again.outcome == "accepted" and again.attempts == 0 and [m for m, _ in host.pushed] == [mid]
     assert await app.refresh_delivery(mid) is False  # no evidence yet: still accepted

@@ -31,7 +31,9 @@ def test_only_served_addresses_and_harness_sessions_are_suggested(app: App) -> N
     presence.record(app.store, "team:bob", "inbox")
     signed(app, "team:bobby")  # only ever a sender
     signed(app, "sx:bobby")  # a session of an installed harness: the harness delivers to it
-    app.directory.add_contact("robert", "team:boby")  # a contact nobody ever served
+    from agent_link_core.commands.listings import add_contact
+
+    add_contact(app, "robert", "team:boby")  # a contact nobody ever served
     assert set(presence.known_addresses(app.store)) >= {"team:bob", "team:bobby", "sx:bobby", "team:boby"}
     assert presence.reachable_addresses(app.store) == ["team:bob"]
     assert presence.reachable_addresses(app.store, {"sx"}) == ["sx:bobby", "team:bob"]

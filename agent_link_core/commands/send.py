@@ -1,12 +1,26 @@
-"""``agent-link send``: send a message, optionally waiting for its answer."""
+"""``agent-link send``: send a message, optionally waiting for its answer, with one honest
+outcome (:func:`send_reliably`: retries, a time to live, idempotent on a message id; the
+README shows it called from Python)."""
 
+from __future__ import annotations
+
+import json
 import sys
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from agent_link_core.cli_run import (EXIT_TIMEOUT, EXIT_UNDELIVERED, EXIT_UNKNOWN, FROM, JSON, NDJSON, argument, command, echo, emit, fail,
                                      get_app, option, run_async, show_then_mark, usage_error, who_am_i)
 from agent_link_core.commands.mail import mark_reply, message_text, print_wait, wait_all
-from agent_link_core.errors import AgentLinkError
+from agent_link_core.errors import AgentLinkError, invalid_arguments
+from agent_link_core.mailbox import iso, ulid_of_uuid
+from agent_link_core.model import Caller, address_scheme, is_address, is_ulid
+from agent_link_core.store import now_ms
+
+if TYPE_CHECKING:
+    from agent_link_core.app import App
+    from agent_link_core.harness import Delivery
+    from agent_link_core.sending import SendOutcome
 
 
 @command(
@@ -68,18 +82,16 @@ def send(ctx: Any, target: str, text: str | None, file: str | None, message_id: 
         usage_error("--wait expects an answer; it cannot go with --anticipation fyi")
     app = get_app(ctx)
     me = who_am_i(app, from_address, named, reading=wait_reply)  # --wait shows the answer: a read, checked before sending
-    from agent_link_core.sending import RetryPolicy
-
     policy = RetryPolicy(retry_count, retry_delay_ms, retry_backoff, retry_jitter)
     if wait_reply and anticipation is None:
         anticipation = "reply"
-    result = run_async(app.outbox.send_reliably(target, body, sender=me, message_id=message_id, ttl_ms=ttl_ms,
+    result = run_async(send_reliably(app, target, body, sender=me, message_id=message_id, ttl_ms=ttl_ms,
                                                 reply_by=reply_by, anticipation=anticipation, retry=policy,
                                                 retry_unknown=retry_unknown, require_known=require_known,
                                                 correlation_id=correlation_id, sender_project=from_project,
                                                 sender_label=sender_label,
                                                 envelope_format=None if envelope_format == "agent-link" else envelope_format),
-                       inline=app.outbox.reaches_no_harness(target.strip(), me))
+                       inline=reaches_no_harness(app, target.strip(), me))
     data = result.to_dict()
     if wait_reply and result.outcome in ("delivered", "accepted", "queued") and result.message_id:
         try:
@@ -111,3 +123,173 @@ def send(ctx: Any, target: str, text: str | None, file: str | None, message_id: 
     if require_delivered and result.outcome in ("accepted", "queued"):
         sys.exit(EXIT_UNDELIVERED)
     sys.exit({"delivered": 0, "accepted": 0, "queued": 0, "unknown": EXIT_UNKNOWN}.get(result.outcome, 1))
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Automatic retries of a push that failed before the host accepted anything.
+
+    :param count: extra attempts (0 = none).
+    :param delay_ms: wait before the first retry, in ms.
+    :param backoff: multiplier applied to the delay after each retry (>= 1).
+    :param jitter: random fraction (0-1) added to or taken from each delay.
+    """
+
+    count: int = 0
+    delay_ms: int = 500
+    backoff: float = 2.0
+    jitter: float = 0.1
+
+    def delays_ms(self) -> list[float]:
+        """The delays before each retry, jitter applied."""
+        import random  # here: a send without retries never needs it
+
+        return [max(0.0, self.delay_ms * self.backoff**k * (1 + random.uniform(-self.jitter, self.jitter)))
+                for k in range(self.count)]
+
+
+@dataclass
+class SendResult:
+    """The outcome of :func:`send_reliably`.
+
+    :param outcome: ``delivered``, ``accepted``, ``queued``, ``rejected`` or ``unknown``.
+    :param message_id: the message's ULID (None when rejected before storing).
+    :param to: the recipient address.
+    :param duplicate: True when the same id and content was sent before (nothing resent).
+    :param attempts: push attempts made by this call.
+    :param error: the refusal, for ``rejected``.
+    """
+
+    outcome: str
+    message_id: str | None
+    to: str | None
+    duplicate: bool = False
+    attempts: int = 0
+    expires_at: str | None = None
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    error: dict[str, Any] | None = None
+    fields: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object the CLI prints (``version`` 1)."""
+        return {"version": 1, "outcome": self.outcome, "messageId": self.message_id, "to": self.to, "duplicate": self.duplicate,
+                "attempts": self.attempts, "expiresAt": self.expires_at, **({"warnings": self.warnings} if self.warnings else {}),
+                **({"error": self.error} if self.error else {}), **self.fields}
+
+
+async def send_reliably(
+    app: App, target: str, text: str, *, sender: Caller, message_id: str | None = None, ttl_ms: int | None = None,
+    reply_by: str | None = None, anticipation: str | None = None, retry: RetryPolicy = RetryPolicy(),
+    retry_unknown: bool = False, require_known: bool = False, correlation_id: str | None = None,
+    sender_project: str | None = None, sender_label: str | None = None, envelope_format: str | None = None,
+) -> SendResult:
+    """Send with one honest outcome, idempotent on ``message_id`` (``agent-link send``).
+
+    ``target`` is what the CLI accepts (:meth:`~agent_link_core.directory.Directory.resolve_target`).
+    The same id with the same content is never stored twice: a message already delivered or
+    accepted is not pushed again, one still queued is offered to its harness again (which
+    first checks whether an earlier, interrupted push landed), an ``unknown`` one only with
+    ``retry_unknown``; with other content it is rejected.
+    ``ttl_ms`` counts from the first attempt: past it, nothing is pushed any more.
+    Only pushes that failed before the host accepted them are retried automatically.
+    ``require_known`` refuses a plain address no process has ever served (``rejected``
+    with ``not_found`` and suggestions) instead of queueing it with a warning.
+
+    ``message_id`` is a ULID or a UUID (any case); a UUID is stored as the ULID with the same
+    128 bits and echoed as ``clientMessageId``. What defines the message for idempotency:
+    sender, target, text, labels, ``ttl_ms``, ``correlation_id`` and the sender metadata
+    (``sender_project``, ``sender_label``); changing any of them under the same id is
+    ``rejected``. ``envelope_format`` names another model-visible form than agent-link's
+    envelope, one the recipient's harness lists in its ``envelope_formats`` (else
+    ``rejected``, nothing stored).
+
+    :raises AgentLinkError: never for a refusal (that is ``rejected``); only for bad
+        arguments (``invalid_arguments``) and an unusable state dir (``state_io_error``).
+    """
+    if ttl_ms is not None and ttl_ms <= 0:
+        raise invalid_arguments([{"path": "ttl-ms", "rule": "minimum", "expected": "a positive number of ms"}])
+    client_id = None
+    if message_id is not None and not is_ulid(message_id.upper()) and ulid_of_uuid(message_id):
+        client_id, message_id = message_id.lower(), ulid_of_uuid(message_id)
+    elif message_id is not None:
+        if not is_ulid(message_id.upper()):
+            raise invalid_arguments([{"path": "message-id", "rule": "pattern", "expected": "a ULID (26 characters) or a UUID"}])
+        message_id = message_id.upper()
+    for path, value in (("correlation-id", correlation_id), ("from-project", sender_project), ("label", sender_label)):
+        if value is not None and not (0 < len(value.strip()) <= 256):
+            raise invalid_arguments([{"path": path, "rule": "length", "expected": "1-256 characters, not only spaces"}])
+    fingerprint = {k: v for k, v in (("ttlMs", ttl_ms), ("correlationId", correlation_id), ("senderProject", sender_project),
+                                     ("senderLabel", sender_label), ("clientMessageId", client_id),
+                                     ("envelopeFormat", envelope_format)) if v is not None}
+    try:
+        resolved = await app.directory.resolve_target(target, sender)
+        app.outbox.check_format(envelope_format, resolved, "a target")
+        # a role stays the recipient: the send finds its holder and keeps the role (``via``)
+        recipient = target.strip() if address_scheme(target.strip()) == "role" else resolved
+        # the expiry is stored before the first push, so the envelope the target reads says it
+        # (a resend keeps the stored one: it is fixed by the first attempt, never extended)
+        first = message_id is None or app.mailbox.get_row(message_id) is None
+        expiry = {"expiresAt": now_ms() + ttl_ms} if ttl_ms is not None and first else {}
+        outcome = await app.outbox.send(caller=sender, to=recipient, body=text, anticipation=anticipation, reply_by=reply_by,
+                                        message_id=message_id, tool="cli send", options={}, require_known=require_known,
+                                        metadata={**({"fingerprint": fingerprint} if fingerprint else {}), **expiry,
+                                                  **({"envelopeFormat": envelope_format} if envelope_format else {})} or None)
+    except AgentLinkError as exc:
+        if exc.code == "invalid_arguments" and exc.details.get("errors", [{}])[0].get("rule") != "idempotency":
+            raise
+        return SendResult("rejected", message_id, None, error=exc.to_dict(), fields={"clientMessageId": client_id} if client_id else {})
+    result = SendResult("queued", outcome.row["id"], outcome.row["recipient"], duplicate=not outcome.created,
+                        warnings=list(outcome.warnings) + ([outcome.address_warning] if outcome.address_warning else []))
+    result.fields.update({k: v for k, v in fingerprint.items() if k in ("correlationId", "clientMessageId")})
+    return await _push_until_settled(app, outcome, result, retry, retry_unknown)
+
+
+async def _push_until_settled(app: App, outcome: SendOutcome, result: SendResult, retry: RetryPolicy,
+                              retry_unknown: bool) -> SendResult:
+    """Finish ``result`` of the send ``outcome``: push again what an earlier attempt left, retry
+    what failed before the host accepted it (within the time to live), and say the outcome."""
+    row = outcome.row
+    expires_at = json.loads(row["metadata"] or "{}").get("expiresAt")
+    result.expires_at = iso(expires_at)
+    delivery: Delivery | None = outcome.delivery
+    result.attempts = 1 if outcome.created and delivery is not None else 0
+    # A resend with the same id finishes what an earlier attempt left: a message still queued
+    # (that attempt died after storing it, or its push found the session unable to take it)
+    # is offered again, and an unknown outcome on request. The harness checks whether an
+    # earlier push landed before it sends anything, so nothing is pushed twice.
+    previous = app.mailbox.push_outcome(row["id"]) if not outcome.created else None
+    if previous == "queued" or (previous == "unknown" and retry_unknown):
+        if expires_at is not None and now_ms() > expires_at:
+            return SendResult("rejected", row["id"], row["recipient"], duplicate=True, expires_at=result.expires_at,
+                              error={"code": "invalid_arguments", "message": "The message's time to live has passed."})
+        delivery = await app.outbox.push(row, {})
+        result.attempts += 1
+    for delay in retry.delays_ms():
+        if delivery is None or not delivery.retryable or (expires_at is not None and now_ms() + delay > expires_at):
+            break
+        import asyncio  # only a retry waits: a plain send never imports it
+
+        await asyncio.sleep(delay / 1000)
+        delivery = await app.outbox.push(row, {})
+        result.attempts += 1
+    result.outcome = app.mailbox.push_outcome(row["id"])
+    if delivery is not None:
+        result.warnings += delivery.warnings
+        result.fields.update(delivery.fields)
+    return result
+
+
+def reaches_no_harness(app: App, target: str, sender: Caller) -> bool:
+    """True when :func:`send_reliably` to ``target`` reaches no harness: a plain address
+    (``team:bob``; no harness owns its scheme, not a role) from a sender no harness proves.
+    Such a send only stores the message, so it can run without an event loop
+    (:func:`agent_link_core.aio.run_inline`); a plugin's awaitable address answer is then
+    awaited on a loop of its own (:meth:`agent_link_core.plugins.Hooks.aresolve_address`).
+
+    :param target: the stripped CLI target.
+    """
+    if not is_address(target):
+        return False
+    scheme, owners = address_scheme(target), app.harnesses
+    return scheme != "role" and scheme not in owners and address_scheme(sender.address) not in owners \
+        and (sender.host or "") not in owners

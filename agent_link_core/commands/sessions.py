@@ -11,6 +11,12 @@ from agent_link_core.cli import (EXIT_HELP, EXIT_MANY, EXIT_NONE, WholeRange, em
 from agent_link_core.errors import AgentLinkError
 
 
+def _listings() -> Any:  # imported when a command runs, not for its help
+    from agent_link_core.commands import listings
+
+    return listings
+
+
 @click.command(epilog=EXIT_HELP)
 @click.option("--search", help="Only sessions matching these words (title, id, folder).")
 @click.option("--cwd", type=click.Path(file_okay=False), help="Only sessions working in this directory.")
@@ -29,7 +35,7 @@ def sessions(ctx: click.Context, source: str | None, search: str | None, cwd: st
 
     app = get_app(ctx)
     try:
-        data = run_async(app.directory.sessions(search=search, cwd=os.path.abspath(cwd) if cwd else None,
+        data = run_async(_listings().sessions(app, search=search, cwd=os.path.abspath(cwd) if cwd else None,
                                                 harness=harness or "all", limit=limit, show_paths=show_paths, source=source,
                                                 cursor=cursor))
     except AgentLinkError as exc:
@@ -61,7 +67,7 @@ def sessions(ctx: click.Context, source: str | None, search: str | None, cwd: st
 @click.pass_context
 def who(ctx: click.Context, source: str | None, as_json: bool, ndjson: bool) -> None:
     """Live sessions merged with your contacts."""
-    data = run_async(get_app(ctx).directory.who(source=source))
+    data = run_async(_listings().who(get_app(ctx), source=source))
 
     def human(d: dict[str, Any]) -> None:
         elsewhere = machine_column(d["sessions"])
@@ -88,7 +94,7 @@ def find(ctx: click.Context, query: str, source: str | None, show_paths: bool, a
         from agent_link_core.errors import invalid_arguments
 
         fail(invalid_arguments([{"path": "query", "rule": "minLength", "expected": "an alias, project, title or id to look for"}]))
-    data = run_async(get_app(ctx).directory.find(query, show_paths=show_paths, source=source))
+    data = run_async(_listings().find(get_app(ctx), query, show_paths=show_paths, source=source))
 
     def human(d: dict[str, Any]) -> None:
         click.echo(d["verdict"])
@@ -114,7 +120,7 @@ def contacts_add(ctx: click.Context, alias: str, target: str, as_json: bool, ndj
     app = get_app(ctx)
     address = run_async(app.directory.resolve_target(target, app.caller()))
     try:
-        data = app.directory.add_contact(alias, address)
+        data = _listings().add_contact(app, alias, address)
     except AgentLinkError as exc:
         fail(exc)
     emit(data, as_json, lambda d: click.echo(f"{d['alias']} -> {d['address']}"), ndjson)
@@ -128,7 +134,7 @@ def contacts_add(ctx: click.Context, alias: str, target: str, as_json: bool, ndj
 def contacts_rename(ctx: click.Context, old: str, new: str, as_json: bool, ndjson: bool) -> None:
     """Rename alias OLD to NEW."""
     try:
-        data = get_app(ctx).directory.rename_contact(old, new)
+        data = _listings().rename_contact(get_app(ctx), old, new)
     except AgentLinkError as exc:
         fail(exc)
     emit(data, as_json, lambda d: click.echo(f"{d['alias']} -> {d['address']}"), ndjson)
@@ -141,7 +147,7 @@ def contacts_rename(ctx: click.Context, old: str, new: str, as_json: bool, ndjso
 def contacts_remove(ctx: click.Context, alias: str, as_json: bool, ndjson: bool) -> None:
     """Forget ALIAS."""
     try:
-        data = get_app(ctx).directory.remove_contact(alias)
+        data = _listings().remove_contact(get_app(ctx), alias)
     except AgentLinkError as exc:
         fail(exc)
     emit(data, as_json, lambda d: click.echo(f"removed {d['alias']} ({d['address']})"), ndjson)
@@ -152,6 +158,6 @@ def contacts_remove(ctx: click.Context, alias: str, as_json: bool, ndjson: bool)
 @click.pass_context
 def contacts_list(ctx: click.Context, as_json: bool, ndjson: bool) -> None:
     """List contacts."""
-    data = {"version": 1, "contacts": get_app(ctx).directory.contacts()}
+    data = {"version": 1, "contacts": _listings().contacts(get_app(ctx))}
     emit(data, as_json, lambda d: table(["ALIAS", "ADDRESS", "PROJECT", "LAST SEEN"],
                                         [[c["alias"], c["address"], c["project"], c["lastSeen"]] for c in d["contacts"]]), ndjson)

@@ -36,6 +36,7 @@ from agent_link_testing.responses_stub import ResponsesStub
 from click.testing import CliRunner, Result
 
 from agent_link_core.cli import EXIT_UNKNOWN, build_cli
+from agent_link_core.commands.send import send_reliably
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.mailbox import new_message_id
 
@@ -463,7 +464,7 @@ async def test_python_resolve_source_send_and_reply(server_a: CodexAppServer, mo
                 await resolve_source(app, bad_thread, bad_ep)
             assert err.value.code == "not_found"
         me, peer = named_sender(app, explicit="team:me"), named_sender(app, explicit=f"codex:{thread}")
-        sent = await app.outbox.send_reliably(f"codex:{thread}", "question?", sender=me, anticipation="reply")
+        sent = await send_reliably(app, f"codex:{thread}", "question?", sender=me, anticipation="reply")
         answered = await app.reply(caller=peer, message_id=sent.message_id.lower(), message="answer")
         assert answered["replyToMessageId"] == sent.message_id and answered["target"]["address"] == "team:me"
     finally:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from agent_link_core.app import App
+from agent_link_core.commands.send import send_reliably
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.model import Caller
 from agent_link_roles.table import table_path
@@ -38,9 +39,9 @@ async def test_role_address_resolves_to_its_holder(app: App, isolated_env: Path)
 
 @pytest.mark.anyio
 async def test_a_cli_send_to_a_role_keeps_the_role(app: App, isolated_env: Path) -> None:
-    # `agent-link send role:builder` (Outbox.send_reliably) stored the holder's address alone
+    # `agent-link send role:builder` (commands.send.send_reliably) stored the holder's address alone
     roles_file(isolated_env, {"builder": {"address": "test:bob"}})
-    sent = await app.outbox.send_reliably("role:builder", "hi", sender=ALICE)
+    sent = await send_reliably(app, "role:builder", "hi", sender=ALICE)
     row = app.mailbox.get_row(sent.message_id)
     assert (sent.to, row["recipient"], row["to_addr"]) == ("test:bob", "test:bob", "role:builder")
     assert app.status(ALICE, sent.message_id)["via"] == "role:builder"
