@@ -47,7 +47,8 @@ browser:
 # `make test`: lint; the unit tests in parallel workers; the tests that start real programs (the
 # pinned host CLIs against stub models, a NATS server) on the current pins; then the real-host
 # tests again on the previous pins. See README "Tests" for what each step runs and how long:
-# test-unit used 12 CPU-minutes in a measured run (at least 6 min of wall time on 2 idle cores).
+# test-unit used 9 CPU-minutes (user and system, its subprocesses included) in a run measured on
+# a shared, loaded machine: at least 4.5 min of wall time on 2 idle cores.
 # Workers: xdist's `-n auto` is one per core; WORKERS=1 runs a step serially.
 WORKERS ?= auto
 # pytest caches each test module's rewritten asserts next to it (__pycache__); an inherited

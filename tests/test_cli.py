@@ -14,24 +14,8 @@ from click.testing import CliRunner
 
 from agent_link_core import hookimpl
 from agent_link_core.cli import build_cli
-from agent_link_core.config import load_config
-from agent_link_core.mailbox import Mailbox, OutgoingMessage, new_message_id
-from agent_link_core.model import Caller
-from agent_link_core.store import Store
-from agent_link_testing.cli_identity import named_address_env
 from agent_link_testing.cli_plugins import add_cli_plugins
-
-
-def invoke(*args: str, env: dict[str, str] | None = None) -> object:
-    return CliRunner().invoke(build_cli(), list(args), env={**named_address_env(args), **(env or {})}, catch_exceptions=False)
-
-
-def seed(to: str = "test:bob", body: str = "hello <bob>") -> str:
-    config = load_config()
-    box = Mailbox(Store(config.db_path), config)
-    mid = new_message_id()
-    box.store_message(OutgoingMessage(mid, Caller("test:alice", "config", "test"), to, to, body, "reply", None, None))
-    return mid
+from agent_link_testing.cli_runner import invoke, seed
 
 
 @pytest.mark.installed_plugins
@@ -78,7 +62,7 @@ def test_health_human_names_bad_settings(monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_relative_state_dir_is_a_one_line_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AGENT_LINK_STATE_DIR", "relative/path")
-    result = CliRunner().invoke(build_cli(), ["health"])
+    result = invoke("health")
     assert result.exit_code == 1
     assert "AGENT_LINK_STATE_DIR" in result.output and "Traceback" not in result.output
 
@@ -105,15 +89,15 @@ def test_inbox_reads_and_marks(isolated_env: Path) -> None:
 
 
 def test_inbox_without_identity_exits_1() -> None:
-    result = CliRunner().invoke(build_cli(), ["inbox"])
+    result = invoke("inbox")
     assert result.exit_code == 1
     assert "AGENT_LINK_ADDRESS" in result.output
 
 
 def test_bad_usage_exits_2() -> None:
-    assert CliRunner().invoke(build_cli(), ["inbox", "--as", "not an address"]).exit_code == 2
-    assert CliRunner().invoke(build_cli(), ["inbox", "--limit", "0"]).exit_code == 2
-    assert CliRunner().invoke(build_cli(), ["no-such-command"]).exit_code == 2
+    assert invoke("inbox", "--as", "not an address").exit_code == 2
+    assert invoke("inbox", "--limit", "0").exit_code == 2
+    assert invoke("no-such-command").exit_code == 2
 
 
 def test_console_script_subprocess(isolated_env: Path) -> None:

@@ -11,25 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 from agent_link_core import cli_run
-from agent_link_core.cli import build_cli
-from agent_link_core.config import load_config
-from agent_link_core.mailbox import Mailbox, OutgoingMessage, new_message_id
-from agent_link_core.model import Caller
-from agent_link_core.store import Store
+from agent_link_testing.cli_runner import invoke, seed
 
 ULID = re.compile(r"\b[0-9A-HJKMNP-TV-Z]{26}\b")
 TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z|\b\d+ ms\b|\"waitedMs\": ?\d+|\b1\d{12}\b")
-
-
-def seed(to: str = "test:bob", body: str = "hello <bob>") -> str:
-    config = load_config()
-    box = Mailbox(Store(config.db_path), config)
-    mid = new_message_id()
-    box.store_message(OutgoingMessage(mid, Caller("test:alice", "config", "test"), to, to, body, "reply", None, None))
-    return mid
 
 
 def fast(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[bool, int, str, str]:
@@ -46,7 +33,7 @@ def fast(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[bool, int
 
 def slow(argv: list[str]) -> tuple[int, str, str]:
     """Run ``argv`` through click: (exit code, stdout, stderr)."""
-    result = CliRunner().invoke(build_cli(), argv, prog_name="agent-link")
+    result = invoke(*argv)
     return result.exit_code, result.stdout, result.stderr
 
 

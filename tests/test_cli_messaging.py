@@ -7,7 +7,6 @@ import json
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 from agent_link_core import hookimpl
 from agent_link_core import cli as cli_mod
@@ -16,8 +15,8 @@ from agent_link_core.commands.send import send_reliably
 from agent_link_core.harness import Delivery, Harness, SessionListing
 from agent_link_core.model import Caller, Session
 from agent_link_core.mailbox import new_message_id
-from agent_link_testing.cli_identity import named_address_env
 from agent_link_testing.cli_plugins import add_cli_plugins
+from agent_link_testing.cli_runner import invoke as run
 
 
 class ScriptedHarness(Harness):
@@ -72,10 +71,6 @@ def harness(monkeypatch: pytest.MonkeyPatch) -> ScriptedHarness:
     monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", "codex claude roles receipts")
     add_cli_plugins(monkeypatch, Plugin(h, other))
     return h
-
-
-def run(*args: str, env: dict[str, str] | None = None) -> Any:
-    return CliRunner().invoke(cli_mod.build_cli(), list(args), env={**named_address_env(args), **(env or {})}, catch_exceptions=False)
 
 
 def out_json(result: Any) -> dict[str, Any]:

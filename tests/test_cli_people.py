@@ -1,7 +1,10 @@
-"""The ``agent-link`` command as people and scripts use it, through the real console
-script in a subprocess: mistakes caught (typos, case, malformed input, CLI-worded errors,
-bodies from stdin and files), mail readable (terminal-safe human output, --all, watch,
-waits that honour their timeout) and the script contract (exit codes, versioned JSON)."""
+"""The ``agent-link`` command as people and scripts use it, as the console script runs it
+(:func:`agent_link_testing.cli_runner.run_main`: the fast path, then click, in this process;
+the real console script in a subprocess where the process itself is what is tested: signals,
+``watch``, argument bytes, and a sample of each kind of exit): mistakes caught (typos, case,
+malformed input, CLI-worded errors, bodies from stdin and files), mail readable
+(terminal-safe human output, --all, watch, waits that honour their timeout) and the script
+contract (exit codes, versioned JSON)."""
 
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ import pytest
 
 from agent_link_core.envelope import MAX_BODY_BYTES
 from agent_link_testing.cli_identity import named_address_env
+from agent_link_testing.cli_runner import run_main
 
 AGENT_LINK = str(Path(sys.executable).parent / "agent-link")
 ALL_PLUGINS = " ".join(sorted(ep.name for ep in importlib.metadata.entry_points(group="agent_link")))
@@ -27,8 +31,13 @@ UNKNOWN_ID = "01HZY8D3J5Q7K9M2N4P6R8T0VW"
 
 
 def run(*args: str, stdin: bytes | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """Run ``agent-link ARGS`` with every plugin disabled (the core alone), as the address
-    ``--as`` / ``--from`` names (a script of that agent)."""
+    """Run ``agent-link ARGS`` as the console script does, in this process, with every plugin
+    disabled (the core alone), as the address ``--as`` / ``--from`` names (a script of that agent)."""
+    return run_main(*args, stdin=stdin or b"", env={"AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS, **named_address_env(args), **(env or {})})
+
+
+def process(*args: str, stdin: bytes | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """:func:`run` in a real ``agent-link`` process (its exit status, its stdio bytes)."""
     full_env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS, **named_address_env(args), **(env or {})}
     proc = subprocess.run([AGENT_LINK, *args], check=False, input=stdin, capture_output=True, env=full_env, timeout=RUN_BOUND_S)
     return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.decode("utf-8", "replace"),
@@ -132,13 +141,22 @@ BAD_INPUT = [
 ]
 
 
+# one of each kind of ending, also in a real process (with its exit status): a refusal (1), a
+# usage error in agent-link's one line (2), click's usage error (2), an unknown command (2)
+BAD_INPUT_IN_A_PROCESS = {("reply", UNKNOWN_ID.lower(), "text", "--from", "team:bob"): 1,
+                          ("send", "team:bob", "x", "--reply-by", "tomorrow"): 2, ("send", "team:bob", "x", "--bogus"): 2,
+                          ("nosuchcommand",): 2}
+
+
 def test_bad_input_gets_one_line_never_a_traceback() -> None:
     """Every command, fed malformed ids, addresses and options: a non-zero exit and a last
     stderr line from agent-link (or click's usage error), never a traceback."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(4) as pool:  # processes wait on imports, not CPU, much of the time
-        results = list(pool.map(lambda args: (args, run(*args)), BAD_INPUT))
+    assert set(BAD_INPUT_IN_A_PROCESS) <= set(BAD_INPUT)
+    results = [(args, run(*args)) for args in BAD_INPUT]
+    in_a_process = [(args, process(*args)) for args in BAD_INPUT_IN_A_PROCESS]
+    for args, proc in in_a_process:
+        assert proc.returncode == BAD_INPUT_IN_A_PROCESS[args] == dict(results)[args].returncode, (args, proc.stderr)
+    results += in_a_process
     for args, proc in results:
         no_traceback(proc)
         assert proc.returncode != 0, (args, proc.stdout)
@@ -191,10 +209,10 @@ def test_body_from_stdin_and_file_within_the_limit(tmp_path: Path) -> None:
     assert send_json("team:bob", "--file", str(big), "--from", "team:alice")["outcome"] == "queued"
     both = run("send", "team:bob", "text", "--file", str(note))
     assert both.returncode == 2 and "exactly one of TEXT" in both.stderr
-    not_utf8 = run("send", "team:bob", "-", "--from", "team:alice", stdin=b"\xff\xfe bad")
+    not_utf8 = process("send", "team:bob", "-", "--from", "team:alice", stdin=b"\xff\xfe bad")
     assert not_utf8.returncode == 2 and "UTF-8" in not_utf8.stderr
     # the same bytes as the TEXT argument (os.fsdecode keeps them as the process receives them)
-    argv_bytes = run("send", "team:bob", os.fsdecode(b"ab\xffcd"), "--from", "team:alice")
+    argv_bytes = process("send", "team:bob", os.fsdecode(b"ab\xffcd"), "--from", "team:alice")
     assert argv_bytes.returncode == 2 and "UTF-8" in argv_bytes.stderr, argv_bytes.stderr
     # and from --file: refused with the offset, nothing queued (the whole message, not escapes)
     (tmp_path / "latin").write_bytes(b"ab\xff\xfecd")
@@ -265,13 +283,13 @@ def test_human_mail_is_safe_for_a_terminal_and_machine_forms_stay() -> None:
 
 def test_wait_and_send_wait_time_out_with_their_own_exit_code() -> None:
     mid = send_json("team:bob", "anyone?", "--from", "team:alice", "--anticipation", "reply")["messageId"]
-    waited = run("wait", mid, "--from", "team:alice", "--timeout-ms", "300", "--json")
+    waited = process("wait", mid, "--from", "team:alice", "--timeout-ms", "300", "--json")
     assert waited.returncode == 6, waited.stderr
     data = json.loads(waited.stdout)
     assert data["outcome"] == "timeout" and data["waitedMs"] >= 300 and "warnings" not in data
-    sent = run("send", "team:bob", "anyone?", "--from", "team:alice", "--wait", "--timeout-ms", "300", "--json")
+    sent = process("send", "team:bob", "anyone?", "--from", "team:alice", "--wait", "--timeout-ms", "300", "--json")
     assert sent.returncode == 6 and json.loads(sent.stdout)["wait"]["outcome"] == "timeout"
-    assert run("send", "team:bob", "x", "--from", "team:alice", "--require-delivered").returncode == 7
+    assert process("send", "team:bob", "x", "--from", "team:alice", "--require-delivered").returncode == 7
 
 
 def test_watch_follows_new_mail_and_status_changes_until_interrupted() -> None:

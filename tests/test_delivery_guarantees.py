@@ -15,10 +15,8 @@ import json
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 from agent_link_core import budget, hookimpl
-from agent_link_core import cli as cli_mod
 from agent_link_core.app import App
 from agent_link_core.commands.send import send_reliably
 from agent_link_core.sending import message_summary
@@ -26,8 +24,8 @@ from agent_link_core.errors import AgentLinkError
 from agent_link_core.harness import Delivery, Harness, OutputBudget
 from agent_link_core.mailbox import OutgoingMessage, new_message_id
 from agent_link_core.model import Caller, Session
-from agent_link_testing.cli_identity import named_address_env
 from agent_link_testing.cli_plugins import add_cli_plugins
+from agent_link_testing.cli_runner import invoke as run
 
 ME = Caller("team:me", "explicit", "team")
 
@@ -83,10 +81,6 @@ def app(host: Host):
     application = App.create()
     yield application
     application.close()
-
-
-def run(*args: str) -> Any:
-    return CliRunner().invoke(cli_mod.build_cli(), list(args), env=named_address_env(args), catch_exceptions=False)
 
 
 @pytest.mark.anyio

@@ -258,7 +258,7 @@ async def test_reads_that_would_note_something_never_wait_on_a_writer(app: Any, 
 
 
 def test_wal_stays_bounded_under_a_writer_that_never_pauses(isolated_env: Path) -> None:
-    limit = 256 * 1024
+    limit = 64 * 1024
     store = Store(isolated_env / "agent-link.db", wal_limit_bytes=limit)
     store.conn.execute("CREATE TABLE IF NOT EXISTS filler (x BLOB)")
     stop = threading.Event()
@@ -282,7 +282,7 @@ def test_wal_stays_bounded_under_a_writer_that_never_pauses(isolated_env: Path) 
     reader.start()
     biggest = 0
     try:
-        for _ in range(1500):  # ~6 MB of pages through the WAL: 24 times the limit
+        for _ in range(400):  # ~1.6 MB of rows through the WAL (5 MB of WAL unchecked): 24 times the limit
             with store.write() as conn:
                 conn.execute("INSERT INTO filler VALUES (randomblob(4000))")
             biggest = max(biggest, store.wal_bytes())

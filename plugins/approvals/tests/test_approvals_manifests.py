@@ -4,18 +4,17 @@ are reported (never a traceback)."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
 from agent_link_approvals.manifests import (
     default_plugin_root,
     read_claude_plugin,
     read_codex_plugin,
 )
+from agent_link_testing.cli_runner import run_main
 
 REPO = default_plugin_root()
 
@@ -128,13 +127,17 @@ def test_without_a_checkout_the_installed_marketplace_is_read(tmp_path: Path, mo
     monkeypatch.setattr(manifests, "default_plugin_root", lambda: tmp_path / "site-packages")
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     assert read_codex_plugin().problems  # nothing installed: the missing marketplace is reported
-    agent_link = str(Path(sys.executable).with_name("agent-link"))
+    # installed as the console script does it, in this process (the default plugin root above is
+    # the approvals plugin's own, which the install does not read), without the Codex install's
+    # last step, four MCP servers started to keep their opening (plugins/codex's install tests check it)
+    from agent_link_codex import opening
+
+    monkeypatch.setattr(opening, "keep_opening_answers", lambda folder, env=None: ["kept"])
     for host in ("codex", "claude"):
         fake = tmp_path / host
         fake.write_text("#!/bin/sh\n")
         fake.chmod(0o755)
-        done = subprocess.run([agent_link, "install", host, "--host-bin", str(fake)], capture_output=True, text=True,
-                              timeout=120, env=dict(os.environ))
+        done = run_main("install", host, "--host-bin", str(fake))
         assert done.returncode == 0, done.stderr
     codex, claude = read_codex_plugin(), read_claude_plugin()
     assert codex.problems == [] and codex.plugin_id == "codex-agent-link@agent-link" and codex.servers == ["codex-agent-link"]

@@ -10,6 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from agent_link_testing.cli_runner import run_main
+
 AGENT_LINK = str(Path(sys.executable).with_name("agent-link"))
 PLUGIN_ID = "codex-agent-link@agent-link"
 
@@ -31,6 +35,16 @@ def run(args: list[str], tmp_path: Path, **extra: str) -> subprocess.CompletedPr
     env.pop("AGENT_LINK_CODEX_BIN", None)
     env.update(extra)
     return subprocess.run([AGENT_LINK, *args], capture_output=True, text=True, env=env, timeout=120)
+
+
+def run_here(args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **extra: str) -> subprocess.CompletedProcess[str]:
+    """:func:`run` as the console script runs it in this process, with the install's last step
+    (four MCP servers started to keep their opening: the first test checks it) answering at once."""
+    from agent_link_codex import opening
+
+    monkeypatch.setattr(opening, "keep_opening_answers", lambda folder, env=None: ["kept"])
+    return run_main(*args, env={"HOME": str(tmp_path / "home"), "XDG_DATA_HOME": str(tmp_path / "data"),
+                                "CODEX_HOME": str(tmp_path / "home" / ".codex"), "AGENT_LINK_CODEX_BIN": None, **extra})
 
 
 def calls(log: Path) -> list[list[str]]:
@@ -67,9 +81,9 @@ def test_dry_run_changes_nothing(tmp_path: Path) -> None:
     assert calls(log) == [] and not (tmp_path / "data").exists()
 
 
-def test_uninstall_removes_the_empty_cache_folder_and_ours(tmp_path: Path) -> None:
+def test_uninstall_removes_the_empty_cache_folder_and_ours(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake, log = fake_host(tmp_path)
-    assert run(["install", "codex", "--host-bin", str(fake)], tmp_path).returncode == 0
+    assert run_here(["install", "codex", "--host-bin", str(fake)], tmp_path, monkeypatch).returncode == 0
     cache = tmp_path / "home" / ".codex" / "plugins" / "cache" / "agent-link"
     cache.mkdir(parents=True)
     done = run(["uninstall", "codex", "--host-bin", str(fake)], tmp_path)
@@ -90,15 +104,15 @@ def test_shell_completion_offers_the_host_subcommands(tmp_path: Path) -> None:
     assert done.returncode == 0 and "plain,codex" in done.stdout.splitlines(), done.stdout + done.stderr
 
 
-def test_the_approval_hint_names_only_installed_commands(tmp_path: Path) -> None:
+def test_the_approval_hint_names_only_installed_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """With the approvals plugin the hint is a command that runs; without it (not installed or
     not loaded) it is the config.toml line and how to get the command, never a missing command."""
     fake, _ = fake_host(tmp_path)
     config = tmp_path / "home" / ".codex" / "config.toml"
-    done = run(["install", "codex", "--host-bin", str(fake)], tmp_path)
+    done = run_here(["install", "codex", "--host-bin", str(fake)], tmp_path, monkeypatch)
     assert done.returncode == 0, done.stderr
     assert f"`agent-link approvals apply --codex-config {config}`" in done.stdout
-    without = run(["install", "codex", "--host-bin", str(fake)], tmp_path, AGENT_LINK_LOAD_PLUGINS="codex")
+    without = run_here(["install", "codex", "--host-bin", str(fake)], tmp_path, monkeypatch, AGENT_LINK_LOAD_PLUGINS="codex")
     assert without.returncode == 0, without.stderr
     assert "agent-link approvals apply`" in without.stdout and "install-everyday.sh" in without.stdout
     assert "`agent-link approvals apply --codex-config" not in without.stdout
