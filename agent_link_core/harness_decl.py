@@ -13,6 +13,8 @@ import sys
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from typing import Any
 
+from agent_link_core.lazy_record import Record
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from agent_link_core.harness import Harness
@@ -21,39 +23,7 @@ if TYPE_CHECKING:
 HARNESS_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
 
 
-class _Frozen:
-    """An immutable record compared, hashed and shown by its ``__slots__`` (a frozen
-    dataclass's behaviour without importing :mod:`dataclasses`, which costs a short command
-    about 10 ms with :mod:`inspect`)."""
-
-    __slots__: tuple[str, ...] = ()
-
-    def _set(self, **values: Any) -> None:
-        for name, value in values.items():
-            object.__setattr__(self, name, value)
-
-    def _values(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name in self.__slots__)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"cannot assign to field {name!r} of a frozen {type(self).__name__}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r} of a frozen {type(self).__name__}")
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({', '.join(f'{n}={getattr(self, n)!r}' for n in self.__slots__)})"
-
-
-class OutputBudget(_Frozen):
+class OutputBudget(Record):
     """How much text the host shows the model in full, measured on the real host.
 
     :param tool_result_bytes: UTF-8 bytes of one tool result object, serialised as the host
@@ -65,7 +35,7 @@ class OutputBudget(_Frozen):
         larger envelope is announced instead and read from the inbox in pages.
     """
 
-    __slots__ = ("tool_result_bytes", "json_indent", "push_bytes")
+    _fields = ("tool_result_bytes", "json_indent", "push_bytes")
     tool_result_bytes: int
     json_indent: int | None
     push_bytes: int | None
@@ -74,7 +44,7 @@ class OutputBudget(_Frozen):
         self._set(tool_result_bytes=tool_result_bytes, json_indent=json_indent, push_bytes=push_bytes)
 
 
-class SenderOption(_Frozen):
+class SenderOption(Record):
     """A command-line option of ``agent-link send|reply|status|wait`` naming a sender in a
     form only this harness recognises (a host's own session naming).
 
@@ -88,7 +58,7 @@ class SenderOption(_Frozen):
     :param requires: another declared flag this one needs, or None.
     """
 
-    __slots__ = ("flag", "key", "help", "requires")
+    _fields = ("flag", "key", "help", "requires")
     flag: str
     key: str
     help: str
@@ -103,7 +73,7 @@ class SenderOption(_Frozen):
         return self.flag.lstrip("-").replace("-", "_")
 
 
-class HarnessDeclaration(_Frozen):
+class HarnessDeclaration(Record):
     """A harness registered by what the core reads without its code; the harness itself is
     built from ``target`` the first time a command needs it (discovery, delivery, a caller
     only its host can name). Register one instead of an instance to keep the host's modules
@@ -126,7 +96,7 @@ class HarnessDeclaration(_Frozen):
     :param caller_arguments: as :attr:`Harness.caller_arguments`.
     """
 
-    __slots__ = ("name", "target", "session_kind", "host_variables", "host_priority", "sender_options",
+    _fields = ("name", "target", "session_kind", "host_variables", "host_priority", "sender_options",
                  "caller_variables", "caller_arguments")
     name: str
     target: str

@@ -26,7 +26,7 @@ import importlib
 import os
 import sys
 import types
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Callable
 
 from agent_link_core.lazy_log import LazyLogger
@@ -37,6 +37,7 @@ from agent_link_core.boundary import (
     CORE_PLUGIN,
     CallState,
     Refused,
+    _awaitable,
     _guarded,
     current_plugin,
     end_call,
@@ -240,13 +241,6 @@ def _register(pm: pluggy.PluginManager, boundary: Boundary, plugin: Any, name: s
     guard_plugin(boundary, pm, plugin, name)
     pm.agent_link_order.append(name)  # type: ignore[attr-defined]
     return True
-
-
-def _awaitable(value: Any) -> bool:
-    """Whether ``value`` must be awaited (:func:`inspect.isawaitable` without importing inspect)."""
-    if isinstance(value, types.GeneratorType):  # a generator-based coroutine (types.coroutine)
-        return bool(value.gi_code.co_flags & 0x100)  # inspect.CO_ITERABLE_COROUTINE
-    return isinstance(value, Awaitable)
 
 
 _SPECS: dict[str, tuple[frozenset[str], bool]] = {}
