@@ -507,6 +507,11 @@ class Hooks:
             self._pm = self._declared.manager(self.report)
         return self._pm
 
+    def load_all(self) -> None:
+        """Import and register every plugin now (hooks loaded by their declarations import a
+        plugin only for a hook it declares): what a report naming every plugin's state needs."""
+        self.pm  # noqa: B018 - building the manager imports each plugin, reporting what fails
+
     # -- plumbing
 
     def _disable(self, plugin: str, reason: str) -> None:

@@ -98,7 +98,7 @@ def test_a_call_imports_only_the_plugins_that_declare_its_hook(tmp_path: Path, m
         "quiet": (HEALTH_ONLY, "('agent_link_health',)"),
     })
     hooks = plugins.load_plugins(env_for("seer", "quiet"), declared=True)
-    assert hooks.report.loaded == ["seer", "quiet"]
+    assert sorted(hooks.report.loaded) == ["quiet", "seer"]
     assert f"{pkgs['seer']}.plugin" not in sys.modules and f"{pkgs['quiet']}.plugin" not in sys.modules
     hooks.sessions_listed([{"address": "test:a", "title": "a"}])
     assert sys.modules[f"{pkgs['seer']}.plugin"].SEEN == ["seer"]
@@ -223,3 +223,16 @@ def test_the_hooks_a_cli_command_calls_import_no_pluggy(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     seen: dict[str, Any] = json.loads(done.stdout)
     assert seen == {"pluggy": False, "projects": False, "settings": False, "problems": []}
+
+
+def test_load_all_reports_a_plugin_no_call_imported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What ``agent-link plugins`` and ``agent-link health`` do first: every plugin imported,
+    so one that cannot be is reported whatever hooks it declares."""
+    make_site(tmp_path, monkeypatch, {"broken": ("raise ImportError('gone')\n", "('agent_link_health',)"),
+                                      "good": (observer("good"), "('agent_link_sessions_listed',)")})
+    hooks = plugins.load_plugins(env_for("broken", "good"), declared=True)
+    hooks.sessions_listed([])
+    assert sorted(hooks.report.loaded) == ["broken", "good"] and hooks.report.failed == {}  # not imported yet
+    hooks.load_all()
+    assert hooks.report.loaded == ["good"] and "gone" in hooks.report.failed["broken"]
+    assert "good" in hooks.hook_view()
