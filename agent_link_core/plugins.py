@@ -11,13 +11,10 @@ guarded (:mod:`agent_link_core.boundary`): its exceptions, wrong answers and han
 plugin's problem, reported by ``agent-link plugins``, health and the log, and everything
 else keeps working.
 
-Declared hooks (:func:`load_plugins` with ``declared=True``, what the CLI uses): a plugin
-package names the hooks of its entry module (``AGENT_LINK_HOOKS``, read by
-:func:`agent_link_core.lazy_hooks.declared_hooks`), so a call imports only the plugins that
-declare its hook, and calls them through the same guard in pluggy's order without building
-pluggy's manager. The manager is built (every plugin imported and registered as above) the
-first time something needs it: a wrapper among a hook's implementations, hook tracing, a
-plugin whose entry point is not a module, :attr:`Hooks.pm`.
+Declared hooks (:func:`load_plugins` with ``declared=True``, what the CLI uses;
+:mod:`agent_link_core.lazy_plugins`): a call imports only the plugins declaring its hook and
+calls them through the same guard in pluggy's order; pluggy's manager is built (every plugin
+imported and registered as above) when something needs it (a wrapper, tracing, :attr:`Hooks.pm`).
 """
 
 from __future__ import annotations
@@ -30,7 +27,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Callable
 
 from agent_link_core.lazy_log import LazyLogger
-from agent_link_core import discovery, hookspecs, lazy_hooks
+from agent_link_core import discovery, hookspecs
+from agent_link_core.lazy_plugins import Declared, firstresult
 from agent_link_core.config import check_setting
 from agent_link_core.boundary import (
     Boundary,
@@ -38,7 +36,6 @@ from agent_link_core.boundary import (
     CallState,
     Refused,
     _awaitable,
-    _guarded,
     current_plugin,
     end_call,
     guard_plugin,
@@ -95,8 +92,6 @@ class PluginReport:
         if not isinstance(other, PluginReport):
             return NotImplemented
         return (self.loaded, self.blocked, self.failed) == (other.loaded, other.blocked, other.failed)
-
-    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return f"PluginReport(loaded={self.loaded!r}, blocked={self.blocked!r}, failed={self.failed!r})"
@@ -243,188 +238,6 @@ def _register(pm: pluggy.PluginManager, boundary: Boundary, plugin: Any, name: s
     return True
 
 
-_SPECS: dict[str, tuple[frozenset[str], bool]] = {}
-
-
-def _specs() -> dict[str, tuple[frozenset[str], bool]]:
-    """``{hook: (the arguments it offers, firstresult)}`` of :mod:`agent_link_core.hookspecs`."""
-    if not _SPECS:
-        for name, value in vars(hookspecs).items():
-            opts = getattr(value, lazy_hooks.SPEC_ATTR, None)
-            if isinstance(opts, dict):
-                _SPECS[name] = (frozenset(lazy_hooks.argnames(value) or ()), bool(opts.get("firstresult")))
-    return _SPECS
-
-
-def _firstresult() -> frozenset[str]:
-    return frozenset(name for name, (_, first) in _specs().items() if first)
-
-
-class _Impl:
-    """One hook implementation of a declared plugin, as :class:`Hooks` calls it (the
-    attributes pluggy's ``HookImpl`` has and the boundary's guard reads)."""
-
-    __slots__ = ("plugin_name", "function", "argnames", "opts", "hookwrapper", "wrapper")
-
-    def __init__(self, plugin_name: str, function: Callable[..., Any], argnames: tuple[str, ...],
-                 opts: dict[str, Any]) -> None:
-        self.plugin_name, self.function, self.argnames, self.opts = plugin_name, function, argnames, opts
-        self.hookwrapper, self.wrapper = bool(opts.get("hookwrapper")), bool(opts.get("wrapper"))
-
-
-class _Entry:
-    """One plugin of :class:`_Declared`: its name, how to import it, the hooks it declares.
-
-    :param load: ``() -> module`` (an entry point's ``load``), or None when ``module`` is given.
-    :param package: its top-level package's name (which plugin a module belongs to).
-    """
-
-    __slots__ = ("name", "load", "package", "hooks", "module", "impls", "dist")
-
-    def __init__(self, name: str, load: Callable[[], Any] | None, package: str, dist: Any = None) -> None:
-        self.name, self.load, self.package, self.dist = name, load, package, dist
-        #: the hooks it implements: as declared, then as found once imported (None: not known yet)
-        self.hooks: frozenset[str] | None = None
-        self.module: Any = None
-        #: ``{hook: (function, options)}`` once imported; None when pluggy must call it
-        self.impls: dict[str, tuple[Callable[..., Any], dict[str, Any]]] | None = None
-
-
-class _Declared:
-    """The plugins of an invocation by their declared hooks (see the module doc): each is
-    imported the first time a call needs a hook it declares, its implementations checked
-    as pluggy's registration checks them and called through the one guard.
-
-    :param boundary: the guard every implementation is called through.
-    :param blocked: names turned off (``AGENT_LINK_DISABLE_PLUGINS``).
-    """
-
-    def __init__(self, boundary: Boundary, blocked: list[str]) -> None:
-        self.boundary, self.blocked = boundary, blocked
-        self.entries: list[_Entry] = []
-        self._cache: dict[str, list[_Impl] | None] = {}
-
-    def add(self, entry: _Entry, declared: frozenset[str] | None) -> bool:
-        """Take ``entry``, importing it now when it declares nothing; False when that failed."""
-        entry.hooks = declared
-        if declared is None and not self._import(entry):
-            return False
-        self.entries.append(entry)
-        return True
-
-    def _import(self, entry: _Entry) -> bool:
-        """Import ``entry``'s module (its failure, SystemExit included, is its own: reported,
-        the plugin left out) and check its implementations; False when it is left out."""
-        if entry.module is not None:
-            return entry.name not in self.boundary.disabled
-        if entry.name in self.boundary.disabled:
-            return False
-        assert entry.load is not None
-        module = self.boundary.call(entry.name, "load", entry.load, default=None, disable=True, prefix="import failed: ")
-        if module is None:
-            return False
-        entry.module = module
-        if not isinstance(module, types.ModuleType):  # an object plugin: pluggy reads its hooks
-            entry.hooks = None
-            return True
-        return self._check(entry, lazy_hooks.module_hooks(module))
-
-    def _check(self, entry: _Entry, found: dict[str, tuple[Callable[..., Any], dict[str, Any]]]) -> bool:
-        """What :func:`_register` refuses (a misspelt hook, an argument its hook does not
-        offer), and a declaration that differs from the code (reported; the code wins)."""
-        specs = _specs()
-        unknown = sorted(h for h, (_, opts) in found.items() if h not in specs and not opts.get("optionalhook"))
-        if unknown:
-            self.boundary.fault(entry.name, "load", f"implements {', '.join(unknown)}, which is not an agent-link hook (misspelt?)",
-                                fix="Use a hook name from agent_link_core/hookspecs.py.", disable=True)
-            return False
-        impls: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {}
-        for hook, (function, opts) in found.items():
-            names = lazy_hooks.argnames(function)
-            if hook not in specs:
-                continue  # an optional hook nobody specifies: pluggy never calls it either
-            if names is None:  # not a plain function: pluggy calls it
-                entry.impls = None
-                entry.hooks = frozenset(found)
-                return True
-            extra = sorted(set(names) - specs[hook][0])
-            if extra:
-                self.boundary.fault(entry.name, "load", "registration failed (check each hook's name and arguments "
-                                    f"against agent_link_core/hookspecs.py): {hook} takes {', '.join(extra)}, "
-                                    "which the hook does not offer", disable=True)
-                return False
-            impls[hook] = (function, opts)
-        if entry.hooks is not None and entry.hooks != frozenset(found):
-            self.boundary.fault(entry.name, "load", f"declares hooks {sorted(entry.hooks)} but implements {sorted(found)}",
-                                fix=f"List exactly its hook implementations in {entry.package}.{lazy_hooks.DECLARED_ATTR}.")
-        entry.hooks, entry.impls = frozenset(found), impls
-        self._cache.clear()  # what this plugin implements may differ from what it declared
-        return True
-
-    def impls(self, hook: str) -> list[_Impl] | None:
-        """The implementations of ``hook`` in pluggy's list order (call order reversed),
-        importing the plugins that declare it; None when pluggy must call it (a wrapper, a
-        plugin that is no module, hook tracing)."""
-        if hook in self._cache:
-            return self._cache[hook]
-        methods: list[_Impl] = []
-        for entry in list(self.entries):
-            if entry.hooks is not None and hook not in entry.hooks:
-                continue
-            if entry.module is None and not self._import(entry):
-                continue
-            if entry.impls is None:
-                self._cache[hook] = None
-                return None
-            if entry.name in self.boundary.disabled or hook not in entry.impls:
-                continue
-            function, opts = entry.impls[hook]
-            if opts.get("wrapper") or opts.get("hookwrapper"):
-                self._cache[hook] = None
-                return None
-            impl = _Impl(entry.name, function, lazy_hooks.argnames(function) or (), opts)
-            impl.function = _guarded(self.boundary, impl, entry.name, hook)
-            if opts.get("trylast"):  # pluggy's HookCaller._add_hookimpl
-                methods.insert(0, impl)
-            elif opts.get("tryfirst"):
-                methods.append(impl)
-            else:
-                i = len(methods) - 1
-                while i >= 0 and methods[i].opts.get("tryfirst"):
-                    i -= 1
-                methods.insert(i + 1, impl)
-        self._cache[hook] = methods
-        return methods
-
-    def order(self) -> list[str]:
-        """The plugins' names in registration order."""
-        return [e.name for e in self.entries if e.name not in self.boundary.disabled]
-
-    def plugin_of_package(self, package: str) -> str | None:
-        """The plugin whose top-level package is ``package``, or None."""
-        return next((e.name for e in self.entries if e.package == package), None)
-
-    def manager(self, report: PluginReport) -> pluggy.PluginManager:
-        """pluggy's manager holding every plugin (each imported and registered now)."""
-        pm = _plugin_manager()
-        pm.agent_link_boundary = self.boundary  # type: ignore[attr-defined]
-        pm.agent_link_report = report  # type: ignore[attr-defined]
-        pm.agent_link_order = []  # type: ignore[attr-defined]
-        for name in sorted({*self.blocked, *self.boundary.disabled}):
-            pm.set_blocked(name)
-        for entry in self.entries:
-            if self._import(entry) and entry.name not in self.boundary.disabled:
-                _register(pm, self.boundary, entry.module, entry.name)
-        pm.check_pending()
-        return pm
-
-
-def _package_hooks(module: str) -> frozenset[str] | None:
-    """The hooks entry module ``module``'s top-level package declares for it (the package
-    imported now), or None."""
-    return lazy_hooks.declared_hooks(importlib.import_module(module.partition(".")[0]), module)
-
-
 def _load_declared(env: Mapping[str, str]) -> Hooks:
     """:class:`Hooks` over the plugins of ``env`` by their declared hooks (see the module doc)."""
     boundary = Boundary(timeout_from_env(env))
@@ -432,28 +245,19 @@ def _load_declared(env: Mapping[str, str]) -> Hooks:
     blocked = disabled_plugin_names(env)
     only = load_only_names(env)
     report.blocked.extend(sorted(blocked))
-    declared = _Declared(boundary, list(report.blocked))
+    declared = Declared(boundary, list(report.blocked))
     boundary.on_disable = lambda name, reason: _left_out(report, name, reason)
     seen: set[str] = set()
     for ep in discovery.entry_points(ENTRY_POINT_GROUP, env):
         if ep.name in blocked or ep.name in seen or (only is not None and ep.name not in only):
             continue
         seen.add(ep.name)
-        module, colon, _ = ep.value.partition(":")
-        module = module.strip()
-        entry = _Entry(ep.name, ep.load, module.partition(".")[0], ep.dist)
-        hooks = None if colon else boundary.call(ep.name, "load", _package_hooks, module, default=None,
-                                                 disable=True, prefix="import failed: ")
-        if ep.name in boundary.disabled or not declared.add(entry, hooks):
-            continue
-        report.loaded.append(ep.name)
-        if ep.dist is not None:
-            report.dists[ep.name] = ep.dist
+        if declared.add_entry_point(ep):
+            report.loaded.append(ep.name)
+            if ep.dist is not None:
+                report.dists[ep.name] = ep.dist
     for modname in DEFAULT_PLUGINS:
-        core = _Entry(modname, None, modname.partition(".")[0])
-        core.module = importlib.import_module(modname)
-        declared._check(core, lazy_hooks.module_hooks(core.module))
-        declared.entries.append(core)
+        declared.add_module(modname)
     return Hooks(None, report, declared=declared)
 
 
@@ -475,7 +279,7 @@ class Hooks:
     """
 
     def __init__(self, pm: pluggy.PluginManager | None, report: PluginReport | None = None, *,
-                 declared: _Declared | None = None) -> None:
+                 declared: Declared | None = None) -> None:
         self._pm = pm
         self._declared = declared
         #: the App these hooks serve; set by ``App.__init__`` and passed to hooks taking ``app``
@@ -504,12 +308,25 @@ class Hooks:
         imported and registered, if these hooks were loaded by their declarations)."""
         if self._pm is None:
             assert self._declared is not None
-            self._pm = self._declared.manager(self.report)
+            self._pm = self._manager(self._declared)
         return self._pm
 
+    def _manager(self, declared: Declared) -> pluggy.PluginManager:
+        """pluggy's manager holding every declared plugin (each imported and registered now)."""
+        pm = _plugin_manager()
+        pm.agent_link_boundary = self.boundary  # type: ignore[attr-defined]
+        pm.agent_link_report = self.report  # type: ignore[attr-defined]
+        pm.agent_link_order = []  # type: ignore[attr-defined]
+        for name in sorted({*declared.blocked, *self.boundary.disabled}):
+            pm.set_blocked(name)
+        for entry in declared.entries:
+            if declared.load(entry) and entry.name not in self.boundary.disabled:
+                _register(pm, self.boundary, entry.module, entry.name)
+        pm.check_pending()
+        return pm
+
     def load_all(self) -> None:
-        """Import and register every plugin now (hooks loaded by their declarations import a
-        plugin only for a hook it declares): what a report naming every plugin's state needs."""
+        """Import and register every plugin now: what a report of every plugin's state needs."""
         self.pm  # noqa: B018 - building the manager imports each plugin, reporting what fails
 
     # -- plumbing
@@ -528,8 +345,7 @@ class Hooks:
                     self.app.harnesses.pop(name, None)
 
     def _impls(self, hook_name: str) -> list[tuple[str, Any]]:
-        """``[(plugin name, implementation)]`` of ``hook_name`` in pluggy's list order (its
-        call order reversed), each implementation with ``function`` (guarded) and ``argnames``."""
+        """``[(plugin, implementation: function (guarded), argnames)]`` in pluggy's list order."""
         if self._pm is None and self._declared is not None:
             impls = self._declared.impls(hook_name)
             if impls is not None:
@@ -546,7 +362,7 @@ class Hooks:
         try:
             if impls is None:
                 return getattr(self.pm.hook, hook_name)(**kwargs), call
-            first = hook_name in _firstresult()
+            first = hook_name in firstresult()
             results = []
             for impl in reversed(impls):
                 answer = impl.function(*[kwargs[name] for name in impl.argnames])
