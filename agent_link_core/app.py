@@ -201,12 +201,12 @@ class App:
         env = with_settings(dict(os.environ if env is None else env))
         if hooks is None:
             hooks = Hooks(*build_plugin_manager(env=env, extra_plugins=extra_plugins))
-        report, pm = hooks.report, hooks.pm
+        report = hooks.report
         config = load_config(env, hooks.settings())
         state_dirs.record(config.state_dir, env)
         configure_logging(config)
         if config.get("AGENT_LINK_DEBUG"):
-            trace_hook_calls(pm, log.debug)
+            trace_hook_calls(hooks.pm, log.debug)
         return cls(config, hooks, report, env, read_only_ok)
 
     async def aclose(self) -> None:

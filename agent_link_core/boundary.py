@@ -32,8 +32,6 @@ each record's type (:func:`agent_link_core.harness.check_harness`,
 from __future__ import annotations
 
 import contextvars
-import dataclasses
-import inspect
 import json
 import signal
 import sys
@@ -41,7 +39,6 @@ import threading
 import time
 import types
 from collections.abc import Awaitable, Callable, Generator, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from agent_link_core.errors import AgentLinkError, Refused
@@ -92,7 +89,6 @@ def slow_hint(plugin: str) -> str:
     return f"If it stays slow on an idle machine, update the plugin or turn it off with AGENT_LINK_DISABLE_PLUGINS={plugin}."
 
 
-@dataclass
 class Problem:
     """One failure of one plugin, as ``agent-link plugins`` and health report it.
 
@@ -106,16 +102,23 @@ class Problem:
     :param count: how many times it happened in this process.
     """
 
-    plugin: str
-    hook: str
-    error: str
-    fix: str
-    disabled: bool = False
-    count: int = 1
+    # plain classes, not dataclasses: every CLI command imports this module, and dataclasses
+    # imports inspect (about 10 ms of a short command)
+    def __init__(self, plugin: str, hook: str, error: str, fix: str, disabled: bool = False, count: int = 1) -> None:
+        self.plugin, self.hook, self.error, self.fix, self.disabled, self.count = plugin, hook, error, fix, disabled, count
+
+    def __eq__(self, other: object) -> bool:
+        return self.to_dict() == other.to_dict() if isinstance(other, Problem) else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Problem({', '.join(f'{k}={v!r}' for k, v in self.to_dict().items())})"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form for health and ``agent-link plugins --json``."""
-        return dataclasses.asdict(self)
+        return {"plugin": self.plugin, "hook": self.hook, "error": self.error, "fix": self.fix,
+                "disabled": self.disabled, "count": self.count}
 
 
 class Overran(BaseException):
@@ -145,7 +148,6 @@ def oversize(value: Any, limit: int = MAX_RESULT_BYTES, text: str | None = None)
 # -- per-call state ------------------------------------------------------------------
 
 
-@dataclass
 class CallState:
     """What one facade call (one pluggy hook call) learns from its implementations.
 
@@ -154,9 +156,10 @@ class CallState:
     :param answers: ``(plugin, answer)`` of each implementation that answered, in call order.
     """
 
-    hook: str
-    faulted: set[str] = field(default_factory=set)
-    answers: list[tuple[str, Any]] = field(default_factory=list)
+    def __init__(self, hook: str) -> None:
+        self.hook = hook
+        self.faulted: set[str] = set()
+        self.answers: list[tuple[str, Any]] = []
 
 
 _CALL: contextvars.ContextVar[CallState | None] = contextvars.ContextVar("agent_link_hook_call", default=None)
@@ -293,13 +296,14 @@ RESULT_CHECKS: dict[str, Callable[[Any, str], str | None]] = {
 _sigints = 0  # real SIGINTs this process received, counted by _on_sigint
 
 
-@dataclass(eq=False, slots=True)
 class _Frame:
     """A synchronous plugin call running on the main thread, interrupted after ``deadline``
     (compared by identity: two calls armed at the same instant are two frames)."""
 
-    started: float
-    deadline: float
+    __slots__ = ("started", "deadline")
+
+    def __init__(self, started: float, deadline: float) -> None:
+        self.started, self.deadline = started, deadline
 
 
 _frames: list[_Frame] = []  # the main thread's running plugin calls, innermost last
@@ -627,6 +631,13 @@ def guard_plugin(boundary: Boundary, pm: Any, plugin: object, plugin_name: str) 
                 impl.function = _guarded(boundary, impl, plugin_name, caller.name)
 
 
+def _awaitable(value: Any) -> bool:
+    """:func:`inspect.isawaitable` without importing inspect."""
+    if isinstance(value, types.GeneratorType):  # a generator-based coroutine (types.coroutine)
+        return bool(value.gi_code.co_flags & 0x100)  # inspect.CO_ITERABLE_COROUTINE
+    return isinstance(value, Awaitable)
+
+
 def _guarded(boundary: Boundary, impl: Any, plugin: str, hook: str) -> Callable[..., Any]:
     func = impl.function
     if impl.hookwrapper or impl.wrapper:
@@ -639,7 +650,7 @@ def _guarded(boundary: Boundary, impl: Any, plugin: str, hook: str) -> Callable[
 
     def guarded(*args: Any) -> Any:
         result = boundary.call(plugin, hook, func, *args, check=sync_check, passing=passing, disable=registering)
-        if awaitable and inspect.isawaitable(result):
+        if awaitable and _awaitable(result):
             answer = result
             result = boundary.acall(plugin, hook, lambda: answer, bound_s=boundary.timeout_ms / 1000 or None,
                                     check=check, passing=passing)

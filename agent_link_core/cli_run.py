@@ -306,7 +306,7 @@ def plugin_hooks(ctx: Any) -> Hooks:
     if "hooks" not in root.meta:
         from agent_link_core import plugins
 
-        root.meta["hooks"] = plugins.load_plugins()
+        root.meta["hooks"] = plugins.load_plugins(declared=True)
     return root.meta["hooks"]
 
 

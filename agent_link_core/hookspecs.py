@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, Callable
 
-import pluggy
+from agent_link_core.lazy_hooks import PROJECT, hookimpl, hookspec
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import sqlite3
@@ -36,10 +36,9 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from agent_link_core.store import Migration
     from agent_link_core.tools.registry import ToolSpec
 
-PROJECT = "agent_link"
-
-_hookspec = pluggy.HookspecMarker(PROJECT)
-hookimpl = pluggy.HookimplMarker(PROJECT)
+# pluggy's markers' effect without importing pluggy (agent_link_core.lazy_hooks)
+_hookspec = hookspec
+__all__ = ["PROJECT", "hookimpl"]
 
 
 @_hookspec

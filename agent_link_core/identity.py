@@ -28,7 +28,6 @@ itself (a debugger, or running the host program to make it write its own records
 
 from __future__ import annotations
 
-import dataclasses
 import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -106,20 +105,20 @@ async def prove_sender(app: App, caller: Caller) -> tuple[Caller, list[dict[str,
         cannot be asked proves nothing.
     """
     if caller.source not in RUNTIME_SOURCES or not caller.known:
-        return dataclasses.replace(caller, proven=False), []
+        return caller.replace(proven=False), []
     host = caller.host or "no host"
     if not await _session_exists(app, caller):
         reason, why = "no_such_session", f"{host} has no such session"
     elif not caller.evidence:
         reason, why = "not_proven", f"{host} did not prove that this process belongs to that session (a name alone proves nothing)"
     else:
-        return dataclasses.replace(caller, proven=True), []
+        return caller.replace(proven=True), []
     warning = {
         "code": "sender_unverified",
         "message": f'{caller.address} was named by {caller.source} but {why}, so this message is marked fromVerified="false".',
         "details": {"address": caller.address, "namedBy": caller.source, "reason": reason},
     }
-    return dataclasses.replace(caller, proven=False), [warning]
+    return caller.replace(proven=False), [warning]
 
 
 def reader_proved_here(app: App, address: str) -> bool:

@@ -5,10 +5,9 @@ Address syntax lives in :mod:`agent_link_core.addresses` (re-exported here).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
-from agent_link_core.envelope import envelope_title
+from agent_link_core.lazy_record import Record
 from agent_link_core.addresses import (  # noqa: F401 - re-exported for plugins
     ADDRESS_RE,
     ANTICIPATIONS,
@@ -28,8 +27,7 @@ RAW_TITLE_CHARS = 300
 RUNTIME_SOURCES = ("current_session", "env", "runtime_context")
 
 
-@dataclass(frozen=True)
-class Caller:
+class Caller(Record):
     """Who is calling a tool or command.
 
     :param address: the caller's address, or ``external`` when no runtime identity is known.
@@ -45,13 +43,20 @@ class Caller:
         not; None when not checked yet.
     """
 
-    address: str = EXTERNAL
-    source: str = "fallback"
-    host: str | None = None
-    turn_id: str | None = None
-    tool_call_id: str | None = None
-    proven: bool | None = None
-    evidence: str | None = None
+    _fields = ("address", "source", "host", "turn_id", "tool_call_id", "proven", "evidence")
+    address: str
+    source: str
+    host: str | None
+    turn_id: str | None
+    tool_call_id: str | None
+    proven: bool | None
+    evidence: str | None
+
+    def __init__(self, address: str = EXTERNAL, source: str = "fallback", host: str | None = None,
+                 turn_id: str | None = None, tool_call_id: str | None = None, proven: bool | None = None,
+                 evidence: str | None = None) -> None:
+        self._set(address=address, source=source, host=host, turn_id=turn_id, tool_call_id=tool_call_id,
+                  proven=proven, evidence=evidence)
 
     @property
     def verified(self) -> bool:
@@ -66,8 +71,7 @@ class Caller:
         return is_address(self.address)
 
 
-@dataclass(frozen=True)
-class Session:
+class Session(Record):
     """One agent a harness knows about (a thread, a session, ...).
 
     ``last_activity_ms`` is epoch milliseconds. ``receive`` says how mail reaches it:
@@ -81,21 +85,32 @@ class Session:
     harness that read the title from a longer text sets ``rawTitle`` itself).
     """
 
+    _fields = ("address", "harness", "id", "title", "cwd", "surface", "loaded", "archived", "last_activity_ms",
+               "receive", "aliases", "extra")
     address: str
     harness: str
     id: str
-    title: str | None = None
-    cwd: str | None = None
-    surface: tuple[str, ...] = ()
-    loaded: bool | None = None
-    archived: bool = False
-    last_activity_ms: int | None = None
-    receive: dict[str, Any] = field(default_factory=lambda: {"push": None, "nudge": None, "pull": True})
-    aliases: tuple[str, ...] = ()
-    extra: dict[str, Any] = field(default_factory=dict)
+    title: str | None
+    cwd: str | None
+    surface: tuple[str, ...]
+    loaded: bool | None
+    archived: bool
+    last_activity_ms: int | None
+    receive: dict[str, Any]
+    aliases: tuple[str, ...]
+    extra: dict[str, Any]
 
-    def __post_init__(self) -> None:
-        shown = envelope_title(self.title)
-        if shown is not None and self.title is not None:
-            object.__setattr__(self, "extra", {"rawTitle": self.title[:RAW_TITLE_CHARS], **self.extra})
-            object.__setattr__(self, "title", shown)
+    def __init__(self, address: str, harness: str, id: str, title: str | None = None, cwd: str | None = None,
+                 surface: tuple[str, ...] = (), loaded: bool | None = None, archived: bool = False,
+                 last_activity_ms: int | None = None, receive: dict[str, Any] | None = None,
+                 aliases: tuple[str, ...] = (), extra: dict[str, Any] | None = None) -> None:
+        from agent_link_core.envelope import envelope_title  # sessions are listed by commands that render
+
+        extra = {} if extra is None else extra
+        shown = envelope_title(title)
+        if shown is not None and title is not None:
+            extra, title = {"rawTitle": title[:RAW_TITLE_CHARS], **extra}, shown
+        self._set(address=address, harness=harness, id=id, title=title, cwd=cwd, surface=surface, loaded=loaded,
+                  archived=archived, last_activity_ms=last_activity_ms,
+                  receive={"push": None, "nudge": None, "pull": True} if receive is None else receive,
+                  aliases=aliases, extra=extra)

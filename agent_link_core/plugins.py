@@ -5,35 +5,37 @@ points of the ``agent_link`` group one at a time, the core's default plugins, th
 ``check_pending()``. A plugin that fails to import, to register, or implements a hook that
 does not exist (a misspelt name) is reported and left out, never fatal.
 
-Every hook call goes through :class:`Hooks`, one method per hook, and through pluggy (so
-``tryfirst``/``trylast``, wrappers and ``firstresult`` always apply). Each implementation is
+Every hook call goes through :class:`Hooks`, one method per hook, in pluggy's order
+(``tryfirst``/``trylast``, wrappers and ``firstresult`` always apply). Each implementation is
 guarded (:mod:`agent_link_core.boundary`): its exceptions, wrong answers and hangs are its
 plugin's problem, reported by ``agent-link plugins``, health and the log, and everything
 else keeps working.
+
+Declared hooks (:func:`load_plugins` with ``declared=True``, what the CLI uses;
+:mod:`agent_link_core.lazy_plugins`): a call imports only the plugins declaring its hook and
+calls them through the same guard in pluggy's order; pluggy's manager is built (every plugin
+imported and registered as above) when something needs it (a wrapper, tracing, :attr:`Hooks.pm`).
 """
 
 from __future__ import annotations
 
 import importlib
-import inspect
 import os
 import sys
 import types
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
-
-import pluggy
 
 from agent_link_core.lazy_log import LazyLogger
 from agent_link_core import discovery, hookspecs
-from agent_link_core.aio import run_blocking
+from agent_link_core.lazy_plugins import Declared, firstresult
 from agent_link_core.config import check_setting
 from agent_link_core.boundary import (
     Boundary,
     CORE_PLUGIN,
     CallState,
     Refused,
+    _awaitable,
     current_plugin,
     end_call,
     guard_plugin,
@@ -43,6 +45,7 @@ from agent_link_core.boundary import (
 
 if TYPE_CHECKING:  # pragma: no cover
     import click
+    import pluggy
 
     from agent_link_core.config import Setting
     from agent_link_core.app import App
@@ -63,21 +66,35 @@ DEFAULT_PLUGINS = ("agent_link_core.default_plugins",)
 LOAD_ONLY_ENV = "AGENT_LINK_LOAD_PLUGINS"
 
 
-@dataclass
 class PluginReport:
     """What loading found: names loaded, blocked, and failures ``{name: reason}``.
 
     ``failed`` also gains plugins left out later in the process (a registration refused, a
     hung hook); :meth:`problems` lists every failure with its hook and fix.
+
+    :param loaded: plugin names, in load order. :param blocked: names turned off.
+    :param failed: ``{plugin: reason}``.
+    :param dists: each entry-point plugin's distribution (``importlib.metadata.Distribution``,
+        or its cached version: :class:`agent_link_core.discovery.CachedDist`).
+    :param boundary: the guard whose problems :meth:`problems` lists.
     """
 
-    loaded: list[str] = field(default_factory=list)
-    blocked: list[str] = field(default_factory=list)
-    failed: dict[str, str] = field(default_factory=dict)
-    #: each entry-point plugin's distribution (``importlib.metadata.Distribution``, or its
-    #: cached version: :class:`agent_link_core.discovery.CachedDist`)
-    dists: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
-    boundary: Boundary | None = field(default=None, repr=False, compare=False)
+    def __init__(self, loaded: list[str] | None = None, blocked: list[str] | None = None,
+                 failed: dict[str, str] | None = None, dists: dict[str, Any] | None = None,
+                 boundary: Boundary | None = None) -> None:
+        self.loaded: list[str] = loaded if loaded is not None else []
+        self.blocked: list[str] = blocked if blocked is not None else []
+        self.failed: dict[str, str] = failed if failed is not None else {}
+        self.dists: dict[str, Any] = dists if dists is not None else {}
+        self.boundary = boundary
+
+    def __eq__(self, other: object) -> bool:  # as the dataclass it was: dists and boundary do not count
+        if not isinstance(other, PluginReport):
+            return NotImplemented
+        return (self.loaded, self.blocked, self.failed) == (other.loaded, other.blocked, other.failed)
+
+    def __repr__(self) -> str:
+        return f"PluginReport(loaded={self.loaded!r}, blocked={self.blocked!r}, failed={self.failed!r})"
 
     @property
     def versions(self) -> dict[str, str]:
@@ -119,18 +136,29 @@ def load_only_names(env: Mapping[str, str] | None = None) -> set[str] | None:
 
 #: what pluggy can take for a hook implementation (``pluggy._manager._static_hook_attr``)
 _HOOKABLE = (types.FunctionType, types.MethodType, staticmethod, classmethod)
+_manager_class: type | None = None
 
 
-class _PluginManager(pluggy.PluginManager):
-    """pluggy's manager, skipping a plugin module's other names (its imports, classes and
-    constants) without pluggy's per-name descriptor-safe lookup: every process registers every
-    plugin, and most names a module holds could never be a hook."""
+def _plugin_manager() -> pluggy.PluginManager:
+    """A new pluggy manager for agent-link's hooks (pluggy imported now), skipping a plugin
+    module's other names (its imports, classes and constants) without pluggy's per-name
+    descriptor-safe lookup: most names a module holds could never be a hook."""
+    global _manager_class
+    if _manager_class is None:
+        import pluggy
 
-    def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
-        """None for a module attribute that is no function; else pluggy's answer."""
-        if isinstance(plugin, types.ModuleType) and name in plugin.__dict__ and not isinstance(plugin.__dict__[name], _HOOKABLE):
-            return None
-        return super().parse_hookimpl_opts(plugin, name)
+        class _PluginManager(pluggy.PluginManager):
+            def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
+                """None for a module attribute that is no function; else pluggy's answer."""
+                if isinstance(plugin, types.ModuleType) and name in plugin.__dict__ \
+                        and not isinstance(plugin.__dict__[name], _HOOKABLE):
+                    return None
+                return super().parse_hookimpl_opts(plugin, name)
+
+        _manager_class = _PluginManager
+    pm: pluggy.PluginManager = _manager_class(hookspecs.PROJECT)
+    pm.add_hookspecs(hookspecs)
+    return pm
 
 
 def build_plugin_manager(
@@ -146,8 +174,7 @@ def build_plugin_manager(
         plugin's fault: it is in the report.
     """
     env = os.environ if env is None else env
-    pm = _PluginManager(hookspecs.PROJECT)
-    pm.add_hookspecs(hookspecs)
+    pm = _plugin_manager()
     boundary = Boundary(timeout_from_env(env))
     report = PluginReport(boundary=boundary)
     pm.agent_link_boundary = boundary  # type: ignore[attr-defined]
@@ -219,6 +246,29 @@ def _register(pm: pluggy.PluginManager, boundary: Boundary, plugin: Any, name: s
     return True
 
 
+def _load_declared(env: Mapping[str, str]) -> Hooks:
+    """:class:`Hooks` over the plugins of ``env`` by their declared hooks (see the module doc)."""
+    boundary = Boundary(timeout_from_env(env))
+    report = PluginReport(boundary=boundary)
+    blocked = disabled_plugin_names(env)
+    only = load_only_names(env)
+    report.blocked.extend(sorted(blocked))
+    declared = Declared(boundary, list(report.blocked))
+    boundary.on_disable = lambda name, reason: _left_out(report, name, reason)
+    seen: set[str] = set()
+    for ep in discovery.entry_points(ENTRY_POINT_GROUP, env):
+        if ep.name in blocked or ep.name in seen or (only is not None and ep.name not in only):
+            continue
+        seen.add(ep.name)
+        if declared.add_entry_point(ep):
+            report.loaded.append(ep.name)
+            if ep.dist is not None:
+                report.dists[ep.name] = ep.dist
+    for modname in DEFAULT_PLUGINS:
+        declared.add_module(modname)
+    return Hooks(None, report, declared=declared)
+
+
 class _UndoRecord(Exception):
     """Rolls back the savepoint of an ``agent_link_record_event`` implementation that failed."""
 
@@ -229,20 +279,27 @@ class Hooks:
     Registration hooks are collected once and cached; each record is checked
     (:mod:`agent_link_core.boundary`) and a plugin with a refused record is left out whole.
 
-    :param pm: a manager from :func:`build_plugin_manager`.
+    :param pm: a manager from :func:`build_plugin_manager`; None with ``declared``.
     :param report: the report to keep up to date (default: the one the manager was built with).
+    :param declared: the plugins by their declared hooks (:func:`load_plugins` with
+        ``declared=True``): calls import and call only the plugins declaring their hook, and
+        the manager is built from these when first needed (:attr:`pm`).
     """
 
-    def __init__(self, pm: pluggy.PluginManager, report: PluginReport | None = None) -> None:
+    def __init__(self, pm: pluggy.PluginManager | None, report: PluginReport | None = None, *,
+                 declared: Declared | None = None) -> None:
         self._pm = pm
+        self._declared = declared
         #: the App these hooks serve; set by ``App.__init__`` and passed to hooks taking ``app``
         self.app: App | None = None
-        boundary = getattr(pm, "agent_link_boundary", None)
-        if boundary is None:  # a manager built elsewhere: guard what it holds now
+        boundary = getattr(pm, "agent_link_boundary", None) if declared is None else declared.boundary
+        if boundary is None and pm is not None:  # a manager built elsewhere: guard what it holds now
             boundary = Boundary()
             for plugin in pm.get_plugins():
                 guard_plugin(boundary, pm, plugin, pm.get_name(plugin) or repr(plugin))
             pm.agent_link_boundary = boundary  # type: ignore[attr-defined]
+        if boundary is None:
+            raise TypeError("Hooks needs a plugin manager or declared plugins")
         self.boundary: Boundary = boundary
         self.report: PluginReport = report or getattr(pm, "agent_link_report", None) or PluginReport(boundary=boundary)
         if self.report.boundary is None:
@@ -255,29 +312,73 @@ class Hooks:
 
     @property
     def pm(self) -> pluggy.PluginManager:
-        """The plugin manager these hooks call."""
+        """The plugin manager these hooks call (built now from the declared plugins, each
+        imported and registered, if these hooks were loaded by their declarations)."""
+        if self._pm is None:
+            assert self._declared is not None
+            self._pm = self._manager(self._declared)
         return self._pm
+
+    def _manager(self, declared: Declared) -> pluggy.PluginManager:
+        """pluggy's manager holding every declared plugin (each imported and registered now)."""
+        pm = _plugin_manager()
+        pm.agent_link_boundary = self.boundary  # type: ignore[attr-defined]
+        pm.agent_link_report = self.report  # type: ignore[attr-defined]
+        pm.agent_link_order = []  # type: ignore[attr-defined]
+        for name in sorted({*declared.blocked, *self.boundary.disabled}):
+            pm.set_blocked(name)
+        for entry in declared.entries:
+            if declared.load(entry) and entry.name not in self.boundary.disabled:
+                _register(pm, self.boundary, entry.module, entry.name)
+        pm.check_pending()
+        return pm
+
+    def load_all(self) -> None:
+        """Import and register every plugin now: what a report of every plugin's state needs."""
+        self.pm  # noqa: B018 - building the manager imports each plugin, reporting what fails
 
     # -- plumbing
 
     def _disable(self, plugin: str, reason: str) -> None:
         """Leave ``plugin`` out from now on: its hooks, records and harnesses."""
         _left_out(self.report, plugin, reason)
-        if self._pm.has_plugin(plugin):
-            self._pm.unregister(name=plugin)
-        self._pm.set_blocked(plugin)
+        if self._pm is not None:  # declared plugins: the guard skips what it disabled
+            if self._pm.has_plugin(plugin):
+                self._pm.unregister(name=plugin)
+            self._pm.set_blocked(plugin)
         for kind, records in self._records.items():
             for name in [n for n, (owner, _) in records.items() if owner == plugin]:
                 del records[name]
                 if kind == "harness" and self.app is not None:
                     self.app.harnesses.pop(name, None)
 
+    def _impls(self, hook_name: str) -> list[tuple[str, Any]]:
+        """``[(plugin, implementation: function (guarded), argnames)]`` in pluggy's list order."""
+        if self._pm is None and self._declared is not None:
+            impls = self._declared.impls(hook_name)
+            if impls is not None:
+                return [(impl.plugin_name, impl) for impl in impls]
+        pm = self.pm
+        return [(pm.get_name(impl.plugin) or "?", impl) for impl in getattr(pm.hook, hook_name).get_hookimpls()]
+
     def _run(self, hook_name: str, **kwargs: Any) -> tuple[Any, CallState]:
-        """One hook call through pluggy (each implementation guarded inline); its answer and
-        what the call learnt (plugins that faulted, answers by plugin)."""
+        """One hook call (each implementation guarded inline); its answer and what the call
+        learnt (plugins that faulted, answers by plugin). Declared plugins without a wrapper
+        among them are called here as pluggy would; anything else goes through pluggy."""
+        impls = self._declared.impls(hook_name) if self._pm is None and self._declared is not None else None
         call, token = hook_call(hook_name)
         try:
-            return getattr(self._pm.hook, hook_name)(**kwargs), call
+            if impls is None:
+                return getattr(self.pm.hook, hook_name)(**kwargs), call
+            first = hook_name in firstresult()
+            results = []
+            for impl in reversed(impls):
+                answer = impl.function(*[kwargs[name] for name in impl.argnames])
+                if answer is not None:
+                    if first:
+                        return answer, call
+                    results.append(answer)
+            return (None if first else results), call
         finally:
             end_call(token)
 
@@ -319,7 +420,9 @@ class Hooks:
             # order: the core first, then a plugin registering a record named after itself (the
             # plugin "x" registering harness "x": no other plugin can claim it and get it left out),
             # then in the order plugins registered, so one installed later cannot take a name over.
-            rank = {name: i for i, name in enumerate(getattr(self._pm, "agent_link_order", ()))}
+            order = self._declared.order() if self._pm is None and self._declared is not None \
+                else getattr(self._pm, "agent_link_order", ())
+            rank = {name: i for i, name in enumerate(order)}
             offered.sort(key=lambda pr: (pr[0] != CORE_PLUGIN, getattr(pr[1], "name", None) != pr[0],
                                          rank.get(pr[0], len(rank))))
             records: dict[str, tuple[str, Any]] = {}
@@ -352,6 +455,8 @@ class Hooks:
         dotted module name), or None; names the owner of a declared command or tool whose
         code fails to import (:mod:`agent_link_core.contribute`)."""
         package = module.partition(".")[0]
+        if self._pm is None and self._declared is not None:
+            return self._declared.plugin_of_package(package)
         for name, plugin in self._pm.list_name_plugin():
             if plugin is not None and (getattr(plugin, "__name__", None) or "").partition(".")[0] == package:
                 return name
@@ -377,9 +482,10 @@ class Hooks:
         implements, with its timings in this process (None: not called here), plus ``load``
         (import and registration) and the harness methods and tools the boundary timed."""
         view: dict[str, dict[str, dict[str, Any] | None]] = {}
-        for plugin in self._pm.get_plugins():
-            name = self._pm.get_name(plugin) or "?"
-            hooks = {caller.name for caller in self._pm.get_hookcallers(plugin) or []}
+        pm = self.pm
+        for plugin in pm.get_plugins():
+            name = pm.get_name(plugin) or "?"
+            hooks = {caller.name for caller in pm.get_hookcallers(plugin) or []}
             view[name] = {hook: None for hook in sorted(hooks)}
         for name, timed in self.boundary.timing_report().items():
             view.setdefault(name, {}).update(timed)
@@ -449,7 +555,7 @@ class Hooks:
         :returns: True when a plugin reports the session reminded.
         """
         result = self._call("agent_link_push_reminders", due=due, app=self.app)
-        if inspect.isawaitable(result):
+        if _awaitable(result):
             result = await result
         return bool(result)
 
@@ -492,7 +598,9 @@ class Hooks:
         :meth:`aresolve_address`.
         """
         answer = self._call("agent_link_resolve_address", address=address, caller_address=caller_address, app=self.app)
-        if inspect.isawaitable(answer):
+        if _awaitable(answer):
+            from agent_link_core.aio import run_blocking
+
             return run_blocking(lambda: answer)
         return answer
 
@@ -501,10 +609,12 @@ class Hooks:
         awaited on the caller's loop, which is never blocked by it; stepped without a loop
         (:func:`agent_link_core.aio.run_inline`), on a loop of its own in a worker thread."""
         answer = self._call("agent_link_resolve_address", address=address, caller_address=caller_address, app=self.app)
-        if inspect.isawaitable(answer):
+        if _awaitable(answer):
             asyncio = sys.modules.get("asyncio")
             if asyncio is None or asyncio._get_running_loop() is None:  # stepped without a loop (aio.run_inline)
-                return run_blocking(lambda: answer)
+                from agent_link_core.aio import run_blocking
+
+            return run_blocking(lambda: answer)
             return await answer
         return answer
 
@@ -540,13 +650,16 @@ class Hooks:
             end_call(token)
 
     def _plain_impls(self, hook_name: str) -> list[Any] | None:
-        """The implementations (pluggy ``HookImpl``: ``function``, ``argnames``) of
-        ``hook_name`` in the order pluggy calls them, when calling each ``function`` with the
-        arguments it names is all pluggy would do: no wrapper among them and no hook call
-        tracing (``AGENT_LINK_DEBUG``); else None (call through pluggy)."""
+        """The implementations (``function``, ``argnames``) of ``hook_name`` in the order
+        pluggy calls them, when calling each ``function`` with the arguments it names is all
+        pluggy would do: no wrapper among them and no hook call tracing (``AGENT_LINK_DEBUG``);
+        else None (call through pluggy)."""
+        if self._pm is None and self._declared is not None:
+            declared = self._declared.impls(hook_name)
+            return declared[::-1] if declared is not None else None
         if getattr(self._pm, "agent_link_traced", False):
             return None
-        impls = getattr(self._pm.hook, hook_name).get_hookimpls()
+        impls = getattr(self.pm.hook, hook_name).get_hookimpls()
         known = self._plain.get(hook_name)
         if known is not None and known[0] == impls:  # the same implementations as last time
             return known[1]
@@ -572,7 +685,7 @@ class Hooks:
         """
         result = self._call("agent_link_claim_paths", holder=holder, paths=list(paths), project_root=project_root,
                             reason=reason, ttl_ms=ttl_ms, until_resolved=until_resolved, key=key, app=self.app)
-        if inspect.isawaitable(result):
+        if _awaitable(result):
             result = await result
         return result if isinstance(result, dict) else None
 
@@ -588,8 +701,7 @@ class Hooks:
         describes. Each observer runs in a savepoint: one that fails is logged and its
         writes are undone, and the change itself still commits."""
         store = self.app.store
-        for impl in self._pm.hook.agent_link_record_event.get_hookimpls():
-            plugin = self._pm.get_name(impl.plugin) or "?"
+        for plugin, impl in self._impls("agent_link_record_event"):
             if plugin in self.boundary.disabled:
                 continue
             call, token = hook_call("agent_link_record_event")
@@ -678,14 +790,19 @@ def trace_hook_calls(pm: pluggy.PluginManager, sink: Callable[[str], None]) -> C
     return untrace
 
 
-def load_plugins(env: Mapping[str, str] | None = None, extra_plugins: tuple[Any, ...] = ()) -> Hooks:
+def load_plugins(env: Mapping[str, str] | None = None, extra_plugins: tuple[Any, ...] = (), *,
+                 declared: bool = False) -> Hooks:
     """The plugins of ``env`` (default: the process environment, with the settings file's
     values filled in), loaded without opening the database.
 
+    :param declared: load them by their declared hooks (see the module doc): a plugin is
+        imported only when a call needs a hook it declares. Not with ``extra_plugins``.
     :raises AgentLinkError: ``invalid_arguments`` for a settings file that cannot be read.
     """
     from agent_link_core.settings_file import with_settings
 
     env = with_settings(dict(os.environ if env is None else env))
+    if declared and not extra_plugins:
+        return _load_declared(env)
     pm, report = build_plugin_manager(env=env, extra_plugins=extra_plugins)
     return Hooks(pm, report)

@@ -104,8 +104,9 @@ LOOP_MODULES = ("asyncio", "ssl")
 #: load makes a path)
 UNUSED_MODULES = ("agent_link_roles.table", "pathlib")
 #: the hot commands parse their arguments without click (agent_link_core.cli_run.run_fast);
-#: logging is imported only when something is logged (agent_link_core.lazy_log)
-CLI_MODULES = ("click", "logging")
+#: logging is imported only when something is logged (agent_link_core.lazy_log); the hooks
+#: they call are called by the plugins' declared hook tables, without pluggy (agent_link_core.plugins)
+CLI_MODULES = ("click", "logging", "pluggy")
 #: an inbox read lists no sessions, sends nothing and checks no health
 INBOX_HEAVY_MODULES = ("agent_link_core.directory", "agent_link_core.sending", "agent_link_core.health",
                        "agent_link_core.records", "agent_link_core.harness")

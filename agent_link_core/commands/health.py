@@ -73,7 +73,9 @@ def health(ctx: click.Context, as_json: bool, ndjson: bool) -> None:
         except AgentLinkError as exc:  # still one JSON object: health's answer is that agent-link cannot start here
             emit({"ok": False, "error": exc.to_dict()}, as_json, _print_health, ndjson)
             fail(exc)
-    data = get_app(ctx).health()
+    app = get_app(ctx)
+    app.hooks.load_all()  # a plugin that cannot be imported is reported, whatever hooks it declares
+    data = app.health()
     failing = not data["database"].get("ok", True) or bool(data.get("problems"))
     # `ok` as every failing command's JSON says it (the exit status: 1 when False)
     emit({"ok": not failing, **data}, as_json, _print_health, ndjson)
@@ -88,6 +90,7 @@ def plugins(ctx: click.Context, as_json: bool, ndjson: bool) -> None:
     """List loaded, blocked and broken plugins (--json: with each plugin's hooks and the
     time each took in this process)."""
     app = get_app(ctx)
+    app.hooks.load_all()  # a plugin that cannot be imported is reported, whatever hooks it declares
     app.hooks.tools()  # check every plugin's tools too: a refused one is a problem to show
     data = app.plugins_view()
     data["hooks"] = app.hooks.hook_view()

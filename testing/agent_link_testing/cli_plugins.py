@@ -21,7 +21,7 @@ def add_cli_plugins(monkeypatch: pytest.MonkeyPatch, *extra: Any) -> None:
     installed plugins plus ``extra`` (plugin objects, or ``(name, object)`` pairs as
     :meth:`App.create`'s ``extra_plugins``)."""
     load, create = plugins.load_plugins, App.create
-    monkeypatch.setattr(plugins, "load_plugins", lambda env=None, extra_plugins=(): load(env, (*extra_plugins, *extra)))
+    monkeypatch.setattr(plugins, "load_plugins", lambda env=None, extra_plugins=(), declared=False: load(env, (*extra_plugins, *extra)))
     monkeypatch.setattr(App, "create", classmethod(
         lambda cls, env=None, extra_plugins=(), **options: create(env, (*extra_plugins, *extra), **options)))
 
@@ -29,6 +29,6 @@ def add_cli_plugins(monkeypatch: pytest.MonkeyPatch, *extra: Any) -> None:
 def use_app_in_cli(monkeypatch: pytest.MonkeyPatch, app: App) -> None:
     """Every CLI invocation of the test uses ``app`` (its plugins and database) and leaves
     it open for the test to close."""
-    monkeypatch.setattr(plugins, "load_plugins", lambda env=None, extra_plugins=(): app.hooks)
+    monkeypatch.setattr(plugins, "load_plugins", lambda env=None, extra_plugins=(), declared=False: app.hooks)
     monkeypatch.setattr(App, "create", classmethod(lambda cls, *a, **k: app))
     monkeypatch.setattr(app, "close", lambda: None)

@@ -30,6 +30,18 @@ def test_filehost_is_an_installed_plugin() -> None:
     assert "filehost" in cli("--help").stdout  # plugin commands are listed with the core's
 
 
+def test_filehost_declares_exactly_the_hooks_it_implements() -> None:
+    """The package's AGENT_LINK_HOOKS (read by the CLI without importing the plugin) is what
+    pluggy registers from the entry module (docs/plugins.md, "Which hooks the entry module implements")."""
+    import agent_link_filehost
+    import agent_link_filehost.plugin
+    from agent_link_core.plugins import build_plugin_manager
+
+    pm, _ = build_plugin_manager(env={"AGENT_LINK_LOAD_PLUGINS": ""}, extra_plugins=(("filehost", agent_link_filehost.plugin),))
+    real = {caller.name for caller in pm.get_hookcallers(agent_link_filehost.plugin) or []}
+    assert set(agent_link_filehost.AGENT_LINK_HOOKS["agent_link_filehost.plugin"]) == real
+
+
 @pytest.mark.anyio
 async def test_filehost_sessions_send_deliver_and_reply(isolated_env: Path) -> None:
     assert cli("filehost", "add", "alice", "--title", "Alice's session").returncode == 0

@@ -8,3 +8,18 @@ root); a claim that overlaps another session's lease is refused whole, naming ev
 * :mod:`agent_link_leases.tools`: the MCP tools; :mod:`agent_link_leases.cli`: the commands;
 * :mod:`agent_link_leases.plugin`: the hooks.
 """
+
+#: the hooks each entry module implements, read without importing it (docs/plugins.md,
+#: "Declare now, import when used"); tests/test_declared_hooks.py checks them against the code
+AGENT_LINK_HOOKS = {"agent_link_leases.plugin": (
+    "agent_link_claim_paths",
+    "agent_link_health",
+    "agent_link_record_event",
+    "agent_link_register_commands",
+    "agent_link_register_panels",
+    "agent_link_register_prompt_hooks",
+    "agent_link_register_settings",
+    "agent_link_register_tools",
+    "agent_link_release_claims",
+    "agent_link_schema",
+)}

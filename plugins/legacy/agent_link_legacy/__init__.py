@@ -2,3 +2,12 @@
 into the database (:mod:`agent_link_legacy.engine`, docs/legacy.md), the importers' contract
 (:mod:`agent_link_legacy.contract`) and health's ``legacyState`` (:mod:`agent_link_legacy.state`).
 The hook plugins register importers with is the core's."""
+
+#: the hooks each entry module implements, read without importing it (docs/plugins.md,
+#: "Declare now, import when used"); tests/test_declared_hooks.py checks them against the code
+AGENT_LINK_HOOKS = {"agent_link_legacy.plugin": (
+    "agent_link_health",
+    "agent_link_register_commands",
+    "agent_link_register_legacy_importers",
+    "agent_link_schema",
+)}

@@ -12,3 +12,18 @@ hook into the ``receipts`` table of the state database. Pieces:
   ``agent-link receipts`` and ``agent-link receipts export --jsonl``;
 * :mod:`agent_link_receipts.plugin`: the hooks.
 """
+
+#: the hooks each entry module implements, read without importing it (docs/plugins.md,
+#: "Declare now, import when used"); tests/test_declared_hooks.py checks them against the code
+AGENT_LINK_HOOKS = {"agent_link_receipts.plugin": (
+    "agent_link_before_send",
+    "agent_link_health",
+    "agent_link_on_event",
+    "agent_link_record_event",
+    "agent_link_register_commands",
+    "agent_link_register_legacy_importers",
+    "agent_link_register_panels",
+    "agent_link_register_settings",
+    "agent_link_register_tools",
+    "agent_link_schema",
+)}

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from agent_link_core.lazy_record import Record
 from agent_link_core.config import Config, Setting
 from agent_link_core.store import Migration, Store
 
@@ -67,16 +67,19 @@ MIGRATIONS: tuple[Migration, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class ReceiptsContext:
+class ReceiptsContext(Record):
     """Where receipts are read and written.
 
     :param config: parsed settings (the core's and this plugin's), read at App creation.
     :param store: the App's connection to the state database.
     """
 
+    _fields = ("config", "store")
     config: Config
     store: Store
+
+    def __init__(self, config: Config, store: Store) -> None:
+        self._set(config=config, store=store)
 
 
 def from_app(app: App) -> ReceiptsContext:

@@ -12,3 +12,20 @@ Lets the user give a session a role (``router``, ``builder``...) so other sessio
 * :mod:`agent_link_roles.policy`: who may change an existing thread's model, effort or cwd;
 * :mod:`agent_link_roles.tools`: the six MCP tools; :mod:`agent_link_roles.plugin`: the hooks.
 """
+
+#: the hooks each entry module implements, read without importing it (docs/plugins.md,
+#: "Declare now, import when used"); tests/test_declared_hooks.py checks them against the code
+AGENT_LINK_HOOKS = {"agent_link_roles.plugin": (
+    "agent_link_before_send",
+    "agent_link_check_override",
+    "agent_link_health",
+    "agent_link_on_event",
+    "agent_link_register_legacy_importers",
+    "agent_link_register_panels",
+    "agent_link_register_settings",
+    "agent_link_register_tools",
+    "agent_link_render_envelope",
+    "agent_link_resolve_address",
+    "agent_link_schema",
+    "agent_link_session_roles",
+)}

@@ -7,3 +7,12 @@ token-protected live page where a person watches and answers the agents' mail.
 * :mod:`agent_link_web.views`: what each section shows, from the core's public API;
 * :mod:`agent_link_web.cli`: the command; :mod:`agent_link_web.context`: shared pieces.
 """
+
+#: the hooks each entry module implements, read without importing it (docs/plugins.md,
+#: "Declare now, import when used"); tests/test_declared_hooks.py checks them against the code
+AGENT_LINK_HOOKS = {"agent_link_web.plugin": (
+    "agent_link_before_send",
+    "agent_link_register_commands",
+    "agent_link_register_settings",
+    "agent_link_render_envelope",
+)}

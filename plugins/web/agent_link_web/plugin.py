@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 from agent_link_core import hookimpl
 from agent_link_core.config import Setting
-from agent_link_core.envelope import render_element
 from agent_link_web.context import AUTHOR_KEY, ORIGIN, page_person
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -68,6 +67,7 @@ def agent_link_render_envelope(message: dict[str, Any]) -> EnvelopeContribution 
         return None
     text = (f"A person ({message['from_addr']}) wrote this on the agent-link web page of this machine; "
             "it did not come from another agent.")
+    from agent_link_core.envelope import render_element  # only a message written on the page needs it
     from agent_link_core.records import EnvelopeContribution
 
     return EnvelopeContribution(elements=[render_element("origin", [("kind", "person"), ("through", "web-page")], text)])

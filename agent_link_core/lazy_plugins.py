@@ -1,0 +1,199 @@
+"""The plugins of a command by their declared hook tables (docs/plugins.md, "Which hooks the
+entry module implements"): :class:`Declared` imports a plugin the first time a call needs a
+hook it declares, checks its implementations as pluggy's registration does, and gives them in
+pluggy's order, each wrapped by the one guard (:mod:`agent_link_core.boundary`).
+:class:`agent_link_core.plugins.Hooks` calls them without building pluggy's manager.
+"""
+
+from __future__ import annotations
+
+import importlib
+import types
+from typing import Any, Callable
+
+from agent_link_core import hookspecs, lazy_hooks
+from agent_link_core.boundary import Boundary, _guarded
+
+
+_SPECS: dict[str, tuple[frozenset[str], bool]] = {}
+
+
+def _specs() -> dict[str, tuple[frozenset[str], bool]]:
+    """``{hook: (the arguments it offers, firstresult)}`` of :mod:`agent_link_core.hookspecs`."""
+    if not _SPECS:
+        for name, value in vars(hookspecs).items():
+            opts = getattr(value, lazy_hooks.SPEC_ATTR, None)
+            if isinstance(opts, dict):
+                _SPECS[name] = (frozenset(lazy_hooks.argnames(value) or ()), bool(opts.get("firstresult")))
+    return _SPECS
+
+
+def firstresult() -> frozenset[str]:
+    """The ``firstresult`` hooks: the first non-None answer is the call's."""
+    return frozenset(name for name, (_, first) in _specs().items() if first)
+
+
+class Impl:
+    """One hook implementation of a declared plugin, as :class:`Hooks` calls it (the
+    attributes pluggy's ``HookImpl`` has and the boundary's guard reads)."""
+
+    __slots__ = ("plugin_name", "function", "argnames", "opts", "hookwrapper", "wrapper")
+
+    def __init__(self, plugin_name: str, function: Callable[..., Any], argnames: tuple[str, ...],
+                 opts: dict[str, Any]) -> None:
+        self.plugin_name, self.function, self.argnames, self.opts = plugin_name, function, argnames, opts
+        self.hookwrapper, self.wrapper = bool(opts.get("hookwrapper")), bool(opts.get("wrapper"))
+
+
+class Entry:
+    """One plugin of :class:`Declared`: its name, how to import it, the hooks it declares.
+
+    :param load: ``() -> module`` (an entry point's ``load``), or None when ``module`` is given.
+    :param package: its top-level package's name (which plugin a module belongs to).
+    """
+
+    __slots__ = ("name", "load", "package", "hooks", "module", "impls", "dist")
+
+    def __init__(self, name: str, load: Callable[[], Any] | None, package: str, dist: Any = None) -> None:
+        self.name, self.load, self.package, self.dist = name, load, package, dist
+        #: the hooks it implements: as declared, then as found once imported (None: not known yet)
+        self.hooks: frozenset[str] | None = None
+        self.module: Any = None
+        #: ``{hook: (function, options)}`` once imported; None when pluggy must call it
+        self.impls: dict[str, tuple[Callable[..., Any], dict[str, Any]]] | None = None
+
+
+class Declared:
+    """The plugins of an invocation by their declared hooks (see the module doc): each is
+    imported the first time a call needs a hook it declares, its implementations checked
+    as pluggy's registration checks them and called through the one guard.
+
+    :param boundary: the guard every implementation is called through.
+    :param blocked: names turned off (``AGENT_LINK_DISABLE_PLUGINS``).
+    """
+
+    def __init__(self, boundary: Boundary, blocked: list[str]) -> None:
+        self.boundary, self.blocked = boundary, blocked
+        self.entries: list[Entry] = []
+        self._cache: dict[str, list[Impl] | None] = {}
+
+    def add(self, entry: Entry, declared: frozenset[str] | None) -> bool:
+        """Take ``entry``, importing it now when it declares nothing; False when that failed."""
+        entry.hooks = declared
+        if declared is None and not self.load(entry):
+            return False
+        self.entries.append(entry)
+        return True
+
+    def add_entry_point(self, ep: Any) -> bool:
+        """Take the plugin of entry point ``ep`` (``name``, ``value``, ``load()``, ``dist``) by the
+        hooks its package declares (imported now when it declares none); False when left out."""
+        module, colon, _ = ep.value.partition(":")
+        module = module.strip()
+        hooks = None if colon else self.boundary.call(ep.name, "load", package_hooks, module, default=None,
+                                                      disable=True, prefix="import failed: ")
+        return ep.name not in self.boundary.disabled and self.add(Entry(ep.name, ep.load, module.partition(".")[0], ep.dist), hooks)
+
+    def add_module(self, modname: str) -> None:
+        """Take the core's own plugin module ``modname`` (imported now)."""
+        core = Entry(modname, None, modname.partition(".")[0])
+        core.module = importlib.import_module(modname)
+        self.check(core, lazy_hooks.module_hooks(core.module))
+        self.entries.append(core)
+
+    def load(self, entry: Entry) -> bool:
+        """Import ``entry``'s module (its failure, SystemExit included, is its own: reported,
+        the plugin left out) and check its implementations; False when it is left out."""
+        if entry.module is not None:
+            return entry.name not in self.boundary.disabled
+        if entry.name in self.boundary.disabled:
+            return False
+        assert entry.load is not None
+        module = self.boundary.call(entry.name, "load", entry.load, default=None, disable=True, prefix="import failed: ")
+        if module is None:
+            return False
+        entry.module = module
+        if not isinstance(module, types.ModuleType):  # an object plugin: pluggy reads its hooks
+            entry.hooks = None
+            return True
+        return self.check(entry, lazy_hooks.module_hooks(module))
+
+    def check(self, entry: Entry, found: dict[str, tuple[Callable[..., Any], dict[str, Any]]]) -> bool:
+        """What :func:`_register` refuses (a misspelt hook, an argument its hook does not
+        offer), and a declaration that differs from the code (reported; the code wins)."""
+        specs = _specs()
+        unknown = sorted(h for h, (_, opts) in found.items() if h not in specs and not opts.get("optionalhook"))
+        if unknown:
+            self.boundary.fault(entry.name, "load", f"implements {', '.join(unknown)}, which is not an agent-link hook (misspelt?)",
+                                fix="Use a hook name from agent_link_core/hookspecs.py.", disable=True)
+            return False
+        impls: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {}
+        for hook, (function, opts) in found.items():
+            names = lazy_hooks.argnames(function)
+            if hook not in specs:
+                continue  # an optional hook nobody specifies: pluggy never calls it either
+            if names is None:  # not a plain function: pluggy calls it
+                entry.impls = None
+                entry.hooks = frozenset(found)
+                return True
+            extra = sorted(set(names) - specs[hook][0])
+            if extra:
+                self.boundary.fault(entry.name, "load", "registration failed (check each hook's name and arguments "
+                                    f"against agent_link_core/hookspecs.py): {hook} takes {', '.join(extra)}, "
+                                    "which the hook does not offer", disable=True)
+                return False
+            impls[hook] = (function, opts)
+        if entry.hooks is not None and entry.hooks != frozenset(found):
+            self.boundary.fault(entry.name, "load", f"declares hooks {sorted(entry.hooks)} but implements {sorted(found)}",
+                                fix=f"List exactly its hook implementations in {entry.package}.{lazy_hooks.DECLARED_ATTR}.")
+        entry.hooks, entry.impls = frozenset(found), impls
+        self._cache.clear()  # what this plugin implements may differ from what it declared
+        return True
+
+    def impls(self, hook: str) -> list[Impl] | None:
+        """The implementations of ``hook`` in pluggy's list order (call order reversed),
+        importing the plugins that declare it; None when pluggy must call it (a wrapper, a
+        plugin that is no module, hook tracing)."""
+        if hook in self._cache:
+            return self._cache[hook]
+        methods: list[Impl] = []
+        for entry in list(self.entries):
+            if entry.hooks is not None and hook not in entry.hooks:
+                continue
+            if entry.module is None and not self.load(entry):
+                continue
+            if entry.impls is None:
+                self._cache[hook] = None
+                return None
+            if entry.name in self.boundary.disabled or hook not in entry.impls:
+                continue
+            function, opts = entry.impls[hook]
+            if opts.get("wrapper") or opts.get("hookwrapper"):
+                self._cache[hook] = None
+                return None
+            impl = Impl(entry.name, function, lazy_hooks.argnames(function) or (), opts)
+            impl.function = _guarded(self.boundary, impl, entry.name, hook)
+            if opts.get("trylast"):  # pluggy's HookCaller._add_hookimpl
+                methods.insert(0, impl)
+            elif opts.get("tryfirst"):
+                methods.append(impl)
+            else:
+                i = len(methods) - 1
+                while i >= 0 and methods[i].opts.get("tryfirst"):
+                    i -= 1
+                methods.insert(i + 1, impl)
+        self._cache[hook] = methods
+        return methods
+
+    def order(self) -> list[str]:
+        """The plugins' names in registration order."""
+        return [e.name for e in self.entries if e.name not in self.boundary.disabled]
+
+    def plugin_of_package(self, package: str) -> str | None:
+        """The plugin whose top-level package is ``package``, or None."""
+        return next((e.name for e in self.entries if e.package == package), None)
+
+def package_hooks(module: str) -> frozenset[str] | None:
+    """The hooks entry module ``module``'s top-level package declares for it (the package
+    imported now), or None."""
+    return lazy_hooks.declared_hooks(importlib.import_module(module.partition(".")[0]), module)

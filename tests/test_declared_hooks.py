@@ -1,0 +1,238 @@
+"""Declared hook tables (docs/plugins.md, "Declare now, import when used";
+:mod:`agent_link_core.lazy_hooks`, :func:`agent_link_core.plugins.load_plugins` with ``declared=True``).
+
+* Every installed plugin's ``AGENT_LINK_HOOKS`` names exactly the hooks pluggy registers
+  from its entry module: a declaration cannot drift from the code.
+* A call imports only the plugins declaring its hook, calls them in pluggy's order through
+  the one guard (a fault, SystemExit included, harms only its plugin), and imports no pluggy.
+* A declaration that differs from the code is reported when the module is imported.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import itertools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_link_core import lazy_hooks, plugins
+from agent_link_testing.dists import install_dist
+
+_serial = itertools.count()
+
+
+@pytest.mark.installed_plugins
+def test_every_installed_plugin_declares_exactly_the_hooks_it_implements() -> None:
+    """pluggy's registration of each entry module is the truth the declaration must match."""
+    pm, _ = plugins.build_plugin_manager(env={k: v for k, v in os.environ.items() if k != plugins.LOAD_ONLY_ENV})
+    checked = []
+    for ep in importlib.metadata.entry_points(group=plugins.ENTRY_POINT_GROUP):
+        module = ep.value.partition(":")[0].strip()
+        declared = lazy_hooks.declared_hooks(importlib.import_module(module.partition(".")[0]), module)
+        assert declared is not None, f"{module.partition('.')[0]} declares no AGENT_LINK_HOOKS for {module}"
+        plugin = pm.get_plugin(ep.name)
+        assert plugin is not None, ep.name
+        real = {caller.name for caller in pm.get_hookcallers(plugin) or []}
+        assert declared == real, (ep.name, sorted(declared ^ real))
+        checked.append(ep.name)
+    assert {"codex", "claude", "receipts", "roles", "settings"} <= set(checked)
+
+
+def make_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, modules: dict[str, tuple[str, str | None]]) -> dict[str, str]:
+    """Install one plugin per ``{name: (plugin.py source, declaration or None)}`` under
+    unique package names; returns ``{name: package}``."""
+    site = tmp_path / "site"
+    packages = {}
+    for name, (source, declared) in modules.items():
+        package = f"agent_link_decl{next(_serial)}_{name}"
+        init = f"AGENT_LINK_HOOKS = {{'{package}.plugin': {declared}}}\n" if declared is not None else ""
+        install_dist(site, package, {"__init__.py": init, "plugin.py": source}, entry_name=name,
+                     entry_module=f"{package}.plugin")
+        packages[name] = package
+    monkeypatch.syspath_prepend(str(site))
+    importlib.invalidate_caches()
+    return packages
+
+
+def env_for(*names: str) -> dict[str, str]:
+    return {**os.environ, plugins.LOAD_ONLY_ENV: ",".join(names)}
+
+
+OBSERVER = '''
+from agent_link_core import hookimpl
+
+SEEN = []
+
+
+@hookimpl{options}
+def agent_link_sessions_listed(sessions):
+    SEEN.append("{name}")
+    {body}
+'''
+
+
+def observer(name: str, body: str = "return None", options: str = "") -> str:
+    return OBSERVER.format(name=name, body=body, options=options)
+
+
+HEALTH_ONLY = '''
+from agent_link_core import hookimpl
+
+
+@hookimpl
+def agent_link_health(app):
+    return "quiet", {}
+'''
+
+
+def test_a_call_imports_only_the_plugins_that_declare_its_hook(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pkgs = make_site(tmp_path, monkeypatch, {
+        "seer": (observer("seer"), "('agent_link_sessions_listed',)"),
+        "quiet": (HEALTH_ONLY, "('agent_link_health',)"),
+    })
+    hooks = plugins.load_plugins(env_for("seer", "quiet"), declared=True)
+    assert sorted(hooks.report.loaded) == ["quiet", "seer"]
+    assert f"{pkgs['seer']}.plugin" not in sys.modules and f"{pkgs['quiet']}.plugin" not in sys.modules
+    hooks.sessions_listed([{"address": "test:a", "title": "a"}])
+    assert sys.modules[f"{pkgs['seer']}.plugin"].SEEN == ["seer"]
+    assert f"{pkgs['quiet']}.plugin" not in sys.modules  # declares no sessions_listed: never imported
+    assert hooks.problems() == []
+    assert set(hooks.hook_view()) >= {"seer", "quiet"}  # the full manager, built on demand, holds both
+    assert f"{pkgs['quiet']}.plugin" in sys.modules
+
+
+@pytest.mark.parametrize("body", ["raise RuntimeError('boom')", "raise SystemExit(3)"])
+def test_a_declared_plugin_that_fails_harms_only_itself(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str) -> None:
+    pkgs = make_site(tmp_path, monkeypatch, {
+        "bad": (observer("bad", body), "('agent_link_sessions_listed',)"),
+        "good": (observer("good"), "('agent_link_sessions_listed',)"),
+    })
+    hooks = plugins.load_plugins(env_for("bad", "good"), declared=True)
+    hooks.sessions_listed([])
+    assert sys.modules[f"{pkgs['good']}.plugin"].SEEN == ["good"]
+    assert [(p["plugin"], p["hook"]) for p in hooks.problems()] == [("bad", "agent_link_sessions_listed")]
+
+
+def test_a_plugin_whose_import_exits_is_left_out_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pkgs = make_site(tmp_path, monkeypatch, {
+        "broken": ("raise SystemExit('no')\n", "('agent_link_sessions_listed',)"),
+        "good": (observer("good"), "('agent_link_sessions_listed',)"),
+    })
+    hooks = plugins.load_plugins(env_for("broken", "good"), declared=True)
+    hooks.sessions_listed([])
+    hooks.sessions_listed([])
+    assert sys.modules[f"{pkgs['good']}.plugin"].SEEN == ["good", "good"]
+    assert "broken" in hooks.report.failed and hooks.report.loaded == ["good"]
+    assert [(p["plugin"], p["hook"], p["disabled"]) for p in hooks.problems()] == [("broken", "load", True)]
+
+
+def test_declared_calls_keep_pluggys_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """tryfirst, trylast and registration order give the same call order as pluggy's."""
+    names = {"one": "(tryfirst=True)", "two": "", "three": "(trylast=True)", "four": "", "five": "(tryfirst=True)"}
+    order: list[str] = []
+    monkeypatch.setattr(sys, "agent_link_declared_order", order, raising=False)
+    pkgs = make_site(tmp_path, monkeypatch, {
+        name: (observer(name, "import sys; sys.agent_link_declared_order.append(" + repr(name) + ")", options),
+               "('agent_link_sessions_listed',)")
+        for name, options in names.items()})
+    plugins.load_plugins(env_for(*names), declared=True).sessions_listed([])
+    declared_order = list(order)
+    order.clear()
+    plugins.load_plugins(env_for(*names)).sessions_listed([])
+    assert declared_order == order  # registration order is the entry points' (discovery's) order
+    assert set(order[:2]) == {"one", "five"} and set(order[2:4]) == {"two", "four"} and order[4] == "three"
+    assert all(f"{p}.plugin" in sys.modules for p in pkgs.values())
+
+
+def test_a_declaration_that_differs_from_the_code_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pkgs = make_site(tmp_path, monkeypatch, {
+        "drifted": (observer("drifted"), "('agent_link_sessions_listed', 'agent_link_health')"),
+    })
+    hooks = plugins.load_plugins(env_for("drifted"), declared=True)
+    hooks.sessions_listed([])
+    assert sys.modules[f"{pkgs['drifted']}.plugin"].SEEN == ["drifted"]  # the code wins
+    [problem] = hooks.problems()
+    assert problem["plugin"] == "drifted" and problem["hook"] == "load" and not problem["disabled"]
+    assert "declares hooks" in problem["error"] and "AGENT_LINK_HOOKS" in problem["fix"]
+
+
+def test_a_misspelt_hook_leaves_the_plugin_out_as_registration_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = observer("typo") + "\n\n@hookimpl\ndef agent_link_sesions_listed(sessions):\n    return None\n"
+    make_site(tmp_path, monkeypatch, {"typo": (source, "('agent_link_sessions_listed', 'agent_link_sesions_listed')")})
+    hooks = plugins.load_plugins(env_for("typo"), declared=True)
+    hooks.sessions_listed([])
+    assert "typo" in hooks.report.failed
+    assert "agent_link_sesions_listed" in hooks.problems()[0]["error"]
+
+
+def test_an_undeclared_plugin_is_imported_to_read_its_hooks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pkgs = make_site(tmp_path, monkeypatch, {"plain": (observer("plain"), None)})
+    hooks = plugins.load_plugins(env_for("plain"), declared=True)
+    assert f"{pkgs['plain']}.plugin" in sys.modules
+    hooks.sessions_listed([])
+    assert sys.modules[f"{pkgs['plain']}.plugin"].SEEN == ["plain"]
+
+
+WRAPPER = '''
+from agent_link_core import hookimpl
+
+SEEN = []
+
+
+@hookimpl(wrapper=True)
+def agent_link_sessions_listed(sessions):
+    SEEN.append("before")
+    result = yield
+    SEEN.append("after")
+    return result
+'''
+
+
+def test_a_wrapper_is_called_through_pluggy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pkgs = make_site(tmp_path, monkeypatch, {"wrap": (WRAPPER, "('agent_link_sessions_listed',)"),
+                                             "inner": (observer("inner"), "('agent_link_sessions_listed',)")})
+    hooks = plugins.load_plugins(env_for("wrap", "inner"), declared=True)
+    hooks.sessions_listed([])
+    assert sys.modules[f"{pkgs['wrap']}.plugin"].SEEN == ["before", "after"]
+    assert sys.modules[f"{pkgs['inner']}.plugin"].SEEN == ["inner"]
+
+
+PROBE = '''
+import json, sys
+from agent_link_core import plugins
+hooks = plugins.load_plugins(declared=True)
+hooks.settings(); hooks.migrations(); hooks.harnesses()
+print(json.dumps({"pluggy": "pluggy" in sys.modules, "projects": "agent_link_projects.plugin" in sys.modules,
+                  "settings": "agent_link_settings.plugin" in sys.modules, "problems": hooks.problems()}))
+'''
+
+
+@pytest.mark.installed_plugins
+def test_the_hooks_a_cli_command_calls_import_no_pluggy(tmp_path: Path) -> None:
+    """Every installed plugin: the hooks opening an App calls run without pluggy, and a
+    plugin declaring none of them (projects, settings) is not imported."""
+    env = {k: v for k, v in os.environ.items() if k != plugins.LOAD_ONLY_ENV}
+    done = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    seen: dict[str, Any] = json.loads(done.stdout)
+    assert seen == {"pluggy": False, "projects": False, "settings": False, "problems": []}
+
+
+def test_load_all_reports_a_plugin_no_call_imported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What ``agent-link plugins`` and ``agent-link health`` do first: every plugin imported,
+    so one that cannot be is reported whatever hooks it declares."""
+    make_site(tmp_path, monkeypatch, {"broken": ("raise ImportError('gone')\n", "('agent_link_health',)"),
+                                      "good": (observer("good"), "('agent_link_sessions_listed',)")})
+    hooks = plugins.load_plugins(env_for("broken", "good"), declared=True)
+    hooks.sessions_listed([])
+    assert sorted(hooks.report.loaded) == ["broken", "good"] and hooks.report.failed == {}  # not imported yet
+    hooks.load_all()
+    assert hooks.report.loaded == ["good"] and "gone" in hooks.report.failed["broken"]
+    assert "good" in hooks.hook_view()
