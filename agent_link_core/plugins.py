@@ -88,14 +88,6 @@ class PluginReport:
         self.dists: dict[str, Any] = dists if dists is not None else {}
         self.boundary = boundary
 
-    def __eq__(self, other: object) -> bool:  # as the dataclass it was: dists and boundary do not count
-        if not isinstance(other, PluginReport):
-            return NotImplemented
-        return (self.loaded, self.blocked, self.failed) == (other.loaded, other.blocked, other.failed)
-
-    def __repr__(self) -> str:
-        return f"PluginReport(loaded={self.loaded!r}, blocked={self.blocked!r}, failed={self.failed!r})"
-
     @property
     def versions(self) -> dict[str, str]:
         """``{plugin: version}`` of the entry-point plugins that registered (parsing each

@@ -547,8 +547,8 @@ async def test_a_fault_inside_one_process_shows_in_the_health_of_another(gate: G
         await app.aclose()
     # the health process has a plugin named "bad" too (given in code, as this test's is)
     with_bad = ("import sys; from agent_link_core import plugins; from agent_link_core.cli import main; "
-                "load = plugins.build_plugin_manager; "
-                "plugins.build_plugin_manager = lambda *, env=None, extra_plugins=(): load(env=env, extra_plugins=(*extra_plugins, ('bad', type('Bad', (), {})())));"
+                "load = plugins.load_plugins; "
+                "plugins.load_plugins = lambda env=None, extra_plugins=(), declared=False: load(env, (*extra_plugins, ('bad', type('Bad', (), {})())));"
                 "sys.argv = ['agent-link', 'health']; main()")
     out = subprocess.run([sys.executable, "-c", with_bad], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
