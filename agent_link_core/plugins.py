@@ -606,7 +606,7 @@ class Hooks:
             if asyncio is None or asyncio._get_running_loop() is None:  # stepped without a loop (aio.run_inline)
                 from agent_link_core.aio import run_blocking
 
-            return run_blocking(lambda: answer)
+                return run_blocking(lambda: answer)
             return await answer
         return answer
 
