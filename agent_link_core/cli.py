@@ -20,6 +20,7 @@ mutated at import time. What the commands share without click is re-exported fro
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable
 
 import click
@@ -29,7 +30,7 @@ from agent_link_core.cli_run import (EXIT_HELP, EXIT_MANY, EXIT_NONE, EXIT_TIMEO
                                      ENVELOPE, JSON, NDJSON,
                                      JSON_FORMAT_VERSION, READER_FROM, Command, Param, as_caller, emit, fail, get_app, guarded,
                                      interrupted, open_app, output_lost, plugin_hooks, run_async, sender_options,
-                                     show_then_mark, who_am_i)
+                                     show_then_mark, usage_line, who_am_i)
 from agent_link_core.errors import AgentLinkError
 
 TYPE_CHECKING = False
@@ -266,4 +267,29 @@ json_opt, ndjson_opt, envelope_opt, with_from, with_reader_from = map(declared_o
 
 def main() -> None:
     """Entry point of the ``agent-link`` command (everything but the hook fast path)."""
-    guarded(lambda: build_cli()(prog_name="agent-link"))
+    guarded(lambda: run_click(build_cli()))
+
+
+def run_click(cli: click.Group) -> None:
+    """Run the click group as click's standalone mode does, but with a usage error (a bad
+    option, value or command) as one stderr line (:func:`~agent_link_core.cli_run.usage_line`)
+    and exit 2; any other click error as click shows it, with its exit code.
+
+    :raises SystemExit: always, with the command's exit status.
+    """
+    try:
+        status = cli.main(prog_name="agent-link", standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as exc:  # `agent-link` alone: its help, as click shows it
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.UsageError as exc:
+        path = exc.ctx.command_path if exc.ctx is not None else "agent-link"
+        click.echo(usage_line(path, exc.format_message()), err=True)
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        click.echo("Aborted!", err=True)
+        sys.exit(1)
+    sys.exit(status if isinstance(status, int) else 0)

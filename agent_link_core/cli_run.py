@@ -227,14 +227,20 @@ def import_target(target: str) -> Any:
 
 
 def usage_error(message: str) -> NoReturn:
-    """Refuse the command's arguments: click's usage error (its three lines on stderr, exit 2)."""
+    """Refuse the command's arguments: one stderr line (:func:`usage_line`), exit 2."""
     ctx = _current
     if ctx is None or ctx.parent is None:
         import click
 
         raise click.UsageError(message)
-    echo(f"Usage: {ctx.command_path} {ctx.usage}\nTry '{ctx.command_path} --help' for help.\n\nError: {message}", err=True)
+    echo(usage_line(ctx.command_path, message), err=True)
     sys.exit(2)
+
+
+def usage_line(command_path: str, message: str) -> str:
+    """A usage error as every agent-link error reads, one line: ``agent-link inbox: --offset
+    needs --message-id (see 'agent-link inbox --help')`` (click's own is four)."""
+    return f"{command_path}: {message} (see '{command_path} --help')"
 
 
 def echo(message: Any = "", err: bool = False) -> None:
