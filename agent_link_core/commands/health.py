@@ -50,8 +50,6 @@ def _print_health(h: dict[str, Any]) -> None:
         click.echo(f"  deprecated variable {dep['name']}: use {dep['canonical']}")
     for c in h["env"]["conflicts"]:
         click.echo(f"  conflict: {c['ignored']} ignored, {c['winner']} wins")
-    for w in h["reminders"]["warnings"]:
-        click.echo(f"  warning: {w['message']}")
     click.echo(f"  reminders:  limit {h['reminders']['limit']}, every {h['reminders']['intervalMs']} ms")
     legacy = (h.get("sections") or {}).get("legacyState") or {}  # the legacy plugin's section
     if legacy.get("files"):

@@ -41,7 +41,7 @@ def test_config_set_get_unset_keep_the_rest(settings: Path, tmp_path: Path) -> N
 @pytest.mark.parametrize(("args", "needle"), [
     (("set", "no_such_thing", "1"), "no agent-link setting"),
     (("set", "state_dir", "relative/path"), "absolute path"),
-    (("set", "reminder_limit", "99"), "not a valid value for AGENT_LINK_REMINDER_LIMIT"),
+    (("set", "reminder_limit", "99"), "cannot be '99': expected a whole number from 0 to 20"),
     (("set", "inspect_all", "maybe"), "1/true/yes/on"),
     (("get", "nope"), "no agent-link setting"),
 ])
@@ -50,3 +50,17 @@ def test_config_refuses_what_no_process_would_accept(settings: Path, args: tuple
     assert done.returncode != 0 and needle in done.stderr and "Traceback" not in done.stderr
     assert "expected ." not in done.stderr and "`agent-link config list`" in done.stderr or "Nothing was written" in done.stderr
     assert not settings.exists() and not (Path(os.environ["HOME"]) / ".agent-link").exists()
+
+
+def test_a_refused_value_in_the_file_is_said_and_not_shown_as_the_files(settings: Path) -> None:
+    """config get/list still show every setting, say the refused one on stderr (variable, value,
+    what is allowed), and never claim the default came from the file; other commands refuse."""
+    settings.write_text('reminder_limit = "many"\n')
+    got = cli("config", "get", "reminder_limit")
+    assert got.returncode == 0 and got.stdout == "3\t(default)\n"
+    assert "AGENT_LINK_REMINDER_LIMIT = 'many' in the settings file" in got.stderr
+    assert "expected a whole number from 0 to 20" in got.stderr
+    listed = cli("config", "list", "--json")
+    assert listed.returncode == 0 and "'many'" in listed.stderr
+    sent = cli("send", "team:bob", "hi", env={**os.environ, "AGENT_LINK_ADDRESS": "team:alice"})
+    assert sent.returncode == 1 and "'many'" in sent.stderr and "Traceback" not in sent.stderr
