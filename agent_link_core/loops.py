@@ -74,7 +74,7 @@ def check_send(store: Store, config: Config, *, sender: str, recipient: str, bod
     """
     if known_sender and sender == recipient:
         raise invalid_arguments(
-            [{"path": "to", "rule": "self", "expected": f"another agent's address ({recipient} is your own)"}],
+            [{"path": "to", "rule": "self", "expected": "another agent's address"}],
             f"{recipient} is your own address: a message to yourself would only come back to you as new work.",
         )
     window_ms = int(config.get("AGENT_LINK_REPEAT_WINDOW_MS"))

@@ -115,6 +115,13 @@ def test_person_and_act_for_settings() -> None:
     assert person_address(None).startswith("user:")
     with pytest.raises(AgentLinkError):
         person_address("no spaces please")
+    from agent_link_core.cli_text import error_line
+
+    # the error names where the bad name came from, each as what it is (an option, a variable)
+    for given_as, said in (("as", "--as: expected 1-128"), ("AGENT_LINK_WEB_USER", "AGENT_LINK_WEB_USER: expected 1-128")):
+        with pytest.raises(AgentLinkError) as info:
+            person_address("Bad Name", given_as)
+        assert said in error_line(info.value, "web") and "--AGENT_LINK" not in error_line(info.value, "web")
     patterns = act_for_patterns("team:*, codex:abc")
     assert may_act_for(patterns, "team:bob") and may_act_for(patterns, "codex:abc")
     assert not may_act_for(patterns, "codex:abd") and not may_act_for((), "team:bob")
