@@ -52,8 +52,10 @@ def _print_health(h: dict[str, Any]) -> None:
         click.echo(f"  conflict: {c['ignored']} ignored, {c['winner']} wins")
     click.echo(f"  reminders:  limit {h['reminders']['limit']}, every {h['reminders']['intervalMs']} ms")
     legacy = (h.get("sections") or {}).get("legacyState") or {}  # the legacy plugin's section
-    if legacy.get("files"):
-        click.echo(f"  original's files: {len(legacy['files'])}, {legacy.get('pending', 0)} not imported"
+    # files agent-link writes itself (writtenByAgentLink: roles.json ...) are no file of the original's
+    theirs = [f for f in legacy.get("files") or () if not f.get("writtenByAgentLink")]
+    if theirs:
+        click.echo(f"  original's files: {len(theirs)}, {legacy.get('pending', 0)} not imported"
                    + (f" ({legacy['hint']})" if legacy.get("hint") else ""))
 
 
