@@ -333,6 +333,12 @@ class Outbox:
             raise invalid_arguments([{"path": "envelope", "rule": "unsupported",
                                       "expected": f"{whose} whose harness can show {envelope_format}"}])
 
+    def unseen_address(self, address: str) -> dict[str, Any] | None:
+        """The ``unknown_address`` warning (``{code, message, details: {address, suggestions}}``)
+        a send to ``address`` would carry: a plain address no process has ever served; None
+        otherwise. For a plugin that hands work to an address without sending (a role's holder)."""
+        return self._unseen_recipient(address, False)
+
     def _unseen_recipient(self, recipient: str, require_known: bool) -> dict[str, Any] | None:
         """The ``unknown_address`` warning for a plain address nobody ever served (None when
         a harness owns the address, it is a role, or it was seen); raises with ``require_known``."""
