@@ -86,3 +86,15 @@ def test_no_tool_argument_is_explained_by_a_regular_expression(app: App) -> None
         for arg, prop in spec.input_schema.get("properties", {}).items():
             if isinstance(prop, dict) and "pattern" in prop:
                 assert "^" not in _expected(prop) and "$" not in _expected(prop), (name, arg, _expected(prop))
+
+
+async def test_a_uuid_through_a_real_mcp_client_session(isolated_env: Any) -> None:
+    from agent_link_testing.mcp_client import agent_link_mcp
+
+    key = str(uuid.uuid4())
+    async with agent_link_mcp({"AGENT_LINK_ADDRESS": "test:alice"}) as alice:
+        sent = await alice.call("message_agent", {"to": "test:bob", "message": "hi", "anticipation": "reply", "messageId": key})
+        status = await alice.call("get_agent_link_message_status", {"messageId": key})
+        assert status["ok"] and status["messageId"] == sent["messageId"] == ulid_of_uuid(key)
+        bad = await alice.call("get_agent_link_conversation", {"messageId": "not-an-id"})
+        assert bad["error"]["details"]["errors"][0]["expected"] == "a message id (a 26-character ULID, or a UUID)"
