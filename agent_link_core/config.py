@@ -319,13 +319,8 @@ def _parse(setting: Setting, raw: str, home: str | None, source: str | None = No
 def _int_range(setting: Setting) -> str:
     """What an ``int`` setting allows, in words: ``a whole number from 0 to 20``."""
     low, high = setting.minimum, setting.maximum
-    if low is not None and high is not None:
-        return f"a whole number from {low} to {high}"
-    if low is not None:
-        return f"a whole number of at least {low}"
-    if high is not None:
-        return f"a whole number of at most {high}"
-    return "a whole number"
+    bounds = {(True, True): f" from {low} to {high}", (True, False): f" of at least {low}", (False, True): f" of at most {high}"}
+    return "a whole number" + bounds.get((low is not None, high is not None), "")
 
 
 def check_setting(record: Any, core_names: frozenset[str]) -> None:
