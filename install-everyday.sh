@@ -14,10 +14,14 @@ while [ $# -gt 0 ]; do
     *) break ;;
   esac
 done
+needs="needs uv (https://docs.astral.sh/uv/) or pipx (https://pipx.pypa.io/) on PATH"
 if [ -z "$tool" ]; then
   if command -v uv >/dev/null 2>&1; then tool=uv
   elif command -v pipx >/dev/null 2>&1; then tool=pipx
-  else echo "install-everyday: needs uv (https://docs.astral.sh/uv/) or pipx (https://pipx.pypa.io/) on PATH" >&2; exit 2
+  elif [ -n "$dry" ]; then  # a dry run still shows what would run: uv's commands, the first choice
+    tool=uv
+    echo "install-everyday: neither uv nor pipx is on PATH; showing the uv commands (the install $needs)" >&2
+  else echo "install-everyday: $needs" >&2; exit 2
   fi
 fi
 run() {

@@ -40,9 +40,12 @@ def _names(command: str | None, own: dict[str, str] | None = None) -> dict[str, 
 
 def _field(path: str, names: dict[str, str]) -> str:
     """The CLI's name of an error's argument path: ``names`` of it, of its array (``paths.1``
-    is the second ``PATH``: ``PATH #2``), an ``env.`` variable's name, else ``--path``."""
+    is the second ``PATH``: ``PATH #2``), an environment variable's name (``env.X`` or ``X``),
+    else ``--path``."""
     if path.startswith("env."):
         return path[4:]
+    if path.isupper() and path.replace("_", "").isalnum():  # an environment variable's name: never an option
+        return path
     if path in names:
         return names[path]
     array, _, index = path.rpartition(".")
@@ -87,7 +90,14 @@ def error_line(exc: AgentLinkError, command: str | None = None, command_path: st
             # of options to repeat it, no --help to point at
             return f"agent-link: {cli_words(exc.message, command, names)}" + (f" {cli_words(exc.hint, command, names)}" if exc.hint else "")
         if exc.message and not exc.message.startswith("Invalid arguments"):
-            line = f"agent-link: {cli_words(exc.message, command, names)} " + line[len("agent-link: "):]
+            said = cli_words(exc.message, command, names)
+            if all(_field(e.get("path") or "", table) in said for e in exc.details["errors"]):
+                # the message already names each field it is about (with what to pass): the
+                # list would say it a second time (details.errors keeps it for scripts)
+                own_hint = exc.hint if exc.hint and exc.hint != invalid_arguments(exc.details["errors"]).hint else None  # not the list again
+                line = f"agent-link: {said}" + (f" {cli_words(own_hint, command, names)}" if own_hint else "")
+            else:
+                line = f"agent-link: {said} " + line[len("agent-link: "):]
         where = command_path or command
         return line + (" See `agent-link " + where + " --help`." if where else "")
     line = f"agent-link: {cli_words(exc.message, command, names)}"

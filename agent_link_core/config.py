@@ -10,7 +10,9 @@ Rules (from the original, docs/behaviour.md §23):
 * paths must be absolute or start with ``~/`` (hooks and servers run in other working
   directories), otherwise :class:`~agent_link_core.errors.AgentLinkError`
   ``invalid_arguments`` naming the variable;
-* an out-of-range number falls back to its default with a warning (``<name>_ignored``).
+* a number that is not a whole number in range, or a word not among a choice's words, is
+  refused the same way, the message naming the value and what is allowed (a value silently
+  replaced by its default would leave the person believing their setting is in effect).
 
 This module imports only light standard modules (no dataclasses, typing or pathlib at run
 time): the hook fast path uses it.
@@ -48,7 +50,8 @@ class Setting:
     :param aliases: legacy names, read only when the canonical one is unset.
     :param minimum/maximum: inclusive bounds for ``int``.
     :param choices: allowed values for ``choice`` (compared lower-case).
-    :param warning: warning code used when a value is ignored (``int`` / ``choice``).
+    :param warning: the ``rule`` in the error's details when a value is refused (``int`` /
+        ``choice``; default ``range`` / ``choice``).
     :param doc: one line for ``agent-link health`` and the README.
     """
 
@@ -124,8 +127,9 @@ class Config:
     """Parsed settings plus what health reports about them.
 
     Build with :func:`load_config`. ``values`` maps canonical names to parsed values;
-    ``sources`` to the variable actually read (or ``default``); ``deprecated``,
-    ``conflicts`` and ``warnings`` are what health reports.
+    ``sources`` to the variable actually read, ``settings-file``, or ``default`` (also for a
+    refused value a caller chose to collect); ``deprecated`` and ``conflicts`` are what health
+    reports.
     """
 
     def __init__(self) -> None:
@@ -133,7 +137,6 @@ class Config:
         self.sources: dict[str, str] = {}
         self.deprecated: list[dict[str, str]] = []
         self.conflicts: list[dict[str, str]] = []
-        self.warnings: list[dict[str, Any]] = []
         #: the settings file this process read (or would read: it may not exist)
         self.settings_file = ""
 
@@ -174,7 +177,7 @@ def parse_flag(name: str, raw: str) -> bool:
         return True
     if word in FALSE_WORDS:
         return False
-    raise _bad(name, "flag", "one of 1/true/yes/on or 0/false/no/off")
+    raise _bad(name, "flag", "one of 1/true/yes/on or 0/false/no/off", raw)
 
 
 def parse_path(name: str, raw: str, home: str | None = None) -> str:
@@ -184,24 +187,30 @@ def parse_path(name: str, raw: str, home: str | None = None) -> str:
         base = home if home is not None else os.path.expanduser("~")
         value = base + value[1:]
     if not os.path.isabs(value):
-        raise _bad(name, "absolute_path", "an absolute path or one starting with ~/")
+        raise _bad(name, "absolute_path", "an absolute path or one starting with ~/", raw)
     return os.path.normpath(value)
 
 
-def _bad(name: str, rule: str, expected: str) -> AgentLinkError:
+def _shown(raw: str) -> str:
+    """``raw`` quoted for a message, cut to 60 characters."""
+    return repr(raw if len(raw) <= 60 else raw[:57] + "...")
+
+
+def _bad(name: str, rule: str, expected: str, raw: str) -> AgentLinkError:
     return AgentLinkError(
         "invalid_arguments",
-        f"The environment variable {name} is invalid: expected {expected}.",
+        f"The environment variable {name}={_shown(raw)} is invalid: expected {expected}.",
         {"errors": [{"path": f"env.{name}", "rule": rule, "expected": expected}]},
         hint=f"Fix or unset {name}.",
     )
 
 
-def _from_file(exc: AgentLinkError, name: str, path: str | None) -> AgentLinkError:
-    """``exc`` (from :func:`_bad`) re-said for a value read from the settings file at ``path``."""
+def _from_file(exc: AgentLinkError, name: str, path: str | None, raw: str) -> AgentLinkError:
+    """``exc`` (from :func:`_bad`) re-said for the value ``raw`` read from the settings file at ``path``."""
     expected = "; ".join(str(e.get("expected", "")) for e in exc.details.get("errors", []))
     errors = [{**e, "path": f"file.{name}"} for e in exc.details.get("errors", [])]
-    return AgentLinkError(exc.code, f"{name} in the settings file {path} is invalid: expected {expected}.", {"errors": errors},
+    return AgentLinkError(exc.code, f"{name} = {_shown(raw)} in the settings file {path} is invalid: expected {expected}.",
+                          {"errors": errors},
                           hint=f"Fix it with `agent-link config set`, or drop it with `agent-link config unset {name}`.")
 
 
@@ -215,10 +224,13 @@ def load_config(
     setting's source is ``settings-file``.
 
     :param extra: plugin settings (from ``agent_link_register_settings``).
-    :param on_setting_error: called with the error of an invalid flag or path; by default
-        the error is raised. (Health passes a collector so one bad variable is reported
-        instead of hiding the rest.) A setting whose value was rejected keeps its default.
-    :raises AgentLinkError: ``invalid_arguments`` for a relative path or a non-flag value.
+    :param on_setting_error: called with the error of an invalid value; by default the
+        error is raised. (``config list|get`` pass a collector so one bad value is reported
+        instead of hiding the rest.) A setting whose value was rejected keeps its default,
+        and its source is ``default``.
+    :raises AgentLinkError: ``invalid_arguments`` naming the variable, its value and what is
+        allowed: a relative path, a non-flag value, a number not whole or out of range, a
+        word not among a choice's, a malformed address.
     """
     from agent_link_core.settings_file import SettingsEnv, settings_path, with_settings
 
@@ -239,14 +251,15 @@ def load_config(
         value = setting.default
         if raw is not None:
             try:
-                value = _parse(setting, raw, home, cfg, source)
+                value = _parse(setting, raw, home, source)
             except AgentLinkError as exc:
                 if source in env.from_file:  # say where the value really came from
-                    exc = _from_file(exc, setting.name, env.path)
+                    exc = _from_file(exc, setting.name, env.path, raw)
                 if on_setting_error is None:
                     raise exc from None
                 on_setting_error(exc)
                 value = setting.default
+                cfg.sources[setting.name] = "default"
         if setting.kind == "path" and isinstance(value, str):
             value = parse_path(setting.name, value, home)
         cfg.values[setting.name] = value
@@ -272,7 +285,8 @@ def _read(setting: Setting, env: Mapping[str, str], cfg: Config) -> tuple[str | 
     return None, "default"
 
 
-def _parse(setting: Setting, raw: str, home: str | None, cfg: Config, source: str | None = None) -> Any:
+def _parse(setting: Setting, raw: str, home: str | None, source: str | None = None) -> Any:
+    """``raw`` parsed as ``setting``; raises :func:`_bad`'s error naming the variable read."""
     # Errors name the variable actually set, which may be a legacy alias of the setting.
     name = source if source and source != setting.name and source != "default" else setting.name
     if setting.kind == "flag":
@@ -283,7 +297,7 @@ def _parse(setting: Setting, raw: str, home: str | None, cfg: Config, source: st
         from agent_link_core.addresses import is_address
 
         if not is_address(raw.strip()):
-            raise _bad(name, "address", "an address <harness>:<id> such as team:alice (lower-case harness)")
+            raise _bad(name, "address", "an address <harness>:<id> such as team:alice (lower-case harness)", raw)
         return raw.strip()
     if setting.kind == "int":
         try:
@@ -292,22 +306,21 @@ def _parse(setting: Setting, raw: str, home: str | None, cfg: Config, source: st
             number = None
         low_ok = number is not None and (setting.minimum is None or number >= setting.minimum)
         if number is None or not low_ok or (setting.maximum is not None and number > setting.maximum):
-            cfg.warnings.append({
-                "code": setting.warning or "invalid_setting",
-                "message": f"{name} is not a valid value here; using the default {setting.default}.",
-            })
-            return setting.default
+            raise _bad(name, setting.warning or "range", _int_range(setting), raw)
         return number
     if setting.kind == "choice":
         word = raw.strip().lower()
         if word not in setting.choices:
-            cfg.warnings.append({
-                "code": setting.warning or "invalid_setting",
-                "message": f"{name} must be one of {', '.join(setting.choices)}; ignored.",
-            })
-            return setting.default
+            raise _bad(name, setting.warning or "choice", "one of " + ", ".join(setting.choices), raw)
         return word
     return raw.strip()
+
+
+def _int_range(setting: Setting) -> str:
+    """What an ``int`` setting allows, in words: ``a whole number from 0 to 20``."""
+    low, high = setting.minimum, setting.maximum
+    bounds = {(True, True): f" from {low} to {high}", (True, False): f" of at least {low}", (False, True): f" of at most {high}"}
+    return "a whole number" + bounds.get((low is not None, high is not None), "")
 
 
 def check_setting(record: Any, core_names: frozenset[str]) -> None:

@@ -55,7 +55,6 @@ def report(app: App, meta: Mapping[str, Any] | None = None, include_caller_conte
         "reminders": {
             "limit": app.config.reminder_limit,
             "intervalMs": app.config.reminder_interval_ms,
-            "warnings": list(app.config.warnings),
         },
         "harnesses": {name: _harness_health(app, h) for name, h in list(app.harnesses.items())},
         # the negotiated MCP revision and client; None outside an MCP server

@@ -251,7 +251,7 @@ def main(argv: list[str]) -> int:
         raw = sys.stdin.read(MAX_STDIN_BYTES)
         out = run(argv[0], argv[1], raw, contexts)
     except BaseException as exc:  # fail open (a plugin's SystemExit too): the prompt goes on without our note
-        sys.stderr.write(f"agent-link hook: {type(exc).__name__}: {exc}\n")
+        sys.stderr.write(f"agent-link hook: {_said(exc)}; nothing was done, the host goes on without agent-link's note\n")
         return 0
     if out:
         try:
@@ -262,6 +262,21 @@ def main(argv: list[str]) -> int:
             _drop_stdout()
             sys.stderr.write(f"agent-link hook: could not write the output ({exc.strerror or type(exc).__name__})\n")
     return 0
+
+
+def _said(exc: BaseException) -> str:
+    """What went wrong, in words for the person reading the host's hook log: a stdin that is
+    not the host's hook JSON and agent-link's own refusals (a bad setting) are said as such;
+    anything else is a fault, said with its exception for the report."""
+    from agent_link_core.errors import AgentLinkError
+
+    if isinstance(exc, json.JSONDecodeError):
+        return f"stdin is not the host's hook JSON (not valid JSON: {exc.msg.lower()} at line {exc.lineno} column {exc.colno})"
+    if isinstance(exc, UnicodeDecodeError):
+        return "stdin is not the host's hook JSON (not UTF-8 text)"
+    if isinstance(exc, AgentLinkError):
+        return f"{exc.message.rstrip('.')} ({exc.hint.rstrip('.')})" if exc.hint else exc.message.rstrip(".")
+    return f"an unexpected fault ({type(exc).__name__}: {exc})"
 
 
 def _unclaim(contexts: list[HookContext]) -> None:

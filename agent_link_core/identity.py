@@ -131,6 +131,16 @@ def reader_proved_here(app: App, address: str) -> bool:
     return me.known and me.address == address and me.source == "config"
 
 
+def reads_own_mail(app: App, address: str) -> bool:
+    """True when the runtime names this process ``address`` (``AGENT_LINK_ADDRESS`` or its
+    host's session): reading there uses up the mail shown, as the agent's own read does.
+    False when only ``AGENT_LINK_INSPECT_ALL`` lets the process read there: a person looking
+    into another agent's mailbox, whose reads leave the mail unread for that agent unless
+    asked (``inbox --mark-read``)."""
+    me = app.caller()
+    return me.known and me.address == address
+
+
 async def prove_reader(app: App, address: str) -> None:
     """Refuse to read the mail of ``address`` for a process that is not proved to be it.
 

@@ -10,7 +10,9 @@ and is not checked. Three rules, each refusal naming what to change:
 * a message identical to one the same sender sent the same recipient within
   ``AGENT_LINK_REPEAT_WINDOW_MS`` (same body, same anticipation, answering the same message)
   is refused (``permission_denied``, reason ``repeated_message``): agents that acknowledge
-  each other's acknowledgements repeat themselves;
+  each other's acknowledgements repeat themselves. An identical earlier message that never
+  reached its recipient is no part of a loop: the send retries it instead
+  (:func:`waiting_repeat`, :meth:`agent_link_core.sending.Outbox.send`);
 * more than ``AGENT_LINK_PAIR_RATE`` messages between two addresses (both ways counted)
   within ``AGENT_LINK_PAIR_WINDOW_MS`` is refused (``permission_denied``, reason ``send_rate``).
 
@@ -19,13 +21,43 @@ and is not checked. Three rules, each refusal naming what to change:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.config import Config
     from agent_link_core.store import Store
+
+def waiting_repeat(store: Store, config: Config, *, sender: str, to: str, recipient: str, body: str, anticipation: str,
+                   reply_to: str | None, reply_by_ms: int | None, fingerprint: Any, now_ms: int) -> str | None:
+    """The id of the newest message the same as this one (every field the idempotency check
+    compares: sender, to, recipient, body, anticipation, reply-to, reply-by, fingerprint) sent
+    within ``AGENT_LINK_REPEAT_WINDOW_MS`` and never delivered (``first_delivered_at`` unset;
+    the caller checks the push outcome), else None. None when the window is 0.
+
+    :param fingerprint: the new message's ``metadata["fingerprint"]`` (a dict) or None.
+    :param now_ms: the send's time, epoch ms.
+    """
+    window_ms = int(config.get("AGENT_LINK_REPEAT_WINDOW_MS"))
+    if not window_ms:
+        return None
+    import json
+
+    rows = store.conn.execute(
+        "SELECT id, metadata FROM messages WHERE from_addr = ? AND sent_at >= ? AND recipient = ? AND to_addr = ? AND body = ?"
+        " AND anticipation = ? AND reply_to IS ? AND reply_by IS ? AND first_delivered_at IS NULL ORDER BY sent_at DESC",
+        (sender, now_ms - window_ms, recipient, to, body, anticipation, reply_to, reply_by_ms),
+    ).fetchall()
+    for row in rows:
+        try:
+            stored = json.loads(row["metadata"] or "{}")
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(stored, dict) and (stored.get("fingerprint") or None) == (fingerprint or None):
+            return str(row["id"])
+    return None
+
 
 def check_send(store: Store, config: Config, *, sender: str, recipient: str, body: str, anticipation: str,
                reply_to: str | None, now_ms: int, known_sender: bool) -> None:
@@ -42,7 +74,7 @@ def check_send(store: Store, config: Config, *, sender: str, recipient: str, bod
     """
     if known_sender and sender == recipient:
         raise invalid_arguments(
-            [{"path": "to", "rule": "self", "expected": f"another agent's address ({recipient} is your own)"}],
+            [{"path": "to", "rule": "self", "expected": "another agent's address"}],
             f"{recipient} is your own address: a message to yourself would only come back to you as new work.",
         )
     window_ms = int(config.get("AGENT_LINK_REPEAT_WINDOW_MS"))

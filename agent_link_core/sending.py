@@ -93,6 +93,10 @@ class Outbox:
         the message; its ``fingerprint`` entry takes part in the idempotency comparison.
         ``target``: :meth:`~agent_link_core.directory.Directory.target_address`'s answer for
         ``to`` and ``caller`` if known (used while the proven sender keeps that address).
+        The recipient's address is checked before the loop guard
+        (:func:`agent_link_core.loops.check_send`), and a message identical to one the sender
+        sent within the repeat window that never reached its recipient (``queued``) is a
+        retry of that one (same id, ``created`` False), not a loop.
 
         :raises AgentLinkError: ``invalid_arguments``, ``body_too_large``, ``not_found``,
             ``ambiguous``, ``archived``, or what a ``before_send`` hook refuses with.
@@ -117,11 +121,20 @@ class Outbox:
                                            else await self.app.directory.target_address(to, caller, allow_archived=allow_archived))
         unseen = None
         if earlier is None:
-            from agent_link_core.loops import check_send
+            from agent_link_core.loops import check_send, waiting_repeat
 
-            check_send(self.store, self.config, sender=caller.address, recipient=recipient, body=clean, anticipation=label,
-                       reply_to=reply_to, now_ms=now, known_sender=caller.known)
+            # the address first: a typo is refused as one even when the same text went there before
             unseen = self._unseen_recipient(recipient, require_known)
+            to_addr = to if is_address(to) else recipient
+            fingerprint = (metadata or {}).get("fingerprint")
+            repeat = None if message_id is not None else waiting_repeat(
+                self.store, self.config, sender=caller.address, to=to_addr, recipient=recipient, body=clean, anticipation=label,
+                reply_to=reply_to, reply_by_ms=reply_by_ms, fingerprint=fingerprint, now_ms=now)
+            if repeat is not None and self.mailbox.push_outcome(repeat) == "queued":
+                message_id = repeat  # the same message again, still never delivered: a retry of it, not a loop
+            else:
+                check_send(self.store, self.config, sender=caller.address, recipient=recipient, body=clean, anticipation=label,
+                           reply_to=reply_to, now_ms=now, known_sender=caller.known)
         if via:
             target_meta["via"] = via
         target_meta.update(metadata or {})
@@ -152,6 +165,12 @@ class Outbox:
         if envelope_format is not None and envelope_format not in getattr(self.harnesses.get(address_scheme(address)), "envelope_formats", ()):
             raise invalid_arguments([{"path": "envelope", "rule": "unsupported",
                                       "expected": f"{whose} whose harness can show {envelope_format}"}])
+
+    def unseen_address(self, address: str) -> dict[str, Any] | None:
+        """The ``unknown_address`` warning (``{code, message, details: {address, suggestions}}``)
+        a send to ``address`` would carry: a plain address no process has ever served; None
+        otherwise. For a plugin that hands work to an address without sending (a role's holder)."""
+        return self._unseen_recipient(address, False)
 
     def _unseen_recipient(self, recipient: str, require_known: bool) -> dict[str, Any] | None:
         """The ``unknown_address`` warning for a plain address nobody ever served (None when

@@ -294,7 +294,8 @@ def main() -> None:
     try:
         app = App.create()
     except AgentLinkError as exc:
-        log.error("agent-link cannot start: %s", exc.message)
+        log.error("agent-link mcp is serving, but every tool call answers with this error until it is fixed and the "
+                  "server restarted: %s", exc.message)
         if fastfront is not None:
             fastfront.stop_learning()  # these answers are not the ones a working server gives
         anyio.run(serve_unavailable, exc)

@@ -54,10 +54,13 @@ def test_section_problems_reads_problem_lines_and_error_objects_only() -> None:
                      {"section": "machines", "message": "the relay is not running", "hint": None}]
 
 
-def test_health_human_names_bad_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("command", [("health",), ("inbox", "--as", "test:bob"), ("send", "test:bob", "hi", "--from", "test:alice")])
+def test_a_bad_number_is_one_line_naming_value_and_range_on_every_command(monkeypatch: pytest.MonkeyPatch, command: tuple[str, ...]) -> None:
+    """As a bad flag or path is: never ignored silently on some commands and warned on others."""
     monkeypatch.setenv("AGENT_LINK_REMINDER_LIMIT", "99")
-    result = invoke("health")
-    assert result.exit_code == 0 and "AGENT_LINK_REMINDER_LIMIT" in result.output
+    result = invoke(*command)
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "AGENT_LINK_REMINDER_LIMIT='99' is invalid: expected a whole number from 0 to 20" in result.output
 
 
 def test_relative_state_dir_is_a_one_line_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -86,6 +89,24 @@ def test_inbox_reads_and_marks(isolated_env: Path) -> None:
     assert "hello &lt;bob&gt;" in model.output and "<agent-link-message" in model.output
     again = json.loads(invoke("inbox", "--as", "test:bob", "--json").output)
     assert again["markedDelivered"] == [] and again["messages"][0]["delivery"] == "delivered"
+
+
+def test_reading_another_agents_mailbox_peeks_unless_asked(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A person reading carol's mail (AGENT_LINK_INSPECT_ALL) leaves it for carol; --mark-read
+    marks it as carol's own read would; carol's own read marks it."""
+    monkeypatch.setenv("AGENT_LINK_INSPECT_ALL", "1")
+    monkeypatch.delenv("AGENT_LINK_ADDRESS", raising=False)
+    seed("test:carol", "fyi")
+    looked = CliRunner().invoke(build_cli(), ["inbox", "--as", "test:carol", "--json"], catch_exceptions=False)
+    assert looked.exit_code == 0 and json.loads(looked.output)["markedDelivered"] == []
+    assert "--mark-read" in CliRunner().invoke(build_cli(), ["inbox", "--help"]).output
+    both = CliRunner().invoke(build_cli(), ["inbox", "--as", "test:carol", "--peek", "--mark-read"])
+    assert both.exit_code == 2 and "choose one of --peek and --mark-read" in both.output
+    own = json.loads(invoke("inbox", "--as", "test:carol", "--json").output)  # carol herself
+    assert len(own["markedDelivered"]) == 1
+    mid = seed("test:carol", "second")
+    marked = CliRunner().invoke(build_cli(), ["inbox", "--as", "test:carol", "--mark-read", "--json"], catch_exceptions=False)
+    assert json.loads(marked.output)["markedDelivered"] == [mid]
 
 
 def test_inbox_without_identity_exits_1() -> None:

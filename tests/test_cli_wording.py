@@ -76,3 +76,22 @@ def test_a_commands_own_names_replace_its_tools_argument_names() -> None:
     assert own == ("agent-link: No default root; pass --project-root. --project-root: expected a root; PATH #2: expected a path;"
                    " --holder: expected an address. See `agent-link lease --help`.")
     assert "--paths.1: expected" in error_line(exc, "lease") and "pass projectRoot." in error_line(exc, "lease")
+
+
+def test_an_error_is_said_once_and_names_variables_as_variables() -> None:
+    """A message that already names the option to pass gets no list saying it again (nor the
+    list's hint); a field that is an environment variable is never written as an option."""
+    said = invalid_arguments([{"path": "projectRoot", "rule": "required", "expected": "an absolute project root"}],
+                             "/tmp is in no git repository; pass projectRoot.")
+    line = error_line(said, "lease", names={"projectRoot": "--project-root"})
+    assert line == "agent-link: /tmp is in no git repository; pass --project-root. See `agent-link lease --help`."
+    unnamed = invalid_arguments([{"path": "to", "rule": "self", "expected": "another agent's address"}], "team:a is your own address.")
+    assert error_line(unnamed, "send") == ("agent-link: team:a is your own address. TARGET: expected another agent's address. "
+                                           "See `agent-link send --help`.")
+    variable = invalid_arguments([{"path": "AGENT_LINK_WEB_USER", "rule": "pattern", "expected": "1-128 of A-Z"}], "'A B' is no name.")
+    assert "AGENT_LINK_WEB_USER: expected" in error_line(variable, "web") and "--AGENT_LINK" not in error_line(variable, "web")
+
+
+def test_a_self_send_says_it_once(isolated_env: Path) -> None:
+    me = run("send", "team:alice", "to myself", "--from", "team:alice", AGENT_LINK_ADDRESS="team:alice")
+    assert me.returncode == 2 and me.stderr.count("your own") == 1, me.stderr

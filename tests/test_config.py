@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from agent_link_core.config import Setting, load_config, parse_flag
@@ -32,7 +34,9 @@ def test_a_bad_alias_value_names_the_alias_that_was_set() -> None:
     with pytest.raises(AgentLinkError) as e:
         load_config({"OLD_X_PATH": "relative/file"}, aliased)
     assert "OLD_X_PATH" in e.value.message and e.value.details["errors"][0]["path"] == "env.OLD_X_PATH"
-    assert "OLD_X_LEVEL" in load_config({"OLD_X_LEVEL": "-4"}, aliased).warnings[0]["message"]
+    with pytest.raises(AgentLinkError) as e:
+        load_config({"OLD_X_LEVEL": "-4"}, aliased)
+    assert "OLD_X_LEVEL='-4'" in e.value.message
 
 
 def test_paths_absolute_or_home_relative() -> None:
@@ -65,17 +69,44 @@ def test_alias_used_when_canonical_unset() -> None:
     assert cfg.conflicts == [{"canonical": "AGENT_LINK_X_URL", "winner": "OLD_X_URL", "ignored": "OLDER_X_URL"}]
 
 
-@pytest.mark.parametrize("env,limit,interval,codes", [
-    ({}, 3, 30000, []),
-    ({"AGENT_LINK_REMINDER_LIMIT": "0", "AGENT_LINK_REMINDER_INTERVAL_MS": "60000"}, 0, 60000, []),
-    ({"AGENT_LINK_REMINDER_LIMIT": "21"}, 3, 30000, ["reminder_limit_ignored"]),
-    ({"AGENT_LINK_REMINDER_LIMIT": "x"}, 3, 30000, ["reminder_limit_ignored"]),
-    ({"AGENT_LINK_REMINDER_INTERVAL_MS": "29999"}, 3, 30000, ["reminder_interval_ignored"]),
+@pytest.mark.parametrize("env,limit,interval", [
+    ({}, 3, 30000),
+    ({"AGENT_LINK_REMINDER_LIMIT": "0", "AGENT_LINK_REMINDER_INTERVAL_MS": "60000"}, 0, 60000),
 ])
-def test_reminder_settings(env: dict[str, str], limit: int, interval: int, codes: list[str]) -> None:
+def test_reminder_settings(env: dict[str, str], limit: int, interval: int) -> None:
     cfg = load_config(env)
     assert (cfg.reminder_limit, cfg.reminder_interval_ms) == (limit, interval)
-    assert [w["code"] for w in cfg.warnings] == codes
+
+
+@pytest.mark.parametrize("env,expected", [
+    ({"AGENT_LINK_REMINDER_LIMIT": "21"}, "AGENT_LINK_REMINDER_LIMIT='21' is invalid: expected a whole number from 0 to 20."),
+    ({"AGENT_LINK_REMINDER_LIMIT": "abc"}, "AGENT_LINK_REMINDER_LIMIT='abc' is invalid: expected a whole number from 0 to 20."),
+    ({"AGENT_LINK_REMINDER_INTERVAL_MS": "29999"},
+     "AGENT_LINK_REMINDER_INTERVAL_MS='29999' is invalid: expected a whole number of at least 30000."),
+    ({"AGENT_LINK_PAIR_WINDOW_MS": "5"}, "AGENT_LINK_PAIR_WINDOW_MS='5' is invalid: expected a whole number from 1000 to 86400000."),
+    ({"AGENT_LINK_LOG_LEVEL": "loud"}, "AGENT_LINK_LOG_LEVEL='loud' is invalid: expected one of error, warn, info, debug."),
+    ({"AGENT_LINK_DEBUG": "maybe"}, "AGENT_LINK_DEBUG='maybe' is invalid: expected one of 1/true/yes/on or 0/false/no/off."),
+    ({"AGENT_LINK_STATE_DIR": "rel/dir"}, "AGENT_LINK_STATE_DIR='rel/dir' is invalid: expected an absolute path"),
+])
+def test_every_bad_value_is_refused_naming_setting_value_and_allowed(env: dict[str, str], expected: str) -> None:
+    """A number out of range or a word not among the choices is refused like a bad flag or
+    path (never silently replaced by the default), and the message says value and range."""
+    with pytest.raises(AgentLinkError) as info:
+        load_config({"HOME": "/h", **env})
+    assert info.value.code == "invalid_arguments" and expected in info.value.message
+
+
+def test_bad_value_from_the_settings_file_is_refused_naming_the_file(tmp_path: Any) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text('reminder_limit = "many"\n')
+    with pytest.raises(AgentLinkError) as info:
+        load_config({"HOME": "/h", "AGENT_LINK_CONFIG": str(path)})
+    assert f"AGENT_LINK_REMINDER_LIMIT = 'many' in the settings file {path} is invalid: expected a whole number from 0 to 20" \
+        in info.value.message
+    seen: list[AgentLinkError] = []
+    cfg = load_config({"HOME": "/h", "AGENT_LINK_CONFIG": str(path)}, on_setting_error=seen.append)
+    # the collected value fell back: its source is the default, not the file it was refused from
+    assert cfg.reminder_limit == 3 and cfg.sources["AGENT_LINK_REMINDER_LIMIT"] == "default" and len(seen) == 1
 
 
 def test_setting_errors_can_be_collected() -> None:

@@ -59,6 +59,10 @@ def test_dry_run_and_no_installer(tmp_path: Path) -> None:
     bare.mkdir()
     done, calls = install(bare, [])
     assert done.returncode == 2 and "needs uv" in done.stderr and calls == []
+    # the README: --dry-run prints the commands, also where no installer is there yet to run them
+    done, calls = install(bare, [], "--dry-run")
+    assert done.returncode == 0 and calls == [] and f"+ uv tool install {ROOT}" in done.stdout and "dry run" in done.stdout
+    assert "neither uv nor pipx is on PATH" in done.stderr
 
 
 def test_readme_documents_the_one_command() -> None:

@@ -111,6 +111,22 @@ def test_bad_input_fails_open(adapter_path: Path, stdin: str) -> None:
     assert out.returncode == 0 and out.stdout == ""
 
 
+@pytest.mark.parametrize("stdin,said", [
+    ("garbage", "stdin is not the host's hook JSON (not valid JSON: expecting value at line 1 column 1)"),
+    ('{"address": ', "stdin is not the host's hook JSON (not valid JSON: expecting value at line 1 column 13)"),
+])
+def test_bad_input_is_said_in_words(adapter_path: Path, stdin: str, said: str) -> None:
+    seed(1)
+    out = run_hook(adapter_path, "test-host", "Prompt", stdin)
+    assert out.returncode == 0 and said in out.stderr and "Error" not in out.stderr
+
+
+def test_a_bad_setting_is_said_as_agent_link_says_it(adapter_path: Path) -> None:
+    seed(1)
+    out = run_hook(adapter_path, "test-host", "Prompt", {"address": "test:bob"}, {"AGENT_LINK_DEBUG": "maybe"})
+    assert "AGENT_LINK_DEBUG='maybe' is invalid" in out.stderr and "AgentLinkError" not in out.stderr
+
+
 def test_adapter_crash_and_unknown_host_fail_open(adapter_path: Path) -> None:
     seed(1)
     crash = run_hook(adapter_path, "test-host", "Crash", {"address": "test:bob"})

@@ -56,7 +56,7 @@ def test_the_settings_are_registered_and_documented() -> None:
 async def test_a_message_to_oneself_is_refused(app: App) -> None:
     out = await send(app, "team:alice", "note to self")
     assert out["error"]["code"] == "invalid_arguments"
-    assert out["error"]["details"]["errors"] == [{"path": "to", "rule": "self", "expected": "another agent's address (team:alice is your own)"}]
+    assert out["error"]["details"]["errors"] == [{"path": "to", "rule": "self", "expected": "another agent's address"}]
     assert "your own address" in out["error"]["message"] and count(app) == 0
     with pytest.raises(Exception) as raised:  # the typed API and every plugin send through App.send
         await app.send(caller=BOB, to="team:bob", body="me again")
@@ -66,6 +66,7 @@ async def test_a_message_to_oneself_is_refused(app: App) -> None:
 async def test_an_identical_message_is_refused_naming_the_setting(app: App) -> None:
     first = await send(app, "team:bob", "ack")
     assert first["ok"]
+    app.mailbox.mark_delivered(first["messageId"], "inbox")  # bob saw it: saying it again is a loop
     again = await send(app, "team:bob", "ack")
     error = again["error"]
     assert error["code"] == "permission_denied" and error["details"]["reason"] == "repeated_message"
@@ -74,6 +75,8 @@ async def test_an_identical_message_is_refused_naming_the_setting(app: App) -> N
     # other words, another label, or answering another message are not repeats
     assert (await send(app, "team:bob", "ack", anticipation="reply"))["ok"]
     assert (await send(app, "team:bob", "ack!"))["ok"]
+    for row in app.store.conn.execute("SELECT id FROM messages WHERE first_delivered_at IS NULL").fetchall():
+        app.mailbox.mark_delivered(row["id"], "inbox")
     asked = await app.send(caller=BOB, to="team:alice", body="q1", anticipation="reply")
     asked2 = await app.send(caller=BOB, to="team:alice", body="q2", anticipation="reply")
     assert (await send(app, "team:bob", "yes", replyToMessageId=asked.message["id"]))["ok"]
@@ -82,6 +85,39 @@ async def test_an_identical_message_is_refused_naming_the_setting(app: App) -> N
     mid = new_message_id()
     assert (await send(app, "team:carol", "hello", messageId=mid))["ok"]
     assert (await send(app, "team:carol", "hello", messageId=mid))["duplicate"] is True
+
+
+async def test_the_same_message_never_delivered_is_retried_not_refused_nor_stored_twice(app: App) -> None:
+    """Sending again what never reached its recipient is no loop: the send is a retry of the
+    waiting message (same id, duplicate), the recipient gets it once."""
+    first = await send(app, "team:carol", "x")
+    again = await send(app, "team:carol", "x")
+    assert again["ok"] and again["messageId"] == first["messageId"] and again["duplicate"] is True and count(app) == 1
+
+
+async def test_the_address_is_checked_before_the_loop_guard(app: App) -> None:
+    """A typo'd address sent to twice, the second time with requireKnown, is refused for the
+    address (what to fix), not as a loop."""
+    assert (await send(app, "team:bbo", "typo"))["ok"]
+    out = await send(app, "team:bbo", "typo", requireKnown=True)
+    assert out["error"]["code"] == "not_found" and "team:bbo" in out["error"]["message"]
+
+
+async def test_the_cli_retries_an_undelivered_message_instead_of_refusing_it(isolated_env: Any) -> None:
+    import subprocess
+    import sys
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "agent_link_core", *args, "--from", "team:alice"],
+                              capture_output=True, text=True, check=False)
+
+    first = cli("send", "team:carol", "x", "--require-delivered")
+    again = cli("send", "team:carol", "x", "--require-delivered")
+    assert (first.returncode, again.returncode) == (7, 7), again.stderr
+    assert first.stdout.split()[1] == again.stdout.split()[1] and "loop" not in again.stderr
+    typo = cli("send", "team:bbo", "typo")
+    known = cli("send", "team:bbo", "typo", "--require-known")
+    assert typo.returncode == 0 and known.returncode == 1 and "--require-known refuses unknown addresses" in known.stderr
 
 
 async def test_repeats_are_allowed_when_the_window_is_off(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -130,6 +166,8 @@ async def test_the_guard_through_a_real_mcp_client_session(isolated_env: Any) ->
         refused = await alice.call("message_agent", {"to": "test:alice", "message": "hi me"})
         assert refused["error"]["details"]["errors"][0]["rule"] == "self"
         assert (await alice.call("message_agent", {"to": "test:bob", "message": "ack"}))["ok"]
+        async with agent_link_mcp({**env, "AGENT_LINK_ADDRESS": "test:bob"}) as bob:
+            assert (await bob.call("read_agent_link_inbox", {}))["ok"]  # bob saw it: the same again is a loop
         repeated = await alice.call("message_agent", {"to": "test:bob", "message": "ack"})
         assert repeated["error"]["details"]["reason"] == "repeated_message"
         for n in range(2):

@@ -50,12 +50,12 @@ def _print_health(h: dict[str, Any]) -> None:
         click.echo(f"  deprecated variable {dep['name']}: use {dep['canonical']}")
     for c in h["env"]["conflicts"]:
         click.echo(f"  conflict: {c['ignored']} ignored, {c['winner']} wins")
-    for w in h["reminders"]["warnings"]:
-        click.echo(f"  warning: {w['message']}")
     click.echo(f"  reminders:  limit {h['reminders']['limit']}, every {h['reminders']['intervalMs']} ms")
     legacy = (h.get("sections") or {}).get("legacyState") or {}  # the legacy plugin's section
-    if legacy.get("files"):
-        click.echo(f"  original's files: {len(legacy['files'])}, {legacy.get('pending', 0)} not imported"
+    # files agent-link writes itself (writtenByAgentLink: roles.json ...) are no file of the original's
+    theirs = [f for f in legacy.get("files") or () if not f.get("writtenByAgentLink")]
+    if theirs:
+        click.echo(f"  original's files: {len(theirs)}, {legacy.get('pending', 0)} not imported"
                    + (f" ({legacy['hint']})" if legacy.get("hint") else ""))
 
 

@@ -57,12 +57,14 @@ def as_read(app: App, data: dict[str, Any], ids: list[str]) -> dict[str, Any]:
 @command(
     option("--as", "as_address", help="Read the mailbox of this address (default: the current session)."),
     option("--limit", kind="whole", low=1, high=100, default=20, show_default=True),
-    option("--peek", flag=True, help="Do not mark the messages delivered."),
+    option("--peek", flag=True, help="Do not mark the messages delivered (the default for another agent's mailbox)."),
+    option("--mark-read", flag=True, help="With --as another agent's address (AGENT_LINK_INSPECT_ALL): mark what is shown "
+                                           "delivered, as that agent's own read would."),
     option("--all", "all_mail", flag=True, help="Also list messages already read or resolved (newest first)."),
     option("--message-id", "message_id", help="Read this one message in pages (one too large for one read)."),
     option("--offset", kind="whole", low=0, high=1_000_000, help="With --message-id: where the page starts (characters)."),
     ENVELOPE, JSON, NDJSON)
-def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, all_mail: bool, message_id: str | None,
+def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, mark_read: bool, all_mail: bool, message_id: str | None,
           offset: int | None, show_envelope: bool, as_json: bool, ndjson: bool) -> None:
     """Read the messages other agents sent to this session (open ones; --all: every one).
 
@@ -76,8 +78,13 @@ def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, all_mail: bo
         usage_error("--offset needs --message-id")
     if message_id is not None and all_mail:
         usage_error("choose one of --message-id and --all")
+    if peek and mark_read:
+        usage_error("choose one of --peek and --mark-read")
     app = get_app(ctx)
     caller = as_caller(app, as_address)
+    from agent_link_core.identity import reads_own_mail
+
+    peek = peek or (not mark_read and not reads_own_mail(app, caller.address))  # another's mail stays theirs
     # Read without marking, print, and mark only what the output showed once it was
     # written: mail whose output never reached its reader stays unread.
     try:

@@ -54,8 +54,11 @@ def not_marked(exc: AgentLinkError, undone: str) -> NoReturn:
 
 
 def mark_reply(app: App, me: Any, data: dict[str, Any]) -> None:
-    """Mark the reply a wait returned delivered (:meth:`App.mark_taken`), once it was shown."""
-    if data.get("reply"):
+    """Mark the reply a wait returned delivered (:meth:`App.mark_taken`), once it was shown;
+    not when reading as another agent (:func:`~agent_link_core.identity.reads_own_mail`)."""
+    from agent_link_core.identity import reads_own_mail
+
+    if data.get("reply") and reads_own_mail(app, me.address):
         try:
             app.mark_taken(me, data["reply"]["id"])
         except AgentLinkError as exc:

@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # jsonschema loads at the first call that validates (not for 
 from agent_link_core.boundary import MAX_RESULT_BYTES, Refused, disable_hint, oversize
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.json_files import ensure_private_dir
-from agent_link_core.tools.schemas import NO_NUL
+from agent_link_core.tools.schemas import PATTERN_WORDS, ULID
 from agent_link_core.model import Caller
 from agent_link_core.visible import plain_json, visible_data
 
@@ -274,10 +274,12 @@ def _expected(schema: Mapping[str, Any]) -> str:
         parts.append(f"at least {schema['minLength']} characters")
     if "maxLength" in schema:
         parts.append(f"at most {schema['maxLength']} characters")
-    if schema.get("pattern") == NO_NUL:
-        parts.append("without NUL characters")
-    elif "pattern" in schema:
-        parts.append(f"matching {schema['pattern']}")
+    pattern = schema.get("pattern")
+    if pattern in PATTERN_WORDS:
+        return PATTERN_WORDS[pattern] if parts == ["string"] else " ".join([*parts, PATTERN_WORDS[pattern]])
+    if pattern is not None:  # a plugin's own pattern: its description says it in words
+        said = str(schema.get("description") or "").strip().rstrip(".")
+        parts.append(f"({said})" if said else "in the form the tool's description gives")
     return " ".join(parts)
 
 
@@ -315,6 +317,8 @@ def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> t
                 errors.append({"path": key, "rule": "required", "expected": _expected(props.get(key, {}))})
             continue
         prop = props.get(key)
+        if prop is not None and isinstance(value, str) and prop.get("pattern") == ULID["pattern"]:
+            value = _message_id(value)
         if prop is not None and isinstance(value, str):
             types = _types(prop)
             if "integer" in types and "string" not in types and INT_RE.match(value):
@@ -355,6 +359,17 @@ def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> t
                                  else f"{r['argument']} was replaced by {r['replacement']}" for r in removed)
         raise exc
     return args, warnings
+
+
+def _message_id(value: str) -> str:
+    """A message-id argument (:data:`~agent_link_core.tools.schemas.ULID`) as stored: a UUID
+    becomes the ULID with the same 128 bits (the CLI's mapping); anything else is left for the
+    schema to judge (uuid.UUID would also take braces and ``urn:uuid:``)."""
+    from agent_link_core.mailbox import ulid_of_uuid
+
+    if len(value) == 26 or not re.fullmatch(ULID["pattern"], value):  # a ULID, or what the schema refuses
+        return value
+    return ulid_of_uuid(value) or value
 
 
 def _json_type(value: Any) -> str:

@@ -17,14 +17,17 @@ NOBJ: dict[str, Any] = {"type": ["object", "null"]}
 ARR: dict[str, Any] = {"type": "array"}
 INT: dict[str, Any] = {"type": "integer"}
 # Ids are case-insensitive: a lower-case copy of an id finds the stored upper-case one.
-# Every tool argument holding a message id uses this one (ULID_RE, either case).
-ULID: dict[str, Any] = {"type": "string", "pattern": "^[0-7][0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25}$"}
+_ULID_OR_UUID = "^([0-7][0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25}|[0-9A-Fa-f]{8}-?[0-9A-Fa-f]{4}-?[0-9A-Fa-f]{4}-?[0-9A-Fa-f]{4}-?[0-9A-Fa-f]{12})$"
+#: Every tool argument naming a stored message: a ULID (either case) or a UUID (with or
+#: without hyphens), the id a sender chose with ``--message-id`` / ``messageId``. The
+#: registry's validation hands the tool the ULID a UUID is stored under
+#: (:func:`agent_link_core.mailbox.ulid_of_uuid`), so every tool takes both, as the CLI does;
+#: it recognises the argument by this exact pattern.
+ULID: dict[str, Any] = {"type": "string", "pattern": _ULID_OR_UUID.replace("(", "(?:", 1)}
 #: A send's idempotency key, the id the sender gives its message: a ULID (either case) or a
-#: UUID (with or without hyphens), as the CLI's ``send --message-id`` takes it.
-IDEMPOTENCY_KEY: dict[str, Any] = {
-    "type": "string",
-    "pattern": "^([0-7][0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25}|[0-9A-Fa-f]{8}-?[0-9A-Fa-f]{4}-?[0-9A-Fa-f]{4}-?[0-9A-Fa-f]{4}-?[0-9A-Fa-f]{12})$",
-}
+#: UUID (with or without hyphens), as the CLI's ``send --message-id`` takes it. Passed to the
+#: tool as given (the send keeps the UUID in the message's fingerprint).
+IDEMPOTENCY_KEY: dict[str, Any] = {"type": "string", "pattern": _ULID_OR_UUID}
 #: A pattern that refuses NUL, which no file path can hold (the OS would raise on it).
 NO_NUL = "^[^\\u0000]*$"
 #: A filesystem path argument (a directory or file; absolute where the tool says so).
@@ -35,6 +38,15 @@ PATHS: dict[str, Any] = {"anyOf": [PATH, {"type": "array", "items": PATH}]}
 ADDRESS: dict[str, Any] = {"type": "string", "pattern": ADDRESS_RE.pattern}
 #: a harness name argument (addresses.HARNESS_RE)
 HARNESS: dict[str, Any] = {"type": "string", "pattern": HARNESS_RE.pattern}
+#: What an argument with one of these patterns must be, in words (error messages say these
+#: rather than the pattern); a pattern not here is said by the argument's description.
+PATTERN_WORDS: dict[str, str] = {
+    ULID["pattern"]: "a message id (a 26-character ULID, or a UUID)",
+    IDEMPOTENCY_KEY["pattern"]: "a message id (a 26-character ULID, or a UUID)",
+    NO_NUL: "without NUL characters",
+    ADDRESS["pattern"]: "an address <harness>:<id> such as team:alice",
+    HARNESS["pattern"]: "a harness name (a lower-case letter, then up to 31 of a-z 0-9 -)",
+}
 #: The result of a resolve tool (resolve_agent and a harness's own): a verdict, not an error.
 RESOLVE_RESULT: dict[str, Any] = {
     "status": {"type": "string", "enum": ["resolved", "ambiguous", "not_found"]}, "query": STR, "best": NOBJ,

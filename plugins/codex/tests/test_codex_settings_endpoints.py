@@ -58,16 +58,18 @@ def test_aliases_bare_program_names_and_health_report(isolated_env: Path, monkey
     monkeypatch.setenv("AGENT_LINK_CODEX_AUTOSTART", "off")
     monkeypatch.setenv("CODEX_AGENT_LINK_AUTOSTART", "on")
     monkeypatch.setenv("AGENT_LINK_CODEX_IDLE_MS", "-5")
+    with pytest.raises(AgentLinkError) as refused:  # out of range: refused naming value and range, as every setting
+        App.create()
+    assert "AGENT_LINK_CODEX_IDLE_MS='-5' is invalid: expected a whole number of at least 0" in refused.value.message
+    monkeypatch.delenv("AGENT_LINK_CODEX_IDLE_MS")
     app = App.create()
     try:
         assert app.config.get("AGENT_LINK_CODEX_BIN") == "codex"
         assert app.config.get("AGENT_LINK_CODEX_AUTOSTART") is False  # the canonical name wins
-        assert app.config.get("AGENT_LINK_CODEX_IDLE_MS") == 300_000  # out of range: default, with a warning
         env = app.health()["env"]
         assert {"name": "CODEX_BIN", "canonical": "AGENT_LINK_CODEX_BIN"} in env["deprecated"]
         assert {"canonical": "AGENT_LINK_CODEX_AUTOSTART", "winner": "AGENT_LINK_CODEX_AUTOSTART",
                 "ignored": "CODEX_AGENT_LINK_AUTOSTART"} in env["conflicts"]
-        assert any("AGENT_LINK_CODEX_IDLE_MS" in w["message"] for w in app.config.warnings)
         [sock] = [e for e in configured(app.config.values, app.env)[0] if e.source == "env-sock"]
         assert sock.target == os.path.join(os.path.realpath(os.getcwd()), "relative/app.sock")
     finally:

@@ -297,3 +297,21 @@ def test_a_line_or_file_nested_too_deeply_is_one_bad_entry(isolated_env: Path) -
         assert outcome.unreadable == 1 and "nested too deeply" in outcome.bad_lines[0]["error"]
     finally:
         app.close()
+
+
+def test_health_never_counts_agent_links_own_files_as_the_originals(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fresh install whose only legacy-named file is one agent-link writes itself (roles.json):
+    health says nothing of the original's files; with one of the original's, only it counts."""
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "legacy roles")  # roles writes roles.json
+    isolated_env.mkdir(parents=True, exist_ok=True)
+    (isolated_env / "roles.json").write_text('{"roles": {}}\n')
+    app = App.create()
+    try:
+        files = app.health()["sections"]["legacyState"].get("files") or []
+    finally:
+        app.close()
+    assert [f["path"] for f in files if f.get("writtenByAgentLink")] == [str(isolated_env / "roles.json")], files
+    fresh = CliRunner().invoke(build_cli(), ["health"])
+    assert "original's files" not in fresh.output, fresh.output
+    original_mailbox(isolated_env)
+    assert "original's files: 1, 1 not imported" in CliRunner().invoke(build_cli(), ["health"]).output

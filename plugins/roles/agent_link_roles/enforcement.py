@@ -4,8 +4,8 @@ A *persistent agent* holds at least one role (directly, or the orchestrator role
 project). A *coordination message* is a new message (not a reply) from one persistent agent
 to another; it is *direct* when addressed to a session rather than to ``role:<name>``.
 
-Mode: ``AGENT_LINK_ROLE_ENFORCEMENT`` when valid, else roles.json ``enforcement`` when valid,
-else ``off``. An unreadable table counts as no table, so enforcement fails open.
+Mode: ``AGENT_LINK_ROLE_ENFORCEMENT`` when set (any other word than the three is refused at
+start, as every setting's bad value is), else roles.json ``enforcement`` when valid, else ``off``. An unreadable table counts as no table, so enforcement fails open.
 
 * ``off``: nothing is checked;
 * ``warn``: delivered with a ``direct_coordination`` warning and the message (and its receipt)
@@ -38,14 +38,13 @@ ROLE_ADDRESSED_TOOLS = frozenset({"message_project_orchestrator", "return_projec
 
 def enforcement_mode(config: Config, table: RoleTable | None) -> dict[str, Any]:
     """``{mode, source, ignored}``: the mode in force, where it came from
-    (``AGENT_LINK_ROLE_ENFORCEMENT`` | ``roles.json`` | ``default``) and the values that were
-    set but invalid (``[{source, reason}]``, never the values themselves)."""
+    (``AGENT_LINK_ROLE_ENFORCEMENT`` | ``roles.json`` | ``default``) and a roles.json value that
+    was set but invalid (``[{source, reason}]``, never the value itself; a bad variable never
+    gets here: :func:`agent_link_core.config.load_config` refuses it)."""
     ignored: list[dict[str, str]] = []
     env_mode = config.get(ENV_NAME)
     if env_mode:
         return {"mode": env_mode, "source": ENV_NAME, "ignored": ignored}
-    if config.sources.get(ENV_NAME, "default") != "default":
-        ignored.append({"source": ENV_NAME, "reason": "not one of off, warn, enforce"})
     if table is not None:
         if table.enforcement:
             return {"mode": table.enforcement, "source": TABLE_FILE, "ignored": ignored}

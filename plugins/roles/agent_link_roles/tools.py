@@ -165,7 +165,9 @@ async def set_agent_role(app: App, args: dict[str, Any], call: ToolCall) -> dict
     the role owns (``leasePaths``, given now or earlier) for the holder.
 
     The leases are claimed before roles.json is written, so a clash changes nothing; when the
-    write then fails the role's earlier leases are claimed back for its earlier holder.
+    write then fails the role's earlier leases are claimed back for its earlier holder. A
+    plain address no process has ever served still gets the role, with ``message_agent``'s
+    ``unknown_address`` warning (:meth:`agent_link_core.sending.Outbox.unseen_address`).
 
     :raises AgentLinkError: ``permission_denied`` (not admin), ``invalid_arguments`` (also
         ``leasePaths`` without agent-link-leases: rule ``plugin``), ``lease_conflict`` (another
@@ -179,6 +181,10 @@ async def set_agent_role(app: App, args: dict[str, Any], call: ToolCall) -> dict
     given = _lease_args(args, root)
     holder = await _holder(app, args["agent"], call)
     address = holder["address"]
+    unseen = app.outbox.unseen_address(address)
+    if unseen is not None:  # a typo'd holder: said as message_agent says it (the role is still given)
+        unseen["message"] = unseen["message"].replace("the message waits", f"work sent to role:{name} waits")
+        call.warnings.append(unseen)
     procedure = encode_procedure(args["procedure"]) if "procedure" in args else None
     path = table_path(ctx.state_dir)
     before = load_table(ctx.state_dir).roles.get(name)

@@ -139,6 +139,14 @@ async def test_orchestrator_only_for_a_project_names_the_project_tool(make_app: 
     assert details["recipientProjects"] == [{"role": "orchestrator", "projectRoot": "/p/app"}]
 
 
+def test_a_bad_enforcement_variable_is_refused_like_every_bad_setting(make_app: Any) -> None:
+    from agent_link_core.errors import AgentLinkError
+
+    with pytest.raises(AgentLinkError) as info:
+        make_app(AGENT_LINK_ROLE_ENFORCEMENT="loud")
+    assert "AGENT_LINK_ROLE_ENFORCEMENT='loud' is invalid: expected one of off, warn, enforce" in info.value.message
+
+
 @pytest.mark.anyio
 @pytest.mark.parametrize(
     ("env", "file_mode", "expected", "source"),
@@ -147,7 +155,7 @@ async def test_orchestrator_only_for_a_project_names_the_project_tool(make_app: 
         (None, "warn", "warn", "roles.json"),
         ("enforce", "warn", "enforce", "AGENT_LINK_ROLE_ENFORCEMENT"),
         ("off", "enforce", "off", "AGENT_LINK_ROLE_ENFORCEMENT"),
-        ("loud", "warn", "warn", "roles.json"),
+        (None, "loud", "off", "default"),
     ],
 )
 async def test_mode_comes_from_env_then_file_then_default(
@@ -158,7 +166,7 @@ async def test_mode_comes_from_env_then_file_then_default(
     app = make_app(**({"AGENT_LINK_ROLE_ENFORCEMENT": env} if env else {}))
     enforcement = (await run_tool(app, "list_agent_roles", {}))["enforcement"]
     assert (enforcement["mode"], enforcement["source"]) == (expected, source)
-    assert bool(enforcement["ignored"]) == (env == "loud")
+    assert bool(enforcement["ignored"]) == (file_mode == "loud")
     assert app.health()["sections"]["roles"]["enforcement"]["mode"] == expected
     out = await send(app, ALICE, "test:bob") if expected != "enforce" else None
     assert out is None or bool(out.warnings) == (expected == "warn")

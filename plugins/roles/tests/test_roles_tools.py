@@ -60,6 +60,28 @@ async def test_set_agent_role_writes_the_table(app: App, run_tool: Any, isolated
 
 
 @pytest.mark.anyio
+async def test_a_never_served_holder_is_warned_as_message_agent_warns(app: App) -> None:
+    """set_agent_role to a plain address no process ever served gives the role (the holder may
+    start later) with message_agent's unknown_address warning; a harness's session gets none."""
+    from agent_link_core.tools import registry
+
+    async def run_tool(app: App, name: str, args: dict[str, Any]) -> dict[str, Any]:  # the result as a client gets it
+        return await registry.run_tool(app, app.hooks.tools()[name], args, {})
+
+    out = await run_tool(app, "set_agent_role", {"role": "qa", "agent": "team:nobody"})
+    [warning] = [w for w in out.get("warnings", []) if w["code"] == "unknown_address"]
+    assert out["holder"]["address"] == "team:nobody" and warning["details"]["address"] == "team:nobody"
+    assert "No process has ever served team:nobody; work sent to role:qa waits" in warning["message"]
+    sent = await run_tool(app, "message_agent", {"to": "team:nobody", "message": "hi"})
+    assert [w["code"] for w in sent.get("warnings", [])] == ["unknown_address"]
+    from agent_link_core import presence
+
+    presence.record(app.store, "team:nobody", "config")  # a process served it since
+    known = await run_tool(app, "set_agent_role", {"role": "qa", "agent": "team:nobody"})
+    assert "unknown_address" not in [w["code"] for w in known.get("warnings", [])]
+
+
+@pytest.mark.anyio
 @pytest.mark.parametrize(
     ("args", "path"),
     [

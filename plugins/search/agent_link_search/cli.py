@@ -12,6 +12,15 @@ from agent_link_core.errors import AgentLinkError
 from agent_link_search.index import STATUSES, search_messages
 
 
+def people_snippet(pieces: list[tuple[str, bool]]) -> str:
+    """A snippet for the people's table: its raw words on one line, without the tool's
+    escaping or hit markup (the table makes control characters visible).
+
+    :param pieces: ``[(text, is_hit)]`` as :func:`agent_link_search.index.search_messages`
+        keeps them."""
+    return " ".join("".join(text for text, _ in pieces).split())
+
+
 @click.command("search", epilog=EXIT_HELP)
 @click.argument("query")
 @click.option("--sent-by", help="Only messages sent by this address.")
@@ -35,9 +44,11 @@ def search_command(ctx: click.Context, query: str, sent_by: str | None, sent_to:
     me = who_am_i(get_app(ctx), from_address, named, reading=True)
     try:
         data = search_messages(get_app(ctx), me, query, from_address=sent_by, to_address=sent_to, since=since,
-                               until=until, status=status, limit=limit, cursor=cursor)
+                               until=until, status=status, limit=limit, cursor=cursor, keep_pieces=True)
     except AgentLinkError as exc:
         fail(exc)
+    # people read the words themselves, never markup; scripts get the tool's escaped snippet
+    shown = {r["id"]: people_snippet(r.pop("pieces")) for r in data["results"]}
 
     def human(d: dict[str, Any]) -> None:
         if not d["results"]:
@@ -45,7 +56,7 @@ def search_command(ctx: click.Context, query: str, sent_by: str | None, sent_to:
             return
         table(["ID", "SENT", "FROM", "TO", "STATUS", "SNIPPET"],
               [[r["id"], r["sentAt"], r["from"], r["to"], r["status"] or r["delivery"],
-                r["snippet"].replace("\n", " ")] for r in d["results"]])
+                shown[r["id"]]] for r in d["results"]])
         if d["nextCursor"]:
             click.echo(f"more: --cursor {d['nextCursor']}")
 

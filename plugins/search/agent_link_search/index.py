@@ -333,11 +333,13 @@ def search(
 def search_messages(
     app: App, caller: Caller, query: str, *, from_address: str | None = None, to_address: str | None = None,
     since: str | None = None, until: str | None = None, status: str | None = None, limit: int = 20,
-    cursor: str | None = None,
+    cursor: str | None = None, keep_pieces: bool = False,
 ) -> dict[str, Any]:
     """Full-text search over the mail ``caller`` sent or received (every message with
     ``AGENT_LINK_INSPECT_ALL``), newest first: what the tool and the ``search`` command answer.
 
+    :param keep_pieces: keep each result's raw ``pieces`` (``[(text, is_hit)]``), for a
+        caller that shows the snippet in another medium than escaped text (a terminal).
     :param since / until: ISO 8601 times with a zone (``until`` excluded).
     :returns: ``{"query", "scope": "caller" | "all", "callerAddress", "results", "nextCursor"}``;
         each result carries an escaped ``snippet``, never the body.
@@ -353,7 +355,7 @@ def search_messages(
         since_ms=parse_iso_ms(since, "since") if since else None, until_ms=parse_iso_ms(until, "until") if until else None,
         status=status, limit=limit, cursor=cursor,
     )
-    for result in found["results"]:
+    for result in found["results"] if not keep_pieces else ():
         result.pop("pieces")
     return {"query": query, "scope": "all" if everything else "caller",
             "callerAddress": caller.address if caller.known else None, **found}

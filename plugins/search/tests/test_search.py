@@ -259,7 +259,10 @@ def test_cli_search(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None
     assert out.exit_code == 0, out.output
     assert [r["id"] for r in json.loads(out.output)["results"]] == [root]
     table = invoke(["search", "release", "--from", "team:bob"])
-    assert root in table.output and "&lt;<hit>release</hit>&gt;" in table.output
+    # people read the words, scripts the escaped snippet with its hits marked
+    assert root in table.output and "ship the <release> today" in table.output and "<hit>" not in table.output
+    assert json.loads(out.output)["results"][0]["snippet"] == "ship the &lt;<hit>release</hit>&gt; today"
+    assert "pieces" not in json.loads(out.output)["results"][0]
     bad = invoke(["search", "(release", "--from", "team:bob"])
     assert bad.exit_code == 2 and "parenthesis" in bad.output and "fts5" not in bad.output
     assert invoke(["search", "release", "--from", " "]).exit_code == 2

@@ -30,6 +30,22 @@ def declared_settings() -> dict[str, Setting]:
     return {s.name: s for s in (*CORE_SETTINGS, *Hooks(pm).settings())}
 
 
+def _loaded(settings: dict[str, Setting]) -> Any:
+    """The settings as every process reads them; a refused value is said on stderr (with its
+    variable, value and what is allowed) and shown at its default, source ``default``, so the
+    command that shows settings still shows the others.
+
+    :raises AgentLinkError: ``invalid_arguments`` for a settings file that is not valid TOML.
+    """
+    problems: list[AgentLinkError] = []
+    cfg = load_config(None, tuple(s for s in settings.values() if s not in CORE_SETTINGS), on_setting_error=problems.append)
+    for problem in problems:
+        if not problem.details.get("errors"):  # the file itself is unreadable: nothing to show
+            raise problem
+        click.echo(f"warning: {problem.message} Every other agent-link command refuses to run until it is fixed.", err=True)
+    return cfg
+
+
 def _setting(name: str, settings: dict[str, Setting]) -> Setting:
     variable = variable_name(name)
     if variable not in settings:
@@ -47,15 +63,11 @@ def _typed(setting: Setting, raw: str) -> Any:
     # only this value is checked: a SettingsEnv is taken as is, so the file is not read
     cfg = load_config(SettingsEnv({"HOME": os.path.expanduser("~"), setting.name: raw}),
                       (setting,) if setting not in CORE_SETTINGS else (), on_setting_error=problems.append)
-    # The reader's own words speak of an environment variable and a fallback to the default;
-    # here nothing is read yet and nothing falls back, so say what the value should be.
+    # The reader's own words speak of an environment variable; here nothing is read yet, so
+    # say what the value should be.
     if problems:
         expected = "; ".join(str(e.get("expected", "")) for e in problems[0].details.get("errors", [])) or problems[0].message
         raise AgentLinkError("invalid_arguments", f"{setting.name} cannot be {raw!r}: expected {expected}.",
-                             {"setting": setting.name}, hint="Nothing was written.")
-    if cfg.warnings:
-        what = f" ({setting.doc.rstrip('.')})" if setting.doc else ""
-        raise AgentLinkError("invalid_arguments", f"{raw!r} is not a valid value for {setting.name}{what}.",
                              {"setting": setting.name}, hint="Nothing was written.")
     if setting.kind == "flag":
         return bool(cfg.values[setting.name])
@@ -143,7 +155,7 @@ def list_(as_json: bool) -> None:
     """Every setting: its value, where it came from, and what it does."""
     try:
         settings = declared_settings()
-        cfg = load_config(None, tuple(s for s in settings.values() if s not in CORE_SETTINGS))
+        cfg = _loaded(settings)
     except AgentLinkError as exc:
         fail(exc)
     rows = [{"name": n, "value": cfg.values.get(n), "source": cfg.sources.get(n), "doc": s.doc}
@@ -164,7 +176,7 @@ def get(name: str, as_json: bool) -> None:
     try:
         settings = declared_settings()
         setting = _setting(name, settings)
-        cfg = load_config(None, tuple(s for s in settings.values() if s not in CORE_SETTINGS))
+        cfg = _loaded(settings)
     except AgentLinkError as exc:
         fail(exc)
     value, source = cfg.values.get(setting.name), cfg.sources.get(setting.name)

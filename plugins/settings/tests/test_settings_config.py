@@ -41,7 +41,7 @@ def test_config_set_get_unset_keep_the_rest(settings: Path, tmp_path: Path) -> N
 @pytest.mark.parametrize(("args", "needle"), [
     (("set", "no_such_thing", "1"), "no agent-link setting"),
     (("set", "state_dir", "relative/path"), "absolute path"),
-    (("set", "reminder_limit", "99"), "not a valid value for AGENT_LINK_REMINDER_LIMIT"),
+    (("set", "reminder_limit", "99"), "cannot be '99': expected a whole number from 0 to 20"),
     (("set", "inspect_all", "maybe"), "1/true/yes/on"),
     (("get", "nope"), "no agent-link setting"),
 ])
@@ -74,3 +74,17 @@ def test_config_set_refuses_a_name_nothing_installed_has(settings: Path, name: s
 def test_config_set_takes_installed_names(settings: Path, name: str, value: str) -> None:
     pytest.importorskip("agent_link_codex")
     assert cli("config", "set", name, value).returncode == 0
+
+
+def test_a_refused_value_in_the_file_is_said_and_not_shown_as_the_files(settings: Path) -> None:
+    """config get/list still show every setting, say the refused one on stderr (variable, value,
+    what is allowed), and never claim the default came from the file; other commands refuse."""
+    settings.write_text('reminder_limit = "many"\n')
+    got = cli("config", "get", "reminder_limit")
+    assert got.returncode == 0 and got.stdout == "3\t(default)\n"
+    assert "AGENT_LINK_REMINDER_LIMIT = 'many' in the settings file" in got.stderr
+    assert "expected a whole number from 0 to 20" in got.stderr
+    listed = cli("config", "list", "--json")
+    assert listed.returncode == 0 and "'many'" in listed.stderr
+    sent = cli("send", "team:bob", "hi", env={**os.environ, "AGENT_LINK_ADDRESS": "team:alice"})
+    assert sent.returncode == 1 and "'many'" in sent.stderr and "Traceback" not in sent.stderr

@@ -28,7 +28,7 @@ def web_command(ctx: click.Context, port: int, open_browser: bool, as_name: str 
     send and answer as user:<name>. The printed link carries the access token."""
     app = get_app(ctx)
     try:
-        person = person_address(as_name or app.config.get("AGENT_LINK_WEB_USER"))
+        person = person_address(as_name, "as") if as_name else person_address(app.config.get("AGENT_LINK_WEB_USER"))
     except AgentLinkError as exc:
         fail(exc)
     if bind != LOOPBACK:

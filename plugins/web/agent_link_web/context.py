@@ -16,11 +16,13 @@ page_person: contextvars.ContextVar[str | None] = contextvars.ContextVar("agent_
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 
 
-def person_address(name: str | None) -> str:
+def person_address(name: str | None, given_as: str = "AGENT_LINK_WEB_USER") -> str:
     """``user:<name>`` for the person using the page.
 
     :param name: the name given (``--as`` or ``AGENT_LINK_WEB_USER``); None: the login name,
         with characters an address cannot hold replaced by ``-``.
+    :param given_as: where ``name`` came from, the error's path: ``as`` (the ``--as`` option)
+        or the variable's name.
     :raises AgentLinkError: ``invalid_arguments`` for a given name that is not 1-128 of
         ``A-Z a-z 0-9 _ . -``.
     """
@@ -34,7 +36,7 @@ def person_address(name: str | None) -> str:
         return "user:" + (re.sub(r"[^A-Za-z0-9_.-]", "-", login)[:128] or "person")
     if not _NAME_RE.match(name):
         raise AgentLinkError("invalid_arguments", f"{name!r} cannot be a person's name on the page.",
-                             {"errors": [{"path": "AGENT_LINK_WEB_USER", "rule": "pattern",
+                             {"errors": [{"path": given_as, "rule": "pattern",
                                           "expected": "1-128 of A-Z a-z 0-9 _ . -"}]})
     return f"user:{name}"
 

@@ -199,17 +199,30 @@ def build_web_app(app: App, config: WebConfig) -> ASGIApp:
         # the person's own open mail is "Waiting for you"; the rest is who waits on whom
         return [w for w in views.waiting(app, config.person) if w["to"] != config.person]
 
-    async def overview(request: Request) -> Response:
+    async def overview_page(http_status: int = 200, *, error: str | None = None, notice: str | None = None, to: str = "",
+                            message: str = "", anticipation: str = "") -> Response:
+        """The overview, its send form filled with ``to``, ``message`` and ``anticipation``
+        (a refused send shows the page again with what the person typed, never losing it)."""
         drawn = panels(app)
-        return page("overview.html", panels=drawn, error=request.query_params.get("error"),
-                    notice=request.query_params.get("notice"),
-                    to=request.query_params.get("to", ""), agents_data=await views.agents(app, config.person),
+        return page("overview.html", http_status, panels=drawn, error=error, notice=notice, to=to, message=message,
+                    anticipation=anticipation, agents_data=await views.agents(app, config.person),
                     inbox_data=views.inbox(app, config.person), waiting_data=waiting_on_others(),
                     conversations_data=views.conversations(app, config.person),
                     panel_data={p.name: await views.render_panel(app, p, visibility) for p in drawn})
 
+    async def overview(request: Request) -> Response:
+        q = request.query_params
+        return await overview_page(error=q.get("error"), notice=q.get("notice"), to=q.get("to", ""))
+
     async def conversation_page(request: Request) -> Response:
-        message_id = request.path_params["message_id"].upper()
+        q = request.query_params
+        return await thread_page(request.path_params["message_id"], error=q.get("error"), notice=q.get("notice"))
+
+    async def thread_page(message_id: str, http_status: int = 200, *, error: str | None = None, notice: str | None = None,
+                          answer: dict[str, str] | None = None) -> Response:
+        """The conversation of ``message_id``, the answer form of ``answer["messageId"]``
+        filled with ``answer["message"]`` (a refused answer keeps what the person typed)."""
+        message_id = message_id.upper()
         try:
             data = views.conversation_view(app, config.person, message_id, config.act_for)
         except AgentLinkError as exc:
@@ -217,7 +230,8 @@ def build_web_app(app: App, config: WebConfig) -> ASGIApp:
         views.mark_seen(app, config.person, data["cards"])
         data = views.conversation_view(app, config.person, message_id, config.act_for)
         others = [a for c in data["cards"] for a in (c["from"], c["to"]) if a != config.person]
-        return page("conversation.html", data=data, error=request.query_params.get("error"), other=others[0] if others else "")
+        return page("conversation.html", http_status, data=data, error=error, notice=notice, answer=answer or {},
+                    other=others[0] if others else "")
 
     async def search_page(request: Request) -> Response:
         q = request.query_params
@@ -296,7 +310,7 @@ def build_web_app(app: App, config: WebConfig) -> ASGIApp:
         Route("/fragment/panel/{name:str}", panel_fragment),
         Route("/fragment/{name:str}", fragment),
         Route("/events", events),
-        *_form_routes(app, config, visibility),
+        *_form_routes(app, config, visibility, overview_page, thread_page),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
     return Guard(Starlette(routes=routes), config)
@@ -307,10 +321,13 @@ def _back(path: str, **params: str) -> RedirectResponse:
     return RedirectResponse(path + ("?" + urlencode(params) if params else ""), status_code=303)
 
 
-def _form_routes(app: App, config: WebConfig, visibility: Visibility) -> list[Route]:
+def _form_routes(app: App, config: WebConfig, visibility: Visibility, overview_page: Callable[..., Awaitable[Response]],
+                 thread_page: Callable[..., Awaitable[Response]]) -> list[Route]:
     """The page's form POSTs (send, answer, act for an agent, a panel's button), each checked
     for the page's CSRF token before it runs; ``visibility`` is the person's view
-    (:func:`views.person_view`)."""
+    (:func:`views.person_view`); ``overview_page(status, error=, to=, message=, anticipation=)``
+    draws the overview with its send form filled, ``thread_page(message_id, status, error=,
+    answer=)`` a conversation with an answer form filled."""
 
     def posted(handler: Callable[[dict[str, str]], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
         """A form POST endpoint: ``handler`` gets the form's text fields once its CSRF token
@@ -334,12 +351,19 @@ def _form_routes(app: App, config: WebConfig, visibility: Visibility) -> list[Ro
 
     @posted
     async def send(values: dict[str, str]) -> Response:
+        to, body, label = values.get("to", "").strip(), values.get("message", ""), values.get("anticipation", "")
+        typed = {"to": values.get("to", ""), "message": body, "anticipation": label}
+        if not to:
+            return await overview_page(400, error="Say whom to write to in To: an address (team:bob), a role "
+                                                  "(role:reviewer) or words of a session's title.", **typed)
         try:
             with as_person() as me:
-                outcome = await app.send(caller=me, to=values.get("to", "").strip(), body=values.get("message", ""),
-                                         anticipation=values.get("anticipation") or None, tool=WEB_TOOL)
+                outcome = await app.send(caller=me, to=to, body=body, anticipation=label or None, tool=WEB_TOOL)
         except AgentLinkError as exc:
-            return _back("/", error=exc.message, to=values.get("to", ""))
+            # drawn again, not redirected: what the person typed (up to the form's limit) stays in the form
+            return await overview_page(400, error=exc.message, **typed)
+        if outcome.address_warning is not None:  # said as the CLI and message_agent say it
+            return _back(f"/c/{outcome.message['id']}", notice=outcome.address_warning["message"])
         return _back(f"/c/{outcome.message['id']}")
 
     @posted
@@ -352,7 +376,13 @@ def _form_routes(app: App, config: WebConfig, visibility: Visibility) -> list[Ro
             with as_person() as me:
                 await app.reply(caller=me, message_id=message_id, resolution=kind, message=values.get("message") or None)
         except AgentLinkError as exc:
-            return _back(f"/c/{message_id}", error=exc.message)
+            try:
+                visibility.require(app.mailbox.require(message_id), f"message {message_id}")
+            except AgentLinkError:  # no conversation of the person's to draw: said on a page that shows nothing
+                return _back(f"/c/{message_id}", error=exc.message)
+            # drawn again with the typed answer, as a refused send is
+            return await thread_page(message_id, 400, error=exc.message,
+                                     answer={"messageId": message_id.upper(), "message": values.get("message", "")})
         return _back(f"/c/{message_id}")
 
     @posted

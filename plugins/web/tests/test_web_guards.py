@@ -115,6 +115,13 @@ def test_person_and_act_for_settings() -> None:
     assert person_address(None).startswith("user:")
     with pytest.raises(AgentLinkError):
         person_address("no spaces please")
+    from agent_link_core.cli_text import error_line
+
+    # the error names where the bad name came from, each as what it is (an option, a variable)
+    for given_as, said in (("as", "--as: expected 1-128"), ("AGENT_LINK_WEB_USER", "AGENT_LINK_WEB_USER: expected 1-128")):
+        with pytest.raises(AgentLinkError) as info:
+            person_address("Bad Name", given_as)
+        assert said in error_line(info.value, "web") and "--AGENT_LINK" not in error_line(info.value, "web")
     patterns = act_for_patterns("team:*, codex:abc")
     assert may_act_for(patterns, "team:bob") and may_act_for(patterns, "codex:abc")
     assert not may_act_for(patterns, "codex:abd") and not may_act_for((), "team:bob")
@@ -167,3 +174,57 @@ def test_a_taken_port_is_one_clear_line(web_env: dict[str, str]) -> None:
                               capture_output=True, text=True, timeout=120)
     assert done.returncode == 1
     assert done.stderr.startswith(f"agent-link: cannot listen on 127.0.0.1:{port}") and "Traceback" not in done.stderr
+
+
+def test_the_page_send_says_what_the_cli_says_and_keeps_what_was_typed(cli_server: PageServer) -> None:
+    """A never-served address: the send's unknown_address warning is shown (as the CLI and
+    message_agent give it); an empty To is asked for in words; a refused send (a body over the
+    limit) draws the form again with the typed text, never a redirect that loses it."""
+    from urllib.parse import parse_qs, urlsplit
+
+    from agent_link_core.envelope import MAX_BODY_BYTES
+
+    s = cli_server
+    csrf = re.search(rb'name="csrf" value="([^"]+)"', authed(s, "GET", "/").body)
+    assert csrf is not None
+
+    def post(**fields: str) -> Any:
+        sent = form({"csrf": csrf.group(1).decode(), "anticipation": "reply", **fields})
+        sent["headers"]["Origin"] = f"http://127.0.0.1:{s.port}"
+        return authed(s, "POST", "/send", **sent)
+
+    unknown = post(to="team:nobody-ever", message="hello?")
+    location = unknown.getheader("location") or ""
+    assert unknown.status == 303 and location.startswith("/c/")
+    notice = parse_qs(urlsplit(location).query)["notice"][0]
+    assert notice.startswith("No process has ever served team:nobody-ever")
+    assert b"No process has ever served team:nobody-ever" in authed(s, "GET", location).body
+    empty = post(to=" ", message="typed words")
+    assert empty.status == 400 and b"Say whom to write to in To" in empty.body and b"No agent matches" not in empty.body
+    assert b">typed words</textarea>" in empty.body
+    big = "x" * (MAX_BODY_BYTES + 1)
+    too_large = post(to="team:bob", message=big)
+    assert too_large.status == 400 and big.encode() in too_large.body and b'value="reply" selected' in too_large.body
+
+
+def test_a_refused_answer_keeps_what_was_typed(cli_server: PageServer) -> None:
+    import anyio
+
+    from agent_link_core.envelope import MAX_BODY_BYTES
+    from agent_link_core.model import Caller
+
+    s = cli_server
+    app = App.create({**os.environ, "AGENT_LINK_DISABLE_PLUGINS": "codex claude"})
+    try:
+        asked = anyio.run(lambda: app.send(caller=Caller("team:bob", "config", "team"), to="user:tester", body="ok?",
+                                           anticipation="reply"))
+    finally:
+        app.close()
+    mid = asked.message["id"]
+    csrf = re.search(rb'name="csrf" value="([^"]+)"', authed(s, "GET", f"/c/{mid}").body)
+    assert csrf is not None
+    big = "y" * (MAX_BODY_BYTES + 1)
+    sent = form({"csrf": csrf.group(1).decode(), "messageId": mid, "resolution": "reply", "message": big})
+    sent["headers"]["Origin"] = f"http://127.0.0.1:{s.port}"
+    refused = authed(s, "POST", "/answer", **sent)
+    assert refused.status == 400 and f">{big}</textarea>".encode() in refused.body
