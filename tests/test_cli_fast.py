@@ -1,19 +1,22 @@
 """The hot commands' fast path (agent_link_core.cli_run.run_fast, no click) and click's path
 (the command agent_link_core.cli.click_command builds from the same declaration) behave
 alike: same stdout, same stderr, same exit code, for good input and for bad input (a usage
-error in click's three lines, a refusal in one line). What the fast parser does not take as
-it stands goes to click untouched."""
+error and a refusal each in one line). What the fast parser does not take as it stands goes
+to click untouched."""
 
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
-from agent_link_core import cli_run
-from agent_link_testing.cli_runner import invoke, seed
+from agent_link_core import cli, cli_run
+from agent_link_testing.cli_identity import named_address_env
+from agent_link_testing.cli_runner import seed
 
 ULID = re.compile(r"\b[0-9A-HJKMNP-TV-Z]{26}\b")
 TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z|\b\d+ ms\b|\"waitedMs\": ?\d+|\b1\d{12}\b")
@@ -32,9 +35,18 @@ def fast(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[bool, int
 
 
 def slow(argv: list[str]) -> tuple[int, str, str]:
-    """Run ``argv`` through click: (exit code, stdout, stderr)."""
-    result = invoke(*argv)
-    return result.exit_code, result.stdout, result.stderr
+    """Run ``argv`` through click as the console script does when the fast path declines
+    (:func:`agent_link_core.cli.run_click` under the same guard): (exit code, stdout, stderr)."""
+    code, saved = 0, sys.argv
+    with CliRunner().isolation(env=named_address_env(argv)) as (out, err, _):
+        sys.argv = ["agent-link", *argv]
+        try:
+            cli_run.guarded(lambda: cli.run_click(cli.build_cli()))
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        finally:
+            sys.argv = saved
+        return code, out.getvalue().decode(), err.getvalue().decode()
 
 
 def same(text: str) -> str:
