@@ -59,6 +59,14 @@ SUBJECT_PREFIX = "agent_link.mail."
 BUCKET = "agent_link_machines"
 
 
+def mail_subject(to: str, origin: str) -> str:
+    """The subject of mail from machine ``origin`` to machine ``to``:
+    ``agent_link.mail.<to>.<origin>``. A machine's NATS user may publish only with its own
+    name last (:mod:`agent_link_machines.permissions`), so the receiving relay knows which
+    machine published a record whatever the record says."""
+    return f"{SUBJECT_PREFIX}{to}.{origin}"
+
+
 def machine_name(config: Any) -> str:
     """This machine's name: ``AGENT_LINK_MACHINE``, else the host name's first label with
     characters a name cannot hold replaced by ``-``.

@@ -6,9 +6,11 @@ NATS checks every subject a connection publishes or subscribes to against its us
 Reading a JetStream stream goes through API subjects that name the stream, the consumer and
 its filter, so a machine's user may only:
 
-* publish mail to any machine (``agent_link.mail.>``) but never subscribe to those subjects;
+* publish mail to any machine as itself (``agent_link.mail.*.<name>``: the last token names
+  the publisher, which the receiving relay checks against the records' origin) but never
+  subscribe to those subjects;
 * create, inspect and pull from its own durable consumer ``machine_<name>``, filtered to
-  ``agent_link.mail.<name>``, and acknowledge what that consumer gave it; no other consumer
+  ``agent_link.mail.<name>.*``, and acknowledge what that consumer gave it; no other consumer
   of the mail stream, and no direct reads of its messages (``STREAM.MSG.GET``, ``DIRECT.GET``);
 * write only its own directory entry and name claim in the bucket (``dir.<name>``,
   ``claim.<name>``), and read (watch) the whole bucket: every machine's listing is public
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_link_machines.common import BUCKET, MACHINE_RE, STREAM, SUBJECT_PREFIX
+from agent_link_machines.common import BUCKET, MACHINE_RE, STREAM, mail_subject
 
 #: JetStream's API prefix (the default domain)
 API = "$JS.API"
@@ -40,13 +42,13 @@ def machine_permissions(machine: str) -> dict[str, Any]:
     kv_stream = f"KV_{BUCKET}"
     durable = f"machine_{machine}"
     publish = [
-        SUBJECT_PREFIX + ">",  # mail to any machine
+        mail_subject("*", machine),  # mail to any machine, as itself
         f"{API}.INFO",
         f"{API}.STREAM.CREATE.{STREAM}", f"{API}.STREAM.INFO.{STREAM}",
         f"{API}.STREAM.CREATE.{kv_stream}", f"{API}.STREAM.INFO.{kv_stream}",
         # its own consumer of the mail stream, filtered to its own subject, and nothing else
         # (the server refuses a create whose subject names another filter than its request's)
-        f"{API}.CONSUMER.CREATE.{STREAM}.{durable}.{SUBJECT_PREFIX}{machine}",
+        f"{API}.CONSUMER.CREATE.{STREAM}.{durable}.{mail_subject(machine, '*')}",
         f"{API}.CONSUMER.INFO.{STREAM}.{durable}", f"{API}.CONSUMER.MSG.NEXT.{STREAM}.{durable}",
         f"$JS.ACK.{STREAM}.{durable}.>",
         # the directory: read every entry (gets, watches), write its own

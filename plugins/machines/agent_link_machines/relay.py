@@ -43,7 +43,7 @@ from agent_link_core.store import now_ms
 from agent_link_core.wake import Wakeup
 
 from agent_link_machines.common import (
-    BUCKET, CREDS_SETTING, NAME, STREAM, SUBJECT_PREFIX, URL_SETTING, heartbeat_ms, local_roles, machine_name, outbox_signal, plugin_dir,
+    BUCKET, CREDS_SETTING, NAME, STREAM, SUBJECT_PREFIX, URL_SETTING, mail_subject, heartbeat_ms, local_roles, machine_name, outbox_signal, plugin_dir,
     redact, write_json,
 )
 from agent_link_machines.records import store_record
@@ -126,9 +126,10 @@ def _describe(exc: BaseException | None) -> str:
     return text.removeprefix("nats: ").strip("'")
 
 
-def pack_rows(rows: list[Any], limit_bytes: int = PACK_BYTES) -> list[tuple[list[Any], str, bytes, str]]:
-    """Outbox rows (mappings with ``record_id``, ``machine``, ``payload``: JSON text) as engine
-    messages ``(rows, subject, data, Nats-Msg-Id)``, in the rows' order. A row alone is its
+def pack_rows(rows: list[Any], origin: str, limit_bytes: int = PACK_BYTES) -> list[tuple[list[Any], str, bytes, str]]:
+    """Outbox rows (mappings with ``record_id``, ``machine``, ``payload``: JSON text) of machine
+    ``origin`` as engine messages ``(rows, subject, data, Nats-Msg-Id)`` (subject:
+    :func:`~agent_link_machines.common.mail_subject`), in the rows' order. A row alone is its
     record under its record id, as it always was; consecutive rows for the same machine go
     together as one ``{"type": "batch", "records": [...]}`` of at most :data:`PACK_RECORDS`
     records and ``limit_bytes`` bytes of records (a larger record goes alone), under the id
@@ -150,7 +151,7 @@ def pack_rows(rows: list[Any], limit_bytes: int = PACK_BYTES) -> list[tuple[list
             size += need
     packs = []
     for group in groups:
-        subject = SUBJECT_PREFIX + group[0]["machine"]
+        subject = mail_subject(group[0]["machine"], origin)
         if len(group) == 1:
             packs.append((group, subject, group[0]["payload"].encode("utf-8"), str(group[0]["record_id"])))
             continue
@@ -435,7 +436,7 @@ class Relay:
                     await wakeup.wait(self.heartbeat_s)
                     continue
                 limit = min(PACK_BYTES, int(getattr(self.nc, "max_payload", 0) or PACK_BYTES) // 2)
-                packs = pack_rows(rows, limit)
+                packs = pack_rows(rows, self.machine, limit)
                 # every pack in flight at once; records do not depend on each other's order,
                 # so the acknowledged ones are marked even when others failed
                 acks = await asyncio.gather(*(
@@ -463,7 +464,7 @@ class Relay:
         from nats.errors import TimeoutError as NatsTimeout
         from nats.js.api import AckPolicy, ConsumerConfig
 
-        subject = SUBJECT_PREFIX + self.machine
+        subject = mail_subject(self.machine, "*")
         sub = await self.js.pull_subscribe(subject, durable=f"machine_{self.machine}", stream=STREAM,
                                            config=ConsumerConfig(ack_policy=AckPolicy.EXPLICIT, ack_wait=30))
         while True:
@@ -491,6 +492,12 @@ class Relay:
             records = records_of(msg.data)
             if records is None:
                 log.warning("a record that is not a JSON object on %s was dropped", subject)
+                await msg.term()
+                continue
+            publisher = str(msg.subject).rpartition(".")[2]
+            forged = sorted({o for r in records for o in claimed_origins(r)} - {publisher})
+            if forged:  # its own machine attests a record, and the subject says which machine that was
+                log.warning("records claiming to come from %s, published by machine %s, were dropped", ", ".join(forged), publisher)
                 await msg.term()
                 continue
             entries.append((msg, records))
@@ -528,6 +535,13 @@ class Relay:
             self.last_work = time.monotonic()
             with contextlib.suppress(Exception):  # an ack lost: the record comes again and changes nothing
                 await msg.ack()
+
+
+def claimed_origins(record: dict[str, Any]) -> set[str]:
+    """Every machine a record names as its origin (the record's, its message's, its reply's);
+    each must be the machine that published it (:meth:`Relay.apply_batch`)."""
+    parts = (record, record.get("message"), record.get("reply"))
+    return {str(p["origin"]) for p in parts if isinstance(p, dict) and p.get("origin") is not None}
 
 
 def records_of(data: bytes) -> list[dict[str, Any]] | None:

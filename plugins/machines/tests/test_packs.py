@@ -23,13 +23,14 @@ def _row(machine: str, n: int, body: str = "") -> dict[str, Any]:
 
 def test_rows_for_one_machine_travel_as_packs_in_order() -> None:
     rows = [_row("beta", n) for n in range(PACK_RECORDS + 3)] + [_row("gamma", 100), _row("beta", 101)]
-    packs = pack_rows(rows)
+    packs = pack_rows(rows, "alpha")
     assert [(len(group), subject) for group, subject, _, _ in packs] == [
-        (PACK_RECORDS, "agent_link.mail.beta"), (3, "agent_link.mail.beta"), (1, "agent_link.mail.gamma"), (1, "agent_link.mail.beta")]
+        (PACK_RECORDS, "agent_link.mail.beta.alpha"), (3, "agent_link.mail.beta.alpha"), (1, "agent_link.mail.gamma.alpha"),
+        (1, "agent_link.mail.beta.alpha")]
     group, _, data, msg_id = packs[0]
     assert msg_id.startswith("batch.") and records_of(data) == [json.loads(r["payload"]) for r in group]
-    assert pack_rows(rows)[0][3] == msg_id  # the same rows: the same id (the engine drops a repeat)
-    assert pack_rows(rows[1:])[0][3] != msg_id
+    assert pack_rows(rows, "alpha")[0][3] == msg_id  # the same rows: the same id (the engine drops a repeat)
+    assert pack_rows(rows[1:], "alpha")[0][3] != msg_id
     # a row alone is its record under its record id, as before packs
     _, _, data, msg_id = packs[2]
     assert msg_id == "id-100" and json.loads(data) == json.loads(rows[-2]["payload"])
@@ -37,7 +38,7 @@ def test_rows_for_one_machine_travel_as_packs_in_order() -> None:
 
 def test_a_pack_stays_under_the_byte_limit_and_a_large_record_goes_alone() -> None:
     rows = [_row("beta", n, "x" * 400) for n in range(6)] + [_row("beta", 9, "y" * 5000)]
-    packs = pack_rows(rows, limit_bytes=1200)
+    packs = pack_rows(rows, "alpha", limit_bytes=1200)
     assert [len(group) for group, *_ in packs] == [2, 2, 2, 1]
     assert all(len(data) <= 1200 + 40 for group, _, data, _ in packs if len(group) > 1)
     assert packs[-1][3] == "id-9"
@@ -51,8 +52,8 @@ def test_what_is_not_a_record_or_a_pack_of_records_is_refused(data: bytes) -> No
 class FakeMsg:
     """An engine message as the relay's pull subscription hands it over (acks recorded)."""
 
-    def __init__(self, data: bytes, msg_id: str) -> None:
-        self.data, self.header = data, {"Nats-Msg-Id": msg_id}
+    def __init__(self, data: bytes, msg_id: str, subject: str = "agent_link.mail.alpha.beta") -> None:
+        self.data, self.header, self.subject = data, {"Nats-Msg-Id": msg_id}, subject
         self.acks: list[str] = []
 
     async def ack(self) -> None:
@@ -87,10 +88,10 @@ async def test_a_pack_sent_again_in_another_grouping_stores_each_message_once(ap
     rows = [{"record_id": m["id"], "machine": "alpha", "payload": json.dumps({"type": "message", "message": m})}
             for m in (_message(n) for n in range(10))]
     relay = Relay(app)
-    first = [FakeMsg(data, msg_id) for _, _, data, msg_id in pack_rows(rows[:6])]
+    first = [FakeMsg(data, msg_id) for _, _, data, msg_id in pack_rows(rows[:6], "beta")]
     await relay.apply_batch(first, "agent_link.mail.alpha")
     # the sender's relay never heard the ack: all ten go again, grouped otherwise, with a bad message among them
-    again = [FakeMsg(data, msg_id) for _, _, data, msg_id in pack_rows(rows)] + [FakeMsg(b"[]", "junk")]
+    again = [FakeMsg(data, msg_id) for _, _, data, msg_id in pack_rows(rows, "beta")] + [FakeMsg(b"[]", "junk")]
     await relay.apply_batch(again, "agent_link.mail.alpha")
     assert [m.acks for m in first] == [["ack"]] and [m.acks for m in again] == [["ack"], ["term"]]
     stored = app.store.conn.execute("SELECT body, json_extract(metadata, '$.machines.origin') FROM messages ORDER BY body").fetchall()
@@ -104,7 +105,22 @@ async def test_a_pack_with_a_record_not_applied_is_naked_and_keeps_the_others(ap
     bad = {**_message(2), "anticipation": "not-an-anticipation"}
     rows = [{"record_id": m["id"], "machine": "alpha", "payload": json.dumps({"type": "message", "message": m})} for m in (good, bad)]
     relay = Relay(app)
-    [msg] = [FakeMsg(data, msg_id) for _, _, data, msg_id in pack_rows(rows)]
+    [msg] = [FakeMsg(data, msg_id) for _, _, data, msg_id in pack_rows(rows, "beta")]
     await relay.apply_batch([msg], "agent_link.mail.alpha")
     assert msg.acks == ["nak"]  # it comes again; the stored record then changes nothing
     assert [r[0] for r in app.store.conn.execute("SELECT body FROM messages")] == ["packed 1"]
+
+
+@pytest.mark.anyio
+async def test_a_record_naming_another_origin_than_its_publisher_is_dropped(app: App) -> None:
+    """A machine can publish only under its own name (its NATS permissions); a record that
+    claims another machine as its origin (a forged attestation) is refused, a true one stored."""
+    forged, true = _message(1), _message(2)
+    relay = Relay(app)
+    [lying] = [FakeMsg(data, msg_id, subject="agent_link.mail.alpha.gamma") for _, _, data, msg_id in
+               pack_rows([{"record_id": forged["id"], "machine": "alpha", "payload": json.dumps({"type": "message", "message": forged})}], "gamma")]
+    [honest] = [FakeMsg(data, msg_id) for _, _, data, msg_id in
+                pack_rows([{"record_id": true["id"], "machine": "alpha", "payload": json.dumps({"type": "message", "message": true})}], "beta")]
+    await relay.apply_batch([lying, honest], "agent_link.mail.alpha.*")
+    assert (lying.acks, honest.acks) == (["term"], ["ack"])
+    assert [r[0] for r in app.store.conn.execute("SELECT body FROM messages")] == ["packed 2"]

@@ -24,7 +24,8 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 def test_the_permissions_name_only_the_machines_own_mail_consumer_and_entry(isolated_env: Path) -> None:
     perms = machine_permissions("alpha")
     publish = perms["publish"]["allow"]
-    assert "agent_link.mail.>" in publish and perms["subscribe"]["allow"] == ["_INBOX.>"]
+    assert "agent_link.mail.*.alpha" in publish and perms["subscribe"]["allow"] == ["_INBOX.>"]
+    assert [s for s in publish if s.startswith("agent_link.mail.")] == ["agent_link.mail.*.alpha"]  # mail only as itself
     consumers = [s for s in publish if ".CONSUMER." in s and "AGENT_LINK_MAIL" in s]
     assert consumers and all("machine_alpha" in s for s in consumers)
     assert [s for s in publish if s.startswith("$KV.")] == ["$KV.agent_link_machines.dir.alpha", "$KV.agent_link_machines.claim.alpha"]
