@@ -45,15 +45,22 @@ def has_agent_link_tools(names: list[str]) -> bool:
     return any(name.endswith("list_agents") for name in names)
 
 
-def test_codex_runs_without_agent_link_after_install(tmp_path: Path) -> None:
-    agent_link = agent_link_elsewhere(tmp_path / "elsewhere")
-    codex = str(codex_binary())
+def host_env(tmp_path: Path) -> tuple[str, Path, dict[str, str]]:
+    """The pinned Codex, a temporary HOME, and an environment without the checkout's
+    ``.venv/bin`` on PATH (agent-link only where ``install`` recorded it) nor the run's
+    CODEX_/AGENT_LINK_/CLAUDE_/XDG_ variables."""
     home = tmp_path / "home"
     venv_bin = str(Path(sys.executable).parent)
     path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if Path(p).resolve() != Path(venv_bin).resolve())
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "AGENT_LINK_", "CLAUDE_", "XDG_"))}
     env.update(HOME=str(home), CODEX_HOME=str(home / ".codex"), PATH=path, AGENT_LINK_STATE_DIR=str(tmp_path / "state"),
                **{STUB_KEY_ENV: "stub-key"})
+    return str(codex_binary()), home, env
+
+
+def test_codex_runs_without_agent_link_after_install(tmp_path: Path) -> None:
+    agent_link = agent_link_elsewhere(tmp_path / "elsewhere")
+    codex, home, env = host_env(tmp_path)
     with ResponsesStub(default=text("answered")) as stub:
         write_codex_config(home / ".codex", stub.base_url)
         run([str(agent_link), "install", "codex", "--host-bin", codex], env, tmp_path)
@@ -103,13 +110,7 @@ def test_first_turn_of_ten_fresh_threads_has_agent_link_tools(tmp_path: Path) ->
     dir nobody has used yet) sends its first model request with agent-link's tools: the earlier
     problem of turns built before the server answered must not come back (issue 25)."""
     agent_link = agent_link_elsewhere(tmp_path / "elsewhere")
-    codex = str(codex_binary())
-    home = tmp_path / "home"
-    venv_bin = str(Path(sys.executable).parent)
-    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if Path(p).resolve() != Path(venv_bin).resolve())
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "AGENT_LINK_", "CLAUDE_", "XDG_"))}
-    env.update(HOME=str(home), CODEX_HOME=str(home / ".codex"), PATH=path, AGENT_LINK_STATE_DIR=str(tmp_path / "state"),
-               **{STUB_KEY_ENV: "stub-key"})
+    codex, home, env = host_env(tmp_path)
     with ResponsesStub(default=text("answered")) as stub:
         write_codex_config(home / ".codex", stub.base_url)
         run([str(agent_link), "install", "codex", "--host-bin", codex], env, tmp_path)
@@ -141,13 +142,7 @@ def test_codex_starts_a_thread_while_agent_link_is_slow(tmp_path: Path) -> None:
     slow = tmp_path / "slow-agent-link"
     slow.write_text(f'#!/bin/sh\nif [ "$1" = mcp ]; then sleep {SLOW_S}; fi\nexec "{agent_link}" "$@"\n')
     slow.chmod(0o755)
-    codex = str(codex_binary())
-    home = tmp_path / "home"
-    venv_bin = str(Path(sys.executable).parent)
-    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if Path(p).resolve() != Path(venv_bin).resolve())
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "AGENT_LINK_", "CLAUDE_", "XDG_"))}
-    env.update(HOME=str(home), CODEX_HOME=str(home / ".codex"), PATH=path, AGENT_LINK_STATE_DIR=str(tmp_path / "state"),
-               **{STUB_KEY_ENV: "stub-key"})
+    codex, home, env = host_env(tmp_path)
 
     def respond(request: StubRequest) -> Reply:
         """The slow thread's model: calls agent-link's ``list_agents`` first, then answers."""
