@@ -141,8 +141,9 @@ class RetryPolicy(Struct, frozen=True):
 
     def delays_ms(self) -> list[float]:
         """The delays before each retry, jitter applied."""
-        import random  # here: a send without retries never needs it
-
+        if not self.count:
+            return []  # a send without retries never imports random
+        import random
         return [max(0.0, self.delay_ms * self.backoff**k * (1 + random.uniform(-self.jitter, self.jitter)))
                 for k in range(self.count)]
 
