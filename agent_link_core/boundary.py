@@ -43,6 +43,7 @@ from typing import Any
 
 from agent_link_core.errors import AgentLinkError, Refused
 from agent_link_core.lazy_log import LazyLogger
+from agent_link_core.lazy_record import Struct
 
 log = LazyLogger("agent_link_core.plugins")
 
@@ -89,7 +90,7 @@ def slow_hint(plugin: str) -> str:
     return f"If it stays slow on an idle machine, update the plugin or turn it off with AGENT_LINK_DISABLE_PLUGINS={plugin}."
 
 
-class Problem:
+class Problem(Struct):
     """One failure of one plugin, as ``agent-link plugins`` and health report it.
 
     :param plugin: the plugin's name (its entry point name).
@@ -102,23 +103,16 @@ class Problem:
     :param count: how many times it happened in this process.
     """
 
-    # plain classes, not dataclasses: every CLI command imports this module, and dataclasses
-    # imports inspect (about 10 ms of a short command)
-    def __init__(self, plugin: str, hook: str, error: str, fix: str, disabled: bool = False, count: int = 1) -> None:
-        self.plugin, self.hook, self.error, self.fix, self.disabled, self.count = plugin, hook, error, fix, disabled, count
-
-    def __eq__(self, other: object) -> bool:
-        return self.to_dict() == other.to_dict() if isinstance(other, Problem) else NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"Problem({', '.join(f'{k}={v!r}' for k, v in self.to_dict().items())})"
+    plugin: str
+    hook: str
+    error: str
+    fix: str
+    disabled: bool = False
+    count: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form for health and ``agent-link plugins --json``."""
-        return {"plugin": self.plugin, "hook": self.hook, "error": self.error, "fix": self.fix,
-                "disabled": self.disabled, "count": self.count}
+        return dict(zip(self._fields, self._values()))
 
 
 class Overran(BaseException):

@@ -11,11 +11,11 @@ import base64
 import binascii
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import Harness, SessionListing
+from agent_link_core.lazy_record import Struct
 from agent_link_core.mailbox import iso
 from agent_link_core.model import ADDRESS_RE, Caller, Session, address_scheme, is_address
 
@@ -89,8 +89,7 @@ async def gather_listings(
 MAX_CURSOR_DEPTH = 5000
 
 
-@dataclass(frozen=True)
-class Page:
+class Page(Struct, frozen=True):
     """One page of a session listing (:func:`page_of`).
 
     :param sessions: the page, newest first.

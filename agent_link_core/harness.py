@@ -9,7 +9,6 @@ async; none may block the event loop.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from agent_link_core.harness_decl import (  # noqa: F401 - re-exported: plugins import them from here
@@ -20,6 +19,7 @@ from agent_link_core.harness_decl import (  # noqa: F401 - re-exported: plugins 
     SenderOption,
     check_harness,
 )
+from agent_link_core.lazy_record import Struct, field
 from agent_link_core.model import Caller, Session
 
 
@@ -73,8 +73,7 @@ class McpPeer:
         }
 
 
-@dataclass
-class SessionListing:
+class SessionListing(Struct):
     """What one harness found.
 
     :param sessions: the sessions, any order (the directory sorts and filters).
@@ -89,8 +88,7 @@ class SessionListing:
     complete: bool = True
 
 
-@dataclass
-class Delivery:
+class Delivery(Struct):
     """The outcome of one push attempt.
 
     :param delivered: True only on evidence the session received the envelope (the host
@@ -124,8 +122,7 @@ class Delivery:
     note: str | None = None
 
 
-@dataclass(frozen=True)
-class SendOption:
+class SendOption(Struct, frozen=True):
     """A ``message_agent`` argument that only some harnesses understand, declared by them.
 
     The core adds every declared option to ``message_agent``'s input schema and passes the

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from typing import Any
 
-from agent_link_core.lazy_record import Record
+from agent_link_core.lazy_record import Struct
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 HARNESS_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
 
 
-class OutputBudget(Record):
+class OutputBudget(Struct, frozen=True):
     """How much text the host shows the model in full, measured on the real host.
 
     :param tool_result_bytes: UTF-8 bytes of one tool result object, serialised as the host
@@ -35,16 +35,12 @@ class OutputBudget(Record):
         larger envelope is announced instead and read from the inbox in pages.
     """
 
-    _fields = ("tool_result_bytes", "json_indent", "push_bytes")
     tool_result_bytes: int
-    json_indent: int | None
-    push_bytes: int | None
-
-    def __init__(self, tool_result_bytes: int, json_indent: int | None = None, push_bytes: int | None = None) -> None:
-        self._set(tool_result_bytes=tool_result_bytes, json_indent=json_indent, push_bytes=push_bytes)
+    json_indent: int | None = None
+    push_bytes: int | None = None
 
 
-class SenderOption(Record):
+class SenderOption(Struct, frozen=True):
     """A command-line option of ``agent-link send|reply|status|wait`` naming a sender in a
     form only this harness recognises (a host's own session naming).
 
@@ -58,14 +54,10 @@ class SenderOption(Record):
     :param requires: another declared flag this one needs, or None.
     """
 
-    _fields = ("flag", "key", "help", "requires")
     flag: str
     key: str
     help: str
-    requires: str | None
-
-    def __init__(self, flag: str, key: str, help: str, requires: str | None = None) -> None:
-        self._set(flag=flag, key=key, help=help, requires=requires)
+    requires: str | None = None
 
     @property
     def param(self) -> str:
@@ -73,7 +65,7 @@ class SenderOption(Record):
         return self.flag.lstrip("-").replace("-", "_")
 
 
-class HarnessDeclaration(Record):
+class HarnessDeclaration(Struct, frozen=True):
     """A harness registered by what the core reads without its code; the harness itself is
     built from ``target`` the first time a command needs it (discovery, delivery, a caller
     only its host can name). Register one instead of an instance to keep the host's modules
@@ -96,23 +88,14 @@ class HarnessDeclaration(Record):
     :param caller_arguments: as :attr:`Harness.caller_arguments`.
     """
 
-    _fields = ("name", "target", "session_kind", "host_variables", "host_priority", "sender_options",
-                 "caller_variables", "caller_arguments")
     name: str
     target: str
-    session_kind: str
-    host_variables: tuple[str, ...]
-    host_priority: int
-    sender_options: tuple[SenderOption, ...]
-    caller_variables: tuple[str, ...]
-    caller_arguments: tuple[str, ...]
-
-    def __init__(self, name: str, target: str, session_kind: str = "", host_variables: tuple[str, ...] = (),
-                 host_priority: int = 100, sender_options: tuple[SenderOption, ...] = (),
-                 caller_variables: tuple[str, ...] = (), caller_arguments: tuple[str, ...] = ()) -> None:
-        self._set(name=name, target=target, session_kind=session_kind, host_variables=host_variables,
-                  host_priority=host_priority, sender_options=sender_options, caller_variables=caller_variables,
-                  caller_arguments=caller_arguments)
+    session_kind: str = ""
+    host_variables: tuple[str, ...] = ()
+    host_priority: int = 100
+    sender_options: tuple[SenderOption, ...] = ()
+    caller_variables: tuple[str, ...] = ()
+    caller_arguments: tuple[str, ...] = ()
 
     def may_identify(self, meta: Mapping[str, Any], env: Mapping[str, str]) -> bool:
         """Whether the harness could name the caller from ``meta`` and ``env`` (so must be built)."""

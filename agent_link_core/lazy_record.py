@@ -1,11 +1,13 @@
 """Immutable records without :mod:`dataclasses`: every ``agent-link`` command imports the
 modules holding its value types, and ``dataclasses`` imports :mod:`inspect` (about a tenth of
 a short command's CPU). A :class:`Record` behaves as a frozen dataclass does: compared, hashed
-and shown by its fields, assignment refused, :meth:`Record.replace` for a changed copy."""
+and shown by its fields, assignment refused, :meth:`Record.replace` for a changed copy. A
+:class:`Struct` declares its fields as a dataclass does (annotations, defaults, :func:`field`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ClassVar, dataclass_transform
 
 
 class Record:
@@ -28,11 +30,8 @@ class Record:
         """A copy with ``changes`` (field name -> value), built through ``__init__`` as
         :func:`dataclasses.replace` does.
 
-        :raises TypeError: a name that is no field.
+        :raises TypeError: a name that is no field (from ``__init__``).
         """
-        unknown = set(changes) - set(self._fields)
-        if unknown:
-            raise TypeError(f"{type(self).__name__} has no field {sorted(unknown)[0]!r}")
         return type(self)(**{**{name: getattr(self, name) for name in self._fields}, **changes})
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -51,3 +50,45 @@ class Record:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({', '.join(f'{n}={getattr(self, n)!r}' for n in self._fields)})"
+
+
+class _Factory(tuple):
+    """The default of a :func:`field`: ``(default_factory,)``."""
+
+
+def field(*, default_factory: Callable[[], Any]) -> Any:
+    """A :class:`Struct` field whose default ``default_factory()`` builds per instance."""
+    return _Factory((default_factory,))
+
+
+@dataclass_transform(field_specifiers=(field,))
+class Struct(Record):
+    """A record whose fields are its class annotations in order, with their defaults, built by
+    keyword or position. ``class X(Struct, frozen=True)`` acts as a frozen dataclass; without
+    ``frozen``, as a plain one (fields assignable, no hash).
+
+    :raises TypeError: on construction, a field too many, missing or unknown.
+    """
+
+    _defaults: ClassVar[dict[str, Any]] = {}
+
+    def __init_subclass__(cls, frozen: bool = False, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = [name for name, kind in cls.__dict__.get("__annotations__", {}).items() if "ClassVar" not in str(kind)]
+        cls._fields = (*cls._fields, *(name for name in own if name not in cls._fields))
+        cls._defaults = {name: getattr(cls, name) for name in cls._fields if hasattr(cls, name)}
+        if not frozen:
+            cls.__setattr__, cls.__delattr__, cls.__hash__ = object.__setattr__, object.__delattr__, None  # type: ignore[method-assign,assignment]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if len(args) > len(self._fields):
+            raise TypeError(f"{type(self).__name__} takes {len(self._fields)} fields, {len(args)} given")
+        values = dict(zip(self._fields, args))
+        for key in self._fields[len(args):]:
+            if key not in kwargs and key not in self._defaults:
+                raise TypeError(f"{type(self).__name__} is missing field {key!r}")
+            default = self._defaults.get(key)
+            values[key] = kwargs.pop(key) if key in kwargs else default[0]() if isinstance(default, _Factory) else default
+        if kwargs:
+            raise TypeError(f"{type(self).__name__} has no field {sorted(kwargs)[0]!r} (or it was given twice)")
+        self._set(**values)

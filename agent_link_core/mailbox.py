@@ -44,7 +44,7 @@ _RECORDS = ("Event", "OutgoingMessage", "SendContext", "EnvelopeContribution", "
 
 
 def __getattr__(name: str) -> Any:
-    # The records are dataclasses; importing them lazily keeps dataclasses off the hook path.
+    # The records import typing; importing them lazily keeps it off the hook path.
     if name in _RECORDS:
         from agent_link_core import records
 

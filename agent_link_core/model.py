@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_link_core.lazy_record import Record
+from agent_link_core.lazy_record import Record, Struct
 from agent_link_core.addresses import (  # noqa: F401 - re-exported for plugins
     ADDRESS_RE,
     ANTICIPATIONS,
@@ -27,7 +27,7 @@ RAW_TITLE_CHARS = 300
 RUNTIME_SOURCES = ("current_session", "env", "runtime_context")
 
 
-class Caller(Record):
+class Caller(Struct, frozen=True):
     """Who is calling a tool or command.
 
     :param address: the caller's address, or ``external`` when no runtime identity is known.
@@ -43,20 +43,13 @@ class Caller(Record):
         not; None when not checked yet.
     """
 
-    _fields = ("address", "source", "host", "turn_id", "tool_call_id", "proven", "evidence")
-    address: str
-    source: str
-    host: str | None
-    turn_id: str | None
-    tool_call_id: str | None
-    proven: bool | None
-    evidence: str | None
-
-    def __init__(self, address: str = EXTERNAL, source: str = "fallback", host: str | None = None,
-                 turn_id: str | None = None, tool_call_id: str | None = None, proven: bool | None = None,
-                 evidence: str | None = None) -> None:
-        self._set(address=address, source=source, host=host, turn_id=turn_id, tool_call_id=tool_call_id,
-                  proven=proven, evidence=evidence)
+    address: str = EXTERNAL
+    source: str = "fallback"
+    host: str | None = None
+    turn_id: str | None = None
+    tool_call_id: str | None = None
+    proven: bool | None = None
+    evidence: str | None = None
 
     @property
     def verified(self) -> bool:

@@ -1,14 +1,14 @@
 """Records passed between the core and plugins around a message.
 
 Kept apart from :mod:`agent_link_core.mailbox` so that the hook fast path, which imports
-the mailbox, never pays for dataclasses; ``agent_link_core.mailbox`` re-exports these names.
+the mailbox, never imports typing; ``agent_link_core.mailbox`` re-exports these names.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
+from agent_link_core.lazy_record import Struct, field
 from agent_link_core.model import Caller
 
 EVENT_KINDS = (
@@ -17,8 +17,7 @@ EVENT_KINDS = (
 )
 
 
-@dataclass
-class Event:
+class Event(Struct):
     """A committed change, passed to ``agent_link_on_event``.
 
     :param kind: one of :data:`EVENT_KINDS`.
@@ -42,8 +41,7 @@ class Event:
     notes: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
-class OutgoingMessage:
+class OutgoingMessage(Struct):
     """A message about to be stored; ``agent_link_before_send`` may edit ``metadata``."""
 
     id: str
@@ -58,8 +56,7 @@ class OutgoingMessage:
     tags: list[str] = field(default_factory=list)
 
 
-@dataclass
-class SendContext:
+class SendContext(Struct):
     """What ``agent_link_before_send`` may look at besides the message itself.
 
     :param tool: the tool or command sending (``message_agent``, ``reply_agent_link_message``...).
@@ -79,16 +76,14 @@ class SendContext:
     result: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
-class EnvelopeContribution:
+class EnvelopeContribution(Struct):
     """What ``agent_link_render_envelope`` adds: ``via``/``procedure`` attributes, elements."""
 
     attributes: dict[str, str] = field(default_factory=dict)
     elements: list[str] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class PromptHook:
+class PromptHook(Struct, frozen=True):
     """A harness's prompt-hook adapter, registered with ``agent_link_register_prompt_hooks``.
 
     :param harness: the harness name (the address scheme, ``[a-z][a-z0-9-]{0,31}``): the

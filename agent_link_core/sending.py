@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agent_link_core.envelope import MAX_ENVELOPE_BODY_CHARS, MAX_ESCAPED_CHARS, escape_text
@@ -26,6 +25,7 @@ from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import Delivery, Harness
 from agent_link_core.identity import prove_sender
 from agent_link_core.lazy_log import LazyLogger
+from agent_link_core.lazy_record import Struct, field
 from agent_link_core.mailbox import MessageState, check_body, check_labels, idempotency_refusal, iso, new_message_id
 from agent_link_core.model import Caller, address_scheme, is_address, is_ulid
 from agent_link_core.records import OutgoingMessage, SendContext
@@ -41,8 +41,7 @@ log = LazyLogger("agent_link_core.app")  # the App's operations log under its na
 ACCEPTED_NOTE = "accepted, awaiting the session"
 
 
-@dataclass
-class SendOutcome:
+class SendOutcome(Struct):
     """What a send did: the stored row, whether it is new, the push attempt, warnings."""
 
     message: dict[str, Any]

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agent_link_core.cli_run import (EXIT_TIMEOUT, EXIT_UNDELIVERED, EXIT_UNKNOWN, FROM, JSON, NDJSON, argument, command, echo, emit, fail,
                                      get_app, option, run_async, show_then_mark, usage_error, who_am_i)
 from agent_link_core.commands.mail import mark_reply, message_text, print_wait, wait_all
 from agent_link_core.errors import AgentLinkError, invalid_arguments
+from agent_link_core.lazy_record import Struct, field
 from agent_link_core.mailbox import iso, ulid_of_uuid
 from agent_link_core.model import Caller, address_scheme, is_address, is_ulid
 from agent_link_core.store import now_ms
@@ -125,8 +125,7 @@ def send(ctx: Any, target: str, text: str | None, file: str | None, message_id: 
     sys.exit({"delivered": 0, "accepted": 0, "queued": 0, "unknown": EXIT_UNKNOWN}.get(result.outcome, 1))
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
+class RetryPolicy(Struct, frozen=True):
     """Automatic retries of a push that failed before the host accepted anything.
 
     :param count: extra attempts (0 = none).
@@ -142,14 +141,14 @@ class RetryPolicy:
 
     def delays_ms(self) -> list[float]:
         """The delays before each retry, jitter applied."""
-        import random  # here: a send without retries never needs it
-
+        if not self.count:
+            return []  # a send without retries never imports random
+        import random
         return [max(0.0, self.delay_ms * self.backoff**k * (1 + random.uniform(-self.jitter, self.jitter)))
                 for k in range(self.count)]
 
 
-@dataclass
-class SendResult:
+class SendResult(Struct):
     """The outcome of :func:`send_reliably`.
 
     :param outcome: ``delivered``, ``accepted``, ``queued``, ``rejected`` or ``unknown``.

@@ -29,7 +29,7 @@ Harness plugins reporting their own events (launched, archived, forked, switches
 
 from __future__ import annotations
 
-import uuid
+import os
 from typing import Any
 
 from agent_link_core.envelope import escape_text
@@ -61,7 +61,9 @@ KINDS = ("fork", "reconcile", "model-switch", "effort-change", "cwd-change", *LI
 
 def receipt_id(created_at: str) -> str:
     """``agent-link-receipt-<createdAt with ':' and '.' replaced by '-'>-<uuid4>``."""
-    return f"agent-link-receipt-{created_at.replace(':', '-').replace('.', '-')}-{uuid.uuid4()}"
+    # a random (version 4) UUID as uuid.uuid4() writes it, without importing uuid (and platform) on every send
+    h = os.urandom(16).hex()
+    return f"agent-link-receipt-{created_at.replace(':', '-').replace('.', '-')}-{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
 
 
 def clean_tags(values: object) -> list[str]:

@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
+from agent_link_core.lazy_record import Struct
 from agent_link_core.store import Store, ensure_private_dir
 from agent_link_core.mailbox import Visibility
 
@@ -61,8 +61,7 @@ def insert_receipts(store: Store, items: Iterable[tuple[dict[str, Any], str | No
     return stored
 
 
-@dataclass(frozen=True)
-class Page:
+class Page(Struct, frozen=True):
     """One listing: ``receipts`` newest first, and how many receipts exist in all."""
 
     receipts: list[dict[str, Any]]

@@ -113,3 +113,14 @@ def test_fast_on_a_hundred_thousand_receipts(app: App) -> None:
     # Generous bounds for a loaded machine; typically a few ms filtered and tens of ms scanning.
     assert filtered_s < 1.0, filtered_s
     assert scan_s < 2.0, scan_s
+
+
+def test_receipt_id_ends_in_a_random_version_4_uuid() -> None:
+    import uuid
+
+    ids = {receipt_id("2026-01-01T00:00:00.000Z") for _ in range(200)}
+    assert len(ids) == 200
+    for made in ids:
+        assert made.startswith("agent-link-receipt-2026-01-01T00-00-00-000Z-")
+        tail = uuid.UUID(made[-36:])
+        assert (tail.version, tail.variant, str(tail)) == (4, uuid.RFC_4122, made[-36:])
