@@ -48,8 +48,7 @@ class App:
     :param env: the environment the process runs in (identity, host detection).
     """
 
-    def __init__(self, config: Config, hooks: Hooks, report: PluginReport, env: Mapping[str, str],
-                 read_only_ok: bool = False) -> None:
+    def __init__(self, config: Config, hooks: Hooks, report: PluginReport, env: Mapping[str, str], read_only_ok: bool = False) -> None:
         self.config = config
         self.hooks = hooks
         self.plugin_report = report
@@ -168,8 +167,7 @@ class App:
         :raises AgentLinkError: ``state_io_error`` when the database itself is unusable.
         """
         plugins = set(self.plugin_report.loaded)  # a plugin's migrations carry its name
-        store = Store(path, [m for m in migrations if m.owner not in plugins],
-                      busy_timeout_ms=self.config.get("AGENT_LINK_BUSY_TIMEOUT_MS"))
+        store = Store(path, [m for m in migrations if m.owner not in plugins], busy_timeout_ms=self.config.get("AGENT_LINK_BUSY_TIMEOUT_MS"))
         by_owner: dict[str, list[Any]] = {}
         for m in migrations:
             if m.owner in plugins:
@@ -242,9 +240,9 @@ class App:
         meta = meta or {}
         preferred = self.config.get("AGENT_LINK_HOST")
         for name in sorted(self.harnesses, key=lambda n: (n != preferred, n)):
-            entry = self.harnesses.declared().get(name)
-            if isinstance(entry, HarnessDeclaration) and not entry.may_identify(meta, self.env):
-                continue  # it could not name the caller: not built for nothing
+            entry = self.harnesses.declaration(name)  # kept once built: built ones are skipped alike
+            if entry is not None and not entry.may_identify(meta, self.env):
+                continue  # it could not name the caller: not built (or asked) for nothing
             harness = self.harnesses.get(name)
             if harness is None:
                 continue
@@ -371,8 +369,7 @@ class App:
         """Messages sent or received by the caller (or all, when allowed), newest first."""
         view_rule = self.mailbox.visible_to(caller.address, all_mail=scope == "all")
         if scope != "all" and not caller.known:
-            return {"scope": scope, "callerAddress": None, "messages": [],
-                    "note": "The caller could not be identified, so no mail is shown."}
+            return {"scope": scope, "callerAddress": None, "messages": [], "note": "The caller could not be identified, so no mail is shown."}
         clause, params = view_rule.sql("messages")
         clauses = [clause]
         if reply_to and is_ulid(reply_to.upper()):

@@ -131,9 +131,9 @@ class HarnessTable(MutableMapping[str, "Harness"]):
         failed; the builder reports the failure and may drop the name from this table).
     """
 
-    def __init__(self, entries: Mapping[str, Harness | HarnessDeclaration],
-                 build: Callable[[HarnessDeclaration], Harness | None]) -> None:
+    def __init__(self, entries: Mapping[str, Harness | HarnessDeclaration], build: Callable[[HarnessDeclaration], Harness | None]) -> None:
         self._entries: dict[str, Harness | HarnessDeclaration] = dict(entries)
+        self._declarations = {n: e for n, e in self._entries.items() if isinstance(e, HarnessDeclaration)}
         self._build = build
 
     def __getitem__(self, name: str) -> Harness:
@@ -148,9 +148,11 @@ class HarnessTable(MutableMapping[str, "Harness"]):
 
     def __setitem__(self, name: str, harness: Harness) -> None:
         self._entries[name] = harness
+        self._declarations.pop(name, None)
 
     def __delitem__(self, name: str) -> None:
         del self._entries[name]
+        self._declarations.pop(name, None)
 
     def __contains__(self, name: object) -> bool:
         return name in self._entries
@@ -163,7 +165,13 @@ class HarnessTable(MutableMapping[str, "Harness"]):
 
     def pop(self, name: str, *default: Any) -> Any:  # type: ignore[override]
         """Remove ``name`` without building it; its entry (built or declared), or ``default``."""
+        self._declarations.pop(name, None)
         return self._entries.pop(name, *default)
+
+    def declaration(self, name: str) -> HarnessDeclaration | None:
+        """The declaration ``name`` was registered with, kept once built (its promises, such as
+        :meth:`HarnessDeclaration.may_identify`, still hold); None for a registered instance."""
+        return self._declarations.get(name)
 
     def items(self) -> list[tuple[str, Harness]]:  # type: ignore[override]
         """``[(name, harness)]``, each built now; one that cannot be built is left out."""

@@ -49,7 +49,7 @@ import time
 
 from agent_link_core import wake
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.json_files import ensure_private_dir, state_io_error
+from agent_link_core.json_files import ensure_private_dir, read_json_object, state_io_error
 
 TYPE_CHECKING = False  # no typing/pathlib/dataclasses at run time: the hook path imports this
 if TYPE_CHECKING:
@@ -342,9 +342,7 @@ class Store:
             if not os.path.lexists(self.path):
                 self._create()
             self._check_file()
-            self.conn = sqlite3.connect(
-                self.path, timeout=self.busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False
-            )
+            self.conn = sqlite3.connect(self.path, timeout=self.busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False)
             st = os.stat(self.path)
             self.identity = (st.st_dev, st.st_ino)
             self.conn.row_factory = sqlite3.Row
@@ -422,8 +420,7 @@ class Store:
 
     def _check_ours(self) -> None:
         try:
-            row = self.conn.execute(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").fetchone()
+            row = self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").fetchone()
         except sqlite3.DatabaseError as exc:
             if _result_code(exc) != SQLITE_NOTADB:
                 raise
@@ -557,15 +554,21 @@ class Store:
         except (OSError, sqlite3.Error):
             return None
 
+    #: the damage marker's stat figures and content when :meth:`damage` last read it
+    _marker_read: tuple[tuple[int, ...], dict[str, Any]] | None = None
+
     def damage(self) -> AgentLinkError | None:
         """The refusal recorded for this file by a process that found it damaged, else None."""
-        from agent_link_core.json_files import read_json_object
-
-        found = read_json_object(self.damage_marker)
-        if found is None:
+        try:  # asked before and after every write: one stat; the file is read again only when it changed
+            st = os.stat(self.damage_marker)
+            key: tuple[int, ...] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        except OSError:
             if not os.path.lexists(self.damage_marker):
                 return None
-            found = {}  # unreadable, or not a marker record_damage wrote: it names no file
+            key = ()  # unreadable: read again each time, and it names no file
+        if self._marker_read is None or self._marker_read[0] != key or not key:
+            self._marker_read = (key, read_json_object(self.damage_marker) or {})  # {}: not a marker record_damage wrote
+        found = self._marker_read[1]
         if self.identity is not None and [found.get("dev"), found.get("ino")] != list(self.identity):
             return None  # left by a database that has since been rebuilt
         return corrupt_error(self.path, str(found.get("reason") or "recorded by another process"))
@@ -596,8 +599,7 @@ class Store:
         if problem is None and verdict != "ok":
             self.mark_damaged(verdict)
         problem = problem or self.damage()
-        out: dict[str, Any] = {"ok": problem is None, "integrity": verdict, "walBytes": self.wal_bytes(),
-                               "walLimitBytes": self.wal_limit_bytes}
+        out: dict[str, Any] = {"ok": problem is None, "integrity": verdict, "walBytes": self.wal_bytes(), "walLimitBytes": self.wal_limit_bytes}
         if problem is not None:
             out["problem"] = problem.to_dict()
         return out
@@ -685,17 +687,11 @@ class Store:
                 continue
             with self.write() as conn:
                 # Another process may have applied it while we waited for the write lock.
-                if conn.execute(
-                    "SELECT 1 FROM schema_migrations WHERE owner = ? AND version = ?",
-                    (migration.owner, migration.version),
-                ).fetchone():
+                if conn.execute("SELECT 1 FROM schema_migrations WHERE owner = ? AND version = ?", (migration.owner, migration.version)).fetchone():
                     continue
                 for statement in _split_sql(migration.sql):
                     conn.execute(statement)
-                conn.execute(
-                    "INSERT INTO schema_migrations (owner, version, applied_at) VALUES (?, ?, ?)",
-                    (migration.owner, migration.version, now_ms()),
-                )
+                conn.execute("INSERT INTO schema_migrations (owner, version, applied_at) VALUES (?, ?, ?)", (migration.owner, migration.version, now_ms()))
 
 
 def _split_sql(script: str) -> list[str]:

@@ -204,6 +204,31 @@ def test_every_declared_harness_matches_the_harness_it_builds() -> None:
         app.close()
 
 
+@pytest.mark.installed_plugins
+def test_a_built_harness_is_asked_for_the_caller_only_when_its_declaration_says_it_could(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Built (as after a send to its host), a declared harness is still skipped by the caller
+    look-up when none of its ``caller_variables`` is set and no ``_meta`` came: the test above
+    holds every harness to that promise. With ``_meta`` each is asked."""
+    from agent_link_core.app import App
+    from agent_link_core.harness import HarnessDeclaration
+
+    probe = App.create()
+    variables = {v for d in probe.harnesses.declared().values() if isinstance(d, HarnessDeclaration) for v in d.caller_variables}
+    probe.close()
+    app = App.create(env={**{k: v for k, v in os.environ.items() if k not in variables}, "AGENT_LINK_ADDRESS": "team:alice"})
+    try:
+        names = [n for n, d in app.harnesses.declared().items() if isinstance(d, HarnessDeclaration)]
+        asked: list[str] = []
+        for name in names:
+            harness = app.harnesses[name]  # built now
+            monkeypatch.setattr(harness, "identify_caller", lambda meta, env, name=name: asked.append(name))
+        assert app.caller({}).address == "team:alice" and asked == []
+        app.caller({"progressToken": 1})
+        assert sorted(asked) == sorted(names)
+    finally:
+        app.close()
+
+
 LAZY_HOST = '''
 from agent_link_core.harness import HarnessDeclaration
 

@@ -140,6 +140,30 @@ def test_a_damage_marker_that_is_not_an_object_names_no_file(isolated_env: Path,
         store.close()
 
 
+def test_the_damage_marker_is_read_again_only_when_it_changed(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every write asks for the marker twice: while it is unchanged it is stat'ed, not read; a
+    new marker (another process's, written by replacing the file) and its removal are seen."""
+    import agent_link_core.store as store_module
+
+    reads: list[str] = []
+    real = store_module.read_json_object
+    monkeypatch.setattr(store_module, "read_json_object", lambda path: reads.append(path) or real(path))
+    store = Store(isolated_env / "agent-link.db")
+    try:
+        assert store.damage() is None and reads == []  # no marker: nothing to read
+        record_damage(store.path, store.identity, "first")
+        assert [store.damage() is not None for _ in range(3)] == [True] * 3 and len(reads) == 1
+        with pytest.raises(AgentLinkError):
+            store.check_writable()
+        record_damage(store.path, store.identity, "second")  # replaced: read again
+        assert store.damage() is not None and len(reads) == 2
+        os.unlink(store.damage_marker)
+        assert store.damage() is None
+        store.check_writable()
+    finally:
+        store.close()
+
+
 def test_open_read_only_reads_and_never_writes(isolated_env: Path) -> None:
     writer = Store(isolated_env / "agent-link.db")
     try:
