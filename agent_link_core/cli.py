@@ -270,6 +270,10 @@ def main() -> None:
     guarded(lambda: run_click(build_cli()))
 
 
+#: click 8.2+ raises this for a group called without a command (8.1 prints its help and exits 0)
+NO_ARGS_IS_HELP: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
 def run_click(cli: click.Group) -> None:
     """Run the click group as click's standalone mode does, but with a usage error (a bad
     option, value or command) as one stderr line (:func:`~agent_link_core.cli_run.usage_line`)
@@ -279,7 +283,7 @@ def run_click(cli: click.Group) -> None:
     """
     try:
         status = cli.main(prog_name="agent-link", standalone_mode=False)
-    except click.exceptions.NoArgsIsHelpError as exc:  # `agent-link` alone: its help, as click shows it
+    except NO_ARGS_IS_HELP as exc:  # `agent-link` alone: its help, as click shows it
         exc.show()
         sys.exit(exc.exit_code)
     except click.UsageError as exc:
