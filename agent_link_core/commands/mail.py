@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from typing import Any, NoReturn
 
-from agent_link_core.cli_run import echo, fail, run_async
+from agent_link_core.cli_run import echo, fail
 from agent_link_core.errors import AgentLinkError
 
 TYPE_CHECKING = False
@@ -27,21 +27,33 @@ def print_messages(app: App, views: list[dict[str, Any]], show_envelope: bool) -
             echo("\n".join(message_lines(view, row["body"])))
 
 
-def wait_all(app: App, caller: Any, message_id: str, timeout_ms: int) -> dict[str, Any]:
+def wait_all(app: App, caller: Any, message_id: str, timeout_ms: int, announce: str | None = None) -> dict[str, Any]:
     """Wait for a resolution for the whole ``timeout_ms``: one App.wait call stops at
-    its per-call cap, so the CLI keeps calling until the answer or the deadline."""
+    its per-call cap, so the CLI keeps calling until the answer or the deadline.
+
+    :param announce: a stderr line printed once the event loop exists, so a Ctrl-C right
+        after it stops the wait (KeyboardInterrupt) instead of a loop half built.
+    :raises SystemExit: exit 1 with one line for an AgentLinkError (:func:`fail`).
+    """
+    import asyncio
     import time
 
     deadline = time.monotonic() + timeout_ms / 1000
-    while True:
-        left = max(0, int((deadline - time.monotonic()) * 1000))
-        data = run_async(app.wait(caller=caller, agent=message_id, reply_to=message_id, timeout_ms=left, mark=False))
-        data["warnings"] = [w for w in data.get("warnings", []) if w.get("code") != "wait_capped"]
-        if not data["warnings"]:
-            del data["warnings"]
-        if data["outcome"] != "timeout" or time.monotonic() >= deadline:
-            data["waitedMs"] = timeout_ms - left + data["waitedMs"]
-            return data
+    with asyncio.Runner() as runner:
+        if announce:
+            echo(announce, err=True)
+        while True:
+            left = max(0, int((deadline - time.monotonic()) * 1000))
+            try:
+                data = runner.run(app.wait(caller=caller, agent=message_id, reply_to=message_id, timeout_ms=left, mark=False))
+            except AgentLinkError as exc:
+                fail(exc)
+            data["warnings"] = [w for w in data.get("warnings", []) if w.get("code") != "wait_capped"]
+            if not data["warnings"]:
+                del data["warnings"]
+            if data["outcome"] != "timeout" or time.monotonic() >= deadline:
+                data["waitedMs"] = timeout_ms - left + data["waitedMs"]
+                return data
 
 
 def not_marked(exc: AgentLinkError, undone: str) -> NoReturn:

@@ -68,9 +68,8 @@ def wait(ctx: Any, message_id: str, timeout_ms: int, from_address: str | None, s
     data = wait_all(app, me, message_id, 0)  # a bad or unknown id is refused before any waiting
     if data["outcome"] == "timeout" and timeout_ms > 0:
         try:
-            echo(f"waiting up to {timeout_ms / 1000:g} s for the answer to {message_id} (Ctrl-C stops waiting)",
-                       err=True)
-            data = wait_all(app, me, message_id, timeout_ms)
+            data = wait_all(app, me, message_id, timeout_ms,
+                            f"waiting up to {timeout_ms / 1000:g} s for the answer to {message_id} (Ctrl-C stops waiting)")
         except KeyboardInterrupt:
             echo(f"stopped waiting for {message_id}; `agent-link wait {message_id}` waits again", err=True)
             sys.exit(130)
