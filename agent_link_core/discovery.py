@@ -18,7 +18,8 @@ hooks' registry current (:mod:`agent_link_core.prompt_hooks`).
 
 In-process callers (tests, programs embedding agent-link) leave :data:`USE_CACHE` off and
 always scan, so what they install or patch into :mod:`importlib.metadata` is seen at once.
-Standard modules only: this runs before anything heavy is imported.
+Standard modules only: this runs before anything heavy is imported. The same cache holds :data:`FRONT_GROUP`, the MCP start-up front a distribution declares
+(:func:`mcp_front`): ``agent-link mcp`` starts it before click, the SDK and the plugins load.
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ if TYPE_CHECKING:
 FORMAT = 1
 #: read the entry points from the cache (the console script sets it; in-process callers scan)
 USE_CACHE = False
+#: the entry-point group of the MCP start-up front (:func:`mcp_front`)
+FRONT_GROUP = "agent_link_mcp_front"
+_front: list[Any] = []  # the front of this process once looked up: [object or None]
 
 
 class CachedDist:
@@ -124,10 +128,34 @@ def entry_points(group: str, env: Mapping[str, str] | None = None) -> list[Any]:
                         for n, v, ver in cached["entry_points"]]
             except (KeyError, TypeError, ValueError):
                 pass  # a damaged file: scan and rewrite it
-    return _scan_and_write(group, path)
+    return _scan_and_write(group, path, data)
 
 
-def _scan_and_write(group: str, path: str) -> list[Any]:
+def mcp_front(start: bool = False) -> Any:
+    """The MCP start-up front a distribution declares in :data:`FRONT_GROUP` (the first by name;
+    docs/plugins.md, "The MCP start-up front"), loaded once per process, its ``start()`` called
+    on the first call when ``start``. None when none is declared, or it fails to load, lacks a
+    call or fails to start: one stderr line says so, and the server uses the MCP SDK's transport."""
+    if not _front:
+        _front.append(None)
+        for ep in sorted(entry_points(FRONT_GROUP), key=lambda ep: ep.name)[:1]:
+            try:
+                front = ep.load()
+                if missing := [n for n in ("start", "stdio_server", "stop_learning", "finish") if not callable(getattr(front, n, None))]:
+                    raise TypeError(f"it has no {', '.join(missing)}")
+                if start:
+                    front.start()
+                _front[0] = front
+            except (Exception, SystemExit) as exc:  # the declaring distribution's fault: serve without it
+                try:
+                    sys.stderr.write(f"agent-link: the MCP start-up front {ep.name!r} ({ep.value}) is not used: {type(exc).__name__}: {exc}"[:500] + "\n")
+                except (OSError, ValueError):
+                    pass
+    return _front[0]
+
+
+def _scan_and_write(group: str, path: str, data: dict[str, Any] | None = None) -> list[Any]:
+    """Scan ``group`` into the cache, keeping the other groups of ``data`` (the file as read)."""
     import importlib.metadata
 
     found = list(importlib.metadata.entry_points(group=group))
@@ -140,7 +168,7 @@ def _scan_and_write(group: str, path: str) -> list[Any]:
         if location is not None:
             files.append(os.path.join(str(location), "entry_points.txt"))
     files = sorted(set(files))
-    _write(path, {group: {"fingerprint": fingerprint(files), "files": files, "entry_points": records}})
+    _write(path, {**(data or {}), group: {"fingerprint": fingerprint(files), "files": files, "entry_points": records}})
     return found
 
 

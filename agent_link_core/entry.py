@@ -2,8 +2,8 @@
 
 ``agent-link hook ...`` is dispatched before anything heavy is imported: hosts run it on
 every prompt, so it must not pay for click, pluggy, mcp or pydantic. ``agent-link mcp`` starts
-the host kit's start-up front (:mod:`agent_link_hostkit.fastfront`), when installed, first for
-the same reason. Every other
+the start-up front an installed distribution declares (:func:`agent_link_core.discovery.mcp_front`),
+if any, first for the same reason. Every
 command reads the installed plugins from the entry-point cache (:mod:`agent_link_core.discovery`);
 the hot ones (``inbox``, ``send``, ``reply``...) run without click when their arguments parse
 (:func:`agent_link_core.cli_run.run_fast`).
@@ -24,21 +24,16 @@ def main() -> None:
         from agent_link_core.hook import main as hook_main
 
         sys.exit(hook_main(argv[1:]))
+    from agent_link_core import discovery
+
+    discovery.USE_CACHE = True  # a whole process of its own: entry points come from the checked cache
     if argv == ["mcp"]:  # not with options (--help prints and exits without serving)
         # answer the connection's opening before click, the MCP SDK and the plugins load;
         # a configured address counts as served before that answer goes out
         from agent_link_core import presence
 
         presence.record_at_start()
-        try:  # the front is the host kit's: hosts' behaviour asks for it (plugins/hostkit/README.md)
-            from agent_link_hostkit import fastfront
-        except ImportError:  # the core alone: the full server answers the opening once loaded
-            pass
-        else:
-            fastfront.start()
-    from agent_link_core import discovery
-
-    discovery.USE_CACHE = True  # a whole process of its own: entry points come from the checked cache
+        discovery.mcp_front(start=True)  # none: the full server answers the opening once loaded
     from agent_link_core import cli_run
 
     if cli_run.guarded(lambda: cli_run.run_fast(argv)):  # the hot commands, without click

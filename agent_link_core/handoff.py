@@ -109,7 +109,7 @@ def pid_alive(pid: int) -> bool:
     or below never does (psutil, imported here: the hook fast path never pays for it).
 
     The one copy of this check: the core needs it for a wait's process, and host plugins
-    reach it through ``agent_link_hostkit.procs.pid_alive``.
+    reach it through their shared helper (plugins/hostkit/README.md).
     """
     import psutil
 

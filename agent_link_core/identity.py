@@ -13,7 +13,7 @@ socket, so a name is never proof. A message is stored with ``verified: true``
   the host's own program, which that host's records name as running that session (for example
   a host process whose own session record names it, start time checked, or one that holds the
   session's transcript open; each host plugin's harness says which). Harnesses find those processes with
-  :func:`agent_link_hostkit.procs.lineage`;
+  the host plugins' shared helper (plugins/hostkit/README.md);
 * **the session exists** in that host (:meth:`~agent_link_core.harness.Harness.get_session`).
 
 Otherwise the message is stored unverified (``Caller.proven`` False; its source is kept) and

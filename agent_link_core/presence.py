@@ -61,7 +61,7 @@ def record(store: Store, address: str, source: str, pid: int | None = None) -> N
 
 def record_at_start(env: Mapping[str, str] | None = None) -> None:
     """Note that this ``agent-link mcp`` serves its configured ``AGENT_LINK_ADDRESS``, before
-    the start-up front (:mod:`agent_link_hostkit.fastfront`) answers ``initialize``: a client that
+    a start-up front (:func:`agent_link_core.discovery.mcp_front`) answers ``initialize``: a client that
     sees the server answer, and a peer it tells, must find the address served, not wait for the
     full server to load (:func:`record` runs there again). Standard library only, a short
     busy wait; nothing is created: a database or table that does not exist yet, a bad setting

@@ -24,7 +24,7 @@ import anyio
 import mcp_types as types
 from mcp.server import Server
 
-from agent_link_core import __version__, prompt_hooks, reminders
+from agent_link_core import __version__, discovery, prompt_hooks, reminders
 from agent_link_core.app import App
 from agent_link_core.boundary import interrupts, plugin_fault
 from agent_link_core.errors import AgentLinkError
@@ -35,12 +35,10 @@ from agent_link_core.tools.core_tools import CORE_TOOLS
 from agent_link_core.tools.registry import ToolSpec, call_tool, output_schema, unknown_tool
 from agent_link_core.visible import visible_data
 
-try:  # the host kit's front and transport that answers every line (plugins/hostkit/README.md)
-    from agent_link_hostkit import fastfront
-    from agent_link_hostkit.stdio_transport import stdio_server
-except ImportError:  # the core alone: the MCP SDK's transport, no front
-    fastfront = None  # type: ignore[assignment]
-    from mcp.server.stdio import stdio_server  # type: ignore[assignment]
+front = discovery.mcp_front()  # a declared start-up front brings its transport (docs/plugins.md)
+stdio_server: Any = front.stdio_server if front is not None else None
+if stdio_server is None:  # no front: the MCP SDK's transport
+    from mcp.server.stdio import stdio_server
 
 log = logging.getLogger(__name__)
 SHUTDOWN_BUDGET_S = 4.0
@@ -133,9 +131,8 @@ def build_server(app: App) -> Server[Any]:
 
 
 async def serve(app: App) -> None:
-    """Serve MCP over stdio until stdin closes (with the host kit's transport, calls under way
-    are answered first, for at most :data:`~agent_link_hostkit.stdio_transport.DRAIN_BOUND_S`),
-    SIGTERM/SIGINT/SIGHUP arrives or the client process is gone (:func:`_exit_on_signal`)."""
+    """Serve MCP over stdio until stdin closes (a start-up front's transport may answer calls
+    under way first), SIGTERM/SIGINT/SIGHUP arrives or the client process is gone (:func:`_exit_on_signal`)."""
     async with anyio.create_task_group() as tg:
         tg.start_soon(_exit_on_signal, app)
         async with stdio_server() as (read_stream, write_stream):
@@ -296,10 +293,10 @@ def main() -> None:
     except AgentLinkError as exc:
         log.error("agent-link mcp is serving, but every tool call answers with this error until it is fixed and the "
                   "server restarted: %s", exc.message)
-        if fastfront is not None:
-            fastfront.stop_learning()  # these answers are not the ones a working server gives
+        if front is not None:
+            front.stop_learning()  # these answers are not the ones a working server gives
         anyio.run(serve_unavailable, exc)
     else:
         anyio.run(serve, app)
-    if fastfront is not None:
-        fastfront.finish()
+    if front is not None:
+        front.finish()

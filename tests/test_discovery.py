@@ -110,3 +110,108 @@ def test_the_console_script_sees_a_plugin_installed_removed_or_rewritten_at_once
     (two / "entry_points.txt").write_text("[agent_link]\ntwo = agent_link_two.missing\n")
     after = plugins_json(site, cache)
     assert "two" not in after["loaded"] and "two" in after["failed"]
+
+
+def test_the_cache_keeps_each_group_apart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plugins' group and the start-up front's share one file: reading one does not drop the other."""
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    monkeypatch.setattr(discovery, "USE_CACHE", True)
+    plugins = scan()
+    assert cached(env) == plugins
+    fronts = sorted(ep.name for ep in discovery.entry_points(discovery.FRONT_GROUP, env))
+    assert fronts == sorted(ep.name for ep in importlib.metadata.entry_points(group=discovery.FRONT_GROUP))
+    assert set(json.loads(Path(discovery.cache_path(env)).read_text())) == {ENTRY_POINT_GROUP, discovery.FRONT_GROUP}
+
+    def no_scan(**_: Any) -> Any:
+        raise AssertionError("scanned although the cache holds")
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", no_scan)
+    assert cached(env) == plugins  # both read from the cache
+    assert sorted(ep.name for ep in discovery.entry_points(discovery.FRONT_GROUP, env)) == fronts
+
+
+class Declared:
+    """An entry point of the front's group whose ``load()`` gives ``front`` (or raises it)."""
+
+    def __init__(self, name: str, front: Any) -> None:
+        self.name, self.value, self.front = name, f"front_{name}", front
+
+    def load(self) -> Any:
+        if isinstance(self.front, BaseException):
+            raise self.front
+        return self.front
+
+
+class Front:
+    """A front with the four calls."""
+
+    def start(self) -> None: ...
+    def stdio_server(self) -> None: ...
+    def stop_learning(self) -> None: ...
+    def finish(self) -> None: ...
+
+
+@pytest.mark.parametrize(("declared", "said"), [
+    ([], None),
+    ([Declared("broken", SystemExit(3))], "SystemExit: 3"),
+    ([Declared("broken", ImportError("no module named front_broken"))], "ImportError: no module named front_broken"),
+    ([Declared("partial", object())], "it has no start, stdio_server, stop_learning, finish"),
+], ids=["none-declared", "raises-systemexit", "import-fails", "lacks-calls"])
+def test_no_usable_front_serves_without_one(declared: list[Declared], said: str | None, monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(discovery, "_front", [])
+    monkeypatch.setattr(discovery, "entry_points", lambda group: declared if group == discovery.FRONT_GROUP else [])
+    assert discovery.mcp_front() is None
+    err = capsys.readouterr().err
+    if said is None:
+        assert err == ""
+    else:
+        assert err.startswith(f"agent-link: the MCP start-up front {declared[0].name!r}") and said in err, err
+        assert err.count("\n") == 1
+
+
+def test_the_first_declared_front_is_loaded_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    first, second = Front(), Front()
+    loads: list[str] = []
+
+    class Counted(Declared):
+        def load(self) -> Any:
+            loads.append(self.name)
+            return super().load()
+
+    monkeypatch.setattr(discovery, "_front", [])
+    monkeypatch.setattr(discovery, "entry_points", lambda group: [Counted("zz", second), Counted("aa", first)])
+    assert discovery.mcp_front() is first
+    assert discovery.mcp_front() is first
+    assert loads == ["aa"]
+
+
+def test_a_front_that_fails_to_start_is_not_used(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    started: list[str] = []
+
+    class Failing(Front):
+        def start(self) -> None:
+            started.append("failing")
+            raise SystemExit(2)
+
+    monkeypatch.setattr(discovery, "_front", [])
+    monkeypatch.setattr(discovery, "entry_points", lambda group: [Declared("failing", Failing())])
+    assert discovery.mcp_front(start=True) is None
+    assert discovery.mcp_front() is None  # the server then serves over the SDK's transport
+    assert started == ["failing"]
+    assert "'failing' (front_failing) is not used: SystemExit: 2" in capsys.readouterr().err
+
+
+def test_a_working_front_is_started_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[str] = []
+
+    class Working(Front):
+        def start(self) -> None:
+            started.append("working")
+
+    front = Working()
+    monkeypatch.setattr(discovery, "_front", [])
+    monkeypatch.setattr(discovery, "entry_points", lambda group: [Declared("working", front)])
+    assert discovery.mcp_front(start=True) is front
+    assert discovery.mcp_front() is front
+    assert started == ["working"]

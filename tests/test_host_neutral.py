@@ -60,3 +60,18 @@ def test_the_checks_would_catch_a_host_word_or_concept() -> None:
         assert HOST_CONCEPTS.search(concept), concept
     for neutral in ("return value", "import threading", "asyncio.to_thread(f)", "turn it off", "a worker thread"):
         assert not HOST_CONCEPTS.search(neutral), neutral
+
+
+def test_core_imports_no_plugin_package() -> None:
+    """The core knows no plugin: what a plugin adds reaches it through hooks and declared entry
+    points (the start-up front: ``agent_link_core.discovery.mcp_front``), never an import."""
+    import ast
+
+    found = []
+    for path in sorted(CORE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            found += [f"{path.relative_to(CORE)}:{node.lineno}: {name}" for name in names
+                      if name.startswith("agent_link_") and name.split(".")[0] != "agent_link_core"]
+    assert not found, "the core imports a plugin package:\n" + "\n".join(found)

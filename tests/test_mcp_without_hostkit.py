@@ -2,10 +2,13 @@
 
 The start-up front and the stdio transport that answers every line are the host kit's
 (``plugins/hostkit/agent_link_hostkit/fastfront.py`` and ``stdio_transport.py``): hosts' behaviour is
-why they exist. Without the host kit (a core installed alone, no host plugin) the server
-serves over the MCP SDK's stdio transport, with no front: a real MCP client still lists the
-tools and sends. The host kit is hidden by a package of its name earlier on ``PYTHONPATH``
-whose import fails, as an absent distribution's does.
+why they exist. The kit declares them in the ``agent_link_mcp_front`` entry-point group; the
+core imports no package of it. Without a usable front (a core installed alone, no host
+plugin) the server serves over the MCP SDK's stdio transport: a real MCP client still lists
+the tools and sends. The host kit is hidden by a package of its name earlier on
+``PYTHONPATH`` whose import fails: its declared front cannot load, which the server says in
+one stderr line and serves on, as it does when no front is declared
+(tests/test_discovery.py holds that case and the others in process).
 """
 
 from __future__ import annotations

@@ -32,9 +32,10 @@ within about a second (README.md, the host plugins' start-up notes, with the hos
 version it was checked on), and the SDK, pydantic and the plugins take longer than that to
 import on a loaded machine. ``AGENT_LINK_MCP_FRONT=0`` turns the front off; the bench section
 ``mcp_start`` measures the opening against a plain SDK server (bench/mcp_start_bench.py).
-It is the host kit's because a host's behaviour is its reason: ``agent-link mcp`` starts it
-when the host kit is installed (every host plugin depends on it); the core alone serves
-without a front.
+It is the host kit's because a host's behaviour is its reason: the host kit declares it, with
+its transport, as the start-up front (:mod:`agent_link_hostkit.front`), so ``agent-link mcp``
+starts it when the host kit is installed (every host plugin depends on it); the core alone
+serves without a front.
 
 A host plugin's launcher (``hooks/agent-link.sh``) may have read and answered the opening
 before it exec'ed this process (a host that fails a session whose server is slow to answer).
