@@ -4,4 +4,5 @@ process facts a harness needs to tie a caller to a host session
 (:mod:`agent_link_hostkit.procs`), and the start-up front and stdio transport of
 ``agent-link mcp`` that hosts' behaviour asks for (:mod:`agent_link_hostkit.fastfront`,
 :mod:`agent_link_hostkit.stdio_transport`). A library the host plugins depend on, not a
-plugin: it has no entry point and no hooks; the core imports only those two, when installed."""
+plugin: no hooks and no ``agent_link`` entry point; the core imports none of it, and finds the
+front through the ``agent_link_mcp_front`` entry point (:mod:`agent_link_hostkit.front`)."""
