@@ -1,6 +1,6 @@
 """The everyday install survives deleting the checkout (README, "Install for everyday use").
 
-Wheels of the core and two plugins are built from a copy of the sources, the copy is deleted,
+Wheels of the core, two plugins and the host kit one of them needs are built from a copy of the sources, the copy is deleted,
 and the wheels are installed (with their dependencies, from the package index or pip's cache,
 as ``make install`` fetches them) into a fresh virtualenv. That virtualenv's ``agent-link``
 then has to work with nothing of the checkout in reach: another working directory, no
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-PLUGINS = ("roles", "receipts")
+PLUGINS = ("roles", "receipts", "hostkit")  # receipts reads caller context with the host kit
 BOUND_S = 240  # pip under load on a shared 2-core machine; the pytest timeout is the outer bound
 IGNORE = shutil.ignore_patterns("tests", "*.egg-info", "__pycache__", "build", "dist")
 
@@ -63,7 +63,8 @@ def elsewhere_env(venv: Path) -> dict[str, str]:
 
 def test_wheels_in_a_fresh_virtualenv_work_without_the_checkout(tmp_path: Path) -> None:
     wheels = build_wheels(tmp_path)
-    assert [w.name.split("-")[0] for w in wheels] == ["agent_link_core", "agent_link_receipts", "agent_link_roles"]
+    assert [w.name.split("-")[0] for w in wheels] == ["agent_link_core", "agent_link_hostkit", "agent_link_receipts",
+                                                          "agent_link_roles"]
     venv = tmp_path / "tool-venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=BOUND_S)
     pip("--python", str(venv / "bin" / "python"), "install", "--quiet", *map(str, wheels))

@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from agent_link_core.callmeta import meta_text
+from agent_link_hostkit.callmeta import meta_text
 from agent_link_core.envelope import envelope_title, iso_ms
 from agent_link_core.harness import Delivery
 from agent_link_core.model import RAW_TITLE_CHARS, Session

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from agent_link_core.callmeta import meta_text
+from agent_link_hostkit.callmeta import meta_text
 from agent_link_core.envelope import escape_text, sanitize_text
 from agent_link_core.model import Caller
 

@@ -1,8 +1,8 @@
-"""Caller context from a tool call's _meta: key order, nesting, namespaces, clean values."""
+"""Caller context from a tool call's _meta (agent_link_hostkit.callmeta): key order, nesting, namespaces, clean values."""
 
 from __future__ import annotations
 
-from agent_link_core.callmeta import MAX_META_CHARS, meta_text
+from agent_link_hostkit.callmeta import MAX_META_CHARS, meta_text
 
 KEYS = ("callerThreadId", "caller.thread.id", "threadId")
 

@@ -1,8 +1,8 @@
 """Reading caller context (session and tool call ids) out of a tool call's MCP ``_meta``.
 
 Hosts put these under different keys and namespaces (docs/behaviour.md
-§2 and §25); harness and audit plugins pass their own key lists and namespaces, and share
-the lookup rules here.
+§2 and §25); harness and audit plugins (the receipts plugin's origin block) pass their own
+key lists and namespaces, and share the lookup rules here.
 """
 
 from __future__ import annotations
