@@ -16,10 +16,10 @@ them, which changes that time), and the modification time of each cached plugin'
 :mod:`importlib.metadata` as before and the cache is rewritten. The same rule keeps the prompt
 hooks' registry current (:mod:`agent_link_core.prompt_hooks`).
 
-In-process callers (tests, programs embedding agent-link) leave :data:`USE_CACHE` off and
-always scan, so what they install or patch into :mod:`importlib.metadata` is seen at once.
-Standard modules only: this runs before anything heavy is imported. The same cache holds :data:`FRONT_GROUP`, the MCP start-up front a distribution declares
-(:func:`mcp_front`): ``agent-link mcp`` starts it before click, the SDK and the plugins load.
+In-process callers (tests, programs embedding agent-link) leave :data:`USE_CACHE` off and always
+scan, so what they install or patch into :mod:`importlib.metadata` is seen at once. Standard
+modules only: this runs before anything heavy is imported. The same cache holds :data:`FRONT_GROUP`,
+the MCP start-up front a distribution declares (:func:`mcp_front`), started before click loads.
 """
 
 from __future__ import annotations
