@@ -29,27 +29,39 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.config import Config
     from agent_link_core.store import Store
 
-def waiting_repeat(store: Store, config: Config, *, sender: str, to: str, recipient: str, body: str, anticipation: str,
-                   reply_to: str | None, reply_by_ms: int | None, fingerprint: Any, now_ms: int) -> str | None:
-    """The id of the newest message the same as this one (every field the idempotency check
-    compares: sender, to, recipient, body, anticipation, reply-to, reply-by, fingerprint) sent
-    within ``AGENT_LINK_REPEAT_WINDOW_MS`` and never delivered (``first_delivered_at`` unset;
-    the caller checks the push outcome), else None. None when the window is 0.
+def same_recent(store: Store, config: Config, *, sender: str, recipient: str, body: str, anticipation: str,
+                reply_to: str | None, now_ms: int) -> list[Any]:
+    """The messages the same as this one for the repeat rule (sender, recipient, body,
+    anticipation, reply-to) sent within ``AGENT_LINK_REPEAT_WINDOW_MS``, newest first: the
+    rows (``id, sent_at, to_addr, reply_by, first_delivered_at, metadata``) both
+    :func:`waiting_repeat` and :func:`check_send` judge, read with one statement. Empty when
+    the window is 0.
 
-    :param fingerprint: the new message's ``metadata["fingerprint"]`` (a dict) or None.
     :param now_ms: the send's time, epoch ms.
     """
     window_ms = int(config.get("AGENT_LINK_REPEAT_WINDOW_MS"))
     if not window_ms:
-        return None
+        return []
+    return store.conn.execute(
+        "SELECT id, sent_at, to_addr, reply_by, first_delivered_at, metadata FROM messages WHERE from_addr = ? AND sent_at >= ?"
+        " AND recipient = ? AND body = ? AND anticipation = ? AND reply_to IS ? ORDER BY sent_at DESC",
+        (sender, now_ms - window_ms, recipient, body, anticipation, reply_to),
+    ).fetchall()
+
+
+def waiting_repeat(same: list[Any], *, to: str, reply_by_ms: int | None, fingerprint: Any) -> str | None:
+    """The id of the newest message the same as this one (every field the idempotency check
+    compares: those of :func:`same_recent`, and to, reply-by, fingerprint) that was never
+    delivered (``first_delivered_at`` unset; the caller checks the push outcome), else None.
+
+    :param same: :func:`same_recent`'s rows for this message.
+    :param fingerprint: the new message's ``metadata["fingerprint"]`` (a dict) or None.
+    """
     import json
 
-    rows = store.conn.execute(
-        "SELECT id, metadata FROM messages WHERE from_addr = ? AND sent_at >= ? AND recipient = ? AND to_addr = ? AND body = ?"
-        " AND anticipation = ? AND reply_to IS ? AND reply_by IS ? AND first_delivered_at IS NULL ORDER BY sent_at DESC",
-        (sender, now_ms - window_ms, recipient, to, body, anticipation, reply_to, reply_by_ms),
-    ).fetchall()
-    for row in rows:
+    for row in same:
+        if row["to_addr"] != to or row["reply_by"] != reply_by_ms or row["first_delivered_at"] is not None:
+            continue
         try:
             stored = json.loads(row["metadata"] or "{}")
         except (ValueError, RecursionError):
@@ -59,14 +71,14 @@ def waiting_repeat(store: Store, config: Config, *, sender: str, to: str, recipi
     return None
 
 
-def check_send(store: Store, config: Config, *, sender: str, recipient: str, body: str, anticipation: str,
-               reply_to: str | None, now_ms: int, known_sender: bool) -> None:
+def check_send(store: Store, config: Config, *, sender: str, recipient: str, same: list[Any], now_ms: int,
+               known_sender: bool) -> None:
     """Refuse a new message that would start or feed a loop (the module's three rules).
 
     :param sender: the sender's address; ``known_sender`` False (an unidentified caller,
         ``external``) skips the self rule, since it has no mailbox of its own.
-    :param body: the stored (checked) body; ``anticipation`` its label; ``reply_to`` the
-        message it answers, or None.
+    :param same: :func:`same_recent`'s rows for this message (the repeat rule refuses it when
+        there is one).
     :param now_ms: the send's time, epoch ms.
     :raises AgentLinkError: ``invalid_arguments`` (path ``to``, rule ``self``);
         ``permission_denied`` with ``details.reason`` ``repeated_message`` or ``send_rate``,
@@ -77,24 +89,18 @@ def check_send(store: Store, config: Config, *, sender: str, recipient: str, bod
             [{"path": "to", "rule": "self", "expected": "another agent's address"}],
             f"{recipient} is your own address: a message to yourself would only come back to you as new work.",
         )
-    window_ms = int(config.get("AGENT_LINK_REPEAT_WINDOW_MS"))
-    if window_ms:
-        earlier = store.conn.execute(
-            "SELECT id, sent_at FROM messages WHERE from_addr = ? AND sent_at >= ? AND recipient = ? AND body = ?"
-            " AND anticipation = ? AND reply_to IS ? ORDER BY sent_at DESC LIMIT 1",
-            (sender, now_ms - window_ms, recipient, body, anticipation, reply_to),
-        ).fetchone()
-        if earlier is not None:
-            ago_s = max(now_ms - earlier["sent_at"], 0) / 1000
-            raise AgentLinkError(
-                "permission_denied",
-                f"You sent {recipient} this same message {ago_s:.1f} s ago ({earlier['id']}); repeating it looks like a "
-                f"loop of agents answering each other, so it was not sent.",
-                {"reason": "repeated_message", "setting": "AGENT_LINK_REPEAT_WINDOW_MS", "windowMs": window_ms,
-                 "earlierMessageId": earlier["id"]},
-                hint=f"Nothing more needs saying if it only acknowledges. To repeat it on purpose, wait {window_ms // 1000} s or "
-                     "change the words; AGENT_LINK_REPEAT_WINDOW_MS sets the window (0 allows repeats).",
-            )
+    if same:
+        earlier, window_ms = same[0], int(config.get("AGENT_LINK_REPEAT_WINDOW_MS"))
+        ago_s = max(now_ms - earlier["sent_at"], 0) / 1000
+        raise AgentLinkError(
+            "permission_denied",
+            f"You sent {recipient} this same message {ago_s:.1f} s ago ({earlier['id']}); repeating it looks like a "
+            f"loop of agents answering each other, so it was not sent.",
+            {"reason": "repeated_message", "setting": "AGENT_LINK_REPEAT_WINDOW_MS", "windowMs": window_ms,
+             "earlierMessageId": earlier["id"]},
+            hint=f"Nothing more needs saying if it only acknowledges. To repeat it on purpose, wait {window_ms // 1000} s or "
+                 "change the words; AGENT_LINK_REPEAT_WINDOW_MS sets the window (0 allows repeats).",
+        )
     limit = int(config.get("AGENT_LINK_PAIR_RATE"))
     if limit:
         rate_window_ms = int(config.get("AGENT_LINK_PAIR_WINDOW_MS"))

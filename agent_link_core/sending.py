@@ -120,20 +120,19 @@ class Outbox:
                                            else await self.app.directory.target_address(to, caller, allow_archived=allow_archived))
         unseen = None
         if earlier is None:
-            from agent_link_core.loops import check_send, waiting_repeat
+            from agent_link_core.loops import check_send, same_recent, waiting_repeat
 
             # the address first: a typo is refused as one even when the same text went there before
             unseen = self._unseen_recipient(recipient, require_known)
-            to_addr = to if is_address(to) else recipient
-            fingerprint = (metadata or {}).get("fingerprint")
-            repeat = None if message_id is not None else waiting_repeat(
-                self.store, self.config, sender=caller.address, to=to_addr, recipient=recipient, body=clean, anticipation=label,
-                reply_to=reply_to, reply_by_ms=reply_by_ms, fingerprint=fingerprint, now_ms=now)
+            same = same_recent(self.store, self.config, sender=caller.address, recipient=recipient, body=clean,
+                               anticipation=label, reply_to=reply_to, now_ms=now)
+            repeat = None if message_id is not None or not same else waiting_repeat(
+                same, to=to if is_address(to) else recipient, reply_by_ms=reply_by_ms, fingerprint=(metadata or {}).get("fingerprint"))
             if repeat is not None and self.mailbox.push_outcome(repeat) == "queued":
                 message_id = repeat  # the same message again, still never delivered: a retry of it, not a loop
             else:
-                check_send(self.store, self.config, sender=caller.address, recipient=recipient, body=clean, anticipation=label,
-                           reply_to=reply_to, now_ms=now, known_sender=caller.known)
+                check_send(self.store, self.config, sender=caller.address, recipient=recipient, same=same, now_ms=now,
+                           known_sender=caller.known)
         if via:
             target_meta["via"] = via
         target_meta.update(metadata or {})
