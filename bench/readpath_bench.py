@@ -7,7 +7,10 @@
   (``message_agent``), team:bob reads (``read_agent_link_inbox {"markAsDelivered": false}``,
   so the inbox grows each round up to the default limit of 20), :data:`ROUNDS` rounds. Their
   medians are printed beside a bare ``tools/call`` of ``agent_link_health`` on the same
-  servers in the same rounds; targets send p50 <= 3 ms and read p50 <= 8 ms.
+  servers in the same rounds; targets send p50 <= 3 ms and read p50 <= 8 ms;
+* the CPU time (user + system) the sending server spends per send, over :data:`CPU_CALLS`
+  sends in a row, beside the same for as many bare health calls: unlike a p50 it hardly moves
+  with the machine's load, and it bounds how many sends one core can carry.
 
 The servers run with ``AGENT_LINK_READ_BYTES`` large enough for 30 messages, so the first
 line measures reads of 30 whole messages, not the output budget's cut.
@@ -25,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 ROUNDS = 30
+CPU_CALLS = 200
 READS = 61
 REVISION = "2025-06-18"
 
@@ -120,12 +124,28 @@ def bench_send_read(tmp: Path, line: Any) -> None:
         sends.append(alice.tool("message_agent", {"to": "team:bob", "message": f"round {i}"})[0])
         health.append(bob.tool("agent_link_health", {})[0])
         reads.append(bob.tool("read_agent_link_inbox", {"markAsDelivered": False})[0])
+    send_cpu_ms = _cpu_ms(alice, "message_agent", lambda i: {"to": "team:bob", "message": f"batch {i}"})
+    health_cpu_ms = _cpu_ms(alice, "agent_link_health", lambda i: {})
     alice.close()
     bob.close()
     health_ms = statistics.median(health[2:])
     send_ms, read_ms = statistics.median(sends[1:]), statistics.median(reads[1:])
     line("MCP send p50 (team:alice -> team:bob)", send_ms, "ms", "health call", health_ms, "send p50 <= 3 ms")
     line("MCP inbox read p50 (team:bob, <= 20 msgs)", read_ms, "ms", "health call", health_ms, "read p50 <= 8 ms")
+    line("MCP send, server CPU per call", send_cpu_ms, "ms", "health call", health_cpu_ms, "lower is better")
+
+
+def _cpu_ms(server: Server, tool: str, arguments: Any) -> float:
+    """The CPU time (ms, user + system) ``server``'s process spends per call of ``tool`` over
+    :data:`CPU_CALLS` calls in a row (``arguments(i)`` for the i-th)."""
+    import psutil
+
+    process = psutil.Process(server.proc.pid)
+    before = process.cpu_times()
+    for i in range(CPU_CALLS):
+        server.tool(tool, arguments(i))
+    after = process.cpu_times()
+    return (after.user + after.system - before.user - before.system) * 1000 / CPU_CALLS
 
 
 def bench_readpath(tmp: Path, line: Any) -> None:
