@@ -9,8 +9,9 @@
   medians are printed beside a bare ``tools/call`` of ``agent_link_health`` on the same
   servers in the same rounds; targets send p50 <= 3 ms and read p50 <= 8 ms;
 * the CPU time (user + system) the sending server spends per send, over :data:`CPU_CALLS`
-  sends in a row, beside the same for as many bare health calls: unlike a p50 it hardly moves
-  with the machine's load, and it bounds how many sends one core can carry.
+  sends in a row, beside the same for as many bare health calls: it leaves out the time spent
+  waiting for a core (a busy machine still inflates it), and it bounds how many sends one core
+  can carry.
 
 The servers run with ``AGENT_LINK_READ_BYTES`` large enough for 30 messages, so the first
 line measures reads of 30 whole messages, not the output budget's cut.
