@@ -94,7 +94,11 @@ def agent_link_record_event(event: Event, conn: sqlite3.Connection, app: PluginA
         return
     from agent_link_machines.records import outgoing_records
 
-    for record_id, machine, payload in outgoing_records(event.kind, event.message_id, event.data, conn, app.config):
+    # the row a send is storing comes from the mailbox without a query (get_row)
+    row = app.mailbox.get_row(event.message_id)
+    if row is None:
+        return
+    for record_id, machine, payload in outgoing_records(event.kind, event.message_id, event.data, conn, app.config, row):
         conn.execute(
             "INSERT OR IGNORE INTO machines_outbox (record_id, machine, payload, created_at) VALUES (?, ?, ?, ?)",
             (record_id, machine, json.dumps(payload, ensure_ascii=False), now_ms()),
