@@ -44,9 +44,11 @@ def _meta(row: sqlite3.Row) -> dict[str, Any]:
     return meta if isinstance(meta, dict) else {}
 
 
-def message_record(row: sqlite3.Row, own: str) -> dict[str, Any]:
-    """A stored message as the ``message`` record's body (the sender's attestation included)."""
-    meta = _meta(row)
+def message_record(row: sqlite3.Row, own: str, meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A stored message as the ``message`` record's body (the sender's attestation included).
+
+    :param meta: the row's metadata already parsed (None: parsed here)."""
+    meta = _meta(row) if meta is None else meta
     sender = meta.get("sender") or {}
     return {
         "id": row["id"], "from": row["from_addr"], "source": sender.get("source") or row["from_source"],
@@ -94,7 +96,7 @@ def outgoing_records(
             if target and conn.execute("SELECT 1 FROM presence WHERE address = ?", (row["recipient"],)).fetchone() is not None:
                 target = None  # served on this machine too: local mail
         if target and target != own:
-            yield row["id"], target, {"type": "message", "message": message_record(row, own)}
+            yield row["id"], target, {"type": "message", "message": message_record(row, own, meta)}
     elif kind == "resolved" and origin and origin != own:
         res = conn.execute("SELECT * FROM resolutions WHERE message_id = ?", (message_id,)).fetchone()
         if res is None:
