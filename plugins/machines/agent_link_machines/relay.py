@@ -17,7 +17,9 @@ by itself after the server went away):
 * **inbound**: it pulls from its durable consumer ``machine_<machine>`` (explicit acks),
   stores each fetched batch in one local transaction (:func:`agent_link_machines.records.store_record`,
   idempotent on the id), and acknowledges its records only after that commit: a crash between
-  the two brings the record again, and applying it again changes nothing.
+  the two brings the record again, and applying it again changes nothing. A second consumer
+  drains the subject earlier plugin versions published on (:meth:`Relay.consumer_names`,
+  :meth:`Relay.legacy_problem`).
 
 At start it claims its machine name: ``claim.<machine>`` in the bucket is created with this
 state dir's instance id, and a name claimed by another instance is refused
