@@ -67,6 +67,33 @@ def mail_subject(to: str, origin: str) -> str:
     return f"{SUBJECT_PREFIX}{to}.{origin}"
 
 
+def legacy_subject(to: str) -> str:
+    """The subject mail to machine ``to`` had in plugin versions before :func:`mail_subject`
+    named the publisher: ``agent_link.mail.<to>``. An upgraded relay still reads what is left
+    there, or still comes from machines not yet upgraded (:meth:`agent_link_machines.relay.Relay.inbound_loop`)."""
+    return f"{SUBJECT_PREFIX}{to}"
+
+
+def mail_durable(machine: str) -> str:
+    """The durable consumer of the mail stream that machine ``machine`` reads its mail with,
+    filtered to ``mail_subject(machine, "*")``: ``machine_<machine>``."""
+    return f"machine_{machine}"
+
+
+def legacy_durable(machine: str) -> str:
+    """The durable consumer reading ``legacy_subject(machine)`` on a machine that never ran an
+    earlier version: ``oldmail_<machine>``."""
+    return f"oldmail_{machine}"
+
+
+def upgraded_durable(machine: str) -> str:
+    """The durable consumer of ``mail_subject(machine, "*")`` on a machine upgraded from an
+    earlier version, whose :func:`mail_durable` reads ``legacy_subject(machine)`` and goes on
+    doing so: ``mail_<machine>``. (Consumer names of different machines never clash: the
+    prefixes ``machine_``, ``mail_`` and ``oldmail_`` differ before a name starts.)"""
+    return f"mail_{machine}"
+
+
 def machine_name(config: Any) -> str:
     """This machine's name: ``AGENT_LINK_MACHINE``, else the host name's first label with
     characters a name cannot hold replaced by ``-``.

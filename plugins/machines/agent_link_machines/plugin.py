@@ -62,6 +62,8 @@ agent_link_schema = migrations(MIGRATIONS)
 
 #: ``event.notes`` key: this event wrote the outbox (agent_link_record_event -> agent_link_on_event)
 OUTBOX_NOTE = "machines.outbox"
+#: ``event.notes`` key: the outbox had no unsent row before this event's: the relay may be idle
+WAKE_NOTE = "machines.wake"
 
 
 def _configured(app: Any) -> bool:
@@ -94,7 +96,16 @@ def agent_link_record_event(event: Event, conn: sqlite3.Connection, app: PluginA
         return
     from agent_link_machines.records import outgoing_records
 
-    for record_id, machine, payload in outgoing_records(event.kind, event.message_id, event.data, conn, app.config):
+    # the row a send is storing comes from the mailbox without a query (get_row)
+    row = app.mailbox.get_row(event.message_id)
+    if row is None:
+        return
+    for record_id, machine, payload in outgoing_records(event.kind, event.message_id, event.data, conn, app.config, row):
+        if OUTBOX_NOTE not in event.notes:
+            # Rows still unsent before this one: the relay has not yet marked them sent, which
+            # it can only do after this transaction (the write lock), and it reads the outbox
+            # again after marking, so it finds this row without a wake-up. Else wake it.
+            event.notes[WAKE_NOTE] = conn.execute("SELECT 1 FROM machines_outbox WHERE sent_at IS NULL LIMIT 1").fetchone() is None
         conn.execute(
             "INSERT OR IGNORE INTO machines_outbox (record_id, machine, payload, created_at) VALUES (?, ?, ?, ?)",
             (record_id, machine, json.dumps(payload, ensure_ascii=False), now_ms()),
@@ -104,16 +115,19 @@ def agent_link_record_event(event: Event, conn: sqlite3.Connection, app: PluginA
 
 @hookimpl
 def agent_link_on_event(event: Event, app: PluginApp) -> None:
-    """Once a change that wrote the outbox is committed: wake the relay's outbox loop (it
-    waits on :func:`agent_link_machines.common.outbox_signal`, not on every commit of the
-    database) and, with autostart on, start a relay if none runs
+    """Once a change that wrote the outbox is committed: wake the relay's outbox loop when
+    the outbox had nothing unsent before (it waits on
+    :func:`agent_link_machines.common.outbox_signal`, not on every commit of the database;
+    while it is still sending it reads the outbox again anyway: a burst costs one wake-up,
+    not one per send) and, with autostart on, start a relay if none runs
     (:func:`agent_link_machines.autostart.nudge_relay`: mail from the CLI alone goes out)."""
     if not event.notes.get(OUTBOX_NOTE):
         return
-    from agent_link_core.wake import notify
-    from agent_link_machines.common import outbox_signal
+    if event.notes.get(WAKE_NOTE):
+        from agent_link_core.wake import notify
+        from agent_link_machines.common import outbox_signal
 
-    notify(outbox_signal(app.config))
+        notify(outbox_signal(app.config))
     if app.config.get(AUTOSTART_SETTING):
         from agent_link_machines.autostart import nudge_relay
 

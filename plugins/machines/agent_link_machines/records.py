@@ -30,6 +30,12 @@ from agent_link_machines.common import machine_name, machine_of
 log = logging.getLogger(__name__)
 
 
+#: how a stored message that came from another machine starts its metadata (:func:`_outgoing`
+#: puts ``machines`` first, and ``json.dumps`` keeps the order): the relay's own inserts skip
+#: parsing it; anything else is decided from the parsed metadata
+_ARRIVED = '{"machines": {"origin": '
+
+
 def _meta(row: sqlite3.Row) -> dict[str, Any]:
     try:
         meta = json.loads(row["metadata"] or "{}")
@@ -38,9 +44,11 @@ def _meta(row: sqlite3.Row) -> dict[str, Any]:
     return meta if isinstance(meta, dict) else {}
 
 
-def message_record(row: sqlite3.Row, own: str) -> dict[str, Any]:
-    """A stored message as the ``message`` record's body (the sender's attestation included)."""
-    meta = _meta(row)
+def message_record(row: sqlite3.Row, own: str, meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A stored message as the ``message`` record's body (the sender's attestation included).
+
+    :param meta: the row's metadata already parsed (None: parsed here)."""
+    meta = _meta(row) if meta is None else meta
     sender = meta.get("sender") or {}
     return {
         "id": row["id"], "from": row["from_addr"], "source": sender.get("source") or row["from_source"],
@@ -51,14 +59,20 @@ def message_record(row: sqlite3.Row, own: str) -> dict[str, Any]:
 
 
 def outgoing_records(
-    kind: str, message_id: str, data: Mapping[str, Any], conn: sqlite3.Connection, config: Any,
+    kind: str, message_id: str, data: Mapping[str, Any], conn: sqlite3.Connection, config: Any, row: sqlite3.Row | None = None,
 ) -> Iterator[tuple[str, str, dict[str, Any]]]:
     """What another machine must learn of one mailbox event, as ``(record id, machine,
     payload)``; nothing for local mail. Runs inside the event's write transaction (reads see
-    the change); reads only the database and ``directory.json``."""
-    row = conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
+    the change); reads only the database and ``directory.json``.
+
+    :param row: the message ``message_id`` as stored, when the caller has it (the row a send
+        is storing: no query); read from ``conn`` otherwise."""
     if row is None:
-        return
+        row = conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
+        if row is None:
+            return
+    if kind == "sent" and _ARRIVED in (row["metadata"] or ""):
+        return  # arrived from another machine (metadata.machines.origin): it is not sent on
     meta = _meta(row)
     try:
         own = machine_name(config)
@@ -82,7 +96,7 @@ def outgoing_records(
             if target and conn.execute("SELECT 1 FROM presence WHERE address = ?", (row["recipient"],)).fetchone() is not None:
                 target = None  # served on this machine too: local mail
         if target and target != own:
-            yield row["id"], target, {"type": "message", "message": message_record(row, own)}
+            yield row["id"], target, {"type": "message", "message": message_record(row, own, meta)}
     elif kind == "resolved" and origin and origin != own:
         res = conn.execute("SELECT * FROM resolutions WHERE message_id = ?", (message_id,)).fetchone()
         if res is None:
@@ -101,20 +115,24 @@ def outgoing_records(
         }
 
 
-def _outgoing(record: Mapping[str, Any]) -> OutgoingMessage:
-    """The stored form of a ``message`` record: the sender as its own machine attested it."""
+def _outgoing(record: Mapping[str, Any], unverified: bool = False) -> OutgoingMessage:
+    """The stored form of a ``message`` record: the sender as its own machine attested it
+    (with ``unverified``: never verified, whatever the record says)."""
     sender = Caller(address=record["from"], source=str(record.get("source") or "fallback"),
-                    proven=True if record.get("verified") else None)
+                    proven=True if record.get("verified") and not unverified else None)
     return OutgoingMessage(
         id=record["id"], sender=sender, to=record["to"], recipient=record["recipient"], body=record["body"],
         anticipation=record["anticipation"], reply_by_ms=record.get("replyBy"), reply_to=record.get("replyTo"),
-        metadata={**(record.get("metadata") or {}), "machines": {"origin": record["origin"]}},
+        # "machines" first: outgoing_records recognises mail that arrived by its start (_ARRIVED)
+        metadata={"machines": {"origin": record["origin"]}, **{k: v for k, v in (record.get("metadata") or {}).items() if k != "machines"}},
     )
 
 
-def store_record(app: Any, payload: Mapping[str, Any]) -> tuple[str, list[Any]]:
+def store_record(app: Any, payload: Mapping[str, Any], unverified: bool = False) -> tuple[str, list[Any]]:
     """Write one record from another machine into this machine's mailbox, at most once: a
-    record already applied changes nothing. The relay calls it inside one write transaction
+    record already applied changes nothing. With ``unverified`` (a record whose publisher the
+    engine does not attest: the legacy subject) the senders of the messages it carries are
+    stored unverified. The relay calls it inside one write transaction
     per fetched batch (each record a savepoint of it); it pushes nothing: the caller offers the
     returned rows to their recipients' harnesses after its commit, as a local send does.
 
@@ -131,7 +149,7 @@ def store_record(app: Any, payload: Mapping[str, Any]) -> tuple[str, list[Any]]:
         record = payload["message"]
         if app.mailbox.get_row(record["id"]) is not None:
             return "duplicate", []
-        row, created = app.mailbox.store_message(_outgoing(record))
+        row, created = app.mailbox.store_message(_outgoing(record, unverified))
         return ("stored", [row]) if created else ("duplicate", [])
     if kind == "resolution":
         reply = payload.get("reply")
@@ -139,11 +157,11 @@ def store_record(app: Any, payload: Mapping[str, Any]) -> tuple[str, list[Any]]:
         if target is None or app.mailbox.state(target).resolution is not None:
             if reply is None or app.mailbox.get_row(reply["id"]) is not None:
                 return "duplicate", []
-            row, _ = app.mailbox.store_message(_outgoing(reply))
+            row, _ = app.mailbox.store_message(_outgoing(reply, unverified))
             return "stored", [row]
         by = Caller(address=str(payload["by"]), source=str((reply or {}).get("source") or "fallback"),
-                    proven=True if (reply or {}).get("verified") else None)
-        stored_reply = _outgoing(reply) if reply is not None and app.mailbox.get_row(reply["id"]) is None else None
+                    proven=True if (reply or {}).get("verified") and not unverified else None)
+        stored_reply = _outgoing(reply, unverified) if reply is not None and app.mailbox.get_row(reply["id"]) is None else None
         try:
             _, reply_row = app.mailbox.resolve(target["id"], by, str(payload["kind"]), reason=payload.get("reason"), reply=stored_reply)
         except AgentLinkError as exc:

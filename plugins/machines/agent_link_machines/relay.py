@@ -17,7 +17,9 @@ by itself after the server went away):
 * **inbound**: it pulls from its durable consumer ``machine_<machine>`` (explicit acks),
   stores each fetched batch in one local transaction (:func:`agent_link_machines.records.store_record`,
   idempotent on the id), and acknowledges its records only after that commit: a crash between
-  the two brings the record again, and applying it again changes nothing.
+  the two brings the record again, and applying it again changes nothing. A second consumer
+  drains the subject earlier plugin versions published on (:meth:`Relay.consumer_names`,
+  :meth:`Relay.legacy_problem`).
 
 At start it claims its machine name: ``claim.<machine>`` in the bucket is created with this
 state dir's instance id, and a name claimed by another instance is refused
@@ -43,8 +45,8 @@ from agent_link_core.store import now_ms
 from agent_link_core.wake import Wakeup
 
 from agent_link_machines.common import (
-    BUCKET, CREDS_SETTING, NAME, STREAM, SUBJECT_PREFIX, URL_SETTING, mail_subject, heartbeat_ms, local_roles, machine_name, outbox_signal, plugin_dir,
-    redact, write_json,
+    BUCKET, CREDS_SETTING, NAME, STREAM, SUBJECT_PREFIX, URL_SETTING, heartbeat_ms, legacy_durable, legacy_subject, local_roles, mail_durable,
+    mail_subject, machine_name, outbox_signal, plugin_dir, redact, upgraded_durable, write_json,
 )
 from agent_link_machines.records import store_record
 
@@ -55,6 +57,11 @@ PACK_RECORDS = 64
 PACK_BYTES = 256 * 1024
 FETCH_BATCH = 32  # engine messages per pull: at most FETCH_BATCH * PACK_RECORDS records in one local transaction
 PUBLISH_TIMEOUT_S = 2.0
+#: after a round that published, the next one reads the outbox this many seconds later: while
+#: senders are busy a round then carries more rows, so the engine writes (and syncs) fewer,
+#: larger packs and the receiving relay stores them in fewer transactions; a first message
+#: after a quiet spell goes out at once
+OUTBOX_GATHER_S = 0.005
 RETRY_S = 0.5
 SENT_KEPT_MS = 24 * 3600_000  # how long an acknowledged outbox row stays in the table
 #: JetStream 2.10 is the oldest server with the stream and KV features used here
@@ -192,6 +199,7 @@ class Relay:
         self.sent = 0
         self.applied = 0
         self.machines_seen: list[str] = []
+        self.claimed: set[str] = set()  # machines whose name claim the engine showed (legacy_problem)
 
     # -- connection ----------------------------------------------------------------------
 
@@ -456,17 +464,47 @@ class Relay:
                     self.last_work = time.monotonic()
                 if failed is not None:
                     await asyncio.sleep(RETRY_S)
+                elif len(rows) < OUTBOX_BATCH:
+                    await asyncio.sleep(OUTBOX_GATHER_S)
         finally:
             wakeup.close()
 
     async def inbound_loop(self) -> None:
-        """Apply what other machines sent here, acknowledging each record after its commit."""
-        from nats.errors import TimeoutError as NatsTimeout
+        """Apply what other machines sent here, acknowledging each record after its commit:
+        the mail on ``mail_subject(<this machine>, "*")``, and what is left on (or still comes
+        to) the subject of earlier plugin versions, ``legacy_subject(<this machine>)``
+        (applied as :meth:`apply_batch` says with ``legacy``), each with its consumer
+        (:meth:`consumer_names`)."""
         from nats.js.api import AckPolicy, ConsumerConfig
 
-        subject = mail_subject(self.machine, "*")
-        sub = await self.js.pull_subscribe(subject, durable=f"machine_{self.machine}", stream=STREAM,
-                                           config=ConsumerConfig(ack_policy=AckPolicy.EXPLICIT, ack_wait=30))
+        subject, old = mail_subject(self.machine, "*"), legacy_subject(self.machine)
+        mail, legacy = await self.consumer_names()
+        subs = [await self.js.pull_subscribe(filtered, durable=durable, stream=STREAM,
+                                             config=ConsumerConfig(ack_policy=AckPolicy.EXPLICIT, ack_wait=30))
+                for filtered, durable in ((subject, mail), (old, legacy))]
+        await asyncio.gather(self._pull(subs[0], subject, False), self._pull(subs[1], old, True))
+
+    async def consumer_names(self) -> tuple[str, str]:
+        """``(durable reading mail_subject, durable reading legacy_subject)`` of this machine.
+
+        ``mail_durable`` (``machine_<name>``) reads the mail; on a machine upgraded from an
+        earlier version it exists filtered to the old subject, and keeps reading it from where
+        that version stopped (its filter cannot just be changed: its position would then skip
+        the new mail already waiting), while ``upgraded_durable`` reads the new subject from
+        the start of the stream. Otherwise ``legacy_durable`` reads the old subject."""
+        from nats.js.errors import NotFoundError
+
+        try:
+            info = await self.js.consumer_info(STREAM, mail_durable(self.machine))
+        except NotFoundError:
+            return mail_durable(self.machine), legacy_durable(self.machine)
+        if info.config.filter_subject == legacy_subject(self.machine):
+            return upgraded_durable(self.machine), mail_durable(self.machine)
+        return mail_durable(self.machine), legacy_durable(self.machine)
+
+    async def _pull(self, sub: Any, subject: str, legacy: bool) -> None:
+        from nats.errors import TimeoutError as NatsTimeout
+
         while True:
             try:
                 msgs = await sub.fetch(FETCH_BATCH, timeout=self.heartbeat_s)
@@ -478,15 +516,47 @@ class Relay:
                 self._set(False, _describe(exc))
                 await asyncio.sleep(RETRY_S)
                 continue
-            await self.apply_batch(msgs, subject)
+            await self.apply_batch(msgs, subject, legacy=legacy)
 
-    async def apply_batch(self, msgs: list[Any], subject: str) -> None:
+    async def legacy_problem(self, records: list[dict[str, Any]]) -> str | None:
+        """Why the records of one engine message on ``legacy_subject`` are not taken (None: they
+        are). That subject does not name the publisher, so what the old form allows is checked:
+        every record names an origin, and all the same one; it is another machine, one that claimed
+        its name in the engine; a resolution or delivery is of a message this machine sent to
+        that very machine (:func:`sent_to`). A message record passes these, but which machine
+        published it stays unproven: its sender is stored unverified."""
+        origins = {o for r in records for o in claimed_origins(r)}
+        if not all(claimed_origins(r) for r in records) or len(origins) != 1:
+            return f"its records do not all name one origin ({', '.join(sorted(origins)) or 'none'})"
+        [origin] = origins
+        if origin == self.machine:
+            return f"the records name this machine ({origin}) as their origin"
+        if origin not in self.claimed:
+            from nats.js.errors import KeyNotFoundError
+
+            try:
+                await self.kv.get(f"claim.{origin}")
+            except KeyNotFoundError:
+                return f"no machine named {origin} claimed its name in the engine"
+            self.claimed.add(origin)
+        for record in records:
+            if record.get("type") in ("resolution", "delivered") and not sent_to(self.app, record.get("messageId"), origin):
+                return f"{origin} answers message {record.get('messageId')}, which this machine never sent to it"
+        return None
+
+    async def apply_batch(self, msgs: list[Any], subject: str, legacy: bool = False) -> None:
         """Store a fetched batch in one write transaction (each record a savepoint of it, so
         one that fails leaves the others), then push the new messages and acknowledge: an
         engine message (one record, or a pack of them: :func:`pack_rows`) is acknowledged only
         once its records' commit is done; one with a record not stored is nak'ed and comes
         again (its stored records then change nothing). A commit that fails stores none and
-        acknowledges none."""
+        acknowledges none.
+
+        The publisher is the subject's last token, and every origin a record claims must be
+        it. With ``legacy`` (``legacy_subject``: earlier versions, whose subject does not name
+        the publisher) an engine message is taken only when :meth:`legacy_problem` finds
+        nothing wrong, and the senders of its messages are stored unverified
+        (:func:`~agent_link_machines.records.store_record`); the others are dropped."""
         entries: list[tuple[Any, list[dict[str, Any]]]] = []
         for msg in msgs:
             records = records_of(msg.data)
@@ -494,12 +564,19 @@ class Relay:
                 log.warning("a record that is not a JSON object on %s was dropped", subject)
                 await msg.term()
                 continue
-            publisher = str(msg.subject).rpartition(".")[2]
-            forged = sorted({o for r in records for o in claimed_origins(r)} - {publisher})
-            if forged:  # its own machine attests a record, and the subject says which machine that was
-                log.warning("records claiming to come from %s, published by machine %s, were dropped", ", ".join(forged), publisher)
-                await msg.term()
-                continue
+            if legacy:
+                problem = await self.legacy_problem(records)
+                if problem is not None:
+                    log.warning("a record on %s was dropped: %s", subject, problem)
+                    await msg.term()
+                    continue
+            else:
+                publisher = str(msg.subject).rpartition(".")[2]
+                forged = sorted({o for r in records for o in claimed_origins(r)} - {publisher})
+                if forged:  # its own machine attests a record, and the subject says which machine that was
+                    log.warning("records claiming to come from %s, published by machine %s, were dropped", ", ".join(forged), publisher)
+                    await msg.term()
+                    continue
             entries.append((msg, records))
         stored: list[tuple[Any, list[Any]]] = []
         failed: list[tuple[Any, list[Any]]] = []
@@ -512,7 +589,7 @@ class Relay:
                     for payload in records:
                         try:
                             with self.app.store.write():
-                                rows += store_record(self.app, payload)[1]
+                                rows += store_record(self.app, payload, unverified=legacy)[1]
                         except Exception:  # not stored (a bad record, a refusal): not acknowledged, it comes again
                             log.exception("record %s not applied; the engine delivers it again",
                                           msg.header and msg.header.get("Nats-Msg-Id"))
@@ -535,6 +612,19 @@ class Relay:
             self.last_work = time.monotonic()
             with contextlib.suppress(Exception):  # an ack lost: the record comes again and changes nothing
                 await msg.ack()
+
+
+def sent_to(app: Any, message_id: Any, machine: str) -> bool:
+    """Whether this machine sent the message ``message_id`` to ``machine``: its outbox holds
+    the message's record for that machine (kept a day after it was sent), or the message is
+    stored pinned to it (``metadata.machines.to``)."""
+    if not isinstance(message_id, str):
+        return False
+    conn = app.store.conn
+    if conn.execute("SELECT 1 FROM machines_outbox WHERE record_id = ? AND machine = ?", (message_id, machine)).fetchone():
+        return True
+    row = conn.execute("SELECT json_extract(metadata, '$.machines.to') FROM messages WHERE id = ?", (message_id,)).fetchone()
+    return row is not None and row[0] == machine
 
 
 def claimed_origins(record: dict[str, Any]) -> set[str]:

@@ -63,6 +63,8 @@ async def attempts_as(engine: Engine, user: str) -> dict[str, str]:
         await attempt("subscribe", nc.subscribe(SUBJECT_PREFIX + "beta"))
         await attempt("own consumer", js.add_consumer(STREAM, ConsumerConfig(name="spy", filter_subject=SUBJECT_PREFIX + "beta")))
         await attempt("beta's consumer", js.pull_subscribe(SUBJECT_PREFIX + "beta.*", durable="machine_beta", stream=STREAM))
+        await attempt("beta's old mail", js.pull_subscribe(SUBJECT_PREFIX + "beta", durable="oldmail_beta", stream=STREAM))
+        await attempt("mail on the old subject", nc.publish(SUBJECT_PREFIX + "beta", b"{}"))
         await attempt("mail as beta", nc.publish(SUBJECT_PREFIX + "beta.beta", b"{}"))  # a forged origin
         await attempt("direct read", js.get_msg(STREAM, seq=1))
         kv = await js.key_value(BUCKET)
@@ -102,6 +104,7 @@ def test_a_machines_credentials_read_only_its_own_mail(engine: Engine, tmp_path:
     # the relays never asked for anything their permissions refuse
     assert "Violation" not in (engine.root / "server.log").read_text(encoding="utf-8")
     tried = asyncio.run(attempts_as(engine, "alpha"))
-    for route in ("subscribe", "own consumer", "beta's consumer", "mail as beta", "direct read", "beta's entry"):
+    for route in ("subscribe", "own consumer", "beta's consumer", "beta's old mail", "mail on the old subject", "mail as beta", "direct read",
+                  "beta's entry"):
         assert "permissions violation" in tried[route].lower(), (route, tried)
     assert tried["own entry"] == "allowed", tried

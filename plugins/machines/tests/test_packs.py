@@ -124,3 +124,27 @@ async def test_a_record_naming_another_origin_than_its_publisher_is_dropped(app:
     await relay.apply_batch([lying, honest], "agent_link.mail.alpha.*")
     assert (lying.acks, honest.acks) == (["term"], ["ack"])
     assert [r[0] for r in app.store.conn.execute("SELECT body FROM messages")] == ["packed 2"]
+
+
+@pytest.mark.anyio
+async def test_a_send_wakes_the_relay_only_when_nothing_else_waits_to_go(app: App) -> None:
+    """The relay reads the outbox again after marking a round sent, so only the send that
+    finds nothing unsent wakes it (plugin.agent_link_on_event); every row is still there to go."""
+    from agent_link_core.model import Caller
+    from agent_link_core.store import now_ms
+    from agent_link_core.wake import Wakeup
+    from agent_link_machines.common import outbox_signal, plugin_dir, write_json
+
+    write_json(plugin_dir(app.config) / "directory.json",
+               {"at": now_ms(), "machines": {"beta": {"at": now_ms(), "served": ["team:bob"], "sessions": []}}})
+    sender = Caller("team:alice", "env")
+    with Wakeup(outbox_signal(app.config)) as relay:
+        woken = []
+        for n in range(3):
+            await app.send(caller=sender, to="team:bob", body=f"to beta {n}")
+            woken.append(relay.wait_blocking(0))
+        app.store.conn.execute("UPDATE machines_outbox SET sent_at = 1")  # the relay sent them
+        await app.send(caller=sender, to="team:bob", body="after a quiet spell")
+        woken.append(relay.wait_blocking(0))
+    assert woken == [True, False, False, True]
+    assert app.store.conn.execute("SELECT COUNT(*) FROM machines_outbox WHERE machine = 'beta'").fetchone()[0] == 4

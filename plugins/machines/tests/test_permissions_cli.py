@@ -27,7 +27,13 @@ def test_the_permissions_name_only_the_machines_own_mail_consumer_and_entry(isol
     assert "agent_link.mail.*.alpha" in publish and perms["subscribe"]["allow"] == ["_INBOX.>"]
     assert [s for s in publish if s.startswith("agent_link.mail.")] == ["agent_link.mail.*.alpha"]  # mail only as itself
     consumers = [s for s in publish if ".CONSUMER." in s and "AGENT_LINK_MAIL" in s]
-    assert consumers and all("machine_alpha" in s for s in consumers)
+    # its mail consumer, the one draining the subject of earlier versions (agent_link.mail.alpha),
+    # and the mail consumer of a machine upgraded from one
+    assert consumers and all(any(f"{c}_alpha" in s for c in ("machine", "oldmail", "mail")) for s in consumers)
+    assert [s for s in consumers if "CONSUMER.CREATE" in s] == [
+        "$JS.API.CONSUMER.CREATE.AGENT_LINK_MAIL.machine_alpha.agent_link.mail.alpha.*",
+        "$JS.API.CONSUMER.CREATE.AGENT_LINK_MAIL.oldmail_alpha.agent_link.mail.alpha",
+        "$JS.API.CONSUMER.CREATE.AGENT_LINK_MAIL.mail_alpha.agent_link.mail.alpha.*"]
     assert [s for s in publish if s.startswith("$KV.")] == ["$KV.agent_link_machines.dir.alpha", "$KV.agent_link_machines.claim.alpha"]
     assert not any("MSG.GET.AGENT_LINK_MAIL" in s or "DIRECT.GET.AGENT_LINK_MAIL" in s for s in publish)
 
