@@ -271,6 +271,27 @@ def test_the_hook_never_creates_the_database(adapter_path: Path, isolated_env: P
     assert not (isolated_env / "agent-link.db").exists()
 
 
+def test_a_server_puts_back_an_adapter_a_hook_left_out(adapter_path: Path, isolated_env: Path) -> None:
+    """A hook's rebuild runs each registration under a short budget; a plugin that only
+    overran it there is put back by the next server, whose registrations had the full budget."""
+    script = (
+        "import json, sys\n"
+        "from agent_link_core import prompt_hooks\n"
+        "from agent_link_core.json_files import read_json_object\n"
+        "from agent_link_core.plugins import load_plugins\n"
+        "state = sys.argv[1]\n"
+        "path = prompt_hooks.registry_path(state)\n"
+        "current = prompt_hooks.fingerprint(prompt_hooks.disabled_names())\n"
+        "prompt_hooks.write(path, {'fingerprint': current, 'adapters': {}})  # as a hook wrote it, its plugin left out\n"
+        "prompt_hooks.refresh(state, load_plugins())\n"
+        "print(json.dumps(read_json_object(path)['adapters']))\n"
+    )
+    isolated_env.mkdir(parents=True, exist_ok=True)
+    out = subprocess.run([sys.executable, "-c", script, str(isolated_env)], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=str(adapter_path)), timeout=60)
+    assert json.loads(out.stdout)["test-host"] == {"module": "agent_link_testhost.hook", "plugin": "test-host"}, out.stderr
+
+
 def test_a_prompt_never_waits_for_another_writer_and_the_reminder_it_skips_comes_next_time(adapter_path: Path) -> None:
     box = seed(2)  # one delivered with a reminder due, one not delivered yet
     mid = box.open_for("test:bob", 1)[0]["id"]
