@@ -3,9 +3,10 @@
 Reads the host's hook JSON on stdin, asks the host's adapter what to print, prints the
 host's hook JSON on stdout, and exits 0 whatever happens: a hook must never block a prompt.
 It imports no mcp, pydantic, click or pluggy, nor typing, dataclasses, logging or pathlib:
-only light standard modules and the core's modules written for this path (config, store,
-addresses; mailbox, envelope and reminders when an adapter first touches the mailbox, so an
-adapter that never does, like an edit guard, does not load them).
+only light standard modules and the core's modules written for this path (config,
+addresses, the registry). Mail is read with :mod:`sqlite3` alone (:class:`HookContext`): the
+envelope loads when there is a note to word, the store, mailbox and reminders when a
+reminder may be due; an adapter that never asks, like an edit guard, loads none of them.
 
 A harness plugin declares its host's adapter with ``agent_link_register_prompt_hooks``: a
 module with ``handle(event: str, payload: dict, ctx: HookContext) -> dict | None``; the
@@ -24,12 +25,13 @@ import json
 import os
 import re
 import sys
+import time
 
 from agent_link_core.config import load_config
 from agent_link_core.addresses import is_address
 from agent_link_core.addresses import HARNESS_RE
+from agent_link_core.json_files import ensure_private_dir
 from agent_link_core.prompt_hooks import adapter_module
-from agent_link_core.store import Store, ensure_private_dir, now_ms
 
 EVENT_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 MAX_STDIN_BYTES = 4 * 1024 * 1024
@@ -51,8 +53,22 @@ if TYPE_CHECKING:
     from agent_link_core.mailbox import Mailbox
 
 
+#: an address's undelivered open messages (the pending note) and whether it has delivered open
+#: reply/action mail (reminders may be due): two index seeks, however many messages others have
+MAIL_SQL = (
+    "SELECT (SELECT COUNT(*) FROM messages WHERE recipient = ?1 AND open = 1 AND delivered_at IS NULL),"
+    " EXISTS (SELECT 1 FROM messages WHERE recipient = ?1 AND open = 1 AND delivered_at IS NOT NULL AND anticipation != 'fyi')"
+)
+#: the mail the pending note names the senders of: as ``Mailbox.open_for(..., undelivered_only=True)``
+SENDERS_SQL = "SELECT from_addr FROM messages WHERE recipient = ? AND open = 1 AND delivered_at IS NULL ORDER BY sent_at, id LIMIT 200"
+
+
 class HookContext:
-    """Mailbox access for a host adapter, opened lazily (no mail = no database work).
+    """Mailbox access for a host adapter, loaded only as far as the answer needs.
+
+    Mail is read through :mod:`sqlite3` alone (:data:`MAIL_SQL`, :data:`SENDERS_SQL`), and
+    through the :class:`~agent_link_core.mailbox.Mailbox` (its checks, migrations and errors)
+    once such a read fails; reminders and the stop block, which write, use the mailbox.
 
     The hook must never hold a host's prompt up for another process: reads wait at most
     :data:`HOOK_BUSY_TIMEOUT_MS`, and the two writes it makes (claiming a reminder, claiming
@@ -69,6 +85,9 @@ class HookContext:
         self.config = config
         self._mailbox: Mailbox | None = None
         self._opened = False
+        self._wait_ms = min(HOOK_BUSY_TIMEOUT_MS, int(config.get("AGENT_LINK_BUSY_TIMEOUT_MS")))
+        self._lean: Any = None  # the sqlite3 connection of the lean reads; False once one failed
+        self._mail: dict[str, tuple[int, bool]] = {}
         #: reminders this hook claimed, ``(message id, n, address)``: given back when its
         #: output cannot be written (:func:`main`), so a reminder nobody saw is not counted
         self.claimed: list[tuple[str, int, str]] = []
@@ -78,34 +97,58 @@ class HookContext:
         """The mailbox, or None when no database exists yet (then there is no mail)."""
         if not self._opened:
             self._opened = True
-            wait_ms = min(HOOK_BUSY_TIMEOUT_MS, int(self.config.get("AGENT_LINK_BUSY_TIMEOUT_MS")))
-            store = Store.open_existing(self.config.db_path, busy_timeout_ms=wait_ms)
+            from agent_link_core.store import Store  # only a hook that writes (or whose lean read failed) pays for it
+
+            store = Store.open_existing(self.config.db_path, busy_timeout_ms=self._wait_ms)
             if store is not None:
-                from agent_link_core.mailbox import Mailbox  # only a hook that reads mail pays for it
+                from agent_link_core.mailbox import Mailbox
 
                 self._mailbox = Mailbox(store, self.config)
         return self._mailbox
 
+    def _read(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        """The rows of one read (``[]`` when no database exists): through :mod:`sqlite3` alone
+        while that works, else through the mailbox's store (see the class doc)."""
+        path = os.fspath(self.config.db_path)
+        if self._lean is None and not os.path.exists(path):
+            return []
+        import sqlite3
+
+        try:
+            if self._lean is None:  # mode=rw: a file deleted meanwhile is not created empty; ? # % are the URI's own
+                uri = "file:" + path.replace("%", "%25").replace("?", "%3f").replace("#", "%23") + "?mode=rw"
+                self._lean = sqlite3.connect(uri, uri=True, timeout=self._wait_ms / 1000, isolation_level=None)
+            if self._lean is not False:
+                return self._lean.execute(sql, params).fetchall()
+        except sqlite3.Error:
+            self._lean = False
+        box = self.mailbox
+        return [] if box is None else box.store.conn.execute(sql, params).fetchall()
+
+    def _mail_of(self, address: str) -> tuple[int, bool]:
+        """``(undelivered open messages, whether delivered open reply/action mail exists)`` of
+        ``address`` (``(0, False)`` for anything not an address), read once."""
+        if address not in self._mail:
+            rows = self._read(MAIL_SQL, (address,)) if is_address(address) else []
+            self._mail[address] = (int(rows[0][0]), bool(rows[0][1])) if rows else (0, False)
+        return self._mail[address]
+
     def pending_note(self, address: str) -> str | None:
         """The "you have mail" note for undelivered mail of ``address`` (never a body)."""
-        box = self.mailbox
-        if box is None or not is_address(address):
-            return None
-        count = box.count_open(address, undelivered_only=True)
+        count = self._mail_of(address)[0]
         if count == 0:
             return None
-        rows = box.open_for(address, 200, undelivered_only=True)
         from agent_link_core.envelope import pending_notice
 
-        return pending_notice(count, _senders(r["from_addr"] for r in rows))
+        return pending_notice(count, list(dict.fromkeys(row[0] for row in self._read(SENDERS_SQL, (address,)))))
 
     def due_reminder_note(self, address: str, via: str) -> str | None:
         """Claim and describe the reminders due for ``address``; None when none is due.
 
         Each reminder number is claimed once across all processes; only claimed ones count.
         """
-        box = self.mailbox
-        if box is None or not is_address(address):
+        box = self.mailbox if self._mail_of(address)[1] else None
+        if box is None:
             return None
         from agent_link_core.reminders import due_for
 
@@ -122,8 +165,8 @@ class HookContext:
         With ``stop_hook_active`` (the host is already continuing because of a block) it
         never blocks, so the loop always ends.
         """
-        box = self.mailbox
-        if box is None or not is_address(address) or stop_hook_active:
+        box = self.mailbox if not stop_hook_active and self._mail_of(address)[1] else None
+        if box is None:
             return None
         due = box.due_reminders(address)
         if not due or box.blocked_recently(address):
@@ -147,19 +190,13 @@ class HookContext:
         beat_dir = os.path.join(state_dir, "hooks")
         ensure_private_dir(beat_dir)
         beat = os.path.join(beat_dir, f"{host}-{event}.last")
-        fd = os.open(beat, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+        # written over in place, then cut to length: opening with O_TRUNC empties a file with
+        # data, which ext4 (auto_da_alloc) answers by flushing it at close, milliseconds a prompt
+        fd = os.open(beat, os.O_CREAT | os.O_WRONLY, 0o600)
         try:
-            os.write(fd, str(now_ms()).encode())
+            os.ftruncate(fd, os.write(fd, str(time.time_ns() // 1_000_000).encode()))
         finally:
             os.close(fd)
-
-
-def _senders(addresses: Any) -> list[str]:
-    seen: list[str] = []
-    for address in addresses:
-        if address not in seen:
-            seen.append(address)
-    return seen
 
 
 def last_runs(state_dir: str | os.PathLike[str]) -> dict[str, int]:
@@ -281,7 +318,7 @@ def _said(exc: BaseException) -> str:
 
 def _unclaim(contexts: list[HookContext]) -> None:
     for ctx in contexts:
-        box = ctx.mailbox
+        box = ctx.mailbox if ctx.claimed else None
         for message_id, n, address in ctx.claimed if box is not None else ():
             try:
                 box.release_reminder(message_id, n, address)

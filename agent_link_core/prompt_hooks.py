@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 
 #: the registry file's format version; a file of another version is rebuilt
 FORMAT = 1
+#: the budget (ms) of each plugin call while the hook rebuilds the registry (at most the
+#: configured ``AGENT_LINK_HOOK_TIMEOUT_MS``): the host waits for the hook, for 5 s at most
+REBUILD_BUDGET_MS = 2000
 
 
 def disabled_names(env: Any = None) -> list[str]:
@@ -95,34 +98,50 @@ def adapter_module(state_dir: str, harness: str, env: Any = None) -> str | None:
 def rebuild(path: str, current: list[Any], env: Any = None) -> dict[str, Any]:
     """Collect the adapters from the plugins that load now and write the registry.
 
+    A plugin's adapter counts only when every registration a process makes at start succeeds
+    for it (:func:`registered`), run with just the core and the plugins that have adapters
+    (the others' tools would cost the prompt seconds): one that raises, exits, answers a refused
+    record or outlasts :data:`REBUILD_BUDGET_MS` is left out, so its adapter never runs.
+
     :returns: the registry as written (also when the file could not be written: the hook
         then rebuilds next time, which is slower but still right).
     """
-    from agent_link_core.plugins import Hooks, build_plugin_manager
+    from agent_link_core.boundary import TIMEOUT_ENV, timeout_from_env
+    from agent_link_core.plugins import DEFAULT_PLUGINS, Hooks, build_plugin_manager
 
-    pm, _report = build_plugin_manager(env=dict(os.environ if env is None else env))
-    adapters = {
-        hook.harness: {"module": hook.module, "plugin": plugin}
-        for hook, plugin in Hooks(pm).prompt_hooks().values()
-    }
-    data = {"fingerprint": current, "adapters": adapters}
+    env = dict(os.environ if env is None else env)
+    budget = timeout_from_env(env)
+    env[TIMEOUT_ENV] = str(REBUILD_BUDGET_MS if budget == 0 else min(budget, REBUILD_BUDGET_MS))
+    hooks = Hooks(build_plugin_manager(env=env)[0])
+    keep = {*DEFAULT_PLUGINS, *(plugin for _, plugin in hooks.prompt_hooks().values())}
+    for name, _plugin in hooks.pm.list_name_plugin():
+        if name not in keep:
+            hooks.pm.unregister(name=name)
+    data = {"fingerprint": current, "adapters": registered(hooks)}
     write(path, data)
     return data
 
 
+def registered(hooks: Any) -> dict[str, dict[str, str]]:
+    """``{harness: {"module", "plugin"}}`` of the adapters whose plugins registered cleanly:
+    runs (or reads, when this process already ran them) every start-up registration first,
+    so that a plugin the boundary left out in any of them is not among them."""
+    hooks.harnesses(), hooks.settings(), hooks.migrations(), hooks.tools()
+    return {hook.harness: {"module": hook.module, "plugin": plugin} for hook, plugin in hooks.prompt_hooks().values()}
+
+
 def refresh(state_dir: str, hooks: Any, env: Any = None) -> None:
-    """Rewrite the registry from an already built plugin manager when it is stale.
+    """Rewrite the registry from an already built plugin manager when it is stale or differs.
 
     Called when the MCP server starts, so the first prompt of a session does not pay for a
-    rebuild. ``hooks`` is the process's :class:`~agent_link_core.plugins.Hooks`.
+    rebuild, and so that the server's view (its registrations under the full budget) replaces
+    one a hook wrote (a plugin that only overran the hook's shorter budget comes back).
+    ``hooks`` is the process's :class:`~agent_link_core.plugins.Hooks`.
     """
     path = registry_path(state_dir)
-    current = fingerprint(disabled_names(env))
-    data = read_json_object(path)
-    if data is not None and data.get("fingerprint") == current:
-        return
-    adapters = {hook.harness: {"module": hook.module, "plugin": plugin} for hook, plugin in hooks.prompt_hooks().values()}
-    write(path, {"fingerprint": current, "adapters": adapters})
+    data = {"fingerprint": fingerprint(disabled_names(env)), "adapters": registered(hooks)}
+    if read_json_object(path) != data:
+        write(path, data)
 
 
 def write(path: str, data: dict[str, Any]) -> bool:

@@ -48,10 +48,10 @@ def line(name: str, value: float, unit: str, baseline_name: str, baseline: float
 
 
 def fill(state: Path, count: int, recipient_prefix: str = "bench:other", body: Callable[[int], str] = lambda i: "body",
-         anticipation: str = "reply", search_index: bool = False) -> None:
+         anticipation: str = "reply", search_index: bool = False, to: str | None = None) -> None:
     """Store ``count`` messages from bench:sender to 500 recipients (one transaction per
-    1000); ``body(i)`` is the i-th body. With ``search_index`` the database has the search
-    index, whose triggers index each row as it is inserted."""
+    1000), or all to ``to`` when given; ``body(i)`` is the i-th body. With ``search_index``
+    the database has the search index, whose triggers index each row as it is inserted."""
     os.environ["AGENT_LINK_STATE_DIR"] = str(state)
     from agent_link_core.config import load_config
     from agent_link_core.mailbox import content_hash, new_message_id
@@ -61,9 +61,9 @@ def fill(state: Path, count: int, recipient_prefix: str = "bench:other", body: C
     store = Store(load_config().db_path, (*CORE_MIGRATIONS, *SEARCH_MIGRATIONS) if search_index else CORE_MIGRATIONS)
     rows = []
     for i in range(count):
-        to, text = f"{recipient_prefix}{i % 500}", body(i)
-        rows.append((new_message_id(), "bench:sender", "config", to, to, text, len(text.encode()),
-                     content_hash("bench:sender", to, text, anticipation, None, None), "{}", now_ms(), anticipation, None, None))
+        recipient, text = to or f"{recipient_prefix}{i % 500}", body(i)
+        rows.append((new_message_id(), "bench:sender", "config", recipient, recipient, text, len(text.encode()),
+                     content_hash("bench:sender", recipient, text, anticipation, None, None), "{}", now_ms(), anticipation, None, None))
         if len(rows) == 1000 or i == count - 1:
             with store.write() as conn:
                 conn.executemany(
@@ -73,11 +73,49 @@ def fill(state: Path, count: int, recipient_prefix: str = "bench:other", body: C
     store.close()
 
 
-def bench_hook(tmp: Path) -> None:
-    node = shutil.which("node")
-    # Installed packages have bytecode; editable sources may not (PYTHONDONTWRITEBYTECODE).
+#: the hook benches' cases: (label, messages stored for other sessions, unread ones for this session)
+HOOK_CASES = (("no mail", 0, 0), ("10,000 for others", 10_000, 0), ("10,000 for others + 3 unread", 10_000, 3))
+
+
+def hook_state(tmp: Path, name: str, others: int, mine: int, address: str) -> Path:
+    """A state dir for one hook case: ``others`` messages to other sessions, ``mine`` unread for
+    ``address``; checked, so that a bench never measures a database other than the one it names."""
+    state = tmp / name
+    state.mkdir(parents=True, exist_ok=True)  # a used installation: the state dir exists even with no mail
+    if others:
+        fill(state, others)
+    if mine:
+        fill(state, mine, to=address)
+    if others or mine:
+        import sqlite3
+
+        conn = sqlite3.connect(state / "agent-link.db")
+        stored, for_it = conn.execute("SELECT COUNT(*), SUM(recipient = ?) FROM messages", (address,)).fetchone()
+        conn.close()
+        if (stored, for_it) != (others + mine, mine):
+            raise SystemExit(f"hook bench: {state} holds {stored} messages, {for_it} for {address}; expected {others + mine}, {mine}")
+    return state
+
+
+def measure_hook(label: str, command: list[str], env: dict[str, str], payload: str, mine: int) -> None:
+    """Run the hook once (it builds the prompt-hook registry), check that it answers as the case
+    expects (a note exactly when there is mail for it), then time it against ``node -e 0``."""
+    first = subprocess.run(command, input=payload, env=env, capture_output=True, text=True, check=False)
+    if bool(first.stdout.strip()) != bool(mine):
+        raise SystemExit(f"hook bench ({label}): expected {'a note' if mine else 'no output'}, got {first.stdout!r} {first.stderr!r}")
+    node_ms, hook_ms = interleaved_medians([shutil.which("node") or "node", "-e", "0"], command, env, payload)
+    line(label, hook_ms, "ms", "node -e 0", node_ms, "<= 0.47")
+
+
+def compile_sources() -> None:
+    """Installed packages have bytecode; editable sources may not (PYTHONDONTWRITEBYTECODE)."""
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "agent_link_core"), str(ROOT / "plugins")],
                    check=False, capture_output=True)
+
+
+def bench_hook(tmp: Path) -> None:
+    """A plugin's prompt hook through ``agent-link hook`` (the adapter asks for the pending note)."""
+    compile_sources()
     exe = str(Path(sys.executable).with_name("agent-link"))
     # a plugin installed as pip would, with its adapter registered through the plugin system
     install_dist(tmp / "site", "agent_link_benchhost", {
@@ -90,34 +128,24 @@ def bench_hook(tmp: Path) -> None:
                    "    note = ctx.pending_note(payload.get('address', ''))\n"
                    "    return {'context': note} if note else None\n",
     }, entry_name="bench-host", entry_module="agent_link_benchhost.plugin")
-    for label, count in (("no mail", 0), ("10,000 unrelated messages", 10_000)):
-        state = tmp / f"hook-{count}"
-        if count:
-            fill(state, count)
-        state.mkdir(parents=True, exist_ok=True)
+    for n, (label, others, mine) in enumerate(HOOK_CASES):
+        state = hook_state(tmp, f"hook-{n}", others, mine, "bench:me")
         env = dict(os.environ, HOME=str(tmp), AGENT_LINK_STATE_DIR=str(state), PYTHONPATH=str(tmp / "site"))
-        hook = [exe, "hook", "bench-host", "Prompt"]
-        subprocess.run(hook, input="{}", env=env, capture_output=True, text=True, check=False)  # builds the prompt-hook registry
-        node_ms, hook_ms = interleaved_medians([node or "node", "-e", "0"], hook, env, json.dumps({"address": "bench:me"}))
-        line(f"hook ({label})", hook_ms, "ms", "node -e 0", node_ms, "<= 0.47")
+        measure_hook(f"hook ({label})", [exe, "hook", "bench-host", "Prompt"], env, json.dumps({"address": "bench:me"}), mine)
 
 
 def bench_claude_hook(tmp: Path) -> None:
     """The Claude UserPromptSubmit hook exactly as the plugin's hooks/hooks.json declares it (through the
-    sh launcher), with no mail and with 10,000 stored messages for other sessions."""
-    node = shutil.which("node") or "node"
+    sh launcher), in each of :data:`HOOK_CASES`."""
+    compile_sources()
     declared = json.loads((CLAUDE_PLUGIN / "hooks" / "hooks.json").read_text())["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
-    command = ["sh", "-c", declared]
-    payload = json.dumps({"session_id": "0f3c1d7e-0000-4000-8000-000000000001", "hook_event_name": "UserPromptSubmit",
-                          "prompt": "hi", "cwd": str(tmp)})
-    for label, count in (("no mail", 0), ("10,000 stored messages", 10_000)):
-        state = tmp / f"claude-hook-{count}"
-        if count:
-            fill(state, count)
+    session_id = "0f3c1d7e-0000-4000-8000-000000000001"
+    payload = json.dumps({"session_id": session_id, "hook_event_name": "UserPromptSubmit", "prompt": "hi", "cwd": str(tmp)})
+    for n, (label, others, mine) in enumerate(HOOK_CASES):
+        state = hook_state(tmp, f"claude-hook-{n}", others, mine, f"claude:{session_id}")
         env = dict(os.environ, HOME=str(tmp), AGENT_LINK_STATE_DIR=str(state), CLAUDE_PLUGIN_ROOT=str(CLAUDE_PLUGIN),
                    AGENT_LINK_BIN=str(Path(sys.executable).with_name("agent-link")), CLAUDE_CONFIG_DIR=str(tmp / ".claude"))
-        node_ms, hook_ms = interleaved_medians([node, "-e", "0"], command, env, payload)
-        line(f"claude hook as declared ({label})", hook_ms, "ms", "node -e 0", node_ms, "<= 0.47")
+        measure_hook(f"claude hook ({label})", ["sh", "-c", declared], env, payload, mine)
 
 
 def bench_reads(tmp: Path) -> None:

@@ -125,7 +125,7 @@ def agent_link_register_harnesses(register):
 
 @hookimpl
 def agent_link_register_tools(register):
-    register(ECHO)
+    register(act("register_tools", ECHO))
 
 
 @hookimpl
@@ -347,6 +347,30 @@ def test_a_fault_stays_in_its_plugin(where: str, kind: str, site: Path, tmp_path
             return  # the hook's faults are its own process's; no other surface reaches the adapter
     if kind != "slow":
         assert reported(problems), problems
+
+
+# every fault a start-up registration can make, in a harness's registration and a tool's
+REGISTRATION_FAULTS = [(where, kind) for where in ("register", "register_tools") for kind in PLACES["register"]]
+
+
+@pytest.mark.parametrize(("where", "kind"), [*REGISTRATION_FAULTS, ("", "")],
+                         ids=[f"{w}-{k}" for w, k in REGISTRATION_FAULTS] + ["healthy"])
+def test_a_plugin_whose_registration_faulted_has_no_prompt_hook(where: str, kind: str, site: Path, tmp_path: Path,
+                                                                valid_schemas_dir: Path) -> None:
+    """issue 31: in a fresh state dir no server has written the prompt-hook registry yet, so the
+    hook finds the plugins itself: one whose registration raised, exited, was refused or hung
+    is left out as a server leaves it out, its adapter never runs, and the prompt goes on
+    (exit 0, nothing printed, the fault said on stderr). A healthy plugin's adapter answers."""
+    env = environment(site, tmp_path, where, kind, valid_schemas_dir)
+    (tmp_path / ".agent-link").mkdir()  # a state dir (the hook stays silent without one), with no registry
+    payload = json.dumps({"session_id": "s1", "hook_event_name": "UserPromptSubmit", "prompt": "hi"})
+    out = finished(start_cli(env, "hook", "faulty", "UserPromptSubmit", stdin=payload))
+    assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
+    assert out.stdout == ("" if where else '{"ok": true}\n'), (out.stdout, out.stderr[-2000:])
+    if where:
+        assert "'faulty' failed in agent_link_register_" in out.stderr and "AGENT_LINK_DISABLE_PLUGINS=faulty" in out.stderr
+        again = finished(start_cli(env, "hook", "faulty", "UserPromptSubmit", stdin=payload))
+        assert (again.returncode, again.stdout, again.stderr) == (0, "", "")  # left out in the registry: no rebuild, no wait
 
 
 def test_sigterm_ends_the_server_while_a_hook_holds_its_loop(site: Path, tmp_path: Path, valid_schemas_dir: Path) -> None:

@@ -192,6 +192,106 @@ def test_reminders_and_stop_block_once(adapter_path: Path, monkeypatch: pytest.M
     assert ctx.due_reminder_note("test:nobody", "x") is None
 
 
+def hook_modules(adapter_path: Path, payload: dict[str, str], event: str = "Prompt") -> tuple[str, set[str]]:
+    """The hook's stdout and the modules it had imported when it exited."""
+    probe = (
+        "import sys, atexit\n"
+        "atexit.register(lambda: sys.stderr.write('MODULES ' + ' '.join(sorted(sys.modules))))\n"
+        f"sys.argv = ['agent-link', 'hook', 'test-host', {event!r}]\n"
+        "from agent_link_core.entry import main\n"
+        "main()\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(adapter_path))
+    run_hook(adapter_path, "test-host", event, payload)  # the registry is built for this interpreter
+    out = subprocess.run([sys.executable, "-c", probe], input=json.dumps(payload), capture_output=True, text=True, env=env, timeout=30)
+    run_again = subprocess.run([sys.executable, "-c", probe], input=json.dumps(payload), capture_output=True, text=True, env=env, timeout=30)
+    assert out.stdout == run_again.stdout
+    return run_again.stdout, set(run_again.stderr.split("MODULES ", 1)[1].split())
+
+
+MAILBOX_MODULES = ("agent_link_core.store", "agent_link_core.mailbox", "agent_link_core.reminders")
+
+
+@pytest.mark.parametrize("event", ["Prompt", "Stop"])
+def test_a_session_without_mail_loads_no_mailbox_however_full_the_database(adapter_path: Path, event: str) -> None:
+    """issue 25: the mail of other sessions costs a prompt nothing: one lean read, no store,
+    mailbox, envelope or reminders, and nothing printed."""
+    box = seed(3, to="test:carol")
+    delivered = box.open_for("test:carol", 1)[0]["id"]
+    box.mark_delivered(delivered, "test-push")
+    box.store.conn.execute("UPDATE messages SET first_delivered_at = first_delivered_at - 31000 WHERE id = ?", (delivered,))
+    stdout, modules = hook_modules(adapter_path, {"address": "test:bob"}, event)
+    assert stdout == ""
+    for heavy in (*MAILBOX_MODULES, "agent_link_core.envelope"):
+        assert heavy not in modules, f"a session without mail loaded {heavy}"
+
+
+def test_undelivered_mail_is_noted_without_the_mailbox(adapter_path: Path) -> None:
+    """The pending note is a read: worded by the envelope, read without the store or mailbox,
+    and the same note the mailbox would give."""
+    box = seed(4)
+    stdout, modules = hook_modules(adapter_path, {"address": "test:bob"})
+    from agent_link_core.envelope import pending_notice
+
+    expected = pending_notice(4, ["test:s0", "test:s1", "test:s2", "test:s3"])
+    assert json.loads(stdout)["context"] == expected
+    assert box.count_open("test:bob", undelivered_only=True) == 4  # still undelivered
+    for heavy in MAILBOX_MODULES:
+        assert heavy not in modules, f"a note without reminders loaded {heavy}"
+
+
+def test_a_due_reminder_still_goes_through_the_mailbox(adapter_path: Path) -> None:
+    box = seed(1)
+    mid = box.open_for("test:bob", 1)[0]["id"]
+    box.mark_delivered(mid, "test-push")
+    box.store.conn.execute("UPDATE messages SET first_delivered_at = first_delivered_at - 31000 WHERE id = ?", (mid,))
+    out = run_hook(adapter_path, "test-host", "Prompt", {"address": "test:bob"})
+    assert "remind" in json.loads(out.stdout)["context"].lower() and box.state(box.get_row(mid)).reminder_count == 1
+
+
+def test_a_database_that_is_not_agent_links_is_refused_as_before(adapter_path: Path, isolated_env: Path) -> None:
+    """When the lean read fails, the mailbox opens the file and says why (fail open)."""
+    import sqlite3
+
+    isolated_env.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(isolated_env / "agent-link.db")
+    conn.execute("CREATE TABLE notes (x)")
+    conn.close()
+    out = run_hook(adapter_path, "test-host", "Prompt", {"address": "test:bob"})
+    assert out.returncode == 0 and out.stdout == "" and "agent-link" in out.stderr and "tables" in out.stderr, out.stderr
+
+
+def test_the_hook_never_creates_the_database(adapter_path: Path, isolated_env: Path) -> None:
+    seed(1, to="test:carol")
+    (isolated_env / "agent-link.db").unlink()
+    for name in ("agent-link.db-wal", "agent-link.db-shm"):
+        (isolated_env / name).unlink(missing_ok=True)
+    out = run_hook(adapter_path, "test-host", "Prompt", {"address": "test:bob"})
+    assert out.returncode == 0 and out.stdout == ""
+    assert not (isolated_env / "agent-link.db").exists()
+
+
+def test_a_server_puts_back_an_adapter_a_hook_left_out(adapter_path: Path, isolated_env: Path) -> None:
+    """A hook's rebuild runs each registration under a short budget; a plugin that only
+    overran it there is put back by the next server, whose registrations had the full budget."""
+    script = (
+        "import json, sys\n"
+        "from agent_link_core import prompt_hooks\n"
+        "from agent_link_core.json_files import read_json_object\n"
+        "from agent_link_core.plugins import load_plugins\n"
+        "state = sys.argv[1]\n"
+        "path = prompt_hooks.registry_path(state)\n"
+        "current = prompt_hooks.fingerprint(prompt_hooks.disabled_names())\n"
+        "prompt_hooks.write(path, {'fingerprint': current, 'adapters': {}})  # as a hook wrote it, its plugin left out\n"
+        "prompt_hooks.refresh(state, load_plugins())\n"
+        "print(json.dumps(read_json_object(path)['adapters']))\n"
+    )
+    isolated_env.mkdir(parents=True, exist_ok=True)
+    out = subprocess.run([sys.executable, "-c", script, str(isolated_env)], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=str(adapter_path)), timeout=60)
+    assert json.loads(out.stdout)["test-host"] == {"module": "agent_link_testhost.hook", "plugin": "test-host"}, out.stderr
+
+
 def test_a_prompt_never_waits_for_another_writer_and_the_reminder_it_skips_comes_next_time(adapter_path: Path) -> None:
     box = seed(2)  # one delivered with a reminder due, one not delivered yet
     mid = box.open_for("test:bob", 1)[0]["id"]
