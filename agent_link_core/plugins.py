@@ -299,8 +299,6 @@ class Hooks:
         boundary.on_disable = self._disable
         self._records: dict[str, dict[str, tuple[str, Any]]] = {}
         self._owners: dict[tuple[str, str], str] = {}  # (kind, record name) -> plugin, kept when it is left out
-        #: {hook: (its implementations, what _plain_impls made of them)}
-        self._plain: dict[str, tuple[list[Any], list[Any] | None]] = {}
 
     @property
     def pm(self) -> pluggy.PluginManager:
@@ -344,27 +342,32 @@ class Hooks:
                 if kind == "harness" and self.app is not None:
                     self.app.harnesses.pop(name, None)
 
-    def _impls(self, hook_name: str) -> list[tuple[str, Any]]:
-        """``[(plugin, implementation: function (guarded), argnames)]`` in pluggy's list order."""
+    def _impls(self, hook_name: str) -> tuple[list[Any], bool]:
+        """The implementations of ``hook_name`` in the order pluggy calls them (each with
+        ``plugin_name``, ``function``: guarded, ``argnames``, ``hookwrapper``, ``wrapper``), and
+        whether calling each ``function`` with the arguments it names is all pluggy would do
+        (no wrapper among them, no hook call tracing); when not, pluggy makes the call."""
         if self._pm is None and self._declared is not None:
-            impls = self._declared.impls(hook_name)
-            if impls is not None:
-                return [(impl.plugin_name, impl) for impl in impls]
-        pm = self.pm
-        return [(pm.get_name(impl.plugin) or "?", impl) for impl in getattr(pm.hook, hook_name).get_hookimpls()]
+            declared = self._declared.impls(hook_name)
+            if declared is not None:
+                return declared[::-1], True
+        impls = getattr(self.pm.hook, hook_name).get_hookimpls()[::-1]
+        traced = getattr(self._pm, "agent_link_traced", False)
+        return impls, not traced and not any(impl.hookwrapper or impl.wrapper for impl in impls)
 
     def _run(self, hook_name: str, **kwargs: Any) -> tuple[Any, CallState]:
         """One hook call (each implementation guarded inline); its answer and what the call
-        learnt (plugins that faulted, answers by plugin). Declared plugins without a wrapper
-        among them are called here as pluggy would; anything else goes through pluggy."""
-        impls = self._declared.impls(hook_name) if self._pm is None and self._declared is not None else None
+        learnt (plugins that faulted, answers by plugin). Called here as pluggy would call it,
+        without pluggy's machinery (a read renders envelopes once per message), unless pluggy
+        must make the call (:meth:`_impls`)."""
+        impls, plain = self._impls(hook_name)
         call, token = hook_call(hook_name)
         try:
-            if impls is None:
+            if not plain:
                 return getattr(self.pm.hook, hook_name)(**kwargs), call
             first = hook_name in firstresult()
             results = []
-            for impl in reversed(impls):
+            for impl in impls:
                 answer = impl.function(*[kwargs[name] for name in impl.argnames])
                 if answer is not None:
                     if first:
@@ -375,7 +378,7 @@ class Hooks:
             end_call(token)
 
     def _call(self, hook_name: str, **kwargs: Any) -> Any:
-        """One hook call through pluggy; its answer."""
+        """One hook call; its answer."""
         return self._run(hook_name, **kwargs)[0]
 
     def collect(self, kind: str, hook_name: str, check: Callable[[Any], None]) -> dict[str, Any]:
@@ -626,38 +629,8 @@ class Hooks:
         return warnings
 
     def render_envelope(self, message: dict[str, Any]) -> list[EnvelopeContribution]:
-        """Every plugin's envelope contribution for a stored message (a failing one is left out).
-
-        Called once per message of a read, so the implementations are called one after the
-        other as pluggy would (:meth:`_plain_impls`), each through its guard (nested in the tool
-        call's armed frame: no per-call signal or thread set-up), without pluggy's own machinery."""
-        plain = self._plain_impls("agent_link_render_envelope")
-        if plain is None:
-            return [c for c in self._call("agent_link_render_envelope", message=message, app=self.app) if c]
-        _, token = hook_call("agent_link_render_envelope")
-        try:
-            given = {"message": message, "app": self.app}
-            return [c for impl in plain if (c := impl.function(*[given[name] for name in impl.argnames]))]
-        finally:
-            end_call(token)
-
-    def _plain_impls(self, hook_name: str) -> list[Any] | None:
-        """The implementations (``function``, ``argnames``) of ``hook_name`` in the order
-        pluggy calls them, when calling each ``function`` with the arguments it names is all
-        pluggy would do: no wrapper among them and no hook call tracing (``AGENT_LINK_DEBUG``);
-        else None (call through pluggy)."""
-        if self._pm is None and self._declared is not None:
-            declared = self._declared.impls(hook_name)
-            return declared[::-1] if declared is not None else None
-        if getattr(self._pm, "agent_link_traced", False):
-            return None
-        impls = getattr(self.pm.hook, hook_name).get_hookimpls()
-        known = self._plain.get(hook_name)
-        if known is not None and known[0] == impls:  # the same implementations as last time
-            return known[1]
-        plain = None if any(impl.hookwrapper or impl.wrapper for impl in impls) else impls[::-1]
-        self._plain[hook_name] = (impls, plain)
-        return plain
+        """Every plugin's envelope contribution for a stored message (a failing one is left out)."""
+        return [c for c in self._call("agent_link_render_envelope", message=message, app=self.app) if c]
 
     def check_override(
         self, target: str, sender: Caller, setting: str, value: str, context: dict[str, Any]
@@ -693,8 +666,9 @@ class Hooks:
         describes. Each observer runs in a savepoint: one that fails is logged and its
         writes are undone, and the change itself still commits."""
         store = self.app.store
-        for plugin, impl in self._impls("agent_link_record_event"):
-            if plugin in self.boundary.disabled:
+        for impl in self._impls("agent_link_record_event")[0]:
+            plugin = impl.plugin_name
+            if plugin in self.boundary.disabled or impl.hookwrapper or impl.wrapper:
                 continue
             call, token = hook_call("agent_link_record_event")
             try:
