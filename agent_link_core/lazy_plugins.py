@@ -85,13 +85,14 @@ class Declared:
         self.entries.append(entry)
         return True
 
-    def add_entry_point(self, ep: Any) -> bool:
+    def add_entry_point(self, ep: Any, *, declared: bool = True) -> bool:
         """Take the plugin of entry point ``ep`` (``name``, ``value``, ``load()``, ``dist``) by the
-        hooks its package declares (imported now when it declares none); False when left out."""
+        hooks its package declares (``declared``), or imported now (not ``declared``, or it
+        declares none); False when it is left out."""
         module, colon, _ = ep.value.partition(":")
         module = module.strip()
-        hooks = None if colon else self.boundary.call(ep.name, "load", package_hooks, module, default=None,
-                                                      disable=True, prefix="import failed: ")
+        hooks = None if colon or not declared else self.boundary.call(ep.name, "load", package_hooks, module, default=None,
+                                                                      disable=True, prefix="import failed: ")
         return ep.name not in self.boundary.disabled and self.add(Entry(ep.name, ep.load, module.partition(".")[0], ep.dist), hooks)
 
     def add_module(self, modname: str) -> None:

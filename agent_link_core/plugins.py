@@ -19,7 +19,6 @@ imported and registered as above) when something needs it (a wrapper, tracing, :
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 import types
@@ -156,7 +155,7 @@ def _plugin_manager() -> pluggy.PluginManager:
 def build_plugin_manager(
     *, env: Mapping[str, str] | None = None, extra_plugins: tuple[Any, ...] = ()
 ) -> tuple[pluggy.PluginManager, PluginReport]:
-    """Build a fresh plugin manager.
+    """Build a fresh plugin manager, every plugin imported and registered now.
 
     :param env: environment to read ``AGENT_LINK_DISABLE_PLUGINS``, ``AGENT_LINK_LOAD_PLUGINS``
         and ``AGENT_LINK_HOOK_TIMEOUT_MS`` from (default: the process's).
@@ -165,38 +164,53 @@ def build_plugin_manager(
     :returns: the manager and a :class:`PluginReport` for health. Never raises for a
         plugin's fault: it is in the report.
     """
-    env = os.environ if env is None else env
-    pm = _plugin_manager()
+    plugins, report = _plugins(os.environ if env is None else env, declared=False)
+    return _manager(plugins, report, extra_plugins), report
+
+
+def _plugins(env: Mapping[str, str], *, declared: bool) -> tuple[Declared, PluginReport]:
+    """The plugins of ``env`` in load order (the entry points not turned off, then the core's),
+    each taken by the hooks it declares when ``declared``, else imported now; and the report
+    of what was loaded, blocked and left out (kept up to date by their guard)."""
     boundary = Boundary(timeout_from_env(env))
     report = PluginReport(boundary=boundary)
-    pm.agent_link_boundary = boundary  # type: ignore[attr-defined]
-    pm.agent_link_report = report  # type: ignore[attr-defined]
-    pm.agent_link_order = []  # type: ignore[attr-defined]  # registration order settles name clashes
+    blocked, only = disabled_plugin_names(env), load_only_names(env)
+    report.blocked.extend(sorted(blocked))
+    plugins = Declared(boundary, list(report.blocked))
     boundary.on_disable = lambda name, reason: _left_out(report, name, reason)
-    blocked = disabled_plugin_names(env)
-    only = load_only_names(env)
-    for name in sorted(blocked):
-        pm.set_blocked(name)
-        report.blocked.append(name)
+    seen: set[str] = set()
     for ep in discovery.entry_points(ENTRY_POINT_GROUP, env):
-        if ep.name in blocked or pm.has_plugin(ep.name) or (only is not None and ep.name not in only):
+        if ep.name in blocked or ep.name in seen or (only is not None and ep.name not in only):
             continue
-        # a broken plugin (SystemExit at import included) must never take agent-link down
-        module = boundary.call(ep.name, "load", ep.load, default=None, disable=True, prefix="import failed: ")
-        if module is None:
-            continue
-        if _register(pm, boundary, module, ep.name):
+        seen.add(ep.name)
+        if plugins.add_entry_point(ep, declared=declared):
             report.loaded.append(ep.name)
             if ep.dist is not None:  # its version is read from its metadata when a report shows it
                 report.dists[ep.name] = ep.dist
     for modname in DEFAULT_PLUGINS:
-        _register(pm, boundary, importlib.import_module(modname), modname)
+        plugins.add_module(modname)
+    return plugins, report
+
+
+def _manager(plugins: Declared, report: PluginReport, extra_plugins: tuple[Any, ...] = ()) -> pluggy.PluginManager:
+    """pluggy's manager holding ``plugins`` (each imported now, its failure, SystemExit at
+    import included, reported and the plugin left out), then ``extra_plugins``."""
+    boundary = plugins.boundary
+    pm = _plugin_manager()
+    pm.agent_link_boundary = boundary  # type: ignore[attr-defined]
+    pm.agent_link_report = report  # type: ignore[attr-defined]
+    pm.agent_link_order = []  # type: ignore[attr-defined]  # registration order settles name clashes
+    for name in sorted({*plugins.blocked, *boundary.disabled}):
+        pm.set_blocked(name)
+    for entry in plugins.entries:
+        if plugins.load(entry) and entry.name not in boundary.disabled:
+            _register(pm, boundary, entry.module, entry.name)
     for item in extra_plugins:
         name, plugin = item if isinstance(item, tuple) else (_plugin_name(pm, item), item)
         if _register(pm, boundary, plugin, name) and name not in report.loaded:
             report.loaded.append(name)
     pm.check_pending()  # misspelt hooks were already reported and unregistered by _register
-    return pm, report
+    return pm
 
 
 def _left_out(report: PluginReport, name: str, reason: str) -> None:
@@ -236,29 +250,6 @@ def _register(pm: pluggy.PluginManager, boundary: Boundary, plugin: Any, name: s
     guard_plugin(boundary, pm, plugin, name)
     pm.agent_link_order.append(name)  # type: ignore[attr-defined]
     return True
-
-
-def _load_declared(env: Mapping[str, str]) -> Hooks:
-    """:class:`Hooks` over the plugins of ``env`` by their declared hooks (see the module doc)."""
-    boundary = Boundary(timeout_from_env(env))
-    report = PluginReport(boundary=boundary)
-    blocked = disabled_plugin_names(env)
-    only = load_only_names(env)
-    report.blocked.extend(sorted(blocked))
-    declared = Declared(boundary, list(report.blocked))
-    boundary.on_disable = lambda name, reason: _left_out(report, name, reason)
-    seen: set[str] = set()
-    for ep in discovery.entry_points(ENTRY_POINT_GROUP, env):
-        if ep.name in blocked or ep.name in seen or (only is not None and ep.name not in only):
-            continue
-        seen.add(ep.name)
-        if declared.add_entry_point(ep):
-            report.loaded.append(ep.name)
-            if ep.dist is not None:
-                report.dists[ep.name] = ep.dist
-    for modname in DEFAULT_PLUGINS:
-        declared.add_module(modname)
-    return Hooks(None, report, declared=declared)
 
 
 class _UndoRecord(Exception):
@@ -306,22 +297,8 @@ class Hooks:
         imported and registered, if these hooks were loaded by their declarations)."""
         if self._pm is None:
             assert self._declared is not None
-            self._pm = self._manager(self._declared)
+            self._pm = _manager(self._declared, self.report)
         return self._pm
-
-    def _manager(self, declared: Declared) -> pluggy.PluginManager:
-        """pluggy's manager holding every declared plugin (each imported and registered now)."""
-        pm = _plugin_manager()
-        pm.agent_link_boundary = self.boundary  # type: ignore[attr-defined]
-        pm.agent_link_report = self.report  # type: ignore[attr-defined]
-        pm.agent_link_order = []  # type: ignore[attr-defined]
-        for name in sorted({*declared.blocked, *self.boundary.disabled}):
-            pm.set_blocked(name)
-        for entry in declared.entries:
-            if declared.load(entry) and entry.name not in self.boundary.disabled:
-                _register(pm, self.boundary, entry.module, entry.name)
-        pm.check_pending()
-        return pm
 
     def load_all(self) -> None:
         """Import and register every plugin now: what a report of every plugin's state needs."""
@@ -769,6 +746,7 @@ def load_plugins(env: Mapping[str, str] | None = None, extra_plugins: tuple[Any,
 
     env = with_settings(dict(os.environ if env is None else env))
     if declared and not extra_plugins:
-        return _load_declared(env)
+        plugins, report = _plugins(env, declared=True)
+        return Hooks(None, report, declared=plugins)
     pm, report = build_plugin_manager(env=env, extra_plugins=extra_plugins)
     return Hooks(pm, report)
