@@ -662,51 +662,40 @@ def _guarded(boundary: Boundary, impl: Any, plugin: str, hook: str) -> Callable[
 
 def _guarded_wrapper(boundary: Boundary, func: Callable[..., Any], plugin: str, hook: str, *,
                      new_style: bool) -> Callable[..., Any]:
-    """A wrapper implementation that fails before or after its ``yield`` becomes a pass-through."""
-    passing = (AgentLinkError,) if hook in REFUSING_HOOKS else ()
-    registering = hook in REGISTRATION_HOOKS
+    """Each step of a wrapper implementation (to its ``yield``, after it) runs through
+    :meth:`Boundary.call`; a wrapper that fails in a step becomes a pass-through."""
+    passing = (AgentLinkError, StopIteration) if hook in REFUSING_HOOKS else (StopIteration,)
+    registering, failed = hook in REGISTRATION_HOOKS, object()
 
-    def contained(exc: BaseException | str, sigints: int) -> bool:
-        if isinstance(exc, str):
-            boundary.fault(plugin, hook, exc, disable=registering)
-            return True
-        return boundary.contain(exc, plugin, hook, sigints, passing=passing, disable=registering)
+    def step(fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` guarded: ``failed`` for a fault; StopIteration (the wrapper ended) passed on."""
+        return boundary.call(plugin, hook, fn, *args, default=failed, passing=passing, disable=registering)
 
     def guarded(*args: Any) -> Any:
-        sigints = _sigints
+        gen = func(*args)  # pluggy takes only generator functions as wrappers: this runs none of its code
         try:
-            gen = func(*args)
-            next(gen)
+            if step(next, gen) is failed:
+                return (yield)
         except StopIteration:
-            contained("wrapper did not yield", sigints)
-            return (yield)
-        except BaseException as exc:
-            if not contained(exc, sigints):
-                raise
+            boundary.fault(plugin, hook, "wrapper did not yield", disable=registering)
             return (yield)
         try:
             outcome = yield
         except BaseException as inner:  # an inner implementation's refusal: the wrapper sees it
             try:
-                gen.throw(inner)
+                again = step(gen.throw, inner)
             except StopIteration as stop:
                 return stop.value
-            except BaseException as out:
-                if out is inner or not contained(out, sigints):
-                    raise
-                raise inner from None
-            contained("wrapper yielded twice", sigints)
-            raise
+            if again is not failed:
+                boundary.fault(plugin, hook, "wrapper yielded twice", disable=registering)
+            raise inner from None
         try:
-            gen.send(outcome)
+            again = step(gen.send, outcome)
         except StopIteration as stop:
-            return None if not new_style else stop.value
-        except BaseException as exc:
-            if not contained(exc, sigints):
-                raise
-            return None if not new_style else outcome
-        contained("wrapper yielded twice", sigints)
-        return None if not new_style else outcome
+            return stop.value if new_style else None
+        if again is not failed:
+            boundary.fault(plugin, hook, "wrapper yielded twice", disable=registering)
+        return outcome if new_style else None
 
     guarded._agent_link_guarded = True  # type: ignore[attr-defined]
     return guarded
