@@ -262,7 +262,8 @@ class Hooks:
     Registration hooks are collected once and cached; each record is checked
     (:mod:`agent_link_core.boundary`) and a plugin with a refused record is left out whole.
 
-    :param pm: a manager from :func:`build_plugin_manager`; None with ``declared``.
+    :param pm: a manager from :func:`build_plugin_manager` (its plugins guarded by its
+        boundary); None with ``declared``.
     :param report: the report to keep up to date (default: the one the manager was built with).
     :param declared: the plugins by their declared hooks (:func:`load_plugins` with
         ``declared=True``): calls import and call only the plugins declaring their hook, and
@@ -275,19 +276,9 @@ class Hooks:
         self._declared = declared
         #: the App these hooks serve; set by ``App.__init__`` and passed to hooks taking ``app``
         self.app: App | None = None
-        boundary = getattr(pm, "agent_link_boundary", None) if declared is None else declared.boundary
-        if boundary is None and pm is not None:  # a manager built elsewhere: guard what it holds now
-            boundary = Boundary()
-            for plugin in pm.get_plugins():
-                guard_plugin(boundary, pm, plugin, pm.get_name(plugin) or repr(plugin))
-            pm.agent_link_boundary = boundary  # type: ignore[attr-defined]
-        if boundary is None:
-            raise TypeError("Hooks needs a plugin manager or declared plugins")
-        self.boundary: Boundary = boundary
-        self.report: PluginReport = report or getattr(pm, "agent_link_report", None) or PluginReport(boundary=boundary)
-        if self.report.boundary is None:
-            self.report.boundary = boundary
-        boundary.on_disable = self._disable
+        self.boundary: Boundary = declared.boundary if declared is not None else pm.agent_link_boundary  # type: ignore[union-attr]
+        self.report: PluginReport = report or pm.agent_link_report  # type: ignore[union-attr]
+        self.boundary.on_disable = self._disable
         self._records: dict[str, dict[str, tuple[str, Any]]] = {}
         self._owners: dict[tuple[str, str], str] = {}  # (kind, record name) -> plugin, kept when it is left out
 
@@ -434,20 +425,17 @@ class Hooks:
                 return name
         return None
 
-    def guard(self, plugin: str, what: str, fn: Callable[[], Any], default: Any = None) -> Any:
-        """Run ``fn`` (a plugin object's sync method) as that plugin's code through
-        :meth:`Boundary.call`: a fault is reported (as ``what``) and ``default`` returned.
+    def guard_harness(self, harness: Harness, method: str, fn: Callable[[], Any], default: Any = None) -> Any:
+        """Run ``fn`` (a harness's sync method: ``identify_caller``, ``health``, ...) as its
+        plugin's code through :meth:`Boundary.call`: a fault is reported (as
+        ``harness.<name>.<method>``) and ``default`` returned.
 
         :raises AgentLinkError: what ``fn`` raises deliberately.
         """
         from agent_link_core.errors import AgentLinkError
 
-        return self.boundary.call(plugin, what, fn, default=default, passing=(AgentLinkError,))
-
-    def guard_harness(self, harness: Harness, method: str, fn: Callable[[], Any], default: Any = None) -> Any:
-        """:meth:`guard` for a harness's sync method (``identify_caller``, ``health``, ...)."""
         plugin = self.owner("harness", harness.name) or f"harness {harness.name}"
-        return self.guard(plugin, f"harness.{harness.name}.{method}", fn, default)
+        return self.boundary.call(plugin, f"harness.{harness.name}.{method}", fn, default=default, passing=(AgentLinkError,))
 
     def hook_view(self) -> dict[str, dict[str, dict[str, Any] | None]]:
         """``{plugin: {hook: {calls, lastMs, maxMs} | None}}``: every hook each registered plugin
@@ -526,10 +514,7 @@ class Hooks:
 
         :returns: True when a plugin reports the session reminded.
         """
-        result = self._call("agent_link_push_reminders", due=due, app=self.app)
-        if _awaitable(result):
-            result = await result
-        return bool(result)
+        return bool(await _settled(self._call("agent_link_push_reminders", due=due, app=self.app)))
 
     def register_commands(self, cli: click.Group) -> None:
         """Let every plugin add its click commands to ``cli`` (a plugin may not replace one)."""
@@ -562,33 +547,11 @@ class Hooks:
         batches = self._call("agent_link_schema")
         return [m for batch in batches if batch for m in batch if m.owner not in self.boundary.disabled]
 
-    def resolve_address(self, address: str, caller_address: str) -> dict[str, Any] | None:
-        """The first plugin's resolution of an indirect address, or None (may raise AgentLinkError).
-
-        For code without an event loop (scripts); an implementation answering with an
-        awaitable is run to completion on a private loop in a worker thread. Async code uses
-        :meth:`aresolve_address`.
-        """
-        answer = self._call("agent_link_resolve_address", address=address, caller_address=caller_address, app=self.app)
-        if _awaitable(answer):
-            from agent_link_core.aio import run_blocking
-
-            return run_blocking(lambda: answer)
-        return answer
-
     async def aresolve_address(self, address: str, caller_address: str) -> dict[str, Any] | None:
-        """:meth:`resolve_address` for async code: an awaitable answer (a plugin doing I/O) is
-        awaited on the caller's loop, which is never blocked by it; stepped without a loop
-        (:func:`agent_link_core.aio.run_inline`), on a loop of its own in a worker thread."""
-        answer = self._call("agent_link_resolve_address", address=address, caller_address=caller_address, app=self.app)
-        if _awaitable(answer):
-            asyncio = sys.modules.get("asyncio")
-            if asyncio is None or asyncio._get_running_loop() is None:  # stepped without a loop (aio.run_inline)
-                from agent_link_core.aio import run_blocking
-
-                return run_blocking(lambda: answer)
-            return await answer
-        return answer
+        """The first plugin's resolution of an indirect address, or None (may raise
+        AgentLinkError); an awaitable answer (a plugin doing I/O) is awaited as :func:`_settled` says."""
+        return await _settled(self._call("agent_link_resolve_address", address=address, caller_address=caller_address,
+                                         app=self.app))
 
     def resolve_elsewhere(self, address: str) -> dict[str, Any] | None:
         """The first plugin's claim ``{"metadata", "session"?}`` on ``address`` (hookspecs), or None."""
@@ -627,9 +590,7 @@ class Hooks:
         """
         result = self._call("agent_link_claim_paths", holder=holder, paths=list(paths), project_root=project_root,
                             reason=reason, ttl_ms=ttl_ms, until_resolved=until_resolved, key=key, app=self.app)
-        if _awaitable(result):
-            result = await result
-        return result if isinstance(result, dict) else None
+        return result if isinstance(result := await _settled(result), dict) else None
 
     def release_claims(self, key: str) -> dict[str, Any] | None:
         """End what was claimed under ``key`` (``agent_link_release_claims``):
@@ -697,6 +658,23 @@ class Hooks:
             failed = [p for p in self.boundary.report() if p["plugin"] == plugin and p["hook"] == "agent_link_health"]
             sections[plugin] = {"error": failed[-1]["error"] if failed else "failed", "fix": failed[-1]["fix"] if failed else ""}
         return sections
+
+
+async def _settled(answer: Any) -> Any:
+    """A hook's ``answer``, awaited when it is awaitable (a plugin doing I/O): on the caller's
+    event loop, which it never blocks; for a coroutine stepped without a loop
+    (:func:`agent_link_core.aio.run_inline`), on a loop of its own in a worker thread."""
+    if not _awaitable(answer):
+        return answer
+    asyncio = sys.modules.get("asyncio")  # not imported: no loop runs
+    try:
+        if asyncio is not None and asyncio.get_running_loop():
+            return await answer
+    except RuntimeError:  # no running loop
+        pass
+    from agent_link_core.aio import run_blocking
+
+    return run_blocking(lambda: answer)
 
 
 def _check_aliases(record: Any, plugin: str, records: dict[str, tuple[str, Any]]) -> None:
