@@ -640,17 +640,14 @@ def _guarded(boundary: Boundary, impl: Any, plugin: str, hook: str) -> Callable[
     passing = (AgentLinkError,) if hook in REFUSING_HOOKS else ()
     registering, awaitable = hook in REGISTRATION_HOOKS, hook in AWAITABLE_HOOKS
 
-    sync_check = None if awaitable else check
+    def sync_check(result: Any, plugin: str) -> str | None:  # an awaitable answer is checked once awaited
+        return None if check is None or (awaitable and _awaitable(result)) else check(result, plugin)
 
     def guarded(*args: Any) -> Any:
-        result = boundary.call(plugin, hook, func, *args, check=sync_check, passing=passing, disable=registering)
-        if awaitable and _awaitable(result):
-            answer = result
+        result = answer = boundary.call(plugin, hook, func, *args, check=sync_check, passing=passing, disable=registering)
+        if awaitable and _awaitable(answer):
             result = boundary.acall(plugin, hook, lambda: answer, bound_s=boundary.timeout_ms / 1000 or None,
                                     check=check, passing=passing)
-        elif awaitable and result is not None and check is not None and (problem := check(result, plugin)):
-            boundary.fault(plugin, hook, problem)
-            result = None
         call = _CALL.get()
         if call is not None and result is not None:
             call.answers.append((plugin, result))
