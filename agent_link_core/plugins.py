@@ -71,20 +71,19 @@ class PluginReport:
     ``failed`` also gains plugins left out later in the process (a registration refused, a
     hung hook); :meth:`problems` lists every failure with its hook and fix.
 
-    :param loaded: plugin names, in load order. :param blocked: names turned off.
-    :param failed: ``{plugin: reason}``.
-    :param dists: each entry-point plugin's distribution (``importlib.metadata.Distribution``,
-        or its cached version: :class:`agent_link_core.discovery.CachedDist`).
     :param boundary: the guard whose problems :meth:`problems` lists.
+
+    Attributes: ``loaded`` (plugin names, in load order), ``blocked`` (names turned off),
+    ``failed`` (``{plugin: reason}``), ``dists`` (each entry-point plugin's distribution:
+    ``importlib.metadata.Distribution``, or its cached version
+    :class:`agent_link_core.discovery.CachedDist`).
     """
 
-    def __init__(self, loaded: list[str] | None = None, blocked: list[str] | None = None,
-                 failed: dict[str, str] | None = None, dists: dict[str, Any] | None = None,
-                 boundary: Boundary | None = None) -> None:
-        self.loaded: list[str] = loaded if loaded is not None else []
-        self.blocked: list[str] = blocked if blocked is not None else []
-        self.failed: dict[str, str] = failed if failed is not None else {}
-        self.dists: dict[str, Any] = dists if dists is not None else {}
+    def __init__(self, boundary: Boundary) -> None:
+        self.loaded: list[str] = []
+        self.blocked: list[str] = []
+        self.failed: dict[str, str] = {}
+        self.dists: dict[str, Any] = {}
         self.boundary = boundary
 
     @property
@@ -103,7 +102,7 @@ class PluginReport:
 
     def problems(self) -> list[dict[str, Any]]:
         """Every plugin failure so far: ``{plugin, hook, error, fix, disabled, count}``."""
-        return self.boundary.report() if self.boundary is not None else []
+        return self.boundary.report()
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON shape of ``agent-link plugins --json`` and health's ``plugins``."""
@@ -113,16 +112,17 @@ class PluginReport:
 
 def disabled_plugin_names(env: Mapping[str, str] | None = None) -> set[str]:
     """Names listed in ``AGENT_LINK_DISABLE_PLUGINS`` (comma or space separated)."""
-    raw = (env if env is not None else os.environ).get("AGENT_LINK_DISABLE_PLUGINS", "")
-    return {part.strip() for part in raw.replace(",", " ").split() if part.strip()}
+    return _names((env if env is not None else os.environ).get("AGENT_LINK_DISABLE_PLUGINS")) or set()
 
 
 def load_only_names(env: Mapping[str, str] | None = None) -> set[str] | None:
     """Names listed in ``AGENT_LINK_LOAD_PLUGINS``; None when it is unset (load everything)."""
-    raw = (env if env is not None else os.environ).get(LOAD_ONLY_ENV)
-    if raw is None:
-        return None
-    return {part.strip() for part in raw.replace(",", " ").split() if part.strip()}
+    return _names((env if env is not None else os.environ).get(LOAD_ONLY_ENV))
+
+
+def _names(raw: str | None) -> set[str] | None:
+    """The names of a comma or space separated list; None for None."""
+    return None if raw is None else set(raw.replace(",", " ").split())
 
 
 #: what pluggy can take for a hook implementation (``pluggy._manager._static_hook_attr``)
@@ -173,7 +173,7 @@ def _plugins(env: Mapping[str, str], *, declared: bool) -> tuple[Declared, Plugi
     each taken by the hooks it declares when ``declared``, else imported now; and the report
     of what was loaded, blocked and left out (kept up to date by their guard)."""
     boundary = Boundary(timeout_from_env(env))
-    report = PluginReport(boundary=boundary)
+    report = PluginReport(boundary)
     blocked, only = disabled_plugin_names(env), load_only_names(env)
     report.blocked.extend(sorted(blocked))
     plugins = Declared(boundary, list(report.blocked))
