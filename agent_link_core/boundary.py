@@ -143,7 +143,8 @@ def oversize(value: Any, limit: int = MAX_RESULT_BYTES, text: str | None = None)
 
 
 class CallState:
-    """What one facade call (one pluggy hook call) learns from its implementations.
+    """What one facade call (one hook call) learns from its implementations:
+    ``with CallState(hook) as call:`` collects it from the guarded calls made inside.
 
     :param hook: the hook's name.
     :param faulted: plugins that failed during this call.
@@ -154,6 +155,15 @@ class CallState:
         self.hook = hook
         self.faulted: set[str] = set()
         self.answers: list[tuple[str, Any]] = []
+        self._token: contextvars.Token[CallState | None] | None = None
+
+    def __enter__(self) -> CallState:
+        self._token = _CALL.set(self)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        assert self._token is not None
+        _CALL.reset(self._token)
 
 
 _CALL: contextvars.ContextVar[CallState | None] = contextvars.ContextVar("agent_link_hook_call", default=None)
@@ -163,17 +173,6 @@ _PLUGIN: contextvars.ContextVar[str | None] = contextvars.ContextVar("agent_link
 def current_plugin() -> str | None:
     """The plugin whose hook implementation is running in this context, if any."""
     return _PLUGIN.get()
-
-
-def hook_call(hook: str) -> tuple[CallState, contextvars.Token[CallState | None]]:
-    """Start collecting :class:`CallState` for one hook call; pass the token to ``end_call``."""
-    state = CallState(hook)
-    return state, _CALL.set(state)
-
-
-def end_call(token: contextvars.Token[CallState | None]) -> None:
-    """Stop collecting for the call started by :func:`hook_call`."""
-    _CALL.reset(token)
 
 
 # -- result checks ---------------------------------------------------------------------

@@ -7,6 +7,7 @@ pluggy's order, each wrapped by the one guard (:mod:`agent_link_core.boundary`).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import types
 from typing import Any, Callable
@@ -28,8 +29,10 @@ def _specs() -> dict[str, tuple[frozenset[str], bool]]:
     return _SPECS
 
 
+@functools.cache
 def firstresult() -> frozenset[str]:
-    """The ``firstresult`` hooks: the first non-None answer is the call's."""
+    """The ``firstresult`` hooks: the first non-None answer is the call's (read once: every
+    hook call asks)."""
     return frozenset(name for name, (_, first) in _specs().items() if first)
 
 

@@ -36,9 +36,7 @@ from agent_link_core.boundary import (
     Refused,
     _awaitable,
     current_plugin,
-    end_call,
     guard_plugin,
-    hook_call,
     timeout_from_env,
 )
 
@@ -329,8 +327,7 @@ class Hooks:
         without pluggy's machinery (a read renders envelopes once per message), unless pluggy
         must make the call (:meth:`_impls`)."""
         impls, plain = self._impls(hook_name)
-        call, token = hook_call(hook_name)
-        try:
+        with CallState(hook_name) as call:
             if not plain:
                 return getattr(self.pm.hook, hook_name)(**kwargs), call
             first = hook_name in firstresult()
@@ -342,8 +339,6 @@ class Hooks:
                         return answer, call
                     results.append(answer)
             return (None if first else results), call
-        finally:
-            end_call(token)
 
     def _call(self, hook_name: str, **kwargs: Any) -> Any:
         """One hook call; its answer."""
@@ -608,21 +603,19 @@ class Hooks:
             plugin = impl.plugin_name
             if plugin in self.boundary.disabled or impl.hookwrapper or impl.wrapper:
                 continue
-            call, token = hook_call("agent_link_record_event")
-            try:
-                with store.write() as conn:
-                    offered = {"event": event, "conn": conn, "app": self.app}
-                    # The boundary's guard reports a failure and swallows it; undo its writes then.
-                    impl.function(*(offered[name] for name in impl.argnames))
-                    if plugin in call.faulted:
-                        raise _UndoRecord
-            except _UndoRecord:
-                pass
-            except Exception as exc:  # an audit record must never undo or fail the change it records
-                self.boundary.fault(plugin, "agent_link_record_event", f"{type(exc).__name__}: {exc}"[:300],
-                                    fix="Fix the plugin's record_event hook; the change itself was stored.", exc=exc)
-            finally:
-                end_call(token)
+            with CallState("agent_link_record_event") as call:
+                try:
+                    with store.write() as conn:
+                        offered = {"event": event, "conn": conn, "app": self.app}
+                        # The boundary's guard reports a failure and swallows it; undo its writes then.
+                        impl.function(*(offered[name] for name in impl.argnames))
+                        if plugin in call.faulted:
+                            raise _UndoRecord
+                except _UndoRecord:
+                    pass
+                except Exception as exc:  # an audit record must never undo or fail the change it records
+                    self.boundary.fault(plugin, "agent_link_record_event", f"{type(exc).__name__}: {exc}"[:300],
+                                        fix="Fix the plugin's record_event hook; the change itself was stored.", exc=exc)
 
     def session_roles(self, addresses: list[str]) -> dict[str, list[str]]:
         """``{address: sorted role names}`` from every plugin that keeps roles; a failing
