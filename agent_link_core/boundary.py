@@ -329,18 +329,6 @@ def watch_interrupts() -> None:
         signal.signal(signal.SIGALRM, _on_alarm)
 
 
-def _real_interrupt(exc: BaseException, sigints_before: int) -> bool:
-    """True for a KeyboardInterrupt this process's user caused (not one a plugin raised)."""
-    if not isinstance(exc, KeyboardInterrupt):
-        return False
-    handler = signal.getsignal(signal.SIGINT)
-    if handler is _on_sigint:
-        return _sigints != sigints_before
-    # Python's own handler, uncounted: the safe reading is the user's Ctrl-C. Any other handler
-    # (the MCP server exits on SIGINT) raises no KeyboardInterrupt: this one is code's.
-    return handler is signal.default_int_handler
-
-
 def interrupts() -> int:
     """How many real Ctrl-Cs this process has had; pass it to :func:`plugin_fault`."""
     return _sigints
@@ -351,8 +339,13 @@ def plugin_fault(exc: BaseException, sigints_before: int) -> bool:
     real Ctrl-C since ``sigints_before`` (:func:`interrupts`) or the cancellation of the
     running task. For ``except BaseException`` around plugin code that has its own handling;
     the usual way in is :meth:`Boundary.call` / :meth:`Boundary.acall`."""
-    if _real_interrupt(exc, sigints_before):
-        return False
+    if isinstance(exc, KeyboardInterrupt):
+        handler = signal.getsignal(signal.SIGINT)
+        if handler is _on_sigint:
+            return _sigints == sigints_before
+        # Python's own handler, uncounted: the safe reading is the user's Ctrl-C. Any other handler
+        # (the MCP server exits on SIGINT) raises no KeyboardInterrupt: this one is code's.
+        return handler is not signal.default_int_handler
     asyncio = sys.modules.get("asyncio")  # never imported: no task was cancelled
     if asyncio is not None and isinstance(exc, asyncio.CancelledError):
         try:
@@ -484,9 +477,9 @@ class Boundary:
                 frame: _Frame | None = None, passing: tuple[type[BaseException], ...] = (), disable: bool = False,
                 prefix: str = "") -> bool:
         """Record ``exc`` as ``plugin``'s fault in ``hook``; False when it is not the plugin's
-        (a real Ctrl-C, one of the ``passing`` types the caller handles, an overrun of an
+        (:func:`plugin_fault`, one of the ``passing`` types the caller handles, an overrun of an
         enclosing call): the caller re-raises it then."""
-        if _real_interrupt(exc, sigints_before) or isinstance(exc, passing):
+        if not plugin_fault(exc, sigints_before) or isinstance(exc, passing):
             return False
         if isinstance(exc, Overran) and frame is not None and time.monotonic() < frame.deadline:
             return False  # the budget of an enclosing call ran out: that caller is to blame
@@ -558,19 +551,18 @@ class Boundary:
             async with asyncio.timeout(bound_s) as scope:
                 result = await _stepped(make(), self.timeout_ms / 1000)
         except BaseException as exc:
-            if isinstance(exc, asyncio.CancelledError) and not plugin_fault(exc, sigints):
-                waited_ms = (time.monotonic() - started) * 1000
-                if self.timeout_ms and waited_ms > self.timeout_ms:  # given up on, not a fault raised
-                    self.fault(plugin, hook, f"was still running when its caller gave up after {waited_ms:.0f} ms")
-                raise  # the caller is cancelled: not the plugin's doing
             if isinstance(exc, TimeoutError) and scope.expired():
                 if on_timeout is not None:
                     return on_timeout()
                 self.fault(plugin, hook, f"did not finish within {bound_s:g} s",
                            fix="Bound the plugin's own waits below that.")
-            elif not self.contain(exc, plugin, hook, sigints, passing=passing):
-                raise
-            return default
+                return default
+            if self.contain(exc, plugin, hook, sigints, passing=passing):
+                return default
+            waited_ms = (time.monotonic() - started) * 1000
+            if isinstance(exc, asyncio.CancelledError) and self.timeout_ms and waited_ms > self.timeout_ms:
+                self.fault(plugin, hook, f"was still running when its caller gave up after {waited_ms:.0f} ms")
+            raise  # a real Ctrl-C, a type the caller handles, the cancellation of the calling task
         finally:
             _PLUGIN.reset(token)
             self._timed(plugin, hook, (time.monotonic() - started) * 1000, blocking=False)
