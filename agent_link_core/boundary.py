@@ -143,7 +143,8 @@ def oversize(value: Any, limit: int = MAX_RESULT_BYTES, text: str | None = None)
 
 
 class CallState:
-    """What one facade call (one pluggy hook call) learns from its implementations.
+    """What one facade call (one hook call) learns from its implementations:
+    ``with CallState(hook) as call:`` collects it from the guarded calls made inside.
 
     :param hook: the hook's name.
     :param faulted: plugins that failed during this call.
@@ -154,6 +155,15 @@ class CallState:
         self.hook = hook
         self.faulted: set[str] = set()
         self.answers: list[tuple[str, Any]] = []
+        self._token: contextvars.Token[CallState | None] | None = None
+
+    def __enter__(self) -> CallState:
+        self._token = _CALL.set(self)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        assert self._token is not None
+        _CALL.reset(self._token)
 
 
 _CALL: contextvars.ContextVar[CallState | None] = contextvars.ContextVar("agent_link_hook_call", default=None)
@@ -163,17 +173,6 @@ _PLUGIN: contextvars.ContextVar[str | None] = contextvars.ContextVar("agent_link
 def current_plugin() -> str | None:
     """The plugin whose hook implementation is running in this context, if any."""
     return _PLUGIN.get()
-
-
-def hook_call(hook: str) -> tuple[CallState, contextvars.Token[CallState | None]]:
-    """Start collecting :class:`CallState` for one hook call; pass the token to ``end_call``."""
-    state = CallState(hook)
-    return state, _CALL.set(state)
-
-
-def end_call(token: contextvars.Token[CallState | None]) -> None:
-    """Stop collecting for the call started by :func:`hook_call`."""
-    _CALL.reset(token)
 
 
 # -- result checks ---------------------------------------------------------------------
@@ -330,18 +329,6 @@ def watch_interrupts() -> None:
         signal.signal(signal.SIGALRM, _on_alarm)
 
 
-def _real_interrupt(exc: BaseException, sigints_before: int) -> bool:
-    """True for a KeyboardInterrupt this process's user caused (not one a plugin raised)."""
-    if not isinstance(exc, KeyboardInterrupt):
-        return False
-    handler = signal.getsignal(signal.SIGINT)
-    if handler is _on_sigint:
-        return _sigints != sigints_before
-    # Python's own handler, uncounted: the safe reading is the user's Ctrl-C. Any other handler
-    # (the MCP server exits on SIGINT) raises no KeyboardInterrupt: this one is code's.
-    return handler is signal.default_int_handler
-
-
 def interrupts() -> int:
     """How many real Ctrl-Cs this process has had; pass it to :func:`plugin_fault`."""
     return _sigints
@@ -352,8 +339,13 @@ def plugin_fault(exc: BaseException, sigints_before: int) -> bool:
     real Ctrl-C since ``sigints_before`` (:func:`interrupts`) or the cancellation of the
     running task. For ``except BaseException`` around plugin code that has its own handling;
     the usual way in is :meth:`Boundary.call` / :meth:`Boundary.acall`."""
-    if _real_interrupt(exc, sigints_before):
-        return False
+    if isinstance(exc, KeyboardInterrupt):
+        handler = signal.getsignal(signal.SIGINT)
+        if handler is _on_sigint:
+            return _sigints == sigints_before
+        # Python's own handler, uncounted: the safe reading is the user's Ctrl-C. Any other handler
+        # (the MCP server exits on SIGINT) raises no KeyboardInterrupt: this one is code's.
+        return handler is not signal.default_int_handler
     asyncio = sys.modules.get("asyncio")  # never imported: no task was cancelled
     if asyncio is not None and isinstance(exc, asyncio.CancelledError):
         try:
@@ -485,9 +477,9 @@ class Boundary:
                 frame: _Frame | None = None, passing: tuple[type[BaseException], ...] = (), disable: bool = False,
                 prefix: str = "") -> bool:
         """Record ``exc`` as ``plugin``'s fault in ``hook``; False when it is not the plugin's
-        (a real Ctrl-C, one of the ``passing`` types the caller handles, an overrun of an
+        (:func:`plugin_fault`, one of the ``passing`` types the caller handles, an overrun of an
         enclosing call): the caller re-raises it then."""
-        if _real_interrupt(exc, sigints_before) or isinstance(exc, passing):
+        if not plugin_fault(exc, sigints_before) or isinstance(exc, passing):
             return False
         if isinstance(exc, Overran) and frame is not None and time.monotonic() < frame.deadline:
             return False  # the budget of an enclosing call ran out: that caller is to blame
@@ -559,19 +551,18 @@ class Boundary:
             async with asyncio.timeout(bound_s) as scope:
                 result = await _stepped(make(), self.timeout_ms / 1000)
         except BaseException as exc:
-            if isinstance(exc, asyncio.CancelledError) and not plugin_fault(exc, sigints):
-                waited_ms = (time.monotonic() - started) * 1000
-                if self.timeout_ms and waited_ms > self.timeout_ms:  # given up on, not a fault raised
-                    self.fault(plugin, hook, f"was still running when its caller gave up after {waited_ms:.0f} ms")
-                raise  # the caller is cancelled: not the plugin's doing
             if isinstance(exc, TimeoutError) and scope.expired():
                 if on_timeout is not None:
                     return on_timeout()
                 self.fault(plugin, hook, f"did not finish within {bound_s:g} s",
                            fix="Bound the plugin's own waits below that.")
-            elif not self.contain(exc, plugin, hook, sigints, passing=passing):
-                raise
-            return default
+                return default
+            if self.contain(exc, plugin, hook, sigints, passing=passing):
+                return default
+            waited_ms = (time.monotonic() - started) * 1000
+            if isinstance(exc, asyncio.CancelledError) and self.timeout_ms and waited_ms > self.timeout_ms:
+                self.fault(plugin, hook, f"was still running when its caller gave up after {waited_ms:.0f} ms")
+            raise  # a real Ctrl-C, a type the caller handles, the cancellation of the calling task
         finally:
             _PLUGIN.reset(token)
             self._timed(plugin, hook, (time.monotonic() - started) * 1000, blocking=False)
@@ -640,17 +631,14 @@ def _guarded(boundary: Boundary, impl: Any, plugin: str, hook: str) -> Callable[
     passing = (AgentLinkError,) if hook in REFUSING_HOOKS else ()
     registering, awaitable = hook in REGISTRATION_HOOKS, hook in AWAITABLE_HOOKS
 
-    sync_check = None if awaitable else check
+    def sync_check(result: Any, plugin: str) -> str | None:  # an awaitable answer is checked once awaited
+        return None if check is None or (awaitable and _awaitable(result)) else check(result, plugin)
 
     def guarded(*args: Any) -> Any:
-        result = boundary.call(plugin, hook, func, *args, check=sync_check, passing=passing, disable=registering)
-        if awaitable and _awaitable(result):
-            answer = result
+        result = answer = boundary.call(plugin, hook, func, *args, check=sync_check, passing=passing, disable=registering)
+        if awaitable and _awaitable(answer):
             result = boundary.acall(plugin, hook, lambda: answer, bound_s=boundary.timeout_ms / 1000 or None,
                                     check=check, passing=passing)
-        elif awaitable and result is not None and check is not None and (problem := check(result, plugin)):
-            boundary.fault(plugin, hook, problem)
-            result = None
         call = _CALL.get()
         if call is not None and result is not None:
             call.answers.append((plugin, result))
@@ -662,51 +650,40 @@ def _guarded(boundary: Boundary, impl: Any, plugin: str, hook: str) -> Callable[
 
 def _guarded_wrapper(boundary: Boundary, func: Callable[..., Any], plugin: str, hook: str, *,
                      new_style: bool) -> Callable[..., Any]:
-    """A wrapper implementation that fails before or after its ``yield`` becomes a pass-through."""
-    passing = (AgentLinkError,) if hook in REFUSING_HOOKS else ()
-    registering = hook in REGISTRATION_HOOKS
+    """Each step of a wrapper implementation (to its ``yield``, after it) runs through
+    :meth:`Boundary.call`; a wrapper that fails in a step becomes a pass-through."""
+    passing = (AgentLinkError, StopIteration) if hook in REFUSING_HOOKS else (StopIteration,)
+    registering, failed = hook in REGISTRATION_HOOKS, object()
 
-    def contained(exc: BaseException | str, sigints: int) -> bool:
-        if isinstance(exc, str):
-            boundary.fault(plugin, hook, exc, disable=registering)
-            return True
-        return boundary.contain(exc, plugin, hook, sigints, passing=passing, disable=registering)
+    def step(fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` guarded: ``failed`` for a fault; StopIteration (the wrapper ended) passed on."""
+        return boundary.call(plugin, hook, fn, *args, default=failed, passing=passing, disable=registering)
 
     def guarded(*args: Any) -> Any:
-        sigints = _sigints
+        gen = func(*args)  # pluggy takes only generator functions as wrappers: this runs none of its code
         try:
-            gen = func(*args)
-            next(gen)
+            if step(next, gen) is failed:
+                return (yield)
         except StopIteration:
-            contained("wrapper did not yield", sigints)
-            return (yield)
-        except BaseException as exc:
-            if not contained(exc, sigints):
-                raise
+            boundary.fault(plugin, hook, "wrapper did not yield", disable=registering)
             return (yield)
         try:
             outcome = yield
         except BaseException as inner:  # an inner implementation's refusal: the wrapper sees it
             try:
-                gen.throw(inner)
+                again = step(gen.throw, inner)
             except StopIteration as stop:
                 return stop.value
-            except BaseException as out:
-                if out is inner or not contained(out, sigints):
-                    raise
-                raise inner from None
-            contained("wrapper yielded twice", sigints)
-            raise
+            if again is not failed:
+                boundary.fault(plugin, hook, "wrapper yielded twice", disable=registering)
+            raise inner from None
         try:
-            gen.send(outcome)
+            again = step(gen.send, outcome)
         except StopIteration as stop:
-            return None if not new_style else stop.value
-        except BaseException as exc:
-            if not contained(exc, sigints):
-                raise
-            return None if not new_style else outcome
-        contained("wrapper yielded twice", sigints)
-        return None if not new_style else outcome
+            return stop.value if new_style else None
+        if again is not failed:
+            boundary.fault(plugin, hook, "wrapper yielded twice", disable=registering)
+        return outcome if new_style else None
 
     guarded._agent_link_guarded = True  # type: ignore[attr-defined]
     return guarded

@@ -7,6 +7,7 @@ pluggy's order, each wrapped by the one guard (:mod:`agent_link_core.boundary`).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import types
 from typing import Any, Callable
@@ -28,8 +29,10 @@ def _specs() -> dict[str, tuple[frozenset[str], bool]]:
     return _SPECS
 
 
+@functools.cache
 def firstresult() -> frozenset[str]:
-    """The ``firstresult`` hooks: the first non-None answer is the call's."""
+    """The ``firstresult`` hooks: the first non-None answer is the call's (read once: every
+    hook call asks)."""
     return frozenset(name for name, (_, first) in _specs().items() if first)
 
 
@@ -85,13 +88,14 @@ class Declared:
         self.entries.append(entry)
         return True
 
-    def add_entry_point(self, ep: Any) -> bool:
+    def add_entry_point(self, ep: Any, *, declared: bool = True) -> bool:
         """Take the plugin of entry point ``ep`` (``name``, ``value``, ``load()``, ``dist``) by the
-        hooks its package declares (imported now when it declares none); False when left out."""
+        hooks its package declares (``declared``), or imported now (not ``declared``, or it
+        declares none); False when it is left out."""
         module, colon, _ = ep.value.partition(":")
         module = module.strip()
-        hooks = None if colon else self.boundary.call(ep.name, "load", package_hooks, module, default=None,
-                                                      disable=True, prefix="import failed: ")
+        hooks = None if colon or not declared else self.boundary.call(ep.name, "load", package_hooks, module, default=None,
+                                                                      disable=True, prefix="import failed: ")
         return ep.name not in self.boundary.disabled and self.add(Entry(ep.name, ep.load, module.partition(".")[0], ep.dist), hooks)
 
     def add_module(self, modname: str) -> None:

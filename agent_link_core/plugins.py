@@ -19,7 +19,6 @@ imported and registered as above) when something needs it (a wrapper, tracing, :
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 import types
@@ -37,9 +36,7 @@ from agent_link_core.boundary import (
     Refused,
     _awaitable,
     current_plugin,
-    end_call,
     guard_plugin,
-    hook_call,
     timeout_from_env,
 )
 
@@ -72,20 +69,19 @@ class PluginReport:
     ``failed`` also gains plugins left out later in the process (a registration refused, a
     hung hook); :meth:`problems` lists every failure with its hook and fix.
 
-    :param loaded: plugin names, in load order. :param blocked: names turned off.
-    :param failed: ``{plugin: reason}``.
-    :param dists: each entry-point plugin's distribution (``importlib.metadata.Distribution``,
-        or its cached version: :class:`agent_link_core.discovery.CachedDist`).
     :param boundary: the guard whose problems :meth:`problems` lists.
+
+    Attributes: ``loaded`` (plugin names, in load order), ``blocked`` (names turned off),
+    ``failed`` (``{plugin: reason}``), ``dists`` (each entry-point plugin's distribution:
+    ``importlib.metadata.Distribution``, or its cached version
+    :class:`agent_link_core.discovery.CachedDist`).
     """
 
-    def __init__(self, loaded: list[str] | None = None, blocked: list[str] | None = None,
-                 failed: dict[str, str] | None = None, dists: dict[str, Any] | None = None,
-                 boundary: Boundary | None = None) -> None:
-        self.loaded: list[str] = loaded if loaded is not None else []
-        self.blocked: list[str] = blocked if blocked is not None else []
-        self.failed: dict[str, str] = failed if failed is not None else {}
-        self.dists: dict[str, Any] = dists if dists is not None else {}
+    def __init__(self, boundary: Boundary) -> None:
+        self.loaded: list[str] = []
+        self.blocked: list[str] = []
+        self.failed: dict[str, str] = {}
+        self.dists: dict[str, Any] = {}
         self.boundary = boundary
 
     @property
@@ -104,7 +100,7 @@ class PluginReport:
 
     def problems(self) -> list[dict[str, Any]]:
         """Every plugin failure so far: ``{plugin, hook, error, fix, disabled, count}``."""
-        return self.boundary.report() if self.boundary is not None else []
+        return self.boundary.report()
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON shape of ``agent-link plugins --json`` and health's ``plugins``."""
@@ -114,16 +110,17 @@ class PluginReport:
 
 def disabled_plugin_names(env: Mapping[str, str] | None = None) -> set[str]:
     """Names listed in ``AGENT_LINK_DISABLE_PLUGINS`` (comma or space separated)."""
-    raw = (env if env is not None else os.environ).get("AGENT_LINK_DISABLE_PLUGINS", "")
-    return {part.strip() for part in raw.replace(",", " ").split() if part.strip()}
+    return _names((env if env is not None else os.environ).get("AGENT_LINK_DISABLE_PLUGINS")) or set()
 
 
 def load_only_names(env: Mapping[str, str] | None = None) -> set[str] | None:
     """Names listed in ``AGENT_LINK_LOAD_PLUGINS``; None when it is unset (load everything)."""
-    raw = (env if env is not None else os.environ).get(LOAD_ONLY_ENV)
-    if raw is None:
-        return None
-    return {part.strip() for part in raw.replace(",", " ").split() if part.strip()}
+    return _names((env if env is not None else os.environ).get(LOAD_ONLY_ENV))
+
+
+def _names(raw: str | None) -> set[str] | None:
+    """The names of a comma or space separated list; None for None."""
+    return None if raw is None else set(raw.replace(",", " ").split())
 
 
 #: what pluggy can take for a hook implementation (``pluggy._manager._static_hook_attr``)
@@ -156,7 +153,7 @@ def _plugin_manager() -> pluggy.PluginManager:
 def build_plugin_manager(
     *, env: Mapping[str, str] | None = None, extra_plugins: tuple[Any, ...] = ()
 ) -> tuple[pluggy.PluginManager, PluginReport]:
-    """Build a fresh plugin manager.
+    """Build a fresh plugin manager, every plugin imported and registered now.
 
     :param env: environment to read ``AGENT_LINK_DISABLE_PLUGINS``, ``AGENT_LINK_LOAD_PLUGINS``
         and ``AGENT_LINK_HOOK_TIMEOUT_MS`` from (default: the process's).
@@ -165,38 +162,53 @@ def build_plugin_manager(
     :returns: the manager and a :class:`PluginReport` for health. Never raises for a
         plugin's fault: it is in the report.
     """
-    env = os.environ if env is None else env
-    pm = _plugin_manager()
+    plugins, report = _plugins(os.environ if env is None else env, declared=False)
+    return _manager(plugins, report, extra_plugins), report
+
+
+def _plugins(env: Mapping[str, str], *, declared: bool) -> tuple[Declared, PluginReport]:
+    """The plugins of ``env`` in load order (the entry points not turned off, then the core's),
+    each taken by the hooks it declares when ``declared``, else imported now; and the report
+    of what was loaded, blocked and left out (kept up to date by their guard)."""
     boundary = Boundary(timeout_from_env(env))
-    report = PluginReport(boundary=boundary)
-    pm.agent_link_boundary = boundary  # type: ignore[attr-defined]
-    pm.agent_link_report = report  # type: ignore[attr-defined]
-    pm.agent_link_order = []  # type: ignore[attr-defined]  # registration order settles name clashes
+    report = PluginReport(boundary)
+    blocked, only = disabled_plugin_names(env), load_only_names(env)
+    report.blocked.extend(sorted(blocked))
+    plugins = Declared(boundary, list(report.blocked))
     boundary.on_disable = lambda name, reason: _left_out(report, name, reason)
-    blocked = disabled_plugin_names(env)
-    only = load_only_names(env)
-    for name in sorted(blocked):
-        pm.set_blocked(name)
-        report.blocked.append(name)
+    seen: set[str] = set()
     for ep in discovery.entry_points(ENTRY_POINT_GROUP, env):
-        if ep.name in blocked or pm.has_plugin(ep.name) or (only is not None and ep.name not in only):
+        if ep.name in blocked or ep.name in seen or (only is not None and ep.name not in only):
             continue
-        # a broken plugin (SystemExit at import included) must never take agent-link down
-        module = boundary.call(ep.name, "load", ep.load, default=None, disable=True, prefix="import failed: ")
-        if module is None:
-            continue
-        if _register(pm, boundary, module, ep.name):
+        seen.add(ep.name)
+        if plugins.add_entry_point(ep, declared=declared):
             report.loaded.append(ep.name)
             if ep.dist is not None:  # its version is read from its metadata when a report shows it
                 report.dists[ep.name] = ep.dist
     for modname in DEFAULT_PLUGINS:
-        _register(pm, boundary, importlib.import_module(modname), modname)
+        plugins.add_module(modname)
+    return plugins, report
+
+
+def _manager(plugins: Declared, report: PluginReport, extra_plugins: tuple[Any, ...] = ()) -> pluggy.PluginManager:
+    """pluggy's manager holding ``plugins`` (each imported now, its failure, SystemExit at
+    import included, reported and the plugin left out), then ``extra_plugins``."""
+    boundary = plugins.boundary
+    pm = _plugin_manager()
+    pm.agent_link_boundary = boundary  # type: ignore[attr-defined]
+    pm.agent_link_report = report  # type: ignore[attr-defined]
+    pm.agent_link_order = []  # type: ignore[attr-defined]  # registration order settles name clashes
+    for name in sorted({*plugins.blocked, *boundary.disabled}):
+        pm.set_blocked(name)
+    for entry in plugins.entries:
+        if plugins.load(entry) and entry.name not in boundary.disabled:
+            _register(pm, boundary, entry.module, entry.name)
     for item in extra_plugins:
         name, plugin = item if isinstance(item, tuple) else (_plugin_name(pm, item), item)
         if _register(pm, boundary, plugin, name) and name not in report.loaded:
             report.loaded.append(name)
     pm.check_pending()  # misspelt hooks were already reported and unregistered by _register
-    return pm, report
+    return pm
 
 
 def _left_out(report: PluginReport, name: str, reason: str) -> None:
@@ -238,29 +250,6 @@ def _register(pm: pluggy.PluginManager, boundary: Boundary, plugin: Any, name: s
     return True
 
 
-def _load_declared(env: Mapping[str, str]) -> Hooks:
-    """:class:`Hooks` over the plugins of ``env`` by their declared hooks (see the module doc)."""
-    boundary = Boundary(timeout_from_env(env))
-    report = PluginReport(boundary=boundary)
-    blocked = disabled_plugin_names(env)
-    only = load_only_names(env)
-    report.blocked.extend(sorted(blocked))
-    declared = Declared(boundary, list(report.blocked))
-    boundary.on_disable = lambda name, reason: _left_out(report, name, reason)
-    seen: set[str] = set()
-    for ep in discovery.entry_points(ENTRY_POINT_GROUP, env):
-        if ep.name in blocked or ep.name in seen or (only is not None and ep.name not in only):
-            continue
-        seen.add(ep.name)
-        if declared.add_entry_point(ep):
-            report.loaded.append(ep.name)
-            if ep.dist is not None:
-                report.dists[ep.name] = ep.dist
-    for modname in DEFAULT_PLUGINS:
-        declared.add_module(modname)
-    return Hooks(None, report, declared=declared)
-
-
 class _UndoRecord(Exception):
     """Rolls back the savepoint of an ``agent_link_record_event`` implementation that failed."""
 
@@ -271,7 +260,8 @@ class Hooks:
     Registration hooks are collected once and cached; each record is checked
     (:mod:`agent_link_core.boundary`) and a plugin with a refused record is left out whole.
 
-    :param pm: a manager from :func:`build_plugin_manager`; None with ``declared``.
+    :param pm: a manager from :func:`build_plugin_manager` (its plugins guarded by its
+        boundary); None with ``declared``.
     :param report: the report to keep up to date (default: the one the manager was built with).
     :param declared: the plugins by their declared hooks (:func:`load_plugins` with
         ``declared=True``): calls import and call only the plugins declaring their hook, and
@@ -284,23 +274,11 @@ class Hooks:
         self._declared = declared
         #: the App these hooks serve; set by ``App.__init__`` and passed to hooks taking ``app``
         self.app: App | None = None
-        boundary = getattr(pm, "agent_link_boundary", None) if declared is None else declared.boundary
-        if boundary is None and pm is not None:  # a manager built elsewhere: guard what it holds now
-            boundary = Boundary()
-            for plugin in pm.get_plugins():
-                guard_plugin(boundary, pm, plugin, pm.get_name(plugin) or repr(plugin))
-            pm.agent_link_boundary = boundary  # type: ignore[attr-defined]
-        if boundary is None:
-            raise TypeError("Hooks needs a plugin manager or declared plugins")
-        self.boundary: Boundary = boundary
-        self.report: PluginReport = report or getattr(pm, "agent_link_report", None) or PluginReport(boundary=boundary)
-        if self.report.boundary is None:
-            self.report.boundary = boundary
-        boundary.on_disable = self._disable
+        self.boundary: Boundary = declared.boundary if declared is not None else pm.agent_link_boundary  # type: ignore[union-attr]
+        self.report: PluginReport = report or pm.agent_link_report  # type: ignore[union-attr]
+        self.boundary.on_disable = self._disable
         self._records: dict[str, dict[str, tuple[str, Any]]] = {}
         self._owners: dict[tuple[str, str], str] = {}  # (kind, record name) -> plugin, kept when it is left out
-        #: {hook: (its implementations, what _plain_impls made of them)}
-        self._plain: dict[str, tuple[list[Any], list[Any] | None]] = {}
 
     @property
     def pm(self) -> pluggy.PluginManager:
@@ -308,22 +286,8 @@ class Hooks:
         imported and registered, if these hooks were loaded by their declarations)."""
         if self._pm is None:
             assert self._declared is not None
-            self._pm = self._manager(self._declared)
+            self._pm = _manager(self._declared, self.report)
         return self._pm
-
-    def _manager(self, declared: Declared) -> pluggy.PluginManager:
-        """pluggy's manager holding every declared plugin (each imported and registered now)."""
-        pm = _plugin_manager()
-        pm.agent_link_boundary = self.boundary  # type: ignore[attr-defined]
-        pm.agent_link_report = self.report  # type: ignore[attr-defined]
-        pm.agent_link_order = []  # type: ignore[attr-defined]
-        for name in sorted({*declared.blocked, *self.boundary.disabled}):
-            pm.set_blocked(name)
-        for entry in declared.entries:
-            if declared.load(entry) and entry.name not in self.boundary.disabled:
-                _register(pm, self.boundary, entry.module, entry.name)
-        pm.check_pending()
-        return pm
 
     def load_all(self) -> None:
         """Import and register every plugin now: what a report of every plugin's state needs."""
@@ -344,38 +308,40 @@ class Hooks:
                 if kind == "harness" and self.app is not None:
                     self.app.harnesses.pop(name, None)
 
-    def _impls(self, hook_name: str) -> list[tuple[str, Any]]:
-        """``[(plugin, implementation: function (guarded), argnames)]`` in pluggy's list order."""
+    def _impls(self, hook_name: str) -> tuple[list[Any], bool]:
+        """The implementations of ``hook_name`` in the order pluggy calls them (each with
+        ``plugin_name``, ``function``: guarded, ``argnames``, ``hookwrapper``, ``wrapper``), and
+        whether calling each ``function`` with the arguments it names is all pluggy would do
+        (no wrapper among them, no hook call tracing); when not, pluggy makes the call."""
         if self._pm is None and self._declared is not None:
-            impls = self._declared.impls(hook_name)
-            if impls is not None:
-                return [(impl.plugin_name, impl) for impl in impls]
-        pm = self.pm
-        return [(pm.get_name(impl.plugin) or "?", impl) for impl in getattr(pm.hook, hook_name).get_hookimpls()]
+            declared = self._declared.impls(hook_name)
+            if declared is not None:
+                return declared[::-1], True
+        impls = getattr(self.pm.hook, hook_name).get_hookimpls()[::-1]
+        traced = getattr(self._pm, "agent_link_traced", False)
+        return impls, not traced and not any(impl.hookwrapper or impl.wrapper for impl in impls)
 
     def _run(self, hook_name: str, **kwargs: Any) -> tuple[Any, CallState]:
         """One hook call (each implementation guarded inline); its answer and what the call
-        learnt (plugins that faulted, answers by plugin). Declared plugins without a wrapper
-        among them are called here as pluggy would; anything else goes through pluggy."""
-        impls = self._declared.impls(hook_name) if self._pm is None and self._declared is not None else None
-        call, token = hook_call(hook_name)
-        try:
-            if impls is None:
+        learnt (plugins that faulted, answers by plugin). Called here as pluggy would call it,
+        without pluggy's machinery (a read renders envelopes once per message), unless pluggy
+        must make the call (:meth:`_impls`)."""
+        impls, plain = self._impls(hook_name)
+        with CallState(hook_name) as call:
+            if not plain:
                 return getattr(self.pm.hook, hook_name)(**kwargs), call
             first = hook_name in firstresult()
             results = []
-            for impl in reversed(impls):
+            for impl in impls:
                 answer = impl.function(*[kwargs[name] for name in impl.argnames])
                 if answer is not None:
                     if first:
                         return answer, call
                     results.append(answer)
             return (None if first else results), call
-        finally:
-            end_call(token)
 
     def _call(self, hook_name: str, **kwargs: Any) -> Any:
-        """One hook call through pluggy; its answer."""
+        """One hook call; its answer."""
         return self._run(hook_name, **kwargs)[0]
 
     def collect(self, kind: str, hook_name: str, check: Callable[[Any], None]) -> dict[str, Any]:
@@ -454,20 +420,17 @@ class Hooks:
                 return name
         return None
 
-    def guard(self, plugin: str, what: str, fn: Callable[[], Any], default: Any = None) -> Any:
-        """Run ``fn`` (a plugin object's sync method) as that plugin's code through
-        :meth:`Boundary.call`: a fault is reported (as ``what``) and ``default`` returned.
+    def guard_harness(self, harness: Harness, method: str, fn: Callable[[], Any], default: Any = None) -> Any:
+        """Run ``fn`` (a harness's sync method: ``identify_caller``, ``health``, ...) as its
+        plugin's code through :meth:`Boundary.call`: a fault is reported (as
+        ``harness.<name>.<method>``) and ``default`` returned.
 
         :raises AgentLinkError: what ``fn`` raises deliberately.
         """
         from agent_link_core.errors import AgentLinkError
 
-        return self.boundary.call(plugin, what, fn, default=default, passing=(AgentLinkError,))
-
-    def guard_harness(self, harness: Harness, method: str, fn: Callable[[], Any], default: Any = None) -> Any:
-        """:meth:`guard` for a harness's sync method (``identify_caller``, ``health``, ...)."""
         plugin = self.owner("harness", harness.name) or f"harness {harness.name}"
-        return self.guard(plugin, f"harness.{harness.name}.{method}", fn, default)
+        return self.boundary.call(plugin, f"harness.{harness.name}.{method}", fn, default=default, passing=(AgentLinkError,))
 
     def hook_view(self) -> dict[str, dict[str, dict[str, Any] | None]]:
         """``{plugin: {hook: {calls, lastMs, maxMs} | None}}``: every hook each registered plugin
@@ -546,10 +509,7 @@ class Hooks:
 
         :returns: True when a plugin reports the session reminded.
         """
-        result = self._call("agent_link_push_reminders", due=due, app=self.app)
-        if _awaitable(result):
-            result = await result
-        return bool(result)
+        return bool(await _settled(self._call("agent_link_push_reminders", due=due, app=self.app)))
 
     def register_commands(self, cli: click.Group) -> None:
         """Let every plugin add its click commands to ``cli`` (a plugin may not replace one)."""
@@ -582,33 +542,11 @@ class Hooks:
         batches = self._call("agent_link_schema")
         return [m for batch in batches if batch for m in batch if m.owner not in self.boundary.disabled]
 
-    def resolve_address(self, address: str, caller_address: str) -> dict[str, Any] | None:
-        """The first plugin's resolution of an indirect address, or None (may raise AgentLinkError).
-
-        For code without an event loop (scripts); an implementation answering with an
-        awaitable is run to completion on a private loop in a worker thread. Async code uses
-        :meth:`aresolve_address`.
-        """
-        answer = self._call("agent_link_resolve_address", address=address, caller_address=caller_address, app=self.app)
-        if _awaitable(answer):
-            from agent_link_core.aio import run_blocking
-
-            return run_blocking(lambda: answer)
-        return answer
-
     async def aresolve_address(self, address: str, caller_address: str) -> dict[str, Any] | None:
-        """:meth:`resolve_address` for async code: an awaitable answer (a plugin doing I/O) is
-        awaited on the caller's loop, which is never blocked by it; stepped without a loop
-        (:func:`agent_link_core.aio.run_inline`), on a loop of its own in a worker thread."""
-        answer = self._call("agent_link_resolve_address", address=address, caller_address=caller_address, app=self.app)
-        if _awaitable(answer):
-            asyncio = sys.modules.get("asyncio")
-            if asyncio is None or asyncio._get_running_loop() is None:  # stepped without a loop (aio.run_inline)
-                from agent_link_core.aio import run_blocking
-
-                return run_blocking(lambda: answer)
-            return await answer
-        return answer
+        """The first plugin's resolution of an indirect address, or None (may raise
+        AgentLinkError); an awaitable answer (a plugin doing I/O) is awaited as :func:`_settled` says."""
+        return await _settled(self._call("agent_link_resolve_address", address=address, caller_address=caller_address,
+                                         app=self.app))
 
     def resolve_elsewhere(self, address: str) -> dict[str, Any] | None:
         """The first plugin's claim ``{"metadata", "session"?}`` on ``address`` (hookspecs), or None."""
@@ -626,38 +564,8 @@ class Hooks:
         return warnings
 
     def render_envelope(self, message: dict[str, Any]) -> list[EnvelopeContribution]:
-        """Every plugin's envelope contribution for a stored message (a failing one is left out).
-
-        Called once per message of a read, so the implementations are called one after the
-        other as pluggy would (:meth:`_plain_impls`), each through its guard (nested in the tool
-        call's armed frame: no per-call signal or thread set-up), without pluggy's own machinery."""
-        plain = self._plain_impls("agent_link_render_envelope")
-        if plain is None:
-            return [c for c in self._call("agent_link_render_envelope", message=message, app=self.app) if c]
-        _, token = hook_call("agent_link_render_envelope")
-        try:
-            given = {"message": message, "app": self.app}
-            return [c for impl in plain if (c := impl.function(*[given[name] for name in impl.argnames]))]
-        finally:
-            end_call(token)
-
-    def _plain_impls(self, hook_name: str) -> list[Any] | None:
-        """The implementations (``function``, ``argnames``) of ``hook_name`` in the order
-        pluggy calls them, when calling each ``function`` with the arguments it names is all
-        pluggy would do: no wrapper among them and no hook call tracing (``AGENT_LINK_DEBUG``);
-        else None (call through pluggy)."""
-        if self._pm is None and self._declared is not None:
-            declared = self._declared.impls(hook_name)
-            return declared[::-1] if declared is not None else None
-        if getattr(self._pm, "agent_link_traced", False):
-            return None
-        impls = getattr(self.pm.hook, hook_name).get_hookimpls()
-        known = self._plain.get(hook_name)
-        if known is not None and known[0] == impls:  # the same implementations as last time
-            return known[1]
-        plain = None if any(impl.hookwrapper or impl.wrapper for impl in impls) else impls[::-1]
-        self._plain[hook_name] = (impls, plain)
-        return plain
+        """Every plugin's envelope contribution for a stored message (a failing one is left out)."""
+        return [c for c in self._call("agent_link_render_envelope", message=message, app=self.app) if c]
 
     def check_override(
         self, target: str, sender: Caller, setting: str, value: str, context: dict[str, Any]
@@ -677,9 +585,7 @@ class Hooks:
         """
         result = self._call("agent_link_claim_paths", holder=holder, paths=list(paths), project_root=project_root,
                             reason=reason, ttl_ms=ttl_ms, until_resolved=until_resolved, key=key, app=self.app)
-        if _awaitable(result):
-            result = await result
-        return result if isinstance(result, dict) else None
+        return result if isinstance(result := await _settled(result), dict) else None
 
     def release_claims(self, key: str) -> dict[str, Any] | None:
         """End what was claimed under ``key`` (``agent_link_release_claims``):
@@ -693,24 +599,23 @@ class Hooks:
         describes. Each observer runs in a savepoint: one that fails is logged and its
         writes are undone, and the change itself still commits."""
         store = self.app.store
-        for plugin, impl in self._impls("agent_link_record_event"):
-            if plugin in self.boundary.disabled:
+        for impl in self._impls("agent_link_record_event")[0]:
+            plugin = impl.plugin_name
+            if plugin in self.boundary.disabled or impl.hookwrapper or impl.wrapper:
                 continue
-            call, token = hook_call("agent_link_record_event")
-            try:
-                with store.write() as conn:
-                    offered = {"event": event, "conn": conn, "app": self.app}
-                    # The boundary's guard reports a failure and swallows it; undo its writes then.
-                    impl.function(*(offered[name] for name in impl.argnames))
-                    if plugin in call.faulted:
-                        raise _UndoRecord
-            except _UndoRecord:
-                pass
-            except Exception as exc:  # an audit record must never undo or fail the change it records
-                self.boundary.fault(plugin, "agent_link_record_event", f"{type(exc).__name__}: {exc}"[:300],
-                                    fix="Fix the plugin's record_event hook; the change itself was stored.", exc=exc)
-            finally:
-                end_call(token)
+            with CallState("agent_link_record_event") as call:
+                try:
+                    with store.write() as conn:
+                        offered = {"event": event, "conn": conn, "app": self.app}
+                        # The boundary's guard reports a failure and swallows it; undo its writes then.
+                        impl.function(*(offered[name] for name in impl.argnames))
+                        if plugin in call.faulted:
+                            raise _UndoRecord
+                except _UndoRecord:
+                    pass
+                except Exception as exc:  # an audit record must never undo or fail the change it records
+                    self.boundary.fault(plugin, "agent_link_record_event", f"{type(exc).__name__}: {exc}"[:300],
+                                        fix="Fix the plugin's record_event hook; the change itself was stored.", exc=exc)
 
     def session_roles(self, addresses: list[str]) -> dict[str, list[str]]:
         """``{address: sorted role names}`` from every plugin that keeps roles; a failing
@@ -746,6 +651,23 @@ class Hooks:
             failed = [p for p in self.boundary.report() if p["plugin"] == plugin and p["hook"] == "agent_link_health"]
             sections[plugin] = {"error": failed[-1]["error"] if failed else "failed", "fix": failed[-1]["fix"] if failed else ""}
         return sections
+
+
+async def _settled(answer: Any) -> Any:
+    """A hook's ``answer``, awaited when it is awaitable (a plugin doing I/O): on the caller's
+    event loop, which it never blocks; for a coroutine stepped without a loop
+    (:func:`agent_link_core.aio.run_inline`), on a loop of its own in a worker thread."""
+    if not _awaitable(answer):
+        return answer
+    asyncio = sys.modules.get("asyncio")  # not imported: no loop runs
+    try:
+        if asyncio is not None and asyncio.get_running_loop():
+            return await answer
+    except RuntimeError:  # no running loop
+        pass
+    from agent_link_core.aio import run_blocking
+
+    return run_blocking(lambda: answer)
 
 
 def _check_aliases(record: Any, plugin: str, records: dict[str, tuple[str, Any]]) -> None:
@@ -795,6 +717,7 @@ def load_plugins(env: Mapping[str, str] | None = None, extra_plugins: tuple[Any,
 
     env = with_settings(dict(os.environ if env is None else env))
     if declared and not extra_plugins:
-        return _load_declared(env)
+        plugins, report = _plugins(env, declared=True)
+        return Hooks(None, report, declared=plugins)
     pm, report = build_plugin_manager(env=env, extra_plugins=extra_plugins)
     return Hooks(pm, report)

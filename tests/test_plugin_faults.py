@@ -532,6 +532,36 @@ def test_pluggy_ordering_applies_to_guarded_hooks(monkeypatch: pytest.MonkeyPatc
         app.close()
 
 
+@pytest.mark.parametrize("fault, error", [
+    ("exit after yield", "SystemExit: 3"), ("no yield", "wrapper did not yield"), ("two yields", "wrapper yielded twice")])
+def test_a_wrapper_failing_in_any_step_is_a_pass_through(fault: str, error: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A wrapper's every step runs through the guard: failing after its yield (SystemExit
+    too), never yielding or yielding twice leaves the call's answer to the implementations."""
+
+    class Health:
+        @hookimpl
+        def agent_link_health(self) -> tuple[str, dict[str, Any]]:
+            return "inner", {"ok": True}
+
+    class Wrapper:
+        @hookimpl(wrapper=True)
+        def agent_link_health(self) -> Iterator[Any]:
+            if fault != "no yield":
+                yield
+                if fault == "two yields":
+                    yield
+                raise SystemExit(3)
+            return []
+
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "")
+    app = App.create(extra_plugins=(("health", Health()), ("wrapper", Wrapper())))
+    try:
+        assert app.hooks.pm.hook.agent_link_health(app=app) == [("inner", {"ok": True})]
+        assert [(p["plugin"], p["error"]) for p in app.plugin_report.problems()] == [("wrapper", error)]
+    finally:
+        app.close()
+
+
 @pytest.mark.anyio
 async def test_a_fault_inside_one_process_shows_in_the_health_of_another(gate: Gate, monkeypatch: pytest.MonkeyPatch) -> None:
     """A hook failing inside an MCP server is listed by a later `agent-link health` (which

@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from agent_link_core import plugins as plugins_mod
 from agent_link_core.app import App
 from agent_link_core.harness import Harness
 from agent_link_core.plugins import Hooks, build_plugin_manager, disabled_plugin_names
@@ -34,7 +33,7 @@ def test_disabled_names_parse_commas_and_spaces() -> None:
 
 @pytest.mark.installed_plugins
 def test_broken_plugin_is_reported_and_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(plugins_mod.importlib.metadata, "entry_points",
+    monkeypatch.setattr(importlib.metadata, "entry_points",
                         fake_entry_points(("broken", "agent_link_no_such_module_xyz"), ("fine", "agent_link_core.errors")))
     monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", "")
     app = App.create()
@@ -97,7 +96,7 @@ def test_core_tests_load_no_installed_plugin() -> None:
 
 
 def test_load_only_names_the_plugins_to_load(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(plugins_mod.importlib.metadata, "entry_points",
+    monkeypatch.setattr(importlib.metadata, "entry_points",
                         fake_entry_points(("one", "agent_link_core.errors"), ("two", "agent_link_core.addresses")))
     _, report = build_plugin_manager(env={"AGENT_LINK_LOAD_PLUGINS": "two"})
     assert report.loaded == ["two"]

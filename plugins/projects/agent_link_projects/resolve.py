@@ -92,7 +92,7 @@ async def resolve_orchestrator(app: App, args: dict[str, Any], call: ToolCall) -
     if explicit:
         path = "orchestratorThreadId" if args.get("orchestratorThreadId") else "threadId"
         if explicit.startswith("role:"):
-            holder = _role_holder(app, api, explicit, call)
+            holder = await _role_holder(app, api, explicit, call)
             if not holder.startswith("codex:"):
                 raise AgentLinkError("not_found", f"{explicit} is held by {holder}, which is not a Codex thread.",
                                      {"query": explicit, "candidates": [{"address": holder}]},
@@ -129,7 +129,7 @@ async def resolve_orchestrator(app: App, args: dict[str, Any], call: ToolCall) -
     # 4. the orchestrator role's general holder (projectRoot given, no binding file)
     if root is not None and api is not None:
         try:
-            routed = app.hooks.resolve_address(f"role:{ORCHESTRATOR_ROLE}", call.caller.address)
+            routed = await app.hooks.aresolve_address(f"role:{ORCHESTRATOR_ROLE}", call.caller.address)
         except AgentLinkError as exc:
             if exc.code not in ("not_found", "ambiguous"):
                 raise
@@ -147,11 +147,11 @@ async def resolve_orchestrator(app: App, args: dict[str, Any], call: ToolCall) -
     return await _search(app, args, call, out, "search", root, args.get("projectId"))
 
 
-def _role_holder(app: App, api: Any, address: str, call: ToolCall) -> str:
+async def _role_holder(app: App, api: Any, address: str, call: ToolCall) -> str:
     if api is None:
         raise AgentLinkError("unsupported", f"{address} needs the roles plugin (agent-link-roles), which is not installed here.",
                              {"capability": "roles"}, hint="Name the orchestrator thread by id, or install the roles plugin.")
-    routed = app.hooks.resolve_address(address, call.caller.address)
+    routed = await app.hooks.aresolve_address(address, call.caller.address)
     if routed is None:
         raise AgentLinkError("not_found", f"Nobody holds {address}.", {"role": address, "candidates": []})
     return str(routed["address"])
