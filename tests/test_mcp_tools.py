@@ -842,11 +842,12 @@ async def test_body_escaping_through_the_real_path() -> None:
 async def test_a_plain_address_reads_large_mail_in_pages() -> None:
     """A plain address has no host that declares how much it shows: a read returns at most
     AGENT_LINK_READ_BYTES (40000 by default), fewer messages or one message in pages, and
-    marks a paged message delivered only with its last page."""
+    marks a paged message delivered only with its last page. (The mail is stored in this
+    process: only the reader's server is under test.)"""
     limit = 40_000
     body = "".join(f"{n:06d} <line> & more\n" for n in range(3_000))  # about 66 000 escaped characters
-    async with peers("team:alice", "team:bob") as (alice, bob):
-        mid = (await alice.send("team:bob", body))["messageId"]
+    async with peers("team:bob") as (bob,):
+        mid = await mail_from("team:alice", "team:bob", body)
         first = await bob.inbox()
         assert len(json.dumps(first, ensure_ascii=False).encode("utf-8")) <= limit
         assert first["page"]["messageId"] == mid and first["page"]["offset"] == 0 and first["page"]["nextOffset"]
@@ -865,7 +866,7 @@ async def test_a_plain_address_reads_large_mail_in_pages() -> None:
 
         # Two messages that do not fit one read together: one now, the other next time.
         half = "x" * 25_000
-        ids = [(await alice.send("team:bob", half))["messageId"] for _ in range(2)]
+        ids = [await mail_from("team:alice", "team:bob", half) for _ in range(2)]
         one = await bob.inbox()
         assert [m["id"] for m in one["messages"]] == ids[:1] and one["remainingCount"] == 1 and one["more"]
         two = await bob.inbox()
