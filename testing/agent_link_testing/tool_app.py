@@ -12,9 +12,10 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from jsonschema import Draft202012Validator
 
 from agent_link_core.app import App
-from agent_link_core.tools.registry import run_tool
+from agent_link_core.tools.registry import output_schema, run_tool
 
 
 @contextmanager
@@ -31,8 +32,17 @@ def app_as(monkeypatch: pytest.MonkeyPatch, address: str) -> Iterator[App]:
 
 async def call_tool(app: App, tool: str, /, **arguments: Any) -> dict[str, Any]:
     """Run ``tool`` (a name ``app`` serves) with ``arguments`` and return its result object
-    (``{"ok": ...}``). Raises KeyError for a tool ``app`` does not serve."""
-    return await run_tool(app, app.hooks.tools()[tool], arguments, {})
+    (``{"ok": ...}``), checked against the tool's declared outputSchema as an MCP client
+    checks it.
+
+    :raises KeyError: for a tool ``app`` does not serve.
+    :raises AssertionError: when the result breaks the outputSchema.
+    """
+    spec = app.hooks.tools()[tool]
+    result = await run_tool(app, spec, arguments, {})
+    problems = [e.message for e in Draft202012Validator(output_schema(spec)).iter_errors(result)]
+    assert not problems, (tool, problems, result)
+    return result
 
 
 def stored_count(app: App) -> int:
