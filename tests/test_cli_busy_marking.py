@@ -5,41 +5,19 @@ says that in one line, and the exit is 1. The next read shows the same mail agai
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import os
 import subprocess
-import sys
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
-from agent_link_testing.cli_identity import named_address_env
+from agent_link_testing.cli_runner import core_process, delivery_of, run_core, sent_id
 from agent_link_testing.locks import hold_write_lock
 from agent_link_testing.output import said_text
 
-AGENT_LINK = str(Path(sys.executable).parent / "agent-link")
-ALL_PLUGINS = " ".join(sorted(ep.name for ep in importlib.metadata.entry_points(group="agent_link")))
-RUN_BOUND_S = 120  # a bound for a hung command, never a speed expectation
-
-
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS, "AGENT_LINK_BUSY_TIMEOUT_MS": "200",
-           **named_address_env(args)}
-    return subprocess.run([AGENT_LINK, *args], check=False, capture_output=True, env=env, timeout=RUN_BOUND_S, text=True)
-
-
-def send(*args: str) -> str:
-    proc = run("send", *args, "--json")
-    assert proc.returncode == 0, proc.stderr
-    return str(json.loads(proc.stdout)["messageId"])
-
-
-def delivery(message_id: str, as_address: str) -> str:
-    proc = run("status", message_id, "--from", as_address, "--json")
-    assert proc.returncode == 0, proc.stderr
-    return str(json.loads(proc.stdout)["delivery"])
-
+BUSY = {"AGENT_LINK_BUSY_TIMEOUT_MS": "200"}
+Runner = Callable[..., subprocess.CompletedProcess[str]]
 
 
 def busy_line(proc: subprocess.CompletedProcess[str], undone: str) -> None:
@@ -49,27 +27,29 @@ def busy_line(proc: subprocess.CompletedProcess[str], undone: str) -> None:
     assert "is busy" in said
 
 
-@pytest.mark.parametrize("form", [(), ("--json",), ("--all",)])
-def test_an_inbox_read_the_busy_database_could_not_mark_says_so(form: tuple[str, ...]) -> None:
-    ids = [send("team:bob", "first", "--from", "team:alice"),
-           send("team:bob", "second", "--from", "team:alice", "--anticipation", "reply")]
+# the plain read in a real process (its exit status as the shell sees it), the other forms in this one
+@pytest.mark.parametrize(("form", "runner"), [((), core_process), (("--json",), run_core), (("--all",), run_core)],
+                         ids=["plain-process", "json", "all"])
+def test_an_inbox_read_the_busy_database_could_not_mark_says_so(form: tuple[str, ...], runner: Runner) -> None:
+    ids = [sent_id("team:bob", "first", "--from", "team:alice"),
+           sent_id("team:bob", "second", "--from", "team:alice", "--anticipation", "reply")]
     with hold_write_lock(os.path.join(os.environ["AGENT_LINK_STATE_DIR"], "agent-link.db")):
-        proc = run("inbox", "--as", "team:bob", *form)
+        proc = runner("inbox", "--as", "team:bob", *form, env=BUSY)
     assert "first" in proc.stdout and "second" in proc.stdout
     busy_line(proc, "the 2 messages shown were not marked read (the next inbox read shows them again)")
-    assert [delivery(i, "team:alice") for i in ids] == ["queued", "queued"]  # none of them: not one of two
-    again = run("inbox", "--as", "team:bob", "--json")
+    assert [delivery_of(i, "team:alice") for i in ids] == ["queued", "queued"]  # none of them: not one of two
+    again = run_core("inbox", "--as", "team:bob", "--json")
     assert again.returncode == 0 and json.loads(again.stdout)["markedDelivered"] == ids
-    assert [delivery(i, "team:alice") for i in ids] == ["delivered", "delivered"]
+    assert [delivery_of(i, "team:alice") for i in ids] == ["delivered", "delivered"]
 
 
 def test_a_waited_reply_the_busy_database_could_not_mark_stays_unread() -> None:
-    asked = send("team:bob", "ready?", "--from", "team:alice", "--anticipation", "reply")
-    answered = run("reply", asked, "yes", "--from", "team:bob", "--json")
+    asked = sent_id("team:bob", "ready?", "--from", "team:alice", "--anticipation", "reply")
+    answered = run_core("reply", asked, "yes", "--from", "team:bob", "--json")
     assert answered.returncode == 0, answered.stderr
     reply_id = json.loads(answered.stdout)["messageId"]
     with hold_write_lock(os.path.join(os.environ["AGENT_LINK_STATE_DIR"], "agent-link.db")):
-        proc = run("wait", asked, "--from", "team:alice", "--timeout-ms", "0")
+        proc = core_process("wait", asked, "--from", "team:alice", "--timeout-ms", "0", env=BUSY)
     assert "yes" in proc.stdout
     busy_line(proc, "the reply shown was not marked read (the next wait for it shows it again)")
-    assert delivery(reply_id, "team:bob") == "queued"
+    assert delivery_of(reply_id, "team:bob") == "queued"

@@ -8,13 +8,11 @@ contract (exit codes, versioned JSON)."""
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import os
 import selectors
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,26 +20,15 @@ import pytest
 
 from agent_link_core.envelope import MAX_BODY_BYTES
 from agent_link_testing.cli_identity import named_address_env
-from agent_link_testing.cli_runner import run_main
+from agent_link_testing.cli_runner import AGENT_LINK, RUN_BOUND_S, core_process, installed_plugins, run_core
 
-AGENT_LINK = str(Path(sys.executable).parent / "agent-link")
-ALL_PLUGINS = " ".join(sorted(ep.name for ep in importlib.metadata.entry_points(group="agent_link")))
-RUN_BOUND_S = 120  # a bound for a hung command, never a speed expectation
+ALL_PLUGINS = installed_plugins()
 UNKNOWN_ID = "01HZY8D3J5Q7K9M2N4P6R8T0VW"
-
-
-def run(*args: str, stdin: bytes | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """Run ``agent-link ARGS`` as the console script does, in this process, with every plugin
-    disabled (the core alone), as the address ``--as`` / ``--from`` names (a script of that agent)."""
-    return run_main(*args, stdin=stdin or b"", env={"AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS, **named_address_env(args), **(env or {})})
-
-
-def process(*args: str, stdin: bytes | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """:func:`run` in a real ``agent-link`` process (its exit status, its stdio bytes)."""
-    full_env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS, **named_address_env(args), **(env or {})}
-    proc = subprocess.run([AGENT_LINK, *args], check=False, input=stdin, capture_output=True, env=full_env, timeout=RUN_BOUND_S)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.decode("utf-8", "replace"),
-                                       proc.stderr.decode("utf-8", "replace"))
+# run: as the console script runs it, in this process, with every plugin disabled (the core
+# alone), as the address --as / --from names (a script of that agent); process: the same in a
+# real agent-link process (its exit status, its stdio bytes)
+run = run_core
+process = core_process
 
 
 def ctrl_c_works() -> None:

@@ -5,18 +5,16 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 from agent_link_core.cli_text import error_line, message_lines
 from agent_link_core.errors import invalid_arguments
-
-AGENT_LINK = str(Path(sys.executable).with_name("agent-link"))
+from agent_link_testing.cli_runner import run_main
 
 
 def run(*args: str, **extra: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, **extra}
-    return subprocess.run([AGENT_LINK, *args], capture_output=True, text=True, env=env, timeout=120)
+    """``agent-link ARGS`` with ``extra`` set, as the console script runs it, in this process."""
+    return run_main(*args, env=extra)
 
 
 def test_a_bad_number_is_not_a_valid_integer_not_an_integer_range(isolated_env: Path) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from agent_link_testing.cli_identity import named_address_env
 from agent_link_testing.mcp_client import agent_link_mcp
+from agent_link_testing.tool_app import app_as, call_tool
 from click.testing import CliRunner
 
 from agent_link_core.app import App
@@ -75,9 +76,8 @@ def test_conversation_is_the_whole_chain_oldest_first(app: App) -> None:
 
 
 @pytest.mark.anyio
-async def test_conversation_tool_over_mcp(isolated_env: Path) -> None:
-    async with agent_link_mcp({"AGENT_LINK_ADDRESS": "team:alice"}) as alice, \
-            agent_link_mcp({"AGENT_LINK_ADDRESS": "team:carol"}) as carol:
+async def test_conversation_tool_over_mcp(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    async with agent_link_mcp({"AGENT_LINK_ADDRESS": "team:alice"}) as alice:
         tools = await alice.tools()
         assert tools["get_agent_link_conversation"].output_schema["properties"]["ok"] == {"type": "boolean"}
         assert tools["get_agent_link_conversation"].annotations.read_only_hint is True
@@ -85,8 +85,9 @@ async def test_conversation_tool_over_mcp(isolated_env: Path) -> None:
         mid = sent["messageId"]
         conv = await alice.call("get_agent_link_conversation", {"messageId": mid})
         assert conv["ok"] and conv["messages"][0]["envelope"].count("&lt;b&gt;staging") == 1
-        # every error the tool can return
-        assert (await carol.call("get_agent_link_conversation", {"messageId": mid}))["error"]["code"] == "permission_denied"
+        # every error the tool can return (another agent's: in this process)
+        with app_as(monkeypatch, "team:carol") as carol:
+            assert (await call_tool(carol, "get_agent_link_conversation", messageId=mid))["error"]["code"] == "permission_denied"
         missing = await alice.call("get_agent_link_conversation", {"messageId": "01J0000000000000000000ZZZZ"})
         assert missing["error"]["code"] == "not_found"
         assert (await alice.call("get_agent_link_conversation", {"messageId": "nope"}))["error"]["code"] == "invalid_arguments"

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from agent_link_core.app import App
 from agent_link_core.errors import DEFAULT_HINTS, ERROR_CODES, UNAVAILABLE_HINT, AgentLinkError
+from agent_link_core.model import Caller
 from agent_link_testing.mcp_client import agent_link_mcp
 
 
@@ -23,10 +25,13 @@ def test_an_error_without_a_hint_gets_its_codes_and_its_own_hint_wins() -> None:
 
 @pytest.mark.anyio
 async def test_a_real_mcp_session_gets_the_hint() -> None:
-    async with agent_link_mcp({"AGENT_LINK_ADDRESS": "test:alice"}) as alice, \
-            agent_link_mcp({"AGENT_LINK_ADDRESS": "test:carol"}) as carol:
-        sent = await alice.call("message_agent", {"to": "test:bob", "message": "for bob", "anticipation": "reply"})
+    app = App.create()  # the mail, stored in this process
+    try:
+        sent = await app.send(caller=Caller("test:alice", "config", "test"), to="test:bob", body="for bob", anticipation="reply")
+    finally:
+        await app.aclose()
+    async with agent_link_mcp({"AGENT_LINK_ADDRESS": "test:carol"}) as carol:
         # raised without a hint of its own (agent_link_core.budget: a page of someone else's message)
-        failed = await carol.call("read_agent_link_inbox", {"messageId": sent["messageId"]})
+        failed = await carol.call("read_agent_link_inbox", {"messageId": sent.message["id"]})
         assert failed["ok"] is False and failed["error"]["code"] == "wrong_recipient"
         assert failed["error"]["hint"] == DEFAULT_HINTS["wrong_recipient"]

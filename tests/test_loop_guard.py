@@ -5,6 +5,8 @@ setting; raising it (or 0) lets the messages through. Through a real MCP client 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +16,9 @@ from agent_link_core.app import App
 from agent_link_core.config import CORE_SETTINGS
 from agent_link_core.mailbox import new_message_id
 from agent_link_core.model import Caller
-from agent_link_core.tools.registry import run_tool
+from agent_link_testing.cli_runner import run_main
 from agent_link_testing.mcp_client import agent_link_mcp
+from agent_link_testing.tool_app import app_as, call_tool, stored_count
 
 pytestmark = pytest.mark.anyio
 
@@ -30,19 +33,13 @@ def guard_on(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def app(monkeypatch: pytest.MonkeyPatch) -> Any:
-    monkeypatch.setenv("AGENT_LINK_ADDRESS", "team:alice")
-    application = App.create()
-    yield application
-    application.close()
+def app(monkeypatch: pytest.MonkeyPatch) -> Iterator[App]:
+    with app_as(monkeypatch, "team:alice") as application:
+        yield application
 
 
 async def send(app: App, to: str, message: str, **args: Any) -> dict[str, Any]:
-    return await run_tool(app, app.hooks.tools()["message_agent"], {"to": to, "message": message, **args}, {})
-
-
-def count(app: App) -> int:
-    return int(app.store.conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0])
+    return await call_tool(app, "message_agent", to=to, message=message, **args)
 
 
 def test_the_settings_are_registered_and_documented() -> None:
@@ -57,7 +54,7 @@ async def test_a_message_to_oneself_is_refused(app: App) -> None:
     out = await send(app, "team:alice", "note to self")
     assert out["error"]["code"] == "invalid_arguments"
     assert out["error"]["details"]["errors"] == [{"path": "to", "rule": "self", "expected": "another agent's address"}]
-    assert "your own address" in out["error"]["message"] and count(app) == 0
+    assert "your own address" in out["error"]["message"] and stored_count(app) == 0
     with pytest.raises(Exception) as raised:  # the typed API and every plugin send through App.send
         await app.send(caller=BOB, to="team:bob", body="me again")
     assert raised.value.code == "invalid_arguments"  # type: ignore[attr-defined]
@@ -71,7 +68,7 @@ async def test_an_identical_message_is_refused_naming_the_setting(app: App) -> N
     error = again["error"]
     assert error["code"] == "permission_denied" and error["details"]["reason"] == "repeated_message"
     assert error["details"]["setting"] == "AGENT_LINK_REPEAT_WINDOW_MS" and error["details"]["earlierMessageId"] == first["messageId"]
-    assert "AGENT_LINK_REPEAT_WINDOW_MS" in error["hint"] and count(app) == 1
+    assert "AGENT_LINK_REPEAT_WINDOW_MS" in error["hint"] and stored_count(app) == 1
     # other words, another label, or answering another message are not repeats
     assert (await send(app, "team:bob", "ack", anticipation="reply"))["ok"]
     assert (await send(app, "team:bob", "ack!"))["ok"]
@@ -92,7 +89,7 @@ async def test_the_same_message_never_delivered_is_retried_not_refused_nor_store
     waiting message (same id, duplicate), the recipient gets it once."""
     first = await send(app, "team:carol", "x")
     again = await send(app, "team:carol", "x")
-    assert again["ok"] and again["messageId"] == first["messageId"] and again["duplicate"] is True and count(app) == 1
+    assert again["ok"] and again["messageId"] == first["messageId"] and again["duplicate"] is True and stored_count(app) == 1
 
 
 async def test_the_address_is_checked_before_the_loop_guard(app: App) -> None:
@@ -103,13 +100,9 @@ async def test_the_address_is_checked_before_the_loop_guard(app: App) -> None:
     assert out["error"]["code"] == "not_found" and "team:bbo" in out["error"]["message"]
 
 
-async def test_the_cli_retries_an_undelivered_message_instead_of_refusing_it(isolated_env: Any) -> None:
-    import subprocess
-    import sys
-
+def test_the_cli_retries_an_undelivered_message_instead_of_refusing_it(isolated_env: Any) -> None:
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "agent_link_core", *args, "--from", "team:alice"],
-                              capture_output=True, text=True, check=False)
+        return run_main(*args, "--from", "team:alice")
 
     first = cli("send", "team:carol", "x", "--require-delivered")
     again = cli("send", "team:carol", "x", "--require-delivered")
@@ -149,7 +142,7 @@ async def test_a_runaway_exchange_is_stopped_both_ways(monkeypatch: pytest.Monke
         assert raised.value.details["reason"] == "send_rate"  # type: ignore[attr-defined]
         # other pairs are not held back
         assert (await send(app, "team:carol", "hello"))["ok"]
-        assert count(app) == 5
+        assert stored_count(app) == 5
     finally:
         app.close()
     monkeypatch.setenv("AGENT_LINK_PAIR_RATE", "0")

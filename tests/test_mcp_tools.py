@@ -33,10 +33,9 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import re
-import sys
 import time
 from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -48,7 +47,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from agent_link_core.errors import is_error_code
-from agent_link_testing.mcp_client import AgentLinkClient, agent_link_mcp, server_env
+from agent_link_testing.mcp_client import AgentLinkClient, RawMcpClient, agent_link_mcp, raw_mcp_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90)]
 
@@ -781,60 +780,8 @@ def check_block(block: str, count: int, senders: set[str]) -> list[str]:
     return re.findall(r"\n<body>\n(.*?)\n</body>\n", block, flags=re.S)
 
 
-class RawMcp:
-    """A hand-written JSON-RPC client on ``agent-link mcp``'s stdio, for bytes the SDK
-    client cannot send (a lone surrogate escape, invalid UTF-8)."""
-
-    def __init__(self, process: anyio.abc.Process) -> None:
-        self.process = process
-        self.buffer = b""
-
-    async def send(self, raw: bytes) -> None:
-        assert b"\n" not in raw
-        assert self.process.stdin is not None
-        await self.process.stdin.send(raw + b"\n")
-
-    async def receive(self) -> dict[str, Any]:
-        assert self.process.stdout is not None
-        while b"\n" not in self.buffer:
-            self.buffer += await self.process.stdout.receive()
-        line, self.buffer = self.buffer.split(b"\n", 1)
-        return json.loads(line)
-
-    async def responses(self, wanted: set[int], timeout_s: float = 15.0) -> dict[Any, dict[str, Any]]:
-        """Read until every id in ``wanted`` was answered; returns every response read."""
-        seen: dict[Any, dict[str, Any]] = {}
-        with anyio.fail_after(timeout_s):
-            while not wanted <= set(seen):
-                msg = await self.receive()
-                if "id" in msg:
-                    seen[msg["id"]] = msg
-        return seen
-
-
-@asynccontextmanager
-async def raw_mcp(address: str, protocol_version: str) -> AsyncIterator[RawMcp]:
-    env = server_env({"AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS, "AGENT_LINK_ADDRESS": address})
-    process = await anyio.open_process([sys.executable, "-m", "agent_link_core", "mcp"], env=env, stderr=None)
-    try:
-        client = RawMcp(process)
-        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                "params": {"protocolVersion": protocol_version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
-        await client.send(json.dumps(init).encode())
-        answered = await client.responses({1}, timeout_s=30)
-        assert "result" in answered[1], answered
-        await client.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
-        yield client
-    finally:
-        with anyio.move_on_after(10, shield=True):
-            assert process.stdin is not None
-            await process.stdin.aclose()
-            await process.wait()
-        if process.returncode is None:
-            process.kill()
-            with anyio.move_on_after(5, shield=True):
-                await process.wait()
-        await process.aclose()
+def raw_mcp(address: str, protocol_version: str) -> AbstractAsyncContextManager[RawMcpClient]:
+    return raw_mcp_server({"AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS, "AGENT_LINK_ADDRESS": address}, protocol_version)
 
 
 def raw_call(request_id: int, arguments_json: bytes) -> bytes:
@@ -895,11 +842,12 @@ async def test_body_escaping_through_the_real_path() -> None:
 async def test_a_plain_address_reads_large_mail_in_pages() -> None:
     """A plain address has no host that declares how much it shows: a read returns at most
     AGENT_LINK_READ_BYTES (40000 by default), fewer messages or one message in pages, and
-    marks a paged message delivered only with its last page."""
+    marks a paged message delivered only with its last page. (The mail is stored in this
+    process: only the reader's server is under test.)"""
     limit = 40_000
     body = "".join(f"{n:06d} <line> & more\n" for n in range(3_000))  # about 66 000 escaped characters
-    async with peers("team:alice", "team:bob") as (alice, bob):
-        mid = (await alice.send("team:bob", body))["messageId"]
+    async with peers("team:bob") as (bob,):
+        mid = await mail_from("team:alice", "team:bob", body)
         first = await bob.inbox()
         assert len(json.dumps(first, ensure_ascii=False).encode("utf-8")) <= limit
         assert first["page"]["messageId"] == mid and first["page"]["offset"] == 0 and first["page"]["nextOffset"]
@@ -918,7 +866,7 @@ async def test_a_plain_address_reads_large_mail_in_pages() -> None:
 
         # Two messages that do not fit one read together: one now, the other next time.
         half = "x" * 25_000
-        ids = [(await alice.send("team:bob", half))["messageId"] for _ in range(2)]
+        ids = [await mail_from("team:alice", "team:bob", half) for _ in range(2)]
         one = await bob.inbox()
         assert [m["id"] for m in one["messages"]] == ids[:1] and one["remainingCount"] == 1 and one["more"]
         two = await bob.inbox()

@@ -5,6 +5,7 @@ conversation, wait), and a bad id is refused in words, not with a regular expres
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -12,22 +13,17 @@ import pytest
 from agent_link_core.app import App
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.mailbox import ulid_of_uuid
-from agent_link_core.tools.registry import run_tool, validate_arguments
+from agent_link_core.tools.registry import validate_arguments
 from agent_link_core.tools.schemas import ULID
+from agent_link_testing.tool_app import app_as, call_tool
 
 pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-def app(monkeypatch: pytest.MonkeyPatch) -> Any:
-    monkeypatch.setenv("AGENT_LINK_ADDRESS", "team:alice")
-    application = App.create()
-    yield application
-    application.close()
-
-
-async def call(app: App, tool: str, **args: Any) -> dict[str, Any]:
-    return await run_tool(app, app.hooks.tools()[tool], args, {})
+def app(monkeypatch: pytest.MonkeyPatch) -> Iterator[App]:
+    with app_as(monkeypatch, "team:alice") as application:
+        yield application
 
 
 def message_id_arguments(app: App) -> list[tuple[str, str]]:
@@ -55,13 +51,13 @@ def test_every_message_id_argument_maps_a_uuid_to_its_ulid(app: App) -> None:
 
 async def test_a_message_sent_with_a_uuid_is_found_by_it(app: App) -> None:
     key = str(uuid.uuid4())
-    sent = await call(app, "message_agent", to="team:bob", message="deploy?", anticipation="reply", messageId=key)
+    sent = await call_tool(app, "message_agent", to="team:bob", message="deploy?", anticipation="reply", messageId=key)
     assert sent["ok"] and sent["messageId"] == ulid_of_uuid(key)
-    status = await call(app, "get_agent_link_message_status", messageId=key)
+    status = await call_tool(app, "get_agent_link_message_status", messageId=key)
     assert status["ok"] and status["messageId"] == sent["messageId"]
-    conversation = await call(app, "get_agent_link_conversation", messageId=key)
+    conversation = await call_tool(app, "get_agent_link_conversation", messageId=key)
     assert conversation["ok"] and sent["messageId"] in str(conversation)
-    waited = await call(app, "wait_for_agent", agent="team:bob", replyToMessageId=key, timeoutMs=0)
+    waited = await call_tool(app, "wait_for_agent", agent="team:bob", replyToMessageId=key, timeoutMs=0)
     assert "error" not in waited or waited["error"]["code"] != "invalid_arguments", waited
 
 
@@ -72,7 +68,7 @@ async def test_a_message_sent_with_a_uuid_is_found_by_it(app: App) -> None:
     ("message_agent", {"to": "team:bob", "message": "x", "messageId": "nope"}, "a message id (a 26-character ULID, or a UUID)"),
 ])
 async def test_a_bad_id_is_refused_in_words(app: App, tool: str, args: dict[str, Any], words: str) -> None:
-    out = await call(app, tool, **args)
+    out = await call_tool(app, tool, **args)
     assert out["error"]["code"] == "invalid_arguments"
     assert [e["expected"] for e in out["error"]["details"]["errors"]] == [words]
     assert "^" not in str(out["error"])

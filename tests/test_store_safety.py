@@ -22,6 +22,7 @@ from agent_link_core.errors import AgentLinkError
 from agent_link_core.model import Caller
 from agent_link_core.store import Store
 from agent_link_testing.locks import hold_write_lock
+from agent_link_testing import tool_app
 from agent_link_testing.mcp_client import agent_link_mcp
 from agent_link_testing.plugin_suites import call_tool
 
@@ -348,16 +349,18 @@ def test_a_foreign_file_is_refused_untouched(isolated_env: Path, tmp_path: Path,
 
 
 @pytest.mark.anyio
-async def test_busy_and_health_through_a_real_mcp_session(isolated_env: Path) -> None:
+async def test_busy_and_health_through_a_real_mcp_session(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """alice through a real server; bob's read (a connection of its own) in this process."""
     env = {"AGENT_LINK_DISABLE_PLUGINS": "codex claude", "AGENT_LINK_BUSY_TIMEOUT_MS": "300"}
-    async with agent_link_mcp({**env, "AGENT_LINK_ADDRESS": "test:alice"}) as alice, \
-            agent_link_mcp({**env, "AGENT_LINK_ADDRESS": "test:bob"}) as bob:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    async with agent_link_mcp({**env, "AGENT_LINK_ADDRESS": "test:alice"}) as alice:
         first = await alice.call("message_agent", {"to": "test:bob", "message": "before the lock"})
         assert first["ok"]
         health = await alice.call("agent_link_health")
         assert health["database"]["ok"] is True and health["database"]["walBytes"] >= 0
-        with hold_write_lock(isolated_env / "agent-link.db"):
-            peek = await bob.call("read_agent_link_inbox", {"markAsDelivered": False})
+        with tool_app.app_as(monkeypatch, "test:bob") as bob, hold_write_lock(isolated_env / "agent-link.db"):
+            peek = await tool_app.call_tool(bob, "read_agent_link_inbox", markAsDelivered=False)
             assert peek["ok"] and [m["id"] for m in peek["messages"]] == [first["messageId"]]
             busy = await alice.call("message_agent", {"to": "test:bob", "message": "while locked"})
             assert busy["ok"] is False and busy["error"]["code"] == "state_busy"

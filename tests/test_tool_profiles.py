@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from agent_link_testing.mcp_client import agent_link_mcp
+from agent_link_testing.tool_app import call_tool
 
 from agent_link_core.app import App
 from agent_link_core.tool_profiles import CORE_OWNER, select_tools, settings_warnings
@@ -106,15 +107,21 @@ async def test_a_host_lists_the_messaging_tools_and_reaches_the_others_through_a
 
 
 @pytest.mark.anyio
-async def test_agent_link_tools_errors() -> None:
-    async with agent_link_mcp(HOSTED) as client:
-        unknown = await client.call("agent_link_tools", {"name": "no_such_tool"})
+async def test_agent_link_tools_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In this process (the test above goes through a real server)."""
+    for name, value in HOSTED.items():
+        monkeypatch.setenv(name, value)
+    app = App.create()
+    try:
+        unknown = await call_tool(app, "agent_link_tools", name="no_such_tool")
         assert unknown["ok"] is False and unknown["error"]["code"] == "unknown_tool"
-        listed = await client.call("agent_link_tools", {"name": "message_agent"})  # in tools/list already
+        listed = await call_tool(app, "agent_link_tools", name="message_agent")  # in tools/list already
         assert listed["ok"] is False and listed["error"]["code"] == "unknown_tool"
-        nameless = await client.call("agent_link_tools", {"arguments": {}})
+        nameless = await call_tool(app, "agent_link_tools", arguments={})
         assert nameless["ok"] is False and nameless["error"]["code"] == "invalid_arguments"
-        bad = await client.call("agent_link_tools", {"name": "filehost_sessions", "arguments": {"includeArchived": "x"}})
+        bad = await call_tool(app, "agent_link_tools", name="filehost_sessions", arguments={"includeArchived": "x"})
         assert bad["ok"] is True and bad["result"]["ok"] is False and bad["result"]["error"]["code"] == "invalid_arguments"
-        wrong = await client.call("agent_link_tools", {"name": 3})
+        wrong = await call_tool(app, "agent_link_tools", name=3)
         assert wrong["ok"] is False and wrong["error"]["code"] == "invalid_arguments"
+    finally:
+        await app.aclose()

@@ -15,7 +15,8 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+
+from agent_link_testing.mcp_client import exchange_lines
 
 REPO = Path(__file__).resolve().parents[1]
 PLUGINS = ("roles", "receipts", "hostkit")  # receipts reads caller context with the host kit
@@ -89,33 +90,13 @@ def test_wheels_in_a_fresh_virtualenv_work_without_the_checkout(tmp_path: Path) 
     assert report["plugins"]["problems"] == [], report["plugins"]
     assert {"roles", "receipts"} <= set(report["sections"]), report["sections"].keys()
 
-    proc = subprocess.Popen([agent_link, "mcp"], cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
-    assert proc.stdin is not None and proc.stdout is not None
-    try:
-        for message in (
-            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "wheel-test", "version": "0"}}},
-            {"jsonrpc": "2.0", "method": "notifications/initialized"},
-            {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-        ):
-            proc.stdin.write((json.dumps(message) + "\n").encode())
-        proc.stdin.flush()
-        answers: dict[Any, Any] = {}
-        while len(answers) < 2:
-            line = proc.stdout.readline()
-            assert line, (proc.stderr.read() if proc.stderr else b"").decode()[-3000:]
-            answer = json.loads(line)
-            answers[answer.get("id")] = answer
-        proc.stdin.close()
-        proc.wait(BOUND_S)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(BOUND_S)
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
+    script = b"".join(json.dumps(message).encode() + b"\n" for message in (
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "wheel-test", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ))
+    answers = {a.get("id"): a for a in exchange_lines([agent_link, "mcp"], script, 2, env=env, cwd=cwd, bound_s=BOUND_S)}
     assert answers[1]["result"]["serverInfo"]["name"]
     tools = {t["name"] for t in answers[2]["result"]["tools"]}
     assert {"message_agent", "read_agent_link_inbox", "set_agent_role", "list_agent_link_receipts"} <= tools, sorted(tools)

@@ -1,6 +1,7 @@
 """Run ``agent-link`` in the test's own process: through click (``build_cli()`` and click's
 ``CliRunner``) as a script of the address it names, or as the console script runs it (the hot
-commands' fast path first); and put a message in the mailbox.
+commands' fast path first); the same as a real ``agent-link`` process; and put a message in
+the mailbox.
 
 One process per command costs a Python start and the plugins' imports (about a second on a
 loaded 2-core machine); a test about what a command prints and how it exits runs it here. A
@@ -10,9 +11,15 @@ the console script's fast path) starts the real ``agent-link`` instead.
 
 from __future__ import annotations
 
+import functools
+import importlib.metadata
+import json
+import os
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
 
 from click.testing import CliRunner, Result
 
@@ -22,6 +29,11 @@ from agent_link_core.mailbox import Mailbox, OutgoingMessage, new_message_id
 from agent_link_core.model import Caller
 from agent_link_core.store import Store
 from agent_link_testing.cli_identity import named_address_env
+
+#: the console script of the interpreter running the tests
+AGENT_LINK = str(Path(sys.executable).with_name("agent-link"))
+#: a bound for a hung command (s), never a speed expectation
+RUN_BOUND_S = 120
 
 
 def invoke(*args: str, env: Mapping[str, str | None] | None = None, stdin: str | bytes | None = None,
@@ -87,3 +99,60 @@ def seed(to: str = "test:bob", body: str = "hello <bob>", sender: str = "test:al
     finally:
         store.close()
     return mid
+
+
+@functools.cache
+def installed_plugins() -> str:
+    """The names of the installed ``agent_link`` plugins, space-separated and sorted, as read
+    once per test process (as a test module read them at import)."""
+    return " ".join(sorted(ep.name for ep in importlib.metadata.entry_points(group="agent_link")))
+
+
+def core_env(args: Sequence[str], env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The variables of a core-only script run of ``agent-link ARGS``: every installed plugin
+    disabled (``AGENT_LINK_DISABLE_PLUGINS``), as the address ``--as``/``--from`` names, with
+    ``env`` on top."""
+    return {"AGENT_LINK_DISABLE_PLUGINS": installed_plugins(), **named_address_env(args), **(env or {})}
+
+
+def run_core(*args: str, env: Mapping[str, str] | None = None, stdin: str | bytes | None = None) -> subprocess.CompletedProcess[str]:
+    """:func:`run_main` with :func:`core_env` (``stdin`` None: nothing to read): the core
+    alone, in this process."""
+    return run_main(*args, env=core_env(args, env), stdin=stdin or b"")
+
+
+def core_process(*args: str, env: Mapping[str, str] | None = None, stdin: bytes | None = None,
+                 stdout: int | IO[Any] = subprocess.PIPE) -> subprocess.CompletedProcess[str]:
+    """:func:`run_core` in a real ``agent-link`` process (for its exit status as the shell
+    sees it, its stdio bytes, its file descriptors), bounded by :data:`RUN_BOUND_S`.
+
+    :param stdout: where the process writes (a pipe read back by default, or an open file).
+    :returns: the finished process; ``stdout`` (when piped) and ``stderr`` as text, undecodable
+        bytes replaced.
+    :raises subprocess.TimeoutExpired: when the command outlives :data:`RUN_BOUND_S`.
+    """
+    proc = subprocess.run([AGENT_LINK, *args], check=False, input=stdin, stdout=stdout, stderr=subprocess.PIPE,
+                          env={**os.environ, **core_env(args, env)}, timeout=RUN_BOUND_S)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, (proc.stdout or b"").decode("utf-8", "replace"),
+                                       proc.stderr.decode("utf-8", "replace"))
+
+
+def sent_id(*args: str, env: Mapping[str, str] | None = None) -> str:
+    """``agent-link send ARGS --json`` through :func:`run_core`; the new message's id.
+
+    :raises AssertionError: when the send fails (with its stderr).
+    """
+    proc = run_core("send", *args, "--json", env=env)
+    assert proc.returncode == 0, proc.stderr
+    return str(json.loads(proc.stdout)["messageId"])
+
+
+def delivery_of(message_id: str, as_address: str, env: Mapping[str, str] | None = None) -> str:
+    """The ``delivery`` of ``message_id`` as ``agent-link status`` shows it to ``as_address``
+    (``queued``, ``delivered``...), through :func:`run_core`.
+
+    :raises AssertionError: when the status command fails (with its stderr).
+    """
+    proc = run_core("status", message_id, "--from", as_address, "--json", env=env)
+    assert proc.returncode == 0, proc.stderr
+    return str(json.loads(proc.stdout)["delivery"])

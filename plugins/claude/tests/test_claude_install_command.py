@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from agent_link_testing.cli_runner import run_main
+
 AGENT_LINK = str(Path(sys.executable).with_name("agent-link"))
 
 
@@ -27,6 +29,13 @@ def run(args: list[str], tmp_path: Path, **extra: str) -> subprocess.CompletedPr
     env = {**os.environ, "HOME": str(tmp_path / "home"), "XDG_DATA_HOME": str(tmp_path / "data"),
            "CLAUDE_CONFIG_DIR": str(tmp_path / "home" / ".claude"), **extra}
     return subprocess.run([AGENT_LINK, *args], capture_output=True, text=True, env=env, timeout=120)
+
+
+def run_here(args: list[str], tmp_path: Path, **extra: str) -> subprocess.CompletedProcess[str]:
+    """:func:`run` as the console script runs it, in this process (the install and the dry
+    run keep a real process each)."""
+    return run_main(*args, env={"HOME": str(tmp_path / "home"), "XDG_DATA_HOME": str(tmp_path / "data"),
+                                "CLAUDE_CONFIG_DIR": str(tmp_path / "home" / ".claude"), **extra})
 
 
 def calls(log: Path) -> list[list[str]]:
@@ -56,11 +65,11 @@ def test_dry_run_changes_nothing(tmp_path: Path) -> None:
 
 def test_uninstall_removes_the_leftover_cache_and_the_folder(tmp_path: Path) -> None:
     fake, log = fake_host(tmp_path)
-    assert run(["install", "claude", "--host-bin", str(fake)], tmp_path).returncode == 0
+    assert run_here(["install", "claude", "--host-bin", str(fake)], tmp_path).returncode == 0
     leftover = tmp_path / "home" / ".claude" / "plugins" / "cache" / "agent-link" / "agent-link" / "0.1.0"
     leftover.mkdir(parents=True)
     (leftover / ".orphaned_at").write_text("1")
-    done = run(["uninstall", "claude", "--host-bin", str(fake)], tmp_path)
+    done = run_here(["uninstall", "claude", "--host-bin", str(fake)], tmp_path)
     assert done.returncode == 0, done.stderr
     assert calls(log)[-2:] == [["plugin", "uninstall", "agent-link@agent-link"], ["plugin", "marketplace", "remove", "agent-link"]]
     assert not leftover.parents[1].exists() and not (tmp_path / "data" / "agent-link").exists()
@@ -68,11 +77,11 @@ def test_uninstall_removes_the_leftover_cache_and_the_folder(tmp_path: Path) -> 
 
 
 def test_missing_host_cli_is_one_line_and_exit_1(tmp_path: Path) -> None:
-    done = run(["install", "claude"], tmp_path, PATH=str(tmp_path))
+    done = run_here(["install", "claude"], tmp_path, PATH=str(tmp_path))
     assert done.returncode == 1 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert "`claude` is not on PATH" in done.stderr and "--host-bin" in done.stderr
     failing = tmp_path / "claude"
     failing.write_text("#!/bin/sh\necho 'marketplace broken' >&2\nexit 4\n")
     failing.chmod(0o755)
-    broken = run(["install", "claude", "--host-bin", str(failing)], tmp_path)
+    broken = run_here(["install", "claude", "--host-bin", str(failing)], tmp_path)
     assert broken.returncode == 1 and "step 2 failed (exit 4): marketplace broken" in broken.stderr

@@ -318,9 +318,10 @@ async def test_session_lists_page_with_a_working_cursor_over_real_mcp(fake_claud
 
 
 @pytest.mark.anyio
-async def test_a_session_id_with_no_such_session_signs_unverified(fake_claude) -> None:
+async def test_a_session_id_with_no_such_session_signs_unverified(fake_claude, monkeypatch: pytest.MonkeyPatch) -> None:
     """``CLAUDE_CODE_SESSION_ID`` naming a session Claude Code does not have: the message is
-    stored unverified and the send says so (issue 18, "Identity")."""
+    stored unverified and the send says so (issue 18, "Identity"). The send through a real
+    server (the identity is its process's); the reading peer's inbox in this process."""
     fake_claude.write_transcript(PEER, "/work/parser", title="Parser rewrite")
     ghost = "eeeeeeee-0000-4000-8000-00000000000e"
     async with agent_link_mcp({"CLAUDE_CODE_SESSION_ID": ghost, "AGENT_LINK_HOST": "claude", "AGENT_LINK_TOOLS": "all"}) as me:
@@ -328,11 +329,16 @@ async def test_a_session_id_with_no_such_session_signs_unverified(fake_claude) -
         assert sent["ok"] is True
         [warning] = [w for w in sent["warnings"] if w["code"] == "sender_unverified"]
         assert warning["details"] == {"address": f"claude:{ghost}", "namedBy": "env", "reason": "no_such_session"}
-    async with agent_link_mcp({"CLAUDE_CODE_SESSION_ID": PEER, "AGENT_LINK_HOST": "claude", "AGENT_LINK_TOOLS": "all"}) as peer:
-        inbox = await peer.call("read_agent_link_inbox", {})
-        [view] = inbox["messages"]
-        assert view["from"] == f"claude:{ghost}" and view["fromVerified"] is False
-        assert 'fromVerified="false"' in inbox["renderedBlock"]
+    for name, value in (("CLAUDE_CODE_SESSION_ID", PEER), ("AGENT_LINK_HOST", "claude"), ("AGENT_LINK_TOOLS", "all")):
+        monkeypatch.setenv(name, value)
+    peer = App.create()
+    try:
+        inbox = await call(peer, "read_agent_link_inbox", {})
+    finally:
+        await peer.aclose()
+    [view] = inbox["messages"]
+    assert view["from"] == f"claude:{ghost}" and view["fromVerified"] is False
+    assert 'fromVerified="false"' in inbox["renderedBlock"]
 
 
 @pytest.mark.anyio

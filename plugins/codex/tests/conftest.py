@@ -117,6 +117,21 @@ class MiniAppServer:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    def reports_seen_by(self, method: str) -> list[list[tuple[str, str, str]]]:
+        """Make each ``method`` request first note the MCP start-up reports sent so far (a
+        copy of :attr:`mcp_reports`), then run the handler scripted now. Returns the list the
+        notes go to, one per request in order. Raises KeyError when ``method`` has no handler."""
+        seen: list[list[tuple[str, str, str]]] = []
+        handler = self.handlers[method]
+
+        async def noting(name: str, params: dict[str, Any]) -> Any:
+            seen.append(list(self.mcp_reports))
+            result = handler(name, params)
+            return await result if asyncio.iscoroutine(result) else result
+
+        self.handlers[method] = noting
+        return seen
+
     async def _serve(self, conn: ServerConnection) -> None:
         self.connections.append(conn)
         try:

@@ -86,21 +86,21 @@ def test_uninstall_removes_the_empty_cache_folder_and_ours(tmp_path: Path, monke
     assert run_here(["install", "codex", "--host-bin", str(fake)], tmp_path, monkeypatch).returncode == 0
     cache = tmp_path / "home" / ".codex" / "plugins" / "cache" / "agent-link"
     cache.mkdir(parents=True)
-    done = run(["uninstall", "codex", "--host-bin", str(fake)], tmp_path)
+    done = run_here(["uninstall", "codex", "--host-bin", str(fake)], tmp_path, monkeypatch)
     assert done.returncode == 0, done.stderr
     assert calls(log)[-2:] == [["plugin", "remove", PLUGIN_ID], ["plugin", "marketplace", "remove", "agent-link"]]
     assert not cache.exists() and not (tmp_path / "data" / "agent-link").exists()
 
 
-def test_missing_host_cli_is_one_line_and_exit_1(tmp_path: Path) -> None:
-    done = run(["uninstall", "codex"], tmp_path, PATH=str(tmp_path))
+def test_missing_host_cli_is_one_line_and_exit_1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    done = run_here(["uninstall", "codex"], tmp_path, monkeypatch, PATH=str(tmp_path))
     assert done.returncode == 1 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert "`codex` is not on PATH" in done.stderr and "--host-bin" in done.stderr
 
 
-def test_shell_completion_offers_the_host_subcommands(tmp_path: Path) -> None:
+def test_shell_completion_offers_the_host_subcommands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # README "Shell completion": click's completion sees the commands plugins add
-    done = run([], tmp_path, COMP_WORDS="agent-link install c", COMP_CWORD="2", _AGENT_LINK_COMPLETE="bash_complete")
+    done = run_here([], tmp_path, monkeypatch, COMP_WORDS="agent-link install c", COMP_CWORD="2", _AGENT_LINK_COMPLETE="bash_complete")
     assert done.returncode == 0 and "plain,codex" in done.stdout.splitlines(), done.stdout + done.stderr
 
 

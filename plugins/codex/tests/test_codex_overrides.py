@@ -337,14 +337,7 @@ async def test_switch_events_read_no_row_for_a_send_to_another_harness(make_app:
 
 
 async def test_a_launch_with_a_message_starts_its_turn_once_agent_link_is_ready(make_app: Any, thread: Thread, mini: Any) -> None:
-    reports_at_turn: list[list[tuple[str, str, str]]] = []
-    start = thread.start
-
-    async def turn_start(method: str, params: dict[str, Any]) -> dict[str, Any]:
-        reports_at_turn.append(list(mini.mcp_reports))
-        return await start(method, params)
-
-    mini.handlers["turn/start"] = turn_start
+    reports_at_turn = mini.reports_seen_by("turn/start")
     app = make_app()
     try:
         call = ToolCall(meta={}, caller=ALICE)

@@ -6,7 +6,8 @@ and a Codex process among the caller's ancestors holds that thread's transcript 
 (:mod:`agent_link_codex.proof`; here a process of a program named ``codex`` stands in for
 Codex, :mod:`agent_link_testing.host_program`). A name of a thread that does not exist, or of
 one that exists but whose Codex process is not above the caller, is stored unverified and the
-send says why. Through a real MCP client session and the CLI.
+send says why. Through a real MCP client session and the CLI (the reader's inbox in the
+test's process).
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ from pathlib import Path
 
 import pytest
 
+from agent_link_core.app import App
 from agent_link_testing.host_program import HostProgram
 from agent_link_testing.mcp_client import agent_link_mcp
+from agent_link_testing.tool_app import call_tool
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 REAL = "01a22a93-0000-7000-8000-000000000001"
@@ -47,7 +50,8 @@ def cli_send(host: HostProgram, body: str) -> dict[str, object]:
     return dict(json.loads(done["stdout"]))
 
 
-async def test_only_a_thread_codex_proves_signs_verified(isolated_env: Path, make_rollout: Callable[..., Path], tmp_path: Path) -> None:
+async def test_only_a_thread_codex_proves_signs_verified(isolated_env: Path, make_rollout: Callable[..., Path], tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     rollout = make_rollout(isolated_env.parent / ".codex", REAL, cwd="/work/alpha", messages=[("user", "hello", None)])
     async with agent_link_mcp({**BASE, "CODEX_THREAD_ID": GHOST}) as ghost:
         sent = await ghost.call("message_agent", {"to": "test:bob", "message": "from nowhere"})
@@ -72,12 +76,17 @@ async def test_only_a_thread_codex_proves_signs_verified(isolated_env: Path, mak
     with HostProgram(tmp_path / "plain", "python3") as plain:  # holding the transcript is not enough
         plain.hold(rollout)
         assert reasons(cli_send(plain, "a plain process holding it")) == [("env", "not_proven")]
-    async with agent_link_mcp({**BASE, "AGENT_LINK_ADDRESS": "test:bob"}) as bob:
-        inbox = await bob.call("read_agent_link_inbox", {})
-        envelopes = inbox["renderedBlock"].split("</agent-link-message>")[:-1]
-        bodies = ("from nowhere", "meta ghost", "meta real", "from a real thread name", "codex without the thread",
-                  "inside the thread", "a plain process holding it")
-        by_body = {body: from_verified(env) for env in envelopes for body in bodies if body in env}
-        views = {m["id"]: m["fromVerified"] for m in inbox["messages"]}
+    for name, value in {**BASE, "AGENT_LINK_ADDRESS": "test:bob"}.items():  # the reader: in this process
+        monkeypatch.setenv(name, value)
+    bob = App.create()
+    try:
+        inbox = await call_tool(bob, "read_agent_link_inbox")
+    finally:
+        await bob.aclose()
+    envelopes = inbox["renderedBlock"].split("</agent-link-message>")[:-1]
+    bodies = ("from nowhere", "meta ghost", "meta real", "from a real thread name", "codex without the thread",
+              "inside the thread", "a plain process holding it")
+    by_body = {body: from_verified(env) for env in envelopes for body in bodies if body in env}
+    views = {m["id"]: m["fromVerified"] for m in inbox["messages"]}
     assert by_body == {body: "true" if body == "inside the thread" else "false" for body in bodies}
     assert sorted(views.values()) == [False] * 6 + [True]

@@ -337,15 +337,8 @@ async def test_active_thread_is_steered_with_the_right_turn(deliverer: Deliverer
 
 async def test_a_turn_after_a_resume_waits_for_start_up_reports_sent_after_the_answer(
         deliverer: Deliverer, mini: Any, scripted: Any) -> None:
-    thread = scripted(status="notLoaded")
-    reports_at_turn: list[list[tuple[str, str, str]]] = []
-    start = thread.start
-
-    async def turn_start(method: str, params: dict[str, Any]) -> dict[str, Any]:
-        reports_at_turn.append(list(mini.mcp_reports))
-        return await start(method, params)
-
-    mini.handlers["turn/start"] = turn_start
+    scripted(status="notLoaded")
+    reports_at_turn = mini.reports_seen_by("turn/start")
     out = await deliverer.push("R1", TID, "text", {})
     assert out.delivered and out.fields["action"] == "resumed+started_turn" and out.warnings == []
     assert reports_at_turn == [[(TID, "agent-link", "starting"), (TID, "agent-link", "ready")]]

@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 
+from agent_link_core.app import App
 from agent_link_testing.mcp_client import agent_link_mcp
+from agent_link_testing.tool_app import call_tool
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 COUNT = 600
@@ -69,18 +71,24 @@ async def test_a_page_says_it_is_a_page_and_its_cursor_works(short_tmp: Path, mi
                 assert [e["path"] for e in error["error"]["details"]["errors"]] == ["cursor"]
 
 
-async def test_a_listing_that_holds_everything_is_complete(short_tmp: Path, mini_server: Any) -> None:
+async def test_a_listing_that_holds_everything_is_complete(short_tmp: Path, mini_server: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same tool as the test above, in this process (that test pages through a real server)."""
     handlers = {"thread/list": lister(COUNT), "thread/loaded/list": lambda m, p: {"data": [], "nextCursor": None}}
     async with mini_server(short_tmp / "a.sock", handlers, codex_home="/homes/a") as server:
         env = {"AGENT_LINK_ADDRESS": "test:alice", "AGENT_LINK_CODEX_AUTOSTART": "0", "AGENT_LINK_CODEX_SOCK": str(server.path),
                "AGENT_LINK_DISABLE_PLUGINS": "claude roles receipts"}
-        async with agent_link_mcp(env) as client:
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        app = App.create()
+        try:
             # limit 200 from offset 400 reaches the end, but a later page is not the whole listing
-            tail = await client.call("list_codex_threads", {"limit": 200, "cursor": "400"})
+            tail = await call_tool(app, "list_codex_threads", limit=200, cursor="400")
             assert tail["hasMore"] is False and tail["complete"] is False and tail["nextCursor"] is None
             server.handlers["thread/list"] = lister(150)
-            whole = await client.call("list_codex_threads", {"limit": 200})
+            whole = await call_tool(app, "list_codex_threads", limit=200)
             assert len(whole["data"]) == 150 and whole["complete"] is True and whole["hasMore"] is False
+        finally:
+            await app.aclose()
 
 
 def mixed_lister(count: int) -> Any:

@@ -1,7 +1,8 @@
 """The Codex tools' contract details that need no running Codex, through a real MCP client
 session (autostart off, threads from transcripts): roles on listings, transcript-only threads
 never shown as live, the ``*`` override rule, deprecated arguments with their effect, switch
-receipts, the turn id's provenance, receipt filters as enums."""
+receipts, the turn id's provenance, receipt filters as enums. A test's second setting of the
+same server is called in this process (:func:`in_process`)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ from typing import Any
 
 import pytest
 
+from agent_link_core.app import App
 from agent_link_testing.host_program import launcher
 from agent_link_testing.mcp_client import agent_link_mcp
+from agent_link_testing.tool_app import call_tool
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
@@ -112,17 +115,33 @@ async def test_deprecated_send_arguments_warn_and_keep_their_effect(isolated_env
         assert plain["turn"] is None and plain["desktopVisibility"]["status"] == "unknown"
 
 
-async def test_turn_id_from_the_environment_is_labelled_env(isolated_env: Path, thread: str) -> None:
+async def in_process(env: dict[str, str], monkeypatch: pytest.MonkeyPatch, tool: str, **arguments: Any) -> list[dict[str, Any]]:
+    """Call ``tool`` in this process with ``env`` set (a server's second setting, after the
+    real session of the same test), then list the receipts of a message it sent: ``[result,
+    *receipts]``."""
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    app = App.create()
+    try:
+        result = await call_tool(app, tool, **arguments)
+        if tool != "message_agent":
+            return [result]
+        listed = await call_tool(app, "list_agent_link_receipts", messageId=result["messageId"], action="message_thread")
+        return [result, *listed["data"]]
+    finally:
+        await app.aclose()
+
+
+async def test_turn_id_from_the_environment_is_labelled_env(isolated_env: Path, thread: str, monkeypatch: pytest.MonkeyPatch) -> None:
     env = {**BASE, "CODEX_THREAD_ID": SENDER, "CODEX_TURN_ID": "turn-from-env"}
     async with agent_link_mcp(env) as client:
         sent = await client.call("message_agent", {"to": f"codex:{thread}", "message": "hi"})
         [receipt] = (await client.call("list_agent_link_receipts", {"messageId": sent["messageId"], "action": "message_thread"}))["data"]
         assert receipt["origin"]["turnId"] == "turn-from-env" and receipt["origin"]["sources"]["turnId"] == "env"
         assert receipt["origin"]["toolCallId"] is None  # never from the environment
-    async with agent_link_mcp({**env, "AGENT_LINK_INFER_RECEIPT_ORIGIN": "0"}) as client:
-        sent = await client.call("message_agent", {"to": f"codex:{thread}", "message": "hi"})
-        [receipt] = (await client.call("list_agent_link_receipts", {"messageId": sent["messageId"], "action": "message_thread"}))["data"]
-        assert receipt["origin"]["sources"]["turnId"] == "not_supplied"
+    _, receipt = await in_process({**env, "AGENT_LINK_INFER_RECEIPT_ORIGIN": "0"}, monkeypatch, "message_agent",
+                                  to=f"codex:{thread}", message="hi")
+    assert receipt["origin"]["sources"]["turnId"] == "not_supplied"
 
 
 async def test_receipt_filters_are_enums(isolated_env: Path) -> None:
@@ -134,7 +153,7 @@ async def test_receipt_filters_are_enums(isolated_env: Path) -> None:
         assert bad["error"]["code"] == "invalid_arguments" and bad["error"]["details"]["errors"][0]["path"] == "action"
 
 
-async def test_health_warns_when_the_installed_codex_differs(isolated_env: Path, tmp_path: Path) -> None:
+async def test_health_warns_when_the_installed_codex_differs(isolated_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from agent_link_codex.settings import VERIFIED_CODEX_VERSION
 
     fake = tmp_path / "codex"
@@ -148,7 +167,8 @@ async def test_health_warns_when_the_installed_codex_differs(isolated_env: Path,
         assert [w["code"] for w in desktop["warnings"]] == ["codex_version_differs"] and codex["warnings"] == desktop["warnings"]
         skipped = (await client.call("agent_link_health", {"startAppServer": False}))["harnesses"]["codex"]
         assert skipped["version"]["probed"] is False and skipped["desktopPush"]["warnings"] == []
-    async with agent_link_mcp({**BASE, "AGENT_LINK_CODEX_BIN": str(fake), "AGENT_LINK_CODEX_DESKTOP_PUSH": "shared-daemon"}) as client:
-        desktop = (await client.call("agent_link_health", {"startAppServer": False}))["harnesses"]["codex"]["desktopPush"]
-        assert desktop["mode"] == "mailbox-only" and desktop["requested"] == "shared-daemon" and desktop["refused"] is True
-        assert [w["code"] for w in desktop["warnings"]] == ["desktop_push_override_refused"]
+    [health] = await in_process({**BASE, "AGENT_LINK_CODEX_BIN": str(fake), "AGENT_LINK_CODEX_DESKTOP_PUSH": "shared-daemon"},
+                                monkeypatch, "agent_link_health", startAppServer=False)
+    desktop = health["harnesses"]["codex"]["desktopPush"]
+    assert desktop["mode"] == "mailbox-only" and desktop["requested"] == "shared-daemon" and desktop["refused"] is True
+    assert [w["code"] for w in desktop["warnings"]] == ["desktop_push_override_refused"]

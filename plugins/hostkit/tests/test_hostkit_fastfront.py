@@ -22,6 +22,8 @@ import pytest
 from mcp_types import PROTOCOL_VERSION_META_KEY
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
+from agent_link_testing.mcp_client import exchange_lines
+
 from agent_link_hostkit import fastfront
 from agent_link_hostkit.fastfront import Front, load_answers, store_answers
 
@@ -334,23 +336,9 @@ def _open_connection(revision: str, env: dict[str, str]) -> list[dict[str, Any]]
         script = (_initialize(1, revision) + _line({"jsonrpc": "2.0", "method": "notifications/initialized"})
                   + _line({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
         wanted = 2
-    proc = subprocess.Popen([AGENT_LINK, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, env=env)
-    assert proc.stdin is not None and proc.stdout is not None
-    try:
-        proc.stdin.write(script)
-        proc.stdin.flush()
-        answers = []
-        for _ in range(wanted):
-            message = json.loads(proc.stdout.readline())
-            message.pop("id")
-            answers.append(message)
-        proc.stdin.close()
-        proc.wait(BOUND_S)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(BOUND_S)
+    answers = exchange_lines([AGENT_LINK, "mcp"], script, wanted, env=env, bound_s=BOUND_S)
+    for answer in answers:
+        answer.pop("id")
     return answers
 
 

@@ -11,15 +11,14 @@ import importlib.metadata
 import json
 import random
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import anyio
 import anyio.abc
 import mcp_types as types
 import pytest
-from agent_link_testing.mcp_client import server_env
+from agent_link_testing.mcp_client import RawMcpClient, raw_mcp_server, server_env
 
 from agent_link_hostkit import stdio_transport
 from agent_link_hostkit.stdio_transport import (
@@ -136,57 +135,8 @@ def test_warnings_reach_structured_content_and_its_text_mirror() -> None:
 # -- a real server, raw stdio ------------------------------------------------------------
 
 
-class Raw:
-    """A hand-written JSON-RPC client on ``agent-link mcp``'s stdio."""
-
-    def __init__(self, process: anyio.abc.Process) -> None:
-        self.process = process
-        self.buffer = b""
-        self.null_answers: list[dict[str, Any]] = []
-
-    async def send(self, raw: bytes) -> None:
-        assert self.process.stdin is not None
-        await self.process.stdin.send(raw + b"\n")
-
-    async def responses(self, wanted: set[Any], timeout_s: float = 60.0) -> dict[Any, dict[str, Any]]:
-        """Read until every id in ``wanted`` is answered (fails the test after ``timeout_s``)."""
-        seen: dict[Any, dict[str, Any]] = {}
-        assert self.process.stdout is not None
-        with anyio.fail_after(timeout_s):
-            while not wanted <= set(seen):
-                while b"\n" not in self.buffer:
-                    self.buffer += await self.process.stdout.receive()
-                line, self.buffer = self.buffer.split(b"\n", 1)
-                msg = json.loads(line)
-                if msg.get("id") is None and "error" in msg:
-                    self.null_answers.append(msg)
-                elif "id" in msg:
-                    seen[msg["id"]] = msg
-        return seen
-
-
-@asynccontextmanager
-async def raw_server(address: str) -> AsyncIterator[Raw]:
-    env = server_env({"AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS, "AGENT_LINK_ADDRESS": address})
-    process = await anyio.open_process([sys.executable, "-m", "agent_link_core", "mcp"], env=env, stderr=None)
-    try:
-        client = Raw(process)
-        init = {"jsonrpc": "2.0", "id": "init", "method": "initialize",
-                "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
-        await client.send(json.dumps(init).encode())
-        assert "result" in (await client.responses({"init"}))["init"]
-        await client.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
-        yield client
-    finally:
-        with anyio.move_on_after(10, shield=True):
-            assert process.stdin is not None
-            await process.stdin.aclose()
-            await process.wait()
-        if process.returncode is None:
-            process.kill()
-            with anyio.move_on_after(5, shield=True):
-                await process.wait()
-        await process.aclose()
+def raw_server(address: str) -> AbstractAsyncContextManager[RawMcpClient]:
+    return raw_mcp_server({"AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS, "AGENT_LINK_ADDRESS": address})
 
 
 def fuzz_lines(seed: int, count: int) -> list[tuple[int, bytes]]:

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from agent_link_testing.cli_runner import run_main
+
 AGENT_LINK = str(Path(sys.executable).with_name("agent-link"))
 USER_CONFIG = {
     "$schema": "https://opencode.ai/config.json", "theme": "tokyonight",
@@ -22,6 +24,13 @@ def run(args: list[str], tmp_path: Path, **extra: str) -> subprocess.CompletedPr
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCODE", "XDG_"))}
     env.update({"HOME": str(tmp_path / "home"), "XDG_DATA_HOME": str(tmp_path / "data")}, **extra)
     return subprocess.run([AGENT_LINK, *args], capture_output=True, text=True, env=env, timeout=120)
+
+
+def run_here(args: list[str], tmp_path: Path, **extra: str) -> subprocess.CompletedProcess[str]:
+    """:func:`run` as the console script runs it, in this process (the first test keeps the
+    real process: the install, health, reinstall and uninstall)."""
+    unset: dict[str, str | None] = {k: None for k in os.environ if k.startswith(("OPENCODE", "XDG_"))}
+    return run_main(*args, env={**unset, "HOME": str(tmp_path / "home"), "XDG_DATA_HOME": str(tmp_path / "data"), **extra})
 
 
 def test_opencode_install_is_idempotent_and_uninstall_leaves_the_rest(tmp_path: Path) -> None:
@@ -60,15 +69,15 @@ def test_opencode_install_is_idempotent_and_uninstall_leaves_the_rest(tmp_path: 
 
 def test_opencode_install_creates_a_missing_config_and_uninstall_empties_it(tmp_path: Path) -> None:
     config = tmp_path / "elsewhere" / "opencode.json"
-    done = run(["install", "opencode"], tmp_path, OPENCODE_CONFIG=str(config))
+    done = run_here(["install", "opencode"], tmp_path, OPENCODE_CONFIG=str(config))
     assert done.returncode == 0, done.stderr
     assert set(json.loads(config.read_text())) == {"mcp", "plugin"}
-    assert run(["uninstall", "opencode", "--config", str(config)], tmp_path).returncode == 0
+    assert run_here(["uninstall", "opencode", "--config", str(config)], tmp_path).returncode == 0
     assert json.loads(config.read_text()) == {}
 
 
 def test_opencode_install_dry_run_changes_nothing(tmp_path: Path) -> None:
-    done = run(["install", "opencode", "--dry-run"], tmp_path)
+    done = run_here(["install", "opencode", "--dry-run"], tmp_path)
     assert done.returncode == 0, done.stderr
     assert "agent-link.js" in done.stdout and "nothing changed" in done.stdout
     assert not (tmp_path / "home" / ".config").exists() and not (tmp_path / "data").exists()
@@ -78,7 +87,7 @@ def test_opencode_install_refuses_a_config_with_comments_and_leaves_it(tmp_path:
     config = tmp_path / "opencode.jsonc"
     text = '{\n  // my theme\n  "theme": "tokyonight"\n}\n'
     config.write_text(text)
-    done = run(["install", "opencode", "--config", str(config)], tmp_path)
+    done = run_here(["install", "opencode", "--config", str(config)], tmp_path)
     assert done.returncode == 1 and "not a plain JSON object" in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert config.read_text() == text
 
@@ -86,6 +95,6 @@ def test_opencode_install_refuses_a_config_with_comments_and_leaves_it(tmp_path:
 def test_opencode_install_refuses_a_config_whose_mcp_is_not_an_object(tmp_path: Path) -> None:
     config = tmp_path / "opencode.json"
     config.write_text('{"mcp": ["x"]}')
-    done = run(["install", "opencode", "--config", str(config)], tmp_path)
+    done = run_here(["install", "opencode", "--config", str(config)], tmp_path)
     assert done.returncode == 1 and "`mcp` is not an object" in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert config.read_text() == '{"mcp": ["x"]}'

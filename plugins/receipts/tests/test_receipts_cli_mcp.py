@@ -15,6 +15,7 @@ from agent_link_core.app import App
 from agent_link_core.cli import build_cli
 from agent_link_core.model import Caller
 from agent_link_testing.mcp_client import agent_link_mcp
+from agent_link_testing.tool_app import call_tool
 
 ALICE = Caller("test:alice", "config", "test")
 
@@ -58,7 +59,7 @@ def env(address: str) -> dict[str, str]:
 
 
 @pytest.mark.anyio
-async def test_receipts_over_mcp(isolated_env: Path) -> None:
+async def test_receipts_over_mcp(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     async with AsyncExitStack() as stack:
         alice = await stack.enter_async_context(agent_link_mcp(env("test:alice")))
         bob = await stack.enter_async_context(agent_link_mcp(env("test:bob")))
@@ -95,10 +96,19 @@ async def test_receipts_over_mcp(isolated_env: Path) -> None:
         assert bogus["error"]["code"] == "invalid_arguments"
         health = await alice.call("agent_link_health")
         assert health["sections"]["receipts"]["count"] == 4
-        # A third party: nothing of alice's and bob's mail; every receipt only with inspect-all.
-        eve = await stack.enter_async_context(agent_link_mcp(env("test:eve")))
-        assert (await eve.call("list_agent_link_receipts", {"query": "invoice"}))["data"] == []
-        refused = await eve.call("list_agent_link_receipts", {"scope": "all"})
+    # A third party (in this process): nothing of alice's and bob's mail; every receipt only with inspect-all.
+    for name, value in env("test:eve").items():
+        monkeypatch.setenv(name, value)
+    eve = App.create()
+    try:
+        assert (await call_tool(eve, "list_agent_link_receipts", query="invoice"))["data"] == []
+        refused = await call_tool(eve, "list_agent_link_receipts", scope="all")
         assert refused["error"]["code"] == "permission_denied" and refused["error"]["details"] == {"reason": "inspect_all_disabled"}
-        admin = await stack.enter_async_context(agent_link_mcp({**env("test:eve"), "AGENT_LINK_INSPECT_ALL": "1"}))
-        assert len((await admin.call("list_agent_link_receipts", {"scope": "all"}))["data"]) == 4
+    finally:
+        await eve.aclose()
+    monkeypatch.setenv("AGENT_LINK_INSPECT_ALL", "1")
+    admin = App.create()
+    try:
+        assert len((await call_tool(admin, "list_agent_link_receipts", scope="all"))["data"]) == 4
+    finally:
+        await admin.aclose()

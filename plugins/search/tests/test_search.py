@@ -22,6 +22,7 @@ from agent_link_core.errors import AgentLinkError
 from agent_link_core.model import Caller
 from agent_link_core.store import CORE_MIGRATIONS, Store
 from agent_link_testing.cli_identity import named_address_env
+from agent_link_testing.tool_app import app_as, call_tool
 
 from agent_link_search.index import fts_query, note_session_titles, search_messages
 
@@ -219,11 +220,13 @@ def test_session_titles_find_the_mail_of_those_sessions(app: App) -> None:
 
 
 @pytest.mark.anyio
-async def test_search_tool_over_mcp(isolated_env: Path) -> None:
+async def test_search_tool_over_mcp(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through alice's real server; what another agent and a caller with no address get, in
+    this process."""
     env = ONLY_SEARCH
-    async with agent_link_mcp({**env, "AGENT_LINK_ADDRESS": "team:alice"}) as alice, \
-            agent_link_mcp({**env, "AGENT_LINK_ADDRESS": "team:carol"}) as carol, \
-            agent_link_mcp(env) as nobody:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    async with agent_link_mcp({**env, "AGENT_LINK_ADDRESS": "team:alice"}) as alice:
         tools = await alice.tools()
         assert tools["search_agent_link_messages"].output_schema["properties"]["ok"] == {"type": "boolean"}
         assert tools["search_agent_link_messages"].annotations.read_only_hint is True
@@ -233,14 +236,20 @@ async def test_search_tool_over_mcp(isolated_env: Path) -> None:
         found = await alice.call("search_agent_link_messages", {"query": "staging", "limit": 5})
         assert found["ok"] and [r["id"] for r in found["results"]] == [mid]
         assert "&lt;b&gt;<hit>staging</hit>&lt;/b&gt;" in found["results"][0]["snippet"]
-        assert (await carol.call("search_agent_link_messages", {"query": "staging"}))["results"] == []
+        with app_as(monkeypatch, "team:carol") as carol:
+            assert (await call_tool(carol, "search_agent_link_messages", query="staging"))["results"] == []
         # every error the tool can return
         bad = await alice.call("search_agent_link_messages", {"query": '"open'})
         assert bad["error"]["code"] == "invalid_arguments" and "quote" in bad["error"]["message"]
         assert (await alice.call("search_agent_link_messages", {"query": "x", "cursor": "zzz"}))["error"]["code"] == "invalid_arguments"
         assert (await alice.call("search_agent_link_messages", {"query": "x", "limit": 101}))["error"]["code"] == "invalid_arguments"
         assert (await alice.call("search_agent_link_messages", {"query": "x", "status": "lost"}))["error"]["code"] == "invalid_arguments"
-        assert (await nobody.call("search_agent_link_messages", {"query": "x"}))["error"]["code"] == "no_current_session"
+        monkeypatch.delenv("AGENT_LINK_ADDRESS")
+        nobody = App.create()
+        try:
+            assert (await call_tool(nobody, "search_agent_link_messages", query="x"))["error"]["code"] == "no_current_session"
+        finally:
+            await nobody.aclose()
 
 
 # -- the CLI -------------------------------------------------------------------------------------
