@@ -30,13 +30,14 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
 
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.lazy_log import LazyLogger
 from agent_link_core.model import RUNTIME_SOURCES, Caller, address_scheme, is_address
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
     from agent_link_core.app import App
 
 log = LazyLogger(__name__)

@@ -18,7 +18,10 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def visible(text: str, keep: str = "\n\t") -> str:
