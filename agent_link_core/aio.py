@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import threading
 import types
 from collections.abc import Awaitable, Callable, Coroutine, Generator
-from typing import Any, TypeVar
 
-T = TypeVar("T")
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
 
 
 def run_blocking(factory: Callable[[], Awaitable[T]]) -> T:
@@ -15,6 +17,7 @@ def run_blocking(factory: Callable[[], Awaitable[T]]) -> T:
     result (or raise its exception). Usable with or without a running loop in the caller,
     which is blocked meanwhile: keep ``factory`` bounded."""
     import asyncio
+    import threading
 
     box: dict[str, Any] = {}
 

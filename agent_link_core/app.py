@@ -14,7 +14,6 @@ import sqlite3
 import sys
 from collections.abc import Mapping
 from functools import cached_property, partial
-from typing import TYPE_CHECKING, Any
 
 from agent_link_core.lazy_log import LazyLogger
 from agent_link_core import problem_log, state_dirs
@@ -28,7 +27,9 @@ from agent_link_core.plugins import Hooks, PluginReport, build_plugin_manager, t
 from agent_link_core.settings_file import with_settings
 from agent_link_core.store import Store, ensure_private_dir
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
     from agent_link_core.directory import Directory
     from agent_link_core.harness import Harness, McpPeer
     from agent_link_core.sending import Outbox

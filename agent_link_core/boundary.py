@@ -39,11 +39,14 @@ import threading
 import time
 import types
 from collections.abc import Awaitable, Callable, Generator, Mapping
-from typing import Any
 
 from agent_link_core.errors import AgentLinkError, Refused
 from agent_link_core.lazy_log import LazyLogger
 from agent_link_core.lazy_record import Struct
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 log = LazyLogger("agent_link_core.plugins")
 

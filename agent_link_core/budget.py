@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
 
 from agent_link_core.envelope import render_inbox
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.harness_decl import OutputBudget
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover - typing only
+    from typing import Any
     from agent_link_core.app import App
     from agent_link_core.model import Caller
 

@@ -15,12 +15,12 @@ import importlib
 import json
 import os
 import sys
-from typing import Any, Callable, NoReturn
 
 from agent_link_core.errors import AgentLinkError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Callable, NoReturn
     from agent_link_core.app import App
     from agent_link_core.plugins import Hooks
 

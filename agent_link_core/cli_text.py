@@ -9,12 +9,15 @@ The typed API and the MCP tools name things the way tool arguments do (``replyBy
 from __future__ import annotations
 
 import re
-from typing import IO, Any
 
 from agent_link_core.addresses import is_address
 from agent_link_core.envelope import MAX_BODY_BYTES
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.visible import visible
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO, Any
 
 # Tool argument -> CLI option or argument, for every command (a command's own table wins).
 FIELD_NAMES = {

@@ -19,18 +19,19 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
 
 from agent_link_core.cli_run import import_target
 from agent_link_core.hookspecs import hookimpl
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     import click
 
     from agent_link_core.lazy_command import LazyCommand
 
-Records = Iterable[Any] | str
+    Records = Iterable[Any] | str
 
 
 def _resolve(records: Records) -> Iterable[Any]:

@@ -6,12 +6,12 @@ the core's schema and its MCP tools arrive through the same hooks as everyone el
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
-
 from agent_link_core.hookspecs import hookimpl
 from agent_link_core.store import CORE_MIGRATIONS, Migration
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Callable
     from agent_link_core.tools.registry import ToolSpec
     from agent_link_core.app import App
 

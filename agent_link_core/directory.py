@@ -7,11 +7,8 @@ than a guess, and a harness that could not be read is reported in ``providers``.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
 
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import Harness, SessionListing
@@ -19,7 +16,9 @@ from agent_link_core.lazy_record import Struct
 from agent_link_core.mailbox import iso
 from agent_link_core.model import ADDRESS_RE, Caller, Session, address_scheme, is_address
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
     from agent_link_core.app import App
 
 LIST_TIMEOUT_S = 20.0
@@ -112,6 +111,8 @@ def encode_cursor(shown: int, last: Session) -> str:
     """An opaque cursor for the page after ``last``, ``shown`` sessions deep (base64url of a
     small JSON object: position in the newest-first order, not an offset, so a session that
     becomes active meanwhile is not shown twice)."""
+    import base64  # only listings page: a send looks sessions up without it
+
     raw = json.dumps({"v": 1, "n": shown, "t": last.last_activity_ms or 0, "a": last.address}, separators=(",", ":"))
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
@@ -124,6 +125,9 @@ def decode_cursor(cursor: str | None, tool: str) -> tuple[int, int, str] | None:
     """
     if cursor in (None, ""):
         return None
+    import base64
+    import binascii
+
     bad = invalid_arguments([{"path": "cursor", "rule": "format", "expected": f"the nextCursor of an earlier {tool} answer"}])
     if not isinstance(cursor, str) or len(cursor) > 1000:
         raise bad

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import time
+from functools import cache
 
 from agent_link_core.addresses import EXTERNAL, INVALID, address_scheme, is_address, is_ulid
 
@@ -59,6 +60,14 @@ NOTICE_TEXT = (
 
 _NOTICE_LINE = f"<notice>{NOTICE_TEXT}</notice>"
 
+
+@cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    """``pattern`` (one of the ``_*_RE`` below) compiled on its first use: compiling them all
+    at import cost every command and prompt hook milliseconds, and most use a few."""
+    return re.compile(pattern)
+
+
 # Controls (TAB and LF are kept; CR is normalised away and NUL deleted before this applies).
 _CONTROL_CLASS = "\x01-\x08\x0b-\x1f\x7f-\x9f"
 # Format / invisible characters: the list of docs/behaviour.md §10, widened to every general-category Cf
@@ -72,27 +81,27 @@ _FORMAT_CLASS = (
     "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
     "\U000e0000-\U000e0fff"
 )
-_CONTROL_RE = re.compile(f"[{_CONTROL_CLASS}]")
+_CONTROL_RE = f"[{_CONTROL_CLASS}]"
 # One pass finds both maximal invisible runs (either class, mixed) and XML specials, so the
 # references inserted for invisibles are never XML-escaped a second time (docs/behaviour.md §10, item 3).
-_SPECIAL_RE = re.compile(f"([{_CONTROL_CLASS}{_FORMAT_CLASS}]+)|([&<>])")
-_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+_SPECIAL_RE = f"([{_CONTROL_CLASS}{_FORMAT_CLASS}]+)|([&<>])"
+_SURROGATE_RE = "[\ud800-\udfff]"
 # Anything any escaping step would change (surrogates, CR, NUL, controls, invisibles, XML
 # specials): text without it escapes to itself, so the steps are skipped (every read renders
 # every envelope's attributes and reply line).
-_UNCHANGED_RE = re.compile(f"[^\ud800-\udfff\r\x00{_CONTROL_CLASS}{_FORMAT_CLASS}&<>]*")
-_UNCHANGED_ATTR_RE = re.compile(f"[^\ud800-\udfff\r\x00{_CONTROL_CLASS}{_FORMAT_CLASS}&<>\"'\n\t]*")
+_UNCHANGED_RE = f"[^\ud800-\udfff\r\x00{_CONTROL_CLASS}{_FORMAT_CLASS}&<>]*"
+_UNCHANGED_ATTR_RE = f"[^\ud800-\udfff\r\x00{_CONTROL_CLASS}{_FORMAT_CLASS}&<>\"'\n\t]*"
 _XML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 _ATTR_EXTRA = str.maketrans({'"': "&quot;", "'": "&#39;", "\n": "&#10;", "\t": "&#9;"})
 
 # Always used with fullmatch: "$" would also accept a trailing "\n".
-_NAME_RE = re.compile(r"[a-z][a-zA-Z0-9-]*")
-_HARNESS_RE = re.compile(r"[a-z][a-z0-9-]{0,31}")
-_VIA_RE = re.compile(r"role:[a-z0-9-]{1,40}")
-_PROCEDURE_RE = re.compile(r"[a-z0-9-]{1,40}@[1-9][0-9]*")
+_NAME_RE = r"[a-z][a-zA-Z0-9-]*"
+_HARNESS_RE = r"[a-z][a-z0-9-]{0,31}"
+_VIA_RE = r"role:[a-z0-9-]{1,40}"
+_PROCEDURE_RE = r"[a-z0-9-]{1,40}@[1-9][0-9]*"
 # Exactly the shapes render_element produces: escaped attribute values hold no quote, angle
 # bracket or LF and escaped text holds no angle bracket, so any other string is not ours.
-_ELEMENT_RE = re.compile(
+_ELEMENT_RE = (
     r'<(?P<name>[a-z][a-zA-Z0-9-]*)(?: [a-z][a-zA-Z0-9-]*="[^"<>\n]*")*(?: />|>[^<>]*</(?P=name)>)'
 )
 # Names the envelope itself uses; an extra element with one of them could fake its structure.
@@ -114,7 +123,7 @@ def sanitize_text(text: str) -> str:
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be str, not {type(text).__name__}")
-    if not _SURROGATE_RE.search(text):
+    if not _compiled(_SURROGATE_RE).search(text):
         return text
     # UTF-16 round trip: surrogatepass writes the raw units, and the decoder joins valid pairs
     # and replaces every unpaired unit with U+FFFD.
@@ -134,7 +143,7 @@ def _escape_pieces(text: str) -> list[tuple[str, bool]]:
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
     pieces: list[tuple[str, bool]] = []
     pos = 0
-    for m in _SPECIAL_RE.finditer(text):
+    for m in _compiled(_SPECIAL_RE).finditer(text):
         if m.start() > pos:
             pieces.append((text[pos : m.start()], False))
         pos = m.end()
@@ -143,7 +152,7 @@ def _escape_pieces(text: str) -> list[tuple[str, bool]]:
             pieces.append((_XML[m.group(2)], True))
             continue
         for ch in run[:INVISIBLE_RUN_CAP]:
-            if _CONTROL_RE.match(ch):
+            if _compiled(_CONTROL_RE).match(ch):
                 pieces.append((f"\\u{{{ord(ch):02X}}}", True))
             else:
                 pieces.append((f"&#x{ord(ch):04X};", True))
@@ -178,7 +187,7 @@ def escape_text(text: str, *, cap: int = MAX_ESCAPED_CHARS) -> str:
     """
     if cap < 0:
         raise ValueError("cap must be >= 0")
-    if isinstance(text, str) and len(text) <= cap and len(text) * 4 <= MAX_BODY_BYTES and _UNCHANGED_RE.fullmatch(text):
+    if isinstance(text, str) and len(text) <= cap and len(text) * 4 <= MAX_BODY_BYTES and _compiled(_UNCHANGED_RE).fullmatch(text):
         return text
     text = sanitize_text(text)
     notes: list[str] = []
@@ -227,7 +236,7 @@ def escape_attr(value: str) -> str:
         holds no quote, angle bracket, raw LF/TAB/CR or invisible character.
     :raises TypeError: if ``value`` is not a ``str``.
     """
-    if isinstance(value, str) and len(value) <= MAX_ATTR_CODEPOINTS and _UNCHANGED_ATTR_RE.fullmatch(value):
+    if isinstance(value, str) and len(value) <= MAX_ATTR_CODEPOINTS and _compiled(_UNCHANGED_ATTR_RE).fullmatch(value):
         return value
     value = sanitize_text(value)
     if len(value) > MAX_ATTR_CODEPOINTS:
@@ -236,8 +245,8 @@ def escape_attr(value: str) -> str:
 
 
 def _check_name(name: object, what: str) -> str:
-    if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
-        raise ValueError(f"{what} name {name!r} must match ^{_NAME_RE.pattern}$")
+    if not isinstance(name, str) or not _compiled(_NAME_RE).fullmatch(name):
+        raise ValueError(f"{what} name {name!r} must match ^{_NAME_RE}$")
     return name
 
 
@@ -343,9 +352,9 @@ class EnvelopeMessage:
         self.in_reply_to, self.via, self.procedure, self.from_harness = in_reply_to, via, procedure, from_harness
 
 
-def _matching(pattern: re.Pattern[str], value: object) -> str | None:
+def _matching(pattern: str, value: object) -> str | None:
     """``value`` if it is a string matching ``pattern`` in full, else ``None`` (omitted)."""
-    return value if isinstance(value, str) and pattern.fullmatch(value) else None
+    return value if isinstance(value, str) and _compiled(pattern).fullmatch(value) else None
 
 
 def _reply_line(anticipation: str, message_id: str, reply_by: str | None) -> str:
@@ -387,7 +396,7 @@ def render_envelope(msg: EnvelopeMessage, *, elements: Sequence[str] = (), reply
     :raises TypeError: if ``msg.body`` is not a ``str``.
     """
     for element in elements:
-        m = _ELEMENT_RE.fullmatch(element) if isinstance(element, str) else None
+        m = _compiled(_ELEMENT_RE).fullmatch(element) if isinstance(element, str) else None
         if m is None or m.group("name") in _RESERVED_NAMES:
             raise ValueError(f"not a rendered extra element: {element!r:.80}")
 
@@ -396,7 +405,7 @@ def render_envelope(msg: EnvelopeMessage, *, elements: Sequence[str] = (), reply
     valid_sender = is_address(sender)
     if not valid_sender:
         harness = EXTERNAL
-    elif isinstance(msg.from_harness, str) and _HARNESS_RE.fullmatch(msg.from_harness):
+    elif isinstance(msg.from_harness, str) and _compiled(_HARNESS_RE).fullmatch(msg.from_harness):
         harness = msg.from_harness
     else:
         harness = address_scheme(sender)
@@ -424,11 +433,11 @@ def render_envelope(msg: EnvelopeMessage, *, elements: Sequence[str] = (), reply
                       "</body>", f"<reply>{reply}</reply>", "</agent-link-message>"))
 
 
-_TITLE_FROM_RE = re.compile(r'\sfrom="([^"<>]*)')
-_TITLE_BODY_RE = re.compile(r"<body>\n?(.*?)(?:\n?</body>|$)", re.DOTALL)
-_TITLE_ENTITY_RE = re.compile(r"&(?:#x([0-9A-Fa-f]{1,6})|#([0-9]{1,7})|(lt|gt|amp|quot));")
+_TITLE_FROM_RE = r'\sfrom="([^"<>]*)'
+_TITLE_BODY_RE = r"(?s)<body>\n?(.*?)(?:\n?</body>|$)"
+_TITLE_ENTITY_RE = r"&(?:#x([0-9A-Fa-f]{1,6})|#([0-9]{1,7})|(lt|gt|amp|quot));"
 _TITLE_ENTITIES = {"lt": "<", "gt": ">", "amp": "&", "quot": '"'}
-_TITLE_DROP_RE = re.compile(f"[{_CONTROL_CLASS}{_FORMAT_CLASS}]+")
+_TITLE_DROP_RE = f"[{_CONTROL_CLASS}{_FORMAT_CLASS}]+"
 #: how many words of the body a title shows, and at most how many characters
 TITLE_WORDS = 8
 TITLE_CHARS = 60
@@ -455,14 +464,14 @@ def envelope_title(text: str | None) -> str | None:
     """
     if not isinstance(text, str) or not text.lstrip().startswith("<agent-link-message"):
         return None
-    found = _TITLE_FROM_RE.search(text)
+    found = _compiled(_TITLE_FROM_RE).search(text)
     sender = found.group(1) if found is not None else ""
     sender = sender if is_address(sender) or sender == EXTERNAL else "an agent"
-    body = _TITLE_BODY_RE.search(text)
+    body = _compiled(_TITLE_BODY_RE).search(text)
     words = ""
     if body is not None:
-        plain = _TITLE_ENTITY_RE.sub(_title_unescape, body.group(1))
-        plain = _TITLE_DROP_RE.sub(" ", sanitize_text(plain))
+        plain = _compiled(_TITLE_ENTITY_RE).sub(_title_unescape, body.group(1))
+        plain = _compiled(_TITLE_DROP_RE).sub(" ", sanitize_text(plain))
         kept = plain.split()[:TITLE_WORDS]
         words = " ".join(kept)
         if len(words) > TITLE_CHARS:

@@ -16,11 +16,12 @@ is older than any wait may run) and removed by the next wait of the same address
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
 
 from agent_link_core.store import Migration, now_ms
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
     from agent_link_core.store import Store
 
 #: no wait runs longer than this (600 s asked for, plus its last poll and the push after it)

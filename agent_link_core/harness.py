@@ -9,7 +9,6 @@ async; none may block the event loop.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
 
 from agent_link_core.harness_decl import (  # noqa: F401 - re-exported: plugins import them from here
     HARNESS_NAME_RE,
@@ -21,6 +20,10 @@ from agent_link_core.harness_decl import (  # noqa: F401 - re-exported: plugins 
 )
 from agent_link_core.lazy_record import Struct, field
 from agent_link_core.model import Caller, Session
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class PeerGone(Exception):

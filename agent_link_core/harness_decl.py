@@ -11,12 +11,12 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
-from typing import Any
 
 from agent_link_core.lazy_record import Struct
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
     from agent_link_core.harness import Harness
 
 #: a harness name, its address scheme

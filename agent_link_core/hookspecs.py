@@ -18,11 +18,12 @@ Naming says how a hook is called:
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any, Callable
 
 from agent_link_core.lazy_hooks import PROJECT, hookimpl, hookspec
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover - typing only
+    from typing import Any, Callable
     import sqlite3
 
     import click

@@ -28,21 +28,24 @@ itself (a debugger, or running the host program to make it write its own records
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
 
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.lazy_log import LazyLogger
 from agent_link_core.model import RUNTIME_SOURCES, Caller, address_scheme, is_address
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
+    import weakref
+    from typing import Any
+
     from agent_link_core.app import App
 
 log = LazyLogger(__name__)
 # Sessions found once per process: a session that existed keeps its address (archived
-# sessions still exist), so a long-lived server asks its host once per sender.
-_existing: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+# sessions still exist), so a long-lived server asks its host once per sender. Made on first
+# use: a command that proves no session never loads weakref.
+_existing: weakref.WeakKeyDictionary[Any, set[str]] | None = None
 
 
 def named_sender(app: App, *, explicit: str | None = None, named: Mapping[str, str] | None = None) -> Caller:
@@ -74,6 +77,11 @@ def named_sender(app: App, *, explicit: str | None = None, named: Mapping[str, s
 async def _session_exists(app: App, caller: Caller) -> bool:
     """True when the caller's harness finds its session; False when it does not or cannot
     be asked (nothing is proved then)."""
+    global _existing
+    if _existing is None:
+        import weakref
+
+        _existing = weakref.WeakKeyDictionary()
     known = _existing.setdefault(app, set())
     if caller.address in known:
         return True

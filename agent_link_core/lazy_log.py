@@ -3,7 +3,9 @@ that logs nothing (``agent-link inbox``) never pays for it."""
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class LazyLogger:

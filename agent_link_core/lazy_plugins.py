@@ -10,10 +10,13 @@ from __future__ import annotations
 import functools
 import importlib
 import types
-from typing import Any, Callable
 
 from agent_link_core import hookspecs, lazy_hooks
 from agent_link_core.boundary import Boundary, _guarded
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 
 _SPECS: dict[str, tuple[frozenset[str], bool]] = {}

@@ -7,7 +7,15 @@ and shown by its fields, assignment refused, :meth:`Record.replace` for a change
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar, dataclass_transform
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, ClassVar, dataclass_transform
+else:
+    def dataclass_transform(**_: object) -> Callable[[type], type]:
+        """At run time a no-op (type checkers read the real one): importing :mod:`typing`
+        costs every short command a few milliseconds."""
+        return lambda cls: cls
 
 
 class Record:

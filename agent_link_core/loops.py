@@ -21,11 +21,11 @@ and is not checked. Three rules, each refusal naming what to change:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
     from agent_link_core.config import Config
     from agent_link_core.store import Store
 

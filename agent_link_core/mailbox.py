@@ -15,11 +15,12 @@ clock, so no timer has to run (docs/behaviour.md §8):
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import json
 import os
 import sqlite3
-import threading
+import sys
 import time
 
 from agent_link_core.addresses import ANTICIPATIONS, EXTERNAL, is_address, is_ulid
@@ -59,7 +60,7 @@ STATE_BATCH = 500
 #: ULID's alphabet (Crockford's base 32)
 CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _last_id = [0, 0]  # (epoch ms, 80-bit randomness) of the newest id this process made
-_id_lock = threading.Lock()
+_id_lock = _thread.allocate_lock()  # threading's Lock, without importing threading (a CLI command needs no thread)
 
 
 def new_message_id() -> str:
@@ -183,13 +184,24 @@ def content_hash(
         ``metadata["fingerprint"]``: TTL, correlation id, sender project and label ...);
         when empty the digest is the same as without it.
     """
-    import hashlib
-
     parts: list[Any] = [sender, to, body, anticipation, reply_by_ms, reply_to]
     if extra:
         parts.append(extra)
     blob = json.dumps(parts, ensure_ascii=False, sort_keys=True)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    return _sha256(blob.encode("utf-8")).hexdigest()
+
+
+def _sha256(data: bytes) -> Any:
+    """``hashlib.sha256(data)``, from CPython's built-in SHA-256 when it has one: importing
+    :mod:`hashlib` loads and initialises OpenSSL, about 3 ms of CPU for every send."""
+    try:  # the module's name depends on the version (a failed import searches all of sys.path)
+        if sys.version_info >= (3, 12):
+            from _sha2 import sha256
+        else:
+            from _sha256 import sha256
+    except ImportError:  # a build without it
+        from hashlib import sha256
+    return sha256(data)
 
 
 #: The fields that define a message (:func:`content_hash`), by the tool argument that sets

@@ -5,8 +5,6 @@ Address syntax lives in :mod:`agent_link_core.addresses` (re-exported here).
 
 from __future__ import annotations
 
-from typing import Any
-
 from agent_link_core.lazy_record import Record, Struct
 from agent_link_core.addresses import (  # noqa: F401 - re-exported for plugins
     ADDRESS_RE,
@@ -19,6 +17,10 @@ from agent_link_core.addresses import (  # noqa: F401 - re-exported for plugins
     is_address,
     is_ulid,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: how much of a host's raw title a session keeps when it shows another (``Session``)
 RAW_TITLE_CHARS = 300

@@ -23,7 +23,6 @@ import os
 import sys
 import types
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Callable
 
 from agent_link_core.lazy_log import LazyLogger
 from agent_link_core import discovery, hookspecs
@@ -40,7 +39,9 @@ from agent_link_core.boundary import (
     timeout_from_env,
 )
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any, Callable
     import click
     import pluggy
 
@@ -48,8 +49,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
     from agent_link_core.harness import Harness
     from agent_link_core.model import Caller
-    from agent_link_core.records import EnvelopeContribution, Event, OutgoingMessage, SendContext
-    from agent_link_core.records import PromptHook
+    from agent_link_core.records import EnvelopeContribution, Event, OutgoingMessage, PromptHook, SendContext
     from agent_link_core.reminders import DueReminders
     from agent_link_core.store import Migration
     from agent_link_core.tools.registry import ToolSpec

@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Collection, Mapping
-from typing import Any
 
 from agent_link_core.lazy_log import LazyLogger
 from agent_link_core.addresses import address_scheme, is_address
 from agent_link_core.model import Session
 from agent_link_core.store import Migration, Store, now_ms
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 PRESENCE_MIGRATIONS = (
     Migration(
@@ -177,6 +180,8 @@ def suggestions(store: Store, address: str, extra: list[str] | None = None, harn
     """
     pool = sorted(set(reachable_addresses(store, harnesses)) | set(extra or []))
     pool = [a for a in pool if a != address]
+    if not pool:  # nothing to suggest (and difflib left unimported)
+        return []
     import difflib  # only when there is an address to suggest for
 
     close = difflib.get_close_matches(address, pool, n=MAX_SUGGESTIONS, cutoff=0.6)

@@ -13,9 +13,12 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping
-from typing import Any
 
 from agent_link_core.json_files import read_json_object, write_json_object
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 FILE_NAME = "plugin-problems.json"
 KEEP = 50

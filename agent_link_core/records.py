@@ -6,10 +6,12 @@ the mailbox, never imports typing; ``agent_link_core.mailbox`` re-exports these 
 
 from __future__ import annotations
 
-from typing import Any
-
 from agent_link_core.lazy_record import Struct, field
 from agent_link_core.model import Caller
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 EVENT_KINDS = (
     "sent", "delivered", "released", "acknowledged", "resolved", "reminded", "status_changed",

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import json
 import re
-import unicodedata
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def visible(text: str, keep: str = "\n\t") -> str:
@@ -29,6 +31,8 @@ def visible(text: str, keep: str = "\n\t") -> str:
         probe = probe.replace(c, "")
     if probe.isprintable():  # no category-C character (nor a separator): the common case, in C
         return text
+    import unicodedata  # only for text with such a character: loading it costs every command
+
     if "\n" in keep:
         text = text.replace("\r\n", "\n")
     return "".join(c if c in keep or unicodedata.category(c)[0] != "C" else f"\\u{{{ord(c):04X}}}" for c in text)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
 
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.lazy_log import LazyLogger
@@ -18,7 +17,9 @@ from agent_link_core.model import Caller, address_scheme
 from agent_link_core.store import now_ms
 from agent_link_core.wake import Wakeup
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
     from agent_link_core.app import App
 
 log = LazyLogger("agent_link_core.app")  # the App's operations log under its name, as before the split

@@ -107,6 +107,11 @@ UNUSED_MODULES = ("agent_link_roles.table", "pathlib")
 #: logging is imported only when something is logged (agent_link_core.lazy_log); the hooks
 #: they call are called by the plugins' declared hook tables, without pluggy (agent_link_core.plugins)
 CLI_MODULES = ("click", "logging", "pluggy")
+#: typing only for type checkers (TYPE_CHECKING imports), SHA-256 without hashlib's OpenSSL
+#: (agent_link_core.mailbox.content_hash), unicodedata only for text with a control character
+#: (agent_link_core.visible), base64 only for a listing's cursor (agent_link_core.directory),
+#: weakref only once a session is looked up (agent_link_core.identity)
+STDLIB_MODULES = ("typing", "hashlib", "unicodedata", "base64", "weakref")
 #: an inbox read lists no sessions, sends nothing and checks no health
 INBOX_HEAVY_MODULES = ("agent_link_core.directory", "agent_link_core.sending", "agent_link_core.health",
                        "agent_link_core.records", "agent_link_core.harness")
@@ -143,7 +148,7 @@ def test_send_and_inbox_import_no_heavy_module(tmp_path: Path, args: tuple[str, 
     pull the code behind it into a plain command. The probe runs twice: the first run of a
     new search path scans the entry points (importlib.metadata), the console script's
     later runs read them from the cache (agent_link_core.discovery)."""
-    watched = (HEAVY_MODULES + LOOP_MODULES + UNUSED_MODULES + CLI_MODULES + other_commands(args[0])
+    watched = (HEAVY_MODULES + LOOP_MODULES + UNUSED_MODULES + CLI_MODULES + STDLIB_MODULES + other_commands(args[0])
                + (INBOX_HEAVY_MODULES if args[0] == "inbox" else ()))
     env = {k: v for k, v in os.environ.items() if k != "AGENT_LINK_LOAD_PLUGINS"}
     env["AGENT_LINK_ADDRESS"] = "test:alice"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -294,3 +295,19 @@ def test_a_reused_id_names_each_field_that_differs(box: Mailbox, changes: dict[s
     assert e.value.details["errors"][0]["rule"] == "idempotency"
     assert f"its {', '.join(named)} {'differs' if len(named) == 1 else 'differ'}." in e.value.message
     assert box.get_row(mid)["body"] == "same"
+
+
+@pytest.mark.parametrize("missing", [(), ("_sha2", "_sha256")])
+def test_content_hash_is_the_sha256_of_the_identity_fields_with_or_without_the_builtin_module(monkeypatch, missing):
+    """content_hash takes CPython's built-in SHA-256 (hashlib would load OpenSSL), else hashlib's:
+    the digest of a message stored before stays the digest of the same message."""
+    import hashlib
+    import json
+
+    for name in missing:
+        monkeypatch.setitem(sys.modules, name, None)  # importing it raises ImportError
+    parts = ["test:alice", "test:bob", "héllo", "reply", None, None, {"ttlMs": 5}]
+    expected = hashlib.sha256(json.dumps(parts, ensure_ascii=False, sort_keys=True).encode("utf-8")).hexdigest()
+    assert mailbox_mod.content_hash(*parts[:6], extra={"ttlMs": 5}) == expected
+    assert mailbox_mod.content_hash(*parts[:6]) == hashlib.sha256(
+        json.dumps(parts[:6], ensure_ascii=False, sort_keys=True).encode("utf-8")).hexdigest()

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from agent_link_core.cli_run import ENVELOPE, JSON, NDJSON, as_caller, command, echo, emit, fail, get_app, option, show_then_mark, usage_error
 from agent_link_core.commands.mail import not_marked, print_messages
 from agent_link_core.errors import AgentLinkError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
     from agent_link_core.app import App
 
 

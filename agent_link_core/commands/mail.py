@@ -4,13 +4,13 @@ waiting for an answer for a whole timeout, reading a message's text."""
 from __future__ import annotations
 
 import sys
-from typing import Any, NoReturn
 
 from agent_link_core.cli_run import echo, fail
 from agent_link_core.errors import AgentLinkError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, NoReturn
     from agent_link_core.app import App
 
 

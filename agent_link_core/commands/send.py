@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING, Any
 
 from agent_link_core.cli_run import (EXIT_TIMEOUT, EXIT_UNDELIVERED, EXIT_UNKNOWN, FROM, JSON, NDJSON, argument, command, echo, emit, fail,
                                      get_app, option, run_async, show_then_mark, usage_error, who_am_i)
@@ -17,7 +16,9 @@ from agent_link_core.mailbox import iso, ulid_of_uuid
 from agent_link_core.model import Caller, address_scheme, is_address, is_ulid
 from agent_link_core.store import now_ms
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
     from agent_link_core.app import App
     from agent_link_core.harness import Delivery
     from agent_link_core.sending import SendOutcome

@@ -7,7 +7,6 @@ so the harness, the tool and the command load only when their hook runs.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from agent_link_core import hookimpl
 from agent_link_core.contribute import migrations, registers
@@ -15,7 +14,9 @@ from agent_link_core.config import Setting
 from agent_link_core.harness_decl import HarnessDeclaration
 from agent_link_core.store import Migration
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
     import click
 
     from agent_link_core.surface import PluginApp

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 
 from agent_link_core import hookimpl
 from agent_link_core.config import Setting
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
     import click
     from agent_link_core.app import App
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from agent_link_core.config import Setting
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # pathlib is imported where a path is made, not by every command's plugin load
     from pathlib import Path
 

@@ -8,7 +8,6 @@ with the message, so the recipient's channel bridge leaves it alone).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 
 from agent_link_core import hookimpl
@@ -16,7 +15,9 @@ from agent_link_core.contribute import registers
 from agent_link_core.config import Setting
 from agent_link_core.harness_decl import HarnessDeclaration
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
     import click
 
     from agent_link_core.records import PromptHook

@@ -24,10 +24,13 @@ and are reported as ``switches``. They persist (no revert is sent).
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.store import now_ms
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SETTINGS = ("model", "effort", "cwd")
 #: The Codex release the expected costs of switches were measured on (a model or effort switch

@@ -10,7 +10,6 @@ websockets) load when the harness, a tool or a command is first used.
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any, Callable
 
 from agent_link_core import hookimpl
 from agent_link_core.contribute import migrations, registers
@@ -19,7 +18,9 @@ from agent_link_core.harness_decl import HarnessDeclaration
 from agent_link_codex.schema import MIGRATIONS
 from agent_link_codex.settings import SENDER_OPTIONS, SETTINGS
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Callable
     from collections.abc import Awaitable
 
     import click

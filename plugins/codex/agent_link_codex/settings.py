@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
 
 from agent_link_core.config import Setting
 from agent_link_core.harness_decl import SenderOption
@@ -23,7 +22,9 @@ SENDER_OPTIONS = (
                  requires="--from-thread"),
 )
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # pathlib is imported by the functions using it, not by every command's plugin load
+    from typing import Any
     from pathlib import Path
 
 DEFAULT_IDLE_MS = 300_000

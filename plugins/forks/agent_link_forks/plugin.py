@@ -9,14 +9,15 @@ Codex only through the codex plugin's harness (``agent-link-codex``).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
 
 from agent_link_core import hookimpl
 from agent_link_core.config import Setting
 from agent_link_core.store import Migration
 from agent_link_forks.schema import MIGRATIONS
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
     import click
 
     from agent_link_core.app import App

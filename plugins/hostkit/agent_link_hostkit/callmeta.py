@@ -8,9 +8,12 @@ key lists and namespaces, and share the lookup rules here.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from agent_link_core.envelope import sanitize_text
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_META_CHARS = 300
 

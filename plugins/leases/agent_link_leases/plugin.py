@@ -11,7 +11,6 @@ project worker's ``leasePaths``, ended when its task message is resolved; a role
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
 
 from agent_link_core import hookimpl
 from agent_link_core.config import Setting
@@ -20,7 +19,9 @@ from agent_link_core.store import now_ms
 
 from agent_link_leases.schema import ADMIN_SETTING, DEFAULT_TTL_MS, MAX_REASON_CHARS, MAX_TTL_MS, MIGRATIONS, TTL_SETTING
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
     import sqlite3
 
     from agent_link_core.app import App

@@ -9,14 +9,14 @@ messages), the ``import-legacy`` command, declared here and imported when run
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
-
 from agent_link_core import hookimpl
 from agent_link_core.contribute import commands, migrations
 
 from agent_link_legacy.schema import LEGACY_MIGRATIONS
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any, Callable
     from agent_link_core.app import App
 
     from agent_link_legacy.contract import LegacyImporter

@@ -20,13 +20,14 @@ import functools
 import json
 import os
 import re
-from typing import TYPE_CHECKING, Any
 
 from agent_link_core.config import Setting
 from agent_link_core.json_files import read_json_object
 from agent_link_core.store import now_ms
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
     from pathlib import Path
 
 NAME = "machines"

@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
 
 from agent_link_core import hookimpl
 from agent_link_core.contribute import migrations, registers
@@ -36,7 +35,9 @@ from agent_link_core.store import Migration, now_ms
 
 from agent_link_machines.common import AUTOSTART_SETTING, NAME, SETTINGS, URL_SETTING
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
     import click
 
     from agent_link_core.records import EnvelopeContribution, Event

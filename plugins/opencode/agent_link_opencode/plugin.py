@@ -7,14 +7,15 @@ so the harness module loads only when a command talks to opencode (:data:`HARNES
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from agent_link_core import hookimpl
 from agent_link_core.config import Setting
 from agent_link_core.contribute import migrations, registers
 from agent_link_core.harness_decl import HarnessDeclaration
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
     import click
 
 #: The plugin's name: its entry point's name and its address scheme.

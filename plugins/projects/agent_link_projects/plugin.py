@@ -4,12 +4,12 @@ every thread; without the roles plugin role assignments are not consulted)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from agent_link_core import hookimpl
 from agent_link_core.contribute import registers
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
     from agent_link_core.app import App
 
 #: the project tools (their module is imported only when tools are listed)

@@ -30,13 +30,16 @@ Harness plugins reporting their own events (launched, archived, forked, switches
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from agent_link_core.envelope import escape_text
 from agent_link_core.mailbox import Event, iso
 from agent_link_core.model import address_scheme, is_address
 
 from agent_link_receipts.origin import MAX_NOTE_CHARS, clip
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RECEIPT_VERSION = 1
 PREVIEW_CHARS = 700

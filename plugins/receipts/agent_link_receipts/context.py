@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from agent_link_core.lazy_record import Record
 from agent_link_core.config import Config, Setting
 from agent_link_core.store import Migration, Store
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
 

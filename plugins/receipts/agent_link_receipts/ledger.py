@@ -14,13 +14,16 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 from agent_link_core.lazy_record import Struct
 from agent_link_core.store import Store, ensure_private_dir
 from agent_link_core.mailbox import Visibility
 
 from agent_link_receipts.build import search_text
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 FILTER_COLUMNS = {
     "target": "target_address",

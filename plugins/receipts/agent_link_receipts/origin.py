@@ -27,11 +27,14 @@ thread ``callerThreadId``, ``caller.thread.id``, ``threadId``, ``thread_id``,
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from agent_link_hostkit.callmeta import meta_text
 from agent_link_core.envelope import escape_text, sanitize_text
 from agent_link_core.model import Caller
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_ID_CHARS = 160
 MAX_NOTE_CHARS = 700

@@ -22,8 +22,6 @@ receipts are next read (:mod:`agent_link_receipts.recording`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 
 from agent_link_core import hookimpl
 from agent_link_core.contribute import migrations, registers
@@ -31,7 +29,9 @@ from agent_link_core.lazy_log import LazyLogger
 
 from agent_link_receipts.context import INFER_SETTING, LOG_SETTING, MIGRATIONS, SETTINGS
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
     import click
     from agent_link_core.app import App
     from agent_link_core.mailbox import Event, OutgoingMessage, SendContext

@@ -10,7 +10,6 @@ health always see every receipt.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
 
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.lazy_log import LazyLogger
@@ -22,7 +21,9 @@ from agent_link_receipts.context import INFER_SETTING
 from agent_link_receipts.ledger import insert_receipts
 from agent_link_receipts.origin import compute_origin
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
     from agent_link_core.app import App
 
 log = LazyLogger(__name__)

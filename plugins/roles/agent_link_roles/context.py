@@ -6,12 +6,11 @@ parts this plugin uses (settings as read when the server started, the state fold
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from agent_link_core.lazy_record import Record
 from agent_link_core.config import Config, Setting
 from agent_link_core.store import Migration, Store
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path
 

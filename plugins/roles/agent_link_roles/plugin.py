@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any
 
 from agent_link_core import hookimpl
 from agent_link_core.contribute import migrations, registers
@@ -30,7 +29,9 @@ from agent_link_core.lazy_log import LazyLogger
 
 from agent_link_roles.context import MIGRATIONS, SETTINGS, TABLE_FILE, from_app
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
     from agent_link_core.app import App
     from agent_link_core.mailbox import EnvelopeContribution, Event, OutgoingMessage, SendContext
     from agent_link_core.model import Caller

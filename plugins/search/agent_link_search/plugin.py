@@ -8,15 +8,15 @@ keeps the titles sessions are listed with so that search finds their mail by tit
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from agent_link_core import hookimpl
 from agent_link_core.contribute import commands, migrations, registers
 from agent_link_core.errors import AgentLinkError
 
 from agent_link_search.schema import SEARCH_MIGRATIONS
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
     from agent_link_core.app import App
 
 agent_link_schema = migrations(SEARCH_MIGRATIONS)

@@ -16,13 +16,14 @@ Hooks:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from agent_link_core import hookimpl
 from agent_link_core.config import Setting
 from agent_link_web.context import AUTHOR_KEY, ORIGIN, page_person
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
     import click
 
     from agent_link_core.records import EnvelopeContribution, OutgoingMessage, SendContext
