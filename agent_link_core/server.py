@@ -292,7 +292,7 @@ async def _guarded_task(plugin: str, task: Any, app: App | None = None) -> None:
 def main() -> None:
     """Entry point of ``agent-link mcp``."""
     try:
-        app = App.create()
+        app = App.create(read_only_ok=True)  # a state dir it cannot write still serves the reads
     except AgentLinkError as exc:
         log.error("agent-link mcp is serving, but every tool call answers with this error until it is fixed and the "
                   "server restarted: %s", exc.message)

@@ -369,11 +369,16 @@ async def read_inbox(app: App, args: dict[str, Any], call: ToolCall) -> dict[str
     """Handler of ``read_agent_link_inbox``: validated arguments in, success fields out (AgentLinkError to fail)."""
     from agent_link_core import budget
 
+    # a database that refuses writes (read-only, damaged, replaced) is read without marking
+    mark, warnings = app.begin_inbox_read(call.caller, args.get("markAsDelivered", True), note_presence=False)
     # only what the calling host shows in full is returned (and marked delivered)
-    return budget.inbox(app, call.caller, budget.caller_budget(app, call.caller),
-                        limit=args.get("limit", 20), mark=args.get("markAsDelivered", True),
-                        include_open=args.get("includeOpen", True), message_id=args.get("messageId"),
-                        offset=args.get("offset", 0))
+    result = budget.inbox(app, call.caller, budget.caller_budget(app, call.caller),
+                          limit=args.get("limit", 20), mark=mark,
+                          include_open=args.get("includeOpen", True), message_id=args.get("messageId"),
+                          offset=args.get("offset", 0))
+    if warnings:
+        result["warnings"] = [*result.get("warnings", []), *warnings]
+    return result
 
 
 async def reply_message(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:

@@ -1,0 +1,124 @@
+"""A state dir agent-link cannot write (read-only, a full disk): what health says can be read
+is read by every reading command and MCP tool, nothing is marked or lost, and what needs a
+write is refused in one line (the tool's error object)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_link_core.app import App
+from agent_link_core.errors import AgentLinkError
+from agent_link_testing.mcp_client import agent_link_mcp
+from tests.test_bad_configuration import NO_HOSTS, one_line_error, run, unwritable
+
+BOB = {"AGENT_LINK_ADDRESS": "test:bob"}
+
+
+def sent(body: str, *options: str) -> str:
+    done = run("send", "test:bob", body, "--from", "test:alice", "--json", *options)
+    assert done.returncode == 0, done.stderr
+    return str(json.loads(done.stdout)["messageId"])
+
+
+def test_every_reading_command_reads_an_unwritable_state_dir(isolated_env: Path) -> None:
+    first = sent("first question", "--anticipation", "reply")
+    sent("second note")
+    before = sorted((p.name, p.stat().st_size) for p in isolated_env.iterdir())
+    with unwritable(isolated_env):
+        inbox = run("inbox", env=BOB)  # a read that would mark
+        peek = run("inbox", "--peek", "--json", env=BOB)
+        done = {name: run(*argv, env=BOB) for name, argv in {
+            "sessions": ("sessions",), "who": ("who",), "status": ("status", first), "show": ("show", first),
+            "watch": ("watch", "--help"),
+        }.items()}
+        refused = run("send", "test:alice", "an answer", env=BOB)
+        after = sorted((p.name, p.stat().st_size) for p in isolated_env.iterdir())
+    assert inbox.returncode == 0, inbox.stderr
+    assert "first question" in inbox.stdout and "second note" in inbox.stdout
+    warning = [line for line in inbox.stderr.splitlines() if line.strip()]
+    assert len(warning) == 1 and "not writable" in warning[0] and "Nothing was marked" in warning[0], inbox.stderr
+    assert peek.returncode == 0 and peek.stderr == "", peek.stderr
+    assert [m["delivery"] for m in json.loads(peek.stdout)["messages"]] == ["queued", "queued"]
+    for name, result in done.items():
+        assert result.returncode == 0 and "Traceback" not in result.stderr, (name, result.stderr)
+    assert "first question" in done["show"].stdout and first in done["status"].stdout
+    assert refused.returncode == 1
+    one_line_error(refused, "AGENT_LINK_STATE_DIR")
+    assert after == before  # nothing was written
+    # writable again: nothing was marked read while it was not
+    again = json.loads(run("inbox", "--peek", "--json", env=BOB).stdout)
+    assert [m["delivery"] for m in again["messages"]] == ["queued", "queued"]
+
+
+@pytest.mark.anyio
+async def test_the_mcp_server_reads_an_unwritable_state_dir(isolated_env: Path) -> None:
+    message_id = sent("for the server", "--anticipation", "reply")
+    with unwritable(isolated_env):
+        async with agent_link_mcp({**NO_HOSTS, **BOB}) as client:
+            inbox = await client.call("read_agent_link_inbox", {})
+            status = await client.call("get_agent_link_message_status", {"messageId": message_id})
+            refused = await client.call("reply_agent_link_message", {"messageId": message_id, "resolution": "done"})
+    assert inbox["ok"] is True and [m["id"] for m in inbox["messages"]] == [message_id]
+    assert inbox["markedDelivered"] == []
+    assert [w["details"]["reason"] for w in inbox["warnings"]] == ["read_only"]
+    assert status["ok"] is True and status["delivery"] == "queued"
+    assert refused["ok"] is False and refused["error"]["code"] == "state_io_error"
+
+
+def full_disk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The state dir's disk has no space left, and SQLite, unable to make the WAL index,
+    reports a plain I/O error when the database is opened (what it does on a full disk)."""
+    from agent_link_core import store as store_module
+
+    class NoSpace:
+        f_bavail, f_frsize = 0, 4096
+
+    def open_fails(self: Any, path: str, migrations: list[Any]) -> Any:
+        raise store_module.database_error(path, __import__("sqlite3").OperationalError("disk I/O error"))
+
+    monkeypatch.setattr(App, "_open_store", open_fails)
+    monkeypatch.setattr(os, "statvfs", lambda path: NoSpace())
+
+
+def test_a_full_disk_is_named_and_its_mail_still_read(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sent("before the disk filled")
+    full_disk(monkeypatch)
+    with pytest.raises(AgentLinkError) as refused:  # a command that writes: the disk, not the path
+        App.create()
+    assert refused.value.details["reason"] == "disk_full" and "full" in refused.value.message
+    assert "AGENT_LINK_STATE_DIR" not in refused.value.message
+    app = App.create(read_only_ok=True)  # a command that reads
+    try:
+        assert app.read_only is not None and app.read_only.details["reason"] == "disk_full"
+        rows = app.store.conn.execute("SELECT body FROM messages").fetchall()
+        assert [r[0] for r in rows] == ["before the disk filled"]
+    finally:
+        app.close()
+
+
+def test_health_names_a_full_disk(isolated_env: Path) -> None:
+    """Through the real command: health's JSON names the full disk and exits 1."""
+    sent("before the disk filled")
+    code = ("import os, sqlite3, sys\n"
+            "from agent_link_core import store\n"
+            "from agent_link_core.app import App\n"
+            "class NoSpace: f_bavail, f_frsize = 0, 4096\n"
+            "os.statvfs = lambda path: NoSpace()\n"
+            "def fail(self, path, migrations): raise store.database_error(path, sqlite3.OperationalError('disk I/O error'))\n"
+            "App._open_store = fail\n"
+            "sys.argv = ['agent-link', 'health', '--json']\n"
+            "from agent_link_core.cli import main\n"
+            "main()\n")
+    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, **NO_HOSTS, **BOB},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    database = json.loads(done.stdout)["database"]
+    assert database["readOnly"] is True and database["problem"]["details"]["reason"] == "disk_full"
+    assert database["pendingForCaller"] == 1
