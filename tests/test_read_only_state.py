@@ -5,6 +5,7 @@ write is refused in one line (the tool's error object)."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import os
 import subprocess
 import sys
@@ -122,3 +123,56 @@ def test_health_names_a_full_disk(isolated_env: Path) -> None:
     database = json.loads(done.stdout)["database"]
     assert database["readOnly"] is True and database["problem"]["details"]["reason"] == "disk_full"
     assert database["pendingForCaller"] == 1
+
+
+def damage_the_migrations_index(db: Path) -> None:
+    """Overwrite the page of the schema_migrations table's index, which every open reads
+    first: the database can no longer be opened for writing, its mail is intact."""
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    page = conn.execute("SELECT rootpage FROM sqlite_master WHERE type = 'index' AND tbl_name = 'schema_migrations'").fetchone()[0]
+    size = conn.execute("PRAGMA page_size").fetchone()[0]
+    conn.close()
+    with open(db, "r+b") as f:
+        f.seek((page - 1) * size)
+        f.write(b"\xde\xad" * (size // 2))
+
+
+def test_a_database_damaged_where_it_opens_is_still_read(isolated_env: Path) -> None:
+    sent("before the damage")
+    damage_the_migrations_index(isolated_env / "agent-link.db")
+    health = run("health", "--json", env=BOB)  # finds the damage and records it
+    inbox = run("inbox", env=BOB)
+    refused = run("send", "test:alice", "into a damaged file", env=BOB)
+    assert inbox.returncode == 0 and "before the damage" in inbox.stdout, inbox.stderr
+    warning = [line for line in inbox.stderr.splitlines() if line.strip()]
+    assert len(warning) == 1 and "damaged" in warning[0], inbox.stderr
+    assert health.returncode == 1
+    database = json.loads(health.stdout)["database"]
+    assert database["problem"]["details"]["reason"] == "corrupt" and ".recover" in database["problem"]["hint"]
+    assert database["pendingForCaller"] == 1
+    assert refused.returncode == 1
+    one_line_error(refused, "damaged")
+
+
+def test_a_marking_failure_keeps_the_error_words(capsys: pytest.CaptureFixture[str]) -> None:
+    """The line saying what stays unread keeps a capitalised name (SQLite) as it is."""
+    from agent_link_core.commands.mail import not_marked
+
+    with pytest.raises(SystemExit):
+        not_marked(AgentLinkError("state_io_error", "SQLite reports the database as damaged."), "the message shown was not marked read")
+    assert "read: SQLite reports" in capsys.readouterr().err
+
+
+def test_marking_nothing_asks_no_write_of_a_damaged_database(isolated_env: Path) -> None:
+    """An inbox read that shows nothing unread marks nothing: a database that refuses writes
+    is not asked for a write transaction (which it would refuse, failing the read)."""
+    sent("already there")
+    damage_the_migrations_index(isolated_env / "agent-link.db")
+    assert run("health").returncode == 1  # finds the damage and records it: every write is refused now
+    app = App.create(read_only_ok=True)
+    try:
+        assert app.read_only is not None and app.read_only.details["reason"] == "corrupt"
+        assert app.mailbox.mark_many_delivered([], "inbox") == []
+    finally:
+        app.close()

@@ -62,7 +62,8 @@ def not_marked(exc: AgentLinkError, undone: str) -> NoReturn:
 
     :param undone: what was shown and stays unread, and when it shows again.
     """
-    fail(AgentLinkError(exc.code, f"{undone}: {exc.message[:1].lower()}{exc.message[1:]}", exc.details, exc.hint))
+    first = exc.message[:1].lower() if exc.message[1:2].islower() else exc.message[:1]  # "The" -> "the"; "SQLite" stays
+    fail(AgentLinkError(exc.code, f"{undone}: {first}{exc.message[1:]}", exc.details, exc.hint))
 
 
 def mark_reply(app: App, me: Any, data: dict[str, Any]) -> None:
