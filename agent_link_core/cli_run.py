@@ -46,7 +46,7 @@ FAST_COMMANDS = {
 #: commands that only read: in a state dir that cannot be written (read-only, full disk,
 #: damaged file) they read what is there and say what was not recorded (``App.read_only``)
 READERS = frozenset({"health", "inbox", "sessions", "who", "find", "status", "show", "search", "watch", "wait",
-                     "receipts", "leases", "plugins"})
+                     "receipts", "leases", "plugins", "web"})
 _BAD = object()  # a value the fast parser does not take: click words the refusal
 
 
