@@ -176,3 +176,14 @@ def test_marking_nothing_asks_no_write_of_a_damaged_database(isolated_env: Path)
         assert app.mailbox.mark_many_delivered([], "inbox") == []
     finally:
         app.close()
+
+
+def test_a_peek_that_showed_every_message_says_none_waits(isolated_env: Path) -> None:
+    """``inbox --peek`` marks nothing; what it showed is not announced as more mail waiting."""
+    for n in range(3):
+        sent(f"note {n}")
+    peek = run("inbox", "--peek", env=BOB)
+    assert peek.returncode == 0 and "note 2" in peek.stdout
+    assert "more message(s) wait" not in peek.stdout, peek.stdout
+    one = run("inbox", "--peek", "--limit", "1", env=BOB)
+    assert "2 more message(s) wait" in one.stdout, one.stdout

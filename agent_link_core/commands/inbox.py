@@ -121,8 +121,10 @@ def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, mark_read: b
             echo(f"No {'' if all_mail else 'open '}messages for {d['address']}.")
             return
         print_messages(app, d["messages"], show_envelope)
-        if d.get("more"):
-            echo(f"{d['remainingCount']} more message(s) wait: run agent-link inbox again.")
+        # a read that marks nothing still counts what it showed as unread: only the rest waits
+        left = d["remainingCount"] - sum(1 for m in d["messages"] if m.get("deliveredAt") is None)
+        if d.get("more") and left > 0:
+            echo(f"{left} more message(s) wait: run agent-link inbox again.")
         echo("Answer one with: agent-link reply MESSAGE_ID TEXT [--decline | --done]")
 
     def mark_shown() -> None:
