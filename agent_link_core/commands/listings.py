@@ -45,11 +45,7 @@ async def sessions(
 
     position = decode_cursor(cursor, "sessions")
     present = app.directory.present_sessions(harness)
-    if harness != "all" and harness not in app.harnesses and not present:
-        # an unknown name would list nothing, as if no session ran: say which exist
-        known = sorted({*app.harnesses, *(s.harness for s in app.directory.present_sessions())})
-        raise invalid_arguments([{"path": "harness", "rule": "enum",
-                                  "expected": f"all or one of {', '.join(known) or 'no harness (none is installed)'}"}])
+    app.directory.check_harness(harness, present)
     depth = listing_depth(position, limit)
     listings = await gather_listings(app, only=harness, limit=depth)
     sessions = [s for listing in listings.values() for s in listing.sessions] + present

@@ -215,6 +215,7 @@ def with_roles(app: App, views: list[dict[str, Any]]) -> None:
 
 async def list_agents(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
     """Handler of ``list_agents``: validated arguments in, success fields out (AgentLinkError to fail)."""
+    app.directory.check_harness(args.get("harness", "all"))
     out = await app.list_agents(
         harness=args.get("harness", "all"), loaded=args.get("loaded"), surface=args.get("surface"),
         include_archived=args.get("includeArchived", False), limit=args.get("limit", 20), cursor=args.get("cursor"),
@@ -226,6 +227,7 @@ async def list_agents(app: App, args: dict[str, Any], call: ToolCall) -> dict[st
 
 async def resolve_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
     """Handler of ``resolve_agent``: validated arguments in, success fields out (AgentLinkError to fail)."""
+    app.directory.check_harness(args.get("harness", "all"))
     out = await app.resolve_agent(args["query"], harness=args.get("harness", "all"), limit=args.get("limit", 10), caller=call.caller)
     views = [v for v in [out.get("best"), *out.get("candidates", [])] if isinstance(v, dict)]
     with_roles(app, views)
