@@ -187,3 +187,14 @@ def test_a_peek_that_showed_every_message_says_none_waits(isolated_env: Path) ->
     assert "more message(s) wait" not in peek.stdout, peek.stdout
     one = run("inbox", "--peek", "--limit", "1", env=BOB)
     assert "2 more message(s) wait" in one.stdout, one.stdout
+
+
+@pytest.mark.parametrize("below", ["", "sub/state"])
+def test_a_state_dir_where_a_file_is_names_the_file(tmp_path: Path, below: str) -> None:
+    """A state dir that is, or lies under, a regular file: one line naming that file (not
+    "File exists", which sends the user looking for the wrong thing)."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    done = run("inbox", env={**BOB, "AGENT_LINK_STATE_DIR": str(blocker / below) if below else str(blocker)})
+    assert done.returncode == 1
+    one_line_error(done, f"{blocker} is a file, not a directory", "AGENT_LINK_STATE_DIR")
