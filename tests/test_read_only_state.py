@@ -198,3 +198,8 @@ def test_a_state_dir_where_a_file_is_names_the_file(tmp_path: Path, below: str) 
     done = run("inbox", env={**BOB, "AGENT_LINK_STATE_DIR": str(blocker / below) if below else str(blocker)})
     assert done.returncode == 1
     one_line_error(done, f"{blocker} is a file, not a directory", "AGENT_LINK_STATE_DIR")
+
+
+def test_who_with_nothing_to_show_says_so(isolated_env: Path) -> None:
+    done = run("who")
+    assert done.returncode == 0 and done.stdout.strip() == "No sessions or contacts found.", done.stdout
