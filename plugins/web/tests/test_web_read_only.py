@@ -3,6 +3,7 @@ can be read), and a send from the page is refused with the reason, on the page."
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -14,8 +15,9 @@ from tests.test_bad_configuration import unwritable
 
 def test_the_page_shows_the_mail_of_a_state_dir_it_cannot_write(isolated_env: Path, own_env: dict[str, str]) -> None:
     sent = subprocess.run([sys.executable, "-m", "agent_link_core", "send", "user:tester", "read me on the page",
-                           "--from", "test:alice"], env=own_env, capture_output=True, text=True, timeout=120)
+                           "--from", "test:alice", "--json"], env=own_env, capture_output=True, text=True, timeout=120)
     assert sent.returncode == 0, sent.stderr
+    message_id = json.loads(sent.stdout)["messageId"]
     with unwritable(isolated_env), serve_cli(own_env) as server:
         cookie = {"Cookie": server.cookie()}
         page = server.request("GET", "/", headers=cookie)
@@ -25,3 +27,7 @@ def test_the_page_shows_the_mail_of_a_state_dir_it_cannot_write(isolated_env: Pa
         refused = server.request("POST", "/send", body=form, headers={
             **cookie, "Content-Type": "application/x-www-form-urlencoded", "Origin": server.base})
         assert refused.status == 400 and b"read-only" in refused.body  # type: ignore[attr-defined]
+        # opening the conversation (delivery evidence when writable) shows it and says nothing was marked
+        thread = server.request("GET", f"/c/{message_id}", headers=cookie)
+        assert thread.status == 200 and b"read me on the page" in thread.body  # type: ignore[attr-defined]
+        assert b"Nothing was marked delivered" in thread.body  # type: ignore[attr-defined]
