@@ -59,7 +59,7 @@ def test_every_reading_command_reads_an_unwritable_state_dir(isolated_env: Path)
 
 
 @pytest.mark.anyio
-async def test_the_mcp_server_reads_an_unwritable_state_dir(isolated_env: Path) -> None:
+async def test_the_mcp_server_reads_an_unwritable_state_dir(isolated_env: Path, capfd: pytest.CaptureFixture[str]) -> None:
     message_id = sent("for the server", "--anticipation", "reply")
     with unwritable(isolated_env):
         async with agent_link_mcp({**NO_HOSTS, **BOB}) as client:
@@ -71,6 +71,8 @@ async def test_the_mcp_server_reads_an_unwritable_state_dir(isolated_env: Path) 
     assert [w["details"]["reason"] for w in inbox["warnings"]] == ["read_only"]
     assert status["ok"] is True and status["delivery"] == "queued"
     assert refused["ok"] is False and refused["error"]["code"] == "state_io_error"
+    log = capfd.readouterr().err  # the server's log: why it only reads, once, and no write it tried on the way
+    assert log.count("serves reads only") == 1 and "presence of" not in log, log
 
 
 def full_disk(monkeypatch: pytest.MonkeyPatch) -> None:
