@@ -205,3 +205,16 @@ def test_a_state_dir_where_a_file_is_names_the_file(tmp_path: Path, below: str) 
 def test_who_with_nothing_to_show_says_so(isolated_env: Path) -> None:
     done = run("who")
     assert done.returncode == 0 and done.stdout.strip() == "No sessions or contacts found.", done.stdout
+
+
+def test_wait_shows_a_reply_in_an_unwritable_state_dir(isolated_env: Path) -> None:
+    """A wait whose reply is there shows it and succeeds, with one warning that it stays
+    unread (as an inbox read there), not the exit 1 of a marking that failed by surprise."""
+    alice = {"AGENT_LINK_ADDRESS": "test:alice"}
+    question = json.loads(run("send", "test:bob", "a question?", "--anticipation", "reply", "--json", env=alice).stdout)["messageId"]
+    assert run("reply", question, "the answer", env=BOB).returncode == 0
+    with unwritable(isolated_env):
+        waited = run("wait", question, "--timeout-ms", "2000", env=alice)
+    assert waited.returncode == 0 and "the answer" in waited.stdout, waited.stderr
+    warning = [line for line in waited.stderr.splitlines() if line.strip()]
+    assert len(warning) == 1 and "not writable" in warning[0] and "not marked read" in warning[0], waited.stderr
