@@ -72,7 +72,7 @@ class App:
             if not read_only_ok or not os.path.isfile(config.db_path) or refusal.details.get("reason") not in READ_ON:
                 raise _name_the_setting(exc, config) from exc
             self.store = Store.open_read_only(config.db_path)
-            self.read_only = refusal
+            self.read_only = self.store.refusal = refusal
         self.mailbox = Mailbox(self.store, config, hooks)
         # the operations, one object each (docs/plugins.md §4), built when first used (an inbox
         # read sends, waits and lists nothing): :attr:`outbox`, :attr:`waits`, :attr:`directory`

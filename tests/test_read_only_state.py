@@ -102,6 +102,10 @@ def test_a_full_disk_is_named_and_its_mail_still_read(isolated_env: Path, monkey
         assert app.read_only is not None and app.read_only.details["reason"] == "disk_full"
         rows = app.store.conn.execute("SELECT body FROM messages").fetchall()
         assert [r[0] for r in rows] == ["before the disk filled"]
+        with pytest.raises(AgentLinkError) as write:  # a write says why, not SQLite's "readonly database"
+            with app.store.write():
+                pass
+        assert write.value.details["reason"] == "disk_full"
     finally:
         app.close()
 
@@ -218,3 +222,13 @@ def test_wait_shows_a_reply_in_an_unwritable_state_dir(isolated_env: Path) -> No
     assert waited.returncode == 0 and "the answer" in waited.stdout, waited.stderr
     warning = [line for line in waited.stderr.splitlines() if line.strip()]
     assert len(warning) == 1 and "not writable" in warning[0] and "not marked read" in warning[0], waited.stderr
+
+
+def test_who_lists_live_contacts_in_an_unwritable_state_dir(isolated_env: Path) -> None:
+    """``who`` refreshes a live contact's folder and title on the way; a file that refuses
+    writes leaves that for later instead of failing the listing."""
+    assert run("inbox", env=BOB).returncode == 0  # test:bob read its mail: a live plain address
+    assert run("contacts", "add", "bob", "test:bob").returncode == 0
+    with unwritable(isolated_env):
+        who = run("who", env={"AGENT_LINK_ADDRESS": "test:alice"})
+    assert who.returncode == 0 and "bob" in who.stdout and "test:bob" in who.stdout, who.stderr

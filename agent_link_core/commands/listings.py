@@ -85,12 +85,14 @@ async def who(app: App, *, source: str | None = None) -> dict[str, Any]:
     project, label, last seen. ``source`` keeps one source kind (:func:`sessions`)."""
     listing = await sessions(app, limit=500, source=source)
     by_address = {s["address"]: s for s in listing["sessions"]}
-    with app.store.write() as conn:
-        for row in conn.execute("SELECT * FROM contacts").fetchall():
-            live = by_address.get(row["address"])
-            if live is not None:
-                conn.execute("UPDATE contacts SET project = ?, label = ?, last_seen = ? WHERE alias = ?",
-                             (live.get("cwd"), live.get("title"), now_ms(), row["alias"]))
+    seen = [(live.get("cwd"), live.get("title"), now_ms(), row["alias"]) for row in app.store.conn.execute("SELECT * FROM contacts")
+            if (live := by_address.get(row["address"])) is not None]
+    try:  # a note on the way: a read never waits for a writer, nor fails for a file that refuses writes
+        if seen:
+            with app.store.write(wait=False) as conn:
+                conn.executemany("UPDATE contacts SET project = ?, label = ?, last_seen = ? WHERE alias = ?", seen)
+    except AgentLinkError:
+        pass  # the next who refreshes them
     known = {c["address"]: c for c in contacts(app)}
     agents = [{**s, "alias": known.get(s["address"], {}).get("alias")} for s in listing["sessions"]]
     offline = [c for a, c in known.items() if a not in by_address]

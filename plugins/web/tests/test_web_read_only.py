@@ -26,7 +26,7 @@ def test_the_page_shows_the_mail_of_a_state_dir_it_cannot_write(isolated_env: Pa
         form = urlencode({"csrf": csrf, "to": "test:alice", "message": "an answer"}).encode()
         refused = server.request("POST", "/send", body=form, headers={
             **cookie, "Content-Type": "application/x-www-form-urlencoded", "Origin": server.base})
-        assert refused.status == 400 and b"read-only" in refused.body  # type: ignore[attr-defined]
+        assert refused.status == 400 and b"is not writable" in refused.body  # type: ignore[attr-defined]
         # opening the conversation (delivery evidence when writable) shows it and says nothing was marked
         thread = server.request("GET", f"/c/{message_id}", headers=cookie)
         assert thread.status == 200 and b"read me on the page" in thread.body  # type: ignore[attr-defined]
