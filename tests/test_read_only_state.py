@@ -1,6 +1,8 @@
-"""A state dir agent-link cannot write (read-only, a full disk): what health says can be read
-is read by every reading command and MCP tool, nothing is marked or lost, and what needs a
-write is refused in one line (the tool's error object)."""
+"""A state dir agent-link cannot write (read-only, a full disk, a file damaged where it opens,
+a file in its way): what health says can be read is read by every reading command and MCP
+tool, nothing is marked or lost, and what needs a write is refused in one line (the tool's
+error object). Also the reading commands' own lines found wrong on the way (a peek's "more",
+an empty ``who``)."""
 
 from __future__ import annotations
 
