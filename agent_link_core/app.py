@@ -68,10 +68,12 @@ class App:
             self.store = self._open_store(config.db_path, hooks.migrations())
         except AgentLinkError as exc:
             state_dir = os.path.dirname(os.path.abspath(config.db_path))
-            if not read_only_ok or os.access(state_dir, os.W_OK | os.X_OK) or not os.path.isfile(config.db_path):
+            exc = disk_full_error(exc, config.db_path)
+            refusal = read_only_error(state_dir) if not os.access(state_dir, os.W_OK | os.X_OK) else exc
+            if not read_only_ok or not os.path.isfile(config.db_path) or refusal.details.get("reason") not in READ_ON:
                 raise _name_the_setting(exc, config) from exc
             self.store = Store.open_read_only(config.db_path)
-            self.read_only = read_only_error(state_dir)
+            self.read_only = self.store.refusal = refusal
         self.mailbox = Mailbox(self.store, config, hooks)
         # the operations, one object each (docs/plugins.md §4), built when first used (an inbox
         # read sends, waits and lists nothing): :attr:`outbox`, :attr:`waits`, :attr:`directory`
@@ -304,15 +306,19 @@ class App:
 
     # -- reading -----------------------------------------------------------------------
 
-    def begin_inbox_read(self, caller: Caller, mark: bool) -> tuple[bool, list[dict[str, Any]]]:
+    def begin_inbox_read(self, caller: Caller, mark: bool, note_presence: bool = True) -> tuple[bool, list[dict[str, Any]]]:
         """What every inbox read does first: note the caller's presence (a read that marks), and
-        switch marking off, with a warning, when the database refuses writes (damaged, replaced).
+        switch marking off, with a warning, when the database refuses writes (damaged, replaced,
+        or opened read-only: :attr:`read_only`).
 
+        :param note_presence: False where the process notes presence itself (the MCP server).
         :returns: ``(mark, warnings)``: whether the read may mark, and the warnings to report.
         """
         from agent_link_core import presence
 
-        refusal = self.store.damage() or self.store.replaced() if mark else None
+        refusal = self.read_only or self.store.damage() or self.store.replaced() if mark else None
+        if mark and refusal is None and not note_presence:
+            return True, []
         if mark and refusal is None:
             # Only a read that writes anyway notes presence: a peek never waits for a writer.
             try:
@@ -479,6 +485,29 @@ def configure_logging(config: Config) -> None:
     handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"))
     logger.addHandler(handler)
     logger.setLevel(LOG_LEVELS[level_name])
+
+
+#: why a database that cannot be opened for writing is still opened to be read (``read_only_ok``)
+READ_ON = ("read_only", "disk_full", "corrupt")
+
+
+def disk_full_error(exc: AgentLinkError, path: str) -> AgentLinkError:
+    """``exc``, or the ``disk_full`` error when the disk holding ``path`` has no space left:
+    SQLite opening a WAL database on a full disk reports a plain I/O error (it cannot make the
+    ``-shm`` index), which would send the user after the path instead of the disk."""
+    import errno
+
+    from agent_link_core.store import database_error
+
+    if exc.details.get("reason") != "io_error":
+        return exc
+    try:
+        fs = os.statvfs(os.path.dirname(os.path.abspath(path)))
+    except OSError:
+        return exc
+    if fs.f_bavail * fs.f_frsize >= 64 * 1024:  # bytes: room for the -shm index (32 KiB) and more
+        return exc
+    return database_error(path, OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)))
 
 
 def read_only_error(state_dir: str) -> AgentLinkError:

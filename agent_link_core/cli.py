@@ -26,7 +26,7 @@ from typing import Any, Callable
 import click
 
 from agent_link_core import __version__
-from agent_link_core.cli_run import (EXIT_HELP, EXIT_MANY, EXIT_NONE, EXIT_TIMEOUT, EXIT_UNDELIVERED, EXIT_UNKNOWN, FROM,  # noqa: F401
+from agent_link_core.cli_run import (READERS, EXIT_HELP, EXIT_MANY, EXIT_NONE, EXIT_TIMEOUT, EXIT_UNDELIVERED, EXIT_UNKNOWN, FROM,  # noqa: F401
                                      ENVELOPE, JSON, NDJSON,
                                      JSON_FORMAT_VERSION, READER_FROM, Command, Param, as_caller, emit, fail, get_app, guarded,
                                      interrupted, open_app, output_lost, plugin_hooks, run_async, sender_options,
@@ -187,7 +187,7 @@ class AgentLinkGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         # The command first, then the plugins: they may add options to a core command (e.g.
         # a harness's endpoint choice), so they load for every command but the self-contained.
-        if cmd_name == "health":  # health reports what it can read in a state dir it cannot write
+        if cmd_name in READERS:
             ctx.find_root().meta["read_only_ok"] = True
         self._load_core_command(cmd_name)
         if cmd_name not in SELF_CONTAINED:

@@ -43,6 +43,10 @@ FAST_COMMANDS = {
     "reply": "agent_link_core.commands.message:reply", "status": "agent_link_core.commands.message:status",
     "wait": "agent_link_core.commands.message:wait", "show": "agent_link_core.commands.message:show",
 }
+#: commands that only read: in a state dir that cannot be written (read-only, full disk,
+#: damaged file) they read what is there and say what was not recorded (``App.read_only``)
+READERS = frozenset({"health", "inbox", "sessions", "who", "find", "status", "show", "search", "watch", "wait",
+                     "receipts", "leases", "plugins", "web"})
 _BAD = object()  # a value the fast parser does not take: click words the refusal
 
 
@@ -188,6 +192,8 @@ def run_fast(argv: list[str]) -> bool:
     args = [p for p in spec.params if p.argument]
     usage = " ".join(["[OPTIONS]", *(p.name.upper() if p.required else f"[{p.name.upper()}]" for p in args)])
     root = _current = Context("agent-link")
+    if argv[0] in READERS:
+        root.meta["read_only_ok"] = True
     try:
         params = spec.params
         if spec.sender:  # as click's path does, the App opens first: the harnesses name the sender options

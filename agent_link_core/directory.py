@@ -267,6 +267,20 @@ class Directory:
         # plain addresses a plugin's resolve_address said are served elsewhere ("served": true)
         self.served_elsewhere: set[str] = set()
 
+    def check_harness(self, harness: str, present: list[Session] | None = None) -> None:
+        """Refuse a harness filter that names nothing here: an unknown name would list or
+        resolve nothing, as if no session ran.
+
+        :param present: :meth:`present_sessions` of ``harness``, when the caller has them.
+        :raises AgentLinkError: ``invalid_arguments`` (path ``harness``, rule ``enum``) naming
+            the installed harnesses and the schemes of live plain addresses.
+        """
+        if harness == "all" or harness in self.harnesses or (self.present_sessions(harness) if present is None else present):
+            return
+        known = sorted({*self.harnesses, *(s.harness for s in self.present_sessions())})
+        raise invalid_arguments([{"path": "harness", "rule": "enum",
+                                  "expected": f"all or one of {', '.join(known) or 'no harness (none is installed)'}"}])
+
     async def list_agents(
         self, *, harness: str = "all", loaded: bool | None = None, surface: str | None = None,
         include_archived: bool = False, limit: int = 20, cursor: str | None = None,

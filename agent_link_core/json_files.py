@@ -64,8 +64,8 @@ def ensure_private_dir(path: str | os.PathLike[str]) -> None:
             try:
                 os.mkdir(directory, 0o700)
             except FileExistsError:
-                if not os.path.isdir(directory):
-                    raise
+                if not os.path.isdir(directory):  # "File exists" would hide which one is in the way
+                    raise NotADirectoryError(errno_mod.ENOTDIR, f"{directory} is a file, not a directory") from None
                 continue  # another process made it meanwhile: theirs, left as it is
             os.chmod(directory, 0o700)  # whatever the umask
     except OSError as exc:

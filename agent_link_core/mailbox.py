@@ -690,6 +690,8 @@ class Mailbox(MailFollowUp):
 
         :returns: the ids newly marked, in the order given.
         """
+        if not message_ids:  # nothing to write: a file that refuses writes is not asked to
+            return []
         at = now_ms()
         marked: list[str] = []
         staged: list[Event | None] = []

@@ -159,7 +159,9 @@ async def serve_streams(app: App, read_stream: Any, write_stream: Any) -> None:
     from agent_link_core import presence
 
     try:
-        if me.source == "config":  # a plain address: presence lets peers find it while this runs
+        if app.read_only is not None:  # opened only to be read: say once why, not per write refused
+            log.warning("agent-link mcp serves reads only: %s", app.read_only.message)
+        elif me.source == "config":  # a plain address: presence lets peers find it while this runs
             presence.record(app.store, me.address, "mcp", os.getpid())
         else:  # the start-up record of the configured address was not this process's identity
             presence.undo_start_record(app.store)
@@ -289,7 +291,7 @@ async def _guarded_task(plugin: str, task: Any, app: App | None = None) -> None:
 def main() -> None:
     """Entry point of ``agent-link mcp``."""
     try:
-        app = App.create()
+        app = App.create(read_only_ok=True)  # a state dir it cannot write still serves the reads
     except AgentLinkError as exc:
         log.error("agent-link mcp is serving, but every tool call answers with this error until it is fixed and the "
                   "server restarted: %s", exc.message)

@@ -584,9 +584,13 @@ class Store:
             self.mark_damaged(str(exc))
         return database_error(self.path, exc, self.busy_timeout_ms)
 
+    #: why a store opened only to be read refuses every write (set by the App: a read-only
+    #: state dir, a full disk), so a write says that instead of SQLite's "readonly database"
+    refusal: AgentLinkError | None = None
+
     def check_writable(self) -> None:
-        """Raise the refusal when this file may not take writes now (replaced, damaged)."""
-        problem = self.replaced() or self.damage()
+        """Raise the refusal when this file may not take writes now (opened read-only, replaced, damaged)."""
+        problem = self.refusal or self.replaced() or self.damage()
         if problem is not None:
             raise problem
 

@@ -146,9 +146,8 @@ def test_health_in_a_state_dir_it_cannot_write_reports_what_it_reads(isolated_en
     assert database["problem"]["code"] == "state_io_error" and database["problem"]["details"]["reason"] == "read_only"
     assert database["pendingForCaller"] == 1  # what it could read
     assert after == before  # nothing was created or changed beside the database
-    # other commands still refuse in one line, naming the variable
-    assert inbox.returncode == 1
-    one_line_error(inbox, "AGENT_LINK_STATE_DIR")
+    # the mail health says can be read is read (tests/test_read_only_state.py: every reader)
+    assert inbox.returncode == 0 and "waiting for you" in inbox.stdout, inbox.stderr
     # writable again: health is all right
     assert json.loads(run("health", "--json", env=bob).stdout)["stateDir"]["writable"] is True
 

@@ -71,7 +71,7 @@ def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, mark_read: b
     a message larger than that comes in pages: follow the printed --offset.
     """
     from agent_link_core import budget
-    from agent_link_core.cli_text import terminal_safe
+    from agent_link_core.cli_text import cli_words, terminal_safe
 
     if offset is not None and message_id is None:
         usage_error("--offset needs --message-id")
@@ -120,8 +120,10 @@ def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, mark_read: b
             echo(f"No {'' if all_mail else 'open '}messages for {d['address']}.")
             return
         print_messages(app, d["messages"], show_envelope)
-        if d.get("more"):
-            echo(f"{d['remainingCount']} more message(s) wait: run agent-link inbox again.")
+        # a read that marks nothing still counts what it showed as unread: only the rest waits
+        left = d["remainingCount"] - sum(1 for m in d["messages"] if m.get("deliveredAt") is None)
+        if d.get("more") and left > 0:
+            echo(f"{left} more message(s) wait: run agent-link inbox again.")
         echo("Answer one with: agent-link reply MESSAGE_ID TEXT [--decline | --done]")
 
     def mark_shown() -> None:
@@ -131,4 +133,6 @@ def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, mark_read: b
             shown = "the message shown was" if len(to_mark) == 1 else f"the {len(to_mark)} messages shown were"
             not_marked(exc, f"{shown} not marked read (the next inbox read shows {'it' if len(to_mark) == 1 else 'them'} again)")
 
+    for w in data.get("warnings", []):  # e.g. a state dir that refuses writes: nothing is marked read
+        echo(f"warning: {cli_words(w['message'], 'inbox')}", err=True)
     show_then_mark(lambda: emit(data, as_json, human, ndjson), mark_shown, "nothing was marked read")

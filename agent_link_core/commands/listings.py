@@ -45,11 +45,7 @@ async def sessions(
 
     position = decode_cursor(cursor, "sessions")
     present = app.directory.present_sessions(harness)
-    if harness != "all" and harness not in app.harnesses and not present:
-        # an unknown name would list nothing, as if no session ran: say which exist
-        known = sorted({*app.harnesses, *(s.harness for s in app.directory.present_sessions())})
-        raise invalid_arguments([{"path": "harness", "rule": "enum",
-                                  "expected": f"all or one of {', '.join(known) or 'no harness (none is installed)'}"}])
+    app.directory.check_harness(harness, present)
     depth = listing_depth(position, limit)
     listings = await gather_listings(app, only=harness, limit=depth)
     sessions = [s for listing in listings.values() for s in listing.sessions] + present
@@ -89,12 +85,14 @@ async def who(app: App, *, source: str | None = None) -> dict[str, Any]:
     project, label, last seen. ``source`` keeps one source kind (:func:`sessions`)."""
     listing = await sessions(app, limit=500, source=source)
     by_address = {s["address"]: s for s in listing["sessions"]}
-    with app.store.write() as conn:
-        for row in conn.execute("SELECT * FROM contacts").fetchall():
-            live = by_address.get(row["address"])
-            if live is not None:
-                conn.execute("UPDATE contacts SET project = ?, label = ?, last_seen = ? WHERE alias = ?",
-                             (live.get("cwd"), live.get("title"), now_ms(), row["alias"]))
+    seen = [(live.get("cwd"), live.get("title"), now_ms(), row["alias"]) for row in app.store.conn.execute("SELECT * FROM contacts")
+            if (live := by_address.get(row["address"])) is not None]
+    try:  # a note on the way: a read never waits for a writer, nor fails for a file that refuses writes
+        if seen:
+            with app.store.write(wait=False) as conn:
+                conn.executemany("UPDATE contacts SET project = ?, label = ?, last_seen = ? WHERE alias = ?", seen)
+    except AgentLinkError:
+        pass  # the next who refreshes them
     known = {c["address"]: c for c in contacts(app)}
     agents = [{**s, "alias": known.get(s["address"], {}).get("alias")} for s in listing["sessions"]]
     offline = [c for a, c in known.items() if a not in by_address]

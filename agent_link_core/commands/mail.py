@@ -62,7 +62,8 @@ def not_marked(exc: AgentLinkError, undone: str) -> NoReturn:
 
     :param undone: what was shown and stays unread, and when it shows again.
     """
-    fail(AgentLinkError(exc.code, f"{undone}: {exc.message[:1].lower()}{exc.message[1:]}", exc.details, exc.hint))
+    first = exc.message[:1].lower() if exc.message[1:2].islower() else exc.message[:1]  # "The" -> "the"; "SQLite" stays
+    fail(AgentLinkError(exc.code, f"{undone}: {first}{exc.message[1:]}", exc.details, exc.hint))
 
 
 def mark_reply(app: App, me: Any, data: dict[str, Any]) -> None:
@@ -70,7 +71,9 @@ def mark_reply(app: App, me: Any, data: dict[str, Any]) -> None:
     not when reading as another agent (:func:`~agent_link_core.identity.reads_own_mail`)."""
     from agent_link_core.identity import reads_own_mail
 
-    if data.get("reply") and reads_own_mail(app, me.address):
+    if data.get("reply") and app.read_only is not None:  # known before trying: the read stands, as an inbox read's
+        echo(f"warning: {app.read_only.message} The reply shown was not marked read.", err=True)
+    elif data.get("reply") and reads_own_mail(app, me.address):
         try:
             app.mark_taken(me, data["reply"]["id"])
         except AgentLinkError as exc:

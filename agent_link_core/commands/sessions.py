@@ -70,6 +70,9 @@ def who(ctx: click.Context, source: str | None, as_json: bool, ndjson: bool) -> 
     data = run_async(_listings().who(get_app(ctx), source=source))
 
     def human(d: dict[str, Any]) -> None:
+        if not d["sessions"] and not d["offlineContacts"]:  # a bare header line reads as a failure
+            click.echo("No sessions or contacts found.")
+            return
         elsewhere = machine_column(d["sessions"])
         extra = [""] if elsewhere else []
         table(["ALIAS", "ADDRESS", "TITLE", "FOLDER"] + (["MACHINE"] if elsewhere else []),

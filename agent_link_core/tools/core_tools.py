@@ -26,7 +26,7 @@ from agent_link_core.harness import SendOption
 from agent_link_core.mailbox import new_message_id
 from agent_link_core.model import is_address
 from agent_link_core.tools.registry import ToolCall, ToolSpec, check_schema
-from agent_link_core.tools.schemas import ANY, ARR, BOOL, CURSOR, IDEMPOTENCY_KEY, INT, LISTING_PAGE, NOBJ, NSTR, OBJ, RESOLVE_RESULT, STR, ULID  # noqa: F401 - re-exported
+from agent_link_core.tools.schemas import AGENT_QUERY, ANY, ARR, BOOL, CURSOR, IDEMPOTENCY_KEY, INT, LISTING_PAGE, NOBJ, NSTR, OBJ, RESOLVE_RESULT, STR, ULID  # noqa: F401 - re-exported
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
@@ -215,6 +215,7 @@ def with_roles(app: App, views: list[dict[str, Any]]) -> None:
 
 async def list_agents(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
     """Handler of ``list_agents``: validated arguments in, success fields out (AgentLinkError to fail)."""
+    app.directory.check_harness(args.get("harness", "all"))
     out = await app.list_agents(
         harness=args.get("harness", "all"), loaded=args.get("loaded"), surface=args.get("surface"),
         include_archived=args.get("includeArchived", False), limit=args.get("limit", 20), cursor=args.get("cursor"),
@@ -226,6 +227,7 @@ async def list_agents(app: App, args: dict[str, Any], call: ToolCall) -> dict[st
 
 async def resolve_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
     """Handler of ``resolve_agent``: validated arguments in, success fields out (AgentLinkError to fail)."""
+    app.directory.check_harness(args.get("harness", "all"))
     out = await app.resolve_agent(args["query"], harness=args.get("harness", "all"), limit=args.get("limit", 10), caller=call.caller)
     views = [v for v in [out.get("best"), *out.get("candidates", [])] if isinstance(v, dict)]
     with_roles(app, views)
@@ -369,11 +371,16 @@ async def read_inbox(app: App, args: dict[str, Any], call: ToolCall) -> dict[str
     """Handler of ``read_agent_link_inbox``: validated arguments in, success fields out (AgentLinkError to fail)."""
     from agent_link_core import budget
 
+    # a database that refuses writes (read-only, damaged, replaced) is read without marking
+    mark, warnings = app.begin_inbox_read(call.caller, args.get("markAsDelivered", True), note_presence=False)
     # only what the calling host shows in full is returned (and marked delivered)
-    return budget.inbox(app, call.caller, budget.caller_budget(app, call.caller),
-                        limit=args.get("limit", 20), mark=args.get("markAsDelivered", True),
-                        include_open=args.get("includeOpen", True), message_id=args.get("messageId"),
-                        offset=args.get("offset", 0))
+    result = budget.inbox(app, call.caller, budget.caller_budget(app, call.caller),
+                          limit=args.get("limit", 20), mark=mark,
+                          include_open=args.get("includeOpen", True), message_id=args.get("messageId"),
+                          offset=args.get("offset", 0))
+    if warnings:
+        result["warnings"] = [*result.get("warnings", []), *warnings]
+    return result
 
 
 async def reply_message(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
@@ -442,7 +449,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         name="resolve_agent",
         title="Resolve an agent",
         description="Find one agent by address (harness:id, role:name), bare id, or words from its title or folder. Reports resolved, ambiguous (with candidates) or not_found.",
-        input_schema=_obj({"query": {"type": "string", "minLength": 1}, "harness": HARNESS_FILTER, "limit": _limit(10, 50)}, ("query",)),
+        input_schema=_obj({"query": AGENT_QUERY, "harness": HARNESS_FILTER, "limit": _limit(10, 50)}, ("query",)),
         output_fields={**RESOLVE_RESULT, "role": ANY},
         handler=resolve_agent, read_only=True, idempotent=True, removed={"searchTerm": "query"},
     ),
@@ -451,7 +458,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         title="Message an agent",
         description="Send a message to another agent session through agent-link (not the host's own messaging). It is stored first, then pushed to the session when its host allows. Set anticipation reply/action when you expect an answer; waitForReply waits for it.",
         input_schema=_obj({
-            "to": {"type": "string", "minLength": 1, "description": "Address (harness:id, role:name), bare id, or words to resolve."},
+            "to": {**AGENT_QUERY, "description": "Address (harness:id, role:name), bare id, or words to resolve."},
             "message": {"type": "string", "minLength": 1, "description": "The text (at most 64 KiB UTF-8)."},
             "replyToMessageId": {**ULID, "description": "This message answers that one (resolving it when you are its recipient)."},
             "anticipation": ANTICIPATION, "replyBy": REPLY_BY,
@@ -467,7 +474,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         name="wait_for_agent",
         title="Wait for an agent",
         description="Wait for the answer to a message you sent (replyToMessageId), or for a message from an agent (its oldest unread one first, else the next to arrive); without replyToMessageId the agent's own end of activity also ends the wait (outcome turn_completed when the work it was doing is over, idle when it does nothing). The recipient merely finishing its work is never taken as an answer. A timeout is a normal result: call again to keep waiting. Without a progress token one call returns within 50 s (capped: true).",
-        input_schema=_obj({"agent": {"type": "string", "minLength": 1}, "replyToMessageId": ULID,
+        input_schema=_obj({"agent": AGENT_QUERY, "replyToMessageId": ULID,
                            "timeoutMs": TIMEOUT_MS, "pollIntervalMs": POLL_MS}, ("agent",)),
         output_fields={"outcome": {"type": "string", "enum": ["reply", "declined", "done", "unresolved", "expired", "turn_completed", "idle", "timeout"]},
                        "harness": STR, "messageStatus": NSTR, "waitedMs": INT, "target": OBJ, "reply": OBJ, "resolution": OBJ,
@@ -518,7 +525,8 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         title="Inspect the agent-link mailbox",
         description="List messages you sent or received (newest first) with filters, for debugging delivery. Bodies only with includeBodies, inside envelopes.",
         input_schema=_obj({
-            "fromSessionId": STR, "toSessionId": STR, "replyToMessageId": ULID, "undelivered": BOOL, "pendingAck": BOOL,
+            "fromSessionId": {"type": "string", "maxLength": 1000}, "toSessionId": {"type": "string", "maxLength": 1000},
+            "replyToMessageId": ULID, "undelivered": BOOL, "pendingAck": BOOL,
             "since": {"type": "string", "description": "ISO 8601 with a timezone."}, "limit": _limit(50, 500),
             "scope": {"type": "string", "enum": ["caller", "all"], "default": "caller"}, "includeBodies": BOOL,
         }),

@@ -36,6 +36,9 @@ PATH: dict[str, Any] = {"type": "string", "minLength": 1, "pattern": NO_NUL}
 PATHS: dict[str, Any] = {"anyOf": [PATH, {"type": "array", "items": PATH}]}
 #: an address argument, ``<harness>:<id>`` (addresses.ADDRESS_RE)
 ADDRESS: dict[str, Any] = {"type": "string", "pattern": ADDRESS_RE.pattern}
+#: an argument naming an agent: an address, a bare id, a role or words of a title (resolved);
+#: bounded so a runaway value is refused instead of echoed back whole in a not_found answer
+AGENT_QUERY: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": 1000}
 #: a harness name argument (addresses.HARNESS_RE)
 HARNESS: dict[str, Any] = {"type": "string", "pattern": HARNESS_RE.pattern}
 #: What an argument with one of these patterns must be, in words (error messages say these

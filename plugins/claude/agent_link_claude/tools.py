@@ -18,7 +18,7 @@ from agent_link_core.directory import session_view
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.model import Caller, Session, address_scheme, is_address
 from agent_link_core.tools.core_tools import ANTICIPATION, MESSAGE_ID, POLL_MS, RECEIPT, REPLY_BY, TIMEOUT_MS, idempotency_key
-from agent_link_core.tools.schemas import BOOL, CURSOR, LISTING_PAGE, NOBJ, NSTR, OBJ, PATH, RESOLVE_RESULT, STR, ULID
+from agent_link_core.tools.schemas import AGENT_QUERY, BOOL, CURSOR, LISTING_PAGE, NOBJ, NSTR, OBJ, PATH, RESOLVE_RESULT, STR, ULID
 from agent_link_core.tools.registry import ToolCall, ToolSpec
 
 from agent_link_claude.harness import DELIVERY_STATES, NAME, ClaudeHarness
@@ -327,7 +327,7 @@ CLAUDE_TOOLS: tuple[ToolSpec, ...] = (
         name="resolve_claude_session",
         title="Resolve a Claude session",
         description="Find one Claude session by id or by words from its title or folder. Reports resolved, ambiguous (with candidates) or not_found.",
-        input_schema=_schema({"query": {"type": "string", "minLength": 1}, "surface": SURFACE, "limit": _limit(10, 50)}, ("query",)),
+        input_schema=_schema({"query": AGENT_QUERY, "surface": SURFACE, "limit": _limit(10, 50)}, ("query",)),
         output_fields=RESOLVE_RESULT,
         handler=resolve_claude_session, read_only=True, idempotent=True, removed={"searchTerm": "query"},
     ),
@@ -343,7 +343,7 @@ CLAUDE_TOOLS: tuple[ToolSpec, ...] = (
         ),
         input_schema=_schema({
             "sessionId": {**SESSION_ID, "description": "Exact target: claude:<id>, a session id, local_<id>, or role:<name> (archived sessions included)."},
-            "query": {"type": "string", "minLength": 1, "description": "Words matching the target's title or folder (archived sessions skipped)."},
+            "query": {**AGENT_QUERY, "description": "Words matching the target's title or folder (archived sessions skipped)."},
             "message": {"type": "string", "minLength": 1, "description": "The text (at most 64 KiB UTF-8)."},
             "surface": SURFACE,
             "deliveryPreference": {"type": "string", "enum": ["auto", "channel", "mailbox"], "default": "auto",

@@ -14,7 +14,7 @@ from typing import Any
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.tools import core_tools
 from agent_link_core.tools.registry import ToolCall, ToolSpec
-from agent_link_core.tools.schemas import ANY, BOOL, PATH, PATHS, STR
+from agent_link_core.tools.schemas import AGENT_QUERY, ANY, BOOL, PATH, PATHS, STR
 
 from agent_link_codex import rollouts
 from agent_link_codex.activity import thread_links
@@ -285,7 +285,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         name="list_codex_threads", title="List Codex threads",
         description="List Codex threads on this machine, newest first, from the running Codex app-servers (or Codex's transcript files when none can be reached). Exec runs and sub-agent threads only on request.",
         input_schema=_obj({
-            "limit": _limit(20, 200), "query": {"type": "string", "description": "Words from the thread's name or first message."},
+            "limit": _limit(20, 200), "query": {"type": "string", "maxLength": 1000, "description": "Words from the thread's name or first message."},
             "cwd": CWD_FILTER, "archiveScope": SCOPE, "archived": {**BOOL, "description": "Deprecated: use archiveScope."},
             "useLocalFallback": FALLBACK, "includeSubagents": {"type": "boolean", "default": False},
             "includeExec": {"type": "boolean", "default": False, "description": "Also list `codex exec` runs."},
@@ -297,7 +297,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="resolve_codex_thread", title="Resolve a Codex thread",
         description="Find one Codex thread by id or by words from its name, first message, last answer or folder. Reports resolved, ambiguous (a tie at the top, with candidates) or not_found; archived threads are searched too unless archiveScope says otherwise.",
-        input_schema=_obj({"query": {"type": "string", "minLength": 1}, "limit": _limit(10, 50), "archiveScope": SCOPE,
+        input_schema=_obj({"query": AGENT_QUERY, "limit": _limit(10, 50), "archiveScope": SCOPE,
                            "cwd": CWD_FILTER, "useLocalFallback": FALLBACK}, ("query",)),
         output_fields=_fields("status", "source", "archiveScope", "query", "best", "candidates", "selection", "complete", "appServerError"),
         handler=resolve_codex_thread, read_only=True, idempotent=True, removed={"searchTerm": "query"},
@@ -370,7 +370,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         name="message_codex_thread", title="Message a Codex thread",
         description="Send a message to a Codex thread through agent-link. It is stored first, then started as a turn in the thread (or steered into its running turn); the result says whether the thread confirmed it. The recipient answers with reply_agent_link_message; waitForReply waits for that.",
         input_schema=_obj({
-            "threadId": {"type": "string", "minLength": 1, "description": "Thread id, codex:<id>, or role:<name>."},
+            "threadId": {**AGENT_QUERY, "description": "Thread id, codex:<id>, or role:<name>."},
             "message": {"type": "string", "minLength": 1, "description": "The text (at most 64 KiB UTF-8)."},
             "replyToMessageId": core_tools.ULID, "anticipation": core_tools.ANTICIPATION, "replyBy": core_tools.REPLY_BY,
             "waitForReply": {"type": "boolean", "default": False}, "timeoutMs": core_tools.TIMEOUT_MS,

@@ -67,6 +67,21 @@ def _holder(holder: str | None) -> None:
                                 f"--holder {holder!r} is not an address.")
 
 
+def _project(root: str | None, paths: tuple[str, ...]) -> Any:
+    """The project root (:func:`project`); when there is none, an empty PATH is said first (the
+    root's error would hide it; with a root, the claim names every bad path at once).
+
+    :raises click.UsageError: no project root and an empty or blank PATH.
+    :raises AgentLinkError: no project root.
+    """
+    try:
+        return project(os.path.abspath(root) if root else None, os.getcwd())
+    except AgentLinkError:
+        if any(not p.strip() for p in paths):
+            raise click.UsageError("PATHS: an empty path names nothing; give a file, directory or glob") from None
+        raise
+
+
 def register(cli: click.Group) -> None:
     """Add ``lease``, ``release`` and ``leases`` to the root ``agent-link`` group."""
     from agent_link_core.cli import EXIT_HELP, emit, get_app
@@ -89,7 +104,7 @@ def register(cli: click.Group) -> None:
         try:
             check_reason(reason)
             caller = app.require_caller(app.caller())
-            where = project(os.path.abspath(root) if root else None, os.getcwd())
+            where = _project(root, paths)
             ttl = ttl_ms or app.config.get(TTL_SETTING) or DEFAULT_TTL_MS
             data = asyncio.run(claim_ending_gone(app, caller.address, where, list(paths), exclusive=not shared,
                                                  reason=reason or None, ttl_ms=int(ttl)))
@@ -133,7 +148,7 @@ def register(cli: click.Group) -> None:
                                      {"reason": "lease_admin_disabled"},
                                      hint=f"A person can turn it on for one command: {ADMIN_SETTING}=1 agent-link release --holder ...")
             owner = holder if holder is not None else app.require_caller(app.caller()).address
-            where = project(os.path.abspath(root) if root else None, os.getcwd()) if paths else None
+            where = _project(root, paths) if paths else None
             data = release(app.store, owner, where, list(paths) if paths else None, now_ms())
         except AgentLinkError as exc:
             _fail(exc)

@@ -137,6 +137,9 @@ def test_errors_name_the_commands_options(isolated_env: Path, tmp_path: Path, mo
         # said once: the message names the option to pass, so no list says it again
         assert got.exit_code == 2 and "pass --project-root." in got.output and got.output.count("--project-root") == 1, got.output
         assert "projectRoot" not in got.output and "Traceback" not in got.output
+    for command in (("lease", ""), ("release", " ")):  # what is wrong first: the empty path, not the root
+        got = cli(*command)
+        assert got.exit_code == 2 and "an empty path names nothing" in got.output and "--project-root" not in got.output, got.output
 
 
 def test_releasing_anothers_lease_says_who_holds_it(isolated_env: Path, repo: str, monkeypatch: pytest.MonkeyPatch) -> None:

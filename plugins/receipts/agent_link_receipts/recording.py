@@ -70,8 +70,10 @@ def _event_from_row(row: Any) -> Event:
 
 def repair(app: App) -> int:
     """Write the receipts missing for ``message_events`` since the last repair; returns how
-    many were written. A database that refuses writes (busy, damaged) is left for later: the
-    repair does not wait for another process's write lock."""
+    many were written. A database that refuses writes (busy, damaged, opened read-only) is left
+    for later: the repair does not wait for another process's write lock."""
+    if app.read_only is not None:  # opened only to be read (health reports why): nothing to try
+        return 0
     conn = app.store.conn
     last = conn.execute("SELECT last_seq FROM receipts_repair WHERE id = 1").fetchone()
     newest = app.mailbox.last_event_seq()

@@ -16,7 +16,7 @@ from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.mailbox import iso
 from agent_link_core.store import now_ms
 from agent_link_core.tools.registry import ToolCall, ToolSpec
-from agent_link_core.tools.schemas import ANY, BOOL, NOBJ, NSTR, OBJ, PATH, STR
+from agent_link_core.tools.schemas import AGENT_QUERY, ANY, BOOL, NOBJ, NSTR, OBJ, PATH, STR
 
 from agent_link_roles.context import RolesContext, from_app
 from agent_link_roles.enforcement import enforcement_mode
@@ -52,7 +52,7 @@ LEASE_PATHS = {"type": "array", "maxItems": MAX_LEASE_PATHS, "items": {**PATH, "
 LEASE_ROOT = {**PATH, "maxLength": 4096, "description": "Absolute project root of leasePaths (needed with them)."}
 LEASE_TTL = {"type": "integer", "minimum": 1000, "maximum": 7 * 24 * 60 * 60_000,
              "description": "Time to live (ms) of the role's leases from now (default: the leases plugin's); set the role again to renew."}
-POLICY_TARGET = {"type": "string", "minLength": 1, "description": "role:<name> or a session address."}
+POLICY_TARGET = {**AGENT_QUERY, "description": "role:<name> or a session address."}
 POLICY_LIST = {
     "type": "array", "maxItems": MAX_POLICY_ENTRIES, "items": {"type": "string", "minLength": 1},
     "description": 'Senders allowed: "*" (anyone with an identity), role:<name>, or an address. [] clears it.',
@@ -420,7 +420,7 @@ ROLE_TOOLS: tuple[ToolSpec, ...] = (
         description="Give a session a role (router, builder...) so agents can write to role:<name>. Open reply/action messages sent to the role move to the new holder. Optionally replace the role's procedure text. The files the role owns (leasePaths, kept with the role) are leased exclusively for the holder (another session's lease of any of them refuses the whole call: lease_conflict, nothing changed). Needs AGENT_LINK_ROLE_ADMIN=1 in this server's environment.",
         input_schema=_obj({
             "role": ROLE_ARG,
-            "agent": {"type": "string", "minLength": 1, "description": "The new holder: a session address or id."},
+            "agent": {**AGENT_QUERY, "description": "The new holder: a session address or id."},
             "procedure": {"type": "string", "minLength": 1, "description": "How the holder should handle work sent to the role (at most 64 KiB); shown to the holder, never run."},
             "projectRoot": PROJECT_ROOT,
             "leasePaths": LEASE_PATHS,

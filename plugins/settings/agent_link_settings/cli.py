@@ -59,6 +59,9 @@ def _typed(setting: Setting, raw: str) -> Any:
 
     :raises AgentLinkError: ``invalid_arguments`` when the setting would not accept it.
     """
+    if not raw.strip() and setting.kind != "str":  # read as unset: it would pin the default, or nothing
+        raise AgentLinkError("invalid_arguments", f"{setting.name} cannot be empty: `agent-link config unset "
+                             f"{setting.name}` goes back to its default.", {"setting": setting.name}, hint="Nothing was written.")
     problems: list[AgentLinkError] = []
     # only this value is checked: a SettingsEnv is taken as is, so the file is not read
     cfg = load_config(SettingsEnv({"HOME": os.path.expanduser("~"), setting.name: raw}),

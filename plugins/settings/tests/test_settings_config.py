@@ -44,6 +44,10 @@ def test_config_set_get_unset_keep_the_rest(settings: Path, tmp_path: Path) -> N
     (("set", "reminder_limit", "99"), "cannot be '99': expected a whole number from 0 to 20"),
     (("set", "inspect_all", "maybe"), "1/true/yes/on"),
     (("get", "nope"), "no agent-link setting"),
+    # empty is read as unset: writing it would pin the default (or nothing) without a word
+    (("set", "reminder_limit", ""), "AGENT_LINK_REMINDER_LIMIT cannot be empty: `agent-link config unset"),
+    (("set", "inspect_all", " "), "cannot be empty"),
+    (("set", "state_dir", ""), "cannot be empty"),
 ])
 def test_config_refuses_what_no_process_would_accept(settings: Path, args: tuple[str, ...], needle: str) -> None:
     done = cli("config", *args)

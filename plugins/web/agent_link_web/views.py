@@ -14,6 +14,7 @@ from typing import Any
 from agent_link_core.app import App
 from agent_link_core.conversation import conversation
 from agent_link_core.mailbox import Visibility, iso
+from agent_link_core.errors import AgentLinkError
 from agent_link_web.conversations import conversation_ids, recent_conversations
 from agent_link_web.panels import Panel, PanelAction, PanelLink, PanelView, drawing_for, panels
 from agent_link_search.index import search, session_titles
@@ -302,12 +303,20 @@ def conversation_view(app: App, person: str, message_id: str, act_for: tuple[str
     return {**found, "cards": cards, "participants": participants}
 
 
-def mark_seen(app: App, person: str, cards: list[dict[str, Any]]) -> None:
+def mark_seen(app: App, person: str, cards: list[dict[str, Any]]) -> str | None:
     """The person opened these messages on the page: that is delivery evidence for the
-    ones addressed to them."""
+    ones addressed to them.
+
+    :returns: why they stay unmarked when the database refuses the write (read-only, damaged,
+        busy): the page still shows them, and says so; else None.
+    """
     for card in cards:
         if card["to"] == person and card["delivery"] == "queued":
-            app.mailbox.mark_delivered(card["id"], "web-page", {"shownTo": person})
+            try:
+                app.mailbox.mark_delivered(card["id"], "web-page", {"shownTo": person})
+            except AgentLinkError as exc:
+                return f"{exc.message} Nothing was marked delivered."
+    return None
 
 
 def search_view(app: App, person: str, query: str, *, status: str | None, sender: str | None, recipient: str | None,
