@@ -12,10 +12,9 @@ import logging
 from typing import Any
 
 from agent_link_core.app import App
-from agent_link_core.conversation import conversation
+from agent_link_core.conversation import conversation, recent_conversations, conversation_ids
 from agent_link_core.mailbox import Visibility, iso
 from agent_link_core.errors import AgentLinkError
-from agent_link_web.conversations import conversation_ids, recent_conversations
 from agent_link_web.panels import Panel, PanelAction, PanelLink, PanelView, drawing_for, panels
 from agent_link_search.index import search, session_titles
 from agent_link_core.store import now_ms

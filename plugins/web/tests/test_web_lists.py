@@ -1,6 +1,5 @@
 """The page's sections cost the same number of SQL statements for many messages as for a few
-(issue 32): states, rows, conversation roots and session titles are read in batches; so do
-the page's lists of conversations (agent_link_web.conversations)."""
+(issue 32): states, rows, conversation roots and session titles are read in batches."""
 
 from __future__ import annotations
 
@@ -12,7 +11,6 @@ from typing import Any
 
 import pytest
 from agent_link_web import views
-from agent_link_web.conversations import recent_conversations
 
 from agent_link_core.app import App
 from agent_link_core.mailbox import OutgoingMessage
@@ -45,7 +43,6 @@ def fill(app: App, n: int) -> list[str]:
 SECTIONS = {
     "inbox": lambda app, ids: views.inbox(app, PERSON.address),
     "conversations": lambda app, ids: views.conversations(app, PERSON.address),
-    "recent conversations": lambda app, ids: recent_conversations(app.mailbox, app.mailbox.visible_to(PERSON.address)),
     "conversation": lambda app, ids: views.conversation_view(app, PERSON.address, ids[-1], ()),
     "agents": lambda app, ids: asyncio.run(views.agents(app, PERSON.address)),
 }
