@@ -623,8 +623,14 @@ def sent_to(app: Any, message_id: Any, machine: str) -> bool:
     conn = app.store.conn
     if conn.execute("SELECT 1 FROM machines_outbox WHERE record_id = ? AND machine = ?", (message_id, machine)).fetchone():
         return True
-    row = conn.execute("SELECT json_extract(metadata, '$.machines.to') FROM messages WHERE id = ?", (message_id,)).fetchone()
-    return row is not None and row[0] == machine
+    row = app.mailbox.get_row(message_id)
+    if row is None:
+        return False
+    try:
+        pinned = json.loads(row["metadata"] or "{}").get("machines", {}).get("to")
+    except (ValueError, AttributeError):  # metadata that is not a JSON object pins nothing
+        return False
+    return bool(pinned == machine)
 
 
 def claimed_origins(record: dict[str, Any]) -> set[str]:
