@@ -266,6 +266,28 @@ def local_roles(app: Any) -> dict[str, list[str]]:
         return {}
 
 
+def attach_role_procedure(app: Any, metadata: dict[str, Any]) -> None:
+    """Before a role-addressed message that arrived from another machine is stored here: this
+    machine's roles plugin replaces the sending machine's procedure reference with its own
+    (``agent_link_roles.api.attach_arrived_procedure``), so the holder sees the procedure its
+    own machine keeps. Nothing happens when the roles plugin is not loaded here (then nothing
+    here renders a procedure either).
+
+    :param metadata: the message's metadata, changed in place.
+    :raises AgentLinkError: from the roles plugin when the version cannot be recorded (the
+        record is then not applied and comes again).
+    """
+    if not isinstance(metadata.get("role"), dict) or ROLES_PLUGIN not in app.plugin_report.loaded:
+        return
+    try:
+        from agent_link_roles import api  # type: ignore[import-untyped,unused-ignore]
+    except ImportError:
+        return
+    attach = getattr(api, "attach_arrived_procedure", None)
+    if attach is not None:  # a roles plugin older than this API keeps the sender's reference
+        attach(app, metadata)
+
+
 def roles_of_others(config: Any) -> dict[str, dict[str, list[str]]]:
     """``{machine: {role name: [holder, ...]}}`` from the other machines' listings in
     ``directory.json`` (their entries' ``roles``); ``{}`` when there are none. No network."""

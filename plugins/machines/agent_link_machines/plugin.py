@@ -175,7 +175,9 @@ def _role_elsewhere(address: str, app: PluginApp) -> dict[str, Any] | None:
     [(machine, holder)] = remote
     from agent_link_core.addresses import address_scheme
 
-    metadata: dict[str, Any] = {"role": {"name": name, "holder": holder}, "machines": {"to": machine}}
+    # "machine" (agent_link_roles.api.REMOTE_HOLDER_KEY): the roles plugin here attaches no
+    # procedure; the holder's machine attaches its own when the message arrives there
+    metadata: dict[str, Any] = {"role": {"name": name, "holder": holder, "machine": machine}, "machines": {"to": machine}}
     if address_scheme(holder) in app.harnesses:
         metadata["elsewhere"] = True  # a session of a harness installed here too: that harness leaves it alone
     return {"address": holder, "via": address, "metadata": metadata, "served": True}

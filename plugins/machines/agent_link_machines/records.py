@@ -25,7 +25,7 @@ from typing import Any
 from agent_link_core.model import Caller
 from agent_link_core.records import OutgoingMessage
 
-from agent_link_machines.common import machine_name, machine_of
+from agent_link_machines.common import attach_role_procedure, machine_name, machine_of
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +149,10 @@ def store_record(app: Any, payload: Mapping[str, Any], unverified: bool = False)
         record = payload["message"]
         if app.mailbox.get_row(record["id"]) is not None:
             return "duplicate", []
-        row, created = app.mailbox.store_message(_outgoing(record, unverified))
+        message = _outgoing(record, unverified)
+        # a role's procedure is the holder's machine's, this one's: not what the sender attached
+        attach_role_procedure(app, message.metadata)
+        row, created = app.mailbox.store_message(message)
         return ("stored", [row]) if created else ("duplicate", [])
     if kind == "resolution":
         reply = payload.get("reply")

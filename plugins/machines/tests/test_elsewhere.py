@@ -138,12 +138,16 @@ def with_roles(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.mark.anyio
 async def test_a_role_held_on_another_machine_goes_to_its_outbox(with_roles: Path) -> None:
     app = roles_app({"reviewer": ["team:bob"], "builder": [FAR]})
+    # a procedure file of the role here: it is not the holder's (beta attaches its own on arrival)
+    (Path(app.config.state_dir) / "roles").mkdir()
+    (Path(app.config.state_dir) / "roles" / "reviewer.md").write_text("alpha's copy")
     try:
         sender = Caller("team:alice", "env")
         out = await app.send(caller=sender, to="role:reviewer", body="please review", anticipation="reply")
         meta = out.message["metadata"]
         assert out.message["recipient"] == "team:bob" and out.message["to"] == "role:reviewer"
-        assert meta["role"] == {"name": "reviewer", "holder": "team:bob"} and meta["machines"] == {"to": "beta"}
+        assert meta["role"] == {"name": "reviewer", "holder": "team:bob", "machine": "beta"} and meta["machines"] == {"to": "beta"}
+        assert "roleProcedure" not in out.result_fields
         assert out.address_warning is None  # served on beta: no unknown_address warning
         # a role held by a session of a harness installed here too: that harness pushes nothing
         far = await app.send(caller=sender, to="role:builder", body="build it")
