@@ -189,3 +189,36 @@ async def test_a_role_held_here_stays_local_and_two_remote_holders_are_ambiguous
         assert (await app.resolve_agent("role:tester"))["status"] == "ambiguous"
     finally:
         await app.aclose()
+
+
+#: a message beta sent to role:reviewer, whose holder is alice here, with beta's procedure reference
+ARRIVED_ROLE = {"type": "message", "message": {
+    "id": "msg_role_from_beta", "from": "team:bob", "source": "env", "verified": True, "to": "role:reviewer",
+    "recipient": "team:alice", "body": "review this", "anticipation": "fyi", "replyBy": None, "replyTo": None, "origin": "beta",
+    "metadata": {"role": {"name": "reviewer", "holder": "team:alice", "machine": "alpha",
+                          "procedure": {"name": "reviewer", "version": 9, "sha256": "e" * 64}}}}}
+
+
+def test_a_role_message_from_another_machine_gets_this_machines_procedure(with_roles: Path) -> None:
+    from agent_link_machines.records import store_record
+
+    app = roles_app({}, here={"reviewer": {"address": "team:alice"}})
+    try:
+        (Path(app.config.state_dir) / "roles").mkdir()
+        (Path(app.config.state_dir) / "roles" / "reviewer.md").write_text("Alpha's checklist.")
+        outcome, stored = store_record(app, json.loads(json.dumps(ARRIVED_ROLE)))
+        role = json.loads(stored[0]["metadata"])["role"]
+        assert outcome == "stored" and role["procedure"]["version"] == 1 and role["procedure"]["sha256"] != "e" * 64
+        assert "machine" not in role  # the holder is local here
+        envelope = app.mailbox.envelope(stored[0])
+        assert 'procedure="reviewer@1"' in envelope and ">Alpha's checklist.</procedure>" in envelope
+        assert store_record(app, json.loads(json.dumps(ARRIVED_ROLE)))[0] == "duplicate"  # applied once
+    finally:
+        app.close()
+
+
+def test_without_the_roles_plugin_a_role_message_is_stored_as_it_came(app: App) -> None:
+    from agent_link_machines.records import store_record
+
+    outcome, stored = store_record(app, json.loads(json.dumps(ARRIVED_ROLE)))
+    assert outcome == "stored" and json.loads(stored[0]["metadata"])["role"]["procedure"]["version"] == 9
