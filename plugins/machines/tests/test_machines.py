@@ -528,6 +528,39 @@ def test_a_role_held_on_another_machine_reaches_its_holder_there(machines: Calla
     assert 'procedure="reviewer@1"' in block and "<procedure " not in block
 
 
+
+def test_direct_mail_to_a_role_holder_follows_the_holders_machines_rules(machines: Callable[..., Machine]) -> None:
+    from agent_link_core.errors import AgentLinkError
+
+    a, b = machines("alpha"), machines("beta")
+    for m, roles, mode in ((a, {"writer": {"address": "team:alice"}}, "off"), (b, {"reviewer": {"address": "team:bob"}}, "enforce")):
+        m.env["AGENT_LINK_LOAD_PLUGINS"] = "machines roles"
+        m.state.mkdir(parents=True, exist_ok=True)
+        (m.state / "roles.json").write_text(json.dumps({"version": 1, "enforcement": mode, "roles": roles}), encoding="utf-8")
+    b.cli("inbox", address="team:bob")
+    for m in (a, b):
+        m.start_relay()
+    for m in (a, b):
+        m.wait_connected()
+
+    def published() -> bool:
+        try:
+            beta = json.loads((a.state / "machines" / "directory.json").read_text(encoding="utf-8"))["machines"].get("beta", {})
+        except (OSError, ValueError):
+            return False
+        return bool(beta.get("roleEnforcement") == "enforce" and "team:bob" in beta.get("served", []))
+
+    until(published, 30, "alpha to learn beta's enforcement and bob")
+    # alice (a role holder on alpha, where nothing is enforced) writes to bob directly: beta's
+    # rules refuse it at once, on alpha, as a local send would be refused
+    with pytest.raises(AgentLinkError) as e:
+        anyio.run(lambda: app_send(a, "team:alice", "team:bob", "direct"))
+    assert e.value.code == "permission_denied" and e.value.details["replacement"] == {"to": "role:reviewer"}, e.value
+    assert rows(a, "SELECT COUNT(*) FROM machines_outbox") == [(0,)]
+    # through the role it arrives
+    message_id = anyio.run(lambda: app_send(a, "team:alice", "role:reviewer", "through the role")).message["id"]
+    until(lambda: any(m["id"] == message_id for m in b.json("inbox", address="team:bob")["messages"]), 30, "the role message on beta")
+
 def test_receipts_on_both_machines(machines: Callable[..., Machine]) -> None:
     """Each machine keeps receipts of what its own database sees (two ledgers): the sender's
     machine learns the delivery and the resolution from the records that come back."""

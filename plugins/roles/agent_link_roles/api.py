@@ -7,6 +7,7 @@ Everything else in this package is internal. These functions read ``roles.json``
 
     holder = roles_api.project_orchestrator(app, "/work/shop")   # "codex:019..." or None
     held = roles_api.role_holders(app)                            # {"reviewer": ["team:bob"], ...}
+    roles_api.enforcement(app)                                    # "off" | "warn" | "enforce"
     roles_api.attach_arrived_procedure(app, metadata)             # mail from another machine, before storing it
 
 Sending to a role still goes through the core (``role:<name>`` addresses, resolved by this
@@ -19,14 +20,14 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from agent_link_roles.context import from_app
-from agent_link_roles.enforcement import ROLE_ADDRESSED_TOOLS
+from agent_link_roles.enforcement import REMOTE_RULES_KEY, ROLE_ADDRESSED_TOOLS, enforcement_mode
 from agent_link_roles.table import ORCHESTRATOR, load_table
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
 
-__all__ = ["ORCHESTRATOR", "REMOTE_HOLDER_KEY", "ROLE_ADDRESSED_TOOLS", "attach_arrived_procedure", "project_orchestrator",
-           "role_holders"]
+__all__ = ["ORCHESTRATOR", "REMOTE_HOLDER_KEY", "REMOTE_RULES_KEY", "ROLE_ADDRESSED_TOOLS", "attach_arrived_procedure",
+           "enforcement", "project_orchestrator", "role_holders"]
 
 #: key of a message's ``metadata.role`` naming the machine whose session holds the role (set by
 #: a plugin that carries mail between machines, e.g. agent-link-machines): the sending machine
@@ -60,6 +61,22 @@ def role_holders(app: App) -> dict[str, list[str]]:
     """
     table = load_table(from_app(app).state_dir)
     return {name: list(role.holders) for name, role in sorted(table.roles.items()) if role.holders}
+
+
+def enforcement(app: App) -> str:
+    """This machine's enforcement mode (``off`` | ``warn`` | ``enforce``), as a send here
+    applies it (``AGENT_LINK_ROLE_ENFORCEMENT``, else roles.json, else ``off``; an unreadable
+    table counts as none). The machines plugin publishes it with :func:`role_holders`, and
+    another machine's send to a role holder here carries both back under
+    :data:`REMOTE_RULES_KEY`, so this machine's rules apply to it at the sender (see
+    :mod:`agent_link_roles.enforcement`)."""
+    from agent_link_core.errors import AgentLinkError
+
+    try:
+        table = load_table(from_app(app).state_dir)
+    except AgentLinkError:
+        table = None
+    return str(enforcement_mode(from_app(app).config, table)["mode"])
 
 
 def attach_arrived_procedure(app: App, metadata: dict[str, Any]) -> dict[str, Any] | None:
