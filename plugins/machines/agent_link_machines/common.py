@@ -266,6 +266,60 @@ def local_roles(app: Any) -> dict[str, list[str]]:
         return {}
 
 
+def local_enforcement(app: Any) -> str | None:
+    """This machine's role enforcement mode (``agent_link_roles.api.enforcement``), published
+    with :func:`local_roles` so another machine applies it to its direct mail to a role holder
+    here (:func:`role_rules`); None when the roles plugin is not loaded here."""
+    if ROLES_PLUGIN not in app.plugin_report.loaded:
+        return None
+    try:
+        from agent_link_roles import api  # type: ignore[import-untyped,unused-ignore]
+    except ImportError:
+        return None
+    mode = getattr(api, "enforcement", None)  # a roles plugin older than this API publishes none
+    return str(mode(app)) if mode is not None else None
+
+
+#: metadata key of the rules a direct message to another machine's role holder carries
+#: (``agent_link_roles.api.REMOTE_RULES_KEY``; not imported: the roles plugin may be absent)
+ROLE_RULES_KEY = "roleRules"
+
+
+def role_rules(config: Any, machine: str, address: str) -> dict[str, Any] | None:
+    """``{"machine", "enforcement", "roles"}``: the role rules ``machine`` publishes for a direct
+    message to its session ``address`` (its entry's ``roleEnforcement`` and the roles
+    ``address`` holds there), which the roles plugin of this machine applies at send time;
+    None when that machine enforces nothing (``off``, or no roles plugin there) or
+    ``address`` holds no role there. Reads ``directory.json``: no network."""
+    entry = ((read_directory(config) or {}).get("machines") or {}).get(machine)
+    if not isinstance(entry, dict) or entry.get("roleEnforcement") not in ("warn", "enforce") or not isinstance(entry.get("roles"), dict):
+        return None
+    held = sorted(str(name) for name, holders in entry["roles"].items() if isinstance(holders, list) and address in holders)
+    return {"machine": machine, "enforcement": entry["roleEnforcement"], "roles": held} if held else None
+
+
+def attach_role_procedure(app: Any, metadata: dict[str, Any]) -> None:
+    """Before a role-addressed message that arrived from another machine is stored here: this
+    machine's roles plugin replaces the sending machine's procedure reference with its own
+    (``agent_link_roles.api.attach_arrived_procedure``), so the holder sees the procedure its
+    own machine keeps. Nothing happens when the roles plugin is not loaded here (then nothing
+    here renders a procedure either).
+
+    :param metadata: the message's metadata, changed in place.
+    :raises AgentLinkError: from the roles plugin when the version cannot be recorded (the
+        record is then not applied and comes again).
+    """
+    if not isinstance(metadata.get("role"), dict) or ROLES_PLUGIN not in app.plugin_report.loaded:
+        return
+    try:
+        from agent_link_roles import api  # type: ignore[import-untyped,unused-ignore]
+    except ImportError:
+        return
+    attach = getattr(api, "attach_arrived_procedure", None)
+    if attach is not None:  # a roles plugin older than this API keeps the sender's reference
+        attach(app, metadata)
+
+
 def roles_of_others(config: Any) -> dict[str, dict[str, list[str]]]:
     """``{machine: {role name: [holder, ...]}}`` from the other machines' listings in
     ``directory.json`` (their entries' ``roles``); ``{}`` when there are none. No network."""

@@ -9,7 +9,9 @@ set, the hooks only touch the local database and the relay's files (no network):
   outbox table, in the same transaction as the change, so nothing acknowledged is lost
   between the commit and the engine; the relay (:mod:`agent_link_machines.relay`) sends it;
 * ``agent_link_resolve_address`` pins a plain address listed by another machine to that
-  machine (stored with the message as ``metadata.machines.to``), and a ``role:<name>`` that
+  machine (stored with the message as ``metadata.machines.to``, plus that machine's role
+  rules as ``metadata.roleRules`` when the address holds a role there, which the roles plugin
+  here applies: :func:`agent_link_machines.common.role_rules`), and a ``role:<name>`` that
   only another machine's session holds to that machine and holder,
   ``agent_link_resolve_elsewhere`` does the same for a session of a harness installed here
   too (a Codex thread on another machine), which the local harness then leaves alone;
@@ -149,7 +151,20 @@ def agent_link_resolve_address(address: str, app: PluginApp) -> dict[str, Any] |
     # served on this machine too (agent_link_core.presence): local mail
     if app.store.conn.execute("SELECT 1 FROM presence WHERE address = ?", (address,)).fetchone() is not None:
         return None
-    return {"address": address, "via": None, "metadata": {"machines": {"to": machine}}, "served": True}
+    return {"address": address, "via": None, "metadata": _pinned(app, machine, address), "served": True}
+
+
+def _pinned(app: PluginApp, machine: str, address: str) -> dict[str, Any]:
+    """The metadata of a message to ``address``, a session of ``machine``: pinned there, and
+    with that machine's role rules when the session holds a role there (the roles plugin here
+    applies them before anything is stored, as that machine would: :func:`.common.role_rules`)."""
+    from agent_link_machines.common import ROLE_RULES_KEY, role_rules
+
+    metadata: dict[str, Any] = {"machines": {"to": machine}}
+    rules = role_rules(app.config, machine, address)
+    if rules is not None:
+        metadata[ROLE_RULES_KEY] = rules
+    return metadata
 
 
 def _role_elsewhere(address: str, app: PluginApp) -> dict[str, Any] | None:
@@ -175,7 +190,9 @@ def _role_elsewhere(address: str, app: PluginApp) -> dict[str, Any] | None:
     [(machine, holder)] = remote
     from agent_link_core.addresses import address_scheme
 
-    metadata: dict[str, Any] = {"role": {"name": name, "holder": holder}, "machines": {"to": machine}}
+    # "machine" (agent_link_roles.api.REMOTE_HOLDER_KEY): the roles plugin here attaches no
+    # procedure; the holder's machine attaches its own when the message arrives there
+    metadata: dict[str, Any] = {"role": {"name": name, "holder": holder, "machine": machine}, "machines": {"to": machine}}
     if address_scheme(holder) in app.harnesses:
         metadata["elsewhere"] = True  # a session of a harness installed here too: that harness leaves it alone
     return {"address": holder, "via": address, "metadata": metadata, "served": True}
@@ -213,7 +230,7 @@ def agent_link_resolve_elsewhere(address: str, app: PluginApp) -> dict[str, Any]
     if found is None:
         return None
     machine, view = found
-    return {"metadata": {"machines": {"to": machine}}, "session": view}
+    return {"metadata": _pinned(app, machine, address), "session": view}
 
 
 @hookimpl

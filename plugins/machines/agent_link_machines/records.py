@@ -25,7 +25,7 @@ from typing import Any
 from agent_link_core.model import Caller
 from agent_link_core.records import OutgoingMessage
 
-from agent_link_machines.common import machine_name, machine_of
+from agent_link_machines.common import ROLE_RULES_KEY, attach_role_procedure, machine_name, machine_of
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,8 @@ def message_record(row: sqlite3.Row, own: str, meta: dict[str, Any] | None = Non
         "id": row["id"], "from": row["from_addr"], "source": sender.get("source") or row["from_source"],
         "verified": bool(sender.get("verified")), "to": row["to_addr"], "recipient": row["recipient"],
         "body": row["body"], "anticipation": row["anticipation"], "replyBy": row["reply_by"], "replyTo": row["reply_to"],
-        "metadata": {k: v for k, v in meta.items() if k not in ("sender", "machines", "elsewhere")}, "origin": own,
+        # not sent on: this machine's routing, and the receiving machine's own role rules (ROLE_RULES_KEY), applied here
+        "metadata": {k: v for k, v in meta.items() if k not in ("sender", "machines", "elsewhere", ROLE_RULES_KEY)}, "origin": own,
     }
 
 
@@ -149,7 +150,10 @@ def store_record(app: Any, payload: Mapping[str, Any], unverified: bool = False)
         record = payload["message"]
         if app.mailbox.get_row(record["id"]) is not None:
             return "duplicate", []
-        row, created = app.mailbox.store_message(_outgoing(record, unverified))
+        message = _outgoing(record, unverified)
+        # a role's procedure is the holder's machine's, this one's: not what the sender attached
+        attach_role_procedure(app, message.metadata)
+        row, created = app.mailbox.store_message(message)
         return ("stored", [row]) if created else ("duplicate", [])
     if kind == "resolution":
         reply = payload.get("reply")

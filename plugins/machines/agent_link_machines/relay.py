@@ -45,7 +45,7 @@ from agent_link_core.store import now_ms
 from agent_link_core.wake import Wakeup
 
 from agent_link_machines.common import (
-    BUCKET, CREDS_SETTING, NAME, STREAM, SUBJECT_PREFIX, URL_SETTING, heartbeat_ms, legacy_durable, legacy_subject, local_roles, mail_durable,
+    BUCKET, CREDS_SETTING, NAME, STREAM, SUBJECT_PREFIX, URL_SETTING, heartbeat_ms, legacy_durable, legacy_subject, local_enforcement, local_roles, mail_durable,
     mail_subject, machine_name, outbox_signal, plugin_dir, redact, upgraded_durable, write_json,
 )
 from agent_link_machines.records import store_record
@@ -381,8 +381,9 @@ class Relay:
 
     async def local_listing(self) -> dict[str, Any]:
         """This machine's directory entry: its harnesses' sessions (not the other machines'
-        this plugin lists), its plain addresses and who holds each role here (another
-        machine's send to ``role:<name>`` comes here when no session there holds it)."""
+        this plugin lists), its plain addresses, who holds each role here (another
+        machine's send to ``role:<name>`` comes here when no session there holds it) and its
+        role enforcement mode (another machine applies it to direct mail to those holders)."""
         from agent_link_core.directory import gather_listings, session_view
 
         local = {n: h for n, h in self.app.harnesses.items() if n != NAME}
@@ -396,7 +397,7 @@ class Relay:
         served = [r[0] for r in self.app.store.conn.execute("SELECT address FROM presence ORDER BY last_seen DESC LIMIT 1000")]
         incomplete = sorted(n for n, listing in listings.items() if not listing.complete)
         return {"at": now_ms(), "machine": self.machine, "instance": self.instance, "sessions": views, "served": served,
-                "incomplete": incomplete, "roles": local_roles(self.app)}
+                "incomplete": incomplete, "roles": local_roles(self.app), "roleEnforcement": local_enforcement(self.app)}
 
     async def directory_loop(self) -> None:
         """Publish this machine's listing and copy the others' every heartbeat."""

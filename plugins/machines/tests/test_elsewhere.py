@@ -110,15 +110,17 @@ async def test_without_the_engine_configured_nothing_is_claimed(app: App, monkey
 
 
 def roles_app(roles: dict[str, list[str]], here: dict[str, Any] | None = None,
-              other: dict[str, list[str]] | None = None) -> App:
+              other: dict[str, list[str]] | None = None, enforcement: str | None = None) -> App:
     """alpha with the roles plugin, beta listing ``roles`` (and ``FAR``, ``team:bob``), and a
-    third machine gamma listing ``other`` when given; ``here``: alpha's own roles.json roles."""
+    third machine gamma listing ``other`` when given; ``here``: alpha's own roles.json roles;
+    ``enforcement``: the role enforcement mode beta publishes."""
     application = App.create(extra_plugins=(("fakehost", FakeHost()),))
     assert "roles" in application.plugin_report.loaded
     if here is not None:
         (Path(application.config.state_dir) / "roles.json").write_text(json.dumps({"version": 1, "roles": here}))
     view = {"address": FAR, "harness": "fake", "id": "far-thread", "surface": [], "archived": False, "lastActivityMs": now_ms()}
-    machines = {"beta": {"at": now_ms(), "sessions": [view], "served": ["team:bob"], "roles": roles}}
+    machines: dict[str, Any] = {"beta": {"at": now_ms(), "sessions": [view], "served": ["team:bob"], "roles": roles,
+                                         "roleEnforcement": enforcement}}
     if other is not None:
         machines["gamma"] = {"at": now_ms(), "sessions": [], "served": ["team:carol"], "roles": other}
     write_json(Path(application.config.state_dir) / "machines" / "directory.json", {"at": now_ms(), "machines": machines})
@@ -138,12 +140,16 @@ def with_roles(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.mark.anyio
 async def test_a_role_held_on_another_machine_goes_to_its_outbox(with_roles: Path) -> None:
     app = roles_app({"reviewer": ["team:bob"], "builder": [FAR]})
+    # a procedure file of the role here: it is not the holder's (beta attaches its own on arrival)
+    (Path(app.config.state_dir) / "roles").mkdir()
+    (Path(app.config.state_dir) / "roles" / "reviewer.md").write_text("alpha's copy")
     try:
         sender = Caller("team:alice", "env")
         out = await app.send(caller=sender, to="role:reviewer", body="please review", anticipation="reply")
         meta = out.message["metadata"]
         assert out.message["recipient"] == "team:bob" and out.message["to"] == "role:reviewer"
-        assert meta["role"] == {"name": "reviewer", "holder": "team:bob"} and meta["machines"] == {"to": "beta"}
+        assert meta["role"] == {"name": "reviewer", "holder": "team:bob", "machine": "beta"} and meta["machines"] == {"to": "beta"}
+        assert "roleProcedure" not in out.result_fields
         assert out.address_warning is None  # served on beta: no unknown_address warning
         # a role held by a session of a harness installed here too: that harness pushes nothing
         far = await app.send(caller=sender, to="role:builder", body="build it")
@@ -183,5 +189,92 @@ async def test_a_role_held_here_stays_local_and_two_remote_holders_are_ambiguous
         assert e.value.code == "ambiguous"
         assert {(c["address"], c["machine"]) for c in e.value.details["candidates"]} == {("team:bob", "beta"), ("team:carol", "gamma")}
         assert (await app.resolve_agent("role:tester"))["status"] == "ambiguous"
+    finally:
+        await app.aclose()
+
+
+#: a message beta sent to role:reviewer, whose holder is alice here, with beta's procedure reference
+ARRIVED_ROLE = {"type": "message", "message": {
+    "id": "msg_role_from_beta", "from": "team:bob", "source": "env", "verified": True, "to": "role:reviewer",
+    "recipient": "team:alice", "body": "review this", "anticipation": "fyi", "replyBy": None, "replyTo": None, "origin": "beta",
+    "metadata": {"role": {"name": "reviewer", "holder": "team:alice", "machine": "alpha",
+                          "procedure": {"name": "reviewer", "version": 9, "sha256": "e" * 64}}}}}
+
+
+def test_a_role_message_from_another_machine_gets_this_machines_procedure(with_roles: Path) -> None:
+    from agent_link_machines.records import store_record
+
+    app = roles_app({}, here={"reviewer": {"address": "team:alice"}})
+    try:
+        (Path(app.config.state_dir) / "roles").mkdir()
+        (Path(app.config.state_dir) / "roles" / "reviewer.md").write_text("Alpha's checklist.")
+        outcome, stored = store_record(app, json.loads(json.dumps(ARRIVED_ROLE)))
+        role = json.loads(stored[0]["metadata"])["role"]
+        assert outcome == "stored" and role["procedure"]["version"] == 1 and role["procedure"]["sha256"] != "e" * 64
+        assert "machine" not in role  # the holder is local here
+        envelope = app.mailbox.envelope(stored[0])
+        assert 'procedure="reviewer@1"' in envelope and ">Alpha's checklist.</procedure>" in envelope
+        assert store_record(app, json.loads(json.dumps(ARRIVED_ROLE)))[0] == "duplicate"  # applied once
+    finally:
+        app.close()
+
+
+def test_without_the_roles_plugin_a_role_message_is_stored_as_it_came(app: App) -> None:
+    from agent_link_machines.records import store_record
+
+    outcome, stored = store_record(app, json.loads(json.dumps(ARRIVED_ROLE)))
+    assert outcome == "stored" and json.loads(stored[0]["metadata"])["role"]["procedure"]["version"] == 9
+
+
+def codes(warnings: list[dict[str, Any]]) -> list[str]:
+    """The warnings' codes, but ``sender_unverified`` (these senders are named by the environment)."""
+    return [w["code"] for w in warnings if w["code"] != "sender_unverified"]
+
+
+@pytest.mark.anyio
+async def test_direct_mail_to_a_role_holder_of_another_machine_follows_its_rules(with_roles: Path) -> None:
+    # alice holds the writer role here; on beta bob holds reviewer and FAR builder, and beta enforces
+    app = roles_app({"reviewer": ["team:bob"], "builder": [FAR]}, here={"writer": {"address": "team:alice"}}, enforcement="enforce")
+    try:
+        alice = Caller("team:alice", "env")
+        for target, role in (("team:bob", "reviewer"), (FAR, "builder")):  # a plain address, a session of a harness here too
+            with pytest.raises(AgentLinkError) as e:
+                await app.send(caller=alice, to=target, body="direct", anticipation="reply")
+            assert e.value.code == "permission_denied", e.value
+            assert (e.value.details["reason"], e.value.details["replacement"]) == ("role_address_required", {"to": f"role:{role}"})
+            assert e.value.details["recipientMachine"] == "beta" and "on beta" in e.value.message
+        # refused before anything was stored: nothing here, nothing for beta
+        assert app.store.conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 0
+        assert app.store.conn.execute("SELECT COUNT(*) FROM machines_outbox").fetchone()[0] == 0
+        # through the role it goes; a sender holding no role is not checked (as on one machine)
+        through = await app.send(caller=alice, to="role:reviewer", body="through the role", anticipation="reply")
+        assert through.message["recipient"] == "team:bob" and codes(through.warnings) == []
+        plain = await app.send(caller=Caller("team:zed", "env"), to="team:bob", body="not a role holder")
+        assert codes(plain.warnings) == [] and plain.message["metadata"]["roleRules"]["enforcement"] == "enforce"
+        # beta's rules stay here: the records carry none
+        payloads = [json.loads(p) for (p,) in app.store.conn.execute("SELECT payload FROM machines_outbox")]
+        assert payloads and all("roleRules" not in r["message"]["metadata"] for r in payloads)
+    finally:
+        await app.aclose()
+
+
+@pytest.mark.anyio
+async def test_warn_on_another_machine_tags_and_warns_here_and_off_checks_nothing(with_roles: Path) -> None:
+    app = roles_app({"reviewer": ["team:bob"]}, here={"writer": {"address": "team:alice"}, "lead": {"address": "team:dora"}},
+                    enforcement="warn")
+    try:
+        out = await app.send(caller=Caller("team:alice", "env"), to="team:bob", body="direct")
+        assert codes(out.warnings) == ["direct_coordination"]
+        warning = next(w for w in out.warnings if w["code"] == "direct_coordination")
+        assert warning["details"]["recipientMachine"] == "beta" and "direct-coordination" in out.message["metadata"]["tags"]
+    finally:
+        await app.aclose()
+    # beta enforces nothing: this machine's own mode does not reach beta's holders, as beta's would not
+    app = roles_app({"reviewer": ["team:bob"]}, here={"writer": {"address": "team:alice"}}, enforcement="off")
+    (Path(app.config.state_dir) / "roles.json").write_text(json.dumps({"version": 1, "enforcement": "enforce",
+                                                                      "roles": {"writer": {"address": "team:alice"}}}))
+    try:
+        out = await app.send(caller=Caller("team:alice", "env"), to="team:bob", body="direct")
+        assert codes(out.warnings) == [] and "roleRules" not in out.message["metadata"]
     finally:
         await app.aclose()

@@ -476,9 +476,12 @@ def test_a_role_held_on_another_machine_reaches_its_holder_there(machines: Calla
     a, b = machines("alpha"), machines("beta")
     for m in (a, b):
         m.env["AGENT_LINK_LOAD_PLUGINS"] = "machines roles"
-    # the user gave bob the reviewer role on beta (beta's own roles.json)
-    b.state.mkdir(parents=True, exist_ok=True)
+        (m.state / "roles").mkdir(parents=True, exist_ok=True)
+    # the user gave bob the reviewer role on beta (beta's own roles.json), with beta's procedure;
+    # alpha happens to keep another text under the same name, which is not the holder's
     (b.state / "roles.json").write_text(json.dumps({"version": 1, "roles": {"reviewer": {"address": "team:bob"}}}), encoding="utf-8")
+    (b.state / "roles" / "reviewer.md").write_text("Beta's way: read the diff, then the tests.", encoding="utf-8")
+    (a.state / "roles" / "reviewer.md").write_text("alpha's stale copy", encoding="utf-8")
     b.cli("inbox", address="team:bob")
     for m in (a, b):
         m.start_relay()
@@ -503,8 +506,99 @@ def test_a_role_held_on_another_machine_reaches_its_holder_there(machines: Calla
         return inbox if any(m["id"] == message_id for m in inbox["messages"]) else None
 
     inbox = until(arrived, 30, "the role's message on beta")
-    # beta's envelope says it came through the role, from alpha
-    assert 'via="role:reviewer"' in inbox["renderedBlock"] and '<machine from="alpha" />' in inbox["renderedBlock"]
+    # beta's envelope says it came through the role, from alpha, and shows beta's own procedure
+    # (version 1 of beta's numbering), once, as a local send to the role would
+    block = inbox["renderedBlock"]
+    assert 'via="role:reviewer"' in block and '<machine from="alpha" />' in block
+    assert 'procedure="reviewer@1"' in block and "<procedure " in block and "Beta's way: read the diff, then the tests." in block
+    assert "alpha's stale copy" not in block and "roleProcedure" not in sent.result_fields
+    assert rows(a, "SELECT COUNT(*) FROM role_procedure_versions") == [(0,)]  # alpha recorded no version of its copy
     b.cli("reply", message_id, "reviewed", address="team:bob")
     waited = a.json("wait", message_id, "--timeout-ms", "30000", address="team:alice")
     assert waited["outcome"] == "reply" and waited["reply"]["from"] == "team:bob", waited
+
+    # the next message of the same version names it without the text again
+    again = anyio.run(lambda: app_send(a, "team:alice", "role:reviewer", "and the changelog")).message["id"]
+
+    def arrived_again() -> dict[str, Any] | None:
+        inbox = b.json("inbox", address="team:bob")
+        return inbox if any(m["id"] == again for m in inbox["messages"]) else None
+
+    block = until(arrived_again, 30, "the second role message on beta")["renderedBlock"]
+    assert 'procedure="reviewer@1"' in block and "<procedure " not in block
+
+
+
+def test_direct_mail_to_a_role_holder_follows_the_holders_machines_rules(machines: Callable[..., Machine]) -> None:
+    from agent_link_core.errors import AgentLinkError
+
+    a, b = machines("alpha"), machines("beta")
+    for m, roles, mode in ((a, {"writer": {"address": "team:alice"}}, "off"), (b, {"reviewer": {"address": "team:bob"}}, "enforce")):
+        m.env["AGENT_LINK_LOAD_PLUGINS"] = "machines roles"
+        m.state.mkdir(parents=True, exist_ok=True)
+        (m.state / "roles.json").write_text(json.dumps({"version": 1, "enforcement": mode, "roles": roles}), encoding="utf-8")
+    b.cli("inbox", address="team:bob")
+    for m in (a, b):
+        m.start_relay()
+    for m in (a, b):
+        m.wait_connected()
+
+    def published() -> bool:
+        try:
+            beta = json.loads((a.state / "machines" / "directory.json").read_text(encoding="utf-8"))["machines"].get("beta", {})
+        except (OSError, ValueError):
+            return False
+        return bool(beta.get("roleEnforcement") == "enforce" and "team:bob" in beta.get("served", []))
+
+    until(published, 30, "alpha to learn beta's enforcement and bob")
+    # alice (a role holder on alpha, where nothing is enforced) writes to bob directly: beta's
+    # rules refuse it at once, on alpha, as a local send would be refused
+    with pytest.raises(AgentLinkError) as e:
+        anyio.run(lambda: app_send(a, "team:alice", "team:bob", "direct"))
+    assert e.value.code == "permission_denied" and e.value.details["replacement"] == {"to": "role:reviewer"}, e.value
+    assert rows(a, "SELECT COUNT(*) FROM machines_outbox") == [(0,)]
+    # through the role it arrives
+    message_id = anyio.run(lambda: app_send(a, "team:alice", "role:reviewer", "through the role")).message["id"]
+    until(lambda: any(m["id"] == message_id for m in b.json("inbox", address="team:bob")["messages"]), 30, "the role message on beta")
+
+def test_receipts_on_both_machines(machines: Callable[..., Machine]) -> None:
+    """Each machine keeps receipts of what its own database sees (two ledgers): the sender's
+    machine learns the delivery and the resolution from the records that come back."""
+    a, b = machines("alpha"), machines("beta")
+    for m in (a, b):
+        m.env["AGENT_LINK_LOAD_PLUGINS"] = "machines receipts"
+    b.cli("inbox", address="team:bob")
+    a.cli("inbox", address="team:alice")
+    for m in (a, b):
+        m.start_relay()
+    for m in (a, b):
+        m.wait_connected()
+    until(lambda: listed_on(a, "team:bob"), 30, "alpha to list team:bob")
+    done = a.cli("send", "team:bob", "audit me", "--anticipation", "reply", "--json", address="team:alice")
+    message_id = json.loads(done.stdout)["messageId"]
+    until(lambda: any(m["id"] == message_id for m in b.json("inbox", address="team:bob")["messages"]), 30, "the message on beta")
+    b.cli("reply", message_id, "audited", address="team:bob")
+    assert a.json("wait", message_id, "--timeout-ms", "30000", address="team:alice")["outcome"] == "reply"
+
+    def receipts(m: Machine) -> list[tuple[Any, ...]]:
+        return [(action, kind, json.loads(data)) for action, kind, data in
+                rows(m, "SELECT action, kind, data FROM receipts WHERE message_id = ? ORDER BY seq", message_id)]
+
+    until(lambda: [(x, k) for x, k, _ in receipts(a)] == [("message_agent", None), ("message_status", "delivery"),
+                                                           ("message_status", "resolution")], 30,
+          "alpha's receipts of the send, of beta's delivery and of bob's reply")
+    on_a = receipts(a)
+    assert on_a[1][2]["evidence"]["machine"] == "beta" and on_a[2][2]["resolution"]["by"] == "team:bob"
+    on_b = receipts(b)
+    assert [(x, k) for x, k, _ in on_b] == [("message_agent", None), ("message_status", "delivery"),
+                                           ("message_status", "resolution")], on_b
+    # beta's copy of the send names the remote sender and the origin computed on alpha
+    assert on_b[0][2]["actor"] == "team:alice" and on_b[0][2]["origin"] == on_a[0][2]["origin"]
+    # the reply, the other way: its receipt on each machine, and its delivery to alice (the
+    # wait on alpha), which beta learns from the record alpha sends back
+    reply_id = rows(a, "SELECT reply_message_id FROM resolutions WHERE message_id = ?", message_id)[0][0]
+    for m in (a, b):
+        until(lambda m=m: rows(m, "SELECT action, kind FROM receipts WHERE message_id = ? ORDER BY seq", reply_id) == [
+            ("reply_message", None), ("message_status", "delivery")], 30, f"{m.name}'s receipts of the reply")
+    [(evidence,)] = rows(b, "SELECT data FROM receipts WHERE message_id = ? AND kind = 'delivery'", reply_id)
+    assert json.loads(evidence)["evidence"]["machine"] == "alpha"

@@ -7,6 +7,8 @@ Everything else in this package is internal. These functions read ``roles.json``
 
     holder = roles_api.project_orchestrator(app, "/work/shop")   # "codex:019..." or None
     held = roles_api.role_holders(app)                            # {"reviewer": ["team:bob"], ...}
+    roles_api.enforcement(app)                                    # "off" | "warn" | "enforce"
+    roles_api.attach_arrived_procedure(app, metadata)             # mail from another machine, before storing it
 
 Sending to a role still goes through the core (``role:<name>`` addresses, resolved by this
 plugin's ``agent_link_resolve_address`` hook).
@@ -15,16 +17,23 @@ plugin's ``agent_link_resolve_address`` hook).
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agent_link_roles.context import from_app
-from agent_link_roles.enforcement import ROLE_ADDRESSED_TOOLS
+from agent_link_roles.enforcement import REMOTE_RULES_KEY, ROLE_ADDRESSED_TOOLS, enforcement_mode
 from agent_link_roles.table import ORCHESTRATOR, load_table
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
 
-__all__ = ["ORCHESTRATOR", "ROLE_ADDRESSED_TOOLS", "project_orchestrator", "role_holders"]
+__all__ = ["ORCHESTRATOR", "REMOTE_HOLDER_KEY", "REMOTE_RULES_KEY", "ROLE_ADDRESSED_TOOLS", "attach_arrived_procedure",
+           "enforcement", "project_orchestrator", "role_holders"]
+
+#: key of a message's ``metadata.role`` naming the machine whose session holds the role (set by
+#: a plugin that carries mail between machines, e.g. agent-link-machines): the sending machine
+#: then attaches no procedure of its own; the holder's machine attaches its own on arrival
+#: (:func:`attach_arrived_procedure`)
+REMOTE_HOLDER_KEY = "machine"
 
 
 def project_orchestrator(app: App, project_root: str) -> str | None:
@@ -52,3 +61,53 @@ def role_holders(app: App) -> dict[str, list[str]]:
     """
     table = load_table(from_app(app).state_dir)
     return {name: list(role.holders) for name, role in sorted(table.roles.items()) if role.holders}
+
+
+def enforcement(app: App) -> str:
+    """This machine's enforcement mode (``off`` | ``warn`` | ``enforce``), as a send here
+    applies it (``AGENT_LINK_ROLE_ENFORCEMENT``, else roles.json, else ``off``; an unreadable
+    table counts as none). The machines plugin publishes it with :func:`role_holders`, and
+    another machine's send to a role holder here carries both back under
+    :data:`REMOTE_RULES_KEY`, so this machine's rules apply to it at the sender (see
+    :mod:`agent_link_roles.enforcement`)."""
+    from agent_link_core.errors import AgentLinkError
+
+    try:
+        table = load_table(from_app(app).state_dir)
+    except AgentLinkError:
+        table = None
+    return str(enforcement_mode(from_app(app).config, table)["mode"])
+
+
+def attach_arrived_procedure(app: App, metadata: dict[str, Any]) -> dict[str, Any] | None:
+    """Give a role-addressed message that arrived from another machine this machine's own
+    procedure of the role, before the message is stored here.
+
+    The role's procedure lives with its holder: ``<state>/roles/<name>.md`` and the version
+    numbers of ``role_procedure_versions`` are this machine's. Whatever the sending machine
+    put in ``metadata.role.procedure`` (its own file's version, usually none) is dropped, and
+    the current content of this machine's file is recorded as a version here (as a local send
+    to the role does) and attached. Once the message is stored, its ``sent`` event shows the
+    text to the holder when this is the first message of that version to it, exactly as for
+    local mail. A message not addressed through a role (no ``metadata.role.name``) is left
+    alone.
+
+    :param metadata: the arrived message's metadata (``{"role": {"name", "holder", ...}, ...}``),
+        changed in place; :data:`REMOTE_HOLDER_KEY` is removed (the holder is local here).
+    :returns: ``{name, version, sha256}`` attached, or None (not role-addressed, or no readable
+        procedure file for the role here).
+    :raises AgentLinkError: ``state_io_error`` / ``state_busy`` when a new version cannot be
+        recorded (the caller stores nothing then, and takes the message again later).
+    """
+    role = metadata.get("role")
+    if not isinstance(role, dict) or not isinstance(role.get("name"), str) or not role["name"]:
+        return None
+    from agent_link_roles.procedures import read_procedure, record_version
+
+    role.pop("procedure", None)
+    role.pop(REMOTE_HOLDER_KEY, None)
+    proc = read_procedure(from_app(app).state_dir, role["name"])
+    if not proc.present:
+        return None
+    role["procedure"] = record_version(from_app(app).store, role["name"], proc)
+    return dict(role["procedure"])

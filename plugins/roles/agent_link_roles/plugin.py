@@ -6,7 +6,9 @@ Hooks:
   ``details.role`` when nobody holds it, ``ambiguous`` for a hand-edited multi-holder entry,
   ``state_io_error`` when roles.json cannot be read); applies any pending handover first;
 * ``agent_link_before_send``: role enforcement, and the procedure version a role-addressed
-  message carries (its metadata's ``role.procedure``; the send result's ``roleProcedure``);
+  message carries (its metadata's ``role.procedure``; the send result's ``roleProcedure``),
+  unless the holder is on another machine (``role.machine``, :data:`agent_link_roles.api.REMOTE_HOLDER_KEY`):
+  that machine attaches its own (:func:`agent_link_roles.api.attach_arrived_procedure`);
 * ``agent_link_on_event``: on ``sent``, claims the procedure text for the holder when this
   is the first message of that version to it (and completes ``roleProcedure.textIncluded``);
 * ``agent_link_render_envelope``: ``via``, ``procedure="<name>@<version>"`` and, on that first
@@ -87,7 +89,10 @@ def agent_link_before_send(message: OutgoingMessage, context: SendContext, app: 
     warnings: list[dict[str, Any]] = []
     if table is not None:
         warnings = check_send(message, context, table, enforcement_mode(ctx.config, table)["mode"])
-    if isinstance(role, dict) and role.get("name"):  # only a send through a role reads its procedure
+    # only a send through a role reads its procedure, and only for a holder on this machine: a
+    # holder's own machine attaches its own on arrival ("machine": api.REMOTE_HOLDER_KEY, api
+    # not imported here: it loads the role table's code)
+    if isinstance(role, dict) and role.get("name") and not role.get("machine"):
         from agent_link_roles.procedures import read_procedure, record_version
 
         proc = read_procedure(ctx.state_dir, role["name"])

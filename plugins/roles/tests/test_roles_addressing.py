@@ -211,3 +211,32 @@ def test_role_holders_api(make_app: Any, isolated_env: Path) -> None:
     with pytest.raises(AgentLinkError) as caught:
         api.role_holders(app)
     assert caught.value.code == "state_io_error"
+
+
+def test_a_recipient_on_another_machine_is_checked_with_that_machines_rules(isolated_env: Path) -> None:
+    from agent_link_core.records import OutgoingMessage, SendContext
+    from agent_link_roles.api import REMOTE_RULES_KEY
+    from agent_link_roles.enforcement import check_send
+    from agent_link_roles.table import load_table
+
+    roles_file(isolated_env, {"router": {"address": "test:alice"}})  # test:far holds no role in this table
+    table = load_table(isolated_env)
+
+    def message(rules: Any, sender: Caller = ALICE) -> OutgoingMessage:
+        return OutgoingMessage(id="m1", sender=sender, to="test:far", recipient="test:far", body="x", anticipation="reply",
+                               reply_by_ms=None, reply_to=None, metadata={REMOTE_RULES_KEY: rules})
+
+    context = SendContext(tool="message_agent", arguments={})
+    rules = {"machine": "beta", "enforcement": "enforce", "roles": ["reviewer"]}
+    with pytest.raises(AgentLinkError) as e:
+        check_send(message(rules), context, table, "off")  # this machine's mode does not matter: beta's does
+    assert e.value.details == {"recipientRoles": ["reviewer"], "recipientMachine": "beta", "replacement": {"to": "role:reviewer"},
+                               "reason": "role_address_required"}
+    assert check_send(message({**rules, "enforcement": "warn"}), context, table, "enforce")[0]["code"] == "direct_coordination"
+    assert check_send(message({**rules, "enforcement": "off"}), context, table, "enforce") == []
+    assert check_send(message(rules, sender=NOBODY), context, table, "enforce") == []  # the sender holds no role here
+    assert check_send(message(rules), SendContext(tool="message_agent", arguments={}, is_reply=True), table, "enforce") == []
+    # malformed rules are ignored: this machine's own rules apply (test:far holds no role in them)
+    for bad in ({"machine": "beta", "enforcement": "strict", "roles": ["reviewer"]}, {"enforcement": "enforce", "roles": []},
+                {"machine": "beta", "enforcement": "enforce", "roles": "reviewer"}, "enforce"):
+        assert check_send(message(bad), context, table, "enforce") == []

@@ -155,3 +155,43 @@ async def test_a_refused_procedure_file_does_not_stop_the_send(app: App, isolate
     assert "procedure=" not in envelope_of(app, msg["id"])
     view = (await run_tool(app, "get_agent_role", {"role": "builder"}))["role"]["procedure"]
     assert view["present"] is False and view["problem"]["rule"] == "too_large"
+
+
+@pytest.mark.anyio
+async def test_mail_from_another_machine_gets_this_machines_procedure(app: App, isolated_env: Path, run_tool: Any) -> None:
+    from agent_link_core.records import OutgoingMessage
+    from agent_link_roles import api
+
+    assert (await run_tool(app, "set_agent_role", {"role": "builder", "agent": "test:bob", "procedure": "Build here."}))["ok"]
+    await send_to_role(app, "local first", anticipation="fyi")  # records version 1 here
+    put(isolated_env, "builder", b"Build here, v2.")
+    # the sending machine's reference (its own numbering and hash) is replaced by this machine's
+    metadata: dict[str, Any] = {"role": {"name": "builder", "holder": "test:bob", "machine": "here",
+                                         "procedure": {"name": "builder", "version": 7, "sha256": "f" * 64}}}
+    attached = api.attach_arrived_procedure(app, metadata)
+    assert attached is not None and attached["version"] == 2 and metadata["role"] == {"name": "builder", "holder": "test:bob",
+                                                                                       "procedure": attached}
+    row, _ = app.mailbox.store_message(OutgoingMessage(id="msg_arrived1", sender=ALICE, to="role:builder", recipient="test:bob",
+                                                       body="from afar", anticipation="fyi", reply_by_ms=None, reply_to=None,
+                                                       metadata=metadata))
+    env = envelope_of(app, row["id"])
+    assert 'procedure="builder@2"' in env and '<procedure name="builder" version="2">Build here, v2.</procedure>' in env
+    # no procedure file here: the sender's reference is dropped, not kept
+    bare: dict[str, Any] = {"role": {"name": "tester", "holder": "test:bob", "procedure": {"name": "tester", "version": 1, "sha256": "a" * 64}}}
+    assert api.attach_arrived_procedure(app, bare) is None and bare["role"] == {"name": "tester", "holder": "test:bob"}
+    assert api.attach_arrived_procedure(app, {"receipt": {}}) is None  # not role-addressed: left alone
+
+
+@pytest.mark.anyio
+async def test_a_holder_on_another_machine_gets_no_procedure_from_here(app: App, isolated_env: Path) -> None:
+    from agent_link_core.records import OutgoingMessage, SendContext
+
+    put(isolated_env, "builder", b"Only for holders here.")
+    # the role metadata a plugin that carries mail between machines resolves role:builder to
+    message = OutgoingMessage(id="msg_far1", sender=ALICE, to="role:builder", recipient="team:far", body="x", anticipation="fyi",
+                              reply_by_ms=None, reply_to=None,
+                              metadata={"role": {"name": "builder", "holder": "team:far", "machine": "beta"}})
+    context = SendContext(tool="message_agent", arguments={}, via="role:builder")
+    app.hooks.before_send(message, context)
+    assert "procedure" not in message.metadata["role"] and "roleProcedure" not in context.result
+    assert app.store.conn.execute("SELECT COUNT(*) FROM role_procedure_versions").fetchone()[0] == 0
