@@ -18,6 +18,7 @@ import importlib.metadata
 import itertools
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -298,7 +299,7 @@ def agent_link_register_settings(register):
 @hookimpl
 def agent_link_schema():
     return [Migration("{name}", 1, "CREATE TABLE decl_{name} (id INTEGER)"),
-            Migration("{name}", 2, "ALTER TABLE decl_{name} ADD COLUMN note TEXT")]
+            Migration("{name}", 2, "CREATE TABLE decl_{name}_notes (note TEXT)")]
 '''
 
 DECLARATION = '''
@@ -313,8 +314,7 @@ def declared_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, ve
 
 
 def tables(db: Path) -> set[str]:
-    import sqlite3
-
+    """``owner#version`` of every migration ``db`` has."""
     with sqlite3.connect(db) as conn:
         return {r[0] for r in conn.execute("SELECT owner || '#' || version FROM schema_migrations")}
 
@@ -334,6 +334,14 @@ def test_declared_settings_and_migrations_import_the_plugin_only_for_a_database_
     app = App.create(env, hooks=hooks)  # up to date: read from the declaration alone
     assert f"{package}.plugin" not in sys.modules
     assert app.config.get("AGENT_LINK_DECL_LIMIT") == 7 and hooks.problems() == []
+    db = Path(app.config.db_path)
+    app.close()
+    with sqlite3.connect(db) as conn:  # an older state dir: made before the plugin's version 2
+        conn.execute("DELETE FROM schema_migrations WHERE owner = 'decl' AND version = 2")
+        conn.execute("DROP TABLE decl_decl_notes")
+    app = App.create(env, hooks=plugins.load_plugins(env, declared=True))
+    assert f"{package}.plugin" in sys.modules and "decl#2" in tables(db)
+    assert app.store.conn.execute("SELECT count(*) FROM decl_decl_notes").fetchone()[0] == 0
     app.close()
 
 
