@@ -181,7 +181,7 @@ class App:
                 continue
             try:
                 # a declared migration's SQL is read (its plugin imported) now, not under the write lock
-                pending = [Migration(m.owner, m.version, m.sql) for m in pending]
+                pending = [m if isinstance(m, Migration) else Migration(m.owner, m.version, m.sql) for m in pending]
             except MigrationUnavailable as exc:
                 if owner not in self.hooks.boundary.disabled:
                     self.hooks.boundary.fault(owner, "agent_link_schema", str(exc), disable=True,

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 
 _SPECS: dict[str, tuple[frozenset[str], bool]] = {}
+#: the hooks a package may answer with data (``AGENT_LINK_SETTINGS``, ``AGENT_LINK_SCHEMA``)
+SETTINGS_HOOK, SCHEMA_HOOK = "agent_link_register_settings", "agent_link_schema"
 
 
 def _specs() -> dict[str, tuple[frozenset[str], bool]]:
@@ -206,7 +208,7 @@ class Declared:
         A declaration that differs from them is reported, as a differing hook table is."""
         if not self.load(entry) or entry.impls is None or SCHEMA_HOOK not in entry.impls:
             if entry.name not in self.boundary.disabled:
-                self.boundary.fault(entry.name, SCHEMA_HOOK, "declares migrations but its entry module returns none",
+                self.boundary.fault(entry.name, SCHEMA_HOOK, "declares migrations its entry module does not return",
                                     fix=f"Make {entry.package}.{lazy_hooks.SCHEMA_ATTR} match the code.", disable=True)
             return None
         found = self.boundary.call(entry.name, SCHEMA_HOOK, entry.impls[SCHEMA_HOOK][0], default=None)
@@ -224,10 +226,6 @@ class Declared:
     def plugin_of_package(self, package: str) -> str | None:
         """The plugin whose top-level package is ``package``, or None."""
         return next((e.name for e in self.entries if e.package == package), None)
-
-SETTINGS_HOOK = "agent_link_register_settings"
-SCHEMA_HOOK = "agent_link_schema"
-
 
 def _place(methods: list[Impl], impl: Impl) -> None:
     """Insert ``impl`` where pluggy's ``HookCaller._add_hookimpl`` would."""
@@ -295,8 +293,8 @@ class DeclaredMigration:
     plugin's code, imported the first time :attr:`sql` is asked (only for a database that
     lacks the migration: :meth:`agent_link_core.store.Store.migrate` skips the applied ones).
 
-    :param sql_of: ``((owner, version)) -> SQL``, or None when the plugin's code cannot give it
-        (reported by then).
+    :param sql_of: ``((owner, version)) -> SQL``; it returns None when the plugin's code cannot
+        give it (the plugin reported by then).
     """
 
     __slots__ = ("owner", "version", "_sql_of")
