@@ -25,7 +25,8 @@ from agent_link_core.mailbox import Mailbox, Visibility, parse_iso_ms
 from agent_link_core.model import EXTERNAL, Caller, Session, address_scheme, is_ulid
 from agent_link_core.plugins import Hooks, PluginReport, build_plugin_manager, trace_hook_calls
 from agent_link_core.settings_file import with_settings
-from agent_link_core.store import Store, ensure_private_dir
+from agent_link_core.lazy_plugins import MigrationUnavailable
+from agent_link_core.store import Migration, Store, ensure_private_dir
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -175,9 +176,21 @@ class App:
         for m in migrations:
             if m.owner in plugins:
                 by_owner.setdefault(m.owner, []).append(m)
+        done = store.applied() if by_owner else set()
         for owner, batch in by_owner.items():
+            pending = [m for m in batch if (m.owner, m.version) not in done]
+            if not pending:  # all in: a plugin that declares its migrations is not imported
+                continue
             try:
-                store.migrate(batch)
+                # a declared migration's SQL is read (its plugin imported) now, not under the write lock
+                pending = [m if isinstance(m, Migration) else Migration(m.owner, m.version, m.sql) for m in pending]
+            except MigrationUnavailable as exc:
+                if owner not in self.hooks.boundary.disabled:
+                    self.hooks.boundary.fault(owner, "agent_link_schema", str(exc), disable=True,
+                                              fix="List exactly its migrations in its package's AGENT_LINK_SCHEMA.")
+                continue
+            try:
+                store.migrate(pending)
             except sqlite3.OperationalError as exc:  # the plugin's SQL; a damaged file is not its fault
                 self.hooks.boundary.fault(owner, "agent_link_schema", f"migration failed: {type(exc).__name__}: {exc}"[:300],
                                           fix="Fix the migration's SQL.", disable=True)

@@ -78,7 +78,9 @@ def agent_link_register_settings(register: Callable[[Setting], None]) -> None:
         (canonical name, kind, default, legacy aliases). Declared settings are parsed by
         the core's rules and reported by health (deprecated aliases, conflicts, warnings).
 
-    Called once when the :class:`~agent_link_core.app.App` is built.
+    Called once when the :class:`~agent_link_core.app.App` is built. A plugin whose package
+    declares the same settings as data (``AGENT_LINK_SETTINGS``, docs/plugins.md "Settings
+    and migrations as data") is not imported for it by a command.
     """
 
 
@@ -135,7 +137,9 @@ def agent_link_schema() -> list[Migration] | None:
         ``schema_migrations``. Owners are plugin names; ``core`` is the core's own.
 
     Called when a database is opened by the server or CLI (the hook fast path opens it
-    only if it already exists and applies the core migrations only).
+    only if it already exists and applies the core migrations only). A plugin whose package
+    declares its owners and versions (``AGENT_LINK_SCHEMA``) is imported by a command only
+    when the database lacks one of them.
     """
 
 

@@ -27,6 +27,12 @@ IMPL_ATTR = PROJECT + "_impl"
 SPEC_ATTR = PROJECT + "_spec"
 #: the attribute of a plugin package naming the hooks each of its entry modules implements
 DECLARED_ATTR = "AGENT_LINK_HOOKS"
+#: the attribute of a plugin package giving the settings each entry module registers, as
+#: ``{entry module: ({"name": ..., "kind": ..., other Setting keywords}, ...)}``
+SETTINGS_ATTR = "AGENT_LINK_SETTINGS"
+#: the attribute of a plugin package giving the migrations each entry module returns, as
+#: ``{entry module: {owner: (version, ...)}}``
+SCHEMA_ATTR = "AGENT_LINK_SCHEMA"
 
 
 def hookimpl(function: F | None = None, *, hookwrapper: bool = False, optionalhook: bool = False,
@@ -108,3 +114,12 @@ def declared_hooks(package: types.ModuleType, module: str) -> frozenset[str] | N
     if not isinstance(hooks, (tuple, list, frozenset, set)) or not all(isinstance(h, str) for h in hooks):
         return None
     return frozenset(hooks)
+
+
+def declared_records(package: types.ModuleType, attr: str, module: str) -> Any:
+    """What ``package``'s table ``attr`` (:data:`SETTINGS_ATTR` or :data:`SCHEMA_ATTR`) gives
+    entry module ``module``, or None when it gives nothing (the module is then imported to
+    call its hook). The shape is checked where it is used: a malformed entry is the plugin's
+    fault, reported by the hook call that reads it."""
+    table: Mapping[str, Any] | None = getattr(package, attr, None)
+    return table.get(module) if isinstance(table, dict) else None

@@ -1,7 +1,10 @@
 """The plugins of a command by their declared hook tables (docs/plugins.md, "Which hooks the
 entry module implements"): :class:`Declared` imports a plugin the first time a call needs a
 hook it declares, checks its implementations as pluggy's registration does, and gives them in
-pluggy's order, each wrapped by the one guard (:mod:`agent_link_core.boundary`).
+pluggy's order, each wrapped by the one guard (:mod:`agent_link_core.boundary`). A plugin that
+declares its settings (``AGENT_LINK_SETTINGS``) or its migrations (``AGENT_LINK_SCHEMA``) is not
+imported for those hooks: the declaration answers them (:func:`declared_impl`), and a declared
+migration's SQL is imported only when a database lacks it (:class:`DeclaredMigration`).
 :class:`agent_link_core.plugins.Hooks` calls them without building pluggy's manager.
 """
 
@@ -20,6 +23,8 @@ if TYPE_CHECKING:
 
 
 _SPECS: dict[str, tuple[frozenset[str], bool]] = {}
+#: the hooks a package may answer with data (``AGENT_LINK_SETTINGS``, ``AGENT_LINK_SCHEMA``)
+SETTINGS_HOOK, SCHEMA_HOOK = "agent_link_register_settings", "agent_link_schema"
 
 
 def _specs() -> dict[str, tuple[frozenset[str], bool]]:
@@ -58,7 +63,7 @@ class Entry:
     :param package: its top-level package's name (which plugin a module belongs to).
     """
 
-    __slots__ = ("name", "load", "package", "hooks", "module", "impls", "dist")
+    __slots__ = ("name", "load", "package", "hooks", "module", "impls", "dist", "records")
 
     def __init__(self, name: str, load: Callable[[], Any] | None, package: str, dist: Any = None) -> None:
         self.name, self.load, self.package, self.dist = name, load, package, dist
@@ -67,6 +72,8 @@ class Entry:
         self.module: Any = None
         #: ``{hook: (function, options)}`` once imported; None when pluggy must call it
         self.impls: dict[str, tuple[Callable[..., Any], dict[str, Any]]] | None = None
+        #: ``{hook: declared records}`` answering those hooks while it is not imported
+        self.records: dict[str, Any] = {}
 
 
 class Declared:
@@ -97,9 +104,11 @@ class Declared:
         declares none); False when it is left out."""
         module, colon, _ = ep.value.partition(":")
         module = module.strip()
-        hooks = None if colon or not declared else self.boundary.call(ep.name, "load", package_hooks, module, default=None,
-                                                                      disable=True, prefix="import failed: ")
-        return ep.name not in self.boundary.disabled and self.add(Entry(ep.name, ep.load, module.partition(".")[0], ep.dist), hooks)
+        hooks, records = (None, {}) if colon or not declared else self.boundary.call(
+            ep.name, "load", package_declarations, module, default=(None, {}), disable=True, prefix="import failed: ")
+        entry = Entry(ep.name, ep.load, module.partition(".")[0], ep.dist)
+        entry.records = records if hooks is not None else {}
+        return ep.name not in self.boundary.disabled and self.add(entry, hooks)
 
     def add_module(self, modname: str) -> None:
         """Take the core's own plugin module ``modname`` (imported now)."""
@@ -167,6 +176,15 @@ class Declared:
         for entry in list(self.entries):
             if entry.hooks is not None and hook not in entry.hooks:
                 continue
+            if entry.module is None and hook in entry.records:
+                if entry.name not in self.boundary.disabled:
+                    function = declared_impl(self, entry, hook)
+                    impl = Impl(entry.name, function, lazy_hooks.argnames(function) or (), {})
+                    # the boundary's own check of migrations reads their SQL: a declared one is checked without it
+                    impl.function = _guarded(self.boundary, impl, entry.name, hook) if hook == SETTINGS_HOOK else functools.partial(
+                        self.boundary.call, entry.name, hook, function, check=_check_declared, disable=True)
+                    _place(methods, impl)
+                continue
             if entry.module is None and not self.load(entry):
                 continue
             if entry.impls is None:
@@ -180,17 +198,26 @@ class Declared:
                 return None
             impl = Impl(entry.name, function, lazy_hooks.argnames(function) or (), opts)
             impl.function = _guarded(self.boundary, impl, entry.name, hook)
-            if opts.get("trylast"):  # pluggy's HookCaller._add_hookimpl
-                methods.insert(0, impl)
-            elif opts.get("tryfirst"):
-                methods.append(impl)
-            else:
-                i = len(methods) - 1
-                while i >= 0 and methods[i].opts.get("tryfirst"):
-                    i -= 1
-                methods.insert(i + 1, impl)
+            _place(methods, impl)
         self._cache[hook] = methods
         return methods
+
+    def migrations_of(self, entry: Entry) -> dict[tuple[str, int], Any] | None:
+        """``{(owner, version): Migration}`` that ``entry``'s ``agent_link_schema`` really returns
+        (the plugin imported now, the call guarded); None when it cannot be had (reported).
+        A declaration that differs from them is reported, as a differing hook table is."""
+        if not self.load(entry) or entry.impls is None or SCHEMA_HOOK not in entry.impls:
+            if entry.name not in self.boundary.disabled:
+                self.boundary.fault(entry.name, SCHEMA_HOOK, "declares migrations its entry module does not return",
+                                    fix=f"Make {entry.package}.{lazy_hooks.SCHEMA_ATTR} match the code.", disable=True)
+            return None
+        found = self.boundary.call(entry.name, SCHEMA_HOOK, entry.impls[SCHEMA_HOOK][0], default=None)
+        real = {(m.owner, m.version): m for m in found or ()}
+        declared = {(owner, v) for owner, versions in entry.records.get(SCHEMA_HOOK, {}).items() for v in versions}
+        if declared != set(real):
+            self.boundary.fault(entry.name, SCHEMA_HOOK, f"declares migrations {sorted(declared)} but returns {sorted(real)}",
+                                fix=f"List exactly its migrations in {entry.package}.{lazy_hooks.SCHEMA_ATTR}.")
+        return real
 
     def order(self) -> list[str]:
         """The plugins' names in registration order."""
@@ -200,7 +227,95 @@ class Declared:
         """The plugin whose top-level package is ``package``, or None."""
         return next((e.name for e in self.entries if e.package == package), None)
 
-def package_hooks(module: str) -> frozenset[str] | None:
-    """The hooks entry module ``module``'s top-level package declares for it (the package
-    imported now), or None."""
-    return lazy_hooks.declared_hooks(importlib.import_module(module.partition(".")[0]), module)
+def _place(methods: list[Impl], impl: Impl) -> None:
+    """Insert ``impl`` where pluggy's ``HookCaller._add_hookimpl`` would."""
+    if impl.opts.get("trylast"):
+        methods.insert(0, impl)
+    elif impl.opts.get("tryfirst"):
+        methods.append(impl)
+    else:
+        i = len(methods) - 1
+        while i >= 0 and methods[i].opts.get("tryfirst"):
+            i -= 1
+        methods.insert(i + 1, impl)
+
+
+def package_declarations(module: str) -> tuple[frozenset[str] | None, dict[str, Any]]:
+    """What entry module ``module``'s top-level package (imported now) declares for it: its
+    hooks (None: nothing declared) and ``{hook: records}`` for the settings and migrations it
+    declares as data."""
+    package = importlib.import_module(module.partition(".")[0])
+    records = {hook: value for hook, attr in ((SETTINGS_HOOK, lazy_hooks.SETTINGS_ATTR), (SCHEMA_HOOK, lazy_hooks.SCHEMA_ATTR))
+               if (value := lazy_hooks.declared_records(package, attr, module)) is not None}
+    return lazy_hooks.declared_hooks(package, module), records
+
+
+def declared_impl(plugins: Declared, entry: Entry, hook: str) -> Callable[..., Any]:
+    """The implementation of ``hook`` (settings or schema) that ``entry``'s declaration gives
+    without importing it: each declared setting made a :class:`~agent_link_core.config.Setting`
+    (a key it does not take raises ``TypeError``, the plugin's fault), or each declared
+    migration a :class:`DeclaredMigration`."""
+    records = entry.records[hook]
+    if hook == SETTINGS_HOOK:
+        def register_settings(register: Callable[[Any], None]) -> None:
+            from agent_link_core.config import Setting
+
+            for record in records:
+                fields = dict(record)
+                register(Setting(fields.pop("name"), fields.pop("kind"), **fields))
+        return register_settings
+
+    def schema() -> list[DeclaredMigration]:
+        real: list[dict[tuple[str, int], Any] | None] = []
+
+        def sql(key: tuple[str, int]) -> str | None:
+            if not real:
+                real.append(plugins.migrations_of(entry))
+            found = real[0].get(key) if real[0] is not None else None
+            return found.sql if found is not None else None
+
+        return [DeclaredMigration(owner, int(version), sql) for owner, versions in records.items() for version in versions]
+    return schema
+
+
+def _check_declared(result: list[DeclaredMigration], plugin: str) -> str | None:
+    """What the boundary checks of a plugin's migrations but their SQL (read when applied)."""
+    for m in result:
+        if m.owner != plugin:
+            return f"declares a migration owned by {m.owner!r}; a plugin's migrations must be owned by its own name {plugin!r}"
+        if m.version < 1:
+            return f"declares migration {m.owner}#{m.version!r}; versions are integers from 1"
+    return None
+
+
+class DeclaredMigration:
+    """A migration as a plugin declares it (owner and version) whose SQL is read from the
+    plugin's code, imported the first time :attr:`sql` is asked (only for a database that
+    lacks the migration: :meth:`agent_link_core.store.Store.migrate` skips the applied ones).
+
+    :param sql_of: ``((owner, version)) -> SQL``; it returns None when the plugin's code cannot
+        give it (the plugin reported by then).
+    """
+
+    __slots__ = ("owner", "version", "_sql_of")
+
+    def __init__(self, owner: str, version: int, sql_of: Callable[[tuple[str, int]], str | None]) -> None:
+        self.owner, self.version, self._sql_of = owner, version, sql_of
+
+    @property
+    def sql(self) -> str:
+        """The migration's SQL (the plugin imported now).
+
+        :raises MigrationUnavailable: the plugin's code cannot give it (its fault reported).
+        """
+        found = self._sql_of((self.owner, self.version))
+        if found is None:
+            raise MigrationUnavailable(f"{self.owner} migration {self.version} cannot be loaded")
+        return found
+
+    def __repr__(self) -> str:
+        return f"DeclaredMigration({self.owner!r}, {self.version!r})"
+
+
+class MigrationUnavailable(LookupError):
+    """A declared migration whose plugin cannot give its SQL (the plugin is reported)."""

@@ -678,14 +678,19 @@ class Store:
         wake.notify(self.path)  # waiters in other processes re-read now, not at their next poll
         self._bound_wal()
 
+    def applied(self) -> set[tuple[str, int]]:
+        """``(owner, version)`` of every migration this database has (a cheap read: whether a
+        plugin's declared migrations are all in is known without importing it)."""
+        self.conn.execute(SCHEMA_MIGRATIONS_SQL)
+        return {(r[0], r[1]) for r in self.conn.execute("SELECT owner, version FROM schema_migrations")}
+
     def migrate(self, migrations: Iterable[Migration]) -> None:
         """Apply pending migrations, each in its own transaction, exactly once.
 
         :raises sqlite3.Error: when a migration's SQL fails (nothing of it is kept).
         """
         wanted = sorted(migrations, key=lambda m: (m.owner != "core", m.owner, m.version))
-        self.conn.execute(SCHEMA_MIGRATIONS_SQL)
-        done = {(r[0], r[1]) for r in self.conn.execute("SELECT owner, version FROM schema_migrations")}
+        done = self.applied()
         for migration in wanted:
             if (migration.owner, migration.version) in done:
                 continue

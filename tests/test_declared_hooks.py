@@ -6,6 +6,9 @@
 * A call imports only the plugins declaring its hook, calls them in pluggy's order through
   the one guard (a fault, SystemExit included, harms only its plugin), and imports no pluggy.
 * A declaration that differs from the code is reported when the module is imported.
+* Every installed plugin's ``AGENT_LINK_SETTINGS`` / ``AGENT_LINK_SCHEMA`` give exactly the
+  settings and migrations its entry module registers; they answer those hooks without
+  importing it, and a migration's SQL is imported only for a database that lacks it.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import importlib.metadata
 import itertools
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -45,14 +49,57 @@ def test_every_installed_plugin_declares_exactly_the_hooks_it_implements() -> No
     assert {"codex", "claude", "receipts", "roles", "settings"} <= set(checked)
 
 
-def make_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, modules: dict[str, tuple[str, str | None]]) -> dict[str, str]:
+SETTING_FIELDS = ("name", "kind", "default", "aliases", "minimum", "maximum", "choices", "warning", "doc")
+
+
+def setting_fields(setting: Any) -> tuple[Any, ...]:
+    return tuple(getattr(setting, f) for f in SETTING_FIELDS)
+
+
+@pytest.mark.installed_plugins
+def test_every_installed_plugin_declares_exactly_the_settings_and_migrations_it_registers() -> None:
+    """What each entry module's hooks really register (called as pluggy would) is the truth
+    its package's AGENT_LINK_SETTINGS and AGENT_LINK_SCHEMA must match, field by field; a
+    plugin implementing either hook must declare it (else every command imports it)."""
+    from agent_link_core.config import Setting
+
+    checked = []
+    for ep in importlib.metadata.entry_points(group=plugins.ENTRY_POINT_GROUP):
+        module = ep.value.partition(":")[0].strip()
+        package = importlib.import_module(module.partition(".")[0])
+        found = lazy_hooks.module_hooks(importlib.import_module(module))
+        settings = lazy_hooks.declared_records(package, lazy_hooks.SETTINGS_ATTR, module)
+        schema = lazy_hooks.declared_records(package, lazy_hooks.SCHEMA_ATTR, module)
+        if "agent_link_register_settings" in found:
+            real: list[Any] = []
+            found["agent_link_register_settings"][0](real.append)
+            assert settings is not None, f"{package.__name__} declares no AGENT_LINK_SETTINGS for {module}"
+            declared = [setting_fields(Setting(**d)) for d in settings]
+            assert declared == [setting_fields(s) for s in real], ep.name
+            checked.append(ep.name)
+        else:
+            assert settings is None, f"{ep.name} declares settings it does not register"
+        if "agent_link_schema" in found:
+            assert schema is not None, f"{package.__name__} declares no AGENT_LINK_SCHEMA for {module}"
+            migrations = found["agent_link_schema"][0]() or []
+            assert sorted((o, v) for o, vs in schema.items() for v in vs) == sorted((m.owner, m.version) for m in migrations), ep.name
+            checked.append(ep.name)
+        else:
+            assert schema is None, f"{ep.name} declares migrations it does not return"
+    assert {"codex", "claude", "receipts", "roles", "leases", "filehost"} <= set(checked)
+
+
+def make_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, modules: dict[str, tuple[str, str | None]],
+              extra: dict[str, str] | None = None) -> dict[str, str]:
     """Install one plugin per ``{name: (plugin.py source, declaration or None)}`` under
-    unique package names; returns ``{name: package}``."""
+    unique package names, ``extra[name]`` appended to its ``__init__.py`` (``{module}``: the
+    entry module's name); returns ``{name: package}``."""
     site = tmp_path / "site"
     packages = {}
     for name, (source, declared) in modules.items():
         package = f"agent_link_decl{next(_serial)}_{name}"
         init = f"AGENT_LINK_HOOKS = {{'{package}.plugin': {declared}}}\n" if declared is not None else ""
+        init += (extra or {}).get(name, "").replace("{module}", f"{package}.plugin")
         install_dist(site, package, {"__init__.py": init, "plugin.py": source}, entry_name=name,
                      entry_module=f"{package}.plugin")
         packages[name] = package
@@ -236,3 +283,95 @@ def test_load_all_reports_a_plugin_no_call_imported(tmp_path: Path, monkeypatch:
     hooks.load_all()
     assert hooks.report.loaded == ["good"] and "gone" in hooks.report.failed["broken"]
     assert "good" in hooks.hook_view()
+
+
+SETTINGS_AND_SCHEMA = '''
+from agent_link_core import hookimpl
+from agent_link_core.config import Setting
+from agent_link_core.store import Migration
+
+
+@hookimpl
+def agent_link_register_settings(register):
+    register(Setting("AGENT_LINK_DECL_LIMIT", "int", 5, minimum=1, doc="a limit"))
+
+
+@hookimpl
+def agent_link_schema():
+    return [Migration("{name}", 1, "CREATE TABLE decl_{name} (id INTEGER)"),
+            Migration("{name}", 2, "CREATE TABLE decl_{name}_notes (note TEXT)")]
+'''
+
+DECLARATION = '''
+AGENT_LINK_SETTINGS = {{"{{module}}": ({{"name": "AGENT_LINK_DECL_LIMIT", "kind": "int", "default": 5, "minimum": 1, "doc": "a limit"}},)}}
+AGENT_LINK_SCHEMA = {{"{{module}}": {{"{name}": {versions}}}}}
+'''
+
+
+def declared_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, versions: str = "(1, 2)") -> str:
+    return make_site(tmp_path, monkeypatch, {name: (SETTINGS_AND_SCHEMA.format(name=name), "('agent_link_register_settings', 'agent_link_schema')")},
+                     {name: DECLARATION.format(name=name, versions=versions)})[name]
+
+
+def tables(db: Path) -> set[str]:
+    """``owner#version`` of every migration ``db`` has."""
+    with sqlite3.connect(db) as conn:
+        return {r[0] for r in conn.execute("SELECT owner || '#' || version FROM schema_migrations")}
+
+
+def test_declared_settings_and_migrations_import_the_plugin_only_for_a_database_that_lacks_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_link_core.app import App
+
+    package = declared_site(tmp_path, monkeypatch, "decl")
+    env = {**env_for("decl"), "AGENT_LINK_STATE_DIR": str(tmp_path / "state"), "AGENT_LINK_DECL_LIMIT": "7"}
+    app = App.create(env, hooks=plugins.load_plugins(env, declared=True))  # fresh: the SQL is needed
+    assert f"{package}.plugin" in sys.modules and {"decl#1", "decl#2"} <= tables(Path(app.config.db_path))
+    assert app.config.get("AGENT_LINK_DECL_LIMIT") == 7 and app.hooks.problems() == []
+    app.close()
+    del sys.modules[f"{package}.plugin"]
+    hooks = plugins.load_plugins(env, declared=True)
+    app = App.create(env, hooks=hooks)  # up to date: read from the declaration alone
+    assert f"{package}.plugin" not in sys.modules
+    assert app.config.get("AGENT_LINK_DECL_LIMIT") == 7 and hooks.problems() == []
+    db = Path(app.config.db_path)
+    app.close()
+    with sqlite3.connect(db) as conn:  # an older state dir: made before the plugin's version 2
+        conn.execute("DELETE FROM schema_migrations WHERE owner = 'decl' AND version = 2")
+        conn.execute("DROP TABLE decl_decl_notes")
+    app = App.create(env, hooks=plugins.load_plugins(env, declared=True))
+    assert f"{package}.plugin" in sys.modules and "decl#2" in tables(db)
+    assert app.store.conn.execute("SELECT count(*) FROM decl_decl_notes").fetchone()[0] == 0
+    app.close()
+
+
+def test_a_declared_setting_refuses_a_bad_value_as_a_registered_one_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_link_core.app import App
+    from agent_link_core.errors import AgentLinkError
+
+    declared_site(tmp_path, monkeypatch, "declbad")
+    env = {**env_for("declbad"), "AGENT_LINK_STATE_DIR": str(tmp_path / "state"), "AGENT_LINK_DECL_LIMIT": "0"}
+    with pytest.raises(AgentLinkError) as caught:
+        App.create(env, hooks=plugins.load_plugins(env, declared=True)).close()
+    assert "AGENT_LINK_DECL_LIMIT" in caught.value.message
+
+
+def test_a_declared_migration_the_code_lacks_is_reported_and_the_plugin_left_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_link_core.app import App
+
+    declared_site(tmp_path, monkeypatch, "decldrift", versions="(1, 2, 3)")
+    env = {**env_for("decldrift"), "AGENT_LINK_STATE_DIR": str(tmp_path / "state")}
+    app = App.create(env, hooks=plugins.load_plugins(env, declared=True))
+    problems = [(p["plugin"], p["hook"], p["disabled"]) for p in app.hooks.problems()]
+    assert ("decldrift", "agent_link_schema", True) in problems
+    assert any("declares migrations" in p["error"] for p in app.hooks.problems())
+    assert "decldrift#3" not in tables(Path(app.config.db_path))
+    app.close()
+
+
+def test_a_malformed_settings_declaration_harms_only_its_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    make_site(tmp_path, monkeypatch, {"declodd": (SETTINGS_AND_SCHEMA.format(name="declodd"), "('agent_link_register_settings',)")},
+              {"declodd": 'AGENT_LINK_SETTINGS = {"{module}": ({"name": "AGENT_LINK_DECL_LIMIT", "kind": "int", "maxi": 3},)}\n'})
+    hooks = plugins.load_plugins(env_for("declodd"), declared=True)
+    assert [s.name for s in hooks.settings()] == []
+    assert [(p["plugin"], p["hook"], p["disabled"]) for p in hooks.problems()] == [("declodd", "agent_link_register_settings", True)]

@@ -115,6 +115,14 @@ STDLIB_MODULES = ("typing", "hashlib", "unicodedata", "base64", "weakref")
 #: an inbox read lists no sessions, sends nothing and checks no health
 INBOX_HEAVY_MODULES = ("agent_link_core.directory", "agent_link_core.sending", "agent_link_core.health",
                        "agent_link_core.records", "agent_link_core.harness")
+#: a plugin that declares its settings and migrations (AGENT_LINK_SETTINGS, AGENT_LINK_SCHEMA) is
+#: not imported for them: these implement no hook a send calls
+SETTINGS_ONLY_MODULES = ("agent_link_approvals.plugin", "agent_link_approvals.settings", "agent_link_forks.plugin",
+                         "agent_link_forks.schema", "agent_link_legacy.plugin", "agent_link_legacy.schema",
+                         "agent_link_search.plugin", "agent_link_search.schema")
+#: nor these, whose hooks a send calls (before_send, record_event) and an inbox read does not
+INBOX_PLUGIN_MODULES = ("agent_link_leases.plugin", "agent_link_leases.schema", "agent_link_receipts.plugin",
+                        "agent_link_roles.plugin", "agent_link_web.plugin")
 
 
 def other_commands(command: str) -> tuple[str, ...]:
@@ -149,7 +157,7 @@ def test_send_and_inbox_import_no_heavy_module(tmp_path: Path, args: tuple[str, 
     new search path scans the entry points (importlib.metadata), the console script's
     later runs read them from the cache (agent_link_core.discovery)."""
     watched = (HEAVY_MODULES + LOOP_MODULES + UNUSED_MODULES + CLI_MODULES + STDLIB_MODULES + other_commands(args[0])
-               + (INBOX_HEAVY_MODULES if args[0] == "inbox" else ()))
+               + SETTINGS_ONLY_MODULES + (INBOX_HEAVY_MODULES + INBOX_PLUGIN_MODULES if args[0] == "inbox" else ()))
     env = {k: v for k, v in os.environ.items() if k != "AGENT_LINK_LOAD_PLUGINS"}
     env["AGENT_LINK_ADDRESS"] = "test:alice"
     probe = tmp_path / "probe.py"

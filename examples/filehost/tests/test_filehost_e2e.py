@@ -42,6 +42,23 @@ def test_filehost_declares_exactly_the_hooks_it_implements() -> None:
     assert set(agent_link_filehost.AGENT_LINK_HOOKS["agent_link_filehost.plugin"]) == real
 
 
+def test_filehost_declares_exactly_the_settings_and_migrations_it_registers() -> None:
+    """The package's AGENT_LINK_SETTINGS and AGENT_LINK_SCHEMA (read by the CLI instead of
+    importing the plugin) are what its hooks register (docs/plugins.md, "Settings and
+    migrations as data")."""
+    import agent_link_filehost
+    from agent_link_filehost import plugin
+    from agent_link_core.config import Setting
+
+    fields = ("name", "kind", "default", "aliases", "minimum", "maximum", "choices", "warning", "doc")
+    registered: list[Setting] = []
+    plugin.agent_link_register_settings(registered.append)
+    declared = [Setting(**d) for d in agent_link_filehost.AGENT_LINK_SETTINGS["agent_link_filehost.plugin"]]
+    assert [[getattr(s, f) for f in fields] for s in declared] == [[getattr(s, f) for f in fields] for s in registered]
+    schema = agent_link_filehost.AGENT_LINK_SCHEMA["agent_link_filehost.plugin"]
+    assert sorted((o, v) for o, vs in schema.items() for v in vs) == sorted((m.owner, m.version) for m in plugin.agent_link_schema())
+
+
 @pytest.mark.anyio
 async def test_filehost_sessions_send_deliver_and_reply(isolated_env: Path) -> None:
     assert cli("filehost", "add", "alice", "--title", "Alice's session").returncode == 0

@@ -23,3 +23,16 @@ AGENT_LINK_HOOKS = {"agent_link_leases.plugin": (
     "agent_link_release_claims",
     "agent_link_schema",
 )}
+
+#: the settings each entry module registers, read without importing it (docs/plugins.md,
+#: "Declare now, import when used"); tests/test_declared_hooks.py checks them against the code
+AGENT_LINK_SETTINGS = {"agent_link_leases.plugin": (
+    {"name": "AGENT_LINK_LEASE_TTL_MS", "kind": "int", "default": 3600000, "minimum": 1000, "maximum": 604800000,
+     "doc": "a lease's time to live (ms) when the claim gives none"},
+    {"name": "AGENT_LINK_LEASE_ADMIN", "kind": "flag", "default": False,
+     "doc": "lets `agent-link release --holder` and the web page's Release buttons end another holder's (stale) leases"},
+)}
+
+#: the migrations (owner: versions) each entry module returns; their SQL is imported only
+#: when a database lacks one of them
+AGENT_LINK_SCHEMA = {"agent_link_leases.plugin": {"leases": (1, 2, 3)}}

@@ -11,3 +11,7 @@ AGENT_LINK_HOOKS = {"agent_link_legacy.plugin": (
     "agent_link_register_legacy_importers",
     "agent_link_schema",
 )}
+
+#: the migrations (owner: versions) each entry module returns; their SQL is imported only
+#: when a database lacks one of them
+AGENT_LINK_SCHEMA = {"agent_link_legacy.plugin": {"legacy": (1,)}}

@@ -27,3 +27,16 @@ AGENT_LINK_HOOKS = {"agent_link_receipts.plugin": (
     "agent_link_register_tools",
     "agent_link_schema",
 )}
+
+#: the settings each entry module registers, read without importing it (docs/plugins.md,
+#: "Declare now, import when used"); tests/test_declared_hooks.py checks them against the code
+AGENT_LINK_SETTINGS = {"agent_link_receipts.plugin": (
+    {"name": "AGENT_LINK_RECEIPT_LOG", "kind": "path", "aliases": ("CODEX_AGENT_LINK_RECEIPT_LOG", "CLAUDE_AGENT_LINK_RECEIPT_LOG"),
+     "doc": "also append every receipt to this JSONL file (the database stays the record)"},
+    {"name": "AGENT_LINK_INFER_RECEIPT_ORIGIN", "kind": "flag", "default": True,
+     "doc": "fill a receipt's origin from the environment when the call gives none"},
+)}
+
+#: the migrations (owner: versions) each entry module returns; their SQL is imported only
+#: when a database lacks one of them
+AGENT_LINK_SCHEMA = {"agent_link_receipts.plugin": {"receipts": (1, 2)}}

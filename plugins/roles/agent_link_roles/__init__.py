@@ -29,3 +29,16 @@ AGENT_LINK_HOOKS = {"agent_link_roles.plugin": (
     "agent_link_schema",
     "agent_link_session_roles",
 )}
+
+#: the settings each entry module registers, read without importing it (docs/plugins.md,
+#: "Declare now, import when used"); tests/test_declared_hooks.py checks them against the code
+AGENT_LINK_SETTINGS = {"agent_link_roles.plugin": (
+    {"name": "AGENT_LINK_ROLE_ADMIN", "kind": "flag", "default": False,
+     "doc": "allow set_agent_role, clear_agent_role and set_agent_override_policy (read once at server start)"},
+    {"name": "AGENT_LINK_ROLE_ENFORCEMENT", "kind": "choice", "choices": ("off", "warn", "enforce"),
+     "doc": "direct coordination between role holders: off, warn or enforce (overrides roles.json)"},
+)}
+
+#: the migrations (owner: versions) each entry module returns; their SQL is imported only
+#: when a database lacks one of them
+AGENT_LINK_SCHEMA = {"agent_link_roles.plugin": {"roles": (1,)}}

@@ -9,3 +9,7 @@ AGENT_LINK_HOOKS = {"agent_link_search.plugin": (
     "agent_link_schema",
     "agent_link_sessions_listed",
 )}
+
+#: the migrations (owner: versions) each entry module returns; their SQL is imported only
+#: when a database lacks one of them
+AGENT_LINK_SCHEMA = {"agent_link_search.plugin": {"search": (1,)}}

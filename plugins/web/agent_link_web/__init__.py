@@ -16,3 +16,12 @@ AGENT_LINK_HOOKS = {"agent_link_web.plugin": (
     "agent_link_register_settings",
     "agent_link_render_envelope",
 )}
+
+#: the settings each entry module registers, read without importing it (docs/plugins.md,
+#: "Declare now, import when used"); tests/test_declared_hooks.py checks them against the code
+AGENT_LINK_SETTINGS = {"agent_link_web.plugin": (
+    {"name": "AGENT_LINK_WEB_USER", "kind": "str",
+     "doc": "the person's name on the web page (user:<name>); default: the login name"},
+    {"name": "AGENT_LINK_WEB_ACT_FOR", "kind": "str",
+     "doc": "agents (addresses or patterns such as team:*, comma separated) whose mail the person may decline or mark done on the page; default none"},
+)}
