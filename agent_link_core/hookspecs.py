@@ -290,7 +290,8 @@ def agent_link_health(app: App) -> tuple[str, dict[str, Any]] | None:
     :returns: ``(section name, JSON-serialisable dict)``, or ``None``. A ``problem`` key (a
         line, or ``{message, hint}``) or an ``error`` key holding an error object
         (``{code, message, hint}``) is something the person must fix: health lists it under
-        ``problems`` and ``agent-link health`` exits 1.
+        ``problems`` and ``agent-link health`` exits 1. A ``summary`` string is one line
+        the text form of ``agent-link health`` prints as ``<section name>: <summary>``.
 
     Called on every health request; must be cheap and must not raise (an exception is
     reported in the section instead).

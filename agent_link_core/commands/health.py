@@ -32,6 +32,9 @@ def _print_health(h: dict[str, Any]) -> None:
         click.echo(f"  to fix:     {db['problem'].get('hint', '')}")
     elif db["integrity"] != "ok":
         click.echo(f"  integrity:  {db['integrity']}")
+    for name, section in (h.get("sections") or {}).items():  # a section's own line (docs/plugins.md)
+        if isinstance(section, dict) and isinstance(section.get("summary"), str) and section["summary"]:
+            click.echo(f"  {name}: {section['summary']}")
     for problem in h.get("problems") or []:  # what a plugin's section says needs the person
         click.echo(f"  problem in {problem['section']}: {problem['message']}")
         if problem.get("hint"):
