@@ -209,3 +209,31 @@ def test_the_status_file_names_its_heartbeat_and_a_stop(tmp_path: Path) -> None:
         assert asyncio.run(relay.local_listing())["heartbeatMs"] == 30_000
     finally:
         asyncio.run(app.aclose())
+
+
+def test_an_engine_older_than_2_10_is_one_line_with_its_version(tmp_path: Path) -> None:
+    from agent_link_machines.relay import MachinesError, Relay
+
+    async def check() -> None:
+        # a stand-in server that announces NATS 2.9.0 and answers PING: all a connection needs
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            info = {"server_id": "OLD", "version": "2.9.0", "proto": 1, "headers": True, "max_payload": 1048576}
+            writer.write(b"INFO " + json.dumps(info).encode() + b"\r\n")
+            while line := await reader.readline():
+                if line.startswith(b"PING"):
+                    writer.write(b"PONG\r\n")
+                    await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        app = make_app(tmp_path, AGENT_LINK_ENGINE_URL=f"nats://127.0.0.1:{port}")
+        try:
+            with pytest.raises(MachinesError) as caught:
+                await Relay(app).probe()
+            assert str(caught.value) == "the engine is NATS 2.9.0; agent-link needs 2.10 or later."
+        finally:
+            server.close()
+            await app.aclose()
+
+    asyncio.run(check())
