@@ -51,7 +51,7 @@ class MachinesHarness(Harness):
             check_url(config.get(URL_SETTING))
             own = machine_name(config)
         except ValueError as exc:  # health names the setting; the listing says it cannot be trusted
-            return SessionListing(provider={"available": False, "reason": "bad_setting", "error": str(exc)}, complete=False)
+            return SessionListing(provider={"available": False, "reason": "bad_setting", "detail": str(exc)}, complete=False)
         # the relay stopped or cannot reach the engine: every listing it copied is stale
         relay_problem = None
         if not relay_alive(status, config):
@@ -59,6 +59,8 @@ class MachinesHarness(Harness):
         elif not (status or {}).get("reachable"):
             relay_problem = "engine_unreachable"
         problems = [relay_problem] if relay_problem else []
+        details = {"relay_not_running": ["this machine's relay is not running (agent-link machines status)"],
+                   "engine_unreachable": [f"the engine is unreachable ({(status or {}).get('error') or 'no answer'})"]}.get(relay_problem or "", [])
         machines: dict[str, Any] = {}
         sessions: list[Session] = []
         for name, entry in sorted(((directory or {}).get("machines") or {}).items()):
@@ -68,15 +70,17 @@ class MachinesHarness(Harness):
             own_stale, age = listing_stale(entry, config)
             stale = relay_problem is not None or own_stale
             machines[name] = {"ageMs": age, "stale": stale, "sessions": len(entry.get("sessions") or ())}
-            if own_stale and "machines_stale" not in problems:
-                problems.append("machines_stale")
+            if own_stale:
+                details.append(f"{name}'s listing is {'of unknown age' if age is None else f'{age // 1000} s old'}")
+                if "machines_stale" not in problems:
+                    problems.append("machines_stale")
             for view in entry.get("sessions") or ():
                 found = _session(view, name, stale, age) if isinstance(view, dict) else None
                 if found is not None and (include_archived or not found.archived):
                     sessions.append(found)
         sessions.sort(key=lambda s: -(s.last_activity_ms or 0))
         provider = {"available": not problems or problems == ["machines_stale"], "reason": ",".join(problems) or None,
-                    "source": "engine directory", "machines": machines}
+                    "source": "engine directory", "machines": machines, **({"detail": "; ".join(details)} if details else {})}
         return SessionListing(sessions[:limit], provider, complete=not problems and len(sessions) <= limit)
 
     def health(self) -> dict[str, Any]:

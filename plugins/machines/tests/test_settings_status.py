@@ -117,6 +117,7 @@ def test_one_stale_machine_marks_only_its_own_sessions_stale(tmp_path: Path) -> 
         assert stale == {"team:old": True, "team:bob": False, "team:gus": False}
         assert {n: m["stale"] for n, m in found.provider["machines"].items()} == {"alpha": True, "beta": False, "gamma": False}
         assert found.provider["reason"] == "machines_stale" and found.complete is False
+        assert re.fullmatch(r"alpha's listing is 6\d s old", found.provider["detail"]), found.provider
         # the relay stopped: then every listing it copied is stale
         write_status(app, stopped=True)
         found = listing(app)
@@ -180,6 +181,9 @@ def test_health_text_shows_the_link_in_one_line(tmp_path: Path) -> None:
     assert status.returncode == 0 and "last contact " in status.stdout, status.stdout
     assert re.search(r"^  devbox: 1 sessions, listed \d+ s ago$", status.stdout, re.M), status.stdout
     assert re.search(r"^  laptop: 1 sessions, listed \d+ s ago  \(stale\)$", status.stdout, re.M), status.stdout
+    # a listing with a stale machine names it on stderr, not only the reason's code
+    listed = cli(env, "sessions")
+    assert re.search(r"not fully listed \(machines_stale: laptop's listing is \d+ s old\)", listed.stderr), listed.stderr
 
 
 def test_a_creds_file_without_nkeys_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
