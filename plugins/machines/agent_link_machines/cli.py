@@ -98,11 +98,14 @@ def status(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def release_(ctx: click.Context, name: str) -> None:
     """Free machine name NAME (claimed by a machine that is gone) so another may take it."""
+    from agent_link_machines.common import MACHINE_RE
     from agent_link_machines.relay import MachinesError, release
 
+    if not MACHINE_RE.match(name):
+        _die(f"{name!r} is not a machine name (1-64 of A-Z a-z 0-9 _ -).")
     try:
         removed = asyncio.run(release(get_app(ctx), name))
-    except (MachinesError, ConnectionError) as exc:
+    except (MachinesError, ConnectionError, ValueError) as exc:  # ValueError: this machine's own AGENT_LINK_MACHINE
         _die(str(exc))
     click.echo(f"released {name}" if removed else f"no machine claims {name}")
 
