@@ -417,6 +417,20 @@ def test_mcp_servers_keep_one_relay_running_and_stop_it(machines: Callable[..., 
     assert lock_holder(a) is None  # no relay left behind
 
 
+def test_a_relay_an_mcp_server_started_says_in_health_why_it_stopped(machines: Callable[..., Machine], engine: Engine) -> None:
+    a = machines("alpha")
+    a.env["AGENT_LINK_ENGINE_URL"] = engine.url.replace("s3cret", "bad-pass-7q")
+    server = mcp_server(a)
+    try:
+        health = until(lambda: (h := link_status(a)).get("problem", "").startswith("the relay stopped:") and h, 60,
+                       "health to say why the started relay stopped")
+        assert "refused the credentials for user agents" in health["problem"] and "relay.log" in health["problem"], health
+        assert health["relayRunning"] is False and "bad-pass-7q" not in json.dumps(health)
+    finally:
+        server.stdin.close()  # type: ignore[union-attr]
+        server.wait(30)
+
+
 def test_autostart_off_starts_no_relay_and_if_none_exits_quietly(machines: Callable[..., Machine]) -> None:
     import asyncio
 
