@@ -45,7 +45,7 @@ from agent_link_core.wake import Wakeup
 
 from agent_link_machines.common import (
     BUCKET, CREDS_SETTING, NAME, STREAM, SUBJECT_PREFIX, URL_SETTING, heartbeat_ms, legacy_durable, legacy_subject, local_roles, mail_durable,
-    mail_subject, machine_name, outbox_signal, plugin_dir, redact, settings_key, upgraded_durable, url_user, write_json,
+    mail_subject, machine_name, outbox_signal, plugin_dir, read_status, redact, settings_key, upgraded_durable, url_user, write_json,
 )
 from agent_link_machines.common import check_url as common_check_url
 from agent_link_machines.records import store_record
@@ -122,8 +122,6 @@ def record_stop(config: Any, error: str) -> None:
     """Write ``status.json`` for a relay that stops before it ran (:class:`Relay` refused its
     settings): stopped, with ``error``, so health says why and not only "not running"; the
     last contact of the relay before it is kept. Best effort (health then says less)."""
-    from agent_link_machines.common import read_status
-
     before = read_status(config) or {}
     with contextlib.suppress(OSError):
         write_json(plugin_dir(config) / "status.json", {
@@ -284,7 +282,7 @@ class Relay:
             except Exception as exc:
                 detail = getattr(exc, "description", None) or (str(exc) if type(exc).__name__ not in str(exc) else None)
                 raise MachinesError(f"the engine at {redact(','.join(self.servers))} has no JetStream"
-                                    f"{f' ({detail})' if detail and detail != 'None' else ''}; "
+                                    f"{f' ({detail})' if detail else ''}; "
                                     "start nats-server with -js (or a jetstream block).") from None
         finally:
             await nc.close()
