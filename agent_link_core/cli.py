@@ -93,7 +93,7 @@ def provider_lines(providers: dict[str, Any]) -> None:
     """One stderr line per unreachable source, so a partial listing never looks complete."""
     for name, p in providers.items():
         if not p.get("complete", True):
-            click.echo(f"agent-link: {name}: not fully listed ({p.get('reason') or 'incomplete'})", err=True)
+            click.echo(f"agent-link: {name}: not fully listed ({p.get('reason') or 'incomplete'}{': ' + str(p['detail']) if p.get('detail') else ''})", err=True)
         for ep in p.get("endpoints", []) or []:
             if not ep.get("reachable", True):
                 click.echo(f"agent-link: {name} endpoint {ep.get('id')} ({ep.get('source')}) is unreachable", err=True)

@@ -81,7 +81,7 @@ class SessionListing(Struct):
 
     :param sessions: the sessions, any order (the directory sorts and filters).
     :param provider: ``{"available": bool, "reason": str|None, "source": str|None, ...}``;
-        an unreachable source is reported here, never hidden as an empty list.
+        an unreachable source is reported here (``detail``: optional, a line for people), never hidden as an empty list.
     :param complete: False when the scan stopped early (paging ceiling, an endpoint down);
         resolving by a bare id refuses to guess from an incomplete scan.
     """

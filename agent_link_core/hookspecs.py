@@ -291,10 +291,9 @@ def agent_link_health(app: App) -> tuple[str, dict[str, Any]] | None:
     :param app: the :class:`~agent_link_core.app.App` of this process (settings, database,
         mailbox); optional in implementations (pluggy passes only the arguments they take).
 
-    :returns: ``(section name, JSON-serialisable dict)``, or ``None``. A ``problem`` key (a
-        line, or ``{message, hint}``) or an ``error`` key holding an error object
-        (``{code, message, hint}``) is something the person must fix: health lists it under
-        ``problems`` and ``agent-link health`` exits 1.
+    :returns: ``(section name, JSON-serialisable dict)``, or ``None``. A ``problem`` key (a line, or ``{message, hint}``)
+        or an ``error`` key holding an error object (``{code, message, hint}``) is something the person must fix: health
+        lists it under ``problems`` and ``agent-link health`` exits 1; its text form prints a ``summary`` string's line.
 
     Called on every health request; must be cheap and must not raise (an exception is
     reported in the section instead).

@@ -32,10 +32,10 @@ def _print_health(h: dict[str, Any]) -> None:
         click.echo(f"  to fix:     {db['problem'].get('hint', '')}")
     elif db["integrity"] != "ok":
         click.echo(f"  integrity:  {db['integrity']}")
+    for name, line in [(n, s["summary"]) for n, s in (h.get("sections") or {}).items() if isinstance(s, dict) and s.get("summary")]:
+        click.echo(f"  {name}: {line}")  # a section's own line (docs/plugins.md)
     for problem in h.get("problems") or []:  # what a plugin's section says needs the person
-        click.echo(f"  problem in {problem['section']}: {problem['message']}")
-        if problem.get("hint"):
-            click.echo(f"    to fix: {problem['hint']}")
+        click.echo(f"  problem in {problem['section']}: {problem['message']}" + (f"\n    to fix: {problem['hint']}" if problem.get("hint") else ""))
     click.echo(f"  plugins:    {', '.join(h['plugins']['loaded']) or 'none'}")
     for name, reason in h["plugins"]["failed"].items():
         click.echo(f"  BROKEN plugin {name}: {reason} (AGENT_LINK_DISABLE_PLUGINS={name} silences it)")

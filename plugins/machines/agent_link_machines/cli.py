@@ -36,7 +36,7 @@ def run(ctx: click.Context, if_none: bool, until_idle: float | None) -> None:
     URL, refused credentials, an engine without JetStream or a machine name already taken;
     while the engine is only unreachable it keeps trying (mail waits in the outbox).
     """
-    from agent_link_machines.relay import MachinesError, Relay, take_lock
+    from agent_link_machines.relay import MachinesError, Relay, record_stop, take_lock
 
     app = get_app(ctx)
     try:
@@ -48,6 +48,7 @@ def run(ctx: click.Context, if_none: bool, until_idle: float | None) -> None:
     try:
         relay = Relay(app, idle_exit_s=until_idle)
     except (MachinesError, ValueError) as exc:
+        record_stop(app.config, str(exc))  # health says why (an MCP server's relay has no terminal)
         _die(str(exc))
 
     async def main() -> None:
@@ -69,8 +70,9 @@ def run(ctx: click.Context, if_none: bool, until_idle: float | None) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
-    """Show the link: engine, relay, reachable, last contact, outbox depth, machines seen."""
-    from agent_link_machines.status import health_section
+    """Show the link: engine, relay, reachable, last contact, outbox depth, machines seen
+    (each with the age of its listing). Exits 1 when it shows a problem, as health does."""
+    from agent_link_machines.status import health_section, summary_line
 
     data = health_section(get_app(ctx))
 
@@ -78,14 +80,17 @@ def status(ctx: click.Context, as_json: bool) -> None:
         if not d["configured"]:
             click.echo(d["note"])
             return
-        click.echo(f"machine {d['machine']}  engine {d['engine']}  relay {'running' if d['relayRunning'] else 'not running'}"
-                   f"  reachable {'yes' if d['reachable'] else 'no'}  outbox {d['outboxDepth']}")
+        click.echo(summary_line(d, seen=False))
         for m in d["machinesSeen"]:
-            click.echo(f"  {m['name']}: {m['sessions']} sessions{'  (stale)' if m['stale'] else ''}")
+            age = "never" if m["ageMs"] is None else f"{m['ageMs'] // 1000} s ago"
+            here = "  (this machine)" if m["name"] == d.get("machine") else "  (stale)" if m["stale"] else ""
+            click.echo(f"  {m['name']}: {m['sessions']} sessions, listed {age}{here}")
         if d.get("problem"):
             click.echo(f"problem: {d['problem']}")
 
     emit(data, as_json, human)
+    if data.get("problem"):
+        sys.exit(1)
 
 
 @machines.command("release", epilog=EXIT_HELP)
@@ -93,11 +98,14 @@ def status(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def release_(ctx: click.Context, name: str) -> None:
     """Free machine name NAME (claimed by a machine that is gone) so another may take it."""
+    from agent_link_machines.common import MACHINE_RE
     from agent_link_machines.relay import MachinesError, release
 
+    if not MACHINE_RE.match(name):
+        _die(f"{name!r} is not a machine name (1-64 of A-Z a-z 0-9 _ -).")
     try:
         removed = asyncio.run(release(get_app(ctx), name))
-    except (MachinesError, ConnectionError) as exc:
+    except (MachinesError, ConnectionError, ValueError) as exc:  # ValueError: this machine's own AGENT_LINK_MACHINE
         _die(str(exc))
     click.echo(f"released {name}" if removed else f"no machine claims {name}")
 

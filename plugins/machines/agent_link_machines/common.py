@@ -4,11 +4,14 @@ hooks that use it run in every agent-link process.
 
 Files (written only by the relay, ``agent-link machines run``; read by every process):
 
-* ``directory.json``: ``{"at": ms, "machines": {name: {"at": ms, "instance": str,
+* ``directory.json``: ``{"at": ms, "machines": {name: {"at": ms, "heartbeatMs": ms, "instance": str,
   "sessions": [session view, ...], "served": [address, ...], "roles": {role name: [holder,
   ...]}}}}``, the other machines' listings as the relay last read them from the engine;
-* ``status.json``: ``{"at": ms, "engine": url without credentials, "reachable": bool,
-  "lastContactMs": ms|None, "error": str|None, "machine": name}``;
+* ``status.json``: ``{"at": ms, "heartbeatMs": ms, "engine": url without credentials,
+  "reachable": bool, "lastContactMs": ms|None, "error": str|None, "machine": name,
+  "stopped": bool, "settings": digest}`` (``stopped``: the relay exited, ``error`` then says why when it was an
+  error); a directory entry carries its writer's ``heartbeatMs`` too, so every reader judges
+  its age by the writer's beat (:func:`written_stale_ms`);
 * ``instance``: a random id naming this state dir, which claims the machine name;
 * ``outbox-waiters/``: the relay's wake-up FIFO (:func:`outbox_signal`);
 * ``relay.lock``: held (``flock``) by the running relay.
@@ -137,19 +140,91 @@ def heartbeat_ms(config: Any) -> int:
     return int(config.get(HEARTBEAT_SETTING) or DEFAULT_HEARTBEAT_MS)
 
 
+#: the URL schemes nats-py takes
+SCHEMES = ("nats", "tls", "ws", "wss")
+_URL_RE = re.compile(r"^(?:([^:/?#@]*)://)?(.*)$", re.S)
+
+
+def _url_parts(server: str) -> tuple[str | None, str | None, str]:
+    """``(scheme or None, user info or None, host[:port])`` of one server URL, without
+    ``urllib`` (which raises on a bad port or bracket): the user info ends at the *last* ``@``,
+    so a password holding ``/`` or ``@`` never lands in the host part shown in errors."""
+    scheme, rest = _URL_RE.match(server.strip()).groups()  # type: ignore[union-attr]  # the pattern matches every string
+    userinfo, at, hostpart = rest.rpartition("@")
+    hostport = re.split(r"[/?#]", hostpart, maxsplit=1)[0]
+    return scheme, (userinfo if at else None), hostport
+
+
 def redact(url: str | None) -> str | None:
-    """The engine URL(s) without user, password or token, for health and errors."""
+    """The engine URL(s) without user, password or token, for health and errors; never
+    raises, whatever the text (a URL that is not one is shown as far as it goes)."""
     if not url:
         return url
-    import urllib.parse
-
     shown = []
     for part in url.split(","):
-        parsed = urllib.parse.urlsplit(part.strip())
-        host = parsed.hostname or ""
-        netloc = f"{host}:{parsed.port}" if parsed.port else host
-        shown.append(urllib.parse.urlunsplit((parsed.scheme, netloc, parsed.path, "", "")))
+        scheme, _, hostport = _url_parts(part)
+        shown.append(f"{scheme}://{hostport}" if scheme is not None else hostport)
     return ",".join(shown)
+
+
+def url_user(url: str | None) -> str | None:
+    """The user name the first server URL of ``url`` gives (``nats://user:password@...``),
+    None for none or a token alone: errors may name it, never the password or token."""
+    if not url:
+        return None
+    userinfo = _url_parts(url.split(",")[0])[1]
+    if not userinfo or ":" not in userinfo:
+        return None
+    import urllib.parse
+
+    return urllib.parse.unquote(userinfo.partition(":")[0]) or None
+
+
+def url_problem(server: str) -> str | None:
+    """What is wrong with one server URL of ``AGENT_LINK_ENGINE_URL`` (a few words), or None
+    when it is ``nats|tls|ws|wss://[user:password@|token@]host[:port]``. Never shows the
+    user info."""
+    scheme, _, hostport = _url_parts(server)
+    if scheme is None or scheme.lower() not in SCHEMES:
+        return "the scheme must be nats://, tls://, ws:// or wss://"
+    if hostport.startswith("["):
+        host, closed, after = hostport[1:].partition("]")
+        if not closed:
+            return "the [ of its IPv6 host is not closed"
+        if after and not after.startswith(":"):
+            return "text after its IPv6 host's ]"
+        port = after[1:] if after else None
+    else:
+        if hostport.count(":") > 1:
+            return "an IPv6 host must be written in [ ]"
+        host, colon, port_text = hostport.partition(":")
+        port = port_text if colon else None
+    if not host:
+        return "it names no host"
+    if port is not None:
+        if not port.isdigit():
+            return "its port is not a number"
+        if not 1 <= int(port) <= 65535:
+            return f"its port {int(port)} is not in 1-65535"
+    return None
+
+
+def check_url(url: str | None) -> list[str]:
+    """The server URLs of ``AGENT_LINK_ENGINE_URL`` (comma-separated).
+
+    :raises ValueError: unset, or an entry :func:`url_problem` finds wrong; one line naming
+        the setting and what is wrong, without credentials.
+    """
+    if not url or not url.strip():
+        raise ValueError(f"{URL_SETTING} is not set: point it at the NATS server, e.g. nats://user:password@host:4222.")
+    servers = [u.strip() for u in url.split(",") if u.strip()]
+    if not servers:
+        raise ValueError(f"{URL_SETTING}={url!r} names no server (nats://[user:password@]host:4222).")
+    for server in servers:
+        problem = url_problem(server)
+        if problem is not None:
+            raise ValueError(f"{URL_SETTING}={redact(server)!r} is not a NATS URL: {problem} (nats://[user:password@]host:4222).")
+    return servers
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
@@ -193,8 +268,45 @@ def read_status(config: Any) -> dict[str, Any] | None:
 
 
 def stale_after_ms(config: Any) -> int:
-    """Age (ms) beyond which a machine's listing, or the relay's copy of the directory, is stale."""
+    """Age (ms) beyond which a listing or status written with this process's heartbeat
+    setting is stale (what a writer that does not say its own heartbeat is judged by)."""
     return STALE_HEARTBEATS * heartbeat_ms(config)
+
+
+def written_stale_ms(written: Any, config: Any) -> int:
+    """Age (ms) beyond which ``written`` (a directory entry or ``status.json``) is stale:
+    :data:`STALE_HEARTBEATS` of the heartbeat its writer says it beats at (``heartbeatMs``),
+    so machines and processes with different settings judge it alike; this process's
+    setting when it says none (written by an earlier version) or an impossible one."""
+    beat = written.get("heartbeatMs") if isinstance(written, dict) else None
+    if isinstance(beat, int) and not isinstance(beat, bool) and 100 <= beat <= 600_000:
+        return STALE_HEARTBEATS * beat
+    return stale_after_ms(config)
+
+
+def listing_stale(entry: Any, config: Any) -> tuple[bool, int | None]:
+    """``(stale, age ms or None)`` of another machine's directory entry (:func:`written_stale_ms`)."""
+    age = age_ms(entry.get("at")) if isinstance(entry, dict) else None
+    return age is None or age > written_stale_ms(entry, config), age
+
+
+def settings_key(config: Any) -> str:
+    """A digest of the settings a relay's error can be about (URL, creds file, machine name),
+    written with ``status.json``: an error recorded under other settings is one the person
+    already fixed, which health no longer shows."""
+    import hashlib
+
+    text = "\n".join(str(config.get(k) or "") for k in (URL_SETTING, CREDS_SETTING, MACHINE_SETTING))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def relay_alive(status: dict[str, Any] | None, config: Any) -> bool:
+    """Whether ``status.json`` says a relay runs: written within :func:`written_stale_ms` and
+    not marked ``stopped`` (which a relay writes as it exits)."""
+    if not status or status.get("stopped"):
+        return False
+    age = age_ms(status.get("at"))
+    return age is not None and age <= written_stale_ms(status, config)
 
 
 def machine_of(config: Any, address: str) -> str | None:
@@ -236,9 +348,9 @@ def listed_session(config: Any, address: str) -> tuple[str, dict[str, Any]] | No
     view = next((s for s in entry.get("sessions") or () if isinstance(s, dict) and s.get("address") == address), None)
     if view is None:
         return None
-    age = age_ms(entry.get("at"))
+    stale, age = listing_stale(entry, config)
     shown = {k: v for k, v in view.items() if k != "lastActivityMs"}
-    return machine, {**shown, "machine": machine, "machineStale": age is None or age > stale_after_ms(config), "machineAgeMs": age}
+    return machine, {**shown, "machine": machine, "machineStale": stale, "machineAgeMs": age}
 
 
 def age_ms(at: Any) -> int | None:

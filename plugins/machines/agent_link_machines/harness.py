@@ -17,7 +17,7 @@ from typing import Any
 from agent_link_core.harness import Harness, SessionListing
 from agent_link_core.model import Session
 
-from agent_link_machines.common import NAME, URL_SETTING, age_ms, machine_name, read_directory, read_status, stale_after_ms
+from agent_link_machines.common import NAME, URL_SETTING, check_url, listing_stale, machine_name, read_directory, read_status, relay_alive
 
 _FIELDS = ("address", "harness", "id")
 
@@ -47,31 +47,40 @@ class MachinesHarness(Harness):
         if not config.get(URL_SETTING):
             return SessionListing(provider={"available": True, "reason": None, "configured": False})
         directory, status = await asyncio.to_thread(lambda: (read_directory(config), read_status(config)))
-        stale_ms = stale_after_ms(config)
-        relay_age = age_ms((status or {}).get("at"))
-        problems: list[str] = []
-        if relay_age is None or relay_age > stale_ms:
-            problems.append("relay_not_running")
+        try:
+            check_url(config.get(URL_SETTING))
+            own = machine_name(config)
+        except ValueError as exc:  # health names the setting; the listing says it cannot be trusted
+            return SessionListing(provider={"available": False, "reason": "bad_setting", "detail": str(exc)}, complete=False)
+        # the relay stopped or cannot reach the engine: every listing it copied is stale
+        relay_problem = None
+        if not relay_alive(status, config):
+            relay_problem = "relay_not_running"
         elif not (status or {}).get("reachable"):
-            problems.append("engine_unreachable")
-        own = machine_name(config)
+            relay_problem = "engine_unreachable"
+        problems = [relay_problem] if relay_problem else []
+        details = {"relay_not_running": ["this machine's relay is not running (agent-link machines status)"],
+                   "engine_unreachable": [f"the engine is unreachable ({(status or {}).get('error') or 'no answer'})"]}.get(relay_problem or "", [])
         machines: dict[str, Any] = {}
         sessions: list[Session] = []
         for name, entry in sorted(((directory or {}).get("machines") or {}).items()):
             if name == own or not isinstance(entry, dict):
                 continue
-            age = age_ms(entry.get("at"))
-            stale = bool(problems) or age is None or age > stale_ms
+            # one machine's old listing makes that machine's sessions stale, not the next machine's
+            own_stale, age = listing_stale(entry, config)
+            stale = relay_problem is not None or own_stale
             machines[name] = {"ageMs": age, "stale": stale, "sessions": len(entry.get("sessions") or ())}
-            if stale and "machines_stale" not in problems:
-                problems.append("machines_stale")
+            if own_stale:
+                details.append(f"{name}'s listing is {'of unknown age' if age is None else f'{age // 1000} s old'}")
+                if "machines_stale" not in problems:
+                    problems.append("machines_stale")
             for view in entry.get("sessions") or ():
                 found = _session(view, name, stale, age) if isinstance(view, dict) else None
                 if found is not None and (include_archived or not found.archived):
                     sessions.append(found)
         sessions.sort(key=lambda s: -(s.last_activity_ms or 0))
         provider = {"available": not problems or problems == ["machines_stale"], "reason": ",".join(problems) or None,
-                    "source": "engine directory", "machines": machines}
+                    "source": "engine directory", "machines": machines, **({"detail": "; ".join(details)} if details else {})}
         return SessionListing(sessions[:limit], provider, complete=not problems and len(sessions) <= limit)
 
     def health(self) -> dict[str, Any]:

@@ -37,7 +37,6 @@ import logging
 import os
 import secrets
 import time
-import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -45,9 +44,10 @@ from agent_link_core.store import now_ms
 from agent_link_core.wake import Wakeup
 
 from agent_link_machines.common import (
-    BUCKET, CREDS_SETTING, NAME, STREAM, SUBJECT_PREFIX, URL_SETTING, heartbeat_ms, legacy_durable, legacy_subject, local_enforcement, local_roles, mail_durable,
-    mail_subject, machine_name, outbox_signal, plugin_dir, redact, upgraded_durable, write_json,
+    BUCKET, CREDS_SETTING, NAME, STREAM, SUBJECT_PREFIX, URL_SETTING, heartbeat_ms, legacy_durable, legacy_subject, local_enforcement, local_roles,
+    mail_durable, mail_subject, machine_name, outbox_signal, plugin_dir, read_status, redact, settings_key, upgraded_durable, url_user, write_json,
 )
+from agent_link_machines.common import check_url as common_check_url
 from agent_link_machines.records import store_record
 
 log = logging.getLogger(__name__)
@@ -63,10 +63,10 @@ PUBLISH_TIMEOUT_S = 2.0
 #: after a quiet spell goes out at once
 OUTBOX_GATHER_S = 0.005
 RETRY_S = 0.5
+CONNECT_TIMEOUT_S = 2  # one connection attempt, s: a host that does not answer costs this, then a clear line
 SENT_KEPT_MS = 24 * 3600_000  # how long an acknowledged outbox row stays in the table
 #: JetStream 2.10 is the oldest server with the stream and KV features used here
 MIN_SERVER = (2, 10)
-SCHEMES = ("nats", "tls", "ws", "wss")
 
 
 class MachinesError(Exception):
@@ -75,22 +75,14 @@ class MachinesError(Exception):
 
 
 def check_url(url: str | None) -> list[str]:
-    """The server URLs of ``AGENT_LINK_ENGINE_URL``.
+    """The server URLs of ``AGENT_LINK_ENGINE_URL`` (:func:`agent_link_machines.common.check_url`).
 
     :raises MachinesError: unset, or an entry that is not ``nats|tls|ws|wss://host[:port]``.
     """
-    if not url:
-        raise MachinesError(f"{URL_SETTING} is not set: point it at the NATS server, e.g. nats://user:password@host:4222.")
-    servers = [u.strip() for u in url.split(",") if u.strip()]
-    for server in servers:
-        try:
-            parsed = urllib.parse.urlsplit(server)
-            parsed.port  # noqa: B018 - raises ValueError for a port that is not a number
-        except ValueError:
-            parsed = None
-        if parsed is None or parsed.scheme not in SCHEMES or not parsed.hostname:
-            raise MachinesError(f"{URL_SETTING}={redact(server)!r} is not a NATS URL (nats://[user:password@]host:4222).")
-    return servers
+    try:
+        return common_check_url(url)
+    except ValueError as exc:
+        raise MachinesError(str(exc)) from None
 
 
 def instance_id(config: Any) -> str:
@@ -126,11 +118,44 @@ def take_lock(config: Any) -> int:
     return fd
 
 
+def record_stop(config: Any, error: str) -> None:
+    """Write ``status.json`` for a relay that stops before it ran (:class:`Relay` refused its
+    settings): stopped, with ``error``, so health says why and not only "not running"; the
+    last contact of the relay before it is kept. Best effort (health then says less)."""
+    before = read_status(config) or {}
+    with contextlib.suppress(OSError):
+        write_json(plugin_dir(config) / "status.json", {
+            "at": now_ms(), "heartbeatMs": heartbeat_ms(config), "settings": settings_key(config), "stopped": True,
+            "reachable": False, "error": error,
+            "engine": redact(config.get(URL_SETTING)), "lastContactMs": before.get("lastContactMs")})
+
+
 def _describe(exc: BaseException | None) -> str:
     if exc is None:
         return "no answer"
-    text = str(exc).strip() or type(exc).__name__
-    return text.removeprefix("nats: ").strip("'")
+    text = (str(exc).strip() or type(exc).__name__).removeprefix("nats: ")
+    if len(text) > 1 and text[0] == text[-1] == "'":  # nats-py quotes the server's -ERR text
+        text = text[1:-1]
+    return text
+
+
+def _unreachable(exc: BaseException) -> str:
+    """Why a connection attempt failed, in a few words a person can act on (``exc``: what
+    nats-py reported: an OSError, a timeout)."""
+    import socket
+
+    if isinstance(exc, socket.gaierror):
+        return f"its host name does not resolve ({_describe(exc)}): check the host in {URL_SETTING}"
+    if isinstance(exc, ConnectionRefusedError):
+        return f"nothing listens there (connection refused): check the port in {URL_SETTING}"
+    if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
+        return f"no answer within {CONNECT_TIMEOUT_S:g} s"
+    return _describe(exc)
+
+
+def is_permission_error(text: str | None) -> bool:
+    """Whether an error nats-py reported is the server refusing a subject to this user."""
+    return bool(text) and "permissions violation" in str(text).lower()
 
 
 def pack_rows(rows: list[Any], origin: str, limit_bytes: int = PACK_BYTES) -> list[tuple[list[Any], str, bytes, str]]:
@@ -188,23 +213,31 @@ class Relay:
         self.creds = self.config.get(CREDS_SETTING)
         if self.creds and not Path(self.creds).is_file():
             raise MachinesError(f"{CREDS_SETTING}={self.creds} is not a readable credentials file.")
+        if self.creds:
+            try:  # nats-py signs the server's nonce with it; a dependency of this plugin (pyproject.toml)
+                import nkeys  # noqa: F401
+            except ImportError:
+                raise MachinesError(f"{CREDS_SETTING} needs the nkeys package, which is not installed here: "
+                                    "pip install nkeys (or reinstall agent-link-machines).") from None
         self.heartbeat_s = heartbeat_ms(self.config) / 1000
         self.instance = instance_id(self.config)
         self.reachable = False
         self.last_contact: int | None = None
         self.error: str | None = None
+        self.stopped = False  # run() returned: status.json says so at once, not after 3 heartbeats
         self.nc: Any = None
         self.js: Any = None
         self.kv: Any = None
         self.sent = 0
         self.applied = 0
         self.machines_seen: list[str] = []
+        self.refused: str | None = None  # the last subject the server refused this user (is_permission_error)
         self.claimed: set[str] = set()  # machines whose name claim the engine showed (legacy_problem)
 
     # -- connection ----------------------------------------------------------------------
 
     def _options(self) -> dict[str, Any]:
-        opts: dict[str, Any] = {"servers": self.servers, "name": f"agent-link {self.machine}", "connect_timeout": 2}
+        opts: dict[str, Any] = {"servers": self.servers, "name": f"agent-link {self.machine}", "connect_timeout": CONNECT_TIMEOUT_S}
         if self.creds:
             opts["user_credentials"] = self.creds
         return opts
@@ -228,18 +261,28 @@ class Relay:
         except Exception as exc:  # nats-py raises its own errors, OSErrors and timeouts here
             last = errors[-1] if errors else exc
             text = _describe(last)
+            engine = redact(",".join(self.servers))
             if "authorization" in text.lower() or "authentication" in text.lower():
-                raise MachinesError(f"the engine at {redact(','.join(self.servers))} refused the credentials ({text}).") from None
-            raise ConnectionError(f"cannot reach the engine at {redact(','.join(self.servers))}: {text}") from None
+                user = url_user(self.config.get(URL_SETTING))
+                whose = (f"for user {user}" if user else f"of {CREDS_SETTING}" if self.creds
+                         else f"({URL_SETTING} gives none: nats://user:password@host:4222)")
+                raise MachinesError(f"the engine at {engine} refused the credentials {whose} ({text}).") from None
+            if isinstance(last, ImportError):  # a part of nats-py missing here: waiting will not bring it
+                raise MachinesError(f"cannot connect to the engine: {text} (pip install {getattr(last, 'name', None) or 'it'}).") from None
+            raise ConnectionError(f"cannot reach the engine at {engine}: {_unreachable(last)}") from None
         try:
-            version = tuple(int(p) for p in (nc.connected_server_version.major, nc.connected_server_version.minor))
+            found = nc.connected_server_version
+            version = tuple(int(p) for p in (found.major, found.minor))
             if version < MIN_SERVER:
-                raise MachinesError(f"the engine is NATS {nc.connected_server_version}; agent-link needs {MIN_SERVER[0]}.{MIN_SERVER[1]} or later.")
+                raise MachinesError(f"the engine is NATS {found.major}.{found.minor}.{found.patch}; "
+                                    f"agent-link needs {MIN_SERVER[0]}.{MIN_SERVER[1]} or later.")
             js = nc.jetstream()
             try:
                 await js.account_info()
             except Exception as exc:
-                raise MachinesError(f"the engine at {redact(','.join(self.servers))} has no JetStream ({_describe(exc)}); "
+                detail = getattr(exc, "description", None) or (str(exc) if type(exc).__name__ not in str(exc) else None)
+                raise MachinesError(f"the engine at {redact(','.join(self.servers))} has no JetStream"
+                                    f"{f' ({detail})' if detail else ''}; "
                                     "start nats-server with -js (or a jetstream block).") from None
         finally:
             await nc.close()
@@ -252,16 +295,22 @@ class Relay:
         """
         import nats
 
+        said = None
         while True:
             try:
                 await self.probe()
                 break
             except ConnectionError as exc:
                 self._set(False, str(exc))
+                if str(exc) != said:  # one line per new reason, not one per attempt
+                    said = str(exc)
+                    log.warning("%s; retrying every %g s (mail waits in the outbox)", said, RETRY_S)
                 await asyncio.sleep(RETRY_S)
 
         async def on_error(exc: BaseException) -> None:
             self.error = _describe(exc)
+            if is_permission_error(self.error):
+                self.refused = self.error
 
         async def on_disconnect() -> None:
             self._set(False, "disconnected")
@@ -312,7 +361,8 @@ class Relay:
     def _write_status(self, machines: list[str] | None = None) -> None:
         if machines is not None:
             self.machines_seen = machines
-        data = {"at": now_ms(), "machine": self.machine, "engine": redact(",".join(self.servers)), "reachable": self.reachable,
+        data = {"at": now_ms(), "heartbeatMs": int(self.heartbeat_s * 1000), "settings": settings_key(self.config), "stopped": self.stopped,
+                "machine": self.machine, "engine": redact(",".join(self.servers)), "reachable": self.reachable,
                 "lastContactMs": self.last_contact, "error": self.error, "pid": os.getpid(), "sent": self.sent, "applied": self.applied,
                 "machinesSeen": self.machines_seen}
         try:
@@ -325,10 +375,17 @@ class Relay:
     async def run(self) -> None:
         """Connect, then run the three loops until cancelled (by :meth:`idle_watch` too) or a :class:`MachinesError`. Any
         other failure (the engine went away while the stream or consumer was being set up)
-        closes the connection and starts over after :data:`RETRY_S`: mail waits meanwhile."""
+        closes the connection and starts over after :data:`RETRY_S`: mail waits meanwhile,
+        unless the server refused this user a subject meanwhile (:meth:`permission_problem`).
+        As it returns it writes ``status.json`` with ``stopped`` and, for a
+        :class:`MachinesError`, its line as ``error``.
+
+        :raises MachinesError: what waiting cannot fix (:meth:`connect`), or subjects refused.
+        """
         helpers = [asyncio.create_task(self.status_loop())]
         if self.idle_exit_s is not None:
             helpers.append(asyncio.create_task(self.idle_watch(asyncio.current_task())))
+        fatal: str | None = None  # why it stops, when that is an error (not a signal, not idle)
         try:
             while True:
                 try:
@@ -336,13 +393,29 @@ class Relay:
                 except (MachinesError, asyncio.CancelledError):
                     raise
                 except Exception as exc:
+                    if self.refused is not None:  # the server refuses this user a subject: waiting will not help
+                        raise MachinesError(self.permission_problem()) from None
                     log.warning("relay lost the engine (%s); starting over", _describe(exc))
                     self._set(False, _describe(exc))
                     await asyncio.sleep(RETRY_S)
+        except MachinesError as exc:  # health shows why the relay stopped (status.json), not only relay.log
+            fatal = str(exc)
+            raise
         finally:
             for helper in helpers:
                 helper.cancel()
             await asyncio.gather(*helpers, return_exceptions=True)
+            self.reachable, self.stopped, self.error = False, True, fatal
+            self._write_status()
+
+    def permission_problem(self) -> str:
+        """The line for a server that refused this machine's user a subject of its own
+        (:attr:`refused`): the user is another machine's, or its permissions are not this
+        machine's (``agent-link machines permissions``)."""
+        user = url_user(self.config.get(URL_SETTING))
+        return (f"the engine refuses {'user ' + user if user else 'this connection'} the subjects of machine {self.machine} "
+                f"({self.refused}): its permissions must be those of `agent-link machines permissions {self.machine}` "
+                f"(is {URL_SETTING} another machine's user?).")
 
     async def idle_watch(self, main: asyncio.Task[Any] | None) -> None:
         """Cancel ``main`` (the task running :meth:`run`) once the outbox is empty and nothing
@@ -364,6 +437,7 @@ class Relay:
 
     async def _session(self) -> None:
         tasks: list[asyncio.Task[None]] = []
+        self.refused = None
         try:
             await self.connect()
             tasks = [asyncio.create_task(c) for c in (self.directory_loop(), self.outbox_loop(), self.inbound_loop())]
@@ -396,8 +470,9 @@ class Relay:
             views.append(view)
         served = [r[0] for r in self.app.store.conn.execute("SELECT address FROM presence ORDER BY last_seen DESC LIMIT 1000")]
         incomplete = sorted(n for n, listing in listings.items() if not listing.complete)
-        return {"at": now_ms(), "machine": self.machine, "instance": self.instance, "sessions": views, "served": served,
-                "incomplete": incomplete, "roles": local_roles(self.app), "roleEnforcement": local_enforcement(self.app)}
+        return {"at": now_ms(), "heartbeatMs": int(self.heartbeat_s * 1000), "machine": self.machine, "instance": self.instance,
+                "sessions": views, "served": served, "incomplete": incomplete, "roles": local_roles(self.app),
+                "roleEnforcement": local_enforcement(self.app)}
 
     async def directory_loop(self) -> None:
         """Publish this machine's listing and copy the others' every heartbeat."""

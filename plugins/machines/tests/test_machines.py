@@ -32,6 +32,14 @@ def rows(m: Machine, sql: str, *params: Any) -> list[tuple[Any, ...]]:
         conn.close()
 
 
+def link_status(m: Machine) -> dict[str, Any]:
+    """``agent-link machines status --json``, which exits 1 when it shows a problem."""
+    done = m.cli("machines", "status", "--json", check=False)
+    data = json.loads(done.stdout)
+    assert done.returncode == (1 if data.get("problem") else 0), (done.returncode, data)
+    return dict(data)
+
+
 def pair(machines: Callable[..., Machine]) -> tuple[Machine, Machine]:
     a, b = machines("alpha"), machines("beta")
     for m in (a, b):
@@ -161,6 +169,7 @@ def test_an_engine_without_jetstream_is_refused_with_one_line(machines: Callable
         assert m.start_relay().wait(60) == 1
         err = m.relay_error().strip()
         assert len(err.splitlines()) == 1 and "has no JetStream" in err, err
+        assert "ServiceUnavailableError" not in err and "None" not in err, err  # the client's exception text adds nothing
     finally:
         plain.kill()
 
@@ -183,16 +192,23 @@ def test_decline_and_done_travel_back_and_wake_the_waiter(machines: Callable[...
 
 @pytest.mark.parametrize(("url", "says"), [
     ("http://127.0.0.1:4222", "is not a NATS URL"),
-    ("WRONG_CREDS", "refused the credentials"),
+    ("nats://agents:s3cret@127.0.0.1:port", "AGENT_LINK_ENGINE_URL='nats://127.0.0.1:port' is not a NATS URL: its port is not a number"),
+    ("WRONG_CREDS", "refused the credentials for user agents"),
+    ("NO_USER", "refused the credentials (AGENT_LINK_ENGINE_URL gives none"),
 ])
 def test_a_wrong_url_or_credentials_stop_the_relay_with_one_line(machines: Callable[..., Machine], engine: Engine, url: str, says: str) -> None:
     m = machines("delta")
-    m.env["AGENT_LINK_ENGINE_URL"] = engine.url.replace("s3cret", "wrong") if url == "WRONG_CREDS" else url
+    m.env["AGENT_LINK_ENGINE_URL"] = {"WRONG_CREDS": engine.url.replace("s3cret", "bad-pass-7q"),
+                                      "NO_USER": f"nats://127.0.0.1:{engine.port}"}.get(url, url)
     relay = m.start_relay()
     assert relay.wait(60) == 1
     err = m.relay_error().strip()
     assert len(err.splitlines()) == 1 and says in err, err
-    assert "wrong" not in err and "s3cret" not in err  # no credentials in the message
+    assert "bad-pass-7q" not in err and "s3cret" not in err  # no credentials in the message
+    # the relay's error is in health too (an MCP server's relay has no terminal), not "start the relay"
+    health = link_status(m)
+    assert health["relayRunning"] is False and says in health["problem"], health
+    assert "bad-pass-7q" not in json.dumps(health) and "s3cret" not in json.dumps(health)
 
 
 def test_an_unreachable_engine_keeps_sends_accepted_and_says_so(machines: Callable[..., Machine], tmp_path: Path) -> None:
@@ -203,14 +219,20 @@ def test_an_unreachable_engine_keeps_sends_accepted_and_says_so(machines: Callab
     relay = m.start_relay()
     until(lambda: m.status().get("error"), 30, "the relay to report the engine unreachable")
     assert relay.poll() is None  # it keeps trying
-    health = m.json("machines", "status")
+    health = link_status(m)
     assert health["relayRunning"] is True and health["reachable"] is False
-    assert health["problem"].startswith("the engine is unreachable")
+    assert health["problem"].startswith("the engine is unreachable") and "nothing listens there (connection refused)" in health["problem"]
     # a local send still works while the engine is away
     m.cli("inbox", address="team:carol")
     m.cli("send", "team:carol", "local mail", address="team:dave")
     assert rows(m, "SELECT COUNT(*) FROM messages WHERE recipient = 'team:carol'")[0][0] == 1
     assert health["outboxDepth"] == 0
+    # the person running it saw why at once, in one line however often it tried
+    relay.terminate()
+    relay.wait(30)
+    said = [line for line in m.relay_error().splitlines() if "nothing listens there" in line]
+    assert len(said) == 1 and "AGENT_LINK_ENGINE_URL" in said[0] and "retrying every 0.5 s" in said[0], m.relay_error()
+    assert link_status(m)["problem"].startswith("the relay is not running")  # stopped by a signal: at once, no error
 
 
 def test_not_configured_the_machine_works_alone(tmp_path: Path) -> None:
@@ -248,7 +270,7 @@ def test_a_machine_gone_quiet_is_marked_stale_never_dropped(machines: Callable[.
     assert out["complete"] is False
     provider = out["providers"]["machines"]
     assert provider["reason"] == "machines_stale" and provider["machines"]["beta"]["stale"] is True
-    health = a.json("machines", "status")
+    health = link_status(a)
     assert health["reachable"] is True and [m["stale"] for m in health["machinesSeen"] if m["name"] == "beta"] == [True]
     # this machine's own relay stopped: everything it lists is stale, and health says why
     a.stop()
@@ -307,14 +329,14 @@ def test_engine_down_30_s_sends_accepted_then_all_delivered(machines: Callable[.
     down_at = time.monotonic()
     until(lambda: not a.status().get("reachable"), 30, "alpha's relay to see the engine gone")
     ids = [a.json("send", "team:bob", f"while down {n}", address="team:alice")["messageId"] for n in range(20)]
-    health = a.json("machines", "status")
+    health = link_status(a)
     assert health["reachable"] is False and health["outboxDepth"] == 20 and health["problem"].startswith("the engine is unreachable")
     time.sleep(max(0.0, 30 - (time.monotonic() - down_at)))  # the outage the issue names: 30 s
     assert a.relay is not None and a.relay.poll() is None and b.relay is not None and b.relay.poll() is None
     engine.start()
     until(lambda: len(rows(b, f"SELECT id FROM messages WHERE id IN ({','.join('?' * len(ids))})", *ids)) == len(ids), 60,
           "every message sent while the engine was down, on beta")
-    until(lambda: a.json("machines", "status")["outboxDepth"] == 0, 30, "alpha's outbox empty")
+    until(lambda: link_status(a)["outboxDepth"] == 0, 30, "alpha's outbox empty")
     assert rows(b, "SELECT COUNT(*) FROM messages WHERE body LIKE 'while down %'")[0][0] == 20
 
 
@@ -324,7 +346,7 @@ def test_a_bad_machine_name_is_one_line_and_a_health_problem(machines: Callable[
     assert m.start_relay().wait(60) == 1
     err = m.relay_error().strip()
     assert len(err.splitlines()) == 1 and "AGENT_LINK_MACHINE='two words' is not a machine name" in err, err
-    health = m.json("machines", "status")
+    health = link_status(m)
     assert health["machine"] is None and health["problem"].startswith("AGENT_LINK_MACHINE='two words' is not a machine name")
     # mail on the machine itself still works
     m.cli("inbox", address="team:x")
@@ -394,6 +416,20 @@ def test_mcp_servers_keep_one_relay_running_and_stop_it(machines: Callable[..., 
                 server.stdin.close()  # type: ignore[union-attr]
                 server.wait(30)
     assert lock_holder(a) is None  # no relay left behind
+
+
+def test_a_relay_an_mcp_server_started_says_in_health_why_it_stopped(machines: Callable[..., Machine], engine: Engine) -> None:
+    a = machines("alpha")
+    a.env["AGENT_LINK_ENGINE_URL"] = engine.url.replace("s3cret", "bad-pass-7q")
+    server = mcp_server(a)
+    try:
+        health = until(lambda: (h := link_status(a)).get("problem", "").startswith("the relay stopped:") and h, 60,
+                       "health to say why the started relay stopped")
+        assert "refused the credentials for user agents" in health["problem"] and "relay.log" in health["problem"], health
+        assert health["relayRunning"] is False and "bad-pass-7q" not in json.dumps(health)
+    finally:
+        server.stdin.close()  # type: ignore[union-attr]
+        server.wait(30)
 
 
 def test_autostart_off_starts_no_relay_and_if_none_exits_quietly(machines: Callable[..., Machine]) -> None:

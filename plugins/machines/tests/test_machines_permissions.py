@@ -108,3 +108,19 @@ def test_a_machines_credentials_read_only_its_own_mail(engine: Engine, tmp_path:
                   "beta's entry"):
         assert "permissions violation" in tried[route].lower(), (route, tried)
     assert tried["own entry"] == "allowed", tried
+
+
+def test_another_machines_user_is_a_permissions_line_not_endless_timeouts(engine: Engine, tmp_path: Path) -> None:
+    # beta's settings copied from alpha's, only the name changed: alpha's user may not act as beta
+    beta = Machine(tmp_path / "machine-beta", "beta", engine)
+    try:
+        beta.env["AGENT_LINK_ENGINE_URL"] = engine.url_for("alpha")
+        assert beta.start_relay().wait(120) == 1
+        err = beta.relay_error().strip()
+        assert len(err.splitlines()) == 1, err
+        assert "refuses user alpha the subjects of machine beta" in err and "agent-link machines permissions beta" in err, err
+        assert engine.password_of("alpha") not in err
+        status = beta.cli("machines", "status", check=False)
+        assert status.returncode == 1 and "the relay stopped: the engine refuses user alpha" in status.stdout, status.stdout
+    finally:
+        beta.stop()
