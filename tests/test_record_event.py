@@ -171,3 +171,14 @@ async def test_a_failing_observer_after_a_writing_one_undoes_only_its_own_rows(m
     assert sent.message["id"]
     assert sorted(r[0] for r in rows) == ["later", "sent"]  # the failing one's row undone, the others' kept
     assert [(p["plugin"], p["hook"]) for p in problems] == [("failing", "agent_link_record_event")]
+
+
+@pytest.mark.anyio
+async def test_an_event_recorded_outside_a_transaction_gets_one_for_its_observers(make: Any) -> None:
+    app = make(Audit())
+    sent = await app.send(caller=ALICE, to="test:bob", body="hello")
+    assert not app.store.conn.in_transaction
+    app.hooks.record_event(Event("noted", sent.message["id"], 0, None, {}))
+    assert not app.store.conn.in_transaction  # committed
+    rows = app.store.conn.execute("SELECT kind FROM audit ORDER BY rowid").fetchall()
+    assert [r[0] for r in rows] == ["sent", "noted"]
