@@ -182,3 +182,22 @@ async def test_an_event_recorded_outside_a_transaction_gets_one_for_its_observer
     assert not app.store.conn.in_transaction  # committed
     rows = app.store.conn.execute("SELECT kind FROM audit ORDER BY rowid").fetchall()
     assert [r[0] for r in rows] == ["sent", "noted"]
+
+
+class Releasing:
+    """An observer that ends the savepoint it was given (``store.write()`` names it
+    ``agent_link_1`` in a send's transaction), then fails."""
+
+    @hookimpl
+    def agent_link_record_event(self, conn: sqlite3.Connection) -> None:
+        conn.execute("RELEASE agent_link_1")
+        raise RuntimeError("observer bug")
+
+
+@pytest.mark.anyio
+async def test_an_observer_that_ends_its_savepoint_and_fails_is_reported_and_the_change_stands(make: Any) -> None:
+    app = make(Releasing())
+    sent = await app.send(caller=ALICE, to="test:bob", body="still stored")
+    assert app.mailbox.get_row(sent.message["id"]) is not None
+    errors = [p["error"] for p in app.hooks.boundary.report() if p["hook"] == "agent_link_record_event"]
+    assert any("could not be undone" in e for e in errors), errors
