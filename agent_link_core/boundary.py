@@ -31,6 +31,7 @@ each record's type (:func:`agent_link_core.harness.check_harness`,
 
 from __future__ import annotations
 
+import _signal  # the C module behind signal: its getsignal, without the enum conversion
 import contextvars
 import json
 import signal
@@ -304,6 +305,11 @@ class _Frame:
 
 _frames: list[_Frame] = []  # the main thread's running plugin calls, innermost last
 _MAIN_THREAD = threading.main_thread().ident
+# signal.getsignal converts each answer to an enum member, failing with a ValueError for a
+# Python handler (~10 us on Python 3.11, more than the rest of a guarded call); the C module's
+# answers the same object at once (handlers compare by identity, SIG_DFL/SIG_IGN equal their ints).
+_handler = _signal.getsignal
+_get_ident = threading.get_ident
 
 
 def _on_sigint(signum: int, frame: Any) -> None:
@@ -326,9 +332,9 @@ def watch_interrupts() -> None:
     """
     if threading.current_thread() is not threading.main_thread():
         return
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    if _handler(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _on_sigint)
-    if hasattr(signal, "setitimer") and signal.getsignal(signal.SIGALRM) == signal.SIG_DFL:
+    if hasattr(signal, "setitimer") and _handler(signal.SIGALRM) == signal.SIG_DFL:
         signal.signal(signal.SIGALRM, _on_alarm)
 
 
@@ -343,7 +349,7 @@ def plugin_fault(exc: BaseException, sigints_before: int) -> bool:
     running task. For ``except BaseException`` around plugin code that has its own handling;
     the usual way in is :meth:`Boundary.call` / :meth:`Boundary.acall`."""
     if isinstance(exc, KeyboardInterrupt):
-        handler = signal.getsignal(signal.SIGINT)
+        handler = _handler(signal.SIGINT)
         if handler is _on_sigint:
             return _sigints == sigints_before
         # Python's own handler, uncounted: the safe reading is the user's Ctrl-C. Any other handler
@@ -364,9 +370,9 @@ def _arm(budget_s: float) -> _Frame | None:
 
     A call nested in an armed one (a hook run by a tool's handler, once per message of a read)
     costs a frame on a list: the outermost call checked the handler and started the timer."""
-    if budget_s <= 0 or threading.get_ident() != _MAIN_THREAD:
+    if budget_s <= 0 or _get_ident() != _MAIN_THREAD:
         return None
-    if not _frames and signal.getsignal(signal.SIGALRM) is not _on_alarm:  # getsignal costs ~3 us
+    if not _frames and _handler(signal.SIGALRM) is not _on_alarm:
         return None
     now = time.monotonic()
     frame = _Frame(now, now + budget_s)
@@ -468,13 +474,19 @@ class Boundary:
     def _timed(self, plugin: str, hook: str, ms: float, *, blocking: bool = True) -> None:
         """Record a call of ``ms`` milliseconds; a slow one is logged once when it held the
         caller (``blocking``): an awaited call that waits (a wait tool, a host's answer) holds nothing."""
-        timing = self.timings.setdefault(plugin, {}).setdefault(hook, [0, 0.0, 0.0])
+        try:
+            timing = self.timings[plugin][hook]
+        except KeyError:
+            timing = self.timings.setdefault(plugin, {})[hook] = [0, 0.0, 0.0]
         if blocking and ms > SLOW_MS and timing[2] <= SLOW_MS:
             # Info, not a warning: slowness is no failure (a busy machine slows every hook) and a
             # line on stderr of every command is noise for scripts. The timings stay in
             # ``agent-link plugins``; the log file has the line (AGENT_LINK_LOG_LEVEL=info, AGENT_LINK_DEBUG).
             log.info("agent-link plugin %r took %d ms in %s (slow). %s", plugin, ms, hook, slow_hint(plugin))
-        timing[:] = timing[0] + 1, ms, max(ms, timing[2])
+        timing[0] += 1
+        timing[1] = ms
+        if ms > timing[2]:
+            timing[2] = ms
 
     def contain(self, exc: BaseException, plugin: str, hook: str, sigints_before: int, *,
                 frame: _Frame | None = None, passing: tuple[type[BaseException], ...] = (), disable: bool = False,
@@ -510,7 +522,7 @@ class Boundary:
         :param prefix: put before the error of a fault (``"import failed: "``).
         :raises KeyboardInterrupt: a real Ctrl-C. :raises: the ``passing`` types.
         """
-        if plugin in self.disabled or (plugin, hook) in self.hung:
+        if plugin in self.disabled or (self.hung and (plugin, hook) in self.hung):
             return default
         sigints = _sigints
         token = _PLUGIN.set(plugin)

@@ -253,10 +253,11 @@ def agent_link_record_event(event: Event, conn: sqlite3.Connection, app: App) ->
     :param app: the :class:`~agent_link_core.app.App` of this process; optional in
         implementations (pluggy passes only the arguments they take).
 
-    Called inside the write transaction, before the commit, each implementation in its own
-    savepoint: a crash can never leave the change without its record. An exception is logged
-    and undoes only that implementation's writes. No I/O outside the database here; do it in
-    ``agent_link_on_event`` after the commit.
+    Called inside the write transaction, before the commit, each implementation after a
+    savepoint (shared with the implementations before it that changed no rows): a crash can
+    never leave the change without its record. An exception is logged and undoes only that
+    implementation's writes. Write rows, never tables (``agent_link_schema`` makes those). No
+    I/O outside the database here; do it in ``agent_link_on_event`` after the commit.
     """
 
 

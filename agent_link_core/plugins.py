@@ -250,10 +250,6 @@ def _register(pm: pluggy.PluginManager, boundary: Boundary, plugin: Any, name: s
     return True
 
 
-class _UndoRecord(Exception):
-    """Rolls back the savepoint of an ``agent_link_record_event`` implementation that failed."""
-
-
 class Hooks:
     """Typed facade: one method per hook, called with keyword arguments.
 
@@ -596,26 +592,54 @@ class Hooks:
 
     def record_event(self, event: Event) -> None:
         """Let observers write their records in the transaction of the change ``event``
-        describes. Each observer runs in a savepoint: one that fails is logged and its
-        writes are undone, and the change itself still commits."""
+        describes (one is opened when none is). An observer that fails is logged and its
+        writes are undone, and the change itself still commits.
+
+        Undoing needs a restore point (a savepoint) before each observer, but not one each:
+        a savepoint is opened before the first observer and again only after one that changed
+        rows (``Connection.total_changes``), so observers that write nothing (most, for most
+        events) share one. The savepoints end with the transaction. Observers write rows, never
+        tables (those are ``agent_link_schema``'s), which ``total_changes`` would not count.
+        """
+        impls = [impl for impl in self._impls("agent_link_record_event")[0]
+                 if impl.plugin_name not in self.boundary.disabled and not (impl.hookwrapper or impl.wrapper)]
+        if not impls:
+            return
         store = self.app.store
-        for impl in self._impls("agent_link_record_event")[0]:
-            plugin = impl.plugin_name
-            if plugin in self.boundary.disabled or impl.hookwrapper or impl.wrapper:
-                continue
-            with CallState("agent_link_record_event") as call:
-                try:
-                    with store.write() as conn:
-                        offered = {"event": event, "conn": conn, "app": self.app}
+        if not store.conn.in_transaction:
+            with store.write():
+                return self.record_event(event)
+        conn = store.conn
+        # Named as store.write() names its savepoints (the depth reserved while observers run),
+        # so a nested write or the legacy importer's guard tells them apart as it does its own.
+        store._savepoints += 1
+        mark = f"agent_link_{store._savepoints}"
+        changes = -1  # no restore point yet
+        try:
+            for impl in impls:
+                plugin = impl.plugin_name
+                if conn.total_changes != changes:
+                    conn.execute(f"SAVEPOINT {mark}")
+                    changes = conn.total_changes
+                offered = {"event": event, "conn": conn, "app": self.app}
+                with CallState("agent_link_record_event") as call:
+                    try:
                         # The boundary's guard reports a failure and swallows it; undo its writes then.
                         impl.function(*(offered[name] for name in impl.argnames))
-                        if plugin in call.faulted:
-                            raise _UndoRecord
-                except _UndoRecord:
-                    pass
-                except Exception as exc:  # an audit record must never undo or fail the change it records
-                    self.boundary.fault(plugin, "agent_link_record_event", f"{type(exc).__name__}: {exc}"[:300],
-                                        fix="Fix the plugin's record_event hook; the change itself was stored.", exc=exc)
+                        if plugin not in call.faulted:
+                            continue
+                    except Exception as exc:  # an audit record must never undo or fail the change it records
+                        self.boundary.fault(plugin, "agent_link_record_event", f"{type(exc).__name__}: {exc}"[:300],
+                                            fix="Fix the plugin's record_event hook; the change itself was stored.", exc=exc)
+                    try:
+                        conn.execute(f"ROLLBACK TO {mark}")  # the restore point stays, for the next observer
+                        changes = conn.total_changes
+                    except Exception as exc:  # an observer ended the savepoint: its writes stay, the change too
+                        self.boundary.fault(plugin, "agent_link_record_event", f"its writes could not be undone: {exc}"[:300],
+                                            fix="An observer may not end the transaction or its savepoints.")
+                        changes = -1
+        finally:
+            store._savepoints -= 1
 
     def session_roles(self, addresses: list[str]) -> dict[str, list[str]]:
         """``{address: sorted role names}`` from every plugin that keeps roles; a failing
