@@ -1,7 +1,7 @@
 """The records machines exchange, and how each is decided and applied.
 
-Three record types travel, each under an id the engine de-duplicates on (``Nats-Msg-Id``)
-and the receiving machine applies at most once:
+Three record types travel, each under an id the receiving machine applies at most once
+(the engine de-duplicates on an id derived from it: :func:`agent_link_machines.relay.pack_rows`):
 
 * ``message`` (id: the message id): a message to a session another machine lists;
 * ``resolution`` (id: ``<message id>.resolved``): the recipient resolved a message that came

@@ -32,6 +32,7 @@ import asyncio
 import contextlib
 import fcntl
 import hashlib
+import hmac
 import json
 import logging
 import os
@@ -95,7 +96,20 @@ def check_url(url: str | None) -> list[str]:
 
 def instance_id(config: Any) -> str:
     """This state dir's random instance id (made once, kept in ``<state>/machines/instance``)."""
-    path = plugin_dir(config) / "instance"
+    return _kept_token(config, "instance")
+
+
+def msg_id_key(config: Any) -> bytes:
+    """This state dir's secret key for the engine's de-duplication ids (:func:`pack_rows`),
+    made once and kept in ``<state>/machines/msgid-key`` (0600). It never leaves the machine:
+    another machine that learns a record id cannot compute the id the genuine record is
+    published under, so it cannot have the server drop that record as a repeat."""
+    return _kept_token(config, "msgid-key").encode("ascii")
+
+
+def _kept_token(config: Any, name: str) -> str:
+    """A random token made once and kept in ``<state>/machines/<name>`` (0600)."""
+    path = plugin_dir(config) / name
     with contextlib.suppress(OSError):
         found = path.read_text(encoding="utf-8").strip()
         if found:
@@ -133,14 +147,17 @@ def _describe(exc: BaseException | None) -> str:
     return text.removeprefix("nats: ").strip("'")
 
 
-def pack_rows(rows: list[Any], origin: str, limit_bytes: int = PACK_BYTES) -> list[tuple[list[Any], str, bytes, str]]:
+def pack_rows(rows: list[Any], origin: str, limit_bytes: int = PACK_BYTES, key: bytes = b"") -> list[tuple[list[Any], str, bytes, str]]:
     """Outbox rows (mappings with ``record_id``, ``machine``, ``payload``: JSON text) of machine
     ``origin`` as engine messages ``(rows, subject, data, Nats-Msg-Id)`` (subject:
     :func:`~agent_link_machines.common.mail_subject`), in the rows' order. A row alone is its
-    record under its record id, as it always was; consecutive rows for the same machine go
+    record under the id ``<origin>.<record id>.<tag>``; consecutive rows for the same machine go
     together as one ``{"type": "batch", "records": [...]}`` of at most :data:`PACK_RECORDS`
     records and ``limit_bytes`` bytes of records (a larger record goes alone), under the id
-    ``batch.<sha256 of their record ids>``. The engine writes (with ``sync_interval:
+    ``<origin>.batch.<tag>``. A tag is an HMAC-SHA256 (``key``: :func:`msg_id_key`, this
+    machine's secret) of the record ids: the server de-duplicates on the id across the whole
+    stream, whatever the subject, so an id another machine could compute from a record id
+    would let it publish first and have the genuine record dropped. The engine writes (with ``sync_interval:
     always``: syncs) once per message, so a burst costs it one write per pack instead of one
     per record. Rows published again in another grouping get another id, so the engine's
     de-duplication does not catch that repeat: the receiving machine does, as it applies each
@@ -159,12 +176,12 @@ def pack_rows(rows: list[Any], origin: str, limit_bytes: int = PACK_BYTES) -> li
     packs = []
     for group in groups:
         subject = mail_subject(group[0]["machine"], origin)
+        tag = hmac.new(key, "\n".join(r["record_id"] for r in group).encode("utf-8"), hashlib.sha256).hexdigest()[:32]
         if len(group) == 1:
-            packs.append((group, subject, group[0]["payload"].encode("utf-8"), str(group[0]["record_id"])))
+            packs.append((group, subject, group[0]["payload"].encode("utf-8"), f"{origin}.{group[0]['record_id']}.{tag}"))
             continue
         data = '{"type": "batch", "records": [' + ", ".join(r["payload"] for r in group) + "]}"
-        digest = hashlib.sha256("\n".join(r["record_id"] for r in group).encode("utf-8")).hexdigest()[:32]
-        packs.append((group, subject, data.encode("utf-8"), f"batch.{digest}"))
+        packs.append((group, subject, data.encode("utf-8"), f"{origin}.batch.{tag}"))
     return packs
 
 
@@ -190,6 +207,7 @@ class Relay:
             raise MachinesError(f"{CREDS_SETTING}={self.creds} is not a readable credentials file.")
         self.heartbeat_s = heartbeat_ms(self.config) / 1000
         self.instance = instance_id(self.config)
+        self.msg_id_key = msg_id_key(self.config)
         self.reachable = False
         self.last_contact: int | None = None
         self.error: str | None = None
@@ -444,7 +462,7 @@ class Relay:
                     await wakeup.wait(self.heartbeat_s)
                     continue
                 limit = min(PACK_BYTES, int(getattr(self.nc, "max_payload", 0) or PACK_BYTES) // 2)
-                packs = pack_rows(rows, self.machine, limit)
+                packs = pack_rows(rows, self.machine, limit, self.msg_id_key)
                 # every pack in flight at once; records do not depend on each other's order,
                 # so the acknowledged ones are marked even when others failed
                 acks = await asyncio.gather(*(
@@ -540,7 +558,7 @@ class Relay:
                 return f"no machine named {origin} claimed its name in the engine"
             self.claimed.add(origin)
         for record in records:
-            if record.get("type") in ("resolution", "delivered") and not sent_to(self.app, record.get("messageId"), origin):
+            if not answers_sent(self.app, record, origin):
                 return f"{origin} answers message {record.get('messageId')}, which this machine never sent to it"
         return None
 
@@ -577,6 +595,15 @@ class Relay:
                     log.warning("records claiming to come from %s, published by machine %s, were dropped", ", ".join(forged), publisher)
                     await msg.term()
                     continue
+                # only the machine a message was sent to may answer it or report its delivery
+                answers = [r for r in records if not answers_sent(self.app, r, publisher)]
+                if answers:
+                    log.warning("machine %s answers message(s) %s, which this machine never sent to it: dropped", publisher,
+                                ", ".join(sorted({str(r.get("messageId")) for r in answers})))
+                    records = [r for r in records if answers_sent(self.app, r, publisher)]
+                    if not records:
+                        await msg.term()
+                        continue
             entries.append((msg, records))
         stored: list[tuple[Any, list[Any]]] = []
         failed: list[tuple[Any, list[Any]]] = []
@@ -612,6 +639,13 @@ class Relay:
             self.last_work = time.monotonic()
             with contextlib.suppress(Exception):  # an ack lost: the record comes again and changes nothing
                 await msg.ack()
+
+
+def answers_sent(app: Any, record: dict[str, Any], publisher: str) -> bool:
+    """Whether machine ``publisher`` may publish ``record`` here: a ``resolution`` or
+    ``delivered`` record only of a message this machine sent to that very machine
+    (:func:`sent_to`); any other record type, yes."""
+    return record.get("type") not in ("resolution", "delivered") or sent_to(app, record.get("messageId"), publisher)
 
 
 def sent_to(app: Any, message_id: Any, machine: str) -> bool:
