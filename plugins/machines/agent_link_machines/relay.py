@@ -75,6 +75,45 @@ class MachinesError(Exception):
     name taken, an engine too old); ``str()`` is one line for the person."""
 
 
+class TLSNotOffered(Exception):
+    """A server of a ``tls://`` URL offered no TLS (raised before any credentials were sent)."""
+
+
+def _client_class() -> type:
+    """nats-py's client, made to honour a ``tls://`` URL: nats-py switches to TLS only when the
+    server's INFO says ``tls_required``, so against a server without TLS (or anyone on the
+    path answering as one) it would send the credentials in clear. For a ``tls://`` server this
+    client refuses an INFO that offers no TLS (:class:`TLSNotOffered`, before the CONNECT that
+    carries the credentials) and upgrades when the server only offers it (``tls_available``),
+    as nats.go's ``checkForSecure`` does; on every (re)connection. It hooks nats-py's
+    ``_process_info`` (called with the first INFO before the TLS decision;
+    ``tests/test_machines.py`` checks it against a server without TLS)."""
+    from nats.aio.client import Client
+
+    class TLSClient(Client):  # type: ignore[misc]
+        async def _process_info(self, info: dict[str, Any], initial_connection: bool = False) -> None:
+            server = self._current_server
+            if initial_connection and server is not None and server.uri.scheme == "tls":
+                if not (info.get("tls_required") or info.get("tls_available")):
+                    raise TLSNotOffered(f"the engine at {redact(server.uri.geturl())} does not offer TLS, which its tls:// URL requires "
+                                        "(nothing was sent to it; give the server a tls block, or use nats:// on a trusted network).")
+                info["tls_required"] = True
+            await super()._process_info(info, initial_connection)
+
+    return TLSClient
+
+
+async def open_connection(**options: Any) -> Any:
+    """A connected nats-py client (``options``: those of ``nats.connect``) that honours
+    ``tls://`` URLs (:func:`_client_class`).
+
+    :raises TLSNotOffered: through ``error_cb`` and as the connect error, see :func:`_client_class`.
+    """
+    nc = _client_class()()
+    await nc.connect(**options)
+    return nc
+
+
 def check_url(url: str | None) -> list[str]:
     """The server URLs of ``AGENT_LINK_ENGINE_URL``.
 
@@ -233,7 +272,6 @@ class Relay:
         :raises MachinesError: credentials refused, or an engine without JetStream or too old.
         :raises ConnectionError: nothing answered (the caller retries).
         """
-        import nats
 
         errors: list[BaseException] = []
 
@@ -241,10 +279,13 @@ class Relay:
             errors.append(exc)
 
         try:
-            nc = await nats.connect(**self._options(), allow_reconnect=False, max_reconnect_attempts=1,
-                                    reconnect_time_wait=0.1, error_cb=note)
+            nc = await open_connection(**self._options(), allow_reconnect=False, max_reconnect_attempts=1,
+                                       reconnect_time_wait=0.1, error_cb=note)
         except Exception as exc:  # nats-py raises its own errors, OSErrors and timeouts here
             last = errors[-1] if errors else exc
+            insecure = next((e for e in [*errors, exc] if isinstance(e, TLSNotOffered)), None)
+            if insecure is not None:
+                raise MachinesError(str(insecure)) from None
             text = _describe(last)
             if "authorization" in text.lower() or "authentication" in text.lower():
                 raise MachinesError(f"the engine at {redact(','.join(self.servers))} refused the credentials ({text}).") from None
@@ -268,7 +309,6 @@ class Relay:
 
         :raises MachinesError: what waiting cannot fix (see :meth:`probe`, :meth:`claim`).
         """
-        import nats
 
         while True:
             try:
@@ -287,7 +327,7 @@ class Relay:
         async def on_reconnect() -> None:
             self._set(True, None)
 
-        self.nc = await nats.connect(**self._options(), allow_reconnect=True, max_reconnect_attempts=-1, reconnect_time_wait=RETRY_S,
+        self.nc = await open_connection(**self._options(), allow_reconnect=True, max_reconnect_attempts=-1, reconnect_time_wait=RETRY_S,
                                      error_cb=on_error, disconnected_cb=on_disconnect, reconnected_cb=on_reconnect)
         from nats.js.api import RetentionPolicy, StorageType, StreamConfig
 
@@ -691,11 +731,10 @@ async def release(app: Any, machine: str) -> bool:
     :returns: True when a claim was removed.
     :raises MachinesError: as :meth:`Relay.probe`; ConnectionError when the engine does not answer.
     """
-    import nats
 
     relay = Relay(app)
     await relay.probe()
-    nc = await nats.connect(**relay._options(), allow_reconnect=False)
+    nc = await open_connection(**relay._options(), allow_reconnect=False)
     try:
         kv = await nc.jetstream().create_key_value(bucket=BUCKET, history=1)
         from nats.js.errors import KeyNotFoundError

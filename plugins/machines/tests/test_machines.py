@@ -184,10 +184,13 @@ def test_decline_and_done_travel_back_and_wake_the_waiter(machines: Callable[...
 @pytest.mark.parametrize(("url", "says"), [
     ("http://127.0.0.1:4222", "is not a NATS URL"),
     ("WRONG_CREDS", "refused the credentials"),
+    # the engine has no TLS: a tls:// URL must not send it the password in clear
+    ("TLS_ON_PLAIN", "does not offer TLS, which its tls:// URL requires"),
 ])
 def test_a_wrong_url_or_credentials_stop_the_relay_with_one_line(machines: Callable[..., Machine], engine: Engine, url: str, says: str) -> None:
     m = machines("delta")
-    m.env["AGENT_LINK_ENGINE_URL"] = engine.url.replace("s3cret", "wrong") if url == "WRONG_CREDS" else url
+    m.env["AGENT_LINK_ENGINE_URL"] = {"WRONG_CREDS": engine.url.replace("s3cret", "wrong"),
+                                      "TLS_ON_PLAIN": engine.url.replace("nats://", "tls://")}.get(url, url)
     relay = m.start_relay()
     assert relay.wait(60) == 1
     err = m.relay_error().strip()
