@@ -46,8 +46,8 @@ from agent_link_core.store import now_ms
 from agent_link_core.wake import Wakeup
 
 from agent_link_machines.common import (
-    BUCKET, CREDS_SETTING, NAME, STREAM, SUBJECT_PREFIX, URL_SETTING, heartbeat_ms, legacy_durable, legacy_subject, local_roles, mail_durable,
-    mail_subject, machine_name, outbox_signal, plugin_dir, redact, upgraded_durable, write_json,
+    BUCKET, CREDS_SETTING, NAME, STREAM, SUBJECT_PREFIX, URL_SETTING, age_ms, heartbeat_ms, legacy_durable, legacy_subject, local_roles, mail_durable,
+    mail_subject, machine_name, outbox_signal, plugin_dir, redact, stale_after_ms, upgraded_durable, write_json,
 )
 from agent_link_machines.records import store_record
 
@@ -462,6 +462,7 @@ class Relay:
 
         while True:
             try:
+                await self.claim()  # released meanwhile: claimed again; taken by another instance: stop (MachinesError)
                 entry = await self.local_listing()
                 await self.kv.put(f"dir.{self.machine}", json.dumps(entry, ensure_ascii=False).encode())
                 machines: dict[str, Any] = {}
@@ -480,7 +481,7 @@ class Relay:
                     conn.execute("DELETE FROM machines_outbox WHERE sent_at IS NOT NULL AND sent_at < ?", (now_ms() - SENT_KEPT_MS,))
                 self._set(True, None)
                 self._write_status(sorted(machines))
-            except asyncio.CancelledError:
+            except (asyncio.CancelledError, MachinesError):
                 raise
             except Exception as exc:  # the engine is away: the listing stays as last read, marked stale by age
                 self._set(False, _describe(exc))
@@ -725,11 +726,18 @@ def records_of(data: bytes) -> list[dict[str, Any]] | None:
     return records
 
 
-async def release(app: Any, machine: str) -> bool:
+async def release(app: Any, machine: str, force: bool = False) -> bool:
     """Free a machine name claimed by a machine that is gone (``agent-link machines release``).
 
+    A machine whose directory entry is fresh (published less than
+    :func:`~agent_link_machines.common.stale_after_ms` ago, judged by this machine's heartbeat)
+    looks alive: its name is kept unless ``force``, since a second machine taking it would
+    share (split) its mail. A relay that finds its claim gone re-claims it at its next
+    heartbeat, and one that finds it held by another instance stops (:meth:`Relay.directory_loop`).
+
     :returns: True when a claim was removed.
-    :raises MachinesError: as :meth:`Relay.probe`; ConnectionError when the engine does not answer.
+    :raises MachinesError: the machine looks alive (without ``force``); as :meth:`Relay.probe`;
+        ConnectionError when the engine does not answer.
     """
 
     relay = Relay(app)
@@ -743,8 +751,28 @@ async def release(app: Any, machine: str) -> bool:
             await kv.get(f"claim.{machine}")
         except KeyNotFoundError:
             return False
+        if not force:
+            age = await _entry_age_ms(kv, machine)
+            if age is not None and age <= stale_after_ms(app.config):
+                raise MachinesError(
+                    f"machine {machine} looks alive (its relay published its listing {max(age, 0) / 1000:.0f} s ago), so its name "
+                    f"is kept: stop that relay first, or, if that machine is really gone, run "
+                    f"`agent-link machines release {machine} --force`.")
         await kv.purge(f"claim.{machine}")
         await kv.purge(f"dir.{machine}")
         return True
     finally:
         await nc.close()
+
+
+async def _entry_age_ms(kv: Any, machine: str) -> int | None:
+    """Milliseconds since machine ``machine`` last published its directory entry (its own
+    ``at``), or None when it has none."""
+    from nats.js.errors import KeyNotFoundError
+
+    try:
+        entry = await kv.get(f"dir.{machine}")
+        value = json.loads(entry.value or b"{}")
+    except (KeyNotFoundError, ValueError):
+        return None
+    return age_ms(value.get("at")) if isinstance(value, dict) else None

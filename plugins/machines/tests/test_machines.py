@@ -142,12 +142,36 @@ def test_a_machine_name_taken_by_another_machine_is_refused(machines: Callable[.
     first.stop()
     first.start_relay()
     first.wait_connected()
-    # a machine that is gone: its name is released, and another may take it
+    # a machine that is gone: once its listing is stale its name is released, and another may take it
     first.stop()
-    assert second.cli("machines", "release", "gamma").stdout.strip() == "released gamma"
+    released = until(lambda: second.cli("machines", "release", "gamma", check=False).returncode == 0 or None, 30,
+                     "gamma's listing to go stale")
+    assert released
     second.start_relay()
     second.wait_connected()
     assert first.start_relay().wait(60) == 1 and "already used by another machine" in first.relay_error()
+
+
+def test_the_name_of_a_live_machine_is_not_released_and_never_shared(machines: Callable[..., Machine]) -> None:
+    live = machines("gamma")
+    live.start_relay()
+    live.wait_connected()
+    other = machines("gamma", "machine-gamma-2")
+    refused = other.cli("machines", "release", "gamma", check=False)
+    assert refused.returncode == 1 and refused.stdout == "", refused
+    err = refused.stderr.strip()
+    assert len(err.splitlines()) == 1 and "gamma looks alive" in err and "--force" in err, err
+    assert other.start_relay().wait(60) == 1 and "already used by another machine" in other.relay_error()
+    # forced: the name is freed, but the live relay claims it again or stops; two relays of one name never both run
+    other.stop()
+    assert other.cli("machines", "release", "gamma", "--force").stdout.strip() == "released gamma"
+    other.start_relay()
+    relays = {"live": live, "other": other}
+    stopped = until(lambda: [n for n, m in relays.items() if m.relay is not None and m.relay.poll() is not None], 60,
+                    "one of the two relays named gamma to stop")
+    assert len(stopped) == 1, stopped
+    err = relays[stopped[0]].relay_error().strip()
+    assert relays[stopped[0]].relay.returncode == 1 and len(err.splitlines()) == 1 and "already used by another machine" in err, err
 
 
 def test_an_engine_without_jetstream_is_refused_with_one_line(machines: Callable[..., Machine], tmp_path: Path) -> None:
