@@ -65,6 +65,8 @@ agent_link_schema = migrations(MIGRATIONS)
 OUTBOX_NOTE = "machines.outbox"
 #: ``event.notes`` key: the outbox had no unsent row before this event's: the relay may be idle
 WAKE_NOTE = "machines.wake"
+#: ``event.notes`` key: a send stored as local mail to an address not served here (agent_link_on_event)
+UNROUTED_NOTE = "machines.unrouted"
 
 
 def _configured(app: Any) -> bool:
@@ -112,6 +114,11 @@ def agent_link_record_event(event: Event, conn: sqlite3.Connection, app: PluginA
             (record_id, machine, json.dumps(payload, ensure_ascii=False), now_ms()),
         )
         event.notes[OUTBOX_NOTE] = True
+    if (event.kind == "sent" and OUTBOX_NOTE not in event.notes and '"machines"' not in (row["metadata"] or "")
+            and conn.execute("SELECT 1 FROM presence WHERE address = ?", (row["recipient"],)).fetchone() is None):
+        # local mail to an address nobody serves here: another machine may list it (or soon
+        # will), and only a relay finds out and sends it on (Relay.forward_stranded)
+        event.notes[UNROUTED_NOTE] = True
 
 
 @hookimpl
@@ -121,7 +128,15 @@ def agent_link_on_event(event: Event, app: PluginApp) -> None:
     :func:`agent_link_machines.common.outbox_signal`, not on every commit of the database;
     while it is still sending it reads the outbox again anyway: a burst costs one wake-up,
     not one per send) and, with autostart on, start a relay if none runs
-    (:func:`agent_link_machines.autostart.nudge_relay`: mail from the CLI alone goes out)."""
+    (:func:`agent_link_machines.autostart.nudge_relay`: mail from the CLI alone goes out).
+    A send stored as local mail to an address nobody serves here starts one too: its relay
+    sends it on once the directory shows the address on another machine."""
+    if event.notes.get(UNROUTED_NOTE):
+        if app.config.get(AUTOSTART_SETTING):
+            from agent_link_machines.autostart import nudge_relay
+
+            nudge_relay(app.config)
+        return
     if not event.notes.get(OUTBOX_NOTE):
         return
     if event.notes.get(WAKE_NOTE):

@@ -19,11 +19,12 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from agent_link_core.model import Caller
 from agent_link_core.records import OutgoingMessage
+from agent_link_core.store import now_ms
 
 from agent_link_machines.common import machine_name, machine_of
 
@@ -113,6 +114,52 @@ def outgoing_records(
         yield f"{message_id}.delivered", origin, {
             "type": "delivered", "messageId": message_id, "via": data.get("via"), "origin": own,
         }
+
+
+def forward_stranded(app: Any, where: Mapping[str, str], addresses: Iterable[str]) -> int:
+    """Send on to their machine the messages this machine stored as local mail to an address
+    another machine lists now (``where``: :func:`~agent_link_machines.common.remote_addresses`),
+    for each of ``addresses``: mail sent before this machine's relay first copied the
+    directory, or before that machine served the address. Only a message nobody took yet is
+    moved: stored here by a send here (no ``machines`` metadata), still queued, unresolved,
+    not expired, with no outbox row, to an address not served on this machine too (local mail
+    wins, as at send time). It is pinned to that machine (``metadata.machines.to``, as
+    :func:`agent_link_machines.plugin.agent_link_resolve_address` pins a send) and its record
+    written to the outbox, in one write transaction; the caller wakes the outbox loop.
+
+    :returns: how many messages were sent on.
+    :raises AgentLinkError: the database cannot be written.
+    """
+    from agent_link_core.addresses import address_scheme
+
+    own = machine_name(app.config)
+    moved = 0
+    with app.store.write() as conn:
+        for address in addresses:
+            target = where.get(address)
+            if not target or target == own:
+                continue
+            if conn.execute("SELECT 1 FROM presence WHERE address = ?", (address,)).fetchone() is not None:
+                continue
+            for row in conn.execute("SELECT * FROM messages WHERE recipient = ? AND open = 1 AND delivered_at IS NULL",
+                                    (address,)).fetchall():
+                meta = _meta(row)
+                if "machines" in meta or conn.execute("SELECT 1 FROM machines_outbox WHERE record_id = ?", (row["id"],)).fetchone():
+                    continue
+                state = app.mailbox.state(row)
+                if state.delivery != "queued" or state.resolution is not None or state.status == "expired":
+                    continue
+                pinned: dict[str, Any] = {**meta, "machines": {"to": target}}
+                if address_scheme(address) in app.harnesses:
+                    pinned["elsewhere"] = True  # a session of a harness installed here too: that harness leaves it alone
+                conn.execute("UPDATE messages SET metadata = ? WHERE id = ?", (json.dumps(pinned, ensure_ascii=False), row["id"]))
+                updated = conn.execute("SELECT * FROM messages WHERE id = ?", (row["id"],)).fetchone()
+                for record_id, machine, payload in outgoing_records("sent", row["id"], {}, conn, app.config, updated):
+                    conn.execute("INSERT OR IGNORE INTO machines_outbox (record_id, machine, payload, created_at) VALUES (?, ?, ?, ?)",
+                                 (record_id, machine, json.dumps(payload, ensure_ascii=False), now_ms()))
+                    moved += 1
+                    log.info("message %s to %s, stored here before %s listed it, sent on to %s", row["id"], address, target, target)
+    return moved
 
 
 def _outgoing(record: Mapping[str, Any], unverified: bool = False) -> OutgoingMessage:

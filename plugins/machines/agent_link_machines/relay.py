@@ -7,7 +7,9 @@ by itself after the server went away):
 * **directory**: every heartbeat it puts this machine's listing (every local harness's
   sessions, the plain addresses served here, who holds each role here) under ``dir.<machine>`` in the KV bucket
   ``agent_link_machines``, reads the other machines' entries and writes
-  ``directory.json`` / ``status.json`` for the other processes of the machine;
+  ``directory.json`` / ``status.json`` for the other processes of the machine, checks its
+  name claim (:meth:`Relay.claim`) and sends on local mail to addresses the directory now
+  shows on another machine (:meth:`Relay.forward_stranded`);
 * **outbox**: it publishes the unsent rows of ``machines_outbox`` (written by the plugin's
   ``agent_link_record_event`` in the same transaction as the mail) to
   ``agent_link.mail.<machine>`` of the stream ``AGENT_LINK_MAIL``, consecutive rows for one
@@ -43,13 +45,13 @@ from pathlib import Path
 from typing import Any
 
 from agent_link_core.store import now_ms
-from agent_link_core.wake import Wakeup
+from agent_link_core.wake import Wakeup, notify
 
 from agent_link_machines.common import (
     BUCKET, CREDS_SETTING, NAME, STREAM, SUBJECT_PREFIX, URL_SETTING, age_ms, heartbeat_ms, legacy_durable, legacy_subject, local_roles, mail_durable,
-    mail_subject, machine_name, outbox_signal, plugin_dir, redact, stale_after_ms, upgraded_durable, write_json,
+    mail_subject, machine_name, outbox_signal, plugin_dir, redact, remote_addresses, stale_after_ms, upgraded_durable, write_json,
 )
-from agent_link_machines.records import store_record
+from agent_link_machines.records import forward_stranded, store_record
 
 log = logging.getLogger(__name__)
 OUTBOX_BATCH = 1024  # outbox rows read and published per round
@@ -64,6 +66,9 @@ PUBLISH_TIMEOUT_S = 2.0
 #: after a quiet spell goes out at once
 OUTBOX_GATHER_S = 0.005
 RETRY_S = 0.5
+#: every this many heartbeats the relay looks for stranded local mail to every address another
+#: machine lists, not only to the newly listed ones (Relay.forward_stranded)
+RESCAN_BEATS = 12
 SENT_KEPT_MS = 24 * 3600_000  # how long an acknowledged outbox row stays in the table
 #: JetStream 2.10 is the oldest server with the stream and KV features used here
 MIN_SERVER = (2, 10)
@@ -257,6 +262,8 @@ class Relay:
         self.applied = 0
         self.machines_seen: list[str] = []
         self.claimed: set[str] = set()  # machines whose name claim the engine showed (legacy_problem)
+        self.routed: dict[str, str] = {}  # {address: machine} of the directory as forward_stranded last saw it
+        self.beats = 0
 
     # -- connection ----------------------------------------------------------------------
 
@@ -477,6 +484,7 @@ class Relay:
                         if isinstance(value, dict):
                             machines[key.removeprefix("dir.")] = value
                 write_json(plugin_dir(self.config) / "directory.json", {"at": now_ms(), "machines": machines})
+                self.forward_stranded()
                 with self.app.store.write() as conn:  # sent rows are kept a day, for inspection
                     conn.execute("DELETE FROM machines_outbox WHERE sent_at IS NOT NULL AND sent_at < ?", (now_ms() - SENT_KEPT_MS,))
                 self._set(True, None)
@@ -486,6 +494,19 @@ class Relay:
             except Exception as exc:  # the engine is away: the listing stays as last read, marked stale by age
                 self._set(False, _describe(exc))
             await asyncio.sleep(self.heartbeat_s)
+
+    def forward_stranded(self) -> None:
+        """Send on the local mail to addresses another machine now lists
+        (:func:`~agent_link_machines.records.forward_stranded`): every heartbeat for the
+        addresses newly listed (or listed by another machine than before), every
+        :data:`RESCAN_BEATS` heartbeats for all (a send that read the directory just before it
+        changed)."""
+        where = remote_addresses(self.config)
+        self.beats += 1
+        fresh = list(where) if self.beats % RESCAN_BEATS == 1 else [a for a, m in where.items() if self.routed.get(a) != m]
+        self.routed = dict(where)
+        if fresh and forward_stranded(self.app, where, fresh):
+            notify(outbox_signal(self.config))
 
     def _unsent(self) -> list[Any]:
         return self.app.store.conn.execute(

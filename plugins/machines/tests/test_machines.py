@@ -152,6 +152,36 @@ def test_a_machine_name_taken_by_another_machine_is_refused(machines: Callable[.
     assert first.start_relay().wait(60) == 1 and "already used by another machine" in first.relay_error()
 
 
+def test_mail_to_an_address_not_yet_listed_goes_out_once_another_machine_lists_it(machines: Callable[..., Machine]) -> None:
+    a, b = machines("alpha"), machines("beta")
+    b.start_relay()
+    b.wait_connected()
+    b.cli("inbox", address="team:bob")
+    # alpha's relay never ran: no copy of the directory yet, so the send is local mail for now
+    early = a.json("send", "team:bob", "before alpha's first relay", "--anticipation", "reply", address="team:alice")
+    assert early["outcome"] == "queued" and [w["code"] for w in early.get("warnings", [])] == ["unknown_address"], early
+    a.start_relay()
+    a.wait_connected()
+    until(lambda: any(m["id"] == early["messageId"] for m in b.json("inbox", address="team:bob")["messages"]), 30,
+          "the early message on beta")
+    b.cli("reply", early["messageId"], "got it late", address="team:bob")
+    waited = json.loads(a.cli("wait", early["messageId"], "--timeout-ms", "30000", "--json", address="team:alice").stdout)
+    assert waited["outcome"] == "reply", waited
+    # an address another machine starts serving after the send
+    later = a.json("send", "team:carol", "before carol exists anywhere", address="team:alice")
+    assert later["outcome"] == "queued", later
+    b.cli("inbox", address="team:carol")
+    until(lambda: any(m["id"] == later["messageId"] for m in b.json("inbox", address="team:carol")["messages"]), 30,
+          "the later message on beta")
+    # each went once: one copy on beta, one outbox row on alpha
+    assert rows(b, "SELECT COUNT(*) FROM messages WHERE id IN (?, ?)", early["messageId"], later["messageId"])[0][0] == 2
+    assert rows(a, "SELECT COUNT(*) FROM machines_outbox WHERE record_id IN (?, ?)", early["messageId"], later["messageId"])[0][0] == 2
+    # local mail to an address served here stays here
+    a.cli("inbox", address="team:dave")
+    local = a.json("send", "team:dave", "stays on alpha", address="team:alice")
+    assert rows(a, "SELECT COUNT(*) FROM machines_outbox WHERE record_id = ?", local["messageId"])[0][0] == 0
+
+
 def test_the_name_of_a_live_machine_is_not_released_and_never_shared(machines: Callable[..., Machine]) -> None:
     live = machines("gamma")
     live.start_relay()
@@ -457,6 +487,12 @@ def test_a_send_from_the_cli_alone_starts_a_relay_that_stops_when_idle(machines:
     cli_only = {**a.env, "AGENT_LINK_MACHINES_AUTOSTART": "on"}
     nudged = None
     try:
+        # local mail to an address nobody serves here starts a relay too (it may be another machine's soon)
+        subprocess_cli(cli_only, "send", "team:nobody-yet", "for whoever serves it", address="team:alice")
+        nudged = until(lambda: lock_holder(a), 30, "the send to an unserved address to start alpha's relay")
+        os.kill(nudged, signal.SIGTERM)
+        until(lambda: lock_holder(a) is None, 30, "that relay to stop")
+        (a.state / "machines" / "nudged").unlink()  # a nudge starts at most one relay per CHECK_S: forget that one
         sent = json.loads(subprocess_cli(cli_only, "send", "team:bob", "from the CLI alone", "--anticipation", "reply", "--json",
                                          address="team:alice"))
         nudged = until(lambda: lock_holder(a), 30, "the send to start alpha's relay")
