@@ -252,6 +252,57 @@ def test_a_wrong_url_or_credentials_stop_the_relay_with_one_line(machines: Calla
     assert "wrong" not in err and "s3cret" not in err  # no credentials in the message
 
 
+def self_signed(folder: Path) -> tuple[Path, Path]:
+    """``(cert.pem, key.pem)`` of a certificate for 127.0.0.1 that signs itself (its own CA)."""
+    pytest.importorskip("cryptography")
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    cert_path, key_path = folder / "cert.pem", folder / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    return cert_path, key_path
+
+
+def test_a_tls_url_speaks_tls_to_a_server_that_offers_it_without_requiring_it(machines: Callable[..., Machine], tmp_path: Path) -> None:
+    from urllib.request import urlopen
+
+    from agent_link_machines.testkit import Engine as Server, free_port
+
+    cert, key = self_signed(tmp_path)
+    server = Server(tmp_path / "tls-engine")
+    monitor = free_port()
+    conf = server.root / "server.conf"
+    # allow_non_tls: the server's INFO says tls_available, not tls_required (nats-py alone would stay in clear)
+    conf.write_text(conf.read_text(encoding="utf-8") + f'tls {{ cert_file: "{cert}", key_file: "{key}" }}\nallow_non_tls: true\n'
+                    f'http: "127.0.0.1:{monitor}"\n', encoding="utf-8")
+    server.start()
+    try:
+        m = machines("theta")
+        m.env.update(AGENT_LINK_ENGINE_URL=server.url.replace("nats://", "tls://"), SSL_CERT_FILE=str(cert))
+        m.start_relay()
+        m.wait_connected()
+        with urlopen(f"http://127.0.0.1:{monitor}/connz", timeout=10) as answer:
+            connections = json.load(answer)["connections"]
+        assert connections and all(c.get("tls_version") for c in connections), connections
+    finally:
+        server.kill()
+
+
 def test_an_unreachable_engine_keeps_sends_accepted_and_says_so(machines: Callable[..., Machine], tmp_path: Path) -> None:
     from agent_link_machines.testkit import free_port
 
