@@ -55,6 +55,15 @@ MIGRATIONS = (
         );
         CREATE INDEX machines_outbox_unsent ON machines_outbox (seq) WHERE sent_at IS NULL;
     """),
+    Migration(NAME, 2, """
+        -- local mail the relay sent on to the machine that listed its address later
+        -- (agent_link_machines.records.forward_stranded): only that machine may answer it
+        CREATE TABLE machines_forwarded (
+            message_id TEXT PRIMARY KEY,
+            machine TEXT NOT NULL,          -- the machine it was sent on to
+            at INTEGER NOT NULL             -- epoch ms
+        );
+    """),
 )
 
 agent_link_register_settings = registers(SETTINGS)

@@ -116,16 +116,22 @@ def outgoing_records(
         }
 
 
+#: messages forward_stranded looks at per address and heartbeat, oldest first
+FORWARD_LIMIT = 500
+
+
 def forward_stranded(app: Any, where: Mapping[str, str], addresses: Iterable[str]) -> int:
-    """Send on to their machine the messages this machine stored as local mail to an address
-    another machine lists now (``where``: :func:`~agent_link_machines.common.remote_addresses`),
-    for each of ``addresses``: mail sent before this machine's relay first copied the
-    directory, or before that machine served the address. Only a message nobody took yet is
-    moved: stored here by a send here (no ``machines`` metadata), still queued, unresolved,
-    not expired, with no outbox row, to an address not served on this machine too (local mail
-    wins, as at send time). It is pinned to that machine (``metadata.machines.to``, as
-    :func:`agent_link_machines.plugin.agent_link_resolve_address` pins a send) and its record
-    written to the outbox, in one write transaction; the caller wakes the outbox loop.
+    """Send on to their machine the messages this machine stored as local mail to a plain
+    address another machine lists now (``where``:
+    :func:`~agent_link_machines.common.remote_addresses`), for each of ``addresses``: mail
+    sent before this machine's relay first copied the directory, or before that machine
+    served the address. Only a message nobody took yet is sent on: stored here by a send here
+    (no ``machines`` metadata), still queued, unresolved, not expired, with no outbox row, to
+    an address not served on this machine too (local mail wins, as at send time). Its record
+    goes to the outbox and the machine it went to into ``machines_forwarded`` (which
+    :func:`agent_link_machines.relay.sent_to` reads as it reads ``metadata.machines.to``), in
+    one write transaction; the caller wakes the outbox loop. Addresses of a harness of this
+    machine are left alone (its sessions are pinned at send time).
 
     :returns: how many messages were sent on.
     :raises AgentLinkError: the database cannot be written.
@@ -137,28 +143,24 @@ def forward_stranded(app: Any, where: Mapping[str, str], addresses: Iterable[str
     with app.store.write() as conn:
         for address in addresses:
             target = where.get(address)
-            if not target or target == own:
+            if not target or target == own or address_scheme(address) in app.harnesses:
                 continue
             if conn.execute("SELECT 1 FROM presence WHERE address = ?", (address,)).fetchone() is not None:
                 continue
-            for row in conn.execute("SELECT * FROM messages WHERE recipient = ? AND open = 1 AND delivered_at IS NULL",
-                                    (address,)).fetchall():
+            for row in app.mailbox.open_for(address, FORWARD_LIMIT, undelivered_only=True):
                 meta = _meta(row)
                 if "machines" in meta or conn.execute("SELECT 1 FROM machines_outbox WHERE record_id = ?", (row["id"],)).fetchone():
                     continue
                 state = app.mailbox.state(row)
                 if state.delivery != "queued" or state.resolution is not None or state.status == "expired":
                     continue
-                pinned: dict[str, Any] = {**meta, "machines": {"to": target}}
-                if address_scheme(address) in app.harnesses:
-                    pinned["elsewhere"] = True  # a session of a harness installed here too: that harness leaves it alone
-                conn.execute("UPDATE messages SET metadata = ? WHERE id = ?", (json.dumps(pinned, ensure_ascii=False), row["id"]))
-                updated = conn.execute("SELECT * FROM messages WHERE id = ?", (row["id"],)).fetchone()
-                for record_id, machine, payload in outgoing_records("sent", row["id"], {}, conn, app.config, updated):
-                    conn.execute("INSERT OR IGNORE INTO machines_outbox (record_id, machine, payload, created_at) VALUES (?, ?, ?, ?)",
-                                 (record_id, machine, json.dumps(payload, ensure_ascii=False), now_ms()))
-                    moved += 1
-                    log.info("message %s to %s, stored here before %s listed it, sent on to %s", row["id"], address, target, target)
+                payload = {"type": "message", "message": message_record(row, own, meta)}
+                conn.execute("INSERT OR IGNORE INTO machines_forwarded (message_id, machine, at) VALUES (?, ?, ?)",
+                             (row["id"], target, now_ms()))
+                conn.execute("INSERT OR IGNORE INTO machines_outbox (record_id, machine, payload, created_at) VALUES (?, ?, ?, ?)",
+                             (row["id"], target, json.dumps(payload, ensure_ascii=False), now_ms()))
+                moved += 1
+                log.info("message %s to %s, stored here before %s listed it, sent on to it", row["id"], address, target)
     return moved
 
 

@@ -706,8 +706,13 @@ class Relay:
 def answers_sent(app: Any, record: dict[str, Any], publisher: str) -> bool:
     """Whether machine ``publisher`` may publish ``record`` here: a ``resolution`` or
     ``delivered`` record only of a message this machine sent to that very machine
-    (:func:`sent_to`); any other record type, yes."""
-    return record.get("type") not in ("resolution", "delivered") or sent_to(app, record.get("messageId"), publisher)
+    (:func:`sent_to`, or sent on there by :func:`~agent_link_machines.records.forward_stranded`:
+    ``machines_forwarded``); any other record type, yes."""
+    if record.get("type") not in ("resolution", "delivered"):
+        return True
+    message_id = record.get("messageId")
+    return sent_to(app, message_id, publisher) or app.store.conn.execute(
+        "SELECT 1 FROM machines_forwarded WHERE message_id = ? AND machine = ?", (message_id, publisher)).fetchone() is not None
 
 
 def sent_to(app: Any, message_id: Any, machine: str) -> bool:
@@ -719,8 +724,14 @@ def sent_to(app: Any, message_id: Any, machine: str) -> bool:
     conn = app.store.conn
     if conn.execute("SELECT 1 FROM machines_outbox WHERE record_id = ? AND machine = ?", (message_id, machine)).fetchone():
         return True
-    row = conn.execute("SELECT json_extract(metadata, '$.machines.to') FROM messages WHERE id = ?", (message_id,)).fetchone()
-    return row is not None and row[0] == machine
+    row = app.mailbox.get_row(message_id)
+    if row is None:
+        return False
+    try:
+        pinned = json.loads(row["metadata"] or "{}").get("machines", {}).get("to")
+    except (ValueError, AttributeError):  # metadata that is not a JSON object pins nothing
+        return False
+    return bool(pinned == machine)
 
 
 def claimed_origins(record: dict[str, Any]) -> set[str]:
