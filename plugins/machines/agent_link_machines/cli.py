@@ -95,16 +95,22 @@ def status(ctx: click.Context, as_json: bool) -> None:
 
 @machines.command("release", epilog=EXIT_HELP)
 @click.argument("name")
+@click.option("--force", is_flag=True,
+              help="Release NAME even though its machine looks alive (published its listing within 3 heartbeats).")
 @click.pass_context
-def release_(ctx: click.Context, name: str) -> None:
-    """Free machine name NAME (claimed by a machine that is gone) so another may take it."""
+def release_(ctx: click.Context, name: str, force: bool) -> None:
+    """Free machine name NAME (claimed by a machine that is gone) so another may take it.
+
+    Refused (exit 1) while NAME's machine looks alive, unless --force: two machines of one
+    name would share its mail. A relay still running under NAME claims it again at its next
+    heartbeat, and stops if another machine took it meanwhile."""
     from agent_link_machines.common import MACHINE_RE
     from agent_link_machines.relay import MachinesError, release
 
     if not MACHINE_RE.match(name):
         _die(f"{name!r} is not a machine name (1-64 of A-Z a-z 0-9 _ -).")
     try:
-        removed = asyncio.run(release(get_app(ctx), name))
+        removed = asyncio.run(release(get_app(ctx), name, force=force))
     except (MachinesError, ConnectionError, ValueError) as exc:  # ValueError: this machine's own AGENT_LINK_MACHINE
         _die(str(exc))
     click.echo(f"released {name}" if removed else f"no machine claims {name}")

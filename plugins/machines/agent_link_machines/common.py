@@ -314,14 +314,20 @@ def machine_of(config: Any, address: str) -> str | None:
     or None when no other machine lists it. The newest listing wins when several do.
     Reads ``directory.json``: no network (an index built once per change of the file, so a
     send costs one ``stat`` however many sessions the machines list)."""
+    return remote_addresses(config).get(address)
+
+
+def remote_addresses(config: Any) -> dict[str, str]:
+    """``{address: machine}`` of every address another machine lists, as :func:`machine_of`
+    decides each; ``{}`` without a directory. The index is shared: do not change it."""
     global _where_cache
     directory = read_directory(config)
     if not directory:
-        return None
+        return {}
     try:
         own = machine_name(config)
     except ValueError:
-        return None
+        return {}
     if _where_cache is None or _where_cache[0] is not directory or _where_cache[1] != own:
         newest: dict[str, tuple[int, str]] = {}
         for name, entry in (directory.get("machines") or {}).items():
@@ -333,7 +339,7 @@ def machine_of(config: Any, address: str) -> str | None:
                 if isinstance(listed, str) and (listed not in newest or newest[listed] < (at, name)):
                     newest[listed] = (at, name)
         _where_cache = (directory, own, {a: m for a, (_, m) in newest.items()})
-    return _where_cache[2].get(address)
+    return _where_cache[2]
 
 
 def listed_session(config: Any, address: str) -> tuple[str, dict[str, Any]] | None:

@@ -57,6 +57,15 @@ MIGRATIONS = (
         );
         CREATE INDEX machines_outbox_unsent ON machines_outbox (seq) WHERE sent_at IS NULL;
     """),
+    Migration(NAME, 2, """
+        -- local mail the relay sent on to the machine that listed its address later
+        -- (agent_link_machines.records.forward_stranded): only that machine may answer it
+        CREATE TABLE machines_forwarded (
+            message_id TEXT PRIMARY KEY,
+            machine TEXT NOT NULL,          -- the machine it was sent on to
+            at INTEGER NOT NULL             -- epoch ms
+        );
+    """),
 )
 
 agent_link_register_settings = registers(SETTINGS)
@@ -67,6 +76,8 @@ agent_link_schema = migrations(MIGRATIONS)
 OUTBOX_NOTE = "machines.outbox"
 #: ``event.notes`` key: the outbox had no unsent row before this event's: the relay may be idle
 WAKE_NOTE = "machines.wake"
+#: ``event.notes`` key: a send stored as local mail to an address not served here (agent_link_on_event)
+UNROUTED_NOTE = "machines.unrouted"
 
 
 def _configured(app: Any) -> bool:
@@ -114,6 +125,11 @@ def agent_link_record_event(event: Event, conn: sqlite3.Connection, app: PluginA
             (record_id, machine, json.dumps(payload, ensure_ascii=False), now_ms()),
         )
         event.notes[OUTBOX_NOTE] = True
+    if (event.kind == "sent" and OUTBOX_NOTE not in event.notes and '"machines"' not in (row["metadata"] or "")
+            and conn.execute("SELECT 1 FROM presence WHERE address = ?", (row["recipient"],)).fetchone() is None):
+        # local mail to an address nobody serves here: another machine may list it (or soon
+        # will), and only a relay finds out and sends it on (Relay.forward_stranded)
+        event.notes[UNROUTED_NOTE] = True
 
 
 @hookimpl
@@ -123,7 +139,15 @@ def agent_link_on_event(event: Event, app: PluginApp) -> None:
     :func:`agent_link_machines.common.outbox_signal`, not on every commit of the database;
     while it is still sending it reads the outbox again anyway: a burst costs one wake-up,
     not one per send) and, with autostart on, start a relay if none runs
-    (:func:`agent_link_machines.autostart.nudge_relay`: mail from the CLI alone goes out)."""
+    (:func:`agent_link_machines.autostart.nudge_relay`: mail from the CLI alone goes out).
+    A send stored as local mail to an address nobody serves here starts one too: its relay
+    sends it on once the directory shows the address on another machine."""
+    if event.notes.get(UNROUTED_NOTE):
+        if app.config.get(AUTOSTART_SETTING):
+            from agent_link_machines.autostart import nudge_relay
+
+            nudge_relay(app.config)
+        return
     if not event.notes.get(OUTBOX_NOTE):
         return
     if event.notes.get(WAKE_NOTE):

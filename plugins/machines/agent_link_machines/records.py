@@ -1,7 +1,7 @@
 """The records machines exchange, and how each is decided and applied.
 
-Three record types travel, each under an id the engine de-duplicates on (``Nats-Msg-Id``)
-and the receiving machine applies at most once:
+Three record types travel, each under an id the receiving machine applies at most once
+(the engine de-duplicates on an id derived from it: :func:`agent_link_machines.relay.pack_rows`):
 
 * ``message`` (id: the message id): a message to a session another machine lists;
 * ``resolution`` (id: ``<message id>.resolved``): the recipient resolved a message that came
@@ -19,11 +19,12 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from agent_link_core.model import Caller
 from agent_link_core.records import OutgoingMessage
+from agent_link_core.store import now_ms
 
 from agent_link_machines.common import ROLE_RULES_KEY, attach_role_procedure, machine_name, machine_of
 
@@ -114,6 +115,54 @@ def outgoing_records(
         yield f"{message_id}.delivered", origin, {
             "type": "delivered", "messageId": message_id, "via": data.get("via"), "origin": own,
         }
+
+
+#: messages forward_stranded looks at per address and heartbeat, oldest first
+FORWARD_LIMIT = 500
+
+
+def forward_stranded(app: Any, where: Mapping[str, str], addresses: Iterable[str]) -> int:
+    """Send on to their machine the messages this machine stored as local mail to a plain
+    address another machine lists now (``where``:
+    :func:`~agent_link_machines.common.remote_addresses`), for each of ``addresses``: mail
+    sent before this machine's relay first copied the directory, or before that machine
+    served the address. Only a message nobody took yet is sent on: stored here by a send here
+    (no ``machines`` metadata), still queued, unresolved, not expired, with no outbox row, to
+    an address not served on this machine too (local mail wins, as at send time). Its record
+    goes to the outbox and the machine it went to into ``machines_forwarded`` (which
+    :func:`agent_link_machines.relay.sent_to` reads as it reads ``metadata.machines.to``), in
+    one write transaction; the caller wakes the outbox loop. Addresses of a harness of this
+    machine are left alone (its sessions are pinned at send time).
+
+    :returns: how many messages were sent on.
+    :raises AgentLinkError: the database cannot be written.
+    """
+    from agent_link_core.addresses import address_scheme
+
+    own = machine_name(app.config)
+    moved = 0
+    with app.store.write() as conn:
+        for address in addresses:
+            target = where.get(address)
+            if not target or target == own or address_scheme(address) in app.harnesses:
+                continue
+            if conn.execute("SELECT 1 FROM presence WHERE address = ?", (address,)).fetchone() is not None:
+                continue
+            for row in app.mailbox.open_for(address, FORWARD_LIMIT, undelivered_only=True):
+                meta = _meta(row)
+                if "machines" in meta or conn.execute("SELECT 1 FROM machines_outbox WHERE record_id = ?", (row["id"],)).fetchone():
+                    continue
+                state = app.mailbox.state(row)
+                if state.delivery != "queued" or state.resolution is not None or state.status == "expired":
+                    continue
+                payload = {"type": "message", "message": message_record(row, own, meta)}
+                conn.execute("INSERT OR IGNORE INTO machines_forwarded (message_id, machine, at) VALUES (?, ?, ?)",
+                             (row["id"], target, now_ms()))
+                conn.execute("INSERT OR IGNORE INTO machines_outbox (record_id, machine, payload, created_at) VALUES (?, ?, ?, ?)",
+                             (row["id"], target, json.dumps(payload, ensure_ascii=False), now_ms()))
+                moved += 1
+                log.info("message %s to %s, stored here before %s listed it, sent on to it", row["id"], address, target)
+    return moved
 
 
 def _outgoing(record: Mapping[str, Any], unverified: bool = False) -> OutgoingMessage:

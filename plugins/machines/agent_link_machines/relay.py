@@ -7,7 +7,9 @@ by itself after the server went away):
 * **directory**: every heartbeat it puts this machine's listing (every local harness's
   sessions, the plain addresses served here, who holds each role here) under ``dir.<machine>`` in the KV bucket
   ``agent_link_machines``, reads the other machines' entries and writes
-  ``directory.json`` / ``status.json`` for the other processes of the machine;
+  ``directory.json`` / ``status.json`` for the other processes of the machine, checks its
+  name claim (:meth:`Relay.claim`) and sends on local mail to addresses the directory now
+  shows on another machine (:meth:`Relay.forward_stranded`);
 * **outbox**: it publishes the unsent rows of ``machines_outbox`` (written by the plugin's
   ``agent_link_record_event`` in the same transaction as the mail) to
   ``agent_link.mail.<machine>`` of the stream ``AGENT_LINK_MAIL``, consecutive rows for one
@@ -32,6 +34,7 @@ import asyncio
 import contextlib
 import fcntl
 import hashlib
+import hmac
 import json
 import logging
 import os
@@ -41,14 +44,16 @@ from pathlib import Path
 from typing import Any
 
 from agent_link_core.store import now_ms
-from agent_link_core.wake import Wakeup
+from agent_link_core.wake import Wakeup, notify
 
 from agent_link_machines.common import (
-    BUCKET, CREDS_SETTING, NAME, STREAM, SUBJECT_PREFIX, URL_SETTING, heartbeat_ms, legacy_durable, legacy_subject, local_enforcement, local_roles,
-    mail_durable, mail_subject, machine_name, outbox_signal, plugin_dir, read_status, redact, settings_key, upgraded_durable, url_user, write_json,
+    BUCKET, CREDS_SETTING, NAME, STREAM, SUBJECT_PREFIX, URL_SETTING, age_ms, heartbeat_ms, legacy_durable, legacy_subject, local_enforcement,
+    local_roles, mail_durable, mail_subject, machine_name, outbox_signal, plugin_dir, read_status, redact, remote_addresses, settings_key,
+    stale_after_ms, upgraded_durable, url_user, write_json,
 )
 from agent_link_machines.common import check_url as common_check_url
-from agent_link_machines.records import store_record
+from agent_link_machines.records import forward_stranded, store_record
+from agent_link_machines.secure import TLSNotOffered, open_connection
 
 log = logging.getLogger(__name__)
 OUTBOX_BATCH = 1024  # outbox rows read and published per round
@@ -64,6 +69,9 @@ PUBLISH_TIMEOUT_S = 2.0
 OUTBOX_GATHER_S = 0.005
 RETRY_S = 0.5
 CONNECT_TIMEOUT_S = 2  # one connection attempt, s: a host that does not answer costs this, then a clear line
+#: every this many heartbeats the relay looks for stranded local mail to every address another
+#: machine lists, not only to the newly listed ones (Relay.forward_stranded)
+RESCAN_BEATS = 12
 SENT_KEPT_MS = 24 * 3600_000  # how long an acknowledged outbox row stays in the table
 #: JetStream 2.10 is the oldest server with the stream and KV features used here
 MIN_SERVER = (2, 10)
@@ -87,7 +95,20 @@ def check_url(url: str | None) -> list[str]:
 
 def instance_id(config: Any) -> str:
     """This state dir's random instance id (made once, kept in ``<state>/machines/instance``)."""
-    path = plugin_dir(config) / "instance"
+    return _kept_token(config, "instance")
+
+
+def msg_id_key(config: Any) -> bytes:
+    """This state dir's secret key for the engine's de-duplication ids (:func:`pack_rows`),
+    made once and kept in ``<state>/machines/msgid-key`` (0600). It never leaves the machine:
+    another machine that learns a record id cannot compute the id the genuine record is
+    published under, so it cannot have the server drop that record as a repeat."""
+    return _kept_token(config, "msgid-key").encode("ascii")
+
+
+def _kept_token(config: Any, name: str) -> str:
+    """A random token made once and kept in ``<state>/machines/<name>`` (0600)."""
+    path = plugin_dir(config) / name
     with contextlib.suppress(OSError):
         found = path.read_text(encoding="utf-8").strip()
         if found:
@@ -158,14 +179,17 @@ def is_permission_error(text: str | None) -> bool:
     return bool(text) and "permissions violation" in str(text).lower()
 
 
-def pack_rows(rows: list[Any], origin: str, limit_bytes: int = PACK_BYTES) -> list[tuple[list[Any], str, bytes, str]]:
+def pack_rows(rows: list[Any], origin: str, limit_bytes: int = PACK_BYTES, key: bytes = b"") -> list[tuple[list[Any], str, bytes, str]]:
     """Outbox rows (mappings with ``record_id``, ``machine``, ``payload``: JSON text) of machine
     ``origin`` as engine messages ``(rows, subject, data, Nats-Msg-Id)`` (subject:
     :func:`~agent_link_machines.common.mail_subject`), in the rows' order. A row alone is its
-    record under its record id, as it always was; consecutive rows for the same machine go
+    record under the id ``<origin>.<record id>.<tag>``; consecutive rows for the same machine go
     together as one ``{"type": "batch", "records": [...]}`` of at most :data:`PACK_RECORDS`
     records and ``limit_bytes`` bytes of records (a larger record goes alone), under the id
-    ``batch.<sha256 of their record ids>``. The engine writes (with ``sync_interval:
+    ``<origin>.batch.<tag>``. A tag is an HMAC-SHA256 (``key``: :func:`msg_id_key`, this
+    machine's secret) of the record ids: the server de-duplicates on the id across the whole
+    stream, whatever the subject, so an id another machine could compute from a record id
+    would let it publish first and have the genuine record dropped. The engine writes (with ``sync_interval:
     always``: syncs) once per message, so a burst costs it one write per pack instead of one
     per record. Rows published again in another grouping get another id, so the engine's
     de-duplication does not catch that repeat: the receiving machine does, as it applies each
@@ -184,12 +208,12 @@ def pack_rows(rows: list[Any], origin: str, limit_bytes: int = PACK_BYTES) -> li
     packs = []
     for group in groups:
         subject = mail_subject(group[0]["machine"], origin)
+        tag = hmac.new(key, "\n".join(r["record_id"] for r in group).encode("utf-8"), hashlib.sha256).hexdigest()[:32]
         if len(group) == 1:
-            packs.append((group, subject, group[0]["payload"].encode("utf-8"), str(group[0]["record_id"])))
+            packs.append((group, subject, group[0]["payload"].encode("utf-8"), f"{origin}.{group[0]['record_id']}.{tag}"))
             continue
         data = '{"type": "batch", "records": [' + ", ".join(r["payload"] for r in group) + "]}"
-        digest = hashlib.sha256("\n".join(r["record_id"] for r in group).encode("utf-8")).hexdigest()[:32]
-        packs.append((group, subject, data.encode("utf-8"), f"batch.{digest}"))
+        packs.append((group, subject, data.encode("utf-8"), f"{origin}.batch.{tag}"))
     return packs
 
 
@@ -221,6 +245,7 @@ class Relay:
                                     "pip install nkeys (or reinstall agent-link-machines).") from None
         self.heartbeat_s = heartbeat_ms(self.config) / 1000
         self.instance = instance_id(self.config)
+        self.msg_id_key = msg_id_key(self.config)
         self.reachable = False
         self.last_contact: int | None = None
         self.error: str | None = None
@@ -233,6 +258,8 @@ class Relay:
         self.machines_seen: list[str] = []
         self.refused: str | None = None  # the last subject the server refused this user (is_permission_error)
         self.claimed: set[str] = set()  # machines whose name claim the engine showed (legacy_problem)
+        self.routed: dict[str, str] = {}  # {address: machine} of the directory as forward_stranded last saw it
+        self.beats = 0
 
     # -- connection ----------------------------------------------------------------------
 
@@ -248,7 +275,6 @@ class Relay:
         :raises MachinesError: credentials refused, or an engine without JetStream or too old.
         :raises ConnectionError: nothing answered (the caller retries).
         """
-        import nats
 
         errors: list[BaseException] = []
 
@@ -256,10 +282,13 @@ class Relay:
             errors.append(exc)
 
         try:
-            nc = await nats.connect(**self._options(), allow_reconnect=False, max_reconnect_attempts=1,
-                                    reconnect_time_wait=0.1, error_cb=note)
+            nc = await open_connection(**self._options(), allow_reconnect=False, max_reconnect_attempts=1,
+                                       reconnect_time_wait=0.1, error_cb=note)
         except Exception as exc:  # nats-py raises its own errors, OSErrors and timeouts here
             last = errors[-1] if errors else exc
+            insecure = next((e for e in [*errors, exc] if isinstance(e, TLSNotOffered)), None)
+            if insecure is not None:
+                raise MachinesError(str(insecure)) from None
             text = _describe(last)
             engine = redact(",".join(self.servers))
             if "authorization" in text.lower() or "authentication" in text.lower():
@@ -293,7 +322,6 @@ class Relay:
 
         :raises MachinesError: what waiting cannot fix (see :meth:`probe`, :meth:`claim`).
         """
-        import nats
 
         said = None
         while True:
@@ -318,7 +346,7 @@ class Relay:
         async def on_reconnect() -> None:
             self._set(True, None)
 
-        self.nc = await nats.connect(**self._options(), allow_reconnect=True, max_reconnect_attempts=-1, reconnect_time_wait=RETRY_S,
+        self.nc = await open_connection(**self._options(), allow_reconnect=True, max_reconnect_attempts=-1, reconnect_time_wait=RETRY_S,
                                      error_cb=on_error, disconnected_cb=on_disconnect, reconnected_cb=on_reconnect)
         from nats.js.api import RetentionPolicy, StorageType, StreamConfig
 
@@ -480,6 +508,7 @@ class Relay:
 
         while True:
             try:
+                await self.claim()  # released meanwhile: claimed again; taken by another instance: stop (MachinesError)
                 entry = await self.local_listing()
                 await self.kv.put(f"dir.{self.machine}", json.dumps(entry, ensure_ascii=False).encode())
                 machines: dict[str, Any] = {}
@@ -494,15 +523,29 @@ class Relay:
                         if isinstance(value, dict):
                             machines[key.removeprefix("dir.")] = value
                 write_json(plugin_dir(self.config) / "directory.json", {"at": now_ms(), "machines": machines})
+                self.forward_stranded()
                 with self.app.store.write() as conn:  # sent rows are kept a day, for inspection
                     conn.execute("DELETE FROM machines_outbox WHERE sent_at IS NOT NULL AND sent_at < ?", (now_ms() - SENT_KEPT_MS,))
                 self._set(True, None)
                 self._write_status(sorted(machines))
-            except asyncio.CancelledError:
+            except (asyncio.CancelledError, MachinesError):
                 raise
             except Exception as exc:  # the engine is away: the listing stays as last read, marked stale by age
                 self._set(False, _describe(exc))
             await asyncio.sleep(self.heartbeat_s)
+
+    def forward_stranded(self) -> None:
+        """Send on the local mail to addresses another machine now lists
+        (:func:`~agent_link_machines.records.forward_stranded`): every heartbeat for the
+        addresses newly listed (or listed by another machine than before), every
+        :data:`RESCAN_BEATS` heartbeats for all (a send that read the directory just before it
+        changed)."""
+        where = remote_addresses(self.config)
+        self.beats += 1
+        fresh = list(where) if self.beats % RESCAN_BEATS == 1 else [a for a, m in where.items() if self.routed.get(a) != m]
+        self.routed = dict(where)
+        if fresh and forward_stranded(self.app, where, fresh):
+            notify(outbox_signal(self.config))
 
     def _unsent(self) -> list[Any]:
         return self.app.store.conn.execute(
@@ -520,7 +563,7 @@ class Relay:
                     await wakeup.wait(self.heartbeat_s)
                     continue
                 limit = min(PACK_BYTES, int(getattr(self.nc, "max_payload", 0) or PACK_BYTES) // 2)
-                packs = pack_rows(rows, self.machine, limit)
+                packs = pack_rows(rows, self.machine, limit, self.msg_id_key)
                 # every pack in flight at once; records do not depend on each other's order,
                 # so the acknowledged ones are marked even when others failed
                 acks = await asyncio.gather(*(
@@ -616,7 +659,7 @@ class Relay:
                 return f"no machine named {origin} claimed its name in the engine"
             self.claimed.add(origin)
         for record in records:
-            if record.get("type") in ("resolution", "delivered") and not sent_to(self.app, record.get("messageId"), origin):
+            if not answers_sent(self.app, record, origin):
                 return f"{origin} answers message {record.get('messageId')}, which this machine never sent to it"
         return None
 
@@ -653,6 +696,15 @@ class Relay:
                     log.warning("records claiming to come from %s, published by machine %s, were dropped", ", ".join(forged), publisher)
                     await msg.term()
                     continue
+                # only the machine a message was sent to may answer it or report its delivery
+                answers = [r for r in records if not answers_sent(self.app, r, publisher)]
+                if answers:
+                    log.warning("machine %s answers message(s) %s, which this machine never sent to it: dropped", publisher,
+                                ", ".join(sorted({str(r.get("messageId")) for r in answers})))
+                    records = [r for r in records if answers_sent(self.app, r, publisher)]
+                    if not records:
+                        await msg.term()
+                        continue
             entries.append((msg, records))
         stored: list[tuple[Any, list[Any]]] = []
         failed: list[tuple[Any, list[Any]]] = []
@@ -688,6 +740,18 @@ class Relay:
             self.last_work = time.monotonic()
             with contextlib.suppress(Exception):  # an ack lost: the record comes again and changes nothing
                 await msg.ack()
+
+
+def answers_sent(app: Any, record: dict[str, Any], publisher: str) -> bool:
+    """Whether machine ``publisher`` may publish ``record`` here: a ``resolution`` or
+    ``delivered`` record only of a message this machine sent to that very machine
+    (:func:`sent_to`, or sent on there by :func:`~agent_link_machines.records.forward_stranded`:
+    ``machines_forwarded``); any other record type, yes."""
+    if record.get("type") not in ("resolution", "delivered"):
+        return True
+    message_id = record.get("messageId")
+    return sent_to(app, message_id, publisher) or app.store.conn.execute(
+        "SELECT 1 FROM machines_forwarded WHERE message_id = ? AND machine = ?", (message_id, publisher)).fetchone() is not None
 
 
 def sent_to(app: Any, message_id: Any, machine: str) -> bool:
@@ -733,17 +797,23 @@ def records_of(data: bytes) -> list[dict[str, Any]] | None:
     return records
 
 
-async def release(app: Any, machine: str) -> bool:
+async def release(app: Any, machine: str, force: bool = False) -> bool:
     """Free a machine name claimed by a machine that is gone (``agent-link machines release``).
 
+    A machine whose directory entry is fresh (published less than
+    :func:`~agent_link_machines.common.stale_after_ms` ago, judged by this machine's heartbeat)
+    looks alive: its name is kept unless ``force``, since a second machine taking it would
+    share (split) its mail. A relay that finds its claim gone re-claims it at its next
+    heartbeat, and one that finds it held by another instance stops (:meth:`Relay.directory_loop`).
+
     :returns: True when a claim was removed.
-    :raises MachinesError: as :meth:`Relay.probe`; ConnectionError when the engine does not answer.
+    :raises MachinesError: the machine looks alive (without ``force``); as :meth:`Relay.probe`;
+        ConnectionError when the engine does not answer.
     """
-    import nats
 
     relay = Relay(app)
     await relay.probe()
-    nc = await nats.connect(**relay._options(), allow_reconnect=False)
+    nc = await open_connection(**relay._options(), allow_reconnect=False)
     try:
         kv = await nc.jetstream().create_key_value(bucket=BUCKET, history=1)
         from nats.js.errors import KeyNotFoundError
@@ -752,8 +822,28 @@ async def release(app: Any, machine: str) -> bool:
             await kv.get(f"claim.{machine}")
         except KeyNotFoundError:
             return False
+        if not force:
+            age = await _entry_age_ms(kv, machine)
+            if age is not None and age <= stale_after_ms(app.config):
+                raise MachinesError(
+                    f"machine {machine} looks alive (its relay published its listing {max(age, 0) / 1000:.0f} s ago), so its name "
+                    f"is kept: stop that relay first, or, if that machine is really gone, run "
+                    f"`agent-link machines release {machine} --force`.")
         await kv.purge(f"claim.{machine}")
         await kv.purge(f"dir.{machine}")
         return True
     finally:
         await nc.close()
+
+
+async def _entry_age_ms(kv: Any, machine: str) -> int | None:
+    """Milliseconds since machine ``machine`` last published its directory entry (its own
+    ``at``), or None when it has none."""
+    from nats.js.errors import KeyNotFoundError
+
+    try:
+        entry = await kv.get(f"dir.{machine}")
+        value = json.loads(entry.value or b"{}")
+    except (KeyNotFoundError, ValueError):
+        return None
+    return age_ms(value.get("at")) if isinstance(value, dict) else None

@@ -150,12 +150,66 @@ def test_a_machine_name_taken_by_another_machine_is_refused(machines: Callable[.
     first.stop()
     first.start_relay()
     first.wait_connected()
-    # a machine that is gone: its name is released, and another may take it
+    # a machine that is gone: once its listing is stale its name is released, and another may take it
     first.stop()
-    assert second.cli("machines", "release", "gamma").stdout.strip() == "released gamma"
+    released = until(lambda: second.cli("machines", "release", "gamma", check=False).returncode == 0 or None, 30,
+                     "gamma's listing to go stale")
+    assert released
     second.start_relay()
     second.wait_connected()
     assert first.start_relay().wait(60) == 1 and "already used by another machine" in first.relay_error()
+
+
+def test_mail_to_an_address_not_yet_listed_goes_out_once_another_machine_lists_it(machines: Callable[..., Machine]) -> None:
+    a, b = machines("alpha"), machines("beta")
+    b.start_relay()
+    b.wait_connected()
+    b.cli("inbox", address="team:bob")
+    # alpha's relay never ran: no copy of the directory yet, so the send is local mail for now
+    early = a.json("send", "team:bob", "before alpha's first relay", "--anticipation", "reply", address="team:alice")
+    assert early["outcome"] == "queued" and [w["code"] for w in early.get("warnings", [])] == ["unknown_address"], early
+    a.start_relay()
+    a.wait_connected()
+    until(lambda: any(m["id"] == early["messageId"] for m in b.json("inbox", address="team:bob")["messages"]), 30,
+          "the early message on beta")
+    b.cli("reply", early["messageId"], "got it late", address="team:bob")
+    waited = json.loads(a.cli("wait", early["messageId"], "--timeout-ms", "30000", "--json", address="team:alice").stdout)
+    assert waited["outcome"] == "reply", waited
+    # an address another machine starts serving after the send
+    later = a.json("send", "team:carol", "before carol exists anywhere", address="team:alice")
+    assert later["outcome"] == "queued", later
+    b.cli("inbox", address="team:carol")
+    until(lambda: any(m["id"] == later["messageId"] for m in b.json("inbox", address="team:carol")["messages"]), 30,
+          "the later message on beta")
+    # each went once: one copy on beta, one outbox row on alpha
+    assert rows(b, "SELECT COUNT(*) FROM messages WHERE id IN (?, ?)", early["messageId"], later["messageId"])[0][0] == 2
+    assert rows(a, "SELECT COUNT(*) FROM machines_outbox WHERE record_id IN (?, ?)", early["messageId"], later["messageId"])[0][0] == 2
+    # local mail to an address served here stays here
+    a.cli("inbox", address="team:dave")
+    local = a.json("send", "team:dave", "stays on alpha", address="team:alice")
+    assert rows(a, "SELECT COUNT(*) FROM machines_outbox WHERE record_id = ?", local["messageId"])[0][0] == 0
+
+
+def test_the_name_of_a_live_machine_is_not_released_and_never_shared(machines: Callable[..., Machine]) -> None:
+    live = machines("gamma")
+    live.start_relay()
+    live.wait_connected()
+    other = machines("gamma", "machine-gamma-2")
+    refused = other.cli("machines", "release", "gamma", check=False)
+    assert refused.returncode == 1 and refused.stdout == "", refused
+    err = refused.stderr.strip()
+    assert len(err.splitlines()) == 1 and "gamma looks alive" in err and "--force" in err, err
+    assert other.start_relay().wait(60) == 1 and "already used by another machine" in other.relay_error()
+    # forced: the name is freed, but the live relay claims it again or stops; two relays of one name never both run
+    other.stop()
+    assert other.cli("machines", "release", "gamma", "--force").stdout.strip() == "released gamma"
+    other.start_relay()
+    relays = {"live": live, "other": other}
+    stopped = until(lambda: [n for n, m in relays.items() if m.relay is not None and m.relay.poll() is not None], 60,
+                    "one of the two relays named gamma to stop")
+    assert len(stopped) == 1, stopped
+    err = relays[stopped[0]].relay_error().strip()
+    assert relays[stopped[0]].relay.returncode == 1 and len(err.splitlines()) == 1 and "already used by another machine" in err, err
 
 
 def test_an_engine_without_jetstream_is_refused_with_one_line(machines: Callable[..., Machine], tmp_path: Path) -> None:
@@ -195,11 +249,14 @@ def test_decline_and_done_travel_back_and_wake_the_waiter(machines: Callable[...
     ("nats://agents:s3cret@127.0.0.1:port", "AGENT_LINK_ENGINE_URL='nats://127.0.0.1:port' is not a NATS URL: its port is not a number"),
     ("WRONG_CREDS", "refused the credentials for user agents"),
     ("NO_USER", "refused the credentials (AGENT_LINK_ENGINE_URL gives none"),
+    # the engine has no TLS: a tls:// URL must not send it the password in clear
+    ("TLS_ON_PLAIN", "does not offer TLS, which its tls:// URL requires"),
 ])
 def test_a_wrong_url_or_credentials_stop_the_relay_with_one_line(machines: Callable[..., Machine], engine: Engine, url: str, says: str) -> None:
     m = machines("delta")
     m.env["AGENT_LINK_ENGINE_URL"] = {"WRONG_CREDS": engine.url.replace("s3cret", "bad-pass-7q"),
-                                      "NO_USER": f"nats://127.0.0.1:{engine.port}"}.get(url, url)
+                                      "NO_USER": f"nats://127.0.0.1:{engine.port}",
+                                      "TLS_ON_PLAIN": engine.url.replace("nats://", "tls://")}.get(url, url)
     relay = m.start_relay()
     assert relay.wait(60) == 1
     err = m.relay_error().strip()
@@ -209,6 +266,57 @@ def test_a_wrong_url_or_credentials_stop_the_relay_with_one_line(machines: Calla
     health = link_status(m)
     assert health["relayRunning"] is False and says in health["problem"], health
     assert "bad-pass-7q" not in json.dumps(health) and "s3cret" not in json.dumps(health)
+
+
+def self_signed(folder: Path) -> tuple[Path, Path]:
+    """``(cert.pem, key.pem)`` of a certificate for 127.0.0.1 that signs itself (its own CA)."""
+    pytest.importorskip("cryptography")
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    cert_path, key_path = folder / "cert.pem", folder / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    return cert_path, key_path
+
+
+def test_a_tls_url_speaks_tls_to_a_server_that_offers_it_without_requiring_it(machines: Callable[..., Machine], tmp_path: Path) -> None:
+    from urllib.request import urlopen
+
+    from agent_link_machines.testkit import Engine as Server, free_port
+
+    cert, key = self_signed(tmp_path)
+    server = Server(tmp_path / "tls-engine")
+    monitor = free_port()
+    conf = server.root / "server.conf"
+    # allow_non_tls: the server's INFO says tls_available, not tls_required (nats-py alone would stay in clear)
+    conf.write_text(conf.read_text(encoding="utf-8") + f'tls {{ cert_file: "{cert}", key_file: "{key}" }}\nallow_non_tls: true\n'
+                    f'http: "127.0.0.1:{monitor}"\n', encoding="utf-8")
+    server.start()
+    try:
+        m = machines("theta")
+        m.env.update(AGENT_LINK_ENGINE_URL=server.url.replace("nats://", "tls://"), SSL_CERT_FILE=str(cert))
+        m.start_relay()
+        m.wait_connected()
+        with urlopen(f"http://127.0.0.1:{monitor}/connz", timeout=10) as answer:
+            connections = json.load(answer)["connections"]
+        assert connections and all(c.get("tls_version") for c in connections), connections
+    finally:
+        server.kill()
 
 
 def test_an_unreachable_engine_keeps_sends_accepted_and_says_so(machines: Callable[..., Machine], tmp_path: Path) -> None:
@@ -466,6 +574,12 @@ def test_a_send_from_the_cli_alone_starts_a_relay_that_stops_when_idle(machines:
     cli_only = {**a.env, "AGENT_LINK_MACHINES_AUTOSTART": "on"}
     nudged = None
     try:
+        # local mail to an address nobody serves here starts a relay too (it may be another machine's soon)
+        subprocess_cli(cli_only, "send", "team:nobody-yet", "for whoever serves it", address="team:alice")
+        nudged = until(lambda: lock_holder(a), 30, "the send to an unserved address to start alpha's relay")
+        os.kill(nudged, signal.SIGTERM)
+        until(lambda: lock_holder(a) is None, 30, "that relay to stop")
+        (a.state / "machines" / "nudged").unlink()  # a nudge starts at most one relay per CHECK_S: forget that one
         sent = json.loads(subprocess_cli(cli_only, "send", "team:bob", "from the CLI alone", "--anticipation", "reply", "--json",
                                          address="team:alice"))
         nudged = until(lambda: lock_holder(a), 30, "the send to start alpha's relay")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ pytestmark = [pytest.mark.machines, pytest.mark.timeout(240)]
 
 @pytest.fixture
 def engine(tmp_path: Path) -> Iterator[Engine]:
-    server = Engine(tmp_path / "engine", users={name: machine_permissions(name) for name in ("alpha", "beta")})
+    server = Engine(tmp_path / "engine", users={name: machine_permissions(name) for name in ("alpha", "beta", "gamma")})
     server.start()
     try:
         yield server
@@ -124,3 +125,61 @@ def test_another_machines_user_is_a_permissions_line_not_endless_timeouts(engine
         assert status.returncode == 1 and "the relay stopped: the engine refuses user alpha" in status.stdout, status.stdout
     finally:
         beta.stop()
+
+
+async def forge_answers(engine: Engine, message_id: str) -> None:
+    """As machine gamma, with its own restricted user: publish to alpha a reply and a delivery
+    of ``message_id`` (which alpha sent to beta), under every de-duplication id gamma can
+    compute from the message id (the record id alone, and the id prefixed with beta)."""
+    import nats
+
+    nc = await nats.connect(engine.url_for("gamma"), allow_reconnect=False)
+    js = nc.jetstream(timeout=5)
+    reply = {"id": "01M8TW0FORGED0000000000000", "from": "team:bob", "source": "config", "verified": True, "to": "team:alice",
+             "recipient": "team:alice", "body": "forged answer from gamma", "anticipation": "fyi", "replyBy": None,
+             "replyTo": message_id, "metadata": {}, "origin": "gamma"}
+    forged = {"resolved": {"type": "resolution", "messageId": message_id, "kind": "reply", "by": "team:bob", "reason": None,
+                           "reply": reply, "origin": "gamma"},
+              "delivered": {"type": "delivered", "messageId": message_id, "via": "forged", "origin": "gamma"}}
+    try:
+        for kind, record in forged.items():
+            for msg_id in (f"{message_id}.{kind}", f"beta.{message_id}.{kind}"):
+                await js.publish(SUBJECT_PREFIX + "alpha.gamma", json.dumps(record).encode(), headers={"Nats-Msg-Id": msg_id})
+    finally:
+        await nc.close()
+
+
+def test_a_third_machine_cannot_answer_or_suppress_the_answer_to_mail_between_two_others(engine: Engine, tmp_path: Path) -> None:
+    alpha, beta = (Machine(tmp_path / f"machine-{n}", n, engine) for n in ("alpha", "beta"))
+    try:
+        for m in (alpha, beta):
+            m.env["AGENT_LINK_ENGINE_URL"] = engine.url_for(m.name)
+            m.start_relay()
+        for m in (alpha, beta):
+            m.wait_connected()
+        beta.cli("inbox", address="team:bob")
+        alpha.cli("inbox", address="team:alice")
+        until(lambda: served(alpha, "team:bob") and served(beta, "team:alice"), 30, "each machine to list the other's address")
+        sent = json.loads(alpha.cli("send", "team:bob", "for bob only", "--anticipation", "reply", "--json", address="team:alice").stdout)
+        mid = sent["messageId"]
+        until(lambda: any(m["id"] == mid for m in beta.json("inbox", address="team:bob")["messages"]), 30, "the message on beta")
+        asyncio.run(forge_answers(engine, mid))
+        # a later record to alpha from beta: alpha's consumer reads the stream in order, so the forged ones were read before it
+        marker = json.loads(beta.cli("send", "team:alice", "marker after the forgery", "--json", address="team:bob").stdout)
+        until(lambda: any(m["id"] == marker["messageId"] for m in alpha.json("inbox", address="team:alice")["messages"]),
+              30, "beta's marker on alpha")
+        status = alpha.json("status", mid, address="team:alice")
+        assert status.get("resolution") is None, status
+        # the genuine answer is not dropped by the server as a repeat of a forged id
+        beta.cli("reply", mid, "the real answer from bob", address="team:bob")
+        waited = json.loads(alpha.cli("wait", mid, "--timeout-ms", "30000", "--json", address="team:alice").stdout)
+        assert waited["outcome"] == "reply" and "the real answer from bob" in waited["reply"]["envelope"], waited
+        conn = sqlite3.connect(alpha.state / "agent-link.db")
+        try:
+            assert conn.execute("SELECT COUNT(*) FROM messages WHERE body LIKE '%forged%'").fetchone()[0] == 0
+            assert conn.execute("SELECT delivered_via FROM messages WHERE id = ?", (mid,)).fetchone()[0] in (None, "machine:beta")
+        finally:
+            conn.close()
+    finally:
+        for m in (alpha, beta):
+            m.stop()

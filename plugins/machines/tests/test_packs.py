@@ -23,17 +23,20 @@ def _row(machine: str, n: int, body: str = "") -> dict[str, Any]:
 
 def test_rows_for_one_machine_travel_as_packs_in_order() -> None:
     rows = [_row("beta", n) for n in range(PACK_RECORDS + 3)] + [_row("gamma", 100), _row("beta", 101)]
-    packs = pack_rows(rows, "alpha")
+    packs = pack_rows(rows, "alpha", key=b"alpha's secret")
     assert [(len(group), subject) for group, subject, _, _ in packs] == [
         (PACK_RECORDS, "agent_link.mail.beta.alpha"), (3, "agent_link.mail.beta.alpha"), (1, "agent_link.mail.gamma.alpha"),
         (1, "agent_link.mail.beta.alpha")]
     group, _, data, msg_id = packs[0]
-    assert msg_id.startswith("batch.") and records_of(data) == [json.loads(r["payload"]) for r in group]
-    assert pack_rows(rows, "alpha")[0][3] == msg_id  # the same rows: the same id (the engine drops a repeat)
-    assert pack_rows(rows[1:], "alpha")[0][3] != msg_id
-    # a row alone is its record under its record id, as before packs
+    assert msg_id.startswith("alpha.batch.") and records_of(data) == [json.loads(r["payload"]) for r in group]
+    assert pack_rows(rows, "alpha", key=b"alpha's secret")[0][3] == msg_id  # the same rows: the same id (the engine drops a repeat)
+    assert pack_rows(rows[1:], "alpha", key=b"alpha's secret")[0][3] != msg_id
+    # a row alone is its record, under an id of its publisher and its record id
     _, _, data, msg_id = packs[2]
-    assert msg_id == "id-100" and json.loads(data) == json.loads(rows[-2]["payload"])
+    assert msg_id.startswith("alpha.id-100.") and json.loads(data) == json.loads(rows[-2]["payload"])
+    # which another machine, knowing the record ids but not alpha's key, cannot compute
+    others = [p[3] for p in pack_rows(rows, "alpha", key=b"a guess")]
+    assert not set(others) & {p[3] for p in packs}
 
 
 def test_a_pack_stays_under_the_byte_limit_and_a_large_record_goes_alone() -> None:
@@ -41,7 +44,7 @@ def test_a_pack_stays_under_the_byte_limit_and_a_large_record_goes_alone() -> No
     packs = pack_rows(rows, "alpha", limit_bytes=1200)
     assert [len(group) for group, *_ in packs] == [2, 2, 2, 1]
     assert all(len(data) <= 1200 + 40 for group, _, data, _ in packs if len(group) > 1)
-    assert packs[-1][3] == "id-9"
+    assert packs[-1][3].startswith("alpha.id-9.")
 
 
 @pytest.mark.parametrize("data", [b"not json", b"[1, 2]", b'{"type": "batch", "records": [1]}', b'{"type": "batch", "records": {}}'])
