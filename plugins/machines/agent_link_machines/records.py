@@ -130,7 +130,7 @@ def forward_stranded(app: Any, where: Mapping[str, str], addresses: Iterable[str
     (no ``machines`` metadata), still queued, unresolved, not expired, with no outbox row, to
     an address not served on this machine too (local mail wins, as at send time). Its record
     goes to the outbox and the machine it went to into ``machines_forwarded`` (which
-    :func:`agent_link_machines.relay.sent_to` reads as it reads ``metadata.machines.to``), in
+    :func:`sent_to` reads as it reads ``metadata.machines.to``), in
     one write transaction; the caller wakes the outbox loop. Addresses of a harness of this
     machine are left alone (its sessions are pinned at send time).
 
@@ -235,3 +235,57 @@ def store_record(app: Any, payload: Mapping[str, Any], unverified: bool = False)
     log.warning("unknown record type %r from %s ignored", kind, payload.get("origin"))
     return "ignored", []
 
+
+def answers_sent(app: Any, record: dict[str, Any], publisher: str) -> bool:
+    """Whether machine ``publisher`` may publish ``record`` here: a ``resolution`` or
+    ``delivered`` record only of a message this machine sent to that very machine
+    (:func:`sent_to`, or sent on there by :func:`forward_stranded`:
+    ``machines_forwarded``); any other record type, yes."""
+    if record.get("type") not in ("resolution", "delivered"):
+        return True
+    message_id = record.get("messageId")
+    return sent_to(app, message_id, publisher) or app.store.conn.execute(
+        "SELECT 1 FROM machines_forwarded WHERE message_id = ? AND machine = ?", (message_id, publisher)).fetchone() is not None
+
+
+def sent_to(app: Any, message_id: Any, machine: str) -> bool:
+    """Whether this machine sent the message ``message_id`` to ``machine``: its outbox holds
+    the message's record for that machine (kept a day after it was sent), or the message is
+    stored pinned to it (``metadata.machines.to``)."""
+    if not isinstance(message_id, str):
+        return False
+    conn = app.store.conn
+    if conn.execute("SELECT 1 FROM machines_outbox WHERE record_id = ? AND machine = ?", (message_id, machine)).fetchone():
+        return True
+    row = app.mailbox.get_row(message_id)
+    if row is None:
+        return False
+    try:
+        pinned = json.loads(row["metadata"] or "{}").get("machines", {}).get("to")
+    except (ValueError, AttributeError):  # metadata that is not a JSON object pins nothing
+        return False
+    return bool(pinned == machine)
+
+
+def claimed_origins(record: dict[str, Any]) -> set[str]:
+    """Every machine a record names as its origin (the record's, its message's, its reply's);
+    each must be the machine that published it (:meth:`agent_link_machines.relay.Relay.apply_batch`)."""
+    parts = (record, record.get("message"), record.get("reply"))
+    return {str(p["origin"]) for p in parts if isinstance(p, dict) and p.get("origin") is not None}
+
+
+def records_of(data: bytes) -> list[dict[str, Any]] | None:
+    """The records of one engine message: itself, or a pack's ``records``; None when it is
+    not a JSON object, or a pack whose records are not all objects."""
+    try:
+        payload = json.loads(data)
+    except ValueError:
+        return None
+    if not isinstance(payload, dict):
+        return None
+    if payload.get("type") != "batch":
+        return [payload]
+    records = payload.get("records")
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        return None
+    return records

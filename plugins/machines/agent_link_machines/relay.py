@@ -52,7 +52,7 @@ from agent_link_machines.common import (
     stale_after_ms, upgraded_durable, url_user, write_json,
 )
 from agent_link_machines.common import check_url as common_check_url
-from agent_link_machines.records import forward_stranded, store_record
+from agent_link_machines.records import answers_sent, claimed_origins, forward_stranded, records_of, store_record
 from agent_link_machines.secure import TLSNotOffered, open_connection
 
 log = logging.getLogger(__name__)
@@ -642,7 +642,7 @@ class Relay:
         are). That subject does not name the publisher, so what the old form allows is checked:
         every record names an origin, and all the same one; it is another machine, one that claimed
         its name in the engine; a resolution or delivery is of a message this machine sent to
-        that very machine (:func:`sent_to`). A message record passes these, but which machine
+        that very machine (:func:`~agent_link_machines.records.sent_to`). A message record passes these, but which machine
         published it stays unproven: its sender is stored unverified."""
         origins = {o for r in records for o in claimed_origins(r)}
         if not all(claimed_origins(r) for r in records) or len(origins) != 1:
@@ -740,61 +740,6 @@ class Relay:
             self.last_work = time.monotonic()
             with contextlib.suppress(Exception):  # an ack lost: the record comes again and changes nothing
                 await msg.ack()
-
-
-def answers_sent(app: Any, record: dict[str, Any], publisher: str) -> bool:
-    """Whether machine ``publisher`` may publish ``record`` here: a ``resolution`` or
-    ``delivered`` record only of a message this machine sent to that very machine
-    (:func:`sent_to`, or sent on there by :func:`~agent_link_machines.records.forward_stranded`:
-    ``machines_forwarded``); any other record type, yes."""
-    if record.get("type") not in ("resolution", "delivered"):
-        return True
-    message_id = record.get("messageId")
-    return sent_to(app, message_id, publisher) or app.store.conn.execute(
-        "SELECT 1 FROM machines_forwarded WHERE message_id = ? AND machine = ?", (message_id, publisher)).fetchone() is not None
-
-
-def sent_to(app: Any, message_id: Any, machine: str) -> bool:
-    """Whether this machine sent the message ``message_id`` to ``machine``: its outbox holds
-    the message's record for that machine (kept a day after it was sent), or the message is
-    stored pinned to it (``metadata.machines.to``)."""
-    if not isinstance(message_id, str):
-        return False
-    conn = app.store.conn
-    if conn.execute("SELECT 1 FROM machines_outbox WHERE record_id = ? AND machine = ?", (message_id, machine)).fetchone():
-        return True
-    row = app.mailbox.get_row(message_id)
-    if row is None:
-        return False
-    try:
-        pinned = json.loads(row["metadata"] or "{}").get("machines", {}).get("to")
-    except (ValueError, AttributeError):  # metadata that is not a JSON object pins nothing
-        return False
-    return bool(pinned == machine)
-
-
-def claimed_origins(record: dict[str, Any]) -> set[str]:
-    """Every machine a record names as its origin (the record's, its message's, its reply's);
-    each must be the machine that published it (:meth:`Relay.apply_batch`)."""
-    parts = (record, record.get("message"), record.get("reply"))
-    return {str(p["origin"]) for p in parts if isinstance(p, dict) and p.get("origin") is not None}
-
-
-def records_of(data: bytes) -> list[dict[str, Any]] | None:
-    """The records of one engine message: itself, or a pack's ``records``; None when it is
-    not a JSON object, or a pack whose records are not all objects."""
-    try:
-        payload = json.loads(data)
-    except ValueError:
-        return None
-    if not isinstance(payload, dict):
-        return None
-    if payload.get("type") != "batch":
-        return [payload]
-    records = payload.get("records")
-    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
-        return None
-    return records
 
 
 async def release(app: Any, machine: str, force: bool = False) -> bool:

@@ -14,7 +14,8 @@ import pytest
 
 from agent_link_core.app import App
 from agent_link_core.mailbox import new_message_id
-from agent_link_machines.relay import PACK_RECORDS, Relay, pack_rows, records_of
+from agent_link_machines.records import records_of
+from agent_link_machines.relay import PACK_RECORDS, Relay, pack_rows
 
 
 def _row(machine: str, n: int, body: str = "") -> dict[str, Any]:
