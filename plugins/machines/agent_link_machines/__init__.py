@@ -34,4 +34,4 @@ AGENT_LINK_SETTINGS = {"agent_link_machines.plugin": (
 
 #: the migrations (owner: versions) each entry module returns; their SQL is imported only
 #: when a database lacks one of them
-AGENT_LINK_SCHEMA = {"agent_link_machines.plugin": {"machines": (1,)}}
+AGENT_LINK_SCHEMA = {"agent_link_machines.plugin": {"machines": (1, 2)}}
