@@ -30,9 +30,11 @@
 
   function connect() {
     const source = new EventSource("/events");
-    source.addEventListener("hello", () => {
+    source.addEventListener("hello", async () => {
+      // the page says it is live once its sections are current: a click a moment later must
+      // not land on a section the first refresh is replacing
+      await refresh();
       if (indicator) { indicator.classList.remove("off"); indicator.classList.add("on"); }
-      refresh();
     });
     source.addEventListener("change", () => refresh());
     source.addEventListener("tick", () => {
