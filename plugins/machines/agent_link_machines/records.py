@@ -251,7 +251,8 @@ def answers_sent(app: Any, record: dict[str, Any], publisher: str) -> bool:
 def sent_to(app: Any, message_id: Any, machine: str) -> bool:
     """Whether this machine sent the message ``message_id`` to ``machine``: its outbox holds
     the message's record for that machine (kept a day after it was sent), or the message is
-    stored pinned to it (``metadata.machines.to``)."""
+    stored pinned to it (``metadata.machines.to``), or it is a reply to mail that came from
+    ``machine``, addressed to that mail's sender."""
     if not isinstance(message_id, str):
         return False
     conn = app.store.conn
@@ -260,11 +261,13 @@ def sent_to(app: Any, message_id: Any, machine: str) -> bool:
     row = app.mailbox.get_row(message_id)
     if row is None:
         return False
-    try:
-        pinned = json.loads(row["metadata"] or "{}").get("machines", {}).get("to")
-    except (ValueError, AttributeError):  # metadata that is not a JSON object pins nothing
-        return False
-    return bool(pinned == machine)
+    if (_meta(row).get("machines") or {}).get("to") == machine:
+        return True
+    # a reply to mail that came from ``machine``, addressed to its sender, went there (with the
+    # resolution record when it resolves that mail: outgoing_records)
+    answered = app.mailbox.get_row(row["reply_to"]) if row["reply_to"] else None
+    return (answered is not None and row["recipient"] == answered["from_addr"]
+            and (_meta(answered).get("machines") or {}).get("origin") == machine)
 
 
 def claimed_origins(record: dict[str, Any]) -> set[str]:
