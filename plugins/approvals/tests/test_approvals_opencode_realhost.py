@@ -107,6 +107,9 @@ def test_opencode_apply_covers_an_agent_with_its_own_permission_table(tmp_path: 
         assert [a["permission"] for a in asked] == ["agent-link_list_agents"] and status != "completed", (status, asked)
 
 
+@pytest.mark.skip(reason="flaky: under two parallel workers the turn under the markdown agent mdopen "
+                         "sometimes never calls the scripted tool within 90 s (2 of 4 runs on 2026-12-02; "
+                         "passes alone), issue 31")
 def test_opencode_a_markdown_agents_own_table_decides_and_check_names_its_file(tmp_path: Path) -> None:
     root = tmp_path / "oc"
     folder = root / "xdg" / "config" / "opencode"  # opencode's global config folder under the test's XDG_CONFIG_HOME
