@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sys
 from typing import Any
@@ -15,6 +16,11 @@ from agent_link_core.cli import EXIT_HELP, emit, get_app
 def _die(message: str) -> None:
     click.echo(f"agent-link machines: {message}", err=True)
     sys.exit(1)
+
+
+def _give_up(after_s: float) -> None:
+    click.echo(f"agent-link machines: the relay did not stop within {after_s:g} s of the signal; exiting now.", err=True)
+    os._exit(1)
 
 
 @click.group("machines", epilog=EXIT_HELP)
@@ -36,6 +42,8 @@ def run(ctx: click.Context, if_none: bool, until_idle: float | None) -> None:
     URL, refused credentials, an engine without JetStream or a machine name already taken;
     while the engine is only unreachable it keeps trying (mail waits in the outbox).
     """
+    from agent_link_machines.autostart import STOP_S
+    from agent_link_machines.common import cancel_until_done
     from agent_link_machines.relay import MachinesError, Relay, record_stop, take_lock
 
     app = get_app(ctx)
@@ -54,8 +62,14 @@ def run(ctx: click.Context, if_none: bool, until_idle: float | None) -> None:
     async def main() -> None:
         task = asyncio.current_task()
         loop = asyncio.get_running_loop()
+
+        def stop() -> None:
+            cancel_until_done(task)
+            # bounded, as an MCP server stops its relay: the relay commits before it acknowledges, so nothing is lost
+            loop.call_later(STOP_S, _give_up, STOP_S)
+
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, task.cancel)  # type: ignore[union-attr]
+            loop.add_signal_handler(sig, stop)
         await relay.run()
 
     try:

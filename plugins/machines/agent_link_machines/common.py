@@ -237,6 +237,15 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
+def cancel_until_done(task: Any, every_s: float = 1.0) -> None:
+    """Cancel ``task`` (an ``asyncio.Task``) now and again every ``every_s`` seconds until it
+    ends. nats-py and Python 3.11's ``asyncio.wait_for`` can swallow a cancellation that lands
+    just as the result they awaited arrives: the relay then ran on after its SIGTERM."""
+    if not task.done():
+        task.cancel()
+        task.get_loop().call_later(every_s, cancel_until_done, task, every_s)
+
+
 # (path, mtime ns, size) -> parsed directory.json: every send of a long-lived process asks
 # it, and the relay rewrites it only once a heartbeat
 _directory_cache: tuple[tuple[str, int, int], dict[str, Any] | None] | None = None

@@ -47,7 +47,7 @@ from agent_link_core.store import now_ms
 from agent_link_core.wake import Wakeup, notify
 
 from agent_link_machines.common import (
-    BUCKET, CREDS_SETTING, NAME, STREAM, SUBJECT_PREFIX, URL_SETTING, age_ms, heartbeat_ms, legacy_durable, legacy_subject, local_enforcement,
+    BUCKET, CREDS_SETTING, NAME, STREAM, SUBJECT_PREFIX, URL_SETTING, age_ms, cancel_until_done, heartbeat_ms, legacy_durable, legacy_subject, local_enforcement,
     local_roles, mail_durable, mail_subject, machine_name, outbox_signal, plugin_dir, read_status, redact, remote_addresses, settings_key,
     stale_after_ms, upgraded_durable, url_user, write_json,
 )
@@ -432,9 +432,9 @@ class Relay:
         finally:
             for helper in helpers:
                 helper.cancel()
-            await asyncio.gather(*helpers, return_exceptions=True)
             self.reachable, self.stopped, self.error = False, True, fatal
-            self._write_status()
+            self._write_status()  # before awaiting: a stop cancels again (cancel_until_done), cutting awaits short
+            await asyncio.gather(*helpers, return_exceptions=True)
 
     def permission_problem(self) -> str:
         """The line for a server that refused this machine's user a subject of its own
@@ -452,8 +452,7 @@ class Relay:
         while True:
             await asyncio.sleep(min(1.0, self.idle_exit_s))
             if time.monotonic() - self.last_work >= self.idle_exit_s and not self._unsent():
-                main.cancel()
-                return
+                return cancel_until_done(main)
 
     async def status_loop(self) -> None:
         """Rewrite ``status.json`` every heartbeat, whatever the engine does: its age tells
