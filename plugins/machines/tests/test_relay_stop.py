@@ -44,7 +44,10 @@ STUBBORN = """
 import asyncio, sys
 from agent_link_machines import autostart, relay
 
-async def run(self):
+marker = sys.argv[1]
+
+async def run(self):  # awaited once the signal handlers are in place: say so
+    open(marker, "w").close()
     while True:
         try:
             await asyncio.sleep(60)
@@ -64,15 +67,14 @@ def test_a_relay_that_cannot_stop_exits_after_its_bound(tmp_path: Path) -> None:
     base = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_LINK_")}
     env = {**base, "HOME": str(home), "AGENT_LINK_STATE_DIR": str(home / ".agent-link"), "AGENT_LINK_LOAD_PLUGINS": "machines",
            "AGENT_LINK_MACHINE": "ci", "AGENT_LINK_ENGINE_URL": "nats://ci:pw@127.0.0.1:4222"}  # never reached: run is replaced
-    proc = subprocess.Popen([sys.executable, "-c", STUBBORN], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    marker = tmp_path / "running"
+    proc = subprocess.Popen([sys.executable, "-c", STUBBORN, str(marker)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        lock = Path(env["AGENT_LINK_STATE_DIR"]) / "machines" / "relay.lock"
         end = time.monotonic() + 60
-        while not (lock.exists() and lock.read_text().strip() == str(proc.pid)):
+        while not marker.exists():
             assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < end, "the relay never took its lock"
+            assert time.monotonic() < end, "the relay never ran"
             time.sleep(0.05)
-        time.sleep(0.5)  # its signal handlers are in place once asyncio runs
         os.kill(proc.pid, signal.SIGTERM)
         out, err = proc.communicate(timeout=60)
     finally:
