@@ -55,7 +55,7 @@ SETTINGS = (
 )
 
 #: a machine name: a NATS subject token and a KV key part
-MACHINE_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+MACHINE_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")  # use fullmatch: "$" would let a final newline through
 
 # JetStream names (docs: README.md "How it is stored")
 STREAM = "AGENT_LINK_MAIL"
@@ -112,7 +112,7 @@ def _checked_name(explicit: str | None) -> str:
     """:func:`machine_name` of one ``AGENT_LINK_MACHINE`` value (None: the host name), kept:
     every send of a process with the engine configured asks it up to three times."""
     if explicit:
-        if not MACHINE_RE.match(explicit):
+        if not MACHINE_RE.fullmatch(explicit):
             raise ValueError(f"{MACHINE_SETTING}={explicit!r} is not a machine name (1-64 of A-Z a-z 0-9 _ -)")
         return str(explicit)
     import socket  # every process loads this module; only a machine's name needs it

@@ -43,7 +43,7 @@ def machine_permissions(machine: str) -> dict[str, Any]:
     :returns: ``{"publish": {"allow": [...]}, "subscribe": {"allow": [...]}}`` (subjects).
     :raises ValueError: ``machine`` is not a machine name (1-64 of ``A-Z a-z 0-9 _ -``).
     """
-    if not MACHINE_RE.match(machine):
+    if not MACHINE_RE.fullmatch(machine):
         raise ValueError(f"{machine!r} is not a machine name (1-64 of A-Z a-z 0-9 _ -)")
     kv_stream = f"KV_{BUCKET}"
     durable, legacy, upgraded = mail_durable(machine), legacy_durable(machine), upgraded_durable(machine)

@@ -127,7 +127,7 @@ def forward_stranded(app: Any, where: Mapping[str, str], addresses: Iterable[str
     :func:`~agent_link_machines.common.remote_addresses`), for each of ``addresses``: mail
     sent before this machine's relay first copied the directory, or before that machine
     served the address. Only a message nobody took yet is sent on: stored here by a send here
-    (no ``machines`` metadata), still queued, unresolved, not expired, with no outbox row, to
+    (no ``machines`` metadata), still queued, unresolved, not expired, never sent on before, to
     an address not served on this machine too (local mail wins, as at send time). Its record
     goes to the outbox and the machine it went to into ``machines_forwarded`` (which
     :func:`sent_to` reads as it reads ``metadata.machines.to``), in
@@ -150,7 +150,10 @@ def forward_stranded(app: Any, where: Mapping[str, str], addresses: Iterable[str
                 continue
             for row in app.mailbox.open_for(address, FORWARD_LIMIT, undelivered_only=True):
                 meta = _meta(row)
-                if "machines" in meta or conn.execute("SELECT 1 FROM machines_outbox WHERE record_id = ?", (row["id"],)).fetchone():
+                # sent on before: its outbox row may be gone (kept a day), its forwarded row is not
+                if "machines" in meta or conn.execute(
+                        "SELECT 1 FROM machines_outbox WHERE record_id = ? UNION ALL SELECT 1 FROM machines_forwarded WHERE message_id = ?",
+                        (row["id"], row["id"])).fetchone():
                     continue
                 state = app.mailbox.state(row)
                 if state.delivery != "queued" or state.resolution is not None or state.status == "expired":

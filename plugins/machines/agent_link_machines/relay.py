@@ -43,13 +43,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from agent_link_core.errors import AgentLinkError
 from agent_link_core.store import now_ms
 from agent_link_core.wake import Wakeup, notify
 
 from agent_link_machines.common import (
-    BUCKET, CREDS_SETTING, NAME, STREAM, SUBJECT_PREFIX, URL_SETTING, age_ms, cancel_until_done, heartbeat_ms, legacy_durable, legacy_subject, local_enforcement,
+    BUCKET, CREDS_SETTING, MACHINE_RE, NAME, STREAM, SUBJECT_PREFIX, URL_SETTING, cancel_until_done, heartbeat_ms, legacy_durable, legacy_subject, local_enforcement,
     local_roles, mail_durable, mail_subject, machine_name, outbox_signal, plugin_dir, read_status, redact, remote_addresses, settings_key,
-    stale_after_ms, upgraded_durable, url_user, write_json,
+    upgraded_durable, url_user, write_json,
 )
 from agent_link_machines.common import check_url as common_check_url
 from agent_link_machines.records import answers_sent, claimed_origins, forward_stranded, records_of, store_record
@@ -542,8 +543,13 @@ class Relay:
         where = remote_addresses(self.config)
         self.beats += 1
         fresh = list(where) if self.beats % RESCAN_BEATS == 1 else [a for a, m in where.items() if self.routed.get(a) != m]
-        self.routed = dict(where)
-        if fresh and forward_stranded(self.app, where, fresh):
+        try:
+            moved = bool(fresh) and forward_stranded(self.app, where, fresh)
+        except AgentLinkError as exc:  # the local database, not the engine: tried again next heartbeat
+            log.warning("stranded mail not sent on yet: %s", exc)
+            return
+        self.routed = dict(where)  # only once done: a failed pass leaves the new addresses new
+        if moved:
             notify(outbox_signal(self.config))
 
     def _unsent(self) -> list[Any]:
@@ -600,7 +606,13 @@ class Relay:
         subs = [await self.js.pull_subscribe(filtered, durable=durable, stream=STREAM,
                                              config=ConsumerConfig(ack_policy=AckPolicy.EXPLICIT, ack_wait=30))
                 for filtered, durable in ((subject, mail), (old, legacy))]
-        await asyncio.gather(self._pull(subs[0], subject, False), self._pull(subs[1], old, True))
+        pulls = [asyncio.create_task(self._pull(subs[0], subject, False)), asyncio.create_task(self._pull(subs[1], old, True))]
+        try:
+            await asyncio.gather(*pulls)
+        finally:  # one failed: the other must not run on, on a connection its session closes
+            for pull in pulls:
+                pull.cancel()
+            await asyncio.gather(*pulls, return_exceptions=True)
 
     async def consumer_names(self) -> tuple[str, str]:
         """``(durable reading mail_subject, durable reading legacy_subject)`` of this machine.
@@ -647,6 +659,8 @@ class Relay:
         if not all(claimed_origins(r) for r in records) or len(origins) != 1:
             return f"its records do not all name one origin ({', '.join(sorted(origins)) or 'none'})"
         [origin] = origins
+        if not MACHINE_RE.fullmatch(origin):
+            return f"its origin {origin!r} is not a machine name"
         if origin == self.machine:
             return f"the records name this machine ({origin}) as their origin"
         if origin not in self.claimed:
@@ -661,6 +675,31 @@ class Relay:
             if not answers_sent(self.app, record, origin):
                 return f"{origin} answers message {record.get('messageId')}, which this machine never sent to it"
         return None
+
+    async def _taken(self, msg: Any, subject: str, legacy: bool) -> list[dict[str, Any]] | None:
+        """The records of engine message ``msg`` to store (:meth:`apply_batch`), None to drop it (logged)."""
+        records = records_of(msg.data)
+        if records is None:
+            log.warning("a record that is not a JSON object on %s was dropped", subject)
+            return None
+        if legacy:
+            problem = await self.legacy_problem(records)
+            if problem is not None:
+                log.warning("a record on %s was dropped: %s", subject, problem)
+                return None
+            return records
+        publisher = str(msg.subject).rpartition(".")[2]
+        forged = sorted({o for r in records for o in claimed_origins(r)} - {publisher})
+        if forged:  # its own machine attests a record, and the subject says which machine that was
+            log.warning("records claiming to come from %s, published by machine %s, were dropped", ", ".join(forged), publisher)
+            return None
+        # only the machine a message was sent to may answer it or report its delivery
+        answers = [r for r in records if not answers_sent(self.app, r, publisher)]
+        if answers:
+            log.warning("machine %s answers message(s) %s, which this machine never sent to it: dropped", publisher,
+                        ", ".join(sorted({str(r.get("messageId")) for r in answers})))
+            records = [r for r in records if answers_sent(self.app, r, publisher)]
+        return records or None
 
     async def apply_batch(self, msgs: list[Any], subject: str, legacy: bool = False) -> None:
         """Store a fetched batch in one write transaction (each record a savepoint of it, so
@@ -677,33 +716,16 @@ class Relay:
         (:func:`~agent_link_machines.records.store_record`); the others are dropped."""
         entries: list[tuple[Any, list[dict[str, Any]]]] = []
         for msg in msgs:
-            records = records_of(msg.data)
-            if records is None:
-                log.warning("a record that is not a JSON object on %s was dropped", subject)
-                await msg.term()
+            try:
+                records = await self._taken(msg, subject, legacy)
+                if records is None:
+                    await msg.term()
+                    continue
+            except Exception as exc:  # the engine or the database failed a check: the message comes again
+                log.warning("a record on %s was not checked (%s); the engine delivers it again", subject, _describe(exc))
+                with contextlib.suppress(Exception):
+                    await msg.nak(delay=RETRY_S)
                 continue
-            if legacy:
-                problem = await self.legacy_problem(records)
-                if problem is not None:
-                    log.warning("a record on %s was dropped: %s", subject, problem)
-                    await msg.term()
-                    continue
-            else:
-                publisher = str(msg.subject).rpartition(".")[2]
-                forged = sorted({o for r in records for o in claimed_origins(r)} - {publisher})
-                if forged:  # its own machine attests a record, and the subject says which machine that was
-                    log.warning("records claiming to come from %s, published by machine %s, were dropped", ", ".join(forged), publisher)
-                    await msg.term()
-                    continue
-                # only the machine a message was sent to may answer it or report its delivery
-                answers = [r for r in records if not answers_sent(self.app, r, publisher)]
-                if answers:
-                    log.warning("machine %s answers message(s) %s, which this machine never sent to it: dropped", publisher,
-                                ", ".join(sorted({str(r.get("messageId")) for r in answers})))
-                    records = [r for r in records if answers_sent(self.app, r, publisher)]
-                    if not records:
-                        await msg.term()
-                        continue
             entries.append((msg, records))
         stored: list[tuple[Any, list[Any]]] = []
         failed: list[tuple[Any, list[Any]]] = []
@@ -740,54 +762,3 @@ class Relay:
             with contextlib.suppress(Exception):  # an ack lost: the record comes again and changes nothing
                 await msg.ack()
 
-
-async def release(app: Any, machine: str, force: bool = False) -> bool:
-    """Free a machine name claimed by a machine that is gone (``agent-link machines release``).
-
-    A machine whose directory entry is fresh (published less than
-    :func:`~agent_link_machines.common.stale_after_ms` ago, judged by this machine's heartbeat)
-    looks alive: its name is kept unless ``force``, since a second machine taking it would
-    share (split) its mail. A relay that finds its claim gone re-claims it at its next
-    heartbeat, and one that finds it held by another instance stops (:meth:`Relay.directory_loop`).
-
-    :returns: True when a claim was removed.
-    :raises MachinesError: the machine looks alive (without ``force``); as :meth:`Relay.probe`;
-        ConnectionError when the engine does not answer.
-    """
-
-    relay = Relay(app)
-    await relay.probe()
-    nc = await open_connection(**relay._options(), allow_reconnect=False)
-    try:
-        kv = await nc.jetstream().create_key_value(bucket=BUCKET, history=1)
-        from nats.js.errors import KeyNotFoundError
-
-        try:
-            await kv.get(f"claim.{machine}")
-        except KeyNotFoundError:
-            return False
-        if not force:
-            age = await _entry_age_ms(kv, machine)
-            if age is not None and age <= stale_after_ms(app.config):
-                raise MachinesError(
-                    f"machine {machine} looks alive (its relay published its listing {max(age, 0) / 1000:.0f} s ago), so its name "
-                    f"is kept: stop that relay first, or, if that machine is really gone, run "
-                    f"`agent-link machines release {machine} --force`.")
-        await kv.purge(f"claim.{machine}")
-        await kv.purge(f"dir.{machine}")
-        return True
-    finally:
-        await nc.close()
-
-
-async def _entry_age_ms(kv: Any, machine: str) -> int | None:
-    """Milliseconds since machine ``machine`` last published its directory entry (its own
-    ``at``), or None when it has none."""
-    from nats.js.errors import KeyNotFoundError
-
-    try:
-        entry = await kv.get(f"dir.{machine}")
-        value = json.loads(entry.value or b"{}")
-    except (KeyNotFoundError, ValueError):
-        return None
-    return age_ms(value.get("at")) if isinstance(value, dict) else None

@@ -278,3 +278,20 @@ async def test_warn_on_another_machine_tags_and_warns_here_and_off_checks_nothin
         assert codes(out.warnings) == [] and "roleRules" not in out.message["metadata"]
     finally:
         await app.aclose()
+
+
+@pytest.mark.anyio
+async def test_mail_sent_on_to_a_machine_is_never_sent_on_again(app: App) -> None:
+    """Stranded local mail goes to the machine that lists its address once, even after its
+    outbox row, kept a day, is gone (it was sent on again, to whatever machine listed it then)."""
+    from agent_link_machines.records import forward_stranded
+
+    out = await app.send(caller=Caller("team:alice", "env"), to="team:bob", body="before beta listed bob", anticipation="fyi")
+    assert "machines" not in out.message["metadata"]  # nobody lists team:bob yet: local mail
+    where = {"team:bob": "beta"}
+    assert forward_stranded(app, where, ["team:bob"]) == 1
+    assert forward_stranded(app, where, ["team:bob"]) == 0
+    with app.store.write() as conn:
+        conn.execute("DELETE FROM machines_outbox")  # what the relay does to sent rows after a day
+    assert forward_stranded(app, {"team:bob": "gamma"}, ["team:bob"]) == 0
+    assert [tuple(r) for r in app.store.conn.execute("SELECT machine FROM machines_forwarded")] == [("beta",)]

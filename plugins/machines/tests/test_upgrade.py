@@ -1,7 +1,8 @@
 """Upgrading a machine from the plugin version that published mail on ``agent_link.mail.<to>``
-(no publisher in the subject) to ``agent_link.mail.<to>.<from>``: the upgraded relay points
-its old consumer at the new subject and drains what is left on (or still comes to) the old
-one, checking the records' origin as far as that form allows. Real nats-server."""
+(no publisher in the subject) to ``agent_link.mail.<to>.<from>``: the upgraded relay keeps
+the earlier version's consumer reading the old subject from where it stopped (what is left
+there, or still comes), checking the records' origin as far as that form allows, and reads
+the new subject with a consumer of its own. Real nats-server."""
 
 from __future__ import annotations
 
@@ -73,6 +74,8 @@ def test_an_upgraded_machine_reads_new_mail_and_drains_the_old_subject(machines:
     a.wait_connected()  # alpha made the stream and claimed its name
     b.cli("inbox", address="team:bob")
     left = [
+        # first: a check that raised on it (a key the engine refuses) stopped the reading of everything after
+        _record("from an origin that is no machine name", origin="a b"),
         _record("left before the upgrade"),
         _record("from a machine nobody ever named", origin="gamma"),
         _record("from beta itself", origin="beta"),
@@ -106,7 +109,7 @@ def test_an_upgraded_machine_reads_new_mail_and_drains_the_old_subject(machines:
     assert _stored(b, "read by the earlier version") is None  # acknowledged before the upgrade: not read again
     until(lambda: _stored(b, "still the old version"), 30, "beta to read the old subject after the upgrade")
     # what the old form cannot vouch for was dropped, not stored (the legacy consumer reads in order)
-    for body in ("from a machine nobody ever named", "from beta itself", "two origins in one pack", "two origins, the other"):
+    for body in ("from an origin that is no machine name", "from a machine nobody ever named", "from beta itself", "two origins in one pack", "two origins, the other"):
         assert _stored(b, body) is None, body
     conn = sqlite3.connect(b.state / "agent-link.db")
     try:

@@ -227,7 +227,8 @@ def build_web_app(app: App, config: WebConfig) -> ASGIApp:
             data = views.conversation_view(app, config.person, message_id, config.act_for)
         except AgentLinkError as exc:
             return page("error.html", http_status={"not_found": 404, "permission_denied": 403}.get(exc.code, 400), error=exc.message)
-        error = views.mark_seen(app, config.person, data["cards"]) or error
+        unmarked = views.mark_seen(app, config.person, data["cards"])  # why a refused answer was refused comes first
+        error = " ".join(e for e in (error, unmarked) if e) or None
         data = views.conversation_view(app, config.person, message_id, config.act_for)
         others = [a for c in data["cards"] for a in (c["from"], c["to"]) if a != config.person]
         return page("conversation.html", http_status, data=data, error=error, notice=notice, answer=answer or {},
