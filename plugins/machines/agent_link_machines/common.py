@@ -377,19 +377,27 @@ def age_ms(at: Any) -> int | None:
 ROLES_PLUGIN = "roles"
 
 
+def _roles_api(app: Any) -> Any:
+    """``agent_link_roles.api`` when the roles plugin is installed and loaded here, else None."""
+    if ROLES_PLUGIN not in app.plugin_report.loaded:
+        return None
+    try:
+        from agent_link_roles import api  # type: ignore[import-untyped,unused-ignore]
+    except ImportError:
+        return None
+    return api
+
+
 def local_roles(app: Any) -> dict[str, list[str]]:
     """``{role name: [holder, ...]}`` as this machine's roles plugin resolves ``role:<name>``
     (``agent_link_roles.api.role_holders``); ``{}`` when that plugin is not loaded here or its
     table cannot be read (health and the role tools say so; no role is published meanwhile)."""
     from agent_link_core.errors import AgentLinkError
 
-    if ROLES_PLUGIN not in app.plugin_report.loaded:
-        return {}
+    api = _roles_api(app)
     try:
-        from agent_link_roles import api  # type: ignore[import-untyped,unused-ignore]
-
-        return dict(api.role_holders(app))
-    except (ImportError, AgentLinkError):
+        return dict(api.role_holders(app)) if api is not None else {}
+    except AgentLinkError:
         return {}
 
 
@@ -397,13 +405,7 @@ def local_enforcement(app: Any) -> str | None:
     """This machine's role enforcement mode (``agent_link_roles.api.enforcement``), published
     with :func:`local_roles` so another machine applies it to its direct mail to a role holder
     here (:func:`role_rules`); None when the roles plugin is not loaded here."""
-    if ROLES_PLUGIN not in app.plugin_report.loaded:
-        return None
-    try:
-        from agent_link_roles import api  # type: ignore[import-untyped,unused-ignore]
-    except ImportError:
-        return None
-    mode = getattr(api, "enforcement", None)  # a roles plugin older than this API publishes none
+    mode = getattr(_roles_api(app), "enforcement", None)  # a roles plugin older than this API publishes none
     return str(mode(app)) if mode is not None else None
 
 
@@ -436,13 +438,9 @@ def attach_role_procedure(app: Any, metadata: dict[str, Any]) -> None:
     :raises AgentLinkError: from the roles plugin when the version cannot be recorded (the
         record is then not applied and comes again).
     """
-    if not isinstance(metadata.get("role"), dict) or ROLES_PLUGIN not in app.plugin_report.loaded:
+    if not isinstance(metadata.get("role"), dict):
         return
-    try:
-        from agent_link_roles import api  # type: ignore[import-untyped,unused-ignore]
-    except ImportError:
-        return
-    attach = getattr(api, "attach_arrived_procedure", None)
+    attach = getattr(_roles_api(app), "attach_arrived_procedure", None)
     if attach is not None:  # a roles plugin older than this API keeps the sender's reference
         attach(app, metadata)
 
