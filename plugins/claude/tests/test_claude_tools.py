@@ -15,8 +15,9 @@ from jsonschema import Draft202012Validator
 from agent_link_claude.tools import CLAUDE_TOOLS
 from agent_link_core.app import App
 from agent_link_core.model import Caller
-from agent_link_core.tools.registry import output_schema, run_tool
+from agent_link_core.tools.registry import output_schema
 from agent_link_testing.mcp_client import agent_link_mcp
+from agent_link_testing.tool_app import call_tool
 
 ME = "aaaaaaaa-0000-4000-8000-000000000001"
 PEER = "bbbbbbbb-0000-4000-8000-000000000002"
@@ -38,13 +39,9 @@ def app(fake_claude, monkeypatch: pytest.MonkeyPatch):
     application.close()
 
 
-async def call(app: App, name: str, args: dict[str, Any], caller_env: dict[str, str] | None = None) -> dict[str, Any]:
-    """Run a tool as the MCP server would and check the result against its output schema."""
-    spec = app.hooks.tools()[name]
-    result = await run_tool(app, spec, args, {})
-    errors = [e.message for e in Draft202012Validator(output_schema(spec)).iter_errors(result)]
-    assert not errors, (name, errors, result)
-    return result
+async def call(app: App, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Run a tool as the MCP server would, its result checked against its output schema."""
+    return await call_tool(app, name, **args)
 
 
 def code(result: dict[str, Any]) -> str | None:
