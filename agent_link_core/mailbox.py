@@ -33,7 +33,7 @@ from agent_link_core.visibility import Visibility
 
 TYPE_CHECKING = False  # no typing/dataclasses at run time: the hook fast path imports this
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from typing import Any
 
     from agent_link_core.config import Config
@@ -648,14 +648,19 @@ class Mailbox(MailFollowUp):
 
     # -- writing ---------------------------------------------------------------------
 
-    def store_message(self, msg: OutgoingMessage, result: dict[str, Any] | None = None) -> tuple[sqlite3.Row, bool]:
+    def store_message(self, msg: OutgoingMessage, result: dict[str, Any] | None = None,
+                      guard: Callable[[], str | None] | None = None) -> tuple[sqlite3.Row, bool]:
         """Insert a message (one transaction) unless the same id already exists.
 
         :param result: the send's result fields, handed to observers of the ``sent`` event.
-        :returns: ``(row, created)``; ``created`` is False for an identical resend.
+        :param guard: called in the write transaction before the insert (the loop rules,
+            :func:`agent_link_core.loops.check_send`, see every concurrent send): it raises to
+            refuse the message, or returns the id of a stored message this one repeats.
+        :returns: ``(row, created)``; ``created`` is False for an identical resend or what
+            ``guard`` named.
         :raises AgentLinkError: ``invalid_arguments`` (rule ``idempotency``) when the id
             exists with different content; ``details.differs`` and the message name the
-            differing fields (:func:`differing_fields`).
+            differing fields (:func:`differing_fields`); what ``guard`` raises.
         """
         digest = content_hash(msg.sender.address, msg.to, msg.body, msg.anticipation, msg.reply_by_ms, msg.reply_to,
                               msg.metadata.get("fingerprint"))
@@ -666,6 +671,9 @@ class Mailbox(MailFollowUp):
         at = now_ms()
         try:
             with self.store.write() as conn:
+                repeated = guard() if guard is not None else None
+                if repeated is not None:
+                    return conn.execute("SELECT * FROM messages WHERE id = ?", (repeated,)).fetchone(), False
                 row = self._insert_row(conn, msg, at, digest, meta, if_new=True)
                 if row is None:  # the id exists: an identical resend, or a refusal
                     existing = conn.execute("SELECT * FROM messages WHERE id = ?", (msg.id,)).fetchone()

@@ -119,21 +119,32 @@ class Outbox:
         else:
             recipient, via, target_meta = (target if target and caller.address == asked.address
                                            else await self.app.directory.target_address(to, caller, allow_archived=allow_archived))
-        unseen = None
+        unseen, guard = None, None
         if earlier is None:
             from agent_link_core.loops import check_send, same_recent, waiting_repeat
 
+            def rules(at: int) -> str | None:
+                """Apply the loop rules (raising to refuse); the id of a never-delivered message
+                this one repeats (a retry of it, not a loop), else None."""
+                same = same_recent(self.store, self.config, sender=caller.address, recipient=recipient, body=clean,
+                                   anticipation=label, reply_to=reply_to, now_ms=at)
+                repeat = None if message_id is not None or not same else waiting_repeat(
+                    same, to=to if is_address(to) else recipient, reply_by_ms=reply_by_ms, fingerprint=(metadata or {}).get("fingerprint"))
+                if repeat is not None and self.mailbox.push_outcome(repeat) == "queued":
+                    return repeat
+                check_send(self.store, self.config, sender=caller.address, recipient=recipient, same=same, now_ms=at,
+                           known_sender=caller.known)
+                return None
+
+            def guard() -> str | None:
+                # the rules apply under the write lock (Mailbox.store_message): what concurrent sends stored
+                # counts too, else twenty processes at once all pass them
+                if message_id is not None and self.store.conn.execute("SELECT 1 FROM messages WHERE id = ?", (message_id,)).fetchone():
+                    return None  # that id is stored: the insert finds it (an identical resend, or refused)
+                return rules(now_ms())
+
             # the address first: a typo is refused as one even when the same text went there before
             unseen = self._unseen_recipient(recipient, require_known)
-            same = same_recent(self.store, self.config, sender=caller.address, recipient=recipient, body=clean,
-                               anticipation=label, reply_to=reply_to, now_ms=now)
-            repeat = None if message_id is not None or not same else waiting_repeat(
-                same, to=to if is_address(to) else recipient, reply_by_ms=reply_by_ms, fingerprint=(metadata or {}).get("fingerprint"))
-            if repeat is not None and self.mailbox.push_outcome(repeat) == "queued":
-                message_id = repeat  # the same message again, still never delivered: a retry of it, not a loop
-            else:
-                check_send(self.store, self.config, sender=caller.address, recipient=recipient, same=same, now_ms=now,
-                           known_sender=caller.known)
         if via:
             target_meta["via"] = via
         target_meta.update(metadata or {})
@@ -149,7 +160,7 @@ class Outbox:
             _, row = self.mailbox.resolve(answered["id"], caller, "reply", reply=msg, result=context.result)
             created = True
         else:
-            row, created = self.mailbox.store_message(msg, context.result)
+            row, created = self.mailbox.store_message(msg, context.result, guard)
         delivery = await self.push(row, options or {}) if created else None
         # A push may have changed the row (delivered, accepted): read it again then; else it is
         # as this send stored (or found) it.

@@ -14,6 +14,7 @@ import pytest
 
 from agent_link_core.app import App
 from agent_link_core.config import CORE_SETTINGS
+from agent_link_core.errors import AgentLinkError
 from agent_link_core.mailbox import new_message_id
 from agent_link_core.model import Caller
 from agent_link_testing.cli_runner import run_main
@@ -168,3 +169,47 @@ async def test_the_guard_through_a_real_mcp_client_session(isolated_env: Any) ->
         runaway = await alice.call("message_agent", {"to": "test:bob", "message": "ack 3"})
         assert runaway["error"]["details"] == {"reason": "send_rate", "setting": "AGENT_LINK_PAIR_RATE", "limit": 3,
                                                "windowMs": 3600000, "count": 3}
+
+
+
+def test_sends_at_once_are_held_to_the_rules(isolated_env: Any) -> None:
+    """Senders in many processes at once (a runaway script, agents answering each other) pass
+    no more than one sending in turn: the rules apply in the transaction that stores the
+    message. Here every send is held between its checks and its store until all are."""
+    import asyncio
+    import threading
+
+    from agent_link_core import hookimpl
+
+    class Together:
+        def __init__(self, parties: int) -> None:
+            self.barrier = threading.Barrier(parties, timeout=30)
+
+        @hookimpl
+        def agent_link_before_send(self, msg: Any, context: Any) -> list[Any]:
+            self.barrier.wait()
+            return []
+
+    def burst(sender: str, to: str, bodies: list[str]) -> list[str]:
+        together, outcomes = Together(len(bodies)), []
+
+        def one(body: str) -> None:
+            app = App.create(extra_plugins=(("together", together),))
+            try:
+                out = asyncio.run(app.send(caller=Caller(sender, "config", "team"), to=to, body=body, anticipation="fyi"))
+                outcomes.append("stored" if out.created else "retry")
+            except AgentLinkError as exc:
+                outcomes.append(exc.details.get("reason", exc.code))
+            finally:
+                app.close()
+
+        threads = [threading.Thread(target=one, args=(body,)) for body in bodies]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        return sorted(outcomes)
+
+    limit = int(next(s.default for s in CORE_SETTINGS if s.name == "AGENT_LINK_PAIR_RATE"))
+    assert burst("team:burst", "team:sink", [f"burst {i}" for i in range(12)]) == ["send_rate"] * (12 - limit) + ["stored"] * limit
+    assert burst("team:dup", "team:dupsink", ["identical body"] * 6) == ["retry"] * 5 + ["stored"]
