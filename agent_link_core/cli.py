@@ -56,15 +56,6 @@ class FiniteRange(click.FloatRange):
         return number
 
 
-def machine_column(sessions: list[dict[str, Any]]) -> list[str] | None:
-    """The MACHINE cells of a session table when a plugin listed sessions of other machines
-    (their ``machine`` field; ``(stale)`` after a listing too old to trust), else None: a
-    machine on its own shows no such column."""
-    if not any(s.get("machine") for s in sessions):
-        return None
-    return [f"{s.get('machine') or ''}{' (stale)' if s.get('machineStale') else ''}" for s in sessions]
-
-
 def printable(value: Any) -> str:
     """A cell for a terminal: control, format and bidi characters (which could drive the
     terminal or disguise text), line breaks and tabs included, become visible escapes
@@ -89,22 +80,9 @@ def table(columns: list[str], rows: list[list[Any]]) -> None:
     console.print(t)
 
 
-def provider_lines(providers: dict[str, Any]) -> None:
-    """One stderr line per unreachable source, so a partial listing never looks complete."""
-    for name, p in providers.items():
-        if not p.get("complete", True):
-            click.echo(f"agent-link: {name}: not fully listed ({p.get('reason') or 'incomplete'}{': ' + str(p['detail']) if p.get('detail') else ''})", err=True)
-        for ep in p.get("endpoints", []) or []:
-            if not ep.get("reachable", True):
-                click.echo(f"agent-link: {name} endpoint {ep.get('id')} ({ep.get('source')}) is unreachable", err=True)
-
-
-
 #: The core's commands: name -> ``"module:attribute"`` of the click command, imported when
 #: the command runs or a help lists it.
 CORE_COMMANDS = {
-    "contacts": "agent_link_core.commands.sessions:contacts",
-    "find": "agent_link_core.commands.sessions:find",
     "health": "agent_link_core.commands.health:health",
     "hook": "agent_link_core.commands.health:hook",
     "inbox": "agent_link_core.commands.inbox:inbox",
@@ -112,12 +90,9 @@ CORE_COMMANDS = {
     "plugins": "agent_link_core.commands.health:plugins",
     "reply": "agent_link_core.commands.message:reply",
     "send": "agent_link_core.commands.send:send",
-    "sessions": "agent_link_core.commands.sessions:sessions",
     "show": "agent_link_core.commands.message:show",
     "status": "agent_link_core.commands.message:status",
     "wait": "agent_link_core.commands.message:wait",
-    "watch": "agent_link_core.commands.message:watch",
-    "who": "agent_link_core.commands.sessions:who",
 }
 #: commands that start on their own: no plugin is loaded to look them up
 SELF_CONTAINED = ("mcp", "hook")

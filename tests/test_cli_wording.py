@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
@@ -42,28 +41,6 @@ def test_an_fyi_message_has_no_status_and_its_delivery_is_its_own_line() -> None
     lines = message_lines(view, None)
     assert "  delivery: delivered" in lines and "  status:  none, nothing is expected (fyi)" in lines
     assert not any("fyi (delivered)" in line for line in lines)
-
-
-def test_sessions_json_carries_no_absolute_home_path_by_default(isolated_env: Path) -> None:
-    """The Claude plugin reports the folders it searched (under HOME): home-relative by
-    default, as they are with --show-paths."""
-    home = os.environ["HOME"]
-    claude = {"AGENT_LINK_LOAD_PLUGINS": "claude"}
-    for command in (("sessions", "--json"), ("who", "--json")):
-        done = run(*command, **claude)
-        assert done.returncode == 0, done.stderr
-        assert home not in done.stdout and "~/.claude" in done.stdout, command
-    shown = run("sessions", "--json", "--show-paths", **claude)
-    assert shown.returncode == 0
-    assert any(p.startswith(home) for p in json.loads(shown.stdout)["providers"]["claude"]["searched"])
-
-
-def test_home_relative_rewrites_only_paths_under_home() -> None:
-    from agent_link_core.commands.listings import home_relative
-
-    data = {"searched": ["/home/u/.claude", "/home/u", "/home/user2/x", "/etc/x"], "n": 3, "nested": [{"p": "/home/u/a b"}]}
-    assert home_relative(data, "/home/u/") == {"searched": ["~/.claude", "~", "/home/user2/x", "/etc/x"], "n": 3,
-                                               "nested": [{"p": "~/a b"}]}
 
 
 def test_a_commands_own_names_replace_its_tools_argument_names() -> None:

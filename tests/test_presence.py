@@ -31,9 +31,8 @@ def test_only_served_addresses_and_harness_sessions_are_suggested(app: App) -> N
     presence.record(app.store, "team:bob", "inbox")
     signed(app, "team:bobby")  # only ever a sender
     signed(app, "sx:bobby")  # a session of an installed harness: the harness delivers to it
-    from agent_link_core.commands.listings import add_contact
-
-    add_contact(app, "robert", "team:boby")  # a contact nobody ever served
+    with app.store.write() as conn:  # a contact nobody ever served (the row `agent-link contacts add` writes)
+        conn.execute("INSERT INTO contacts (alias, address, created_at) VALUES ('robert', 'team:boby', 0)")
     assert set(presence.known_addresses(app.store)) >= {"team:bob", "team:bobby", "sx:bobby", "team:boby"}
     assert presence.reachable_addresses(app.store) == ["team:bob"]
     assert presence.reachable_addresses(app.store, {"sx"}) == ["sx:bobby", "team:bob"]

@@ -1,11 +1,10 @@
-"""``agent-link reply``, ``status``, ``wait``, ``show`` and ``watch``: one message (answer it, its
-state, its answer, its conversation) and an address's mail as it comes."""
+"""``agent-link reply``, ``status``, ``wait`` and ``show``: one message (answer it, its state,
+its answer, its conversation)."""
 
-import json
 import sys
 from typing import Any
 
-from agent_link_core.cli_run import (ENVELOPE, EXIT_TIMEOUT, FROM, JSON, JSON_FORMAT_VERSION, NDJSON, READER_FROM, argument, as_caller,
+from agent_link_core.cli_run import (ENVELOPE, EXIT_TIMEOUT, FROM, JSON, NDJSON, READER_FROM, argument,
                                      command, echo, emit, fail, get_app, option, run_async, show_then_mark, usage_error, who_am_i)
 from agent_link_core.commands.mail import mark_reply, message_text, print_messages, print_wait, wait_all
 from agent_link_core.errors import AgentLinkError
@@ -102,57 +101,3 @@ def show(ctx: Any, message_id: str, thread: bool, from_address: str | None, show
             echo(f"({d['hiddenCount']} messages of this conversation are not yours to see)")
 
     emit(data, as_json, human, ndjson)
-
-
-@command(
-    option("--as", "as_address", help="Follow the mail of this address (default: the current session)."),
-    option("--interval-ms", kind="whole", low=100, high=60000, default=1000, show_default=True,
-           help="How often to look again when no change wakes it (any agent-link write wakes it at once)."),
-    ENVELOPE, NDJSON)
-def watch(ctx: Any, as_address: str | None, interval_ms: int, show_envelope: bool, ndjson: bool) -> None:
-    """Follow new mail to and from an address, and status changes, until interrupted (Ctrl-C).
-
-    --ndjson prints one JSON event per line: first {"version", "event": "watching", "address"},
-    then {"version", "event": "message"|"change", "message"}.
-    Watching reads nothing: no message is marked delivered."""
-    app = get_app(ctx)
-    caller = as_caller(app, as_address)
-    try:
-        app.require_caller(caller)
-    except AgentLinkError as exc:
-        fail(exc)
-    seen: dict[str, tuple[Any, ...]] = {}
-    first = True
-    where, params = app.mailbox.visible_to(caller.address).sql("messages")  # the one read rule
-    from agent_link_core.wake import Wakeup
-
-    wakeup = Wakeup(app.store.path)  # armed before the first read: no commit after it goes unseen
-    try:
-        while True:
-            rows = app.store.conn.execute(f"SELECT * FROM messages WHERE {where} ORDER BY sent_at, id", params).fetchall()
-            for row, view in zip(rows, app.mailbox.to_views(rows), strict=True):  # states read together
-                key = (view["delivery"], view["status"], view["to"])
-                before = seen.get(row["id"])
-                seen[row["id"]] = key
-                if first or before == key:  # what was there when watching began is not news
-                    continue
-                event = "message" if before is None else "change"
-                if ndjson:
-                    echo(json.dumps({"version": JSON_FORMAT_VERSION, "event": event, "message": view},
-                                          ensure_ascii=False, separators=(",", ":")))
-                elif event == "message":
-                    print_messages(app, [view], show_envelope)
-                else:
-                    echo(f"{view['id']}: now {view['status'] or 'fyi'} ({view['delivery']})\n")
-            if first:  # said once the starting point is taken: anything after it is news
-                if ndjson:
-                    echo(json.dumps({"version": JSON_FORMAT_VERSION, "event": "watching", "address": caller.address},
-                                          ensure_ascii=False, separators=(",", ":")))
-                else:
-                    echo(f"Watching mail of {caller.address} (Ctrl-C stops).")
-            first = False
-            wakeup.wait_blocking(interval_ms / 1000)  # a commit anywhere wakes it; the interval is the fallback
-    except KeyboardInterrupt:  # the normal way to stop watching
-        return
-    finally:
-        wakeup.close()

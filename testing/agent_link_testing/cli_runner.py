@@ -108,21 +108,23 @@ def installed_plugins() -> str:
     return " ".join(sorted(ep.name for ep in importlib.metadata.entry_points(group="agent_link")))
 
 
-def core_env(args: Sequence[str], env: Mapping[str, str] | None = None) -> dict[str, str]:
+def core_env(args: Sequence[str], env: Mapping[str, str] | None = None, plugins: Sequence[str] = ()) -> dict[str, str]:
     """The variables of a core-only script run of ``agent-link ARGS``: every installed plugin
-    disabled (``AGENT_LINK_DISABLE_PLUGINS``), as the address ``--as``/``--from`` names, with
-    ``env`` on top."""
-    return {"AGENT_LINK_DISABLE_PLUGINS": installed_plugins(), **named_address_env(args), **(env or {})}
+    but ``plugins`` (a plugin's own tests name it) disabled (``AGENT_LINK_DISABLE_PLUGINS``),
+    as the address ``--as``/``--from`` names, with ``env`` on top."""
+    disabled = " ".join(name for name in installed_plugins().split() if name not in plugins)
+    return {"AGENT_LINK_DISABLE_PLUGINS": disabled, **named_address_env(args), **(env or {})}
 
 
-def run_core(*args: str, env: Mapping[str, str] | None = None, stdin: str | bytes | None = None) -> subprocess.CompletedProcess[str]:
+def run_core(*args: str, env: Mapping[str, str] | None = None, stdin: str | bytes | None = None,
+             plugins: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
     """:func:`run_main` with :func:`core_env` (``stdin`` None: nothing to read): the core
-    alone, in this process."""
-    return run_main(*args, env=core_env(args, env), stdin=stdin or b"")
+    alone (with ``plugins``, when the test loads them), in this process."""
+    return run_main(*args, env=core_env(args, env, plugins), stdin=stdin or b"")
 
 
 def core_process(*args: str, env: Mapping[str, str] | None = None, stdin: bytes | None = None,
-                 stdout: int | IO[Any] = subprocess.PIPE) -> subprocess.CompletedProcess[str]:
+                 stdout: int | IO[Any] = subprocess.PIPE, plugins: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
     """:func:`run_core` in a real ``agent-link`` process (for its exit status as the shell
     sees it, its stdio bytes, its file descriptors), bounded by :data:`RUN_BOUND_S`.
 
@@ -132,7 +134,7 @@ def core_process(*args: str, env: Mapping[str, str] | None = None, stdin: bytes 
     :raises subprocess.TimeoutExpired: when the command outlives :data:`RUN_BOUND_S`.
     """
     proc = subprocess.run([AGENT_LINK, *args], check=False, input=stdin, stdout=stdout, stderr=subprocess.PIPE,
-                          env={**os.environ, **core_env(args, env)}, timeout=RUN_BOUND_S)
+                          env={**os.environ, **core_env(args, env, plugins)}, timeout=RUN_BOUND_S)
     return subprocess.CompletedProcess(proc.args, proc.returncode, (proc.stdout or b"").decode("utf-8", "replace"),
                                        proc.stderr.decode("utf-8", "replace"))
 

@@ -108,7 +108,7 @@ async def test_filehost_sessions_send_deliver_and_reply(isolated_env: Path) -> N
 def test_filehost_unreadable_sessions_file_is_an_incomplete_listing(isolated_env: Path) -> None:
     (isolated_env / "filehost").mkdir(parents=True)
     (isolated_env / "filehost" / "sessions.json").write_text("{not json")
-    out = cli("sessions", "--json")
+    out = cli("sessions", "--json", AGENT_LINK_LOAD_PLUGINS="filehost listings")  # `sessions` is the listings plugin's
     assert out.returncode == 0, out.stderr
     provider = json.loads(out.stdout)["providers"]["filehost"]
     assert provider["complete"] is False and provider["reason"] == "sessions_file_unreadable"

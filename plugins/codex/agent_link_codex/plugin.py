@@ -110,7 +110,7 @@ def agent_link_on_event(event: Any, app: App) -> None:
         app.hooks.on_event(switch)
 
 
-@hookimpl
+@hookimpl(trylast=True)  # after the listings plugin adds `sessions`, which gets --socket
 def agent_link_register_commands(cli: click.Group) -> None:
     """``agent-link endpoints add|list|remove``, ``--socket PATH`` on ``sessions`` and ``send``, and
     ``agent-link install codex`` / ``uninstall codex`` (:mod:`agent_link_codex.install`); ``--socket``

@@ -483,7 +483,7 @@ async def test_a_resend_finishes_what_a_crashed_send_left(mini: Any, mini_error:
 def test_no_codex_at_all_is_not_available(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # no app-server reached, no transcripts: nothing to list, so not "available" beside the reason why
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
-    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "codex")
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "codex listings")
     result = CliRunner().invoke(build_cli(), ["sessions", "--json", "--harness", "codex"])
     codex = json.loads(result.stdout)["providers"]["codex"]
     assert codex["available"] is False and codex["reason"] and codex["count"] == 0

@@ -40,7 +40,7 @@ def env_for(tmp_path: Path, **extra: str) -> dict[str, str]:
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
     base = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_LINK_")}
-    return {**base, "HOME": str(home), "AGENT_LINK_STATE_DIR": str(home / ".agent-link"), "AGENT_LINK_LOAD_PLUGINS": "machines",
+    return {**base, "HOME": str(home), "AGENT_LINK_STATE_DIR": str(home / ".agent-link"), "AGENT_LINK_LOAD_PLUGINS": "machines listings",
             "AGENT_LINK_MACHINE": "ci", "AGENT_LINK_MACHINES_AUTOSTART": "off", "AGENT_LINK_ENGINE_URL": GOOD, **extra}
 
 

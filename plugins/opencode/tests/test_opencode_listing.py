@@ -165,11 +165,11 @@ async def test_bad_urls_and_no_servers_are_reported(monkeypatch: pytest.MonkeyPa
 
 def test_opencode_is_a_plugin_and_its_sessions_are_listed_by_the_cli(fake: Any) -> None:
     server = fake(FakeServer(sessions=[session_entry("ses_cli", "From the CLI", 5)], status={"ses_cli": {"type": "busy"}}))
-    env = {**os.environ, **ONLY_ME, "AGENT_LINK_OPENCODE_SERVERS": server.url}
+    env = {**os.environ, "AGENT_LINK_LOAD_PLUGINS": "opencode listings", "AGENT_LINK_OPENCODE_SERVERS": server.url}  # listings: `sessions`
     run = lambda *args: subprocess.run([sys.executable, "-m", "agent_link_core", *args], capture_output=True, text=True,  # noqa: E731
                                        env=env, timeout=120, check=False)
     plugins = run("plugins", "--json")
-    assert plugins.returncode == 0 and json.loads(plugins.stdout)["loaded"] == ["opencode"], plugins.stderr
+    assert plugins.returncode == 0 and set(json.loads(plugins.stdout)["loaded"]) == {"listings", "opencode"}, plugins.stderr
     listed = run("sessions", "--json")
     assert listed.returncode == 0, listed.stderr
     assert "opencode:ses_cli" in listed.stdout and "From the CLI" in listed.stdout

@@ -1,6 +1,6 @@
 """The listings behind ``agent-link sessions``, ``who``, ``find`` and ``contacts`` (short aliases
-for sessions: trimmed, lower case, unique, one per session): CLI code, apart from the tools'
-:class:`~agent_link_core.directory.Directory`."""
+for sessions: trimmed, lower case, unique, one per session): the commands' code, apart from the
+tools' :class:`~agent_link_core.directory.Directory` (which ``send`` and the MCP tools use)."""
 
 from __future__ import annotations
 

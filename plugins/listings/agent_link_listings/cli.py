@@ -1,20 +1,39 @@
 """``agent-link sessions``, ``who``, ``find`` and ``contacts``: the agent sessions on this machine
-and short aliases for them."""
+and short aliases for them (the listings themselves: :mod:`agent_link_listings.listings`)."""
 
 import sys
 from typing import Any
 
 import click
 
-from agent_link_core.cli import (EXIT_HELP, EXIT_MANY, EXIT_NONE, WholeRange, emit, fail, get_app, json_opt, machine_column, ndjson_opt, printable,
-                                 provider_lines, run_async, table)
+from agent_link_core.cli import (EXIT_HELP, EXIT_MANY, EXIT_NONE, WholeRange, emit, fail, get_app, json_opt, ndjson_opt, printable,
+                                 run_async, table)
 from agent_link_core.errors import AgentLinkError
 
 
 def _listings() -> Any:  # imported when a command runs, not for its help
-    from agent_link_core.commands import listings
+    from agent_link_listings import listings
 
     return listings
+
+
+def machine_column(sessions: list[dict[str, Any]]) -> list[str] | None:
+    """The MACHINE cells of a session table when a plugin listed sessions of other machines
+    (their ``machine`` field; ``(stale)`` after a listing too old to trust), else None: a
+    machine on its own shows no such column."""
+    if not any(s.get("machine") for s in sessions):
+        return None
+    return [f"{s.get('machine') or ''}{' (stale)' if s.get('machineStale') else ''}" for s in sessions]
+
+
+def provider_lines(providers: dict[str, Any]) -> None:
+    """One stderr line per unreachable source, so a partial listing never looks complete."""
+    for name, p in providers.items():
+        if not p.get("complete", True):
+            click.echo(f"agent-link: {name}: not fully listed ({p.get('reason') or 'incomplete'}{': ' + str(p['detail']) if p.get('detail') else ''})", err=True)
+        for ep in p.get("endpoints", []) or []:
+            if not ep.get("reachable", True):
+                click.echo(f"agent-link: {name} endpoint {ep.get('id')} ({ep.get('source')}) is unreachable", err=True)
 
 
 @click.command(epilog=EXIT_HELP)

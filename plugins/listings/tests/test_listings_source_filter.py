@@ -1,4 +1,4 @@
-"""``--source`` of ``agent-link sessions``, ``who`` and ``find`` takes a known source kind: one
+"""``--source`` of ``agent-link sessions``, ``who`` and ``find`` (the listings plugin) takes a known source kind: one
 a listed harness declares (``Harness.source_kinds``) or a listed session has. Any other value
 is refused in one line naming the known ones (exit 2), not answered with an empty list."""
 
