@@ -303,3 +303,21 @@ def test_a_role_procedure_that_differs_on_another_machine_is_shown(tmp_path: Pat
         assert "procedure of reviewer differs on beta (v2 there, v? here)" in status.stdout, status.stdout
     finally:
         asyncio.run(app.aclose())
+
+
+def test_health_names_the_addresses_several_machines_serve(tmp_path: Path) -> None:
+    env = env_for(tmp_path)
+    assert cli({**env, "AGENT_LINK_ADDRESS": "team:mine"}, "inbox").returncode == 0  # served here
+    app = App.create(env=env)
+    try:
+        write_status(app)
+        write_json(machines_dir(app) / "directory.json", {"at": now_ms(), "machines": {
+            "beta": entry(1_000, "team:dup", "team:mine", "team:bob"), "gamma": entry(1_000, "team:dup")}})
+        section = app.health()["sections"]["machines"]
+        assert section["sharedAddresses"] == [{"address": "team:dup", "machines": ["beta", "gamma"]},
+                                              {"address": "team:mine", "machines": ["beta", "ci"]}], section
+        assert ", team:dup served on beta and gamma, team:mine served on beta and ci" in section["summary"], section["summary"]
+        write_json(machines_dir(app) / "directory.json", {"at": now_ms(), "machines": {"beta": entry(1_000, "team:bob")}})
+        assert app.health()["sections"]["machines"]["sharedAddresses"] == []
+    finally:
+        asyncio.run(app.aclose())

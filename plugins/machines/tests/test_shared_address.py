@@ -65,6 +65,8 @@ def test_an_address_on_two_machines_reaches_one_and_the_sender_is_told(machines:
     assert warning["details"] == {"address": "team:dup", "machines": ["beta", "gamma"], "deliveredOn": "gamma"}, warning
     assert "served on several machines (beta, gamma)" in warning["message"] and "\n" not in warning["message"]
     until(lambda: stored_on(gamma, first["messageId"]), 30, "the message on gamma")
+    status = json.loads(alpha.cli("machines", "status", "--json", check=False).stdout)
+    assert {"address": "team:dup", "machines": ["beta", "gamma"]} in status["sharedAddresses"], status
     # the address active on beta again: the next send goes there, and each went to one machine only
     beta.cli("inbox", address="team:dup")
 
