@@ -6,7 +6,8 @@ Files (written only by the relay, ``agent-link machines run``; read by every pro
 
 * ``directory.json``: ``{"at": ms, "machines": {name: {"at": ms, "heartbeatMs": ms, "instance": str,
   "sessions": [session view, ...], "served": [address, ...], "roles": {role name: [holder,
-  ...]}}}}``, the other machines' listings as the relay last read them from the engine;
+  ...]}, "procedures": {role name: {"version", "sha256"}} | None}}}``, the other machines'
+  listings as the relay last read them from the engine;
 * ``status.json``: ``{"at": ms, "heartbeatMs": ms, "engine": url without credentials,
   "reachable": bool, "lastContactMs": ms|None, "error": str|None, "machine": name,
   "stopped": bool, "settings": digest}`` (``stopped``: the relay exited, ``error`` then says why when it was an
@@ -249,16 +250,23 @@ def cancel_until_done(task: Any, every_s: float = 1.0) -> None:
 # (path, mtime ns, size) -> parsed directory.json: every send of a long-lived process asks
 # it, and the relay rewrites it only once a heartbeat
 _directory_cache: tuple[tuple[str, int, int], dict[str, Any] | None] | None = None
-#: machine_of's index of one parsed directory: (that directory object, own name, {address: machine})
-_where_cache: tuple[dict[str, Any], str, dict[str, str]] | None = None
+#: machine_of's index of one parsed directory: (that directory object, AGENT_LINK_MACHINE as
+#: set, {address: machine}, {address: [machine, ...]} of the addresses several list); the name
+#: is checked only when the index is built
+_where_cache: tuple[dict[str, Any], Any, dict[str, str], dict[str, list[str]]] | None = None
+#: {state dir: its directory.json path}
+_directory_paths: dict[str, str] = {}
 
 
 def read_directory(config: Any) -> dict[str, Any] | None:
     """``directory.json``, or None when the relay never wrote one (parsed again only when the
     file changed)."""
     global _directory_cache
-    # a string path, not plugin_dir(): this runs on every send of every process
-    path = os.path.join(config.state_dir, NAME, "directory.json")
+    # a string path, not plugin_dir(), made once per state dir: this runs on every send of every process
+    state = config.state_dir
+    path = _directory_paths.get(state)
+    if path is None:
+        path = _directory_paths[state] = os.path.join(state, NAME, "directory.json")
     try:
         st = os.stat(path)
     except OSError:
@@ -320,7 +328,10 @@ def relay_alive(status: dict[str, Any] | None, config: Any) -> bool:
 
 def machine_of(config: Any, address: str) -> str | None:
     """The other machine whose listing holds ``address`` (a session or a served plain address),
-    or None when no other machine lists it. The newest listing wins when several do.
+    or None when no other machine lists it. When several do (the same plain address served on
+    two machines), the one where its session was active last (the listing's
+    ``lastActivityMs`` of it; a served address with no live session counts as never active),
+    then the first name: the choice stays put from one heartbeat to the next.
     Reads ``directory.json``: no network (an index built once per change of the file, so a
     send costs one ``stat`` however many sessions the machines list)."""
     return remote_addresses(config).get(address)
@@ -329,26 +340,68 @@ def machine_of(config: Any, address: str) -> str | None:
 def remote_addresses(config: Any) -> dict[str, str]:
     """``{address: machine}`` of every address another machine lists, as :func:`machine_of`
     decides each; ``{}`` without a directory. The index is shared: do not change it."""
+    return _where(config)[0]
+
+
+def shared_addresses(config: Any) -> dict[str, list[str]]:
+    """``{address: [machine, ...]}`` (sorted) of the addresses several other machines list;
+    ``{}`` when none does. The index is shared: do not change it."""
+    return _where(config)[1]
+
+
+_NOWHERE: tuple[dict[str, str], dict[str, list[str]]] = ({}, {})
+
+
+def _where(config: Any) -> tuple[dict[str, str], dict[str, list[str]]]:
     global _where_cache
     directory = read_directory(config)
     if not directory:
-        return {}
+        return _NOWHERE
+    setting = config.get(MACHINE_SETTING)
+    if _where_cache is not None and _where_cache[0] is directory and _where_cache[1] == setting:
+        return _where_cache[2], _where_cache[3]
     try:
         own = machine_name(config)
     except ValueError:
-        return {}
-    if _where_cache is None or _where_cache[0] is not directory or _where_cache[1] != own:
-        newest: dict[str, tuple[int, str]] = {}
-        for name, entry in (directory.get("machines") or {}).items():
-            if name == own or not isinstance(entry, dict):
-                continue
-            at = int(entry.get("at") or 0)
-            served = set(entry.get("served") or ()) | {s.get("address") for s in entry.get("sessions") or () if isinstance(s, dict)}
-            for listed in served:
-                if isinstance(listed, str) and (listed not in newest or newest[listed] < (at, name)):
-                    newest[listed] = (at, name)
-        _where_cache = (directory, own, {a: m for a, (_, m) in newest.items()})
-    return _where_cache[2]
+        return _NOWHERE
+    best: dict[str, tuple[int, str]] = {}
+    listed_by: dict[str, list[str]] = {}
+    for name, entry in sorted((directory.get("machines") or {}).items(), reverse=True):  # ties: the first name
+        if name == own or not isinstance(entry, dict):
+            continue
+        active: dict[str, int] = {a: 0 for a in entry.get("served") or () if isinstance(a, str)}
+        for view in entry.get("sessions") or ():
+            if isinstance(view, dict) and isinstance(view.get("address"), str):
+                last = view.get("lastActivityMs")
+                active[view["address"]] = max(active.get(view["address"], 0), last if isinstance(last, int) else 0)
+        for address, last in active.items():
+            listed_by.setdefault(address, []).append(name)
+            if address not in best or best[address][0] <= last:
+                best[address] = (last, name)
+    _where_cache = (directory, setting, {a: m for a, (_, m) in best.items()},
+                    {a: sorted(names) for a, names in listed_by.items() if len(names) > 1})
+    return _where_cache[2], _where_cache[3]
+
+
+#: {database path: plain addresses a process served there}: a presence row, once written, stays
+#: (agent_link_core.presence.seen: "has ever served"), so a positive answer is kept and every
+#: later send to that address skips the query
+_served_cache: dict[str, set[str]] = {}
+SERVED_CACHE_MAX = 4096
+
+
+def served_here(conn: Any, config: Any, address: str) -> bool:
+    """Whether a process of this machine ever served ``address`` (its presence row), read
+    through ``conn`` (inside a write transaction too); a yes is kept for the process's life
+    (at most :data:`SERVED_CACHE_MAX` addresses per database)."""
+    known = _served_cache.setdefault(config.db_path, set())
+    if address in known:
+        return True
+    if conn.execute("SELECT 1 FROM presence WHERE address = ?", (address,)).fetchone() is None:
+        return False
+    if len(known) < SERVED_CACHE_MAX:
+        known.add(address)
+    return True
 
 
 def listed_session(config: Any, address: str) -> tuple[str, dict[str, Any]] | None:
@@ -407,6 +460,56 @@ def local_enforcement(app: Any) -> str | None:
     here (:func:`role_rules`); None when the roles plugin is not loaded here."""
     mode = getattr(_roles_api(app), "enforcement", None)  # a roles plugin older than this API publishes none
     return str(mode(app)) if mode is not None else None
+
+
+def local_procedures(app: Any) -> dict[str, dict[str, Any]] | None:
+    """``{role name: {"version", "sha256"}}`` of this machine's role procedures
+    (``agent_link_roles.api.procedure_versions``), published with :func:`local_roles` so
+    another machine can show that its copy of a procedure differs (:func:`procedure_mismatches`);
+    None when the roles plugin is not loaded here, is older than that API, or its table
+    cannot be read."""
+    from agent_link_core.errors import AgentLinkError
+
+    if ROLES_PLUGIN not in app.plugin_report.loaded:
+        return None
+    try:
+        from agent_link_roles import api  # type: ignore[import-untyped,unused-ignore]
+    except ImportError:
+        return None
+    versions = getattr(api, "procedure_versions", None)
+    if versions is None:
+        return None
+    try:
+        return dict(versions(app))
+    except AgentLinkError:
+        return None
+
+
+def procedure_mismatches(app: Any, directory: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The role procedures another machine publishes with other content than this machine's
+    (:func:`local_procedures`), sorted by role and machine: ``[{"role", "machine", "there":
+    {"version", "sha256"}, "here": {"version", "sha256"}}]``. A role with a procedure on one
+    side only is not one (nothing to compare); a machine that publishes no procedures (an
+    earlier plugin version, or no roles plugin there) neither. ``[]`` without the roles
+    plugin here."""
+    here = local_procedures(app)
+    if not here or not directory:
+        return []
+    try:
+        own = machine_name(app.config)
+    except ValueError:
+        own = None
+    out = []
+    for machine, entry in sorted((directory.get("machines") or {}).items()):
+        theirs = entry.get("procedures") if isinstance(entry, dict) and machine != own else None
+        if not isinstance(theirs, dict):
+            continue
+        for role, mine in sorted(here.items()):
+            there = theirs.get(role)
+            if isinstance(there, dict) and there.get("sha256") != mine.get("sha256"):
+                out.append({"role": role, "machine": machine, "there": {"version": there.get("version"), "sha256": there.get("sha256")},
+                            "here": dict(mine)})
+    return out
 
 
 #: metadata key of the rules a direct message to another machine's role holder carries

@@ -17,6 +17,9 @@ set, the hooks only touch the local database and the relay's files (no network):
   too (a Codex thread on another machine), which the local harness then leaves alone;
 * the ``machines`` harness lists the other machines' sessions (:mod:`.harness`);
 * ``agent_link_session_roles`` adds the roles other machines' sessions hold there;
+* ``agent_link_before_send`` warns, send by send, while ``AGENT_LINK_MACHINE`` is not a
+  machine name (the mail stays here meanwhile), and of a plain address served on several
+  machines (which one gets the message);
 * ``agent_link_render_envelope`` names the machine a message came from;
 * ``agent_link_health`` shows the link;
 * ``agent_link_server_tasks``: every MCP server keeps one relay running for its state dir
@@ -35,14 +38,15 @@ from agent_link_core.contribute import migrations, registers
 from agent_link_core.harness_decl import HarnessDeclaration
 from agent_link_core.store import Migration, now_ms
 
-from agent_link_machines.common import AUTOSTART_SETTING, NAME, SETTINGS, URL_SETTING
+from agent_link_machines.common import (AUTOSTART_SETTING, MACHINE_SETTING, NAME, SETTINGS, URL_SETTING, machine_name, remote_addresses,
+                                        served_here, shared_addresses)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Any
     import click
 
-    from agent_link_core.records import EnvelopeContribution, Event
+    from agent_link_core.records import EnvelopeContribution, Event, OutgoingMessage
     from agent_link_core.surface import PluginApp
 
 MIGRATIONS = (
@@ -108,12 +112,21 @@ def agent_link_register_commands(cli: click.Group) -> None:
 def agent_link_record_event(event: Event, conn: sqlite3.Connection, app: PluginApp) -> None:
     if not _configured(app) or event.message_id is None or event.kind not in ("sent", "resolved", "delivered"):
         return
-    from agent_link_machines.records import outgoing_records
-
     # the row a send is storing comes from the mailbox without a query (get_row)
     row = app.mailbox.get_row(event.message_id)
     if row is None:
         return
+    if '"machines"' not in (row["metadata"] or ""):
+        # neither pinned to nor arrived from another machine (metadata.machines): a resolution
+        # or delivery stays here, and so does a send that answers nothing to an address no
+        # other machine lists; decided without parsing the metadata (one own-mail send)
+        if event.kind != "sent":
+            return
+        if not row["reply_to"] and row["recipient"] not in remote_addresses(app.config):
+            _note_unrouted(event, conn, app, row)
+            return
+    from agent_link_machines.records import outgoing_records
+
     for record_id, machine, payload in outgoing_records(event.kind, event.message_id, event.data, conn, app.config, row):
         if OUTBOX_NOTE not in event.notes:
             # Rows still unsent before this one: the relay has not yet marked them sent, which
@@ -125,10 +138,16 @@ def agent_link_record_event(event: Event, conn: sqlite3.Connection, app: PluginA
             (record_id, machine, json.dumps(payload, ensure_ascii=False), now_ms()),
         )
         event.notes[OUTBOX_NOTE] = True
-    if (event.kind == "sent" and OUTBOX_NOTE not in event.notes and '"machines"' not in (row["metadata"] or "")
-            and conn.execute("SELECT 1 FROM presence WHERE address = ?", (row["recipient"],)).fetchone() is None):
-        # local mail to an address nobody serves here: another machine may list it (or soon
-        # will), and only a relay finds out and sends it on (Relay.forward_stranded)
+    if event.kind == "sent" and OUTBOX_NOTE not in event.notes and '"machines"' not in (row["metadata"] or ""):
+        _note_unrouted(event, conn, app, row)
+
+
+def _note_unrouted(event: Event, conn: sqlite3.Connection, app: PluginApp, row: sqlite3.Row) -> None:
+    """Note local mail to an address nobody serves here (:data:`UNROUTED_NOTE`): another
+    machine may list it (or soon will), and only a relay finds out and sends it on
+    (Relay.forward_stranded). Only autostart acts on the note (agent_link_on_event): without
+    it, the query is not made."""
+    if app.config.get(AUTOSTART_SETTING) and not served_here(conn, app.config, row["recipient"]):
         event.notes[UNROUTED_NOTE] = True
 
 
@@ -142,15 +161,18 @@ def agent_link_on_event(event: Event, app: PluginApp) -> None:
     (:func:`agent_link_machines.autostart.nudge_relay`: mail from the CLI alone goes out).
     A send stored as local mail to an address nobody serves here starts one too: its relay
     sends it on once the directory shows the address on another machine."""
-    if event.notes.get(UNROUTED_NOTE):
+    notes = event.notes
+    if not notes:  # most events: nothing this plugin noted (agent_link_record_event)
+        return
+    if notes.get(UNROUTED_NOTE):
         if app.config.get(AUTOSTART_SETTING):
             from agent_link_machines.autostart import nudge_relay
 
             nudge_relay(app.config)
         return
-    if not event.notes.get(OUTBOX_NOTE):
+    if not notes.get(OUTBOX_NOTE):
         return
-    if event.notes.get(WAKE_NOTE):
+    if notes.get(WAKE_NOTE):
         from agent_link_core.wake import notify
         from agent_link_machines.common import outbox_signal
 
@@ -161,19 +183,64 @@ def agent_link_on_event(event: Event, app: PluginApp) -> None:
         nudge_relay(app.config)
 
 
+#: the warning code of a send while ``AGENT_LINK_MACHINE`` is not a machine name
+BAD_NAME_WARNING = "machines_bad_name"
+#: the warning code of a send to a plain address served on several machines
+SHARED_WARNING = "machines_address_shared"
+
+
+@hookimpl
+def agent_link_before_send(message: OutgoingMessage, app: PluginApp) -> list[dict[str, Any]] | None:
+    """With the engine configured, one warning line (or none) for a send:
+
+    * :data:`BAD_NAME_WARNING` while ``AGENT_LINK_MACHINE`` is not a machine name (the relay
+      cannot start under that name, so the link is down). The send goes on: the message is
+      stored here, and once the name is fixed the relay sends it on if another machine lists
+      its recipient (:func:`agent_link_machines.records.forward_stranded`);
+    * :data:`SHARED_WARNING` when the recipient, a plain address, is served on another
+      machine and here too (the message stays here: local mail wins) or on several other
+      machines (it goes to the one :func:`agent_link_machines.common.machine_of` picks: where
+      that address was active last); ``details``: ``address``, ``machines`` serving it,
+      ``deliveredOn``. A plain address names one agent: the sender learns the team reused one."""
+    if not _configured(app):
+        return None
+    try:
+        own = machine_name(app.config)  # a good name is checked once per process (lru_cache)
+    except ValueError as exc:
+        return [{"code": BAD_NAME_WARNING,
+                 "message": f"{exc}: this machine is off the link; the message is kept here and goes to another machine "
+                            "listing its recipient once the name is fixed.",
+                 "details": {"setting": MACHINE_SETTING, "value": app.config.get(MACHINE_SETTING)}}]
+    address = message.recipient
+    chosen = remote_addresses(app.config).get(address)
+    if chosen is None:
+        return None
+    pinned = (message.metadata.get("machines") or {}).get("to")
+    others = shared_addresses(app.config).get(address) or [chosen]
+    if pinned is None and served_here(app.store.conn, app.config, address):
+        serving, on = sorted({own, *others}), own
+    elif len(others) > 1 and pinned == chosen:
+        serving, on = others, chosen
+    else:
+        return None
+    return [{"code": SHARED_WARNING,
+             "message": f"{address} is served on several machines ({', '.join(serving)}): this message goes to the one on {on}"
+                        + (" (this machine)" if on == own else ", where it was active last")
+                        + "; give each agent its own address.",
+             "details": {"address": address, "machines": serving, "deliveredOn": on}}]
+
+
 @hookimpl(tryfirst=True)  # before the roles plugin, which refuses a role nobody holds here
 def agent_link_resolve_address(address: str, app: PluginApp) -> dict[str, Any] | None:
     if not _configured(app):
         return None
     if address.startswith("role:"):
         return _role_elsewhere(address, app)
-    from agent_link_machines.common import machine_of
-
-    machine = machine_of(app.config, address)  # no other machine lists it: local mail, no query
+    machine = remote_addresses(app.config).get(address)  # no other machine lists it: local mail, no query
     if machine is None:
         return None
     # served on this machine too (agent_link_core.presence): local mail
-    if app.store.conn.execute("SELECT 1 FROM presence WHERE address = ?", (address,)).fetchone() is not None:
+    if served_here(app.store.conn, app.config, address):
         return None
     return {"address": address, "via": None, "metadata": _pinned(app, machine, address), "served": True}
 

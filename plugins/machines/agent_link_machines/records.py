@@ -26,7 +26,7 @@ from agent_link_core.model import Caller
 from agent_link_core.records import OutgoingMessage
 from agent_link_core.store import now_ms
 
-from agent_link_machines.common import ROLE_RULES_KEY, attach_role_procedure, machine_name, machine_of
+from agent_link_machines.common import ROLE_RULES_KEY, attach_role_procedure, machine_name, machine_of, served_here
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ def outgoing_records(
                 target = target or answered_origin
         if not target:
             target = machine_of(config, row["recipient"])  # no query for local mail
-            if target and conn.execute("SELECT 1 FROM presence WHERE address = ?", (row["recipient"],)).fetchone() is not None:
+            if target and served_here(conn, config, row["recipient"]):
                 target = None  # served on this machine too: local mail
         if target and target != own:
             yield row["id"], target, {"type": "message", "message": message_record(row, own, meta)}
@@ -237,6 +237,70 @@ def store_record(app: Any, payload: Mapping[str, Any], unverified: bool = False)
         return ("delivered" if marked else "duplicate"), []
     log.warning("unknown record type %r from %s ignored", kind, payload.get("origin"))
     return "ignored", []
+
+
+class _HeldEvents:
+    """The mailbox's hooks while :func:`apply_entries` applies a batch: ``on_event`` (what
+    follows a commit: the receipts plugin's JSONL line, an outbox wake-up) is held in
+    :attr:`held` instead of called, everything else goes to ``hooks``. The mailbox announces
+    a change as its own write ends, which inside the batch's transaction is a savepoint's
+    release, not a commit."""
+
+    def __init__(self, hooks: Any) -> None:
+        self.hooks = hooks
+        self.held: list[Any] = []
+
+    def on_event(self, event: Any) -> None:
+        self.held.append(event)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.hooks, name)
+
+
+def apply_entries(app: Any, entries: list[tuple[Any, list[dict[str, Any]]]], legacy: bool = False) -> tuple[
+        list[tuple[Any, list[Any]]], list[tuple[Any, list[Any]]], int]:
+    """Store the records of a fetched batch (``[(engine message, [record, ...]), ...]``) in one
+    write transaction, each record a savepoint of it, so one that fails leaves the others
+    (:func:`store_record`; ``legacy``: its ``unverified``). The ``agent_link_on_event``
+    observers hear of the changes once the transaction commits, of those it kept only: a
+    record rolled back, or a commit that fails, announces nothing (a receipt log line is
+    written once, when the record that comes again is stored).
+
+    :returns: ``(stored, failed, records applied)``: the engine messages whose records were
+        all stored, and the others, each with the rows its committed records stored (to push).
+        A commit that fails stores none: every message is in ``failed``, with no rows.
+    """
+    mailbox = app.mailbox
+    hooks = _HeldEvents(mailbox.hooks)
+    stored: list[tuple[Any, list[Any]]] = []
+    failed: list[tuple[Any, list[Any]]] = []
+    applied = 0
+    mailbox.hooks = hooks
+    try:
+        with app.store.write():
+            for msg, records in entries:
+                rows: list[Any] = []
+                complete = True
+                for payload in records:
+                    mark = len(hooks.held)
+                    try:
+                        with app.store.write():
+                            rows += store_record(app, payload, unverified=legacy)[1]
+                    except Exception:  # not stored (a bad record, a refusal): not acknowledged, it comes again
+                        del hooks.held[mark:]  # rolled back with its savepoint
+                        log.exception("record %s not applied; the engine delivers it again", msg.header and msg.header.get("Nats-Msg-Id"))
+                        complete = False
+                (stored if complete else failed).append((msg, rows))
+                if complete:
+                    applied += len(records)
+    except Exception as exc:  # busy, read-only, I/O: nothing of the batch was committed
+        log.warning("a batch of %d engine messages was not stored (%s); the engine delivers it again", len(entries), exc)
+        return [], [(msg, []) for msg, _ in entries], 0
+    finally:
+        mailbox.hooks = hooks.hooks
+    for event in hooks.held:
+        hooks.hooks.on_event(event)
+    return stored, failed, applied
 
 
 def answers_sent(app: Any, record: dict[str, Any], publisher: str) -> bool:

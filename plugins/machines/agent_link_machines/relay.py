@@ -48,12 +48,12 @@ from agent_link_core.store import now_ms
 from agent_link_core.wake import Wakeup, notify
 
 from agent_link_machines.common import (
-    BUCKET, CREDS_SETTING, MACHINE_RE, NAME, STREAM, SUBJECT_PREFIX, URL_SETTING, cancel_until_done, heartbeat_ms, legacy_durable, legacy_subject, local_enforcement,
-    local_roles, mail_durable, mail_subject, machine_name, outbox_signal, plugin_dir, read_status, redact, remote_addresses, settings_key,
-    upgraded_durable, url_user, write_json,
+    BUCKET, CREDS_SETTING, MACHINE_RE, NAME, STREAM, SUBJECT_PREFIX, URL_SETTING, cancel_until_done, heartbeat_ms, legacy_durable,
+    legacy_subject, local_enforcement, local_procedures, local_roles, mail_durable, mail_subject, machine_name, outbox_signal, plugin_dir,
+    read_status, redact, remote_addresses, settings_key, upgraded_durable, url_user, write_json,
 )
 from agent_link_machines.common import check_url as common_check_url
-from agent_link_machines.records import answers_sent, claimed_origins, forward_stranded, records_of, store_record
+from agent_link_machines.records import answers_sent, apply_entries, claimed_origins, forward_stranded, records_of
 from agent_link_machines.secure import TLSNotOffered, open_connection
 
 log = logging.getLogger(__name__)
@@ -484,8 +484,9 @@ class Relay:
     async def local_listing(self) -> dict[str, Any]:
         """This machine's directory entry: its harnesses' sessions (not the other machines'
         this plugin lists), its plain addresses, who holds each role here (another
-        machine's send to ``role:<name>`` comes here when no session there holds it) and its
-        role enforcement mode (another machine applies it to direct mail to those holders)."""
+        machine's send to ``role:<name>`` comes here when no session there holds it), its
+        role enforcement mode (another machine applies it to direct mail to those holders)
+        and its role procedures' versions (another machine shows one that differs)."""
         from agent_link_core.directory import gather_listings, session_view
 
         local = {n: h for n, h in self.app.harnesses.items() if n != NAME}
@@ -500,7 +501,7 @@ class Relay:
         incomplete = sorted(n for n, listing in listings.items() if not listing.complete)
         return {"at": now_ms(), "heartbeatMs": int(self.heartbeat_s * 1000), "machine": self.machine, "instance": self.instance,
                 "sessions": views, "served": served, "incomplete": incomplete, "roles": local_roles(self.app),
-                "roleEnforcement": local_enforcement(self.app)}
+                "roleEnforcement": local_enforcement(self.app), "procedures": local_procedures(self.app)}
 
     async def directory_loop(self) -> None:
         """Publish this machine's listing and copy the others' every heartbeat."""
@@ -727,28 +728,7 @@ class Relay:
                     await msg.nak(delay=RETRY_S)
                 continue
             entries.append((msg, records))
-        stored: list[tuple[Any, list[Any]]] = []
-        failed: list[tuple[Any, list[Any]]] = []
-        applied = 0
-        try:
-            with self.app.store.write():
-                for msg, records in entries:
-                    rows: list[Any] = []
-                    complete = True
-                    for payload in records:
-                        try:
-                            with self.app.store.write():
-                                rows += store_record(self.app, payload, unverified=legacy)[1]
-                        except Exception:  # not stored (a bad record, a refusal): not acknowledged, it comes again
-                            log.exception("record %s not applied; the engine delivers it again",
-                                          msg.header and msg.header.get("Nats-Msg-Id"))
-                            complete = False
-                    (stored if complete else failed).append((msg, rows))
-                    if complete:
-                        applied += len(records)
-        except Exception as exc:  # busy, read-only, I/O: nothing of the batch was committed
-            log.warning("a batch of %d engine messages was not stored (%s); the engine delivers it again", len(entries), _describe(exc))
-            stored, failed, applied = [], [(msg, []) for msg, _ in entries], 0
+        stored, failed, applied = apply_entries(self.app, entries, legacy)
         self.applied += applied
         for msg, rows in failed:
             for row in rows:  # committed: a repeat of its pack finds them stored and pushes nothing

@@ -9,8 +9,8 @@ from typing import Any
 from agent_link_core.mailbox import iso
 
 from agent_link_machines.common import (
-    URL_SETTING, age_ms, check_url, listing_stale, machine_name, plugin_dir, read_directory, read_status, redact, relay_alive,
-    settings_key,
+    URL_SETTING, age_ms, check_url, listing_stale, machine_name, plugin_dir, procedure_mismatches, read_directory, read_status, redact,
+    relay_alive, remote_addresses, settings_key, shared_addresses,
 )
 
 
@@ -24,10 +24,17 @@ def _ago(ms: int | None) -> str:
 def summary_line(d: dict[str, Any], seen: bool = True) -> str:
     """One line of a configured section (:func:`health_section`): ``laptop -> nats://host:4222,
     relay running, reachable, last contact 2 s ago, outbox 0, seen devbox (fresh), ci (stale 40 s)``
-    (without ``seen``: up to the outbox)."""
+    (without ``seen``: up to the outbox), with ``, team:carol served on ci and laptop`` for
+    each shared address and ``, procedure of reviewer differs on devbox (v2 there, v3 here)``
+    for each procedure mismatch after the outbox."""
     reach = "reachable unknown" if d.get("reachable") is None else "reachable" if d["reachable"] else "unreachable"
     line = (f"{d.get('machine') or '(no valid name)'} -> {d['engine']}, relay {'running' if d.get('relayRunning') else 'not running'}, "
             f"{reach}, last contact {_ago(d.get('lastContactAgeMs'))}, outbox {d.get('outboxDepth', 0)}")
+    for shared in d.get("sharedAddresses") or ():
+        line += f", {shared['address']} served on {' and '.join(shared['machines'])}"
+    for m in d.get("procedureMismatches") or ():
+        line += (f", procedure of {m['role']} differs on {m['machine']} "
+                 f"(v{m['there']['version'] or '?'} there, v{m['here']['version'] or '?'} here)")
     if not seen:
         return line
     others = ", ".join(f"{m['name']} ({'stale ' + _ago(m['ageMs']).removesuffix(' ago') if m['stale'] else 'fresh'})"
@@ -35,10 +42,28 @@ def summary_line(d: dict[str, Any], seen: bool = True) -> str:
     return f"{line}, seen {others or 'no other machine'}"
 
 
+def _shared(app: Any, own: str | None) -> list[dict[str, Any]]:
+    """``[{address, machines}]``: the plain addresses several machines serve as this machine
+    sees them (several other machines list one, or another lists one served here too), sorted;
+    mail to each reaches one of them (README.md, "One address on two machines")."""
+    where = remote_addresses(app.config)
+    if not where:
+        return []
+    shared = {a: set(ms) for a, ms in shared_addresses(app.config).items()}
+    if own is not None:
+        for (address,) in app.store.conn.execute("SELECT address FROM presence"):
+            if address in where:
+                shared.setdefault(address, {where[address]}).add(own)
+    return [{"address": a, "machines": sorted(ms)} for a, ms in sorted(shared.items())]
+
+
 def health_section(app: Any) -> dict[str, Any]:
     """``{configured, engine, machine, relayRunning, reachable (None: unknown, the relay is
     not running), lastContact (ISO), lastContactAgeMs, error, outboxDepth, machinesSeen:
-    [{name, ageMs, stale, sessions}], summary}``; ``problem`` holds one line when something
+    [{name, ageMs, stale, sessions}], procedureMismatches: [{role, machine, there, here}]
+    (:func:`agent_link_machines.common.procedure_mismatches`), sharedAddresses: [{address,
+    machines}] (plain addresses served on several machines), summary}``: the summary names
+    each mismatch and shared address; ``problem`` holds one line when something
     needs the person (a bad URL or machine name, the relay stopped by an error, which is
     shown while the settings are those it stopped with, or not running, the engine
     unreachable). ``summary`` is the one line ``agent-link health``
@@ -67,11 +92,14 @@ def health_section(app: Any) -> dict[str, Any]:
     out["error"] = status.get("error")
     out["outboxDepth"] = int(app.store.conn.execute("SELECT COUNT(*) FROM machines_outbox WHERE sent_at IS NULL").fetchone()[0])
     seen = []
-    for name, entry in sorted(((read_directory(config) or {}).get("machines") or {}).items()):
+    directory = read_directory(config)
+    for name, entry in sorted(((directory or {}).get("machines") or {}).items()):
         if isinstance(entry, dict):
             stale, age = listing_stale(entry, config)
             seen.append({"name": name, "ageMs": age, "stale": stale, "sessions": len(entry.get("sessions") or ())})
     out["machinesSeen"] = seen
+    out["procedureMismatches"] = procedure_mismatches(app, directory)
+    out["sharedAddresses"] = _shared(app, out.get("machine"))
     if problem is None and not out["relayRunning"]:
         log = plugin_dir(config) / "relay.log"
         if status.get("stopped") and status.get("error") and status.get("settings") == settings_key(config):

@@ -76,7 +76,11 @@ async def attempts_as(engine: Engine, user: str) -> dict[str, str]:
     return out
 
 
-def test_a_machines_credentials_read_only_its_own_mail(engine: Engine, tmp_path: Path) -> None:
+@pytest.fixture
+def linked(engine: Engine, tmp_path: Path) -> Iterator[tuple[Machine, Machine]]:
+    """Machines alpha and beta, each with its own restricted user, their relays connected,
+    team:alice served on alpha and team:bob on beta, each listed on the other; the relays are
+    stopped after the test."""
     alpha, beta = (Machine(tmp_path / f"machine-{n}", n, engine) for n in ("alpha", "beta"))
     try:
         for m in (alpha, beta):
@@ -84,10 +88,19 @@ def test_a_machines_credentials_read_only_its_own_mail(engine: Engine, tmp_path:
             m.start_relay()
         for m in (alpha, beta):
             m.wait_connected()
-        # the machines work with these permissions: a round trip
         beta.cli("inbox", address="team:bob")
         alpha.cli("inbox", address="team:alice")
         until(lambda: served(alpha, "team:bob") and served(beta, "team:alice"), 30, "each machine to list the other's address")
+        yield alpha, beta
+    finally:
+        for m in (alpha, beta):
+            m.stop()
+
+
+def test_a_machines_credentials_read_only_its_own_mail(engine: Engine, linked: tuple[Machine, Machine]) -> None:
+    alpha, beta = linked
+    try:
+        # the machines work with these permissions: a round trip
         sent = json.loads(alpha.cli("send", "team:bob", "only for beta", "--anticipation", "reply", "--json", address="team:alice").stdout)
         until(lambda: any(m["id"] == sent["messageId"] for m in beta.json("inbox", address="team:bob")["messages"]), 30,
               "the message on beta")
@@ -149,37 +162,25 @@ async def forge_answers(engine: Engine, message_id: str) -> None:
         await nc.close()
 
 
-def test_a_third_machine_cannot_answer_or_suppress_the_answer_to_mail_between_two_others(engine: Engine, tmp_path: Path) -> None:
-    alpha, beta = (Machine(tmp_path / f"machine-{n}", n, engine) for n in ("alpha", "beta"))
+def test_a_third_machine_cannot_answer_or_suppress_the_answer_to_mail_between_two_others(engine: Engine, linked: tuple[Machine, Machine]) -> None:
+    alpha, beta = linked
+    sent = json.loads(alpha.cli("send", "team:bob", "for bob only", "--anticipation", "reply", "--json", address="team:alice").stdout)
+    mid = sent["messageId"]
+    until(lambda: any(m["id"] == mid for m in beta.json("inbox", address="team:bob")["messages"]), 30, "the message on beta")
+    asyncio.run(forge_answers(engine, mid))
+    # a later record to alpha from beta: alpha's consumer reads the stream in order, so the forged ones were read before it
+    marker = json.loads(beta.cli("send", "team:alice", "marker after the forgery", "--json", address="team:bob").stdout)
+    until(lambda: any(m["id"] == marker["messageId"] for m in alpha.json("inbox", address="team:alice")["messages"]),
+          30, "beta's marker on alpha")
+    status = alpha.json("status", mid, address="team:alice")
+    assert status.get("resolution") is None, status
+    # the genuine answer is not dropped by the server as a repeat of a forged id
+    beta.cli("reply", mid, "the real answer from bob", address="team:bob")
+    waited = json.loads(alpha.cli("wait", mid, "--timeout-ms", "30000", "--json", address="team:alice").stdout)
+    assert waited["outcome"] == "reply" and "the real answer from bob" in waited["reply"]["envelope"], waited
+    conn = sqlite3.connect(alpha.state / "agent-link.db")
     try:
-        for m in (alpha, beta):
-            m.env["AGENT_LINK_ENGINE_URL"] = engine.url_for(m.name)
-            m.start_relay()
-        for m in (alpha, beta):
-            m.wait_connected()
-        beta.cli("inbox", address="team:bob")
-        alpha.cli("inbox", address="team:alice")
-        until(lambda: served(alpha, "team:bob") and served(beta, "team:alice"), 30, "each machine to list the other's address")
-        sent = json.loads(alpha.cli("send", "team:bob", "for bob only", "--anticipation", "reply", "--json", address="team:alice").stdout)
-        mid = sent["messageId"]
-        until(lambda: any(m["id"] == mid for m in beta.json("inbox", address="team:bob")["messages"]), 30, "the message on beta")
-        asyncio.run(forge_answers(engine, mid))
-        # a later record to alpha from beta: alpha's consumer reads the stream in order, so the forged ones were read before it
-        marker = json.loads(beta.cli("send", "team:alice", "marker after the forgery", "--json", address="team:bob").stdout)
-        until(lambda: any(m["id"] == marker["messageId"] for m in alpha.json("inbox", address="team:alice")["messages"]),
-              30, "beta's marker on alpha")
-        status = alpha.json("status", mid, address="team:alice")
-        assert status.get("resolution") is None, status
-        # the genuine answer is not dropped by the server as a repeat of a forged id
-        beta.cli("reply", mid, "the real answer from bob", address="team:bob")
-        waited = json.loads(alpha.cli("wait", mid, "--timeout-ms", "30000", "--json", address="team:alice").stdout)
-        assert waited["outcome"] == "reply" and "the real answer from bob" in waited["reply"]["envelope"], waited
-        conn = sqlite3.connect(alpha.state / "agent-link.db")
-        try:
-            assert conn.execute("SELECT COUNT(*) FROM messages WHERE body LIKE '%forged%'").fetchone()[0] == 0
-            assert conn.execute("SELECT delivered_via FROM messages WHERE id = ?", (mid,)).fetchone()[0] in (None, "machine:beta")
-        finally:
-            conn.close()
+        assert conn.execute("SELECT COUNT(*) FROM messages WHERE body LIKE '%forged%'").fetchone()[0] == 0
+        assert conn.execute("SELECT delivered_via FROM messages WHERE id = ?", (mid,)).fetchone()[0] in (None, "machine:beta")
     finally:
-        for m in (alpha, beta):
-            m.stop()
+        conn.close()

@@ -10,6 +10,7 @@ import asyncio
 import json
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -248,3 +249,75 @@ def test_an_engine_older_than_2_10_is_one_line_with_its_version(tmp_path: Path) 
             await app.aclose()
 
     asyncio.run(check())
+
+
+def test_a_send_under_a_bad_machine_name_warns_in_one_line_and_keeps_the_mail(tmp_path: Path) -> None:
+    env = env_for(tmp_path, AGENT_LINK_MACHINE="two words")
+    folder = Path(env["AGENT_LINK_STATE_DIR"]) / "machines"
+    # another machine lists team:bob: with a good name this send would go there
+    write_json(folder / "directory.json", {"at": now_ms(), "machines": {"beta": entry(1_000, "team:bob")}})
+    sent = cli({**env, "AGENT_LINK_ADDRESS": "team:alice"}, "send", "team:bob", "kept here meanwhile")
+    assert sent.returncode == 0, sent.stderr
+    warned = [line for line in sent.stderr.splitlines() if "AGENT_LINK_MACHINE" in line]
+    assert warned == [line for line in sent.stderr.splitlines() if line.startswith("warning: AGENT_LINK_MACHINE='two words' is not a machine name")]
+    assert len(warned) == 1 and "kept here" in warned[0], sent.stderr
+    first_id = sent.stdout.split()[1]  # "queued: <id> to team:bob"
+    as_json = cli({**env, "AGENT_LINK_ADDRESS": "team:alice"}, "send", "team:bob", "again", "--json")
+    data = json.loads(as_json.stdout)
+    assert [w["details"] for w in data["warnings"] if w["code"] == "machines_bad_name"] == [
+        {"setting": "AGENT_LINK_MACHINE", "value": "two words"}], data
+    # never lost: both stored here, none in the outbox (the relay cannot run under that name)
+    inbox = json.loads(cli({**env, "AGENT_LINK_ADDRESS": "team:bob"}, "inbox", "--json").stdout)
+    assert sorted(m["id"] for m in inbox["messages"]) == sorted([data["messageId"], first_id]), inbox
+    assert "kept here meanwhile" in inbox["renderedBlock"] and "again" in inbox["renderedBlock"]
+    with sqlite3.connect(Path(env["AGENT_LINK_STATE_DIR"]) / "agent-link.db") as conn:
+        assert conn.execute("SELECT COUNT(*) FROM machines_outbox").fetchone()[0] == 0
+    # fixed: no warning any more
+    fixed = cli({**env, "AGENT_LINK_MACHINE": "alpha", "AGENT_LINK_ADDRESS": "team:alice"}, "send", "team:carol", "fine", "--json")
+    assert "machines_bad_name" not in fixed.stdout and "AGENT_LINK_MACHINE" not in fixed.stderr, fixed
+
+
+def test_a_role_procedure_that_differs_on_another_machine_is_shown(tmp_path: Path) -> None:
+    from agent_link_machines.relay import Relay
+
+    app = make_app(tmp_path, AGENT_LINK_LOAD_PLUGINS="machines roles")
+    try:
+        (Path(app.config.state_dir) / "roles").mkdir(parents=True, exist_ok=True)
+        (Path(app.config.state_dir) / "roles" / "reviewer.md").write_text("Read the diff, then the tests.", encoding="utf-8")
+        (Path(app.config.state_dir) / "roles" / "writer.md").write_text("Short sentences.", encoding="utf-8")
+        # this machine's listing publishes its procedures' versions (none recorded yet: no send used them)
+        published = asyncio.run(Relay(app).local_listing())["procedures"]
+        assert set(published) == {"reviewer", "writer"} and published["reviewer"]["version"] is None, published
+        mine = published["reviewer"]["sha256"]
+        write_status(app)
+        write_json(machines_dir(app) / "directory.json", {"at": now_ms(), "machines": {
+            "beta": {**entry(1_000, "team:bob"), "procedures": {"reviewer": {"version": 2, "sha256": "0" * 64},
+                                                               "writer": published["writer"]}},
+            "gamma": {**entry(1_000, "team:gus"), "procedures": {"reviewer": {"version": 1, "sha256": mine}}},
+            "old": entry(1_000, "team:old")}})  # an earlier version publishes no procedures: nothing to compare
+        section = app.health()["sections"]["machines"]
+        assert section["procedureMismatches"] == [{"role": "reviewer", "machine": "beta", "there": {"version": 2, "sha256": "0" * 64},
+                                                   "here": {"version": None, "sha256": mine}}], section
+        assert ", procedure of reviewer differs on beta (v2 there, v? here)," in section["summary"], section["summary"]
+        status = cli(env_for(tmp_path, AGENT_LINK_LOAD_PLUGINS="machines roles"), "machines", "status")
+        assert "procedure of reviewer differs on beta (v2 there, v? here)" in status.stdout, status.stdout
+    finally:
+        asyncio.run(app.aclose())
+
+
+def test_health_names_the_addresses_several_machines_serve(tmp_path: Path) -> None:
+    env = env_for(tmp_path)
+    assert cli({**env, "AGENT_LINK_ADDRESS": "team:mine"}, "inbox").returncode == 0  # served here
+    app = App.create(env=env)
+    try:
+        write_status(app)
+        write_json(machines_dir(app) / "directory.json", {"at": now_ms(), "machines": {
+            "beta": entry(1_000, "team:dup", "team:mine", "team:bob"), "gamma": entry(1_000, "team:dup")}})
+        section = app.health()["sections"]["machines"]
+        assert section["sharedAddresses"] == [{"address": "team:dup", "machines": ["beta", "gamma"]},
+                                              {"address": "team:mine", "machines": ["beta", "ci"]}], section
+        assert ", team:dup served on beta and gamma, team:mine served on beta and ci" in section["summary"], section["summary"]
+        write_json(machines_dir(app) / "directory.json", {"at": now_ms(), "machines": {"beta": entry(1_000, "team:bob")}})
+        assert app.health()["sections"]["machines"]["sharedAddresses"] == []
+    finally:
+        asyncio.run(app.aclose())

@@ -8,6 +8,7 @@ Everything else in this package is internal. These functions read ``roles.json``
     holder = roles_api.project_orchestrator(app, "/work/shop")   # "codex:019..." or None
     held = roles_api.role_holders(app)                            # {"reviewer": ["team:bob"], ...}
     roles_api.enforcement(app)                                    # "off" | "warn" | "enforce"
+    roles_api.procedure_versions(app)                             # {"reviewer": {"version": 3, "sha256": "..."}}
     roles_api.attach_arrived_procedure(app, metadata)             # mail from another machine, before storing it
 
 Sending to a role still goes through the core (``role:<name>`` addresses, resolved by this
@@ -27,7 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
 
 __all__ = ["ORCHESTRATOR", "REMOTE_HOLDER_KEY", "REMOTE_RULES_KEY", "ROLE_ADDRESSED_TOOLS", "attach_arrived_procedure",
-           "enforcement", "project_orchestrator", "role_holders"]
+           "enforcement", "procedure_versions", "project_orchestrator", "role_holders"]
 
 #: key of a message's ``metadata.role`` naming the machine whose session holds the role (set by
 #: a plugin that carries mail between machines, e.g. agent-link-machines): the sending machine
@@ -77,6 +78,30 @@ def enforcement(app: App) -> str:
     except AgentLinkError:
         table = None
     return str(enforcement_mode(from_app(app).config, table)["mode"])
+
+
+def procedure_versions(app: App) -> dict[str, dict[str, Any]]:
+    """The procedure of each role of this machine's table, or of a procedure file with no role
+    in the table, that has one:
+    ``{role name: {"version": last recorded version number or None, "sha256": the file's
+    content digest (the last recorded one when the file is gone)}}``. Reads the files and the
+    recorded versions, records nothing. The machines plugin publishes it, so another machine
+    can show that its procedure of a role differs (an older copy).
+
+    :raises AgentLinkError: ``state_io_error`` when roles.json cannot be read.
+    """
+    from pathlib import Path
+
+    from agent_link_roles.procedures import procedure_view
+
+    ctx = from_app(app)
+    out: dict[str, dict[str, Any]] = {}
+    files = {p.stem for p in (Path(ctx.state_dir) / "roles").glob("*.md")}
+    for name in sorted(set(load_table(ctx.state_dir).roles) | files):
+        view = procedure_view(ctx.store, Path(ctx.state_dir), name)
+        if view is not None and view.get("sha256"):
+            out[name] = {"version": view["version"], "sha256": view["sha256"]}
+    return out
 
 
 def attach_arrived_procedure(app: App, metadata: dict[str, Any]) -> dict[str, Any] | None:

@@ -158,6 +158,24 @@ async def test_a_refused_procedure_file_does_not_stop_the_send(app: App, isolate
 
 
 @pytest.mark.anyio
+async def test_procedure_versions_lists_each_procedure_and_records_nothing(app: App, isolated_env: Path, run_tool: Any) -> None:
+    from agent_link_roles import api
+
+    assert api.procedure_versions(app) == {}
+    assert (await run_tool(app, "set_agent_role", {"role": "builder", "agent": "test:bob", "procedure": "Build here."}))["ok"]
+    put(isolated_env, "loose", b"a file with no role in the table")
+    versions = api.procedure_versions(app)
+    assert versions == {"builder": {"version": procedure_view(app.store, isolated_env, "builder")["version"],
+                                    "sha256": read_procedure(isolated_env, "builder").sha256},
+                        "loose": {"version": None, "sha256": read_procedure(isolated_env, "loose").sha256}}, versions
+    await send_to_role(app, "records the current version", anticipation="fyi")
+    put(isolated_env, "builder", b"Build here, v2.")  # changed, not yet recorded: the file's digest, the last version
+    after = api.procedure_versions(app)["builder"]
+    assert after["sha256"] == read_procedure(isolated_env, "builder").sha256 and after["version"] == 1, after
+    assert api.procedure_versions(app)["builder"]["version"] == 1  # reading recorded nothing
+
+
+@pytest.mark.anyio
 async def test_mail_from_another_machine_gets_this_machines_procedure(app: App, isolated_env: Path, run_tool: Any) -> None:
     from agent_link_core.records import OutgoingMessage
     from agent_link_roles import api
