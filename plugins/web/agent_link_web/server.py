@@ -166,12 +166,25 @@ def _cookie(header: str, name: str) -> str | None:
 
 
 def templates() -> jinja2.Environment:
-    """The page's templates, every value escaped (autoescape on for all of them)."""
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
+    """The page's templates, every value escaped (autoescape on for all of them) and every
+    control, format or bidi character in it shown as ``\\u{XXXX}`` (:func:`shown`)."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True, finalize=shown,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["when"] = when
     env.globals["activity_words"] = views.ACTIVITIES
     return env
+
+
+def shown(value: Any) -> Any:
+    """A value as the page shows it: text by the rule for what agents wrote
+    (:func:`agent_link_core.visible.visible`: line breaks and tabs kept, a right-to-left
+    override or an escape sequence as a visible ``\\u{XXXX}``, so it cannot reorder or hide
+    what a person reads); markup the templates built, and other values, unchanged."""
+    if type(value) is str:
+        from agent_link_core.visible import visible
+
+        return visible(value)
+    return value
 
 
 def when(iso: str | None) -> str:

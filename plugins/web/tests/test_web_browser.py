@@ -215,11 +215,14 @@ def test_a_hostile_corpus_runs_no_script_and_adds_no_element(hostile_server: tup
     page.wait_for_selector("#conversations >> text=live")
     audit(page)
     shot(page, "hostile-overview")
-    for mid in (ids[3], ids[5]):
+    for mid in (ids[3], ids[5], ids[16]):
         page.goto(f"{server.page.base}/c/{mid}")
         page.wait_for_selector(f"#m-{mid}")
         assert CORPUS[3] in page.inner_text(f"#m-{ids[3]}") if mid == ids[3] else True
         audit(page)
+    # a right-to-left override, zero-width characters and NUL are shown, not obeyed
+    assert "\\u{202E}evil\\u{202C} \\u{200B}\\u{200D} hidden <\\u{0000}script>" in page.inner_text(f"#m-{ids[16]}")
+    assert not any(ch in page.content() for ch in "\u202e\u202c\u200b\u200d\x00")
     shot(page, "hostile-conversation")
     page.goto(f"{server.page.base}/search?q=alert")
     page.wait_for_selector("ul.results")
