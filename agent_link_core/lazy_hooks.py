@@ -33,6 +33,10 @@ SETTINGS_ATTR = "AGENT_LINK_SETTINGS"
 #: the attribute of a plugin package giving the migrations each entry module returns, as
 #: ``{entry module: {owner: (version, ...)}}``
 SCHEMA_ATTR = "AGENT_LINK_SCHEMA"
+#: the attribute of a plugin package giving the harnesses each entry module registers, as
+#: ``{entry module: ({"name": ..., "target": ..., other HarnessDeclaration keywords}, ...)}``
+#: (``sender_options`` as ``({"flag": ..., "key": ..., "help": ...}, ...)``)
+HARNESSES_ATTR = "AGENT_LINK_HARNESSES"
 
 
 def hookimpl(function: F | None = None, *, hookwrapper: bool = False, optionalhook: bool = False,
@@ -117,7 +121,8 @@ def declared_hooks(package: types.ModuleType, module: str) -> frozenset[str] | N
 
 
 def declared_records(package: types.ModuleType, attr: str, module: str) -> Any:
-    """What ``package``'s table ``attr`` (:data:`SETTINGS_ATTR` or :data:`SCHEMA_ATTR`) gives
+    """What ``package``'s table ``attr`` (:data:`SETTINGS_ATTR`, :data:`SCHEMA_ATTR` or
+    :data:`HARNESSES_ATTR`) gives
     entry module ``module``, or None when it gives nothing (the module is then imported to
     call its hook). The shape is checked where it is used: a malformed entry is the plugin's
     fault, reported by the hook call that reads it."""

@@ -23,8 +23,11 @@ if TYPE_CHECKING:
 
 
 _SPECS: dict[str, tuple[frozenset[str], bool]] = {}
-#: the hooks a package may answer with data (``AGENT_LINK_SETTINGS``, ``AGENT_LINK_SCHEMA``)
-SETTINGS_HOOK, SCHEMA_HOOK = "agent_link_register_settings", "agent_link_schema"
+#: the hooks a package may answer with data (``AGENT_LINK_SETTINGS``, ``AGENT_LINK_SCHEMA``,
+#: ``AGENT_LINK_HARNESSES``)
+SETTINGS_HOOK, SCHEMA_HOOK, HARNESS_HOOK = "agent_link_register_settings", "agent_link_schema", "agent_link_register_harnesses"
+DATA_HOOKS = {SETTINGS_HOOK: lazy_hooks.SETTINGS_ATTR, SCHEMA_HOOK: lazy_hooks.SCHEMA_ATTR,
+              HARNESS_HOOK: lazy_hooks.HARNESSES_ATTR}
 
 
 def _specs() -> dict[str, tuple[frozenset[str], bool]]:
@@ -181,7 +184,7 @@ class Declared:
                     function = declared_impl(self, entry, hook)
                     impl = Impl(entry.name, function, lazy_hooks.argnames(function) or (), {})
                     # the boundary's own check of migrations reads their SQL: a declared one is checked without it
-                    impl.function = _guarded(self.boundary, impl, entry.name, hook) if hook == SETTINGS_HOOK else functools.partial(
+                    impl.function = _guarded(self.boundary, impl, entry.name, hook) if hook != SCHEMA_HOOK else functools.partial(
                         self.boundary.call, entry.name, hook, function, check=_check_declared, disable=True)
                     _place(methods, impl)
                 continue
@@ -245,17 +248,28 @@ def package_declarations(module: str) -> tuple[frozenset[str] | None, dict[str, 
     hooks (None: nothing declared) and ``{hook: records}`` for the settings and migrations it
     declares as data."""
     package = importlib.import_module(module.partition(".")[0])
-    records = {hook: value for hook, attr in ((SETTINGS_HOOK, lazy_hooks.SETTINGS_ATTR), (SCHEMA_HOOK, lazy_hooks.SCHEMA_ATTR))
+    records = {hook: value for hook, attr in DATA_HOOKS.items()
                if (value := lazy_hooks.declared_records(package, attr, module)) is not None}
     return lazy_hooks.declared_hooks(package, module), records
 
 
 def declared_impl(plugins: Declared, entry: Entry, hook: str) -> Callable[..., Any]:
-    """The implementation of ``hook`` (settings or schema) that ``entry``'s declaration gives
-    without importing it: each declared setting made a :class:`~agent_link_core.config.Setting`
-    (a key it does not take raises ``TypeError``, the plugin's fault), or each declared
-    migration a :class:`DeclaredMigration`."""
+    """The implementation of ``hook`` (settings, harnesses or schema) that ``entry``'s
+    declaration gives without importing it: each declared setting made a
+    :class:`~agent_link_core.config.Setting`, each declared harness a
+    :class:`~agent_link_core.harness_decl.HarnessDeclaration` (a key either does not take
+    raises ``TypeError``, the plugin's fault), or each declared migration a
+    :class:`DeclaredMigration`."""
     records = entry.records[hook]
+    if hook == HARNESS_HOOK:
+        def register_harnesses(register: Callable[[Any], None]) -> None:
+            from agent_link_core.harness_decl import HarnessDeclaration, SenderOption
+
+            for record in records:
+                fields = dict(record)
+                fields["sender_options"] = tuple(SenderOption(**o) for o in fields.get("sender_options", ()))
+                register(HarnessDeclaration(**fields))
+        return register_harnesses
     if hook == SETTINGS_HOOK:
         def register_settings(register: Callable[[Any], None]) -> None:
             from agent_link_core.config import Setting
