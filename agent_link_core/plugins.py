@@ -137,6 +137,22 @@ def _plugin_manager() -> pluggy.PluginManager:
         import pluggy
 
         class _PluginManager(pluggy.PluginManager):
+            #: bumped by each change of what a hook call runs: :class:`Hooks` keeps each
+            #: hook's implementations while it stays the same
+            agent_link_generation = 0
+
+            def register(self, plugin: Any, name: str | None = None) -> str | None:
+                self.agent_link_generation += 1
+                return super().register(plugin, name)
+
+            def unregister(self, plugin: Any = None, name: str | None = None) -> Any:
+                self.agent_link_generation += 1
+                return super().unregister(plugin, name)
+
+            def set_blocked(self, name: str) -> None:
+                self.agent_link_generation += 1
+                super().set_blocked(name)
+
             def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
                 """None for a module attribute that is no function; else pluggy's answer."""
                 if isinstance(plugin, types.ModuleType) and name in plugin.__dict__ \
@@ -275,6 +291,8 @@ class Hooks:
         self.boundary.on_disable = self._disable
         self._records: dict[str, dict[str, tuple[str, Any]]] = {}
         self._owners: dict[tuple[str, str], str] = {}  # (kind, record name) -> plugin, kept when it is left out
+        #: ``{hook: (manager generation, implementations, plain)}`` (see :meth:`_impls`)
+        self._kept: dict[str, tuple[int, list[Any], bool]] = {}
 
     @property
     def pm(self) -> pluggy.PluginManager:
@@ -313,9 +331,16 @@ class Hooks:
             declared = self._declared.impls(hook_name)
             if declared is not None:
                 return declared[::-1], True
-        impls = getattr(self.pm.hook, hook_name).get_hookimpls()[::-1]
-        traced = getattr(self._pm, "agent_link_traced", False)
-        return impls, not traced and not any(impl.hookwrapper or impl.wrapper for impl in impls)
+        pm = self.pm
+        generation = getattr(pm, "agent_link_generation", None)
+        kept = self._kept.get(hook_name)
+        if kept is not None and kept[0] == generation:
+            return kept[1], kept[2]
+        impls = getattr(pm.hook, hook_name).get_hookimpls()[::-1]
+        plain = not getattr(pm, "agent_link_traced", False) and not any(impl.hookwrapper or impl.wrapper for impl in impls)
+        if generation is not None:  # a manager of ours: kept until a plugin is (un)registered or tracing changes
+            self._kept[hook_name] = (generation, impls, plain)
+        return impls, plain
 
     def _run(self, hook_name: str, **kwargs: Any) -> tuple[Any, CallState]:
         """One hook call (each implementation guarded inline); its answer and what the call
@@ -719,13 +744,20 @@ def trace_hook_calls(pm: pluggy.PluginManager, sink: Callable[[str], None]) -> C
         return None
 
     undo = pm.add_hookcall_monitoring(before, after)
-    pm.agent_link_traced = True  # type: ignore[attr-defined]  # Hooks' direct calls go through pluggy then
+    traced(pm, True)  # Hooks' direct calls go through pluggy then
 
     def untrace() -> None:
-        pm.agent_link_traced = False  # type: ignore[attr-defined]
+        traced(pm, False)
         undo()
 
     return untrace
+
+
+def traced(pm: pluggy.PluginManager, on: bool) -> None:
+    """Mark ``pm``'s hook calls as traced (``on``): :class:`Hooks` then lets pluggy make them."""
+    pm.agent_link_traced = on  # type: ignore[attr-defined]
+    if hasattr(pm, "agent_link_generation"):
+        pm.agent_link_generation += 1
 
 
 def load_plugins(env: Mapping[str, str] | None = None, extra_plugins: tuple[Any, ...] = (), *,
