@@ -338,16 +338,10 @@ def watch_interrupts() -> None:
         signal.signal(signal.SIGALRM, _on_alarm)
 
 
-def interrupts() -> int:
-    """How many real Ctrl-Cs this process has had; pass it to :func:`plugin_fault`."""
-    return _sigints
-
-
 def plugin_fault(exc: BaseException, sigints_before: int) -> bool:
     """Whether ``exc``, raised while plugin code ran, is that plugin's fault: anything but a
-    real Ctrl-C since ``sigints_before`` (:func:`interrupts`) or the cancellation of the
-    running task. For ``except BaseException`` around plugin code that has its own handling;
-    the usual way in is :meth:`Boundary.call` / :meth:`Boundary.acall`."""
+    real Ctrl-C since ``sigints_before`` (the count when the call began) or the cancellation
+    of the running task."""
     if isinstance(exc, KeyboardInterrupt):
         handler = _handler(signal.SIGINT)
         if handler is _on_sigint:

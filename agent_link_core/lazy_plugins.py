@@ -226,9 +226,6 @@ class Declared:
         """The plugins' names in registration order."""
         return [e.name for e in self.entries if e.name not in self.boundary.disabled]
 
-    def plugin_of_package(self, package: str) -> str | None:
-        """The plugin whose top-level package is ``package``, or None."""
-        return next((e.name for e in self.entries if e.package == package), None)
 
 def _place(methods: list[Impl], impl: Impl) -> None:
     """Insert ``impl`` where pluggy's ``HookCaller._add_hookimpl`` would."""
@@ -261,23 +258,11 @@ def declared_impl(plugins: Declared, entry: Entry, hook: str) -> Callable[..., A
     raises ``TypeError``, the plugin's fault), or each declared migration a
     :class:`DeclaredMigration`."""
     records = entry.records[hook]
-    if hook == HARNESS_HOOK:
-        def register_harnesses(register: Callable[[Any], None]) -> None:
-            from agent_link_core.harness_decl import HarnessDeclaration, SenderOption
-
+    if hook != SCHEMA_HOOK:
+        def register_records(register: Callable[[Any], None]) -> None:
             for record in records:
-                fields = dict(record)
-                fields["sender_options"] = tuple(SenderOption(**o) for o in fields.get("sender_options", ()))
-                register(HarnessDeclaration(**fields))
-        return register_harnesses
-    if hook == SETTINGS_HOOK:
-        def register_settings(register: Callable[[Any], None]) -> None:
-            from agent_link_core.config import Setting
-
-            for record in records:
-                fields = dict(record)
-                register(Setting(fields.pop("name"), fields.pop("kind"), **fields))
-        return register_settings
+                register(_made(hook, dict(record)))
+        return register_records
 
     def schema() -> list[DeclaredMigration]:
         real: list[dict[tuple[str, int], Any] | None] = []
@@ -290,6 +275,18 @@ def declared_impl(plugins: Declared, entry: Entry, hook: str) -> Callable[..., A
 
         return [DeclaredMigration(owner, int(version), sql) for owner, versions in records.items() for version in versions]
     return schema
+
+
+def _made(hook: str, fields: dict[str, Any]) -> Any:
+    """The :class:`~agent_link_core.config.Setting` or
+    :class:`~agent_link_core.harness_decl.HarnessDeclaration` a declared record stands for."""
+    if hook == SETTINGS_HOOK:
+        from agent_link_core.config import Setting
+
+        return Setting(**fields)
+    from agent_link_core.harness_decl import HarnessDeclaration, SenderOption
+
+    return HarnessDeclaration(**{**fields, "sender_options": tuple(SenderOption(**o) for o in fields.get("sender_options", ()))})
 
 
 def _check_declared(result: list[DeclaredMigration], plugin: str) -> str | None:

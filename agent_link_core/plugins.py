@@ -113,11 +113,6 @@ def disabled_plugin_names(env: Mapping[str, str] | None = None) -> set[str]:
     return _names((env if env is not None else os.environ).get("AGENT_LINK_DISABLE_PLUGINS")) or set()
 
 
-def load_only_names(env: Mapping[str, str] | None = None) -> set[str] | None:
-    """Names listed in ``AGENT_LINK_LOAD_PLUGINS``; None when it is unset (load everything)."""
-    return _names((env if env is not None else os.environ).get(LOAD_ONLY_ENV))
-
-
 def _names(raw: str | None) -> set[str] | None:
     """The names of a comma or space separated list; None for None."""
     return None if raw is None else set(raw.replace(",", " ").split())
@@ -145,13 +140,9 @@ def _plugin_manager() -> pluggy.PluginManager:
                 self.agent_link_generation += 1
                 return super().register(plugin, name)
 
-            def unregister(self, plugin: Any = None, name: str | None = None) -> Any:
+            def unregister(self, plugin: Any = None, name: str | None = None) -> Any:  # set_blocked too
                 self.agent_link_generation += 1
                 return super().unregister(plugin, name)
-
-            def set_blocked(self, name: str) -> None:
-                self.agent_link_generation += 1
-                super().set_blocked(name)
 
             def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
                 """None for a module attribute that is no function; else pluggy's answer."""
@@ -188,7 +179,7 @@ def _plugins(env: Mapping[str, str], *, declared: bool) -> tuple[Declared, Plugi
     of what was loaded, blocked and left out (kept up to date by their guard)."""
     boundary = Boundary(timeout_from_env(env))
     report = PluginReport(boundary)
-    blocked, only = disabled_plugin_names(env), load_only_names(env)
+    blocked, only = disabled_plugin_names(env), _names(env.get(LOAD_ONLY_ENV))  # only: None = every plugin
     report.blocked.extend(sorted(blocked))
     plugins = Declared(boundary, list(report.blocked))
     boundary.on_disable = lambda name, reason: _left_out(report, name, reason)
@@ -435,7 +426,7 @@ class Hooks:
         code fails to import (:mod:`agent_link_core.contribute`)."""
         package = module.partition(".")[0]
         if self._pm is None and self._declared is not None:
-            return self._declared.plugin_of_package(package)
+            return next((e.name for e in self._declared.entries if e.package == package), None)
         for name, plugin in self._pm.list_name_plugin():
             if plugin is not None and (getattr(plugin, "__name__", None) or "").partition(".")[0] == package:
                 return name
@@ -555,7 +546,7 @@ class Hooks:
             del cli.add_command
         for name in set(cli.commands) - set(before):  # commands of plugins left out while adding
             command = cli.commands[name]
-            if getattr(command, "callback", None) is not None and _module_plugin(command) in self.boundary.disabled:
+            if getattr(command, "callback", None) is not None and getattr(command, "_agent_link_plugin", None) in self.boundary.disabled:
                 del cli.commands[name]
 
     def migrations(self) -> list[Migration]:
@@ -729,11 +720,6 @@ def _check_aliases(record: Any, plugin: str, records: dict[str, tuple[str, Any]]
                           "Use names of your own.")
 
 
-def _module_plugin(command: Any) -> str | None:
-    """The plugin whose hook added ``command`` (recorded by :meth:`Hooks.register_commands`)."""
-    return getattr(command, "_agent_link_plugin", None)
-
-
 def trace_hook_calls(pm: pluggy.PluginManager, sink: Callable[[str], None]) -> Callable[[], None]:
     """Report every hook call to ``sink`` (``AGENT_LINK_DEBUG``); returns an undo function."""
 
@@ -744,20 +730,15 @@ def trace_hook_calls(pm: pluggy.PluginManager, sink: Callable[[str], None]) -> C
         return None
 
     undo = pm.add_hookcall_monitoring(before, after)
-    traced(pm, True)  # Hooks' direct calls go through pluggy then
+    pm.agent_link_traced = True  # type: ignore[attr-defined]  # Hooks' direct calls go through pluggy then
+    pm.agent_link_generation += 1  # type: ignore[attr-defined]
 
     def untrace() -> None:
-        traced(pm, False)
+        pm.agent_link_traced = False  # type: ignore[attr-defined]
+        pm.agent_link_generation += 1  # type: ignore[attr-defined]
         undo()
 
     return untrace
-
-
-def traced(pm: pluggy.PluginManager, on: bool) -> None:
-    """Mark ``pm``'s hook calls as traced (``on``): :class:`Hooks` then lets pluggy make them."""
-    pm.agent_link_traced = on  # type: ignore[attr-defined]
-    if hasattr(pm, "agent_link_generation"):
-        pm.agent_link_generation += 1
 
 
 def load_plugins(env: Mapping[str, str] | None = None, extra_plugins: tuple[Any, ...] = (), *,
