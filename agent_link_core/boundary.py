@@ -338,16 +338,10 @@ def watch_interrupts() -> None:
         signal.signal(signal.SIGALRM, _on_alarm)
 
 
-def interrupts() -> int:
-    """How many real Ctrl-Cs this process has had; pass it to :func:`plugin_fault`."""
-    return _sigints
-
-
 def plugin_fault(exc: BaseException, sigints_before: int) -> bool:
     """Whether ``exc``, raised while plugin code ran, is that plugin's fault: anything but a
-    real Ctrl-C since ``sigints_before`` (:func:`interrupts`) or the cancellation of the
-    running task. For ``except BaseException`` around plugin code that has its own handling;
-    the usual way in is :meth:`Boundary.call` / :meth:`Boundary.acall`."""
+    real Ctrl-C since ``sigints_before`` (the count when the call began) or the cancellation
+    of the running task."""
     if isinstance(exc, KeyboardInterrupt):
         handler = _handler(signal.SIGINT)
         if handler is _on_sigint:
@@ -546,12 +540,15 @@ class Boundary:
 
     async def acall(self, plugin: str, hook: str, make: Callable[[], Awaitable[Any]], *, bound_s: float | None,
                     default: Any = None, check: Callable[[Any, str], str | None] | None = None,
-                    passing: tuple[type[BaseException], ...] = (), on_timeout: Callable[[], Any] | None = None) -> Any:
+                    passing: tuple[type[BaseException], ...] = (), on_timeout: Callable[[], Any] | None = None,
+                    background: bool = False) -> Any:
         """Await ``make()``, asynchronous code of ``plugin``, within ``bound_s`` seconds (None:
         unbounded); each synchronous step of it is bounded like :meth:`call`.
 
         :param on_timeout: makes the answer to a call that outlived ``bound_s`` (the caller
             reports it its own way), instead of a fault and ``default``.
+        :param background: a task meant to run until its caller cancels it (a harness's
+            ``serve``, a server task): that cancellation is no fault however late it comes.
 
         :raises asyncio.CancelledError: when the calling task is cancelled.
         """
@@ -575,7 +572,7 @@ class Boundary:
             if self.contain(exc, plugin, hook, sigints, passing=passing):
                 return default
             waited_ms = (time.monotonic() - started) * 1000
-            if isinstance(exc, asyncio.CancelledError) and self.timeout_ms and waited_ms > self.timeout_ms:
+            if isinstance(exc, asyncio.CancelledError) and self.timeout_ms and waited_ms > self.timeout_ms and not background:
                 self.fault(plugin, hook, f"was still running when its caller gave up after {waited_ms:.0f} ms")
             raise  # a real Ctrl-C, a type the caller handles, the cancellation of the calling task
         finally:

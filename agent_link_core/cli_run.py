@@ -445,7 +445,7 @@ def as_caller(app: App, as_address: str | None) -> Any:
     error and exit otherwise)."""
     from agent_link_core.cli_text import address_error
     from agent_link_core.identity import prove_reader, reader_proved_here
-    from agent_link_core.model import Caller, address_scheme
+    from agent_link_core.model import RUNTIME_SOURCES, Caller, address_scheme
 
     if as_address is None:
         me = app.caller()
@@ -456,7 +456,10 @@ def as_caller(app: App, as_address: str | None) -> Any:
             fail(problem)
         me, address = Caller(as_address, "cli", address_scheme(as_address)), as_address
     if address is not None and not reader_proved_here(app, address):
-        run_async(prove_reader(app, address))  # refused: one line, exit 1
+        # only a session its host names needs the host's proof (I/O); any other reader is
+        # refused without awaiting anything, so without starting asyncio
+        asks_host = (caller := app.caller()).known and caller.address == address and caller.source in RUNTIME_SOURCES
+        run_async(prove_reader(app, address), inline=not asks_host)  # refused: one line, exit 1
     return me
 
 

@@ -17,7 +17,6 @@ Commands and tool handlers are declared here and imported when used
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Awaitable, Callable, Iterable
 
 from agent_link_core.cli_run import import_target
@@ -36,10 +35,7 @@ if TYPE_CHECKING:
 
 def _resolve(records: Records) -> Iterable[Any]:
     """``records``, or the attribute a ``"module:attribute"`` string names (imported now)."""
-    if isinstance(records, str):
-        module, _, attribute = records.partition(":")
-        return getattr(importlib.import_module(module), attribute)  # type: ignore[no-any-return]
-    return records
+    return import_target(records) if isinstance(records, str) else records  # type: ignore[no-any-return]
 
 
 def registers(records: Records) -> Callable[[Callable[[Any], None]], None]:

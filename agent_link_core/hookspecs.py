@@ -419,7 +419,7 @@ def agent_link_server_tasks(app: App) -> list[Callable[[], Awaitable[None]]] | N
         database, mailbox, harnesses).
     :returns: coroutine functions taking no arguments (e.g. a loop finishing jobs whose
         server died), or ``None``. Each is started once, when the server starts serving, and
-        cancelled when it stops; one that raises is logged and never takes the server down.
+        cancelled when it stops; one that fails or holds the loop is reported, never fatal.
 
     Called once by the MCP server at start, before the client's ``initialize``. Keep the
     work cooperative (``await`` often): it shares the server's event loop with tool calls.

@@ -33,6 +33,10 @@ SETTINGS_ATTR = "AGENT_LINK_SETTINGS"
 #: the attribute of a plugin package giving the migrations each entry module returns, as
 #: ``{entry module: {owner: (version, ...)}}``
 SCHEMA_ATTR = "AGENT_LINK_SCHEMA"
+#: the attribute of a plugin package giving the harnesses each entry module registers, as
+#: ``{entry module: ({"name": ..., "target": ..., other HarnessDeclaration keywords}, ...)}``
+#: (``sender_options`` as ``({"flag": ..., "key": ..., "help": ...}, ...)``)
+HARNESSES_ATTR = "AGENT_LINK_HARNESSES"
 
 
 def hookimpl(function: F | None = None, *, hookwrapper: bool = False, optionalhook: bool = False,
@@ -52,29 +56,16 @@ def hookimpl(function: F | None = None, *, hookwrapper: bool = False, optionalho
     return mark if function is None else mark(function)
 
 
-def hookspec(function: F | None = None, *, firstresult: bool = False, historic: bool = False) -> Any:
-    """Mark a hook specification, as pluggy's ``HookspecMarker`` does.
-
-    :raises ValueError: both ``firstresult`` and ``historic``.
-    """
-    if historic and firstresult:
-        raise ValueError("cannot have a historic firstresult hook")
+def hookspec(function: F | None = None, *, firstresult: bool = False) -> Any:
+    """Mark a hook specification, as pluggy's ``HookspecMarker`` does (agent-link has no
+    historic hooks: a hook's implementations are called when it is called)."""
 
     def mark(func: F) -> F:
-        setattr(func, SPEC_ATTR, {"firstresult": firstresult, "historic": historic,
+        setattr(func, SPEC_ATTR, {"firstresult": firstresult, "historic": False,
                                   "warn_on_impl": None, "warn_on_impl_args": None})
         return func
 
     return mark if function is None else mark(function)
-
-
-def impl_options(value: Any) -> dict[str, Any] | None:
-    """The implementation options of ``value`` (a function marked by :func:`hookimpl` or
-    pluggy's marker), or None when it is not a hook implementation."""
-    if not isinstance(value, (types.FunctionType, types.MethodType)):
-        return None
-    opts = getattr(value, IMPL_ATTR, None)
-    return opts if isinstance(opts, dict) else None
 
 
 def module_hooks(module: types.ModuleType) -> dict[str, tuple[Callable[..., Any], dict[str, Any]]]:
@@ -82,8 +73,8 @@ def module_hooks(module: types.ModuleType) -> dict[str, tuple[Callable[..., Any]
     implementation, under its ``specname`` or attribute name (what pluggy registers)."""
     found: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {}
     for name, value in vars(module).items():
-        opts = impl_options(value)
-        if opts is not None:
+        opts = getattr(value, IMPL_ATTR, None) if isinstance(value, (types.FunctionType, types.MethodType)) else None
+        if isinstance(opts, dict):  # marked by hookimpl (or pluggy's marker)
             found[opts.get("specname") or name] = (value, opts)
     return found
 
@@ -109,15 +100,15 @@ def declared_hooks(package: types.ModuleType, module: str) -> frozenset[str] | N
     :param package: the plugin's top-level package, imported.
     :param module: the entry module's dotted name (the entry point's value before ``:``).
     """
-    table: Mapping[str, Any] | None = getattr(package, DECLARED_ATTR, None)
-    hooks = table.get(module) if isinstance(table, dict) else None
+    hooks = declared_records(package, DECLARED_ATTR, module)
     if not isinstance(hooks, (tuple, list, frozenset, set)) or not all(isinstance(h, str) for h in hooks):
         return None
     return frozenset(hooks)
 
 
 def declared_records(package: types.ModuleType, attr: str, module: str) -> Any:
-    """What ``package``'s table ``attr`` (:data:`SETTINGS_ATTR` or :data:`SCHEMA_ATTR`) gives
+    """What ``package``'s table ``attr`` (:data:`SETTINGS_ATTR`, :data:`SCHEMA_ATTR` or
+    :data:`HARNESSES_ATTR`) gives
     entry module ``module``, or None when it gives nothing (the module is then imported to
     call its hook). The shape is checked where it is used: a malformed entry is the plugin's
     fault, reported by the hook call that reads it."""

@@ -23,8 +23,11 @@ if TYPE_CHECKING:
 
 
 _SPECS: dict[str, tuple[frozenset[str], bool]] = {}
-#: the hooks a package may answer with data (``AGENT_LINK_SETTINGS``, ``AGENT_LINK_SCHEMA``)
-SETTINGS_HOOK, SCHEMA_HOOK = "agent_link_register_settings", "agent_link_schema"
+#: the hooks a package may answer with data (``AGENT_LINK_SETTINGS``, ``AGENT_LINK_SCHEMA``,
+#: ``AGENT_LINK_HARNESSES``)
+SETTINGS_HOOK, SCHEMA_HOOK, HARNESS_HOOK = "agent_link_register_settings", "agent_link_schema", "agent_link_register_harnesses"
+DATA_HOOKS = {SETTINGS_HOOK: lazy_hooks.SETTINGS_ATTR, SCHEMA_HOOK: lazy_hooks.SCHEMA_ATTR,
+              HARNESS_HOOK: lazy_hooks.HARNESSES_ATTR}
 
 
 def _specs() -> dict[str, tuple[frozenset[str], bool]]:
@@ -181,7 +184,7 @@ class Declared:
                     function = declared_impl(self, entry, hook)
                     impl = Impl(entry.name, function, lazy_hooks.argnames(function) or (), {})
                     # the boundary's own check of migrations reads their SQL: a declared one is checked without it
-                    impl.function = _guarded(self.boundary, impl, entry.name, hook) if hook == SETTINGS_HOOK else functools.partial(
+                    impl.function = _guarded(self.boundary, impl, entry.name, hook) if hook != SCHEMA_HOOK else functools.partial(
                         self.boundary.call, entry.name, hook, function, check=_check_declared, disable=True)
                     _place(methods, impl)
                 continue
@@ -223,9 +226,6 @@ class Declared:
         """The plugins' names in registration order."""
         return [e.name for e in self.entries if e.name not in self.boundary.disabled]
 
-    def plugin_of_package(self, package: str) -> str | None:
-        """The plugin whose top-level package is ``package``, or None."""
-        return next((e.name for e in self.entries if e.package == package), None)
 
 def _place(methods: list[Impl], impl: Impl) -> None:
     """Insert ``impl`` where pluggy's ``HookCaller._add_hookimpl`` would."""
@@ -245,25 +245,24 @@ def package_declarations(module: str) -> tuple[frozenset[str] | None, dict[str, 
     hooks (None: nothing declared) and ``{hook: records}`` for the settings and migrations it
     declares as data."""
     package = importlib.import_module(module.partition(".")[0])
-    records = {hook: value for hook, attr in ((SETTINGS_HOOK, lazy_hooks.SETTINGS_ATTR), (SCHEMA_HOOK, lazy_hooks.SCHEMA_ATTR))
+    records = {hook: value for hook, attr in DATA_HOOKS.items()
                if (value := lazy_hooks.declared_records(package, attr, module)) is not None}
     return lazy_hooks.declared_hooks(package, module), records
 
 
 def declared_impl(plugins: Declared, entry: Entry, hook: str) -> Callable[..., Any]:
-    """The implementation of ``hook`` (settings or schema) that ``entry``'s declaration gives
-    without importing it: each declared setting made a :class:`~agent_link_core.config.Setting`
-    (a key it does not take raises ``TypeError``, the plugin's fault), or each declared
-    migration a :class:`DeclaredMigration`."""
+    """The implementation of ``hook`` (settings, harnesses or schema) that ``entry``'s
+    declaration gives without importing it: each declared setting made a
+    :class:`~agent_link_core.config.Setting`, each declared harness a
+    :class:`~agent_link_core.harness_decl.HarnessDeclaration` (a key either does not take
+    raises ``TypeError``, the plugin's fault), or each declared migration a
+    :class:`DeclaredMigration`."""
     records = entry.records[hook]
-    if hook == SETTINGS_HOOK:
-        def register_settings(register: Callable[[Any], None]) -> None:
-            from agent_link_core.config import Setting
-
+    if hook != SCHEMA_HOOK:
+        def register_records(register: Callable[[Any], None]) -> None:
             for record in records:
-                fields = dict(record)
-                register(Setting(fields.pop("name"), fields.pop("kind"), **fields))
-        return register_settings
+                register(_made(hook, dict(record)))
+        return register_records
 
     def schema() -> list[DeclaredMigration]:
         real: list[dict[tuple[str, int], Any] | None] = []
@@ -276,6 +275,18 @@ def declared_impl(plugins: Declared, entry: Entry, hook: str) -> Callable[..., A
 
         return [DeclaredMigration(owner, int(version), sql) for owner, versions in records.items() for version in versions]
     return schema
+
+
+def _made(hook: str, fields: dict[str, Any]) -> Any:
+    """The :class:`~agent_link_core.config.Setting` or
+    :class:`~agent_link_core.harness_decl.HarnessDeclaration` a declared record stands for."""
+    if hook == SETTINGS_HOOK:
+        from agent_link_core.config import Setting
+
+        return Setting(**fields)
+    from agent_link_core.harness_decl import HarnessDeclaration, SenderOption
+
+    return HarnessDeclaration(**{**fields, "sender_options": tuple(SenderOption(**o) for o in fields.get("sender_options", ()))})
 
 
 def _check_declared(result: list[DeclaredMigration], plugin: str) -> str | None:

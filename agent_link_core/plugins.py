@@ -113,11 +113,6 @@ def disabled_plugin_names(env: Mapping[str, str] | None = None) -> set[str]:
     return _names((env if env is not None else os.environ).get("AGENT_LINK_DISABLE_PLUGINS")) or set()
 
 
-def load_only_names(env: Mapping[str, str] | None = None) -> set[str] | None:
-    """Names listed in ``AGENT_LINK_LOAD_PLUGINS``; None when it is unset (load everything)."""
-    return _names((env if env is not None else os.environ).get(LOAD_ONLY_ENV))
-
-
 def _names(raw: str | None) -> set[str] | None:
     """The names of a comma or space separated list; None for None."""
     return None if raw is None else set(raw.replace(",", " ").split())
@@ -137,6 +132,18 @@ def _plugin_manager() -> pluggy.PluginManager:
         import pluggy
 
         class _PluginManager(pluggy.PluginManager):
+            #: bumped by each change of what a hook call runs: :class:`Hooks` keeps each
+            #: hook's implementations while it stays the same
+            agent_link_generation = 0
+
+            def register(self, plugin: Any, name: str | None = None) -> str | None:
+                self.agent_link_generation += 1
+                return super().register(plugin, name)
+
+            def unregister(self, plugin: Any = None, name: str | None = None) -> Any:  # set_blocked too
+                self.agent_link_generation += 1
+                return super().unregister(plugin, name)
+
             def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
                 """None for a module attribute that is no function; else pluggy's answer."""
                 if isinstance(plugin, types.ModuleType) and name in plugin.__dict__ \
@@ -172,7 +179,7 @@ def _plugins(env: Mapping[str, str], *, declared: bool) -> tuple[Declared, Plugi
     of what was loaded, blocked and left out (kept up to date by their guard)."""
     boundary = Boundary(timeout_from_env(env))
     report = PluginReport(boundary)
-    blocked, only = disabled_plugin_names(env), load_only_names(env)
+    blocked, only = disabled_plugin_names(env), _names(env.get(LOAD_ONLY_ENV))  # only: None = every plugin
     report.blocked.extend(sorted(blocked))
     plugins = Declared(boundary, list(report.blocked))
     boundary.on_disable = lambda name, reason: _left_out(report, name, reason)
@@ -275,6 +282,8 @@ class Hooks:
         self.boundary.on_disable = self._disable
         self._records: dict[str, dict[str, tuple[str, Any]]] = {}
         self._owners: dict[tuple[str, str], str] = {}  # (kind, record name) -> plugin, kept when it is left out
+        #: ``{hook: (manager generation, implementations, plain)}`` (see :meth:`_impls`)
+        self._kept: dict[str, tuple[int, list[Any], bool]] = {}
 
     @property
     def pm(self) -> pluggy.PluginManager:
@@ -313,9 +322,16 @@ class Hooks:
             declared = self._declared.impls(hook_name)
             if declared is not None:
                 return declared[::-1], True
-        impls = getattr(self.pm.hook, hook_name).get_hookimpls()[::-1]
-        traced = getattr(self._pm, "agent_link_traced", False)
-        return impls, not traced and not any(impl.hookwrapper or impl.wrapper for impl in impls)
+        pm = self.pm
+        generation = getattr(pm, "agent_link_generation", None)
+        kept = self._kept.get(hook_name)
+        if kept is not None and kept[0] == generation:
+            return kept[1], kept[2]
+        impls = getattr(pm.hook, hook_name).get_hookimpls()[::-1]
+        plain = not getattr(pm, "agent_link_traced", False) and not any(impl.hookwrapper or impl.wrapper for impl in impls)
+        if generation is not None:  # a manager of ours: kept until a plugin is (un)registered or tracing changes
+            self._kept[hook_name] = (generation, impls, plain)
+        return impls, plain
 
     def _run(self, hook_name: str, **kwargs: Any) -> tuple[Any, CallState]:
         """One hook call (each implementation guarded inline); its answer and what the call
@@ -410,7 +426,7 @@ class Hooks:
         code fails to import (:mod:`agent_link_core.contribute`)."""
         package = module.partition(".")[0]
         if self._pm is None and self._declared is not None:
-            return self._declared.plugin_of_package(package)
+            return next((e.name for e in self._declared.entries if e.package == package), None)
         for name, plugin in self._pm.list_name_plugin():
             if plugin is not None and (getattr(plugin, "__name__", None) or "").partition(".")[0] == package:
                 return name
@@ -530,7 +546,7 @@ class Hooks:
             del cli.add_command
         for name in set(cli.commands) - set(before):  # commands of plugins left out while adding
             command = cli.commands[name]
-            if getattr(command, "callback", None) is not None and _module_plugin(command) in self.boundary.disabled:
+            if getattr(command, "callback", None) is not None and getattr(command, "_agent_link_plugin", None) in self.boundary.disabled:
                 del cli.commands[name]
 
     def migrations(self) -> list[Migration]:
@@ -704,11 +720,6 @@ def _check_aliases(record: Any, plugin: str, records: dict[str, tuple[str, Any]]
                           "Use names of your own.")
 
 
-def _module_plugin(command: Any) -> str | None:
-    """The plugin whose hook added ``command`` (recorded by :meth:`Hooks.register_commands`)."""
-    return getattr(command, "_agent_link_plugin", None)
-
-
 def trace_hook_calls(pm: pluggy.PluginManager, sink: Callable[[str], None]) -> Callable[[], None]:
     """Report every hook call to ``sink`` (``AGENT_LINK_DEBUG``); returns an undo function."""
 
@@ -720,9 +731,11 @@ def trace_hook_calls(pm: pluggy.PluginManager, sink: Callable[[str], None]) -> C
 
     undo = pm.add_hookcall_monitoring(before, after)
     pm.agent_link_traced = True  # type: ignore[attr-defined]  # Hooks' direct calls go through pluggy then
+    pm.agent_link_generation += 1  # type: ignore[attr-defined]
 
     def untrace() -> None:
         pm.agent_link_traced = False  # type: ignore[attr-defined]
+        pm.agent_link_generation += 1  # type: ignore[attr-defined]
         undo()
 
     return untrace

@@ -16,7 +16,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from typing import Any
 
@@ -26,10 +26,9 @@ from mcp.server import Server
 
 from agent_link_core import __version__, discovery, prompt_hooks, reminders
 from agent_link_core.app import App
-from agent_link_core.boundary import interrupts, plugin_fault
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.handshake import LinkStreams
-from agent_link_core.harness import McpPeer, PeerGone
+from agent_link_core.harness import PeerGone
 from agent_link_core.tool_profiles import effective_profile, select_tools
 from agent_link_core.tools.core_tools import CORE_TOOLS
 from agent_link_core.tools.registry import ToolSpec, call_tool, output_schema, unknown_tool
@@ -175,9 +174,10 @@ async def serve_streams(app: App, read_stream: Any, write_stream: Any) -> None:
     async with anyio.create_task_group() as tg:
         tg.start_soon(_reminder_loop, app)
         for plugin, task in app.hooks.server_tasks():
-            tg.start_soon(_guarded_task, plugin, task, app)
+            tg.start_soon(_guarded, app, plugin, "agent_link_server_tasks", task)
         for harness in app.harnesses.values():
-            tg.start_soon(_guarded, harness, app, link.peer)
+            tg.start_soon(_guarded, app, app.hooks.owner("harness", harness.name) or f"harness {harness.name}",
+                          f"harness.{harness.name}.serve", partial(harness.serve, app, link.peer))
         await server.run(
             link.reader, link.writer, server.create_initialization_options(experimental_capabilities=capabilities)
         )
@@ -259,33 +259,16 @@ async def serve_unavailable(error: AgentLinkError) -> None:
         tg.cancel_scope.cancel()
 
 
-async def _guarded(harness: Any, app: App, peer: McpPeer) -> None:
-    """A harness task that fails is logged; it never takes the server down."""
-    sigints = interrupts()
+async def _guarded(app: App, plugin: str, hook: str, make: Callable[[], Awaitable[Any]]) -> None:
+    """Run ``make()``, a background task of ``plugin`` (a harness's ``serve``, a server task),
+    through the one guard (:meth:`~agent_link_core.boundary.Boundary.acall`, for as long as
+    the server runs): what it raises, a plugin's SystemExit and KeyboardInterrupt included, is
+    reported as that plugin's problem (log, health) and never takes the server down; a client
+    gone (:class:`PeerGone`) ends it quietly."""
     try:
-        await harness.serve(app, peer)
+        await app.hooks.boundary.acall(plugin, hook, make, bound_s=None, passing=(PeerGone,), background=True)
     except PeerGone:
         return
-    except BaseException as exc:  # SystemExit and KeyboardInterrupt of a plugin too
-        if not plugin_fault(exc, sigints):
-            raise
-        plugin = app.hooks.owner("harness", harness.name) or f"harness {harness.name}"
-        app.hooks.boundary.fault(plugin, f"harness.{harness.name}.serve", f"{type(exc).__name__}: {exc}"[:300], exc=exc)
-
-
-async def _guarded_task(plugin: str, task: Any, app: App | None = None) -> None:
-    """A plugin's server task (``agent_link_server_tasks``) that fails is reported as that
-    plugin's problem (log, health), never fatal."""
-    sigints = interrupts()
-    try:
-        await task()
-    except BaseException as exc:  # SystemExit and KeyboardInterrupt of a plugin too
-        if not plugin_fault(exc, sigints):
-            raise
-        if app is None:
-            log.exception("background task of plugin %s failed", plugin)
-            return
-        app.hooks.boundary.fault(plugin, "agent_link_server_tasks", f"its task failed: {type(exc).__name__}: {exc}"[:300], exc=exc)
 
 
 def main() -> None:

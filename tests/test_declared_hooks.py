@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from agent_link_core import lazy_hooks, plugins
+from agent_link_core import lazy_hooks, lazy_plugins, plugins
 from agent_link_testing.dists import install_dist
 
 _serial = itertools.count()
@@ -87,6 +87,32 @@ def test_every_installed_plugin_declares_exactly_the_settings_and_migrations_it_
         else:
             assert schema is None, f"{ep.name} declares migrations it does not return"
     assert {"codex", "claude", "receipts", "roles", "leases", "filehost"} <= set(checked)
+
+
+@pytest.mark.installed_plugins
+def test_every_installed_plugin_declares_exactly_the_harnesses_it_registers() -> None:
+    """What each entry module's ``agent_link_register_harnesses`` really registers is the
+    truth its package's AGENT_LINK_HARNESSES must match; answered from the declaration (as a
+    declared-hooks load does), the records are equal, and no plugin module is imported."""
+    checked = []
+    for ep in importlib.metadata.entry_points(group=plugins.ENTRY_POINT_GROUP):
+        module = ep.value.partition(":")[0].strip()
+        package = importlib.import_module(module.partition(".")[0])
+        found = lazy_hooks.module_hooks(importlib.import_module(module))
+        harnesses = lazy_hooks.declared_records(package, lazy_hooks.HARNESSES_ATTR, module)
+        if "agent_link_register_harnesses" not in found:
+            assert harnesses is None, f"{ep.name} declares harnesses it does not register"
+            continue
+        assert harnesses is not None, f"{package.__name__} declares no AGENT_LINK_HARNESSES for {module}"
+        real: list[Any] = []
+        found["agent_link_register_harnesses"][0](real.append)
+        entry = lazy_plugins.Entry(ep.name, None, package.__name__)
+        entry.records = {lazy_plugins.HARNESS_HOOK: harnesses}
+        declared: list[Any] = []
+        lazy_plugins.declared_impl(None, entry, lazy_plugins.HARNESS_HOOK)(declared.append)  # type: ignore[arg-type]
+        assert declared == real, ep.name
+        checked.append(ep.name)
+    assert {"codex", "claude", "opencode", "machines", "filehost"} <= set(checked)
 
 
 def make_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, modules: dict[str, tuple[str, str | None]],
@@ -257,19 +283,20 @@ from agent_link_core import plugins
 hooks = plugins.load_plugins(declared=True)
 hooks.settings(); hooks.migrations(); hooks.harnesses()
 print(json.dumps({"pluggy": "pluggy" in sys.modules, "projects": "agent_link_projects.plugin" in sys.modules,
-                  "settings": "agent_link_settings.plugin" in sys.modules, "problems": hooks.problems()}))
+                  "settings": "agent_link_settings.plugin" in sys.modules, "problems": hooks.problems(),
+                  "imported": sorted(m for m in sys.modules if m.startswith("agent_link_") and m.endswith(".plugin"))}))
 '''
 
 
 @pytest.mark.installed_plugins
 def test_the_hooks_a_cli_command_calls_import_no_pluggy(tmp_path: Path) -> None:
-    """Every installed plugin: the hooks opening an App calls run without pluggy, and a
-    plugin declaring none of them (projects, settings) is not imported."""
+    """Every installed plugin: the hooks opening an App calls (settings, migrations,
+    harnesses) run without pluggy and, all declared as data, import no plugin's entry module."""
     env = {k: v for k, v in os.environ.items() if k != plugins.LOAD_ONLY_ENV}
     done = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     seen: dict[str, Any] = json.loads(done.stdout)
-    assert seen == {"pluggy": False, "projects": False, "settings": False, "problems": []}
+    assert seen == {"pluggy": False, "projects": False, "settings": False, "problems": [], "imported": []}
 
 
 def test_load_all_reports_a_plugin_no_call_imported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -375,3 +402,15 @@ def test_a_malformed_settings_declaration_harms_only_its_plugin(tmp_path: Path, 
     hooks = plugins.load_plugins(env_for("declodd"), declared=True)
     assert [s.name for s in hooks.settings()] == []
     assert [(p["plugin"], p["hook"], p["disabled"]) for p in hooks.problems()] == [("declodd", "agent_link_register_settings", True)]
+
+
+def test_a_malformed_harness_declaration_harms_only_its_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pkgs = make_site(tmp_path, monkeypatch, {
+        "declhx": (observer("declhx"), "('agent_link_register_harnesses',)"),
+        "declhy": (observer("declhy"), "('agent_link_register_harnesses',)")},
+        {"declhx": 'AGENT_LINK_HARNESSES = {"{module}": ({"name": "declhx", "target": "x.y:Z", "colour": 3},)}\n',
+         "declhy": 'AGENT_LINK_HARNESSES = {"{module}": ({"name": "declhy", "target": "x.y:Z", "caller_variables": ("DECLHY",)},)}\n'})
+    hooks = plugins.load_plugins(env_for("declhx", "declhy"), declared=True)
+    assert list(hooks.harnesses()) == ["declhy"]  # answered by the declaration: neither module imported
+    assert not any(f"{p}.plugin" in sys.modules for p in pkgs.values())
+    assert [(p["plugin"], p["hook"], p["disabled"]) for p in hooks.problems()] == [("declhx", "agent_link_register_harnesses", True)]

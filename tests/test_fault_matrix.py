@@ -109,6 +109,9 @@ class FaultyHarness(Harness):
     def health(self):
         return act("harness_health", {"ok": True}, wrong={"not json": {1, 2}}, huge=lambda: {"blob": "x" * BIG})
 
+    async def serve(self, app, peer):
+        act("serve", None)  # synchronously: a hang here holds the server's event loop
+
 
 async def echo(app, arguments, call):
     return await aact("tool", {"echo": "fine"}, wrong=["not", "a", "dict"], huge=lambda: {"echo": "x" * BIG})
@@ -131,6 +134,13 @@ def agent_link_register_tools(register):
 @hookimpl
 def agent_link_register_prompt_hooks(register):
     register(PromptHook("faulty", "agent_link_faulty.adapter"))
+
+
+@hookimpl
+def agent_link_server_tasks():
+    async def task():
+        act("server_task", None)  # synchronously, as serve above
+    return [task]
 
 
 @hookimpl
@@ -171,6 +181,9 @@ PLACES: dict[str, tuple[str, ...]] = {
     "harness_health": ("raise", "exit", "interrupt", "wrong", "hang", "huge"),
     "list": ("raise", "exit", "interrupt", "wrong", "huge"),
     "prompt": ("raise", "exit", "interrupt", "wrong", "hang", "huge"),
+    # an MCP server's background work: a harness's serve, a plugin's server task
+    "serve": ("raise", "exit", "interrupt", "hang"),
+    "server_task": ("raise", "exit", "interrupt", "hang"),
 }
 # which surfaces reach each place
 CLI_SEND = {"import", "register", "identify", "event", "envelope", "deliver"}

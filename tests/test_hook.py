@@ -227,8 +227,8 @@ def test_a_session_without_mail_loads_no_mailbox_however_full_the_database(adapt
 
 
 def test_undelivered_mail_is_noted_without_the_mailbox(adapter_path: Path) -> None:
-    """The pending note is a read: worded by the envelope, read without the store or mailbox,
-    and the same note the mailbox would give."""
+    """The pending note is a read: worded by the envelope, read without the store, the
+    mailbox or the sqlite3 package (its C module alone), and the same note the mailbox would give."""
     box = seed(4)
     stdout, modules = hook_modules(adapter_path, {"address": "test:bob"})
     from agent_link_core.envelope import pending_notice
@@ -236,7 +236,7 @@ def test_undelivered_mail_is_noted_without_the_mailbox(adapter_path: Path) -> No
     expected = pending_notice(4, ["test:s0", "test:s1", "test:s2", "test:s3"])
     assert json.loads(stdout)["context"] == expected
     assert box.count_open("test:bob", undelivered_only=True) == 4  # still undelivered
-    for heavy in MAILBOX_MODULES:
+    for heavy in (*MAILBOX_MODULES, "sqlite3", "datetime"):  # the lean read is sqlite3's C module alone
         assert heavy not in modules, f"a note without reminders loaded {heavy}"
 
 

@@ -204,15 +204,16 @@ async def test_registration_hooks(app: App, recorder: Recorder) -> None:
 
 
 @pytest.mark.anyio
-async def test_server_tasks_hook_runs_guarded(app: App, recorder: Recorder, caplog: pytest.LogCaptureFixture) -> None:
-    from agent_link_core.server import _guarded_task
+async def test_server_tasks_hook_runs_guarded(app: App, recorder: Recorder) -> None:
+    from agent_link_core.server import _guarded
 
     mine = [(plugin, task) for plugin, task in app.hooks.server_tasks() if task.__qualname__.startswith("Recorder.")]
     assert [task.__name__ for _, task in mine] == ["note_start", "fail"]
     for plugin, task in mine:
-        await _guarded_task(plugin, task)  # how `agent-link mcp` runs each one
+        await _guarded(app, plugin, "agent_link_server_tasks", task)  # how `agent-link mcp` runs each one
     assert f"server task ran with {app.config.db_path}" in recorder.calls
-    assert "background task of plugin" in caplog.text and "failing server task" in caplog.text
+    [problem] = [p for p in app.hooks.problems() if p["hook"] == "agent_link_server_tasks"]
+    assert problem["plugin"] == mine[1][0] and "failing server task" in problem["error"] and not problem["disabled"]
 
 
 def test_register_commands_hook(recorder: Recorder, monkeypatch: pytest.MonkeyPatch) -> None:

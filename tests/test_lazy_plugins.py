@@ -122,7 +122,11 @@ SETTINGS_ONLY_MODULES = ("agent_link_approvals.plugin", "agent_link_approvals.se
                          "agent_link_search.plugin", "agent_link_search.schema")
 #: nor these, whose hooks a send calls (before_send, record_event) and an inbox read does not
 INBOX_PLUGIN_MODULES = ("agent_link_leases.plugin", "agent_link_leases.schema", "agent_link_receipts.plugin",
-                        "agent_link_roles.plugin", "agent_link_web.plugin")
+                        "agent_link_roles.plugin", "agent_link_web.plugin", "agent_link_core.contribute",
+                        # the host plugins declare their harnesses as data (AGENT_LINK_HARNESSES)
+                        "agent_link_codex.plugin", "agent_link_codex.schema", "agent_link_codex.settings",
+                        "agent_link_claude.plugin", "agent_link_opencode.plugin", "agent_link_machines.plugin",
+                        "agent_link_machines.common", "agent_link_filehost.plugin")
 
 
 def other_commands(command: str) -> tuple[str, ...]:
@@ -150,12 +154,14 @@ sys.exit(code)
 
 
 @pytest.mark.installed_plugins
-@pytest.mark.parametrize("args", [("send", "test:bob", "hello {i}"), ("inbox",)], ids=["send", "inbox"])
-def test_send_and_inbox_import_no_heavy_module(tmp_path: Path, args: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(("args", "code"), [(("send", "test:bob", "hello {i}"), 0), (("inbox",), 0), (("inbox", "--as", "test:bob"), 1)],
+                         ids=["send", "inbox", "inbox-as-unproved"])
+def test_send_and_inbox_import_no_heavy_module(tmp_path: Path, args: tuple[str, ...], code: int) -> None:
     """Every installed plugin loads (no AGENT_LINK_LOAD_PLUGINS): what they declare must not
     pull the code behind it into a plain command. The probe runs twice: the first run of a
     new search path scans the entry points (importlib.metadata), the console script's
-    later runs read them from the cache (agent_link_core.discovery)."""
+    later runs read them from the cache (agent_link_core.discovery). Reading as another
+    address without proof is refused without starting an event loop."""
     watched = (HEAVY_MODULES + LOOP_MODULES + UNUSED_MODULES + CLI_MODULES + STDLIB_MODULES + other_commands(args[0])
                + SETTINGS_ONLY_MODULES + (INBOX_HEAVY_MODULES + INBOX_PLUGIN_MODULES if args[0] == "inbox" else ()))
     env = {k: v for k, v in os.environ.items() if k != "AGENT_LINK_LOAD_PLUGINS"}
@@ -167,7 +173,7 @@ def test_send_and_inbox_import_no_heavy_module(tmp_path: Path, args: tuple[str, 
     for i in range(2):  # a new text each time: the loop guard refuses a repeated message
         done = subprocess.run([sys.executable, str(probe), *(a.replace("{i}", str(i)) for a in args), json.dumps(watched)], env=env, capture_output=True,
                               text=True, timeout=120, check=False)
-        assert done.returncode == 0, done.stderr
+        assert done.returncode == code, done.stderr
     heavy = json.loads(done.stderr.rsplit("HEAVY=", 1)[1])
     assert heavy == []
 

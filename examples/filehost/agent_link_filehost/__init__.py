@@ -21,3 +21,9 @@ AGENT_LINK_SETTINGS = {"agent_link_filehost.plugin": (
 #: the migrations (owner: versions) each entry module returns; their SQL is imported only
 #: when a database lacks one of them
 AGENT_LINK_SCHEMA = {"agent_link_filehost.plugin": {"filehost": (1,)}}
+
+#: the harnesses each entry module registers, read without importing it (docs/plugins.md,
+#: "Declare now, import when used"); tests/test_declared_hooks.py checks them against the code
+AGENT_LINK_HARNESSES = {"agent_link_filehost.plugin": (
+    {"name": "filehost", "target": "agent_link_filehost.harness:FileHostHarness", "caller_variables": ("FILEHOST_SESSION",)},
+)}

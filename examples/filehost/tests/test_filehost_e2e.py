@@ -44,8 +44,8 @@ def test_filehost_declares_exactly_the_hooks_it_implements() -> None:
 
 def test_filehost_declares_exactly_the_settings_and_migrations_it_registers() -> None:
     """The package's AGENT_LINK_SETTINGS and AGENT_LINK_SCHEMA (read by the CLI instead of
-    importing the plugin) are what its hooks register (docs/plugins.md, "Settings and
-    migrations as data")."""
+    importing the plugin) are what its hooks register (docs/plugins.md, "Settings,
+    migrations and harnesses as data")."""
     import agent_link_filehost
     from agent_link_filehost import plugin
     from agent_link_core.config import Setting
@@ -57,6 +57,18 @@ def test_filehost_declares_exactly_the_settings_and_migrations_it_registers() ->
     assert [[getattr(s, f) for f in fields] for s in declared] == [[getattr(s, f) for f in fields] for s in registered]
     schema = agent_link_filehost.AGENT_LINK_SCHEMA["agent_link_filehost.plugin"]
     assert sorted((o, v) for o, vs in schema.items() for v in vs) == sorted((m.owner, m.version) for m in plugin.agent_link_schema())
+
+
+def test_filehost_declares_exactly_the_harness_it_registers() -> None:
+    """The package's AGENT_LINK_HARNESSES (read by every command instead of importing the
+    plugin) is the HarnessDeclaration its hook registers, field by field."""
+    import agent_link_filehost
+    from agent_link_filehost import plugin
+    from agent_link_core.harness_decl import HarnessDeclaration
+
+    registered: list[HarnessDeclaration] = []
+    plugin.agent_link_register_harnesses(registered.append)
+    assert [HarnessDeclaration(**d) for d in agent_link_filehost.AGENT_LINK_HARNESSES["agent_link_filehost.plugin"]] == registered
 
 
 @pytest.mark.anyio

@@ -24,3 +24,11 @@ AGENT_LINK_SETTINGS = {"agent_link_claude.plugin": (
     {"name": "AGENT_LINK_BIN", "kind": "str",
      "doc": "agent-link executable the host plugins' launcher (hooks/agent-link.sh) runs, as an absolute path"},
 )}
+
+#: the harnesses each entry module registers, read without importing it (docs/plugins.md,
+#: "Declare now, import when used"); tests/test_declared_hooks.py checks them against the code
+AGENT_LINK_HARNESSES = {"agent_link_claude.plugin": (
+    {"name": "claude", "target": "agent_link_claude.harness:ClaudeHarness", "session_kind": "claude_session",
+     "host_variables": ("CLAUDE_PROJECT_DIR", "CLAUDE_PLUGIN_ROOT", "CLAUDE_SESSION_ID", "CLAUDE_CODE_SESSION_ID"),
+     "host_priority": 10, "caller_variables": ("CLAUDE_CODE_SESSION_ID", "CLAUDE_SESSION_ID")},
+)}

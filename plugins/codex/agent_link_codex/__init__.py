@@ -60,3 +60,15 @@ AGENT_LINK_SETTINGS = {"agent_link_codex.plugin": (
 #: the migrations (owner: versions) each entry module returns; their SQL is imported only
 #: when a database lacks one of them
 AGENT_LINK_SCHEMA = {"agent_link_codex.plugin": {"codex": (1, 2, 3)}}
+
+#: the harnesses each entry module registers, read without importing it (docs/plugins.md,
+#: "Declare now, import when used"); tests/test_declared_hooks.py checks them against the code
+AGENT_LINK_HARNESSES = {"agent_link_codex.plugin": (
+    {"name": "codex", "target": "agent_link_codex.harness:CodexHarness", "session_kind": "codex_thread",
+     "host_variables": ("CODEX_THREAD_ID",), "host_priority": 20, "caller_variables": ("CODEX_THREAD_ID",),
+     "sender_options": (
+         {"flag": "--from-thread", "key": "threadId", "help": "Act as this Codex thread (unverified), when not inside one."},
+         {"flag": "--from-endpoint", "key": "endpointId", "help": "The Codex app-server endpoint of --from-thread, when several know it.",
+          "requires": "--from-thread"},
+     )},
+)}

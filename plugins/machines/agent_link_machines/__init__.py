@@ -36,3 +36,9 @@ AGENT_LINK_SETTINGS = {"agent_link_machines.plugin": (
 #: the migrations (owner: versions) each entry module returns; their SQL is imported only
 #: when a database lacks one of them
 AGENT_LINK_SCHEMA = {"agent_link_machines.plugin": {"machines": (1, 2)}}
+
+#: the harnesses each entry module registers, read without importing it (docs/plugins.md,
+#: "Declare now, import when used"); tests/test_declared_hooks.py checks them against the code
+AGENT_LINK_HARNESSES = {"agent_link_machines.plugin": (
+    {"name": "machines", "target": "agent_link_machines.harness:MachinesHarness"},
+)}
