@@ -25,6 +25,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from agent_link_core.plugins import Hooks
+
 
 class PeerGone(Exception):
     """The MCP client's connection is closed; nothing was written."""
@@ -291,3 +293,59 @@ class Harness:
     def health(self) -> dict[str, Any]:
         """This harness's health section (cheap, never raises)."""
         return {}
+
+
+# -- calling a harness's methods as its plugin's code --------------------------------------
+# Every caller of a harness method goes through these: the call is timed and bounded by the
+# plugin boundary, a fault (SystemExit too) is reported as ``harness.<name>.<method>`` of the
+# plugin that registered the harness, and a deliberate AgentLinkError reaches the caller.
+
+
+def harness_plugin(hooks: Hooks, name: str) -> str:
+    """The plugin that registered harness ``name``, as problems name it (``harness <name>``
+    when no plugin did, e.g. one a test registered by hand)."""
+    return hooks.owner("harness", name) or f"harness {name}"
+
+
+def harness_fault(hooks: Hooks, harness: Harness, method: str, error: str, *, exc: BaseException | None = None,
+                  disable: bool = False) -> None:
+    """Report ``error`` (cut to 300 characters) as a fault of ``harness``'s ``method``; with
+    ``disable`` its plugin is left out."""
+    hooks.boundary.fault(harness_plugin(hooks, harness.name), f"harness.{harness.name}.{method}", error[:300], exc=exc,
+                         disable=disable)
+
+
+def call_harness(hooks: Hooks, harness: Harness, method: str, fn: Callable[[], Any], *, default: Any = None,
+                 check: Callable[[Any, str], str | None] | None = None) -> Any:
+    """Run ``fn`` (a sync method of ``harness``, arguments bound) inline through the boundary.
+
+    :param default: the answer when it faults, or when ``check`` refuses its answer.
+    :param check: ``check(answer, plugin)`` gives why a non-None answer is refused (reported), or None.
+    :raises AgentLinkError: what ``fn`` raises deliberately.
+    """
+    from agent_link_core.errors import AgentLinkError
+
+    return hooks.boundary.call(harness_plugin(hooks, harness.name), f"harness.{harness.name}.{method}", fn,
+                               default=default, check=check, passing=(AgentLinkError,))
+
+
+async def acall_harness(hooks: Hooks, harness: Harness, method: str, make: Callable[[], Awaitable[Any]], *,
+                        bound_s: float | None = -1.0, default: Any = None, check: Callable[[Any, str], str | None] | None = None,
+                        on_timeout: Callable[[], Any] | None = None) -> Any:
+    """Await ``make()`` (an async method of ``harness``, arguments bound) through the boundary.
+
+    :param bound_s: seconds it may take (None: unbounded); by default the hook timeout
+        (``AGENT_LINK_HOOK_TIMEOUT_MS``, 0 = unbounded).
+    :param default: the answer when it faults, or when ``check`` refuses its answer.
+    :param check: as for :func:`call_harness`.
+    :param on_timeout: makes the answer when ``bound_s`` ran out (the caller reports it).
+    :raises AgentLinkError: what the method raises deliberately.
+    """
+    from agent_link_core.errors import AgentLinkError
+
+    boundary = hooks.boundary
+    if bound_s is not None and bound_s < 0:
+        bound_s = boundary.timeout_ms / 1000 or None
+    return await boundary.acall(harness_plugin(hooks, harness.name), f"harness.{harness.name}.{method}", make,
+                                bound_s=bound_s, default=default, check=check, on_timeout=on_timeout,
+                                passing=(AgentLinkError,))

@@ -106,13 +106,17 @@ def plugins_view(app: App) -> dict[str, Any]:
     return view
 
 def _harness_health(app: App, harness: Harness) -> dict[str, Any]:
+    from agent_link_core.harness import call_harness, harness_fault
+
+    def refused(section: Any, plugin: str) -> str | None:  # not JSON, or too big to travel: it would break everyone's health
+        why = f"returned {type(section).__name__}, not a dict" if not isinstance(section, dict) else oversize(section, MAX_HEALTH_BYTES)
+        return None if why is None else f"TypeError: {why}"
+
     marker = object()
-    section = app.hooks.guard_harness(harness, "health", harness.health, marker)
-    if section is marker:
-        return {"error": "this harness's health failed; see plugins.problems"}
-    why = f"returned {type(section).__name__}, not a dict" if not isinstance(section, dict) else oversize(section, MAX_HEALTH_BYTES)
-    if why is not None:  # not JSON, or too big to travel: it would break everyone's health
-        app._harness_failed(harness, TypeError(why), "health")
+    section = call_harness(app.hooks, harness, "health", harness.health, default=marker, check=refused)
+    if section is None:  # the boundary checks only answers other than None
+        harness_fault(app.hooks, harness, "health", refused(section, "") or "")
+    if section is None or section is marker:
         return {"error": "this harness's health failed; see plugins.problems"}
     return section
 
