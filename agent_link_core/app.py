@@ -103,12 +103,15 @@ class App:
         return self.waits.waiting
 
     def __getattr__(self, name: str) -> Any:
-        """The outbox's and the waits' operations on the App, where plugins and tools have called
-        them (``app.send``, ``app.wait``, ...): the object is built on first use."""
+        """The outbox's, the waits' and the directory's operations on the App, where plugins and
+        tools have called them (``app.send``, ``app.wait``, ``app.list_agents``, ...): the object
+        is built on first use."""
         if name in ("send", "reply", "push", "refresh_delivery"):
             return getattr(self.outbox, name)
         if name in ("wait", "held_by_wait", "mark_taken", "wait_limits"):
             return getattr(self.waits, name)
+        if name in ("list_agents", "resolve_agent", "target_address", "present_sessions", "served_elsewhere"):
+            return getattr(self.directory, name)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @cached_property
@@ -118,27 +121,6 @@ class App:
         from agent_link_core.directory import Directory
 
         return Directory(self)
-
-    async def list_agents(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        """:meth:`Directory.list_agents <agent_link_core.directory.Directory.list_agents>`."""
-        return await self.directory.list_agents(*args, **kwargs)
-
-    async def resolve_agent(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        """:meth:`Directory.resolve_agent <agent_link_core.directory.Directory.resolve_agent>`."""
-        return await self.directory.resolve_agent(*args, **kwargs)
-
-    async def target_address(self, *args: Any, **kwargs: Any) -> tuple[str, str | None, dict[str, Any]]:
-        """:meth:`Directory.target_address <agent_link_core.directory.Directory.target_address>`."""
-        return await self.directory.target_address(*args, **kwargs)
-
-    def present_sessions(self, only: str | None = None) -> list[Any]:
-        """:meth:`Directory.present_sessions <agent_link_core.directory.Directory.present_sessions>`."""
-        return self.directory.present_sessions(only)
-
-    @property
-    def served_elsewhere(self) -> set[str]:
-        """Plain addresses a plugin said are served elsewhere (:class:`~agent_link_core.directory.Directory`)."""
-        return self.directory.served_elsewhere
 
     def _attach_harness(self, harness: Harness) -> bool:
         """Attach a harness to this App; one that cannot attach leaves its plugin out (reported)."""
@@ -155,14 +137,13 @@ class App:
         be built (reported as its plugin's problem: the harness is gone from this process, the
         plugin's other contributions stay) or attached (its plugin is left out, as for a
         registered harness)."""
-        plugin = self.hooks.owner("harness", declared.name) or f"harness {declared.name}"
         try:
             harness = declared.build()
         except (Exception, SystemExit) as exc:  # the plugin's fault: its harness is gone, the rest stays
             from agent_link_core.boundary import describe
+            from agent_link_core.harness import harness_fault
 
-            self.hooks.boundary.fault(plugin, f"harness.{declared.name}.build", f"cannot load: {describe(exc)}",
-                                      exc=exc if isinstance(exc, Exception) else None)
+            harness_fault(self.hooks, declared, "build", f"cannot load: {describe(exc)}", exc=exc if isinstance(exc, Exception) else None)
             return None
         return harness if self._attach_harness(harness) else None
 
@@ -268,7 +249,7 @@ class App:
 
             # A harness that fails here loses its own callers only (reported); the next one is asked.
             found = call_harness(self.hooks, harness, "identify_caller", partial(harness.identify_caller, meta, self.env),
-                                 check=_check_caller)
+                                 check=Caller)
             if found is not None and found.known:
                 return found
         configured = self.config.get("AGENT_LINK_ADDRESS")  # validated by load_config
@@ -293,12 +274,11 @@ class App:
         return {"host": None, "source": "none", "variable": None}
 
     async def _get_session(self, harness: Harness, session_id: str) -> Any:
-        """``harness.get_session``; a failure (other than AgentLinkError) is reported and counts
-        as "not found there"."""
+        """``harness.get_session``; a failure other than AgentLinkError (SystemExit too) or a
+        lookup that never ends is reported and counts as "not found there"."""
         from agent_link_core.harness import acall_harness
 
-        # a lookup that fails (SystemExit too) or never ends is reported, and finds nothing
-        return await acall_harness(self.hooks, harness, "get_session", lambda: harness.get_session(session_id), check=_check_session)
+        return await acall_harness(self.hooks, harness, "get_session", lambda: harness.get_session(session_id), check=Session)
 
     def require_caller(self, caller: Caller) -> Caller:
         """The caller when it has an address; else ``no_current_session``."""
@@ -444,18 +424,9 @@ class App:
         return capabilities
 
 
-def _check_session(result: Any, plugin: str) -> str | None:
-    return None if isinstance(result, Session) else f"returned {type(result).__name__}; expected a Session or None"
-
-
-def _check_caller(result: Any, plugin: str) -> str | None:
-    return None if isinstance(result, Caller) else f"returned {type(result).__name__}; expected a Caller or None"
-
-
 def _check_capabilities(result: Any, plugin: str) -> str | None:
-    if isinstance(result, dict) and all(isinstance(k, str) and isinstance(v, dict) for k, v in result.items()):
-        return None
-    return f"TypeError: returned {type(result).__name__}, not {{name: dict}}"
+    ok = isinstance(result, dict) and all(isinstance(k, str) and isinstance(v, dict) for k, v in result.items())
+    return None if ok else f"TypeError: returned {type(result).__name__}, not {{name: dict}}"
 
 
 LOG_LEVELS = {"error": "ERROR", "warn": "WARNING", "info": "INFO", "debug": "DEBUG"}

@@ -55,15 +55,12 @@ async def gather_listings(
     its plugin's problem (:meth:`~agent_link_core.boundary.Boundary.acall`)."""
     import asyncio
 
-    def checked(listing: Any, plugin: str) -> str | None:
-        return None if isinstance(listing, SessionListing) else f"returned {type(listing).__name__}, not a SessionListing"
-
     async def one(harness: Harness) -> SessionListing:
         try:
             listing = await acall_harness(
                 app.hooks, harness, "list_sessions", lambda: harness.list_sessions(include_archived=include_archived, limit=limit),
                 bound_s=LIST_TIMEOUT_S, default=SessionListing(provider={"available": False, "reason": "harness_failed"}, complete=False),
-                check=checked, on_timeout=lambda: SessionListing(provider={"available": False, "reason": "timeout"}, complete=False))
+                check=SessionListing, on_timeout=lambda: SessionListing(provider={"available": False, "reason": "timeout"}, complete=False))
         except AgentLinkError as exc:
             return SessionListing(provider={"available": False, "reason": exc.code, "error": exc.to_dict()}, complete=False)
         if len(listing.sessions) > limit:  # bounded by what was asked for, whatever the harness sends

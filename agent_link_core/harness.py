@@ -23,9 +23,12 @@ from agent_link_core.model import Caller, Session
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, TypeAlias
 
     from agent_link_core.plugins import Hooks
+
+    #: why a harness's answer is refused (``check(answer, plugin)``, None: accepted), or the type it must have
+    Check: TypeAlias = Callable[[Any, str], str | None] | type
 
 
 class PeerGone(Exception):
@@ -295,57 +298,54 @@ class Harness:
         return {}
 
 
-# -- calling a harness's methods as its plugin's code --------------------------------------
-# Every caller of a harness method goes through these: the call is timed and bounded by the
-# plugin boundary, a fault (SystemExit too) is reported as ``harness.<name>.<method>`` of the
-# plugin that registered the harness, and a deliberate AgentLinkError reaches the caller.
+
+# Calling a harness's methods as its plugin's code: timed and bounded by the plugin boundary, a
+# fault (SystemExit too) reported as ``harness.<name>.<method>`` of the plugin that registered
+# the harness (``harness <name>`` when none did), a deliberate AgentLinkError passed to the caller.
+
+def _named(hooks: Hooks, harness: Harness | HarnessDeclaration, method: str) -> tuple[str, str]:
+    return hooks.owner("harness", harness.name) or f"harness {harness.name}", f"harness.{harness.name}.{method}"
 
 
-def harness_plugin(hooks: Hooks, name: str) -> str:
-    """The plugin that registered harness ``name``, as problems name it (``harness <name>``
-    when no plugin did, e.g. one a test registered by hand)."""
-    return hooks.owner("harness", name) or f"harness {name}"
+def _checker(check: Check | None) -> Callable[[Any, str], str | None] | None:
+    if not isinstance(check, type):
+        return check
+    return lambda answer, _: None if isinstance(answer, check) else f"returned {type(answer).__name__}, not a {check.__name__}"
 
 
-def harness_fault(hooks: Hooks, harness: Harness, method: str, error: str, *, exc: BaseException | None = None,
+def harness_fault(hooks: Hooks, harness: Harness | HarnessDeclaration, method: str, error: str, *, exc: BaseException | None = None,
                   disable: bool = False) -> None:
-    """Report ``error`` (cut to 300 characters) as a fault of ``harness``'s ``method``; with
-    ``disable`` its plugin is left out."""
-    hooks.boundary.fault(harness_plugin(hooks, harness.name), f"harness.{harness.name}.{method}", error[:300], exc=exc,
-                         disable=disable)
+    """Report ``error`` (cut to 300 characters) as a fault of ``harness``'s ``method`` (``disable``: leave its plugin out)."""
+    hooks.boundary.fault(*_named(hooks, harness, method), error[:300], exc=exc, disable=disable)
 
 
 def call_harness(hooks: Hooks, harness: Harness, method: str, fn: Callable[[], Any], *, default: Any = None,
-                 check: Callable[[Any, str], str | None] | None = None) -> Any:
-    """Run ``fn`` (a sync method of ``harness``, arguments bound) inline through the boundary.
+                 check: Check | None = None) -> Any:
+    """Run ``fn`` (a sync method of ``harness``, arguments bound) through the boundary
+    (:meth:`~agent_link_core.boundary.Boundary.call`): ``default`` when it faults or when
+    ``check(answer, plugin)`` gives why a non-None answer is refused (a type: one not of it is).
 
-    :param default: the answer when it faults, or when ``check`` refuses its answer.
-    :param check: ``check(answer, plugin)`` gives why a non-None answer is refused (reported), or None.
     :raises AgentLinkError: what ``fn`` raises deliberately.
     """
     from agent_link_core.errors import AgentLinkError
 
-    return hooks.boundary.call(harness_plugin(hooks, harness.name), f"harness.{harness.name}.{method}", fn,
-                               default=default, check=check, passing=(AgentLinkError,))
+    return hooks.boundary.call(*_named(hooks, harness, method), fn, default=default, check=_checker(check),
+                               passing=(AgentLinkError,))
 
 
 async def acall_harness(hooks: Hooks, harness: Harness, method: str, make: Callable[[], Awaitable[Any]], *,
-                        bound_s: float | None = -1.0, default: Any = None, check: Callable[[Any, str], str | None] | None = None,
+                        bound_s: float | None = -1.0, default: Any = None, check: Check | None = None,
                         on_timeout: Callable[[], Any] | None = None) -> Any:
-    """Await ``make()`` (an async method of ``harness``, arguments bound) through the boundary.
+    """Await ``make()`` (an async method of ``harness``, arguments bound) through the boundary
+    (:meth:`~agent_link_core.boundary.Boundary.acall`, ``on_timeout`` as there) within ``bound_s``
+    seconds (None: unbounded; by default ``AGENT_LINK_HOOK_TIMEOUT_MS``); ``default`` and
+    ``check`` as for :func:`call_harness`.
 
-    :param bound_s: seconds it may take (None: unbounded); by default the hook timeout
-        (``AGENT_LINK_HOOK_TIMEOUT_MS``, 0 = unbounded).
-    :param default: the answer when it faults, or when ``check`` refuses its answer.
-    :param check: as for :func:`call_harness`.
-    :param on_timeout: makes the answer when ``bound_s`` ran out (the caller reports it).
     :raises AgentLinkError: what the method raises deliberately.
     """
     from agent_link_core.errors import AgentLinkError
 
     boundary = hooks.boundary
-    if bound_s is not None and bound_s < 0:
-        bound_s = boundary.timeout_ms / 1000 or None
-    return await boundary.acall(harness_plugin(hooks, harness.name), f"harness.{harness.name}.{method}", make,
-                                bound_s=bound_s, default=default, check=check, on_timeout=on_timeout,
-                                passing=(AgentLinkError,))
+    bound_s = boundary.timeout_ms / 1000 or None if bound_s is not None and bound_s < 0 else bound_s
+    return await boundary.acall(*_named(hooks, harness, method), make, bound_s=bound_s, default=default, check=_checker(check),
+                                on_timeout=on_timeout, passing=(AgentLinkError,))

@@ -231,8 +231,7 @@ class Outbox:
                 self.hooks, harness, "deliver",
                 lambda: self._announce(harness, row, size, options) if limit is not None and size > limit
                 else harness.deliver(self.mailbox.row_dict(row), envelope, options),
-                bound_s=bound_s, check=lambda d, _: None if isinstance(d, Delivery) else f"returned {type(d).__name__}, not a Delivery",
-                on_timeout=timed_out)
+                bound_s=bound_s, check=Delivery, on_timeout=timed_out)
         except AgentLinkError as exc:
             return Delivery(warnings=[{"code": exc.code, "message": exc.message, "details": exc.details}])
         if delivery is None:
@@ -279,8 +278,7 @@ class Outbox:
         if harness is None:
             return False
         try:  # a check that failed (reported as the plugin's fault) proves nothing; the outcome stays as it was
-            found = await acall_harness(self.hooks, harness, "recheck", lambda: harness.recheck(self.mailbox.row_dict(row)),
-                                        check=lambda d, _: None if isinstance(d, Delivery) else f"returned {type(d).__name__}, not a Delivery")
+            found = await acall_harness(self.hooks, harness, "recheck", lambda: harness.recheck(self.mailbox.row_dict(row)), check=Delivery)
         except AgentLinkError as exc:
             log.info("harness %s could not recheck %s: %s", harness.name, message_id, exc.code)
             return False
