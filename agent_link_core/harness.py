@@ -298,7 +298,6 @@ class Harness:
         return {}
 
 
-
 # Calling a harness's methods as its plugin's code: timed and bounded by the plugin boundary, a
 # fault (SystemExit too) reported as ``harness.<name>.<method>`` of the plugin that registered
 # the harness (``harness <name>`` when none did), a deliberate AgentLinkError passed to the caller.
