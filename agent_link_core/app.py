@@ -103,12 +103,15 @@ class App:
         return self.waits.waiting
 
     def __getattr__(self, name: str) -> Any:
-        """The outbox's and the waits' operations on the App, where plugins and tools have called
-        them (``app.send``, ``app.wait``, ...): the object is built on first use."""
+        """The outbox's, the waits' and the directory's operations on the App, where plugins and
+        tools have called them (``app.send``, ``app.wait``, ``app.list_agents``, ...): the object
+        is built on first use."""
         if name in ("send", "reply", "push", "refresh_delivery"):
             return getattr(self.outbox, name)
         if name in ("wait", "held_by_wait", "mark_taken", "wait_limits"):
             return getattr(self.waits, name)
+        if name in ("list_agents", "resolve_agent", "target_address", "present_sessions", "served_elsewhere"):
+            return getattr(self.directory, name)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @cached_property
@@ -119,32 +122,13 @@ class App:
 
         return Directory(self)
 
-    async def list_agents(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        """:meth:`Directory.list_agents <agent_link_core.directory.Directory.list_agents>`."""
-        return await self.directory.list_agents(*args, **kwargs)
-
-    async def resolve_agent(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        """:meth:`Directory.resolve_agent <agent_link_core.directory.Directory.resolve_agent>`."""
-        return await self.directory.resolve_agent(*args, **kwargs)
-
-    async def target_address(self, *args: Any, **kwargs: Any) -> tuple[str, str | None, dict[str, Any]]:
-        """:meth:`Directory.target_address <agent_link_core.directory.Directory.target_address>`."""
-        return await self.directory.target_address(*args, **kwargs)
-
-    def present_sessions(self, only: str | None = None) -> list[Any]:
-        """:meth:`Directory.present_sessions <agent_link_core.directory.Directory.present_sessions>`."""
-        return self.directory.present_sessions(only)
-
-    @property
-    def served_elsewhere(self) -> set[str]:
-        """Plain addresses a plugin said are served elsewhere (:class:`~agent_link_core.directory.Directory`)."""
-        return self.directory.served_elsewhere
-
     def _attach_harness(self, harness: Harness) -> bool:
         """Attach a harness to this App; one that cannot attach leaves its plugin out (reported)."""
-        plugin = self.hooks.owner("harness", harness.name)
-        if not self.hooks.guard_harness(harness, "attach", partial(_attach, harness, self), False) and plugin:
-            self.hooks.boundary.fault(plugin, f"harness.{harness.name}.attach", "the harness could not attach", disable=True)
+        from agent_link_core.harness import call_harness, harness_fault
+
+        if not call_harness(self.hooks, harness, "attach", partial(_attach, harness, self), default=False) \
+                and self.hooks.owner("harness", harness.name):
+            harness_fault(self.hooks, harness, "attach", "the harness could not attach", disable=True)
             return False
         return True
 
@@ -153,14 +137,13 @@ class App:
         be built (reported as its plugin's problem: the harness is gone from this process, the
         plugin's other contributions stay) or attached (its plugin is left out, as for a
         registered harness)."""
-        plugin = self.hooks.owner("harness", declared.name) or f"harness {declared.name}"
         try:
             harness = declared.build()
         except (Exception, SystemExit) as exc:  # the plugin's fault: its harness is gone, the rest stays
             from agent_link_core.boundary import describe
+            from agent_link_core.harness import harness_fault
 
-            self.hooks.boundary.fault(plugin, f"harness.{declared.name}.build", f"cannot load: {describe(exc)}",
-                                      exc=exc if isinstance(exc, Exception) else None)
+            harness_fault(self.hooks, declared, "build", f"cannot load: {describe(exc)}", exc=exc if isinstance(exc, Exception) else None)
             return None
         return harness if self._attach_harness(harness) else None
 
@@ -262,13 +245,11 @@ class App:
             harness = self.harnesses.get(name)
             if harness is None:
                 continue
+            from agent_link_core.harness import call_harness  # loaded with the harness already
+
             # A harness that fails here loses its own callers only (reported); the next one is asked.
-            found = self.hooks.guard_harness(harness, "identify_caller", partial(harness.identify_caller, meta, self.env))
-            if found is not None and not isinstance(found, Caller):
-                plugin = self.hooks.owner("harness", harness.name) or harness.name
-                self.hooks.boundary.fault(plugin, f"harness.{harness.name}.identify_caller",
-                                          f"returned {type(found).__name__}; expected a Caller or None")
-                continue
+            found = call_harness(self.hooks, harness, "identify_caller", partial(harness.identify_caller, meta, self.env),
+                                 check=Caller)
             if found is not None and found.known:
                 return found
         configured = self.config.get("AGENT_LINK_ADDRESS")  # validated by load_config
@@ -292,19 +273,12 @@ class App:
             return {"host": caller.host, "source": "caller", "variable": None}
         return {"host": None, "source": "none", "variable": None}
 
-    def _harness_failed(self, harness: Harness, exc: BaseException, method: str = "list_sessions") -> None:
-        """Report a harness method's failure as its plugin's problem (the caller carries on)."""
-        plugin = self.hooks.owner("harness", harness.name) or f"harness {harness.name}"
-        self.hooks.boundary.fault(plugin, f"harness.{harness.name}.{method}", f"{type(exc).__name__}: {exc}"[:300], exc=exc)
-
     async def _get_session(self, harness: Harness, session_id: str) -> Any:
-        """``harness.get_session``; a failure (other than AgentLinkError) is reported and counts
-        as "not found there"."""
-        # a lookup that fails (SystemExit too) or never ends is reported, and finds nothing
-        return await self.hooks.boundary.acall(
-            self.hooks.owner("harness", harness.name) or f"harness {harness.name}", f"harness.{harness.name}.get_session",
-            lambda: harness.get_session(session_id), bound_s=self.hooks.boundary.timeout_ms / 1000 or None,
-            check=_check_session, passing=(AgentLinkError,))
+        """``harness.get_session``; a failure other than AgentLinkError (SystemExit too) or a
+        lookup that never ends is reported and counts as "not found there"."""
+        from agent_link_core.harness import acall_harness
+
+        return await acall_harness(self.hooks, harness, "get_session", lambda: harness.get_session(session_id), check=Session)
 
     def require_caller(self, caller: Caller) -> Caller:
         """The caller when it has an address; else ``no_current_session``."""
@@ -441,18 +415,18 @@ class App:
 
     def mcp_capabilities(self) -> dict[str, dict[str, Any]]:
         """The experimental MCP capabilities every harness offers (a failing harness offers none)."""
+        from agent_link_core.harness import call_harness
+
         capabilities: dict[str, dict[str, Any]] = {}
         for harness in list(self.harnesses.values()):
-            offered = self.hooks.guard_harness(harness, "mcp_capabilities", partial(harness.mcp_capabilities, self), {})
-            if not isinstance(offered, dict) or not all(isinstance(k, str) and isinstance(v, dict) for k, v in offered.items()):
-                self._harness_failed(harness, TypeError(f"returned {type(offered).__name__}, not {{name: dict}}"), "mcp_capabilities")
-                continue
-            capabilities.update(offered)
+            capabilities.update(call_harness(self.hooks, harness, "mcp_capabilities", partial(harness.mcp_capabilities, self),
+                                             default={}, check=_check_capabilities) or {})
         return capabilities
 
 
-def _check_session(result: Any, plugin: str) -> str | None:
-    return None if isinstance(result, Session) else f"returned {type(result).__name__}; expected a Session or None"
+def _check_capabilities(result: Any, plugin: str) -> str | None:
+    ok = isinstance(result, dict) and all(isinstance(k, str) and isinstance(v, dict) for k, v in result.items())
+    return None if ok else f"TypeError: returned {type(result).__name__}, not {{name: dict}}"
 
 
 LOG_LEVELS = {"error": "ERROR", "warn": "WARNING", "info": "INFO", "debug": "DEBUG"}

@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable, Mapping
 
 from agent_link_core.errors import AgentLinkError, invalid_arguments
-from agent_link_core.harness import Harness, SessionListing
+from agent_link_core.harness import Harness, SessionListing, acall_harness, harness_fault
 from agent_link_core.lazy_record import Struct
 from agent_link_core.mailbox import iso
 from agent_link_core.model import ADDRESS_RE, Caller, Session, address_scheme, is_address
@@ -55,23 +55,16 @@ async def gather_listings(
     its plugin's problem (:meth:`~agent_link_core.boundary.Boundary.acall`)."""
     import asyncio
 
-    boundary = app.hooks.boundary
-
-    def checked(listing: Any, plugin: str) -> str | None:
-        return None if isinstance(listing, SessionListing) else f"returned {type(listing).__name__}, not a SessionListing"
-
     async def one(harness: Harness) -> SessionListing:
-        plugin, hook = app.hooks.owner("harness", harness.name) or f"harness {harness.name}", f"harness.{harness.name}.list_sessions"
         try:
-            listing = await boundary.acall(
-                plugin, hook, lambda: harness.list_sessions(include_archived=include_archived, limit=limit), bound_s=LIST_TIMEOUT_S,
-                default=SessionListing(provider={"available": False, "reason": "harness_failed"}, complete=False),
-                check=checked, passing=(AgentLinkError,),
-                on_timeout=lambda: SessionListing(provider={"available": False, "reason": "timeout"}, complete=False))
+            listing = await acall_harness(
+                app.hooks, harness, "list_sessions", lambda: harness.list_sessions(include_archived=include_archived, limit=limit),
+                bound_s=LIST_TIMEOUT_S, default=SessionListing(provider={"available": False, "reason": "harness_failed"}, complete=False),
+                check=SessionListing, on_timeout=lambda: SessionListing(provider={"available": False, "reason": "timeout"}, complete=False))
         except AgentLinkError as exc:
             return SessionListing(provider={"available": False, "reason": exc.code, "error": exc.to_dict()}, complete=False)
         if len(listing.sessions) > limit:  # bounded by what was asked for, whatever the harness sends
-            boundary.fault(plugin, hook, f"returned {len(listing.sessions)} sessions; at most {limit} were asked for")
+            harness_fault(app.hooks, harness, "list_sessions", f"returned {len(listing.sessions)} sessions; at most {limit} were asked for")
             # the newest, as a page needs them: "newest first" is only what a harness is asked for
             newest = sorted(listing.sessions, key=lambda s: -(s.last_activity_ms or 0))[:limit]
             return SessionListing(newest, listing.provider, complete=False)

@@ -23,7 +23,12 @@ from agent_link_core.model import Caller, Session
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, TypeAlias
+
+    from agent_link_core.plugins import Hooks
+
+    #: why a harness's answer is refused (``check(answer, plugin)``, None: accepted), or the type it must have
+    Check: TypeAlias = Callable[[Any, str], str | None] | type
 
 
 class PeerGone(Exception):
@@ -291,3 +296,55 @@ class Harness:
     def health(self) -> dict[str, Any]:
         """This harness's health section (cheap, never raises)."""
         return {}
+
+
+# Calling a harness's methods as its plugin's code: timed and bounded by the plugin boundary, a
+# fault (SystemExit too) reported as ``harness.<name>.<method>`` of the plugin that registered
+# the harness (``harness <name>`` when none did), a deliberate AgentLinkError passed to the caller.
+
+def _named(hooks: Hooks, harness: Harness | HarnessDeclaration, method: str) -> tuple[str, str]:
+    return hooks.owner("harness", harness.name) or f"harness {harness.name}", f"harness.{harness.name}.{method}"
+
+
+def _checker(check: Check | None) -> Callable[[Any, str], str | None] | None:
+    if not isinstance(check, type):
+        return check
+    return lambda answer, _: None if isinstance(answer, check) else f"returned {type(answer).__name__}, not a {check.__name__}"
+
+
+def harness_fault(hooks: Hooks, harness: Harness | HarnessDeclaration, method: str, error: str, *, exc: BaseException | None = None,
+                  disable: bool = False) -> None:
+    """Report ``error`` (cut to 300 characters) as a fault of ``harness``'s ``method`` (``disable``: leave its plugin out)."""
+    hooks.boundary.fault(*_named(hooks, harness, method), error[:300], exc=exc, disable=disable)
+
+
+def call_harness(hooks: Hooks, harness: Harness, method: str, fn: Callable[[], Any], *, default: Any = None,
+                 check: Check | None = None) -> Any:
+    """Run ``fn`` (a sync method of ``harness``, arguments bound) through the boundary
+    (:meth:`~agent_link_core.boundary.Boundary.call`): ``default`` when it faults or when
+    ``check(answer, plugin)`` gives why a non-None answer is refused (a type: one not of it is).
+
+    :raises AgentLinkError: what ``fn`` raises deliberately.
+    """
+    from agent_link_core.errors import AgentLinkError
+
+    return hooks.boundary.call(*_named(hooks, harness, method), fn, default=default, check=_checker(check),
+                               passing=(AgentLinkError,))
+
+
+async def acall_harness(hooks: Hooks, harness: Harness, method: str, make: Callable[[], Awaitable[Any]], *,
+                        bound_s: float | None = -1.0, default: Any = None, check: Check | None = None,
+                        on_timeout: Callable[[], Any] | None = None) -> Any:
+    """Await ``make()`` (an async method of ``harness``, arguments bound) through the boundary
+    (:meth:`~agent_link_core.boundary.Boundary.acall`, ``on_timeout`` as there) within ``bound_s``
+    seconds (None: unbounded; by default ``AGENT_LINK_HOOK_TIMEOUT_MS``); ``default`` and
+    ``check`` as for :func:`call_harness`.
+
+    :raises AgentLinkError: what the method raises deliberately.
+    """
+    from agent_link_core.errors import AgentLinkError
+
+    boundary = hooks.boundary
+    bound_s = boundary.timeout_ms / 1000 or None if bound_s is not None and bound_s < 0 else bound_s
+    return await boundary.acall(*_named(hooks, harness, method), make, bound_s=bound_s, default=default, check=_checker(check),
+                                on_timeout=on_timeout, passing=(AgentLinkError,))

@@ -106,15 +106,16 @@ def plugins_view(app: App) -> dict[str, Any]:
     return view
 
 def _harness_health(app: App, harness: Harness) -> dict[str, Any]:
-    marker = object()
-    section = app.hooks.guard_harness(harness, "health", harness.health, marker)
-    if section is marker:
-        return {"error": "this harness's health failed; see plugins.problems"}
-    why = f"returned {type(section).__name__}, not a dict" if not isinstance(section, dict) else oversize(section, MAX_HEALTH_BYTES)
-    if why is not None:  # not JSON, or too big to travel: it would break everyone's health
-        app._harness_failed(harness, TypeError(why), "health")
-        return {"error": "this harness's health failed; see plugins.problems"}
-    return section
+    from agent_link_core.harness import call_harness
+
+    def refused(answer: list[Any], plugin: str) -> str | None:  # not JSON, or too big to travel: it would break everyone's health
+        section = answer[0]
+        why = f"returned {type(section).__name__}, not a dict" if not isinstance(section, dict) else oversize(section, MAX_HEALTH_BYTES)
+        return None if why is None else f"TypeError: {why}"
+
+    # in a list: the boundary checks only answers other than None, and None is no section either
+    answer = call_harness(app.hooks, harness, "health", lambda: [harness.health()], check=refused)
+    return {"error": "this harness's health failed; see plugins.problems"} if answer is None else answer[0]
 
 
 def _private(path: str) -> bool:

@@ -653,14 +653,11 @@ class Mailbox(MailFollowUp):
         """Insert a message (one transaction) unless the same id already exists.
 
         :param result: the send's result fields, handed to observers of the ``sent`` event.
-        :param guard: called in the write transaction before the insert (the loop rules,
-            :func:`agent_link_core.loops.check_send`, see every concurrent send): it raises to
-            refuse the message, or returns the id of a stored message this one repeats.
-        :returns: ``(row, created)``; ``created`` is False for an identical resend or what
-            ``guard`` named.
-        :raises AgentLinkError: ``invalid_arguments`` (rule ``idempotency``) when the id
-            exists with different content; ``details.differs`` and the message name the
-            differing fields (:func:`differing_fields`); what ``guard`` raises.
+        :param guard: run in the write transaction before the insert (the loop rules then see
+            concurrent sends): raises to refuse, or returns the id of a message this one repeats.
+        :returns: ``(row, created)``; ``created`` False for an identical resend or ``guard``'s id.
+        :raises AgentLinkError: ``invalid_arguments`` (rule ``idempotency``) when the id exists with
+            different content, naming the differing fields (:func:`differing_fields`); ``guard``'s.
         """
         digest = content_hash(msg.sender.address, msg.to, msg.body, msg.anticipation, msg.reply_by_ms, msg.reply_to,
                               msg.metadata.get("fingerprint"))
@@ -671,8 +668,7 @@ class Mailbox(MailFollowUp):
         at = now_ms()
         try:
             with self.store.write() as conn:
-                repeated = guard() if guard is not None else None
-                if repeated is not None:
+                if guard is not None and (repeated := guard()) is not None:
                     return conn.execute("SELECT * FROM messages WHERE id = ?", (repeated,)).fetchone(), False
                 row = self._insert_row(conn, msg, at, digest, meta, if_new=True)
                 if row is None:  # the id exists: an identical resend, or a refusal

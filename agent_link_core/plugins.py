@@ -432,18 +432,6 @@ class Hooks:
                 return name
         return None
 
-    def guard_harness(self, harness: Harness, method: str, fn: Callable[[], Any], default: Any = None) -> Any:
-        """Run ``fn`` (a harness's sync method: ``identify_caller``, ``health``, ...) as its
-        plugin's code through :meth:`Boundary.call`: a fault is reported (as
-        ``harness.<name>.<method>``) and ``default`` returned.
-
-        :raises AgentLinkError: what ``fn`` raises deliberately.
-        """
-        from agent_link_core.errors import AgentLinkError
-
-        plugin = self.owner("harness", harness.name) or f"harness {harness.name}"
-        return self.boundary.call(plugin, f"harness.{harness.name}.{method}", fn, default=default, passing=(AgentLinkError,))
-
     def hook_view(self) -> dict[str, dict[str, dict[str, Any] | None]]:
         """``{plugin: {hook: {calls, lastMs, maxMs} | None}}``: every hook each registered plugin
         implements, with its timings in this process (None: not called here), plus ``load``

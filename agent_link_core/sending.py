@@ -21,7 +21,7 @@ from collections.abc import Mapping
 
 from agent_link_core.envelope import MAX_ENVELOPE_BODY_CHARS, MAX_ESCAPED_CHARS, escape_text
 from agent_link_core.errors import AgentLinkError, invalid_arguments
-from agent_link_core.harness import Delivery, Harness
+from agent_link_core.harness import Delivery, Harness, acall_harness, harness_fault
 from agent_link_core.identity import prove_sender
 from agent_link_core.lazy_log import LazyLogger
 from agent_link_core.lazy_record import Struct, field
@@ -231,20 +231,18 @@ class Outbox:
         def timed_out() -> Delivery:
             # A push that never ends must not hold the sender's call: whether it arrived is
             # unknown, so it is remembered as such and not pushed again blindly.
-            self.hooks.boundary.fault(plugin, f"harness.{harness.name}.deliver", f"did not finish the push within {bound_s:g} s")
+            harness_fault(self.hooks, harness, "deliver", f"did not finish the push within {bound_s:g} s")
             return Delivery(unknown=True, warnings=[{
                 "code": "push_timed_out",
                 "message": f"{harness.name} did not finish the push within {bound_s:g} s; whether it arrived is unknown.",
             }])
 
-        plugin = self.hooks.owner("harness", harness.name) or f"harness {harness.name}"
         try:  # the row is stored: a failure (SystemExit too) is reported, the message stays queued
-            delivery = await self.hooks.boundary.acall(
-                plugin, f"harness.{harness.name}.deliver",
+            delivery = await acall_harness(
+                self.hooks, harness, "deliver",
                 lambda: self._announce(harness, row, size, options) if limit is not None and size > limit
                 else harness.deliver(self.mailbox.row_dict(row), envelope, options),
-                bound_s=bound_s, check=lambda d, _: None if isinstance(d, Delivery) else f"returned {type(d).__name__}, not a Delivery",
-                passing=(AgentLinkError,), on_timeout=timed_out)
+                bound_s=bound_s, check=Delivery, on_timeout=timed_out)
         except AgentLinkError as exc:
             return Delivery(warnings=[{"code": exc.code, "message": exc.message, "details": exc.details}])
         if delivery is None:
@@ -290,10 +288,10 @@ class Outbox:
         harness = self.harnesses.get(address_scheme(row["recipient"]))
         if harness is None:
             return False
-        try:
-            found = await harness.recheck(self.mailbox.row_dict(row))
-        except Exception:  # a check that failed proves nothing; the outcome stays as it was
-            log.exception("harness %s failed to recheck %s", harness.name, message_id)
+        try:  # a check that failed (reported as the plugin's fault) proves nothing; the outcome stays as it was
+            found = await acall_harness(self.hooks, harness, "recheck", lambda: harness.recheck(self.mailbox.row_dict(row)), check=Delivery)
+        except AgentLinkError as exc:
+            log.info("harness %s could not recheck %s: %s", harness.name, message_id, exc.code)
             return False
         if found is None or not found.delivered or not found.via:
             return False

@@ -28,7 +28,7 @@ from agent_link_core import __version__, discovery, prompt_hooks, reminders
 from agent_link_core.app import App
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.handshake import LinkStreams
-from agent_link_core.harness import PeerGone
+from agent_link_core.harness import PeerGone, call_harness
 from agent_link_core.tool_profiles import effective_profile, select_tools
 from agent_link_core.tools.core_tools import CORE_TOOLS
 from agent_link_core.tools.registry import ToolSpec, call_tool, output_schema, unknown_tool
@@ -167,7 +167,7 @@ async def serve_streams(app: App, read_stream: Any, write_stream: Any) -> None:
     except AgentLinkError as exc:  # busy, damaged or replaced: reads still work, so serve them
         log.warning("presence of %s not recorded: %s", me.address, exc.message)
     capabilities = app.mcp_capabilities()
-    refuse_discover = any(app.hooks.guard_harness(harness, "needs_handshake", partial(harness.needs_handshake, app), False)
+    refuse_discover = any(call_harness(app.hooks, harness, "needs_handshake", partial(harness.needs_handshake, app), default=False)
                           for harness in list(app.harnesses.values()))
     link = LinkStreams(read_stream, write_stream, refuse_discover=refuse_discover)
     app.mcp_peer = link.peer

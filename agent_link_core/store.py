@@ -338,7 +338,7 @@ class Store:
         self.identity: tuple[int, int] | None = None
         self._savepoints = 0
         ensure_private_dir(os.path.dirname(self.path) or ".")
-        try:
+        with self._opening(self.busy_timeout_ms):
             if not os.path.lexists(self.path):
                 self._create()
             self._check_file()
@@ -356,15 +356,6 @@ class Store:
             # After a checkpoint resets the WAL, SQLite truncates the file to this size.
             self.conn.execute(f"PRAGMA journal_size_limit = {self.wal_limit_bytes}")
             self.migrate(migrations)
-        except AgentLinkError:
-            self._close_quietly()
-            raise
-        except sqlite3.Error as exc:
-            self._close_quietly()
-            raise database_error(self.path, exc, self.busy_timeout_ms) from exc
-        except OSError as exc:
-            self._close_quietly()
-            raise state_io_error(self.path, exc) from exc
 
     # -- opening -----------------------------------------------------------------------
 
@@ -433,6 +424,19 @@ class Store:
         if conn is not None:
             conn.close()
 
+    @contextlib.contextmanager
+    def _opening(self, busy_timeout_ms: int | None) -> Iterator[None]:
+        """Opening the database: on failure the connection is closed and the store's own error raised."""
+        try:
+            yield
+        except BaseException as exc:
+            self._close_quietly()
+            if isinstance(exc, sqlite3.Error):
+                raise database_error(self.path, exc, busy_timeout_ms) from exc
+            if isinstance(exc, OSError):
+                raise state_io_error(self.path, exc) from exc
+            raise
+
     @classmethod
     def open_read_only(cls, path: str | os.PathLike[str]) -> Store:
         """Open an existing database only to read it, creating nothing beside it (no WAL
@@ -453,7 +457,7 @@ class Store:
         store.busy_timeout_ms, store.wal_limit_bytes, store._savepoints = BUSY_TIMEOUT_MS, WAL_LIMIT_BYTES, 0
         store.identity = None
         uri = "file:" + quote(os.path.abspath(store.path))
-        try:
+        with store._opening(None):
             store._check_file()
             st = os.stat(store.path)
             for params in ("?mode=ro", "?mode=ro&immutable=1"):
@@ -467,15 +471,6 @@ class Store:
                         raise
             store.conn.row_factory = sqlite3.Row
             store.identity = (st.st_dev, st.st_ino)
-        except AgentLinkError:
-            store._close_quietly()
-            raise
-        except sqlite3.Error as exc:
-            store._close_quietly()
-            raise database_error(store.path, exc) from exc
-        except OSError as exc:
-            store._close_quietly()
-            raise state_io_error(store.path, exc) from exc
         return store
 
     @classmethod

@@ -106,6 +106,27 @@ async def test_an_accepted_push_is_never_pushed_again_and_is_delivered_on_late_e
     assert await app.refresh_delivery(mid) is False  # delivered once
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize("fault", [RuntimeError("host gone"), SystemExit(3), "not a Delivery",
+                                   AgentLinkError("not_found", "the host cannot find it")])
+async def test_a_recheck_that_fails_proves_nothing_and_a_fault_is_its_plugins(
+        app: App, host: Host, monkeypatch: pytest.MonkeyPatch, fault: Any) -> None:
+    sent = await app.send(caller=ME, to="hx:steer", body="please look", anticipation="reply")
+    mid = sent.message["id"]
+
+    async def recheck(message: dict[str, Any]) -> Any:
+        if isinstance(fault, BaseException):
+            raise fault
+        return fault
+
+    monkeypatch.setattr(host, "recheck", recheck)
+    assert await app.refresh_delivery(mid) is False  # SystemExit too: contained, the call goes on
+    assert app.mailbox.push_outcome(mid) == "accepted"
+    problems = [p for p in app.hooks.problems() if p.get("hook") == "harness.hx.recheck"]
+    # a deliberate refusal (AgentLinkError) is no fault of the plugin; anything else is
+    assert len(problems) == (0 if isinstance(fault, AgentLinkError) else 1), app.hooks.problems()
+
+
 def test_the_cli_reports_accepted_and_its_status_finds_late_evidence(host: Host) -> None:
     sent = run("send", "hx:steer", "from the cli", "--from", "team:me", "--json")
     assert sent.exit_code == 0, sent.output

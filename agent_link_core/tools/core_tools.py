@@ -22,7 +22,7 @@ from agent_link_core.sending import message_summary
 from agent_link_core.waits import MAX_WAIT_PER_CALL_MS
 from agent_link_core.boundary import Refused
 from agent_link_core.errors import AgentLinkError, invalid_arguments
-from agent_link_core.harness import SendOption
+from agent_link_core.harness import SendOption, acall_harness
 from agent_link_core.mailbox import new_message_id
 from agent_link_core.model import is_address
 from agent_link_core.tools.registry import ToolCall, ToolSpec, check_schema
@@ -199,9 +199,7 @@ async def health(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, An
     declared = {name for harness in app.harnesses.values() for name in harness.health_options}
     options = {k: args[k] for k in declared if k in args}
     for harness in list(app.harnesses.values()):  # a harness that fails here is reported; health goes on
-        await app.hooks.boundary.acall(app.hooks.owner("harness", harness.name) or f"harness {harness.name}",
-                                       f"harness.{harness.name}.prepare_health", partial(harness.prepare_health, options),
-                                       bound_s=app.hooks.boundary.timeout_ms / 1000 or None, passing=(AgentLinkError,))
+        await acall_harness(app.hooks, harness, "prepare_health", partial(harness.prepare_health, options))
     return app.health(call.meta, include_caller_context=args.get("includeCallerContext", False))
 
 

@@ -450,7 +450,9 @@ async def call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | Non
                                                 bound_s=None, default=_FAULTED,
                                                 passing=(AgentLinkError, sqlite3.DatabaseError))
         if fields is _FAULTED:
-            raise _PluginFault()
+            return {"ok": False, "error": {"code": "internal_error", "message": f"{spec.name} (plugin {plugin}) failed unexpectedly.",
+                                           "details": {"cause": "plugin_fault", "plugin": plugin},
+                                           "hint": f"agent_link_health lists the failure under plugins.problems. {disable_hint(plugin)}"}}, None
     except AgentLinkError as exc:
         return {"ok": False, "error": exc.to_dict()}, None
     except sqlite3.DatabaseError as exc:
@@ -458,10 +460,6 @@ async def call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | Non
         if error.code != "state_busy":
             logging.getLogger(__name__).warning("tool %s: %s", spec.name, error.message)
         return {"ok": False, "error": error.to_dict()}, None
-    except _PluginFault:
-        return {"ok": False, "error": {"code": "internal_error", "message": f"{spec.name} (plugin {plugin}) failed unexpectedly.",
-                                        "details": {"cause": "plugin_fault", "plugin": plugin},
-                                        "hint": f"agent_link_health lists the failure under plugins.problems. {disable_hint(plugin)}"}}, None
     except Exception as exc:  # the contract promises a result object, never a crash
         logging.getLogger(__name__).exception("tool %s failed", spec.name)
         return {"ok": False, "error": {"code": "internal_error", "message": f"{spec.name} failed unexpectedly.",
@@ -497,9 +495,6 @@ _RESULT_VALIDATORS: dict[int, tuple[ToolSpec, Draft202012Validator]] = {}
 _INPUT_VALIDATORS: dict[int, tuple[ToolSpec, Mapping[str, Any], Draft202012Validator]] = {}
 _FAULTED = object()  # a handler's answer when the boundary contained its fault
 
-
-class _PluginFault(Exception):
-    """The handler faulted; the boundary recorded it as its plugin's problem."""
 #: how many schema violations an internal_error names
 MAX_RESULT_ERRORS = 5
 
