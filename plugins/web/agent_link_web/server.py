@@ -355,7 +355,7 @@ def build_web_app(app: App, config: WebConfig) -> ASGIApp:
         *_form_routes(app, config, visibility, overview_page, thread_page),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
-    return Utf8Escaped(Guard(Starlette(routes=routes), config))
+    return Guard(Utf8Escaped(Starlette(routes=routes)), config)
 
 
 def _back(path: str, **params: str) -> RedirectResponse:
