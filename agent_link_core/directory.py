@@ -446,10 +446,15 @@ class Directory:
         id found by a complete scan of every harness. A scan that could not finish, or that
         finds the id more than once, refuses instead of guessing.
 
-        :raises AgentLinkError: ``not_found``, ``ambiguous``, ``archived``, or the harness's
-            ``<harness>_unavailable`` when a scan was incomplete.
+        :raises AgentLinkError: ``invalid_arguments`` for a target longer than the tools'
+            ``to`` takes (1,000 characters), ``not_found``, ``ambiguous``, ``archived``, or the
+            harness's ``<harness>_unavailable`` when a scan was incomplete.
         """
+        from agent_link_core.tools.schemas import AGENT_QUERY
+
         target = target.strip()
+        if len(target) > AGENT_QUERY["maxLength"]:  # bounded as message_agent's to is, not echoed whole in a refusal
+            raise invalid_arguments([{"path": "to", "rule": "maxLength", "expected": f"at most {AGENT_QUERY['maxLength']} characters"}])
         contact = self.store.conn.execute("SELECT address FROM contacts WHERE alias = ?", (target.lower(),)).fetchone()
         if contact is not None:
             return contact["address"]

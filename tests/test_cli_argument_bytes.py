@@ -1,6 +1,7 @@
 """An argument whose bytes are not UTF-8 (a shell passes any bytes) is bad input on every
 command that takes text: one line naming the argument and the byte, exit 2, no traceback.
-A file name in bytes that are not UTF-8 is still a file name."""
+A file name in bytes that are not UTF-8 is still a file name. A target as long as a file's
+content is refused as message_agent refuses it, not echoed whole."""
 
 from __future__ import annotations
 
@@ -40,3 +41,11 @@ def test_a_file_name_that_is_not_utf8_is_read(tmp_path: Path) -> None:
     done = run(b"send", b"test:bob", b"--file", path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(b"queued:"), done.stdout
+
+
+@pytest.mark.parametrize("args", [(b"send", b"y" * 100_000, b"hello"), (b"contacts", b"add", b"ok", b"test:" + b"y" * 100_000)],
+                         ids=["send", "contacts-add"])
+def test_a_huge_target_is_refused_in_one_short_line(args: tuple[bytes, ...]) -> None:
+    done = run(*args)
+    assert done.returncode == 2, done.stderr[:300]
+    assert done.stderr.startswith(b"agent-link: TARGET: expected at most 1000 characters") and len(done.stderr) < 300, done.stderr[:300]
