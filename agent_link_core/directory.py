@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 
+from agent_link_core.addresses import MAX_TARGET_CHARS
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import Harness, SessionListing
 from agent_link_core.lazy_record import Struct
@@ -450,11 +451,9 @@ class Directory:
             ``to`` takes (1,000 characters), ``not_found``, ``ambiguous``, ``archived``, or the
             harness's ``<harness>_unavailable`` when a scan was incomplete.
         """
-        from agent_link_core.tools.schemas import AGENT_QUERY
-
         target = target.strip()
-        if len(target) > AGENT_QUERY["maxLength"]:  # bounded as message_agent's to is, not echoed whole in a refusal
-            raise invalid_arguments([{"path": "to", "rule": "maxLength", "expected": f"at most {AGENT_QUERY['maxLength']} characters"}])
+        if len(target) > MAX_TARGET_CHARS:  # bounded as message_agent's to is, not echoed whole in a refusal
+            raise invalid_arguments([{"path": "to", "rule": "maxLength", "expected": f"at most {MAX_TARGET_CHARS} characters"}])
         contact = self.store.conn.execute("SELECT address FROM contacts WHERE alias = ?", (target.lower(),)).fetchone()
         if contact is not None:
             return contact["address"]
