@@ -19,6 +19,8 @@ ULID_RE = re.compile(r"^[0-7][0-9A-HJKMNP-TV-Z]{25}$")
 EXTERNAL = "external"
 INVALID = "invalid"
 ANTICIPATIONS = ("reply", "action", "fyi")
+#: the longest argument naming an agent (an address, id, role or words of a title), in characters
+MAX_TARGET_CHARS = 1000
 
 
 def is_address(value: object) -> bool:

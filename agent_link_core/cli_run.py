@@ -493,6 +493,16 @@ def guarded(run: Callable[[], Any]) -> Any:
         if is_corruption(exc):
             record_damage(path, None, str(exc))
         fail(database_error(path, exc))
+    except UnicodeEncodeError as exc:
+        # an argument holding bytes that are not UTF-8 (Python keeps them as lone surrogates,
+        # PEP 383) reached text that must be UTF-8 (the database, JSON): refused as bad input
+        bad = next((i for i, arg in enumerate(sys.argv[1:], 1) if any("\udc80" <= ch <= "\udcff" for ch in arg)), None)
+        if bad is None:
+            raise_internal(exc)
+        from agent_link_core.errors import invalid_arguments
+
+        name = f"argument {bad} ({os.fsencode(sys.argv[bad]).decode('utf-8', 'backslashreplace')})"
+        fail(invalid_arguments([{"path": name, "rule": "utf8", "expected": "UTF-8 text (it has a byte that is not UTF-8)"}]), {name: name})
     except Exception as exc:  # a bug must still read as one line, not a traceback
         raise_internal(exc)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 
+from agent_link_core.addresses import MAX_TARGET_CHARS
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import Harness, SessionListing, acall_harness, harness_fault
 from agent_link_core.lazy_record import Struct
@@ -439,10 +440,13 @@ class Directory:
         id found by a complete scan of every harness. A scan that could not finish, or that
         finds the id more than once, refuses instead of guessing.
 
-        :raises AgentLinkError: ``not_found``, ``ambiguous``, ``archived``, or the harness's
-            ``<harness>_unavailable`` when a scan was incomplete.
+        :raises AgentLinkError: ``invalid_arguments`` for a target longer than the tools'
+            ``to`` takes (1,000 characters), ``not_found``, ``ambiguous``, ``archived``, or the
+            harness's ``<harness>_unavailable`` when a scan was incomplete.
         """
         target = target.strip()
+        if len(target) > MAX_TARGET_CHARS:  # bounded as message_agent's to is, not echoed whole in a refusal
+            raise invalid_arguments([{"path": "to", "rule": "maxLength", "expected": f"at most {MAX_TARGET_CHARS} characters"}])
         contact = self.store.conn.execute("SELECT address FROM contacts WHERE alias = ?", (target.lower(),)).fetchone()
         if contact is not None:
             return contact["address"]

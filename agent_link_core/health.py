@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from agent_link_core import __version__, problem_log, state_dirs
-from agent_link_core.boundary import MAX_HEALTH_BYTES, oversize
+from agent_link_core.boundary import MAX_HEALTH_BYTES, disable_hint, oversize
 from agent_link_core.tool_profiles import settings_warnings
 
 if TYPE_CHECKING:
@@ -61,9 +61,10 @@ def report(app: App, meta: Mapping[str, Any] | None = None, include_caller_conte
         "mcp": app.mcp_peer.view() if app.mcp_peer is not None else None,
         "sections": app.hooks.health_sections(),
     }
-    out["problems"] = section_problems(out["sections"])
+    app.hooks.load_all()  # a plugin that cannot be imported is a problem, whatever hooks it declares
     app.hooks.tools()  # a refused tool is a plugin problem health must show
     out["plugins"] = plugins_view(app)
+    out["problems"] = section_problems(out["sections"]) + plugin_problems(out["plugins"])
     if out["stateDir"]["exists"] and not out["stateDir"]["private"]:
         # left as it is (it may be shared on purpose), but said, with the command that fixes it
         out["stateDir"]["warning"] = {
@@ -96,13 +97,31 @@ def section_problems(sections: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def plugin_problems(plugins: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every broken plugin in :func:`plugins_view`'s answer, one entry per fault
+    (``[{section: "plugins", plugin, message, hint}]``; health is not ok while any is listed):
+    a plugin left out (``failed``: import, registration, or disabled by its guard after a
+    fault), a skipped fault of this process, a fault other processes met (``elsewhere``)."""
+    out = [{"section": "plugins", "plugin": name, "message": f"left out: {reason}", "hint": disable_hint(name)}
+           for name, reason in plugins["failed"].items()]
+    out += [{"section": "plugins", "plugin": p["plugin"], "message": f"{p['hook']}: {p['error']} ({p['count']}x)", "hint": p["fix"]}
+            for p in plugins["problems"] if not (p["disabled"] and p["plugin"] in plugins["failed"])]  # else said above
+    seen: dict[tuple[str, str, str], list[Any]] = {}
+    for p in plugins["elsewhere"]:  # one entry per fault, however many processes met it
+        seen.setdefault((p["plugin"], p["hook"], p["error"]), []).append(p.get("fix"))
+    return out + [{"section": "plugins", "plugin": plugin, "hint": fixes[-1], "message": f"{hook}: {error} (in "
+                   f"{len(fixes)} other process{'es' if len(fixes) > 1 else ''} in the last day)"}
+                  for (plugin, hook, error), fixes in seen.items()]
+
+
 def plugins_view(app: App) -> dict[str, Any]:
     """What loading found and every plugin problem: this process's (``problems``) and
     those other agent-link processes met in the last day (``elsewhere``) with plugins still
-    installed at that version (:func:`agent_link_core.problem_log.recent_elsewhere`)."""
+    installed at that version (:func:`agent_link_core.problem_log.recent_elsewhere`) and not
+    turned off since (``AGENT_LINK_DISABLE_PLUGINS`` silences a plugin's problems)."""
     view = app.plugin_report.as_dict()
-    view["elsewhere"] = problem_log.recent_elsewhere(app.config.state_dir, view["problems"],
-                                                     app.plugin_report.installed(app.env))
+    view["elsewhere"] = [e for e in problem_log.recent_elsewhere(app.config.state_dir, view["problems"], app.plugin_report.installed(app.env))
+                         if e["plugin"] not in view["blocked"]]
     return view
 
 def _harness_health(app: App, harness: Harness) -> dict[str, Any]:

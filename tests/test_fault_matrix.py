@@ -347,8 +347,9 @@ def test_a_fault_stays_in_its_plugin(where: str, kind: str, site: Path, tmp_path
         assert "Traceback" not in out.stderr, out.stderr[-2000:]
     if "health" in done:
         out = done["health"]
-        assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
+        assert out.returncode == 1, (out.returncode, out.stderr[-2000:])  # a plugin's fault is health's problem
         data = json.loads(out.stdout)
+        assert not data["ok"] and any(p.get("plugin") == "faulty" for p in data["problems"]), data["problems"]
         problems += data["plugins"]["problems"] + data["plugins"].get("elsewhere", [])
     if "hook" in done:
         out = done["hook"]

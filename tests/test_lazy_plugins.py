@@ -280,7 +280,8 @@ def test_a_declared_harness_is_built_only_when_used_and_a_failing_one_breaks_onl
     pushed = run("send", "lazyhost:s1", "hello")  # its recipient: built, fails; the message waits in the mailbox
     assert pushed.returncode == 0 and pushed.stdout.startswith("queued:"), pushed.stdout + pushed.stderr
     health = run("health", "--json")
-    assert health.returncode == 0, health.stderr
+    assert health.returncode == 1, health.stderr  # its harness is broken: a problem health must report
+    assert any(p.get("plugin") == "lazyhost" for p in json.loads(health.stdout)["problems"])
     plugins = json.loads(health.stdout)["plugins"]
     assert "lazyhost" in plugins["loaded"]
     assert any(p["plugin"] == "lazyhost" and p["hook"] == "harness.lazyhost.build" and "enormous_dependency" in p["error"]

@@ -34,18 +34,11 @@ def _print_health(h: dict[str, Any]) -> None:
         click.echo(f"  integrity:  {db['integrity']}")
     for name, line in [(n, s["summary"]) for n, s in (h.get("sections") or {}).items() if isinstance(s, dict) and s.get("summary")]:
         click.echo(f"  {name}: {line}")  # a section's own line (docs/plugins.md)
-    for problem in h.get("problems") or []:  # what a plugin's section says needs the person
+    for problem in [p for p in h.get("problems") or [] if "plugin" not in p]:  # what a plugin's section says needs the person
         click.echo(f"  problem in {problem['section']}: {problem['message']}" + (f"\n    to fix: {problem['hint']}" if problem.get("hint") else ""))
     click.echo(f"  plugins:    {', '.join(h['plugins']['loaded']) or 'none'}")
-    for name, reason in h["plugins"]["failed"].items():
-        click.echo(f"  BROKEN plugin {name}: {reason} (AGENT_LINK_DISABLE_PLUGINS={name} silences it)")
-    for problem in h["plugins"].get("problems", []):
-        if not problem["disabled"]:
-            click.echo(f"  plugin problem: {problem['plugin']}: {problem['hook']}: {problem['error']} ({problem['count']}x)")
-            click.echo(f"    {problem['fix']}")
-    for problem in h["plugins"].get("elsewhere", []):
-        click.echo(f"  plugin problem in process {problem['pid']}: {problem['plugin']}: {problem['hook']}: {problem['error']}")
-        click.echo(f"    {problem['fix']}")
+    for problem in [p for p in h.get("problems") or [] if "plugin" in p]:  # health.plugin_problems: one line each
+        click.echo(f"  BROKEN plugin {problem['plugin']}: {problem['message']}. {problem['hint']}")
     for dep in h["env"]["deprecated"]:
         click.echo(f"  deprecated variable {dep['name']}: use {dep['canonical']}")
     for c in h["env"]["conflicts"]:
@@ -65,17 +58,17 @@ def _print_health(h: dict[str, Any]) -> None:
 @click.pass_context
 def health(ctx: click.Context, as_json: bool, ndjson: bool) -> None:
     """Show whether agent-link works here and what it sees (exit 1 when the database
-    refuses writes: damaged, replaced, or a state dir this user cannot write; or when a
-    plugin's section reports a problem, such as a roles file that does not parse)."""
+    refuses writes: damaged, replaced, or a state dir this user cannot write; when a
+    plugin's section reports a problem, such as a roles file that does not parse; or when a
+    plugin is broken: it failed to import or register, was left out or failed in a hook,
+    here or in another agent-link process in the last day)."""
     if as_json or ndjson:
         try:
             open_app(ctx)
         except AgentLinkError as exc:  # still one JSON object: health's answer is that agent-link cannot start here
             emit({"ok": False, "error": exc.to_dict()}, as_json, _print_health, ndjson)
             fail(exc)
-    app = get_app(ctx)
-    app.hooks.load_all()  # a plugin that cannot be imported is reported, whatever hooks it declares
-    data = app.health()
+    data = get_app(ctx).health()
     failing = not data["database"].get("ok", True) or bool(data.get("problems"))
     # `ok` as every failing command's JSON says it (the exit status: 1 when False)
     emit({"ok": not failing, **data}, as_json, _print_health, ndjson)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_link_core.addresses import ADDRESS_RE
+from agent_link_core.addresses import ADDRESS_RE, MAX_TARGET_CHARS
 from agent_link_core.addresses import HARNESS_RE
 
 ANY: dict[str, Any] = {}
@@ -38,7 +38,7 @@ PATHS: dict[str, Any] = {"anyOf": [PATH, {"type": "array", "items": PATH}]}
 ADDRESS: dict[str, Any] = {"type": "string", "pattern": ADDRESS_RE.pattern}
 #: an argument naming an agent: an address, a bare id, a role or words of a title (resolved);
 #: bounded so a runaway value is refused instead of echoed back whole in a not_found answer
-AGENT_QUERY: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": 1000}
+AGENT_QUERY: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": MAX_TARGET_CHARS}
 #: a harness name argument (addresses.HARNESS_RE)
 HARNESS: dict[str, Any] = {"type": "string", "pattern": HARNESS_RE.pattern}
 #: What an argument with one of these patterns must be, in words (error messages say these

@@ -25,6 +25,7 @@ import asyncio
 import hmac
 import inspect
 import logging
+import re
 import secrets
 import socket
 from contextlib import contextmanager
@@ -107,6 +108,46 @@ def allowed_hosts(port: int, bind: str) -> frozenset[str]:
     if bind not in ("127.0.0.1", "0.0.0.0", "::"):
         names.add(f"[{bind}]" if ":" in bind else bind)
     return frozenset(f"{n}:{port}" for n in names)
+
+
+class Utf8Escaped:
+    """ASGI middleware letting raw UTF-8 in a form body (``application/x-www-form-urlencoded``)
+    arrive as the text it is.
+
+    Starlette reads such a body as Latin-1 and then decodes only the ``%XX`` escapes as UTF-8,
+    which is right for what a browser sends (it escapes every byte outside ASCII) but garbles a
+    raw ``é`` from another client (``curl --data``, a script) into ``Ã©``. Every byte outside
+    ASCII is escaped here first, so the form parser decodes it as UTF-8 (bytes that are not
+    UTF-8 become U+FFFD, never an error). Other bodies (multipart, whose parts name their
+    charset) pass as they are. A query string needs nothing of this: the HTTP server refuses a
+    request line with a byte outside ASCII (400), so every one that arrives is escaped.
+    """
+
+    def __init__(self, inner: ASGIApp) -> None:
+        self.inner = inner
+
+    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
+        content_type = next((v for k, v in scope.get("headers", ()) if k.lower() == b"content-type"), b"")
+        if scope["type"] != "http" or content_type.split(b";", 1)[0].strip().lower() != b"application/x-www-form-urlencoded":
+            await self.inner(scope, receive, send)
+            return
+
+        async def receive_escaped() -> Any:
+            message = await receive()
+            if message.get("type") == "http.request" and message.get("body"):
+                message = {**message, "body": escape_non_ascii(message["body"])}
+            return message
+
+        await self.inner(scope, receive_escaped, send)
+
+
+def escape_non_ascii(raw: bytes) -> bytes:
+    """``raw`` with every byte outside ASCII written as its ``%XX`` escape (``é`` in UTF-8,
+    ``b"\\xc3\\xa9"``, becomes ``b"%C3%A9"``); escapes already there and ASCII stay as they are."""
+    return _NON_ASCII.sub(lambda m: b"%%%02X" % m.group()[0], raw)
+
+
+_NON_ASCII = re.compile(rb"[\x80-\xff]")
 
 
 class Guard:
@@ -195,7 +236,8 @@ def when(iso: str | None) -> str:
 
 
 def build_web_app(app: App, config: WebConfig) -> ASGIApp:
-    """The guarded ASGI application serving ``app``'s mailbox to one person.
+    """The guarded ASGI application serving ``app``'s mailbox to one person (a form body in
+    raw UTF-8 read as UTF-8: :class:`Utf8Escaped`).
 
     The person reads under the one rule of every read path (:func:`views.person_view`): the
     mail they sent or received, everyone's only with ``AGENT_LINK_INSPECT_ALL``. Pages,
@@ -327,7 +369,7 @@ def build_web_app(app: App, config: WebConfig) -> ASGIApp:
         *_form_routes(app, config, visibility, overview_page, thread_page),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
-    return Guard(Starlette(routes=routes), config)
+    return Guard(Utf8Escaped(Starlette(routes=routes)), config)
 
 
 def _back(path: str, **params: str) -> RedirectResponse:

@@ -70,6 +70,9 @@ def test_the_page_needs_its_token(cli_server: PageServer, page: Any) -> None:
     assert page.locator("h2", has_text="Conversations").count() == 1
 
 
+ANSWER = "Deploy main, please: café, 日本, 🎉."
+
+
 def test_mail_from_an_mcp_process_appears_live_and_a_reply_typed_on_the_page_reaches_the_agent(
         cli_server: PageServer, page: Any, mcp_agent: Any) -> None:
     alice = mcp_agent("team:alice")
@@ -88,7 +91,7 @@ def test_mail_from_an_mcp_process_appears_live_and_a_reply_typed_on_the_page_rea
     page.click(f"#inbox a[href^='/c/{question['messageId']}']")
     page.wait_for_selector("form.answer-form textarea")
     assert page.locator(f"#m-{question['messageId']} .badge", has_text="delivered").count() == 1  # seen on the page
-    page.fill("form.answer-form textarea", "Deploy main, please.")
+    page.fill("form.answer-form textarea", ANSWER)  # text outside ASCII arrives as typed
     shot(page, "conversation-answering")
     page.click("form.answer-form button[type=submit]")
     page.wait_for_selector(f"#m-{question['messageId']} >> text=replied")
@@ -96,7 +99,7 @@ def test_mail_from_an_mcp_process_appears_live_and_a_reply_typed_on_the_page_rea
 
     def answered() -> dict[str, Any] | None:
         inbox = alice.call("read_agent_link_inbox", {})
-        return inbox if "Deploy main, please." in inbox["renderedBlock"] else None
+        return inbox if ANSWER in inbox["renderedBlock"] else None
 
     inbox = wait_until(answered)
     assert inbox, "the answer typed on the page never reached team:alice's inbox"
