@@ -24,10 +24,6 @@ def main() -> None:
         from agent_link_core.hook import main as hook_main
 
         sys.exit(hook_main(argv[1:]))
-    bad = _not_utf8(argv)
-    if bad is not None:
-        sys.stderr.write(f"{bad}\n")
-        sys.exit(2)
     from agent_link_core import discovery
 
     discovery.USE_CACHE = True  # a whole process of its own: entry points come from the checked cache
@@ -46,18 +42,3 @@ def main() -> None:
 
     cli_main()
 
-
-def _not_utf8(argv: list[str]) -> str | None:
-    """Why an argument is refused, or None. Python keeps argument bytes that are not UTF-8 as
-    lone surrogates (PEP 383), which no store, file or host protocol of agent-link can hold:
-    they are refused here once, in one line, before any command could trip on them."""
-    for n, arg in enumerate(argv):
-        if arg.isascii():
-            continue
-        raw = arg.encode("utf-8", "surrogateescape")  # the bytes as the process received them
-        try:
-            raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            where = f"agent-link {argv[0]}: argument {n}" if n else "agent-link: the command"
-            return f"{where} is not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); agent-link takes text only."
-    return None
