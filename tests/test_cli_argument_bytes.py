@@ -17,7 +17,8 @@ BAD = b"a\xff"
 
 def run(*args: bytes, address: str = "test:alice") -> subprocess.CompletedProcess[bytes]:
     return subprocess.run([sys.executable.encode(), b"-m", b"agent_link_core", *args], capture_output=True, timeout=120,
-                          env={**os.environ, "AGENT_LINK_ADDRESS": address}, check=False)
+                          env={**os.environ, "AGENT_LINK_ADDRESS": address, "AGENT_LINK_LOAD_PLUGINS": "listings"},  # find, contacts
+                          check=False)
 
 
 @pytest.mark.parametrize("args", [

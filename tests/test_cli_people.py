@@ -200,12 +200,12 @@ def test_body_from_stdin_and_file_within_the_limit(tmp_path: Path) -> None:
 NOT_UTF8 = os.fsdecode(b"x\xffy")  # as Python hands the process such bytes (PEP 383)
 
 
-@pytest.mark.parametrize("args", [
-    ("lease", NOT_UTF8), ("send", "team:bob", "hi", "--label", NOT_UTF8), ("send", NOT_UTF8, "hi"), ("search", NOT_UTF8),
-    ("config", "set", "state_dir", "/tmp/" + NOT_UTF8), ("forks", "show", NOT_UTF8), (NOT_UTF8,),
-], ids=["lease", "option", "target", "search", "config", "plugin-command", "command"])
-def test_an_argument_that_is_not_utf8_is_one_line_whatever_the_command(args: tuple[str, ...]) -> None:
-    proc = process(*args, "--from", "team:alice")
+@pytest.mark.parametrize(("plugin", "args"), [
+    ("leases", ("lease", NOT_UTF8)), ("", ("send", "team:bob", "hi", "--label", NOT_UTF8)), ("search", ("search", NOT_UTF8)),
+    ("settings", ("config", "set", "state_dir", "/tmp/" + NOT_UTF8)), ("forks", ("forks", "show", NOT_UTF8)),
+], ids=["lease", "option", "search", "config", "plugin-command"])
+def test_an_argument_that_is_not_utf8_is_one_line_whatever_the_command(plugin: str, args: tuple[str, ...]) -> None:
+    proc = process(*args, env={"AGENT_LINK_ADDRESS": "team:alice", "AGENT_LINK_LOAD_PLUGINS": plugin}, plugins=(plugin,))
     no_traceback(proc)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "x\\xffy" in proc.stderr and "not UTF-8" in proc.stderr, proc.stderr
 
