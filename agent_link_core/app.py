@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import sys
+import time
 from collections.abc import Mapping
 from functools import cached_property, partial
 
@@ -61,6 +62,7 @@ class App:
             hooks.report = report
         hooks.boundary.sink = lambda problem: problem_log.append(config.state_dir, problem,
                                                                  self.plugin_report.installed(env).get(problem["plugin"]))
+        self._skip_hung_elsewhere()
         #: harnesses by name; a declared one is built (its host's modules imported) when first used
         self.harnesses = HarnessTable(hooks.harnesses(), self._build_harness)
         #: why this App only reads (its state dir is not writable), else None: see ``read_only_ok``
@@ -146,6 +148,19 @@ class App:
             harness_fault(self.hooks, declared, "build", f"cannot load: {describe(exc)}", exc=exc if isinstance(exc, Exception) else None)
             return None
         return harness if self._attach_harness(harness) else None
+
+    def _skip_hung_elsewhere(self) -> None:
+        """Skip here the hooks another process interrupted after the budget lately
+        (:func:`problem_log.hung_lately`): else every command waits the whole budget for them
+        again. An upgraded or uninstalled plugin is tried again at once."""
+        hung = problem_log.hung_lately(self.config.state_dir)
+        installed = self.plugin_report.installed(self.env) if hung else {}
+        for entry in hung:
+            name = entry["plugin"]
+            if name in installed and entry.get("version") in (None, installed[name] or entry.get("version")):
+                ago = max(int(time.time()) - entry["at"], 0)
+                self.hooks.boundary.skip(name, entry["hook"], f"hung in another agent-link process {ago} s ago; skipped until "
+                                         f"{problem_log.HUNG_SKIP_S // 60} min have passed")
 
     def _open_store(self, path: str, migrations: list[Any]) -> Store:
         """Open the database with the core's migrations, then each plugin's: a plugin whose

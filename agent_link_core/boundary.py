@@ -42,6 +42,7 @@ import types
 from collections.abc import Awaitable, Callable, Generator, Mapping
 
 from agent_link_core.errors import AgentLinkError, Refused
+from agent_link_core.problem_log import HUNG, HUNG_SKIP_S
 from agent_link_core.lazy_log import LazyLogger
 from agent_link_core.lazy_record import Struct
 
@@ -456,6 +457,17 @@ class Boundary:
                 self.on_disable(plugin, f"{hook}: {error}")
         return problem
 
+    def skip(self, plugin: str, hook: str, error: str) -> None:
+        """Skip ``hook`` of ``plugin`` in this process for a reason known before any call (it
+        hung in another process): a problem of this process, not written to the problem log
+        again (that entry would outlive the one it repeats)."""
+        self.hung.add((plugin, hook))
+        sink, self.sink = self.sink, None
+        try:
+            self.fault(plugin, hook, error, fix="A hook must return quickly; do I/O in a harness's async methods.")
+        finally:
+            self.sink = sink
+
     def report(self) -> list[dict[str, Any]]:
         """Every recorded problem, oldest first."""
         return [p.to_dict() for p in self.problems.values()]
@@ -496,8 +508,8 @@ class Boundary:
             return True  # recorded by the register callback, which left the plugin out
         if isinstance(exc, Overran):
             self.hung.add((plugin, hook))
-            self.fault(plugin, hook, f"did not return within {self.timeout_ms} ms and was interrupted; not called again "
-                       "in this process", fix="A hook must return quickly; do I/O in a harness's async methods.", disable=disable)
+            self.fault(plugin, hook, f"{HUNG} {self.timeout_ms} ms and was interrupted; not called again "
+                       f"in this process or for {HUNG_SKIP_S // 60} min in others", fix="A hook must return quickly; do I/O in a harness's async methods.", disable=disable)
         else:
             self.fault(plugin, hook, prefix + describe(exc), disable=disable, exc=exc)
         return True

@@ -23,6 +23,10 @@ if TYPE_CHECKING:
 FILE_NAME = "plugin-problems.json"
 KEEP = 50
 RECENT_S = 24 * 3600
+#: how the problem of a synchronous hook interrupted after the budget begins (agent_link_core.boundary)
+HUNG = "did not return within"
+#: a hook that hung is skipped by every process of the state dir for this long (s), then tried again
+HUNG_SKIP_S = 600
 
 
 def _path(state_dir: str) -> str:
@@ -61,3 +65,14 @@ def recent_elsewhere(state_dir: str, seen_here: list[dict[str, Any]],
             and (e.get("plugin"), e.get("hook"), e.get("error")) not in mine
             and isinstance(e.get("plugin"), str) and e["plugin"] in installed
             and e.get("version") in (None, installed[e["plugin"]] or e.get("version"))]  # either unknown, or equal
+
+
+def hung_lately(state_dir: str) -> list[dict[str, Any]]:
+    """Entries of hooks interrupted after the hook budget (:data:`HUNG`) in the last
+    :data:`HUNG_SKIP_S`, by any process: each later process would wait the whole budget again.
+    One ``stat`` when no problem was ever kept (the read path pays nothing more)."""
+    if not os.path.exists(_path(state_dir)):
+        return []
+    cutoff = time.time() - HUNG_SKIP_S
+    return [e for e in read(state_dir) if isinstance(e.get("error"), str) and e["error"].startswith(HUNG)
+            and isinstance(e.get("at"), int) and e["at"] >= cutoff and isinstance(e.get("plugin"), str) and isinstance(e.get("hook"), str)]

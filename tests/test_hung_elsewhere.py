@@ -1,0 +1,54 @@
+"""A plugin hook that hung (interrupted after the hook budget) in one agent-link process is
+skipped by the processes of the same state dir that follow, for ``HUNG_SKIP_S``: each command
+would otherwise wait the whole budget again (30 s by default) before doing its work. Real
+processes, a plugin installed as a distribution."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from agent_link_core.problem_log import HUNG_SKIP_S
+from agent_link_testing.dists import install_dist
+
+PLUGIN = '''
+import os
+import time
+
+from agent_link_core import hookimpl
+
+
+@hookimpl
+def agent_link_before_send(message, context):
+    with open(os.environ["SLEEPY_CALLS"], "a") as f:
+        f.write("called\\n")
+    time.sleep(120)
+    return []
+'''
+
+
+def test_a_hook_that_hung_in_one_process_is_skipped_by_the_next(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    install_dist(site, "agent_link_sleepy", {"plugin.py": PLUGIN}, entry_name="sleepy", entry_module="agent_link_sleepy.plugin")
+    calls = tmp_path / "calls"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_LINK_")}
+    env.update(HOME=str(tmp_path / "home"), AGENT_LINK_STATE_DIR=str(tmp_path / "state"), AGENT_LINK_LOAD_PLUGINS="sleepy",
+               AGENT_LINK_HOOK_TIMEOUT_MS="1000", AGENT_LINK_ADDRESS="team:alice", SLEEPY_CALLS=str(calls),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH")])))
+
+    def send(text: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "agent_link_core", "send", "team:bob", text], env=env, capture_output=True,
+                              text=True, timeout=120)
+
+    first = send("one")
+    assert first.returncode == 0 and "'sleepy' failed in agent_link_before_send: did not return within 1000 ms" in first.stderr, first.stderr
+    second, third = send("two"), send("three")
+    for later in (second, third):
+        assert later.returncode == 0 and later.stdout.startswith("queued:"), later.stderr
+        assert "'sleepy' failed in agent_link_before_send: hung in another agent-link process" in later.stderr, later.stderr
+        assert f"skipped until {HUNG_SKIP_S // 60} min have passed" in later.stderr
+    assert calls.read_text().splitlines() == ["called"]  # the later sends never called it
+    health = subprocess.run([sys.executable, "-m", "agent_link_core", "health"], env=env, capture_output=True, text=True, timeout=120)
+    assert health.returncode == 1 and "sleepy" in health.stdout + health.stderr  # still reported as broken
