@@ -104,7 +104,7 @@ def send(ctx: Any, target: str, text: str | None, file: str | None, message_id: 
             sys.exit(130)
 
     def human(d: dict[str, Any]) -> None:
-        line = f"{d['outcome']}: {d['messageId'] or '-'} to {d['to'] or target}"
+        line = f"{d['outcome']}: {d['messageId'] or 'nothing sent'} to {d['to'] or target}"
         echo(line + (" (already sent; nothing resent)" if d["duplicate"] else ""))
         if d.get("error"):
             echo(f"agent-link: {cli_words(d['error']['message'], 'send')} {cli_words(d['error'].get('hint') or '', 'send')}".rstrip(), err=True)
