@@ -210,6 +210,7 @@ def test_sends_at_once_are_held_to_the_rules(isolated_env: Any) -> None:
             t.join(60)
         return sorted(outcomes)
 
+    App.create().close()  # the state dir made first: what is raced here is sending, not the database's creation
     limit = int(next(s.default for s in CORE_SETTINGS if s.name == "AGENT_LINK_PAIR_RATE"))
     assert burst("team:burst", "team:sink", [f"burst {i}" for i in range(12)]) == ["send_rate"] * (12 - limit) + ["stored"] * limit
     assert burst("team:dup", "team:dupsink", ["identical body"] * 6) == ["retry"] * 5 + ["stored"]
