@@ -21,7 +21,7 @@ from agent_link_testing.messages_stub import MessagesStub, Reply
 TOOLS = [{"name": "probe", "input_schema": {"type": "object"}}]  # a main request offers tools
 
 
-def ask(stub: MessagesStub, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def ask(stub: MessagesStub, messages: list[Any]) -> list[dict[str, Any]]:
     """One non-streamed ``POST /v1/messages`` offering a tool; the answer's content blocks."""
     body = json.dumps({"model": "m", "max_tokens": 10, "tools": TOOLS, "messages": messages}).encode()
     request = urllib.request.Request(stub.base_url + "/v1/messages", data=body, method="POST",
@@ -56,6 +56,14 @@ def test_a_conversations_script_answers_only_its_own_requests_whatever_the_arriv
         assert ask(stub, [opening("go ses_a")]) == [{"type": "text", "text": "nothing left"}]
         assert [r.first_user_text() for r in stub.unscripted] == ["go ses_a"]
         assert stub.pending_script == 2  # "b is done" and the shared one
+
+
+def test_a_body_whose_messages_are_not_objects_still_gets_the_shared_script() -> None:
+    with MessagesStub() as stub:
+        stub.enqueue("mine", conversation="ses_a")
+        stub.enqueue("shared")
+        assert ask(stub, ["not an object", opening("go ses_b")]) == [{"type": "text", "text": "shared"}]
+        assert stub.requests_of("main")[0].first_user_text() == "go ses_b"
 
 
 def test_an_empty_conversation_marker_is_refused() -> None:

@@ -187,7 +187,7 @@ class RecordedRequest:
         """The text of the first ``role:"user"`` message (its text blocks joined by newlines;
         ``""`` when there is none) -- what :meth:`MessagesStub.enqueue`'s ``conversation``
         marker is looked for in."""
-        first = next((m for m in self.messages if m.get("role") == "user"), None)
+        first = next((m for m in self.messages if isinstance(m, dict) and m.get("role") == "user"), None)
         content = (first or {}).get("content")
         if isinstance(content, str):
             return content
@@ -417,8 +417,8 @@ class MessagesStub:
         """Classify ``req`` as main/side and resolve its reply (called before recording)."""
         if self.is_main(req):
             req.kind = "main"
-            opening = req.first_user_text()
             with self._cond:
+                opening = req.first_user_text() if self._conversations else ""
                 queue = next((q for marker, q in self._conversations.items() if marker in opening), self._script)
                 item: ScriptItem | None = queue.popleft() if queue else None
             if item is None:
