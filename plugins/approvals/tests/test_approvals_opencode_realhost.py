@@ -150,8 +150,9 @@ def test_opencode_a_markdown_agents_own_table_decides_and_check_names_its_file(t
     with MessagesStub() as stub, OpencodeServer(stub.base_url, mcp=data["mcp"], config_extra=extra, root=root) as server:
         status, asked = tool_call_outcome(server, stub, "agent-link_list_agents")  # opencode's own agent: the top level
         assert status == "completed" and asked == [], (status, asked)
-        status, asked = tool_call_outcome(server, stub, "agent-link_list_agents", agent="mdopen")
-        assert status == "completed" and asked == [], (status, asked)
+        # the held turn first: its closing reply stays scripted while mdopen's session runs
         status, asked = tool_call_outcome(server, stub, "agent-link_list_agents", agent="mdstrict")
         assert [a["permission"] for a in asked] == ["agent-link_list_agents"] and status != "completed", (
             status, asked, [turn_record(server, stub, s["id"]) for s in server.request("GET", "/session")])
+        status, asked = tool_call_outcome(server, stub, "agent-link_list_agents", agent="mdopen")
+        assert status == "completed" and asked == [], (status, asked)
