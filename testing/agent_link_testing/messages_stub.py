@@ -41,6 +41,16 @@ text). Pass ``is_main=`` to change the rule (e.g. a non-thinking ``--model`` tog
 
 When the queue is empty a ``main`` request gets ``Reply.text(default_text)`` and is listed in
 :attr:`MessagesStub.unscripted`, so tests can assert their script covered the whole run.
+
+One script per conversation
+---------------------------
+The shared queue answers ``main`` requests in arrival order, whichever conversation sends them.
+When a test runs turns in several sessions of one host, a turn still in flight (its follow-up
+request after a tool result not sent yet, or a turn held by a permission question) would take
+the next conversation's reply. ``enqueue(..., conversation=MARKER)`` keeps a queue of its own
+for the ``main`` requests whose first user message contains ``MARKER`` (put it in the prompt,
+e.g. the session id); such requests never take from the shared queue, and get
+``default_text`` when their own queue is empty.
 """
 
 from __future__ import annotations
@@ -173,6 +183,16 @@ class RecordedRequest:
                 return m
         return None
 
+    def first_user_text(self) -> str:
+        """The text of the first ``role:"user"`` message (its text blocks joined by newlines;
+        ``""`` when there is none) -- what :meth:`MessagesStub.enqueue`'s ``conversation``
+        marker is looked for in."""
+        first = next((m for m in self.messages if isinstance(m, dict) and m.get("role") == "user"), None)
+        content = (first or {}).get("content")
+        if isinstance(content, str):
+            return content
+        return "\n".join(b.get("text", "") for b in content or [] if isinstance(b, dict) and isinstance(b.get("text"), str))
+
     def tool_results(self) -> list[dict[str, Any]]:
         """The ``tool_result`` blocks of the last user message (``[]`` when there are none)."""
         last = self.last_user_message()
@@ -278,6 +298,7 @@ class MessagesStub:
         model: str | None = None,
     ) -> None:
         self._script: deque[ScriptItem] = deque(script)
+        self._conversations: dict[str, deque[ScriptItem]] = {}
         self.default_text = default_text
         self.side_reply = side_reply
         self.is_main = is_main
@@ -324,16 +345,28 @@ class MessagesStub:
         self.stop()
 
     # -- scripting ----------------------------------------------------------------------------
-    def enqueue(self, *items: ScriptItem) -> None:
-        """Append script items for upcoming ``main`` requests (FIFO)."""
+    def enqueue(self, *items: ScriptItem, conversation: str | None = None) -> None:
+        """Append script items for upcoming ``main`` requests (FIFO).
+
+        :param items: the replies, in order (see :data:`ScriptItem`).
+        :param conversation: a non-empty marker: the items answer only ``main`` requests whose
+            first user message contains it (see "One script per conversation" above); default
+            the shared queue.
+        :raises ValueError: ``conversation`` is the empty string.
+        """
+        if conversation == "":
+            raise ValueError("conversation must be a non-empty marker")
         with self._cond:
-            self._script.extend(items)
+            if conversation is None:
+                self._script.extend(items)
+            else:
+                self._conversations.setdefault(conversation, deque()).extend(items)
 
     @property
     def pending_script(self) -> int:
-        """Number of script items not yet consumed."""
+        """Number of script items not yet consumed (the shared queue and every conversation's)."""
         with self._cond:
-            return len(self._script)
+            return len(self._script) + sum(len(queue) for queue in self._conversations.values())
 
     # -- recorded requests --------------------------------------------------------------------
     @property
@@ -385,7 +418,9 @@ class MessagesStub:
         if self.is_main(req):
             req.kind = "main"
             with self._cond:
-                item: ScriptItem | None = self._script.popleft() if self._script else None
+                opening = req.first_user_text() if self._conversations else ""
+                queue = next((q for marker, q in self._conversations.items() if marker in opening), self._script)
+                item: ScriptItem | None = queue.popleft() if queue else None
             if item is None:
                 req.unscripted = True
                 item = self.default_text
