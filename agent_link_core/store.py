@@ -363,7 +363,8 @@ class Store:
         """Create a new database atomically: built under a temporary name, then linked into
         place, so no process ever sees an empty or half-made file at the path."""
         for leftover in (self.path + "-wal", self.path + "-shm"):
-            if os.path.exists(leftover) and os.path.getsize(leftover) > 0:
+            # the path checked again: a process starting at the same moment may have made the database since
+            if os.path.exists(leftover) and os.path.getsize(leftover) > 0 and not os.path.lexists(self.path):
                 raise AgentLinkError(
                     "state_io_error",
                     f"{leftover} exists but {os.path.basename(self.path)} does not: the database was moved or deleted "

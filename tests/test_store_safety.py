@@ -84,6 +84,25 @@ async def test_deleted_database_refuses_and_rescues(app: Any, isolated_env: Path
     assert orphan.value.details["reason"] == "orphan_wal"
 
 
+
+def test_a_database_another_process_made_meanwhile_is_not_taken_for_an_orphan_wal(isolated_env: Path) -> None:
+    """Processes starting together on a new state dir: one saw no database and went to make one
+    while another made it and opened it (its WAL files appeared). The first must use that one,
+    not refuse it as the WAL of a deleted database (several sessions opened at once did)."""
+    from agent_link_core.store import Store
+
+    first = Store(isolated_env / "agent-link.db")  # the other process: made it, holds it open
+    try:
+        first.conn.execute("INSERT INTO schema_migrations (owner, version, applied_at) VALUES ('race', 1, 0)")
+        late = Store.__new__(Store)  # this one found no database a moment before
+        late.path = first.path
+        late._create()
+        again = Store(first.path)
+        assert again.conn.execute("SELECT COUNT(*) FROM schema_migrations WHERE owner = 'race'").fetchone()[0] == 1
+        again.close()
+    finally:
+        first.close()
+
 @pytest.mark.anyio
 @pytest.mark.parametrize("how", ["deleted", "replaced"])
 async def test_a_process_exiting_after_the_file_went_keeps_what_it_acknowledged(app: Any, isolated_env: Path, how: str) -> None:
