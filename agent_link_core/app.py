@@ -160,7 +160,7 @@ class App:
             if name in installed and entry.get("version") in (None, installed[name] or entry.get("version")):
                 ago = max(int(time.time()) - entry["at"], 0)
                 self.hooks.boundary.skip(name, entry["hook"], f"hung in another agent-link process {ago} s ago; skipped until "
-                                         f"{problem_log.HUNG_SKIP_S // 60} min have passed")
+                                         f"{problem_log.HUNG_SKIP_S // 60} min have passed", problem_log.HUNG_SKIP_S - ago)
 
     def _open_store(self, path: str, migrations: list[Any]) -> Store:
         """Open the database with the core's migrations, then each plugin's: a plugin whose

@@ -34,6 +34,7 @@ from __future__ import annotations
 import _signal  # the C module behind signal: its getsignal, without the enum conversion
 import contextvars
 import json
+import math
 import signal
 import sys
 import threading
@@ -413,8 +414,9 @@ class Boundary:
         self.timeout_ms = timeout_ms
         self.problems: dict[tuple[str, str, str], Problem] = {}
         self.disabled: dict[str, str] = {}
-        #: ``(plugin, hook)`` interrupted after the budget: skipped for the rest of the process
-        self.hung: set[tuple[str, str]] = set()
+        #: ``(plugin, hook)`` -> until when (monotonic s) it is skipped: interrupted after the budget
+        #: here, for the rest of the process (inf); hung in another process, for what is left of its time
+        self.hung: dict[tuple[str, str], float] = {}
         #: called with ``(plugin, reason)`` when a plugin must be left out
         self.on_disable: Callable[[str, str], None] | None = None
         #: told of each new problem (the App keeps them for other processes to see)
@@ -457,16 +459,26 @@ class Boundary:
                 self.on_disable(plugin, f"{hook}: {error}")
         return problem
 
-    def skip(self, plugin: str, hook: str, error: str) -> None:
-        """Skip ``hook`` of ``plugin`` in this process for a reason known before any call (it
-        hung in another process): a problem of this process, not written to the problem log
+    def skip(self, plugin: str, hook: str, error: str, for_s: float) -> None:
+        """Skip ``hook`` of ``plugin`` for ``for_s`` seconds for a reason known before any call
+        (it hung in another process): a problem of this process, not written to the problem log
         again (that entry would outlive the one it repeats)."""
-        self.hung.add((plugin, hook))
+        self.hung[(plugin, hook)] = time.monotonic() + for_s
         sink, self.sink = self.sink, None
         try:
             self.fault(plugin, hook, error, fix="A hook must return quickly; do I/O in a harness's async methods.")
         finally:
             self.sink = sink
+
+    def skipped(self, plugin: str, hook: str) -> bool:
+        """Whether ``hook`` of ``plugin`` is skipped now (:attr:`hung`)."""
+        until = self.hung.get((plugin, hook))
+        if until is None:
+            return False
+        if time.monotonic() < until:
+            return True
+        del self.hung[(plugin, hook)]  # the time another process's hang bought it is over: tried again
+        return False
 
     def report(self) -> list[dict[str, Any]]:
         """Every recorded problem, oldest first."""
@@ -507,7 +519,7 @@ class Boundary:
         if isinstance(exc, Refused):
             return True  # recorded by the register callback, which left the plugin out
         if isinstance(exc, Overran):
-            self.hung.add((plugin, hook))
+            self.hung[(plugin, hook)] = math.inf
             self.fault(plugin, hook, f"{HUNG} {self.timeout_ms} ms and was interrupted; not called again "
                        f"in this process or for {HUNG_SKIP_S // 60} min in others", fix="A hook must return quickly; do I/O in a harness's async methods.", disable=disable)
         else:
@@ -528,7 +540,7 @@ class Boundary:
         :param prefix: put before the error of a fault (``"import failed: "``).
         :raises KeyboardInterrupt: a real Ctrl-C. :raises: the ``passing`` types.
         """
-        if plugin in self.disabled or (self.hung and (plugin, hook) in self.hung):
+        if plugin in self.disabled or (self.hung and self.skipped(plugin, hook)):
             return default
         sigints = _sigints
         token = _PLUGIN.set(plugin)
@@ -564,7 +576,7 @@ class Boundary:
 
         :raises asyncio.CancelledError: when the calling task is cancelled.
         """
-        if plugin in self.disabled or (plugin, hook) in self.hung:
+        if plugin in self.disabled or (self.hung and self.skipped(plugin, hook)):
             return default
         import asyncio
 

@@ -52,3 +52,17 @@ def test_a_hook_that_hung_in_one_process_is_skipped_by_the_next(tmp_path: Path) 
     assert calls.read_text().splitlines() == ["called"]  # the later sends never called it
     health = subprocess.run([sys.executable, "-m", "agent_link_core", "health"], env=env, capture_output=True, text=True, timeout=120)
     assert health.returncode == 1 and "sleepy" in health.stdout + health.stderr  # still reported as broken
+
+
+def test_the_skip_for_another_processs_hang_ends_with_its_time() -> None:
+    """A long-lived process (an MCP server) started while a hook was skipped calls it again
+    once the time the other process's hang bought is over; its own hang lasts its life."""
+    import time
+
+    from agent_link_core.boundary import Boundary
+
+    boundary = Boundary(1000)
+    boundary.skip("sleepy", "agent_link_before_send", "hung in another agent-link process", for_s=60)
+    assert boundary.call("sleepy", "agent_link_before_send", lambda: "ran", default="skipped") == "skipped"
+    boundary.hung[("sleepy", "agent_link_before_send")] = time.monotonic() - 1  # those 60 s are over
+    assert boundary.call("sleepy", "agent_link_before_send", lambda: "ran", default="skipped") == "ran"
