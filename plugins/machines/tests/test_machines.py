@@ -716,7 +716,7 @@ def test_receipts_on_both_machines(machines: Callable[..., Machine]) -> None:
     machine learns the delivery and the resolution from the records that come back."""
     a, b = machines("alpha"), machines("beta")
     for m in (a, b):
-        m.env["AGENT_LINK_LOAD_PLUGINS"] = "machines receipts"
+        m.env["AGENT_LINK_LOAD_PLUGINS"] = "machines receipts listings"
     b.cli("inbox", address="team:bob")
     a.cli("inbox", address="team:alice")
     for m in (a, b):
