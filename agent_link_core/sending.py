@@ -157,8 +157,13 @@ class Outbox:
         warnings = proof_warnings + self.hooks.before_send(msg, context)
         row: Any  # the stored row (the answer of a resolution that sends one is never None)
         if answered is not None and is_reply and self.mailbox.state(answered).resolution is None:
-            _, row = self.mailbox.resolve(answered["id"], caller, "reply", reply=msg, result=context.result)
-            created = True
+            # a reply that resolves is held to the rules too (agents answering each other's answers is the
+            # loop they exist for); concurrent ones race for the one resolution, and the losers store with the guard
+            if guard is not None and (repeated := guard()) is not None:
+                row, created = self.mailbox.stored(repeated), False
+            else:
+                _, row = self.mailbox.resolve(answered["id"], caller, "reply", reply=msg, result=context.result)
+                created = True
         else:
             row, created = self.mailbox.store_message(msg, context.result, guard)
         delivery = await self.push(row, options or {}) if created else None

@@ -154,6 +154,25 @@ async def test_a_runaway_exchange_is_stopped_both_ways(monkeypatch: pytest.Monke
         app.close()
 
 
+async def test_agents_answering_each_others_answers_are_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each reply resolves the message it answers: the loop of two agents replying to each other."""
+    monkeypatch.setenv("AGENT_LINK_PAIR_RATE", "4")
+    monkeypatch.setenv("AGENT_LINK_PAIR_WINDOW_MS", "3600000")
+    alice = Caller("team:alice", "config", "team")
+    app = App.create()
+    try:
+        last = (await app.send(caller=alice, to="team:bob", body="ping", anticipation="reply")).message["id"]
+        for n in range(3):  # three answers: the pair has used its 4
+            me, other = (BOB, "team:alice") if n % 2 == 0 else (alice, "team:bob")
+            out = await app.send(caller=me, to=other, body=f"answer {n}", anticipation="reply", reply_to=last)
+            assert out.created
+            last = out.message["id"]
+        with pytest.raises(AgentLinkError) as raised:  # alice answers bob's answer
+            await app.send(caller=alice, to="team:bob", body="answer 3", anticipation="reply", reply_to=last)
+        assert raised.value.details["reason"] == "send_rate"
+    finally:
+        app.close()
+
 async def test_the_guard_through_a_real_mcp_client_session(isolated_env: Any) -> None:
     env = {"AGENT_LINK_ADDRESS": "test:alice", "AGENT_LINK_PAIR_RATE": "3", "AGENT_LINK_PAIR_WINDOW_MS": "3600000"}
     async with agent_link_mcp(env) as alice:
