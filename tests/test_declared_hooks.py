@@ -22,6 +22,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -56,6 +57,13 @@ def setting_fields(setting: Any) -> tuple[Any, ...]:
     return tuple(getattr(setting, f) for f in SETTING_FIELDS)
 
 
+def entry_modules() -> Iterator[tuple[Any, str, Any, dict[str, Any]]]:
+    """``(entry point, entry module name, its top package, its hooks by name)`` of every installed plugin."""
+    for ep in importlib.metadata.entry_points(group=plugins.ENTRY_POINT_GROUP):
+        module = ep.value.partition(":")[0].strip()
+        yield ep, module, importlib.import_module(module.partition(".")[0]), lazy_hooks.module_hooks(importlib.import_module(module))
+
+
 @pytest.mark.installed_plugins
 def test_every_installed_plugin_declares_exactly_the_settings_and_migrations_it_registers() -> None:
     """What each entry module's hooks really register (called as pluggy would) is the truth
@@ -64,10 +72,7 @@ def test_every_installed_plugin_declares_exactly_the_settings_and_migrations_it_
     from agent_link_core.config import Setting
 
     checked = []
-    for ep in importlib.metadata.entry_points(group=plugins.ENTRY_POINT_GROUP):
-        module = ep.value.partition(":")[0].strip()
-        package = importlib.import_module(module.partition(".")[0])
-        found = lazy_hooks.module_hooks(importlib.import_module(module))
+    for ep, module, package, found in entry_modules():
         settings = lazy_hooks.declared_records(package, lazy_hooks.SETTINGS_ATTR, module)
         schema = lazy_hooks.declared_records(package, lazy_hooks.SCHEMA_ATTR, module)
         if "agent_link_register_settings" in found:
@@ -95,10 +100,7 @@ def test_every_installed_plugin_declares_exactly_the_harnesses_it_registers() ->
     truth its package's AGENT_LINK_HARNESSES must match; answered from the declaration (as a
     declared-hooks load does), the records are equal, and no plugin module is imported."""
     checked = []
-    for ep in importlib.metadata.entry_points(group=plugins.ENTRY_POINT_GROUP):
-        module = ep.value.partition(":")[0].strip()
-        package = importlib.import_module(module.partition(".")[0])
-        found = lazy_hooks.module_hooks(importlib.import_module(module))
+    for ep, module, package, found in entry_modules():
         harnesses = lazy_hooks.declared_records(package, lazy_hooks.HARNESSES_ATTR, module)
         if "agent_link_register_harnesses" not in found:
             assert harnesses is None, f"{ep.name} declares harnesses it does not register"
