@@ -53,6 +53,20 @@ def test_the_hook_table_is_the_plugin_managers_hooks_with_their_arguments() -> N
     assert not wrong, f"arguments in the table differ from hookspecs.py (table, spec): {wrong}"
 
 
+def test_the_hook_table_says_which_hooks_are_firstresult() -> None:
+    """The table's "called" column starts with ``firstresult`` exactly for the firstresult specs
+    (hookspecs.py keeps the shapes, the table when a hook is called and how its failure ends)."""
+    lines = (REPO / "docs" / "plugins.md").read_text(encoding="utf-8").splitlines()
+    rows = [line for line in lines[lines.index(HEADER) + 2:] if ROW.match(line)]
+    table = sorted(m.group(1) for line in rows if (m := ROW.match(line)) and line.split(" | ")[1].startswith("firstresult"))
+    pm = pluggy.PluginManager(hookspecs.PROJECT)
+    pm.add_hookspecs(hookspecs)
+    specs = sorted(name for name, caller in vars(pm.hook).items()
+                   if name.startswith("agent_link_") and caller.spec is not None and caller.spec.opts.get("firstresult"))
+    assert len(specs) >= 5
+    assert table == specs
+
+
 def test_no_other_document_keeps_a_hook_table() -> None:
     files = subprocess.run(["git", "ls-files", "*.md"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
     others = [f"{name}: {line}" for name in files if name != "docs/plugins.md"
