@@ -1,21 +1,9 @@
 """``AGENT_LINK_*`` settings: declaration, legacy aliases, parsing and the health report.
 
-The core declares its own settings here; plugins declare theirs through
-``agent_link_register_settings`` so every variable is parsed and reported the same way.
-Rules (from the original, docs/behaviour.md §23):
-
-* the canonical name wins over aliases; health names deprecated aliases in use and
-  conflicts (names only, never values);
-* flags accept ``1/true/yes/on`` and ``0/false/no/off`` (any case);
-* paths must be absolute or start with ``~/`` (hooks and servers run in other working
-  directories), otherwise :class:`~agent_link_core.errors.AgentLinkError`
-  ``invalid_arguments`` naming the variable;
-* a number that is not a whole number in range, or a word not among a choice's words, is
-  refused the same way, the message naming the value and what is allowed (a value silently
-  replaced by its default would leave the person believing their setting is in effect).
-
-This module imports only light standard modules (no dataclasses, typing or pathlib at run
-time): the hook fast path uses it.
+The core declares its own settings here, plugins theirs through ``agent_link_register_settings``
+(aliases: the original tools' names for them); all are parsed by the rules of
+docs/behaviour.md §23. A refused value is an error, never replaced by its default: the person
+would believe their setting is in effect. Light standard modules only: the hook fast path uses it.
 """
 
 from __future__ import annotations
@@ -23,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 
-from agent_link_core.errors import AgentLinkError
+from agent_link_core.errors import AgentLinkError, Refused
 
 TYPE_CHECKING = False  # typing is not imported at run time: this module is on the hook path
 if TYPE_CHECKING:
@@ -31,11 +19,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
+FALSE_WORDS = frozenset({"0", "false", "no", "off"})
 SETTING_NAME_RE = re.compile(r"^AGENT_LINK_[A-Z0-9_]{1,64}$")
 ALIAS_NAME_RE = re.compile(r"^[A-Z][A-Z0-9_]{0,80}$")
-FALSE_WORDS = frozenset({"0", "false", "no", "off"})
-
-
 SETTINGS_FILE_SOURCE = "settings-file"  # Config.sources value of a setting read from the settings file
 
 
@@ -47,7 +33,7 @@ class Setting:
         (``<harness>:<id>``: lower-case harness of up to 32 characters, an id of up to 128
         of ``A-Z a-z 0-9 _ . -``).
     :param default: value when unset (already parsed; ``None`` allowed).
-    :param aliases: legacy names, read only when the canonical one is unset.
+    :param aliases: the original tools' names, read when the canonical one is unset.
     :param minimum/maximum: inclusive bounds for ``int``.
     :param choices: allowed values for ``choice`` (compared lower-case).
     :param warning: the ``rule`` in the error's details when a value is refused (``int`` /
@@ -69,7 +55,6 @@ class Setting:
     def __repr__(self) -> str:
         return f"Setting({self.name!r}, {self.kind!r}, {self.default!r})"
 
-
 #: variables other than settings that the core reads (the settings file, the start-up cache,
 #: installed host folders): every host must pass them to agent-link's server, as it must each
 #: harness's ``env_variables``
@@ -88,24 +73,18 @@ CORE_SETTINGS: tuple[Setting, ...] = (
     Setting("AGENT_LINK_LOG_LEVEL", "choice", None, choices=("error", "warn", "info", "debug"), doc="log level"),
     Setting("AGENT_LINK_LOG_FILE", "path", None, doc="log file (default <state>/logs/agent-link.log)"),
     Setting("AGENT_LINK_INSPECT_ALL", "flag", False, doc="allow scope 'all' (every mailbox) in inspect and receipts"),
-    Setting(
-        "AGENT_LINK_BUSY_TIMEOUT_MS", "int", 10000, minimum=100, maximum=600000, warning="busy_timeout_ignored",
-        doc="how long a write waits for another process's database lock before state_busy (100-600000 ms)",
-    ),
+    Setting("AGENT_LINK_BUSY_TIMEOUT_MS", "int", 10000, minimum=100, maximum=600000, warning="busy_timeout_ignored",
+            doc="how long a write waits for another process's database lock before state_busy (100-600000 ms)"),
     Setting("AGENT_LINK_CONFIG", "path", None, doc="the settings file (default ~/.config/agent-link/config.toml)"),
     Setting("AGENT_LINK_MCP_FRONT", "flag", True,
             doc="agent-link mcp answers initialize and tools/list from its start-up cache while loading"),
     Setting("AGENT_LINK_TOOLS", "str", "all",
             doc="MCP tools the server lists: all, messaging, a plugin's name, tool names (comma separated); unset: "
                 "messaging for a server a host started (AGENT_LINK_HOST), else all; agent_link_tools reaches the others"),
-    Setting(
-        "AGENT_LINK_REMINDER_LIMIT", "int", 3, minimum=0, maximum=20,
-        warning="reminder_limit_ignored", doc="reminders per message before it becomes unresolved (0-20)",
-    ),
-    Setting(
-        "AGENT_LINK_REMINDER_INTERVAL_MS", "int", 30000, minimum=30000,
-        warning="reminder_interval_ignored", doc="reminder interval in ms (at least 30000)",
-    ),
+    Setting("AGENT_LINK_REMINDER_LIMIT", "int", 3, minimum=0, maximum=20, warning="reminder_limit_ignored",
+            doc="reminders per message before it becomes unresolved (0-20)"),
+    Setting("AGENT_LINK_REMINDER_INTERVAL_MS", "int", 30000, minimum=30000, warning="reminder_interval_ignored",
+            doc="reminder interval in ms (at least 30000)"),
     Setting("AGENT_LINK_WAIT_CAP_MS", "int", 50000, minimum=1000, maximum=600000,
             doc="longest a wait runs in one tool call when the client sent no progress token (its tool-call timeout)"),
     Setting("AGENT_LINK_WAIT_PROGRESS_MS", "int", 10000, minimum=1000, maximum=60000,
@@ -192,45 +171,33 @@ def parse_path(name: str, raw: str, home: str | None = None) -> str:
 
 
 def _shown(raw: str) -> str:
-    """``raw`` quoted for a message, cut to 60 characters."""
     return repr(raw if len(raw) <= 60 else raw[:57] + "...")
 
 
 def _bad(name: str, rule: str, expected: str, raw: str) -> AgentLinkError:
-    return AgentLinkError(
-        "invalid_arguments",
-        f"The environment variable {name}={_shown(raw)} is invalid: expected {expected}.",
-        {"errors": [{"path": f"env.{name}", "rule": rule, "expected": expected}]},
-        hint=f"Fix or unset {name}.",
-    )
+    return AgentLinkError("invalid_arguments", f"The environment variable {name}={_shown(raw)} is invalid: expected {expected}.",
+                          {"errors": [{"path": f"env.{name}", "rule": rule, "expected": expected}]}, hint=f"Fix or unset {name}.")
 
 
 def _from_file(exc: AgentLinkError, name: str, path: str | None, raw: str) -> AgentLinkError:
     """``exc`` (from :func:`_bad`) re-said for the value ``raw`` read from the settings file at ``path``."""
-    expected = "; ".join(str(e.get("expected", "")) for e in exc.details.get("errors", []))
-    errors = [{**e, "path": f"file.{name}"} for e in exc.details.get("errors", [])]
-    return AgentLinkError(exc.code, f"{name} = {_shown(raw)} in the settings file {path} is invalid: expected {expected}.",
-                          {"errors": errors},
+    error = {**exc.details["errors"][0], "path": f"file.{name}"}
+    return AgentLinkError(exc.code, f"{name} = {_shown(raw)} in the settings file {path} is invalid: "
+                          f"expected {error['expected']}.", {"errors": [error]},
                           hint=f"Fix it with `agent-link config set`, or drop it with `agent-link config unset {name}`.")
 
 
-def load_config(
-    env: Mapping[str, str] | None = None,
-    extra: tuple[Setting, ...] = (),
-    on_setting_error: Callable[[AgentLinkError], None] | None = None,
-) -> Config:
-    """Read every declared setting from ``env`` (default: ``os.environ``), with the settings
-    file's values where ``env`` has none (:mod:`agent_link_core.settings_file`); such a
-    setting's source is ``settings-file``.
+def load_config(env: Mapping[str, str] | None = None, extra: tuple[Setting, ...] = (),
+                on_setting_error: Callable[[AgentLinkError], None] | None = None) -> Config:
+    """Read every declared setting from ``env`` (default: ``os.environ``), or else from the
+    settings file (source ``settings-file``).
 
     :param extra: plugin settings (from ``agent_link_register_settings``).
-    :param on_setting_error: called with the error of an invalid value; by default the
-        error is raised. (``config list|get`` pass a collector so one bad value is reported
-        instead of hiding the rest.) A setting whose value was rejected keeps its default,
-        and its source is ``default``.
+    :param on_setting_error: called with the error of an invalid value or settings file
+        instead of raising it (``config list`` reports them all); a refused value's setting
+        keeps its default, source ``default``.
     :raises AgentLinkError: ``invalid_arguments`` naming the variable, its value and what is
-        allowed: a relative path, a non-flag value, a number not whole or out of range, a
-        word not among a choice's, a malformed address.
+        allowed; also for an unreadable or invalid settings file.
     """
     from agent_link_core.settings_file import SettingsEnv, settings_path, with_settings
 
@@ -267,28 +234,21 @@ def load_config(
 
 
 def _read(setting: Setting, env: Mapping[str, str], cfg: Config) -> tuple[str | None, str]:
-    canonical = env.get(setting.name)
-    used_aliases = [a for a in setting.aliases if env.get(a) not in (None, "")]
-    for alias in used_aliases:
-        cfg.deprecated.append({"name": alias, "canonical": setting.name})
-    if canonical not in (None, ""):
-        for alias in used_aliases:
-            if env[alias] != canonical:
-                cfg.conflicts.append({"canonical": setting.name, "winner": setting.name, "ignored": alias})
-        return canonical, setting.name
-    if used_aliases:
-        winner = used_aliases[0]
-        for alias in used_aliases[1:]:
-            if env[alias] != env[winner]:
-                cfg.conflicts.append({"canonical": setting.name, "winner": winner, "ignored": alias})
-        return env[winner], winner
-    return None, "default"
+    """The raw value and the variable it came from (``default``: unset). The canonical name
+    wins, then the first alias set; aliases in use and values passed over go to ``cfg``."""
+    aliases = [a for a in setting.aliases if env.get(a) not in (None, "")]
+    cfg.deprecated.extend({"name": alias, "canonical": setting.name} for alias in aliases)
+    used = ([setting.name] if env.get(setting.name) not in (None, "") else []) + aliases
+    if not used:
+        return None, "default"
+    winner = used[0]
+    cfg.conflicts.extend({"canonical": setting.name, "winner": winner, "ignored": alias}
+                         for alias in used[1:] if env[alias] != env[winner])
+    return env[winner], winner
 
 
-def _parse(setting: Setting, raw: str, home: str | None, source: str | None = None) -> Any:
-    """``raw`` parsed as ``setting``; raises :func:`_bad`'s error naming the variable read."""
-    # Errors name the variable actually set, which may be a legacy alias of the setting.
-    name = source if source and source != setting.name and source != "default" else setting.name
+def _parse(setting: Setting, raw: str, home: str | None, name: str) -> Any:
+    """``raw`` parsed as ``setting``; errors name ``name``, the variable read (maybe an alias)."""
     if setting.kind == "flag":
         return parse_flag(name, raw)
     if setting.kind == "path":
@@ -317,7 +277,7 @@ def _parse(setting: Setting, raw: str, home: str | None, source: str | None = No
 
 
 def _int_range(setting: Setting) -> str:
-    """What an ``int`` setting allows, in words: ``a whole number from 0 to 20``."""
+    """``a whole number from 0 to 20`` and the like."""
     low, high = setting.minimum, setting.maximum
     bounds = {(True, True): f" from {low} to {high}", (True, False): f" of at least {low}", (False, True): f" of at most {high}"}
     return "a whole number" + bounds.get((low is not None, high is not None), "")
@@ -326,8 +286,6 @@ def _int_range(setting: Setting) -> str:
 def check_setting(record: Any, core_names: frozenset[str]) -> None:
     """Refuse a setting that is not a :class:`~agent_link_core.config.Setting`, is badly named,
     or would shadow one of the core's settings (its name or an alias)."""
-    from agent_link_core.boundary import Refused
-
     if not isinstance(record, Setting):
         raise Refused(f"registered a {type(record).__name__}, not a Setting", "Register agent_link_core.config.Setting records.")
     if not isinstance(record.name, str) or not SETTING_NAME_RE.match(record.name):

@@ -1,20 +1,8 @@
-"""The settings file every agent-link process reads: CLI, MCP server under any host, hooks.
-
-Hosts hand their MCP servers and hooks different environments (one may filter variables out),
-so a setting made only in a shell can reach one process and miss another: two mailboxes,
-silently. A setting written in this file reaches every process; a variable in the
-environment still overrides it.
-
-* Where: ``$AGENT_LINK_CONFIG``, else ``$XDG_CONFIG_HOME/agent-link/config.toml``, else
-  ``~/.config/agent-link/config.toml``.
-* Format (TOML): top-level keys are setting names, written either as the variable
-  (``AGENT_LINK_STATE_DIR``) or short and lower-case (``state_dir``); values are strings,
-  booleans or integers. Other keys and tables belong to the user and are kept when
-  ``agent-link config set|unset`` rewrites the file (comments are not: TOML writers do not
-  keep them).
-
-This module imports only the standard library, and ``tomllib`` only when the file exists (the
-hook fast path reads it).
+"""The settings file every agent-link process reads (README, "The settings file"): hosts give
+their servers and hooks different environments, and a file reaches them all. A TOML document
+whose top-level keys are settings (``AGENT_LINK_STATE_DIR`` or ``state_dir``) with string,
+boolean or integer values; tables are the user's. Standard library only, ``tomllib`` only when
+the file exists: the hook fast path reads it.
 """
 
 from __future__ import annotations
@@ -29,7 +17,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 PREFIX = "AGENT_LINK_"
-PATH_VARIABLE = "AGENT_LINK_CONFIG"
 
 
 class SettingsEnv(dict):  # type: ignore[type-arg]
@@ -43,9 +30,10 @@ class SettingsEnv(dict):  # type: ignore[type-arg]
 
 
 def settings_path(env: Mapping[str, str] | None = None) -> str:
-    """The settings file's path (module docstring); ``~`` expanded."""
+    """``$AGENT_LINK_CONFIG``, else ``$XDG_CONFIG_HOME/agent-link/config.toml``, else
+    ``~/.config/agent-link/config.toml``; ``~`` expanded."""
     env = os.environ if env is None else env
-    explicit = env.get(PATH_VARIABLE)
+    explicit = env.get("AGENT_LINK_CONFIG")
     if explicit:
         return os.path.expanduser(explicit)
     base = env.get("XDG_CONFIG_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".config")
@@ -80,17 +68,6 @@ def read_file(path: str) -> dict[str, Any]:
                              {"path": path}, hint="Fix the file, or move it aside and use `agent-link config set`.") from exc
 
 
-def file_settings(document: Mapping[str, Any]) -> dict[str, str]:
-    """``{variable: raw string}`` for the document's top-level settings (tables are the user's)."""
-    out: dict[str, str] = {}
-    for key, value in document.items():
-        if isinstance(value, bool):
-            out[variable_name(key)] = "1" if value else "0"
-        elif isinstance(value, (str, int)):
-            out[variable_name(key)] = str(value)
-    return out
-
-
 def with_settings(env: Mapping[str, str] | None = None) -> SettingsEnv:
     """``env`` (default ``os.environ``) with the settings file's values added where the
     environment has no value of its own. Passing a :class:`SettingsEnv` returns it as is.
@@ -102,10 +79,11 @@ def with_settings(env: Mapping[str, str] | None = None) -> SettingsEnv:
         return env
     merged = SettingsEnv(env)
     merged.path = settings_path(env)
-    taken = []
-    for name, value in file_settings(read_file(merged.path)).items():
-        if merged.get(name) in (None, ""):
-            merged[name] = value
-            taken.append(name)
+    taken: set[str] = set()
+    for key, value in read_file(merged.path).items():  # a key given twice (``x``, ``AGENT_LINK_X``): the last wins
+        name = variable_name(key)
+        if isinstance(value, (str, int)) and (name in taken or merged.get(name) in (None, "")):  # bool is an int
+            merged[name] = ("1" if value else "0") if isinstance(value, bool) else str(value)
+            taken.add(name)
     merged.from_file = frozenset(taken)
     return merged
