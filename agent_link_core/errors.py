@@ -1,10 +1,5 @@
-"""The closed set of error codes and the exception that carries them.
-
-Every failure a tool, the CLI or a plugin reports is an :class:`AgentLinkError` with one of
-:data:`ERROR_CODES`; the MCP layer turns it into
-``{"ok": false, "error": {"code", "message", "details"?, "hint"?}}`` with ``isError`` set.
-The list and each code's ``details`` keys follow the original Agent Link contract
-(docs/behaviour.md §3).
+"""The closed set of error codes (docs/behaviour.md §3) and :class:`AgentLinkError`, which
+carries one: the failure every tool, the CLI and a plugin reports, an MCP result's ``error``.
 """
 
 from __future__ import annotations
@@ -63,12 +58,6 @@ DEFAULT_HINTS: dict[str, str] = {
 UNAVAILABLE_HINT = "agent_link_health shows why this harness cannot be reached and what it searched."
 
 
-def default_hint(code: str) -> str:
-    """The hint a ``code`` gets when its error was raised without one (:data:`DEFAULT_HINTS`,
-    or :data:`UNAVAILABLE_HINT` for ``<harness>_unavailable``)."""
-    return DEFAULT_HINTS.get(code, UNAVAILABLE_HINT)
-
-
 def is_error_code(code: str) -> bool:
     """True for a code of the closed list: a fixed code or ``<harness>_unavailable``."""
     return code in ERROR_CODES or bool(HARNESS_UNAVAILABLE_RE.match(code))
@@ -84,13 +73,7 @@ class AgentLinkError(Exception):
     :param hint: what the caller can do about it, when there is something.
     """
 
-    def __init__(
-        self,
-        code: str,
-        message: str,
-        details: dict[str, Any] | None = None,
-        hint: str | None = None,
-    ) -> None:
+    def __init__(self, code: str, message: str, details: dict[str, Any] | None = None, hint: str | None = None) -> None:
         if not is_error_code(code):
             raise ValueError(f"unknown error code {code!r}")
         super().__init__(message)
@@ -100,12 +83,12 @@ class AgentLinkError(Exception):
         self.hint = hint
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``error`` object of a failed tool result; ``hint`` is always there (the code's
-        :func:`default_hint` when the error has none of its own)."""
+        """The ``error`` object of a failed tool result, ``{code, message, details?, hint}``; the
+        hint defaults to the code's (:data:`DEFAULT_HINTS`, :data:`UNAVAILABLE_HINT`)."""
         error: dict[str, Any] = {"code": self.code, "message": self.message}
         if self.details:
             error["details"] = self.details
-        error["hint"] = self.hint or default_hint(self.code)
+        error["hint"] = self.hint or DEFAULT_HINTS.get(self.code, UNAVAILABLE_HINT)
         return error
 
 
@@ -114,12 +97,8 @@ def invalid_arguments(errors: list[dict[str, Any]], message: str | None = None, 
     # a value may break several rules (a schema's type and format): each field named once
     paths = ", ".join(dict.fromkeys(e["path"] or "(arguments)" for e in errors))
     expected = "; ".join(dict.fromkeys(f"{e['path'] or 'arguments'}: {e['expected']}" for e in errors))
-    return AgentLinkError(
-        "invalid_arguments",
-        message or f"Invalid arguments: {paths}.",
-        {"errors": errors, **extra},
-        hint=f"Expected {expected}.",
-    )
+    return AgentLinkError("invalid_arguments", message or f"Invalid arguments: {paths}.", {"errors": errors, **extra},
+                          hint=f"Expected {expected}.")
 
 
 class Refused(Exception):

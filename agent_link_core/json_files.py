@@ -1,11 +1,6 @@
-"""Small files of the state dir: private folders (:func:`ensure_private_dir`) and JSON files
-that hold one object (records, registries, caches), read leniently and written atomically.
-
-Many files agent-link reads are advisory or written by other programs (a host's session
-records, a registry another process keeps): a missing, half-written or foreign file is not an
-error there, it is "no record". :func:`read_json_object` is that rule in one place.
-
-Imports only the standard library: the hook fast path uses it.
+"""Small files of the state dir: private folders, and JSON files holding one object (records,
+registries, caches, other programs' state files) read leniently and written atomically.
+Standard library only: the hook fast path uses it.
 """
 
 from __future__ import annotations
@@ -23,13 +18,9 @@ if TYPE_CHECKING:
 
 
 def read_json_object(path: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """The JSON object in the UTF-8 file ``path``, or None when there is none.
-
-    None for: a missing file, one that cannot be opened or read (permissions, a directory in its
-    place), text that is not UTF-8 or not JSON, JSON nested too deeply for the parser, and any
-    JSON value that is not an object (a list, a string, ``null``...). An empty object is
-    returned as ``{}``. Never raises for the file's content or absence; the caller decides
-    what "no record" means.
+    """The JSON object in the UTF-8 file ``path``, or None: for a file missing, unreadable, not
+    UTF-8, not JSON, nested too deeply or holding another JSON value. Never raises for the
+    file: a missing, half-written or foreign file is "no record", the caller says what that means.
     """
     try:
         with open(path, encoding="utf-8") as handle:
@@ -40,19 +31,16 @@ def read_json_object(path: str | os.PathLike[str]) -> dict[str, Any] | None:
 
 
 def ensure_private_dir(path: str | os.PathLike[str]) -> None:
-    """Create ``path`` (and parents) with mode 0700 when missing.
-
-    An existing directory is left as it is: it may be shared on purpose (a home directory,
-    ``/tmp``), and health reports a state dir others can read.
+    """Create ``path`` and its missing parents with mode 0700 (whatever the umask). An existing
+    directory is left as it is: it may be shared on purpose (``/tmp``); health reports a state
+    dir others can read.
 
     :raises AgentLinkError: ``state_io_error`` when it cannot be created.
     """
     try:
         if os.path.isdir(path):
             return
-        # Every directory created here is 0700, parents included (os.makedirs would give
-        # the missing parents 0777 minus the umask).
-        missing = []
+        missing = []  # not os.makedirs: it gives missing parents 0777 minus the umask
         current = os.path.abspath(path)
         while not os.path.isdir(current):
             missing.append(current)
@@ -67,7 +55,7 @@ def ensure_private_dir(path: str | os.PathLike[str]) -> None:
                 if not os.path.isdir(directory):  # "File exists" would hide which one is in the way
                     raise NotADirectoryError(errno_mod.ENOTDIR, f"{directory} is a file, not a directory") from None
                 continue  # another process made it meanwhile: theirs, left as it is
-            os.chmod(directory, 0o700)  # whatever the umask
+            os.chmod(directory, 0o700)
     except OSError as exc:
         raise state_io_error(path, exc) from exc
 
