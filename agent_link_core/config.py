@@ -236,15 +236,19 @@ def load_config(env: Mapping[str, str] | None = None, extra: tuple[Setting, ...]
 def _read(setting: Setting, env: Mapping[str, str], cfg: Config) -> tuple[str | None, str]:
     """The raw value and the variable it came from (``default``: unset). The canonical name
     wins, then the first alias set; aliases in use and values passed over go to ``cfg``."""
-    aliases = [a for a in setting.aliases if env.get(a) not in (None, "")]
-    cfg.deprecated.extend({"name": alias, "canonical": setting.name} for alias in aliases)
-    used = ([setting.name] if env.get(setting.name) not in (None, "") else []) + aliases
+    canonical = env.get(setting.name)
+    if not setting.aliases:  # most settings: the loop below is measurable on the hook path
+        return (canonical, setting.name) if canonical else (None, "default")
+    aliases = [a for a in setting.aliases if env.get(a)]
+    for alias in aliases:
+        cfg.deprecated.append({"name": alias, "canonical": setting.name})
+    used = [setting.name, *aliases] if canonical else aliases
     if not used:
         return None, "default"
-    winner = used[0]
-    cfg.conflicts.extend({"canonical": setting.name, "winner": winner, "ignored": alias}
-                         for alias in used[1:] if env[alias] != env[winner])
-    return env[winner], winner
+    for alias in used[1:]:
+        if env[alias] != env[used[0]]:
+            cfg.conflicts.append({"canonical": setting.name, "winner": used[0], "ignored": alias})
+    return env[used[0]], used[0]
 
 
 def _parse(setting: Setting, raw: str, home: str | None, name: str) -> Any:
