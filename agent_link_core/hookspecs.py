@@ -36,85 +36,78 @@ __all__ = ["PROJECT", "hookimpl"]
 
 @hookspec
 def agent_link_register_harnesses(register: Callable[[Harness], None]) -> None:
-    """Contribute harnesses, one per host.
+    """Contribute harnesses, one per host. Called once per process, when the App is built.
 
     :param register: call it with a :class:`~agent_link_core.harness.Harness` (or a
         ``HarnessDeclaration``) per host; its ``name`` is the address scheme it owns
         (``name:<session id>``).
-
-    Called once per process, when the App is built.
     """
 
 
 @hookspec
 def agent_link_register_tools(register: Callable[[ToolSpec], None], app: App | None) -> None:
     """Contribute MCP tools (the core's own come through it too: ``agent_link_core.tools.core_tools``).
+    Called when the MCP server builds its tool table, and by ``plugins`` and health.
 
     :param register: call it with a :class:`~agent_link_core.tools.registry.ToolSpec` per tool.
     :param app: the App with its harnesses, or None when tools are listed without one.
-
-    Called when the MCP server builds its tool table, and by ``plugins`` and health.
     """
 
 
 @hookspec
 def agent_link_register_settings(register: Callable[[Setting], None]) -> None:
-    """Declare the ``AGENT_LINK_*`` settings this plugin reads.
+    """Declare the ``AGENT_LINK_*`` settings this plugin reads. Called once per process, unless the
+    package declares them as data (``AGENT_LINK_SETTINGS``).
 
     :param register: call it with a :class:`~agent_link_core.config.Setting` per variable.
-
-    Called once per process, unless the package declares them as data (``AGENT_LINK_SETTINGS``).
     """
 
 
 @hookspec
 def agent_link_register_panels(register: Callable[[Any], None]) -> None:
-    """Contribute sections to the ``agent-link web`` page.
+    """Contribute sections to the ``agent-link web`` page. Called by the web plugin each time a page
+    builds its sections.
 
     :param register: call it with an ``agent_link_web.panels.Panel`` (the web plugin's type:
         import it inside the implementation, so the plugin loads without the web plugin).
-
-    Called by the web plugin each time a page builds its sections.
     """
 
 
 @hookspec
 def agent_link_register_prompt_hooks(register: Callable[[PromptHook], None]) -> None:
     """Declare the module that answers a host's prompt hooks (``agent-link hook <harness> <event>``).
+    Called when the plugins load; the answer is kept in the registry file the hook fast path
+    reads (:mod:`agent_link_core.prompt_hooks`, docs/plugins.md section 6).
 
     :param register: call it with a :class:`~agent_link_core.records.PromptHook` (harness
         name, dotted module path) per host.
-
-    Called when the plugins load; the answer is kept in the registry file the hook fast path
-    reads (:mod:`agent_link_core.prompt_hooks`, docs/plugins.md section 6).
     """
 
 
 @hookspec
 def agent_link_register_commands(cli: click.Group) -> None:
-    """Add click commands or groups to the ``agent-link`` CLI.
+    """Add click commands or groups to the ``agent-link`` CLI. Called when the CLI looks up a command
+    through click (never for ``agent-link hook``).
 
     :param cli: the root group; call ``cli.add_command(...)``.
-
-    Called when the CLI looks up a command through click (never for ``agent-link hook``).
     """
 
 
 @hookspec
 def agent_link_schema() -> list[Migration] | None:
-    """Return the SQL migrations this plugin owns.
+    """Return the SQL migrations this plugin owns. Called when the server or the CLI opens the database
+    (a package declaring its versions as ``AGENT_LINK_SCHEMA`` is imported only when the
+    database lacks one).
 
     :returns: :class:`~agent_link_core.store.Migration` records (owner: the plugin's name,
         version from 1, sql); each version applies once per database, in order.
-
-    Called when the server or the CLI opens the database (a package declaring its versions as
-    ``AGENT_LINK_SCHEMA`` is imported only when the database lacks one).
     """
 
 
 @hookspec(firstresult=True)
 def agent_link_resolve_address(address: str, caller_address: str, app: App) -> dict[str, Any] | None:
-    """Resolve an indirect address (such as ``role:<name>``) to the agent that receives it.
+    """Resolve an indirect address (such as ``role:<name>``) to the agent that receives it. Called by a
+    send or resolve_agent for an address whose scheme no harness owns.
 
     :param address: an address whose scheme no harness owns, or another target form.
     :param caller_address: the sender (``external`` when unknown).
@@ -123,27 +116,25 @@ def agent_link_resolve_address(address: str, caller_address: str, app: App) -> d
         ``{"address": concrete address, "via": the indirect one, "metadata": {...}, "served"?: bool}``
         or an awaitable of it (awaited within the hook budget; being non-None it always wins).
     :raises AgentLinkError: ``not_found`` / ``ambiguous`` for an owned address it cannot resolve.
-
-    Called by a send or resolve_agent for an address whose scheme no harness owns.
     """
 
 
 @hookspec(firstresult=True)
 def agent_link_resolve_elsewhere(address: str, app: App) -> dict[str, Any] | None:
-    """Claim a session the local harness does not know but another place serves (another
-    machine), from local state only.
+    """Claim a session the local harness does not know but another place serves (another machine), from
+    local state only. Called by a send or resolve_agent after the local harness did not find the
+    session.
 
     :param address: ``<harness>:<id>`` of an installed harness that did not find the session.
     :param app: the App.
     :returns: None, or ``{"metadata": {...}, "session"?: session view}``.
-
-    Called by a send or resolve_agent after the local harness did not find the session.
     """
 
 
 @hookspec
 def agent_link_before_send(message: OutgoingMessage, context: SendContext, app: App) -> list[dict[str, Any]] | None:
-    """Check or annotate a message before it is stored.
+    """Check or annotate a message before it is stored. Called for every new message, after validation
+    and address resolution.
 
     :param message: the message about to be stored (``metadata`` and ``tags`` mutable).
     :param context: the tool, its arguments, the indirect address, whether it is a reply, the
@@ -151,14 +142,14 @@ def agent_link_before_send(message: OutgoingMessage, context: SendContext, app: 
     :param app: the App.
     :returns: warnings for the result, ``[{"code", "message", "details"?}]``, or None.
     :raises AgentLinkError: to refuse the send (e.g. ``permission_denied``); nothing is stored.
-
-    Called for every new message, after validation and address resolution.
     """
 
 
 @hookspec
 def agent_link_render_envelope(message: dict[str, Any], app: App) -> EnvelopeContribution | None:
-    """Contribute envelope attributes and elements for a stored message.
+    """Contribute envelope attributes and elements for a stored message. Called every time a message is
+    put in an envelope (push, inbox, wait): once per message of a read, once per page of a paged
+    message.
 
     :param message: the stored message as a dict (``id``, ``from``, ``to``, ``recipient``,
         ``metadata``, ...), as the read found it.
@@ -166,42 +157,36 @@ def agent_link_render_envelope(message: dict[str, Any], app: App) -> EnvelopeCon
     :returns: an :class:`~agent_link_core.records.EnvelopeContribution` (of ``attributes`` only
         ``via`` and ``procedure`` are rendered; ``elements`` made with
         :func:`agent_link_core.envelope.render_element`), or None.
-
-    Called every time a message is put in an envelope (push, inbox, wait): once per message
-    of a read, once per page of a paged message.
     """
 
 
 @hookspec
 def agent_link_on_event(event: Event, app: App) -> None:
-    """Observe a mailbox or harness event.
+    """Observe a mailbox or harness event. Called after the change is committed; records that must
+    commit with it belong in ``agent_link_record_event``.
 
     :param event: an :class:`~agent_link_core.records.Event` (``kind``, ``message_id``,
         ``at_ms``, ``actor``, ``data``).
     :param app: the App.
-
-    Called after the change is committed; records that must commit with it belong in
-    ``agent_link_record_event``.
     """
 
 
 @hookspec
 def agent_link_record_event(event: Event, conn: sqlite3.Connection, app: App) -> None:
-    """Write rows that must be stored together with a mailbox change.
+    """Write rows that must be stored together with a mailbox change. Called inside the transaction
+    before the commit, after a savepoint; no I/O outside the database.
 
     :param event: the :class:`~agent_link_core.records.Event` about to be committed;
         ``event.notes`` carries facts to this plugin's own ``agent_link_on_event``.
     :param conn: the connection inside the change's open write transaction.
     :param app: the App.
-
-    Called inside the transaction before the commit, after a savepoint; no I/O outside the
-    database.
     """
 
 
 @hookspec(firstresult=True)
 def agent_link_push_reminders(due: DueReminders, app: App) -> Awaitable[bool] | bool | None:
     """Show a session's due reminders by a push of the harness's own (a prompt in an idle session).
+    Called by every running MCP server's reminder sweep, per session with reminders due.
 
     :param due: a :class:`~agent_link_core.reminders.DueReminders` for one session
         (``address``, ``harness``, ``session_id``, the messages); ``due.claim(via)`` wins the
@@ -211,46 +196,41 @@ def agent_link_push_reminders(due: DueReminders, app: App) -> Awaitable[bool] | 
     :returns: None for another plugin's harness, else True/False (reminded or not), or an
         awaitable of it (return a plain function's coroutine: an ``async def`` would answer
         for every harness).
-
-    Called by every running MCP server's reminder sweep, per session with reminders due.
     """
 
 
 @hookspec
 def agent_link_health(app: App) -> tuple[str, dict[str, Any]] | None:
-    """Contribute a section to ``agent_link_health`` / ``agent-link health``.
+    """Contribute a section to ``agent_link_health`` / ``agent-link health``. Called on every health
+    request; must be cheap.
 
     :param app: the App.
     :returns: ``(section name, JSON-serialisable dict)`` or None; the dict may hold
         ``summary`` (one line), ``problem`` (a line or ``{message, hint}``) or ``error`` (an
         error object) for something the person must fix.
-
-    Called on every health request; must be cheap.
     """
 
 
 @hookspec
 def agent_link_session_roles(addresses: list[str], app: App) -> dict[str, list[str]] | None:
-    """Say which roles the listed sessions hold (``list_agents``, ``resolve_agent``).
+    """Say which roles the listed sessions hold (``list_agents``, ``resolve_agent``). Called once per
+    listing; must be cheap.
 
     :param addresses: the session addresses about to be shown.
     :param app: the App.
     :returns: ``{address: [role name, ...]}`` (sessions without a role may be left out) or
         None; several plugins' answers are merged.
-
-    Called once per listing; must be cheap.
     """
 
 
 @hookspec
 def agent_link_sessions_listed(sessions: list[dict[str, Any]], app: App) -> None:
-    """Observe the titled sessions a listing found (e.g. to find mail by session title).
+    """Observe the titled sessions a listing found (e.g. to find mail by session title). Called once
+    per listing that found a titled session, outside any transaction; must be cheap and never
+    wait for the database's writer (``app.store.write(wait=False)``).
 
     :param sessions: ``[{"address": "harness:id", "title": str}]``, before filters and paging.
     :param app: the App.
-
-    Called once per listing that found a titled session, outside any transaction; must be
-    cheap and never wait for the database's writer (``app.store.write(wait=False)``).
     """
 
 
@@ -258,7 +238,8 @@ def agent_link_sessions_listed(sessions: list[dict[str, Any]], app: App) -> None
 def agent_link_check_override(
     target: str, sender: Caller, setting: str, value: str, context: dict[str, Any], app: App
 ) -> dict[str, Any] | None:
-    """Decide whether ``sender`` may change ``setting`` of the existing session ``target``.
+    """Decide whether ``sender`` may change ``setting`` of the existing session ``target``. Called by a
+    harness before it changes an existing session's model, effort or cwd.
 
     :param target: the session's address.
     :param sender: the caller asking (an ``external`` caller never matches a ``*`` policy entry).
@@ -269,8 +250,6 @@ def agent_link_check_override(
     :returns: None when no plugin keeps a policy (the harness then allows only the launcher's
         effort change), ``{"allowed": True, "grantedBy": {...}}`` or ``{"allowed": False,
         "reason": permission_denied reason, "message": str}``.
-
-    Called by a harness before it changes an existing session's model, effort or cwd.
     """
 
 
@@ -279,7 +258,8 @@ def agent_link_claim_paths(
     holder: str, paths: list[str], project_root: str, reason: str | None, ttl_ms: int | None,
     until_resolved: str | None, key: str | None, app: App,
 ) -> Awaitable[dict[str, Any]] | None:
-    """Claim files exclusively for a session another plugin starts or gives work to.
+    """Claim files exclusively for a session another plugin starts or gives work to. Called by a plugin
+    that launches a session with files to own or assigns a role.
 
     :param holder: the session's address, or a stand-in name for one not started yet.
     :param paths: files, directories or globs, relative to ``project_root`` or inside it.
@@ -294,43 +274,38 @@ def agent_link_claim_paths(
         coroutine) of ``{"projectRoot", "leases": [...]}``, raising
         :class:`~agent_link_core.errors.AgentLinkError` ``lease_conflict`` or
         ``invalid_arguments`` (nothing claimed then).
-
-    Called by a plugin that launches a session with files to own or assigns a role.
     """
 
 
 @hookspec(firstresult=True)
 def agent_link_release_claims(key: str, app: App) -> dict[str, Any] | None:
-    """End what :func:`agent_link_claim_paths` claimed under ``key``.
+    """End what :func:`agent_link_claim_paths` claimed under ``key``. Called by a plugin whose claim
+    ends early (a worker not launched, a role cleared).
 
     :param key: the claim's key.
     :param app: the App.
     :returns: None when no plugin claims files, else ``{"released": [lease, ...]}``.
-
-    Called by a plugin whose claim ends early (a worker not launched, a role cleared).
     """
 
 
 @hookspec
 def agent_link_server_tasks(app: App) -> list[Callable[[], Awaitable[None]]] | None:
-    """Contribute background work of every ``agent-link mcp`` server.
+    """Contribute background work of every ``agent-link mcp`` server. Called once by the MCP server at
+    start, before the client's ``initialize``.
 
     :param app: the server's App.
     :returns: coroutine functions taking no arguments, or None; each starts once when the
         server starts serving and is cancelled when it stops. They share the server's event
         loop with tool calls: ``await`` often.
-
-    Called once by the MCP server at start, before the client's ``initialize``.
     """
 
 
 @hookspec
 def agent_link_register_legacy_importers(register: Callable[[Any], None]) -> None:
-    """Contribute importers of the original Agent Link's files (``agent-link import-legacy``).
+    """Contribute importers of the original Agent Link's files (``agent-link import-legacy``). Called
+    by the legacy plugin when ``import-legacy`` or health first needs the importers; the rules
+    an importer's ``run`` keeps are in docs/plugins.md ("What registration refuses").
 
     :param register: call it with an ``agent_link_legacy.contract.LegacyImporter`` per kind
         of the original's state (the legacy plugin's type: import it inside the implementation).
-
-    Called by the legacy plugin when ``import-legacy`` or health first needs the importers;
-    the rules an importer's ``run`` keeps are in docs/plugins.md ("What registration refuses").
     """
