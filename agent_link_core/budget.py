@@ -95,7 +95,7 @@ def inbox(app: App, caller: Caller, budget: OutputBudget | None, *, limit: int, 
         whole = _assemble(caller.address, [], views, remaining, len(held), render_inbox(envelopes), None)
         if budget is not None and not fits(whole, budget, len(rows)):
             whole = None
-    if whole is not None:  # always so without a budget
+    if whole is not None or budget is None:
         count = len(rows)
     else:
         skeleton = _assemble(caller.address, [], [], remaining, len(held), "", None)
