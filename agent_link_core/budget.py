@@ -1,15 +1,12 @@
 """Inbox reads and pushes that fit what the calling host shows the model in full.
 
-A host cuts or hides a tool result above some size (measured per host; the harness declares
-it as :class:`~agent_link_core.harness.OutputBudget`). Whatever the host cut was not seen, so an
-inbox read returns only as many whole messages as fit, marks only those delivered, and says
-how many remain. A single message larger than the budget is returned in pages of its envelope
-(``messageId`` + ``offset``, in characters) and counts as delivered when its last page has
-been returned.
-
-Undelivered mail that a wait running in this process is about to return (``wait_for_agent``,
-``waitForReply``) is left to that wait, so it is not handed out twice; the read counts it in
-``heldByActiveWait`` and it reaches the inbox once the wait ends without taking it.
+A host cuts or hides a tool result above some size (its harness declares it as an
+:class:`~agent_link_core.harness_decl.OutputBudget`); what it cut was not seen. So a read
+returns only the whole messages that fit and marks only those delivered; one message larger
+than the budget comes in pages of its envelope (``messageId`` + ``offset``, in characters),
+delivered with its last page. Mail a running wait is about to return is left to that wait
+(``heldByActiveWait``). This stays in the core: the read tool's schema promises the paging,
+and a read that marked delivered what its host then cut would lose mail.
 """
 
 from __future__ import annotations
@@ -36,7 +33,7 @@ HELD_SCAN = 500
 
 
 def result_bytes(result: dict[str, Any], budget: OutputBudget) -> int:
-    """UTF-8 size of ``result`` (with ``ok``) as the host shows it."""
+    """UTF-8 bytes of ``result`` (with ``ok``) as the host shows it."""
     shown = json.dumps({"ok": True, **result}, ensure_ascii=False, indent=budget.json_indent)
     return len(shown.encode("utf-8"))
 
@@ -47,9 +44,8 @@ def fits(result: dict[str, Any], budget: OutputBudget, messages: int) -> bool:
 
 
 def caller_budget(app: App, caller: Caller) -> OutputBudget:
-    """What one read of ``caller`` may return: the budget its host's harness declares, else
-    ``AGENT_LINK_READ_BYTES`` of compact JSON (a plain address, a host with no measured limit,
-    the CLI). Unknown clients cut long results too, so no read is unbounded."""
+    """The budget ``caller``'s harness declares, else ``AGENT_LINK_READ_BYTES`` of compact JSON
+    (a plain address, the CLI): unknown clients cut long results too."""
     harness = app.harnesses.get(caller.host or "")
     declared = harness.output_budget if harness is not None else None
     return declared if declared is not None else OutputBudget(tool_result_bytes=int(app.config.get("AGENT_LINK_READ_BYTES")))
@@ -58,22 +54,17 @@ def caller_budget(app: App, caller: Caller) -> OutputBudget:
 def inbox(app: App, caller: Caller, budget: OutputBudget | None, *, limit: int, mark: bool, include_open: bool,
           message_id: str | None = None, offset: int = 0) -> dict[str, Any]:
     """An inbox read cut to ``budget`` (None: everything up to ``limit``; tools and the CLI pass
-    :func:`caller_budget`).
+    :func:`caller_budget`). It costs in proportion to what it returns: each view and envelope
+    is made once, and sizes are added up prefix by prefix (:func:`prefix_bytes`).
 
-    Each message's view and envelope are made once per read; what fits is decided from the
-    whole result measured once when every message may fit (their bodies do), else from their
-    sizes one prefix after the other (:func:`prefix_bytes`), so a read costs in proportion to
-    what it returns.
-
-    :param message_id: read this message's envelope from ``offset`` (characters) instead: a
-        page as large as fits; the message is marked delivered (with ``mark``) when the page
-        reaches the envelope's end.
+    :param message_id: read this message's envelope from ``offset`` (characters) instead, a
+        page as large as fits; marked delivered (with ``mark``) with the envelope's last page.
     :returns: the fields of :meth:`App.inbox` plus ``more`` (what is left and how to read it,
-        or None), ``page`` (``{messageId, offset, nextOffset, totalChars}`` for a paged
-        message, else None) and ``heldByActiveWait`` (undelivered mail left to a running wait,
-        counted neither in ``messages`` nor in ``remainingCount``).
-    :raises AgentLinkError: ``not_found``; ``wrong_recipient`` for another session's message;
-        ``invalid_arguments`` for an offset past the envelope's end.
+        or None), ``page`` (``{messageId, offset, nextOffset, totalChars}`` or None) and
+        ``heldByActiveWait`` (mail left to a running wait, counted in neither ``messages`` nor
+        ``remainingCount``).
+    :raises AgentLinkError: ``not_found``, ``wrong_recipient`` (another session's message),
+        ``invalid_arguments`` (an offset past the envelope's end).
     """
     app.require_caller(caller)
     if message_id is not None:
@@ -131,15 +122,13 @@ def inbox(app: App, caller: Caller, budget: OutputBudget | None, *, limit: int, 
 
 
 def prefix_bytes(skeleton: dict[str, Any], messages: Iterable[tuple[dict[str, Any], str]], budget: OutputBudget) -> Iterator[int]:
-    """The :func:`result_bytes` of the read result holding the first 1, 2, ... messages, one
-    after the other, each computed from the sizes of the views and envelopes measured once.
+    """The :func:`result_bytes` of the read result holding the first 1, 2, ... messages, added
+    up from each view's and envelope's size as Python's JSON encoder lays a list out.
 
-    :param skeleton: the result with ``messages`` ``[]``, ``openCount`` 0 and
-        ``renderedBlock`` ``""`` (:func:`_assemble`); the other fields are those of every prefix.
-    :param messages: ``(view with open, rendered envelope)`` of each message, in order; taken
-        one at a time, so a caller that stops early renders no more envelopes than it measured.
-    :returns: byte sizes (UTF-8, as ``json.dumps(..., indent=budget.json_indent)`` shows the
-        result): how Python's JSON encoder lays a list out, item by item, is added up here.
+    :param skeleton: the result with ``messages`` ``[]``, ``openCount`` 0 and ``renderedBlock``
+        ``""`` (:func:`_assemble`); its other fields are those of every prefix.
+    :param messages: ``(view with open, rendered envelope)`` of each message, in order, taken
+        one at a time (a caller that stops early renders no more envelopes).
     """
     indent = budget.json_indent
     pad = 0 if indent is None else indent
@@ -167,8 +156,7 @@ def _escaped_bytes(text: str) -> int:
 
 
 def _views(app: App, rows: list[Any], metas: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
-    """The message views of an inbox read, with ``open`` (what the reader still has to do);
-    ``metas``: each row's decoded metadata, when known."""
+    """The views of ``rows`` with ``open`` (what the reader still has to do)."""
     views = app.mailbox.to_views(rows, metas=metas)
     for row, view in zip(rows, views, strict=True):
         view["open"] = view["status"] in ("pending", "unresolved", "expired") if row["anticipation"] != "fyi" else row["delivered_at"] is None
@@ -182,7 +170,7 @@ def _remaining(app: App, address: str, held: set[str]) -> int:
 
 def _assemble(address: str, marked: list[str], views: list[dict[str, Any]], remaining: int, held: int, block: str,
               page: dict[str, Any] | None) -> dict[str, Any]:
-    """The read's result from its parts (``held``: how many messages a wait holds)."""
+    """The read's result (``held``: how many messages a wait holds)."""
     more = None
     if page is not None and page["nextOffset"] is not None:
         more = (f"This message continues: call read_agent_link_inbox with messageId {page['messageId']} and offset "
@@ -204,8 +192,7 @@ def _assemble(address: str, marked: list[str], views: list[dict[str, Any]], rema
 
 def _page(app: App, caller: Caller, row: Any, budget: OutputBudget | None, offset: int, mark: bool,
           envelope: str | None = None) -> dict[str, Any]:
-    """One page of ``row``'s envelope (rendered here unless given) from ``offset``: as much
-    as fits, found by bisection over the page's end on results built from parts made once."""
+    """The largest page of ``row``'s envelope from ``offset`` that fits (bisecting its end)."""
     envelope = app.mailbox.envelope(row) if envelope is None else envelope
     total = len(envelope)
     if not 0 <= offset < total:
@@ -239,8 +226,8 @@ def _page(app: App, caller: Caller, row: Any, budget: OutputBudget | None, offse
 
 
 def held_by_waits(app: App, address: str) -> set[str]:
-    """Ids of ``address``'s undelivered mail that a wait running in this process or another is
-    about to return (:meth:`App.held_by_wait`); empty when no wait of ``address`` runs."""
+    """Ids of ``address``'s undelivered mail that a wait running in any process is about to
+    return (:meth:`App.held_by_wait`)."""
     from agent_link_core import handoff
 
     if not app.waiting and not handoff.any_live(app.store, address):
@@ -249,9 +236,8 @@ def held_by_waits(app: App, address: str) -> set[str]:
 
 
 def oversized_notice(row: Any, size: int) -> str:
-    """What is pushed instead of an envelope of ``size`` bytes that the host would cut: who
-    sent which message and how to read it (from the inbox, in pages). The message stays
-    undelivered until its last page is read."""
+    """The ``<agent-link-notice>`` pushed instead of an envelope of ``size`` bytes that the host
+    would cut: who sent which message and how to read it in pages."""
     from agent_link_core.envelope import render_element
 
     text = (f"A message from another agent is too large ({size} bytes) to show here. Read it with read_agent_link_inbox "

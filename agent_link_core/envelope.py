@@ -21,26 +21,6 @@ TYPE_CHECKING = False  # typing, dataclasses and datetime stay off the hook fast
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = [
-    "INVISIBLE_RUN_CAP",
-    "MAX_ATTR_CODEPOINTS",
-    "MAX_BODY_BYTES",
-    "MAX_ENVELOPE_BODY_CHARS",
-    "MAX_ESCAPED_CHARS",
-    "NOTICE_TEXT",
-    "EnvelopeMessage",
-    "envelope_title",
-    "escape_attr",
-    "escape_text",
-    "iso_ms",
-    "pending_notice",
-    "reminder_notice",
-    "render_element",
-    "render_envelope",
-    "render_inbox",
-    "sanitize_text",
-]
-
 MAX_BODY_BYTES = 65536
 MAX_ESCAPED_CHARS = 131072
 # A message body's cap in its envelope: every byte of a body within MAX_BODY_BYTES escapes to
@@ -118,8 +98,7 @@ def sanitize_text(text: str) -> str:
         becomes U+FFFD. Text without surrogates is returned unchanged.
     :raises TypeError: if ``text`` is not a ``str``.
 
-    Use it at every storage boundary: one lone surrogate in a JSONL file or an API payload can
-    make every later read or request fail (a lesson other tools learnt the hard way).
+    Use it at every storage boundary: one lone surrogate stored can make every later read fail.
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be str, not {type(text).__name__}")
@@ -135,11 +114,8 @@ def _plural(n: int, one: str, many: str) -> str:
 
 
 def _escape_pieces(text: str) -> list[tuple[str, bool]]:
-    """docs/behaviour.md §10 escaping steps on sanitized text, as (piece, atomic) pairs.
-
-    Atomic pieces (entities, references, run markers) must never be cut by the length cap;
-    plain pieces may be cut at any code point.
-    """
+    """docs/behaviour.md §10 escaping steps on sanitized text, as ``(piece, atomic)`` pairs: the
+    length cap never cuts an atomic piece (entity, reference, run marker)."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
     pieces: list[tuple[str, bool]] = []
     pos = 0
@@ -301,18 +277,14 @@ def iso_ms(ms: int) -> str:
     seconds, millis = divmod(ms, 1000)  # floor division keeps pre-1970 millis positive
     if 0 <= seconds < _YEAR_10000_S:  # the C clock's calendar is the same here, and every envelope has a time
         t = time.gmtime(seconds)
-        return (f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T"
-                f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}.{millis:03d}Z")
-    from datetime import datetime, timedelta, timezone
+    else:
+        from datetime import datetime, timedelta, timezone
 
-    try:
-        dt = datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(seconds=seconds)
-    except OverflowError as exc:
-        raise ValueError(f"timestamp {ms} ms is out of range") from exc
-    return (
-        f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}T"
-        f"{dt.hour:02d}:{dt.minute:02d}:{dt.second:02d}.{millis:03d}Z"
-    )
+        try:
+            t = (datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(seconds=seconds)).timetuple()
+        except OverflowError as exc:
+            raise ValueError(f"timestamp {ms} ms is out of range") from exc
+    return f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}.{millis:03d}Z"
 
 
 def _safe_iso(ms: object) -> str:
@@ -330,13 +302,12 @@ def _party(address: object) -> str:
 
 
 class EnvelopeMessage:
-    """What :func:`render_envelope` needs about one peer message.
+    """What :func:`render_envelope` needs about one peer message (validated when rendered).
 
     Times are epoch milliseconds. ``anticipation`` is ``reply``, ``action`` or ``fyi`` (anything
     else renders as ``fyi``). ``via`` is the role address the message was sent to, if any.
     ``procedure`` is ``<name>@<version>``. ``from_harness`` overrides the harness derived from
-    ``from_address``'s scheme. Fields are validated at render time, never trusted.
-    (A plain class, not a dataclass: this module is on the hook fast path.)
+    ``from_address``'s scheme. A plain class: dataclasses stay off the hook fast path.
     """
 
     __slots__ = ("id", "from_address", "from_verified", "to_address", "sent_at_ms", "anticipation", "body",
@@ -381,11 +352,11 @@ def _reply_line(anticipation: str, message_id: str, reply_by: str | None) -> str
 def render_envelope(msg: EnvelopeMessage, *, elements: Sequence[str] = (), reply_text: str | None = None) -> str:
     """Render one peer message as an ``<agent-link-message>`` envelope (docs/behaviour.md §10).
 
-    :param msg: the message; every field is validated here (docs/behaviour.md §10, item 2): ``from``/``to`` show a valid
-        address, ``external`` or ``invalid``; ``id``/``inReplyTo`` a ULID or ``invalid``;
-        ``fromVerified`` is ``true`` only for a verified sender with a valid address; times are
-        rendered with :func:`iso_ms` (``invalid`` if unformattable); ``via`` and ``procedure``
-        are dropped unless well formed; the body goes through :func:`escape_text`.
+    :param msg: the message, every field validated here (docs/behaviour.md §10, item 2):
+        ``from``/``to`` show a valid address, ``external`` or ``invalid``; ``id``/``inReplyTo``
+        a ULID or ``invalid``; ``fromVerified`` is ``true`` only for a verified sender with a
+        valid address; times go through :func:`iso_ms` (``invalid`` if unformattable); ``via``
+        and ``procedure`` are dropped unless well formed; the body goes through :func:`escape_text`.
     :param elements: extra elements from :func:`render_element` (overrides, fork, procedure), each
         put on its own line between the notice and the body.
     :param reply_text: a fixed instruction replacing the anticipation's ``<reply>`` line, for
@@ -410,10 +381,7 @@ def render_envelope(msg: EnvelopeMessage, *, elements: Sequence[str] = (), reply
     else:
         harness = address_scheme(sender)
     anticipation = msg.anticipation if msg.anticipation in ("reply", "action", "fyi") else "fyi"
-    reply_by = None
-    if anticipation != "fyi" and msg.reply_by_ms is not None:
-        reply_by = _safe_iso(msg.reply_by_ms)
-
+    reply_by = _safe_iso(msg.reply_by_ms) if anticipation != "fyi" and msg.reply_by_ms is not None else None
     in_reply_to = None
     if msg.in_reply_to is not None:
         in_reply_to = msg.in_reply_to if is_ulid(msg.in_reply_to) else INVALID
@@ -451,16 +419,13 @@ def _title_unescape(match: re.Match[str]) -> str:
 
 
 def envelope_title(text: str | None) -> str | None:
-    """What a person would call a session whose host titled it with an agent-link envelope
-    (a host that names a thread after its first user message does, for a thread agent-link
-    started): ``"<sender>: <the body's first words>"``, or ``"message from <sender>"`` when
-    the title was cut before the body. None when ``text`` is not an envelope.
+    """What a person would call a session that its host titled after an agent-link envelope
+    (its first user message): ``"<sender>: <the body's first words>"``, or ``"message from
+    <sender>"`` when the title was cut before the body; None when ``text`` is no envelope.
 
-    :param text: the host's title, or the first user message it was made from (possibly cut
-        anywhere, e.g. ``<agent-link-message id="01M8…" from="team:…``).
-    :returns: one line of at most ``TITLE_CHARS`` characters of body text after the sender;
-        control, format and bidi characters are dropped from it, the sender is kept only when
-        it is a well-formed address.
+    :param text: the host's title or first user message, possibly cut anywhere.
+    :returns: one line of at most ``TITLE_CHARS`` characters of body text (control, format and
+        bidi characters dropped) after the sender (kept only when it is a well-formed address).
     """
     if not isinstance(text, str) or not text.lstrip().startswith("<agent-link-message"):
         return None
@@ -511,11 +476,7 @@ def _check_count(value: object, what: str) -> int:
 
 def _senders_phrase(senders: Sequence[str]) -> str:
     """``from a, b, c (+k more)`` over unique validated senders; nothing raw ever gets through."""
-    unique: list[str] = []
-    for s in senders:
-        shown = _party(s)
-        if shown not in unique:
-            unique.append(shown)
+    unique = list(dict.fromkeys(_party(s) for s in senders))
     if not unique:
         return ""
     phrase = " from " + ", ".join(unique[:3])

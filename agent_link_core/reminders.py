@@ -1,21 +1,8 @@
-"""Reminders: the core decides what is due; harnesses decide how their host shows it.
-
-What is due for a session is the core's rule (:mod:`agent_link_core.mailbox`): delivered,
-unresolved ``reply``/``action`` mail gets reminder ``n + 1`` one interval after the later of
-first delivery and reminder ``n``, up to ``AGENT_LINK_REMINDER_LIMIT``. Every reminder number
-is claimed once across all processes (a UNIQUE row), so a reminder shown by a prompt hook is
-never shown again by a pushed reminder, and the other way round.
-
-Two ways a reminder reaches a session, both through a harness plugin:
-
-* the host's prompt hooks (``agent-link hook <harness> <event>``): the plugin's prompt-hook
-  adapter (``agent_link_register_prompt_hooks``) asks its
-  :class:`~agent_link_core.hook.HookContext` for the note and puts it where its host shows
-  hook output;
-* a push of its own (``agent_link_push_reminders``): every running MCP server sweeps the
-  mailbox (:func:`sweep`) and offers each session's :class:`DueReminders` to the plugins; the
-  harness that owns the address may show them (e.g. a new prompt in an idle session) after
-  :meth:`DueReminders.claim` has won the numbers.
+"""Reminders: the core decides what is due (:meth:`~agent_link_core.mailbox.Mailbox.due_reminders`:
+delivered, unresolved ``reply``/``action`` mail, up to ``AGENT_LINK_REMINDER_LIMIT``); a harness
+plugin shows them, through its prompt-hook adapter (:class:`~agent_link_core.hook.HookContext`)
+or a push of its own (``agent_link_push_reminders``, offered by :func:`sweep`). Each reminder
+number is claimed once across all processes, so no reminder is shown both ways.
 
 Imported by the hook fast path: standard modules only, annotations stay strings.
 """
@@ -58,11 +45,7 @@ class ClaimedReminders:
     @property
     def senders(self) -> list[str]:
         """Distinct sender addresses, in order of first appearance."""
-        seen: list[str] = []
-        for _, _, sender in self.items:
-            if sender not in seen:
-                seen.append(sender)
-        return seen
+        return list(dict.fromkeys(sender for _, _, sender in self.items))
 
     def text(self) -> str:
         """The core's reminder wording (never a message body): what a harness shows."""
@@ -104,13 +87,10 @@ class DueReminders:
 
         :param via: how the reminder is shown (``<harness>-prompt-hook``, ``<harness>-push``...),
             recorded with the ``reminded`` event.
-        :param wait: False on a path that must not wait for another process's write lock
-            (a host's prompt hook): while the lock is taken, claiming stops there. What was
-            claimed is returned; the rest stay due, unclaimed, for the next prompt or push
-            that gets the lock, so no reminder is lost or shown twice.
-        :returns: the numbers won (each claimed once across all processes), or None when
-            another process won them all (or the lock was taken); the caller must then
-            show nothing.
+        :param wait: False on a path that must not wait for another process's write lock (a
+            prompt hook): claiming stops while it is taken, and the rest stay due.
+        :returns: the numbers won, or None when another process won them all (or the lock was
+            taken): the caller then shows nothing.
         """
         items = []
         for row, state in self.due:
@@ -140,9 +120,8 @@ async def sweep(app: Any) -> int:
     :param app: the process's :class:`~agent_link_core.app.App`.
     :returns: how many sessions a plugin reported as reminded.
 
-    Only sessions of a loaded harness are offered; a plugin that raises is logged and the
-    sweep goes on with the next session (a reminder it claimed stays claimed: it is shown
-    by no one else, exactly as a hook note that the host failed to display).
+    Only sessions of a loaded harness are offered; a plugin that raises is logged (what it
+    claimed stays claimed) and the sweep goes on.
     """
     reminded = 0
     for address in app.mailbox.reminder_recipients():

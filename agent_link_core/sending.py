@@ -1,17 +1,11 @@
 """Sending and answering: store a message, push it to its recipient's harness, resolve a
-message with a reply (the operations behind ``message_agent``, ``reply_agent_link_message``
-and their CLI commands).
+message with a reply (behind ``message_agent``, ``reply_agent_link_message`` and their CLI
+commands). One :class:`Outbox` per App (``app.outbox``).
 
-One :class:`Outbox` per :class:`~agent_link_core.app.App` (``app.outbox``); ``app.send``,
-``app.reply``, ``app.push`` and ``app.refresh_delivery`` are its methods.
-
-A send has exactly one outcome: ``delivered`` (the recipient's host confirmed it),
-``accepted`` (the host took it and will show it, e.g. after a running tool call; it is never
-pushed again and becomes delivered on evidence), ``queued`` (stored; the recipient gets it
-from its inbox or a later push), ``rejected`` (refused, nothing delivered) or ``unknown`` (a
-push may have landed but its answer was lost; it is never pushed again unless asked with
-``retry_unknown``). ``agent-link send`` adds retries and a time to live
-(:func:`agent_link_core.commands.send.send_reliably`).
+A send has exactly one outcome: ``delivered`` (the host confirmed it), ``accepted`` (the host
+will show it; never pushed again, delivered on evidence), ``queued`` (stored, for the inbox or
+a later push), ``rejected`` (refused) or ``unknown`` (a push whose answer was lost; never pushed
+again unless asked with ``retry_unknown``).
 """
 
 from __future__ import annotations
@@ -25,7 +19,7 @@ from agent_link_core.harness import Delivery, Harness, acall_harness, harness_fa
 from agent_link_core.identity import prove_sender
 from agent_link_core.lazy_log import LazyLogger
 from agent_link_core.lazy_record import Struct, field
-from agent_link_core.mailbox import MessageState, check_body, check_labels, idempotency_refusal, iso, new_message_id
+from agent_link_core.mailbox import MessageState, check_body, check_labels, differing_fields, idempotency_refusal, iso, new_message_id
 from agent_link_core.model import Caller, address_scheme, is_address, is_ulid
 from agent_link_core.records import OutgoingMessage, SendContext
 from agent_link_core.store import now_ms
@@ -43,7 +37,7 @@ ACCEPTED_NOTE = "accepted, awaiting the session"
 
 
 class SendOutcome(Struct):
-    """What a send did: the stored row, whether it is new, the push attempt, warnings."""
+    """What a send did: the stored row as a dict, whether it is new, the push attempt, warnings."""
 
     message: dict[str, Any]
     created: bool
@@ -51,17 +45,14 @@ class SendOutcome(Struct):
     warnings: list[dict[str, Any]] = field(default_factory=list)
     via: str | None = None
     result_fields: dict[str, Any] = field(default_factory=dict)
-    # ``unknown_address`` for a never-served plain address; kept apart from the plugins'
-    # warnings, added to the result's ``warnings`` by :func:`message_summary` and the CLI.
+    # ``unknown_address`` for a never-served plain address, apart from the plugins' warnings
     address_warning: dict[str, Any] | None = None
-    # The stored row as ``message`` holds it, and its state when the send itself knows it (a
-    # new message nothing was pushed): :func:`message_summary` reads neither again.
+    # the stored row, and its state when the send knows it: message_summary reads neither again
     row: Any = None
     state: MessageState | None = None
 
 
-#: A push may take this many hook budgets (AGENT_LINK_HOOK_TIMEOUT_MS, 30 s by default) before
-#: its outcome counts as unknown: pushes wait on a host, which may be slow but must not hang a send.
+#: hook budgets (AGENT_LINK_HOOK_TIMEOUT_MS) a push may take before its outcome counts as unknown
 PUSH_BUDGETS = 4
 
 
@@ -84,19 +75,16 @@ class Outbox:
     ) -> SendOutcome:
         """Store a message, then try to push it to its recipient.
 
-        With ``reply_to`` from that message's recipient, the send also resolves it as a
-        reply (docs/behaviour.md §8). ``message_id`` makes the send idempotent: the same id with
-        the same content returns the first outcome; with other content it is refused.
-        A plain address (no harness lists it) that no process has ever served (and no
-        plugin's ``resolve_address`` says is served elsewhere) gets an ``unknown_address`` warning naming the closest known addresses; with
-        ``require_known`` it is refused (``not_found``) instead. ``metadata`` is stored with
-        the message; its ``fingerprint`` entry takes part in the idempotency comparison.
-        ``target``: :meth:`~agent_link_core.directory.Directory.target_address`'s answer for
-        ``to`` and ``caller`` if known (used while the proven sender keeps that address).
-        The recipient's address is checked before the loop guard
-        (:func:`agent_link_core.loops.check_send`), and a message identical to one the sender
-        sent within the repeat window that never reached its recipient (``queued``) is a
-        retry of that one (same id, ``created`` False), not a loop.
+        With ``reply_to`` from that message's recipient, the send also resolves it as a reply
+        (docs/behaviour.md §8). ``message_id`` makes the send idempotent: the same id with the
+        same content returns the first outcome; with other content it is refused. A plain
+        address no process has ever served (nor a plugin's ``resolve_address`` claims) gets an
+        ``unknown_address`` warning naming the closest known ones, or with ``require_known`` is
+        refused (``not_found``). ``metadata`` is stored with the message (its ``fingerprint``
+        counts for idempotency). ``target``: :meth:`~agent_link_core.directory.Directory.target_address`'s
+        answer for ``to`` and ``caller``, if known. A message identical to one the sender sent
+        within the repeat window that is still ``queued`` is a retry of it (same id, ``created``
+        False), not a loop (:func:`agent_link_core.loops.check_send`).
 
         :raises AgentLinkError: ``invalid_arguments``, ``body_too_large``, ``not_found``,
             ``ambiguous``, ``archived``, or what a ``before_send`` hook refuses with.
@@ -124,8 +112,7 @@ class Outbox:
             from agent_link_core.loops import check_send, same_recent, waiting_repeat
 
             def rules(at: int) -> str | None:
-                """Apply the loop rules (raising to refuse); the id of a never-delivered message
-                this one repeats (a retry of it, not a loop), else None."""
+                """Apply the loop rules (raising to refuse); the id of a queued message this one repeats, else None."""
                 same = same_recent(self.store, self.config, sender=caller.address, recipient=recipient, body=clean,
                                    anticipation=label, reply_to=reply_to, now_ms=at)
                 repeat = None if message_id is not None or not same else waiting_repeat(
@@ -183,13 +170,12 @@ class Outbox:
 
     def unseen_address(self, address: str) -> dict[str, Any] | None:
         """The ``unknown_address`` warning (``{code, message, details: {address, suggestions}}``)
-        a send to ``address`` would carry: a plain address no process has ever served; None
-        otherwise. For a plugin that hands work to an address without sending (a role's holder)."""
+        a send to ``address`` would carry, else None: for a plugin that hands work to an
+        address without sending (a role's holder)."""
         return self._unseen_recipient(address, False)
 
     def _unseen_recipient(self, recipient: str, require_known: bool) -> dict[str, Any] | None:
-        """The ``unknown_address`` warning for a plain address nobody ever served (None when
-        a harness owns the address, it is a role, or it was seen); raises with ``require_known``."""
+        """:meth:`unseen_address`, raising ``not_found`` instead with ``require_known``."""
         from agent_link_core import presence
 
         scheme = address_scheme(recipient)
@@ -208,10 +194,8 @@ class Outbox:
         return warning
 
     async def push(self, row: Any, options: Mapping[str, Any]) -> Delivery | None:
-        """Offer a stored message to its recipient's harness; record delivery on evidence.
-
-        A message a running wait of the recipient is about to return (:meth:`held_by_wait`)
-        is not pushed: the wait hands it over, and pushes it when it ends without taking it."""
+        """Offer a stored message to its recipient's harness; record delivery on evidence. A
+        message a running wait of the recipient is about to return is left to that wait."""
         from agent_link_core.handoff import HELD_EVENT
 
         scheme = address_scheme(row["recipient"])
@@ -234,8 +218,7 @@ class Outbox:
         bound_s = PUSH_BUDGETS * self.hooks.boundary.timeout_ms / 1000 or None
 
         def timed_out() -> Delivery:
-            # A push that never ends must not hold the sender's call: whether it arrived is
-            # unknown, so it is remembered as such and not pushed again blindly.
+            # whether it arrived is unknown: remembered as such, never pushed again blindly
             harness_fault(self.hooks, harness, "deliver", f"did not finish the push within {bound_s:g} s")
             return Delivery(unknown=True, warnings=[{
                 "code": "push_timed_out",
@@ -267,8 +250,8 @@ class Outbox:
         return delivery
 
     async def _announce(self, harness: Harness, row: Any, size: int, options: Mapping[str, Any]) -> Delivery:
-        """Push a short notice instead of an envelope the host would cut: the model is told
-        to read the message from its inbox, in pages; it stays queued until then."""
+        """Push :func:`~agent_link_core.budget.oversized_notice` instead of an envelope the host
+        would cut; the message stays queued for the inbox."""
         from agent_link_core.budget import oversized_notice
 
         pushed = await harness.deliver(self.mailbox.row_dict(row), oversized_notice(row, size), options)
@@ -282,8 +265,8 @@ class Outbox:
                         warnings=[warning, *pushed.warnings], unknown=pushed.unknown, retryable=pushed.retryable)
 
     async def refresh_delivery(self, message_id: str) -> bool:
-        """Ask the recipient's harness for late evidence of a push the host accepted (or
-        whose answer was lost), and record delivery when it has some. Never pushes.
+        """Ask the recipient's harness for late evidence of an ``accepted`` or ``unknown`` push
+        and record delivery when it has some (never pushes).
 
         :returns: True when the message became delivered now.
         """
@@ -309,14 +292,11 @@ class Outbox:
     ) -> dict[str, Any]:
         """Resolve a message addressed to the caller, sending the reply back to its sender.
 
-        ``reply`` and ``decline`` need ``message`` (for decline: the reason); ``done`` takes
-        an optional note, sent back only when given. ``metadata`` is stored with the note; its
-        ``envelopeFormat`` (as in :func:`~agent_link_core.commands.send.send_reliably`) must be one the original sender's
-        harness lists.
-        ``reply_id`` (a ULID) is the id the answer is stored under and makes a retry safe:
-        when the caller already resolved the message this way with this id and the same
-        content, the first result comes back with ``duplicate: true`` (nothing stored or
-        pushed again); other content under it is refused naming what differs.
+        ``reply`` and ``decline`` need ``message`` (for decline: the reason); ``done`` takes an
+        optional note, sent back only when given. ``metadata`` is stored with the note; its
+        ``envelopeFormat`` must be one the original sender's harness lists. ``reply_id`` (a
+        ULID) is the answer's id and makes a retry safe: the same resolution and content under
+        it returns the first result with ``duplicate: true``; other content is refused.
 
         :raises AgentLinkError: ``not_found``, ``wrong_recipient``, ``already_resolved``,
             ``invalid_arguments`` (rule ``idempotency`` for a reused ``reply_id``),
@@ -347,7 +327,7 @@ class Outbox:
                     **({"warnings": warnings} if warnings else {})}
         if reply_msg is not None and caller.address == row["recipient"]:
             warnings += self.hooks.before_send(reply_msg, context)
-        res, reply_row = self.mailbox.resolve(
+        _, reply_row = self.mailbox.resolve(
             # The reason as sanitized for the note (lone surrogates of undecodable input never reach disk).
             message_id, caller, resolution, reason=reply_msg.body if reply_msg is not None and resolution != "reply" else None,
             reply=reply_msg,
@@ -382,24 +362,18 @@ class Outbox:
         }
 
     def _answered_before(self, caller: Caller, row: Any, reply_id: str, kind: str, reply: OutgoingMessage | None) -> bool:
-        """Whether an earlier call already resolved ``row`` as this one asks, under ``reply_id``
-        (a retry: True). False when nothing was stored under ``reply_id`` yet.
+        """Whether an earlier call resolved ``row`` as this one asks under ``reply_id`` (a retry).
 
         :raises AgentLinkError: ``invalid_arguments`` (rule ``idempotency``, ``details.differs``)
-            when ``reply_id`` holds another message or another answer than this one.
+            when ``reply_id`` holds another message or answer.
         """
-        from agent_link_core.mailbox import differing_fields
-
         stored = self.mailbox.get_row(reply_id)
         resolution = self.mailbox.state(row).resolution
         if stored is None:
             # a done without a note stores no message: the same resolution by the same caller is the retry
             return (reply is None and resolution is not None and resolution["kind"] == kind and resolution["by"] == caller.address
                     and resolution["replyMessageId"] is None)
-        if reply is None:
-            differs = ["message"]
-        else:
-            differs = differing_fields(stored, reply)
+        differs = ["message"] if reply is None else differing_fields(stored, reply)
         earlier = json.loads(stored["metadata"] or "{}").get("resolution")
         if earlier != kind:
             differs.insert(0, "resolution")
@@ -411,9 +385,8 @@ class Outbox:
 
 
 def escaped_size_warnings(body: str) -> list[dict[str, Any]]:
-    """``[body_escapes_large]`` when ``body``'s escaped form (its envelope text) is longer than
-    :data:`~agent_link_core.envelope.MAX_ESCAPED_CHARS`: it reaches the recipient whole, but a
-    reader may get it in pages (``read_agent_link_inbox`` with ``messageId`` and ``offset``)."""
+    """``[body_escapes_large]`` when ``body`` escapes to more than
+    :data:`~agent_link_core.envelope.MAX_ESCAPED_CHARS` (a reader may get it in pages), else ``[]``."""
     escaped = len(escape_text(body, cap=MAX_ENVELOPE_BODY_CHARS))
     if escaped <= MAX_ESCAPED_CHARS:
         return []
