@@ -1,7 +1,6 @@
-"""The message events every change leaves (``message_events``) and the push claims kept in
-them: the base of :class:`~agent_link_core.mailbox.Mailbox` that writes an event, hands it to
-the ``agent_link_record_event`` observers inside the transaction and to the
-``agent_link_on_event`` observers after the commit.
+"""The ``message_events`` every change leaves, and the push claims kept in them: a base of
+:class:`~agent_link_core.mailbox.Mailbox`. A change's event goes to the
+``agent_link_record_event`` observers inside its transaction, to ``agent_link_on_event`` after.
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ PUSH_EVENT_KINDS = "('delivery_unknown', 'delivery_accepted', 'delivery_settled'
 
 
 class MailEvents:
-    """Events and push claims over one store (see the module docstring); not used alone."""
+    """Events and push claims over one store; not used alone."""
 
     store: Store
     config: Config
@@ -33,7 +32,6 @@ class MailEvents:
 
     if TYPE_CHECKING:
         def get_row(self, message_id: str) -> sqlite3.Row | None: ...
-
 
     def record_event(self, message_id: str, kind: str, actor: str | None, via: str | None, data: dict[str, Any]) -> None:
         """Append an audit event that changes no message state (e.g. ``delivery_unknown``)."""
@@ -47,29 +45,21 @@ class MailEvents:
         row = self.get_row(message_id)
         if row is not None and row["first_delivered_at"] is not None:
             return "delivered"
-        last = self._last_push_event(message_id)
-        kind = last["kind"] if last is not None else None
-        return {"delivery_unknown": "unknown", "delivery_accepted": "accepted"}.get(kind or "", "queued")
-
-    def _last_push_event(self, message_id: str) -> sqlite3.Row | None:
-        return self.store.conn.execute(
-            f"SELECT kind, data FROM message_events WHERE message_id = ? AND kind IN {PUSH_EVENT_KINDS} ORDER BY seq DESC LIMIT 1",
+        last = self.store.conn.execute(
+            f"SELECT kind FROM message_events WHERE message_id = ? AND kind IN {PUSH_EVENT_KINDS} ORDER BY seq DESC LIMIT 1",
             (message_id,),
         ).fetchone()
+        return {"delivery_unknown": "unknown", "delivery_accepted": "accepted"}.get(last[0] if last else "", "queued")
 
     def claim_push(self, message_id: str, holder: dict[str, Any], *, replacing: int | None = None) -> dict[str, Any] | None:
-        """Take the message's push claim before a harness writes it to its host, so that two
-        processes (or a resend after a crash) never push it at the same time.
-
-        Atomic across processes: one write transaction looks at the last ``push_claimed`` /
-        ``push_settled`` event and appends ``push_claimed`` with ``holder`` (JSON-able: who
-        pushes, e.g. ``{"pid", "procStart", ...}``) only when no claim is open, or when the
-        open claim is the one ``replacing`` names (its ``seq``: a claim whose process died,
-        which the caller has checked; it is settled as ``orphaned`` first).
+        """Take the message's push claim before a harness writes it to its host, so two
+        processes (or a resend after a crash) never push it at once. Atomic across processes:
+        ``push_claimed`` with ``holder`` (JSON-able, e.g. ``{"pid", "procStart"}``) is appended
+        only when no claim is open, or when the open one is ``replacing`` (its ``seq``: a
+        claim whose process the caller found dead; settled as ``orphaned`` first).
 
         :returns: None when the claim is now ours; else the open claim's ``{"seq", "at" (ms),
-            "holder"}`` (a push in progress, or one whose process died before settling it:
-            the caller decides from ``holder`` which).
+            "holder"}`` (the caller decides from ``holder`` whether its process lives).
         """
         with self.store.write() as conn:
             last = conn.execute(
@@ -114,9 +104,7 @@ class MailEvents:
         self, kind: str, message_id: str | None, at_ms: int, actor: str | None, data: dict[str, Any],
         result: dict[str, Any] | None = None,
     ) -> Event | None:
-        """Inside a write transaction: build the event of the change being made and let the
-        ``agent_link_record_event`` observers write their records in the same transaction
-        (nobody listens on the hook path)."""
+        """Inside the write transaction: the change's event, given to the record observers."""
         if self.hooks is None:
             return None
         from agent_link_core.records import Event
@@ -126,7 +114,7 @@ class MailEvents:
         return event
 
     def _publish(self, *events: Event | None) -> None:
-        """After the commit: tell the ``agent_link_on_event`` observers about staged events."""
+        """After the commit: the staged events to the ``agent_link_on_event`` observers."""
         if self.hooks is not None:
             for event in events:
                 if event is not None:

@@ -1,6 +1,5 @@
-"""What happens to a message after delivery: its one resolution (a reply, a decline,
-done), reminders and nudges, a handover to another recipient, and the status transitions
-readers notice (docs/behaviour.md §8). A base of :class:`~agent_link_core.mailbox.Mailbox`.
+"""A message after delivery (docs/behaviour.md §8): its one resolution, reminders, nudges,
+handovers and status transitions. A base of :class:`~agent_link_core.mailbox.Mailbox`.
 """
 
 from __future__ import annotations
@@ -33,21 +32,12 @@ class MailFollowUp(MailEvents):
         def states(self, rows: Sequence[sqlite3.Row], now: int | None = None) -> list[MessageState]: ...
         def _insert_reply(self, conn: sqlite3.Connection, reply: OutgoingMessage, at: int) -> sqlite3.Row | None: ...
 
-
     def resolve(
-        self,
-        message_id: str,
-        caller: Caller,
-        kind: str,
-        *,
-        reason: str | None = None,
-        reply: OutgoingMessage | None = None,
-        result: dict[str, Any] | None = None,
+        self, message_id: str, caller: Caller, kind: str, *, reason: str | None = None,
+        reply: OutgoingMessage | None = None, result: dict[str, Any] | None = None,
     ) -> tuple[dict[str, Any], sqlite3.Row | None]:
-        """Resolve a message exactly once, by its recipient; optionally store the reply.
-
-        The resolution row and the reply message are written in one transaction, so a
-        reply without a resolution (or the reverse) can never be stored.
+        """Resolve a message exactly once, by its recipient; the reply (if any) is stored in
+        the same transaction as the resolution.
 
         :param kind: ``reply``, ``decline`` or ``done``.
         :param reason: the decline reason or the note of ``done``.
@@ -58,13 +48,7 @@ class MailFollowUp(MailEvents):
             current recipient; ``already_resolved`` for a second resolution.
         """
         row = self.require(message_id)
-        if caller.address != row["recipient"]:
-            raise AgentLinkError(
-                "wrong_recipient",
-                f"Only {row['recipient']} can resolve message {message_id}.",
-                {"messageId": message_id, "expected": row["recipient"], "caller": caller.address},
-                hint="Resolve only messages addressed to you; check read_agent_link_inbox.",
-            )
+        _check_recipient(message_id, row["recipient"], caller)
         at = now_ms()
         before = self.state(row, at)
         late = before.status in ("unresolved", "expired")
@@ -78,13 +62,8 @@ class MailFollowUp(MailEvents):
                     {"messageId": message_id, "status": STATUS_BY_KIND[existing["kind"]], "resolvedAt": iso_ms(existing["at"])},
                     hint="A message is resolved once; send a new message to add something.",
                 )
-            current = conn.execute("SELECT recipient FROM messages WHERE id = ?", (message_id,)).fetchone()
-            if current["recipient"] != caller.address:  # handed over while we were deciding
-                raise AgentLinkError(
-                    "wrong_recipient",
-                    f"Only {current['recipient']} can resolve message {message_id}.",
-                    {"messageId": message_id, "expected": current["recipient"], "caller": caller.address},
-                )
+            # handed over while we were deciding?
+            _check_recipient(message_id, conn.execute("SELECT recipient FROM messages WHERE id = ?", (message_id,)).fetchone()[0], caller)
             if reply is not None:
                 reply_row = self._insert_reply(conn, reply, at)
             conn.execute(
@@ -108,7 +87,6 @@ class MailFollowUp(MailEvents):
         resolution = {"kind": kind, "by": caller.address, "at": iso_ms(at), "late": late, "replyMessageId": reply.id if reply else None}
         self._publish(*staged)
         return resolution, reply_row
-
 
     # -- reminders and nudges ----------------------------------------------------------
 
@@ -150,9 +128,8 @@ class MailFollowUp(MailEvents):
         return True
 
     def release_reminder(self, message_id: str, n: int, to: str) -> None:
-        """Give back reminder number ``n`` that :meth:`record_reminder` claimed but whose text
-        never reached the session (the hook's output could not be written): it is due again,
-        and a ``reminder_unshown`` event says why the count went back.
+        """Give back reminder ``n`` that :meth:`record_reminder` claimed but whose text never
+        reached the session: it is due again, and a ``reminder_unshown`` event says why.
 
         :raises AgentLinkError: ``state_busy`` / ``state_io_error`` when the write fails.
         """
@@ -162,10 +139,9 @@ class MailFollowUp(MailEvents):
                 self._event(conn, message_id, "reminder_unshown", now_ms(), to, None, {"n": n})
 
     def claim_nudge_block(self, recipient: str, now: int | None = None, *, wait: bool = True) -> bool:
-        """Claim the one blocking nudge (e.g. a Stop-hook block) allowed per interval.
-
-        Refused when any block for ``recipient`` happened less than one interval ago, so
-        two processes racing at a bucket boundary still produce one block.
+        """Claim the one blocking nudge (e.g. a Stop-hook block) allowed per interval: False
+        when a block for ``recipient`` happened less than one interval ago (two processes
+        racing at a bucket boundary still produce one block).
 
         :param wait: False to raise ``state_busy`` at once instead of waiting for another
             writer's lock (the hook path).
@@ -173,10 +149,7 @@ class MailFollowUp(MailEvents):
         now = now_ms() if now is None else now
         interval = self.config.reminder_interval_ms
         with self.store.write(wait=wait) as conn:
-            recent = conn.execute(
-                "SELECT 1 FROM nudge_blocks WHERE recipient = ? AND at > ?", (recipient, now - interval)
-            ).fetchone()
-            if recent:
+            if self.blocked_recently(recipient, now):
                 return False
             cur = conn.execute(
                 "INSERT OR IGNORE INTO nudge_blocks (recipient, bucket, at) VALUES (?, ?, ?)",
@@ -193,10 +166,8 @@ class MailFollowUp(MailEvents):
         ).fetchone() is not None
 
     def reassign(self, message_id: str, new_recipient: str, actor: str, *, wait: bool = True) -> bool:
-        """Move an open message to another recipient (role handover); returns True if moved.
-
-        The delivery clock is kept (reminder count is inherited, so the cap is not reset),
-        but the new holder sees it as new mail: it is undelivered for them until evidence.
+        """Move an open message to another recipient (role handover); True if moved. The
+        reminder count is kept (the cap is not reset); for the new holder it is undelivered.
 
         :param wait: False on a read path: ``state_busy`` at once while another process
             holds the write lock, instead of waiting for it.
@@ -226,7 +197,7 @@ class MailFollowUp(MailEvents):
             return  # recorded already: a read takes no write lock for it
         at = now_ms()
         try:
-            with self.store.write(wait=False) as conn:  # a read never waits on a writer for this note
+            with self.store.write(wait=False) as conn:
                 cur = conn.execute(
                     "INSERT OR IGNORE INTO status_transitions (message_id, status, at) VALUES (?, ?, ?)",
                     (row["id"], state.status, at),
@@ -235,8 +206,15 @@ class MailFollowUp(MailEvents):
                     return
                 self._event(conn, row["id"], "status_changed", at, None, None, {"status": state.status})
                 staged = self._stage("status_changed", row["id"], at, None, {"status": state.status})
-        except AgentLinkError:
-            # Busy, damaged or replaced: a read must not fail for this note; the next reader
-            # of a writable database records it.
+        except AgentLinkError:  # busy, damaged, replaced: a read must not fail; the next reader records it
             return
         self._publish(staged)
+
+
+def _check_recipient(message_id: str, recipient: str, caller: Caller) -> None:
+    if caller.address != recipient:
+        raise AgentLinkError(
+            "wrong_recipient", f"Only {recipient} can resolve message {message_id}.",
+            {"messageId": message_id, "expected": recipient, "caller": caller.address},
+            hint="Resolve only messages addressed to you; check read_agent_link_inbox.",
+        )
