@@ -25,8 +25,7 @@ import time
 from agent_link_core.addresses import ANTICIPATIONS, EXTERNAL, is_address, is_ulid
 from agent_link_core.envelope import MAX_BODY_BYTES, EnvelopeMessage, escape_text, iso_ms, render_envelope, sanitize_text
 from agent_link_core.errors import AgentLinkError, invalid_arguments
-from agent_link_core.mail_events import PUSH_EVENT_KINDS
-from agent_link_core.mail_followup import STATUS_BY_KIND, MailFollowUp
+from agent_link_core.mail_followup import PUSH_EVENT_KINDS, STATUS_BY_KIND, MailFollowUp
 from agent_link_core.store import now_ms
 from agent_link_core.visibility import Visibility
 
@@ -78,7 +77,10 @@ def new_message_id() -> str:
             if rand >> 80:  # 2**80 ids in one millisecond: borrow the next one
                 ms, rand = ms + 1, 0
         _last_id[:] = [ms, rand]
-    value = (ms << 80) | rand
+    return _crockford((ms << 80) | rand)
+
+
+def _crockford(value: int) -> str:
     return "".join(CROCKFORD[(value >> shift) & 31] for shift in range(125, -1, -5))
 
 
@@ -89,12 +91,9 @@ def ulid_of_uuid(value: str) -> str | None:
     import uuid
 
     try:
-        parsed = uuid.UUID(value)
+        return _crockford(uuid.UUID(value).int)
     except (ValueError, TypeError, AttributeError):
         return None
-    from ulid import ULID
-
-    return str(ULID.from_uuid(parsed))
 
 
 def parse_iso_ms(value: str, path: str) -> int:

@@ -29,7 +29,7 @@ import time
 
 from agent_link_core import wake
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.json_files import ensure_private_dir, read_json_object, state_io_error
+from agent_link_core.json_files import ensure_private_dir, read_json_object, state_io_error, write_json_object
 
 TYPE_CHECKING = False  # no typing/pathlib/dataclasses at run time: the hook path imports this
 if TYPE_CHECKING:
@@ -278,19 +278,12 @@ def not_ours_error(path: str, why: str) -> AgentLinkError:
 def record_damage(path: str, identity: tuple[int, int] | None, reason: str) -> None:
     """Write ``<path>.damaged`` (0600) naming the damaged file by ``(device, inode)``
     (None: the file now at ``path``); every process then refuses writes to that file."""
-    import json
-
     try:
         if identity is None:
             st = os.stat(path)
             identity = (st.st_dev, st.st_ino)
-        marker = path + ".damaged"
-        tmp = f"{marker}.{os.getpid()}"
-        fd = os.open(tmp, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump({"dev": identity[0], "ino": identity[1], "reason": reason, "at": now_ms()}, f)
-        os.replace(tmp, marker)
-    except OSError:
+        write_json_object(path + ".damaged", {"dev": identity[0], "ino": identity[1], "reason": reason, "at": now_ms()})
+    except (OSError, AgentLinkError):
         pass  # the refusal still reaches this caller; other processes find the damage themselves
 
 
@@ -498,16 +491,10 @@ class Store:
         """Copy what this connection still reads to ``<db>.rescued-<inode>`` (0600), once per inode; None when it cannot."""
         assert self.identity is not None
         target = f"{self.path}.rescued-{self.identity[1]}"
-        if os.path.exists(target):
-            return target
         try:
-            fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-            os.close(fd)
-            dest = sqlite3.connect(target)
-            try:
+            os.close(os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+            with contextlib.closing(sqlite3.connect(target)) as dest:
                 self.conn.backup(dest)
-            finally:
-                dest.close()
             return target
         except FileExistsError:
             return target
