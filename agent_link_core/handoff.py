@@ -27,10 +27,7 @@ MAX_WAIT_MS = 660_000
 HELD_EVENT = "held_for_wait"
 
 MIGRATIONS = (
-    Migration(
-        "core.waits",
-        1,
-        """
+    Migration("core.waits", 1, """
         CREATE TABLE active_waits (
             id INTEGER PRIMARY KEY,
             address TEXT NOT NULL,      -- who waits (the recipient of what it waits for)
@@ -39,8 +36,7 @@ MIGRATIONS = (
             started_at INTEGER NOT NULL
         );
         CREATE INDEX active_waits_address ON active_waits (address, key);
-        """,
-    ),
+        """),
 )
 
 

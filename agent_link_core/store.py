@@ -66,10 +66,7 @@ class Migration:
 
 
 CORE_MIGRATIONS: tuple[Migration, ...] = (
-    Migration(
-        "core",
-        1,
-        """
+    Migration("core", 1, """
         CREATE TABLE messages (
             id TEXT PRIMARY KEY,
             from_addr TEXT NOT NULL,
@@ -126,12 +123,8 @@ CORE_MIGRATIONS: tuple[Migration, ...] = (
             at INTEGER NOT NULL,
             PRIMARY KEY (recipient, bucket)
         );
-        """,
-    ),
-    Migration(
-        "core",
-        2,
-        """
+        """),
+    Migration("core", 2, """
         CREATE TABLE contacts (
             alias TEXT PRIMARY KEY,         -- trimmed, lower case
             address TEXT NOT NULL UNIQUE,   -- one alias per session
@@ -140,12 +133,8 @@ CORE_MIGRATIONS: tuple[Migration, ...] = (
             last_seen INTEGER,              -- epoch ms
             created_at INTEGER NOT NULL
         );
-        """,
-    ),
-    Migration(
-        "core",
-        3,
-        """
+        """),
+    Migration("core", 3, """
         CREATE TABLE status_transitions (
             message_id TEXT NOT NULL REFERENCES messages (id),
             status TEXT NOT NULL,           -- unresolved | expired
@@ -153,17 +142,12 @@ CORE_MIGRATIONS: tuple[Migration, ...] = (
             PRIMARY KEY (message_id, status)
         );
         CREATE INDEX messages_to_open ON messages (to_addr, open);
-        """,
-    ),
-    Migration(
-        "core",
-        4,
-        """
+        """),
+    Migration("core", 4, """
         -- the reminder sweep's candidates: delivered, open reply/action mail
         CREATE INDEX messages_remindable ON messages (recipient)
             WHERE open = 1 AND delivered_at IS NOT NULL AND anticipation != 'fyi';
-        """,
-    ),
+        """),
 )
 
 

@@ -86,15 +86,15 @@ class Waits:
             budget = cap_ms
             warnings.append(wait_capped_warning(timeout_ms, cap_ms))
         next_progress = every_ms
-        if not reply_to:
-            self.app.require_caller(caller)  # only mail addressed to the caller could end this wait
-        target, _, _ = await self.app.directory.target_address(agent, caller) if not reply_to else (agent, None, {})
         if reply_to:
             row = self.mailbox.require(reply_to)
             reply_to = row["id"]
             # An unidentified caller is "external": it may wait only on mail sent as external.
             Visibility(caller.address).require(row, f"the answer to {reply_to}")
             target = row["recipient"]
+        else:
+            self.app.require_caller(caller)  # only mail addressed to the caller could end this wait
+            target, _, _ = await self.app.directory.target_address(agent, caller)
         since = now_ms()
         key = f"reply:{reply_to}" if reply_to else f"from:{target}"
         self.waiting[key] = self.waiting.get(key, 0) + 1

@@ -45,12 +45,8 @@ def notify(db_path: str | os.PathLike[str]) -> int:
         entries = os.scandir(folder)
     except OSError:  # nobody ever waited here (the usual case), or the folder is unreadable
         return 0
-    woken = 0
     with entries:
-        for entry in entries:
-            if entry.name.endswith(SUFFIX) and _poke(entry.path):
-                woken += 1
-    return woken
+        return sum(1 for entry in entries if entry.name.endswith(SUFFIX) and _poke(entry.path))
 
 
 def _poke(path: str) -> bool:
