@@ -201,44 +201,31 @@ def database_error(path: str, exc: sqlite3.Error | OSError, busy_timeout_ms: int
     ``state_busy`` for a lock timeout; ``state_io_error`` with ``details.reason``
     ``disk_full``, ``corrupt`` (with :func:`recovery_step`), ``read_only`` or ``io_error``.
     """
-    name = os.path.basename(path)
     code = _result_code(exc)
     if isinstance(exc, OSError):
         code = SQLITE_FULL if exc.errno in (errno_mod.ENOSPC, errno_mod.EDQUOT) else SQLITE_IOERR
     if code in (SQLITE_BUSY, SQLITE_LOCKED):
         return busy_error(path, busy_timeout_ms)
     if code == SQLITE_FULL:
-        return AgentLinkError(
-            "state_io_error",
-            f"The disk holding the agent-link database {path} is full; nothing of this call was stored.",
-            {"path": name, "errno": "ENOSPC", "reason": "disk_full"},
-            hint="Free disk space there, then retry; the database itself is fine.",
-        )
+        return _io_error(path, "disk_full", "ENOSPC", f"The disk holding the agent-link database {path} is full; nothing of this call was stored.",
+                         "Free disk space there, then retry; the database itself is fine.")
     if code in (SQLITE_CORRUPT, SQLITE_NOTADB):
         return corrupt_error(path, str(exc))
     if code == SQLITE_READONLY:
-        return AgentLinkError(
-            "state_io_error", f"The agent-link database {path} is read-only for this process ({exc}).",
-            {"path": name, "errno": type(exc).__name__, "reason": "read_only"},
-            hint="Give the user running agent-link write access to the file and its folder.",
-        )
-    return AgentLinkError(
-        "state_io_error",
-        f"The agent-link database {path} could not be used ({exc}).",
-        {"path": name, "errno": type(exc).__name__, "reason": "io_error"},
-        hint="Check the disk and the file's permissions, then retry.",
-    )
+        return _io_error(path, "read_only", type(exc).__name__, f"The agent-link database {path} is read-only for this process ({exc}).",
+                         "Give the user running agent-link write access to the file and its folder.")
+    return _io_error(path, "io_error", type(exc).__name__, f"The agent-link database {path} could not be used ({exc}).",
+                     "Check the disk and the file's permissions, then retry.")
+
+
+def _io_error(path: str, reason: str, errno: str, message: str, hint: str, **details: Any) -> AgentLinkError:
+    return AgentLinkError("state_io_error", message, {"path": os.path.basename(path), "errno": errno, "reason": reason, **details}, hint=hint)
 
 
 def corrupt_error(path: str, found: str) -> AgentLinkError:
     """``state_io_error`` (reason ``corrupt``) with :func:`recovery_step` as the hint."""
-    return AgentLinkError(
-        "state_io_error",
-        f"SQLite reports the agent-link database {path} as damaged ({found}); writes are refused so nothing more is "
-        "lost, reads still work where they can.",
-        {"path": os.path.basename(path), "errno": "SQLITE_CORRUPT", "reason": "corrupt"},
-        hint=recovery_step(path),
-    )
+    return _io_error(path, "corrupt", "SQLITE_CORRUPT", f"SQLite reports the agent-link database {path} as damaged ({found}); writes are "
+                     "refused so nothing more is lost, reads still work where they can.", recovery_step(path))
 
 
 def integrity(conn: sqlite3.Connection) -> str:
@@ -251,12 +238,8 @@ def integrity(conn: sqlite3.Connection) -> str:
 
 def not_ours_error(path: str, why: str) -> AgentLinkError:
     """``state_io_error`` (reason ``not_agent_link``): the path holds something else."""
-    return AgentLinkError(
-        "state_io_error",
-        f"{path} is not an agent-link database ({why}); agent-link leaves it untouched.",
-        {"path": os.path.basename(path), "errno": "EEXIST", "reason": "not_agent_link"},
-        hint="Point the database path at an agent-link database or at a path that does not exist yet.",
-    )
+    return _io_error(path, "not_agent_link", "EEXIST", f"{path} is not an agent-link database ({why}); agent-link leaves it untouched.",
+                     "Point the database path at an agent-link database or at a path that does not exist yet.")
 
 
 def record_damage(path: str, identity: tuple[int, int] | None, reason: str) -> None:
@@ -322,13 +305,11 @@ class Store:
         for leftover in (self.path + "-wal", self.path + "-shm"):
             # the path checked again: a process starting at the same moment may have made the database since
             if os.path.exists(leftover) and os.path.getsize(leftover) > 0 and not os.path.lexists(self.path):
-                raise AgentLinkError(
-                    "state_io_error",
-                    f"{leftover} exists but {os.path.basename(self.path)} does not: the database was moved or deleted "
-                    "while agent-link processes had it open, and that WAL file still holds its newest mail.",
-                    {"path": os.path.basename(self.path), "errno": "ENOENT", "reason": "orphan_wal"},
-                    hint=f"Put the database back at {self.path}. If it is gone and no agent-link process runs any more, "
-                         f"keep a copy of {leftover} for recovery and delete it and {self.path}-shm.",
+                raise _io_error(
+                    self.path, "orphan_wal", "ENOENT", f"{leftover} exists but {os.path.basename(self.path)} does not: the database "
+                    "was moved or deleted while agent-link processes had it open, and that WAL file still holds its newest mail.",
+                    f"Put the database back at {self.path}. If it is gone and no agent-link process runs any more, "
+                    f"keep a copy of {leftover} for recovery and delete it and {self.path}-shm.",
                 )
         tmp = f"{self.path}.{os.getpid()}.{time.monotonic_ns()}.new"
         fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
@@ -461,14 +442,11 @@ class Store:
             return None
         rescued = self._rescue()  # the file written until now is unlinked, moved or about to be
         saved = f" What this process could still read was saved to {rescued}." if rescued else ""
-        return AgentLinkError(
-            "state_io_error",
-            f"The agent-link database {self.path} was {'deleted or moved away' if current is None else 'replaced'} while "
-            f"this process had it open; nothing more is accepted, so nothing acknowledged is lost.{saved}",
-            {"path": os.path.basename(self.path), "errno": "ESTALE", "reason": "replaced",
-             **({"rescuedTo": rescued} if rescued else {})},
-            hint=f"Put the original file back at {self.path} (processes continue where they stopped), or restart every "
-                 "agent-link process (MCP servers, hosts) to use the file now there.",
+        return _io_error(
+            self.path, "replaced", "ESTALE", f"The agent-link database {self.path} was {'deleted or moved away' if current is None else 'replaced'}"
+            f" while this process had it open; nothing more is accepted, so nothing acknowledged is lost.{saved}",
+            f"Put the original file back at {self.path} (processes continue where they stopped), or restart every "
+            "agent-link process (MCP servers, hosts) to use the file now there.", **({"rescuedTo": rescued} if rescued else {}),
         )
 
     def _rescue(self) -> str | None:
