@@ -1,10 +1,6 @@
-"""Conversations: a message, what it answers, its replies and their follow-ups.
-
-A conversation is the tree of messages joined by ``reply_to``: walk up from any message to
-the first one (the root), then take every message whose ``reply_to`` chain leads back to
-it. Messages are returned oldest first. Every read goes through a
-:class:`~agent_link_core.mailbox.Visibility`, so a reader sees only the part of a
-conversation it may see, and is told how much is hidden.
+"""Conversations: the tree of messages joined by ``reply_to``, from its root (the message
+that answers nothing), oldest first. A reader sees only the part its
+:class:`~agent_link_core.mailbox.Visibility` allows, and is told how much is hidden.
 """
 
 from __future__ import annotations
@@ -14,13 +10,10 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from agent_link_core.errors import AgentLinkError
-from agent_link_core.mailbox import Mailbox, Visibility
+from agent_link_core.mailbox import Mailbox, Visibility, batches
 
 MAX_MESSAGES = 500
 MAX_DEPTH = 1000
-#: ids per query of :func:`roots_of`
-ROOT_BATCH = 500
 
 
 def root_of(conn: sqlite3.Connection, message_id: str) -> str:
@@ -30,13 +23,9 @@ def root_of(conn: sqlite3.Connection, message_id: str) -> str:
 
 
 def roots_of(conn: sqlite3.Connection, message_ids: list[str]) -> dict[str, str]:
-    """:func:`root_of` of many messages in one query per :data:`ROOT_BATCH` ids:
-    ``{message id: root id}`` for the ids that exist."""
+    """:func:`root_of` of many messages: ``{message id: root id}`` for the ids that exist."""
     roots: dict[str, str] = {}
-    unique = list(dict.fromkeys(message_ids))
-    for start in range(0, len(unique), ROOT_BATCH):
-        chunk = unique[start:start + ROOT_BATCH]
-        marks = ", ".join("?" for _ in chunk)
+    for chunk, marks in batches(list(dict.fromkeys(message_ids))):
         for row in conn.execute(
             "WITH RECURSIVE up(start, id, reply_to, depth) AS ("
             f" SELECT id, id, reply_to, 0 FROM messages WHERE id IN ({marks})"
@@ -62,8 +51,7 @@ def thread_rows(conn: sqlite3.Connection, root_id: str, limit: int = MAX_MESSAGE
 
 def conversation_ids(conn: sqlite3.Connection, root_ids: Sequence[str], limit: int = MAX_MESSAGES) -> dict[str, list[str]]:
     """The message ids of the conversations starting at each of ``root_ids``, each oldest first
-    and at most ``limit + 1`` long (as :func:`thread_rows` gives one), in one query for them all: what a
-    list of conversations asks instead of one walk per conversation."""
+    and at most ``limit + 1`` long (as :func:`thread_rows`), in one query for them all."""
     if not root_ids:
         return {}
     found = conn.execute(
@@ -92,11 +80,7 @@ def conversation(mailbox: Mailbox, visibility: Visibility, message_id: str, *, e
         ``message_id`` itself.
     """
     row = mailbox.require(message_id)
-    if not visibility.allows(row):
-        raise AgentLinkError(
-            "permission_denied", f"Only the sender or the recipient may read the conversation of {row['id']}.",
-            {"reason": "not_participant"}, hint="Ask for a message you sent or received.",
-        )
+    visibility.require(row, f"the conversation of {row['id']}")
     root = root_of(mailbox.store.conn, row["id"])
     rows = thread_rows(mailbox.store.conn, root)
     truncated = len(rows) > MAX_MESSAGES
@@ -112,9 +96,7 @@ def conversation(mailbox: Mailbox, visibility: Visibility, message_id: str, *, e
 
 
 def recent_conversations(mailbox: Mailbox, visibility: Visibility, limit: int = 20, scan: int = 400) -> list[dict[str, Any]]:
-    """The conversations with the newest activity, newest first (for overviews).
-
-    Looks at the ``scan`` newest visible messages and groups them by conversation.
+    """The conversations among the ``scan`` newest visible messages, newest activity first.
 
     :returns: ``[{"rootId", "lastId", "lastAt" (epoch ms), "count" (messages among those
         scanned), "participants": [addresses]}]``.

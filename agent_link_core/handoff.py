@@ -1,27 +1,24 @@
 """One path per message: mail that a running wait is about to return is not pushed as well.
 
-A wait (``wait_for_agent``, ``waitForReply``, ``agent-link wait``) returns the message it
-waited for in its own result, which the agent reads. The recipient's host may at the same
-time be pushed that message by another process (the replier's server adding it to the running
-work of the waiting session), and the agent would then get it twice. So every wait is noted
-in the ``active_waits`` table (who waits, for what, in which process) while it runs, and a
-push, in any process, first asks :func:`held` whether a live wait of the recipient is about to
-return the message; if so the push is left out and the wait hands it over. When a wait ends
-without taking what it held, its process pushes it then (:meth:`agent_link_core.waits.Waits.wait`).
-
-A wait whose process died leaves a row behind; it is ignored (the process is gone, or the row
-is older than any wait may run) and removed by the next wait of the same address.
+A wait returns the message it waited for in its own result; a push of the same message to
+the recipient's host (by another process) would give it to the agent twice. So every running
+wait is noted in ``active_waits`` (who waits, for what, in which process), and a push in any
+process first asks :func:`held`; a held message is left to the wait, which pushes it when it
+ends without taking it (:meth:`agent_link_core.waits.Waits.wait`). Rows of dead processes are
+ignored, and removed by the next wait of the same address.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 from agent_link_core.store import Migration, now_ms
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # pragma: no cover
+if TYPE_CHECKING:
     from typing import Any
+
     from agent_link_core.store import Store
 
 #: no wait runs longer than this (600 s asked for, plus its last poll and the push after it)
@@ -30,10 +27,7 @@ MAX_WAIT_MS = 660_000
 HELD_EVENT = "held_for_wait"
 
 MIGRATIONS = (
-    Migration(
-        "core.waits",
-        1,
-        """
+    Migration("core.waits", 1, """
         CREATE TABLE active_waits (
             id INTEGER PRIMARY KEY,
             address TEXT NOT NULL,      -- who waits (the recipient of what it waits for)
@@ -42,8 +36,7 @@ MIGRATIONS = (
             started_at INTEGER NOT NULL
         );
         CREATE INDEX active_waits_address ON active_waits (address, key);
-        """,
-    ),
+        """),
 )
 
 
@@ -51,8 +44,8 @@ def begin(store: Store, address: str, key: str) -> int | None:
     """Note a wait of ``address`` for ``key`` (``reply:<id>`` or ``from:<address>``) in this
     process; rows of the same address left by dead processes go.
 
-    :returns: the row id for :func:`end`, or None when the database refused the write (busy,
-        damaged): the wait runs anyway, only pushes elsewhere will not know of it.
+    :returns: the row id for :func:`end`, or None when the database refused the write (the
+        wait runs anyway; pushes elsewhere will not know of it).
     """
     from agent_link_core.errors import AgentLinkError
 
@@ -69,22 +62,17 @@ def begin(store: Store, address: str, key: str) -> int | None:
 
 
 def end(store: Store, wait_id: int | None) -> None:
-    """Forget the wait :func:`begin` noted (nothing when it was not noted or the write fails:
-    the row then dies with its process)."""
+    """Forget the wait :func:`begin` noted (a failed write leaves a row that dies with its process)."""
     from agent_link_core.errors import AgentLinkError
 
-    if wait_id is None:
-        return
-    try:
-        with store.write() as conn:
+    if wait_id is not None:
+        with contextlib.suppress(AgentLinkError), store.write() as conn:
             conn.execute("DELETE FROM active_waits WHERE id = ?", (wait_id,))
-    except AgentLinkError:
-        pass
 
 
 def any_live(store: Store, address: str) -> bool:
-    """Whether a wait of ``address`` runs in some process (one indexed look; False when the
-    table cannot be read): lets a read skip :func:`held` for each message when nobody waits."""
+    """Whether a wait of ``address`` runs in some process (False when the table cannot be
+    read): a read skips :func:`held` for each message when nobody waits."""
     import sqlite3
 
     try:
@@ -107,11 +95,8 @@ def held(store: Store, row: Any) -> bool:
 
 def pid_alive(pid: int) -> bool:
     """True when ``pid`` runs: a zombie does not, a process of another user does, a pid of 0
-    or below never does (psutil, imported here: the hook fast path never pays for it).
-
-    The one copy of this check: the core needs it for a wait's process, and host plugins
-    reach it through their shared helper (plugins/hostkit/README.md).
-    """
+    or below never does. The one copy of this check (host plugins reach it through
+    plugins/hostkit); psutil is imported here, off the hook fast path."""
     import psutil
 
     try:

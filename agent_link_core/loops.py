@@ -1,22 +1,16 @@
-"""The loop guard: what stops two agents (or one agent and itself) from messaging each other
-without end, each message costing the recipient's model another request.
+"""The loop guard: what stops agents from messaging each other (or themselves) without end,
+each message costing the recipient's model a request. Applied to every new message under the
+write lock (:meth:`agent_link_core.sending.Outbox.send`); a retry under a used id is not new.
 
-Checked before a new message is stored (:meth:`agent_link_core.sending.Outbox.send`, so every tool,
-command and plugin that sends gets it); a retry under a used message id is not a new message
-and is not checked. Three rules, each refusal naming what to change:
+* to one's own address: ``invalid_arguments`` (path ``to``, rule ``self``);
+* the same body, anticipation and reply-to from the same sender to the same recipient within
+  ``AGENT_LINK_REPEAT_WINDOW_MS``: ``permission_denied`` (reason ``repeated_message``),
+  unless the earlier one never reached its recipient: the send retries that one instead
+  (:func:`waiting_repeat`);
+* more than ``AGENT_LINK_PAIR_RATE`` messages between two addresses (both ways) within
+  ``AGENT_LINK_PAIR_WINDOW_MS``: ``permission_denied`` (reason ``send_rate``).
 
-* a message to one's own address is refused (``invalid_arguments``, path ``to``, rule
-  ``self``): it would come back to the sender as new work;
-* a message identical to one the same sender sent the same recipient within
-  ``AGENT_LINK_REPEAT_WINDOW_MS`` (same body, same anticipation, answering the same message)
-  is refused (``permission_denied``, reason ``repeated_message``): agents that acknowledge
-  each other's acknowledgements repeat themselves. An identical earlier message that never
-  reached its recipient is no part of a loop: the send retries it instead
-  (:func:`waiting_repeat`, :meth:`agent_link_core.sending.Outbox.send`);
-* more than ``AGENT_LINK_PAIR_RATE`` messages between two addresses (both ways counted)
-  within ``AGENT_LINK_PAIR_WINDOW_MS`` is refused (``permission_denied``, reason ``send_rate``).
-
-``AGENT_LINK_REPEAT_WINDOW_MS`` or ``AGENT_LINK_PAIR_RATE`` at 0 switches its rule off.
+A window or rate of 0 switches its rule off.
 """
 
 from __future__ import annotations
@@ -24,21 +18,18 @@ from __future__ import annotations
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # pragma: no cover
+if TYPE_CHECKING:
     from typing import Any
+
     from agent_link_core.config import Config
     from agent_link_core.store import Store
 
+
 def same_recent(store: Store, config: Config, *, sender: str, recipient: str, body: str, anticipation: str,
                 reply_to: str | None, now_ms: int) -> list[Any]:
-    """The messages the same as this one for the repeat rule (sender, recipient, body,
-    anticipation, reply-to) sent within ``AGENT_LINK_REPEAT_WINDOW_MS``, newest first: the
-    rows (``id, sent_at, to_addr, reply_by, first_delivered_at, metadata``) both
-    :func:`waiting_repeat` and :func:`check_send` judge, read with one statement. Empty when
-    the window is 0.
-
-    :param now_ms: the send's time, epoch ms.
-    """
+    """The messages the same as this one for the repeat rule, sent within
+    ``AGENT_LINK_REPEAT_WINDOW_MS`` of ``now_ms`` (epoch ms), newest first: rows of ``id,
+    sent_at, to_addr, reply_by, first_delivered_at, metadata`` (empty when the window is 0)."""
     window_ms = int(config.get("AGENT_LINK_REPEAT_WINDOW_MS"))
     if not window_ms:
         return []
@@ -50,13 +41,9 @@ def same_recent(store: Store, config: Config, *, sender: str, recipient: str, bo
 
 
 def waiting_repeat(same: list[Any], *, to: str, reply_by_ms: int | None, fingerprint: Any) -> str | None:
-    """The id of the newest message the same as this one (every field the idempotency check
-    compares: those of :func:`same_recent`, and to, reply-by, fingerprint) that was never
-    delivered (``first_delivered_at`` unset; the caller checks the push outcome), else None.
-
-    :param same: :func:`same_recent`'s rows for this message.
-    :param fingerprint: the new message's ``metadata["fingerprint"]`` (a dict) or None.
-    """
+    """The id of the newest of ``same`` (:func:`same_recent`'s rows) that is identical to this
+    message for the idempotency check (also ``to``, reply-by, ``fingerprint``: a dict or
+    None) and was never delivered (the caller checks the push outcome), else None."""
     import json
 
     for row in same:
@@ -75,10 +62,8 @@ def check_send(store: Store, config: Config, *, sender: str, recipient: str, sam
                known_sender: bool) -> None:
     """Refuse a new message that would start or feed a loop (the module's three rules).
 
-    :param sender: the sender's address; ``known_sender`` False (an unidentified caller,
-        ``external``) skips the self rule, since it has no mailbox of its own.
-    :param same: :func:`same_recent`'s rows for this message (the repeat rule refuses it when
-        there is one).
+    :param known_sender: False for an unidentified caller (``external``): no self rule.
+    :param same: :func:`same_recent`'s rows (the repeat rule refuses when there is one).
     :param now_ms: the send's time, epoch ms.
     :raises AgentLinkError: ``invalid_arguments`` (path ``to``, rule ``self``);
         ``permission_denied`` with ``details.reason`` ``repeated_message`` or ``send_rate``,

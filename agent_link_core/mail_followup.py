@@ -1,15 +1,17 @@
-"""What happens to a message after delivery: its one resolution (a reply, a decline,
-done), reminders and nudges, a handover to another recipient, and the status transitions
-readers notice (docs/behaviour.md §8). A base of :class:`~agent_link_core.mailbox.Mailbox`.
+"""The ``message_events`` every change leaves (with the push claims kept in them) and what
+happens to a message after delivery (docs/behaviour.md §8): its one resolution, reminders,
+nudges, handovers and status transitions. A base of :class:`~agent_link_core.mailbox.Mailbox`.
+A change's event goes to the ``agent_link_record_event`` observers inside its transaction,
+to ``agent_link_on_event`` after the commit.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 from agent_link_core.envelope import iso_ms
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.mail_events import MailEvents
 from agent_link_core.store import now_ms
 
 TYPE_CHECKING = False  # no typing at run time: the hook fast path imports this (via the mailbox)
@@ -17,37 +19,125 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
+    from agent_link_core.config import Config
     from agent_link_core.mailbox import MessageState
     from agent_link_core.model import Caller
-    from agent_link_core.records import OutgoingMessage
+    from agent_link_core.plugins import Hooks
+    from agent_link_core.records import Event, OutgoingMessage
+    from agent_link_core.store import Store
 
 STATUS_BY_KIND = {"reply": "replied", "decline": "declined", "done": "done"}
+#: the events that say how a push stands (the newest one decides ``accepted``), as SQL
+PUSH_EVENT_KINDS = "('delivery_unknown', 'delivery_accepted', 'delivery_settled', 'delivered', 'released')"
 
 
-class MailFollowUp(MailEvents):
-    """Resolutions, reminders, nudges, handovers and status transitions; not used alone."""
+class MailFollowUp:
+    """Events, push claims, resolutions, reminders, nudges, handovers and status transitions; not used alone."""
+
+    store: Store
+    config: Config
+    hooks: Hooks | None
 
     if TYPE_CHECKING:
+        def get_row(self, message_id: str) -> sqlite3.Row | None: ...
         def require(self, message_id: str) -> sqlite3.Row: ...
         def state(self, row: sqlite3.Row, now: int | None = None) -> MessageState: ...
         def states(self, rows: Sequence[sqlite3.Row], now: int | None = None) -> list[MessageState]: ...
         def _insert_reply(self, conn: sqlite3.Connection, reply: OutgoingMessage, at: int) -> sqlite3.Row | None: ...
 
+    def record_event(self, message_id: str, kind: str, actor: str | None, via: str | None, data: dict[str, Any]) -> None:
+        """Append an audit event that changes no message state (e.g. ``delivery_unknown``)."""
+        with self.store.write() as conn:
+            self._event(conn, message_id, kind, now_ms(), actor, via, data)
+
+    def push_outcome(self, message_id: str) -> str:
+        """How delivery stands for a sender: ``delivered``, ``accepted`` (the host took the
+        push and will show it; never pushed again), ``unknown`` (the last push may have
+        landed, unconfirmed) or ``queued``."""
+        row = self.get_row(message_id)
+        if row is not None and row["first_delivered_at"] is not None:
+            return "delivered"
+        last = self.store.conn.execute(
+            f"SELECT kind FROM message_events WHERE message_id = ? AND kind IN {PUSH_EVENT_KINDS} ORDER BY seq DESC LIMIT 1",
+            (message_id,),
+        ).fetchone()
+        return {"delivery_unknown": "unknown", "delivery_accepted": "accepted"}.get(last[0] if last else "", "queued")
+
+    def claim_push(self, message_id: str, holder: dict[str, Any], *, replacing: int | None = None) -> dict[str, Any] | None:
+        """Take the message's push claim before a harness writes it to its host, so two
+        processes (or a resend after a crash) never push it at once. Atomic across processes:
+        ``push_claimed`` with ``holder`` (JSON-able, e.g. ``{"pid", "procStart"}``) is appended
+        only when no claim is open, or when the open one is ``replacing`` (its ``seq``: a
+        claim whose process the caller found dead; settled as ``orphaned`` first).
+
+        :returns: None when the claim is now ours; else the open claim's ``{"seq", "at" (ms),
+            "holder"}`` (the caller decides from ``holder`` whether its process lives).
+        """
+        with self.store.write() as conn:
+            last = conn.execute(
+                "SELECT seq, kind, at, data FROM message_events WHERE message_id = ?"
+                " AND kind IN ('push_claimed', 'push_settled') ORDER BY seq DESC LIMIT 1", (message_id,)).fetchone()
+            at = now_ms()
+            if last is not None and last["kind"] == "push_claimed":
+                if replacing is None or last["seq"] != replacing:
+                    return {"seq": last["seq"], "at": last["at"], "holder": json.loads(last["data"] or "{}")}
+                self._event(conn, message_id, "push_settled", at, None, None, {"outcome": "orphaned", "claim": replacing})
+            self._event(conn, message_id, "push_claimed", at, None, None, holder)
+        return None
+
+    def settle_push(self, message_id: str, outcome: str, data: dict[str, Any] | None = None) -> None:
+        """Close the open push claim with what the push came to (``outcome``: a harness's
+        word, e.g. ``delivered``, ``pushed``, ``failed``, ``held``); a later
+        :meth:`claim_push` may take it again."""
+        self.record_event(message_id, "push_settled", None, None, {"outcome": outcome, **(data or {})})
+
+    def last_push_settled(self, message_id: str) -> dict[str, Any] | None:
+        """The data of the message's newest ``push_settled`` event (``{"outcome", ...}``), or
+        None when no push of it was ever settled."""
+        row = self.store.conn.execute(
+            "SELECT data FROM message_events WHERE message_id = ? AND kind = 'push_settled' ORDER BY seq DESC LIMIT 1",
+            (message_id,)).fetchone()
+        return json.loads(row["data"] or "{}") if row is not None else None
+
+    @staticmethod
+    def _resolved(conn: sqlite3.Connection, message_id: str) -> bool:
+        return conn.execute("SELECT 1 FROM resolutions WHERE message_id = ?", (message_id,)).fetchone() is not None
+
+    @staticmethod
+    def _event(
+        conn: sqlite3.Connection, message_id: str, kind: str, at: int, actor: str | None, via: str | None, data: dict[str, Any]
+    ) -> None:
+        conn.execute(
+            "INSERT INTO message_events (message_id, kind, at, actor, via, data) VALUES (?, ?, ?, ?, ?, ?)",
+            (message_id, kind, at, actor, via, json.dumps(data, ensure_ascii=False)),
+        )
+
+    def _stage(
+        self, kind: str, message_id: str | None, at_ms: int, actor: str | None, data: dict[str, Any],
+        result: dict[str, Any] | None = None,
+    ) -> Event | None:
+        """Inside the write transaction: the change's event, given to the record observers."""
+        if self.hooks is None:
+            return None
+        from agent_link_core.records import Event
+
+        event = Event(kind, message_id, at_ms, actor, data, result)
+        self.hooks.record_event(event)
+        return event
+
+    def _publish(self, *events: Event | None) -> None:
+        """After the commit: the staged events to the ``agent_link_on_event`` observers."""
+        if self.hooks is not None:
+            for event in events:
+                if event is not None:
+                    self.hooks.on_event(event)
 
     def resolve(
-        self,
-        message_id: str,
-        caller: Caller,
-        kind: str,
-        *,
-        reason: str | None = None,
-        reply: OutgoingMessage | None = None,
-        result: dict[str, Any] | None = None,
+        self, message_id: str, caller: Caller, kind: str, *, reason: str | None = None,
+        reply: OutgoingMessage | None = None, result: dict[str, Any] | None = None,
     ) -> tuple[dict[str, Any], sqlite3.Row | None]:
-        """Resolve a message exactly once, by its recipient; optionally store the reply.
-
-        The resolution row and the reply message are written in one transaction, so a
-        reply without a resolution (or the reverse) can never be stored.
+        """Resolve a message exactly once, by its recipient; the reply (if any) is stored in
+        the same transaction as the resolution.
 
         :param kind: ``reply``, ``decline`` or ``done``.
         :param reason: the decline reason or the note of ``done``.
@@ -58,13 +148,7 @@ class MailFollowUp(MailEvents):
             current recipient; ``already_resolved`` for a second resolution.
         """
         row = self.require(message_id)
-        if caller.address != row["recipient"]:
-            raise AgentLinkError(
-                "wrong_recipient",
-                f"Only {row['recipient']} can resolve message {message_id}.",
-                {"messageId": message_id, "expected": row["recipient"], "caller": caller.address},
-                hint="Resolve only messages addressed to you; check read_agent_link_inbox.",
-            )
+        _check_recipient(message_id, row["recipient"], caller)
         at = now_ms()
         before = self.state(row, at)
         late = before.status in ("unresolved", "expired")
@@ -78,13 +162,8 @@ class MailFollowUp(MailEvents):
                     {"messageId": message_id, "status": STATUS_BY_KIND[existing["kind"]], "resolvedAt": iso_ms(existing["at"])},
                     hint="A message is resolved once; send a new message to add something.",
                 )
-            current = conn.execute("SELECT recipient FROM messages WHERE id = ?", (message_id,)).fetchone()
-            if current["recipient"] != caller.address:  # handed over while we were deciding
-                raise AgentLinkError(
-                    "wrong_recipient",
-                    f"Only {current['recipient']} can resolve message {message_id}.",
-                    {"messageId": message_id, "expected": current["recipient"], "caller": caller.address},
-                )
+            # handed over while we were deciding?
+            _check_recipient(message_id, conn.execute("SELECT recipient FROM messages WHERE id = ?", (message_id,)).fetchone()[0], caller)
             if reply is not None:
                 reply_row = self._insert_reply(conn, reply, at)
             conn.execute(
@@ -108,7 +187,6 @@ class MailFollowUp(MailEvents):
         resolution = {"kind": kind, "by": caller.address, "at": iso_ms(at), "late": late, "replyMessageId": reply.id if reply else None}
         self._publish(*staged)
         return resolution, reply_row
-
 
     # -- reminders and nudges ----------------------------------------------------------
 
@@ -150,9 +228,8 @@ class MailFollowUp(MailEvents):
         return True
 
     def release_reminder(self, message_id: str, n: int, to: str) -> None:
-        """Give back reminder number ``n`` that :meth:`record_reminder` claimed but whose text
-        never reached the session (the hook's output could not be written): it is due again,
-        and a ``reminder_unshown`` event says why the count went back.
+        """Give back reminder ``n`` that :meth:`record_reminder` claimed but whose text never
+        reached the session: it is due again, and a ``reminder_unshown`` event says why.
 
         :raises AgentLinkError: ``state_busy`` / ``state_io_error`` when the write fails.
         """
@@ -162,10 +239,9 @@ class MailFollowUp(MailEvents):
                 self._event(conn, message_id, "reminder_unshown", now_ms(), to, None, {"n": n})
 
     def claim_nudge_block(self, recipient: str, now: int | None = None, *, wait: bool = True) -> bool:
-        """Claim the one blocking nudge (e.g. a Stop-hook block) allowed per interval.
-
-        Refused when any block for ``recipient`` happened less than one interval ago, so
-        two processes racing at a bucket boundary still produce one block.
+        """Claim the one blocking nudge (e.g. a Stop-hook block) allowed per interval: False
+        when a block for ``recipient`` happened less than one interval ago (two processes
+        racing at a bucket boundary still produce one block).
 
         :param wait: False to raise ``state_busy`` at once instead of waiting for another
             writer's lock (the hook path).
@@ -173,10 +249,7 @@ class MailFollowUp(MailEvents):
         now = now_ms() if now is None else now
         interval = self.config.reminder_interval_ms
         with self.store.write(wait=wait) as conn:
-            recent = conn.execute(
-                "SELECT 1 FROM nudge_blocks WHERE recipient = ? AND at > ?", (recipient, now - interval)
-            ).fetchone()
-            if recent:
+            if self.blocked_recently(recipient, now):
                 return False
             cur = conn.execute(
                 "INSERT OR IGNORE INTO nudge_blocks (recipient, bucket, at) VALUES (?, ?, ?)",
@@ -193,10 +266,8 @@ class MailFollowUp(MailEvents):
         ).fetchone() is not None
 
     def reassign(self, message_id: str, new_recipient: str, actor: str, *, wait: bool = True) -> bool:
-        """Move an open message to another recipient (role handover); returns True if moved.
-
-        The delivery clock is kept (reminder count is inherited, so the cap is not reset),
-        but the new holder sees it as new mail: it is undelivered for them until evidence.
+        """Move an open message to another recipient (role handover); True if moved. The
+        reminder count is kept (the cap is not reset); for the new holder it is undelivered.
 
         :param wait: False on a read path: ``state_busy`` at once while another process
             holds the write lock, instead of waiting for it.
@@ -226,7 +297,7 @@ class MailFollowUp(MailEvents):
             return  # recorded already: a read takes no write lock for it
         at = now_ms()
         try:
-            with self.store.write(wait=False) as conn:  # a read never waits on a writer for this note
+            with self.store.write(wait=False) as conn:
                 cur = conn.execute(
                     "INSERT OR IGNORE INTO status_transitions (message_id, status, at) VALUES (?, ?, ?)",
                     (row["id"], state.status, at),
@@ -235,8 +306,15 @@ class MailFollowUp(MailEvents):
                     return
                 self._event(conn, row["id"], "status_changed", at, None, None, {"status": state.status})
                 staged = self._stage("status_changed", row["id"], at, None, {"status": state.status})
-        except AgentLinkError:
-            # Busy, damaged or replaced: a read must not fail for this note; the next reader
-            # of a writable database records it.
+        except AgentLinkError:  # busy, damaged, replaced: a read must not fail; the next reader records it
             return
         self._publish(staged)
+
+
+def _check_recipient(message_id: str, recipient: str, caller: Caller) -> None:
+    if caller.address != recipient:
+        raise AgentLinkError(
+            "wrong_recipient", f"Only {recipient} can resolve message {message_id}.",
+            {"messageId": message_id, "expected": recipient, "caller": caller.address},
+            hint="Resolve only messages addressed to you; check read_agent_link_inbox.",
+        )

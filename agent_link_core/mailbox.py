@@ -1,9 +1,8 @@
 """The message lifecycle: send, deliver, read, resolve, reminders, expiry.
 
-A message is first a row (queued). Only evidence moves it forward: a harness push the host
-confirmed, or the recipient reading its inbox (delivered); then an explicit resolution by
-the recipient (reply / decline / done), exactly once. Status is computed on read from the
-clock, so no timer has to run (docs/behaviour.md §8):
+A message is a row (queued) that only evidence moves forward: a push the host confirmed or
+an inbox read (delivered), then one resolution by the recipient (reply / decline / done).
+Status is computed on read from the clock, so no timer runs (docs/behaviour.md §8):
 
 * ``fyi`` messages have no status and are never reminded;
 * the reminder clock starts at first delivery; reminder ``n+1`` is due one interval after
@@ -26,14 +25,13 @@ import time
 from agent_link_core.addresses import ANTICIPATIONS, EXTERNAL, is_address, is_ulid
 from agent_link_core.envelope import MAX_BODY_BYTES, EnvelopeMessage, escape_text, iso_ms, render_envelope, sanitize_text
 from agent_link_core.errors import AgentLinkError, invalid_arguments
-from agent_link_core.mail_events import PUSH_EVENT_KINDS
-from agent_link_core.mail_followup import STATUS_BY_KIND, MailFollowUp
+from agent_link_core.mail_followup import PUSH_EVENT_KINDS, STATUS_BY_KIND, MailFollowUp
 from agent_link_core.store import now_ms
 from agent_link_core.visibility import Visibility
 
 TYPE_CHECKING = False  # no typing/dataclasses at run time: the hook fast path imports this
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterator, Sequence
     from typing import Any
 
     from agent_link_core.config import Config
@@ -41,33 +39,37 @@ if TYPE_CHECKING:
     from agent_link_core.records import Event, OutgoingMessage
     from agent_link_core.store import Store
 
-_RECORDS = ("Event", "OutgoingMessage", "SendContext", "EnvelopeContribution", "EVENT_KINDS")
+_RECORDS = ("Event", "OutgoingMessage", "SendContext", "EnvelopeContribution")
 
 
 def __getattr__(name: str) -> Any:
-    # The records import typing; importing them lazily keeps it off the hook path.
-    if name in _RECORDS:
+    if name in _RECORDS:  # lazily: the records import typing, which the hook path does not
         from agent_link_core import records
 
         return getattr(records, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
 MIN_REPLY_BY_LEAD_MS = 30_000
-#: ids per query when :meth:`Mailbox.states` / :meth:`Mailbox.rows` read many messages
+#: ids per query when a read asks about many messages (:func:`batches`)
 STATE_BATCH = 500
-
-
 #: ULID's alphabet (Crockford's base 32)
 CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _last_id = [0, 0]  # (epoch ms, 80-bit randomness) of the newest id this process made
 _id_lock = _thread.allocate_lock()  # threading's Lock, without importing threading (a CLI command needs no thread)
 
 
+def batches(ids: Sequence[str]) -> Iterator[tuple[list[str], str]]:
+    """``ids`` in chunks of :data:`STATE_BATCH`, each with its ``?, ?, ...`` placeholders."""
+    for start in range(0, len(ids), STATE_BATCH):
+        chunk = list(ids[start:start + STATE_BATCH])
+        yield chunk, ", ".join("?" * len(chunk))
+
+
 def new_message_id() -> str:
     """A new ULID (26 Crockford base-32 characters: 48 bits of epoch ms, 80 random bits),
-    increasing within the process as python-ulid's ``ULID()`` is (the same millisecond, or a
-    clock that went back, adds one to the last id's randomness). Made here because importing
-    python-ulid reads package metadata (``importlib.metadata``), a large share of a CLI send."""
+    increasing within the process as python-ulid's ``ULID()`` is. Made here because importing
+    python-ulid reads package metadata, a large share of a CLI send."""
     with _id_lock:
         ms, rand = time.time_ns() // 1_000_000, int.from_bytes(os.urandom(10), "big")
         if ms <= _last_id[0]:
@@ -75,7 +77,10 @@ def new_message_id() -> str:
             if rand >> 80:  # 2**80 ids in one millisecond: borrow the next one
                 ms, rand = ms + 1, 0
         _last_id[:] = [ms, rand]
-    value = (ms << 80) | rand
+    return _crockford((ms << 80) | rand)
+
+
+def _crockford(value: int) -> str:
     return "".join(CROCKFORD[(value >> shift) & 31] for shift in range(125, -1, -5))
 
 
@@ -86,12 +91,9 @@ def ulid_of_uuid(value: str) -> str | None:
     import uuid
 
     try:
-        parsed = uuid.UUID(value)
+        return _crockford(uuid.UUID(value).int)
     except (ValueError, TypeError, AttributeError):
         return None
-    from ulid import ULID
-
-    return str(ULID.from_uuid(parsed))
 
 
 def parse_iso_ms(value: str, path: str) -> int:
@@ -113,23 +115,10 @@ def parse_iso_ms(value: str, path: str) -> int:
     return int(parsed.timestamp() * 1000)
 
 
-def parse_reply_by(value: str, now: int) -> int:
-    """Parse a ``replyBy`` ISO 8601 timestamp with a zone into epoch ms.
-
-    :raises AgentLinkError: ``invalid_arguments`` when it has no zone, does not parse, or is
-        less than 30 s ahead of ``now`` (ms).
-    """
-    ms = parse_iso_ms(value, "replyBy")
-    if ms < now + MIN_REPLY_BY_LEAD_MS:
-        raise invalid_arguments(
-            [{"path": "replyBy", "rule": "minimum", "expected": "at least 30 seconds in the future"}]
-        )
-    return ms
-
-
 def check_labels(anticipation: str | None, reply_by: str | None, wait_for_reply: bool, now: int) -> tuple[str, int | None]:
     """Validate the labels together (docs/behaviour.md §4) and apply defaults.
 
+    :param now: epoch ms; ``reply_by`` (ISO 8601 with a zone) must be 30 s or more after it.
     :returns: ``(anticipation, reply_by_ms)``; anticipation defaults to ``fyi``, or
         ``reply`` with ``wait_for_reply``.
     :raises AgentLinkError: ``invalid_arguments`` listing every failed rule.
@@ -146,9 +135,12 @@ def check_labels(anticipation: str | None, reply_by: str | None, wait_for_reply:
             errors.append({"path": "replyBy", "rule": "fyi_conflict", "expected": "no replyBy with anticipation fyi"})
         else:
             try:
-                reply_by_ms = parse_reply_by(reply_by, now)
+                reply_by_ms = parse_iso_ms(reply_by, "replyBy")
             except AgentLinkError as exc:
                 errors.extend(exc.details["errors"])
+            else:
+                if reply_by_ms < now + MIN_REPLY_BY_LEAD_MS:
+                    errors.append({"path": "replyBy", "rule": "minimum", "expected": "at least 30 seconds in the future"})
     if errors:
         raise invalid_arguments(errors)
     return label, reply_by_ms
@@ -180,9 +172,8 @@ def content_hash(
 ) -> str:
     """What makes two sends with the same message id "the same message" (SHA-256 hex).
 
-    :param extra: further fields that define the message (a message's
-        ``metadata["fingerprint"]``: TTL, correlation id, sender project and label ...);
-        when empty the digest is the same as without it.
+    :param extra: further defining fields (a message's ``metadata["fingerprint"]``: TTL,
+        correlation id ...); when empty the digest is the same as without it.
     """
     parts: list[Any] = [sender, to, body, anticipation, reply_by_ms, reply_to]
     if extra:
@@ -192,8 +183,7 @@ def content_hash(
 
 
 def _sha256(data: bytes) -> Any:
-    """``hashlib.sha256(data)``, from CPython's built-in SHA-256 when it has one: importing
-    :mod:`hashlib` loads and initialises OpenSSL, about 3 ms of CPU for every send."""
+    # CPython's built-in SHA-256: importing hashlib initialises OpenSSL, about 3 ms of CPU per send
     try:  # the module's name depends on the version (a failed import searches all of sys.path)
         if sys.version_info >= (3, 12):
             from _sha2 import sha256
@@ -204,8 +194,7 @@ def _sha256(data: bytes) -> Any:
     return sha256(data)
 
 
-#: The fields that define a message (:func:`content_hash`), by the tool argument that sets
-#: each: ``(field, stored row column)``; the ``metadata["fingerprint"]`` keys come after.
+#: ``(tool argument, row column)`` of the fields that define a message (:func:`content_hash`)
 IDENTITY_FIELDS = (
     ("from", "from_addr"), ("to", "to_addr"), ("message", "body"), ("anticipation", "anticipation"),
     ("replyBy", "reply_by"), ("replyToMessageId", "reply_to"),
@@ -222,9 +211,8 @@ def idempotency_refusal(message_id: str, differs: list[str], path: str, expected
 
 def differing_fields(row: sqlite3.Row, msg: OutgoingMessage) -> list[str]:
     """Which fields of ``msg`` differ from the stored message ``row`` with the same id: names
-    of :data:`IDENTITY_FIELDS`, then fingerprint keys (``ttlMs``, ``correlationId``,
-    ``senderProject``, ``senderLabel``, ...), in that order. Values are not returned: the
-    stored message may be someone else's."""
+    of :data:`IDENTITY_FIELDS`, then fingerprint keys (``ttlMs``, ``correlationId`` ...).
+    Values are not returned: the stored message may be someone else's."""
     given = {"from": msg.sender.address, "to": msg.to, "message": msg.body, "anticipation": msg.anticipation,
              "replyBy": msg.reply_by_ms, "replyToMessageId": msg.reply_to}
     out = [name for name, column in IDENTITY_FIELDS if row[column] != given[name]]
@@ -309,13 +297,9 @@ class Mailbox(MailFollowUp):
         return self.events_of([message_id])[message_id]
 
     def events_of(self, message_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
-        """:meth:`events` of many messages: ``{message id: its trail}`` (an empty list for a
-        message without events), one query per :data:`STATE_BATCH` ids."""
+        """:meth:`events` of many messages: ``{message id: its trail}`` (empty for none)."""
         trails: dict[str, list[dict[str, Any]]] = {i: [] for i in message_ids}
-        unique = list(trails)
-        for start in range(0, len(unique), STATE_BATCH):
-            chunk = unique[start:start + STATE_BATCH]
-            marks = ", ".join("?" for _ in chunk)
+        for chunk, marks in batches(list(trails)):
             for r in self.store.conn.execute(
                 f"SELECT message_id, seq, kind, at, actor, via, data FROM message_events WHERE message_id IN ({marks}) ORDER BY seq",
                 chunk,
@@ -326,10 +310,9 @@ class Mailbox(MailFollowUp):
 
     def last_event_seq(self, visibility: Visibility | None = None) -> int:
         """The newest audit event's sequence number (0 for none): it grows with every
-        committed message change, in any process, so readers can poll it to notice changes.
+        committed message change in any process, so readers poll it to notice changes.
 
-        :param visibility: count only events of the messages this reader may see (a live
-            view announcing only its reader's changes); None: every event (cheapest).
+        :param visibility: count only events of the messages this reader may see; None: all.
         """
         if visibility is None or visibility.everything:
             return int(self.store.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM message_events").fetchone()[0])
@@ -345,13 +328,9 @@ class Mailbox(MailFollowUp):
         return self.store.conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
 
     def rows(self, ids: Sequence[str]) -> list[sqlite3.Row]:
-        """The stored messages ``ids`` (exact ids), in that order, absent ones left out: one
-        query per :data:`STATE_BATCH` ids instead of one per message."""
+        """The stored messages ``ids`` (exact ids), in that order, absent ones left out."""
         found: dict[str, sqlite3.Row] = {}
-        unique = list(dict.fromkeys(ids))
-        for start in range(0, len(unique), STATE_BATCH):
-            chunk = unique[start:start + STATE_BATCH]
-            marks = ", ".join("?" for _ in chunk)
+        for chunk, marks in batches(list(dict.fromkeys(ids))):
             for row in self.store.conn.execute(f"SELECT * FROM messages WHERE id IN ({marks})", chunk):
                 found[row["id"]] = row
         return [found[i] for i in ids if i in found]
@@ -368,8 +347,11 @@ class Mailbox(MailFollowUp):
 
     def require(self, message_id: str) -> sqlite3.Row:
         """The message row; raises ``not_found`` (``details.id``) when absent. ULIDs are
-        case-insensitive: a lower-case id finds the stored upper-case one; a UUID (the id a
-        script chose with ``--message-id``) finds the message stored under its ULID."""
+        case-insensitive; a UUID (chosen with ``--message-id``) finds the message stored under
+        its ULID.
+
+        :raises AgentLinkError: ``invalid_arguments`` for an id that is neither; ``not_found``.
+        """
         message_id = message_id.upper() if isinstance(message_id, str) else message_id
         if isinstance(message_id, str) and not is_ulid(message_id):
             message_id = ulid_of_uuid(message_id) or message_id
@@ -386,24 +368,20 @@ class Mailbox(MailFollowUp):
         return self.states([row], now)[0]
 
     def new_state(self, row: sqlite3.Row) -> MessageState:
-        """:meth:`state` of a message this process has just stored, before anything else
-        happened to it (no resolution, reminder or push yet): known without a query."""
+        """:meth:`state` of a message this process has just stored (no resolution, reminder
+        or push yet): known without a query."""
         return self._state_of(row, None, 0, None, None, now_ms())
 
     def states(self, rows: Sequence[sqlite3.Row], now: int | None = None) -> list[MessageState]:
-        """:meth:`state` of every row (in order) at one moment ``now`` (epoch ms, default
-        the clock), with a fixed number of queries per :data:`STATE_BATCH` rows, not three per
-        row: what a list (inbox, inspect, search, conversation) asks for its messages."""
+        """:meth:`state` of every row (in order) at one moment ``now`` (epoch ms, default the
+        clock), with a fixed number of queries per :data:`STATE_BATCH` rows."""
         now = now_ms() if now is None else now
         conn = self.store.conn
-        ids = list(dict.fromkeys(row["id"] for row in rows))
         queued = [row["id"] for row in rows if not row["acknowledged_at"] and not row["first_delivered_at"]]
         resolutions: dict[str, sqlite3.Row] = {}
         reminders: dict[str, tuple[int, int | None]] = {}
         pushes: dict[str, sqlite3.Row] = {}
-        for start in range(0, len(ids), STATE_BATCH):
-            chunk = ids[start:start + STATE_BATCH]
-            marks = ", ".join("?" for _ in chunk)
+        for chunk, marks in batches(list(dict.fromkeys(row["id"] for row in rows))):
             for res in conn.execute(f"SELECT * FROM resolutions WHERE message_id IN ({marks})", chunk):
                 resolutions[res["message_id"]] = res
             for rem in conn.execute(
@@ -411,9 +389,7 @@ class Mailbox(MailFollowUp):
                 chunk,
             ):
                 reminders[rem[0]] = (int(rem[1]), rem[2])
-        for start in range(0, len(queued), STATE_BATCH):
-            chunk = queued[start:start + STATE_BATCH]
-            marks = ", ".join("?" for _ in chunk)
+        for chunk, marks in batches(queued):
             for last in conn.execute(
                 "SELECT message_id, kind, data FROM message_events WHERE seq IN (SELECT MAX(seq) FROM message_events"
                 f" WHERE message_id IN ({marks}) AND kind IN {PUSH_EVENT_KINDS} GROUP BY message_id)",
@@ -425,8 +401,6 @@ class Mailbox(MailFollowUp):
 
     def _state_of(self, row: sqlite3.Row, res: sqlite3.Row | None, count: int, last_at: int | None,
                   last_push: sqlite3.Row | None, now: int) -> MessageState:
-        """The state of ``row`` from its resolution, reminder count and time of the last one,
-        and its newest push event (what :meth:`states` read)."""
         delivery = "acknowledged" if row["acknowledged_at"] else ("delivered" if row["first_delivered_at"] else "queued")
         note = None
         if delivery == "queued" and last_push is not None and last_push["kind"] == "delivery_accepted":
@@ -444,34 +418,35 @@ class Mailbox(MailFollowUp):
     def _status(
         self, row: sqlite3.Row, res: sqlite3.Row | None, count: int, last_at: int | None, now: int
     ) -> tuple[str | None, int | None, bool]:
+        """``(status, next reminder due at, due now)`` by the rules of the module docstring."""
         if res is not None:
             return STATUS_BY_KIND[res["kind"]], None, False
         if row["anticipation"] == "fyi":
             return None, None, False
-        passed = self._terminal_times(row, count, last_at)
-        reached = [(t, s) for t, s in passed if t <= now]
+        first = row["first_delivered_at"]
+        next_due = None if first is None else max(first, last_at or 0) + self.config.reminder_interval_ms
+        reminded_out = count >= self.config.reminder_limit
+        ends = [(next_due, "unresolved")] if next_due is not None and reminded_out else []
+        if row["reply_by"] is not None:
+            ends.append((row["reply_by"], "expired"))
+        reached = [(at, status) for at, status in ends if at <= now]
         if reached:
             return min(reached)[1], None, False
-        first = row["first_delivered_at"]
-        if first is None or count >= self.config.reminder_limit:
+        if next_due is None or reminded_out:
             return "pending", None, False
-        next_due = max(first, last_at or 0) + self.config.reminder_interval_ms
         return "pending", next_due, now >= next_due
-
-    def _terminal_times(self, row: sqlite3.Row, count: int, last_at: int | None) -> list[tuple[int, str]]:
-        times: list[tuple[int, str]] = []
-        first = row["first_delivered_at"]
-        if first is not None and count >= self.config.reminder_limit:
-            times.append((max(first, last_at or 0) + self.config.reminder_interval_ms, "unresolved"))
-        if row["reply_by"] is not None:
-            times.append((row["reply_by"], "expired"))
-        return times
 
     def to_view(self, row: sqlite3.Row, state: MessageState | None = None, *, body: bool = False,
                 meta: dict[str, Any] | None = None) -> dict[str, Any]:
         """The public, body-free description of a message (inbox, status, inspect); ``meta``: its decoded metadata, if known."""
         state = state or self.state(row)
         meta = json.loads(row["metadata"] or "{}") if meta is None else meta
+        reminders = None if row["anticipation"] == "fyi" else {
+            "count": state.reminder_count,
+            "limit": self.config.reminder_limit,
+            "lastAt": iso(state.last_reminder_at) if state.last_reminder_at else None,
+            "nextDueAt": iso(state.next_due_at) if state.next_due_at else None,
+        }
         view: dict[str, Any] = {
             "id": row["id"],
             "from": row["from_addr"],
@@ -487,7 +462,7 @@ class Mailbox(MailFollowUp):
             "deliveredAt": iso(row["delivered_at"]) if row["delivered_at"] else None,
             "status": state.status,
             "resolution": state.resolution,
-            "reminders": self._reminder_view(state) if row["anticipation"] != "fyi" else None,
+            "reminders": reminders,
             "bodyBytes": row["body_bytes"],
         }
         if state.delivery_note:
@@ -508,14 +483,6 @@ class Mailbox(MailFollowUp):
         metas = [None] * len(rows) if metas is None else metas
         return [self.to_view(row, state, body=body, meta=meta) for row, state, meta in zip(rows, self.states(rows, now), metas, strict=True)]
 
-    def _reminder_view(self, state: MessageState) -> dict[str, Any]:
-        return {
-            "count": state.reminder_count,
-            "limit": self.config.reminder_limit,
-            "lastAt": iso(state.last_reminder_at) if state.last_reminder_at else None,
-            "nextDueAt": iso(state.next_due_at) if state.next_due_at else None,
-        }
-
     def envelope(self, row: sqlite3.Row, message: dict[str, Any] | None = None) -> str:
         """Render the ``<agent-link-message>`` envelope for a stored message (``message``: its :meth:`row_dict`, if made)."""
         message = self.row_dict(row) if message is None and self.hooks is not None else message
@@ -529,17 +496,9 @@ class Mailbox(MailFollowUp):
                 attributes.update(contribution.attributes)
                 elements.extend(contribution.elements)
         msg = EnvelopeMessage(
-            id=row["id"],
-            from_address=row["from_addr"],
-            from_verified=verified,
-            to_address=row["recipient"],
-            sent_at_ms=row["sent_at"],
-            anticipation=row["anticipation"],
-            body=row["body"],
-            reply_by_ms=row["reply_by"],
-            in_reply_to=row["reply_to"],
-            via=attributes.get("via") or meta_via,
-            procedure=attributes.get("procedure"),
+            id=row["id"], from_address=row["from_addr"], from_verified=verified, to_address=row["recipient"],
+            sent_at_ms=row["sent_at"], anticipation=row["anticipation"], body=row["body"], reply_by_ms=row["reply_by"],
+            in_reply_to=row["reply_to"], via=attributes.get("via") or meta_via, procedure=attributes.get("procedure"),
         )
         return render_envelope(msg, elements=elements)
 
@@ -561,11 +520,9 @@ class Mailbox(MailFollowUp):
 
     def open_expectations(self, visibility: Visibility, limit: int) -> list[sqlite3.Row]:
         """Open reply/action mail (not fyi) that ``visibility`` may read, oldest first, at most
-        ``limit`` rows: what every agent waits on.
-
-        No index starts with ``open``, so it walks the recipients on the (recipient, open,
-        sent_at) index, one seek each, then reads only their open mail: the cost follows the
-        recipients and the open mail, not every message ever stored."""
+        ``limit`` rows: what every agent waits on."""
+        # No index starts with ``open``: walk the recipients on (recipient, open, sent_at), one
+        # seek each, so the cost follows the recipients and the open mail, not all mail stored.
         where, params = visibility.sql("m")
         return self.store.conn.execute(
             "WITH RECURSIVE who(r) AS (SELECT (SELECT MIN(recipient) FROM messages)"
@@ -634,9 +591,8 @@ class Mailbox(MailFollowUp):
 
     @staticmethod
     def _select(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...], *, retry_unindexed: bool) -> list[sqlite3.Row]:
-        """Run a read (``{}`` marks where ``NOT INDEXED`` may go). When SQLite finds an index
-        damaged, a read that changes nothing is retried on the table alone, so mail stays
-        readable from a damaged database."""
+        """Run a read; with ``retry_unindexed``, a damaged index is bypassed (``{}`` marks where
+        ``NOT INDEXED`` goes) so mail stays readable from a damaged database."""
         from agent_link_core.store import is_corruption
 
         try:
@@ -661,16 +617,12 @@ class Mailbox(MailFollowUp):
         """
         digest = content_hash(msg.sender.address, msg.to, msg.body, msg.anticipation, msg.reply_by_ms, msg.reply_to,
                               msg.metadata.get("fingerprint"))
-        meta = dict(msg.metadata)
-        meta["sender"] = {"source": msg.sender.source, "verified": msg.sender.verified}
-        if msg.tags:
-            meta["tags"] = list(msg.tags)
         at = now_ms()
         try:
             with self.store.write() as conn:
                 if guard is not None and (repeated := guard()) is not None:
                     return conn.execute("SELECT * FROM messages WHERE id = ?", (repeated,)).fetchone(), False
-                row = self._insert_row(conn, msg, at, digest, meta, if_new=True)
+                row = self._insert_row(conn, msg, at, digest, if_new=True)
                 if row is None:  # the id exists: an identical resend, or a refusal
                     existing = conn.execute("SELECT * FROM messages WHERE id = ?", (msg.id,)).fetchone()
                     if existing["content_hash"] != digest:
@@ -689,8 +641,8 @@ class Mailbox(MailFollowUp):
         return bool(self.mark_many_delivered([message_id], via, evidence))
 
     def mark_many_delivered(self, message_ids: Sequence[str], via: str, evidence: dict[str, Any] | None = None) -> list[str]:
-        """:meth:`mark_delivered` of several messages in one write transaction (an inbox read
-        marking what it returned), each with its own ``delivered`` event.
+        """:meth:`mark_delivered` of several messages in one write transaction, each with its
+        own ``delivered`` event.
 
         :returns: the ids newly marked, in the order given.
         """
@@ -700,7 +652,7 @@ class Mailbox(MailFollowUp):
         marked: list[str] = []
         staged: list[Event | None] = []
         with self.store.write() as conn:
-            for row in self.rows(list(dict.fromkeys(message_ids))):  # each read once, in one query
+            for row in self.rows(list(dict.fromkeys(message_ids))):
                 message_id = row["id"]
                 if row["delivered_at"] is not None and row["delivered_via"] is not None:
                     continue
@@ -727,11 +679,9 @@ class Mailbox(MailFollowUp):
         self._event(conn, row["id"], "delivered", at, row["recipient"], via, {"evidence": evidence or {}})
 
     def drain(self, recipient: str, limit: int, *, mark: bool, include_open: bool) -> tuple[list[sqlite3.Row], list[str]]:
-        """Take up to ``limit`` messages for an inbox read.
-
-        Undelivered mail comes first (oldest first), then, with ``include_open``, delivered
-        reply/action mail still waiting for a resolution. With ``mark`` only the returned
-        undelivered rows are marked delivered (via ``inbox``), in one transaction.
+        """Take up to ``limit`` messages for an inbox read: undelivered mail (oldest first),
+        then with ``include_open`` delivered reply/action mail still unresolved. With ``mark``
+        the returned undelivered rows are marked delivered (via ``inbox``) in one transaction.
 
         :returns: ``(rows as they are after marking, ids newly marked)``.
         """
@@ -760,16 +710,16 @@ class Mailbox(MailFollowUp):
         return rows, marked
 
     def _insert_reply(self, conn: sqlite3.Connection, reply: OutgoingMessage, at: int) -> sqlite3.Row | None:
-        meta = dict(reply.metadata)
-        meta["sender"] = {"source": reply.sender.source, "verified": reply.sender.verified}
         digest = content_hash(reply.sender.address, reply.to, reply.body, reply.anticipation, reply.reply_by_ms, reply.reply_to)
-        return self._insert_row(conn, reply, at, digest, meta)
+        return self._insert_row(conn, reply, at, digest)
 
-    def _insert_row(self, conn: sqlite3.Connection, msg: OutgoingMessage, at: int, digest: str, meta: dict[str, Any], *,
+    def _insert_row(self, conn: sqlite3.Connection, msg: OutgoingMessage, at: int, digest: str, *,
                     if_new: bool = False) -> sqlite3.Row | None:
-        """The one place a message row is written (inside the caller's transaction), with its
-        ``sent`` event; returns the stored row (one statement: ``RETURNING``, no read back).
-        With ``if_new`` an existing id writes nothing and gives None (the caller compares)."""
+        """Write a message row and its ``sent`` event in the caller's transaction; the stored
+        row, or with ``if_new`` None when the id exists (nothing written)."""
+        meta = {**msg.metadata, "sender": {"source": msg.sender.source, "verified": msg.sender.verified}}
+        if msg.tags:
+            meta["tags"] = list(msg.tags)
         row = conn.execute(
             "INSERT INTO messages (id, from_addr, from_source, to_addr, recipient, body, body_bytes,"
             " content_hash, metadata, sent_at, anticipation, reply_by, reply_to, open)"

@@ -1,7 +1,5 @@
-"""Records passed between the core and plugins around a message.
-
-Kept apart from :mod:`agent_link_core.mailbox` so that the hook fast path, which imports
-the mailbox, never imports typing; ``agent_link_core.mailbox`` re-exports these names.
+"""Records passed between the core and plugins around a message; apart from
+:mod:`agent_link_core.mailbox` (which re-exports them) so the hook fast path imports no typing.
 """
 
 from __future__ import annotations
@@ -13,25 +11,20 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-EVENT_KINDS = (
-    "sent", "delivered", "released", "acknowledged", "resolved", "reminded", "status_changed",
-    "launched", "archived", "forked", "reconciled",
-)
-
 
 class Event(Struct):
     """A committed change, passed to ``agent_link_on_event``.
 
-    :param kind: one of :data:`EVENT_KINDS`.
+    :param kind: sent, delivered, released, resolved, reminded, status_changed, or a
+        plugin's (launched, archived, forked, reconciled ...).
     :param message_id: the message concerned (None for harness events such as launched).
     :param at_ms: epoch ms.
     :param actor: the address that caused it (sender, resolver, ...).
     :param data: kind-specific fields (``via``, ``resolution``, ``status``, ``target`` ...).
     :param result: for the ``sent`` event of a send in progress, the send's result fields
-        (``SendContext.result``): an observer may complete what its ``before_send`` put there
-        (a receipt id known only once recorded). None otherwise.
+        (``SendContext.result``), which an observer may complete; None otherwise.
     :param notes: what ``agent_link_record_event`` observers leave for their own
-        ``agent_link_on_event`` (keyed by plugin), e.g. records to copy to a file after commit.
+        ``agent_link_on_event`` (keyed by plugin).
     """
 
     kind: str

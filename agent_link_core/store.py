@@ -1,42 +1,22 @@
 """The SQLite state database: connection, permissions, transactions, migrations.
 
 One database file (``<state dir>/agent-link.db`` unless ``AGENT_LINK_MAILBOX_PATH`` names
-another) shared by every agent-link process: MCP servers, hooks, the CLI. WAL mode and a
-busy timeout let many processes write at once; every change is one short ``BEGIN
-IMMEDIATE`` transaction, and exactly-once side effects are UNIQUE constraints. The state
-dir is created 0700 and the database 0600 (SQLite gives its -wal/-shm files the same mode).
+another) shared by every agent-link process, in WAL mode with a busy timeout; every change is
+one short ``BEGIN IMMEDIATE`` transaction, exactly-once side effects are UNIQUE constraints.
+The state dir is created 0700, the database 0600. Schema changes are :class:`Migration`
+records contributed through ``agent_link_schema`` (the core's too), each ``(owner,
+version)`` applied once, in order, recorded in ``schema_migrations``.
 
-Schema changes are :class:`Migration` records contributed through ``agent_link_schema``;
-each ``(owner, version)`` applies once, in version order, recorded in
-``schema_migrations``. The core's own migrations are contributed by
-:mod:`agent_link_core.default_plugins` through the same hook.
+So that nothing acknowledged is lost, writes are guarded (docs/storage.md, "The database
+file"): a file deleted or replaced under running processes (reason ``replaced``, what can
+still be read is saved to ``<db>.rescued-<inode>``), corruption SQLite reports (recorded in
+``<db>.damaged``, reason ``corrupt``, reads go on), a path holding anything but an agent-link
+database (``not_agent_link``) and a WAL left by a database moved while open (``orphan_wal``)
+are all refused with ``state_io_error``; a lock held past the busy timeout is ``state_busy``.
+A WAL above :data:`WAL_LIMIT_BYTES` is checkpointed after a write, and every commit wakes
+the processes waiting on the database (:mod:`agent_link_core.wake`).
 
-Nothing acknowledged may be lost, so the store guards the file it writes (docs/storage.md in
-the repository):
-
-* **identity**: before every write transaction the file at the configured path must still
-  be the file this process opened (same device and inode). A database deleted or replaced
-  under running processes is refused (``state_io_error``, reason ``replaced``) until the
-  original is back; what this process could still read is first saved beside it
-  (``<db>.rescued-<inode>``), at the refusal or when the process closes the file without
-  writing again. A new database is never created next to a WAL file left by one
-  that is still open elsewhere.
-* **damage**: corruption reported by SQLite (``SQLITE_CORRUPT``, ``SQLITE_NOTADB``, a failed
-  ``quick_check``) is written to ``<db>.damaged``; from then on every process refuses writes
-  to that file (reason ``corrupt``, with the recovery step) while reads go on.
-* **busy** is not damage: a lock held past the busy timeout is ``state_busy`` (retry); a full
-  disk is ``state_io_error`` reason ``disk_full``. No message ever advises moving a database
-  that processes may hold open.
-* **WAL size**: after a write, a WAL larger than :data:`WAL_LIMIT_BYTES` is checkpointed with
-  ``TRUNCATE`` (which waits for readers), so a writer that never pauses cannot grow it without
-  bound; health reports its size.
-* **wake-ups**: after every commit, processes waiting on the database are woken
-  (:mod:`agent_link_core.wake`).
-* **foreign files**: a path holding anything but an agent-link database is refused, never
-  chmodded or converted.
-
-Only light standard modules are imported: the hook fast path uses this module. Paths are
-``str`` or ``os.PathLike``.
+Only light standard modules are imported: the hook fast path uses this module.
 """
 
 from __future__ import annotations
@@ -49,7 +29,7 @@ import time
 
 from agent_link_core import wake
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.json_files import ensure_private_dir, read_json_object, state_io_error
+from agent_link_core.json_files import ensure_private_dir, read_json_object, state_io_error, write_json_object
 
 TYPE_CHECKING = False  # no typing/pathlib/dataclasses at run time: the hook path imports this
 if TYPE_CHECKING:
@@ -81,15 +61,12 @@ class Migration:
     def __init__(self, owner: str, version: int, sql: str) -> None:
         self.owner, self.version, self.sql = owner, version, sql
 
-    def __repr__(self) -> str:
+    def __repr__(self) -> str:  # in a failed migration's traceback
         return f"Migration({self.owner!r}, {self.version!r})"
 
 
 CORE_MIGRATIONS: tuple[Migration, ...] = (
-    Migration(
-        "core",
-        1,
-        """
+    Migration("core", 1, """
         CREATE TABLE messages (
             id TEXT PRIMARY KEY,
             from_addr TEXT NOT NULL,
@@ -146,12 +123,8 @@ CORE_MIGRATIONS: tuple[Migration, ...] = (
             at INTEGER NOT NULL,
             PRIMARY KEY (recipient, bucket)
         );
-        """,
-    ),
-    Migration(
-        "core",
-        2,
-        """
+        """),
+    Migration("core", 2, """
         CREATE TABLE contacts (
             alias TEXT PRIMARY KEY,         -- trimmed, lower case
             address TEXT NOT NULL UNIQUE,   -- one alias per session
@@ -160,12 +133,8 @@ CORE_MIGRATIONS: tuple[Migration, ...] = (
             last_seen INTEGER,              -- epoch ms
             created_at INTEGER NOT NULL
         );
-        """,
-    ),
-    Migration(
-        "core",
-        3,
-        """
+        """),
+    Migration("core", 3, """
         CREATE TABLE status_transitions (
             message_id TEXT NOT NULL REFERENCES messages (id),
             status TEXT NOT NULL,           -- unresolved | expired
@@ -173,17 +142,12 @@ CORE_MIGRATIONS: tuple[Migration, ...] = (
             PRIMARY KEY (message_id, status)
         );
         CREATE INDEX messages_to_open ON messages (to_addr, open);
-        """,
-    ),
-    Migration(
-        "core",
-        4,
-        """
+        """),
+    Migration("core", 4, """
         -- the reminder sweep's candidates: delivered, open reply/action mail
         CREATE INDEX messages_remindable ON messages (recipient)
             WHERE open = 1 AND delivered_at IS NOT NULL AND anticipation != 'fyi';
-        """,
-    ),
+        """),
 )
 
 
@@ -237,44 +201,31 @@ def database_error(path: str, exc: sqlite3.Error | OSError, busy_timeout_ms: int
     ``state_busy`` for a lock timeout; ``state_io_error`` with ``details.reason``
     ``disk_full``, ``corrupt`` (with :func:`recovery_step`), ``read_only`` or ``io_error``.
     """
-    name = os.path.basename(path)
     code = _result_code(exc)
     if isinstance(exc, OSError):
         code = SQLITE_FULL if exc.errno in (errno_mod.ENOSPC, errno_mod.EDQUOT) else SQLITE_IOERR
     if code in (SQLITE_BUSY, SQLITE_LOCKED):
         return busy_error(path, busy_timeout_ms)
     if code == SQLITE_FULL:
-        return AgentLinkError(
-            "state_io_error",
-            f"The disk holding the agent-link database {path} is full; nothing of this call was stored.",
-            {"path": name, "errno": "ENOSPC", "reason": "disk_full"},
-            hint="Free disk space there, then retry; the database itself is fine.",
-        )
+        return _io_error(path, "disk_full", "ENOSPC", f"The disk holding the agent-link database {path} is full; nothing of this call was stored.",
+                         "Free disk space there, then retry; the database itself is fine.")
     if code in (SQLITE_CORRUPT, SQLITE_NOTADB):
         return corrupt_error(path, str(exc))
     if code == SQLITE_READONLY:
-        return AgentLinkError(
-            "state_io_error", f"The agent-link database {path} is read-only for this process ({exc}).",
-            {"path": name, "errno": type(exc).__name__, "reason": "read_only"},
-            hint="Give the user running agent-link write access to the file and its folder.",
-        )
-    return AgentLinkError(
-        "state_io_error",
-        f"The agent-link database {path} could not be used ({exc}).",
-        {"path": name, "errno": type(exc).__name__, "reason": "io_error"},
-        hint="Check the disk and the file's permissions, then retry.",
-    )
+        return _io_error(path, "read_only", type(exc).__name__, f"The agent-link database {path} is read-only for this process ({exc}).",
+                         "Give the user running agent-link write access to the file and its folder.")
+    return _io_error(path, "io_error", type(exc).__name__, f"The agent-link database {path} could not be used ({exc}).",
+                     "Check the disk and the file's permissions, then retry.")
+
+
+def _io_error(path: str, reason: str, errno: str, message: str, hint: str, **details: Any) -> AgentLinkError:
+    return AgentLinkError("state_io_error", message, {"path": os.path.basename(path), "errno": errno, "reason": reason, **details}, hint=hint)
 
 
 def corrupt_error(path: str, found: str) -> AgentLinkError:
     """``state_io_error`` (reason ``corrupt``) with :func:`recovery_step` as the hint."""
-    return AgentLinkError(
-        "state_io_error",
-        f"SQLite reports the agent-link database {path} as damaged ({found}); writes are refused so nothing more is "
-        "lost, reads still work where they can.",
-        {"path": os.path.basename(path), "errno": "SQLITE_CORRUPT", "reason": "corrupt"},
-        hint=recovery_step(path),
-    )
+    return _io_error(path, "corrupt", "SQLITE_CORRUPT", f"SQLite reports the agent-link database {path} as damaged ({found}); writes are "
+                     "refused so nothing more is lost, reads still work where they can.", recovery_step(path))
 
 
 def integrity(conn: sqlite3.Connection) -> str:
@@ -287,30 +238,19 @@ def integrity(conn: sqlite3.Connection) -> str:
 
 def not_ours_error(path: str, why: str) -> AgentLinkError:
     """``state_io_error`` (reason ``not_agent_link``): the path holds something else."""
-    return AgentLinkError(
-        "state_io_error",
-        f"{path} is not an agent-link database ({why}); agent-link leaves it untouched.",
-        {"path": os.path.basename(path), "errno": "EEXIST", "reason": "not_agent_link"},
-        hint="Point the database path at an agent-link database or at a path that does not exist yet.",
-    )
+    return _io_error(path, "not_agent_link", "EEXIST", f"{path} is not an agent-link database ({why}); agent-link leaves it untouched.",
+                     "Point the database path at an agent-link database or at a path that does not exist yet.")
 
 
 def record_damage(path: str, identity: tuple[int, int] | None, reason: str) -> None:
     """Write ``<path>.damaged`` (0600) naming the damaged file by ``(device, inode)``
-    (default: the file now at ``path``); every process then refuses writes to that file."""
-    import json
-
+    (None: the file now at ``path``); every process then refuses writes to that file."""
     try:
         if identity is None:
             st = os.stat(path)
             identity = (st.st_dev, st.st_ino)
-        marker = path + ".damaged"
-        tmp = f"{marker}.{os.getpid()}"
-        fd = os.open(tmp, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump({"dev": identity[0], "ino": identity[1], "reason": reason, "at": now_ms()}, f)
-        os.replace(tmp, marker)
-    except OSError:
+        write_json_object(path + ".damaged", {"dev": identity[0], "ino": identity[1], "reason": reason, "at": now_ms()})
+    except (OSError, AgentLinkError):
         pass  # the refusal still reaches this caller; other processes find the damage themselves
 
 
@@ -324,8 +264,8 @@ class Store:
     :param busy_timeout_ms: how long a write waits for another process's write lock
         (default :data:`BUSY_TIMEOUT_MS`, read when the Store is made).
     :raises AgentLinkError: ``state_io_error`` when the file cannot be opened, is not an
-        agent-link database (reason ``not_agent_link``), or its WAL belongs to a database moved or deleted while open (``orphan_wal``);
-        ``state_busy`` when a migration waited too long for the write lock.
+        agent-link database (reason ``not_agent_link``), or a WAL of a database moved while
+        open lies there (``orphan_wal``); ``state_busy`` when a migration waited too long.
     """
 
     def __init__(
@@ -360,18 +300,16 @@ class Store:
     # -- opening -----------------------------------------------------------------------
 
     def _create(self) -> None:
-        """Create a new database atomically: built under a temporary name, then linked into
-        place, so no process ever sees an empty or half-made file at the path."""
+        """Create the database under a temporary name, then link it into place: no process
+        ever sees an empty or half-made file at the path."""
         for leftover in (self.path + "-wal", self.path + "-shm"):
             # the path checked again: a process starting at the same moment may have made the database since
             if os.path.exists(leftover) and os.path.getsize(leftover) > 0 and not os.path.lexists(self.path):
-                raise AgentLinkError(
-                    "state_io_error",
-                    f"{leftover} exists but {os.path.basename(self.path)} does not: the database was moved or deleted "
-                    "while agent-link processes had it open, and that WAL file still holds its newest mail.",
-                    {"path": os.path.basename(self.path), "errno": "ENOENT", "reason": "orphan_wal"},
-                    hint=f"Put the database back at {self.path}. If it is gone and no agent-link process runs any more, "
-                         f"keep a copy of {leftover} for recovery and delete it and {self.path}-shm.",
+                raise _io_error(
+                    self.path, "orphan_wal", "ENOENT", f"{leftover} exists but {os.path.basename(self.path)} does not: the database "
+                    "was moved or deleted while agent-link processes had it open, and that WAL file still holds its newest mail.",
+                    f"Put the database back at {self.path}. If it is gone and no agent-link process runs any more, "
+                    f"keep a copy of {leftover} for recovery and delete it and {self.path}-shm.",
                 )
         tmp = f"{self.path}.{os.getpid()}.{time.monotonic_ns()}.new"
         fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
@@ -397,14 +335,10 @@ class Store:
                     os.unlink(name)
 
     def _check_file(self) -> None:
-        """Refuse a path that is not a regular, non-empty file (by ``stat`` alone).
-
-        The header is left to SQLite (:meth:`_check_ours`): opening and closing the file
-        here would drop every POSIX lock this process holds on it (``close`` releases them
-        all, https://www.sqlite.org/howtocorrupt.html section 2.2), so another process
-        closing its last connection would take this one's WAL for unused and delete it,
-        and the commits of this process's open connections would go to a deleted file.
-        """
+        """Refuse a path that is not a regular, non-empty file, by ``stat`` alone: opening and
+        closing it here would drop every POSIX lock this process holds on it
+        (https://www.sqlite.org/howtocorrupt.html section 2.2), and another process could
+        then delete the WAL this one still writes. The header is SQLite's to check."""
         if not os.path.isfile(self.path):
             raise not_ours_error(self.path, "it is a directory or a special file")
         if os.path.getsize(self.path) == 0:
@@ -420,18 +354,14 @@ class Store:
         if row is None:
             raise not_ours_error(self.path, "an SQLite file without agent-link's tables")
 
-    def _close_quietly(self) -> None:
-        conn = getattr(self, "conn", None)
-        if conn is not None:
-            conn.close()
-
     @contextlib.contextmanager
     def _opening(self, busy_timeout_ms: int | None) -> Iterator[None]:
-        """Opening the database: on failure the connection is closed and the store's own error raised."""
+        """On a failure to open, the connection is closed and the store's own error raised."""
         try:
             yield
         except BaseException as exc:
-            self._close_quietly()
+            if getattr(self, "conn", None) is not None:
+                self.conn.close()
             if isinstance(exc, sqlite3.Error):
                 raise database_error(self.path, exc, busy_timeout_ms) from exc
             if isinstance(exc, OSError):
@@ -440,13 +370,9 @@ class Store:
 
     @classmethod
     def open_read_only(cls, path: str | os.PathLike[str]) -> Store:
-        """Open an existing database only to read it, creating nothing beside it (no WAL
-        index, no migration, no mode change): for ``health`` in a state dir this process
-        cannot write. Its :meth:`write` fails (SQLite refuses); nothing is ever changed.
-
-        SQLite reads a WAL database read-only through its ``-shm`` file when that exists; when
-        it does not (and cannot be made), the file is read as it stands (``immutable``), which
-        leaves out what a WAL not yet checkpointed holds.
+        """Open an existing database only to read it, creating and changing nothing (for a
+        state dir this process cannot write); its :meth:`write` fails. Without a ``-shm``
+        file the database is read as it stands (``immutable``), without its WAL's newest pages.
 
         :raises AgentLinkError: ``state_io_error`` when the file is missing, unreadable or not
             an agent-link database (reason ``not_agent_link``).
@@ -486,12 +412,9 @@ class Store:
         return cls(path, busy_timeout_ms=busy_timeout_ms)
 
     def close(self) -> None:
-        """Close the connection (the database file stays).
-
-        When the path no longer holds this file (deleted or replaced while open), what this
-        connection still reads is first saved beside the path (see :meth:`replaced`): the
-        last close of a deleted file would otherwise take every acknowledged message with it.
-        """
+        """Close the connection. When the path no longer holds this file, what it still reads
+        is first saved beside the path (:meth:`replaced`): the last close of a deleted file
+        would otherwise take every acknowledged message with it."""
         if self.identity is not None:
             with contextlib.suppress(Exception):  # closing must not fail; the copy is the best effort left
                 self.replaced()
@@ -519,31 +442,21 @@ class Store:
             return None
         rescued = self._rescue()  # the file written until now is unlinked, moved or about to be
         saved = f" What this process could still read was saved to {rescued}." if rescued else ""
-        return AgentLinkError(
-            "state_io_error",
-            f"The agent-link database {self.path} was {'deleted or moved away' if current is None else 'replaced'} while "
-            f"this process had it open; nothing more is accepted, so nothing acknowledged is lost.{saved}",
-            {"path": os.path.basename(self.path), "errno": "ESTALE", "reason": "replaced",
-             **({"rescuedTo": rescued} if rescued else {})},
-            hint=f"Put the original file back at {self.path} (processes continue where they stopped), or restart every "
-                 "agent-link process (MCP servers, hosts) to use the file now there.",
+        return _io_error(
+            self.path, "replaced", "ESTALE", f"The agent-link database {self.path} was {'deleted or moved away' if current is None else 'replaced'}"
+            f" while this process had it open; nothing more is accepted, so nothing acknowledged is lost.{saved}",
+            f"Put the original file back at {self.path} (processes continue where they stopped), or restart every "
+            "agent-link process (MCP servers, hosts) to use the file now there.", **({"rescuedTo": rescued} if rescued else {}),
         )
 
     def _rescue(self) -> str | None:
-        """Copy what this connection still reads of a deleted or replaced database beside its path, once
-        per inode (``<db>.rescued-<inode>``, 0600). None when it cannot."""
+        """Copy what this connection still reads to ``<db>.rescued-<inode>`` (0600), once per inode; None when it cannot."""
         assert self.identity is not None
         target = f"{self.path}.rescued-{self.identity[1]}"
-        if os.path.exists(target):
-            return target
         try:
-            fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-            os.close(fd)
-            dest = sqlite3.connect(target)
-            try:
+            os.close(os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+            with contextlib.closing(sqlite3.connect(target)) as dest:
                 self.conn.backup(dest)
-            finally:
-                dest.close()
             return target
         except FileExistsError:
             return target
@@ -580,8 +493,7 @@ class Store:
             self.mark_damaged(str(exc))
         return database_error(self.path, exc, self.busy_timeout_ms)
 
-    #: why a store opened only to be read refuses every write (set by the App: a read-only
-    #: state dir, a full disk), so a write says that instead of SQLite's "readonly database"
+    #: why a store opened read-only refuses writes (set by the App), said instead of SQLite's words
     refusal: AgentLinkError | None = None
 
     def check_writable(self) -> None:
@@ -591,9 +503,9 @@ class Store:
             raise problem
 
     def check_health(self) -> dict[str, Any]:
-        """The database part of health: ``ok``, ``integrity`` (quick_check), ``walBytes``,
-        and ``problem`` (the refusal's ``{code, message, details, hint}``) when not ok.
-        A failed quick_check is recorded as damage."""
+        """The database part of health: ``ok``, ``integrity`` (quick_check; a failure is
+        recorded as damage), ``walBytes``, ``walLimitBytes``, and ``problem`` (the refusal's
+        ``{code, message, details, hint}``) when not ok."""
         problem = self.replaced()
         verdict = integrity(self.conn)
         if problem is None and verdict != "ok":
@@ -619,14 +531,12 @@ class Store:
 
     @contextlib.contextmanager
     def write(self, *, wait: bool = True) -> Iterator[sqlite3.Connection]:
-        """One short write transaction (``BEGIN IMMEDIATE``); rolled back on any error.
+        """One short write transaction (``BEGIN IMMEDIATE``), rolled back on any error; inside
+        another write of this connection, a savepoint of it (an observer writes in the
+        transaction of the change it records).
 
-        Inside another write of this connection it is a savepoint of that transaction (so
-        an observer can write in the transaction of the change it records).
-
-        :param wait: False for a note a read makes on the way (a status transition, a cache):
-            when another process holds the write lock it raises ``state_busy`` at once
-            instead of waiting up to the busy timeout, so reads never wait on writers.
+        :param wait: False for a note a read makes on the way: ``state_busy`` at once while
+            another process holds the write lock, so reads never wait on writers.
         :raises AgentLinkError: the refusal of :meth:`check_writable`; ``state_busy`` when
             the write lock stayed taken past the busy timeout (at once without ``wait``);
             ``state_io_error`` for a full disk or a damaged file (see :func:`database_error`).
@@ -675,8 +585,7 @@ class Store:
         self._bound_wal()
 
     def applied(self) -> set[tuple[str, int]]:
-        """``(owner, version)`` of every migration this database has (a cheap read: whether a
-        plugin's declared migrations are all in is known without importing it)."""
+        """``(owner, version)`` of every migration this database has (a cheap read)."""
         self.conn.execute(SCHEMA_MIGRATIONS_SQL)
         return {(r[0], r[1]) for r in self.conn.execute("SELECT owner, version FROM schema_migrations")}
 
@@ -700,14 +609,11 @@ class Store:
 
 
 def _split_sql(script: str) -> list[str]:
-    """Split a migration into statements (executescript would commit our transaction)."""
+    """A migration's statements (executescript would commit our transaction)."""
     statements, buf = [], ""
     for line in script.splitlines(keepends=True):
         buf += line
         if sqlite3.complete_statement(buf):
-            if buf.strip():
-                statements.append(buf.strip())
+            statements.append(buf.strip())
             buf = ""
-    if buf.strip():
-        statements.append(buf.strip())
-    return statements
+    return [s for s in (*statements, buf.strip()) if s]

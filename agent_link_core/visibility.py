@@ -1,6 +1,4 @@
-"""Which stored messages one reader may see: :class:`Visibility`, the one visibility rule of
-every read path (re-exported by :mod:`agent_link_core.mailbox`).
-"""
+"""The one visibility rule of every read path (re-exported by :mod:`agent_link_core.mailbox`)."""
 
 from __future__ import annotations
 
@@ -12,14 +10,10 @@ if TYPE_CHECKING:
 
 
 class Visibility:
-    """Which stored messages one reader may see: the one visibility rule of every read path.
-
-    A reader with an address sees the messages it sent (``from_addr``) or that were
-    addressed or handed to it (``to_addr``, ``recipient``); nothing else. ``everything``
-    sees all mail, only when ``AGENT_LINK_INSPECT_ALL`` is on (for agents, the CLI and the
-    web page's person alike). Build one with :meth:`Mailbox.visible_to`
-    (:meth:`Visibility.everything_for` for a reader already allowed everything); use
-    :meth:`sql` in queries and :meth:`allows` on rows already read, so both apply the same rule.
+    """Which stored messages one reader may see: those it sent (``from_addr``) or that were
+    addressed or handed to it (``to_addr``, ``recipient``); all of them with ``everything``
+    (only when ``AGENT_LINK_INSPECT_ALL`` is on). Build one with :meth:`Mailbox.visible_to`;
+    :meth:`sql` (in queries) and :meth:`allows` (on rows read) apply the same rule.
 
     :param address: the reader's address (None: an unidentified reader, who sees nothing).
     :param everything: True when the reader may see every message.
@@ -55,8 +49,8 @@ class Visibility:
         return bool(self.address) and self.address in (row["from_addr"], row["to_addr"], row["recipient"])
 
     def ids_sql(self, table: str = "m") -> tuple[str, list[Any]]:
-        """A subquery of the ids of the messages this reader sees, and its parameters, for
-        plugins that join their own rows to messages (``message_id IN (<subquery>)``)."""
+        """A subquery of the ids of the messages this reader sees, and its parameters
+        (``message_id IN (<subquery>)``)."""
         where, params = self.sql(table)
         return f"SELECT {table}.id FROM messages {table} WHERE {where}", params
 

@@ -1,8 +1,6 @@
-"""Waiting for an answer: the operation behind ``wait_for_agent`` and ``agent-link wait``,
-and the hand-over between a running wait and the pushes that would deliver the same message.
-
-One :class:`Waits` per :class:`~agent_link_core.app.App` (``app.waits``); ``app.wait``,
-``app.held_by_wait``, ``app.mark_taken``, ``app.wait_limits`` and ``app.waiting`` are its members.
+"""Waiting for an answer (``wait_for_agent``, ``agent-link wait``), and the hand-over between
+a running wait and the pushes that would deliver the same message. One :class:`Waits` per
+:class:`~agent_link_core.app.App` (``app.waits``).
 """
 
 from __future__ import annotations
@@ -64,19 +62,17 @@ class Waits:
         """Wait for the resolution of ``reply_to`` (or, without it, for the oldest unread message
         from ``agent`` to the caller, else the next one to arrive). A timeout is a normal outcome.
 
-        :param mark: mark the returned reply delivered (via ``wait``) as it is returned; False
-            for a caller that marks it itself once the reply reached its reader (the CLI, after
-            its output was written: :meth:`mark_taken`).
-        :param progress: the tool call's progress reporter (the client sent a progress
-            token): the wait reports progress every :data:`PROGRESS_EVERY_MS` and runs up to
-            ``timeout_ms``. Without one a call waits at most :data:`MAX_WAIT_PER_CALL_MS`
-            (clients cut tool calls after about a minute), and the result says ``capped``.
-        :param activity: without ``reply_to``, a check called every poll that may end the
-            wait with the target's own outcome (``turn_completed``, ``idle``; a harness's
-            ``activity_check``).
-        :param held: the row :func:`agent_link_core.handoff.begin` noted for this wait before
-            the awaited message was stored (so an answer that came at once was held for it);
-            the wait takes it over and ends it.
+        :param timeout_ms: ms; ``poll_ms``: the fallback re-check interval when no commit wakes it.
+        :param mark: mark the returned reply delivered (via ``wait``); False for a caller that
+            does it once the reply reached its reader (:meth:`mark_taken`).
+        :param progress: the tool call's progress reporter: progress every
+            :data:`PROGRESS_EVERY_MS`, up to ``timeout_ms``. Without one a call waits at most
+            :data:`MAX_WAIT_PER_CALL_MS` (clients cut tool calls after about a minute), and
+            the result says ``capped``.
+        :param activity: without ``reply_to``, a check each poll that may end the wait with the
+            target's own outcome (``turn_completed``, ``idle``: a harness's ``activity_check``).
+        :param held: the row :func:`agent_link_core.handoff.begin` noted for this wait before the
+            awaited message was stored; the wait takes it over and ends it.
         :returns: ``outcome`` reply | declined | done | unresolved | expired | turn_completed |
             idle | timeout, the reply (enveloped) when there is one, ``capped`` and
             ``requestedTimeoutMs`` when the cap applied.
@@ -90,15 +86,15 @@ class Waits:
             budget = cap_ms
             warnings.append(wait_capped_warning(timeout_ms, cap_ms))
         next_progress = every_ms
-        if not reply_to:
-            self.app.require_caller(caller)  # only mail addressed to the caller could end this wait
-        target, _, _ = await self.app.directory.target_address(agent, caller) if not reply_to else (agent, None, {})
         if reply_to:
             row = self.mailbox.require(reply_to)
             reply_to = row["id"]
             # An unidentified caller is "external": it may wait only on mail sent as external.
             Visibility(caller.address).require(row, f"the answer to {reply_to}")
             target = row["recipient"]
+        else:
+            self.app.require_caller(caller)  # only mail addressed to the caller could end this wait
+            target, _, _ = await self.app.directory.target_address(agent, caller)
         since = now_ms()
         key = f"reply:{reply_to}" if reply_to else f"from:{target}"
         self.waiting[key] = self.waiting.get(key, 0) + 1
@@ -150,8 +146,7 @@ class Waits:
                 await self._push_left_by_wait(caller.address, taken)
 
     async def _push_left_by_wait(self, address: str, taken: str | None) -> None:
-        """Push the mail pushes left to a wait of ``address`` that this wait did not take
-        (``taken``: the message it returned), unless another running wait holds it still."""
+        """Push what pushes left to a wait of ``address`` and it did not take (``taken``), unless another wait holds it."""
         from agent_link_core.handoff import HELD_EVENT
 
         try:
@@ -197,8 +192,7 @@ class Waits:
         return {"outcome": "reply", "reply": self._take_reply(caller, row["id"], mark), "arrivedBeforeWait": row["sent_at"] < since}
 
     def _take_reply(self, caller: Caller, reply_id: str, mark: bool = True) -> dict[str, Any]:
-        """A reply returned by a wait reaches the caller here: it counts as delivered (unless
-        ``mark`` is False: then :meth:`mark_taken` does it once the caller showed it)."""
+        """A reply a wait returns, marked delivered unless ``mark`` is False (then :meth:`mark_taken` does it)."""
         row = self.mailbox.stored(reply_id)
         shown = row["delivered_via"] if row["first_delivered_at"] is not None and row["delivered_via"] not in (None, "wait") else None
         if shown is None and self.mailbox.push_outcome(reply_id) == "accepted":
@@ -221,7 +215,6 @@ class Waits:
         """
         row = self.mailbox.stored(reply_id)
         return caller.known and row["recipient"] == caller.address and self.mailbox.mark_delivered(reply_id, "wait")
-
 
 
 def wait_capped_warning(requested_ms: int, cap_ms: int = MAX_WAIT_PER_CALL_MS) -> dict[str, Any]:

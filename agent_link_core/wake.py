@@ -1,31 +1,14 @@
-"""Wake-ups across processes: a waiter sleeps until any agent-link process commits a change.
+"""Wake-ups across processes: a waiter sleeps until any agent-link process commits a change
+(docs/storage.md, "Waits wake on the commit").
 
-Every agent-link process shares one SQLite database and none of them runs a daemon, so a
-process waiting for mail (``wait_for_agent``, ``agent-link send --wait``, ``agent-link watch``)
-learns of another process's write through the file system:
-
-* a waiter makes a FIFO in ``<database>-waiters/`` (beside the database, 0700), named
-  ``<pid>-<random>.fifo``, and keeps it open for reading *and* writing (so it always has a
-  writer: reads never see end-of-file and ``poll`` never reports a hang-up);
-* after every committed write transaction (:meth:`agent_link_core.store.Store.write`) the
-  writer lists that folder and writes one byte, without blocking, to each FIFO;
-* the waiter wakes on the byte, drains what came, and re-reads the database. Because the FIFO
-  exists *before* the waiter's first read of the database, a commit either happened before
-  that read (the read sees it) or after (its byte is waiting): nothing is missed. A wake-up is
-  only a hint that something changed; the waiter always decides from the database.
-
-Why FIFOs rather than Unix datagram sockets: a socket's path is capped at 104 bytes on macOS
-(108 on Linux), which a state dir set deep in a home or temp folder exceeds; a FIFO's path has
-no such cap, it works the same on Linux and macOS, and a stale one is recognised for free:
-opening it for writing without blocking fails with ``ENXIO`` when no process holds it open
-for reading (its waiter died), and the writer then removes it. A FIFO appears under its final
-name only once its waiter holds it open (made under a temporary name, then renamed), so a live
-waiter is never taken for a stale one.
-
-Writers pay one ``scandir`` of a folder that usually does not exist when nobody waits. Waiters
-still re-read at their poll interval as the fallback (a file system without FIFOs, a folder
-that cannot be written, a wake-up lost to a full pipe), so no wait ends later than it would by
-polling alone.
+A waiter holds a FIFO in ``<database>-waiters/`` (0700), open for reading *and* writing (so
+reads never see end-of-file); after every commit the writer writes one byte, without blocking,
+to each FIFO there. The FIFO exists before the waiter's first read of the database, so a commit
+is either seen by that read or leaves its byte: nothing is missed; the waiter always decides
+from the database, and still re-reads at its poll interval as the fallback. FIFOs, not Unix
+sockets: a socket's path is capped at 104 bytes on macOS, and a stale FIFO shows itself
+(opening it to write fails with ``ENXIO`` once its waiter died; the writer removes it). A FIFO
+gets its final name only once its waiter holds it open, so a live one never looks stale.
 
 Only light standard modules are imported: the hook fast path writes through the store.
 """
@@ -62,12 +45,8 @@ def notify(db_path: str | os.PathLike[str]) -> int:
         entries = os.scandir(folder)
     except OSError:  # nobody ever waited here (the usual case), or the folder is unreadable
         return 0
-    woken = 0
     with entries:
-        for entry in entries:
-            if entry.name.endswith(SUFFIX) and _poke(entry.path):
-                woken += 1
-    return woken
+        return sum(1 for entry in entries if entry.name.endswith(SUFFIX) and _poke(entry.path))
 
 
 def _poke(path: str) -> bool:
@@ -91,12 +70,9 @@ def _poke(path: str) -> bool:
 
 
 class Wakeup:
-    """One waiter's FIFO in :func:`waiters_dir` of a database; a context manager.
-
-    Make it *before* the first read of the database a wait depends on, then alternate
-    reading and :meth:`wait` (asyncio) or :meth:`wait_blocking`. When the FIFO cannot be made
-    (a read-only folder, a file system without FIFOs) the waits simply sleep: callers keep
-    polling, as before.
+    """One waiter's FIFO in :func:`waiters_dir` of a database; a context manager. Make it
+    *before* the first read a wait depends on, then alternate reading and :meth:`wait` (or
+    :meth:`wait_blocking`). When no FIFO can be made the waits simply sleep (callers poll).
 
     :param db_path: the database's path (``str`` or path-like).
     """
@@ -138,9 +114,7 @@ class Wakeup:
 
     async def wait(self, timeout_s: float) -> bool:
         """Sleep until a commit wakes this waiter or ``timeout_s`` (seconds) passes; drains.
-
-        :returns: True when woken by a commit, False on timeout (or when not :attr:`armed`).
-        """
+        True when woken by a commit, False on timeout (or when not :attr:`armed`)."""
         import asyncio
 
         if self.fd is None:
