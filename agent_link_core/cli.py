@@ -18,7 +18,7 @@ import click
 from agent_link_core import __version__
 from agent_link_core.cli_run import (EXIT_HELP, EXIT_MANY, EXIT_NONE, EXIT_TIMEOUT, EXIT_UNDELIVERED, EXIT_UNKNOWN,  # noqa: F401
                                      FAST_COMMANDS, FROM, JSON, NDJSON, READER_FROM, READERS, Command, Param, emit, fail, get_app,
-                                     guarded, interrupted, open_app, plugin_hooks, run_async, sender_options, usage_line, who_am_i)
+                                     guarded, import_target, interrupted, open_app, plugin_hooks, run_async, sender_options, usage_line, who_am_i)
 from agent_link_core.errors import AgentLinkError
 
 TYPE_CHECKING = False
@@ -107,8 +107,6 @@ class AgentLinkGroup(click.Group):
         # a copy: plugins and sender options add options to it, which must not outlive this
         # invocation (another in this process may load other plugins)
         import copy
-
-        from agent_link_core.contribute import import_target
 
         placeholder = self.commands.get(name)
         if not isinstance(placeholder, CoreCommand):
@@ -222,15 +220,11 @@ def run_click(cli: click.Group) -> None:
     """
     try:
         status = cli.main(prog_name="agent-link", standalone_mode=False)
-    except NO_ARGS_IS_HELP as exc:  # `agent-link` alone: its help, as click shows it
-        exc.show()
-        sys.exit(exc.exit_code)
-    except click.UsageError as exc:
-        path = exc.ctx.command_path if exc.ctx is not None else "agent-link"
-        click.echo(usage_line(path, exc.format_message()), err=True)
-        sys.exit(exc.exit_code)
     except click.ClickException as exc:
-        exc.show()
+        if isinstance(exc, click.UsageError) and not isinstance(exc, NO_ARGS_IS_HELP):  # not `agent-link` alone: its help
+            click.echo(usage_line(exc.ctx.command_path if exc.ctx is not None else "agent-link", exc.format_message()), err=True)
+        else:
+            exc.show()
         sys.exit(exc.exit_code)
     except click.Abort:
         click.echo("Aborted!", err=True)

@@ -33,13 +33,9 @@ def report(app: App, meta: Mapping[str, Any] | None = None, include_caller_conte
         "hostDetection": detection,
         "address": caller.address,
         "addressSource": caller.source,
-        "stateDir": {
-            "path": app.config.state_dir,
-            "source": app.config.sources["AGENT_LINK_STATE_DIR"],
-            "exists": os.path.isdir(app.config.state_dir),
-            "private": _private(app.config.state_dir),
-            "writable": os.access(app.config.state_dir, os.W_OK | os.X_OK),
-        },
+        "stateDir": {"path": app.config.state_dir, "source": app.config.sources["AGENT_LINK_STATE_DIR"],
+                     "exists": os.path.isdir(app.config.state_dir), "private": _private(app.config.state_dir),
+                     "writable": os.access(app.config.state_dir, os.W_OK | os.X_OK)},
         # ok, integrity, walBytes, walLimitBytes, and the refusal with its recovery step when not ok.
         "database": {"path": app.config.db_path, "pendingForCaller": pending, **app.store.check_health(),
                      **({"ok": False, "readOnly": True, "problem": app.read_only.to_dict()} if app.read_only else {})},
@@ -51,10 +47,7 @@ def report(app: App, meta: Mapping[str, Any] | None = None, include_caller_conte
             "otherStateDirs": state_dirs.others(app.config.state_dir, app.env),
             "warnings": settings_warnings(app.hooks.tools(), app.hooks.tool_owners(), app.config.get("AGENT_LINK_TOOLS")),
         },
-        "reminders": {
-            "limit": app.config.reminder_limit,
-            "intervalMs": app.config.reminder_interval_ms,
-        },
+        "reminders": {"limit": app.config.reminder_limit, "intervalMs": app.config.reminder_interval_ms},
         "harnesses": {name: _harness_health(app, h) for name, h in list(app.harnesses.items())},
         # the negotiated MCP revision and client; None outside an MCP server
         "mcp": app.mcp_peer.view() if app.mcp_peer is not None else None,
