@@ -1,21 +1,11 @@
-"""The ``agent-link`` command line for people and scripts: the root group and what the
-commands share.
+"""The ``agent-link`` root group (click) and what plugins' click commands share.
 
-Exit codes: see :data:`EXIT_HELP` (0 success, 1 refused or failed, 2 bad usage, 3-7 the
-outcomes a script branches on). ``--json`` prints one versioned JSON object on stdout for
-scripts, ``--ndjson`` the same object on one line; errors are one stderr line in the CLI's
-own words (:mod:`agent_link_core.cli_text`), never a traceback.
-
-The core's commands are declared once as data in :mod:`agent_link_core.commands`
-(:func:`agent_link_core.cli_run.command`), named in :data:`CORE_COMMANDS` and imported only
-when one runs or a help lists it (click's "lazy loading subcommands" pattern): ``agent-link
-inbox`` imports the inbox's code alone. The hot ones run without click
-(:func:`agent_link_core.cli_run.run_fast`); here :func:`click_command` builds click's command
-from the same declaration, for help, usage errors and whatever the fast path leaves to click.
-Plugins add commands through ``agent_link_register_commands``, with the plugins loaded
-apart from the database (:func:`plugin_hooks`); the group is built per invocation, never
-mutated at import time. What the commands share without click is re-exported from
-:mod:`agent_link_core.cli_run` (plugins import it from here).
+Exit codes: :data:`EXIT_HELP`. The core's commands are imported only when one runs or a help
+lists it (:data:`CORE_COMMANDS`); the hot ones run without click
+(:func:`agent_link_core.cli_run.run_fast`), and :func:`click_command` builds click's command from
+the same declaration for help, usage errors and what the fast path leaves to click. Plugins add
+commands through ``agent_link_register_commands``; the group is built per invocation. What
+commands share without click lives in :mod:`agent_link_core.cli_run` (re-exported here for plugins).
 """
 
 from __future__ import annotations
@@ -26,11 +16,9 @@ from typing import Any, Callable
 import click
 
 from agent_link_core import __version__
-from agent_link_core.cli_run import (READERS, EXIT_HELP, EXIT_MANY, EXIT_NONE, EXIT_TIMEOUT, EXIT_UNDELIVERED, EXIT_UNKNOWN, FROM,  # noqa: F401
-                                     ENVELOPE, JSON, NDJSON,
-                                     JSON_FORMAT_VERSION, READER_FROM, Command, Param, as_caller, emit, fail, get_app, guarded,
-                                     interrupted, open_app, output_lost, plugin_hooks, run_async, sender_options,
-                                     show_then_mark, usage_line, who_am_i)
+from agent_link_core.cli_run import (EXIT_HELP, EXIT_MANY, EXIT_NONE, EXIT_TIMEOUT, EXIT_UNDELIVERED, EXIT_UNKNOWN,  # noqa: F401
+                                     FAST_COMMANDS, FROM, JSON, NDJSON, READER_FROM, READERS, Command, Param, emit, fail, get_app,
+                                     guarded, import_target, interrupted, open_app, plugin_hooks, run_async, sender_options, usage_line, who_am_i)
 from agent_link_core.errors import AgentLinkError
 
 TYPE_CHECKING = False
@@ -39,15 +27,13 @@ if TYPE_CHECKING:
 
 
 class WholeRange(click.IntRange):
-    """An integer range whose refusal of a non-number says "not a valid integer" (click's own
-    says "integer range", which reads as if a range were expected)."""
+    """An integer range that refuses a non-number as "not a valid integer" (click says "integer range")."""
 
     name = "integer"
 
 
 class FiniteRange(click.FloatRange):
-    """A float range that also refuses ``nan`` (every comparison with it is false, so a plain
-    range lets it through)."""
+    """A float range that also refuses ``nan`` (every comparison with it is false)."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         number = super().convert(value, param, ctx)
@@ -57,17 +43,15 @@ class FiniteRange(click.FloatRange):
 
 
 def printable(value: Any) -> str:
-    """A cell for a terminal: control, format and bidi characters (which could drive the
-    terminal or disguise text), line breaks and tabs included, become visible escapes
-    (:func:`agent_link_core.visible.visible`)."""
+    """A table cell: every control, format or bidi character, line breaks and tabs included,
+    as a visible escape (:func:`agent_link_core.visible.visible`)."""
     from agent_link_core.visible import visible
 
     return visible("" if value is None else str(value), keep="")
 
 
 def table(columns: list[str], rows: list[list[Any]]) -> None:
-    """A table for people (rich). Piped output is never cut to a terminal width, so the
-    address column can be copied or grepped."""
+    """Print a table for people (rich); piped, it is never cut to a terminal's width."""
     from rich.console import Console
     from rich.table import Table
 
@@ -80,27 +64,19 @@ def table(columns: list[str], rows: list[list[Any]]) -> None:
     console.print(t)
 
 
-#: The core's commands: name -> ``"module:attribute"`` of the click command, imported when
-#: the command runs or a help lists it.
+#: The core's commands: name -> ``"module:attribute"`` of the command (a declared
+#: :class:`~agent_link_core.cli_run.Command` or a click command).
 CORE_COMMANDS = {
-    "health": "agent_link_core.commands.health:health",
-    "hook": "agent_link_core.commands.health:hook",
-    "inbox": "agent_link_core.commands.inbox:inbox",
-    "mcp": "agent_link_core.commands.health:mcp",
-    "plugins": "agent_link_core.commands.health:plugins",
-    "reply": "agent_link_core.commands.message:reply",
-    "send": "agent_link_core.commands.send:send",
-    "show": "agent_link_core.commands.message:show",
-    "status": "agent_link_core.commands.message:status",
-    "wait": "agent_link_core.commands.message:wait",
+    **FAST_COMMANDS,
+    "health": "agent_link_core.commands.health:health", "plugins": "agent_link_core.commands.health:plugins",
+    "mcp": "agent_link_core.commands.health:mcp", "hook": "agent_link_core.commands.health:hook",
 }
 #: commands that start on their own: no plugin is loaded to look them up
 SELF_CONTAINED = ("mcp", "hook")
 
 
 class CoreCommand(click.Command):
-    """Holds a core command's place in the root group until it is looked up, so a plugin
-    cannot take its name; :meth:`AgentLinkGroup.get_command` puts the real command there.
+    """A core command's placeholder until it is looked up, so no plugin can take its name.
 
     :param target: ``"module:attribute"`` of the real command.
     """
@@ -111,9 +87,8 @@ class CoreCommand(click.Command):
 
 
 class AgentLinkGroup(click.Group):
-    """Root group: imports a core command's module when it is looked up, and loads the
-    plugins' commands (apart from the database) the first time any but the self-contained
-    commands is looked up."""
+    """Root group: imports a core command when it is looked up, and loads the plugins'
+    commands the first time any but the self-contained ones is looked up."""
 
     _plugins_loaded = False
 
@@ -123,20 +98,15 @@ class AgentLinkGroup(click.Group):
             self.add_command(CoreCommand(name, target))
 
     def invoke(self, ctx: click.Context) -> Any:
-        """Run the command; Ctrl-C ends it with :func:`interrupted` (the waiting commands say
-        more themselves, as they catch it first)."""
         try:
             return super().invoke(ctx)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # the waiting commands catch it first and say more
             interrupted(ctx.invoked_subcommand)
 
     def _load_core_command(self, name: str) -> None:
-        """Replace the placeholder of core command ``name`` by a copy of the real command:
-        plugins and sender options add options to a command, which must stay out of the
-        module-level original (another invocation in this process may load other plugins)."""
+        # a copy: plugins and sender options add options to it, which must not outlive this
+        # invocation (another in this process may load other plugins)
         import copy
-
-        from agent_link_core.contribute import import_target
 
         placeholder = self.commands.get(name)
         if not isinstance(placeholder, CoreCommand):
@@ -156,12 +126,11 @@ class AgentLinkGroup(click.Group):
         try:
             plugin_hooks(ctx).register_commands(self)
         except AgentLinkError as exc:
-            if not for_health:  # health (a core command) reports a settings file it cannot read itself
+            if not for_health:  # health reports a settings file it cannot read itself
                 fail(exc)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        # The command first, then the plugins: they may add options to a core command (e.g.
-        # a harness's endpoint choice), so they load for every command but the self-contained.
+        # the command first, then the plugins: they may add options to a core command
         if cmd_name in READERS:
             ctx.find_root().meta["read_only_ok"] = True
         self._load_core_command(cmd_name)
@@ -180,7 +149,6 @@ class AgentLinkGroup(click.Group):
 
 
 def _add_sender_options(command: click.Command, app: App) -> None:
-    """Give a sending command (send, reply, status, wait) the harnesses' sender options."""
     present = {p.name for p in command.params}
     for option in sender_options(app):
         if option.param not in present:
@@ -189,8 +157,7 @@ def _add_sender_options(command: click.Command, app: App) -> None:
 
 
 def build_cli() -> click.Group:
-    """A fresh root group: the core commands' places, filled when looked up (plugins add
-    theirs on the first lookup)."""
+    """A fresh root group (core commands filled in when looked up, plugins' on the first lookup)."""
 
     @click.group(cls=AgentLinkGroup, epilog=EXIT_HELP)
     @click.version_option(__version__, prog_name="agent-link")
@@ -213,8 +180,7 @@ def click_param(p: Param) -> click.Parameter:
 
 
 def click_command(declared: Command) -> click.Command:
-    """A fresh click command for a declared core command (plugins and sender options may add
-    options to it, never to the declaration)."""
+    """A fresh click command for a declared core command (options added to it never reach the declaration)."""
     command = click.command(declared.name, epilog=declared.epilog)(click.pass_context(declared.callback))
     command.params = [click_param(p) for p in declared.params]
     command.callback.__agent_link_sender_options__ = declared.sender  # type: ignore[union-attr]
@@ -222,10 +188,8 @@ def click_command(declared: Command) -> click.Command:
 
 
 def declared_option(declared: Param) -> Callable[[Any], Any]:
-    """A click option decorator for a declared flag or text option (for plugins' click commands);
-    ``--from`` (:data:`~agent_link_core.cli_run.FROM`, ``READER_FROM``) brings the sender
-    options the installed harnesses declare (added when the command is looked up:
-    :meth:`AgentLinkGroup.get_command`)."""
+    """A click option decorator for a declared flag or text option (for plugins' click
+    commands); ``--from`` also brings the harnesses' sender options (added at lookup)."""
     def add(f: Any) -> Any:
         f = click.option(*declared.decls, declared.name, is_flag=declared.flag, help=declared.help)(f)
         if declared in (FROM, READER_FROM):
@@ -235,9 +199,8 @@ def declared_option(declared: Param) -> Callable[[Any], Any]:
     return add
 
 
-#: ``--json``, ``--ndjson``, ``--envelope`` (a read's messages as a model sees them), ``--from``
-#: and ``--from`` for a command that shows mail (proved as ``--as`` is: :func:`who_am_i` with ``reading``)
-json_opt, ndjson_opt, envelope_opt, with_from, with_reader_from = map(declared_option, (JSON, NDJSON, ENVELOPE, FROM, READER_FROM))
+#: ``--json``, ``--ndjson`` and ``--from`` of a command that shows mail (proved: :func:`who_am_i` with ``reading``)
+json_opt, ndjson_opt, with_reader_from = map(declared_option, (JSON, NDJSON, READER_FROM))
 
 
 def main() -> None:
@@ -250,23 +213,18 @@ NO_ARGS_IS_HELP: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
 
 def run_click(cli: click.Group) -> None:
-    """Run the click group as click's standalone mode does, but with a usage error (a bad
-    option, value or command) as one stderr line (:func:`~agent_link_core.cli_run.usage_line`)
-    and exit 2; any other click error as click shows it, with its exit code.
+    """Run the group as click's standalone mode does, but with a usage error as one stderr
+    line (:func:`~agent_link_core.cli_run.usage_line`).
 
-    :raises SystemExit: always, with the command's exit status.
+    :raises SystemExit: always, with the command's exit status (2 for a usage error).
     """
     try:
         status = cli.main(prog_name="agent-link", standalone_mode=False)
-    except NO_ARGS_IS_HELP as exc:  # `agent-link` alone: its help, as click shows it
-        exc.show()
-        sys.exit(exc.exit_code)
-    except click.UsageError as exc:
-        path = exc.ctx.command_path if exc.ctx is not None else "agent-link"
-        click.echo(usage_line(path, exc.format_message()), err=True)
-        sys.exit(exc.exit_code)
     except click.ClickException as exc:
-        exc.show()
+        if isinstance(exc, click.UsageError) and not isinstance(exc, NO_ARGS_IS_HELP):  # not `agent-link` alone: its help
+            click.echo(usage_line(exc.ctx.command_path if exc.ctx is not None else "agent-link", exc.format_message()), err=True)
+        else:
+            exc.show()
         sys.exit(exc.exit_code)
     except click.Abort:
         click.echo("Aborted!", err=True)

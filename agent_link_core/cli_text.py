@@ -1,10 +1,6 @@
-"""What the ``agent-link`` command says to people: errors in the CLI's own words, mail
-made safe for a terminal, message bodies read from stdin or a file.
-
-The typed API and the MCP tools name things the way tool arguments do (``replyBy``,
-``read_agent_link_inbox``); a person at a shell typed ``--reply-by`` and runs commands, so
-:func:`error_line` rewrites field and tool names into option and command names.
-"""
+"""What the ``agent-link`` command says to people: errors with the tools' argument and tool
+names (``replyBy``, ``read_agent_link_inbox``) in the CLI's (``--reply-by``, ``agent-link inbox``),
+mail made safe for a terminal, message bodies read from stdin or a file."""
 
 from __future__ import annotations
 
@@ -42,12 +38,11 @@ def _names(command: str | None, own: dict[str, str] | None = None) -> dict[str, 
 
 
 def _field(path: str, names: dict[str, str]) -> str:
-    """The CLI's name of an error's argument path: ``names`` of it, of its array (``paths.1``
-    is the second ``PATH``: ``PATH #2``), an environment variable's name (``env.X`` or ``X``),
-    else ``--path``."""
+    """The CLI's name of an error's path: ``names`` of it or of its array (``paths.1``: ``PATH #2``),
+    a variable's name (``env.X`` or ``X``), else ``--path``."""
     if path.startswith("env."):
         return path[4:]
-    if path.isupper() and path.replace("_", "").isalnum():  # an environment variable's name: never an option
+    if path.isupper() and path.replace("_", "").isalnum():
         return path
     if path in names:
         return names[path]
@@ -79,34 +74,26 @@ def error_line(exc: AgentLinkError, command: str | None = None, command_path: st
     :param names: the command's own ``{tool argument: CLI option or ARGUMENT}`` (a plugin's
         command naming what its tools' errors call ``projectRoot`` or ``paths.0``).
     """
-    if exc.code == "invalid_arguments" and exc.details.get("errors"):
-        table = _names(command, names)
-        parts = []
-        for e in exc.details["errors"]:
-            expected = cli_words(str(e.get("expected", "")), command, names)
-            # the error's own example (a rule such as ``format`` is shared by timestamps and cursors)
-            example = f" (e.g. {e['example']})" if e.get("example") else ""
-            parts.append(f"{_field(e.get('path') or '', table)}: expected {expected}{example}")
-        line = "agent-link: " + "; ".join(parts) + "."
-        if exc.message and all(str(e.get("expected", "")) in exc.message for e in exc.details["errors"]):
-            # the message already says what each value should be (a setting's error): no list
-            # of options to repeat it, no --help to point at
-            return f"agent-link: {cli_words(exc.message, command, names)}" + (f" {cli_words(exc.hint, command, names)}" if exc.hint else "")
-        if exc.message and not exc.message.startswith("Invalid arguments"):
-            said = cli_words(exc.message, command, names)
-            if all(_field(e.get("path") or "", table) in said for e in exc.details["errors"]):
-                # the message already names each field it is about (with what to pass): the
-                # list would say it a second time (details.errors keeps it for scripts)
-                own_hint = exc.hint if exc.hint and exc.hint != invalid_arguments(exc.details["errors"]).hint else None  # not the list again
-                line = f"agent-link: {said}" + (f" {cli_words(own_hint, command, names)}" if own_hint else "")
-            else:
-                line = f"agent-link: {said} " + line[len("agent-link: "):]
-        where = command_path or command
-        return line + (" See `agent-link " + where + " --help`." if where else "")
-    line = f"agent-link: {cli_words(exc.message, command, names)}"
-    if exc.hint:
-        line += f" {cli_words(exc.hint, command, names)}"
-    return line
+    def words(text: str) -> str:
+        return cli_words(text, command, names)
+
+    errors = exc.details.get("errors") if exc.code == "invalid_arguments" else None
+    if not errors or (exc.message and all(str(e.get("expected", "")) in exc.message for e in errors)):
+        # (bad arguments whose message says what each should be, as a setting's: no list, no --help)
+        return f"agent-link: {words(exc.message)}" + (f" {words(exc.hint)}" if exc.hint else "")
+    table = _names(command, names)
+    fields = [_field(e.get("path") or "", table) for e in errors]
+    # each error's own example (a rule such as ``format`` is shared by timestamps and cursors)
+    listed = "; ".join(f"{field}: expected {words(str(e.get('expected', '')))}" + (f" (e.g. {e['example']})" if e.get("example") else "")
+                       for field, e in zip(fields, errors)) + "."
+    said = words(exc.message) if exc.message and not exc.message.startswith("Invalid arguments") else ""
+    if said and all(field in said for field in fields):  # named each field already: no list (details.errors keeps it)
+        own_hint = exc.hint if exc.hint != invalid_arguments(errors).hint else None  # not the list again
+        line = said + (f" {words(own_hint)}" if own_hint else "")
+    else:
+        line = f"{said} {listed}" if said else listed
+    where = command_path or command
+    return f"agent-link: {line}" + (f" See `agent-link {where} --help`." if where else "")
 
 
 def address_error(value: str, option: str) -> AgentLinkError | None:
@@ -128,10 +115,8 @@ def looks_like_bad_address(value: str) -> bool:
 
 
 def read_body(text: str | None, path: str | None, stdin: IO[bytes]) -> str:
-    """The message text from TEXT, ``-`` (stdin) or ``--file PATH``.
-
-    Reads at most the 64 KiB limit plus one byte, so a huge input is refused without being
-    held in memory.
+    """The message text from TEXT, ``-`` (stdin) or ``--file PATH`` (reading at most the
+    limit plus one byte, so a huge input is refused without being held in memory).
 
     :raises AgentLinkError: ``invalid_arguments`` (neither or both given, unreadable file,
         not UTF-8), ``body_too_large`` (limit in UTF-8 bytes).
@@ -139,8 +124,7 @@ def read_body(text: str | None, path: str | None, stdin: IO[bytes]) -> str:
     if (text is None) == (path is None):
         raise invalid_arguments([{"path": "message", "rule": "required", "expected": "exactly one of TEXT, - (stdin) or --file PATH"}])
     if text is not None and text != "-":
-        # Python keeps argv bytes that are not UTF-8 as lone surrogates (PEP 383): refused,
-        # as the same bytes from a file or stdin are
+        # argv bytes that are not UTF-8 are lone surrogates (PEP 383): refused, as from a file
         bad = next((i for i, ch in enumerate(text) if "\udc80" <= ch <= "\udcff"), None)
         if bad is not None:
             raise invalid_arguments([{"path": "message", "rule": "utf8",
@@ -169,10 +153,9 @@ def read_body(text: str | None, path: str | None, stdin: IO[bytes]) -> str:
 
 
 def terminal_safe(text: str | None) -> str:
-    """``text`` for a terminal: line breaks and tabs kept, every other control, format,
-    private-use or unassigned character (ESC, CSI, bidi overrides, NUL ...) shown as a
-    visible ``\\u{XXXX}`` escape (:func:`agent_link_core.visible.visible`), so a peer's text
-    cannot move the cursor, recolour the screen or disguise itself."""
+    """``text`` for a terminal: line breaks and tabs kept, every other category-C character
+    (ESC, bidi overrides, NUL ...) a visible escape (:func:`agent_link_core.visible.visible`),
+    so a peer's text cannot move the cursor, recolour the screen or disguise itself."""
     return visible(text or "")
 
 

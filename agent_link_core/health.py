@@ -1,6 +1,4 @@
-"""``agent_link_health`` and ``agent-link health``: everything a person needs to tell whether
-agent-link works here (settings, state dir, database, harnesses, plugins and their problems).
-"""
+"""The health report of ``agent_link_health`` and ``agent-link health``."""
 
 from __future__ import annotations
 
@@ -21,7 +19,8 @@ if TYPE_CHECKING:
 
 
 def report(app: App, meta: Mapping[str, Any] | None = None, include_caller_context: bool = False) -> dict[str, Any]:
-    """Everything a person needs to tell whether agent-link works here."""
+    """Everything a person needs to tell whether agent-link works here: settings, state dir,
+    database, harnesses, plugins and their problems (``meta``: the MCP call's ``_meta``)."""
     caller = app.caller(meta)
     try:
         pending = app.mailbox.count_open(caller.address, undelivered_only=True) if caller.known else 0
@@ -34,13 +33,9 @@ def report(app: App, meta: Mapping[str, Any] | None = None, include_caller_conte
         "hostDetection": detection,
         "address": caller.address,
         "addressSource": caller.source,
-        "stateDir": {
-            "path": app.config.state_dir,
-            "source": app.config.sources["AGENT_LINK_STATE_DIR"],
-            "exists": os.path.isdir(app.config.state_dir),
-            "private": _private(app.config.state_dir),
-            "writable": os.access(app.config.state_dir, os.W_OK | os.X_OK),
-        },
+        "stateDir": {"path": app.config.state_dir, "source": app.config.sources["AGENT_LINK_STATE_DIR"],
+                     "exists": os.path.isdir(app.config.state_dir), "private": _private(app.config.state_dir),
+                     "writable": os.access(app.config.state_dir, os.W_OK | os.X_OK)},
         # ok, integrity, walBytes, walLimitBytes, and the refusal with its recovery step when not ok.
         "database": {"path": app.config.db_path, "pendingForCaller": pending, **app.store.check_health(),
                      **({"ok": False, "readOnly": True, "problem": app.read_only.to_dict()} if app.read_only else {})},
@@ -52,17 +47,12 @@ def report(app: App, meta: Mapping[str, Any] | None = None, include_caller_conte
             "otherStateDirs": state_dirs.others(app.config.state_dir, app.env),
             "warnings": settings_warnings(app.hooks.tools(), app.hooks.tool_owners(), app.config.get("AGENT_LINK_TOOLS")),
         },
-        "reminders": {
-            "limit": app.config.reminder_limit,
-            "intervalMs": app.config.reminder_interval_ms,
-        },
+        "reminders": {"limit": app.config.reminder_limit, "intervalMs": app.config.reminder_interval_ms},
         "harnesses": {name: _harness_health(app, h) for name, h in list(app.harnesses.items())},
         # the negotiated MCP revision and client; None outside an MCP server
         "mcp": app.mcp_peer.view() if app.mcp_peer is not None else None,
         "sections": app.hooks.health_sections(),
     }
-    app.hooks.load_all()  # a plugin that cannot be imported is a problem, whatever hooks it declares
-    app.hooks.tools()  # a refused tool is a plugin problem health must show
     out["plugins"] = plugins_view(app)
     out["problems"] = section_problems(out["sections"]) + plugin_problems(out["plugins"])
     if out["stateDir"]["exists"] and not out["stateDir"]["private"]:
@@ -76,14 +66,10 @@ def report(app: App, meta: Mapping[str, Any] | None = None, include_caller_conte
 
 
 def section_problems(sections: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """What the plugins' health sections say needs the person: ``[{section, message, hint}]``.
-
-    A section reports one with ``problem`` (a line, or ``{message, hint}``) or with ``error``
-    holding an error object (``{code, message, hint}``: the part it checks cannot work, as a
-    roles file that does not parse). A plain ``error`` string is a health hook that failed,
-    already listed under ``plugins.problems``; other ``error`` values (a count, a remote's last
-    answer) are the section's data, not a problem of its own.
-    """
+    """What the plugins' health sections say needs the person: ``[{section, message, hint}]``,
+    from a section's ``problem`` (a line, or ``{message, hint}``) or ``error`` holding an error
+    object (``{code, message, hint}``). A plain ``error`` string is a failed health hook, listed
+    under ``plugins.problems``; other ``error`` values are the section's data."""
     out: list[dict[str, Any]] = []
     for name, section in sections.items():
         if not isinstance(section, dict):
@@ -98,10 +84,9 @@ def section_problems(sections: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def plugin_problems(plugins: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Every broken plugin in :func:`plugins_view`'s answer, one entry per fault
-    (``[{section: "plugins", plugin, message, hint}]``; health is not ok while any is listed):
-    a plugin left out (``failed``: import, registration, or disabled by its guard after a
-    fault), a skipped fault of this process, a fault other processes met (``elsewhere``)."""
+    """Every broken plugin in :func:`plugins_view`'s answer, one entry per fault: left out
+    (``failed``), a fault of this process, a fault other processes met (``elsewhere``).
+    ``[{section: "plugins", plugin, message, hint}]``; health is not ok while any is listed."""
     out = [{"section": "plugins", "plugin": name, "message": f"left out: {reason}", "hint": disable_hint(name)}
            for name, reason in plugins["failed"].items()]
     out += [{"section": "plugins", "plugin": p["plugin"], "message": f"{p['hook']}: {p['error']} ({p['count']}x)", "hint": p["fix"]}
@@ -115,10 +100,12 @@ def plugin_problems(plugins: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def plugins_view(app: App) -> dict[str, Any]:
-    """What loading found and every plugin problem: this process's (``problems``) and
-    those other agent-link processes met in the last day (``elsewhere``) with plugins still
-    installed at that version (:func:`agent_link_core.problem_log.recent_elsewhere`) and not
-    turned off since (``AGENT_LINK_DISABLE_PLUGINS`` silences a plugin's problems)."""
+    """What loading found, this process's plugin problems and those other processes met in the
+    last day (``elsewhere``: :func:`agent_link_core.problem_log.recent_elsewhere`), less the
+    plugins turned off since by ``AGENT_LINK_DISABLE_PLUGINS``. Imports every plugin and
+    collects every tool first: one that cannot be imported or a refused tool is a problem."""
+    app.hooks.load_all()
+    app.hooks.tools()
     view = app.plugin_report.as_dict()
     view["elsewhere"] = [e for e in problem_log.recent_elsewhere(app.config.state_dir, view["problems"], app.plugin_report.installed(app.env))
                          if e["plugin"] not in view["blocked"]]
@@ -127,7 +114,7 @@ def plugins_view(app: App) -> dict[str, Any]:
 def _harness_health(app: App, harness: Harness) -> dict[str, Any]:
     from agent_link_core.harness import call_harness
 
-    def refused(answer: list[Any], plugin: str) -> str | None:  # not JSON, or too big to travel: it would break everyone's health
+    def refused(answer: list[Any], plugin: str) -> str | None:  # would break everyone's health
         section = answer[0]
         why = f"returned {type(section).__name__}, not a dict" if not isinstance(section, dict) else oversize(section, MAX_HEALTH_BYTES)
         return None if why is None else f"TypeError: {why}"
@@ -138,7 +125,7 @@ def _harness_health(app: App, harness: Harness) -> dict[str, Any]:
 
 
 def _private(path: str) -> bool:
-    """True when only the owner can enter ``path`` (no group or other permission bits)."""
+    """True when only the owner can enter ``path``."""
     try:
         return os.stat(path).st_mode & 0o077 == 0
     except OSError:

@@ -1,11 +1,7 @@
-"""Which state directories agent-link processes on this machine used lately.
-
-Two processes with different state directories keep two mailboxes and never see each other's
-messages; nothing fails, so health warns instead. Every App records its state directory in
-``$XDG_CACHE_HOME/agent-link/state-dirs.json`` (default ``~/.cache/agent-link``): ``{path:
-last use in ms since the epoch}``. The record is advisory: written atomically, at most once a
-minute per directory, and a lost race only drops one entry until the next use.
-"""
+"""Which state directories agent-link processes on this machine used lately: two processes with
+different ones keep two mailboxes, which health warns about. The record (advisory: a lost race
+drops one entry until the next use) is ``$XDG_CACHE_HOME/agent-link/state-dirs.json``
+(default ``~/.cache/agent-link``), ``{path: last use in ms since the epoch}``."""
 
 from __future__ import annotations
 
@@ -20,7 +16,7 @@ REFRESH_MS = 60 * 1000
 
 
 def registry_path(env: Mapping[str, str] | None = None) -> str:
-    """The record's file (module docstring)."""
+    """The record's file (module docstring; ``env``: default ``os.environ``)."""
     env = os.environ if env is None else env
     base = env.get("XDG_CACHE_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".cache")
     return os.path.join(base, "agent-link", "state-dirs.json")
@@ -32,7 +28,7 @@ def _load(path: str) -> dict[str, int]:
 
 
 def record(state_dir: str, env: Mapping[str, str] | None = None, now_ms: int | None = None) -> None:
-    """Note that ``state_dir`` is in use now (failures to write are ignored: advisory)."""
+    """Note that ``state_dir`` is in use now (at most once a minute; a failed write is ignored)."""
     path = registry_path(env)
     now = int(time.time() * 1000) if now_ms is None else now_ms
     known = _load(path)
@@ -49,9 +45,8 @@ def record(state_dir: str, env: Mapping[str, str] | None = None, now_ms: int | N
 
 
 def others(state_dir: str, env: Mapping[str, str] | None = None, now_ms: int | None = None) -> list[dict[str, object]]:
-    """Other state directories used within :data:`RECENT_MS` that still exist: ``[{path,
-    lastUsedMs}]``, newest first. A folder since removed (a tool's temporary server, a test's
-    scratch folder) holds no mailbox anyone can use, so it is left out."""
+    """Other state directories used within :data:`RECENT_MS` that still exist (a removed one
+    holds no mailbox anyone uses): ``[{path, lastUsedMs}]``, newest first."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
     found = [{"path": p, "lastUsedMs": t} for p, t in _load(registry_path(env)).items()
              if p != state_dir and now - t <= RECENT_MS and os.path.isdir(p)]

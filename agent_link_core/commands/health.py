@@ -1,15 +1,19 @@
-"""``agent-link health`` and ``plugins`` (whether agent-link works here, and its plugins), ``mcp``
-and ``hook`` (what hosts start: the console script starts both before click loads,
-:mod:`agent_link_core.entry`; these serve their ``--help`` and a call through click)."""
+"""``agent-link health`` and ``plugins``, and ``mcp`` and ``hook`` as click sees them (for their
+``--help``: the console script runs both before click loads, :mod:`agent_link_core.entry`)."""
 
 import sys
-from typing import Any
+from typing import Any, Callable
 
 import click
 
 from agent_link_core import boundary
 from agent_link_core.cli import EXIT_HELP, emit, fail, get_app, open_app
 from agent_link_core.errors import AgentLinkError
+
+
+def _json_command(f: Callable[..., None]) -> click.Command:
+    f = click.option("--ndjson", is_flag=True, help="Print the same JSON object on one line.")(click.pass_context(f))
+    return click.command(epilog=EXIT_HELP)(click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")(f))
 
 
 def _print_health(h: dict[str, Any]) -> None:
@@ -52,10 +56,7 @@ def _print_health(h: dict[str, Any]) -> None:
                    + (f" ({legacy['hint']})" if legacy.get("hint") else ""))
 
 
-@click.command(epilog=EXIT_HELP)
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@click.option("--ndjson", is_flag=True, help="Print the same JSON object on one line.")
-@click.pass_context
+@_json_command
 def health(ctx: click.Context, as_json: bool, ndjson: bool) -> None:
     """Show whether agent-link works here and what it sees (exit 1 when the database
     refuses writes: damaged, replaced, or a state dir this user cannot write; when a
@@ -75,16 +76,12 @@ def health(ctx: click.Context, as_json: bool, ndjson: bool) -> None:
     if failing:
         sys.exit(1)
 
-@click.command(epilog=EXIT_HELP)
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@click.option("--ndjson", is_flag=True, help="Print the same JSON object on one line.")
-@click.pass_context
+
+@_json_command
 def plugins(ctx: click.Context, as_json: bool, ndjson: bool) -> None:
     """List loaded, blocked and broken plugins (--json: with each plugin's hooks and the
     time each took in this process)."""
     app = get_app(ctx)
-    app.hooks.load_all()  # a plugin that cannot be imported is reported, whatever hooks it declares
-    app.hooks.tools()  # check every plugin's tools too: a refused one is a problem to show
     data = app.plugins_view()
     data["hooks"] = app.hooks.hook_view()
 
@@ -122,6 +119,7 @@ def mcp() -> None:
         serve_main()
     except AgentLinkError as exc:
         fail(exc)
+
 
 @click.command(context_settings={"ignore_unknown_options": True}, epilog=EXIT_HELP)
 @click.argument("host")

@@ -1,5 +1,4 @@
-"""What the commands that show or wait for messages share: printing messages for people,
-waiting for an answer for a whole timeout, reading a message's text."""
+"""What the commands that show or wait for messages share."""
 
 from __future__ import annotations
 
@@ -15,24 +14,23 @@ if TYPE_CHECKING:
 
 
 def print_messages(app: App, views: list[dict[str, Any]], show_envelope: bool) -> None:
-    """Messages for people (header, then the terminal-safe body), or their envelopes."""
+    """Print messages for people (:func:`~agent_link_core.cli_text.message_lines`), or their envelopes."""
     from agent_link_core.cli_text import message_lines
 
     rows = {row["id"]: row for row in app.mailbox.rows([view["id"] for view in views])}  # one query, not one per message
     for view in views:
         row = rows[view["id"]]
-        if show_envelope:  # the envelope the read already rendered (conversation, wait), else rendered now
+        if show_envelope:  # the one the read rendered (conversation, wait), else rendered now
             echo(view.get("envelope") or app.mailbox.envelope(row))
         else:
             echo("\n".join(message_lines(view, row["body"])))
 
 
 def wait_all(app: App, caller: Any, message_id: str, timeout_ms: int, announce: str | None = None) -> dict[str, Any]:
-    """Wait for a resolution for the whole ``timeout_ms``: one App.wait call stops at
-    its per-call cap, so the CLI keeps calling until the answer or the deadline.
+    """Wait for a resolution for the whole ``timeout_ms`` (one ``App.wait`` stops at its cap).
 
-    :param announce: a stderr line printed once the event loop exists, so a Ctrl-C right
-        after it stops the wait (KeyboardInterrupt) instead of a loop half built.
+    :param announce: a stderr line printed once the event loop exists (a Ctrl-C after it
+        stops the wait with KeyboardInterrupt, not a loop half built).
     :raises SystemExit: exit 1 with one line for an AgentLinkError (:func:`fail`).
     """
     import asyncio
@@ -57,8 +55,7 @@ def wait_all(app: App, caller: Any, message_id: str, timeout_ms: int, announce: 
 
 
 def not_marked(exc: AgentLinkError, undone: str) -> NoReturn:
-    """End a read whose output was written but whose marking failed (the database busy past
-    its timeout, or refusing writes): one stderr line saying what stays unread, then exit 1.
+    """End a read whose output was written but not marked read: one stderr line, exit 1.
 
     :param undone: what was shown and stays unread, and when it shows again.
     """
@@ -67,8 +64,7 @@ def not_marked(exc: AgentLinkError, undone: str) -> NoReturn:
 
 
 def mark_reply(app: App, me: Any, data: dict[str, Any]) -> None:
-    """Mark the reply a wait returned delivered (:meth:`App.mark_taken`), once it was shown;
-    not when reading as another agent (:func:`~agent_link_core.identity.reads_own_mail`)."""
+    """Mark delivered the reply a wait returned (once shown), unless reading as another agent."""
     from agent_link_core.identity import reads_own_mail
 
     if data.get("reply") and app.read_only is not None:  # known before trying: the read stands, as an inbox read's

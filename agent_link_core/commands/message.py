@@ -1,5 +1,4 @@
-"""``agent-link reply``, ``status``, ``wait`` and ``show``: one message (answer it, its state,
-its answer, its conversation)."""
+"""``agent-link reply``, ``status``, ``wait`` and ``show``: answer a message, its state, its answer, its conversation."""
 
 import sys
 from typing import Any
