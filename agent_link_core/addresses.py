@@ -1,21 +1,42 @@
-"""Address and id syntax (stdlib ``re`` only: the hook fast path imports this).
+"""Address and id syntax.
 
 An address is ``<scheme>:<id>``: the scheme names a harness (registered by a plugin) or
 ``role``; with no harness plugin any well-formed address can still receive mail.
 ``external`` stands for a sender with no runtime identity, ``invalid`` for one that failed
 validation (never delivered to, never verified). Message ids are ULIDs.
+
+The checks are string operations, not regular expressions: the hook fast path runs them on
+every prompt, and importing :mod:`re` (with :mod:`enum`) costs about half of a bare
+interpreter start. The patterns (``HARNESS_RE`` ...) stay available to schemas and plugins,
+compiled on first access; ``tests/test_addresses.py`` checks each function against them.
 """
 
-import re
+TYPE_CHECKING = False  # keep typing out of the fast path
+if TYPE_CHECKING:
+    from re import Pattern
 
-#: a harness name: its address scheme
-HARNESS_RE = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
-#: a dotted module path (a prompt hook's adapter)
-MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
-ADDRESS_RE = re.compile(r"^([a-z][a-z0-9-]{0,31}):([A-Za-z0-9_.-]{1,128})$")
-ROLE_NAME_RE = re.compile(r"^[a-z0-9-]{1,40}$")
-# 128 bits in 26 base-32 digits: the first digit carries only 3 of them, so it is 0-7
-ULID_RE = re.compile(r"^[0-7][0-9A-HJKMNP-TV-Z]{25}$")
+    HARNESS_RE: Pattern[str]
+    MODULE_RE: Pattern[str]
+    ADDRESS_RE: Pattern[str]
+    ROLE_NAME_RE: Pattern[str]
+    ULID_RE: Pattern[str]
+
+_LOWER = "abcdefghijklmnopqrstuvwxyz"
+_DIGITS = "0123456789"
+_IDENT = _LOWER + _LOWER.upper() + _DIGITS + "_"
+_HARNESS_CHARS = _LOWER + _DIGITS + "-"
+_ID_CHARS = _IDENT + ".-"
+_ULID_CHARS = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+#: the patterns the functions below check, as regular expressions (JSON schemas use them)
+PATTERNS = {
+    "HARNESS_RE": r"^[a-z][a-z0-9-]{0,31}$",
+    "MODULE_RE": r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$",
+    "ADDRESS_RE": r"^([a-z][a-z0-9-]{0,31}):([A-Za-z0-9_.-]{1,128})$",
+    "ROLE_NAME_RE": r"^[a-z0-9-]{1,40}$",
+    # 128 bits in 26 base-32 digits: the first digit carries only 3 of them, so it is 0-7
+    "ULID_RE": r"^[0-7][0-9A-HJKMNP-TV-Z]{25}$",
+}
 EXTERNAL = "external"
 INVALID = "invalid"
 ANTICIPATIONS = ("reply", "action", "fyi")
@@ -23,22 +44,54 @@ ANTICIPATIONS = ("reply", "action", "fyi")
 MAX_TARGET_CHARS = 1000
 
 
+def __getattr__(name: str) -> object:
+    """``HARNESS_RE`` and the other :data:`PATTERNS`, compiled on first access."""
+    if name not in PATTERNS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import re
+
+    compiled = globals()[name] = re.compile(PATTERNS[name])
+    return compiled
+
+
+def _only(value: str, chars: str) -> bool:
+    """True when every character of ``value`` is one of ``chars`` (an empty value too)."""
+    return not value.strip(chars)
+
+
+def is_harness_name(value: object) -> bool:
+    """True for a harness name (an address scheme): ``[a-z][a-z0-9-]{0,31}``."""
+    return isinstance(value, str) and 0 < len(value) <= 32 and value[0] in _LOWER and _only(value, _HARNESS_CHARS)
+
+
+def is_module_path(value: object) -> bool:
+    """True for a dotted module path of ASCII identifiers (a prompt hook's adapter)."""
+    return isinstance(value, str) and all(part and part[0] not in _DIGITS and _only(part, _IDENT) for part in value.split("."))
+
+
+def is_role_name(value: object) -> bool:
+    """True for a role's name: ``[a-z0-9-]{1,40}``."""
+    return isinstance(value, str) and 0 < len(value) <= 40 and _only(value, _HARNESS_CHARS)
+
+
 def is_address(value: object) -> bool:
     """True for a well-formed ``<scheme>:<id>`` address (``role:<name>`` included)."""
     if not isinstance(value, str):
         return False
-    m = ADDRESS_RE.fullmatch(value)
-    if not m:
+    scheme, colon, rest = value.partition(":")
+    if not (colon and is_harness_name(scheme) and 0 < len(rest) <= 128 and _only(rest, _ID_CHARS)):
         return False
-    return m.group(1) != "role" or bool(ROLE_NAME_RE.fullmatch(m.group(2)))
+    return scheme != "role" or is_role_name(rest)
 
 
 def is_ulid(value: object) -> bool:
     """True for a 26-character Crockford base-32 ULID in canonical upper case."""
-    return isinstance(value, str) and bool(ULID_RE.fullmatch(value))
+    return isinstance(value, str) and len(value) == 26 and value[0] in "01234567" and _only(value, _ULID_CHARS)
 
 
 def address_scheme(address: str) -> str:
     """The scheme of an address (``"team"`` for ``team:abc``); ``external`` otherwise."""
-    m = ADDRESS_RE.fullmatch(address)
-    return m.group(1) if m else EXTERNAL
+    scheme, colon, rest = address.partition(":")
+    if colon and is_harness_name(scheme) and 0 < len(rest) <= 128 and _only(rest, _ID_CHARS):
+        return scheme
+    return EXTERNAL

@@ -12,7 +12,6 @@ usage error as before. Both paths run the same command function: same output, sa
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import sys
 
@@ -327,6 +326,8 @@ def emit(data: Any, as_json: bool, human: Any, ndjson: bool = False) -> None:
     A JSON object without a ``version`` field gets ``version`` :data:`JSON_FORMAT_VERSION`."""
     if (as_json or ndjson) and isinstance(data, dict) and "version" not in data:
         data = {"version": JSON_FORMAT_VERSION, **data}
+    import json  # only for --json: the package imports re and enum, which people's output never needs
+
     if ndjson:
         echo(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
     elif as_json:

@@ -9,7 +9,6 @@ would believe their setting is in effect. Light standard modules only: the hook 
 from __future__ import annotations
 
 import os
-import re
 
 from agent_link_core.errors import AgentLinkError, Refused
 
@@ -20,8 +19,6 @@ if TYPE_CHECKING:
 
 TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 FALSE_WORDS = frozenset({"0", "false", "no", "off"})
-SETTING_NAME_RE = re.compile(r"^AGENT_LINK_[A-Z0-9_]{1,64}$")
-ALIAS_NAME_RE = re.compile(r"^[A-Z][A-Z0-9_]{0,80}$")
 SETTINGS_FILE_SOURCE = "settings-file"  # Config.sources value of a setting read from the settings file
 
 
@@ -290,15 +287,17 @@ def _int_range(setting: Setting) -> str:
 def check_setting(record: Any, core_names: frozenset[str]) -> None:
     """Refuse a setting that is not a :class:`~agent_link_core.config.Setting`, is badly named,
     or would shadow one of the core's settings (its name or an alias)."""
+    import re
+
     if not isinstance(record, Setting):
         raise Refused(f"registered a {type(record).__name__}, not a Setting", "Register agent_link_core.config.Setting records.")
-    if not isinstance(record.name, str) or not SETTING_NAME_RE.match(record.name):
+    if not isinstance(record.name, str) or not re.fullmatch(r"AGENT_LINK_[A-Z0-9_]{1,64}", record.name):
         raise Refused(f"registered a setting named {record.name!r}", "Setting names are AGENT_LINK_ followed by A-Z 0-9 _.")
     if record.name in core_names:
         raise Refused(f"registered {record.name}, which is the core's own setting",
                       "A plugin cannot redefine a core setting; name yours AGENT_LINK_<PLUGIN>_...")
     for alias in record.aliases:
-        if not isinstance(alias, str) or not ALIAS_NAME_RE.match(alias):
+        if not isinstance(alias, str) or not re.fullmatch(r"[A-Z][A-Z0-9_]{0,80}", alias):
             raise Refused(f"setting {record.name} has an alias {alias!r} that is not an environment variable name",
                           "Aliases are upper-case variable names.")
         if alias in core_names:

@@ -11,14 +11,13 @@ Stdlib only: the hook fast path imports this module on every prompt.
 
 from __future__ import annotations
 
-import re
 import time
-from functools import cache
 
 from agent_link_core.addresses import EXTERNAL, INVALID, address_scheme, is_address, is_ulid
 
 TYPE_CHECKING = False  # typing, dataclasses and datetime stay off the hook fast path
 if TYPE_CHECKING:
+    import re
     from collections.abc import Sequence
 
 MAX_BODY_BYTES = 65536
@@ -41,10 +40,12 @@ NOTICE_TEXT = (
 _NOTICE_LINE = f"<notice>{NOTICE_TEXT}</notice>"
 
 
-@cache
 def _compiled(pattern: str) -> re.Pattern[str]:
-    """``pattern`` (one of the ``_*_RE`` below) compiled on its first use: compiling them all
-    at import cost every command and prompt hook milliseconds, and most use a few."""
+    """``pattern`` (one of the ``_*_RE`` below) compiled on its first use, kept by :mod:`re`'s
+    own cache: importing :mod:`re` and compiling them all at import would cost every command
+    and prompt hook milliseconds, and most use a few."""
+    import re
+
     return re.compile(pattern)
 
 

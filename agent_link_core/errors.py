@@ -4,8 +4,6 @@ carries one: the failure every tool, the CLI and a plugin reports, an MCP result
 
 from __future__ import annotations
 
-import re
-
 TYPE_CHECKING = False  # typing stays off the hook fast path
 if TYPE_CHECKING:
     from typing import Any
@@ -31,7 +29,7 @@ ERROR_CODES: tuple[str, ...] = (
 )
 # Besides the fixed codes, each harness has one "<harness>_unavailable" code (details:
 # searched, and for endpoint-based hosts endpoint and reason): the host could not be reached.
-HARNESS_UNAVAILABLE_RE = re.compile(r"^[a-z][a-z0-9-]{0,31}_unavailable$")
+UNAVAILABLE_SUFFIX = "_unavailable"
 
 
 # What a caller can do about each code, for an error raised without a hint of its own: every
@@ -60,7 +58,9 @@ UNAVAILABLE_HINT = "agent_link_health shows why this harness cannot be reached a
 
 def is_error_code(code: str) -> bool:
     """True for a code of the closed list: a fixed code or ``<harness>_unavailable``."""
-    return code in ERROR_CODES or bool(HARNESS_UNAVAILABLE_RE.match(code))
+    from agent_link_core.addresses import is_harness_name
+
+    return code in ERROR_CODES or (code.endswith(UNAVAILABLE_SUFFIX) and is_harness_name(code[: -len(UNAVAILABLE_SUFFIX)]))
 
 
 class AgentLinkError(Exception):

@@ -2,9 +2,9 @@
 
 Reads the host's hook JSON on stdin, asks the host's adapter what to print, prints the
 host's hook JSON on stdout, and exits 0 whatever happens: a hook must never block a prompt.
-It imports no mcp, pydantic, click or pluggy, nor typing, dataclasses, logging or pathlib:
-only light standard modules and the core's modules written for this path (config,
-addresses, the registry). Mail is read with :mod:`sqlite3` alone (:class:`HookContext`): the
+It imports no mcp, pydantic, click or pluggy, nor typing, dataclasses, logging, pathlib,
+re, json or enum: only light standard modules and the core's modules written for this path
+(config, addresses, the registry; ``tests/test_hook.py`` checks the list). Mail is read with :mod:`sqlite3` alone (:class:`HookContext`): the
 envelope loads when there is a note to word, the store, mailbox and reminders when a
 reminder may be due; an adapter that never asks, like an edit guard, loads none of them.
 
@@ -21,19 +21,16 @@ notes and the same exactly-once rules (:mod:`agent_link_core.reminders`).
 from __future__ import annotations
 
 import importlib
-import json
 import os
-import re
 import sys
 import time
 
 from agent_link_core.config import load_config
-from agent_link_core.addresses import is_address
-from agent_link_core.addresses import HARNESS_RE
-from agent_link_core.json_files import ensure_private_dir
+from agent_link_core.addresses import is_address, is_harness_name
+from agent_link_core.json_files import dumps, ensure_private_dir, loads
 from agent_link_core.prompt_hooks import adapter_module
 
-EVENT_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
+_EVENT_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
 MAX_STDIN_BYTES = 4 * 1024 * 1024
 #: the longest (ms) a statement of the hook waits for another process's lock: a host runs the
 #: hook on every prompt and waits for it, so the hook never takes the usual busy wait.
@@ -226,9 +223,9 @@ def run(host: str, event: str, raw: str, contexts: list[HookContext] | None = No
     :param raw: the host's hook JSON (an object; anything else prints nothing).
     :param contexts: the adapter's :class:`HookContext` is appended here (what it claimed).
     """
-    if not HARNESS_RE.match(host) or not EVENT_RE.match(event):
+    if not is_harness_name(host) or not is_event_name(event):
         return ""
-    payload = json.loads(raw) if raw.strip() else {}
+    payload = loads(raw) if raw.strip() else {}
     if not isinstance(payload, dict):
         return ""
     config = load_config()
@@ -246,10 +243,15 @@ def run(host: str, event: str, raw: str, contexts: list[HookContext] | None = No
     finally:
         _unbound(previous)
     ctx.heartbeat(host, event)
-    out = json.dumps(result, ensure_ascii=True) + "\n" if result is not None else ""
+    out = dumps(result) + "\n" if result is not None else ""
     if len(out) > MAX_OUTPUT_CHARS:
         raise ValueError(f"the adapter answered {len(out)} characters; at most {MAX_OUTPUT_CHARS} are printed")
     return out
+
+
+def is_event_name(value: str) -> bool:
+    """True for a host's hook event name: ``[A-Za-z][A-Za-z0-9_-]{0,63}``."""
+    return 0 < len(value) <= 64 and value[0].isascii() and value[0].isalpha() and not value.strip(_EVENT_CHARS)
 
 
 class AdapterOverran(BaseException):
@@ -263,7 +265,7 @@ def _overran(signum: int, frame: Any) -> None:
 def _bound(seconds: float) -> Any:
     """Raise :class:`AdapterOverran` in this (main) thread after ``seconds``; returns what
     :func:`_unbound` restores. Where there is no SIGALRM (Windows) nothing is bounded."""
-    import signal
+    import _signal as signal  # the C module: the signal package imports enum, a tenth of a prompt hook
 
     if not hasattr(signal, "setitimer"):
         return None
@@ -273,7 +275,7 @@ def _bound(seconds: float) -> Any:
 
 
 def _unbound(previous: Any) -> None:
-    import signal
+    import _signal as signal
 
     if previous is not None:
         signal.setitimer(signal.ITIMER_REAL, 0)
@@ -307,9 +309,11 @@ def _said(exc: BaseException) -> str:
     """What went wrong, in words for the person reading the host's hook log: a stdin that is
     not the host's hook JSON and agent-link's own refusals (a bad setting) are said as such;
     anything else is a fault, said with its exception for the report."""
+    from json import JSONDecodeError
+
     from agent_link_core.errors import AgentLinkError
 
-    if isinstance(exc, json.JSONDecodeError):
+    if isinstance(exc, JSONDecodeError):
         return f"stdin is not the host's hook JSON (not valid JSON: {exc.msg.lower()} at line {exc.lineno} column {exc.colno})"
     if isinstance(exc, UnicodeDecodeError):
         return "stdin is not the host's hook JSON (not UTF-8 text)"

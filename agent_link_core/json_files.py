@@ -1,13 +1,12 @@
 """Small files of the state dir: private folders, and JSON files holding one object (records,
 registries, caches, other programs' state files) read leniently and written atomically.
-Standard library only: the hook fast path uses it.
+Standard library only, and not :mod:`json` until a file is written: the hook fast path reads
+and prints JSON through :func:`loads` and :func:`dumps`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import errno as errno_mod
-import json
 import os
 
 TYPE_CHECKING = False  # typing stays out of the hook fast path
@@ -17,6 +16,64 @@ if TYPE_CHECKING:
     from agent_link_core.errors import AgentLinkError
 
 
+def loads(text: str) -> Any:
+    """``json.loads(text)``, through the C scanner of the :mod:`json` package without importing
+    the package: it imports :mod:`re` and :mod:`enum`, a third of the CPU of a prompt hook.
+
+    :raises ValueError: for text that is not one JSON value (``json.JSONDecodeError``, raised by
+        :mod:`json` itself: the fast path gives up on the first error and lets it word it).
+    :raises RecursionError: for JSON nested too deeply.
+    """
+    start = len(text) - len(text.lstrip(_JSON_SPACE))
+    try:
+        from _json import make_scanner
+
+        value, end = make_scanner(_DECODER)(text, start)  # type: ignore[arg-type]  # reads the attributes only
+    except (ImportError, StopIteration):  # no accelerator, or not JSON: json words the error
+        end = -1
+    if end >= 0 and not text[end:].strip(_JSON_SPACE):
+        return value
+    import json
+
+    return json.loads(text)
+
+
+def dumps(value: Any) -> str:
+    """``json.dumps(value)`` (ASCII, the default separators), through the C encoder of the
+    :mod:`json` package without importing the package (see :func:`loads`).
+
+    :raises TypeError: for a value JSON cannot hold.
+    :raises ValueError: for a circular reference.
+    """
+    try:
+        from _json import encode_basestring_ascii, make_encoder
+
+        return "".join(make_encoder({}, _not_json, encode_basestring_ascii, None, ": ", ", ", False, False, True)(value, 0))
+    except (ImportError, TypeError, ValueError):  # let json word the error (or do it all without the accelerator)
+        import json
+
+        return json.dumps(value)
+
+
+def _not_json(value: Any) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+class _Decoder:
+    """What the C scanner reads of a ``json.JSONDecoder()`` with the default settings."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}.__getitem__
+
+
+_DECODER = _Decoder()
+_JSON_SPACE = " \t\n\r"
+
+
 def read_json_object(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The JSON object in the UTF-8 file ``path``, or None: for a file missing, unreadable, not
     UTF-8, not JSON, nested too deeply or holding another JSON value. Never raises for the
@@ -24,7 +81,7 @@ def read_json_object(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     """
     try:
         with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
+            data = loads(handle.read())
     except (OSError, ValueError, RecursionError):  # ValueError: not UTF-8 / not JSON; RecursionError: nested too deeply
         return None
     return data if isinstance(data, dict) else None
@@ -82,6 +139,9 @@ def write_json_object(path: str, data: dict[str, Any]) -> None:
     :raises OSError: when it cannot be written (the temporary file is removed).
     :raises AgentLinkError: ``state_io_error`` when its folder cannot be created.
     """
+    import contextlib
+    import json
+
     ensure_private_dir(os.path.dirname(path))
     tmp = f"{path}.{os.getpid()}.tmp"
     try:

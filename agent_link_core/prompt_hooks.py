@@ -24,7 +24,7 @@ import os
 import sys
 import zlib
 
-from agent_link_core.addresses import MODULE_RE
+from agent_link_core.addresses import is_module_path
 from agent_link_core.json_files import read_json_object
 
 TYPE_CHECKING = False  # keep typing out of the fast path
@@ -92,7 +92,7 @@ def adapter_module(state_dir: str, harness: str, env: Any = None) -> str | None:
     if not isinstance(entry, dict) or entry.get("plugin") in disabled:
         return None
     module = entry.get("module")
-    return module if isinstance(module, str) and MODULE_RE.match(module) else None
+    return module if is_module_path(module) else None
 
 
 def rebuild(path: str, current: list[Any], env: Any = None) -> dict[str, Any]:

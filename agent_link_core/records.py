@@ -101,13 +101,13 @@ class PromptHook(Struct, frozen=True):
 def check_prompt_hook(record: Any) -> None:
     """Refuse a prompt-hook record that is not a :class:`~agent_link_core.records.PromptHook`
     with a harness name and a dotted module path."""
-    from agent_link_core.addresses import HARNESS_RE, MODULE_RE
+    from agent_link_core.addresses import is_harness_name, is_module_path
     from agent_link_core.errors import Refused
 
     if not isinstance(record, PromptHook):
         raise Refused(f"registered a {type(record).__name__}, not a PromptHook", "Register agent_link_core.records.PromptHook records.")
-    if not isinstance(record.harness, str) or not HARNESS_RE.match(record.harness):
+    if not is_harness_name(record.harness):
         raise Refused(f"registered a prompt hook for harness {record.harness!r}",
                       "The harness is a harness name: 1-32 of a-z 0-9 -, starting with a letter.")
-    if not isinstance(record.module, str) or not MODULE_RE.match(record.module):
+    if not is_module_path(record.module):
         raise Refused(f"registered a prompt hook with module {record.module!r}", "The module is a dotted module path.")

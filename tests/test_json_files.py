@@ -46,3 +46,48 @@ def test_imports_only_the_standard_library() -> None:
     loaded = {name.split(".")[0] for name in out.stdout.split()}
     assert loaded & {"pluggy", "mcp", "click", "pydantic", "anyio"} == set()
     assert {name for name in out.stdout.split() if name.startswith("agent_link_core.")} == {"agent_link_core.json_files"}
+
+
+VALUES = [
+    {}, [], "", 0, -1.5e300, 10**30, True, None, "é\u2028\U0001f600\x00\"\\",
+    {"context": "3 peer messages", "nested": [1, 2.5, {"a": None, "b": [True, False]}], "ü": "ü"},
+    [float("inf"), float("-inf")], {"1": 1, "": ""},
+]
+
+
+@pytest.mark.parametrize("value", VALUES, ids=range(len(VALUES)))
+def test_loads_and_dumps_agree_with_the_json_package(value: object) -> None:
+    """The hook's JSON (json_files.loads/dumps, the C accelerator without the json package)
+    reads and writes exactly what json.loads/json.dumps do."""
+    import json
+
+    from agent_link_core.json_files import dumps, loads
+
+    assert dumps(value) == json.dumps(value)
+    for text in (json.dumps(value), json.dumps(value, indent=2, ensure_ascii=False), f" \n\t{json.dumps(value)}\r\n "):
+        assert loads(text) == json.loads(text)
+    assert json.dumps(loads("[NaN]")) == "[NaN]"
+
+
+@pytest.mark.parametrize("text", ["", " ", "[1,", "1 2", "{'a': 1}", "\ufeff{}", '"\\x"', '"\x01"', "nul", "{} x"])
+def test_loads_refuses_what_json_refuses_with_its_words(text: str) -> None:
+    import json
+
+    from agent_link_core.json_files import loads
+
+    with pytest.raises(json.JSONDecodeError) as ours:
+        loads(text)
+    with pytest.raises(json.JSONDecodeError) as theirs:
+        json.loads(text)
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_dumps_refuses_what_json_refuses() -> None:
+    from agent_link_core.json_files import dumps
+
+    circular: list[object] = []
+    circular.append(circular)
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        dumps({"a": object()})
+    with pytest.raises(ValueError, match="Circular reference"):
+        dumps(circular)
