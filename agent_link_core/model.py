@@ -1,18 +1,14 @@
-"""Value types shared by the core and plugins: callers and sessions.
-
-Address syntax lives in :mod:`agent_link_core.addresses` (re-exported here).
-"""
+"""Value types shared by the core and plugins: callers and sessions (address syntax, from
+:mod:`agent_link_core.addresses`, is re-exported)."""
 
 from __future__ import annotations
 
 from agent_link_core.lazy_record import Record, Struct
 from agent_link_core.addresses import (  # noqa: F401 - re-exported for plugins
     ADDRESS_RE,
-    ANTICIPATIONS,
     EXTERNAL,
     INVALID,
     ROLE_NAME_RE,
-    ULID_RE,
     address_scheme,
     is_address,
     is_ulid,
@@ -73,11 +69,9 @@ class Session(Record):
     ``{"push": str|None, "nudge": str|None, "pull": bool}``. ``extra`` holds harness fields
     (the host's own ids, status, ...) that list tools pass through.
 
-    A ``title`` that is an agent-link envelope (a host that names a session after its first
-    user message does so for a session agent-link started) becomes what a person would call
-    it, :func:`agent_link_core.envelope.envelope_title` (sender and the body's first words);
-    the host's title is kept in ``extra["rawTitle"]`` (at most :data:`RAW_TITLE_CHARS`; a
-    harness that read the title from a longer text sets ``rawTitle`` itself).
+    A ``title`` that is an agent-link envelope (a host names a session after its first message)
+    is shown as :func:`agent_link_core.envelope.envelope_title`; the host's title is kept in
+    ``extra["rawTitle"]`` (at most :data:`RAW_TITLE_CHARS`).
     """
 
     _fields = ("address", "harness", "id", "title", "cwd", "surface", "loaded", "archived", "last_activity_ms",
