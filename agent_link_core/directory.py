@@ -291,6 +291,10 @@ class Directory:
         caller = caller or Caller()
         query = query.strip()
         out: dict[str, Any] = {"query": query, "best": None, "candidates": [], "via": None}
+
+        def resolved(best: dict[str, Any], **more: Any) -> dict[str, Any]:
+            return {**out, "status": "resolved", "best": best, "candidates": [best], **more}
+
         if is_address(query):
             scheme, _, ident = query.partition(":")
             owner = self.harnesses.get(scheme)  # None too when its harness cannot be built (reported)
@@ -299,10 +303,8 @@ class Directory:
                 if session is None:
                     if (claimed := self.hooks.resolve_elsewhere(query)) is None:
                         return {**out, "status": "not_found"}
-                    best = {"address": query, "harness": scheme, **(claimed.get("session") or {})}
-                    return {**out, "status": "resolved", "best": best, "candidates": [best]}
-                view = session_view(session)
-                return {**out, "status": "resolved", "best": view, "candidates": [view]}
+                    return resolved({"address": query, "harness": scheme, **(claimed.get("session") or {})})
+                return resolved(session_view(session))
             try:
                 routed = await self.hooks.aresolve_address(query, caller.address)
             except AgentLinkError as exc:  # not found is a verdict here, not an error
@@ -311,27 +313,22 @@ class Directory:
                 return {**out, "status": exc.code, "candidates": exc.details.get("candidates", []),
                         "via": query if scheme == "role" else None}
             if routed is not None:
-                best = {"address": routed["address"], "harness": address_scheme(routed["address"])}
-                return {**out, "status": "resolved", "best": best, "candidates": [best], "via": routed.get("via")}
+                return resolved({"address": routed["address"], "harness": address_scheme(routed["address"])}, via=routed.get("via"))
             if scheme == "role":
                 return {**out, "status": "not_found"}
-            # a harness nobody installed: mail to it still works
-            best = {"address": query, "harness": scheme, "known": False}
-            return {**out, "status": "resolved", "best": best, "candidates": [best]}
+            return resolved({"address": query, "harness": scheme, "known": False})  # no harness owns it: mail still works
         import asyncio
 
         chosen = [h for h in self.harnesses.values() if harness in ("all", h.name)]
         direct = [s for s in await asyncio.gather(*(self.app._get_session(h, query) for h in chosen)) if s is not None]
         if len(direct) == 1:  # one lookup beats scanning listings that may be capped
-            view = session_view(direct[0])
-            return {**out, "status": "resolved", "best": view, "candidates": [view]}
+            return resolved(session_view(direct[0]))
         listings = await gather_listings(self.app, only=harness, include_archived=True)
         sessions = [s for listing in listings.values() for s in listing.sessions]
         exact = [s for s in sessions if s.id == query or query in s.aliases]
         providers = providers_view(listings)
         if len(exact) == 1:
-            view = session_view(exact[0])
-            return {**out, "status": "resolved", "best": view, "candidates": [view], "providers": providers}
+            return resolved(session_view(exact[0]), providers=providers)
         if len(exact) > 1:
             views = [session_view(s) for s in exact]
             return {**out, "status": "ambiguous", "candidates": views, "providers": providers,

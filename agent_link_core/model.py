@@ -32,13 +32,11 @@ class Caller(Struct, frozen=True):
     :param source: where it came from: ``current_session``, ``env``, ``runtime_context``
         (MCP ``_meta``), ``config`` (``AGENT_LINK_ADDRESS``) or ``fallback``.
     :param host: the harness name, or ``None``.
-    :param evidence: what the host proved about this process, in words, when its harness
-        checked the host's own records (for example "pid 4242, an ancestor of this process,
-        is the host process of that session"); None when the session is only named
-        (a variable, ``_meta``, a flag). See :mod:`agent_link_core.identity`.
-    :param proven: the core's verdict (:func:`agent_link_core.identity.prove_sender`): True
-        when the harness gave ``evidence`` and the session exists in its host, False when
-        not; None when not checked yet.
+    :param evidence: what the host's own records proved about this process, in words (e.g.
+        "pid 4242, an ancestor of this process, is the host process of that session"); None
+        when the session is only named. See :mod:`agent_link_core.identity`.
+    :param proven: the verdict of :func:`agent_link_core.identity.prove_sender`; None when
+        not checked yet.
     """
 
     address: str = EXTERNAL
@@ -51,9 +49,7 @@ class Caller(Struct, frozen=True):
 
     @property
     def verified(self) -> bool:
-        """True only when the host proved that the calling process belongs to this session
-        (:func:`agent_link_core.identity.prove_sender` set ``proven``); never for a name
-        alone, whatever named it."""
+        """True only when :func:`agent_link_core.identity.prove_sender` proved this runtime-named caller."""
         return self.proven is True and self.source in RUNTIME_SOURCES and is_address(self.address)
 
     @property

@@ -107,29 +107,19 @@ def seen(store: Store, address: str) -> bool:
     return store.conn.execute("SELECT 1 FROM presence WHERE address = ?", (address,)).fetchone() is not None
 
 
-def _alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by someone else
-        pass
-    return True
-
-
 def live_sessions(store: Store, *, skip_schemes: set[str], only: str | None = None) -> list[Session]:
     """The live plain addresses as sessions: served by a running MCP server, or read within
     :data:`RECENT_MS`. Addresses of ``skip_schemes`` (harnesses that list their own
     sessions) are left out; ``only`` keeps one scheme ("all" or None keeps every one)."""
+    from agent_link_core.handoff import pid_alive  # not on the start-up path (record_at_start)
+
     now = now_ms()
     out = []
     for row in store.conn.execute("SELECT * FROM presence ORDER BY last_seen DESC").fetchall():
         scheme = address_scheme(row["address"])
         if scheme in skip_schemes or scheme == "role" or only not in (None, "all", scheme):
             continue
-        running = _alive(row["pid"])
+        running = pid_alive(row["pid"] or 0)
         if not running and now - row["last_seen"] > RECENT_MS:
             continue
         out.append(Session(
