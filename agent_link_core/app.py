@@ -393,12 +393,6 @@ class App:
 
         return health_report.report(self, meta, include_caller_context)
 
-    def plugins_view(self) -> dict[str, Any]:
-        """What loading found and every plugin problem (:func:`agent_link_core.health.plugins_view`)."""
-        from agent_link_core import health as health_report
-
-        return health_report.plugins_view(self)
-
     def mcp_capabilities(self) -> dict[str, dict[str, Any]]:
         """The experimental MCP capabilities every harness offers (a failing harness offers none)."""
         from agent_link_core.harness import call_harness

@@ -85,7 +85,9 @@ def plugins(ctx: click.Context, as_json: bool, ndjson: bool) -> None:
     app = get_app(ctx)
     app.hooks.load_all()  # a plugin that cannot be imported is reported, whatever hooks it declares
     app.hooks.tools()  # check every plugin's tools too: a refused one is a problem to show
-    data = app.plugins_view()
+    from agent_link_core.health import plugins_view
+
+    data = plugins_view(app)
     data["hooks"] = app.hooks.hook_view()
 
     def human(d: dict[str, Any]) -> None:
