@@ -409,9 +409,6 @@ def _check_capabilities(result: Any, plugin: str) -> str | None:
     return None if ok else f"TypeError: returned {type(result).__name__}, not {{name: dict}}"
 
 
-LOG_LEVELS = {"error": "ERROR", "warn": "WARNING", "info": "INFO", "debug": "DEBUG"}
-
-
 def configure_logging(config: Config) -> None:
     """Send agent-link's logs to a private file when debugging or a level is set.
 
@@ -447,7 +444,7 @@ def configure_logging(config: Config) -> None:
     handler._agent_link = True  # type: ignore[attr-defined]
     handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"))
     logger.addHandler(handler)
-    logger.setLevel(LOG_LEVELS[level_name])
+    logger.setLevel(level_name.upper())  # error, warn, info, debug: names logging knows
 
 
 #: why a database that cannot be opened for writing is still opened to be read (``read_only_ok``)
