@@ -1,10 +1,8 @@
-"""The application object: settings, plugins, database, harnesses, the caller's identity and
-the reads; the other operations the MCP tools and the CLI share live in the objects it holds:
-:class:`~agent_link_core.directory.Directory` (list, resolve), :class:`~agent_link_core.sending.Outbox`
-(send, reply, push), :class:`~agent_link_core.waits.Waits` (wait) and
-:func:`agent_link_core.health.report` (health).
+"""The application object: settings, plugins, database, harnesses, the caller and the reads.
 
-Both entry points call these, so an MCP tool and its CLI command cannot drift apart.
+The MCP tools and the CLI both call it (and the :class:`~agent_link_core.directory.Directory`,
+:class:`~agent_link_core.sending.Outbox` and :class:`~agent_link_core.waits.Waits` it holds), so
+a tool and its command cannot drift apart.
 """
 
 from __future__ import annotations
@@ -46,20 +44,16 @@ class App:
     Build with :meth:`create`. Not thread-safe; the MCP server uses one per process.
 
     :param config: parsed settings.
-    :param hooks: the plugin facade.
-    :param report: what plugin loading found (for health).
+    :param hooks: the plugin facade (its ``report``, what loading found, is :attr:`plugin_report`).
     :param env: the environment the process runs in (identity, host detection).
     """
 
-    def __init__(self, config: Config, hooks: Hooks, report: PluginReport, env: Mapping[str, str], read_only_ok: bool = False) -> None:
+    def __init__(self, config: Config, hooks: Hooks, env: Mapping[str, str], read_only_ok: bool = False) -> None:
         self.config = config
         self.hooks = hooks
-        self.plugin_report = report
+        self.plugin_report: PluginReport = hooks.report
         self.env = env
         hooks.app = self
-        if hooks.report is not report:  # one report: what loading found and what failed since
-            report.boundary = hooks.boundary
-            hooks.report = report
         hooks.boundary.sink = lambda problem: problem_log.append(config.state_dir, problem,
                                                                  self.plugin_report.installed(env).get(problem["plugin"]))
         self._skip_hung_elsewhere()
@@ -78,9 +72,7 @@ class App:
             self.store = Store.open_read_only(config.db_path)
             self.read_only = self.store.refusal = refusal
         self.mailbox = Mailbox(self.store, config, hooks)
-        # the operations, one object each (docs/plugins.md §4), built when first used (an inbox
-        # read sends, waits and lists nothing): :attr:`outbox`, :attr:`waits`, :attr:`directory`
-        # the MCP client connection when this process is an MCP server (set by the server)
+        #: the MCP client connection when this process is an MCP server (set by the server)
         self.mcp_peer: McpPeer | None = None
         for harness in self.harnesses.built():
             self._attach_harness(harness)
@@ -99,27 +91,20 @@ class App:
 
         return Waits(self)
 
-    @property
-    def waiting(self) -> dict[str, int]:
-        """:attr:`Waits.waiting <agent_link_core.waits.Waits.waiting>`: the waits running in this process."""
-        return self.waits.waiting
-
     def __getattr__(self, name: str) -> Any:
-        """The outbox's, the waits' and the directory's operations on the App, where plugins and
-        tools have called them (``app.send``, ``app.wait``, ``app.list_agents``, ...): the object
-        is built on first use."""
+        """The outbox's, the waits' and the directory's operations on the App (``app.send``,
+        ``app.wait``, ``app.list_agents``, ...; docs/plugins.md section 4)."""
         if name in ("send", "reply", "push", "refresh_delivery"):
             return getattr(self.outbox, name)
-        if name in ("wait", "held_by_wait", "mark_taken", "wait_limits"):
+        if name in ("wait", "held_by_wait", "mark_taken", "wait_limits", "waiting"):
             return getattr(self.waits, name)
-        if name in ("list_agents", "resolve_agent", "target_address", "present_sessions", "served_elsewhere"):
+        if name in ("list_agents", "resolve_agent", "target_address", "present_sessions"):
             return getattr(self.directory, name)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @cached_property
     def directory(self) -> Directory:
-        """The agents every harness knows (:class:`~agent_link_core.directory.Directory`),
-        built the first time a call lists, resolves or addresses one."""
+        """The agents every harness knows (:class:`~agent_link_core.directory.Directory`), built when first used."""
         from agent_link_core.directory import Directory
 
         return Directory(self)
@@ -135,13 +120,10 @@ class App:
         return True
 
     def _build_harness(self, declared: HarnessDeclaration) -> Harness | None:
-        """Build and attach a declared harness (its module imported now); None when it cannot
-        be built (reported as its plugin's problem: the harness is gone from this process, the
-        plugin's other contributions stay) or attached (its plugin is left out, as for a
-        registered harness)."""
+        """Build and attach a declared harness; None when it cannot (reported)."""
         try:
             harness = declared.build()
-        except (Exception, SystemExit) as exc:  # the plugin's fault: its harness is gone, the rest stays
+        except (Exception, SystemExit) as exc:  # the plugin's fault: its harness is gone, its other contributions stay
             from agent_link_core.boundary import describe
             from agent_link_core.harness import harness_fault
 
@@ -150,9 +132,9 @@ class App:
         return harness if self._attach_harness(harness) else None
 
     def _skip_hung_elsewhere(self) -> None:
-        """Skip here the hooks another process interrupted after the budget lately
-        (:func:`problem_log.hung_lately`): else every command waits the whole budget for them
-        again. An upgraded or uninstalled plugin is tried again at once."""
+        """Skip the hooks another process lately interrupted after the budget
+        (:func:`problem_log.hung_lately`), so that every command does not wait for them again;
+        an upgraded plugin is tried again at once."""
         hung = problem_log.hung_lately(self.config.state_dir)
         installed = self.plugin_report.installed(self.env) if hung else {}
         for entry in hung:
@@ -163,11 +145,8 @@ class App:
                                          f"{problem_log.HUNG_SKIP_S // 60} min have passed", problem_log.HUNG_SKIP_S - ago)
 
     def _open_store(self, path: str, migrations: list[Any]) -> Store:
-        """Open the database with the core's migrations, then each plugin's: a plugin whose
-        migration fails is left out (reported), the mailbox and the other plugins stay.
-
-        :raises AgentLinkError: ``state_io_error`` when the database itself is unusable.
-        """
+        """Open the database with the core's migrations, then each plugin's (one whose migration
+        fails is left out, reported). Raises ``state_io_error`` when the database is unusable."""
         plugins = set(self.plugin_report.loaded)  # a plugin's migrations carry its name
         store = Store(path, [m for m in migrations if m.owner not in plugins], busy_timeout_ms=self.config.get("AGENT_LINK_BUSY_TIMEOUT_MS"))
         by_owner: dict[str, list[Any]] = {}
@@ -213,13 +192,12 @@ class App:
         env = with_settings(dict(os.environ if env is None else env))
         if hooks is None:
             hooks = Hooks(*build_plugin_manager(env=env, extra_plugins=extra_plugins))
-        report = hooks.report
         config = load_config(env, hooks.settings())
         state_dirs.record(config.state_dir, env)
         configure_logging(config)
         if config.get("AGENT_LINK_DEBUG"):
             trace_hook_calls(hooks.pm, log.debug)
-        return cls(config, hooks, report, env, read_only_ok)
+        return cls(config, hooks, env, read_only_ok)
 
     async def aclose(self) -> None:
         """Shut the harnesses down (each failure logged), then close the database."""
@@ -231,9 +209,9 @@ class App:
         self.store.close()
 
     def close(self) -> None:
-        """:meth:`aclose` for code without a running event loop (the CLI, scripts). Inside a
-        running loop it can only close the database: await :meth:`aclose` there."""
-        if not self.harnesses.built():  # nothing to shut down: no event loop (nor asyncio) needed
+        """:meth:`aclose` for code without a running event loop (the CLI, scripts); inside one
+        it only closes the database: await :meth:`aclose` there."""
+        if not self.harnesses.built():  # no event loop (nor asyncio) needed
             self.store.close()
             return
         import asyncio
@@ -245,8 +223,6 @@ class App:
             return
         log.warning("App.close() called inside an event loop: harnesses not closed; use aclose()")
         self.store.close()
-
-    # -- identity ----------------------------------------------------------------------
 
     def caller(self, meta: Mapping[str, Any] | None = None) -> Caller:
         """Who is calling: the host's harness first, then the others, then
@@ -262,7 +238,7 @@ class App:
                 continue
             from agent_link_core.harness import call_harness  # loaded with the harness already
 
-            # A harness that fails here loses its own callers only (reported); the next one is asked.
+            # a harness that fails here loses its own callers only (reported)
             found = call_harness(self.hooks, harness, "identify_caller", partial(harness.identify_caller, meta, self.env),
                                  check=Caller)
             if found is not None and found.known:
@@ -289,8 +265,7 @@ class App:
         return {"host": None, "source": "none", "variable": None}
 
     async def _get_session(self, harness: Harness, session_id: str) -> Any:
-        """``harness.get_session``; a failure other than AgentLinkError (SystemExit too) or a
-        lookup that never ends is reported and counts as "not found there"."""
+        """``harness.get_session`` through the boundary: a fault or a hang is reported and is "not found"."""
         from agent_link_core.harness import acall_harness
 
         return await acall_harness(self.hooks, harness, "get_session", lambda: harness.get_session(session_id), check=Session)
@@ -306,12 +281,10 @@ class App:
             hint="Run inside a supported host session, or set AGENT_LINK_ADDRESS (e.g. test:alice).",
         )
 
-    # -- reading -----------------------------------------------------------------------
-
     def begin_inbox_read(self, caller: Caller, mark: bool, note_presence: bool = True) -> tuple[bool, list[dict[str, Any]]]:
         """What every inbox read does first: note the caller's presence (a read that marks), and
-        switch marking off, with a warning, when the database refuses writes (damaged, replaced,
-        or opened read-only: :attr:`read_only`).
+        switch marking off, with a warning, when the database refuses writes (:attr:`read_only`,
+        damaged or replaced).
 
         :param note_presence: False where the process notes presence itself (the MCP server).
         :returns: ``(mark, warnings)``: whether the read may mark, and the warnings to report.
@@ -321,8 +294,7 @@ class App:
         refusal = self.read_only or self.store.damage() or self.store.replaced() if mark else None
         if mark and refusal is None and not note_presence:
             return True, []
-        if mark and refusal is None:
-            # Only a read that writes anyway notes presence: a peek never waits for a writer.
+        if mark and refusal is None:  # only a read that writes anyway: a peek never waits for a writer
             try:
                 presence.record(self.store, caller.address, "inbox")
             except AgentLinkError:
@@ -330,7 +302,6 @@ class App:
             return True, []
         if refusal is None:
             return mark, []
-        # Reads go on where they can: nothing is marked delivered in a file that refuses writes.
         return False, [{"code": refusal.code, "message": refusal.message + " Nothing was marked delivered.",
                         "details": refusal.details, "hint": refusal.hint}]
 
@@ -362,7 +333,7 @@ class App:
         """A message's lifecycle, for its sender or recipient only (never the body)."""
         row = self.mailbox.require(message_id)
         message_id = row["id"]
-        # By id an unidentified caller is "external": it reaches mail sent as external.
+        # an unidentified caller is "external": it reaches mail sent as external
         Visibility(caller.address).require(row, f"the status of {message_id}")
         state = self.mailbox.state(row)
         self.mailbox.note_transition(row, state)
@@ -422,12 +393,6 @@ class App:
 
         return health_report.report(self, meta, include_caller_context)
 
-    def plugins_view(self) -> dict[str, Any]:
-        """What loading found and every plugin problem (:func:`agent_link_core.health.plugins_view`)."""
-        from agent_link_core import health as health_report
-
-        return health_report.plugins_view(self)
-
     def mcp_capabilities(self) -> dict[str, dict[str, Any]]:
         """The experimental MCP capabilities every harness offers (a failing harness offers none)."""
         from agent_link_core.harness import call_harness
@@ -442,11 +407,6 @@ class App:
 def _check_capabilities(result: Any, plugin: str) -> str | None:
     ok = isinstance(result, dict) and all(isinstance(k, str) and isinstance(v, dict) for k, v in result.items())
     return None if ok else f"TypeError: returned {type(result).__name__}, not {{name: dict}}"
-
-
-LOG_LEVELS = {"error": "ERROR", "warn": "WARNING", "info": "INFO", "debug": "DEBUG"}
-
-
 
 
 def configure_logging(config: Config) -> None:
@@ -475,9 +435,7 @@ def configure_logging(config: Config) -> None:
         finally:
             os.close(fd)
         handler = logging.FileHandler(path, encoding="utf-8")
-    except (OSError, AgentLinkError) as exc:
-        # A logging problem must not stop agent-link: log to stderr (never stdout, the MCP
-        # transport) and say once what to fix.
+    except (OSError, AgentLinkError) as exc:  # a logging problem must not stop agent-link
         reason = exc.message if isinstance(exc, AgentLinkError) else (exc.strerror or str(exc))
         variable = "AGENT_LINK_LOG_FILE" if config.get("AGENT_LINK_LOG_FILE") else "AGENT_LINK_STATE_DIR"
         sys.stderr.write(f"agent-link: warning: cannot write the log file {path} ({reason}); logging to stderr. "
@@ -486,7 +444,7 @@ def configure_logging(config: Config) -> None:
     handler._agent_link = True  # type: ignore[attr-defined]
     handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"))
     logger.addHandler(handler)
-    logger.setLevel(LOG_LEVELS[level_name])
+    logger.setLevel(level_name.upper())  # error, warn, info, debug: names logging knows
 
 
 #: why a database that cannot be opened for writing is still opened to be read (``read_only_ok``)
@@ -494,9 +452,8 @@ READ_ON = ("read_only", "disk_full", "corrupt")
 
 
 def disk_full_error(exc: AgentLinkError, path: str) -> AgentLinkError:
-    """``exc``, or the ``disk_full`` error when the disk holding ``path`` has no space left:
-    SQLite opening a WAL database on a full disk reports a plain I/O error (it cannot make the
-    ``-shm`` index), which would send the user after the path instead of the disk."""
+    """``exc``, or ``disk_full`` when the disk holding ``path`` has no space left (SQLite then
+    reports a plain I/O error, as it cannot make the WAL's ``-shm`` index)."""
     import errno
 
     from agent_link_core.store import database_error
@@ -526,7 +483,7 @@ def read_only_error(state_dir: str) -> AgentLinkError:
 
 
 def _name_the_setting(exc: AgentLinkError, config: Config) -> AgentLinkError:
-    """Point a state error at the variable that chose the path, so the fix is obvious."""
+    """Point a state error at the variable that chose the path."""
     if exc.code != "state_io_error" or exc.details.get("reason") in ("replaced", "orphan_wal", "corrupt", "disk_full"):
         return exc
     if config.get("AGENT_LINK_MAILBOX_PATH"):

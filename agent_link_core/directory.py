@@ -1,8 +1,7 @@
 """Listing and resolving agents across every harness, with fuzzy ranking.
 
-Each harness lists its own sessions; the directory merges them newest first, applies
-filters, and ranks candidates for a query. A tie at the top score is ``ambiguous`` rather
-than a guess, and a harness that could not be read is reported in ``providers``.
+A tie at the top score is ``ambiguous`` rather than a guess, and a harness that could not be
+read is reported in ``providers``.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import Harness, SessionListing, acall_harness, harness_fault
 from agent_link_core.lazy_record import Struct
 from agent_link_core.mailbox import iso
-from agent_link_core.model import ADDRESS_RE, Caller, Session, address_scheme, is_address
+from agent_link_core.model import Caller, Session, address_scheme, is_address
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -49,11 +48,10 @@ async def gather_listings(
     app: App, *, harnesses: Mapping[str, Harness] | None = None, only: str | None = None, include_archived: bool = False,
     limit: int = 200,
 ) -> dict[str, SessionListing]:
-    """Ask every harness of ``app`` (or of ``harnesses``, or only ``only``) concurrently, each
-    through the plugin boundary within :data:`LIST_TIMEOUT_S`; a failure becomes a provider
-    report. A harness that raises something other than AgentLinkError, answers with something
-    other than a :class:`SessionListing`, or lists more than ``limit`` sessions is reported as
-    its plugin's problem (:meth:`~agent_link_core.boundary.Boundary.acall`)."""
+    """``{harness name: listing}`` of every harness of ``app`` (or of ``harnesses``, or only
+    ``only``), asked concurrently through the plugin boundary within :data:`LIST_TIMEOUT_S`. A
+    failure becomes a provider report; a fault, a wrong answer or more than ``limit`` sessions
+    is also reported as its plugin's problem."""
     import asyncio
 
     async def one(harness: Harness) -> SessionListing:
@@ -64,9 +62,8 @@ async def gather_listings(
                 check=SessionListing, on_timeout=lambda: SessionListing(provider={"available": False, "reason": "timeout"}, complete=False))
         except AgentLinkError as exc:
             return SessionListing(provider={"available": False, "reason": exc.code, "error": exc.to_dict()}, complete=False)
-        if len(listing.sessions) > limit:  # bounded by what was asked for, whatever the harness sends
+        if len(listing.sessions) > limit:
             harness_fault(app.hooks, harness, "list_sessions", f"returned {len(listing.sessions)} sessions; at most {limit} were asked for")
-            # the newest, as a page needs them: "newest first" is only what a harness is asked for
             newest = sorted(listing.sessions, key=lambda s: -(s.last_activity_ms or 0))[:limit]
             return SessionListing(newest, listing.provider, complete=False)
         return listing
@@ -83,13 +80,10 @@ MAX_CURSOR_DEPTH = 5000
 
 
 class Page(Struct, frozen=True):
-    """One page of a session listing (:func:`page_of`).
+    """One page of a session listing (:func:`page_of`), newest first.
 
-    :param sessions: the page, newest first.
-    :param has_more: True when sessions may follow the page (more match the filters, or a
-        source holds more than were looked at).
-    :param next_cursor: the cursor of the next page (None without ``has_more``, or past
-        :data:`MAX_CURSOR_DEPTH`).
+    :param has_more: True when sessions may follow (more match, or a source holds more).
+    :param next_cursor: the next page's cursor (None without ``has_more`` or past :data:`MAX_CURSOR_DEPTH`).
     :param first: True for the first page (no cursor was given).
     :param filtered_out: ``{filter name: sessions it left out}`` among those looked at.
     """
@@ -102,9 +96,8 @@ class Page(Struct, frozen=True):
 
 
 def encode_cursor(shown: int, last: Session) -> str:
-    """An opaque cursor for the page after ``last``, ``shown`` sessions deep (base64url of a
-    small JSON object: position in the newest-first order, not an offset, so a session that
-    becomes active meanwhile is not shown twice)."""
+    """An opaque cursor for the page after ``last``, ``shown`` sessions deep: base64url JSON of
+    a place in the newest-first order, not an offset, so a session active meanwhile is not shown twice."""
     import base64  # only listings page: a send looks sessions up without it
 
     raw = json.dumps({"v": 1, "n": shown, "t": last.last_activity_ms or 0, "a": last.address}, separators=(",", ":"))
@@ -137,27 +130,23 @@ def decode_cursor(cursor: str | None, tool: str) -> tuple[int, int, str] | None:
 
 
 def was_cut(listings: Mapping[str, SessionListing], depth: int) -> bool:
-    """Whether a harness stopped at the ``depth`` it was asked for (incomplete, with at
-    least that many sessions): a deeper page may find more."""
+    """Whether a harness stopped at the ``depth`` it was asked for (a deeper page may find more)."""
     return any(not listing.complete and len(listing.sessions) >= depth for listing in listings.values())
 
 
 def listing_depth(cursor: tuple[int, int, str] | None, limit: int) -> int:
-    """How many sessions each harness must list for the page a cursor names: 200 more than
-    the cursor's depth at least, so that a page whose filters leave most out still moves on."""
+    """How many sessions each harness must list for the page a cursor names (at least 200 past
+    the cursor, so that a page whose filters leave most out still moves on)."""
     shown = cursor[0] if cursor else 0
     return min(shown + max(limit + 1, 200), MAX_CURSOR_DEPTH + limit + 1)
 
 
 def page_of(sessions: list[Session], cursor: tuple[int, int, str] | None, limit: int,
             filters: list[tuple[str, Callable[[Session], bool]]], *, cut: bool) -> Page:
-    """Sort ``sessions`` newest first (sessions as recent as each other keep the order the
-    harnesses gave), skip past ``cursor``'s session and collect up to ``limit`` that pass
-    every filter (``(name, keep)``, applied in order). When the cursor's session moved (it
-    became active again) or went away, the page goes on from its old place in time.
-
-    The cursor counts sessions looked at, filtered or not, so that a filter that leaves
-    most out still moves on: the next page's listing reaches deeper (:func:`listing_depth`).
+    """Sort ``sessions`` newest first (a stable sort), skip past ``cursor``'s session (or its
+    old place in time, when it moved or went away) and collect up to ``limit`` that pass every
+    filter (``(name, keep)``, in order). The next cursor counts the sessions looked at,
+    filtered or not (:func:`listing_depth`).
 
     :param cut: True when a source stopped at the depth it was asked for (more sessions
         may follow the ones given); the page then says ``has_more`` even when it ran out.
@@ -182,7 +171,6 @@ def page_of(sessions: list[Session], cursor: tuple[int, int, str] | None, limit:
             page.append(session)
     rest = ordered[looked:]
     last = ordered[looked - 1] if looked else None
-    # nothing left after the cursor (the order moved under it): no page can follow from here
     more = last is not None and (cut or any(all(keep(s) for _, keep in filters) for s in rest))
     depth = (cursor[0] if cursor else 0) + looked
     next_cursor = encode_cursor(depth, last) if more and last is not None and depth <= MAX_CURSOR_DEPTH else None
@@ -222,10 +210,8 @@ def score(session: Session, query: str) -> tuple[int, list[str]]:
 
 
 def rank(sessions: list[Session], query: str, limit: int) -> tuple[list[dict[str, Any]], bool, int]:
-    """Score and sort candidates; returns ``(candidates, ambiguous, tied count)``.
-
-    Equal scores are ordered by last activity; a tie at the top score is ambiguous.
-    """
+    """``(candidates, ambiguous, tied count)``: the best ``limit`` by score, then last
+    activity; a tie at the top score is ambiguous."""
     scored = []
     for s in sessions:
         points, reasons = score(s, query)
@@ -238,19 +224,8 @@ def rank(sessions: list[Session], query: str, limit: int) -> tuple[list[dict[str
     return candidates, tied > 1, tied
 
 
-def split_address(address: str) -> tuple[str, str]:
-    """``("team", "abc")`` for ``team:abc``; raises ``ValueError`` for a non-address."""
-    m = ADDRESS_RE.fullmatch(address)
-    if not m or not is_address(address):
-        raise ValueError(address)
-    return m.group(1), m.group(2)
-
-
 class Directory:
-    """The agents every harness knows, for one App: listing, resolving, addressing.
-
-    One per :class:`~agent_link_core.app.App` (``app.directory``); ``app.list_agents``,
-    ``app.resolve_agent``, ``app.target_address`` and ``app.present_sessions`` are its methods.
+    """The agents every harness knows, for one App (``app.directory``): listing, resolving, addressing.
 
     :param app: the App whose harnesses, hooks and database it reads.
     """
@@ -262,8 +237,7 @@ class Directory:
         self.served_elsewhere: set[str] = set()
 
     def check_harness(self, harness: str, present: list[Session] | None = None) -> None:
-        """Refuse a harness filter that names nothing here: an unknown name would list or
-        resolve nothing, as if no session ran.
+        """Refuse a harness filter that names nothing here (it would list nothing, as if no session ran).
 
         :param present: :meth:`present_sessions` of ``harness``, when the caller has them.
         :raises AgentLinkError: ``invalid_arguments`` (path ``harness``, rule ``enum``) naming
@@ -279,14 +253,10 @@ class Directory:
         self, *, harness: str = "all", loaded: bool | None = None, surface: str | None = None,
         include_archived: bool = False, limit: int = 20, cursor: str | None = None,
     ) -> dict[str, Any]:
-        """Sessions of every harness, newest first, filtered, one page at a time; with
-        provider reports.
-
-        ``complete`` is true only when this answer holds every session the sources hold for
-        the filters given (every provider complete, the first page and nothing after it); a
-        page with more after it says ``hasMore`` and gives ``nextCursor`` (pass it back as
-        ``cursor``). ``filters`` names the filters applied and ``filteredOut`` counts what
-        each left out (``archived``: archived sessions a harness listed anyway).
+        """Sessions of every harness, newest first, filtered, a page at a time, with provider
+        reports. ``complete``: this answer holds every session the sources hold for the filters
+        (every provider complete, the first page and nothing after it); else ``hasMore`` and
+        ``nextCursor`` (pass it back as ``cursor``). ``filteredOut`` counts what each filter left out.
 
         :raises AgentLinkError: ``invalid_arguments`` (path ``cursor``) for a cursor this
             method did not give.
@@ -321,48 +291,44 @@ class Directory:
         caller = caller or Caller()
         query = query.strip()
         out: dict[str, Any] = {"query": query, "best": None, "candidates": [], "via": None}
+
+        def resolved(best: dict[str, Any], **more: Any) -> dict[str, Any]:
+            return {**out, "status": "resolved", "best": best, "candidates": [best], **more}
+
         if is_address(query):
-            scheme, ident = split_address(query)
+            scheme, _, ident = query.partition(":")
             owner = self.harnesses.get(scheme)  # None too when its harness cannot be built (reported)
             if owner is not None:
                 session = await self.app._get_session(owner, ident)
                 if session is None:
                     if (claimed := self.hooks.resolve_elsewhere(query)) is None:
                         return {**out, "status": "not_found"}
-                    best = {"address": query, "harness": scheme, **(claimed.get("session") or {})}
-                    return {**out, "status": "resolved", "best": best, "candidates": [best]}
-                view = session_view(session)
-                return {**out, "status": "resolved", "best": view, "candidates": [view]}
+                    return resolved({"address": query, "harness": scheme, **(claimed.get("session") or {})})
+                return resolved(session_view(session))
             try:
                 routed = await self.hooks.aresolve_address(query, caller.address)
-            except AgentLinkError as exc:
-                # "Not found" from a resolve tool is a verdict, not an error (docs/behaviour.md §3).
+            except AgentLinkError as exc:  # not found is a verdict here, not an error
                 if exc.code not in ("not_found", "ambiguous"):
                     raise
                 return {**out, "status": exc.code, "candidates": exc.details.get("candidates", []),
                         "via": query if scheme == "role" else None}
             if routed is not None:
-                best = {"address": routed["address"], "harness": address_scheme(routed["address"])}
-                return {**out, "status": "resolved", "best": best, "candidates": [best], "via": routed.get("via")}
+                return resolved({"address": routed["address"], "harness": address_scheme(routed["address"])}, via=routed.get("via"))
             if scheme == "role":
                 return {**out, "status": "not_found"}
-            # An address of a harness nobody installed: mail to it still works.
-            best = {"address": query, "harness": scheme, "known": False}
-            return {**out, "status": "resolved", "best": best, "candidates": [best]}
+            return resolved({"address": query, "harness": scheme, "known": False})  # no harness owns it: mail still works
         import asyncio
 
         chosen = [h for h in self.harnesses.values() if harness in ("all", h.name)]
         direct = [s for s in await asyncio.gather(*(self.app._get_session(h, query) for h in chosen)) if s is not None]
         if len(direct) == 1:  # one lookup beats scanning listings that may be capped
-            view = session_view(direct[0])
-            return {**out, "status": "resolved", "best": view, "candidates": [view]}
+            return resolved(session_view(direct[0]))
         listings = await gather_listings(self.app, only=harness, include_archived=True)
         sessions = [s for listing in listings.values() for s in listing.sessions]
         exact = [s for s in sessions if s.id == query or query in s.aliases]
         providers = providers_view(listings)
         if len(exact) == 1:
-            view = session_view(exact[0])
-            return {**out, "status": "resolved", "best": view, "candidates": [view], "providers": providers}
+            return resolved(session_view(exact[0]), providers=providers)
         if len(exact) > 1:
             views = [session_view(s) for s in exact]
             return {**out, "status": "ambiguous", "candidates": views, "providers": providers,
@@ -383,7 +349,7 @@ class Directory:
         :raises AgentLinkError: ``not_found`` / ``ambiguous`` with candidates, ``archived``.
         """
         if is_address(to):
-            scheme, ident = split_address(to)
+            scheme, _, ident = to.partition(":")
             owner = self.harnesses.get(scheme)  # None too when its harness cannot be built (reported)
             if owner is not None:
                 session = await self.app._get_session(owner, ident)
@@ -433,19 +399,16 @@ class Directory:
         return presence.live_sessions(self.store, skip_schemes=set(self.harnesses), only=only)
 
     async def resolve_target(self, target: str, caller: Caller) -> str:
-        """Turn a CLI target into a recipient address.
-
-        Order: a contact alias; an address (``harness:id``, ``role:name``); a form a plugin
-        understands (e.g. an endpoint composite) through ``agent_link_resolve_address``; a bare
-        id found by a complete scan of every harness. A scan that could not finish, or that
-        finds the id more than once, refuses instead of guessing.
+        """Turn a CLI target into a recipient address: a contact alias, an address, a form a
+        plugin resolves (``agent_link_resolve_address``), else a bare id found by a complete scan
+        of every harness (an incomplete scan, or several matches, refuses instead of guessing).
 
         :raises AgentLinkError: ``invalid_arguments`` for a target longer than the tools'
             ``to`` takes (1,000 characters), ``not_found``, ``ambiguous``, ``archived``, or the
             harness's ``<harness>_unavailable`` when a scan was incomplete.
         """
         target = target.strip()
-        if len(target) > MAX_TARGET_CHARS:  # bounded as message_agent's to is, not echoed whole in a refusal
+        if len(target) > MAX_TARGET_CHARS:  # as message_agent's to
             raise invalid_arguments([{"path": "to", "rule": "maxLength", "expected": f"at most {MAX_TARGET_CHARS} characters"}])
         contact = self.store.conn.execute("SELECT address FROM contacts WHERE alias = ?", (target.lower(),)).fetchone()
         if contact is not None:

@@ -1,16 +1,11 @@
-"""The harness interface: what a host plugin provides to the core.
-
-A harness owns one address scheme (its ``name``). The core asks it who is calling, which
-sessions exist, and to push a stored message into a session. Every method has a safe
-default, so a harness implements only what its host supports. Methods that do I/O are
-async; none may block the event loop.
-"""
+"""The harness interface a host plugin implements (docs/plugins.md section 5), its result
+records, and the calls of its methods through the plugin boundary."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 
-from agent_link_core.harness_decl import (  # noqa: F401 - re-exported: plugins import them from here
+from agent_link_core.harness_decl import (  # noqa: F401 - plugins import them from here
     HARNESS_NAME_RE,
     HarnessDeclaration,
     HarnessTable,
@@ -18,6 +13,7 @@ from agent_link_core.harness_decl import (  # noqa: F401 - re-exported: plugins 
     SenderOption,
     check_harness,
 )
+from agent_link_core.errors import AgentLinkError
 from agent_link_core.lazy_record import Struct, field
 from agent_link_core.model import Caller, Session
 
@@ -43,21 +39,16 @@ STATELESS = "stateless"
 
 
 class McpPeer:
-    """The MCP client connection, as a harness's :meth:`Harness.serve` sees it.
+    """The MCP client connection, as a harness's :meth:`Harness.serve` sees it: it exists
+    before the client's first message and fills in as the connection opens.
 
-    It exists from the moment the server starts serving, before any client message; the
-    attributes fill in as the connection opens (:mod:`agent_link_core.handshake`).
+    :param notify: ``async (method, params) -> None`` writing one JSON-RPC notification;
+        raises :class:`PeerGone` when it cannot be written.
+    :param client_info: the client's ``clientInfo`` (name, version); ``{}`` until it says it.
 
-    :param notify: ``async (method, params) -> None`` writing one JSON-RPC notification
-        to the client's stream; raises :class:`PeerGone` when it cannot be written.
-    :param client_info: the client's ``clientInfo`` (name, version), from ``initialize`` or
-        from the stateless revision's request ``_meta``; ``{}`` until the client says it.
-
-    Attributes: ``era`` (:data:`HANDSHAKE`, :data:`STATELESS` or None before the first
-    request), ``protocol_version`` (the negotiated revision, e.g. ``"2025-11-25"``),
-    ``initialized`` (a handshake client sent ``notifications/initialized``: notifications may
-    now be written), ``discover_refused`` (this server answered ``server/discover`` with
-    "method not found" so the client would use the handshake).
+    Attributes: ``era`` (:data:`HANDSHAKE`, :data:`STATELESS`, None before the first request),
+    ``protocol_version`` (e.g. ``"2025-11-25"``), ``initialized`` (a handshake client sent
+    ``notifications/initialized``: notifications may be written), ``discover_refused``.
     """
 
     def __init__(self, notify: Any, client_info: Mapping[str, Any] | None = None) -> None:
@@ -84,11 +75,10 @@ class McpPeer:
 class SessionListing(Struct):
     """What one harness found.
 
-    :param sessions: the sessions, any order (the directory sorts and filters).
-    :param provider: ``{"available": bool, "reason": str|None, "source": str|None, ...}``;
-        an unreachable source is reported here (``detail``: optional, a line for people), never hidden as an empty list.
-    :param complete: False when the scan stopped early (paging ceiling, an endpoint down);
-        resolving by a bare id refuses to guess from an incomplete scan.
+    :param sessions: the sessions, any order.
+    :param provider: ``{"available": bool, "reason": str|None, "source": str|None, "detail"?: str}``:
+        an unreachable source is reported here, never hidden as an empty list.
+    :param complete: False when the scan stopped early (paging ceiling, an endpoint down).
     """
 
     sessions: list[Session] = field(default_factory=list)
@@ -100,22 +90,20 @@ class Delivery(Struct):
     """The outcome of one push attempt.
 
     :param delivered: True only on evidence the session received the envelope (the host
-        echoed the message id, a notification was written). Otherwise it stays queued.
+        echoed the message id, a notification was written); else it stays queued.
     :param via: the push path (a name the harness chooses) when delivered.
-    :param state: the push outcome shown as ``deliveryState`` (``queued`` when the message only
-        waits in the mailbox; other names are the harness's own, listed in docs/delivery-states.md).
-    :param evidence: what proved delivery (ids, item ids), recorded with the event.
+    :param state: shown as ``deliveryState``: ``queued``, or the harness's own names
+        (docs/delivery-states.md).
+    :param evidence: what proved delivery (ids), recorded with the event.
     :param warnings: ``[{"code", "message", "details"?}]`` for the sender.
-    :param fields: extra result fields for the sender (ids the host gave, action, ...;
-        declared in :attr:`Harness.send_result_fields`).
-    :param unknown: True when the push may or may not have landed (answer lost and the
-        session could not be checked); the message stays queued and is never resent blindly.
-    :param retryable: True when the push failed before the host accepted anything (e.g. the
-        host said it is overloaded): trying again cannot duplicate it.
+    :param fields: extra result fields (declared in :attr:`Harness.send_result_fields`).
+    :param unknown: True when the push may or may not have landed: it stays queued and is
+        never resent blindly.
+    :param retryable: True when the push failed before the host accepted anything (retrying
+        cannot duplicate it).
     :param accepted: True when the host accepted the push but has not shown it to the model
-        yet (e.g. queued behind a running tool call). It is never pushed again; it becomes
-        delivered when the harness sees the evidence, however late (:meth:`Harness.recheck`).
-        ``note`` then says so in words (default "accepted, awaiting the session").
+        yet: never pushed again, delivered once :meth:`Harness.recheck` sees evidence.
+        ``note`` says so in words (default "accepted, awaiting the session").
     """
 
     delivered: bool = False
@@ -131,17 +119,14 @@ class Delivery(Struct):
 
 
 class SendOption(Struct, frozen=True):
-    """A ``message_agent`` argument that only some harnesses understand, declared by them.
+    """A ``message_agent`` argument only some harnesses understand: added to the tool's input
+    schema, passed to the recipient's :meth:`Harness.deliver`, and refused before anything is
+    stored when aimed at a harness that does not declare it.
 
-    The core adds every declared option to ``message_agent``'s input schema and passes the
-    ones given to the recipient's harness (``deliver(..., options)``); aimed at a session of a
-    harness that does not declare it, an option is refused before anything is stored.
-
-    :param name: the argument's name (camelCase, like the core's arguments).
+    :param name: the argument's name (camelCase).
     :param schema: its JSON schema (with a ``description``: models read it).
-    :param capability: when set, a harness without the option refuses it as ``unsupported``
-        with ``details.capability`` (a missing ability of the target, e.g. changing its
-        model); when None, as ``invalid_arguments`` (``unsupported_for_target``).
+    :param capability: set: refused as ``unsupported`` with ``details.capability`` (a missing
+        ability of the target); None: as ``invalid_arguments`` (``unsupported_for_target``).
     """
 
     name: str
@@ -150,35 +135,27 @@ class SendOption(Struct, frozen=True):
 
 
 class Harness:
-    """Base class for a host's harness. Subclass it and set :attr:`name`.
-
-    ``name`` is the address scheme the harness owns (``[a-z][a-z0-9-]{0,31}``).
-    """
+    """Base class for a host's harness. Subclass it and set :attr:`name`, the address scheme it
+    owns (``[a-z][a-z0-9-]{0,31}``). Every method has a safe default; methods that do I/O are
+    async and must not block the event loop."""
 
     name: str = ""
     #: delivery options of message_agent this harness honours (``mode``, ``model``, ...);
     #: others aimed at its sessions are refused before anything is stored
     send_options: frozenset[str] = frozenset()
-    #: what one of its sessions is called in audit receipts (``target.kind``), e.g.
-    #: ``<host>_thread``; empty means the harness name
+    #: what one of its sessions is called in receipts (``target.kind``); empty: the harness name
     session_kind: str = ""
-    #: every source kind its sessions can have (the ``extra["source"]`` values and the
-    #: ``surface`` entries it sets): ``agent-link sessions|who|find --source`` refuses a value
-    #: that no listed harness declares and no listed session has
+    #: every source kind its sessions can have (``extra["source"]`` and ``surface`` values), for
+    #: ``agent-link sessions|who|find --source``
     source_kinds: tuple[str, ...] = ()
-    #: environment variables the host sets in processes it starts: one of them present means
-    #: this process runs inside the host (health's ``hostDetection``)
+    #: variables the host sets in the processes it starts (health's ``hostDetection``)
     host_variables: tuple[str, ...] = ()
-    #: order in which harnesses' ``host_variables`` are tried (lower first), for a process
-    #: that sees the variables of more than one host
+    #: the order in which harnesses' ``host_variables`` are tried (lower first)
     host_priority: int = 100
-    #: environment variables other than agent-link settings that this harness reads wherever
-    #: it runs (the host's own folders, e.g. its config dir): every host must pass them to
-    #: agent-link's server, since a server of another host reads them too. Never the
-    #: per-process ``host_variables`` (a server must not inherit another process's session).
+    #: variables other than settings this harness reads wherever it runs (the host's folders):
+    #: every host passes them to agent-link's server. Never per-process ``host_variables``.
     env_variables: tuple[str, ...] = ()
-    #: whether mail sent to the exact address of an archived session is accepted (it waits
-    #: in the mailbox until the session is resumed); fuzzy queries never pick archived ones
+    #: whether mail to the exact address of an archived session is accepted (it waits until resumed)
     archived_sessions_take_mail: bool = False
     #: result fields of ``wait_for_agent`` its ``activity_check`` outcomes add (name → JSON schema)
     wait_result_fields: Mapping[str, dict[str, Any]] = {}
@@ -187,19 +164,16 @@ class Harness:
     health_options: Mapping[str, dict[str, Any]] = {}
     #: what its host shows the model in full (inbox reads are cut to fit; pushes too); None: no limit known
     output_budget: OutputBudget | None = None
-    #: the options this harness declares (schema and refusal); their names count as
-    #: :attr:`send_options` too
+    #: the options this harness declares (their names count as :attr:`send_options` too)
     send_option_specs: tuple[SendOption, ...] = ()
     #: extra result fields of a send to its sessions (``Delivery.fields``), as JSON schemas;
     #: the core declares them in ``message_agent``'s output schema
     send_result_fields: Mapping[str, dict[str, Any]] = {}
     #: command-line options naming a sender this harness recognises (see SenderOption)
     sender_options: tuple[SenderOption, ...] = ()
-    #: tool-call argument names that the host's side (a host plugin agent-link installs, never
-    #: the model) adds to every call of agent-link's tools to name the calling session, for hosts
-    #: whose MCP requests carry no caller: the core moves them out of the arguments into the
-    #: ``meta`` that :meth:`identify_caller` receives before the arguments are validated.
-    #: Start them with ``_`` so they cannot clash with a tool's own arguments.
+    #: tool-call arguments (starting with ``_``) that the host's side, never the model, adds to
+    #: name the calling session where MCP requests carry no caller: the core moves them into the
+    #: ``meta`` :meth:`identify_caller` receives, before the arguments are validated
     caller_arguments: tuple[str, ...] = ()
 
     def accepted_send_options(self) -> frozenset[str]:
@@ -208,13 +182,11 @@ class Harness:
         return frozenset(self.send_options) | {o.name for o in self.send_option_specs}
 
     def attach(self, app: Any) -> None:
-        """Called once by the :class:`~agent_link_core.app.App` that loaded this harness,
-        before any other method: keep ``app`` for its settings, environment and database."""
+        """Called once by the App that loaded this harness, before any other method."""
         self.app = app
 
     async def aclose(self) -> None:
-        """Release what the harness holds (connections, child processes). Called once when
-        the process shuts down (MCP server exit, end of a CLI command)."""
+        """Release what the harness holds (connections, child processes), once, at shutdown."""
         return None
 
     def identify_caller(self, meta: Mapping[str, Any], env: Mapping[str, str]) -> Caller | None:
@@ -222,10 +194,9 @@ class Harness:
 
         :param meta: the request's ``_meta`` (may be empty).
         :param env: the server's environment.
-        :returns: a :class:`~agent_link_core.model.Caller` when this host can tell, else None.
-            Set its ``evidence`` only when the host's own records tie this process to the
-            session (what :mod:`agent_link_core.identity` asks); a session only named by a
-            variable or ``_meta`` key gets none, and its mail is signed ``fromVerified="false"``.
+        :returns: a :class:`~agent_link_core.model.Caller` when this host can tell, else None;
+            with ``evidence`` only when the host's own records tie this process to the session
+            (:mod:`agent_link_core.identity`).
         """
         return None
 
@@ -250,17 +221,15 @@ class Harness:
         return Delivery()
 
     def activity_check(self, session_id: str) -> Callable[[], Awaitable[dict[str, Any] | None]] | None:
-        """For ``wait_for_agent`` without ``replyToMessageId``: a check the wait calls every
-        poll, returning the session's own outcome once its activity ends the wait
-        (``{"outcome": "turn_completed"|"idle", ...}``, extra fields declared in
-        :attr:`wait_result_fields`) or None to keep waiting. The default (None) waits for
-        messages only. May raise AgentLinkError."""
+        """For ``wait_for_agent`` without ``replyToMessageId``: a check called every poll,
+        returning ``{"outcome": "turn_completed"|"idle", ...}`` (extra fields declared in
+        :attr:`wait_result_fields`) once the session's activity ends the wait, or None to keep
+        waiting. None (the default): wait for messages only. May raise AgentLinkError."""
         return None
 
     async def prepare_health(self, options: Mapping[str, Any]) -> None:
-        """Called by ``agent_link_health`` before :meth:`health`, with the given arguments
-        among every harness's :attr:`health_options` (a harness may then start or connect what
-        it needs to report fully, or probe nothing). The default does nothing."""
+        """Called by ``agent_link_health`` before :meth:`health` with the given arguments among
+        every harness's :attr:`health_options`. The default does nothing."""
 
     async def recheck(self, message: dict[str, Any]) -> Delivery | None:
         """Look again for evidence of an earlier push of ``message`` that the host accepted
@@ -277,20 +246,15 @@ class Harness:
         return {}
 
     def needs_handshake(self, app: Any) -> bool:
-        """True when this harness writes notifications outside any request (a live channel).
-
-        The stateless revision 2026-07-28 has no path for those, so the server then answers
-        ``server/discover`` with "method not found" and clients open the connection with the
-        ``initialize`` handshake instead. Asked once, after :meth:`mcp_capabilities`.
-        """
+        """True when this harness writes notifications outside any request (a live channel),
+        which the stateless revision has no path for: the server then refuses ``server/discover``
+        so that clients use the ``initialize`` handshake. Asked once, after :meth:`mcp_capabilities`."""
         return False
 
     async def serve(self, app: Any, peer: McpPeer) -> None:
-        """Background work of an MCP server process (e.g. pushing new mail). Started when the
-        server starts serving, before the client's first message, under every protocol
-        revision; cancelled when the connection ends. ``peer`` fills in as the connection
-        opens: check ``peer.era`` / ``peer.initialized`` before writing notifications.
-        The default does nothing."""
+        """Background work of an MCP server process (e.g. pushing new mail), started before the
+        client's first message and cancelled when the connection ends: check ``peer.era`` /
+        ``peer.initialized`` before writing notifications. The default does nothing."""
         return None
 
     def health(self) -> dict[str, Any]:
@@ -298,9 +262,8 @@ class Harness:
         return {}
 
 
-# Calling a harness's methods as its plugin's code: timed and bounded by the plugin boundary, a
-# fault (SystemExit too) reported as ``harness.<name>.<method>`` of the plugin that registered
-# the harness (``harness <name>`` when none did), a deliberate AgentLinkError passed to the caller.
+# A harness's methods run as its plugin's code: a fault is reported as ``harness.<name>.<method>``
+# of the plugin that registered it (``harness <name>`` when none did).
 
 def _named(hooks: Hooks, harness: Harness | HarnessDeclaration, method: str) -> tuple[str, str]:
     return hooks.owner("harness", harness.name) or f"harness {harness.name}", f"harness.{harness.name}.{method}"
@@ -326,8 +289,6 @@ def call_harness(hooks: Hooks, harness: Harness, method: str, fn: Callable[[], A
 
     :raises AgentLinkError: what ``fn`` raises deliberately.
     """
-    from agent_link_core.errors import AgentLinkError
-
     return hooks.boundary.call(*_named(hooks, harness, method), fn, default=default, check=_checker(check),
                                passing=(AgentLinkError,))
 
@@ -342,8 +303,6 @@ async def acall_harness(hooks: Hooks, harness: Harness, method: str, make: Calla
 
     :raises AgentLinkError: what the method raises deliberately.
     """
-    from agent_link_core.errors import AgentLinkError
-
     boundary = hooks.boundary
     bound_s = boundary.timeout_ms / 1000 or None if bound_s is not None and bound_s < 0 else bound_s
     return await boundary.acall(*_named(hooks, harness, method), make, bound_s=bound_s, default=default, check=_checker(check),

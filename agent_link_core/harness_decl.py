@@ -1,16 +1,12 @@
-"""What the core reads of a harness without its code: a plugin's
-:class:`HarnessDeclaration` (with its :class:`SenderOption` list and the host's
-:class:`OutputBudget`), the App's :class:`HarnessTable` building declared harnesses on first
-use, and :func:`check_harness`. Apart from :mod:`agent_link_core.harness` (the interface a
-harness implements, with its result records), so that a process that talks to no host, such
-as ``agent-link inbox``, never imports that.
-"""
+"""What the core reads of a harness without its code (declarations, the App's table that builds
+them on first use), apart from :mod:`agent_link_core.harness` so that a process that talks to no
+host, such as ``agent-link inbox``, never imports that."""
 
 from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from collections.abc import Callable, Iterator, Mapping
 
 from agent_link_core.lazy_record import Struct
 
@@ -42,11 +38,8 @@ class OutputBudget(Struct, frozen=True):
 
 class SenderOption(Struct, frozen=True):
     """A command-line option of ``agent-link send|reply|status|wait`` naming a sender in a
-    form only this harness recognises (a host's own session naming).
-
-    The value is passed to every harness's :meth:`Harness.identify_caller` as ``meta`` of
-    exactly ``{key: value, ...}`` (with the other given sender options); the harness that
-    recognises it answers, else the command fails naming the option.
+    form only this harness recognises: the given ones reach every harness's
+    :meth:`Harness.identify_caller` as ``meta`` ``{key: value, ...}``.
 
     :param flag: the option, ``--from-<something>``.
     :param key: the ``meta`` key the value is passed under.
@@ -66,26 +59,16 @@ class SenderOption(Struct, frozen=True):
 
 
 class HarnessDeclaration(Struct, frozen=True):
-    """A harness registered by what the core reads without its code; the harness itself is
-    built from ``target`` the first time a command needs it (discovery, delivery, a caller
-    only its host can name). Register one instead of an instance to keep the host's modules
-    out of processes that never talk to that host (``agent-link inbox``, a send to a plain
-    address).
+    """A harness registered by what the core reads without its code, built from ``target`` the
+    first time a command needs it: it keeps the host's modules out of processes that never talk
+    to that host. Every field but ``target`` and ``caller_variables`` must equal the built
+    harness's attribute of the same name.
 
-    Every field but ``target`` and ``caller_variables`` must equal the built harness's
-    attribute of the same name (a plugin's test should compare them).
-
-    :param name: the address scheme, as :attr:`Harness.name`.
     :param target: ``"package.module:attribute"`` of the :class:`Harness` subclass (or of a
         function without arguments returning the harness).
-    :param session_kind: as :attr:`Harness.session_kind`.
-    :param host_variables: as :attr:`Harness.host_variables`.
-    :param host_priority: as :attr:`Harness.host_priority`.
-    :param sender_options: as :attr:`Harness.sender_options`.
     :param caller_variables: environment variables without which (and without a request's
-        ``_meta``) :meth:`Harness.identify_caller` answers None: the harness is not built just
-        to be asked who is calling when none of them is set.
-    :param caller_arguments: as :attr:`Harness.caller_arguments`.
+        ``_meta``) :meth:`Harness.identify_caller` answers None: the harness is then not built
+        to be asked who is calling.
     """
 
     name: str
@@ -118,13 +101,9 @@ class HarnessDeclaration(Struct, frozen=True):
         return made
 
 
-class HarnessTable(MutableMapping[str, "Harness"]):
-    """The harnesses of an App by name: declared ones are built on first access.
-
-    Membership, ``len`` and iteration over the names never build anything; ``[name]``,
-    ``get``, ``values()`` and ``items()`` build what they return. :meth:`declared` gives
-    what the core reads without building (a :class:`Harness` or a
-    :class:`HarnessDeclaration` per name).
+class HarnessTable(Mapping[str, "Harness"]):
+    """The harnesses of an App by name: membership, ``len`` and the names build nothing;
+    ``[name]``, ``get``, ``values()`` and ``items()`` build what they return.
 
     :param entries: ``{name: Harness | HarnessDeclaration}``.
     :param build: ``(declaration) -> Harness | None``: builds and attaches one (None when it
@@ -146,14 +125,6 @@ class HarnessTable(MutableMapping[str, "Harness"]):
             self._entries[name] = entry = built
         return entry
 
-    def __setitem__(self, name: str, harness: Harness) -> None:
-        self._entries[name] = harness
-        self._declarations.pop(name, None)
-
-    def __delitem__(self, name: str) -> None:
-        del self._entries[name]
-        self._declarations.pop(name, None)
-
     def __contains__(self, name: object) -> bool:
         return name in self._entries
 
@@ -163,14 +134,13 @@ class HarnessTable(MutableMapping[str, "Harness"]):
     def __len__(self) -> int:
         return len(self._entries)
 
-    def pop(self, name: str, *default: Any) -> Any:  # type: ignore[override]
+    def pop(self, name: str, *default: Any) -> Any:
         """Remove ``name`` without building it; its entry (built or declared), or ``default``."""
         self._declarations.pop(name, None)
         return self._entries.pop(name, *default)
 
     def declaration(self, name: str) -> HarnessDeclaration | None:
-        """The declaration ``name`` was registered with, kept once built (its promises, such as
-        :meth:`HarnessDeclaration.may_identify`, still hold); None for a registered instance."""
+        """The declaration ``name`` was registered with, kept once built; None for an instance."""
         return self._declarations.get(name)
 
     def items(self) -> list[tuple[str, Harness]]:  # type: ignore[override]
@@ -191,9 +161,8 @@ class HarnessTable(MutableMapping[str, "Harness"]):
 
 
 def check_harness(record: Any) -> None:
-    """Refuse a harness that is not a :class:`~agent_link_core.harness.Harness` (or a
-    :class:`~agent_link_core.harness.HarnessDeclaration` with a ``module:attribute`` target)
-    with a valid name.
+    """Refuse a harness that is not a :class:`~agent_link_core.harness.Harness` or a
+    :class:`HarnessDeclaration` (``module:attribute`` target) with a valid name.
 
     :raises Refused: naming what is wrong and how to fix it.
     """

@@ -111,6 +111,7 @@ def plugins_view(app: App) -> dict[str, Any]:
                          if e["plugin"] not in view["blocked"]]
     return view
 
+
 def _harness_health(app: App, harness: Harness) -> dict[str, Any]:
     from agent_link_core.harness import call_harness
 

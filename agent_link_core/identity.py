@@ -1,29 +1,18 @@
 """The one rule for ``fromVerified``: the host proved that the caller belongs to its session.
 
-A harness names the caller from what the host runtime hands the process: an environment
-variable the host sets in the processes it starts, a session id in an MCP request's ``_meta``,
-the host's own session file, the kernel-reported peer of a socket. Any process of the machine's
-user can set such a variable, send such ``_meta``, write such a file or connect to such a
-socket, so a name is never proof. A message is stored with ``verified: true``
-(``fromVerified="true"`` in its envelope) only when both hold:
+A name (a variable the host sets, a session id in ``_meta``, a session file) is never proof: any
+process of the user can forge it. A message is signed ``fromVerified="true"`` only when both hold:
 
-* **the host proved it**: the harness checked the host's own records and put what it found in
-  :attr:`~agent_link_core.model.Caller.evidence`. What counts is the harness's to say, and
-  always ties the calling process to the session: the calling process is, or descends from,
-  the host's own program, which that host's records name as running that session (for example
-  a host process whose own session record names it, start time checked, or one that holds the
-  session's transcript open; each host plugin's harness says which). Harnesses find those processes with
-  the host plugins' shared helper (plugins/hostkit/README.md);
+* **the host proved it**: the harness checked the host's own records and put what ties the
+  calling process to the session in :attr:`~agent_link_core.model.Caller.evidence` (the
+  process is, or descends from, the host program those records name as running the session;
+  see plugins/hostkit/README.md);
 * **the session exists** in that host (:meth:`~agent_link_core.harness.Harness.get_session`).
 
-Otherwise the message is stored unverified (``Caller.proven`` False; its source is kept) and
-the send says why with a ``sender_unverified`` warning (``details.reason``: ``not_proven``
-or ``no_such_session``). An address given on the command line (``--from``, a harness's sender
-options) or by ``AGENT_LINK_ADDRESS`` is never verified.
-
-What this does not prove: which of several sessions one host process runs (a host process that
-runs many sessions lets a command started in one of them name another of the same process), nor anything against a process of the same user that controls the host process
-itself (a debugger, or running the host program to make it write its own records).
+Otherwise it is stored unverified, and the send warns ``sender_unverified`` (``details.reason``:
+``not_proven`` or ``no_such_session``). ``--from``, a harness's sender options and
+``AGENT_LINK_ADDRESS`` are never verified. Not proved: which of several sessions one host
+process runs, nor anything against a same-user process that controls the host process itself.
 """
 
 from __future__ import annotations
@@ -42,19 +31,15 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
 
 log = LazyLogger(__name__)
-# Sessions found once per process: a session that existed keeps its address (archived
-# sessions still exist), so a long-lived server asks its host once per sender. Made on first
-# use: a command that proves no session never loads weakref.
+# sessions found, per App: a session that existed keeps its address (archived ones still exist),
+# so a long-lived server asks its host once per sender (weakref imported on first use)
 _existing: weakref.WeakKeyDictionary[Any, set[str]] | None = None
 
 
 def named_sender(app: App, *, explicit: str | None = None, named: Mapping[str, str] | None = None) -> Caller:
-    """Who sends from the command line: an explicit ``--from`` address, else a sender named in
-    a harness's own terms (its :class:`~agent_link_core.harness.SenderOption` values,
-    ``{key: value}``) for the harnesses to recognise, else :meth:`App.caller
-    <agent_link_core.app.App.caller>` (the current session, ``AGENT_LINK_ADDRESS``, or
-    unverified ``external``). A session named only by the environment is proved when it signs
-    something (:func:`prove_sender`).
+    """Who sends from the command line: an explicit ``--from`` address, else a sender named by
+    a harness's :class:`~agent_link_core.harness.SenderOption` values (``{key: value}``), else
+    :meth:`App.caller <agent_link_core.app.App.caller>`.
 
     :raises AgentLinkError: ``invalid_arguments`` for a malformed ``explicit`` address, or a
         named sender no harness recognises (the path names the option).
@@ -75,8 +60,7 @@ def named_sender(app: App, *, explicit: str | None = None, named: Mapping[str, s
 
 
 async def _session_exists(app: App, caller: Caller) -> bool:
-    """True when the caller's harness finds its session; False when it does not or cannot
-    be asked (nothing is proved then)."""
+    """True when the caller's harness finds its session (False when it cannot be asked)."""
     global _existing
     if _existing is None:
         import weakref
@@ -89,9 +73,9 @@ async def _session_exists(app: App, caller: Caller) -> bool:
     session = None
     if harness is not None:
         ident = caller.address.split(":", 1)[1]
-        try:  # a harness bug (SystemExit too, or a lookup that never ends) is reported and proves nothing
+        try:  # a harness's fault is reported there and proves nothing
             session = await app._get_session(harness, ident)
-        except AgentLinkError as exc:  # the host cannot be asked: nothing is proved
+        except AgentLinkError as exc:
             log.info("could not look up %s: %s", caller.address, exc.code)
     if session is not None and session.address == caller.address:
         known.add(caller.address)
@@ -130,9 +114,8 @@ async def prove_sender(app: App, caller: Caller) -> tuple[Caller, list[dict[str,
 
 
 def reader_proved_here(app: App, address: str) -> bool:
-    """True when :func:`prove_reader` lets this process read as ``address`` without asking a
-    host (``AGENT_LINK_INSPECT_ALL``, or ``AGENT_LINK_ADDRESS`` names it): a command then
-    needs no event loop for the check. False means: await :func:`prove_reader`."""
+    """True when :func:`prove_reader` passes without asking a host (``AGENT_LINK_INSPECT_ALL``,
+    or ``AGENT_LINK_ADDRESS`` names ``address``); False: await :func:`prove_reader`."""
     if app.config.get("AGENT_LINK_INSPECT_ALL"):
         return True
     me = app.caller()
@@ -140,29 +123,19 @@ def reader_proved_here(app: App, address: str) -> bool:
 
 
 def reads_own_mail(app: App, address: str) -> bool:
-    """True when the runtime names this process ``address`` (``AGENT_LINK_ADDRESS`` or its
-    host's session): reading there uses up the mail shown, as the agent's own read does.
-    False when only ``AGENT_LINK_INSPECT_ALL`` lets the process read there: a person looking
-    into another agent's mailbox, whose reads leave the mail unread for that agent unless
-    asked (``inbox --mark-read``)."""
+    """True when the runtime names this process ``address``: its reads use up the mail shown.
+    False for a person reading another agent's mailbox (``AGENT_LINK_INSPECT_ALL``), whose
+    reads leave the mail unread unless asked (``inbox --mark-read``)."""
     me = app.caller()
     return me.known and me.address == address
 
 
 async def prove_reader(app: App, address: str) -> None:
-    """Refuse to read the mail of ``address`` for a process that is not proved to be it.
-
-    The one read rule (:class:`~agent_link_core.mailbox.Visibility`) lets a reader see what
-    it sent or received, so who the reader is must hold up as well as a signature does. A
-    process reads as ``address`` (its own session's by default, ``--as``, or ``--from`` on a
-    read) only when one of these holds:
-
-    * the machine's user turned ``AGENT_LINK_INSPECT_ALL`` on;
-    * the runtime names this process ``address`` (:meth:`App.caller`) through
-      ``AGENT_LINK_ADDRESS``: a plain address is the user's own choice, not a host's session;
-    * the runtime names this process ``address`` as a host's session and the host proved it,
-      the same proof that signs ``fromVerified="true"`` (:func:`prove_sender`). A session
-      variable set by hand to another session's id names that session but proves nothing.
+    """Refuse to read the mail of ``address`` for a process not proved to be it: a reader sees
+    what it sent or received, so who it is must hold up as a signature does. Allowed: with
+    ``AGENT_LINK_INSPECT_ALL``; when ``AGENT_LINK_ADDRESS`` names ``address`` (the user's own
+    choice); when the runtime names ``address`` as a host's session and :func:`prove_sender`
+    proves it.
 
     :param app: the running application.
     :param address: the address the command reads as (already checked to be well formed).

@@ -1,18 +1,14 @@
-"""Value types shared by the core and plugins: callers and sessions.
-
-Address syntax lives in :mod:`agent_link_core.addresses` (re-exported here).
-"""
+"""Value types shared by the core and plugins: callers and sessions (address syntax, from
+:mod:`agent_link_core.addresses`, is re-exported)."""
 
 from __future__ import annotations
 
 from agent_link_core.lazy_record import Record, Struct
 from agent_link_core.addresses import (  # noqa: F401 - re-exported for plugins
     ADDRESS_RE,
-    ANTICIPATIONS,
     EXTERNAL,
     INVALID,
     ROLE_NAME_RE,
-    ULID_RE,
     address_scheme,
     is_address,
     is_ulid,
@@ -36,13 +32,11 @@ class Caller(Struct, frozen=True):
     :param source: where it came from: ``current_session``, ``env``, ``runtime_context``
         (MCP ``_meta``), ``config`` (``AGENT_LINK_ADDRESS``) or ``fallback``.
     :param host: the harness name, or ``None``.
-    :param evidence: what the host proved about this process, in words, when its harness
-        checked the host's own records (for example "pid 4242, an ancestor of this process,
-        is the host process of that session"); None when the session is only named
-        (a variable, ``_meta``, a flag). See :mod:`agent_link_core.identity`.
-    :param proven: the core's verdict (:func:`agent_link_core.identity.prove_sender`): True
-        when the harness gave ``evidence`` and the session exists in its host, False when
-        not; None when not checked yet.
+    :param evidence: what the host's own records proved about this process, in words (e.g.
+        "pid 4242, an ancestor of this process, is the host process of that session"); None
+        when the session is only named. See :mod:`agent_link_core.identity`.
+    :param proven: the verdict of :func:`agent_link_core.identity.prove_sender`; None when
+        not checked yet.
     """
 
     address: str = EXTERNAL
@@ -55,9 +49,7 @@ class Caller(Struct, frozen=True):
 
     @property
     def verified(self) -> bool:
-        """True only when the host proved that the calling process belongs to this session
-        (:func:`agent_link_core.identity.prove_sender` set ``proven``); never for a name
-        alone, whatever named it."""
+        """True only when :func:`agent_link_core.identity.prove_sender` proved this runtime-named caller."""
         return self.proven is True and self.source in RUNTIME_SOURCES and is_address(self.address)
 
     @property
@@ -73,11 +65,9 @@ class Session(Record):
     ``{"push": str|None, "nudge": str|None, "pull": bool}``. ``extra`` holds harness fields
     (the host's own ids, status, ...) that list tools pass through.
 
-    A ``title`` that is an agent-link envelope (a host that names a session after its first
-    user message does so for a session agent-link started) becomes what a person would call
-    it, :func:`agent_link_core.envelope.envelope_title` (sender and the body's first words);
-    the host's title is kept in ``extra["rawTitle"]`` (at most :data:`RAW_TITLE_CHARS`; a
-    harness that read the title from a longer text sets ``rawTitle`` itself).
+    A ``title`` that is an agent-link envelope (a host names a session after its first message)
+    is shown as :func:`agent_link_core.envelope.envelope_title`; the host's title is kept in
+    ``extra["rawTitle"]`` (at most :data:`RAW_TITLE_CHARS`).
     """
 
     _fields = ("address", "harness", "id", "title", "cwd", "surface", "loaded", "archived", "last_activity_ms",

@@ -1,13 +1,7 @@
-"""Presence of plain addresses: which addresses a process has served, and when.
-
-A harness knows its own sessions (it can list them), but an address given by
-``AGENT_LINK_ADDRESS`` (``team:alice``) belongs to no harness: nothing could tell a typo
-(``team:bobb``) from a peer that simply has not started yet. So every process that serves
-an address records it here: an ``agent-link mcp`` started with an address (with its pid,
-so it counts as live while that process runs) and every inbox read (the CLI's included).
-A send to an address nobody has ever served is then flagged, with the closest known
-addresses as suggestions, and ``list_agents`` / ``agent-link sessions`` show the live ones,
-so two MCP clients without a host plugin can find each other.
+"""Presence of plain addresses (``AGENT_LINK_ADDRESS``, which no harness lists): which ones a
+process has served (an ``agent-link mcp`` with its pid, an inbox read) and when. A send to an
+address nobody ever served is flagged with the closest known ones (a typo's fix), and the live
+ones are listed as sessions, so two MCP clients without a host plugin can find each other.
 """
 
 from __future__ import annotations
@@ -42,8 +36,8 @@ PRESENCE_MIGRATIONS = (
 _UPSERT = ("INSERT INTO presence (address, first_seen, last_seen, pid, source) VALUES (?, ?, ?, ?, ?)"
            " ON CONFLICT (address) DO UPDATE SET last_seen = excluded.last_seen,"
            " pid = COALESCE(excluded.pid, pid), source = CASE WHEN excluded.pid IS NULL THEN source ELSE excluded.source END")
-START_BUSY_MS = 200  # how long the start-up record waits for another writer before leaving it to the server
-# (address, its row before, or None) that record_at_start wrote in this process
+START_BUSY_MS = 200  # the start-up record's wait for another writer, before it leaves it to the server
+# (address, its row before or None) that record_at_start wrote in this process
 _started: tuple[str, tuple[Any, ...] | None] | None = None
 # An address read by a short-lived process (a CLI inbox read) counts as live this long.
 RECENT_MS = 10 * 60_000
@@ -63,12 +57,10 @@ def record(store: Store, address: str, source: str, pid: int | None = None) -> N
 
 
 def record_at_start(env: Mapping[str, str] | None = None) -> None:
-    """Note that this ``agent-link mcp`` serves its configured ``AGENT_LINK_ADDRESS``, before
-    a start-up front (:func:`agent_link_core.discovery.mcp_front`) answers ``initialize``: a client that
-    sees the server answer, and a peer it tells, must find the address served, not wait for the
-    full server to load (:func:`record` runs there again). Standard library only, a short
-    busy wait; nothing is created: a database or table that does not exist yet, a bad setting
-    or any database error leaves it to the full server."""
+    """Note that this ``agent-link mcp`` serves its ``AGENT_LINK_ADDRESS`` before its start-up
+    front answers ``initialize`` (a peer told of it must find it served). Standard library
+    only; creates nothing: a missing database, a bad setting or any error leaves it to the
+    full server, which records it again."""
     try:
         from agent_link_core.config import load_config
 
@@ -95,9 +87,8 @@ def record_at_start(env: Mapping[str, str] | None = None) -> None:
 
 
 def undo_start_record(store: Store) -> None:
-    """Take back what :func:`record_at_start` noted in this process, when the full server
-    finds it serves another identity (a harness session named by its environment) and not
-    the configured address: the row is removed, or put back as it was."""
+    """Take back what :func:`record_at_start` noted in this process (the full server found it
+    serves a harness's session, not the configured address)."""
     global _started
     if _started is None:
         return
@@ -116,29 +107,19 @@ def seen(store: Store, address: str) -> bool:
     return store.conn.execute("SELECT 1 FROM presence WHERE address = ?", (address,)).fetchone() is not None
 
 
-def _alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by someone else
-        return True
-    return True
-
-
 def live_sessions(store: Store, *, skip_schemes: set[str], only: str | None = None) -> list[Session]:
     """The live plain addresses as sessions: served by a running MCP server, or read within
     :data:`RECENT_MS`. Addresses of ``skip_schemes`` (harnesses that list their own
     sessions) are left out; ``only`` keeps one scheme ("all" or None keeps every one)."""
+    from agent_link_core.handoff import pid_alive  # not on the start-up path (record_at_start)
+
     now = now_ms()
     out = []
     for row in store.conn.execute("SELECT * FROM presence ORDER BY last_seen DESC").fetchall():
         scheme = address_scheme(row["address"])
         if scheme in skip_schemes or scheme == "role" or only not in (None, "all", scheme):
             continue
-        running = _alive(row["pid"])
+        running = pid_alive(row["pid"] or 0)
         if not running and now - row["last_seen"] > RECENT_MS:
             continue
         out.append(Session(
@@ -154,8 +135,7 @@ def known_addresses(store: Store) -> list[str]:
     conn = store.conn
     found = {r[0] for r in conn.execute("SELECT address FROM presence")}
     found |= {r[0] for r in conn.execute("SELECT address FROM contacts")}
-    # One index seek per distinct sender (the messages_from index), not a scan of every
-    # message: a send to a never-served address asks this, and the table grows without end.
+    # one index seek per distinct sender (messages_from), not a scan of every message
     found |= {r[0] for r in conn.execute(
         "WITH RECURSIVE senders(a) AS (SELECT min(from_addr) FROM messages UNION ALL"
         " SELECT (SELECT min(from_addr) FROM messages WHERE from_addr > senders.a) FROM senders"
@@ -164,10 +144,8 @@ def known_addresses(store: Store) -> list[str]:
 
 
 def reachable_addresses(store: Store, harnesses: Collection[str] = ()) -> list[str]:
-    """The known addresses (:func:`known_addresses`) a send reaches: those some process has
-    served (read as a plain address), and those of a harness in ``harnesses`` (the harness
-    delivers to its own sessions). An address that only ever signed mail as a sender
-    (``--from``) is left out: nobody reads its inbox."""
+    """The :func:`known_addresses` a send reaches: served ones, and those of a harness in
+    ``harnesses`` (an address that only signed mail with ``--from`` is left out)."""
     served = {r[0] for r in store.conn.execute("SELECT address FROM presence")}
     return [a for a in known_addresses(store) if a in served or address_scheme(a) in harnesses]
 
@@ -180,9 +158,9 @@ def suggestions(store: Store, address: str, extra: list[str] | None = None, harn
     """
     pool = sorted(set(reachable_addresses(store, harnesses)) | set(extra or []))
     pool = [a for a in pool if a != address]
-    if not pool:  # nothing to suggest (and difflib left unimported)
+    if not pool:  # difflib left unimported
         return []
-    import difflib  # only when there is an address to suggest for
+    import difflib
 
     close = difflib.get_close_matches(address, pool, n=MAX_SUGGESTIONS, cutoff=0.6)
     if not close:  # a wrong harness with the right id ("tema:bob") still finds "team:bob"

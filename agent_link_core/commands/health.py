@@ -82,7 +82,9 @@ def plugins(ctx: click.Context, as_json: bool, ndjson: bool) -> None:
     """List loaded, blocked and broken plugins (--json: with each plugin's hooks and the
     time each took in this process)."""
     app = get_app(ctx)
-    data = app.plugins_view()
+    from agent_link_core.health import plugins_view
+
+    data = plugins_view(app)
     data["hooks"] = app.hooks.hook_view()
 
     def human(d: dict[str, Any]) -> None:

@@ -23,14 +23,17 @@ from agent_link_core.errors import AgentLinkError
 from agent_link_core.harness import Delivery, Harness, SessionListing
 from agent_link_core.model import Caller, Session
 from agent_link_core.store import now_ms
-from agent_link_core.surface import PluginApp
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from agent_link_core.app import App
 
 NAME = "filehost"
 VIA = "filehost-file"
 SESSION_ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 
 
-def host_dir(app: PluginApp) -> Path:
+def host_dir(app: App) -> Path:
     """``AGENT_LINK_FILEHOST_DIR``, else ``<state dir>/filehost``."""
     explicit = app.config.get("AGENT_LINK_FILEHOST_DIR")
     return Path(explicit) if explicit else Path(app.config.state_dir) / NAME

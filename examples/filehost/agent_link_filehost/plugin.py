@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from typing import Any
     import click
 
-    from agent_link_core.surface import PluginApp
+    from agent_link_core.app import App
 
 #: The plugin's name: its entry point's name, its migrations' owner, its address scheme.
 NAME = "filehost"
@@ -67,7 +67,7 @@ def agent_link_register_commands(cli: click.Group) -> None:
 
 
 @hookimpl
-def agent_link_health(app: PluginApp) -> tuple[str, dict[str, Any]]:
+def agent_link_health(app: App) -> tuple[str, dict[str, Any]]:
     from agent_link_filehost.harness import host_dir
 
     root = host_dir(app)

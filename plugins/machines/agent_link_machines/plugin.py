@@ -47,7 +47,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import click
 
     from agent_link_core.records import EnvelopeContribution, Event, OutgoingMessage
-    from agent_link_core.surface import PluginApp
+    from agent_link_core.app import App
 
 MIGRATIONS = (
     Migration(NAME, 1, """
@@ -109,7 +109,7 @@ def agent_link_register_commands(cli: click.Group) -> None:
 
 
 @hookimpl
-def agent_link_record_event(event: Event, conn: sqlite3.Connection, app: PluginApp) -> None:
+def agent_link_record_event(event: Event, conn: sqlite3.Connection, app: App) -> None:
     if not _configured(app) or event.message_id is None or event.kind not in ("sent", "resolved", "delivered"):
         return
     # the row a send is storing comes from the mailbox without a query (get_row)
@@ -142,7 +142,7 @@ def agent_link_record_event(event: Event, conn: sqlite3.Connection, app: PluginA
         _note_unrouted(event, conn, app, row)
 
 
-def _note_unrouted(event: Event, conn: sqlite3.Connection, app: PluginApp, row: sqlite3.Row) -> None:
+def _note_unrouted(event: Event, conn: sqlite3.Connection, app: App, row: sqlite3.Row) -> None:
     """Note local mail to an address nobody serves here (:data:`UNROUTED_NOTE`): another
     machine may list it (or soon will), and only a relay finds out and sends it on
     (Relay.forward_stranded). Only autostart acts on the note (agent_link_on_event): without
@@ -152,7 +152,7 @@ def _note_unrouted(event: Event, conn: sqlite3.Connection, app: PluginApp, row: 
 
 
 @hookimpl
-def agent_link_on_event(event: Event, app: PluginApp) -> None:
+def agent_link_on_event(event: Event, app: App) -> None:
     """Once a change that wrote the outbox is committed: wake the relay's outbox loop when
     the outbox had nothing unsent before (it waits on
     :func:`agent_link_machines.common.outbox_signal`, not on every commit of the database;
@@ -190,7 +190,7 @@ SHARED_WARNING = "machines_address_shared"
 
 
 @hookimpl
-def agent_link_before_send(message: OutgoingMessage, app: PluginApp) -> list[dict[str, Any]] | None:
+def agent_link_before_send(message: OutgoingMessage, app: App) -> list[dict[str, Any]] | None:
     """With the engine configured, one warning line (or none) for a send:
 
     * :data:`BAD_NAME_WARNING` while ``AGENT_LINK_MACHINE`` is not a machine name (the relay
@@ -231,7 +231,7 @@ def agent_link_before_send(message: OutgoingMessage, app: PluginApp) -> list[dic
 
 
 @hookimpl(tryfirst=True)  # before the roles plugin, which refuses a role nobody holds here
-def agent_link_resolve_address(address: str, app: PluginApp) -> dict[str, Any] | None:
+def agent_link_resolve_address(address: str, app: App) -> dict[str, Any] | None:
     if not _configured(app):
         return None
     if address.startswith("role:"):
@@ -245,7 +245,7 @@ def agent_link_resolve_address(address: str, app: PluginApp) -> dict[str, Any] |
     return {"address": address, "via": None, "metadata": _pinned(app, machine, address), "served": True}
 
 
-def _pinned(app: PluginApp, machine: str, address: str) -> dict[str, Any]:
+def _pinned(app: App, machine: str, address: str) -> dict[str, Any]:
     """The metadata of a message to ``address``, a session of ``machine``: pinned there, and
     with that machine's role rules when the session holds a role there (the roles plugin here
     applies them before anything is stored, as that machine would: :func:`.common.role_rules`)."""
@@ -258,7 +258,7 @@ def _pinned(app: PluginApp, machine: str, address: str) -> dict[str, Any]:
     return metadata
 
 
-def _role_elsewhere(address: str, app: PluginApp) -> dict[str, Any] | None:
+def _role_elsewhere(address: str, app: App) -> dict[str, Any] | None:
     """``role:<name>`` held by a session of another machine and by none here: pinned to that
     machine as a send to the holder would be, with the role in the metadata as the roles
     plugin stores it (the envelope there names the role). A role held here stays the roles
@@ -290,7 +290,7 @@ def _role_elsewhere(address: str, app: PluginApp) -> dict[str, Any] | None:
 
 
 @hookimpl
-def agent_link_session_roles(addresses: list[str], app: PluginApp) -> dict[str, list[str]] | None:
+def agent_link_session_roles(addresses: list[str], app: App) -> dict[str, list[str]] | None:
     """The roles other machines say the listed sessions hold there (their directory entries),
     so a listing here shows the roles of another machine's sessions too; None when the engine
     is not configured."""
@@ -309,7 +309,7 @@ def agent_link_session_roles(addresses: list[str], app: PluginApp) -> dict[str, 
 
 
 @hookimpl
-def agent_link_resolve_elsewhere(address: str, app: PluginApp) -> dict[str, Any] | None:
+def agent_link_resolve_elsewhere(address: str, app: App) -> dict[str, Any] | None:
     """A session of a harness installed here that another machine lists (a Codex thread, a
     Claude Code session over there): pinned to that machine; the relay carries it and that
     machine's harness delivers it."""
@@ -325,7 +325,7 @@ def agent_link_resolve_elsewhere(address: str, app: PluginApp) -> dict[str, Any]
 
 
 @hookimpl
-def agent_link_render_envelope(message: dict[str, Any], app: PluginApp) -> EnvelopeContribution | None:
+def agent_link_render_envelope(message: dict[str, Any], app: App) -> EnvelopeContribution | None:
     origin = ((message.get("metadata") or {}).get("machines") or {}).get("origin")
     if not origin:
         return None
@@ -337,14 +337,14 @@ def agent_link_render_envelope(message: dict[str, Any], app: PluginApp) -> Envel
 
 
 @hookimpl
-def agent_link_health(app: PluginApp) -> tuple[str, dict[str, Any]]:
+def agent_link_health(app: App) -> tuple[str, dict[str, Any]]:
     from agent_link_machines.status import health_section
 
     return NAME, health_section(app)
 
 
 @hookimpl
-def agent_link_server_tasks(app: PluginApp) -> list[Callable[[], Awaitable[None]]] | None:
+def agent_link_server_tasks(app: App) -> list[Callable[[], Awaitable[None]]] | None:
     """With the engine configured and autostart on: keep this state dir's relay running
     while the server runs (:func:`agent_link_machines.autostart.keep_relay`)."""
     if not _configured(app) or not app.config.get(AUTOSTART_SETTING):
