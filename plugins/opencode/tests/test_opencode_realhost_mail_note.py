@@ -9,6 +9,8 @@ If the program is missing these tests fail with "run `make hosts`" -- they never
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -44,6 +46,11 @@ def stub() -> Iterator[MessagesStub]:
 def server(stub: MessagesStub, state_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OpencodeServer]:
     plugin = tmp_path_factory.mktemp("host-plugin") / "agent-link.js"
     stage_plugin(plugin, Path(sys.executable).with_name("agent-link"))
+    # the prompt-hook registry exists before the first prompt, as an agent-link MCP server's
+    # start leaves it: the first hook on a fresh state dir builds it, seconds on a loaded machine,
+    # longer than the plugin waits (test_opencode_js_wait.py covers that wait)
+    subprocess.run([str(Path(sys.executable).with_name("agent-link")), "hook", "opencode", "MessagesTransform"], input=b"{}",
+                   env={**os.environ, "AGENT_LINK_STATE_DIR": str(state_dir)}, capture_output=True, check=True, timeout=120)
     with OpencodeServer(stub.base_url, config_extra={"plugin": [plugin.as_uri()]},
                         env={"AGENT_LINK_STATE_DIR": str(state_dir)}) as running:
         yield running

@@ -26,6 +26,11 @@ const WRITING_TOOLS = new Set(["edit", "write", "apply_patch", "bash"]);
 const ENVELOPE = "<agent-link-message ";
 // the longest (ms) opencode waits for the agent-link command before going on without it
 const HOOK_TIMEOUT_MS = 5000;
+// A command that outlives that wait is not killed at once: it bounds itself, and the first one
+// on a fresh state dir builds the registry every later one reads (a kill would leave the next
+// prompt to build it again). Its answer is refused (a closed pipe: a reminder it claimed is
+// given back); it is killed only after this (ms).
+const HOOK_KILL_MS = 60000;
 
 // Run `agent-link hook <host> <event>` with `payload` as JSON on stdin; its JSON answer, or
 // null (nothing to say, or any failure).
@@ -39,7 +44,12 @@ function hook(host, event, payload) {
       return;
     }
     const chunks = [];
-    const timer = setTimeout(() => { child.kill("SIGKILL"); resolve(null); }, HOOK_TIMEOUT_MS);
+    const timer = setTimeout(() => {
+      child.stdout.destroy();
+      child.unref();
+      setTimeout(() => child.kill("SIGKILL"), HOOK_KILL_MS).unref();
+      resolve(null);
+    }, HOOK_TIMEOUT_MS);
     child.on("error", () => { clearTimeout(timer); resolve(null); });
     child.stdout.on("data", (chunk) => chunks.push(chunk));
     child.on("close", (code) => {
