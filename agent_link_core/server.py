@@ -53,20 +53,10 @@ INSTRUCTIONS = (
 
 def tool_definition(spec: ToolSpec) -> types.Tool:
     """The MCP ``Tool`` entry (schemas and annotations) for a :class:`ToolSpec`."""
-    return types.Tool(
-        name=spec.name,
-        title=spec.title,
-        description=spec.description,
-        input_schema=spec.input_schema,
-        output_schema=output_schema(spec),
-        annotations=types.ToolAnnotations(
-            title=spec.title,
-            read_only_hint=spec.read_only,
-            destructive_hint=spec.destructive,
-            idempotent_hint=spec.idempotent,
-            open_world_hint=False,
-        ),
-    )
+    annotations = types.ToolAnnotations(title=spec.title, read_only_hint=spec.read_only, destructive_hint=spec.destructive,
+                                        idempotent_hint=spec.idempotent, open_world_hint=False)
+    return types.Tool(name=spec.name, title=spec.title, description=spec.description, input_schema=spec.input_schema,
+                      output_schema=output_schema(spec), annotations=annotations)
 
 
 def to_call_result(result: Mapping[str, Any], text: str | None = None) -> types.CallToolResult:
@@ -117,13 +107,7 @@ def build_server(app: App) -> Server[Any]:
         progress = ctx.session.report_progress if token is not None else None
         return to_call_result(*await call_tool(app, spec, params.arguments, meta, progress))
 
-    return Server(
-        "agent-link",
-        version=__version__,
-        instructions=INSTRUCTIONS,
-        on_list_tools=on_list_tools,
-        on_call_tool=on_call_tool,
-    )
+    return Server("agent-link", version=__version__, instructions=INSTRUCTIONS, on_list_tools=on_list_tools, on_call_tool=on_call_tool)
 
 
 async def serve(app: App) -> None:
@@ -178,9 +162,7 @@ async def serve_streams(app: App, read_stream: Any, write_stream: Any) -> None:
         for harness in app.harnesses.values():
             tg.start_soon(_guarded, app, app.hooks.owner("harness", harness.name) or f"harness {harness.name}",
                           f"harness.{harness.name}.serve", partial(harness.serve, app, link.peer))
-        await server.run(
-            link.reader, link.writer, server.create_initialization_options(experimental_capabilities=capabilities)
-        )
+        await server.run(link.reader, link.writer, server.create_initialization_options(experimental_capabilities=capabilities))
         tg.cancel_scope.cancel()
 
 

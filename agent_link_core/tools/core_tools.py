@@ -24,8 +24,8 @@ from agent_link_core import handoff
 from agent_link_core.boundary import Refused
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import SendOption, acall_harness
-from agent_link_core.mailbox import new_message_id
-from agent_link_core.model import is_address
+from agent_link_core.mailbox import new_message_id, ulid_of_uuid
+from agent_link_core.model import is_address, is_ulid
 from agent_link_core.sending import message_summary
 from agent_link_core.tools.registry import ToolCall, ToolSpec, check_schema
 from agent_link_core.tools.schemas import ULID  # noqa: F401 - plugins read it here too
@@ -46,15 +46,10 @@ TIMEOUT_MS = {"type": "integer", "minimum": 0, "maximum": 600000, "default": 600
                              "and the wait runs up to timeoutMs; without one a call returns within 50 s (result capped: true; "
                              "call again to keep waiting)."}
 POLL_MS = {"type": "integer", "minimum": 250, "maximum": 10000, "default": 1000, "description": "Poll interval in ms."}
-RECEIPT = {
-    "type": "object",
-    "description": "Audit receipt fields (used when a receipts plugin is installed).",
-    "properties": {
-        "record": BOOL, "purpose": STR, "originThreadId": STR, "originTurnId": STR, "originToolCallId": STR,
-        "cleanupRecommendation": STR, "note": STR, "tags": {"type": "array", "items": STR},
-    },
-    "additionalProperties": False,
-}
+RECEIPT = {"type": "object", "description": "Audit receipt fields (used when a receipts plugin is installed).",
+           "properties": {"record": BOOL, "purpose": STR, "originThreadId": STR, "originTurnId": STR, "originToolCallId": STR,
+                          "cleanupRecommendation": STR, "note": STR, "tags": {"type": "array", "items": STR}},
+           "additionalProperties": False}
 SEND_RESULT: dict[str, Any] = {
     "messageId": STR, "to": STR, "harness": STR, "delivery": STR, "deliveredVia": NSTR, "deliveryState": STR,
     "anticipation": STR, "replyBy": NSTR, "inReplyTo": NSTR, "messageStatus": NSTR, "duplicate": BOOL, "via": NSTR,
@@ -62,8 +57,7 @@ SEND_RESULT: dict[str, Any] = {
     "target": OBJ, "receipt": OBJ, "roleProcedure": NOBJ, "evidence": OBJ, "deliveryNote": STR,
 }
 MESSAGE_VIEW_FIELDS = ("messages", "scope", "callerAddress", "note")
-#: The caller's own id for what a send tool stores: its idempotency key (the CLI's
-#: ``--message-id``). A ULID, or a UUID (stored under the ULID with the same 128 bits).
+#: The caller's own id for what a send tool stores: its idempotency key (the CLI's ``--message-id``).
 MESSAGE_ID: dict[str, Any] = {
     **IDEMPOTENCY_KEY,
     "description": "Your id for this message (a ULID or a UUID), so that retrying is safe: the same messageId with the same "
@@ -79,12 +73,9 @@ def idempotency_key(args: dict[str, Any], path: str = "messageId") -> tuple[str 
     :param path: the argument's name.
     :returns: ``(ULID or None, fingerprint)``: the fingerprint (``{"clientMessageId": uuid}``
         for a UUID, else empty) goes into the message's ``metadata["fingerprint"]``, which the
-        idempotency comparison includes, as the CLI's ``send --message-id`` does.
+        idempotency comparison includes.
     :raises AgentLinkError: ``invalid_arguments`` for a value that is neither a ULID nor a UUID.
     """
-    from agent_link_core.mailbox import ulid_of_uuid
-    from agent_link_core.model import is_ulid
-
     given = args.get(path)
     if given is None:
         return None, {}

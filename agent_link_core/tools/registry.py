@@ -76,8 +76,7 @@ class ToolSpec:
     :param removed: arguments removed in older versions ``{old: replacement}``.
     :param removed_forms: forms of a kept argument that were removed ``{argument: (JSON type
         of the removed form, what to give instead)}``, e.g. ``{"since": ("number", "an ISO
-        8601 string")}``: refused with the same hint and ``details.removed`` as a removed
-        argument, instead of a plain type error.
+        8601 string")}``: refused as a removed argument is, not with a plain type error.
     """
 
     name: str
@@ -260,6 +259,8 @@ def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> t
     :raises AgentLinkError: ``invalid_arguments`` with ``details.errors`` =
         ``[{path, rule, expected}]`` (and ``details.removed`` for removed arguments).
     """
+    from jsonschema import Draft202012Validator
+
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, Mapping):
@@ -276,7 +277,7 @@ def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> t
             removed.append({"argument": key, "replacement": spec.removed[key]})
             errors.append({"path": key, "rule": "removed", "expected": f"use {spec.removed[key]} instead"})
             continue
-        if key in spec.removed_forms and _json_type(value) == spec.removed_forms[key][0]:
+        if key in spec.removed_forms and Draft202012Validator.TYPE_CHECKER.is_type(value, spec.removed_forms[key][0]):
             instead = spec.removed_forms[key][1]
             removed.append({"argument": key, "replacement": instead, "form": spec.removed_forms[key][0]})
             errors.append({"path": key, "rule": "removed", "expected": instead})
@@ -299,8 +300,6 @@ def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> t
         args[key] = value
     cached = _INPUT_VALIDATORS.get(id(spec))
     if cached is None or cached[0] is not spec or cached[1] is not schema:
-        from jsonschema import Draft202012Validator
-
         cached = _INPUT_VALIDATORS[id(spec)] = (spec, schema, Draft202012Validator(schema))
     validator = cached[2]
     for err in sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path)):
@@ -337,14 +336,6 @@ def _message_id(value: str) -> str:
     if len(value) == 26 or not re.fullmatch(ULID["pattern"], value):  # a ULID, or what the schema refuses
         return value
     return ulid_of_uuid(value) or value
-
-
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    return {str: "string", list: "array", dict: "object", type(None): "null"}.get(type(value), "object")
 
 
 def _a(noun: str) -> str:
