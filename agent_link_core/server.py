@@ -29,10 +29,9 @@ from agent_link_core.app import App
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.handshake import LinkStreams
 from agent_link_core.harness import PeerGone, call_harness
-from agent_link_core.tool_profiles import effective_profile, select_tools
+from agent_link_core.tool_profiles import offered_tools
 from agent_link_core.tools.core_tools import CORE_TOOLS
 from agent_link_core.tools.registry import ToolSpec, call_tool, output_schema, unknown_tool
-from agent_link_core.visible import visible_data
 
 front = discovery.mcp_front()  # a declared start-up front brings its transport (docs/plugins.md)
 stdio_server: Any = front.stdio_server if front is not None else None
@@ -54,27 +53,16 @@ INSTRUCTIONS = (
 
 def tool_definition(spec: ToolSpec) -> types.Tool:
     """The MCP ``Tool`` entry (schemas and annotations) for a :class:`ToolSpec`."""
-    return types.Tool(
-        name=spec.name,
-        title=spec.title,
-        description=spec.description,
-        input_schema=spec.input_schema,
-        output_schema=output_schema(spec),
-        annotations=types.ToolAnnotations(
-            title=spec.title,
-            read_only_hint=spec.read_only,
-            destructive_hint=spec.destructive,
-            idempotent_hint=spec.idempotent,
-            open_world_hint=False,
-        ),
-    )
+    annotations = types.ToolAnnotations(title=spec.title, read_only_hint=spec.read_only, destructive_hint=spec.destructive,
+                                        idempotent_hint=spec.idempotent, open_world_hint=False)
+    return types.Tool(name=spec.name, title=spec.title, description=spec.description, input_schema=spec.input_schema,
+                      output_schema=output_schema(spec), annotations=annotations)
 
 
 def to_call_result(result: Mapping[str, Any], text: str | None = None) -> types.CallToolResult:
     """Wrap a result object: text content + structuredContent, isError iff not ok.
 
-    :param text: ``json.dumps(result, ensure_ascii=False)`` when the caller has it already
-        (:func:`~agent_link_core.tools.registry.call_tool`)."""
+    :param text: ``json.dumps(result, ensure_ascii=False)`` when the caller has it already."""
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False) if text is None else text)],
         structured_content=dict(result),
@@ -86,7 +74,7 @@ def build_server(app: App) -> Server[Any]:
     """A low-level MCP server exposing the registered tools of ``app`` that the
     ``AGENT_LINK_TOOLS`` profile picks (:mod:`agent_link_core.tool_profiles`); the others
     are reached through ``agent_link_tools``."""
-    tools = select_tools(dict(app.hooks.tools()), app.hooks.tool_owners(), effective_profile(app.config, app.env))
+    tools = offered_tools(app)
     definitions = []
     for spec in list(tools.values()):
         try:
@@ -117,38 +105,34 @@ def build_server(app: App) -> Server[Any]:
         # the SDK hands _meta over either as sent or with its model's field names
         token = meta.get("progressToken", meta.get("progress_token"))
         progress = ctx.session.report_progress if token is not None else None
-        result, text = await call_tool(app, spec, params.arguments, meta, progress)  # text: None unless made already
-        return to_call_result(result if text is not None or result.get("ok") else visible_data(result), text)
+        return to_call_result(*await call_tool(app, spec, params.arguments, meta, progress))
 
-    return Server(
-        "agent-link",
-        version=__version__,
-        instructions=INSTRUCTIONS,
-        on_list_tools=on_list_tools,
-        on_call_tool=on_call_tool,
-    )
+    return Server("agent-link", version=__version__, instructions=INSTRUCTIONS, on_list_tools=on_list_tools, on_call_tool=on_call_tool)
 
 
 async def serve(app: App) -> None:
     """Serve MCP over stdio until stdin closes (a start-up front's transport may answer calls
-    under way first), SIGTERM/SIGINT/SIGHUP arrives or the client process is gone (:func:`_exit_on_signal`)."""
+    under way first), a signal arrives or the client process is gone (:func:`_exit_on_signal`)."""
+    await _over_stdio(app, partial(serve_streams, app))
+    with anyio.CancelScope(shield=True):  # stop what harnesses hold (child processes ...)
+        await app.aclose()
+
+
+async def _over_stdio(app: App | None, run: Callable[[Any, Any], Awaitable[None]]) -> None:
     async with anyio.create_task_group() as tg:
         tg.start_soon(_exit_on_signal, app)
         async with stdio_server() as (read_stream, write_stream):
-            await serve_streams(app, read_stream, write_stream)
+            await run(read_stream, write_stream)
         tg.cancel_scope.cancel()
-    with anyio.CancelScope(shield=True):  # stop what harnesses hold (child processes ...)
-        await app.aclose()
 
 
 async def serve_streams(app: App, read_stream: Any, write_stream: Any) -> None:
     """Serve one MCP connection over a transport's message streams until the client leaves.
 
-    Harnesses may advertise experimental capabilities; their background work
-    (:meth:`~agent_link_core.harness.Harness.serve`) starts at once, before the client's first
-    message and whichever protocol revision it then opens the connection with
-    (:mod:`agent_link_core.handshake`), and is cancelled when the connection ends; so do
-    plugins' ``agent_link_server_tasks``. Does not close ``app``.
+    Harnesses' background work (:meth:`~agent_link_core.harness.Harness.serve`) and plugins'
+    ``agent_link_server_tasks`` start at once, before the client's first message and whichever
+    protocol revision it then opens with, and are cancelled when the connection ends. Does not
+    close ``app``.
 
     :param read_stream: the transport's inbound ``SessionMessage`` stream (MCP SDK shape).
     :param write_stream: the transport's outbound ``SessionMessage`` stream.
@@ -178,15 +162,13 @@ async def serve_streams(app: App, read_stream: Any, write_stream: Any) -> None:
         for harness in app.harnesses.values():
             tg.start_soon(_guarded, app, app.hooks.owner("harness", harness.name) or f"harness {harness.name}",
                           f"harness.{harness.name}.serve", partial(harness.serve, app, link.peer))
-        await server.run(
-            link.reader, link.writer, server.create_initialization_options(experimental_capabilities=capabilities)
-        )
+        await server.run(link.reader, link.writer, server.create_initialization_options(experimental_capabilities=capabilities))
         tg.cancel_scope.cancel()
 
 
 async def _reminder_loop(app: App) -> None:
-    """Keep the prompt-hook registry current, then offer due reminders to the harnesses that
-    push them, every :data:`~agent_link_core.reminders.SWEEP_INTERVAL_MS`, while serving."""
+    """Refresh the prompt-hook registry, then sweep due reminders every
+    :data:`~agent_link_core.reminders.SWEEP_INTERVAL_MS` while serving."""
     try:
         prompt_hooks.refresh(app.config.state_dir, app.hooks)
     except Exception:  # the hook rebuilds it itself; a failure here only costs that
@@ -201,15 +183,11 @@ async def _reminder_loop(app: App) -> None:
 
 async def _exit_on_signal(app: App | None) -> None:
     """On SIGTERM/SIGINT/SIGHUP, or when the parent process (the client) is gone: release what
-    harnesses hold, then exit at once. The transport may read stdin in a worker thread (a
-    file, not a pipe) that no cancellation can interrupt, and plugin code may hold the loop,
-    so a clean unwind could wait for the client's next line.
-
-    The signal handlers are Python's own (not the event loop's), so they run even while plugin
-    code holds the loop, and they start a timer that ends the process after
-    :data:`SHUTDOWN_BUDGET_S` whatever the release is doing. A daemon thread checks the parent
-    once a second (an orphan is re-parented), so a server whose client died without closing
-    its stdin (a pipe a grandchild still holds) does not live on."""
+    harnesses hold, then exit within :data:`SHUTDOWN_BUDGET_S`. A clean unwind could wait for
+    the client's next line (stdin read in a worker thread no cancellation interrupts) or on
+    plugin code holding the loop: hence Python's own signal handlers, which run even then, and
+    a daemon thread noticing the re-parenting of an orphan (a client that died while a
+    grandchild still holds its stdin)."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
 
@@ -252,19 +230,13 @@ async def serve_unavailable(error: AgentLinkError) -> None:
 
     server: Server[Any] = Server("agent-link", version=__version__, instructions=INSTRUCTIONS,
                                  on_list_tools=on_list_tools, on_call_tool=on_call_tool)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(_exit_on_signal, None)
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
-        tg.cancel_scope.cancel()
+    await _over_stdio(None, partial(server.run, initialization_options=server.create_initialization_options()))
 
 
 async def _guarded(app: App, plugin: str, hook: str, make: Callable[[], Awaitable[Any]]) -> None:
-    """Run ``make()``, a background task of ``plugin`` (a harness's ``serve``, a server task),
-    through the one guard (:meth:`~agent_link_core.boundary.Boundary.acall`, for as long as
-    the server runs): what it raises, a plugin's SystemExit and KeyboardInterrupt included, is
-    reported as that plugin's problem (log, health) and never takes the server down; a client
-    gone (:class:`PeerGone`) ends it quietly."""
+    """Run ``plugin``'s background task through the one guard: what it raises (a plugin's
+    SystemExit and KeyboardInterrupt too) is that plugin's problem, never the server's end; a
+    client gone (:class:`PeerGone`) ends it quietly."""
     try:
         await app.hooks.boundary.acall(plugin, hook, make, bound_s=None, passing=(PeerGone,), background=True)
     except PeerGone:

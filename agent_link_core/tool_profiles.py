@@ -1,25 +1,11 @@
-"""Which MCP tools ``agent-link mcp`` offers: the ``AGENT_LINK_TOOLS`` setting.
+"""Which MCP tools ``agent-link mcp`` lists: the ``AGENT_LINK_TOOLS`` setting (README.md,
+settings table).
 
-Every tool offered costs each request of every agent its definition in context, so a person may
-offer fewer. The value is a comma or space separated list of items, each one of:
-
-* ``all`` — every registered tool (the default);
-* ``messaging`` — the core's own tools (health, agents, messages, inbox, replies);
-* a plugin's name (as ``agent-link health`` lists it) — that plugin's tools, plus the
-  core's, since a plugin's tools lean on them;
-* a tool's exact name.
-
-An item matching nothing is skipped and reported (the log, and ``settings.warnings`` in
-health); when no item matches anything, every tool is offered, since a misspelt profile
-must not leave an agent without its messaging tools. ``agent_link_health`` and
-``agent_link_tools`` are always offered. Tools not offered are only hidden from the client:
-other plugins still call them in process, and a model reaches them through
+The value is a comma or space separated list of ``all``, ``messaging`` (the core's tools), a
+plugin's name (its tools plus the core's) or a tool's name. An item matching nothing is skipped
+and reported; when no item matches, every tool is offered, since a misspelt profile must not
+leave an agent without its messaging tools. Tools left out stay reachable through
 ``agent_link_tools`` (:mod:`agent_link_core.tools.gateway`).
-
-Unset, the setting's default depends on who started the server (:func:`effective_profile`):
-a host (``AGENT_LINK_HOST`` set, as each host plugin's MCP declaration does) gets
-:data:`HOST_DEFAULT`, so every session of that host pays for the messaging tools only; any
-other client gets every tool.
 """
 
 from __future__ import annotations
@@ -43,15 +29,14 @@ T = TypeVar("T")
 
 def profile_items(value: str | None) -> list[str]:
     """The items of a setting value (empty or unset means ``all``)."""
-    items = [part.strip() for part in (value or "").replace(",", " ").split() if part.strip()]
-    return items or [ALL]
+    return (value or "").replace(",", " ").split() or [ALL]
 
 
 def select_tools(tools: Mapping[str, T], owners: Mapping[str, str], value: str | None) -> dict[str, T]:
     """The tools of ``tools`` (``{name: spec}``, registration order kept) the profile picks.
 
     :param owners: ``{tool name: plugin name}`` (``Hooks.tool_owners``).
-    :param value: the ``AGENT_LINK_TOOLS`` value (module docstring).
+    :param value: the ``AGENT_LINK_TOOLS`` value.
     """
     items = profile_items(value)
     unknown = unmatched(tools, owners, value)
@@ -69,10 +54,15 @@ def select_tools(tools: Mapping[str, T], owners: Mapping[str, str], value: str |
     return {name: spec for name, spec in tools.items() if name in wanted}
 
 
+def offered_tools(app: Any) -> dict[str, Any]:
+    """The registered tools of ``app`` (an App) its server lists, by name, in registration order."""
+    return select_tools(app.hooks.tools(), app.hooks.tool_owners(), effective_profile(app.config, app.env))
+
+
 def effective_profile(config: Any, env: Mapping[str, str]) -> str:
-    """The ``AGENT_LINK_TOOLS`` value this server uses: the setting when it is set (in the
-    environment or the settings file), else :data:`HOST_DEFAULT` when ``AGENT_LINK_HOST``
-    names the host that started it, else ``all``.
+    """The ``AGENT_LINK_TOOLS`` value this server uses: the setting when set, else
+    :data:`HOST_DEFAULT` when ``AGENT_LINK_HOST`` names the host that started it (each
+    session of a host then pays for the messaging tools only), else ``all``.
 
     :param config: the App's config (``get``, ``sources``).
     :param env: the process environment.

@@ -1,15 +1,10 @@
 """The one rule for text from another agent or a host shown to a person or a model.
 
-Titles, bodies, names and reasons come from other agents and from hosts (a host may title a
-session with its first user message). Control, format, bidi, private-use and unassigned characters
-(Unicode general category ``C``: ESC, U+202E RIGHT-TO-LEFT OVERRIDE, U+200B ZERO WIDTH SPACE,
-U+200D ZERO WIDTH JOINER, U+FEFF, NUL ...) could drive a terminal or hide and reorder text, so
-each one is shown as a visible ``\\u{XXXX}`` escape. Line breaks and tabs are kept where the
-text is laid out in lines (a message body), escaped too where it is one cell or one line.
-
-Used by the CLI (:func:`agent_link_core.cli_text.terminal_safe`, ``cli.printable``) and for
-every string in every MCP tool result (:func:`visible_data`, applied by
-:func:`agent_link_core.tools.registry.run_tool`). Envelopes escape the same characters as
+Control, format, bidi, private-use and unassigned characters (Unicode category ``C``: ESC,
+U+202E, U+200B, NUL ...) could drive a terminal or hide and reorder text, so each is shown as a
+visible ``\\u{XXXX}`` escape; line breaks and tabs are kept where text is laid out in lines.
+Used by the CLI and for every string of every MCP tool result
+(:func:`agent_link_core.tools.registry.call_tool`). Envelopes escape the same characters as
 ``&#xHHHH;`` (:func:`agent_link_core.envelope.escape_text`), which this rule leaves alone.
 """
 
@@ -45,12 +40,8 @@ _KEPT = frozenset({int, float, bool, type(None)})
 def visible_data(value: Any) -> Any:
     """``value`` (JSON-shaped: dicts, lists, strings, numbers, booleans, None) with
     :func:`visible` applied to every string in it, keys included; tuples become lists, other
-    values are unchanged.
-
-    Every MCP tool result goes through here, so the walk is linear with a small constant: a
-    plain ``str`` that :meth:`str.isprintable` passes (no category-``C`` character, no line
-    break) is kept without a call, and numbers, booleans and None without one either; anything
-    else (a ``str`` subclass, a nested container) takes the general path."""
+    values are unchanged. Every tool result goes through here: a plain printable ``str``, a
+    number, a boolean and None are kept without a call."""
     kind = type(value)
     if kind is dict:
         return {k if type(k) is str and k.isprintable() else _visible_key(k):
@@ -82,17 +73,16 @@ def _visible_key(key: Any) -> Any:
     return visible(key) if isinstance(key, str) else key
 
 
-#: how ``json.dumps`` writes a control character other than LF and TAB (``\\r``, ``\\u001b``
-#: ...); a backslash of the data followed by one of these letters matches too (then the walk runs)
+#: how ``json.dumps`` writes a control character other than LF and TAB (a backslash of the data
+#: followed by one of these letters matches too: then the walk runs)
 _ESCAPED_CONTROL = re.compile(r"\\(?:[bfr]|u00)")
 
 
 def plain_json(value: Any) -> str | None:
     """``json.dumps(value, ensure_ascii=False)`` when :func:`visible_data` would leave every
     string of ``value`` as it is, else None (also for a value that is not JSON): one serialisation
-    and two scans in C instead of a walk. The text shows each character as itself (so
-    :meth:`str.isprintable` finds the category-``C`` ones) or, below U+0020, as a JSON escape, of
-    which only LF and TAB (kept by the rule) may appear; a refused text only costs the walk."""
+    and two scans in C instead of a walk (below U+0020 only the JSON escapes of LF and TAB may
+    appear; :meth:`str.isprintable` finds the other category-``C`` characters)."""
     try:
         text = json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError, RecursionError):

@@ -189,3 +189,31 @@ async def test_initialized_read_before_the_initialize_answer_went_out_still_coun
     await link.writer.send(SessionMessage(types.JSONRPCResponse(jsonrpc="2.0", id=1, result={"protocolVersion": "2025-06-18"})))
     await answers.receive()
     assert (link.peer.era, link.peer.initialized) == (HANDSHAKE, True)
+
+
+async def test_the_sdk_alone_cannot_refuse_discover_and_then_serve_initialize() -> None:
+    """Why the refusal sits in front of the SDK (agent_link_core.handshake): the SDK fixes the
+    revision on the client's first request, so a ``server/discover`` handler of its own that
+    refuses leaves the connection stateless and the client's fallback ``initialize`` is refused
+    too. Should a later SDK let it through, the refusal can move onto the SDK's handler."""
+    from mcp.server import Server
+
+    server: Server[Any] = Server("probe")
+
+    async def refuse(ctx: Any, params: Any) -> Any:
+        raise MCPError(code=types.METHOD_NOT_FOUND, message="Method not found")
+
+    server.add_request_handler("server/discover", types.RequestParams, refuse)
+    to_server, server_reads = anyio.create_memory_object_stream[SessionMessage | Exception](16)
+    server_writes, from_server = anyio.create_memory_object_stream[SessionMessage](16)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.run, server_reads, server_writes, server.create_initialization_options())
+        async with ClientSession(from_server, to_server) as session:
+            with anyio.fail_after(BOUND_S):
+                with pytest.raises(MCPError) as refused:
+                    await session.discover()
+                assert refused.value.code == types.METHOD_NOT_FOUND
+                with pytest.raises(MCPError) as fallback:
+                    await session.initialize()
+        assert fallback.value.code == types.UNSUPPORTED_PROTOCOL_VERSION
+        tg.cancel_scope.cancel()

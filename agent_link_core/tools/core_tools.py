@@ -1,32 +1,36 @@
 """The host-neutral MCP tools: health, directory, messaging, inbox, status, inspection.
 
-Argument names, defaults and ranges follow the original Agent Link
-(docs/behaviour.md §5). Options only some harnesses understand
-are declared by those harnesses (:class:`~agent_link_core.harness.SendOption`) and passed to
-the recipient's harness; aimed at another harness's session they are refused.
+Argument names, defaults and ranges follow the original Agent Link (docs/behaviour.md §5).
+Options only some harnesses understand are declared by those harnesses
+(:class:`~agent_link_core.harness.SendOption`) and passed to the recipient's harness; aimed at
+another harness's session they are refused.
+
+Every handler is a :attr:`~agent_link_core.tools.registry.ToolSpec.handler`: validated
+arguments in, success fields out, :class:`~agent_link_core.errors.AgentLinkError` to fail.
 """
 
 from __future__ import annotations
-
-from functools import partial
 
 import asyncio
 import logging
 import re
 import time
-from dataclasses import replace
 from collections.abc import Mapping
+from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from agent_link_core.sending import message_summary
-from agent_link_core.waits import MAX_WAIT_PER_CALL_MS
+from agent_link_core import handoff
 from agent_link_core.boundary import Refused
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import SendOption, acall_harness
-from agent_link_core.mailbox import new_message_id
-from agent_link_core.model import is_address
+from agent_link_core.mailbox import new_message_id, ulid_of_uuid
+from agent_link_core.model import is_address, is_ulid
+from agent_link_core.sending import message_summary
 from agent_link_core.tools.registry import ToolCall, ToolSpec, check_schema
-from agent_link_core.tools.schemas import AGENT_QUERY, ANY, ARR, BOOL, CURSOR, IDEMPOTENCY_KEY, INT, LISTING_PAGE, NOBJ, NSTR, OBJ, RESOLVE_RESULT, STR, ULID  # noqa: F401 - re-exported
+from agent_link_core.tools.schemas import ULID  # noqa: F401 - plugins read it here too
+from agent_link_core.tools.schemas import AGENT_QUERY, ANY, BOOL, CURSOR, IDEMPOTENCY_KEY, INT, LISTING_PAGE, NOBJ, NSTR, OBJ, RESOLVE_RESULT, STR
+from agent_link_core.waits import MAX_WAIT_PER_CALL_MS
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
@@ -42,17 +46,10 @@ TIMEOUT_MS = {"type": "integer", "minimum": 0, "maximum": 600000, "default": 600
                              "and the wait runs up to timeoutMs; without one a call returns within 50 s (result capped: true; "
                              "call again to keep waiting)."}
 POLL_MS = {"type": "integer", "minimum": 250, "maximum": 10000, "default": 1000, "description": "Poll interval in ms."}
-RECEIPT = {
-    "type": "object",
-    "description": "Audit receipt fields (used when a receipts plugin is installed).",
-    "properties": {
-        "record": BOOL, "purpose": STR, "originThreadId": STR, "originTurnId": STR, "originToolCallId": STR,
-        "cleanupRecommendation": STR, "note": STR, "tags": {"type": "array", "items": STR},
-    },
-    "additionalProperties": False,
-}
-# Options only some harnesses understand (a new host declares its own): see
-# Harness.send_option_specs; message_agent_spec() adds them to the schema.
+RECEIPT = {"type": "object", "description": "Audit receipt fields (used when a receipts plugin is installed).",
+           "properties": {"record": BOOL, "purpose": STR, "originThreadId": STR, "originTurnId": STR, "originToolCallId": STR,
+                          "cleanupRecommendation": STR, "note": STR, "tags": {"type": "array", "items": STR}},
+           "additionalProperties": False}
 SEND_RESULT: dict[str, Any] = {
     "messageId": STR, "to": STR, "harness": STR, "delivery": STR, "deliveredVia": NSTR, "deliveryState": STR,
     "anticipation": STR, "replyBy": NSTR, "inReplyTo": NSTR, "messageStatus": NSTR, "duplicate": BOOL, "via": NSTR,
@@ -60,8 +57,7 @@ SEND_RESULT: dict[str, Any] = {
     "target": OBJ, "receipt": OBJ, "roleProcedure": NOBJ, "evidence": OBJ, "deliveryNote": STR,
 }
 MESSAGE_VIEW_FIELDS = ("messages", "scope", "callerAddress", "note")
-#: The caller's own id for what a send tool stores: its idempotency key (the CLI's
-#: ``--message-id``). A ULID, or a UUID (stored under the ULID with the same 128 bits).
+#: The caller's own id for what a send tool stores: its idempotency key (the CLI's ``--message-id``).
 MESSAGE_ID: dict[str, Any] = {
     **IDEMPOTENCY_KEY,
     "description": "Your id for this message (a ULID or a UUID), so that retrying is safe: the same messageId with the same "
@@ -77,12 +73,9 @@ def idempotency_key(args: dict[str, Any], path: str = "messageId") -> tuple[str 
     :param path: the argument's name.
     :returns: ``(ULID or None, fingerprint)``: the fingerprint (``{"clientMessageId": uuid}``
         for a UUID, else empty) goes into the message's ``metadata["fingerprint"]``, which the
-        idempotency comparison includes, as the CLI's ``send --message-id`` does.
+        idempotency comparison includes.
     :raises AgentLinkError: ``invalid_arguments`` for a value that is neither a ULID nor a UUID.
     """
-    from agent_link_core.mailbox import ulid_of_uuid
-    from agent_link_core.model import is_ulid
-
     given = args.get(path)
     if given is None:
         return None, {}
@@ -94,38 +87,34 @@ def idempotency_key(args: dict[str, Any], path: str = "messageId") -> tuple[str 
     return converted, {"clientMessageId": given.lower()}
 
 
-def declared_send_options(app: App) -> dict[str, SendOption]:
-    """Every ``message_agent`` option some harness declares, by name (the first harness, by
-    name, declaring a name defines its schema)."""
-    declared: dict[str, SendOption] = {}
-    for _, harness in sorted(app.harnesses.items()):
-        for option in harness.send_option_specs:
-            declared.setdefault(option.name, option)
+def _declared(app: App | None, attribute: str) -> dict[str, Any]:
+    """What the App's harnesses declare in ``attribute`` (a dict, or SendOptions), by name: the
+    first harness, by name, declaring a name defines it."""
+    declared: dict[str, Any] = {}
+    for _, harness in sorted((app.harnesses if app is not None else {}).items()):
+        items = getattr(harness, attribute)
+        for name, value in (items.items() if isinstance(items, Mapping) else ((o.name, o) for o in items)):
+            declared.setdefault(name, value)
     return declared
+
+
+def _core_spec(name: str, arguments: dict[str, Any], fields: dict[str, Any]) -> ToolSpec:
+    """The core tool ``name`` with harness-declared arguments and result fields before its own."""
+    base = next(spec for spec in CORE_TOOLS if spec.name == name)
+    if arguments:
+        base = replace(base, input_schema={**base.input_schema, "properties": {**arguments, **base.input_schema["properties"]}})
+    return replace(base, output_fields={**fields, **base.output_fields}) if fields else base
 
 
 def message_agent_spec(app: App | None) -> ToolSpec:
     """``message_agent`` with the options and result fields the App's harnesses declare."""
-    base = next(spec for spec in CORE_TOOLS if spec.name == "message_agent")
-    if app is None:
-        return base
-    options = {name: option.schema for name, option in declared_send_options(app).items()}
-    fields: dict[str, Any] = {}
-    for _, harness in sorted(app.harnesses.items()):
-        for name, schema in harness.send_result_fields.items():
-            fields.setdefault(name, schema)
-    if not options and not fields:
-        return base
-    schema = {**base.input_schema, "properties": {**options, **base.input_schema["properties"]}}
-    return replace(base, input_schema=schema, output_fields={**fields, **base.output_fields})
+    options = {name: option.schema for name, option in _declared(app, "send_option_specs").items()}
+    return _core_spec("message_agent", options, _declared(app, "send_result_fields"))
 
 
 def check_send_declarations(harness: Any) -> None:
-    """A harness's declared send options and result fields: names and JSON schemas.
-
-    Checked when the tools are collected (``Hooks.tools``: the MCP server, ``agent-link
-    plugins``, health), where they become part of ``message_agent``: a CLI command that lists
-    no tools does not load jsonschema for them.
+    """Check a harness's declared send options and result fields (names, JSON schemas) when
+    the tools are collected (``Hooks.tools``), where they become part of ``message_agent``.
 
     :raises Refused: a declaration of the wrong type, a name the core uses, an invalid schema.
     """
@@ -163,25 +152,13 @@ def check_send_declarations(harness: Any) -> None:
 
 def health_spec(app: App | None) -> ToolSpec:
     """``agent_link_health`` with the arguments the App's harnesses declare (``Harness.health_options``)."""
-    base = next(spec for spec in CORE_TOOLS if spec.name == "agent_link_health")
-    options: dict[str, Any] = {}
-    for _, harness in sorted((app.harnesses if app is not None else {}).items()):
-        for name, schema in harness.health_options.items():
-            options.setdefault(name, schema)
-    if not options:
-        return base
-    return replace(base, input_schema={**base.input_schema, "properties": {**options, **base.input_schema["properties"]}})
+    return _core_spec("agent_link_health", _declared(app, "health_options"), {})
 
 
 def wait_for_agent_spec(app: App | None) -> ToolSpec:
     """``wait_for_agent`` with the result fields the App's harnesses declare for their own
     outcomes (``Harness.wait_result_fields``)."""
-    base = next(spec for spec in CORE_TOOLS if spec.name == "wait_for_agent")
-    fields: dict[str, Any] = {}
-    for _, harness in sorted((app.harnesses if app is not None else {}).items()):
-        for name, schema in harness.wait_result_fields.items():
-            fields.setdefault(name, schema)
-    return replace(base, output_fields={**fields, **base.output_fields}) if fields else base
+    return _core_spec("wait_for_agent", {}, _declared(app, "wait_result_fields"))
 
 
 def _obj(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -192,10 +169,8 @@ def _obj(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str
 
 
 async def health(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
-    """Handler of ``agent_link_health``: validated arguments in, success fields out (AgentLinkError to fail).
-
-    The harness-declared options given (``Harness.health_options``) reach every harness's
-    ``prepare_health`` first."""
+    """``agent_link_health``: the harness-declared options given (``Harness.health_options``)
+    reach every harness's ``prepare_health`` first."""
     declared = {name for harness in app.harnesses.values() for name in harness.health_options}
     options = {k: args[k] for k in declared if k in args}
     for harness in list(app.harnesses.values()):  # a harness that fails here is reported; health goes on
@@ -212,7 +187,6 @@ def with_roles(app: App, views: list[dict[str, Any]]) -> None:
 
 
 async def list_agents(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
-    """Handler of ``list_agents``: validated arguments in, success fields out (AgentLinkError to fail)."""
     app.directory.check_harness(args.get("harness", "all"))
     out = await app.list_agents(
         harness=args.get("harness", "all"), loaded=args.get("loaded"), surface=args.get("surface"),
@@ -224,7 +198,6 @@ async def list_agents(app: App, args: dict[str, Any], call: ToolCall) -> dict[st
 
 
 async def resolve_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
-    """Handler of ``resolve_agent``: validated arguments in, success fields out (AgentLinkError to fail)."""
     app.directory.check_harness(args.get("harness", "all"))
     out = await app.resolve_agent(args["query"], harness=args.get("harness", "all"), limit=args.get("limit", 10), caller=call.caller)
     views = [v for v in [out.get("best"), *out.get("candidates", [])] if isinstance(v, dict)]
@@ -233,13 +206,13 @@ async def resolve_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict[
 
 
 async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool: str = "message_agent") -> dict[str, Any]:
-    """Handler of ``message_agent``: validated arguments in, success fields out (AgentLinkError to fail).
+    """``message_agent``.
 
     :param tool: the tool name the send is recorded under (``SendContext.tool``, which
         ``before_send`` hooks see); a plugin tool that sends through this handler names itself.
     """
     started = time.monotonic()
-    declared = declared_send_options(app)
+    declared: dict[str, SendOption] = _declared(app, "send_option_specs")
     options = {k: args[k] for k in declared if k in args}
     named = app.harnesses.get(args["to"].split(":", 1)[0]) if is_address(args["to"]) else None
     # an exact address may name an archived session of a harness whose archived sessions take mail
@@ -263,8 +236,6 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool:
         message_id = new_message_id()  # the answer of a push that outlasts the call names it
     held = None
     if args.get("waitForReply") and call.caller.known:
-        from agent_link_core import handoff
-
         # noted before the question is stored: a reply that comes before the wait below starts
         # is held for that wait, never also pushed to the sender while it waits
         held = handoff.begin(app.store, call.caller.address, f"reply:{message_id}")
@@ -324,8 +295,6 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool:
         return result
     finally:
         if held is not None:
-            from agent_link_core import handoff
-
             handoff.end(app.store, held)
 
 
@@ -351,7 +320,6 @@ def wait_shortened_warning(message_id: str, requested_ms: int, spent_ms: int, le
 
 
 async def wait_for_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
-    """Handler of ``wait_for_agent``: validated arguments in, success fields out (AgentLinkError to fail)."""
     activity = None
     if not args.get("replyToMessageId"):
         # the target's own end of activity (its work being over, a session stopping) ends the wait too
@@ -366,7 +334,6 @@ async def wait_for_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict
 
 
 async def read_inbox(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
-    """Handler of ``read_agent_link_inbox``: validated arguments in, success fields out (AgentLinkError to fail)."""
     from agent_link_core import budget
 
     # a database that refuses writes (read-only, damaged, replaced) is read without marking
@@ -382,7 +349,6 @@ async def read_inbox(app: App, args: dict[str, Any], call: ToolCall) -> dict[str
 
 
 async def reply_message(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
-    """Handler of ``reply_agent_link_message``: validated arguments in, success fields out (AgentLinkError to fail)."""
     reply_id, fingerprint = idempotency_key(args, "replyMessageId")
     return await app.reply(
         caller=call.caller, message_id=args["messageId"], resolution=args.get("resolution", "reply"),
@@ -392,7 +358,6 @@ async def reply_message(app: App, args: dict[str, Any], call: ToolCall) -> dict[
 
 
 async def message_status(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
-    """Handler of ``get_agent_link_message_status``: validated arguments in, success fields out (AgentLinkError to fail)."""
     out = app.status(call.caller, args["messageId"])
     if out["delivery"] == "accepted" and await app.refresh_delivery(out["messageId"]):
         out = app.status(call.caller, args["messageId"])
@@ -400,7 +365,6 @@ async def message_status(app: App, args: dict[str, Any], call: ToolCall) -> dict
 
 
 async def mailbox_inspect(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
-    """Handler of ``agent_link_mailbox_inspect``: validated arguments in, success fields out (AgentLinkError to fail)."""
     return app.inspect(
         call.caller, scope=args.get("scope", "caller"), from_address=args.get("fromSessionId"),
         to_address=args.get("toSessionId"), reply_to=args.get("replyToMessageId"), undelivered=args.get("undelivered", False),
@@ -410,7 +374,6 @@ async def mailbox_inspect(app: App, args: dict[str, Any], call: ToolCall) -> dic
 
 
 async def get_conversation(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
-    """Handler of ``get_agent_link_conversation``: validated arguments in, success fields out (AgentLinkError to fail)."""
     return app.conversation(call.caller, args["messageId"])
 
 
@@ -543,8 +506,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         ),
         input_schema={"type": "object", "properties": {"messageId": ULID}, "required": ["messageId"],
                       "additionalProperties": False},
-        output_fields={"messageId": STR, "rootId": STR, "messages": {"type": "array", "items": {"type": "object"}},
-                       "hiddenCount": {"type": "integer"}, "truncated": {"type": "boolean"}},
+        output_fields={"messageId": STR, "rootId": STR, "messages": {"type": "array", "items": OBJ}, "hiddenCount": INT, "truncated": BOOL},
         handler=get_conversation, read_only=True, idempotent=True,
     ),
 )

@@ -1,12 +1,7 @@
-"""``agent_link_tools``: every tool the server's profile leaves out of ``tools/list``, on request.
-
-Each tool a host lists costs every request of every session its definition in context, so a
-server started by a host (``AGENT_LINK_HOST`` set, as the host plugins' MCP declarations do)
-lists only the messaging tools by default (:func:`agent_link_core.tool_profiles.effective_profile`).
-The others stay reachable through this one tool, whatever the host does with
+"""``agent_link_tools``: every tool the server's profile (:mod:`agent_link_core.tool_profiles`)
+leaves out of ``tools/list``, on request, whatever the host does with
 ``notifications/tools/list_changed``: a model asks for the list, then for one tool's schema,
-then calls it with its arguments. The call goes through the same checks as a listed tool's
-(:func:`agent_link_core.tools.registry.run_tool`).
+then calls it, through the same checks as a listed tool's.
 """
 
 from __future__ import annotations
@@ -14,8 +9,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.tool_profiles import effective_profile, select_tools
+from agent_link_core.tool_profiles import offered_tools
 from agent_link_core.tools.registry import ToolCall, ToolSpec, output_schema, run_tool
+from agent_link_core.tools.schemas import BOOL, OBJ, STR
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
@@ -25,9 +21,8 @@ NAME = "agent_link_tools"
 
 def hidden_tools(app: App) -> dict[str, ToolSpec]:
     """The registered tools this server's profile leaves out of ``tools/list``, by name."""
-    tools = app.hooks.tools()
-    offered = select_tools(tools, app.hooks.tool_owners(), effective_profile(app.config, app.env))
-    return {name: spec for name, spec in tools.items() if name not in offered}
+    offered = offered_tools(app)
+    return {name: spec for name, spec in app.hooks.tools().items() if name not in offered}
 
 
 def summary(description: str) -> str:
@@ -79,13 +74,11 @@ GATEWAY_TOOL = ToolSpec(
         "additionalProperties": False,
     },
     output_fields={
-        "tools": {"type": "array", "items": {"type": "object", "properties": {
-            "name": {"type": "string"}, "summary": {"type": "string"}, "plugin": {"type": "string"}},
-            "required": ["name", "summary", "plugin"]}},
-        "tool": {"type": "object", "properties": {
-            "name": {"type": "string"}, "description": {"type": "string"}, "inputSchema": {"type": "object"},
-            "outputSchema": {"type": "object"}}, "required": ["name", "description", "inputSchema"]},
-        "result": {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]},
+        "tools": {"type": "array", "items": {"type": "object", "properties": {"name": STR, "summary": STR, "plugin": STR},
+                                             "required": ["name", "summary", "plugin"]}},
+        "tool": {"type": "object", "properties": {"name": STR, "description": STR, "inputSchema": OBJ, "outputSchema": OBJ},
+                 "required": ["name", "description", "inputSchema"]},
+        "result": {"type": "object", "properties": {"ok": BOOL}, "required": ["ok"]},
     },
     # It can call any tool, the role-admin ones included: a host that asks before destructive
     # tools (as some do by default) must ask before this one too.

@@ -1,19 +1,10 @@
-"""MCP tool records, argument validation and the result contract.
+"""MCP tool records, argument validation and the result contract (docs/behaviour.md §3-4).
 
 Every tool returns one JSON object: ``{"ok": true, ...fields, "warnings"?: [...]}`` or
-``{"ok": false, "error": {code, message, details?, hint?}}`` (docs/behaviour.md §3-4). Arguments are checked against the declared JSON schema
-before the handler runs:
-
-* ``null`` for an optional argument means unset; for a required one it is an error;
-* an exact string spelling of an integer or boolean (``"20"``, ``"true"``) is converted and
-  reported with a ``coerced_argument`` warning;
-* unknown properties and out-of-range numbers are ``invalid_arguments`` naming each field
-  (never clamped); arguments removed in older versions say what replaced them.
-
-A result is checked against the tool's declared output schema before it leaves (MCP clients
-reject ``structuredContent`` that does not validate against ``outputSchema``; the SDK client
-raises): one that does not match becomes an ``internal_error`` naming the plugin that
-registered the tool (:func:`result_mismatch`), and the plugin problem shows in health.
+``{"ok": false, "error": {code, message, details?, hint?}}``. Arguments are checked against the
+tool's JSON schema before its handler runs (:func:`validate_arguments`); a result is checked
+against its output schema before it leaves, since MCP clients reject ``structuredContent`` that
+does not match ``outputSchema`` (:func:`result_mismatch`).
 """
 
 from __future__ import annotations
@@ -36,15 +27,17 @@ if TYPE_CHECKING:  # jsonschema loads at the first call that validates (not for 
 from agent_link_core.boundary import MAX_RESULT_BYTES, Refused, disable_hint, oversize
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.json_files import ensure_private_dir
-from agent_link_core.tools.schemas import PATTERN_WORDS, ULID
+from agent_link_core.tools.schemas import BOOL, OBJ, PATTERN_WORDS, STR, ULID
 from agent_link_core.model import Caller
 from agent_link_core.visible import plain_json, visible_data
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
 
+log = logging.getLogger(__name__)
 INT_RE = re.compile(r"^-?[0-9]+$")
 TOOL_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 
 
 @dataclass
@@ -61,7 +54,7 @@ class ToolCall:
     warnings: list[dict[str, Any]] = field(default_factory=list)
     #: ``async (progress, total, message)``: MCP progress notifications for this call, set
     #: only when the client sent a progress token (long waits use it to stay alive)
-    progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None
+    progress: Progress | None = None
 
 
 Handler = Callable[["App", dict[str, Any], ToolCall], Awaitable[dict[str, Any]]]
@@ -83,8 +76,7 @@ class ToolSpec:
     :param removed: arguments removed in older versions ``{old: replacement}``.
     :param removed_forms: forms of a kept argument that were removed ``{argument: (JSON type
         of the removed form, what to give instead)}``, e.g. ``{"since": ("number", "an ISO
-        8601 string")}``: refused with the same hint and ``details.removed`` as a removed
-        argument, instead of a plain type error.
+        8601 string")}``: refused as a removed argument is, not with a plain type error.
     """
 
     name: str
@@ -100,32 +92,14 @@ class ToolSpec:
     removed_forms: Mapping[str, tuple[str, str]] = field(default_factory=dict)
 
 
-WARNING_SCHEMA = {
-    "type": "object",
-    "properties": {"code": {"type": "string"}, "message": {"type": "string"}, "details": {"type": "object"}},
-    "required": ["code", "message"],
-}
-ERROR_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "code": {"type": "string"},
-        "message": {"type": "string"},
-        "details": {"type": "object"},
-        "hint": {"type": "string"},
-    },
-    "required": ["code", "message"],
-    "additionalProperties": False,
-}
+WARNING_SCHEMA = {"type": "object", "properties": {"code": STR, "message": STR, "details": OBJ}, "required": ["code", "message"]}
+ERROR_SCHEMA = {"type": "object", "properties": {"code": STR, "message": STR, "details": OBJ, "hint": STR},
+                "required": ["code", "message"], "additionalProperties": False}
 
 
 def output_schema(spec: ToolSpec) -> dict[str, Any]:
     """The declared outputSchema: the success fields plus the shared ok/error/warnings."""
-    properties = {
-        "ok": {"type": "boolean"},
-        "error": ERROR_SCHEMA,
-        "warnings": {"type": "array", "items": WARNING_SCHEMA},
-        **spec.output_fields,
-    }
+    properties = {"ok": BOOL, "error": ERROR_SCHEMA, "warnings": {"type": "array", "items": WARNING_SCHEMA}, **spec.output_fields}
     return {"type": "object", "properties": properties, "required": ["ok"], "additionalProperties": False}
 
 
@@ -161,18 +135,15 @@ def check_tool(record: Any) -> None:
                           "Fix the schema (it is checked against JSON Schema draft 2020-12).") from None
 
 
-#: schemas found valid in this process, by :func:`_schema_key`
-_VALID_SCHEMAS: set[str] = set()
-#: the cache files read in this process (read once each) and the keys they held
-_READ_FILES: dict[str, set[str]] = {}
+_VALID_SCHEMAS: set[str] = set()  # keys (:func:`_schema_key`) of schemas found valid in this process
+_READ_FILES: dict[str, set[str]] = {}  # the cache files read in this process, and their keys
 #: a cache file holding more keys than this starts over (schemas that changed leave old keys)
 MAX_REMEMBERED_SCHEMAS = 4096
 
 
 def _schema_key(schema: Any) -> str | None:
-    """The SHA-256 of ``schema``'s exact JSON text (keys sorted, ``1``, ``1.0`` and ``true``
-    apart); None when it holds anything but dicts with str keys, lists, str, int, float, bool
-    and None (a tuple is no array to the meta-schema), which is never remembered."""
+    """SHA-256 of the exact JSON text (``1``, ``1.0``, ``true`` apart); None unless plain JSON
+    (a tuple is no array to the meta-schema)."""
     def plain(value: Any) -> bool:
         if type(value) is dict:
             return all(type(k) is str and plain(v) for k, v in value.items())
@@ -187,8 +158,7 @@ def _schema_key(schema: Any) -> str | None:
 
 
 def _remembered_path() -> str | None:
-    """``$XDG_CACHE_HOME/agent-link/valid-schemas/<jsonschema's code>``: one file per
-    installed jsonschema (the path and modification time of its validators module)."""
+    """``$XDG_CACHE_HOME/agent-link/valid-schemas/<key>``, one file per installed jsonschema."""
     validators = sys.modules.get("jsonschema.validators")
     try:
         code = os.stat(validators.__file__ or "") if validators is not None else None
@@ -202,14 +172,12 @@ def _remembered_path() -> str | None:
 
 
 def check_schema(schema: Any) -> None:
-    """Check ``schema`` against the JSON Schema draft 2020-12 meta-schema, as
-    ``Draft202012Validator.check_schema`` does, remembering the schemas found valid.
+    """``Draft202012Validator.check_schema(schema)``, remembering the schemas found valid.
 
-    Every process that lists the tools checks some 90 schemas (about half a second of CPU),
-    the same ones at every start. A valid schema's key (:func:`_schema_key`) is kept for the
-    process and appended to the cache file :func:`_remembered_path`, and a schema whose key is
-    there is not checked again. An invalid schema, or one that is not plain JSON, is checked
-    every time. A cache file that cannot be read or written only costs the check.
+    Every process that lists the tools checks the same ~90 schemas (about half a second of CPU):
+    a valid schema's key is kept for the process and appended to :func:`_remembered_path`, so
+    it is not checked again. An invalid schema, or one that is not plain JSON, is checked every
+    time; a cache file that cannot be read or written only costs the check.
 
     :param schema: the schema (a JSON object as Python dicts and lists).
     :raises jsonschema.exceptions.SchemaError: the schema is invalid.
@@ -232,7 +200,7 @@ def check_schema(schema: Any) -> None:
     if path is not None:
         try:
             ensure_private_dir(os.path.dirname(path))
-            # one short append per schema (O_APPEND: parallel processes' lines stay whole)
+            # O_APPEND: the lines of processes appending at once stay whole
             start_over = len(_READ_FILES[path]) >= MAX_REMEMBERED_SCHEMAS
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if start_over else os.O_APPEND), 0o600)
             try:
@@ -291,6 +259,8 @@ def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> t
     :raises AgentLinkError: ``invalid_arguments`` with ``details.errors`` =
         ``[{path, rule, expected}]`` (and ``details.removed`` for removed arguments).
     """
+    from jsonschema import Draft202012Validator
+
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, Mapping):
@@ -307,7 +277,7 @@ def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> t
             removed.append({"argument": key, "replacement": spec.removed[key]})
             errors.append({"path": key, "rule": "removed", "expected": f"use {spec.removed[key]} instead"})
             continue
-        if key in spec.removed_forms and _json_type(value) == spec.removed_forms[key][0]:
+        if key in spec.removed_forms and Draft202012Validator.TYPE_CHECKER.is_type(value, spec.removed_forms[key][0]):
             instead = spec.removed_forms[key][1]
             removed.append({"argument": key, "replacement": instead, "form": spec.removed_forms[key][0]})
             errors.append({"path": key, "rule": "removed", "expected": instead})
@@ -329,9 +299,7 @@ def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> t
                 warnings.append(_coerced(key, "boolean"))
         args[key] = value
     cached = _INPUT_VALIDATORS.get(id(spec))
-    if cached is None or cached[0] is not spec or cached[1] is not schema:  # kept with its spec, as below
-        from jsonschema import Draft202012Validator
-
+    if cached is None or cached[0] is not spec or cached[1] is not schema:
         cached = _INPUT_VALIDATORS[id(spec)] = (spec, schema, Draft202012Validator(schema))
     validator = cached[2]
     for err in sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path)):
@@ -340,14 +308,13 @@ def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> t
                 errors.append({"path": extra, "rule": "unknown_property", "expected": "no such argument"})
             continue
         if err.validator == "required":
-            missing = re.findall(r"'([^']+)' is a required property", err.message)
-            for name in missing:
+            for name in (n for n in err.validator_value if n not in err.instance):
                 errors.append({"path": name, "rule": "required", "expected": _expected(props.get(name, {}))})
             continue
         path = ".".join(str(p) for p in err.absolute_path)
         errors.append({"path": path, "rule": str(err.validator), "expected": _expected(err.schema if isinstance(err.schema, dict) else {})})
     if errors:
-        # a null required argument is reported by the loop and again by the schema: once
+        # once each: a null required argument is reported by the loop and again by the schema
         unique: dict[tuple[str, str], dict[str, Any]] = {}
         for error in errors:
             unique.setdefault((error["path"], error["rule"]), error)
@@ -362,9 +329,8 @@ def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> t
 
 
 def _message_id(value: str) -> str:
-    """A message-id argument (:data:`~agent_link_core.tools.schemas.ULID`) as stored: a UUID
-    becomes the ULID with the same 128 bits (the CLI's mapping); anything else is left for the
-    schema to judge (uuid.UUID would also take braces and ``urn:uuid:``)."""
+    """A message-id argument as stored: a UUID becomes the ULID with the same 128 bits (the
+    CLI's mapping); anything else is left for the schema to judge."""
     from agent_link_core.mailbox import ulid_of_uuid
 
     if len(value) == 26 or not re.fullmatch(ULID["pattern"], value):  # a ULID, or what the schema refuses
@@ -372,17 +338,7 @@ def _message_id(value: str) -> str:
     return ulid_of_uuid(value) or value
 
 
-def _json_type(value: Any) -> str:
-    """The JSON type name of a decoded JSON value (``number`` for int and float, not bool)."""
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    return {str: "string", list: "array", dict: "object", type(None): "null"}.get(type(value), "object")
-
-
 def _a(noun: str) -> str:
-    """``noun`` with its indefinite article (``an integer``, ``a boolean``)."""
     return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
 
 
@@ -391,21 +347,16 @@ def _coerced(key: str, kind: str) -> dict[str, Any]:
 
 
 async def run_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | None, meta: Mapping[str, Any],
-                   progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None) -> dict[str, Any]:
-    """:func:`call_tool`'s result, with every string of an error result made visible too (a success's
-    strings already are: they are checked against the output schema as the model gets them).
-    A success the visible rule leaves as it is comes back as the handler gave it (its tuples
-    too, which JSON sends as arrays)."""
-    result, _ = await call_tool(app, spec, arguments, meta, progress)
-    return result if result.get("ok") else visible_data(result)
+                   progress: Progress | None = None) -> dict[str, Any]:
+    """:func:`call_tool`'s result, without its JSON text."""
+    return (await call_tool(app, spec, arguments, meta, progress))[0]
 
 
 def caller_arguments(app: App, arguments: Mapping[str, Any] | None,
                      meta: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, Mapping[str, Any]]:
     """Move the arguments a harness declared as naming the caller
-    (:attr:`~agent_link_core.harness.Harness.caller_arguments`, added to every call by the host's
-    side, not by the model) out of a tool call's arguments into the meta that
-    ``identify_caller`` receives, so no tool's schema has to know them.
+    (:attr:`~agent_link_core.harness.Harness.caller_arguments`, added by the host's side, not
+    by the model) out of a tool call's arguments into the meta ``identify_caller`` receives.
 
     :returns: ``(arguments, meta)``, unchanged when none is present (or the arguments are not an
         object: validation reports that).
@@ -421,19 +372,22 @@ def caller_arguments(app: App, arguments: Mapping[str, Any] | None,
 
 
 async def call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | None, meta: Mapping[str, Any],
-                    progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None
-                    ) -> tuple[dict[str, Any], str | None]:
-    """Validate, call the handler and wrap the outcome in the result contract: ``(result, its
-    JSON text)``, the text None when not made yet (an error, a result the visible rule changed).
+                    progress: Progress | None = None) -> tuple[dict[str, Any], str | None]:
+    """Validate, call the handler and wrap the outcome in the result contract.
 
     :param progress: the call's progress reporter when the client sent a progress token.
-
-    Every string of a successful result goes through :func:`agent_link_core.visible.visible_data`
-    (invisible and bidi characters shown as ``\\u{XXXX}``). Never raises: an
-    :class:`AgentLinkError` becomes ``ok: false``; any other exception
-    becomes ``internal_error`` naming only the exception class; a success result that its
-    output schema refuses becomes ``internal_error`` naming the plugin (:func:`result_mismatch`).
+    :returns: ``(result, its JSON text)``, the text None when not made yet. Every string of the
+        result is made visible (:func:`agent_link_core.visible.visible_data`). Never raises: an
+        :class:`AgentLinkError` becomes ``ok: false``; any other exception ``internal_error``
+        naming only its class; a success its output schema refuses ``internal_error`` naming
+        the plugin (:func:`result_mismatch`).
     """
+    result, text = await _call_tool(app, spec, arguments, meta, progress)
+    return (result, text) if text is not None or result.get("ok") else (visible_data(result), None)
+
+
+async def _call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | None, meta: Mapping[str, Any],
+                     progress: Progress | None) -> tuple[dict[str, Any], str | None]:
     plugin = app.hooks.owner("tool", spec.name) or "?"
     if plugin in app.hooks.boundary.disabled:  # left out while this server runs: say so, never KeyError
         return {"ok": False, "error": AgentLinkError(
@@ -444,8 +398,8 @@ async def call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | Non
         arguments, meta = caller_arguments(app, arguments, meta)
         args, warnings = validate_arguments(spec, arguments)
         call = ToolCall(meta=meta, caller=app.caller(meta), warnings=warnings, progress=progress)
-        # The plugin's handler runs through the boundary's guard: SystemExit, KeyboardInterrupt
-        # (not a real Ctrl-C) and any other exception of the plugin become this call's error.
+        # through the boundary's guard: what the plugin raises (SystemExit, a KeyboardInterrupt
+        # that is not a real Ctrl-C ...) becomes this call's error
         fields = await app.hooks.boundary.acall(plugin, f"tool {spec.name}", lambda: spec.handler(app, args, call),
                                                 bound_s=None, default=_FAULTED,
                                                 passing=(AgentLinkError, sqlite3.DatabaseError))
@@ -458,28 +412,25 @@ async def call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | Non
     except sqlite3.DatabaseError as exc:
         error = app.store.failure(exc)  # records corruption, so every process stops writing
         if error.code != "state_busy":
-            logging.getLogger(__name__).warning("tool %s: %s", spec.name, error.message)
+            log.warning("tool %s: %s", spec.name, error.message)
         return {"ok": False, "error": error.to_dict()}, None
     except Exception as exc:  # the contract promises a result object, never a crash
-        logging.getLogger(__name__).exception("tool %s failed", spec.name)
+        log.exception("tool %s failed", spec.name)
         return {"ok": False, "error": {"code": "internal_error", "message": f"{spec.name} failed unexpectedly.",
                                         "details": {"cause": type(exc).__name__},
                                         "hint": "This is a bug in agent-link or a plugin; the server's log (stderr) has the traceback."}}, None
-    declared = spec.output_fields
     if not isinstance(fields, dict):  # a plugin's handler broke its contract
         return _withheld(app, spec, [{"path": "", "rule": "type"}]), None
-    extra = [k for k in fields if k not in declared and k != "warnings"]
+    extra = [k for k in fields if k not in spec.output_fields and k != "warnings"]
     if extra:  # the output schema is closed: an undeclared field would break strict clients
-        logging.getLogger(__name__).warning("tool %s dropped undeclared result fields %s", spec.name, extra)
+        log.warning("tool %s dropped undeclared result fields %s", spec.name, extra)
     result = {"ok": True, **{k: v for k, v in fields.items() if k not in extra}}
-    handed = fields.get("warnings", [])
+    handed = result.pop("warnings", [])
     all_warnings = list(call.warnings) + (list(handed) if isinstance(handed, list) else [handed])  # a bad one fails the schema
-    result.pop("warnings", None)
     if all_warnings:
         result["warnings"] = all_warnings
-    # titles, bodies and names from other agents and hosts reach the model here: one rule for
-    # every string of every tool's result (agent_link_core.visible); a result the rule leaves
-    # as it is (most) is serialised once, for its size and for the answer
+    # strings from other agents and hosts reach the model here (agent_link_core.visible); a
+    # result the rule leaves as it is (most) is serialised once, for its size and the answer
     text = plain_json(result)
     too_big = oversize(fields, MAX_RESULT_BYTES) if text is None else oversize(result, MAX_RESULT_BYTES, text)
     if too_big is not None:  # checked before the schema: validating 20 MB would hold the server
@@ -490,22 +441,21 @@ async def call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | Non
     return (mismatch, None) if mismatch is not None else (result, text)
 
 
+# each tool's validators, made on first use (making one costs about as much as using it); the
+# spec is kept with its validator, so its id stays its own
 _RESULT_VALIDATORS: dict[int, tuple[ToolSpec, Draft202012Validator]] = {}
-#: each tool's input validator, made on its first call (making one costs about as much as using it)
 _INPUT_VALIDATORS: dict[int, tuple[ToolSpec, Mapping[str, Any], Draft202012Validator]] = {}
 _FAULTED = object()  # a handler's answer when the boundary contained its fault
-
-#: how many schema violations an internal_error names
-MAX_RESULT_ERRORS = 5
+MAX_RESULT_ERRORS = 5  # how many schema violations an internal_error names
 
 
 def result_mismatch(app: App, spec: ToolSpec, result: dict[str, Any]) -> dict[str, Any] | None:
     """The ``internal_error`` result replacing ``result`` when it does not validate against
-    :func:`output_schema` of ``spec``, else None. The error names the plugin that registered
-    the tool and where the result broke the schema (paths and rules, no values: a result may
-    hold mail); the fault is recorded as a plugin problem (not disabling the plugin)."""
+    :func:`output_schema` of ``spec``, else None. The error names the plugin and where the
+    result broke the schema (paths and rules, no values: a result may hold mail); the fault is
+    recorded as a plugin problem (not disabling the plugin)."""
     cached = _RESULT_VALIDATORS.get(id(spec))
-    if cached is None or cached[0] is not spec:  # the spec is kept with its validator, so its id stays its own
+    if cached is None or cached[0] is not spec:
         from jsonschema import Draft202012Validator, validators
 
         # a tuple is sent as a JSON array (a result the visible rule leaves as it is keeps its tuples)
@@ -520,11 +470,11 @@ def result_mismatch(app: App, spec: ToolSpec, result: dict[str, Any]) -> dict[st
 
 
 def _withheld(app: App, spec: ToolSpec, found: list[dict[str, str]], why: str | None = None) -> dict[str, Any]:
-    """The ``internal_error`` result for a tool result that broke its schema at ``found``
-    (``why``: a reason other than the schema, recorded as the plugin's problem)."""
+    """The ``internal_error`` for a result that broke its schema at ``found`` (``why``: a
+    reason other than the schema, recorded as the plugin's problem)."""
     plugin = app.hooks.owner("tool", spec.name) or "?"
     where = "; ".join(f"{f['path'] or '(result)'}: {f['rule']}" for f in found)
-    logging.getLogger(__name__).warning("tool %s of plugin %s returned a result its output schema refuses: %s", spec.name, plugin, where)
+    log.warning("tool %s of plugin %s returned a result its output schema refuses: %s", spec.name, plugin, where)
     app.hooks.boundary.fault(plugin, f"tool {spec.name}", why or f"result does not match the declared output schema ({where})"[:300],
                              fix="Return the fields the tool declares, with the declared types, at most 1 MiB.")
     return {"ok": False, "error": {

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_link_core.addresses import ADDRESS_RE, MAX_TARGET_CHARS
-from agent_link_core.addresses import HARNESS_RE
+from agent_link_core.addresses import ADDRESS_RE, HARNESS_RE, MAX_TARGET_CHARS
 
 ANY: dict[str, Any] = {}
 STR: dict[str, Any] = {"type": "string"}
@@ -14,18 +13,14 @@ NSTR: dict[str, Any] = {"type": ["string", "null"]}
 BOOL: dict[str, Any] = {"type": "boolean"}
 OBJ: dict[str, Any] = {"type": "object"}
 NOBJ: dict[str, Any] = {"type": ["object", "null"]}
-ARR: dict[str, Any] = {"type": "array"}
 INT: dict[str, Any] = {"type": "integer"}
-# Ids are case-insensitive: a lower-case copy of an id finds the stored upper-case one.
+# either case: a lower-case copy of an id finds the stored upper-case one
 _ULID_OR_UUID = "^([0-7][0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25}|[0-9A-Fa-f]{8}-?[0-9A-Fa-f]{4}-?[0-9A-Fa-f]{4}-?[0-9A-Fa-f]{4}-?[0-9A-Fa-f]{12})$"
-#: Every tool argument naming a stored message: a ULID (either case) or a UUID (with or
-#: without hyphens), the id a sender chose with ``--message-id`` / ``messageId``. The
-#: registry's validation hands the tool the ULID a UUID is stored under
-#: (:func:`agent_link_core.mailbox.ulid_of_uuid`), so every tool takes both, as the CLI does;
-#: it recognises the argument by this exact pattern.
+#: Every tool argument naming a stored message: a ULID or a UUID (with or without hyphens, the
+#: id a sender chose with ``messageId``). Validation recognises the argument by this exact
+#: pattern and hands the tool the ULID a UUID is stored under, as the CLI does.
 ULID: dict[str, Any] = {"type": "string", "pattern": _ULID_OR_UUID.replace("(", "(?:", 1)}
-#: A send's idempotency key, the id the sender gives its message: a ULID (either case) or a
-#: UUID (with or without hyphens), as the CLI's ``send --message-id`` takes it. Passed to the
+#: A send's idempotency key (the CLI's ``send --message-id``): a ULID or a UUID, passed to the
 #: tool as given (the send keeps the UUID in the message's fingerprint).
 IDEMPOTENCY_KEY: dict[str, Any] = {"type": "string", "pattern": _ULID_OR_UUID}
 #: A pattern that refuses NUL, which no file path can hold (the OS would raise on it).
