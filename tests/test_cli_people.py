@@ -355,7 +355,7 @@ def test_interrupting_send_wait_still_says_what_was_sent(isolated_env: Path) -> 
         assert sender.stderr is not None
         said = sender.stderr.readline()  # the send is done and the wait begins
         assert "waiting up to 600 s for the answer" in said, said
-        message_id = said.split()[1].rstrip(";")
+        message_id = said.split(" answer to ", 1)[1].split()[0]
         sender.send_signal(signal.SIGINT)
         _, err = sender.communicate(timeout=RUN_BOUND_S)
     finally:
@@ -364,6 +364,16 @@ def test_interrupting_send_wait_still_says_what_was_sent(isolated_env: Path) -> 
             sender.wait()
     assert sender.returncode == 130 and f"{message_id} to team:bob (stopped waiting" in err and "Traceback" not in err, err
     assert message_id in run("inbox", "--as", "team:bob", "--json").stdout
+
+
+def test_send_wait_says_the_send_once(isolated_env: Path) -> None:
+    """The wait's line on stderr names what it waits for; the send's own line comes once, on stdout."""
+    env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS, "AGENT_LINK_ADDRESS": "team:alice"}
+    out = subprocess.run([AGENT_LINK, "send", "team:bob", "answer soon", "--from", "team:alice", "--wait", "--timeout-ms", "300"],
+                         capture_output=True, text=True, env=env, timeout=RUN_BOUND_S)
+    mid = out.stderr.split(" answer to ", 1)[1].split()[0]
+    assert f"queued: {mid} to team:bob" in out.stdout, out.stdout
+    assert "queued:" not in out.stderr and out.stdout.count(f"queued: {mid}") == 1, (out.stdout, out.stderr)
 
 
 def test_interrupting_wait_exits_130_and_says_how_to_wait_again(isolated_env: Path) -> None:

@@ -96,8 +96,9 @@ def send(ctx: Any, target: str, text: str | None, file: str | None, message_id: 
     data = result.to_dict()
     if wait_reply and result.outcome in ("delivered", "accepted", "queued") and result.message_id:
         try:
-            data["wait"] = wait_all(app, me, result.message_id, timeout_ms, f"{result.outcome}: {result.message_id}; waiting up "
-                                    f"to {timeout_ms / 1000:g} s for the answer (Ctrl-C stops waiting)")
+            # the send's own line comes once, with the answer (the wait says only what it waits for)
+            data["wait"] = wait_all(app, me, result.message_id, timeout_ms, f"waiting up to {timeout_ms / 1000:g} s "
+                                    f"for the answer to {result.message_id} (Ctrl-C stops waiting)")
         except KeyboardInterrupt:  # the message is sent: its id must not be lost with the wait
             echo(f"{result.outcome}: {result.message_id} to {data['to'] or target} "
                        f"(stopped waiting; `agent-link wait {result.message_id}` waits again)", err=True)
