@@ -187,6 +187,7 @@ def with_roles(app: App, views: list[dict[str, Any]]) -> None:
 
 
 async def list_agents(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    """The ``list_agents`` tool's handler (see the module doc)."""
     app.directory.check_harness(args.get("harness", "all"))
     out = await app.list_agents(
         harness=args.get("harness", "all"), loaded=args.get("loaded"), surface=args.get("surface"),
@@ -198,6 +199,7 @@ async def list_agents(app: App, args: dict[str, Any], call: ToolCall) -> dict[st
 
 
 async def resolve_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    """The ``resolve_agent`` tool's handler (see the module doc)."""
     app.directory.check_harness(args.get("harness", "all"))
     out = await app.resolve_agent(args["query"], harness=args.get("harness", "all"), limit=args.get("limit", 10), caller=call.caller)
     views = [v for v in [out.get("best"), *out.get("candidates", [])] if isinstance(v, dict)]
@@ -320,6 +322,7 @@ def wait_shortened_warning(message_id: str, requested_ms: int, spent_ms: int, le
 
 
 async def wait_for_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    """The ``wait_for_agent`` tool's handler (see the module doc)."""
     activity = None
     if not args.get("replyToMessageId"):
         # the target's own end of activity (its work being over, a session stopping) ends the wait too
@@ -334,6 +337,7 @@ async def wait_for_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict
 
 
 async def read_inbox(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    """The ``read_agent_link_inbox`` tool's handler (see the module doc)."""
     from agent_link_core import budget
 
     # a database that refuses writes (read-only, damaged, replaced) is read without marking
@@ -349,6 +353,7 @@ async def read_inbox(app: App, args: dict[str, Any], call: ToolCall) -> dict[str
 
 
 async def reply_message(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    """The ``reply_agent_link_message`` tool's handler (see the module doc)."""
     reply_id, fingerprint = idempotency_key(args, "replyMessageId")
     return await app.reply(
         caller=call.caller, message_id=args["messageId"], resolution=args.get("resolution", "reply"),
@@ -358,6 +363,7 @@ async def reply_message(app: App, args: dict[str, Any], call: ToolCall) -> dict[
 
 
 async def message_status(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    """The ``get_agent_link_message_status`` tool's handler (see the module doc)."""
     out = app.status(call.caller, args["messageId"])
     if out["delivery"] == "accepted" and await app.refresh_delivery(out["messageId"]):
         out = app.status(call.caller, args["messageId"])
@@ -365,6 +371,7 @@ async def message_status(app: App, args: dict[str, Any], call: ToolCall) -> dict
 
 
 async def mailbox_inspect(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    """The ``agent_link_mailbox_inspect`` tool's handler (see the module doc)."""
     return app.inspect(
         call.caller, scope=args.get("scope", "caller"), from_address=args.get("fromSessionId"),
         to_address=args.get("toSessionId"), reply_to=args.get("replyToMessageId"), undelivered=args.get("undelivered", False),
@@ -374,6 +381,7 @@ async def mailbox_inspect(app: App, args: dict[str, Any], call: ToolCall) -> dic
 
 
 async def get_conversation(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    """The ``get_agent_link_conversation`` tool's handler (see the module doc)."""
     return app.conversation(call.caller, args["messageId"])
 
 
