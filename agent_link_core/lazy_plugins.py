@@ -1,11 +1,9 @@
 """The plugins of a command by their declared hook tables (docs/plugins.md, "Which hooks the
 entry module implements"): :class:`Declared` imports a plugin the first time a call needs a
-hook it declares, checks its implementations as pluggy's registration does, and gives them in
-pluggy's order, each wrapped by the one guard (:mod:`agent_link_core.boundary`). A plugin that
-declares its settings (``AGENT_LINK_SETTINGS``) or its migrations (``AGENT_LINK_SCHEMA``) is not
-imported for those hooks: the declaration answers them (:func:`declared_impl`), and a declared
-migration's SQL is imported only when a database lacks it (:class:`DeclaredMigration`).
-:class:`agent_link_core.plugins.Hooks` calls them without building pluggy's manager.
+hook it declares, checks its implementations as pluggy's registration does and gives them in
+pluggy's order, each wrapped by the guard of :mod:`agent_link_core.boundary`. Settings,
+harnesses and migrations a package declares as data answer their hooks without importing it
+(:func:`declared_impl`); a declared migration's SQL is imported only when a database lacks it.
 """
 
 from __future__ import annotations
@@ -23,8 +21,7 @@ if TYPE_CHECKING:
 
 
 _SPECS: dict[str, tuple[frozenset[str], bool]] = {}
-#: the hooks a package may answer with data (``AGENT_LINK_SETTINGS``, ``AGENT_LINK_SCHEMA``,
-#: ``AGENT_LINK_HARNESSES``)
+#: the hooks a package may answer with data
 SETTINGS_HOOK, SCHEMA_HOOK, HARNESS_HOOK = "agent_link_register_settings", "agent_link_schema", "agent_link_register_harnesses"
 DATA_HOOKS = {SETTINGS_HOOK: lazy_hooks.SETTINGS_ATTR, SCHEMA_HOOK: lazy_hooks.SCHEMA_ATTR,
               HARNESS_HOOK: lazy_hooks.HARNESSES_ATTR}
@@ -42,14 +39,12 @@ def _specs() -> dict[str, tuple[frozenset[str], bool]]:
 
 @functools.cache
 def firstresult() -> frozenset[str]:
-    """The ``firstresult`` hooks: the first non-None answer is the call's (read once: every
-    hook call asks)."""
+    """The ``firstresult`` hooks (the first non-None answer is the call's)."""
     return frozenset(name for name, (_, first) in _specs().items() if first)
 
 
 class Impl:
-    """One hook implementation of a declared plugin, as :class:`Hooks` calls it (the
-    attributes pluggy's ``HookImpl`` has and the boundary's guard reads)."""
+    """One hook implementation of a declared plugin (the attributes of pluggy's ``HookImpl`` the guard reads)."""
 
     __slots__ = ("plugin_name", "function", "argnames", "opts", "hookwrapper", "wrapper")
 
@@ -80,9 +75,7 @@ class Entry:
 
 
 class Declared:
-    """The plugins of an invocation by their declared hooks (see the module doc): each is
-    imported the first time a call needs a hook it declares, its implementations checked
-    as pluggy's registration checks them and called through the one guard.
+    """The plugins of an invocation by their declared hooks (see the module doc).
 
     :param boundary: the guard every implementation is called through.
     :param blocked: names turned off (``AGENT_LINK_DISABLE_PLUGINS``).
@@ -93,25 +86,20 @@ class Declared:
         self.entries: list[Entry] = []
         self._cache: dict[str, list[Impl] | None] = {}
 
-    def add(self, entry: Entry, declared: frozenset[str] | None) -> bool:
-        """Take ``entry``, importing it now when it declares nothing; False when that failed."""
-        entry.hooks = declared
-        if declared is None and not self.load(entry):
-            return False
-        self.entries.append(entry)
-        return True
-
     def add_entry_point(self, ep: Any, *, declared: bool = True) -> bool:
         """Take the plugin of entry point ``ep`` (``name``, ``value``, ``load()``, ``dist``) by the
-        hooks its package declares (``declared``), or imported now (not ``declared``, or it
-        declares none); False when it is left out."""
+        hooks its package declares, or imported now (not ``declared``, or it declares none);
+        False when it is left out."""
         module, colon, _ = ep.value.partition(":")
         module = module.strip()
         hooks, records = (None, {}) if colon or not declared else self.boundary.call(
             ep.name, "load", package_declarations, module, default=(None, {}), disable=True, prefix="import failed: ")
         entry = Entry(ep.name, ep.load, module.partition(".")[0], ep.dist)
-        entry.records = records if hooks is not None else {}
-        return ep.name not in self.boundary.disabled and self.add(entry, hooks)
+        entry.records, entry.hooks = (records if hooks is not None else {}), hooks
+        if ep.name in self.boundary.disabled or (hooks is None and not self.load(entry)):
+            return False
+        self.entries.append(entry)
+        return True
 
     def add_module(self, modname: str) -> None:
         """Take the core's own plugin module ``modname`` (imported now)."""
@@ -121,8 +109,7 @@ class Declared:
         self.entries.append(core)
 
     def load(self, entry: Entry) -> bool:
-        """Import ``entry``'s module (its failure, SystemExit included, is its own: reported,
-        the plugin left out) and check its implementations; False when it is left out."""
+        """Import ``entry``'s module (guarded) and check its implementations; False when it is left out."""
         if entry.module is not None:
             return entry.name not in self.boundary.disabled
         if entry.name in self.boundary.disabled:
@@ -138,8 +125,8 @@ class Declared:
         return self.check(entry, lazy_hooks.module_hooks(module))
 
     def check(self, entry: Entry, found: dict[str, tuple[Callable[..., Any], dict[str, Any]]]) -> bool:
-        """What :func:`_register` refuses (a misspelt hook, an argument its hook does not
-        offer), and a declaration that differs from the code (reported; the code wins)."""
+        """Refuse what pluggy's registration refuses (a misspelt hook, an argument the hook does not
+        offer); report a declaration that differs from the code (the code wins)."""
         specs = _specs()
         unknown = sorted(h for h, (_, opts) in found.items() if h not in specs and not opts.get("optionalhook"))
         if unknown:
@@ -170,9 +157,9 @@ class Declared:
         return True
 
     def impls(self, hook: str) -> list[Impl] | None:
-        """The implementations of ``hook`` in pluggy's list order (call order reversed),
+        """The guarded implementations of ``hook`` in pluggy's list order (call order reversed),
         importing the plugins that declare it; None when pluggy must call it (a wrapper, a
-        plugin that is no module, hook tracing)."""
+        plugin that is no module)."""
         if hook in self._cache:
             return self._cache[hook]
         methods: list[Impl] = []
@@ -183,7 +170,7 @@ class Declared:
                 if entry.name not in self.boundary.disabled:
                     function = declared_impl(self, entry, hook)
                     impl = Impl(entry.name, function, lazy_hooks.argnames(function) or (), {})
-                    # the boundary's own check of migrations reads their SQL: a declared one is checked without it
+                    # the boundary's check of migrations reads their SQL: a declared one is checked without it
                     impl.function = _guarded(self.boundary, impl, entry.name, hook) if hook != SCHEMA_HOOK else functools.partial(
                         self.boundary.call, entry.name, hook, function, check=_check_declared, disable=True)
                     _place(methods, impl)
@@ -207,8 +194,7 @@ class Declared:
 
     def migrations_of(self, entry: Entry) -> dict[tuple[str, int], Any] | None:
         """``{(owner, version): Migration}`` that ``entry``'s ``agent_link_schema`` really returns
-        (the plugin imported now, the call guarded); None when it cannot be had (reported).
-        A declaration that differs from them is reported, as a differing hook table is."""
+        (imported now); None when it cannot be had. A differing declaration is reported."""
         if not self.load(entry) or entry.impls is None or SCHEMA_HOOK not in entry.impls:
             if entry.name not in self.boundary.disabled:
                 self.boundary.fault(entry.name, SCHEMA_HOOK, "declares migrations its entry module does not return",
@@ -242,8 +228,7 @@ def _place(methods: list[Impl], impl: Impl) -> None:
 
 def package_declarations(module: str) -> tuple[frozenset[str] | None, dict[str, Any]]:
     """What entry module ``module``'s top-level package (imported now) declares for it: its
-    hooks (None: nothing declared) and ``{hook: records}`` for the settings and migrations it
-    declares as data."""
+    hooks (None: nothing declared) and ``{hook: records}`` of what it declares as data."""
     package = importlib.import_module(module.partition(".")[0])
     records = {hook: value for hook, attr in DATA_HOOKS.items()
                if (value := lazy_hooks.declared_records(package, attr, module)) is not None}
@@ -251,12 +236,8 @@ def package_declarations(module: str) -> tuple[frozenset[str] | None, dict[str, 
 
 
 def declared_impl(plugins: Declared, entry: Entry, hook: str) -> Callable[..., Any]:
-    """The implementation of ``hook`` (settings, harnesses or schema) that ``entry``'s
-    declaration gives without importing it: each declared setting made a
-    :class:`~agent_link_core.config.Setting`, each declared harness a
-    :class:`~agent_link_core.harness_decl.HarnessDeclaration` (a key either does not take
-    raises ``TypeError``, the plugin's fault), or each declared migration a
-    :class:`DeclaredMigration`."""
+    """The implementation of ``hook`` (settings, harnesses or schema) that ``entry``'s declared
+    records give without importing it (a key a record type does not take raises ``TypeError``)."""
     records = entry.records[hook]
     if hook != SCHEMA_HOOK:
         def register_records(register: Callable[[Any], None]) -> None:
@@ -278,8 +259,7 @@ def declared_impl(plugins: Declared, entry: Entry, hook: str) -> Callable[..., A
 
 
 def _made(hook: str, fields: dict[str, Any]) -> Any:
-    """The :class:`~agent_link_core.config.Setting` or
-    :class:`~agent_link_core.harness_decl.HarnessDeclaration` a declared record stands for."""
+    """The ``Setting`` or ``HarnessDeclaration`` a declared record stands for."""
     if hook == SETTINGS_HOOK:
         from agent_link_core.config import Setting
 
@@ -300,12 +280,10 @@ def _check_declared(result: list[DeclaredMigration], plugin: str) -> str | None:
 
 
 class DeclaredMigration:
-    """A migration as a plugin declares it (owner and version) whose SQL is read from the
-    plugin's code, imported the first time :attr:`sql` is asked (only for a database that
-    lacks the migration: :meth:`agent_link_core.store.Store.migrate` skips the applied ones).
+    """A migration as a plugin declares it; its SQL is read from the plugin's code when
+    :attr:`sql` is first asked (only for a database that lacks it).
 
-    :param sql_of: ``((owner, version)) -> SQL``; it returns None when the plugin's code cannot
-        give it (the plugin reported by then).
+    :param sql_of: ``((owner, version)) -> SQL``, or None when the plugin cannot give it (reported).
     """
 
     __slots__ = ("owner", "version", "_sql_of")
@@ -315,10 +293,7 @@ class DeclaredMigration:
 
     @property
     def sql(self) -> str:
-        """The migration's SQL (the plugin imported now).
-
-        :raises MigrationUnavailable: the plugin's code cannot give it (its fault reported).
-        """
+        """The migration's SQL. :raises MigrationUnavailable: the plugin cannot give it (reported)."""
         found = self._sql_of((self.owner, self.version))
         if found is None:
             raise MigrationUnavailable(f"{self.owner} migration {self.version} cannot be loaded")
