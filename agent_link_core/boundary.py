@@ -131,6 +131,7 @@ def load_failed(hooks: Any, target: str, hook: str, error: str, exc: BaseExcepti
         hooks.boundary.fault(plugin, hook, error, exc=exc if isinstance(exc, Exception) else None)
     return plugin
 
+
 class CallState:
     """What one hook call learns from its guarded implementations (``with CallState(hook) as call:``).
 
@@ -163,20 +164,22 @@ def current_plugin() -> str | None:
     return _PLUGIN.get()
 
 
-def _check_migrations(result: Any, plugin: str) -> str | None:
+def check_migrations(result: Any, plugin: str, *, declared: bool = False) -> str | None:
+    """Why ``plugin``'s ``agent_link_schema`` answer is refused, else None; ``declared``:
+    migrations a package declares (:class:`~agent_link_core.lazy_plugins.DeclaredMigration`),
+    whose SQL is read only when applied."""
     from agent_link_core.store import Migration
 
     if not isinstance(result, (list, tuple)):
         return f"returned {type(result).__name__}; expected a list of Migration"
     for m in result:
-        if not isinstance(m, Migration):
+        if not declared and not isinstance(m, Migration):
             return f"returned a {type(m).__name__} in its list; expected Migration records"
-        owner_ok = m.owner == plugin or plugin == CORE_PLUGIN  # the core's modules own theirs
-        if not owner_ok:
+        if m.owner != plugin and plugin != CORE_PLUGIN:  # the core's modules own theirs
             return f"returned a migration owned by {m.owner!r}; a plugin's migrations must be owned by its own name {plugin!r}"
         if not isinstance(m.version, int) or isinstance(m.version, bool) or m.version < 1:
             return f"returned migration {m.owner}#{m.version!r}; versions are integers from 1"
-        if not isinstance(m.sql, str) or not m.sql.strip():
+        if not declared and (not isinstance(m.sql, str) or not m.sql.strip()):
             return f"returned migration {m.owner}#{m.version} without SQL"
     return None
 
@@ -252,7 +255,7 @@ RESULT_CHECKS: dict[str, Callable[[Any, str], str | None]] = {
     **dict.fromkeys(("agent_link_register_harnesses", "agent_link_register_tools", "agent_link_register_settings",
                      "agent_link_register_commands", "agent_link_register_prompt_hooks", "agent_link_register_panels",
                      "agent_link_register_legacy_importers"), _NOTHING),
-    "agent_link_schema": _check_migrations,
+    "agent_link_schema": check_migrations,
     "agent_link_resolve_address": _check_resolution,
     "agent_link_resolve_elsewhere": _expect(lambda r: isinstance(r, Mapping) and all(isinstance(r.get(k, {}), Mapping) for k in ("metadata", "session")),
                                             "expected None or {'metadata': dict, 'session'?: dict}"),
@@ -615,11 +618,12 @@ def _awaitable(value: Any) -> bool:
     return isinstance(value, Awaitable)
 
 
-def _guarded(boundary: Boundary, impl: Any, plugin: str, hook: str) -> Callable[..., Any]:
+def _guarded(boundary: Boundary, impl: Any, plugin: str, hook: str,
+             check: Callable[[Any, str], str | None] | None = None) -> Callable[..., Any]:
     func = impl.function
     if impl.hookwrapper or impl.wrapper:
         return _guarded_wrapper(boundary, func, plugin, hook, new_style=bool(impl.wrapper))
-    check = RESULT_CHECKS.get(hook)
+    check = check or RESULT_CHECKS.get(hook)
     passing = (AgentLinkError,) if hook in REFUSING_HOOKS else ()
     registering, awaitable = hook in REGISTRATION_HOOKS, hook in AWAITABLE_HOOKS
 

@@ -54,10 +54,12 @@ def hookspec(function: F | None = None, *, firstresult: bool = False) -> Any:
     return mark if function is None else mark(function)
 
 
-def module_hooks(module: types.ModuleType) -> dict[str, tuple[Callable[..., Any], dict[str, Any]]]:
-    """``{hook name: (function, options)}`` of a plugin module, as pluggy registers them."""
+def module_hooks(module: object) -> dict[str, tuple[Callable[..., Any], dict[str, Any]]]:
+    """``{hook name: (function, options)}`` of a plugin (a module, or any object: its
+    attributes, as ``getattr`` gives them), as pluggy registers them."""
     found: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {}
-    for name, value in vars(module).items():
+    attrs: Mapping[str, Any] = vars(module) if isinstance(module, types.ModuleType) else {n: getattr(module, n, None) for n in dir(module)}
+    for name, value in attrs.items():
         opts = getattr(value, IMPL_ATTR, None) if isinstance(value, (types.FunctionType, types.MethodType)) else None
         if isinstance(opts, dict):  # marked by hookimpl (or pluggy's marker)
             found[opts.get("specname") or name] = (value, opts)
@@ -74,7 +76,8 @@ def argnames(function: Callable[..., Any]) -> tuple[str, ...] | None:
     code = func.__code__
     names = code.co_varnames[:code.co_argcount]
     names = names[:len(names) - len(func.__defaults__ or ())]
-    return names[1:] if bound else names
+    implicit = bound or (names[:1] == ("self",) and "." in func.__qualname__)  # pluggy's rule
+    return names[1:] if implicit else names
 
 
 def declared_hooks(package: types.ModuleType, module: str) -> frozenset[str] | None:

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import functools
 import importlib
-import types
 
 from agent_link_core import hookspecs, lazy_hooks
-from agent_link_core.boundary import Boundary, _guarded
+from agent_link_core.boundary import Boundary, _guarded, check_migrations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -61,10 +60,10 @@ class Entry:
     :param package: its top-level package's name (which plugin a module belongs to).
     """
 
-    __slots__ = ("name", "load", "package", "hooks", "module", "impls", "dist", "records")
+    __slots__ = ("name", "load", "package", "hooks", "module", "impls", "records")
 
-    def __init__(self, name: str, load: Callable[[], Any] | None, package: str, dist: Any = None) -> None:
-        self.name, self.load, self.package, self.dist = name, load, package, dist
+    def __init__(self, name: str, load: Callable[[], Any] | None, package: str) -> None:
+        self.name, self.load, self.package = name, load, package
         #: the hooks it implements: as declared, then as found once imported (None: not known yet)
         self.hooks: frozenset[str] | None = None
         self.module: Any = None
@@ -94,18 +93,41 @@ class Declared:
         module = module.strip()
         hooks, records = (None, {}) if colon or not declared else self.boundary.call(
             ep.name, "load", package_declarations, module, default=(None, {}), disable=True, prefix="import failed: ")
-        entry = Entry(ep.name, ep.load, module.partition(".")[0], ep.dist)
+        entry = Entry(ep.name, ep.load, module.partition(".")[0])
         entry.records, entry.hooks = (records if hooks is not None else {}), hooks
         if ep.name in self.boundary.disabled or (hooks is None and not self.load(entry)):
             return False
         self.entries.append(entry)
         return True
 
+    def add_object(self, name: str, plugin: Any) -> bool:
+        """Take ``plugin`` (a module or object given in code) as ``name``; False when it is left out."""
+        if name in self.blocked or name in self.boundary.disabled:
+            return False
+        entry = Entry(name, None, (getattr(plugin, "__name__", None) or "").partition(".")[0])
+        if not self._checked(entry, plugin):
+            return False
+        self.entries.append(entry)
+        return True
+
+    def unique_name(self, plugin: Any) -> str:
+        """A readable name no plugin has for ``plugin``, given without one."""
+        base = getattr(plugin, "__name__", None) or type(plugin).__name__
+        taken = {*self.blocked, *(e.name for e in self.entries)}
+        name, n = base, 2
+        while name in taken:
+            name, n = f"{base}#{n}", n + 1
+        return name
+
+    def keep(self, names: set[str]) -> None:
+        """Drop every plugin but ``names``."""
+        self.entries = [e for e in self.entries if e.name in names]
+        self._cache.clear()
+
     def add_module(self, modname: str) -> None:
         """Take the core's own plugin module ``modname`` (imported now)."""
         core = Entry(modname, None, modname.partition(".")[0])
-        core.module = importlib.import_module(modname)
-        self.check(core, lazy_hooks.module_hooks(core.module))
+        self._checked(core, importlib.import_module(modname))
         self.entries.append(core)
 
     def load(self, entry: Entry) -> bool:
@@ -116,13 +138,12 @@ class Declared:
             return False
         assert entry.load is not None
         module = self.boundary.call(entry.name, "load", entry.load, default=None, disable=True, prefix="import failed: ")
-        if module is None:
-            return False
+        return module is not None and self._checked(entry, module)
+
+    def _checked(self, entry: Entry, module: Any) -> bool:
         entry.module = module
-        if not isinstance(module, types.ModuleType):  # an object plugin: pluggy reads its hooks
-            entry.hooks = None
-            return True
-        return self.check(entry, lazy_hooks.module_hooks(module))
+        found = self.boundary.call(entry.name, "load", lazy_hooks.module_hooks, module, disable=True, prefix="registration failed: ")
+        return found is not None and self.check(entry, found)
 
     def check(self, entry: Entry, found: dict[str, tuple[Callable[..., Any], dict[str, Any]]]) -> bool:
         """Refuse what pluggy's registration refuses (a misspelt hook, an argument the hook does not
@@ -158,36 +179,35 @@ class Declared:
 
     def impls(self, hook: str) -> list[Impl] | None:
         """The guarded implementations of ``hook`` in pluggy's list order (call order reversed),
-        importing the plugins that declare it; None when pluggy must call it (a wrapper, a
-        plugin that is no module)."""
+        importing the plugins that declare it; None when pluggy must call it (a wrapper, or a
+        hook that is no plain function)."""
         if hook in self._cache:
             return self._cache[hook]
         methods: list[Impl] = []
         for entry in list(self.entries):
             if entry.hooks is not None and hook not in entry.hooks:
                 continue
-            if entry.module is None and hook in entry.records:
-                if entry.name not in self.boundary.disabled:
-                    function = declared_impl(self, entry, hook)
-                    impl = Impl(entry.name, function, lazy_hooks.argnames(function) or (), {})
-                    # the boundary's check of migrations reads their SQL: a declared one is checked without it
-                    impl.function = _guarded(self.boundary, impl, entry.name, hook) if hook != SCHEMA_HOOK else functools.partial(
-                        self.boundary.call, entry.name, hook, function, check=_check_declared, disable=True)
-                    _place(methods, impl)
+            check = None
+            if entry.module is None and hook in entry.records:  # answered by the declaration
+                function, opts = declared_impl(self, entry, hook), _NO_OPTS
+                if hook == SCHEMA_HOOK:  # their SQL is read when applied
+                    check = functools.partial(check_migrations, declared=True)
+            elif entry.module is None and not self.load(entry):
                 continue
-            if entry.module is None and not self.load(entry):
-                continue
-            if entry.impls is None:
+            elif entry.impls is None:
                 self._cache[hook] = None
                 return None
-            if entry.name in self.boundary.disabled or hook not in entry.impls:
+            elif hook not in entry.impls:
                 continue
-            function, opts = entry.impls[hook]
-            if opts.get("wrapper") or opts.get("hookwrapper"):
-                self._cache[hook] = None
-                return None
+            else:
+                function, opts = entry.impls[hook]
+                if opts.get("wrapper") or opts.get("hookwrapper"):
+                    self._cache[hook] = None
+                    return None
+            if entry.name in self.boundary.disabled:
+                continue
             impl = Impl(entry.name, function, lazy_hooks.argnames(function) or (), opts)
-            impl.function = _guarded(self.boundary, impl, entry.name, hook)
+            impl.function = _guarded(self.boundary, impl, entry.name, hook, check)
             _place(methods, impl)
         self._cache[hook] = methods
         return methods
@@ -211,6 +231,9 @@ class Declared:
     def order(self) -> list[str]:
         """The plugins' names in registration order."""
         return [e.name for e in self.entries if e.name not in self.boundary.disabled]
+
+
+_NO_OPTS: dict[str, Any] = {}
 
 
 def _place(methods: list[Impl], impl: Impl) -> None:
@@ -267,16 +290,6 @@ def _made(hook: str, fields: dict[str, Any]) -> Any:
     from agent_link_core.harness_decl import HarnessDeclaration, SenderOption
 
     return HarnessDeclaration(**{**fields, "sender_options": tuple(SenderOption(**o) for o in fields.get("sender_options", ()))})
-
-
-def _check_declared(result: list[DeclaredMigration], plugin: str) -> str | None:
-    """What the boundary checks of a plugin's migrations but their SQL (read when applied)."""
-    for m in result:
-        if m.owner != plugin:
-            return f"declares a migration owned by {m.owner!r}; a plugin's migrations must be owned by its own name {plugin!r}"
-        if m.version < 1:
-            return f"declares migration {m.owner}#{m.version!r}; versions are integers from 1"
-    return None
 
 
 class DeclaredMigration:

@@ -6,7 +6,7 @@ register, or implements a hook that does not exist, is reported and left out, ne
 Every implementation is called through the guard of :mod:`agent_link_core.boundary`, in
 pluggy's order. With ``declared=True`` (the CLI) a plugin is imported only when a call needs a
 hook it declares (:mod:`agent_link_core.lazy_plugins`); pluggy's manager is built only when
-something needs it (a wrapper, tracing, :attr:`Hooks.pm`).
+something needs it (a wrapper, :attr:`Hooks.pm`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import sys
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from agent_link_core.lazy_log import LazyLogger
 from agent_link_core import discovery, hookspecs
@@ -116,17 +116,6 @@ def _plugin_manager() -> pluggy.PluginManager:
         import pluggy
 
         class _PluginManager(pluggy.PluginManager):
-            #: bumped by each change of what a hook call runs (:meth:`Hooks._impls` caches by it)
-            agent_link_generation = 0
-
-            def register(self, plugin: Any, name: str | None = None) -> str | None:
-                self.agent_link_generation += 1
-                return super().register(plugin, name)
-
-            def unregister(self, plugin: Any = None, name: str | None = None) -> Any:  # set_blocked too
-                self.agent_link_generation += 1
-                return super().unregister(plugin, name)
-
             def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
                 if isinstance(plugin, types.ModuleType) and name in plugin.__dict__ \
                         and not isinstance(plugin.__dict__[name], _HOOKABLE):
@@ -151,13 +140,13 @@ def build_plugin_manager(
     :returns: the manager and a :class:`PluginReport` for health. Never raises for a
         plugin's fault: it is in the report.
     """
-    plugins, report = _plugins(os.environ if env is None else env, declared=False)
-    return _manager(plugins, report, extra_plugins), report
+    plugins, report = _plugins(os.environ if env is None else env, declared=False, extra_plugins=extra_plugins)
+    return _manager(plugins, report), report
 
 
-def _plugins(env: Mapping[str, str], *, declared: bool) -> tuple[Declared, PluginReport]:
+def _plugins(env: Mapping[str, str], *, declared: bool, extra_plugins: tuple[Any, ...] = ()) -> tuple[Declared, PluginReport]:
     """The plugins of ``env`` in load order, taken by their declared hooks (``declared``) or
-    imported now, and the report of what was loaded, blocked and left out."""
+    imported now, then ``extra_plugins``; and the report of what was loaded, blocked and left out."""
     boundary = Boundary(timeout_from_env(env))
     report = PluginReport(boundary)
     blocked, only = disabled_plugin_names(env), _names(env.get(LOAD_ONLY_ENV))  # only: None = every plugin
@@ -175,26 +164,24 @@ def _plugins(env: Mapping[str, str], *, declared: bool) -> tuple[Declared, Plugi
                 report.dists[ep.name] = ep.dist
     for modname in DEFAULT_PLUGINS:
         plugins.add_module(modname)
+    for item in extra_plugins:
+        name, plugin = item if isinstance(item, tuple) else (plugins.unique_name(item), item)
+        if plugins.add_object(name, plugin) and name not in report.loaded:
+            report.loaded.append(name)
     return plugins, report
 
 
-def _manager(plugins: Declared, report: PluginReport, extra_plugins: tuple[Any, ...] = ()) -> pluggy.PluginManager:
-    """pluggy's manager holding ``plugins`` (each imported now; a failure left out), then ``extra_plugins``."""
+def _manager(plugins: Declared, report: PluginReport) -> pluggy.PluginManager:
+    """pluggy's manager holding ``plugins`` (each imported now; a failure left out)."""
     boundary = plugins.boundary
     pm = _plugin_manager()
-    pm.agent_link_boundary = boundary  # type: ignore[attr-defined]
+    pm.agent_link_declared = plugins  # type: ignore[attr-defined]
     pm.agent_link_report = report  # type: ignore[attr-defined]
-    pm.agent_link_order = []  # type: ignore[attr-defined]  # registration order settles name clashes
     for name in sorted({*plugins.blocked, *boundary.disabled}):
         pm.set_blocked(name)
     for entry in plugins.entries:
         if plugins.load(entry) and entry.name not in boundary.disabled:
             _register(pm, boundary, entry.module, entry.name)
-    for item in extra_plugins:
-        name, plugin = item if isinstance(item, tuple) else (_plugin_name(pm, item), item)
-        if _register(pm, boundary, plugin, name) and name not in report.loaded:
-            report.loaded.append(name)
-    pm.check_pending()  # misspelt hooks were already reported and unregistered by _register
     return pm
 
 
@@ -204,17 +191,9 @@ def _left_out(report: PluginReport, name: str, reason: str) -> None:
         report.loaded.remove(name)
 
 
-def _plugin_name(pm: pluggy.PluginManager, plugin: Any) -> str:
-    """A readable, unique name for a plugin object given without one."""
-    base = getattr(plugin, "__name__", None) or type(plugin).__name__
-    name, n = base, 2
-    while pm.has_plugin(name) or name in pm._name2plugin:  # noqa: SLF001 - blocked names hold None there
-        name, n = f"{base}#{n}", n + 1
-    return name
-
-
 def _register(pm: pluggy.PluginManager, boundary: Boundary, plugin: Any, name: str) -> bool:
-    """Register one plugin, guarding its hooks; False (reported) when it cannot be used."""
+    """Register one plugin (its hooks already checked by :meth:`Declared.check`), guarding its
+    hooks; False (reported) when it cannot be used."""
     registered = boundary.call(name, "load", pm.register, plugin, name=name, default=False, disable=True,
                                prefix="registration failed (check each hook's name and arguments against "
                                       "agent_link_core/hookspecs.py): ")
@@ -222,51 +201,47 @@ def _register(pm: pluggy.PluginManager, boundary: Boundary, plugin: Any, name: s
         pm.unregister(plugin)
     if registered is None or registered is False:
         return False  # None: blocked by AGENT_LINK_DISABLE_PLUGINS
-    unknown = sorted(
-        caller.name for caller in pm.get_hookcallers(plugin) or []
-        if caller.spec is None and any(i.plugin is plugin and not i.optionalhook for i in caller.get_hookimpls())
-    )
-    if unknown:
-        pm.unregister(plugin)
-        boundary.fault(name, "load", f"implements {', '.join(unknown)}, which is not an agent-link hook (misspelt?)",
-                       fix="Use a hook name from agent_link_core/hookspecs.py.", disable=True)
-        return False
     guard_plugin(boundary, pm, plugin, name)
-    pm.agent_link_order.append(name)  # type: ignore[attr-defined]
     return True
 
 
 class Hooks:
-    """Typed facade: one method per hook. Registration hooks are collected once; a plugin with
-    a refused record is left out whole.
+    """Typed facade: one method per hook. Each call runs the plugins' guarded implementations
+    itself, as pluggy would; pluggy makes the call only for a wrapper or a hook implementation
+    that is no plain function. Registration hooks are collected once; a plugin with a
+    refused record is left out whole.
 
     :param pm: a manager from :func:`build_plugin_manager`; None with ``declared``.
     :param report: the report to keep up to date (default: the manager's).
-    :param declared: the plugins by their declared hooks; the manager is built from them when
+    :param declared: the plugins (default: the manager's); the manager is built from them when
         first needed (:attr:`pm`).
     """
 
     def __init__(self, pm: pluggy.PluginManager | None, report: PluginReport | None = None, *,
                  declared: Declared | None = None) -> None:
         self._pm = pm
-        self._declared = declared
+        self._declared: Declared = declared or pm.agent_link_declared  # type: ignore[union-attr]
         #: the App these hooks serve; set by ``App.__init__`` and passed to hooks taking ``app``
         self.app: App | None = None
-        self.boundary: Boundary = declared.boundary if declared is not None else pm.agent_link_boundary  # type: ignore[union-attr]
+        self.boundary: Boundary = self._declared.boundary
         self.report: PluginReport = report or pm.agent_link_report  # type: ignore[union-attr]
         self.boundary.on_disable = self._disable
         self._records: dict[str, dict[str, tuple[str, Any]]] = {}
         self._owners: dict[tuple[str, str], str] = {}  # (kind, record name) -> plugin, kept when it is left out
-        #: ``{hook: (manager generation, implementations, plain)}`` (see :meth:`_impls`)
-        self._kept: dict[str, tuple[int, list[Any], bool]] = {}
+        #: told ``hook <name>(<arguments>)`` of each hook call (``AGENT_LINK_DEBUG``)
+        self.trace: Callable[[str], None] | None = None
 
     @property
     def pm(self) -> pluggy.PluginManager:
-        """The plugin manager (built now from the declared plugins if there is none yet)."""
+        """The plugin manager (built now from the plugins if there is none yet)."""
         if self._pm is None:
-            assert self._declared is not None
             self._pm = _manager(self._declared, self.report)
         return self._pm
+
+    def only(self, names: set[str]) -> None:
+        """Call only the plugins ``names`` from now on (the others are dropped unreported)."""
+        self._declared.keep(names)
+        self._pm = None  # rebuilt from those when needed
 
     def load_all(self) -> None:
         """Import and register every plugin now: what a report of every plugin's state needs."""
@@ -287,25 +262,17 @@ class Hooks:
 
     def _impls(self, hook_name: str) -> tuple[list[Any], bool]:
         """The guarded implementations of ``hook_name`` in pluggy's call order, and whether
-        calling each is all pluggy would do (no wrapper, no tracing); if not, pluggy calls."""
-        if self._pm is None and self._declared is not None:
-            declared = self._declared.impls(hook_name)
-            if declared is not None:
-                return declared[::-1], True
-        pm = self.pm
-        generation = getattr(pm, "agent_link_generation", None)
-        kept = self._kept.get(hook_name)
-        if kept is not None and kept[0] == generation:
-            return kept[1], kept[2]
-        impls = getattr(pm.hook, hook_name).get_hookimpls()[::-1]
-        plain = not getattr(pm, "agent_link_traced", False) and not any(impl.hookwrapper or impl.wrapper for impl in impls)
-        if generation is not None:  # a manager of ours: kept until a plugin is (un)registered or tracing changes
-            self._kept[hook_name] = (generation, impls, plain)
-        return impls, plain
+        calling each is all pluggy would do; if not, pluggy calls."""
+        impls = self._declared.impls(hook_name)
+        if impls is not None:
+            return impls[::-1], True
+        return getattr(self.pm.hook, hook_name).get_hookimpls()[::-1], False
 
     def _run(self, hook_name: str, **kwargs: Any) -> tuple[Any, CallState]:
         """One hook call, made as pluggy would (without its machinery unless needed); its
         answer and what the call learnt."""
+        if self.trace is not None:
+            self.trace(f"hook {hook_name}({', '.join(sorted(kwargs))})")
         impls, plain = self._impls(hook_name)
         with CallState(hook_name) as call:
             if not plain:
@@ -353,9 +320,7 @@ class Hooks:
             self._call(hook_name, register=register, **extra)
             # Name clashes: the core wins, then a plugin's record named after itself, then the
             # earlier registered plugin (one installed later cannot take a name over).
-            order = self._declared.order() if self._pm is None and self._declared is not None \
-                else getattr(self._pm, "agent_link_order", ())
-            rank = {name: i for i, name in enumerate(order)}
+            rank = {name: i for i, name in enumerate(self._declared.order())}
             offered.sort(key=lambda pr: (pr[0] != CORE_PLUGIN, getattr(pr[1], "name", None) != pr[0],
                                          rank.get(pr[0], len(rank))))
             records: dict[str, tuple[str, Any]] = {}
@@ -385,12 +350,7 @@ class Hooks:
     def plugin_of_module(self, module: str) -> str | None:
         """The registered plugin whose top-level package holds dotted ``module``, or None."""
         package = module.partition(".")[0]
-        if self._pm is None and self._declared is not None:
-            return next((e.name for e in self._declared.entries if e.package == package), None)
-        for name, plugin in self._pm.list_name_plugin():
-            if plugin is not None and (getattr(plugin, "__name__", None) or "").partition(".")[0] == package:
-                return name
-        return None
+        return next((e.name for e in self._declared.entries if e.package == package), None)
 
     def hook_view(self) -> dict[str, dict[str, dict[str, Any] | None]]:
         """``{plugin: {hook: {calls, lastMs, maxMs} | None (not called here)}}``: every hook each
@@ -640,27 +600,6 @@ def _check_aliases(record: Any, plugin: str, records: dict[str, tuple[str, Any]]
         if clash:
             raise Refused(f"setting {record.name} reads {sorted(clash)[0]}, which {other_plugin!r} reads for {other.name}",
                           "Use names of your own.")
-
-
-def trace_hook_calls(pm: pluggy.PluginManager, sink: Callable[[str], None]) -> Callable[[], None]:
-    """Report every hook call to ``sink`` (``AGENT_LINK_DEBUG``); returns an undo function."""
-
-    def before(hook_name: str, hook_impls: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
-        sink(f"hook {hook_name}({', '.join(sorted(kwargs))})")
-
-    def after(outcome: Any, hook_name: str, hook_impls: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
-        return None
-
-    undo = pm.add_hookcall_monitoring(before, after)
-    pm.agent_link_traced = True  # type: ignore[attr-defined]  # Hooks' direct calls go through pluggy then
-    pm.agent_link_generation += 1  # type: ignore[attr-defined]
-
-    def untrace() -> None:
-        pm.agent_link_traced = False  # type: ignore[attr-defined]
-        pm.agent_link_generation += 1  # type: ignore[attr-defined]
-        undo()
-
-    return untrace
 
 
 def load_plugins(env: Mapping[str, str] | None = None, extra_plugins: tuple[Any, ...] = (), *,

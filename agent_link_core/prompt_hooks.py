@@ -96,10 +96,7 @@ def rebuild(path: str, current: list[Any], env: Any = None) -> dict[str, Any]:
     budget = timeout_from_env(env)
     env[TIMEOUT_ENV] = str(REBUILD_BUDGET_MS if budget == 0 else min(budget, REBUILD_BUDGET_MS))
     hooks = Hooks(build_plugin_manager(env=env)[0])
-    keep = {*DEFAULT_PLUGINS, *(plugin for _, plugin in hooks.prompt_hooks().values())}
-    for name, _plugin in hooks.pm.list_name_plugin():
-        if name not in keep:
-            hooks.pm.unregister(name=name)
+    hooks.only({*DEFAULT_PLUGINS, *(plugin for _, plugin in hooks.prompt_hooks().values())})
     data = {"fingerprint": current, "adapters": registered(hooks)}
     write(path, data)
     return data
