@@ -178,9 +178,8 @@ class Declared:
         return True
 
     def impls(self, hook: str) -> list[Impl] | None:
-        """The guarded implementations of ``hook`` in pluggy's list order (call order reversed),
-        importing the plugins that declare it; None when pluggy must call it (a wrapper, or a
-        hook that is no plain function)."""
+        """The guarded implementations of ``hook`` in pluggy's call order, importing the plugins
+        that declare it; None when pluggy must call it (a wrapper, or one that is no plain function)."""
         if hook in self._cache:
             return self._cache[hook]
         methods: list[Impl] = []
@@ -209,8 +208,8 @@ class Declared:
             impl = Impl(entry.name, function, lazy_hooks.argnames(function) or (), opts)
             impl.function = _guarded(self.boundary, impl, entry.name, hook, check)
             _place(methods, impl)
-        self._cache[hook] = methods
-        return methods
+        self._cache[hook] = methods[::-1]
+        return self._cache[hook]
 
     def migrations_of(self, entry: Entry) -> dict[tuple[str, int], Any] | None:
         """``{(owner, version): Migration}`` that ``entry``'s ``agent_link_schema`` really returns

@@ -265,7 +265,7 @@ class Hooks:
         calling each is all pluggy would do; if not, pluggy calls."""
         impls = self._declared.impls(hook_name)
         if impls is not None:
-            return impls[::-1], True
+            return impls, True
         return getattr(self.pm.hook, hook_name).get_hookimpls()[::-1], False
 
     def _run(self, hook_name: str, **kwargs: Any) -> tuple[Any, CallState]:
