@@ -39,16 +39,10 @@ def run_blocking(factory: Callable[[], Awaitable[T]]) -> T:
 
 
 def run_inline(coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro`` to its end on this thread, without an event loop while it never suspends.
-
-    For a call its caller knows awaits no I/O (a CLI send to a plain address: no harness and
-    no plugin is asked anything over the wire): the coroutine is stepped directly, so the
-    process never imports :mod:`asyncio` (the largest single import of a short CLI command).
-    Should it suspend after all (it awaited something that waits), the rest of it runs under
-    :func:`asyncio.run`, so the result is the same. It must not call a loop-only function
-    (``asyncio.get_running_loop``, ``asyncio.timeout``) before its first suspension: such
-    a call raises RuntimeError here, so only coroutines that reach no harness and no
-    plugin's awaitable are given to it.
+    """Run ``coro`` to its end on this thread, stepped without an event loop (so a short CLI
+    command never imports :mod:`asyncio`); should it suspend, the rest runs under
+    :func:`asyncio.run`. Only for coroutines that await no I/O: a loop-only call
+    (``asyncio.get_running_loop``) before the first suspension raises RuntimeError.
 
     :returns: what the coroutine returns; raises what it raises.
     """
@@ -66,8 +60,7 @@ def run_inline(coro: Coroutine[Any, Any, T]) -> T:
 
 @types.coroutine
 def _resume(coro: Coroutine[Any, Any, T], pending: Any) -> Generator[Any, Any, T]:
-    """Hand a coroutine already suspended on ``pending`` to the running loop (what
-    ``await`` does, from the middle): each value the loop sends or throws goes on to it."""
+    """Hand a coroutine already suspended on ``pending`` to the running loop, as ``await`` would."""
     while True:
         try:
             try:

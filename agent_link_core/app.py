@@ -22,7 +22,7 @@ from agent_link_core.errors import AgentLinkError
 from agent_link_core.harness_decl import HarnessDeclaration, HarnessTable
 from agent_link_core.mailbox import Mailbox, Visibility, parse_iso_ms
 from agent_link_core.model import EXTERNAL, Caller, Session, address_scheme, is_ulid
-from agent_link_core.plugins import Hooks, PluginReport, build_plugin_manager, trace_hook_calls
+from agent_link_core.plugins import Hooks, PluginReport, build_plugin_manager
 from agent_link_core.settings_file import with_settings
 from agent_link_core.lazy_plugins import MigrationUnavailable
 from agent_link_core.store import Migration, Store, ensure_private_dir
@@ -196,7 +196,7 @@ class App:
         state_dirs.record(config.state_dir, env)
         configure_logging(config)
         if config.get("AGENT_LINK_DEBUG"):
-            trace_hook_calls(hooks.pm, log.debug)
+            hooks.trace = log.debug
         return cls(config, hooks, env, read_only_ok)
 
     async def aclose(self) -> None:

@@ -1,32 +1,13 @@
-"""The plugin boundary: what keeps one plugin's bug away from everything else.
+"""The one guard every plugin call goes through: :meth:`Boundary.call` (synchronous code, run
+inline and timed) and :meth:`Boundary.acall` (awaitables, bounded by a deadline).
 
-Every plugin implementation (a hook implementation, a harness method, a tool handler, a
-server task, the import and registration of a plugin) is called through one guard,
-:meth:`Boundary.call` for synchronous code and :meth:`Boundary.acall` for awaitables:
-
-* any ``BaseException`` it raises (``SystemExit`` and ``KeyboardInterrupt`` included) is the
-  plugin's fault, except a real Ctrl-C of this process (a SIGINT the handler installed by
-  :func:`watch_interrupts` counted while the call ran) and the cancellation of the calling task;
-  a documented refusal (:class:`~agent_link_core.errors.AgentLinkError` from ``resolve_*``,
-  ``before_*`` and ``check_*`` hooks) is passed on. A fault is recorded as a :class:`Problem`
-  naming the plugin, the hook and ``AGENT_LINK_DISABLE_PLUGINS=<name>``, and the call answers
-  the caller's default (``None`` for a hook implementation);
-* an answer of the wrong type or over its size bound is a fault the same way;
-* synchronous code runs inline on the caller's thread (no hand-off), timed: each plugin's last
-  and slowest time per hook is kept for ``agent-link plugins`` and a call slower than
-  :data:`SLOW_MS` is logged at info level (the log file, not stderr). On the main thread a
-  call still running after the hook budget (``AGENT_LINK_HOOK_TIMEOUT_MS``) is interrupted
-  (SIGALRM raises :class:`Overran` inside it), so a hanging hook costs its caller one budget
-  and then answers the default; nothing is replayed and the plugin stays loaded, but that hook
-  of that plugin is not called again in this process (it would cost every later call the
-  budget too: a server answers nothing else meanwhile). Off the main thread, or when another
-  handler owns SIGALRM (a test runner's timeout), the call is only timed;
-* an awaitable is bounded by a deadline (``asyncio.timeout``), and each of its synchronous
-  steps by the budget as above, so an async method blocking the event loop is interrupted too.
-
-Records a plugin contributes through ``register`` callbacks are checked by a function beside
-each record's type (:func:`agent_link_core.harness.check_harness`,
-:func:`agent_link_core.tools.registry.check_tool`, ...), which raises :class:`Refused`.
+Any ``BaseException`` a plugin raises is its fault, contained and recorded as a
+:class:`Problem`, except a real Ctrl-C of this process (counted by :func:`watch_interrupts`),
+the cancellation of the calling task and a documented refusal (``AgentLinkError`` from the
+:data:`REFUSING_HOOKS`). So is an answer of the wrong type or over its size bound. On the main
+thread a synchronous call still running after the hook budget (``AGENT_LINK_HOOK_TIMEOUT_MS``)
+is interrupted by SIGALRM (:class:`Overran`); that hook of that plugin is then skipped for the
+rest of the process, never replayed.
 """
 
 from __future__ import annotations
@@ -53,22 +34,20 @@ if TYPE_CHECKING:
 
 log = LazyLogger("agent_link_core.plugins")
 
-#: Hooks whose implementations may refuse by raising AgentLinkError (documented in hookspecs).
+#: hooks whose implementations may refuse by raising AgentLinkError (documented in hookspecs)
 REFUSING_HOOKS = frozenset({"agent_link_resolve_address", "agent_link_before_send", "agent_link_check_override", "agent_link_claim_paths"})
-#: Hooks whose failures disable the plugin: a plugin that cannot register cleanly is left out whole.
+#: a failure in these leaves the plugin out whole
 REGISTRATION_HOOKS = frozenset({
     "agent_link_register_harnesses", "agent_link_register_tools", "agent_link_register_settings",
     "agent_link_register_commands", "agent_link_schema", "agent_link_register_prompt_hooks",
     "agent_link_register_panels", "agent_link_register_legacy_importers",
 })
-#: Hooks whose implementations may answer with an awaitable (for I/O); the core awaits it on
-#: the caller's event loop, so the loop is never blocked while the plugin waits.
+#: hooks that may answer with an awaitable (for I/O), awaited on the caller's event loop
 AWAITABLE_HOOKS = frozenset({"agent_link_resolve_address", "agent_link_push_reminders", "agent_link_claim_paths"})
 DEFAULT_TIMEOUT_MS = 30_000
 TIMEOUT_ENV = "AGENT_LINK_HOOK_TIMEOUT_MS"
 CORE_PLUGIN = "agent_link_core.default_plugins"
-#: a synchronous plugin call slower than this (ms) is slow: logged (info, once per plugin and
-#: hook) and listed by ``agent-link plugins``
+#: a synchronous plugin call slower than this (ms) is logged (info, once per plugin and hook)
 SLOW_MS = 1_000
 #: the largest JSON answer (bytes, UTF-8) a hook, a harness's health or a tool may give
 MAX_RESULT_BYTES = 1 << 20
@@ -81,16 +60,14 @@ ENVELOPE_ATTRIBUTES = frozenset({"via", "procedure"})
 
 
 def disable_hint(plugin: str) -> str:
-    """The one-line way out for a broken plugin; for the core's own hooks, which
-    ``AGENT_LINK_DISABLE_PLUGINS`` cannot turn off, where to report it."""
+    """The one-line way out for a broken ``plugin`` (for the core's own hooks: report it)."""
     if plugin == CORE_PLUGIN:
         return "This is agent-link's own code: report it (AGENT_LINK_DEBUG=1 logs the cause)."
     return f"Fix or update the plugin, or turn it off with AGENT_LINK_DISABLE_PLUGINS={plugin}."
 
 
 def slow_hint(plugin: str) -> str:
-    """What to do about a slow call of ``plugin``: the core's own hooks cannot be turned off,
-    so for them the likely cause is said instead of the way out."""
+    """What to do about a slow call of ``plugin`` (the core's own cannot be turned off)."""
     if plugin == CORE_PLUGIN:
         return "agent-link's own hooks: the machine is likely busy; nothing to turn off."
     return f"If it stays slow on an idle machine, update the plugin or turn it off with AGENT_LINK_DISABLE_PLUGINS={plugin}."
@@ -134,8 +111,7 @@ def describe(exc: BaseException) -> str:
 
 def oversize(value: Any, limit: int = MAX_RESULT_BYTES, text: str | None = None) -> str | None:
     """Why ``value`` cannot cross the boundary as JSON (not serialisable, or over ``limit``
-    bytes of UTF-8), else None. Serialising stops early for containers far over the limit;
-    ``text``: ``json.dumps(value, ensure_ascii=False)`` when made already."""
+    bytes of UTF-8), else None; ``text``: its ``json.dumps(value, ensure_ascii=False)`` if made."""
     if isinstance(value, (list, tuple, dict)) and len(value) > limit // 2:
         return f"returned {len(value)} items; at most {limit} bytes of JSON may cross"
     try:
@@ -145,12 +121,19 @@ def oversize(value: Any, limit: int = MAX_RESULT_BYTES, text: str | None = None)
     return None if size <= limit else f"returned {size} bytes of JSON; at most {limit} may cross"
 
 
-# -- per-call state ------------------------------------------------------------------
+def load_failed(hooks: Any, target: str, hook: str, error: str, exc: BaseException) -> str:
+    """Report that ``target``'s code cannot be imported as its plugin's problem in ``hook``
+    (when ``hooks``, the process's :class:`~agent_link_core.plugins.Hooks`, is known); the
+    plugin's name."""
+    module = target.partition(":")[0]
+    plugin = (hooks.plugin_of_module(module) if hooks is not None else None) or module.partition(".")[0]
+    if hooks is not None:
+        hooks.boundary.fault(plugin, hook, error, exc=exc if isinstance(exc, Exception) else None)
+    return plugin
 
 
 class CallState:
-    """What one facade call (one hook call) learns from its implementations:
-    ``with CallState(hook) as call:`` collects it from the guarded calls made inside.
+    """What one hook call learns from its guarded implementations (``with CallState(hook) as call:``).
 
     :param hook: the hook's name.
     :param faulted: plugins that failed during this call.
@@ -181,22 +164,22 @@ def current_plugin() -> str | None:
     return _PLUGIN.get()
 
 
-# -- result checks ---------------------------------------------------------------------
-
-def _check_migrations(result: Any, plugin: str) -> str | None:
+def check_migrations(result: Any, plugin: str, *, declared: bool = False) -> str | None:
+    """Why ``plugin``'s ``agent_link_schema`` answer is refused, else None; ``declared``:
+    migrations a package declares (:class:`~agent_link_core.lazy_plugins.DeclaredMigration`),
+    whose SQL is read only when applied."""
     from agent_link_core.store import Migration
 
     if not isinstance(result, (list, tuple)):
         return f"returned {type(result).__name__}; expected a list of Migration"
     for m in result:
-        if not isinstance(m, Migration):
+        if not declared and not isinstance(m, Migration):
             return f"returned a {type(m).__name__} in its list; expected Migration records"
-        owner_ok = m.owner == plugin or plugin == CORE_PLUGIN  # the core's modules own theirs
-        if not owner_ok:
+        if m.owner != plugin and plugin != CORE_PLUGIN:  # the core's modules own theirs
             return f"returned a migration owned by {m.owner!r}; a plugin's migrations must be owned by its own name {plugin!r}"
         if not isinstance(m.version, int) or isinstance(m.version, bool) or m.version < 1:
             return f"returned migration {m.owner}#{m.version!r}; versions are integers from 1"
-        if not isinstance(m.sql, str) or not m.sql.strip():
+        if not declared and (not isinstance(m.sql, str) or not m.sql.strip()):
             return f"returned migration {m.owner}#{m.version} without SQL"
     return None
 
@@ -256,7 +239,6 @@ def _check_health(result: Any, plugin: str) -> str | None:
 
 
 def _expect(ok: Callable[[Any], bool], expected: str) -> Callable[[Any, str], str | None]:
-    """A check refusing an answer that ``ok`` refuses as ``returned <type>; <expected>``."""
     return lambda result, plugin: None if ok(result) else f"returned {type(result).__name__}; {expected}"
 
 
@@ -268,12 +250,12 @@ def _role_table(result: Any) -> bool:
 _NOTHING = _expect(lambda result: False, "this hook returns nothing (call register(...) instead)")
 
 
-#: How each hook's non-None answer is checked; a hook absent here may return anything.
+#: how each hook's non-None answer is checked; a hook absent here may return anything
 RESULT_CHECKS: dict[str, Callable[[Any, str], str | None]] = {
     **dict.fromkeys(("agent_link_register_harnesses", "agent_link_register_tools", "agent_link_register_settings",
                      "agent_link_register_commands", "agent_link_register_prompt_hooks", "agent_link_register_panels",
                      "agent_link_register_legacy_importers"), _NOTHING),
-    "agent_link_schema": _check_migrations,
+    "agent_link_schema": check_migrations,
     "agent_link_resolve_address": _check_resolution,
     "agent_link_resolve_elsewhere": _expect(lambda r: isinstance(r, Mapping) and all(isinstance(r.get(k, {}), Mapping) for k in ("metadata", "session")),
                                             "expected None or {'metadata': dict, 'session'?: dict}"),
@@ -290,14 +272,11 @@ RESULT_CHECKS: dict[str, Callable[[Any, str], str | None]] = {
 }
 
 
-# -- interrupts ----------------------------------------------------------------------------
-
 _sigints = 0  # real SIGINTs this process received, counted by _on_sigint
 
 
 class _Frame:
-    """A synchronous plugin call running on the main thread, interrupted after ``deadline``
-    (compared by identity: two calls armed at the same instant are two frames)."""
+    """A synchronous plugin call on the main thread, interrupted after ``deadline`` (by identity)."""
 
     __slots__ = ("started", "deadline")
 
@@ -307,9 +286,8 @@ class _Frame:
 
 _frames: list[_Frame] = []  # the main thread's running plugin calls, innermost last
 _MAIN_THREAD = threading.main_thread().ident
-# signal.getsignal converts each answer to an enum member, failing with a ValueError for a
-# Python handler (~10 us on Python 3.11, more than the rest of a guarded call); the C module's
-# answers the same object at once (handlers compare by identity, SIG_DFL/SIG_IGN equal their ints).
+# signal.getsignal's enum conversion costs ~10 us per call (more than the rest of a guarded
+# call); the C module's answers the same object (SIG_DFL/SIG_IGN equal their ints).
 _handler = _signal.getsignal
 _get_ident = threading.get_ident
 
@@ -326,12 +304,9 @@ def _on_alarm(signum: int, frame: Any) -> None:
 
 
 def watch_interrupts() -> None:
-    """Install the SIGINT handler that counts real Ctrl-Cs (a plugin raising KeyboardInterrupt
-    is then told from one) and the SIGALRM handler that interrupts an overrunning call.
-
-    Main thread only; a handler someone else installed is left alone (then KeyboardInterrupt
-    counts as real and overruns are only timed). Idempotent.
-    """
+    """Install the SIGINT handler that counts real Ctrl-Cs and the SIGALRM handler that
+    interrupts an overrunning call. Main thread only; another's handler is left alone (then
+    KeyboardInterrupt counts as real and overruns are only timed). Idempotent."""
     if threading.current_thread() is not threading.main_thread():
         return
     if _handler(signal.SIGINT) is signal.default_int_handler:
@@ -362,10 +337,8 @@ def plugin_fault(exc: BaseException, sigints_before: int) -> bool:
 
 
 def _arm(budget_s: float) -> _Frame | None:
-    """Bound the synchronous call about to run (main thread, SIGALRM ours), else None.
-
-    A call nested in an armed one (a hook run by a tool's handler, once per message of a read)
-    costs a frame on a list: the outermost call checked the handler and started the timer."""
+    """Bound the synchronous call about to run (main thread, SIGALRM ours), else None; a
+    nested call only adds a frame (the outermost started the timer)."""
     if budget_s <= 0 or _get_ident() != _MAIN_THREAD:
         return None
     if not _frames and _handler(signal.SIGALRM) is not _on_alarm:
@@ -379,8 +352,7 @@ def _arm(budget_s: float) -> _Frame | None:
 
 
 def _disarm(frame: _Frame | None) -> float:
-    """End ``frame`` (idempotent: a call that faulted may end its frame twice); the time it
-    ended (``time.monotonic``)."""
+    """End ``frame`` (idempotent); the time it ended (``time.monotonic``)."""
     now = time.monotonic()
     if frame is None:
         return now
@@ -399,12 +371,9 @@ def _disarm(frame: _Frame | None) -> float:
     return now
 
 
-# -- the guard -----------------------------------------------------------------------------
-
 
 class Boundary:
-    """The one guard every plugin implementation is called through, with the fault bookkeeping
-    of one plugin manager.
+    """The guard every plugin implementation is called through, and its fault bookkeeping.
 
     :param timeout_ms: the hook budget (ms): a synchronous call is interrupted after it (main
         thread), an awaitable without its own bound is cancelled after it; 0 = unbounded.
@@ -424,8 +393,6 @@ class Boundary:
         #: ``{plugin: {hook: [calls, last ms, slowest ms]}}`` of every guarded call
         self.timings: dict[str, dict[str, list[float]]] = {}
         watch_interrupts()
-
-    # -- bookkeeping
 
     def fault(self, plugin: str, hook: str, error: str, *, fix: str = "", disable: bool = False,
               exc: BaseException | None = None) -> Problem:
@@ -460,9 +427,8 @@ class Boundary:
         return problem
 
     def skip(self, plugin: str, hook: str, error: str, for_s: float) -> None:
-        """Skip ``hook`` of ``plugin`` for ``for_s`` seconds for a reason known before any call
-        (it hung in another process): a problem of this process, not written to the problem log
-        again (that entry would outlive the one it repeats)."""
+        """Skip ``hook`` of ``plugin`` for ``for_s`` seconds (it hung in another process): a
+        problem of this process, not written to the problem log again."""
         self.hung[(plugin, hook)] = time.monotonic() + for_s
         sink, self.sink = self.sink, None
         try:
@@ -490,16 +456,13 @@ class Boundary:
                 for plugin, hooks in self.timings.items()}
 
     def _timed(self, plugin: str, hook: str, ms: float, *, blocking: bool = True) -> None:
-        """Record a call of ``ms`` milliseconds; a slow one is logged once when it held the
-        caller (``blocking``): an awaited call that waits (a wait tool, a host's answer) holds nothing."""
+        """Record a call of ``ms`` milliseconds; a slow ``blocking`` one is logged once."""
         try:
             timing = self.timings[plugin][hook]
         except KeyError:
             timing = self.timings.setdefault(plugin, {})[hook] = [0, 0.0, 0.0]
         if blocking and ms > SLOW_MS and timing[2] <= SLOW_MS:
-            # Info, not a warning: slowness is no failure (a busy machine slows every hook) and a
-            # line on stderr of every command is noise for scripts. The timings stay in
-            # ``agent-link plugins``; the log file has the line (AGENT_LINK_LOG_LEVEL=info, AGENT_LINK_DEBUG).
+            # info, not a warning: a busy machine slows every hook, and stderr lines are noise for scripts
             log.info("agent-link plugin %r took %d ms in %s (slow). %s", plugin, ms, hook, slow_hint(plugin))
         timing[0] += 1
         timing[1] = ms
@@ -611,8 +574,7 @@ class Boundary:
 
 @types.coroutine
 def _stepped(awaitable: Awaitable[Any], budget_s: float) -> Generator[Any, Any, Any]:
-    """Drive ``awaitable`` step by step, each synchronous step bounded by ``budget_s`` (so a
-    coroutine that blocks the event loop is interrupted like a synchronous hook)."""
+    """Drive ``awaitable`` step by step, each synchronous step bounded by ``budget_s``."""
     coro = awaitable.__await__()
     value: Any = None
     error: BaseException | None = None
@@ -640,9 +602,6 @@ def timeout_from_env(env: Mapping[str, str]) -> int:
     return value if value == 0 or value >= 100 else DEFAULT_TIMEOUT_MS
 
 
-# -- pluggy implementations ----------------------------------------------------------------
-
-
 def guard_plugin(boundary: Boundary, pm: Any, plugin: object, plugin_name: str) -> None:
     """Wrap every hook implementation of ``plugin`` (once) so pluggy still orders and calls it
     (``tryfirst``, wrappers, ``firstresult``) while each runs through :meth:`Boundary.call`."""
@@ -659,11 +618,12 @@ def _awaitable(value: Any) -> bool:
     return isinstance(value, Awaitable)
 
 
-def _guarded(boundary: Boundary, impl: Any, plugin: str, hook: str) -> Callable[..., Any]:
+def _guarded(boundary: Boundary, impl: Any, plugin: str, hook: str,
+             check: Callable[[Any, str], str | None] | None = None) -> Callable[..., Any]:
     func = impl.function
     if impl.hookwrapper or impl.wrapper:
         return _guarded_wrapper(boundary, func, plugin, hook, new_style=bool(impl.wrapper))
-    check = RESULT_CHECKS.get(hook)
+    check = check or RESULT_CHECKS.get(hook)
     passing = (AgentLinkError,) if hook in REFUSING_HOOKS else ()
     registering, awaitable = hook in REGISTRATION_HOOKS, hook in AWAITABLE_HOOKS
 
@@ -686,13 +646,11 @@ def _guarded(boundary: Boundary, impl: Any, plugin: str, hook: str) -> Callable[
 
 def _guarded_wrapper(boundary: Boundary, func: Callable[..., Any], plugin: str, hook: str, *,
                      new_style: bool) -> Callable[..., Any]:
-    """Each step of a wrapper implementation (to its ``yield``, after it) runs through
-    :meth:`Boundary.call`; a wrapper that fails in a step becomes a pass-through."""
+    """Each step of a wrapper runs through :meth:`Boundary.call`; a failing one becomes a pass-through."""
     passing = (AgentLinkError, StopIteration) if hook in REFUSING_HOOKS else (StopIteration,)
     registering, failed = hook in REGISTRATION_HOOKS, object()
 
-    def step(fn: Callable[..., Any], *args: Any) -> Any:
-        """``fn(*args)`` guarded: ``failed`` for a fault; StopIteration (the wrapper ended) passed on."""
+    def step(fn: Callable[..., Any], *args: Any) -> Any:  # StopIteration (the wrapper ended) passed on
         return boundary.call(plugin, hook, fn, *args, default=failed, passing=passing, disable=registering)
 
     def guarded(*args: Any) -> Any:

@@ -1,7 +1,4 @@
-"""One-line hook implementations for what a plugin contributes as fixed records.
-
-Most plugins register a constant list of settings, tools or migrations; instead of writing
-the same loop in every plugin::
+"""One-line hook implementations for what a plugin contributes as fixed records::
 
     from agent_link_core.contribute import migrations, registers
 
@@ -9,10 +6,9 @@ the same loop in every plugin::
     agent_link_register_tools = registers("agent_link_mine.tools:TOOLS")  # imported when called
     agent_link_schema = migrations(MIGRATIONS)
 
-pluggy finds them by the module attribute's name, like any hook implementation.
-
-Commands and tool handlers are declared here and imported when used
-(:class:`~agent_link_core.lazy_command.LazyCommand`, :func:`lazy_handler`; the plugin guide, docs/plugins.md, section 1).
+Commands and tool handlers are declared here by name and imported when first used
+(:class:`~agent_link_core.lazy_command.LazyCommand`, :func:`lazy_handler`; docs/plugins.md,
+section 1): a module that cannot be imported then breaks only that command or tool.
 """
 
 from __future__ import annotations
@@ -60,17 +56,6 @@ def migrations(records: Records) -> Callable[[], list[Any]]:
     return schema
 
 
-# -- declared now, imported when used ------------------------------------------------------
-#
-# A plugin's entry module is imported by every agent-link process (each CLI command, each MCP
-# server), so what it contributes is declared there without importing the code behind it: a
-# command by its name and help, a tool by its name, description and schemas. The module
-# holding the code is imported the first time that command runs or that tool is called. A
-# module that cannot be imported then breaks only that command or tool: the failure is the
-# plugin's (reported like any hook failure) and ``--help``, ``tools/list`` and health still
-# name what the plugin declared.
-
-
 def command(name: str, target: str, help: str) -> LazyCommand:
     """A :class:`~agent_link_core.lazy_command.LazyCommand` for ``cli.add_command(...)`` in
     ``agent_link_register_commands`` (click is imported then, never to register a plugin)."""
@@ -81,8 +66,7 @@ def command(name: str, target: str, help: str) -> LazyCommand:
 
 def commands(*declared: LazyCommand | tuple[str, str, str]) -> Callable[[click.Group], None]:
     """An ``agent_link_register_commands`` implementation adding each declared command: a
-    :func:`command`, or its ``(name, target, help)`` (made into one when the hook runs, so a
-    plugin module declaring its commands at import imports no click)."""
+    :func:`command`, or its ``(name, target, help)`` (made when the hook runs: no click at import)."""
 
     @hookimpl
     def register_commands(cli: click.Group) -> None:
@@ -97,10 +81,9 @@ def lazy_handler(target: str) -> Callable[..., Awaitable[dict[str, Any]]]:
 
     :param target: ``"package.module:attribute"`` of the real ``async (app, arguments,
         call) -> dict`` handler.
-    :returns: an ``async def`` handler; when the target cannot be imported, each call
-        answers ``internal_error`` naming the plugin (``details.cause``: the exception
-        class; the hint says how to turn it off), and the failure is reported as the
-        plugin's problem (``tool handler <target>``), never disabling it.
+    :returns: an ``async def`` handler; when the target cannot be imported, each call raises
+        ``internal_error`` naming the plugin (``details.cause``: the exception class), and the
+        failure is reported as the plugin's problem (``tool handler <target>``), never disabling it.
     """
     loaded: list[Callable[..., Awaitable[dict[str, Any]]]] = []
 
@@ -109,15 +92,11 @@ def lazy_handler(target: str) -> Callable[..., Awaitable[dict[str, Any]]]:
             try:
                 loaded.append(import_target(target))
             except (Exception, SystemExit) as exc:
-                from agent_link_core.boundary import describe
+                from agent_link_core.boundary import describe, load_failed
                 from agent_link_core.errors import AgentLinkError
 
-                hooks = getattr(app, "hooks", None)
-                plugin = (hooks.plugin_of_module(target.partition(":")[0]) if hooks is not None else None) \
-                    or target.partition(".")[0]
-                if hooks is not None:
-                    hooks.boundary.fault(plugin, f"tool handler {target}", f"cannot load: {describe(exc)}",
-                                         exc=exc if isinstance(exc, Exception) else None)
+                plugin = load_failed(getattr(app, "hooks", None), target, f"tool handler {target}",
+                                     f"cannot load: {describe(exc)}", exc)
                 raise AgentLinkError(
                     "internal_error", f"The {plugin} plugin's code for this tool cannot be loaded.",
                     {"cause": type(exc).__name__},

@@ -1,8 +1,4 @@
-"""The core's own hook implementations, registered like any plugin.
-
-Writing built-in behaviour as a plugin keeps the plugin API exercised by the core itself:
-the core's schema and its MCP tools arrive through the same hooks as everyone else's.
-"""
+"""The core's own hook implementations (its schema and MCP tools), registered like any plugin."""
 
 from __future__ import annotations
 

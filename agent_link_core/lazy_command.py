@@ -1,6 +1,5 @@
-"""A plugin's command declared by name and help, its code imported when it runs
-(:func:`agent_link_core.contribute.command`); apart from :mod:`agent_link_core.contribute`
-so that registering a plugin never imports click."""
+"""A plugin's command declared by name and help, its code imported when it runs; apart from
+:mod:`agent_link_core.contribute` so that registering a plugin never imports click."""
 
 from __future__ import annotations
 
@@ -12,28 +11,15 @@ import click
 from agent_link_core.cli_run import import_target
 
 
-def _owner_of(ctx: click.Context | None, target: str) -> tuple[Any, str]:
-    """The invocation's hooks (the App's, or those the CLI loaded before opening it; or None)
-    and the plugin whose package holds ``target``."""
-    meta = ctx.find_root().meta if ctx is not None else {}
-    hooks = getattr(meta.get("app"), "hooks", None) or meta.get("hooks")
-    plugin = hooks.plugin_of_module(target.partition(":")[0]) if hooks is not None else None
-    return hooks, plugin or target.partition(".")[0]
-
-
 class LazyCommand(click.Command):
-    """A click command declared by name and help; its code is imported when it runs.
-
-    ``agent-link --help`` lists it from the declaration; ``agent-link NAME ...`` (and
-    ``NAME --help``) imports ``target`` and runs the real command in its place. A target
-    that cannot be imported ends that command alone with one stderr line naming the plugin
-    and exit 1, and is reported as the plugin's problem (``agent-link plugins``, health).
+    """A click command declared by name and help; ``target`` is imported when it runs (or its
+    ``--help`` is asked). A target that cannot be imported ends that command alone (exit 1,
+    one stderr line naming the plugin) and is reported as the plugin's problem.
 
     :param name: the command's name (``endpoints``, ``web``).
     :param target: ``"package.module:attribute"`` of the real :class:`click.Command`, or of
         a function without arguments returning it.
-    :param help: the first paragraph of its help (the root ``--help`` shortens it as it
-        would the real command's).
+    :param help: the first paragraph of its help.
     """
 
     def __init__(self, name: str, target: str, help: str) -> None:
@@ -55,13 +41,13 @@ class LazyCommand(click.Command):
             if not isinstance(command, click.Command):
                 raise TypeError(f"{self.target} is a {type(command).__name__}, not a click command")
         except (Exception, SystemExit) as exc:  # the plugin's fault: only this command is lost
-            from agent_link_core.boundary import describe
+            from agent_link_core.boundary import describe, load_failed
 
-            hooks, plugin = _owner_of(ctx, self.target)
+            meta = ctx.find_root().meta if ctx is not None else {}
+            hooks = getattr(meta.get("app"), "hooks", None) or meta.get("hooks")
             error = f"command {self.name!r} cannot load: {describe(exc)}"
-            if hooks is not None:  # reported like any plugin failure: one log line on stderr, health, plugins
-                hooks.boundary.fault(plugin, f"command {self.name}", error, exc=exc if isinstance(exc, Exception) else None)
-            else:
+            plugin = load_failed(hooks, self.target, f"command {self.name}", error, exc)
+            if hooks is None:  # else reported like any plugin failure (its log line on stderr)
                 click.echo(f"agent-link {self.name}: the {plugin} plugin's {error}. Reinstall the plugin, or turn it off: "
                            f"AGENT_LINK_DISABLE_PLUGINS={plugin}", err=True)
             sys.exit(1)
@@ -70,9 +56,9 @@ class LazyCommand(click.Command):
 
     def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
                      **extra: Any) -> click.Context:
-        """Parse ``args`` with the real command (which then runs in this one's place)."""
+        """Parse ``args`` with the real command, which then runs in this one's place."""
         return self.load(parent).make_context(info_name, args, parent=parent, **extra)
 
     def invoke(self, ctx: click.Context) -> Any:
-        """Run the real command (for callers that invoke a declared command directly)."""
+        """Run the real command."""
         return self.load(ctx).invoke(ctx)

@@ -1,21 +1,18 @@
 """The plugins of a command by their declared hook tables (docs/plugins.md, "Which hooks the
 entry module implements"): :class:`Declared` imports a plugin the first time a call needs a
-hook it declares, checks its implementations as pluggy's registration does, and gives them in
-pluggy's order, each wrapped by the one guard (:mod:`agent_link_core.boundary`). A plugin that
-declares its settings (``AGENT_LINK_SETTINGS``) or its migrations (``AGENT_LINK_SCHEMA``) is not
-imported for those hooks: the declaration answers them (:func:`declared_impl`), and a declared
-migration's SQL is imported only when a database lacks it (:class:`DeclaredMigration`).
-:class:`agent_link_core.plugins.Hooks` calls them without building pluggy's manager.
+hook it declares, checks its implementations as pluggy's registration does and gives them in
+pluggy's order, each wrapped by the guard of :mod:`agent_link_core.boundary`. Settings,
+harnesses and migrations a package declares as data answer their hooks without importing it
+(:func:`declared_impl`); a declared migration's SQL is imported only when a database lacks it.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
-import types
 
 from agent_link_core import hookspecs, lazy_hooks
-from agent_link_core.boundary import Boundary, _guarded
+from agent_link_core.boundary import Boundary, _guarded, check_migrations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -23,8 +20,7 @@ if TYPE_CHECKING:
 
 
 _SPECS: dict[str, tuple[frozenset[str], bool]] = {}
-#: the hooks a package may answer with data (``AGENT_LINK_SETTINGS``, ``AGENT_LINK_SCHEMA``,
-#: ``AGENT_LINK_HARNESSES``)
+#: the hooks a package may answer with data
 SETTINGS_HOOK, SCHEMA_HOOK, HARNESS_HOOK = "agent_link_register_settings", "agent_link_schema", "agent_link_register_harnesses"
 DATA_HOOKS = {SETTINGS_HOOK: lazy_hooks.SETTINGS_ATTR, SCHEMA_HOOK: lazy_hooks.SCHEMA_ATTR,
               HARNESS_HOOK: lazy_hooks.HARNESSES_ATTR}
@@ -42,14 +38,12 @@ def _specs() -> dict[str, tuple[frozenset[str], bool]]:
 
 @functools.cache
 def firstresult() -> frozenset[str]:
-    """The ``firstresult`` hooks: the first non-None answer is the call's (read once: every
-    hook call asks)."""
+    """The ``firstresult`` hooks (the first non-None answer is the call's)."""
     return frozenset(name for name, (_, first) in _specs().items() if first)
 
 
 class Impl:
-    """One hook implementation of a declared plugin, as :class:`Hooks` calls it (the
-    attributes pluggy's ``HookImpl`` has and the boundary's guard reads)."""
+    """One hook implementation of a declared plugin (the attributes of pluggy's ``HookImpl`` the guard reads)."""
 
     __slots__ = ("plugin_name", "function", "argnames", "opts", "hookwrapper", "wrapper")
 
@@ -66,10 +60,10 @@ class Entry:
     :param package: its top-level package's name (which plugin a module belongs to).
     """
 
-    __slots__ = ("name", "load", "package", "hooks", "module", "impls", "dist", "records")
+    __slots__ = ("name", "load", "package", "hooks", "module", "impls", "records")
 
-    def __init__(self, name: str, load: Callable[[], Any] | None, package: str, dist: Any = None) -> None:
-        self.name, self.load, self.package, self.dist = name, load, package, dist
+    def __init__(self, name: str, load: Callable[[], Any] | None, package: str) -> None:
+        self.name, self.load, self.package = name, load, package
         #: the hooks it implements: as declared, then as found once imported (None: not known yet)
         self.hooks: frozenset[str] | None = None
         self.module: Any = None
@@ -80,9 +74,7 @@ class Entry:
 
 
 class Declared:
-    """The plugins of an invocation by their declared hooks (see the module doc): each is
-    imported the first time a call needs a hook it declares, its implementations checked
-    as pluggy's registration checks them and called through the one guard.
+    """The plugins of an invocation by their declared hooks (see the module doc).
 
     :param boundary: the guard every implementation is called through.
     :param blocked: names turned off (``AGENT_LINK_DISABLE_PLUGINS``).
@@ -93,53 +85,69 @@ class Declared:
         self.entries: list[Entry] = []
         self._cache: dict[str, list[Impl] | None] = {}
 
-    def add(self, entry: Entry, declared: frozenset[str] | None) -> bool:
-        """Take ``entry``, importing it now when it declares nothing; False when that failed."""
-        entry.hooks = declared
-        if declared is None and not self.load(entry):
-            return False
-        self.entries.append(entry)
-        return True
-
     def add_entry_point(self, ep: Any, *, declared: bool = True) -> bool:
         """Take the plugin of entry point ``ep`` (``name``, ``value``, ``load()``, ``dist``) by the
-        hooks its package declares (``declared``), or imported now (not ``declared``, or it
-        declares none); False when it is left out."""
+        hooks its package declares, or imported now (not ``declared``, or it declares none);
+        False when it is left out."""
         module, colon, _ = ep.value.partition(":")
         module = module.strip()
         hooks, records = (None, {}) if colon or not declared else self.boundary.call(
             ep.name, "load", package_declarations, module, default=(None, {}), disable=True, prefix="import failed: ")
-        entry = Entry(ep.name, ep.load, module.partition(".")[0], ep.dist)
-        entry.records = records if hooks is not None else {}
-        return ep.name not in self.boundary.disabled and self.add(entry, hooks)
+        entry = Entry(ep.name, ep.load, module.partition(".")[0])
+        entry.records, entry.hooks = (records if hooks is not None else {}), hooks
+        if ep.name in self.boundary.disabled or (hooks is None and not self.load(entry)):
+            return False
+        self.entries.append(entry)
+        return True
+
+    def add_object(self, name: str, plugin: Any) -> bool:
+        """Take ``plugin`` (a module or object given in code) as ``name``; False when it is left out."""
+        if name in self.blocked or name in self.boundary.disabled:
+            return False
+        entry = Entry(name, None, (getattr(plugin, "__name__", None) or "").partition(".")[0])
+        if not self._checked(entry, plugin):
+            return False
+        self.entries.append(entry)
+        return True
+
+    def unique_name(self, plugin: Any) -> str:
+        """A readable name no plugin has for ``plugin``, given without one."""
+        base = getattr(plugin, "__name__", None) or type(plugin).__name__
+        taken = {*self.blocked, *(e.name for e in self.entries)}
+        name, n = base, 2
+        while name in taken:
+            name, n = f"{base}#{n}", n + 1
+        return name
+
+    def keep(self, names: set[str]) -> None:
+        """Drop every plugin but ``names``."""
+        self.entries = [e for e in self.entries if e.name in names]
+        self._cache.clear()
 
     def add_module(self, modname: str) -> None:
         """Take the core's own plugin module ``modname`` (imported now)."""
         core = Entry(modname, None, modname.partition(".")[0])
-        core.module = importlib.import_module(modname)
-        self.check(core, lazy_hooks.module_hooks(core.module))
+        self._checked(core, importlib.import_module(modname))
         self.entries.append(core)
 
     def load(self, entry: Entry) -> bool:
-        """Import ``entry``'s module (its failure, SystemExit included, is its own: reported,
-        the plugin left out) and check its implementations; False when it is left out."""
+        """Import ``entry``'s module (guarded) and check its implementations; False when it is left out."""
         if entry.module is not None:
             return entry.name not in self.boundary.disabled
         if entry.name in self.boundary.disabled:
             return False
         assert entry.load is not None
         module = self.boundary.call(entry.name, "load", entry.load, default=None, disable=True, prefix="import failed: ")
-        if module is None:
-            return False
+        return module is not None and self._checked(entry, module)
+
+    def _checked(self, entry: Entry, module: Any) -> bool:
         entry.module = module
-        if not isinstance(module, types.ModuleType):  # an object plugin: pluggy reads its hooks
-            entry.hooks = None
-            return True
-        return self.check(entry, lazy_hooks.module_hooks(module))
+        found = self.boundary.call(entry.name, "load", lazy_hooks.module_hooks, module, disable=True, prefix="registration failed: ")
+        return found is not None and self.check(entry, found)
 
     def check(self, entry: Entry, found: dict[str, tuple[Callable[..., Any], dict[str, Any]]]) -> bool:
-        """What :func:`_register` refuses (a misspelt hook, an argument its hook does not
-        offer), and a declaration that differs from the code (reported; the code wins)."""
+        """Refuse what pluggy's registration refuses (a misspelt hook, an argument the hook does not
+        offer); report a declaration that differs from the code (the code wins)."""
         specs = _specs()
         unknown = sorted(h for h, (_, opts) in found.items() if h not in specs and not opts.get("optionalhook"))
         if unknown:
@@ -170,45 +178,42 @@ class Declared:
         return True
 
     def impls(self, hook: str) -> list[Impl] | None:
-        """The implementations of ``hook`` in pluggy's list order (call order reversed),
-        importing the plugins that declare it; None when pluggy must call it (a wrapper, a
-        plugin that is no module, hook tracing)."""
+        """The guarded implementations of ``hook`` in pluggy's call order, importing the plugins
+        that declare it; None when pluggy must call it (a wrapper, or one that is no plain function)."""
         if hook in self._cache:
             return self._cache[hook]
         methods: list[Impl] = []
         for entry in list(self.entries):
             if entry.hooks is not None and hook not in entry.hooks:
                 continue
-            if entry.module is None and hook in entry.records:
-                if entry.name not in self.boundary.disabled:
-                    function = declared_impl(self, entry, hook)
-                    impl = Impl(entry.name, function, lazy_hooks.argnames(function) or (), {})
-                    # the boundary's own check of migrations reads their SQL: a declared one is checked without it
-                    impl.function = _guarded(self.boundary, impl, entry.name, hook) if hook != SCHEMA_HOOK else functools.partial(
-                        self.boundary.call, entry.name, hook, function, check=_check_declared, disable=True)
-                    _place(methods, impl)
+            check = None
+            if entry.module is None and hook in entry.records:  # answered by the declaration
+                function, opts = declared_impl(self, entry, hook), _NO_OPTS
+                if hook == SCHEMA_HOOK:  # their SQL is read when applied
+                    check = functools.partial(check_migrations, declared=True)
+            elif entry.module is None and not self.load(entry):
                 continue
-            if entry.module is None and not self.load(entry):
-                continue
-            if entry.impls is None:
+            elif entry.impls is None:
                 self._cache[hook] = None
                 return None
-            if entry.name in self.boundary.disabled or hook not in entry.impls:
+            elif hook not in entry.impls:
                 continue
-            function, opts = entry.impls[hook]
-            if opts.get("wrapper") or opts.get("hookwrapper"):
-                self._cache[hook] = None
-                return None
+            else:
+                function, opts = entry.impls[hook]
+                if opts.get("wrapper") or opts.get("hookwrapper"):
+                    self._cache[hook] = None
+                    return None
+            if entry.name in self.boundary.disabled:
+                continue
             impl = Impl(entry.name, function, lazy_hooks.argnames(function) or (), opts)
-            impl.function = _guarded(self.boundary, impl, entry.name, hook)
+            impl.function = _guarded(self.boundary, impl, entry.name, hook, check)
             _place(methods, impl)
-        self._cache[hook] = methods
-        return methods
+        self._cache[hook] = methods[::-1]
+        return self._cache[hook]
 
     def migrations_of(self, entry: Entry) -> dict[tuple[str, int], Any] | None:
         """``{(owner, version): Migration}`` that ``entry``'s ``agent_link_schema`` really returns
-        (the plugin imported now, the call guarded); None when it cannot be had (reported).
-        A declaration that differs from them is reported, as a differing hook table is."""
+        (imported now); None when it cannot be had. A differing declaration is reported."""
         if not self.load(entry) or entry.impls is None or SCHEMA_HOOK not in entry.impls:
             if entry.name not in self.boundary.disabled:
                 self.boundary.fault(entry.name, SCHEMA_HOOK, "declares migrations its entry module does not return",
@@ -227,6 +232,9 @@ class Declared:
         return [e.name for e in self.entries if e.name not in self.boundary.disabled]
 
 
+_NO_OPTS: dict[str, Any] = {}
+
+
 def _place(methods: list[Impl], impl: Impl) -> None:
     """Insert ``impl`` where pluggy's ``HookCaller._add_hookimpl`` would."""
     if impl.opts.get("trylast"):
@@ -242,8 +250,7 @@ def _place(methods: list[Impl], impl: Impl) -> None:
 
 def package_declarations(module: str) -> tuple[frozenset[str] | None, dict[str, Any]]:
     """What entry module ``module``'s top-level package (imported now) declares for it: its
-    hooks (None: nothing declared) and ``{hook: records}`` for the settings and migrations it
-    declares as data."""
+    hooks (None: nothing declared) and ``{hook: records}`` of what it declares as data."""
     package = importlib.import_module(module.partition(".")[0])
     records = {hook: value for hook, attr in DATA_HOOKS.items()
                if (value := lazy_hooks.declared_records(package, attr, module)) is not None}
@@ -251,12 +258,8 @@ def package_declarations(module: str) -> tuple[frozenset[str] | None, dict[str, 
 
 
 def declared_impl(plugins: Declared, entry: Entry, hook: str) -> Callable[..., Any]:
-    """The implementation of ``hook`` (settings, harnesses or schema) that ``entry``'s
-    declaration gives without importing it: each declared setting made a
-    :class:`~agent_link_core.config.Setting`, each declared harness a
-    :class:`~agent_link_core.harness_decl.HarnessDeclaration` (a key either does not take
-    raises ``TypeError``, the plugin's fault), or each declared migration a
-    :class:`DeclaredMigration`."""
+    """The implementation of ``hook`` (settings, harnesses or schema) that ``entry``'s declared
+    records give without importing it (a key a record type does not take raises ``TypeError``)."""
     records = entry.records[hook]
     if hook != SCHEMA_HOOK:
         def register_records(register: Callable[[Any], None]) -> None:
@@ -278,8 +281,7 @@ def declared_impl(plugins: Declared, entry: Entry, hook: str) -> Callable[..., A
 
 
 def _made(hook: str, fields: dict[str, Any]) -> Any:
-    """The :class:`~agent_link_core.config.Setting` or
-    :class:`~agent_link_core.harness_decl.HarnessDeclaration` a declared record stands for."""
+    """The ``Setting`` or ``HarnessDeclaration`` a declared record stands for."""
     if hook == SETTINGS_HOOK:
         from agent_link_core.config import Setting
 
@@ -289,23 +291,11 @@ def _made(hook: str, fields: dict[str, Any]) -> Any:
     return HarnessDeclaration(**{**fields, "sender_options": tuple(SenderOption(**o) for o in fields.get("sender_options", ()))})
 
 
-def _check_declared(result: list[DeclaredMigration], plugin: str) -> str | None:
-    """What the boundary checks of a plugin's migrations but their SQL (read when applied)."""
-    for m in result:
-        if m.owner != plugin:
-            return f"declares a migration owned by {m.owner!r}; a plugin's migrations must be owned by its own name {plugin!r}"
-        if m.version < 1:
-            return f"declares migration {m.owner}#{m.version!r}; versions are integers from 1"
-    return None
-
-
 class DeclaredMigration:
-    """A migration as a plugin declares it (owner and version) whose SQL is read from the
-    plugin's code, imported the first time :attr:`sql` is asked (only for a database that
-    lacks the migration: :meth:`agent_link_core.store.Store.migrate` skips the applied ones).
+    """A migration as a plugin declares it; its SQL is read from the plugin's code when
+    :attr:`sql` is first asked (only for a database that lacks it).
 
-    :param sql_of: ``((owner, version)) -> SQL``; it returns None when the plugin's code cannot
-        give it (the plugin reported by then).
+    :param sql_of: ``((owner, version)) -> SQL``, or None when the plugin cannot give it (reported).
     """
 
     __slots__ = ("owner", "version", "_sql_of")
@@ -315,10 +305,7 @@ class DeclaredMigration:
 
     @property
     def sql(self) -> str:
-        """The migration's SQL (the plugin imported now).
-
-        :raises MigrationUnavailable: the plugin's code cannot give it (its fault reported).
-        """
+        """The migration's SQL. :raises MigrationUnavailable: the plugin cannot give it (reported)."""
         found = self._sql_of((self.owner, self.version))
         if found is None:
             raise MigrationUnavailable(f"{self.owner} migration {self.version} cannot be loaded")

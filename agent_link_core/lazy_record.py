@@ -1,8 +1,6 @@
-"""Immutable records without :mod:`dataclasses`: every ``agent-link`` command imports the
-modules holding its value types, and ``dataclasses`` imports :mod:`inspect` (about a tenth of
-a short command's CPU). A :class:`Record` behaves as a frozen dataclass does: compared, hashed
-and shown by its fields, assignment refused, :meth:`Record.replace` for a changed copy. A
-:class:`Struct` declares its fields as a dataclass does (annotations, defaults, :func:`field`)."""
+"""Immutable records without :mod:`dataclasses` (which imports :mod:`inspect`, a tenth of a
+short command's CPU). A :class:`Record` behaves as a frozen dataclass: compared, hashed and
+shown by its fields, assignment refused; a :class:`Struct` declares fields as a dataclass does."""
 
 from __future__ import annotations
 
@@ -13,17 +11,13 @@ if TYPE_CHECKING:
     from typing import Any, ClassVar, dataclass_transform
 else:
     def dataclass_transform(**_: object) -> Callable[[type], type]:
-        """At run time a no-op (type checkers read the real one): importing :mod:`typing`
-        costs every short command a few milliseconds."""
+        """A no-op at run time: importing :mod:`typing` costs every short command milliseconds."""
         return lambda cls: cls
 
 
 class Record:
-    """Base of a frozen record whose fields are listed in ``_fields`` (in order) and set by
-    the subclass's ``__init__`` through :meth:`_set`.
-
-    :raises AttributeError: on assigning or deleting an attribute after construction.
-    """
+    """Base of a frozen record whose fields, ``_fields``, the subclass's ``__init__`` sets
+    through :meth:`_set`. :raises AttributeError: on assigning or deleting an attribute."""
 
     _fields: tuple[str, ...] = ()
 
@@ -35,11 +29,8 @@ class Record:
         return tuple(getattr(self, name) for name in self._fields)
 
     def replace(self, **changes: Any) -> Any:
-        """A copy with ``changes`` (field name -> value), built through ``__init__`` as
-        :func:`dataclasses.replace` does.
-
-        :raises TypeError: a name that is no field (from ``__init__``).
-        """
+        """A copy with ``changes`` (field name -> value), built through ``__init__``.
+        :raises TypeError: a name that is no field."""
         return type(self)(**{**{name: getattr(self, name) for name in self._fields}, **changes})
 
     def __setattr__(self, name: str, value: Any) -> None:

@@ -1,20 +1,12 @@
-"""Plugin loading and the typed facade over agent-link's hooks.
+"""Plugin loading and :class:`Hooks`, the typed facade over agent-link's hooks.
 
-Build order (fixed): hook specs, blocked names from ``AGENT_LINK_DISABLE_PLUGINS``, entry
-points of the ``agent_link`` group one at a time, the core's default plugins, then
-``check_pending()``. A plugin that fails to import, to register, or implements a hook that
-does not exist (a misspelt name) is reported and left out, never fatal.
-
-Every hook call goes through :class:`Hooks`, one method per hook, in pluggy's order
-(``tryfirst``/``trylast``, wrappers and ``firstresult`` always apply). Each implementation is
-guarded (:mod:`agent_link_core.boundary`): its exceptions, wrong answers and hangs are its
-plugin's problem, reported by ``agent-link plugins``, health and the log, and everything
-else keeps working.
-
-Declared hooks (:func:`load_plugins` with ``declared=True``, what the CLI uses;
-:mod:`agent_link_core.lazy_plugins`): a call imports only the plugins declaring its hook and
-calls them through the same guard in pluggy's order; pluggy's manager is built (every plugin
-imported and registered as above) when something needs it (a wrapper, tracing, :attr:`Hooks.pm`).
+Load order: ``AGENT_LINK_DISABLE_PLUGINS`` blocks names, then the entry points of the
+``agent_link`` group, then the core's default plugins. A plugin that fails to import or
+register, or implements a hook that does not exist, is reported and left out, never fatal.
+Every implementation is called through the guard of :mod:`agent_link_core.boundary`, in
+pluggy's order. With ``declared=True`` (the CLI) a plugin is imported only when a call needs a
+hook it declares (:mod:`agent_link_core.lazy_plugins`); pluggy's manager is built only when
+something needs it (a wrapper, :attr:`Hooks.pm`).
 """
 
 from __future__ import annotations
@@ -22,7 +14,7 @@ from __future__ import annotations
 import os
 import sys
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from agent_link_core.lazy_log import LazyLogger
 from agent_link_core import discovery, hookspecs
@@ -64,17 +56,11 @@ LOAD_ONLY_ENV = "AGENT_LINK_LOAD_PLUGINS"
 
 
 class PluginReport:
-    """What loading found: names loaded, blocked, and failures ``{name: reason}``.
-
-    ``failed`` also gains plugins left out later in the process (a registration refused, a
-    hung hook); :meth:`problems` lists every failure with its hook and fix.
+    """What loading found: ``loaded`` (names, in load order), ``blocked`` (turned off),
+    ``failed`` (``{plugin: reason}``, also those left out later), ``dists`` (each entry-point
+    plugin's distribution, or its :class:`agent_link_core.discovery.CachedDist`).
 
     :param boundary: the guard whose problems :meth:`problems` lists.
-
-    Attributes: ``loaded`` (plugin names, in load order), ``blocked`` (names turned off),
-    ``failed`` (``{plugin: reason}``), ``dists`` (each entry-point plugin's distribution:
-    ``importlib.metadata.Distribution``, or its cached version
-    :class:`agent_link_core.discovery.CachedDist`).
     """
 
     def __init__(self, boundary: Boundary) -> None:
@@ -86,13 +72,12 @@ class PluginReport:
 
     @property
     def versions(self) -> dict[str, str]:
-        """``{plugin: version}`` of the entry-point plugins that registered (parsing each
-        one's metadata, so only reports that show versions pay for it)."""
+        """``{plugin: version}`` of the entry-point plugins that registered (read now)."""
         return {name: dist.version for name, dist in self.dists.items()}
 
     def installed(self, env: Mapping[str, str] | None = None) -> dict[str, str | None]:
         """``{name: version or None (a plugin given in code)}`` of every plugin installed, loaded
-        here or not: the entry points (``env``: for their cache), the core's own, those loaded."""
+        here or not (``env``: for the entry points' cache)."""
         from agent_link_core import __version__
 
         return {**dict.fromkeys((*self.loaded, *self.failed)), **dict.fromkeys(DEFAULT_PLUGINS, __version__),
@@ -124,28 +109,14 @@ _manager_class: type | None = None
 
 
 def _plugin_manager() -> pluggy.PluginManager:
-    """A new pluggy manager for agent-link's hooks (pluggy imported now), skipping a plugin
-    module's other names (its imports, classes and constants) without pluggy's per-name
-    descriptor-safe lookup: most names a module holds could never be a hook."""
+    """A new pluggy manager for agent-link's hooks (pluggy imported now) that skips a module's
+    names that are no function without pluggy's slower per-name lookup."""
     global _manager_class
     if _manager_class is None:
         import pluggy
 
         class _PluginManager(pluggy.PluginManager):
-            #: bumped by each change of what a hook call runs: :class:`Hooks` keeps each
-            #: hook's implementations while it stays the same
-            agent_link_generation = 0
-
-            def register(self, plugin: Any, name: str | None = None) -> str | None:
-                self.agent_link_generation += 1
-                return super().register(plugin, name)
-
-            def unregister(self, plugin: Any = None, name: str | None = None) -> Any:  # set_blocked too
-                self.agent_link_generation += 1
-                return super().unregister(plugin, name)
-
             def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
-                """None for a module attribute that is no function; else pluggy's answer."""
                 if isinstance(plugin, types.ModuleType) and name in plugin.__dict__ \
                         and not isinstance(plugin.__dict__[name], _HOOKABLE):
                     return None
@@ -169,14 +140,13 @@ def build_plugin_manager(
     :returns: the manager and a :class:`PluginReport` for health. Never raises for a
         plugin's fault: it is in the report.
     """
-    plugins, report = _plugins(os.environ if env is None else env, declared=False)
-    return _manager(plugins, report, extra_plugins), report
+    plugins, report = _plugins(os.environ if env is None else env, declared=False, extra_plugins=extra_plugins)
+    return _manager(plugins, report), report
 
 
-def _plugins(env: Mapping[str, str], *, declared: bool) -> tuple[Declared, PluginReport]:
-    """The plugins of ``env`` in load order (the entry points not turned off, then the core's),
-    each taken by the hooks it declares when ``declared``, else imported now; and the report
-    of what was loaded, blocked and left out (kept up to date by their guard)."""
+def _plugins(env: Mapping[str, str], *, declared: bool, extra_plugins: tuple[Any, ...] = ()) -> tuple[Declared, PluginReport]:
+    """The plugins of ``env`` in load order, taken by their declared hooks (``declared``) or
+    imported now, then ``extra_plugins``; and the report of what was loaded, blocked and left out."""
     boundary = Boundary(timeout_from_env(env))
     report = PluginReport(boundary)
     blocked, only = disabled_plugin_names(env), _names(env.get(LOAD_ONLY_ENV))  # only: None = every plugin
@@ -194,27 +164,24 @@ def _plugins(env: Mapping[str, str], *, declared: bool) -> tuple[Declared, Plugi
                 report.dists[ep.name] = ep.dist
     for modname in DEFAULT_PLUGINS:
         plugins.add_module(modname)
+    for item in extra_plugins:
+        name, plugin = item if isinstance(item, tuple) else (plugins.unique_name(item), item)
+        if plugins.add_object(name, plugin) and name not in report.loaded:
+            report.loaded.append(name)
     return plugins, report
 
 
-def _manager(plugins: Declared, report: PluginReport, extra_plugins: tuple[Any, ...] = ()) -> pluggy.PluginManager:
-    """pluggy's manager holding ``plugins`` (each imported now, its failure, SystemExit at
-    import included, reported and the plugin left out), then ``extra_plugins``."""
+def _manager(plugins: Declared, report: PluginReport) -> pluggy.PluginManager:
+    """pluggy's manager holding ``plugins`` (each imported now; a failure left out)."""
     boundary = plugins.boundary
     pm = _plugin_manager()
-    pm.agent_link_boundary = boundary  # type: ignore[attr-defined]
+    pm.agent_link_declared = plugins  # type: ignore[attr-defined]
     pm.agent_link_report = report  # type: ignore[attr-defined]
-    pm.agent_link_order = []  # type: ignore[attr-defined]  # registration order settles name clashes
     for name in sorted({*plugins.blocked, *boundary.disabled}):
         pm.set_blocked(name)
     for entry in plugins.entries:
         if plugins.load(entry) and entry.name not in boundary.disabled:
             _register(pm, boundary, entry.module, entry.name)
-    for item in extra_plugins:
-        name, plugin = item if isinstance(item, tuple) else (_plugin_name(pm, item), item)
-        if _register(pm, boundary, plugin, name) and name not in report.loaded:
-            report.loaded.append(name)
-    pm.check_pending()  # misspelt hooks were already reported and unregistered by _register
     return pm
 
 
@@ -224,18 +191,9 @@ def _left_out(report: PluginReport, name: str, reason: str) -> None:
         report.loaded.remove(name)
 
 
-def _plugin_name(pm: pluggy.PluginManager, plugin: Any) -> str:
-    """A readable, unique name for a plugin object given without one."""
-    base = getattr(plugin, "__name__", None) or type(plugin).__name__
-    name, n = base, 2
-    while pm.has_plugin(name) or name in pm._name2plugin:  # noqa: SLF001 - blocked names hold None there
-        name, n = f"{base}#{n}", n + 1
-    return name
-
-
 def _register(pm: pluggy.PluginManager, boundary: Boundary, plugin: Any, name: str) -> bool:
-    """Register one plugin, guarding its hooks; False (reported) when it cannot be used."""
-    # pluggy's validation (arguments a hook does not offer) or the plugin's own attributes may fail
+    """Register one plugin (its hooks already checked by :meth:`Declared.check`), guarding its
+    hooks; False (reported) when it cannot be used."""
     registered = boundary.call(name, "load", pm.register, plugin, name=name, default=False, disable=True,
                                prefix="registration failed (check each hook's name and arguments against "
                                       "agent_link_core/hookspecs.py): ")
@@ -243,62 +201,51 @@ def _register(pm: pluggy.PluginManager, boundary: Boundary, plugin: Any, name: s
         pm.unregister(plugin)
     if registered is None or registered is False:
         return False  # None: blocked by AGENT_LINK_DISABLE_PLUGINS
-    unknown = sorted(
-        caller.name for caller in pm.get_hookcallers(plugin) or []
-        if caller.spec is None and any(i.plugin is plugin and not i.optionalhook for i in caller.get_hookimpls())
-    )
-    if unknown:
-        pm.unregister(plugin)
-        boundary.fault(name, "load", f"implements {', '.join(unknown)}, which is not an agent-link hook (misspelt?)",
-                       fix="Use a hook name from agent_link_core/hookspecs.py.", disable=True)
-        return False
     guard_plugin(boundary, pm, plugin, name)
-    pm.agent_link_order.append(name)  # type: ignore[attr-defined]
     return True
 
 
 class Hooks:
-    """Typed facade: one method per hook, called with keyword arguments.
+    """Typed facade: one method per hook. Each call runs the plugins' guarded implementations
+    itself, as pluggy would; pluggy makes the call only for a wrapper or a hook implementation
+    that is no plain function. Registration hooks are collected once; a plugin with a
+    refused record is left out whole.
 
-    Registration hooks are collected once and cached; each record is checked
-    (:mod:`agent_link_core.boundary`) and a plugin with a refused record is left out whole.
-
-    :param pm: a manager from :func:`build_plugin_manager` (its plugins guarded by its
-        boundary); None with ``declared``.
-    :param report: the report to keep up to date (default: the one the manager was built with).
-    :param declared: the plugins by their declared hooks (:func:`load_plugins` with
-        ``declared=True``): calls import and call only the plugins declaring their hook, and
-        the manager is built from these when first needed (:attr:`pm`).
+    :param pm: a manager from :func:`build_plugin_manager`; None with ``declared``.
+    :param report: the report to keep up to date (default: the manager's).
+    :param declared: the plugins (default: the manager's); the manager is built from them when
+        first needed (:attr:`pm`).
     """
 
     def __init__(self, pm: pluggy.PluginManager | None, report: PluginReport | None = None, *,
                  declared: Declared | None = None) -> None:
         self._pm = pm
-        self._declared = declared
+        self._declared: Declared = declared or pm.agent_link_declared  # type: ignore[union-attr]
         #: the App these hooks serve; set by ``App.__init__`` and passed to hooks taking ``app``
         self.app: App | None = None
-        self.boundary: Boundary = declared.boundary if declared is not None else pm.agent_link_boundary  # type: ignore[union-attr]
+        self.boundary: Boundary = self._declared.boundary
         self.report: PluginReport = report or pm.agent_link_report  # type: ignore[union-attr]
         self.boundary.on_disable = self._disable
         self._records: dict[str, dict[str, tuple[str, Any]]] = {}
         self._owners: dict[tuple[str, str], str] = {}  # (kind, record name) -> plugin, kept when it is left out
-        #: ``{hook: (manager generation, implementations, plain)}`` (see :meth:`_impls`)
-        self._kept: dict[str, tuple[int, list[Any], bool]] = {}
+        #: told ``hook <name>(<arguments>)`` of each hook call (``AGENT_LINK_DEBUG``)
+        self.trace: Callable[[str], None] | None = None
 
     @property
     def pm(self) -> pluggy.PluginManager:
-        """The plugin manager these hooks call (built now from the declared plugins, each
-        imported and registered, if these hooks were loaded by their declarations)."""
+        """The plugin manager (built now from the plugins if there is none yet)."""
         if self._pm is None:
-            assert self._declared is not None
             self._pm = _manager(self._declared, self.report)
         return self._pm
+
+    def only(self, names: set[str]) -> None:
+        """Call only the plugins ``names`` from now on (the others are dropped unreported)."""
+        self._declared.keep(names)
+        self._pm = None  # rebuilt from those when needed
 
     def load_all(self) -> None:
         """Import and register every plugin now: what a report of every plugin's state needs."""
         self.pm  # noqa: B018 - building the manager imports each plugin, reporting what fails
-
-    # -- plumbing
 
     def _disable(self, plugin: str, reason: str) -> None:
         """Leave ``plugin`` out from now on: its hooks, records and harnesses."""
@@ -314,30 +261,18 @@ class Hooks:
                     self.app.harnesses.pop(name, None)
 
     def _impls(self, hook_name: str) -> tuple[list[Any], bool]:
-        """The implementations of ``hook_name`` in the order pluggy calls them (each with
-        ``plugin_name``, ``function``: guarded, ``argnames``, ``hookwrapper``, ``wrapper``), and
-        whether calling each ``function`` with the arguments it names is all pluggy would do
-        (no wrapper among them, no hook call tracing); when not, pluggy makes the call."""
-        if self._pm is None and self._declared is not None:
-            declared = self._declared.impls(hook_name)
-            if declared is not None:
-                return declared[::-1], True
-        pm = self.pm
-        generation = getattr(pm, "agent_link_generation", None)
-        kept = self._kept.get(hook_name)
-        if kept is not None and kept[0] == generation:
-            return kept[1], kept[2]
-        impls = getattr(pm.hook, hook_name).get_hookimpls()[::-1]
-        plain = not getattr(pm, "agent_link_traced", False) and not any(impl.hookwrapper or impl.wrapper for impl in impls)
-        if generation is not None:  # a manager of ours: kept until a plugin is (un)registered or tracing changes
-            self._kept[hook_name] = (generation, impls, plain)
-        return impls, plain
+        """The guarded implementations of ``hook_name`` in pluggy's call order, and whether
+        calling each is all pluggy would do; if not, pluggy calls."""
+        impls = self._declared.impls(hook_name)
+        if impls is not None:
+            return impls, True
+        return getattr(self.pm.hook, hook_name).get_hookimpls()[::-1], False
 
     def _run(self, hook_name: str, **kwargs: Any) -> tuple[Any, CallState]:
-        """One hook call (each implementation guarded inline); its answer and what the call
-        learnt (plugins that faulted, answers by plugin). Called here as pluggy would call it,
-        without pluggy's machinery (a read renders envelopes once per message), unless pluggy
-        must make the call (:meth:`_impls`)."""
+        """One hook call, made as pluggy would (without its machinery unless needed); its
+        answer and what the call learnt."""
+        if self.trace is not None:
+            self.trace(f"hook {hook_name}({', '.join(sorted(kwargs))})")
         impls, plain = self._impls(hook_name)
         with CallState(hook_name) as call:
             if not plain:
@@ -357,11 +292,8 @@ class Hooks:
         return self._run(hook_name, **kwargs)[0]
 
     def collect(self, kind: str, hook_name: str, check: Callable[[Any], None]) -> dict[str, Any]:
-        """Run a ``register``-style hook once; ``{record name: record}`` of accepted records.
-
-        Also for a plugin that consumes a core hook whose record type is its own (the legacy
-        plugin's importers, the web plugin's panels): the hook stays in the core so that its implementers load without
-        the consumer, and the consumer checks each record.
+        """Run a ``register``-style hook once; ``{record name: record}`` of accepted records
+        (also for a plugin consuming a core hook with records of its own: panels, importers).
 
         :param kind: what the records are, in reports and :meth:`owner` (``legacy importer``).
         :param hook_name: the hook, called with ``register`` (and ``app`` for tools).
@@ -386,13 +318,9 @@ class Hooks:
 
             extra = {"app": self.app} if hook_name == "agent_link_register_tools" else {}
             self._call(hook_name, register=register, **extra)
-            # Clashes are settled by ownership, then registration order, never pluggy's call
-            # order: the core first, then a plugin registering a record named after itself (the
-            # plugin "x" registering harness "x": no other plugin can claim it and get it left out),
-            # then in the order plugins registered, so one installed later cannot take a name over.
-            order = self._declared.order() if self._pm is None and self._declared is not None \
-                else getattr(self._pm, "agent_link_order", ())
-            rank = {name: i for i, name in enumerate(order)}
+            # Name clashes: the core wins, then a plugin's record named after itself, then the
+            # earlier registered plugin (one installed later cannot take a name over).
+            rank = {name: i for i, name in enumerate(self._declared.order())}
             offered.sort(key=lambda pr: (pr[0] != CORE_PLUGIN, getattr(pr[1], "name", None) != pr[0],
                                          rank.get(pr[0], len(rank))))
             records: dict[str, tuple[str, Any]] = {}
@@ -416,26 +344,17 @@ class Hooks:
         return {name: record for name, (_, record) in self._records[kind].items()}
 
     def owner(self, kind: str, name: str) -> str | None:
-        """The plugin that registered record ``name`` of ``kind`` (harness, tool, setting), also
-        after it was left out (a server still holding its tool can then name it)."""
+        """The plugin that registered record ``name`` of ``kind``, also after it was left out."""
         return self._owners.get((kind, name))
 
     def plugin_of_module(self, module: str) -> str | None:
-        """The name of the registered plugin whose top-level package holds ``module`` (a
-        dotted module name), or None; names the owner of a declared command or tool whose
-        code fails to import (:mod:`agent_link_core.contribute`)."""
+        """The registered plugin whose top-level package holds dotted ``module``, or None."""
         package = module.partition(".")[0]
-        if self._pm is None and self._declared is not None:
-            return next((e.name for e in self._declared.entries if e.package == package), None)
-        for name, plugin in self._pm.list_name_plugin():
-            if plugin is not None and (getattr(plugin, "__name__", None) or "").partition(".")[0] == package:
-                return name
-        return None
+        return next((e.name for e in self._declared.entries if e.package == package), None)
 
     def hook_view(self) -> dict[str, dict[str, dict[str, Any] | None]]:
-        """``{plugin: {hook: {calls, lastMs, maxMs} | None}}``: every hook each registered plugin
-        implements, with its timings in this process (None: not called here), plus ``load``
-        (import and registration) and the harness methods and tools the boundary timed."""
+        """``{plugin: {hook: {calls, lastMs, maxMs} | None (not called here)}}``: every hook each
+        registered plugin implements, plus what else the boundary timed (load, harness methods, tools)."""
         view: dict[str, dict[str, dict[str, Any] | None]] = {}
         pm = self.pm
         for plugin in pm.get_plugins():
@@ -450,8 +369,6 @@ class Hooks:
         """Every plugin failure recorded in this process (see :class:`PluginReport`)."""
         return self.boundary.report()
 
-    # -- the hooks
-
     def harnesses(self) -> dict[str, Harness]:
         """All accepted harnesses by name (address scheme)."""
         from agent_link_core.harness_decl import check_harness
@@ -459,15 +376,12 @@ class Hooks:
         return self.collect("harness", "agent_link_register_harnesses", check_harness)
 
     def tools(self) -> dict[str, ToolSpec]:
-        """All accepted MCP tools by name (schemas checked against the JSON Schema meta-schema).
-
-        First checks each harness's send options and result fields, which become part of
-        ``message_agent``: a harness whose declarations are refused leaves its plugin out."""
+        """All accepted MCP tools by name (schemas checked); first each harness's send options and
+        result fields (part of ``message_agent``): a refused one leaves its plugin out."""
         if "tool" not in self._records:
             from agent_link_core.harness_decl import HarnessDeclaration
             from agent_link_core.tools.core_tools import check_send_declarations
 
-            # the built harnesses: what a declared one declares for message_agent is in its code
             harnesses = self.app.harnesses if self.app is not None else self.harnesses()
             for name, harness in list(harnesses.items()):
                 if harness is None or isinstance(harness, HarnessDeclaration):
@@ -482,8 +396,7 @@ class Hooks:
         return self.collect("tool", "agent_link_register_tools", check_tool)
 
     def tool_owners(self) -> dict[str, str]:
-        """``{tool name: name of the plugin that registered it}`` (the core's own tools are
-        owned by ``agent_link_core.default_plugins``)."""
+        """``{tool name: the plugin that registered it}``."""
         return {name: self.owner("tool", name) or "?" for name in self.tools()}
 
     def settings(self) -> tuple[Setting, ...]:
@@ -505,10 +418,7 @@ class Hooks:
         return {name: (rec, self.owner("prompt hook", name) or "?") for name, rec in records.items()}
 
     async def push_reminders(self, due: DueReminders) -> bool:
-        """Offer one session's due reminders to the plugin that pushes for its harness.
-
-        :returns: True when a plugin reports the session reminded.
-        """
+        """Offer one session's due reminders to the plugins; True when one reports it reminded."""
         return bool(await _settled(self._call("agent_link_push_reminders", due=due, app=self.app)))
 
     def register_commands(self, cli: click.Group) -> None:
@@ -543,8 +453,7 @@ class Hooks:
         return [m for batch in batches if batch for m in batch if m.owner not in self.boundary.disabled]
 
     async def aresolve_address(self, address: str, caller_address: str) -> dict[str, Any] | None:
-        """The first plugin's resolution of an indirect address, or None (may raise
-        AgentLinkError); an awaitable answer (a plugin doing I/O) is awaited as :func:`_settled` says."""
+        """The first plugin's resolution of an indirect address, or None (may raise AgentLinkError)."""
         return await _settled(self._call("agent_link_resolve_address", address=address, caller_address=caller_address,
                                          app=self.app))
 
@@ -577,9 +486,8 @@ class Hooks:
     async def claim_paths(self, *, holder: str, paths: list[str], project_root: str, reason: str | None = None,
                           ttl_ms: int | None = None, until_resolved: str | None = None,
                           key: str | None = None) -> dict[str, Any] | None:
-        """Ask the plugin that keeps file claims to claim ``paths`` for ``holder``
-        (``agent_link_claim_paths``; ``key`` replaces what was claimed under it); None when no
-        plugin does.
+        """Claim ``paths`` for ``holder`` through the plugin keeping file claims (``key`` replaces
+        what was claimed under it); None when no plugin does.
 
         :raises AgentLinkError: as the plugin's answer does (``lease_conflict``, ...).
         """
@@ -588,23 +496,14 @@ class Hooks:
         return result if isinstance(result := await _settled(result), dict) else None
 
     def release_claims(self, key: str) -> dict[str, Any] | None:
-        """End what was claimed under ``key`` (``agent_link_release_claims``):
-        ``{"released": [...]}``, or None when no plugin keeps file claims (or it failed:
-        reported in :meth:`problems`)."""
+        """End what was claimed under ``key``: ``{"released": [...]}``, or None (no such plugin, or it failed)."""
         result = self._call("agent_link_release_claims", key=key, app=self.app)
         return result if isinstance(result, dict) else None
 
     def record_event(self, event: Event) -> None:
         """Let observers write their records in the transaction of the change ``event``
-        describes (one is opened when none is). An observer that fails is logged and its
-        writes are undone, and the change itself still commits.
-
-        Undoing needs a restore point (a savepoint) before each observer, but not one each:
-        a savepoint is opened before the first observer and again only after one that changed
-        rows (``Connection.total_changes``), so observers that write nothing (most, for most
-        events) share one. The savepoints end with the transaction. Observers write rows, never
-        tables (those are ``agent_link_schema``'s), which ``total_changes`` would not count.
-        """
+        describes (one is opened when none is). A failing observer is reported and its writes
+        undone; the change itself still commits."""
         impls = [impl for impl in self._impls("agent_link_record_event")[0]
                  if impl.plugin_name not in self.boundary.disabled and not (impl.hookwrapper or impl.wrapper)]
         if not impls:
@@ -614,11 +513,10 @@ class Hooks:
             with store.write():
                 return self.record_event(event)
         conn = store.conn
-        # Named as store.write() names its savepoints (the depth reserved while observers run),
-        # so a nested write or the legacy importer's guard tells them apart as it does its own.
+        # named as store.write() names its savepoints, so a nested write tells them apart
         store._savepoints += 1
         mark = f"agent_link_{store._savepoints}"
-        changes = -1  # no restore point yet
+        changes = -1  # a new savepoint only after an observer changed rows: most write nothing
         try:
             for impl in impls:
                 plugin = impl.plugin_name
@@ -628,7 +526,6 @@ class Hooks:
                 offered = {"event": event, "conn": conn, "app": self.app}
                 with CallState("agent_link_record_event") as call:
                     try:
-                        # The boundary's guard reports a failure and swallows it; undo its writes then.
                         impl.function(*(offered[name] for name in impl.argnames))
                         if plugin not in call.faulted:
                             continue
@@ -646,8 +543,7 @@ class Hooks:
             store._savepoints -= 1
 
     def session_roles(self, addresses: list[str]) -> dict[str, list[str]]:
-        """``{address: sorted role names}`` from every plugin that keeps roles; a failing
-        plugin is reported as its problem and contributes nothing."""
+        """``{address: sorted role names}`` from every plugin that keeps roles."""
         merged: dict[str, set[str]] = {}
         for answer in self._call("agent_link_session_roles", addresses=list(addresses), app=self.app) or []:
             if isinstance(answer, dict):
@@ -656,12 +552,11 @@ class Hooks:
         return {address: sorted(names) for address, names in merged.items()}
 
     def sessions_listed(self, sessions: list[dict[str, Any]]) -> None:
-        """Tell ``agent_link_sessions_listed`` observers what a listing found
-        (``[{"address", "title"}]``); an observer's failure is reported, never raised."""
+        """Tell observers what a listing found (``[{"address", "title"}]``)."""
         self._call("agent_link_sessions_listed", sessions=sessions, app=self.app)
 
     def on_event(self, event: Event) -> None:
-        """Notify observers; an observer's failure is reported, never raised."""
+        """Notify observers of ``event``."""
         self._call("agent_link_on_event", event=event, app=self.app)
 
     def server_tasks(self) -> list[tuple[str, Any]]:
@@ -682,9 +577,8 @@ class Hooks:
 
 
 async def _settled(answer: Any) -> Any:
-    """A hook's ``answer``, awaited when it is awaitable (a plugin doing I/O): on the caller's
-    event loop, which it never blocks; for a coroutine stepped without a loop
-    (:func:`agent_link_core.aio.run_inline`), on a loop of its own in a worker thread."""
+    """A hook's ``answer``, awaited when awaitable: on the running loop, or (stepped without one,
+    :func:`agent_link_core.aio.run_inline`) on a loop of its own in a worker thread."""
     if not _awaitable(answer):
         return answer
     asyncio = sys.modules.get("asyncio")  # not imported: no loop runs
@@ -708,34 +602,12 @@ def _check_aliases(record: Any, plugin: str, records: dict[str, tuple[str, Any]]
                           "Use names of your own.")
 
 
-def trace_hook_calls(pm: pluggy.PluginManager, sink: Callable[[str], None]) -> Callable[[], None]:
-    """Report every hook call to ``sink`` (``AGENT_LINK_DEBUG``); returns an undo function."""
-
-    def before(hook_name: str, hook_impls: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
-        sink(f"hook {hook_name}({', '.join(sorted(kwargs))})")
-
-    def after(outcome: Any, hook_name: str, hook_impls: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
-        return None
-
-    undo = pm.add_hookcall_monitoring(before, after)
-    pm.agent_link_traced = True  # type: ignore[attr-defined]  # Hooks' direct calls go through pluggy then
-    pm.agent_link_generation += 1  # type: ignore[attr-defined]
-
-    def untrace() -> None:
-        pm.agent_link_traced = False  # type: ignore[attr-defined]
-        pm.agent_link_generation += 1  # type: ignore[attr-defined]
-        undo()
-
-    return untrace
-
-
 def load_plugins(env: Mapping[str, str] | None = None, extra_plugins: tuple[Any, ...] = (), *,
                  declared: bool = False) -> Hooks:
     """The plugins of ``env`` (default: the process environment, with the settings file's
     values filled in), loaded without opening the database.
 
-    :param declared: load them by their declared hooks (see the module doc): a plugin is
-        imported only when a call needs a hook it declares. Not with ``extra_plugins``.
+    :param declared: import a plugin only when a call needs a hook it declares (not with ``extra_plugins``).
     :raises AgentLinkError: ``invalid_arguments`` for a settings file that cannot be read.
     """
     from agent_link_core.settings_file import with_settings

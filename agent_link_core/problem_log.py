@@ -1,11 +1,9 @@
-"""Plugin problems seen by other agent-link processes, kept in a small state file.
+"""Plugin problems seen by other agent-link processes, in ``<state dir>/plugin-problems.json``.
 
-A hook that fails inside an MCP server is logged there, but ``agent-link health`` and
-``agent-link plugins`` run in a process of their own where that hook may never run. Each
-process therefore appends its runtime plugin problems (the first occurrence of each) to
-``<state dir>/plugin-problems.json`` (with the plugin's version), and health lists those of
-the last day it did not see itself, of plugins still installed at that version (an uninstalled
-or upgraded plugin's are left out). Best effort: losing an entry only loses a diagnostic.
+A hook failing inside an MCP server may never run in the process of ``agent-link health``, so
+each process appends the first occurrence of each runtime problem (with the plugin's version),
+and health lists the last day's it did not see itself, of plugins still installed at that
+version. Best effort: losing an entry only loses a diagnostic.
 """
 
 from __future__ import annotations
@@ -23,7 +21,7 @@ if TYPE_CHECKING:
 FILE_NAME = "plugin-problems.json"
 KEEP = 50
 RECENT_S = 24 * 3600
-#: how the problem of a synchronous hook interrupted after the budget begins (agent_link_core.boundary)
+#: how the problem of a hook interrupted after the budget begins
 HUNG = "did not return within"
 #: a hook that hung is skipped by every process of the state dir for this long (s), then tried again
 HUNG_SKIP_S = 600
@@ -40,8 +38,7 @@ def read(state_dir: str) -> list[dict[str, Any]]:
 
 
 def append(state_dir: str, problem: dict[str, Any], version: str | None = None) -> None:
-    """Add one problem (stamped with the time, this pid and the plugin's ``version`` unless
-    None); keeps the newest :data:`KEEP`."""
+    """Add one problem, stamped with the time, this pid and ``version``; keeps the newest :data:`KEEP`."""
     if not os.path.isdir(state_dir):
         return
     entries = read(state_dir)
@@ -68,9 +65,8 @@ def recent_elsewhere(state_dir: str, seen_here: list[dict[str, Any]],
 
 
 def hung_lately(state_dir: str) -> list[dict[str, Any]]:
-    """Entries of hooks interrupted after the hook budget (:data:`HUNG`) in the last
-    :data:`HUNG_SKIP_S`, by any process: each later process would wait the whole budget again.
-    One ``stat`` when no problem was ever kept (the read path pays nothing more)."""
+    """Entries of hooks interrupted after the hook budget (:data:`HUNG`) by any process in the
+    last :data:`HUNG_SKIP_S` (one ``stat`` when no problem was ever kept)."""
     if not os.path.exists(_path(state_dir)):
         return []
     cutoff = time.time() - HUNG_SKIP_S

@@ -1,19 +1,12 @@
 """Which module answers a host's prompt hooks, found without loading the plugins.
 
-A harness plugin declares its prompt-hook adapter through the
-``agent_link_register_prompt_hooks`` hook (a :class:`~agent_link_core.records.PromptHook`:
-harness name and module). ``agent-link hook <harness> <event>`` runs on every prompt, and
-scanning entry points and building the plugin manager costs tens of milliseconds, so the
-declarations are kept in a small registry file that the hook reads instead:
-``<state dir>/prompt-hooks/<environment key>.json``, one per Python environment (two
-installations sharing a state directory never read each other's registry).
-
-The registry is never trusted blindly. It records a fingerprint of what decides which
-plugins load: the interpreter prefix, ``AGENT_LINK_DISABLE_PLUGINS`` and, for every directory
-on ``sys.path``, its modification time (installing or removing a distribution adds or
-removes a ``*.dist-info`` folder in one of them). When the fingerprint differs, the hook
-rebuilds the registry through the plugin manager before it runs anything, so a removed or
-disabled plugin's adapter never runs, and a newly installed one is found.
+``agent-link hook <harness> <event>`` runs on every prompt, so the adapters plugins register
+(``agent_link_register_prompt_hooks``) are kept in a registry file,
+``<state dir>/prompt-hooks/<environment key>.json`` (one per Python environment), with a
+fingerprint of what decides which plugins load: the interpreter prefix, the disabled plugins
+and the modification time of each ``sys.path`` directory (installing a distribution changes
+one). When the fingerprint differs, the registry is rebuilt through the plugin manager before
+anything runs, so a removed or disabled plugin's adapter never runs.
 
 Imported by the hook fast path: standard modules only, annotations stay strings.
 """
@@ -33,15 +26,13 @@ if TYPE_CHECKING:
 
 #: the registry file's format version; a file of another version is rebuilt
 FORMAT = 1
-#: the budget (ms) of each plugin call while the hook rebuilds the registry (at most the
-#: configured ``AGENT_LINK_HOOK_TIMEOUT_MS``): the host waits for the hook, for 5 s at most
+#: the budget (ms) of each plugin call while the hook rebuilds the registry (the host waits 5 s at most)
 REBUILD_BUDGET_MS = 2000
 
 
 def disabled_names(env: Any = None) -> list[str]:
-    """Plugin names in ``AGENT_LINK_DISABLE_PLUGINS`` (comma or space separated), sorted; when
-    ``AGENT_LINK_LOAD_PLUGINS`` names the only plugins to load, one more entry ``=only:<names>``
-    (no plugin name contains ``=``) so that the registry follows that choice too."""
+    """Plugin names in ``AGENT_LINK_DISABLE_PLUGINS``, sorted, and ``=only:<names>`` when
+    ``AGENT_LINK_LOAD_PLUGINS`` names the only plugins to load."""
     source = os.environ if env is None else env
     raw = source.get("AGENT_LINK_DISABLE_PLUGINS", "")
     names = sorted({part for part in raw.replace(",", " ").split() if part})
@@ -58,12 +49,8 @@ def registry_path(state_dir: str) -> str:
 
 
 def fingerprint(disabled: list[str]) -> list[Any]:
-    """What decides which plugins load, as JSON-comparable lists (see the module doc).
-
-    The first entry is left out when it is the current directory (``python -c`` / ``-m`` put
-    it there): hooks run from every project folder, and a plugin is not installed by being
-    the folder a host was started in.
-    """
+    """What decides which plugins load, as JSON-comparable lists (see the module doc); the
+    current directory (``python -c`` / ``-m`` put it first on ``sys.path``) is left out."""
     entries = sys.path[1:] if sys.path and sys.path[0] in ("", os.getcwd()) else sys.path
     dirs = []
     for entry in entries:
@@ -96,15 +83,11 @@ def adapter_module(state_dir: str, harness: str, env: Any = None) -> str | None:
 
 
 def rebuild(path: str, current: list[Any], env: Any = None) -> dict[str, Any]:
-    """Collect the adapters from the plugins that load now and write the registry.
+    """Collect the adapters of the plugins that load now and write the registry. An adapter
+    counts only when its plugin passes every start-up registration (:func:`registered`, run
+    with just the core and the plugins that have adapters, within :data:`REBUILD_BUDGET_MS`).
 
-    A plugin's adapter counts only when every registration a process makes at start succeeds
-    for it (:func:`registered`), run with just the core and the plugins that have adapters
-    (the others' tools would cost the prompt seconds): one that raises, exits, answers a refused
-    record or outlasts :data:`REBUILD_BUDGET_MS` is left out, so its adapter never runs.
-
-    :returns: the registry as written (also when the file could not be written: the hook
-        then rebuilds next time, which is slower but still right).
+    :returns: the registry, also when the file could not be written (rebuilt next time).
     """
     from agent_link_core.boundary import TIMEOUT_ENV, timeout_from_env
     from agent_link_core.plugins import DEFAULT_PLUGINS, Hooks, build_plugin_manager
@@ -113,31 +96,23 @@ def rebuild(path: str, current: list[Any], env: Any = None) -> dict[str, Any]:
     budget = timeout_from_env(env)
     env[TIMEOUT_ENV] = str(REBUILD_BUDGET_MS if budget == 0 else min(budget, REBUILD_BUDGET_MS))
     hooks = Hooks(build_plugin_manager(env=env)[0])
-    keep = {*DEFAULT_PLUGINS, *(plugin for _, plugin in hooks.prompt_hooks().values())}
-    for name, _plugin in hooks.pm.list_name_plugin():
-        if name not in keep:
-            hooks.pm.unregister(name=name)
+    hooks.only({*DEFAULT_PLUGINS, *(plugin for _, plugin in hooks.prompt_hooks().values())})
     data = {"fingerprint": current, "adapters": registered(hooks)}
     write(path, data)
     return data
 
 
 def registered(hooks: Any) -> dict[str, dict[str, str]]:
-    """``{harness: {"module", "plugin"}}`` of the adapters whose plugins registered cleanly:
-    runs (or reads, when this process already ran them) every start-up registration first,
-    so that a plugin the boundary left out in any of them is not among them."""
+    """``{harness: {"module", "plugin"}}`` of the adapters whose plugins pass every start-up
+    registration (run first, or read when this process ran them)."""
     hooks.harnesses(), hooks.settings(), hooks.migrations(), hooks.tools()
     return {hook.harness: {"module": hook.module, "plugin": plugin} for hook, plugin in hooks.prompt_hooks().values()}
 
 
 def refresh(state_dir: str, hooks: Any, env: Any = None) -> None:
-    """Rewrite the registry from an already built plugin manager when it is stale or differs.
-
-    Called when the MCP server starts, so the first prompt of a session does not pay for a
-    rebuild, and so that the server's view (its registrations under the full budget) replaces
-    one a hook wrote (a plugin that only overran the hook's shorter budget comes back).
-    ``hooks`` is the process's :class:`~agent_link_core.plugins.Hooks`.
-    """
+    """Rewrite the registry from ``hooks`` (the process's
+    :class:`~agent_link_core.plugins.Hooks`) when it differs: the MCP server does it at start,
+    so the first prompt pays no rebuild and a plugin that only overran the hook's budget comes back."""
     path = registry_path(state_dir)
     data = {"fingerprint": fingerprint(disabled_names(env)), "adapters": registered(hooks)}
     if read_json_object(path) != data:
