@@ -29,8 +29,8 @@ def loads(text: str) -> Any:
         from _json import make_scanner
 
         value, end = make_scanner(_DECODER)(text, start)  # type: ignore[arg-type]  # reads the attributes only
-    except (ImportError, StopIteration):  # no accelerator, or not JSON: json words the error
-        end = -1
+    except Exception:  # not JSON (or no accelerator): json words the error, which the scanner
+        end = -1  # cannot while json.decoder is not imported (SystemError, StopIteration)
     if end >= 0 and not text[end:].strip(_JSON_SPACE):
         return value
     import json

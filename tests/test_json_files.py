@@ -82,6 +82,20 @@ def test_loads_refuses_what_json_refuses_with_its_words(text: str) -> None:
     assert str(ours.value) == str(theirs.value)
 
 
+@pytest.mark.parametrize("text", ["{not json", '{"a": tru}', '["\\x"]', '{"a" 1}', "[1,]"])
+def test_loads_refuses_bad_json_in_a_process_that_never_imported_json(text: str) -> None:
+    """The hook's process has not imported the json package: an error the C scanner finds
+    inside a value must still come out as json's own JSONDecodeError."""
+    probe = ("import sys\nfrom agent_link_core.json_files import loads\nassert 'json.decoder' not in sys.modules\n"
+             "try:\n    loads(sys.argv[1])\nexcept ValueError as exc:\n    print(type(exc).__name__, exc)\n")
+    out = subprocess.run([sys.executable, "-c", probe, text], capture_output=True, text=True, timeout=30)
+    import json
+
+    with pytest.raises(json.JSONDecodeError) as theirs:
+        json.loads(text)
+    assert out.stdout.strip() == f"JSONDecodeError {theirs.value}", out.stderr
+
+
 def test_dumps_refuses_what_json_refuses() -> None:
     from agent_link_core.json_files import dumps
 
