@@ -308,9 +308,13 @@ class Zygote:
         return ForkedProcess(command, conn, *ours)
 
     def close(self) -> None:
-        """End the zygote and reap it."""
+        """End the zygote and reap it (killed when a process it started outlives 60 s)."""
         self.proc.terminate()
-        self.proc.wait(60)
+        try:
+            self.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(60)
         assert self.proc.stdout is not None
         self.proc.stdout.close()
 
