@@ -1,14 +1,17 @@
 """Real ``python -m agent_link_core`` processes, started by forking a prepared interpreter.
 
-Most of an ``agent-link mcp`` process's CPU time is importing the MCP SDK and pydantic (about
-1.2 of 1.5 CPU-seconds on a 2-core machine). A test that starts dozens of them (the fault
-matrix, tests/test_fault_matrix.py) starts one :class:`Zygote` instead: an interpreter that
-imported those third-party packages once (never agent-link's own modules, which read the
-process's environment and parent at import) and forks, per process, a child that takes the
-test's pipes, environment, working directory and ``sys.path`` (``PYTHONPATH`` as the
-interpreter would read it), then runs ``agent_link_core`` as ``-m`` does. Each is a process of
-its own: its stdio is pipes, its exit status (``SystemExit``, a signal) is the interpreter's,
-and agent-link's code, plugins included, is imported fresh in it.
+Most of an ``agent-link mcp`` process's CPU time is importing the MCP SDK and pydantic (the
+imports alone take about 1.4 CPU-seconds on a loaded 2-core machine). A test that starts dozens
+of them (the fault matrix, tests/test_fault_matrix.py) starts one :class:`Zygote` instead: an
+interpreter that imported those third-party packages once (never agent-link's own modules,
+which read the process's environment and parent at import) and forks, per process, a child
+that takes the test's pipes, environment, working directory and ``sys.path`` (``PYTHONPATH``
+as the interpreter would read it), then runs ``agent_link_core`` as ``-m`` does. Each is a
+process of its own: its stdio is pipes, its exit status (``SystemExit``, a signal) is the
+interpreter's, and agent-link's code, plugins included, is imported fresh in it. What differs
+from a new interpreter: its parent is a supervisor forked from the zygote (not the test), and
+the variables an interpreter reads only at its start (``PYTHONUNBUFFERED``, ``PYTHONHASHSEED``,
+``PYTHONWARNINGS``...) are the zygote's; a test about either starts a real process.
 
 A program that starts the server itself (the MCP SDK's stdio client,
 :func:`agent_link_testing.mcp_client.agent_link_mcp`) runs :meth:`Zygote.command` instead: a
