@@ -80,9 +80,18 @@ def _receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
 def _serve(listener: socket.socket) -> tuple[dict[str, Any], list[int]]:
     """The zygote's loop: for each request fork a supervisor that forks the process, reports
     its pid, waits for it and reports its exit status on the request's connection. Returns
-    only in the forked process, with its request and descriptors."""
+    only in the forked process, with its request and descriptors. Ends (:func:`_stop`) once
+    the test process that started it is gone, even if that one never closed it."""
+    parent = os.getppid()
+    listener.settimeout(1.0)
     while True:
-        conn, _ = listener.accept()
+        try:
+            conn, _ = listener.accept()
+        except TimeoutError:
+            if os.getppid() != parent:
+                _stop()
+            continue
+        conn.settimeout(None)
         request, fds = _receive(conn)
         if os.fork() == 0:  # the supervisor
             listener.close()
