@@ -42,7 +42,8 @@ def test_a_forked_command_prints_and_exits_as_a_new_interpreter(zygote: Zygote, 
 
 def test_a_launched_server_ends_as_a_new_interpreter_does_when_its_stdin_closes(zygote: Zygote) -> None:
     statuses = []
-    for command in (zygote.command(["mcp"]), [*REAL, "mcp"]):
+    assert zygote.forks(dict(os.environ))
+    for command in (zygote.command(["mcp"], os.environ), [*REAL, "mcp"]):
         server = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         assert server.stdin is not None and server.stdout is not None
         try:

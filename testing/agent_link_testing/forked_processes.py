@@ -11,7 +11,9 @@ process of its own: its stdio is pipes, its exit status (``SystemExit``, a signa
 interpreter's, and agent-link's code, plugins included, is imported fresh in it. What differs
 from a new interpreter: its parent is a supervisor forked from the zygote (not the test), and
 the variables an interpreter reads only at its start (``PYTHONUNBUFFERED``, ``PYTHONHASHSEED``,
-``PYTHONWARNINGS``...) are the zygote's; a test about either starts a real process.
+a sitecustomize on ``PYTHONPATH``...) are the zygote's: a process whose environment differs
+there is started as a new interpreter (:meth:`Zygote.forks`), and so is one a test about its
+parent starts itself.
 
 A program that starts the server itself (the MCP SDK's stdio client,
 :func:`agent_link_testing.mcp_client.agent_link_mcp`) runs :meth:`Zygote.command` instead: a
@@ -130,11 +132,26 @@ def _become(request: dict[str, Any], fds: list[int]) -> None:
             except OSError:
                 pass  # the listing's own descriptor, already closed
     os.chdir(request["cwd"])
+    own = _python_path(os.environ)  # the zygote's, before the request's environment replaces it
     os.environ.clear()
     os.environ.update(request["env"])
-    extra = [p for p in request["env"].get("PYTHONPATH", "").split(os.pathsep) if p]
-    sys.path[:] = [os.getcwd(), *extra, *sys.path[1:]]  # the zygote runs without PYTHONPATH (Zygote)
+    sys.path[:] = [os.getcwd(), *_python_path(request["env"]), *(p for p in sys.path[1:] if p not in own)]
     sys.argv[:] = ["-m", *request["args"]]
+
+
+def _python_path(env: Mapping[str, str]) -> list[str]:
+    return [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+
+
+def _at_start(env: Mapping[str, str]) -> dict[str, str]:
+    """What of ``env`` an interpreter reads only at its start: the ``PYTHON*`` variables but
+    ``PYTHONPATH``, ``AGENTLINK_TEST_UNINSTALLED`` (read by the nested runs' sitecustomize,
+    agent_link_testing.plugin_suites), and ``PYTHONPATH`` too when one of its folders holds a
+    sitecustomize or usercustomize module (run at the start)."""
+    read = {k: v for k, v in env.items() if (k.startswith("PYTHON") and k != "PYTHONPATH") or k == "AGENTLINK_TEST_UNINSTALLED"}
+    if any((Path(p) / f"{name}.py").exists() for p in _python_path(env) for name in ("sitecustomize", "usercustomize")):
+        read["PYTHONPATH"] = env.get("PYTHONPATH", "")
+    return read
 
 
 def _stop(*_: object) -> None:
@@ -268,7 +285,8 @@ class Zygote:
     def __init__(self, folder: Path, env: Mapping[str, str]) -> None:
         self.address = str(folder / "zygote.sock")
         self.log = folder / "zygote.log"
-        env = {name: value for name, value in env.items() if name != "PYTHONPATH"}  # each process gets its own
+        env = dict(env)
+        self.at_start = _at_start(env)
         with self.log.open("wb") as log:
             self.proc = subprocess.Popen([sys.executable, "-c", f"from agent_link_testing.forked_processes import main; main({self.address!r})"],
                                          env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log)
@@ -276,11 +294,18 @@ class Zygote:
         ready = self.proc.stdout.readline()
         assert ready == b"ready\n", (ready, self.log.read_text(errors="replace")[-2000:])
 
-    def command(self, args: Sequence[str]) -> list[str]:
+    def forks(self, env: Mapping[str, str]) -> bool:
+        """Whether a process with the whole environment ``env`` can be forked from this
+        zygote: not under :data:`EXEC`, and ``env`` agrees with the zygote's on what an
+        interpreter reads only at its start (:func:`_at_start`)."""
+        return not EXEC and _at_start(env) == self.at_start
+
+    def command(self, args: Sequence[str], env: Mapping[str, str]) -> list[str]:
         """The command line of a launcher that runs ``python -m agent_link_core ARGS`` forked
-        from this zygote, with the launcher's stdio, environment and working directory (or
-        the real command when :data:`EXEC`)."""
-        if EXEC:
+        from this zygote, with the launcher's stdio, environment (the whole ``env``, passed
+        to the launcher too) and working directory; the real command when it cannot be
+        forked (:meth:`forks`)."""
+        if not self.forks(env):
             return [sys.executable, "-m", "agent_link_core", *args]
         return [sys.executable, "-I", "-S", "-c", LAUNCHER, self.address, *args]
 
@@ -290,10 +315,10 @@ class Zygote:
         stderr piped; its stdin is the descriptor ``stdin`` (kept open here: close it) or, when
         None, a pipe the test writes (``.stdin``). ``text`` reads and writes str (UTF-8).
 
-        A real ``subprocess.Popen`` of the same command when :data:`EXEC`.
+        A real ``subprocess.Popen`` of the same command when it cannot be forked (:meth:`forks`).
         """
         command = [sys.executable, "-m", "agent_link_core", *args]
-        if EXEC:
+        if not self.forks(env):
             return subprocess.Popen(command, env=dict(env), cwd=cwd, stdin=subprocess.PIPE if stdin is None else stdin,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=text)
         ours: list[IO[Any] | None] = []

@@ -84,11 +84,12 @@ async def agent_link_mcp(env: Mapping[str, str] | None = None, args: tuple[str, 
     """
     if revision not in ("handshake", "stateless", "auto"):
         raise ValueError(f"revision must be handshake, stateless or auto, not {revision!r}")
+    full = server_env(env)
     if launcher:
         command = [*launcher, sys.executable, "-m", "agent_link_core", *args]
     else:
-        command = forked_processes.shared().command(args)
-    params = StdioServerParameters(command=command[0], args=command[1:], env=server_env(env))
+        command = forked_processes.shared().command(args, full)
+    params = StdioServerParameters(command=command[0], args=command[1:], env=full)
     # errlog named now: the SDK's default is the sys.stderr of when it was imported, which may
     # be a click CliRunner's capture that no longer has a file descriptor
     async with stdio_client(params, errlog=sys.stderr) as (read, write), ClientSession(read, write) as session:
@@ -150,8 +151,8 @@ async def raw_mcp_server(env: Mapping[str, str], protocol_version: str = "2025-0
     ``notifications/initialized``) and yield a :class:`RawMcpClient`. On exit its stdin is
     closed and the server awaited (killed after 10 s). The server is forked from the test
     process's zygote, as in :func:`agent_link_mcp`: the bytes written are those it reads."""
-    command = forked_processes.shared().command(["mcp"])
-    process = await anyio.open_process(command, env=server_env(env), stderr=None)
+    full = server_env(env)
+    process = await anyio.open_process(forked_processes.shared().command(["mcp"], full), env=full, stderr=None)
     try:
         client = RawMcpClient(process)
         init = {"jsonrpc": "2.0", "id": "init", "method": "initialize",
