@@ -6,7 +6,9 @@ it raises, raises ``SystemExit(42)`` or ``KeyboardInterrupt``, answers with the 
 hangs, answers something huge, or imports slowly. Each case runs the surfaces the place is
 reached from, as subprocesses (where a ``SystemExit`` would be seen as an exit status): the
 CLI (``send``, ``health --json``), the MCP server over stdio (several calls in one session,
-then stdin closed) and the prompt hook. Each asserts the fault stayed in its plugin: every
+then stdin closed) and the prompt hook, each forked from one interpreter that imported the MCP
+SDK once (agent_link_testing.forked_processes: a process of its own, importing agent-link and
+``faulty`` itself). Each asserts the fault stayed in its plugin: every
 command exits as it would without the plugin, every MCP request is answered and the server
 exits 0 when its client leaves, the hook prints and exits 0, and the fault is reported naming
 ``faulty`` and ``AGENT_LINK_DISABLE_PLUGINS=faulty``.
@@ -22,11 +24,13 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, TypeAlias
 
 import pytest
 
 from agent_link_testing.dists import install_dist
+from agent_link_testing.forked_processes import ForkedProcess, Zygote
 from agent_link_testing.schema_cache import share_valid_schemas
 
 # Signals interrupt hung hooks in the subprocesses; this file's own time limit runs on a thread.
@@ -200,6 +204,17 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+@pytest.fixture(scope="module")
+def zygote(tmp_path_factory: pytest.TempPathFactory, site: Path, valid_schemas_dir: Path) -> Iterator[Zygote]:
+    """The interpreter the matrix's processes are forked from (each process gets its case's
+    environment, ``PYTHONPATH`` included)."""
+    folder = tmp_path_factory.mktemp("zygote")
+    (folder / "home").mkdir()
+    started = Zygote(folder, environment(site, folder / "home", "", "", valid_schemas_dir))
+    yield started
+    started.close()
+
+
 def environment(site: Path, home: Path, where: str, kind: str, valid_schemas: Path) -> dict[str, str]:
     """The processes' environment: their own HOME and caches (the valid schemas' shared,
     agent_link_testing.schema_cache), only the plugin ``faulty``, faulting at ``where`` in ``kind``."""
@@ -212,19 +227,25 @@ def environment(site: Path, home: Path, where: str, kind: str, valid_schemas: Pa
     return env
 
 
-def start_cli(env: dict[str, str], *args: str, stdin: str = "") -> subprocess.Popen[str]:
-    """``agent-link ARGS`` started (``stdin`` written and closed); :func:`finished` collects it."""
+Process: TypeAlias = "subprocess.Popen[Any] | ForkedProcess"
+
+
+def start_cli(env: dict[str, str], *args: str, stdin: str = "", zygote: Zygote | None = None) -> Process:
+    """``agent-link ARGS`` started (``stdin`` written and closed), forked from ``zygote`` or,
+    when None, as a new interpreter; :func:`finished` collects it."""
     read_end, write_end = os.pipe()
     os.write(write_end, stdin.encode())  # a few bytes: the pipe holds them whatever the process does
     os.close(write_end)
     try:
+        if zygote is not None:
+            return zygote.start(args, env, stdin=read_end, text=True)
         return subprocess.Popen([sys.executable, "-m", "agent_link_core", *args], env=env, stdin=read_end,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     finally:
         os.close(read_end)
 
 
-def finished(proc: subprocess.Popen[str]) -> subprocess.CompletedProcess[str]:
+def finished(proc: Process) -> subprocess.CompletedProcess[str]:
     try:
         out, err = proc.communicate(timeout=ANSWER_S * 2)
     except subprocess.TimeoutExpired:
@@ -239,11 +260,13 @@ def reported(problems: list[dict[str, Any]]) -> bool:
 
 
 class McpSession:
-    """A raw JSON-RPC client of ``agent-link mcp`` over the process's pipes."""
+    """A raw JSON-RPC client of ``agent-link mcp`` over the process's pipes (forked from
+    ``zygote``, or a new interpreter when None)."""
 
-    def __init__(self, env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "agent_link_core", "mcp"], env=env, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    def __init__(self, env: dict[str, str], zygote: Zygote | None = None) -> None:
+        self.proc: Process = (zygote.start(["mcp"], env) if zygote is not None else
+                              subprocess.Popen([sys.executable, "-m", "agent_link_core", "mcp"], env=env, stdin=subprocess.PIPE,
+                                               stdout=subprocess.PIPE, stderr=subprocess.PIPE))
         self.lines: queue.Queue[bytes] = queue.Queue()
         self.stderr: list[bytes] = []
         threading.Thread(target=self._pump, args=(self.proc.stdout, self.lines.put), daemon=True).start()
@@ -284,9 +307,9 @@ class McpSession:
         return self.proc.wait(timeout=ANSWER_S)
 
 
-def check_mcp(env: dict[str, str], where: str, kind: str) -> list[dict[str, Any]]:
+def check_mcp(env: dict[str, str], where: str, kind: str, zygote: Zygote) -> list[dict[str, Any]]:
     """One MCP session reaching every place; returns the problems health reported last."""
-    session = McpSession(env)
+    session = McpSession(env, zygote)
     try:
         opened = session.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
                                                 "clientInfo": {"name": "fault-matrix", "version": "1"}})
@@ -322,7 +345,7 @@ def check_mcp(env: dict[str, str], where: str, kind: str) -> list[dict[str, Any]
 
 
 @pytest.mark.parametrize(("where", "kind"), CASES, ids=[f"{w}-{k}" for w, k in CASES])
-def test_a_fault_stays_in_its_plugin(where: str, kind: str, site: Path, tmp_path: Path, valid_schemas_dir: Path) -> None:
+def test_a_fault_stays_in_its_plugin(where: str, kind: str, site: Path, tmp_path: Path, valid_schemas_dir: Path, zygote: Zygote) -> None:
     # The CLI's commands run at the same time as the MCP session, each in a HOME of its own (so
     # the problems it reports are its own): a case that hangs waits out its budget once for
     # them all. The prompt hook runs after the session, where the server left its state.
@@ -330,16 +353,16 @@ def test_a_fault_stays_in_its_plugin(where: str, kind: str, site: Path, tmp_path
         (tmp_path / surface).mkdir()
         return environment(site, tmp_path / surface, where, kind, valid_schemas_dir)
 
-    send = start_cli(env_in("send"), "send", "team:bob", "hello from the CLI") if where in CLI_SEND else None
-    health = start_cli(env_in("health"), "health", "--json") if where in CLI_HEALTH else None
+    send = start_cli(env_in("send"), "send", "team:bob", "hello from the CLI", zygote=zygote) if where in CLI_SEND else None
+    health = start_cli(env_in("health"), "health", "--json", zygote=zygote) if where in CLI_HEALTH else None
     env = env_in("mcp")
     try:
-        problems = check_mcp(env, where, kind)
+        problems = check_mcp(env, where, kind, zygote)
     finally:
         done = {name: finished(proc) for name, proc in (("send", send), ("health", health)) if proc}
     if where in HOOK:
         payload = json.dumps({"session_id": "s1", "hook_event_name": "UserPromptSubmit", "prompt": "hi"})
-        done["hook"] = finished(start_cli(env, "hook", "faulty", "UserPromptSubmit", stdin=payload))
+        done["hook"] = finished(start_cli(env, "hook", "faulty", "UserPromptSubmit", stdin=payload, zygote=zygote))
     if "send" in done:
         out = done["send"]
         assert out.returncode == 0, (out.returncode, out.stderr[-2000:])

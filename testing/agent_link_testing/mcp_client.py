@@ -27,6 +27,8 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import METHOD_NOT_FOUND, RequestParamsMeta
 
+from agent_link_testing import forked_processes
+
 CALL_TIMEOUT_S = 60.0
 
 
@@ -72,13 +74,22 @@ async def agent_link_mcp(env: Mapping[str, str] | None = None, args: tuple[str, 
     """Start ``agent-link mcp`` (``python -m agent_link_core mcp``) and yield a client that
     opened the connection as ``revision`` says (see the module docstring).
 
+    Without a ``launcher`` the server is forked from the test process's zygote
+    (:func:`agent_link_testing.forked_processes.shared`: the MCP SDK imported once, not per
+    server), its stdio and exit status those of the command the client starts.
+
     :param launcher: a command prefix the server runs under (e.g.
-        :func:`agent_link_testing.host_program.launcher`: as the child of a host's program).
+        :func:`agent_link_testing.host_program.launcher`: as the child of a host's program),
+        then a new interpreter.
     """
     if revision not in ("handshake", "stateless", "auto"):
         raise ValueError(f"revision must be handshake, stateless or auto, not {revision!r}")
-    command = [*launcher, sys.executable, "-m", "agent_link_core", *args]
-    params = StdioServerParameters(command=command[0], args=command[1:], env=server_env(env))
+    full = server_env(env)
+    if launcher:
+        command = [*launcher, sys.executable, "-m", "agent_link_core", *args]
+    else:
+        command = forked_processes.shared().command(args, full)
+    params = StdioServerParameters(command=command[0], args=command[1:], env=full)
     # errlog named now: the SDK's default is the sys.stderr of when it was imported, which may
     # be a click CliRunner's capture that no longer has a file descriptor
     async with stdio_client(params, errlog=sys.stderr) as (read, write), ClientSession(read, write) as session:
@@ -138,9 +149,10 @@ async def raw_mcp_server(env: Mapping[str, str], protocol_version: str = "2025-0
     """Start ``agent-link mcp`` with ``env`` added to the environment, open the connection
     (``initialize`` under the id ``"init"`` at ``protocol_version``, then
     ``notifications/initialized``) and yield a :class:`RawMcpClient`. On exit its stdin is
-    closed and the server awaited (killed after 10 s)."""
-    command = [sys.executable, "-m", "agent_link_core", "mcp"]
-    process = await anyio.open_process(command, env=server_env(env), stderr=None)
+    closed and the server awaited (killed after 10 s). The server is forked from the test
+    process's zygote, as in :func:`agent_link_mcp`: the bytes written are those it reads."""
+    full = server_env(env)
+    process = await anyio.open_process(forked_processes.shared().command(["mcp"], full), env=full, stderr=None)
     try:
         client = RawMcpClient(process)
         init = {"jsonrpc": "2.0", "id": "init", "method": "initialize",
