@@ -40,13 +40,19 @@ NOTICE_TEXT = (
 _NOTICE_LINE = f"<notice>{NOTICE_TEXT}</notice>"
 
 
-def _compiled(pattern: str) -> re.Pattern[str]:
-    """``pattern`` (one of the ``_*_RE`` below) compiled on its first use, kept by :mod:`re`'s
-    own cache: importing :mod:`re` and compiling them all at import would cost every command
-    and prompt hook milliseconds, and most use a few."""
-    import re
+_PATTERNS: dict[str, re.Pattern[str]] = {}
 
-    return re.compile(pattern)
+
+def _compiled(pattern: str) -> re.Pattern[str]:
+    """``pattern`` (one of the ``_*_RE`` below) compiled on its first use: importing :mod:`re`
+    and compiling them all at import would cost every command and prompt hook milliseconds,
+    and most use a few."""
+    found = _PATTERNS.get(pattern)
+    if found is None:
+        import re
+
+        found = _PATTERNS[pattern] = re.compile(pattern)
+    return found
 
 
 # Controls (TAB and LF are kept; CR is normalised away and NUL deleted before this applies).
