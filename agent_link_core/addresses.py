@@ -74,14 +74,18 @@ def is_role_name(value: object) -> bool:
     return isinstance(value, str) and 0 < len(value) <= 40 and _only(value, _HARNESS_CHARS)
 
 
+def _scheme(value: str) -> str | None:
+    """The scheme of ``value`` when it is ``<harness name>:<id>`` (a role's name unchecked)."""
+    scheme, colon, rest = value.partition(":")
+    return scheme if colon and is_harness_name(scheme) and 0 < len(rest) <= 128 and _only(rest, _ID_CHARS) else None
+
+
 def is_address(value: object) -> bool:
     """True for a well-formed ``<scheme>:<id>`` address (``role:<name>`` included)."""
     if not isinstance(value, str):
         return False
-    scheme, colon, rest = value.partition(":")
-    if not (colon and is_harness_name(scheme) and 0 < len(rest) <= 128 and _only(rest, _ID_CHARS)):
-        return False
-    return scheme != "role" or is_role_name(rest)
+    scheme = _scheme(value)
+    return scheme is not None and (scheme != "role" or is_role_name(value[5:]))
 
 
 def is_ulid(value: object) -> bool:
@@ -91,7 +95,4 @@ def is_ulid(value: object) -> bool:
 
 def address_scheme(address: str) -> str:
     """The scheme of an address (``"team"`` for ``team:abc``); ``external`` otherwise."""
-    scheme, colon, rest = address.partition(":")
-    if colon and is_harness_name(scheme) and 0 < len(rest) <= 128 and _only(rest, _ID_CHARS):
-        return scheme
-    return EXTERNAL
+    return _scheme(address) or EXTERNAL

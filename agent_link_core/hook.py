@@ -4,9 +4,10 @@ Reads the host's hook JSON on stdin, asks the host's adapter what to print, prin
 host's hook JSON on stdout, and exits 0 whatever happens: a hook must never block a prompt.
 It imports no mcp, pydantic, click or pluggy, nor typing, dataclasses, logging, pathlib,
 re, json or enum: only light standard modules and the core's modules written for this path
-(config, addresses, the registry; ``tests/test_hook.py`` checks the list). Mail is read with :mod:`sqlite3` alone (:class:`HookContext`): the
-envelope loads when there is a note to word, the store, mailbox and reminders when a
-reminder may be due; an adapter that never asks, like an edit guard, loads none of them.
+(config, addresses, the registry; ``tests/test_hook.py`` checks the list). Mail is read with
+:mod:`sqlite3` alone (:class:`HookContext`): the envelope loads when there is a note to word,
+the store, mailbox and reminders when a reminder may be due; an adapter that never asks, like
+an edit guard, loads none of them.
 
 A harness plugin declares its host's adapter with ``agent_link_register_prompt_hooks``: a
 module with ``handle(event: str, payload: dict, ctx: HookContext) -> dict | None``; the
