@@ -49,7 +49,7 @@ def dumps(value: Any) -> str:
         from _json import encode_basestring_ascii, make_encoder
 
         return "".join(make_encoder({}, _not_json, encode_basestring_ascii, None, ": ", ", ", False, False, True)(value, 0))
-    except (ImportError, TypeError, ValueError):  # let json word the error (or do it all without the accelerator)
+    except Exception:  # let json word the error (or do it all without the accelerator)
         import json
 
         return json.dumps(value)
