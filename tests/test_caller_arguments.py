@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from agent_link_core import hookimpl
 from agent_link_core.app import App
 from agent_link_core.harness import Harness
 from agent_link_core.model import Caller
 from agent_link_core.tools.registry import run_tool
+from agent_link_testing.harnesses import HarnessPlugin
 
 pytestmark = pytest.mark.anyio
 
@@ -31,18 +31,9 @@ class NamingHarness(Harness):
         return Caller(f"naming:{named}", "runtime_context", "naming") if isinstance(named, str) else None
 
 
-class Plugin:
-    def __init__(self, harness: Harness) -> None:
-        self.harness = harness
-
-    @hookimpl
-    def agent_link_register_harnesses(self, register: Any) -> None:
-        register(self.harness)
-
-
 def make_app(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> App:
     monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "")
-    return App.create(extra_plugins=(("naming", Plugin(harness)),))
+    return App.create(extra_plugins=(("naming", HarnessPlugin(harness)),))
 
 
 async def test_a_declared_caller_argument_goes_to_identify_caller_not_to_the_tool(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,60 +8,15 @@ from typing import Any
 
 import pytest
 
-from agent_link_core import hookimpl
 from agent_link_core import cli as cli_mod
 from agent_link_core.app import App
 from agent_link_core.commands.send import send_reliably
-from agent_link_core.harness import Delivery, Harness, SessionListing
+from agent_link_core.harness import SessionListing
 from agent_link_core.model import Caller, Session
 from agent_link_core.mailbox import new_message_id
 from agent_link_testing.cli_plugins import add_cli_plugins
 from agent_link_testing.cli_runner import invoke as run
-
-
-class ScriptedHarness(Harness):
-    """Sessions whose push behaviour is chosen by their id."""
-
-    def __init__(self, name: str, ids: tuple[str, ...], complete: bool = True) -> None:
-        self.name = name
-        self.ids = ids
-        self.complete = complete
-        self.pushes: list[str] = []
-        self.expiries: list[Any] = []  # the message's expiresAt when it was pushed (what an envelope can say)
-        self.busy_left = 2
-
-    async def list_sessions(self, *, include_archived: bool = False, limit: int = 200) -> SessionListing:
-        sessions = [Session(f"{self.name}:{i}", self.name, i, title=f"{i} title", cwd=f"/home/u/proj-{i}", last_activity_ms=n)
-                    for n, i in enumerate(self.ids)]
-        return SessionListing(sessions, {"available": True, "reason": None}, complete=self.complete)
-
-    async def get_session(self, session_id: str) -> Session | None:
-        return next((s for s in (await self.list_sessions()).sessions if s.id == session_id), None)
-
-    async def deliver(self, message: dict[str, Any], envelope: str, options: Any) -> Delivery:
-        target = message["recipient"].split(":", 1)[1]
-        self.pushes.append(message["id"])
-        self.expiries.append((message.get("metadata") or {}).get("expiresAt"))
-        if target == "ok":
-            return Delivery(delivered=True, via="scripted", evidence={"echo": message["id"]})
-        if target == "busy":
-            if self.busy_left > 0:
-                self.busy_left -= 1
-                return Delivery(retryable=True, warnings=[{"code": "busy", "message": "overloaded"}])
-            return Delivery(delivered=True, via="scripted")
-        if target == "lost":
-            return Delivery(unknown=True)
-        return Delivery()
-
-
-class Plugin:
-    def __init__(self, *harnesses: Harness) -> None:
-        self.harnesses = harnesses
-
-    @hookimpl
-    def agent_link_register_harnesses(self, register: Any) -> None:
-        for h in self.harnesses:
-            register(h)
+from agent_link_testing.harnesses import HarnessPlugin, ScriptedHarness
 
 
 @pytest.fixture
@@ -69,7 +24,7 @@ def harness(monkeypatch: pytest.MonkeyPatch) -> ScriptedHarness:
     h = ScriptedHarness("sx", ("ok", "busy", "lost", "quiet", "same"))
     other = ScriptedHarness("sy", ("same", "only-y"))
     monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", "codex claude roles receipts")
-    add_cli_plugins(monkeypatch, Plugin(h, other))
+    add_cli_plugins(monkeypatch, HarnessPlugin(h, other))
     return h
 
 
@@ -98,7 +53,7 @@ def test_bare_ids_need_a_unique_complete_match(harness: ScriptedHarness) -> None
 @pytest.mark.anyio
 async def test_incomplete_scan_refuses_a_bare_id(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", "codex claude roles receipts")
-    app = App.create(extra_plugins=(Plugin(ScriptedHarness("sz", ("x",), complete=False)),))
+    app = App.create(extra_plugins=(HarnessPlugin(ScriptedHarness("sz", ("x",), complete=False)),))
     try:
         result = await send_reliably(app, "y", "hi", sender=Caller("team:me", "explicit"))
         assert result.outcome == "rejected" and result.error["code"] == "sz_unavailable"

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from agent_link_core import budget, hookimpl
+from agent_link_core import budget
 from agent_link_core.app import App
 from agent_link_core.commands.send import send_reliably
 from agent_link_core.sending import message_summary
@@ -26,6 +26,7 @@ from agent_link_core.mailbox import OutgoingMessage, new_message_id
 from agent_link_core.model import Caller, Session
 from agent_link_testing.cli_plugins import add_cli_plugins
 from agent_link_testing.cli_runner import invoke as run
+from agent_link_testing.harnesses import HarnessPlugin
 
 ME = Caller("team:me", "explicit", "team")
 
@@ -59,20 +60,11 @@ class Host(Harness):
         return None
 
 
-class Plugin:
-    def __init__(self, harness: Harness) -> None:
-        self.harness = harness
-
-    @hookimpl
-    def agent_link_register_harnesses(self, register: Any) -> None:
-        register(self.harness)
-
-
 @pytest.fixture
 def host(monkeypatch: pytest.MonkeyPatch) -> Host:
     harness = Host()
     monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", "codex claude roles receipts")
-    add_cli_plugins(monkeypatch, Plugin(harness))
+    add_cli_plugins(monkeypatch, HarnessPlugin(harness))
     return harness
 
 

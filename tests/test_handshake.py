@@ -24,8 +24,8 @@ from mcp.shared.message import SessionMessage
 from agent_link_core.app import App
 from agent_link_core.handshake import LinkStreams
 from agent_link_core.harness import HANDSHAKE, STATELESS, Harness, McpPeer, PeerGone
-from agent_link_core.hookspecs import hookimpl
 from agent_link_core.server import serve_streams
+from agent_link_testing.harnesses import HarnessPlugin
 
 pytestmark = pytest.mark.anyio
 ALL_PLUGINS = " ".join(sorted(ep.name for ep in importlib.metadata.entry_points(group="agent_link")))
@@ -57,21 +57,12 @@ class BackgroundHarness(Harness):
             self.cancelled.set()
 
 
-class Plugin:
-    def __init__(self, harness: Harness) -> None:
-        self.harness = harness
-
-    @hookimpl
-    def agent_link_register_harnesses(self, register: Any) -> None:
-        register(self.harness)
-
-
 @asynccontextmanager
 async def served(harness: BackgroundHarness, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[tuple[App, Any, Any]]:
     """An App serving one connection; yields (app, client read stream, client write stream)."""
     monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", ALL_PLUGINS)
     monkeypatch.setenv("AGENT_LINK_ADDRESS", "test:me")
-    app = App.create(extra_plugins=(Plugin(harness),))
+    app = App.create(extra_plugins=(HarnessPlugin(harness),))
     to_server, server_reads = anyio.create_memory_object_stream[SessionMessage | Exception](16)
     server_writes, from_server = anyio.create_memory_object_stream[SessionMessage](16)
     try:

@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
-from agent_link_core import hookimpl
 from agent_link_core.app import App
 from agent_link_core.harness import Delivery, Harness, SessionListing
 from agent_link_core.model import Session
 from agent_link_core.tools import core_tools
 from agent_link_core.tools.core_tools import CORE_TOOLS
 from agent_link_core.tools.registry import run_tool
+from agent_link_testing.harnesses import HarnessPlugin
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 ALL_PLUGINS = " ".join(sorted(ep.name for ep in importlib.metadata.entry_points(group="agent_link")))
@@ -48,20 +48,11 @@ class SlowHarness(Harness):
         return Delivery(delivered=True, via="slow", evidence={"echo": message["id"]})
 
 
-class Plugin:
-    def __init__(self, harness: Harness) -> None:
-        self.harness = harness
-
-    @hookimpl
-    def agent_link_register_harnesses(self, register: Any) -> None:
-        register(self.harness)
-
-
 def make_app(address: str, harness: Harness | None = None) -> App:
     import os
 
     env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS, "AGENT_LINK_ADDRESS": address}
-    return App.create(env, (Plugin(harness),) if harness else ())
+    return App.create(env, (HarnessPlugin(harness),) if harness else ())
 
 
 @pytest.fixture

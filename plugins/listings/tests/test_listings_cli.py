@@ -18,12 +18,10 @@ from typing import Any
 import pytest
 
 from agent_link_core import cli as cli_mod
-from agent_link_core import hookimpl
-from agent_link_core.harness import Delivery, Harness, SessionListing
-from agent_link_core.model import Session
 from agent_link_testing.cli_plugins import add_cli_plugins
 from agent_link_testing.cli_runner import AGENT_LINK, RUN_BOUND_S, core_env, core_process, invoke, run_core, run_main
 from agent_link_testing.output import said_text
+from agent_link_testing.harnesses import HarnessPlugin, ScriptedHarness
 from tests.test_bad_configuration import unwritable
 
 PLUGINS = ("listings",)
@@ -125,38 +123,10 @@ def test_watch_follows_new_mail_and_status_changes_until_interrupted() -> None:
 # -- a harness's sessions -----------------------------------------------------------------
 
 
-class ScriptedHarness(Harness):
-    """Sessions ``<name>:<id>`` titled ``<id> title`` in ``/home/u/proj-<id>``; every push delivered."""
-
-    def __init__(self, name: str, ids: tuple[str, ...], complete: bool = True) -> None:
-        self.name, self.ids, self.complete = name, ids, complete
-
-    async def list_sessions(self, *, include_archived: bool = False, limit: int = 200) -> SessionListing:
-        sessions = [Session(f"{self.name}:{i}", self.name, i, title=f"{i} title", cwd=f"/home/u/proj-{i}", last_activity_ms=n)
-                    for n, i in enumerate(self.ids)]
-        return SessionListing(sessions, {"available": True, "reason": None}, complete=self.complete)
-
-    async def get_session(self, session_id: str) -> Session | None:
-        return next((s for s in (await self.list_sessions()).sessions if s.id == session_id), None)
-
-    async def deliver(self, message: dict[str, Any], envelope: str, options: Any) -> Delivery:
-        return Delivery(delivered=True, via="scripted")
-
-
-class Plugin:
-    def __init__(self, *harnesses: Harness) -> None:
-        self.harnesses = harnesses
-
-    @hookimpl
-    def agent_link_register_harnesses(self, register: Any) -> None:
-        for h in self.harnesses:
-            register(h)
-
-
 @pytest.fixture
 def harness(monkeypatch: pytest.MonkeyPatch) -> ScriptedHarness:
     h = ScriptedHarness("sx", ("ok", "busy", "lost", "quiet", "same"))
-    add_cli_plugins(monkeypatch, Plugin(h, ScriptedHarness("sy", ("same", "only-y"))))
+    add_cli_plugins(monkeypatch, HarnessPlugin(h, ScriptedHarness("sy", ("same", "only-y"))))
     return h
 
 
@@ -177,7 +147,7 @@ def test_sessions_json_hides_paths_and_reports_providers(harness: ScriptedHarnes
 
 
 def test_partial_listing_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
-    add_cli_plugins(monkeypatch, Plugin(ScriptedHarness("sz", ("x",), complete=False)))
+    add_cli_plugins(monkeypatch, HarnessPlugin(ScriptedHarness("sz", ("x",), complete=False)))
     assert "sz: not fully listed" in invoke("sessions").stderr
 
 
