@@ -98,6 +98,7 @@ class AgentLinkGroup(click.Group):
             self.add_command(CoreCommand(name, target))
 
     def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; Ctrl-C ends it with :func:`interrupted` (exit 130, one line)."""
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:  # the waiting commands catch it first and say more

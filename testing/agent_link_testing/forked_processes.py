@@ -272,9 +272,11 @@ class ForkedProcess:
             os.kill(self.pid, signum)
 
     def kill(self) -> None:
+        """SIGKILL, as :meth:`subprocess.Popen.kill`."""
         self.send_signal(signal.SIGKILL)
 
     def terminate(self) -> None:
+        """SIGTERM, as :meth:`subprocess.Popen.terminate`."""
         self.send_signal(signal.SIGTERM)
 
 
