@@ -14,8 +14,8 @@ import time
 from collections.abc import Mapping
 from functools import cached_property, partial
 
-from agent_link_core.lazy_log import LazyLogger
-from agent_link_core import problem_log, state_dirs
+from agent_link_core.lazy import LazyLogger
+from agent_link_core import boundary, state_dirs
 from agent_link_core.config import Config, load_config
 from agent_link_core.envelope import render_inbox
 from agent_link_core.errors import AgentLinkError
@@ -54,7 +54,7 @@ class App:
         self.plugin_report: PluginReport = hooks.report
         self.env = env
         hooks.app = self
-        hooks.boundary.sink = lambda problem: problem_log.append(config.state_dir, problem,
+        hooks.boundary.sink = lambda problem: boundary.append_problem(config.state_dir, problem,
                                                                  self.plugin_report.installed(env).get(problem["plugin"]))
         self._skip_hung_elsewhere()
         #: harnesses by name; a declared one is built (its host's modules imported) when first used
@@ -133,16 +133,16 @@ class App:
 
     def _skip_hung_elsewhere(self) -> None:
         """Skip the hooks another process lately interrupted after the budget
-        (:func:`problem_log.hung_lately`), so that every command does not wait for them again;
+        (:func:`boundary.hung_lately`), so that every command does not wait for them again;
         an upgraded plugin is tried again at once."""
-        hung = problem_log.hung_lately(self.config.state_dir)
+        hung = boundary.hung_lately(self.config.state_dir)
         installed = self.plugin_report.installed(self.env) if hung else {}
         for entry in hung:
             name = entry["plugin"]
             if name in installed and entry.get("version") in (None, installed[name] or entry.get("version")):
                 ago = max(int(time.time()) - entry["at"], 0)
                 self.hooks.boundary.skip(name, entry["hook"], f"hung in another agent-link process {ago} s ago; skipped until "
-                                         f"{problem_log.HUNG_SKIP_S // 60} min have passed", problem_log.HUNG_SKIP_S - ago)
+                                         f"{boundary.HUNG_SKIP_S // 60} min have passed", boundary.HUNG_SKIP_S - ago)
 
     def _open_store(self, path: str, migrations: list[Any]) -> Store:
         """Open the database with the core's migrations, then each plugin's (one whose migration

@@ -7,7 +7,8 @@ the cancellation of the calling task and a documented refusal (``AgentLinkError`
 :data:`REFUSING_HOOKS`). So is an answer of the wrong type or over its size bound. On the main
 thread a synchronous call still running after the hook budget (``AGENT_LINK_HOOK_TIMEOUT_MS``)
 is interrupted by SIGALRM (:class:`Overran`); that hook of that plugin is then skipped for the
-rest of the process, never replayed.
+rest of the process, never replayed, and for :data:`HUNG_SKIP_S` by the other processes of the
+state dir, which read it from the problem log (:func:`append_problem`, :func:`hung_lately`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import _signal  # the C module behind signal: its getsignal, without the enum co
 import contextvars
 import json
 import math
+import os
 import signal
 import sys
 import threading
@@ -24,9 +26,8 @@ import types
 from collections.abc import Awaitable, Callable, Generator, Mapping
 
 from agent_link_core.errors import AgentLinkError, Refused
-from agent_link_core.problem_log import HUNG, HUNG_SKIP_S
-from agent_link_core.lazy_log import LazyLogger
-from agent_link_core.lazy_record import Struct
+from agent_link_core.json_files import read_json_object, write_json_object
+from agent_link_core.lazy import LazyLogger, Struct
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -57,6 +58,10 @@ MAX_CONTRIBUTION_CHARS = 4096
 MAX_HEALTH_BYTES = 64 << 10
 
 ENVELOPE_ATTRIBUTES = frozenset({"via", "procedure"})
+#: how the problem of a hook interrupted after the budget begins
+HUNG = "did not return within"
+#: a hook that hung is skipped by every process of the state dir for this long (s), then tried again
+HUNG_SKIP_S = 600
 
 
 def disable_hint(plugin: str) -> str:
@@ -681,3 +686,62 @@ def _guarded_wrapper(boundary: Boundary, func: Callable[..., Any], plugin: str, 
 
     guarded._agent_link_guarded = True  # type: ignore[attr-defined]
     return guarded
+
+
+# The problem log: plugin problems seen by other agent-link processes. A hook failing inside an MCP
+# server may never run in the process of ``agent-link health``, so each process appends the first
+# occurrence of each runtime problem (with the plugin's version) to ``<state dir>/plugin-problems.json``,
+# and health lists the last day's it did not see itself, of plugins still installed at that version.
+# Best effort: losing an entry only loses a diagnostic.
+
+#: where each process appends the problems it saw (in the state dir), the newest :data:`KEEP_PROBLEMS` kept
+PROBLEMS_FILE = "plugin-problems.json"
+KEEP_PROBLEMS = 50
+RECENT_S = 24 * 3600
+
+
+def _problems_path(state_dir: str) -> str:
+    return os.path.join(state_dir, PROBLEMS_FILE)
+
+
+def read_problems(state_dir: str) -> list[dict[str, Any]]:
+    """Every kept entry (``{plugin, hook, error, fix, disabled, at (epoch s), pid, version?}``)."""
+    entries = (read_json_object(_problems_path(state_dir)) or {}).get("problems")
+    return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+
+
+def append_problem(state_dir: str, problem: dict[str, Any], version: str | None = None) -> None:
+    """Add one problem, stamped with the time, this pid and ``version``; keeps the newest :data:`KEEP_PROBLEMS`."""
+    if not os.path.isdir(state_dir):
+        return
+    entries = read_problems(state_dir)
+    entries.append({**{k: problem[k] for k in ("plugin", "hook", "error", "fix", "disabled")}, "at": int(time.time()),
+                    "pid": os.getpid(), **({"version": version} if version is not None else {})})
+    write_json_object(_problems_path(state_dir), {"problems": entries[-KEEP_PROBLEMS:]})
+
+
+def recent_elsewhere(state_dir: str, seen_here: list[dict[str, Any]],
+                     installed: Mapping[str, str | None]) -> list[dict[str, Any]]:
+    """Entries of the last day from other processes that this process has not seen itself, of
+    plugins still installed at the version that had the problem.
+
+    :param installed: ``{plugin name: version or None (not known)}`` of every plugin installed
+        now, loaded or not; an entry or a plugin without a version matches any version.
+    """
+    mine = {(p["plugin"], p["hook"], p["error"]) for p in seen_here}
+    cutoff = time.time() - RECENT_S
+    return [e for e in read_problems(state_dir)
+            if e.get("pid") != os.getpid() and isinstance(e.get("at"), int) and e["at"] >= cutoff
+            and (e.get("plugin"), e.get("hook"), e.get("error")) not in mine
+            and isinstance(e.get("plugin"), str) and e["plugin"] in installed
+            and e.get("version") in (None, installed[e["plugin"]] or e.get("version"))]  # either unknown, or equal
+
+
+def hung_lately(state_dir: str) -> list[dict[str, Any]]:
+    """Entries of hooks interrupted after the hook budget (:data:`HUNG`) by any process in the
+    last :data:`HUNG_SKIP_S` (one ``stat`` when no problem was ever kept)."""
+    if not os.path.exists(_problems_path(state_dir)):
+        return []
+    cutoff = time.time() - HUNG_SKIP_S
+    return [e for e in read_problems(state_dir) if isinstance(e.get("error"), str) and e["error"].startswith(HUNG)
+            and isinstance(e.get("at"), int) and e["at"] >= cutoff and isinstance(e.get("plugin"), str) and isinstance(e.get("hook"), str)]

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from agent_link_core.addresses import MAX_TARGET_CHARS
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import Harness, SessionListing, acall_harness, harness_fault
-from agent_link_core.lazy_record import Struct
+from agent_link_core.lazy import Struct
 from agent_link_core.mailbox import iso
 from agent_link_core.model import Caller, Session, address_scheme, is_address
 

@@ -14,7 +14,7 @@ from agent_link_core.harness_decl import (  # noqa: F401 - plugins import them f
     check_harness,
 )
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.lazy_record import Struct, field
+from agent_link_core.lazy import Struct, field
 from agent_link_core.model import Caller, Session
 
 TYPE_CHECKING = False

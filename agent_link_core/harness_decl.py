@@ -8,7 +8,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator, Mapping
 
-from agent_link_core.lazy_record import Struct
+from agent_link_core.lazy import Struct
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ import sqlite3
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from agent_link_core import __version__, problem_log, state_dirs
+from agent_link_core import __version__, boundary, state_dirs
 from agent_link_core.boundary import MAX_HEALTH_BYTES, disable_hint, oversize
 from agent_link_core.tool_profiles import settings_warnings
 
@@ -101,13 +101,13 @@ def plugin_problems(plugins: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def plugins_view(app: App) -> dict[str, Any]:
     """What loading found, this process's plugin problems and those other processes met in the
-    last day (``elsewhere``: :func:`agent_link_core.problem_log.recent_elsewhere`), less the
+    last day (``elsewhere``: :func:`agent_link_core.boundary.recent_elsewhere`), less the
     plugins turned off since by ``AGENT_LINK_DISABLE_PLUGINS``. Imports every plugin and
     collects every tool first: one that cannot be imported or a refused tool is a problem."""
     app.hooks.load_all()
     app.hooks.tools()
     view = app.plugin_report.as_dict()
-    view["elsewhere"] = [e for e in problem_log.recent_elsewhere(app.config.state_dir, view["problems"], app.plugin_report.installed(app.env))
+    view["elsewhere"] = [e for e in boundary.recent_elsewhere(app.config.state_dir, view["problems"], app.plugin_report.installed(app.env))
                          if e["plugin"] not in view["blocked"]]
     return view
 

@@ -12,7 +12,7 @@ the arguments an implementation names).
 
 from __future__ import annotations
 
-from agent_link_core.lazy_hooks import PROJECT, hookimpl, hookspec
+from agent_link_core.lazy import PROJECT, hookimpl, hookspec
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover - typing only

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from agent_link_core.errors import AgentLinkError, invalid_arguments
-from agent_link_core.lazy_log import LazyLogger
+from agent_link_core.lazy import LazyLogger
 from agent_link_core.model import RUNTIME_SOURCES, Caller, address_scheme, is_address
 
 TYPE_CHECKING = False

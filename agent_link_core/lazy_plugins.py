@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import importlib
 
-from agent_link_core import hookspecs, lazy_hooks
+from agent_link_core import hookspecs, lazy
 from agent_link_core.boundary import Boundary, _guarded, check_migrations
 
 TYPE_CHECKING = False
@@ -22,17 +22,17 @@ if TYPE_CHECKING:
 _SPECS: dict[str, tuple[frozenset[str], bool]] = {}
 #: the hooks a package may answer with data
 SETTINGS_HOOK, SCHEMA_HOOK, HARNESS_HOOK = "agent_link_register_settings", "agent_link_schema", "agent_link_register_harnesses"
-DATA_HOOKS = {SETTINGS_HOOK: lazy_hooks.SETTINGS_ATTR, SCHEMA_HOOK: lazy_hooks.SCHEMA_ATTR,
-              HARNESS_HOOK: lazy_hooks.HARNESSES_ATTR}
+DATA_HOOKS = {SETTINGS_HOOK: lazy.SETTINGS_ATTR, SCHEMA_HOOK: lazy.SCHEMA_ATTR,
+              HARNESS_HOOK: lazy.HARNESSES_ATTR}
 
 
 def _specs() -> dict[str, tuple[frozenset[str], bool]]:
     """``{hook: (the arguments it offers, firstresult)}`` of :mod:`agent_link_core.hookspecs`."""
     if not _SPECS:
         for name, value in vars(hookspecs).items():
-            opts = getattr(value, lazy_hooks.SPEC_ATTR, None)
+            opts = getattr(value, lazy.SPEC_ATTR, None)
             if isinstance(opts, dict):
-                _SPECS[name] = (frozenset(lazy_hooks.argnames(value) or ()), bool(opts.get("firstresult")))
+                _SPECS[name] = (frozenset(lazy.argnames(value) or ()), bool(opts.get("firstresult")))
     return _SPECS
 
 
@@ -142,7 +142,7 @@ class Declared:
 
     def _checked(self, entry: Entry, module: Any) -> bool:
         entry.module = module
-        found = self.boundary.call(entry.name, "load", lazy_hooks.module_hooks, module, disable=True, prefix="registration failed: ")
+        found = self.boundary.call(entry.name, "load", lazy.module_hooks, module, disable=True, prefix="registration failed: ")
         return found is not None and self.check(entry, found)
 
     def check(self, entry: Entry, found: dict[str, tuple[Callable[..., Any], dict[str, Any]]]) -> bool:
@@ -156,7 +156,7 @@ class Declared:
             return False
         impls: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {}
         for hook, (function, opts) in found.items():
-            names = lazy_hooks.argnames(function)
+            names = lazy.argnames(function)
             if hook not in specs:
                 continue  # an optional hook nobody specifies: pluggy never calls it either
             if names is None:  # not a plain function: pluggy calls it
@@ -172,7 +172,7 @@ class Declared:
             impls[hook] = (function, opts)
         if entry.hooks is not None and entry.hooks != frozenset(found):
             self.boundary.fault(entry.name, "load", f"declares hooks {sorted(entry.hooks)} but implements {sorted(found)}",
-                                fix=f"List exactly its hook implementations in {entry.package}.{lazy_hooks.DECLARED_ATTR}.")
+                                fix=f"List exactly its hook implementations in {entry.package}.{lazy.DECLARED_ATTR}.")
         entry.hooks, entry.impls = frozenset(found), impls
         self._cache.clear()  # what this plugin implements may differ from what it declared
         return True
@@ -205,7 +205,7 @@ class Declared:
                     return None
             if entry.name in self.boundary.disabled:
                 continue
-            impl = Impl(entry.name, function, lazy_hooks.argnames(function) or (), opts)
+            impl = Impl(entry.name, function, lazy.argnames(function) or (), opts)
             impl.function = _guarded(self.boundary, impl, entry.name, hook, check)
             _place(methods, impl)
         self._cache[hook] = methods[::-1]
@@ -217,14 +217,14 @@ class Declared:
         if not self.load(entry) or entry.impls is None or SCHEMA_HOOK not in entry.impls:
             if entry.name not in self.boundary.disabled:
                 self.boundary.fault(entry.name, SCHEMA_HOOK, "declares migrations its entry module does not return",
-                                    fix=f"Make {entry.package}.{lazy_hooks.SCHEMA_ATTR} match the code.", disable=True)
+                                    fix=f"Make {entry.package}.{lazy.SCHEMA_ATTR} match the code.", disable=True)
             return None
         found = self.boundary.call(entry.name, SCHEMA_HOOK, entry.impls[SCHEMA_HOOK][0], default=None)
         real = {(m.owner, m.version): m for m in found or ()}
         declared = {(owner, v) for owner, versions in entry.records.get(SCHEMA_HOOK, {}).items() for v in versions}
         if declared != set(real):
             self.boundary.fault(entry.name, SCHEMA_HOOK, f"declares migrations {sorted(declared)} but returns {sorted(real)}",
-                                fix=f"List exactly its migrations in {entry.package}.{lazy_hooks.SCHEMA_ATTR}.")
+                                fix=f"List exactly its migrations in {entry.package}.{lazy.SCHEMA_ATTR}.")
         return real
 
     def order(self) -> list[str]:
@@ -253,8 +253,8 @@ def package_declarations(module: str) -> tuple[frozenset[str] | None, dict[str, 
     hooks (None: nothing declared) and ``{hook: records}`` of what it declares as data."""
     package = importlib.import_module(module.partition(".")[0])
     records = {hook: value for hook, attr in DATA_HOOKS.items()
-               if (value := lazy_hooks.declared_records(package, attr, module)) is not None}
-    return lazy_hooks.declared_hooks(package, module), records
+               if (value := lazy.declared_records(package, attr, module)) is not None}
+    return lazy.declared_hooks(package, module), records
 
 
 def declared_impl(plugins: Declared, entry: Entry, hook: str) -> Callable[..., Any]:

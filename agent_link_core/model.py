@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from agent_link_core.lazy_record import Record, Struct
+from agent_link_core.lazy import Record, Struct
 from agent_link_core.addresses import (  # noqa: F401 - re-exported for plugins
     ADDRESS_RE,
     EXTERNAL,

@@ -16,7 +16,7 @@ import sys
 import types
 from collections.abc import Mapping
 
-from agent_link_core.lazy_log import LazyLogger
+from agent_link_core.lazy import LazyLogger
 from agent_link_core import discovery, hookspecs
 from agent_link_core.lazy_plugins import Declared, firstresult
 from agent_link_core.config import check_setting

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Collection, Mapping
 
-from agent_link_core.lazy_log import LazyLogger
+from agent_link_core.lazy import LazyLogger
 from agent_link_core.addresses import address_scheme, is_address
 from agent_link_core.model import Session
 from agent_link_core.store import Migration, Store, now_ms

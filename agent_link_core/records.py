@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from agent_link_core.lazy_record import Struct, field
+from agent_link_core.lazy import Struct, field
 from agent_link_core.model import Caller
 
 TYPE_CHECKING = False

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from agent_link_core.lazy_log import LazyLogger
+from agent_link_core.lazy import LazyLogger
 
 log = LazyLogger(__name__)
 

@@ -9,7 +9,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.lazy_log import LazyLogger
+from agent_link_core.lazy import LazyLogger
 from agent_link_core.mailbox import Visibility
 from agent_link_core.model import Caller, address_scheme
 from agent_link_core.store import now_ms

@@ -1,5 +1,5 @@
 """Declared hook tables (docs/plugins.md, "Declare now, import when used";
-:mod:`agent_link_core.lazy_hooks`, :func:`agent_link_core.plugins.load_plugins` with ``declared=True``).
+:mod:`agent_link_core.lazy`, :func:`agent_link_core.plugins.load_plugins` with ``declared=True``).
 
 * Every installed plugin's ``AGENT_LINK_HOOKS`` names exactly the hooks pluggy registers
   from its entry module: a declaration cannot drift from the code.
@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from agent_link_core import lazy_hooks, lazy_plugins, plugins
+from agent_link_core import lazy, lazy_plugins, plugins
 from agent_link_testing.dists import install_dist
 
 _serial = itertools.count()
@@ -40,7 +40,7 @@ def test_every_installed_plugin_declares_exactly_the_hooks_it_implements() -> No
     checked = []
     for ep in importlib.metadata.entry_points(group=plugins.ENTRY_POINT_GROUP):
         module = ep.value.partition(":")[0].strip()
-        declared = lazy_hooks.declared_hooks(importlib.import_module(module.partition(".")[0]), module)
+        declared = lazy.declared_hooks(importlib.import_module(module.partition(".")[0]), module)
         assert declared is not None, f"{module.partition('.')[0]} declares no AGENT_LINK_HOOKS for {module}"
         plugin = pm.get_plugin(ep.name)
         assert plugin is not None, ep.name
@@ -61,7 +61,7 @@ def entry_modules() -> Iterator[tuple[Any, str, Any, dict[str, Any]]]:
     """``(entry point, entry module name, its top package, its hooks by name)`` of every installed plugin."""
     for ep in importlib.metadata.entry_points(group=plugins.ENTRY_POINT_GROUP):
         module = ep.value.partition(":")[0].strip()
-        yield ep, module, importlib.import_module(module.partition(".")[0]), lazy_hooks.module_hooks(importlib.import_module(module))
+        yield ep, module, importlib.import_module(module.partition(".")[0]), lazy.module_hooks(importlib.import_module(module))
 
 
 @pytest.mark.installed_plugins
@@ -73,8 +73,8 @@ def test_every_installed_plugin_declares_exactly_the_settings_and_migrations_it_
 
     checked = []
     for ep, module, package, found in entry_modules():
-        settings = lazy_hooks.declared_records(package, lazy_hooks.SETTINGS_ATTR, module)
-        schema = lazy_hooks.declared_records(package, lazy_hooks.SCHEMA_ATTR, module)
+        settings = lazy.declared_records(package, lazy.SETTINGS_ATTR, module)
+        schema = lazy.declared_records(package, lazy.SCHEMA_ATTR, module)
         if "agent_link_register_settings" in found:
             real: list[Any] = []
             found["agent_link_register_settings"][0](real.append)
@@ -101,7 +101,7 @@ def test_every_installed_plugin_declares_exactly_the_harnesses_it_registers() ->
     declared-hooks load does), the records are equal, and no plugin module is imported."""
     checked = []
     for ep, module, package, found in entry_modules():
-        harnesses = lazy_hooks.declared_records(package, lazy_hooks.HARNESSES_ATTR, module)
+        harnesses = lazy.declared_records(package, lazy.HARNESSES_ATTR, module)
         if "agent_link_register_harnesses" not in found:
             assert harnesses is None, f"{ep.name} declares harnesses it does not register"
             continue

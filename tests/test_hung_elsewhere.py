@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from agent_link_core.problem_log import HUNG_SKIP_S
+from agent_link_core.boundary import HUNG_SKIP_S
 from agent_link_testing.dists import install_dist
 
 PLUGIN = '''

@@ -104,7 +104,7 @@ LOOP_MODULES = ("asyncio", "ssl")
 #: load makes a path)
 UNUSED_MODULES = ("agent_link_roles.table", "pathlib")
 #: the hot commands parse their arguments without click (agent_link_core.cli_run.run_fast);
-#: logging is imported only when something is logged (agent_link_core.lazy_log); the hooks
+#: logging is imported only when something is logged (agent_link_core.lazy); the hooks
 #: they call are called by the plugins' declared hook tables, without pluggy (agent_link_core.plugins)
 CLI_MODULES = ("click", "logging", "pluggy")
 #: typing only for type checkers (TYPE_CHECKING imports), SHA-256 without hashlib's OpenSSL

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from agent_link_core import __version__, hookimpl, problem_log
+from agent_link_core import __version__, boundary, hookimpl
 from agent_link_core import cli as cli_mod
 from agent_link_core.boundary import CORE_PLUGIN
 from agent_link_testing.cli_plugins import add_cli_plugins
@@ -33,25 +33,25 @@ def entry(plugin: str, version: str | None = None, **extra: Any) -> dict[str, An
 def write_log(entries: list[dict[str, Any]]) -> None:
     state = os.environ["AGENT_LINK_STATE_DIR"]
     os.makedirs(state, exist_ok=True)
-    Path(state, problem_log.FILE_NAME).write_text(json.dumps({"problems": entries}))
+    Path(state, boundary.PROBLEMS_FILE).write_text(json.dumps({"problems": entries}))
 
 
 def test_only_installed_plugins_of_the_version_installed_are_listed(tmp_path: Path) -> None:
     state = str(tmp_path)
-    Path(state, problem_log.FILE_NAME).write_text(json.dumps({"problems": [
+    Path(state, boundary.PROBLEMS_FILE).write_text(json.dumps({"problems": [
         entry("gone"), entry("kept"), entry("kept-v", "2.0"), entry("old-v", "1.0"), entry("unknown-v", "1.0"),
-        entry("stale", at=int(time.time()) - problem_log.RECENT_S - 60)]}))
+        entry("stale", at=int(time.time()) - boundary.RECENT_S - 60)]}))
     installed = {"kept": None, "kept-v": "2.0", "old-v": "2.0", "unknown-v": None, "stale": None}
-    listed = problem_log.recent_elsewhere(state, [], installed)
+    listed = boundary.recent_elsewhere(state, [], installed)
     assert [e["plugin"] for e in listed] == ["kept", "kept-v", "unknown-v"]
-    assert problem_log.read(state)[0]["plugin"] == "gone"  # left out of the answer, not erased
+    assert boundary.read_problems(state)[0]["plugin"] == "gone"  # left out of the answer, not erased
 
 
 def test_a_problem_records_the_plugins_version(tmp_path: Path) -> None:
     problem = {"plugin": "p", "hook": "h", "error": "e", "fix": "f", "disabled": False, "count": 1}
-    problem_log.append(str(tmp_path), problem, "3.1")
-    problem_log.append(str(tmp_path), {**problem, "error": "e2"})
-    assert [e.get("version") for e in problem_log.read(str(tmp_path))] == ["3.1", None]
+    boundary.append_problem(str(tmp_path), problem, "3.1")
+    boundary.append_problem(str(tmp_path), {**problem, "error": "e2"})
+    assert [e.get("version") for e in boundary.read_problems(str(tmp_path))] == ["3.1", None]
 
 
 class Kept:

@@ -11,7 +11,7 @@ from agent_link_core.cli_run import (EXIT_TIMEOUT, EXIT_UNDELIVERED, EXIT_UNKNOW
                                      get_app, option, run_async, show_then_mark, usage_error, who_am_i)
 from agent_link_core.commands.mail import mark_reply, message_text, print_wait, wait_all
 from agent_link_core.errors import AgentLinkError, invalid_arguments
-from agent_link_core.lazy_record import Struct, field
+from agent_link_core.lazy import Struct, field
 from agent_link_core.mailbox import iso, ulid_of_uuid
 from agent_link_core.model import Caller, address_scheme, is_address, is_ulid
 from agent_link_core.store import now_ms

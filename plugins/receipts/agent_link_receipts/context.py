@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent_link_core.lazy_record import Record
+from agent_link_core.lazy import Record
 from agent_link_core.config import Config, Setting
 from agent_link_core.store import Migration, Store
 

@@ -15,7 +15,7 @@ import json
 import os
 from collections.abc import Iterable, Iterator
 
-from agent_link_core.lazy_record import Struct
+from agent_link_core.lazy import Struct
 from agent_link_core.store import Store, ensure_private_dir
 from agent_link_core.mailbox import Visibility
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from agent_link_core import hookimpl
 from agent_link_core.contribute import migrations, registers
-from agent_link_core.lazy_log import LazyLogger
+from agent_link_core.lazy import LazyLogger
 
 from agent_link_receipts.context import INFER_SETTING, LOG_SETTING, MIGRATIONS, SETTINGS
 

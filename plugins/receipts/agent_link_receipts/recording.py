@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.lazy_log import LazyLogger
+from agent_link_core.lazy import LazyLogger
 from agent_link_core.mailbox import STATUS_BY_KIND, Event, Mailbox
 from agent_link_core.model import Caller, address_scheme, is_address
 

@@ -6,7 +6,7 @@ parts this plugin uses (settings as read when the server started, the state fold
 
 from __future__ import annotations
 
-from agent_link_core.lazy_record import Record
+from agent_link_core.lazy import Record
 from agent_link_core.config import Config, Setting
 from agent_link_core.store import Migration, Store
 

@@ -27,7 +27,7 @@ import os
 from agent_link_core import hookimpl
 from agent_link_core.contribute import migrations, registers
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.lazy_log import LazyLogger
+from agent_link_core.lazy import LazyLogger
 
 from agent_link_roles.context import MIGRATIONS, SETTINGS, TABLE_FILE, from_app
 

@@ -1,4 +1,4 @@
-"""agent_link_core.lazy_record: Struct behaves as the dataclasses it replaced (construction,
+"""agent_link_core.lazy: Struct behaves as the dataclasses it replaced (construction,
 defaults, equality, hash, repr, replace, frozen or not), and the CLI send path stays free of
 dataclasses."""
 
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from agent_link_core.harness import Delivery
-from agent_link_core.lazy_record import Struct, field
+from agent_link_core.lazy import Struct, field
 from agent_link_core.model import Caller
 
 

@@ -1,0 +1,198 @@
+"""Standard-library stand-ins that keep a short command cheap (``agent-link hook``, ``send``,
+``inbox``): a logger that imports :mod:`logging` only when something is logged, immutable
+records without :mod:`dataclasses` (which imports :mod:`inspect`, a tenth of a short command's
+CPU), and hook markers and hook tables read without pluggy or :mod:`inspect` (the markers set
+exactly the attributes pluggy's set, so the short commands call hooks without building pluggy's
+manager: docs/plugins.md, "Declare now, import when used").
+"""
+
+from __future__ import annotations
+
+import types
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any, ClassVar, TypeVar, dataclass_transform
+
+    F = TypeVar("F", bound=Callable[..., Any])
+else:
+    def dataclass_transform(**_: object) -> Callable[[type], type]:
+        """A no-op at run time: importing :mod:`typing` costs every short command milliseconds."""
+        return lambda cls: cls
+
+
+class LazyLogger:
+    """Stands for ``logging.getLogger(name)``; every attribute (``debug``, ``warning``,
+    ``exception``, ``isEnabledFor``...) is the real logger's, imported on first use.
+
+    :param name: the logger's name, as for :func:`logging.getLogger`.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __getattr__(self, attribute: str) -> Any:
+        import logging
+
+        return getattr(logging.getLogger(self.name), attribute)
+
+
+class Record:
+    """Base of a frozen record whose fields, ``_fields``, the subclass's ``__init__`` sets
+    through :meth:`_set`. :raises AttributeError: on assigning or deleting an attribute."""
+
+    _fields: tuple[str, ...] = ()
+
+    def _set(self, **values: Any) -> None:
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self._fields)
+
+    def replace(self, **changes: Any) -> Any:
+        """A copy with ``changes`` (field name -> value), built through ``__init__``.
+        :raises TypeError: a name that is no field."""
+        return type(self)(**{**{name: getattr(self, name) for name in self._fields}, **changes})
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"cannot assign to field {name!r} of a frozen {type(self).__name__}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r} of a frozen {type(self).__name__}")
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{n}={getattr(self, n)!r}' for n in self._fields)})"
+
+
+class _Factory(tuple):
+    """The default of a :func:`field`: ``(default_factory,)``."""
+
+
+def field(*, default_factory: Callable[[], Any]) -> Any:
+    """A :class:`Struct` field whose default ``default_factory()`` builds per instance."""
+    return _Factory((default_factory,))
+
+
+@dataclass_transform(field_specifiers=(field,))
+class Struct(Record):
+    """A record whose fields are its class annotations in order, with their defaults, built by
+    keyword or position. ``class X(Struct, frozen=True)`` acts as a frozen dataclass; without
+    ``frozen``, as a plain one (fields assignable, no hash).
+
+    :raises TypeError: on construction, a field too many, missing or unknown.
+    """
+
+    _defaults: ClassVar[dict[str, Any]] = {}
+
+    def __init_subclass__(cls, frozen: bool = False, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = [name for name, kind in cls.__dict__.get("__annotations__", {}).items() if "ClassVar" not in str(kind)]
+        cls._fields = (*cls._fields, *(name for name in own if name not in cls._fields))
+        cls._defaults = {name: getattr(cls, name) for name in cls._fields if hasattr(cls, name)}
+        if not frozen:
+            cls.__setattr__, cls.__delattr__, cls.__hash__ = object.__setattr__, object.__delattr__, None  # type: ignore[method-assign,assignment]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if len(args) > len(self._fields):
+            raise TypeError(f"{type(self).__name__} takes {len(self._fields)} fields, {len(args)} given")
+        values = dict(zip(self._fields, args))
+        for key in self._fields[len(args):]:
+            if key not in kwargs and key not in self._defaults:
+                raise TypeError(f"{type(self).__name__} is missing field {key!r}")
+            default = self._defaults.get(key)
+            values[key] = kwargs.pop(key) if key in kwargs else default[0]() if isinstance(default, _Factory) else default
+        if kwargs:
+            raise TypeError(f"{type(self).__name__} has no field {sorted(kwargs)[0]!r} (or it was given twice)")
+        self._set(**values)
+
+
+PROJECT = "agent_link"
+#: where a hook implementation's / specification's options are kept (pluggy reads the same)
+IMPL_ATTR = PROJECT + "_impl"
+SPEC_ATTR = PROJECT + "_spec"
+#: the attribute of a plugin package naming the hooks each of its entry modules implements
+DECLARED_ATTR = "AGENT_LINK_HOOKS"
+#: a plugin package's settings of each entry module: ``{module: ({Setting keywords}, ...)}``
+SETTINGS_ATTR = "AGENT_LINK_SETTINGS"
+#: a plugin package's migrations of each entry module: ``{module: {owner: (version, ...)}}``
+SCHEMA_ATTR = "AGENT_LINK_SCHEMA"
+#: a plugin package's harnesses of each entry module: ``{module: ({HarnessDeclaration
+#: keywords, sender_options as ({"flag", "key", "help"}, ...)}, ...)}``
+HARNESSES_ATTR = "AGENT_LINK_HARNESSES"
+
+
+def hookimpl(function: F | None = None, *, hookwrapper: bool = False, optionalhook: bool = False,
+             tryfirst: bool = False, trylast: bool = False, specname: str | None = None,
+             wrapper: bool = False) -> Any:
+    """Mark a hook implementation (``@hookimpl`` or ``@hookimpl(tryfirst=True)``) as pluggy's
+    ``HookimplMarker`` does; returns the function, or a decorator when called with options only."""
+
+    def mark(func: F) -> F:
+        setattr(func, IMPL_ATTR, {"wrapper": wrapper, "hookwrapper": hookwrapper, "optionalhook": optionalhook,
+                                  "tryfirst": tryfirst, "trylast": trylast, "specname": specname})
+        return func
+
+    return mark if function is None else mark(function)
+
+
+def hookspec(function: F | None = None, *, firstresult: bool = False) -> Any:
+    """Mark a hook specification as pluggy's ``HookspecMarker`` does (no historic hooks)."""
+
+    def mark(func: F) -> F:
+        setattr(func, SPEC_ATTR, {"firstresult": firstresult, "historic": False,
+                                  "warn_on_impl": None, "warn_on_impl_args": None})
+        return func
+
+    return mark if function is None else mark(function)
+
+
+def module_hooks(module: object) -> dict[str, tuple[Callable[..., Any], dict[str, Any]]]:
+    """``{hook name: (function, options)}`` of a plugin (a module, or any object: its
+    attributes, as ``getattr`` gives them), as pluggy registers them."""
+    found: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {}
+    attrs: Mapping[str, Any] = vars(module) if isinstance(module, types.ModuleType) else {n: getattr(module, n, None) for n in dir(module)}
+    for name, value in attrs.items():
+        opts = getattr(value, IMPL_ATTR, None) if isinstance(value, (types.FunctionType, types.MethodType)) else None
+        if isinstance(opts, dict):  # marked by hookimpl (or pluggy's marker)
+            found[opts.get("specname") or name] = (value, opts)
+    return found
+
+
+def argnames(function: Callable[..., Any]) -> tuple[str, ...] | None:
+    """The arguments pluggy passes to ``function`` (positional parameters without a default,
+    no ``self``); None for anything but a plain function or bound method."""
+    bound = isinstance(function, types.MethodType)
+    func = function.__func__ if bound else function  # type: ignore[attr-defined]
+    if not isinstance(func, types.FunctionType):
+        return None
+    code = func.__code__
+    names = code.co_varnames[:code.co_argcount]
+    names = names[:len(names) - len(func.__defaults__ or ())]
+    implicit = bound or (names[:1] == ("self",) and "." in func.__qualname__)  # pluggy's rule
+    return names[1:] if implicit else names
+
+
+def declared_hooks(package: types.ModuleType, module: str) -> frozenset[str] | None:
+    """The hooks ``package``'s (imported) :data:`DECLARED_ATTR` says entry module ``module``
+    (dotted name) implements, or None when it declares nothing for it."""
+    hooks = declared_records(package, DECLARED_ATTR, module)
+    if not isinstance(hooks, (tuple, list, frozenset, set)) or not all(isinstance(h, str) for h in hooks):
+        return None
+    return frozenset(hooks)
+
+
+def declared_records(package: types.ModuleType, attr: str, module: str) -> Any:
+    """What ``package``'s table ``attr`` (:data:`SETTINGS_ATTR`, ...) gives entry module
+    ``module``, or None; its shape is checked by the hook call that reads it."""
+    table: Mapping[str, Any] | None = getattr(package, attr, None)
+    return table.get(module) if isinstance(table, dict) else None
