@@ -1,25 +1,18 @@
 """The ``agent_link`` entry points, read from a small cache instead of scanning every distribution.
 
-Every ``agent-link`` process looks up which plugins are installed. :mod:`importlib.metadata`
-imports about forty modules and reads the metadata of every distribution on ``sys.path`` to
-answer that, a large share of a short CLI command's CPU. The console script
-(:mod:`agent_link_core.entry`) therefore turns on :data:`USE_CACHE`: the group's entry points
-are kept in ``$XDG_CACHE_HOME/agent-link/entry-points/<environment key>.json`` (default
-``~/.cache/...``), one file per Python environment, and read from there while nothing that
-decides them changed.
-
-The cache is never trusted blindly. It records a fingerprint (:func:`fingerprint`): the
-interpreter prefix, every directory on ``sys.path`` with its modification time (installing,
-upgrading or removing a distribution adds or removes a ``*.dist-info`` folder in one of
-them, which changes that time), and the modification time of each cached plugin's
-``entry_points.txt``. When it differs, the entry points are scanned with
-:mod:`importlib.metadata` as before and the cache is rewritten. The same rule keeps the prompt
-hooks' registry current (:mod:`agent_link_core.prompt_hooks`).
-
-In-process callers (tests, programs embedding agent-link) leave :data:`USE_CACHE` off and always
-scan, so what they install or patch into :mod:`importlib.metadata` is seen at once. Standard
-modules only: this runs before anything heavy is imported. The same cache holds :data:`FRONT_GROUP`,
-the MCP start-up front a distribution declares (:func:`mcp_front`), started before click loads.
+Every ``agent-link`` process looks up which plugins are installed; :mod:`importlib.metadata`
+imports about forty modules and reads every distribution's metadata to answer that, a large
+share of a short command's CPU. With :data:`USE_CACHE` on (the console script,
+:mod:`agent_link_core.entry`) a group's entry points are kept in
+``$XDG_CACHE_HOME/agent-link/entry-points/<environment key>.json`` (default ``~/.cache/...``),
+one file per Python environment, and read from there while its :func:`fingerprint` holds: the
+interpreter prefix, each ``sys.path`` directory's modification time (installing, upgrading or
+removing a distribution adds or removes a ``*.dist-info`` folder in one of them) and that of each
+cached plugin's ``entry_points.txt``. Else they are scanned and the cache rewritten. The same rule
+keeps the prompt hooks' registry current (:mod:`agent_link_core.prompt_hooks`). In-process callers
+(tests, programs embedding agent-link) leave the cache off, so what they install or patch is seen
+at once. Standard modules only: this runs before anything heavy. The same cache holds
+:data:`FRONT_GROUP`, the MCP start-up front (:func:`mcp_front`), started before click loads.
 """
 
 from __future__ import annotations
@@ -27,10 +20,11 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import types
 import zlib
 from functools import reduce
 
-from agent_link_core.json_files import read_json_object
+from agent_link_core.json_files import read_json_object, write_json_object
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -46,30 +40,19 @@ FRONT_GROUP = "agent_link_mcp_front"
 _front: list[Any] = []  # the front of this process once looked up: [object or None]
 
 
-class CachedDist:
-    """The part of a distribution a plugin report shows (its version), as cached.
-
-    :param version: the distribution's version string.
-    """
-
-    __slots__ = ("version",)
-
-    def __init__(self, version: str) -> None:
-        self.version = version
-
-
 class CachedEntryPoint:
     """An entry point read from the cache, loaded as :meth:`importlib.metadata.EntryPoint.load` does.
 
     :param name: the plugin name (the entry point's name).
     :param value: ``"package.module"`` or ``"package.module:attribute.path"``.
-    :param version: its distribution's version (``dist.version``); None when it had none.
+    :param version: its distribution's version, kept as ``dist.version`` (the part of a
+        distribution a plugin report shows); None when it had none (``dist`` is then None).
     """
 
     def __init__(self, name: str, value: str, version: str | None) -> None:
         self.name = name
         self.value = value
-        self.dist = CachedDist(version) if version is not None else None
+        self.dist = types.SimpleNamespace(version=version) if version is not None else None
 
     def load(self) -> Any:
         """The module (or the attribute) the value names, imported now.
@@ -158,6 +141,8 @@ def _scan_and_write(group: str, path: str, data: dict[str, Any] | None = None) -
     """Scan ``group`` into the cache, keeping the other groups of ``data`` (the file as read)."""
     import importlib.metadata
 
+    from agent_link_core.errors import AgentLinkError
+
     found = list(importlib.metadata.entry_points(group=group))
     records: list[list[Any]] = []
     files: list[str] = []
@@ -168,16 +153,8 @@ def _scan_and_write(group: str, path: str, data: dict[str, Any] | None = None) -
         if location is not None:
             files.append(os.path.join(str(location), "entry_points.txt"))
     files = sorted(set(files))
-    _write(path, {**(data or {}), group: {"fingerprint": fingerprint(files), "files": files, "entry_points": records}})
-    return found
-
-
-def _write(path: str, data: dict[str, Any]) -> None:
-    """Write the cache atomically, private to the user; a failure only means the next run scans."""
-    from agent_link_core.errors import AgentLinkError
-    from agent_link_core.json_files import write_json_object
-
-    try:
-        write_json_object(path, data)
+    try:  # atomically, private to the user; a failure only means the next run scans
+        write_json_object(path, {**(data or {}), group: {"fingerprint": fingerprint(files), "files": files, "entry_points": records}})
     except (OSError, AgentLinkError):
         pass
+    return found

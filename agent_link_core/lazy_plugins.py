@@ -19,21 +19,17 @@ if TYPE_CHECKING:
     from typing import Any, Callable
 
 
-_SPECS: dict[str, tuple[frozenset[str], bool]] = {}
 #: the hooks a package may answer with data
 SETTINGS_HOOK, SCHEMA_HOOK, HARNESS_HOOK = "agent_link_register_settings", "agent_link_schema", "agent_link_register_harnesses"
 DATA_HOOKS = {SETTINGS_HOOK: lazy.SETTINGS_ATTR, SCHEMA_HOOK: lazy.SCHEMA_ATTR,
               HARNESS_HOOK: lazy.HARNESSES_ATTR}
 
 
+@functools.cache
 def _specs() -> dict[str, tuple[frozenset[str], bool]]:
     """``{hook: (the arguments it offers, firstresult)}`` of :mod:`agent_link_core.hookspecs`."""
-    if not _SPECS:
-        for name, value in vars(hookspecs).items():
-            opts = getattr(value, lazy.SPEC_ATTR, None)
-            if isinstance(opts, dict):
-                _SPECS[name] = (frozenset(lazy.argnames(value) or ()), bool(opts.get("firstresult")))
-    return _SPECS
+    return {name: (frozenset(lazy.argnames(value) or ()), bool(opts.get("firstresult")))
+            for name, value in vars(hookspecs).items() if isinstance(opts := getattr(value, lazy.SPEC_ATTR, None), dict)}
 
 
 @functools.cache
@@ -187,8 +183,9 @@ class Declared:
             if entry.hooks is not None and hook not in entry.hooks:
                 continue
             check = None
+            opts: dict[str, Any] = {}
             if entry.module is None and hook in entry.records:  # answered by the declaration
-                function, opts = declared_impl(self, entry, hook), _NO_OPTS
+                function = declared_impl(self, entry, hook)
                 if hook == SCHEMA_HOOK:  # their SQL is read when applied
                     check = functools.partial(check_migrations, declared=True)
             elif entry.module is None and not self.load(entry):
@@ -230,9 +227,6 @@ class Declared:
     def order(self) -> list[str]:
         """The plugins' names in registration order."""
         return [e.name for e in self.entries if e.name not in self.boundary.disabled]
-
-
-_NO_OPTS: dict[str, Any] = {}
 
 
 def _place(methods: list[Impl], impl: Impl) -> None:

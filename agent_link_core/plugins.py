@@ -49,7 +49,6 @@ if TYPE_CHECKING:  # pragma: no cover
 log = LazyLogger(__name__)
 
 ENTRY_POINT_GROUP = "agent_link"
-DEFAULT_PLUGINS = ("agent_link_core.default_plugins",)
 #: Hermetic runs (tests): when set, only these entry points load (comma or space separated;
 #: empty = none). Unset = every installed plugin.
 LOAD_ONLY_ENV = "AGENT_LINK_LOAD_PLUGINS"
@@ -58,7 +57,7 @@ LOAD_ONLY_ENV = "AGENT_LINK_LOAD_PLUGINS"
 class PluginReport:
     """What loading found: ``loaded`` (names, in load order), ``blocked`` (turned off),
     ``failed`` (``{plugin: reason}``, also those left out later), ``dists`` (each entry-point
-    plugin's distribution, or its :class:`agent_link_core.discovery.CachedDist`).
+    plugin's distribution, or what the entry-point cache keeps of it: its ``version``).
 
     :param boundary: the guard whose problems :meth:`problems` lists.
     """
@@ -70,17 +69,12 @@ class PluginReport:
         self.dists: dict[str, Any] = {}
         self.boundary = boundary
 
-    @property
-    def versions(self) -> dict[str, str]:
-        """``{plugin: version}`` of the entry-point plugins that registered (read now)."""
-        return {name: dist.version for name, dist in self.dists.items()}
-
     def installed(self, env: Mapping[str, str] | None = None) -> dict[str, str | None]:
         """``{name: version or None (a plugin given in code)}`` of every plugin installed, loaded
         here or not (``env``: for the entry points' cache)."""
         from agent_link_core import __version__
 
-        return {**dict.fromkeys((*self.loaded, *self.failed)), **dict.fromkeys(DEFAULT_PLUGINS, __version__),
+        return {**dict.fromkeys((*self.loaded, *self.failed)), CORE_PLUGIN: __version__,
                 **{ep.name: ep.dist and str(ep.dist.version) for ep in discovery.entry_points(ENTRY_POINT_GROUP, env)}}
 
     def problems(self) -> list[dict[str, Any]]:
@@ -90,7 +84,7 @@ class PluginReport:
     def as_dict(self) -> dict[str, Any]:
         """The JSON shape of ``agent-link plugins --json`` and health's ``plugins``."""
         return {"loaded": list(self.loaded), "blocked": list(self.blocked), "failed": dict(self.failed),
-                "versions": dict(self.versions), "problems": self.problems()}
+                "versions": {name: dist.version for name, dist in self.dists.items()}, "problems": self.problems()}
 
 
 def disabled_plugin_names(env: Mapping[str, str] | None = None) -> set[str]:
@@ -162,8 +156,7 @@ def _plugins(env: Mapping[str, str], *, declared: bool, extra_plugins: tuple[Any
             report.loaded.append(ep.name)
             if ep.dist is not None:  # its version is read from its metadata when a report shows it
                 report.dists[ep.name] = ep.dist
-    for modname in DEFAULT_PLUGINS:
-        plugins.add_module(modname)
+    plugins.add_module(CORE_PLUGIN)
     for item in extra_plugins:
         name, plugin = item if isinstance(item, tuple) else (plugins.unique_name(item), item)
         if plugins.add_object(name, plugin) and name not in report.loaded:
@@ -524,21 +517,17 @@ class Hooks:
                     conn.execute(f"SAVEPOINT {mark}")
                     changes = conn.total_changes
                 offered = {"event": event, "conn": conn, "app": self.app}
-                with CallState("agent_link_record_event") as call:
-                    try:
-                        impl.function(*(offered[name] for name in impl.argnames))
-                        if plugin not in call.faulted:
-                            continue
-                    except Exception as exc:  # an audit record must never undo or fail the change it records
-                        self.boundary.fault(plugin, "agent_link_record_event", f"{type(exc).__name__}: {exc}"[:300],
-                                            fix="Fix the plugin's record_event hook; the change itself was stored.", exc=exc)
-                    try:
-                        conn.execute(f"ROLLBACK TO {mark}")  # the restore point stays, for the next observer
-                        changes = conn.total_changes
-                    except Exception as exc:  # an observer ended the savepoint: its writes stay, the change too
-                        self.boundary.fault(plugin, "agent_link_record_event", f"its writes could not be undone: {exc}"[:300],
-                                            fix="An observer may not end the transaction or its savepoints.")
-                        changes = -1
+                with CallState("agent_link_record_event") as call:  # guarded: a failure is recorded, never raised
+                    impl.function(*(offered[name] for name in impl.argnames))
+                if plugin not in call.faulted:
+                    continue
+                try:  # an audit record must never undo or fail the change it records: only its own writes go
+                    conn.execute(f"ROLLBACK TO {mark}")  # the restore point stays, for the next observer
+                    changes = conn.total_changes
+                except Exception as exc:  # an observer ended the savepoint: its writes stay, the change too
+                    self.boundary.fault(plugin, "agent_link_record_event", f"its writes could not be undone: {exc}"[:300],
+                                        fix="An observer may not end the transaction or its savepoints.")
+                    changes = -1
         finally:
             store._savepoints -= 1
 

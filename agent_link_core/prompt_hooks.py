@@ -89,14 +89,14 @@ def rebuild(path: str, current: list[Any], env: Any = None) -> dict[str, Any]:
 
     :returns: the registry, also when the file could not be written (rebuilt next time).
     """
-    from agent_link_core.boundary import TIMEOUT_ENV, timeout_from_env
-    from agent_link_core.plugins import DEFAULT_PLUGINS, Hooks, build_plugin_manager
+    from agent_link_core.boundary import CORE_PLUGIN, TIMEOUT_ENV, timeout_from_env
+    from agent_link_core.plugins import Hooks, build_plugin_manager
 
     env = dict(os.environ if env is None else env)
     budget = timeout_from_env(env)
     env[TIMEOUT_ENV] = str(REBUILD_BUDGET_MS if budget == 0 else min(budget, REBUILD_BUDGET_MS))
     hooks = Hooks(build_plugin_manager(env=env)[0])
-    hooks.only({*DEFAULT_PLUGINS, *(plugin for _, plugin in hooks.prompt_hooks().values())})
+    hooks.only({CORE_PLUGIN, *(plugin for _, plugin in hooks.prompt_hooks().values())})
     data = {"fingerprint": current, "adapters": registered(hooks)}
     write(path, data)
     return data
