@@ -57,8 +57,8 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, valid_schemas_
     share_valid_schemas(home / ".cache", valid_schemas_dir)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", " ".join(REPO_PLUGINS))
-    # The loop guard (agent_link_core/loops.py) is off unless a test turns it on (as
-    # tests/test_loop_guard.py does): tests exchange mail faster and more alike than agents do.
+    # The loops plugin's rate and repeat rules are off unless a test turns them on (as
+    # plugins/loops/tests/test_loops.py does): tests exchange mail faster and more alike than agents do.
     monkeypatch.setenv("AGENT_LINK_PAIR_RATE", "0")
     monkeypatch.setenv("AGENT_LINK_REPEAT_WINDOW_MS", "0")
     return state

@@ -36,7 +36,8 @@ if TYPE_CHECKING:
 log = LazyLogger("agent_link_core.plugins")
 
 #: hooks whose implementations may refuse by raising AgentLinkError (documented in hookspecs)
-REFUSING_HOOKS = frozenset({"agent_link_resolve_address", "agent_link_before_send", "agent_link_check_override", "agent_link_claim_paths"})
+REFUSING_HOOKS = frozenset({"agent_link_resolve_address", "agent_link_before_send", "agent_link_before_store",
+                            "agent_link_check_override", "agent_link_claim_paths"})
 #: a failure in these leaves the plugin out whole
 REGISTRATION_HOOKS = frozenset({
     "agent_link_register_harnesses", "agent_link_register_tools", "agent_link_register_settings",
@@ -265,6 +266,7 @@ RESULT_CHECKS: dict[str, Callable[[Any, str], str | None]] = {
     "agent_link_resolve_elsewhere": _expect(lambda r: isinstance(r, Mapping) and all(isinstance(r.get(k, {}), Mapping) for k in ("metadata", "session")),
                                             "expected None or {'metadata': dict, 'session'?: dict}"),
     "agent_link_before_send": _check_warnings,
+    "agent_link_before_store": _expect(lambda r: isinstance(r, str), "expected None or a stored message's id"),
     "agent_link_render_envelope": _check_contribution,
     "agent_link_health": _check_health,
     "agent_link_check_override": _expect(lambda r: isinstance(r, Mapping) and isinstance(r.get("allowed"), bool),

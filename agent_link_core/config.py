@@ -86,13 +86,6 @@ CORE_SETTINGS: tuple[Setting, ...] = (
             doc="longest a wait runs in one tool call when the client sent no progress token (its tool-call timeout)"),
     Setting("AGENT_LINK_WAIT_PROGRESS_MS", "int", 10000, minimum=1000, maximum=60000,
             doc="interval of the progress notifications a wait sends when the client sent a progress token"),
-    Setting("AGENT_LINK_REPEAT_WINDOW_MS", "int", 60000, minimum=0, maximum=86_400_000,
-            doc="a message identical to one the sender sent the same recipient this many ms ago is refused as a loop (0: allowed)"),
-    Setting("AGENT_LINK_PAIR_RATE", "int", 8, minimum=0, maximum=10_000,
-            doc="most messages two addresses may exchange (both ways) within AGENT_LINK_PAIR_WINDOW_MS; more is refused as a "
-                "runaway exchange (0: no limit)"),
-    Setting("AGENT_LINK_PAIR_WINDOW_MS", "int", 10000, minimum=1000, maximum=86_400_000,
-            doc="the window AGENT_LINK_PAIR_RATE counts messages in, ms"),
     Setting("AGENT_LINK_READ_BYTES", "int", 40000, minimum=2000, maximum=4_000_000,
             doc="bytes one inbox read returns when the caller's host declares no limit (plain addresses, the CLI); "
                 "a larger message comes in pages"),

@@ -145,6 +145,25 @@ def agent_link_before_send(message: OutgoingMessage, context: SendContext, app: 
     """
 
 
+@hookspec(firstresult=True)
+def agent_link_before_store(message: OutgoingMessage, context: SendContext, conn: sqlite3.Connection, app: App) -> str | None:
+    """Check a new message against the mailbox as it is when the message is stored (the loops
+    plugin's loop guard). Called for every new message (not a resend under a stored id) after
+    ``agent_link_before_send``, inside the write transaction that inserts it, so what concurrent
+    sends stored counts; for a reply that resolves the message it answers, just before the
+    resolution's transaction.
+
+    :param message: the message about to be stored (read it, do not change it).
+    :param context: the send's context as ``agent_link_before_send`` left it (``chosen_id``:
+        the caller chose the id).
+    :param conn: the store's connection, in the open write transaction: read with it, never write.
+    :param app: the App.
+    :returns: None to store the message, or the id of a stored message this one retries: nothing
+        is stored and the send answers with that one (``created`` False, ``duplicate``).
+    :raises AgentLinkError: to refuse the send; nothing is stored.
+    """
+
+
 @hookspec
 def agent_link_render_envelope(message: dict[str, Any], app: App) -> EnvelopeContribution | None:
     """Contribute envelope attributes and elements for a stored message. Called every time a message is

@@ -609,8 +609,8 @@ class Mailbox(MailFollowUp):
         """Insert a message (one transaction) unless the same id already exists.
 
         :param result: the send's result fields, handed to observers of the ``sent`` event.
-        :param guard: run in the write transaction before the insert (the loop rules then see
-            concurrent sends): raises to refuse, or returns the id of a message this one repeats.
+        :param guard: run in the write transaction before the insert (``agent_link_before_store``
+            then sees concurrent sends): raises to refuse, or returns the id of a message this one repeats.
         :returns: ``(row, created)``; ``created`` False for an identical resend or ``guard``'s id.
         :raises AgentLinkError: ``invalid_arguments`` (rule ``idempotency``) when the id exists with
             different content, naming the differing fields (:func:`differing_fields`); ``guard``'s.

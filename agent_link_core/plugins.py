@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from typing import Any, Callable
     import click
     import pluggy
+    import sqlite3
 
     from agent_link_core.config import Setting
     from agent_link_core.app import App
@@ -464,6 +465,12 @@ class Hooks:
                              "message": f"The {plugin} plugin failed while checking this message and was skipped.",
                              "details": {"plugin": plugin, "hook": "agent_link_before_send"}})
         return warnings
+
+    def before_store(self, message: OutgoingMessage, context: SendContext, conn: sqlite3.Connection) -> str | None:
+        """The first ``before_store`` answer for a new message: the id of the stored message it
+        retries, or None (a refusal raises AgentLinkError). An id no message has counts as None."""
+        answer = self._call("agent_link_before_store", message=message, context=context, conn=conn, app=self.app)
+        return answer if answer is not None and conn.execute("SELECT 1 FROM messages WHERE id = ?", (answer,)).fetchone() else None
 
     def render_envelope(self, message: dict[str, Any]) -> list[EnvelopeContribution]:
         """Every plugin's envelope contribution for a stored message (a failing one is left out)."""

@@ -52,7 +52,8 @@ class OutgoingMessage(Struct):
 
 
 class SendContext(Struct):
-    """What ``agent_link_before_send`` may look at besides the message itself.
+    """What ``agent_link_before_send`` and ``agent_link_before_store`` may look at besides the
+    message itself.
 
     :param tool: the tool or command sending (``message_agent``, ``reply_agent_link_message``...).
     :param arguments: the validated tool arguments.
@@ -61,6 +62,8 @@ class SendContext(Struct):
     :param meta: the tool call's MCP ``_meta`` (empty outside MCP).
     :param result: send-result fields a hook adds (only fields the tool declares are kept,
         e.g. ``roleProcedure``, ``receipt``).
+    :param chosen_id: True when the caller chose the message's id (``messageId``): a send under
+        it is idempotent, so a guard answers no other message's id for it.
     """
 
     tool: str
@@ -69,6 +72,7 @@ class SendContext(Struct):
     is_reply: bool = False
     meta: dict[str, Any] = field(default_factory=dict)
     result: dict[str, Any] = field(default_factory=dict)
+    chosen_id: bool = False
 
 
 class EnvelopeContribution(Struct):

@@ -82,12 +82,12 @@ class Outbox:
         ``unknown_address`` warning naming the closest known ones, or with ``require_known`` is
         refused (``not_found``). ``metadata`` is stored with the message (its ``fingerprint``
         counts for idempotency). ``target``: :meth:`~agent_link_core.directory.Directory.target_address`'s
-        answer for ``to`` and ``caller``, if known. A message identical to one the sender sent
-        within the repeat window that is still ``queued`` is a retry of it (same id, ``created``
-        False), not a loop (:func:`agent_link_core.loops.check_send`).
+        answer for ``to`` and ``caller``, if known. An ``agent_link_before_store`` hook (the loops
+        plugin's loop guard) may refuse a new message, or answer that it retries a stored one
+        (that one's outcome, ``created`` False).
 
         :raises AgentLinkError: ``invalid_arguments``, ``body_too_large``, ``not_found``,
-            ``ambiguous``, ``archived``, or what a ``before_send`` hook refuses with.
+            ``ambiguous``, ``archived``, or what a ``before_send`` or ``before_store`` hook refuses with.
         """
         now = now_ms()
         clean = check_body(body)
@@ -107,31 +107,8 @@ class Outbox:
         else:
             recipient, via, target_meta = (target if target and caller.address == asked.address
                                            else await self.app.directory.target_address(to, caller, allow_archived=allow_archived))
-        unseen, guard = None, None
-        if earlier is None:
-            from agent_link_core.loops import check_send, same_recent, waiting_repeat
-
-            def rules(at: int) -> str | None:
-                """Apply the loop rules (raising to refuse); the id of a queued message this one repeats, else None."""
-                same = same_recent(self.store, self.config, sender=caller.address, recipient=recipient, body=clean,
-                                   anticipation=label, reply_to=reply_to, now_ms=at)
-                repeat = None if message_id is not None or not same else waiting_repeat(
-                    same, to=to if is_address(to) else recipient, reply_by_ms=reply_by_ms, fingerprint=(metadata or {}).get("fingerprint"))
-                if repeat is not None and self.mailbox.push_outcome(repeat) == "queued":
-                    return repeat
-                check_send(self.store, self.config, sender=caller.address, recipient=recipient, same=same, now_ms=at,
-                           known_sender=caller.known)
-                return None
-
-            def guard() -> str | None:
-                # the rules apply under the write lock (Mailbox.store_message): what concurrent sends stored
-                # counts too, else twenty processes at once all pass them
-                if message_id is not None and self.store.conn.execute("SELECT 1 FROM messages WHERE id = ?", (message_id,)).fetchone():
-                    return None  # that id is stored: the insert finds it (an identical resend, or refused)
-                return rules(now_ms())
-
-            # the address first: a typo is refused as one even when the same text went there before
-            unseen = self._unseen_recipient(recipient, require_known)
+        # the address first: a typo is refused as one even when the same text went there before
+        unseen = self._unseen_recipient(recipient, require_known) if earlier is None else None
         if via:
             target_meta["via"] = via
         target_meta.update(metadata or {})
@@ -140,13 +117,22 @@ class Outbox:
             recipient=recipient, body=clean, anticipation=label, reply_by_ms=reply_by_ms, reply_to=reply_to, metadata=target_meta,
         )
         is_reply = answered is not None and answered["recipient"] == caller.address
-        context = SendContext(tool, dict(arguments or {}), via, is_reply, dict(meta or {}))
+        context = SendContext(tool, dict(arguments or {}), via, is_reply, dict(meta or {}), chosen_id=message_id is not None)
         warnings = proof_warnings + self.hooks.before_send(msg, context)
+
+        def guard() -> str | None:
+            # under the write lock (Mailbox.store_message): what concurrent sends stored counts too, else
+            # twenty processes at once all pass a loop guard; a stored id is no new message (the insert finds it)
+            if earlier is not None or (message_id is not None and self.store.conn.execute(
+                    "SELECT 1 FROM messages WHERE id = ?", (message_id,)).fetchone()):
+                return None
+            return self.hooks.before_store(msg, context, self.store.conn)
+
         row: Any  # the stored row (the answer of a resolution that sends one is never None)
         if answered is not None and is_reply and self.mailbox.state(answered).resolution is None:
-            # a reply that resolves is held to the rules too (agents answering each other's answers is the
-            # loop they exist for); concurrent ones race for the one resolution, and the losers store with the guard
-            if guard is not None and (repeated := guard()) is not None:
+            # a reply that resolves is guarded too (agents answering each other's answers is the loop a
+            # guard exists for); concurrent ones race for the one resolution
+            if (repeated := guard()) is not None:
                 row, created = self.mailbox.stored(repeated), False
             else:
                 _, row = self.mailbox.resolve(answered["id"], caller, "reply", reply=msg, result=context.result)

@@ -65,8 +65,3 @@ def test_an_error_is_said_once_and_names_variables_as_variables() -> None:
                                            "See `agent-link send --help`.")
     variable = invalid_arguments([{"path": "AGENT_LINK_WEB_USER", "rule": "pattern", "expected": "1-128 of A-Z"}], "'A B' is no name.")
     assert "AGENT_LINK_WEB_USER: expected" in error_line(variable, "web") and "--AGENT_LINK" not in error_line(variable, "web")
-
-
-def test_a_self_send_says_it_once(isolated_env: Path) -> None:
-    me = run("send", "team:alice", "to myself", "--from", "team:alice", AGENT_LINK_ADDRESS="team:alice")
-    assert me.returncode == 2 and me.stderr.count("your own") == 1, me.stderr

@@ -19,7 +19,7 @@ from agent_link_core.config import Setting
 from agent_link_core.envelope import render_element
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.harness import Delivery, Harness, SessionListing
-from agent_link_core.mailbox import EnvelopeContribution
+from agent_link_core.mailbox import EnvelopeContribution, new_message_id
 from agent_link_core.model import Caller, Session
 from agent_link_core.store import Migration
 from agent_link_core.tools.registry import ToolSpec
@@ -131,6 +131,16 @@ class Recorder:
         context.result["roleProcedure"] = {"name": "lead", "version": 2, "textIncluded": True}
         assert app.mailbox is not None
         return [{"code": "direct_coordination", "message": "seen"}] if context.via is None else None
+
+    @hookimpl
+    def agent_link_before_store(self, message: Any, context: Any, conn: Any) -> str | None:
+        assert conn.in_transaction  # under the write lock: what concurrent sends stored counts
+        if message.body == "stored-forbidden":
+            raise AgentLinkError("permission_denied", "refused in the store", {"reason": "test_store"})
+        if message.body in ("again", "garbled") and not context.chosen_id:
+            earlier = conn.execute("SELECT id FROM messages WHERE body = ? ORDER BY sent_at LIMIT 1", (message.body,)).fetchone()
+            return "01ARZ3NDEKTSV4RRFFQ69G5FAV" if message.body == "garbled" else earlier[0] if earlier else None
+        return None
 
     @hookimpl
     def agent_link_render_envelope(self, message: dict[str, Any]) -> EnvelopeContribution | None:
@@ -255,6 +265,22 @@ async def test_before_send_refuses_before_storing(app: App) -> None:
     assert ok.warnings[0]["code"] == "direct_coordination"
     assert ok.result_fields["roleProcedure"]["version"] == 2
     assert ok.message["metadata"]["checkedBy"] == "recorder"
+
+
+@pytest.mark.anyio
+async def test_before_store_refuses_or_names_the_message_a_send_retries(app: App) -> None:
+    caller = app.caller({"fakeSession": "two"})
+    count = "SELECT COUNT(*) FROM messages"
+    with pytest.raises(AgentLinkError) as e:
+        await app.send(caller=caller, to="team:x", body="stored-forbidden")
+    assert e.value.details == {"reason": "test_store"} and app.store.conn.execute(count).fetchone()[0] == 0
+    first = await app.send(caller=caller, to="team:x", body="again")
+    retry = await app.send(caller=caller, to="team:x", body="again")
+    assert first.created and not retry.created and retry.message["id"] == first.message["id"]
+    # an id the caller chose, and an answer naming no stored message, store the message
+    assert (await app.send(caller=caller, to="team:x", body="again", message_id=new_message_id())).created
+    assert (await app.send(caller=caller, to="team:x", body="garbled")).created
+    assert app.store.conn.execute(count).fetchone()[0] == 3
 
 
 @pytest.mark.anyio

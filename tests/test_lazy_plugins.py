@@ -120,9 +120,9 @@ INBOX_HEAVY_MODULES = ("agent_link_core.directory", "agent_link_core.sending", "
 SETTINGS_ONLY_MODULES = ("agent_link_approvals.plugin", "agent_link_approvals.settings", "agent_link_forks.plugin",
                          "agent_link_forks.schema", "agent_link_legacy.plugin", "agent_link_legacy.schema",
                          "agent_link_search.plugin", "agent_link_search.schema")
-#: nor these, whose hooks a send calls (before_send, record_event) and an inbox read does not
+#: nor these, whose hooks a send calls (before_send, before_store, record_event) and an inbox read does not
 INBOX_PLUGIN_MODULES = ("agent_link_leases.plugin", "agent_link_leases.schema", "agent_link_receipts.plugin",
-                        "agent_link_roles.plugin", "agent_link_web.plugin", "agent_link_core.contribute",
+                        "agent_link_roles.plugin", "agent_link_web.plugin", "agent_link_core.contribute", "agent_link_loops.plugin",
                         # the host plugins declare their harnesses as data (AGENT_LINK_HARNESSES)
                         "agent_link_codex.plugin", "agent_link_codex.schema", "agent_link_codex.settings",
                         "agent_link_claude.plugin", "agent_link_opencode.plugin", "agent_link_machines.plugin",

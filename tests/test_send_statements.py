@@ -16,11 +16,11 @@ from agent_link_core import hookimpl, presence
 from agent_link_core.app import App
 from agent_link_core.tools.registry import call_tool
 
-#: statements of one send of a new message to a served plain address, core only, the loop guard
-#: on as shipped: whether the recipient was ever served (1), the loop guard (2: the recent
-#: messages the same as this one, the pair's rate), BEGIN, the row's INSERT ... RETURNING, its
-#: ``sent`` event, COMMIT
-SEND_STATEMENTS = 7
+#: statements of one send of a new message to a served plain address, core only (the loops
+#: plugin's guard adds two in the transaction: the recent messages the same as this one, the
+#: pair's rate): whether the recipient was ever served (1), BEGIN, the row's INSERT ... RETURNING,
+#: its ``sent`` event, COMMIT
+SEND_STATEMENTS = 5
 #: statements of one inbox read that does not mark (core only): the running-wait check, the
 #: unread and the open rows, their states (3), what is left unread
 READ_STATEMENTS = 7
@@ -51,9 +51,8 @@ async def _call(app: App, tool: str, arguments: dict[str, Any]) -> dict[str, Any
 
 
 def _app(address: str, *plugins: Any) -> App:
-    """An App for ``address`` with the loop guard as shipped (the root conftest turns it off)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("AGENT_LINK_PAIR_RATE", "AGENT_LINK_REPEAT_WINDOW_MS")}
-    return App.create(env=dict(env, AGENT_LINK_ADDRESS=address), extra_plugins=plugins)
+    """An App for ``address`` (core only, with ``plugins``)."""
+    return App.create(env=dict(os.environ, AGENT_LINK_ADDRESS=address), extra_plugins=plugins)
 
 
 async def test_a_send_and_a_read_stay_within_their_statement_counts() -> None:

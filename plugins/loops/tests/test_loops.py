@@ -1,7 +1,8 @@
-"""The loop guard (agent_link_core/loops.py, issue 29): a message to oneself is refused, and so
+"""The loop guard (agent_link_loops/plugin.py, issue 29): a message to oneself is refused, and so
 are runaway exchanges: an identical message repeated within AGENT_LINK_REPEAT_WINDOW_MS, and
 more than AGENT_LINK_PAIR_RATE messages between two addresses within AGENT_LINK_PAIR_WINDOW_MS. Each refusal names the
-setting; raising it (or 0) lets the messages through. Through a real MCP client session too."""
+setting; raising it (or 0) lets the messages through. Through a real MCP client session too.
+The plugin loads alone (``AGENT_LINK_LOAD_PLUGINS=loops``); without it there is no guard."""
 
 from __future__ import annotations
 
@@ -13,24 +14,26 @@ from typing import Any
 import pytest
 
 from agent_link_core.app import App
-from agent_link_core.config import CORE_SETTINGS
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.mailbox import new_message_id
 from agent_link_core.model import Caller
 from agent_link_testing.cli_runner import run_main
 from agent_link_testing.mcp_client import agent_link_mcp
 from agent_link_testing.tool_app import app_as, call_tool, stored_count
+from agent_link_loops import AGENT_LINK_SETTINGS
 
 pytestmark = pytest.mark.anyio
 
 BOB = Caller("team:bob", "config", "team")
+SETTINGS = {s["name"]: s for s in AGENT_LINK_SETTINGS["agent_link_loops.plugin"]}
 
 
 @pytest.fixture(autouse=True)
-def guard_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The guard as shipped (the root conftest turns it off for every other test)."""
+def guard_on(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The guard as shipped (the root conftest turns it off for every other test), this plugin alone."""
     for name in ("AGENT_LINK_PAIR_RATE", "AGENT_LINK_REPEAT_WINDOW_MS"):
         monkeypatch.delenv(name)
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "loops")
 
 
 @pytest.fixture
@@ -43,12 +46,30 @@ async def send(app: App, to: str, message: str, **args: Any) -> dict[str, Any]:
     return await call_tool(app, "message_agent", to=to, message=message, **args)
 
 
-def test_the_settings_are_registered_and_documented() -> None:
-    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
-    names = {s.name: s for s in CORE_SETTINGS}
+def test_the_settings_are_registered_and_documented(app: App) -> None:
+    readme = (Path(__file__).parents[3] / "README.md").read_text(encoding="utf-8")
+    registered = {s.name: s for s in app.hooks.settings()}
     for name in ("AGENT_LINK_REPEAT_WINDOW_MS", "AGENT_LINK_PAIR_RATE", "AGENT_LINK_PAIR_WINDOW_MS"):
-        assert names[name].kind == "int"
-        assert f"| `{name}` | {names[name].default} |" in readme
+        assert registered[name].kind == "int" and app.config.get(name) == SETTINGS[name]["default"]
+        assert f"| `{name}` | {SETTINGS[name]['default']} |" in readme
+
+
+def test_a_bad_value_is_refused_naming_the_setting_and_its_range(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_LINK_PAIR_WINDOW_MS", "5")
+    with pytest.raises(AgentLinkError) as info:
+        App.create().close()
+    assert info.value.code == "invalid_arguments"
+    assert "AGENT_LINK_PAIR_WINDOW_MS='5' is invalid: expected a whole number from 1000 to 86400000." in info.value.message
+
+
+async def test_without_the_plugin_there_is_no_guard(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The core alone stores a message to oneself and the same message again."""
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "")
+    with app_as(monkeypatch, "team:alice") as app:
+        assert (await send(app, "team:alice", "note to self"))["ok"]
+        first = await send(app, "team:bob", "ack")
+        app.mailbox.mark_delivered(first["messageId"], "inbox")
+        assert (await send(app, "team:bob", "ack"))["ok"] and stored_count(app) == 3
 
 
 async def test_a_message_to_oneself_is_refused(app: App) -> None:
@@ -59,6 +80,11 @@ async def test_a_message_to_oneself_is_refused(app: App) -> None:
     with pytest.raises(Exception) as raised:  # the typed API and every plugin send through App.send
         await app.send(caller=BOB, to="team:bob", body="me again")
     assert raised.value.code == "invalid_arguments"  # type: ignore[attr-defined]
+
+
+def test_a_self_send_says_it_once_in_the_cli() -> None:
+    me = run_main("send", "team:alice", "to myself", "--from", "team:alice", env={"AGENT_LINK_ADDRESS": "team:alice"})
+    assert me.returncode == 2 and me.stderr.count("your own") == 1, me.stderr
 
 
 async def test_an_identical_message_is_refused_naming_the_setting(app: App) -> None:
@@ -230,6 +256,6 @@ def test_sends_at_once_are_held_to_the_rules(isolated_env: Any) -> None:
         return sorted(outcomes)
 
     App.create().close()  # the state dir made first: what is raced here is sending, not the database's creation
-    limit = int(next(s.default for s in CORE_SETTINGS if s.name == "AGENT_LINK_PAIR_RATE"))
+    limit = SETTINGS["AGENT_LINK_PAIR_RATE"]["default"]
     assert burst("team:burst", "team:sink", [f"burst {i}" for i in range(12)]) == ["send_rate"] * (12 - limit) + ["stored"] * limit
     assert burst("team:dup", "team:dupsink", ["identical body"] * 6) == ["retry"] * 5 + ["stored"]
