@@ -19,6 +19,7 @@ import sqlite3
 import sys
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # jsonschema loads at the first call that validates (not for the CLI's commands)
@@ -90,6 +91,23 @@ class ToolSpec:
     removed: Mapping[str, str] = field(default_factory=dict)
     title: str | None = None
     removed_forms: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+
+    # the validators are made on first use (making one costs about as much as using it)
+    @cached_property
+    def input_validator(self) -> Draft202012Validator:
+        """The validator of :attr:`input_schema` (:func:`validate_arguments`)."""
+        from jsonschema import Draft202012Validator
+
+        return Draft202012Validator(self.input_schema)
+
+    @cached_property
+    def result_validator(self) -> Draft202012Validator:
+        """The validator of :func:`output_schema` (:func:`result_mismatch`)."""
+        from jsonschema import Draft202012Validator, validators
+
+        # a tuple is sent as a JSON array (a result the visible rule leaves as it is keeps its tuples)
+        checker = Draft202012Validator.TYPE_CHECKER.redefine("array", lambda _, value: isinstance(value, (list, tuple)))
+        return validators.extend(Draft202012Validator, type_checker=checker)(output_schema(self))
 
 
 WARNING_SCHEMA = {"type": "object", "properties": {"code": STR, "message": STR, "details": OBJ}, "required": ["code", "message"]}
@@ -189,7 +207,11 @@ def check_schema(schema: Any) -> None:
         return
     path = _remembered_path() if key is not None else None
     if path is not None and path not in _READ_FILES:
-        _READ_FILES[path] = _read_keys(path)
+        try:
+            with open(path, encoding="ascii", errors="replace") as f:
+                _READ_FILES[path] = set(f.read().split())
+        except OSError:
+            _READ_FILES[path] = set()
         _VALID_SCHEMAS.update(_READ_FILES[path])
         if key in _VALID_SCHEMAS:
             return
@@ -211,14 +233,6 @@ def check_schema(schema: Any) -> None:
                 _READ_FILES[path] = {key}
         except (OSError, AgentLinkError):
             pass
-
-
-def _read_keys(path: str) -> set[str]:
-    try:
-        with open(path, encoding="ascii", errors="replace") as f:
-            return set(f.read().split())
-    except OSError:
-        return set()
 
 
 def _types(schema: Mapping[str, Any]) -> set[str]:
@@ -298,11 +312,7 @@ def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> t
                 value = value == "true"
                 warnings.append(_coerced(key, "boolean"))
         args[key] = value
-    cached = _INPUT_VALIDATORS.get(id(spec))
-    if cached is None or cached[0] is not spec or cached[1] is not schema:
-        cached = _INPUT_VALIDATORS[id(spec)] = (spec, schema, Draft202012Validator(schema))
-    validator = cached[2]
-    for err in sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path)):
+    for err in sorted(spec.input_validator.iter_errors(args), key=lambda e: list(e.absolute_path)):
         if err.validator == "additionalProperties":
             for extra in sorted(set(args) - set(props)):
                 errors.append({"path": extra, "rule": "unknown_property", "expected": "no such argument"})
@@ -441,10 +451,6 @@ async def _call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | No
     return (mismatch, None) if mismatch is not None else (result, text)
 
 
-# each tool's validators, made on first use (making one costs about as much as using it); the
-# spec is kept with its validator, so its id stays its own
-_RESULT_VALIDATORS: dict[int, tuple[ToolSpec, Draft202012Validator]] = {}
-_INPUT_VALIDATORS: dict[int, tuple[ToolSpec, Mapping[str, Any], Draft202012Validator]] = {}
 _FAULTED = object()  # a handler's answer when the boundary contained its fault
 MAX_RESULT_ERRORS = 5  # how many schema violations an internal_error names
 
@@ -454,15 +460,7 @@ def result_mismatch(app: App, spec: ToolSpec, result: dict[str, Any]) -> dict[st
     :func:`output_schema` of ``spec``, else None. The error names the plugin and where the
     result broke the schema (paths and rules, no values: a result may hold mail); the fault is
     recorded as a plugin problem (not disabling the plugin)."""
-    cached = _RESULT_VALIDATORS.get(id(spec))
-    if cached is None or cached[0] is not spec:
-        from jsonschema import Draft202012Validator, validators
-
-        # a tuple is sent as a JSON array (a result the visible rule leaves as it is keeps its tuples)
-        checker = Draft202012Validator.TYPE_CHECKER.redefine("array", lambda _, value: isinstance(value, (list, tuple)))
-        validator = validators.extend(Draft202012Validator, type_checker=checker)(output_schema(spec))
-        cached = _RESULT_VALIDATORS[id(spec)] = (spec, validator)
-    errors = sorted(cached[1].iter_errors(result), key=lambda e: [str(p) for p in e.absolute_path])
+    errors = sorted(spec.result_validator.iter_errors(result), key=lambda e: [str(p) for p in e.absolute_path])
     if not errors:
         return None
     found = dict.fromkeys((".".join(str(p) for p in e.absolute_path), str(e.validator)) for e in errors)  # each once
