@@ -278,8 +278,14 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool:
             )
             held = None  # the wait ended it
             result["wait"]["sendMs"] = spent_ms
-            if call.progress is None and requested > left:
-                call.warnings.append(wait_shortened_warning(result["messageId"], requested, spent_ms, left))
+            if call.progress is None and requested > left:  # the wait got only what the send left of one call
+                call.warnings.append({
+                    "code": "wait_shortened",
+                    "message": f"Sending took {spent_ms} ms, so the wait got {left} ms of the {MAX_WAIT_PER_CALL_MS} ms one call "
+                               f"may take; call wait_for_agent with replyToMessageId {result['messageId']} to keep waiting.",
+                    "details": {"messageId": result["messageId"], "requestedTimeoutMs": requested, "sendMs": spent_ms,
+                                "waitedAtMostMs": left},
+                })
             call.warnings.extend(result["wait"].pop("warnings", []))
         return result
     finally:
@@ -295,17 +301,6 @@ def _push_finished(task: asyncio.Future[Any]) -> None:
     _PUSHING.discard(task)
     if not task.cancelled() and task.exception() is not None:
         logging.getLogger(__name__).error("a send that outlasted its call failed: %r", task.exception())
-
-
-def wait_shortened_warning(message_id: str, requested_ms: int, spent_ms: int, left_ms: int) -> dict[str, Any]:
-    """The ``wait_shortened`` warning of a ``waitForReply`` whose wait got only what the
-    send left of :data:`~agent_link_core.waits.MAX_WAIT_PER_CALL_MS` (all values in ms)."""
-    return {
-        "code": "wait_shortened",
-        "message": f"Sending took {spent_ms} ms, so the wait got {left_ms} ms of the {MAX_WAIT_PER_CALL_MS} ms one call may take; "
-                   f"call wait_for_agent with replyToMessageId {message_id} to keep waiting.",
-        "details": {"messageId": message_id, "requestedTimeoutMs": requested_ms, "sendMs": spent_ms, "waitedAtMostMs": left_ms},
-    }
 
 
 async def wait_for_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
