@@ -74,6 +74,7 @@ class ToolSpec:
     :param handler: ``async (app, arguments, call) -> dict`` returning success fields;
         raises :class:`~agent_link_core.errors.AgentLinkError` to fail.
     :param read_only / destructive / idempotent: MCP annotations.
+    :param title: the human-readable name hosts show (MCP ``title``).
     :param removed: arguments removed in older versions ``{old: replacement}``.
     :param removed_forms: forms of a kept argument that were removed ``{argument: (JSON type
         of the removed form, what to give instead)}``, e.g. ``{"since": ("number", "an ISO
