@@ -16,7 +16,6 @@ import logging
 import os
 import re
 import sqlite3
-import sys
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -178,12 +177,11 @@ def _schema_key(schema: Any) -> str | None:
 
 def _remembered_path() -> str | None:
     """``$XDG_CACHE_HOME/agent-link/valid-schemas/<key>``, one file per installed jsonschema."""
-    validators = sys.modules.get("jsonschema.validators")
+    from jsonschema import validators
+
     try:
-        code = os.stat(validators.__file__ or "") if validators is not None else None
+        code = os.stat(validators.__file__ or "")
     except OSError:
-        code = None
-    if code is None or validators is None:
         return None
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     key = hashlib.sha256(f"{validators.__file__}\0{code.st_mtime_ns}".encode("utf-8", "surrogateescape")).hexdigest()[:16]
