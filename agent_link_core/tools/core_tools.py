@@ -367,7 +367,6 @@ async def get_conversation(app: App, args: dict[str, Any], call: ToolCall) -> di
     return app.conversation(call.caller, args["messageId"])
 
 
-
 CORE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="agent_link_health",
@@ -423,7 +422,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         title="Wait for an agent",
         description="Wait for the answer to a message you sent (replyToMessageId), or for a message from an agent (its oldest unread one first, else the next to arrive); without replyToMessageId the agent's own end of activity also ends the wait (outcome turn_completed when the work it was doing is over, idle when it does nothing). The recipient merely finishing its work is never taken as an answer. A timeout is a normal result: call again to keep waiting. Without a progress token one call returns within 50 s (capped: true).",
         input_schema=closed_object({"agent": AGENT_QUERY, "replyToMessageId": ULID,
-                           "timeoutMs": TIMEOUT_MS, "pollIntervalMs": POLL_MS}, ("agent",)),
+                                    "timeoutMs": TIMEOUT_MS, "pollIntervalMs": POLL_MS}, ("agent",)),
         output_fields={"outcome": {"type": "string", "enum": ["reply", "declined", "done", "unresolved", "expired", "turn_completed", "idle", "timeout"]},
                        "harness": STR, "messageStatus": NSTR, "waitedMs": INT, "target": OBJ, "reply": OBJ, "resolution": OBJ,
                        "timedOut": BOOL, "arrivedBeforeWait": BOOL, "capped": BOOL, "requestedTimeoutMs": INT},
@@ -434,10 +433,10 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         title="Read agent-link inbox",
         description="Read messages other agents sent you through agent-link. Bodies appear only in renderedBlock, inside <agent-link-message> envelopes: they come from agents, not the user. Answer each with reply_agent_link_message. A read returns what fits in one tool result; `more` says what is left and how to read it.",
         input_schema=closed_object({"markAsDelivered": {"type": "boolean", "default": True}, "limit": limit_arg(20, 100),
-                           "includeOpen": {"type": "boolean", "default": True, "description": "Also list read messages still waiting for your resolution."},
-                           "messageId": {**ULID, "description": "Read this one message in pages (a message too large for one read)."},
-                           "offset": {"type": "integer", "minimum": 0, "maximum": 1_000_000, "default": 0,
-                                      "description": "With messageId: where the page starts (characters), from the previous page's nextOffset."}}),
+                                    "includeOpen": {"type": "boolean", "default": True, "description": "Also list read messages still waiting for your resolution."},
+                                    "messageId": {**ULID, "description": "Read this one message in pages (a message too large for one read)."},
+                                    "offset": {"type": "integer", "minimum": 0, "maximum": 1_000_000, "default": 0,
+                                               "description": "With messageId: where the page starts (characters), from the previous page's nextOffset."}}),
         output_fields={"address": STR, "markedDelivered": {"type": "array", "items": STR}, "messages": {"type": "array", "items": OBJ},
                        "openCount": INT, "remainingCount": INT, "heldByActiveWait": INT, "renderedBlock": STR, "more": NSTR, "page": NOBJ},
         handler=read_inbox,
@@ -447,13 +446,13 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         title="Reply to an agent-link message",
         description="Resolve a message another agent sent you through agent-link: resolution reply (with your answer), decline (with a reason) or done (optional note). The answer goes back to the sender through agent-link.",
         input_schema=closed_object({"messageId": ULID, "resolution": {"type": "string", "enum": ["reply", "decline", "done"], "default": "reply"},
-                           "message": {"type": "string", "description": "The reply, the decline reason, or an optional note for done."},
-                           "anticipation": ANTICIPATION, "replyBy": REPLY_BY,
-                           "replyMessageId": {**MESSAGE_ID, "description": "Your id for the answer sent back (a ULID or a UUID), so "
-                                              "that retrying is safe: the same replyMessageId with the same resolution and text "
-                                              "returns the first result (duplicate: true) instead of already_resolved; other "
-                                              "content under it is refused (invalid_arguments, rule idempotency) naming what differs."}},
-                          ("messageId",)),
+                                    "message": {"type": "string", "description": "The reply, the decline reason, or an optional note for done."},
+                                    "anticipation": ANTICIPATION, "replyBy": REPLY_BY,
+                                    "replyMessageId": {**MESSAGE_ID, "description": "Your id for the answer sent back (a ULID or a UUID), so "
+                                                       "that retrying is safe: the same replyMessageId with the same resolution and text "
+                                                       "returns the first result (duplicate: true) instead of already_resolved; other "
+                                                       "content under it is refused (invalid_arguments, rule idempotency) naming what differs."}},
+                                   ("messageId",)),
         output_fields={"messageId": NSTR, "replyToMessageId": STR, "target": OBJ, "delivery": STR, "resolution": NOBJ,
                        "status": NSTR, "late": BOOL, "anticipation": NSTR, "receipt": OBJ, "duplicate": BOOL},
         handler=reply_message, removed={"body": "message"},

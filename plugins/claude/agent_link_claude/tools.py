@@ -295,7 +295,7 @@ CLAUDE_TOOLS: tuple[ToolSpec, ...] = (
         title="List Claude sessions",
         description="List Claude Code and Claude Desktop sessions on this machine, newest first, with the agent-link address (claude:<id>) to message each one.",
         input_schema=closed_object({"includeArchived": {"type": "boolean", "default": False}, "surface": SURFACE, "limit": limit_arg(20, 200),
-                              "cursor": CURSOR}),
+                                    "cursor": CURSOR}),
         output_fields=SESSIONS_OUT,
         handler=list_claude_sessions, read_only=True, idempotent=True,
     ),
@@ -368,7 +368,7 @@ CLAUDE_TOOLS: tuple[ToolSpec, ...] = (
             "call again to keep waiting."
         ),
         input_schema=closed_object({"sessionId": SESSION_ID, "replyToMessageId": ULID, "timeoutMs": TIMEOUT_MS, "pollIntervalMs": POLL_MS},
-                             ("sessionId",)),
+                                   ("sessionId",)),
         output_fields=WAIT_OUT,
         handler=wait_for_claude_session, read_only=True,
     ),

@@ -508,28 +508,28 @@ PROJECT_TOOLS: tuple[ToolSpec, ...] = (
         name="message_project_orchestrator", title="Message a project's orchestrator",
         description="Resolve a project's orchestrator thread (as resolve_project_orchestrator) and send it a message through agent-link, with every message_agent option. Counts as role-addressed for role enforcement.",
         input_schema=closed_object({**TARGET, "limit": limit_arg(10, 50), "message": {"type": "string", "minLength": 1},
-                           "replyToMessageId": ULID, **TURN_OPTIONS}, ("message",)),
+                                    "replyToMessageId": ULID, **TURN_OPTIONS}, ("message",)),
         output_fields=_fields("source", "action", "resolution", "messageResult"), handler=message_project_orchestrator,
     ),
     ToolSpec(
         name="launch_project_worker", title="Launch a project worker",
         description="Start a new Codex thread in the project root as a worker for the project's orchestrator: its first message gives its role, the return path (report with return_project_work_result), the project context, the task and any extra instructions.",
         input_schema=closed_object({**TARGET, "limit": limit_arg(10, 50), "name": {"type": "string", "minLength": 1, "maxLength": 200},
-                           "workerRole": {"type": "string", "minLength": 1, "maxLength": 200},
-                           "role": {"type": "string", "minLength": 1, "maxLength": 200, "description": "Same as workerRole."},
-                           "task": {"type": "string", "minLength": 1}, "instructions": STR, "model": STR, "modelProvider": STR,
-                           "serviceTier": STR, "effort": DELIVERY_OPTIONS["effort"],
-                           "leasePaths": {"type": "array", "minItems": 1, "maxItems": 100, "items": {**PATH, "maxLength": 4096},
-                                          "description": "Files, directories or globs (relative to the project root) the worker owns: "
-                                          "leased exclusively for it until its task message is resolved (needs agent-link-leases). "
-                                          "A clash with another session's lease launches nothing (error lease_conflict)."},
-                           "leaseTtlMs": {"type": "integer", "minimum": 1000, "maximum": 7 * 24 * 60 * 60_000,
-                                          "description": "With leasePaths: their time to live in ms (default: the leases plugin's)."},
-                           "ephemeral": {"type": "boolean", "default": False}, "receipt": core_tools.RECEIPT,
-                           "messageId": {**core_tools.MESSAGE_ID, "description": "Your id for the task message (a ULID or a UUID), "
-                                         "so that retrying is safe: a retry with the same messageId and task launches no second "
-                                         "worker and returns the first (duplicate: true); another task under it is refused."}},
-                          ("task",)),
+                                    "workerRole": {"type": "string", "minLength": 1, "maxLength": 200},
+                                    "role": {"type": "string", "minLength": 1, "maxLength": 200, "description": "Same as workerRole."},
+                                    "task": {"type": "string", "minLength": 1}, "instructions": STR, "model": STR, "modelProvider": STR,
+                                    "serviceTier": STR, "effort": DELIVERY_OPTIONS["effort"],
+                                    "leasePaths": {"type": "array", "minItems": 1, "maxItems": 100, "items": {**PATH, "maxLength": 4096},
+                                                   "description": "Files, directories or globs (relative to the project root) the worker owns: "
+                                                   "leased exclusively for it until its task message is resolved (needs agent-link-leases). "
+                                                   "A clash with another session's lease launches nothing (error lease_conflict)."},
+                                    "leaseTtlMs": {"type": "integer", "minimum": 1000, "maximum": 7 * 24 * 60 * 60_000,
+                                                   "description": "With leasePaths: their time to live in ms (default: the leases plugin's)."},
+                                    "ephemeral": {"type": "boolean", "default": False}, "receipt": core_tools.RECEIPT,
+                                    "messageId": {**core_tools.MESSAGE_ID, "description": "Your id for the task message (a ULID or a UUID), "
+                                                  "so that retrying is safe: a retry with the same messageId and task launches no second "
+                                                  "worker and returns the first (duplicate: true); another task under it is refused."}},
+                                   ("task",)),
         output_fields=_fields("source", "action", "resolution", "workerPrompt", "workerThreadId", "taskMessageId", "launchResult",
                               "duplicate", "leases"),
         handler=launch_project_worker,
@@ -538,7 +538,7 @@ PROJECT_TOOLS: tuple[ToolSpec, ...] = (
         name="return_project_work_result", title="Return a project worker's result",
         description="Report a project worker's result to its orchestrator thread as a structured message (status, summary, changed paths, tests run, blockers, next steps, details). With replyToMessageId the task message is resolved done.",
         input_schema=closed_object({**TARGET, "limit": limit_arg(10, 50), **RESULT_ARGS,
-                           **{k: v for k, v in TURN_OPTIONS.items() if k != "waitForReply"}}),
+                                    **{k: v for k, v in TURN_OPTIONS.items() if k != "waitForReply"}}),
         output_fields=_fields("source", "action", "resolution", "message", "result", "messageResult", "taskResolution"),
         handler=return_project_work_result, removed={"status": "resultStatus"},
     ),
