@@ -56,8 +56,8 @@ class LinkStreams:
         # both at once; the reader can be ahead of the writer)
         self._initialized_early = False
         self._closed = False
-        self.reader = _Inbound(self)
-        self.writer = _Outbound(self)
+        self.reader = _Inbound(self, read)
+        self.writer = _Outbound(self, write)
 
     async def notify(self, method: str, params: Mapping[str, Any]) -> None:
         """Write one notification to the client.
@@ -114,13 +114,15 @@ class LinkStreams:
 
 
 class _Stream:
-    """What the SDK's stream protocols ask of both sides besides reading or writing."""
+    """What the SDK's stream protocols ask of both sides besides reading or writing; ``inner``
+    is the transport's stream of that side."""
 
-    def __init__(self, link: LinkStreams) -> None:
+    def __init__(self, link: LinkStreams, inner: Any) -> None:
         self._link = link
+        self._inner = inner
 
     async def aclose(self) -> None:
-        raise NotImplementedError
+        await self._inner.aclose()
 
     async def __aenter__(self) -> Self:
         return self
@@ -136,16 +138,13 @@ class _Inbound(_Stream):
     @property
     def last_context(self) -> Any:
         """The transport's sender context of the last item, when it has one (the SDK reads it)."""
-        return getattr(self._link._read, "last_context", None)
+        return getattr(self._inner, "last_context", None)
 
     async def receive(self) -> Any:
         while True:
-            item = await self._link._read.receive()
+            item = await self._inner.receive()
             if await self._link._inbound(item):
                 return item
-
-    async def aclose(self) -> None:
-        await self._link._read.aclose()
 
     def __aiter__(self) -> Self:
         return self
@@ -162,8 +161,8 @@ class _Outbound(_Stream):
 
     async def send(self, item: Any) -> None:
         self._link._outbound(item)
-        await self._link._write.send(item)
+        await self._inner.send(item)
 
     async def aclose(self) -> None:
         self._link._closed = True
-        await self._link._write.aclose()
+        await super().aclose()

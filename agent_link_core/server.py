@@ -218,15 +218,14 @@ async def _exit_on_signal(app: App | None) -> None:
 async def serve_unavailable(error: AgentLinkError) -> None:
     """Serve the core tools when agent-link cannot start (a bad setting, an unusable state
     dir): every call returns ``error``, so the host shows why instead of a dead server."""
-    tools = {spec.name: spec for spec in CORE_TOOLS}
+    definitions = [tool_definition(spec) for spec in CORE_TOOLS]
 
     async def on_list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[tool_definition(spec) for spec in tools.values()])
+        return types.ListToolsResult(tools=definitions)
 
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        if params.name not in tools:
-            return to_call_result(unknown_tool(params.name))
-        return to_call_result({"ok": False, "error": error.to_dict()})
+        known = any(d.name == params.name for d in definitions)
+        return to_call_result({"ok": False, "error": error.to_dict()} if known else unknown_tool(params.name))
 
     server: Server[Any] = Server("agent-link", version=__version__, instructions=INSTRUCTIONS,
                                  on_list_tools=on_list_tools, on_call_tool=on_call_tool)

@@ -28,8 +28,8 @@ from agent_link_core.mailbox import new_message_id, ulid_of_uuid
 from agent_link_core.model import is_address, is_ulid
 from agent_link_core.sending import message_summary
 from agent_link_core.tools.registry import ToolCall, ToolSpec, check_schema
-from agent_link_core.tools.schemas import ULID  # noqa: F401 - plugins read it here too
-from agent_link_core.tools.schemas import AGENT_QUERY, ANY, BOOL, CURSOR, IDEMPOTENCY_KEY, INT, LISTING_PAGE, NOBJ, NSTR, OBJ, RESOLVE_RESULT, STR
+from agent_link_core.tools.schemas import (AGENT_QUERY, ANY, BOOL, CURSOR, IDEMPOTENCY_KEY, INT, LISTING_PAGE, NOBJ, NSTR, OBJ, RESOLVE_RESULT,
+                                          STR, ULID, closed_object, limit_arg)
 from agent_link_core.waits import MAX_WAIT_PER_CALL_MS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -98,18 +98,23 @@ def _declared(app: App | None, attribute: str) -> dict[str, Any]:
     return declared
 
 
-def _core_spec(name: str, arguments: dict[str, Any], fields: dict[str, Any]) -> ToolSpec:
-    """The core tool ``name`` with harness-declared arguments and result fields before its own."""
-    base = next(spec for spec in CORE_TOOLS if spec.name == name)
-    if arguments:
-        base = replace(base, input_schema={**base.input_schema, "properties": {**arguments, **base.input_schema["properties"]}})
-    return replace(base, output_fields={**fields, **base.output_fields}) if fields else base
+#: the core tools a harness extends: name -> (the Harness attribute declaring arguments, the one
+#: declaring result fields)
+EXTENDED = {"message_agent": ("send_option_specs", "send_result_fields"), "agent_link_health": ("health_options", None),
+            "wait_for_agent": (None, "wait_result_fields")}
 
 
-def message_agent_spec(app: App | None) -> ToolSpec:
-    """``message_agent`` with the options and result fields the App's harnesses declare."""
-    options = {name: option.schema for name, option in _declared(app, "send_option_specs").items()}
-    return _core_spec("message_agent", options, _declared(app, "send_result_fields"))
+def core_specs(app: App | None) -> list[ToolSpec]:
+    """:data:`CORE_TOOLS`, each of :data:`EXTENDED` with the arguments and result fields the App's
+    harnesses declare for it (``SendOption`` schemas for send options) before its own."""
+    specs = []
+    for spec in CORE_TOOLS:
+        arguments, fields = (_declared(app, attribute) if attribute else {} for attribute in EXTENDED.get(spec.name, (None, None)))
+        arguments = {name: value.schema if isinstance(value, SendOption) else value for name, value in arguments.items()}
+        if arguments:
+            spec = replace(spec, input_schema={**spec.input_schema, "properties": {**arguments, **spec.input_schema["properties"]}})
+        specs.append(replace(spec, output_fields={**fields, **spec.output_fields}) if fields else spec)
+    return specs
 
 
 def check_send_declarations(harness: Any) -> None:
@@ -148,24 +153,6 @@ def check_send_declarations(harness: Any) -> None:
         except SchemaError as exc:
             raise Refused(f"harness {harness.name!r} declares {what} with an invalid JSON schema: {exc.message[:200]}",
                           "Fix the schema (JSON Schema draft 2020-12).") from None
-
-
-def health_spec(app: App | None) -> ToolSpec:
-    """``agent_link_health`` with the arguments the App's harnesses declare (``Harness.health_options``)."""
-    return _core_spec("agent_link_health", _declared(app, "health_options"), {})
-
-
-def wait_for_agent_spec(app: App | None) -> ToolSpec:
-    """``wait_for_agent`` with the result fields the App's harnesses declare for their own
-    outcomes (``Harness.wait_result_fields``)."""
-    return _core_spec("wait_for_agent", {}, _declared(app, "wait_result_fields"))
-
-
-def _obj(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
-    if required:
-        schema["required"] = list(required)
-    return schema
 
 
 async def health(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
@@ -291,8 +278,14 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool:
             )
             held = None  # the wait ended it
             result["wait"]["sendMs"] = spent_ms
-            if call.progress is None and requested > left:
-                call.warnings.append(wait_shortened_warning(result["messageId"], requested, spent_ms, left))
+            if call.progress is None and requested > left:  # the wait got only what the send left of one call
+                call.warnings.append({
+                    "code": "wait_shortened",
+                    "message": f"Sending took {spent_ms} ms, so the wait got {left} ms of the {MAX_WAIT_PER_CALL_MS} ms one call "
+                               f"may take; call wait_for_agent with replyToMessageId {result['messageId']} to keep waiting.",
+                    "details": {"messageId": result["messageId"], "requestedTimeoutMs": requested, "sendMs": spent_ms,
+                                "waitedAtMostMs": left},
+                })
             call.warnings.extend(result["wait"].pop("warnings", []))
         return result
     finally:
@@ -308,17 +301,6 @@ def _push_finished(task: asyncio.Future[Any]) -> None:
     _PUSHING.discard(task)
     if not task.cancelled() and task.exception() is not None:
         logging.getLogger(__name__).error("a send that outlasted its call failed: %r", task.exception())
-
-
-def wait_shortened_warning(message_id: str, requested_ms: int, spent_ms: int, left_ms: int) -> dict[str, Any]:
-    """The ``wait_shortened`` warning of a ``waitForReply`` whose wait got only what the
-    send left of :data:`~agent_link_core.waits.MAX_WAIT_PER_CALL_MS` (all values in ms)."""
-    return {
-        "code": "wait_shortened",
-        "message": f"Sending took {spent_ms} ms, so the wait got {left_ms} ms of the {MAX_WAIT_PER_CALL_MS} ms one call may take; "
-                   f"call wait_for_agent with replyToMessageId {message_id} to keep waiting.",
-        "details": {"messageId": message_id, "requestedTimeoutMs": requested_ms, "sendMs": spent_ms, "waitedAtMostMs": left_ms},
-    }
 
 
 async def wait_for_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
@@ -385,16 +367,12 @@ async def get_conversation(app: App, args: dict[str, Any], call: ToolCall) -> di
     return app.conversation(call.caller, args["messageId"])
 
 
-def _limit(default: int, maximum: int) -> dict[str, Any]:
-    return {"type": "integer", "minimum": 1, "maximum": maximum, "default": default}
-
-
 CORE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="agent_link_health",
         title="agent-link health",
         description="Report whether agent-link works here: this session's address, state directory, plugins, harnesses and settings problems. Never fails because a host is missing.",
-        input_schema=_obj({"includeCallerContext": {"type": "boolean", "default": False, "description": "Also return the tool call's _meta as seen by the server."}}),
+        input_schema=closed_object({"includeCallerContext": {"type": "boolean", "default": False, "description": "Also return the tool call's _meta as seen by the server."}}),
         output_fields={k: ANY for k in ("version", "host", "hostDetection", "address", "addressSource", "stateDir", "database", "env",
                                          "settings", "reminders", "plugins", "harnesses", "mcp", "sections", "problems", "callerContext")},
         handler=health, read_only=True, idempotent=True,
@@ -403,12 +381,12 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         name="list_agents",
         title="List agents",
         description="List the other agent sessions on this machine (every installed harness), newest first, with the address to message each one. One page at a time: complete is true only for the whole listing; hasMore and nextCursor (pass it as cursor) when more follow.",
-        input_schema=_obj({
+        input_schema=closed_object({
             "harness": HARNESS_FILTER,
             "surface": {"type": "string", "enum": ["desktop", "code", "cli", "app"]},
             "loaded": {"type": "boolean", "description": "Only sessions that are (true) or are not (false) running now."},
             "includeArchived": {"type": "boolean", "default": False},
-            "limit": _limit(20, 200),
+            "limit": limit_arg(20, 200),
             "cursor": CURSOR,
         }),
         output_fields={"sessions": {"type": "array", "items": OBJ}, "providers": OBJ, "caller": OBJ, **LISTING_PAGE},
@@ -418,7 +396,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         name="resolve_agent",
         title="Resolve an agent",
         description="Find one agent by address (harness:id, role:name), bare id, or words from its title or folder. Reports resolved, ambiguous (with candidates) or not_found.",
-        input_schema=_obj({"query": AGENT_QUERY, "harness": HARNESS_FILTER, "limit": _limit(10, 50)}, ("query",)),
+        input_schema=closed_object({"query": AGENT_QUERY, "harness": HARNESS_FILTER, "limit": limit_arg(10, 50)}, ("query",)),
         output_fields={**RESOLVE_RESULT, "role": ANY},
         handler=resolve_agent, read_only=True, idempotent=True, removed={"searchTerm": "query"},
     ),
@@ -426,7 +404,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         name="message_agent",
         title="Message an agent",
         description="Send a message to another agent session through agent-link (not the host's own messaging). It is stored first, then pushed to the session when its host allows. Set anticipation reply/action when you expect an answer; waitForReply waits for it.",
-        input_schema=_obj({
+        input_schema=closed_object({
             "to": {**AGENT_QUERY, "description": "Address (harness:id, role:name), bare id, or words to resolve."},
             "message": {"type": "string", "minLength": 1, "description": "The text (at most 64 KiB UTF-8)."},
             "replyToMessageId": {**ULID, "description": "This message answers that one (resolving it when you are its recipient)."},
@@ -443,8 +421,8 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         name="wait_for_agent",
         title="Wait for an agent",
         description="Wait for the answer to a message you sent (replyToMessageId), or for a message from an agent (its oldest unread one first, else the next to arrive); without replyToMessageId the agent's own end of activity also ends the wait (outcome turn_completed when the work it was doing is over, idle when it does nothing). The recipient merely finishing its work is never taken as an answer. A timeout is a normal result: call again to keep waiting. Without a progress token one call returns within 50 s (capped: true).",
-        input_schema=_obj({"agent": AGENT_QUERY, "replyToMessageId": ULID,
-                           "timeoutMs": TIMEOUT_MS, "pollIntervalMs": POLL_MS}, ("agent",)),
+        input_schema=closed_object({"agent": AGENT_QUERY, "replyToMessageId": ULID,
+                                    "timeoutMs": TIMEOUT_MS, "pollIntervalMs": POLL_MS}, ("agent",)),
         output_fields={"outcome": {"type": "string", "enum": ["reply", "declined", "done", "unresolved", "expired", "turn_completed", "idle", "timeout"]},
                        "harness": STR, "messageStatus": NSTR, "waitedMs": INT, "target": OBJ, "reply": OBJ, "resolution": OBJ,
                        "timedOut": BOOL, "arrivedBeforeWait": BOOL, "capped": BOOL, "requestedTimeoutMs": INT},
@@ -454,11 +432,11 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         name="read_agent_link_inbox",
         title="Read agent-link inbox",
         description="Read messages other agents sent you through agent-link. Bodies appear only in renderedBlock, inside <agent-link-message> envelopes: they come from agents, not the user. Answer each with reply_agent_link_message. A read returns what fits in one tool result; `more` says what is left and how to read it.",
-        input_schema=_obj({"markAsDelivered": {"type": "boolean", "default": True}, "limit": _limit(20, 100),
-                           "includeOpen": {"type": "boolean", "default": True, "description": "Also list read messages still waiting for your resolution."},
-                           "messageId": {**ULID, "description": "Read this one message in pages (a message too large for one read)."},
-                           "offset": {"type": "integer", "minimum": 0, "maximum": 1_000_000, "default": 0,
-                                      "description": "With messageId: where the page starts (characters), from the previous page's nextOffset."}}),
+        input_schema=closed_object({"markAsDelivered": {"type": "boolean", "default": True}, "limit": limit_arg(20, 100),
+                                    "includeOpen": {"type": "boolean", "default": True, "description": "Also list read messages still waiting for your resolution."},
+                                    "messageId": {**ULID, "description": "Read this one message in pages (a message too large for one read)."},
+                                    "offset": {"type": "integer", "minimum": 0, "maximum": 1_000_000, "default": 0,
+                                               "description": "With messageId: where the page starts (characters), from the previous page's nextOffset."}}),
         output_fields={"address": STR, "markedDelivered": {"type": "array", "items": STR}, "messages": {"type": "array", "items": OBJ},
                        "openCount": INT, "remainingCount": INT, "heldByActiveWait": INT, "renderedBlock": STR, "more": NSTR, "page": NOBJ},
         handler=read_inbox,
@@ -467,14 +445,14 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         name="reply_agent_link_message",
         title="Reply to an agent-link message",
         description="Resolve a message another agent sent you through agent-link: resolution reply (with your answer), decline (with a reason) or done (optional note). The answer goes back to the sender through agent-link.",
-        input_schema=_obj({"messageId": ULID, "resolution": {"type": "string", "enum": ["reply", "decline", "done"], "default": "reply"},
-                           "message": {"type": "string", "description": "The reply, the decline reason, or an optional note for done."},
-                           "anticipation": ANTICIPATION, "replyBy": REPLY_BY,
-                           "replyMessageId": {**MESSAGE_ID, "description": "Your id for the answer sent back (a ULID or a UUID), so "
-                                              "that retrying is safe: the same replyMessageId with the same resolution and text "
-                                              "returns the first result (duplicate: true) instead of already_resolved; other "
-                                              "content under it is refused (invalid_arguments, rule idempotency) naming what differs."}},
-                          ("messageId",)),
+        input_schema=closed_object({"messageId": ULID, "resolution": {"type": "string", "enum": ["reply", "decline", "done"], "default": "reply"},
+                                    "message": {"type": "string", "description": "The reply, the decline reason, or an optional note for done."},
+                                    "anticipation": ANTICIPATION, "replyBy": REPLY_BY,
+                                    "replyMessageId": {**MESSAGE_ID, "description": "Your id for the answer sent back (a ULID or a UUID), so "
+                                                       "that retrying is safe: the same replyMessageId with the same resolution and text "
+                                                       "returns the first result (duplicate: true) instead of already_resolved; other "
+                                                       "content under it is refused (invalid_arguments, rule idempotency) naming what differs."}},
+                                   ("messageId",)),
         output_fields={"messageId": NSTR, "replyToMessageId": STR, "target": OBJ, "delivery": STR, "resolution": NOBJ,
                        "status": NSTR, "late": BOOL, "anticipation": NSTR, "receipt": OBJ, "duplicate": BOOL},
         handler=reply_message, removed={"body": "message"},
@@ -483,7 +461,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         name="get_agent_link_message_status",
         title="agent-link message status",
         description="Where a message you sent or received stands: delivery, status (pending, replied, declined, done, unresolved, expired), reminders. Never returns the body.",
-        input_schema=_obj({"messageId": ULID}, ("messageId",)),
+        input_schema=closed_object({"messageId": ULID}, ("messageId",)),
         output_fields={k: ANY for k in ("messageId", "from", "fromHarness", "fromVerified", "to", "addressedTo", "sentAt", "anticipation",
                                          "replyBy", "inReplyTo", "delivery", "deliveredAt", "status", "resolution", "reminders", "via", "holder",
                                          "deliveryNote")},
@@ -493,10 +471,10 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         name="agent_link_mailbox_inspect",
         title="Inspect the agent-link mailbox",
         description="List messages you sent or received (newest first) with filters, for debugging delivery. Bodies only with includeBodies, inside envelopes.",
-        input_schema=_obj({
+        input_schema=closed_object({
             "fromSessionId": {"type": "string", "maxLength": 1000}, "toSessionId": {"type": "string", "maxLength": 1000},
             "replyToMessageId": ULID, "undelivered": BOOL, "pendingAck": BOOL,
-            "since": {"type": "string", "description": "ISO 8601 with a timezone."}, "limit": _limit(50, 500),
+            "since": {"type": "string", "description": "ISO 8601 with a timezone."}, "limit": limit_arg(50, 500),
             "scope": {"type": "string", "enum": ["caller", "all"], "default": "caller"}, "includeBodies": BOOL,
         }),
         output_fields={k: ANY for k in MESSAGE_VIEW_FIELDS},
@@ -512,8 +490,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
             "first, each with status, delivery and resolution, bodies inside <agent-link-message> envelopes (written "
             "by agents, not the user). Only messages you sent or received are shown; hiddenCount says how many are not."
         ),
-        input_schema={"type": "object", "properties": {"messageId": ULID}, "required": ["messageId"],
-                      "additionalProperties": False},
+        input_schema=closed_object({"messageId": ULID}, ("messageId",)),
         output_fields={"messageId": STR, "rootId": STR, "messages": {"type": "array", "items": OBJ}, "hiddenCount": INT, "truncated": BOOL},
         handler=get_conversation, read_only=True, idempotent=True,
     ),

@@ -4,7 +4,7 @@ Every tool returns one JSON object: ``{"ok": true, ...fields, "warnings"?: [...]
 ``{"ok": false, "error": {code, message, details?, hint?}}``. Arguments are checked against the
 tool's JSON schema before its handler runs (:func:`validate_arguments`); a result is checked
 against its output schema before it leaves, since MCP clients reject ``structuredContent`` that
-does not match ``outputSchema`` (:func:`result_mismatch`).
+does not match ``outputSchema`` (:func:`call_tool`).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import logging
 import os
 import re
 import sqlite3
-import sys
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # jsonschema loads at the first call that validates (not for the CLI's commands)
@@ -73,6 +73,7 @@ class ToolSpec:
     :param handler: ``async (app, arguments, call) -> dict`` returning success fields;
         raises :class:`~agent_link_core.errors.AgentLinkError` to fail.
     :param read_only / destructive / idempotent: MCP annotations.
+    :param title: the human-readable name hosts show (MCP ``title``).
     :param removed: arguments removed in older versions ``{old: replacement}``.
     :param removed_forms: forms of a kept argument that were removed ``{argument: (JSON type
         of the removed form, what to give instead)}``, e.g. ``{"since": ("number", "an ISO
@@ -90,6 +91,23 @@ class ToolSpec:
     removed: Mapping[str, str] = field(default_factory=dict)
     title: str | None = None
     removed_forms: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+
+    # the validators are made on first use (making one costs about as much as using it)
+    @cached_property
+    def input_validator(self) -> Draft202012Validator:
+        """The validator of :attr:`input_schema` (:func:`validate_arguments`)."""
+        from jsonschema import Draft202012Validator
+
+        return Draft202012Validator(self.input_schema)
+
+    @cached_property
+    def result_validator(self) -> Draft202012Validator:
+        """The validator of :func:`output_schema` (:func:`call_tool`)."""
+        from jsonschema import Draft202012Validator, validators
+
+        # a tuple is sent as a JSON array (a result the visible rule leaves as it is keeps its tuples)
+        checker = Draft202012Validator.TYPE_CHECKER.redefine("array", lambda _, value: isinstance(value, (list, tuple)))
+        return validators.extend(Draft202012Validator, type_checker=checker)(output_schema(self))
 
 
 WARNING_SCHEMA = {"type": "object", "properties": {"code": STR, "message": STR, "details": OBJ}, "required": ["code", "message"]}
@@ -159,12 +177,11 @@ def _schema_key(schema: Any) -> str | None:
 
 def _remembered_path() -> str | None:
     """``$XDG_CACHE_HOME/agent-link/valid-schemas/<key>``, one file per installed jsonschema."""
-    validators = sys.modules.get("jsonschema.validators")
+    from jsonschema import validators
+
     try:
-        code = os.stat(validators.__file__ or "") if validators is not None else None
+        code = os.stat(validators.__file__ or "")
     except OSError:
-        code = None
-    if code is None or validators is None:
         return None
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     key = hashlib.sha256(f"{validators.__file__}\0{code.st_mtime_ns}".encode("utf-8", "surrogateescape")).hexdigest()[:16]
@@ -189,7 +206,11 @@ def check_schema(schema: Any) -> None:
         return
     path = _remembered_path() if key is not None else None
     if path is not None and path not in _READ_FILES:
-        _READ_FILES[path] = _read_keys(path)
+        try:
+            with open(path, encoding="ascii", errors="replace") as f:
+                _READ_FILES[path] = set(f.read().split())
+        except OSError:
+            _READ_FILES[path] = set()
         _VALID_SCHEMAS.update(_READ_FILES[path])
         if key in _VALID_SCHEMAS:
             return
@@ -211,14 +232,6 @@ def check_schema(schema: Any) -> None:
                 _READ_FILES[path] = {key}
         except (OSError, AgentLinkError):
             pass
-
-
-def _read_keys(path: str) -> set[str]:
-    try:
-        with open(path, encoding="ascii", errors="replace") as f:
-            return set(f.read().split())
-    except OSError:
-        return set()
 
 
 def _types(schema: Mapping[str, Any]) -> set[str]:
@@ -298,11 +311,7 @@ def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> t
                 value = value == "true"
                 warnings.append(_coerced(key, "boolean"))
         args[key] = value
-    cached = _INPUT_VALIDATORS.get(id(spec))
-    if cached is None or cached[0] is not spec or cached[1] is not schema:
-        cached = _INPUT_VALIDATORS[id(spec)] = (spec, schema, Draft202012Validator(schema))
-    validator = cached[2]
-    for err in sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path)):
+    for err in sorted(spec.input_validator.iter_errors(args), key=lambda e: list(e.absolute_path)):
         if err.validator == "additionalProperties":
             for extra in sorted(set(args) - set(props)):
                 errors.append({"path": extra, "rule": "unknown_property", "expected": "no such argument"})
@@ -352,25 +361,6 @@ async def run_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | None
     return (await call_tool(app, spec, arguments, meta, progress))[0]
 
 
-def caller_arguments(app: App, arguments: Mapping[str, Any] | None,
-                     meta: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, Mapping[str, Any]]:
-    """Move the arguments a harness declared as naming the caller
-    (:attr:`~agent_link_core.harness.Harness.caller_arguments`, added by the host's side, not
-    by the model) out of a tool call's arguments into the meta ``identify_caller`` receives.
-
-    :returns: ``(arguments, meta)``, unchanged when none is present (or the arguments are not an
-        object: validation reports that).
-    """
-    if not isinstance(arguments, Mapping):
-        return arguments, meta
-    # declared entries: a tool call must not build every host's harness to learn these names
-    keys = {key for entry in app.harnesses.declared().values() for key in entry.caller_arguments}
-    found = {key: arguments[key] for key in keys & arguments.keys()}
-    if not found:
-        return arguments, meta
-    return {k: v for k, v in arguments.items() if k not in found}, {**meta, **found}
-
-
 async def call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | None, meta: Mapping[str, Any],
                     progress: Progress | None = None) -> tuple[dict[str, Any], str | None]:
     """Validate, call the handler and wrap the outcome in the result contract.
@@ -380,7 +370,7 @@ async def call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | Non
         result is made visible (:func:`agent_link_core.visible.visible_data`). Never raises: an
         :class:`AgentLinkError` becomes ``ok: false``; any other exception ``internal_error``
         naming only its class; a success its output schema refuses ``internal_error`` naming
-        the plugin (:func:`result_mismatch`).
+        the plugin and where the result broke the schema (:func:`_withheld`).
     """
     result, text = await _call_tool(app, spec, arguments, meta, progress)
     return (result, text) if text is not None or result.get("ok") else (visible_data(result), None)
@@ -389,13 +379,18 @@ async def call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | Non
 async def _call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | None, meta: Mapping[str, Any],
                      progress: Progress | None) -> tuple[dict[str, Any], str | None]:
     plugin = app.hooks.owner("tool", spec.name) or "?"
-    if plugin in app.hooks.boundary.disabled:  # left out while this server runs: say so, never KeyError
-        return {"ok": False, "error": AgentLinkError(
-            "unsupported", f"{spec.name} belongs to the plugin {plugin}, which was disabled: "
-            f"{app.hooks.boundary.disabled[plugin]}"[:500], {"capability": spec.name, "plugin": plugin},
-            hint="agent_link_health lists it under plugins.problems; the other tools still work.").to_dict()}, None
     try:
-        arguments, meta = caller_arguments(app, arguments, meta)
+        if plugin in app.hooks.boundary.disabled:  # left out while this server runs: say so, never KeyError
+            raise AgentLinkError("unsupported", f"{spec.name} belongs to the plugin {plugin}, which was disabled: "
+                                 f"{app.hooks.boundary.disabled[plugin]}"[:500], {"capability": spec.name, "plugin": plugin},
+                                 hint="agent_link_health lists it under plugins.problems; the other tools still work.")
+        if isinstance(arguments, Mapping):  # (validation refuses what is not an object)
+            # the arguments a harness declared as naming the caller (Harness.caller_arguments, added
+            # by the host's side, not by the model) go to the meta identify_caller receives; the
+            # declared entries name them, so a call builds no host's harness to learn them
+            keys = {key for entry in app.harnesses.declared().values() for key in entry.caller_arguments}
+            if found := {key: arguments[key] for key in keys & arguments.keys()}:
+                arguments, meta = {k: v for k, v in arguments.items() if k not in found}, {**meta, **found}
         args, warnings = validate_arguments(spec, arguments)
         call = ToolCall(meta=meta, caller=app.caller(meta), warnings=warnings, progress=progress)
         # through the boundary's guard: what the plugin raises (SystemExit, a KeyboardInterrupt
@@ -404,9 +399,9 @@ async def _call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | No
                                                 bound_s=None, default=_FAULTED,
                                                 passing=(AgentLinkError, sqlite3.DatabaseError))
         if fields is _FAULTED:
-            return {"ok": False, "error": {"code": "internal_error", "message": f"{spec.name} (plugin {plugin}) failed unexpectedly.",
-                                           "details": {"cause": "plugin_fault", "plugin": plugin},
-                                           "hint": f"agent_link_health lists the failure under plugins.problems. {disable_hint(plugin)}"}}, None
+            raise AgentLinkError("internal_error", f"{spec.name} (plugin {plugin}) failed unexpectedly.",
+                                 {"cause": "plugin_fault", "plugin": plugin},
+                                 hint=f"agent_link_health lists the failure under plugins.problems. {disable_hint(plugin)}")
     except AgentLinkError as exc:
         return {"ok": False, "error": exc.to_dict()}, None
     except sqlite3.DatabaseError as exc:
@@ -437,41 +432,21 @@ async def _call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | No
         return _withheld(app, spec, [{"path": "", "rule": "maxBytes"}], too_big), None
     if text is None:
         result = visible_data(result)
-    mismatch = result_mismatch(app, spec, result)
-    return (mismatch, None) if mismatch is not None else (result, text)
+    errors = sorted(spec.result_validator.iter_errors(result), key=lambda e: [str(p) for p in e.absolute_path])
+    if errors:  # named by path and rule, without values: a result may hold mail
+        broken = dict.fromkeys((".".join(str(p) for p in e.absolute_path), str(e.validator)) for e in errors)  # each once
+        return _withheld(app, spec, [{"path": path, "rule": rule} for path, rule in list(broken)[:MAX_RESULT_ERRORS]]), None
+    return result, text
 
 
-# each tool's validators, made on first use (making one costs about as much as using it); the
-# spec is kept with its validator, so its id stays its own
-_RESULT_VALIDATORS: dict[int, tuple[ToolSpec, Draft202012Validator]] = {}
-_INPUT_VALIDATORS: dict[int, tuple[ToolSpec, Mapping[str, Any], Draft202012Validator]] = {}
 _FAULTED = object()  # a handler's answer when the boundary contained its fault
 MAX_RESULT_ERRORS = 5  # how many schema violations an internal_error names
 
 
-def result_mismatch(app: App, spec: ToolSpec, result: dict[str, Any]) -> dict[str, Any] | None:
-    """The ``internal_error`` result replacing ``result`` when it does not validate against
-    :func:`output_schema` of ``spec``, else None. The error names the plugin and where the
-    result broke the schema (paths and rules, no values: a result may hold mail); the fault is
-    recorded as a plugin problem (not disabling the plugin)."""
-    cached = _RESULT_VALIDATORS.get(id(spec))
-    if cached is None or cached[0] is not spec:
-        from jsonschema import Draft202012Validator, validators
-
-        # a tuple is sent as a JSON array (a result the visible rule leaves as it is keeps its tuples)
-        checker = Draft202012Validator.TYPE_CHECKER.redefine("array", lambda _, value: isinstance(value, (list, tuple)))
-        validator = validators.extend(Draft202012Validator, type_checker=checker)(output_schema(spec))
-        cached = _RESULT_VALIDATORS[id(spec)] = (spec, validator)
-    errors = sorted(cached[1].iter_errors(result), key=lambda e: [str(p) for p in e.absolute_path])
-    if not errors:
-        return None
-    found = dict.fromkeys((".".join(str(p) for p in e.absolute_path), str(e.validator)) for e in errors)  # each once
-    return _withheld(app, spec, [{"path": path, "rule": rule} for path, rule in list(found)[:MAX_RESULT_ERRORS]])
-
-
 def _withheld(app: App, spec: ToolSpec, found: list[dict[str, str]], why: str | None = None) -> dict[str, Any]:
-    """The ``internal_error`` for a result that broke its schema at ``found`` (``why``: a
-    reason other than the schema, recorded as the plugin's problem)."""
+    """The ``internal_error`` for a result that broke its output schema at ``found``; the fault
+    is recorded as the plugin's problem (not disabling it), ``why`` when a reason other than
+    the schema."""
     plugin = app.hooks.owner("tool", spec.name) or "?"
     where = "; ".join(f"{f['path'] or '(result)'}: {f['rule']}" for f in found)
     log.warning("tool %s of plugin %s returned a result its output schema refuses: %s", spec.name, plugin, where)

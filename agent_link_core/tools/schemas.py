@@ -1,5 +1,5 @@
-"""JSON schema fragments shared by every tool's input and output schemas (the core's and
-the plugins'), so a type is spelt once."""
+"""JSON schema fragments and builders shared by every tool's input and output schemas (the
+core's and the plugins'), so a type is spelt once."""
 
 from __future__ import annotations
 
@@ -58,3 +58,17 @@ LISTING_PAGE: dict[str, Any] = {
     "hasMore": BOOL, "nextCursor": NSTR, "filters": OBJ,
     "filteredOut": {"type": "object", "additionalProperties": INT, "description": "How many sessions each filter left out."},
 }
+
+
+def closed_object(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A tool's input schema: an object of ``properties`` (name -> JSON schema), no others,
+    the ``required`` names required."""
+    schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+    if required:
+        schema["required"] = list(required)
+    return schema
+
+
+def limit_arg(default: int, maximum: int, minimum: int = 1) -> dict[str, Any]:
+    """A ``limit``-style integer argument in ``[minimum, maximum]``, ``default`` when omitted."""
+    return {"type": "integer", "minimum": minimum, "maximum": maximum, "default": default}

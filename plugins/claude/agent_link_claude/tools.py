@@ -18,7 +18,8 @@ from agent_link_core.directory import session_view
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.model import Caller, Session, address_scheme, is_address
 from agent_link_core.tools.core_tools import ANTICIPATION, MESSAGE_ID, POLL_MS, RECEIPT, REPLY_BY, TIMEOUT_MS, idempotency_key
-from agent_link_core.tools.schemas import AGENT_QUERY, BOOL, CURSOR, LISTING_PAGE, NOBJ, NSTR, OBJ, PATH, RESOLVE_RESULT, STR, ULID
+from agent_link_core.tools.schemas import (AGENT_QUERY, BOOL, CURSOR, LISTING_PAGE, NOBJ, NSTR, OBJ, PATH, RESOLVE_RESULT, STR, ULID, closed_object,
+                                          limit_arg)
 from agent_link_core.tools.registry import ToolCall, ToolSpec
 
 from agent_link_claude.harness import DELIVERY_STATES, NAME, ClaudeHarness
@@ -36,15 +37,6 @@ SESSIONS_OUT = {"sessions": {"type": "array", "items": OBJ}, "provider": NOBJ, *
 TURN_OVERRIDES = ("model", "effort", "cwd")
 
 
-def _schema(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
-    if required:
-        schema["required"] = list(required)
-    return schema
-
-
-def _limit(default: int, maximum: int) -> dict[str, Any]:
-    return {"type": "integer", "minimum": 1, "maximum": maximum, "default": default}
 
 
 def _harness(app: App) -> ClaudeHarness:
@@ -302,8 +294,8 @@ CLAUDE_TOOLS: tuple[ToolSpec, ...] = (
         name="list_claude_sessions",
         title="List Claude sessions",
         description="List Claude Code and Claude Desktop sessions on this machine, newest first, with the agent-link address (claude:<id>) to message each one.",
-        input_schema=_schema({"includeArchived": {"type": "boolean", "default": False}, "surface": SURFACE, "limit": _limit(20, 200),
-                              "cursor": CURSOR}),
+        input_schema=closed_object({"includeArchived": {"type": "boolean", "default": False}, "surface": SURFACE, "limit": limit_arg(20, 200),
+                                    "cursor": CURSOR}),
         output_fields=SESSIONS_OUT,
         handler=list_claude_sessions, read_only=True, idempotent=True,
     ),
@@ -311,7 +303,7 @@ CLAUDE_TOOLS: tuple[ToolSpec, ...] = (
         name="list_loaded_claude_sessions",
         title="List running Claude sessions",
         description="List the Claude sessions that run right now (a live Claude Code process), newest first, with their agent-link addresses.",
-        input_schema=_schema({"surface": SURFACE, "limit": _limit(20, 200), "cursor": CURSOR}),
+        input_schema=closed_object({"surface": SURFACE, "limit": limit_arg(20, 200), "cursor": CURSOR}),
         output_fields=SESSIONS_OUT,
         handler=list_loaded_claude_sessions, read_only=True, idempotent=True,
     ),
@@ -319,7 +311,7 @@ CLAUDE_TOOLS: tuple[ToolSpec, ...] = (
         name="get_claude_session",
         title="Get a Claude session",
         description="Show one Claude session by claude:<id>, session id or Desktop local_<id> (archived sessions included): title, folder, running or not, how mail reaches it.",
-        input_schema=_schema({"sessionId": SESSION_ID}, ("sessionId",)),
+        input_schema=closed_object({"sessionId": SESSION_ID}, ("sessionId",)),
         output_fields={"session": OBJ},
         handler=get_claude_session, read_only=True, idempotent=True,
     ),
@@ -327,7 +319,7 @@ CLAUDE_TOOLS: tuple[ToolSpec, ...] = (
         name="resolve_claude_session",
         title="Resolve a Claude session",
         description="Find one Claude session by id or by words from its title or folder. Reports resolved, ambiguous (with candidates) or not_found.",
-        input_schema=_schema({"query": AGENT_QUERY, "surface": SURFACE, "limit": _limit(10, 50)}, ("query",)),
+        input_schema=closed_object({"query": AGENT_QUERY, "surface": SURFACE, "limit": limit_arg(10, 50)}, ("query",)),
         output_fields=RESOLVE_RESULT,
         handler=resolve_claude_session, read_only=True, idempotent=True, removed={"searchTerm": "query"},
     ),
@@ -341,7 +333,7 @@ CLAUDE_TOOLS: tuple[ToolSpec, ...] = (
             "note at its next prompt), queued-offline (not running; seen when resumed), queued (only "
             "announced, never pushed). Set anticipation reply/action when you expect an answer."
         ),
-        input_schema=_schema({
+        input_schema=closed_object({
             "sessionId": {**SESSION_ID, "description": "Exact target: claude:<id>, a session id, local_<id>, or role:<name> (archived sessions included)."},
             "query": {**AGENT_QUERY, "description": "Words matching the target's title or folder (archived sessions skipped)."},
             "message": {"type": "string", "minLength": 1, "description": "The text (at most 64 KiB UTF-8)."},
@@ -375,8 +367,8 @@ CLAUDE_TOOLS: tuple[ToolSpec, ...] = (
             "from it. Outcome idle means the session was running and has stopped. A timeout is a normal result: "
             "call again to keep waiting."
         ),
-        input_schema=_schema({"sessionId": SESSION_ID, "replyToMessageId": ULID, "timeoutMs": TIMEOUT_MS, "pollIntervalMs": POLL_MS},
-                             ("sessionId",)),
+        input_schema=closed_object({"sessionId": SESSION_ID, "replyToMessageId": ULID, "timeoutMs": TIMEOUT_MS, "pollIntervalMs": POLL_MS},
+                                   ("sessionId",)),
         output_fields=WAIT_OUT,
         handler=wait_for_claude_session, read_only=True,
     ),

@@ -16,7 +16,7 @@ from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.mailbox import new_message_id, parse_iso_ms
 from agent_link_core.tools import core_tools
 from agent_link_core.tools.registry import ToolCall, ToolSpec
-from agent_link_core.tools.schemas import PATH, PATHS
+from agent_link_core.tools.schemas import PATH, PATHS, ULID, closed_object, limit_arg
 from agent_link_projects import obligations
 from agent_link_projects.peers import run_tool
 from agent_link_projects.prompt import DEFAULT_ROLE, inert, worker_prompt
@@ -46,15 +46,6 @@ REQUIRED_PAYLOAD = ("status: ready or blocked",
                     "evidence of verification, or the remaining blocker")
 
 
-def _limit(default: int, maximum: int, minimum: int = 1) -> dict[str, Any]:
-    return {"type": "integer", "minimum": minimum, "maximum": maximum, "default": default}
-
-
-def _obj(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
-    if required:
-        schema["required"] = list(required)
-    return schema
 
 
 #: how a message to a Codex thread is delivered: the send options these tools pass on (the
@@ -503,42 +494,42 @@ RESULT_ARGS: dict[str, Any] = {
     "changedPaths": STR_LIST, "testsRun": STR_LIST, "blockers": STR_LIST, "nextSteps": STR_LIST,
     # free-form on purpose: the worker's own structured details
     "details": {"type": "object", "description": "Anything else the orchestrator should know (free-form object)."},
-    "replyToMessageId": {**core_tools.ULID, "description": "The task message: it is resolved done."},
+    "replyToMessageId": {**ULID, "description": "The task message: it is resolved done."},
 }
 
 PROJECT_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="resolve_project_orchestrator", title="Resolve a project's orchestrator",
         description="Find the Codex thread that orchestrates a project: an explicit thread or role:<name>, the orchestrator role assigned for projectRoot, the project's binding file (<projectRoot>/.codex/project-orchestrator.json), the orchestrator role's holder, then a ranked thread search. Reports resolved, ambiguous or not_found and which step decided (source).",
-        input_schema=_obj({**TARGET, "limit": _limit(10, 50)}),
+        input_schema=closed_object({**TARGET, "limit": limit_arg(10, 50)}),
         output_fields=_fields(*RESOLVE_FIELDS), handler=resolve_project_orchestrator, read_only=True, idempotent=True,
     ),
     ToolSpec(
         name="message_project_orchestrator", title="Message a project's orchestrator",
         description="Resolve a project's orchestrator thread (as resolve_project_orchestrator) and send it a message through agent-link, with every message_agent option. Counts as role-addressed for role enforcement.",
-        input_schema=_obj({**TARGET, "limit": _limit(10, 50), "message": {"type": "string", "minLength": 1},
-                           "replyToMessageId": core_tools.ULID, **TURN_OPTIONS}, ("message",)),
+        input_schema=closed_object({**TARGET, "limit": limit_arg(10, 50), "message": {"type": "string", "minLength": 1},
+                                    "replyToMessageId": ULID, **TURN_OPTIONS}, ("message",)),
         output_fields=_fields("source", "action", "resolution", "messageResult"), handler=message_project_orchestrator,
     ),
     ToolSpec(
         name="launch_project_worker", title="Launch a project worker",
         description="Start a new Codex thread in the project root as a worker for the project's orchestrator: its first message gives its role, the return path (report with return_project_work_result), the project context, the task and any extra instructions.",
-        input_schema=_obj({**TARGET, "limit": _limit(10, 50), "name": {"type": "string", "minLength": 1, "maxLength": 200},
-                           "workerRole": {"type": "string", "minLength": 1, "maxLength": 200},
-                           "role": {"type": "string", "minLength": 1, "maxLength": 200, "description": "Same as workerRole."},
-                           "task": {"type": "string", "minLength": 1}, "instructions": STR, "model": STR, "modelProvider": STR,
-                           "serviceTier": STR, "effort": DELIVERY_OPTIONS["effort"],
-                           "leasePaths": {"type": "array", "minItems": 1, "maxItems": 100, "items": {**PATH, "maxLength": 4096},
-                                          "description": "Files, directories or globs (relative to the project root) the worker owns: "
-                                          "leased exclusively for it until its task message is resolved (needs agent-link-leases). "
-                                          "A clash with another session's lease launches nothing (error lease_conflict)."},
-                           "leaseTtlMs": {"type": "integer", "minimum": 1000, "maximum": 7 * 24 * 60 * 60_000,
-                                          "description": "With leasePaths: their time to live in ms (default: the leases plugin's)."},
-                           "ephemeral": {"type": "boolean", "default": False}, "receipt": core_tools.RECEIPT,
-                           "messageId": {**core_tools.MESSAGE_ID, "description": "Your id for the task message (a ULID or a UUID), "
-                                         "so that retrying is safe: a retry with the same messageId and task launches no second "
-                                         "worker and returns the first (duplicate: true); another task under it is refused."}},
-                          ("task",)),
+        input_schema=closed_object({**TARGET, "limit": limit_arg(10, 50), "name": {"type": "string", "minLength": 1, "maxLength": 200},
+                                    "workerRole": {"type": "string", "minLength": 1, "maxLength": 200},
+                                    "role": {"type": "string", "minLength": 1, "maxLength": 200, "description": "Same as workerRole."},
+                                    "task": {"type": "string", "minLength": 1}, "instructions": STR, "model": STR, "modelProvider": STR,
+                                    "serviceTier": STR, "effort": DELIVERY_OPTIONS["effort"],
+                                    "leasePaths": {"type": "array", "minItems": 1, "maxItems": 100, "items": {**PATH, "maxLength": 4096},
+                                                   "description": "Files, directories or globs (relative to the project root) the worker owns: "
+                                                   "leased exclusively for it until its task message is resolved (needs agent-link-leases). "
+                                                   "A clash with another session's lease launches nothing (error lease_conflict)."},
+                                    "leaseTtlMs": {"type": "integer", "minimum": 1000, "maximum": 7 * 24 * 60 * 60_000,
+                                                   "description": "With leasePaths: their time to live in ms (default: the leases plugin's)."},
+                                    "ephemeral": {"type": "boolean", "default": False}, "receipt": core_tools.RECEIPT,
+                                    "messageId": {**core_tools.MESSAGE_ID, "description": "Your id for the task message (a ULID or a UUID), "
+                                                  "so that retrying is safe: a retry with the same messageId and task launches no second "
+                                                  "worker and returns the first (duplicate: true); another task under it is refused."}},
+                                   ("task",)),
         output_fields=_fields("source", "action", "resolution", "workerPrompt", "workerThreadId", "taskMessageId", "launchResult",
                               "duplicate", "leases"),
         handler=launch_project_worker,
@@ -546,22 +537,22 @@ PROJECT_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="return_project_work_result", title="Return a project worker's result",
         description="Report a project worker's result to its orchestrator thread as a structured message (status, summary, changed paths, tests run, blockers, next steps, details). With replyToMessageId the task message is resolved done.",
-        input_schema=_obj({**TARGET, "limit": _limit(10, 50), **RESULT_ARGS,
-                           **{k: v for k, v in TURN_OPTIONS.items() if k != "waitForReply"}}),
+        input_schema=closed_object({**TARGET, "limit": limit_arg(10, 50), **RESULT_ARGS,
+                                    **{k: v for k, v in TURN_OPTIONS.items() if k != "waitForReply"}}),
         output_fields=_fields("source", "action", "resolution", "message", "result", "messageResult", "taskResolution"),
         handler=return_project_work_result, removed={"status": "resultStatus"},
     ),
     ToolSpec(
         name="register_dependency_handoff", title="Register a dependency handoff",
         description="Tell the thread that owns something you depend on what you wait for, when it counts as ready, and how to call you back (status ready or blocked, exact interface details, constraints, evidence). Recorded as a receipt tagged dependency-handoff that check_coordination_obligations looks for.",
-        input_schema=_obj({
+        input_schema=closed_object({
             "dependencyName": {"type": "string", "minLength": 1, "maxLength": 200},
             "readinessContract": {"type": "string", "minLength": 1}, "targetThreadId": {"type": "string", "minLength": 1, "maxLength": 140},
             "targetQuery": {"type": "string", "minLength": 1, "maxLength": 300}, "targetCwd": CWD_FILTER, **TARGET,
             "callbackThreadId": {"type": "string", "minLength": 1, "maxLength": 140},
             "originThreadId": {"type": "string", "minLength": 1, "maxLength": 140, "description": "Same as callbackThreadId."},
             "deadline": STR, "evidenceRequirements": {"anyOf": [STR, STR_LIST]}, "context": STR,
-            "limit": _limit(10, 50), "replyToMessageId": core_tools.ULID, **TURN_OPTIONS,
+            "limit": limit_arg(10, 50), "replyToMessageId": ULID, **TURN_OPTIONS,
         }, ("dependencyName", "readinessContract")),
         output_fields=_fields("source", "action", "dependency", "target", "message", "messageResult", "receiptTags", "callbackExpectation"),
         handler=register_dependency_handoff,
@@ -569,11 +560,11 @@ PROJECT_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="check_coordination_obligations", title="Check coordination obligations",
         description="Check whether your own text commits you to wait on, or be called back by, another agent, and if so whether you registered a dependency handoff for it: not_applicable, satisfied, needs_handoff (with nextRequiredAction) or blocked.",
-        input_schema=_obj({
+        input_schema=closed_object({
             "text": {"type": "string", "maxLength": 200000}, "finalText": {"type": "string", "maxLength": 200000},
             "currentText": {"type": "string", "maxLength": 200000},
             "originThreadId": {"type": "string", "minLength": 1, "maxLength": 140}, "threadId": {"type": "string", "minLength": 1, "maxLength": 140},
-            "receiptLimit": _limit(20, 100, 0), "dependencyName": {"type": "string", "minLength": 1, "maxLength": 200},
+            "receiptLimit": limit_arg(20, 100, 0), "dependencyName": {"type": "string", "minLength": 1, "maxLength": 200},
             "originTurnId": {"type": "string", "minLength": 1, "maxLength": 160},
             "since": {"type": "string", "minLength": 1, "description": "ISO 8601 with a timezone."},
         }),

@@ -16,7 +16,7 @@ from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.mailbox import iso
 from agent_link_core.store import now_ms
 from agent_link_core.tools.registry import ToolCall, ToolSpec
-from agent_link_core.tools.schemas import AGENT_QUERY, ANY, BOOL, NOBJ, NSTR, OBJ, PATH, STR
+from agent_link_core.tools.schemas import AGENT_QUERY, ANY, BOOL, NOBJ, NSTR, OBJ, PATH, STR, closed_object
 
 from agent_link_roles.context import RolesContext, from_app
 from agent_link_roles.enforcement import enforcement_mode
@@ -58,12 +58,6 @@ POLICY_LIST = {
     "description": 'Senders allowed: "*" (anyone with an identity), role:<name>, or an address. [] clears it.',
 }
 
-
-def _obj(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
-    if required:
-        schema["required"] = list(required)
-    return schema
 
 
 def require_admin(app: App) -> None:
@@ -418,7 +412,7 @@ ROLE_TOOLS: tuple[ToolSpec, ...] = (
         name="set_agent_role",
         title="Set an agent role",
         description="Give a session a role (router, builder...) so agents can write to role:<name>. Open reply/action messages sent to the role move to the new holder. Optionally replace the role's procedure text. The files the role owns (leasePaths, kept with the role) are leased exclusively for the holder (another session's lease of any of them refuses the whole call: lease_conflict, nothing changed). Needs AGENT_LINK_ROLE_ADMIN=1 in this server's environment.",
-        input_schema=_obj({
+        input_schema=closed_object({
             "role": ROLE_ARG,
             "agent": {**AGENT_QUERY, "description": "The new holder: a session address or id."},
             "procedure": {"type": "string", "minLength": 1, "description": "How the holder should handle work sent to the role (at most 64 KiB); shown to the holder, never run."},
@@ -436,7 +430,7 @@ ROLE_TOOLS: tuple[ToolSpec, ...] = (
         name="clear_agent_role",
         title="Clear an agent role",
         description="Remove a role's holder (or one project's orchestrator); the procedure and the role's leasePaths are kept, the holder's leases of them end. Mail already sent stays where it is. Needs AGENT_LINK_ROLE_ADMIN=1 in this server's environment.",
-        input_schema=_obj({"role": ROLE_ARG, "projectRoot": PROJECT_ROOT}, ("role",)),
+        input_schema=closed_object({"role": ROLE_ARG, "projectRoot": PROJECT_ROOT}, ("role",)),
         output_fields={"cleared": BOOL, "previousAddress": ANY, "role": NOBJ, "projectRoot": NSTR, "path": STR,
                        "releasedLeases": {"type": "array", "items": OBJ}},
         handler=clear_agent_role, destructive=True,
@@ -445,7 +439,7 @@ ROLE_TOOLS: tuple[ToolSpec, ...] = (
         name="list_agent_roles",
         title="List agent roles",
         description="List the roles in roles.json with their holders and procedures, the role enforcement mode, whether this server may change roles, and any problems found in the file. " + ROLE_VIEW_NOTE,
-        input_schema=_obj({}),
+        input_schema=closed_object({}),
         output_fields={"roles": {"type": "array", "items": OBJ}, "enforcement": OBJ, "admin": BOOL, "path": STR,
                        "exists": BOOL, "problems": {"type": "array", "items": OBJ}, "tableError": NOBJ, "handedOver": OBJ},
         handler=list_agent_roles, read_only=True, idempotent=True,
@@ -454,7 +448,7 @@ ROLE_TOOLS: tuple[ToolSpec, ...] = (
         name="get_agent_role",
         title="Get an agent role",
         description="One role: its holder, procedure (text with includeProcedure) and override policy.",
-        input_schema=_obj({"role": ROLE_ARG, "includeProcedure": {"type": "boolean", "default": False}}, ("role",)),
+        input_schema=closed_object({"role": ROLE_ARG, "includeProcedure": {"type": "boolean", "default": False}}, ("role",)),
         output_fields={"role": OBJ, "overridePolicy": NOBJ},
         handler=get_agent_role, read_only=True, idempotent=True,
     ),
@@ -462,7 +456,7 @@ ROLE_TOOLS: tuple[ToolSpec, ...] = (
         name="set_agent_override_policy",
         title="Set an override policy",
         description="Choose which senders may change an existing session's model, effort or working directory (target: role:<name> or an address). An omitted setting is unchanged; [] clears it. Needs AGENT_LINK_ROLE_ADMIN=1 in this server's environment.",
-        input_schema=_obj({"target": POLICY_TARGET, "model": POLICY_LIST, "effort": POLICY_LIST, "cwd": POLICY_LIST}, ("target",)),
+        input_schema=closed_object({"target": POLICY_TARGET, "model": POLICY_LIST, "effort": POLICY_LIST, "cwd": POLICY_LIST}, ("target",)),
         output_fields={"target": STR, "policy": NOBJ, "path": STR},
         handler=set_agent_override_policy, destructive=True,
     ),
@@ -470,7 +464,7 @@ ROLE_TOOLS: tuple[ToolSpec, ...] = (
         name="get_agent_override_policy",
         title="Get override policies",
         description="Show the override policy of one target (with the effective union over the roles it holds), or every policy.",
-        input_schema=_obj({"target": POLICY_TARGET}),
+        input_schema=closed_object({"target": POLICY_TARGET}),
         output_fields={"target": STR, "policy": NOBJ, "effective": OBJ, "policies": OBJ, "path": STR,
                        "problems": {"type": "array", "items": OBJ}},
         handler=get_agent_override_policy, read_only=True, idempotent=True,
