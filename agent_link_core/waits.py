@@ -63,8 +63,9 @@ class Waits:
         from ``agent`` to the caller, else the next one to arrive). A timeout is a normal outcome.
 
         :param timeout_ms: ms; ``poll_ms``: the fallback re-check interval when no commit wakes it.
-        :param mark: mark the returned reply delivered (via ``wait``); False for a caller that
-            does it once the reply reached its reader (:meth:`mark_taken`).
+        :param mark: mark the returned reply delivered (via ``wait``) unless the client that
+            asked is gone (:func:`client_gone`); False for a caller that does it once the reply
+            reached its reader (:meth:`mark_taken`).
         :param progress: the tool call's progress reporter: progress every
             :data:`PROGRESS_EVERY_MS`, up to ``timeout_ms``. Without one a call waits at most
             :data:`MAX_WAIT_PER_CALL_MS` (clients cut tool calls after about a minute), and
@@ -125,6 +126,8 @@ class Waits:
                     if warnings:
                         out["warnings"] = warnings
                     taken = (out.get("reply") or {}).get("id")
+                    if taken is not None and mark and client_gone():
+                        push_left = False  # nobody reads this answer: all it held stays queued, as on a cancel
                     return out
                 if progress is not None and waited >= next_progress:
                     await progress(waited, budget, "waiting")
@@ -192,12 +195,13 @@ class Waits:
         return {"outcome": "reply", "reply": self._take_reply(caller, row["id"], mark), "arrivedBeforeWait": row["sent_at"] < since}
 
     def _take_reply(self, caller: Caller, reply_id: str, mark: bool = True) -> dict[str, Any]:
-        """A reply a wait returns, marked delivered unless ``mark`` is False (then :meth:`mark_taken` does it)."""
+        """A reply a wait returns, marked delivered unless ``mark`` is False (then :meth:`mark_taken`
+        does it) or the client that asked is gone (:func:`client_gone`: it stays undelivered)."""
         row = self.mailbox.stored(reply_id)
         shown = row["delivered_via"] if row["first_delivered_at"] is not None and row["delivered_via"] not in (None, "wait") else None
         if shown is None and self.mailbox.push_outcome(reply_id) == "accepted":
             shown = "accepted push"  # the host took a push and shows it in its own time: it is on its way
-        if shown is None and mark and self.mark_taken(caller, reply_id):
+        if shown is None and mark and not client_gone() and self.mark_taken(caller, reply_id):
             row = self.mailbox.stored(reply_id)
         view = self.mailbox.to_view(row)
         if shown is not None and caller.known and row["recipient"] == caller.address:
@@ -215,6 +219,18 @@ class Waits:
         """
         row = self.mailbox.stored(reply_id)
         return caller.known and row["recipient"] == caller.address and self.mailbox.mark_delivered(reply_id, "wait")
+
+
+def client_gone() -> bool:
+    """Whether the process that started this one (the MCP client of ``agent-link mcp``) has
+    died: this process was re-parented since ``entry.PARENT_PID`` was read, the check the
+    server's orphan watch makes. Its answer could not reach the client any more, so a wait
+    does not count the reply it found as delivered. False outside the console script."""
+    import os
+    import sys
+
+    parent = getattr(sys.modules.get("agent_link_core.entry"), "PARENT_PID", None)
+    return parent is not None and os.getppid() != parent
 
 
 def wait_capped_warning(requested_ms: int, cap_ms: int = MAX_WAIT_PER_CALL_MS) -> dict[str, Any]:
