@@ -196,7 +196,7 @@ class Outbox:
     async def push(self, row: Any, options: Mapping[str, Any]) -> Delivery | None:
         """Offer a stored message to its recipient's harness; record delivery on evidence. A
         message a running wait of the recipient is about to return is left to that wait."""
-        from agent_link_core.handoff import HELD_EVENT
+        from agent_link_core.waits import HELD_EVENT
 
         scheme = address_scheme(row["recipient"])
         harness = self.harnesses.get(scheme)
