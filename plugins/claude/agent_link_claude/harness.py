@@ -59,6 +59,7 @@ from agent_link_claude.channel import (
     connection_gate,
     evaluate_gate,
 )
+from agent_link_claude import push_claims
 from agent_link_claude.procs import command_line, parent_pid, proc_start, same_process
 from agent_link_claude.sessions import (
     ID_RE,
@@ -336,7 +337,7 @@ class ClaudeHarness(Harness):
             state = outcome.state
         finally:
             if mailbox is not None:
-                mailbox.settle_push(message["id"], state)
+                push_claims.settle_push(mailbox, message["id"], state)
         return self._inbox_delivery(message, inbox, outcome, fields)
 
     def _earlier_push(self, mailbox: Any, cfg: str, inbox: native.Inbox, message: dict[str, Any],
@@ -365,7 +366,7 @@ class ClaudeHarness(Harness):
                                 evidence={"transcript": kind, "session": inbox.session_id, "earlierPush": True},
                                 fields={"inbox": {"name": inbox.name, "status": inbox.status, "state": "already_delivered"}})
         me = {"pid": os.getpid(), "procStart": proc_start(os.getpid()), "via": INBOX_VIA, "session": inbox.session_id}
-        held = mailbox.claim_push(mid, me)
+        held = push_claims.claim_push(mailbox, mid, me)
         landed = False
         if held is not None:
             holder = held["holder"]
@@ -375,16 +376,16 @@ class ClaudeHarness(Harness):
                                 warnings=[{"code": "push_in_progress",
                                            "message": "Another agent-link process is pushing this message right now; "
                                                       "it is not written twice.", "details": {"pid": pid}}])
-            if mailbox.claim_push(mid, me, replacing=held["seq"]) is not None:
+            if push_claims.claim_push(mailbox, mid, me, replacing=held["seq"]) is not None:
                 return Delivery(state="queued-online", fields={"inbox": {"name": inbox.name, "state": "claimed_elsewhere"}},
                                 warnings=[{"code": "push_in_progress",
                                            "message": "Another agent-link process took over this message's push; "
                                                       "it is not written twice."}])
             landed = True  # the dead process may have written it before it died
         elif pushed_before:
-            last = mailbox.last_push_settled(mid) or {}
+            last = push_claims.last_push_settled(mailbox, mid) or {}
             if last.get("outcome") == "held":
-                mailbox.settle_push(mid, "held")
+                push_claims.settle_push(mailbox, mid, "held")
                 return Delivery(state="held", fields={"inbox": {"name": inbox.name, "state": "already_held"}}, warnings=[{
                     "code": "held", "message": f"{PROBLEM_TEXT['held']}. It was held there by an earlier push and is not "
                                                "written again; it stays in the mailbox, not delivered.",
@@ -392,7 +393,7 @@ class ClaudeHarness(Harness):
             landed = last.get("outcome") in ("pushed", "orphaned")
         if landed and native.transcript_shows(cfg, inbox.session_id, mid, queued=True) is not None:
             outcome = native.await_evidence(cfg, inbox, mid, wait_s)
-            mailbox.settle_push(mid, outcome.state, {"earlierPush": True})
+            push_claims.settle_push(mailbox, mid, outcome.state, {"earlierPush": True})
             delivery = self._inbox_delivery(message, inbox, outcome,
                                             {"inbox": {"name": inbox.name, "status": inbox.status}})
             delivery.evidence["earlierPush"] = True
