@@ -572,6 +572,15 @@ class Mailbox(MailFollowUp):
             "SELECT 1 FROM message_events WHERE message_id = ? AND kind = ? LIMIT 1", (message_id, kind)
         ).fetchone() is not None
 
+    def open_addressed_to(self, to: str, *, held_by_other_than: str) -> list[str]:
+        """Ids of open reply/action messages addressed to ``to`` (as written, e.g. ``role:x``)
+        whose recipient is not ``held_by_other_than``, oldest first (a role handover moves them)."""
+        return [r["id"] for r in self.store.conn.execute(
+            "SELECT id FROM messages WHERE to_addr = ? AND open = 1 AND anticipation != 'fyi' AND recipient != ?"
+            " ORDER BY sent_at, id",
+            (to, held_by_other_than),
+        )]
+
     def count_open(self, recipient: str, *, undelivered_only: bool = False) -> int:
         """How many open messages ``recipient`` has (only undelivered ones with ``undelivered_only``)."""
         sql = "SELECT COUNT(*) FROM messages {} WHERE recipient = ? AND open = 1"

@@ -49,10 +49,7 @@ def apply_handover(app: App, table: RoleTable, actor: str, *, wait: bool = True)
             if name in recorded and recorded[name] == holder:
                 continue
             if holder is not None:
-                # open reply/action mail to the role that someone else holds, oldest first
-                for (mid,) in app.store.conn.execute(
-                        "SELECT id FROM messages WHERE to_addr = ? AND open = 1 AND anticipation != 'fyi' AND recipient != ?"
-                        " ORDER BY sent_at, id", (f"role:{name}", holder)).fetchall():
+                for mid in app.mailbox.open_addressed_to(f"role:{name}", held_by_other_than=holder):
                     if app.mailbox.reassign(mid, holder, actor, wait=wait):
                         moved.setdefault(name, []).append(mid)
                         _claim_for_new_holder(app, mid, name, holder, wait)
