@@ -1,4 +1,4 @@
-"""The ``message_events`` every change leaves and what
+"""The ``message_events`` every change leaves (with the push claims kept in them) and what
 happens to a message after delivery (docs/behaviour.md §8): its one resolution, reminders,
 nudges, handovers and status transitions. A base of :class:`~agent_link_core.mailbox.Mailbox`.
 A change's event goes to the ``agent_link_record_event`` observers inside its transaction,
@@ -32,7 +32,7 @@ PUSH_EVENT_KINDS = "('delivery_unknown', 'delivery_accepted', 'delivery_settled'
 
 
 class MailFollowUp:
-    """Events, resolutions, reminders, nudges, handovers and status transitions; not used alone."""
+    """Events, push claims, resolutions, reminders, nudges, handovers and status transitions; not used alone."""
 
     store: Store
     config: Config
@@ -62,6 +62,42 @@ class MailFollowUp:
             (message_id,),
         ).fetchone()
         return {"delivery_unknown": "unknown", "delivery_accepted": "accepted"}.get(last[0] if last else "", "queued")
+
+    def claim_push(self, message_id: str, holder: dict[str, Any], *, replacing: int | None = None) -> dict[str, Any] | None:
+        """Take the message's push claim before a harness writes it to its host, so two
+        processes (or a resend after a crash) never push it at once. Atomic across processes:
+        ``push_claimed`` with ``holder`` (JSON-able, e.g. ``{"pid", "procStart"}``) is appended
+        only when no claim is open, or when the open one is ``replacing`` (its ``seq``: a
+        claim whose process the caller found dead; settled as ``orphaned`` first).
+
+        :returns: None when the claim is now ours; else the open claim's ``{"seq", "at" (ms),
+            "holder"}`` (the caller decides from ``holder`` whether its process lives).
+        """
+        with self.store.write() as conn:
+            last = conn.execute(
+                "SELECT seq, kind, at, data FROM message_events WHERE message_id = ?"
+                " AND kind IN ('push_claimed', 'push_settled') ORDER BY seq DESC LIMIT 1", (message_id,)).fetchone()
+            at = now_ms()
+            if last is not None and last["kind"] == "push_claimed":
+                if replacing is None or last["seq"] != replacing:
+                    return {"seq": last["seq"], "at": last["at"], "holder": json.loads(last["data"] or "{}")}
+                self._event(conn, message_id, "push_settled", at, None, None, {"outcome": "orphaned", "claim": replacing})
+            self._event(conn, message_id, "push_claimed", at, None, None, holder)
+        return None
+
+    def settle_push(self, message_id: str, outcome: str, data: dict[str, Any] | None = None) -> None:
+        """Close the open push claim with what the push came to (``outcome``: a harness's
+        word, e.g. ``delivered``, ``pushed``, ``failed``, ``held``); a later
+        :meth:`claim_push` may take it again."""
+        self.record_event(message_id, "push_settled", None, None, {"outcome": outcome, **(data or {})})
+
+    def last_push_settled(self, message_id: str) -> dict[str, Any] | None:
+        """The data of the message's newest ``push_settled`` event (``{"outcome", ...}``), or
+        None when no push of it was ever settled."""
+        row = self.store.conn.execute(
+            "SELECT data FROM message_events WHERE message_id = ? AND kind = 'push_settled' ORDER BY seq DESC LIMIT 1",
+            (message_id,)).fetchone()
+        return json.loads(row["data"] or "{}") if row is not None else None
 
     @staticmethod
     def _resolved(conn: sqlite3.Connection, message_id: str) -> bool:

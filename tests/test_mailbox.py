@@ -257,6 +257,21 @@ def test_delivery_evidence_after_an_overtaking_resolution(box: Mailbox) -> None:
     assert len(events) == 1 and '"echo"' in events[0]["data"]
 
 
+def test_one_push_claim_at_a_time_across_mailboxes(box: Mailbox) -> None:
+    mid = send(box)
+    other = make_box()  # another process's connection to the same database
+    assert box.claim_push(mid, {"pid": 1}) is None
+    held = other.claim_push(mid, {"pid": 2})
+    assert held is not None and held["holder"] == {"pid": 1}
+    assert other.claim_push(mid, {"pid": 2}, replacing=held["seq"] + 1) is not None  # not the open claim
+    assert other.claim_push(mid, {"pid": 2}, replacing=held["seq"]) is None  # taken over (holder 1 died)
+    assert box.last_push_settled(mid) == {"outcome": "orphaned", "claim": held["seq"]}
+    assert box.claim_push(mid, {"pid": 3}, replacing=held["seq"]) is not None  # 2 holds it now
+    other.settle_push(mid, "delivered", {"via": "x"})
+    assert box.last_push_settled(mid) == {"outcome": "delivered", "via": "x"}
+    assert box.claim_push(mid, {"pid": 3}) is None
+
+
 @pytest.mark.parametrize(("changes", "named"), [
     ({"sender": Caller("test:carol", "config", "test")}, ["from"]),
     ({"to": "test:dave", "recipient": "test:dave"}, ["to"]),

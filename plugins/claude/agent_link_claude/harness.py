@@ -59,7 +59,6 @@ from agent_link_claude.channel import (
     connection_gate,
     evaluate_gate,
 )
-from agent_link_claude import push_claims
 from agent_link_claude.procs import command_line, parent_pid, proc_start, same_process
 from agent_link_claude.sessions import (
     ID_RE,
@@ -337,7 +336,7 @@ class ClaudeHarness(Harness):
             state = outcome.state
         finally:
             if mailbox is not None:
-                push_claims.settle_push(mailbox, message["id"], state)
+                mailbox.settle_push(message["id"], state)
         return self._inbox_delivery(message, inbox, outcome, fields)
 
     def _earlier_push(self, mailbox: Any, cfg: str, inbox: native.Inbox, message: dict[str, Any],
@@ -366,7 +365,7 @@ class ClaudeHarness(Harness):
                                 evidence={"transcript": kind, "session": inbox.session_id, "earlierPush": True},
                                 fields={"inbox": {"name": inbox.name, "status": inbox.status, "state": "already_delivered"}})
         me = {"pid": os.getpid(), "procStart": proc_start(os.getpid()), "via": INBOX_VIA, "session": inbox.session_id}
-        held = push_claims.claim_push(mailbox, mid, me)
+        held = mailbox.claim_push(mid, me)
         landed = False
         if held is not None:
             holder = held["holder"]
@@ -376,16 +375,16 @@ class ClaudeHarness(Harness):
                                 warnings=[{"code": "push_in_progress",
                                            "message": "Another agent-link process is pushing this message right now; "
                                                       "it is not written twice.", "details": {"pid": pid}}])
-            if push_claims.claim_push(mailbox, mid, me, replacing=held["seq"]) is not None:
+            if mailbox.claim_push(mid, me, replacing=held["seq"]) is not None:
                 return Delivery(state="queued-online", fields={"inbox": {"name": inbox.name, "state": "claimed_elsewhere"}},
                                 warnings=[{"code": "push_in_progress",
                                            "message": "Another agent-link process took over this message's push; "
                                                       "it is not written twice."}])
             landed = True  # the dead process may have written it before it died
         elif pushed_before:
-            last = push_claims.last_push_settled(mailbox, mid) or {}
+            last = mailbox.last_push_settled(mid) or {}
             if last.get("outcome") == "held":
-                push_claims.settle_push(mailbox, mid, "held")
+                mailbox.settle_push(mid, "held")
                 return Delivery(state="held", fields={"inbox": {"name": inbox.name, "state": "already_held"}}, warnings=[{
                     "code": "held", "message": f"{PROBLEM_TEXT['held']}. It was held there by an earlier push and is not "
                                                "written again; it stays in the mailbox, not delivered.",
@@ -393,7 +392,7 @@ class ClaudeHarness(Harness):
             landed = last.get("outcome") in ("pushed", "orphaned")
         if landed and native.transcript_shows(cfg, inbox.session_id, mid, queued=True) is not None:
             outcome = native.await_evidence(cfg, inbox, mid, wait_s)
-            push_claims.settle_push(mailbox, mid, outcome.state, {"earlierPush": True})
+            mailbox.settle_push(mid, outcome.state, {"earlierPush": True})
             delivery = self._inbox_delivery(message, inbox, outcome,
                                             {"inbox": {"name": inbox.name, "status": inbox.status}})
             delivery.evidence["earlierPush"] = True

@@ -23,7 +23,6 @@ import pytest
 
 from agent_link_claude import native
 from agent_link_claude.procs import proc_start
-from agent_link_claude.push_claims import claim_push
 from agent_link_core.app import App
 from agent_link_core.model import Caller
 
@@ -286,7 +285,7 @@ def test_a_push_another_live_process_holds_is_not_written_twice(app: App, sessio
     with session("silent") as inbox:
         mid = send(app).message["id"]  # written once, no evidence: unknown
         holder = {"pid": os.getpid(), "procStart": proc_start(os.getpid()), "via": "claude-inbox", "session": S}
-        assert claim_push(app.mailbox, mid, holder) is None  # as if another push of it ran now
+        assert app.mailbox.claim_push(mid, holder) is None  # as if another push of it ran now
         delivery = push_again(app, mid)
         assert delivery.state == "queued-online" and delivery.warnings[0]["code"] == "push_in_progress"
         assert sum(f["type"] == "user" for f in inbox.frames) == 1
@@ -301,7 +300,7 @@ def test_a_dead_claim_without_a_trace_in_the_transcript_is_written_once(app: App
         app.mailbox.store_message(OutgoingMessage(mid, ALICE, f"claude:{S}", f"claude:{S}", "x", "fyi", None, None))
         child = subprocess.Popen(["true"])
         child.wait()
-        assert claim_push(app.mailbox, mid, {"pid": child.pid, "procStart": "1"}) is None
+        assert app.mailbox.claim_push(mid, {"pid": child.pid, "procStart": "1"}) is None
         delivery = push_again(app, mid)
         assert delivery.delivered and sum(f["type"] == "user" for f in inbox.frames) == 1
         again = push_again(app, mid)  # delivered by now: the core pushes no copy

@@ -23,7 +23,6 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from agent_link_claude.push_claims import claim_push
 from agent_link_core.app import App
 from agent_link_core.cli import build_cli
 from agent_link_core.mailbox import new_message_id
@@ -84,8 +83,8 @@ def leave_claim(message_id: str, sid: str) -> None:
     """The push claim of a send killed after taking it, held by a process that is gone."""
     app = App.create()
     try:
-        assert claim_push(app.mailbox, message_id, {"pid": dead_pid(), "procStart": "1", "via": "claude-inbox",
-                                                    "session": sid}) is None
+        assert app.mailbox.claim_push(message_id, {"pid": dead_pid(), "procStart": "1", "via": "claude-inbox",
+                                                   "session": sid}) is None
     finally:
         app.close()
 
