@@ -339,6 +339,15 @@ class Mailbox(MailFollowUp):
             return Visibility.everything_for(address, "inspect_all")
         return Visibility(address if address and is_address(address) else None)
 
+    def events_between(self, after_seq: int, up_to_seq: int, kinds: tuple[str, ...]) -> list[sqlite3.Row]:
+        """Raw ``message_events`` rows with ``after_seq < seq <= up_to_seq`` of the given kinds,
+        oldest first (for plugins repairing what a process without plugins recorded)."""
+        marks = ", ".join("?" for _ in kinds)
+        return self.store.conn.execute(
+            f"SELECT * FROM message_events WHERE seq > ? AND seq <= ? AND kind IN ({marks}) ORDER BY seq",
+            (after_seq, up_to_seq, *kinds),
+        ).fetchall()
+
     def events(self, message_id: str) -> list[dict[str, Any]]:
         """The audit trail of one message, oldest first: ``[{seq, kind, at (ISO), actor, via,
         data}]`` (``data`` decoded; kinds as in ``message_events``: sent, delivered, ...)."""
@@ -565,6 +574,21 @@ class Mailbox(MailFollowUp):
         if undelivered_only:
             sql += " AND delivered_at IS NULL"
         return self.store.conn.execute(sql + " ORDER BY sent_at, id LIMIT ?", (recipient, limit)).fetchall()
+
+    def awaiting_late_evidence(self, scheme: str, limit: int) -> list[sqlite3.Row]:
+        """Undelivered messages to ``<scheme>:…`` whose last push outcome was unknown, or that a
+        session held (``inbox_held``), newest first: what a harness may still find evidence for.
+
+        :returns: rows with ``id`` and ``recipient``, at most ``limit``.
+        """
+        return self.store.conn.execute(
+            "SELECT m.id, m.recipient FROM messages m WHERE m.first_delivered_at IS NULL AND m.recipient LIKE ? ESCAPE '\\'"
+            " AND ((SELECT kind FROM message_events e WHERE e.message_id = m.id AND e.kind IN"
+            " ('delivery_unknown', 'delivery_settled', 'delivered', 'released') ORDER BY seq DESC LIMIT 1)"
+            " = 'delivery_unknown' OR EXISTS (SELECT 1 FROM message_events h WHERE h.message_id = m.id"
+            " AND h.kind = 'inbox_held')) ORDER BY m.sent_at DESC LIMIT ?",
+            (scheme.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + ":%", limit),
+        ).fetchall()
 
     def has_event(self, message_id: str, kind: str) -> bool:
         """Whether the message's event log holds an event of ``kind``."""

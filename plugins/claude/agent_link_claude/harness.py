@@ -290,14 +290,7 @@ class ClaudeHarness(Harness):
 
         if self.app is None:
             return 0
-        # undelivered Claude mail whose last push outcome was unknown, or that a session held
-        # (inbox_held), newest first: what a transcript may still show
-        rows = self.app.store.conn.execute(
-            "SELECT m.id, m.recipient FROM messages m WHERE m.first_delivered_at IS NULL AND m.recipient LIKE 'claude:%'"
-            " AND ((SELECT kind FROM message_events e WHERE e.message_id = m.id AND e.kind IN"
-            " ('delivery_unknown', 'delivery_settled', 'delivered', 'released') ORDER BY seq DESC LIMIT 1)"
-            " = 'delivery_unknown' OR EXISTS (SELECT 1 FROM message_events h WHERE h.message_id = m.id"
-            " AND h.kind = 'inbox_held')) ORDER BY m.sent_at DESC LIMIT ?", (limit,)).fetchall()
+        rows = self.app.mailbox.awaiting_late_evidence("claude", limit)
         confirmed = 0
         for row in rows:
             sid = row["recipient"].split(":", 1)[1]

@@ -82,10 +82,7 @@ def repair(app: App) -> int:
     written = 0
     try:
         with app.store.write(wait=False) as tx:  # called by reads: never wait on a writer
-            # what a process without plugins recorded since the last repair, oldest first
-            for row in conn.execute(f"SELECT * FROM message_events WHERE seq > ? AND seq <= ? AND kind IN"
-                                    f" ({', '.join('?' * len(REPAIRABLE_KINDS))}) ORDER BY seq",
-                                    (last[0], newest, *REPAIRABLE_KINDS)).fetchall():
+            for row in app.mailbox.events_between(last[0], newest, REPAIRABLE_KINDS):
                 written += len(record(app, _event_from_row(row)))
             tx.execute("UPDATE receipts_repair SET last_seq = MAX(last_seq, ?) WHERE id = 1", (newest,))
     except AgentLinkError as exc:
