@@ -5,7 +5,9 @@ that answers nothing), oldest first. A reader sees only the part its
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from collections.abc import Sequence
 from typing import Any
 
 from agent_link_core.mailbox import Mailbox, Visibility, batches
@@ -47,6 +49,25 @@ def thread_rows(conn: sqlite3.Connection, root_id: str, limit: int = MAX_MESSAGE
     ).fetchall()
 
 
+def conversation_ids(conn: sqlite3.Connection, root_ids: Sequence[str], limit: int = MAX_MESSAGES) -> dict[str, list[str]]:
+    """The message ids of the conversations starting at each of ``root_ids``, each oldest first
+    and at most ``limit + 1`` long (as :func:`thread_rows`), in one query for them all."""
+    if not root_ids:
+        return {}
+    found = conn.execute(
+        "WITH RECURSIVE down(root, id) AS (SELECT value, value FROM json_each(?)"
+        " UNION SELECT down.root, m.id FROM messages m JOIN down ON m.reply_to = down.id),"
+        " ranked AS (SELECT down.root, m.id, ROW_NUMBER() OVER (PARTITION BY down.root ORDER BY m.sent_at, m.rowid) AS n"
+        " FROM messages m JOIN down ON m.id = down.id)"
+        " SELECT root, id FROM ranked WHERE n <= ? ORDER BY root, n",
+        (json.dumps(list(root_ids)), limit + 1),
+    ).fetchall()
+    out: dict[str, list[str]] = {root: [] for root in root_ids}
+    for root, message_id in found:
+        out[root].append(message_id)
+    return out
+
+
 def conversation(mailbox: Mailbox, visibility: Visibility, message_id: str, *, envelopes: bool = True) -> dict[str, Any]:
     """The conversation of ``message_id`` as ``visibility`` may see it.
 
@@ -72,3 +93,30 @@ def conversation(mailbox: Mailbox, visibility: Visibility, message_id: str, *, e
             view["envelope"] = mailbox.envelope(r)
     return {"messageId": row["id"], "rootId": root, "messages": messages, "hiddenCount": len(rows) - len(shown),
             "truncated": truncated}
+
+
+def recent_conversations(mailbox: Mailbox, visibility: Visibility, limit: int = 20, scan: int = 400) -> list[dict[str, Any]]:
+    """The conversations among the ``scan`` newest visible messages, newest activity first.
+
+    :returns: ``[{"rootId", "lastId", "lastAt" (epoch ms), "count" (messages among those
+        scanned), "participants": [addresses]}]``.
+    """
+    where, params = visibility.sql("messages")
+    rows = mailbox.store.conn.execute(
+        f"SELECT id, from_addr, recipient, sent_at FROM messages WHERE {where} ORDER BY rowid DESC LIMIT ?",
+        (*params, scan),
+    ).fetchall()
+    groups: dict[str, dict[str, Any]] = {}
+    roots = roots_of(mailbox.store.conn, [r["id"] for r in rows])
+    for r in rows:
+        root = roots.get(r["id"], r["id"])
+        group = groups.get(root)
+        if group is None:
+            if len(groups) >= limit:
+                continue
+            group = groups[root] = {"rootId": root, "lastId": r["id"], "lastAt": r["sent_at"], "count": 0, "participants": []}
+        group["count"] += 1
+        for address in (r["from_addr"], r["recipient"]):
+            if address not in group["participants"]:
+                group["participants"].append(address)
+    return list(groups.values())

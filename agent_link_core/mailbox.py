@@ -575,6 +575,19 @@ class Mailbox(MailFollowUp):
             sql += " AND delivered_at IS NULL"
         return self.store.conn.execute(sql + " ORDER BY sent_at, id LIMIT ?", (recipient, limit)).fetchall()
 
+    def open_expectations(self, visibility: Visibility, limit: int) -> list[sqlite3.Row]:
+        """Open reply/action mail (not fyi) that ``visibility`` may read, oldest first, at most
+        ``limit`` rows: what every agent waits on."""
+        # No index starts with ``open``: walk the recipients on (recipient, open, sent_at), one
+        # seek each, so the cost follows the recipients and the open mail, not all mail stored.
+        where, params = visibility.sql("m")
+        return self.store.conn.execute(
+            "WITH RECURSIVE who(r) AS (SELECT (SELECT MIN(recipient) FROM messages)"
+            " UNION ALL SELECT (SELECT MIN(recipient) FROM messages WHERE recipient > who.r) FROM who WHERE who.r IS NOT NULL)"
+            " SELECT m.* FROM who JOIN messages m ON m.recipient = who.r AND m.open = 1"
+            f" WHERE m.anticipation != 'fyi' AND {where} ORDER BY m.sent_at, m.id LIMIT ?",
+            (*params, limit)).fetchall()
+
     def awaiting_late_evidence(self, scheme: str, limit: int) -> list[sqlite3.Row]:
         """Undelivered messages to ``<scheme>:…`` whose last push outcome was unknown, or that a
         session held (``inbox_held``), newest first: what a harness may still find evidence for.
@@ -595,6 +608,27 @@ class Mailbox(MailFollowUp):
         return self.store.conn.execute(
             "SELECT 1 FROM message_events WHERE message_id = ? AND kind = ? LIMIT 1", (message_id, kind)
         ).fetchone() is not None
+
+    def recent_correspondents(self, scan: int, visibility: Visibility | None = None) -> list[sqlite3.Row]:
+        """``(address, at)`` rows of the senders and recipients of the newest ``scan`` sends,
+        each with its latest ``sent_at`` (epoch ms), newest first.
+
+        :param visibility: look only at the messages this reader may see; None: all.
+        """
+        if visibility is not None and not visibility.everything:
+            where, params = visibility.sql("messages")
+            return self.store.conn.execute(
+                f"WITH recent AS (SELECT from_addr, recipient, sent_at FROM messages WHERE {where}"
+                " ORDER BY sent_at DESC LIMIT ?) SELECT address, MAX(sent_at) AS at FROM (SELECT from_addr AS address,"
+                " sent_at FROM recent UNION ALL SELECT recipient, sent_at FROM recent) GROUP BY address ORDER BY at DESC",
+                [*params, scan],
+            ).fetchall()
+        return self.store.conn.execute(
+            "SELECT address, MAX(sent_at) AS at FROM (SELECT from_addr AS address, sent_at FROM messages"
+            " UNION ALL SELECT recipient, sent_at FROM messages ORDER BY sent_at DESC LIMIT ?) GROUP BY address"
+            " ORDER BY at DESC",
+            (scan,),
+        ).fetchall()
 
     def open_addressed_to(self, to: str, *, held_by_other_than: str) -> list[str]:
         """Ids of open reply/action messages addressed to ``to`` (as written, e.g. ``role:x``)

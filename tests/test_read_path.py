@@ -4,8 +4,8 @@
   a read cut by the budget renders at most one envelope it does not return;
 * :func:`agent_link_core.budget.prefix_bytes` gives exactly the size ``result_bytes`` measures
   for every prefix of a read, for each JSON layout a host may declare;
-* every list (inbox, inspect, conversation, due reminders; the web page's in plugins/web/tests)
-  runs as many SQL statements for many messages as for a few;
+* every list (inbox, inspect, conversation, recent conversations, the web page's
+  sections) runs as many SQL statements for many messages as for a few;
 * escaping skips only text it would leave as it is;
 * the envelope hook, called per message without pluggy's machinery, gives the contributions
   in pluggy's order (and goes through pluggy when a wrapper is registered).
@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from agent_link_core import budget, hookimpl
 from agent_link_core.app import App
-from agent_link_core.conversation import root_of, roots_of
+from agent_link_core.conversation import recent_conversations, root_of, roots_of
 from agent_link_core.envelope import MAX_ATTR_CODEPOINTS, escape_attr, escape_text
 from agent_link_core.harness import OutputBudget
 from agent_link_core.mailbox import OutgoingMessage
@@ -166,6 +166,7 @@ LISTS = {
     "budgeted inbox": lambda app, ids: budget.inbox(app, ME, OutputBudget(400_000), limit=100, mark=False, include_open=True),
     "inspect": lambda app, ids: app.inspect(ME, limit=100, include_bodies=True),
     "conversation": lambda app, ids: app.conversation(ME, ids[-1]),
+    "recent conversations": lambda app, ids: recent_conversations(app.mailbox, app.mailbox.visible_to("team:me")),
     "due reminders": lambda app, ids: app.mailbox.due_reminders("team:me"),
 }
 

@@ -12,10 +12,9 @@ import logging
 from typing import Any
 
 from agent_link_core.app import App
-from agent_link_core.conversation import conversation
+from agent_link_core.conversation import conversation, recent_conversations, conversation_ids
 from agent_link_core.mailbox import Visibility, iso
 from agent_link_core.errors import AgentLinkError
-from agent_link_web.mail_queries import conversation_ids, open_expectations, recent_conversations, recent_correspondents
 from agent_link_web.panels import Panel, PanelAction, PanelLink, PanelView, drawing_for, panels
 from agent_link_search.index import search, session_titles
 from agent_link_core.store import now_ms
@@ -121,7 +120,7 @@ async def agents(app: App, person: str) -> dict[str, Any]:
                      "mailOnly": False, "activity": activity(s),
                      # a session another machine lists (the machines plugin): which one, and whether its listing is stale
                      "machine": s.get("machine"), "machineStale": bool(s.get("machineStale"))})
-    correspondents = recent_correspondents(app.mailbox, MAIL_ADDRESS_SCAN, visibility)
+    correspondents = app.mailbox.recent_correspondents(MAIL_ADDRESS_SCAN, visibility)
     titles = session_titles(app.store.conn, [r["address"] for r in correspondents if r["address"] not in known])
     for r in correspondents:
         if r["address"] in known or r["address"] == person:
@@ -206,7 +205,7 @@ def waiting(app: App, person: str, limit: int = WAITING_LIMIT) -> list[dict[str,
     ``{id, from (who waits), to (who owes the answer), anticipation, status, sentAt, ago,
     replyBy, due (words: "due in 5 min", "overdue by 2 h", None without a deadline),
     overdue (bool), preview}``."""
-    rows = open_expectations(app.mailbox, person_view(app, person), limit)
+    rows = app.mailbox.open_expectations(person_view(app, person), limit)
     now = now_ms()
     out = []
     for r, state in zip(rows, app.mailbox.states(rows, now), strict=True):

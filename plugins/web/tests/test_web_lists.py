@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_link_web import mail_queries, views
+from agent_link_web import views
 
 from agent_link_core.app import App
 from agent_link_core.mailbox import OutgoingMessage
@@ -45,7 +45,6 @@ SECTIONS = {
     "conversations": lambda app, ids: views.conversations(app, PERSON.address),
     "conversation": lambda app, ids: views.conversation_view(app, PERSON.address, ids[-1], ()),
     "agents": lambda app, ids: asyncio.run(views.agents(app, PERSON.address)),
-    "recent conversations": lambda app, ids: mail_queries.recent_conversations(app.mailbox, app.mailbox.visible_to(PERSON.address)),
 }
 
 
