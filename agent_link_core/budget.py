@@ -228,9 +228,9 @@ def _page(app: App, caller: Caller, row: Any, budget: OutputBudget | None, offse
 def held_by_waits(app: App, address: str) -> set[str]:
     """Ids of ``address``'s undelivered mail that a wait running in any process is about to
     return (:meth:`App.held_by_wait`)."""
-    from agent_link_core import handoff
+    from agent_link_core import waits
 
-    if not app.waiting and not handoff.any_live(app.store, address):
+    if not app.waiting and not waits.any_live(app.store, address):
         return set()
     return {row["id"] for row in app.mailbox.open_for(address, HELD_SCAN, undelivered_only=True) if app.held_by_wait(row)}
 

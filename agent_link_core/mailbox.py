@@ -22,12 +22,11 @@ import sqlite3
 import sys
 import time
 
-from agent_link_core.addresses import ANTICIPATIONS, EXTERNAL, is_address, is_ulid
+from agent_link_core.addresses import ANTICIPATIONS, address_scheme, is_address, is_ulid
 from agent_link_core.envelope import MAX_BODY_BYTES, EnvelopeMessage, escape_text, iso_ms, render_envelope, sanitize_text
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.mail_followup import PUSH_EVENT_KINDS, STATUS_BY_KIND, MailFollowUp
 from agent_link_core.store import now_ms
-from agent_link_core.visibility import Visibility
 
 TYPE_CHECKING = False  # no typing/dataclasses at run time: the hook fast path imports this
 if TYPE_CHECKING:
@@ -225,6 +224,64 @@ def differing_fields(row: sqlite3.Row, msg: OutgoingMessage) -> list[str]:
     after = msg.metadata.get("fingerprint") or {}
     out += [key for key in sorted(set(before) | set(after)) if before.get(key) != after.get(key)]
     return out
+
+
+class Visibility:
+    """Which stored messages one reader may see: those it sent (``from_addr``) or that were
+    addressed or handed to it (``to_addr``, ``recipient``); all of them with ``everything``
+    (only when ``AGENT_LINK_INSPECT_ALL`` is on). Build one with :meth:`Mailbox.visible_to`;
+    :meth:`sql` (in queries) and :meth:`allows` (on rows read) apply the same rule.
+
+    :param address: the reader's address (None: an unidentified reader, who sees nothing).
+    :param everything: True when the reader may see every message.
+    :param reason: why: ``participant``, ``inspect_all`` or ``person``.
+    """
+
+    __slots__ = ("address", "everything", "reason")
+
+    def __init__(self, address: str | None, everything: bool = False, reason: str = "participant") -> None:
+        self.address, self.everything, self.reason = address, everything, reason
+
+    @classmethod
+    def everything_for(cls, address: str | None, reason: str) -> Visibility:
+        """All mail, for a reader allowed to see it (``reason`` says why, e.g. ``person``)."""
+        return cls(address, True, reason)
+
+    def sql(self, table: str = "messages") -> tuple[str, list[Any]]:
+        """A WHERE fragment and its parameters for rows of ``messages`` named ``table``.
+
+        :returns: e.g. ``("(m.from_addr = ? OR m.to_addr = ? OR m.recipient = ?)", [a, a, a])``;
+            ``("1", [])`` for everything, ``("0", [])`` for an unidentified reader.
+        """
+        if self.everything:
+            return "1", []
+        if not self.address:
+            return "0", []
+        return f"({table}.from_addr = ? OR {table}.to_addr = ? OR {table}.recipient = ?)", [self.address] * 3
+
+    def allows(self, row: Any) -> bool:
+        """True when this reader may see the message ``row`` (a row or dict of ``messages``)."""
+        if self.everything:
+            return True
+        return bool(self.address) and self.address in (row["from_addr"], row["to_addr"], row["recipient"])
+
+    def ids_sql(self, table: str = "m") -> tuple[str, list[Any]]:
+        """A subquery of the ids of the messages this reader sees, and its parameters
+        (``message_id IN (<subquery>)``)."""
+        where, params = self.sql(table)
+        return f"SELECT {table}.id FROM messages {table} WHERE {where}", params
+
+    def require(self, row: Any, what: str = "this message") -> None:
+        """Refuse unless :meth:`allows` ``row``.
+
+        :param what: how the refusal names what was asked for (``the status of <id>``).
+        :raises AgentLinkError: ``permission_denied`` (reason ``not_participant``).
+        """
+        if not self.allows(row):
+            raise AgentLinkError(
+                "permission_denied", f"Only the sender or the recipient may read {what}.", {"reason": "not_participant"},
+                hint=f"You are {self.address or 'unidentified'}; ask as the sender or the recipient.",
+            )
 
 
 class MessageState:
@@ -450,7 +507,7 @@ class Mailbox(MailFollowUp):
         view: dict[str, Any] = {
             "id": row["id"],
             "from": row["from_addr"],
-            "fromHarness": harness_of(row["from_addr"]),
+            "fromHarness": address_scheme(row["from_addr"]),
             "fromVerified": meta.get("sender", {}).get("verified", False),
             "to": row["recipient"],
             "addressedTo": row["to_addr"],
@@ -735,13 +792,6 @@ class Mailbox(MailFollowUp):
             return None
         self._event(conn, msg.id, "sent", at, msg.sender.address, None, {"to": msg.recipient})
         return row[0]
-
-
-def harness_of(address: str) -> str:
-    """The harness part of an address, ``external`` for anything else."""
-    if not is_address(address):
-        return EXTERNAL
-    return address.split(":", 1)[0]
 
 
 def iso(ms: int | None) -> str | None:

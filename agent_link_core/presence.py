@@ -111,8 +111,6 @@ def live_sessions(store: Store, *, skip_schemes: set[str], only: str | None = No
     """The live plain addresses as sessions: served by a running MCP server, or read within
     :data:`RECENT_MS`. Addresses of ``skip_schemes`` (harnesses that list their own
     sessions) are left out; ``only`` keeps one scheme ("all" or None keeps every one)."""
-    from agent_link_core.handoff import pid_alive  # not on the start-up path (record_at_start)
-
     now = now_ms()
     out = []
     for row in store.conn.execute("SELECT * FROM presence ORDER BY last_seen DESC").fetchall():
@@ -177,3 +175,17 @@ def unseen_warning(store: Store, address: str, harnesses: Collection[str] = ()) 
     if close:
         message += f" Did you mean {' or '.join(close)}?"
     return {"code": "unknown_address", "message": message, "details": {"address": address, "suggestions": close}}
+
+
+def pid_alive(pid: int) -> bool:
+    """True when ``pid`` runs: a zombie does not, a process of another user does, a pid of 0
+    or below never does. The one copy of this check (host plugins reach it through
+    plugins/hostkit); psutil is imported here, off the hook fast path."""
+    import psutil
+
+    try:
+        return pid > 0 and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.AccessDenied:
+        return True
+    except psutil.Error:
+        return False

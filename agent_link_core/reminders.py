@@ -37,19 +37,11 @@ class ClaimedReminders:
         self.items = items
         self.limit = limit
 
-    @property
-    def highest(self) -> int:
-        """The highest reminder number in the batch."""
-        return max(n for _, n, _ in self.items)
-
-    @property
-    def senders(self) -> list[str]:
-        """Distinct sender addresses, in order of first appearance."""
-        return list(dict.fromkeys(sender for _, _, sender in self.items))
-
     def text(self) -> str:
-        """The core's reminder wording (never a message body): what a harness shows."""
-        return reminder_notice(len(self.items), self.senders, self.highest, self.limit)
+        """The core's reminder wording (never a message body): what a harness shows; it names
+        the distinct senders and the highest reminder number of the batch."""
+        senders = list(dict.fromkeys(sender for _, _, sender in self.items))
+        return reminder_notice(len(self.items), senders, max(n for _, n, _ in self.items), self.limit)
 
 
 class DueReminders:
@@ -76,11 +68,6 @@ class DueReminders:
     def session_id(self) -> str:
         """The session id within its harness (the address without its scheme)."""
         return self.address.split(":", 1)[1]
-
-    @property
-    def message_ids(self) -> list[str]:
-        """Ids of the messages with a reminder due, oldest first."""
-        return [row["id"] for row, _ in self.due]
 
     def claim(self, via: str, *, wait: bool = True) -> ClaimedReminders | None:
         """Claim the next reminder number of each due message for this process.

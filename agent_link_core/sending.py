@@ -108,7 +108,7 @@ class Outbox:
             recipient, via, target_meta = (target if target and caller.address == asked.address
                                            else await self.app.directory.target_address(to, caller, allow_archived=allow_archived))
         # the address first: a typo is refused as one even when the same text went there before
-        unseen = self._unseen_recipient(recipient, require_known) if earlier is None else None
+        unseen = self.unseen_address(recipient, require_known) if earlier is None else None
         if via:
             target_meta["via"] = via
         target_meta.update(metadata or {})
@@ -154,14 +154,13 @@ class Outbox:
             raise invalid_arguments([{"path": "envelope", "rule": "unsupported",
                                       "expected": f"{whose} whose harness can show {envelope_format}"}])
 
-    def unseen_address(self, address: str) -> dict[str, Any] | None:
+    def unseen_address(self, recipient: str, require_known: bool = False) -> dict[str, Any] | None:
         """The ``unknown_address`` warning (``{code, message, details: {address, suggestions}}``)
-        a send to ``address`` would carry, else None: for a plugin that hands work to an
-        address without sending (a role's holder)."""
-        return self._unseen_recipient(address, False)
+        a send to ``recipient`` would carry, else None (a plugin that hands work to an address
+        without sending, a role's holder, asks it too).
 
-    def _unseen_recipient(self, recipient: str, require_known: bool) -> dict[str, Any] | None:
-        """:meth:`unseen_address`, raising ``not_found`` instead with ``require_known``."""
+        :raises AgentLinkError: ``not_found`` instead of the warning with ``require_known``.
+        """
         from agent_link_core import presence
 
         scheme = address_scheme(recipient)
@@ -182,7 +181,7 @@ class Outbox:
     async def push(self, row: Any, options: Mapping[str, Any]) -> Delivery | None:
         """Offer a stored message to its recipient's harness; record delivery on evidence. A
         message a running wait of the recipient is about to return is left to that wait."""
-        from agent_link_core.handoff import HELD_EVENT
+        from agent_link_core.waits import HELD_EVENT
 
         scheme = address_scheme(row["recipient"])
         harness = self.harnesses.get(scheme)
@@ -339,7 +338,8 @@ class Outbox:
             "messageId": reply_row["id"] if reply_row is not None else None,
             "replyToMessageId": row["id"],
             "target": {"address": row["from_addr"], "harness": address_scheme(row["from_addr"])},
-            "delivery": _delivery_word(reply_row, delivery),
+            "delivery": "none" if reply_row is None else "delivered" if (delivery is not None and delivery.delivered)
+            or reply_row["first_delivered_at"] is not None else "queued",
             "resolution": state.resolution,
             "status": state.status,
             "late": bool(res.get("late")),
@@ -380,14 +380,6 @@ def escaped_size_warnings(body: str) -> list[dict[str, Any]]:
              "message": f"The body escapes to {escaped} characters in its envelope (characters such as < and & take several), "
                         f"more than the {MAX_ESCAPED_CHARS} one read may show: nothing is cut, but the recipient may read it in pages.",
              "details": {"bodyBytes": len(body.encode("utf-8")), "escapedChars": escaped, "limitChars": MAX_ESCAPED_CHARS}}]
-
-
-def _delivery_word(reply_row: Any, delivery: Delivery | None) -> str:
-    if reply_row is None:
-        return "none"
-    if (delivery is not None and delivery.delivered) or reply_row["first_delivered_at"] is not None:
-        return "delivered"
-    return "queued"
 
 
 def message_summary(app: App, outcome: SendOutcome) -> dict[str, Any]:

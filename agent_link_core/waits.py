@@ -1,10 +1,18 @@
-"""Waiting for an answer (``wait_for_agent``, ``agent-link wait``), and the hand-over between
-a running wait and the pushes that would deliver the same message. One :class:`Waits` per
-:class:`~agent_link_core.app.App` (``app.waits``).
+"""Waiting for an answer (``wait_for_agent``, ``agent-link wait``), and one path per message.
+One :class:`Waits` per :class:`~agent_link_core.app.App` (``app.waits``).
+
+A wait returns the message it waited for in its own result; a push of the same message to
+the recipient's host (by another process) would give it to the agent twice. So every running
+wait is noted in ``active_waits`` (who waits, for what, in which process), and a push in any
+process first asks :func:`held`; a held message is left to the wait, which pushes it when it
+ends without taking it (:meth:`Waits.wait`). Rows of dead processes are ignored, and removed
+by the next wait of the same address.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import time
 from collections.abc import Awaitable, Callable
 
@@ -12,13 +20,14 @@ from agent_link_core.errors import AgentLinkError
 from agent_link_core.lazy import LazyLogger
 from agent_link_core.mailbox import Visibility
 from agent_link_core.model import Caller, address_scheme
-from agent_link_core.store import now_ms
+from agent_link_core.store import Migration, now_ms
 from agent_link_core.wake import Wakeup
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
     from agent_link_core.app import App
+    from agent_link_core.store import Store
 
 log = LazyLogger("agent_link_core.app")  # the App's operations log under its name, as before the split
 
@@ -30,6 +39,24 @@ MAX_WAIT_PER_CALL_MS = 50_000
 Progress = Callable[[float, "float | None", "str | None"], Awaitable[None]]
 #: how often a wait whose client sent a progress token reports progress (keeps the call alive)
 PROGRESS_EVERY_MS = 10_000
+
+#: no wait runs longer than this (600 s asked for, plus its last poll and the push after it)
+MAX_WAIT_MS = 660_000
+#: the HELD event's kind: a push was left to a running wait
+HELD_EVENT = "held_for_wait"
+
+MIGRATIONS = (
+    Migration("core.waits", 1, """
+        CREATE TABLE active_waits (
+            id INTEGER PRIMARY KEY,
+            address TEXT NOT NULL,      -- who waits (the recipient of what it waits for)
+            key TEXT NOT NULL,          -- reply:<message id> | from:<address>
+            pid INTEGER NOT NULL,
+            started_at INTEGER NOT NULL
+        );
+        CREATE INDEX active_waits_address ON active_waits (address, key);
+        """),
+)
 
 
 class Waits:
@@ -47,12 +74,10 @@ class Waits:
 
     def held_by_wait(self, row: Any) -> bool:
         """True when a running wait of the message's recipient, in this process or another
-        (:mod:`agent_link_core.handoff`), is about to return this message."""
-        from agent_link_core import handoff
-
+        (:func:`held`), is about to return this message."""
         if f"reply:{row['reply_to']}" in self.waiting or f"from:{row['from_addr']}" in self.waiting:
             return True
-        return handoff.held(self.store, row)
+        return held(self.store, row)
 
     async def wait(
         self, *, caller: Caller, agent: str, reply_to: str | None = None, timeout_ms: int = 60_000, poll_ms: int = 1000,
@@ -63,15 +88,16 @@ class Waits:
         from ``agent`` to the caller, else the next one to arrive). A timeout is a normal outcome.
 
         :param timeout_ms: ms; ``poll_ms``: the fallback re-check interval when no commit wakes it.
-        :param mark: mark the returned reply delivered (via ``wait``); False for a caller that
-            does it once the reply reached its reader (:meth:`mark_taken`).
+        :param mark: mark the returned reply delivered (via ``wait``) unless the client that
+            asked is gone (:func:`client_gone`); False for a caller that does it once the reply
+            reached its reader (:meth:`mark_taken`).
         :param progress: the tool call's progress reporter: progress every
             :data:`PROGRESS_EVERY_MS`, up to ``timeout_ms``. Without one a call waits at most
             :data:`MAX_WAIT_PER_CALL_MS` (clients cut tool calls after about a minute), and
             the result says ``capped``.
         :param activity: without ``reply_to``, a check each poll that may end the wait with the
             target's own outcome (``turn_completed``, ``idle``: a harness's ``activity_check``).
-        :param held: the row :func:`agent_link_core.handoff.begin` noted for this wait before the
+        :param held: the row :func:`begin` noted for this wait before the
             awaited message was stored; the wait takes it over and ends it.
         :returns: ``outcome`` reply | declined | done | unresolved | expired | turn_completed |
             idle | timeout, the reply (enveloped) when there is one, ``capped`` and
@@ -98,9 +124,7 @@ class Waits:
         since = now_ms()
         key = f"reply:{reply_to}" if reply_to else f"from:{target}"
         self.waiting[key] = self.waiting.get(key, 0) + 1
-        from agent_link_core import handoff
-
-        noted = held if held is not None else handoff.begin(self.store, caller.address, key) if caller.known else None
+        noted = held if held is not None else begin(self.store, caller.address, key) if caller.known else None
         taken: str | None = None
         push_left = caller.known
         # Armed before the first check: a commit after that check wakes the wait at once (a
@@ -125,6 +149,8 @@ class Waits:
                     if warnings:
                         out["warnings"] = warnings
                     taken = (out.get("reply") or {}).get("id")
+                    if taken is not None and mark and client_gone():
+                        push_left = False  # nobody reads this answer: all it held stays queued, as on a cancel
                     return out
                 if progress is not None and waited >= next_progress:
                     await progress(waited, budget, "waiting")
@@ -141,14 +167,12 @@ class Waits:
             self.waiting[key] -= 1
             if not self.waiting[key]:
                 del self.waiting[key]
-            handoff.end(self.store, noted)
+            end(self.store, noted)
             if push_left:
                 await self._push_left_by_wait(caller.address, taken)
 
     async def _push_left_by_wait(self, address: str, taken: str | None) -> None:
         """Push what pushes left to a wait of ``address`` and it did not take (``taken``), unless another wait holds it."""
-        from agent_link_core.handoff import HELD_EVENT
-
         try:
             for row in self.mailbox.open_for(address, 50, undelivered_only=True):
                 if row["id"] != taken and self.mailbox.has_event(row["id"], HELD_EVENT) and not self.held_by_wait(row):
@@ -192,12 +216,13 @@ class Waits:
         return {"outcome": "reply", "reply": self._take_reply(caller, row["id"], mark), "arrivedBeforeWait": row["sent_at"] < since}
 
     def _take_reply(self, caller: Caller, reply_id: str, mark: bool = True) -> dict[str, Any]:
-        """A reply a wait returns, marked delivered unless ``mark`` is False (then :meth:`mark_taken` does it)."""
+        """A reply a wait returns, marked delivered unless ``mark`` is False (then :meth:`mark_taken`
+        does it) or the client that asked is gone (:func:`client_gone`: it stays undelivered)."""
         row = self.mailbox.stored(reply_id)
         shown = row["delivered_via"] if row["first_delivered_at"] is not None and row["delivered_via"] not in (None, "wait") else None
         if shown is None and self.mailbox.push_outcome(reply_id) == "accepted":
             shown = "accepted push"  # the host took a push and shows it in its own time: it is on its way
-        if shown is None and mark and self.mark_taken(caller, reply_id):
+        if shown is None and mark and not client_gone() and self.mark_taken(caller, reply_id):
             row = self.mailbox.stored(reply_id)
         view = self.mailbox.to_view(row)
         if shown is not None and caller.known and row["recipient"] == caller.address:
@@ -217,8 +242,74 @@ class Waits:
         return caller.known and row["recipient"] == caller.address and self.mailbox.mark_delivered(reply_id, "wait")
 
 
+def client_gone() -> bool:
+    """Whether the process that started this one (the MCP client of ``agent-link mcp``) has
+    died: this process was re-parented since ``entry.PARENT_PID`` was read, the check the
+    server's orphan watch makes. Its answer could not reach the client any more, so a wait
+    does not count the reply it found as delivered. False outside the console script."""
+    import sys
+
+    parent = getattr(sys.modules.get("agent_link_core.entry"), "PARENT_PID", None)
+    return parent is not None and os.getppid() != parent
+
+
 def wait_capped_warning(requested_ms: int, cap_ms: int = MAX_WAIT_PER_CALL_MS) -> dict[str, Any]:
     """The ``wait_capped`` warning of a wait cut to ``cap_ms``."""
     return {"code": "wait_capped", "details": {"requestedTimeoutMs": requested_ms, "waitedAtMostMs": cap_ms},
             "message": f"Without a progress token one call waits at most {cap_ms} ms; call again to keep waiting "
                        "(or send a progress token to wait up to timeoutMs)."}
+
+
+def begin(store: Store, address: str, key: str) -> int | None:
+    """Note a wait of ``address`` for ``key`` (``reply:<id>`` or ``from:<address>``) in this
+    process; rows of the same address left by dead processes go.
+
+    :returns: the row id for :func:`end`, or None when the database refused the write (the
+        wait runs anyway; pushes elsewhere will not know of it).
+    """
+    try:
+        with store.write(wait=False) as conn:
+            for row in conn.execute("SELECT id, pid, started_at FROM active_waits WHERE address = ?", (address,)).fetchall():
+                if not _live(row):
+                    conn.execute("DELETE FROM active_waits WHERE id = ?", (row["id"],))
+            cursor = conn.execute("INSERT INTO active_waits (address, key, pid, started_at) VALUES (?, ?, ?, ?)",
+                                  (address, key, os.getpid(), now_ms()))
+            return int(cursor.lastrowid or 0) or None
+    except AgentLinkError:
+        return None
+
+
+def end(store: Store, wait_id: int | None) -> None:
+    """Forget the wait :func:`begin` noted (a failed write leaves a row that dies with its process)."""
+    if wait_id is not None:
+        with contextlib.suppress(AgentLinkError), store.write() as conn:
+            conn.execute("DELETE FROM active_waits WHERE id = ?", (wait_id,))
+
+
+def any_live(store: Store, address: str) -> bool:
+    """Whether a wait of ``address`` runs in some process (False when the table cannot be
+    read): a read skips :func:`held` for each message when nobody waits."""
+    import sqlite3
+
+    try:
+        found = store.conn.execute("SELECT pid, started_at FROM active_waits WHERE address = ?", (address,)).fetchall()
+    except sqlite3.Error:
+        return False
+    return any(_live(w) for w in found)
+
+
+def held(store: Store, row: Any) -> bool:
+    """Whether a live wait of the message's recipient is about to return it: one waiting for
+    the answer to the message it answers, or for any message from its sender."""
+    keys = [f"from:{row['from_addr']}"] + ([f"reply:{row['reply_to']}"] if row["reply_to"] else [])
+    found = store.conn.execute(
+        f"SELECT pid, started_at FROM active_waits WHERE address = ? AND key IN ({', '.join('?' * len(keys))})",
+        (row["recipient"], *keys),
+    ).fetchall()
+    return any(_live(w) for w in found)
+
+
+def _live(wait: Any) -> bool:
+    from agent_link_core.presence import pid_alive
+
+    return now_ms() - int(wait["started_at"]) <= MAX_WAIT_MS and pid_alive(int(wait["pid"]))

@@ -99,11 +99,6 @@ class Wakeup:
         except Exception:  # no wake-ups here: the waiter polls  # noqa: BLE001
             self.close()
 
-    @property
-    def armed(self) -> bool:
-        """True when other processes' commits can wake this waiter."""
-        return self.path is not None
-
     def drain(self) -> None:
         """Read away the wake-ups received so far (call before re-reading the database)."""
         if self.fd is None:
@@ -114,7 +109,7 @@ class Wakeup:
 
     async def wait(self, timeout_s: float) -> bool:
         """Sleep until a commit wakes this waiter or ``timeout_s`` (seconds) passes; drains.
-        True when woken by a commit, False on timeout (or when not :attr:`armed`)."""
+        True when woken by a commit, False on timeout (or when no FIFO could be made)."""
         import asyncio
 
         if self.fd is None:

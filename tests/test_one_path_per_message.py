@@ -1,5 +1,5 @@
 """A message reaches its agent one way only (issue 29): one a running wait of the recipient is
-about to return is not pushed as well, whichever process pushes (agent_link_core/handoff.py);
+about to return is not pushed as well, whichever process pushes (agent_link_core/waits.py);
 what the wait did not take is pushed when it ends; a reply that already reached the agent
 another way is not repeated in the wait's result. (Real host: plugins/codex/tests.)"""
 
@@ -190,3 +190,25 @@ async def test_a_reply_a_wait_already_returned_is_not_pushed(apps: Any, plugin: 
     answered = await sender.reply(caller=CAROL, message_id=asked.message["id"], message="yes")
     assert reply_row is not None and plugin.stub.pushed == [] and sender.harnesses["stub"].pushed == []  # type: ignore[attr-defined]
     assert answered["delivery"] == "delivered"
+
+
+async def test_a_reply_found_after_the_client_died_stays_in_the_inbox(apps: Any, plugin: Plugin, monkeypatch: Any) -> None:
+    """A wait whose MCP client died (the server re-parented) returns into nothing: the reply it
+    found is not counted as delivered, nor pushed to the gone session; the inbox still has it."""
+    import os
+
+    from agent_link_core import entry
+
+    waiter, sender = apps
+    asked = await waiter.send(caller=ALICE, to="team:carol", body="ready?", anticipation="reply")
+    question = asked.message["id"]
+    task = asyncio.ensure_future(waiter.wait(caller=ALICE, agent="team:carol", reply_to=question, timeout_ms=20_000, poll_ms=200))
+    await waiting(waiter, f"reply:{question}")
+    monkeypatch.setattr(entry, "PARENT_PID", os.getppid() + 1)  # the client that started this process is gone
+    answered = await sender.reply(caller=CAROL, message_id=question, message="yes")
+    got = await task
+    assert got["outcome"] == "reply" and got["reply"]["id"] == answered["messageId"]
+    assert waiter.mailbox.stored(answered["messageId"])["delivered_at"] is None
+    assert plugin.stub.pushed == []
+    monkeypatch.setattr(entry, "PARENT_PID", os.getppid())  # the agent, served again, reads its inbox
+    assert [m["id"] for m in waiter.inbox(ALICE)["messages"]] == [answered["messageId"]]

@@ -155,9 +155,9 @@ def test_claim_is_exactly_once_across_processes(pusher: tuple[App, Pusher]) -> N
     mid = delivered(app)
     first = reminders.due_for(app.mailbox, TARGET)
     second = reminders.due_for(app.mailbox, TARGET)
-    assert first is not None and second is not None and first.message_ids == [mid]
+    assert first is not None and second is not None and [row["id"] for row, _ in first.due] == [mid]
     won = first.claim("a")
-    assert won is not None and won.items == [(mid, 1, "test:alice")] and won.highest == 1
+    assert won is not None and won.items == [(mid, 1, "test:alice")]
     assert second.claim("b") is None
     assert first.session_id == "s1" and first.harness == "fake-host"
 

@@ -141,7 +141,7 @@ def test_stale_fifos_are_removed_and_other_files_left_alone(tmp_path: Path) -> N
     db = tmp_path / "agent-link.db"
     folder = Path(wake.waiters_dir(db))
     with wake.Wakeup(db) as live:
-        assert live.armed and live.path is not None
+        assert live.path is not None
         os.mkfifo(folder / "4242-dead.fifo")  # its waiter died without removing it
         (folder / "note.fifo").write_bytes(b"keep")  # not a FIFO: never written into
         assert wake.notify(db) == 1
@@ -163,7 +163,7 @@ async def test_without_wake_ups_the_wait_polls(apps: dict[str, App], monkeypatch
     apps["alice"] = alice = make_app("test:alice")
     apps["bob"] = bob = make_app("test:bob")
     Path(wake.waiters_dir(alice.store.path)).write_text("in the way")
-    assert not wake.Wakeup(alice.store.path).armed
+    assert wake.Wakeup(alice.store.path).path is None
     sent = await call(alice, "message_agent", to="test:bob", message="ping")
     await call(bob, "reply_agent_link_message", messageId=sent["messageId"], message="pong")
     got = await alice.wait(caller=alice.caller(), agent="test:bob", reply_to=sent["messageId"], timeout_ms=WAIT_MS,

@@ -20,7 +20,7 @@ from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from agent_link_core import handoff
+from agent_link_core import waits
 from agent_link_core.boundary import Refused
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import SendOption, acall_harness
@@ -227,7 +227,7 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool:
     if args.get("waitForReply") and call.caller.known:
         # noted before the question is stored: a reply that comes before the wait below starts
         # is held for that wait, never also pushed to the sender while it waits
-        held = handoff.begin(app.store, call.caller.address, f"reply:{message_id}")
+        held = waits.begin(app.store, call.caller.address, f"reply:{message_id}")
     try:
         sending = app.send(
             caller=call.caller, to=args["to"], body=args["message"], anticipation=args.get("anticipation"),
@@ -290,7 +290,7 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool:
         return result
     finally:
         if held is not None:
-            handoff.end(app.store, held)
+            waits.end(app.store, held)
 
 
 # pushes of waitForReply sends that outlasted their call (kept referenced until they end)

@@ -16,7 +16,7 @@ import sys
 import time
 
 # the core's check, one copy: host plugins import it from here with the other process facts
-from agent_link_core.handoff import pid_alive as pid_alive
+from agent_link_core.presence import pid_alive as pid_alive
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

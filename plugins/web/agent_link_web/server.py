@@ -49,7 +49,7 @@ from starlette.staticfiles import StaticFiles
 
 from agent_link_core.app import App
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.visibility import Visibility
+from agent_link_core.mailbox import Visibility
 from agent_link_core.model import Caller
 from agent_link_web import views
 from agent_link_web.panels import panels
