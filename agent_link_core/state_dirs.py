@@ -1,5 +1,6 @@
 """Which state directories agent-link processes on this machine used lately: two processes with
-different ones keep two mailboxes, which health warns about. The record (advisory: a lost race
+different ones keep two mailboxes, which health warns about until the other dir goes unused
+for :data:`RECENT_MS`, is removed, or ``agent-link health --forget-state-dirs`` drops it. The record (advisory: a lost race
 drops one entry until the next use) is ``$XDG_CACHE_HOME/agent-link/state-dirs.json``
 (default ``~/.cache/agent-link``), ``{path: last use in ms since the epoch}``."""
 
@@ -42,6 +43,25 @@ def record(state_dir: str, env: Mapping[str, str] | None = None, now_ms: int | N
         write_json_object(path, known)  # private like every file agent-link makes, whatever the umask
     except (OSError, AgentLinkError):
         pass
+
+
+def forget_others(state_dir: str, env: Mapping[str, str] | None = None) -> list[str]:
+    """Drop every state directory but ``state_dir`` from the record (``agent-link health
+    --forget-state-dirs``; one still in use comes back with its next process): the paths dropped, sorted.
+
+    :raises AgentLinkError: ``state_io_error`` when the record cannot be rewritten.
+    """
+    from agent_link_core.json_files import state_io_error, write_json_object
+
+    path = registry_path(env)
+    known = _load(path)
+    dropped = sorted(p for p in known if p != state_dir)
+    if dropped:
+        try:
+            write_json_object(path, {p: t for p, t in known.items() if p == state_dir})
+        except OSError as exc:
+            raise state_io_error(path, exc) from exc
+    return dropped
 
 
 def others(state_dir: str, env: Mapping[str, str] | None = None, now_ms: int | None = None) -> list[dict[str, object]]:

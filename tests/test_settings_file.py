@@ -4,6 +4,7 @@ settings plugin's (plugins/settings/tests)."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -72,3 +73,16 @@ def test_health_warns_of_another_state_dir(tmp_path: Path) -> None:
     cli("health", env={**os.environ, "AGENT_LINK_STATE_DIR": str(tmp_path / "elsewhere")})
     done = cli("health")
     assert "another agent-link process recently used the state dir" in done.stdout and str(tmp_path / "elsewhere") in done.stdout
+    assert "agent-link health --forget-state-dirs" in done.stdout  # the way out, said where the warning is
+
+
+def test_health_forgets_the_other_state_dirs(tmp_path: Path) -> None:
+    elsewhere = str(tmp_path / "elsewhere")
+    cli("health", env={**os.environ, "AGENT_LINK_STATE_DIR": elsewhere})
+    done = cli("health", "--forget-state-dirs", "--json")
+    assert done.returncode == 0 and f"forgot the state dir {elsewhere}" in done.stderr
+    assert json.loads(done.stdout)["settings"]["otherStateDirs"] == []
+    again = cli("health")
+    assert "another agent-link process" not in again.stdout and os.environ["AGENT_LINK_STATE_DIR"] in state_dirs._load(state_dirs.registry_path())
+    cli("health", env={**os.environ, "AGENT_LINK_STATE_DIR": elsewhere})  # used again: warned again
+    assert elsewhere in cli("health").stdout
