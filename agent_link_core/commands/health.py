@@ -74,10 +74,10 @@ def health(ctx: click.Context, as_json: bool, ndjson: bool, forget_state_dirs: b
             fail(exc)
     app = get_app(ctx)
     if forget_state_dirs:
-        from agent_link_core.state_dirs import forget_others
+        from agent_link_core.settings_file import forget_other_state_dirs
 
         try:
-            for path in forget_others(app.config.state_dir, app.env):
+            for path in forget_other_state_dirs(app.config.state_dir, app.env):
                 click.echo(f"forgot the state dir {path}", err=True)  # stderr: --json prints one object
         except AgentLinkError as exc:
             fail(exc)
