@@ -126,8 +126,8 @@ class Context:
     """What a command reads of its invocation on the fast path (click's ``Context`` on the other):
     ``info_name``, ``parent``, ``command_path``, ``meta``, ``find_root()``, ``call_on_close()``."""
 
-    def __init__(self, info_name: str, parent: Context | None = None, usage: str = "") -> None:
-        self.info_name, self.parent, self.usage = info_name, parent, usage
+    def __init__(self, info_name: str, parent: Context | None = None) -> None:
+        self.info_name, self.parent = info_name, parent
         self.meta: dict[str, Any] = {}
         self.command_path: str = f"{parent.command_path} {info_name}" if parent is not None else info_name
         self.closers: list[Callable[[], Any]] = []
@@ -188,8 +188,6 @@ def run_fast(argv: list[str]) -> bool:
     if not argv or argv[0] not in FAST_COMMANDS or "--help" in argv:
         return False
     spec: Command = import_target(FAST_COMMANDS[argv[0]])
-    args = [p for p in spec.params if p.argument]
-    usage = " ".join(["[OPTIONS]", *(p.name.upper() if p.required else f"[{p.name.upper()}]" for p in args)])
     root = _current = Context("agent-link")
     if argv[0] in READERS:
         root.meta["read_only_ok"] = True
@@ -206,7 +204,7 @@ def run_fast(argv: list[str]) -> bool:
         values = parse(params, argv[1:])
         if values is None:
             return False
-        _current = Context(argv[0], root, usage)
+        _current = Context(argv[0], root)
         try:
             spec.callback(_current, **values)
         except KeyboardInterrupt:
@@ -506,11 +504,8 @@ def who_am_i(app: App, from_address: str | None, named: dict[str, Any], *, readi
         me = named_sender(app, explicit=from_address, named=given or None)
     except AgentLinkError as exc:
         fail(exc)
-    if reading and me.known:  # named or not, the reader must be proved (identity.prove_reader)
-        from agent_link_core.identity import prove_reader, reader_proved_here
-
-        if not reader_proved_here(app, me.address):
-            run_async(prove_reader(app, me.address))  # refused: one line, exit 1
+    if reading and me.known:  # named or not, the reader must be proved
+        prove_reading(app, me.address)
     return me
 
 
@@ -520,8 +515,7 @@ def as_caller(app: App, as_address: str | None) -> Any:
     address itself or a process with ``AGENT_LINK_INSPECT_ALL`` reads as it; a one-line
     error and exit otherwise)."""
     from agent_link_core.cli_text import address_error
-    from agent_link_core.identity import prove_reader, reader_proved_here
-    from agent_link_core.model import RUNTIME_SOURCES, Caller, address_scheme
+    from agent_link_core.model import Caller, address_scheme
 
     if as_address is None:
         me = app.caller()
@@ -531,12 +525,22 @@ def as_caller(app: App, as_address: str | None) -> Any:
         if problem is not None:
             fail(problem)
         me, address = Caller(as_address, "cli", address_scheme(as_address)), as_address
-    if address is not None and not reader_proved_here(app, address):
+    if address is not None:
+        prove_reading(app, address)
+    return me
+
+
+def prove_reading(app: App, address: str) -> None:
+    """End the command (one line, exit 1) unless this process may read the mail of ``address``
+    (:func:`agent_link_core.identity.prove_reader`)."""
+    from agent_link_core.identity import prove_reader, reader_proved_here
+    from agent_link_core.model import RUNTIME_SOURCES
+
+    if not reader_proved_here(app, address):
         # only a session its host names needs the host's proof (I/O); any other reader is
         # refused without awaiting anything, so without starting asyncio
         asks_host = (caller := app.caller()).known and caller.address == address and caller.source in RUNTIME_SOURCES
-        run_async(prove_reader(app, address), inline=not asks_host)  # refused: one line, exit 1
-    return me
+        run_async(prove_reader(app, address), inline=not asks_host)
 
 
 def guarded(run: Callable[[], Any]) -> Any:

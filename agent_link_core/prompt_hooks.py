@@ -119,12 +119,11 @@ def refresh(state_dir: str, hooks: Any, env: Any = None) -> None:
         write(path, data)
 
 
-def write(path: str, data: dict[str, Any]) -> bool:
-    """Write the registry atomically, private to the user; False when it cannot be written."""
+def write(path: str, data: dict[str, Any]) -> None:
+    """Write the registry atomically, private to the user; one that cannot be written is rebuilt next time."""
     from agent_link_core.json_files import write_json_object
 
     try:
         write_json_object(path, data)
-        return True
     except Exception:
-        return False
+        pass
