@@ -337,16 +337,22 @@ def emit(data: Any, as_json: bool, human: Any, ndjson: bool = False) -> None:
 def output_lost(exc: OSError, what: str = "") -> NoReturn:
     """End a command whose stdout could not be written (a closed pipe, a full disk): one
     stderr line saying so (``what`` adds what was left undone), exit 1. Stdout is pointed at
-    the null device first, so the interpreter's last flush of the unwritten rest adds nothing."""
+    the null device first (:func:`drop_stdout`)."""
+    drop_stdout()
+    reason = exc.strerror or type(exc).__name__
+    echo(f"agent-link: could not write the output ({reason}){'; ' + what if what else ''}.", err=True)
+    sys.exit(1)
+
+
+def drop_stdout() -> None:
+    """Point stdout at the null device, so the interpreter's last flush of what could not be
+    written adds no error (the hook's too: standard modules only)."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
     except (OSError, ValueError):  # no file descriptor (a test runner's stream)
         pass
-    reason = exc.strerror or type(exc).__name__
-    echo(f"agent-link: could not write the output ({reason}){'; ' + what if what else ''}.", err=True)
-    sys.exit(1)
 
 
 def show_then_mark(show: Any, mark: Any, what: str) -> Any:

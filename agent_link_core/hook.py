@@ -300,8 +300,10 @@ def main(argv: list[str]) -> int:
             sys.stdout.write(out)
             sys.stdout.flush()
         except OSError as exc:  # the host never got the note: what it claimed is due again
+            from agent_link_core.cli_run import drop_stdout
+
             _unclaim(contexts)
-            _drop_stdout()
+            drop_stdout()
             sys.stderr.write(f"agent-link hook: could not write the output ({exc.strerror or type(exc).__name__})\n")
     return 0
 
@@ -331,13 +333,3 @@ def _unclaim(contexts: list[HookContext]) -> None:
                 box.release_reminder(message_id, n, address)
             except Exception:  # fail open: at worst the reminder counts as shown, as before
                 pass
-
-
-def _drop_stdout() -> None:
-    """Point stdout at the null device, so the interpreter's last flush adds no error."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError):
-        pass
