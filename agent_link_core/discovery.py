@@ -14,7 +14,7 @@ upgrading or removing a distribution adds or removes a ``*.dist-info`` folder in
 them, which changes that time), and the modification time of each cached plugin's
 ``entry_points.txt``. When it differs, the entry points are scanned with
 :mod:`importlib.metadata` as before and the cache is rewritten. The same rule keeps the prompt
-hooks' registry current (:mod:`agent_link_core.prompt_hooks`).
+hooks' registry current (:mod:`agent_link_core.hook`).
 
 In-process callers (tests, programs embedding agent-link) leave :data:`USE_CACHE` off and always
 scan, so what they install or patch into :mod:`importlib.metadata` is seen at once. Standard
