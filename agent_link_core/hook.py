@@ -267,11 +267,10 @@ def adapter_module(state_dir: str, harness: str, env: Any = None) -> str | None:
     :raises Exception: whatever rebuilding the registry raises (the hook fails open).
     """
     disabled = disabled_names(env)
-    path = registry_path(state_dir)
     current = fingerprint(disabled)
-    data = read_json_object(path)
+    data = read_json_object(registry_path(state_dir))
     if data is None or data.get("fingerprint") != current:
-        data = rebuild_registry(path, current, env)
+        data = rebuild_registry(state_dir, current, env)
     entry = data.get("adapters", {}).get(harness)
     if not isinstance(entry, dict) or entry.get("plugin") in disabled:
         return None
@@ -279,10 +278,10 @@ def adapter_module(state_dir: str, harness: str, env: Any = None) -> str | None:
     return module if is_module_path(module) else None
 
 
-def rebuild_registry(path: str, current: list[Any], env: Any = None) -> dict[str, Any]:
+def rebuild_registry(state_dir: str, current: list[Any], env: Any = None) -> dict[str, Any]:
     """Collect the adapters of the plugins that load now and write the registry. An adapter
-    counts only when its plugin passes every start-up registration (:func:`registered`, run
-    with just the core and the plugins that have adapters, within :data:`REBUILD_BUDGET_MS`).
+    counts only when its plugin passes every start-up registration (:func:`refresh_registry`,
+    run with just the core and the plugins that have adapters, within :data:`REBUILD_BUDGET_MS`).
 
     :returns: the registry, also when the file could not be written (rebuilt next time).
     """
@@ -294,26 +293,25 @@ def rebuild_registry(path: str, current: list[Any], env: Any = None) -> dict[str
     env[TIMEOUT_ENV] = str(REBUILD_BUDGET_MS if budget == 0 else min(budget, REBUILD_BUDGET_MS))
     hooks = Hooks(build_plugin_manager(env=env)[0])
     hooks.only({*DEFAULT_PLUGINS, *(plugin for _, plugin in hooks.prompt_hooks().values())})
-    data = {"fingerprint": current, "adapters": registered(hooks)}
-    write_registry(path, data)
-    return data
+    return refresh_registry(state_dir, hooks, env, current)
 
 
-def registered(hooks: Any) -> dict[str, dict[str, str]]:
-    """``{harness: {"module", "plugin"}}`` of the adapters whose plugins pass every start-up
-    registration (run first, or read when this process ran them)."""
+def refresh_registry(state_dir: str, hooks: Any, env: Any = None, current: list[Any] | None = None) -> dict[str, Any]:
+    """Rewrite the registry from ``hooks`` (a :class:`~agent_link_core.plugins.Hooks`) when it
+    differs: the MCP server does it at start, so the first prompt pays no rebuild and a plugin
+    that only overran the hook's budget comes back. Adapters count whose plugins pass every
+    start-up registration (run first, or read when this process ran them).
+
+    :param current: the fingerprint, when the caller has it (default: computed now).
+    :returns: the registry, also when the file could not be written (rebuilt next time).
+    """
     hooks.harnesses(), hooks.settings(), hooks.migrations(), hooks.tools()
-    return {hook.harness: {"module": hook.module, "plugin": plugin} for hook, plugin in hooks.prompt_hooks().values()}
-
-
-def refresh_registry(state_dir: str, hooks: Any, env: Any = None) -> None:
-    """Rewrite the registry from ``hooks`` (the process's
-    :class:`~agent_link_core.plugins.Hooks`) when it differs: the MCP server does it at start,
-    so the first prompt pays no rebuild and a plugin that only overran the hook's budget comes back."""
+    adapters = {hook.harness: {"module": hook.module, "plugin": plugin} for hook, plugin in hooks.prompt_hooks().values()}
+    data = {"fingerprint": fingerprint(disabled_names(env)) if current is None else current, "adapters": adapters}
     path = registry_path(state_dir)
-    data = {"fingerprint": fingerprint(disabled_names(env)), "adapters": registered(hooks)}
     if read_json_object(path) != data:
         write_registry(path, data)
+    return data
 
 
 def write_registry(path: str, data: dict[str, Any]) -> None:
