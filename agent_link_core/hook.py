@@ -324,28 +324,26 @@ def write_registry(path: str, data: dict[str, Any]) -> None:
         pass
 
 
-def run(host: str, event: str, raw: str, contexts: list[HookContext] | None = None) -> str:
-    """Compute the hook's stdout for ``raw`` stdin; raises on any failure (``main`` hides it).
+def run(host: str, event: str, raw: str) -> tuple[str, HookContext | None]:
+    """Compute the hook's stdout for ``raw`` stdin, with the adapter's :class:`HookContext`
+    (what it claimed; None when no adapter ran); raises on any failure (``main`` hides it).
 
     :param host: the harness name whose adapter answers (``[a-z][a-z0-9-]{0,31}``).
     :param event: the host's event name.
     :param raw: the host's hook JSON (an object; anything else prints nothing).
-    :param contexts: the adapter's :class:`HookContext` is appended here (what it claimed).
     """
     if not is_harness_name(host) or not is_event_name(event):
-        return ""
+        return "", None
     payload = loads(raw) if raw.strip() else {}
     if not isinstance(payload, dict):
-        return ""
+        return "", None
     config = load_config()
     if not os.path.isdir(config.state_dir):  # no state yet: no mail to note, nothing to write
-        return ""
+        return "", None
     module = adapter_module(os.fspath(config.state_dir), host)
     if module is None:
-        return ""
+        return "", None
     ctx = HookContext(config)
-    if contexts is not None:
-        contexts.append(ctx)
     previous = _bound(ADAPTER_BUDGET_S)
     try:  # the plugin's adapter: bounded, so a hanging one never holds the host's prompt
         result = importlib.import_module(module).handle(event, payload, ctx)
@@ -355,7 +353,7 @@ def run(host: str, event: str, raw: str, contexts: list[HookContext] | None = No
     out = dumps(result) + "\n" if result is not None else ""
     if len(out) > MAX_OUTPUT_CHARS:
         raise ValueError(f"the adapter answered {len(out)} characters; at most {MAX_OUTPUT_CHARS} are printed")
-    return out
+    return out, ctx
 
 
 def is_event_name(value: str) -> bool:
@@ -396,21 +394,19 @@ def main(argv: list[str]) -> int:
     if len(argv) != 2:
         sys.stderr.write("usage: agent-link hook <host> <event>  (reads the host's hook JSON on stdin)\n")
         return 0
-    contexts: list[HookContext] = []
     try:
-        raw = sys.stdin.read(MAX_STDIN_BYTES)
-        out = run(argv[0], argv[1], raw, contexts)
+        out, ctx = run(argv[0], argv[1], sys.stdin.read(MAX_STDIN_BYTES))
     except BaseException as exc:  # fail open (a plugin's SystemExit too): the prompt goes on without our note
         sys.stderr.write(f"agent-link hook: {_said(exc)}; nothing was done, the host goes on without agent-link's note\n")
         return 0
-    if out:
+    if out and ctx is not None:
         try:
             sys.stdout.write(out)
             sys.stdout.flush()
         except OSError as exc:  # the host never got the note: what it claimed is due again
             from agent_link_core.cli_run import drop_stdout
 
-            _unclaim(contexts)
+            _unclaim(ctx)
             drop_stdout()
             sys.stderr.write(f"agent-link hook: could not write the output ({exc.strerror or type(exc).__name__})\n")
     return 0
@@ -433,11 +429,10 @@ def _said(exc: BaseException) -> str:
     return f"an unexpected fault ({type(exc).__name__}: {exc})"
 
 
-def _unclaim(contexts: list[HookContext]) -> None:
-    for ctx in contexts:
-        box = ctx.mailbox if ctx.claimed else None
-        for message_id, n, address in ctx.claimed if box is not None else ():
-            try:
-                box.release_reminder(message_id, n, address)
-            except Exception:  # fail open: at worst the reminder counts as shown, as before
-                pass
+def _unclaim(ctx: HookContext) -> None:
+    box = ctx.mailbox if ctx.claimed else None
+    for message_id, n, address in ctx.claimed if box is not None else ():
+        try:
+            box.release_reminder(message_id, n, address)
+        except Exception:  # fail open: at worst the reminder counts as shown, as before
+            pass
