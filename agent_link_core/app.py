@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from functools import cached_property, partial
 
 from agent_link_core.lazy import LazyLogger
-from agent_link_core import boundary, state_dirs
+from agent_link_core import boundary
 from agent_link_core.config import Config, load_config
 from agent_link_core.envelope import render_inbox
 from agent_link_core.errors import AgentLinkError
@@ -23,7 +23,7 @@ from agent_link_core.harness_decl import HarnessDeclaration, HarnessTable
 from agent_link_core.mailbox import Mailbox, Visibility, parse_iso_ms
 from agent_link_core.model import EXTERNAL, Caller, Session, address_scheme, is_ulid
 from agent_link_core.plugins import Hooks, PluginReport, build_plugin_manager
-from agent_link_core.settings_file import with_settings
+from agent_link_core.settings_file import record_state_dir, with_settings
 from agent_link_core.lazy_plugins import MigrationUnavailable
 from agent_link_core.store import Migration, Store, ensure_private_dir
 
@@ -193,7 +193,7 @@ class App:
         if hooks is None:
             hooks = Hooks(*build_plugin_manager(env=env, extra_plugins=extra_plugins))
         config = load_config(env, hooks.settings())
-        state_dirs.record(config.state_dir, env)
+        record_state_dir(config.state_dir, env)
         configure_logging(config)
         if config.get("AGENT_LINK_DEBUG"):
             hooks.trace = log.debug

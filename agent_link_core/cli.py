@@ -21,10 +21,6 @@ from agent_link_core.cli_run import (EXIT_HELP, EXIT_MANY, EXIT_NONE, EXIT_TIMEO
                                      guarded, import_target, interrupted, open_app, plugin_hooks, run_async, sender_options, usage_line, who_am_i)
 from agent_link_core.errors import AgentLinkError
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from agent_link_core.app import App
-
 
 class WholeRange(click.IntRange):
     """An integer range that refuses a non-number as "not a valid integer" (click says "integer range")."""
@@ -75,17 +71,6 @@ CORE_COMMANDS = {
 SELF_CONTAINED = ("mcp", "hook")
 
 
-class CoreCommand(click.Command):
-    """A core command's placeholder until it is looked up, so no plugin can take its name.
-
-    :param target: ``"module:attribute"`` of the real command.
-    """
-
-    def __init__(self, name: str, target: str) -> None:
-        super().__init__(name)
-        self.target = target
-
-
 class AgentLinkGroup(click.Group):
     """Root group: imports a core command when it is looked up, and loads the plugins'
     commands the first time any but the self-contained ones is looked up."""
@@ -94,8 +79,9 @@ class AgentLinkGroup(click.Group):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        for name, target in CORE_COMMANDS.items():
-            self.add_command(CoreCommand(name, target))
+        self._unloaded = dict(CORE_COMMANDS)  # name -> target of the placeholders
+        for name in CORE_COMMANDS:
+            self.add_command(click.Command(name))  # a placeholder until looked up: no plugin can take its name
 
     def invoke(self, ctx: click.Context) -> Any:
         """Run the command; Ctrl-C ends it with :func:`interrupted` (exit 130, one line)."""
@@ -109,10 +95,10 @@ class AgentLinkGroup(click.Group):
         # invocation (another in this process may load other plugins)
         import copy
 
-        placeholder = self.commands.get(name)
-        if not isinstance(placeholder, CoreCommand):
+        target = self._unloaded.pop(name, None)
+        if target is None:
             return
-        declared = import_target(placeholder.target)
+        declared = import_target(target)
         if isinstance(declared, Command):
             self.commands[name] = click_command(declared)
             return
@@ -139,7 +125,11 @@ class AgentLinkGroup(click.Group):
             self._load_plugin_commands(ctx, for_health=cmd_name == "health")
         command = super().get_command(ctx, cmd_name)
         if command is not None and getattr(command.callback, "__agent_link_sender_options__", False):
-            _add_sender_options(command, get_app(ctx))
+            present = {p.name for p in command.params}
+            for option in sender_options(get_app(ctx)):
+                if option.param not in present:
+                    command.params.append(click.Option([option.flag], help=option.help))
+                    present.add(option.param)
         return command
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -147,14 +137,6 @@ class AgentLinkGroup(click.Group):
             self._load_core_command(name)
         self._load_plugin_commands(ctx)
         return super().list_commands(ctx)
-
-
-def _add_sender_options(command: click.Command, app: App) -> None:
-    present = {p.name for p in command.params}
-    for option in sender_options(app):
-        if option.param not in present:
-            command.params.append(click.Option([option.flag], help=option.help))
-            present.add(option.param)
 
 
 def build_cli() -> click.Group:

@@ -1,5 +1,5 @@
 """What the ``agent-link`` commands share, without click: running a core command on the fast
-path, the App of an invocation, one-line errors, output.
+path, the App of an invocation, one-line errors, output, showing and waiting for messages.
 
 A core command is declared once as data (:func:`command`, with :func:`option` and
 :func:`argument`). :func:`run_fast` parses the hot commands' arguments with that declaration
@@ -126,8 +126,8 @@ class Context:
     """What a command reads of its invocation on the fast path (click's ``Context`` on the other):
     ``info_name``, ``parent``, ``command_path``, ``meta``, ``find_root()``, ``call_on_close()``."""
 
-    def __init__(self, info_name: str, parent: Context | None = None, usage: str = "") -> None:
-        self.info_name, self.parent, self.usage = info_name, parent, usage
+    def __init__(self, info_name: str, parent: Context | None = None) -> None:
+        self.info_name, self.parent = info_name, parent
         self.meta: dict[str, Any] = {}
         self.command_path: str = f"{parent.command_path} {info_name}" if parent is not None else info_name
         self.closers: list[Callable[[], Any]] = []
@@ -188,8 +188,6 @@ def run_fast(argv: list[str]) -> bool:
     if not argv or argv[0] not in FAST_COMMANDS or "--help" in argv:
         return False
     spec: Command = import_target(FAST_COMMANDS[argv[0]])
-    args = [p for p in spec.params if p.argument]
-    usage = " ".join(["[OPTIONS]", *(p.name.upper() if p.required else f"[{p.name.upper()}]" for p in args)])
     root = _current = Context("agent-link")
     if argv[0] in READERS:
         root.meta["read_only_ok"] = True
@@ -206,7 +204,7 @@ def run_fast(argv: list[str]) -> bool:
         values = parse(params, argv[1:])
         if values is None:
             return False
-        _current = Context(argv[0], root, usage)
+        _current = Context(argv[0], root)
         try:
             spec.callback(_current, **values)
         except KeyboardInterrupt:
@@ -339,16 +337,22 @@ def emit(data: Any, as_json: bool, human: Any, ndjson: bool = False) -> None:
 def output_lost(exc: OSError, what: str = "") -> NoReturn:
     """End a command whose stdout could not be written (a closed pipe, a full disk): one
     stderr line saying so (``what`` adds what was left undone), exit 1. Stdout is pointed at
-    the null device first, so the interpreter's last flush of the unwritten rest adds nothing."""
+    the null device first (:func:`drop_stdout`)."""
+    drop_stdout()
+    reason = exc.strerror or type(exc).__name__
+    echo(f"agent-link: could not write the output ({reason}){'; ' + what if what else ''}.", err=True)
+    sys.exit(1)
+
+
+def drop_stdout() -> None:
+    """Point stdout at the null device, so the interpreter's last flush of what could not be
+    written adds no error (the hook's too: standard modules only)."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
     except (OSError, ValueError):  # no file descriptor (a test runner's stream)
         pass
-    reason = exc.strerror or type(exc).__name__
-    echo(f"agent-link: could not write the output ({reason}){'; ' + what if what else ''}.", err=True)
-    sys.exit(1)
 
 
 def show_then_mark(show: Any, mark: Any, what: str) -> Any:
@@ -364,6 +368,86 @@ def show_then_mark(show: Any, mark: Any, what: str) -> Any:
     except OSError as exc:
         output_lost(exc, what)
     return mark()
+
+
+def print_messages(app: App, views: list[dict[str, Any]], show_envelope: bool) -> None:
+    """Print messages for people (:func:`~agent_link_core.cli_text.message_lines`), or their envelopes."""
+    from agent_link_core.cli_text import message_lines
+
+    rows = {row["id"]: row for row in app.mailbox.rows([view["id"] for view in views])}  # one query, not one per message
+    for view in views:
+        row = rows[view["id"]]
+        if show_envelope:  # the one the read rendered (conversation, wait), else rendered now
+            echo(view.get("envelope") or app.mailbox.envelope(row))
+        else:
+            echo("\n".join(message_lines(view, row["body"])))
+
+
+def wait_all(app: App, caller: Any, message_id: str, timeout_ms: int, announce: str | None = None) -> dict[str, Any]:
+    """Wait for a resolution for the whole ``timeout_ms`` (one ``App.wait`` stops at its cap).
+
+    :param announce: a stderr line printed once the event loop exists (a Ctrl-C after it
+        stops the wait with KeyboardInterrupt, not a loop half built).
+    :raises SystemExit: exit 1 with one line for an AgentLinkError (:func:`fail`).
+    """
+    import asyncio
+    import time
+
+    deadline = time.monotonic() + timeout_ms / 1000
+    with asyncio.Runner() as runner:
+        if announce:
+            echo(announce, err=True)
+        while True:
+            left = max(0, int((deadline - time.monotonic()) * 1000))
+            try:
+                data = runner.run(app.wait(caller=caller, agent=message_id, reply_to=message_id, timeout_ms=left, mark=False))
+            except AgentLinkError as exc:
+                fail(exc)
+            data["warnings"] = [w for w in data.get("warnings", []) if w.get("code") != "wait_capped"]
+            if not data["warnings"]:
+                del data["warnings"]
+            if data["outcome"] != "timeout" or time.monotonic() >= deadline:
+                data["waitedMs"] = timeout_ms - left + data["waitedMs"]
+                return data
+
+
+def not_marked(exc: AgentLinkError, undone: str) -> NoReturn:
+    """End a read whose output was written but not marked read: one stderr line, exit 1.
+
+    :param undone: what was shown and stays unread, and when it shows again.
+    """
+    first = exc.message[:1].lower() if exc.message[1:2].islower() else exc.message[:1]  # "The" -> "the"; "SQLite" stays
+    fail(AgentLinkError(exc.code, f"{undone}: {first}{exc.message[1:]}", exc.details, exc.hint))
+
+
+def mark_reply(app: App, me: Any, data: dict[str, Any]) -> None:
+    """Mark delivered the reply a wait returned (once shown), unless reading as another agent."""
+    from agent_link_core.identity import reads_own_mail
+
+    if data.get("reply") and app.read_only is not None:  # known before trying: the read stands, as an inbox read's
+        echo(f"warning: {app.read_only.message} The reply shown was not marked read.", err=True)
+    elif data.get("reply") and reads_own_mail(app, me.address):
+        try:
+            app.mark_taken(me, data["reply"]["id"])
+        except AgentLinkError as exc:
+            not_marked(exc, "the reply shown was not marked read (the next wait for it shows it again)")
+
+
+def print_wait(app: App, d: dict[str, Any], show_envelope: bool) -> None:
+    """Print a wait's answer (:func:`wait_all`) for people."""
+    echo(f"{d['outcome']} after {d['waitedMs']} ms")
+    if d.get("reply"):
+        print_messages(app, [d["reply"]], show_envelope)
+
+
+def message_text(text: str | None, file: str | None) -> str:
+    """The message text of TEXT or ``--file`` (:func:`~agent_link_core.cli_text.read_body`); a refusal ends the command."""
+    from agent_link_core.cli_text import read_body
+
+    try:
+        return read_body(text, file, sys.stdin.buffer)
+    except AgentLinkError as exc:
+        fail(exc)
 
 
 def run_async(coro: Any, inline: bool = False) -> Any:
@@ -405,11 +489,6 @@ def sender_options(app: App) -> list[Any]:
     return list(seen.values())
 
 
-def option_param(flag: str) -> str:
-    """The click parameter name of ``--a-flag`` (``a_flag``)."""
-    return flag.lstrip("-").replace("-", "_")
-
-
 def who_am_i(app: App, from_address: str | None, named: dict[str, Any], *, reading: bool = False) -> Any:
     """The caller a command acts as: ``--from`` / a harness's sender options, else the
     current session. With ``reading`` (the command shows mail) the reader, named or not,
@@ -424,18 +503,15 @@ def who_am_i(app: App, from_address: str | None, named: dict[str, Any], *, readi
         value = named.get(option_.param)
         if value is None:
             continue
-        if option_.requires and named.get(option_param(option_.requires)) is None:
+        if option_.requires and named.get(option_.requires.lstrip("-").replace("-", "_")) is None:
             usage_error(f"{option_.flag} needs {option_.requires}")
         given[option_.key] = value
     try:
         me = named_sender(app, explicit=from_address, named=given or None)
     except AgentLinkError as exc:
         fail(exc)
-    if reading and me.known:  # named or not, the reader must be proved (identity.prove_reader)
-        from agent_link_core.identity import prove_reader, reader_proved_here
-
-        if not reader_proved_here(app, me.address):
-            run_async(prove_reader(app, me.address))  # refused: one line, exit 1
+    if reading and me.known:  # named or not, the reader must be proved
+        prove_reading(app, me.address)
     return me
 
 
@@ -445,8 +521,7 @@ def as_caller(app: App, as_address: str | None) -> Any:
     address itself or a process with ``AGENT_LINK_INSPECT_ALL`` reads as it; a one-line
     error and exit otherwise)."""
     from agent_link_core.cli_text import address_error
-    from agent_link_core.identity import prove_reader, reader_proved_here
-    from agent_link_core.model import RUNTIME_SOURCES, Caller, address_scheme
+    from agent_link_core.model import Caller, address_scheme
 
     if as_address is None:
         me = app.caller()
@@ -456,12 +531,22 @@ def as_caller(app: App, as_address: str | None) -> Any:
         if problem is not None:
             fail(problem)
         me, address = Caller(as_address, "cli", address_scheme(as_address)), as_address
-    if address is not None and not reader_proved_here(app, address):
+    if address is not None:
+        prove_reading(app, address)
+    return me
+
+
+def prove_reading(app: App, address: str) -> None:
+    """End the command (one line, exit 1) unless this process may read the mail of ``address``
+    (:func:`agent_link_core.identity.prove_reader`)."""
+    from agent_link_core.identity import prove_reader, reader_proved_here
+    from agent_link_core.model import RUNTIME_SOURCES
+
+    if not reader_proved_here(app, address):
         # only a session its host names needs the host's proof (I/O); any other reader is
         # refused without awaiting anything, so without starting asyncio
         asks_host = (caller := app.caller()).known and caller.address == address and caller.source in RUNTIME_SOURCES
-        run_async(prove_reader(app, address), inline=not asks_host)  # refused: one line, exit 1
-    return me
+        run_async(prove_reader(app, address), inline=not asks_host)
 
 
 def guarded(run: Callable[[], Any]) -> Any:

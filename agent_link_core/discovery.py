@@ -9,7 +9,7 @@ one file per Python environment, and read from there while its :func:`fingerprin
 interpreter prefix, each ``sys.path`` directory's modification time (installing, upgrading or
 removing a distribution adds or removes a ``*.dist-info`` folder in one of them) and that of each
 cached plugin's ``entry_points.txt``. Else they are scanned and the cache rewritten. The same rule
-keeps the prompt hooks' registry current (:mod:`agent_link_core.prompt_hooks`). In-process callers
+keeps the prompt hooks' registry current (:mod:`agent_link_core.hook`). In-process callers
 (tests, programs embedding agent-link) leave the cache off, so what they install or patch is seen
 at once. Standard modules only: this runs before anything heavy. The same cache holds
 :data:`FRONT_GROUP`, the MCP start-up front (:func:`mcp_front`), started before click loads.

@@ -4,19 +4,24 @@ Reads the host's hook JSON on stdin, asks the host's adapter what to print, prin
 host's hook JSON on stdout, and exits 0 whatever happens: a hook must never block a prompt.
 It imports no mcp, pydantic, click or pluggy, nor typing, dataclasses, logging, pathlib,
 re, json or enum: only light standard modules and the core's modules written for this path
-(config, addresses, the registry; ``tests/test_hook.py`` checks the list). Mail is read with
+(config, addresses, json_files; ``tests/test_hook.py`` checks the list). Mail is read with
 :mod:`sqlite3` alone (:class:`HookContext`): the envelope loads when there is a note to word,
 the store, mailbox and reminders when a reminder may be due; an adapter that never asks, like
 an edit guard, loads none of them.
 
 A harness plugin declares its host's adapter with ``agent_link_register_prompt_hooks``: a
 module with ``handle(event: str, payload: dict, ctx: HookContext) -> dict | None``; the
-returned dict is printed as JSON, ``None`` prints nothing. The hook finds it through the
-registry of :mod:`agent_link_core.prompt_hooks` (no entry-point scan, no pluggy), which is
-rebuilt whenever installed or disabled plugins change: a plugin named in
-``AGENT_LINK_DISABLE_PLUGINS`` or no longer installed never has its adapter run. Adapters use
-:class:`HookContext` for everything that touches the mailbox, so every host gets the same
-notes and the same exactly-once rules (:mod:`agent_link_core.reminders`).
+returned dict is printed as JSON, ``None`` prints nothing. Adapters use :class:`HookContext`
+for everything that touches the mailbox, so every host gets the same notes and the same
+exactly-once rules (:mod:`agent_link_core.reminders`).
+
+The hook finds the adapter without an entry-point scan or pluggy: the adapters are kept in a
+registry file, ``<state dir>/prompt-hooks/<environment key>.json`` (one per Python
+environment), with a fingerprint of what decides which plugins load: the interpreter prefix,
+the disabled plugins and the modification time of each ``sys.path`` directory (installing a
+distribution changes one). When the fingerprint differs, the registry is rebuilt through the
+plugin manager before anything runs, so a plugin named in ``AGENT_LINK_DISABLE_PLUGINS`` or
+no longer installed never has its adapter run.
 """
 
 from __future__ import annotations
@@ -25,11 +30,11 @@ import importlib
 import os
 import sys
 import time
+import zlib
 
 from agent_link_core.config import load_config
-from agent_link_core.addresses import is_address, is_harness_name
-from agent_link_core.json_files import dumps, ensure_private_dir, loads
-from agent_link_core.prompt_hooks import adapter_module
+from agent_link_core.addresses import is_address, is_harness_name, is_module_path
+from agent_link_core.json_files import dumps, ensure_private_dir, loads, read_json_object
 
 _EVENT_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
 MAX_STDIN_BYTES = 4 * 1024 * 1024
@@ -216,28 +221,129 @@ def last_runs(state_dir: str | os.PathLike[str]) -> dict[str, int]:
     return out
 
 
-def run(host: str, event: str, raw: str, contexts: list[HookContext] | None = None) -> str:
-    """Compute the hook's stdout for ``raw`` stdin; raises on any failure (``main`` hides it).
+#: the prompt hooks' registry file's format version; a file of another version is rebuilt
+FORMAT = 1
+#: the budget (ms) of each plugin call while the hook rebuilds the registry (the host waits 5 s at most)
+REBUILD_BUDGET_MS = 2000
+
+
+def disabled_names(env: Any = None) -> list[str]:
+    """Plugin names in ``AGENT_LINK_DISABLE_PLUGINS``, sorted, and ``=only:<names>`` when
+    ``AGENT_LINK_LOAD_PLUGINS`` names the only plugins to load."""
+    source = os.environ if env is None else env
+    raw = source.get("AGENT_LINK_DISABLE_PLUGINS", "")
+    names = sorted({part for part in raw.replace(",", " ").split() if part})
+    only = source.get("AGENT_LINK_LOAD_PLUGINS")
+    if only is not None:
+        names.append("=only:" + ",".join(sorted({p for p in only.replace(",", " ").split() if p})))
+    return names
+
+
+def registry_path(state_dir: str) -> str:
+    """The registry file of this Python environment inside ``state_dir``."""
+    key = f"{zlib.crc32(sys.prefix.encode('utf-8', 'surrogateescape')):08x}"
+    return os.path.join(state_dir, "prompt-hooks", f"{key}.json")
+
+
+def fingerprint(disabled: list[str]) -> list[Any]:
+    """What decides which plugins load, as JSON-comparable lists (see the module doc); the
+    current directory (``python -c`` / ``-m`` put it first on ``sys.path``) is left out."""
+    entries = sys.path[1:] if sys.path and sys.path[0] in ("", os.getcwd()) else sys.path
+    dirs = []
+    for entry in entries:
+        try:
+            dirs.append([entry, os.stat(entry).st_mtime_ns])
+        except OSError:
+            dirs.append([entry, None])
+    return [FORMAT, sys.prefix, disabled, dirs]
+
+
+def adapter_module(state_dir: str, harness: str, env: Any = None) -> str | None:
+    """The module that answers ``harness``'s prompt hooks, or None when no loaded plugin has one.
+
+    :param state_dir: agent-link's state directory (the registry lives under it).
+    :param harness: the harness name from the command line.
+    :param env: the environment to read ``AGENT_LINK_DISABLE_PLUGINS`` from (default: process).
+    :raises Exception: whatever rebuilding the registry raises (the hook fails open).
+    """
+    disabled = disabled_names(env)
+    current = fingerprint(disabled)
+    data = read_json_object(registry_path(state_dir))
+    if data is None or data.get("fingerprint") != current:
+        data = rebuild_registry(state_dir, current, env)
+    entry = data.get("adapters", {}).get(harness)
+    if not isinstance(entry, dict) or entry.get("plugin") in disabled:
+        return None
+    module = entry.get("module")
+    return module if is_module_path(module) else None
+
+
+def rebuild_registry(state_dir: str, current: list[Any], env: Any = None) -> dict[str, Any]:
+    """Collect the adapters of the plugins that load now and write the registry. An adapter
+    counts only when its plugin passes every start-up registration (:func:`refresh_registry`,
+    run with just the core and the plugins that have adapters, within :data:`REBUILD_BUDGET_MS`).
+
+    :returns: the registry, also when the file could not be written (rebuilt next time).
+    """
+    from agent_link_core.boundary import CORE_PLUGIN, TIMEOUT_ENV, timeout_from_env
+    from agent_link_core.plugins import Hooks, build_plugin_manager
+
+    env = dict(os.environ if env is None else env)
+    budget = timeout_from_env(env)
+    env[TIMEOUT_ENV] = str(REBUILD_BUDGET_MS if budget == 0 else min(budget, REBUILD_BUDGET_MS))
+    hooks = Hooks(build_plugin_manager(env=env)[0])
+    hooks.only({CORE_PLUGIN, *(plugin for _, plugin in hooks.prompt_hooks().values())})
+    return refresh_registry(state_dir, hooks, env, current)
+
+
+def refresh_registry(state_dir: str, hooks: Any, env: Any = None, current: list[Any] | None = None) -> dict[str, Any]:
+    """Rewrite the registry from ``hooks`` (a :class:`~agent_link_core.plugins.Hooks`) when it
+    differs: the MCP server does it at start, so the first prompt pays no rebuild and a plugin
+    that only overran the hook's budget comes back. Adapters count whose plugins pass every
+    start-up registration (run first, or read when this process ran them).
+
+    :param current: the fingerprint, when the caller has it (default: computed now).
+    :returns: the registry, also when the file could not be written (rebuilt next time).
+    """
+    hooks.harnesses(), hooks.settings(), hooks.migrations(), hooks.tools()
+    adapters = {hook.harness: {"module": hook.module, "plugin": plugin} for hook, plugin in hooks.prompt_hooks().values()}
+    data = {"fingerprint": fingerprint(disabled_names(env)) if current is None else current, "adapters": adapters}
+    path = registry_path(state_dir)
+    if read_json_object(path) != data:
+        write_registry(path, data)
+    return data
+
+
+def write_registry(path: str, data: dict[str, Any]) -> None:
+    """Write the registry atomically, private to the user; one that cannot be written is rebuilt next time."""
+    from agent_link_core.json_files import write_json_object
+
+    try:
+        write_json_object(path, data)
+    except Exception:
+        pass
+
+
+def run(host: str, event: str, raw: str) -> tuple[str, HookContext | None]:
+    """Compute the hook's stdout for ``raw`` stdin, with the adapter's :class:`HookContext`
+    (what it claimed; None when no adapter ran); raises on any failure (``main`` hides it).
 
     :param host: the harness name whose adapter answers (``[a-z][a-z0-9-]{0,31}``).
     :param event: the host's event name.
     :param raw: the host's hook JSON (an object; anything else prints nothing).
-    :param contexts: the adapter's :class:`HookContext` is appended here (what it claimed).
     """
     if not is_harness_name(host) or not is_event_name(event):
-        return ""
+        return "", None
     payload = loads(raw) if raw.strip() else {}
     if not isinstance(payload, dict):
-        return ""
+        return "", None
     config = load_config()
     if not os.path.isdir(config.state_dir):  # no state yet: no mail to note, nothing to write
-        return ""
+        return "", None
     module = adapter_module(os.fspath(config.state_dir), host)
     if module is None:
-        return ""
+        return "", None
     ctx = HookContext(config)
-    if contexts is not None:
-        contexts.append(ctx)
     previous = _bound(ADAPTER_BUDGET_S)
     try:  # the plugin's adapter: bounded, so a hanging one never holds the host's prompt
         result = importlib.import_module(module).handle(event, payload, ctx)
@@ -247,7 +353,7 @@ def run(host: str, event: str, raw: str, contexts: list[HookContext] | None = No
     out = dumps(result) + "\n" if result is not None else ""
     if len(out) > MAX_OUTPUT_CHARS:
         raise ValueError(f"the adapter answered {len(out)} characters; at most {MAX_OUTPUT_CHARS} are printed")
-    return out
+    return out, ctx
 
 
 def is_event_name(value: str) -> bool:
@@ -288,20 +394,20 @@ def main(argv: list[str]) -> int:
     if len(argv) != 2:
         sys.stderr.write("usage: agent-link hook <host> <event>  (reads the host's hook JSON on stdin)\n")
         return 0
-    contexts: list[HookContext] = []
     try:
-        raw = sys.stdin.read(MAX_STDIN_BYTES)
-        out = run(argv[0], argv[1], raw, contexts)
+        out, ctx = run(argv[0], argv[1], sys.stdin.read(MAX_STDIN_BYTES))
     except BaseException as exc:  # fail open (a plugin's SystemExit too): the prompt goes on without our note
         sys.stderr.write(f"agent-link hook: {_said(exc)}; nothing was done, the host goes on without agent-link's note\n")
         return 0
-    if out:
+    if out and ctx is not None:
         try:
             sys.stdout.write(out)
             sys.stdout.flush()
         except OSError as exc:  # the host never got the note: what it claimed is due again
-            _unclaim(contexts)
-            _drop_stdout()
+            from agent_link_core.cli_run import drop_stdout
+
+            _unclaim(ctx)
+            drop_stdout()
             sys.stderr.write(f"agent-link hook: could not write the output ({exc.strerror or type(exc).__name__})\n")
     return 0
 
@@ -323,21 +429,10 @@ def _said(exc: BaseException) -> str:
     return f"an unexpected fault ({type(exc).__name__}: {exc})"
 
 
-def _unclaim(contexts: list[HookContext]) -> None:
-    for ctx in contexts:
-        box = ctx.mailbox if ctx.claimed else None
-        for message_id, n, address in ctx.claimed if box is not None else ():
-            try:
-                box.release_reminder(message_id, n, address)
-            except Exception:  # fail open: at worst the reminder counts as shown, as before
-                pass
-
-
-def _drop_stdout() -> None:
-    """Point stdout at the null device, so the interpreter's last flush adds no error."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError):
-        pass
+def _unclaim(ctx: HookContext) -> None:
+    box = ctx.mailbox if ctx.claimed else None
+    for message_id, n, address in ctx.claimed if box is not None else ():
+        try:
+            box.release_reminder(message_id, n, address)
+        except Exception:  # fail open: at worst the reminder counts as shown, as before
+            pass

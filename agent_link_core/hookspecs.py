@@ -77,7 +77,7 @@ def agent_link_register_panels(register: Callable[[Any], None]) -> None:
 def agent_link_register_prompt_hooks(register: Callable[[PromptHook], None]) -> None:
     """Declare the module that answers a host's prompt hooks (``agent-link hook <harness> <event>``).
     Called when the plugins load; the answer is kept in the registry file the hook fast path
-    reads (:mod:`agent_link_core.prompt_hooks`, docs/plugins.md section 6).
+    reads (:mod:`agent_link_core.hook`, docs/plugins.md section 6).
 
     :param register: call it with a :class:`~agent_link_core.records.PromptHook` (harness
         name, dotted module path) per host.

@@ -24,7 +24,8 @@ import anyio
 import mcp_types as types
 from mcp.server import Server
 
-from agent_link_core import __version__, discovery, prompt_hooks, reminders
+from agent_link_core import __version__, discovery, reminders
+from agent_link_core.hook import refresh_registry
 from agent_link_core.app import App
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.handshake import LinkStreams
@@ -170,7 +171,7 @@ async def _reminder_loop(app: App) -> None:
     """Refresh the prompt-hook registry, then sweep due reminders every
     :data:`~agent_link_core.reminders.SWEEP_INTERVAL_MS` while serving."""
     try:
-        prompt_hooks.refresh(app.config.state_dir, app.hooks)
+        refresh_registry(app.config.state_dir, app.hooks)
     except Exception:  # the hook rebuilds it itself; a failure here only costs that
         log.exception("could not refresh the prompt-hook registry")
     while True:

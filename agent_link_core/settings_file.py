@@ -3,13 +3,23 @@ their servers and hooks different environments, and a file reaches them all. A T
 whose top-level keys are settings (``AGENT_LINK_STATE_DIR`` or ``state_dir``) with string,
 boolean or integer values; tables are the user's. Standard library only, ``tomllib`` only when
 the file exists: the hook fast path reads it.
+
+Where the file did not reach a process, the record of the state directories agent-link
+processes on this machine used lately shows it: two processes with different ones keep two
+mailboxes, which health warns about until the other dir goes unused for
+:data:`STATE_DIR_RECENT_MS`, is removed, or ``agent-link health --forget-state-dirs`` drops it.
+The record (advisory: a lost race drops one entry until the next use) is
+``$XDG_CACHE_HOME/agent-link/state-dirs.json`` (default ``~/.cache/agent-link``),
+``{path: last use in ms since the epoch}``.
 """
 
 from __future__ import annotations
 
 import os
+import time
 
 from agent_link_core.errors import AgentLinkError
+from agent_link_core.json_files import read_json_object
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -17,6 +27,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 PREFIX = "AGENT_LINK_"
+STATE_DIR_RECENT_MS = 24 * 3600 * 1000  # "recently" for the health warning
 
 
 class SettingsEnv(dict):  # type: ignore[type-arg]
@@ -34,10 +45,13 @@ def settings_path(env: Mapping[str, str] | None = None) -> str:
     ``~/.config/agent-link/config.toml``; ``~`` expanded."""
     env = os.environ if env is None else env
     explicit = env.get("AGENT_LINK_CONFIG")
-    if explicit:
-        return os.path.expanduser(explicit)
-    base = env.get("XDG_CONFIG_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".config")
-    return os.path.join(base, "agent-link", "config.toml")
+    return os.path.expanduser(explicit) if explicit else _xdg(env, "XDG_CONFIG_HOME", ".config", "config.toml")
+
+
+def _xdg(env: Mapping[str, str], variable: str, default: str, name: str) -> str:
+    """``$variable/agent-link/name``, else ``~/default/agent-link/name``."""
+    base = env.get(variable) or os.path.join(env.get("HOME") or os.path.expanduser("~"), default)
+    return os.path.join(base, "agent-link", name)
 
 
 def variable_name(key: str) -> str:
@@ -87,3 +101,57 @@ def with_settings(env: Mapping[str, str] | None = None) -> SettingsEnv:
             taken.add(name)
     merged.from_file = frozenset(taken)
     return merged
+
+
+def state_dirs_path(env: Mapping[str, str] | None = None) -> str:
+    """The state directories' record (module docstring; ``env``: default ``os.environ``)."""
+    return _xdg(os.environ if env is None else env, "XDG_CACHE_HOME", ".cache", "state-dirs.json")
+
+
+def _state_dirs(path: str) -> dict[str, int]:
+    data = read_json_object(path) or {}
+    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, int)}
+
+
+def record_state_dir(state_dir: str, env: Mapping[str, str] | None = None, now_ms: int | None = None) -> None:
+    """Note that ``state_dir`` is in use now (at most once a minute; a failed write is ignored)."""
+    path = state_dirs_path(env)
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    known = _state_dirs(path)
+    if now - known.get(state_dir, 0) < 60_000:
+        return
+    known[state_dir] = now
+    from agent_link_core.json_files import write_json_object
+
+    try:
+        write_json_object(path, known)  # private like every file agent-link makes, whatever the umask
+    except (OSError, AgentLinkError):
+        pass
+
+
+def other_state_dirs(state_dir: str, env: Mapping[str, str] | None = None, now_ms: int | None = None) -> list[dict[str, object]]:
+    """Other state directories used within :data:`STATE_DIR_RECENT_MS` that still exist (a
+    removed one holds no mailbox anyone uses): ``[{path, lastUsedMs}]``, newest first."""
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    found = [{"path": p, "lastUsedMs": t} for p, t in _state_dirs(state_dirs_path(env)).items()
+             if p != state_dir and now - t <= STATE_DIR_RECENT_MS and os.path.isdir(p)]
+    return sorted(found, key=lambda item: -int(item["lastUsedMs"]))  # type: ignore[call-overload]
+
+
+def forget_other_state_dirs(state_dir: str, env: Mapping[str, str] | None = None) -> list[str]:
+    """Drop every state directory but ``state_dir`` from the record (``agent-link health
+    --forget-state-dirs``; one still in use comes back with its next process): the paths dropped, sorted.
+
+    :raises AgentLinkError: ``state_io_error`` when the record cannot be rewritten.
+    """
+    from agent_link_core.json_files import state_io_error, write_json_object
+
+    path = state_dirs_path(env)
+    known = _state_dirs(path)
+    dropped = sorted(p for p in known if p != state_dir)
+    if dropped:
+        try:
+            write_json_object(path, {p: t for p, t in known.items() if p == state_dir})
+        except OSError as exc:
+            raise state_io_error(path, exc) from exc
+    return dropped

@@ -277,14 +277,14 @@ def test_a_server_puts_back_an_adapter_a_hook_left_out(adapter_path: Path, isola
     overran it there is put back by the next server, whose registrations had the full budget."""
     script = (
         "import json, sys\n"
-        "from agent_link_core import prompt_hooks\n"
+        "from agent_link_core import hook\n"
         "from agent_link_core.json_files import read_json_object\n"
         "from agent_link_core.plugins import load_plugins\n"
         "state = sys.argv[1]\n"
-        "path = prompt_hooks.registry_path(state)\n"
-        "current = prompt_hooks.fingerprint(prompt_hooks.disabled_names())\n"
-        "prompt_hooks.write(path, {'fingerprint': current, 'adapters': {}})  # as a hook wrote it, its plugin left out\n"
-        "prompt_hooks.refresh(state, load_plugins())\n"
+        "path = hook.registry_path(state)\n"
+        "current = hook.fingerprint(hook.disabled_names())\n"
+        "hook.write_registry(path, {'fingerprint': current, 'adapters': {}})  # as a hook wrote it, its plugin left out\n"
+        "hook.refresh_registry(state, load_plugins())\n"
         "print(json.dumps(read_json_object(path)['adapters']))\n"
     )
     isolated_env.mkdir(parents=True, exist_ok=True)

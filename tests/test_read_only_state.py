@@ -164,7 +164,7 @@ def test_a_database_damaged_where_it_opens_is_still_read(isolated_env: Path) -> 
 
 def test_a_marking_failure_keeps_the_error_words(capsys: pytest.CaptureFixture[str]) -> None:
     """The line saying what stays unread keeps a capitalised name (SQLite) as it is."""
-    from agent_link_core.commands.mail import not_marked
+    from agent_link_core.cli_run import not_marked
 
     with pytest.raises(SystemExit):
         not_marked(AgentLinkError("state_io_error", "SQLite reports the database as damaged."), "the message shown was not marked read")

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from agent_link_core import hookimpl, prompt_hooks, reminders
+from agent_link_core import hookimpl, reminders
 from agent_link_core.app import App
 from agent_link_core.harness import Harness
-from agent_link_core.hook import HookContext
+from agent_link_core.hook import HookContext, disabled_names, fingerprint, refresh_registry, registry_path
 from agent_link_core.mailbox import OutgoingMessage, new_message_id
 from agent_link_core.model import Caller
 from agent_link_core.records import PromptHook
@@ -252,16 +252,16 @@ def test_the_server_refreshes_the_registry(isolated_env: Path) -> None:
     isolated_env.mkdir(parents=True)
     app = App.create()
     try:
-        prompt_hooks.refresh(app.config.state_dir, app.hooks)
+        refresh_registry(app.config.state_dir, app.hooks)
     finally:
         asyncio.run(app.aclose())
     data = registry_of(isolated_env)
-    assert data["fingerprint"] == prompt_hooks.fingerprint(prompt_hooks.disabled_names())
+    assert data["fingerprint"] == fingerprint(disabled_names())
     assert data["adapters"]["codex"] == {"module": "agent_link_codex.hook", "plugin": "codex"}
 
 
 def test_each_python_environment_has_its_own_registry(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "prefix", "/opt/env-a")
-    a = prompt_hooks.registry_path("/s")
+    a = registry_path("/s")
     monkeypatch.setattr(sys, "prefix", "/opt/env-b")
-    assert a.startswith("/s/prompt-hooks/") and a != prompt_hooks.registry_path("/s")
+    assert a.startswith("/s/prompt-hooks/") and a != registry_path("/s")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from agent_link_core.cli_run import ENVELOPE, JSON, NDJSON, as_caller, command, echo, emit, fail, get_app, option, show_then_mark, usage_error
-from agent_link_core.commands.mail import not_marked, print_messages
+from agent_link_core.cli_run import (ENVELOPE, JSON, NDJSON, as_caller, command, echo, emit, fail, get_app, not_marked, option,
+                                     print_messages, show_then_mark, usage_error)
 from agent_link_core.errors import AgentLinkError
 
 TYPE_CHECKING = False

@@ -3,9 +3,9 @@
 import sys
 from typing import Any
 
-from agent_link_core.cli_run import (ENVELOPE, EXIT_TIMEOUT, FROM, JSON, NDJSON, READER_FROM, argument,
-                                     command, echo, emit, fail, get_app, option, run_async, show_then_mark, usage_error, who_am_i)
-from agent_link_core.commands.mail import mark_reply, message_text, print_messages, print_wait, wait_all
+from agent_link_core.cli_run import (ENVELOPE, EXIT_TIMEOUT, FROM, JSON, NDJSON, READER_FROM, argument, command, echo, emit, fail,
+                                     get_app, mark_reply, message_text, option, print_messages, print_wait, run_async, show_then_mark,
+                                     usage_error, wait_all, who_am_i)
 from agent_link_core.errors import AgentLinkError
 
 

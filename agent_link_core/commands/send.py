@@ -8,8 +8,8 @@ import json
 import sys
 
 from agent_link_core.cli_run import (EXIT_TIMEOUT, EXIT_UNDELIVERED, EXIT_UNKNOWN, FROM, JSON, NDJSON, argument, command, echo, emit, fail,
-                                     get_app, option, run_async, show_then_mark, usage_error, who_am_i)
-from agent_link_core.commands.mail import mark_reply, message_text, print_wait, wait_all
+                                     get_app, mark_reply, message_text, option, print_wait, run_async, show_then_mark, usage_error,
+                                     wait_all, who_am_i)
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.lazy import Struct, field
 from agent_link_core.mailbox import iso, ulid_of_uuid
@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from typing import Any
     from agent_link_core.app import App
     from agent_link_core.harness import Delivery
-    from agent_link_core.sending import SendOutcome
 
 
 @command(
@@ -59,11 +58,7 @@ def send(ctx: Any, target: str, text: str | None, file: str | None, message_id: 
     The outcome is exactly one of delivered, accepted (the host took it and shows it
     later; never pushed again), queued, rejected, unknown.
     """
-    from agent_link_core.cli_text import (
-        address_error,
-        cli_words,
-        looks_like_bad_address,
-    )
+    from agent_link_core.cli_text import address_error, cli_words, looks_like_bad_address
     from agent_link_core.mailbox import parse_iso_ms
 
     body = message_text(text, file)
@@ -77,21 +72,17 @@ def send(ctx: Any, target: str, text: str | None, file: str | None, message_id: 
             parse_iso_ms(reply_by, "replyBy")  # the date's format is the first thing to get right
         except AgentLinkError as exc:
             fail(exc)
-        if anticipation is None:
-            anticipation = "reply"
     if wait_reply and anticipation == "fyi":
         usage_error("--wait expects an answer; it cannot go with --anticipation fyi")
+    if anticipation is None and (reply_by is not None or wait_reply):
+        anticipation = "reply"
     app = get_app(ctx)
     me = who_am_i(app, from_address, named, reading=wait_reply)  # --wait shows the answer: a read, checked before sending
     policy = RetryPolicy(retry_count, retry_delay_ms, retry_backoff, retry_jitter)
-    if wait_reply and anticipation is None:
-        anticipation = "reply"
-    result = run_async(send_reliably(app, target, body, sender=me, message_id=message_id, ttl_ms=ttl_ms,
-                                                reply_by=reply_by, anticipation=anticipation, retry=policy,
-                                                retry_unknown=retry_unknown, require_known=require_known,
-                                                correlation_id=correlation_id, sender_project=from_project,
-                                                sender_label=sender_label,
-                                                envelope_format=None if envelope_format == "agent-link" else envelope_format),
+    result = run_async(send_reliably(app, target, body, sender=me, message_id=message_id, ttl_ms=ttl_ms, reply_by=reply_by,
+                                     anticipation=anticipation, retry=policy, retry_unknown=retry_unknown, require_known=require_known,
+                                     correlation_id=correlation_id, sender_project=from_project, sender_label=sender_label,
+                                     envelope_format=None if envelope_format == "agent-link" else envelope_format),
                        inline=reaches_no_harness(app, target.strip(), me))
     data = result.to_dict()
     if wait_reply and result.outcome in ("delivered", "accepted", "queued") and result.message_id:
@@ -241,13 +232,6 @@ async def send_reliably(
     result = SendResult("queued", outcome.row["id"], outcome.row["recipient"], duplicate=not outcome.created,
                         warnings=list(outcome.warnings) + ([outcome.address_warning] if outcome.address_warning else []))
     result.fields.update({k: v for k, v in fingerprint.items() if k in ("correlationId", "clientMessageId")})
-    return await _push_until_settled(app, outcome, result, retry, retry_unknown)
-
-
-async def _push_until_settled(app: App, outcome: SendOutcome, result: SendResult, retry: RetryPolicy,
-                              retry_unknown: bool) -> SendResult:
-    """Finish ``result`` of the send ``outcome``: push again what an earlier attempt left, retry
-    what failed before the host accepted it (within the time to live), and say the outcome."""
     row = outcome.row
     expires_at = json.loads(row["metadata"] or "{}").get("expiresAt")
     result.expires_at = iso(expires_at)

@@ -316,7 +316,7 @@ def test_scratch_env_drops_host_and_agent_link_variables(tmp_path: Path) -> None
 def test_the_listing_server_is_no_separate_mailbox_in_health(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Its throwaway state folder is recorded in its own cache, not the user's (XDG_CACHE_HOME
     set), and health leaves out a recorded folder that no longer exists."""
-    from agent_link_core import state_dirs
+    from agent_link_core import settings_file
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     env = scratch_env("codex", str(tmp_path / "scratch"))
@@ -327,7 +327,7 @@ def test_the_listing_server_is_no_separate_mailbox_in_health(tmp_path: Path, mon
         assert app.health()["settings"]["otherStateDirs"] == []
     finally:
         app.close()
-    assert not any("agent-link-approvals-" in p for p in state_dirs._load(state_dirs.registry_path()))
+    assert not any("agent-link-approvals-" in p for p in settings_file._state_dirs(settings_file.state_dirs_path()))
 
 
 def test_the_running_server_lists_what_this_installation_registers(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,8 +6,7 @@ plugin's declared command runs."""
 
 from typing import Any
 
-from agent_link_core.cli_run import ENVELOPE, NDJSON, as_caller, command, echo, emit, fail, get_app, option
-from agent_link_core.commands.mail import print_messages
+from agent_link_core.cli_run import ENVELOPE, NDJSON, as_caller, command, echo, emit, fail, get_app, option, print_messages
 from agent_link_core.errors import AgentLinkError
 
 TYPE_CHECKING = False
