@@ -212,3 +212,24 @@ async def test_a_reply_found_after_the_client_died_stays_in_the_inbox(apps: Any,
     assert plugin.stub.pushed == []
     monkeypatch.setattr(entry, "PARENT_PID", os.getppid())  # the agent, served again, reads its inbox
     assert [m["id"] for m in waiter.inbox(ALICE)["messages"]] == [answered["messageId"]]
+
+
+async def test_an_inbox_read_for_a_client_that_died_marks_nothing(apps: Any, monkeypatch: Any) -> None:
+    """The same rule for ``read_agent_link_inbox``: a read whose MCP client is gone returns into
+    nothing, so the mail it found stays undelivered for the agent's next read."""
+    import os
+
+    from agent_link_core import entry
+    from agent_link_testing.tool_app import call_tool
+
+    reader, sender = apps
+    sent = await sender.send(caller=ALICE, to=CAROL.address, body="for later")  # no harness pushes to team:
+    monkeypatch.setattr(reader, "caller", lambda meta=None: CAROL)
+    monkeypatch.setattr(entry, "PARENT_PID", os.getppid() + 1)
+    gone = await call_tool(reader, "read_agent_link_inbox")
+    assert [m["id"] for m in gone["messages"]] == [sent.message["id"]]
+    assert reader.mailbox.stored(sent.message["id"])["delivered_at"] is None
+    monkeypatch.setattr(entry, "PARENT_PID", os.getppid())
+    served = await call_tool(reader, "read_agent_link_inbox")
+    assert [m["id"] for m in served["messages"]] == [sent.message["id"]]
+    assert reader.mailbox.stored(sent.message["id"])["delivered_at"] is not None

@@ -321,9 +321,11 @@ async def wait_for_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict
 async def read_inbox(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
     """The ``read_agent_link_inbox`` tool's handler (see the module doc)."""
     from agent_link_core import budget
+    from agent_link_core.waits import client_gone
 
-    # a database that refuses writes (read-only, damaged, replaced) is read without marking
-    mark, warnings = app.begin_inbox_read(call.caller, args.get("markAsDelivered", True), note_presence=False)
+    # a database that refuses writes (read-only, damaged, replaced) is read without marking; a read
+    # for a client that is gone marks nothing either, as its answer reaches no one
+    mark, warnings = app.begin_inbox_read(call.caller, args.get("markAsDelivered", True) and not client_gone(), note_presence=False)
     # only what the calling host shows in full is returned (and marked delivered)
     result = budget.inbox(app, call.caller, budget.caller_budget(app, call.caller),
                           limit=args.get("limit", 20), mark=mark,
