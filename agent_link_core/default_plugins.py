@@ -23,9 +23,7 @@ def agent_link_schema() -> list[Migration]:
 @hookimpl
 def agent_link_register_tools(register: Callable[[ToolSpec], None], app: App | None) -> None:
     from agent_link_core.tools.core_tools import CORE_TOOLS, health_spec, message_agent_spec, wait_for_agent_spec
-    from agent_link_core.tools.gateway import GATEWAY_TOOL
 
     for spec in CORE_TOOLS:
         builders = {"message_agent": message_agent_spec, "wait_for_agent": wait_for_agent_spec, "agent_link_health": health_spec}
         register(builders[spec.name](app) if spec.name in builders else spec)
-    register(GATEWAY_TOOL)  # the tools a host's profile leaves out of tools/list, on request
