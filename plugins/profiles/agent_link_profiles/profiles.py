@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from agent_link_core import hookimpl
+from agent_link_core.boundary import CORE_PLUGIN
 from agent_link_core.lazy_log import LazyLogger
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -28,7 +29,7 @@ log = LazyLogger(__name__)
 
 ALL = "all"
 MESSAGING = "messaging"
-CORE_OWNER = "agent_link_core.default_plugins"
+CORE_OWNER = CORE_PLUGIN  #: the core's name as the owner of its tools (``Hooks.tool_owners``)
 ALWAYS = ("agent_link_health", "agent_link_tools")
 #: the profile of a server a host started, when ``AGENT_LINK_TOOLS`` is unset
 HOST_DEFAULT = MESSAGING

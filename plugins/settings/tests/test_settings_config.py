@@ -68,7 +68,9 @@ def test_config_set_refuses_a_name_nothing_installed_has(settings: Path, name: s
     one line naming the known values (every installed plugin's, whatever
     AGENT_LINK_LOAD_PLUGINS leaves out), exit 1, nothing written."""
     pytest.importorskip("agent_link_codex")
-    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "settings profiles")  # AGENT_LINK_TOOLS is the profiles plugin's
+    if name == "tools":  # AGENT_LINK_TOOLS is the profiles plugin's
+        pytest.importorskip("agent_link_profiles")
+        monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "settings profiles")
     done = cli("config", "set", name, value)
     assert done.returncode == 1 and done.stderr.count("\n") == 1 and needle in done.stderr, done.stderr
     assert "codex" in done.stderr and done.stderr.rstrip().endswith("Nothing was written.")
@@ -79,7 +81,9 @@ def test_config_set_refuses_a_name_nothing_installed_has(settings: Path, name: s
                                              ("tools", "messaging,codex,list_agents")])
 def test_config_set_takes_installed_names(settings: Path, name: str, value: str, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("agent_link_codex")
-    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "settings profiles")  # AGENT_LINK_TOOLS is the profiles plugin's
+    if name == "tools":  # AGENT_LINK_TOOLS is the profiles plugin's
+        pytest.importorskip("agent_link_profiles")
+        monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "settings profiles")
     assert cli("config", "set", name, value).returncode == 0
 
 
