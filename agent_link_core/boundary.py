@@ -276,6 +276,8 @@ RESULT_CHECKS: dict[str, Callable[[Any, str], str | None]] = {
     "agent_link_server_tasks": _expect(lambda r: isinstance(r, (list, tuple)) and all(callable(t) for t in r),
                                        "expected None or a list of coroutine functions"),
     "agent_link_session_roles": _expect(_role_table, "expected {address: [role name, ...]}"),
+    "agent_link_listed_tools": _expect(lambda r: isinstance(r, (list, tuple)) and all(isinstance(n, str) for n in r),
+                                       "expected None or a list of tool names"),
 }
 
 

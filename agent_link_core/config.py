@@ -75,9 +75,6 @@ CORE_SETTINGS: tuple[Setting, ...] = (
     Setting("AGENT_LINK_CONFIG", "path", None, doc="the settings file (default ~/.config/agent-link/config.toml)"),
     Setting("AGENT_LINK_MCP_FRONT", "flag", True,
             doc="agent-link mcp answers initialize and tools/list from its start-up cache while loading"),
-    Setting("AGENT_LINK_TOOLS", "str", "all",
-            doc="MCP tools the server lists: all, messaging, a plugin's name, tool names (comma separated); unset: "
-                "messaging for a server a host started (AGENT_LINK_HOST), else all; agent_link_tools reaches the others"),
     Setting("AGENT_LINK_REMINDER_LIMIT", "int", 3, minimum=0, maximum=20, warning="reminder_limit_ignored",
             doc="reminders per message before it becomes unresolved (0-20)"),
     Setting("AGENT_LINK_REMINDER_INTERVAL_MS", "int", 30000, minimum=30000, warning="reminder_interval_ignored",

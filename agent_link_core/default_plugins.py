@@ -23,8 +23,6 @@ def agent_link_schema() -> list[Migration]:
 @hookimpl
 def agent_link_register_tools(register: Callable[[ToolSpec], None], app: App | None) -> None:
     from agent_link_core.tools.core_tools import core_specs
-    from agent_link_core.tools.gateway import GATEWAY_TOOL
 
     for spec in core_specs(app):
         register(spec)
-    register(GATEWAY_TOOL)  # the tools a host's profile leaves out of tools/list, on request

@@ -55,6 +55,20 @@ def agent_link_register_tools(register: Callable[[ToolSpec], None], app: App | N
 
 
 @hookspec
+def agent_link_listed_tools(tools: dict[str, ToolSpec], host: str | None, app: App) -> list[str] | None:
+    """Choose which registered tools an MCP server lists in ``tools/list`` (and answers
+    ``tools/call`` for). Called once when the server starts, and by whoever asks what a server
+    lists (cheap: no I/O). Without an answer every tool is listed.
+
+    :param tools: ``{tool name: ToolSpec}``, every registered tool in registration order.
+    :param host: the host that started the server (its ``AGENT_LINK_HOST``), or None.
+    :param app: the server's App.
+    :returns: the names to list, or None for no opinion; with several answers a tool is listed
+        when every answer names it.
+    """
+
+
+@hookspec
 def agent_link_register_settings(register: Callable[[Setting], None]) -> None:
     """Declare the ``AGENT_LINK_*`` settings this plugin reads. Called once per process, unless the
     package declares them as data (``AGENT_LINK_SETTINGS``).

@@ -389,6 +389,19 @@ class Hooks:
 
         return self.collect("tool", "agent_link_register_tools", check_tool)
 
+    def listed_tools(self, host: str | None) -> dict[str, ToolSpec]:
+        """The registered tools (by name, registration order kept) an MCP server lists: those
+        every ``agent_link_listed_tools`` answer names, or all without an answer.
+
+        :param host: ``AGENT_LINK_HOST`` of the server (blank: no host), as the hook's ``host``.
+        """
+        tools = dict(self.tools())  # the caller's own copy
+        answers = self._call("agent_link_listed_tools", tools=dict(tools), host=(host or "").strip() or None, app=self.app)
+        for names in answers or ():
+            chosen = set(names)
+            tools = {name: spec for name, spec in tools.items() if name in chosen}
+        return tools
+
     def tool_owners(self) -> dict[str, str]:
         """``{tool name: the plugin that registered it}``."""
         return {name: self.owner("tool", name) or "?" for name in self.tools()}

@@ -30,7 +30,6 @@ from agent_link_core.app import App
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.handshake import LinkStreams
 from agent_link_core.harness import PeerGone, call_harness
-from agent_link_core.tool_profiles import offered_tools
 from agent_link_core.tools.core_tools import CORE_TOOLS
 from agent_link_core.tools.registry import ToolSpec, call_tool, output_schema, unknown_tool
 
@@ -72,10 +71,9 @@ def to_call_result(result: Mapping[str, Any], text: str | None = None) -> types.
 
 
 def build_server(app: App) -> Server[Any]:
-    """A low-level MCP server exposing the registered tools of ``app`` that the
-    ``AGENT_LINK_TOOLS`` profile picks (:mod:`agent_link_core.tool_profiles`); the others
-    are reached through ``agent_link_tools``."""
-    tools = offered_tools(app)
+    """A low-level MCP server exposing the registered tools of ``app`` that plugins choose to
+    list (``agent_link_listed_tools``: every one without a plugin that chooses)."""
+    tools = app.hooks.listed_tools(app.env.get("AGENT_LINK_HOST"))
     definitions = []
     for spec in list(tools.values()):
         try:

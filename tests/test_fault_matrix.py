@@ -141,6 +141,11 @@ def agent_link_register_prompt_hooks(register):
 
 
 @hookimpl
+def agent_link_listed_tools(tools):
+    return act("listed", None, wrong=42)
+
+
+@hookimpl
 def agent_link_server_tasks():
     async def task():
         act("server_task", None)  # synchronously, as serve above
@@ -181,6 +186,8 @@ PLACES: dict[str, tuple[str, ...]] = {
     "envelope": ("raise", "exit", "interrupt", "wrong", "hang", "huge"),
     "deliver": ("raise", "exit", "interrupt", "wrong", "hang"),
     "tool": ("raise", "exit", "interrupt", "wrong", "hang", "huge"),
+    # what tools/list lists, chosen once at the server's start
+    "listed": ("raise", "exit", "interrupt", "wrong", "hang"),
     "health": ("raise", "exit", "interrupt", "wrong", "hang", "huge"),
     "harness_health": ("raise", "exit", "interrupt", "wrong", "hang", "huge"),
     "list": ("raise", "exit", "interrupt", "wrong", "huge"),

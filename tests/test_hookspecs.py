@@ -171,6 +171,12 @@ class Recorder:
             raise RuntimeError("an observer of listings failing must not fail the listing")
 
     @hookimpl
+    def agent_link_listed_tools(self, tools: dict[str, ToolSpec], host: str | None) -> list[str] | None:
+        if host == "broken":
+            raise RuntimeError("a plugin failing to choose must not empty tools/list")
+        return [name for name in tools if name != "fake_echo"] if host == "fake" else None
+
+    @hookimpl
     def agent_link_server_tasks(self, app: App) -> list[Any]:
         async def note_start() -> None:
             self.calls.append(f"server task ran with {app.config.db_path}")
@@ -224,6 +230,15 @@ async def test_server_tasks_hook_runs_guarded(app: App, recorder: Recorder) -> N
     assert f"server task ran with {app.config.db_path}" in recorder.calls
     [problem] = [p for p in app.hooks.problems() if p["hook"] == "agent_link_server_tasks"]
     assert problem["plugin"] == mine[1][0] and "failing server task" in problem["error"] and not problem["disabled"]
+
+
+def test_listed_tools_hook_chooses_what_a_server_lists(app: App) -> None:
+    registered = list(app.hooks.tools())
+    assert list(app.hooks.listed_tools(None)) == registered  # no answer: every tool
+    assert list(app.hooks.listed_tools(" fake ")) == [n for n in registered if n != "fake_echo"]  # order kept
+    assert list(app.hooks.listed_tools("broken")) == registered  # a failing answer is left out
+    [problem] = [p for p in app.hooks.problems() if p["hook"] == "agent_link_listed_tools"]
+    assert "must not empty tools/list" in problem["error"] and not problem["disabled"]
 
 
 def test_register_commands_hook(recorder: Recorder, monkeypatch: pytest.MonkeyPatch) -> None:

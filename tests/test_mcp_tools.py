@@ -57,8 +57,7 @@ RO_TOOLS = {
     "agent_link_health", "list_agents", "resolve_agent", "wait_for_agent",
     "get_agent_link_message_status", "agent_link_mailbox_inspect", "get_agent_link_conversation",
 }
-# agent_link_tools: not read-only, since it calls the tools a host's list leaves out
-WRITE_TOOLS = {"message_agent", "read_agent_link_inbox", "reply_agent_link_message", "agent_link_tools"}
+WRITE_TOOLS = {"message_agent", "read_agent_link_inbox", "reply_agent_link_message"}
 TOOLS = RO_TOOLS | WRITE_TOOLS
 
 ALL_PLUGINS = " ".join(sorted(ep.name for ep in importlib.metadata.entry_points(group="agent_link")))
@@ -77,7 +76,6 @@ MINIMAL_ARGS: dict[str, dict[str, Any]] = {
     "get_agent_link_message_status": {"messageId": UNKNOWN_ULID},
     "agent_link_mailbox_inspect": {},
     "get_agent_link_conversation": {"messageId": UNKNOWN_ULID},
-    "agent_link_tools": {},
 }
 
 # What a result of a name tools/list does not know may look like (unknown_tool).
@@ -280,7 +278,7 @@ async def test_tools_list_schemas_and_annotations(isolated_env: Path) -> None:
             assert ann is not None, name
             assert ann.read_only_hint is (name in RO_TOOLS), name
             assert ann.open_world_hint is False, name
-            assert ann.destructive_hint is (name == "agent_link_tools"), name  # the gateway reaches the role-admin tools
+            assert ann.destructive_hint is False, name
             assert tool.description, name
         # The schemas the client validates with are the ones tools/list declared.
         assert alice.schemas == {n: t.output_schema for n, t in tools.items()}

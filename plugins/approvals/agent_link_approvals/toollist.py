@@ -154,16 +154,12 @@ def tools_of_app(app: App, host: str | None = None) -> list[ToolInfo]:
     """The tools registered in ``app``, with the annotations ``agent-link mcp`` declares for
     them (:func:`agent_link_core.server.tool_definition`).
 
-    :param host: list only what a server that ``host`` started offers (its default tool
-        profile unless ``AGENT_LINK_TOOLS`` is set; :mod:`agent_link_core.tool_profiles`).
+    :param host: list only what a server that ``host`` started offers (``Hooks.listed_tools``:
+        with the profiles plugin, a host's default tool profile unless ``AGENT_LINK_TOOLS`` is set).
     """
     from agent_link_core.server import tool_definition
-    from agent_link_core.tool_profiles import effective_profile, select_tools
 
-    registered = app.hooks.tools()
-    if host is not None:
-        env = {k: v for k, v in app.env.items() if k != "AGENT_LINK_HOST"} | {"AGENT_LINK_HOST": host}
-        registered = select_tools(registered, app.hooks.tool_owners(), effective_profile(app.config, env))
+    registered = app.hooks.tools() if host is None else app.hooks.listed_tools(host)
     tools = []
     for spec in registered.values():
         a = tool_definition(spec).annotations

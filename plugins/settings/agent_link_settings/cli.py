@@ -90,7 +90,7 @@ def _check_known(setting: Setting, value: str) -> None:
 
     :raises AgentLinkError: ``invalid_arguments`` naming the unknown items and the known values.
     """
-    from agent_link_core import discovery, tool_profiles
+    from agent_link_core import discovery
     from agent_link_core.plugins import ENTRY_POINT_GROUP, Hooks, build_plugin_manager
 
     # every installed plugin, whatever this process's plugin lists leave out: the value is
@@ -104,7 +104,9 @@ def _check_known(setting: Setting, value: str) -> None:
     elif setting.name == "AGENT_LINK_HOST":
         known = sorted(every_plugin().harnesses())
         unknown = [value] if value and value not in known else []
-    elif setting.name == "AGENT_LINK_TOOLS":
+    elif setting.name == "AGENT_LINK_TOOLS":  # declared by the profiles plugin, whose public API says what it takes
+        from agent_link_profiles import profiles as tool_profiles
+
         hooks = every_plugin()
         tools, owners = hooks.tools(), hooks.tool_owners()
         # the tool names are too many for one line

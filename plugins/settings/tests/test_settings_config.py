@@ -28,7 +28,7 @@ def test_config_set_get_unset_keep_the_rest(settings: Path, tmp_path: Path) -> N
     got = json.loads(cli("config", "get", "state_dir", "--json").stdout)
     assert got == {"name": "AGENT_LINK_STATE_DIR", "value": str(box), "source": "settings-file"}
     listed = json.loads(cli("config", "list", "--json").stdout)
-    assert {"AGENT_LINK_STATE_DIR", "AGENT_LINK_TOOLS"} <= {row["name"] for row in listed["settings"]}
+    assert {"AGENT_LINK_STATE_DIR", "AGENT_LINK_READ_BYTES"} <= {row["name"] for row in listed["settings"]}
     assert cli("config", "unset", "inspect_all").returncode == 0
     assert "inspect_all" not in settings.read_text() and "keep = 1" in settings.read_text()
     # config says where the database lives; it opens none (no state dir at the default place)
@@ -62,11 +62,15 @@ def test_config_refuses_what_no_process_would_accept(settings: Path, args: tuple
     ("host", "nosuch", "AGENT_LINK_HOST cannot name 'nosuch': expected "),
     ("tools", "messaging nosuch", "AGENT_LINK_TOOLS cannot name 'nosuch': expected items of all, messaging, "),
 ])
-def test_config_set_refuses_a_name_nothing_installed_has(settings: Path, name: str, value: str, needle: str) -> None:
+def test_config_set_refuses_a_name_nothing_installed_has(settings: Path, name: str, value: str, needle: str,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """A plugin, host or tool profile that is not installed would be ignored by every process:
     one line naming the known values (every installed plugin's, whatever
     AGENT_LINK_LOAD_PLUGINS leaves out), exit 1, nothing written."""
     pytest.importorskip("agent_link_codex")
+    if name == "tools":  # AGENT_LINK_TOOLS is the profiles plugin's
+        pytest.importorskip("agent_link_profiles")
+        monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "settings profiles")
     done = cli("config", "set", name, value)
     assert done.returncode == 1 and done.stderr.count("\n") == 1 and needle in done.stderr, done.stderr
     assert "codex" in done.stderr and done.stderr.rstrip().endswith("Nothing was written.")
@@ -75,8 +79,11 @@ def test_config_set_refuses_a_name_nothing_installed_has(settings: Path, name: s
 
 @pytest.mark.parametrize(("name", "value"), [("disable_plugins", "codex web"), ("load_plugins", ""), ("host", "codex"),
                                              ("tools", "messaging,codex,list_agents")])
-def test_config_set_takes_installed_names(settings: Path, name: str, value: str) -> None:
+def test_config_set_takes_installed_names(settings: Path, name: str, value: str, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("agent_link_codex")
+    if name == "tools":  # AGENT_LINK_TOOLS is the profiles plugin's
+        pytest.importorskip("agent_link_profiles")
+        monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "settings profiles")
     assert cli("config", "set", name, value).returncode == 0
 
 

@@ -1,4 +1,5 @@
-"""The ``AGENT_LINK_TOOLS`` setting: which MCP tools the server offers (agent_link_core.tool_profiles)."""
+"""The ``AGENT_LINK_TOOLS`` setting: which MCP tools the server offers (agent_link_profiles.profiles),
+and ``agent_link_tools``, which reaches the others (agent_link_profiles.gateway)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from agent_link_testing.mcp_client import agent_link_mcp
 from agent_link_testing.tool_app import call_tool
 
 from agent_link_core.app import App
-from agent_link_core.tool_profiles import CORE_OWNER, select_tools, settings_warnings
 from agent_link_core.tools.core_tools import CORE_TOOLS
+from agent_link_profiles.profiles import CORE_OWNER, effective_profile, select_tools
 
 TOOLS = {"agent_link_health": 1, "message_agent": 2, "codex_thing": 3, "roles_thing": 4}
 OWNERS = {"agent_link_health": CORE_OWNER, "message_agent": CORE_OWNER, "codex_thing": "codex", "roles_thing": "roles"}
@@ -30,12 +31,23 @@ def test_profiles(value: str | None, offered: list[str]) -> None:
     assert list(select_tools(TOOLS, OWNERS, value)) == offered
 
 
-def test_an_unknown_item_is_logged_and_warned_of(caplog: pytest.LogCaptureFixture) -> None:
+def test_an_unknown_item_is_logged_and_warned_of(caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
     select_tools(TOOLS, OWNERS, "mesaging")
     assert "mesaging" in caplog.text
-    [warning] = settings_warnings(TOOLS, OWNERS, "codex mesaging")
-    assert warning["code"] == "unknown_tool_profile_item" and warning["details"] == {"items": ["mesaging"]}
-    assert settings_warnings(TOOLS, OWNERS, "codex messaging") == []
+    for value, warned in (("agent_link_tools mesaging", True), ("agent_link_tools messaging", False)):
+        monkeypatch.setenv("AGENT_LINK_TOOLS", value)
+        app = App.create()
+        try:
+            section = app.health()["sections"]["toolProfile"]
+        finally:
+            app.close()
+        assert section["profile"] == value
+        if warned:
+            [warning] = section["warnings"]
+            assert warning["code"] == "unknown_tool_profile_item" and warning["details"] == {"items": ["mesaging"]}
+            assert "the tools the other items name" in section["summary"]
+        else:
+            assert section["warnings"] == [] and "summary" not in section
 
 
 @pytest.mark.anyio
@@ -43,12 +55,13 @@ async def test_a_misspelt_profile_keeps_the_tools_and_health_says_so() -> None:
     async with agent_link_mcp({"AGENT_LINK_TOOLS": "mesaging", "AGENT_LINK_ADDRESS": "team:alice"}) as client:
         assert {"message_agent", "read_agent_link_inbox"} <= set(await client.tools())
         health = await client.call("agent_link_health")
-    assert [w["code"] for w in health["settings"]["warnings"]] == ["unknown_tool_profile_item"]
+    assert [w["code"] for w in health["sections"]["toolProfile"]["warnings"]] == ["unknown_tool_profile_item"]
+    assert "every tool is offered" in health["sections"]["toolProfile"]["summary"]
 
 
 @pytest.mark.anyio
-@pytest.mark.installed_plugins  # the codex and receipts profiles need those plugins
-async def test_profile_through_a_real_mcp_session() -> None:
+async def test_profile_through_a_real_mcp_session(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AGENT_LINK_LOAD_PLUGINS")  # the codex and receipts profiles need those plugins
     app = App.create()
     try:
         core = {name for name, owner in app.hooks.tool_owners().items() if owner == CORE_OWNER}
@@ -56,7 +69,7 @@ async def test_profile_through_a_real_mcp_session() -> None:
         app.close()
     assert {spec.name for spec in CORE_TOOLS} <= core
     async with agent_link_mcp({"AGENT_LINK_TOOLS": "messaging"}) as client:
-        assert set(await client.tools()) == core
+        assert set(await client.tools()) == core | {"agent_link_tools"}
         hidden = await client.call("list_agent_link_receipts")
         assert hidden["ok"] is False and hidden["error"]["code"] == "unknown_tool"
     async with agent_link_mcp({"AGENT_LINK_TOOLS": "codex"}) as client:
@@ -65,7 +78,7 @@ async def test_profile_through_a_real_mcp_session() -> None:
 
 
 class _Config:
-    def __init__(self, value: str | None) -> None:
+    def __init__(self, value: str | None) -> None:  # the App's config, as effective_profile reads it
         self.sources = {} if value is None else {"AGENT_LINK_TOOLS": "AGENT_LINK_TOOLS"}
         self.value = value
 
@@ -80,12 +93,10 @@ class _Config:
     ("roles", None, "roles"),
 ])
 def test_the_default_profile_depends_on_who_started_the_server(value: str | None, host: str | None, profile: str) -> None:
-    from agent_link_core.tool_profiles import effective_profile
-
-    assert effective_profile(_Config(value), {"AGENT_LINK_HOST": host} if host else {}) == profile
+    assert effective_profile(_Config(value), host) == profile
 
 
-HOSTED = {"AGENT_LINK_HOST": "filehost", "AGENT_LINK_LOAD_PLUGINS": "filehost", "AGENT_LINK_ADDRESS": "team:alice"}
+HOSTED = {"AGENT_LINK_HOST": "filehost", "AGENT_LINK_LOAD_PLUGINS": "filehost profiles", "AGENT_LINK_ADDRESS": "team:alice"}
 
 
 @pytest.mark.anyio
@@ -95,6 +106,8 @@ async def test_a_host_lists_the_messaging_tools_and_reaches_the_others_through_a
         assert "agent_link_tools" in listed and "message_agent" in listed and "filehost_sessions" not in listed
         listed_tool = listed["agent_link_tools"]
         assert listed_tool.input_schema["additionalProperties"] is False
+        # not read-only and destructive: it calls the tools a host's list leaves out, the role-admin ones too
+        assert listed_tool.annotations.read_only_hint is False and listed_tool.annotations.destructive_hint is True
         assert set(listed_tool.output_schema["properties"]) >= {"ok", "tools", "tool", "result"}
 
         names = await client.call("agent_link_tools")

@@ -1,4 +1,4 @@
-"""``agent_link_tools``: every tool the server's profile (:mod:`agent_link_core.tool_profiles`)
+"""``agent_link_tools``: every tool the server's profile (:mod:`agent_link_profiles.profiles`)
 leaves out of ``tools/list``, on request, whatever the host does with
 ``notifications/tools/list_changed``: a model asks for the list, then for one tool's schema,
 then calls it, through the same checks as a listed tool's.
@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.tool_profiles import offered_tools
 from agent_link_core.tools.registry import ToolCall, ToolSpec, output_schema, run_tool
 from agent_link_core.tools.schemas import BOOL, OBJ, STR
 
@@ -21,7 +20,7 @@ NAME = "agent_link_tools"
 
 def hidden_tools(app: App) -> dict[str, ToolSpec]:
     """The registered tools this server's profile leaves out of ``tools/list``, by name."""
-    offered = offered_tools(app)
+    offered = app.hooks.listed_tools(app.env.get("AGENT_LINK_HOST"))
     return {name: spec for name, spec in app.hooks.tools().items() if name not in offered}
 
 
