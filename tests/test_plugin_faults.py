@@ -32,7 +32,10 @@ from agent_link_core.tools.registry import ToolSpec, run_tool
 # The boundary interrupts a hung synchronous hook with SIGALRM; pytest-timeout's default method
 # owns SIGALRM, so this file's time limit runs on a thread instead.
 pytestmark = pytest.mark.timeout(300, method="thread")
-HANG_BUDGET_MS = "2000"  # the hook budget in hang cases: a hung hook costs this much once
+# the hook budget in hang cases: a hung hook costs this much once (21 cases). In this process
+# the healthy hooks it also bounds are already imported and take milliseconds; a subprocess's
+# startup needs more (tests/test_fault_matrix.py)
+HANG_BUDGET_MS = "1000"
 GOOD_ONE = Caller("good:one", "runtime_context", "good")
 
 

@@ -22,6 +22,7 @@ import pytest
 from mcp_types import PROTOCOL_VERSION_META_KEY
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
+from agent_link_testing import forked_processes
 from agent_link_testing.mcp_client import exchange_lines
 
 from agent_link_hostkit import fastfront
@@ -336,7 +337,9 @@ def _open_connection(revision: str, env: dict[str, str]) -> list[dict[str, Any]]
         script = (_initialize(1, revision) + _line({"jsonrpc": "2.0", "method": "notifications/initialized"})
                   + _line({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
         wanted = 2
-    answers = exchange_lines([AGENT_LINK, "mcp"], script, wanted, env=env, bound_s=BOUND_S)
+    # forked from the test process's zygote (the same entry point as the console script; the
+    # MCP SDK imported once, not per start): the front and the full server are what is compared
+    answers = exchange_lines(forked_processes.shared().command(["mcp"], env), script, wanted, env=env, bound_s=BOUND_S)
     for answer in answers:
         answer.pop("id")
     return answers

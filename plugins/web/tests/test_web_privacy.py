@@ -20,6 +20,7 @@ from agent_link_testing.third_party import ALICE, SECRETS
 from agent_link_testing.web_page import ThreadServer, read_url, run_in_thread
 
 from agent_link_core.app import App
+from agent_link_web import server as web_server
 from agent_link_web.panels import panels
 
 PERSON = "user:tester"
@@ -164,7 +165,8 @@ def read_event(stream: http.client.HTTPResponse) -> tuple[str, str]:
             data = value
 
 
-def test_the_live_stream_announces_only_the_persons_own_changes(own_page: Any) -> None:
+def test_the_live_stream_announces_only_the_persons_own_changes(own_page: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(web_server, "TICK_S", 1.0)  # five polls, not fifty: the test waits out one tick
     app, server, _ = own_page
     conn = http.client.HTTPConnection("127.0.0.1", server.page.port, timeout=STREAM_BOUND_S)
     conn.request("GET", "/events", headers={"Host": f"127.0.0.1:{server.page.port}", "Cookie": server.page.cookie()})
