@@ -47,8 +47,9 @@ browser:
 # `make test`: lint; the unit tests in parallel workers; the tests that start real programs (the
 # pinned host CLIs against stub models, a NATS server) on the current pins; then the real-host
 # tests again on the previous pins. See README "Tests" for what each step runs and how long:
-# test-unit used 9 CPU-minutes (user and system, its subprocesses included) in a run measured on
-# a shared, loaded machine: at least 4.5 min of wall time on 2 idle cores.
+# test-unit used 3.8 CPU-minutes (user and system, its subprocesses included) and 3:21 of wall
+# time on 2 cores of a shared machine at a load of 1-2 (5.4 CPU-minutes before a test's spinning
+# thread was calmed: it alone took 80-100 CPU-s on an idle machine).
 # Workers: xdist's `-n auto` is one per core; WORKERS=1 runs a step serially.
 WORKERS ?= auto
 # pytest caches each test module's rewritten asserts next to it (__pycache__); an inherited
