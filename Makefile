@@ -46,12 +46,13 @@ browser:
 
 # `make test`: lint; the unit tests in parallel workers; the tests that start real programs (the
 # pinned host CLIs against stub models, a NATS server) on the current pins; then the real-host
-# tests again on the previous pins. See README "Tests" for what each step runs and how long:
-# test-unit used 3.8 CPU-minutes (user and system, its subprocesses included) and 3:21 of wall
-# time on 2 cores of a shared machine at a load of 1-2 (5.4 CPU-minutes before a test's spinning
-# thread was calmed: it alone took 80-100 CPU-s on an idle machine).
-# Workers: xdist's `-n auto` is one per core; WORKERS=1 runs a step serially.
+# tests again on the previous pins. See README "Tests" for what each step runs and how long.
+# Workers: xdist's `-n auto` is one per core; WORKERS=N sets every step's, WORKERS=1 runs serially.
+# The unit tests mostly wait (hook budgets and timeouts run out, subprocesses start): with one
+# worker per core they used 4 CPU-minutes in 3.5 min of wall time on 2 idle cores, with two per
+# core the same CPU in 2.4 min, so test-unit runs two per core.
 WORKERS ?= auto
+UNIT_WORKERS := $(if $(filter command line environment,$(origin WORKERS)),$(WORKERS),$(shell echo $$(( $$(getconf _NPROCESSORS_ONLN) * 2 ))))
 # pytest caches each test module's rewritten asserts next to it (__pycache__); an inherited
 # PYTHONDONTWRITEBYTECODE would have every worker and every `agent-link` process a test starts
 # compile everything again.
@@ -64,7 +65,7 @@ test: lint
 
 # Everything that starts no real host and no NATS server.
 test-unit:
-	$(PYTEST) -n $(WORKERS) -m "$(UNIT)"
+	$(PYTEST) -n $(UNIT_WORKERS) -m "$(UNIT)"
 
 # The real-host tests (each starts its hosts in its own temporary HOME, stub models on ports
 # the system picks), the machines plugin's NATS tests and the nested runs of suites with a
