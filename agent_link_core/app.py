@@ -61,8 +61,9 @@ class App:
         self.harnesses = HarnessTable(hooks.harnesses(), self._build_harness)
         #: why this App only reads (its state dir is not writable), else None: see ``read_only_ok``
         self.read_only: AgentLinkError | None = None
+        migrations = hooks.migrations()
         try:
-            self.store = self._open_store(config.db_path, hooks.migrations())
+            self.store = self._open_store(config.db_path, migrations)
         except AgentLinkError as exc:
             state_dir = os.path.dirname(os.path.abspath(config.db_path))
             exc = disk_full_error(exc, config.db_path)
@@ -70,6 +71,12 @@ class App:
             if not read_only_ok or not os.path.isfile(config.db_path) or refusal.details.get("reason") not in READ_ON:
                 raise _name_the_setting(exc, config) from exc
             self.store = Store.open_read_only(config.db_path)
+            # Migrations cut short (a first use on a full disk) leave tables missing: reading
+            # would fail in the core and in plugins, blaming them for the storage's fault.
+            wanted = {(m.owner, m.version) for m in migrations if m.owner not in hooks.boundary.disabled}
+            if refusal.details.get("reason") != "corrupt" and not wanted <= self.store.applied():
+                self.store.close()
+                raise _name_the_setting(exc, config) from exc
             self.read_only = self.store.refusal = refusal
         self.mailbox = Mailbox(self.store, config, hooks)
         #: the MCP client connection when this process is an MCP server (set by the server)
@@ -167,13 +174,16 @@ class App:
                                               fix="List exactly its migrations in its package's AGENT_LINK_SCHEMA.")
                 continue
             try:
-                store.migrate(pending)
-            except sqlite3.OperationalError as exc:  # the plugin's SQL; a damaged file is not its fault
+                store.migrate(pending)  # a storage failure (full, read-only, damaged) is AgentLinkError
+            except sqlite3.OperationalError as exc:  # the plugin's SQL
                 self.hooks.boundary.fault(owner, "agent_link_schema", f"migration failed: {type(exc).__name__}: {exc}"[:300],
                                           fix="Fix the migration's SQL.", disable=True)
             except sqlite3.DatabaseError as exc:
                 store.close()
                 raise store.failure(exc) from exc
+            except AgentLinkError:
+                store.close()
+                raise
         return store
 
     @classmethod

@@ -132,6 +132,47 @@ def test_health_names_a_full_disk(isolated_env: Path) -> None:
     assert database["pendingForCaller"] == 1
 
 
+# The child's disk fills at a chosen moment of the first open: SQLite then refuses to grow
+# the file (SQLITE_FULL, what a full disk makes it say).
+FILLS_DURING_MIGRATIONS = (
+    "import sys\n"
+    "from agent_link_core.store import Store\n"
+    "migrate = Store.migrate\n"
+    "def filling(self, migrations):\n"
+    "    migrations = list(migrations)\n"
+    "    if sys.argv[1] == 'core' or any(m.owner != 'core' for m in migrations):\n"
+    "        pages = self.conn.execute('PRAGMA page_count').fetchone()[0]\n"
+    "        self.conn.execute(f'PRAGMA max_page_count = {pages}')\n"
+    "    migrate(self, migrations)\n"
+    "Store.migrate = filling\n"
+    "sys.argv[1:2] = []\n"
+    "from agent_link_core.cli import main\n"
+    "main()\n"
+)
+
+
+@pytest.mark.parametrize("fills_at", ["core", "plugins"])
+@pytest.mark.parametrize("command", [("inbox",), ("health", "--json"), ("send", "test:alice", "hello")])
+def test_a_disk_full_on_first_use_is_the_disk_not_a_plugin(isolated_env: Path, fills_at: str, command: tuple[str, ...]) -> None:
+    """A disk that fills while a new state dir is migrated (the core's migrations or a plugin's)
+    is reported as a full disk in one line, no plugin is blamed or disabled, and once there is
+    room the next command completes every migration."""
+    done = subprocess.run([sys.executable, "-c", FILLS_DURING_MIGRATIONS, fills_at, *command], env={**os.environ, **NO_HOSTS, **BOB},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0
+    if "--json" in command:  # the error object
+        assert json.loads(done.stdout)["error"]["details"]["reason"] == "disk_full"
+    else:
+        assert done.stdout == ""
+    one_line_error(done, "is full", "Free disk space")
+    assert "plugin" not in done.stderr
+    assert not (isolated_env / "plugin-problems.json").exists()  # no plugin blamed for later either
+    sent("after space was freed")  # nothing half-made stays: the next open completes every migration
+    health = json.loads(run("health", "--json", env=BOB).stdout)
+    assert health["database"]["ok"] is True and health["database"]["pendingForCaller"] == 1
+    assert not health.get("pluginProblems") and not (isolated_env / "plugin-problems.json").exists()
+
+
 def damage_the_migrations_index(db: Path) -> None:
     """Overwrite the page of the schema_migrations table's index, which every open reads
     first: the database can no longer be opened for writing, its mail is intact."""
