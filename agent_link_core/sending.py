@@ -17,8 +17,7 @@ from agent_link_core.envelope import MAX_ENVELOPE_BODY_CHARS, MAX_ESCAPED_CHARS,
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import Delivery, Harness, acall_harness, harness_fault
 from agent_link_core.identity import prove_sender
-from agent_link_core.lazy import LazyLogger
-from agent_link_core.lazy import Struct, field
+from agent_link_core.lazy import LazyLogger, Struct, field
 from agent_link_core.mailbox import MessageState, check_body, check_labels, differing_fields, idempotency_refusal, iso, new_message_id
 from agent_link_core.model import Caller, address_scheme, is_address, is_ulid
 from agent_link_core.records import OutgoingMessage, SendContext
