@@ -13,12 +13,12 @@ state dir, which read it from the problem log (:func:`append_problem`, :func:`hu
 
 from __future__ import annotations
 
-import _signal  # the C module behind signal: its getsignal, without the enum conversion
-import contextvars
+# C modules behind signal and contextvars: every command loads this module, so no imports
+import _contextvars as contextvars
+import _signal
 import json
 import math
 import os
-import signal
 import sys
 import threading
 import time
@@ -304,7 +304,7 @@ _get_ident = threading.get_ident
 def _on_sigint(signum: int, frame: Any) -> None:
     global _sigints
     _sigints += 1
-    signal.default_int_handler(signum, frame)
+    _signal.default_int_handler(signum, frame)
 
 
 def _on_alarm(signum: int, frame: Any) -> None:
@@ -318,10 +318,10 @@ def watch_interrupts() -> None:
     KeyboardInterrupt counts as real and overruns are only timed). Idempotent."""
     if threading.current_thread() is not threading.main_thread():
         return
-    if _handler(signal.SIGINT) is signal.default_int_handler:
-        signal.signal(signal.SIGINT, _on_sigint)
-    if hasattr(signal, "setitimer") and _handler(signal.SIGALRM) == signal.SIG_DFL:
-        signal.signal(signal.SIGALRM, _on_alarm)
+    if _handler(_signal.SIGINT) is _signal.default_int_handler:
+        _signal.signal(_signal.SIGINT, _on_sigint)
+    if hasattr(_signal, "setitimer") and _handler(_signal.SIGALRM) == _signal.SIG_DFL:
+        _signal.signal(_signal.SIGALRM, _on_alarm)
 
 
 def plugin_fault(exc: BaseException, sigints_before: int) -> bool:
@@ -329,12 +329,12 @@ def plugin_fault(exc: BaseException, sigints_before: int) -> bool:
     real Ctrl-C since ``sigints_before`` (the count when the call began) or the cancellation
     of the running task."""
     if isinstance(exc, KeyboardInterrupt):
-        handler = _handler(signal.SIGINT)
+        handler = _handler(_signal.SIGINT)
         if handler is _on_sigint:
             return _sigints == sigints_before
         # Python's own handler, uncounted: the safe reading is the user's Ctrl-C. Any other handler
         # (the MCP server exits on SIGINT) raises no KeyboardInterrupt: this one is code's.
-        return handler is not signal.default_int_handler
+        return handler is not _signal.default_int_handler
     asyncio = sys.modules.get("asyncio")  # never imported: no task was cancelled
     if asyncio is not None and isinstance(exc, asyncio.CancelledError):
         try:
@@ -350,12 +350,12 @@ def _arm(budget_s: float) -> _Frame | None:
     nested call only adds a frame (the outermost started the timer)."""
     if budget_s <= 0 or _get_ident() != _MAIN_THREAD:
         return None
-    if not _frames and _handler(signal.SIGALRM) is not _on_alarm:
+    if not _frames and _handler(_signal.SIGALRM) is not _on_alarm:
         return None
     now = time.monotonic()
     frame = _Frame(now, now + budget_s)
     if not _frames:  # one timer serves nested calls: it fires again every second until they return
-        signal.setitimer(signal.ITIMER_REAL, budget_s, 1.0)
+        _signal.setitimer(_signal.ITIMER_REAL, budget_s, 1.0)
     _frames.append(frame)
     return frame
 
@@ -372,7 +372,7 @@ def _disarm(frame: _Frame | None) -> float:
     else:
         return now
     if not _frames:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        _signal.setitimer(_signal.ITIMER_REAL, 0)
         return now
     spent = now - frame.started
     for outer in _frames:  # time spent in an inner call is that call's, not its callers'
