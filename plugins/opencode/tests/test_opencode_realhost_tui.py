@@ -6,6 +6,8 @@ serve``'s); started with ``--port`` it listens like ``opencode serve`` (``--port
 free, else a free port). So agent-link finds a TUI's sessions when the TUI was started with
 ``--port``: this test starts one so, with a ``HOME`` of its own, and an agent-link with that
 ``HOME`` and no server configured lists a session made there, found from the TUI's process.
+The port is a free one, never ``0``: on 4096 the TUI would show up in every listing of tests
+running beside it (the harness's default server), as it once did in a Codex test's.
 
 If the program is missing this test fails with "run `make hosts`" -- it never skips.
 """
@@ -26,6 +28,7 @@ import pytest
 
 from agent_link_core.app import App
 from agent_link_opencode.discover import scan
+from agent_link_testing.host_process import free_port
 from agent_link_testing.messages_stub import MessagesStub
 from agent_link_testing.opencode_host import opencode_binary, opencode_config
 
@@ -89,7 +92,7 @@ def stop(process: subprocess.Popen[bytes]) -> None:
 
 async def test_opencode_tui_started_with_a_port_is_found_and_its_sessions_listed(tmp_path: Path) -> None:
     with MessagesStub(default_text="ok") as stub:
-        tui = start_tui(tmp_path / "tui", stub.base_url, "--port", "0")
+        tui = start_tui(tmp_path / "tui", stub.base_url, "--port", str(free_port()))
         try:
             home = str(tmp_path / "tui" / "home")
             deadline = time.monotonic() + START_TIMEOUT_S
