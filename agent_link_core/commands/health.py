@@ -2,18 +2,15 @@
 ``--help``: the console script runs both before click loads, :mod:`agent_link_core.entry`)."""
 
 import sys
-from typing import Any, Callable
+from typing import Any
 
 import click
 
 from agent_link_core import boundary
-from agent_link_core.cli import EXIT_HELP, emit, fail, get_app, open_app
+from agent_link_core.cli_run import EXIT_HELP, NDJSON, command, emit, fail, get_app, open_app, option
 from agent_link_core.errors import AgentLinkError
 
-
-def _json_command(f: Callable[..., None]) -> click.Command:
-    f = click.option("--ndjson", is_flag=True, help="Print the same JSON object on one line.")(click.pass_context(f))
-    return click.command(epilog=EXIT_HELP)(click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")(f))
+JSON = option("--json", "as_json", flag=True, help="Print one JSON object.")
 
 
 def _print_health(h: dict[str, Any]) -> None:
@@ -57,10 +54,9 @@ def _print_health(h: dict[str, Any]) -> None:
                    + (f" ({legacy['hint']})" if legacy.get("hint") else ""))
 
 
-@_json_command
-@click.option("--forget-state-dirs", is_flag=True, help="Forget the other state dirs agent-link processes used lately (ends"
-              " health's warning about them until one of them is used again).")
-def health(ctx: click.Context, as_json: bool, ndjson: bool, forget_state_dirs: bool) -> None:
+@command(JSON, NDJSON, option("--forget-state-dirs", flag=True, help="Forget the other state dirs agent-link processes used lately"
+                              " (ends health's warning about them until one of them is used again)."))
+def health(ctx: Any, as_json: bool, ndjson: bool, forget_state_dirs: bool) -> None:
     """Show whether agent-link works here and what it sees (exit 1 when the database
     refuses writes: damaged, replaced, or a state dir this user cannot write; when a
     plugin's section reports a problem, such as a roles file that does not parse; or when a
@@ -89,8 +85,8 @@ def health(ctx: click.Context, as_json: bool, ndjson: bool, forget_state_dirs: b
         sys.exit(1)
 
 
-@_json_command
-def plugins(ctx: click.Context, as_json: bool, ndjson: bool) -> None:
+@command(JSON, NDJSON)
+def plugins(ctx: Any, as_json: bool, ndjson: bool) -> None:
     """List loaded, blocked and broken plugins (--json: with each plugin's hooks and the
     time each took in this process)."""
     app = get_app(ctx)

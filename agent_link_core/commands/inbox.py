@@ -13,8 +13,7 @@ if TYPE_CHECKING:
 
 
 def shown_unread(app: App, data: dict[str, Any]) -> list[str]:
-    """Ids of the unread messages an inbox read shows whole (a paged message: only with its
-    last page), which the read marks delivered once its output is written."""
+    """Ids of the unread messages an inbox read shows whole (a paged message: with its last page)."""
     page = data.get("page")
     if page is not None:
         row = app.mailbox.get_row(page["messageId"])
@@ -23,8 +22,8 @@ def shown_unread(app: App, data: dict[str, Any]) -> list[str]:
 
 
 def as_read(app: App, data: dict[str, Any], ids: list[str]) -> dict[str, Any]:
-    """An inbox read made without marking, shown as it stands once ``ids`` are marked
-    delivered by it: their views, ``markedDelivered``, the open and remaining counts."""
+    """An inbox read made without marking, as it reads once ``ids`` are marked delivered (their
+    views, ``markedDelivered``, the open and remaining counts)."""
     from agent_link_core.store import now_ms
 
     data = {**data, "markedDelivered": list(ids)}
@@ -79,13 +78,12 @@ def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, mark_read: b
         usage_error("choose one of --message-id and --all")
     if peek and mark_read:
         usage_error("choose one of --peek and --mark-read")
-    app = get_app(ctx)
-    caller = as_caller(app, as_address)
     from agent_link_core.identity import reads_own_mail
 
+    app = get_app(ctx)
+    caller = as_caller(app, as_address)
     peek = peek or (not mark_read and not reads_own_mail(app, caller.address))  # another's mail stays theirs
-    # Read without marking, print, and mark only what the output showed once it was
-    # written: mail whose output never reached its reader stays unread.
+    # read without marking; what was shown is marked once the output is written (show_then_mark)
     try:
         app.require_caller(caller)
         mark, warnings = app.begin_inbox_read(caller, not peek)

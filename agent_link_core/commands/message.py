@@ -65,12 +65,7 @@ def wait(ctx: Any, message_id: str, timeout_ms: int, from_address: str | None, s
     me = who_am_i(app, from_address, named, reading=True)
     data = wait_all(app, me, message_id, 0)  # a bad or unknown id is refused before any waiting
     if data["outcome"] == "timeout" and timeout_ms > 0:
-        try:
-            data = wait_all(app, me, message_id, timeout_ms,
-                            f"waiting up to {timeout_ms / 1000:g} s for the answer to {message_id} (Ctrl-C stops waiting)")
-        except KeyboardInterrupt:
-            echo(f"stopped waiting for {message_id}; `agent-link wait {message_id}` waits again", err=True)
-            sys.exit(130)
+        data = wait_all(app, me, message_id, timeout_ms, f"stopped waiting for {message_id}; `agent-link wait {message_id}` waits again")
     show_then_mark(lambda: emit(data, as_json, lambda d: print_wait(app, d, show_envelope), ndjson),
                    lambda: mark_reply(app, me, data), "the reply stays unread")
     if data["outcome"] == "timeout":

@@ -1,6 +1,5 @@
-"""``agent-link send``: send a message, optionally waiting for its answer, with one honest
-outcome (:func:`send_reliably`: retries, a time to live, idempotent on a message id; the
-README shows it called from Python)."""
+"""``agent-link send``: send a message with one honest outcome (:func:`send_reliably`, also
+called from Python), optionally waiting for its answer."""
 
 from __future__ import annotations
 
@@ -86,28 +85,25 @@ def send(ctx: Any, target: str, text: str | None, file: str | None, message_id: 
                        inline=reaches_no_harness(app, target.strip(), me))
     data = result.to_dict()
     if wait_reply and result.outcome in ("delivered", "accepted", "queued") and result.message_id:
-        try:
-            # the send's own line comes once, with the answer (the wait says only what it waits for)
-            data["wait"] = wait_all(app, me, result.message_id, timeout_ms, f"waiting up to {timeout_ms / 1000:g} s "
-                                    f"for the answer to {result.message_id} (Ctrl-C stops waiting)")
-        except KeyboardInterrupt:  # the message is sent: its id must not be lost with the wait
-            echo(f"{result.outcome}: {result.message_id} to {data['to'] or target} "
-                       f"(stopped waiting; `agent-link wait {result.message_id}` waits again)", err=True)
-            sys.exit(130)
+        # the send's own line comes once, with the answer; a Ctrl-C still says the sent message's id
+        data["wait"] = wait_all(app, me, result.message_id, timeout_ms, f"{result.outcome}: {result.message_id} to "
+                                f"{data['to'] or target} (stopped waiting; `agent-link wait {result.message_id}` waits again)")
+
+    def warn() -> None:  # on stderr, with --json too: scripts read stdout; people still see warnings
+        for w in data.get("warnings", []):
+            echo(f"warning: {cli_words(w['message'], 'send')}", err=True)
 
     def human(d: dict[str, Any]) -> None:
-        line = f"{d['outcome']}: {d['messageId'] or 'nothing sent'} to {d['to'] or target}"
-        echo(line + (" (already sent; nothing resent)" if d["duplicate"] else ""))
+        echo(f"{d['outcome']}: {d['messageId'] or 'nothing sent'} to {d['to'] or target}"
+             + (" (already sent; nothing resent)" if d["duplicate"] else ""))
         if d.get("error"):
             echo(f"agent-link: {cli_words(d['error']['message'], 'send')} {cli_words(d['error'].get('hint') or '', 'send')}".rstrip(), err=True)
-        for w in d.get("warnings", []):
-            echo(f"warning: {cli_words(w['message'], 'send')}", err=True)
+        warn()
         if "wait" in d:
             print_wait(app, d["wait"], False)
 
-    if (as_json or ndjson) and data.get("warnings"):
-        for w in data["warnings"]:  # scripts read stdout; people still see warnings
-            echo(f"warning: {cli_words(w['message'], 'send')}", err=True)
+    if as_json or ndjson:
+        warn()
     show_then_mark(lambda: emit(data, as_json, human, ndjson), lambda: mark_reply(app, me, data.get("wait") or {}),
                    "the reply stays unread")
     if "wait" in data and data["wait"]["outcome"] == "timeout":
@@ -118,13 +114,9 @@ def send(ctx: Any, target: str, text: str | None, file: str | None, message_id: 
 
 
 class RetryPolicy(Struct, frozen=True):
-    """Automatic retries of a push that failed before the host accepted anything.
-
-    :param count: extra attempts (0 = none).
-    :param delay_ms: wait before the first retry, in ms.
-    :param backoff: multiplier applied to the delay after each retry (>= 1).
-    :param jitter: random fraction (0-1) added to or taken from each delay.
-    """
+    """Automatic retries of a push that failed before the host accepted anything: ``count``
+    extra attempts, the first after ``delay_ms``, each delay ``backoff`` (>= 1) times the last,
+    plus or minus a random ``jitter`` fraction (0-1)."""
 
     count: int = 0
     delay_ms: int = 500
@@ -141,15 +133,10 @@ class RetryPolicy(Struct, frozen=True):
 
 
 class SendResult(Struct):
-    """The outcome of :func:`send_reliably`.
-
-    :param outcome: ``delivered``, ``accepted``, ``queued``, ``rejected`` or ``unknown``.
-    :param message_id: the message's ULID (None when rejected before storing).
-    :param to: the recipient address.
-    :param duplicate: True when the same id and content was sent before (nothing resent).
-    :param attempts: push attempts made by this call.
-    :param error: the refusal, for ``rejected``.
-    """
+    """The outcome of :func:`send_reliably`: ``outcome`` (``delivered``, ``accepted``, ``queued``,
+    ``rejected``, ``unknown``), the ULID (None when rejected before storing), the recipient,
+    ``duplicate`` (same id and content sent before: nothing resent), this call's push ``attempts``,
+    and ``error``, the refusal of a ``rejected`` one."""
 
     outcome: str
     message_id: str | None
@@ -177,22 +164,15 @@ async def send_reliably(
     """Send with one honest outcome, idempotent on ``message_id`` (``agent-link send``).
 
     ``target`` is what the CLI accepts (:meth:`~agent_link_core.directory.Directory.resolve_target`).
-    The same id with the same content is never stored twice: a message already delivered or
-    accepted is not pushed again, one still queued is offered to its harness again (which
-    first checks whether an earlier, interrupted push landed), an ``unknown`` one only with
-    ``retry_unknown``; with other content it is rejected.
-    ``ttl_ms`` counts from the first attempt: past it, nothing is pushed any more.
-    Only pushes that failed before the host accepted them are retried automatically.
-    ``require_known`` refuses a plain address no process has ever served (``rejected``
-    with ``not_found`` and suggestions) instead of queueing it with a warning.
-
-    ``message_id`` is a ULID or a UUID (any case); a UUID is stored as the ULID with the same
-    128 bits and echoed as ``clientMessageId``. What defines the message for idempotency:
-    sender, target, text, labels, ``ttl_ms``, ``correlation_id`` and the sender metadata
-    (``sender_project``, ``sender_label``); changing any of them under the same id is
-    ``rejected``. ``envelope_format`` names another model-visible form than agent-link's
-    envelope, one the recipient's harness lists in its ``envelope_formats`` (else
-    ``rejected``, nothing stored).
+    ``message_id`` is a ULID or a UUID (any case; a UUID is stored as the ULID of its 128 bits and
+    echoed as ``clientMessageId``). The same id with the same sender, target, text, ``ttl_ms``,
+    ``correlation_id`` and sender metadata is never stored twice (other content: ``rejected``):
+    a message delivered or accepted is not pushed again, one still queued is (its harness checks
+    whether an earlier push landed), an ``unknown`` one only with ``retry_unknown``.
+    ``ttl_ms`` counts from the first attempt; ``retry`` covers only pushes that failed before the
+    host accepted them. ``require_known`` rejects a plain address no process ever served (else it
+    is queued with a warning). ``envelope_format``: another model-visible form, one the recipient's
+    harness lists in its ``envelope_formats`` (else ``rejected``, nothing stored).
 
     :raises AgentLinkError: never for a refusal (that is ``rejected``); only for bad
         arguments (``invalid_arguments``) and an unusable state dir (``state_io_error``).
@@ -264,14 +244,9 @@ async def send_reliably(
 
 
 def reaches_no_harness(app: App, target: str, sender: Caller) -> bool:
-    """True when :func:`send_reliably` to ``target`` reaches no harness: a plain address
-    (``team:bob``; no harness owns its scheme, not a role) from a sender no harness proves.
-    Such a send only stores the message, so it can run without an event loop
-    (:func:`agent_link_core.aio.run_inline`); a plugin's awaitable address answer is then
-    awaited on a loop of its own (:meth:`agent_link_core.plugins.Hooks.aresolve_address`).
-
-    :param target: the stripped CLI target.
-    """
+    """True when :func:`send_reliably` to the (stripped) ``target`` reaches no harness: a plain
+    address (no harness owns its scheme, not a role) from a sender no harness proves. Such a send
+    only stores the message, so it runs without an event loop (:func:`agent_link_core.aio.run_inline`)."""
     if not is_address(target):
         return False
     scheme, owners = address_scheme(target), app.harnesses
