@@ -108,6 +108,13 @@ class Command:
         self.callback, self.params, self.sender, self.epilog = callback, params, sender, epilog
         self.name = callback.__name__
 
+    def run(self, ctx: Any, **values: Any) -> None:
+        """Call the command; an AgentLinkError it raises ends it in its own words (:func:`fail`)."""
+        try:
+            self.callback(ctx, **values)
+        except AgentLinkError as exc:
+            fail(exc)
+
 
 def command(*params: Param, epilog: str = EXIT_HELP) -> Callable[[Callable[..., Any]], Command]:
     """Declare a core command (the decorated function's name and docstring are its name and help)."""
@@ -195,7 +202,7 @@ def run_fast(argv: list[str]) -> bool:
             return False
         _current = Context(argv[0], root)
         try:
-            spec.callback(_current, **values)
+            spec.run(_current, **values)
         except KeyboardInterrupt:
             interrupted(argv[0])
         return True

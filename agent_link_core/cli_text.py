@@ -104,11 +104,6 @@ def address_error(value: str, option: str) -> AgentLinkError | None:
         "and an id of at most 128 of A-Z a-z 0-9 _ . -")}])
 
 
-def looks_like_bad_address(value: str) -> bool:
-    """True when ``value`` has an address's shape (``x:y``) without being one."""
-    return ":" in value and not is_address(value) and bool(re.fullmatch(r"[A-Za-z][A-Za-z0-9-]*:.*", value))
-
-
 def terminal_safe(text: str | None) -> str:
     """``text`` for a terminal: line breaks and tabs kept, every other control, format or bidi
     character a visible escape (a peer's text cannot move the cursor or disguise itself)."""

@@ -30,8 +30,7 @@ def _print_health(h: dict[str, Any]) -> None:
     db = h["database"]
     click.echo(f"  database:   {db['path']} ({'ok' if db.get('ok', True) else 'REFUSING WRITES'}, WAL {db.get('walBytes', 0)} bytes)")
     if db.get("problem"):
-        click.echo(f"  problem:    {db['problem']['message']}")
-        click.echo(f"  to fix:     {db['problem'].get('hint', '')}")
+        click.echo(f"  problem:    {db['problem']['message']}\n  to fix:     {db['problem'].get('hint', '')}")
     elif db["integrity"] != "ok":
         click.echo(f"  integrity:  {db['integrity']}")
     for name, line in [(n, s["summary"]) for n, s in (h.get("sections") or {}).items() if isinstance(s, dict) and s.get("summary")]:
@@ -72,11 +71,8 @@ def health(ctx: Any, as_json: bool, ndjson: bool, forget_state_dirs: bool) -> No
     if forget_state_dirs:
         from agent_link_core.settings_file import forget_other_state_dirs
 
-        try:
-            for path in forget_other_state_dirs(app.config.state_dir, app.env):
-                click.echo(f"forgot the state dir {path}", err=True)  # stderr: --json prints one object
-        except AgentLinkError as exc:
-            fail(exc)
+        for path in forget_other_state_dirs(app.config.state_dir, app.env):
+            click.echo(f"forgot the state dir {path}", err=True)  # stderr: --json prints one object
     data = app.health()
     failing = not data["database"].get("ok", True) or bool(data.get("problems"))
     # `ok` as every failing command's JSON says it (the exit status: 1 when False)
@@ -101,15 +97,12 @@ def plugins(ctx: Any, as_json: bool, ndjson: bool) -> None:
         for name in d["blocked"]:
             click.echo(f"{name} (disabled by AGENT_LINK_DISABLE_PLUGINS)")
         for name, reason in d["failed"].items():
-            click.echo(f"{name} BROKEN: {reason}")
-            click.echo(f"  turn it off: AGENT_LINK_DISABLE_PLUGINS={name}")
+            click.echo(f"{name} BROKEN: {reason}\n  turn it off: AGENT_LINK_DISABLE_PLUGINS={name}")
         for problem in d["problems"]:
             if not problem["disabled"]:
-                click.echo(f"{problem['plugin']} problem in {problem['hook']}: {problem['error']} ({problem['count']}x)")
-                click.echo(f"  {problem['fix']}")
+                click.echo(f"{problem['plugin']} problem in {problem['hook']}: {problem['error']} ({problem['count']}x)\n  {problem['fix']}")
         for problem in d["elsewhere"]:
-            click.echo(f"{problem['plugin']} problem in {problem['hook']} (process {problem['pid']}): {problem['error']}")
-            click.echo(f"  {problem['fix']}")
+            click.echo(f"{problem['plugin']} problem in {problem['hook']} (process {problem['pid']}): {problem['error']}\n  {problem['fix']}")
         for name, hooks in d["hooks"].items():  # slow is no failure (a busy machine): said here, not on stderr
             for hook, timing in hooks.items():
                 if timing and timing["maxMs"] > boundary.SLOW_MS:
@@ -120,15 +113,12 @@ def plugins(ctx: Any, as_json: bool, ndjson: bool) -> None:
     emit(data, as_json, human, ndjson)
 
 
-@click.command(epilog=EXIT_HELP)
-def mcp() -> None:
+@command()
+def mcp(ctx: Any) -> None:
     """Serve the agent-link MCP tools over stdio (hosts start this)."""
     from agent_link_core.server import main as serve_main
 
-    try:
-        serve_main()
-    except AgentLinkError as exc:
-        fail(exc)
+    serve_main()
 
 
 @click.command(context_settings={"ignore_unknown_options": True}, epilog=EXIT_HELP)

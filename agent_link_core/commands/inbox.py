@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent_link_core.cli_run import (ENVELOPE, JSON, NDJSON, as_caller, command, echo, emit, fail, get_app, not_marked, option,
+from agent_link_core.cli_run import (ENVELOPE, JSON, NDJSON, as_caller, command, echo, emit, get_app, not_marked, option,
                                      print_messages, show_then_mark, usage_error)
 from agent_link_core.errors import AgentLinkError
 
@@ -84,25 +84,22 @@ def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, mark_read: b
     caller = as_caller(app, as_address)
     peek = peek or (not mark_read and not reads_own_mail(app, caller.address))  # another's mail stays theirs
     # read without marking; what was shown is marked once the output is written (show_then_mark)
-    try:
-        app.require_caller(caller)
-        mark, warnings = app.begin_inbox_read(caller, not peek)
-        if all_mail:
-            data = app.inbox(caller, limit=limit, mark=False)
-            rows = app.store.conn.execute(
-                "SELECT * FROM messages WHERE recipient = ? ORDER BY sent_at DESC, id DESC LIMIT ?", (caller.address, limit)
-            ).fetchall()
-            data["messages"] = app.mailbox.to_views(rows)
-            data["renderedBlock"] = "\n".join(app.mailbox.envelope(r) for r in rows)
-        else:
-            data = budget.inbox(app, caller, budget.caller_budget(app, caller), limit=limit, mark=False,
-                                include_open=True, message_id=message_id, offset=offset or 0)
-        if warnings:
-            data["warnings"] = warnings
-        to_mark = shown_unread(app, data) if mark else []
-        data = as_read(app, data, to_mark)
-    except AgentLinkError as exc:
-        fail(exc)
+    app.require_caller(caller)
+    mark, warnings = app.begin_inbox_read(caller, not peek)
+    if all_mail:
+        data = app.inbox(caller, limit=limit, mark=False)
+        rows = app.store.conn.execute(
+            "SELECT * FROM messages WHERE recipient = ? ORDER BY sent_at DESC, id DESC LIMIT ?", (caller.address, limit)
+        ).fetchall()
+        data["messages"] = app.mailbox.to_views(rows)
+        data["renderedBlock"] = "\n".join(app.mailbox.envelope(r) for r in rows)
+    else:
+        data = budget.inbox(app, caller, budget.caller_budget(app, caller), limit=limit, mark=False,
+                            include_open=True, message_id=message_id, offset=offset or 0)
+    if warnings:
+        data["warnings"] = warnings
+    to_mark = shown_unread(app, data) if mark else []
+    data = as_read(app, data, to_mark)
 
     def human(d: dict[str, Any]) -> None:
         page = d.get("page")

@@ -3,10 +3,9 @@
 import sys
 from typing import Any
 
-from agent_link_core.cli_run import (ENVELOPE, EXIT_TIMEOUT, FROM, JSON, NDJSON, READER_FROM, argument, command, echo, emit, fail,
-                                     get_app, mark_reply, message_text, option, print_messages, print_wait, run_async, show_then_mark,
-                                     usage_error, wait_all, who_am_i)
-from agent_link_core.errors import AgentLinkError
+from agent_link_core.cli_run import (ENVELOPE, EXIT_TIMEOUT, FROM, JSON, NDJSON, READER_FROM, argument, command, echo, emit, get_app,
+                                     mark_reply, message_text, option, print_messages, print_wait, run_async, show_then_mark, usage_error,
+                                     wait_all, who_am_i)
 
 
 @command(
@@ -44,12 +43,9 @@ def status(ctx: Any, message_id: str, from_address: str | None, as_json: bool, n
     """Show delivery, status and reminders of a message you sent or received."""
     app = get_app(ctx)
     me = who_am_i(app, from_address, named, reading=True)
-    try:
+    data = app.status(me, message_id)
+    if data["delivery"] == "accepted" and run_async(app.refresh_delivery(data["messageId"])):
         data = app.status(me, message_id)
-        if data["delivery"] == "accepted" and run_async(app.refresh_delivery(data["messageId"])):
-            data = app.status(me, message_id)
-    except AgentLinkError as exc:
-        fail(exc)
     emit(data, as_json, lambda d: echo(
         f"{d['messageId']}: {d.get('deliveryNote') or d['delivery']}, status {d['status'] or 'none (fyi)'}, from {d['from']} to {d['to']}"), ndjson)
 
@@ -82,10 +78,7 @@ def show(ctx: Any, message_id: str, thread: bool, from_address: str | None, show
     first); --envelope shows what a model sees."""
     app = get_app(ctx)
     me = who_am_i(app, from_address, named, reading=True)
-    try:
-        data = app.conversation(me, message_id)
-    except AgentLinkError as exc:
-        fail(exc)
+    data = app.conversation(me, message_id)
     if not thread:
         data = {"message": next(m for m in data["messages"] if m["id"] == data["messageId"])}
 
