@@ -55,7 +55,7 @@ def table(columns: list[str], rows: list[list[Any]]) -> None:
     console.print(t)
 
 
-#: The core's commands: name -> ``"module:attribute"`` of a declared :class:`~agent_link_core.cli_run.Command` or a click command
+#: The core's commands: name -> ``"module:attribute"`` of a declared :class:`~agent_link_core.cli_run.Command`
 CORE_COMMANDS = {
     **FAST_COMMANDS,
     "health": "agent_link_core.commands.health:health", "plugins": "agent_link_core.commands.health:plugins",
@@ -85,15 +85,9 @@ class AgentLinkGroup(click.Group):
             interrupted(ctx.invoked_subcommand)
 
     def _load_core_command(self, name: str) -> None:
-        # a fresh command: plugins and sender options add options to it, which must not outlive
-        # this invocation (another in this process may load other plugins)
-        import copy
-
         target = self._unloaded.pop(name, None)
-        if target is not None:
-            declared = import_target(target)
-            self.commands[name] = click_command(declared) if isinstance(declared, Command) else copy.copy(declared)
-            self.commands[name].params = list(self.commands[name].params)
+        if target is not None:  # a fresh command: options plugins add to it end with this invocation
+            self.commands[name] = click_command(import_target(target))
 
     def _load_plugin_commands(self, ctx: click.Context, for_health: bool = False) -> None:
         if self._plugins_loaded:

@@ -369,6 +369,7 @@ def wait_all(app: App, caller: Any, message_id: str, timeout_ms: int, stopped: s
 
     :param stopped: the stderr line a Ctrl-C ends the wait with (exit 130); the wait then says
         what it waits for once the event loop exists (a Ctrl-C after it stops the wait, not a loop half built).
+    :raises AgentLinkError: what ``App.wait`` refuses (a bad or unknown id).
     """
     import asyncio
     import time
@@ -380,10 +381,7 @@ def wait_all(app: App, caller: Any, message_id: str, timeout_ms: int, stopped: s
                 echo(f"waiting up to {timeout_ms / 1000:g} s for the answer to {message_id} (Ctrl-C stops waiting)", err=True)
             while True:
                 left = max(0, int((deadline - time.monotonic()) * 1000))
-                try:
-                    data = runner.run(app.wait(caller=caller, agent=message_id, reply_to=message_id, timeout_ms=left, mark=False))
-                except AgentLinkError as exc:
-                    fail(exc)
+                data = runner.run(app.wait(caller=caller, agent=message_id, reply_to=message_id, timeout_ms=left, mark=False))
                 data["warnings"] = [w for w in data.get("warnings", []) if w.get("code") != "wait_capped"]
                 if not data["warnings"]:
                     del data["warnings"]
@@ -534,14 +532,12 @@ def as_caller(app: App, as_address: str | None) -> Any:
 
     if as_address is None:
         me = app.caller()
-        address = me.address if me.known else None
+    elif problem := address_error(as_address, "as"):
+        fail(problem)
     else:
-        problem = address_error(as_address, "as")
-        if problem is not None:
-            fail(problem)
-        me, address = Caller(as_address, "cli", address_scheme(as_address)), as_address
-    if address is not None:
-        prove_reading(app, address)
+        me = Caller(as_address, "cli", address_scheme(as_address))
+    if me.known:
+        prove_reading(app, me.address)
     return me
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from agent_link_core import boundary
-from agent_link_core.cli_run import EXIT_HELP, NDJSON, command, emit, fail, get_app, open_app, option
+from agent_link_core.cli_run import NDJSON, argument, command, emit, fail, get_app, open_app, option
 from agent_link_core.errors import AgentLinkError
 
 JSON = option("--json", "as_json", flag=True, help="Print one JSON object.")
@@ -61,13 +61,12 @@ def health(ctx: Any, as_json: bool, ndjson: bool, forget_state_dirs: bool) -> No
     plugin's section reports a problem, such as a roles file that does not parse; or when a
     plugin is broken: it failed to import or register, was left out or failed in a hook,
     here or in another agent-link process in the last day)."""
-    if as_json or ndjson:
-        try:
-            open_app(ctx)
-        except AgentLinkError as exc:  # still one JSON object: health's answer is that agent-link cannot start here
+    try:
+        app = open_app(ctx)
+    except AgentLinkError as exc:
+        if as_json or ndjson:  # still one JSON object: health's answer is that agent-link cannot start here
             emit({"ok": False, "error": exc.to_dict()}, as_json, _print_health, ndjson)
-            fail(exc)
-    app = get_app(ctx)
+        fail(exc)
     if forget_state_dirs:
         from agent_link_core.settings_file import forget_other_state_dirs
 
@@ -121,10 +120,8 @@ def mcp(ctx: Any) -> None:
     serve_main()
 
 
-@click.command(context_settings={"ignore_unknown_options": True}, epilog=EXIT_HELP)
-@click.argument("host")
-@click.argument("event")
-def hook(host: str, event: str) -> None:
+@command(argument("host"), argument("event"))
+def hook(ctx: Any, host: str, event: str) -> None:
     """Run a host hook: reads the host's hook JSON on stdin, prints the host's hook JSON.
 
     Always exits 0, so a failing hook never blocks a prompt.
