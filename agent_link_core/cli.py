@@ -1,7 +1,6 @@
 """The ``agent-link`` root group (click), built per invocation, and what plugins' click commands
 share (with :mod:`agent_link_core.cli_run`'s helpers, re-exported here). A core command is
-imported only when it runs or a help lists it; plugins add theirs through ``agent_link_register_commands``.
-"""
+imported only when it runs or a help lists it; plugins add theirs through ``agent_link_register_commands``."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """What the ``agent-link`` commands share, without click: the App of an invocation, one-line
 errors, output, showing and waiting for messages, and the fast path (:func:`run_fast`) that runs
 a core command declared as data (:func:`command`) without click; what it does not take as it
-stands goes to the click command built from the same declaration (:mod:`agent_link_core.cli`).
-"""
+stands goes to the click command built from the same declaration (:mod:`agent_link_core.cli`)."""
 
 from __future__ import annotations
 
@@ -48,9 +47,8 @@ class Param:
     """One option (``option("--as", "as_address", help=...)``) or argument of a core command.
 
     :param decls: the option's flags (``--as``) and, optionally, its parameter name without dashes.
-    :param kind: ``whole`` / ``finite`` (with ``low``, ``high``: an int / a non-nan float in that
-        closed range, None = open), ``choice`` (``choices``), ``file`` (a path that is no
-        directory), else text.
+    :param kind: ``whole`` / ``finite`` (with ``low``, ``high``: an int / a non-nan float in that closed
+        range, None = open), ``choice`` (``choices``), ``file`` (a path that is no directory), else text.
     """
 
     def __init__(self, *decls: str, argument: bool = False, flag: bool = False, kind: str | None = None,
@@ -109,11 +107,13 @@ class Command:
         self.name = callback.__name__
 
     def run(self, ctx: Any, **values: Any) -> None:
-        """Call the command; an AgentLinkError it raises ends it in its own words (:func:`fail`)."""
+        """Call the command; an AgentLinkError it raises ends it in its own words (:func:`fail`), Ctrl-C with :func:`interrupted`."""
         try:
             self.callback(ctx, **values)
         except AgentLinkError as exc:
             fail(exc)
+        except KeyboardInterrupt:
+            interrupted(self.name)
 
 
 def command(*params: Param, epilog: str = EXIT_HELP) -> Callable[[Callable[..., Any]], Command]:
@@ -201,10 +201,7 @@ def run_fast(argv: list[str]) -> bool:
         if values is None:
             return False
         _current = Context(argv[0], root)
-        try:
-            spec.run(_current, **values)
-        except KeyboardInterrupt:
-            interrupted(argv[0])
+        spec.run(_current, **values)
         return True
     finally:
         _current = None
@@ -283,8 +280,7 @@ def open_app(ctx: Any) -> App:
     if "app" not in root.meta:
         from agent_link_core.app import App
 
-        options: dict[str, Any] = {"read_only_ok": True} if root.meta.get("read_only_ok") else {}
-        root.meta["app"] = App.create(hooks=plugin_hooks(ctx), **options)
+        root.meta["app"] = App.create(hooks=plugin_hooks(ctx), read_only_ok=bool(root.meta.get("read_only_ok")))
         root.call_on_close(root.meta["app"].close)
     return root.meta["app"]
 
@@ -308,24 +304,21 @@ def plugin_hooks(ctx: Any) -> Hooks:
 def emit(data: Any, as_json: bool, human: Any, ndjson: bool = False) -> None:
     """Print ``data`` as JSON (``--json`` indented, ``--ndjson`` one line) or call ``human(data)``.
     A JSON object without a ``version`` field gets ``version`` :data:`JSON_FORMAT_VERSION`."""
-    if (as_json or ndjson) and isinstance(data, dict) and "version" not in data:
-        data = {"version": JSON_FORMAT_VERSION, **data}
+    if not (as_json or ndjson):
+        human(data)
+        return
     import json  # only for --json: the package imports re and enum, which people's output never needs
 
-    if ndjson:
-        echo(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
-    elif as_json:
-        echo(json.dumps(data, ensure_ascii=False, indent=2))
-    else:
-        human(data)
+    if isinstance(data, dict) and "version" not in data:
+        data = {"version": JSON_FORMAT_VERSION, **data}
+    echo(json.dumps(data, ensure_ascii=False, **({"separators": (",", ":")} if ndjson else {"indent": 2})))
 
 
 def output_lost(exc: OSError, what: str = "") -> NoReturn:
     """End a command whose stdout could not be written (a closed pipe, a full disk): one
     stderr line saying so (``what``: what was left undone), exit 1."""
     drop_stdout()
-    reason = exc.strerror or type(exc).__name__
-    echo(f"agent-link: could not write the output ({reason}){'; ' + what if what else ''}.", err=True)
+    echo(f"agent-link: could not write the output ({exc.strerror or type(exc).__name__}){'; ' + what if what else ''}.", err=True)
     sys.exit(1)
 
 
@@ -474,10 +467,8 @@ def run_async(coro: Any, inline: bool = False) -> Any:
 
 
 def interrupted(command: str | None = None) -> NoReturn:
-    """End a command stopped by Ctrl-C: one stderr line, exit 130 (click's own says "Aborted!", exit 1).
-
-    :param command: the command's path after ``agent-link`` (``send``, ``install <host>``), if known.
-    """
+    """End a command stopped by Ctrl-C: one stderr line naming ``command`` (its path after ``agent-link``,
+    ``install <host>``, if known), exit 130 (click's own says "Aborted!", exit 1)."""
     where = f"agent-link {command}" if command else "agent-link"
     echo(f"{where}: stopped by Ctrl-C (what it had finished stays done).", err=True)
     sys.exit(130)
@@ -506,7 +497,6 @@ def who_am_i(app: App, from_address: str | None, named: dict[str, Any], *, readi
 
     if from_address is not None and not from_address.strip():
         usage_error("--from is empty: give an address such as team:alice, or leave the option out")
-
     given: dict[str, str] = {}
     for option_ in sender_options(app):
         value = named.get(option_.param)

@@ -1,6 +1,5 @@
-"""What the ``agent-link`` command says to people: errors with the tools' argument and tool
-names (``replyBy``, ``read_agent_link_inbox``) in the CLI's (``--reply-by``, ``agent-link inbox``),
-and mail made safe for a terminal."""
+"""What ``agent-link`` says to people: errors in the CLI's words (``--reply-by`` for ``replyBy``,
+``agent-link inbox`` for ``read_agent_link_inbox``), mail made safe for a terminal."""
 
 from __future__ import annotations
 
@@ -16,19 +15,17 @@ if TYPE_CHECKING:
 
 # Tool argument -> CLI option or argument, for every command (a command's own table wins).
 FIELD_NAMES = {
-    "replyBy": "--reply-by", "anticipation": "--anticipation", "waitForReply": "--wait", "timeoutMs": "--timeout-ms",
-    "ttl-ms": "--ttl-ms", "from": "--from", "requireKnown": "--require-known",
-    "limit": "--limit", "since": "--since", "until": "--until", "alias": "ALIAS", "new": "NEW", "address": "TARGET",
-    "to": "TARGET", "message": "TEXT", "messageId": "MESSAGE_ID", "correlationId": "--correlation-id",
+    "replyBy": "--reply-by", "anticipation": "--anticipation", "waitForReply": "--wait", "timeoutMs": "--timeout-ms", "ttl-ms": "--ttl-ms",
+    "from": "--from", "requireKnown": "--require-known", "limit": "--limit", "since": "--since", "until": "--until", "alias": "ALIAS",
+    "new": "NEW", "address": "TARGET", "to": "TARGET", "message": "TEXT", "messageId": "MESSAGE_ID", "correlationId": "--correlation-id",
     "as": "--as", "query": "QUERY", "cursor": "--cursor", "senderProject": "--from-project", "senderLabel": "--label",
 }
 COMMAND_FIELDS = {"send": {"messageId": "--message-id"}, "inbox": {"messageId": "--message-id"}}
 # MCP tool -> the command a person runs for the same thing.
 TOOL_COMMANDS = {
-    "read_agent_link_inbox": "`agent-link inbox`", "agent_link_mailbox_inspect": "`agent-link inbox --all`",
-    "list_agents": "`agent-link sessions`", "resolve_agent": "`agent-link find`", "message_agent": "`agent-link send`",
-    "reply_agent_link_message": "`agent-link reply`", "wait_for_agent": "`agent-link wait`",
-    "get_agent_link_message_status": "`agent-link status`", "agent_link_health": "`agent-link health`",
+    "read_agent_link_inbox": "`agent-link inbox`", "agent_link_mailbox_inspect": "`agent-link inbox --all`", "list_agents": "`agent-link sessions`",
+    "resolve_agent": "`agent-link find`", "message_agent": "`agent-link send`", "reply_agent_link_message": "`agent-link reply`",
+    "wait_for_agent": "`agent-link wait`", "get_agent_link_message_status": "`agent-link status`", "agent_link_health": "`agent-link health`",
 }
 
 

@@ -1,5 +1,4 @@
-"""``agent-link health`` and ``plugins``, and ``mcp`` and ``hook`` as click sees them (for their
-``--help``: the console script runs both before click loads, :mod:`agent_link_core.entry`)."""
+"""``agent-link health``, ``plugins``, ``mcp`` and ``hook`` (the console script runs ``hook`` before click loads)."""
 
 import sys
 from typing import Any
@@ -84,11 +83,10 @@ def health(ctx: Any, as_json: bool, ndjson: bool, forget_state_dirs: bool) -> No
 def plugins(ctx: Any, as_json: bool, ndjson: bool) -> None:
     """List loaded, blocked and broken plugins (--json: with each plugin's hooks and the
     time each took in this process)."""
-    app = get_app(ctx)
     from agent_link_core.health import plugins_view
 
-    data = plugins_view(app)
-    data["hooks"] = app.hooks.hook_view()
+    app = get_app(ctx)
+    data = {**plugins_view(app), "hooks": app.hooks.hook_view()}
 
     def human(d: dict[str, Any]) -> None:
         for name in d["loaded"]:

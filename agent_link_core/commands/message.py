@@ -27,9 +27,8 @@ def reply(ctx: Any, message_id: str, text: str | None, file: str | None, decline
     body = message_text(text, file) if (text is not None or file is not None) else None
     app = get_app(ctx)
     me = who_am_i(app, from_address, named)
-    fmt = None if envelope_format == "agent-link" else envelope_format
     data = run_async(app.reply(caller=me, message_id=message_id, resolution=kind or "reply", message=body,
-                               metadata={"envelopeFormat": fmt} if fmt else None))
+                               metadata={"envelopeFormat": envelope_format} if envelope_format != "agent-link" else None))
     def human(d: dict[str, Any]) -> None:
         sent = f"reply {d['messageId']} {d['delivery']}" if d["messageId"] else "no reply message sent"
         echo(f"{d['resolution']['kind']}: {d['replyToMessageId']} ({d['status']}); {sent}")
@@ -38,8 +37,7 @@ def reply(ctx: Any, message_id: str, text: str | None, file: str | None, decline
 
 
 @command(argument("message_id"), READER_FROM, JSON, NDJSON)
-def status(ctx: Any, message_id: str, from_address: str | None, as_json: bool, ndjson: bool,
-           **named: Any) -> None:
+def status(ctx: Any, message_id: str, from_address: str | None, as_json: bool, ndjson: bool, **named: Any) -> None:
     """Show delivery, status and reminders of a message you sent or received."""
     app = get_app(ctx)
     me = who_am_i(app, from_address, named, reading=True)

@@ -4,6 +4,7 @@ called from Python), optionally waiting for its answer."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 from agent_link_core.cli_run import (EXIT_TIMEOUT, EXIT_UNDELIVERED, EXIT_UNKNOWN, FROM, JSON, NDJSON, argument, command, echo, emit, fail,
@@ -11,7 +12,7 @@ from agent_link_core.cli_run import (EXIT_TIMEOUT, EXIT_UNDELIVERED, EXIT_UNKNOW
                                      wait_all, who_am_i)
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.lazy import Struct, field
-from agent_link_core.mailbox import iso, ulid_of_uuid
+from agent_link_core.mailbox import iso, parse_iso_ms, ulid_of_uuid
 from agent_link_core.model import Caller, address_scheme, is_address, is_ulid
 from agent_link_core.store import now_ms
 
@@ -19,7 +20,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
     from agent_link_core.app import App
-    from agent_link_core.harness import Delivery
 
 
 @command(
@@ -57,10 +57,7 @@ def send(ctx: Any, target: str, text: str | None, file: str | None, message_id: 
     The outcome is exactly one of delivered, accepted (the host took it and shows it
     later; never pushed again), queued, rejected, unknown.
     """
-    import re
-
     from agent_link_core.cli_text import address_error, cli_words
-    from agent_link_core.mailbox import parse_iso_ms
 
     body = message_text(text, file)
     if not target.strip():
@@ -76,10 +73,9 @@ def send(ctx: Any, target: str, text: str | None, file: str | None, message_id: 
         anticipation = "reply"
     app = get_app(ctx)
     me = who_am_i(app, from_address, named, reading=wait_reply)  # --wait shows the answer: a read, checked before sending
-    policy = RetryPolicy(retry_count, retry_delay_ms, retry_backoff, retry_jitter)
-    result = run_async(send_reliably(app, target, body, sender=me, message_id=message_id, ttl_ms=ttl_ms, reply_by=reply_by,
-                                     anticipation=anticipation, retry=policy, retry_unknown=retry_unknown, require_known=require_known,
-                                     correlation_id=correlation_id, sender_project=from_project, sender_label=sender_label,
+    result = run_async(send_reliably(app, target, body, sender=me, message_id=message_id, ttl_ms=ttl_ms, reply_by=reply_by, anticipation=anticipation,
+                                     retry=RetryPolicy(retry_count, retry_delay_ms, retry_backoff, retry_jitter), retry_unknown=retry_unknown,
+                                     require_known=require_known, correlation_id=correlation_id, sender_project=from_project, sender_label=sender_label,
                                      envelope_format=None if envelope_format == "agent-link" else envelope_format),
                        inline=reaches_no_harness(app, target.strip(), me))
     data = result.to_dict()
@@ -208,18 +204,15 @@ async def send_reliably(
         if exc.code == "invalid_arguments" and exc.details.get("errors", [{}])[0].get("rule") != "idempotency":
             raise
         return SendResult("rejected", message_id, None, error=exc.to_dict(), fields={"clientMessageId": client_id} if client_id else {})
-    result = SendResult("queued", outcome.row["id"], outcome.row["recipient"], duplicate=not outcome.created,
-                        warnings=list(outcome.warnings) + ([outcome.address_warning] if outcome.address_warning else []))
-    result.fields.update({k: v for k, v in fingerprint.items() if k in ("correlationId", "clientMessageId")})
-    row = outcome.row
+    row, delivery = outcome.row, outcome.delivery
     expires_at = json.loads(row["metadata"] or "{}").get("expiresAt")
-    result.expires_at = iso(expires_at)
-    delivery: Delivery | None = outcome.delivery
-    result.attempts = 1 if outcome.created and delivery is not None else 0
-    # A resend with the same id finishes what an earlier attempt left: a message still queued
-    # (that attempt died after storing it, or its push found the session unable to take it)
-    # is offered again, and an unknown outcome on request. The harness checks whether an
-    # earlier push landed before it sends anything, so nothing is pushed twice.
+    result = SendResult("queued", row["id"], row["recipient"], duplicate=not outcome.created, expires_at=iso(expires_at),
+                        attempts=1 if outcome.created and delivery is not None else 0,
+                        warnings=list(outcome.warnings) + ([outcome.address_warning] if outcome.address_warning else []),
+                        fields={k: v for k, v in fingerprint.items() if k in ("correlationId", "clientMessageId")})
+    # A resend with the same id finishes what an earlier attempt left (it died after storing the
+    # message, or its push found the session unable to take it): a queued one is offered again, an
+    # unknown one on request. The harness checks whether an earlier push landed: nothing is pushed twice.
     previous = app.mailbox.push_outcome(row["id"]) if not outcome.created else None
     if previous == "queued" or (previous == "unknown" and retry_unknown):
         if expires_at is not None and now_ms() > expires_at:
