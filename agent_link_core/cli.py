@@ -1,12 +1,6 @@
-"""The ``agent-link`` root group (click) and what plugins' click commands share.
-
-Exit codes: :data:`EXIT_HELP`. The core's commands are imported only when one runs or a help
-lists it (:data:`CORE_COMMANDS`); the hot ones run without click
-(:func:`agent_link_core.cli_run.run_fast`), and :func:`click_command` builds click's command from
-the same declaration for help, usage errors and what the fast path leaves to click. Plugins add
-commands through ``agent_link_register_commands``; the group is built per invocation. What
-commands share without click lives in :mod:`agent_link_core.cli_run` (re-exported here for plugins).
-"""
+"""The ``agent-link`` root group (click), built per invocation, and what plugins' click commands
+share (with :mod:`agent_link_core.cli_run`'s helpers, re-exported here). A core command is
+imported only when it runs or a help lists it; plugins add theirs through ``agent_link_register_commands``."""
 
 from __future__ import annotations
 
@@ -18,7 +12,8 @@ import click
 from agent_link_core import __version__
 from agent_link_core.cli_run import (EXIT_HELP, EXIT_MANY, EXIT_NONE, EXIT_TIMEOUT, EXIT_UNDELIVERED, EXIT_UNKNOWN,  # noqa: F401
                                      FAST_COMMANDS, FROM, JSON, NDJSON, READER_FROM, READERS, Command, Param, emit, fail, get_app,
-                                     guarded, import_target, interrupted, open_app, plugin_hooks, run_async, sender_options, usage_line, who_am_i)
+                                     guarded, import_target, interrupted, open_app, plugin_hooks, run_async, sender_options, sender_params,
+                                     usage_line, who_am_i)
 from agent_link_core.errors import AgentLinkError
 
 
@@ -39,8 +34,7 @@ class FiniteRange(click.FloatRange):
 
 
 def printable(value: Any) -> str:
-    """A table cell: every control, format or bidi character, line breaks and tabs included,
-    as a visible escape (:func:`agent_link_core.visible.visible`)."""
+    """A table cell: every control, format or bidi character (line breaks and tabs too) as a visible escape."""
     from agent_link_core.visible import visible
 
     return visible("" if value is None else str(value), keep="")
@@ -60,8 +54,7 @@ def table(columns: list[str], rows: list[list[Any]]) -> None:
     console.print(t)
 
 
-#: The core's commands: name -> ``"module:attribute"`` of the command (a declared
-#: :class:`~agent_link_core.cli_run.Command` or a click command).
+#: The core's commands: name -> ``"module:attribute"`` of a declared :class:`~agent_link_core.cli_run.Command`
 CORE_COMMANDS = {
     **FAST_COMMANDS,
     "health": "agent_link_core.commands.health:health", "plugins": "agent_link_core.commands.health:plugins",
@@ -91,20 +84,9 @@ class AgentLinkGroup(click.Group):
             interrupted(ctx.invoked_subcommand)
 
     def _load_core_command(self, name: str) -> None:
-        # a copy: plugins and sender options add options to it, which must not outlive this
-        # invocation (another in this process may load other plugins)
-        import copy
-
         target = self._unloaded.pop(name, None)
-        if target is None:
-            return
-        declared = import_target(target)
-        if isinstance(declared, Command):
-            self.commands[name] = click_command(declared)
-            return
-        command = copy.copy(declared)
-        command.params = list(command.params)
-        self.commands[name] = command
+        if target is not None:  # a fresh command: options plugins add to it end with this invocation
+            self.commands[name] = click_command(import_target(target))
 
     def _load_plugin_commands(self, ctx: click.Context, for_health: bool = False) -> None:
         if self._plugins_loaded:
@@ -125,11 +107,7 @@ class AgentLinkGroup(click.Group):
             self._load_plugin_commands(ctx, for_health=cmd_name == "health")
         command = super().get_command(ctx, cmd_name)
         if command is not None and getattr(command.callback, "__agent_link_sender_options__", False):
-            present = {p.name for p in command.params}
-            for option in sender_options(get_app(ctx)):
-                if option.param not in present:
-                    command.params.append(click.Option([option.flag], help=option.help))
-                    present.add(option.param)
+            command.params += [click_param(p) for p in sender_params(get_app(ctx), {p.name for p in command.params})]
         return command
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -163,16 +141,16 @@ def click_param(p: Param) -> click.Parameter:
 
 
 def click_command(declared: Command) -> click.Command:
-    """A fresh click command for a declared core command (options added to it never reach the declaration)."""
-    command = click.command(declared.name, epilog=declared.epilog)(click.pass_context(declared.callback))
+    """A fresh click command for a declared command (options added to it never reach the declaration)."""
+    command = click.command(declared.name, help=declared.callback.__doc__, epilog=declared.epilog)(click.pass_context(declared.run))
     command.params = [click_param(p) for p in declared.params]
     command.callback.__agent_link_sender_options__ = declared.sender  # type: ignore[union-attr]
     return command
 
 
 def declared_option(declared: Param) -> Callable[[Any], Any]:
-    """A click option decorator for a declared flag or text option (for plugins' click
-    commands); ``--from`` also brings the harnesses' sender options (added at lookup)."""
+    """A click option decorator for a declared flag or text option; ``--from`` also brings the
+    harnesses' sender options (added at lookup)."""
     def add(f: Any) -> Any:
         f = click.option(*declared.decls, declared.name, is_flag=declared.flag, help=declared.help)(f)
         if declared in (FROM, READER_FROM):

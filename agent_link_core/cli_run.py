@@ -1,13 +1,7 @@
-"""What the ``agent-link`` commands share, without click: running a core command on the fast
-path, the App of an invocation, one-line errors, output, showing and waiting for messages.
-
-A core command is declared once as data (:func:`command`, with :func:`option` and
-:func:`argument`). :func:`run_fast` parses the hot commands' arguments with that declaration
-and runs them without importing click; anything it does not take as it stands (``--help``,
-an unknown option, a bad value, a missing argument) goes to the click command
-:func:`agent_link_core.cli.click_command` builds from the same declaration, which words the
-usage error as before. Both paths run the same command function: same output, same exit codes.
-"""
+"""What the ``agent-link`` commands share, without click: the App of an invocation, one-line
+errors, output, showing and waiting for messages, and the fast path (:func:`run_fast`) that runs
+a core command declared as data (:func:`command`) without click; what it does not take as it
+stands goes to the click command built from the same declaration (:mod:`agent_link_core.cli`)."""
 
 from __future__ import annotations
 
@@ -50,15 +44,14 @@ _BAD = object()  # a value the fast parser does not take: click words the refusa
 
 
 class Param:
-    """One option or argument of a core command, as :func:`option` and :func:`argument` declare it.
+    """One option (``option("--as", "as_address", help=...)``) or argument of a core command.
 
     :param decls: the option's flags (``--as``) and, optionally, its parameter name without dashes.
-    :param kind: ``whole`` / ``finite`` (with ``low``, ``high``: an int / a non-nan float in that
-        closed range, None = open), ``choice`` (``choices``), ``file`` (a path that is no
-        directory), else text.
+    :param kind: ``whole`` / ``finite`` (with ``low``, ``high``: an int / a non-nan float in that closed
+        range, None = open), ``choice`` (``choices``), ``file`` (a path that is no directory), else text.
     """
 
-    def __init__(self, decls: tuple[str, ...], *, argument: bool = False, flag: bool = False, kind: str | None = None,
+    def __init__(self, *decls: str, argument: bool = False, flag: bool = False, kind: str | None = None,
                  low: float | None = None, high: float | None = None, choices: tuple[str, ...] = (),
                  default: Any = None, required: bool = True, help: str | None = None, show_default: bool = False) -> None:
         self.decls = tuple(d for d in decls if d.startswith("-")) if not argument else ()
@@ -85,14 +78,12 @@ class Param:
         return text
 
 
-def option(*decls: str, **kwargs: Any) -> Param:
-    """An option (``--flag`` or ``--name VALUE``); keywords as :class:`Param`'s."""
-    return Param(decls, **kwargs)
+option = Param
 
 
 def argument(name: str, required: bool = True) -> Param:
     """A positional argument (``required=False``: may be left out)."""
-    return Param((name,), argument=True, required=required)
+    return Param(name, argument=True, required=required)
 
 
 JSON = option("--json", "as_json", flag=True, help="Print one JSON object (indented).")
@@ -108,13 +99,21 @@ READER_FROM = option("--from", "from_address",
 
 
 class Command:
-    """A core command declared once: its function (called with the invocation's context and
-    every parameter by name), its :class:`Param` list, and whether it takes the harnesses'
-    sender options (``sender``: it has ``--from``; they arrive in ``**named``)."""
+    """A core command: its function (called with the context and every parameter by name) and
+    :class:`Param` list; ``sender``: it has ``--from``, so the harnesses' sender options too (in ``**named``)."""
 
     def __init__(self, callback: Callable[..., Any], params: list[Param], sender: bool, epilog: str) -> None:
         self.callback, self.params, self.sender, self.epilog = callback, params, sender, epilog
         self.name = callback.__name__
+
+    def run(self, ctx: Any, **values: Any) -> None:
+        """Call the command; an AgentLinkError it raises ends it in its own words (:func:`fail`), Ctrl-C with :func:`interrupted`."""
+        try:
+            self.callback(ctx, **values)
+        except AgentLinkError as exc:
+            fail(exc)
+        except KeyboardInterrupt:
+            interrupted(self.name)
 
 
 def command(*params: Param, epilog: str = EXIT_HELP) -> Callable[[Callable[..., Any]], Command]:
@@ -123,8 +122,7 @@ def command(*params: Param, epilog: str = EXIT_HELP) -> Callable[[Callable[..., 
 
 
 class Context:
-    """What a command reads of its invocation on the fast path (click's ``Context`` on the other):
-    ``info_name``, ``parent``, ``command_path``, ``meta``, ``find_root()``, ``call_on_close()``."""
+    """The part of click's ``Context`` a command uses, for the fast path."""
 
     def __init__(self, info_name: str, parent: Context | None = None) -> None:
         self.info_name, self.parent = info_name, parent
@@ -145,8 +143,7 @@ _current: Context | None = None
 
 def parse(params: list[Param], args: list[str]) -> dict[str, Any] | None:
     """``{parameter name: value}`` of ``args`` as click would parse them, or None for anything
-    the fast path leaves to click (``--help``, an unknown or short option, a bad value, a
-    missing or extra argument, an option value starting with ``-``)."""
+    the fast path leaves to click (an unknown or short option, a bad value, a missing argument ...)."""
     longs = {decl: p for p in params for decl in p.decls}
     positional = [p for p in params if p.argument]
     values = {p.name: p.default for p in params}
@@ -194,8 +191,7 @@ def run_fast(argv: list[str]) -> bool:
     try:
         params = spec.params
         if spec.sender:  # as click's path does, the App opens first: the harnesses name the sender options
-            params = params + [option(o.flag, o.param, help=o.help) for o in sender_options(get_app(root))
-                               if o.param not in {p.name for p in params}]
+            params = params + sender_params(get_app(root), {p.name for p in params})
         else:
             try:
                 plugin_hooks(root)
@@ -205,10 +201,7 @@ def run_fast(argv: list[str]) -> bool:
         if values is None:
             return False
         _current = Context(argv[0], root)
-        try:
-            spec.callback(_current, **values)
-        except KeyboardInterrupt:
-            interrupted(argv[0])
+        spec.run(_current, **values)
         return True
     finally:
         _current = None
@@ -219,9 +212,8 @@ def run_fast(argv: list[str]) -> bool:
 def import_target(target: str) -> Any:
     """The object ``"package.module:attribute"`` names (the module imported now).
 
-    :raises ValueError: ``target`` has no ``:``.
-    :raises Exception: whatever importing the module raises (``ImportError``, or the
-        module's own failure), and ``AttributeError`` for a missing attribute.
+    :raises Exception: ``ValueError`` without ``:``, what importing the module raises,
+        ``AttributeError`` for a missing attribute.
     """
     module, sep, attribute = target.partition(":")
     if not sep or not module or not attribute:
@@ -241,8 +233,7 @@ def usage_error(message: str) -> NoReturn:
 
 
 def usage_line(command_path: str, message: str) -> str:
-    """A usage error as every agent-link error reads, one line: ``agent-link inbox: --offset
-    needs --message-id (see 'agent-link inbox --help')`` (click's own is four)."""
+    """A usage error in one line: ``agent-link inbox: --offset needs --message-id (see 'agent-link inbox --help')``."""
     return f"{command_path}: {message} (see '{command_path} --help')"
 
 
@@ -253,22 +244,16 @@ def echo(message: Any = "", err: bool = False) -> None:
     stream.flush()
 
 
-def _context() -> Any:
-    click = sys.modules.get("click")
-    ctx = click.get_current_context(silent=True) if click is not None else None
-    return ctx if ctx is not None else _current
-
-
 def fail(exc: AgentLinkError, names: dict[str, str] | None = None) -> NoReturn:
     """Print an AgentLinkError as one stderr line (plus its hint) and exit: 2 for bad
     arguments (usage), 1 for everything else (a bad setting included).
 
-    :param names: the command's own ``{tool argument: CLI option or ARGUMENT}``
-        (:func:`agent_link_core.cli_text.error_line`): a plugin's command whose errors come
-        from its tools' code names the options a person typed."""
+    :param names: the command's own ``{tool argument: CLI option or ARGUMENT}`` (:func:`agent_link_core.cli_text.error_line`)."""
     from agent_link_core.cli_text import error_line
 
-    ctx = _context()
+    click = sys.modules.get("click")  # click's context on its path, else the fast path's
+    ctx = click.get_current_context(silent=True) if click is not None else None
+    ctx = ctx if ctx is not None else _current
     # at the root (a setting every command reads) there is no command to point at
     command = ctx.info_name if ctx is not None and ctx.parent is not None else None
     path = " ".join(ctx.command_path.split()[1:]) if command is not None and ctx is not None else None
@@ -278,8 +263,7 @@ def fail(exc: AgentLinkError, names: dict[str, str] | None = None) -> NoReturn:
 
 
 def get_app(ctx: Any) -> App:
-    """The App for this invocation (``ctx``: click's context or :class:`Context`), created on
-    first use and closed at exit; a state that cannot be opened ends the command with :func:`fail`."""
+    """The App of this invocation (:func:`open_app`); one that cannot be opened ends the command (:func:`fail`)."""
     try:
         return open_app(ctx)
     except AgentLinkError as exc:
@@ -287,8 +271,8 @@ def get_app(ctx: Any) -> App:
 
 
 def open_app(ctx: Any) -> App:
-    """Like :func:`get_app`, for a command that reports the failure itself. The App reuses
-    the plugins :func:`plugin_hooks` loaded for the command lookup.
+    """The App of this invocation (``ctx``: click's context or :class:`Context`), created on first
+    use with the plugins :func:`plugin_hooks` loaded, closed at exit.
 
     :raises AgentLinkError: the settings file, the state dir or the database cannot be read.
     """
@@ -296,16 +280,14 @@ def open_app(ctx: Any) -> App:
     if "app" not in root.meta:
         from agent_link_core.app import App
 
-        options: dict[str, Any] = {"read_only_ok": True} if root.meta.get("read_only_ok") else {}
-        root.meta["app"] = App.create(hooks=plugin_hooks(ctx), **options)
+        root.meta["app"] = App.create(hooks=plugin_hooks(ctx), read_only_ok=bool(root.meta.get("read_only_ok")))
         root.call_on_close(root.meta["app"].close)
     return root.meta["app"]
 
 
 def plugin_hooks(ctx: Any) -> Hooks:
     """The plugins of this invocation, loaded once without opening the database (a command
-    that opens none, such as a plugin's settings command, never needs one); the App opened
-    later reuses them.
+    that opens none never needs one); the App opened later reuses them.
 
     :raises AgentLinkError: the settings file cannot be read.
     """
@@ -322,25 +304,21 @@ def plugin_hooks(ctx: Any) -> Hooks:
 def emit(data: Any, as_json: bool, human: Any, ndjson: bool = False) -> None:
     """Print ``data`` as JSON (``--json`` indented, ``--ndjson`` one line) or call ``human(data)``.
     A JSON object without a ``version`` field gets ``version`` :data:`JSON_FORMAT_VERSION`."""
-    if (as_json or ndjson) and isinstance(data, dict) and "version" not in data:
-        data = {"version": JSON_FORMAT_VERSION, **data}
+    if not (as_json or ndjson):
+        human(data)
+        return
     import json  # only for --json: the package imports re and enum, which people's output never needs
 
-    if ndjson:
-        echo(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
-    elif as_json:
-        echo(json.dumps(data, ensure_ascii=False, indent=2))
-    else:
-        human(data)
+    if isinstance(data, dict) and "version" not in data:
+        data = {"version": JSON_FORMAT_VERSION, **data}
+    echo(json.dumps(data, ensure_ascii=False, **({"separators": (",", ":")} if ndjson else {"indent": 2})))
 
 
 def output_lost(exc: OSError, what: str = "") -> NoReturn:
     """End a command whose stdout could not be written (a closed pipe, a full disk): one
-    stderr line saying so (``what`` adds what was left undone), exit 1. Stdout is pointed at
-    the null device first (:func:`drop_stdout`)."""
+    stderr line saying so (``what``: what was left undone), exit 1."""
     drop_stdout()
-    reason = exc.strerror or type(exc).__name__
-    echo(f"agent-link: could not write the output ({reason}){'; ' + what if what else ''}.", err=True)
+    echo(f"agent-link: could not write the output ({exc.strerror or type(exc).__name__}){'; ' + what if what else ''}.", err=True)
     sys.exit(1)
 
 
@@ -356,12 +334,8 @@ def drop_stdout() -> None:
 
 
 def show_then_mark(show: Any, mark: Any, what: str) -> Any:
-    """Print a read (``show()``), make sure it reached stdout, and only then call ``mark()``
-    (what marks the shown mail read): output that never reached its reader marks nothing.
-
-    :param what: what stays undone when the output is lost, for the error line.
-    :returns: what ``mark()`` returns.
-    """
+    """Call ``show()``, flush stdout, and only then return ``mark()`` (what marks the shown mail
+    read): output that never reached its reader marks nothing (``what`` stays undone, :func:`output_lost`)."""
     try:
         show()
         sys.stdout.flush()
@@ -383,39 +357,39 @@ def print_messages(app: App, views: list[dict[str, Any]], show_envelope: bool) -
             echo("\n".join(message_lines(view, row["body"])))
 
 
-def wait_all(app: App, caller: Any, message_id: str, timeout_ms: int, announce: str | None = None) -> dict[str, Any]:
+def wait_all(app: App, caller: Any, message_id: str, timeout_ms: int, stopped: str | None = None) -> dict[str, Any]:
     """Wait for a resolution for the whole ``timeout_ms`` (one ``App.wait`` stops at its cap).
 
-    :param announce: a stderr line printed once the event loop exists (a Ctrl-C after it
-        stops the wait with KeyboardInterrupt, not a loop half built).
-    :raises SystemExit: exit 1 with one line for an AgentLinkError (:func:`fail`).
+    :param stopped: the stderr line a Ctrl-C ends the wait with (exit 130); the wait then says
+        what it waits for once the event loop exists (a Ctrl-C after it stops the wait, not a loop half built).
+    :raises AgentLinkError: what ``App.wait`` refuses (a bad or unknown id).
     """
     import asyncio
     import time
 
     deadline = time.monotonic() + timeout_ms / 1000
-    with asyncio.Runner() as runner:
-        if announce:
-            echo(announce, err=True)
-        while True:
-            left = max(0, int((deadline - time.monotonic()) * 1000))
-            try:
+    try:
+        with asyncio.Runner() as runner:
+            if stopped:
+                echo(f"waiting up to {timeout_ms / 1000:g} s for the answer to {message_id} (Ctrl-C stops waiting)", err=True)
+            while True:
+                left = max(0, int((deadline - time.monotonic()) * 1000))
                 data = runner.run(app.wait(caller=caller, agent=message_id, reply_to=message_id, timeout_ms=left, mark=False))
-            except AgentLinkError as exc:
-                fail(exc)
-            data["warnings"] = [w for w in data.get("warnings", []) if w.get("code") != "wait_capped"]
-            if not data["warnings"]:
-                del data["warnings"]
-            if data["outcome"] != "timeout" or time.monotonic() >= deadline:
-                data["waitedMs"] = timeout_ms - left + data["waitedMs"]
-                return data
+                data["warnings"] = [w for w in data.get("warnings", []) if w.get("code") != "wait_capped"]
+                if not data["warnings"]:
+                    del data["warnings"]
+                if data["outcome"] != "timeout" or time.monotonic() >= deadline:
+                    data["waitedMs"] = timeout_ms - left + data["waitedMs"]
+                    return data
+    except KeyboardInterrupt:
+        if stopped is None:
+            raise
+        echo(stopped, err=True)
+        sys.exit(130)
 
 
 def not_marked(exc: AgentLinkError, undone: str) -> NoReturn:
-    """End a read whose output was written but not marked read: one stderr line, exit 1.
-
-    :param undone: what was shown and stays unread, and when it shows again.
-    """
+    """End a read whose output was written but not marked read (``undone`` says what stays unread): one line, exit 1."""
     first = exc.message[:1].lower() if exc.message[1:2].islower() else exc.message[:1]  # "The" -> "the"; "SQLite" stays
     fail(AgentLinkError(exc.code, f"{undone}: {first}{exc.message[1:]}", exc.details, exc.hint))
 
@@ -440,22 +414,46 @@ def print_wait(app: App, d: dict[str, Any], show_envelope: bool) -> None:
         print_messages(app, [d["reply"]], show_envelope)
 
 
-def message_text(text: str | None, file: str | None) -> str:
-    """The message text of TEXT or ``--file`` (:func:`~agent_link_core.cli_text.read_body`); a refusal ends the command."""
-    from agent_link_core.cli_text import read_body
+def message_text(text: str | None, path: str | None) -> str:
+    """The message text from TEXT, ``-`` (stdin) or ``--file PATH`` (reading at most the
+    limit plus one byte, so a huge input is refused without being held in memory). A refusal ends the
+    command (:func:`fail`): ``invalid_arguments`` (neither or both given, unreadable file, not
+    UTF-8), ``body_too_large`` (limit in UTF-8 bytes)."""
+    from agent_link_core.envelope import MAX_BODY_BYTES
+    from agent_link_core.errors import invalid_arguments
 
+    if (text is None) == (path is None):
+        fail(invalid_arguments([{"path": "message", "rule": "required", "expected": "exactly one of TEXT, - (stdin) or --file PATH"}]))
+    if text is not None and text != "-":
+        # argv bytes that are not UTF-8 are lone surrogates (PEP 383): refused, as from a file
+        bad = next((i for i, ch in enumerate(text) if "\udc80" <= ch <= "\udcff"), None)
+        if bad is not None:
+            fail(invalid_arguments([{"path": "message", "rule": "utf8",
+                                     "expected": f"UTF-8 text (TEXT has an invalid byte at character {bad})"}]))
+        return text
+    source = "stdin" if path is None else path
     try:
-        return read_body(text, file, sys.stdin.buffer)
-    except AgentLinkError as exc:
-        fail(exc)
+        if path is None:
+            raw = sys.stdin.buffer.read(MAX_BODY_BYTES + 1)
+        else:
+            with open(path, "rb") as f:
+                raw = f.read(MAX_BODY_BYTES + 1)
+    except OSError as exc:
+        fail(invalid_arguments([{"path": "file", "rule": "readable", "expected": f"a readable file ({exc.strerror})"}]))
+    if len(raw) > MAX_BODY_BYTES:
+        fail(AgentLinkError("body_too_large", f"The message from {'stdin' if path is None else 'the file'} is over the limit of "
+                            f"{MAX_BODY_BYTES} bytes.", {"limitBytes": MAX_BODY_BYTES, "actualBytes": len(raw)},
+                            hint="Shorten it, or send the file's path instead of its content."))
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        fail(invalid_arguments([{"path": "file" if path else "message", "rule": "utf8",
+                                 "expected": f"UTF-8 text ({source} has an invalid byte at offset {exc.start})"}]))
 
 
 def run_async(coro: Any, inline: bool = False) -> Any:
-    """Run a coroutine of the typed API, turning an AgentLinkError into a one-line exit 1.
-
-    :param inline: the call awaits no I/O (see :func:`agent_link_core.aio.run_inline`): run
-        it without starting (or importing) asyncio.
-    """
+    """Run a coroutine, an AgentLinkError ending the command (:func:`fail`); ``inline``: it
+    awaits no I/O, so it runs without asyncio (:func:`agent_link_core.aio.run_inline`)."""
     try:
         if inline:
             from agent_link_core.aio import run_inline
@@ -469,11 +467,8 @@ def run_async(coro: Any, inline: bool = False) -> Any:
 
 
 def interrupted(command: str | None = None) -> NoReturn:
-    """End a command stopped by Ctrl-C: one stderr line, exit 130 (what a shell reports for
-    SIGINT), as the waiting commands do. Click's own handling would print "Aborted!" and exit 1.
-
-    :param command: the command's path after ``agent-link`` (``send``, ``install <host>``), if known.
-    """
+    """End a command stopped by Ctrl-C: one stderr line naming ``command`` (its path after ``agent-link``,
+    ``install <host>``, if known), exit 130 (click's own says "Aborted!", exit 1)."""
     where = f"agent-link {command}" if command else "agent-link"
     echo(f"{where}: stopped by Ctrl-C (what it had finished stays done).", err=True)
     sys.exit(130)
@@ -489,6 +484,11 @@ def sender_options(app: App) -> list[Any]:
     return list(seen.values())
 
 
+def sender_params(app: App, present: set[str]) -> list[Param]:
+    """The :func:`sender_options` as options, but for the parameter names in ``present``."""
+    return [option(o.flag, o.param, help=o.help) for o in sender_options(app) if o.param not in present]
+
+
 def who_am_i(app: App, from_address: str | None, named: dict[str, Any], *, reading: bool = False) -> Any:
     """The caller a command acts as: ``--from`` / a harness's sender options, else the
     current session. With ``reading`` (the command shows mail) the reader, named or not,
@@ -497,7 +497,6 @@ def who_am_i(app: App, from_address: str | None, named: dict[str, Any], *, readi
 
     if from_address is not None and not from_address.strip():
         usage_error("--from is empty: give an address such as team:alice, or leave the option out")
-
     given: dict[str, str] = {}
     for option_ in sender_options(app):
         value = named.get(option_.param)
@@ -517,28 +516,24 @@ def who_am_i(app: App, from_address: str | None, named: dict[str, Any], *, readi
 
 def as_caller(app: App, as_address: str | None) -> Any:
     """The reader of a command that shows mail: ``--as ADDRESS`` (checked) or the current
-    session, proved either way (:func:`agent_link_core.identity.prove_reader`: only that
-    address itself or a process with ``AGENT_LINK_INSPECT_ALL`` reads as it; a one-line
-    error and exit otherwise)."""
+    session, proved either way (:func:`prove_reading`)."""
     from agent_link_core.cli_text import address_error
     from agent_link_core.model import Caller, address_scheme
 
     if as_address is None:
         me = app.caller()
-        address = me.address if me.known else None
+    elif problem := address_error(as_address, "as"):
+        fail(problem)
     else:
-        problem = address_error(as_address, "as")
-        if problem is not None:
-            fail(problem)
-        me, address = Caller(as_address, "cli", address_scheme(as_address)), as_address
-    if address is not None:
-        prove_reading(app, address)
+        me = Caller(as_address, "cli", address_scheme(as_address))
+    if me.known:
+        prove_reading(app, me.address)
     return me
 
 
 def prove_reading(app: App, address: str) -> None:
     """End the command (one line, exit 1) unless this process may read the mail of ``address``
-    (:func:`agent_link_core.identity.prove_reader`)."""
+    (:func:`agent_link_core.identity.prove_reader`: that address's own session, or ``AGENT_LINK_INSPECT_ALL``)."""
     from agent_link_core.identity import prove_reader, reader_proved_here
     from agent_link_core.model import RUNTIME_SOURCES
 

@@ -1,35 +1,31 @@
-"""What the ``agent-link`` command says to people: errors with the tools' argument and tool
-names (``replyBy``, ``read_agent_link_inbox``) in the CLI's (``--reply-by``, ``agent-link inbox``),
-mail made safe for a terminal, message bodies read from stdin or a file."""
+"""What ``agent-link`` says to people: errors in the CLI's words (``--reply-by`` for ``replyBy``,
+``agent-link inbox`` for ``read_agent_link_inbox``), mail made safe for a terminal."""
 
 from __future__ import annotations
 
 import re
 
 from agent_link_core.addresses import is_address
-from agent_link_core.envelope import MAX_BODY_BYTES
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.visible import visible
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import IO, Any
+    from typing import Any
 
 # Tool argument -> CLI option or argument, for every command (a command's own table wins).
 FIELD_NAMES = {
-    "replyBy": "--reply-by", "anticipation": "--anticipation", "waitForReply": "--wait", "timeoutMs": "--timeout-ms",
-    "ttl-ms": "--ttl-ms", "from": "--from", "requireKnown": "--require-known",
-    "limit": "--limit", "since": "--since", "until": "--until", "alias": "ALIAS", "new": "NEW", "address": "TARGET",
-    "to": "TARGET", "message": "TEXT", "messageId": "MESSAGE_ID", "correlationId": "--correlation-id",
+    "replyBy": "--reply-by", "anticipation": "--anticipation", "waitForReply": "--wait", "timeoutMs": "--timeout-ms", "ttl-ms": "--ttl-ms",
+    "from": "--from", "requireKnown": "--require-known", "limit": "--limit", "since": "--since", "until": "--until", "alias": "ALIAS",
+    "new": "NEW", "address": "TARGET", "to": "TARGET", "message": "TEXT", "messageId": "MESSAGE_ID", "correlationId": "--correlation-id",
     "as": "--as", "query": "QUERY", "cursor": "--cursor", "senderProject": "--from-project", "senderLabel": "--label",
 }
 COMMAND_FIELDS = {"send": {"messageId": "--message-id"}, "inbox": {"messageId": "--message-id"}}
 # MCP tool -> the command a person runs for the same thing.
 TOOL_COMMANDS = {
-    "read_agent_link_inbox": "`agent-link inbox`", "agent_link_mailbox_inspect": "`agent-link inbox --all`",
-    "list_agents": "`agent-link sessions`", "resolve_agent": "`agent-link find`", "message_agent": "`agent-link send`",
-    "reply_agent_link_message": "`agent-link reply`", "wait_for_agent": "`agent-link wait`",
-    "get_agent_link_message_status": "`agent-link status`", "agent_link_health": "`agent-link health`",
+    "read_agent_link_inbox": "`agent-link inbox`", "agent_link_mailbox_inspect": "`agent-link inbox --all`", "list_agents": "`agent-link sessions`",
+    "resolve_agent": "`agent-link find`", "message_agent": "`agent-link send`", "reply_agent_link_message": "`agent-link reply`",
+    "wait_for_agent": "`agent-link wait`", "get_agent_link_message_status": "`agent-link status`", "agent_link_health": "`agent-link health`",
 }
 
 
@@ -53,11 +49,8 @@ def _field(path: str, names: dict[str, str]) -> str:
 
 
 def cli_words(text: str, command: str | None = None, names: dict[str, str] | None = None) -> str:
-    """``text`` with tool argument and tool names replaced by option and command names.
-
-    :param names: the command's own ``{tool argument: CLI option or ARGUMENT}`` (a plugin's
-        command), over the core's tables.
-    """
+    """``text`` with tool argument and tool names replaced by option and command names
+    (``names``: the command's own ``{tool argument: CLI option or ARGUMENT}``, over the core's)."""
     names = _names(command, names)
     for tool, cmd in TOOL_COMMANDS.items():
         text = text.replace(tool, cmd)
@@ -71,8 +64,7 @@ def error_line(exc: AgentLinkError, command: str | None = None, command_path: st
     :param command: the command's own name (``send``), for its option names.
     :param command_path: the words after ``agent-link`` that run it (``config set``), for the
         help pointer; defaults to ``command``.
-    :param names: the command's own ``{tool argument: CLI option or ARGUMENT}`` (a plugin's
-        command naming what its tools' errors call ``projectRoot`` or ``paths.0``).
+    :param names: the command's own ``{tool argument: CLI option or ARGUMENT}`` (``projectRoot``, ``paths.0``).
     """
     def words(text: str) -> str:
         return cli_words(text, command, names)
@@ -109,61 +101,16 @@ def address_error(value: str, option: str) -> AgentLinkError | None:
         "and an id of at most 128 of A-Z a-z 0-9 _ . -")}])
 
 
-def looks_like_bad_address(value: str) -> bool:
-    """True when ``value`` has an address's shape (``x:y``) without being one."""
-    return ":" in value and not is_address(value) and bool(re.fullmatch(r"[A-Za-z][A-Za-z0-9-]*:.*", value))
-
-
-def read_body(text: str | None, path: str | None, stdin: IO[bytes]) -> str:
-    """The message text from TEXT, ``-`` (stdin) or ``--file PATH`` (reading at most the
-    limit plus one byte, so a huge input is refused without being held in memory).
-
-    :raises AgentLinkError: ``invalid_arguments`` (neither or both given, unreadable file,
-        not UTF-8), ``body_too_large`` (limit in UTF-8 bytes).
-    """
-    if (text is None) == (path is None):
-        raise invalid_arguments([{"path": "message", "rule": "required", "expected": "exactly one of TEXT, - (stdin) or --file PATH"}])
-    if text is not None and text != "-":
-        # argv bytes that are not UTF-8 are lone surrogates (PEP 383): refused, as from a file
-        bad = next((i for i, ch in enumerate(text) if "\udc80" <= ch <= "\udcff"), None)
-        if bad is not None:
-            raise invalid_arguments([{"path": "message", "rule": "utf8",
-                                      "expected": f"UTF-8 text (TEXT has an invalid byte at character {bad})"}])
-        return text
-    source = "stdin" if path is None else path
-    try:
-        if path is None:
-            raw = stdin.read(MAX_BODY_BYTES + 1)
-        else:
-            with open(path, "rb") as f:
-                raw = f.read(MAX_BODY_BYTES + 1)
-    except OSError as exc:
-        raise invalid_arguments([{"path": "file", "rule": "readable", "expected": f"a readable file ({exc.strerror})"}]) from None
-    if len(raw) > MAX_BODY_BYTES:
-        raise AgentLinkError(
-            "body_too_large", f"The message from {'stdin' if path is None else 'the file'} is over the limit of {MAX_BODY_BYTES} bytes.",
-            {"limitBytes": MAX_BODY_BYTES, "actualBytes": len(raw)},
-            hint="Shorten it, or send the file's path instead of its content.",
-        )
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise invalid_arguments([{"path": "file" if path else "message", "rule": "utf8",
-                                  "expected": f"UTF-8 text ({source} has an invalid byte at offset {exc.start})"}]) from None
-
-
 def terminal_safe(text: str | None) -> str:
-    """``text`` for a terminal: line breaks and tabs kept, every other category-C character
-    (ESC, bidi overrides, NUL ...) a visible escape (:func:`agent_link_core.visible.visible`),
-    so a peer's text cannot move the cursor, recolour the screen or disguise itself."""
+    """``text`` for a terminal: line breaks and tabs kept, every other control, format or bidi
+    character a visible escape (a peer's text cannot move the cursor or disguise itself)."""
     return visible(text or "")
 
 
 def message_lines(view: dict[str, Any], body: str | None) -> list[str]:
     """A message for people: who, when, where it stands, then its body (terminal-safe).
 
-    :param view: a message view (``Mailbox.to_view``: id, from, to, sentAt, delivery,
-        status, anticipation, replyBy, inReplyTo).
+    :param view: a message view (``Mailbox.to_view``).
     :param body: the stored body, or None when it is not shown.
     """
     # an fyi message has no status (nothing is expected); delivery is a fact of its own

@@ -1,19 +1,15 @@
-"""``agent-link health`` and ``plugins``, and ``mcp`` and ``hook`` as click sees them (for their
-``--help``: the console script runs both before click loads, :mod:`agent_link_core.entry`)."""
+"""``agent-link health``, ``plugins``, ``mcp`` and ``hook`` (the console script runs ``hook`` before click loads)."""
 
 import sys
-from typing import Any, Callable
+from typing import Any
 
 import click
 
 from agent_link_core import boundary
-from agent_link_core.cli import EXIT_HELP, emit, fail, get_app, open_app
+from agent_link_core.cli_run import NDJSON, argument, command, emit, fail, get_app, open_app, option
 from agent_link_core.errors import AgentLinkError
 
-
-def _json_command(f: Callable[..., None]) -> click.Command:
-    f = click.option("--ndjson", is_flag=True, help="Print the same JSON object on one line.")(click.pass_context(f))
-    return click.command(epilog=EXIT_HELP)(click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")(f))
+JSON = option("--json", "as_json", flag=True, help="Print one JSON object.")
 
 
 def _print_health(h: dict[str, Any]) -> None:
@@ -33,8 +29,7 @@ def _print_health(h: dict[str, Any]) -> None:
     db = h["database"]
     click.echo(f"  database:   {db['path']} ({'ok' if db.get('ok', True) else 'REFUSING WRITES'}, WAL {db.get('walBytes', 0)} bytes)")
     if db.get("problem"):
-        click.echo(f"  problem:    {db['problem']['message']}")
-        click.echo(f"  to fix:     {db['problem'].get('hint', '')}")
+        click.echo(f"  problem:    {db['problem']['message']}\n  to fix:     {db['problem'].get('hint', '')}")
     elif db["integrity"] != "ok":
         click.echo(f"  integrity:  {db['integrity']}")
     for name, line in [(n, s["summary"]) for n, s in (h.get("sections") or {}).items() if isinstance(s, dict) and s.get("summary")]:
@@ -57,30 +52,25 @@ def _print_health(h: dict[str, Any]) -> None:
                    + (f" ({legacy['hint']})" if legacy.get("hint") else ""))
 
 
-@_json_command
-@click.option("--forget-state-dirs", is_flag=True, help="Forget the other state dirs agent-link processes used lately (ends"
-              " health's warning about them until one of them is used again).")
-def health(ctx: click.Context, as_json: bool, ndjson: bool, forget_state_dirs: bool) -> None:
+@command(JSON, NDJSON, option("--forget-state-dirs", flag=True, help="Forget the other state dirs agent-link processes used lately"
+                              " (ends health's warning about them until one of them is used again)."))
+def health(ctx: Any, as_json: bool, ndjson: bool, forget_state_dirs: bool) -> None:
     """Show whether agent-link works here and what it sees (exit 1 when the database
     refuses writes: damaged, replaced, or a state dir this user cannot write; when a
     plugin's section reports a problem, such as a roles file that does not parse; or when a
     plugin is broken: it failed to import or register, was left out or failed in a hook,
     here or in another agent-link process in the last day)."""
-    if as_json or ndjson:
-        try:
-            open_app(ctx)
-        except AgentLinkError as exc:  # still one JSON object: health's answer is that agent-link cannot start here
+    try:
+        app = open_app(ctx)
+    except AgentLinkError as exc:
+        if as_json or ndjson:  # still one JSON object: health's answer is that agent-link cannot start here
             emit({"ok": False, "error": exc.to_dict()}, as_json, _print_health, ndjson)
-            fail(exc)
-    app = get_app(ctx)
+        fail(exc)
     if forget_state_dirs:
         from agent_link_core.settings_file import forget_other_state_dirs
 
-        try:
-            for path in forget_other_state_dirs(app.config.state_dir, app.env):
-                click.echo(f"forgot the state dir {path}", err=True)  # stderr: --json prints one object
-        except AgentLinkError as exc:
-            fail(exc)
+        for path in forget_other_state_dirs(app.config.state_dir, app.env):
+            click.echo(f"forgot the state dir {path}", err=True)  # stderr: --json prints one object
     data = app.health()
     failing = not data["database"].get("ok", True) or bool(data.get("problems"))
     # `ok` as every failing command's JSON says it (the exit status: 1 when False)
@@ -89,15 +79,14 @@ def health(ctx: click.Context, as_json: bool, ndjson: bool, forget_state_dirs: b
         sys.exit(1)
 
 
-@_json_command
-def plugins(ctx: click.Context, as_json: bool, ndjson: bool) -> None:
+@command(JSON, NDJSON)
+def plugins(ctx: Any, as_json: bool, ndjson: bool) -> None:
     """List loaded, blocked and broken plugins (--json: with each plugin's hooks and the
     time each took in this process)."""
-    app = get_app(ctx)
     from agent_link_core.health import plugins_view
 
-    data = plugins_view(app)
-    data["hooks"] = app.hooks.hook_view()
+    app = get_app(ctx)
+    data = {**plugins_view(app), "hooks": app.hooks.hook_view()}
 
     def human(d: dict[str, Any]) -> None:
         for name in d["loaded"]:
@@ -105,15 +94,12 @@ def plugins(ctx: click.Context, as_json: bool, ndjson: bool) -> None:
         for name in d["blocked"]:
             click.echo(f"{name} (disabled by AGENT_LINK_DISABLE_PLUGINS)")
         for name, reason in d["failed"].items():
-            click.echo(f"{name} BROKEN: {reason}")
-            click.echo(f"  turn it off: AGENT_LINK_DISABLE_PLUGINS={name}")
+            click.echo(f"{name} BROKEN: {reason}\n  turn it off: AGENT_LINK_DISABLE_PLUGINS={name}")
         for problem in d["problems"]:
             if not problem["disabled"]:
-                click.echo(f"{problem['plugin']} problem in {problem['hook']}: {problem['error']} ({problem['count']}x)")
-                click.echo(f"  {problem['fix']}")
+                click.echo(f"{problem['plugin']} problem in {problem['hook']}: {problem['error']} ({problem['count']}x)\n  {problem['fix']}")
         for problem in d["elsewhere"]:
-            click.echo(f"{problem['plugin']} problem in {problem['hook']} (process {problem['pid']}): {problem['error']}")
-            click.echo(f"  {problem['fix']}")
+            click.echo(f"{problem['plugin']} problem in {problem['hook']} (process {problem['pid']}): {problem['error']}\n  {problem['fix']}")
         for name, hooks in d["hooks"].items():  # slow is no failure (a busy machine): said here, not on stderr
             for hook, timing in hooks.items():
                 if timing and timing["maxMs"] > boundary.SLOW_MS:
@@ -124,21 +110,16 @@ def plugins(ctx: click.Context, as_json: bool, ndjson: bool) -> None:
     emit(data, as_json, human, ndjson)
 
 
-@click.command(epilog=EXIT_HELP)
-def mcp() -> None:
+@command()
+def mcp(ctx: Any) -> None:
     """Serve the agent-link MCP tools over stdio (hosts start this)."""
     from agent_link_core.server import main as serve_main
 
-    try:
-        serve_main()
-    except AgentLinkError as exc:
-        fail(exc)
+    serve_main()
 
 
-@click.command(context_settings={"ignore_unknown_options": True}, epilog=EXIT_HELP)
-@click.argument("host")
-@click.argument("event")
-def hook(host: str, event: str) -> None:
+@command(argument("host"), argument("event"))
+def hook(ctx: Any, host: str, event: str) -> None:
     """Run a host hook: reads the host's hook JSON on stdin, prints the host's hook JSON.
 
     Always exits 0, so a failing hook never blocks a prompt.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent_link_core.cli_run import (ENVELOPE, JSON, NDJSON, as_caller, command, echo, emit, fail, get_app, not_marked, option,
+from agent_link_core.cli_run import (ENVELOPE, JSON, NDJSON, as_caller, command, echo, emit, get_app, not_marked, option,
                                      print_messages, show_then_mark, usage_error)
 from agent_link_core.errors import AgentLinkError
 
@@ -13,8 +13,7 @@ if TYPE_CHECKING:
 
 
 def shown_unread(app: App, data: dict[str, Any]) -> list[str]:
-    """Ids of the unread messages an inbox read shows whole (a paged message: only with its
-    last page), which the read marks delivered once its output is written."""
+    """Ids of the unread messages an inbox read shows whole (a paged message: with its last page)."""
     page = data.get("page")
     if page is not None:
         row = app.mailbox.get_row(page["messageId"])
@@ -23,8 +22,8 @@ def shown_unread(app: App, data: dict[str, Any]) -> list[str]:
 
 
 def as_read(app: App, data: dict[str, Any], ids: list[str]) -> dict[str, Any]:
-    """An inbox read made without marking, shown as it stands once ``ids`` are marked
-    delivered by it: their views, ``markedDelivered``, the open and remaining counts."""
+    """An inbox read made without marking, as it reads once ``ids`` are marked delivered (their
+    views, ``markedDelivered``, the open and remaining counts)."""
     from agent_link_core.store import now_ms
 
     data = {**data, "markedDelivered": list(ids)}
@@ -79,32 +78,28 @@ def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, mark_read: b
         usage_error("choose one of --message-id and --all")
     if peek and mark_read:
         usage_error("choose one of --peek and --mark-read")
-    app = get_app(ctx)
-    caller = as_caller(app, as_address)
     from agent_link_core.identity import reads_own_mail
 
+    app = get_app(ctx)
+    caller = as_caller(app, as_address)
     peek = peek or (not mark_read and not reads_own_mail(app, caller.address))  # another's mail stays theirs
-    # Read without marking, print, and mark only what the output showed once it was
-    # written: mail whose output never reached its reader stays unread.
-    try:
-        app.require_caller(caller)
-        mark, warnings = app.begin_inbox_read(caller, not peek)
-        if all_mail:
-            data = app.inbox(caller, limit=limit, mark=False)
-            rows = app.store.conn.execute(
-                "SELECT * FROM messages WHERE recipient = ? ORDER BY sent_at DESC, id DESC LIMIT ?", (caller.address, limit)
-            ).fetchall()
-            data["messages"] = app.mailbox.to_views(rows)
-            data["renderedBlock"] = "\n".join(app.mailbox.envelope(r) for r in rows)
-        else:
-            data = budget.inbox(app, caller, budget.caller_budget(app, caller), limit=limit, mark=False,
-                                include_open=True, message_id=message_id, offset=offset or 0)
-        if warnings:
-            data["warnings"] = warnings
-        to_mark = shown_unread(app, data) if mark else []
-        data = as_read(app, data, to_mark)
-    except AgentLinkError as exc:
-        fail(exc)
+    # read without marking; what was shown is marked once the output is written (show_then_mark)
+    app.require_caller(caller)
+    mark, warnings = app.begin_inbox_read(caller, not peek)
+    if all_mail:
+        data = app.inbox(caller, limit=limit, mark=False)
+        rows = app.store.conn.execute(
+            "SELECT * FROM messages WHERE recipient = ? ORDER BY sent_at DESC, id DESC LIMIT ?", (caller.address, limit)
+        ).fetchall()
+        data["messages"] = app.mailbox.to_views(rows)
+        data["renderedBlock"] = "\n".join(app.mailbox.envelope(r) for r in rows)
+    else:
+        data = budget.inbox(app, caller, budget.caller_budget(app, caller), limit=limit, mark=False,
+                            include_open=True, message_id=message_id, offset=offset or 0)
+    if warnings:
+        data["warnings"] = warnings
+    to_mark = shown_unread(app, data) if mark else []
+    data = as_read(app, data, to_mark)
 
     def human(d: dict[str, Any]) -> None:
         page = d.get("page")

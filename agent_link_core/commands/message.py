@@ -3,10 +3,9 @@
 import sys
 from typing import Any
 
-from agent_link_core.cli_run import (ENVELOPE, EXIT_TIMEOUT, FROM, JSON, NDJSON, READER_FROM, argument, command, echo, emit, fail,
-                                     get_app, mark_reply, message_text, option, print_messages, print_wait, run_async, show_then_mark,
-                                     usage_error, wait_all, who_am_i)
-from agent_link_core.errors import AgentLinkError
+from agent_link_core.cli_run import (ENVELOPE, EXIT_TIMEOUT, FROM, JSON, NDJSON, READER_FROM, argument, command, echo, emit, get_app,
+                                     mark_reply, message_text, option, print_messages, print_wait, run_async, show_then_mark, usage_error,
+                                     wait_all, who_am_i)
 
 
 @command(
@@ -28,9 +27,8 @@ def reply(ctx: Any, message_id: str, text: str | None, file: str | None, decline
     body = message_text(text, file) if (text is not None or file is not None) else None
     app = get_app(ctx)
     me = who_am_i(app, from_address, named)
-    fmt = None if envelope_format == "agent-link" else envelope_format
     data = run_async(app.reply(caller=me, message_id=message_id, resolution=kind or "reply", message=body,
-                               metadata={"envelopeFormat": fmt} if fmt else None))
+                               metadata={"envelopeFormat": envelope_format} if envelope_format != "agent-link" else None))
     def human(d: dict[str, Any]) -> None:
         sent = f"reply {d['messageId']} {d['delivery']}" if d["messageId"] else "no reply message sent"
         echo(f"{d['resolution']['kind']}: {d['replyToMessageId']} ({d['status']}); {sent}")
@@ -39,17 +37,13 @@ def reply(ctx: Any, message_id: str, text: str | None, file: str | None, decline
 
 
 @command(argument("message_id"), READER_FROM, JSON, NDJSON)
-def status(ctx: Any, message_id: str, from_address: str | None, as_json: bool, ndjson: bool,
-           **named: Any) -> None:
+def status(ctx: Any, message_id: str, from_address: str | None, as_json: bool, ndjson: bool, **named: Any) -> None:
     """Show delivery, status and reminders of a message you sent or received."""
     app = get_app(ctx)
     me = who_am_i(app, from_address, named, reading=True)
-    try:
+    data = app.status(me, message_id)
+    if data["delivery"] == "accepted" and run_async(app.refresh_delivery(data["messageId"])):
         data = app.status(me, message_id)
-        if data["delivery"] == "accepted" and run_async(app.refresh_delivery(data["messageId"])):
-            data = app.status(me, message_id)
-    except AgentLinkError as exc:
-        fail(exc)
     emit(data, as_json, lambda d: echo(
         f"{d['messageId']}: {d.get('deliveryNote') or d['delivery']}, status {d['status'] or 'none (fyi)'}, from {d['from']} to {d['to']}"), ndjson)
 
@@ -65,12 +59,7 @@ def wait(ctx: Any, message_id: str, timeout_ms: int, from_address: str | None, s
     me = who_am_i(app, from_address, named, reading=True)
     data = wait_all(app, me, message_id, 0)  # a bad or unknown id is refused before any waiting
     if data["outcome"] == "timeout" and timeout_ms > 0:
-        try:
-            data = wait_all(app, me, message_id, timeout_ms,
-                            f"waiting up to {timeout_ms / 1000:g} s for the answer to {message_id} (Ctrl-C stops waiting)")
-        except KeyboardInterrupt:
-            echo(f"stopped waiting for {message_id}; `agent-link wait {message_id}` waits again", err=True)
-            sys.exit(130)
+        data = wait_all(app, me, message_id, timeout_ms, f"stopped waiting for {message_id}; `agent-link wait {message_id}` waits again")
     show_then_mark(lambda: emit(data, as_json, lambda d: print_wait(app, d, show_envelope), ndjson),
                    lambda: mark_reply(app, me, data), "the reply stays unread")
     if data["outcome"] == "timeout":
@@ -87,10 +76,7 @@ def show(ctx: Any, message_id: str, thread: bool, from_address: str | None, show
     first); --envelope shows what a model sees."""
     app = get_app(ctx)
     me = who_am_i(app, from_address, named, reading=True)
-    try:
-        data = app.conversation(me, message_id)
-    except AgentLinkError as exc:
-        fail(exc)
+    data = app.conversation(me, message_id)
     if not thread:
         data = {"message": next(m for m in data["messages"] if m["id"] == data["messageId"])}
 

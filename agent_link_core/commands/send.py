@@ -1,10 +1,10 @@
-"""``agent-link send``: send a message, optionally waiting for its answer, with one honest
-outcome (:func:`send_reliably`: retries, a time to live, idempotent on a message id; the
-README shows it called from Python)."""
+"""``agent-link send``: send a message with one honest outcome (:func:`send_reliably`, also
+called from Python), optionally waiting for its answer."""
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 from agent_link_core.cli_run import (EXIT_TIMEOUT, EXIT_UNDELIVERED, EXIT_UNKNOWN, FROM, JSON, NDJSON, argument, command, echo, emit, fail,
@@ -12,7 +12,7 @@ from agent_link_core.cli_run import (EXIT_TIMEOUT, EXIT_UNDELIVERED, EXIT_UNKNOW
                                      wait_all, who_am_i)
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.lazy import Struct, field
-from agent_link_core.mailbox import iso, ulid_of_uuid
+from agent_link_core.mailbox import iso, parse_iso_ms, ulid_of_uuid
 from agent_link_core.model import Caller, address_scheme, is_address, is_ulid
 from agent_link_core.store import now_ms
 
@@ -20,7 +20,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
     from agent_link_core.app import App
-    from agent_link_core.harness import Delivery
 
 
 @command(
@@ -58,56 +57,48 @@ def send(ctx: Any, target: str, text: str | None, file: str | None, message_id: 
     The outcome is exactly one of delivered, accepted (the host took it and shows it
     later; never pushed again), queued, rejected, unknown.
     """
-    from agent_link_core.cli_text import address_error, cli_words, looks_like_bad_address
-    from agent_link_core.mailbox import parse_iso_ms
+    from agent_link_core.cli_text import address_error, cli_words
 
     body = message_text(text, file)
     if not target.strip():
         usage_error("TARGET is empty: give an address, a contact alias or a session id")
-    problem = address_error(target.strip(), "to") if looks_like_bad_address(target.strip()) else None
-    if problem is not None:
+    # an address's shape (x:y) without being one: refused, saying what an address is
+    if re.fullmatch(r"[A-Za-z][A-Za-z0-9-]*:.*", target.strip()) and (problem := address_error(target.strip(), "to")):
         fail(problem)
     if reply_by is not None:
-        try:
-            parse_iso_ms(reply_by, "replyBy")  # the date's format is the first thing to get right
-        except AgentLinkError as exc:
-            fail(exc)
+        parse_iso_ms(reply_by, "replyBy")  # the date's format is the first thing to get right
     if wait_reply and anticipation == "fyi":
         usage_error("--wait expects an answer; it cannot go with --anticipation fyi")
     if anticipation is None and (reply_by is not None or wait_reply):
         anticipation = "reply"
     app = get_app(ctx)
     me = who_am_i(app, from_address, named, reading=wait_reply)  # --wait shows the answer: a read, checked before sending
-    policy = RetryPolicy(retry_count, retry_delay_ms, retry_backoff, retry_jitter)
-    result = run_async(send_reliably(app, target, body, sender=me, message_id=message_id, ttl_ms=ttl_ms, reply_by=reply_by,
-                                     anticipation=anticipation, retry=policy, retry_unknown=retry_unknown, require_known=require_known,
-                                     correlation_id=correlation_id, sender_project=from_project, sender_label=sender_label,
+    result = run_async(send_reliably(app, target, body, sender=me, message_id=message_id, ttl_ms=ttl_ms, reply_by=reply_by, anticipation=anticipation,
+                                     retry=RetryPolicy(retry_count, retry_delay_ms, retry_backoff, retry_jitter), retry_unknown=retry_unknown,
+                                     require_known=require_known, correlation_id=correlation_id, sender_project=from_project, sender_label=sender_label,
                                      envelope_format=None if envelope_format == "agent-link" else envelope_format),
                        inline=reaches_no_harness(app, target.strip(), me))
     data = result.to_dict()
     if wait_reply and result.outcome in ("delivered", "accepted", "queued") and result.message_id:
-        try:
-            # the send's own line comes once, with the answer (the wait says only what it waits for)
-            data["wait"] = wait_all(app, me, result.message_id, timeout_ms, f"waiting up to {timeout_ms / 1000:g} s "
-                                    f"for the answer to {result.message_id} (Ctrl-C stops waiting)")
-        except KeyboardInterrupt:  # the message is sent: its id must not be lost with the wait
-            echo(f"{result.outcome}: {result.message_id} to {data['to'] or target} "
-                       f"(stopped waiting; `agent-link wait {result.message_id}` waits again)", err=True)
-            sys.exit(130)
+        # the send's own line comes once, with the answer; a Ctrl-C still says the sent message's id
+        data["wait"] = wait_all(app, me, result.message_id, timeout_ms, f"{result.outcome}: {result.message_id} to "
+                                f"{data['to'] or target} (stopped waiting; `agent-link wait {result.message_id}` waits again)")
+
+    def warn() -> None:  # on stderr, with --json too: scripts read stdout; people still see warnings
+        for w in data.get("warnings", []):
+            echo(f"warning: {cli_words(w['message'], 'send')}", err=True)
 
     def human(d: dict[str, Any]) -> None:
-        line = f"{d['outcome']}: {d['messageId'] or 'nothing sent'} to {d['to'] or target}"
-        echo(line + (" (already sent; nothing resent)" if d["duplicate"] else ""))
+        echo(f"{d['outcome']}: {d['messageId'] or 'nothing sent'} to {d['to'] or target}"
+             + (" (already sent; nothing resent)" if d["duplicate"] else ""))
         if d.get("error"):
             echo(f"agent-link: {cli_words(d['error']['message'], 'send')} {cli_words(d['error'].get('hint') or '', 'send')}".rstrip(), err=True)
-        for w in d.get("warnings", []):
-            echo(f"warning: {cli_words(w['message'], 'send')}", err=True)
+        warn()
         if "wait" in d:
             print_wait(app, d["wait"], False)
 
-    if (as_json or ndjson) and data.get("warnings"):
-        for w in data["warnings"]:  # scripts read stdout; people still see warnings
-            echo(f"warning: {cli_words(w['message'], 'send')}", err=True)
+    if as_json or ndjson:
+        warn()
     show_then_mark(lambda: emit(data, as_json, human, ndjson), lambda: mark_reply(app, me, data.get("wait") or {}),
                    "the reply stays unread")
     if "wait" in data and data["wait"]["outcome"] == "timeout":
@@ -118,13 +109,9 @@ def send(ctx: Any, target: str, text: str | None, file: str | None, message_id: 
 
 
 class RetryPolicy(Struct, frozen=True):
-    """Automatic retries of a push that failed before the host accepted anything.
-
-    :param count: extra attempts (0 = none).
-    :param delay_ms: wait before the first retry, in ms.
-    :param backoff: multiplier applied to the delay after each retry (>= 1).
-    :param jitter: random fraction (0-1) added to or taken from each delay.
-    """
+    """Automatic retries of a push that failed before the host accepted anything: ``count``
+    extra attempts, the first after ``delay_ms``, each delay ``backoff`` (>= 1) times the last,
+    plus or minus a random ``jitter`` fraction (0-1)."""
 
     count: int = 0
     delay_ms: int = 500
@@ -141,15 +128,10 @@ class RetryPolicy(Struct, frozen=True):
 
 
 class SendResult(Struct):
-    """The outcome of :func:`send_reliably`.
-
-    :param outcome: ``delivered``, ``accepted``, ``queued``, ``rejected`` or ``unknown``.
-    :param message_id: the message's ULID (None when rejected before storing).
-    :param to: the recipient address.
-    :param duplicate: True when the same id and content was sent before (nothing resent).
-    :param attempts: push attempts made by this call.
-    :param error: the refusal, for ``rejected``.
-    """
+    """The outcome of :func:`send_reliably`: ``outcome`` (``delivered``, ``accepted``, ``queued``,
+    ``rejected``, ``unknown``), the ULID (None when rejected before storing), the recipient,
+    ``duplicate`` (same id and content sent before: nothing resent), this call's push ``attempts``,
+    and ``error``, the refusal of a ``rejected`` one."""
 
     outcome: str
     message_id: str | None
@@ -177,22 +159,15 @@ async def send_reliably(
     """Send with one honest outcome, idempotent on ``message_id`` (``agent-link send``).
 
     ``target`` is what the CLI accepts (:meth:`~agent_link_core.directory.Directory.resolve_target`).
-    The same id with the same content is never stored twice: a message already delivered or
-    accepted is not pushed again, one still queued is offered to its harness again (which
-    first checks whether an earlier, interrupted push landed), an ``unknown`` one only with
-    ``retry_unknown``; with other content it is rejected.
-    ``ttl_ms`` counts from the first attempt: past it, nothing is pushed any more.
-    Only pushes that failed before the host accepted them are retried automatically.
-    ``require_known`` refuses a plain address no process has ever served (``rejected``
-    with ``not_found`` and suggestions) instead of queueing it with a warning.
-
-    ``message_id`` is a ULID or a UUID (any case); a UUID is stored as the ULID with the same
-    128 bits and echoed as ``clientMessageId``. What defines the message for idempotency:
-    sender, target, text, labels, ``ttl_ms``, ``correlation_id`` and the sender metadata
-    (``sender_project``, ``sender_label``); changing any of them under the same id is
-    ``rejected``. ``envelope_format`` names another model-visible form than agent-link's
-    envelope, one the recipient's harness lists in its ``envelope_formats`` (else
-    ``rejected``, nothing stored).
+    ``message_id`` is a ULID or a UUID (any case; a UUID is stored as the ULID of its 128 bits and
+    echoed as ``clientMessageId``). The same id with the same sender, target, text, ``ttl_ms``,
+    ``correlation_id`` and sender metadata is never stored twice (other content: ``rejected``):
+    a message delivered or accepted is not pushed again, one still queued is (its harness checks
+    whether an earlier push landed), an ``unknown`` one only with ``retry_unknown``.
+    ``ttl_ms`` counts from the first attempt; ``retry`` covers only pushes that failed before the
+    host accepted them. ``require_known`` rejects a plain address no process ever served (else it
+    is queued with a warning). ``envelope_format``: another model-visible form, one the recipient's
+    harness lists in its ``envelope_formats`` (else ``rejected``, nothing stored).
 
     :raises AgentLinkError: never for a refusal (that is ``rejected``); only for bad
         arguments (``invalid_arguments``) and an unusable state dir (``state_io_error``).
@@ -229,18 +204,15 @@ async def send_reliably(
         if exc.code == "invalid_arguments" and exc.details.get("errors", [{}])[0].get("rule") != "idempotency":
             raise
         return SendResult("rejected", message_id, None, error=exc.to_dict(), fields={"clientMessageId": client_id} if client_id else {})
-    result = SendResult("queued", outcome.row["id"], outcome.row["recipient"], duplicate=not outcome.created,
-                        warnings=list(outcome.warnings) + ([outcome.address_warning] if outcome.address_warning else []))
-    result.fields.update({k: v for k, v in fingerprint.items() if k in ("correlationId", "clientMessageId")})
-    row = outcome.row
+    row, delivery = outcome.row, outcome.delivery
     expires_at = json.loads(row["metadata"] or "{}").get("expiresAt")
-    result.expires_at = iso(expires_at)
-    delivery: Delivery | None = outcome.delivery
-    result.attempts = 1 if outcome.created and delivery is not None else 0
-    # A resend with the same id finishes what an earlier attempt left: a message still queued
-    # (that attempt died after storing it, or its push found the session unable to take it)
-    # is offered again, and an unknown outcome on request. The harness checks whether an
-    # earlier push landed before it sends anything, so nothing is pushed twice.
+    result = SendResult("queued", row["id"], row["recipient"], duplicate=not outcome.created, expires_at=iso(expires_at),
+                        attempts=1 if outcome.created and delivery is not None else 0,
+                        warnings=list(outcome.warnings) + ([outcome.address_warning] if outcome.address_warning else []),
+                        fields={k: v for k, v in fingerprint.items() if k in ("correlationId", "clientMessageId")})
+    # A resend with the same id finishes what an earlier attempt left (it died after storing the
+    # message, or its push found the session unable to take it): a queued one is offered again, an
+    # unknown one on request. The harness checks whether an earlier push landed: nothing is pushed twice.
     previous = app.mailbox.push_outcome(row["id"]) if not outcome.created else None
     if previous == "queued" or (previous == "unknown" and retry_unknown):
         if expires_at is not None and now_ms() > expires_at:
@@ -264,14 +236,9 @@ async def send_reliably(
 
 
 def reaches_no_harness(app: App, target: str, sender: Caller) -> bool:
-    """True when :func:`send_reliably` to ``target`` reaches no harness: a plain address
-    (``team:bob``; no harness owns its scheme, not a role) from a sender no harness proves.
-    Such a send only stores the message, so it can run without an event loop
-    (:func:`agent_link_core.aio.run_inline`); a plugin's awaitable address answer is then
-    awaited on a loop of its own (:meth:`agent_link_core.plugins.Hooks.aresolve_address`).
-
-    :param target: the stripped CLI target.
-    """
+    """True when :func:`send_reliably` to the (stripped) ``target`` reaches no harness: a plain
+    address (no harness owns its scheme, not a role) from a sender no harness proves. Such a send
+    only stores the message, so it runs without an event loop (:func:`agent_link_core.aio.run_inline`)."""
     if not is_address(target):
         return False
     scheme, owners = address_scheme(target), app.harnesses
