@@ -385,17 +385,6 @@ class App:
                 view["envelope"] = self.mailbox.envelope(row)
         return {"scope": scope, "callerAddress": caller.address if caller.known else None, "messages": messages}
 
-    def conversation(self, caller: Caller, message_id: str) -> dict[str, Any]:
-        """The conversation of a message the caller sent or received (any message with
-        ``AGENT_LINK_INSPECT_ALL``), oldest first, each message with its envelope.
-
-        :raises AgentLinkError: ``not_found``, ``invalid_arguments``, ``permission_denied``.
-        """
-        from agent_link_core.conversation import conversation
-
-        visibility = self.mailbox.visible_to(caller.address, all_mail=bool(self.config.get("AGENT_LINK_INSPECT_ALL")))
-        return conversation(self.mailbox, visibility, message_id)
-
     def health(self, meta: Mapping[str, Any] | None = None, include_caller_context: bool = False) -> dict[str, Any]:
         """Everything a person needs to tell whether agent-link works here
         (:func:`agent_link_core.health.report`)."""

@@ -63,7 +63,7 @@ def mail(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
 READS = [
     ["inbox", "--peek"], ["inbox", "--peek", "--json"], ["inbox", "--peek", "--ndjson", "--limit=5"],
     ["inbox", "--peek", "--envelope"], ["inbox", "--peek", "--all", "--limit", "3"],
-    ["status", "{mid}"], ["status", "{mid}", "--json"], ["show", "{mid}"], ["show", "--thread", "{mid}", "--json"],
+    ["status", "{mid}"], ["status", "{mid}", "--json"], ["show", "{mid}"], ["show", "{mid}", "--json"],
     ["wait", "{mid}", "--timeout-ms", "0"], ["wait", "{mid}", "--timeout-ms=0", "--json"],
 ]
 REFUSED = [
@@ -82,6 +82,7 @@ LEFT_TO_CLICK = [
     ["inbox", "--peek=yes"], ["inbox", "--as"], ["inbox", "--as", "--peek"], ["send"], ["send", "a", "b", "c"],
     ["send", "test:carol", "hi", "--retry-backoff", "nan"], ["send", "test:carol", "hi", "--anticipation", "maybe"],
     ["send", "test:carol", "--file", "."], ["reply"], ["wait", "{mid}", "--timeout-ms", "-1"], ["status", "-x"],
+    ["show", "--thread", "{mid}"],  # the conversations plugin's option (click's path, which loads the plugins)
 ]
 
 

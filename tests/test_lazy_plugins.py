@@ -119,7 +119,9 @@ INBOX_HEAVY_MODULES = ("agent_link_core.directory", "agent_link_core.sending", "
 #: not imported for them: these implement no hook a send calls
 SETTINGS_ONLY_MODULES = ("agent_link_approvals.plugin", "agent_link_approvals.settings", "agent_link_forks.plugin",
                          "agent_link_forks.schema", "agent_link_legacy.plugin", "agent_link_legacy.schema",
-                         "agent_link_search.plugin", "agent_link_search.schema")
+                         "agent_link_search.plugin", "agent_link_search.schema",
+                         # a tool and show --thread: neither a send nor an inbox read calls their hooks
+                         "agent_link_conversations.plugin", "agent_link_conversations.conversation")
 #: nor these, whose hooks a send calls (before_send, before_store, record_event) and an inbox read does not
 INBOX_PLUGIN_MODULES = ("agent_link_leases.plugin", "agent_link_leases.schema", "agent_link_receipts.plugin",
                         "agent_link_roles.plugin", "agent_link_web.plugin", "agent_link_core.contribute", "agent_link_loops.plugin",

@@ -55,7 +55,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90)]
 
 RO_TOOLS = {
     "agent_link_health", "list_agents", "resolve_agent", "wait_for_agent",
-    "get_agent_link_message_status", "agent_link_mailbox_inspect", "get_agent_link_conversation",
+    "get_agent_link_message_status", "agent_link_mailbox_inspect",
 }
 WRITE_TOOLS = {"message_agent", "read_agent_link_inbox", "reply_agent_link_message"}
 TOOLS = RO_TOOLS | WRITE_TOOLS
@@ -75,7 +75,6 @@ MINIMAL_ARGS: dict[str, dict[str, Any]] = {
     "reply_agent_link_message": {"messageId": UNKNOWN_ULID},
     "get_agent_link_message_status": {"messageId": UNKNOWN_ULID},
     "agent_link_mailbox_inspect": {},
-    "get_agent_link_conversation": {"messageId": UNKNOWN_ULID},
 }
 
 # What a result of a name tools/list does not know may look like (unknown_tool).
@@ -326,7 +325,7 @@ async def test_argument_validation_rules() -> None:
         [row] = (await alice.ok("agent_link_mailbox_inspect"))["messages"]
         assert row["id"] == m0 and row["delivery"] == "queued", row  # nothing sent, nothing marked
         for name, args in MINIMAL_ARGS.items():  # the minimal arguments alone pass validation
-            if name in ("reply_agent_link_message", "get_agent_link_message_status", "get_agent_link_conversation"):
+            if name in ("reply_agent_link_message", "get_agent_link_message_status"):
                 await alice.fail(name, args, "not_found")
             elif name != "message_agent":
                 await alice.ok(name, args)

@@ -1,6 +1,6 @@
 """Every tool argument naming a stored message takes a UUID as well as a ULID, as the CLI
 does: a message sent with a UUID ``messageId`` is found again by that UUID (status,
-conversation, wait), and a bad id is refused in words, not with a regular expression."""
+wait; the conversations plugin's tool: its tests), and a bad id is refused in words, not with a regular expression."""
 
 from __future__ import annotations
 
@@ -34,8 +34,7 @@ def message_id_arguments(app: App) -> list[tuple[str, str]]:
 
 def test_every_message_id_argument_maps_a_uuid_to_its_ulid(app: App) -> None:
     found = message_id_arguments(app)
-    assert {("wait_for_agent", "replyToMessageId"), ("get_agent_link_message_status", "messageId"),
-            ("get_agent_link_conversation", "messageId")} <= set(found)
+    assert {("wait_for_agent", "replyToMessageId"), ("get_agent_link_message_status", "messageId")} <= set(found)
     key = str(uuid.uuid4())
     for tool, arg in found:
         spec = app.hooks.tools()[tool]
@@ -55,8 +54,6 @@ async def test_a_message_sent_with_a_uuid_is_found_by_it(app: App) -> None:
     assert sent["ok"] and sent["messageId"] == ulid_of_uuid(key)
     status = await call_tool(app, "get_agent_link_message_status", messageId=key)
     assert status["ok"] and status["messageId"] == sent["messageId"]
-    conversation = await call_tool(app, "get_agent_link_conversation", messageId=key)
-    assert conversation["ok"] and sent["messageId"] in str(conversation)
     waited = await call_tool(app, "wait_for_agent", agent="team:bob", replyToMessageId=key, timeoutMs=0)
     assert "error" not in waited or waited["error"]["code"] != "invalid_arguments", waited
 
@@ -92,5 +89,5 @@ async def test_a_uuid_through_a_real_mcp_client_session(isolated_env: Any) -> No
         sent = await alice.call("message_agent", {"to": "test:bob", "message": "hi", "anticipation": "reply", "messageId": key})
         status = await alice.call("get_agent_link_message_status", {"messageId": key})
         assert status["ok"] and status["messageId"] == sent["messageId"] == ulid_of_uuid(key)
-        bad = await alice.call("get_agent_link_conversation", {"messageId": "not-an-id"})
+        bad = await alice.call("reply_agent_link_message", {"messageId": "not-an-id"})
         assert bad["error"]["details"]["errors"][0]["expected"] == "a message id (a 26-character ULID, or a UUID)"

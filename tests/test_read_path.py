@@ -4,8 +4,8 @@
   a read cut by the budget renders at most one envelope it does not return;
 * :func:`agent_link_core.budget.prefix_bytes` gives exactly the size ``result_bytes`` measures
   for every prefix of a read, for each JSON layout a host may declare;
-* every list (inbox, inspect, conversation, recent conversations, the web page's
-  sections) runs as many SQL statements for many messages as for a few;
+* every list (inbox, inspect; the conversations and web plugins' lists: their tests) runs as
+  many SQL statements for many messages as for a few;
 * escaping skips only text it would leave as it is;
 * the envelope hook, called per message without pluggy's machinery, gives the contributions
   in pluggy's order (and goes through pluggy when a wrapper is registered).
@@ -25,7 +25,6 @@ from hypothesis import strategies as st
 
 from agent_link_core import budget, hookimpl
 from agent_link_core.app import App
-from agent_link_core.conversation import recent_conversations, root_of, roots_of
 from agent_link_core.envelope import MAX_ATTR_CODEPOINTS, escape_attr, escape_text
 from agent_link_core.harness import OutputBudget
 from agent_link_core.mailbox import OutgoingMessage
@@ -165,8 +164,6 @@ LISTS = {
     "inbox": lambda app, ids: app.inbox(ME, limit=100, mark=False),
     "budgeted inbox": lambda app, ids: budget.inbox(app, ME, OutputBudget(400_000), limit=100, mark=False, include_open=True),
     "inspect": lambda app, ids: app.inspect(ME, limit=100, include_bodies=True),
-    "conversation": lambda app, ids: app.conversation(ME, ids[-1]),
-    "recent conversations": lambda app, ids: recent_conversations(app.mailbox, app.mailbox.visible_to("team:me")),
     "due reminders": lambda app, ids: app.mailbox.due_reminders("team:me"),
 }
 
@@ -185,20 +182,6 @@ def test_a_list_runs_as_many_statements_for_many_messages_as_for_few(name: str, 
         finally:
             app.close()
     assert counts[0] == counts[1], counts
-
-
-def test_roots_of_many_messages_are_their_roots_one_by_one(app: App) -> None:
-    [root] = store(app, 1, body="root")
-    chain = [root]
-    for i in range(6):
-        chain += store(app, 1, body=f"answer {i}", reply_to=chain[-1 if i % 2 else 0])
-    loop_a, loop_b = store(app, 2, body="cycle")
-    app.store.conn.execute("UPDATE messages SET reply_to = ? WHERE id = ?", (loop_b, loop_a))
-    app.store.conn.execute("UPDATE messages SET reply_to = ? WHERE id = ?", (loop_a, loop_b))
-    ids = [*chain, loop_a, loop_b, "01J00000000000000000000000"]
-    one_by_one = {i: root_of(app.store.conn, i) for i in ids}
-    assert roots_of(app.store.conn, ids) == {i: r for i, r in one_by_one.items() if i != ids[-1]}
-    assert one_by_one[ids[-1]] == ids[-1] and {one_by_one[i] for i in chain} == {root}
 
 
 def test_states_of_many_rows_are_their_states_one_by_one(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -238,7 +221,7 @@ def test_a_read_marks_what_it_returns_in_one_write_transaction(app: App) -> None
     assert [e["kind"] for i in ids for e in app.mailbox.events(i)] == ["sent", "delivered"] * 12
 
 
-def test_the_cli_prints_a_conversation_s_envelopes_rendering_each_once(counting: Counting, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_cli_shows_a_message_s_envelope_rendering_it_once(counting: Counting, monkeypatch: pytest.MonkeyPatch) -> None:
     from click.testing import CliRunner
 
     from agent_link_core import cli as cli_mod
@@ -252,11 +235,11 @@ def test_the_cli_prints_a_conversation_s_envelopes_rendering_each_once(counting:
     finally:
         app.close()
     counting.calls.clear()
-    args = ["show", ids[-1], "--thread", "--envelope", "--from", "team:me"]
+    args = ["show", ids[-1], "--envelope", "--from", "team:me"]
     shown = CliRunner().invoke(cli_mod.build_cli(), args, env=named_address_env(args), catch_exceptions=False)
     assert shown.exit_code == 0, shown.output
-    assert shown.output.count("<agent-link-message ") == 9
-    assert counting.calls == Counter({i: 1 for i in ids})
+    assert shown.output.count("<agent-link-message ") == 1
+    assert counting.calls == Counter({ids[-1]: 1})
 
 
 def contributing(name: str, *, tryfirst: bool = False) -> object:

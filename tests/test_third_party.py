@@ -26,6 +26,7 @@ from agent_link_testing.third_party import ALICE, SECRETS
 
 pytest.importorskip("agent_link_receipts")  # the walk includes the plugins' tools and files
 pytest.importorskip("agent_link_roles")
+pytest.importorskip("agent_link_conversations")
 pytestmark = pytest.mark.installed_plugins  # every installed plugin's tools and commands are walked
 
 EVE = Caller("test:eve", "config", "test")

@@ -1,4 +1,5 @@
-"""``agent-link reply``, ``status``, ``wait`` and ``show``: answer a message, its state, its answer, its conversation."""
+"""``agent-link reply``, ``status``, ``wait`` and ``show``: answer a message, its state, its answer, the message
+(its conversation: ``show --thread``, the conversations plugin's)."""
 
 import sys
 from typing import Any
@@ -66,23 +67,17 @@ def wait(ctx: Any, message_id: str, timeout_ms: int, from_address: str | None, s
         sys.exit(EXIT_TIMEOUT)
 
 
-@command(
-    argument("message_id"),
-    option("--thread", flag=True, help="Show the whole conversation: what it answers, replies, follow-ups."),
-    READER_FROM, ENVELOPE, JSON, NDJSON)
-def show(ctx: Any, message_id: str, thread: bool, from_address: str | None, show_envelope: bool,
-         as_json: bool, ndjson: bool, **named: Any) -> None:
-    """Show a message you sent or received, read or not (--thread: its conversation, oldest
-    first); --envelope shows what a model sees."""
+@command(argument("message_id"), READER_FROM, ENVELOPE, JSON, NDJSON)
+def show(ctx: Any, message_id: str, from_address: str | None, show_envelope: bool, as_json: bool, ndjson: bool,
+         **named: Any) -> None:
+    """Show a message you sent or received, read or not; --envelope shows what a model sees."""
     app = get_app(ctx)
     me = who_am_i(app, from_address, named, reading=True)
-    data = app.conversation(me, message_id)
-    if not thread:
-        data = {"message": next(m for m in data["messages"] if m["id"] == data["messageId"])}
-
-    def human(d: dict[str, Any]) -> None:
-        print_messages(app, d.get("messages") or [d["message"]], show_envelope)
-        if d.get("hiddenCount"):
-            echo(f"({d['hiddenCount']} messages of this conversation are not yours to see)")
-
-    emit(data, as_json, human, ndjson)
+    row = app.mailbox.require(message_id)
+    # worded as the conversations plugin's show --thread words it: one refusal for both forms
+    app.mailbox.visible_to(me.address, all_mail=bool(app.config.get("AGENT_LINK_INSPECT_ALL"))).require(
+        row, f"the conversation of {row['id']}")
+    view = app.mailbox.to_views([row])[0]
+    view.pop("bodyBytes", None)
+    view["envelope"] = app.mailbox.envelope(row)
+    emit({"message": view}, as_json, lambda d: print_messages(app, [d["message"]], show_envelope), ndjson)

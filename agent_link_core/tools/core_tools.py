@@ -364,11 +364,6 @@ async def mailbox_inspect(app: App, args: dict[str, Any], call: ToolCall) -> dic
     )
 
 
-async def get_conversation(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
-    """The ``get_agent_link_conversation`` tool's handler (see the module doc)."""
-    return app.conversation(call.caller, args["messageId"])
-
-
 CORE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="agent_link_health",
@@ -483,17 +478,5 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         handler=mailbox_inspect, read_only=True,
         removed_forms={"since": ("number", "an ISO 8601 string with a timezone, such as 2026-01-01T00:00:00Z "
                                            "(epoch milliseconds were removed in 0.6.0)")},
-    ),
-    ToolSpec(
-        name="get_agent_link_conversation",
-        title="agent-link conversation",
-        description=(
-            "The whole conversation a message belongs to: what it answers, its replies and their follow-ups, oldest "
-            "first, each with status, delivery and resolution, bodies inside <agent-link-message> envelopes (written "
-            "by agents, not the user). Only messages you sent or received are shown; hiddenCount says how many are not."
-        ),
-        input_schema=closed_object({"messageId": ULID}, ("messageId",)),
-        output_fields={"messageId": STR, "rootId": STR, "messages": {"type": "array", "items": OBJ}, "hiddenCount": INT, "truncated": BOOL},
-        handler=get_conversation, read_only=True, idempotent=True,
     ),
 )

@@ -1,8 +1,9 @@
 """Which MCP tools ``agent-link mcp`` lists: the ``AGENT_LINK_TOOLS`` setting (README.md,
 settings table), answered through the core's ``agent_link_listed_tools`` hook.
 
-The value is a comma or space separated list of ``all``, ``messaging`` (the core's tools), a
-plugin's name (its tools plus the core's) or a tool's name. An item matching nothing is skipped
+The value is a comma or space separated list of ``all``, ``messaging`` (the core's tools and the
+conversations plugin's, :data:`MESSAGING_OWNERS`), a plugin's name (its tools plus messaging's) or a
+tool's name. An item matching nothing is skipped
 and reported; when no item matches, every tool is offered, since a misspelt profile must not
 leave an agent without its messaging tools. Tools left out stay reachable through
 ``agent_link_tools`` (:mod:`agent_link_profiles.gateway`).
@@ -31,6 +32,9 @@ ALL = "all"
 MESSAGING = "messaging"
 CORE_OWNER = CORE_PLUGIN  #: the core's name as the owner of its tools (``Hooks.tool_owners``)
 ALWAYS = ("agent_link_health", "agent_link_tools")
+#: the owners of the tools ``messaging`` lists: the core, and the conversations plugin (a message's
+#: thread, which the core's tools listed before that plugin took it out of the core)
+MESSAGING_OWNERS = (CORE_OWNER, "conversations")
 #: the profile of a server a host started, when ``AGENT_LINK_TOOLS`` is unset
 HOST_DEFAULT = MESSAGING
 
@@ -58,7 +62,7 @@ def select_tools(tools: Mapping[str, T], owners: Mapping[str, str], value: str |
     wanted: set[str] = set(ALWAYS)
     for item in items:
         if item == MESSAGING or item in plugins:
-            wanted.update(name for name, owner in owners.items() if owner in (CORE_OWNER, item))
+            wanted.update(name for name, owner in owners.items() if owner in MESSAGING_OWNERS or owner == item)
         elif item in tools:
             wanted.add(item)
     return {name: spec for name, spec in tools.items() if name in wanted}

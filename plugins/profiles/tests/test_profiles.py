@@ -9,7 +9,7 @@ from agent_link_testing.tool_app import call_tool
 
 from agent_link_core.app import App
 from agent_link_core.tools.core_tools import CORE_TOOLS
-from agent_link_profiles.profiles import CORE_OWNER, effective_profile, select_tools
+from agent_link_profiles.profiles import CORE_OWNER, MESSAGING_OWNERS, effective_profile, select_tools
 
 TOOLS = {"agent_link_health": 1, "message_agent": 2, "codex_thing": 3, "roles_thing": 4}
 OWNERS = {"agent_link_health": CORE_OWNER, "message_agent": CORE_OWNER, "codex_thing": "codex", "roles_thing": "roles"}
@@ -64,10 +64,10 @@ async def test_profile_through_a_real_mcp_session(monkeypatch: pytest.MonkeyPatc
     monkeypatch.delenv("AGENT_LINK_LOAD_PLUGINS")  # the codex and receipts profiles need those plugins
     app = App.create()
     try:
-        core = {name for name, owner in app.hooks.tool_owners().items() if owner == CORE_OWNER}
+        core = {name for name, owner in app.hooks.tool_owners().items() if owner in MESSAGING_OWNERS}
     finally:
         app.close()
-    assert {spec.name for spec in CORE_TOOLS} <= core
+    assert {spec.name for spec in CORE_TOOLS} | {"get_agent_link_conversation"} <= core
     async with agent_link_mcp({"AGENT_LINK_TOOLS": "messaging"}) as client:
         assert set(await client.tools()) == core | {"agent_link_tools"}
         hidden = await client.call("list_agent_link_receipts")
@@ -75,6 +75,13 @@ async def test_profile_through_a_real_mcp_session(monkeypatch: pytest.MonkeyPatc
     async with agent_link_mcp({"AGENT_LINK_TOOLS": "codex"}) as client:
         offered = set(await client.tools())
         assert core < offered and "list_agent_link_receipts" not in offered
+
+
+def test_messaging_lists_the_conversations_plugin_s_tool_as_when_the_core_had_it() -> None:
+    tools, owners = {**TOOLS, "get_agent_link_conversation": 5}, {**OWNERS, "get_agent_link_conversation": "conversations"}
+    assert list(select_tools(tools, owners, "messaging")) == ["agent_link_health", "message_agent", "get_agent_link_conversation"]
+    assert list(select_tools(tools, owners, "codex")) == ["agent_link_health", "message_agent", "codex_thing",
+                                                          "get_agent_link_conversation"]
 
 
 class _Config:

@@ -2,8 +2,8 @@
 
 It reads only what the caller sent or received (every message with ``AGENT_LINK_INSPECT_ALL``),
 through :meth:`agent_link_core.mailbox.Mailbox.visible_to`. Results carry a short escaped
-snippet; a body reaches a model only inside its ``<agent-link-message>`` envelope (the core's
-``get_agent_link_conversation``).
+snippet; a body reaches a model only inside its ``<agent-link-message>`` envelope (the conversations
+plugin's ``get_agent_link_conversation``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""What the page shows, gathered from the core's public API as plain dicts for the templates.
+"""What the page shows, gathered from the public API of the core and of the conversations and search
+plugins as plain dicts for the templates.
 
 Nothing here builds markup: templates escape every value (Jinja2 autoescape), and every
 string an agent wrote (bodies, titles, addresses, reasons, evidence) stays plain text.
@@ -12,7 +13,7 @@ import logging
 from typing import Any
 
 from agent_link_core.app import App
-from agent_link_core.conversation import conversation, recent_conversations, conversation_ids
+from agent_link_conversations.conversation import conversation, conversation_ids, recent_conversations
 from agent_link_core.mailbox import Visibility, iso
 from agent_link_core.errors import AgentLinkError
 from agent_link_web.panels import Panel, PanelAction, PanelLink, PanelView, drawing_for, panels

@@ -1,6 +1,9 @@
 """Conversations: the tree of messages joined by ``reply_to``, from its root (the message
 that answers nothing), oldest first. A reader sees only the part its
 :class:`~agent_link_core.mailbox.Visibility` allows, and is told how much is hidden.
+
+Other plugins (the web page) may use :func:`conversation_of`, :func:`conversation`,
+:func:`recent_conversations`, :func:`conversation_ids`, :func:`root_of` and :func:`roots_of`.
 """
 
 from __future__ import annotations
@@ -8,9 +11,14 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_link_core.mailbox import Mailbox, Visibility, batches
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent_link_core.app import App
+    from agent_link_core.model import Caller
+    from agent_link_core.tools.registry import ToolCall
 
 MAX_MESSAGES = 500
 MAX_DEPTH = 1000
@@ -93,6 +101,22 @@ def conversation(mailbox: Mailbox, visibility: Visibility, message_id: str, *, e
             view["envelope"] = mailbox.envelope(r)
     return {"messageId": row["id"], "rootId": root, "messages": messages, "hiddenCount": len(rows) - len(shown),
             "truncated": truncated}
+
+
+def conversation_of(app: App, caller: Caller, message_id: str) -> dict[str, Any]:
+    """The conversation of a message the caller sent or received (any message with
+    ``AGENT_LINK_INSPECT_ALL``), oldest first, each message with its envelope
+    (:func:`conversation`'s answer).
+
+    :raises AgentLinkError: ``not_found``, ``invalid_arguments``, ``permission_denied``.
+    """
+    visibility = app.mailbox.visible_to(caller.address, all_mail=bool(app.config.get("AGENT_LINK_INSPECT_ALL")))
+    return conversation(app.mailbox, visibility, message_id)
+
+
+async def handle(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    """The ``get_agent_link_conversation`` tool's handler: :func:`conversation_of` the caller."""
+    return conversation_of(app, call.caller, args["messageId"])
 
 
 def recent_conversations(mailbox: Mailbox, visibility: Visibility, limit: int = 20, scan: int = 400) -> list[dict[str, Any]]:

@@ -1,17 +1,19 @@
-"""Conversations and the visibility rule they read through: the chain of a message, the
-``get_agent_link_conversation`` tool through a real client (each of its errors), and
-``agent-link show --thread``. (Full-text search is the search plugin's: plugins/search.)"""
+"""Conversations (agent_link_conversations): the chain of a message, the
+``get_agent_link_conversation`` tool through a real client (its schema, each of its errors, a
+UUID for the id), and ``agent-link show --thread``. The plugin loads alone (conftest.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_link_conversations.conversation import conversation_of
 from agent_link_testing.cli_identity import named_address_env
 from agent_link_testing.mcp_client import agent_link_mcp
 from agent_link_testing.tool_app import app_as, call_tool
@@ -20,7 +22,7 @@ from click.testing import CliRunner
 from agent_link_core.app import App
 from agent_link_core.cli import build_cli
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.mailbox import Visibility
+from agent_link_core.mailbox import ulid_of_uuid
 from agent_link_core.model import Caller
 
 ALICE = Caller("team:alice", "config", "team")
@@ -39,20 +41,6 @@ def send(app: App, sender: Caller, to: str, body: str, **kw: Any) -> str:
     return str(asyncio.run(app.send(caller=sender, to=to, body=body, **kw)).message["id"])
 
 
-def test_visible_to_is_one_rule_for_sql_and_rows(app: App) -> None:
-    send(app, ALICE, "team:bob", "one")
-    send(app, BOB, "team:carol", "two")
-    rows = app.store.conn.execute("SELECT * FROM messages").fetchall()
-    for vis in (app.mailbox.visible_to("team:alice"), app.mailbox.visible_to("team:carol"), app.mailbox.visible_to(None),
-                app.mailbox.visible_to("not an address"), Visibility.everything_for("user:me", "person")):
-        where, params = vis.sql("messages")
-        by_sql = {r[0] for r in app.store.conn.execute(f"SELECT id FROM messages WHERE {where}", params)}
-        assert by_sql == {r["id"] for r in rows if vis.allows(r)}
-    with pytest.raises(AgentLinkError) as caught:
-        app.mailbox.visible_to("team:alice", all_mail=True)
-    assert caught.value.code == "permission_denied" and caught.value.details["reason"] == "inspect_all_disabled"
-
-
 def test_conversation_is_the_whole_chain_oldest_first(app: App) -> None:
     root = send(app, ALICE, "team:bob", "question?", anticipation="reply")
     answer = asyncio.run(app.reply(caller=BOB, message_id=root, message="answer", anticipation="reply"))["messageId"]
@@ -60,18 +48,18 @@ def test_conversation_is_the_whole_chain_oldest_first(app: App) -> None:
     aside = send(app, BOB, "team:carol", "by the way", reply_to=follow)
     send(app, ALICE, "team:bob", "another conversation")
     for start in (root, answer, follow):
-        conv = app.conversation(ALICE, start)
+        conv = conversation_of(app, ALICE, start)
         assert conv["rootId"] == root
         assert [m["id"] for m in conv["messages"]] == [root, answer, follow]
         assert conv["hiddenCount"] == 1  # bob's aside to carol is not alice's to see
         assert all(m["envelope"].startswith("<agent-link-message") and "body" not in m for m in conv["messages"])
-    assert [m["id"] for m in app.conversation(BOB, aside)["messages"]] == [root, answer, follow, aside]
-    assert app.conversation(CAROL, aside)["hiddenCount"] == 3
+    assert [m["id"] for m in conversation_of(app, BOB, aside)["messages"]] == [root, answer, follow, aside]
+    assert conversation_of(app, CAROL, aside)["hiddenCount"] == 3
     with pytest.raises(AgentLinkError) as caught:
-        app.conversation(CAROL, root)
+        conversation_of(app, CAROL, root)
     assert caught.value.code == "permission_denied"
     with pytest.raises(AgentLinkError) as caught:
-        app.conversation(ALICE, "01J0000000000000000000ZZZZ")
+        conversation_of(app, ALICE, "01J0000000000000000000ZZZZ")
     assert caught.value.code == "not_found"
 
 
@@ -90,7 +78,38 @@ async def test_conversation_tool_over_mcp(isolated_env: Path, monkeypatch: pytes
             assert (await call_tool(carol, "get_agent_link_conversation", messageId=mid))["error"]["code"] == "permission_denied"
         missing = await alice.call("get_agent_link_conversation", {"messageId": "01J0000000000000000000ZZZZ"})
         assert missing["error"]["code"] == "not_found"
-        assert (await alice.call("get_agent_link_conversation", {"messageId": "nope"}))["error"]["code"] == "invalid_arguments"
+        bad = await alice.call("get_agent_link_conversation", {"messageId": "nope"})
+        assert bad["error"]["code"] == "invalid_arguments"
+        assert bad["error"]["details"]["errors"][0]["expected"] == "a message id (a 26-character ULID, or a UUID)"
+        unknown = await alice.call("get_agent_link_conversation", {"messageId": mid, "bogus": 1})
+        assert unknown["error"]["code"] == "invalid_arguments"
+        assert [e["path"] for e in unknown["error"]["details"]["errors"]] == ["bogus"]
+
+
+@pytest.mark.anyio
+async def test_the_tool_is_declared_as_when_the_core_had_it(isolated_env: Path) -> None:
+    async with agent_link_mcp({"AGENT_LINK_ADDRESS": "team:alice"}) as alice:
+        tool = (await alice.tools())["get_agent_link_conversation"]
+    assert tool.title == "agent-link conversation"
+    assert tool.description and tool.description.startswith("The whole conversation a message belongs to:")
+    assert tool.input_schema["required"] == ["messageId"] and tool.input_schema["additionalProperties"] is False
+    assert set(tool.input_schema["properties"]) == {"messageId"}
+    out = tool.output_schema
+    assert out is not None and out["additionalProperties"] is False
+    assert {"messageId", "rootId", "messages", "hiddenCount", "truncated", "ok", "error", "warnings"} <= set(out["properties"])
+    ann = tool.annotations
+    assert ann is not None and (ann.read_only_hint, ann.idempotent_hint, ann.destructive_hint, ann.open_world_hint) == (
+        True, True, False, False)
+
+
+@pytest.mark.anyio
+async def test_a_message_sent_with_a_uuid_is_found_by_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    key = str(uuid.uuid4())
+    with app_as(monkeypatch, "team:alice") as app:
+        sent = await call_tool(app, "message_agent", to="team:bob", message="deploy?", anticipation="reply", messageId=key)
+        assert sent["ok"] and sent["messageId"] == ulid_of_uuid(key)
+        found = await call_tool(app, "get_agent_link_conversation", messageId=key)
+    assert found["ok"] and found["messageId"] == sent["messageId"]
 
 
 def test_cli_show_thread(isolated_env: Path) -> None:
@@ -113,3 +132,20 @@ def test_cli_show_thread(isolated_env: Path) -> None:
     assert json.loads(one.output)["message"]["id"] == root
     denied = invoke(["show", root, "--from", "team:carol"])
     assert denied.exit_code == 1 and "sender or the recipient" in denied.output
+
+
+def test_show_thread_through_the_console_script(isolated_env: Path) -> None:
+    """The fast path does not know --thread: it leaves the command to click, where the plugin added it."""
+    from agent_link_testing.cli_runner import run_main
+
+    app = App.create(dict(os.environ))
+    root = send(app, ALICE, "team:bob", "question?", anticipation="reply")
+    reply = asyncio.run(app.reply(caller=BOB, message_id=root, message="answer"))["messageId"]
+    app.close()
+    env = {"AGENT_LINK_ADDRESS": "team:alice"}
+    shown = run_main("show", reply, "--thread", "--json", env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert [m["id"] for m in json.loads(shown.stdout)["messages"]] == [root, reply]
+    assert "message" in json.loads(run_main("show", reply, "--json", env=env).stdout)
+    helped = run_main("show", "--help", env=env).stdout
+    assert "--thread" in helped and "(--thread: its conversation, oldest first)" in " ".join(helped.split())
