@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 SETTINGS_HOOK, SCHEMA_HOOK, HARNESS_HOOK = "agent_link_register_settings", "agent_link_schema", "agent_link_register_harnesses"
 DATA_HOOKS = {SETTINGS_HOOK: lazy.SETTINGS_ATTR, SCHEMA_HOOK: lazy.SCHEMA_ATTR,
               HARNESS_HOOK: lazy.HARNESSES_ATTR}
+REGISTRATION_FAILED = "registration failed (check each hook's name and arguments against agent_link_core/hookspecs.py): "
 
 
 @functools.cache
@@ -50,7 +51,9 @@ class Impl:
 
 
 class Entry:
-    """One plugin of :class:`Declared`: its name, how to import it, the hooks it declares.
+    """One plugin of :class:`Declared`: ``hooks`` it implements (as declared, then as found once
+    imported; None: not known yet), ``impls`` (``{hook: (function, options)}`` once imported; None
+    when pluggy must call it), ``records`` (``{hook: declared records}`` answering it unimported).
 
     :param load: ``() -> module`` (an entry point's ``load``), or None when ``module`` is given.
     :param package: its top-level package's name (which plugin a module belongs to).
@@ -60,21 +63,15 @@ class Entry:
 
     def __init__(self, name: str, load: Callable[[], Any] | None, package: str) -> None:
         self.name, self.load, self.package = name, load, package
-        #: the hooks it implements: as declared, then as found once imported (None: not known yet)
         self.hooks: frozenset[str] | None = None
         self.module: Any = None
-        #: ``{hook: (function, options)}`` once imported; None when pluggy must call it
         self.impls: dict[str, tuple[Callable[..., Any], dict[str, Any]]] | None = None
-        #: ``{hook: declared records}`` answering those hooks while it is not imported
         self.records: dict[str, Any] = {}
 
 
 class Declared:
-    """The plugins of an invocation by their declared hooks (see the module doc).
-
-    :param boundary: the guard every implementation is called through.
-    :param blocked: names turned off (``AGENT_LINK_DISABLE_PLUGINS``).
-    """
+    """The plugins of an invocation by their declared hooks (see the module doc), called through
+    ``boundary``; ``blocked``: names turned off (``AGENT_LINK_DISABLE_PLUGINS``)."""
 
     def __init__(self, boundary: Boundary, blocked: list[str]) -> None:
         self.boundary, self.blocked = boundary, blocked
@@ -161,9 +158,8 @@ class Declared:
                 return True
             extra = sorted(set(names) - specs[hook][0])
             if extra:
-                self.boundary.fault(entry.name, "load", "registration failed (check each hook's name and arguments "
-                                    f"against agent_link_core/hookspecs.py): {hook} takes {', '.join(extra)}, "
-                                    "which the hook does not offer", disable=True)
+                self.boundary.fault(entry.name, "load", f"{REGISTRATION_FAILED}{hook} takes {', '.join(extra)}, which the hook does not offer",
+                                    disable=True)
                 return False
             impls[hook] = (function, opts)
         if entry.hooks is not None and entry.hooks != frozenset(found):
@@ -287,10 +283,8 @@ def _made(hook: str, fields: dict[str, Any]) -> Any:
 
 class DeclaredMigration:
     """A migration as a plugin declares it; its SQL is read from the plugin's code when
-    :attr:`sql` is first asked (only for a database that lacks it).
-
-    :param sql_of: ``((owner, version)) -> SQL``, or None when the plugin cannot give it (reported).
-    """
+    :attr:`sql` is first asked (only for a database that lacks it) through ``sql_of``:
+    ``((owner, version)) -> SQL``, or None when the plugin cannot give it (reported)."""
 
     __slots__ = ("owner", "version", "_sql_of")
 
