@@ -1,14 +1,12 @@
-"""The one guard every plugin call goes through: :meth:`Boundary.call` (synchronous code, run
-inline and timed) and :meth:`Boundary.acall` (awaitables, bounded by a deadline).
+"""The one guard every plugin call goes through: :meth:`Boundary.call` (synchronous code, inline
+and timed) and :meth:`Boundary.acall` (awaitables, bounded by a deadline).
 
-Any ``BaseException`` a plugin raises is its fault, contained and recorded as a
-:class:`Problem`, except a real Ctrl-C of this process (counted by :func:`watch_interrupts`),
-the cancellation of the calling task and a documented refusal (``AgentLinkError`` from the
-:data:`REFUSING_HOOKS`). So is an answer of the wrong type or over its size bound. On the main
-thread a synchronous call still running after the hook budget (``AGENT_LINK_HOOK_TIMEOUT_MS``)
-is interrupted by SIGALRM (:class:`Overran`); that hook of that plugin is then skipped for the
-rest of the process, never replayed, and for :data:`HUNG_SKIP_S` by the other processes of the
-state dir, which read it from the problem log (:func:`append_problem`, :func:`hung_lately`).
+Any ``BaseException`` a plugin raises, or an answer of the wrong type or size, is its fault,
+recorded as a :class:`Problem`; not a real Ctrl-C (:func:`watch_interrupts`), the cancellation
+of the calling task or a documented refusal (``AgentLinkError`` from :data:`REFUSING_HOOKS`). A
+synchronous call on the main thread outliving ``AGENT_LINK_HOOK_TIMEOUT_MS`` is interrupted by
+SIGALRM (:class:`Overran`) and that hook of that plugin skipped for the rest of the process, and
+for :data:`HUNG_SKIP_S` by the state dir's other processes (:func:`hung_lately`).
 """
 
 from __future__ import annotations
@@ -529,13 +527,12 @@ class Boundary:
                     passing: tuple[type[BaseException], ...] = (), on_timeout: Callable[[], Any] | None = None,
                     background: bool = False) -> Any:
         """Await ``make()``, asynchronous code of ``plugin``, within ``bound_s`` seconds (None:
-        unbounded); each synchronous step of it is bounded like :meth:`call`.
+        unbounded), each synchronous step bounded like :meth:`call`.
 
         :param on_timeout: makes the answer to a call that outlived ``bound_s`` (the caller
-            reports it its own way), instead of a fault and ``default``.
-        :param background: a task meant to run until its caller cancels it (a harness's
-            ``serve``, a server task): that cancellation is no fault however late it comes.
-
+            reports it), instead of a fault and ``default``.
+        :param background: a task run until its caller cancels it (a harness's ``serve``, a
+            server task): that cancellation is no fault however late it comes.
         :raises asyncio.CancelledError: when the calling task is cancelled.
         """
         if plugin in self.disabled or (self.hung and self.skipped(plugin, hook)):

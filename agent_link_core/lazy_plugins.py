@@ -1,9 +1,8 @@
 """The plugins of a command by their declared hook tables (docs/plugins.md, "Which hooks the
-entry module implements"): :class:`Declared` imports a plugin the first time a call needs a
-hook it declares, checks its implementations as pluggy's registration does and gives them in
-pluggy's order, each wrapped by the guard of :mod:`agent_link_core.boundary`. Settings,
-harnesses and migrations a package declares as data answer their hooks without importing it
-(:func:`declared_impl`); a declared migration's SQL is imported only when a database lacks it.
+entry module implements"): :class:`Declared` imports a plugin when a call first needs a hook it
+declares, checks its implementations as pluggy's registration does and gives them in pluggy's
+order, each guarded (:mod:`agent_link_core.boundary`). Settings, harnesses and migrations declared
+as data answer their hooks unimported (:func:`declared_impl`); migration SQL loads when applied.
 """
 
 from __future__ import annotations
@@ -79,9 +78,8 @@ class Declared:
         self._cache: dict[str, list[Impl] | None] = {}
 
     def add_entry_point(self, ep: Any, *, declared: bool = True) -> bool:
-        """Take the plugin of entry point ``ep`` (``name``, ``value``, ``load()``, ``dist``) by the
-        hooks its package declares, or imported now (not ``declared``, or it declares none);
-        False when it is left out."""
+        """Take entry point ``ep``'s plugin by the hooks its package declares, or imported now (not
+        ``declared``, or it declares none); False when it is left out."""
         module, colon, _ = ep.value.partition(":")
         module = module.strip()
         hooks, records = (None, {}) if colon or not declared else self.boundary.call(
@@ -258,12 +256,10 @@ def declared_impl(plugins: Declared, entry: Entry, hook: str) -> Callable[..., A
         return register_records
 
     def schema() -> list[DeclaredMigration]:
-        real: list[dict[tuple[str, int], Any] | None] = []
+        real = functools.cache(lambda: plugins.migrations_of(entry) or {})  # the code's, imported when first asked
 
         def sql(key: tuple[str, int]) -> str | None:
-            if not real:
-                real.append(plugins.migrations_of(entry))
-            found = real[0].get(key) if real[0] is not None else None
+            found = real().get(key)
             return found.sql if found is not None else None
 
         return [DeclaredMigration(owner, int(version), sql) for owner, versions in records.items() for version in versions]

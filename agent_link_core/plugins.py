@@ -360,11 +360,8 @@ class Hooks:
         return self.collect("tool", "agent_link_register_tools", check_tool)
 
     def listed_tools(self, host: str | None) -> dict[str, ToolSpec]:
-        """The registered tools (by name, registration order kept) an MCP server lists: those
-        every ``agent_link_listed_tools`` answer names, or all without an answer.
-
-        :param host: ``AGENT_LINK_HOST`` of the server (blank: no host), as the hook's ``host``.
-        """
+        """The registered tools (by name, in registration order) an MCP server lists: those every
+        ``agent_link_listed_tools`` answer names, or all; ``host``: the server's ``AGENT_LINK_HOST``."""
         tools = dict(self.tools())  # the caller's own copy
         answers = self._call("agent_link_listed_tools", tools=dict(tools), host=(host or "").strip() or None, app=self.app)
         for names in answers or ():
@@ -384,11 +381,8 @@ class Hooks:
         return tuple(self.collect("setting", "agent_link_register_settings", lambda r: check_setting(r, core)).values())
 
     def prompt_hooks(self) -> dict[str, tuple[PromptHook, str]]:
-        """Prompt-hook adapters by harness name, each with the plugin that registered it.
-
-        :raises AgentLinkError: ``internal_error`` when a record is malformed (harness name,
-            module path) or two plugins claim one harness.
-        """
+        """Prompt-hook adapters by harness name, each with the plugin that registered it (a refused
+        record leaves its plugin out, as :meth:`collect` does)."""
         from agent_link_core.records import check_prompt_hook
 
         records = self.collect("prompt hook", "agent_link_register_prompt_hooks", check_prompt_hook)
@@ -469,11 +463,8 @@ class Hooks:
     async def claim_paths(self, *, holder: str, paths: list[str], project_root: str, reason: str | None = None,
                           ttl_ms: int | None = None, until_resolved: str | None = None,
                           key: str | None = None) -> dict[str, Any] | None:
-        """Claim ``paths`` for ``holder`` through the plugin keeping file claims (``key`` replaces
-        what was claimed under it); None when no plugin does.
-
-        :raises AgentLinkError: as the plugin's answer does (``lease_conflict``, ...).
-        """
+        """Claim ``paths`` for ``holder`` through the plugin keeping file claims (``key`` replaces what
+        was claimed under it); None when no plugin does. :raises AgentLinkError: as the plugin does."""
         result = self._call("agent_link_claim_paths", holder=holder, paths=list(paths), project_root=project_root,
                             reason=reason, ttl_ms=ttl_ms, until_resolved=until_resolved, key=key, app=self.app)
         return result if isinstance(result := await _settled(result), dict) else None
@@ -581,12 +572,9 @@ def _check_aliases(record: Any, plugin: str, records: dict[str, tuple[str, Any]]
 
 def load_plugins(env: Mapping[str, str] | None = None, extra_plugins: tuple[Any, ...] = (), *,
                  declared: bool = False) -> Hooks:
-    """The plugins of ``env`` (default: the process environment, with the settings file's
-    values filled in), loaded without opening the database.
-
-    :param declared: import a plugin only when a call needs a hook it declares (not with ``extra_plugins``).
-    :raises AgentLinkError: ``invalid_arguments`` for a settings file that cannot be read.
-    """
+    """The plugins of ``env`` (default: the process's, the settings file's values filled in);
+    ``declared``: import a plugin when a call needs a hook it declares (not with ``extra_plugins``).
+    :raises AgentLinkError: ``invalid_arguments`` for a settings file that cannot be read."""
     from agent_link_core.settings_file import with_settings
 
     env = with_settings(dict(os.environ if env is None else env))
