@@ -1,14 +1,12 @@
-"""The one guard every plugin call goes through: :meth:`Boundary.call` (synchronous code, run
-inline and timed) and :meth:`Boundary.acall` (awaitables, bounded by a deadline).
+"""The one guard every plugin call goes through: :meth:`Boundary.call` (synchronous code, inline
+and timed) and :meth:`Boundary.acall` (awaitables, bounded by a deadline).
 
-Any ``BaseException`` a plugin raises is its fault, contained and recorded as a
-:class:`Problem`, except a real Ctrl-C of this process (counted by :func:`watch_interrupts`),
-the cancellation of the calling task and a documented refusal (``AgentLinkError`` from the
-:data:`REFUSING_HOOKS`). So is an answer of the wrong type or over its size bound. On the main
-thread a synchronous call still running after the hook budget (``AGENT_LINK_HOOK_TIMEOUT_MS``)
-is interrupted by SIGALRM (:class:`Overran`); that hook of that plugin is then skipped for the
-rest of the process, never replayed, and for :data:`HUNG_SKIP_S` by the other processes of the
-state dir, which read it from the problem log (:func:`append_problem`, :func:`hung_lately`).
+Any ``BaseException`` a plugin raises, or an answer of the wrong type or size, is its fault,
+recorded as a :class:`Problem`; not a real Ctrl-C (:func:`watch_interrupts`), the cancellation
+of the calling task or a documented refusal (``AgentLinkError`` from :data:`REFUSING_HOOKS`). A
+synchronous call on the main thread outliving ``AGENT_LINK_HOOK_TIMEOUT_MS`` is interrupted by
+SIGALRM (:class:`Overran`) and that hook of that plugin skipped for the rest of the process, and
+for :data:`HUNG_SKIP_S` by the state dir's other processes (:func:`hung_lately`).
 """
 
 from __future__ import annotations
@@ -82,12 +80,9 @@ def slow_hint(plugin: str) -> str:
 class Problem(Struct):
     """One failure of one plugin, as ``agent-link plugins`` and health report it.
 
-    :param plugin: the plugin's name (its entry point name).
     :param hook: the hook (``agent_link_*``), a harness method (``harness.<name>.<method>``),
         a tool (``tool <name>``) or ``load`` (import and registration).
-    :param error: what went wrong, one line.
-    :param fix: what to do about it (names ``AGENT_LINK_DISABLE_PLUGINS=<plugin>``, except
-        for the core's own hooks).
+    :param error: what went wrong, one line; ``fix``: what to do about it.
     :param disabled: True when the plugin was left out for the rest of the process.
     :param count: how many times it happened in this process.
     """
@@ -139,12 +134,8 @@ def load_failed(hooks: Any, target: str, hook: str, error: str, exc: BaseExcepti
 
 
 class CallState:
-    """What one hook call learns from its guarded implementations (``with CallState(hook) as call:``).
-
-    :param hook: the hook's name.
-    :param faulted: plugins that failed during this call.
-    :param answers: ``(plugin, answer)`` of each implementation that answered, in call order.
-    """
+    """What one hook call learns from its guarded implementations (``with CallState(hook) as call:``):
+    ``faulted`` plugins, and ``answers``, ``(plugin, answer)`` of each that answered, in call order."""
 
     def __init__(self, hook: str) -> None:
         self.hook = hook
@@ -197,12 +188,9 @@ def _check_resolution(result: Any, plugin: str) -> str | None:
         return f"returned {type(result).__name__}; expected None or a dict with 'address'"
     if not isinstance(result.get("address"), str) or not is_address(result["address"]):
         return "returned a resolution whose 'address' is not an address <harness>:<id>"
-    if result.get("via") is not None and not isinstance(result["via"], str):
-        return "returned a resolution whose 'via' is not a string"
-    if result.get("metadata") is not None and not isinstance(result["metadata"], Mapping):
-        return "returned a resolution whose 'metadata' is not a dict"
-    if result.get("served") is not None and not isinstance(result["served"], bool):
-        return "returned a resolution whose 'served' is not a boolean"
+    for key, kind, what in (("via", str, "a string"), ("metadata", Mapping, "a dict"), ("served", bool, "a boolean")):
+        if result.get(key) is not None and not isinstance(result[key], kind):
+            return f"returned a resolution whose {key!r} is not {what}"
     return None
 
 
@@ -258,9 +246,7 @@ _NOTHING = _expect(lambda result: False, "this hook returns nothing (call regist
 
 #: how each hook's non-None answer is checked; a hook absent here may return anything
 RESULT_CHECKS: dict[str, Callable[[Any, str], str | None]] = {
-    **dict.fromkeys(("agent_link_register_harnesses", "agent_link_register_tools", "agent_link_register_settings",
-                     "agent_link_register_commands", "agent_link_register_prompt_hooks", "agent_link_register_panels",
-                     "agent_link_register_legacy_importers"), _NOTHING),
+    **dict.fromkeys(REGISTRATION_HOOKS - {"agent_link_schema"}, _NOTHING),
     "agent_link_schema": check_migrations,
     "agent_link_resolve_address": _check_resolution,
     "agent_link_resolve_elsewhere": _expect(lambda r: isinstance(r, Mapping) and all(isinstance(r.get(k, {}), Mapping) for k in ("metadata", "session")),
@@ -378,7 +364,6 @@ def _disarm(frame: _Frame | None) -> float:
     for outer in _frames:  # time spent in an inner call is that call's, not its callers'
         outer.deadline += spent
     return now
-
 
 
 class Boundary:
@@ -506,10 +491,8 @@ class Boundary:
         :param hook: what is called, as problems name it (``agent_link_*``, ``harness.x.y``).
         :param default: the answer when the call faults.
         :param check: ``check(result, plugin)`` gives why a non-None answer is refused, or None.
-        :param passing: exception types passed on to the caller (``(AgentLinkError,)`` for a
-            documented refusal).
-        :param disable: a fault leaves the plugin out (registration).
-        :param prefix: put before the error of a fault (``"import failed: "``).
+        :param passing: exception types passed on (``(AgentLinkError,)`` for a documented refusal).
+        :param disable: a fault leaves the plugin out; ``prefix`` goes before its error.
         :raises KeyboardInterrupt: a real Ctrl-C. :raises: the ``passing`` types.
         """
         if plugin in self.disabled or (self.hung and self.skipped(plugin, hook)):
@@ -528,6 +511,11 @@ class Boundary:
         finally:
             self._timed(plugin, hook, (_disarm(frame) - started) * 1000)
             _PLUGIN.reset(token)
+        return self._checked(plugin, hook, result, check, default, disable)
+
+    def _checked(self, plugin: str, hook: str, result: Any, check: Callable[[Any, str], str | None] | None,
+                 default: Any, disable: bool = False) -> Any:
+        """``result``, or ``default`` (a fault) when ``check`` refuses it."""
         problem = check(result, plugin) if check is not None and result is not None else None
         if problem is not None:
             self.fault(plugin, hook, problem, disable=disable)
@@ -539,13 +527,12 @@ class Boundary:
                     passing: tuple[type[BaseException], ...] = (), on_timeout: Callable[[], Any] | None = None,
                     background: bool = False) -> Any:
         """Await ``make()``, asynchronous code of ``plugin``, within ``bound_s`` seconds (None:
-        unbounded); each synchronous step of it is bounded like :meth:`call`.
+        unbounded), each synchronous step bounded like :meth:`call`.
 
         :param on_timeout: makes the answer to a call that outlived ``bound_s`` (the caller
-            reports it its own way), instead of a fault and ``default``.
-        :param background: a task meant to run until its caller cancels it (a harness's
-            ``serve``, a server task): that cancellation is no fault however late it comes.
-
+            reports it), instead of a fault and ``default``.
+        :param background: a task run until its caller cancels it (a harness's ``serve``, a
+            server task): that cancellation is no fault however late it comes.
         :raises asyncio.CancelledError: when the calling task is cancelled.
         """
         if plugin in self.disabled or (self.hung and self.skipped(plugin, hook)):
@@ -574,11 +561,7 @@ class Boundary:
         finally:
             _PLUGIN.reset(token)
             self._timed(plugin, hook, (time.monotonic() - started) * 1000, blocking=False)
-        problem = check(result, plugin) if check is not None and result is not None else None
-        if problem is not None:
-            self.fault(plugin, hook, problem)
-            return default
-        return result
+        return self._checked(plugin, hook, result, check, default)
 
 
 @types.coroutine
@@ -704,13 +687,9 @@ KEEP_PROBLEMS = 50
 RECENT_S = 24 * 3600
 
 
-def _problems_path(state_dir: str) -> str:
-    return os.path.join(state_dir, PROBLEMS_FILE)
-
-
 def read_problems(state_dir: str) -> list[dict[str, Any]]:
     """Every kept entry (``{plugin, hook, error, fix, disabled, at (epoch s), pid, version?}``)."""
-    entries = (read_json_object(_problems_path(state_dir)) or {}).get("problems")
+    entries = (read_json_object(os.path.join(state_dir, PROBLEMS_FILE)) or {}).get("problems")
     return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
 
 
@@ -721,7 +700,7 @@ def append_problem(state_dir: str, problem: dict[str, Any], version: str | None 
     entries = read_problems(state_dir)
     entries.append({**{k: problem[k] for k in ("plugin", "hook", "error", "fix", "disabled")}, "at": int(time.time()),
                     "pid": os.getpid(), **({"version": version} if version is not None else {})})
-    write_json_object(_problems_path(state_dir), {"problems": entries[-KEEP_PROBLEMS:]})
+    write_json_object(os.path.join(state_dir, PROBLEMS_FILE), {"problems": entries[-KEEP_PROBLEMS:]})
 
 
 def recent_elsewhere(state_dir: str, seen_here: list[dict[str, Any]],
@@ -744,7 +723,7 @@ def recent_elsewhere(state_dir: str, seen_here: list[dict[str, Any]],
 def hung_lately(state_dir: str) -> list[dict[str, Any]]:
     """Entries of hooks interrupted after the hook budget (:data:`HUNG`) by any process in the
     last :data:`HUNG_SKIP_S` (one ``stat`` when no problem was ever kept)."""
-    if not os.path.exists(_problems_path(state_dir)):
+    if not os.path.exists(os.path.join(state_dir, PROBLEMS_FILE)):
         return []
     cutoff = time.time() - HUNG_SKIP_S
     return [e for e in read_problems(state_dir) if isinstance(e.get("error"), str) and e["error"].startswith(HUNG)

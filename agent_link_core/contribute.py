@@ -6,9 +6,8 @@
     agent_link_register_tools = registers("agent_link_mine.tools:TOOLS")  # imported when called
     agent_link_schema = migrations(MIGRATIONS)
 
-Commands and tool handlers are declared here by name and imported when first used
-(:class:`~agent_link_core.lazy_command.LazyCommand`, :func:`lazy_handler`; docs/plugins.md,
-section 1): a module that cannot be imported then breaks only that command or tool.
+Commands and tool handlers are declared by name and imported when first used (docs/plugins.md,
+section 1): a module that cannot be imported breaks only that command or tool.
 """
 
 from __future__ import annotations
@@ -29,18 +28,13 @@ if TYPE_CHECKING:
     Records = Iterable[Any] | str
 
 
-def _resolve(records: Records) -> Iterable[Any]:
-    """``records``, or the attribute a ``"module:attribute"`` string names (imported now)."""
-    return import_target(records) if isinstance(records, str) else records  # type: ignore[no-any-return]
-
-
 def registers(records: Records) -> Callable[[Callable[[Any], None]], None]:
     """A ``register``-style hook implementation registering each of ``records`` (a sequence,
     or ``"module:attribute"`` for one imported only when the hook runs)."""
 
     @hookimpl
     def register_each(register: Callable[[Any], None]) -> None:
-        for record in _resolve(records):
+        for record in (import_target(records) if isinstance(records, str) else records):
             register(record)
 
     return register_each
@@ -51,22 +45,21 @@ def migrations(records: Records) -> Callable[[], list[Any]]:
 
     @hookimpl
     def schema() -> list[Any]:
-        return list(_resolve(records))
+        return list((import_target(records) if isinstance(records, str) else records))
 
     return schema
 
 
 def command(name: str, target: str, help: str) -> LazyCommand:
-    """A :class:`~agent_link_core.lazy_command.LazyCommand` for ``cli.add_command(...)`` in
-    ``agent_link_register_commands`` (click is imported then, never to register a plugin)."""
+    """A :class:`~agent_link_core.lazy_command.LazyCommand` for ``cli.add_command(...)`` (click imported now)."""
     from agent_link_core.lazy_command import LazyCommand
 
     return LazyCommand(name, target, help)
 
 
 def commands(*declared: LazyCommand | tuple[str, str, str]) -> Callable[[click.Group], None]:
-    """An ``agent_link_register_commands`` implementation adding each declared command: a
-    :func:`command`, or its ``(name, target, help)`` (made when the hook runs: no click at import)."""
+    """An ``agent_link_register_commands`` implementation adding each :func:`command`, or its
+    ``(name, target, help)`` (made when the hook runs: no click at import)."""
 
     @hookimpl
     def register_commands(cli: click.Group) -> None:
@@ -79,11 +72,10 @@ def commands(*declared: LazyCommand | tuple[str, str, str]) -> Callable[[click.G
 def lazy_handler(target: str) -> Callable[..., Awaitable[dict[str, Any]]]:
     """A tool handler (``ToolSpec.handler``) whose code is imported at the tool's first call.
 
-    :param target: ``"package.module:attribute"`` of the real ``async (app, arguments,
-        call) -> dict`` handler.
+    :param target: ``"package.module:attribute"`` of the real ``async (app, arguments, call) -> dict``.
     :returns: an ``async def`` handler; when the target cannot be imported, each call raises
-        ``internal_error`` naming the plugin (``details.cause``: the exception class), and the
-        failure is reported as the plugin's problem (``tool handler <target>``), never disabling it.
+        ``internal_error`` naming the plugin (``details.cause``: the exception class), reported
+        as the plugin's problem (``tool handler <target>``), never disabling it.
     """
     loaded: list[Callable[..., Awaitable[dict[str, Any]]]] = []
 

@@ -1,18 +1,11 @@
-"""The ``agent_link`` entry points, read from a small cache instead of scanning every distribution.
+"""The ``agent_link`` entry points, read from a small cache instead of scanning every distribution
+(:mod:`importlib.metadata` imports about forty modules: a large share of a short command's CPU).
 
-Every ``agent-link`` process looks up which plugins are installed; :mod:`importlib.metadata`
-imports about forty modules and reads every distribution's metadata to answer that, a large
-share of a short command's CPU. With :data:`USE_CACHE` on (the console script,
-:mod:`agent_link_core.entry`) a group's entry points are kept in
-``$XDG_CACHE_HOME/agent-link/entry-points/<environment key>.json`` (default ``~/.cache/...``),
-one file per Python environment, and read from there while its :func:`fingerprint` holds: the
-interpreter prefix, each ``sys.path`` directory's modification time (installing, upgrading or
-removing a distribution adds or removes a ``*.dist-info`` folder in one of them) and that of each
-cached plugin's ``entry_points.txt``. Else they are scanned and the cache rewritten. The same rule
-keeps the prompt hooks' registry current (:mod:`agent_link_core.hook`). In-process callers
-(tests, programs embedding agent-link) leave the cache off, so what they install or patch is seen
-at once. Standard modules only: this runs before anything heavy. The same cache holds
-:data:`FRONT_GROUP`, the MCP start-up front (:func:`mcp_front`), started before click loads.
+With :data:`USE_CACHE` on (the console script) a group's entry points are kept in
+``$XDG_CACHE_HOME/agent-link/entry-points/<environment key>.json`` (default ``~/.cache/...``) and
+read while its :func:`fingerprint` holds: installing, upgrading or removing a distribution changes
+a ``sys.path`` directory's mtime. In-process callers (tests, embedding programs) leave it off, so
+what they install is seen at once. Standard modules only: this runs before anything heavy.
 """
 
 from __future__ import annotations
@@ -43,10 +36,8 @@ _front: list[Any] = []  # the front of this process once looked up: [object or N
 class CachedEntryPoint:
     """An entry point read from the cache, loaded as :meth:`importlib.metadata.EntryPoint.load` does.
 
-    :param name: the plugin name (the entry point's name).
     :param value: ``"package.module"`` or ``"package.module:attribute.path"``.
-    :param version: its distribution's version, kept as ``dist.version`` (the part of a
-        distribution a plugin report shows); None when it had none (``dist`` is then None).
+    :param version: its distribution's version, kept as ``dist.version``; None: ``dist`` is None.
     """
 
     def __init__(self, name: str, value: str, version: str | None) -> None:
@@ -55,10 +46,7 @@ class CachedEntryPoint:
         self.dist = types.SimpleNamespace(version=version) if version is not None else None
 
     def load(self) -> Any:
-        """The module (or the attribute) the value names, imported now.
-
-        :raises Exception: whatever importing raises; ``AttributeError`` for a missing attribute.
-        """
+        """The module (or attribute) the value names, imported now. :raises Exception: as importing does."""
         module, _, attrs = self.value.partition(":")
         return reduce(getattr, [a for a in attrs.strip().split(".") if a], importlib.import_module(module.strip()))
 
@@ -81,21 +69,15 @@ def _mtime(path: str) -> int | None:
 
 
 def fingerprint(files: list[str]) -> list[Any]:
-    """What decides the group's entry points, as JSON-comparable lists (see the module doc).
-
-    :param files: the ``entry_points.txt`` files the cached entry points came from.
-    """
+    """What decides the group's entry points, JSON-comparable: the interpreter prefix, each
+    ``sys.path`` directory's mtime and that of ``files`` (the cached ``entry_points.txt`` files)."""
     dirs = [[entry, _mtime(entry or ".")] for entry in sys.path]
     return [FORMAT, sys.prefix, dirs, [[f, _mtime(f)] for f in files]]
 
 
 def entry_points(group: str, env: Mapping[str, str] | None = None) -> list[Any]:
-    """The entry points of ``group``, each with ``name``, ``dist`` (``.version``) and ``load()``.
-
-    With :data:`USE_CACHE` off, exactly :func:`importlib.metadata.entry_points`; with it on,
-    the cached list while its fingerprint holds, else a fresh scan that rewrites the cache
-    (a cache that cannot be read or written only costs the scan).
-    """
+    """The entry points of ``group`` (``name``, ``dist.version``, ``load()``): with :data:`USE_CACHE`,
+    the cached list while its fingerprint holds, else a scan that rewrites the cache."""
     if not USE_CACHE:
         import importlib.metadata
 

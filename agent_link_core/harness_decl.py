@@ -85,11 +85,8 @@ class HarnessDeclaration(Struct, frozen=True):
         return bool(meta) or any((env.get(v) or "").strip() for v in self.caller_variables)
 
     def build(self) -> Harness:
-        """The harness, its module imported now.
-
-        :raises Exception: whatever importing or building it raises; ``TypeError`` when the
-            target is not a :class:`Harness` named :attr:`name`.
-        """
+        """The harness, its module imported now. :raises Exception: as importing or building it
+        does; ``TypeError`` when the target is not a :class:`Harness` named :attr:`name`."""
         import importlib
 
         module, _, attribute = self.target.partition(":")
@@ -102,13 +99,10 @@ class HarnessDeclaration(Struct, frozen=True):
 
 
 class HarnessTable(Mapping[str, "Harness"]):
-    """The harnesses of an App by name: membership, ``len`` and the names build nothing;
-    ``[name]``, ``get``, ``values()`` and ``items()`` build what they return.
-
-    :param entries: ``{name: Harness | HarnessDeclaration}``.
-    :param build: ``(declaration) -> Harness | None``: builds and attaches one (None when it
-        failed; the builder reports the failure and may drop the name from this table).
-    """
+    """The harnesses of an App by name (``entries``: ``{name: Harness | HarnessDeclaration}``):
+    membership, ``len`` and the names build nothing; ``[name]``, ``get``, ``values()`` and
+    ``items()`` build what they return with ``build``: ``(declaration) -> Harness | None`` (None:
+    it failed, and the builder reported it and may have dropped the name from this table)."""
 
     def __init__(self, entries: Mapping[str, Harness | HarnessDeclaration], build: Callable[[HarnessDeclaration], Harness | None]) -> None:
         self._entries: dict[str, Harness | HarnessDeclaration] = dict(entries)
@@ -148,7 +142,7 @@ class HarnessTable(Mapping[str, "Harness"]):
         return [(name, h) for name in list(self._entries) if (h := self.get(name)) is not None]
 
     def values(self) -> list[Harness]:  # type: ignore[override]
-        """Every harness, each built now; one that cannot be built is left out."""
+        """Every harness, as :meth:`items`."""
         return [h for _, h in self.items()]
 
     def declared(self) -> dict[str, Harness | HarnessDeclaration]:
@@ -162,10 +156,7 @@ class HarnessTable(Mapping[str, "Harness"]):
 
 def check_harness(record: Any) -> None:
     """Refuse a harness that is not a :class:`~agent_link_core.harness.Harness` or a
-    :class:`HarnessDeclaration` (``module:attribute`` target) with a valid name.
-
-    :raises Refused: naming what is wrong and how to fix it.
-    """
+    :class:`HarnessDeclaration` (``module:attribute`` target) with a valid name. :raises Refused: what and how to fix."""
     from agent_link_core.boundary import Refused
 
     harness = sys.modules.get("agent_link_core.harness")  # an instance of its Harness means it is imported

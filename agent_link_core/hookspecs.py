@@ -1,13 +1,11 @@
 """Every extension point of agent-link, as pluggy hook specifications.
 
 Each docstring gives the arguments' and the answer's shapes and when the hook is called; how a
-failure of each is contained, and the rules behind them, are in docs/plugins.md section 3 (its
-hook table is tested against these specs). Plugins implement them with
-``from agent_link_core import hookimpl``; the core calls them with keyword arguments through
-:class:`agent_link_core.plugins.Hooks`. Hooks are synchronous: I/O goes in a harness's async
-methods, or in an awaitable answer where a hook allows one. An ``app`` argument is the
-:class:`~agent_link_core.app.App` of the process, optional in implementations (pluggy passes only
-the arguments an implementation names).
+failure of each is contained is in docs/plugins.md section 3 (tested against these specs).
+Plugins implement them with ``from agent_link_core import hookimpl``; the core calls them with
+keywords through :class:`agent_link_core.plugins.Hooks`. Hooks are synchronous: I/O goes in a
+harness's async methods, or an awaitable answer where a hook allows one. Implementations name only
+the arguments they take (an ``app`` is the process's :class:`~agent_link_core.app.App`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
-"""Standard-library stand-ins that keep a short command cheap (``agent-link hook``, ``send``,
-``inbox``): a logger that imports :mod:`logging` only when something is logged, immutable
-records without :mod:`dataclasses` (which imports :mod:`inspect`, a tenth of a short command's
-CPU), and hook markers and hook tables read without pluggy or :mod:`inspect` (the markers set
-exactly the attributes pluggy's set, so the short commands call hooks without building pluggy's
-manager: docs/plugins.md, "Declare now, import when used").
+"""Standard-library stand-ins that keep a short command (``hook``, ``send``, ``inbox``) cheap: a
+logger importing :mod:`logging` when used, records without :mod:`dataclasses` (which imports
+:mod:`inspect`), and hook markers and tables read without pluggy (the markers set exactly the
+attributes pluggy's set: docs/plugins.md, "Declare now, import when used").
 """
 
 from __future__ import annotations
@@ -23,11 +21,7 @@ else:
 
 
 class LazyLogger:
-    """Stands for ``logging.getLogger(name)``; every attribute (``debug``, ``warning``,
-    ``exception``, ``isEnabledFor``...) is the real logger's, imported on first use.
-
-    :param name: the logger's name, as for :func:`logging.getLogger`.
-    """
+    """Stands for ``logging.getLogger(name)``: every attribute is the real logger's, imported on first use."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -86,11 +80,8 @@ def field(*, default_factory: Callable[[], Any]) -> Any:
 @dataclass_transform(field_specifiers=(field,))
 class Struct(Record):
     """A record whose fields are its class annotations in order, with their defaults, built by
-    keyword or position. ``class X(Struct, frozen=True)`` acts as a frozen dataclass; without
-    ``frozen``, as a plain one (fields assignable, no hash).
-
-    :raises TypeError: on construction, a field too many, missing or unknown.
-    """
+    keyword or position: ``class X(Struct, frozen=True)`` acts as a frozen dataclass; without
+    ``frozen``, as a plain one. :raises TypeError: on construction, a field too many, missing or unknown."""
 
     _defaults: ClassVar[dict[str, Any]] = {}
 
@@ -126,9 +117,18 @@ DECLARED_ATTR = "AGENT_LINK_HOOKS"
 SETTINGS_ATTR = "AGENT_LINK_SETTINGS"
 #: a plugin package's migrations of each entry module: ``{module: {owner: (version, ...)}}``
 SCHEMA_ATTR = "AGENT_LINK_SCHEMA"
-#: a plugin package's harnesses of each entry module: ``{module: ({HarnessDeclaration
-#: keywords, sender_options as ({"flag", "key", "help"}, ...)}, ...)}``
+#: its harnesses: ``{module: ({HarnessDeclaration keywords, sender_options as ({"flag", "key", "help"}, ...)}, ...)}``
 HARNESSES_ATTR = "AGENT_LINK_HARNESSES"
+
+
+def _marker(function: F | None, attr: str, opts: dict[str, Any]) -> Any:
+    """``function`` marked with ``opts`` under ``attr``, or the decorator marking one (no function)."""
+
+    def mark(func: F) -> F:
+        setattr(func, attr, dict(opts))
+        return func
+
+    return mark if function is None else mark(function)
 
 
 def hookimpl(function: F | None = None, *, hookwrapper: bool = False, optionalhook: bool = False,
@@ -136,24 +136,13 @@ def hookimpl(function: F | None = None, *, hookwrapper: bool = False, optionalho
              wrapper: bool = False) -> Any:
     """Mark a hook implementation (``@hookimpl`` or ``@hookimpl(tryfirst=True)``) as pluggy's
     ``HookimplMarker`` does; returns the function, or a decorator when called with options only."""
-
-    def mark(func: F) -> F:
-        setattr(func, IMPL_ATTR, {"wrapper": wrapper, "hookwrapper": hookwrapper, "optionalhook": optionalhook,
-                                  "tryfirst": tryfirst, "trylast": trylast, "specname": specname})
-        return func
-
-    return mark if function is None else mark(function)
+    return _marker(function, IMPL_ATTR, {"wrapper": wrapper, "hookwrapper": hookwrapper, "optionalhook": optionalhook,
+                                         "tryfirst": tryfirst, "trylast": trylast, "specname": specname})
 
 
 def hookspec(function: F | None = None, *, firstresult: bool = False) -> Any:
     """Mark a hook specification as pluggy's ``HookspecMarker`` does (no historic hooks)."""
-
-    def mark(func: F) -> F:
-        setattr(func, SPEC_ATTR, {"firstresult": firstresult, "historic": False,
-                                  "warn_on_impl": None, "warn_on_impl_args": None})
-        return func
-
-    return mark if function is None else mark(function)
+    return _marker(function, SPEC_ATTR, {"firstresult": firstresult, "historic": False, "warn_on_impl": None, "warn_on_impl_args": None})
 
 
 def module_hooks(module: object) -> dict[str, tuple[Callable[..., Any], dict[str, Any]]]:

@@ -12,15 +12,10 @@ from agent_link_core.cli_run import import_target
 
 
 class LazyCommand(click.Command):
-    """A click command declared by name and help; ``target`` is imported when it runs (or its
-    ``--help`` is asked). A target that cannot be imported ends that command alone (exit 1,
-    one stderr line naming the plugin) and is reported as the plugin's problem.
-
-    :param name: the command's name (``endpoints``, ``web``).
-    :param target: ``"package.module:attribute"`` of the real :class:`click.Command`, or of
-        a function without arguments returning it.
-    :param help: the first paragraph of its help.
-    """
+    """A click command declared by name and help; ``target`` (``"package.module:attribute"`` of
+    the real :class:`click.Command`, or of a function without arguments returning it) is imported
+    when it runs or its ``--help`` is asked. A target that cannot be imported ends that command
+    alone (exit 1, one stderr line naming the plugin) and is reported as the plugin's problem."""
 
     def __init__(self, name: str, target: str, help: str) -> None:
         super().__init__(name, help=help, add_help_option=False)
@@ -28,10 +23,7 @@ class LazyCommand(click.Command):
         self._loaded: click.Command | None = None
 
     def load(self, ctx: click.Context | None = None) -> click.Command:
-        """The real command (imported on first use).
-
-        :raises SystemExit: exit 1 after one stderr line when it cannot be imported.
-        """
+        """The real command (imported on first use). :raises SystemExit: 1 when it cannot be."""
         if self._loaded is not None:
             return self._loaded
         try:

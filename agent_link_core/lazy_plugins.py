@@ -1,9 +1,8 @@
 """The plugins of a command by their declared hook tables (docs/plugins.md, "Which hooks the
-entry module implements"): :class:`Declared` imports a plugin the first time a call needs a
-hook it declares, checks its implementations as pluggy's registration does and gives them in
-pluggy's order, each wrapped by the guard of :mod:`agent_link_core.boundary`. Settings,
-harnesses and migrations a package declares as data answer their hooks without importing it
-(:func:`declared_impl`); a declared migration's SQL is imported only when a database lacks it.
+entry module implements"): :class:`Declared` imports a plugin when a call first needs a hook it
+declares, checks its implementations as pluggy's registration does and gives them in pluggy's
+order, each guarded (:mod:`agent_link_core.boundary`). Settings, harnesses and migrations declared
+as data answer their hooks unimported (:func:`declared_impl`); migration SQL loads when applied.
 """
 
 from __future__ import annotations
@@ -23,6 +22,7 @@ if TYPE_CHECKING:
 SETTINGS_HOOK, SCHEMA_HOOK, HARNESS_HOOK = "agent_link_register_settings", "agent_link_schema", "agent_link_register_harnesses"
 DATA_HOOKS = {SETTINGS_HOOK: lazy.SETTINGS_ATTR, SCHEMA_HOOK: lazy.SCHEMA_ATTR,
               HARNESS_HOOK: lazy.HARNESSES_ATTR}
+REGISTRATION_FAILED = "registration failed (check each hook's name and arguments against agent_link_core/hookspecs.py): "
 
 
 @functools.cache
@@ -50,7 +50,9 @@ class Impl:
 
 
 class Entry:
-    """One plugin of :class:`Declared`: its name, how to import it, the hooks it declares.
+    """One plugin of :class:`Declared`: ``hooks`` it implements (as declared, then as found once
+    imported; None: not known yet), ``impls`` (``{hook: (function, options)}`` once imported; None
+    when pluggy must call it), ``records`` (``{hook: declared records}`` answering it unimported).
 
     :param load: ``() -> module`` (an entry point's ``load``), or None when ``module`` is given.
     :param package: its top-level package's name (which plugin a module belongs to).
@@ -60,21 +62,15 @@ class Entry:
 
     def __init__(self, name: str, load: Callable[[], Any] | None, package: str) -> None:
         self.name, self.load, self.package = name, load, package
-        #: the hooks it implements: as declared, then as found once imported (None: not known yet)
         self.hooks: frozenset[str] | None = None
         self.module: Any = None
-        #: ``{hook: (function, options)}`` once imported; None when pluggy must call it
         self.impls: dict[str, tuple[Callable[..., Any], dict[str, Any]]] | None = None
-        #: ``{hook: declared records}`` answering those hooks while it is not imported
         self.records: dict[str, Any] = {}
 
 
 class Declared:
-    """The plugins of an invocation by their declared hooks (see the module doc).
-
-    :param boundary: the guard every implementation is called through.
-    :param blocked: names turned off (``AGENT_LINK_DISABLE_PLUGINS``).
-    """
+    """The plugins of an invocation by their declared hooks (see the module doc), called through
+    ``boundary``; ``blocked``: names turned off (``AGENT_LINK_DISABLE_PLUGINS``)."""
 
     def __init__(self, boundary: Boundary, blocked: list[str]) -> None:
         self.boundary, self.blocked = boundary, blocked
@@ -82,9 +78,8 @@ class Declared:
         self._cache: dict[str, list[Impl] | None] = {}
 
     def add_entry_point(self, ep: Any, *, declared: bool = True) -> bool:
-        """Take the plugin of entry point ``ep`` (``name``, ``value``, ``load()``, ``dist``) by the
-        hooks its package declares, or imported now (not ``declared``, or it declares none);
-        False when it is left out."""
+        """Take entry point ``ep``'s plugin by the hooks its package declares, or imported now (not
+        ``declared``, or it declares none); False when it is left out."""
         module, colon, _ = ep.value.partition(":")
         module = module.strip()
         hooks, records = (None, {}) if colon or not declared else self.boundary.call(
@@ -161,9 +156,8 @@ class Declared:
                 return True
             extra = sorted(set(names) - specs[hook][0])
             if extra:
-                self.boundary.fault(entry.name, "load", "registration failed (check each hook's name and arguments "
-                                    f"against agent_link_core/hookspecs.py): {hook} takes {', '.join(extra)}, "
-                                    "which the hook does not offer", disable=True)
+                self.boundary.fault(entry.name, "load", f"{REGISTRATION_FAILED}{hook} takes {', '.join(extra)}, which the hook does not offer",
+                                    disable=True)
                 return False
             impls[hook] = (function, opts)
         if entry.hooks is not None and entry.hooks != frozenset(found):
@@ -262,12 +256,10 @@ def declared_impl(plugins: Declared, entry: Entry, hook: str) -> Callable[..., A
         return register_records
 
     def schema() -> list[DeclaredMigration]:
-        real: list[dict[tuple[str, int], Any] | None] = []
+        real = functools.cache(lambda: plugins.migrations_of(entry) or {})  # the code's, imported when first asked
 
         def sql(key: tuple[str, int]) -> str | None:
-            if not real:
-                real.append(plugins.migrations_of(entry))
-            found = real[0].get(key) if real[0] is not None else None
+            found = real().get(key)
             return found.sql if found is not None else None
 
         return [DeclaredMigration(owner, int(version), sql) for owner, versions in records.items() for version in versions]
@@ -287,10 +279,8 @@ def _made(hook: str, fields: dict[str, Any]) -> Any:
 
 class DeclaredMigration:
     """A migration as a plugin declares it; its SQL is read from the plugin's code when
-    :attr:`sql` is first asked (only for a database that lacks it).
-
-    :param sql_of: ``((owner, version)) -> SQL``, or None when the plugin cannot give it (reported).
-    """
+    :attr:`sql` is first asked (only for a database that lacks it) through ``sql_of``:
+    ``((owner, version)) -> SQL``, or None when the plugin cannot give it (reported)."""
 
     __slots__ = ("owner", "version", "_sql_of")
 

@@ -1,16 +1,16 @@
 """Plugin loading and :class:`Hooks`, the typed facade over agent-link's hooks.
 
-Load order: ``AGENT_LINK_DISABLE_PLUGINS`` blocks names, then the entry points of the
-``agent_link`` group, then the core's default plugins. A plugin that fails to import or
-register, or implements a hook that does not exist, is reported and left out, never fatal.
-Every implementation is called through the guard of :mod:`agent_link_core.boundary`, in
-pluggy's order. With ``declared=True`` (the CLI) a plugin is imported only when a call needs a
-hook it declares (:mod:`agent_link_core.lazy_plugins`); pluggy's manager is built only when
-something needs it (a wrapper, :attr:`Hooks.pm`).
+Load order: the entry points of the ``agent_link`` group not blocked by
+``AGENT_LINK_DISABLE_PLUGINS``, then the core's default plugins. A plugin that fails to import
+or register is reported and left out, never fatal; every implementation is called through
+:mod:`agent_link_core.boundary`, in pluggy's order. With ``declared=True`` (the CLI) a plugin is
+imported when a call needs a hook it declares (:mod:`agent_link_core.lazy_plugins`); pluggy's
+manager is built only when something needs it (a wrapper, :attr:`Hooks.pm`).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import types
@@ -18,18 +18,9 @@ from collections.abc import Mapping
 
 from agent_link_core.lazy import LazyLogger
 from agent_link_core import discovery, hookspecs
-from agent_link_core.lazy_plugins import Declared, firstresult
+from agent_link_core.lazy_plugins import REGISTRATION_FAILED, Declared, firstresult
 from agent_link_core.config import check_setting
-from agent_link_core.boundary import (
-    Boundary,
-    CORE_PLUGIN,
-    CallState,
-    Refused,
-    _awaitable,
-    current_plugin,
-    guard_plugin,
-    timeout_from_env,
-)
+from agent_link_core.boundary import CORE_PLUGIN, Boundary, CallState, Refused, _awaitable, current_plugin, guard_plugin, timeout_from_env
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -71,8 +62,7 @@ class PluginReport:
         self.boundary = boundary
 
     def installed(self, env: Mapping[str, str] | None = None) -> dict[str, str | None]:
-        """``{name: version or None (a plugin given in code)}`` of every plugin installed, loaded
-        here or not (``env``: for the entry points' cache)."""
+        """``{name: version or None (given in code)}`` of every plugin installed, loaded or not (``env``: for discovery)."""
         from agent_link_core import __version__
 
         return {**dict.fromkeys((*self.loaded, *self.failed)), CORE_PLUGIN: __version__,
@@ -90,35 +80,30 @@ class PluginReport:
 
 def disabled_plugin_names(env: Mapping[str, str] | None = None) -> set[str]:
     """Names listed in ``AGENT_LINK_DISABLE_PLUGINS`` (comma or space separated)."""
-    return _names((env if env is not None else os.environ).get("AGENT_LINK_DISABLE_PLUGINS")) or set()
-
-
-def _names(raw: str | None) -> set[str] | None:
-    """The names of a comma or space separated list; None for None."""
-    return None if raw is None else set(raw.replace(",", " ").split())
+    return set((env if env is not None else os.environ).get("AGENT_LINK_DISABLE_PLUGINS", "").replace(",", " ").split())
 
 
 #: what pluggy can take for a hook implementation (``pluggy._manager._static_hook_attr``)
 _HOOKABLE = (types.FunctionType, types.MethodType, staticmethod, classmethod)
-_manager_class: type | None = None
+
+
+@functools.cache
+def _manager_class() -> type[pluggy.PluginManager]:
+    """pluggy's manager (imported now), skipping a module's names that are no function without its slower lookup."""
+    import pluggy
+
+    class _PluginManager(pluggy.PluginManager):
+        def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
+            if isinstance(plugin, types.ModuleType) and name in plugin.__dict__ and not isinstance(plugin.__dict__[name], _HOOKABLE):
+                return None
+            return super().parse_hookimpl_opts(plugin, name)
+
+    return _PluginManager
 
 
 def _plugin_manager() -> pluggy.PluginManager:
-    """A new pluggy manager for agent-link's hooks (pluggy imported now) that skips a module's
-    names that are no function without pluggy's slower per-name lookup."""
-    global _manager_class
-    if _manager_class is None:
-        import pluggy
-
-        class _PluginManager(pluggy.PluginManager):
-            def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
-                if isinstance(plugin, types.ModuleType) and name in plugin.__dict__ \
-                        and not isinstance(plugin.__dict__[name], _HOOKABLE):
-                    return None
-                return super().parse_hookimpl_opts(plugin, name)
-
-        _manager_class = _PluginManager
-    pm: pluggy.PluginManager = _manager_class(hookspecs.PROJECT)
+    """A new pluggy manager for agent-link's hooks."""
+    pm = _manager_class()(hookspecs.PROJECT)
     pm.add_hookspecs(hookspecs)
     return pm
 
@@ -126,14 +111,11 @@ def _plugin_manager() -> pluggy.PluginManager:
 def build_plugin_manager(
     *, env: Mapping[str, str] | None = None, extra_plugins: tuple[Any, ...] = ()
 ) -> tuple[pluggy.PluginManager, PluginReport]:
-    """Build a fresh plugin manager, every plugin imported and registered now.
+    """A fresh plugin manager and its :class:`PluginReport`, every plugin imported and registered
+    now; never raises for a plugin's fault (it is in the report).
 
-    :param env: environment to read ``AGENT_LINK_DISABLE_PLUGINS``, ``AGENT_LINK_LOAD_PLUGINS``
-        and ``AGENT_LINK_HOOK_TIMEOUT_MS`` from (default: the process's).
-    :param extra_plugins: plugin objects registered after the entry points (tests use it);
-        an item may be a ``(name, plugin)`` pair to give it a name.
-    :returns: the manager and a :class:`PluginReport` for health. Never raises for a
-        plugin's fault: it is in the report.
+    :param env: where ``AGENT_LINK_DISABLE_PLUGINS``, ``..._LOAD_PLUGINS``, ``..._HOOK_TIMEOUT_MS`` are read.
+    :param extra_plugins: plugin objects (or ``(name, plugin)`` pairs) registered after the entry points.
     """
     plugins, report = _plugins(os.environ if env is None else env, declared=False, extra_plugins=extra_plugins)
     return _manager(plugins, report), report
@@ -144,7 +126,8 @@ def _plugins(env: Mapping[str, str], *, declared: bool, extra_plugins: tuple[Any
     imported now, then ``extra_plugins``; and the report of what was loaded, blocked and left out."""
     boundary = Boundary(timeout_from_env(env))
     report = PluginReport(boundary)
-    blocked, only = disabled_plugin_names(env), _names(env.get(LOAD_ONLY_ENV))  # only: None = every plugin
+    blocked, listed = disabled_plugin_names(env), env.get(LOAD_ONLY_ENV)
+    only = None if listed is None else set(listed.replace(",", " ").split())  # None: every plugin
     report.blocked.extend(sorted(blocked))
     plugins = Declared(boundary, list(report.blocked))
     boundary.on_disable = lambda name, reason: _left_out(report, name, reason)
@@ -173,9 +156,15 @@ def _manager(plugins: Declared, report: PluginReport) -> pluggy.PluginManager:
     pm.agent_link_report = report  # type: ignore[attr-defined]
     for name in sorted({*plugins.blocked, *boundary.disabled}):
         pm.set_blocked(name)
-    for entry in plugins.entries:
-        if plugins.load(entry) and entry.name not in boundary.disabled:
-            _register(pm, boundary, entry.module, entry.name)
+    for entry in plugins.entries:  # each registered (its hooks checked by Declared.check) and guarded
+        if not plugins.load(entry) or entry.name in boundary.disabled:
+            continue
+        registered = boundary.call(entry.name, "load", pm.register, entry.module, name=entry.name, default=False,
+                                   disable=True, prefix=REGISTRATION_FAILED)
+        if registered is not None and registered is not False:  # None: blocked by AGENT_LINK_DISABLE_PLUGINS
+            guard_plugin(boundary, pm, entry.module, entry.name)
+        elif registered is False and pm.is_registered(entry.module):
+            pm.unregister(entry.module)
     return pm
 
 
@@ -185,30 +174,14 @@ def _left_out(report: PluginReport, name: str, reason: str) -> None:
         report.loaded.remove(name)
 
 
-def _register(pm: pluggy.PluginManager, boundary: Boundary, plugin: Any, name: str) -> bool:
-    """Register one plugin (its hooks already checked by :meth:`Declared.check`), guarding its
-    hooks; False (reported) when it cannot be used."""
-    registered = boundary.call(name, "load", pm.register, plugin, name=name, default=False, disable=True,
-                               prefix="registration failed (check each hook's name and arguments against "
-                                      "agent_link_core/hookspecs.py): ")
-    if registered is False and pm.is_registered(plugin):
-        pm.unregister(plugin)
-    if registered is None or registered is False:
-        return False  # None: blocked by AGENT_LINK_DISABLE_PLUGINS
-    guard_plugin(boundary, pm, plugin, name)
-    return True
-
-
 class Hooks:
-    """Typed facade: one method per hook. Each call runs the plugins' guarded implementations
-    itself, as pluggy would; pluggy makes the call only for a wrapper or a hook implementation
-    that is no plain function. Registration hooks are collected once; a plugin with a
-    refused record is left out whole.
+    """Typed facade: one method per hook, calling the guarded implementations as pluggy would
+    (pluggy calls only for a wrapper or an implementation that is no plain function).
+    Registration hooks are collected once; a plugin with a refused record is left out whole.
 
     :param pm: a manager from :func:`build_plugin_manager`; None with ``declared``.
     :param report: the report to keep up to date (default: the manager's).
-    :param declared: the plugins (default: the manager's); the manager is built from them when
-        first needed (:attr:`pm`).
+    :param declared: the plugins (default: the manager's), from which :attr:`pm` is built when needed.
     """
 
     def __init__(self, pm: pluggy.PluginManager | None, report: PluginReport | None = None, *,
@@ -349,12 +322,9 @@ class Hooks:
     def hook_view(self) -> dict[str, dict[str, dict[str, Any] | None]]:
         """``{plugin: {hook: {calls, lastMs, maxMs} | None (not called here)}}``: every hook each
         registered plugin implements, plus what else the boundary timed (load, harness methods, tools)."""
-        view: dict[str, dict[str, dict[str, Any] | None]] = {}
         pm = self.pm
-        for plugin in pm.get_plugins():
-            name = pm.get_name(plugin) or "?"
-            hooks = {caller.name for caller in pm.get_hookcallers(plugin) or []}
-            view[name] = {hook: None for hook in sorted(hooks)}
+        view: dict[str, dict[str, dict[str, Any] | None]] = {
+            pm.get_name(plugin) or "?": dict.fromkeys(caller.name for caller in pm.get_hookcallers(plugin) or []) for plugin in pm.get_plugins()}
         for name, timed in self.boundary.timing_report().items():
             view.setdefault(name, {}).update(timed)
         return {name: dict(sorted(hooks.items())) for name, hooks in sorted(view.items())}
@@ -390,11 +360,8 @@ class Hooks:
         return self.collect("tool", "agent_link_register_tools", check_tool)
 
     def listed_tools(self, host: str | None) -> dict[str, ToolSpec]:
-        """The registered tools (by name, registration order kept) an MCP server lists: those
-        every ``agent_link_listed_tools`` answer names, or all without an answer.
-
-        :param host: ``AGENT_LINK_HOST`` of the server (blank: no host), as the hook's ``host``.
-        """
+        """The registered tools (by name, in registration order) an MCP server lists: those every
+        ``agent_link_listed_tools`` answer names, or all; ``host``: the server's ``AGENT_LINK_HOST``."""
         tools = dict(self.tools())  # the caller's own copy
         answers = self._call("agent_link_listed_tools", tools=dict(tools), host=(host or "").strip() or None, app=self.app)
         for names in answers or ():
@@ -414,11 +381,8 @@ class Hooks:
         return tuple(self.collect("setting", "agent_link_register_settings", lambda r: check_setting(r, core)).values())
 
     def prompt_hooks(self) -> dict[str, tuple[PromptHook, str]]:
-        """Prompt-hook adapters by harness name, each with the plugin that registered it.
-
-        :raises AgentLinkError: ``internal_error`` when a record is malformed (harness name,
-            module path) or two plugins claim one harness.
-        """
+        """Prompt-hook adapters by harness name, each with the plugin that registered it (a refused
+        record leaves its plugin out, as :meth:`collect` does)."""
         from agent_link_core.records import check_prompt_hook
 
         records = self.collect("prompt hook", "agent_link_register_prompt_hooks", check_prompt_hook)
@@ -499,11 +463,8 @@ class Hooks:
     async def claim_paths(self, *, holder: str, paths: list[str], project_root: str, reason: str | None = None,
                           ttl_ms: int | None = None, until_resolved: str | None = None,
                           key: str | None = None) -> dict[str, Any] | None:
-        """Claim ``paths`` for ``holder`` through the plugin keeping file claims (``key`` replaces
-        what was claimed under it); None when no plugin does.
-
-        :raises AgentLinkError: as the plugin's answer does (``lease_conflict``, ...).
-        """
+        """Claim ``paths`` for ``holder`` through the plugin keeping file claims (``key`` replaces what
+        was claimed under it); None when no plugin does. :raises AgentLinkError: as the plugin does."""
         result = self._call("agent_link_claim_paths", holder=holder, paths=list(paths), project_root=project_root,
                             reason=reason, ttl_ms=ttl_ms, until_resolved=until_resolved, key=key, app=self.app)
         return result if isinstance(result := await _settled(result), dict) else None
@@ -576,9 +537,7 @@ class Hooks:
     def health_sections(self) -> dict[str, Any]:
         """Each plugin's health section; a failing one reports its error under the plugin's name."""
         results, call = self._run("agent_link_health", app=self.app)
-        sections: dict[str, Any] = {}
-        for name, section in reversed(results):  # pluggy answers last-registered first
-            sections[name] = section
+        sections: dict[str, Any] = dict(reversed(results))  # pluggy answers last-registered first
         for plugin in sorted(call.faulted):
             failed = [p for p in self.boundary.report() if p["plugin"] == plugin and p["hook"] == "agent_link_health"]
             sections[plugin] = {"error": failed[-1]["error"] if failed else "failed", "fix": failed[-1]["fix"] if failed else ""}
@@ -613,12 +572,9 @@ def _check_aliases(record: Any, plugin: str, records: dict[str, tuple[str, Any]]
 
 def load_plugins(env: Mapping[str, str] | None = None, extra_plugins: tuple[Any, ...] = (), *,
                  declared: bool = False) -> Hooks:
-    """The plugins of ``env`` (default: the process environment, with the settings file's
-    values filled in), loaded without opening the database.
-
-    :param declared: import a plugin only when a call needs a hook it declares (not with ``extra_plugins``).
-    :raises AgentLinkError: ``invalid_arguments`` for a settings file that cannot be read.
-    """
+    """The plugins of ``env`` (default: the process's, the settings file's values filled in);
+    ``declared``: import a plugin when a call needs a hook it declares (not with ``extra_plugins``).
+    :raises AgentLinkError: ``invalid_arguments`` for a settings file that cannot be read."""
     from agent_link_core.settings_file import with_settings
 
     env = with_settings(dict(os.environ if env is None else env))
