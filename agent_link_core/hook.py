@@ -26,6 +26,7 @@ no longer installed never has its adapter run.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sys
@@ -50,6 +51,7 @@ MAX_OUTPUT_CHARS = 256 * 1024
 
 TYPE_CHECKING = False  # keep typing out of the fast path
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
     from agent_link_core.config import Config
@@ -208,9 +210,7 @@ def last_runs(state_dir: str | os.PathLike[str]) -> dict[str, int]:
     """``{"<host>-<event>": epoch ms}`` of the last run of each hook (for health)."""
     out: dict[str, int] = {}
     beat_dir = os.path.join(state_dir, "hooks")
-    if not os.path.isdir(beat_dir):
-        return out
-    for name in os.listdir(beat_dir):
+    for name in os.listdir(beat_dir) if os.path.isdir(beat_dir) else ():
         if not name.endswith(".last"):
             continue
         try:
@@ -231,12 +231,9 @@ def disabled_names(env: Any = None) -> list[str]:
     """Plugin names in ``AGENT_LINK_DISABLE_PLUGINS``, sorted, and ``=only:<names>`` when
     ``AGENT_LINK_LOAD_PLUGINS`` names the only plugins to load."""
     source = os.environ if env is None else env
-    raw = source.get("AGENT_LINK_DISABLE_PLUGINS", "")
-    names = sorted({part for part in raw.replace(",", " ").split() if part})
+    names = sorted(set(source.get("AGENT_LINK_DISABLE_PLUGINS", "").replace(",", " ").split()))
     only = source.get("AGENT_LINK_LOAD_PLUGINS")
-    if only is not None:
-        names.append("=only:" + ",".join(sorted({p for p in only.replace(",", " ").split() if p})))
-    return names
+    return names if only is None else [*names, "=only:" + ",".join(sorted(set(only.replace(",", " ").split())))]
 
 
 def registry_path(state_dir: str) -> str:
@@ -249,13 +246,14 @@ def fingerprint(disabled: list[str]) -> list[Any]:
     """What decides which plugins load, as JSON-comparable lists (see the module doc); the
     current directory (``python -c`` / ``-m`` put it first on ``sys.path``) is left out."""
     entries = sys.path[1:] if sys.path and sys.path[0] in ("", os.getcwd()) else sys.path
-    dirs = []
-    for entry in entries:
-        try:
-            dirs.append([entry, os.stat(entry).st_mtime_ns])
-        except OSError:
-            dirs.append([entry, None])
-    return [FORMAT, sys.prefix, disabled, dirs]
+    return [FORMAT, sys.prefix, disabled, [[entry, _mtime_ns(entry)] for entry in entries]]
+
+
+def _mtime_ns(path: str) -> int | None:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return None
 
 
 def adapter_module(state_dir: str, harness: str, env: Any = None) -> str | None:
@@ -318,10 +316,8 @@ def write_registry(path: str, data: dict[str, Any]) -> None:
     """Write the registry atomically, private to the user; one that cannot be written is rebuilt next time."""
     from agent_link_core.json_files import write_json_object
 
-    try:
+    with contextlib.suppress(Exception):
         write_json_object(path, data)
-    except Exception:
-        pass
 
 
 def run(host: str, event: str, raw: str) -> tuple[str, HookContext | None]:
@@ -344,11 +340,8 @@ def run(host: str, event: str, raw: str) -> tuple[str, HookContext | None]:
     if module is None:
         return "", None
     ctx = HookContext(config)
-    previous = _bound(ADAPTER_BUDGET_S)
-    try:  # the plugin's adapter: bounded, so a hanging one never holds the host's prompt
+    with _bounded(ADAPTER_BUDGET_S):  # the plugin's adapter: a hanging one never holds the host's prompt
         result = importlib.import_module(module).handle(event, payload, ctx)
-    finally:
-        _unbound(previous)
     ctx.heartbeat(host, event)
     out = dumps(result) + "\n" if result is not None else ""
     if len(out) > MAX_OUTPUT_CHARS:
@@ -369,22 +362,20 @@ def _overran(signum: int, frame: Any) -> None:
     raise AdapterOverran(f"the adapter did not answer within {ADAPTER_BUDGET_S:g} s")
 
 
-def _bound(seconds: float) -> Any:
-    """Raise :class:`AdapterOverran` in this (main) thread after ``seconds``; returns what
-    :func:`_unbound` restores. Where there is no SIGALRM (Windows) nothing is bounded."""
+@contextlib.contextmanager
+def _bounded(seconds: float) -> Iterator[None]:
+    """Raise :class:`AdapterOverran` in this (main) thread after ``seconds`` inside the block.
+    Where there is no SIGALRM (Windows) nothing is bounded."""
     import _signal as signal  # the C module: the signal package imports enum, a tenth of a prompt hook
 
     if not hasattr(signal, "setitimer"):
-        return None
+        yield
+        return
     previous = signal.signal(signal.SIGALRM, _overran)
     signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)  # again each second if it is swallowed
-    return previous
-
-
-def _unbound(previous: Any) -> None:
-    import _signal as signal
-
-    if previous is not None:
+    try:
+        yield
+    finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
 
@@ -432,7 +423,5 @@ def _said(exc: BaseException) -> str:
 def _unclaim(ctx: HookContext) -> None:
     box = ctx.mailbox if ctx.claimed else None
     for message_id, n, address in ctx.claimed if box is not None else ():
-        try:
+        with contextlib.suppress(Exception):  # fail open: at worst the reminder counts as shown, as before
             box.release_reminder(message_id, n, address)
-        except Exception:  # fail open: at worst the reminder counts as shown, as before
-            pass
