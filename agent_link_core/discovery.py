@@ -17,7 +17,7 @@ import types
 import zlib
 from functools import reduce
 
-from agent_link_core.json_files import read_json_object, write_json_object
+from agent_link_core.json_files import mtime_ns, read_json_object, write_json_object
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -61,18 +61,11 @@ def cache_path(env: Mapping[str, str] | None = None) -> str:
     return os.path.join(base, "agent-link", "entry-points", f"{key}.json")
 
 
-def _mtime(path: str) -> int | None:
-    try:
-        return os.stat(path).st_mtime_ns
-    except OSError:
-        return None
-
-
 def fingerprint(files: list[str]) -> list[Any]:
     """What decides the group's entry points, JSON-comparable: the interpreter prefix, each
     ``sys.path`` directory's mtime and that of ``files`` (the cached ``entry_points.txt`` files)."""
-    dirs = [[entry, _mtime(entry or ".")] for entry in sys.path]
-    return [FORMAT, sys.prefix, dirs, [[f, _mtime(f)] for f in files]]
+    dirs = [[entry, mtime_ns(entry or ".")] for entry in sys.path]
+    return [FORMAT, sys.prefix, dirs, [[f, mtime_ns(f)] for f in files]]
 
 
 def entry_points(group: str, env: Mapping[str, str] | None = None) -> list[Any]:

@@ -35,13 +35,11 @@ import zlib
 
 from agent_link_core.config import load_config
 from agent_link_core.addresses import is_address, is_harness_name, is_module_path
-from agent_link_core.json_files import dumps, ensure_private_dir, loads, read_json_object
+from agent_link_core.json_files import dumps, ensure_private_dir, loads, mtime_ns, read_json_object
 
 _EVENT_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
 MAX_STDIN_BYTES = 4 * 1024 * 1024
-#: the longest (ms) a statement of the hook waits for another process's lock: a host runs the
-#: hook on every prompt and waits for it, so the hook never takes the usual busy wait.
-#: Writes do not wait at all (see :class:`HookContext`).
+#: the longest (ms) a statement of the hook waits for another process's lock (see :class:`HookContext`)
 HOOK_BUSY_TIMEOUT_MS = 200
 #: the longest (s) a plugin's adapter (its import and its answer) may take before the hook
 #: gives up on it and prints nothing: the host waits for the hook before the prompt goes on
@@ -246,14 +244,7 @@ def fingerprint(disabled: list[str]) -> list[Any]:
     """What decides which plugins load, as JSON-comparable lists (see the module doc); the
     current directory (``python -c`` / ``-m`` put it first on ``sys.path``) is left out."""
     entries = sys.path[1:] if sys.path and sys.path[0] in ("", os.getcwd()) else sys.path
-    return [FORMAT, sys.prefix, disabled, [[entry, _mtime_ns(entry)] for entry in entries]]
-
-
-def _mtime_ns(path: str) -> int | None:
-    try:
-        return os.stat(path).st_mtime_ns
-    except OSError:
-        return None
+    return [FORMAT, sys.prefix, disabled, [[entry, mtime_ns(entry)] for entry in entries]]
 
 
 def adapter_module(state_dir: str, harness: str, env: Any = None) -> str | None:
@@ -277,12 +268,8 @@ def adapter_module(state_dir: str, harness: str, env: Any = None) -> str | None:
 
 
 def rebuild_registry(state_dir: str, current: list[Any], env: Any = None) -> dict[str, Any]:
-    """Collect the adapters of the plugins that load now and write the registry. An adapter
-    counts only when its plugin passes every start-up registration (:func:`refresh_registry`,
-    run with just the core and the plugins that have adapters, within :data:`REBUILD_BUDGET_MS`).
-
-    :returns: the registry, also when the file could not be written (rebuilt next time).
-    """
+    """:func:`refresh_registry` with only the core and the plugins that have adapters loaded,
+    each plugin call within :data:`REBUILD_BUDGET_MS`; returns the registry."""
     from agent_link_core.boundary import CORE_PLUGIN, TIMEOUT_ENV, timeout_from_env
     from agent_link_core.plugins import Hooks, build_plugin_manager
 

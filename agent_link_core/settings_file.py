@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-PREFIX = "AGENT_LINK_"
 STATE_DIR_RECENT_MS = 24 * 3600 * 1000  # "recently" for the health warning
 
 
@@ -49,7 +48,6 @@ def settings_path(env: Mapping[str, str] | None = None) -> str:
 
 
 def _xdg(env: Mapping[str, str], variable: str, default: str, name: str) -> str:
-    """``$variable/agent-link/name``, else ``~/default/agent-link/name``."""
     base = env.get(variable) or os.path.join(env.get("HOME") or os.path.expanduser("~"), default)
     return os.path.join(base, "agent-link", name)
 
@@ -57,7 +55,7 @@ def _xdg(env: Mapping[str, str], variable: str, default: str, name: str) -> str:
 def variable_name(key: str) -> str:
     """``state_dir`` or ``AGENT_LINK_STATE_DIR`` -> ``AGENT_LINK_STATE_DIR``."""
     upper = key.strip().upper().replace("-", "_")
-    return upper if upper.startswith(PREFIX) else PREFIX + upper
+    return upper if upper.startswith("AGENT_LINK_") else "AGENT_LINK_" + upper
 
 
 def read_file(path: str) -> dict[str, Any]:
