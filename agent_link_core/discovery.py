@@ -119,15 +119,9 @@ def _scan_and_write(group: str, path: str, data: dict[str, Any] | None = None) -
     from agent_link_core.errors import AgentLinkError
 
     found = list(importlib.metadata.entry_points(group=group))
-    records: list[list[Any]] = []
-    files: list[str] = []
-    for ep in found:
-        dist = ep.dist
-        records.append([ep.name, ep.value, dist.version if dist is not None else None])
-        location = getattr(dist, "_path", None)  # PathDistribution: its dist-info folder
-        if location is not None:
-            files.append(os.path.join(str(location), "entry_points.txt"))
-    files = sorted(set(files))
+    records = [[ep.name, ep.value, ep.dist.version if ep.dist is not None else None] for ep in found]
+    # a PathDistribution's _path is its dist-info folder
+    files = sorted({os.path.join(str(ep.dist._path), "entry_points.txt") for ep in found if getattr(ep.dist, "_path", None) is not None})
     try:  # atomically, private to the user; a failure only means the next run scans
         write_json_object(path, {**(data or {}), group: {"fingerprint": fingerprint(files), "files": files, "entry_points": records}})
     except (OSError, AgentLinkError):

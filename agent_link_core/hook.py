@@ -225,12 +225,11 @@ FORMAT = 1
 REBUILD_BUDGET_MS = 2000
 
 
-def disabled_names(env: Any = None) -> list[str]:
+def disabled_names() -> list[str]:
     """Plugin names in ``AGENT_LINK_DISABLE_PLUGINS``, sorted, and ``=only:<names>`` when
     ``AGENT_LINK_LOAD_PLUGINS`` names the only plugins to load."""
-    source = os.environ if env is None else env
-    names = sorted(set(source.get("AGENT_LINK_DISABLE_PLUGINS", "").replace(",", " ").split()))
-    only = source.get("AGENT_LINK_LOAD_PLUGINS")
+    names = sorted(set(os.environ.get("AGENT_LINK_DISABLE_PLUGINS", "").replace(",", " ").split()))
+    only = os.environ.get("AGENT_LINK_LOAD_PLUGINS")
     return names if only is None else [*names, "=only:" + ",".join(sorted(set(only.replace(",", " ").split())))]
 
 
@@ -247,19 +246,18 @@ def fingerprint(disabled: list[str]) -> list[Any]:
     return [FORMAT, sys.prefix, disabled, [[entry, mtime_ns(entry)] for entry in entries]]
 
 
-def adapter_module(state_dir: str, harness: str, env: Any = None) -> str | None:
+def adapter_module(state_dir: str, harness: str) -> str | None:
     """The module that answers ``harness``'s prompt hooks, or None when no loaded plugin has one.
 
     :param state_dir: agent-link's state directory (the registry lives under it).
     :param harness: the harness name from the command line.
-    :param env: the environment to read ``AGENT_LINK_DISABLE_PLUGINS`` from (default: process).
     :raises Exception: whatever rebuilding the registry raises (the hook fails open).
     """
-    disabled = disabled_names(env)
+    disabled = disabled_names()
     current = fingerprint(disabled)
     data = read_json_object(registry_path(state_dir))
     if data is None or data.get("fingerprint") != current:
-        data = rebuild_registry(state_dir, current, env)
+        data = rebuild_registry(state_dir, current)
     entry = data.get("adapters", {}).get(harness)
     if not isinstance(entry, dict) or entry.get("plugin") in disabled:
         return None
@@ -267,21 +265,21 @@ def adapter_module(state_dir: str, harness: str, env: Any = None) -> str | None:
     return module if is_module_path(module) else None
 
 
-def rebuild_registry(state_dir: str, current: list[Any], env: Any = None) -> dict[str, Any]:
+def rebuild_registry(state_dir: str, current: list[Any]) -> dict[str, Any]:
     """:func:`refresh_registry` with only the core and the plugins that have adapters loaded,
     each plugin call within :data:`REBUILD_BUDGET_MS`; returns the registry."""
     from agent_link_core.boundary import CORE_PLUGIN, TIMEOUT_ENV, timeout_from_env
     from agent_link_core.plugins import Hooks, build_plugin_manager
 
-    env = dict(os.environ if env is None else env)
+    env = dict(os.environ)
     budget = timeout_from_env(env)
     env[TIMEOUT_ENV] = str(REBUILD_BUDGET_MS if budget == 0 else min(budget, REBUILD_BUDGET_MS))
     hooks = Hooks(build_plugin_manager(env=env)[0])
     hooks.only({CORE_PLUGIN, *(plugin for _, plugin in hooks.prompt_hooks().values())})
-    return refresh_registry(state_dir, hooks, env, current)
+    return refresh_registry(state_dir, hooks, current)
 
 
-def refresh_registry(state_dir: str, hooks: Any, env: Any = None, current: list[Any] | None = None) -> dict[str, Any]:
+def refresh_registry(state_dir: str, hooks: Any, current: list[Any] | None = None) -> dict[str, Any]:
     """Rewrite the registry from ``hooks`` (a :class:`~agent_link_core.plugins.Hooks`) when it
     differs: the MCP server does it at start, so the first prompt pays no rebuild and a plugin
     that only overran the hook's budget comes back. Adapters count whose plugins pass every
@@ -292,7 +290,7 @@ def refresh_registry(state_dir: str, hooks: Any, env: Any = None, current: list[
     """
     hooks.harnesses(), hooks.settings(), hooks.migrations(), hooks.tools()
     adapters = {hook.harness: {"module": hook.module, "plugin": plugin} for hook, plugin in hooks.prompt_hooks().values()}
-    data = {"fingerprint": fingerprint(disabled_names(env)) if current is None else current, "adapters": adapters}
+    data = {"fingerprint": fingerprint(disabled_names()) if current is None else current, "adapters": adapters}
     path = registry_path(state_dir)
     if read_json_object(path) != data:
         write_registry(path, data)
