@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 from agent_link_core.errors import AgentLinkError, Refused
+from agent_link_core.settings_file import SettingsEnv, settings_path, with_settings
 
 TYPE_CHECKING = False  # typing is not imported at run time: this module is on the hook path
 if TYPE_CHECKING:
@@ -181,8 +182,6 @@ def load_config(env: Mapping[str, str] | None = None, extra: tuple[Setting, ...]
     :raises AgentLinkError: ``invalid_arguments`` naming the variable, its value and what is
         allowed; also for an unreadable or invalid settings file.
     """
-    from agent_link_core.settings_file import SettingsEnv, settings_path, with_settings
-
     try:
         env = with_settings(env)
     except AgentLinkError as exc:  # an invalid settings file: the environment alone still counts

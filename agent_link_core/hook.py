@@ -35,7 +35,7 @@ import zlib
 
 from agent_link_core.config import load_config
 from agent_link_core.addresses import is_address, is_harness_name, is_module_path
-from agent_link_core.json_files import dumps, ensure_private_dir, loads, mtime_ns, read_json_object
+from agent_link_core.json_files import dumps, ensure_private_dir, loads, mtime_ns, read_json_object, write_json_object
 
 _EVENT_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
 MAX_STDIN_BYTES = 4 * 1024 * 1024
@@ -299,8 +299,6 @@ def refresh_registry(state_dir: str, hooks: Any, current: list[Any] | None = Non
 
 def write_registry(path: str, data: dict[str, Any]) -> None:
     """Write the registry atomically, private to the user; one that cannot be written is rebuilt next time."""
-    from agent_link_core.json_files import write_json_object
-
     with contextlib.suppress(Exception):
         write_json_object(path, data)
 

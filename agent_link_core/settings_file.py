@@ -19,7 +19,7 @@ import os
 import time
 
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.json_files import read_json_object
+from agent_link_core.json_files import read_json_object, state_io_error, write_json_object
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -120,8 +120,6 @@ def record_state_dir(state_dir: str, env: Mapping[str, str] | None = None, now_m
     if now - known.get(state_dir, 0) < 60_000:
         return
     known[state_dir] = now
-    from agent_link_core.json_files import write_json_object
-
     try:
         write_json_object(path, known)  # private like every file agent-link makes, whatever the umask
     except (OSError, AgentLinkError):
@@ -143,8 +141,6 @@ def forget_other_state_dirs(state_dir: str, env: Mapping[str, str] | None = None
 
     :raises AgentLinkError: ``state_io_error`` when the record cannot be rewritten.
     """
-    from agent_link_core.json_files import state_io_error, write_json_object
-
     path, known = _state_dirs(env)
     dropped = sorted(p for p in known if p != state_dir)
     if dropped:
