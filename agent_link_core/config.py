@@ -205,8 +205,7 @@ def load_config(env: Mapping[str, str] | None = None, extra: tuple[Setting, ...]
                     exc = _from_file(exc, setting.name, env.path, raw)
                 if on_setting_error is None:
                     raise exc from None
-                on_setting_error(exc)
-                value = setting.default
+                on_setting_error(exc)  # value is still the default
                 cfg.sources[setting.name] = "default"
         if setting.kind == "path" and isinstance(value, str):
             value = parse_path(setting.name, value, home)
