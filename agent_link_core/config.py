@@ -11,15 +11,13 @@ from __future__ import annotations
 import os
 
 from agent_link_core.errors import AgentLinkError, Refused
+from agent_link_core.settings_file import SettingsEnv, settings_path, with_settings
 
 TYPE_CHECKING = False  # typing is not imported at run time: this module is on the hook path
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Any
 
-TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
-FALSE_WORDS = frozenset({"0", "false", "no", "off"})
-SETTINGS_FILE_SOURCE = "settings-file"  # Config.sources value of a setting read from the settings file
 
 
 class Setting:
@@ -139,11 +137,9 @@ class Config:
 def parse_flag(name: str, raw: str) -> bool:
     """Parse a flag value; raises ``AgentLinkError(invalid_arguments)`` naming ``name``."""
     word = raw.strip().lower()
-    if word in TRUE_WORDS:
-        return True
-    if word in FALSE_WORDS:
-        return False
-    raise _bad(name, "flag", "one of 1/true/yes/on or 0/false/no/off", raw)
+    if word not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+        raise _bad(name, "flag", "one of 1/true/yes/on or 0/false/no/off", raw)
+    return word in ("1", "true", "yes", "on")
 
 
 def parse_path(name: str, raw: str, home: str | None = None) -> str:
@@ -186,8 +182,6 @@ def load_config(env: Mapping[str, str] | None = None, extra: tuple[Setting, ...]
     :raises AgentLinkError: ``invalid_arguments`` naming the variable, its value and what is
         allowed; also for an unreadable or invalid settings file.
     """
-    from agent_link_core.settings_file import SettingsEnv, settings_path, with_settings
-
     try:
         env = with_settings(env)
     except AgentLinkError as exc:  # an invalid settings file: the environment alone still counts
@@ -201,7 +195,7 @@ def load_config(env: Mapping[str, str] | None = None, extra: tuple[Setting, ...]
     cfg.settings_file = env.path
     for setting in CORE_SETTINGS + extra:
         raw, source = _read(setting, env, cfg)
-        cfg.sources[setting.name] = SETTINGS_FILE_SOURCE if source in env.from_file else source
+        cfg.sources[setting.name] = "settings-file" if source in env.from_file else source
         value = setting.default
         if raw is not None:
             try:
@@ -211,8 +205,7 @@ def load_config(env: Mapping[str, str] | None = None, extra: tuple[Setting, ...]
                     exc = _from_file(exc, setting.name, env.path, raw)
                 if on_setting_error is None:
                     raise exc from None
-                on_setting_error(exc)
-                value = setting.default
+                on_setting_error(exc)  # value is still the default
                 cfg.sources[setting.name] = "default"
         if setting.kind == "path" and isinstance(value, str):
             value = parse_path(setting.name, value, home)
@@ -227,8 +220,7 @@ def _read(setting: Setting, env: Mapping[str, str], cfg: Config) -> tuple[str | 
     if not setting.aliases:  # most settings: the loop below is measurable on the hook path
         return (canonical, setting.name) if canonical else (None, "default")
     aliases = [a for a in setting.aliases if env.get(a)]
-    for alias in aliases:
-        cfg.deprecated.append({"name": alias, "canonical": setting.name})
+    cfg.deprecated += [{"name": alias, "canonical": setting.name} for alias in aliases]
     used = [setting.name, *aliases] if canonical else aliases
     if not used:
         return None, "default"
@@ -255,8 +247,8 @@ def _parse(setting: Setting, raw: str, home: str | None, name: str) -> Any:
             number = int(raw.strip())
         except ValueError:
             number = None
-        low_ok = number is not None and (setting.minimum is None or number >= setting.minimum)
-        if number is None or not low_ok or (setting.maximum is not None and number > setting.maximum):
+        low, high = setting.minimum, setting.maximum
+        if number is None or (low is not None and number < low) or (high is not None and number > high):
             raise _bad(name, setting.warning or "range", _int_range(setting), raw)
         return number
     if setting.kind == "choice":

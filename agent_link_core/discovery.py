@@ -17,7 +17,7 @@ import types
 import zlib
 from functools import reduce
 
-from agent_link_core.json_files import read_json_object, write_json_object
+from agent_link_core.json_files import mtime_ns, read_json_object, write_json_object
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -61,18 +61,11 @@ def cache_path(env: Mapping[str, str] | None = None) -> str:
     return os.path.join(base, "agent-link", "entry-points", f"{key}.json")
 
 
-def _mtime(path: str) -> int | None:
-    try:
-        return os.stat(path).st_mtime_ns
-    except OSError:
-        return None
-
-
 def fingerprint(files: list[str]) -> list[Any]:
     """What decides the group's entry points, JSON-comparable: the interpreter prefix, each
     ``sys.path`` directory's mtime and that of ``files`` (the cached ``entry_points.txt`` files)."""
-    dirs = [[entry, _mtime(entry or ".")] for entry in sys.path]
-    return [FORMAT, sys.prefix, dirs, [[f, _mtime(f)] for f in files]]
+    dirs = [[entry, mtime_ns(entry or ".")] for entry in sys.path]
+    return [FORMAT, sys.prefix, dirs, [[f, mtime_ns(f)] for f in files]]
 
 
 def entry_points(group: str, env: Mapping[str, str] | None = None) -> list[Any]:
@@ -126,15 +119,9 @@ def _scan_and_write(group: str, path: str, data: dict[str, Any] | None = None) -
     from agent_link_core.errors import AgentLinkError
 
     found = list(importlib.metadata.entry_points(group=group))
-    records: list[list[Any]] = []
-    files: list[str] = []
-    for ep in found:
-        dist = ep.dist
-        records.append([ep.name, ep.value, dist.version if dist is not None else None])
-        location = getattr(dist, "_path", None)  # PathDistribution: its dist-info folder
-        if location is not None:
-            files.append(os.path.join(str(location), "entry_points.txt"))
-    files = sorted(set(files))
+    records = [[ep.name, ep.value, ep.dist.version if ep.dist is not None else None] for ep in found]
+    # a PathDistribution's _path is its dist-info folder
+    files = sorted({os.path.join(str(ep.dist._path), "entry_points.txt") for ep in found if getattr(ep.dist, "_path", None) is not None})
     try:  # atomically, private to the user; a failure only means the next run scans
         write_json_object(path, {**(data or {}), group: {"fingerprint": fingerprint(files), "files": files, "entry_points": records}})
     except (OSError, AgentLinkError):

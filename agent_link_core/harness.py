@@ -42,8 +42,9 @@ class McpPeer:
     """The MCP client connection, as a harness's :meth:`Harness.serve` sees it: it exists
     before the client's first message and fills in as the connection opens.
 
-    :param notify: ``async (method, params) -> None`` writing one JSON-RPC notification;
-        raises :class:`PeerGone` when it cannot be written.
+    :param notify: ``async (method, params) -> None`` writing one JSON-RPC notification (kept as
+        ``notify``), returning once it was handed to the transport; raises :class:`PeerGone`
+        when it cannot be written.
     :param client_info: the client's ``clientInfo`` (name, version); ``{}`` until it says it.
 
     Attributes: ``era`` (:data:`HANDSHAKE`, :data:`STATELESS`, None before the first request),
@@ -51,17 +52,13 @@ class McpPeer:
     ``notifications/initialized``: notifications may be written), ``discover_refused``.
     """
 
-    def __init__(self, notify: Any, client_info: Mapping[str, Any] | None = None) -> None:
-        self._notify = notify
+    def __init__(self, notify: Callable[[str, Mapping[str, Any]], Awaitable[None]], client_info: Mapping[str, Any] | None = None) -> None:
+        self.notify = notify
         self.client_info = dict(client_info or {})
         self.era: str | None = None
         self.protocol_version: str | None = None
         self.initialized = False
         self.discover_refused = False
-
-    async def notify(self, method: str, params: Mapping[str, Any]) -> None:
-        """Write a notification; returns only once it was handed to the transport."""
-        await self._notify(method, params)
 
     def view(self) -> dict[str, Any]:
         """What health shows about the connection."""

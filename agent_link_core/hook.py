@@ -26,6 +26,7 @@ no longer installed never has its adapter run.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sys
@@ -34,13 +35,11 @@ import zlib
 
 from agent_link_core.config import load_config
 from agent_link_core.addresses import is_address, is_harness_name, is_module_path
-from agent_link_core.json_files import dumps, ensure_private_dir, loads, read_json_object
+from agent_link_core.json_files import dumps, ensure_private_dir, loads, mtime_ns, read_json_object, write_json_object
 
 _EVENT_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
 MAX_STDIN_BYTES = 4 * 1024 * 1024
-#: the longest (ms) a statement of the hook waits for another process's lock: a host runs the
-#: hook on every prompt and waits for it, so the hook never takes the usual busy wait.
-#: Writes do not wait at all (see :class:`HookContext`).
+#: the longest (ms) a statement of the hook waits for another process's lock (see :class:`HookContext`)
 HOOK_BUSY_TIMEOUT_MS = 200
 #: the longest (s) a plugin's adapter (its import and its answer) may take before the hook
 #: gives up on it and prints nothing: the host waits for the hook before the prompt goes on
@@ -50,6 +49,7 @@ MAX_OUTPUT_CHARS = 256 * 1024
 
 TYPE_CHECKING = False  # keep typing out of the fast path
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
     from agent_link_core.config import Config
@@ -208,9 +208,7 @@ def last_runs(state_dir: str | os.PathLike[str]) -> dict[str, int]:
     """``{"<host>-<event>": epoch ms}`` of the last run of each hook (for health)."""
     out: dict[str, int] = {}
     beat_dir = os.path.join(state_dir, "hooks")
-    if not os.path.isdir(beat_dir):
-        return out
-    for name in os.listdir(beat_dir):
+    for name in os.listdir(beat_dir) if os.path.isdir(beat_dir) else ():
         if not name.endswith(".last"):
             continue
         try:
@@ -227,16 +225,12 @@ FORMAT = 1
 REBUILD_BUDGET_MS = 2000
 
 
-def disabled_names(env: Any = None) -> list[str]:
+def disabled_names() -> list[str]:
     """Plugin names in ``AGENT_LINK_DISABLE_PLUGINS``, sorted, and ``=only:<names>`` when
     ``AGENT_LINK_LOAD_PLUGINS`` names the only plugins to load."""
-    source = os.environ if env is None else env
-    raw = source.get("AGENT_LINK_DISABLE_PLUGINS", "")
-    names = sorted({part for part in raw.replace(",", " ").split() if part})
-    only = source.get("AGENT_LINK_LOAD_PLUGINS")
-    if only is not None:
-        names.append("=only:" + ",".join(sorted({p for p in only.replace(",", " ").split() if p})))
-    return names
+    names = sorted(set(os.environ.get("AGENT_LINK_DISABLE_PLUGINS", "").replace(",", " ").split()))
+    only = os.environ.get("AGENT_LINK_LOAD_PLUGINS")
+    return names if only is None else [*names, "=only:" + ",".join(sorted(set(only.replace(",", " ").split())))]
 
 
 def registry_path(state_dir: str) -> str:
@@ -249,28 +243,21 @@ def fingerprint(disabled: list[str]) -> list[Any]:
     """What decides which plugins load, as JSON-comparable lists (see the module doc); the
     current directory (``python -c`` / ``-m`` put it first on ``sys.path``) is left out."""
     entries = sys.path[1:] if sys.path and sys.path[0] in ("", os.getcwd()) else sys.path
-    dirs = []
-    for entry in entries:
-        try:
-            dirs.append([entry, os.stat(entry).st_mtime_ns])
-        except OSError:
-            dirs.append([entry, None])
-    return [FORMAT, sys.prefix, disabled, dirs]
+    return [FORMAT, sys.prefix, disabled, [[entry, mtime_ns(entry)] for entry in entries]]
 
 
-def adapter_module(state_dir: str, harness: str, env: Any = None) -> str | None:
+def adapter_module(state_dir: str, harness: str) -> str | None:
     """The module that answers ``harness``'s prompt hooks, or None when no loaded plugin has one.
 
     :param state_dir: agent-link's state directory (the registry lives under it).
     :param harness: the harness name from the command line.
-    :param env: the environment to read ``AGENT_LINK_DISABLE_PLUGINS`` from (default: process).
     :raises Exception: whatever rebuilding the registry raises (the hook fails open).
     """
-    disabled = disabled_names(env)
+    disabled = disabled_names()
     current = fingerprint(disabled)
     data = read_json_object(registry_path(state_dir))
     if data is None or data.get("fingerprint") != current:
-        data = rebuild_registry(state_dir, current, env)
+        data = rebuild_registry(state_dir, current)
     entry = data.get("adapters", {}).get(harness)
     if not isinstance(entry, dict) or entry.get("plugin") in disabled:
         return None
@@ -278,25 +265,21 @@ def adapter_module(state_dir: str, harness: str, env: Any = None) -> str | None:
     return module if is_module_path(module) else None
 
 
-def rebuild_registry(state_dir: str, current: list[Any], env: Any = None) -> dict[str, Any]:
-    """Collect the adapters of the plugins that load now and write the registry. An adapter
-    counts only when its plugin passes every start-up registration (:func:`refresh_registry`,
-    run with just the core and the plugins that have adapters, within :data:`REBUILD_BUDGET_MS`).
-
-    :returns: the registry, also when the file could not be written (rebuilt next time).
-    """
+def rebuild_registry(state_dir: str, current: list[Any]) -> dict[str, Any]:
+    """:func:`refresh_registry` with only the core and the plugins that have adapters loaded,
+    each plugin call within :data:`REBUILD_BUDGET_MS`; returns the registry."""
     from agent_link_core.boundary import CORE_PLUGIN, TIMEOUT_ENV, timeout_from_env
     from agent_link_core.plugins import Hooks, build_plugin_manager
 
-    env = dict(os.environ if env is None else env)
+    env = dict(os.environ)
     budget = timeout_from_env(env)
     env[TIMEOUT_ENV] = str(REBUILD_BUDGET_MS if budget == 0 else min(budget, REBUILD_BUDGET_MS))
     hooks = Hooks(build_plugin_manager(env=env)[0])
     hooks.only({CORE_PLUGIN, *(plugin for _, plugin in hooks.prompt_hooks().values())})
-    return refresh_registry(state_dir, hooks, env, current)
+    return refresh_registry(state_dir, hooks, current)
 
 
-def refresh_registry(state_dir: str, hooks: Any, env: Any = None, current: list[Any] | None = None) -> dict[str, Any]:
+def refresh_registry(state_dir: str, hooks: Any, current: list[Any] | None = None) -> dict[str, Any]:
     """Rewrite the registry from ``hooks`` (a :class:`~agent_link_core.plugins.Hooks`) when it
     differs: the MCP server does it at start, so the first prompt pays no rebuild and a plugin
     that only overran the hook's budget comes back. Adapters count whose plugins pass every
@@ -307,7 +290,7 @@ def refresh_registry(state_dir: str, hooks: Any, env: Any = None, current: list[
     """
     hooks.harnesses(), hooks.settings(), hooks.migrations(), hooks.tools()
     adapters = {hook.harness: {"module": hook.module, "plugin": plugin} for hook, plugin in hooks.prompt_hooks().values()}
-    data = {"fingerprint": fingerprint(disabled_names(env)) if current is None else current, "adapters": adapters}
+    data = {"fingerprint": fingerprint(disabled_names()) if current is None else current, "adapters": adapters}
     path = registry_path(state_dir)
     if read_json_object(path) != data:
         write_registry(path, data)
@@ -316,12 +299,8 @@ def refresh_registry(state_dir: str, hooks: Any, env: Any = None, current: list[
 
 def write_registry(path: str, data: dict[str, Any]) -> None:
     """Write the registry atomically, private to the user; one that cannot be written is rebuilt next time."""
-    from agent_link_core.json_files import write_json_object
-
-    try:
+    with contextlib.suppress(Exception):
         write_json_object(path, data)
-    except Exception:
-        pass
 
 
 def run(host: str, event: str, raw: str) -> tuple[str, HookContext | None]:
@@ -344,11 +323,8 @@ def run(host: str, event: str, raw: str) -> tuple[str, HookContext | None]:
     if module is None:
         return "", None
     ctx = HookContext(config)
-    previous = _bound(ADAPTER_BUDGET_S)
-    try:  # the plugin's adapter: bounded, so a hanging one never holds the host's prompt
+    with _bounded(ADAPTER_BUDGET_S):  # the plugin's adapter: a hanging one never holds the host's prompt
         result = importlib.import_module(module).handle(event, payload, ctx)
-    finally:
-        _unbound(previous)
     ctx.heartbeat(host, event)
     out = dumps(result) + "\n" if result is not None else ""
     if len(out) > MAX_OUTPUT_CHARS:
@@ -369,22 +345,20 @@ def _overran(signum: int, frame: Any) -> None:
     raise AdapterOverran(f"the adapter did not answer within {ADAPTER_BUDGET_S:g} s")
 
 
-def _bound(seconds: float) -> Any:
-    """Raise :class:`AdapterOverran` in this (main) thread after ``seconds``; returns what
-    :func:`_unbound` restores. Where there is no SIGALRM (Windows) nothing is bounded."""
+@contextlib.contextmanager
+def _bounded(seconds: float) -> Iterator[None]:
+    """Raise :class:`AdapterOverran` in this (main) thread after ``seconds`` inside the block.
+    Where there is no SIGALRM (Windows) nothing is bounded."""
     import _signal as signal  # the C module: the signal package imports enum, a tenth of a prompt hook
 
     if not hasattr(signal, "setitimer"):
-        return None
+        yield
+        return
     previous = signal.signal(signal.SIGALRM, _overran)
     signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)  # again each second if it is swallowed
-    return previous
-
-
-def _unbound(previous: Any) -> None:
-    import _signal as signal
-
-    if previous is not None:
+    try:
+        yield
+    finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
 
@@ -432,7 +406,5 @@ def _said(exc: BaseException) -> str:
 def _unclaim(ctx: HookContext) -> None:
     box = ctx.mailbox if ctx.claimed else None
     for message_id, n, address in ctx.claimed if box is not None else ():
-        try:
+        with contextlib.suppress(Exception):  # fail open: at worst the reminder counts as shown, as before
             box.release_reminder(message_id, n, address)
-        except Exception:  # fail open: at worst the reminder counts as shown, as before
-            pass

@@ -154,10 +154,9 @@ async def prove_reader(app: App, address: str) -> None:
             proved, warnings = await prove_sender(app, me)
             if proved.verified:
                 return
-            host = me.host or "no host"
-            cause = warnings[0]["details"]["reason"] if warnings else "not_proven"
-            why = (f"it is named by {me.source}, but {host} has no such session" if cause == "no_such_session" else
-                   f"it is named by {me.source}, but {host} did not prove that this process belongs to that session")
+            no_session = bool(warnings) and warnings[0]["details"]["reason"] == "no_such_session"
+            why = f"it is named by {me.source}, but {me.host or 'no host'} " + (
+                "has no such session" if no_session else "did not prove that this process belongs to that session")
             details["namedBy"] = me.source
         else:
             why = f"it is named by {me.source}, which proves nothing"

@@ -87,6 +87,14 @@ def read_json_object(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+def mtime_ns(path: str) -> int | None:
+    """The modification time of ``path`` in ns, None when it cannot be read (cache fingerprints)."""
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return None
+
+
 def ensure_private_dir(path: str | os.PathLike[str]) -> None:
     """Create ``path`` and its missing parents with mode 0700 (whatever the umask). An existing
     directory is left as it is: it may be shared on purpose (``/tmp``); health reports a state

@@ -19,14 +19,13 @@ import os
 import time
 
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.json_files import read_json_object
+from agent_link_core.json_files import read_json_object, state_io_error, write_json_object
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-PREFIX = "AGENT_LINK_"
 STATE_DIR_RECENT_MS = 24 * 3600 * 1000  # "recently" for the health warning
 
 
@@ -49,7 +48,6 @@ def settings_path(env: Mapping[str, str] | None = None) -> str:
 
 
 def _xdg(env: Mapping[str, str], variable: str, default: str, name: str) -> str:
-    """``$variable/agent-link/name``, else ``~/default/agent-link/name``."""
     base = env.get(variable) or os.path.join(env.get("HOME") or os.path.expanduser("~"), default)
     return os.path.join(base, "agent-link", name)
 
@@ -57,7 +55,7 @@ def _xdg(env: Mapping[str, str], variable: str, default: str, name: str) -> str:
 def variable_name(key: str) -> str:
     """``state_dir`` or ``AGENT_LINK_STATE_DIR`` -> ``AGENT_LINK_STATE_DIR``."""
     upper = key.strip().upper().replace("-", "_")
-    return upper if upper.startswith(PREFIX) else PREFIX + upper
+    return upper if upper.startswith("AGENT_LINK_") else "AGENT_LINK_" + upper
 
 
 def read_file(path: str) -> dict[str, Any]:
@@ -108,21 +106,20 @@ def state_dirs_path(env: Mapping[str, str] | None = None) -> str:
     return _xdg(os.environ if env is None else env, "XDG_CACHE_HOME", ".cache", "state-dirs.json")
 
 
-def _state_dirs(path: str) -> dict[str, int]:
+def _state_dirs(env: Mapping[str, str] | None) -> tuple[str, dict[str, int]]:
+    """The record's path and its ``{path: last use in ms}`` entries."""
+    path = state_dirs_path(env)
     data = read_json_object(path) or {}
-    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, int)}
+    return path, {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, int)}
 
 
 def record_state_dir(state_dir: str, env: Mapping[str, str] | None = None, now_ms: int | None = None) -> None:
     """Note that ``state_dir`` is in use now (at most once a minute; a failed write is ignored)."""
-    path = state_dirs_path(env)
     now = int(time.time() * 1000) if now_ms is None else now_ms
-    known = _state_dirs(path)
+    path, known = _state_dirs(env)
     if now - known.get(state_dir, 0) < 60_000:
         return
     known[state_dir] = now
-    from agent_link_core.json_files import write_json_object
-
     try:
         write_json_object(path, known)  # private like every file agent-link makes, whatever the umask
     except (OSError, AgentLinkError):
@@ -133,7 +130,7 @@ def other_state_dirs(state_dir: str, env: Mapping[str, str] | None = None, now_m
     """Other state directories used within :data:`STATE_DIR_RECENT_MS` that still exist (a
     removed one holds no mailbox anyone uses): ``[{path, lastUsedMs}]``, newest first."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
-    found = [{"path": p, "lastUsedMs": t} for p, t in _state_dirs(state_dirs_path(env)).items()
+    found = [{"path": p, "lastUsedMs": t} for p, t in _state_dirs(env)[1].items()
              if p != state_dir and now - t <= STATE_DIR_RECENT_MS and os.path.isdir(p)]
     return sorted(found, key=lambda item: -int(item["lastUsedMs"]))  # type: ignore[call-overload]
 
@@ -144,10 +141,7 @@ def forget_other_state_dirs(state_dir: str, env: Mapping[str, str] | None = None
 
     :raises AgentLinkError: ``state_io_error`` when the record cannot be rewritten.
     """
-    from agent_link_core.json_files import state_io_error, write_json_object
-
-    path = state_dirs_path(env)
-    known = _state_dirs(path)
+    path, known = _state_dirs(env)
     dropped = sorted(p for p in known if p != state_dir)
     if dropped:
         try:

@@ -83,6 +83,6 @@ def test_health_forgets_the_other_state_dirs(tmp_path: Path) -> None:
     assert done.returncode == 0 and f"forgot the state dir {elsewhere}" in done.stderr
     assert json.loads(done.stdout)["settings"]["otherStateDirs"] == []
     again = cli("health")
-    assert "another agent-link process" not in again.stdout and os.environ["AGENT_LINK_STATE_DIR"] in settings_mod._state_dirs(settings_mod.state_dirs_path())
+    assert "another agent-link process" not in again.stdout and os.environ["AGENT_LINK_STATE_DIR"] in settings_mod._state_dirs(None)[1]
     cli("health", env={**os.environ, "AGENT_LINK_STATE_DIR": elsewhere})  # used again: warned again
     assert elsewhere in cli("health").stdout

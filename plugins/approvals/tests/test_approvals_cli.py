@@ -327,7 +327,7 @@ def test_the_listing_server_is_no_separate_mailbox_in_health(tmp_path: Path, mon
         assert app.health()["settings"]["otherStateDirs"] == []
     finally:
         app.close()
-    assert not any("agent-link-approvals-" in p for p in settings_file._state_dirs(settings_file.state_dirs_path()))
+    assert not any("agent-link-approvals-" in p for p in settings_file._state_dirs(None)[1])
 
 
 def test_the_running_server_lists_what_this_installation_registers(monkeypatch: pytest.MonkeyPatch) -> None:
