@@ -43,7 +43,7 @@ class MailFollowUp:
         def require(self, message_id: str) -> sqlite3.Row: ...
         def state(self, row: sqlite3.Row, now: int | None = None) -> MessageState: ...
         def states(self, rows: Sequence[sqlite3.Row], now: int | None = None) -> list[MessageState]: ...
-        def _insert_reply(self, conn: sqlite3.Connection, reply: OutgoingMessage, at: int) -> sqlite3.Row | None: ...
+        def _insert_row(self, conn: sqlite3.Connection, msg: OutgoingMessage, at: int) -> sqlite3.Row | None: ...
 
     def record_event(self, message_id: str, kind: str, actor: str | None, via: str | None, data: dict[str, Any]) -> None:
         """Append an audit event that changes no message state (e.g. ``delivery_unknown``)."""
@@ -165,7 +165,7 @@ class MailFollowUp:
             # handed over while we were deciding?
             _check_recipient(message_id, conn.execute("SELECT recipient FROM messages WHERE id = ?", (message_id,)).fetchone()[0], caller)
             if reply is not None:
-                reply_row = self._insert_reply(conn, reply, at)
+                reply_row = self._insert_row(conn, reply, at)
             conn.execute(
                 "INSERT INTO resolutions (message_id, kind, by_addr, at, late, reason, reply_message_id)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",

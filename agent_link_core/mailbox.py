@@ -26,7 +26,7 @@ from agent_link_core.addresses import ANTICIPATIONS, address_scheme, is_address,
 from agent_link_core.envelope import MAX_BODY_BYTES, EnvelopeMessage, escape_text, iso_ms, render_envelope, sanitize_text
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.mail_followup import PUSH_EVENT_KINDS, STATUS_BY_KIND, MailFollowUp
-from agent_link_core.store import now_ms
+from agent_link_core.store import is_corruption, now_ms
 
 TYPE_CHECKING = False  # no typing/dataclasses at run time: the hook fast path imports this
 if TYPE_CHECKING:
@@ -650,8 +650,6 @@ class Mailbox(MailFollowUp):
     def _select(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...], *, retry_unindexed: bool) -> list[sqlite3.Row]:
         """Run a read; with ``retry_unindexed``, a damaged index is bypassed (``{}`` marks where
         ``NOT INDEXED`` goes) so mail stays readable from a damaged database."""
-        from agent_link_core.store import is_corruption
-
         try:
             return conn.execute(sql.format(""), params).fetchall()
         except sqlite3.DatabaseError as exc:
@@ -747,15 +745,11 @@ class Mailbox(MailFollowUp):
         staged: list[Event | None] = []
         # A peek only reads: it never waits for another process's write lock (WAL readers).
         with self.store.write() if mark else contextlib.nullcontext(self.store.conn) as conn:
-            rows = self._select(
-                conn, "SELECT * FROM messages {} WHERE recipient = ? AND open = 1 AND delivered_at IS NULL"
-                " ORDER BY sent_at, id LIMIT ?", (recipient, limit), retry_unindexed=not mark,
-            )
-            if include_open and len(rows) < limit:
-                rows += self._select(
-                    conn, "SELECT * FROM messages {} WHERE recipient = ? AND open = 1 AND delivered_at IS NOT NULL"
-                    " ORDER BY sent_at, id LIMIT ?", (recipient, limit - len(rows)), retry_unindexed=not mark,
-                )
+            rows: list[sqlite3.Row] = []
+            for delivered in ("IS NULL", "IS NOT NULL") if include_open else ("IS NULL",):
+                if len(rows) < limit:
+                    rows += self._select(conn, f"SELECT * FROM messages {{}} WHERE recipient = ? AND open = 1 AND delivered_at {delivered}"
+                                         " ORDER BY sent_at, id LIMIT ?", (recipient, limit - len(rows)), retry_unindexed=not mark)
             if mark:
                 for row in rows:
                     if row["delivered_at"] is None:
@@ -766,14 +760,13 @@ class Mailbox(MailFollowUp):
         self._publish(*staged)
         return rows, marked
 
-    def _insert_reply(self, conn: sqlite3.Connection, reply: OutgoingMessage, at: int) -> sqlite3.Row | None:
-        digest = content_hash(reply.sender.address, reply.to, reply.body, reply.anticipation, reply.reply_by_ms, reply.reply_to)
-        return self._insert_row(conn, reply, at, digest)
-
-    def _insert_row(self, conn: sqlite3.Connection, msg: OutgoingMessage, at: int, digest: str, *,
+    def _insert_row(self, conn: sqlite3.Connection, msg: OutgoingMessage, at: int, digest: str | None = None, *,
                     if_new: bool = False) -> sqlite3.Row | None:
         """Write a message row and its ``sent`` event in the caller's transaction; the stored
-        row, or with ``if_new`` None when the id exists (nothing written)."""
+        row, or with ``if_new`` None when the id exists (nothing written). ``digest`` defaults
+        to the :func:`content_hash` of ``msg`` without its fingerprint (a reply's)."""
+        if digest is None:
+            digest = content_hash(msg.sender.address, msg.to, msg.body, msg.anticipation, msg.reply_by_ms, msg.reply_to)
         meta = {**msg.metadata, "sender": {"source": msg.sender.source, "verified": msg.sender.verified}}
         if msg.tags:
             meta["tags"] = list(msg.tags)

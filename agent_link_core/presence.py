@@ -148,14 +148,13 @@ def reachable_addresses(store: Store, harnesses: Collection[str] = ()) -> list[s
     return [a for a in known_addresses(store) if a in served or address_scheme(a) in harnesses]
 
 
-def suggestions(store: Store, address: str, extra: list[str] | None = None, harnesses: Collection[str] = ()) -> list[str]:
-    """Up to :data:`MAX_SUGGESTIONS` addresses a send reaches (:func:`reachable_addresses`,
-    plus ``extra``) closest to ``address`` (a typo's fix).
+def suggestions(store: Store, address: str, harnesses: Collection[str] = ()) -> list[str]:
+    """Up to :data:`MAX_SUGGESTIONS` addresses a send reaches (:func:`reachable_addresses`)
+    closest to ``address`` (a typo's fix).
 
     :param harnesses: the names of the installed harnesses (their sessions are reachable).
     """
-    pool = sorted(set(reachable_addresses(store, harnesses)) | set(extra or []))
-    pool = [a for a in pool if a != address]
+    pool = [a for a in reachable_addresses(store, harnesses) if a != address]
     if not pool:  # difflib left unimported
         return []
     import difflib

@@ -316,12 +316,9 @@ class Store:
         try:
             os.fchmod(fd, 0o600)  # whatever the umask
             os.close(fd)
-            conn = sqlite3.connect(tmp, isolation_level=None)
-            try:
+            with contextlib.closing(sqlite3.connect(tmp, isolation_level=None)) as conn:
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute(SCHEMA_MIGRATIONS_SQL)
-            finally:
-                conn.close()
             try:
                 os.link(tmp, self.path)  # fails if another process created it meanwhile: use theirs
             except FileExistsError:
@@ -557,18 +554,16 @@ class Store:
             return
         self.check_writable()
         try:
-            if wait:
-                self.conn.execute("BEGIN IMMEDIATE")
-            else:
+            if not wait:
                 self.conn.execute("PRAGMA busy_timeout = 0")
-                try:
-                    self.conn.execute("BEGIN IMMEDIATE")
-                finally:
-                    self.conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+            self.conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
             if not wait and _result_code(exc) in (SQLITE_BUSY, SQLITE_LOCKED):
                 raise busy_error(self.path, 0) from exc
             raise self.failure(exc) from exc
+        finally:
+            if not wait:
+                self.conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
         try:
             yield self.conn
             self.conn.execute("COMMIT")
