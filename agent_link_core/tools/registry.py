@@ -33,11 +33,11 @@ from agent_link_core.visible import plain_json, visible_data
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
+    from agent_link_core.waits import Progress
 
 log = logging.getLogger(__name__)
 INT_RE = re.compile(r"^-?[0-9]+$")
 TOOL_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
-Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 
 
 @dataclass
