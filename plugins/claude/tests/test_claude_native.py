@@ -73,9 +73,14 @@ class FakeInbox:
         elif self.mode == "forge":  # another process of the user answers in the host's place
             receipt = {"type": "control", "action": "peer_message_status", "status": "dropped",
                        "reason": "dropped by the host", "orig_msg_id": frame["msg_id"]}
-            code = ("import json, socket, sys\n"
+            # This test process plays the host, so the forger must not descend from it: it forks
+            # and its first process exits (the forger is orphaned); it stays alive 3 s after sending,
+            # so its lineage is still readable when the receipt is judged.
+            code = ("import os, socket, sys, time\n"
+                    "if os.fork(): os._exit(0)\n"
                     "with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as out:\n"
-                    "    out.connect(sys.argv[1]); out.sendall(sys.argv[2].encode() + b'\\n')")
+                    "    out.connect(sys.argv[1]); out.sendall(sys.argv[2].encode() + b'\\n')\n"
+                    "time.sleep(3)")
             subprocess.run([sys.executable, "-c", code, frame["from"][len("uds:"):], json.dumps(receipt)], check=True, timeout=30)
         elif self.mode == "hold":
             receipt = {"type": "control", "action": "peer_message_status", "status": "held",
