@@ -88,11 +88,9 @@ def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, mark_read: b
     mark, warnings = app.begin_inbox_read(caller, not peek)
     if all_mail:
         data = app.inbox(caller, limit=limit, mark=False)
-        rows = app.store.conn.execute(
-            "SELECT * FROM messages WHERE recipient = ? ORDER BY sent_at DESC, id DESC LIMIT ?", (caller.address, limit)
-        ).fetchall()
-        data["messages"] = app.mailbox.to_views(rows)
-        data["renderedBlock"] = "\n".join(app.mailbox.envelope(r) for r in rows)
+        # what agent_link_mailbox_inspect lists of the mail addressed to the reader
+        data["messages"] = app.inspect(caller, to_address=caller.address, limit=limit, include_bodies=True)["messages"]
+        data["renderedBlock"] = "\n".join(view.pop("envelope") for view in data["messages"])
     else:
         data = budget.inbox(app, caller, budget.caller_budget(app, caller), limit=limit, mark=False,
                             include_open=True, message_id=message_id, offset=offset or 0)

@@ -56,7 +56,6 @@ SEND_RESULT: dict[str, Any] = {
     "resolution": NOBJ, "wait": OBJ, "resolved": OBJ, "action": STR, "sessionId": STR,
     "target": OBJ, "receipt": OBJ, "roleProcedure": NOBJ, "evidence": OBJ, "deliveryNote": STR,
 }
-MESSAGE_VIEW_FIELDS = ("messages", "scope", "callerAddress", "note")
 #: The caller's own id for what a send tool stores: its idempotency key (the CLI's ``--message-id``).
 MESSAGE_ID: dict[str, Any] = {
     **IDEMPOTENCY_KEY,
@@ -73,18 +72,13 @@ def idempotency_key(args: dict[str, Any], path: str = "messageId") -> tuple[str 
     :param path: the argument's name.
     :returns: ``(ULID or None, fingerprint)``: the fingerprint (``{"clientMessageId": uuid}``
         for a UUID, else empty) goes into the message's ``metadata["fingerprint"]``, which the
-        idempotency comparison includes.
-    :raises AgentLinkError: ``invalid_arguments`` for a value that is neither a ULID nor a UUID.
+        idempotency comparison includes. The argument's schema (:data:`MESSAGE_ID`) admitted
+        only a ULID or a UUID.
     """
     given = args.get(path)
-    if given is None:
-        return None, {}
-    if is_ulid(given.upper()):
-        return given.upper(), {}
-    converted = ulid_of_uuid(given)
-    if converted is None:
-        raise invalid_arguments([{"path": path, "rule": "pattern", "expected": "a ULID (26 characters) or a UUID"}])
-    return converted, {"clientMessageId": given.lower()}
+    if given is None or is_ulid(given.upper()):
+        return given and given.upper(), {}
+    return ulid_of_uuid(given), {"clientMessageId": given.lower()}
 
 
 def _declared(app: App | None, attribute: str) -> dict[str, Any]:
@@ -158,8 +152,7 @@ def check_send_declarations(harness: Any) -> None:
 async def health(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
     """``agent_link_health``: the harness-declared options given (``Harness.health_options``)
     reach every harness's ``prepare_health`` first."""
-    declared = {name for harness in app.harnesses.values() for name in harness.health_options}
-    options = {k: args[k] for k in declared if k in args}
+    options = {k: args[k] for k in _declared(app, "health_options") if k in args}
     for harness in list(app.harnesses.values()):  # a harness that fails here is reported; health goes on
         await acall_harness(app.hooks, harness, "prepare_health", partial(harness.prepare_health, options))
     return app.health(call.meta, include_caller_context=args.get("includeCallerContext", False))
@@ -474,7 +467,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
             "since": {"type": "string", "description": "ISO 8601 with a timezone."}, "limit": limit_arg(50, 500),
             "scope": {"type": "string", "enum": ["caller", "all"], "default": "caller"}, "includeBodies": BOOL,
         }),
-        output_fields={k: ANY for k in MESSAGE_VIEW_FIELDS},
+        output_fields={k: ANY for k in ("messages", "scope", "callerAddress", "note")},
         handler=mailbox_inspect, read_only=True,
         removed_forms={"since": ("number", "an ISO 8601 string with a timezone, such as 2026-01-01T00:00:00Z "
                                            "(epoch milliseconds were removed in 0.6.0)")},

@@ -372,12 +372,6 @@ async def call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | Non
         naming only its class; a success its output schema refuses ``internal_error`` naming
         the plugin and where the result broke the schema (:func:`_withheld`).
     """
-    result, text = await _call_tool(app, spec, arguments, meta, progress)
-    return (result, text) if text is not None or result.get("ok") else (visible_data(result), None)
-
-
-async def _call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | None, meta: Mapping[str, Any],
-                     progress: Progress | None) -> tuple[dict[str, Any], str | None]:
     plugin = app.hooks.owner("tool", spec.name) or "?"
     try:
         if plugin in app.hooks.boundary.disabled:  # left out while this server runs: say so, never KeyError
@@ -403,12 +397,12 @@ async def _call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | No
                                  {"cause": "plugin_fault", "plugin": plugin},
                                  hint=f"agent_link_health lists the failure under plugins.problems. {disable_hint(plugin)}")
     except AgentLinkError as exc:
-        return {"ok": False, "error": exc.to_dict()}, None
+        return {"ok": False, "error": visible_data(exc.to_dict())}, None
     except sqlite3.DatabaseError as exc:
         error = app.store.failure(exc)  # records corruption, so every process stops writing
         if error.code != "state_busy":
             log.warning("tool %s: %s", spec.name, error.message)
-        return {"ok": False, "error": error.to_dict()}, None
+        return {"ok": False, "error": visible_data(error.to_dict())}, None
     except Exception as exc:  # the contract promises a result object, never a crash
         log.exception("tool %s failed", spec.name)
         return {"ok": False, "error": {"code": "internal_error", "message": f"{spec.name} failed unexpectedly.",
@@ -452,12 +446,12 @@ def _withheld(app: App, spec: ToolSpec, found: list[dict[str, str]], why: str | 
     log.warning("tool %s of plugin %s returned a result its output schema refuses: %s", spec.name, plugin, where)
     app.hooks.boundary.fault(plugin, f"tool {spec.name}", why or f"result does not match the declared output schema ({where})"[:300],
                              fix="Return the fields the tool declares, with the declared types, at most 1 MiB.")
-    return {"ok": False, "error": {
+    return visible_data({"ok": False, "error": {
         "code": "internal_error",
         "message": f"{spec.name} (plugin {plugin}) returned a result that does not match its declared output schema; it was withheld.",
         "details": {"cause": "output_schema", "plugin": plugin, "errors": found},
         "hint": f"This is a bug in the plugin {plugin}; agent_link_health lists it under plugins.problems.",
-    }}
+    }})
 
 
 def unknown_tool(name: str) -> dict[str, Any]:
