@@ -375,9 +375,8 @@ class App:
         if since:
             clauses.append("sent_at >= ?")
             params.append(parse_iso_ms(since, "since"))
-        where = " WHERE " + " AND ".join(clauses) if clauses else ""
         rows = self.store.conn.execute(
-            f"SELECT * FROM messages{where} ORDER BY sent_at DESC, id DESC LIMIT ?", (*params, limit)
+            f"SELECT * FROM messages WHERE {' AND '.join(clauses)} ORDER BY sent_at DESC, id DESC LIMIT ?", (*params, limit)
         ).fetchall()
         messages = self.mailbox.to_views(rows)
         if include_bodies:
@@ -502,5 +501,3 @@ def _name_the_setting(exc: AgentLinkError, config: Config) -> AgentLinkError:
 def _attach(harness: Harness, app: App) -> bool:
     harness.attach(app)
     return True
-
-

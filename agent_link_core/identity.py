@@ -143,23 +143,20 @@ async def prove_reader(app: App, address: str) -> None:
         (``details.address``, ``details.caller``; ``details.namedBy`` when a host's session
         was named but not proved).
     """
-    if app.config.get("AGENT_LINK_INSPECT_ALL"):
+    if reader_proved_here(app, address):
         return
     me = app.caller()
     details: dict[str, Any] = {"reason": "not_proven", "address": address, "caller": me.address}
-    if me.known and me.address == address:
-        if me.source == "config":
+    if me.known and me.address == address and me.source in RUNTIME_SOURCES:
+        proved, warnings = await prove_sender(app, me)
+        if proved.verified:
             return
-        if me.source in RUNTIME_SOURCES:
-            proved, warnings = await prove_sender(app, me)
-            if proved.verified:
-                return
-            no_session = bool(warnings) and warnings[0]["details"]["reason"] == "no_such_session"
-            why = f"it is named by {me.source}, but {me.host or 'no host'} " + (
-                "has no such session" if no_session else "did not prove that this process belongs to that session")
-            details["namedBy"] = me.source
-        else:
-            why = f"it is named by {me.source}, which proves nothing"
+        no_session = bool(warnings) and warnings[0]["details"]["reason"] == "no_such_session"
+        why = f"it is named by {me.source}, but {me.host or 'no host'} " + (
+            "has no such session" if no_session else "did not prove that this process belongs to that session")
+        details["namedBy"] = me.source
+    elif me.known and me.address == address:
+        why = f"it is named by {me.source}, which proves nothing"
     else:
         why = f"this process is {me.address}" if me.known else "this process has no address of its own"
     raise AgentLinkError(
