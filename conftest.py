@@ -28,6 +28,9 @@ _KEEP = ("AGENT_LINK_HOSTS_DIR",)
 
 #: the plugins this repository ships, the only ones its plugin suites load
 REPO_PLUGINS = repo_plugin_names()
+#: ``AGENT_LINK_OPENCODE_SERVERS`` for every test: an empty list (a bare comma: an empty value
+#: would mean the default)
+NO_OPENCODE_SERVERS = ","
 #: test files whose time is mostly waiting (pip resolving against the package index: 1.5-4 min
 #: of wall time, 16 CPU-seconds), run first so the other tests fill the cores meanwhile
 _LONG_POLES = ("test_wheel_install.py",)
@@ -71,6 +74,10 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, valid_schemas_
     # plugins/loops/tests/test_loops.py does): tests exchange mail faster and more alike than agents do.
     monkeypatch.setenv("AGENT_LINK_PAIR_RATE", "0")
     monkeypatch.setenv("AGENT_LINK_REPEAT_WINDOW_MS", "0")
+    # No opencode server by default: the plugin's default, 127.0.0.1:4096, is where a person's
+    # own opencode (or another worker's) may listen, whose sessions would enter every listing.
+    # Tests of opencode name their servers; tests of that default unset this.
+    monkeypatch.setenv("AGENT_LINK_OPENCODE_SERVERS", NO_OPENCODE_SERVERS)
     return state
 
 

@@ -281,3 +281,19 @@ def test_found_servers_are_named_by_a_loopback_url_unless_they_listen_elsewhere(
         "http://127.0.0.1:4096"] * 4 + ["http://10.1.2.3:4096", "http://[fd00::1]:4096"]
     assert discover.scan(home="/nonexistent-home") == []  # no opencode of that HOME runs
     assert discover.credentials(2**22 + 12345) is None  # no such process: no password, no error
+
+
+@pytest.mark.anyio
+async def test_tests_list_no_opencode_server_unless_they_name_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The root conftest's pin: without it every test's listing would read 127.0.0.1:4096, where
+    a person's own opencode (or another worker's) may run."""
+    from agent_link_core.app import App
+
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "opencode")
+    monkeypatch.setenv("AGENT_LINK_OPENCODE_DISCOVER", "0")
+    app = App.create()
+    try:
+        harness = app.harnesses["opencode"]
+        assert harness._servers() == ([], [])
+    finally:
+        app.close()
