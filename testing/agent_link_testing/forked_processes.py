@@ -26,6 +26,7 @@ agent_link_core`` processes instead, to check that both agree.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -172,6 +173,9 @@ def main(address: str) -> None:
 
     for name in PRELOAD:
         importlib.import_module(name)
+    # The preloaded objects move to the GC's permanent generation: a child's collections then
+    # never touch (and so copy) the pages they share with the zygote.
+    gc.freeze()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(address)
     listener.listen(16)
