@@ -400,7 +400,7 @@ REGISTRATION_FAULTS = [(where, kind) for where in ("register", "register_tools")
 @pytest.mark.parametrize(("where", "kind"), [*REGISTRATION_FAULTS, ("", "")],
                          ids=[f"{w}-{k}" for w, k in REGISTRATION_FAULTS] + ["healthy"])
 def test_a_plugin_whose_registration_faulted_has_no_prompt_hook(where: str, kind: str, site: Path, tmp_path: Path,
-                                                                valid_schemas_dir: Path) -> None:
+                                                                valid_schemas_dir: Path, zygote: Zygote) -> None:
     """issue 31: in a fresh state dir no server has written the prompt-hook registry yet, so the
     hook finds the plugins itself: one whose registration raised, exited, was refused or hung
     is left out as a server leaves it out, its adapter never runs, and the prompt goes on
@@ -408,12 +408,12 @@ def test_a_plugin_whose_registration_faulted_has_no_prompt_hook(where: str, kind
     env = environment(site, tmp_path, where, kind, valid_schemas_dir)
     (tmp_path / ".agent-link").mkdir()  # a state dir (the hook stays silent without one), with no registry
     payload = json.dumps({"session_id": "s1", "hook_event_name": "UserPromptSubmit", "prompt": "hi"})
-    out = finished(start_cli(env, "hook", "faulty", "UserPromptSubmit", stdin=payload))
+    out = finished(start_cli(env, "hook", "faulty", "UserPromptSubmit", stdin=payload, zygote=zygote))
     assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
     assert out.stdout == ("" if where else '{"ok": true}\n'), (out.stdout, out.stderr[-2000:])
     if where:
         assert "'faulty' failed in agent_link_register_" in out.stderr and "AGENT_LINK_DISABLE_PLUGINS=faulty" in out.stderr
-        again = finished(start_cli(env, "hook", "faulty", "UserPromptSubmit", stdin=payload))
+        again = finished(start_cli(env, "hook", "faulty", "UserPromptSubmit", stdin=payload, zygote=zygote))
         assert (again.returncode, again.stdout, again.stderr) == (0, "", "")  # left out in the registry: no rebuild, no wait
 
 
