@@ -196,9 +196,12 @@ class OpencodeHarness(Harness):
                         found[session.id] = session
         failed = [s for s in servers if not s["available"]]
         sessions = sorted(found.values(), key=lambda s: -(s.last_activity_ms or 0))
+        # An empty server list (configured so, nothing proven or found) is "no opencode here": a
+        # complete, empty listing, so a bare id is still resolved from the other hosts' sessions.
         reason = "no_server_configured" if not servers else (failed[0]["reason"] if failed else None)
-        provider = {"available": len(failed) < len(servers), "reason": reason, "source": "opencode server API", "servers": servers}
-        return SessionListing(sessions[:limit], provider, complete=not failed and bool(servers) and len(sessions) <= limit)
+        provider = {"available": not servers or len(failed) < len(servers), "reason": reason,
+                    "source": "opencode server API", "servers": servers}
+        return SessionListing(sessions[:limit], provider, complete=not failed and len(sessions) <= limit)
 
     async def get_session(self, session_id: str) -> Session | None:
         """The session from the first configured server that has it (archived ones too):

@@ -158,7 +158,8 @@ async def test_a_server_that_cannot_be_read_makes_the_listing_incomplete(case: s
 @pytest.mark.anyio
 async def test_bad_urls_and_no_servers_are_reported(monkeypatch: pytest.MonkeyPatch) -> None:
     none = await harness(monkeypatch, " , ").list_sessions()
-    assert none.sessions == [] and not none.complete and none.provider["reason"] == "no_server_configured"
+    assert none.sessions == [] and none.complete and none.provider["available"] is True
+    assert none.provider["reason"] == "no_server_configured" and none.provider["servers"] == []
     bad = await harness(monkeypatch, "localhost:4096").list_sessions()
     assert not bad.complete and bad.provider["reason"] == "bad_url" and bad.provider["servers"][0]["url"] == "localhost:4096"
 
