@@ -44,9 +44,10 @@ def hanging_socket(path: Path) -> socket.socket:
     return listener
 
 
-async def test_unreachable_endpoints_are_reported_and_never_hide_others(short_tmp: Path, mini: Any,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(service_mod, "PROBE_OPEN_MS", 600)
+async def test_unreachable_endpoints_are_reported_and_never_hide_others(short_tmp: Path, mini: Any) -> None:
+    # The probes' real bound (2 s), not a shorter one: a loaded machine can take over half a
+    # second to answer the live endpoint's handshake, which then counted as unreachable.
+    probe_s = service_mod.PROBE_OPEN_MS / 1000
     stuck = [hanging_socket(short_tmp / f"stuck{i}.sock") for i in range(2)]
     try:
         registered = [socket_endpoint(str(short_tmp / f"stuck{i}.sock"), "registered") for i in range(2)]
@@ -56,7 +57,7 @@ async def test_unreachable_endpoints_are_reported_and_never_hide_others(short_tm
         links = await service.connect(spawn=False)
         elapsed = time.monotonic() - start
         assert [ln.endpoint.source for ln in links] == ["env-sock"]
-        assert elapsed < 1.1, f"probes ran one after another ({elapsed:.2f} s)"  # two 0.6 s timeouts, concurrently
+        assert elapsed < 1.75 * probe_s, f"probes ran one after another ({elapsed:.2f} s)"  # two timeouts, concurrently
         reasons = {r["target"]: r["reason"] for r in service.endpoint_reports()}
         assert reasons[str(short_tmp / "stuck0.sock")] == "open-timeout" and reasons[str(short_tmp / "stuck1.sock")] == "open-timeout"
         assert reasons[str(short_tmp / "gone.sock")] == "absent"
@@ -64,7 +65,7 @@ async def test_unreachable_endpoints_are_reported_and_never_hide_others(short_tm
         assert reasons[str(mini.path)] is None
         # a warm connect reuses the link and does not wait for the failed ones again
         start = time.monotonic()
-        assert await service.connect(spawn=False) == links and time.monotonic() - start < 0.3
+        assert await service.connect(spawn=False) == links and time.monotonic() - start < probe_s / 2
         await service.aclose()
     finally:
         for s in stuck:
