@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from agent_link_testing.host_process import freeze
 from agent_link_testing.mcp_client import AgentLinkClient, agent_link_mcp
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
@@ -93,8 +94,8 @@ async def test_the_inbox_counts_mail_a_running_wait_holds(isolated_env: Path) ->
                     await asyncio.sleep(0.05)
         finally:
             db.close()
-        os.kill(row[0], signal.SIGSTOP)
         try:
+            freeze(pid=row[0])
             replied = await bob.call("reply_agent_link_message", {"messageId": sent["messageId"], "message": "yes"})
             peek = await reader.call("read_agent_link_inbox", {"markAsDelivered": False})
         finally:

@@ -39,6 +39,65 @@ def spawn(cmd: Sequence[str], *, cwd: Path, env: Mapping[str, str], stdout: Path
                                 start_new_session=True)
 
 
+def _thread_states(pid: int) -> list[str]:
+    """The scheduler state letter of each thread of ``pid`` (``/proc/<pid>/task/*/stat``);
+    empty once the process is gone."""
+    states = []
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                states.append(f.read().rsplit(")", 1)[1].split()[0])
+        except (OSError, IndexError):
+            continue
+    return states
+
+
+def _group_members(pgid: int) -> list[int]:
+    members = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.getpgid(int(entry)) == pgid:
+                    members.append(int(entry))
+            except OSError:
+                continue
+    return members
+
+
+def freeze(*, pid: int | None = None, pgid: int | None = None, timeout_s: float = 10.0) -> None:
+    """SIGSTOP process ``pid`` or every process of group ``pgid`` and return once each of
+    their threads is stopped (state ``T`` in ``/proc``).
+
+    The signal alone is not enough: the kernel hands SIGSTOP to one thread, and the group
+    stop begins only when that thread next runs; on a loaded machine the process's other
+    threads can go on serving requests for a while (a request sent "after" the stop was
+    answered). Undo with ``SIGCONT`` (:func:`os.kill` / :func:`os.killpg`).
+
+    :raises TimeoutError: some thread still runs after ``timeout_s`` seconds.
+    """
+    if (pid is None) == (pgid is None):
+        raise TypeError("freeze() takes exactly one of pid= and pgid=")
+    if pgid is not None:
+        os.killpg(pgid, signal.SIGSTOP)
+    else:
+        assert pid is not None
+        os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        pids = _group_members(pgid) if pgid is not None else [pid]
+        states = [state for p in pids if p is not None for state in _thread_states(p)]
+        # zombie (Z) and dead (X) threads cannot run either
+        if all(state in "tTZX" for state in states):
+            return
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"threads still running {timeout_s}s after SIGSTOP: {sorted(set(states))}")
+        time.sleep(0.01)
+
+
 def wait_ready(process: subprocess.Popen[bytes], ready: Callable[[], bool], *, timeout_s: float, poll_s: float,
                failed: Callable[[str], Exception]) -> None:
     """Poll ``ready()`` every ``poll_s`` seconds until it is True.

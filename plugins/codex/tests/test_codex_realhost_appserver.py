@@ -37,6 +37,7 @@ from ulid import ULID
 
 from agent_link_codex.appserver import AppServerClient, AppServerError, AppServerUnavailable, ConnectionLost, Notification
 from agent_link_testing.codex_host import CodexAppServer, McpServerConfig
+from agent_link_testing.host_process import freeze
 from agent_link_testing.hosts import codex_version
 from agent_link_testing.responses_stub import ResponsesStub, mcp_tool_call, text
 
@@ -197,8 +198,8 @@ async def test_thread_read_unknown_thread_is_an_error(client: AppServerClient) -
 async def test_killed_app_server_fails_pending_request(client: AppServerClient, host: CodexAppServer) -> None:
     thread_id = await start_thread(client)
     # Freeze the server so the request is certainly still pending when the process dies.
-    os.killpg(host.pid, signal.SIGSTOP)
     try:
+        freeze(pgid=host.pid)
         pending = asyncio.ensure_future(client.request("thread/read", {"threadId": thread_id}, timeout_ms=WAIT_MS))
         await asyncio.sleep(0.2)
         assert not pending.done() and client.pending_count == 1

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -35,6 +34,7 @@ from agent_link_core.mailbox import OutgoingMessage, new_message_id
 from agent_link_core.model import Caller
 from agent_link_core.tools.registry import ToolCall
 from agent_link_testing.codex_host import CodexAppServer
+from agent_link_testing.host_process import freeze
 from agent_link_testing.responses_stub import ResponsesStub, text
 
 pytestmark = [pytest.mark.realhost, pytest.mark.anyio, pytest.mark.timeout(90)]
@@ -261,7 +261,7 @@ async def test_app_server_killed_mid_turn_loses_no_message(stub: ResponsesStub, 
         [link] = harness.service.live_links()
         link.client.default_timeout_ms = 1000
         monkeypatch.setattr(delivery_mod, "CONFIRM_MS", 1000)
-        os.killpg(first.pid, signal.SIGSTOP)
+        freeze(pgid=first.pid)
         m2 = await app.send(caller=ALICE, to=f"codex:{thread_id}", body="second", anticipation="reply")
         assert m2.delivery is not None and m2.delivery.unknown and not m2.delivery.delivered, m2.delivery
         assert [w["code"] for w in m2.delivery.warnings] == ["codex_push_unverified"]
