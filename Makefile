@@ -67,7 +67,7 @@ UNIT_WORKERS := $(if $(filter command line environment,$(origin WORKERS)),$(WORK
 # PYTHONDONTWRITEBYTECODE would have every worker and every `agent-link` process a test starts
 # compile everything again.
 PYTEST := env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -q --dist worksteal
-UNIT := not realhost and not machines and not nested_suites
+UNIT := not realhost and not machines and not nested_suites and not packaging
 test: lint
 	$(MAKE) --no-print-directory test-unit
 	$(MAKE) --no-print-directory test-realhost
@@ -81,7 +81,7 @@ test-unit:
 # the system picks), the machines plugin's NATS tests and the nested runs of suites with a
 # plugin uninstalled (agent_link_testing.plugin_suites), on the current pins.
 test-realhost:
-	$(PYTEST) -n $(WORKERS) -m "realhost or machines or nested_suites"
+	$(PYTEST) -n $(WORKERS) -m "realhost or machines or nested_suites or packaging"
 
 # The real-host tests against the previous pins (hosts/previous).
 test-previous:

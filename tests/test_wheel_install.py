@@ -16,7 +16,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from agent_link_testing.mcp_client import exchange_lines
+
+pytestmark = pytest.mark.packaging  # pip builds and installs: the integration step (make test-realhost)
 
 REPO = Path(__file__).resolve().parents[1]
 PLUGINS = ("roles", "receipts", "hostkit")  # receipts reads caller context with the host kit

@@ -18,8 +18,9 @@ from agent_link_core.tools.registry import ToolCall, validate_arguments
 
 REPO = Path(__file__).resolve().parents[2]
 #: the marker expression of the unit tests (the Makefile's UNIT): no real host, no NATS server,
-#: no nested run (the runs here are marked ``nested_suites``: ``make test-realhost`` runs them)
-UNIT_TESTS = "not realhost and not machines and not nested_suites"
+#: no nested run (the runs here are marked ``nested_suites``: ``make test-realhost`` runs them), no
+#: wheel install (``packaging``)
+UNIT_TESTS = "not realhost and not machines and not nested_suites and not packaging"
 
 # A sitecustomize module: agent-link plugins named in AGENTLINK_TEST_UNINSTALLED lose their
 # entry point and become unimportable, in the process and in every process it starts.
