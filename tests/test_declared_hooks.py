@@ -50,7 +50,7 @@ def test_every_installed_plugin_declares_exactly_the_hooks_it_implements() -> No
     assert {"codex", "claude", "receipts", "roles", "settings"} <= set(checked)
 
 
-SETTING_FIELDS = ("name", "kind", "default", "aliases", "minimum", "maximum", "choices", "warning", "doc")
+SETTING_FIELDS = ("name", "kind", "default", "aliases", "minimum", "maximum", "choices", "warning", "doc", "secret")
 
 
 def setting_fields(setting: Any) -> tuple[Any, ...]:

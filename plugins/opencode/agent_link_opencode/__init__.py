@@ -16,7 +16,7 @@ AGENT_LINK_HOOKS = {"agent_link_opencode.plugin": (
 AGENT_LINK_SETTINGS = {"agent_link_opencode.plugin": (
     {"name": "AGENT_LINK_OPENCODE_SERVERS", "kind": "str", "default": "http://127.0.0.1:4096",
      "doc": "comma-separated base URLs of the opencode servers whose sessions are listed (default http://127.0.0.1:4096)"},
-    {"name": "AGENT_LINK_OPENCODE_PASSWORD", "kind": "str",
+    {"name": "AGENT_LINK_OPENCODE_PASSWORD", "kind": "str", "secret": True,
      "doc": "the OPENCODE_SERVER_PASSWORD of servers whose process cannot be read (default: OPENCODE_SERVER_PASSWORD), HTTP basic auth"},
     {"name": "AGENT_LINK_OPENCODE_DISCOVER", "kind": "flag", "default": True,
      "doc": "also list the opencode servers running as this user with this HOME, on any port, with the password from their environment"},

@@ -28,7 +28,7 @@ SERVERS_SETTING = Setting(
     doc="comma-separated base URLs of the opencode servers whose sessions are listed (default http://127.0.0.1:4096)",
 )
 PASSWORD_SETTING = Setting(
-    "AGENT_LINK_OPENCODE_PASSWORD", "str", None,
+    "AGENT_LINK_OPENCODE_PASSWORD", "str", None, secret=True,
     doc="the OPENCODE_SERVER_PASSWORD of servers whose process cannot be read (default: OPENCODE_SERVER_PASSWORD), HTTP basic auth",
 )
 

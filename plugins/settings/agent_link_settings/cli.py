@@ -5,6 +5,8 @@ it in every process; this plugin only edits it). ``set`` accepts
 only declared settings (the core's and the installed plugins') and a value the setting
 accepts, so a typo fails here rather than silently in some later process. Writing keeps the
 document's other keys and tables (tomli-w; comments are lost) and leaves the file 0600.
+``list`` never prints a credential: a secret setting's value (``Setting.secret``) and the
+password or token of a URL in any value are masked; ``get NAME`` prints the value asked for.
 """
 
 from __future__ import annotations
@@ -148,6 +150,30 @@ def write_document(path: str, document: dict[str, Any]) -> None:
         raise state_io_error(path, exc) from exc
 
 
+HIDDEN = "(hidden)"
+
+
+def shown(setting: Setting, value: Any) -> Any:
+    """What ``config list`` shows of ``setting``'s ``value``: :data:`HIDDEN` for a secret
+    setting that is set; in a string, each URL's password or token (``scheme://user:password@``,
+    ``scheme://token@``, comma-separated URLs each) as ``***``; anything else as it is."""
+    if value is None:
+        return None
+    if setting.secret:
+        return HIDDEN
+    if not isinstance(value, str) or "://" not in value:
+        return value
+    parts = []
+    for part in value.split(","):
+        scheme, sep, rest = part.partition("://")
+        userinfo, at, host = rest.rpartition("@")  # a password may hold "@" or "/": the last "@" ends it
+        if sep and at:
+            user, colon, _ = userinfo.partition(":")
+            part = f"{scheme}://{user + ':***' if colon else '***'}@{host}"
+        parts.append(part)
+    return ",".join(parts)
+
+
 @click.group()
 def config() -> None:
     """Read and edit the settings file every agent-link process reads (the environment
@@ -157,13 +183,13 @@ def config() -> None:
 @config.command("list")
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
 def list_(as_json: bool) -> None:
-    """Every setting: its value, where it came from, and what it does."""
+    """Every setting: its value (credentials masked), where it came from, and what it does."""
     try:
         settings = declared_settings()
         cfg = _loaded(settings)
     except AgentLinkError as exc:
         fail(exc)
-    rows = [{"name": n, "value": cfg.values.get(n), "source": cfg.sources.get(n), "doc": s.doc}
+    rows = [{"name": n, "value": shown(s, cfg.values.get(n)), "source": cfg.sources.get(n), "doc": s.doc}
             for n, s in settings.items()]
     if as_json:
         click.echo(json.dumps({"settingsFile": cfg.settings_file, "settings": rows}, indent=2))

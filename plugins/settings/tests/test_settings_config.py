@@ -99,3 +99,22 @@ def test_a_refused_value_in_the_file_is_said_and_not_shown_as_the_files(settings
     assert listed.returncode == 0 and "'many'" in listed.stderr
     sent = cli("send", "team:bob", "hi", env={**os.environ, "AGENT_LINK_ADDRESS": "team:alice"})
     assert sent.returncode == 1 and "'many'" in sent.stderr and "Traceback" not in sent.stderr
+
+
+def test_config_list_never_prints_a_credential(settings: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A secret setting's value and the password or token of a URL are masked in ``list``
+    (text and JSON), whether they come from the file or the environment; ``get`` prints
+    the value asked for."""
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "settings,opencode,machines")
+    assert cli("config", "set", "opencode_password", "hunter2").returncode == 0
+    monkeypatch.setenv("AGENT_LINK_ENGINE_URL", "nats://agents:pa@ss/word@h1:4222,tls://t0ken@h2:4222,nats://h3:4222")
+    monkeypatch.setenv("AGENT_LINK_OPENCODE_SERVERS", "http://me:pw@127.0.0.1:4096")
+    text = cli("config", "list")
+    rows = {row["name"]: row["value"] for row in json.loads(cli("config", "list", "--json").stdout)["settings"]}
+    for secret in ("hunter2", "pa@ss", "word", "t0ken", ":pw@"):
+        assert secret not in text.stdout + json.dumps(rows), secret
+    assert rows["AGENT_LINK_OPENCODE_PASSWORD"] == "(hidden)"
+    assert rows["AGENT_LINK_ENGINE_URL"] == "nats://agents:***@h1:4222,tls://***@h2:4222,nats://h3:4222"
+    assert rows["AGENT_LINK_OPENCODE_SERVERS"] == "http://me:***@127.0.0.1:4096"
+    assert [name for name, value in rows.items() if value == "(hidden)"] == ["AGENT_LINK_OPENCODE_PASSWORD"]
+    assert cli("config", "get", "opencode_password").stdout.startswith("hunter2\t")
