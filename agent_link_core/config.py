@@ -24,9 +24,8 @@ class Setting:
     """One environment setting.
 
     :param name: canonical variable name (``AGENT_LINK_...``).
-    :param kind: ``flag``, ``int``, ``path``, ``str``, ``choice`` or ``address``
-        (``<harness>:<id>``: lower-case harness of up to 32 characters, an id of up to 128
-        of ``A-Z a-z 0-9 _ . -``).
+    :param kind: ``flag``, ``int``, ``path``, ``str``, ``choice`` or ``address`` (``<harness>:<id>``: lower-case
+        harness of up to 32 characters, an id of up to 128 of ``A-Z a-z 0-9 _ . -``).
     :param default: value when unset (already parsed; ``None`` allowed).
     :param aliases: the original tools' names, read when the canonical one is unset.
     :param minimum/maximum: inclusive bounds for ``int``.
@@ -34,22 +33,19 @@ class Setting:
     :param warning: the ``rule`` in the error's details when a value is refused (``int`` /
         ``choice``; default ``range`` / ``choice``).
     :param doc: one line for ``agent-link health`` and the README.
-    :param secret: the value is a credential (a password, a token): listings of the settings
-        show that it is set, never the value.
+    :param secret: the value is a credential (a password, a token): listings show it is set, never the value.
     """
 
     __slots__ = ("name", "kind", "default", "aliases", "minimum", "maximum", "choices", "warning", "doc", "secret")
 
     def __init__(
         self, name: str, kind: str, default: Any = None, *, aliases: tuple[str, ...] = (), minimum: int | None = None,
-        maximum: int | None = None, choices: tuple[str, ...] = (), warning: str | None = None, doc: str = "",
-        secret: bool = False,
+        maximum: int | None = None, choices: tuple[str, ...] = (), warning: str | None = None, doc: str = "", secret: bool = False,
     ) -> None:
         if kind not in ("flag", "int", "path", "str", "choice", "address"):
             raise ValueError(f"unknown setting kind {kind!r}")
         self.name, self.kind, self.default, self.aliases = name, kind, default, tuple(aliases)
-        self.minimum, self.maximum, self.choices, self.warning, self.doc = minimum, maximum, tuple(choices), warning, doc
-        self.secret = secret
+        self.minimum, self.maximum, self.choices, self.warning, self.doc, self.secret = minimum, maximum, tuple(choices), warning, doc, secret
 
     def __repr__(self) -> str:
         return f"Setting({self.name!r}, {self.kind!r}, {self.default!r})"
