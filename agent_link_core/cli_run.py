@@ -315,8 +315,7 @@ def emit(data: Any, as_json: bool, human: Any, ndjson: bool = False) -> None:
 
 
 def output_lost(exc: OSError, what: str = "") -> NoReturn:
-    """End a command whose stdout could not be written (a closed pipe, a full disk): one
-    stderr line saying so (``what``: what was left undone), exit 1."""
+    """End a command whose stdout could not be written (a closed pipe, a full disk): one stderr line saying so and ``what`` (what stands), exit 1."""
     drop_stdout()
     echo(f"agent-link: could not write the output ({exc.strerror or type(exc).__name__}){'; ' + what if what else ''}.", err=True)
     sys.exit(1)
@@ -335,7 +334,7 @@ def drop_stdout() -> None:
 
 def show_then_mark(show: Any, mark: Any, what: str) -> Any:
     """Call ``show()``, flush stdout, and only then return ``mark()`` (what marks the shown mail
-    read): output that never reached its reader marks nothing (``what`` stays undone, :func:`output_lost`)."""
+    read): output that never reached its reader marks nothing (:func:`output_lost` says ``what``)."""
     try:
         show()
         sys.stdout.flush()

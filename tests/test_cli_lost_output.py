@@ -73,3 +73,19 @@ def test_other_commands_say_one_line_too() -> None:
     for args in (("health",), ("show", mid, "--from", "team:alice")):
         proc = to_full(*args)
         assert proc.returncode == 1 and said_text(proc.stderr) == "agent-link: could not write the output (No space left on device).\n", (args, proc.stderr)
+
+
+@pytest.mark.parametrize("form", [(), ("--json",)])
+def test_a_send_or_reply_whose_output_is_lost_says_what_was_stored(form: tuple[str, ...]) -> None:
+    """The message or the answer stands though nothing was printed: the line says so, with the
+    message's id, so nobody sends it again blindly (a send's exit 1 is otherwise a refusal)."""
+    proc = to_full("send", "team:bob", f"lost output {form}", "--from", "team:alice", "--anticipation", "reply", *form)
+    sent = json.loads(run_core("inbox", "--as", "team:bob", "--peek", "--json").stdout)["messages"][-1]["id"]
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    # the last line (with --json the warnings come first, on stderr as always)
+    assert said_text(proc.stderr).splitlines()[-1] == ("agent-link: could not write the output (No space left on device); "
+                                                       f"the message {sent} was queued all the same (`agent-link status {sent}`).")
+    lost_one_line(to_full("reply", sent, "yes", "--from", "team:bob", *form), f"the reply to {sent} was stored all the same")
+    assert json.loads(run_core("status", sent, "--from", "team:alice", "--json").stdout)["status"] == "replied"
+    refused = to_full("send", "team:bob", "", "--from", "team:alice", *form)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr  # refused before anything was printed

@@ -150,7 +150,9 @@ def test_errors_speak_the_cli_language() -> None:
     for bad in (("--from", ""), ("--retry-backoff", "nan"), ("--message-id", "8" + "Z" * 25)):  # 8Z…: over 128 bits
         refused = run("send", "team:bob", "x", "--from", "team:alice", *bad)
         assert refused.returncode == 2 and "Traceback" not in refused.stderr, (bad, refused.stderr)
-    for target in ("", "team:"):  # no target, and an address without its id, are usage errors
+    # no target, an address without its id, and anything with a colon that is no address (ids
+    # and contact aliases have no colon: it is never looked up as a session id)
+    for target in ("", "team:", ":bob", "9team:bob", "team:bob:extra", "te am:bob"):
         empty = run("send", target, "x", "--from", "team:alice")
         assert empty.returncode == 2 and "No session has the id" not in empty.stderr, empty.stderr
     as_upper = run("inbox", "--as", "Team:bob")

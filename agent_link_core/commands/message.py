@@ -34,7 +34,7 @@ def reply(ctx: Any, message_id: str, text: str | None, file: str | None, decline
         sent = f"reply {d['messageId']} {d['delivery']}" if d["messageId"] else "no reply message sent"
         echo(f"{d['resolution']['kind']}: {d['replyToMessageId']} ({d['status']}); {sent}")
 
-    emit(data, as_json, human, ndjson)
+    show_then_mark(lambda: emit(data, as_json, human, ndjson), lambda: None, f"the {data['resolution']['kind']} to {data['replyToMessageId']} was stored all the same")
 
 
 @command(argument("message_id"), READER_FROM, JSON, NDJSON)

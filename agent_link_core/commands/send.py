@@ -4,7 +4,6 @@ called from Python), optionally waiting for its answer."""
 from __future__ import annotations
 
 import json
-import re
 import sys
 
 from agent_link_core.cli_run import (EXIT_TIMEOUT, EXIT_UNDELIVERED, EXIT_UNKNOWN, FROM, JSON, NDJSON, argument, command, echo, emit, fail,
@@ -62,8 +61,8 @@ def send(ctx: Any, target: str, text: str | None, file: str | None, message_id: 
     body = message_text(text, file)
     if not target.strip():
         usage_error("TARGET is empty: give an address, a contact alias or a session id")
-    # an address's shape (x:y) without being one: refused, saying what an address is
-    if re.fullmatch(r"[A-Za-z][A-Za-z0-9-]*:.*", target.strip()) and (problem := address_error(target.strip(), "to")):
+    # a colon makes it an address (session ids and contact aliases have none): a bad one is refused, saying what an address is
+    if ":" in target and (problem := address_error(target.strip(), "to")):
         fail(problem)
     if reply_by is not None:
         parse_iso_ms(reply_by, "replyBy")  # the date's format is the first thing to get right
@@ -99,8 +98,10 @@ def send(ctx: Any, target: str, text: str | None, file: str | None, message_id: 
 
     if as_json or ndjson:
         warn()
+    # when the output is lost, say what stands, so nobody resends blindly
+    done = f"the message {data['messageId']} was {data['outcome']} all the same (`agent-link status {data['messageId']}`)" if data["messageId"] else "nothing was sent"
     show_then_mark(lambda: emit(data, as_json, human, ndjson), lambda: mark_reply(app, me, data.get("wait") or {}),
-                   "the reply stays unread")
+                   done + ("; the reply stays unread" if (data.get("wait") or {}).get("reply") else ""))
     if "wait" in data and data["wait"]["outcome"] == "timeout":
         sys.exit(EXIT_TIMEOUT)
     if require_delivered and result.outcome in ("accepted", "queued"):
