@@ -1,6 +1,5 @@
-"""The ``agent-link`` root group (click), built per invocation, and what plugins' click commands
-share (with :mod:`agent_link_core.cli_run`'s helpers, re-exported here). A core command is
-imported only when it runs or a help lists it; plugins add theirs through ``agent_link_register_commands``."""
+"""The ``agent-link`` root group (click), built per invocation, and what plugins' click commands share (with :mod:`agent_link_core.cli_run`'s
+helpers, re-exported here). A core command is imported only when it runs or a help lists it; plugins add theirs through ``agent_link_register_commands``."""
 
 from __future__ import annotations
 
@@ -65,8 +64,7 @@ SELF_CONTAINED = ("mcp", "hook")
 
 
 class AgentLinkGroup(click.Group):
-    """Root group: imports a core command when it is looked up, and loads the plugins'
-    commands the first time any but the self-contained ones is looked up."""
+    """Root group: imports a core command when it is looked up, and loads the plugins' commands the first time any but the self-contained ones is."""
 
     _plugins_loaded = False
 
@@ -107,7 +105,10 @@ class AgentLinkGroup(click.Group):
             self._load_plugin_commands(ctx, for_health=cmd_name == "health")
         command = super().get_command(ctx, cmd_name)
         if command is not None and getattr(command.callback, "__agent_link_sender_options__", False):
-            command.params += [click_param(p) for p in sender_params(get_app(ctx), {p.name for p in command.params})]
+            try:
+                command.params += [click_param(p) for p in sender_params(open_app(ctx), {p.name for p in command.params})]
+            except AgentLinkError:  # a bad setting: a help still lists the command and running it says why
+                pass
         return command
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -149,8 +150,7 @@ def click_command(declared: Command) -> click.Command:
 
 
 def declared_option(declared: Param) -> Callable[[Any], Any]:
-    """A click option decorator for a declared flag or text option; ``--from`` also brings the
-    harnesses' sender options (added at lookup)."""
+    """A click option decorator for a declared flag or text option; ``--from`` also brings the harnesses' sender options (added at lookup)."""
     def add(f: Any) -> Any:
         f = click.option(*declared.decls, declared.name, is_flag=declared.flag, help=declared.help)(f)
         if declared in (FROM, READER_FROM):

@@ -223,3 +223,17 @@ def test_every_state_file_nested_too_deeply_or_not_an_object_is_no_traceback(iso
         assert "Traceback" not in done.stderr, (args, done.stderr)
         if done.returncode != 0:
             assert len(said(done.stderr)) <= 2, (args, done.stderr)
+
+
+@pytest.mark.parametrize("variable", ["AGENT_LINK_DEBUG", "AGENT_LINK_READ_BYTES"])
+def test_a_bad_setting_leaves_the_help_readable(isolated_env: Path, variable: str) -> None:
+    """A help opens no App: a bad value does not hide it (listing the commands used to build the
+    harnesses' sender options of ``send``); running a command still says what is wrong."""
+    env = {variable: "maybe"}
+    top = run("--help", env=env)
+    assert top.returncode == 0 and "send" in top.stdout and "inbox" in top.stdout and top.stderr == "", top.stderr
+    send_help = run("send", "--help", env=env)
+    assert send_help.returncode == 0 and "Usage: agent-link send" in send_help.stdout, send_help.stderr
+    sent = run("send", "team:bob", "hi", "--from", "team:alice", env=env)
+    assert sent.returncode == 1
+    one_line_error(sent, f"{variable}='maybe' is invalid")
