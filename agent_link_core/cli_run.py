@@ -322,8 +322,7 @@ def output_lost(exc: OSError, what: str = "") -> NoReturn:
 
 
 def drop_stdout() -> None:
-    """Point stdout at the null device, so the interpreter's last flush of what could not be
-    written adds no error (the hook's too: standard modules only)."""
+    """Point stdout at the null device: the last flush of what could not be written adds no error (the hook's too: standard modules only)."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

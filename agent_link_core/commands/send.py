@@ -4,6 +4,7 @@ called from Python), optionally waiting for its answer."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 from agent_link_core.cli_run import (EXIT_TIMEOUT, EXIT_UNDELIVERED, EXIT_UNKNOWN, FROM, JSON, NDJSON, argument, command, echo, emit, fail,
@@ -61,8 +62,8 @@ def send(ctx: Any, target: str, text: str | None, file: str | None, message_id: 
     body = message_text(text, file)
     if not target.strip():
         usage_error("TARGET is empty: give an address, a contact alias or a session id")
-    # a colon makes it an address (session ids and contact aliases have none): a bad one is refused, saying what an address is
-    if ":" in target and (problem := address_error(target.strip(), "to")):
+    # an address's shape (x:y, :y) that is none: refused, saying what an address is (plugins resolve other colons: ep_…:<id>)
+    if re.fullmatch(r"([A-Za-z][A-Za-z0-9-]*)?:.*", target.strip()) and (problem := address_error(target.strip(), "to")):
         fail(problem)
     if reply_by is not None:
         parse_iso_ms(reply_by, "replyBy")  # the date's format is the first thing to get right
