@@ -235,8 +235,7 @@ class App:
         self.store.close()
 
     def caller(self, meta: Mapping[str, Any] | None = None) -> Caller:
-        """Who is calling: the host's harness first, then the others, then
-        ``AGENT_LINK_ADDRESS``, else ``external``."""
+        """Who is calling: the host's harness first, then the others, then ``AGENT_LINK_ADDRESS``, else ``external``."""
         meta = meta or {}
         preferred = self.config.get("AGENT_LINK_HOST")
         for name in sorted(self.harnesses, key=lambda n: (n != preferred, n)):
@@ -385,8 +384,7 @@ class App:
         return {"scope": scope, "callerAddress": caller.address if caller.known else None, "messages": messages}
 
     def health(self, meta: Mapping[str, Any] | None = None, include_caller_context: bool = False) -> dict[str, Any]:
-        """Everything a person needs to tell whether agent-link works here
-        (:func:`agent_link_core.health.report`)."""
+        """Everything a person needs to tell whether agent-link works here (:func:`agent_link_core.health.report`)."""
         from agent_link_core import health as health_report
 
         return health_report.report(self, meta, include_caller_context)

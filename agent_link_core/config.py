@@ -150,6 +150,8 @@ def parse_path(name: str, raw: str, home: str | None = None) -> str:
         value = base + value[1:]
     if not os.path.isabs(value):
         raise _bad(name, "absolute_path", "an absolute path or one starting with ~/", raw)
+    if any("\udc80" <= c <= "\udcff" for c in value):  # bytes that are no UTF-8 (surrogate escapes): no JSON, log or host carries them
+        raise _bad(name, "utf8_path", "a path whose name is valid UTF-8", raw)
     return os.path.normpath(value)
 
 

@@ -266,8 +266,7 @@ class Visibility:
         return bool(self.address) and self.address in (row["from_addr"], row["to_addr"], row["recipient"])
 
     def ids_sql(self, table: str = "m") -> tuple[str, list[Any]]:
-        """A subquery of the ids of the messages this reader sees, and its parameters
-        (``message_id IN (<subquery>)``)."""
+        """A subquery of the ids of the messages this reader sees, and its parameters (``message_id IN (<subquery>)``)."""
         where, params = self.sql(table)
         return f"SELECT {table}.id FROM messages {table} WHERE {where}", params
 

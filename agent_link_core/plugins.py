@@ -236,8 +236,7 @@ class Hooks:
         return getattr(self.pm.hook, hook_name).get_hookimpls()[::-1], False
 
     def _run(self, hook_name: str, **kwargs: Any) -> tuple[Any, CallState]:
-        """One hook call, made as pluggy would (without its machinery unless needed); its
-        answer and what the call learnt."""
+        """One hook call, made as pluggy would (without its machinery unless needed); its answer and what the call learnt."""
         if self.trace is not None:
             self.trace(f"hook {hook_name}({', '.join(sorted(kwargs))})")
         impls, plain = self._impls(hook_name)

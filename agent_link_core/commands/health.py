@@ -81,8 +81,7 @@ def health(ctx: Any, as_json: bool, ndjson: bool, forget_state_dirs: bool) -> No
 
 @command(JSON, NDJSON)
 def plugins(ctx: Any, as_json: bool, ndjson: bool) -> None:
-    """List loaded, blocked and broken plugins (--json: with each plugin's hooks and the
-    time each took in this process)."""
+    """List loaded, blocked and broken plugins (--json: with each plugin's hooks and the time each took in this process)."""
     from agent_link_core.health import plugins_view
 
     app = get_app(ctx)

@@ -61,8 +61,7 @@ LISTING_PAGE: dict[str, Any] = {
 
 
 def closed_object(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
-    """A tool's input schema: an object of ``properties`` (name -> JSON schema), no others,
-    the ``required`` names required."""
+    """A tool's input schema: an object of ``properties`` (name -> JSON schema), no others, the ``required`` names required."""
     schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
     if required:
         schema["required"] = list(required)
