@@ -226,8 +226,7 @@ def _page(app: App, caller: Caller, row: Any, budget: OutputBudget | None, offse
 
 
 def held_by_waits(app: App, address: str) -> set[str]:
-    """Ids of ``address``'s undelivered mail that a wait running in any process is about to
-    return (:meth:`App.held_by_wait`)."""
+    """Ids of ``address``'s undelivered mail that a wait running in any process is about to return (:meth:`App.held_by_wait`)."""
     from agent_link_core import waits
 
     if not app.waiting and not waits.any_live(app.store, address):

@@ -151,23 +151,25 @@ def parse_path(name: str, raw: str, home: str | None = None) -> str:
     if not os.path.isabs(value):
         raise _bad(name, "absolute_path", "an absolute path or one starting with ~/", raw)
     if any("\udc80" <= c <= "\udcff" for c in value):  # bytes that are no UTF-8 (surrogate escapes): no JSON, log or host carries them
-        raise _bad(name, "utf8_path", "a path whose name is valid UTF-8", raw)
+        raise _bad(name, "utf8_path", "a path in UTF-8 (it has a byte that is not UTF-8)", raw)
     return os.path.normpath(value)
 
 
-def _shown(raw: str) -> str:
-    return repr(raw if len(raw) <= 60 else raw[:57] + "...")
+def shown_raw(raw: str) -> str:
+    """``raw`` quoted for an error line: cut to 60 characters, bytes that are no UTF-8 as ``\\xff``."""
+    text = raw if len(raw) <= 60 else raw[:57] + "..."
+    return repr(os.fsencode(text))[1:] if any("\udc80" <= c <= "\udcff" for c in text) else repr(text)
 
 
 def _bad(name: str, rule: str, expected: str, raw: str) -> AgentLinkError:
-    return AgentLinkError("invalid_arguments", f"The environment variable {name}={_shown(raw)} is invalid: expected {expected}.",
+    return AgentLinkError("invalid_arguments", f"The environment variable {name}={shown_raw(raw)} is invalid: expected {expected}.",
                           {"errors": [{"path": f"env.{name}", "rule": rule, "expected": expected}]}, hint=f"Fix or unset {name}.")
 
 
 def _from_file(exc: AgentLinkError, name: str, path: str | None, raw: str) -> AgentLinkError:
     """``exc`` (from :func:`_bad`) re-said for the value ``raw`` read from the settings file at ``path``."""
     error = {**exc.details["errors"][0], "path": f"file.{name}"}
-    return AgentLinkError(exc.code, f"{name} = {_shown(raw)} in the settings file {path} is invalid: "
+    return AgentLinkError(exc.code, f"{name} = {shown_raw(raw)} in the settings file {path} is invalid: "
                           f"expected {error['expected']}.", {"errors": [error]},
                           hint=f"Fix it with `agent-link config set`, or drop it with `agent-link config unset {name}`.")
 

@@ -203,7 +203,8 @@ IDENTITY_FIELDS = (
 def idempotency_refusal(message_id: str, differs: list[str], path: str, expected: str) -> AgentLinkError:
     """The ``invalid_arguments`` error (rule ``idempotency``, ``details.differs``) for an id
     already used for another message, naming the fields that differ (``differs``; may be empty)."""
-    what = f"its {', '.join(differs)} {'differs' if len(differs) == 1 else 'differ'}" if differs else "its content differs"
+    words = [{"from": "sender", "to": "recipient", "message": "text"}.get(name, name) for name in differs]
+    what = f"its {', '.join(words)} {'differs' if len(words) == 1 else 'differ'}" if words else "its content differs"
     return invalid_arguments([{"path": path, "rule": "idempotency", "expected": expected}],
                              f"Message id {message_id} was already used for a different message: {what}.", differs=differs)
 
@@ -424,8 +425,7 @@ class Mailbox(MailFollowUp):
         return self.states([row], now)[0]
 
     def new_state(self, row: sqlite3.Row) -> MessageState:
-        """:meth:`state` of a message this process has just stored (no resolution, reminder
-        or push yet): known without a query."""
+        """:meth:`state` of a message this process has just stored (no resolution, reminder or push yet): known without a query."""
         return self._state_of(row, None, 0, None, None, now_ms())
 
     def states(self, rows: Sequence[sqlite3.Row], now: int | None = None) -> list[MessageState]:
@@ -681,7 +681,7 @@ class Mailbox(MailFollowUp):
                     existing = conn.execute("SELECT * FROM messages WHERE id = ?", (msg.id,)).fetchone()
                     if existing["content_hash"] != digest:
                         raise idempotency_refusal(msg.id, differing_fields(existing, msg), "messageId",
-                                                  "the same content as the first send with this id")
+                                                  "the same content as the first send with this id (a new message needs a new id)")
                     return existing, False
                 self._storing = (msg.id, row)
                 staged = self._stage("sent", msg.id, at, msg.sender.address, {"to": msg.recipient, "addressedTo": msg.to}, result)

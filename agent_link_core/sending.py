@@ -365,7 +365,7 @@ class Outbox:
         if not differs and (resolution is None or resolution["replyMessageId"] != reply_id):
             differs = ["replyToMessageId"]  # the same words stored as another message's answer
         if differs:
-            raise idempotency_refusal(reply_id, differs, "replyMessageId", "the same answer as the first call with this id")
+            raise idempotency_refusal(reply_id, differs, "replyMessageId", "the same answer as the first call with this id (a new answer needs a new id)")
         return True
 
 

@@ -243,10 +243,10 @@ def test_a_bad_setting_leaves_the_help_readable(isolated_env: Path, variable: st
 def test_a_path_that_is_no_utf8_is_refused_by_its_variable(isolated_env: Path, variable: str) -> None:
     """A path holding bytes that are no UTF-8 (here 0xFF) is the setting's fault, said once:
     no plugin is blamed for what it could not encode, and --json stays JSON."""
-    env = {variable: os.fsdecode(os.fsencode(str(isolated_env)) + b"/st\xffate")}
+    env = {variable: os.fsdecode(b"/tmp/st\xffate")}  # refused before anything is made there
     for args in (("health",), ("send", "team:bob", "hi", "--from", "team:alice")):
         done = run(*args, env=env)
         assert done.returncode == 1
-        one_line_error(done, variable, "valid UTF-8")
+        one_line_error(done, variable, "\\xffate", "not UTF-8")
     as_json = run("health", "--json", env=env)
     assert json.loads(as_json.stdout)["error"]["code"] == "invalid_arguments"

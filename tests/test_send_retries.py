@@ -55,10 +55,10 @@ async def test_other_content_under_a_used_key_is_refused_naming_what_differs(app
     assert out["error"]["code"] == "invalid_arguments"
     assert out["error"]["details"]["differs"] == ["message", "anticipation"]
     assert out["error"]["details"]["errors"][0] == {"path": "messageId", "rule": "idempotency",
-                                                     "expected": "the same content as the first send with this id"}
-    assert "message, anticipation differ" in out["error"]["message"]
+                                                     "expected": "the same content as the first send with this id (a new message needs a new id)"}
+    assert "its text, anticipation differ" in out["error"]["message"]  # the fields in words, their keys in details
     out = await call_tool(app, "message_agent", to="team:carol", message="one", messageId=mid)
-    assert out["error"]["details"]["differs"] == ["to"]
+    assert out["error"]["details"]["differs"] == ["to"] and "its recipient differs" in out["error"]["message"]
     out = await call_tool(app, "message_agent", to="team:bob", message="x", messageId="not-an-id")
     assert out["error"]["details"]["errors"][0]["path"] == "messageId"
     assert stored_count(app) == 1

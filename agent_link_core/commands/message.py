@@ -20,8 +20,7 @@ from agent_link_core.cli_run import (ENVELOPE, EXIT_TIMEOUT, FROM, JSON, NDJSON,
     FROM, JSON, NDJSON)
 def reply(ctx: Any, message_id: str, text: str | None, file: str | None, decline: bool, done: bool,
           envelope_format: str, from_address: str | None, as_json: bool, ndjson: bool, **named: Any) -> None:
-    """Answer MESSAGE_ID, a message addressed to the current session; the answer goes back
-    to its sender. TEXT `-` reads stdin."""
+    """Answer MESSAGE_ID, a message addressed to the current session; the answer goes back to its sender. TEXT `-` reads stdin."""
     if decline and done:
         usage_error("choose one of --decline and --done")
     kind = "decline" if decline else ("done" if done else None)

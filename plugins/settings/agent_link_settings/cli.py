@@ -19,7 +19,7 @@ import click
 
 from agent_link_core.cli import fail
 from agent_link_core.boundary import CORE_PLUGIN as CORE_PLUGIN_NAME
-from agent_link_core.config import CORE_SETTINGS, Setting, load_config
+from agent_link_core.config import CORE_SETTINGS, Setting, load_config, shown_raw
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.settings_file import SettingsEnv, read_file, settings_path, variable_name
 
@@ -72,7 +72,7 @@ def _typed(setting: Setting, raw: str) -> Any:
     # say what the value should be.
     if problems:
         expected = "; ".join(str(e.get("expected", "")) for e in problems[0].details.get("errors", [])) or problems[0].message
-        raise AgentLinkError("invalid_arguments", f"{setting.name} cannot be {raw!r}: expected {expected}.",
+        raise AgentLinkError("invalid_arguments", f"{setting.name} cannot be {shown_raw(raw)}: expected {expected}.",
                              {"setting": setting.name}, hint="Nothing was written.")
     if setting.kind == "flag":
         return bool(cfg.values[setting.name])
