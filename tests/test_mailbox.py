@@ -293,7 +293,8 @@ def test_a_reused_id_names_each_field_that_differs(box: Mailbox, changes: dict[s
         box.store_message(OutgoingMessage(**{**fields, **changes}))
     assert e.value.details["differs"] == named
     assert e.value.details["errors"][0]["rule"] == "idempotency"
-    assert f"its {', '.join(named)} {'differs' if len(named) == 1 else 'differ'}." in e.value.message
+    words = [{"from": "sender", "to": "recipient", "message": "text"}.get(name, name) for name in named]  # the keys said in words
+    assert f"its {', '.join(words)} {'differs' if len(named) == 1 else 'differ'}." in e.value.message
     assert box.get_row(mid)["body"] == "same"
 
 
