@@ -407,7 +407,8 @@ def mark_reply(app: App, me: Any, data: dict[str, Any]) -> None:
 
 def print_wait(app: App, d: dict[str, Any], show_envelope: bool) -> None:
     """Print a wait's answer (:func:`wait_all`) for people."""
-    echo(f"{d['outcome']} after {d['waitedMs']} ms")
+    when = f" (answered {d['resolution']['at']})" if d.get("resolution") else " (it came before the wait)" if d.get("arrivedBeforeWait") else ""
+    echo(f"{d['outcome']} after {d['waitedMs']} ms{when}")  # the answer may be older than the wait: said
     if d.get("reply"):
         print_messages(app, [d["reply"]], show_envelope)
 

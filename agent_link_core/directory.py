@@ -286,8 +286,7 @@ class Directory:
         }
 
     async def resolve_agent(self, query: str, *, harness: str = "all", limit: int = 10, caller: Caller | None = None) -> dict[str, Any]:
-        """Resolve an address, a bare id or fuzzy text; ``status`` is resolved, ambiguous or
-        not_found (a verdict, not an error)."""
+        """Resolve an address, a bare id or fuzzy text; ``status`` is resolved, ambiguous or not_found (a verdict, not an error)."""
         caller = caller or Caller()
         query = query.strip()
         out: dict[str, Any] = {"query": query, "best": None, "candidates": [], "via": None}

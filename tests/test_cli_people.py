@@ -267,6 +267,8 @@ def test_human_mail_is_safe_for_a_terminal_and_machine_forms_stay() -> None:
     assert run("reply", mid, "fine \x1b[5m", "--from", "team:bob").returncode == 0
     waited = run("wait", mid, "--from", "team:alice", "--timeout-ms", "0")
     assert waited.returncode == 0 and waited.stdout.startswith("reply after")
+    answered_at = json.loads(run("status", mid, "--from", "team:alice", "--json").stdout)["resolution"]["at"]
+    assert waited.stdout.splitlines()[0].endswith(f" ms (answered {answered_at})")  # an answer older than the wait says so
     assert "\x1b" not in waited.stdout and "fine \\u{001B}[5m" in waited.stdout
     assert "No open messages" in run("inbox", "--as", "team:bob").stdout
     everything = json.loads(run("inbox", "--as", "team:bob", "--all", "--json").stdout)
