@@ -121,7 +121,7 @@ class AgentLinkGroup(click.Group):
 def build_cli() -> click.Group:
     """A fresh root group (core commands filled in when looked up, plugins' on the first lookup)."""
 
-    @click.group(cls=AgentLinkGroup, epilog=EXIT_HELP)
+    @click.group(cls=AgentLinkGroup, epilog=EXIT_HELP, context_settings={"help_option_names": ["-h", "--help"]})
     @click.version_option(__version__, prog_name="agent-link")
     def cli() -> None:
         """agent-link: let AI coding agents on this machine find and message each other."""

@@ -443,3 +443,10 @@ def test_interrupting_a_command_that_does_not_wait_is_one_line_and_exit_130(isol
     assert err.splitlines() == ["agent-link send: stopped by Ctrl-C (what it had finished stays done)."], err
     assert out == ""
     assert json.loads(run("inbox", "--as", "team:bob", "--all", "--json").stdout)["messages"] == []  # nothing was sent
+
+
+@pytest.mark.parametrize("command", [(), ("send",), ("inbox",), ("wait",)])
+def test_dash_h_is_the_help(command: tuple[str, ...]) -> None:
+    """``-h`` is ``--help`` at the root and for every command (the fast path included)."""
+    short, long = core_process(*command, "-h"), core_process(*command, "--help")
+    assert short.returncode == 0 and short.stdout == long.stdout and short.stdout.startswith("Usage: agent-link"), short.stderr
