@@ -210,8 +210,7 @@ def score(session: Session, query: str) -> tuple[int, list[str]]:
 
 
 def rank(sessions: list[Session], query: str, limit: int) -> tuple[list[dict[str, Any]], bool, int]:
-    """``(candidates, ambiguous, tied count)``: the best ``limit`` by score, then last
-    activity; a tie at the top score is ambiguous."""
+    """``(candidates, ambiguous, tied count)``: the best ``limit`` by score, then last activity; a tie at the top score is ambiguous."""
     scored = []
     for s in sessions:
         points, reasons = score(s, query)

@@ -114,8 +114,7 @@ class LinkStreams:
 
 
 class _Stream:
-    """What the SDK's stream protocols ask of both sides besides reading or writing; ``inner``
-    is the transport's stream of that side."""
+    """What the SDK's stream protocols ask of both sides besides reading or writing; ``inner`` is the transport's stream of that side."""
 
     def __init__(self, link: LinkStreams, inner: Any) -> None:
         self._link = link

@@ -174,8 +174,7 @@ class Harness:
     caller_arguments: tuple[str, ...] = ()
 
     def accepted_send_options(self) -> frozenset[str]:
-        """Every ``message_agent`` option this harness honours (:attr:`send_options` and the
-        names of :attr:`send_option_specs`)."""
+        """Every ``message_agent`` option this harness honours (:attr:`send_options` and the names of :attr:`send_option_specs`)."""
         return frozenset(self.send_options) | {o.name for o in self.send_option_specs}
 
     def attach(self, app: Any) -> None:

@@ -92,8 +92,7 @@ class MailFollowUp:
         self.record_event(message_id, "push_settled", None, None, {"outcome": outcome, **(data or {})})
 
     def last_push_settled(self, message_id: str) -> dict[str, Any] | None:
-        """The data of the message's newest ``push_settled`` event (``{"outcome", ...}``), or
-        None when no push of it was ever settled."""
+        """The data of the message's newest ``push_settled`` event (``{"outcome", ...}``), or None when no push of it was ever settled."""
         row = self.store.conn.execute(
             "SELECT data FROM message_events WHERE message_id = ? AND kind = 'push_settled' ORDER BY seq DESC LIMIT 1",
             (message_id,)).fetchone()

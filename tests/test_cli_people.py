@@ -450,3 +450,13 @@ def test_dash_h_is_the_help(command: tuple[str, ...]) -> None:
     """``-h`` is ``--help`` at the root and for every command (the fast path included)."""
     short, long = core_process(*command, "-h"), core_process(*command, "--help")
     assert short.returncode == 0 and short.stdout == long.stdout and short.stdout.startswith("Usage: agent-link"), short.stderr
+
+
+def test_inbox_all_says_when_its_listing_was_cut() -> None:
+    """``--all`` lists the newest ``--limit`` messages; a full listing says how to see older ones."""
+    for n in range(3):
+        assert run("send", "team:bob", f"note {n}", "--from", f"team:sender{n}").returncode == 0
+    cut = run("inbox", "--as", "team:bob", "--all", "--limit", "2").stdout
+    assert "note 2" in cut and "note 0" not in cut
+    assert "These are the newest 2; older ones: agent-link inbox --as team:bob --all --limit 10." in cut
+    assert "These are the newest" not in run("inbox", "--as", "team:bob", "--all", "--limit", "3").stdout

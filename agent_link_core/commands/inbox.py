@@ -86,10 +86,12 @@ def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, mark_read: b
     # read without marking; what was shown is marked once the output is written (show_then_mark)
     app.require_caller(caller)
     mark, warnings = app.begin_inbox_read(caller, not peek)
+    cut = False  # --all: a listing that left older mail out
     if all_mail:
         data = app.inbox(caller, limit=limit, mark=False)
         # what agent_link_mailbox_inspect lists of the mail addressed to the reader
-        data["messages"] = app.inspect(caller, to_address=caller.address, limit=limit, include_bodies=True)["messages"]
+        listed = app.inspect(caller, to_address=caller.address, limit=limit + 1, include_bodies=True)["messages"]
+        data["messages"], cut = listed[:limit], len(listed) > limit  # one more than shown: are there older ones?
         data["renderedBlock"] = "\n".join(view.pop("envelope") for view in data["messages"])
     else:
         data = budget.inbox(app, caller, budget.caller_budget(app, caller), limit=limit, mark=False,
@@ -117,6 +119,9 @@ def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, mark_read: b
         left = d["remainingCount"] - sum(1 for m in d["messages"] if m.get("deliveredAt") is None)
         if d.get("more") and left > 0:
             echo(f"{left} more message(s) wait: run agent-link inbox again.")
+        if all_mail and cut:  # the listing was cut: said, as unread mail left over is
+            who = f" --as {d['address']}" if as_address else ""
+            echo(f"These are the newest {limit}; older ones: agent-link inbox{who} --all --limit {min(limit * 5, 100)}." if limit < 100 else "These are the newest 100.")
         echo("Answer one with: agent-link reply MESSAGE_ID TEXT [--decline | --done]")
 
     def mark_shown() -> None:
