@@ -575,8 +575,7 @@ class Mailbox(MailFollowUp):
         return self.store.conn.execute(sql + " ORDER BY sent_at, id LIMIT ?", (recipient, limit)).fetchall()
 
     def open_expectations(self, visibility: Visibility, limit: int) -> list[sqlite3.Row]:
-        """Open reply/action mail (not fyi) that ``visibility`` may read, oldest first, at most
-        ``limit`` rows: what every agent waits on."""
+        """Open reply/action mail (not fyi) that ``visibility`` may read, oldest first, at most ``limit`` rows: what every agent waits on."""
         # No index starts with ``open``: walk the recipients on (recipient, open, sent_at), one
         # seek each, so the cost follows the recipients and the open mail, not all mail stored.
         where, params = visibility.sql("m")

@@ -44,7 +44,7 @@ SCHEMA_MIGRATIONS_SQL = (
     " PRIMARY KEY (owner, version))"
 )
 # SQLite primary result codes (https://www.sqlite.org/rescode.html).
-SQLITE_BUSY, SQLITE_LOCKED, SQLITE_READONLY, SQLITE_IOERR, SQLITE_CORRUPT, SQLITE_FULL, SQLITE_NOTADB = 5, 6, 8, 10, 11, 13, 26
+SQLITE_BUSY, SQLITE_LOCKED, SQLITE_READONLY, SQLITE_IOERR, SQLITE_CORRUPT, SQLITE_FULL, SQLITE_CANTOPEN, SQLITE_NOTADB = 5, 6, 8, 10, 11, 13, 14, 26
 STORAGE_FAILURES = frozenset({SQLITE_BUSY, SQLITE_LOCKED, SQLITE_READONLY, SQLITE_IOERR, SQLITE_CORRUPT, SQLITE_FULL, SQLITE_NOTADB})
 
 
@@ -214,7 +214,9 @@ def database_error(path: str, exc: sqlite3.Error | OSError, busy_timeout_ms: int
     if code == SQLITE_READONLY:
         return _io_error(path, "read_only", type(exc).__name__, f"The agent-link database {path} is read-only for this process ({exc}).",
                          "Give the user running agent-link write access to the file and its folder.")
-    return _io_error(path, "io_error", type(exc).__name__, f"The agent-link database {path} could not be used ({exc}).",
+    folder = os.path.dirname(path) or "."  # SQLite says "unable to open" where it cannot make its journal: said as what it is
+    why = f"{exc}: its folder {folder} is not writable" if code == SQLITE_CANTOPEN and not os.access(folder, os.W_OK) else str(exc)
+    return _io_error(path, "io_error", type(exc).__name__, f"The agent-link database {path} could not be used ({why}).",
                      "Check the disk and the file's permissions, then retry.")
 
 

@@ -250,3 +250,14 @@ def test_a_path_that_is_no_utf8_is_refused_by_its_variable(isolated_env: Path, v
         one_line_error(done, variable, "\\xffate", "not UTF-8")
     as_json = run("health", "--json", env=env)
     assert json.loads(as_json.stdout)["error"]["code"] == "invalid_arguments"
+
+
+def test_a_write_in_a_state_dir_it_cannot_write_says_so(isolated_env: Path) -> None:
+    """SQLite says only "unable to open database file" when it cannot make its journal in a
+    read-only folder: a send or a reply says the folder is not writable, in one line."""
+    assert run("send", "test:bob", "first", "--from", "test:alice").returncode == 0
+    with unwritable(isolated_env):
+        for args in (("send", "test:bob", "second", "--from", "test:alice"), ("reply", "0" * 26, "x", "--from", "test:bob")):
+            done = run(*args)
+            assert done.returncode == 1
+            one_line_error(done, f"its folder {isolated_env} is not writable")

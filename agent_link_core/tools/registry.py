@@ -160,8 +160,7 @@ MAX_REMEMBERED_SCHEMAS = 4096
 
 
 def _schema_key(schema: Any) -> str | None:
-    """SHA-256 of the exact JSON text (``1``, ``1.0``, ``true`` apart); None unless plain JSON
-    (a tuple is no array to the meta-schema)."""
+    """SHA-256 of the exact JSON text (``1``, ``1.0``, ``true`` apart); None unless plain JSON (a tuple is no array to the meta-schema)."""
     def plain(value: Any) -> bool:
         if type(value) is dict:
             return all(type(k) is str and plain(v) for k, v in value.items())
