@@ -46,7 +46,7 @@ class Record:
         return tuple(getattr(self, name) for name in self._fields)
 
     def replace(self, **changes: Any) -> Any:
-        """A copy with ``changes`` (field name -> value), built through ``__init__``. :raises TypeError: a name that is no field."""
+        """A copy with ``changes`` (field name -> value), built through ``__init__`` (``TypeError`` for a name that is no field)."""
         return type(self)(**{**{name: getattr(self, name) for name in self._fields}, **changes})
 
     def __setattr__(self, name: str, value: Any) -> None:

@@ -62,7 +62,7 @@ def send(ctx: Any, target: str, text: str | None, file: str | None, message_id: 
     body = message_text(text, file)
     if not target.strip():
         usage_error("TARGET is empty: give an address, a contact alias or a session id")
-    # an address's shape (x:y, :y) that is none: refused, saying what an address is (plugins resolve other colons: ep_…:<id>)
+    # an address's shape (x:y, :y) that is none: refused, saying what an address is (other colons: plugins' composite targets)
     if re.fullmatch(r"([A-Za-z][A-Za-z0-9-]*)?:.*", target.strip()) and (problem := address_error(target.strip(), "to")):
         fail(problem)
     if reply_by is not None:
