@@ -116,12 +116,15 @@ def test_a_wait_whose_claude_died_ends_and_leaves_the_mail_it_found_unread(
         assert server.ppid() == claude.pid
         [holder] = server.children()
         try:
-            freeze(pid=pid)  # so the server cannot notice its client's death before Bob's mail is stored
-            claude.kill()
-            claude.wait(10)
+            freeze(pid=pid)  # the server sees Bob's mail only once its client is gone
+            # sent while Claude still runs: a session killed this early may have no transcript
+            # yet, and a send to a session nobody can find is refused (CI, Claude Code 2.1.197)
             out = CliRunner().invoke(build_cli(), ["send", address, "are you there?", "--from", "team:bob", "--json"],
                                      catch_exceptions=False)
             sent = json.loads(out.stdout)["messageId"]
+            assert sent, out.stdout
+            claude.kill()
+            claude.wait(10)
         finally:
             os.kill(pid, signal.SIGCONT)
         server.wait(10)  # psutil.TimeoutExpired: the orphaned server still runs
