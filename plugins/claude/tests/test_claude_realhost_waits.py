@@ -89,9 +89,9 @@ def test_a_wait_whose_claude_died_ends_and_leaves_the_mail_it_found_unread(
 ) -> None:
     """Claude Code is killed (SIGKILL: no goodbye to its servers) while its model waits for Bob,
     and a child of the agent-link server holds the server's stdin open (as a program a plugin
-    started would), so no end of input says that the client is gone. Bob's message comes after:
-    the server exits by itself (its orphan watch) and what its wait found is not counted as
-    delivered (no model could see it): the session's next read gets it."""
+    started would), so no end of input says that the client is gone. The server sees Bob's
+    message only after that: it exits by itself (its orphan watch) and what its wait found is
+    not counted as delivered (no model could see it): the session's next read gets it."""
     host, config = plain_server_host(tmp_path, stub, isolated_env, AGENT_LINK_DISABLE_CLAUDE_INBOX="1")
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(host.config_dir))
     spec = json.loads(config.read_text())
