@@ -418,6 +418,7 @@ def message_text(text: str | None, path: str | None) -> str:
     limit plus one byte, so a huge input is refused without being held in memory). A refusal ends the
     command (:func:`fail`): ``invalid_arguments`` (neither or both given, unreadable file, not
     UTF-8), ``body_too_large`` (limit in UTF-8 bytes)."""
+    from agent_link_core.config import not_utf8
     from agent_link_core.envelope import MAX_BODY_BYTES
     from agent_link_core.errors import invalid_arguments
 
@@ -425,7 +426,7 @@ def message_text(text: str | None, path: str | None) -> str:
         fail(invalid_arguments([{"path": "message", "rule": "required", "expected": "exactly one of TEXT, - (stdin) or --file PATH"}]))
     if text is not None and text != "-":
         # argv bytes that are not UTF-8 are lone surrogates (PEP 383): refused, as from a file
-        bad = next((i for i, ch in enumerate(text) if "\udc80" <= ch <= "\udcff"), None)
+        bad = next((i for i, ch in enumerate(text) if not_utf8(ch)), None)
         if bad is not None:
             fail(invalid_arguments([{"path": "message", "rule": "utf8",
                                      "expected": f"UTF-8 text (TEXT has an invalid byte at character {bad})"}]))
@@ -574,9 +575,8 @@ def guarded(run: Callable[[], Any]) -> Any:
             record_damage(path, None, str(exc))
         fail(database_error(path, exc))
     except UnicodeEncodeError as exc:
-        # an argument holding bytes that are not UTF-8 (Python keeps them as lone surrogates,
-        # PEP 383) reached text that must be UTF-8 (the database, JSON): refused as bad input
-        bad = next((i for i, arg in enumerate(sys.argv[1:], 1) if any("\udc80" <= ch <= "\udcff" for ch in arg)), None)
+        from agent_link_core.config import not_utf8  # an argument's bytes that are no UTF-8 reached the database or JSON: bad input
+        bad = next((i for i, arg in enumerate(sys.argv[1:], 1) if not_utf8(arg)), None)
         if bad is None:
             raise_internal(exc)
         from agent_link_core.errors import invalid_arguments

@@ -150,15 +150,20 @@ def parse_path(name: str, raw: str, home: str | None = None) -> str:
         value = base + value[1:]
     if not os.path.isabs(value):
         raise _bad(name, "absolute_path", "an absolute path or one starting with ~/", raw)
-    if any("\udc80" <= c <= "\udcff" for c in value):  # bytes that are no UTF-8 (surrogate escapes): no JSON, log or host carries them
+    if not_utf8(value):  # no JSON, log or host carries such a name
         raise _bad(name, "utf8_path", "a path in UTF-8 (it has a byte that is not UTF-8)", raw)
     return os.path.normpath(value)
+
+
+def not_utf8(text: str) -> bool:
+    """Whether ``text`` holds bytes that are no UTF-8 (PEP 383 keeps them as lone surrogates U+DC80-U+DCFF)."""
+    return any("\udc80" <= c <= "\udcff" for c in text)
 
 
 def shown_raw(raw: str) -> str:
     """``raw`` quoted for an error line: cut to 60 characters, bytes that are no UTF-8 as ``\\xff``."""
     text = raw if len(raw) <= 60 else raw[:57] + "..."
-    return repr(os.fsencode(text))[1:] if any("\udc80" <= c <= "\udcff" for c in text) else repr(text)
+    return repr(os.fsencode(text))[1:] if not_utf8(text) else repr(text)
 
 
 def _bad(name: str, rule: str, expected: str, raw: str) -> AgentLinkError:

@@ -103,8 +103,7 @@ class PromptHook(Struct, frozen=True):
 
 
 def check_prompt_hook(record: Any) -> None:
-    """Refuse a prompt-hook record that is not a :class:`~agent_link_core.records.PromptHook`
-    with a harness name and a dotted module path."""
+    """Refuse a prompt-hook record that is not a :class:`~agent_link_core.records.PromptHook` with a harness name and a dotted module path."""
     from agent_link_core.addresses import is_harness_name, is_module_path
     from agent_link_core.errors import Refused
 

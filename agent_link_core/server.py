@@ -166,8 +166,7 @@ async def serve_streams(app: App, read_stream: Any, write_stream: Any) -> None:
 
 
 async def _reminder_loop(app: App) -> None:
-    """Refresh the prompt-hook registry, then sweep due reminders every
-    :data:`~agent_link_core.reminders.SWEEP_INTERVAL_MS` while serving."""
+    """Refresh the prompt-hook registry, then sweep due reminders every :data:`~agent_link_core.reminders.SWEEP_INTERVAL_MS` while serving."""
     try:
         refresh_registry(app.config.state_dir, app.hooks)
     except Exception:  # the hook rebuilds it itself; a failure here only costs that

@@ -40,8 +40,7 @@ class SettingsEnv(dict):  # type: ignore[type-arg]
 
 
 def settings_path(env: Mapping[str, str] | None = None) -> str:
-    """``$AGENT_LINK_CONFIG``, else ``$XDG_CONFIG_HOME/agent-link/config.toml``, else
-    ``~/.config/agent-link/config.toml``; ``~`` expanded."""
+    """``$AGENT_LINK_CONFIG``, else ``$XDG_CONFIG_HOME/agent-link/config.toml``, else ``~/.config/agent-link/config.toml``; ``~`` expanded."""
     env = os.environ if env is None else env
     explicit = env.get("AGENT_LINK_CONFIG")
     return os.path.expanduser(explicit) if explicit else _xdg(env, "XDG_CONFIG_HOME", ".config", "config.toml")

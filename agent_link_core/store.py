@@ -302,8 +302,7 @@ class Store:
     # -- opening -----------------------------------------------------------------------
 
     def _create(self) -> None:
-        """Create the database under a temporary name, then link it into place: no process
-        ever sees an empty or half-made file at the path."""
+        """Create the database under a temporary name, then link it into place: no process ever sees an empty or half-made file at the path."""
         for leftover in (self.path + "-wal", self.path + "-shm"):
             # the path checked again: a process starting at the same moment may have made the database since
             if os.path.exists(leftover) and os.path.getsize(leftover) > 0 and not os.path.lexists(self.path):

@@ -73,8 +73,7 @@ class Waits:
         self.waiting: dict[str, int] = {}
 
     def held_by_wait(self, row: Any) -> bool:
-        """True when a running wait of the message's recipient, in this process or another
-        (:func:`held`), is about to return this message."""
+        """True when a running wait of the message's recipient, in this process or another (:func:`held`), is about to return this message."""
         if f"reply:{row['reply_to']}" in self.waiting or f"from:{row['from_addr']}" in self.waiting:
             return True
         return held(self.store, row)
