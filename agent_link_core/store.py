@@ -1,20 +1,16 @@
 """The SQLite state database: connection, permissions, transactions, migrations.
 
-One database file (``<state dir>/agent-link.db`` unless ``AGENT_LINK_MAILBOX_PATH`` names
-another) shared by every agent-link process, in WAL mode with a busy timeout; every change is
-one short ``BEGIN IMMEDIATE`` transaction, exactly-once side effects are UNIQUE constraints.
-The state dir is created 0700, the database 0600. Schema changes are :class:`Migration`
-records contributed through ``agent_link_schema`` (the core's too), each ``(owner,
-version)`` applied once, in order, recorded in ``schema_migrations``.
+One file (``<state dir>/agent-link.db`` unless ``AGENT_LINK_MAILBOX_PATH`` names another; dir 0700, file 0600)
+shared by every agent-link process in WAL mode; every change is one short ``BEGIN IMMEDIATE`` transaction,
+exactly-once side effects are UNIQUE constraints. Schema changes are :class:`Migration` records from
+``agent_link_schema`` (the core's too), each ``(owner, version)`` applied once, in order (``schema_migrations``).
 
-So that nothing acknowledged is lost, writes are guarded (docs/storage.md, "The database
-file"): a file deleted or replaced under running processes (reason ``replaced``, what can
-still be read is saved to ``<db>.rescued-<inode>``), corruption SQLite reports (recorded in
-``<db>.damaged``, reason ``corrupt``, reads go on), a path holding anything but an agent-link
-database (``not_agent_link``) and a WAL left by a database moved while open (``orphan_wal``)
-are all refused with ``state_io_error``; a lock held past the busy timeout is ``state_busy``.
-A WAL above :data:`WAL_LIMIT_BYTES` is checkpointed after a write, and every commit wakes
-the processes waiting on the database (:mod:`agent_link_core.wake`).
+So that nothing acknowledged is lost, writes are refused with ``state_io_error`` (docs/storage.md, "The
+database file") for a file deleted or replaced under running processes (reason ``replaced``; what can still be
+read is saved to ``<db>.rescued-<inode>``), corruption SQLite reports (``corrupt``, recorded in ``<db>.damaged``;
+reads go on), a path holding something else (``not_agent_link``) and a WAL left by a database moved while open
+(``orphan_wal``); a lock held past the busy timeout is ``state_busy``. A WAL above :data:`WAL_LIMIT_BYTES` is
+checkpointed after a write; every commit wakes the processes waiting on the database (:mod:`agent_link_core.wake`).
 
 Only light standard modules are imported: the hook fast path uses this module.
 """
@@ -156,15 +152,6 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def recovery_step(path: str) -> str:
-    """The exact steps that rebuild a damaged database (for hints and health)."""
-    return (
-        "Stop every agent-link process (close the agent sessions and hosts using it), then rebuild it with the "
-        f"sqlite3 shell: sqlite3 '{path}' .recover | sqlite3 '{path}.recovered' && mv '{path}' '{path}.damaged-copy' "
-        f"&& mv '{path}.recovered' '{path}'; start the sessions again."
-    )
-
-
 def _result_code(exc: BaseException) -> int | None:
     code = getattr(exc, "sqlite_errorcode", None)
     if isinstance(code, int):
@@ -199,7 +186,7 @@ def database_error(path: str, exc: sqlite3.Error | OSError, busy_timeout_ms: int
     """The error for a failed database operation, by SQLite's (or the OS's) own verdict.
 
     ``state_busy`` for a lock timeout; ``state_io_error`` with ``details.reason``
-    ``disk_full``, ``corrupt`` (with :func:`recovery_step`), ``read_only`` or ``io_error``.
+    ``disk_full``, ``corrupt`` (:func:`corrupt_error`), ``read_only`` or ``io_error``.
     """
     code = _result_code(exc)
     if isinstance(exc, OSError):
@@ -225,9 +212,12 @@ def _io_error(path: str, reason: str, errno: str, message: str, hint: str, **det
 
 
 def corrupt_error(path: str, found: str) -> AgentLinkError:
-    """``state_io_error`` (reason ``corrupt``) with :func:`recovery_step` as the hint."""
+    """``state_io_error`` (reason ``corrupt``); the hint gives the exact steps that rebuild the database."""
     return _io_error(path, "corrupt", "SQLITE_CORRUPT", f"SQLite reports the agent-link database {path} as damaged ({found}); writes are "
-                     "refused so nothing more is lost, reads still work where they can.", recovery_step(path))
+                     "refused so nothing more is lost, reads still work where they can.",
+                     "Stop every agent-link process (close the agent sessions and hosts using it), then rebuild it with the "
+                     f"sqlite3 shell: sqlite3 '{path}' .recover | sqlite3 '{path}.recovered' && mv '{path}' '{path}.damaged-copy' "
+                     f"&& mv '{path}.recovered' '{path}'; start the sessions again.")
 
 
 def integrity(conn: sqlite3.Connection) -> str:
@@ -245,8 +235,8 @@ def not_ours_error(path: str, why: str) -> AgentLinkError:
 
 
 def record_damage(path: str, identity: tuple[int, int] | None, reason: str) -> None:
-    """Write ``<path>.damaged`` (0600) naming the damaged file by ``(device, inode)``
-    (None: the file now at ``path``); every process then refuses writes to that file."""
+    """Write ``<path>.damaged`` (0600) naming the damaged file by ``identity`` ``(device, inode)`` (None: the file now at ``path``);
+    every process then refuses writes to that file."""
     try:
         if identity is None:
             st = os.stat(path)
@@ -259,15 +249,12 @@ def record_damage(path: str, identity: tuple[int, int] | None, reason: str) -> N
 class Store:
     """A connection to the state database for one process (or one thread).
 
-    :param path: database file; its directory is created 0700, the file 0600. An existing
-        file must be an agent-link database (never chmodded or converted otherwise).
+    :param path: database file (folder made 0700, file 0600); an existing file must be an agent-link database (never chmodded otherwise).
     :param migrations: migrations to apply on open (the core's plus plugins').
     :param wal_limit_bytes: WAL size above which a write ends with a ``TRUNCATE`` checkpoint.
-    :param busy_timeout_ms: how long a write waits for another process's write lock
-        (default :data:`BUSY_TIMEOUT_MS`, read when the Store is made).
-    :raises AgentLinkError: ``state_io_error`` when the file cannot be opened, is not an
-        agent-link database (reason ``not_agent_link``), or a WAL of a database moved while
-        open lies there (``orphan_wal``); ``state_busy`` when a migration waited too long.
+    :param busy_timeout_ms: how long a write waits for another process's write lock (default :data:`BUSY_TIMEOUT_MS`).
+    :raises AgentLinkError: ``state_io_error`` when the file cannot be opened, is not an agent-link database (reason
+        ``not_agent_link``) or a WAL of a database moved while open lies there (``orphan_wal``); ``state_busy`` when a migration waited too long.
     """
 
     def __init__(
@@ -280,7 +267,7 @@ class Store:
         self.identity: tuple[int, int] | None = None
         self._savepoints = 0
         ensure_private_dir(os.path.dirname(self.path) or ".")
-        with self._opening(self.busy_timeout_ms):
+        with self._opening():
             if not os.path.lexists(self.path):
                 self._create()
             self._check_file()
@@ -333,10 +320,9 @@ class Store:
                     os.unlink(name)
 
     def _check_file(self) -> None:
-        """Refuse a path that is not a regular, non-empty file, by ``stat`` alone: opening and
-        closing it here would drop every POSIX lock this process holds on it
-        (https://www.sqlite.org/howtocorrupt.html section 2.2), and another process could
-        then delete the WAL this one still writes. The header is SQLite's to check."""
+        """Refuse a path that is not a regular, non-empty file, by ``stat`` alone: opening and closing it here would drop every POSIX
+        lock this process holds on it (https://www.sqlite.org/howtocorrupt.html 2.2), so another process could delete the WAL it
+        still writes. The header is SQLite's to check."""
         if not os.path.isfile(self.path):
             raise not_ours_error(self.path, "it is a directory or a special file")
         if os.path.getsize(self.path) == 0:
@@ -353,7 +339,7 @@ class Store:
             raise not_ours_error(self.path, "an SQLite file without agent-link's tables")
 
     @contextlib.contextmanager
-    def _opening(self, busy_timeout_ms: int | None) -> Iterator[None]:
+    def _opening(self) -> Iterator[None]:
         """On a failure to open, the connection is closed and the store's own error raised."""
         try:
             yield
@@ -361,19 +347,17 @@ class Store:
             if getattr(self, "conn", None) is not None:
                 self.conn.close()
             if isinstance(exc, sqlite3.Error):
-                raise database_error(self.path, exc, busy_timeout_ms) from exc
+                raise database_error(self.path, exc, self.busy_timeout_ms) from exc
             if isinstance(exc, OSError):
                 raise state_io_error(self.path, exc) from exc
             raise
 
     @classmethod
     def open_read_only(cls, path: str | os.PathLike[str]) -> Store:
-        """Open an existing database only to read it, creating and changing nothing (for a
-        state dir this process cannot write); its :meth:`write` fails. Without a ``-shm``
-        file the database is read as it stands (``immutable``), without its WAL's newest pages.
+        """Open an existing database only to read it, creating and changing nothing (for a state dir this process cannot write); its
+        :meth:`write` fails. Without a ``-shm`` file it is read as it stands (``immutable``), without its WAL's newest pages.
 
-        :raises AgentLinkError: ``state_io_error`` when the file is missing, unreadable or not
-            an agent-link database (reason ``not_agent_link``).
+        :raises AgentLinkError: ``state_io_error`` when the file is missing, unreadable or not an agent-link database (``not_agent_link``).
         """
         from urllib.parse import quote
 
@@ -382,7 +366,7 @@ class Store:
         store.busy_timeout_ms, store.wal_limit_bytes, store._savepoints = BUSY_TIMEOUT_MS, WAL_LIMIT_BYTES, 0
         store.identity = None
         uri = "file:" + quote(os.path.abspath(store.path))
-        with store._opening(None):
+        with store._opening():
             store._check_file()
             st = os.stat(store.path)
             for params in ("?mode=ro", "?mode=ro&immutable=1"):
@@ -400,19 +384,14 @@ class Store:
 
     @classmethod
     def open_existing(cls, path: str | os.PathLike[str], *, busy_timeout_ms: int | None = None) -> Store | None:
-        """Open the database only if it exists (the hook's fast path); else ``None``.
-
-        :param busy_timeout_ms: how long a statement waits for another process's lock
-            (default :data:`BUSY_TIMEOUT_MS`).
-        """
+        """Open the database only if it exists (the hook's fast path; ``busy_timeout_ms`` as for :class:`Store`); else ``None``."""
         if not os.path.exists(path):
             return None
         return cls(path, busy_timeout_ms=busy_timeout_ms)
 
     def close(self) -> None:
-        """Close the connection. When the path no longer holds this file, what it still reads
-        is first saved beside the path (:meth:`replaced`): the last close of a deleted file
-        would otherwise take every acknowledged message with it."""
+        """Close the connection. When the path no longer holds this file, what it still reads is first saved beside the path
+        (:meth:`replaced`): the last close of a deleted file would otherwise take every acknowledged message with it."""
         if self.identity is not None:
             with contextlib.suppress(Exception):  # closing must not fail; the copy is the best effort left
                 self.replaced()
@@ -426,8 +405,7 @@ class Store:
         return self.path + ".damaged"
 
     def replaced(self) -> AgentLinkError | None:
-        """The refusal when the configured path no longer holds the file this connection
-        writes (deleted, moved away, or another file put there); else None. One ``stat``."""
+        """The refusal when the path no longer holds the file this connection writes (deleted, moved, replaced); else None. One ``stat``."""
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
@@ -501,9 +479,8 @@ class Store:
             raise problem
 
     def check_health(self) -> dict[str, Any]:
-        """The database part of health: ``ok``, ``integrity`` (quick_check; a failure is
-        recorded as damage), ``walBytes``, ``walLimitBytes``, and ``problem`` (the refusal's
-        ``{code, message, details, hint}``) when not ok."""
+        """The database part of health: ``ok``, ``integrity`` (quick_check; a failure is recorded as damage), ``walBytes``,
+        ``walLimitBytes``, and when not ok ``problem`` (the refusal's ``{code, message, details, hint}``)."""
         problem = self.replaced()
         verdict = integrity(self.conn)
         if problem is None and verdict != "ok":
@@ -529,15 +506,12 @@ class Store:
 
     @contextlib.contextmanager
     def write(self, *, wait: bool = True) -> Iterator[sqlite3.Connection]:
-        """One short write transaction (``BEGIN IMMEDIATE``), rolled back on any error; inside
-        another write of this connection, a savepoint of it (an observer writes in the
-        transaction of the change it records).
+        """One short write transaction (``BEGIN IMMEDIATE``), rolled back on any error; inside another write of this connection, a
+        savepoint of it (an observer writes in the transaction of the change it records).
 
-        :param wait: False for a note a read makes on the way: ``state_busy`` at once while
-            another process holds the write lock, so reads never wait on writers.
-        :raises AgentLinkError: the refusal of :meth:`check_writable`; ``state_busy`` when
-            the write lock stayed taken past the busy timeout (at once without ``wait``);
-            ``state_io_error`` for a full disk or a damaged file (see :func:`database_error`).
+        :param wait: False for a note a read makes on the way: ``state_busy`` at once while another process holds the write lock.
+        :raises AgentLinkError: the refusal of :meth:`check_writable`; ``state_busy`` when the write lock stayed taken past the busy
+            timeout (at once without ``wait``); ``state_io_error`` for a full disk or a damaged file (:func:`database_error`).
         """
         if self.conn.in_transaction:
             self._savepoints += 1
@@ -590,9 +564,8 @@ class Store:
 
         :raises sqlite3.Error: when a migration's SQL fails (nothing of it is kept).
         """
-        wanted = sorted(migrations, key=lambda m: (m.owner != "core", m.owner, m.version))
         done = self.applied()
-        for migration in wanted:
+        for migration in sorted(migrations, key=lambda m: (m.owner != "core", m.owner, m.version)):
             if (migration.owner, migration.version) in done:
                 continue
             with self.write() as conn:
