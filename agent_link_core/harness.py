@@ -5,14 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 
-from agent_link_core.harness_decl import (  # noqa: F401 - plugins import them from here
-    HARNESS_NAME_RE,
-    HarnessDeclaration,
-    HarnessTable,
-    OutputBudget,
-    SenderOption,
-    check_harness,
-)
+from agent_link_core.harness_decl import HARNESS_NAME_RE, HarnessDeclaration, OutputBudget, SenderOption  # noqa: F401 - plugins import them from here
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.lazy import Struct, field
 from agent_link_core.model import Caller, Session
@@ -183,7 +176,6 @@ class Harness:
 
     async def aclose(self) -> None:
         """Release what the harness holds (connections, child processes), once, at shutdown."""
-        return None
 
     def identify_caller(self, meta: Mapping[str, Any], env: Mapping[str, str]) -> Caller | None:
         """Who is calling, from a tool call's MCP ``_meta`` and the process environment.
@@ -194,7 +186,6 @@ class Harness:
             with ``evidence`` only when the host's own records tie this process to the session
             (:mod:`agent_link_core.identity`).
         """
-        return None
 
     async def list_sessions(self, *, include_archived: bool = False, limit: int = 200) -> SessionListing:
         """All sessions this harness can see, up to ``limit`` (newest first preferred)."""
@@ -202,7 +193,6 @@ class Harness:
 
     async def get_session(self, session_id: str) -> Session | None:
         """One session by id (without the scheme), archived ones included; None if unknown."""
-        return None
 
     async def deliver(self, message: dict[str, Any], envelope: str, options: Mapping[str, Any]) -> Delivery:
         """Push a stored message into its recipient session.
@@ -221,7 +211,6 @@ class Harness:
         returning ``{"outcome": "turn_completed"|"idle", ...}`` (extra fields declared in
         :attr:`wait_result_fields`) once the session's activity ends the wait, or None to keep
         waiting. None (the default): wait for messages only. May raise AgentLinkError."""
-        return None
 
     async def prepare_health(self, options: Mapping[str, Any]) -> None:
         """Called by ``agent_link_health`` before :meth:`health` with the given arguments among
@@ -235,7 +224,6 @@ class Harness:
         :returns: a delivered :class:`Delivery` (``via``, ``evidence``) when the session has it
             now; None when there is no new evidence. The default finds none.
         """
-        return None
 
     def mcp_capabilities(self, app: Any) -> dict[str, dict[str, Any]]:
         """Experimental MCP capabilities to advertise at ``initialize`` (``{name: {}}``)."""
@@ -251,7 +239,6 @@ class Harness:
         """Background work of an MCP server process (e.g. pushing new mail), started before the
         client's first message and cancelled when the connection ends: check ``peer.era`` /
         ``peer.initialized`` before writing notifications. The default does nothing."""
-        return None
 
     def health(self) -> dict[str, Any]:
         """This harness's health section (cheap, never raises)."""
