@@ -1,15 +1,14 @@
 """The message lifecycle: send, deliver, read, resolve, reminders, expiry.
 
-A message is a row (queued) that only evidence moves forward: a push the host confirmed or
-an inbox read (delivered), then one resolution by the recipient (reply / decline / done).
-Status is computed on read from the clock, so no timer runs (docs/behaviour.md §8):
+A message is a row (queued) that only evidence moves forward: a push the host confirmed or an inbox read
+(delivered), then one resolution by the recipient (reply / decline / done). Status is computed on read from
+the clock, so no timer runs (docs/behaviour.md §8):
 
 * ``fyi`` messages have no status and are never reminded;
-* the reminder clock starts at first delivery; reminder ``n+1`` is due one interval after
-  the later of first delivery and reminder ``n``, up to ``AGENT_LINK_REMINDER_LIMIT``;
-* one interval after the last reminder (or after delivery when the limit is 0) an
-  unresolved message becomes ``unresolved``; past ``replyBy`` it is ``expired``, whichever
-  came first; a later resolution is still accepted and marked ``late``.
+* reminder ``n+1`` is due one interval after the later of first delivery and reminder ``n``, up to
+  ``AGENT_LINK_REMINDER_LIMIT``;
+* one interval after the last reminder (or after delivery when the limit is 0) an unresolved message becomes
+  ``unresolved``; past ``replyBy`` it is ``expired``, whichever came first; a later resolution is marked ``late``.
 """
 
 from __future__ import annotations
@@ -66,9 +65,8 @@ def batches(ids: Sequence[str]) -> Iterator[tuple[list[str], str]]:
 
 
 def new_message_id() -> str:
-    """A new ULID (26 Crockford base-32 characters: 48 bits of epoch ms, 80 random bits),
-    increasing within the process as python-ulid's ``ULID()`` is. Made here because importing
-    python-ulid reads package metadata, a large share of a CLI send."""
+    """A new ULID (26 Crockford base-32 characters: 48 bits of epoch ms, 80 random bits), increasing within the process as python-ulid's
+    ``ULID()`` is. Made here because importing python-ulid reads package metadata, a large share of a CLI send."""
     with _id_lock:
         ms, rand = time.time_ns() // 1_000_000, int.from_bytes(os.urandom(10), "big")
         if ms <= _last_id[0]:
@@ -84,9 +82,8 @@ def _crockford(value: int) -> str:
 
 
 def ulid_of_uuid(value: str) -> str | None:
-    """The ULID holding the same 128 bits as the UUID ``value`` (any case, with or without
-    hyphens), or None when ``value`` is not a UUID. The mapping is fixed, so a script that
-    sends with ``--message-id <uuid>`` can retry and ask for status with the same UUID."""
+    """The ULID holding the same 128 bits as the UUID ``value`` (any case, hyphens or not), or None when ``value`` is not a UUID.
+    The mapping is fixed, so a script that sends with ``--message-id <uuid>`` can retry and ask for status with the same UUID."""
     import uuid
 
     try:
@@ -96,11 +93,9 @@ def ulid_of_uuid(value: str) -> str | None:
 
 
 def parse_iso_ms(value: str, path: str) -> int:
-    """Parse an ISO 8601 timestamp that carries a timezone into epoch ms.
+    """Parse an ISO 8601 timestamp that carries a timezone into epoch ms (``path``: the argument's name, for the error).
 
-    :param path: the argument's name, for the error.
-    :raises AgentLinkError: ``invalid_arguments`` (rule ``format`` or ``timezone``, with an
-        ``example`` of a valid value).
+    :raises AgentLinkError: ``invalid_arguments`` (rule ``format`` or ``timezone``, with an ``example`` of a valid value).
     """
     from datetime import datetime
 
@@ -118,8 +113,7 @@ def check_labels(anticipation: str | None, reply_by: str | None, wait_for_reply:
     """Validate the labels together (docs/behaviour.md §4) and apply defaults.
 
     :param now: epoch ms; ``reply_by`` (ISO 8601 with a zone) must be 30 s or more after it.
-    :returns: ``(anticipation, reply_by_ms)``; anticipation defaults to ``fyi``, or
-        ``reply`` with ``wait_for_reply``.
+    :returns: ``(anticipation, reply_by_ms)``; anticipation defaults to ``fyi``, or ``reply`` with ``wait_for_reply``.
     :raises AgentLinkError: ``invalid_arguments`` listing every failed rule.
     """
     errors: list[dict[str, Any]] = []
@@ -148,8 +142,7 @@ def check_labels(anticipation: str | None, reply_by: str | None, wait_for_reply:
 def check_body(body: str, field_name: str = "message") -> str:
     """Sanitize a body and enforce the 64 KiB (UTF-8 bytes) limit.
 
-    :raises AgentLinkError: ``body_too_large`` (``limitBytes``, ``actualBytes``);
-        ``invalid_arguments`` for an empty body.
+    :raises AgentLinkError: ``body_too_large`` (``limitBytes``, ``actualBytes``); ``invalid_arguments`` for an empty body.
     """
     clean = sanitize_text(body)
     size = len(clean.encode("utf-8"))
@@ -171,8 +164,7 @@ def content_hash(
 ) -> str:
     """What makes two sends with the same message id "the same message" (SHA-256 hex).
 
-    :param extra: further defining fields (a message's ``metadata["fingerprint"]``: TTL,
-        correlation id ...); when empty the digest is the same as without it.
+    :param extra: further defining fields (``metadata["fingerprint"]``: TTL, correlation id ...); when empty the digest is as without it.
     """
     parts: list[Any] = [sender, to, body, anticipation, reply_by_ms, reply_to]
     if extra:
@@ -201,8 +193,8 @@ IDENTITY_FIELDS = (
 
 
 def idempotency_refusal(message_id: str, differs: list[str], path: str, expected: str) -> AgentLinkError:
-    """The ``invalid_arguments`` error (rule ``idempotency``, ``details.differs``) for an id
-    already used for another message, naming the fields that differ (``differs``; may be empty)."""
+    """The ``invalid_arguments`` error (rule ``idempotency``, ``details.differs``) for an id already used for another message,
+    naming the fields that differ (``differs``; may be empty)."""
     words = [{"from": "sender", "to": "recipient", "message": "text"}.get(name, name) for name in differs]
     what = f"its {', '.join(words)} {'differs' if len(words) == 1 else 'differ'}" if words else "its content differs"
     return invalid_arguments([{"path": path, "rule": "idempotency", "expected": expected}],
@@ -210,9 +202,8 @@ def idempotency_refusal(message_id: str, differs: list[str], path: str, expected
 
 
 def differing_fields(row: sqlite3.Row, msg: OutgoingMessage) -> list[str]:
-    """Which fields of ``msg`` differ from the stored message ``row`` with the same id: names
-    of :data:`IDENTITY_FIELDS`, then fingerprint keys (``ttlMs``, ``correlationId`` ...).
-    Values are not returned: the stored message may be someone else's."""
+    """Which fields of ``msg`` differ from the stored message ``row`` with the same id: names of :data:`IDENTITY_FIELDS`, then
+    fingerprint keys (``ttlMs``, ``correlationId`` ...). Values are not returned: the stored message may be someone else's."""
     given = {"from": msg.sender.address, "to": msg.to, "message": msg.body, "anticipation": msg.anticipation,
              "replyBy": msg.reply_by_ms, "replyToMessageId": msg.reply_to}
     out = [name for name, column in IDENTITY_FIELDS if row[column] != given[name]]
@@ -228,14 +219,12 @@ def differing_fields(row: sqlite3.Row, msg: OutgoingMessage) -> list[str]:
 
 
 class Visibility:
-    """Which stored messages one reader may see: those it sent (``from_addr``) or that were
-    addressed or handed to it (``to_addr``, ``recipient``); all of them with ``everything``
-    (only when ``AGENT_LINK_INSPECT_ALL`` is on). Build one with :meth:`Mailbox.visible_to`;
-    :meth:`sql` (in queries) and :meth:`allows` (on rows read) apply the same rule.
+    """Which stored messages one reader may see: those it sent (``from_addr``) or that were addressed or handed to it (``to_addr``,
+    ``recipient``); all of them with ``everything``. Build one with :meth:`Mailbox.visible_to`; :meth:`sql` (in queries) and
+    :meth:`allows` (on rows read) apply the same rule.
 
     :param address: the reader's address (None: an unidentified reader, who sees nothing).
-    :param everything: True when the reader may see every message.
-    :param reason: why: ``participant``, ``inspect_all`` or ``person``.
+    :param reason: why it sees them: ``participant``, ``inspect_all`` or ``person``.
     """
 
     __slots__ = ("address", "everything", "reason")
@@ -249,11 +238,8 @@ class Visibility:
         return cls(address, True, reason)
 
     def sql(self, table: str = "messages") -> tuple[str, list[Any]]:
-        """A WHERE fragment and its parameters for rows of ``messages`` named ``table``.
-
-        :returns: e.g. ``("(m.from_addr = ? OR m.to_addr = ? OR m.recipient = ?)", [a, a, a])``;
-            ``("1", [])`` for everything, ``("0", [])`` for an unidentified reader.
-        """
+        """A WHERE fragment and its parameters for rows of ``messages`` named ``table``: e.g. ``("(m.from_addr = ? OR m.to_addr = ?
+        OR m.recipient = ?)", [a, a, a])``; ``("1", [])`` for everything, ``("0", [])`` for an unidentified reader."""
         if self.everything:
             return "1", []
         if not self.address:
@@ -272,9 +258,8 @@ class Visibility:
         return f"SELECT {table}.id FROM messages {table} WHERE {where}", params
 
     def require(self, row: Any, what: str = "this message") -> None:
-        """Refuse unless :meth:`allows` ``row``.
+        """Refuse unless :meth:`allows` ``row`` (``what``: how the refusal names what was asked for, ``the status of <id>``).
 
-        :param what: how the refusal names what was asked for (``the status of <id>``).
         :raises AgentLinkError: ``permission_denied`` (reason ``not_participant``).
         """
         if not self.allows(row):
@@ -285,11 +270,10 @@ class Visibility:
 
 
 class MessageState:
-    """The computed view of one message at a moment (nothing here is stored as such).
+    """The computed view of one message at a moment (nothing here is stored as such). Times are epoch ms.
 
-    ``status``: None (fyi), pending, replied, declined, done, unresolved, expired.
-    ``delivery``: queued, accepted (the host took a push but has not shown it to the model
-    yet; ``delivery_note`` says so in words), delivered, acknowledged. Times are epoch ms.
+    ``status``: None (fyi), pending, replied, declined, done, unresolved, expired. ``delivery``: queued, accepted (the host took a
+    push but has not shown it to the model yet; ``delivery_note`` says so in words), delivered, acknowledged.
     """
 
     __slots__ = ("status", "delivery", "reminder_count", "last_reminder_at", "next_due_at", "due", "resolution",
@@ -313,21 +297,17 @@ class Mailbox(MailFollowUp):
     """
 
     def __init__(self, store: Store, config: Config, hooks: Hooks | None = None) -> None:
-        self.store = store
-        self.config = config
-        self.hooks = hooks
+        self.store, self.config, self.hooks = store, config, hooks
         # (id, row) of the message being stored while its ``sent`` observers run (they read it)
         self._storing: tuple[str, sqlite3.Row] | None = None
 
     # -- reading ---------------------------------------------------------------------
 
     def visible_to(self, address: str | None, *, all_mail: bool = False) -> Visibility:
-        """The :class:`Visibility` of an agent reading the mailbox as ``address``.
+        """The :class:`Visibility` of an agent reading the mailbox as ``address`` (None or a malformed address sees nothing).
 
-        :param address: the caller's address; None or a malformed address sees nothing.
         :param all_mail: ask for every message; granted only with ``AGENT_LINK_INSPECT_ALL``.
-        :raises AgentLinkError: ``permission_denied`` (reason ``inspect_all_disabled``) when
-            ``all_mail`` is asked without the setting.
+        :raises AgentLinkError: ``permission_denied`` (reason ``inspect_all_disabled``) when ``all_mail`` is asked without the setting.
         """
         if all_mail:
             if not self.config.get("AGENT_LINK_INSPECT_ALL"):
@@ -340,8 +320,8 @@ class Mailbox(MailFollowUp):
         return Visibility(address if address and is_address(address) else None)
 
     def events_between(self, after_seq: int, up_to_seq: int, kinds: tuple[str, ...]) -> list[sqlite3.Row]:
-        """Raw ``message_events`` rows with ``after_seq < seq <= up_to_seq`` of the given kinds,
-        oldest first (for plugins repairing what a process without plugins recorded)."""
+        """Raw ``message_events`` rows with ``after_seq < seq <= up_to_seq`` of the given kinds, oldest first (for plugins repairing
+        what a process without plugins recorded)."""
         marks = ", ".join("?" for _ in kinds)
         return self.store.conn.execute(
             f"SELECT * FROM message_events WHERE seq > ? AND seq <= ? AND kind IN ({marks}) ORDER BY seq",
@@ -349,8 +329,7 @@ class Mailbox(MailFollowUp):
         ).fetchall()
 
     def events(self, message_id: str) -> list[dict[str, Any]]:
-        """The audit trail of one message, oldest first: ``[{seq, kind, at (ISO), actor, via,
-        data}]`` (``data`` decoded; kinds as in ``message_events``: sent, delivered, ...)."""
+        """The audit trail of one message, oldest first: ``[{seq, kind, at (ISO), actor, via, data}]`` (``data`` decoded)."""
         return self.events_of([message_id])[message_id]
 
     def events_of(self, message_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
@@ -366,11 +345,8 @@ class Mailbox(MailFollowUp):
         return trails
 
     def last_event_seq(self, visibility: Visibility | None = None) -> int:
-        """The newest audit event's sequence number (0 for none): it grows with every
-        committed message change in any process, so readers poll it to notice changes.
-
-        :param visibility: count only events of the messages this reader may see; None: all.
-        """
+        """The newest audit event's sequence number (0 for none; only of the messages ``visibility`` sees, if given): it grows with
+        every committed message change in any process, so readers poll it to notice changes."""
         if visibility is None or visibility.everything:
             return int(self.store.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM message_events").fetchone()[0])
         ids, params = visibility.ids_sql("m")
@@ -393,21 +369,16 @@ class Mailbox(MailFollowUp):
         return [found[i] for i in ids if i in found]
 
     def stored(self, message_id: str) -> sqlite3.Row:
-        """A message known to exist (just stored or read): its row.
-
-        :raises LookupError: when it does not exist after all (a bug, not a user error).
-        """
+        """A message known to exist (just stored or read): its row; ``LookupError`` when it does not (a bug, not a user error)."""
         row = self.get_row(message_id)
         if row is None:
             raise LookupError(message_id)
         return row
 
     def require(self, message_id: str) -> sqlite3.Row:
-        """The message row; raises ``not_found`` (``details.id``) when absent. ULIDs are
-        case-insensitive; a UUID (chosen with ``--message-id``) finds the message stored under
-        its ULID.
+        """The message row. ULIDs are case-insensitive; a UUID (chosen with ``--message-id``) finds the message stored under its ULID.
 
-        :raises AgentLinkError: ``invalid_arguments`` for an id that is neither; ``not_found``.
+        :raises AgentLinkError: ``invalid_arguments`` for an id that is neither; ``not_found`` (``details.id``) when absent.
         """
         message_id = message_id.upper() if isinstance(message_id, str) else message_id
         if isinstance(message_id, str) and not is_ulid(message_id):
@@ -429,8 +400,8 @@ class Mailbox(MailFollowUp):
         return self._state_of(row, None, 0, None, None, now_ms())
 
     def states(self, rows: Sequence[sqlite3.Row], now: int | None = None) -> list[MessageState]:
-        """:meth:`state` of every row (in order) at one moment ``now`` (epoch ms, default the
-        clock), with a fixed number of queries per :data:`STATE_BATCH` rows."""
+        """:meth:`state` of every row (in order) at one moment ``now`` (epoch ms, default the clock), with a fixed number of queries
+        per :data:`STATE_BATCH` rows."""
         now = now_ms() if now is None else now
         conn = self.store.conn
         queued = [row["id"] for row in rows if not row["acknowledged_at"] and not row["first_delivered_at"]]
@@ -534,8 +505,8 @@ class Mailbox(MailFollowUp):
 
     def to_views(self, rows: Sequence[sqlite3.Row], *, body: bool = False, now: int | None = None,
                  metas: Sequence[dict[str, Any] | None] | None = None) -> list[dict[str, Any]]:
-        """:meth:`to_view` of every row, in order, their states read together (:meth:`states`;
-        ``now`` in epoch ms, default the clock; ``metas``: each row's decoded metadata, if known)."""
+        """:meth:`to_view` of every row, in order, their states read together (:meth:`states`; ``now`` in epoch ms, default the clock;
+        ``metas``: each row's decoded metadata, if known)."""
         metas = [None] * len(rows) if metas is None else metas
         return [self.to_view(row, state, body=body, meta=meta) for row, state, meta in zip(rows, self.states(rows, now), metas, strict=True)]
 
@@ -561,17 +532,11 @@ class Mailbox(MailFollowUp):
     @staticmethod
     def row_dict(row: sqlite3.Row) -> dict[str, Any]:
         """A stored message as a plain dict (``metadata`` decoded)."""
-        out = dict(zip(row.keys(), row))
-        out["metadata"] = json.loads(row["metadata"] or "{}")
-        out["from"] = row["from_addr"]
-        out["to"] = row["to_addr"]
-        return out
+        return {**dict(zip(row.keys(), row)), "metadata": json.loads(row["metadata"] or "{}"), "from": row["from_addr"], "to": row["to_addr"]}
 
     def open_for(self, recipient: str, limit: int, *, undelivered_only: bool = False) -> list[sqlite3.Row]:
         """Open mail for ``recipient``, oldest first: undelivered, or unresolved reply/action."""
-        sql = "SELECT * FROM messages WHERE recipient = ? AND open = 1"
-        if undelivered_only:
-            sql += " AND delivered_at IS NULL"
+        sql = "SELECT * FROM messages WHERE recipient = ? AND open = 1" + (" AND delivered_at IS NULL" if undelivered_only else "")
         return self.store.conn.execute(sql + " ORDER BY sent_at, id LIMIT ?", (recipient, limit)).fetchall()
 
     def open_expectations(self, visibility: Visibility, limit: int) -> list[sqlite3.Row]:
@@ -587,11 +552,8 @@ class Mailbox(MailFollowUp):
             (*params, limit)).fetchall()
 
     def awaiting_late_evidence(self, scheme: str, limit: int) -> list[sqlite3.Row]:
-        """Undelivered messages to ``<scheme>:…`` whose last push outcome was unknown, or that a
-        session held (``inbox_held``), newest first: what a harness may still find evidence for.
-
-        :returns: rows with ``id`` and ``recipient``, at most ``limit``.
-        """
+        """Up to ``limit`` rows (``id``, ``recipient``) of undelivered messages to ``<scheme>:…`` whose last push outcome was unknown,
+        or that a session held (``inbox_held``), newest first: what a harness may still find evidence for."""
         return self.store.conn.execute(
             "SELECT m.id, m.recipient FROM messages m WHERE m.first_delivered_at IS NULL AND m.recipient LIKE ? ESCAPE '\\'"
             " AND ((SELECT kind FROM message_events e WHERE e.message_id = m.id AND e.kind IN"
@@ -608,11 +570,8 @@ class Mailbox(MailFollowUp):
         ).fetchone() is not None
 
     def recent_correspondents(self, scan: int, visibility: Visibility | None = None) -> list[sqlite3.Row]:
-        """``(address, at)`` rows of the senders and recipients of the newest ``scan`` sends,
-        each with its latest ``sent_at`` (epoch ms), newest first.
-
-        :param visibility: look only at the messages this reader may see; None: all.
-        """
+        """``(address, at)`` rows of the senders and recipients of the newest ``scan`` sends (of those ``visibility`` sees, if given),
+        each with its latest ``sent_at`` (epoch ms), newest first."""
         if visibility is not None and not visibility.everything:
             where, params = visibility.sql("messages")
             return self.store.conn.execute(
@@ -629,8 +588,8 @@ class Mailbox(MailFollowUp):
         ).fetchall()
 
     def open_addressed_to(self, to: str, *, held_by_other_than: str) -> list[str]:
-        """Ids of open reply/action messages addressed to ``to`` (as written, e.g. ``role:x``)
-        whose recipient is not ``held_by_other_than``, oldest first (a role handover moves them)."""
+        """Ids of open reply/action messages addressed to ``to`` (as written, e.g. ``role:x``) whose recipient is not
+        ``held_by_other_than``, oldest first (a role handover moves them)."""
         return [r["id"] for r in self.store.conn.execute(
             "SELECT id FROM messages WHERE to_addr = ? AND open = 1 AND anticipation != 'fyi' AND recipient != ?"
             " ORDER BY sent_at, id",
@@ -639,15 +598,13 @@ class Mailbox(MailFollowUp):
 
     def count_open(self, recipient: str, *, undelivered_only: bool = False) -> int:
         """How many open messages ``recipient`` has (only undelivered ones with ``undelivered_only``)."""
-        sql = "SELECT COUNT(*) FROM messages {} WHERE recipient = ? AND open = 1"
-        if undelivered_only:
-            sql += " AND delivered_at IS NULL"
+        sql = "SELECT COUNT(*) FROM messages {} WHERE recipient = ? AND open = 1" + (" AND delivered_at IS NULL" if undelivered_only else "")
         return int(self._select(self.store.conn, sql, (recipient,), retry_unindexed=True)[0][0])
 
     @staticmethod
     def _select(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...], *, retry_unindexed: bool) -> list[sqlite3.Row]:
-        """Run a read; with ``retry_unindexed``, a damaged index is bypassed (``{}`` marks where
-        ``NOT INDEXED`` goes) so mail stays readable from a damaged database."""
+        """Run a read; with ``retry_unindexed`` a damaged index is bypassed (``{}`` marks where ``NOT INDEXED`` goes) so mail stays
+        readable from a damaged database."""
         try:
             return conn.execute(sql.format(""), params).fetchall()
         except sqlite3.DatabaseError as exc:
@@ -662,11 +619,11 @@ class Mailbox(MailFollowUp):
         """Insert a message (one transaction) unless the same id already exists.
 
         :param result: the send's result fields, handed to observers of the ``sent`` event.
-        :param guard: run in the write transaction before the insert (``agent_link_before_store``
-            then sees concurrent sends): raises to refuse, or returns the id of a message this one repeats.
+        :param guard: run in the write transaction before the insert (``agent_link_before_store`` then sees concurrent sends):
+            raises to refuse, or returns the id of a message this one repeats.
         :returns: ``(row, created)``; ``created`` False for an identical resend or ``guard``'s id.
-        :raises AgentLinkError: ``invalid_arguments`` (rule ``idempotency``) when the id exists with
-            different content, naming the differing fields (:func:`differing_fields`); ``guard``'s.
+        :raises AgentLinkError: ``invalid_arguments`` (rule ``idempotency``) when the id exists with different content, naming the
+            differing fields (:func:`differing_fields`); ``guard``'s.
         """
         digest = content_hash(msg.sender.address, msg.to, msg.body, msg.anticipation, msg.reply_by_ms, msg.reply_to,
                               msg.metadata.get("fingerprint"))
@@ -694,11 +651,8 @@ class Mailbox(MailFollowUp):
         return bool(self.mark_many_delivered([message_id], via, evidence))
 
     def mark_many_delivered(self, message_ids: Sequence[str], via: str, evidence: dict[str, Any] | None = None) -> list[str]:
-        """:meth:`mark_delivered` of several messages in one write transaction, each with its
-        own ``delivered`` event.
-
-        :returns: the ids newly marked, in the order given.
-        """
+        """:meth:`mark_delivered` of several messages in one write transaction, each with its own ``delivered`` event: the ids newly
+        marked, in the order given."""
         if not message_ids:  # nothing to write: a file that refuses writes is not asked to
             return []
         at = now_ms()
@@ -732,12 +686,9 @@ class Mailbox(MailFollowUp):
         self._event(conn, row["id"], "delivered", at, row["recipient"], via, {"evidence": evidence or {}})
 
     def drain(self, recipient: str, limit: int, *, mark: bool, include_open: bool) -> tuple[list[sqlite3.Row], list[str]]:
-        """Take up to ``limit`` messages for an inbox read: undelivered mail (oldest first),
-        then with ``include_open`` delivered reply/action mail still unresolved. With ``mark``
-        the returned undelivered rows are marked delivered (via ``inbox``) in one transaction.
-
-        :returns: ``(rows as they are after marking, ids newly marked)``.
-        """
+        """Take up to ``limit`` messages for an inbox read: undelivered mail (oldest first), then with ``include_open`` delivered
+        reply/action mail still unresolved. With ``mark`` the returned undelivered rows are marked delivered (via ``inbox``) in one
+        transaction. Returns ``(rows as they are after marking, ids newly marked)``."""
         at = now_ms()
         marked: list[str] = []
         staged: list[Event | None] = []
@@ -760,9 +711,8 @@ class Mailbox(MailFollowUp):
 
     def _insert_row(self, conn: sqlite3.Connection, msg: OutgoingMessage, at: int, digest: str | None = None, *,
                     if_new: bool = False) -> sqlite3.Row | None:
-        """Write a message row and its ``sent`` event in the caller's transaction; the stored
-        row, or with ``if_new`` None when the id exists (nothing written). ``digest`` defaults
-        to the :func:`content_hash` of ``msg`` without its fingerprint (a reply's)."""
+        """Write a message row and its ``sent`` event in the caller's transaction; the stored row, or with ``if_new`` None when the
+        id exists (nothing written). ``digest`` defaults to the :func:`content_hash` of ``msg`` without its fingerprint (a reply's)."""
         if digest is None:
             digest = content_hash(msg.sender.address, msg.to, msg.body, msg.anticipation, msg.reply_by_ms, msg.reply_to)
         meta = {**msg.metadata, "sender": {"source": msg.sender.source, "verified": msg.sender.verified}}
