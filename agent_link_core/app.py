@@ -298,18 +298,15 @@ class App:
         :param note_presence: False where the process notes presence itself (the MCP server).
         :returns: ``(mark, warnings)``: whether the read may mark, and the warnings to report.
         """
-        from agent_link_core import presence
-
         refusal = self.read_only or self.store.damage() or self.store.replaced() if mark else None
-        if mark and refusal is None and not note_presence:
-            return True, []
-        if mark and refusal is None:  # only a read that writes anyway: a peek never waits for a writer
-            try:
-                presence.record(self.store, caller.address, "inbox")
-            except AgentLinkError:
-                pass  # busy: the marking reports it; presence is a hint
-            return True, []
         if refusal is None:
+            if mark and note_presence:  # only a read that writes anyway: a peek never waits for a writer
+                from agent_link_core import presence
+
+                try:
+                    presence.record(self.store, caller.address, "inbox")
+                except AgentLinkError:
+                    pass  # busy: the marking reports it; presence is a hint
             return mark, []
         return False, [{"code": refusal.code, "message": refusal.message + " Nothing was marked delivered.",
                         "details": refusal.details, "hint": refusal.hint}]

@@ -208,14 +208,11 @@ def _page(app: App, caller: Caller, row: Any, budget: OutputBudget | None, offse
 
     end = total
     if budget is not None and not fits(build(total), budget, 1):
-        low, high = offset + 1, total  # the largest end that fits (at least one character per page)
-        while low < high:
-            mid = (low + high + 1) // 2
-            if fits(build(mid), budget, 1):
-                low = mid
-            else:
-                high = mid - 1
-        end = low
+        from bisect import bisect_left
+
+        # the largest end that fits (at least one character per page): ends offset+1 .. offset+n fit
+        n = bisect_left(range(offset + 1, total), True, key=lambda e: not fits(build(e), budget, 1))
+        end = offset + max(n, 1)
     out = build(end)
     if end == total and mark and row["delivered_at"] is None and app.mailbox.mark_delivered(row["id"], "inbox"):
         [view] = _views(app, app.mailbox.rows([row["id"]]))

@@ -9,6 +9,7 @@ except the MCP transport; logs go to stderr or the log file.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -91,10 +92,8 @@ def build_server(app: App) -> Server[Any]:
         log.warning("agent-link plugin problem: %s: %s: %s. %s", problem["plugin"], problem["hook"], problem["error"], problem["fix"])
 
     async def on_list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        disabled = app.hooks.boundary.disabled
-        if disabled:  # a plugin left out while serving no longer offers its tools
-            return types.ListToolsResult(tools=[d for d in definitions if app.hooks.owner("tool", d.name) not in disabled])
-        return types.ListToolsResult(tools=definitions)
+        disabled = app.hooks.boundary.disabled  # a plugin left out while serving no longer offers its tools
+        return types.ListToolsResult(tools=[d for d in definitions if app.hooks.owner("tool", d.name) not in disabled])
 
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         spec = tools.get(params.name)
@@ -234,10 +233,8 @@ async def _guarded(app: App, plugin: str, hook: str, make: Callable[[], Awaitabl
     """Run ``plugin``'s background task through the one guard: what it raises (a plugin's
     SystemExit and KeyboardInterrupt too) is that plugin's problem, never the server's end; a
     client gone (:class:`PeerGone`) ends it quietly."""
-    try:
+    with contextlib.suppress(PeerGone):
         await app.hooks.boundary.acall(plugin, hook, make, bound_s=None, passing=(PeerGone,), background=True)
-    except PeerGone:
-        return
 
 
 def main() -> None:

@@ -21,9 +21,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # jsonschema loads at the first call that validates (not for the CLI's commands)
-    from jsonschema import Draft202012Validator
-
 from agent_link_core.boundary import MAX_RESULT_BYTES, Refused, disable_hint, oversize
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.json_files import ensure_private_dir
@@ -31,7 +28,9 @@ from agent_link_core.tools.schemas import BOOL, OBJ, PATTERN_WORDS, STR, ULID
 from agent_link_core.model import Caller
 from agent_link_core.visible import plain_json, visible_data
 
-if TYPE_CHECKING:  # pragma: no cover
+if TYPE_CHECKING:  # pragma: no cover  (jsonschema loads at the first call that validates, not for the CLI's commands)
+    from jsonschema import Draft202012Validator
+
     from agent_link_core.app import App
     from agent_link_core.waits import Progress
 
@@ -201,9 +200,7 @@ def check_schema(schema: Any) -> None:
     from jsonschema import Draft202012Validator
 
     key = _schema_key(schema)
-    if key is not None and key in _VALID_SCHEMAS:
-        return
-    path = _remembered_path() if key is not None else None
+    path = _remembered_path() if key is not None and key not in _VALID_SCHEMAS else None
     if path is not None and path not in _READ_FILES:
         try:
             with open(path, encoding="ascii", errors="replace") as f:
@@ -211,8 +208,8 @@ def check_schema(schema: Any) -> None:
         except OSError:
             _READ_FILES[path] = set()
         _VALID_SCHEMAS.update(_READ_FILES[path])
-        if key in _VALID_SCHEMAS:
-            return
+    if key in _VALID_SCHEMAS:
+        return
     Draft202012Validator.check_schema(schema)
     if key is None:
         return
@@ -241,13 +238,11 @@ def _types(schema: Mapping[str, Any]) -> set[str]:
 
 
 def _expected(schema: Mapping[str, Any]) -> str:
-    parts = []
     if "enum" in schema:
         return " | ".join(str(v) for v in schema["enum"])
     if isinstance(schema.get("anyOf"), list):
         return ", or ".join(_expected(alt) for alt in schema["anyOf"] if isinstance(alt, Mapping))
-    types = sorted(_types(schema)) or ["value"]
-    parts.append(" or ".join(types))
+    parts = [" or ".join(sorted(_types(schema)) or ["value"])]
     if "minimum" in schema or "maximum" in schema:
         parts.append(f"in [{schema.get('minimum', '-inf')}, {schema.get('maximum', 'inf')}]")
     if "minLength" in schema:
@@ -273,8 +268,7 @@ def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> t
     """
     from jsonschema import Draft202012Validator
 
-    if arguments is None:
-        arguments = {}
+    arguments = {} if arguments is None else arguments
     if not isinstance(arguments, Mapping):
         raise invalid_arguments([{"path": "", "rule": "type", "expected": "an object"}])
     schema = spec.input_schema
@@ -408,7 +402,7 @@ async def call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | Non
                                         "details": {"cause": type(exc).__name__},
                                         "hint": "This is a bug in agent-link or a plugin; the server's log (stderr) has the traceback."}}, None
     if not isinstance(fields, dict):  # a plugin's handler broke its contract
-        return _withheld(app, spec, [{"path": "", "rule": "type"}]), None
+        return _withheld(app, spec, plugin, [{"path": "", "rule": "type"}]), None
     extra = [k for k in fields if k not in spec.output_fields and k != "warnings"]
     if extra:  # the output schema is closed: an undeclared field would break strict clients
         log.warning("tool %s dropped undeclared result fields %s", spec.name, extra)
@@ -422,13 +416,13 @@ async def call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | Non
     text = plain_json(result)
     too_big = oversize(fields, MAX_RESULT_BYTES) if text is None else oversize(result, MAX_RESULT_BYTES, text)
     if too_big is not None:  # checked before the schema: validating 20 MB would hold the server
-        return _withheld(app, spec, [{"path": "", "rule": "maxBytes"}], too_big), None
+        return _withheld(app, spec, plugin, [{"path": "", "rule": "maxBytes"}], too_big), None
     if text is None:
         result = visible_data(result)
     errors = sorted(spec.result_validator.iter_errors(result), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:  # named by path and rule, without values: a result may hold mail
         broken = dict.fromkeys((".".join(str(p) for p in e.absolute_path), str(e.validator)) for e in errors)  # each once
-        return _withheld(app, spec, [{"path": path, "rule": rule} for path, rule in list(broken)[:MAX_RESULT_ERRORS]]), None
+        return _withheld(app, spec, plugin, [{"path": path, "rule": rule} for path, rule in list(broken)[:MAX_RESULT_ERRORS]]), None
     return result, text
 
 
@@ -436,11 +430,9 @@ _FAULTED = object()  # a handler's answer when the boundary contained its fault
 MAX_RESULT_ERRORS = 5  # how many schema violations an internal_error names
 
 
-def _withheld(app: App, spec: ToolSpec, found: list[dict[str, str]], why: str | None = None) -> dict[str, Any]:
-    """The ``internal_error`` for a result that broke its output schema at ``found``; the fault
-    is recorded as the plugin's problem (not disabling it), ``why`` when a reason other than
-    the schema."""
-    plugin = app.hooks.owner("tool", spec.name) or "?"
+def _withheld(app: App, spec: ToolSpec, plugin: str, found: list[dict[str, str]], why: str | None = None) -> dict[str, Any]:
+    """The ``internal_error`` for a result of ``plugin``'s tool that broke its output schema at ``found``; the fault is
+    recorded as the plugin's problem (not disabling it), ``why`` when a reason other than the schema."""
     where = "; ".join(f"{f['path'] or '(result)'}: {f['rule']}" for f in found)
     log.warning("tool %s of plugin %s returned a result its output schema refuses: %s", spec.name, plugin, where)
     app.hooks.boundary.fault(plugin, f"tool {spec.name}", why or f"result does not match the declared output schema ({where})"[:300],
