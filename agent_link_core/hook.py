@@ -1,27 +1,22 @@
-"""``agent-link hook <host> <event>``: the fast path that host hooks run on every prompt.
+"""``agent-link hook <host> <event>``: the fast path host hooks run on every prompt.
 
-Reads the host's hook JSON on stdin, asks the host's adapter what to print, prints the
-host's hook JSON on stdout, and exits 0 whatever happens: a hook must never block a prompt.
-It imports no mcp, pydantic, click or pluggy, nor typing, dataclasses, logging, pathlib,
-re, json or enum: only light standard modules and the core's modules written for this path
-(config, addresses, json_files; ``tests/test_hook.py`` checks the list). Mail is read with
-:mod:`sqlite3` alone (:class:`HookContext`): the envelope loads when there is a note to word,
-the store, mailbox and reminders when a reminder may be due; an adapter that never asks, like
-an edit guard, loads none of them.
+Reads the host's hook JSON on stdin, prints the host adapter's answer as the host's hook JSON, and exits 0 whatever
+happens: a hook must never block a prompt. It imports no mcp, pydantic, click, pluggy, typing, dataclasses, logging,
+pathlib, re, json or enum: only light standard modules and the core's modules written for this path (config,
+addresses, json_files; ``tests/test_hook.py`` checks the list). Mail is read with :mod:`sqlite3` alone
+(:class:`HookContext`); the envelope loads for a note to word, the store, mailbox and reminders when a reminder may be
+due, none of them for an adapter that never asks (an edit guard).
 
-A harness plugin declares its host's adapter with ``agent_link_register_prompt_hooks``: a
-module with ``handle(event: str, payload: dict, ctx: HookContext) -> dict | None``; the
-returned dict is printed as JSON, ``None`` prints nothing. Adapters use :class:`HookContext`
-for everything that touches the mailbox, so every host gets the same notes and the same
+A harness plugin declares its host's adapter with ``agent_link_register_prompt_hooks``: a module with
+``handle(event: str, payload: dict, ctx: HookContext) -> dict | None`` (the dict is printed as JSON, None prints
+nothing) that touches the mailbox only through :class:`HookContext`, so every host gets the same notes and
 exactly-once rules (:mod:`agent_link_core.reminders`).
 
-The hook finds the adapter without an entry-point scan or pluggy: the adapters are kept in a
-registry file, ``<state dir>/prompt-hooks/<environment key>.json`` (one per Python
-environment), with a fingerprint of what decides which plugins load: the interpreter prefix,
-the disabled plugins and the modification time of each ``sys.path`` directory (installing a
-distribution changes one). When the fingerprint differs, the registry is rebuilt through the
-plugin manager before anything runs, so a plugin named in ``AGENT_LINK_DISABLE_PLUGINS`` or
-no longer installed never has its adapter run.
+The adapters are found without an entry-point scan or pluggy, in a registry file per Python environment,
+``<state dir>/prompt-hooks/<environment key>.json``, with a fingerprint of what decides which plugins load: the
+interpreter prefix, the disabled plugins, each ``sys.path`` directory's modification time (installing a distribution
+changes one). A differing fingerprint rebuilds the registry through the plugin manager first, so the adapter of a
+plugin disabled or no longer installed never runs.
 """
 
 from __future__ import annotations
@@ -67,19 +62,14 @@ SENDERS_SQL = "SELECT from_addr FROM messages WHERE recipient = ? AND open = 1 A
 
 
 class HookContext:
-    """Mailbox access for a host adapter, loaded only as far as the answer needs.
+    """Mailbox access for a host adapter, loaded only as far as the answer needs: reads through :mod:`sqlite3` alone
+    (:data:`MAIL_SQL`, :data:`SENDERS_SQL`), through the :class:`~agent_link_core.mailbox.Mailbox` (its checks,
+    migrations and errors) once such a read fails; reminders and the stop block, which write, use the mailbox.
 
-    Mail is read through :mod:`sqlite3` alone (:data:`MAIL_SQL`, :data:`SENDERS_SQL`), and
-    through the :class:`~agent_link_core.mailbox.Mailbox` (its checks, migrations and errors)
-    once such a read fails; reminders and the stop block, which write, use the mailbox.
-
-    The hook must never hold a host's prompt up for another process: reads wait at most
-    :data:`HOOK_BUSY_TIMEOUT_MS`, and the two writes it makes (claiming a reminder, claiming
-    the one stop block of an interval) never wait. While another process holds the write
-    lock they are skipped, not lost: the reminder stays due and unclaimed, and the next
-    prompt (or a harness's push) that gets the lock claims and shows it; the stop is not
-    blocked this time and the next stop tries again. The "you have mail" note is a read and
-    is shown either way.
+    It never holds a host's prompt up for another process: reads wait at most :data:`HOOK_BUSY_TIMEOUT_MS`, and its two
+    writes (claiming a reminder, claiming the one stop block of an interval) never wait. Skipped while another process
+    holds the write lock, they are not lost: the reminder stays due for the next prompt (or push) that gets the lock, the
+    next stop tries again. The "you have mail" note is a read, shown either way.
 
     :param config: core settings (state dir, reminder limit and interval).
     """
@@ -148,10 +138,7 @@ class HookContext:
         return pending_notice(count, list(dict.fromkeys(row[0] for row in self._read(SENDERS_SQL, (address,)))))
 
     def due_reminder_note(self, address: str, via: str) -> str | None:
-        """Claim and describe the reminders due for ``address``; None when none is due.
-
-        Each reminder number is claimed once across all processes; only claimed ones count.
-        """
+        """Claim and describe the reminders due for ``address``, each number once across all processes; None when none is due."""
         box = self.mailbox if self._mail_of(address)[1] else None
         if box is None:
             return None
@@ -165,11 +152,8 @@ class HookContext:
         return claimed.text()
 
     def stop_block_reason(self, address: str, via: str, stop_hook_active: bool) -> str | None:
-        """The reminder text to block a session's stop with, at most once per interval.
-
-        With ``stop_hook_active`` (the host is already continuing because of a block) it
-        never blocks, so the loop always ends.
-        """
+        """The reminder text to block a session's stop with, at most once per interval; never with ``stop_hook_active``
+        (the host already continues because of a block), so the loop always ends."""
         box = self.mailbox if not stop_hook_active and self._mail_of(address)[1] else None
         if box is None:
             return None
@@ -247,12 +231,12 @@ def fingerprint(disabled: list[str]) -> list[Any]:
 
 
 def adapter_module(state_dir: str, harness: str) -> str | None:
-    """The module that answers ``harness``'s prompt hooks, or None when no loaded plugin has one.
+    """The module that answers the prompt hooks of ``harness`` (as on the command line), or None when no loaded plugin
+    has one; the registry lives under ``state_dir``.
 
-    :param state_dir: agent-link's state directory (the registry lives under it).
-    :param harness: the harness name from the command line.
     :raises Exception: whatever rebuilding the registry raises (the hook fails open).
     """
+
     disabled = disabled_names()
     current = fingerprint(disabled)
     data = read_json_object(registry_path(state_dir))
