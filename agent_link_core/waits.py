@@ -1,12 +1,10 @@
-"""Waiting for an answer (``wait_for_agent``, ``agent-link wait``), and one path per message.
-One :class:`Waits` per :class:`~agent_link_core.app.App` (``app.waits``).
+"""Waiting for an answer (``wait_for_agent``, ``agent-link wait``), and one path per message. One :class:`Waits` per
+:class:`~agent_link_core.app.App` (``app.waits``).
 
-A wait returns the message it waited for in its own result; a push of the same message to
-the recipient's host (by another process) would give it to the agent twice. So every running
-wait is noted in ``active_waits`` (who waits, for what, in which process), and a push in any
-process first asks :func:`held`; a held message is left to the wait, which pushes it when it
-ends without taking it (:meth:`Waits.wait`). Rows of dead processes are ignored, and removed
-by the next wait of the same address.
+A wait returns the message it waited for in its own result; a push of the same message to the recipient's host (by another
+process) would give it to the agent twice. So every running wait is noted in ``active_waits`` (who waits, for what, in which
+process), and a push in any process first asks :func:`held`; a held message is left to the wait, which pushes it when it ends
+without taking it (:meth:`Waits.wait`). Rows of dead processes are ignored, and removed by the next wait of the same address.
 """
 
 from __future__ import annotations
@@ -83,33 +81,24 @@ class Waits:
         progress: Progress | None = None, activity: Callable[[], Awaitable[dict[str, Any] | None]] | None = None,
         mark: bool = True, held: int | None = None,
     ) -> dict[str, Any]:
-        """Wait for the resolution of ``reply_to`` (or, without it, for the oldest unread message
-        from ``agent`` to the caller, else the next one to arrive). A timeout is a normal outcome.
+        """Wait for the resolution of ``reply_to`` (or, without it, for the oldest unread message from ``agent`` to the caller, else
+        the next one to arrive). A timeout is a normal outcome.
 
         :param timeout_ms: ms; ``poll_ms``: the fallback re-check interval when no commit wakes it.
-        :param mark: mark the returned reply delivered (via ``wait``) unless the client that
-            asked is gone (:func:`client_gone`); False for a caller that does it once the reply
-            reached its reader (:meth:`mark_taken`).
-        :param progress: the tool call's progress reporter: progress every
-            :data:`PROGRESS_EVERY_MS`, up to ``timeout_ms``. Without one a call waits at most
-            :data:`MAX_WAIT_PER_CALL_MS` (clients cut tool calls after about a minute), and
-            the result says ``capped``.
-        :param activity: without ``reply_to``, a check each poll that may end the wait with the
-            target's own outcome (``turn_completed``, ``idle``: a harness's ``activity_check``).
-        :param held: the row :func:`begin` noted for this wait before the
-            awaited message was stored; the wait takes it over and ends it.
-        :returns: ``outcome`` reply | declined | done | unresolved | expired | turn_completed |
-            idle | timeout, the reply (enveloped) when there is one, ``capped`` and
-            ``requestedTimeoutMs`` when the cap applied.
+        :param mark: mark the returned reply delivered (via ``wait``) unless the client that asked is gone (:func:`client_gone`);
+            False for a caller that does it once the reply reached its reader (:meth:`mark_taken`).
+        :param progress: the tool call's progress reporter: progress every :data:`PROGRESS_EVERY_MS`, up to ``timeout_ms``. Without
+            one a call waits at most :data:`MAX_WAIT_PER_CALL_MS` (clients cut tool calls after about a minute), and says ``capped``.
+        :param activity: without ``reply_to``, a check each poll that may end the wait with the target's own outcome
+            (``turn_completed``, ``idle``: a harness's ``activity_check``).
+        :param held: the row :func:`begin` noted for this wait before the awaited message was stored; the wait takes it over and ends it.
+        :returns: ``outcome`` reply | declined | done | unresolved | expired | turn_completed | idle | timeout, the reply (enveloped)
+            when there is one, ``capped`` and ``requestedTimeoutMs`` when the cap applied.
         """
         start = time.monotonic()
-        warnings = []
-        budget = timeout_ms
         cap_ms, every_ms = self.wait_limits()
-        capped = progress is None and budget > cap_ms
-        if capped:
-            budget = cap_ms
-            warnings.append(wait_capped_warning(timeout_ms, cap_ms))
+        capped = progress is None and timeout_ms > cap_ms
+        budget = cap_ms if capped else timeout_ms
         next_progress = every_ms
         if reply_to:
             row = self.mailbox.require(reply_to)
@@ -145,8 +134,8 @@ class Waits:
                         out.update(capped=True, requestedTimeoutMs=timeout_ms)
                     if reply_to:
                         out["messageStatus"] = self.mailbox.state(self.mailbox.stored(reply_to)).status
-                    if warnings:
-                        out["warnings"] = warnings
+                    if capped:
+                        out["warnings"] = [wait_capped_warning(timeout_ms, cap_ms)]
                     taken = (out.get("reply") or {}).get("id")
                     if taken is not None and mark and client_gone():
                         push_left = False  # nobody reads this answer: all it held stays queued, as on a cancel
@@ -180,9 +169,8 @@ class Waits:
             log.warning("could not push the mail a wait of %s left: %s", address, exc.message)
 
     def wait_limits(self) -> tuple[int, int]:
-        """``(cap, progress interval)`` in ms: ``AGENT_LINK_WAIT_CAP_MS`` (default
-        :data:`MAX_WAIT_PER_CALL_MS`) and ``AGENT_LINK_WAIT_PROGRESS_MS`` (default
-        :data:`PROGRESS_EVERY_MS`)."""
+        """``(cap, progress interval)`` in ms: ``AGENT_LINK_WAIT_CAP_MS`` (default :data:`MAX_WAIT_PER_CALL_MS`) and
+        ``AGENT_LINK_WAIT_PROGRESS_MS`` (default :data:`PROGRESS_EVERY_MS`)."""
         return (int(self.config.get("AGENT_LINK_WAIT_CAP_MS") or MAX_WAIT_PER_CALL_MS),
                 int(self.config.get("AGENT_LINK_WAIT_PROGRESS_MS") or PROGRESS_EVERY_MS))
 
@@ -215,8 +203,8 @@ class Waits:
         return {"outcome": "reply", "reply": self._take_reply(caller, row["id"], mark), "arrivedBeforeWait": row["sent_at"] < since}
 
     def _take_reply(self, caller: Caller, reply_id: str, mark: bool = True) -> dict[str, Any]:
-        """A reply a wait returns, marked delivered unless ``mark`` is False (then :meth:`mark_taken`
-        does it) or the client that asked is gone (:func:`client_gone`: it stays undelivered)."""
+        """A reply a wait returns, marked delivered unless ``mark`` is False (then :meth:`mark_taken` does it) or the client that
+        asked is gone (:func:`client_gone`: it stays undelivered)."""
         row = self.mailbox.stored(reply_id)
         shown = row["delivered_via"] if row["first_delivered_at"] is not None and row["delivered_via"] not in (None, "wait") else None
         if shown is None and self.mailbox.push_outcome(reply_id) == "accepted":
@@ -232,9 +220,8 @@ class Waits:
         return view
 
     def mark_taken(self, caller: Caller, reply_id: str) -> bool:
-        """Mark a reply a wait returned delivered (via ``wait``) when ``caller`` is its recipient.
+        """Mark a reply a wait returned delivered (via ``wait``) when ``caller`` is its recipient; True when it became delivered now.
 
-        :returns: True when it became delivered now.
         :raises AgentLinkError: ``state_busy`` / ``state_io_error`` when the write fails.
         """
         row = self.mailbox.stored(reply_id)
@@ -242,10 +229,9 @@ class Waits:
 
 
 def client_gone() -> bool:
-    """Whether the process that started this one (the MCP client of ``agent-link mcp``) has
-    died: this process was re-parented since ``entry.PARENT_PID`` was read, the check the
-    server's orphan watch makes. Its answer could not reach the client any more, so a wait
-    does not count the reply it found as delivered. False outside the console script."""
+    """Whether the process that started this one (the MCP client of ``agent-link mcp``) has died: this process was re-parented
+    since ``entry.PARENT_PID`` was read, the server's orphan watch's check. Its answer could not reach the client any more, so a
+    wait does not count the reply it found as delivered. False outside the console script."""
     import sys
 
     parent = getattr(sys.modules.get("agent_link_core.entry"), "PARENT_PID", None)
@@ -260,12 +246,9 @@ def wait_capped_warning(requested_ms: int, cap_ms: int = MAX_WAIT_PER_CALL_MS) -
 
 
 def begin(store: Store, address: str, key: str) -> int | None:
-    """Note a wait of ``address`` for ``key`` (``reply:<id>`` or ``from:<address>``) in this
-    process; rows of the same address left by dead processes go.
-
-    :returns: the row id for :func:`end`, or None when the database refused the write (the
-        wait runs anyway; pushes elsewhere will not know of it).
-    """
+    """Note a wait of ``address`` for ``key`` (``reply:<id>`` or ``from:<address>``) in this process; rows of the same address
+    left by dead processes go. Returns the row id for :func:`end`, or None when the database refused the write (the wait runs
+    anyway; pushes elsewhere will not know of it)."""
     try:
         with store.write(wait=False) as conn:
             for row in conn.execute("SELECT id, pid, started_at FROM active_waits WHERE address = ?", (address,)).fetchall():
@@ -286,8 +269,8 @@ def end(store: Store, wait_id: int | None) -> None:
 
 
 def any_live(store: Store, address: str) -> bool:
-    """Whether a wait of ``address`` runs in some process (False when the table cannot be
-    read): a read skips :func:`held` for each message when nobody waits."""
+    """Whether a wait of ``address`` runs in some process (False when the table cannot be read): a read skips :func:`held` for
+    each message when nobody waits."""
     import sqlite3
 
     try:
@@ -298,8 +281,8 @@ def any_live(store: Store, address: str) -> bool:
 
 
 def held(store: Store, row: Any) -> bool:
-    """Whether a live wait of the message's recipient is about to return it: one waiting for
-    the answer to the message it answers, or for any message from its sender."""
+    """Whether a live wait of the message's recipient is about to return it: one waiting for the answer to the message it
+    answers, or for any message from its sender."""
     keys = [f"from:{row['from_addr']}"] + ([f"reply:{row['reply_to']}"] if row["reply_to"] else [])
     found = store.conn.execute(
         f"SELECT pid, started_at FROM active_waits WHERE address = ? AND key IN ({', '.join('?' * len(keys))})",
