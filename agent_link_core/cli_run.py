@@ -210,10 +210,9 @@ def run_fast(argv: list[str]) -> bool:
 
 
 def import_target(target: str) -> Any:
-    """The object ``"package.module:attribute"`` names (the module imported now).
+    """The object ``"package.module:attribute"`` names, its module imported now.
 
-    :raises Exception: ``ValueError`` without ``:``, what importing the module raises,
-        ``AttributeError`` for a missing attribute.
+    :raises Exception: ``ValueError`` without ``:``, what importing the module raises, ``AttributeError`` for a missing attribute.
     """
     module, sep, attribute = target.partition(":")
     if not sep or not module or not attribute:
@@ -245,15 +244,12 @@ def echo(message: Any = "", err: bool = False) -> None:
 
 
 def fail(exc: AgentLinkError, names: dict[str, str] | None = None) -> NoReturn:
-    """Print an AgentLinkError as one stderr line (plus its hint) and exit: 2 for bad
-    arguments (usage), 1 for everything else (a bad setting included).
-
-    :param names: the command's own ``{tool argument: CLI option or ARGUMENT}`` (:func:`agent_link_core.cli_text.error_line`)."""
+    """Print an AgentLinkError as one stderr line (plus its hint) and exit: 2 for bad arguments (usage), 1 for everything
+    else (a bad setting included). ``names``: the command's own ``{tool argument: CLI option or ARGUMENT}`` (``error_line``)."""
     from agent_link_core.cli_text import error_line
 
     click = sys.modules.get("click")  # click's context on its path, else the fast path's
-    ctx = click.get_current_context(silent=True) if click is not None else None
-    ctx = ctx if ctx is not None else _current
+    ctx = (click.get_current_context(silent=True) if click is not None else None) or _current
     # at the root (a setting every command reads) there is no command to point at
     command = ctx.info_name if ctx is not None and ctx.parent is not None else None
     path = " ".join(ctx.command_path.split()[1:]) if command is not None and ctx is not None else None
@@ -271,11 +267,8 @@ def get_app(ctx: Any) -> App:
 
 
 def open_app(ctx: Any) -> App:
-    """The App of this invocation (``ctx``: click's context or :class:`Context`), created on first
-    use with the plugins :func:`plugin_hooks` loaded, closed at exit.
-
-    :raises AgentLinkError: the settings file, the state dir or the database cannot be read.
-    """
+    """The App of this invocation (``ctx``: click's context or :class:`Context`), created on first use with the plugins
+    :func:`plugin_hooks` loaded, closed at exit; raises AgentLinkError when the settings file, the state dir or the database cannot be read."""
     root = ctx.find_root()
     if "app" not in root.meta:
         from agent_link_core.app import App
@@ -286,11 +279,8 @@ def open_app(ctx: Any) -> App:
 
 
 def plugin_hooks(ctx: Any) -> Hooks:
-    """The plugins of this invocation, loaded once without opening the database (a command
-    that opens none never needs one); the App opened later reuses them.
-
-    :raises AgentLinkError: the settings file cannot be read.
-    """
+    """The plugins of this invocation, loaded once without opening the database (a command that opens none never needs
+    one); the App opened later reuses them. Raises AgentLinkError when the settings file cannot be read."""
     root = ctx.find_root()
     if "app" in root.meta:
         return root.meta["app"].hooks
@@ -414,10 +404,9 @@ def print_wait(app: App, d: dict[str, Any], show_envelope: bool) -> None:
 
 
 def message_text(text: str | None, path: str | None) -> str:
-    """The message text from TEXT, ``-`` (stdin) or ``--file PATH`` (reading at most the
-    limit plus one byte, so a huge input is refused without being held in memory). A refusal ends the
-    command (:func:`fail`): ``invalid_arguments`` (neither or both given, unreadable file, not
-    UTF-8), ``body_too_large`` (limit in UTF-8 bytes)."""
+    """The message text from TEXT, ``-`` (stdin) or ``--file PATH`` (reading at most the limit plus one byte: a huge input
+    is refused without being held in memory). A refusal ends the command (:func:`fail`): ``invalid_arguments`` (neither or
+    both given, unreadable file, not UTF-8), ``body_too_large`` (limit in UTF-8 bytes)."""
     from agent_link_core.config import not_utf8
     from agent_link_core.envelope import MAX_BODY_BYTES
     from agent_link_core.errors import invalid_arguments
@@ -490,9 +479,8 @@ def sender_params(app: App, present: set[str]) -> list[Param]:
 
 
 def who_am_i(app: App, from_address: str | None, named: dict[str, Any], *, reading: bool = False) -> Any:
-    """The caller a command acts as: ``--from`` / a harness's sender options, else the
-    current session. With ``reading`` (the command shows mail) the reader, named or not,
-    must be proved, as ``--as`` is (:func:`agent_link_core.identity.prove_reader`)."""
+    """The caller a command acts as: ``--from`` / a harness's sender options, else the current session. With ``reading``
+    (the command shows mail) the reader, named or not, must be proved, as ``--as`` is (:func:`prove_reading`)."""
     from agent_link_core.identity import named_sender
 
     if from_address is not None and not from_address.strip():
