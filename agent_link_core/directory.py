@@ -28,20 +28,11 @@ WEIGHTS = (("id", 120), ("title", 90), ("address", 60), ("cwd", 30))
 
 def session_view(session: Session) -> dict[str, Any]:
     """A session as list_agents / resolve_agent show it."""
-    view: dict[str, Any] = {
-        "address": session.address,
-        "harness": session.harness,
-        "id": session.id,
-        "title": session.title,
-        "cwd": session.cwd,
-        "surface": list(session.surface),
-        "loaded": session.loaded,
-        "archived": session.archived,
-        "lastActivityAt": iso(session.last_activity_ms),
-        "receive": dict(session.receive),
+    return {
+        "address": session.address, "harness": session.harness, "id": session.id, "title": session.title, "cwd": session.cwd,
+        "surface": list(session.surface), "loaded": session.loaded, "archived": session.archived,
+        "lastActivityAt": iso(session.last_activity_ms), "receive": dict(session.receive), **session.extra,
     }
-    view.update(session.extra)
-    return view
 
 
 async def gather_listings(
@@ -179,10 +170,7 @@ def page_of(sessions: list[Session], cursor: tuple[int, int, str] | None, limit:
 
 def providers_view(listings: Mapping[str, SessionListing]) -> dict[str, Any]:
     """``{harness: provider report + count + complete}`` for list results."""
-    return {
-        name: {**listing.provider, "count": len(listing.sessions), "complete": listing.complete}
-        for name, listing in listings.items()
-    }
+    return {name: {**listing.provider, "count": len(listing.sessions), "complete": listing.complete} for name, listing in listings.items()}
 
 
 def score(session: Session, query: str) -> tuple[int, list[str]]:
@@ -218,7 +206,7 @@ def rank(sessions: list[Session], query: str, limit: int) -> tuple[list[dict[str
             scored.append((points, s.last_activity_ms or 0, s, reasons))
     scored.sort(key=lambda t: (-t[0], -t[1]))
     top = scored[0][0] if scored else 0
-    tied = sum(1 for t in scored if t[0] == top) if scored else 0
+    tied = sum(1 for t in scored if t[0] == top)
     candidates = [{**session_view(s), "score": p, "matchReasons": r} for p, _, s, r in scored[:limit]]
     return candidates, tied > 1, tied
 

@@ -1,11 +1,10 @@
 """Every extension point of agent-link, as pluggy hook specifications.
 
-Each docstring gives the arguments' and the answer's shapes and when the hook is called; how a
-failure of each is contained is in docs/plugins.md section 3 (tested against these specs).
-Plugins implement them with ``from agent_link_core import hookimpl``; the core calls them with
-keywords through :class:`agent_link_core.plugins.Hooks`. Hooks are synchronous: I/O goes in a
-harness's async methods, or an awaitable answer where a hook allows one. Implementations name only
-the arguments they take (an ``app`` is the process's :class:`~agent_link_core.app.App`).
+Each docstring gives the arguments' and the answer's shapes and when the hook is called; how a failure of each is
+contained is in docs/plugins.md section 3 (tested against these specs). Plugins implement them with ``from
+agent_link_core import hookimpl``; the core calls them with keywords through :class:`agent_link_core.plugins.Hooks`.
+Hooks are synchronous: I/O goes in a harness's async methods, or an awaitable answer where a hook allows one.
+Implementations name only the arguments they take (an ``app`` is the process's :class:`~agent_link_core.app.App`).
 """
 
 from __future__ import annotations
@@ -36,9 +35,8 @@ __all__ = ["PROJECT", "hookimpl"]
 def agent_link_register_harnesses(register: Callable[[Harness], None]) -> None:
     """Contribute harnesses, one per host. Called once per process, when the App is built.
 
-    :param register: call it with a :class:`~agent_link_core.harness.Harness` (or a
-        ``HarnessDeclaration``) per host; its ``name`` is the address scheme it owns
-        (``name:<session id>``).
+    :param register: call it with a :class:`~agent_link_core.harness.Harness` (or a ``HarnessDeclaration``) per host;
+        its ``name`` is the address scheme it owns (``name:<session id>``).
     """
 
 
@@ -54,22 +52,20 @@ def agent_link_register_tools(register: Callable[[ToolSpec], None], app: App | N
 
 @hookspec
 def agent_link_listed_tools(tools: dict[str, ToolSpec], host: str | None, app: App) -> list[str] | None:
-    """Choose which registered tools an MCP server lists in ``tools/list`` (and answers
-    ``tools/call`` for). Called once when the server starts, and by whoever asks what a server
-    lists (cheap: no I/O). Without an answer every tool is listed.
+    """Choose which registered tools an MCP server lists in ``tools/list`` (and answers ``tools/call`` for). Called once
+    when the server starts, and by whoever asks what a server lists (cheap: no I/O). Without an answer every tool is listed.
 
     :param tools: ``{tool name: ToolSpec}``, every registered tool in registration order.
     :param host: the host that started the server (its ``AGENT_LINK_HOST``), or None.
     :param app: the server's App.
-    :returns: the names to list, or None for no opinion; with several answers a tool is listed
-        when every answer names it.
+    :returns: the names to list, or None for no opinion; with several answers a tool is listed when every answer names it.
     """
 
 
 @hookspec
 def agent_link_register_settings(register: Callable[[Setting], None]) -> None:
-    """Declare the ``AGENT_LINK_*`` settings this plugin reads. Called once per process, unless the
-    package declares them as data (``AGENT_LINK_SETTINGS``).
+    """Declare the ``AGENT_LINK_*`` settings this plugin reads. Called once per process, unless the package declares them
+    as data (``AGENT_LINK_SETTINGS``).
 
     :param register: call it with a :class:`~agent_link_core.config.Setting` per variable.
     """
@@ -77,29 +73,27 @@ def agent_link_register_settings(register: Callable[[Setting], None]) -> None:
 
 @hookspec
 def agent_link_register_panels(register: Callable[[Any], None]) -> None:
-    """Contribute sections to the ``agent-link web`` page. Called by the web plugin each time a page
-    builds its sections.
+    """Contribute sections to the ``agent-link web`` page. Called by the web plugin each time a page builds its sections.
 
-    :param register: call it with an ``agent_link_web.panels.Panel`` (the web plugin's type:
-        import it inside the implementation, so the plugin loads without the web plugin).
+    :param register: call it with an ``agent_link_web.panels.Panel`` (the web plugin's type: import it inside the
+        implementation, so the plugin loads without the web plugin).
     """
 
 
 @hookspec
 def agent_link_register_prompt_hooks(register: Callable[[PromptHook], None]) -> None:
-    """Declare the module that answers a host's prompt hooks (``agent-link hook <harness> <event>``).
-    Called when the plugins load; the answer is kept in the registry file the hook fast path
-    reads (:mod:`agent_link_core.hook`, docs/plugins.md section 6).
+    """Declare the module that answers a host's prompt hooks (``agent-link hook <harness> <event>``). Called when the
+    plugins load; the answer is kept in the registry file the hook fast path reads (:mod:`agent_link_core.hook`,
+    docs/plugins.md section 6).
 
-    :param register: call it with a :class:`~agent_link_core.records.PromptHook` (harness
-        name, dotted module path) per host.
+    :param register: call it with a :class:`~agent_link_core.records.PromptHook` (harness name, dotted module path) per host.
     """
 
 
 @hookspec
 def agent_link_register_commands(cli: click.Group) -> None:
-    """Add click commands or groups to the ``agent-link`` CLI. Called when the CLI looks up a command
-    through click (never for ``agent-link hook``).
+    """Add click commands or groups to the ``agent-link`` CLI. Called when the CLI looks up a command through click
+    (never for ``agent-link hook``).
 
     :param cli: the root group; call ``cli.add_command(...)``.
     """
@@ -107,19 +101,18 @@ def agent_link_register_commands(cli: click.Group) -> None:
 
 @hookspec
 def agent_link_schema() -> list[Migration] | None:
-    """Return the SQL migrations this plugin owns. Called when the server or the CLI opens the database
-    (a package declaring its versions as ``AGENT_LINK_SCHEMA`` is imported only when the
-    database lacks one).
+    """Return the SQL migrations this plugin owns. Called when the server or the CLI opens the database (a package
+    declaring its versions as ``AGENT_LINK_SCHEMA`` is imported only when the database lacks one).
 
-    :returns: :class:`~agent_link_core.store.Migration` records (owner: the plugin's name,
-        version from 1, sql); each version applies once per database, in order.
+    :returns: :class:`~agent_link_core.store.Migration` records (owner: the plugin's name, version from 1, sql); each
+        version applies once per database, in order.
     """
 
 
 @hookspec(firstresult=True)
 def agent_link_resolve_address(address: str, caller_address: str, app: App) -> dict[str, Any] | None:
-    """Resolve an indirect address (such as ``role:<name>``) to the agent that receives it. Called by a
-    send or resolve_agent for an address whose scheme no harness owns.
+    """Resolve an indirect address (such as ``role:<name>``) to the agent that receives it. Called by a send or
+    resolve_agent for an address whose scheme no harness owns.
 
     :param address: an address whose scheme no harness owns, or another target form.
     :param caller_address: the sender (``external`` when unknown).
@@ -133,9 +126,8 @@ def agent_link_resolve_address(address: str, caller_address: str, app: App) -> d
 
 @hookspec(firstresult=True)
 def agent_link_resolve_elsewhere(address: str, app: App) -> dict[str, Any] | None:
-    """Claim a session the local harness does not know but another place serves (another machine), from
-    local state only. Called by a send or resolve_agent after the local harness did not find the
-    session.
+    """Claim a session the local harness does not know but another place serves (another machine), from local state
+    only. Called by a send or resolve_agent after the local harness did not find the session.
 
     :param address: ``<harness>:<id>`` of an installed harness that did not find the session.
     :param app: the App.
@@ -145,12 +137,11 @@ def agent_link_resolve_elsewhere(address: str, app: App) -> dict[str, Any] | Non
 
 @hookspec
 def agent_link_before_send(message: OutgoingMessage, context: SendContext, app: App) -> list[dict[str, Any]] | None:
-    """Check or annotate a message before it is stored. Called for every new message, after validation
-    and address resolution.
+    """Check or annotate a message before it is stored. Called for every new message, after validation and address resolution.
 
     :param message: the message about to be stored (``metadata`` and ``tags`` mutable).
-    :param context: the tool, its arguments, the indirect address, whether it is a reply, the
-        call's ``meta``, and ``result``: declared send-result fields the hook may fill.
+    :param context: the tool, its arguments, the indirect address, whether it is a reply, the call's ``meta``, and
+        ``result``: declared send-result fields the hook may fill.
     :param app: the App.
     :returns: warnings for the result, ``[{"code", "message", "details"?}]``, or None.
     :raises AgentLinkError: to refuse the send (e.g. ``permission_denied``); nothing is stored.
@@ -159,56 +150,50 @@ def agent_link_before_send(message: OutgoingMessage, context: SendContext, app: 
 
 @hookspec(firstresult=True)
 def agent_link_before_store(message: OutgoingMessage, context: SendContext, conn: sqlite3.Connection, app: App) -> str | None:
-    """Check a new message against the mailbox as it is when the message is stored (the loops
-    plugin's loop guard). Called for every new message (not a resend under a stored id) after
-    ``agent_link_before_send``, inside the write transaction that inserts it, so what concurrent
-    sends stored counts; for a reply that resolves the message it answers, just before the
-    resolution's transaction.
+    """Check a new message against the mailbox as it is when the message is stored (the loops plugin's loop guard).
+    Called for every new message (not a resend under a stored id) after ``agent_link_before_send``, inside the write
+    transaction that inserts it, so what concurrent sends stored counts; for a reply that resolves the message it
+    answers, just before the resolution's transaction.
 
     :param message: the message about to be stored (read it, do not change it).
-    :param context: the send's context as ``agent_link_before_send`` left it (``chosen_id``:
-        the caller chose the id).
+    :param context: the send's context as ``agent_link_before_send`` left it (``chosen_id``: the caller chose the id).
     :param conn: the store's connection, in the open write transaction: read with it, never write.
     :param app: the App.
-    :returns: None to store the message, or the id of a stored message this one retries: nothing
-        is stored and the send answers with that one (``created`` False, ``duplicate``).
+    :returns: None to store the message, or the id of a stored message this one retries: nothing is stored and the send
+        answers with that one (``created`` False, ``duplicate``).
     :raises AgentLinkError: to refuse the send; nothing is stored.
     """
 
 
 @hookspec
 def agent_link_render_envelope(message: dict[str, Any], app: App) -> EnvelopeContribution | None:
-    """Contribute envelope attributes and elements for a stored message. Called every time a message is
-    put in an envelope (push, inbox, wait): once per message of a read, once per page of a paged
-    message.
+    """Contribute envelope attributes and elements for a stored message. Called every time a message is put in an
+    envelope (push, inbox, wait): once per message of a read, once per page of a paged message.
 
-    :param message: the stored message as a dict (``id``, ``from``, ``to``, ``recipient``,
-        ``metadata``, ...), as the read found it.
+    :param message: the stored message as a dict (``id``, ``from``, ``to``, ``recipient``, ``metadata``, ...), as the read found it.
     :param app: the App.
-    :returns: an :class:`~agent_link_core.records.EnvelopeContribution` (of ``attributes`` only
-        ``via`` and ``procedure`` are rendered; ``elements`` made with
-        :func:`agent_link_core.envelope.render_element`), or None.
+    :returns: an :class:`~agent_link_core.records.EnvelopeContribution` (of ``attributes`` only ``via`` and ``procedure``
+        are rendered; ``elements`` made with :func:`agent_link_core.envelope.render_element`), or None.
     """
 
 
 @hookspec
 def agent_link_on_event(event: Event, app: App) -> None:
-    """Observe a mailbox or harness event. Called after the change is committed; records that must
-    commit with it belong in ``agent_link_record_event``.
+    """Observe a mailbox or harness event. Called after the change is committed; records that must commit with it belong
+    in ``agent_link_record_event``.
 
-    :param event: an :class:`~agent_link_core.records.Event` (``kind``, ``message_id``,
-        ``at_ms``, ``actor``, ``data``).
+    :param event: an :class:`~agent_link_core.records.Event` (``kind``, ``message_id``, ``at_ms``, ``actor``, ``data``).
     :param app: the App.
     """
 
 
 @hookspec
 def agent_link_record_event(event: Event, conn: sqlite3.Connection, app: App) -> None:
-    """Write rows that must be stored together with a mailbox change. Called inside the transaction
-    before the commit, after a savepoint; no I/O outside the database.
+    """Write rows that must be stored together with a mailbox change. Called inside the transaction before the commit,
+    after a savepoint; no I/O outside the database.
 
-    :param event: the :class:`~agent_link_core.records.Event` about to be committed;
-        ``event.notes`` carries facts to this plugin's own ``agent_link_on_event``.
+    :param event: the :class:`~agent_link_core.records.Event` about to be committed; ``event.notes`` carries facts to
+        this plugin's own ``agent_link_on_event``.
     :param conn: the connection inside the change's open write transaction.
     :param app: the App.
     """
@@ -216,49 +201,44 @@ def agent_link_record_event(event: Event, conn: sqlite3.Connection, app: App) ->
 
 @hookspec(firstresult=True)
 def agent_link_push_reminders(due: DueReminders, app: App) -> Awaitable[bool] | bool | None:
-    """Show a session's due reminders by a push of the harness's own (a prompt in an idle session).
-    Called by every running MCP server's reminder sweep, per session with reminders due.
+    """Show a session's due reminders by a push of the harness's own (a prompt in an idle session). Called by every
+    running MCP server's reminder sweep, per session with reminders due.
 
-    :param due: a :class:`~agent_link_core.reminders.DueReminders` for one session
-        (``address``, ``harness``, ``session_id``, the messages); ``due.claim(via)`` wins the
-        reminders for this process (None: another process won them). Check the session can be
-        shown one before claiming.
+    :param due: a :class:`~agent_link_core.reminders.DueReminders` for one session (``address``, ``harness``,
+        ``session_id``, the messages); ``due.claim(via)`` wins the reminders for this process (None: another process won
+        them). Check the session can be shown one before claiming.
     :param app: the App.
-    :returns: None for another plugin's harness, else True/False (reminded or not), or an
-        awaitable of it (return a plain function's coroutine: an ``async def`` would answer
-        for every harness).
+    :returns: None for another plugin's harness, else True/False (reminded or not), or an awaitable of it (return a plain
+        function's coroutine: an ``async def`` would answer for every harness).
     """
 
 
 @hookspec
 def agent_link_health(app: App) -> tuple[str, dict[str, Any]] | None:
-    """Contribute a section to ``agent_link_health`` / ``agent-link health``. Called on every health
-    request; must be cheap.
+    """Contribute a section to ``agent_link_health`` / ``agent-link health``. Called on every health request; must be cheap.
 
     :param app: the App.
-    :returns: ``(section name, JSON-serialisable dict)`` or None; the dict may hold
-        ``summary`` (one line), ``problem`` (a line or ``{message, hint}``) or ``error`` (an
-        error object) for something the person must fix.
+    :returns: ``(section name, JSON-serialisable dict)`` or None; the dict may hold ``summary`` (one line), ``problem``
+        (a line or ``{message, hint}``) or ``error`` (an error object) for something the person must fix.
     """
 
 
 @hookspec
 def agent_link_session_roles(addresses: list[str], app: App) -> dict[str, list[str]] | None:
-    """Say which roles the listed sessions hold (``list_agents``, ``resolve_agent``). Called once per
-    listing; must be cheap.
+    """Say which roles the listed sessions hold (``list_agents``, ``resolve_agent``). Called once per listing; must be cheap.
 
     :param addresses: the session addresses about to be shown.
     :param app: the App.
-    :returns: ``{address: [role name, ...]}`` (sessions without a role may be left out) or
-        None; several plugins' answers are merged.
+    :returns: ``{address: [role name, ...]}`` (sessions without a role may be left out) or None; several plugins'
+        answers are merged.
     """
 
 
 @hookspec
 def agent_link_sessions_listed(sessions: list[dict[str, Any]], app: App) -> None:
-    """Observe the titled sessions a listing found (e.g. to find mail by session title). Called once
-    per listing that found a titled session, outside any transaction; must be cheap and never
-    wait for the database's writer (``app.store.write(wait=False)``).
+    """Observe the titled sessions a listing found (e.g. to find mail by session title). Called once per listing that
+    found a titled session, outside any transaction; must be cheap and never wait for the database's writer
+    (``app.store.write(wait=False)``).
 
     :param sessions: ``[{"address": "harness:id", "title": str}]``, before filters and paging.
     :param app: the App.
@@ -269,8 +249,8 @@ def agent_link_sessions_listed(sessions: list[dict[str, Any]], app: App) -> None
 def agent_link_check_override(
     target: str, sender: Caller, setting: str, value: str, context: dict[str, Any], app: App
 ) -> dict[str, Any] | None:
-    """Decide whether ``sender`` may change ``setting`` of the existing session ``target``. Called by a
-    harness before it changes an existing session's model, effort or cwd.
+    """Decide whether ``sender`` may change ``setting`` of the existing session ``target``. Called by a harness before it
+    changes an existing session's model, effort or cwd.
 
     :param target: the session's address.
     :param sender: the caller asking (an ``external`` caller never matches a ``*`` policy entry).
@@ -278,9 +258,8 @@ def agent_link_check_override(
     :param value: the requested value (an absolute path for ``cwd``).
     :param context: ``currentCwd`` and ``launchedBy`` (when known).
     :param app: the App.
-    :returns: None when no plugin keeps a policy (the harness then allows only the launcher's
-        effort change), ``{"allowed": True, "grantedBy": {...}}`` or ``{"allowed": False,
-        "reason": permission_denied reason, "message": str}``.
+    :returns: None when no plugin keeps a policy (the harness then allows only the launcher's effort change),
+        ``{"allowed": True, "grantedBy": {...}}`` or ``{"allowed": False, "reason": permission_denied reason, "message": str}``.
     """
 
 
@@ -289,8 +268,8 @@ def agent_link_claim_paths(
     holder: str, paths: list[str], project_root: str, reason: str | None, ttl_ms: int | None,
     until_resolved: str | None, key: str | None, app: App,
 ) -> Awaitable[dict[str, Any]] | None:
-    """Claim files exclusively for a session another plugin starts or gives work to. Called by a plugin
-    that launches a session with files to own or assigns a role.
+    """Claim files exclusively for a session another plugin starts or gives work to. Called by a plugin that launches a
+    session with files to own or assigns a role.
 
     :param holder: the session's address, or a stand-in name for one not started yet.
     :param paths: files, directories or globs, relative to ``project_root`` or inside it.
@@ -298,20 +277,19 @@ def agent_link_claim_paths(
     :param reason: why, shown to anyone the claim stops.
     :param ttl_ms: time to live in ms, or None for the plugin's default.
     :param until_resolved: a message id whose resolution ends the claim, or None.
-    :param key: names the claim, or None; a claim with a key replaces, in one transaction,
-        what was claimed under it, whoever held it.
+    :param key: names the claim, or None; a claim with a key replaces, in one transaction, what was claimed under it,
+        whoever held it.
     :param app: the App.
-    :returns: None when no plugin claims files, else an awaitable (a plain function's
-        coroutine) of ``{"projectRoot", "leases": [...]}``, raising
-        :class:`~agent_link_core.errors.AgentLinkError` ``lease_conflict`` or
+    :returns: None when no plugin claims files, else an awaitable (a plain function's coroutine) of ``{"projectRoot",
+        "leases": [...]}``, raising :class:`~agent_link_core.errors.AgentLinkError` ``lease_conflict`` or
         ``invalid_arguments`` (nothing claimed then).
     """
 
 
 @hookspec(firstresult=True)
 def agent_link_release_claims(key: str, app: App) -> dict[str, Any] | None:
-    """End what :func:`agent_link_claim_paths` claimed under ``key``. Called by a plugin whose claim
-    ends early (a worker not launched, a role cleared).
+    """End what :func:`agent_link_claim_paths` claimed under ``key``. Called by a plugin whose claim ends early (a worker
+    not launched, a role cleared).
 
     :param key: the claim's key.
     :param app: the App.
@@ -321,22 +299,21 @@ def agent_link_release_claims(key: str, app: App) -> dict[str, Any] | None:
 
 @hookspec
 def agent_link_server_tasks(app: App) -> list[Callable[[], Awaitable[None]]] | None:
-    """Contribute background work of every ``agent-link mcp`` server. Called once by the MCP server at
-    start, before the client's ``initialize``.
+    """Contribute background work of every ``agent-link mcp`` server. Called once by the MCP server at start, before
+    the client's ``initialize``.
 
     :param app: the server's App.
-    :returns: coroutine functions taking no arguments, or None; each starts once when the
-        server starts serving and is cancelled when it stops. They share the server's event
-        loop with tool calls: ``await`` often.
+    :returns: coroutine functions taking no arguments, or None; each starts once when the server starts serving and is
+        cancelled when it stops. They share the server's event loop with tool calls: ``await`` often.
     """
 
 
 @hookspec
 def agent_link_register_legacy_importers(register: Callable[[Any], None]) -> None:
-    """Contribute importers of the original Agent Link's files (``agent-link import-legacy``). Called
-    by the legacy plugin when ``import-legacy`` or health first needs the importers; the rules
-    an importer's ``run`` keeps are in docs/plugins.md ("What registration refuses").
+    """Contribute importers of the original Agent Link's files (``agent-link import-legacy``). Called by the legacy
+    plugin when ``import-legacy`` or health first needs the importers; the rules an importer's ``run`` keeps are in
+    docs/plugins.md ("What registration refuses").
 
-    :param register: call it with an ``agent_link_legacy.contract.LegacyImporter`` per kind
-        of the original's state (the legacy plugin's type: import it inside the implementation).
+    :param register: call it with an ``agent_link_legacy.contract.LegacyImporter`` per kind of the original's state (the
+        legacy plugin's type: import it inside the implementation).
     """

@@ -72,9 +72,8 @@ async def _session_exists(app: App, caller: Caller) -> bool:
     harness = app.harnesses.get(caller.host or "")
     session = None
     if harness is not None:
-        ident = caller.address.split(":", 1)[1]
         try:  # a harness's fault is reported there and proves nothing
-            session = await app._get_session(harness, ident)
+            session = await app._get_session(harness, caller.address.split(":", 1)[1])
         except AgentLinkError as exc:
             log.info("could not look up %s: %s", caller.address, exc.code)
     if session is not None and session.address == caller.address:

@@ -19,10 +19,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 PRESENCE_MIGRATIONS = (
-    Migration(
-        "presence",
-        1,
-        """
+    Migration("presence", 1, """
         CREATE TABLE presence (
             address TEXT PRIMARY KEY,
             first_seen INTEGER NOT NULL,    -- epoch ms
@@ -30,8 +27,7 @@ PRESENCE_MIGRATIONS = (
             pid INTEGER,                    -- the serving process (an MCP server), else NULL
             source TEXT NOT NULL            -- mcp | inbox
         );
-        """,
-    ),
+        """),
 )
 _UPSERT = ("INSERT INTO presence (address, first_seen, last_seen, pid, source) VALUES (?, ?, ?, ?, ?)"
            " ON CONFLICT (address) DO UPDATE SET last_seen = excluded.last_seen,"
