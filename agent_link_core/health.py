@@ -27,6 +27,10 @@ def report(app: App, meta: Mapping[str, Any] | None = None, include_caller_conte
     except sqlite3.DatabaseError:  # reported by the integrity line below
         pending = None
     detection = app.host_detection(caller)
+    try:
+        private = os.stat(app.config.state_dir).st_mode & 0o077 == 0  # only the owner can enter it
+    except OSError:
+        private = False
     out: dict[str, Any] = {
         "version": __version__,
         "host": detection["host"],
@@ -34,7 +38,7 @@ def report(app: App, meta: Mapping[str, Any] | None = None, include_caller_conte
         "address": caller.address,
         "addressSource": caller.source,
         "stateDir": {"path": app.config.state_dir, "source": app.config.sources["AGENT_LINK_STATE_DIR"],
-                     "exists": os.path.isdir(app.config.state_dir), "private": _private(app.config.state_dir),
+                     "exists": os.path.isdir(app.config.state_dir), "private": private,
                      "writable": os.access(app.config.state_dir, os.W_OK | os.X_OK)},
         # ok, integrity, walBytes, walLimitBytes, and the refusal with its recovery step when not ok.
         "database": {"path": app.config.db_path, "pendingForCaller": pending, **app.store.check_health(),
@@ -65,10 +69,9 @@ def report(app: App, meta: Mapping[str, Any] | None = None, include_caller_conte
 
 
 def section_problems(sections: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """What the plugins' health sections say needs the person: ``[{section, message, hint}]``,
-    from a section's ``problem`` (a line, or ``{message, hint}``) or ``error`` holding an error
-    object (``{code, message, hint}``). A plain ``error`` string is a failed health hook, listed
-    under ``plugins.problems``; other ``error`` values are the section's data."""
+    """What the plugins' health sections say needs the person: ``[{section, message, hint}]``, from a section's ``problem``
+    (a line, or ``{message, hint}``) or ``error`` holding an error object (``{code, message, hint}``). A plain ``error``
+    string is a failed health hook, listed under ``plugins.problems``; other ``error`` values are the section's data."""
     out: list[dict[str, Any]] = []
     for name, section in sections.items():
         if not isinstance(section, dict):
@@ -99,10 +102,10 @@ def plugin_problems(plugins: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def plugins_view(app: App) -> dict[str, Any]:
-    """What loading found, this process's plugin problems and those other processes met in the
-    last day (``elsewhere``: :func:`agent_link_core.boundary.recent_elsewhere`), less the
-    plugins turned off since by ``AGENT_LINK_DISABLE_PLUGINS``. Imports every plugin and
-    collects every tool first: one that cannot be imported or a refused tool is a problem."""
+    """What loading found, this process's plugin problems and those other processes met in the last day (``elsewhere``:
+    :func:`agent_link_core.boundary.recent_elsewhere`), less the plugins ``AGENT_LINK_DISABLE_PLUGINS`` turned off since.
+    Imports every plugin and collects every tool first: one that cannot be imported or a refused tool is a problem."""
+
     app.hooks.load_all()
     app.hooks.tools()
     view = app.plugin_report.as_dict()
@@ -122,11 +125,3 @@ def _harness_health(app: App, harness: Harness) -> dict[str, Any]:
     # in a list: the boundary checks only answers other than None, and None is no section either
     answer = call_harness(app.hooks, harness, "health", lambda: [harness.health()], check=refused)
     return {"error": "this harness's health failed; see plugins.problems"} if answer is None else answer[0]
-
-
-def _private(path: str) -> bool:
-    """True when only the owner can enter ``path``."""
-    try:
-        return os.stat(path).st_mode & 0o077 == 0
-    except OSError:
-        return False
