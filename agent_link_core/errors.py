@@ -8,51 +8,38 @@ TYPE_CHECKING = False  # typing stays off the hook fast path
 if TYPE_CHECKING:
     from typing import Any
 
-ERROR_CODES: tuple[str, ...] = (
-    "invalid_arguments",  # details: errors[{path, rule, expected}], removed?[{argument, replacement}]
-    "unknown_tool",  # details: name
-    "not_found",  # details: query | id, candidates
-    "ambiguous",  # details: query, candidates
-    "archived",  # details: address
-    "wrong_recipient",  # details: messageId, expected, caller
-    "already_resolved",  # details: messageId, status, resolvedAt
-    "no_current_session",  # details: host, sources
-    "body_too_large",  # details: limitBytes, actualBytes
-    "permission_denied",  # details: reason
-    "active_turn_conflict",  # details: status, activeTurnId
-    "lease_conflict",  # details: conflicts[{holder, paths, exclusive, reason, expiresAt, ...}]
-    "upstream_error",  # details: method, rpcCode, rpcMessage
-    "unsupported",  # details: capability
-    "state_io_error",  # details: path (relative to the state dir), errno, reason?
-    "state_busy",  # details: path, retryable (true), retryAfterMs: a lock timeout, retry
-    "internal_error",  # details: cause (exception class name only)
-)
+# What a caller can do about each code (its ``details`` keys in the comment), for an error raised without a hint of
+# its own: every failed tool result carries one (README "Every tool returns one JSON object").
+DEFAULT_HINTS: dict[str, str] = {
+    "invalid_arguments":  # details: errors[{path, rule, expected}], removed?[{argument, replacement}]
+        "Fix the arguments named in details.errors and call again.",
+    "unknown_tool": "Call tools/list for the tools this server offers (the AGENT_LINK_TOOLS setting may leave some out).",  # details: name
+    "not_found": "Check the id or address; list_agents shows the sessions agent-link knows.",  # details: query | id, candidates
+    "ambiguous": "Pick one of details.candidates and use its full address.",  # details: query, candidates
+    "archived": "Unarchive the session in its host first, or message another one.",  # details: address
+    "wrong_recipient": "Only the message's recipient can do this; check the messageId.",  # details: messageId, expected, caller
+    "already_resolved": "Nothing more to do: the message is resolved (details.status says how).",  # details: messageId, status, resolvedAt
+    "no_current_session": "Call from inside a host session, or set AGENT_LINK_ADDRESS to give this process an address.",  # details: host, sources
+    "body_too_large": "Send at most 64 KiB of UTF-8: split the text, or send a file path instead.",  # details: limitBytes, actualBytes
+    "permission_denied": "details.reason names the rule that refused it; whoever set the rule can change it.",  # details: reason
+    "active_turn_conflict": "Wait for the running work to finish (wait_for_agent), then send again.",  # details: status, activeTurnId
+    "lease_conflict":  # details: conflicts[{holder, paths, exclusive, reason, expiresAt, ...}]
+        "Others hold some of these paths (details.conflicts): message them to ask, or claim other paths.",
+    "upstream_error":  # details: method, rpcCode, rpcMessage
+        "The host answered with an error: agent_link_health shows whether it is reachable; try again.",
+    "unsupported": "This host or release cannot do it; agent_link_health shows what it offers.",  # details: capability
+    "state_io_error":  # details: path (relative to the state dir), errno, reason?
+        "Check that agent-link's state dir (agent_link_health: stateDir) exists, is yours and has space.",
+    "state_busy":  # details: path, retryable (true), retryAfterMs: a lock timeout, retry
+        "Another agent-link process holds the database's write lock: retry in a moment; the database is fine.",
+    "internal_error":  # details: cause (exception class name only)
+        "A fault in agent-link or a plugin: agent_link_health lists plugin problems; please report it.",
+}
+#: the closed list of fixed codes
+ERROR_CODES: tuple[str, ...] = tuple(DEFAULT_HINTS)
 # Besides the fixed codes, each harness has one "<harness>_unavailable" code (details:
 # searched, and for endpoint-based hosts endpoint and reason): the host could not be reached.
 UNAVAILABLE_SUFFIX = "_unavailable"
-
-
-# What a caller can do about each code, for an error raised without a hint of its own: every
-# failed tool result carries one (README "Every tool returns one JSON object").
-DEFAULT_HINTS: dict[str, str] = {
-    "invalid_arguments": "Fix the arguments named in details.errors and call again.",
-    "unknown_tool": "Call tools/list for the tools this server offers (the AGENT_LINK_TOOLS setting may leave some out).",
-    "not_found": "Check the id or address; list_agents shows the sessions agent-link knows.",
-    "ambiguous": "Pick one of details.candidates and use its full address.",
-    "archived": "Unarchive the session in its host first, or message another one.",
-    "wrong_recipient": "Only the message's recipient can do this; check the messageId.",
-    "already_resolved": "Nothing more to do: the message is resolved (details.status says how).",
-    "no_current_session": "Call from inside a host session, or set AGENT_LINK_ADDRESS to give this process an address.",
-    "body_too_large": "Send at most 64 KiB of UTF-8: split the text, or send a file path instead.",
-    "permission_denied": "details.reason names the rule that refused it; whoever set the rule can change it.",
-    "active_turn_conflict": "Wait for the running work to finish (wait_for_agent), then send again.",
-    "lease_conflict": "Others hold some of these paths (details.conflicts): message them to ask, or claim other paths.",
-    "upstream_error": "The host answered with an error: agent_link_health shows whether it is reachable; try again.",
-    "unsupported": "This host or release cannot do it; agent_link_health shows what it offers.",
-    "state_io_error": "Check that agent-link's state dir (agent_link_health: stateDir) exists, is yours and has space.",
-    "state_busy": "Another agent-link process holds the database's write lock: retry in a moment; the database is fine.",
-    "internal_error": "A fault in agent-link or a plugin: agent_link_health lists plugin problems; please report it.",
-}
 UNAVAILABLE_HINT = "agent_link_health shows why this harness cannot be reached and what it searched."
 
 
