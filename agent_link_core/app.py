@@ -156,13 +156,10 @@ class App:
         fails is left out, reported). Raises ``state_io_error`` when the database is unusable."""
         plugins = set(self.plugin_report.loaded)  # a plugin's migrations carry its name
         store = Store(path, [m for m in migrations if m.owner not in plugins], busy_timeout_ms=self.config.get("AGENT_LINK_BUSY_TIMEOUT_MS"))
-        by_owner: dict[str, list[Any]] = {}
-        for m in migrations:
-            if m.owner in plugins:
-                by_owner.setdefault(m.owner, []).append(m)
-        done = store.applied() if by_owner else set()
-        for owner, batch in by_owner.items():
-            pending = [m for m in batch if (m.owner, m.version) not in done]
+        owners = dict.fromkeys(m.owner for m in migrations if m.owner in plugins)
+        done = store.applied() if owners else set()
+        for owner in owners:
+            pending = [m for m in migrations if m.owner == owner and (owner, m.version) not in done]
             if not pending:  # all in: a plugin that declares its migrations is not imported
                 continue
             try:
@@ -191,13 +188,12 @@ class App:
                read_only_ok: bool = False, hooks: Hooks | None = None) -> App:
         """Load plugins and settings and open the database.
 
-        :param read_only_ok: when the database exists but its state dir is not writable, open it
-            read-only instead of failing (``health``: report what can be read); ``read_only``
-            then holds the refusal, and every write fails.
+        :param read_only_ok: when the database exists but its state dir is not writable, open it read-only instead of
+            failing (``health``: report what can be read); ``read_only`` then holds the refusal, and every write fails.
         :param hooks: plugins already loaded by :func:`~agent_link_core.plugins.load_plugins` for the same ``env``
             (the CLI looks its plugin commands up before it opens the database).
-        :raises AgentLinkError: ``invalid_arguments`` for a bad setting (naming the
-            variable), ``state_io_error`` when the state dir or database is unusable.
+        :raises AgentLinkError: ``invalid_arguments`` for a bad setting (naming the variable), ``state_io_error`` when
+            the state dir or database is unusable.
         """
         env = with_settings(dict(os.environ if env is None else env))
         if hooks is None:
@@ -258,10 +254,9 @@ class App:
         return Caller(EXTERNAL, "fallback", None)
 
     def host_detection(self, caller: Caller) -> dict[str, Any]:
-        """Which host this process serves and what decided it: ``AGENT_LINK_HOST``, else the
-        first harness (by ``host_priority``) whose ``host_variables`` are set, else the
-        caller's harness. ``{"host", "source": "AGENT_LINK_HOST"|"environment"|"caller"|"none",
-        "variable"}`` (the variable's name only, never its value)."""
+        """Which host this process serves and what decided it: ``AGENT_LINK_HOST``, else the first harness (by
+        ``host_priority``) whose ``host_variables`` are set, else the caller's harness.
+        ``{"host", "source": "AGENT_LINK_HOST"|"environment"|"caller"|"none", "variable"}`` (its name, never its value)."""
         configured = self.config.get("AGENT_LINK_HOST")
         if configured:
             return {"host": configured, "source": "AGENT_LINK_HOST", "variable": "AGENT_LINK_HOST"}
@@ -291,13 +286,10 @@ class App:
         )
 
     def begin_inbox_read(self, caller: Caller, mark: bool, note_presence: bool = True) -> tuple[bool, list[dict[str, Any]]]:
-        """What every inbox read does first: note the caller's presence (a read that marks), and
-        switch marking off, with a warning, when the database refuses writes (:attr:`read_only`,
-        damaged or replaced).
-
-        :param note_presence: False where the process notes presence itself (the MCP server).
-        :returns: ``(mark, warnings)``: whether the read may mark, and the warnings to report.
-        """
+        """What every inbox read does first: note the caller's presence (a read that marks, unless ``note_presence`` is
+        False: the MCP server notes it itself), and switch marking off, with a warning, when the database refuses writes
+        (:attr:`read_only`, damaged or replaced). Returns ``(mark, warnings)``: whether the read may mark, and the
+        warnings to report."""
         refusal = self.read_only or self.store.damage() or self.store.replaced() if mark else None
         if refusal is None:
             if mark and note_presence:  # only a read that writes anyway: a peek never waits for a writer
@@ -405,9 +397,8 @@ def _check_capabilities(result: Any, plugin: str) -> str | None:
 def configure_logging(config: Config) -> None:
     """Send agent-link's logs to a private file when debugging or a level is set.
 
-    ``AGENT_LINK_DEBUG`` (level debug) or ``AGENT_LINK_LOG_LEVEL`` turn it on; the file is
-    ``AGENT_LINK_LOG_FILE`` or ``<state>/logs/agent-link.log`` (0600, dir 0700). Otherwise
-    only warnings reach stderr. Never stdout: that is the MCP transport.
+    ``AGENT_LINK_DEBUG`` (level debug) or ``AGENT_LINK_LOG_LEVEL`` turn it on; the file is ``AGENT_LINK_LOG_FILE`` or
+    ``<state>/logs/agent-link.log`` (0600, dir 0700). Otherwise only warnings reach stderr; never stdout (MCP's transport).
     """
     level_name = "debug" if config.get("AGENT_LINK_DEBUG") else config.get("AGENT_LINK_LOG_LEVEL")
     if level_name is None:  # nothing to set up: logging is imported when something is logged

@@ -47,7 +47,6 @@ class LinkStreams:
     """
 
     def __init__(self, read: Any, write: Any, *, refuse_discover: bool = False) -> None:
-        self._read = read
         self._write = write
         self.refuse_discover = refuse_discover
         self.peer = McpPeer(self.notify)
@@ -60,10 +59,7 @@ class LinkStreams:
         self.writer = _Outbound(self, write)
 
     async def notify(self, method: str, params: Mapping[str, Any]) -> None:
-        """Write one notification to the client.
-
-        :raises PeerGone: the connection is closed (nothing was written).
-        """
+        """Write one notification to the client; :class:`PeerGone` (nothing written) once the connection is closed."""
         if self._closed:
             raise PeerGone(method)
         try:

@@ -56,10 +56,7 @@ PUSH_BUDGETS = 4
 
 
 class Outbox:
-    """Sends, replies and pushes of one App (its mailbox, hooks and harnesses).
-
-    :param app: the App whose mailbox and harnesses it uses.
-    """
+    """Sends, replies and pushes of one App (``app``: its mailbox, hooks and harnesses)."""
 
     def __init__(self, app: App) -> None:
         self.app = app
@@ -74,19 +71,17 @@ class Outbox:
     ) -> SendOutcome:
         """Store a message, then try to push it to its recipient.
 
-        With ``reply_to`` from that message's recipient, the send also resolves it as a reply
-        (docs/behaviour.md §8). ``message_id`` makes the send idempotent: the same id with the
-        same content returns the first outcome; with other content it is refused. A plain
-        address no process has ever served (nor a plugin's ``resolve_address`` claims) gets an
-        ``unknown_address`` warning naming the closest known ones, or with ``require_known`` is
-        refused (``not_found``). ``metadata`` is stored with the message (its ``fingerprint``
-        counts for idempotency). ``target``: :meth:`~agent_link_core.directory.Directory.target_address`'s
-        answer for ``to`` and ``caller``, if known. An ``agent_link_before_store`` hook (the loops
-        plugin's loop guard) may refuse a new message, or answer that it retries a stored one
-        (that one's outcome, ``created`` False).
+        With ``reply_to`` from that message's recipient, the send also resolves it as a reply (docs/behaviour.md §8).
+        ``message_id`` makes the send idempotent: the same id and content return the first outcome; other content is
+        refused. A plain address no process has ever served (nor a plugin's ``resolve_address`` claims) gets an
+        ``unknown_address`` warning naming the closest known ones, or with ``require_known`` is refused (``not_found``).
+        ``metadata`` is stored with the message (its ``fingerprint`` counts for idempotency). ``target``:
+        :meth:`~agent_link_core.directory.Directory.target_address`'s answer for ``to`` and ``caller``, if known. An
+        ``agent_link_before_store`` hook (the loops plugin's loop guard) may refuse a new message, or answer that it
+        retries a stored one (that one's outcome, ``created`` False).
 
-        :raises AgentLinkError: ``invalid_arguments``, ``body_too_large``, ``not_found``,
-            ``ambiguous``, ``archived``, or what a ``before_send`` or ``before_store`` hook refuses with.
+        :raises AgentLinkError: ``invalid_arguments``, ``body_too_large``, ``not_found``, ``ambiguous``, ``archived``,
+            or what a ``before_send`` or ``before_store`` hook refuses with.
         """
         now = now_ms()
         clean = check_body(body)
@@ -154,9 +149,8 @@ class Outbox:
                                       "expected": f"{whose} whose harness can show {envelope_format}"}])
 
     def unseen_address(self, recipient: str, require_known: bool = False) -> dict[str, Any] | None:
-        """The ``unknown_address`` warning (``{code, message, details: {address, suggestions}}``)
-        a send to ``recipient`` would carry, else None (a plugin that hands work to an address
-        without sending, a role's holder, asks it too).
+        """The ``unknown_address`` warning (``{code, message, details: {address, suggestions}}``) a send to ``recipient``
+        would carry, else None (a plugin that hands work to an address without sending, a role's holder, asks it too).
 
         :raises AgentLinkError: ``not_found`` instead of the warning with ``require_known``.
         """
@@ -178,8 +172,8 @@ class Outbox:
         return warning
 
     async def push(self, row: Any, options: Mapping[str, Any]) -> Delivery | None:
-        """Offer a stored message to its recipient's harness; record delivery on evidence. A
-        message a running wait of the recipient is about to return is left to that wait."""
+        """Offer a stored message to its recipient's harness; record delivery on evidence. A message a running wait of the
+        recipient is about to return is left to that wait."""
         from agent_link_core.waits import HELD_EVENT
 
         scheme = address_scheme(row["recipient"])
@@ -234,8 +228,8 @@ class Outbox:
         return delivery
 
     async def _announce(self, harness: Harness, row: Any, size: int, options: Mapping[str, Any]) -> Delivery:
-        """Push :func:`~agent_link_core.budget.oversized_notice` instead of an envelope the host
-        would cut; the message stays queued for the inbox."""
+        """Push :func:`~agent_link_core.budget.oversized_notice` instead of an envelope the host would cut; the message
+        stays queued for the inbox."""
         from agent_link_core.budget import oversized_notice
 
         pushed = await harness.deliver(self.mailbox.row_dict(row), oversized_notice(row, size), options)
@@ -249,8 +243,8 @@ class Outbox:
                         warnings=[warning, *pushed.warnings], unknown=pushed.unknown, retryable=pushed.retryable)
 
     async def refresh_delivery(self, message_id: str) -> bool:
-        """Ask the recipient's harness for late evidence of an ``accepted`` or ``unknown`` push
-        and record delivery when it has some (never pushes).
+        """Ask the recipient's harness for late evidence of an ``accepted`` or ``unknown`` push and record delivery when
+        it has some (never pushes).
 
         :returns: True when the message became delivered now.
         """
@@ -276,15 +270,13 @@ class Outbox:
     ) -> dict[str, Any]:
         """Resolve a message addressed to the caller, sending the reply back to its sender.
 
-        ``reply`` and ``decline`` need ``message`` (for decline: the reason); ``done`` takes an
-        optional note, sent back only when given. ``metadata`` is stored with the note; its
-        ``envelopeFormat`` must be one the original sender's harness lists. ``reply_id`` (a
-        ULID) is the answer's id and makes a retry safe: the same resolution and content under
-        it returns the first result with ``duplicate: true``; other content is refused.
+        ``reply`` and ``decline`` need ``message`` (for decline: the reason); ``done`` takes an optional note, sent back
+        only when given. ``metadata`` is stored with the note; its ``envelopeFormat`` must be one the original sender's
+        harness lists. ``reply_id`` (a ULID) is the answer's id and makes a retry safe: the same resolution and content
+        under it returns the first result with ``duplicate: true``; other content is refused.
 
-        :raises AgentLinkError: ``not_found``, ``wrong_recipient``, ``already_resolved``,
-            ``invalid_arguments`` (rule ``idempotency`` for a reused ``reply_id``),
-            ``body_too_large``, ``no_current_session``.
+        :raises AgentLinkError: ``not_found``, ``wrong_recipient``, ``already_resolved``, ``invalid_arguments`` (rule
+            ``idempotency`` for a reused ``reply_id``), ``body_too_large``, ``no_current_session``.
         """
         self.app.require_caller(caller)
         row = self.mailbox.require(message_id)
@@ -314,8 +306,7 @@ class Outbox:
         _, reply_row = self.mailbox.resolve(
             # The reason as sanitized for the note (lone surrogates of undecodable input never reach disk).
             message_id, caller, resolution, reason=reply_msg.body if reply_msg is not None and resolution != "reply" else None,
-            reply=reply_msg,
-            result=context.result,
+            reply=reply_msg, result=context.result,
         )
         delivery = await self.push(reply_row, {}) if reply_row is not None else None
         if reply_row is not None:

@@ -61,9 +61,7 @@ def tool_definition(spec: ToolSpec) -> types.Tool:
 
 
 def to_call_result(result: Mapping[str, Any], text: str | None = None) -> types.CallToolResult:
-    """Wrap a result object: text content + structuredContent, isError iff not ok.
-
-    :param text: ``json.dumps(result, ensure_ascii=False)`` when the caller has it already."""
+    """Wrap a result object: text content + structuredContent, isError iff not ok (``text``: its JSON, if made)."""
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False) if text is None else text)],
         structured_content=dict(result),
@@ -125,15 +123,12 @@ async def _over_stdio(app: App | None, run: Callable[[Any, Any], Awaitable[None]
 
 
 async def serve_streams(app: App, read_stream: Any, write_stream: Any) -> None:
-    """Serve one MCP connection over a transport's message streams until the client leaves.
+    """Serve one MCP connection over a transport's inbound and outbound ``SessionMessage`` streams (MCP SDK shape)
+    until the client leaves; ``app`` stays open.
 
-    Harnesses' background work (:meth:`~agent_link_core.harness.Harness.serve`) and plugins'
-    ``agent_link_server_tasks`` start at once, before the client's first message and whichever
-    protocol revision it then opens with, and are cancelled when the connection ends. Does not
-    close ``app``.
-
-    :param read_stream: the transport's inbound ``SessionMessage`` stream (MCP SDK shape).
-    :param write_stream: the transport's outbound ``SessionMessage`` stream.
+    Harnesses' background work (:meth:`~agent_link_core.harness.Harness.serve`) and plugins' ``agent_link_server_tasks``
+    start at once, before the client's first message and whichever protocol revision it then opens with, and are
+    cancelled when the connection ends.
     """
     server = build_server(app)
     me = app.caller()

@@ -66,14 +66,11 @@ MESSAGE_ID: dict[str, Any] = {
 
 
 def idempotency_key(args: dict[str, Any], path: str = "messageId") -> tuple[str | None, dict[str, Any]]:
-    """The message id a send tool stores under, from its :data:`MESSAGE_ID` argument.
+    """The message id a send tool stores under, from its :data:`MESSAGE_ID` argument named ``path`` in the validated
+    ``args`` (the schema admitted only a ULID or a UUID).
 
-    :param args: the tool's validated arguments.
-    :param path: the argument's name.
-    :returns: ``(ULID or None, fingerprint)``: the fingerprint (``{"clientMessageId": uuid}``
-        for a UUID, else empty) goes into the message's ``metadata["fingerprint"]``, which the
-        idempotency comparison includes. The argument's schema (:data:`MESSAGE_ID`) admitted
-        only a ULID or a UUID.
+    :returns: ``(ULID or None, fingerprint)``; the fingerprint (``{"clientMessageId": uuid}`` for a UUID, else empty)
+        goes into the message's ``metadata["fingerprint"]``, which the idempotency comparison includes.
     """
     given = args.get(path)
     if given is None or is_ulid(given.upper()):
@@ -82,8 +79,8 @@ def idempotency_key(args: dict[str, Any], path: str = "messageId") -> tuple[str 
 
 
 def _declared(app: App | None, attribute: str) -> dict[str, Any]:
-    """What the App's harnesses declare in ``attribute`` (a dict, or SendOptions), by name: the
-    first harness, by name, declaring a name defines it."""
+    """What the App's harnesses declare in ``attribute`` (a dict, or SendOptions), by name; the first harness (by name)
+    declaring a name defines it."""
     declared: dict[str, Any] = {}
     for _, harness in sorted((app.harnesses if app is not None else {}).items()):
         items = getattr(harness, attribute)
@@ -92,15 +89,14 @@ def _declared(app: App | None, attribute: str) -> dict[str, Any]:
     return declared
 
 
-#: the core tools a harness extends: name -> (the Harness attribute declaring arguments, the one
-#: declaring result fields)
+#: the core tools a harness extends: name -> (the Harness attribute declaring arguments, the one declaring result fields)
 EXTENDED = {"message_agent": ("send_option_specs", "send_result_fields"), "agent_link_health": ("health_options", None),
             "wait_for_agent": (None, "wait_result_fields")}
 
 
 def core_specs(app: App | None) -> list[ToolSpec]:
-    """:data:`CORE_TOOLS`, each of :data:`EXTENDED` with the arguments and result fields the App's
-    harnesses declare for it (``SendOption`` schemas for send options) before its own."""
+    """:data:`CORE_TOOLS`, those of :data:`EXTENDED` with the arguments and result fields (``SendOption`` schemas for
+    send options) the App's harnesses declare for them before their own."""
     specs = []
     for spec in CORE_TOOLS:
         arguments, fields = (_declared(app, attribute) if attribute else {} for attribute in EXTENDED.get(spec.name, (None, None)))
@@ -112,8 +108,8 @@ def core_specs(app: App | None) -> list[ToolSpec]:
 
 
 def check_send_declarations(harness: Any) -> None:
-    """Check a harness's declared send options and result fields (names, JSON schemas) when
-    the tools are collected (``Hooks.tools``), where they become part of ``message_agent``.
+    """Check a harness's send options and result fields (names, JSON schemas), which become part of ``message_agent``
+    when the tools are collected (``Hooks.tools``).
 
     :raises Refused: a declaration of the wrong type, a name the core uses, an invalid schema.
     """
@@ -150,8 +146,8 @@ def check_send_declarations(harness: Any) -> None:
 
 
 async def health(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
-    """``agent_link_health``: the harness-declared options given (``Harness.health_options``)
-    reach every harness's ``prepare_health`` first."""
+    """``agent_link_health``; the harness-declared options given (``Harness.health_options``) reach every harness's
+    ``prepare_health`` first."""
     options = {k: args[k] for k in _declared(app, "health_options") if k in args}
     for harness in list(app.harnesses.values()):  # a harness that fails here is reported; health goes on
         await acall_harness(app.hooks, harness, "prepare_health", partial(harness.prepare_health, options))
@@ -159,8 +155,7 @@ async def health(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, An
 
 
 def with_roles(app: App, views: list[dict[str, Any]]) -> None:
-    """Add ``roles`` (the role names each session holds, ``agent_link_session_roles``) to
-    session views in place; ``[]`` for a session without one."""
+    """Add ``roles`` (the role names each session holds, ``agent_link_session_roles``; maybe ``[]``) to session views."""
     held = app.hooks.session_roles([v["address"] for v in views if isinstance(v.get("address"), str)])
     for view in views:
         view["roles"] = held.get(view.get("address") or "", [])
@@ -188,11 +183,8 @@ async def resolve_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict[
 
 
 async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool: str = "message_agent") -> dict[str, Any]:
-    """``message_agent``.
-
-    :param tool: the tool name the send is recorded under (``SendContext.tool``, which
-        ``before_send`` hooks see); a plugin tool that sends through this handler names itself.
-    """
+    """``message_agent``; ``tool``: the name the send is recorded under (``SendContext.tool``, which ``before_send``
+    hooks see): a plugin tool that sends through this handler names itself."""
     started = time.monotonic()
     declared: dict[str, SendOption] = _declared(app, "send_option_specs")
     options = {k: args[k] for k in declared if k in args}
@@ -320,10 +312,8 @@ async def read_inbox(app: App, args: dict[str, Any], call: ToolCall) -> dict[str
     # for a client that is gone marks nothing either, as its answer reaches no one
     mark, warnings = app.begin_inbox_read(call.caller, args.get("markAsDelivered", True) and not client_gone(), note_presence=False)
     # only what the calling host shows in full is returned (and marked delivered)
-    result = budget.inbox(app, call.caller, budget.caller_budget(app, call.caller),
-                          limit=args.get("limit", 20), mark=mark,
-                          include_open=args.get("includeOpen", True), message_id=args.get("messageId"),
-                          offset=args.get("offset", 0))
+    result = budget.inbox(app, call.caller, budget.caller_budget(app, call.caller), limit=args.get("limit", 20), mark=mark,
+                          include_open=args.get("includeOpen", True), message_id=args.get("messageId"), offset=args.get("offset", 0))
     if warnings:
         result["warnings"] = [*result.get("warnings", []), *warnings]
     return result
