@@ -71,6 +71,7 @@ def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, mark_read: b
     """
     from agent_link_core import budget
     from agent_link_core.cli_text import cli_words, terminal_safe
+    from agent_link_core.identity import reads_own_mail
 
     if offset is not None and message_id is None:
         usage_error("--offset needs --message-id")
@@ -78,8 +79,6 @@ def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, mark_read: b
         usage_error("choose one of --message-id and --all")
     if peek and mark_read:
         usage_error("choose one of --peek and --mark-read")
-    from agent_link_core.identity import reads_own_mail
-
     app = get_app(ctx)
     caller = as_caller(app, as_address)
     peek = peek or (not mark_read and not reads_own_mail(app, caller.address))  # another's mail stays theirs
@@ -103,12 +102,12 @@ def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, mark_read: b
 
     def human(d: dict[str, Any]) -> None:
         page = d.get("page")
+        who = f" --as {d['address']}" if as_address else ""  # the commands printed read on as the same reader
         if page is not None:  # one message too large for one read: a part of its envelope
             end = page["nextOffset"] if page["nextOffset"] is not None else page["totalChars"]
             echo(f"message {page['messageId']}, characters {page['offset']}-{end} of {page['totalChars']} of its envelope:")
             echo(terminal_safe(d["renderedBlock"]))
             if page["nextOffset"] is not None:
-                who = f" --as {d['address']}" if as_address else ""
                 echo(f"Read on with: agent-link inbox{who} --message-id {page['messageId']} --offset {page['nextOffset']}")
             return
         if not d["messages"]:
@@ -120,7 +119,6 @@ def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, mark_read: b
         if d.get("more") and left > 0:
             echo(f"{left} more message(s) wait: run agent-link inbox again.")
         if all_mail and cut:  # the listing was cut: said, as unread mail left over is
-            who = f" --as {d['address']}" if as_address else ""
             echo(f"These are the newest {limit}; older ones: agent-link inbox{who} --all --limit {min(limit * 5, 100)}." if limit < 100 else "These are the newest 100.")
         echo("Answer one with: agent-link reply MESSAGE_ID TEXT [--decline | --done]")
 
