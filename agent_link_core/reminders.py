@@ -1,8 +1,7 @@
-"""Reminders: the core decides what is due (:meth:`~agent_link_core.mailbox.Mailbox.due_reminders`:
-delivered, unresolved ``reply``/``action`` mail, up to ``AGENT_LINK_REMINDER_LIMIT``); a harness
-plugin shows them, through its prompt-hook adapter (:class:`~agent_link_core.hook.HookContext`)
-or a push of its own (``agent_link_push_reminders``, offered by :func:`sweep`). Each reminder
-number is claimed once across all processes, so no reminder is shown both ways.
+"""Reminders: the core decides what is due (:meth:`~agent_link_core.mailbox.Mailbox.due_reminders`: delivered, unresolved
+``reply``/``action`` mail, up to ``AGENT_LINK_REMINDER_LIMIT``); a harness plugin shows them, through its prompt-hook adapter
+(:class:`~agent_link_core.hook.HookContext`) or a push of its own (``agent_link_push_reminders``, offered by :func:`sweep`).
+Each reminder number is claimed once across all processes, so no reminder is shown both ways.
 
 Imported by the hook fast path: standard modules only, annotations stay strings.
 """
@@ -33,13 +32,10 @@ class ClaimedReminders:
     __slots__ = ("address", "items", "limit")
 
     def __init__(self, address: str, items: list[tuple[str, int, str]], limit: int) -> None:
-        self.address = address
-        self.items = items
-        self.limit = limit
+        self.address, self.items, self.limit = address, items, limit
 
     def text(self) -> str:
-        """The core's reminder wording (never a message body): what a harness shows; it names
-        the distinct senders and the highest reminder number of the batch."""
+        """The core's reminder wording (never a message body) that a harness shows: the distinct senders, the highest reminder number."""
         senders = list(dict.fromkeys(sender for _, _, sender in self.items))
         return reminder_notice(len(self.items), senders, max(n for _, n, _ in self.items), self.limit)
 
@@ -55,9 +51,7 @@ class DueReminders:
     __slots__ = ("address", "due", "mailbox")
 
     def __init__(self, mailbox: Mailbox, address: str, due: list[tuple[Any, Any]]) -> None:
-        self.mailbox = mailbox
-        self.address = address
-        self.due = due
+        self.mailbox, self.address, self.due = mailbox, address, due
 
     @property
     def harness(self) -> str:
@@ -72,12 +66,10 @@ class DueReminders:
     def claim(self, via: str, *, wait: bool = True) -> ClaimedReminders | None:
         """Claim the next reminder number of each due message for this process.
 
-        :param via: how the reminder is shown (``<harness>-prompt-hook``, ``<harness>-push``...),
-            recorded with the ``reminded`` event.
-        :param wait: False on a path that must not wait for another process's write lock (a
-            prompt hook): claiming stops while it is taken, and the rest stay due.
-        :returns: the numbers won, or None when another process won them all (or the lock was
-            taken): the caller then shows nothing.
+        :param via: how the reminder is shown (``<harness>-prompt-hook``, ``<harness>-push``...), recorded with the ``reminded`` event.
+        :param wait: False on a path that must not wait for another process's write lock (a prompt hook): claiming stops while it
+            is taken, and the rest stay due.
+        :returns: the numbers won, or None when another process won them all (or the lock was taken): the caller then shows nothing.
         """
         items = []
         for row, state in self.due:
@@ -102,13 +94,11 @@ def due_for(mailbox: Mailbox, address: str, now: int | None = None) -> DueRemind
 
 
 async def sweep(app: Any) -> int:
-    """Offer every session's due reminders to the plugins that push reminders themselves.
+    """Offer every session of a loaded harness its due reminders, through the plugins that push reminders themselves; a plugin
+    that raises is logged (what it claimed stays claimed) and the sweep goes on.
 
     :param app: the process's :class:`~agent_link_core.app.App`.
     :returns: how many sessions a plugin reported as reminded.
-
-    Only sessions of a loaded harness are offered; a plugin that raises is logged (what it
-    claimed stays claimed) and the sweep goes on.
     """
     reminded = 0
     for address in app.mailbox.reminder_recipients():

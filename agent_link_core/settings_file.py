@@ -1,15 +1,12 @@
-"""The settings file every agent-link process reads (README, "The settings file"): hosts give
-their servers and hooks different environments, and a file reaches them all. A TOML document
-whose top-level keys are settings (``AGENT_LINK_STATE_DIR`` or ``state_dir``) with string,
-boolean or integer values; tables are the user's. Standard library only, ``tomllib`` only when
-the file exists: the hook fast path reads it.
+"""The settings file every agent-link process reads (README, "The settings file"): hosts give their servers and hooks different
+environments, and a file reaches them all. A TOML document whose top-level keys are settings (``AGENT_LINK_STATE_DIR`` or
+``state_dir``) with string, boolean or integer values; tables are the user's. Standard library only, ``tomllib`` only when the
+file exists: the hook fast path reads it.
 
-Where the file did not reach a process, the record of the state directories agent-link
-processes on this machine used lately shows it: two processes with different ones keep two
-mailboxes, which health warns about until the other dir goes unused for
-:data:`STATE_DIR_RECENT_MS`, is removed, or ``agent-link health --forget-state-dirs`` drops it.
-The record (advisory: a lost race drops one entry until the next use) is
-``$XDG_CACHE_HOME/agent-link/state-dirs.json`` (default ``~/.cache/agent-link``),
+Where the file did not reach a process, the record of the state directories agent-link processes on this machine used lately
+shows it: two processes with different ones keep two mailboxes, which health warns about until the other dir goes unused for
+:data:`STATE_DIR_RECENT_MS`, is removed, or ``agent-link health --forget-state-dirs`` drops it. The record (advisory: a lost race
+drops one entry until the next use) is ``$XDG_CACHE_HOME/agent-link/state-dirs.json`` (default ``~/.cache/agent-link``),
 ``{path: last use in ms since the epoch}``.
 """
 
@@ -80,8 +77,8 @@ def read_file(path: str) -> dict[str, Any]:
 
 
 def with_settings(env: Mapping[str, str] | None = None) -> SettingsEnv:
-    """``env`` (default ``os.environ``) with the settings file's values added where the
-    environment has no value of its own. Passing a :class:`SettingsEnv` returns it as is.
+    """``env`` (default ``os.environ``) with the settings file's values added where the environment has no value of its own.
+    Passing a :class:`SettingsEnv` returns it as is.
 
     :raises AgentLinkError: ``invalid_arguments`` for an unreadable or invalid file.
     """
@@ -100,14 +97,9 @@ def with_settings(env: Mapping[str, str] | None = None) -> SettingsEnv:
     return merged
 
 
-def state_dirs_path(env: Mapping[str, str] | None = None) -> str:
-    """The state directories' record (module docstring; ``env``: default ``os.environ``)."""
-    return _xdg(os.environ if env is None else env, "XDG_CACHE_HOME", ".cache", "state-dirs.json")
-
-
 def _state_dirs(env: Mapping[str, str] | None) -> tuple[str, dict[str, int]]:
-    """The record's path and its ``{path: last use in ms}`` entries."""
-    path = state_dirs_path(env)
+    """The path of the state directories' record (module docstring) and its ``{path: last use in ms}`` entries."""
+    path = _xdg(os.environ if env is None else env, "XDG_CACHE_HOME", ".cache", "state-dirs.json")
     data = read_json_object(path) or {}
     return path, {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, int)}
 
@@ -126,8 +118,8 @@ def record_state_dir(state_dir: str, env: Mapping[str, str] | None = None, now_m
 
 
 def other_state_dirs(state_dir: str, env: Mapping[str, str] | None = None, now_ms: int | None = None) -> list[dict[str, object]]:
-    """Other state directories used within :data:`STATE_DIR_RECENT_MS` that still exist (a
-    removed one holds no mailbox anyone uses): ``[{path, lastUsedMs}]``, newest first."""
+    """Other state directories used within :data:`STATE_DIR_RECENT_MS` that still exist (a removed one holds no mailbox anyone
+    uses): ``[{path, lastUsedMs}]``, newest first."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
     found = [{"path": p, "lastUsedMs": t} for p, t in _state_dirs(env)[1].items()
              if p != state_dir and now - t <= STATE_DIR_RECENT_MS and os.path.isdir(p)]
@@ -135,8 +127,8 @@ def other_state_dirs(state_dir: str, env: Mapping[str, str] | None = None, now_m
 
 
 def forget_other_state_dirs(state_dir: str, env: Mapping[str, str] | None = None) -> list[str]:
-    """Drop every state directory but ``state_dir`` from the record (``agent-link health
-    --forget-state-dirs``; one still in use comes back with its next process): the paths dropped, sorted.
+    """Drop every state directory but ``state_dir`` from the record (``agent-link health --forget-state-dirs``; one still in use
+    comes back with its next process): the paths dropped, sorted.
 
     :raises AgentLinkError: ``state_io_error`` when the record cannot be rewritten.
     """
