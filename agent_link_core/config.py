@@ -1,9 +1,8 @@
 """``AGENT_LINK_*`` settings: declaration, legacy aliases, parsing and the health report.
 
-The core declares its own settings here, plugins theirs through ``agent_link_register_settings``
-(aliases: the original tools' names for them); all are parsed by the rules of
-docs/behaviour.md §23. A refused value is an error, never replaced by its default: the person
-would believe their setting is in effect. Light standard modules only: the hook fast path uses it.
+The core declares its own settings here, plugins theirs through ``agent_link_register_settings`` (aliases: the original tools'
+names for them); all are parsed by the rules of docs/behaviour.md §23. A refused value is an error, never replaced by its
+default: the person would believe their setting is in effect. Light standard modules only: the hook fast path uses it.
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-
 class Setting:
     """One environment setting.
 
@@ -30,8 +28,7 @@ class Setting:
     :param aliases: the original tools' names, read when the canonical one is unset.
     :param minimum/maximum: inclusive bounds for ``int``.
     :param choices: allowed values for ``choice`` (compared lower-case).
-    :param warning: the ``rule`` in the error's details when a value is refused (``int`` /
-        ``choice``; default ``range`` / ``choice``).
+    :param warning: the ``rule`` in the error's details when a value is refused (``int`` / ``choice``; default ``range`` / ``choice``).
     :param doc: one line for ``agent-link health`` and the README.
     :param secret: the value is a credential (a password, a token): listings show it is set, never the value.
     """
@@ -50,9 +47,9 @@ class Setting:
     def __repr__(self) -> str:
         return f"Setting({self.name!r}, {self.kind!r}, {self.default!r})"
 
-#: variables other than settings that the core reads (the settings file, the start-up cache,
-#: installed host folders): every host must pass them to agent-link's server, as it must each
-#: harness's ``env_variables``
+
+#: variables other than settings that the core reads (the settings file, the start-up cache, installed host folders): every host
+#: must pass them to agent-link's server, as it must each harness's ``env_variables``
 CORE_ENV_VARIABLES: tuple[str, ...] = ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME")
 
 CORE_SETTINGS: tuple[Setting, ...] = (
@@ -88,12 +85,10 @@ CORE_SETTINGS: tuple[Setting, ...] = (
 
 
 class Config:
-    """Parsed settings plus what health reports about them.
+    """Parsed settings plus what health reports about them; build with :func:`load_config`.
 
-    Build with :func:`load_config`. ``values`` maps canonical names to parsed values;
-    ``sources`` to the variable actually read, ``settings-file``, or ``default`` (also for a
-    refused value a caller chose to collect); ``deprecated`` and ``conflicts`` are what health
-    reports.
+    ``values`` maps canonical names to parsed values; ``sources`` to the variable actually read, ``settings-file``, or ``default``
+    (also for a refused value a caller chose to collect); ``deprecated`` and ``conflicts`` are what health reports.
     """
 
     def __init__(self) -> None:
@@ -181,15 +176,13 @@ def _from_file(exc: AgentLinkError, name: str, path: str | None, raw: str) -> Ag
 
 def load_config(env: Mapping[str, str] | None = None, extra: tuple[Setting, ...] = (),
                 on_setting_error: Callable[[AgentLinkError], None] | None = None) -> Config:
-    """Read every declared setting from ``env`` (default: ``os.environ``), or else from the
-    settings file (source ``settings-file``).
+    """Read every declared setting from ``env`` (default: ``os.environ``), or else from the settings file (source ``settings-file``).
 
     :param extra: plugin settings (from ``agent_link_register_settings``).
-    :param on_setting_error: called with the error of an invalid value or settings file
-        instead of raising it (``config list`` reports them all); a refused value's setting
-        keeps its default, source ``default``.
-    :raises AgentLinkError: ``invalid_arguments`` naming the variable, its value and what is
-        allowed; also for an unreadable or invalid settings file.
+    :param on_setting_error: called with the error of an invalid value or settings file instead of raising it (``config list``
+        reports them all); a refused value's setting keeps its default, source ``default``.
+    :raises AgentLinkError: ``invalid_arguments`` naming the variable, its value and what is allowed; also for an unreadable or
+        invalid settings file.
     """
     try:
         env = with_settings(env)
@@ -223,8 +216,8 @@ def load_config(env: Mapping[str, str] | None = None, extra: tuple[Setting, ...]
 
 
 def _read(setting: Setting, env: Mapping[str, str], cfg: Config) -> tuple[str | None, str]:
-    """The raw value and the variable it came from (``default``: unset). The canonical name
-    wins, then the first alias set; aliases in use and values passed over go to ``cfg``."""
+    """The raw value and the variable it came from (``default``: unset). The canonical name wins, then the first alias set;
+    aliases in use and values passed over go to ``cfg``."""
     canonical = env.get(setting.name)
     if not setting.aliases:  # most settings: the loop below is measurable on the hook path
         return (canonical, setting.name) if canonical else (None, "default")
@@ -276,8 +269,7 @@ def _int_range(setting: Setting) -> str:
 
 
 def check_setting(record: Any, core_names: frozenset[str]) -> None:
-    """Refuse a setting that is not a :class:`~agent_link_core.config.Setting`, is badly named,
-    or would shadow one of the core's settings (its name or an alias)."""
+    """Refuse a setting that is not a :class:`Setting`, is badly named, or would shadow one of the core's settings (its name or an alias)."""
     import re
 
     if not isinstance(record, Setting):

@@ -1,7 +1,6 @@
-"""Small files of the state dir: private folders, and JSON files holding one object (records,
-registries, caches, other programs' state files) read leniently and written atomically.
-Standard library only, and not :mod:`json` until a file is written: the hook fast path reads
-and prints JSON through :func:`loads` and :func:`dumps`.
+"""Small files of the state dir: private folders, and JSON files holding one object (records, registries, caches, other
+programs' state files) read leniently and written atomically. Standard library only, and not :mod:`json` until a file is
+written: the hook fast path reads and prints JSON through :func:`loads` and :func:`dumps`.
 """
 
 from __future__ import annotations
@@ -17,11 +16,11 @@ if TYPE_CHECKING:
 
 
 def loads(text: str) -> Any:
-    """``json.loads(text)``, through the C scanner of the :mod:`json` package without importing
-    the package: it imports :mod:`re` and :mod:`enum`, a third of the CPU of a prompt hook.
+    """``json.loads(text)``, through the C scanner of the :mod:`json` package without importing the package: it imports
+    :mod:`re` and :mod:`enum`, a third of the CPU of a prompt hook.
 
-    :raises ValueError: for text that is not one JSON value (``json.JSONDecodeError``, raised by
-        :mod:`json` itself: the fast path gives up on the first error and lets it word it).
+    :raises ValueError: for text that is not one JSON value (``json.JSONDecodeError``: on the first error the fast path lets
+        :mod:`json` itself word it).
     :raises RecursionError: for JSON nested too deeply.
     """
     start = len(text) - len(text.lstrip(_JSON_SPACE))
@@ -39,11 +38,10 @@ def loads(text: str) -> Any:
 
 
 def dumps(value: Any) -> str:
-    """``json.dumps(value)`` (ASCII, the default separators), through the C encoder of the
-    :mod:`json` package without importing the package (see :func:`loads`).
+    """``json.dumps(value)`` (ASCII, the default separators), through the C encoder of the :mod:`json` package without importing
+    the package (see :func:`loads`).
 
-    :raises TypeError: for a value JSON cannot hold.
-    :raises ValueError: for a circular reference.
+    :raises TypeError: for a value JSON cannot hold; ``ValueError`` for a circular reference.
     """
     try:
         from _json import encode_basestring_ascii, make_encoder
@@ -75,10 +73,9 @@ _JSON_SPACE = " \t\n\r"
 
 
 def read_json_object(path: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """The JSON object in the UTF-8 file ``path``, or None: for a file missing, unreadable, not
-    UTF-8, not JSON, nested too deeply or holding another JSON value. Never raises for the
-    file: a missing, half-written or foreign file is "no record", the caller says what that means.
-    """
+    """The JSON object in the UTF-8 file ``path``, or None: for a file missing, unreadable, not UTF-8, not JSON, nested too deeply
+    or holding another JSON value. Never raises for the file: a missing, half-written or foreign file is "no record", the caller
+    says what that means."""
     try:
         with open(path, encoding="utf-8") as handle:
             data = loads(handle.read())
@@ -96,9 +93,8 @@ def mtime_ns(path: str) -> int | None:
 
 
 def ensure_private_dir(path: str | os.PathLike[str]) -> None:
-    """Create ``path`` and its missing parents with mode 0700 (whatever the umask). An existing
-    directory is left as it is: it may be shared on purpose (``/tmp``); health reports a state
-    dir others can read.
+    """Create ``path`` and its missing parents with mode 0700 (whatever the umask). An existing directory is left as it is: it may
+    be shared on purpose (``/tmp``); health reports a state dir others can read.
 
     :raises AgentLinkError: ``state_io_error`` when it cannot be created.
     """
@@ -141,8 +137,8 @@ def state_io_error(path: str | os.PathLike[str], exc: OSError, state_dir: str | 
 
 
 def write_json_object(path: str, data: dict[str, Any]) -> None:
-    """Write ``data`` to ``path`` as JSON atomically (a temporary file renamed over it),
-    private to the user: the file 0600, missing folders 0700 (:func:`ensure_private_dir`).
+    """Write ``data`` to ``path`` as JSON atomically (a temporary file renamed over it), private to the user: the file 0600,
+    missing folders 0700 (:func:`ensure_private_dir`).
 
     :raises OSError: when it cannot be written (the temporary file is removed).
     :raises AgentLinkError: ``state_io_error`` when its folder cannot be created.

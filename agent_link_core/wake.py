@@ -1,14 +1,12 @@
-"""Wake-ups across processes: a waiter sleeps until any agent-link process commits a change
-(docs/storage.md, "Waits wake on the commit").
+"""Wake-ups across processes: a waiter sleeps until any agent-link process commits a change (docs/storage.md, "Waits wake on
+the commit").
 
-A waiter holds a FIFO in ``<database>-waiters/`` (0700), open for reading *and* writing (so
-reads never see end-of-file); after every commit the writer writes one byte, without blocking,
-to each FIFO there. The FIFO exists before the waiter's first read of the database, so a commit
-is either seen by that read or leaves its byte: nothing is missed; the waiter always decides
-from the database, and still re-reads at its poll interval as the fallback. FIFOs, not Unix
-sockets: a socket's path is capped at 104 bytes on macOS, and a stale FIFO shows itself
-(opening it to write fails with ``ENXIO`` once its waiter died; the writer removes it). A FIFO
-gets its final name only once its waiter holds it open, so a live one never looks stale.
+A waiter holds a FIFO in ``<database>-waiters/`` (0700), open for reading *and* writing (so reads never see end-of-file); after
+every commit the writer writes one byte, without blocking, to each FIFO there. The FIFO exists before the waiter's first read of
+the database, so a commit is either seen by that read or leaves its byte: nothing is missed; the waiter always decides from the
+database, and still re-reads at its poll interval as the fallback. FIFOs, not Unix sockets: a socket's path is capped at 104
+bytes on macOS, and a stale FIFO shows itself (opening it to write fails with ``ENXIO`` once its waiter died; the writer removes
+it). A FIFO gets its final name only once its waiter holds it open, so a live one never looks stale.
 
 Only light standard modules are imported: the hook fast path writes through the store.
 """
@@ -35,11 +33,8 @@ def waiters_dir(db_path: str | os.PathLike[str]) -> str:
 
 
 def notify(db_path: str | os.PathLike[str]) -> int:
-    """Wake every process waiting on the database at ``db_path``: one byte to each live FIFO,
-    never blocking; FIFOs whose waiter is gone are removed. Never raises.
-
-    :returns: how many waiters were woken.
-    """
+    """Wake every process waiting on the database at ``db_path``: one byte to each live FIFO, never blocking; FIFOs whose waiter
+    is gone are removed. Never raises. Returns how many waiters were woken."""
     folder = waiters_dir(db_path)
     try:
         entries = os.scandir(folder)
@@ -70,11 +65,9 @@ def _poke(path: str) -> bool:
 
 
 class Wakeup:
-    """One waiter's FIFO in :func:`waiters_dir` of a database; a context manager. Make it
-    *before* the first read a wait depends on, then alternate reading and :meth:`wait` (or
-    :meth:`wait_blocking`). When no FIFO can be made the waits simply sleep (callers poll).
-
-    :param db_path: the database's path (``str`` or path-like).
+    """One waiter's FIFO in :func:`waiters_dir` of the database at ``db_path``; a context manager. Make it *before* the first read a
+    wait depends on, then alternate reading and :meth:`wait` (or :meth:`wait_blocking`). When no FIFO can be made the waits
+    simply sleep (callers poll).
     """
 
     def __init__(self, db_path: str | os.PathLike[str]) -> None:
@@ -108,8 +101,8 @@ class Wakeup:
                 pass
 
     async def wait(self, timeout_s: float) -> bool:
-        """Sleep until a commit wakes this waiter or ``timeout_s`` (seconds) passes; drains.
-        True when woken by a commit, False on timeout (or when no FIFO could be made)."""
+        """Sleep until a commit wakes this waiter or ``timeout_s`` (seconds) passes; drains. True when woken by a commit, False on
+        timeout (or when no FIFO could be made)."""
         import asyncio
 
         if self.fd is None:
