@@ -130,10 +130,9 @@ class RetryPolicy(Struct, frozen=True):
 
 
 class SendResult(Struct):
-    """The outcome of :func:`send_reliably`: ``outcome`` (``delivered``, ``accepted``, ``queued``,
-    ``rejected``, ``unknown``), the ULID (None when rejected before storing), the recipient,
-    ``duplicate`` (same id and content sent before: nothing resent), this call's push ``attempts``,
-    and ``error``, the refusal of a ``rejected`` one."""
+    """The outcome of :func:`send_reliably`: ``outcome`` (``delivered``, ``accepted``, ``queued``, ``rejected``, ``unknown``),
+    the ULID (None when rejected before storing), the recipient, ``duplicate`` (same id and content sent before: nothing
+    resent), this call's push ``attempts``, and ``error``, the refusal of a ``rejected`` one."""
 
     outcome: str
     message_id: str | None
@@ -160,29 +159,28 @@ async def send_reliably(
 ) -> SendResult:
     """Send with one honest outcome, idempotent on ``message_id`` (``agent-link send``).
 
-    ``target`` is what the CLI accepts (:meth:`~agent_link_core.directory.Directory.resolve_target`).
-    ``message_id`` is a ULID or a UUID (any case; a UUID is stored as the ULID of its 128 bits and
-    echoed as ``clientMessageId``). The same id with the same sender, target, text, ``ttl_ms``,
-    ``correlation_id`` and sender metadata is never stored twice (other content: ``rejected``):
-    a message delivered or accepted is not pushed again, one still queued is (its harness checks
-    whether an earlier push landed), an ``unknown`` one only with ``retry_unknown``.
-    ``ttl_ms`` counts from the first attempt; ``retry`` covers only pushes that failed before the
-    host accepted them. ``require_known`` rejects a plain address no process ever served (else it
-    is queued with a warning). ``envelope_format``: another model-visible form, one the recipient's
-    harness lists in its ``envelope_formats`` (else ``rejected``, nothing stored).
+    ``target`` is what the CLI accepts (:meth:`~agent_link_core.directory.Directory.resolve_target`). ``message_id`` is a
+    ULID or a UUID (any case; a UUID is stored as the ULID of its 128 bits and echoed as ``clientMessageId``). The same id
+    with the same sender, target, text, ``ttl_ms``, ``correlation_id`` and sender metadata is never stored twice (other
+    content: ``rejected``): a message delivered or accepted is not pushed again, one still queued is (its harness checks
+    whether an earlier push landed), an ``unknown`` one only with ``retry_unknown``. ``ttl_ms`` counts from the first
+    attempt; ``retry`` covers only pushes that failed before the host accepted them. ``require_known`` rejects a plain
+    address no process ever served (else it is queued with a warning). ``envelope_format``: another model-visible form, one
+    the recipient's harness lists in its ``envelope_formats`` (else ``rejected``, nothing stored).
 
-    :raises AgentLinkError: never for a refusal (that is ``rejected``); only for bad
-        arguments (``invalid_arguments``) and an unusable state dir (``state_io_error``).
+    :raises AgentLinkError: never for a refusal (that is ``rejected``); only for bad arguments (``invalid_arguments``) and
+        an unusable state dir (``state_io_error``).
     """
     if ttl_ms is not None and ttl_ms <= 0:
         raise invalid_arguments([{"path": "ttl-ms", "rule": "minimum", "expected": "a positive number of ms"}])
     client_id = None
-    if message_id is not None and not is_ulid(message_id.upper()) and ulid_of_uuid(message_id):
-        client_id, message_id = message_id.lower(), ulid_of_uuid(message_id)
-    elif message_id is not None:
-        if not is_ulid(message_id.upper()):
-            raise invalid_arguments([{"path": "message-id", "rule": "pattern", "expected": "a ULID (26 characters) or a UUID"}])
+    if message_id is not None and is_ulid(message_id.upper()):
         message_id = message_id.upper()
+    elif message_id is not None and (ulid := ulid_of_uuid(message_id)):
+        client_id, message_id = message_id.lower(), ulid
+    elif message_id is not None:
+        raise invalid_arguments([{"path": "message-id", "rule": "pattern", "expected": "a ULID (26 characters) or a UUID"}])
+
     for path, value in (("correlation-id", correlation_id), ("from-project", sender_project), ("label", sender_label)):
         if value is not None and not (0 < len(value.strip()) <= 256):
             raise invalid_arguments([{"path": path, "rule": "length", "expected": "1-256 characters, not only spaces"}])
@@ -241,6 +239,7 @@ def reaches_no_harness(app: App, target: str, sender: Caller) -> bool:
     """True when :func:`send_reliably` to the (stripped) ``target`` reaches no harness: a plain
     address (no harness owns its scheme, not a role) from a sender no harness proves. Such a send
     only stores the message, so it runs without an event loop (:func:`agent_link_core.aio.run_inline`)."""
+
     if not is_address(target):
         return False
     scheme, owners = address_scheme(target), app.harnesses
