@@ -56,11 +56,11 @@ MAX_CONTRIBUTION_CHARS = 4096
 #: the largest health section (bytes of JSON) one plugin or harness may give
 MAX_HEALTH_BYTES = 64 << 10
 
-ENVELOPE_ATTRIBUTES = frozenset({"via", "procedure"})
 #: how the problem of a hook interrupted after the budget begins
 HUNG = "did not return within"
 #: a hook that hung is skipped by every process of the state dir for this long (s), then tried again
 HUNG_SKIP_S = 600
+HUNG_FIX = "A hook must return quickly; do I/O in a harness's async methods."
 
 
 def disable_hint(plugin: str) -> str:
@@ -134,21 +134,18 @@ def load_failed(hooks: Any, target: str, hook: str, error: str, exc: BaseExcepti
 
 
 class CallState:
-    """What one hook call learns from its guarded implementations (``with CallState(hook) as call:``):
+    """What one hook call learns from its guarded implementations (``with CallState() as call:``):
     ``faulted`` plugins, and ``answers``, ``(plugin, answer)`` of each that answered, in call order."""
 
-    def __init__(self, hook: str) -> None:
-        self.hook = hook
+    def __init__(self) -> None:
         self.faulted: set[str] = set()
         self.answers: list[tuple[str, Any]] = []
-        self._token: contextvars.Token[CallState | None] | None = None
 
     def __enter__(self) -> CallState:
         self._token = _CALL.set(self)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        assert self._token is not None
         _CALL.reset(self._token)
 
 
@@ -211,7 +208,7 @@ def _check_contribution(result: Any, plugin: str) -> str | None:
     if not isinstance(result.attributes, Mapping) or not isinstance(result.elements, (list, tuple)):
         return "returned an EnvelopeContribution whose attributes are not a dict or whose elements are not a list"
     for key, value in result.attributes.items():
-        if key not in ENVELOPE_ATTRIBUTES or not isinstance(value, str):
+        if key not in ("via", "procedure") or not isinstance(value, str):
             return f"returned envelope attribute {key!r}; only 'via' and 'procedure' (strings) are rendered"
     for element in result.elements:
         if not isinstance(element, str) or not element.startswith("<") or "agent-link-message" in element:
@@ -236,17 +233,9 @@ def _expect(ok: Callable[[Any], bool], expected: str) -> Callable[[Any, str], st
     return lambda result, plugin: None if ok(result) else f"returned {type(result).__name__}; {expected}"
 
 
-def _role_table(result: Any) -> bool:
-    return isinstance(result, dict) and all(isinstance(k, str) and isinstance(v, list) and all(isinstance(n, str) for n in v)
-                                            for k, v in result.items())
-
-
-_NOTHING = _expect(lambda result: False, "this hook returns nothing (call register(...) instead)")
-
-
 #: how each hook's non-None answer is checked; a hook absent here may return anything
 RESULT_CHECKS: dict[str, Callable[[Any, str], str | None]] = {
-    **dict.fromkeys(REGISTRATION_HOOKS - {"agent_link_schema"}, _NOTHING),
+    **dict.fromkeys(REGISTRATION_HOOKS - {"agent_link_schema"}, _expect(lambda r: False, "this hook returns nothing (call register(...) instead)")),
     "agent_link_schema": check_migrations,
     "agent_link_resolve_address": _check_resolution,
     "agent_link_resolve_elsewhere": _expect(lambda r: isinstance(r, Mapping) and all(isinstance(r.get(k, {}), Mapping) for k in ("metadata", "session")),
@@ -257,11 +246,12 @@ RESULT_CHECKS: dict[str, Callable[[Any, str], str | None]] = {
     "agent_link_health": _check_health,
     "agent_link_check_override": _expect(lambda r: isinstance(r, Mapping) and isinstance(r.get("allowed"), bool),
                                          "expected None or a dict with a boolean 'allowed'"),
-    **dict.fromkeys(("agent_link_on_event", "agent_link_sessions_listed"), _expect(lambda result: False, "observers return nothing")),
+    **dict.fromkeys(("agent_link_on_event", "agent_link_sessions_listed"), _expect(lambda r: False, "observers return nothing")),
     "agent_link_push_reminders": _expect(lambda r: isinstance(r, bool), "expected None, True/False or an awaitable of it"),
     "agent_link_server_tasks": _expect(lambda r: isinstance(r, (list, tuple)) and all(callable(t) for t in r),
                                        "expected None or a list of coroutine functions"),
-    "agent_link_session_roles": _expect(_role_table, "expected {address: [role name, ...]}"),
+    "agent_link_session_roles": _expect(lambda r: isinstance(r, dict) and all(isinstance(k, str) and isinstance(v, list) and all(isinstance(n, str) for n in v)
+                                                                          for k, v in r.items()), "expected {address: [role name, ...]}"),
     "agent_link_listed_tools": _expect(lambda r: isinstance(r, (list, tuple)) and all(isinstance(n, str) for n in r),
                                        "expected None or a list of tool names"),
 }
@@ -349,20 +339,13 @@ def _arm(budget_s: float) -> _Frame | None:
 def _disarm(frame: _Frame | None) -> float:
     """End ``frame`` (idempotent); the time it ended (``time.monotonic``)."""
     now = time.monotonic()
-    if frame is None:
+    if frame is None or frame not in _frames:
         return now
-    if _frames and _frames[-1] is frame:
-        _frames.pop()
-    elif frame in _frames:
-        _frames.remove(frame)
-    else:
-        return now
+    _frames.remove(frame)
     if not _frames:
         _signal.setitimer(_signal.ITIMER_REAL, 0)
-        return now
-    spent = now - frame.started
     for outer in _frames:  # time spent in an inner call is that call's, not its callers'
-        outer.deadline += spent
+        outer.deadline += now - frame.started
     return now
 
 
@@ -426,18 +409,15 @@ class Boundary:
         self.hung[(plugin, hook)] = time.monotonic() + for_s
         sink, self.sink = self.sink, None
         try:
-            self.fault(plugin, hook, error, fix="A hook must return quickly; do I/O in a harness's async methods.")
+            self.fault(plugin, hook, error, fix=HUNG_FIX)
         finally:
             self.sink = sink
 
     def skipped(self, plugin: str, hook: str) -> bool:
         """Whether ``hook`` of ``plugin`` is skipped now (:attr:`hung`)."""
-        until = self.hung.get((plugin, hook))
-        if until is None:
-            return False
-        if time.monotonic() < until:
+        if time.monotonic() < self.hung.get((plugin, hook), -math.inf):
             return True
-        del self.hung[(plugin, hook)]  # the time another process's hang bought it is over: tried again
+        self.hung.pop((plugin, hook), None)  # the time another process's hang bought it is over: tried again
         return False
 
     def report(self) -> list[dict[str, Any]]:
@@ -451,17 +431,11 @@ class Boundary:
 
     def _timed(self, plugin: str, hook: str, ms: float, *, blocking: bool = True) -> None:
         """Record a call of ``ms`` milliseconds; a slow ``blocking`` one is logged once."""
-        try:
-            timing = self.timings[plugin][hook]
-        except KeyError:
-            timing = self.timings.setdefault(plugin, {})[hook] = [0, 0.0, 0.0]
+        timing = self.timings.setdefault(plugin, {}).setdefault(hook, [0, 0.0, 0.0])
         if blocking and ms > SLOW_MS and timing[2] <= SLOW_MS:
             # info, not a warning: a busy machine slows every hook, and stderr lines are noise for scripts
             log.info("agent-link plugin %r took %d ms in %s (slow). %s", plugin, ms, hook, slow_hint(plugin))
-        timing[0] += 1
-        timing[1] = ms
-        if ms > timing[2]:
-            timing[2] = ms
+        timing[:] = timing[0] + 1, ms, max(timing[2], ms)
 
     def contain(self, exc: BaseException, plugin: str, hook: str, sigints_before: int, *,
                 frame: _Frame | None = None, passing: tuple[type[BaseException], ...] = (), disable: bool = False,
@@ -478,7 +452,7 @@ class Boundary:
         if isinstance(exc, Overran):
             self.hung[(plugin, hook)] = math.inf
             self.fault(plugin, hook, f"{HUNG} {self.timeout_ms} ms and was interrupted; not called again "
-                       f"in this process or for {HUNG_SKIP_S // 60} min in others", fix="A hook must return quickly; do I/O in a harness's async methods.", disable=disable)
+                       f"in this process or for {HUNG_SKIP_S // 60} min in others", fix=HUNG_FIX, disable=disable)
         else:
             self.fault(plugin, hook, prefix + describe(exc), disable=disable, exc=exc)
         return True
@@ -586,9 +560,8 @@ def _stepped(awaitable: Awaitable[Any], budget_s: float) -> Generator[Any, Any, 
 
 def timeout_from_env(env: Mapping[str, str]) -> int:
     """``AGENT_LINK_HOOK_TIMEOUT_MS`` (0 = unbounded); a bad value keeps the default."""
-    raw = (env.get(TIMEOUT_ENV) or "").strip()
     try:
-        value = int(raw) if raw else DEFAULT_TIMEOUT_MS
+        value = int(env.get(TIMEOUT_ENV) or DEFAULT_TIMEOUT_MS)
     except ValueError:
         return DEFAULT_TIMEOUT_MS
     return value if value == 0 or value >= 100 else DEFAULT_TIMEOUT_MS

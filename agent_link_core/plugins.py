@@ -240,7 +240,7 @@ class Hooks:
         if self.trace is not None:
             self.trace(f"hook {hook_name}({', '.join(sorted(kwargs))})")
         impls, plain = self._impls(hook_name)
-        with CallState(hook_name) as call:
+        with CallState() as call:
             if not plain:
                 return getattr(self.pm.hook, hook_name)(**kwargs), call
             first = hook_name in firstresult()
@@ -497,7 +497,7 @@ class Hooks:
                     conn.execute(f"SAVEPOINT {mark}")
                     changes = conn.total_changes
                 offered = {"event": event, "conn": conn, "app": self.app}
-                with CallState("agent_link_record_event") as call:  # guarded: a failure is recorded, never raised
+                with CallState() as call:  # guarded: a failure is recorded, never raised
                     impl.function(*(offered[name] for name in impl.argnames))
                 if plugin not in call.faulted:
                     continue
