@@ -1,8 +1,5 @@
-"""Listing and resolving agents across every harness, with fuzzy ranking.
-
-A tie at the top score is ``ambiguous`` rather than a guess, and a harness that could not be
-read is reported in ``providers``.
-"""
+"""Listing and resolving agents across every harness, with fuzzy ranking: a tie at the top score is ``ambiguous``
+rather than a guess, and a harness that could not be read is reported in ``providers``."""
 
 from __future__ import annotations
 
@@ -39,10 +36,9 @@ async def gather_listings(
     app: App, *, harnesses: Mapping[str, Harness] | None = None, only: str | None = None, include_archived: bool = False,
     limit: int = 200,
 ) -> dict[str, SessionListing]:
-    """``{harness name: listing}`` of every harness of ``app`` (or of ``harnesses``, or only
-    ``only``), asked concurrently through the plugin boundary within :data:`LIST_TIMEOUT_S`. A
-    failure becomes a provider report; a fault, a wrong answer or more than ``limit`` sessions
-    is also reported as its plugin's problem."""
+    """``{harness name: listing}`` of every harness of ``app`` (or of ``harnesses``, or only ``only``), asked concurrently
+    through the plugin boundary within :data:`LIST_TIMEOUT_S`. A failure becomes a provider report; a fault, a wrong
+    answer or more than ``limit`` sessions is also reported as its plugin's problem."""
     import asyncio
 
     async def one(harness: Harness) -> SessionListing:
@@ -87,8 +83,8 @@ class Page(Struct, frozen=True):
 
 
 def encode_cursor(shown: int, last: Session) -> str:
-    """An opaque cursor for the page after ``last``, ``shown`` sessions deep: base64url JSON of
-    a place in the newest-first order, not an offset, so a session active meanwhile is not shown twice."""
+    """An opaque cursor for the page after ``last``, ``shown`` sessions deep: base64url JSON of a place in the newest-first
+    order, not an offset, so a session active meanwhile is not shown twice."""
     import base64  # only listings page: a send looks sessions up without it
 
     raw = json.dumps({"v": 1, "n": shown, "t": last.last_activity_ms or 0, "a": last.address}, separators=(",", ":"))
@@ -96,8 +92,7 @@ def encode_cursor(shown: int, last: Session) -> str:
 
 
 def decode_cursor(cursor: str | None, tool: str) -> tuple[int, int, str] | None:
-    """``(sessions shown before, last activity ms, address)`` of a cursor from
-    :func:`encode_cursor`; None for no cursor.
+    """``(sessions shown before, last activity ms, address)`` of a cursor from :func:`encode_cursor`; None for no cursor.
 
     :raises AgentLinkError: ``invalid_arguments`` (path ``cursor``) for anything else.
     """
@@ -126,21 +121,20 @@ def was_cut(listings: Mapping[str, SessionListing], depth: int) -> bool:
 
 
 def listing_depth(cursor: tuple[int, int, str] | None, limit: int) -> int:
-    """How many sessions each harness must list for the page a cursor names (at least 200 past
-    the cursor, so that a page whose filters leave most out still moves on)."""
+    """How many sessions each harness must list for the page a cursor names (at least 200 past the cursor, so that a page
+    whose filters leave most out still moves on)."""
     shown = cursor[0] if cursor else 0
     return min(shown + max(limit + 1, 200), MAX_CURSOR_DEPTH + limit + 1)
 
 
 def page_of(sessions: list[Session], cursor: tuple[int, int, str] | None, limit: int,
             filters: list[tuple[str, Callable[[Session], bool]]], *, cut: bool) -> Page:
-    """Sort ``sessions`` newest first (a stable sort), skip past ``cursor``'s session (or its
-    old place in time, when it moved or went away) and collect up to ``limit`` that pass every
-    filter (``(name, keep)``, in order). The next cursor counts the sessions looked at,
-    filtered or not (:func:`listing_depth`).
+    """Sort ``sessions`` newest first (a stable sort), skip past ``cursor``'s session (or its old place in time, when it
+    moved or went away) and collect up to ``limit`` that pass every filter (``(name, keep)``, in order). The next cursor
+    counts the sessions looked at, filtered or not (:func:`listing_depth`).
 
-    :param cut: True when a source stopped at the depth it was asked for (more sessions
-        may follow the ones given); the page then says ``has_more`` even when it ran out.
+    :param cut: True when a source stopped at the depth it was asked for (more sessions may follow the ones given); the
+        page then says ``has_more`` even when it ran out.
     """
     ordered = sorted(sessions, key=lambda s: -(s.last_activity_ms or 0))
     if cursor is not None:
@@ -214,8 +208,7 @@ def rank(sessions: list[Session], query: str, limit: int) -> tuple[list[dict[str
 class Directory:
     """The agents every harness knows, for one App (``app.directory``): listing, resolving, addressing.
 
-    :param app: the App whose harnesses, hooks and database it reads.
-    """
+    :param app: the App whose harnesses, hooks and database it reads."""
 
     def __init__(self, app: App) -> None:
         self.app = app
@@ -227,8 +220,8 @@ class Directory:
         """Refuse a harness filter that names nothing here (it would list nothing, as if no session ran).
 
         :param present: :meth:`present_sessions` of ``harness``, when the caller has them.
-        :raises AgentLinkError: ``invalid_arguments`` (path ``harness``, rule ``enum``) naming
-            the installed harnesses and the schemes of live plain addresses.
+        :raises AgentLinkError: ``invalid_arguments`` (path ``harness``, rule ``enum``) naming the installed harnesses and
+            the schemes of live plain addresses.
         """
         if harness == "all" or harness in self.harnesses or (self.present_sessions(harness) if present is None else present):
             return
@@ -240,13 +233,12 @@ class Directory:
         self, *, harness: str = "all", loaded: bool | None = None, surface: str | None = None,
         include_archived: bool = False, limit: int = 20, cursor: str | None = None,
     ) -> dict[str, Any]:
-        """Sessions of every harness, newest first, filtered, a page at a time, with provider
-        reports. ``complete``: this answer holds every session the sources hold for the filters
-        (every provider complete, the first page and nothing after it); else ``hasMore`` and
-        ``nextCursor`` (pass it back as ``cursor``). ``filteredOut`` counts what each filter left out.
+        """Sessions of every harness, newest first, filtered, a page at a time, with provider reports. ``complete``: this
+        answer holds every session the sources hold for the filters (every provider complete, the first page and nothing
+        after it); else ``hasMore`` and ``nextCursor`` (pass it back as ``cursor``). ``filteredOut`` counts what each
+        filter left out.
 
-        :raises AgentLinkError: ``invalid_arguments`` (path ``cursor``) for a cursor this
-            method did not give.
+        :raises AgentLinkError: ``invalid_arguments`` (path ``cursor``) for a cursor this method did not give.
         """
         position = decode_cursor(cursor, "list_agents")
         depth = listing_depth(position, limit)
@@ -330,8 +322,8 @@ class Directory:
     async def target_address(self, to: str, caller: Caller, *, allow_archived: bool = False) -> tuple[str, str | None, dict[str, Any]]:
         """Turn a ``to`` argument into ``(recipient address, via, metadata)``.
 
-        :param allow_archived: an exact address may name an archived session (its mail
-            waits in the mailbox); fuzzy queries never pick archived ones.
+        :param allow_archived: an exact address may name an archived session (its mail waits in the mailbox); fuzzy
+            queries never pick archived ones.
         :raises AgentLinkError: ``not_found`` / ``ambiguous`` with candidates, ``archived``.
         """
         if is_address(to):
@@ -385,13 +377,12 @@ class Directory:
         return presence.live_sessions(self.store, skip_schemes=set(self.harnesses), only=only)
 
     async def resolve_target(self, target: str, caller: Caller) -> str:
-        """Turn a CLI target into a recipient address: a contact alias, an address, a form a
-        plugin resolves (``agent_link_resolve_address``), else a bare id found by a complete scan
-        of every harness (an incomplete scan, or several matches, refuses instead of guessing).
+        """Turn a CLI target into a recipient address: a contact alias, an address, a form a plugin resolves
+        (``agent_link_resolve_address``), else a bare id found by a complete scan of every harness (an incomplete scan, or
+        several matches, refuses instead of guessing).
 
-        :raises AgentLinkError: ``invalid_arguments`` for a target longer than the tools'
-            ``to`` takes (1,000 characters), ``not_found``, ``ambiguous``, ``archived``, or the
-            harness's ``<harness>_unavailable`` when a scan was incomplete.
+        :raises AgentLinkError: ``invalid_arguments`` for a target longer than the tools' ``to`` takes (1,000 characters),
+            ``not_found``, ``ambiguous``, ``archived``, or the harness's ``<harness>_unavailable`` when a scan was incomplete.
         """
         target = target.strip()
         if len(target) > MAX_TARGET_CHARS:  # as message_agent's to

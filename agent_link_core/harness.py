@@ -1,5 +1,5 @@
-"""The harness interface a host plugin implements (docs/plugins.md section 5), its result
-records, and the calls of its methods through the plugin boundary."""
+"""The harness interface a host plugin implements (docs/plugins.md section 5), its result records, and the calls of its
+methods through the plugin boundary."""
 
 from __future__ import annotations
 
@@ -26,23 +26,21 @@ class PeerGone(Exception):
 
 #: ``McpPeer.era``: the connection opened with ``initialize`` (MCP revisions up to 2025-11-25)
 HANDSHAKE = "handshake"
-#: ``McpPeer.era``: the connection speaks the stateless revision 2026-07-28 (``server/discover``,
-#: per-request ``_meta``), which has no path for notifications sent outside a request
+#: ``McpPeer.era``: the stateless revision 2026-07-28 (``server/discover``, per-request ``_meta``): no path for notifications outside a request
 STATELESS = "stateless"
 
 
 class McpPeer:
-    """The MCP client connection, as a harness's :meth:`Harness.serve` sees it: it exists
-    before the client's first message and fills in as the connection opens.
+    """The MCP client connection as :meth:`Harness.serve` sees it: it exists before the client's first message and fills
+    in as the connection opens.
 
-    :param notify: ``async (method, params) -> None`` writing one JSON-RPC notification (kept as
-        ``notify``), returning once it was handed to the transport; raises :class:`PeerGone`
-        when it cannot be written.
+    :param notify: ``async (method, params) -> None`` writing one JSON-RPC notification, returning once the transport has
+        it; raises :class:`PeerGone` when it cannot be written.
     :param client_info: the client's ``clientInfo`` (name, version); ``{}`` until it says it.
 
-    Attributes: ``era`` (:data:`HANDSHAKE`, :data:`STATELESS`, None before the first request),
-    ``protocol_version`` (e.g. ``"2025-11-25"``), ``initialized`` (a handshake client sent
-    ``notifications/initialized``: notifications may be written), ``discover_refused``.
+    Attributes: ``era`` (:data:`HANDSHAKE`, :data:`STATELESS`, None before the first request), ``protocol_version`` (e.g.
+    ``"2025-11-25"``), ``initialized`` (a handshake client sent ``notifications/initialized``: notifications may be
+    written), ``discover_refused``.
     """
 
     def __init__(self, notify: Callable[[str, Mapping[str, Any]], Awaitable[None]], client_info: Mapping[str, Any] | None = None) -> None:
@@ -55,19 +53,16 @@ class McpPeer:
 
     def view(self) -> dict[str, Any]:
         """What health shows about the connection."""
-        return {
-            "era": self.era, "protocolVersion": self.protocol_version, "initialized": self.initialized,
-            "discoverRefused": self.discover_refused,
-            "client": {k: self.client_info.get(k) for k in ("name", "version")} if self.client_info else None,
-        }
+        return {"era": self.era, "protocolVersion": self.protocol_version, "initialized": self.initialized, "discoverRefused": self.discover_refused,
+                "client": {k: self.client_info.get(k) for k in ("name", "version")} if self.client_info else None}
 
 
 class SessionListing(Struct):
     """What one harness found.
 
     :param sessions: the sessions, any order.
-    :param provider: ``{"available": bool, "reason": str|None, "source": str|None, "detail"?: str}``:
-        an unreachable source is reported here, never hidden as an empty list.
+    :param provider: ``{"available": bool, "reason": str|None, "source": str|None, "detail"?: str}``: an unreachable
+        source is reported here, never hidden as an empty list.
     :param complete: False when the scan stopped early (paging ceiling, an endpoint down).
     """
 
@@ -79,21 +74,17 @@ class SessionListing(Struct):
 class Delivery(Struct):
     """The outcome of one push attempt.
 
-    :param delivered: True only on evidence the session received the envelope (the host
-        echoed the message id, a notification was written); else it stays queued.
+    :param delivered: True only on evidence the session received the envelope (the host echoed the message id, a
+        notification was written); else it stays queued.
     :param via: the push path (a name the harness chooses) when delivered.
-    :param state: shown as ``deliveryState``: ``queued``, or the harness's own names
-        (docs/delivery-states.md).
+    :param state: shown as ``deliveryState``: ``queued``, or the harness's own names (docs/delivery-states.md).
     :param evidence: what proved delivery (ids), recorded with the event.
     :param warnings: ``[{"code", "message", "details"?}]`` for the sender.
     :param fields: extra result fields (declared in :attr:`Harness.send_result_fields`).
-    :param unknown: True when the push may or may not have landed: it stays queued and is
-        never resent blindly.
-    :param retryable: True when the push failed before the host accepted anything (retrying
-        cannot duplicate it).
-    :param accepted: True when the host accepted the push but has not shown it to the model
-        yet: never pushed again, delivered once :meth:`Harness.recheck` sees evidence.
-        ``note`` says so in words (default "accepted, awaiting the session").
+    :param unknown: True when the push may or may not have landed: it stays queued and is never resent blindly.
+    :param retryable: True when the push failed before the host accepted anything (retrying cannot duplicate it).
+    :param accepted: True when the host accepted the push but has not shown it to the model yet: never pushed again,
+        delivered once :meth:`Harness.recheck` sees evidence. ``note`` says so in words (default "accepted, awaiting the session").
     """
 
     delivered: bool = False
@@ -109,14 +100,13 @@ class Delivery(Struct):
 
 
 class SendOption(Struct, frozen=True):
-    """A ``message_agent`` argument only some harnesses understand: added to the tool's input
-    schema, passed to the recipient's :meth:`Harness.deliver`, and refused before anything is
-    stored when aimed at a harness that does not declare it.
+    """A ``message_agent`` argument only some harnesses understand: added to the tool's input schema, passed to the
+    recipient's :meth:`Harness.deliver`, and refused before anything is stored when aimed at a harness that does not declare it.
 
     :param name: the argument's name (camelCase).
     :param schema: its JSON schema (with a ``description``: models read it).
-    :param capability: set: refused as ``unsupported`` with ``details.capability`` (a missing
-        ability of the target); None: as ``invalid_arguments`` (``unsupported_for_target``).
+    :param capability: set: refused as ``unsupported`` with ``details.capability`` (a missing ability of the target);
+        None: as ``invalid_arguments`` (``unsupported_for_target``).
     """
 
     name: str
@@ -125,45 +115,39 @@ class SendOption(Struct, frozen=True):
 
 
 class Harness:
-    """Base class for a host's harness. Subclass it and set :attr:`name`, the address scheme it
-    owns (``[a-z][a-z0-9-]{0,31}``). Every method has a safe default; methods that do I/O are
-    async and must not block the event loop."""
+    """Base class for a host's harness. Subclass it and set :attr:`name`, the address scheme it owns (``[a-z][a-z0-9-]{0,31}``).
+    Every method has a safe default; methods that do I/O are async and must not block the event loop."""
 
     name: str = ""
-    #: delivery options of message_agent this harness honours (``mode``, ``model``, ...);
-    #: others aimed at its sessions are refused before anything is stored
+    #: delivery options of message_agent this harness honours (``mode``, ``model``, ...); others aimed at its sessions are refused before anything is stored
     send_options: frozenset[str] = frozenset()
     #: what one of its sessions is called in receipts (``target.kind``); empty: the harness name
     session_kind: str = ""
-    #: every source kind its sessions can have (``extra["source"]`` and ``surface`` values), for
-    #: ``agent-link sessions|who|find --source``
+    #: every source kind its sessions can have (``extra["source"]``, ``surface``), for ``agent-link sessions|who|find --source``
     source_kinds: tuple[str, ...] = ()
     #: variables the host sets in the processes it starts (health's ``hostDetection``)
     host_variables: tuple[str, ...] = ()
     #: the order in which harnesses' ``host_variables`` are tried (lower first)
     host_priority: int = 100
-    #: variables other than settings this harness reads wherever it runs (the host's folders):
-    #: every host passes them to agent-link's server. Never per-process ``host_variables``.
+    #: variables other than settings it reads wherever it runs (the host's folders), which every host passes to agent-link's
+    #: server. Never per-process ``host_variables``.
     env_variables: tuple[str, ...] = ()
     #: whether mail to the exact address of an archived session is accepted (it waits until resumed)
     archived_sessions_take_mail: bool = False
     #: result fields of ``wait_for_agent`` its ``activity_check`` outcomes add (name → JSON schema)
     wait_result_fields: Mapping[str, dict[str, Any]] = {}
-    #: arguments of ``agent_link_health`` this harness understands (name → JSON schema, with a
-    #: description); given ones reach :meth:`prepare_health`
+    #: arguments of ``agent_link_health`` it understands (name → JSON schema, with a description); given ones reach :meth:`prepare_health`
     health_options: Mapping[str, dict[str, Any]] = {}
     #: what its host shows the model in full (inbox reads are cut to fit; pushes too); None: no limit known
     output_budget: OutputBudget | None = None
     #: the options this harness declares (their names count as :attr:`send_options` too)
     send_option_specs: tuple[SendOption, ...] = ()
-    #: extra result fields of a send to its sessions (``Delivery.fields``), as JSON schemas;
-    #: the core declares them in ``message_agent``'s output schema
+    #: extra result fields of a send to its sessions (``Delivery.fields``) as JSON schemas, declared in ``message_agent``'s output schema
     send_result_fields: Mapping[str, dict[str, Any]] = {}
     #: command-line options naming a sender this harness recognises (see SenderOption)
     sender_options: tuple[SenderOption, ...] = ()
-    #: tool-call arguments (starting with ``_``) that the host's side, never the model, adds to
-    #: name the calling session where MCP requests carry no caller: the core moves them into the
-    #: ``meta`` :meth:`identify_caller` receives, before the arguments are validated
+    #: tool-call arguments (starting with ``_``) the host's side, never the model, adds to name the calling session where MCP
+    #: requests carry no caller: the core moves them into the ``meta`` :meth:`identify_caller` receives before validation
     caller_arguments: tuple[str, ...] = ()
 
     def accepted_send_options(self) -> frozenset[str]:
@@ -182,9 +166,8 @@ class Harness:
 
         :param meta: the request's ``_meta`` (may be empty).
         :param env: the server's environment.
-        :returns: a :class:`~agent_link_core.model.Caller` when this host can tell, else None;
-            with ``evidence`` only when the host's own records tie this process to the session
-            (:mod:`agent_link_core.identity`).
+        :returns: a :class:`~agent_link_core.model.Caller` when this host can tell, else None; with ``evidence`` only when
+            the host's own records tie this process to the session (:mod:`agent_link_core.identity`).
         """
 
     async def list_sessions(self, *, include_archived: bool = False, limit: int = 200) -> SessionListing:
@@ -201,28 +184,26 @@ class Harness:
         :param envelope: the rendered ``<agent-link-message>`` text to show the model.
         :param options: harness-specific send options from the tool call (validated).
         :returns: a :class:`Delivery`; the default keeps the message queued for pull.
-        :raises AgentLinkError: when the target cannot receive at all (``archived``,
-            ``not_found``); the message row then stays queued and is reported as such.
+        :raises AgentLinkError: when the target cannot receive at all (``archived``, ``not_found``); the message row then
+            stays queued and is reported as such.
         """
         return Delivery()
 
     def activity_check(self, session_id: str) -> Callable[[], Awaitable[dict[str, Any] | None]] | None:
-        """For ``wait_for_agent`` without ``replyToMessageId``: a check called every poll,
-        returning ``{"outcome": "turn_completed"|"idle", ...}`` (extra fields declared in
-        :attr:`wait_result_fields`) once the session's activity ends the wait, or None to keep
-        waiting. None (the default): wait for messages only. May raise AgentLinkError."""
+        """For ``wait_for_agent`` without ``replyToMessageId``: a check called every poll, returning ``{"outcome":
+        "turn_completed"|"idle", ...}`` (extra fields declared in :attr:`wait_result_fields`) once the session's activity
+        ends the wait, or None to keep waiting. None (the default): wait for messages only. May raise AgentLinkError."""
 
     async def prepare_health(self, options: Mapping[str, Any]) -> None:
-        """Called by ``agent_link_health`` before :meth:`health` with the given arguments among
-        every harness's :attr:`health_options`. The default does nothing."""
+        """Called by ``agent_link_health`` before :meth:`health` with the given arguments among every harness's :attr:`health_options`."""
 
     async def recheck(self, message: dict[str, Any]) -> Delivery | None:
-        """Look again for evidence of an earlier push of ``message`` that the host accepted
-        (or whose answer was lost). Never pushes anything.
+        """Look again for evidence of an earlier push of ``message`` that the host accepted (or whose answer was lost).
+        Never pushes anything.
 
         :param message: the stored message (``id``, ``recipient``, ...), still undelivered.
-        :returns: a delivered :class:`Delivery` (``via``, ``evidence``) when the session has it
-            now; None when there is no new evidence. The default finds none.
+        :returns: a delivered :class:`Delivery` (``via``, ``evidence``) when the session has it now; None when there is
+            no new evidence (the default).
         """
 
     def mcp_capabilities(self, app: Any) -> dict[str, dict[str, Any]]:
@@ -230,15 +211,14 @@ class Harness:
         return {}
 
     def needs_handshake(self, app: Any) -> bool:
-        """True when this harness writes notifications outside any request (a live channel),
-        which the stateless revision has no path for: the server then refuses ``server/discover``
-        so that clients use the ``initialize`` handshake. Asked once, after :meth:`mcp_capabilities`."""
+        """True when this harness writes notifications outside any request (a live channel), which the stateless revision
+        has no path for: the server then refuses ``server/discover`` so that clients use the ``initialize`` handshake.
+        Asked once, after :meth:`mcp_capabilities`."""
         return False
 
     async def serve(self, app: Any, peer: McpPeer) -> None:
-        """Background work of an MCP server process (e.g. pushing new mail), started before the
-        client's first message and cancelled when the connection ends: check ``peer.era`` /
-        ``peer.initialized`` before writing notifications. The default does nothing."""
+        """Background work of an MCP server process (e.g. pushing new mail), started before the client's first message and
+        cancelled when the connection ends: check ``peer.era`` / ``peer.initialized`` before writing notifications."""
 
     def health(self) -> dict[str, Any]:
         """This harness's health section (cheap, never raises)."""
@@ -266,9 +246,8 @@ def harness_fault(hooks: Hooks, harness: Harness | HarnessDeclaration, method: s
 
 def call_harness(hooks: Hooks, harness: Harness, method: str, fn: Callable[[], Any], *, default: Any = None,
                  check: Check | None = None) -> Any:
-    """Run ``fn`` (a sync method of ``harness``, arguments bound) through the boundary
-    (:meth:`~agent_link_core.boundary.Boundary.call`): ``default`` when it faults or when
-    ``check(answer, plugin)`` gives why a non-None answer is refused (a type: one not of it is).
+    """Run ``fn`` (a sync method of ``harness``, arguments bound) through the boundary (:meth:`~agent_link_core.boundary.Boundary.call`):
+    ``default`` when it faults or when ``check(answer, plugin)`` gives why a non-None answer is refused (a type: one not of it is).
 
     :raises AgentLinkError: what ``fn`` raises deliberately.
     """
@@ -279,10 +258,9 @@ def call_harness(hooks: Hooks, harness: Harness, method: str, fn: Callable[[], A
 async def acall_harness(hooks: Hooks, harness: Harness, method: str, make: Callable[[], Awaitable[Any]], *,
                         bound_s: float | None = -1.0, default: Any = None, check: Check | None = None,
                         on_timeout: Callable[[], Any] | None = None) -> Any:
-    """Await ``make()`` (an async method of ``harness``, arguments bound) through the boundary
-    (:meth:`~agent_link_core.boundary.Boundary.acall`, ``on_timeout`` as there) within ``bound_s``
-    seconds (None: unbounded; by default ``AGENT_LINK_HOOK_TIMEOUT_MS``); ``default`` and
-    ``check`` as for :func:`call_harness`.
+    """Await ``make()`` (an async method of ``harness``, arguments bound) through the boundary (:meth:`~agent_link_core.boundary.Boundary.acall`,
+    ``on_timeout`` as there) within ``bound_s`` seconds (None: unbounded; by default ``AGENT_LINK_HOOK_TIMEOUT_MS``);
+    ``default`` and ``check`` as for :func:`call_harness`.
 
     :raises AgentLinkError: what the method raises deliberately.
     """

@@ -1,6 +1,5 @@
-"""What the core reads of a harness without its code (declarations, the App's table that builds
-them on first use), apart from :mod:`agent_link_core.harness` so that a process that talks to no
-host, such as ``agent-link inbox``, never imports that."""
+"""What the core reads of a harness without its code (declarations, the App's table that builds them on first use), apart
+from :mod:`agent_link_core.harness` so that a process that talks to no host, such as ``agent-link inbox``, never imports that."""
 
 from __future__ import annotations
 
@@ -22,13 +21,11 @@ HARNESS_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
 class OutputBudget(Struct, frozen=True):
     """How much text the host shows the model in full, measured on the real host.
 
-    :param tool_result_bytes: UTF-8 bytes of one tool result object, serialised as the host
-        shows it (see ``json_indent``), beyond which the host cuts it, hides it behind a
-        preview or refuses it.
-    :param json_indent: the host shows the result's ``structuredContent`` as JSON with this
-        indent; None for compact JSON.
-    :param push_bytes: UTF-8 bytes of one pushed text (a pushed prompt, a channel event); a
-        larger envelope is announced instead and read from the inbox in pages.
+    :param tool_result_bytes: UTF-8 bytes of one tool result object, serialised as the host shows it (see ``json_indent``),
+        beyond which the host cuts it, hides it behind a preview or refuses it.
+    :param json_indent: the host shows the result's ``structuredContent`` as JSON with this indent; None for compact JSON.
+    :param push_bytes: UTF-8 bytes of one pushed text (a pushed prompt, a channel event); a larger envelope is announced
+        instead and read from the inbox in pages.
     """
 
     tool_result_bytes: int
@@ -37,9 +34,8 @@ class OutputBudget(Struct, frozen=True):
 
 
 class SenderOption(Struct, frozen=True):
-    """A command-line option of ``agent-link send|reply|status|wait`` naming a sender in a
-    form only this harness recognises: the given ones reach every harness's
-    :meth:`Harness.identify_caller` as ``meta`` ``{key: value, ...}``.
+    """A command-line option of ``agent-link send|reply|status|wait`` naming a sender in a form only this harness
+    recognises: the given ones reach every harness's :meth:`Harness.identify_caller` as ``meta`` ``{key: value, ...}``.
 
     :param flag: the option, ``--from-<something>``.
     :param key: the ``meta`` key the value is passed under.
@@ -59,16 +55,14 @@ class SenderOption(Struct, frozen=True):
 
 
 class HarnessDeclaration(Struct, frozen=True):
-    """A harness registered by what the core reads without its code, built from ``target`` the
-    first time a command needs it: it keeps the host's modules out of processes that never talk
-    to that host. Every field but ``target`` and ``caller_variables`` must equal the built
-    harness's attribute of the same name.
+    """A harness registered by what the core reads without its code, built from ``target`` the first time a command needs
+    it: it keeps the host's modules out of processes that never talk to that host. Every field but ``target`` and
+    ``caller_variables`` must equal the built harness's attribute of the same name.
 
-    :param target: ``"package.module:attribute"`` of the :class:`Harness` subclass (or of a
-        function without arguments returning the harness).
-    :param caller_variables: environment variables without which (and without a request's
-        ``_meta``) :meth:`Harness.identify_caller` answers None: the harness is then not built
-        to be asked who is calling.
+    :param target: ``"package.module:attribute"`` of the :class:`Harness` subclass (or of a function without arguments
+        returning the harness).
+    :param caller_variables: environment variables without which (and without a request's ``_meta``)
+        :meth:`Harness.identify_caller` answers None: the harness is then not built to be asked who is calling.
     """
 
     name: str
@@ -99,10 +93,9 @@ class HarnessDeclaration(Struct, frozen=True):
 
 
 class HarnessTable(Mapping[str, "Harness"]):
-    """The harnesses of an App by name (``entries``: ``{name: Harness | HarnessDeclaration}``):
-    membership, ``len`` and the names build nothing; ``[name]``, ``get``, ``values()`` and
-    ``items()`` build what they return with ``build``: ``(declaration) -> Harness | None`` (None:
-    it failed, and the builder reported it and may have dropped the name from this table)."""
+    """The harnesses of an App by name (``entries``: ``{name: Harness | HarnessDeclaration}``): membership, ``len`` and the
+    names build nothing; ``[name]``, ``get``, ``values()`` and ``items()`` build what they return with ``build``:
+    ``(declaration) -> Harness | None`` (None: it failed, and the builder reported it and may have dropped the name)."""
 
     def __init__(self, entries: Mapping[str, Harness | HarnessDeclaration], build: Callable[[HarnessDeclaration], Harness | None]) -> None:
         self._entries: dict[str, Harness | HarnessDeclaration] = dict(entries)
@@ -155,8 +148,8 @@ class HarnessTable(Mapping[str, "Harness"]):
 
 
 def check_harness(record: Any) -> None:
-    """Refuse a harness that is not a :class:`~agent_link_core.harness.Harness` or a
-    :class:`HarnessDeclaration` (``module:attribute`` target) with a valid name. :raises Refused: what and how to fix."""
+    """Refuse a harness that is not a :class:`~agent_link_core.harness.Harness` or a :class:`HarnessDeclaration`
+    (``module:attribute`` target) with a valid name. :raises Refused: what and how to fix."""
     from agent_link_core.boundary import Refused
 
     harness = sys.modules.get("agent_link_core.harness")  # an instance of its Harness means it is imported

@@ -1,18 +1,16 @@
 """The one rule for ``fromVerified``: the host proved that the caller belongs to its session.
 
-A name (a variable the host sets, a session id in ``_meta``, a session file) is never proof: any
-process of the user can forge it. A message is signed ``fromVerified="true"`` only when both hold:
+A name (a variable the host sets, a session id in ``_meta``, a session file) is never proof: any process of the user can
+forge it. A message is signed ``fromVerified="true"`` only when both hold:
 
-* **the host proved it**: the harness checked the host's own records and put what ties the
-  calling process to the session in :attr:`~agent_link_core.model.Caller.evidence` (the
-  process is, or descends from, the host program those records name as running the session;
-  see plugins/hostkit/README.md);
+* **the host proved it**: the harness checked the host's own records and put what ties the calling process to the
+  session in :attr:`~agent_link_core.model.Caller.evidence` (the process is, or descends from, the host program those
+  records name as running the session; see plugins/hostkit/README.md);
 * **the session exists** in that host (:meth:`~agent_link_core.harness.Harness.get_session`).
 
-Otherwise it is stored unverified, and the send warns ``sender_unverified`` (``details.reason``:
-``not_proven`` or ``no_such_session``). ``--from``, a harness's sender options and
-``AGENT_LINK_ADDRESS`` are never verified. Not proved: which of several sessions one host
-process runs, nor anything against a same-user process that controls the host process itself.
+Otherwise it is stored unverified, and the send warns ``sender_unverified`` (``details.reason``: ``not_proven`` or
+``no_such_session``). ``--from``, a harness's sender options and ``AGENT_LINK_ADDRESS`` are never verified. Not proved:
+which of several sessions one host process runs, nor anything against a same-user process that controls the host process.
 """
 
 from __future__ import annotations
@@ -31,18 +29,17 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
 
 log = LazyLogger(__name__)
-# sessions found, per App: a session that existed keeps its address (archived ones still exist),
-# so a long-lived server asks its host once per sender (weakref imported on first use)
+# sessions found, per App: a session that existed keeps its address (archived ones still exist), so a long-lived server
+# asks its host once per sender (weakref imported on first use)
 _existing: weakref.WeakKeyDictionary[Any, set[str]] | None = None
 
 
 def named_sender(app: App, *, explicit: str | None = None, named: Mapping[str, str] | None = None) -> Caller:
-    """Who sends from the command line: an explicit ``--from`` address, else a sender named by
-    a harness's :class:`~agent_link_core.harness.SenderOption` values (``{key: value}``), else
-    :meth:`App.caller <agent_link_core.app.App.caller>`.
+    """Who sends from the command line: an explicit ``--from`` address, else a sender named by a harness's
+    :class:`~agent_link_core.harness.SenderOption` values (``{key: value}``), else :meth:`App.caller <agent_link_core.app.App.caller>`.
 
-    :raises AgentLinkError: ``invalid_arguments`` for a malformed ``explicit`` address, or a
-        named sender no harness recognises (the path names the option).
+    :raises AgentLinkError: ``invalid_arguments`` for a malformed ``explicit`` address, or a named sender no harness
+        recognises (the path names the option).
     """
     if explicit:
         if not is_address(explicit):
@@ -86,14 +83,11 @@ async def prove_sender(app: App, caller: Caller) -> tuple[Caller, list[dict[str,
     """The caller to sign mail with, and the warnings to report (the module's rule).
 
     :param app: the running application (its harnesses answer ``get_session``).
-    :param caller: who the runtime named (:meth:`App.caller`), with the harness's
-        ``evidence`` when the host proved it.
-    :returns: ``(caller, [])`` when the caller is not runtime-named (nothing to prove: it
-        signs unverified); ``(caller with proven=True, [])`` when the host proved it and the
-        session exists; else ``(caller with proven=False, [warning])`` whose
-        ``sender_unverified`` warning names the address, what named it and why
-        (``details.reason``: ``no_such_session`` or ``not_proven``). Never raises: a host that
-        cannot be asked proves nothing.
+    :param caller: who the runtime named (:meth:`App.caller`), with the harness's ``evidence`` when the host proved it.
+    :returns: ``(caller, [])`` when the caller is not runtime-named (nothing to prove: it signs unverified); ``(caller
+        with proven=True, [])`` when the host proved it and the session exists; else ``(caller with proven=False,
+        [warning])`` whose ``sender_unverified`` warning names the address, what named it and why (``details.reason``:
+        ``no_such_session`` or ``not_proven``). Never raises: a host that cannot be asked proves nothing.
     """
     if caller.source not in RUNTIME_SOURCES or not caller.known:
         return caller.replace(proven=False), []
@@ -113,8 +107,8 @@ async def prove_sender(app: App, caller: Caller) -> tuple[Caller, list[dict[str,
 
 
 def reader_proved_here(app: App, address: str) -> bool:
-    """True when :func:`prove_reader` passes without asking a host (``AGENT_LINK_INSPECT_ALL``,
-    or ``AGENT_LINK_ADDRESS`` names ``address``); False: await :func:`prove_reader`."""
+    """True when :func:`prove_reader` passes without asking a host (``AGENT_LINK_INSPECT_ALL``, or ``AGENT_LINK_ADDRESS``
+    names ``address``); False: await :func:`prove_reader`."""
     if app.config.get("AGENT_LINK_INSPECT_ALL"):
         return True
     me = app.caller()
@@ -122,25 +116,22 @@ def reader_proved_here(app: App, address: str) -> bool:
 
 
 def reads_own_mail(app: App, address: str) -> bool:
-    """True when the runtime names this process ``address``: its reads use up the mail shown.
-    False for a person reading another agent's mailbox (``AGENT_LINK_INSPECT_ALL``), whose
-    reads leave the mail unread unless asked (``inbox --mark-read``)."""
+    """True when the runtime names this process ``address``: its reads use up the mail shown. False for a person reading
+    another agent's mailbox (``AGENT_LINK_INSPECT_ALL``), whose reads leave the mail unread unless asked (``inbox --mark-read``)."""
     me = app.caller()
     return me.known and me.address == address
 
 
 async def prove_reader(app: App, address: str) -> None:
-    """Refuse to read the mail of ``address`` for a process not proved to be it: a reader sees
-    what it sent or received, so who it is must hold up as a signature does. Allowed: with
-    ``AGENT_LINK_INSPECT_ALL``; when ``AGENT_LINK_ADDRESS`` names ``address`` (the user's own
-    choice); when the runtime names ``address`` as a host's session and :func:`prove_sender`
-    proves it.
+    """Refuse to read the mail of ``address`` for a process not proved to be it: a reader sees what it sent or received,
+    so who it is must hold up as a signature does. Allowed: with ``AGENT_LINK_INSPECT_ALL``; when ``AGENT_LINK_ADDRESS``
+    names ``address`` (the user's own choice); when the runtime names ``address`` as a host's session and
+    :func:`prove_sender` proves it.
 
     :param app: the running application.
     :param address: the address the command reads as (already checked to be well formed).
-    :raises AgentLinkError: ``permission_denied`` with ``details.reason`` ``not_proven``
-        (``details.address``, ``details.caller``; ``details.namedBy`` when a host's session
-        was named but not proved).
+    :raises AgentLinkError: ``permission_denied`` with ``details.reason`` ``not_proven`` (``details.address``,
+        ``details.caller``; ``details.namedBy`` when a host's session was named but not proved).
     """
     if reader_proved_here(app, address):
         return

@@ -1,8 +1,7 @@
-"""Presence of plain addresses (``AGENT_LINK_ADDRESS``, which no harness lists): which ones a
-process has served (an ``agent-link mcp`` with its pid, an inbox read) and when. A send to an
-address nobody ever served is flagged with the closest known ones (a typo's fix), and the live
-ones are listed as sessions, so two MCP clients without a host plugin can find each other.
-"""
+"""Presence of plain addresses (``AGENT_LINK_ADDRESS``, which no harness lists): which ones a process has served (an
+``agent-link mcp`` with its pid, an inbox read) and when. A send to an address nobody ever served is flagged with the
+closest known ones (a typo's fix), and the live ones are listed as sessions, so two MCP clients without a host plugin
+can find each other."""
 
 from __future__ import annotations
 
@@ -42,9 +41,8 @@ log = LazyLogger(__name__)
 
 
 def record(store: Store, address: str, source: str, pid: int | None = None) -> None:
-    """Note that ``address`` was served just now by ``source`` (``mcp`` with the server's
-    ``pid``, or ``inbox``). A pid, once recorded, is kept until another process serves the
-    address, so a CLI read never hides a running server."""
+    """Note that ``address`` was served just now by ``source`` (``mcp`` with the server's ``pid``, or ``inbox``). A pid,
+    once recorded, is kept until another process serves the address, so a CLI read never hides a running server."""
     if not is_address(address):
         return
     now = now_ms()
@@ -53,10 +51,9 @@ def record(store: Store, address: str, source: str, pid: int | None = None) -> N
 
 
 def record_at_start(env: Mapping[str, str] | None = None) -> None:
-    """Note that this ``agent-link mcp`` serves its ``AGENT_LINK_ADDRESS`` before its start-up
-    front answers ``initialize`` (a peer told of it must find it served). Standard library
-    only; creates nothing: a missing database, a bad setting or any error leaves it to the
-    full server, which records it again."""
+    """Note that this ``agent-link mcp`` serves its ``AGENT_LINK_ADDRESS`` before its start-up front answers ``initialize``
+    (a peer told of it must find it served). Standard library only; creates nothing: a missing database, a bad setting
+    or any error leaves it to the full server, which records it again."""
     try:
         from agent_link_core.config import load_config
 
@@ -83,8 +80,8 @@ def record_at_start(env: Mapping[str, str] | None = None) -> None:
 
 
 def undo_start_record(store: Store) -> None:
-    """Take back what :func:`record_at_start` noted in this process (the full server found it
-    serves a harness's session, not the configured address)."""
+    """Take back what :func:`record_at_start` noted in this process (the full server found it serves a harness's session,
+    not the configured address)."""
     global _started
     if _started is None:
         return
@@ -104,9 +101,8 @@ def seen(store: Store, address: str) -> bool:
 
 
 def live_sessions(store: Store, *, skip_schemes: set[str], only: str | None = None) -> list[Session]:
-    """The live plain addresses as sessions: served by a running MCP server, or read within
-    :data:`RECENT_MS`. Addresses of ``skip_schemes`` (harnesses that list their own
-    sessions) are left out; ``only`` keeps one scheme ("all" or None keeps every one)."""
+    """The live plain addresses as sessions: served by a running MCP server, or read within :data:`RECENT_MS`. Addresses of
+    ``skip_schemes`` (harnesses that list their own sessions) are left out; ``only`` keeps one scheme ("all"/None: all)."""
     now = now_ms()
     out = []
     for row in store.conn.execute("SELECT * FROM presence ORDER BY last_seen DESC").fetchall():
@@ -138,18 +134,15 @@ def known_addresses(store: Store) -> list[str]:
 
 
 def reachable_addresses(store: Store, harnesses: Collection[str] = ()) -> list[str]:
-    """The :func:`known_addresses` a send reaches: served ones, and those of a harness in
-    ``harnesses`` (an address that only signed mail with ``--from`` is left out)."""
+    """The :func:`known_addresses` a send reaches: served ones, and those of a harness in ``harnesses`` (an address that
+    only signed mail with ``--from`` is left out)."""
     served = {r[0] for r in store.conn.execute("SELECT address FROM presence")}
     return [a for a in known_addresses(store) if a in served or address_scheme(a) in harnesses]
 
 
 def suggestions(store: Store, address: str, harnesses: Collection[str] = ()) -> list[str]:
-    """Up to :data:`MAX_SUGGESTIONS` addresses a send reaches (:func:`reachable_addresses`)
-    closest to ``address`` (a typo's fix).
-
-    :param harnesses: the names of the installed harnesses (their sessions are reachable).
-    """
+    """Up to :data:`MAX_SUGGESTIONS` addresses a send reaches (:func:`reachable_addresses`) closest to ``address`` (a
+    typo's fix). ``harnesses``: the installed harnesses' names (their sessions are reachable)."""
     pool = [a for a in reachable_addresses(store, harnesses) if a != address]
     if not pool:  # difflib left unimported
         return []
@@ -163,8 +156,8 @@ def suggestions(store: Store, address: str, harnesses: Collection[str] = ()) -> 
 
 
 def unseen_warning(store: Store, address: str, harnesses: Collection[str] = ()) -> dict[str, Any]:
-    """The warning a send to a never-served plain address carries (code ``unknown_address``),
-    with :func:`suggestions` (``harnesses``: the installed harness names)."""
+    """The warning a send to a never-served plain address carries (code ``unknown_address``), with :func:`suggestions`
+    (``harnesses``: the installed harness names)."""
     close = suggestions(store, address, harnesses=harnesses)
     message = f"No process has ever served {address}; the message waits until one reads that address."
     if close:
@@ -173,9 +166,8 @@ def unseen_warning(store: Store, address: str, harnesses: Collection[str] = ()) 
 
 
 def pid_alive(pid: int) -> bool:
-    """True when ``pid`` runs: a zombie does not, a process of another user does, a pid of 0
-    or below never does. The one copy of this check (host plugins reach it through
-    plugins/hostkit); psutil is imported here, off the hook fast path."""
+    """True when ``pid`` runs: a zombie does not, a process of another user does, a pid of 0 or below never does. The one
+    copy of this check (host plugins reach it through plugins/hostkit); psutil is imported here, off the hook fast path."""
     import psutil
 
     try:
