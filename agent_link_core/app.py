@@ -309,21 +309,18 @@ class App:
         mark, warnings = self.begin_inbox_read(caller, mark)
         rows, marked = self.mailbox.drain(caller.address, limit, mark=mark, include_open=include_open)
         views = []
-        envelopes = []
         for row, state in zip(rows, self.mailbox.states(rows), strict=True):  # states read together, not per row
             self.mailbox.note_transition(row, state)
             view = self.mailbox.to_view(row, state)
             view["open"] = state.status in ("pending", "unresolved", "expired") if row["anticipation"] != "fyi" else row["delivered_at"] is None
             views.append(view)
-            envelopes.append(self.mailbox.envelope(row))
-        remaining = self.mailbox.count_open(caller.address, undelivered_only=True)
         return {
             "address": caller.address,
             "markedDelivered": marked,
             "messages": views,
             "openCount": sum(1 for v in views if v["open"]),
-            "remainingCount": remaining,
-            "renderedBlock": render_inbox(envelopes),
+            "remainingCount": self.mailbox.count_open(caller.address, undelivered_only=True),
+            "renderedBlock": render_inbox([self.mailbox.envelope(row) for row in rows]),
             **({"warnings": warnings} if warnings else {}),
         }
 

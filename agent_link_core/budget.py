@@ -90,8 +90,7 @@ def inbox(app: App, caller: Caller, budget: OutputBudget | None, *, limit: int, 
     whole = None  # the result holding every message, when that is what the read returns
     if budget is None or sum(row["body_bytes"] for row in rows) + RESERVE_BYTES <= budget.tool_result_bytes:
         # all may fit (the bodies alone do): measure the whole result once, not each prefix
-        for _ in rendered():  # renders every envelope into `envelopes`
-            pass
+        list(rendered())  # renders every envelope into `envelopes`
         whole = _assemble(caller.address, [], views, remaining, len(held), render_inbox(envelopes), None)
         if budget is not None and not fits(whole, budget, len(rows)):
             whole = None

@@ -60,7 +60,7 @@ class Outbox:
 
     def __init__(self, app: App) -> None:
         self.app = app
-        self.mailbox, self.hooks, self.store, self.config, self.harnesses = app.mailbox, app.hooks, app.store, app.config, app.harnesses
+        self.mailbox, self.hooks, self.store, self.harnesses = app.mailbox, app.hooks, app.store, app.harnesses
 
     async def send(
         self, *, caller: Caller, to: str, body: str, anticipation: str | None = None, reply_by: str | None = None,
@@ -134,8 +134,7 @@ class Outbox:
         else:
             row, created = self.mailbox.store_message(msg, context.result, guard)
         delivery = await self.push(row, options or {}) if created else None
-        # A push may have changed the row (delivered, accepted): read it again then; else it is
-        # as this send stored (or found) it.
+        # a push may have changed the row (delivered, accepted): read it again then
         state = self.mailbox.new_state(row) if created and delivery is None else None
         if delivery is not None:
             row = self.mailbox.stored(row["id"])
@@ -314,8 +313,7 @@ class Outbox:
         out = self._reply_result(row, reply_row, delivery, context.result)
         if reply_id is not None:
             out["duplicate"] = False
-        if delivery is not None and delivery.warnings:
-            warnings += delivery.warnings
+        warnings += delivery.warnings if delivery is not None else []
         if warnings:
             out["warnings"] = warnings
         return out

@@ -250,9 +250,8 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool:
             if answered.resolution and answered.resolution.get("replyMessageId") == result["messageId"]:
                 result["resolved"] = {"messageId": answered_id, "kind": "reply", "late": answered.resolution["late"]}
         if args.get("waitForReply"):
-            # The whole call keeps the bound a wait promises: what storing and pushing took (a
-            # slow host can take most of it) comes off the wait, so no client cuts the call
-            # before the model learns the message id.
+            # The whole call keeps the bound a wait promises: what storing and pushing took (a slow host can take most
+            # of it) comes off the wait, so no client cuts the call before the model learns the message id.
             spent_ms = int((time.monotonic() - started) * 1000)
             requested = args.get("timeoutMs", 60000)
             left = max(MAX_WAIT_PER_CALL_MS - spent_ms, 0)

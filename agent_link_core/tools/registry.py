@@ -372,9 +372,8 @@ async def call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | Non
                                  f"{app.hooks.boundary.disabled[plugin]}"[:500], {"capability": spec.name, "plugin": plugin},
                                  hint="agent_link_health lists it under plugins.problems; the other tools still work.")
         if isinstance(arguments, Mapping):  # (validation refuses what is not an object)
-            # the arguments a harness declared as naming the caller (Harness.caller_arguments, added
-            # by the host's side, not by the model) go to the meta identify_caller receives; the
-            # declared entries name them, so a call builds no host's harness to learn them
+            # arguments a harness declares as naming the caller (Harness.caller_arguments, added by the host, not the
+            # model) go to identify_caller's meta; the declarations name them, so no host's harness is built to learn them
             keys = {key for entry in app.harnesses.declared().values() for key in entry.caller_arguments}
             if found := {key: arguments[key] for key in keys & arguments.keys()}:
                 arguments, meta = {k: v for k, v in arguments.items() if k not in found}, {**meta, **found}

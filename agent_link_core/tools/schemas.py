@@ -62,10 +62,7 @@ LISTING_PAGE: dict[str, Any] = {
 
 def closed_object(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
     """A tool's input schema: an object of ``properties`` (name -> JSON schema), no others, the ``required`` names required."""
-    schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
-    if required:
-        schema["required"] = list(required)
-    return schema
+    return {"type": "object", "properties": properties, "additionalProperties": False, **({"required": list(required)} if required else {})}
 
 
 def limit_arg(default: int, maximum: int, minimum: int = 1) -> dict[str, Any]:
