@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 from agent_link_core.addresses import is_address
@@ -62,13 +63,10 @@ def error_line(exc: AgentLinkError, command: str | None = None, command_path: st
     """One line for stderr: what went wrong, in CLI terms, then what to do.
 
     :param command: the command's own name (``send``), for its option names.
-    :param command_path: the words after ``agent-link`` that run it (``config set``), for the
-        help pointer; defaults to ``command``.
+    :param command_path: the words after ``agent-link`` that run it (``config set``), for the help pointer; defaults to ``command``.
     :param names: the command's own ``{tool argument: CLI option or ARGUMENT}`` (``projectRoot``, ``paths.0``).
     """
-    def words(text: str) -> str:
-        return cli_words(text, command, names)
-
+    words = functools.partial(cli_words, command=command, names=names)
     errors = exc.details.get("errors") if exc.code == "invalid_arguments" else None
     if not errors or (exc.message and all(str(e.get("expected", "")) in exc.message for e in errors)):
         # (bad arguments whose message says what each should be, as a setting's: no list, no --help)
