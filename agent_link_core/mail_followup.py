@@ -102,10 +102,8 @@ class MailFollowUp:
     def _event(
         conn: sqlite3.Connection, message_id: str, kind: str, at: int, actor: str | None, via: str | None, data: dict[str, Any]
     ) -> None:
-        conn.execute(
-            "INSERT INTO message_events (message_id, kind, at, actor, via, data) VALUES (?, ?, ?, ?, ?, ?)",
-            (message_id, kind, at, actor, via, json.dumps(data, ensure_ascii=False)),
-        )
+        conn.execute("INSERT INTO message_events (message_id, kind, at, actor, via, data) VALUES (?, ?, ?, ?, ?, ?)",
+                     (message_id, kind, at, actor, via, json.dumps(data, ensure_ascii=False)))
 
     def _stage(
         self, kind: str, message_id: str | None, at_ms: int, actor: str | None, data: dict[str, Any],
@@ -196,11 +194,8 @@ class MailFollowUp:
 
     def reminder_recipients(self) -> list[str]:
         """Recipients holding delivered, open reply/action mail (candidates for reminders)."""
-        rows = self.store.conn.execute(
-            "SELECT DISTINCT recipient FROM messages WHERE open = 1 AND delivered_at IS NOT NULL"
-            " AND anticipation != 'fyi' ORDER BY recipient"
-        ).fetchall()
-        return [r[0] for r in rows]
+        return [r[0] for r in self.store.conn.execute(
+            "SELECT DISTINCT recipient FROM messages WHERE open = 1 AND delivered_at IS NOT NULL AND anticipation != 'fyi' ORDER BY recipient")]
 
     def record_reminder(self, message_id: str, n: int, via: str, to: str, *, wait: bool = True) -> bool:
         """Claim reminder number ``n`` for a message; True only for the one process that wins.

@@ -139,7 +139,7 @@ def check_labels(anticipation: str | None, reply_by: str | None, wait_for_reply:
     return label, reply_by_ms
 
 
-def check_body(body: str, field_name: str = "message") -> str:
+def check_body(body: str) -> str:
     """Sanitize a body and enforce the 64 KiB (UTF-8 bytes) limit.
 
     :raises AgentLinkError: ``body_too_large`` (``limitBytes``, ``actualBytes``); ``invalid_arguments`` for an empty body.
@@ -154,7 +154,7 @@ def check_body(body: str, field_name: str = "message") -> str:
             hint="Shorten the message or send a file path instead of the content.",
         )
     if not clean.strip():
-        raise invalid_arguments([{"path": field_name, "rule": "minLength", "expected": "a non-empty message"}])
+        raise invalid_arguments([{"path": "message", "rule": "minLength", "expected": "a non-empty message"}])
     return clean
 
 
@@ -248,9 +248,7 @@ class Visibility:
 
     def allows(self, row: Any) -> bool:
         """True when this reader may see the message ``row`` (a row or dict of ``messages``)."""
-        if self.everything:
-            return True
-        return bool(self.address) and self.address in (row["from_addr"], row["to_addr"], row["recipient"])
+        return self.everything or (bool(self.address) and self.address in (row["from_addr"], row["to_addr"], row["recipient"]))
 
     def ids_sql(self, table: str = "m") -> tuple[str, list[Any]]:
         """A subquery of the ids of the messages this reader sees, and its parameters (``message_id IN (<subquery>)``)."""
@@ -276,8 +274,7 @@ class MessageState:
     push but has not shown it to the model yet; ``delivery_note`` says so in words), delivered, acknowledged.
     """
 
-    __slots__ = ("status", "delivery", "reminder_count", "last_reminder_at", "next_due_at", "due", "resolution",
-                 "delivery_note")
+    __slots__ = ("status", "delivery", "reminder_count", "last_reminder_at", "next_due_at", "due", "resolution", "delivery_note")
 
     def __init__(
         self, status: str | None, delivery: str, reminder_count: int, last_reminder_at: int | None,
@@ -322,9 +319,8 @@ class Mailbox(MailFollowUp):
     def events_between(self, after_seq: int, up_to_seq: int, kinds: tuple[str, ...]) -> list[sqlite3.Row]:
         """Raw ``message_events`` rows with ``after_seq < seq <= up_to_seq`` of the given kinds, oldest first (for plugins repairing
         what a process without plugins recorded)."""
-        marks = ", ".join("?" for _ in kinds)
         return self.store.conn.execute(
-            f"SELECT * FROM message_events WHERE seq > ? AND seq <= ? AND kind IN ({marks}) ORDER BY seq",
+            f"SELECT * FROM message_events WHERE seq > ? AND seq <= ? AND kind IN ({', '.join('?' * len(kinds))}) ORDER BY seq",
             (after_seq, up_to_seq, *kinds),
         ).fetchall()
 
