@@ -544,8 +544,7 @@ def guarded(run: Callable[[], Any]) -> Any:
     except OSError as exc:
         import errno
 
-        # commands report their own file errors as messages: what reaches here with these is
-        # stdout failing (a closed pipe, a full disk or quota)
+        # commands report their own file errors: what reaches here with these is stdout failing (a closed pipe, a full disk or quota)
         if exc.errno in (errno.EPIPE, errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EIO):
             output_lost(exc)
         raise_internal(exc)

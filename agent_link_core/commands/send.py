@@ -192,8 +192,7 @@ async def send_reliably(
         app.outbox.check_format(envelope_format, resolved, "a target")
         # a role stays the recipient: the send finds its holder and keeps the role (``via``)
         recipient = target.strip() if address_scheme(target.strip()) == "role" else resolved
-        # the expiry is stored before the first push, so the envelope the target reads says it
-        # (a resend keeps the stored one: it is fixed by the first attempt, never extended)
+        # the expiry is stored before the first push (the envelope the target reads says it); a resend never extends it
         first = message_id is None or app.mailbox.get_row(message_id) is None
         expiry = {"expiresAt": now_ms() + ttl_ms} if ttl_ms is not None and first else {}
         outcome = await app.outbox.send(caller=sender, to=recipient, body=text, anticipation=anticipation, reply_by=reply_by,
