@@ -101,16 +101,8 @@ def _manager_class() -> type[pluggy.PluginManager]:
     return _PluginManager
 
 
-def _plugin_manager() -> pluggy.PluginManager:
-    """A new pluggy manager for agent-link's hooks."""
-    pm = _manager_class()(hookspecs.PROJECT)
-    pm.add_hookspecs(hookspecs)
-    return pm
-
-
-def build_plugin_manager(
-    *, env: Mapping[str, str] | None = None, extra_plugins: tuple[Any, ...] = ()
-) -> tuple[pluggy.PluginManager, PluginReport]:
+def build_plugin_manager(*, env: Mapping[str, str] | None = None,
+                         extra_plugins: tuple[Any, ...] = ()) -> tuple[pluggy.PluginManager, PluginReport]:
     """A fresh plugin manager and its :class:`PluginReport`, every plugin imported and registered
     now; never raises for a plugin's fault (it is in the report).
 
@@ -151,7 +143,8 @@ def _plugins(env: Mapping[str, str], *, declared: bool, extra_plugins: tuple[Any
 def _manager(plugins: Declared, report: PluginReport) -> pluggy.PluginManager:
     """pluggy's manager holding ``plugins`` (each imported now; a failure left out)."""
     boundary = plugins.boundary
-    pm = _plugin_manager()
+    pm = _manager_class()(hookspecs.PROJECT)
+    pm.add_hookspecs(hookspecs)
     pm.agent_link_declared = plugins  # type: ignore[attr-defined]
     pm.agent_link_report = report  # type: ignore[attr-defined]
     for name in sorted({*plugins.blocked, *boundary.disabled}):
@@ -218,9 +211,7 @@ class Hooks:
         """Leave ``plugin`` out from now on: its hooks, records and harnesses."""
         _left_out(self.report, plugin, reason)
         if self._pm is not None:  # declared plugins: the guard skips what it disabled
-            if self._pm.has_plugin(plugin):
-                self._pm.unregister(name=plugin)
-            self._pm.set_blocked(plugin)
+            self._pm.set_blocked(plugin)  # which unregisters it
         for kind, records in self._records.items():
             for name in [n for n, (owner, _) in records.items() if owner == plugin]:
                 del records[name]
@@ -295,12 +286,14 @@ class Hooks:
                     continue
                 try:
                     if record.name in records:
-                        other = records[record.name][0]
-                        who = "it already registered" if other == plugin else f"plugin {other!r} already registered"
+                        first = records[record.name][0]
+                        who = "it already registered" if first == plugin else f"plugin {first!r} already registered"
                         raise Refused(f"registered {kind} {record.name!r}, which {who}",
                                       "Give it another name, or disable one of the two plugins.")
-                    if kind == "setting":
-                        _check_aliases(record, plugin, records)
+                    for other_plugin, other in records.values() if kind == "setting" else ():  # names and aliases are unique
+                        if clash := {record.name, *record.aliases} & {other.name, *other.aliases}:
+                            raise Refused(f"setting {record.name} reads {sorted(clash)[0]}, which {other_plugin!r} reads for {other.name}",
+                                          "Use names of your own.")
                 except Refused as exc:
                     self.boundary.fault(plugin, hook_name, str(exc), fix=exc.fix, disable=True)
                     continue
@@ -557,16 +550,6 @@ async def _settled(answer: Any) -> Any:
     from agent_link_core.aio import run_blocking
 
     return run_blocking(lambda: answer)
-
-
-def _check_aliases(record: Any, plugin: str, records: dict[str, tuple[str, Any]]) -> None:
-    """A setting's name and aliases may not be another plugin's name or alias."""
-    mine = {record.name, *record.aliases}
-    for other_plugin, other in records.values():
-        clash = mine & {other.name, *other.aliases}
-        if clash:
-            raise Refused(f"setting {record.name} reads {sorted(clash)[0]}, which {other_plugin!r} reads for {other.name}",
-                          "Use names of your own.")
 
 
 def load_plugins(env: Mapping[str, str] | None = None, extra_plugins: tuple[Any, ...] = (), *,
