@@ -264,14 +264,10 @@ def rebuild_registry(state_dir: str, current: list[Any]) -> dict[str, Any]:
 
 
 def refresh_registry(state_dir: str, hooks: Any, current: list[Any] | None = None) -> dict[str, Any]:
-    """Rewrite the registry from ``hooks`` (a :class:`~agent_link_core.plugins.Hooks`) when it
-    differs: the MCP server does it at start, so the first prompt pays no rebuild and a plugin
-    that only overran the hook's budget comes back. Adapters count whose plugins pass every
-    start-up registration (run first, or read when this process ran them).
-
-    :param current: the fingerprint, when the caller has it (default: computed now).
-    :returns: the registry, also when the file could not be written (rebuilt next time).
-    """
+    """Rewrite the registry from ``hooks`` (a :class:`~agent_link_core.plugins.Hooks`) when it differs, and return it (also
+    when the file could not be written: rebuilt next time). The MCP server does it at start, so the first prompt pays no
+    rebuild and a plugin that only overran the hook's budget comes back. Adapters count whose plugins pass every start-up
+    registration (run first, or read when this process ran them). ``current``: the fingerprint, when the caller has it."""
     hooks.harnesses(), hooks.settings(), hooks.migrations(), hooks.tools()
     adapters = {hook.harness: {"module": hook.module, "plugin": plugin} for hook, plugin in hooks.prompt_hooks().values()}
     data = {"fingerprint": fingerprint(disabled_names()) if current is None else current, "adapters": adapters}
@@ -288,13 +284,9 @@ def write_registry(path: str, data: dict[str, Any]) -> None:
 
 
 def run(host: str, event: str, raw: str) -> tuple[str, HookContext | None]:
-    """Compute the hook's stdout for ``raw`` stdin, with the adapter's :class:`HookContext`
-    (what it claimed; None when no adapter ran); raises on any failure (``main`` hides it).
-
-    :param host: the harness name whose adapter answers (``[a-z][a-z0-9-]{0,31}``).
-    :param event: the host's event name.
-    :param raw: the host's hook JSON (an object; anything else prints nothing).
-    """
+    """The hook's stdout for ``raw`` stdin (the host's hook JSON; anything but an object prints nothing) with the
+    :class:`HookContext` of the adapter of harness ``host`` (``[a-z][a-z0-9-]{0,31}``) for ``event`` (what it claimed;
+    None when no adapter ran). Raises on any failure (``main`` hides it)."""
     if not is_harness_name(host) or not is_event_name(event):
         return "", None
     payload = loads(raw) if raw.strip() else {}
