@@ -65,12 +65,9 @@ class ToolSpec:
 
     :param name: the tool name (``snake_case``; unique across plugins).
     :param description: what it does and which channel it answers (models read it).
-    :param input_schema: JSON schema of the arguments (``type: object``,
-        ``additionalProperties: false``).
-    :param output_fields: JSON schemas of the success fields (``ok``, ``error`` and
-        ``warnings`` are added by :func:`output_schema`).
-    :param handler: ``async (app, arguments, call) -> dict`` returning success fields;
-        raises :class:`~agent_link_core.errors.AgentLinkError` to fail.
+    :param input_schema: JSON schema of the arguments (``type: object``, ``additionalProperties: false``).
+    :param output_fields: JSON schemas of the success fields (:func:`output_schema` adds ``ok``, ``error``, ``warnings``).
+    :param handler: ``async (app, arguments, call) -> dict`` returning success fields; raises :class:`AgentLinkError` to fail.
     :param read_only / destructive / idempotent: MCP annotations.
     :param title: the human-readable name hosts show (MCP ``title``).
     :param removed: arguments removed in older versions ``{old: replacement}``.
