@@ -13,9 +13,8 @@ if TYPE_CHECKING:
 
 
 def run_blocking(factory: Callable[[], Awaitable[T]]) -> T:
-    """Run ``factory()`` to completion on a new event loop in a worker thread and return its
-    result (or raise its exception). Usable with or without a running loop in the caller,
-    which is blocked meanwhile: keep ``factory`` bounded."""
+    """Run ``factory()`` to completion on a new event loop in a worker thread and return its result (or raise its
+    exception). Usable with or without a running loop in the caller, which is blocked meanwhile: keep ``factory`` bounded."""
     import asyncio
     import threading
 
@@ -39,10 +38,9 @@ def run_blocking(factory: Callable[[], Awaitable[T]]) -> T:
 
 
 def run_inline(coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro`` to its end on this thread, stepped without an event loop (so a short CLI
-    command never imports :mod:`asyncio`); should it suspend, the rest runs under
-    :func:`asyncio.run`. Only for coroutines that await no I/O: a loop-only call
-    (``asyncio.get_running_loop``) before the first suspension raises RuntimeError.
+    """Run ``coro`` to its end on this thread, stepped without an event loop (so a short CLI command never imports
+    :mod:`asyncio`); should it suspend, the rest runs under :func:`asyncio.run`. Only for coroutines that await no I/O: a
+    loop-only call (``asyncio.get_running_loop``) before the first suspension raises RuntimeError.
 
     :returns: what the coroutine returns; raises what it raises.
     """

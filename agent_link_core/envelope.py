@@ -1,10 +1,9 @@
 """The ``<agent-link-message>`` envelope and the hook notices.
 
-Every peer message reaches a model only through this module: the envelope wraps it, marks it as
-another agent's words (never the user's) and escapes everything a peer controls so it cannot
-close the envelope, forge attributes or hide instructions in invisible characters. Layout,
-field validation and the escaping steps follow the reference (docs/behaviour.md §10, hook
-notices §11); every sentence a model reads is our own wording.
+Every peer message reaches a model only through this module: the envelope wraps it, marks it as another agent's words
+(never the user's) and escapes everything a peer controls so it cannot close the envelope, forge attributes or hide
+instructions in invisible characters. Layout, field validation and the escaping steps follow the reference
+(docs/behaviour.md §10, hook notices §11); every sentence a model reads is our own wording.
 
 Stdlib only: the hook fast path imports this module on every prompt.
 """
@@ -22,9 +21,9 @@ if TYPE_CHECKING:
 
 MAX_BODY_BYTES = 65536
 MAX_ESCAPED_CHARS = 131072
-# A message body's cap in its envelope: every byte of a body within MAX_BODY_BYTES escapes to
-# at most 5 characters ("&" -> "&amp;"), so a body the mailbox accepted is never shortened in
-# its envelope; a reader too small for it reads the envelope in pages (agent_link_core.budget).
+# A message body's cap in its envelope: every byte of a body within MAX_BODY_BYTES escapes to at most 5 characters
+# ("&" -> "&amp;"), so a body the mailbox accepted is never shortened in its envelope; a reader too small for it reads
+# the envelope in pages (agent_link_core.budget).
 MAX_ENVELOPE_BODY_CHARS = 5 * MAX_BODY_BYTES
 MAX_ATTR_CODEPOINTS = 256
 _YEAR_10000_S = 253_402_300_800  # 10000-01-01T00:00:00Z in seconds since the epoch
@@ -56,10 +55,9 @@ def _compiled(pattern: str) -> re.Pattern[str]:
 
 # Controls (TAB and LF are kept; CR is normalised away and NUL deleted before this applies).
 _CONTROL_CLASS = "\x01-\x08\x0b-\x1f\x7f-\x9f"
-# Format / invisible characters: the list of docs/behaviour.md §10, widened to every general-category Cf
-# character and every Default_Ignorable_Code_Point, so nothing a terminal or model renders as
-# nothing (or as a direction change) survives. tests/test_envelope.py checks this table against
-# the running Python's Unicode database.
+# Format / invisible characters: the list of docs/behaviour.md §10, widened to every general-category Cf character and
+# every Default_Ignorable_Code_Point, so nothing a terminal or model renders as nothing (or as a direction change)
+# survives. tests/test_envelope.py checks this table against the running Python's Unicode database.
 _FORMAT_CLASS = (
     "\u00ad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u115f-\u1160"
     "\u17b4-\u17b5\u180b-\u180f\u200b-\u200f\u2028-\u202e\u2060-\u206f\u3164"
@@ -72,9 +70,8 @@ _CONTROL_RE = f"[{_CONTROL_CLASS}]"
 # references inserted for invisibles are never XML-escaped a second time (docs/behaviour.md §10, item 3).
 _SPECIAL_RE = f"([{_CONTROL_CLASS}{_FORMAT_CLASS}]+)|([&<>])"
 _SURROGATE_RE = "[\ud800-\udfff]"
-# Anything any escaping step would change (surrogates, CR, NUL, controls, invisibles, XML
-# specials): text without it escapes to itself, so the steps are skipped (every read renders
-# every envelope's attributes and reply line).
+# Anything any escaping step would change (surrogates, CR, NUL, controls, invisibles, XML specials): text without it
+# escapes to itself, so the steps are skipped (every read renders every envelope's attributes and reply line).
 _UNCHANGED_RE = f"[^\ud800-\udfff\r\x00{_CONTROL_CLASS}{_FORMAT_CLASS}&<>]*"
 _UNCHANGED_ATTR_RE = f"[^\ud800-\udfff\r\x00{_CONTROL_CLASS}{_FORMAT_CLASS}&<>\"'\n\t]*"
 _XML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
@@ -85,11 +82,9 @@ _NAME_RE = r"[a-z][a-zA-Z0-9-]*"
 _HARNESS_RE = r"[a-z][a-z0-9-]{0,31}"
 _VIA_RE = r"role:[a-z0-9-]{1,40}"
 _PROCEDURE_RE = r"[a-z0-9-]{1,40}@[1-9][0-9]*"
-# Exactly the shapes render_element produces: escaped attribute values hold no quote, angle
-# bracket or LF and escaped text holds no angle bracket, so any other string is not ours.
-_ELEMENT_RE = (
-    r'<(?P<name>[a-z][a-zA-Z0-9-]*)(?: [a-z][a-zA-Z0-9-]*="[^"<>\n]*")*(?: />|>[^<>]*</(?P=name)>)'
-)
+# Exactly the shapes render_element produces: escaped attribute values hold no quote, angle bracket or LF and escaped
+# text holds no angle bracket, so any other string is not ours.
+_ELEMENT_RE = r'<(?P<name>[a-z][a-zA-Z0-9-]*)(?: [a-z][a-zA-Z0-9-]*="[^"<>\n]*")*(?: />|>[^<>]*</(?P=name)>)'
 # Names the envelope itself uses; an extra element with one of them could fake its structure.
 _RESERVED_NAMES = frozenset({"agent-link-message", "agent-link-inbox", "notice", "body", "reply"})
 
@@ -116,8 +111,8 @@ def _plural(n: int, one: str, many: str) -> str:
 
 
 def _escape_pieces(text: str) -> list[tuple[str, bool]]:
-    """docs/behaviour.md §10 escaping steps on sanitized text, as ``(piece, atomic)`` pairs: the
-    length cap never cuts an atomic piece (entity, reference, run marker)."""
+    """docs/behaviour.md §10 escaping steps on sanitized text, as ``(piece, atomic)`` pairs: the length cap never cuts an
+    atomic piece (entity, reference, run marker)."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
     pieces: list[tuple[str, bool]] = []
     pos = 0
@@ -143,19 +138,17 @@ def escape_text(text: str, *, cap: int = MAX_ESCAPED_CHARS) -> str:
     """Escape element text (a message body, procedure text) per docs/behaviour.md §10.3 steps 1–6.
 
     :param text: the raw text; lone surrogates are replaced first (see :func:`sanitize_text`).
-    :param cap: the most characters of escaped text kept (default 131072). Notes are appended
-        after the cap, so the result is at most ``cap`` plus about 150 characters.
-    :returns: text holding no ``<``, ``>``, bare ``&``, CR, NUL, control (other than TAB and
-        LF), format, bidi or other invisible character, so it can never close an element.
+    :param cap: the most characters of escaped text kept (default 131072). Notes are appended after the cap, so the
+        result is at most ``cap`` plus about 150 characters.
+    :returns: text holding no ``<``, ``>``, bare ``&``, CR, NUL, control (other than TAB and LF), format, bidi or other
+        invisible character, so it can never close an element.
 
-    Steps: (1) text over ``MAX_BODY_BYTES`` (65536) UTF-8 bytes is cut at that many bytes, a
-    character split by the cut is dropped and a note with the original size in bytes is
-    appended; (2) CRLF and lone CR become LF; (3) NUL is deleted; (4) controls become the
-    literal ``\\u{XX}`` and format/invisible characters ``&#xHHHH;`` (uppercase hex), and in a
-    run of more than ``INVISIBLE_RUN_CAP`` (16) of them only the first 16 are shown, followed
-    by ``[+N more invisible characters]``; (5) ``&``, ``<`` and ``>`` become entities; (6) the
-    escaped text is cut to ``cap`` characters without splitting an entity, reference or marker,
-    and a note with the full escaped length in characters is appended.
+    Steps: (1) text over ``MAX_BODY_BYTES`` (65536) UTF-8 bytes is cut at that many bytes, a character split by the cut
+    is dropped and a note with the original size in bytes is appended; (2) CRLF and lone CR become LF; (3) NUL is
+    deleted; (4) controls become the literal ``\\u{XX}`` and format/invisible characters ``&#xHHHH;`` (uppercase hex),
+    and in a run of more than ``INVISIBLE_RUN_CAP`` (16) of them only the first 16 are shown, followed by ``[+N more
+    invisible characters]``; (5) ``&``, ``<`` and ``>`` become entities; (6) the escaped text is cut to ``cap``
+    characters without splitting an entity, reference or marker, and a note with the full escaped length in characters is appended.
 
     :raises TypeError: if ``text`` is not a ``str``.
     :raises ValueError: if ``cap`` is negative.
@@ -197,10 +190,9 @@ def escape_attr(value: str) -> str:
     """Escape one attribute value per docs/behaviour.md §10.3 step 7.
 
     :param value: the raw value; lone surrogates are replaced first.
-    :returns: the value for use inside double quotes: more than ``MAX_ATTR_CODEPOINTS`` (256)
-        code points are cut to 255 plus ``…``; then steps 2–5 of :func:`escape_text` apply;
-        then ``"`` → ``&quot;``, ``'`` → ``&#39;``, LF → ``&#10;``, TAB → ``&#9;``. The result
-        holds no quote, angle bracket, raw LF/TAB/CR or invisible character.
+    :returns: the value for use inside double quotes: more than ``MAX_ATTR_CODEPOINTS`` (256) code points are cut to 255
+        plus ``…``; then steps 2–5 of :func:`escape_text` apply; then ``"`` → ``&quot;``, ``'`` → ``&#39;``, LF →
+        ``&#10;``, TAB → ``&#9;``. The result holds no quote, angle bracket, raw LF/TAB/CR or invisible character.
     :raises TypeError: if ``value`` is not a ``str``.
     """
     if isinstance(value, str) and len(value) <= MAX_ATTR_CODEPOINTS and _compiled(_UNCHANGED_ATTR_RE).fullmatch(value):
@@ -211,10 +203,9 @@ def escape_attr(value: str) -> str:
     return "".join(p for p, _ in _escape_pieces(value)).translate(_ATTR_EXTRA)
 
 
-def _check_name(name: object, what: str) -> str:
+def _check_name(name: object, what: str) -> None:
     if not isinstance(name, str) or not _compiled(_NAME_RE).fullmatch(name):
         raise ValueError(f"{what} name {name!r} must match ^{_NAME_RE}$")
-    return name
 
 
 def _attrs(attrs: Sequence[tuple[str, str | None]]) -> str:
@@ -237,13 +228,12 @@ def _attrs(attrs: Sequence[tuple[str, str | None]]) -> str:
 def render_element(name: str, attrs: Sequence[tuple[str, str | None]], text: str | None = None) -> str:
     """Render one extra envelope element (docs/behaviour.md §10.1 items 3–5).
 
-    :param name: element name matching ``^[a-z][a-zA-Z0-9-]*$``, e.g. ``procedure``,
-        ``overrides``, ``fork``; the envelope's own names (``agent-link-message``,
-        ``agent-link-inbox``, ``notice``, ``body``, ``reply``) are refused.
-    :param attrs: ``(name, value)`` pairs in output order; names follow the same pattern, a
-        ``None`` value omits the attribute, other values go through :func:`escape_attr`.
-    :param text: element text, escaped with :func:`escape_text`; ``None`` gives an empty
-        element ``<name a="…" />``, otherwise ``<name a="…">text</name>``.
+    :param name: element name matching ``^[a-z][a-zA-Z0-9-]*$``, e.g. ``procedure``, ``overrides``, ``fork``; the
+        envelope's own names (``agent-link-message``, ``agent-link-inbox``, ``notice``, ``body``, ``reply``) are refused.
+    :param attrs: ``(name, value)`` pairs in output order; names follow the same pattern, a ``None`` value omits the
+        attribute, other values go through :func:`escape_attr`.
+    :param text: element text, escaped with :func:`escape_text`; ``None`` gives an empty element ``<name a="…" />``,
+        otherwise ``<name a="…">text</name>``.
     :raises ValueError: on a bad or reserved name, or a duplicate attribute name.
     :raises TypeError: if a value or the text is not a ``str`` (or ``None``).
     """
@@ -295,10 +285,9 @@ def _party(address: object) -> str:
 class EnvelopeMessage:
     """What :func:`render_envelope` needs about one peer message (validated when rendered).
 
-    Times are epoch milliseconds. ``anticipation`` is ``reply``, ``action`` or ``fyi`` (anything
-    else renders as ``fyi``). ``via`` is the role address the message was sent to, if any.
-    ``procedure`` is ``<name>@<version>``. ``from_harness`` overrides the harness derived from
-    ``from_address``'s scheme. A plain class: dataclasses stay off the hook fast path.
+    Times are epoch milliseconds. ``anticipation`` is ``reply``, ``action`` or ``fyi`` (anything else renders as ``fyi``).
+    ``via`` is the role address the message was sent to, if any. ``procedure`` is ``<name>@<version>``. ``from_harness``
+    overrides the harness derived from ``from_address``'s scheme. A plain class: dataclasses stay off the hook fast path.
     """
 
     __slots__ = ("id", "from_address", "from_verified", "to_address", "sent_at_ms", "anticipation", "body",
@@ -334,16 +323,15 @@ def _reply_line(anticipation: str, message_id: str, reply_by: str | None) -> str
 def render_envelope(msg: EnvelopeMessage, *, elements: Sequence[str] = (), reply_text: str | None = None) -> str:
     """Render one peer message as an ``<agent-link-message>`` envelope (docs/behaviour.md §10).
 
-    :param msg: the message, every field validated here (docs/behaviour.md §10, item 2):
-        ``from``/``to`` show a valid address, ``external`` or ``invalid``; ``id``/``inReplyTo``
-        a ULID or ``invalid``; ``fromVerified`` is ``true`` only for a verified sender with a
-        valid address; times go through :func:`iso_ms` (``invalid`` if unformattable); ``via``
-        and ``procedure`` are dropped unless well formed; the body goes through :func:`escape_text`.
-    :param elements: extra elements from :func:`render_element` (overrides, fork, procedure), each
-        put on its own line between the notice and the body.
-    :param reply_text: a fixed instruction replacing the anticipation's ``<reply>`` line, for
-        text that is not mail to answer (e.g. the task of a forked thread, whose final answer
-        is relayed by the plugin that started it); escaped like the body.
+    :param msg: the message, every field validated here (docs/behaviour.md §10, item 2): ``from``/``to`` show a valid
+        address, ``external`` or ``invalid``; ``id``/``inReplyTo`` a ULID or ``invalid``; ``fromVerified`` is ``true`` only
+        for a verified sender with a valid address; times go through :func:`iso_ms` (``invalid`` if unformattable);
+        ``via`` and ``procedure`` are dropped unless well formed; the body goes through :func:`escape_text`.
+    :param elements: extra elements from :func:`render_element` (overrides, fork, procedure), each put on its own line
+        between the notice and the body.
+    :param reply_text: a fixed instruction replacing the anticipation's ``<reply>`` line, for text that is not mail to
+        answer (e.g. the task of a forked thread, whose final answer is relayed by the plugin that started it); escaped
+        like the body.
     :returns: the envelope, lines joined by ``\\n``, with no trailing newline.
     :raises ValueError: if an element is not something :func:`render_element` could produce.
     :raises TypeError: if ``msg.body`` is not a ``str``.
@@ -368,8 +356,8 @@ def render_envelope(msg: EnvelopeMessage, *, elements: Sequence[str] = (), reply
     if msg.in_reply_to is not None:
         in_reply_to = msg.in_reply_to if is_ulid(msg.in_reply_to) else INVALID
 
-    # Every value is one of ours or checked above to be a ULID, an address, a harness name, an
-    # ISO time, a role address or a procedure: characters none of which escaping changes.
+    # Every value is one of ours or checked above to be a ULID, an address, a harness name, an ISO time, a role address
+    # or a procedure: characters none of which escaping changes.
     verified = "true" if msg.from_verified is True and valid_sender else "false"
     head = (f'<agent-link-message id="{message_id}" from="{sender}" fromHarness="{harness}" fromVerified="{verified}"'
             f' to="{_party(msg.to_address)}" sentAt="{_safe_iso(msg.sent_at_ms)}" anticipation="{anticipation}"')
@@ -401,13 +389,13 @@ def _title_unescape(match: re.Match[str]) -> str:
 
 
 def envelope_title(text: str | None) -> str | None:
-    """What a person would call a session that its host titled after an agent-link envelope
-    (its first user message): ``"<sender>: <the body's first words>"``, or ``"message from
-    <sender>"`` when the title was cut before the body; None when ``text`` is no envelope.
+    """What a person would call a session that its host titled after an agent-link envelope (its first user message):
+    ``"<sender>: <the body's first words>"``, or ``"message from <sender>"`` when the title was cut before the body; None
+    when ``text`` is no envelope.
 
     :param text: the host's title or first user message, possibly cut anywhere.
-    :returns: one line of at most ``TITLE_CHARS`` characters of body text (control, format and
-        bidi characters dropped) after the sender (kept only when it is a well-formed address).
+    :returns: one line of at most ``TITLE_CHARS`` characters of body text (control, format and bidi characters dropped)
+        after the sender (kept only when it is a well-formed address).
     """
     if not isinstance(text, str) or not text.lstrip().startswith("<agent-link-message"):
         return None
@@ -419,11 +407,11 @@ def envelope_title(text: str | None) -> str | None:
     if body is not None:
         plain = _compiled(_TITLE_ENTITY_RE).sub(_title_unescape, body.group(1))
         plain = _compiled(_TITLE_DROP_RE).sub(" ", sanitize_text(plain))
-        kept = plain.split()[:TITLE_WORDS]
-        words = " ".join(kept)
+        every = plain.split()
+        words = " ".join(every[:TITLE_WORDS])
         if len(words) > TITLE_CHARS:
             words = words[:TITLE_CHARS - 1].rstrip() + "…"
-        elif len(plain.split()) > TITLE_WORDS:
+        elif len(every) > TITLE_WORDS:
             words += " …"
     return f"{sender}: {words}" if words else f"message from {sender}"
 
@@ -432,8 +420,8 @@ def render_inbox(envelopes: Sequence[str]) -> str:
     """Wrap rendered envelopes in ``<agent-link-inbox count="N">`` (docs/behaviour.md §10.1).
 
     :param envelopes: strings returned by :func:`render_envelope`, in display order.
-    :returns: open tag, the envelopes and ``</agent-link-inbox>`` joined by ``\\n``; an empty
-        sequence gives ``<agent-link-inbox count="0"/>``.
+    :returns: open tag, the envelopes and ``</agent-link-inbox>`` joined by ``\\n``; an empty sequence gives
+        ``<agent-link-inbox count="0"/>``.
     :raises ValueError: if an item does not look like a rendered envelope.
     """
     for env in envelopes:

@@ -1,5 +1,4 @@
-"""Value types shared by the core and plugins: callers and sessions (address syntax, from
-:mod:`agent_link_core.addresses`, is re-exported)."""
+"""Value types shared by the core and plugins: callers and sessions (address syntax, from :mod:`agent_link_core.addresses`, is re-exported)."""
 
 from __future__ import annotations
 
@@ -21,14 +20,12 @@ class Caller(Struct, frozen=True):
     """Who is calling a tool or command.
 
     :param address: the caller's address, or ``external`` when no runtime identity is known.
-    :param source: where it came from: ``current_session``, ``env``, ``runtime_context``
-        (MCP ``_meta``), ``config`` (``AGENT_LINK_ADDRESS``) or ``fallback``.
+    :param source: where it came from: ``current_session``, ``env``, ``runtime_context`` (MCP ``_meta``), ``config``
+        (``AGENT_LINK_ADDRESS``) or ``fallback``.
     :param host: the harness name, or ``None``.
-    :param evidence: what the host's own records proved about this process, in words (e.g.
-        "pid 4242, an ancestor of this process, is the host process of that session"); None
-        when the session is only named. See :mod:`agent_link_core.identity`.
-    :param proven: the verdict of :func:`agent_link_core.identity.prove_sender`; None when
-        not checked yet.
+    :param evidence: what the host's own records proved about this process, in words (e.g. "pid 4242, an ancestor of
+        this process, is the host process of that session"); None when the session is only named. See :mod:`agent_link_core.identity`.
+    :param proven: the verdict of :func:`agent_link_core.identity.prove_sender`; None when not checked yet.
     """
 
     address: str = EXTERNAL
@@ -53,13 +50,11 @@ class Caller(Struct, frozen=True):
 class Session(Record):
     """One agent a harness knows about (a thread, a session, ...).
 
-    ``last_activity_ms`` is epoch milliseconds. ``receive`` says how mail reaches it:
-    ``{"push": str|None, "nudge": str|None, "pull": bool}``. ``extra`` holds harness fields
-    (the host's own ids, status, ...) that list tools pass through.
+    ``last_activity_ms`` is epoch milliseconds. ``receive`` says how mail reaches it: ``{"push": str|None, "nudge":
+    str|None, "pull": bool}``. ``extra`` holds harness fields (the host's own ids, status, ...) that list tools pass through.
 
-    A ``title`` that is an agent-link envelope (a host names a session after its first message)
-    is shown as :func:`agent_link_core.envelope.envelope_title`; the host's title is kept in
-    ``extra["rawTitle"]`` (at most :data:`RAW_TITLE_CHARS`).
+    A ``title`` that is an agent-link envelope (a host names a session after its first message) is shown as
+    :func:`agent_link_core.envelope.envelope_title`; the host's title is kept in ``extra["rawTitle"]`` (at most :data:`RAW_TITLE_CHARS`).
     """
 
     _fields = ("address", "harness", "id", "title", "cwd", "surface", "loaded", "archived", "last_activity_ms",

@@ -1,11 +1,10 @@
 """The one rule for text from another agent or a host shown to a person or a model.
 
-Control, format, bidi, private-use and unassigned characters (Unicode category ``C``: ESC,
-U+202E, U+200B, NUL ...) could drive a terminal or hide and reorder text, so each is shown as a
-visible ``\\u{XXXX}`` escape; line breaks and tabs are kept where text is laid out in lines.
-Used by the CLI and for every string of every MCP tool result
-(:func:`agent_link_core.tools.registry.call_tool`). Envelopes escape the same characters as
-``&#xHHHH;`` (:func:`agent_link_core.envelope.escape_text`), which this rule leaves alone.
+Control, format, bidi, private-use and unassigned characters (Unicode category ``C``: ESC, U+202E, U+200B, NUL ...)
+could drive a terminal or hide and reorder text, so each is shown as a visible ``\\u{XXXX}`` escape; line breaks and tabs
+are kept where text is laid out in lines. Used by the CLI and for every string of every MCP tool result
+(:func:`agent_link_core.tools.registry.call_tool`). Envelopes escape the same characters as ``&#xHHHH;``
+(:func:`agent_link_core.envelope.escape_text`), which this rule leaves alone.
 """
 
 from __future__ import annotations
@@ -19,8 +18,8 @@ if TYPE_CHECKING:
 
 
 def visible(text: str, keep: str = "\n\t") -> str:
-    """``text`` with every category-``C`` character except those in ``keep`` as ``\\u{XXXX}``
-    (upper-case hex, at least 4 digits); CRLF becomes LF first when LF is kept."""
+    """``text`` with every category-``C`` character except those in ``keep`` as ``\\u{XXXX}`` (upper-case hex, at least 4
+    digits); CRLF becomes LF first when LF is kept."""
     probe = text
     for c in keep:
         probe = probe.replace(c, "")
@@ -38,10 +37,9 @@ _KEPT = frozenset({int, float, bool, type(None)})
 
 
 def visible_data(value: Any) -> Any:
-    """``value`` (JSON-shaped: dicts, lists, strings, numbers, booleans, None) with
-    :func:`visible` applied to every string in it, keys included; tuples become lists, other
-    values are unchanged. Every tool result goes through here: a plain printable ``str``, a
-    number, a boolean and None are kept without a call."""
+    """``value`` (JSON-shaped: dicts, lists, strings, numbers, booleans, None) with :func:`visible` applied to every string
+    in it, keys included; tuples become lists, other values are unchanged. Every tool result goes through here: a plain
+    printable ``str``, a number, a boolean and None are kept without a call."""
     kind = type(value)
     if kind is dict:
         return {k if type(k) is str and k.isprintable() else _visible_key(k):
@@ -73,16 +71,15 @@ def _visible_key(key: Any) -> Any:
     return visible(key) if isinstance(key, str) else key
 
 
-#: how ``json.dumps`` writes a control character other than LF and TAB (a backslash of the data
-#: followed by one of these letters matches too: then the walk runs)
+#: how ``json.dumps`` writes a control character other than LF and TAB (a backslash of the data followed by one of these
+#: letters matches too: then the walk runs)
 _ESCAPED_CONTROL = re.compile(r"\\(?:[bfr]|u00)")
 
 
 def plain_json(value: Any) -> str | None:
-    """``json.dumps(value, ensure_ascii=False)`` when :func:`visible_data` would leave every
-    string of ``value`` as it is, else None (also for a value that is not JSON): one serialisation
-    and two scans in C instead of a walk (below U+0020 only the JSON escapes of LF and TAB may
-    appear; :meth:`str.isprintable` finds the other category-``C`` characters)."""
+    """``json.dumps(value, ensure_ascii=False)`` when :func:`visible_data` would leave every string of ``value`` as it is,
+    else None (also for a value that is not JSON): one serialisation and two scans in C instead of a walk (below U+0020
+    only the JSON escapes of LF and TAB may appear; :meth:`str.isprintable` finds the other category-``C`` characters)."""
     try:
         text = json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError, RecursionError):
