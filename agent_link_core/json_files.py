@@ -99,8 +99,6 @@ def ensure_private_dir(path: str | os.PathLike[str]) -> None:
     :raises AgentLinkError: ``state_io_error`` when it cannot be created.
     """
     try:
-        if os.path.isdir(path):
-            return
         missing = []  # not os.makedirs: it gives missing parents 0777 minus the umask
         current = os.path.abspath(path)
         while not os.path.isdir(current):

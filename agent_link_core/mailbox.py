@@ -537,8 +537,7 @@ class Mailbox(MailFollowUp):
 
     def open_expectations(self, visibility: Visibility, limit: int) -> list[sqlite3.Row]:
         """Open reply/action mail (not fyi) that ``visibility`` may read, oldest first, at most ``limit`` rows: what every agent waits on."""
-        # No index starts with ``open``: walk the recipients on (recipient, open, sent_at), one
-        # seek each, so the cost follows the recipients and the open mail, not all mail stored.
+        # No index starts with ``open``: one seek per recipient on (recipient, open, sent_at): the cost follows recipients and open mail, not all mail.
         where, params = visibility.sql("m")
         return self.store.conn.execute(
             "WITH RECURSIVE who(r) AS (SELECT (SELECT MIN(recipient) FROM messages)"
@@ -661,8 +660,7 @@ class Mailbox(MailFollowUp):
                     continue
                 marked.append(message_id)
                 if row["delivered_at"] is not None:
-                    # A resolution overtook the push's confirmation (it counts as delivery): keep its
-                    # times, record the path and the evidence.
+                    # A resolution overtook the push's confirmation (it counts as delivery): keep its times, record path and evidence.
                     conn.execute("UPDATE messages SET delivered_via = ? WHERE id = ?", (via, message_id))
                     self._event(conn, message_id, "delivered", row["delivered_at"], row["recipient"], via,
                                 {"evidence": evidence or {}, "afterResolution": True})

@@ -29,11 +29,9 @@ if TYPE_CHECKING:
 
 log = LazyLogger("agent_link_core.app")  # the App's operations log under its name, as before the split
 
-# MCP clients cut tool calls at 60 s or more (hosts have used 60, 120 and 300 s); a single
-# wait never holds a call longer than this, and says so, so the caller can simply wait again.
+# MCP clients cut tool calls at 60 s or more (hosts have used 60, 120, 300 s): one wait never holds a call longer, and says so.
 MAX_WAIT_PER_CALL_MS = 50_000
-#: ``async (progress, total, message) -> None``: sends one MCP progress notification for
-#: the tool call being served (progress and total in ms for waits)
+#: ``async (progress, total, message) -> None``: one MCP progress notification for the tool call being served (ms for waits)
 Progress = Callable[[float, "float | None", "str | None"], Awaitable[None]]
 #: how often a wait whose client sent a progress token reports progress (keeps the call alive)
 PROGRESS_EVERY_MS = 10_000
@@ -66,8 +64,7 @@ class Waits:
     def __init__(self, app: App) -> None:
         self.app = app
         self.mailbox, self.store, self.config = app.mailbox, app.store, app.config
-        # "reply:<message id>" / "from:<address>" -> waits running in this process, so push
-        # loops can leave a message to the wait that is about to return it.
+        # "reply:<message id>" / "from:<address>" -> waits running in this process: a push leaves their message to them
         self.waiting: dict[str, int] = {}
 
     def held_by_wait(self, row: Any) -> bool:
@@ -115,8 +112,7 @@ class Waits:
         noted = held if held is not None else begin(self.store, caller.address, key) if caller.known else None
         taken: str | None = None
         push_left = caller.known
-        # Armed before the first check: a commit after that check wakes the wait at once (a
-        # commit before it, the check sees); poll_ms stays the fallback re-check.
+        # Armed before the first check: a later commit wakes the wait at once (an earlier one, the check sees); poll_ms is the fallback.
         import asyncio
 
         wakeup = Wakeup(self.store.path)
@@ -191,8 +187,7 @@ class Waits:
             return None
         if not caller.known:
             return None
-        # Unread mail from the target first (it may have arrived while this server was down or
-        # between two waits), then anything that arrives during the wait, oldest first.
+        # Unread mail from the target first (it may have come while this server was down or between two waits), then new mail, oldest first.
         row = self.store.conn.execute(
             "SELECT id, sent_at FROM messages WHERE from_addr = ? AND recipient = ? AND (delivered_at IS NULL OR sent_at >= ?)"
             " ORDER BY sent_at, id LIMIT 1",
