@@ -143,7 +143,7 @@ def click_param(p: Param) -> click.Parameter:
 
 def click_command(declared: Command) -> click.Command:
     """A fresh click command for a declared command (options added to it never reach the declaration)."""
-    command = click.command(declared.name, help=declared.callback.__doc__, epilog=declared.epilog)(click.pass_context(declared.run))
+    command = click.command(declared.name, help=declared.callback.__doc__, epilog=EXIT_HELP)(click.pass_context(declared.run))
     command.params = [click_param(p) for p in declared.params]
     command.callback.__agent_link_sender_options__ = declared.sender  # type: ignore[union-attr]
     return command

@@ -102,8 +102,8 @@ class Command:
     """A core command: its function (called with the context and every parameter by name) and
     :class:`Param` list; ``sender``: it has ``--from``, so the harnesses' sender options too (in ``**named``)."""
 
-    def __init__(self, callback: Callable[..., Any], params: list[Param], sender: bool, epilog: str) -> None:
-        self.callback, self.params, self.sender, self.epilog = callback, params, sender, epilog
+    def __init__(self, callback: Callable[..., Any], params: list[Param], sender: bool) -> None:
+        self.callback, self.params, self.sender = callback, params, sender
         self.name = callback.__name__
 
     def run(self, ctx: Any, **values: Any) -> None:
@@ -116,9 +116,9 @@ class Command:
             interrupted(self.name)
 
 
-def command(*params: Param, epilog: str = EXIT_HELP) -> Callable[[Callable[..., Any]], Command]:
-    """Declare a core command (the decorated function's name and docstring are its name and help)."""
-    return lambda callback: Command(callback, list(params), any(p in (FROM, READER_FROM) for p in params), epilog)
+def command(*params: Param) -> Callable[[Callable[..., Any]], Command]:
+    """Declare a core command (the decorated function's name and docstring are its name and help, :data:`EXIT_HELP` its epilog)."""
+    return lambda callback: Command(callback, list(params), any(p in (FROM, READER_FROM) for p in params))
 
 
 class Context:
