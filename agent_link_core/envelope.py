@@ -352,9 +352,7 @@ def render_envelope(msg: EnvelopeMessage, *, elements: Sequence[str] = (), reply
         harness = address_scheme(sender)
     anticipation = msg.anticipation if msg.anticipation in ("reply", "action", "fyi") else "fyi"
     reply_by = _safe_iso(msg.reply_by_ms) if anticipation != "fyi" and msg.reply_by_ms is not None else None
-    in_reply_to = None
-    if msg.in_reply_to is not None:
-        in_reply_to = msg.in_reply_to if is_ulid(msg.in_reply_to) else INVALID
+    in_reply_to = None if msg.in_reply_to is None else msg.in_reply_to if is_ulid(msg.in_reply_to) else INVALID
 
     # Every value is one of ours or checked above to be a ULID, an address, a harness name, an ISO time, a role address
     # or a procedure: characters none of which escaping changes.
