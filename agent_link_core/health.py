@@ -105,7 +105,6 @@ def plugins_view(app: App) -> dict[str, Any]:
     """What loading found, this process's plugin problems and those other processes met in the last day (``elsewhere``:
     :func:`agent_link_core.boundary.recent_elsewhere`), less the plugins ``AGENT_LINK_DISABLE_PLUGINS`` turned off since.
     Imports every plugin and collects every tool first: one that cannot be imported or a refused tool is a problem."""
-
     app.hooks.load_all()
     app.hooks.tools()
     view = app.plugin_report.as_dict()

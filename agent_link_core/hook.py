@@ -236,7 +236,6 @@ def adapter_module(state_dir: str, harness: str) -> str | None:
 
     :raises Exception: whatever rebuilding the registry raises (the hook fails open).
     """
-
     disabled = disabled_names()
     current = fingerprint(disabled)
     data = read_json_object(registry_path(state_dir))

@@ -27,8 +27,7 @@ def reply(ctx: Any, message_id: str, text: str | None, file: str | None, decline
     body = message_text(text, file) if (text is not None or file is not None) else None
     app = get_app(ctx)
     me = who_am_i(app, from_address, named)
-    data = run_async(app.reply(caller=me, message_id=message_id, resolution=kind,
- message=body,
+    data = run_async(app.reply(caller=me, message_id=message_id, resolution=kind, message=body,
                                metadata={"envelopeFormat": envelope_format} if envelope_format != "agent-link" else None))
     def human(d: dict[str, Any]) -> None:
         sent = f"reply {d['messageId']} {d['delivery']}" if d["messageId"] else "no reply message sent"

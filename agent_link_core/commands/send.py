@@ -180,7 +180,6 @@ async def send_reliably(
         client_id, message_id = message_id.lower(), ulid
     elif message_id is not None:
         raise invalid_arguments([{"path": "message-id", "rule": "pattern", "expected": "a ULID (26 characters) or a UUID"}])
-
     for path, value in (("correlation-id", correlation_id), ("from-project", sender_project), ("label", sender_label)):
         if value is not None and not (0 < len(value.strip()) <= 256):
             raise invalid_arguments([{"path": path, "rule": "length", "expected": "1-256 characters, not only spaces"}])
@@ -238,7 +237,6 @@ def reaches_no_harness(app: App, target: str, sender: Caller) -> bool:
     """True when :func:`send_reliably` to the (stripped) ``target`` reaches no harness: a plain
     address (no harness owns its scheme, not a role) from a sender no harness proves. Such a send
     only stores the message, so it runs without an event loop (:func:`agent_link_core.aio.run_inline`)."""
-
     if not is_address(target):
         return False
     scheme, owners = address_scheme(target), app.harnesses
