@@ -140,10 +140,8 @@ def check_labels(anticipation: str | None, reply_by: str | None, wait_for_reply:
 
 
 def check_body(body: str) -> str:
-    """Sanitize a body and enforce the 64 KiB (UTF-8 bytes) limit.
-
-    :raises AgentLinkError: ``body_too_large`` (``limitBytes``, ``actualBytes``); ``invalid_arguments`` for an empty body.
-    """
+    """Sanitize a body and enforce the 64 KiB (UTF-8 bytes) limit: ``body_too_large`` (``limitBytes``, ``actualBytes``) or
+    ``invalid_arguments`` for an empty body."""
     clean = sanitize_text(body)
     size = len(clean.encode("utf-8"))
     if size > MAX_BODY_BYTES:
@@ -162,10 +160,8 @@ def content_hash(
     sender: str, to: str, body: str, anticipation: str, reply_by_ms: int | None, reply_to: str | None,
     extra: dict[str, Any] | None = None,
 ) -> str:
-    """What makes two sends with the same message id "the same message" (SHA-256 hex).
-
-    :param extra: further defining fields (``metadata["fingerprint"]``: TTL, correlation id ...); when empty the digest is as without it.
-    """
+    """What makes two sends with the same message id "the same message" (SHA-256 hex). ``extra``: further defining fields
+    (``metadata["fingerprint"]``: TTL, correlation id ...); when empty the digest is as without it."""
     parts: list[Any] = [sender, to, body, anticipation, reply_by_ms, reply_to]
     if extra:
         parts.append(extra)
@@ -256,10 +252,8 @@ class Visibility:
         return f"SELECT {table}.id FROM messages {table} WHERE {where}", params
 
     def require(self, row: Any, what: str = "this message") -> None:
-        """Refuse unless :meth:`allows` ``row`` (``what``: how the refusal names what was asked for, ``the status of <id>``).
-
-        :raises AgentLinkError: ``permission_denied`` (reason ``not_participant``).
-        """
+        """``permission_denied`` (reason ``not_participant``) unless :meth:`allows` ``row``; ``what`` names what was asked for
+        (``the status of <id>``)."""
         if not self.allows(row):
             raise AgentLinkError(
                 "permission_denied", f"Only the sender or the recipient may read {what}.", {"reason": "not_participant"},
@@ -286,10 +280,8 @@ class MessageState:
 
 
 class Mailbox(MailFollowUp):
-    """Message operations over one :class:`~agent_link_core.store.Store`.
+    """Message operations over one :class:`~agent_link_core.store.Store` with the parsed ``config`` (reminder limit and interval).
 
-    :param store: the open database.
-    :param config: parsed settings (reminder limit and interval).
     :param hooks: the plugin facade, or None on the hook fast path (no events, no plugins).
     """
 

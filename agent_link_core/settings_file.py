@@ -55,10 +55,7 @@ def variable_name(key: str) -> str:
 
 
 def read_file(path: str) -> dict[str, Any]:
-    """The whole TOML document at ``path`` (empty when the file does not exist).
-
-    :raises AgentLinkError: ``invalid_arguments`` when the file is not valid TOML or unreadable.
-    """
+    """The whole TOML document at ``path`` (empty when the file does not exist); ``invalid_arguments`` when it is unreadable or not TOML."""
     try:
         with open(path, "rb") as handle:
             raw = handle.read()

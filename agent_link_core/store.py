@@ -183,11 +183,8 @@ def busy_error(path: str, timeout_ms: int | None = None) -> AgentLinkError:
 
 
 def database_error(path: str, exc: sqlite3.Error | OSError, busy_timeout_ms: int | None = None) -> AgentLinkError:
-    """The error for a failed database operation, by SQLite's (or the OS's) own verdict.
-
-    ``state_busy`` for a lock timeout; ``state_io_error`` with ``details.reason``
-    ``disk_full``, ``corrupt`` (:func:`corrupt_error`), ``read_only`` or ``io_error``.
-    """
+    """The error for a failed database operation, by SQLite's (or the OS's) own verdict: ``state_busy`` for a lock timeout;
+    ``state_io_error`` with ``details.reason`` ``disk_full``, ``corrupt`` (:func:`corrupt_error`), ``read_only`` or ``io_error``."""
     code = _result_code(exc)
     if isinstance(exc, OSError):
         code = SQLITE_FULL if exc.errno in (errno_mod.ENOSPC, errno_mod.EDQUOT) else SQLITE_IOERR
@@ -560,10 +557,7 @@ class Store:
         return {(r[0], r[1]) for r in self.conn.execute("SELECT owner, version FROM schema_migrations")}
 
     def migrate(self, migrations: Iterable[Migration]) -> None:
-        """Apply pending migrations, each in its own transaction, exactly once.
-
-        :raises sqlite3.Error: when a migration's SQL fails (nothing of it is kept).
-        """
+        """Apply pending migrations, each once, in its own transaction; ``sqlite3.Error`` when one's SQL fails (nothing of it is kept)."""
         done = self.applied()
         for migration in sorted(migrations, key=lambda m: (m.owner != "core", m.owner, m.version)):
             if (migration.owner, migration.version) in done:

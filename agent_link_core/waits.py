@@ -56,10 +56,7 @@ MIGRATIONS = (
 
 
 class Waits:
-    """The waits running in one App, and what they hold.
-
-    :param app: the App whose mailbox, directory and outbox the waits use.
-    """
+    """The waits running in one ``app`` (whose mailbox, directory and outbox they use), and what they hold."""
 
     def __init__(self, app: App) -> None:
         self.app = app
@@ -216,9 +213,7 @@ class Waits:
 
     def mark_taken(self, caller: Caller, reply_id: str) -> bool:
         """Mark a reply a wait returned delivered (via ``wait``) when ``caller`` is its recipient; True when it became delivered now.
-
-        :raises AgentLinkError: ``state_busy`` / ``state_io_error`` when the write fails.
-        """
+        A failed write raises ``state_busy`` / ``state_io_error``."""
         row = self.mailbox.stored(reply_id)
         return caller.known and row["recipient"] == caller.address and self.mailbox.mark_delivered(reply_id, "wait")
 
