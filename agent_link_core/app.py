@@ -131,10 +131,9 @@ class App:
         try:
             harness = declared.build()
         except (Exception, SystemExit) as exc:  # the plugin's fault: its harness is gone, its other contributions stay
-            from agent_link_core.boundary import describe
             from agent_link_core.harness import harness_fault
 
-            harness_fault(self.hooks, declared, "build", f"cannot load: {describe(exc)}", exc=exc if isinstance(exc, Exception) else None)
+            harness_fault(self.hooks, declared, "build", f"cannot load: {boundary.describe(exc)}", exc=exc if isinstance(exc, Exception) else None)
             return None
         return harness if self._attach_harness(harness) else None
 
