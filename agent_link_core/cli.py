@@ -174,11 +174,8 @@ NO_ARGS_IS_HELP: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
 
 def run_click(cli: click.Group) -> None:
-    """Run the group as click's standalone mode does, but with a usage error as one stderr
-    line (:func:`~agent_link_core.cli_run.usage_line`).
-
-    :raises SystemExit: always, with the command's exit status (2 for a usage error).
-    """
+    """Run the group as click's standalone mode does, but with a usage error as one stderr line (:func:`usage_line`);
+    always raises SystemExit with the command's exit status (2 for a usage error)."""
     try:
         status = cli.main(prog_name="agent-link", standalone_mode=False)
     except click.ClickException as exc:

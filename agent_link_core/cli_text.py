@@ -106,11 +106,8 @@ def terminal_safe(text: str | None) -> str:
 
 
 def message_lines(view: dict[str, Any], body: str | None) -> list[str]:
-    """A message for people: who, when, where it stands, then its body (terminal-safe).
-
-    :param view: a message view (``Mailbox.to_view``).
-    :param body: the stored body, or None when it is not shown.
-    """
+    """A message for people: who, when, where it stands, then its body (terminal-safe). ``view``: a message view
+    (``Mailbox.to_view``); ``body``: the stored body, or None when it is not shown."""
     # an fyi message has no status (nothing is expected); delivery is a fact of its own
     status = view.get("status") or ("none, nothing is expected (fyi)" if view.get("anticipation") == "fyi" else "-")
     lines = [
