@@ -183,8 +183,7 @@ class MailFollowUp:
     # -- reminders and nudges ----------------------------------------------------------
 
     def due_reminders(self, recipient: str, now: int | None = None) -> list[tuple[sqlite3.Row, MessageState]]:
-        """Delivered, unresolved reply/action messages of ``recipient`` whose reminder is due."""
-        now = now_ms() if now is None else now
+        """Delivered, unresolved reply/action messages of ``recipient`` whose reminder is due (at ``now``, epoch ms; default the clock)."""
         rows = self.store.conn.execute(
             "SELECT * FROM messages WHERE recipient = ? AND open = 1 AND delivered_at IS NOT NULL"
             " AND anticipation != 'fyi' ORDER BY sent_at",

@@ -66,9 +66,7 @@ class Waits:
 
     def held_by_wait(self, row: Any) -> bool:
         """True when a running wait of the message's recipient, in this process or another (:func:`held`), is about to return this message."""
-        if f"reply:{row['reply_to']}" in self.waiting or f"from:{row['from_addr']}" in self.waiting:
-            return True
-        return held(self.store, row)
+        return f"reply:{row['reply_to']}" in self.waiting or f"from:{row['from_addr']}" in self.waiting or held(self.store, row)
 
     async def wait(
         self, *, caller: Caller, agent: str, reply_to: str | None = None, timeout_ms: int = 60_000, poll_ms: int = 1000,
