@@ -420,13 +420,11 @@ class Mailbox(MailFollowUp):
         note = None
         if delivery == "queued" and last_push is not None and last_push["kind"] == "delivery_accepted":
             delivery, note = "accepted", json.loads(last_push["data"] or "{}").get("note")
-        resolution = None
-        if res is not None:
-            resolution = {
-                "kind": res["kind"], "by": res["by_addr"], "at": iso(res["at"]), "late": bool(res["late"]),
-                # The other party's words: escaped by the envelope's rules before any model sees them.
-                "replyMessageId": res["reply_message_id"], "reason": escape_text(res["reason"]) if res["reason"] else res["reason"],
-            }
+        resolution = None if res is None else {
+            "kind": res["kind"], "by": res["by_addr"], "at": iso(res["at"]), "late": bool(res["late"]),
+            # The other party's words: escaped by the envelope's rules before any model sees them.
+            "replyMessageId": res["reply_message_id"], "reason": escape_text(res["reason"]) if res["reason"] else res["reason"],
+        }
         status, next_due, due = self._status(row, res, count, last_at, now)
         return MessageState(status, delivery, count, last_at, next_due, due, resolution, note)
 
