@@ -123,9 +123,8 @@ def oversize(value: Any, limit: int = MAX_RESULT_BYTES, text: str | None = None)
 
 
 def load_failed(hooks: Any, target: str, hook: str, error: str, exc: BaseException) -> str:
-    """Report that ``target``'s code cannot be imported as its plugin's problem in ``hook``
-    (when ``hooks``, the process's :class:`~agent_link_core.plugins.Hooks`, is known); the
-    plugin's name."""
+    """Report ``target``'s code that cannot be imported as its plugin's problem in ``hook`` (``hooks``: the
+    process's :class:`~agent_link_core.plugins.Hooks`, None: not reported); the plugin's name."""
     module = target.partition(":")[0]
     plugin = (hooks.plugin_of_module(module) if hooks is not None else None) or module.partition(".")[0]
     if hooks is not None:
@@ -159,9 +158,8 @@ def current_plugin() -> str | None:
 
 
 def check_migrations(result: Any, plugin: str, *, declared: bool = False) -> str | None:
-    """Why ``plugin``'s ``agent_link_schema`` answer is refused, else None; ``declared``:
-    migrations a package declares (:class:`~agent_link_core.lazy_plugins.DeclaredMigration`),
-    whose SQL is read only when applied."""
+    """Why ``plugin``'s ``agent_link_schema`` answer is refused, else None; ``declared``: migrations a package
+    declares (:class:`~agent_link_core.lazy_plugins.DeclaredMigration`), whose SQL is read when applied."""
     from agent_link_core.store import Migration
 
     if not isinstance(result, (list, tuple)):
@@ -440,9 +438,8 @@ class Boundary:
     def contain(self, exc: BaseException, plugin: str, hook: str, sigints_before: int, *,
                 frame: _Frame | None = None, passing: tuple[type[BaseException], ...] = (), disable: bool = False,
                 prefix: str = "") -> bool:
-        """Record ``exc`` as ``plugin``'s fault in ``hook``; False when it is not the plugin's
-        (:func:`plugin_fault`, one of the ``passing`` types the caller handles, an overrun of an
-        enclosing call): the caller re-raises it then."""
+        """Record ``exc`` as ``plugin``'s fault in ``hook``; False (the caller re-raises it) when it is not the
+        plugin's: :func:`plugin_fault`, one of the ``passing`` types, an overrun of an enclosing call."""
         if not plugin_fault(exc, sigints_before) or isinstance(exc, passing):
             return False
         if isinstance(exc, Overran) and frame is not None and time.monotonic() < frame.deadline:

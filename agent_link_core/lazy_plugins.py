@@ -123,10 +123,8 @@ class Declared:
 
     def load(self, entry: Entry) -> bool:
         """Import ``entry``'s module (guarded) and check its implementations; False when it is left out."""
-        if entry.module is not None:
+        if entry.module is not None or entry.name in self.boundary.disabled:
             return entry.name not in self.boundary.disabled
-        if entry.name in self.boundary.disabled:
-            return False
         assert entry.load is not None
         module = self.boundary.call(entry.name, "load", entry.load, default=None, disable=True, prefix="import failed: ")
         return module is not None and self._checked(entry, module)
@@ -257,12 +255,8 @@ def declared_impl(plugins: Declared, entry: Entry, hook: str) -> Callable[..., A
 
     def schema() -> list[DeclaredMigration]:
         real = functools.cache(lambda: plugins.migrations_of(entry) or {})  # the code's, imported when first asked
-
-        def sql(key: tuple[str, int]) -> str | None:
-            found = real().get(key)
-            return found.sql if found is not None else None
-
-        return [DeclaredMigration(owner, int(version), sql) for owner, versions in records.items() for version in versions]
+        return [DeclaredMigration(owner, int(version), lambda key: getattr(real().get(key), "sql", None))
+                for owner, versions in records.items() for version in versions]
     return schema
 
 
