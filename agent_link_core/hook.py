@@ -272,14 +272,9 @@ def refresh_registry(state_dir: str, hooks: Any, current: list[Any] | None = Non
     data = {"fingerprint": fingerprint(disabled_names()) if current is None else current, "adapters": adapters}
     path = registry_path(state_dir)
     if read_json_object(path) != data:
-        write_registry(path, data)
+        with contextlib.suppress(Exception):  # one that cannot be written is rebuilt next time
+            write_json_object(path, data)
     return data
-
-
-def write_registry(path: str, data: dict[str, Any]) -> None:
-    """Write the registry atomically, private to the user; one that cannot be written is rebuilt next time."""
-    with contextlib.suppress(Exception):
-        write_json_object(path, data)
 
 
 def run(host: str, event: str, raw: str) -> tuple[str, HookContext | None]:

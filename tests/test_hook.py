@@ -278,12 +278,12 @@ def test_a_server_puts_back_an_adapter_a_hook_left_out(adapter_path: Path, isola
     script = (
         "import json, sys\n"
         "from agent_link_core import hook\n"
-        "from agent_link_core.json_files import read_json_object\n"
+        "from agent_link_core.json_files import read_json_object, write_json_object\n"
         "from agent_link_core.plugins import load_plugins\n"
         "state = sys.argv[1]\n"
         "path = hook.registry_path(state)\n"
         "current = hook.fingerprint(hook.disabled_names())\n"
-        "hook.write_registry(path, {'fingerprint': current, 'adapters': {}})  # as a hook wrote it, its plugin left out\n"
+        "write_json_object(path, {'fingerprint': current, 'adapters': {}})  # as a hook wrote it, its plugin left out\n"
         "hook.refresh_registry(state, load_plugins())\n"
         "print(json.dumps(read_json_object(path)['adapters']))\n"
     )
