@@ -78,9 +78,9 @@ class PluginReport:
                 "versions": {name: dist.version for name, dist in self.dists.items()}, "problems": self.problems()}
 
 
-def disabled_plugin_names(env: Mapping[str, str] | None = None) -> set[str]:
+def disabled_plugin_names(env: Mapping[str, str]) -> set[str]:
     """Names listed in ``AGENT_LINK_DISABLE_PLUGINS`` (comma or space separated)."""
-    return set((env if env is not None else os.environ).get("AGENT_LINK_DISABLE_PLUGINS", "").replace(",", " ").split())
+    return set(env.get("AGENT_LINK_DISABLE_PLUGINS", "").replace(",", " ").split())
 
 
 #: what pluggy can take for a hook implementation (``pluggy._manager._static_hook_attr``)
@@ -445,9 +445,8 @@ class Hooks:
         """Every plugin's envelope contribution for a stored message (a failing one is left out)."""
         return [c for c in self._call("agent_link_render_envelope", message=message, app=self.app) if c]
 
-    def check_override(
-        self, target: str, sender: Caller, setting: str, value: str, context: dict[str, Any]
-    ) -> dict[str, Any] | None:
+    def check_override(self, target: str, sender: Caller, setting: str, value: str,
+                       context: dict[str, Any]) -> dict[str, Any] | None:
         """Ask the policy plugin (if any) whether an override is allowed; None = no policy."""
         return self._call("agent_link_check_override", target=target, sender=sender, setting=setting,
                           value=value, context=context, app=self.app)
