@@ -173,13 +173,9 @@ def busy_error(path: str, timeout_ms: int | None = None) -> AgentLinkError:
     """``state_busy``: another process held the write lock past the busy timeout (ms)."""
     waited = BUSY_TIMEOUT_MS if timeout_ms is None else timeout_ms
     held = f"held its write lock for more than {waited} ms" if waited > 0 else "holds its write lock"
-    return AgentLinkError(
-        "state_busy",
-        f"The agent-link database {os.path.basename(path)} is busy: another agent-link process {held}. "
-        "Nothing of this call was stored.",
-        {"path": os.path.basename(path), "retryable": True, "retryAfterMs": 1000},
-        hint="Retry in a moment; the database is fine.",
-    )
+    name = os.path.basename(path)
+    return AgentLinkError("state_busy", f"The agent-link database {name} is busy: another agent-link process {held}. Nothing of this call was stored.",
+                          {"path": name, "retryable": True, "retryAfterMs": 1000}, hint="Retry in a moment; the database is fine.")
 
 
 def database_error(path: str, exc: sqlite3.Error | OSError, busy_timeout_ms: int | None = None) -> AgentLinkError:
