@@ -691,10 +691,7 @@ def recent_elsewhere(state_dir: str, seen_here: list[dict[str, Any]],
 
 
 def hung_lately(state_dir: str) -> list[dict[str, Any]]:
-    """Entries of hooks interrupted after the hook budget (:data:`HUNG`) by any process in the
-    last :data:`HUNG_SKIP_S` (one ``stat`` when no problem was ever kept)."""
-    if not os.path.exists(os.path.join(state_dir, PROBLEMS_FILE)):
-        return []
+    """Entries of hooks interrupted after the hook budget (:data:`HUNG`) by any process in the last :data:`HUNG_SKIP_S`."""
     cutoff = time.time() - HUNG_SKIP_S
     return [e for e in read_problems(state_dir) if isinstance(e.get("error"), str) and e["error"].startswith(HUNG)
             and isinstance(e.get("at"), int) and e["at"] >= cutoff and isinstance(e.get("plugin"), str) and isinstance(e.get("hook"), str)]
