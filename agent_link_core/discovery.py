@@ -77,15 +77,12 @@ def entry_points(group: str, env: Mapping[str, str] | None = None) -> list[Any]:
         return list(importlib.metadata.entry_points(group=group))
     path = cache_path(env)
     data = read_json_object(path)
-    if data is not None and isinstance(data.get(group), dict):
-        cached = data[group]
-        files = cached.get("files")
-        if isinstance(files, list) and cached.get("fingerprint") == fingerprint(files):
-            try:
-                return [CachedEntryPoint(str(n), str(v), None if ver is None else str(ver))
-                        for n, v, ver in cached["entry_points"]]
-            except (KeyError, TypeError, ValueError):
-                pass  # a damaged file: scan and rewrite it
+    cached = (data or {}).get(group)
+    if isinstance(cached, dict) and isinstance(files := cached.get("files"), list) and cached.get("fingerprint") == fingerprint(files):
+        try:
+            return [CachedEntryPoint(str(n), str(v), None if ver is None else str(ver)) for n, v, ver in cached["entry_points"]]
+        except (KeyError, TypeError, ValueError):
+            pass  # a damaged file: scan and rewrite it
     return _scan_and_write(group, path, data)
 
 
