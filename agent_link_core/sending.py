@@ -175,8 +175,7 @@ class Outbox:
         recipient is about to return is left to that wait."""
         from agent_link_core.waits import HELD_EVENT
 
-        scheme = address_scheme(row["recipient"])
-        harness = self.harnesses.get(scheme)
+        harness = self.harnesses.get(address_scheme(row["recipient"]))
         if harness is None:
             return None
         if '"elsewhere"' in (row["metadata"] or "") and json.loads(row["metadata"]).get("elsewhere") is True:
