@@ -27,7 +27,7 @@ ALLOWED = {
     ("model.py", "turn_id: str | None"): "Caller.turn_id is public API plugins fill and read",
     ("model.py", '_fields = ("address", "source", "host", "turn_id"'): "Caller.turn_id, the record's field list",
     ("model.py", "self._set(address=address, source=source, host=host, turn_id=turn_id"): "Caller.turn_id, set once",
-    ("errors.py", '"active_turn_conflict",'): "the closed list of error codes is the original contract's, host codes included",
+    ("errors.py", '"active_turn_conflict": '): "the closed list of error codes is the original contract's, host codes included",
     ("core_tools.py", '"originThreadId": STR, "originTurnId": STR'): "the receipts plugin's receipt argument: only "
     "harnesses can declare message_agent arguments so far",
 }
