@@ -127,6 +127,8 @@ class Waits:
                         out["messageStatus"] = self.mailbox.state(self.mailbox.stored(reply_to)).status
                     if capped:
                         out["warnings"] = [wait_capped_warning(timeout_ms, cap_ms)]
+                    if result is None and reply_to and row["anticipation"] == "fyi":
+                        out["warnings"] = [*out.get("warnings", ()), no_answer_expected(reply_to)]
                     taken = (out.get("reply") or {}).get("id")
                     if taken is not None and mark and client_gone():
                         push_left = False  # nobody reads this answer: all it held stays queued, as on a cancel
@@ -224,6 +226,12 @@ def client_gone() -> bool:
 
     parent = getattr(sys.modules.get("agent_link_core.entry"), "PARENT_PID", None)
     return parent is not None and os.getppid() != parent
+
+
+def no_answer_expected(message_id: str) -> dict[str, Any]:
+    """The ``no_answer_expected`` warning of a wait that timed out on an fyi message (its recipient is not asked to answer)."""
+    return {"code": "no_answer_expected", "details": {"messageId": message_id, "anticipation": "fyi"},
+            "message": f"{message_id} was sent as fyi: its recipient is not asked to answer, so a wait on it usually times out."}
 
 
 def wait_capped_warning(requested_ms: int, cap_ms: int = MAX_WAIT_PER_CALL_MS) -> dict[str, Any]:

@@ -164,6 +164,18 @@ def test_reply_status_wait_round_trip(harness: ScriptedHarness) -> None:
     assert quietly.stdout == f"done: {done['messageId']} (done); no reply message sent\n", quietly.stdout
 
 
+def test_wait_on_an_fyi_message_says_first_that_no_answer_is_expected(harness: ScriptedHarness) -> None:
+    mid = out_json(run("send", "sx:quiet", "fyi only", "--from", "team:me", "--json"))["messageId"]
+    waited = run("wait", mid, "--from", "team:me", "--timeout-ms", "100")
+    assert waited.exit_code == cli_mod.EXIT_TIMEOUT
+    note = f"note: {mid} was sent as fyi: its recipient is not asked to answer, so a wait on it usually times out."
+    assert waited.stderr.splitlines()[0] == note  # before the wait runs, not after
+    assert [w["code"] for w in out_json(run("wait", mid, "--from", "team:me", "--timeout-ms", "0", "--json"))["warnings"]] == [
+        "no_answer_expected"]
+    asked = out_json(run("send", "sx:quiet", "a question", "--anticipation", "reply", "--from", "team:me", "--json"))["messageId"]
+    assert "note:" not in run("wait", asked, "--from", "team:me", "--timeout-ms", "100").stderr
+
+
 @pytest.mark.anyio
 async def test_a_retry_that_proves_absence_settles_unknown(harness: ScriptedHarness) -> None:
     app = App.create()

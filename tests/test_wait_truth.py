@@ -180,3 +180,20 @@ async def test_a_wait_that_ends_without_the_reply_hands_it_to_the_inbox(apps: di
         await waiting
     read = await call(alice, "read_agent_link_inbox")
     assert read["heldByActiveWait"] == 0 and read["markedDelivered"] == [replied["messageId"]] and "yes" in read["renderedBlock"]
+
+
+async def test_a_wait_on_an_fyi_message_says_no_answer_is_expected(apps: dict[str, App]) -> None:
+    apps["alice"] = alice = make_app("test:alice")
+    fyi = await call(alice, "message_agent", to="test:bob", message="for your information")
+    got = await call(alice, "wait_for_agent", agent="test:bob", replyToMessageId=fyi["messageId"], timeoutMs=0)
+    assert got["outcome"] == "timeout"
+    assert [(w["code"], w["details"]) for w in got["warnings"]] == [
+        ("no_answer_expected", {"messageId": fyi["messageId"], "anticipation": "fyi"})]
+    # a message that asks for an answer gets no such warning, and an fyi that was answered ends the wait as usual
+    asked = await call(alice, "message_agent", to="test:bob", message="a question", anticipation="reply")
+    got = await call(alice, "wait_for_agent", agent="test:bob", replyToMessageId=asked["messageId"], timeoutMs=0)
+    assert got["outcome"] == "timeout" and "warnings" not in got
+    apps["bob"] = bob = make_app("test:bob")
+    await call(bob, "reply_agent_link_message", messageId=fyi["messageId"], message="thanks anyway")
+    got = await call(alice, "wait_for_agent", agent="test:bob", replyToMessageId=fyi["messageId"], timeoutMs=0)
+    assert got["outcome"] == "reply" and "warnings" not in got

@@ -59,6 +59,8 @@ def wait(ctx: Any, message_id: str, timeout_ms: int, from_address: str | None, s
     me = who_am_i(app, from_address, named, reading=True)
     data = wait_all(app, me, message_id, 0)  # a bad or unknown id is refused before any waiting
     if data["outcome"] == "timeout" and timeout_ms > 0:
+        for warning in data.get("warnings", ()):  # said before the wait, not only after it ran out
+            echo(f"note: {warning['message']}", err=True)
         data = wait_all(app, me, message_id, timeout_ms, f"stopped waiting for {message_id}; `agent-link wait {message_id}` waits again")
     show_then_mark(lambda: emit(data, as_json, lambda d: print_wait(app, d, show_envelope), ndjson),
                    lambda: mark_reply(app, me, data), "the reply stays unread")
