@@ -43,6 +43,17 @@ def test_an_fyi_message_has_no_status_and_its_delivery_is_its_own_line() -> None
     assert not any("fyi (delivered)" in line for line in lines)
 
 
+def test_the_inbox_asks_for_an_answer_only_when_a_message_asks_for_one(isolated_env: Path) -> None:
+    assert run("send", "team:carol", "for your information", "--from", "team:alice").returncode == 0
+    fyi_only = run("inbox", AGENT_LINK_ADDRESS="team:carol").stdout
+    assert "Answer one with" not in fyi_only
+    assert fyi_only.splitlines()[-1] == "No answer is asked for (fyi); agent-link reply MESSAGE_ID TEXT answers one anyway."
+    assert run("send", "team:carol", "a question", "--anticipation", "reply", "--from", "team:alice").returncode == 0
+    assert run("send", "team:carol", "another fyi", "--from", "team:alice").returncode == 0
+    mixed = run("inbox", AGENT_LINK_ADDRESS="team:carol").stdout
+    assert mixed.splitlines()[-1] == "Answer one with: agent-link reply MESSAGE_ID TEXT [--decline | --done]"
+
+
 def test_a_commands_own_names_replace_its_tools_argument_names() -> None:
     exc = invalid_arguments([{"path": "projectRoot", "rule": "required", "expected": "a root"},
                              {"path": "paths.1", "rule": "empty", "expected": "a path"}, {"path": "holder", "rule": "x", "expected": "an address"}],

@@ -120,7 +120,10 @@ def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, mark_read: b
             echo(f"{left} more message(s) wait: run agent-link inbox again.")
         if all_mail and cut:  # the listing was cut: said, as unread mail left over is
             echo(f"These are the newest {limit}; older ones: agent-link inbox{who} --all --limit {min(limit * 5, 100)}." if limit < 100 else "These are the newest 100.")
-        echo("Answer one with: agent-link reply MESSAGE_ID TEXT [--decline | --done]")
+        if any(m.get("anticipation") != "fyi" for m in d["messages"]):
+            echo("Answer one with: agent-link reply MESSAGE_ID TEXT [--decline | --done]")
+        else:  # fyi asks for nothing: no call to answer, though an answer is still taken
+            echo("No answer is asked for (fyi); agent-link reply MESSAGE_ID TEXT answers one anyway.")
 
     def mark_shown() -> None:
         try:  # one transaction: a busy database leaves every message shown unread, not some
