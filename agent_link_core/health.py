@@ -63,6 +63,12 @@ def report(app: App, meta: Mapping[str, Any] | None = None, include_caller_conte
         out["stateDir"]["warning"] = {
             "code": "state_dir_not_private", "message": "other users can open the state dir, where the mailbox is",
             "hint": f"Run `chmod 700 {shlex.quote(app.config.state_dir)}` unless it is shared on purpose."}
+    if detection["source"] == "AGENT_LINK_HOST" and detection["host"] not in app.harnesses.declared():
+        # a misspelt host picks no harness first and lists tools for a host nobody serves: said, not silently used
+        known = ", ".join(sorted(app.harnesses.declared())) or "none is installed"
+        out["hostDetection"]["warning"] = {
+            "code": "unknown_host", "message": f"AGENT_LINK_HOST names {detection['host']!r}, which no installed harness serves",
+            "hint": f"Set it to one of the installed harnesses ({known}) or unset it."}
     if include_caller_context:
         out["callerContext"] = {"meta": json.loads(json.dumps(meta or {}, default=str)), "source": caller.source}
     return out

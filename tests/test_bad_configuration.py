@@ -261,3 +261,23 @@ def test_a_write_in_a_state_dir_it_cannot_write_says_so(isolated_env: Path) -> N
             done = run(*args)
             assert done.returncode == 1
             one_line_error(done, f"its folder {isolated_env} is not writable")
+
+
+def test_a_host_that_no_installed_harness_serves_is_said_by_health(monkeypatch: pytest.MonkeyPatch, isolated_env: Path) -> None:
+    from agent_link_core.health import report
+    from agent_link_testing.harnesses import HarnessPlugin, ScriptedHarness
+
+    monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", " ".join(sorted(ep.name for ep in discovery.entry_points("agent_link"))))
+
+    def detected(host: str) -> dict[str, Any]:
+        app = App.create({**os.environ, "AGENT_LINK_HOST": host}, (HarnessPlugin(ScriptedHarness("sx", ("a",))),))
+        try:
+            return report(app)["hostDetection"]
+        finally:
+            app.close()
+
+    assert detected("sx") == {"host": "sx", "source": "AGENT_LINK_HOST", "variable": "AGENT_LINK_HOST"}
+    warning = detected("sxx")["warning"]
+    assert warning["code"] == "unknown_host" and "'sxx'" in warning["message"] and "(sx)" in warning["hint"]
+    human = run("health", env={"AGENT_LINK_HOST": "codx"}).stdout
+    assert "warning: AGENT_LINK_HOST names 'codx', which no installed harness serves." in human

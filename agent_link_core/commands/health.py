@@ -17,8 +17,9 @@ def _print_health(h: dict[str, Any]) -> None:
     click.echo(f"  address:    {h['address']} ({h['addressSource']})")
     click.echo(f"  host:       {h['host'] or 'unknown'}")
     click.echo(f"  state dir:  {h['stateDir']['path']} ({'exists' if h['stateDir']['exists'] else 'missing'})")
-    if h["stateDir"].get("warning"):
-        click.echo(f"  warning: {h['stateDir']['warning']['message']}. {h['stateDir']['warning']['hint']}")
+    for warning in (h["hostDetection"].get("warning"), h["stateDir"].get("warning")):
+        if warning:
+            click.echo(f"  warning: {warning['message']}. {warning['hint']}")
     settings = h.get("settings") or {}
     click.echo(f"  settings:   {settings.get('file')}"
                + "".join(f"\n    {n} from {src}" for n, src in (settings.get("sources") or {}).items()))
