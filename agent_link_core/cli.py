@@ -151,8 +151,13 @@ def click_command(declared: Command) -> click.Command:
 
 def declared_option(declared: Param) -> Callable[[Any], Any]:
     """A click option decorator for a declared flag or text option; ``--from`` also brings the harnesses' sender options (added at lookup)."""
+    def one_format(ctx: click.Context, param: click.Parameter, value: Any) -> Any:  # the second of the two given refuses
+        if value and declared in (JSON, NDJSON) and ctx.params.get("ndjson" if declared is JSON else "as_json"):
+            raise click.UsageError("choose one of --json and --ndjson", ctx)
+        return value
+
     def add(f: Any) -> Any:
-        f = click.option(*declared.decls, declared.name, is_flag=declared.flag, help=declared.help)(f)
+        f = click.option(*declared.decls, declared.name, is_flag=declared.flag, help=declared.help, callback=one_format)(f)
         if declared in (FROM, READER_FROM):
             f.__agent_link_sender_options__ = True
         return f

@@ -108,6 +108,8 @@ class Command:
 
     def run(self, ctx: Any, **values: Any) -> None:
         """Call the command; an AgentLinkError it raises ends it in its own words (:func:`fail`), Ctrl-C with :func:`interrupted`."""
+        if values.get("as_json") and values.get("ndjson"):
+            usage_error("choose one of --json and --ndjson")
         try:
             self.callback(ctx, **values)
         except AgentLinkError as exc:

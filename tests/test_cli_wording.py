@@ -76,3 +76,12 @@ def test_an_error_is_said_once_and_names_variables_as_variables() -> None:
                                            "See `agent-link send --help`.")
     variable = invalid_arguments([{"path": "AGENT_LINK_WEB_USER", "rule": "pattern", "expected": "1-128 of A-Z"}], "'A B' is no name.")
     assert "AGENT_LINK_WEB_USER: expected" in error_line(variable, "web") and "--AGENT_LINK" not in error_line(variable, "web")
+
+
+def test_json_and_ndjson_together_are_a_usage_error_before_anything_runs(isolated_env: Path) -> None:
+    for args in (("send", "team:zed", "hi", "--from", "team:alice"), ("inbox",), ("status", "01HZY8D3J5Q7K9M2N4P6R8T0VW")):
+        for formats in (("--json", "--ndjson"), ("--ndjson", "--json")):
+            done = run(*args, *formats, AGENT_LINK_ADDRESS="team:zed")
+            assert done.returncode == 2 and "choose one of --json and --ndjson" in done.stderr, (args, done.stderr)
+    assert json.loads(run("inbox", "--json", AGENT_LINK_ADDRESS="team:zed").stdout)["messages"] == []  # the send sent nothing
+    assert run("inbox", "--ndjson", AGENT_LINK_ADDRESS="team:zed").returncode == 0

@@ -75,6 +75,9 @@ def test_every_json_is_one_versioned_object_and_ndjson_is_one_line(args: tuple[s
     line = run(*args, "--ndjson")
     assert line.returncode == 0 and line.stdout.count("\n") == 1, line.stdout
     assert json.loads(line.stdout).keys() == json.loads(pretty.stdout).keys()
+    for both in (("--json", "--ndjson"), ("--ndjson", "--json")):  # one format: the second one given refuses
+        refused = run(*args, *both)
+        assert refused.returncode == 2 and "choose one of --json and --ndjson" in refused.stderr, refused.stderr
 
 
 def ctrl_c_works() -> None:
