@@ -63,7 +63,8 @@ def read_file(path: str) -> dict[str, Any]:
         return {}
     except OSError as exc:
         raise AgentLinkError("invalid_arguments", f"The settings file {path} cannot be read: {exc.strerror}.",
-                             {"path": path}, hint="Fix its permissions or point AGENT_LINK_CONFIG elsewhere.") from exc
+                             {"path": path}, hint=f"{'Move that folder away' if isinstance(exc, IsADirectoryError) else 'Fix its permissions'}"
+                             " or point AGENT_LINK_CONFIG elsewhere.") from exc
     import tomllib
 
     try:

@@ -55,6 +55,20 @@ def test_an_invalid_file_is_one_clear_error(settings: Path) -> None:
     assert problems and "not valid TOML" in problems[0].message
 
 
+def test_a_settings_file_that_is_a_folder_says_so(settings: Path) -> None:
+    settings.mkdir()
+    with pytest.raises(AgentLinkError) as caught:
+        with_settings(dict(os.environ))
+    assert caught.value.hint == "Move that folder away or point AGENT_LINK_CONFIG elsewhere."
+    settings.rmdir()
+    settings.write_text("x = 1\n")
+    settings.chmod(0)
+    if not os.access(settings, os.R_OK):  # root reads it all the same
+        with pytest.raises(AgentLinkError) as caught:
+            with_settings(dict(os.environ))
+        assert caught.value.hint == "Fix its permissions or point AGENT_LINK_CONFIG elsewhere."
+
+
 def test_other_state_dirs_used_lately(tmp_path: Path) -> None:
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
     a, b, old, gone = (str(tmp_path / name) for name in ("a", "b", "old", "gone"))
