@@ -338,9 +338,10 @@ class App:
     def inspect(
         self, caller: Caller, *, scope: str = "caller", from_address: str | None = None, to_address: str | None = None,
         reply_to: str | None = None, undelivered: bool = False, pending_ack: bool = False, since: str | None = None,
-        limit: int = 50, include_bodies: bool = False,
+        limit: int = 50, include_bodies: bool = False, before: str | None = None,
     ) -> dict[str, Any]:
-        """Messages sent or received by the caller (or all, when allowed), newest first."""
+        """Messages sent or received by the caller (or all, when allowed), newest first; ``before``: only those older than
+        this message id (a page's last one), which the caller must be able to see (``not_found`` / ``permission_denied``)."""
         view_rule = self.mailbox.visible_to(caller.address, all_mail=scope == "all")
         if scope != "all" and not caller.known:
             return {"scope": scope, "callerAddress": None, "messages": [], "note": "The caller could not be identified, so no mail is shown."}
@@ -359,6 +360,11 @@ class App:
         if since:
             clauses.append("sent_at >= ?")
             params.append(parse_iso_ms(since, "since"))
+        if before:  # the listing's own order, so pages neither skip nor repeat a message sent in the same ms
+            cursor = self.mailbox.require(before)
+            view_rule.require(cursor)
+            clauses.append("(sent_at < ? OR (sent_at = ? AND id < ?))")
+            params += [cursor["sent_at"], cursor["sent_at"], cursor["id"]]
         rows = self.store.conn.execute(
             f"SELECT * FROM messages WHERE {' AND '.join(clauses)} ORDER BY sent_at DESC, id DESC LIMIT ?", (*params, limit)
         ).fetchall()

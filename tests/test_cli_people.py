@@ -21,6 +21,7 @@ import pytest
 from agent_link_core.envelope import MAX_BODY_BYTES
 from agent_link_testing.cli_identity import named_address_env
 from agent_link_testing.cli_runner import AGENT_LINK, RUN_BOUND_S, core_process, installed_plugins, run_core
+from agent_link_testing.output import said_text
 
 ALL_PLUGINS = installed_plugins()
 UNKNOWN_ID = "01HZY8D3J5Q7K9M2N4P6R8T0VW"
@@ -458,5 +459,18 @@ def test_inbox_all_says_when_its_listing_was_cut() -> None:
         assert run("send", "team:bob", f"note {n}", "--from", f"team:sender{n}").returncode == 0
     cut = run("inbox", "--as", "team:bob", "--all", "--limit", "2").stdout
     assert "note 2" in cut and "note 0" not in cut
-    assert "These are the newest 2; older ones: agent-link inbox --as team:bob --all --limit 10." in cut
-    assert "These are the newest" not in run("inbox", "--as", "team:bob", "--all", "--limit", "3").stdout
+    page = json.loads(run("inbox", "--as", "team:bob", "--all", "--limit", "2", "--json").stdout)
+    assert f"Older ones: agent-link inbox --as team:bob --all --limit 2 --before {page['nextBefore']}" in cut
+    assert "Older ones" not in run("inbox", "--as", "team:bob", "--all", "--limit", "3").stdout
+    # the next page starts right after the last one shown, and the last page says nothing more
+    older = run("inbox", "--as", "team:bob", "--all", "--limit", "2", "--before", page["nextBefore"]).stdout
+    assert "note 0" in older and "note 1" not in older and "note 2" not in older and "Older ones" not in older
+    assert json.loads(run("inbox", "--as", "team:bob", "--all", "--json", "--before", page["nextBefore"]).stdout)["nextBefore"] is None
+    # --before is a listing's cursor: only with --all, and only a message the reader can see
+    assert run("inbox", "--as", "team:bob", "--before", page["nextBefore"]).returncode == 2
+    unknown = run("inbox", "--as", "team:bob", "--all", "--before", "01HZY8D3J5Q7K9M2N4P6R8T0VW")
+    assert unknown.returncode == 1 and "01HZY8D3J5Q7K9M2N4P6R8T0VW" in unknown.stderr
+    assert said_text(run("inbox", "--as", "team:bob", "--all", "--before", "nonsense").stderr).startswith("agent-link: --before: expected")
+    theirs = json.loads(run("send", "team:carol", "not bob's", "--from", "team:dan", "--json").stdout)["messageId"]
+    refused = run("inbox", "--as", "team:bob", "--all", "--before", theirs)
+    assert refused.returncode == 1 and "not bob's" not in refused.stdout + refused.stderr

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent_link_core.cli_run import (ENVELOPE, JSON, NDJSON, as_caller, command, echo, emit, get_app, not_marked, option,
+from agent_link_core.cli_run import (ENVELOPE, JSON, NDJSON, as_caller, command, echo, emit, fail, get_app, not_marked, option,
                                      print_messages, show_then_mark, usage_error)
 from agent_link_core.errors import AgentLinkError
 
@@ -59,11 +59,12 @@ def as_read(app: App, data: dict[str, Any], ids: list[str]) -> dict[str, Any]:
     option("--mark-read", flag=True, help="With --as another agent's address (AGENT_LINK_INSPECT_ALL): mark what is shown "
                                            "delivered, as that agent's own read would."),
     option("--all", "all_mail", flag=True, help="Also list messages already read or resolved (newest first)."),
+    option("--before", help="With --all: list the messages older than this message id (the last one a listing showed)."),
     option("--message-id", "message_id", help="Read this one message in pages (one too large for one read)."),
     option("--offset", kind="whole", low=0, high=1_000_000, help="With --message-id: where the page starts (characters)."),
     ENVELOPE, JSON, NDJSON)
-def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, mark_read: bool, all_mail: bool, message_id: str | None,
-          offset: int | None, show_envelope: bool, as_json: bool, ndjson: bool) -> None:
+def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, mark_read: bool, all_mail: bool, before: str | None,
+          message_id: str | None, offset: int | None, show_envelope: bool, as_json: bool, ndjson: bool) -> None:
     """Read the messages other agents sent to this session (open ones; --all: every one).
 
     One read returns what fits AGENT_LINK_READ_BYTES (or the calling host's own limit);
@@ -75,6 +76,8 @@ def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, mark_read: b
 
     if offset is not None and message_id is None:
         usage_error("--offset needs --message-id")
+    if before is not None and not all_mail:
+        usage_error("--before needs --all")
     if message_id is not None and all_mail:
         usage_error("choose one of --message-id and --all")
     if peek and mark_read:
@@ -89,8 +92,12 @@ def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, mark_read: b
     if all_mail:
         data = app.inbox(caller, limit=limit, mark=False)
         # what agent_link_mailbox_inspect lists of the mail addressed to the reader
-        listed = app.inspect(caller, to_address=caller.address, limit=limit + 1, include_bodies=True)["messages"]
+        try:
+            listed = app.inspect(caller, to_address=caller.address, limit=limit + 1, include_bodies=True, before=before)["messages"]
+        except AgentLinkError as exc:  # a bad cursor: named as this command's option
+            fail(exc, {"messageId": "--before"})
         data["messages"], cut = listed[:limit], len(listed) > limit  # one more than shown: are there older ones?
+        data["nextBefore"] = data["messages"][-1]["id"] if cut else None  # --before of the next page
         data["renderedBlock"] = "\n".join(view.pop("envelope") for view in data["messages"])
     else:
         data = budget.inbox(app, caller, budget.caller_budget(app, caller), limit=limit, mark=False,
@@ -118,8 +125,8 @@ def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, mark_read: b
         left = d["remainingCount"] - sum(1 for m in d["messages"] if m.get("deliveredAt") is None)
         if d.get("more") and left > 0:
             echo(f"{left} more message(s) wait: run agent-link inbox again.")
-        if all_mail and cut:  # the listing was cut: said, as unread mail left over is
-            echo(f"These are the newest {limit}; older ones: agent-link inbox{who} --all --limit {min(limit * 5, 100)}." if limit < 100 else "These are the newest 100.")
+        if all_mail and cut:  # the listing was cut: said with the command that lists the next page, as unread mail left over is
+            echo(f"Older ones: agent-link inbox{who} --all{f' --limit {limit}' if limit != 20 else ''} --before {d['nextBefore']}")
         if any(m.get("anticipation") != "fyi" for m in d["messages"]):
             echo("Answer one with: agent-link reply MESSAGE_ID TEXT [--decline | --done]")
         else:  # fyi asks for nothing: no call to answer, though an answer is still taken
