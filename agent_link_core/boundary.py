@@ -398,7 +398,7 @@ class Boundary:
         if disable and plugin not in self.disabled:
             self.disabled[plugin] = f"{hook}: {error}"
             if self.on_disable is not None:
-                self.on_disable(plugin, f"{hook}: {error}")
+                self.on_disable(plugin, self.disabled[plugin])
         return problem
 
     def skip(self, plugin: str, hook: str, error: str, for_s: float) -> None:

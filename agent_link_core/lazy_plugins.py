@@ -145,12 +145,11 @@ class Declared:
             return False
         impls: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {}
         for hook, (function, opts) in found.items():
-            names = lazy.argnames(function)
             if hook not in specs:
                 continue  # an optional hook nobody specifies: pluggy never calls it either
+            names = lazy.argnames(function)
             if names is None:  # not a plain function: pluggy calls it
-                entry.impls = None
-                entry.hooks = frozenset(found)
+                entry.hooks, entry.impls = frozenset(found), None
                 return True
             extra = sorted(set(names) - specs[hook][0])
             if extra:
