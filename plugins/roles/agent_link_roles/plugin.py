@@ -64,7 +64,7 @@ def agent_link_resolve_address(address: str, caller_address: str, app: App) -> d
     if role is None or not role.holders:
         assigned = [{"address": r.role_address, "holder": r.address} for r in table.roles.values() if r.address][:5]
         raise AgentLinkError("not_found", f"Nobody holds {address}.", {"role": address, "candidates": assigned},
-                             hint="list_agent_roles shows who holds which role; the user assigns roles with set_agent_role.")
+                             hint="list_agents shows the roles each session holds; the user assigns roles with the set_agent_role tool.")
     if len(role.holders) > 1:
         raise AgentLinkError("ambiguous", f"roles.json lists several holders for {address}.",
                              {"query": address, "candidates": [{"address": h} for h in role.holders]},

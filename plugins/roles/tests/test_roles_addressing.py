@@ -55,6 +55,10 @@ async def test_a_role_nobody_holds_is_not_found(app: App, isolated_env: Path, ro
         await app.send(caller=ALICE, to="role:builder", body="hi")
     assert e.value.code == "not_found" and e.value.details["role"] == "role:builder"
     assert app.store.conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 0
+    # the CLI says it in its own words: the command that shows roles, where there is one
+    from agent_link_core.cli_text import error_line
+
+    assert "`agent-link sessions` shows the roles each session holds" in error_line(e.value, "send")
 
 
 @pytest.mark.anyio
