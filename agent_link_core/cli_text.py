@@ -110,10 +110,13 @@ def message_lines(view: dict[str, Any], body: str | None) -> list[str]:
     (``Mailbox.to_view``); ``body``: the stored body, or None when it is not shown."""
     # an fyi message has no status (nothing is expected); delivery is a fact of its own
     status = view.get("status") or ("none, nothing is expected (fyi)" if view.get("anticipation") == "fyi" else "-")
+    def field(value: Any) -> str:  # a header field stays on its line: a sender cannot forge the lines under it
+        return visible(str(value or ""), keep="")
+
     lines = [
         f"message {view.get('id')}",
-        f"  from:    {terminal_safe(view.get('from'))}",
-        f"  to:      {terminal_safe(view.get('to'))}",
+        f"  from:    {field(view.get('from'))}",
+        f"  to:      {field(view.get('to'))}",
         f"  sent:    {view.get('sentAt')}",
         f"  delivery: {view.get('delivery')}",
         f"  status:  {status}",
@@ -121,11 +124,11 @@ def message_lines(view: dict[str, Any], body: str | None) -> list[str]:
     ]
     if view.get("inReplyTo"):
         lines.append(f"  answers: {view['inReplyTo']}")
-    sender = [terminal_safe(view[k]) for k in ("senderLabel", "senderProject") if view.get(k)]
+    sender = [field(view[k]) for k in ("senderLabel", "senderProject") if view.get(k)]
     if sender:
         lines.insert(2, f"  sender:  {' of '.join(sender)}")
     if view.get("correlationId"):
-        lines.append(f"  thread:  {terminal_safe(view['correlationId'])}")
+        lines.append(f"  thread:  {field(view['correlationId'])}")
     if body is not None:
         lines.append("")
         lines += ["  " + line for line in terminal_safe(body).split("\n")]
