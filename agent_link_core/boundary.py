@@ -298,10 +298,14 @@ def watch_interrupts() -> None:
         _signal.signal(_signal.SIGALRM, _on_alarm)
 
 
+#: SQLite primary result codes of the database file's state: READONLY, IOERR, CORRUPT, FULL, NOTADB
+_STATE_CODES = frozenset({8, 10, 11, 13, 26})
+
+
 def plugin_fault(exc: BaseException, sigints_before: int) -> bool:
     """Whether ``exc``, raised while plugin code ran, is that plugin's fault: anything but a
-    real Ctrl-C since ``sigints_before`` (the count when the call began) or the cancellation
-    of the running task."""
+    real Ctrl-C since ``sigints_before`` (the count when the call began), the cancellation
+    of the running task, or SQLite's word that the database file itself is unusable."""
     if isinstance(exc, KeyboardInterrupt):
         handler = _handler(_signal.SIGINT)
         if handler is _on_sigint:
@@ -309,6 +313,9 @@ def plugin_fault(exc: BaseException, sigints_before: int) -> bool:
         # Python's own handler, uncounted: the safe reading is the user's Ctrl-C. Any other handler
         # (the MCP server exits on SIGINT) raises no KeyboardInterrupt: this one is code's.
         return handler is not _signal.default_int_handler
+    sqlite3 = sys.modules.get("sqlite3")  # a damaged, full, read-only or unreadable database file is no plugin's doing:
+    if sqlite3 is not None and isinstance(exc, sqlite3.Error) and (getattr(exc, "sqlite_errorcode", 0) & 0xFF) in _STATE_CODES:
+        return False  # the core meets it too, and says so with its recovery step
     asyncio = sys.modules.get("asyncio")  # never imported: no task was cancelled
     if asyncio is not None and isinstance(exc, asyncio.CancelledError):
         try:

@@ -766,3 +766,38 @@ def test_a_hook_interrupted_after_its_budget_is_not_called_again_in_the_process(
     assert guard.call("bad", "agent_link_health", lambda: "ok") == "ok"
     [problem] = guard.problems.values()
     assert "not called again" in problem.error
+
+
+class ReadsTheMailbox:
+    """A healthy plugin whose before_store reads the core's database (as the loops plugin does)."""
+
+    @hookimpl
+    def agent_link_before_store(self, conn: Any) -> None:
+        conn.execute("SELECT count(*) FROM messages WHERE body != ''").fetchone()
+
+
+@pytest.mark.anyio
+async def test_a_damaged_database_is_the_stores_problem_not_the_plugin_that_met_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SQLite's word that the database file is damaged, met inside a plugin's hook, is not that plugin's fault:
+    the core reports the damaged database with its recovery steps, and no plugin is recorded as broken (which
+    health would keep saying for a day, and whose fix would be to turn a healthy plugin off)."""
+    from agent_link_core.errors import AgentLinkError
+
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "")
+    me = Caller("team:alice", "config", "team")
+    app = App.create(extra_plugins=(("reader", ReadsTheMailbox()),))
+    for n in range(30):
+        await app.send(caller=me, to="team:bob", body=f"message {n} " + "x" * 2000)
+    path = app.store.path
+    app.close()
+    with open(path, "r+b") as db:  # a page of the messages table overwritten, as a disk fault would
+        db.seek(3 * 4096)
+        db.write(b"\xde\xad" * 2048)
+    app = App.create(extra_plugins=(("reader", ReadsTheMailbox()),))
+    try:
+        with pytest.raises(AgentLinkError) as caught:
+            await app.send(caller=me, to="team:bob", body="after the damage")
+        assert caught.value.code == "state_io_error" and caught.value.details["reason"] == "corrupt"
+        assert not [p for p in app.hooks.problems() if p["plugin"] == "reader"]
+    finally:
+        app.close()

@@ -30,7 +30,8 @@ def _print_health(h: dict[str, Any]) -> None:
     db = h["database"]
     click.echo(f"  database:   {db['path']} ({'ok' if db.get('ok', True) else 'REFUSING WRITES'}, WAL {db.get('walBytes', 0)} bytes)")
     if db.get("problem"):
-        click.echo(f"  problem:    {db['problem']['message']}\n  to fix:     {db['problem'].get('hint', '')}")
+        said = " ".join(str(db["problem"]["message"]).split())  # SQLite's own report may span lines
+        click.echo(f"  problem:    {said}\n  to fix:     {db['problem'].get('hint', '')}")
     elif db["integrity"] != "ok":
         click.echo(f"  integrity:  {db['integrity']}")
     for name, line in [(n, s["summary"]) for n, s in (h.get("sections") or {}).items() if isinstance(s, dict) and s.get("summary")]:
