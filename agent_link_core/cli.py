@@ -106,7 +106,7 @@ class AgentLinkGroup(click.Group):
         command = super().get_command(ctx, cmd_name)
         if command is not None and getattr(command.callback, "__agent_link_sender_options__", False):
             try:
-                command.params += [click_param(p) for p in sender_params(open_app(ctx), {p.name for p in command.params})]
+                command.params += [click_param(p) for p in sender_params(plugin_hooks(ctx).harnesses(), {p.name for p in command.params})]
             except AgentLinkError:  # a bad setting: a help still lists the command and running it says why
                 pass
         return command

@@ -13,6 +13,7 @@ from agent_link_core.errors import AgentLinkError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any, Callable, NoReturn
     from agent_link_core.app import App
     from agent_link_core.plugins import Hooks
@@ -192,13 +193,12 @@ def run_fast(argv: list[str]) -> bool:
         root.meta["read_only_ok"] = True
     try:
         params = spec.params
-        if spec.sender:  # as click's path does, the App opens first: the harnesses name the sender options
-            params = params + sender_params(get_app(root), {p.name for p in params})
-        else:
-            try:
-                plugin_hooks(root)
-            except AgentLinkError as exc:
-                fail(exc)
+        try:  # the harnesses' declarations name the sender options: no database is opened for them
+            hooks = plugin_hooks(root)
+            if spec.sender:
+                params = params + sender_params(hooks.harnesses(), {p.name for p in params})
+        except AgentLinkError as exc:
+            fail(exc)
         values = parse(params, argv[1:])
         if values is None:
             return False
@@ -465,19 +465,19 @@ def interrupted(command: str | None = None) -> NoReturn:
     sys.exit(130)
 
 
-def sender_options(app: App) -> list[Any]:
-    """The sender options (:class:`~agent_link_core.harness.SenderOption`) of every harness,
-    one per flag (the first harness by name declaring a flag defines it)."""
+def sender_options(harnesses: Mapping[str, Any]) -> list[Any]:
+    """The sender options (:class:`~agent_link_core.harness.SenderOption`) of the ``harnesses`` (``{name: Harness or
+    HarnessDeclaration}``: ``Hooks.harnesses()``, ``App.harnesses.declared()``), one per flag (the first by name defines it)."""
     seen: dict[str, Any] = {}
-    for _, harness in sorted(app.harnesses.declared().items()):  # declared: no harness is built for its flags
+    for _, harness in sorted(harnesses.items()):  # declared: no harness is built for its flags
         for option_ in harness.sender_options:
             seen.setdefault(option_.flag, option_)
     return list(seen.values())
 
 
-def sender_params(app: App, present: set[str]) -> list[Param]:
+def sender_params(harnesses: Mapping[str, Any], present: set[str]) -> list[Param]:
     """The :func:`sender_options` as options, but for the parameter names in ``present``."""
-    return [option(o.flag, o.param, help=o.help) for o in sender_options(app) if o.param not in present]
+    return [option(o.flag, o.param, help=o.help) for o in sender_options(harnesses) if o.param not in present]
 
 
 def who_am_i(app: App, from_address: str | None, named: dict[str, Any], *, reading: bool = False) -> Any:
@@ -488,7 +488,7 @@ def who_am_i(app: App, from_address: str | None, named: dict[str, Any], *, readi
     if from_address is not None and not from_address.strip():
         usage_error("--from is empty: give an address such as team:alice, or leave the option out")
     given: dict[str, str] = {}
-    for option_ in sender_options(app):
+    for option_ in sender_options(app.harnesses.declared()):
         value = named.get(option_.param)
         if value is None:
             continue

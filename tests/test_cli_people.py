@@ -430,8 +430,9 @@ def test_interrupting_a_command_that_does_not_wait_is_one_line_and_exit_130(isol
     try:
         child = psutil.Process(sender.pid)
         deadline = time.monotonic() + RUN_BOUND_S  # a bound for a hung start, never a speed expectation
-        # the command runs once it has opened the database; then it sleeps only reading stdin
-        while not (any(f.path.endswith(".db") for f in child.open_files()) and child.status() == psutil.STATUS_SLEEPING):
+        # the command runs once it sleeps in a read of its stdin (fd 0): /proc/PID/syscall names the call and its fd
+        read_nr = {"x86_64": "0", "aarch64": "63"}[os.uname().machine]
+        while not (child.status() == psutil.STATUS_SLEEPING and Path(f"/proc/{sender.pid}/syscall").read_text().split()[:2] == [read_nr, "0x0"]):
             assert time.monotonic() < deadline and sender.poll() is None, "the send never started reading stdin"
             time.sleep(0.02)
         sender.send_signal(signal.SIGINT)
@@ -451,6 +452,15 @@ def test_dash_h_is_the_help(command: tuple[str, ...]) -> None:
     """``-h`` is ``--help`` at the root and for every command (the fast path included)."""
     short, long = core_process(*command, "-h"), core_process(*command, "--help")
     assert short.returncode == 0 and short.stdout == long.stdout and short.stdout.startswith("Usage: agent-link"), short.stderr
+
+
+@pytest.mark.parametrize("command", [(), ("send",), ("wait",), ("status",), ("inbox",)])
+def test_a_help_creates_no_state(command: tuple[str, ...], tmp_path: Path) -> None:
+    """A help has no side effects: no state dir, no database (a mistyped AGENT_LINK_STATE_DIR is not made real)."""
+    state = tmp_path / "typo-dir"
+    done = core_process(*command, "--help", env={"AGENT_LINK_STATE_DIR": str(state)})
+    assert done.returncode == 0 and done.stdout.startswith("Usage: agent-link"), done.stderr
+    assert not state.exists()
 
 
 def test_inbox_all_says_when_its_listing_was_cut() -> None:

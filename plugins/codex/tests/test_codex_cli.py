@@ -487,3 +487,14 @@ def test_no_codex_at_all_is_not_available(isolated_env: Path, monkeypatch: pytes
     result = CliRunner().invoke(build_cli(), ["sessions", "--json", "--harness", "codex"])
     codex = json.loads(result.stdout)["providers"]["codex"]
     assert codex["available"] is False and codex["reason"] and codex["count"] == 0
+
+
+@pytest.mark.parametrize("command", ["send", "wait", "status"])
+def test_help_lists_the_thread_sender_options_without_opening_the_database(command: str, tmp_path: Path) -> None:
+    """The sender options come from the harness's declaration: a help lists them and creates no state."""
+    from agent_link_testing.cli_runner import core_process
+
+    state = tmp_path / "never-made"
+    done = core_process(command, "--help", env={"AGENT_LINK_STATE_DIR": str(state)}, plugins=("codex",))
+    assert done.returncode == 0 and "--from-thread" in done.stdout and "--from-endpoint" in done.stdout, done.stderr
+    assert not state.exists()
