@@ -26,10 +26,12 @@ Exit codes:
   3  send: outcome unknown (not resent; see --retry-unknown)
   4  find: no match
   5  find: several matches
-  6  wait, send --wait: timed out before an answer
+  6  wait, send --wait: no answer (timed out, or the message expired or went unresolved)
   7  send --require-delivered: not delivered (accepted or queued)
   130  Ctrl-C stopped the command (wait, send --wait: stderr says how to wait again)"""
 EXIT_UNKNOWN, EXIT_NONE, EXIT_MANY, EXIT_TIMEOUT, EXIT_UNDELIVERED = 3, 4, 5, 6, 7
+#: the outcomes of a wait that end without an answer (exit :data:`EXIT_TIMEOUT`); declined and done are answers
+NO_ANSWER = frozenset({"timeout", "expired", "unresolved"})
 JSON_FORMAT_VERSION = 1
 #: the core commands :func:`run_fast` runs: name -> ``"module:attribute"`` of a :class:`Command`
 FAST_COMMANDS = {

@@ -176,6 +176,27 @@ def test_wait_on_an_fyi_message_says_first_that_no_answer_is_expected(harness: S
     assert "note:" not in run("wait", asked, "--from", "team:me", "--timeout-ms", "100").stderr
 
 
+def test_a_wait_that_ends_without_an_answer_exits_6_whatever_ended_it(harness: ScriptedHarness) -> None:
+    """A message that went unresolved (or expired) ends the wait without an answer: exit 6, as a timeout does,
+    so `agent-link wait ID && use_the_answer` never takes it for one; a decline is an answer (exit 0)."""
+    asked = out_json(run("send", "sx:ok", "q?", "--anticipation", "reply", "--from", "team:me", "--json"))["messageId"]
+    app = App.create()
+    try:  # delivered an hour ago, and never answered
+        with app.store.write() as conn:
+            conn.execute("UPDATE messages SET sent_at = sent_at - 3600000, first_delivered_at = first_delivered_at - 3600000"
+                         " WHERE id = ?", (asked,))
+    finally:
+        app.close()
+    no_reminders = {"AGENT_LINK_REMINDER_LIMIT": "0"}
+    waited = run("wait", asked, "--from", "team:me", "--timeout-ms", "1000", "--json", env=no_reminders)
+    assert waited.exit_code == cli_mod.EXIT_TIMEOUT and out_json(waited)["outcome"] == "unresolved"
+    sent = run("send", "sx:quiet", "another q?", "--from", "team:me", "--wait", "--timeout-ms", "100", "--json")
+    assert sent.exit_code == cli_mod.EXIT_TIMEOUT and out_json(sent)["wait"]["outcome"] == "timeout"
+    declined = out_json(run("send", "sx:quiet", "do it", "--anticipation", "action", "--from", "team:me", "--json"))["messageId"]
+    assert run("reply", declined, "no time", "--decline", "--from", "sx:quiet").exit_code == 0
+    assert run("wait", declined, "--from", "team:me", "--timeout-ms", "100").exit_code == 0
+
+
 @pytest.mark.anyio
 async def test_a_retry_that_proves_absence_settles_unknown(harness: ScriptedHarness) -> None:
     app = App.create()

@@ -4,7 +4,7 @@
 import sys
 from typing import Any
 
-from agent_link_core.cli_run import (ENVELOPE, EXIT_TIMEOUT, FROM, JSON, NDJSON, READER_FROM, argument, command, echo, emit, get_app,
+from agent_link_core.cli_run import (ENVELOPE, EXIT_TIMEOUT, FROM, JSON, NDJSON, NO_ANSWER, READER_FROM, argument, command, echo, emit, get_app,
                                      mark_reply, message_text, option, print_messages, print_wait, run_async, show_then_mark, usage_error,
                                      wait_all, who_am_i)
 
@@ -54,7 +54,7 @@ def status(ctx: Any, message_id: str, from_address: str | None, as_json: bool, n
     READER_FROM, ENVELOPE, JSON, NDJSON)
 def wait(ctx: Any, message_id: str, timeout_ms: int, from_address: str | None, show_envelope: bool,
          as_json: bool, ndjson: bool, **named: Any) -> None:
-    """Wait up to --timeout-ms for the resolution of MESSAGE_ID (exit 6 on timeout; Ctrl-C: 130)."""
+    """Wait up to --timeout-ms for the resolution of MESSAGE_ID (exit 6 without an answer: timed out, expired or unresolved; Ctrl-C: 130)."""
     app = get_app(ctx)
     me = who_am_i(app, from_address, named, reading=True)
     data = wait_all(app, me, message_id, 0)  # a bad or unknown id is refused before any waiting
@@ -64,7 +64,7 @@ def wait(ctx: Any, message_id: str, timeout_ms: int, from_address: str | None, s
         data = wait_all(app, me, message_id, timeout_ms, f"stopped waiting for {message_id}; `agent-link wait {message_id}` waits again")
     show_then_mark(lambda: emit(data, as_json, lambda d: print_wait(app, d, show_envelope), ndjson),
                    lambda: mark_reply(app, me, data), "the reply stays unread")
-    if data["outcome"] == "timeout":
+    if data["outcome"] in NO_ANSWER:
         sys.exit(EXIT_TIMEOUT)
 
 

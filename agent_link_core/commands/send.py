@@ -7,7 +7,7 @@ import json
 import re
 import sys
 
-from agent_link_core.cli_run import (EXIT_TIMEOUT, EXIT_UNDELIVERED, EXIT_UNKNOWN, FROM, JSON, NDJSON, argument, command, echo, emit, fail,
+from agent_link_core.cli_run import (EXIT_TIMEOUT, EXIT_UNDELIVERED, EXIT_UNKNOWN, FROM, JSON, NDJSON, NO_ANSWER, argument, command, echo, emit, fail,
                                      get_app, mark_reply, message_text, option, print_wait, run_async, show_then_mark, usage_error,
                                      wait_all, who_am_i)
 from agent_link_core.errors import AgentLinkError, invalid_arguments
@@ -103,7 +103,7 @@ def send(ctx: Any, target: str, text: str | None, file: str | None, message_id: 
     done = f"the message {data['messageId']} was {data['outcome']} all the same (`agent-link status {data['messageId']}`)" if data["messageId"] else "nothing was sent"
     show_then_mark(lambda: emit(data, as_json, human, ndjson), lambda: mark_reply(app, me, data.get("wait") or {}),
                    done + ("; the reply stays unread" if (data.get("wait") or {}).get("reply") else ""))
-    if "wait" in data and data["wait"]["outcome"] == "timeout":
+    if "wait" in data and data["wait"]["outcome"] in NO_ANSWER:
         sys.exit(EXIT_TIMEOUT)
     if require_delivered and result.outcome in ("accepted", "queued"):
         sys.exit(EXIT_UNDELIVERED)
