@@ -190,6 +190,13 @@ def test_a_wait_that_ends_without_an_answer_exits_6_whatever_ended_it(harness: S
     no_reminders = {"AGENT_LINK_REMINDER_LIMIT": "0"}
     waited = run("wait", asked, "--from", "team:me", "--timeout-ms", "1000", "--json", env=no_reminders)
     assert waited.exit_code == cli_mod.EXIT_TIMEOUT and out_json(waited)["outcome"] == "unresolved"
+    alone = run("send", "sx:quiet", "no wait", "--from", "team:me", "--timeout-ms", "100")
+    assert alone.exit_code == 2 and "--timeout-ms needs --wait" in alone.stderr  # refused before anything is sent
+    app = App.create()
+    try:
+        assert app.store.conn.execute("SELECT count(*) FROM messages WHERE body = 'no wait'").fetchone()[0] == 0
+    finally:
+        app.close()
     sent = run("send", "sx:quiet", "another q?", "--from", "team:me", "--wait", "--timeout-ms", "100", "--json")
     assert sent.exit_code == cli_mod.EXIT_TIMEOUT and out_json(sent)["wait"]["outcome"] == "timeout"
     declined = out_json(run("send", "sx:quiet", "do it", "--anticipation", "action", "--from", "team:me", "--json"))["messageId"]

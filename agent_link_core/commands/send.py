@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     option("--reply-by", help="Deadline for an answer (ISO 8601 with a zone); implies --anticipation reply."),
     option("--anticipation", kind="choice", choices=("reply", "action", "fyi")),
     option("--wait", "wait_reply", flag=True, help="Wait for the recipient's resolution (implies reply)."),
-    option("--timeout-ms", kind="whole", low=0, high=600000, default=60000, show_default=True, help="With --wait (at most 600000)."),
+    option("--timeout-ms", kind="whole", low=0, high=600000, help="With --wait: how long to wait (default 60000, at most 600000)."),
     option("--retry-count", kind="whole", low=0, high=20, default=0, show_default=True),
     option("--retry-delay-ms", kind="whole", low=0, high=60000, default=500, show_default=True),
     option("--retry-backoff", kind="finite", low=1.0, high=10.0, default=2.0, show_default=True),
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
            " text (for harnesses that support it)."),
     FROM, JSON, NDJSON)
 def send(ctx: Any, target: str, text: str | None, file: str | None, message_id: str | None, ttl_ms: int | None,
-         reply_by: str | None, anticipation: str | None, wait_reply: bool, timeout_ms: int, retry_count: int,
+         reply_by: str | None, anticipation: str | None, wait_reply: bool, timeout_ms: int | None, retry_count: int,
          retry_delay_ms: int, retry_backoff: float, retry_jitter: float, retry_unknown: bool, require_known: bool,
          require_delivered: bool, correlation_id: str | None, from_project: str | None, sender_label: str | None,
          envelope_format: str, from_address: str | None, as_json: bool, ndjson: bool, **named: Any) -> None:
@@ -59,6 +59,8 @@ def send(ctx: Any, target: str, text: str | None, file: str | None, message_id: 
     """
     from agent_link_core.cli_text import address_error, cli_words
 
+    if timeout_ms is not None and not wait_reply:  # refused before the text is read from stdin
+        usage_error("--timeout-ms needs --wait")
     body = message_text(text, file)
     if not target.strip():
         usage_error("TARGET is empty: give an address, a contact alias or a session id")
@@ -81,8 +83,9 @@ def send(ctx: Any, target: str, text: str | None, file: str | None, message_id: 
     data = result.to_dict()
     if wait_reply and result.outcome in ("delivered", "accepted", "queued") and result.message_id:
         # the send's own line comes once, with the answer; a Ctrl-C still says the sent message's id
-        data["wait"] = wait_all(app, me, result.message_id, timeout_ms, f"{result.outcome}: {result.message_id} to "
-                                f"{data['to'] or target} (stopped waiting; `agent-link wait {result.message_id}` waits again)")
+        data["wait"] = wait_all(app, me, result.message_id, 60000 if timeout_ms is None else timeout_ms,
+                                f"{result.outcome}: {result.message_id} to {data['to'] or target} (stopped waiting; "
+                                f"`agent-link wait {result.message_id}` waits again)")
 
     def warn() -> None:  # on stderr, with --json too: scripts read stdout; people still see warnings
         for w in data.get("warnings", []):
