@@ -148,10 +148,14 @@ def suggestions(store: Store, address: str, harnesses: Collection[str] = ()) -> 
         return []
     import difflib
 
-    close = difflib.get_close_matches(address, pool, n=MAX_SUGGESTIONS, cutoff=0.6)
+    scheme, _, ident = address.partition(":")
+    # ids compared within the harness: a shared "team:" made "team:erin" look close to "team:frank"
+    same = {a.partition(":")[2]: a for a in pool if a.partition(":")[0] == scheme}
+    close = [same[i] for i in difflib.get_close_matches(ident, list(same), n=MAX_SUGGESTIONS, cutoff=0.6)]
     if not close:  # a wrong harness with the right id ("tema:bob") still finds "team:bob"
-        ident = address.split(":", 1)[-1]
-        close = [a for a in pool if a.split(":", 1)[-1] == ident][:MAX_SUGGESTIONS]
+        close = [a for a in pool if a.partition(":")[2] == ident][:MAX_SUGGESTIONS]
+    if not close:  # no harness typed apart ("teambob")
+        close = difflib.get_close_matches(address, [a for a in pool if a.partition(":")[0] != scheme], n=MAX_SUGGESTIONS, cutoff=0.6)
     return close
 
 

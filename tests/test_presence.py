@@ -38,6 +38,11 @@ def test_only_served_addresses_and_harness_sessions_are_suggested(app: App) -> N
     assert presence.reachable_addresses(app.store, {"sx"}) == ["sx:bobby", "team:bob"]
     assert presence.suggestions(app.store, "team:bobb") == ["team:bob"]
     assert presence.suggestions(app.store, "tx:bobby", harnesses={"sx"})[0] == "sx:bobby"
+    for name in ("erin", "dave", "alice"):  # the shared "team:" makes no id close to another
+        presence.record(app.store, f"team:{name}", "inbox")
+    assert presence.suggestions(app.store, "team:frank") == []
+    assert presence.suggestions(app.store, "team:davd") == ["team:dave"]
+    assert presence.suggestions(app.store, "teambob") == ["team:bob"]
     warning = presence.unseen_warning(app.store, "team:bobb")
     assert warning["details"]["suggestions"] == ["team:bob"] and "Did you mean team:bob?" in warning["message"]
 
