@@ -284,7 +284,8 @@ def test_wait_and_send_wait_time_out_with_their_own_exit_code() -> None:
     assert data["outcome"] == "timeout" and data["waitedMs"] >= 300 and "warnings" not in data
     sent = process("send", "team:bob", "anyone?", "--from", "team:alice", "--wait", "--timeout-ms", "300", "--json")
     assert sent.returncode == 6 and json.loads(sent.stdout)["wait"]["outcome"] == "timeout"
-    assert process("send", "team:bob", "x", "--from", "team:alice", "--require-delivered").returncode == 7
+    undelivered = process("send", "team:bob", "x", "--from", "team:alice", "--require-delivered")
+    assert undelivered.returncode == 7 and "not delivered (queued; --require-delivered)" in undelivered.stderr
 
 
 # -- scripts -----------------------------------------------------------------------------

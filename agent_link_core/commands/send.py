@@ -109,6 +109,8 @@ def send(ctx: Any, target: str, text: str | None, file: str | None, message_id: 
     if "wait" in data and data["wait"]["outcome"] in NO_ANSWER:
         sys.exit(EXIT_TIMEOUT)
     if require_delivered and result.outcome in ("accepted", "queued"):
+        echo(f"agent-link send: not delivered ({result.outcome}; --require-delivered): the message stays sent, "
+             f"`agent-link status {result.message_id}` follows it", err=True)
         sys.exit(EXIT_UNDELIVERED)
     sys.exit({"delivered": 0, "accepted": 0, "queued": 0, "unknown": EXIT_UNKNOWN}.get(result.outcome, 1))
 
