@@ -13,6 +13,7 @@ from agent_link_core.cli_run import (EXIT_HELP, EXIT_MANY, EXIT_NONE, EXIT_TIMEO
                                      FAST_COMMANDS, FROM, JSON, NDJSON, READER_FROM, READERS, Command, Param, emit, fail, get_app,
                                      guarded, import_target, interrupted, open_app, plugin_hooks, run_async, sender_options, sender_params,
                                      usage_line, who_am_i)
+from agent_link_core.cli_text import printable
 from agent_link_core.errors import AgentLinkError
 
 
@@ -30,13 +31,6 @@ class FiniteRange(click.FloatRange):
         if number != number:
             self.fail(f"{value!r} is not a number.", param, ctx)
         return number
-
-
-def printable(value: Any) -> str:
-    """A table cell: every control, format or bidi character (line breaks and tabs too) as a visible escape."""
-    from agent_link_core.visible import visible
-
-    return visible("" if value is None else str(value), keep="")
 
 
 def table(columns: list[str], rows: list[list[Any]]) -> None:

@@ -99,6 +99,12 @@ def address_error(value: str, option: str) -> AgentLinkError | None:
         "and an id of at most 128 of A-Z a-z 0-9 _ . -")}])
 
 
+def printable(value: Any) -> str:
+    """``value`` on one line: every control, format or bidi character (line breaks and tabs too) as a visible escape
+    (a table cell, a message's header field: a peer's text cannot forge the lines under it)."""
+    return visible("" if value is None else str(value), keep="")
+
+
 def terminal_safe(text: str | None) -> str:
     """``text`` for a terminal: line breaks and tabs kept, every other control, format or bidi
     character a visible escape (a peer's text cannot move the cursor or disguise itself)."""
@@ -110,13 +116,10 @@ def message_lines(view: dict[str, Any], body: str | None) -> list[str]:
     (``Mailbox.to_view``); ``body``: the stored body, or None when it is not shown."""
     # an fyi message has no status (nothing is expected); delivery is a fact of its own
     status = view.get("status") or ("none, nothing is expected (fyi)" if view.get("anticipation") == "fyi" else "-")
-    def field(value: Any) -> str:  # a header field stays on its line: a sender cannot forge the lines under it
-        return visible(str(value or ""), keep="")
-
     lines = [
         f"message {view.get('id')}",
-        f"  from:    {field(view.get('from'))}",
-        f"  to:      {field(view.get('to'))}",
+        f"  from:    {printable(view.get('from'))}",
+        f"  to:      {printable(view.get('to'))}",
         f"  sent:    {view.get('sentAt')}",
         f"  delivery: {view.get('delivery')}",
         f"  status:  {status}",
@@ -124,11 +127,11 @@ def message_lines(view: dict[str, Any], body: str | None) -> list[str]:
     ]
     if view.get("inReplyTo"):
         lines.append(f"  answers: {view['inReplyTo']}")
-    sender = [field(view[k]) for k in ("senderLabel", "senderProject") if view.get(k)]
+    sender = [printable(view[k]) for k in ("senderLabel", "senderProject") if view.get(k)]
     if sender:
         lines.insert(2, f"  sender:  {' of '.join(sender)}")
     if view.get("correlationId"):
-        lines.append(f"  thread:  {field(view['correlationId'])}")
+        lines.append(f"  thread:  {printable(view['correlationId'])}")
     if body is not None:
         lines.append("")
         lines += ["  " + line for line in terminal_safe(body).split("\n")]
