@@ -496,6 +496,8 @@ def who_am_i(app: App, from_address: str | None, named: dict[str, Any], *, readi
             continue
         if option_.requires and named.get(option_.requires.lstrip("-").replace("-", "_")) is None:
             usage_error(f"{option_.flag} needs {option_.requires}")
+        if from_address is not None:  # two senders named: neither may silently win
+            usage_error(f"--from and {option_.flag} name the sender twice: give one of them")
         given[option_.key] = value
     try:
         me = named_sender(app, explicit=from_address, named=given or None)

@@ -128,9 +128,11 @@ def test_sends_and_replies_alike(mail: dict[str, Any], capsys: pytest.CaptureFix
 
 @pytest.mark.installed_plugins
 def test_a_harness_sender_option_is_parsed_on_the_fast_path(mail: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
-    """Sender options come from the harnesses' declarations (Codex's ``--from-thread``), on both paths."""
+    """Sender options come from the harnesses' declarations (Codex's ``--from-thread``), on both paths; given
+    with ``--from`` they name the sender twice, a usage error that stores nothing."""
     argv = ["send", "test:carol", "hi", "--from-thread", "not-a-thread", "--from", "test:bob"]
     taken, code, out, err = fast(argv, capsys)
-    assert taken and code == 0
+    assert taken and code == 2 and "--from and --from-thread name the sender twice" in err
     slow_code, slow_out, slow_err = slow(argv)
     assert (code, same(out), err) == (slow_code, same(slow_out), slow_err)
+    assert fast(["send", "test:carol", "hi", "--from", "test:bob"], capsys)[1] == 0
