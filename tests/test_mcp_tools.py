@@ -353,6 +353,10 @@ async def test_argument_validation_rules() -> None:
         waited = await alice.ok("wait_for_agent", {"agent": "test:bob", "timeoutMs": 0, "pollIntervalMs": 250})
         assert waited["outcome"] == "timeout" and waited["timedOut"] is True
 
+        # An empty string where text is required says so in words (it said "at least 1 characters").
+        empty = await alice.invalid("message_agent", {"to": "test:bob", "message": ""}, "message", "minLength")
+        assert [e["expected"] for e in empty["details"]["errors"]] == ["non-empty string"], empty
+
         # Wrong types are refused (a JSON boolean is not an integer; no float or fuzzy spellings).
         for value in (True, 1.5, "20.0", " 20", "twenty", ""):
             await alice.invalid("list_agents", {"limit": value}, "limit")

@@ -242,7 +242,10 @@ def _expected(schema: Mapping[str, Any]) -> str:
     parts = [" or ".join(sorted(_types(schema)) or ["value"])]
     if "minimum" in schema or "maximum" in schema:
         parts.append(f"in [{schema.get('minimum', '-inf')}, {schema.get('maximum', 'inf')}]")
-    if "minLength" in schema:
+    if schema.get("minLength") == 1:
+        if schema.get("pattern") not in PATTERN_WORDS:  # a known pattern's words say what it holds
+            parts.insert(0, "non-empty")
+    elif "minLength" in schema:
         parts.append(f"at least {schema['minLength']} characters")
     if "maxLength" in schema:
         parts.append(f"at most {schema['maxLength']} characters")

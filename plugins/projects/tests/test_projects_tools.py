@@ -40,7 +40,7 @@ async def test_message_orchestrator_errors(app: Any, fake: Any, run: Any, h: Any
     tie = await run(app, "message_project_orchestrator", {"query": "tie", "message": "hi"})
     assert tie["error"]["code"] == "ambiguous" and len(tie["error"]["details"]["candidates"]) == 2
     bad = await run(app, "message_project_orchestrator", {"query": "x"})
-    assert bad["error"]["details"]["errors"][0] == {"path": "message", "rule": "required", "expected": "string at least 1 characters"}
+    assert bad["error"]["details"]["errors"][0] == {"path": "message", "rule": "required", "expected": "non-empty string"}
     assert app.store.conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 0
 
 
