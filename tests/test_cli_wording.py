@@ -35,6 +35,15 @@ def test_an_id_that_is_no_address_says_what_an_address_is_and_suggests(isolated_
     assert done.returncode == 1 and "Did you mean team:bob? An address is harness:id" in stderr
 
 
+def test_a_target_with_a_colon_that_is_no_address_says_it_cannot_be_an_alias_either(isolated_env: Path) -> None:
+    for target in ("fix: login", ":bob", "team:"):
+        done = run("send", target, "hi", "--from", "team:alice")
+        stderr = " ".join(done.stderr.split())
+        assert done.returncode == 2 and "expected an address <harness>:<id>" in stderr, stderr
+        assert "(a contact alias or a session id has no ':')" in stderr, stderr
+    assert run("inbox", "--all", AGENT_LINK_ADDRESS="team:alice").stdout.startswith("No messages")
+
+
 def test_an_fyi_message_has_no_status_and_its_delivery_is_its_own_line() -> None:
     view = {"id": "01HZY8D3J5Q7K9M2N4P6R8T0VW", "from": "team:alice", "to": "team:bob", "sentAt": "2026-01-01T00:00:00Z",
             "delivery": "delivered", "status": None, "anticipation": "fyi", "replyBy": None}

@@ -66,6 +66,9 @@ def send(ctx: Any, target: str, text: str | None, file: str | None, message_id: 
         usage_error("TARGET is empty: give an address, a contact alias or a session id")
     # an address's shape (x:y, :y) that is none: refused, saying what an address is (other colons: plugins' composite targets)
     if re.fullmatch(r"([A-Za-z][A-Za-z0-9-]*)?:.*", target.strip()) and (problem := address_error(target.strip(), "to")):
+        for error in problem.details["errors"]:
+            if error["rule"] == "pattern":  # nor can it be an alias or a session id, which have no colon
+                error["expected"] += " (a contact alias or a session id has no ':')"
         fail(problem)
     if reply_by is not None:
         parse_iso_ms(reply_by, "replyBy")  # the date's format is the first thing to get right
