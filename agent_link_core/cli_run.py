@@ -372,6 +372,8 @@ def wait_all(app: App, caller: Any, message_id: str, timeout_ms: int, stopped: s
                     del data["warnings"]
                 if data["outcome"] != "timeout" or time.monotonic() >= deadline:
                     data["waitedMs"] = timeout_ms - left + data["waitedMs"]
+                    if marks_reply(app, caller, data) and data["reply"].get("deliveredAt") is None:  # shown as it reads once marked, as an inbox read shows its messages
+                        data["reply"] = as_read(app, {"messages": [data["reply"]]}, [data["reply"]["id"]])["messages"][0]
                     return data
     except KeyboardInterrupt:
         if stopped is None:
@@ -386,17 +388,54 @@ def not_marked(exc: AgentLinkError, undone: str) -> NoReturn:
     fail(AgentLinkError(exc.code, f"{undone}: {first}{exc.message[1:]}", exc.details, exc.hint))
 
 
-def mark_reply(app: App, me: Any, data: dict[str, Any]) -> None:
-    """Mark delivered the reply a wait returned (once shown), unless reading as another agent."""
+def marks_reply(app: App, me: Any, data: dict[str, Any]) -> bool:
+    """Whether :func:`mark_reply` marks the reply of wait answer ``data``: a reply to ``me``, read as itself, where the state dir takes writes."""
     from agent_link_core.identity import reads_own_mail
 
+    reply = data.get("reply")
+    return bool(reply) and reply.get("to") == me.address and app.read_only is None and reads_own_mail(app, me.address)
+
+
+def mark_reply(app: App, me: Any, data: dict[str, Any]) -> None:
+    """Mark delivered the reply a wait returned (once shown), unless reading as another agent."""
     if data.get("reply") and app.read_only is not None:  # known before trying: the read stands, as an inbox read's
         echo(f"warning: {app.read_only.message} The reply shown was not marked read.", err=True)
-    elif data.get("reply") and reads_own_mail(app, me.address):
+    elif marks_reply(app, me, data):
         try:
             app.mark_taken(me, data["reply"]["id"])
         except AgentLinkError as exc:
             not_marked(exc, "the reply shown was not marked read (the next wait for it shows it again)")
+
+
+def as_read(app: App, data: dict[str, Any], ids: list[str]) -> dict[str, Any]:
+    """An inbox read made without marking, as it reads once ``ids`` are marked delivered (their
+    views, ``markedDelivered``, the open and remaining counts)."""
+    from agent_link_core.store import now_ms
+
+    data = {**data, "markedDelivered": list(ids)}
+    if not ids:
+        return data
+    at, marked = now_ms(), set(ids)
+    views = []
+    for view in data["messages"]:
+        if view["id"] in marked:
+            row = dict(app.mailbox.stored(view["id"]))
+            row.update(delivered_at=at, first_delivered_at=row["first_delivered_at"] or at, delivered_via="inbox")
+            state = app.mailbox.state(row)  # type: ignore[arg-type]
+            fresh = app.mailbox.to_view(row, state)  # type: ignore[arg-type]
+            if "open" in view:
+                fresh["open"] = state.status in ("pending", "unresolved", "expired") if row["anticipation"] != "fyi" else False
+            view = {**view, **fresh}
+        views.append(view)
+    data["messages"] = views
+    if "openCount" in data:
+        data["openCount"] = sum(1 for v in views if v.get("open"))
+    if data.get("page") is None and "remainingCount" in data:
+        data["remainingCount"] = max(data["remainingCount"] - len(ids), 0)
+        if "more" in data:
+            left = data["remainingCount"]
+            data["more"] = f"{left} more message(s) wait: call read_agent_link_inbox again to read them." if left else None
+    return data
 
 
 def print_wait(app: App, d: dict[str, Any], show_envelope: bool) -> None:

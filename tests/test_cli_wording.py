@@ -107,3 +107,16 @@ def test_json_and_ndjson_together_are_a_usage_error_before_anything_runs(isolate
             assert done.returncode == 2 and "choose one of --json and --ndjson" in done.stderr, (args, done.stderr)
     assert json.loads(run("inbox", "--json", AGENT_LINK_ADDRESS="team:zed").stdout)["messages"] == []  # the send sent nothing
     assert run("inbox", "--ndjson", AGENT_LINK_ADDRESS="team:zed").returncode == 0
+
+
+def test_a_wait_shows_the_reply_it_marks_read_as_delivered_and_a_peek_as_it_stands(isolated_env: Path) -> None:
+    """The reply is marked read once shown: shown as it then reads (it said ``delivery: queued``), in text and JSON alike."""
+    asked = json.loads(run("send", "team:bob", "question?", "--from", "team:alice", "--anticipation", "reply", "--json").stdout)
+    assert run("reply", asked["messageId"], "the answer", AGENT_LINK_ADDRESS="team:bob").returncode == 0
+    as_other = run("wait", asked["messageId"], "--timeout-ms", "0", "--json", AGENT_LINK_ADDRESS="team:bob",
+                   AGENT_LINK_INSPECT_ALL="1")  # another's wait: nothing is marked, so it shows the reply as it stands
+    assert json.loads(as_other.stdout)["reply"]["delivery"] == "queued", as_other.stdout
+    waited = run("wait", asked["messageId"], "--timeout-ms", "0", AGENT_LINK_ADDRESS="team:alice")
+    assert waited.returncode == 0 and "  delivery: delivered\n" in waited.stdout, waited.stdout
+    again = json.loads(run("wait", asked["messageId"], "--timeout-ms", "0", "--json", AGENT_LINK_ADDRESS="team:alice").stdout)
+    assert again["reply"]["delivery"] == "delivered" and again["reply"]["deliveredAt"] is not None

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from agent_link_core.cli_run import (ENVELOPE, JSON, NDJSON, as_caller, command, echo, emit, fail, get_app, not_marked, option,
-                                     print_messages, show_then_mark, usage_error)
+from agent_link_core.cli_run import (ENVELOPE, JSON, NDJSON, as_caller, as_read, command, echo, emit, fail, get_app, not_marked,
+                                     option, print_messages, show_then_mark, usage_error)
 from agent_link_core.errors import AgentLinkError
 
 TYPE_CHECKING = False
@@ -19,37 +19,6 @@ def shown_unread(app: App, data: dict[str, Any]) -> list[str]:
         row = app.mailbox.get_row(page["messageId"])
         return [row["id"]] if page["nextOffset"] is None and row is not None and row["delivered_at"] is None else []
     return [m["id"] for m in data["messages"] if m.get("deliveredAt") is None]
-
-
-def as_read(app: App, data: dict[str, Any], ids: list[str]) -> dict[str, Any]:
-    """An inbox read made without marking, as it reads once ``ids`` are marked delivered (their
-    views, ``markedDelivered``, the open and remaining counts)."""
-    from agent_link_core.store import now_ms
-
-    data = {**data, "markedDelivered": list(ids)}
-    if not ids:
-        return data
-    at, marked = now_ms(), set(ids)
-    views = []
-    for view in data["messages"]:
-        if view["id"] in marked:
-            row = dict(app.mailbox.stored(view["id"]))
-            row.update(delivered_at=at, first_delivered_at=row["first_delivered_at"] or at, delivered_via="inbox")
-            state = app.mailbox.state(row)  # type: ignore[arg-type]
-            fresh = app.mailbox.to_view(row, state)  # type: ignore[arg-type]
-            if "open" in view:
-                fresh["open"] = state.status in ("pending", "unresolved", "expired") if row["anticipation"] != "fyi" else False
-            view = {**view, **fresh}
-        views.append(view)
-    data["messages"] = views
-    if "openCount" in data:
-        data["openCount"] = sum(1 for v in views if v.get("open"))
-    if data.get("page") is None and "remainingCount" in data:
-        data["remainingCount"] = max(data["remainingCount"] - len(ids), 0)
-        if "more" in data:
-            left = data["remainingCount"]
-            data["more"] = f"{left} more message(s) wait: call read_agent_link_inbox again to read them." if left else None
-    return data
 
 
 @command(
