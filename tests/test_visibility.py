@@ -62,5 +62,5 @@ def test_cli_show_one_message(app: App) -> None:
     assert shown["id"] == root and "bodyBytes" not in shown and "&lt;release&gt;" in shown["envelope"]
     assert "  ship the <release> today" in invoke(["show", root, "--from", "team:alice"]).output
     denied = invoke(["show", root, "--from", "team:carol"])
-    assert denied.exit_code == 1 and f"Only the sender or the recipient may read the conversation of {root}." in denied.output
+    assert denied.exit_code == 1 and f"Only the sender or the recipient may read message {root}." in denied.output
     assert invoke(["show", "01J0000000000000000000ZZZZ", "--from", "team:alice"]).exit_code == 1

@@ -75,9 +75,7 @@ def show(ctx: Any, message_id: str, from_address: str | None, show_envelope: boo
     app = get_app(ctx)
     me = who_am_i(app, from_address, named, reading=True)
     row = app.mailbox.require(message_id)
-    # worded as the conversations plugin's show --thread words it: one refusal for both forms
-    app.mailbox.visible_to(me.address, all_mail=bool(app.config.get("AGENT_LINK_INSPECT_ALL"))).require(
-        row, f"the conversation of {row['id']}")
+    app.mailbox.visible_to(me.address, all_mail=bool(app.config.get("AGENT_LINK_INSPECT_ALL"))).require(row, f"message {row['id']}")
     view = app.mailbox.to_views([row])[0]
     view.pop("bodyBytes", None)
     view["envelope"] = app.mailbox.envelope(row)
