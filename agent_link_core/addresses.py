@@ -86,6 +86,10 @@ def is_address(value: object) -> bool:
     return scheme is not None and (scheme != "role" or is_role_name(value[5:]))
 
 
+#: what a message id argument must be, in words (a UUID finds the message stored under its ULID)
+MESSAGE_ID_WORDS = "a message id (a 26-character ULID, or a UUID)"
+
+
 def is_ulid(value: object) -> bool:
     """True for a 26-character Crockford base-32 ULID in canonical upper case."""
     return isinstance(value, str) and len(value) == 26 and value[0] in "01234567" and _only(value, _ULID_CHARS)

@@ -21,7 +21,7 @@ import sqlite3
 import sys
 import time
 
-from agent_link_core.addresses import ANTICIPATIONS, address_scheme, is_address, is_ulid
+from agent_link_core.addresses import ANTICIPATIONS, MESSAGE_ID_WORDS, address_scheme, is_address, is_ulid
 from agent_link_core.envelope import MAX_BODY_BYTES, EnvelopeMessage, escape_text, iso_ms, render_envelope, sanitize_text
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.mail_followup import PUSH_EVENT_KINDS, STATUS_BY_KIND, MailFollowUp
@@ -372,7 +372,7 @@ class Mailbox(MailFollowUp):
         if isinstance(message_id, str) and not is_ulid(message_id):
             message_id = ulid_of_uuid(message_id) or message_id
         if not is_ulid(message_id):
-            raise invalid_arguments([{"path": "messageId", "rule": "pattern", "expected": "a 26-character ULID"}])
+            raise invalid_arguments([{"path": "messageId", "rule": "pattern", "expected": MESSAGE_ID_WORDS}])
         row = self.get_row(message_id)
         if row is None:
             raise AgentLinkError("not_found", f"No message {message_id} exists.", {"id": message_id, "candidates": []},

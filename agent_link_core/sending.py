@@ -19,6 +19,7 @@ from agent_link_core.harness import Delivery, Harness, acall_harness, harness_fa
 from agent_link_core.identity import prove_sender
 from agent_link_core.lazy import LazyLogger, Struct, field
 from agent_link_core.mailbox import MessageState, check_body, check_labels, differing_fields, idempotency_refusal, iso, new_message_id
+from agent_link_core.addresses import MESSAGE_ID_WORDS
 from agent_link_core.model import Caller, address_scheme, is_address, is_ulid
 from agent_link_core.records import OutgoingMessage, SendContext
 from agent_link_core.store import now_ms
@@ -89,7 +90,7 @@ class Outbox:
         if isinstance(message_id, str) and is_ulid(message_id.upper()):
             message_id = message_id.upper()
         if message_id is not None and not is_ulid(message_id):
-            raise invalid_arguments([{"path": "messageId", "rule": "pattern", "expected": "a 26-character ULID"}])
+            raise invalid_arguments([{"path": "messageId", "rule": "pattern", "expected": MESSAGE_ID_WORDS}])
         caller, proof_warnings = await prove_sender(self.app, asked := caller)
         proof_warnings += escaped_size_warnings(clean)
         answered = self.mailbox.require(reply_to) if reply_to else None

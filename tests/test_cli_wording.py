@@ -120,3 +120,12 @@ def test_a_wait_shows_the_reply_it_marks_read_as_delivered_and_a_peek_as_it_stan
     assert waited.returncode == 0 and "  delivery: delivered\n" in waited.stdout, waited.stdout
     again = json.loads(run("wait", asked["messageId"], "--timeout-ms", "0", "--json", AGENT_LINK_ADDRESS="team:alice").stdout)
     assert again["reply"]["delivery"] == "delivered" and again["reply"]["deliveredAt"] is not None
+
+
+def test_every_command_taking_a_message_id_says_a_uuid_is_taken_too(isolated_env: Path) -> None:
+    """A UUID finds the message stored under its ULID everywhere, so every refusal of a bad id says both."""
+    for args in (("show", "nonsense"), ("status", "nonsense"), ("wait", "nonsense"), ("reply", "nonsense", "hi"),
+                 ("inbox", "--all", "--before", "nonsense"), ("inbox", "--message-id", "nonsense"),
+                 ("send", "team:bob", "hi", "--message-id", "nonsense")):
+        done = run(*args, AGENT_LINK_ADDRESS="team:alice")
+        assert done.returncode in (1, 2) and "a 26-character ULID, or a UUID" in " ".join(done.stderr.split()), (args, done.stderr)

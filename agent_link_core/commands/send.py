@@ -10,6 +10,7 @@ import sys
 from agent_link_core.cli_run import (EXIT_TIMEOUT, EXIT_UNDELIVERED, EXIT_UNKNOWN, FROM, JSON, NDJSON, NO_ANSWER, argument, command, echo, emit, fail,
                                      get_app, mark_reply, message_text, option, print_wait, run_async, show_then_mark, usage_error,
                                      wait_all, who_am_i)
+from agent_link_core.addresses import MESSAGE_ID_WORDS
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.lazy import Struct, field
 from agent_link_core.mailbox import iso, parse_iso_ms, ulid_of_uuid
@@ -187,7 +188,7 @@ async def send_reliably(
     elif message_id is not None and (ulid := ulid_of_uuid(message_id)):
         client_id, message_id = message_id.lower(), ulid
     elif message_id is not None:
-        raise invalid_arguments([{"path": "message-id", "rule": "pattern", "expected": "a ULID (26 characters) or a UUID"}])
+        raise invalid_arguments([{"path": "message-id", "rule": "pattern", "expected": MESSAGE_ID_WORDS}])
     for path, value in (("correlation-id", correlation_id), ("from-project", sender_project), ("label", sender_label)):
         if value is not None and not (0 < len(value.strip()) <= 256):
             raise invalid_arguments([{"path": path, "rule": "length", "expected": "1-256 characters, not only spaces"}])

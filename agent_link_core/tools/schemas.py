@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_link_core.addresses import ADDRESS_RE, HARNESS_RE, MAX_TARGET_CHARS
+from agent_link_core.addresses import ADDRESS_RE, HARNESS_RE, MAX_TARGET_CHARS, MESSAGE_ID_WORDS
 
 ANY: dict[str, Any] = {}
 STR: dict[str, Any] = {"type": "string"}
@@ -39,8 +39,8 @@ HARNESS: dict[str, Any] = {"type": "string", "pattern": HARNESS_RE.pattern}
 #: What an argument with one of these patterns must be, in words (error messages say these
 #: rather than the pattern); a pattern not here is said by the argument's description.
 PATTERN_WORDS: dict[str, str] = {
-    ULID["pattern"]: "a message id (a 26-character ULID, or a UUID)",
-    IDEMPOTENCY_KEY["pattern"]: "a message id (a 26-character ULID, or a UUID)",
+    ULID["pattern"]: MESSAGE_ID_WORDS,
+    IDEMPOTENCY_KEY["pattern"]: MESSAGE_ID_WORDS,
     NO_NUL: "without NUL characters",
     ADDRESS["pattern"]: "an address <harness>:<id> such as team:alice",
     HARNESS["pattern"]: "a harness name (a lower-case letter, then up to 31 of a-z 0-9 -)",
