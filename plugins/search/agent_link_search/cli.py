@@ -54,8 +54,9 @@ def search_command(ctx: click.Context, query: str, sent_by: str | None, sent_to:
         if not d["results"]:
             click.echo("No messages match.")
             return
-        table(["ID", "SENT", "FROM", "TO", "STATUS", "SNIPPET"],
-              [[r["id"], r["sentAt"], r["from"], r["to"], r["status"] or r["delivery"],
+        # delivery and the answer's state apart, as `agent-link status` words them (an fyi message has no status)
+        table(["ID", "SENT", "FROM", "TO", "DELIVERY", "STATUS", "SNIPPET"],
+              [[r["id"], r["sentAt"], r["from"], r["to"], r["delivery"], r["status"] or "none (fyi)",
                 shown[r["id"]]] for r in d["results"]])
         if d["nextCursor"]:
             click.echo(f"more: --cursor {d['nextCursor']}")

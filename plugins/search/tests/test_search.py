@@ -270,6 +270,9 @@ def test_cli_search(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None
     table = invoke(["search", "release", "--from", "team:bob"])
     # people read the words, scripts the escaped snippet with its hits marked
     assert root in table.output and "ship the <release> today" in table.output and "<hit>" not in table.output
+    # delivery and the answer's state each in their own column (STATUS showed one or the other)
+    header, row = table.output.splitlines()[:2]
+    assert header.split()[4:6] == ["DELIVERY", "STATUS"] and row.split()[4:6] == ["queued", "pending"], table.output
     assert json.loads(out.output)["results"][0]["snippet"] == "ship the &lt;<hit>release</hit>&gt; today"
     assert "pieces" not in json.loads(out.output)["results"][0]
     bad = invoke(["search", "(release", "--from", "team:bob"])
