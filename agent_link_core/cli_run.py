@@ -430,7 +430,7 @@ def as_read(app: App, data: dict[str, Any], ids: list[str]) -> dict[str, Any]:
     data["messages"] = views
     if "openCount" in data:
         data["openCount"] = sum(1 for v in views if v.get("open"))
-    if data.get("page") is None and "remainingCount" in data:
+    if "remainingCount" in data:  # a paged message is among ids once its last page is shown
         data["remainingCount"] = max(data["remainingCount"] - len(ids), 0)
         if "more" in data:
             left = data["remainingCount"]

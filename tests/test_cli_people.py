@@ -235,6 +235,11 @@ def test_inbox_reads_large_mail_in_pages() -> None:
         page = data["page"]
     assert data["markedDelivered"] == [mid] and body in "".join(parts)
     assert json.loads(run("status", mid, "--from", "team:alice", "--json").stdout)["delivery"] == "delivered"
+    # the last page says what other mail waits, as a whole read does
+    small = send_json("team:bob", "and a short one", "--from", "team:alice")["messageId"]
+    last = run("inbox", "--as", "team:bob", "--message-id", mid, "--offset", str(page["offset"]))
+    assert "1 more message(s) wait: run agent-link inbox --as team:bob again." in last.stdout, last.stdout
+    assert json.loads(run("inbox", "--as", "team:bob", "--json").stdout)["markedDelivered"] == [small]
     # Mistakes: an offset alone, past the end, a bad id; each one line, exit 2.
     for args, says in ((("--offset", "5"), "--offset needs --message-id"),
                        (("--message-id", mid, "--offset", str(page["totalChars"])), "--offset"),

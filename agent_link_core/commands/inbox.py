@@ -79,21 +79,23 @@ def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, mark_read: b
     def human(d: dict[str, Any]) -> None:
         page = d.get("page")
         who = f" --as {d['address']}" if as_address else ""  # the commands printed read on as the same reader
+        # a read that marks nothing still counts what it showed as unread: only the rest waits
+        left = d["remainingCount"] - sum(1 for m in d["messages"] if m.get("deliveredAt") is None)
         if page is not None:  # one message too large for one read: a part of its envelope
             end = page["nextOffset"] if page["nextOffset"] is not None else page["totalChars"]
             echo(f"message {page['messageId']}, characters {page['offset']}-{end} of {page['totalChars']} of its envelope:")
             echo(terminal_safe(d["renderedBlock"]))
             if page["nextOffset"] is not None:
                 echo(f"Read on with: agent-link inbox{who} --message-id {page['messageId']} --offset {page['nextOffset']}")
+            elif left > 0:  # its last page: the other mail still waits
+                echo(f"{left} more message(s) wait: run agent-link inbox{who} again.")
             return
         if not d["messages"]:
             echo(f"No {'' if all_mail else 'open '}messages for {d['address']}.")
             return
         print_messages(app, d["messages"], show_envelope)
-        # a read that marks nothing still counts what it showed as unread: only the rest waits
-        left = d["remainingCount"] - sum(1 for m in d["messages"] if m.get("deliveredAt") is None)
         if d.get("more") and left > 0:
-            echo(f"{left} more message(s) wait: run agent-link inbox again.")
+            echo(f"{left} more message(s) wait: run agent-link inbox{who} again.")
         if all_mail and cut:  # the listing was cut: said with the command that lists the next page, as unread mail left over is
             echo(f"Older ones: agent-link inbox{who} --all{f' --limit {limit}' if limit != 20 else ''} --before {d['nextBefore']}")
         if any(m.get("anticipation") != "fyi" for m in d["messages"]):
