@@ -454,6 +454,10 @@ def message_text(text: str | None, path: str | None) -> str:
     from agent_link_core.envelope import MAX_BODY_BYTES
     from agent_link_core.errors import invalid_arguments
 
+    def too_large(source: str) -> NoReturn:  # one refusal, wherever the text comes from
+        fail(AgentLinkError("body_too_large", f"The message from {source} is over the limit of {MAX_BODY_BYTES} bytes (UTF-8).",
+                            {"limitBytes": MAX_BODY_BYTES}, hint="Shorten it, or send the file's path instead of its content."))
+
     if (text is None) == (path is None):
         fail(invalid_arguments([{"path": "message", "rule": "required", "expected": "exactly one of TEXT, - (stdin) or --file PATH"}]))
     if text is not None and text != "-":
@@ -462,6 +466,8 @@ def message_text(text: str | None, path: str | None) -> str:
         if bad is not None:
             fail(invalid_arguments([{"path": "message", "rule": "utf8",
                                      "expected": f"UTF-8 text (TEXT has an invalid byte at character {bad})"}]))
+        if len(text.encode("utf-8")) > MAX_BODY_BYTES:
+            too_large("TEXT")
         return text
     source = "stdin" if path is None else path
     try:
@@ -472,10 +478,8 @@ def message_text(text: str | None, path: str | None) -> str:
                 raw = f.read(MAX_BODY_BYTES + 1)
     except OSError as exc:
         fail(invalid_arguments([{"path": "file", "rule": "readable", "expected": f"a readable file ({exc.strerror})"}]))
-    if len(raw) > MAX_BODY_BYTES:
-        fail(AgentLinkError("body_too_large", f"The message from {'stdin' if path is None else 'the file'} is over the limit of "
-                            f"{MAX_BODY_BYTES} bytes.", {"limitBytes": MAX_BODY_BYTES, "actualBytes": len(raw)},
-                            hint="Shorten it, or send the file's path instead of its content."))
+    if len(raw) > MAX_BODY_BYTES:  # read no further: its whole size is not known
+        too_large("stdin" if path is None else "the file")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -179,10 +179,14 @@ def test_body_from_stdin_and_file_within_the_limit(tmp_path: Path) -> None:
 
     big = tmp_path / "big.txt"
     big.write_bytes(b"a" * (MAX_BODY_BYTES + 1))
-    for proc in (run("send", "team:bob", "--file", str(big), "--from", "team:alice"),
-                 run("send", "team:bob", "-", "--from", "team:alice", stdin=b"a" * (MAX_BODY_BYTES + 5000))):
-        assert proc.returncode == 1 and f"limit of {MAX_BODY_BYTES} bytes" in proc.stderr, proc.stderr
+    # one refusal, said the same way wherever the text comes from (TEXT was "rejected: nothing sent" with other words)
+    for source, proc in (("the file", run("send", "team:bob", "--file", str(big), "--from", "team:alice")),
+                         ("stdin", run("send", "team:bob", "-", "--from", "team:alice", stdin=b"a" * (MAX_BODY_BYTES + 5000))),
+                         ("TEXT", run("send", "team:bob", "é" * (MAX_BODY_BYTES // 2 + 1), "--from", "team:alice"))):
+        assert proc.returncode == 1 and proc.stdout == "", proc.stdout
+        assert proc.stderr.startswith(f"agent-link: The message from {source} is over the limit of {MAX_BODY_BYTES} bytes (UTF-8)."), proc.stderr
         no_traceback(proc)
+    assert send_json("team:bob", "a" * MAX_BODY_BYTES, "--from", "team:alice")["outcome"] == "queued"
     big.write_bytes(b"a" * MAX_BODY_BYTES)
     assert send_json("team:bob", "--file", str(big), "--from", "team:alice")["outcome"] == "queued"
     both = run("send", "team:bob", "text", "--file", str(note))
