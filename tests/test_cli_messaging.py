@@ -74,6 +74,9 @@ def test_same_id_same_text_stores_once_and_offers_a_queued_message_again(harness
     assert resent["outcome"] == "delivered" and resent["attempts"] == 0 and harness.pushes.count(delivered) == 1
     changed = run("send", "sx:quiet", "other text", "--message-id", mid, "--from", "team:me", "--json")
     assert changed.exit_code == 1 and out_json(changed)["outcome"] == "rejected"
+    # in words: nothing of this send was sent (it printed the taken id, as if that message had been rejected)
+    said = run("send", "sx:quiet", "other text", "--message-id", mid, "--from", "team:me")
+    assert said.exit_code == 1 and said.stdout.startswith("rejected: nothing sent to sx:quiet\n"), said.stdout
 
 
 def test_unknown_is_not_resent_without_retry_unknown(harness: ScriptedHarness) -> None:

@@ -96,7 +96,8 @@ def send(ctx: Any, target: str, text: str | None, file: str | None, message_id: 
             echo(f"warning: {cli_words(w['message'], 'send')}", err=True)
 
     def human(d: dict[str, Any]) -> None:
-        echo(f"{d['outcome']}: {d['messageId'] or 'nothing sent'} to {d['to'] or target}"
+        sent = "nothing sent" if d["outcome"] == "rejected" else d["messageId"]  # a refused --message-id names no message of this send
+        echo(f"{d['outcome']}: {sent or 'nothing sent'} to {d['to'] or target}"
              + (" (already sent; nothing resent)" if d["duplicate"] else ""))
         if d.get("error"):
             echo(f"agent-link: {cli_words(d['error']['message'], 'send')} {cli_words(d['error'].get('hint') or '', 'send')}".rstrip(), err=True)
