@@ -1,7 +1,7 @@
 """The one rule for text from another agent or a host shown to a person or a model.
 
 Control, format, bidi, private-use and unassigned characters (Unicode category ``C``: ESC, U+202E, U+200B, NUL ...)
-could drive a terminal or hide and reorder text, so each is shown as a visible ``\\u{XXXX}`` escape; line breaks and tabs
+and the line and paragraph separators U+2028/U+2029 could drive a terminal or hide, reorder or break text, so each is shown as a visible ``\\u{XXXX}`` escape; line breaks and tabs
 are kept where text is laid out in lines. Used by the CLI and for every string of every MCP tool result
 (:func:`agent_link_core.tools.registry.call_tool`). Envelopes escape the same characters as ``&#xHHHH;``
 (:func:`agent_link_core.envelope.escape_text`), which this rule leaves alone.
@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 
 
 def visible(text: str, keep: str = "\n\t") -> str:
-    """``text`` with every category-``C`` character except those in ``keep`` as ``\\u{XXXX}`` (upper-case hex, at least 4
-    digits); CRLF becomes LF first when LF is kept."""
+    """``text`` with every category-``C`` character and U+2028/U+2029 except those in ``keep`` as ``\\u{XXXX}`` (upper-case
+    hex, at least 4 digits); CRLF becomes LF first when LF is kept."""
     probe = text
     for c in keep:
         probe = probe.replace(c, "")
@@ -29,7 +29,9 @@ def visible(text: str, keep: str = "\n\t") -> str:
 
     if "\n" in keep:
         text = text.replace("\r\n", "\n")
-    return "".join(c if c in keep or unicodedata.category(c)[0] != "C" else f"\\u{{{ord(c):04X}}}" for c in text)
+    # the line and paragraph separators (U+2028, U+2029) too: a viewer may break lines there (envelopes escape them)
+    return "".join(c if c in keep or (unicodedata.category(c)[0] != "C" and c not in "\u2028\u2029") else f"\\u{{{ord(c):04X}}}"
+                   for c in text)
 
 
 #: values :func:`visible_data` keeps as they are, by exact type (JSON numbers, booleans, null)

@@ -46,7 +46,7 @@ def same(a: Any, b: Any) -> bool:
 
 
 TRICKY = st.sampled_from(["a", "é", "字", " ", "\n", "\t", "\r", "\r\n", "\x1b", "\x7f", "\x85", "\u00a0",
-                          "\u200b", "\u200d", "\u202e", "\ufeff", "\ud800", "\ue000", "\U000e0001", "\\u0041"])
+                          "\u200b", "\u200d", "\u202e", "\u2028", "\u2029", "\ufeff", "\ud800", "\ue000", "\U000e0001", "\\u0041"])
 TEXT = st.lists(TRICKY, max_size=6).map("".join) | st.text(max_size=8)
 SCALARS = st.none() | st.booleans() | st.integers() | st.floats() | TEXT | st.sampled_from(list(Kind))
 KEYS = TEXT | st.sampled_from(list(Kind)) | st.integers(0, 3)
@@ -64,6 +64,12 @@ def test_hidden_characters_in_values_and_keys_are_shown_and_the_rest_is_kept() -
               "items": ("a", Kind.HIDDEN, 2.5)}
     assert visible_data(result) == {"ok": True, "title\\u{200B}": "fix \\u{202E}parser", "body": "line\nnext\tcol",
                                     "n": 3, "none": None, "items": ["a", "hid\\u{202E}den", 2.5]}
+
+
+def test_the_line_and_paragraph_separators_are_shown_as_the_envelope_escapes_them() -> None:
+    """U+2028/U+2029 can break a line where a viewer lays text out; the envelope escapes them, so does the rule."""
+    assert visible("a\u2028b\u2029c") == "a\\u{2028}b\\u{2029}c"
+    assert visible_data({"body": "x\u2028y"}) == {"body": "x\\u{2028}y"}
 
 
 def test_printable_strings_come_back_as_they_are() -> None:
