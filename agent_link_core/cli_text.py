@@ -70,7 +70,7 @@ def error_line(exc: AgentLinkError, command: str | None = None, command_path: st
     errors = exc.details.get("errors") if exc.code == "invalid_arguments" else None
     if not errors or (exc.message and all(str(e.get("expected", "")) in exc.message for e in errors)):
         # (bad arguments whose message says what each should be, as a setting's: no list, no --help)
-        return f"agent-link: {words(exc.message)}" + (f" {words(exc.hint)}" if exc.hint else "")
+        return _one_line(f"agent-link: {words(exc.message)}" + (f" {words(exc.hint)}" if exc.hint else ""))
     table = _names(command, names)
     fields = [_field(e.get("path") or "", table) for e in errors]
     # each error's own example (a rule such as ``format`` is shared by timestamps and cursors)
@@ -83,7 +83,12 @@ def error_line(exc: AgentLinkError, command: str | None = None, command_path: st
     else:
         line = f"{said} {listed}" if said else listed
     where = command_path or command
-    return f"agent-link: {line}" + (f" See `agent-link {where} --help`." if where else "")
+    return _one_line(f"agent-link: {line}" + (f" See `agent-link {where} --help`." if where else ""))
+
+
+def _one_line(text: str) -> str:
+    """``text`` with its line breaks as spaces (a multi-line report of SQLite's or a plugin's, a value given with one)."""
+    return " ".join(part.strip() for part in text.splitlines() if part.strip())
 
 
 def address_error(value: str, option: str) -> AgentLinkError | None:

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 from agent_link_core.cli_text import error_line, message_lines
-from agent_link_core.errors import invalid_arguments
+from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_testing.cli_runner import run_main
 
 
@@ -129,3 +129,13 @@ def test_every_command_taking_a_message_id_says_a_uuid_is_taken_too(isolated_env
                  ("send", "team:bob", "hi", "--message-id", "nonsense")):
         done = run(*args, AGENT_LINK_ADDRESS="team:alice")
         assert done.returncode in (1, 2) and "a 26-character ULID, or a UUID" in " ".join(done.stderr.split()), (args, done.stderr)
+
+
+def test_an_error_whose_words_hold_line_breaks_is_still_one_line() -> None:
+    """SQLite's integrity report, a plugin's message or a value given with a line break: stderr gets one line."""
+    report = AgentLinkError("state_io_error", "The database failed its check:\n*** in database main ***\r\nPage 3: never used",
+                            hint="Move it away.\nThen run again.")
+    assert error_line(report) == ("agent-link: The database failed its check: *** in database main *** Page 3: never used "
+                                  "Move it away. Then run again.")
+    forged = invalid_arguments([{"path": "to", "rule": "pattern", "expected": "an address\nagent-link: all is well"}])
+    assert "\n" not in error_line(forged, "send")
