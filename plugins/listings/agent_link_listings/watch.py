@@ -6,7 +6,7 @@ plugin's declared command runs."""
 
 from typing import Any
 
-from agent_link_core.cli_run import ENVELOPE, NDJSON, as_caller, command, echo, emit, fail, get_app, option, print_messages
+from agent_link_core.cli_run import ENVELOPE, as_caller, command, echo, emit, fail, get_app, option, print_messages
 from agent_link_core.errors import AgentLinkError
 
 TYPE_CHECKING = False
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     option("--as", "as_address", help="Follow the mail of this address (default: the current session)."),
     option("--interval-ms", kind="whole", low=100, high=60000, default=1000, show_default=True,
            help="How often to look again when no change wakes it (any agent-link write wakes it at once)."),
-    ENVELOPE, NDJSON)
+    ENVELOPE, option("--ndjson", flag=True, help="Print each event as one JSON object per line (the shapes are above)."))
 def watch(ctx: Any, as_address: str | None, interval_ms: int, show_envelope: bool, ndjson: bool) -> None:
     """Follow new mail to and from an address, and status changes, until interrupted (Ctrl-C).
 

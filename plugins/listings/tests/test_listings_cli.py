@@ -230,6 +230,12 @@ def test_the_listings_read_an_unwritable_state_dir(isolated_env: Path) -> None:
     assert after == before  # nothing was written
 
 
+def test_watch_help_says_what_its_ndjson_prints() -> None:
+    """watch has no --json, so its --ndjson cannot be "the same JSON object on one line"."""
+    said = " ".join(run("watch", "--help").stdout.split())
+    assert "--ndjson Print each event as one JSON object per line" in said and "the same JSON object" not in said
+
+
 def test_who_with_nothing_to_show_says_so() -> None:
     done = run("who")
     assert done.returncode == 0 and done.stdout.strip() == "No sessions or contacts found.", done.stdout
