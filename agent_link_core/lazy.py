@@ -145,29 +145,65 @@ def hookspec(function: F | None = None, *, firstresult: bool = False) -> Any:
 
 
 def module_hooks(module: object) -> dict[str, tuple[Callable[..., Any], dict[str, Any]]]:
-    """``{hook name: (function, options)}`` of a plugin (a module, or any object: its
-    attributes, as ``getattr`` gives them), as pluggy registers them."""
+    """``{hook name: (function, options)}`` of a plugin (a module, or any object), as pluggy
+    registers them: functions, bound methods, staticmethods and classmethods, read without
+    running a property or other descriptor, marked themselves or on their function."""
     found: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {}
-    attrs: Mapping[str, Any] = vars(module) if isinstance(module, types.ModuleType) else {n: getattr(module, n, None) for n in dir(module)}
-    for name, value in attrs.items():
-        opts = getattr(value, IMPL_ATTR, None) if isinstance(value, (types.FunctionType, types.MethodType)) else None
+    for name in vars(module) if isinstance(module, types.ModuleType) else dir(module):
+        hookable = _hookable(module, name)
+        if hookable is None:
+            continue
+        holder, function = hookable
+        opts = getattr(holder, IMPL_ATTR, None)
+        if opts is None:
+            opts = getattr(getattr(holder, "__func__", None), IMPL_ATTR, None)
         if isinstance(opts, dict):  # marked by hookimpl (or pluggy's marker)
-            found[opts.get("specname") or name] = (value, opts)
+            found[opts.get("specname") or name] = (function, opts)
     return found
+
+
+def _hookable(plugin: object, name: str) -> tuple[Any, Callable[..., Any]] | None:
+    """``(what carries the marker, the function as getattr binds it)`` of ``plugin``'s attribute
+    ``name``, or None when pluggy takes no hook from it (``pluggy._manager._static_hook_attr``)."""
+    if isinstance(plugin, types.ModuleType):
+        static = vars(plugin).get(name)
+    else:
+        kind = plugin if isinstance(plugin, type) else type(plugin)
+        static = next((vars(k)[name] for k in kind.__mro__ if name in vars(k)), None)
+        own: Any = {} if kind is plugin else getattr(plugin, "__dict__", {})
+        if kind is not plugin and (name in own or isinstance(static, types.MemberDescriptorType)):
+            value = own[name] if name in own else getattr(plugin, name, None)  # the instance's own: never bound
+            if isinstance(value, types.MethodType):
+                return value.__func__, value
+            return (value, value) if isinstance(value, types.FunctionType) else None
+    if isinstance(static, staticmethod):
+        return static, static.__func__
+    if isinstance(static, classmethod):
+        owner = plugin if isinstance(plugin, type) else type(plugin)
+        return static, static.__get__(owner, owner)
+    if isinstance(static, types.MethodType):
+        return static.__func__, static
+    if not isinstance(static, types.FunctionType):
+        return None
+    return static, static if isinstance(plugin, (type, types.ModuleType)) else static.__get__(plugin, type(plugin))
 
 
 def argnames(function: Callable[..., Any]) -> tuple[str, ...] | None:
     """The arguments pluggy passes to ``function`` (positional parameters without a default,
-    no ``self``); None for anything but a plain function or bound method."""
+    no ``self`` or ``cls``; of the function it wraps, if it names one in ``__wrapped__``); None
+    for anything but a plain function or bound method."""
     bound = isinstance(function, types.MethodType)
     func = function.__func__ if bound else function  # type: ignore[attr-defined]
+    while hasattr(func, "__wrapped__"):  # as inspect.unwrap
+        func = func.__wrapped__
     if not isinstance(func, types.FunctionType):
         return None
     code = func.__code__
     names = code.co_varnames[:code.co_argcount]
     names = names[:len(names) - len(func.__defaults__ or ())]
-    implicit = bound or (names[:1] == ("self",) and "." in func.__qualname__)  # pluggy's rule
-    return names[1:] if implicit else names
+    method = "." in func.__qualname__.rpartition("<locals>.")[2]  # defined in a class
+    implicit = bound or (method and names[:1] in (("self",), ("cls",)))  # pluggy's rule
+    return names[1:] if implicit and names else names
 
 
 def declared_hooks(package: types.ModuleType, module: str) -> frozenset[str] | None:

@@ -1,14 +1,19 @@
-"""The plugin manager's shortcut past a module's names that cannot be hooks keeps every
-implementation pluggy itself would find (agent_link_core.plugins._PluginManager)."""
+"""Registration without pluggy's manager (agent_link_core.lazy.module_hooks, read by
+agent_link_core.lazy_plugins.Declared) finds every implementation pluggy itself would find,
+bound as pluggy binds it and called with the arguments pluggy would pass."""
 
 from __future__ import annotations
 
+import functools
 import types
+from typing import Any
 
 import pluggy
+import pytest
 
-from agent_link_core import hookimpl, hookspecs
-from agent_link_core.plugins import build_plugin_manager
+from agent_link_core import hookimpl, hookspecs, lazy
+
+pluggy_mark = pluggy.HookimplMarker(hookspecs.PROJECT)
 
 
 class Holder:
@@ -36,13 +41,64 @@ def module_plugin() -> types.ModuleType:
     return mod
 
 
-def test_a_module_plugin_gets_the_same_hooks_as_with_pluggys_own_manager() -> None:
-    plugin = module_plugin()
+def logged(function: Any) -> Any:
+    """A decorator as plugins write them (``functools.wraps``): pluggy passes the arguments of the function it wraps."""
+
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return function(*args, **kwargs)
+
+    return wrapper
+
+
+class Base:
+    @hookimpl(tryfirst=True)
+    def agent_link_on_event(self, event: object) -> None:
+        return None
+
+
+class Shapes(Base):
+    """Hooks as methods, inherited, static and class methods (marked above or below the
+    decorator, by agent-link's marker or pluggy's), a decorated method, one set on the
+    instance, and a property that must never run."""
+
+    def __init__(self) -> None:
+        self.agent_link_resolve_elsewhere = hookimpl(lambda address, app: None)
+
+    @hookimpl  # type: ignore[misc]
+    @staticmethod
+    def agent_link_health() -> tuple[str, dict[str, bool]]:
+        return "static", {"ok": True}
+
+    @classmethod
+    @pluggy_mark(trylast=True)
+    def agent_link_session_roles(cls, addresses: list[str]) -> None:
+        return None
+
+    @pluggy_mark
+    @logged
+    def agent_link_schema(self) -> list[Any]:
+        return []
+
+    @property
+    def agent_link_sessions_listed(self) -> Any:
+        raise AssertionError("a property is never read for its hook")
+
+
+class Slotted(Base):
+    __slots__ = ("agent_link_sessions_listed",)
+
+
+@pytest.mark.parametrize("make", [module_plugin, Shapes, lambda: Shapes, Slotted], ids=["module", "object", "class", "slots"])
+def test_every_plugin_shape_gets_the_hooks_pluggys_own_manager_gets(make: Any) -> None:
+    plugin = make()
     plain = pluggy.PluginManager(hookspecs.PROJECT)
     plain.add_hookspecs(hookspecs)
     plain.register(plugin, name="fake")
-    expected = sorted(h.name for h in plain.get_hookcallers(plugin) or [])
-    assert expected == ["agent_link_health", "agent_link_on_event", "agent_link_session_roles"]
-    pm, _ = build_plugin_manager(env={"AGENT_LINK_LOAD_PLUGINS": ""}, extra_plugins=(("fake", module_plugin()),))
-    ours = pm.get_plugin("fake")
-    assert sorted(h.name for h in pm.get_hookcallers(ours) or []) == expected
+    expected = {caller.name: caller.get_hookimpls()[0] for caller in plain.get_hookcallers(plugin) or []}
+    found = lazy.module_hooks(plugin)
+    assert sorted(found) == sorted(expected)
+    for hook, impl in expected.items():
+        function, opts = found[hook]
+        assert function == impl.function and lazy.argnames(function) == impl.argnames, hook
+        assert (opts["tryfirst"], opts["trylast"]) == (impl.tryfirst, impl.trylast), hook
