@@ -22,7 +22,7 @@ from agent_link_core.errors import AgentLinkError
 from agent_link_core.harness_decl import HarnessDeclaration, HarnessTable
 from agent_link_core.mailbox import Mailbox, Visibility, parse_iso_ms
 from agent_link_core.model import EXTERNAL, Caller, Session, address_scheme, is_ulid
-from agent_link_core.plugins import Hooks, PluginReport, build_plugin_manager
+from agent_link_core.plugins import Hooks, PluginReport, plugins_of
 from agent_link_core.settings_file import record_state_dir, with_settings
 from agent_link_core.lazy_plugins import MigrationUnavailable
 from agent_link_core.store import Migration, Store, ensure_private_dir
@@ -196,7 +196,7 @@ class App:
         """
         env = with_settings(dict(os.environ if env is None else env))
         if hooks is None:
-            hooks = Hooks(*build_plugin_manager(env=env, extra_plugins=extra_plugins))
+            hooks = plugins_of(env, extra_plugins)
         config = load_config(env, hooks.settings())
         record_state_dir(config.state_dir, env)
         configure_logging(config)

@@ -571,15 +571,6 @@ def timeout_from_env(env: Mapping[str, str]) -> int:
     return value if value == 0 or value >= 100 else DEFAULT_TIMEOUT_MS
 
 
-def guard_plugin(boundary: Boundary, pm: Any, plugin: object, plugin_name: str) -> None:
-    """Wrap every hook implementation of ``plugin`` (once) so pluggy still orders and calls it
-    (``tryfirst``, wrappers, ``firstresult``) while each runs through :meth:`Boundary.call`."""
-    for caller in pm.get_hookcallers(plugin) or []:
-        for impl in caller.get_hookimpls():
-            if impl.plugin is plugin and not getattr(impl.function, "_agent_link_guarded", False):
-                impl.function = _guarded(boundary, impl, plugin_name, caller.name)
-
-
 def _awaitable(value: Any) -> bool:
     """:func:`inspect.isawaitable` without importing inspect."""
     if isinstance(value, types.GeneratorType):  # a generator-based coroutine (types.coroutine)
@@ -587,11 +578,8 @@ def _awaitable(value: Any) -> bool:
     return isinstance(value, Awaitable)
 
 
-def _guarded(boundary: Boundary, impl: Any, plugin: str, hook: str,
+def _guarded(boundary: Boundary, func: Callable[..., Any], plugin: str, hook: str,
              check: Callable[[Any, str], str | None] | None = None) -> Callable[..., Any]:
-    func = impl.function
-    if impl.hookwrapper or impl.wrapper:
-        return _guarded_wrapper(boundary, func, plugin, hook, new_style=bool(impl.wrapper))
     check = check or RESULT_CHECKS.get(hook)
     passing = (AgentLinkError,) if hook in REFUSING_HOOKS else ()
     registering, awaitable = hook in REGISTRATION_HOOKS, hook in AWAITABLE_HOOKS
@@ -609,46 +597,6 @@ def _guarded(boundary: Boundary, impl: Any, plugin: str, hook: str,
             call.answers.append((plugin, result))
         return result
 
-    guarded._agent_link_guarded = True  # type: ignore[attr-defined]
-    return guarded
-
-
-def _guarded_wrapper(boundary: Boundary, func: Callable[..., Any], plugin: str, hook: str, *,
-                     new_style: bool) -> Callable[..., Any]:
-    """Each step of a wrapper runs through :meth:`Boundary.call`; a failing one becomes a pass-through."""
-    passing = (AgentLinkError, StopIteration) if hook in REFUSING_HOOKS else (StopIteration,)
-    registering, failed = hook in REGISTRATION_HOOKS, object()
-
-    def step(fn: Callable[..., Any], *args: Any) -> Any:  # StopIteration (the wrapper ended) passed on
-        return boundary.call(plugin, hook, fn, *args, default=failed, passing=passing, disable=registering)
-
-    def guarded(*args: Any) -> Any:
-        gen = func(*args)  # pluggy takes only generator functions as wrappers: this runs none of its code
-        try:
-            if step(next, gen) is failed:
-                return (yield)
-        except StopIteration:
-            boundary.fault(plugin, hook, "wrapper did not yield", disable=registering)
-            return (yield)
-        try:
-            outcome = yield
-        except BaseException as inner:  # an inner implementation's refusal: the wrapper sees it
-            try:
-                again = step(gen.throw, inner)
-            except StopIteration as stop:
-                return stop.value
-            if again is not failed:
-                boundary.fault(plugin, hook, "wrapper yielded twice", disable=registering)
-            raise inner from None
-        try:
-            again = step(gen.send, outcome)
-        except StopIteration as stop:
-            return stop.value if new_style else None
-        if again is not failed:
-            boundary.fault(plugin, hook, "wrapper yielded twice", disable=registering)
-        return outcome if new_style else None
-
-    guarded._agent_link_guarded = True  # type: ignore[attr-defined]
     return guarded
 
 

@@ -252,12 +252,12 @@ def rebuild_registry(state_dir: str, current: list[Any]) -> dict[str, Any]:
     """:func:`refresh_registry` with only the core and the plugins that have adapters loaded,
     each plugin call within :data:`REBUILD_BUDGET_MS`; returns the registry."""
     from agent_link_core.boundary import CORE_PLUGIN, TIMEOUT_ENV, timeout_from_env
-    from agent_link_core.plugins import Hooks, build_plugin_manager
+    from agent_link_core.plugins import plugins_of
 
     env = dict(os.environ)
     budget = timeout_from_env(env)
     env[TIMEOUT_ENV] = str(REBUILD_BUDGET_MS if budget == 0 else min(budget, REBUILD_BUDGET_MS))
-    hooks = Hooks(build_plugin_manager(env=env)[0])
+    hooks = plugins_of(env)
     hooks.only({CORE_PLUGIN, *(plugin for _, plugin in hooks.prompt_hooks().values())})
     return refresh_registry(state_dir, hooks, current)
 

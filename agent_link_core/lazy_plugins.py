@@ -1,8 +1,9 @@
-"""The plugins of a command by their declared hook tables (docs/plugins.md, "Which hooks the
-entry module implements"): :class:`Declared` imports a plugin when a call first needs a hook it
-declares, checks its implementations as pluggy's registration does and gives them in pluggy's
-order, each guarded (:mod:`agent_link_core.boundary`). Settings, harnesses and migrations declared
-as data answer their hooks unimported (:func:`declared_impl`); migration SQL loads when applied.
+"""The plugins of every process, the one way hooks are called: :class:`Declared` takes a plugin
+by its declared hook tables (docs/plugins.md, "Which hooks the entry module implements") and
+imports it when a call first needs a hook it declares, or imported at once; it checks its
+implementations as pluggy's registration does (no wrappers) and gives them in pluggy's order, each
+guarded (:mod:`agent_link_core.boundary`). Settings, harnesses and migrations declared as data
+answer their hooks unimported (:func:`declared_impl`); migration SQL loads when applied.
 """
 
 from __future__ import annotations
@@ -39,20 +40,19 @@ def firstresult() -> frozenset[str]:
 
 
 class Impl:
-    """One hook implementation of a declared plugin (the attributes of pluggy's ``HookImpl`` the guard reads)."""
+    """One hook implementation of a plugin: its guarded ``function``, called with the ``argnames`` it takes."""
 
-    __slots__ = ("plugin_name", "function", "argnames", "opts", "hookwrapper", "wrapper")
+    __slots__ = ("plugin_name", "function", "argnames", "opts")
 
     def __init__(self, plugin_name: str, function: Callable[..., Any], argnames: tuple[str, ...],
                  opts: dict[str, Any]) -> None:
         self.plugin_name, self.function, self.argnames, self.opts = plugin_name, function, argnames, opts
-        self.hookwrapper, self.wrapper = bool(opts.get("hookwrapper")), bool(opts.get("wrapper"))
 
 
 class Entry:
     """One plugin of :class:`Declared`: ``hooks`` it implements (as declared, then as found once
-    imported; None: not known yet), ``impls`` (``{hook: (function, options)}`` once imported; None
-    when pluggy must call it), ``records`` (``{hook: declared records}`` answering it unimported).
+    imported; None: not known yet), ``impls`` (``{hook: (function, options)}`` once imported),
+    ``records`` (``{hook: declared records}`` answering it unimported).
 
     :param load: ``() -> module`` (an entry point's ``load``), or None when ``module`` is given.
     :param package: its top-level package's name (which plugin a module belongs to).
@@ -64,18 +64,18 @@ class Entry:
         self.name, self.load, self.package = name, load, package
         self.hooks: frozenset[str] | None = None
         self.module: Any = None
-        self.impls: dict[str, tuple[Callable[..., Any], dict[str, Any]]] | None = None
+        self.impls: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {}
         self.records: dict[str, Any] = {}
 
 
 class Declared:
-    """The plugins of an invocation by their declared hooks (see the module doc), called through
-    ``boundary``; ``blocked``: names turned off (``AGENT_LINK_DISABLE_PLUGINS``)."""
+    """The plugins of a process (see the module doc), called through ``boundary``; ``blocked``:
+    names turned off (``AGENT_LINK_DISABLE_PLUGINS``)."""
 
     def __init__(self, boundary: Boundary, blocked: list[str]) -> None:
         self.boundary, self.blocked = boundary, blocked
         self.entries: list[Entry] = []
-        self._cache: dict[str, list[Impl] | None] = {}
+        self._cache: dict[str, list[Impl]] = {}
 
     def add_entry_point(self, ep: Any, *, declared: bool = True) -> bool:
         """Take entry point ``ep``'s plugin by the hooks its package declares, or imported now (not
@@ -92,8 +92,13 @@ class Declared:
         return True
 
     def add_object(self, name: str, plugin: Any) -> bool:
-        """Take ``plugin`` (a module or object given in code) as ``name``; False when it is left out."""
+        """Take ``plugin`` (a module or object given in code) as ``name``; False when it is left out
+        (a name or a plugin taken already: reported, and the name left out)."""
         if name in self.blocked or name in self.boundary.disabled:
+            return False
+        if any(e.name == name or e.module is plugin for e in self.entries):
+            self.boundary.fault(name, "load", f"{REGISTRATION_FAILED}a plugin of this name, or this plugin, is registered already",
+                                disable=True)
             return False
         entry = Entry(name, None, (getattr(plugin, "__name__", None) or "").partition(".")[0])
         if not self._checked(entry, plugin):
@@ -136,7 +141,8 @@ class Declared:
 
     def check(self, entry: Entry, found: dict[str, tuple[Callable[..., Any], dict[str, Any]]]) -> bool:
         """Refuse what pluggy's registration refuses (a misspelt hook, an argument the hook does not
-        offer); report a declaration that differs from the code (the code wins)."""
+        offer) and a hook wrapper (not supported); report a declaration that differs from the code
+        (the code wins)."""
         specs = _specs()
         unknown = sorted(h for h, (_, opts) in found.items() if h not in specs and not opts.get("optionalhook"))
         if unknown:
@@ -147,14 +153,15 @@ class Declared:
         for hook, (function, opts) in found.items():
             if hook not in specs:
                 continue  # an optional hook nobody specifies: pluggy never calls it either
+            if opts.get("wrapper") or opts.get("hookwrapper"):
+                self.boundary.fault(entry.name, "load", f"{hook} is a hook wrapper; wrappers are not supported",
+                                    fix="Make it a plain implementation (tryfirst or trylast to order it).", disable=True)
+                return False
             names = lazy.argnames(function)
-            if names is None:  # not a plain function: pluggy calls it
-                entry.hooks, entry.impls = frozenset(found), None
-                return True
-            extra = sorted(set(names) - specs[hook][0])
-            if extra:
-                self.boundary.fault(entry.name, "load", f"{REGISTRATION_FAILED}{hook} takes {', '.join(extra)}, which the hook does not offer",
-                                    disable=True)
+            extra = sorted(set(names) - specs[hook][0]) if names is not None else None
+            if extra is None or extra:
+                what = "is no function" if extra is None else f"takes {', '.join(extra)}, which the hook does not offer"
+                self.boundary.fault(entry.name, "load", f"{REGISTRATION_FAILED}{hook} {what}", disable=True)
                 return False
             impls[hook] = (function, opts)
         if entry.hooks is not None and entry.hooks != frozenset(found):
@@ -164,9 +171,9 @@ class Declared:
         self._cache.clear()  # what this plugin implements may differ from what it declared
         return True
 
-    def impls(self, hook: str) -> list[Impl] | None:
+    def impls(self, hook: str) -> list[Impl]:
         """The guarded implementations of ``hook`` in pluggy's call order, importing the plugins
-        that declare it; None when pluggy must call it (a wrapper, or one that is no plain function)."""
+        that declare it."""
         if hook in self._cache:
             return self._cache[hook]
         methods: list[Impl] = []
@@ -179,22 +186,14 @@ class Declared:
                 function = declared_impl(self, entry, hook)
                 if hook == SCHEMA_HOOK:  # their SQL is read when applied
                     check = functools.partial(check_migrations, declared=True)
-            elif entry.module is None and not self.load(entry):
-                continue
-            elif entry.impls is None:
-                self._cache[hook] = None
-                return None
-            elif hook not in entry.impls:
+            elif (entry.module is None and not self.load(entry)) or hook not in entry.impls:
                 continue
             else:
                 function, opts = entry.impls[hook]
-                if opts.get("wrapper") or opts.get("hookwrapper"):
-                    self._cache[hook] = None
-                    return None
             if entry.name in self.boundary.disabled:
                 continue
             impl = Impl(entry.name, function, lazy.argnames(function) or (), opts)
-            impl.function = _guarded(self.boundary, impl, entry.name, hook, check)
+            impl.function = _guarded(self.boundary, function, entry.name, hook, check)
             _place(methods, impl)
         self._cache[hook] = methods[::-1]
         return self._cache[hook]
@@ -202,7 +201,7 @@ class Declared:
     def migrations_of(self, entry: Entry) -> dict[tuple[str, int], Any] | None:
         """``{(owner, version): Migration}`` that ``entry``'s ``agent_link_schema`` really returns
         (imported now); None when it cannot be had. A differing declaration is reported."""
-        if not self.load(entry) or entry.impls is None or SCHEMA_HOOK not in entry.impls:
+        if not self.load(entry) or SCHEMA_HOOK not in entry.impls:
             if entry.name not in self.boundary.disabled:
                 self.boundary.fault(entry.name, SCHEMA_HOOK, "declares migrations its entry module does not return",
                                     fix=f"Make {entry.package}.{lazy.SCHEMA_ATTR} match the code.", disable=True)

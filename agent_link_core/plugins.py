@@ -3,30 +3,27 @@
 Load order: the entry points of the ``agent_link`` group not blocked by
 ``AGENT_LINK_DISABLE_PLUGINS``, then the core's default plugins. A plugin that fails to import
 or register is reported and left out, never fatal; every implementation is called through
-:mod:`agent_link_core.boundary`, in pluggy's order. With ``declared=True`` (the CLI) a plugin is
-imported when a call needs a hook it declares (:mod:`agent_link_core.lazy_plugins`); pluggy's
-manager is built only when something needs it (a wrapper, :attr:`Hooks.pm`).
+:mod:`agent_link_core.boundary`, in pluggy's order, by :class:`~agent_link_core.lazy_plugins.Declared`
+(hooks are marked and specified as pluggy's markers do; pluggy itself is not imported). With
+``declared=True`` (the CLI) a plugin is imported when a call needs a hook it declares.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
-import types
 from collections.abc import Mapping
 
 from agent_link_core.lazy import LazyLogger
-from agent_link_core import discovery, hookspecs
-from agent_link_core.lazy_plugins import REGISTRATION_FAILED, Declared, firstresult
+from agent_link_core import discovery
+from agent_link_core.lazy_plugins import Declared, firstresult
 from agent_link_core.config import check_setting
-from agent_link_core.boundary import CORE_PLUGIN, Boundary, CallState, Refused, _awaitable, current_plugin, guard_plugin, timeout_from_env
+from agent_link_core.boundary import CORE_PLUGIN, Boundary, CallState, Refused, _awaitable, current_plugin, timeout_from_env
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Any, Callable
     import click
-    import pluggy
     import sqlite3
 
     from agent_link_core.config import Setting
@@ -83,46 +80,24 @@ def disabled_plugin_names(env: Mapping[str, str]) -> set[str]:
     return set(env.get("AGENT_LINK_DISABLE_PLUGINS", "").replace(",", " ").split())
 
 
-#: what pluggy can take for a hook implementation (``pluggy._manager._static_hook_attr``)
-_HOOKABLE = (types.FunctionType, types.MethodType, staticmethod, classmethod)
-
-
-@functools.cache
-def _manager_class() -> type[pluggy.PluginManager]:
-    """pluggy's manager (imported now), skipping a module's names that are no function without its slower lookup."""
-    import pluggy
-
-    class _PluginManager(pluggy.PluginManager):
-        def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
-            if isinstance(plugin, types.ModuleType) and name in plugin.__dict__ and not isinstance(plugin.__dict__[name], _HOOKABLE):
-                return None
-            return super().parse_hookimpl_opts(plugin, name)
-
-    return _PluginManager
-
-
-def build_plugin_manager(*, env: Mapping[str, str] | None = None,
-                         extra_plugins: tuple[Any, ...] = ()) -> tuple[pluggy.PluginManager, PluginReport]:
-    """A fresh plugin manager and its :class:`PluginReport`, every plugin imported and registered
-    now; never raises for a plugin's fault (it is in the report).
+def plugins_of(env: Mapping[str, str] | None = None, extra_plugins: tuple[Any, ...] = (), *,
+               declared: bool = False) -> Hooks:
+    """The plugins of ``env`` as given (default: the process's; no settings file read) in load
+    order, then ``extra_plugins``; never raises for a plugin's fault (it is in the report).
 
     :param env: where ``AGENT_LINK_DISABLE_PLUGINS``, ``..._LOAD_PLUGINS``, ``..._HOOK_TIMEOUT_MS`` are read.
     :param extra_plugins: plugin objects (or ``(name, plugin)`` pairs) registered after the entry points.
+    :param declared: take each entry point's plugin by the hooks its package declares, imported
+        when a call needs one; else every plugin is imported now.
     """
-    plugins, report = _plugins(os.environ if env is None else env, declared=False, extra_plugins=extra_plugins)
-    return _manager(plugins, report), report
-
-
-def _plugins(env: Mapping[str, str], *, declared: bool, extra_plugins: tuple[Any, ...] = ()) -> tuple[Declared, PluginReport]:
-    """The plugins of ``env`` in load order, taken by their declared hooks (``declared``) or
-    imported now, then ``extra_plugins``; and the report of what was loaded, blocked and left out."""
+    env = os.environ if env is None else env
     boundary = Boundary(timeout_from_env(env))
     report = PluginReport(boundary)
     blocked, listed = disabled_plugin_names(env), env.get(LOAD_ONLY_ENV)
     only = None if listed is None else set(listed.replace(",", " ").split())  # None: every plugin
     report.blocked.extend(sorted(blocked))
     plugins = Declared(boundary, list(report.blocked))
-    boundary.on_disable = lambda name, reason: _left_out(report, name, reason)
+    hooks = Hooks(plugins, report)  # told of each plugin left out while loading
     seen: set[str] = set()
     for ep in discovery.entry_points(ENTRY_POINT_GROUP, env):
         if ep.name in blocked or ep.name in seen or (only is not None and ep.name not in only):
@@ -135,105 +110,57 @@ def _plugins(env: Mapping[str, str], *, declared: bool, extra_plugins: tuple[Any
     plugins.add_module(CORE_PLUGIN)
     for item in extra_plugins:
         name, plugin = item if isinstance(item, tuple) else (plugins.unique_name(item), item)
-        if plugins.add_object(name, plugin) and name not in report.loaded:
+        if plugins.add_object(name, plugin):
             report.loaded.append(name)
-    return plugins, report
-
-
-def _manager(plugins: Declared, report: PluginReport) -> pluggy.PluginManager:
-    """pluggy's manager holding ``plugins`` (each imported now; a failure left out)."""
-    boundary = plugins.boundary
-    pm = _manager_class()(hookspecs.PROJECT)
-    pm.add_hookspecs(hookspecs)
-    pm.agent_link_declared = plugins  # type: ignore[attr-defined]
-    pm.agent_link_report = report  # type: ignore[attr-defined]
-    for name in sorted({*plugins.blocked, *boundary.disabled}):
-        pm.set_blocked(name)
-    for entry in plugins.entries:  # each registered (its hooks checked by Declared.check) and guarded
-        if not plugins.load(entry) or entry.name in boundary.disabled:
-            continue
-        registered = boundary.call(entry.name, "load", pm.register, entry.module, name=entry.name, default=False,
-                                   disable=True, prefix=REGISTRATION_FAILED)
-        if registered is not None and registered is not False:  # None: blocked by AGENT_LINK_DISABLE_PLUGINS
-            guard_plugin(boundary, pm, entry.module, entry.name)
-        elif registered is False and pm.is_registered(entry.module):
-            pm.unregister(entry.module)
-    return pm
-
-
-def _left_out(report: PluginReport, name: str, reason: str) -> None:
-    report.failed[name] = reason[:300]
-    if name in report.loaded:
-        report.loaded.remove(name)
+    return hooks
 
 
 class Hooks:
-    """Typed facade: one method per hook, calling the guarded implementations as pluggy would
-    (pluggy calls only for a wrapper or an implementation that is no plain function).
+    """Typed facade: one method per hook, calling the guarded implementations as pluggy would.
     Registration hooks are collected once; a plugin with a refused record is left out whole.
 
-    :param pm: a manager from :func:`build_plugin_manager`; None with ``declared``.
-    :param report: the report to keep up to date (default: the manager's).
-    :param declared: the plugins (default: the manager's), from which :attr:`pm` is built when needed.
+    :param declared: the plugins, as :func:`plugins_of` takes them.
+    :param report: the report to keep up to date.
     """
 
-    def __init__(self, pm: pluggy.PluginManager | None, report: PluginReport | None = None, *,
-                 declared: Declared | None = None) -> None:
-        self._pm = pm
-        self._declared: Declared = declared or pm.agent_link_declared  # type: ignore[union-attr]
+    def __init__(self, declared: Declared, report: PluginReport) -> None:
+        self._declared = declared
         #: the App these hooks serve; set by ``App.__init__`` and passed to hooks taking ``app``
         self.app: App | None = None
-        self.boundary: Boundary = self._declared.boundary
-        self.report: PluginReport = report or pm.agent_link_report  # type: ignore[union-attr]
+        self.boundary: Boundary = declared.boundary
+        self.report = report
         self.boundary.on_disable = self._disable
         self._records: dict[str, dict[str, tuple[str, Any]]] = {}
         self._owners: dict[tuple[str, str], str] = {}  # (kind, record name) -> plugin, kept when it is left out
         #: told ``hook <name>(<arguments>)`` of each hook call (``AGENT_LINK_DEBUG``)
         self.trace: Callable[[str], None] | None = None
 
-    @property
-    def pm(self) -> pluggy.PluginManager:
-        """The plugin manager (built now from the plugins if there is none yet)."""
-        if self._pm is None:
-            self._pm = _manager(self._declared, self.report)
-        return self._pm
-
     def only(self, names: set[str]) -> None:
         """Call only the plugins ``names`` from now on (the others are dropped unreported)."""
         self._declared.keep(names)
-        self._pm = None  # rebuilt from those when needed
 
     def load_all(self) -> None:
         """Import and register every plugin now: what a report of every plugin's state needs."""
-        self.pm  # noqa: B018 - building the manager imports each plugin, reporting what fails
+        for entry in list(self._declared.entries):
+            self._declared.load(entry)  # a failure is reported and leaves the plugin out
 
     def _disable(self, plugin: str, reason: str) -> None:
-        """Leave ``plugin`` out from now on: its hooks, records and harnesses."""
-        _left_out(self.report, plugin, reason)
-        if self._pm is not None:  # declared plugins: the guard skips what it disabled
-            self._pm.set_blocked(plugin)  # which unregisters it
+        """Leave ``plugin`` out from now on: its hooks, records and harnesses (the guard skips its calls)."""
+        self.report.failed[plugin] = reason[:300]
+        if plugin in self.report.loaded:
+            self.report.loaded.remove(plugin)
         for kind, records in self._records.items():
             for name in [n for n, (owner, _) in records.items() if owner == plugin]:
                 del records[name]
                 if kind == "harness" and self.app is not None:
                     self.app.harnesses.pop(name, None)
 
-    def _impls(self, hook_name: str) -> tuple[list[Any], bool]:
-        """The guarded implementations of ``hook_name`` in pluggy's call order, and whether
-        calling each is all pluggy would do; if not, pluggy calls."""
-        impls = self._declared.impls(hook_name)
-        if impls is not None:
-            return impls, True
-        return getattr(self.pm.hook, hook_name).get_hookimpls()[::-1], False
-
     def _run(self, hook_name: str, **kwargs: Any) -> tuple[Any, CallState]:
-        """One hook call, made as pluggy would (without its machinery unless needed); its answer and what the call learnt."""
+        """One hook call, made as pluggy would; its answer and what the call learnt."""
         if self.trace is not None:
             self.trace(f"hook {hook_name}({', '.join(sorted(kwargs))})")
-        impls, plain = self._impls(hook_name)
+        impls = self._declared.impls(hook_name)
         with CallState() as call:
-            if not plain:
-                return getattr(self.pm.hook, hook_name)(**kwargs), call
             first = hook_name in firstresult()
             results = []
             for impl in impls:
@@ -313,10 +240,10 @@ class Hooks:
 
     def hook_view(self) -> dict[str, dict[str, dict[str, Any] | None]]:
         """``{plugin: {hook: {calls, lastMs, maxMs} | None (not called here)}}``: every hook each
-        registered plugin implements, plus what else the boundary timed (load, harness methods, tools)."""
-        pm = self.pm
+        registered plugin implements (each imported now), plus what else the boundary timed (load, harness methods, tools)."""
+        self.load_all()
         view: dict[str, dict[str, dict[str, Any] | None]] = {
-            pm.get_name(plugin) or "?": dict.fromkeys(caller.name for caller in pm.get_hookcallers(plugin) or []) for plugin in pm.get_plugins()}
+            entry.name: dict.fromkeys(entry.hooks or ()) for entry in self._declared.entries if entry.name not in self.boundary.disabled}
         for name, timed in self.boundary.timing_report().items():
             view.setdefault(name, {}).update(timed)
         return {name: dict(sorted(hooks.items())) for name, hooks in sorted(view.items())}
@@ -469,8 +396,7 @@ class Hooks:
         """Let observers write their records in the transaction of the change ``event``
         describes (one is opened when none is). A failing observer is reported and its writes
         undone; the change itself still commits."""
-        impls = [impl for impl in self._impls("agent_link_record_event")[0]
-                 if impl.plugin_name not in self.boundary.disabled and not (impl.hookwrapper or impl.wrapper)]
+        impls = [impl for impl in self._declared.impls("agent_link_record_event") if impl.plugin_name not in self.boundary.disabled]
         if not impls:
             return
         store = self.app.store
@@ -553,14 +479,10 @@ async def _settled(answer: Any) -> Any:
 
 def load_plugins(env: Mapping[str, str] | None = None, extra_plugins: tuple[Any, ...] = (), *,
                  declared: bool = False) -> Hooks:
-    """The plugins of ``env`` (default: the process's, the settings file's values filled in);
-    ``declared``: import a plugin when a call needs a hook it declares (not with ``extra_plugins``).
+    """The plugins of ``env`` (default: the process's, the settings file's values filled in), as
+    :func:`plugins_of` takes them; ``declared`` is not taken with ``extra_plugins``.
     :raises AgentLinkError: ``invalid_arguments`` for a settings file that cannot be read."""
     from agent_link_core.settings_file import with_settings
 
     env = with_settings(dict(os.environ if env is None else env))
-    if declared and not extra_plugins:
-        plugins, report = _plugins(env, declared=True)
-        return Hooks(None, report, declared=plugins)
-    pm, report = build_plugin_manager(env=env, extra_plugins=extra_plugins)
-    return Hooks(pm, report)
+    return plugins_of(env, extra_plugins, declared=declared and not extra_plugins)

@@ -9,7 +9,7 @@ import pytest
 
 from agent_link_core.app import App
 from agent_link_core.harness import Harness
-from agent_link_core.plugins import Hooks, build_plugin_manager, disabled_plugin_names
+from agent_link_core.plugins import disabled_plugin_names, plugins_of
 from agent_link_core.tools.core_tools import CORE_TOOLS
 
 
@@ -20,9 +20,9 @@ def fake_entry_points(*pairs: tuple[str, str]) -> Any:
 
 @pytest.mark.installed_plugins
 def test_installed_plugins_load_and_can_be_disabled() -> None:
-    _, report = build_plugin_manager(env={})
+    report = plugins_of({}).report
     assert {"codex", "claude", "roles", "receipts"} <= set(report.loaded)
-    _, report = build_plugin_manager(env={"AGENT_LINK_DISABLE_PLUGINS": "codex, roles"})
+    report = plugins_of({"AGENT_LINK_DISABLE_PLUGINS": "codex, roles"}).report
     assert "codex" not in report.loaded and "roles" not in report.loaded
     assert report.blocked == ["codex", "roles"]
 
@@ -57,8 +57,8 @@ def test_duplicate_harness_names_refuse_the_second_naming_both() -> None:
             h.name = "dup"
             register(h)
 
-    pm, report = build_plugin_manager(env={"AGENT_LINK_LOAD_PLUGINS": ""}, extra_plugins=(("first", One()), ("second", One())))
-    hooks = Hooks(pm)
+    hooks = plugins_of({"AGENT_LINK_LOAD_PLUGINS": ""}, (("first", One()), ("second", One())))
+    report = hooks.report
     assert list(hooks.harnesses()) == ["dup"]
     (problem,) = report.problems()
     refused = problem["plugin"]
@@ -76,9 +76,10 @@ def test_misspelled_hookimpl_is_reported_and_left_out() -> None:
         def agent_link_on_evnt(self, event: Any) -> None:
             return None
 
-    pm, report = build_plugin_manager(env={"AGENT_LINK_LOAD_PLUGINS": ""}, extra_plugins=(("typo", Typo()),))
+    hooks = plugins_of({"AGENT_LINK_LOAD_PLUGINS": ""}, (("typo", Typo()),))
+    report = hooks.report
     assert "typo" in report.failed and "agent_link_on_evnt" in report.failed["typo"]
-    assert not pm.has_plugin("typo")
+    assert list(hooks.hook_view()["typo"]) == ["load"]  # registered for no hook: only its failed load was timed
     assert "AGENT_LINK_DISABLE_PLUGINS=typo" in report.problems()[0]["fix"]
 
 
@@ -98,7 +99,5 @@ def test_core_tests_load_no_installed_plugin() -> None:
 def test_load_only_names_the_plugins_to_load(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(importlib.metadata, "entry_points",
                         fake_entry_points(("one", "agent_link_core.errors"), ("two", "agent_link_core.addresses")))
-    _, report = build_plugin_manager(env={"AGENT_LINK_LOAD_PLUGINS": "two"})
-    assert report.loaded == ["two"]
-    _, report = build_plugin_manager(env={})
-    assert report.loaded == ["one", "two"]
+    assert plugins_of({"AGENT_LINK_LOAD_PLUGINS": "two"}).report.loaded == ["two"]
+    assert plugins_of({}).report.loaded == ["one", "two"]

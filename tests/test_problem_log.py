@@ -78,8 +78,7 @@ def test_health_and_plugins_leave_out_an_uninstalled_plugins_problems(command: s
 
 
 def test_the_versions_recorded_are_the_installed_ones() -> None:
-    from agent_link_core.plugins import build_plugin_manager
+    from agent_link_core.plugins import plugins_of
 
-    _, report = build_plugin_manager()
-    installed = report.installed()
+    installed = plugins_of().report.installed()
     assert installed[CORE_PLUGIN] == __version__ and "not-a-plugin" not in installed

@@ -53,9 +53,8 @@ if _packages:
 
 PROBE = """
 import importlib, sys
-from agent_link_core.plugins import build_plugin_manager
-_, report = build_plugin_manager(env={})
-print(",".join(sorted(report.loaded)))
+from agent_link_core.plugins import plugins_of
+print(",".join(sorted(plugins_of({}).report.loaded)))
 try:
     importlib.import_module("agent_link_" + sys.argv[1])
 except ModuleNotFoundError:

@@ -26,10 +26,9 @@ from agent_link_core.settings_file import SettingsEnv, read_file, settings_path,
 
 def declared_settings() -> dict[str, Setting]:
     """Every declared setting by variable name (core first, then the installed plugins')."""
-    from agent_link_core.plugins import Hooks, build_plugin_manager
+    from agent_link_core.plugins import plugins_of
 
-    pm, _ = build_plugin_manager()
-    return {s.name: s for s in (*CORE_SETTINGS, *Hooks(pm).settings())}
+    return {s.name: s for s in (*CORE_SETTINGS, *plugins_of().settings())}
 
 
 def _loaded(settings: dict[str, Setting]) -> Any:
@@ -93,12 +92,12 @@ def _check_known(setting: Setting, value: str) -> None:
     :raises AgentLinkError: ``invalid_arguments`` naming the unknown items and the known values.
     """
     from agent_link_core import discovery
-    from agent_link_core.plugins import ENTRY_POINT_GROUP, Hooks, build_plugin_manager
+    from agent_link_core.plugins import ENTRY_POINT_GROUP, Hooks, plugins_of
 
     # every installed plugin, whatever this process's plugin lists leave out: the value is
     # for every process, and the lists themselves may be what is being set
     def every_plugin() -> Hooks:
-        return Hooks(build_plugin_manager(env={k: v for k, v in os.environ.items() if k not in PLUGIN_LISTS})[0])
+        return plugins_of({k: v for k, v in os.environ.items() if k not in PLUGIN_LISTS})
 
     if setting.name in PLUGIN_LISTS:
         known = sorted({ep.name for ep in discovery.entry_points(ENTRY_POINT_GROUP)})
