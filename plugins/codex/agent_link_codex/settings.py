@@ -28,9 +28,9 @@ if TYPE_CHECKING:  # pathlib is imported by the functions using it, not by every
     from pathlib import Path
 
 DEFAULT_IDLE_MS = 300_000
-#: the Codex release this agent-link was verified against (the pinned host of its real-host
-#: tests); health warns ``codex_version_differs`` when the installed Codex reports another
-VERIFIED_CODEX_VERSION = "0.169.0"
+#: the Codex release this agent-link was verified against: the pin of its real-host tests, ``hosts/package.json``
+#: (a test holds the two equal); health warns ``codex_version_differs`` when the installed Codex reports another
+VERIFIED_CODEX_VERSION = "0.171.0"
 DEFAULT_STARTUP_TIMEOUT_MS = 15_000
 
 SETTINGS: tuple[Setting, ...] = (

@@ -172,3 +172,15 @@ async def test_health_warns_when_the_installed_codex_differs(isolated_env: Path,
     desktop = health["harnesses"]["codex"]["desktopPush"]
     assert desktop["mode"] == "mailbox-only" and desktop["requested"] == "shared-daemon" and desktop["refused"] is True
     assert [w["code"] for w in desktop["warnings"]] == ["desktop_push_override_refused"]
+
+
+def test_the_verified_codex_version_is_the_pinned_one() -> None:
+    """Health's ``verifiedCodexVersion`` names the Codex the real-host tests run (it stayed on the previous pin once,
+    so health warned every user of the current one that their Codex differs)."""
+    import json
+    from pathlib import Path
+
+    from agent_link_codex.settings import VERIFIED_CODEX_VERSION
+
+    pins = json.loads((Path(__file__).resolve().parents[3] / "hosts" / "package.json").read_text())["dependencies"]
+    assert VERIFIED_CODEX_VERSION == pins["@openai/codex"]
