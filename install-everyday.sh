@@ -44,5 +44,5 @@ else
   run pipx "$@"
 fi
 if [ -n "$dry" ]; then echo "install-everyday: dry run, nothing installed"
-else echo "install-everyday: done; next: agent-link install claude / agent-link install codex"
+else echo "install-everyday: done; next: agent-link install claude / agent-link install codex / agent-link install opencode"
 fi

@@ -37,6 +37,23 @@ def test_every_cited_doc_exists() -> None:
     assert not missing, "\n".join(sorted(missing))
 
 
+# [text](target): a relative link, up to its #anchor (a web address or a bare #anchor is not a file of the clone)
+MARKDOWN_LINK = re.compile(r"\]\(([^)\s#]+)(?:#[^)\s]*)?\)")
+
+
+def test_every_relative_link_of_the_docs_names_a_file_of_the_clone() -> None:
+    """README and docs link files, which moves and renames break silently (the README linked
+    agent_link_core/handoff.py, which does not exist)."""
+    broken = []
+    for path in tracked("*.md"):
+        for target in MARKDOWN_LINK.findall(path.read_text(encoding="utf-8", errors="replace")):
+            if "://" in target or target.startswith("mailto:"):
+                continue
+            if not (path.parent / target).exists():
+                broken.append(f"{path.relative_to(REPO)} links {target}")
+    assert not broken, "\n".join(sorted(broken))
+
+
 # "docs/behaviour.md §10", "hosts/codex.md §6-7", "behaviour.md §10.3 step 7": a section number,
 # or a numbered item of a section (§10.3 = item 3 of section 10), or a range of either.
 SECTION_CITATION = re.compile(r"(?<![\w/-])((?:docs/)?(?:[\w-]+/)?[\w-]+\.md)\)?[^\S\n]?§[^\S\n]?(\d+(?:\.\d+)?)(?:[-–](\d+(?:\.\d+)?))?")
