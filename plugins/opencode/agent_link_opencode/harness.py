@@ -356,14 +356,15 @@ class OpencodeHarness(Harness):
 
     def health(self) -> dict[str, Any]:
         """The configured servers, the ones proven by callers, and whether ``agent-link install
-        opencode`` is in opencode's config (its MCP server and the plugin that proves callers)."""
-        from agent_link_core.json_files import read_json_object
-
-        from agent_link_opencode.install import PLUGIN_FILE, SERVER_NAME, config_path
+        opencode`` is in opencode's config (its MCP server and the plugin that proves callers):
+        ``install.config`` is the file install edits; ``mcpServer`` and ``callerPlugin`` read
+        what opencode's global files and ``$OPENCODE_CONFIG`` hold together, merged as opencode
+        merges them (``install.read``: those files; a project's own config is not read)."""
+        from agent_link_opencode.install import PLUGIN_FILE, SERVER_NAME, config_path, effective_config
 
         urls, bad = self._servers()
         path = config_path(self.app.env)
-        config = read_json_object(path) or {}
+        config, read = effective_config(self.app.env)
         mcp = config.get("mcp")
         plugins = config.get("plugin")
         mcp = mcp if isinstance(mcp, dict) else {}
@@ -373,5 +374,6 @@ class OpencodeHarness(Harness):
             "discovered": [{"url": f.url, "pid": f.pid, "passwordFromProcess": f.password is not None} for f in self._found.values()],
             "provenServers": list(self._proven_servers),
             "install": {"config": str(path), "mcpServer": SERVER_NAME in mcp,
-                        "callerPlugin": any(isinstance(p, str) and p.endswith("/" + PLUGIN_FILE) for p in plugins)},
+                        "callerPlugin": any(isinstance(p, str) and p.endswith("/" + PLUGIN_FILE) for p in plugins),
+                        "read": [str(p) for p in read]},
         }

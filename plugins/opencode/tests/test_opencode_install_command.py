@@ -9,6 +9,9 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from agent_link_testing.cli_runner import run_main
 
@@ -51,7 +54,7 @@ def test_opencode_install_is_idempotent_and_uninstall_leaves_the_rest(tmp_path: 
     assert installed["mcp"]["mine"] == USER_CONFIG["mcp"]["mine"]
 
     health = run(["health", "--json"], tmp_path, AGENT_LINK_STATE_DIR=str(tmp_path / "state"))
-    assert json.loads(health.stdout)["harnesses"]["opencode"]["install"] == {"config": str(config), "mcpServer": True, "callerPlugin": True}
+    assert json.loads(health.stdout)["harnesses"]["opencode"]["install"] == {"config": str(config), "mcpServer": True, "callerPlugin": True, "read": [str(config)]}
 
     again = run(["install", "opencode"], tmp_path)
     assert again.returncode == 0, again.stderr
@@ -62,7 +65,7 @@ def test_opencode_install_is_idempotent_and_uninstall_leaves_the_rest(tmp_path: 
     assert json.loads(config.read_text()) == USER_CONFIG
     assert not plugin_file.exists() and not (tmp_path / "data" / "agent-link").exists()
     health = run(["health", "--json"], tmp_path, AGENT_LINK_STATE_DIR=str(tmp_path / "state"))
-    assert json.loads(health.stdout)["harnesses"]["opencode"]["install"] == {"config": str(config), "mcpServer": False, "callerPlugin": False}
+    assert json.loads(health.stdout)["harnesses"]["opencode"]["install"] == {"config": str(config), "mcpServer": False, "callerPlugin": False, "read": [str(config)]}
     twice = run(["uninstall", "opencode"], tmp_path)
     assert twice.returncode == 0 and json.loads(config.read_text()) == USER_CONFIG, twice.stderr
 
@@ -73,7 +76,7 @@ def test_opencode_install_creates_a_missing_config_and_uninstall_empties_it(tmp_
     assert done.returncode == 0, done.stderr
     assert set(json.loads(config.read_text())) == {"mcp", "plugin"}
     assert run_here(["uninstall", "opencode", "--config", str(config)], tmp_path).returncode == 0
-    assert json.loads(config.read_text()) == {}
+    assert not config.exists()  # install created it
 
 
 def test_opencode_install_dry_run_changes_nothing(tmp_path: Path) -> None:
@@ -88,7 +91,7 @@ def test_opencode_install_refuses_a_config_with_comments_and_leaves_it(tmp_path:
     text = '{\n  // my theme\n  "theme": "tokyonight"\n}\n'
     config.write_text(text)
     done = run_here(["install", "opencode", "--config", str(config)], tmp_path)
-    assert done.returncode == 1 and "not a plain JSON object" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 1 and "has comments" in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert config.read_text() == text
 
 
@@ -96,5 +99,176 @@ def test_opencode_install_refuses_a_config_whose_mcp_is_not_an_object(tmp_path: 
     config = tmp_path / "opencode.json"
     config.write_text('{"mcp": ["x"]}')
     done = run_here(["install", "opencode", "--config", str(config)], tmp_path)
-    assert done.returncode == 1 and "`mcp` is not an object" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 1 and "an `mcp` that is not an object" in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert config.read_text() == '{"mcp": ["x"]}'
+
+
+def global_config(tmp_path: Path, name: str = "opencode.json") -> Path:
+    folder = tmp_path / "home" / ".config" / "opencode"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / name
+
+
+def plugin_uri(tmp_path: Path) -> str:
+    return (tmp_path / "data" / "agent-link" / "host-plugins" / "opencode" / "agent-link.js").as_uri()
+
+
+def test_opencode_install_writes_through_a_symlinked_config(tmp_path: Path) -> None:
+    """A dotfiles setup: the config is a link, which stays one; its target gets the entries, and
+    uninstall gives the target back its bytes."""
+    dotfiles = tmp_path / "dotfiles" / "opencode.json"
+    dotfiles.parent.mkdir()
+    original = json.dumps(USER_CONFIG, indent=2) + "\n"
+    dotfiles.write_text(original)
+    link = global_config(tmp_path)
+    link.symlink_to(dotfiles)
+    assert run_here(["install", "opencode"], tmp_path).returncode == 0
+    assert link.is_symlink() and link.resolve() == dotfiles
+    assert plugin_uri(tmp_path) in json.loads(dotfiles.read_text())["plugin"]
+    assert run_here(["uninstall", "opencode"], tmp_path).returncode == 0
+    assert link.is_symlink() and dotfiles.read_text() == original
+
+
+def _failing_replace(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    real = os.replace
+
+    def replace(src: Any, dst: Any) -> None:
+        if Path(dst).name == name:
+            raise PermissionError(1, "Operation not permitted", str(dst))
+        real(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+
+
+def test_opencode_install_and_uninstall_on_a_config_that_cannot_be_replaced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As on a read-only (``chattr +i``) file: one line naming the file and what to do, exit 1,
+    no temp file left, the config as it was, and nothing of install left behind."""
+    config = global_config(tmp_path)
+    config.write_text(json.dumps(USER_CONFIG))
+    with monkeypatch.context() as patched:
+        _failing_replace(patched, "opencode.json")
+        done = run_here(["install", "opencode"], tmp_path)
+    assert done.returncode == 1 and "Traceback" not in done.stderr and "unexpected" not in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and f"cannot write {config}" in done.stderr, done.stderr
+    assert "writable" in done.stderr and plugin_uri(tmp_path) in done.stderr
+    assert sorted(p.name for p in config.parent.iterdir()) == ["opencode.json"]
+    assert json.loads(config.read_text()) == USER_CONFIG and not (tmp_path / "data" / "agent-link").exists()
+
+    assert run_here(["install", "opencode"], tmp_path).returncode == 0
+    installed = config.read_text()
+    with monkeypatch.context() as patched:
+        _failing_replace(patched, "opencode.json")
+        gone = run_here(["uninstall", "opencode"], tmp_path)
+    assert gone.returncode == 1 and "Traceback" not in gone.stderr and len(gone.stderr.strip().splitlines()) == 1, gone.stderr
+    assert f"cannot write {config}" in gone.stderr and "remove" in gone.stderr
+    assert sorted(p.name for p in config.parent.iterdir()) == ["opencode.json"] and config.read_text() == installed
+
+
+@pytest.mark.parametrize(("name", "text", "reason"), [
+    ("opencode.jsonc", '{\n  // my theme\n  "theme": "tokyonight"\n}\n', "has comments or trailing commas (JSONC, first at line 2, column 3)"),
+    ("opencode.json", '{"model": "x", ', "is not valid JSON (Expecting property name enclosed in double quotes, line 1, column 16)"),
+    ("opencode.json", '{"theme": "x",}', "has comments or trailing commas (JSONC, first at line 1, column 14)"),
+])
+def test_opencode_install_dry_run_refuses_what_the_real_run_refuses(tmp_path: Path, name: str, text: str, reason: str) -> None:
+    """The same one line and exit 1 for both, saying why (comments, or the parser's error with
+    its line and column) and the entries to add by hand; nothing written, not even the JS plugin."""
+    config = global_config(tmp_path, name)
+    config.write_text(text)
+    dry = run_here(["install", "opencode", "--dry-run"], tmp_path)
+    real = run_here(["install", "opencode"], tmp_path)
+    assert dry.returncode == real.returncode == 1 and dry.stderr == real.stderr, (dry.stderr, real.stderr)
+    assert f"{config} {reason}" in real.stderr and "Traceback" not in real.stderr and "--dry-run" not in real.stderr
+    assert '"agent-link": {"type": "local"' in real.stderr and json.dumps(plugin_uri(tmp_path)) in real.stderr
+    assert "nothing changed" not in dry.stdout
+    assert config.read_text() == text and sorted(p.name for p in config.parent.iterdir()) == [name]
+    assert not (tmp_path / "data").exists()
+
+
+def test_opencode_install_edits_the_jsonc_whose_plugin_list_opencode_uses(tmp_path: Path) -> None:
+    """opencode reads opencode.jsonc after opencode.json, its `plugin` list replacing the other:
+    install edits the .jsonc (plain JSON) and writes no opencode.json; health reads the files as
+    opencode merges them."""
+    jsonc = global_config(tmp_path, "opencode.jsonc")
+    jsonc.write_text('{"plugin": ["opencode-wakatime"]}\n')
+    assert run_here(["install", "opencode"], tmp_path).returncode == 0
+    assert json.loads(jsonc.read_text())["plugin"] == ["opencode-wakatime", plugin_uri(tmp_path)]
+    assert not jsonc.with_name("opencode.json").exists()
+    health = run_here(["health", "--json"], tmp_path, AGENT_LINK_STATE_DIR=str(tmp_path / "state"))
+    assert json.loads(health.stdout)["harnesses"]["opencode"]["install"] == {
+        "config": str(jsonc), "mcpServer": True, "callerPlugin": True, "read": [str(jsonc)]}
+    assert run_here(["uninstall", "opencode"], tmp_path).returncode == 0
+    assert jsonc.read_text() == '{"plugin": ["opencode-wakatime"]}\n'
+
+
+def test_opencode_health_sees_a_jsonc_plugin_list_hiding_the_installed_one(tmp_path: Path) -> None:
+    config = global_config(tmp_path)
+    assert run_here(["install", "opencode"], tmp_path).returncode == 0
+    jsonc = config.with_name("opencode.jsonc")
+    jsonc.write_text('{\n  // mine\n  "plugin": ["opencode-wakatime"],\n}\n')
+    health = run_here(["health", "--json"], tmp_path, AGENT_LINK_STATE_DIR=str(tmp_path / "state"))
+    assert json.loads(health.stdout)["harnesses"]["opencode"]["install"] == {
+        "config": str(jsonc), "mcpServer": True, "callerPlugin": False, "read": [str(config), str(jsonc)]}
+    # install now targets the .jsonc, which has comments: refused with the entries to add by hand
+    again = run_here(["install", "opencode"], tmp_path)
+    assert again.returncode == 1 and f"{jsonc} has comments" in again.stderr and plugin_uri(tmp_path) in again.stderr
+
+
+def test_opencode_uninstall_from_one_config_keeps_the_plugin_another_lists(tmp_path: Path) -> None:
+    config = global_config(tmp_path)
+    other = tmp_path / "other.json"
+    plugin_file = tmp_path / "data" / "agent-link" / "host-plugins" / "opencode" / "agent-link.js"
+    assert run_here(["install", "opencode"], tmp_path).returncode == 0
+    assert run_here(["install", "opencode", "--config", str(other)], tmp_path).returncode == 0
+    gone = run_here(["uninstall", "opencode", "--config", str(other)], tmp_path)
+    assert gone.returncode == 0 and f"keep {plugin_file.parent}: {config} still lists its plugin" in gone.stdout, gone.stdout
+    assert plugin_file.is_file() and not other.exists()
+    # and the other way round: the global config goes, other.json (recorded) keeps the file
+    assert run_here(["install", "opencode", "--config", str(other)], tmp_path).returncode == 0
+    gone = run_here(["uninstall", "opencode"], tmp_path)
+    assert gone.returncode == 0 and f"{other} still lists" in gone.stdout and plugin_file.is_file()
+    assert run_here(["uninstall", "opencode", "--config", str(other)], tmp_path).returncode == 0
+    assert not (tmp_path / "data" / "agent-link").exists()
+
+
+def test_opencode_install_keeps_the_format_and_uninstall_the_bytes(tmp_path: Path) -> None:
+    config = global_config(tmp_path)
+    original = '{\n    "theme": "tokyonight",\n    "plugin": ["opencode-wakatime"],\n    "username": "é"\n}'
+    config.write_text(original)
+    assert run_here(["install", "opencode"], tmp_path).returncode == 0
+    installed = config.read_text()
+    assert installed.startswith('{\n    "theme": "tokyonight",\n    "plugin": [\n        "opencode-wakatime",') and '"é"' in installed
+    assert not installed.endswith("\n")
+    assert run_here(["uninstall", "opencode"], tmp_path).returncode == 0
+    assert config.read_text() == original
+    # opencode adds a `$schema` to a config that lacks one when it starts: kept, the rest as it was
+    assert run_here(["install", "opencode"], tmp_path).returncode == 0
+    config.write_text(config.read_text().replace("{", '{\n  "$schema": "https://opencode.ai/config.json",', 1))
+    assert run_here(["uninstall", "opencode"], tmp_path).returncode == 0
+    assert config.read_text() == original.replace("{", '{\n  "$schema": "https://opencode.ai/config.json",', 1)
+    # changed by hand since: rewritten with the file's own indentation
+    assert run_here(["install", "opencode"], tmp_path).returncode == 0
+    config.write_text(config.read_text().replace("tokyonight", "nord"))
+    assert run_here(["uninstall", "opencode"], tmp_path).returncode == 0
+    assert config.read_text().startswith('{\n    "$schema": "https://opencode.ai/config.json",\n    "theme": "nord",')
+
+
+def test_opencode_uninstall_removes_a_config_install_created(tmp_path: Path) -> None:
+    config = global_config(tmp_path)
+    assert run_here(["install", "opencode"], tmp_path).returncode == 0 and config.is_file()
+    config.write_text(config.read_text().replace("{", '{\n  "$schema": "https://opencode.ai/config.json",', 1))
+    assert run_here(["uninstall", "opencode"], tmp_path).returncode == 0
+    assert sorted(config.parent.iterdir()) == []
+
+
+def test_opencode_uninstall_refuses_jsonc_holding_its_entries_and_passes_one_without(tmp_path: Path) -> None:
+    config = global_config(tmp_path, "opencode.jsonc")
+    text = '{\n  // mine\n  "plugin": [%s]\n}\n' % json.dumps(plugin_uri(tmp_path))
+    config.write_text(text)
+    dry = run_here(["uninstall", "opencode", "--dry-run"], tmp_path)
+    real = run_here(["uninstall", "opencode"], tmp_path)
+    assert dry.returncode == real.returncode == 1 and dry.stderr == real.stderr and "Traceback" not in real.stderr
+    assert f"{config} has comments" in real.stderr and f"remove \"agent-link\" from its \"mcp\" object and {json.dumps(plugin_uri(tmp_path))}" in real.stderr
+    assert config.read_text() == text
+    config.write_text('{\n  // mine\n  "theme": "x"\n}\n')
+    assert run_here(["uninstall", "opencode"], tmp_path).returncode == 0
+    assert config.read_text() == '{\n  // mine\n  "theme": "x"\n}\n'
