@@ -21,6 +21,7 @@ from pathlib import Path
 
 BOUND_S = 30.0  #: seconds one server start may take before that revision is left out
 SERVER = Path(__file__).with_name("host_plugin") / ".codex-plugin" / "mcp.json"
+CHECKED = "AGENT_LINK_MCP_CHECKED"  #: the launcher skips its start check for the executable it names
 
 
 def codex_environment(env: Mapping[str, str]) -> dict[str, str]:
@@ -106,5 +107,21 @@ def keep_opening_answers(folder: Path, env: Mapping[str, str] | None = None) -> 
     from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
     child = codex_environment(os.environ if env is None else env)
-    # one after the other: servers starting together on a new state dir wait on each other
-    return [revision for revision in HANDSHAKE_PROTOCOL_VERSIONS if open_once(folder, child, revision)]
+    kept: list[str] = []
+    for revision in HANDSHAKE_PROTOCOL_VERSIONS:  # one after the other: servers starting together on a new state dir wait on each other
+        if open_once(folder, child, revision):
+            kept.append(revision)
+            # it started: the launcher need not check again that it starts (`agent-link mcp --check`)
+            child[CHECKED] = installed_executable(folder)
+    return kept
+
+
+def installed_executable(folder: Path) -> str:
+    """The executable the launcher in ``folder`` runs (its ``installed_bin`` line), or ``""``."""
+    import shlex
+
+    for line in (folder / "hooks" / "agent-link.sh").read_text(encoding="utf-8").splitlines():
+        if line.startswith("installed_bin="):
+            words = shlex.split(line.removeprefix("installed_bin="))
+            return words[0] if words else ""
+    return ""

@@ -247,3 +247,116 @@ async def test_a_slow_agent_link_behind_the_launcher_answers_a_real_client_sessi
     assert [t.name for t in second[1].tools] == [t.name for t in first[1].tools]
     assert not second[2].is_error and '"ok": true' in second[2].content[0].text
     assert "agent-link: the server started" in logged and "after the host opened the connection" in logged, logged
+
+
+# -- agent-link that crashes at start, kept answers cut short -----------------------------------
+
+CRASHING = "#!{python}\nimport agent_link_module_that_is_missing\n"  # its interpreter is there: usable() passes it
+
+
+def crashing_agent_link(tmp_path: Path) -> Path:
+    script = tmp_path / "broken" / "agent-link"
+    script.parent.mkdir(parents=True)
+    script.write_text(CRASHING.format(python=sys.executable))
+    script.chmod(0o755)
+    return script
+
+
+def run_launcher(launcher: Path, lines: list[dict[str, Any]], home: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["sh", str(launcher), "mcp"], input="".join(json.dumps(m) + "\n" for m in lines),
+                          capture_output=True, text=True, timeout=60, check=True,
+                          env={"PATH": BARE_PATH, "HOME": str(home), "AGENT_LINK_HOST": "codex"})
+
+
+@pytest.mark.parametrize("case", ["nothing-kept", "other-revision-kept"])
+def test_an_agent_link_that_crashes_at_start_is_stood_in_for(tmp_path: Path, case: str) -> None:
+    """Codex fails the thread when its required server closes the connection before answering
+    ``initialize`` ("handshaking with MCP server failed: connection closed"): with no kept
+    answers to open from, the launcher checks that agent-link starts and stands in when not,
+    answering every line it read, those read before the check included."""
+    broken = crashing_agent_link(tmp_path)
+    if case == "other-revision-kept":  # the launcher reads the initialize line before it knows
+        folder = kept_folder(tmp_path)
+        keep(folder, "initialize-2025-03-26", KEPT_INIT)
+        keep(folder, "tools-list-2025-03-26", KEPT_LIST)
+    done = run_launcher(launcher_copy(tmp_path, str(broken)), [INIT, INITIALIZED, LISTING, PING], tmp_path / "home")
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [a["id"] for a in answers] == ["s-1", 41, -2], done.stdout
+    why = answers[0]["result"]["instructions"]
+    assert answers[0]["result"]["serverInfo"]["version"] == "unavailable" and answers[1]["result"] == {"tools": []}
+    assert f"agent-link at {broken} failed to start" in why and "agent_link_module_that_is_missing" in why, why
+    assert f"run '{broken} mcp --check' to see the error" in why and "agent-link install codex" in why, why
+    assert f"agent-link at {broken} failed to start" in done.stderr, done.stderr
+
+
+CALLS_RECORDER = '#!/bin/sh\necho "$*" >>"$0.calls"\n[ "$*" = "mcp --check" ] && exit 0\ncat >"$0.rest"\n'
+
+
+def run_calls_recorded(tmp_path: Path, lines: list[dict[str, Any]]) -> tuple[str, list[str], Path]:
+    """Run the launcher for Codex's ``mcp`` with an agent-link that records how it was called."""
+    recorder = tmp_path / "calls" / "agent-link"
+    recorder.parent.mkdir(exist_ok=True)
+    recorder.write_text(CALLS_RECORDER)
+    recorder.chmod(0o755)
+    done = run_launcher(launcher_copy(tmp_path, str(recorder)), lines, tmp_path / "home")
+    return done.stdout, recorder.with_suffix(".calls").read_text().splitlines(), recorder
+
+
+def test_without_kept_answers_agent_link_is_checked_then_execed(tmp_path: Path) -> None:
+    """No kept answers: the check (``mcp --check``), then the server itself, which gets the
+    whole connection."""
+    out, calls, recorder = run_calls_recorded(tmp_path, [INIT, LISTING])
+    assert out == "" and calls == ["mcp --check", "mcp"]
+    assert [json.loads(line) for line in recorder.with_suffix(".rest").read_text().splitlines()] == [INIT, LISTING]
+
+
+def test_kept_answers_are_answered_from_without_the_check(tmp_path: Path) -> None:
+    """The fast path stays fast: with whole kept answers, no ``mcp --check``."""
+    folder = kept_folder(tmp_path)
+    keep(folder, "initialize-2025-06-18", KEPT_INIT)
+    keep(folder, "tools-list-2025-06-18", KEPT_LIST)
+    out, calls, _ = run_calls_recorded(tmp_path, [INIT, INITIALIZED, LISTING])
+    assert [json.loads(line)["id"] for line in out.splitlines()] == ["s-1", 41] and calls == ["mcp"]
+
+
+@pytest.mark.parametrize("cut", ["initialize", "tools-list", "garbled", "empty"])
+def test_a_kept_answer_that_is_not_whole_is_not_answered_from(tmp_path: Path, cut: str) -> None:
+    """A kept answer cut short (a full disk, a crash while copying the cache) would go to
+    Codex as the ``initialize`` answer, invalid JSON: such files are not answered from; the
+    server gets every line and answers them itself."""
+    folder = kept_folder(tmp_path)
+    keep(folder, "initialize-2025-06-18", KEPT_INIT)
+    keep(folder, "tools-list-2025-06-18", KEPT_LIST)
+    whole = (folder / f"{'tools-list' if cut == 'tools-list' else 'initialize'}-2025-06-18").read_text()
+    spoilt = {"initialize": whole[:40], "tools-list": whole[:-2] + "}", "garbled": whole.replace('"', "", 1),
+              "empty": ""}[cut]
+    (folder / f"{'tools-list' if cut == 'tools-list' else 'initialize'}-2025-06-18").write_text(spoilt)
+    answers, recorder = run_recorded(tmp_path, [INIT, INITIALIZED, LISTING])
+    assert answers == []
+    opened = recorder.with_suffix(".opened").read_text().split("\n")
+    assert [(mark, json.loads(line)) for mark, _, line in (o.partition(" ") for o in opened)] == [("0", INIT)]
+    assert [json.loads(line) for line in recorder.with_suffix(".rest").read_text().splitlines()] == [INITIALIZED, LISTING]
+
+
+def test_install_skips_the_check_for_the_executable_it_checked(tmp_path: Path) -> None:
+    """``agent-link install codex`` opens the server once per revision; after the first it names
+    the executable in AGENT_LINK_MCP_CHECKED, which spares the launcher's check for that
+    executable only and is never handed on (nor in the kept answers' key)."""
+    from agent_link_codex.opening import CHECKED, installed_executable
+
+    recorder = tmp_path / "calls" / "agent-link"
+    recorder.parent.mkdir()
+    recorder.write_text(CALLS_RECORDER + 'env >"$0.env"\n')
+    recorder.chmod(0o755)
+    launcher = launcher_copy(tmp_path, str(recorder))
+    for value, calls in ((str(recorder), ["mcp"]), ("/elsewhere/agent-link", ["mcp --check", "mcp"])):
+        recorder.with_suffix(".calls").unlink(missing_ok=True)
+        subprocess.run(["sh", str(launcher), "mcp"], input=json.dumps(INIT) + "\n", capture_output=True, text=True,
+                       timeout=60, check=True, env={"PATH": BARE_PATH, "HOME": str(tmp_path / "home"),
+                                                    "AGENT_LINK_HOST": "codex", CHECKED: value})
+        assert recorder.with_suffix(".calls").read_text().splitlines() == calls
+        assert CHECKED not in recorder.with_suffix(".env").read_text()
+    hooks = tmp_path / "folder" / "hooks"
+    hooks.mkdir(parents=True)
+    (hooks / "agent-link.sh").write_text(launcher.read_text().replace(f"installed_bin='{recorder}'", "installed_bin='/a b/agent-link'"))
+    assert installed_executable(tmp_path / "folder") == "/a b/agent-link"

@@ -168,3 +168,40 @@ def test_codex_starts_a_thread_while_agent_link_is_slow(tmp_path: Path) -> None:
         assert any("MCP server stderr" in line and "agent-link: the server started" in line
                    and "after the host opened the connection" in line for line in done.stderr.splitlines()), done.stderr[-4000:]
     shutil.rmtree(tmp_path / "elsewhere", ignore_errors=True)
+
+
+def test_codex_runs_when_agent_link_crashes_at_start_and_nothing_is_kept(tmp_path: Path) -> None:
+    """agent-link installed but crashing at start (its executable and interpreter are there; the
+    package it imports is gone, as after a broken upgrade) with no kept answers for the thread's
+    settings (any AGENT_LINK_* change, or the first start after an install): before, the pinned
+    Codex failed ``thread/start`` with "required MCP servers failed to initialize:
+    codex-agent-link: handshaking with MCP server failed: connection closed: initialize
+    response". Now the launcher checks that agent-link starts and stands in when it does not:
+    the turn runs without agent-link's tools and Codex's log says why and what to do. A kept
+    answer cut short is not answered from either: the thread gets agent-link's own answers."""
+    agent_link = agent_link_elsewhere(tmp_path / "elsewhere")
+    codex, home, env = host_env(tmp_path)
+    with ResponsesStub(default=text("answered")) as stub:
+        write_codex_config(home / ".codex", stub.base_url)
+        run([str(agent_link), "install", "codex", "--host-bin", codex], env, tmp_path)
+
+        def turn(prompt: str, **extra: str) -> tuple[list[str], str]:
+            seen = len(stub.responses_requests())
+            done = run([codex, "exec", "--skip-git-repo-check", prompt], {**env, "RUST_LOG": LOG_LEVEL, **extra}, tmp_path)
+            assert "answered" in done.stdout, (prompt, done.stdout[-2000:], done.stderr[-4000:])
+            return stub.responses_requests()[seen].tool_names(), done.stderr
+
+        kept = home / ".cache" / "agent-link" / "launcher"
+        [folder] = kept.iterdir()  # what install kept for the settings Codex gives the server
+        for answer in folder.iterdir():  # cut short, as by a full disk
+            answer.write_text(answer.read_text()[:200])
+        names, _ = turn("kept answers cut short")
+        assert has_agent_link_tools(names), names
+
+        [pth] = (tmp_path / "elsewhere").rglob("agent_link_tests_elsewhere.pth")
+        pth.unlink()  # agent_link_core cannot be imported: `agent-link` crashes at start
+        names, logged = turn("crashing, nothing kept", AGENT_LINK_REMINDER_LIMIT="2")  # settings with nothing kept
+        assert not has_agent_link_tools(names), names
+        assert any("MCP server stderr" in line and f"agent-link at {agent_link} failed to start" in line
+                   and "agent-link install codex" in line for line in logged.splitlines()), logged[-4000:]
+    shutil.rmtree(tmp_path / "elsewhere", ignore_errors=True)

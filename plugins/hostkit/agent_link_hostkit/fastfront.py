@@ -249,20 +249,24 @@ class Front:
 
     # -- the two threads ---------------------------------------------------------------------
 
-    def keep_for_launcher(self, key: str, answer: dict[str, Any]) -> None:
+    def keep_for_launcher(self, key: str, answer: dict[str, Any]) -> str | None:
         """Keep the server's opening ``answer`` (``key`` as in the cache) in the launcher's
-        folder, when there is one and it holds something else (atomically, private)."""
+        folder, when there is one and it holds something else (atomically, private).
+
+        :returns: None when the folder holds the server's answer now, else why not (a few words)."""
         name = key.replace("/", "-")
         revision = name.removeprefix("initialize-").removeprefix("tools-list-")
-        if (not self.learning or not self.launcher_cache or "result" not in answer or revision == name
+        if not self.learning:
+            return "this server is not serving normally, so its answers are not kept"
+        if (not self.launcher_cache or "result" not in answer or revision == name
                 or not revision or not set(revision) <= REVISION_CHARS):
-            return
+            return "the server's answer is not one the launcher answers with"
         path = os.path.join(self.launcher_cache, name)
         text = json.dumps(answer, ensure_ascii=True, separators=(",", ":"))[1:-1]
         try:
             with open(path, encoding="utf-8") as handle:
                 if handle.read() == text:
-                    return
+                    return None
         except OSError:
             pass
         from agent_link_core.errors import AgentLinkError
@@ -277,6 +281,8 @@ class Front:
             os.replace(tmp, path)
         except (OSError, AgentLinkError) as exc:
             log.warning("could not keep the launcher's MCP answers in %s: %s", self.launcher_cache, exc)
+            return f"could not write {path}"
+        return None
 
     def launcher_answer(self, key: str) -> dict[str, Any] | None:
         """What the launcher answered for ``key`` (its file read again), or None."""
@@ -456,11 +462,12 @@ class Front:
         launcher = self.launcher_given.pop(request_id, None)
         if launcher is not None:
             key, launcher_answer = launcher
+            not_kept = self.keep_for_launcher(key, answer)
             if answer != launcher_answer:
                 self.mismatches.append(key)
                 log.warning("the launcher answered %s with other answers than the server's (this connection keeps "
-                            "them); kept the server's for the next start", key)
-            self.keep_for_launcher(key, answer)
+                            "them); %s", key, "kept the server's for the next start" if not_kept is None
+                            else f"the launcher's stay for the next start ({not_kept})")
             return False
         given = self.given.pop(request_id, None)
         if given is None:

@@ -220,6 +220,31 @@ def test_a_degraded_server_keeps_nothing_for_the_launcher(tmp_path: Path) -> Non
     assert kept(launcher, "tools-list-2025-06-18") == LIST_ANSWER
 
 
+def test_the_log_says_what_was_kept_for_the_launcher(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The warning about answers that differ from the launcher's says "kept the server's"
+    only when it was kept: a degraded server (a state dir it cannot use) keeps nothing."""
+    launcher = tmp_path / "launcher"
+    keep(launcher, "tools-list-2025-06-18", LIST_ANSWER)
+    opened = [(True, _initialize(1)), (True, _line({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))]
+    for degraded in (True, False):
+        caplog.clear()
+        with caplog.at_level("WARNING", logger=fastfront.__name__), rig(tmp_path, None, opened, launcher) as r:
+            r.front.learning = not degraded
+            deadline = time.monotonic() + 10
+            while len(r.front.launcher_given) < 2 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            r.server_sends(_line({"jsonrpc": "2.0", "id": 2, "result": {"tools": []}}))
+            r.server_sends(_line({"jsonrpc": "2.0", "id": 3, "result": {}}))
+            r.from_front.readline()
+        [said] = [rec.getMessage() for rec in caplog.records if "other answers than the server's" in rec.getMessage()]
+        if degraded:
+            assert kept(launcher, "tools-list-2025-06-18") == LIST_ANSWER
+            assert "kept the server's" not in said and "not serving normally" in said, said
+        else:
+            assert kept(launcher, "tools-list-2025-06-18") == {"result": {"tools": []}}
+            assert "kept the server's for the next start" in said, said
+
+
 def test_handed_over_lines_are_read_with_their_marks() -> None:
     env = {"AGENT_LINK_MCP_OPENED": '1 {"id":1}\n0 {"method":"n"}\nx junk\n1 '}
     assert fastfront.opened_lines(env) == [(True, b'{"id":1}\n'), (False, b'{"method":"n"}\n')]

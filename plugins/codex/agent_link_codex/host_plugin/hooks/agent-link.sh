@@ -27,11 +27,20 @@
 # $XDG_CACHE_HOME/agent-link/launcher/), then execs agent-link and hands it the lines it read
 # (AGENT_LINK_MCP_OPENED): the server replays them, drops its own answers to the requests
 # answered here, and says on stderr when it came up late. Tool calls made before it is up wait
-# for it. Without such answers (the first start) agent-link is exec'ed at once, as before.
+# for it. An answer file that is not a whole answer (cut short, garbled) is not answered from.
+# Without such answers (the first start after an install or an upgrade, or after an
+# AGENT_LINK_* change) this file first checks that agent-link starts (`agent-link mcp --check`
+# loads what the server loads and exits 0): an agent-link that crashes at start (a module it
+# cannot import, a broken upgrade) would fail the thread, so the stand-in answers instead and
+# says why; else agent-link is exec'ed and gets the lines read so far, as above.
+# (AGENT_LINK_MCP_CHECKED, set by `agent-link install codex` to the executable it checked, skips
+# that check; it is never handed on.)
 
 installed_bin=''
 bin=
 why=
+revision=
+read_lines=
 usable() {
     [ -n "$1" ] && [ -f "$1" ] && [ -x "$1" ] || return 1
     first=
@@ -112,6 +121,39 @@ answer_from() {
     printf '}\n'
 }
 
+# Whether each file named is a whole kept answer: `"result":{...}` on one line with every string,
+# brace and bracket closed (a file cut short or garbled would send the client invalid JSON).
+whole_answers() {
+    awk 'function whole(s,   opened) {
+        if (s !~ /^"result"[ \t]*:[ \t]*[{]/ || s !~ /[}]$/) return 0
+        gsub(/\\./, "", s)
+        gsub(/"[^"]*"/, "", s)
+        if (index(s, "\"")) return 0
+        opened = gsub(/[{]/, "", s)
+        if (opened != gsub(/[}]/, "", s)) return 0
+        opened = gsub(/\[/, "", s)
+        return opened == gsub(/\]/, "", s)
+    }
+    BEGIN {
+        for (i = 1; i < ARGC; i++) {
+            text = ""
+            while ((getline part < ARGV[i]) > 0) text = text part
+            close(ARGV[i])
+            if (!whole(text)) exit 1
+        }
+        exit 0
+    }' "$@" 2>/dev/null
+}
+
+# Whether agent-link starts: `agent-link mcp --check` loads what the server loads and exits 0;
+# when it does not, `why` says so with the last line it wrote (the error).
+starts() {
+    said=$("$1" mcp --check </dev/null 2>&1) && return 0
+    said=$(printf '%s\n' "$said" | awk 'NF { last = $0 } END { print substr(last, 1, 300) }')
+    why="agent-link at $1 failed to start${said:+ ($said)}; run '$1 mcp --check' to see the error, fix or reinstall agent-link, then run 'agent-link install codex' again"
+    return 1
+}
+
 # Answers the opening (initialize, then the first page of tools/list) from the kept answers for
 # the client's protocol revision, when there are some; every line read is handed on, marked 1
 # when it was answered here.
@@ -122,7 +164,7 @@ open_from_cache() {
     AGENT_LINK_MCP_LAUNCHER_CACHE=$cache  # where the server keeps its answers for the next start
     export AGENT_LINK_MCP_LAUNCHER_CACHE
     for known in "$cache"/tools-list-*; do
-        [ -f "$known" ] || return 0
+        [ -f "$known" ] || return 1
         break
     done
     opened=
@@ -140,8 +182,9 @@ open_from_cache() {
         IFS='	' read -r method version cursor id <<FIELDS
 $fields
 FIELDS
+        read_lines=$read_lines${read_lines:+$nl}$line
         if [ -z "$revision" ] && [ "$method" = initialize ] && [ -n "$id" ] && [ "$version" != - ] \
-            && [ -f "$cache/initialize-$version" ] && [ -f "$cache/tools-list-$version" ]; then
+            && whole_answers "$cache/initialize-$version" "$cache/tools-list-$version"; then
             answer_from "$id" "$cache/initialize-$version"
             revision=$version
             opened=$opened${opened:+$nl}1\ $line
@@ -161,12 +204,18 @@ FIELDS
 }
 
 if [ -n "$bin" ]; then
-    unset AGENT_LINK_MCP_OPENED AGENT_LINK_MCP_OPENED_AT AGENT_LINK_MCP_LAUNCHER_CACHE
+    checked=${AGENT_LINK_MCP_CHECKED:-}
+    unset AGENT_LINK_MCP_OPENED AGENT_LINK_MCP_OPENED_AT AGENT_LINK_MCP_LAUNCHER_CACHE AGENT_LINK_MCP_CHECKED
     # only for Codex: Claude Code does not wait for its servers (it starts without their tools)
     if [ "$#" -eq 1 ] && [ "$1" = mcp ] && [ "${AGENT_LINK_HOST:-}" = codex ]; then
-        open_from_cache
+        open_from_cache || :
+        # nothing answered from kept answers: the thread fails unless agent-link itself answers
+        if [ -z "$revision" ] && [ "$checked" != "$bin" ] && ! starts "$bin"; then
+            bin=
+            unset AGENT_LINK_MCP_OPENED AGENT_LINK_MCP_OPENED_AT AGENT_LINK_MCP_LAUNCHER_CACHE
+        fi
     fi
-    exec "$bin" "$@"
+    [ -n "$bin" ] && exec "$bin" "$@"
 fi
 if [ "${1:-}" != mcp ]; then
     echo "agent-link: ${why:-executable not found (set AGENT_LINK_BIN, put agent-link on PATH, or run 'agent-link install <host>' again)}" >&2
@@ -199,7 +248,17 @@ function reply(id, result) {
         reply(id, "\"error\":{\"code\":-32601,\"message\":\"" why "\"}")
     }
 }'
+stand_in_line() {
+    printf '%s\n' "$1" | awk -v why="$why" "$stand_in"
+}
+if [ -n "$read_lines" ]; then  # read before agent-link was found not to start
+    while IFS= read -r line; do
+        stand_in_line "$line"
+    done <<READ
+$read_lines
+READ
+fi
 while IFS= read -r line || [ -n "$line" ]; do
-    printf '%s\n' "$line" | awk -v why="$why" "$stand_in"
+    stand_in_line "$line"
 done
 exit 0
