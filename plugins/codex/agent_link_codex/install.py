@@ -6,8 +6,14 @@ declaration, launcher; a few KB) to ``~/.local/share/agent-link/host-plugins/cod
 (:func:`agent_link_hostkit.host_install.plugin_dir`), adds a marketplace manifest naming it
 (``.agents/plugins/marketplace.json``), and runs ``codex plugin marketplace add`` and
 ``codex plugin add codex-agent-link@agent-link``; Codex copies the plugin into
-``$CODEX_HOME/plugins/cache``. An earlier registration under the same names (a checkout's
-marketplace, an older install) is removed first, so running install again reinstalls.
+``$CODEX_HOME/plugins/cache`` (again on every ``plugin add``, so running install again
+reinstalls). A marketplace of the same name registered from another folder (a checkout's, an
+older install's) is removed first; the plugin itself is never removed on install:
+``codex plugin remove`` deletes the person's own tables for it from ``config.toml`` (e.g. the
+``[plugins."codex-agent-link@agent-link".mcp_servers.codex-agent-link]`` table approving its
+tools, with its comments; observed on 0.171.0), while ``plugin marketplace remove/add`` and
+``plugin add`` leave them as they are, and a reinstall from the same folder leaves
+``config.toml`` byte for byte. Copies of earlier plugin versions in Codex's cache are removed.
 
 Uninstall runs ``codex plugin remove`` (which also removes Codex's cached copy, leaving its
 empty marketplace folder, observed on 0.171.0) and ``codex plugin marketplace remove``, then
@@ -52,18 +58,56 @@ def _forget_steps(codex: str) -> list[Step]:
                  [codex, "plugin", "marketplace", "remove", MARKETPLACE], nothing_to_do=("is not configured",))]
 
 
-def install_steps(codex: str, folder: Path, executable: Path) -> list[Step]:
+def plugin_version() -> str:
+    """The plugin's version, as its manifest says (Codex's cache keeps a folder per version)."""
+    return str(json.loads((SOURCE / ".codex-plugin" / "plugin.json").read_text(encoding="utf-8"))["version"])
+
+
+def registered_source(config: Path) -> str | None:
+    """Where ``config`` (Codex's config.toml) registers the marketplace :data:`MARKETPLACE` from
+    (its ``source``), or None when it does not (or the file is missing or unreadable: the
+    host's CLI then says what is wrong with it)."""
+    import tomllib
+
+    try:
+        parsed = tomllib.loads(config.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    markets = parsed.get("marketplaces")
+    entry = markets.get(MARKETPLACE) if isinstance(markets, dict) else None
+    if not isinstance(entry, dict):
+        return None
+    return str(entry.get("source", ""))
+
+
+def install_steps(codex: str, folder: Path, executable: Path, home: Path | None = None) -> list[Step]:
     """What ``agent-link install codex`` does, in order (see the module docstring)."""
+    home = codex_home(os.environ) if home is None else home
     extra = {".agents/plugins/marketplace.json": _marketplace_manifest()}
+    source = registered_source(home / "config.toml")
+    elsewhere = [] if source is None or source == str(folder) else [
+        Step(f"remove the {MARKETPLACE} marketplace Codex has from {source} (your settings for the plugin stay)",
+             [codex, "plugin", "marketplace", "remove", MARKETPLACE], nothing_to_do=("is not configured",))]
     return [
         Step(f"copy the plugin folder to {folder} (its launcher runs {executable})",
              action=lambda: host_install.stage_folder(SOURCE, folder, executable, extra)),
-        *_forget_steps(codex),
-        Step(f"register {folder} as the {MARKETPLACE} marketplace", [codex, "plugin", "marketplace", "add", str(folder)]),
-        Step(f"install {plugin_name()}@{MARKETPLACE}", [codex, "plugin", "add", f"{plugin_name()}@{MARKETPLACE}"]),
+        *elsewhere,
+        Step(f"register {folder} as the {MARKETPLACE} marketplace (when not registered already)",
+             [codex, "plugin", "marketplace", "add", str(folder)]),
+        Step(f"install {plugin_name()}@{MARKETPLACE} (Codex copies it again)", [codex, "plugin", "add", f"{plugin_name()}@{MARKETPLACE}"]),
+        Step("remove Codex's copies of earlier versions of the plugin", action=lambda: _drop_other_versions(home)),
         Step("start agent-link's MCP server once, so the launcher can answer the first thread's opening",
              action=lambda: _keep_opening(folder)),
     ]
+
+
+def _drop_other_versions(home: Path) -> None:
+    import shutil
+
+    versions = home / "plugins" / "cache" / MARKETPLACE / plugin_name()
+    for copy in versions.iterdir() if versions.is_dir() else ():
+        if copy.is_dir() and copy.name != plugin_version():
+            shutil.rmtree(copy, ignore_errors=True)
 
 
 def _keep_opening(folder: Path) -> None:

@@ -56,8 +56,7 @@ def test_install_runs_the_host_cli_in_order_and_stages_the_folder(tmp_path: Path
     folder = tmp_path / "data" / "agent-link" / "host-plugins" / "codex"
     done = run(["install", "codex"], tmp_path, AGENT_LINK_CODEX_BIN=str(fake))
     assert done.returncode == 0, done.stderr
-    assert calls(log) == [["plugin", "remove", PLUGIN_ID], ["plugin", "marketplace", "remove", "agent-link"],
-                          ["plugin", "marketplace", "add", str(folder)], ["plugin", "add", PLUGIN_ID]]
+    assert calls(log) == [["plugin", "marketplace", "add", str(folder)], ["plugin", "add", PLUGIN_ID]]
     market = json.loads((folder / ".agents" / "plugins" / "marketplace.json").read_text())
     assert market["name"] == "agent-link" and market["plugins"][0]["source"] == {"source": "local", "path": "./"}
     assert (folder / ".codex-plugin" / "mcp.json").is_file()
@@ -71,6 +70,27 @@ def test_install_runs_the_host_cli_in_order_and_stages_the_folder(tmp_path: Path
     for revision in HANDSHAKE_PROTOCOL_VERSIONS:
         assert json.loads("{" + (kept / f"tools-list-{revision}").read_text() + "}")["result"]["tools"]
         assert (kept / f"initialize-{revision}").is_file()
+
+
+def test_reinstall_never_removes_the_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``codex plugin remove`` deletes the person's own tables for the plugin from config.toml
+    (the approval table install itself recommends): install never runs it. A marketplace of the
+    same name registered from another folder is removed first; one registered from agent-link's
+    folder is left as it is. Codex's copies of earlier plugin versions are removed."""
+    fake, log = fake_host(tmp_path)
+    folder = tmp_path / "data" / "agent-link" / "host-plugins" / "codex"
+    config = tmp_path / "home" / ".codex" / "config.toml"
+    config.parent.mkdir(parents=True)
+    old = tmp_path / "home" / ".codex" / "plugins" / "cache" / "agent-link" / "codex-agent-link" / "0.0.1"
+    old.mkdir(parents=True)
+    for source, expected in ((str(tmp_path / "checkout"), [["plugin", "marketplace", "remove", "agent-link"]]),
+                             (str(folder), [])):
+        config.write_text(f'[marketplaces.agent-link]\nsource_type = "local"\nsource = "{source}"\n')
+        log.unlink(missing_ok=True)
+        done = run_here(["install", "codex", "--host-bin", str(fake)], tmp_path, monkeypatch)
+        assert done.returncode == 0, done.stderr
+        assert calls(log) == [*expected, ["plugin", "marketplace", "add", str(folder)], ["plugin", "add", PLUGIN_ID]]
+        assert not old.exists()
 
 
 def test_dry_run_changes_nothing(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ A missing host binary fails these tests ("run `make hosts`"); they never skip.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -79,3 +80,49 @@ def test_install_and_uninstall_through_the_command(tmp_path: Path) -> None:
         later = stub.responses_requests()[seen:]
         assert later and not any(n.endswith("list_agents") for r in later for n in r.tool_names())
         run([str(agent_link), "uninstall", "codex", "--host-bin", codex], env, tmp_path)  # twice is fine
+
+
+USER_TABLE = ('\n# approve agent-link tools (added by me)\n'
+              '[plugins."codex-agent-link@agent-link".mcp_servers.codex-agent-link]\n'
+              'default_tools_approval_mode = "approve"\n')
+
+
+def test_reinstall_keeps_the_persons_own_tables_for_the_plugin(tmp_path: Path) -> None:
+    """Install again (the README's step after an upgrade) leaves config.toml byte for byte,
+    the table approving agent-link's tools (what install's own hint says to add) and its
+    comment included: before, install ran ``codex plugin remove`` first, which deleted both.
+    With the marketplace registered from another folder (a checkout's, an older install's),
+    install re-registers it and the table still stays; the plugin's tools still answer."""
+    agent_link = agent_link_elsewhere(tmp_path / "elsewhere")
+    codex = str(codex_binary())
+    home = tmp_path / "home"
+    venv_bin = str(Path(sys.executable).parent)
+    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if Path(p).resolve() != Path(venv_bin).resolve())
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "AGENT_LINK_", "CLAUDE_", "XDG_"))}
+    env.update(HOME=str(home), CODEX_HOME=str(home / ".codex"), PATH=path, AGENT_LINK_STATE_DIR=str(tmp_path / "state"),
+               **{STUB_KEY_ENV: "stub-key"})
+    config = home / ".codex" / "config.toml"
+    with ResponsesStub(default=text("ok")) as stub:
+        write_codex_config(home / ".codex", stub.base_url)
+        run([str(agent_link), "install", "codex", "--host-bin", codex], env, tmp_path)
+        with config.open("a") as f:
+            f.write(USER_TABLE + "# a comment of mine at the end\n")
+        before = config.read_bytes()
+        run([str(agent_link), "install", "codex", "--host-bin", codex], env, tmp_path)
+        assert config.read_bytes() == before
+
+        # the marketplace registered from another folder, as a checkout's install did
+        other = tmp_path / "checkout-marketplace"
+        shutil.copytree(plugin_dir("codex", env), other)
+        run([codex, "plugin", "marketplace", "remove", "agent-link"], env, tmp_path)
+        run([codex, "plugin", "marketplace", "add", str(other)], env, tmp_path)
+        assert str(other) in config.read_text()
+        run([str(agent_link), "install", "codex", "--host-bin", codex], env, tmp_path)
+        after = config.read_text()
+        assert USER_TABLE in after and str(other) not in after and str(plugin_dir("codex", env)) in after
+
+        # the reinstalled plugin's tools answer
+        stub.enqueue(mcp_tool_call("codex_agent_link", "agent_link_health", {}), text("done"))
+        run([codex, "exec", "--skip-git-repo-check", "health please"], env, tmp_path)
+        outputs = [t for r in stub.responses_requests() for t in r.function_call_output_texts()]
+        assert any('{"ok":true,"version"' in t for t in outputs), outputs
