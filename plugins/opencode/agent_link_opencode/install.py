@@ -137,10 +137,13 @@ def read_file(path: Path) -> ConfigFile:
         data = json.loads(plain)
     except json.JSONDecodeError as exc:
         return ConfigFile(path, text, None, f"is not valid JSON ({exc.msg}, line {exc.lineno}, column {exc.colno})")
-    except (ValueError, RecursionError) as exc:
+    except RecursionError:
+        return ConfigFile(path, text, None, "is nested too deeply to read")
+    except ValueError as exc:
         return ConfigFile(path, text, None, f"is not valid JSON ({exc})")
     if not isinstance(data, dict):
-        return ConfigFile(path, text, None, f"holds a JSON {type(data).__name__.replace('list', 'array')}, not an object")
+        kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(type(data), "a number")
+        return ConfigFile(path, text, None, f"holds {kind}, not a JSON object")
     if extension is not None:
         return ConfigFile(path, text, data, f"has comments or trailing commas (JSONC, first at {extension}), "
                                             "which agent-link does not rewrite")

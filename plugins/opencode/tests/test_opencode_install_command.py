@@ -272,3 +272,16 @@ def test_opencode_uninstall_refuses_jsonc_holding_its_entries_and_passes_one_wit
     config.write_text('{\n  // mine\n  "theme": "x"\n}\n')
     assert run_here(["uninstall", "opencode"], tmp_path).returncode == 0
     assert config.read_text() == '{\n  // mine\n  "theme": "x"\n}\n'
+
+
+@pytest.mark.parametrize(("text", "reason"), [
+    ("[]", "holds an array, not a JSON object"), ("null", "holds null, not a JSON object"),
+    ('"x"', "holds a string, not a JSON object"), ('{"a":1}{"b":2}', "is not valid JSON (Extra data, line 1, column 8)"),
+    ('{"a":' * 5000 + "1" + "}" * 5000, "is nested too deeply to read"),
+])
+def test_opencode_install_names_what_is_wrong_with_a_config(tmp_path: Path, text: str, reason: str) -> None:
+    config = tmp_path / "c.json"
+    config.write_text(text)
+    done = run_here(["install", "opencode", "--config", str(config)], tmp_path)
+    assert done.returncode == 1 and f"{config} {reason}; nothing was changed." in done.stderr, done.stderr
+    assert config.read_text() == text and not (tmp_path / "data").exists()
