@@ -425,6 +425,10 @@ class Boundary:
         self.hung.pop((plugin, hook), None)  # the time another process's hang bought it is over: tried again
         return False
 
+    def problem_of(self, plugin: str, hook: str) -> Problem | None:
+        """The problem last recorded for ``hook`` of ``plugin`` (why a call of it gave its default), or None."""
+        return next((p for (owner, called, _), p in reversed(self.problems.items()) if owner == plugin and called == hook), None)
+
     def report(self) -> list[dict[str, Any]]:
         """Every recorded problem, oldest first."""
         return [p.to_dict() for p in self.problems.values()]

@@ -627,6 +627,27 @@ async def test_a_tool_of_a_plugin_disabled_while_serving_is_refused_naming_it(mo
         await app.aclose()
 
 
+@pytest.mark.anyio
+async def test_a_faulted_tool_says_what_the_guard_recorded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tool call the guard stopped says why (its exception; a hang and how long the tool is skipped), where it said
+    only "failed unexpectedly" for every call of a tool skipped after a hang."""
+    app, _ = make_app(Contributes("none"), monkeypatch, "wrong")
+    try:
+        raising = ToolSpec("good_exit", "Exit.", ECHO.input_schema, {"echo": {"type": "string"}}, exits)
+        out = await run_tool(app, raising, {"text": "x"}, {})
+        assert out["error"]["code"] == "internal_error" and out["error"]["details"] == {"cause": "plugin_fault", "plugin": "?"}
+        assert out["error"]["message"] == "good_exit (plugin ?) failed: SystemExit: 3.", out["error"]
+        app.hooks.boundary.skip("good", "tool good_echo", "did not return within 3000 ms and was interrupted", 600)
+        skipped = await run_tool(app, app.hooks.tools()["good_echo"], {"text": "x"}, {})
+        assert skipped["error"]["message"] == "good_echo (plugin good) failed: did not return within 3000 ms and was interrupted."
+        assert "AGENT_LINK_DISABLE_PLUGINS=good" in skipped["error"]["hint"]
+    finally:
+        await app.aclose()
+
+
+async def exits(app: App, args: dict[str, Any], call: Any) -> dict[str, Any]:
+    raise SystemExit(3)
+
 
 def test_only_a_call_that_holds_its_caller_is_reported_slow(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     """A wait tool awaiting its answer for seconds holds nothing; a synchronous hook as long does."""

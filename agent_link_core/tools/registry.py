@@ -384,9 +384,10 @@ async def call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | Non
         fields = await app.hooks.boundary.acall(plugin, f"tool {spec.name}", lambda: spec.handler(app, args, call),
                                                 bound_s=None, default=_FAULTED,
                                                 passing=(AgentLinkError, sqlite3.DatabaseError))
-        if fields is _FAULTED:
-            raise AgentLinkError("internal_error", f"{spec.name} (plugin {plugin}) failed unexpectedly.",
-                                 {"cause": "plugin_fault", "plugin": plugin},
+        if fields is _FAULTED:  # said with what the guard recorded: a hang skips the tool for a while, which says so
+            problem = app.hooks.boundary.problem_of(plugin, f"tool {spec.name}")
+            said = f"failed: {problem.error}"[:400] if problem is not None else "failed unexpectedly"
+            raise AgentLinkError("internal_error", f"{spec.name} (plugin {plugin}) {said}.", {"cause": "plugin_fault", "plugin": plugin},
                                  hint=f"agent_link_health lists the failure under plugins.problems. {disable_hint(plugin)}")
     except AgentLinkError as exc:
         return {"ok": False, "error": visible_data(exc.to_dict())}, None
