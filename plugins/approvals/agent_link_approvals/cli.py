@@ -107,7 +107,11 @@ def _print_codex(r: dict[str, Any], apply: bool = False) -> None:
     if enabled is False:
         click.echo(f"  PLUGIN OFF: [plugins.\"{r['pluginId']}\"] enabled = false (your choice; apply leaves it)")
     elif enabled is not True:
-        click.echo(f"  plugin not enabled in this config (install it: codex plugin add {r['pluginId']})")
+        click.echo("  plugin not enabled in this config (install it: agent-link install codex)")
+    for table in r.get("shadowedBy", []):
+        click.echo(f"  SHADOWED: this config has its own {table} table (as the original Agent Link set up), which shadows "
+                   "the plugin's server of the same name: Codex threads get no agent-link tools. Remove that table "
+                   "(`agent-link import-legacy` first folds the original's mailbox into agent-link's)")
     what = "tools (--all, role-admin tools excepted)" if r["all"] else "read-only tools"
     click.echo(f"  {what} that run without asking: {r['requiredApproved']} of {len(r['required'])}")
     if r["missing"]:

@@ -128,11 +128,14 @@ class CodexCheck:
     kept: list[tuple[str, str, str]] = field(default_factory=list)
     invalid: list[str] = field(default_factory=list)
     additions: dict[str, Any] = field(default_factory=dict)
+    #: the plugin's servers the config also has as a top-level ``[mcp_servers.<name>]`` (the
+    #: original Agent Link's entry is ``codex-agent-link``): Codex runs that one instead
+    shadowed: list[str] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
-        """Every required tool runs without asking, and the plugin is on."""
-        return self.enabled is True and not self.missing and not self.kept and not self.invalid
+        """Every required tool runs without asking, the plugin is on and its server is not shadowed."""
+        return self.enabled is True and not self.missing and not self.kept and not self.invalid and not self.shadowed
 
     def side_effecting(self) -> tuple[list[str], list[str]]:
         """``(auto-approved, all)`` names of the tools without ``readOnlyHint: true``."""
@@ -163,6 +166,7 @@ class CodexCheck:
             "missing": [{"server": s, "tool": t} for s, t in self.missing],
             "keptByYou": [{"server": s, "tool": t, "mode": m} for s, t, m in self.kept],
             "invalid": self.invalid,
+            "shadowedBy": [f"[mcp_servers.{tomli_w_key(s)}]" for s in self.shadowed],
             "sideEffecting": {"approved": approved, "count": len(side), "approvedCount": len(approved)},
             "roleAdmin": {"tools": sorted({a.tool.name for a in self.approvals if a.tool.role_admin}),
                           "autoApproved": self.role_admin_approved(), "why": ROLE_ADMIN_REASON},
@@ -191,6 +195,7 @@ def check(config: dict[str, Any], plugin_id: str, servers: Iterable[str], tools:
     entry = _table(_table(config.get("plugins")).get(plugin_id))
     required = sorted(t.name for t in tools if not t.role_admin and (all_tools or t.is_read_only))
     result = CodexCheck(plugin_id, servers, all_tools, entry.get("enabled"), [], required)
+    result.shadowed = [s for s in servers if isinstance(_table(config.get("mcp_servers")).get(s), dict)]
     if entry.get("enabled") is None:  # an explicit false is the user's choice and stays
         result.additions = {"plugins": {plugin_id: {"enabled": True}}}
     for server in servers:

@@ -348,3 +348,20 @@ def test_the_running_server_lists_what_this_installation_registers(monkeypatch: 
     assert all(t.open_world is False for t in listed)
     assert {t.name for t in listed if t.is_read_only} >= {"list_agents", "agent_link_health"}
     assert not any(t.is_read_only for t in listed if t.name in ("message_agent", "reply_agent_link_message"))
+
+
+def test_check_says_how_to_install_and_what_shadows_the_plugin(run: Run, tmp_path: Path, fake_tools: list[str]) -> None:
+    """After ``agent-link uninstall codex`` the marketplace is gone too, so ``codex plugin add``
+    fails: the advice is ``agent-link install codex``. A top-level server of the plugin server's
+    name (the original Agent Link's entry) is reported: it keeps the check from being complete."""
+    path = tmp_path / "config.toml"
+    path.write_text('model = "x"\n')
+    result = run("approvals", "check", "--codex-config", path)
+    assert result.exit_code == 1 and "(install it: agent-link install codex)" in result.stdout, result.stdout
+    assert "codex plugin add" not in result.stdout
+    path.write_text(ENABLED + f'[plugins."{PID}".mcp_servers.{SRV}]\ndefault_tools_approval_mode = "approve"\n'
+                    f'[mcp_servers.{SRV}]\ncommand = "/usr/bin/true"\n')
+    result = run("approvals", "check", "--codex-config", path)
+    assert result.exit_code == 1 and "INCOMPLETE" in result.stdout
+    assert f"SHADOWED: this config has its own [mcp_servers.{SRV}] table" in result.stdout, result.stdout
+    assert "agent-link import-legacy" in result.stdout

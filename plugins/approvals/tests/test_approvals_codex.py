@@ -224,3 +224,13 @@ def test_nothing_missing_appends_nothing(tools: list[ToolInfo]) -> None:
     data = tomllib.loads(ENABLED)
     plan = codex.plan_append(ENABLED, data, codex.check(data, PID, [SRV], tools).additions)
     assert not plan.changed and plan.new_text == ENABLED
+
+
+def test_a_top_level_server_of_the_same_name_shadows_the_plugins(tools: list[ToolInfo]) -> None:
+    """The original Agent Link's ``[mcp_servers.codex-agent-link]``: Codex runs it instead of the
+    plugin's server, so no approval makes agent-link's tools reach a thread."""
+    text = ENABLED + server("approve") + f'\n[mcp_servers.{SRV}]\ncommand = "/usr/bin/true"\n'
+    result = run_check(text, tools)
+    assert result.shadowed == [SRV] and not result.complete
+    assert result.to_dict()["shadowedBy"] == [f"[mcp_servers.{SRV}]"]
+    assert run_check(ENABLED + server("approve"), tools).shadowed == []

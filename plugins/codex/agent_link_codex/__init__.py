@@ -4,6 +4,7 @@
 #: "Declare now, import when used"); tests/test_declared_hooks.py checks them against the code
 AGENT_LINK_HOOKS = {"agent_link_codex.plugin": (
     "agent_link_before_send",
+    "agent_link_health",
     "agent_link_on_event",
     "agent_link_push_reminders",
     "agent_link_record_event",

@@ -25,10 +25,13 @@ from __future__ import annotations
 import json
 import os
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import click
 
+from agent_link_core.errors import AgentLinkError
 from agent_link_hostkit import host_install
 from agent_link_hostkit.host_install import Step
 
@@ -67,17 +70,66 @@ def registered_source(config: Path) -> str | None:
     """Where ``config`` (Codex's config.toml) registers the marketplace :data:`MARKETPLACE` from
     (its ``source``), or None when it does not (or the file is missing or unreadable: the
     host's CLI then says what is wrong with it)."""
-    import tomllib
-
-    try:
-        parsed = tomllib.loads(config.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return None
-    markets = parsed.get("marketplaces")
+    parsed = _read_config(config)
+    markets = parsed.get("marketplaces") if parsed is not None else None
     entry = markets.get(MARKETPLACE) if isinstance(markets, dict) else None
     if not isinstance(entry, dict):
         return None
     return str(entry.get("source", ""))
+
+
+def plugin_id() -> str:
+    """The plugin's id in Codex's config.toml: ``<plugin>@<marketplace>``."""
+    return f"{plugin_name()}@{MARKETPLACE}"
+
+
+def _read_config(config: Path) -> dict[str, Any] | None:
+    import tomllib
+
+    try:
+        return tomllib.loads(config.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+
+
+def plugin_enabled(config: Path) -> bool | None:
+    """Whether ``config`` enables the plugin (``[plugins."<id>"] enabled``, true when left
+    out); False when it has no such table; None when the file is missing or unreadable."""
+    parsed = _read_config(config)
+    if parsed is None:
+        return None
+    plugins = parsed.get("plugins")
+    entry = plugins.get(plugin_id()) if isinstance(plugins, dict) else None
+    return isinstance(entry, dict) and entry.get("enabled", True) is not False
+
+
+def shadowing_server(config: Path) -> dict[str, str] | None:
+    """A server of the plugin's server's name configured in ``config`` (Codex's config.toml)
+    itself, ``[mcp_servers.codex-agent-link]``, as the original Agent Link set it up: Codex then
+    runs that one, not the plugin's (checked on 0.171.0: ``codex mcp list`` shows only it, and
+    threads get no agent-link tools). agent-link never writes that table. ``{config, table,
+    command}``, or None (also when the file is missing or unreadable)."""
+    parsed = _read_config(config)
+    servers = parsed.get("mcp_servers") if parsed is not None else None
+    entry = servers.get(plugin_name()) if isinstance(servers, dict) else None
+    if not isinstance(entry, dict):
+        return None
+    args: list[Any] = entry["args"] if isinstance(entry.get("args"), list) else []
+    command = shlex.join([str(a) for a in [entry["command"], *args]]) if isinstance(entry.get("command"), str) else str(entry.get("url", "?"))
+    return {"config": str(config), "table": f"[mcp_servers.{plugin_name()}]", "command": command}
+
+
+def shadow_problem(found: Mapping[str, str], lead: str = "") -> AgentLinkError:
+    """What to tell the person about :func:`shadowing_server`'s ``found``: one line (after
+    ``lead``) and the fix."""
+    return AgentLinkError(
+        "codex_unavailable",
+        f"{lead}{found['config']} has a {found['table']} table of its own (command: {found['command']}), as the "
+        "original Agent Link set up: it shadows agent-link's Codex plugin server of the same name, so Codex threads "
+        "get no agent-link tools.",
+        hint=f"Remove that table from {found['config']}, then restart Codex. To keep the original's messages, first "
+             "run `agent-link import-legacy` (it folds the original's mailbox into agent-link's).",
+        details=dict(found))
 
 
 def install_steps(codex: str, folder: Path, executable: Path, home: Path | None = None) -> list[Step]:
@@ -147,8 +199,14 @@ def install_codex(host_bin: str | None, dry_run: bool) -> None:
     host_install.carry_out(
         lambda: install_steps(_codex(host_bin, dry_run), host_install.plugin_dir("codex"), host_install.agent_link_executable()),
         dry_run=dry_run,
+        problem=_shadowed,
         done=f"Done. Restart Codex (new threads load it). Trust its hooks with /hooks (the prompt hook, and the lease guard when agent-link-leases is installed), and approve the tools: "
              f"{approve_hint()}")
+
+
+def _shadowed() -> AgentLinkError | None:
+    found = shadowing_server(codex_home(os.environ) / "config.toml")
+    return None if found is None else shadow_problem(found, "the plugin is installed, but ")
 
 
 def approve_hint() -> str:

@@ -38,6 +38,24 @@ HARNESS = HarnessDeclaration(
 
 
 @hookimpl
+def agent_link_health(app: App) -> tuple[str, dict[str, Any]]:
+    """``codexPlugin``: whether Codex's config.toml enables agent-link's plugin, and a server
+    of the plugin server's name configured there by hand, which shadows it (a ``problem``
+    while the plugin is enabled: :func:`agent_link_codex.install.shadowing_server`)."""
+    from agent_link_codex.install import plugin_id, plugin_enabled, shadow_problem, shadowing_server
+    from agent_link_codex.settings import codex_home
+
+    config = codex_home(app.env) / "config.toml"
+    enabled = plugin_enabled(config)
+    found = shadowing_server(config)
+    out: dict[str, Any] = {"config": str(config), "pluginId": plugin_id(), "enabled": enabled, "shadowedBy": found}
+    if found is not None and enabled:
+        problem = shadow_problem(found)
+        out["problem"] = {"message": problem.message, "hint": problem.hint}
+    return "codexPlugin", out
+
+
+@hookimpl
 def agent_link_register_harnesses(register: Callable[[Any], None]) -> None:
     """The ``codex`` harness (declared: :data:`HARNESS`)."""
     register(HARNESS)

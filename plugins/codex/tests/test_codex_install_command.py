@@ -139,3 +139,45 @@ def test_the_approval_hint_names_only_installed_commands(tmp_path: Path, monkeyp
     assert f'default_tools_approval_mode = "approve" in {config}' in without.stdout
     hint = without.stdout.split("the approvals plugin, not installed here")[0]
     assert "agent-link approvals" not in hint
+
+
+ORIGINALS = '\n# the original Agent Link\n[mcp_servers.codex-agent-link]\ncommand = "/usr/bin/true"\nargs = []\n'
+
+
+def test_install_says_when_a_server_of_its_name_shadows_the_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The original Agent Link's ``[mcp_servers.codex-agent-link]`` shadows the plugin's server
+    (Codex runs that one; threads get no agent-link tools). Install does its steps, then says so
+    in one line with the fix and exits 1 (it said "Done" before); the dry run warns."""
+    fake, log = fake_host(tmp_path)
+    config = tmp_path / "home" / ".codex" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('model = "x"\n' + ORIGINALS)
+    before = config.read_bytes()
+    dry = run_here(["install", "codex", "--host-bin", str(fake), "--dry-run"], tmp_path, monkeypatch)
+    assert dry.returncode == 0 and "warning: " in dry.stderr and "[mcp_servers.codex-agent-link]" in dry.stderr
+    done = run_here(["install", "codex", "--host-bin", str(fake)], tmp_path, monkeypatch)
+    assert done.returncode == 1 and "Done." not in done.stdout and "Traceback" not in done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    for said_here in (f"{config} has a [mcp_servers.codex-agent-link] table of its own (command: /usr/bin/true)",
+                      "shadows agent-link's Codex plugin server", "no agent-link tools",
+                      f"Remove that table from {config}", "agent-link import-legacy", "the plugin is installed"):
+        assert said_here in done.stderr, done.stderr
+    assert ["plugin", "add", PLUGIN_ID] in calls(log) and config.read_bytes() == before  # installed; the table is theirs
+
+
+def test_health_names_the_server_that_shadows_the_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "home" / ".codex" / "config.toml"
+    config.parent.mkdir(parents=True)
+    env = {"AGENT_LINK_STATE_DIR": str(tmp_path / "state")}
+    config.write_text(f'[plugins."{PLUGIN_ID}"]\nenabled = true\n' + ORIGINALS)
+    done = run_here(["health", "--json"], tmp_path, monkeypatch, **env)
+    section = json.loads(done.stdout)["sections"]["codexPlugin"]
+    assert done.returncode == 1 and section["enabled"] is True
+    assert section["shadowedBy"]["table"] == "[mcp_servers.codex-agent-link]"
+    assert "shadows agent-link's Codex plugin server" in section["problem"]["message"]
+    text = run_here(["health"], tmp_path, monkeypatch, **env)
+    assert "problem in codexPlugin:" in text.stdout and "agent-link import-legacy" in text.stdout
+    config.write_text(ORIGINALS)  # the plugin not installed: nothing it shadows
+    done = run_here(["health", "--json"], tmp_path, monkeypatch, **env)
+    section = json.loads(done.stdout)["sections"]["codexPlugin"]
+    assert section["enabled"] is False and "problem" not in section

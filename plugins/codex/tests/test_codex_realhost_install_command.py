@@ -126,3 +126,39 @@ def test_reinstall_keeps_the_persons_own_tables_for_the_plugin(tmp_path: Path) -
         run([codex, "exec", "--skip-git-repo-check", "health please"], env, tmp_path)
         outputs = [t for r in stub.responses_requests() for t in r.function_call_output_texts()]
         assert any('{"ok":true,"version"' in t for t in outputs), outputs
+
+
+ORIGINALS = '\n# the original Agent Link\n[mcp_servers.codex-agent-link]\ncommand = "/usr/bin/true"\nargs = []\n'
+
+
+def test_install_says_when_the_original_agent_links_server_shadows_the_plugin(tmp_path: Path) -> None:
+    """Coming from the original Agent Link: its ``[mcp_servers.codex-agent-link]`` in config.toml
+    shadows the plugin's server of the same name (the pinned Codex runs it; ``codex exec`` gets
+    no agent-link tools). Install said "Done"; now it exits 1 naming the file, the table and the
+    fix, and once the table is gone the next thread has agent-link's tools."""
+    agent_link = agent_link_elsewhere(tmp_path / "elsewhere")
+    codex = str(codex_binary())
+    home = tmp_path / "home"
+    venv_bin = str(Path(sys.executable).parent)
+    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if Path(p).resolve() != Path(venv_bin).resolve())
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "AGENT_LINK_", "CLAUDE_", "XDG_"))}
+    env.update(HOME=str(home), CODEX_HOME=str(home / ".codex"), PATH=path, AGENT_LINK_STATE_DIR=str(tmp_path / "state"),
+               **{STUB_KEY_ENV: "stub-key"})
+    with ResponsesStub(default=text("answered")) as stub:
+        config = write_codex_config(home / ".codex", stub.base_url)
+        mine = config.read_text()
+        config.write_text(mine + ORIGINALS)
+        done = subprocess.run([str(agent_link), "install", "codex", "--host-bin", codex], env=env, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=BOUND_S, check=False)
+        assert done.returncode == 1 and "Done." not in done.stdout, (done.stdout[-2000:], done.stderr[-2000:])
+        assert f"{config} has a [mcp_servers.codex-agent-link] table of its own" in done.stderr, done.stderr
+        assert "agent-link import-legacy" in done.stderr and "Traceback" not in done.stderr
+
+        def tool_names() -> list[str]:
+            seen = len(stub.responses_requests())
+            run([codex, "exec", "--skip-git-repo-check", "hi"], env, tmp_path)
+            return stub.responses_requests()[seen].tool_names()
+
+        assert not any(n.endswith("list_agents") for n in tool_names())  # what the person saw: no tools
+        config.write_text(config.read_text().replace(ORIGINALS, "\n"))
+        assert any(n.endswith("list_agents") for n in tool_names())

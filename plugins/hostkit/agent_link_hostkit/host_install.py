@@ -164,15 +164,26 @@ def run_steps(steps: Sequence[Step], *, dry_run: bool, echo: Callable[[str], Non
                                  hint="Fix what the host said and run the command again; finished steps are safe to repeat.")
 
 
-def carry_out(steps: Callable[[], Sequence[Step]], *, dry_run: bool, done: str) -> None:
+def carry_out(steps: Callable[[], Sequence[Step]], *, dry_run: bool, done: str,
+              problem: Callable[[], AgentLinkError | None] | None = None) -> None:
     """An install/uninstall command's body: build the steps, run them (or print them with
-    ``dry_run``), then say ``done``; an AgentLinkError from either is one line and exit 1."""
+    ``dry_run``), then say ``done``; an AgentLinkError from either is one line and exit 1.
+
+    :param problem: asked after the steps: what still keeps agent-link from working with the
+        host (something the steps must not change, such as the person's own config), or None.
+        It is the command's error (exit 1) instead of ``done``; a dry run prints it as a warning.
+    """
     from agent_link_core.cli import fail
 
     try:
         run_steps(steps(), dry_run=dry_run)
+        left = problem() if problem is not None else None
     except AgentLinkError as exc:
         fail(exc)
+    if left is not None and not dry_run:
+        fail(left)
+    if left is not None:
+        click.echo(f"warning: {left.message} {left.hint}", err=True)
     click.echo("(dry run: nothing changed)" if dry_run else done)
 
 
