@@ -302,7 +302,8 @@ class Directory:
         if len(direct) == 1:  # one lookup beats scanning listings that may be capped
             return resolved(session_view(direct[0]))
         listings = await gather_listings(self.app, only=harness, include_archived=True)
-        sessions = [s for listing in listings.values() for s in listing.sessions]
+        # the live plain addresses too, as list_agents lists them: a bare id finds those sessions as well
+        sessions = [s for listing in listings.values() for s in listing.sessions] + self.present_sessions(harness)
         exact = [s for s in sessions if s.id == query or query in s.aliases]
         providers = providers_view(listings)
         if len(exact) == 1:

@@ -119,3 +119,16 @@ def test_known_senders_are_read_by_index_seeks_not_a_scan_of_every_message(app: 
     senders = next(s for s in statements if "from_addr" in s)
     plan = " ".join(str(row[-1]) for row in app.store.conn.execute("EXPLAIN QUERY PLAN " + senders))
     assert "SCAN messages" not in plan, plan
+
+
+@pytest.mark.anyio
+async def test_a_bare_id_finds_a_live_plain_address_as_list_agents_lists_it(app: App) -> None:
+    """list_agents lists a served plain address with its id; resolving that id (resolve_agent, message_agent's ``to``)
+    found nothing: plain addresses were left out of the bare-id search."""
+    presence.record(app.store, "team:mbob", "inbox")
+    listed = await app.list_agents()
+    assert [s["id"] for s in listed["sessions"] if s["address"] == "team:mbob"] == ["mbob"]
+    verdict = await app.resolve_agent("mbob")
+    assert verdict["status"] == "resolved" and verdict["best"]["address"] == "team:mbob", verdict
+    assert (await app.directory.target_address("mbob", Caller("team:alice", "explicit")))[0] == "team:mbob"
+    assert (await app.resolve_agent("nobody-here"))["status"] == "not_found"
