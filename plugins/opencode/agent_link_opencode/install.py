@@ -22,7 +22,8 @@ order and merges them key by key, a later file's list replacing an earlier one's
 * sets ``mcp["agent-link"]`` to a local server running this installation's ``agent-link mcp``
   with ``AGENT_LINK_HOST=opencode``, and adds that file's URL to the ``plugin`` list (after
   removing earlier agent-link entries, so running it again changes nothing). The file is
-  written through a symlink to its target, with its own indentation.
+  written through a symlink to its target, the entries spliced into its text as written
+  (:mod:`agent_link_opencode.jsonedit`; rewritten whole in its layout when that cannot be done).
 
 Uninstall removes exactly those two entries (and the ``mcp`` table or ``plugin`` list when they
 held nothing else); every other key of the file stays as it was. When nothing else changed since
@@ -48,6 +49,8 @@ import click
 from agent_link_core.errors import AgentLinkError
 from agent_link_hostkit import host_install
 from agent_link_hostkit.host_install import Step
+
+from agent_link_opencode import jsonedit
 
 SOURCE = Path(__file__).with_name("host_plugin") / "agent-link.js"
 #: the MCP server's name in opencode's config (opencode names its tools ``agent-link_<tool>``,
@@ -273,27 +276,58 @@ def check_install(found: ConfigFile, executable: Path, plugin_file: Path) -> Non
                              hint=hint)
 
 
-def _indent(text: str) -> str | int | None:
-    """The indentation ``text`` uses (None: all on one line), read from its first indented line
-    (not a ``"$schema"`` line: opencode adds that with 2 spaces, whatever the file's own)."""
-    lines = text.splitlines()[1:]
-    for line in [*(line for line in lines if not line.lstrip().startswith('"$schema"')), *lines]:
-        stripped = line.lstrip(" \t")
-        if stripped and stripped != line:
-            lead = line[: len(line) - len(stripped)]
-            return lead if "\t" in lead else len(lead)
-    return None
-
-
 def render(config: dict[str, Any], like: str | None) -> str:
-    """``config`` as JSON formatted like the text ``like`` (its indentation, its final line break;
-    2 spaces for a new file)."""
+    """``config`` as JSON formatted like the text ``like`` (its indentation and separators, its
+    final line break; 2 spaces for a new file)."""
     if like is None or not like.strip():
         return json.dumps(config, indent=2, ensure_ascii=False) + "\n"
-    indent = _indent(like)
-    colon = ": " if '": ' in like or '":' not in like else ":"
-    text = json.dumps(config, indent=indent, ensure_ascii=False, separators=("," if indent is not None else ", ", colon))
-    return text + like[len(like.rstrip()):]
+    return jsonedit.dump(config, jsonedit.style(like)) + like[len(like.rstrip()):]
+
+
+def _spliced(text: str, *, server: dict[str, Any] | None, plugin: str | None) -> str:
+    """``text`` (plain JSON) with agent-link's entries taken out of ``mcp`` and ``plugin`` and,
+    when given, ``server`` and ``plugin`` put back, each edit spliced in (:mod:`jsonedit`)."""
+    how = jsonedit.style(text)
+    at = jsonedit.top(text)
+    found = jsonedit.member(text, at, "mcp")
+    if found is not None and text[found[1].value] == "{":
+        ours = jsonedit.member(text, found[1].value, SERVER_NAME)
+        if ours is not None and server is not None:
+            text = jsonedit.replace(text, ours[1], server, how)
+        elif ours is not None:
+            only = len(jsonedit.spans(text, found[1].value)[0]) == 1
+            text = jsonedit.remove(text, at, found[0]) if only else jsonedit.remove(text, found[1].value, ours[0])
+        elif server is not None:
+            text = jsonedit.append(text, found[1].value, SERVER_NAME, server, how)
+    elif server is not None:
+        text = jsonedit.append(text, at, "mcp", {SERVER_NAME: server}, how)
+    while (found := jsonedit.member(text, at, "plugin")) is not None and text[found[1].value] == "[":
+        items, _ = jsonedit.spans(text, found[1].value)
+        mine = [n for n, item in enumerate(items) if _ours(json.loads(text[item.value:item.end]))]
+        if not mine:
+            break
+        if plugin is not None and mine == [len(items) - 1]:  # already last: replaced where it is
+            return jsonedit.replace(text, items[-1], plugin, how)
+        text = (jsonedit.remove(text, at, found[0]) if len(items) == 1 and plugin is None
+                else jsonedit.remove(text, found[1].value, mine[0]))
+    if plugin is not None:
+        found = jsonedit.member(text, at, "plugin")
+        text = (jsonedit.append(text, found[1].value, None, plugin, how) if found is not None
+                else jsonedit.append(text, at, "plugin", [plugin], how))
+    return text
+
+
+def edited(found: ConfigFile, want: dict[str, Any], *, server: dict[str, Any] | None, plugin: str | None) -> str:
+    """The new text of ``found`` holding ``want``: spliced into the file as it was written when
+    that gives exactly ``want`` (:func:`_spliced`), else the whole object in the file's layout."""
+    if found.text and found.text.strip() and found.data:
+        try:
+            text = _spliced(found.text, server=server, plugin=plugin)
+            if json.loads(text) == want:
+                return text
+        except (ValueError, IndexError, KeyError, RecursionError):
+            pass
+    return render(want, found.text)
 
 
 def _write_error(path: Path, exc: OSError, what: str) -> AgentLinkError:
@@ -406,7 +440,7 @@ def install_steps(path: Path, folder: Path, executable: Path) -> list[Step]:
             entry = {"original": found.text}
         elif "original" not in entry:  # agent-link's entries came some other way: what was before is unknown
             entry = {}
-        text = render(updated, found.text)
+        text = edited(found, updated, server=server_entry(executable), plugin=plugin_file.as_uri())
         records[_key(path)] = {**entry, "written": _digest(text)}
         try:
             write_record(folder, records)
@@ -499,7 +533,8 @@ def uninstall_steps(path: Path, folder: Path) -> list[Step]:
                 except OSError as exc:
                     raise _write_error(path, exc, remove_by_hand) from None
             else:
-                write_text(path, back if back is not None else render(without_agent_link(found.data), found.text), remove_by_hand)
+                write_text(path, back if back is not None else edited(found, without_agent_link(found.data), server=None, plugin=None),
+                           remove_by_hand)
         if (folder / RECORD).exists():
             try:
                 write_record(folder, records)

@@ -235,9 +235,11 @@ def test_opencode_install_keeps_the_format_and_uninstall_the_bytes(tmp_path: Pat
     original = '{\n    "theme": "tokyonight",\n    "plugin": ["opencode-wakatime"],\n    "username": "é"\n}'
     config.write_text(original)
     assert run_here(["install", "opencode"], tmp_path).returncode == 0
-    installed = config.read_text()
-    assert installed.startswith('{\n    "theme": "tokyonight",\n    "plugin": [\n        "opencode-wakatime",') and '"é"' in installed
-    assert not installed.endswith("\n")
+    # spliced in: the rest of the text as it was, the new entries in the file's layout
+    server = json.dumps({"type": "local", "command": [AGENT_LINK, "mcp"], "environment": {"AGENT_LINK_HOST": "opencode"},
+                         "enabled": True}, indent=4).replace("\n", "\n        ")
+    assert config.read_text() == (f'{{\n    "theme": "tokyonight",\n    "plugin": ["opencode-wakatime", "{plugin_uri(tmp_path)}"],\n'
+                                  f'    "username": "é",\n    "mcp": {{\n        "agent-link": {server}\n    }}\n}}')
     assert run_here(["uninstall", "opencode"], tmp_path).returncode == 0
     assert config.read_text() == original
     # opencode adds a `$schema` to a config that lacks one when it starts: kept, the rest as it was
@@ -249,7 +251,7 @@ def test_opencode_install_keeps_the_format_and_uninstall_the_bytes(tmp_path: Pat
     assert run_here(["install", "opencode"], tmp_path).returncode == 0
     config.write_text(config.read_text().replace("tokyonight", "nord"))
     assert run_here(["uninstall", "opencode"], tmp_path).returncode == 0
-    assert config.read_text().startswith('{\n    "$schema": "https://opencode.ai/config.json",\n    "theme": "nord",')
+    assert config.read_text() == original.replace("tokyonight", "nord").replace("{", '{\n  "$schema": "https://opencode.ai/config.json",', 1)
 
 
 def test_opencode_uninstall_removes_a_config_install_created(tmp_path: Path) -> None:

@@ -1,0 +1,63 @@
+"""``agent-link install opencode`` splices its entries into the config as the person wrote it
+(:mod:`agent_link_opencode.jsonedit`), and ``uninstall`` splices them out again: the text
+comes back byte for byte even without install's record, and a text the splice cannot follow is
+rewritten whole, never wrong."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agent_link_opencode.install import (ConfigFile, edited, server_entry, with_agent_link, without_agent_link)
+
+EXE = Path("/opt/agent-link/bin/agent-link")
+PLUGIN = Path("/home/me/.local/share/agent-link/host-plugins/opencode/agent-link.js")
+OLD = "file:///old/share/agent-link/host-plugins/opencode/agent-link.js"
+
+
+def install(text: str) -> str:
+    data = json.loads(text)
+    return edited(ConfigFile(Path("c.json"), text, data, None), with_agent_link(data, EXE, PLUGIN),
+                  server=server_entry(EXE), plugin=PLUGIN.as_uri())
+
+
+def uninstall(text: str) -> str:
+    data = json.loads(text)
+    return edited(ConfigFile(Path("c.json"), text, data, None), without_agent_link(data), server=None, plugin=None)
+
+
+@pytest.mark.parametrize("text", [
+    '{"a":1}',
+    '{"a": 1, "plugin": ["x"]}\n',
+    '{\n\t"theme": "x",\n\t"mcp": {\n\t\t"mine": {"type": "remote", "url": "https://e.invalid"}\n\t}\n}\n\n',
+    '{\n  "$schema": "https://opencode.ai/config.json",\n  "plugin": [\n    "a",\n    "b"\n  ],\n  "x": [1, 2]\n}\n',
+    '{ "username" : "é" }',
+])
+def test_opencode_install_and_uninstall_splice_and_give_the_text_back(text: str) -> None:
+    installed = install(text)
+    assert json.loads(installed) == with_agent_link(json.loads(text), EXE, PLUGIN)
+    assert uninstall(installed) == text
+    assert install(installed) == installed
+
+
+def test_opencode_install_splices_in_the_files_layout() -> None:
+    text = '{\n    "theme": "x",\n    "plugin": ["opencode-wakatime"]\n}\n'
+    assert install(text).startswith('{\n    "theme": "x",\n    "plugin": ["opencode-wakatime", "file:///home/me/')
+    assert '\n    "mcp": {\n        "agent-link": {\n            "type": "local",' in install(text)
+
+
+def test_opencode_install_replaces_an_earlier_installations_entries_in_place() -> None:
+    text = json.dumps({"mcp": {"agent-link": {"type": "local", "command": ["old", "mcp"]}, "mine": {}},
+                       "plugin": [OLD, "x"]}, indent=2)
+    installed = install(text)
+    assert json.loads(installed) == with_agent_link(json.loads(text), EXE, PLUGIN)
+    assert OLD not in installed and installed.index('"agent-link"') < installed.index('"mine"')
+
+
+@pytest.mark.parametrize("text", ['{"a": 1, "a": 2}', '{"mcp": {}, "plugin": []}'])
+def test_opencode_a_text_the_splice_cannot_give_exactly_is_rewritten_whole(text: str) -> None:
+    installed = install(text)
+    assert json.loads(installed) == with_agent_link(json.loads(text), EXE, PLUGIN)
+    assert json.loads(uninstall(installed)) == without_agent_link(json.loads(installed))
