@@ -91,10 +91,21 @@ def dump(value: Any, how: Style, lead: str = "") -> str:
     return text.replace("\n", "\n" + lead)
 
 
-def _lead(text: str, pos: int) -> str:
-    """The indentation of the line ``pos`` is on ("" when something comes before it there)."""
+def _lead(text: str, pos: int) -> str | None:
+    """The indentation of the line ``pos`` is on (None when something comes before it there)."""
     start = text.rfind("\n", 0, pos) + 1
-    return text[start:pos] if not text[start:pos].strip() else ""
+    return text[start:pos] if not text[start:pos].strip() else None
+
+
+def _inline(how: Style) -> Style:
+    """``how`` for a value inside a line (an inline object or array keeps to its line)."""
+    return Style(None, ", " if how.colon == ": " else ",", how.colon)
+
+
+def _piece(key: str | None, value: Any, how: Style, lead: str | None) -> str:
+    """A member (``key``) or item, for a line indented ``lead`` (None: inside a line)."""
+    dumped = dump(value, how, lead) if lead is not None else dump(value, _inline(how))
+    return dumped if key is None else f"{json.dumps(key, ensure_ascii=False)}{how.colon}{dumped}"
 
 
 def append(text: str, opening: int, key: str | None, value: Any, how: Style) -> str:
@@ -102,19 +113,16 @@ def append(text: str, opening: int, key: str | None, value: Any, how: Style) -> 
     container's earlier members are."""
     found, close = spans(text, opening)
     if not found:
-        lead = _lead(text, opening)
-        piece = dump(value, how, lead) if key is None else f"{json.dumps(key, ensure_ascii=False)}{how.colon}{dump(value, how, lead)}"
-        return f"{text[:opening + 1]}{piece}{text[close:]}"
+        return f"{text[:opening + 1]}{_piece(key, value, how, None)}{text[close:]}"
     if len(found) >= 2:
         sep = text[text.index(",", found[-2].end) + 1:found[-1].start]
     else:
         sep = text[opening + 1:found[0].start]
         if "\n" not in sep:  # one member on its line: a space after the comma unless the text is compact
             sep = " " if how.colon == ": " else ""
-    lead = sep.rsplit("\n", 1)[1] if "\n" in sep else _lead(text, found[-1].start)
-    piece = dump(value, how, lead) if key is None else f"{json.dumps(key, ensure_ascii=False)}{how.colon}{dump(value, how, lead)}"
+    lead = sep.rsplit("\n", 1)[1] if "\n" in sep else None
     end = found[-1].end
-    return f"{text[:end]},{sep}{piece}{text[end:]}"
+    return f"{text[:end]},{sep}{_piece(key, value, how, lead)}{text[end:]}"
 
 
 def remove(text: str, opening: int, index: int) -> str:
@@ -130,7 +138,7 @@ def remove(text: str, opening: int, index: int) -> str:
 
 def replace(text: str, span: Span, value: Any, how: Style) -> str:
     """``text`` with the value of ``span`` replaced by ``value``."""
-    return f"{text[:span.value]}{dump(value, how, _lead(text, span.start))}{text[span.end:]}"
+    return f"{text[:span.value]}{_piece(None, value, how, _lead(text, span.start))}{text[span.end:]}"
 
 
 def top(text: str) -> int:

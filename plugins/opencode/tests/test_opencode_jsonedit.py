@@ -34,6 +34,7 @@ def uninstall(text: str) -> str:
     '{\n\t"theme": "x",\n\t"mcp": {\n\t\t"mine": {"type": "remote", "url": "https://e.invalid"}\n\t}\n}\n\n',
     '{\n  "$schema": "https://opencode.ai/config.json",\n  "plugin": [\n    "a",\n    "b"\n  ],\n  "x": [1, 2]\n}\n',
     '{ "username" : "é" }',
+    '{\n    "theme": "t",\n    "plugin": ["w"],\n    "mcp": {"mine": {"type": "remote", "url": "https://e.invalid"}}\n}\n',
 ])
 def test_opencode_install_and_uninstall_splice_and_give_the_text_back(text: str) -> None:
     installed = install(text)
@@ -61,3 +62,9 @@ def test_opencode_a_text_the_splice_cannot_give_exactly_is_rewritten_whole(text:
     installed = install(text)
     assert json.loads(installed) == with_agent_link(json.loads(text), EXE, PLUGIN)
     assert json.loads(uninstall(installed)) == without_agent_link(json.loads(installed))
+
+
+def test_opencode_install_keeps_an_inline_object_on_its_line() -> None:
+    text = '{\n    "theme": "t",\n    "mcp": {"mine": {"enabled": false}}\n}\n'
+    assert install(text).startswith('{\n    "theme": "t",\n    "mcp": {"mine": {"enabled": false}, "agent-link": {"type": "local", '
+                                    '"command": ["/opt/agent-link/bin/agent-link", "mcp"], ')
