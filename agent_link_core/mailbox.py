@@ -151,9 +151,19 @@ def check_body(body: str) -> str:
             {"limitBytes": MAX_BODY_BYTES, "actualBytes": size},
             hint="Shorten the message or send a file path instead of the content.",
         )
-    if not clean.strip():
-        raise invalid_arguments([{"path": "message", "rule": "minLength", "expected": "a non-empty message"}])
+    if not clean.strip() or not _shows_something(clean.strip()):
+        raise invalid_arguments([{"path": "message", "rule": "minLength", "expected": "a message with visible text (not only spaces, controls or zero-width characters)"}])
     return clean
+
+
+def _shows_something(text: str) -> bool:
+    """Whether ``text`` has a character a reader sees: not a control, format (zero-width), separator or NUL, which the
+    envelope drops or escapes (a body of only those arrives empty)."""
+    if text[0].isprintable():  # the common case, without unicodedata: a printable first character (spaces are stripped)
+        return True
+    import unicodedata
+
+    return any(unicodedata.category(c)[0] not in "CZ" for c in text)
 
 
 def content_hash(

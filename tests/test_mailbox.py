@@ -105,6 +105,20 @@ def test_body_limit_counts_utf8_bytes() -> None:
     assert e.value.details["actualBytes"] == 65538
 
 
+@pytest.mark.parametrize("body", ["", "   \n\t", "\x00", " \x00 ", "\u200b\u200b", "\ufeff", "\u2028"])
+def test_a_body_that_shows_nothing_is_refused(body: str) -> None:
+    """NUL-only or zero-width-only text arrived empty (the envelope drops or escapes those): refused as blank text is."""
+    with pytest.raises(AgentLinkError) as e:
+        check_body(body)
+    assert e.value.code == "invalid_arguments" and e.value.details["errors"][0]["path"] == "message"
+    assert "visible text" in e.value.details["errors"][0]["expected"]
+
+
+@pytest.mark.parametrize("body", ["hi", "\u200bhi", " x ", "\x1b[31m", "字"])
+def test_a_body_with_one_visible_character_is_taken(body: str) -> None:
+    assert check_body(body) == body
+
+
 def test_lone_surrogate_never_stored(box: Mailbox) -> None:
     body = check_body("a\ud800b")
     msg = OutgoingMessage(new_message_id(), ALICE, "test:bob", "test:bob", body, "fyi", None, None)
