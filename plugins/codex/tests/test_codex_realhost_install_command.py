@@ -162,3 +162,23 @@ def test_install_says_when_the_original_agent_links_server_shadows_the_plugin(tm
         assert not any(n.endswith("list_agents") for n in tool_names())  # what the person saw: no tools
         config.write_text(config.read_text().replace(ORIGINALS, "\n"))
         assert any(n.endswith("list_agents") for n in tool_names())
+
+
+def test_a_failing_codex_step_says_codexs_cause(tmp_path: Path) -> None:
+    """A config.toml the pinned Codex cannot parse, and a CODEX_HOME that does not exist: install
+    and uninstall fail in one line that keeps Codex's cause (before, the last 5 lines of its
+    output were kept: Rust backtrace frames, ``4: <unknown> ... 8: <unknown>``)."""
+    agent_link = agent_link_elsewhere(tmp_path / "elsewhere")
+    codex = str(codex_binary())
+    home = tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "AGENT_LINK_", "CLAUDE_", "XDG_"))}
+    env.update(HOME=str(home), CODEX_HOME=str(home / ".codex"), AGENT_LINK_STATE_DIR=str(tmp_path / "state"))
+    (home / ".codex").mkdir(parents=True)
+    (home / ".codex" / "config.toml").write_text('model = "x"\n[plugins."codex-agent-link@agent-link".mcp\nenabled = true\n')
+    for verb, extra, cause in (("install", {}, "config.toml:2:43: unclosed table, expected `]`"),
+                               ("uninstall", {}, "config.toml:2:43: unclosed table, expected `]`"),
+                               ("install", {"CODEX_HOME": str(tmp_path / "nope")}, "but that path does not exist")):
+        done = subprocess.run([str(agent_link), verb, "codex", "--host-bin", codex], env={**env, **extra}, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=BOUND_S, check=False)
+        assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+        assert cause in done.stderr and "<unknown>" not in done.stderr and "Traceback" not in done.stderr, done.stderr

@@ -19,6 +19,7 @@ executable is gone.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -133,6 +134,35 @@ def folder_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.exists() else 0
 
 
+#: a backtrace's frame line: Rust's ``  4: <unknown>`` / ``  0: 0x5f3a...`` / ``  0: std::...`` (inside a
+#: ``Stack backtrace:``), its ``      at src/main.rs:3`` and a JavaScript stack's ``    at f (file.js:1:2)``
+_FRAME_ANYWHERE = re.compile(r"^\s*(\d+: (<unknown>|0x[0-9a-fA-F]+)\s*$|at \S)")
+_FRAME_IN_BACKTRACE = re.compile(r"^\s*\d+: ")
+_ERROR_LINE = re.compile(r"^\s*(\w+)?(Error|error|ERROR)\b[:\[ ]")
+TAIL_LINES = 5  # shown when no line says "Error"
+CAUSE_LINES = 8  # shown from the first line that says "Error"
+
+
+def cause_lines(output: str) -> list[str]:
+    """The lines of a failed host command's ``output`` that say why: backtrace frames and blank
+    lines dropped (a Rust CLI such as Codex prints its error, its ``Caused by:`` chain, then a
+    ``Stack backtrace:`` of ``N: <unknown>`` frames), then up to :data:`CAUSE_LINES` lines from
+    the first ``Error:`` line, else the last :data:`TAIL_LINES`."""
+    kept: list[str] = []
+    in_backtrace = False
+    for line in output.splitlines():
+        if line.strip() in ("Stack backtrace:", "stack backtrace:"):
+            in_backtrace = True
+            continue
+        if in_backtrace and _FRAME_IN_BACKTRACE.match(line):
+            continue
+        if line.strip() and not _FRAME_ANYWHERE.match(line):
+            in_backtrace = in_backtrace and line.startswith(" ")
+            kept.append(line.rstrip())
+    first_error = next((i for i, line in enumerate(kept) if _ERROR_LINE.match(line)), None)
+    return kept[first_error:first_error + CAUSE_LINES] if first_error is not None else kept[-TAIL_LINES:]
+
+
 def run_steps(steps: Sequence[Step], *, dry_run: bool, echo: Callable[[str], None] = click.echo) -> None:
     """Print each step and, unless ``dry_run``, do it; stop at the first that fails.
 
@@ -158,7 +188,7 @@ def run_steps(steps: Sequence[Step], *, dry_run: bool, echo: Callable[[str], Non
                                  hint="Check that the host's CLI runs, then try again.") from exc
         output = (done.stdout + done.stderr).strip()
         if done.returncode != 0 and not any(f in output for f in step.nothing_to_do):
-            tail = "\n".join(output.splitlines()[-5:])
+            tail = "\n".join(cause_lines(output))
             raise AgentLinkError("upstream_error", f"step {n} failed (exit {done.returncode}): {tail}",
                                  details={"step": step.text, "output": output[-4000:]},
                                  hint="Fix what the host said and run the command again; finished steps are safe to repeat.")

@@ -139,3 +139,72 @@ def test_every_host_plugin_carries_the_same_launcher() -> None:
     launchers = sorted((root / "hooks").glob("*/agent-link.sh"))
     assert len(launchers) >= 2, launchers
     assert len({launcher.read_bytes() for launcher in launchers}) == 1, launchers
+
+
+# what the pinned Codex (0.171.0) prints for a config.toml it cannot parse (two frames left out)
+CODEX_TOML_ERROR = """WARNING: proceeding, even though we could not create PATH aliases: Refusing to create helper binaries
+Error: failed to load bootstrap configuration
+
+Caused by:
+    0: /home/me/.codex/config.toml:3:20: unclosed table, expected `]`
+    1: TOML parse error at line 3, column 20
+         |
+       3 | [plugins."x@y".mcp
+         |                    ^
+       unclosed table, expected `]`
+       
+
+Stack backtrace:
+   0: <unknown>
+   1: <unknown>
+   2: <unknown>
+   3: <unknown>
+   4: <unknown>
+   5: <unknown>
+   6: <unknown>
+   7: <unknown>
+   8: <unknown>
+"""
+CODEX_HOME_ERROR = """Error: failed to resolve CODEX_HOME
+
+Caused by:
+    CODEX_HOME points to "/home/me/nope", but that path does not exist
+
+Stack backtrace:
+   0: <unknown>
+   1: <unknown>
+   2: <unknown>
+   3: <unknown>
+   4: <unknown>
+   5: <unknown>
+"""
+NODE_ERROR = """Error: settings.json: Unexpected token } in JSON at position 12
+    at JSON.parse (<anonymous>)
+    at readSettings (file:///cli.js:10:3)
+    at async main (file:///cli.js:99:1)
+    at async run (file:///cli.js:120:1)
+    at async start (file:///cli.js:130:1)
+"""
+SYMBOL_BACKTRACE = "Error: no\n\nStack backtrace:\n   0: anyhow::error::new\n             at /rustc/x/src/lib.rs:1:2\n   1: main\n"
+
+
+@pytest.mark.parametrize(("output", "said"), [
+    (CODEX_TOML_ERROR, "config.toml:3:20: unclosed table, expected `]`"),
+    (CODEX_HOME_ERROR, 'CODEX_HOME points to "/home/me/nope", but that path does not exist'),
+    (NODE_ERROR, "Unexpected token } in JSON at position 12"),
+    (SYMBOL_BACKTRACE, "Error: no"),
+])
+def test_a_failed_steps_error_keeps_the_cause_not_the_backtrace(output: str, said: str) -> None:
+    """Only the last 5 lines were kept, for Codex ``4: <unknown> ... 8: <unknown>``: the cause
+    was lost. Every host's steps keep the error and its cause chain, not the frames."""
+    broken = Step("add it", [sys.executable, "-c", f"import sys; sys.stderr.write({output!r}); sys.exit(1)"])
+    with pytest.raises(AgentLinkError) as err:
+        host_install.run_steps([broken], dry_run=False, echo=lambda _: None)
+    assert said in err.value.message, err.value.message
+    assert "<unknown>" not in err.value.message and "at readSettings" not in err.value.message
+    assert "anyhow" not in err.value.message and "/rustc" not in err.value.message and "Stack backtrace" not in err.value.message
+    assert err.value.details["output"].startswith(output.strip()[:40])  # the whole output stays in the details
+
+
+def test_output_without_an_error_line_keeps_its_last_lines() -> None:
+    assert host_install.cause_lines("\n".join(f"line {i}" for i in range(9)) + "\n\n") == [f"line {i}" for i in range(4, 9)]
