@@ -7,8 +7,11 @@ terminal or a script, as the caller the CLI identifies (its session or ``AGENT_L
 * ``agent-link leases [--path P] [--holder ADDR] [--project-root DIR]``.
 
 Each prints a line per lease for people and the tool's JSON object with ``--json``; a refused
-claim prints one line per conflicting holder on stderr and exits 1, and so does a release of
-paths another holds (one line per holder, nothing of theirs released). Errors name the
+claim prints one line per conflicting holder on stderr, with the ``agent-link send`` line that
+asks it for the paths (with ``--json``: the refusal as one object on stdout, ``{ok: false, error:
+{code, message, details: {conflicts}, hint}}``), and exits 1; so does a release of paths
+another holds (one line per holder, nothing of theirs released). Others' text (a reason, a
+file's name) is shown on one line, its control, format and bidi characters as ``\\u{XXXX}``. Errors name the
 commands' options (:data:`OPTION_NAMES`), not the tools' arguments.
 """
 
@@ -20,6 +23,7 @@ from typing import Any, NoReturn
 
 import click
 
+from agent_link_core.cli_text import printable
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.store import now_ms
 
@@ -41,10 +45,41 @@ OPTION_NAMES = {"projectRoot": "--project-root", "paths": "PATH", "ttlMs": "--tt
 
 
 def _line(lease: dict[str, Any]) -> str:
+    """One lease for people; every field on one line, another agent's or a file name's control,
+    format and bidi characters as visible escapes (:func:`~agent_link_core.cli_text.printable`)."""
     kind = "exclusive" if lease["exclusive"] else "shared"
-    reason = f"  ({lease['reason']})" if lease.get("reason") else ""
-    task = f" or message {lease['untilResolved']} is resolved" if lease.get("untilResolved") else ""
-    return f"{lease['path']:<40} {kind:<9} {lease['holder']:<32} until {lease['expiresAt']}{task}{reason}"
+    reason = f"  ({printable(lease['reason'])})" if lease.get("reason") else ""
+    task = f" or message {printable(lease['untilResolved'])} is resolved" if lease.get("untilResolved") else ""
+    return f"{printable(lease['path']):<40} {kind:<9} {printable(lease['holder']):<32} until {lease['expiresAt']}{task}{reason}"
+
+
+def _paths(paths: list[str]) -> str:
+    return ", ".join(printable(p) for p in paths)
+
+
+def _refused(exc: AgentLinkError, as_json: bool) -> NoReturn:
+    """End a refused claim: with ``as_json`` the refusal as one JSON object on stdout (``{version, ok: false,
+    error: {code, message, details: {conflicts}, hint}}``, a tool's failed result); without, each holder
+    on stderr with what it holds and the message to send it. Then the error line, exit 1."""
+    import shlex
+
+    from agent_link_core.cli import emit
+
+    conflicts = exc.details.get("conflicts", [])
+    if as_json:
+        hint = "Send each holder its error.details.conflicts[].message (`agent-link send HOLDER MESSAGE`), or claim paths nobody holds."
+        said = AgentLinkError(exc.code, exc.message, exc.details, hint=hint)
+        emit({"ok": False, "error": said.to_dict()}, True, None)
+    else:
+        hint = "Send each holder the message above (the `agent-link send` line), or claim paths nobody holds."
+        said = AgentLinkError(exc.code, exc.message, exc.details, hint=hint)
+        for c in conflicts:
+            why = f" ({printable(c['reason'])})" if c.get("reason") else ""
+            click.echo(f"held by {printable(c['holder'])}: {_paths(c['paths'])}"
+                       f" {'exclusive' if c['exclusive'] else 'shared'} until {c['expiresAt']}{why}", err=True)
+            if c.get("message"):
+                click.echo(f"  ask: agent-link send {shlex.quote(printable(c['holder']))} {shlex.quote(printable(c['message']))}", err=True)
+    _fail(said)
 
 
 def _fail(exc: AgentLinkError) -> NoReturn:
@@ -109,19 +144,17 @@ def register(cli: click.Group) -> None:
             data = asyncio.run(claim_ending_gone(app, caller.address, where, list(paths), exclusive=not shared,
                                                  reason=reason or None, ttl_ms=int(ttl)))
         except AgentLinkError as exc:
-            for c in exc.details.get("conflicts", []) if exc.code == "lease_conflict" else []:
-                why = f" ({c['reason']})" if c.get("reason") else ""
-                click.echo(f"held by {c['holder']}: {', '.join(c['paths'])}"
-                           f" {'exclusive' if c['exclusive'] else 'shared'} until {c['expiresAt']}{why}", err=True)
+            if exc.code == "lease_conflict":
+                _refused(exc, as_json)
             _fail(exc)
 
         def human(d: dict[str, Any]) -> None:
             for gone in d["ended"]:
-                click.echo(f"ended {gone['holder']}'s leases ({gone['why']}): {', '.join(gone['paths'])}", err=True)
+                click.echo(f"ended {printable(gone['holder'])}'s leases ({printable(gone['why'])}): {_paths(gone['paths'])}", err=True)
             for x in d["leases"]:
                 click.echo(_line(x))
             for w in d.get("warnings", []):
-                click.echo(f"warning: {w['message']}", err=True)
+                click.echo(f"warning: {printable(w['message'])}", err=True)
 
         warnings = project_warnings(data)
         if warnings:  # as the tool's result carries them
@@ -155,13 +188,13 @@ def register(cli: click.Group) -> None:
 
         def human(d: dict[str, Any]) -> None:
             for x in d["released"]:
-                click.echo(f"released {x['path']}")
+                click.echo(f"released {printable(x['path'])}")
             others = {o["path"] for o in d["heldByOthers"]}
             for text in d["notHeld"]:
                 if text not in others:
-                    click.echo(f"not held: {text}", err=True)
+                    click.echo(f"not held: {printable(text)}", err=True)
             for o in d["heldByOthers"]:
-                click.echo(f"held by {o['holder']}, not by {holder or 'you'}: {o['path']} (their lease of {', '.join(o['paths'])},"
+                click.echo(f"held by {printable(o['holder'])}, not by {printable(holder or 'you')}: {printable(o['path'])} (their lease of {_paths(o['paths'])},"
                            f" until {o['expiresAt']}); not released", err=True)
 
         emit(data, as_json, human)

@@ -107,20 +107,23 @@ def staged(repo: str) -> list[str]:
 
 
 def refusals(conn: sqlite3.Connection, paths: list[str], caller: str, now: int) -> list[str]:
-    """One line per staged path another session holds exclusively (its holders, reasons, expiry)."""
+    """One line per staged path another session holds exclusively (its holders, reasons, expiry), for a terminal:
+    a file name's or another agent's control, format and bidi characters as visible escapes."""
+    from agent_link_core.cli_text import printable
     from agent_link_leases.guard import holders_of
 
     lines = []
     for path in paths:
         for row in holders_of(conn, path, caller, now):
-            why = f" because: {row['reason']}" if row["reason"] else ""
-            lines.append(f"{path}: leased by {row['holder']} ({row['pattern']} under {row['root']}) until {iso(row['expires_at'])}{why}")
+            why = f" because: {printable(row['reason'])}" if row["reason"] else ""
+            lines.append(f"{printable(path)}: leased by {printable(row['holder'])} ({printable(row['pattern'])} under {printable(row['root'])})"
+                         f" until {iso(row['expires_at'])}{why}")
     return lines
 
 
 def git_hook_command() -> click.Command:
     """``agent-link lease-git-hook`` (built when it runs: the plugin declares it)."""
-    from agent_link_core.cli import EXIT_HELP, fail, get_app
+    from agent_link_core.cli import EXIT_HELP, fail, get_app, printable
 
     @click.group("lease-git-hook", epilog=EXIT_HELP)
     def group() -> None:
@@ -167,7 +170,7 @@ def git_hook_command() -> click.Command:
         try:
             lines = refusals(app.store.conn, paths, caller.address if caller.known else "", now_ms())
         except sqlite3.Error as exc:  # no leases table yet: nothing is leased
-            click.echo(f"agent-link: leases not checked ({exc})", err=True)
+            click.echo(f"agent-link: leases not checked ({printable(exc)})", err=True)
             return
         if lines:
             for line in lines:

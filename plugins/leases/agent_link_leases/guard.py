@@ -115,10 +115,16 @@ def holders_of(conn: sqlite3.Connection, path: str, caller: str, now: int) -> li
 def deny_reason(path: str, rows: list[sqlite3.Row]) -> str:
     """The text shown to the model: who holds ``path``, why, until when, and what to do."""
     from agent_link_core.mailbox import iso  # the deny path only: an allowed call does not load the mailbox
+    from agent_link_core.visible import visible  # a holder's reason, a file's name: their control and bidi characters as escapes
+
+    def shown(text: str) -> str:
+        return visible(text, keep="")
+
     held = "; ".join(
-        f"{r['holder']} holds {r['pattern']} (under {r['root']}) until {iso(r['expires_at'])}"
-        + (f" because: {r['reason']}" if r["reason"] else "") for r in rows)
-    first = rows[0]["holder"]
+        f"{shown(r['holder'])} holds {shown(r['pattern'])} (under {shown(r['root'])}) until {iso(r['expires_at'])}"
+        + (f" because: {shown(r['reason'])}" if r["reason"] else "") for r in rows)
+    first = shown(rows[0]["holder"])
+    path = shown(path)
     return (f"agent-link: {path} is leased exclusively by another session: {held}. Do not edit it now: ask the holder "
             f"to release it (message_agent to {first}), or work on other files; list_leases shows every lease. If the holder's "
             f"session has ended, lease_paths for the path ends its leases.")

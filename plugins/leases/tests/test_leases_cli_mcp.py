@@ -179,3 +179,44 @@ def test_size_limits_and_a_lease_of_the_whole_project(isolated_env: Path, repo: 
     data = json.loads(cli("lease", ".", "--json").output)
     assert [w["code"] for w in data["warnings"]] == ["lease_covers_project"]
     assert "warning" not in cli("lease", "src/a.py").output
+
+
+EVIL = "editing\x1b[2J\a\u202eevil\nsecond line"
+
+
+def test_another_agents_reason_reaches_the_terminal_escaped(isolated_env: Path, repo: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "leases")
+    monkeypatch.chdir(repo)
+    monkeypatch.setenv("AGENT_LINK_ADDRESS", "team:dave")
+    assert cli("lease", "c.txt", "--reason", EVIL).exit_code == 0
+    monkeypatch.setenv("AGENT_LINK_ADDRESS", "team:erin")
+    listed = cli("leases")
+    refused = cli("lease", "c.txt")
+    assert refused.exit_code == 1
+    for shown in (listed.output, refused.stderr):
+        assert "editing\\u{001B}[2J\\u{0007}\\u{202E}evil\\u{000A}second line" in shown, shown
+        assert not any(c in shown for c in "\x1b\a\u202e"), shown
+    assert len(listed.output.strip().splitlines()) == 1  # the reason cannot forge a line of the table
+
+
+def test_a_refused_claim_says_what_to_send(isolated_env: Path, repo: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "leases")
+    monkeypatch.chdir(repo)
+    monkeypatch.setenv("AGENT_LINK_ADDRESS", "team:dave")
+    assert cli("lease", "c.txt", "--reason", "tidying").exit_code == 0
+    monkeypatch.setenv("AGENT_LINK_ADDRESS", "team:erin")
+    as_json = cli("lease", "c.txt", "--json")
+    assert as_json.exit_code == 1
+    data = json.loads(as_json.stdout)
+    assert data["version"] and data["ok"] is False and data["error"]["code"] == "lease_conflict"
+    [conflict] = data["error"]["details"]["conflicts"]
+    assert conflict["holder"] == "team:dave" and conflict["paths"] == ["c.txt"] and conflict["reason"] == "tidying"
+    assert conflict["message"].startswith("team:erin needs c.txt under ")
+    assert "error.details.conflicts[].message" in as_json.stderr and "Traceback" not in as_json.output
+
+    human = cli("lease", "c.txt")
+    assert human.exit_code == 1 and human.stdout == ""
+    assert "held by team:dave: c.txt exclusive until" in human.stderr and "(tidying)" in human.stderr
+    # the message to send, as a command a person can run
+    assert f"  ask: agent-link send team:dave 'team:erin needs c.txt under {repo}," in human.stderr
+    assert "Send each holder the message above" in human.stderr and "conflicts[]" not in human.stderr

@@ -100,3 +100,14 @@ def test_install_keeps_a_foreign_hook_and_uninstall_removes_only_ours(project: P
     outside.mkdir()
     bad = agent_link("lease-git-hook", "install", cwd=outside)
     assert bad.returncode == 2 and "not in a git work tree" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_the_refusal_shows_others_text_escaped(app: App, tmp_path: Path) -> None:
+    from agent_link_leases.githook import refusals
+
+    root = os.path.realpath(tmp_path)
+    claim(app.store, "team:dave", Project(root, False), ["n\a\u202eme.txt"], exclusive=True, reason="x\x1b[2J\a\u202eevil\nline",
+          ttl_ms=600_000, now=now_ms())
+    [line] = refusals(app.store.conn, [os.path.join(root, "n\a\u202eme.txt")], "team:erin", now_ms())
+    assert line.isprintable() and "because: x\\u{001B}[2J\\u{0007}\\u{202E}evil\\u{000A}line" in line
+    assert line.startswith(f"{root}/n\\u{{0007}}\\u{{202E}}me.txt: leased by team:dave (n\\u{{0007}}\\u{{202E}}me.txt under {root})")

@@ -149,3 +149,14 @@ def test_globs_expand_against_existing_files(tmp_path: Path) -> None:
 def test_patch_targets() -> None:
     patch = "*** Begin Patch\n*** Add File: n.py\n+x\n*** Update File: a.py\n*** Move to: d/b.py\n@@\n-x\n+y\n*** Delete File: c.py\n*** End Patch"
     assert patch_targets(patch, "/r") == ["/r/n.py", "/r/a.py", "/r/d/b.py", "/r/c.py"]
+
+
+def test_a_holders_reason_and_a_file_name_reach_the_model_escaped(app: App, repo: str) -> None:
+    odd = "src/n\a\u202eme.py"
+    claim(app.store, ALICE, Project(repo, False), [odd], exclusive=True, reason="x\x1b[2J\a\u202eevil\nline", ttl_ms=60_000,
+          now=now_ms())
+    out = check(call("Write", repo, file_path=odd), BOB, app.store, now_ms())
+    assert out is not None
+    reason = out["hookSpecificOutput"]["permissionDecisionReason"]
+    assert "because: x\\u{001B}[2J\\u{0007}\\u{202E}evil\\u{000A}line" in reason
+    assert "src/n\\u{0007}\\u{202E}me.py" in reason and reason.isprintable()
