@@ -47,6 +47,7 @@ from typing import Any
 import click
 
 from agent_link_core.errors import AgentLinkError
+from agent_link_core.json_files import ensure_private_dir
 from agent_link_hostkit import host_install
 from agent_link_hostkit.host_install import Step
 
@@ -338,8 +339,9 @@ def _write_error(path: Path, exc: OSError, what: str) -> AgentLinkError:
                           hint=f"Make it (and its folder) writable and run this again, or {what} yourself.")
 
 
-def write_text(path: Path, text: str, what: str) -> None:
-    """Replace the file ``path`` (a symlink's target) with ``text`` atomically, keeping its mode.
+def write_text(path: Path, text: str, what: str, *, mode: int | None = None) -> None:
+    """Replace the file ``path`` (a symlink's target) with ``text`` atomically, with ``mode``
+    (default: the file's own; 0600 for a new file).
 
     :raises AgentLinkError: when it cannot be written (``what``: the by-hand way), the temp file removed.
     """
@@ -347,9 +349,13 @@ def write_text(path: Path, text: str, what: str) -> None:
     tmp = real.with_name(f".{real.name}.agent-link-{os.getpid()}")
     try:
         real.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(text, encoding="utf-8")
-        if real.exists():
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        if mode is None and real.exists():
             shutil.copymode(real, tmp)
+        else:
+            os.chmod(tmp, 0o600 if mode is None else mode)
         os.replace(tmp, real)
     except OSError as exc:
         try:
@@ -412,7 +418,8 @@ def stage_plugin(plugin_file: Path, executable: Path) -> None:
     if EXECUTABLE_LINE not in text:  # the packaged file and this module disagree: a packaging bug
         raise RuntimeError(f"{SOURCE} lacks the line {EXECUTABLE_LINE!r}")
     text = text.replace(EXECUTABLE_LINE, f"const AGENT_LINK = {json.dumps(str(executable))};", 1)
-    write_text(plugin_file, text, "check the folder's permissions")
+    ensure_private_dir(plugin_file.parent)  # the folders agent-link creates are private, the file too
+    write_text(plugin_file, text, "check the folder's permissions", mode=0o600)
 
 
 def install_steps(path: Path, folder: Path, executable: Path) -> list[Step]:

@@ -48,6 +48,11 @@ def test_opencode_install_is_idempotent_and_uninstall_leaves_the_rest(tmp_path: 
                                               "environment": {"AGENT_LINK_HOST": "opencode"}, "enabled": True}
     assert installed["plugin"] == ["opencode-wakatime", plugin_file.as_uri()]
     staged = plugin_file.read_text()
+    # private, whatever the umask: the folders install made, the plugin and the record (it holds the config's old text)
+    for made in (plugin_file, plugin_file.with_name("installs.json")):
+        assert made.stat().st_mode & 0o777 == 0o600, made
+    for made in (plugin_file.parent, plugin_file.parent.parent, plugin_file.parent.parent.parent):
+        assert made.stat().st_mode & 0o777 == 0o700, made
     # the JS plugin runs this installation's agent-link for its hooks (lease guard, mail note)
     assert "tool.execute.before" in staged and f"const AGENT_LINK = {json.dumps(AGENT_LINK)};" in staged
     assert {k: v for k, v in installed.items() if k not in ("mcp", "plugin")} == {k: v for k, v in USER_CONFIG.items() if k not in ("mcp", "plugin")}
