@@ -96,7 +96,7 @@ def build_server(app: App) -> Server[Any]:
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         spec = tools.get(params.name)
         if spec is None:
-            return to_call_result(unknown_tool(params.name))
+            return to_call_result(unknown_tool(params.name, tools, app.hooks.tools()))
         meta = dict(ctx.meta or {})
         # the SDK hands _meta over either as sent or with its model's field names
         token = meta.get("progressToken", meta.get("progress_token"))

@@ -16,7 +16,7 @@ import logging
 import os
 import re
 import sqlite3
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -445,7 +445,12 @@ def _withheld(app: App, spec: ToolSpec, plugin: str, found: list[dict[str, str]]
     }})
 
 
-def unknown_tool(name: str) -> dict[str, Any]:
-    """The result for a tool name nobody registered."""
+def unknown_tool(name: str, listed: Collection[str] = (), registered: Collection[str] = ()) -> dict[str, Any]:
+    """The result for calling tool ``name`` that this server does not list: nobody registered it, or it is among the
+    ``registered`` tools that the ``listed`` ones leave out (``agent_link_listed_tools``), which the answer says."""
+    if name in registered and name not in listed:
+        reach = "call it through agent_link_tools" if "agent_link_tools" in listed else "tools/list names those it offers"
+        return {"ok": False, "error": AgentLinkError("unknown_tool", f"{name!r} is installed but this server does not offer it.",
+                                                     {"name": name, "listed": False}, hint=f"This server's tool list leaves it out; {reach}.").to_dict()}
     return {"ok": False, "error": AgentLinkError("unknown_tool", f"There is no tool named {name!r}.", {"name": name},
                                                  hint="tools/list names the tools this server offers.").to_dict()}

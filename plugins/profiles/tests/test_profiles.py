@@ -72,6 +72,10 @@ async def test_profile_through_a_real_mcp_session(monkeypatch: pytest.MonkeyPatc
         assert set(await client.tools()) == core | {"agent_link_tools"}
         hidden = await client.call("list_agent_link_receipts")
         assert hidden["ok"] is False and hidden["error"]["code"] == "unknown_tool"
+        # installed but left out of this list: said so, with the way to it (it said "There is no tool named")
+        assert hidden["error"]["message"] == "'list_agent_link_receipts' is installed but this server does not offer it."
+        assert "call it through agent_link_tools" in hidden["error"]["hint"]
+        assert (await client.call("no_such_tool"))["error"]["message"] == "There is no tool named 'no_such_tool'."
     async with agent_link_mcp({"AGENT_LINK_TOOLS": "codex"}) as client:
         offered = set(await client.tools())
         assert core < offered and "list_agent_link_receipts" not in offered
