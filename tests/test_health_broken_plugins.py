@@ -110,6 +110,12 @@ def test_a_broken_plugin_turned_off_keeps_health_ok(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout
     data = json.loads(done.stdout)
     assert data["ok"] is True and data["problems"] == [] and data["plugins"]["elsewhere"] == []
+    assert "warning" not in data["plugins"]
+    # a misspelt name turns nothing off: health says so (a warning: health stays what it is) and names the plugins
+    typo = run(tmp_path, "health", AGENT_LINK_DISABLE_PLUGINS="widgte")
+    said = " ".join(typo.stdout.split())
+    assert typo.returncode == 1 and "warning: AGENT_LINK_DISABLE_PLUGINS names widgte, which no installed plugin is called" in said
+    assert "widget" in said.split("Plugin names (exact case): ")[1].split(".")[0].split(", "), said
 
 
 def test_a_fault_in_another_process_makes_health_not_ok(tmp_path: Path) -> None:

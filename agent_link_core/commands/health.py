@@ -39,6 +39,8 @@ def _print_health(h: dict[str, Any]) -> None:
     for problem in [p for p in h.get("problems") or [] if "plugin" not in p]:  # what a plugin's section says needs the person
         click.echo(f"  problem in {problem['section']}: {problem['message']}" + (f"\n    to fix: {problem['hint']}" if problem.get("hint") else ""))
     click.echo(f"  plugins:    {', '.join(h['plugins']['loaded']) or 'none'}")
+    if h["plugins"].get("warning"):
+        click.echo(f"  warning: {h['plugins']['warning']['message']}. {h['plugins']['warning']['hint']}")
     for problem in [p for p in h.get("problems") or [] if "plugin" in p]:  # health.plugin_problems: one line each
         click.echo(f"  BROKEN plugin {problem['plugin']}: {problem['message']}. {problem['hint']}")
     for dep in h["env"]["deprecated"]:
