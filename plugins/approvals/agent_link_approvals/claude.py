@@ -119,6 +119,30 @@ def user_settings_path(env: Mapping[str, str]) -> Path:
     return Path(env.get("HOME") or os.path.expanduser("~")) / ".claude" / "settings.json"
 
 
+def installed_plugins_path(env: Mapping[str, str]) -> Path:
+    """Claude Code's record of installed plugins: ``plugins/installed_plugins.json`` beside the
+    user's settings (:func:`user_settings_path`)."""
+    return user_settings_path(env).parent / "plugins" / "installed_plugins.json"
+
+
+def plugin_installed(env: Mapping[str, str], plugin_key: str | None) -> bool | None:
+    """Whether Claude Code has ``plugin_key`` (``<plugin>@<marketplace>``) installed, as its
+    :func:`installed_plugins_path` says (``claude plugin install`` adds it, ``uninstall``
+    removes it; checked on 2.1.332); None when that file is missing or unreadable."""
+    import json
+
+    if not plugin_key:
+        return None
+    try:
+        data = json.loads(installed_plugins_path(env).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    plugins = data.get("plugins") if isinstance(data, dict) else None
+    if not isinstance(plugins, dict):
+        return None
+    return bool(plugins.get(plugin_key))
+
+
 def real_settings(env: Mapping[str, str], project: Path) -> list[SettingsFile]:
     """The user, project and local settings files for ``project`` (missing ones have no data).
 
@@ -176,11 +200,14 @@ class ClaudeCheck:
     missing: list[str] = field(default_factory=list)
     overridden: list[ToolPermission] = field(default_factory=list)
     plugin_enabled: Any = None
+    #: whether Claude Code has the plugin installed (:func:`plugin_installed`; None: cannot tell)
+    installed: bool | None = None
 
     @property
     def complete(self) -> bool:
-        """Every required tool is allowed and not overridden."""
-        return not self.missing and not self.overridden
+        """Every required tool is allowed and not overridden, and the plugin is not known to be
+        uninstalled (allow rules for a plugin Claude Code does not have allow nothing)."""
+        return not self.missing and not self.overridden and self.installed is not False
 
     def allowed(self, names: Iterable[str]) -> list[str]:
         """Those of ``names`` that run without asking (on every server)."""
@@ -202,6 +229,7 @@ class ClaudeCheck:
         return {
             "plugin": self.plugin, "servers": self.servers, "all": self.all_tools, "complete": self.complete,
             "files": [f.to_dict() for f in self.files], "pluginEnabled": self.plugin_enabled,
+            "pluginInstalled": self.installed,
             "required": self.required, "requiredAllowed": len(self.allowed(self.required)),
             "missing": self.missing,
             "overridden": [p.to_dict() for p in self.overridden],

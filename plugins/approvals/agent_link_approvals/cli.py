@@ -162,6 +162,9 @@ def _print_claude(r: dict[str, Any], apply: bool = False) -> None:
     click.echo(f"  plugin {m['pluginId'] or r['plugin']}, MCP server {_names(r['servers'])} (from {_names(m['files'])} in {m['root']})")
     for problem in m["problems"]:
         click.echo(f"  MANIFEST PROBLEM: {problem}")
+    if r.get("pluginInstalled") is False:
+        click.echo("  plugin not installed in Claude Code (install it: agent-link install claude); until it is, "
+                   "allow rules for its tools allow nothing")
     what = "tools (--all, role-admin tools excepted)" if r["all"] else "read-only tools"
     click.echo(f"  {what} allowed: {r['requiredAllowed']} of {len(r['required'])}")
     if r["missing"]:

@@ -6,6 +6,8 @@ from the manifests, and returns a report dict (the ``--json`` form) plus what th
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -134,8 +136,9 @@ def _toml(tables: dict[str, Any]) -> str:
 
 
 def check_claude(files: list[claude.SettingsFile], tools: list[ToolInfo], plugin: HostPlugin, *,
-                 all_tools: bool = False) -> ClaudeOutcome:
-    """Check Claude Code settings files (their rules add up).
+                 all_tools: bool = False, env: Mapping[str, str] | None = None) -> ClaudeOutcome:
+    """Check Claude Code settings files (their rules add up); not complete while Claude Code
+    (its config dir in ``env``, default the process's) does not have the plugin installed.
 
     :raises CannotCheck: the manifests give no plugin name or server.
     """
@@ -143,6 +146,7 @@ def check_claude(files: list[claude.SettingsFile], tools: list[ToolInfo], plugin
         raise CannotCheck("the Claude Code plugin's name or MCP server is unknown ("
                           + "; ".join(plugin.problems or ["no manifests"]) + "); pass --plugin-root")
     result = claude.check(files, plugin.plugin, plugin.servers, tools, all_tools, plugin.plugin_id)
+    result.installed = claude.plugin_installed(os.environ if env is None else env, plugin.plugin_id)
     report = {"manifests": plugin.to_dict(), **result.to_dict()}
     report["complete"] = result.complete and not plugin.problems
     return ClaudeOutcome(report, report["complete"], result)

@@ -365,3 +365,26 @@ def test_check_says_how_to_install_and_what_shadows_the_plugin(run: Run, tmp_pat
     assert result.exit_code == 1 and "INCOMPLETE" in result.stdout
     assert f"SHADOWED: this config has its own [mcp_servers.{SRV}] table" in result.stdout, result.stdout
     assert "agent-link import-legacy" in result.stdout
+
+
+def test_claude_allow_rules_without_the_plugin_installed_are_not_complete(
+        run: Run, tmp_path: Path, fake_tools: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """After ``agent-link uninstall claude`` the allow rules the person added (``approvals
+    apply``; install adds none) stay in settings.json, but allow nothing: the check said
+    COMPLETE; now it says the plugin is not installed and how to install it."""
+    config_dir = tmp_path / "claude"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config_dir))
+    path = config_dir / "settings.json"
+    (config_dir / "plugins").mkdir(parents=True)
+    path.write_text(json.dumps({"permissions": {"allow": [f"{RULE}__{name}" for name in READ_ONLY]}}))
+    record = config_dir / "plugins" / "installed_plugins.json"
+    record.write_text(json.dumps({"version": 2, "plugins": {}}))  # what `claude plugin uninstall` leaves
+    result = run("approvals", "check", "--claude-settings", path)
+    assert result.exit_code == 1 and "INCOMPLETE" in result.stdout
+    assert "plugin not installed in Claude Code (install it: agent-link install claude)" in result.stdout
+    assert as_json(run("approvals", "check", "--claude-settings", path, "--json"))["claude"]["pluginInstalled"] is False
+    record.write_text(json.dumps({"version": 2, "plugins": {"agent-link@agent-link": [{"scope": "user"}]}}))
+    result = run("approvals", "check", "--claude-settings", path)
+    assert result.exit_code == 0 and "  COMPLETE" in result.stdout and "not installed" not in result.stdout
+    record.unlink()  # no record (never installed through `claude plugin`): the rules alone decide, as before
+    assert run("approvals", "check", "--claude-settings", path).exit_code == 0
