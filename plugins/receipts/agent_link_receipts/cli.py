@@ -1,8 +1,10 @@
 """``agent-link receipts``: read the audit receipts from a terminal or a script.
 
 * ``agent-link receipts [--json] [--limit N] [--action A] [--kind K] [--target ADDR]
-  [--message ID] [--query TEXT]``: newest first; a table for people, one JSON object
-  (the same as list_agent_link_receipts) with ``--json``;
+  [--message ID] [--query TEXT]``: newest first; a line per receipt for people (the preview's
+  words as written, not the envelope's ``&lt;`` escaping, with control, format and bidi
+  characters as ``\\u{XXXX}``), one JSON object (the same as list_agent_link_receipts, escaped
+  as stored) with ``--json``;
 * ``agent-link receipts export --jsonl``: every receipt, oldest first, one JSON object per
   line on stdout, for archiving or auditing elsewhere.
 """
@@ -10,11 +12,14 @@
 from __future__ import annotations
 
 import json
+import re
+import unicodedata
 from typing import Any
 
 import click
 
 from agent_link_core.app import App
+from agent_link_core.cli_text import printable
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.mailbox import Visibility
 
@@ -25,13 +30,34 @@ from agent_link_receipts.recording import repair
 from agent_link_receipts.tools import query
 
 PREVIEW_COLUMNS = 60
+#: what the envelope's escaping writes (:func:`agent_link_core.envelope.escape_text`): ``&lt;``, ``&gt;``, ``&amp;``,
+#: ``&#xHHHH;`` for a format or invisible character, ``\u{XX}`` for a control character
+_ESCAPED = re.compile(r"&(lt|gt|amp);|&#x([0-9A-F]{1,6});|\\u\{([0-9A-F]{2,6})\}")
+_ENTITIES = {"lt": "<", "gt": ">", "amp": "&"}
+
+
+def _unescaped(match: re.Match[str]) -> str:
+    if match.group(1):
+        return _ENTITIES[match.group(1)]
+    code = int(match.group(2) or match.group(3), 16)
+    if code > 0x10FFFF or (match.group(3) and unicodedata.category(chr(code)) != "Cc"):
+        return match.group(0)  # not what the escaping writes: someone's own text
+    return chr(code)
+
+
+def people_text(text: str | None) -> str:
+    """A receipt's escaped text (a preview, a purpose) as people read it: the envelope's entities and escapes
+    back to the words and characters they stand for, whitespace runs as one space. Not yet terminal-safe:
+    :func:`~agent_link_core.cli_text.printable` shows its control, format and bidi characters."""
+    return " ".join(_ESCAPED.sub(_unescaped, text or "").split())
 
 
 def _line(receipt: dict[str, Any]) -> str:
-    action = receipt["action"] + (f"/{receipt['kind']}" if receipt.get("kind") else "")
-    target = (receipt.get("target") or {}).get("address") or "-"
-    preview = " ".join((receipt.get("messagePreview") or receipt.get("purpose") or "").split())[:PREVIEW_COLUMNS]
-    return f"{receipt['createdAt']}  {action:<28} {target:<40} {preview}".rstrip()
+    """One receipt for people, on one line: every field (another agent's words, a plugin's names) printable."""
+    action = printable(receipt["action"] + (f"/{receipt['kind']}" if receipt.get("kind") else ""))
+    target = printable((receipt.get("target") or {}).get("address") or "-")
+    preview = printable(people_text(receipt.get("messagePreview") or receipt.get("purpose"))[:PREVIEW_COLUMNS])
+    return f"{printable(receipt['createdAt'])}  {action:<28} {target:<40} {preview}".rstrip()
 
 
 def _visibility(app: App, everyone: bool) -> Visibility:

@@ -54,6 +54,29 @@ async def test_cli_lists_and_exports(make_app: Any, monkeypatch: pytest.MonkeyPa
     assert len(json.loads(cli("receipts", "--json", "--all").output)["data"]) == 3
 
 
+@pytest.mark.anyio
+async def test_people_read_the_words_not_the_envelopes_escapes(make_app: Any) -> None:
+    app: App = make_app(AGENT_LINK_ADDRESS="test:alice")
+    await app.send(caller=ALICE, to="test:bob", body="if a < b && c > d:\n\tbell\a rlo\u202eevil\u200b esc\x1b[2J",
+                   arguments={"receipt": {"purpose": "p"}})
+    await app.send(caller=ALICE, to="test:bob", body="x", arguments={"receipt": {"purpose": "fix <b> & \u202eevil"}})
+    # the script's JSON keeps the escaped preview; the people's line shows the words, terminal-safe and on one line
+    assert json.loads(cli("receipts", "--json").output)["data"][1]["messagePreview"].startswith("if a &lt; b &amp;&amp; c &gt; d:")
+    shown = cli("receipts").output
+    lines = shown.splitlines()
+    assert len(lines) == 2 and lines[1].endswith("if a < b && c > d: bell\\u{0007} rlo\\u{202E}evil\\u{200B} esc\\u{001B}[2J"), shown
+    assert "&lt;" not in shown and "&amp;" not in shown and "&#x" not in shown
+    assert all(line.isprintable() for line in lines)
+
+
+def test_people_text_undoes_only_the_escaping() -> None:
+    from agent_link_core.envelope import escape_text
+    from agent_link_receipts.cli import people_text
+
+    for raw in ("a <b> & c &lt; &#x41; \\u{41}", "\u202e\u200b\a\x1b x", "line\nbreak\ttab"):
+        assert people_text(escape_text(raw)) == " ".join(raw.split())
+
+
 def env(address: str) -> dict[str, str]:
     return {"AGENT_LINK_ADDRESS": address, "AGENT_LINK_DISABLE_PLUGINS": "codex claude"}
 
