@@ -113,8 +113,7 @@ def plugins(ctx: Any, as_json: bool, ndjson: bool) -> None:
     emit(data, as_json, human, ndjson)
 
 
-@command(option("--check", flag=True, help="Load what the server loads, then exit 0 without serving "
-                                         "(a launcher's probe that agent-link starts)."))
+@command(option("--check", flag=True, help="Load what the server loads, exit 0 without serving (a launcher's probe)."))
 def mcp(ctx: Any, check: bool = False) -> None:
     """Serve the agent-link MCP tools over stdio (hosts start this)."""
     from agent_link_core.server import main as serve_main
