@@ -368,6 +368,7 @@ class Boundary:
         #: ``(plugin, hook)`` -> until when (monotonic s) it is skipped: interrupted after the budget
         #: here, for the rest of the process (inf); hung in another process, for what is left of its time
         self.hung: dict[tuple[str, str], float] = {}
+        self._unsaid: dict[tuple[str, str], str] = {}  # skips for another process's hang, reported when a call is skipped
         #: called with ``(plugin, reason)`` when a plugin must be left out
         self.on_disable: Callable[[str, str], None] | None = None
         #: told of each new problem (the App keeps them for other processes to see)
@@ -409,18 +410,20 @@ class Boundary:
         return problem
 
     def skip(self, plugin: str, hook: str, error: str, for_s: float) -> None:
-        """Skip ``hook`` of ``plugin`` for ``for_s`` seconds (it hung in another process): a
-        problem of this process, not written to the problem log again."""
+        """Skip ``hook`` of ``plugin`` for ``for_s`` seconds (it hung in another process): a problem of this process once
+        a call of it is skipped (a command that never calls it says nothing), not written to the problem log again."""
         self.hung[(plugin, hook)] = time.monotonic() + for_s
-        sink, self.sink = self.sink, None
-        try:
-            self.fault(plugin, hook, error, fix=HUNG_FIX)
-        finally:
-            self.sink = sink
+        self._unsaid[(plugin, hook)] = error
 
     def skipped(self, plugin: str, hook: str) -> bool:
         """Whether ``hook`` of ``plugin`` is skipped now (:attr:`hung`)."""
         if time.monotonic() < self.hung.get((plugin, hook), -math.inf):
+            if (error := self._unsaid.pop((plugin, hook), None)) is not None:
+                sink, self.sink = self.sink, None
+                try:
+                    self.fault(plugin, hook, error, fix=HUNG_FIX)
+                finally:
+                    self.sink = sink
             return True
         self.hung.pop((plugin, hook), None)  # the time another process's hang bought it is over: tried again
         return False

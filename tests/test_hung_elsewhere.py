@@ -50,6 +50,9 @@ def test_a_hook_that_hung_in_one_process_is_skipped_by_the_next(tmp_path: Path) 
         assert "'sleepy' failed in agent_link_before_send: hung in another agent-link process" in later.stderr, later.stderr
         assert f"skipped until {HUNG_SKIP_S // 60} min have passed" in later.stderr
     assert calls.read_text().splitlines() == ["called"]  # the later sends never called it
+    # a command that never calls that hook says nothing of it (every command printed the notice for 10 min)
+    inbox = subprocess.run([sys.executable, "-m", "agent_link_core", "inbox"], env=env, capture_output=True, text=True, timeout=120)
+    assert inbox.returncode == 0 and "hung in another" not in inbox.stderr, inbox.stderr
     health = subprocess.run([sys.executable, "-m", "agent_link_core", "health"], env=env, capture_output=True, text=True, timeout=120)
     assert health.returncode == 1 and "sleepy" in health.stdout + health.stderr  # still reported as broken
 
