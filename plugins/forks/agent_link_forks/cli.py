@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from agent_link_core.cli import EXIT_HELP, WholeRange, emit, get_app, table
+from agent_link_core.cli import EXIT_HELP, WholeRange, emit, get_app, printable, table
 from agent_link_core.mailbox import iso
 from agent_link_forks.jobs import Jobs
 
@@ -73,23 +73,27 @@ def show(ctx: click.Context, job_id: str, as_json: bool) -> None:
     jobs = Jobs(get_app(ctx).store)
     job = jobs.get(job_id.strip().upper())
     if job is None:
-        click.echo(f"agent-link: no fork job {job_id.strip()}; list them with `agent-link forks list`.", err=True)
+        click.echo(f"agent-link: no fork job {printable(job_id.strip())}; list them with `agent-link forks list`.", err=True)
         sys.exit(1)
     data = {"version": FORMAT_VERSION, "job": job_entry(job, jobs),
             "events": [{"kind": e["kind"], "at": iso(e["at"]), "data": e["data"]} for e in jobs.events(job["id"])]}
 
     def human(d: dict[str, Any]) -> None:
+        # each field on its one line, as a header: what Codex or an agent wrote there (an error, a model) cannot drive the terminal
         j = d["job"]
         for key in ("id", "status", "phase", "original", "fork", "by", "model", "effort", "createdAt", "finishedAt", "taskTurnId", "error"):
-            click.echo(f"{key:12} {j[key] if j[key] is not None else '-'}")
+            click.echo(f"{key:12} {printable(j[key]) if j[key] is not None else '-'}")
         if j["compaction"]:
             c = j["compaction"]
-            click.echo(f"{'compaction':12} {c.get('reason')} (compact: {c.get('compact')}, compacted: {c.get('compacted')})")
+            click.echo(f"{'compaction':12} {printable(c.get('reason'))} (compact: {printable(c.get('compact'))},"
+                       f" compacted: {printable(c.get('compacted'))})")
         if j["reconcile"]:
             r = j["reconcile"]
-            click.echo(f"{'reconcile':12} {r['messageId']} ({'stored' if r['stored'] else 'not stored'}, via {r['deliveredVia'] or '-'})")
+            click.echo(f"{'reconcile':12} {printable(r['messageId'])} ({'stored' if r['stored'] else 'not stored'},"
+                       f" via {printable(r['deliveredVia'] or '-')})")
         if j["archive"]:
-            click.echo(f"{'archive':12} {j['archive']['state']}" + (f" ({j['archive']['detail']})" if j["archive"]["detail"] else ""))
+            a = j["archive"]
+            click.echo(f"{'archive':12} {printable(a['state'])}" + (f" ({printable(a['detail'])})" if a["detail"] else ""))
         table(["AT", "EVENT"], [[e["at"], e["kind"]] for e in d["events"]])
 
     emit(data, as_json, human)

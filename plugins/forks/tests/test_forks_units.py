@@ -204,6 +204,19 @@ def test_forks_cli(make_app: Callable[..., App], monkeypatch: pytest.MonkeyPatch
     assert runner.invoke(cli, ["forks", "list", "--status", "weird"]).exit_code == 2
 
 
+def test_forks_show_escapes_what_codex_or_an_agent_wrote(make_app: Callable[..., App]) -> None:
+    app = make_app()
+    jobs = Jobs(app.store)
+    add_job(jobs, "01KAAAAAAAAAAAAAAAAAAAAAE3", fork=json.dumps({"model": "m\x1b[2J\u202e2", "effort": "high"}))
+    assert jobs.finish("01KAAAAAAAAAAAAAAAAAAAAAE3", "me", "failed", {"error": "boom\a\nforged: line"})
+    assert jobs.claim_archive("01KAAAAAAAAAAAAAAAAAAAAAE3", "fork-e3")
+    jobs.archive_done("01KAAAAAAAAAAAAAAAAAAAAAE3", "failed", "no\u202e such\nthread")
+    shown = CliRunner().invoke(build_cli(), ["forks", "show", "01KAAAAAAAAAAAAAAAAAAAAAE3"]).output
+    assert all(line.isprintable() for line in shown.splitlines()), shown
+    assert "m\\u{001B}[2J\\u{202E}2" in shown and "boom\\u{0007}\\u{000A}forged: line" in shown
+    assert "no\\u{202E} such\\u{000A}thread" in shown
+
+
 class TurnSequence:
     """CodexThreads stand-in whose ``find_turn`` answers the given statuses in order (then the last)."""
 
