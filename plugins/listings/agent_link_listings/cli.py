@@ -27,13 +27,16 @@ def machine_column(sessions: list[dict[str, Any]]) -> list[str] | None:
 
 
 def provider_lines(providers: dict[str, Any]) -> None:
-    """One stderr line per unreachable source, so a partial listing never looks complete."""
+    """One stderr line per unreachable source, so a partial listing never looks complete (what a host or a plugin
+    said there on that line, its control and bidi characters escaped)."""
     for name, p in providers.items():
         if not p.get("complete", True):
-            click.echo(f"agent-link: {name}: not fully listed ({p.get('reason') or 'incomplete'}{': ' + str(p['detail']) if p.get('detail') else ''})", err=True)
+            detail = f": {printable(p['detail'])}" if p.get("detail") else ""
+            click.echo(f"agent-link: {printable(name)}: not fully listed ({printable(p.get('reason') or 'incomplete')}{detail})", err=True)
         for ep in p.get("endpoints", []) or []:
             if not ep.get("reachable", True):
-                click.echo(f"agent-link: {name} endpoint {ep.get('id')} ({ep.get('source')}) is unreachable", err=True)
+                click.echo(f"agent-link: {printable(name)} endpoint {printable(ep.get('id'))} ({printable(ep.get('source'))}) is unreachable",
+                           err=True)
 
 
 @click.command(epilog=EXIT_HELP)
@@ -121,7 +124,7 @@ def find(ctx: click.Context, query: str, source: str | None, show_paths: bool, a
     def human(d: dict[str, Any]) -> None:
         click.echo(d["verdict"])
         for m in d["matches"]:
-            click.echo(f"  {m.get('alias') or '-'}  {m['address']}  {printable(m.get('title') or '')}".rstrip())
+            click.echo(f"  {printable(m.get('alias') or '-')}  {printable(m['address'])}  {printable(m.get('title') or '')}".rstrip())
 
     emit(data, as_json, human, ndjson)
     sys.exit({"one": 0, "none": EXIT_NONE}.get(data["verdict"], EXIT_MANY))

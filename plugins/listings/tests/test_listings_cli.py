@@ -274,3 +274,13 @@ def test_readme_python_example_runs(tmp_path: Any) -> None:
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0].startswith("queued ") and lines[1] == "bob"
+
+
+def test_an_unreachable_sources_words_are_escaped(capsys: pytest.CaptureFixture[str]) -> None:
+    from agent_link_listings.cli import provider_lines
+
+    provider_lines({"codex": {"complete": False, "reason": "app_server\a", "detail": "said \x1b]0;x\a\u202eevil\nforged",
+                              "endpoints": [{"id": "ws\u202e1", "source": "env\x1b[2J", "reachable": False}]}})
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == ["agent-link: codex: not fully listed (app_server\\u{0007}: said \\u{001B}]0;x\\u{0007}\\u{202E}evil\\u{000A}forged)",
+                     "agent-link: codex endpoint ws\\u{202E}1 (env\\u{001B}[2J) is unreachable"]
