@@ -8,17 +8,18 @@ from typing import Any
 
 import click
 
-from agent_link_core.cli import emit, fail, get_app
+from agent_link_core.cli import emit, fail, get_app, printable
 from agent_link_core.errors import AgentLinkError
 
 
 def _human(report: dict[str, Any]) -> None:
-    """One line per importer, its first bad lines under it, then what was left undone."""
+    """One line per importer, its first bad lines under it, then what was left undone; what the original's files
+    hold (a file's name, an error quoting a line) on its line, control and bidi characters escaped."""
     verb = "would import" if report["dryRun"] else "imported"
-    click.echo(f"original's files in {report['sourceDir']}" + (" (dry run: nothing written)" if report["dryRun"] else ""))
+    click.echo(f"original's files in {printable(report['sourceDir'])}" + (" (dry run: nothing written)" if report["dryRun"] else ""))
     for item in report["importers"]:
         if not item["ok"]:
-            click.echo(f"  {item['name']}: FAILED, nothing imported: {item['error']}")
+            click.echo(f"  {item['name']}: FAILED, nothing imported: {printable(item['error'])}")
             continue
         if not item["files"] and not item["unreadable"]:
             click.echo(f"  {item['name']}: no files")
@@ -30,13 +31,13 @@ def _human(report: dict[str, Any]) -> None:
             line += " (" + ", ".join(f"{key} {n}" for key, n in item["details"].items()) + ")"
         click.echo(line)
         for bad in [*item["badLines"], *item.get("flagged", [])]:
-            where = f"{bad['file']}:{bad['line']}" if bad["line"] is not None else bad["file"]
-            click.echo(f"    {where}: {bad.get('error') or bad.get('note')}")
+            where = f"{printable(bad['file'])}:{bad['line']}" if bad["line"] is not None else printable(bad["file"])
+            click.echo(f"    {where}: {printable(bad.get('error') or bad.get('note'))}")
         shown = len(item["badLines"])
         if item["unreadable"] > shown:
             click.echo(f"    ... and {item['unreadable'] - shown} more unreadable (only the first {shown} are named)")
         for note in item.get("notes", []):
-            click.echo(f"    {note}")
+            click.echo(f"    {printable(note)}")
     if report["failed"]:
         click.echo(f"failed: {', '.join(report['failed'])} (the others were imported; run again once fixed)")
 

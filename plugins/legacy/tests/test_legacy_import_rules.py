@@ -275,3 +275,19 @@ def test_the_database_named_by_the_mailbox_path_is_never_read_as_a_mailbox(
     assert (item["imported"], item["unreadable"], item["files"]) == (0, 0, [])
     assert "agent-link's own database" in item["notes"][0]
     app.close()
+
+
+def test_the_report_shows_the_files_text_escaped(capsys: pytest.CaptureFixture[str]) -> None:
+    from agent_link_legacy.cli import _human
+
+    _human({"dryRun": True, "sourceDir": "/old\u202edir", "failed": ["roles"], "importers": [
+        {"name": "roles", "ok": False, "error": "ValueError: bad role 'x\x1b[2J\a'"},
+        {"name": "mailbox", "ok": True, "files": 1, "unreadable": 1, "imported": 0, "alreadyPresent": 0,
+         "badLines": [{"file": "/old/in\u202ebox.jsonl", "line": 3, "error": "not JSON: {\"to\": \"\a\nforged\""}],
+         "notes": ["kept \u202eas is"]}]})
+    out = capsys.readouterr().out.splitlines()
+    assert all(line.isprintable() for line in out), out
+    assert out[0] == "original's files in /old\\u{202E}dir (dry run: nothing written)"
+    assert out[1] == "  roles: FAILED, nothing imported: ValueError: bad role 'x\\u{001B}[2J\\u{0007}'"
+    assert out[3] == "    /old/in\\u{202E}box.jsonl:3: not JSON: {\"to\": \"\\u{0007}\\u{000A}forged\""
+    assert out[4] == "    kept \\u{202E}as is"
