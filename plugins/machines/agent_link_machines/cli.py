@@ -10,11 +10,11 @@ from typing import Any
 
 import click
 
-from agent_link_core.cli import EXIT_HELP, emit, get_app
+from agent_link_core.cli import EXIT_HELP, emit, get_app, printable
 
 
 def _die(message: str) -> None:
-    click.echo(f"agent-link machines: {message}", err=True)
+    click.echo(f"agent-link machines: {printable(message)}", err=True)  # an engine's or another machine's words among them
     sys.exit(1)
 
 
@@ -91,16 +91,17 @@ def status(ctx: click.Context, as_json: bool) -> None:
     data = health_section(get_app(ctx))
 
     def human(d: dict[str, Any]) -> None:
+        # what other machines listed and the engine said, each on its line with its control and bidi characters escaped
         if not d["configured"]:
-            click.echo(d["note"])
+            click.echo(printable(d["note"]))
             return
-        click.echo(summary_line(d, seen=False))
+        click.echo(printable(summary_line(d, seen=False)))
         for m in d["machinesSeen"]:
             age = "never" if m["ageMs"] is None else f"{m['ageMs'] // 1000} s ago"
             here = "  (this machine)" if m["name"] == d.get("machine") else "  (stale)" if m["stale"] else ""
-            click.echo(f"  {m['name']}: {m['sessions']} sessions, listed {age}{here}")
+            click.echo(f"  {printable(m['name'])}: {printable(m['sessions'])} sessions, listed {age}{here}")
         if d.get("problem"):
-            click.echo(f"problem: {d['problem']}")
+            click.echo(f"problem: {printable(d['problem'])}")
 
     emit(data, as_json, human)
     if data.get("problem"):
