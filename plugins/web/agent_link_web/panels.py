@@ -103,8 +103,11 @@ class Panel:
     :param title: the heading people see.
     :param render: ``(app) -> PanelView`` (or an awaitable of one); called each time the
         section is drawn, so keep it to a few quick reads. Mail it shows must pass
-        :func:`panel_viewer` (the reader's visibility). An exception is shown as "this
-        section failed" in place of the panel, never breaking the page.
+        :func:`panel_viewer` (the reader's visibility). It runs through the plugin boundary:
+        what it raises (any ``BaseException``), an answer that is no :class:`PanelView` or
+        shows more than 1 MiB of text, or a render outliving 5 s is its plugin's fault,
+        reported as ``panel <name>`` and shown as "this section failed" in place of the
+        panel, never breaking the page.
     :param order: sections are shown by ascending order, then name.
     :param act: ``(app, key, person) -> str`` (or an awaitable of one): what a
         :class:`PanelAction` of this panel does when the person at the page (``person``, their

@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import inspect
 import logging
+import os
 import re
 import secrets
+import signal
 import socket
+import threading
 from contextlib import contextmanager
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
@@ -474,13 +476,21 @@ def _form_routes(app: App, config: WebConfig, visibility: Visibility, overview_p
         found = [p for p in panels(app) if p.name == wanted and p.act is not None]
         if not found or not key or len(key) > 200:
             return _back("/", error="No such button (the section may have changed): reload the page.")
+        panel = found[0]
         try:
-            with as_person() as me:
-                result = found[0].act(app, key, me.address)  # type: ignore[misc]
-                said = await result if inspect.isawaitable(result) else result
+            with as_person() as me:  # the plugin's code, through the boundary as its render is
+                said = await views.call_panel(app, panel, f"{views.panel_hook(panel)} act",
+                                              lambda: panel.act(app, key, me.address),  # type: ignore[misc]
+                                              passing=(AgentLinkError,))
         except AgentLinkError as exc:
             return _back("/", error=exc.message)
-        return _back("/", notice=str(said))
+        if said is views.FAILED or not isinstance(said, str):
+            plugin = views.panel_owner(app, panel)
+            if said is not views.FAILED:
+                app.hooks.boundary.fault(plugin, f"{views.panel_hook(panel)} act", f"returned {type(said).__name__}; expected a sentence (str)")
+            return _back("/", error=f"That button failed (plugin {plugin}); agent-link health tells why. Fix or update the "
+                                    f"plugin, or turn it off with AGENT_LINK_DISABLE_PLUGINS={plugin}.")
+        return _back("/", notice=said)
 
     return [Route("/send", send, methods=["POST"]), Route("/answer", answer, methods=["POST"]),
             Route("/act", act, methods=["POST"]), Route("/panel-action", panel_action, methods=["POST"])]
@@ -507,6 +517,33 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+#: a signal ends the process within this many seconds, whatever holds its event loop
+EXIT_BUDGET_S = 3.0
+
+
+def exit_on_signal(server: Any) -> None:
+    """On SIGINT, SIGTERM or SIGHUP: the uvicorn ``server`` shuts down as it does (its own
+    handler), and the process ends within :data:`EXIT_BUDGET_S` whatever holds the event loop
+    (a plugin's code that does not return): Python runs a signal handler even then, and a
+    daemon timer ends the process when the clean exit does not come. Main thread only (where
+    signals are received); elsewhere nothing is changed."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    uvicorn_handler = server.handle_exit
+
+    def leave(signum: int, frame: Any) -> None:
+        deadline = threading.Timer(EXIT_BUDGET_S, os._exit, (128 + signum,))
+        deadline.daemon = True
+        deadline.start()
+        if signum == signal.SIGHUP:  # not one uvicorn handles (nor restores)
+            server.should_exit = True
+        else:
+            uvicorn_handler(signum, frame)
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, leave)
+
+
 async def serve(app: App, config: WebConfig, sock: socket.socket, started: Callable[[], None] | None = None,
                 stop: asyncio.Event | None = None) -> None:
     """Serve the page on ``sock`` until ``stop`` is set (or the process is interrupted).
@@ -521,6 +558,7 @@ async def serve(app: App, config: WebConfig, sock: socket.socket, started: Calla
     async def watch() -> None:
         while not server.started:
             await asyncio.sleep(0.05)
+        exit_on_signal(server)
         if started is not None:
             started()
         if stop is not None:

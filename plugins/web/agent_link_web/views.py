@@ -10,11 +10,15 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+import math
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from agent_link_core.app import App
 from agent_link_conversations.conversation import conversation, conversation_ids, recent_conversations
 from agent_link_core.mailbox import Visibility, iso
+from agent_link_core.boundary import describe
 from agent_link_core.errors import AgentLinkError
 from agent_link_web.panels import Panel, PanelAction, PanelLink, PanelView, drawing_for, panels
 from agent_link_search.index import search, session_titles
@@ -56,21 +60,117 @@ async def render_panels(app: App, visibility: Visibility) -> list[dict[str, Any]
     return out
 
 
+#: a panel's render may run this long (ms, the hook budget if that is smaller); then it is cut
+#: (a synchronous render on the main thread, by the boundary's SIGALRM) and skipped afterwards
+PANEL_BUDGET_MS = 5_000
+#: the most text (bytes of UTF-8 in its cells, headings and notes) one panel may show
+MAX_PANEL_BYTES = 1 << 20
+FAILED = object()
+
+
+def panel_owner(app: App, panel: Panel) -> str:
+    """The plugin that registered ``panel`` (the one to blame, and to turn off, for its faults)."""
+    return app.hooks.owner("panel", panel.name) or "?"
+
+
+def panel_hook(panel: Panel) -> str:
+    """How problems name a panel's calls: ``panel <name>`` (as tools are ``tool <name>``)."""
+    return f"panel {panel.name}"
+
+
+@contextmanager
+def panel_budget(app: App) -> Iterator[float | None]:
+    """The boundary's budget, while a panel's code runs, lowered to :data:`PANEL_BUDGET_MS`:
+    the page waits on a panel no longer than that (0, hooks unbounded, stays 0). Yields it in
+    seconds (None: unbounded)."""
+    boundary = app.hooks.boundary
+    before = boundary.timeout_ms
+    boundary.timeout_ms = min(before, PANEL_BUDGET_MS) if before else 0
+    try:
+        yield boundary.timeout_ms / 1000 or None
+    finally:
+        boundary.timeout_ms = before
+
+
+async def call_panel(app: App, panel: Panel, hook: str, fn: Callable[[], Any], *,
+                     passing: tuple[type[BaseException], ...] = ()) -> Any:
+    """``fn()``, a panel's code (its ``render`` or ``act``), and what it returns awaited, through
+    the boundary: whatever it raises (SystemExit and KeyboardInterrupt included, but the
+    ``passing`` types) or a call outliving the panel budget is its plugin's fault, reported as
+    a problem (``agent-link health`` and ``agent-link plugins`` name it); then the answer is
+    ``FAILED``."""
+    boundary, plugin = app.hooks.boundary, panel_owner(app, panel)
+    with panel_budget(app) as bound_s:
+        result = boundary.call(plugin, hook, fn, default=FAILED, passing=passing)
+        if result is not FAILED and inspect.isawaitable(result):
+            def timed_out() -> Any:
+                boundary.hung[(plugin, hook)] = math.inf  # not awaited again by this page server
+                boundary.fault(plugin, hook, f"did not finish within {bound_s:g} s; not called again by this page server",
+                               fix="A panel must draw from a few quick reads.")
+                return FAILED
+
+            result = await boundary.acall(plugin, hook, lambda: result, bound_s=bound_s, default=FAILED,
+                                          passing=passing, on_timeout=timed_out)
+    return result
+
+
+def failed_panel(app: App, panel: Panel) -> dict[str, Any]:
+    """A panel whose render failed: ``error`` says why (its problem as the boundary recorded it) and how to turn its plugin off."""
+    plugin, hook = panel_owner(app, panel), panel_hook(panel)
+    problem = app.hooks.boundary.problem_of(plugin, hook)
+    why = problem.error if problem is not None else "failed"
+    return {"name": panel.name, "title": panel.title, "error": f"{why}", "plugin": plugin,
+            "disable": f"AGENT_LINK_DISABLE_PLUGINS={plugin}"}
+
+
 async def render_panel(app: App, panel: Panel, visibility: Visibility) -> dict[str, Any]:
     """One panel as template data, drawn for ``visibility`` (:func:`agent_link_web.panels.panel_viewer`):
-    ``{name, title, view?: PanelView, rows (cells as {text, messageId?, action?}), error?}``."""
+    ``{name, title, view?: PanelView, rows (cells as {text, messageId?, action?}), error?}``.
+
+    The render runs through the boundary (:func:`call_panel`); what it raises, an answer that is
+    not a :class:`PanelView` or shows more than :data:`MAX_PANEL_BYTES`, or a render outliving
+    :data:`PANEL_BUDGET_MS`, is its plugin's fault: the section says so (``error``, ``plugin``,
+    ``disable``), the rest of the page is drawn."""
+    hook = panel_hook(panel)
+    with drawing_for(visibility):
+        view = await call_panel(app, panel, hook, lambda: panel.render(app))
+    if view is FAILED:
+        return failed_panel(app, panel)
     try:
-        with drawing_for(visibility):
-            result = panel.render(app)
-            view = await result if inspect.isawaitable(result) else result
-        if not isinstance(view, PanelView):
-            raise TypeError(f"render returned {type(view).__name__}, not PanelView")
-    except Exception as exc:  # a plugin's bug must not take the page down
-        log.exception("panel %s failed", panel.name)
-        return {"name": panel.name, "title": panel.title, "error": type(exc).__name__}
-    rows = [[_cell(c, panel) for c in row] for row in view.rows]
-    return {"name": panel.name, "title": panel.title, "columns": view.columns, "rows": rows, "empty": view.empty,
-            "note": view.note, "labels": view.agent_labels}
+        return _drawn(panel, view)
+    except Exception as exc:  # a view the page cannot draw: the plugin's fault, never the page's
+        why = str(exc) if isinstance(exc, _Undrawable) else f"returned a PanelView that cannot be drawn ({describe(exc)})"
+        app.hooks.boundary.fault(panel_owner(app, panel), hook, why,
+                                 fix=f"render returns a PanelView of plain cells, at most {MAX_PANEL_BYTES} bytes of text.")
+        return failed_panel(app, panel)
+
+
+class _Undrawable(ValueError):
+    """Why a panel's answer is not drawn (the words of its problem)."""
+
+
+def _drawn(panel: Panel, view: Any) -> dict[str, Any]:
+    """``view`` as template data; :class:`_Undrawable` when it is no :class:`PanelView` or shows more
+    than :data:`MAX_PANEL_BYTES` of text (counted as it is read: a huge view is not copied whole)."""
+    if not isinstance(view, PanelView):
+        raise _Undrawable(f"returned {type(view).__name__}; expected a PanelView")
+    size = 0
+
+    def text(value: Any) -> str:
+        nonlocal size
+        shown = "" if value is None else str(value)
+        size += len(shown.encode("utf-8", "replace")) + 1
+        if size > MAX_PANEL_BYTES:
+            raise _Undrawable(f"returned a view of more than {MAX_PANEL_BYTES} bytes of text; at most {MAX_PANEL_BYTES} are shown")
+        return shown
+
+    def cell(value: Any) -> dict[str, Any]:
+        return {k: text(v) for k, v in _cell(value, panel).items()}
+
+    return {"name": panel.name, "title": panel.title, "columns": [text(c) for c in view.columns],
+            "rows": [[cell(c) for c in row] for row in view.rows], "empty": text(view.empty),
+            "note": None if view.note is None else text(view.note),
+            "labels": {text(a): [text(n) for n in names] for a, names in view.agent_labels.items()}}
 
 
 def _cell(value: Any, panel: Panel) -> dict[str, Any]:
@@ -82,6 +182,8 @@ def _cell(value: Any, panel: Panel) -> dict[str, Any]:
         return {"text": ""}
     if isinstance(value, bool):
         return {"text": "yes" if value else "no"}
+    if not isinstance(value, (str, int, float)):  # str() of anything else would run the plugin's code
+        raise _Undrawable(f"returned a cell of type {type(value).__name__}; cells are text, numbers, booleans, None, PanelLink or PanelAction")
     return {"text": str(value)}
 
 
