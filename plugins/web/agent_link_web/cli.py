@@ -8,7 +8,7 @@ import webbrowser
 
 import click
 from agent_link_web.context import act_for_patterns, person_address
-from agent_link_web.server import WebConfig, allowed_hosts, bind_socket, serve
+from agent_link_web.server import WILDCARDS, WebConfig, allowed_hosts, bind_socket, is_loopback, link_host, serve
 
 from agent_link_core.cli import fail, get_app
 from agent_link_core.errors import AgentLinkError
@@ -31,9 +31,10 @@ def web_command(ctx: click.Context, port: int, open_browser: bool, as_name: str 
         person = person_address(as_name, "as") if as_name else person_address(app.config.get("AGENT_LINK_WEB_USER"))
     except AgentLinkError as exc:
         fail(exc)
-    if bind != LOOPBACK:
+    if not is_loopback(bind):
+        reached = "any address of this machine" if bind in WILDCARDS else bind
         click.echo(f"agent-link: WARNING: serving on {bind}, not only this machine's loopback: anyone who can reach "
-                   "that address and gets the link can read and send your agents' mail.", err=True)
+                   f"{reached} and gets the link can read and send your agents' mail.", err=True)
     try:
         sock = bind_socket(bind, port)
     except OSError as exc:
@@ -41,7 +42,8 @@ def web_command(ctx: click.Context, port: int, open_browser: bool, as_name: str 
         sys.exit(1)
     real_port = sock.getsockname()[1]
     config = WebConfig(person=person, port=real_port, hosts=allowed_hosts(real_port, bind),
-                       act_for=act_for_patterns(app.config.get("AGENT_LINK_WEB_ACT_FOR")))
+                       act_for=act_for_patterns(app.config.get("AGENT_LINK_WEB_ACT_FOR")),
+                       link_host=link_host(bind), any_ip=bind in WILDCARDS)
 
     def started() -> None:
         url = config.url()
@@ -50,6 +52,9 @@ def web_command(ctx: click.Context, port: int, open_browser: bool, as_name: str 
             click.echo("The page shows every agent's mail (AGENT_LINK_INSPECT_ALL is on).", err=True)
         else:
             click.echo(f"The page shows the mail of {person} only; AGENT_LINK_INSPECT_ALL=1 shows every agent's.", err=True)
+        if config.any_ip:
+            click.echo(f"From another machine, open the link with this machine's IP address in place of {config.link_host} "
+                       "(a host name is refused, against DNS rebinding).", err=True)
         click.echo("Keep this link private: it is the key to the page. Ctrl-C stops the server.", err=True)
         sys.stdout.flush()
         if open_browser:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import ipaddress
 import logging
 import os
 import re
@@ -93,22 +94,62 @@ class WebConfig:
     act_for: tuple[str, ...] = ()
     token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     csrf: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+    #: where the printed link points (:func:`link_host` of the bound address)
+    link_host: str = "127.0.0.1"
+    #: bound to every address (``0.0.0.0``, ``::``): also served under any IP address of the
+    #: port as Host (the machine's own, whichever it was reached by), never a host name
+    any_ip: bool = False
 
     @property
     def cookie(self) -> str:
         """The cookie name; cookies ignore ports, so the port is part of it."""
         return f"agent_link_web_{self.port}"
 
-    def url(self, host: str = "127.0.0.1") -> str:
+    def url(self, host: str | None = None) -> str:
         """The URL to open (with the token)."""
-        return f"http://{host}:{self.port}/?token={self.token}"
+        return f"http://{host or self.link_host}:{self.port}/?token={self.token}"
+
+    def serves(self, host: str) -> bool:
+        """Whether a request naming ``host`` (a Host header value, ``name:port``) is answered:
+        one of :attr:`hosts`, or with :attr:`any_ip` an IP address of this port. A host name
+        other than ``localhost`` never is: a DNS-rebinding page reaches the server only under one."""
+        host = host.lower()
+        if host in self.hosts:
+            return True
+        name, _, port = host.rpartition(":")
+        return self.any_ip and port == str(self.port) and _ip(name.removeprefix("[").removesuffix("]")) is not None
+
+
+WILDCARDS = ("0.0.0.0", "::")
+
+
+def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        return None
+
+
+def is_loopback(bind: str) -> bool:
+    """Whether ``bind`` is this machine's loopback (``localhost``, 127.0.0.0/8, ``::1``): only this machine reaches it."""
+    address = _ip(bind)
+    return bind.lower() == "localhost" or (address is not None and address.is_loopback)
+
+
+def link_host(bind: str) -> str:
+    """The host of the printed link for a server bound to ``bind``: the address itself (an IPv6
+    one in brackets), loopback for a wildcard (``0.0.0.0``: 127.0.0.1, ``::``: [::1])."""
+    if bind in WILDCARDS:
+        return "127.0.0.1" if bind == "0.0.0.0" else "[::1]"
+    return f"[{bind}]" if ":" in bind else bind
 
 
 def allowed_hosts(port: int, bind: str) -> frozenset[str]:
-    """Host header values a server bound to ``bind``:``port`` answers to."""
+    """Host header values a server bound to ``bind``:``port`` answers to: the loopback names
+    and the bound address's own (a wildcard's addresses: :attr:`WebConfig.any_ip`)."""
     names = {"127.0.0.1", "localhost", "[::1]"}
-    if bind not in ("127.0.0.1", "0.0.0.0", "::"):
-        names.add(f"[{bind}]" if ":" in bind else bind)
+    if bind not in WILDCARDS:
+        names.add(link_host(bind).lower())
     return frozenset(f"{n}:{port}" for n in names)
 
 
@@ -169,8 +210,9 @@ class Guard:
                 message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
             await send(message)
 
-        if headers.get("host", "").lower() not in self.config.hosts:
-            await _plain(421, "This server answers only to its loopback address (foreign Host header refused).")(scope, receive, send_secured)
+        if not self.config.serves(headers.get("host", "")):
+            await _plain(421, "This server answers only to the address it listens on, or by IP address when it listens on "
+                              "every one; other host names are refused (foreign Host header).")(scope, receive, send_secured)
             return
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
         given = query.get("token")
@@ -190,7 +232,7 @@ class Guard:
             return
         if scope["method"] not in ("GET", "HEAD"):
             origin = headers.get("origin")
-            if origin is not None and origin.removeprefix("http://") not in self.config.hosts:
+            if origin is not None and not (origin.startswith("http://") and self.config.serves(origin.removeprefix("http://"))):
                 await _plain(403, "Refused: the request came from another site.")(scope, receive, send_secured)
                 return
         await self.inner(scope, receive, send_secured)
