@@ -336,14 +336,18 @@ def build_web_app(app: App, config: WebConfig) -> ASGIApp:
     async def search_page(request: Request) -> Response:
         q = request.query_params
         query = q.get("q", "").strip()
-        result, error = None, None
-        if query:
+        result, error, http_status = None, None, 200
+        status = q.get("status", "")
+        if status and status not in views_statuses():  # refused as `agent-link search --status` refuses it
+            error, http_status = (f"{status!r} is not a status a message can have: choose one of "
+                                  f"{', '.join(views_statuses())}, or any status."), 400
+        elif query:
             try:
                 result = views.search_view(app, config.person, query, status=q.get("status"), sender=q.get("from"),
                                            recipient=q.get("to"), cursor=q.get("cursor"))
             except AgentLinkError as exc:
-                error = exc.message
-        return page("search.html", query=query, result=result, error=error, status=q.get("status", ""),
+                error, http_status = exc.message, 400
+        return page("search.html", http_status, query=query, result=result, error=error, status=q.get("status", ""),
                     sender=q.get("from", ""), recipient=q.get("to", ""), statuses=views_statuses())
 
     async def fragment(request: Request) -> Response:

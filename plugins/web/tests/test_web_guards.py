@@ -230,3 +230,14 @@ def test_a_refused_answer_keeps_what_was_typed(cli_server: PageServer) -> None:
     sent["headers"]["Origin"] = f"http://127.0.0.1:{s.port}"
     refused = authed(s, "POST", "/answer", **sent)
     assert refused.status == 400 and f">{big}</textarea>".encode() in refused.body
+
+
+def test_a_status_search_does_not_know_is_refused(cli_server: PageServer) -> None:
+    s = cli_server
+    headers = {"Cookie": s.cookie()}
+    refused = s.request("GET", "/search?q=hello&status=bogus", headers=headers)
+    assert refused.status == 400
+    body = refused.body.decode()
+    assert 'class="error"' in body and "&#39;bogus&#39; is not a status" in body and "pending" in body
+    assert s.request("GET", "/search?q=hello&status=pending", headers=headers).status == 200
+    assert s.request("GET", "/search?q=hello", headers=headers).status == 200
