@@ -60,11 +60,12 @@ async def render_panels(app: App, visibility: Visibility) -> list[dict[str, Any]
     return out
 
 
-#: a panel's render may run this long (ms, the hook budget if that is smaller); then it is cut
-#: (a synchronous render on the main thread, by the boundary's SIGALRM) and skipped afterwards
+#: a panel's code may run this long (ms, the hook budget if that is smaller); then it is cut
+#: (a synchronous call on the main thread, by the boundary's SIGALRM) and skipped afterwards
 PANEL_BUDGET_MS = 5_000
 #: the most text (bytes of UTF-8 in its cells, headings and notes) one panel may show
 MAX_PANEL_BYTES = 1 << 20
+#: what :func:`call_panel` answers for a call that faulted
 FAILED = object()
 
 
@@ -80,9 +81,9 @@ def panel_hook(panel: Panel) -> str:
 
 @contextmanager
 def panel_budget(app: App) -> Iterator[float | None]:
-    """The boundary's budget, while a panel's code runs, lowered to :data:`PANEL_BUDGET_MS`:
-    the page waits on a panel no longer than that (0, hooks unbounded, stays 0). Yields it in
-    seconds (None: unbounded)."""
+    """The boundary's budget lowered to :data:`PANEL_BUDGET_MS` for the synchronous call of a
+    panel's code inside the block (0, hooks unbounded, stays 0); yields it in seconds (None:
+    unbounded). Nothing may be awaited inside: other requests' hooks keep the full budget."""
     boundary = app.hooks.boundary
     before = boundary.timeout_ms
     boundary.timeout_ms = min(before, PANEL_BUDGET_MS) if before else 0
@@ -98,19 +99,21 @@ async def call_panel(app: App, panel: Panel, hook: str, fn: Callable[[], Any], *
     the boundary: whatever it raises (SystemExit and KeyboardInterrupt included, but the
     ``passing`` types) or a call outliving the panel budget is its plugin's fault, reported as
     a problem (``agent-link health`` and ``agent-link plugins`` name it); then the answer is
-    ``FAILED``."""
+    :data:`FAILED`. An awaitable answer is awaited within the panel budget, each synchronous
+    step of it within the hook budget."""
     boundary, plugin = app.hooks.boundary, panel_owner(app, panel)
     with panel_budget(app) as bound_s:
         result = boundary.call(plugin, hook, fn, default=FAILED, passing=passing)
-        if result is not FAILED and inspect.isawaitable(result):
-            def timed_out() -> Any:
-                boundary.hung[(plugin, hook)] = math.inf  # not awaited again by this page server
-                boundary.fault(plugin, hook, f"did not finish within {bound_s:g} s; not called again by this page server",
-                               fix="A panel must draw from a few quick reads.")
-                return FAILED
+    if result is not FAILED and inspect.isawaitable(result):
+        def timed_out() -> Any:
+            boundary.hung[(plugin, hook)] = math.inf  # not awaited again by this page server
+            boundary.fault(plugin, hook, f"did not finish within {bound_s:g} s; not called again by this page server",
+                           fix="A panel must draw from a few quick reads.")
+            return FAILED
 
-            result = await boundary.acall(plugin, hook, lambda: result, bound_s=bound_s, default=FAILED,
-                                          passing=passing, on_timeout=timed_out)
+        awaited = result
+        result = await boundary.acall(plugin, hook, lambda: awaited, bound_s=bound_s, default=FAILED,
+                                      passing=passing, on_timeout=timed_out)
     return result
 
 

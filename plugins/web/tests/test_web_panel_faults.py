@@ -121,6 +121,7 @@ def test_every_panel_fault_is_its_section_only_and_reported(faulty_server: Threa
     # the hung one is not awaited again by this server: the page answers at once
     started = time.monotonic()
     assert get(s, "/").status == 200 and time.monotonic() - started < 5
+    assert faulty_server.app.hooks.boundary.timeout_ms == 1000  # the panel budget was only lent to the panels' calls
 
 
 def test_a_button_raising_systemexit_is_its_plugins_fault(faulty_server: ThreadServer) -> None:
