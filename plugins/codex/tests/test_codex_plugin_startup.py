@@ -360,3 +360,14 @@ def test_install_skips_the_check_for_the_executable_it_checked(tmp_path: Path) -
     hooks.mkdir(parents=True)
     (hooks / "agent-link.sh").write_text(launcher.read_text().replace(f"installed_bin='{recorder}'", "installed_bin='/a b/agent-link'"))
     assert installed_executable(tmp_path / "folder") == "/a b/agent-link"
+
+
+def test_a_last_line_without_its_newline_is_stood_in_for_too(tmp_path: Path) -> None:
+    broken = crashing_agent_link(tmp_path)
+    folder = kept_folder(tmp_path)
+    keep(folder, "initialize-2025-03-26", KEPT_INIT)
+    keep(folder, "tools-list-2025-03-26", KEPT_LIST)
+    done = subprocess.run(["sh", str(launcher_copy(tmp_path, str(broken))), "mcp"], input=json.dumps(INIT),
+                          capture_output=True, text=True, timeout=60, check=True,
+                          env={"PATH": BARE_PATH, "HOME": str(tmp_path / "home"), "AGENT_LINK_HOST": "codex"})
+    assert [json.loads(line)["id"] for line in done.stdout.splitlines()] == ["s-1"], done.stdout

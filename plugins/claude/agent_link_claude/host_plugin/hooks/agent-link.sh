@@ -172,7 +172,10 @@ open_from_cache() {
     while :; do
         line=
         if ! IFS= read -r line; then
-            [ -n "$line" ] && opened=$opened${opened:+$nl}0\ $line
+            if [ -n "$line" ]; then  # the last line, without its newline
+                opened=$opened${opened:+$nl}0\ $line
+                read_lines=$read_lines${read_lines:+$nl}$line
+            fi
             break
         fi
         fields=$(printf '%s\n' "$line" | awk "$json_lib"'{
