@@ -171,6 +171,11 @@ class HostilePlugin:
         register(Panel("hostile", CORPUS[6], render))
         register(Panel("broken", "A broken panel", lambda app: 1 / 0))  # type: ignore[arg-type,return-value]
 
+        def leave(app: App) -> PanelView:
+            raise SystemExit(5)  # the plugin's fault like any exception, never the page's end
+
+        register(Panel("leaving", "A leaving panel", leave))
+
 
 @pytest.fixture
 def hostile_server(isolated_env: Path) -> Iterator[tuple[ThreadServer, list[str]]]:
@@ -211,6 +216,7 @@ def test_a_hostile_corpus_runs_no_script_and_adds_no_element(hostile_server: tup
     page.wait_for_selector("#live.on")
     body = page.inner_text("body")
     assert CORPUS[0] in body and "a broken panel" in body.lower() and "This section failed (plugin HostilePlugin: ZeroDivisionError" in body
+    assert "This section failed (plugin HostilePlugin: SystemExit: 5)" in body and "AGENT_LINK_DISABLE_PLUGINS=HostilePlugin" in body
     assert page.locator(".agent .badge", has_text=CORPUS[4]).count() == 1  # a hostile label, shown as text
     audit(page)
     # a live refresh re-renders every section from the server: still nothing injected
