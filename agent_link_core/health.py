@@ -117,7 +117,7 @@ def plugins_view(app: App) -> dict[str, Any]:
     installed = app.plugin_report.installed(app.env)
     view["elsewhere"] = [e for e in boundary.recent_elsewhere(app.config.state_dir, view["problems"], installed)
                          if e["plugin"] not in view["blocked"]]
-    if unknown := [name for name in view["blocked"] if name not in installed]:  # a typo turns nothing off: said
+    if unknown := [name for name in view["blocked"] if name not in installed]:  # a misspelt name disables nothing: said
         view["warning"] = {"code": "unknown_disabled_plugin",
                            "message": f"AGENT_LINK_DISABLE_PLUGINS names {', '.join(unknown)}, which no installed plugin is called",
                            "hint": f"Plugin names (exact case): {', '.join(sorted(set(installed) - {boundary.CORE_PLUGIN}))}."}
