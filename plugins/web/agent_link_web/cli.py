@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import sys
 import webbrowser
 
@@ -28,7 +29,8 @@ def web_command(ctx: click.Context, port: int, open_browser: bool, as_name: str 
     send and answer as user:<name>. The printed link carries the access token."""
     app = get_app(ctx)
     try:
-        person = person_address(as_name, "as") if as_name else person_address(app.config.get("AGENT_LINK_WEB_USER"))
+        # an empty --as is refused, not taken for "not given" (it fell back to the login name)
+        person = person_address(as_name, "as") if as_name is not None else person_address(app.config.get("AGENT_LINK_WEB_USER"))
     except AgentLinkError as exc:
         fail(exc)
     if not is_loopback(bind):
@@ -37,8 +39,9 @@ def web_command(ctx: click.Context, port: int, open_browser: bool, as_name: str 
                    f"{reached} and gets the link can read and send your agents' mail.", err=True)
     try:
         sock = bind_socket(bind, port)
-    except OSError as exc:
-        click.echo(f"agent-link: cannot listen on {bind}:{port}: {exc.strerror or exc}. Choose another --port.", err=True)
+    except OSError as exc:  # a port taken wants another --port; an address that does not resolve or is not this machine's, another --bind
+        fix = "Choose another --port." if exc.errno == errno.EADDRINUSE else "Check --bind: an address of this machine (127.0.0.1, ::1, 0.0.0.0)."
+        click.echo(f"agent-link: cannot listen on {bind}:{port}: {exc.strerror or exc}. {fix}", err=True)
         sys.exit(1)
     real_port = sock.getsockname()[1]
     config = WebConfig(person=person, port=real_port, hosts=allowed_hosts(real_port, bind),

@@ -176,6 +176,20 @@ def test_a_taken_port_is_one_clear_line(web_env: dict[str, str]) -> None:
                               capture_output=True, text=True, timeout=120)
     assert done.returncode == 1
     assert done.stderr.startswith(f"agent-link: cannot listen on 127.0.0.1:{port}") and "Traceback" not in done.stderr
+    assert done.stderr.rstrip().endswith("Choose another --port.")
+
+
+def test_a_bind_address_that_is_not_this_machines_says_check_bind_and_an_empty_as_is_refused(web_env: dict[str, str]) -> None:
+    """It advised another --port for a name that does not resolve; --as '' fell back to the login name."""
+    def web(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "agent_link_core", "web", *args], env=web_env, capture_output=True,
+                              text=True, timeout=120)
+
+    unresolved = web("--bind", "nonsense.invalid", "--port", "0")
+    assert unresolved.returncode == 1 and "Traceback" not in unresolved.stderr
+    assert "Check --bind: an address of this machine" in unresolved.stderr and "another --port" not in unresolved.stderr
+    empty = web("--as", "")
+    assert empty.returncode == 2 and "'' cannot be a person's name on the page" in empty.stderr, empty.stderr
 
 
 def test_the_page_send_says_what_the_cli_says_and_keeps_what_was_typed(cli_server: PageServer) -> None:
