@@ -13,9 +13,10 @@ import click
 from agent_link_core.cli import EXIT_HELP, emit, get_app, printable
 
 
-def _die(message: str) -> None:
+def _die(message: str, code: int = 1) -> None:
+    """One stderr line and exit ``code`` (1: refused or failed; 2: bad usage, as the exit-code table says)."""
     click.echo(f"agent-link machines: {printable(message)}", err=True)  # an engine's or another machine's words among them
-    sys.exit(1)
+    sys.exit(code)
 
 
 def _give_up(after_s: float) -> None:
@@ -124,7 +125,7 @@ def release_(ctx: click.Context, name: str, force: bool) -> None:
     from agent_link_machines.release import release
 
     if not MACHINE_RE.fullmatch(name):
-        _die(f"{name!r} is not a machine name (1-64 of A-Z a-z 0-9 _ -).")
+        _die(f"{name!r} is not a machine name (1-64 of A-Z a-z 0-9 _ -).", 2)
     try:
         removed = asyncio.run(release(get_app(ctx), name, force=force))
     except (MachinesError, ConnectionError, ValueError) as exc:  # ValueError: this machine's own AGENT_LINK_MACHINE
@@ -144,5 +145,5 @@ def permissions(name: str) -> None:
 
     try:
         click.echo(json.dumps(machine_permissions(name), indent=1))
-    except ValueError as exc:
-        _die(str(exc))
+    except ValueError as exc:  # the only refusal: NAME is no machine name, a usage error
+        _die(f"{exc}.", 2)

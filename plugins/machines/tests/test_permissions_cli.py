@@ -45,5 +45,5 @@ def test_a_bad_machine_name_is_one_line(isolated_env: Path) -> None:
     with pytest.raises(ValueError):
         machine_permissions("al pha")
     done = run("al.pha")
-    assert done.returncode == 1 and done.stdout == ""
+    assert done.returncode == 2 and done.stdout == ""  # bad usage, as a bad argument is everywhere else
     assert done.stderr.startswith("agent-link machines: 'al.pha' is not a machine name") and done.stderr.count("\n") == 1, done.stderr

@@ -83,8 +83,8 @@ def test_a_bad_url_from_every_command_then_fixed_leaves_no_problem(tmp_path: Pat
                         ({"AGENT_LINK_MACHINE": "two words"}, "AGENT_LINK_MACHINE='two words' is not a machine name")):
         done = cli({**env, **extra}, "machines", "release", "ci")
         assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1 and says in done.stderr, done.stderr
-    done = cli(env, "machines", "release", "no such")
-    assert done.returncode == 1 and done.stderr.strip() == "agent-link machines: 'no such' is not a machine name (1-64 of A-Z a-z 0-9 _ -).", done.stderr
+    done = cli(env, "machines", "release", "no such")  # a bad NAME argument is bad usage: exit 2
+    assert done.returncode == 2 and done.stderr.strip() == "agent-link machines: 'no such' is not a machine name (1-64 of A-Z a-z 0-9 _ -).", done.stderr
     # the URL fixed: nothing of the bad one stays in health (the relay never ran: no relay problem about the URL)
     fixed = cli(env, "health")
     assert "AGENT_LINK_ENGINE_URL=" not in fixed.stdout and "plugin problem" not in fixed.stdout, fixed.stdout
