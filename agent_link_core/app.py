@@ -279,7 +279,7 @@ class App:
             return caller
         raise AgentLinkError(
             "no_current_session",
-            "agent-link cannot tell which session is calling, so it has no mailbox to use.",
+            "agent-link cannot tell which session is calling, so it has no address to act as (for mail, leases or roles).",
             {"host": self.config.get("AGENT_LINK_HOST"), "sources": ["harness", "AGENT_LINK_ADDRESS"]},
             hint="Run inside a supported host session, or set AGENT_LINK_ADDRESS (e.g. test:alice).",
         )

@@ -87,6 +87,10 @@ def test_lease_commands(isolated_env: Path, repo: str, monkeypatch: pytest.Monke
         bad = cli(*command)
         assert bad.exit_code == 2 and "is not an address" in bad.output and "Traceback" not in bad.output
     assert cli("release").exit_code == 2  # paths or --all
+    monkeypatch.delenv("AGENT_LINK_ADDRESS")
+    anonymous = cli("release", "--all")  # no session and no AGENT_LINK_ADDRESS: said without a word of mailboxes
+    assert anonymous.exit_code == 1 and "no address to act as (for mail, leases or roles)" in anonymous.output
+    assert "mailbox" not in anonymous.output
     assert json.loads(cli("leases", "--json", "--holder", "test:bob").output)["leases"] == []
 
     monkeypatch.setenv("AGENT_LINK_ADDRESS", "test:alice")
