@@ -25,10 +25,11 @@ from agent_link_core.settings_file import SettingsEnv, read_file, settings_path,
 
 
 def declared_settings() -> dict[str, Setting]:
-    """Every declared setting by variable name (core first, then the installed plugins')."""
-    from agent_link_core.plugins import plugins_of
+    """Every declared setting by variable name (core first, then the installed plugins'), from the plugins this
+    invocation loaded (loading them again reported a broken plugin twice)."""
+    from agent_link_core.cli import plugin_hooks
 
-    return {s.name: s for s in (*CORE_SETTINGS, *plugins_of().settings())}
+    return {s.name: s for s in (*CORE_SETTINGS, *plugin_hooks(click.get_current_context()).settings())}
 
 
 def _loaded(settings: dict[str, Setting]) -> Any:

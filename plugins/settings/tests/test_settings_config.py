@@ -118,3 +118,18 @@ def test_config_list_never_prints_a_credential(settings: Path, monkeypatch: pyte
     assert rows["AGENT_LINK_OPENCODE_SERVERS"] == "http://me:***@127.0.0.1:4096"
     assert [name for name, value in rows.items() if value == "(hidden)"] == ["AGENT_LINK_OPENCODE_PASSWORD"]
     assert cli("config", "get", "opencode_password").stdout.startswith("hunter2\t")
+
+
+@pytest.mark.installed_plugins
+def test_config_list_reports_a_broken_plugin_once(settings: Path, tmp_path: Path) -> None:
+    """It loaded the plugins a second time for their settings, so a plugin failing to import was reported twice."""
+    from agent_link_testing.dists import install_dist
+
+    site = tmp_path / "site"
+    install_dist(site, "agent_link_widget", {"plugin.py": 'raise RuntimeError("no config for the widget")\n'},
+                 entry_name="widget", entry_module="agent_link_widget.plugin")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])),
+           "AGENT_LINK_LOAD_PLUGINS": "widget settings"}
+    done = cli("config", "list", env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("no config for the widget") == 1, done.stderr
