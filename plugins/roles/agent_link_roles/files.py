@@ -95,6 +95,8 @@ def os_error(path: Path, exc: OSError, state_dir: Path) -> AgentLinkError:
     return state_io_error(str(path), exc, str(state_dir))
 
 
-def io_error(path: Path, state_dir: Path, errno_name: str, message: str) -> AgentLinkError:
-    """A ``state_io_error`` for a condition that is not an OS error (bad content, version)."""
-    return AgentLinkError("state_io_error", message, {"path": relative(path, state_dir), "errno": errno_name})
+def io_error(path: Path, state_dir: Path, errno_name: str, message: str,
+             hint: str = "The file's content is the problem, not the disk: fix it by hand or move it away.") -> AgentLinkError:
+    """A ``state_io_error`` for a condition that is not an OS error (bad content, version), with a ``hint`` about the file:
+    the default hint of ``state_io_error`` (the state dir's existence, owner, space) does not fit it."""
+    return AgentLinkError("state_io_error", message, {"path": relative(path, state_dir), "errno": errno_name}, hint=hint)

@@ -348,7 +348,8 @@ def update_table(state_dir: Path, mutate: Callable[[dict[str, Any]], T]) -> T:
             raise io_error(path, state_dir, "EINVAL", f"{TABLE_FILE} does not hold a JSON object, so agent-link will not change it.")
         if raw.get("version") != TABLE_VERSION:
             raise io_error(path, state_dir, "unsupported_version",
-                           f'{TABLE_FILE} has "version" {raw.get("version")!r}; agent-link only writes version {TABLE_VERSION}.')
+                           f'{TABLE_FILE} has "version" {raw.get("version")!r}; agent-link only writes version {TABLE_VERSION}.',
+                           "Another agent-link version wrote it: use that version, or move the file away to start a new table.")
         before = json.dumps(raw, sort_keys=True)
         result = mutate(raw)
         if json.dumps(raw, sort_keys=True) != before:  # a no-op leaves the user's formatting alone

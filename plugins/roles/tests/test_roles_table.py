@@ -117,6 +117,8 @@ def test_writers_keep_unknown_keys_and_refuse_other_versions(isolated_env: Path)
     with pytest.raises(AgentLinkError) as e:
         update_table(isolated_env, lambda raw: raw.update(version=1))
     assert e.value.code == "state_io_error" and e.value.details["errno"] == "unsupported_version"
+    # the hint is about the file (it spoke of the state dir existing, being yours and having space)
+    assert e.value.hint.startswith("Another agent-link version wrote it") and "space" not in e.value.hint
     assert json.loads(path.read_text())["version"] == 2
 
 
