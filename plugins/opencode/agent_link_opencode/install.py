@@ -388,20 +388,7 @@ def write_record(folder: Path, configs: dict[str, dict[str, Any]]) -> None:
 
     :raises AgentLinkError: when it cannot be written.
     """
-    path = folder / RECORD
-    tmp = path.with_name(f".{RECORD}.agent-link-{os.getpid()}")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump({"configs": configs}, out, indent=2)
-        os.replace(tmp, path)
-    except OSError as exc:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
-        raise _write_error(path, exc, "remove the file") from None
+    write_text(folder / RECORD, json.dumps({"configs": configs}, indent=2), "remove the file", mode=0o600)
 
 
 #: the line of the JS plugin naming the agent-link command it runs (its hooks)
