@@ -284,20 +284,15 @@ class App:
             hint="Run inside a supported host session, or set AGENT_LINK_ADDRESS (e.g. test:alice).",
         )
 
-    def begin_inbox_read(self, caller: Caller, mark: bool, note_presence: bool = True) -> tuple[bool, list[dict[str, Any]]]:
-        """What every inbox read does first: note the caller's presence (a read that marks, unless ``note_presence`` is
-        False: the MCP server notes it itself), and switch marking off, with a warning, when the database refuses writes
-        (:attr:`read_only`, damaged or replaced). Returns ``(mark, warnings)``: whether the read may mark, and the
-        warnings to report."""
+    def begin_inbox_read(self, caller: Caller, mark: bool, tell: bool = True) -> tuple[bool, list[dict[str, Any]]]:
+        """What every inbox read does first: tell plugins the caller reads (``agent_link_inbox_read``: a read that marks,
+        unless ``tell`` is False: an MCP server told them it serves as it started), and switch marking off, with a
+        warning, when the database refuses writes (:attr:`read_only`, damaged or replaced). Returns ``(mark,
+        warnings)``: whether the read may mark, and the warnings to report."""
         refusal = self.read_only or self.store.damage() or self.store.replaced() if mark else None
         if refusal is None:
-            if mark and note_presence:  # only a read that writes anyway: a peek never waits for a writer
-                from agent_link_core import presence
-
-                try:
-                    presence.record(self.store, caller.address, "inbox")
-                except AgentLinkError:
-                    pass  # busy: the marking reports it; presence is a hint
+            if mark and tell:  # only a read that writes anyway: a peek never waits for a writer
+                self.hooks.inbox_read(caller.address)
             return mark, []
         return False, [{"code": refusal.code, "message": refusal.message + " Nothing was marked delivered.",
                         "details": refusal.details, "hint": refusal.hint}]

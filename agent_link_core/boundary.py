@@ -35,7 +35,7 @@ log = LazyLogger("agent_link_core.plugins")
 
 #: hooks whose implementations may refuse by raising AgentLinkError (documented in hookspecs)
 REFUSING_HOOKS = frozenset({"agent_link_resolve_address", "agent_link_before_send", "agent_link_before_store",
-                            "agent_link_check_override", "agent_link_claim_paths"})
+                            "agent_link_check_override", "agent_link_claim_paths", "agent_link_check_recipient"})
 #: a failure in these leaves the plugin out whole
 REGISTRATION_HOOKS = frozenset({
     "agent_link_register_harnesses", "agent_link_register_tools", "agent_link_register_settings",
@@ -198,6 +198,21 @@ def _check_warnings(result: Any, plugin: str) -> str | None:
     return None
 
 
+def _check_recipient(result: Any, plugin: str) -> str | None:
+    if not isinstance(result, Mapping) or not isinstance(result.get("known"), bool):
+        return f"returned {type(result).__name__}; expected None or a dict with a boolean 'known'"
+    warning = result.get("warning")
+    return None if warning is None else _check_warnings([warning], plugin)
+
+
+def _check_sessions(result: Any, plugin: str) -> str | None:
+    from agent_link_core.model import Session
+
+    if not isinstance(result, (list, tuple)) or not all(isinstance(s, Session) for s in result):
+        return f"returned {type(result).__name__}; expected None or a list of Session"
+    return None
+
+
 def _check_contribution(result: Any, plugin: str) -> str | None:
     from agent_link_core.records import EnvelopeContribution
 
@@ -244,7 +259,11 @@ RESULT_CHECKS: dict[str, Callable[[Any, str], str | None]] = {
     "agent_link_health": _check_health,
     "agent_link_check_override": _expect(lambda r: isinstance(r, Mapping) and isinstance(r.get("allowed"), bool),
                                          "expected None or a dict with a boolean 'allowed'"),
-    **dict.fromkeys(("agent_link_on_event", "agent_link_sessions_listed"), _expect(lambda r: False, "observers return nothing")),
+    **dict.fromkeys(("agent_link_on_event", "agent_link_sessions_listed", "agent_link_inbox_read"), _expect(lambda r: False, "observers return nothing")),
+    "agent_link_check_recipient": _check_recipient,
+    "agent_link_present_sessions": _check_sessions,
+    "agent_link_suggest_addresses": _expect(lambda r: isinstance(r, (list, tuple)) and all(isinstance(a, str) for a in r),
+                                            "expected None or a list of addresses"),
     "agent_link_push_reminders": _expect(lambda r: isinstance(r, bool), "expected None, True/False or an awaitable of it"),
     "agent_link_server_tasks": _expect(lambda r: isinstance(r, (list, tuple)) and all(callable(t) for t in r),
                                        "expected None or a list of coroutine functions"),

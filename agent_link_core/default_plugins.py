@@ -15,9 +15,7 @@ if TYPE_CHECKING:  # pragma: no cover
 @hookimpl
 def agent_link_schema() -> list[Migration]:
     from agent_link_core.waits import MIGRATIONS as WAIT_MIGRATIONS
-    from agent_link_core.presence import PRESENCE_MIGRATIONS
-
-    return [*CORE_MIGRATIONS, *PRESENCE_MIGRATIONS, *WAIT_MIGRATIONS]
+    return [*CORE_MIGRATIONS, *WAIT_MIGRATIONS]
 
 
 @hookimpl

@@ -372,10 +372,9 @@ class Directory:
         return None if claimed is None else {**(claimed.get("metadata") or {}), "elsewhere": True}
 
     def present_sessions(self, only: str | None = None) -> list[Any]:
-        """Live plain-address agents (:func:`agent_link_core.presence.live_sessions`)."""
-        from agent_link_core import presence
-
-        return presence.live_sessions(self.store, skip_schemes=set(self.harnesses), only=only)
+        """Sessions of addresses no harness lists (``agent_link_present_sessions``: the presence plugin's live plain
+        addresses) of the scheme ``only`` (None: all)."""
+        return self.hooks.present_sessions(only or "all")
 
     async def resolve_target(self, target: str, caller: Caller) -> str:
         """Turn a CLI target into a recipient address: a contact alias, an address, a form a plugin resolves
@@ -416,9 +415,7 @@ class Directory:
                                  f"Could not finish listing {incomplete[0]} sessions, so {target} cannot be resolved safely.",
                                  {"searched": incomplete}, hint="Use the full address, or retry when every endpoint answers.")
         if not matches:
-            from agent_link_core.presence import suggestions
-
-            close = suggestions(self.store, target, harnesses=self.harnesses)  # "teambob" finds team:bob
+            close = self.hooks.suggest_addresses(target)  # the presence plugin's: "teambob" finds team:bob
             raise AgentLinkError("not_found", f"No session has the id {target}, and no contact has that alias.",
                                  {"query": target, "candidates": [{"address": a} for a in close]},
                                  hint=(f"Did you mean {' or '.join(close)}? " if close else "")

@@ -30,6 +30,8 @@ FORMAT = 1
 USE_CACHE = False
 #: the entry-point group of the MCP start-up front (:func:`mcp_front`)
 FRONT_GROUP = "agent_link_mcp_front"
+#: the entry-point group of what a distribution does when ``agent-link mcp`` starts (:func:`mcp_start`)
+START_GROUP = "agent_link_mcp_start"
 _front: list[Any] = []  # the front of this process once looked up: [object or None]
 
 
@@ -107,6 +109,26 @@ def mcp_front(start: bool = False) -> Any:
                 except (OSError, ValueError):
                     pass
     return _front[0]
+
+
+def mcp_start(env: Mapping[str, str] | None = None) -> None:
+    """Call what distributions declare in :data:`START_GROUP` (docs/plugins.md, "The MCP start-up front"), in name
+    order, before :func:`mcp_front`: each entry point names a callable taking no arguments, under its plugin's name,
+    left out when ``AGENT_LINK_DISABLE_PLUGINS`` names it or ``AGENT_LINK_LOAD_PLUGINS`` does not. One that fails to
+    load or raises gets one stderr line; the server starts regardless (the plugin's hooks run there as usual)."""
+    env = os.environ if env is None else env
+    blocked = set(env.get("AGENT_LINK_DISABLE_PLUGINS", "").replace(",", " ").split())
+    only = env.get("AGENT_LINK_LOAD_PLUGINS")
+    for ep in sorted(entry_points(START_GROUP), key=lambda ep: ep.name):
+        if ep.name in blocked or (only is not None and ep.name not in only.replace(",", " ").split()):
+            continue
+        try:
+            ep.load()()
+        except (Exception, SystemExit) as exc:  # the declaring distribution's fault: start without it
+            try:
+                sys.stderr.write(f"agent-link: the MCP start-up work {ep.name!r} ({ep.value}) failed: {type(exc).__name__}: {exc}"[:500] + "\n")
+            except (OSError, ValueError):
+                pass
 
 
 def _scan_and_write(group: str, path: str, data: dict[str, Any] | None = None) -> list[Any]:

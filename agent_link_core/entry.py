@@ -27,11 +27,10 @@ def main() -> None:
 
     discovery.USE_CACHE = True  # a whole process of its own: entry points come from the checked cache
     if argv == ["mcp"]:  # not with options (--help prints and exits without serving)
-        # answer the connection's opening before click, the MCP SDK and the plugins load;
-        # a configured address counts as served before that answer goes out
-        from agent_link_core import presence
-
-        presence.record_at_start()
+        # answer the connection's opening before click, the MCP SDK and the plugins load; what
+        # distributions do first (the presence plugin: the configured address counts as served
+        # before that answer goes out) runs before it
+        discovery.mcp_start()
         discovery.mcp_front(start=True)  # none: the full server answers the opening once loaded
     from agent_link_core import cli_run
 

@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from agent_link_core.app import App
     from agent_link_core.config import Setting
     from agent_link_core.harness import Harness
-    from agent_link_core.model import Caller
+    from agent_link_core.model import Caller, Session
     from agent_link_core.records import EnvelopeContribution, Event, OutgoingMessage, PromptHook, SendContext
     from agent_link_core.reminders import DueReminders
     from agent_link_core.store import Migration
@@ -245,6 +245,56 @@ def agent_link_sessions_listed(sessions: list[dict[str, Any]], app: App) -> None
     """
 
 
+@hookspec
+def agent_link_present_sessions(harness: str, app: App) -> list[Session] | None:
+    """Contribute sessions of addresses no harness lists (the presence plugin: plain addresses a process serves now).
+    Called by every listing and resolve (``list_agents``, ``resolve_agent``, ``agent-link sessions``, a harness filter's
+    check); must be cheap.
+
+    :param harness: ``all``, or the one address scheme the listing asks for.
+    :param app: the App.
+    :returns: :class:`~agent_link_core.model.Session` records (of schemes no installed harness owns), or None; several
+        plugins' answers are joined.
+    """
+
+
+@hookspec
+def agent_link_inbox_read(address: str, app: App) -> None:
+    """Observe a read of ``address``'s inbox that marks mail delivered (``agent-link inbox``, ``wait``, ...), before it
+    reads; an MCP server's reads are not told (its serving is: ``agent_link_server_tasks``). Called outside any
+    transaction; may write, waiting briefly for the writer (a busy database is no reason to fail the read).
+
+    :param address: the reader's address.
+    :param app: the App.
+    """
+
+
+@hookspec(firstresult=True)
+def agent_link_check_recipient(address: str, require_known: bool, app: App) -> dict[str, Any] | None:
+    """Say whether a plain address (no harness owns its scheme, not ``role:``, no plugin said it is served elsewhere) is
+    known to be served. Called by a send for its recipient (not a resend under a stored id) and by a plugin handing work
+    to an address without sending (a role's holder: :meth:`agent_link_core.sending.Outbox.unseen_address`).
+
+    :param address: the plain address.
+    :param require_known: the sender asked to refuse an unknown address (``requireKnown``, ``--require-known``).
+    :param app: the App.
+    :returns: None for no opinion, else ``{"known": bool, "warning"?: {"code", "message", "details"?}}``: the warning the
+        send carries (``unknown_address``). With no answer, a send carries no warning and ``require_known`` refuses.
+    :raises AgentLinkError: ``not_found`` to refuse an unknown address when ``require_known``.
+    """
+
+
+@hookspec(firstresult=True)
+def agent_link_suggest_addresses(query: str, app: App) -> list[str] | None:
+    """Name the addresses closest to a target that found nothing (a typo's fix). Called by ``agent-link send`` and the
+    other CLI targets (:meth:`agent_link_core.directory.Directory.resolve_target`) before they answer ``not_found``.
+
+    :param query: the target as given (a bare id such as ``teambob``, or an address).
+    :param app: the App.
+    :returns: up to three addresses, closest first, or None.
+    """
+
+
 @hookspec(firstresult=True)
 def agent_link_check_override(
     target: str, sender: Caller, setting: str, value: str, context: dict[str, Any], app: App
@@ -300,7 +350,8 @@ def agent_link_release_claims(key: str, app: App) -> dict[str, Any] | None:
 @hookspec
 def agent_link_server_tasks(app: App) -> list[Callable[[], Awaitable[None]]] | None:
     """Contribute background work of every ``agent-link mcp`` server. Called once by the MCP server at start, before
-    the client's ``initialize``.
+    the client's ``initialize``: what the call itself does (the presence plugin's record of the address it serves) is
+    done before the server answers anything.
 
     :param app: the server's App.
     :returns: coroutine functions taking no arguments, or None; each starts once when the server starts serving and is

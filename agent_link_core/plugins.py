@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.config import Setting
     from agent_link_core.app import App
     from agent_link_core.harness import Harness
-    from agent_link_core.model import Caller
+    from agent_link_core.model import Caller, Session
     from agent_link_core.records import EnvelopeContribution, Event, OutgoingMessage, PromptHook, SendContext
     from agent_link_core.reminders import DueReminders
     from agent_link_core.store import Migration
@@ -441,6 +441,23 @@ class Hooks:
     def sessions_listed(self, sessions: list[dict[str, Any]]) -> None:
         """Tell observers what a listing found (``[{"address", "title"}]``)."""
         self._call("agent_link_sessions_listed", sessions=sessions, app=self.app)
+
+    def present_sessions(self, harness: str) -> list[Session]:
+        """Every plugin's sessions of addresses no harness lists (of ``harness``, or ``all``), joined."""
+        return [s for batch in self._call("agent_link_present_sessions", harness=harness, app=self.app) or [] for s in batch]
+
+    def inbox_read(self, address: str) -> None:
+        """Tell observers ``address`` reads its inbox, marking (``agent_link_inbox_read``)."""
+        self._call("agent_link_inbox_read", address=address, app=self.app)
+
+    def check_recipient(self, address: str, require_known: bool) -> dict[str, Any] | None:
+        """The first plugin's verdict ``{"known", "warning"?}`` on a plain address, or None (no plugin knows;
+        a refusal raises AgentLinkError)."""
+        return self._call("agent_link_check_recipient", address=address, require_known=require_known, app=self.app)
+
+    def suggest_addresses(self, query: str) -> list[str]:
+        """The first plugin's addresses closest to ``query`` (at most three), or none."""
+        return list(self._call("agent_link_suggest_addresses", query=query, app=self.app) or [])[:3]
 
     def on_event(self, event: Event) -> None:
         """Notify observers of ``event``."""

@@ -45,7 +45,7 @@ class SendOutcome(Struct):
     warnings: list[dict[str, Any]] = field(default_factory=list)
     via: str | None = None
     result_fields: dict[str, Any] = field(default_factory=dict)
-    # ``unknown_address`` for a never-served plain address, apart from the plugins' warnings
+    # a plain address no process is known to serve (:meth:`Outbox.unseen_address`), apart from the plugins' warnings
     address_warning: dict[str, Any] | None = None
     # the stored row, and its state when the send knows it: message_summary reads neither again
     row: Any = None
@@ -74,8 +74,8 @@ class Outbox:
 
         With ``reply_to`` from that message's recipient, the send also resolves it as a reply (docs/behaviour.md §8).
         ``message_id`` makes the send idempotent: the same id and content return the first outcome; other content is
-        refused. A plain address no process has ever served (nor a plugin's ``resolve_address`` claims) gets an
-        ``unknown_address`` warning naming the closest known ones, or with ``require_known`` is refused (``not_found``).
+        refused. A plain address no process is known to serve (nor a plugin's ``resolve_address`` claims) gets the warning
+        of :meth:`unseen_address`, or with ``require_known`` is refused (``not_found``).
         ``metadata`` is stored with the message (its ``fingerprint`` counts for idempotency). ``target``:
         :meth:`~agent_link_core.directory.Directory.target_address`'s answer for ``to`` and ``caller``, if known. An
         ``agent_link_before_store`` hook (the loops plugin's loop guard) may refuse a new message, or answer that it
@@ -149,27 +149,27 @@ class Outbox:
                                       "expected": f"{whose} whose harness can show {envelope_format}"}])
 
     def unseen_address(self, recipient: str, require_known: bool = False) -> dict[str, Any] | None:
-        """The ``unknown_address`` warning (``{code, message, details: {address, suggestions}}``) a send to ``recipient``
-        would carry, else None (a plugin that hands work to an address without sending, a role's holder, asks it too).
+        """The warning a send to ``recipient`` would carry when it is a plain address (no harness owns its scheme, not
+        ``role:``, not served elsewhere) no process is known to serve (a plugin's ``agent_link_check_recipient``, the
+        presence plugin's ``unknown_address``), else None. A plugin that hands work to an address without sending (a
+        role's holder) asks it too.
 
-        :raises AgentLinkError: ``not_found`` instead of the warning with ``require_known``.
+        :raises AgentLinkError: ``not_found`` with ``require_known`` for an address a plugin says is unknown (its
+            refusal), or for any such plain address when no plugin answers: nothing then knows it is served.
         """
-        from agent_link_core import presence
-
         scheme = address_scheme(recipient)
-        if (scheme in self.harnesses or scheme == "role" or not is_address(recipient) or recipient in self.app.directory.served_elsewhere
-                or presence.seen(self.store, recipient)):
+        if scheme in self.harnesses or scheme == "role" or not is_address(recipient) or recipient in self.app.directory.served_elsewhere:
             return None
-        warning = presence.unseen_warning(self.store, recipient, set(self.harnesses))
-        if require_known:
-            close = warning["details"]["suggestions"]
-            raise AgentLinkError(
-                "not_found", f"No process has ever served {recipient}, and requireKnown refuses unknown addresses.",
-                {"query": recipient, "candidates": [{"address": a} for a in close]},
-                hint=(f"Did you mean {' or '.join(close)}? " if close else "")
-                + "Check the address, or send without requireKnown to leave the message for whoever reads it later.",
-            )
-        return warning
+        verdict = self.hooks.check_recipient(recipient, require_known)
+        if verdict is None:
+            if require_known:
+                raise AgentLinkError(
+                    "not_found", f"No installed plugin records which plain addresses are served, so requireKnown cannot accept {recipient}.",
+                    {"query": recipient, "candidates": []},
+                    hint="Install agent-link-presence (it records the addresses processes serve), "
+                         "or send without requireKnown to leave the message for whoever reads it later.")
+            return None
+        return verdict.get("warning")
 
     async def push(self, row: Any, options: Mapping[str, Any]) -> Delivery | None:
         """Offer a stored message to its recipient's harness; record delivery on evidence. A message a running wait of the

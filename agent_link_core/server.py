@@ -131,18 +131,8 @@ async def serve_streams(app: App, read_stream: Any, write_stream: Any) -> None:
     cancelled when the connection ends.
     """
     server = build_server(app)
-    me = app.caller()
-    from agent_link_core import presence
-
-    try:
-        if app.read_only is not None:  # opened only to be read: say once why, not per write refused
-            log.warning("agent-link mcp serves reads only: %s", app.read_only.message)
-        elif me.source == "config":  # a plain address: presence lets peers find it while this runs
-            presence.record(app.store, me.address, "mcp", os.getpid())
-        else:  # the start-up record of the configured address was not this process's identity
-            presence.undo_start_record(app.store)
-    except AgentLinkError as exc:  # busy, damaged or replaced: reads still work, so serve them
-        log.warning("presence of %s not recorded: %s", me.address, exc.message)
+    if app.read_only is not None:  # opened only to be read: say once why, not per write refused
+        log.warning("agent-link mcp serves reads only: %s", app.read_only.message)
     capabilities = app.mcp_capabilities()
     refuse_discover = any(call_harness(app.hooks, harness, "needs_handshake", partial(harness.needs_handshake, app), default=False)
                           for harness in list(app.harnesses.values()))

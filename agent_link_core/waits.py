@@ -288,6 +288,6 @@ def held(store: Store, row: Any) -> bool:
 
 
 def _live(wait: Any) -> bool:
-    from agent_link_core.presence import pid_alive
+    import psutil
 
-    return now_ms() - int(wait["started_at"]) <= MAX_WAIT_MS and pid_alive(int(wait["pid"]))
+    return now_ms() - int(wait["started_at"]) <= MAX_WAIT_MS and psutil.pid_exists(int(wait["pid"]))

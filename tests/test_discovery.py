@@ -215,3 +215,28 @@ def test_a_working_front_is_started_once(monkeypatch: pytest.MonkeyPatch) -> Non
     assert discovery.mcp_front(start=True) is front
     assert discovery.mcp_front() is front
     assert started == ["working"]
+
+
+def test_the_start_up_work_of_each_loaded_plugin_runs_in_name_order_and_a_failing_one_is_said(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """``agent_link_mcp_start`` (the presence plugin's start-up record): every declared callable runs, by name, unless
+    its plugin is disabled or not loaded; one that fails to load or raises is one stderr line, and the rest still run."""
+    ran: list[str] = []
+
+    def work(name: str) -> Any:
+        return lambda: ran.append(name)
+
+    def failing() -> None:
+        raise RuntimeError("no database")
+
+    declared = [Declared("zz", work("zz")), Declared("bad", failing), Declared("aa", work("aa")),
+                Declared("gone", ImportError("no module named gone")), Declared("off", work("off"))]
+    monkeypatch.setattr(discovery, "entry_points", lambda group: declared if group == discovery.START_GROUP else [])
+    discovery.mcp_start({"AGENT_LINK_DISABLE_PLUGINS": "off"})
+    assert ran == ["aa", "zz"]
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["agent-link: the MCP start-up work 'bad' (front_bad) failed: RuntimeError: no database",
+                   "agent-link: the MCP start-up work 'gone' (front_gone) failed: ImportError: no module named gone"]
+    ran.clear()
+    discovery.mcp_start({"AGENT_LINK_LOAD_PLUGINS": "zz, off"})  # as the plugins load: only those named
+    assert ran == ["off", "zz"] and capsys.readouterr().err == ""

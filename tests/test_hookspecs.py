@@ -76,6 +76,7 @@ class Recorder:
         self.calls: list[str] = []
         self.events: list[Any] = []
         self.listed: list[list[dict[str, Any]]] = []
+        self.read_by: list[str] = []  # the addresses agent_link_inbox_read was told of
         self.harness = EchoHarness()
 
     @hookimpl
@@ -169,6 +170,31 @@ class Recorder:
         self.listed.append(sessions)
         if any(s["address"] == "fake:two" for s in sessions) and len(self.listed) > 1:
             raise RuntimeError("an observer of listings failing must not fail the listing")
+
+    @hookimpl
+    def agent_link_inbox_read(self, address: str) -> None:
+        self.read_by.append(address)
+
+    @hookimpl
+    def agent_link_check_recipient(self, address: str, require_known: bool) -> dict[str, Any] | None:
+        if address in self.read_by:  # as the presence plugin: an address whose inbox was read is served
+            return {"known": True}
+        if address == "team:garbled":
+            return {"known": "perhaps"}
+        if require_known:
+            raise AgentLinkError("not_found", f"{address} never read its mail", {"query": address, "candidates": []})
+        return {"known": False, "warning": {"code": "unknown_address", "message": f"{address} never read its mail"}}
+
+    @hookimpl
+    def agent_link_present_sessions(self, harness: str) -> list[Session] | None:
+        if harness == "broken":
+            raise RuntimeError("a plugin failing to list must not fail the listing")
+        return [Session(a, "team", a.split(":", 1)[1], surface=("address",)) for a in self.read_by
+                if a.startswith("team:") and harness in ("all", "team")] or None
+
+    @hookimpl
+    def agent_link_suggest_addresses(self, query: str) -> list[str] | None:
+        return [a for a in self.read_by if a.replace(":", "") == query] or None
 
     @hookimpl
     def agent_link_listed_tools(self, tools: dict[str, ToolSpec], host: str | None) -> list[str] | None:
@@ -321,6 +347,58 @@ async def test_resolve_address_served_elsewhere_is_not_unknown(app: App) -> None
 
     assert _check_resolution({"address": "team:x", "served": "yes"}, "p") == "returned a resolution whose 'served' is not a boolean"
     assert _check_resolution({"address": "team:x", "served": False}, "p") is None
+
+
+@pytest.mark.anyio
+async def test_inbox_read_tells_plugins_who_reads_and_they_list_judge_and_suggest_plain_addresses(app: App, recorder: Recorder) -> None:
+    """A marking inbox read is told (agent_link_inbox_read; a peek is not); the plugin's live plain addresses are
+    listed and resolved (agent_link_present_sessions), its verdict on a recipient is the send's warning or refusal
+    (agent_link_check_recipient), and its suggestions point a bare id that found nothing (agent_link_suggest_addresses)."""
+    bob, alice = Caller("team:bob", "explicit"), app.caller({"fakeSession": "two"})
+    app.inbox(bob, mark=False)
+    assert recorder.read_by == []
+    app.inbox(bob)
+    assert recorder.read_by == ["team:bob"]
+    assert "team:bob" in [s["address"] for s in (await app.list_agents())["sessions"]]
+    assert [s["address"] for s in (await app.list_agents(harness="team"))["sessions"]] == ["team:bob"]
+    assert (await app.resolve_agent("bob"))["best"]["address"] == "team:bob"
+    assert app.directory.present_sessions("broken") == []  # a failing plugin lists nothing; the listing stands
+    assert any(p["hook"] == "agent_link_present_sessions" for p in app.hooks.problems())
+    known = await app.send(caller=alice, to="team:bob", body="hi", require_known=True)
+    assert known.address_warning is None
+    unknown = await app.send(caller=alice, to="team:bobb", body="hi")
+    assert unknown.address_warning == {"code": "unknown_address", "message": "team:bobb never read its mail"}
+    assert app.outbox.unseen_address("team:bobb") == unknown.address_warning  # as a role's holder is checked
+    garbled = await app.send(caller=alice, to="team:garbled", body="hi")  # a wrong answer counts as none
+    assert garbled.address_warning is None
+    assert any(p["hook"] == "agent_link_check_recipient" and "'known'" in p["error"] for p in app.hooks.problems())
+    with pytest.raises(AgentLinkError) as e:
+        await app.directory.resolve_target("teambob", alice)  # no session has that id: the plugin's suggestion
+    assert e.value.code == "not_found" and e.value.details["candidates"] == [{"address": "team:bob"}]
+    assert "Did you mean team:bob?" in (e.value.hint or "")
+
+
+@pytest.mark.anyio
+async def test_without_a_plugin_plain_addresses_are_neither_listed_nor_judged(isolated_env: Path) -> None:
+    """No plugin answers the plain-address hooks: nothing lists them, a send carries no warning, requireKnown refuses
+    every plain address (nothing knows one is served: the hint names the presence plugin), a bare id gets no
+    suggestion; an address a plugin says is served elsewhere, or a harness's, is not refused."""
+    app = App.create()
+    try:
+        alice = Caller("team:alice", "explicit")
+        app.inbox(Caller("team:bob", "explicit"))
+        assert (await app.list_agents())["sessions"] == [] and app.directory.present_sessions() == []
+        assert (await app.send(caller=alice, to="team:bob", body="hi")).address_warning is None
+        with pytest.raises(AgentLinkError) as e:
+            await app.send(caller=alice, to="team:bob", body="again", require_known=True)
+        assert (e.value.code, e.value.details) == ("not_found", {"query": "team:bob", "candidates": []})
+        assert "agent-link-presence" in (e.value.hint or "")
+        assert app.store.conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 1
+        with pytest.raises(AgentLinkError) as e:
+            await app.directory.resolve_target("teambob", alice)
+        assert e.value.details["candidates"] == [] and "Did you mean" not in (e.value.hint or "")
+    finally:
+        app.close()
 
 
 @pytest.mark.anyio

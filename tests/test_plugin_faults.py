@@ -79,6 +79,7 @@ class Good:
         self.harness = GoodHarness()
         self.events: list[str] = []
         self.reminded: list[str] = []
+        self.read_by: list[str] = []
 
     @hookimpl
     def agent_link_register_harnesses(self, register: Any) -> None:
@@ -134,6 +135,24 @@ class Good:
     @hookimpl
     def agent_link_server_tasks(self) -> list[Any]:
         return [self.background]
+
+    @hookimpl
+    def agent_link_present_sessions(self, harness: str) -> list[Session]:
+        return [Session("plain:good", "plain", "good", surface=("address",))] if harness in ("all", "plain") else []
+
+    @hookimpl
+    def agent_link_inbox_read(self, address: str) -> None:
+        self.read_by.append(address)
+
+    @hookimpl
+    def agent_link_check_recipient(self, address: str, require_known: bool) -> dict[str, Any]:
+        if address == "plain:good":
+            return {"known": True}
+        return {"known": False, "warning": {"code": "unknown_address", "message": f"good never saw {address}"}}
+
+    @hookimpl
+    def agent_link_suggest_addresses(self, query: str) -> list[str] | None:
+        return ["plain:good"] if query == "plaingood" else None
 
     async def background(self) -> None:
         return None
@@ -211,6 +230,10 @@ def bad_plugin(hook: str, fault: str, gate: Gate) -> object:
         "agent_link_push_reminders": lambda self, due: m("reminded, trust me"),
         "agent_link_register_panels": lambda self, register: register(m("not a panel")),
         "agent_link_server_tasks": lambda self: m("not a list of tasks"),
+        "agent_link_present_sessions": lambda self, harness: m(["plain:bad"]),
+        "agent_link_inbox_read": lambda self, address: m(42),
+        "agent_link_check_recipient": lambda self, address, require_known: m("yes"),
+        "agent_link_suggest_addresses": lambda self, query: m("plain:bad"),
     }
     impl = impls[hook]
     impl.__name__ = hook
@@ -271,7 +294,8 @@ HOOKS = [
     "agent_link_register_commands", "agent_link_schema", "agent_link_resolve_address", "agent_link_before_send",
     "agent_link_render_envelope", "agent_link_on_event", "agent_link_health", "agent_link_check_override",
     "agent_link_register_prompt_hooks", "agent_link_push_reminders", "agent_link_register_panels",
-    "agent_link_server_tasks",
+    "agent_link_server_tasks", "agent_link_present_sessions", "agent_link_inbox_read", "agent_link_check_recipient",
+    "agent_link_suggest_addresses",
 ]
 # an async harness method that never ends holds only the call waiting on it, for a bound:
 # list_sessions its own, get_session the hook budget, deliver a few hook budgets
@@ -313,14 +337,19 @@ async def assert_core_serves(app: App, good: Good) -> None:
     routed = await app.send(caller=me, to="role:lead", body="hello lead", anticipation="action")
     assert routed.message["recipient"] == "good:one"
     inbox = app.inbox(GOOD_ONE)
+    assert good.read_by[-1] == "good:one"
     assert {m["id"] for m in inbox["messages"]} >= {sent.message["id"], routed.message["id"]}
+    plain = await app.send(caller=me, to="plain:nobody", body="hello nobody")
+    assert plain.address_warning == {"code": "unknown_address", "message": "good never saw plain:nobody"}
+    assert (await app.send(caller=me, to="plain:good", body="hello good", require_known=True)).address_warning is None
+    assert app.hooks.suggest_addresses("plaingood") == ["plain:good"]  # what a CLI target that found nothing is told
     assert inbox["renderedBlock"].count("<good-note>checked</good-note>") == 2
     assert "sent" in good.events and "delivered" in good.events
     names = tool_names(app)
     assert {"agent_link_health", "message_agent", "read_agent_link_inbox", "good_echo"} <= names
     assert (await run_tool(app, app.hooks.tools()["good_echo"], {"text": "x"}, {}))["echo"] == "x"
     listing = await app.list_agents()
-    assert {"good:one", "good:two"} <= {s["address"] for s in listing["sessions"]}
+    assert {"good:one", "good:two", "plain:good"} <= {s["address"] for s in listing["sessions"]}
     assert app.hooks.check_override("good:one", me, "model", "m", {}) == {"allowed": True, "grantedBy": {"kind": "good"}}
     health = app.health()
     json.dumps(health)

@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 
-from agent_link_core import hookimpl, presence
+from agent_link_core import hookimpl
 from agent_link_core.app import App
 from agent_link_core.tools.registry import call_tool
 
-#: statements of one send of a new message to a served plain address, core only (the loops
-#: plugin's guard adds two in the transaction: the recent messages the same as this one, the
-#: pair's rate): whether the recipient was ever served (1), BEGIN, the row's INSERT ... RETURNING,
-#: its ``sent`` event, COMMIT
-SEND_STATEMENTS = 5
+#: statements of one send of a new message to a plain address, core only (the loops plugin's
+#: guard adds two in the transaction: the recent messages the same as this one, the pair's rate;
+#: the presence plugin one before it: whether the recipient was ever served): BEGIN, the row's
+#: INSERT ... RETURNING, its ``sent`` event, COMMIT
+SEND_STATEMENTS = 4
 #: statements of one inbox read that does not mark (core only): the running-wait check, the
 #: unread and the open rows, their states (3), what is left unread
 READ_STATEMENTS = 7
@@ -57,7 +57,6 @@ def _app(address: str, *plugins: Any) -> App:
 
 async def test_a_send_and_a_read_stay_within_their_statement_counts() -> None:
     alice, bob = _app("team:alice"), _app("team:bob")
-    presence.record(bob.store, "team:bob", "mcp", os.getpid())  # served, as its MCP server notes at start
     await _call(alice, "message_agent", {"to": "team:bob", "message": "first"})
     with statements(alice) as sent:
         result = await _call(alice, "message_agent", {"to": "team:bob", "message": "second"})

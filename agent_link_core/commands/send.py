@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     option("--retry-backoff", kind="finite", low=1.0, high=10.0, default=2.0, show_default=True),
     option("--retry-jitter", kind="finite", low=0.0, high=1.0, default=0.1, show_default=True),
     option("--retry-unknown", flag=True, help="Push again a message whose earlier outcome was unknown."),
-    option("--require-known", flag=True, help="Refuse an address no process has ever served (typo guard)."),
+    option("--require-known", flag=True, help="Refuse a plain address no process is known to serve (typo guard; without the presence plugin: every plain address)."),
     option("--require-delivered", flag=True, help=f"Exit {EXIT_UNDELIVERED} unless the outcome is delivered."),
     option("--correlation-id", help="Your id tying this message to others (stored, part of the idempotency check)."),
     option("--from-project", help="The sender's project name (stored with the message)."),
@@ -175,7 +175,8 @@ async def send_reliably(
     content: ``rejected``): a message delivered or accepted is not pushed again, one still queued is (its harness checks
     whether an earlier push landed), an ``unknown`` one only with ``retry_unknown``. ``ttl_ms`` counts from the first
     attempt; ``retry`` covers only pushes that failed before the host accepted them. ``require_known`` rejects a plain
-    address no process ever served (else it is queued with a warning). ``envelope_format``: another model-visible form, one
+    address no process is known to serve (:meth:`~agent_link_core.sending.Outbox.unseen_address`; else it is queued, with
+    a plugin's warning). ``envelope_format``: another model-visible form, one
     the recipient's harness lists in its ``envelope_formats`` (else ``rejected``, nothing stored).
 
     :raises AgentLinkError: never for a refusal (that is ``rejected``); only for bad arguments (``invalid_arguments``) and

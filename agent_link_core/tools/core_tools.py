@@ -309,7 +309,7 @@ async def read_inbox(app: App, args: dict[str, Any], call: ToolCall) -> dict[str
 
     # a database that refuses writes (read-only, damaged, replaced) is read without marking; a read
     # for a client that is gone marks nothing either, as its answer reaches no one
-    mark, warnings = app.begin_inbox_read(call.caller, args.get("markAsDelivered", True) and not client_gone(), note_presence=False)
+    mark, warnings = app.begin_inbox_read(call.caller, args.get("markAsDelivered", True) and not client_gone(), tell=False)
     # only what the calling host shows in full is returned (and marked delivered)
     result = budget.inbox(app, call.caller, budget.caller_budget(app, call.caller), limit=args.get("limit", 20), mark=mark,
                           include_open=args.get("includeOpen", True), message_id=args.get("messageId"), offset=args.get("offset", 0))
@@ -390,7 +390,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
             "anticipation": ANTICIPATION, "replyBy": REPLY_BY,
             "waitForReply": {"type": "boolean", "default": False, "description": "Wait for the recipient's resolution (implies anticipation reply)."},
             "timeoutMs": TIMEOUT_MS, "pollIntervalMs": POLL_MS, "receipt": RECEIPT,
-            "requireKnown": {"type": "boolean", "default": False, "description": "Refuse (not_found, with suggestions) a plain address no process has ever served, instead of queueing with an unknown_address warning."},
+            "requireKnown": {"type": "boolean", "default": False, "description": "Refuse (not_found, with suggestions) a plain address no process has ever served, instead of queueing with an unknown_address warning. Without the presence plugin nothing knows a plain address is served: every one is refused."},
             "messageId": MESSAGE_ID,
         }, ("to", "message")),
         output_fields=SEND_RESULT,

@@ -15,8 +15,8 @@ import struct
 import sys
 import time
 
-# the core's check, one copy: host plugins import it from here with the other process facts
-from agent_link_core.presence import pid_alive as pid_alive
+# the presence plugin's check, one copy: host plugins import it from here with the other process facts
+from agent_link_presence import pid_alive as pid_alive
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

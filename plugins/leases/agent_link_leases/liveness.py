@@ -9,7 +9,7 @@ and ``agent-link lease``), never on every read: a holder is gone when
   no activity for :data:`QUIET_MS` (a host agent-link cannot reach, such as a desktop app's
   private app-server, shows as not loaded while its session works); or
 * it is a plain address (no harness) whose presence expired: no running MCP server serves
-  it and no process has read its inbox for :data:`agent_link_core.presence.RECENT_MS`.
+  it and no process has read its inbox for :data:`agent_link_presence.RECENT_MS`.
 
 Whatever cannot be told (no harness answer in :data:`CHECK_TIMEOUT_S`, a session the harness
 does not know, an address never served, a harness error) counts as alive: a lease is never
@@ -44,11 +44,11 @@ def presence_expired(app: App, address: str, now: int) -> bool:
 
     :param now: epoch ms.
     """
-    from agent_link_core.presence import RECENT_MS
-    from agent_link_hostkit.procs import pid_alive
+    from agent_link_presence import RECENT_MS, pid_alive
+    from agent_link_presence.table import served_row
 
-    row = app.store.conn.execute("SELECT last_seen, pid FROM presence WHERE address = ?", (address,)).fetchone()
-    return row is not None and not (row["pid"] and pid_alive(int(row["pid"]))) and now - int(row["last_seen"]) > RECENT_MS
+    row = served_row(app.store.conn, address)
+    return row is not None and not (row[1] and pid_alive(int(row[1]))) and now - row[0] > RECENT_MS
 
 
 async def _why_gone(app: App, holder: str, now: int) -> str | None:

@@ -16,7 +16,7 @@ from agent_link_testing.mcp_client import agent_link_mcp
 
 
 def env(address: str) -> dict[str, str]:
-    return {"AGENT_LINK_ADDRESS": address, "AGENT_LINK_LOAD_PLUGINS": "leases"}
+    return {"AGENT_LINK_ADDRESS": address, "AGENT_LINK_LOAD_PLUGINS": "presence leases"}
 
 
 @pytest.mark.anyio
@@ -59,7 +59,7 @@ def cli(*args: str) -> Any:
 
 
 def test_lease_commands(isolated_env: Path, repo: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "leases")
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "presence leases")
     monkeypatch.chdir(repo)
     monkeypatch.setenv("AGENT_LINK_ADDRESS", "test:alice")
     got = cli("lease", "src", "--reason", "refactor", "--json")
@@ -99,7 +99,7 @@ def test_lease_commands(isolated_env: Path, repo: str, monkeypatch: pytest.Monke
 
 
 def test_a_person_releases_a_stale_lease(isolated_env: Path, repo: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "leases")
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "presence leases")
     monkeypatch.chdir(repo)
     monkeypatch.setenv("AGENT_LINK_ADDRESS", "codex:gone")
     assert cli("lease", "src", "docs").exit_code == 0
@@ -119,7 +119,7 @@ def test_a_workers_lease_shows_the_task_that_ends_it(isolated_env: Path, repo: s
     from agent_link_core.store import now_ms
     from agent_link_leases.table import Project, claim
 
-    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "leases")
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "presence leases")
     app = App.create()
     try:
         claim(app.store, "codex:worker", Project(repo, False), ["src"], exclusive=True, reason="task", ttl_ms=600_000, now=now_ms(),
@@ -131,7 +131,7 @@ def test_a_workers_lease_shows_the_task_that_ends_it(isolated_env: Path, repo: s
 
 
 def test_errors_name_the_commands_options(isolated_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "leases")
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "presence leases")
     monkeypatch.setenv("AGENT_LINK_ADDRESS", "team:alice")
     nowhere = tmp_path / "nogit"
     nowhere.mkdir()
@@ -147,7 +147,7 @@ def test_errors_name_the_commands_options(isolated_env: Path, tmp_path: Path, mo
 
 
 def test_releasing_anothers_lease_says_who_holds_it(isolated_env: Path, repo: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "leases")
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "presence leases")
     monkeypatch.chdir(repo)
     monkeypatch.setenv("AGENT_LINK_ADDRESS", "team:alice")
     assert cli("lease", "a.txt").exit_code == 0
@@ -164,7 +164,7 @@ def test_releasing_anothers_lease_says_who_holds_it(isolated_env: Path, repo: st
 
 
 def test_size_limits_and_a_lease_of_the_whole_project(isolated_env: Path, repo: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "leases")
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "presence leases")
     monkeypatch.chdir(repo)
     monkeypatch.setenv("AGENT_LINK_ADDRESS", "team:alice")
     for typed, said in (("a" * 5000, "is 5000 bytes long; a path is at most 4096 bytes"),
@@ -189,7 +189,7 @@ EVIL = "editing\x1b[2J\a\u202eevil\nsecond line"
 
 
 def test_another_agents_reason_reaches_the_terminal_escaped(isolated_env: Path, repo: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "leases")
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "presence leases")
     monkeypatch.chdir(repo)
     monkeypatch.setenv("AGENT_LINK_ADDRESS", "team:dave")
     assert cli("lease", "c.txt", "--reason", EVIL).exit_code == 0
@@ -204,7 +204,7 @@ def test_another_agents_reason_reaches_the_terminal_escaped(isolated_env: Path, 
 
 
 def test_a_refused_claim_says_what_to_send(isolated_env: Path, repo: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "leases")
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "presence leases")
     monkeypatch.chdir(repo)
     monkeypatch.setenv("AGENT_LINK_ADDRESS", "team:dave")
     assert cli("lease", "c.txt", "--reason", "tidying").exit_code == 0

@@ -18,7 +18,7 @@ from agent_link_core.app import App
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.harness import Harness
 from agent_link_core.model import Caller, Session
-from agent_link_core.presence import RECENT_MS
+from agent_link_presence import RECENT_MS
 from agent_link_core.store import now_ms
 from agent_link_leases.liveness import gone_holders
 from agent_link_leases.table import Project, active, claim

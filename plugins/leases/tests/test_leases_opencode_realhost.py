@@ -62,7 +62,7 @@ def server(stub: MessagesStub, state_dir: Path, launcher: Path, tmp_path_factory
 @pytest.fixture
 def app(state_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[App]:
     monkeypatch.setenv("AGENT_LINK_STATE_DIR", str(state_dir))
-    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "leases")
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "presence leases")
     yield App.create()
 
 

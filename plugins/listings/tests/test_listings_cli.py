@@ -37,7 +37,9 @@ def send_json(*args: str) -> dict[str, Any]:
     return json.loads(proc.stdout)
 
 
-def test_sessions_and_who_list_live_plain_addresses() -> None:
+def test_sessions_and_who_list_live_plain_addresses(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "listings presence")  # the presence plugin keeps the plain addresses
+    run = functools.partial(run_core, plugins=(*PLUGINS, "presence"))
     assert run("inbox", "--as", "team:bob").returncode == 0
     sessions = json.loads(run("sessions", "--json").stdout)
     assert sessions["version"] == 1 and [s["address"] for s in sessions["sessions"]] == ["team:bob"]

@@ -127,7 +127,8 @@ async def test_the_address_is_checked_before_the_loop_guard(app: App) -> None:
     assert out["error"]["code"] == "not_found" and "team:bbo" in out["error"]["message"]
 
 
-def test_the_cli_retries_an_undelivered_message_instead_of_refusing_it(isolated_env: Any) -> None:
+def test_the_cli_retries_an_undelivered_message_instead_of_refusing_it(isolated_env: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "loops presence")  # the typo's refusal is the presence plugin's
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         return run_main(*args, "--from", "team:alice")
 

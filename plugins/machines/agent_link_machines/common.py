@@ -384,7 +384,7 @@ def _where(config: Any) -> tuple[dict[str, str], dict[str, list[str]]]:
 
 
 #: {database path: plain addresses a process served there}: a presence row, once written, stays
-#: (agent_link_core.presence.seen: "has ever served"), so a positive answer is kept and every
+#: (agent_link_presence.table.seen: "has ever served"), so a positive answer is kept and every
 #: later send to that address skips the query
 _served_cache: dict[str, set[str]] = {}
 SERVED_CACHE_MAX = 4096
@@ -397,7 +397,9 @@ def served_here(conn: Any, config: Any, address: str) -> bool:
     known = _served_cache.setdefault(config.db_path, set())
     if address in known:
         return True
-    if conn.execute("SELECT 1 FROM presence WHERE address = ?", (address,)).fetchone() is None:
+    from agent_link_presence.table import served_row
+
+    if served_row(conn, address) is None:
         return False
     if len(known) < SERVED_CACHE_MAX:
         known.add(address)

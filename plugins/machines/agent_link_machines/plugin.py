@@ -239,7 +239,7 @@ def agent_link_resolve_address(address: str, app: App) -> dict[str, Any] | None:
     machine = remote_addresses(app.config).get(address)  # no other machine lists it: local mail, no query
     if machine is None:
         return None
-    # served on this machine too (agent_link_core.presence): local mail
+    # served on this machine too (agent_link_presence): local mail
     if served_here(app.store.conn, app.config, address):
         return None
     return {"address": address, "via": None, "metadata": _pinned(app, machine, address), "served": True}

@@ -138,6 +138,7 @@ def forward_stranded(app: Any, where: Mapping[str, str], addresses: Iterable[str
     :raises AgentLinkError: the database cannot be written.
     """
     from agent_link_core.addresses import address_scheme
+    from agent_link_presence.table import served_row
 
     own = machine_name(app.config)
     moved = 0
@@ -146,7 +147,7 @@ def forward_stranded(app: Any, where: Mapping[str, str], addresses: Iterable[str
             target = where.get(address)
             if not target or target == own or address_scheme(address) in app.harnesses:
                 continue
-            if conn.execute("SELECT 1 FROM presence WHERE address = ?", (address,)).fetchone() is not None:
+            if served_row(conn, address) is not None:
                 continue
             for row in app.mailbox.open_for(address, FORWARD_LIMIT, undelivered_only=True):
                 meta = _meta(row)

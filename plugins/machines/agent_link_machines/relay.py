@@ -488,6 +488,7 @@ class Relay:
         role enforcement mode (another machine applies it to direct mail to those holders)
         and its role procedures' versions (another machine shows one that differs)."""
         from agent_link_core.directory import gather_listings, session_view
+        from agent_link_presence.table import served_addresses
 
         local = {n: h for n, h in self.app.harnesses.items() if n != NAME}
         listings = await gather_listings(self.app, harnesses=local, limit=200)
@@ -497,7 +498,7 @@ class Relay:
             view = session_view(s)
             view["lastActivityMs"] = s.last_activity_ms
             views.append(view)
-        served = [r[0] for r in self.app.store.conn.execute("SELECT address FROM presence ORDER BY last_seen DESC LIMIT 1000")]
+        served = served_addresses(self.app.store.conn, 1000)
         incomplete = sorted(n for n, listing in listings.items() if not listing.complete)
         return {"at": now_ms(), "heartbeatMs": int(self.heartbeat_s * 1000), "machine": self.machine, "instance": self.instance,
                 "sessions": views, "served": served, "incomplete": incomplete, "roles": local_roles(self.app),

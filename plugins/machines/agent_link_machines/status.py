@@ -51,7 +51,9 @@ def _shared(app: Any, own: str | None) -> list[dict[str, Any]]:
         return []
     shared = {a: set(ms) for a, ms in shared_addresses(app.config).items()}
     if own is not None:
-        for (address,) in app.store.conn.execute("SELECT address FROM presence"):
+        from agent_link_presence.table import served_addresses
+
+        for address in served_addresses(app.store.conn):
             if address in where:
                 shared.setdefault(address, {where[address]}).add(own)
     return [{"address": a, "machines": sorted(ms)} for a, ms in sorted(shared.items())]

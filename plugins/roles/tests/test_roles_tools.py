@@ -74,9 +74,9 @@ async def test_a_never_served_holder_is_warned_as_message_agent_warns(app: App) 
     assert "No process has ever served team:nobody; work sent to role:qa waits" in warning["message"]
     sent = await run_tool(app, "message_agent", {"to": "team:nobody", "message": "hi"})
     assert [w["code"] for w in sent.get("warnings", [])] == ["unknown_address"]
-    from agent_link_core import presence
+    from agent_link_presence import table
 
-    presence.record(app.store, "team:nobody", "config")  # a process served it since
+    table.record(app.store, "team:nobody", "config")  # a process served it since
     known = await run_tool(app, "set_agent_role", {"role": "qa", "agent": "team:nobody"})
     assert "unknown_address" not in [w["code"] for w in known.get("warnings", [])]
 

@@ -1,23 +1,16 @@
-"""Suggestions for an unknown plain address name only addresses a send reaches."""
+"""The presence table: suggestions for an unknown plain address name only addresses a send reaches, the start-up
+record of ``agent-link mcp``, and a bare id finding a live plain address."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from agent_link_core import presence
 from agent_link_core.app import App
 from agent_link_core.mailbox import OutgoingMessage, new_message_id
 from agent_link_core.model import Caller
-
-
-@pytest.fixture
-def app(isolated_env: Path) -> Iterator[App]:
-    made = App.create()
-    yield made
-    made.close()
+from agent_link_presence import startup, table as presence
 
 
 def signed(app: App, sender: str) -> None:
@@ -77,11 +70,11 @@ def test_an_mcp_server_counts_as_serving_its_address_once_it_answers_initialize(
 
 def test_record_at_start_creates_nothing(tmp_path: Path) -> None:
     db = tmp_path / "state" / "agent-link.db"
-    presence.record_at_start({"HOME": str(tmp_path), "AGENT_LINK_STATE_DIR": str(db.parent), "AGENT_LINK_ADDRESS": "team:bob"})
+    startup.record_at_start({"HOME": str(tmp_path), "AGENT_LINK_STATE_DIR": str(db.parent), "AGENT_LINK_ADDRESS": "team:bob"})
     assert not db.parent.exists()
     db.parent.mkdir()
     db.write_bytes(b"not a database")
-    presence.record_at_start({"HOME": str(tmp_path), "AGENT_LINK_STATE_DIR": str(db.parent), "AGENT_LINK_ADDRESS": "team:bob"})
+    startup.record_at_start({"HOME": str(tmp_path), "AGENT_LINK_STATE_DIR": str(db.parent), "AGENT_LINK_ADDRESS": "team:bob"})
     assert db.read_bytes() == b"not a database"
 
 
@@ -91,17 +84,17 @@ def test_a_start_record_that_was_not_the_servers_identity_is_taken_back(app: App
     import os
 
     env = {**os.environ, "AGENT_LINK_ADDRESS": "team:me"}
-    presence.record_at_start(env)
+    startup.record_at_start(env)
     assert presence.seen(app.store, "team:me")
-    presence.undo_start_record(app.store)
+    startup.undo_start_record(app.store)
     assert not presence.seen(app.store, "team:me")
     presence.record(app.store, "team:me", "inbox")
     before = tuple(app.store.conn.execute("SELECT * FROM presence WHERE address = 'team:me'").fetchone())
-    presence.record_at_start(env)
+    startup.record_at_start(env)
     assert app.store.conn.execute("SELECT pid FROM presence WHERE address = 'team:me'").fetchone()[0] == os.getpid()
-    presence.undo_start_record(app.store)
+    startup.undo_start_record(app.store)
     assert tuple(app.store.conn.execute("SELECT * FROM presence WHERE address = 'team:me'").fetchone()) == before
-    presence.undo_start_record(app.store)  # nothing left to take back
+    startup.undo_start_record(app.store)  # nothing left to take back
 
 
 def test_known_senders_are_read_by_index_seeks_not_a_scan_of_every_message(app: App) -> None:
@@ -132,3 +125,23 @@ async def test_a_bare_id_finds_a_live_plain_address_as_list_agents_lists_it(app:
     assert verdict["status"] == "resolved" and verdict["best"]["address"] == "team:mbob", verdict
     assert (await app.directory.target_address("mbob", Caller("team:alice", "explicit")))[0] == "team:mbob"
     assert (await app.resolve_agent("nobody-here"))["status"] == "not_found"
+
+
+def test_other_plugins_read_the_table_and_see_nothing_served_where_it_is_missing(app: App) -> None:
+    """machines and leases read served addresses through these; on a database this plugin never opened (it is
+    disabled, or not loaded, there) they see no address served instead of failing."""
+    import sqlite3
+
+    presence.record(app.store, "team:old", "inbox")
+    presence.record(app.store, "team:new", "mcp", 4242)
+    with app.store.write() as conn:  # served later than team:old
+        conn.execute("UPDATE presence SET last_seen = last_seen + 1000 WHERE address = 'team:new'")
+    assert presence.served_addresses(app.store.conn) == ["team:new", "team:old"]
+    assert presence.served_addresses(app.store.conn, 1) == ["team:new"]
+    row = presence.served_row(app.store.conn, "team:new")
+    assert row is not None and row[1] == 4242 and presence.served_row(app.store.conn, "team:none") is None
+    bare = sqlite3.connect(":memory:")
+    assert presence.served_row(bare, "team:new") is None and presence.served_addresses(bare) == []
+    bare.execute("CREATE TABLE presence (address TEXT)")  # any other error is not hidden
+    with pytest.raises(sqlite3.OperationalError):
+        presence.served_row(bare, "team:new")

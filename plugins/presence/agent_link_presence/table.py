@@ -1,23 +1,24 @@
-"""Presence of plain addresses (``AGENT_LINK_ADDRESS``, which no harness lists): which ones a process has served (an
-``agent-link mcp`` with its pid, an inbox read) and when. A send to an address nobody ever served is flagged with the
-closest known ones (a typo's fix), and the live ones are listed as sessions, so two MCP clients without a host plugin
-can find each other."""
+"""The ``presence`` table: which plain addresses a process served and when, the live ones as sessions, and the addresses
+a send to a never-served one is pointed to (a typo's fix)."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 
-from agent_link_core.lazy import LazyLogger
 from agent_link_core.addresses import address_scheme, is_address
 from agent_link_core.model import Session
 from agent_link_core.store import Migration, Store, now_ms
 
+from agent_link_presence import RECENT_MS, pid_alive
+from agent_link_presence.startup import UPSERT
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import sqlite3
     from typing import Any
 
-PRESENCE_MIGRATIONS = (
+#: the table, under the id it had when it was the core's (existing databases keep it)
+MIGRATIONS = (
     Migration("presence", 1, """
         CREATE TABLE presence (
             address TEXT PRIMARY KEY,
@@ -28,79 +29,52 @@ PRESENCE_MIGRATIONS = (
         );
         """),
 )
-_UPSERT = ("INSERT INTO presence (address, first_seen, last_seen, pid, source) VALUES (?, ?, ?, ?, ?)"
-           " ON CONFLICT (address) DO UPDATE SET last_seen = excluded.last_seen,"
-           " pid = COALESCE(excluded.pid, pid), source = CASE WHEN excluded.pid IS NULL THEN source ELSE excluded.source END")
-START_BUSY_MS = 200  # the start-up record's wait for another writer, before it leaves it to the server
-# (address, its row before or None) that record_at_start wrote in this process
-_started: tuple[str, tuple[Any, ...] | None] | None = None
-# An address read by a short-lived process (a CLI inbox read) counts as live this long.
-RECENT_MS = 10 * 60_000
 MAX_SUGGESTIONS = 3
-log = LazyLogger(__name__)
 
 
 def record(store: Store, address: str, source: str, pid: int | None = None) -> None:
     """Note that ``address`` was served just now by ``source`` (``mcp`` with the server's ``pid``, or ``inbox``). A pid,
-    once recorded, is kept until another process serves the address, so a CLI read never hides a running server."""
+    once recorded, is kept until another process serves the address, so a CLI read never hides a running server.
+
+    :raises AgentLinkError: as ``store.write()`` does (busy, damaged, read-only)."""
     if not is_address(address):
         return
     now = now_ms()
     with store.write() as conn:
-        conn.execute(_UPSERT, (address, now, now, pid, source))
-
-
-def record_at_start(env: Mapping[str, str] | None = None) -> None:
-    """Note that this ``agent-link mcp`` serves its ``AGENT_LINK_ADDRESS`` before its start-up front answers ``initialize``
-    (a peer told of it must find it served). Standard library only; creates nothing: a missing database, a bad setting
-    or any error leaves it to the full server, which records it again."""
-    try:
-        from agent_link_core.config import load_config
-
-        config = load_config(env)
-        address = config.get("AGENT_LINK_ADDRESS")
-        if not address or not is_address(address) or not os.path.isfile(config.db_path):
-            return
-        import sqlite3
-
-        conn = sqlite3.connect(config.db_path, timeout=START_BUSY_MS / 1000, isolation_level=None)
-        try:
-            if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'presence'").fetchone():
-                conn.execute("BEGIN IMMEDIATE")
-                before = conn.execute("SELECT last_seen, pid, source FROM presence WHERE address = ?", (address,)).fetchone()
-                now = now_ms()
-                conn.execute(_UPSERT, (address, now, now, os.getpid(), "mcp"))
-                conn.execute("COMMIT")
-                global _started
-                _started = (address, tuple(before) if before is not None else None)
-        finally:
-            conn.close()
-    except Exception as exc:  # the full server records it anyway; starting must not fail for this
-        log.debug("presence not recorded at start: %s", exc)
-
-
-def undo_start_record(store: Store) -> None:
-    """Take back what :func:`record_at_start` noted in this process (the full server found it serves a harness's session,
-    not the configured address)."""
-    global _started
-    if _started is None:
-        return
-    address, before = _started
-    _started = None
-    with store.write() as conn:
-        if before is None:
-            conn.execute("DELETE FROM presence WHERE address = ? AND pid = ?", (address, os.getpid()))
-        else:
-            conn.execute("UPDATE presence SET last_seen = ?, pid = ?, source = ? WHERE address = ? AND pid = ?",
-                         (*before, address, os.getpid()))
+        conn.execute(UPSERT, (address, now, now, pid, source))
 
 
 def seen(store: Store, address: str) -> bool:
     """True when some process has ever served ``address``."""
-    return store.conn.execute("SELECT 1 FROM presence WHERE address = ?", (address,)).fetchone() is not None
+    return served_row(store.conn, address) is not None
 
 
-def live_sessions(store: Store, *, skip_schemes: set[str], only: str | None = None) -> list[Session]:
+def _read(conn: sqlite3.Connection, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
+    """The rows of a read of the table; none where the database has no table (this plugin disabled or not loaded on a
+    database it never opened: the plugins reading it through here then see no address served)."""
+    import sqlite3
+
+    try:
+        return conn.execute(sql, args).fetchall()
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return []
+        raise
+
+
+def served_row(conn: sqlite3.Connection, address: str) -> tuple[int, int | None] | None:
+    """``(last served, epoch ms; the serving pid or None)`` of ``address``, read through ``conn`` (inside a write
+    transaction too), or None when no process ever served it (or the table is missing)."""
+    rows = _read(conn, "SELECT last_seen, pid FROM presence WHERE address = ?", (address,))
+    return (int(rows[0][0]), rows[0][1]) if rows else None
+
+
+def served_addresses(conn: sqlite3.Connection, limit: int = 1_000_000) -> list[str]:
+    """Every address a process served, the most recently served first, at most ``limit`` (none when the table is missing)."""
+    return [r[0] for r in _read(conn, "SELECT address FROM presence ORDER BY last_seen DESC LIMIT ?", (limit,))]
+
+
+def live_sessions(store: Store, *, skip_schemes: Collection[str], only: str | None = None) -> list[Session]:
     """The live plain addresses as sessions: served by a running MCP server, or read within :data:`RECENT_MS`. Addresses of
     ``skip_schemes`` (harnesses that list their own sessions) are left out; ``only`` keeps one scheme ("all"/None: all)."""
     now = now_ms()
@@ -142,7 +116,8 @@ def reachable_addresses(store: Store, harnesses: Collection[str] = ()) -> list[s
 
 def suggestions(store: Store, address: str, harnesses: Collection[str] = ()) -> list[str]:
     """Up to :data:`MAX_SUGGESTIONS` addresses a send reaches (:func:`reachable_addresses`) closest to ``address`` (a
-    typo's fix). ``harnesses``: the installed harnesses' names (their sessions are reachable)."""
+    typo's fix; a bare id such as ``teambob`` too). ``harnesses``: the installed harnesses' names (their sessions are
+    reachable)."""
     pool = [a for a in reachable_addresses(store, harnesses) if a != address]
     if not pool:  # difflib left unimported
         return []
@@ -167,16 +142,3 @@ def unseen_warning(store: Store, address: str, harnesses: Collection[str] = ()) 
     if close:
         message += f" Did you mean {' or '.join(close)}?"
     return {"code": "unknown_address", "message": message, "details": {"address": address, "suggestions": close}}
-
-
-def pid_alive(pid: int) -> bool:
-    """True when ``pid`` runs: a zombie does not, a process of another user does, a pid of 0 or below never does. The one
-    copy of this check (host plugins reach it through plugins/hostkit); psutil is imported here, off the hook fast path."""
-    import psutil
-
-    try:
-        return pid > 0 and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.AccessDenied:
-        return True
-    except psutil.Error:
-        return False
