@@ -23,7 +23,8 @@ from agent_link_testing.mcp_client import exchange_lines
 pytestmark = pytest.mark.packaging  # pip builds and installs: the integration step (make test-realhost)
 
 REPO = Path(__file__).resolve().parents[1]
-PLUGINS = ("roles", "receipts", "hostkit")  # receipts reads caller context with the host kit
+# receipts reads caller context with the host kit, which takes its pid check from presence
+PLUGINS = ("roles", "receipts", "hostkit", "presence")
 BOUND_S = 240  # pip under load on a shared 2-core machine; the pytest timeout is the outer bound
 IGNORE = shutil.ignore_patterns("tests", "*.egg-info", "__pycache__", "build", "dist")
 
@@ -68,8 +69,8 @@ def elsewhere_env(venv: Path) -> dict[str, str]:
 
 def test_wheels_in_a_fresh_virtualenv_work_without_the_checkout(tmp_path: Path) -> None:
     wheels = build_wheels(tmp_path)
-    assert [w.name.split("-")[0] for w in wheels] == ["agent_link_core", "agent_link_hostkit", "agent_link_receipts",
-                                                          "agent_link_roles"]
+    assert [w.name.split("-")[0] for w in wheels] == ["agent_link_core", "agent_link_hostkit", "agent_link_presence",
+                                                          "agent_link_receipts", "agent_link_roles"]
     venv = tmp_path / "tool-venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=BOUND_S)
     pip("--python", str(venv / "bin" / "python"), "install", "--quiet", *map(str, wheels))
