@@ -304,7 +304,7 @@ def test_wal_stays_bounded_under_a_writer_that_never_pauses(isolated_env: Path) 
     reader.start()
     biggest = 0
     try:
-        for _ in range(400):  # ~1.6 MB of rows through the WAL (5 MB of WAL unchecked): 24 times the limit
+        for _ in range(120):  # ~480 KB of rows through the WAL (1.5 MB of WAL unchecked): 7 times the limit
             with store.write() as conn:
                 conn.execute("INSERT INTO filler VALUES (randomblob(4000))")
             biggest = max(biggest, store.wal_bytes())
