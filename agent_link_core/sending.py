@@ -164,9 +164,9 @@ class Outbox:
         if verdict is None:
             if require_known:
                 raise AgentLinkError(
-                    "not_found", f"No installed plugin records which plain addresses are served, so requireKnown cannot accept {recipient}.",
+                    "not_found", f"No loaded plugin records which plain addresses are served, so requireKnown cannot accept {recipient}.",
                     {"query": recipient, "candidates": []},
-                    hint="Install agent-link-presence (it records the addresses processes serve), "
+                    hint="Install agent-link-presence, or enable it (AGENT_LINK_DISABLE_PLUGINS): it records the addresses processes serve; "
                          "or send without requireKnown to leave the message for whoever reads it later.")
             return None
         return verdict.get("warning")
