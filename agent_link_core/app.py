@@ -103,7 +103,7 @@ class App:
         ``app.wait``, ``app.list_agents``, ...; docs/plugins.md section 4)."""
         if name in ("send", "reply", "push", "refresh_delivery"):
             return getattr(self.outbox, name)
-        if name in ("wait", "held_by_wait", "mark_taken", "wait_limits", "waiting"):
+        if name in ("wait", "mark_taken", "wait_limits", "waiting"):
             return getattr(self.waits, name)
         if name in ("list_agents", "resolve_agent", "target_address", "present_sessions"):
             return getattr(self.directory, name)

@@ -261,6 +261,7 @@ RESULT_CHECKS: dict[str, Callable[[Any, str], str | None]] = {
                                          "expected None or a dict with a boolean 'allowed'"),
     **dict.fromkeys(("agent_link_on_event", "agent_link_sessions_listed", "agent_link_inbox_read"), _expect(lambda r: False, "observers return nothing")),
     "agent_link_check_recipient": _check_recipient,
+    "agent_link_held_messages": _expect(lambda r: isinstance(r, (set, frozenset, list, tuple)) and all(isinstance(i, str) for i in r), "expected message ids"),
     "agent_link_present_sessions": _check_sessions,
     "agent_link_suggest_addresses": _expect(lambda r: isinstance(r, (list, tuple)) and all(isinstance(a, str) for a in r),
                                             "expected None or a list of addresses"),

@@ -28,8 +28,6 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 #: views of marked messages growing (delivery, deliveredAt) after they were measured
 RESERVE_BYTES = 400
 PER_MESSAGE_RESERVE_BYTES = 48
-#: how much undelivered mail is looked at for messages held by a wait
-HELD_SCAN = 500
 
 
 def result_bytes(result: dict[str, Any], budget: OutputBudget) -> int:
@@ -73,7 +71,7 @@ def inbox(app: App, caller: Caller, budget: OutputBudget | None, *, limit: int, 
             raise AgentLinkError("wrong_recipient", f"Message {row['id']} is not addressed to you.",
                                  {"messageId": row["id"], "expected": row["recipient"], "caller": caller.address})
         return _page(app, caller, row, budget, offset, mark)
-    held = held_by_waits(app, caller.address)
+    held = app.hooks.held_messages(caller.address)
     rows, _ = app.mailbox.drain(caller.address, limit + len(held), mark=False, include_open=include_open)
     rows = [r for r in rows if r["id"] not in held][:limit]
     messages = [app.mailbox.row_dict(row) for row in rows]  # each row's metadata decoded once, for its view and its envelope
@@ -113,7 +111,7 @@ def inbox(app: App, caller: Caller, budget: OutputBudget | None, *, limit: int, 
         chosen = app.mailbox.rows([row["id"] for row in chosen])
         views = _views(app, chosen)
         # marking changed what remains (held mail is never chosen, nor marked)
-        held = held_by_waits(app, caller.address) - {row["id"] for row in chosen}
+        held = app.hooks.held_messages(caller.address) - {row["id"] for row in chosen}
         remaining = _remaining(app, caller.address, held)
     elif whole is not None:
         return whole
@@ -198,7 +196,7 @@ def _page(app: App, caller: Caller, row: Any, budget: OutputBudget | None, offse
         raise AgentLinkError("invalid_arguments", f"offset {offset} is outside the message's {total} characters.",
                              {"errors": [{"path": "offset", "rule": "range", "expected": f"0-{total - 1}"}]})
     [view] = _views(app, [row])
-    held = held_by_waits(app, caller.address) - {row["id"]}
+    held = app.hooks.held_messages(caller.address) - {row["id"]}
     remaining = _remaining(app, caller.address, held)
 
     def build(end: int) -> dict[str, Any]:
@@ -215,19 +213,10 @@ def _page(app: App, caller: Caller, row: Any, budget: OutputBudget | None, offse
     out = build(end)
     if end == total and mark and row["delivered_at"] is None and app.mailbox.mark_delivered(row["id"], "inbox"):
         [view] = _views(app, app.mailbox.rows([row["id"]]))
-        held = held_by_waits(app, caller.address) - {row["id"]}
+        held = app.hooks.held_messages(caller.address) - {row["id"]}
         out = _assemble(caller.address, [row["id"]], [view], _remaining(app, caller.address, held), len(held),
                         out["renderedBlock"], out["page"])
     return out
-
-
-def held_by_waits(app: App, address: str) -> set[str]:
-    """Ids of ``address``'s undelivered mail that a wait running in any process is about to return (:meth:`App.held_by_wait`)."""
-    from agent_link_core import waits
-
-    if not app.waiting and not waits.any_live(app.store, address):
-        return set()
-    return {row["id"] for row in app.mailbox.open_for(address, HELD_SCAN, undelivered_only=True) if app.held_by_wait(row)}
 
 
 def oversized_notice(row: Any, size: int) -> str:

@@ -14,7 +14,7 @@ from agent_link_core.lazy import PROJECT, hookimpl, hookspec
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import sqlite3
-    from collections.abc import Awaitable
+    from collections.abc import Awaitable, Collection
     from typing import Any, Callable
 
     import click
@@ -266,6 +266,19 @@ def agent_link_inbox_read(address: str, app: App) -> None:
 
     :param address: the reader's address.
     :param app: the App.
+    """
+
+
+@hookspec
+def agent_link_held_messages(address: str, rows: list[Any] | None, app: App) -> Collection[str] | None:
+    """Name the mail of ``address`` a running wait of it (any process) returns itself: a push leaves it to the wait (event
+    ``held_for_wait``), an inbox read leaves it out (``heldByActiveWait``). Called by every push and inbox read: answer None
+    before reading any message when nobody waits.
+
+    :param address: the recipient.
+    :param rows: the ``messages`` rows of ``address`` to check, or None for its undelivered mail.
+    :param app: the App.
+    :returns: the held message ids (answers joined), or None. With no answer nothing is held.
     """
 
 

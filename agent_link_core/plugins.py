@@ -450,6 +450,10 @@ class Hooks:
         """Tell observers ``address`` reads its inbox, marking (``agent_link_inbox_read``)."""
         self._call("agent_link_inbox_read", address=address, app=self.app)
 
+    def held_messages(self, address: str, rows: list[Any] | None = None) -> set[str]:
+        """Ids of ``address``'s mail (of ``rows``, or its undelivered mail) a running wait returns (``agent_link_held_messages``)."""
+        return {i for ids in self._call("agent_link_held_messages", address=address, rows=rows, app=self.app) or [] for i in ids}
+
     def check_recipient(self, address: str, require_known: bool) -> dict[str, Any] | None:
         """The first plugin's verdict ``{"known", "warning"?}`` on a plain address, or None (no plugin knows;
         a refusal raises AgentLinkError)."""

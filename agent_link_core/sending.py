@@ -34,6 +34,8 @@ log = LazyLogger("agent_link_core.app")  # the App's operations log under its na
 
 #: What status says of a push the host accepted but has not shown the model yet.
 ACCEPTED_NOTE = "accepted, awaiting the session"
+#: the event of a push left to a running wait (``agent_link_held_messages``), which pushes it if it ends without taking it
+HELD_EVENT = "held_for_wait"
 
 
 class SendOutcome(Struct):
@@ -173,19 +175,17 @@ class Outbox:
 
     async def push(self, row: Any, options: Mapping[str, Any]) -> Delivery | None:
         """Offer a stored message to its recipient's harness; record delivery on evidence. A message a running wait of the
-        recipient is about to return is left to that wait."""
-        from agent_link_core.waits import HELD_EVENT
-
+        recipient is about to return (a plugin's ``agent_link_held_messages``) is left to that wait (:data:`HELD_EVENT`)."""
         harness = self.harnesses.get(address_scheme(row["recipient"]))
         if harness is None:
             return None
         if '"elsewhere"' in (row["metadata"] or "") and json.loads(row["metadata"]).get("elsewhere") is True:
             # served elsewhere (Directory.elsewhere): the plugin that claimed it carries it there
             return Delivery()
-        if self.app.waits.held_by_wait(row):
+        if row["id"] in self.hooks.held_messages(row["recipient"], [row]):
             self.mailbox.record_event(row["id"], HELD_EVENT, row["recipient"], None, {})
             return Delivery(state="held_for_wait", note="the recipient's running wait returns it")
-        # A wait that took it marked it delivered before it ended its hold (Waits.wait): so once
+        # A wait that took it marked it delivered before it ended its hold (a wait's own rule): so once
         # no wait holds it, a delivered mark here means a wait returned it; never push a copy.
         if self.mailbox.get_row(row["id"])["delivered_via"] is not None:
             return Delivery(state="delivered", note="already delivered (a wait of the recipient returned it)")

@@ -3,8 +3,8 @@
 
 A wait returns the message it waited for in its own result; a push of the same message to the recipient's host (by another
 process) would give it to the agent twice. So every running wait is noted in ``active_waits`` (who waits, for what, in which
-process), and a push in any process first asks :func:`held`; a held message is left to the wait, which pushes it when it ends
-without taking it (:meth:`Waits.wait`). Rows of dead processes are ignored, and removed by the next wait of the same address.
+process), and a push or an inbox read in any process asks ``agent_link_held_messages`` (:meth:`Waits.held` answers); a held
+message is left to the wait, which pushes it when it ends without taking it (:meth:`Waits.wait`). Rows of dead processes are ignored, and removed by the next wait of the same address.
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ PROGRESS_EVERY_MS = 10_000
 
 #: no wait runs longer than this (600 s asked for, plus its last poll and the push after it)
 MAX_WAIT_MS = 660_000
-#: the HELD event's kind: a push was left to a running wait
-HELD_EVENT = "held_for_wait"
+#: how much undelivered mail :meth:`Waits.held` looks at
+HELD_SCAN = 500
 
 MIGRATIONS = (
     Migration("core.waits", 1, """
@@ -64,9 +64,15 @@ class Waits:
         # "reply:<message id>" / "from:<address>" -> waits running in this process: a push leaves their message to them
         self.waiting: dict[str, int] = {}
 
-    def held_by_wait(self, row: Any) -> bool:
-        """True when a running wait of the message's recipient, in this process or another (:func:`held`), is about to return this message."""
-        return f"reply:{row['reply_to']}" in self.waiting or f"from:{row['from_addr']}" in self.waiting or held(self.store, row)
+    def held(self, address: str, rows: list[Any] | None = None) -> set[str]:
+        """Of ``rows`` (None: ``address``'s undelivered mail, at most :data:`HELD_SCAN`), the ids a running wait, in this
+        process or another (:func:`live_keys`), is about to return: the answer to the message it waits on, or any message
+        from the agent it waits for. Reads no message when nobody waits (the core's ``agent_link_held_messages``)."""
+        keys = set(self.waiting) | live_keys(self.store, address)
+        if not keys:
+            return set()
+        rows = self.mailbox.open_for(address, HELD_SCAN, undelivered_only=True) if rows is None else rows
+        return {row["id"] for row in rows if f"from:{row['from_addr']}" in keys or f"reply:{row['reply_to']}" in keys}
 
     async def wait(
         self, *, caller: Caller, agent: str, reply_to: str | None = None, timeout_ms: int = 60_000, poll_ms: int = 1000,
@@ -154,9 +160,14 @@ class Waits:
 
     async def _push_left_by_wait(self, address: str, taken: str | None) -> None:
         """Push what pushes left to a wait of ``address`` and it did not take (``taken``), unless another wait holds it."""
+        from agent_link_core.sending import HELD_EVENT  # pushing anyway: no read path imports the outbox for it
+
         try:
-            for row in self.mailbox.open_for(address, 50, undelivered_only=True):
-                if row["id"] != taken and self.mailbox.has_event(row["id"], HELD_EVENT) and not self.held_by_wait(row):
+            left = [row for row in self.mailbox.open_for(address, 50, undelivered_only=True)
+                    if row["id"] != taken and self.mailbox.has_event(row["id"], HELD_EVENT)]
+            held = self.held(address, left) if left else set()
+            for row in left:
+                if row["id"] not in held:
                     await self.app.outbox.push(row, {})
         except AgentLinkError as exc:  # the wait's own answer stands; the mail stays queued for the next read or push
             log.warning("could not push the mail a wait of %s left: %s", address, exc.message)
@@ -264,30 +275,26 @@ def end(store: Store, wait_id: int | None) -> None:
             conn.execute("DELETE FROM active_waits WHERE id = ?", (wait_id,))
 
 
-def any_live(store: Store, address: str) -> bool:
-    """Whether a wait of ``address`` runs in some process (False when the table cannot be read): a read skips :func:`held` for
-    each message when nobody waits."""
+def live_keys(store: Store, address: str) -> set[str]:
+    """The keys (``reply:<message id>``, ``from:<address>``) of the waits of ``address`` running in any process (none when
+    the table cannot be read)."""
     import sqlite3
 
     try:
-        found = store.conn.execute("SELECT pid, started_at FROM active_waits WHERE address = ?", (address,)).fetchall()
+        found = store.conn.execute("SELECT key, pid, started_at FROM active_waits WHERE address = ?", (address,)).fetchall()
     except sqlite3.Error:
-        return False
-    return any(_live(w) for w in found)
-
-
-def held(store: Store, row: Any) -> bool:
-    """Whether a live wait of the message's recipient is about to return it: one waiting for the answer to the message it
-    answers, or for any message from its sender."""
-    keys = [f"from:{row['from_addr']}"] + ([f"reply:{row['reply_to']}"] if row["reply_to"] else [])
-    found = store.conn.execute(
-        f"SELECT pid, started_at FROM active_waits WHERE address = ? AND key IN ({', '.join('?' * len(keys))})",
-        (row["recipient"], *keys),
-    ).fetchall()
-    return any(_live(w) for w in found)
+        return set()
+    return {w["key"] for w in found if _live(w)}
 
 
 def _live(wait: Any) -> bool:
+    """Whether a noted wait still runs: younger than :data:`MAX_WAIT_MS`, in a process that exists and is no zombie (one
+    that may not be inspected counts as alive)."""
     import psutil
 
-    return now_ms() - int(wait["started_at"]) <= MAX_WAIT_MS and psutil.pid_exists(int(wait["pid"]))
+    try:
+        return now_ms() - int(wait["started_at"]) <= MAX_WAIT_MS and psutil.Process(int(wait["pid"])).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.AccessDenied:
+        return True

@@ -77,6 +77,7 @@ class Recorder:
         self.events: list[Any] = []
         self.listed: list[list[dict[str, Any]]] = []
         self.read_by: list[str] = []  # the addresses agent_link_inbox_read was told of
+        self.holding: dict[str, set[str]] = {}  # recipient -> senders whose mail a "wait" of it returns (agent_link_held_messages)
         self.harness = EchoHarness()
 
     @hookimpl
@@ -174,6 +175,16 @@ class Recorder:
     @hookimpl
     def agent_link_inbox_read(self, address: str) -> None:
         self.read_by.append(address)
+
+    @hookimpl
+    def agent_link_held_messages(self, address: str, rows: list[Any] | None, app: App) -> set[str] | str | None:
+        if address == "fake:garbled":
+            return "not a collection of ids"
+        senders = self.holding.get(address)
+        if not senders:
+            return None  # nobody waits: no message read
+        rows = app.mailbox.open_for(address, 50, undelivered_only=True) if rows is None else rows
+        return {row["id"] for row in rows if row["from_addr"] in senders}
 
     @hookimpl
     def agent_link_check_recipient(self, address: str, require_known: bool) -> dict[str, Any] | None:
@@ -475,9 +486,34 @@ async def test_waits_mark_what_they_hold(app: App) -> None:
     sent = await app.send(caller=caller, to="fake:one", body="q?", anticipation="reply")
     task = asyncio.create_task(app.wait(caller=caller, agent="fake:one", reply_to=sent.message["id"], timeout_ms=2000, poll_ms=250))
     await asyncio.sleep(0.1)
-    assert app.held_by_wait({"reply_to": sent.message["id"], "from_addr": "fake:one"})
+    assert app.waits.held("fake:two", [{"id": "answer", "reply_to": sent.message["id"], "from_addr": "fake:one"}]) == {"answer"}
     await task
     assert app.waiting == {}
+
+
+@pytest.mark.anyio
+async def test_held_messages_are_left_to_the_wait_by_a_push_and_an_inbox_read(app: App, recorder: Recorder) -> None:
+    """Mail a plugin says a running wait returns (agent_link_held_messages) is not pushed (a held_for_wait event says
+    so) and an inbox read leaves it out, counting it in heldByActiveWait; other mail goes as usual; a wrong answer is a
+    problem of its plugin and holds nothing."""
+    from agent_link_core import budget
+    from agent_link_core.sending import HELD_EVENT
+
+    two, one = app.caller({"fakeSession": "two"}), Caller("fake:one", "explicit")
+    recorder.holding["fake:one"] = {"fake:two"}
+    held = await app.send(caller=two, to="fake:one", body="held for the wait")
+    assert held.delivery is not None and held.delivery.state == "held_for_wait"
+    assert app.mailbox.has_event(held.message["id"], HELD_EVENT)
+    assert held.message["id"] not in [pushed[0] for pushed in recorder.harness.pushed]
+    other = await app.send(caller=Caller("team:carol", "explicit"), to="fake:one", body="not held", anticipation="reply")
+    assert other.message["id"] in [pushed[0] for pushed in recorder.harness.pushed]
+    read = budget.inbox(app, one, None, limit=20, mark=True, include_open=True)
+    assert [m["id"] for m in read["messages"]] == [other.message["id"]] and read["heldByActiveWait"] == 1
+    assert app.hooks.held_messages("fake:one") == {held.message["id"]}
+    recorder.holding.clear()  # the wait ended: nothing is held, and nothing was read to know it
+    assert app.hooks.held_messages("fake:one") == set()
+    assert app.hooks.held_messages("fake:garbled") == set()
+    assert any(p["hook"] == "agent_link_held_messages" and "expected message ids" in p["error"] for p in app.hooks.problems())
 
 
 @pytest.mark.anyio

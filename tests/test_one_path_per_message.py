@@ -233,3 +233,33 @@ async def test_an_inbox_read_for_a_client_that_died_marks_nothing(apps: Any, mon
     served = await call_tool(reader, "read_agent_link_inbox")
     assert [m["id"] for m in served["messages"]] == [sent.message["id"]]
     assert reader.mailbox.stored(sent.message["id"])["delivered_at"] is not None
+
+
+def test_a_wait_of_a_zombie_or_an_ended_process_holds_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A noted wait counts while its process runs: not as a zombie (an exited child not yet reaped keeps its pid), not
+    once the process is gone, not past MAX_WAIT_MS; a process that may not be inspected (AccessDenied) counts as running."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    from agent_link_core import waits
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.monotonic() + 10
+    while psutil.Process(child.pid).status() != psutil.STATUS_ZOMBIE and time.monotonic() < deadline:
+        time.sleep(0.02)
+    noted = {"pid": child.pid, "started_at": waits.now_ms()}
+    assert psutil.pid_exists(child.pid) and not waits._live(noted)  # what pid_exists alone would count as alive
+    child.wait()
+    assert not waits._live(noted)
+    assert waits._live({"pid": os.getpid(), "started_at": waits.now_ms()})
+    assert not waits._live({"pid": os.getpid(), "started_at": waits.now_ms() - waits.MAX_WAIT_MS - 1})
+
+    def denied(pid: int) -> Any:
+        raise psutil.AccessDenied(pid)
+
+    monkeypatch.setattr(psutil, "Process", denied)
+    assert waits._live(noted)

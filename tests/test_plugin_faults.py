@@ -154,6 +154,10 @@ class Good:
     def agent_link_suggest_addresses(self, query: str) -> list[str] | None:
         return ["plain:good"] if query == "plaingood" else None
 
+    @hookimpl
+    def agent_link_held_messages(self, address: str, rows: list[Any] | None) -> list[str] | None:
+        return [] if address == "good:one" else None  # nobody waits: nothing held
+
     async def background(self) -> None:
         return None
 
@@ -234,6 +238,7 @@ def bad_plugin(hook: str, fault: str, gate: Gate) -> object:
         "agent_link_inbox_read": lambda self, address: m(42),
         "agent_link_check_recipient": lambda self, address, require_known: m("yes"),
         "agent_link_suggest_addresses": lambda self, query: m("plain:bad"),
+        "agent_link_held_messages": lambda self, address, rows: m([42]),
     }
     impl = impls[hook]
     impl.__name__ = hook
@@ -295,7 +300,7 @@ HOOKS = [
     "agent_link_render_envelope", "agent_link_on_event", "agent_link_health", "agent_link_check_override",
     "agent_link_register_prompt_hooks", "agent_link_push_reminders", "agent_link_register_panels",
     "agent_link_server_tasks", "agent_link_present_sessions", "agent_link_inbox_read", "agent_link_check_recipient",
-    "agent_link_suggest_addresses",
+    "agent_link_suggest_addresses", "agent_link_held_messages",
 ]
 # an async harness method that never ends holds only the call waiting on it, for a bound:
 # list_sessions its own, get_session the hook budget, deliver a few hook budgets

@@ -45,7 +45,7 @@ def _ref_fits(result: dict[str, Any], out: OutputBudget, messages: int) -> bool:
 def _ref_held(app: App, address: str) -> set[str]:
     if not app.waiting:
         return set()
-    return {row["id"] for row in app.mailbox.open_for(address, 500, undelivered_only=True) if app.held_by_wait(row)}
+    return app.waits.held(address)
 
 
 def reference_inbox(app: App, caller: Caller, out: OutputBudget | None, *, limit: int, mark: bool, include_open: bool,

@@ -412,8 +412,8 @@ class ChannelBridge:
     async def push_pending(self, app: App, peer: McpPeer, session_id: str) -> str:
         """Push every undelivered message for ``claude:<session_id>``, oldest first.
 
-        A message that a wait running in this process is about to return (``wait_for_agent``,
-        ``waitForReply``) is left to that wait, so the model does not get it twice: once as a
+        A message that a running wait is about to return (``wait_for_agent``, ``waitForReply``:
+        ``agent_link_held_messages``) is left to that wait, so the model does not get it twice: once as a
         channel turn and once as the tool result.
 
         :returns: :data:`PUSHED` when nothing is left to push, :data:`HELD` when a message was
@@ -423,10 +423,10 @@ class ChannelBridge:
         """
         address = f"claude:{session_id}"
         outcome = PUSHED
-        for row in app.mailbox.open_for(address, PENDING_SCAN, undelivered_only=True):
-            if not wants_push(row):
-                continue
-            if app.held_by_wait(row):
+        rows = [row for row in app.mailbox.open_for(address, PENDING_SCAN, undelivered_only=True) if wants_push(row)]
+        held = app.hooks.held_messages(address, rows) if rows else set()
+        for row in rows:
+            if row["id"] in held:
                 outcome = HELD
                 continue
             fresh = app.mailbox.get_row(row["id"])

@@ -578,8 +578,9 @@ class CodexHarness(Harness):
                     continue
                 address = f"codex:{thread_id}"
                 rows = [r for r in app.mailbox.open_for(address, 20, undelivered_only=True)
-                        if QUEUED_MIN_AGE_MS <= now - r["sent_at"] <= QUEUED_MAX_AGE_MS and self.claims.reclaimable(r["id"])
-                        and not app.held_by_wait(r)]  # a running wait returns it: never both
+                        if QUEUED_MIN_AGE_MS <= now - r["sent_at"] <= QUEUED_MAX_AGE_MS and self.claims.reclaimable(r["id"])]
+                held = app.hooks.held_messages(address, rows) if rows else set()
+                rows = [r for r in rows if r["id"] not in held]  # a running wait returns it: never both
                 if rows:
                     row = rows[0]
                     # Overrides the policy granted at send time travel with the queued message.
