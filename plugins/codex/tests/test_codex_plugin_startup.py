@@ -9,6 +9,7 @@ is walked for every host by ``tests/test_host_server_env.py``.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -287,6 +288,24 @@ def test_an_agent_link_that_crashes_at_start_is_stood_in_for(tmp_path: Path, cas
     assert f"agent-link at {broken} failed to start" in why and "agent_link_module_that_is_missing" in why, why
     assert f"run '{broken} mcp --check' to see the error" in why and "agent-link install codex" in why, why
     assert f"agent-link at {broken} failed to start" in done.stderr, done.stderr
+
+
+def test_an_agent_link_whose_check_hangs_is_stood_in_for_in_time(tmp_path: Path) -> None:
+    """A check that never ends (a database lock held, an import that hangs) would keep the thread
+    past Codex's start-up timeout (10 s by default): it is ended after the launcher's bound (6 s)
+    and the stand-in answers, saying so; the check is not left running."""
+    hung = tmp_path / "hung" / "agent-link"
+    hung.parent.mkdir()
+    hung.write_text(f"#!/bin/sh\necho $$ >'{tmp_path}/check.pid'\nexec sleep 120\n")
+    hung.chmod(0o755)
+    done = run_launcher(launcher_copy(tmp_path, str(hung)), [INIT, INITIALIZED, LISTING], tmp_path / "home")
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [a["id"] for a in answers] == ["s-1", 41] and answers[1]["result"] == {"tools": []}, done.stdout
+    why = answers[0]["result"]["instructions"]
+    assert f"agent-link at {hung} did not start within 6 s" in why and f"run '{hung} mcp --check'" in why, why
+    pid = int((tmp_path / "check.pid").read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
 
 
 CALLS_RECORDER = '#!/bin/sh\necho "$*" >>"$0.calls"\n[ "$*" = "mcp --check" ] && exit 0\ncat >"$0.rest"\n'
