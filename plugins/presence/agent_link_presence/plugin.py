@@ -27,7 +27,6 @@ if TYPE_CHECKING:  # pragma: no cover
 log = LazyLogger(__name__)  # logging imported when it logs: off the CLI's send and inbox path
 
 
-
 @hookimpl
 def agent_link_schema() -> list[Migration]:
     """The ``presence`` table (:data:`agent_link_presence.table.MIGRATIONS`)."""
