@@ -146,11 +146,29 @@ whole_answers() {
 }
 
 # Whether agent-link starts: `agent-link mcp --check` loads what the server loads and exits 0;
-# when it does not, `why` says so with the last line it wrote (the error).
+# when it does not, `why` says so with the last line it wrote (the error). Codex fails the thread
+# when its required server has not answered within its start-up timeout (10 s by default), so a
+# check still running after CHECK_S seconds (a database lock held, a hung import) is ended and
+# counts as a failure: the stand-in answers in time instead.
+CHECK_S=6
 starts() {
-    said=$("$1" mcp --check </dev/null 2>&1) && return 0
-    said=$(printf '%s\n' "$said" | awk 'NF { last = $0 } END { print substr(last, 1, 300) }')
-    why="agent-link at $1 failed to start${said:+ ($said)}; run '$1 mcp --check' to see the error, fix or reinstall agent-link, then run 'agent-link install codex' again"
+    said_file="${TMPDIR:-/tmp}/agent-link-check.$$"
+    "$1" mcp --check </dev/null >"$said_file" 2>&1 &
+    check=$!
+    # its output goes nowhere: a sleep left behind must not hold the host's pipe open
+    ( sleep "$CHECK_S" && kill -9 "$check" ) </dev/null >/dev/null 2>&1 &
+    watchdog=$!
+    wait "$check"
+    status=$?
+    kill "$watchdog" 2>/dev/null
+    said=$(awk 'NF { last = $0 } END { print substr(last, 1, 300) }' "$said_file" 2>/dev/null)
+    rm -f "$said_file"
+    [ "$status" -eq 0 ] && return 0
+    if [ "$status" -eq 137 ]; then
+        why="agent-link at $1 did not start within $CHECK_S s; run '$1 mcp --check' to see where it stops, fix it, then run 'agent-link install codex' again"
+    else
+        why="agent-link at $1 failed to start${said:+ ($said)}; run '$1 mcp --check' to see the error, fix or reinstall agent-link, then run 'agent-link install codex' again"
+    fi
     return 1
 }
 
